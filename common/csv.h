@@ -1,0 +1,89 @@
+// CSV input and atomic CSV output for tables (RFC 4180 quoting, `,` or `;` separators).
+//
+// CsvReader loads a whole file into memory and hands out one record at a time as string_views,
+// so that a million-row table can be dictionary-encoded without materializing a string per cell.
+// Errors name the file, the 1-based line and column (e.g. "t.csv:12:7: unterminated quote").
+// CsvWriter writes to a temporary file beside the target and renames it on Commit(); if Commit()
+// is never reached the temporary file is removed, so a failed job leaves no partial output.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace fedanon::common {
+
+struct CsvOptions {
+  // 0: detect from the first line (`;` if it contains more `;` than `,`, else `,`).
+  char separator = 0;
+};
+
+class CsvReader {
+ public:
+  // Reads `path` fully. NotFound if it does not exist; InvalidArgument if empty.
+  static absl::StatusOr<std::unique_ptr<CsvReader>> Open(const std::string& path,
+                                                         CsvOptions options = {});
+  // Parses in-memory text; `source_name` is used in error messages.
+  static absl::StatusOr<std::unique_ptr<CsvReader>> FromString(std::string text,
+                                                               std::string source_name,
+                                                               CsvOptions options = {});
+
+  // Reads the next record into `fields` (views stay valid until the next call). Returns false at
+  // end of input. Blank lines are skipped; CRLF and LF are accepted; a final line without newline
+  // is read. InvalidArgument with file:line:column for malformed quoting.
+  absl::StatusOr<bool> Next(std::vector<std::string_view>* fields);
+
+  // 1-based line number where the record last returned by Next() starts.
+  size_t line() const { return record_line_; }
+  const std::string& source_name() const { return source_name_; }
+  char separator() const { return separator_; }
+
+ private:
+  CsvReader(std::string text, std::string source_name, char separator);
+
+  std::string text_;
+  std::string source_name_;
+  char separator_;
+  size_t pos_ = 0;
+  size_t line_ = 1;
+  size_t record_line_ = 0;
+  std::vector<std::string> unescaped_;  // storage for quoted fields that contained ""
+};
+
+class CsvWriter {
+ public:
+  // Creates `<path>.tmp.<random>` in the same directory. Fails if the directory does not exist.
+  static absl::StatusOr<std::unique_ptr<CsvWriter>> Create(const std::string& path,
+                                                           char separator = ',');
+  ~CsvWriter();  // removes the temporary file unless Commit() succeeded
+
+  // Buffers one record; quotes fields that contain the separator, a quote, CR or LF.
+  void WriteRow(const std::vector<std::string_view>& fields);
+  // Flushes, fsyncs and renames the temporary file onto the target path.
+  absl::Status Commit();
+
+ private:
+  CsvWriter(std::string path, std::string tmp_path, char separator, int fd);
+  absl::Status FlushBuffer();
+
+  std::string path_;
+  std::string tmp_path_;
+  char separator_;
+  int fd_;
+  std::string buffer_;
+  bool committed_ = false;
+  absl::Status deferred_error_;
+};
+
+// Writes `content` to `path` atomically (temporary file + rename). Used for reports.
+absl::Status WriteFileAtomically(const std::string& path, std::string_view content);
+
+// Reads a whole file. NotFound / PermissionDenied / Internal with the path in the message.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+}  // namespace fedanon::common

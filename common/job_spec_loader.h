@@ -1,0 +1,36 @@
+// Loads and validates a job spec (YAML) into the fedanon.v1.JobSpec message.
+//
+// YAML keys map one-to-one onto proto field names; enum values onto the lower-case suffix of the
+// enum value names (`role: qid` -> ROLE_QID, `score: infogain_privloss` ->
+// SCORE_FUNCTION_INFOGAIN_PRIVLOSS). Unknown keys, wrong types and unknown enum values are errors
+// with the spec's path, line and column. Defaults are filled in (score infogain, missing drop,
+// missing_token "?", suppression_token "*", type categorical).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fedanon/v1/job.pb.h"
+
+namespace fedanon::common {
+
+// Parses YAML text. `source_name` appears in error messages.
+absl::StatusOr<fedanon::v1::JobSpec> ParseJobSpecYaml(std::string_view yaml,
+                                                      std::string_view source_name);
+// Reads and parses a spec file; relative taxonomy paths are resolved against the file's directory
+// (the returned spec holds the resolved paths).
+absl::StatusOr<fedanon::v1::JobSpec> LoadJobSpec(const std::string& path);
+
+// Checks the spec on its own (no data): attribute names unique and non-empty; exactly one class
+// attribute for infogain / gainratio / infogain_privloss scores; at least one QID; LKC: L >= 1,
+// L <= |QID|, K >= 1, 0 < C <= 1, sensitive values given only with a sensitive attribute;
+// templates: every template names known QID attributes, k >= 1, confidence max in (0, 1];
+// continuous range has two values with range[0] < range[1]. Errors name the offending field.
+absl::Status ValidateJobSpec(const fedanon::v1::JobSpec& spec);
+
+// Writes the spec back as YAML (for generated specs and round-trip tests).
+std::string JobSpecToYaml(const fedanon::v1::JobSpec& spec);
+
+}  // namespace fedanon::common
