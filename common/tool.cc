@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "common/anonymize.h"
 #include "common/version.h"
 
 namespace fedanon::common {
@@ -13,6 +14,19 @@ int RunTool(int argc, char** argv) {
   bool show_version = false;
   app.add_flag("--version", show_version, "Print the version and git revision");
 
+  AnonymizeOptions anon;
+  bool quiet = false;
+  CLI::App* anonymize = app.add_subcommand(
+      "anonymize", "Anonymize one table with top-down specialization (centralized)");
+  anonymize->add_option("--spec", anon.spec_path, "Job spec (YAML)")->required();
+  anonymize->add_option("--input", anon.input_path, "Input table (CSV with header)")->required();
+  anonymize->add_option("--output", anon.output_path, "Anonymized table to write (CSV)")
+      ->required();
+  anonymize->add_option("--report", anon.report_path, "JSON report to write");
+  anonymize->add_option("--max-rounds", anon.max_rounds,
+                        "Stop after this many specializations (anytime result; 0 = run to the end)");
+  anonymize->add_flag("--quiet", quiet, "No progress messages on stderr");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -20,6 +34,21 @@ int RunTool(int argc, char** argv) {
   }
   if (show_version) {
     std::cout << VersionLine("fedanon") << "\n";
+    return 0;
+  }
+  if (anonymize->parsed()) {
+    if (!quiet) anon.progress = [](const std::string& msg) { std::cerr << msg << "\n"; };
+    auto report = Anonymize(anon);
+    if (!report.ok()) {
+      std::cerr << "fedanon anonymize: " << report.status().message() << "\n";
+      return 1;
+    }
+    if (!quiet) {
+      std::cerr << "fedanon anonymize: " << report->records_out() << " records, "
+                << report->steps_size() << " specializations, " << report->groups()
+                << " groups, smallest group " << report->smallest_group() << ", "
+                << report->timings_seconds().at("total") << " s\n";
+    }
     return 0;
   }
   std::cout << app.help();

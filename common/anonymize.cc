@@ -1,0 +1,158 @@
+#include "common/anonymize.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/count_source.h"
+#include "common/csv.h"
+#include "common/dataset.h"
+#include "common/hierarchy.h"
+#include "common/job_spec_loader.h"
+#include "common/privacy_model.h"
+#include "common/status_macros.h"
+#include "common/tds_engine.h"
+#include "common/tips.h"
+#include "common/version.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace fedanon::common {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Writes the anonymized table: re-reads the input so that non-QID values are copied verbatim.
+absl::Status WriteOutput(const fedanon::v1::JobSpec& spec, const Dataset& data, const Tips& tips,
+                         const std::vector<AttributeHierarchy>& hier,
+                         const std::string& output_path) {
+  // Output columns: the spec's attributes in input column order, except the record id.
+  std::vector<int> out_columns;
+  std::vector<int> qid_of_column(data.header.size(), -1);
+  for (size_t q = 0; q < data.qids.size(); ++q) qid_of_column[data.qids[q].csv_column] = q;
+  for (size_t c = 0; c < data.header.size(); ++c) {
+    for (const auto& a : spec.attributes()) {
+      if (a.name() == data.header[c] && a.role() != fedanon::v1::ROLE_ID) {
+        out_columns.push_back(static_cast<int>(c));
+      }
+    }
+  }
+  // Per record: its partition; per (attr, node): the output label.
+  std::vector<int32_t> part_of(data.num_records, -1);
+  for (size_t p = 0; p < tips.partition_count(); ++p) {
+    if (!tips.alive(p)) continue;
+    for (uint32_t r : tips.records(p)) part_of[r] = static_cast<int32_t>(p);
+  }
+  std::vector<std::vector<std::string>> labels(hier.size());
+  for (size_t a = 0; a < hier.size(); ++a) {
+    for (size_t n = 0; n < hier[a].size(); ++n) {
+      labels[a].push_back(hier[a].Label(static_cast<NodeIndex>(n), spec.suppression_token()));
+    }
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(data.source_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvWriter> writer,
+                   CsvWriter::Create(output_path, reader->separator()));
+  std::vector<std::string_view> fields, row;
+  ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
+  if (!has_header) return absl::InternalError("input changed while anonymizing");
+  for (int c : out_columns) row.push_back(data.header[c]);
+  writer->WriteRow(row);
+  size_t line = 0, record = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
+    if (!more) break;
+    if (line >= data.kept.size() || fields.size() != data.header.size()) {
+      return absl::InternalError("input changed while anonymizing");
+    }
+    if (!data.kept[line++]) continue;
+    row.clear();
+    const int32_t p = part_of[record++];
+    for (int c : out_columns) {
+      const int q = qid_of_column[c];
+      row.push_back(q < 0 ? fields[c] : std::string_view(labels[q][tips.key(p)[q]]));
+    }
+    writer->WriteRow(row);
+  }
+  if (record != data.num_records) return absl::InternalError("input changed while anonymizing");
+  return writer->Commit();
+}
+
+}  // namespace
+
+std::string ReportToJson(const fedanon::v1::Report& report) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = true;
+  opts.preserve_proto_field_names = true;
+  opts.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(report, &json, opts);
+  return json;
+}
+
+absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
+  const auto start = Clock::now();
+  fedanon::v1::Report report;
+  report.set_version(std::string(VersionLine("fedanon")));
+
+  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, LoadJobSpec(options.spec_path));
+  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  report.set_job_name(spec.name());
+  ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec, options.input_path));
+  report.set_records_in(data.records_in);
+  report.set_records_dropped(data.records_dropped);
+  (*report.mutable_timings_seconds())["read"] = SecondsSince(start);
+
+  const auto anon_start = Clock::now();
+  ASSIGN_OR_RETURN(PrivacyModel model, BuildPrivacyModel(spec, data));
+  std::vector<AttributeHierarchy> hier;
+  for (const QidColumn& q : data.qids) hier.emplace_back(&q);
+  Tips tips(&data, &hier);
+  LocalCountSource source(&tips);
+  EngineOptions engine_options;
+  engine_options.score = spec.score();
+  engine_options.beneficial = spec.beneficial();
+  engine_options.suppression_token = spec.suppression_token();
+  engine_options.max_rounds = options.max_rounds;
+  auto last_progress = Clock::now();
+  if (options.progress) {
+    engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
+      if (std::chrono::duration<double>(Clock::now() - last_progress).count() < 1.0) return;
+      last_progress = Clock::now();
+      options.progress(absl::StrCat("round ", step.round(), ": specialized ", step.attribute(),
+                                    " ", step.value(), " (", step.records(), " records), ", groups,
+                                    " groups, ", SecondsSince(start), " s"));
+    };
+  }
+  ASSIGN_OR_RETURN(auto engine, TopDownSpecializer::Create(&data, &model, &hier, &source,
+                                                           std::move(engine_options)));
+  ASSIGN_OR_RETURN(std::string stop_reason, engine->Run());
+  (*report.mutable_timings_seconds())["anonymize"] = SecondsSince(anon_start);
+
+  const auto write_start = Clock::now();
+  RETURN_IF_ERROR(WriteOutput(spec, data, tips, hier, options.output_path));
+  (*report.mutable_timings_seconds())["write"] = SecondsSince(write_start);
+
+  report.set_records_out(data.num_records);
+  report.set_groups(engine->group_count());
+  for (const auto& step : engine->steps()) *report.add_steps() = step;
+  const auto cut = engine->CutLabels();
+  for (size_t a = 0; a < cut.size(); ++a) {
+    auto* ac = report.add_cut();
+    ac->set_attribute(data.qids[a].name);
+    for (const auto& l : cut[a]) ac->add_values(l);
+  }
+  report.set_smallest_group(engine->smallest_group());
+  report.set_largest_confidence(engine->largest_confidence());
+  report.set_discernibility_ratio(engine->DiscernibilityRatio());
+  report.set_constraints_checked(model.constraints.size());
+  report.set_stop_reason(stop_reason);
+  (*report.mutable_timings_seconds())["total"] = SecondsSince(start);
+  if (!options.report_path.empty()) {
+    RETURN_IF_ERROR(WriteFileAtomically(options.report_path, ReportToJson(report)));
+  }
+  return report;
+}
+
+}  // namespace fedanon::common
