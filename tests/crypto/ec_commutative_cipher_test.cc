@@ -1,0 +1,278 @@
+#include "crypto/ec_commutative_cipher.h"
+
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/obj_mac.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "crypto/secret_bytes.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::crypto {
+namespace {
+
+using ::fedanon::testing::StatusIs;
+using Cipher = std::unique_ptr<EcCommutativeCipher>;
+
+constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+constexpr char kOrderHex[] = "ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551";
+constexpr char kPrimeHex[] = "ffffffff00000001000000000000000000000000ffffffffffffffffffffffff";
+
+Cipher NewCipher() {
+  auto c = EcCommutativeCipher::CreateWithNewKey();
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *std::move(c);
+}
+
+Cipher CipherFromHex(const std::string& hex) {
+  auto c = EcCommutativeCipher::CreateFromKey(SecretBytes::CopyFrom(absl::HexStringToBytes(hex)));
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *std::move(c);
+}
+
+// Random identifiers of varying length (including empty and binary ones).
+std::vector<std::string> RandomIds(size_t n) {
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < n; ++i) {
+    auto len = RandomBytes(1);
+    auto id = RandomBytes((*len).data()[0] % 40);
+    ids.emplace_back(id->AsStringView());
+  }
+  ids[0] = "";
+  return ids;
+}
+
+// Compressed encoding of a 65-byte uncompressed point (computed with OpenSSL directly).
+std::string Compress(const std::string& uncompressed) {
+  EC_GROUP* group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+  EC_POINT* pt = EC_POINT_new(group);
+  std::string out(33, '\0');
+  EXPECT_EQ(
+      EC_POINT_oct2point(group, pt, reinterpret_cast<const unsigned char*>(uncompressed.data()),
+                         uncompressed.size(), nullptr),
+      1);
+  EXPECT_EQ(EC_POINT_point2oct(group, pt, POINT_CONVERSION_COMPRESSED,
+                               reinterpret_cast<unsigned char*>(out.data()), out.size(), nullptr),
+            33u);
+  EC_POINT_free(pt);
+  EC_GROUP_free(group);
+  return out;
+}
+
+bool CompressedXOnCurve(const std::string& x32) {
+  EC_GROUP* group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+  EC_POINT* pt = EC_POINT_new(group);
+  const std::string enc = std::string("\x02", 1) + x32;
+  const bool ok = EC_POINT_oct2point(group, pt, reinterpret_cast<const unsigned char*>(enc.data()),
+                                     enc.size(), nullptr) == 1;
+  EC_POINT_free(pt);
+  EC_GROUP_free(group);
+  return ok;
+}
+
+TEST(EcCommutativeCipherTest, CiphertextFormatAndDeterminism) {
+  const Cipher a = NewCipher();
+  ASSERT_OK_AND_ASSIGN(const std::string c1, a->Encrypt("alice@example.org"));
+  ASSERT_OK_AND_ASSIGN(const std::string c2, a->Encrypt("alice@example.org"));
+  ASSERT_EQ(c1.size(), kCompressedPointSize);
+  EXPECT_TRUE(c1[0] == 0x02 || c1[0] == 0x03);
+  EXPECT_EQ(c1, c2);
+}
+
+TEST(EcCommutativeCipherTest, TwoPartyCommutation) {
+  for (int keys = 0; keys < 4; ++keys) {
+    const Cipher a = NewCipher();
+    const Cipher b = NewCipher();
+    for (const std::string& id : RandomIds(50)) {
+      ASSERT_OK_AND_ASSIGN(const std::string ea, a->Encrypt(id));
+      ASSERT_OK_AND_ASSIGN(const std::string eb, b->Encrypt(id));
+      ASSERT_OK_AND_ASSIGN(const std::string eba, b->ReEncrypt(ea));
+      ASSERT_OK_AND_ASSIGN(const std::string eab, a->ReEncrypt(eb));
+      EXPECT_EQ(eab, eba) << absl::BytesToHexString(id);
+      EXPECT_NE(ea, eb);
+    }
+  }
+}
+
+TEST(EcCommutativeCipherTest, ThreePartyCommutationInEveryOrder) {
+  std::vector<Cipher> parties;
+  for (int i = 0; i < 3; ++i) parties.push_back(NewCipher());
+  for (const std::string& id : RandomIds(20)) {
+    std::set<std::string> results;
+    std::vector<int> order = {0, 1, 2};
+    do {
+      ASSERT_OK_AND_ASSIGN(std::string c, parties[order[0]]->Encrypt(id));
+      ASSERT_OK_AND_ASSIGN(c, parties[order[1]]->ReEncrypt(c));
+      ASSERT_OK_AND_ASSIGN(c, parties[order[2]]->ReEncrypt(c));
+      results.insert(c);
+    } while (std::next_permutation(order.begin(), order.end()));
+    EXPECT_EQ(results.size(), 1u);
+  }
+}
+
+TEST(EcCommutativeCipherTest, DecryptInvertsEncryptAndReEncrypt) {
+  const Cipher a = NewCipher();
+  const Cipher b = NewCipher();
+  for (const std::string& id : RandomIds(30)) {
+    ASSERT_OK_AND_ASSIGN(const std::string h, HashToCurve(id, kIdHashDst));
+    ASSERT_OK_AND_ASSIGN(const std::string ea, a->Encrypt(id));
+    ASSERT_OK_AND_ASSIGN(const std::string da, a->Decrypt(ea));
+    EXPECT_EQ(da, Compress(h));
+    // Peeling the layers in the other order: D_a(E_b(E_a(x))) == E_b(x).
+    ASSERT_OK_AND_ASSIGN(const std::string eab, b->ReEncrypt(ea));
+    ASSERT_OK_AND_ASSIGN(const std::string eb_only, a->Decrypt(eab));
+    ASSERT_OK_AND_ASSIGN(const std::string eb, b->Encrypt(id));
+    EXPECT_EQ(eb_only, eb);
+    ASSERT_OK_AND_ASSIGN(const std::string back, b->ReEncrypt(*a->Decrypt(*a->ReEncrypt(eb))));
+    EXPECT_EQ(back, *b->ReEncrypt(eb));
+  }
+}
+
+TEST(EcCommutativeCipherTest, DifferentKeysAndIdsGiveDifferentCiphertexts) {
+  std::vector<Cipher> keys;
+  for (int i = 0; i < 5; ++i) keys.push_back(NewCipher());
+  std::set<std::string> seen;
+  const std::vector<std::string> ids = {"", "a", "b", "alice", "alice ", "Alice", "bob", "0"};
+  for (const Cipher& k : keys) {
+    for (const std::string& id : ids) {
+      ASSERT_OK_AND_ASSIGN(const std::string c, k->Encrypt(id));
+      EXPECT_TRUE(seen.insert(c).second) << "collision for id '" << id << "'";
+    }
+  }
+}
+
+TEST(EcCommutativeCipherTest, KnownKeysGiveKnownPoints) {
+  // k = 1: Encrypt is the compressed hash_to_curve output with the fedanon DST.
+  const Cipher one = CipherFromHex(std::string(63, '0') + "1");
+  // k = n - 1 = -1: the negated point (same x, other y parity).
+  std::string n_minus_1 = kOrderHex;
+  n_minus_1.back() = '0';
+  const Cipher minus_one = CipherFromHex(n_minus_1);
+  for (const std::string id : {"", "abc", "12345678"}) {
+    ASSERT_OK_AND_ASSIGN(const std::string h, HashToCurve(id, kIdHashDst));
+    ASSERT_OK_AND_ASSIGN(const std::string e1, one->Encrypt(id));
+    EXPECT_EQ(e1, Compress(h));
+    ASSERT_OK_AND_ASSIGN(const std::string em1, minus_one->Encrypt(id));
+    EXPECT_EQ(em1.substr(1), e1.substr(1));
+    EXPECT_EQ(em1[0] ^ e1[0], 0x02 ^ 0x03);
+    ASSERT_OK_AND_ASSIGN(const std::string dm1, minus_one->Decrypt(em1));
+    EXPECT_EQ(dm1, e1);
+  }
+}
+
+TEST(EcCommutativeCipherTest, KeyExportAndImport) {
+  const Cipher a = NewCipher();
+  const SecretBytes key = a->GetPrivateKeyBytes();
+  ASSERT_EQ(key.size(), kP256ScalarSize);
+  ASSERT_OK_AND_ASSIGN(const Cipher a2, EcCommutativeCipher::CreateFromKey(key));
+  EXPECT_EQ(*a->Encrypt("x"), *a2->Encrypt("x"));
+  EXPECT_EQ(a2->GetPrivateKeyBytes(), key);
+  EXPECT_NE(NewCipher()->GetPrivateKeyBytes(), key);
+}
+
+TEST(EcCommutativeCipherTest, KeysOutOfRangeAreRejected) {
+  const std::string n = absl::HexStringToBytes(kOrderHex);
+  std::string n_plus_1 = n;
+  n_plus_1.back() = static_cast<char>(n_plus_1.back() + 1);
+  for (const std::string& bad : {std::string(32, '\0'), n, n_plus_1, std::string(32, '\xff'),
+                                 std::string(31, '\x01'), std::string(33, '\x01'), std::string()}) {
+    EXPECT_THAT(EcCommutativeCipher::CreateFromKey(SecretBytes::CopyFrom(bad)),
+                StatusIs(kInvalid, ""))
+        << absl::BytesToHexString(bad);
+  }
+}
+
+TEST(EcCommutativeCipherTest, InvalidPointEncodingsAreRejected) {
+  const Cipher a = NewCipher();
+  ASSERT_OK_AND_ASSIGN(const std::string good, a->Encrypt("valid"));
+  ASSERT_OK_AND_ASSIGN(const std::string uncompressed, HashToCurve("valid", kIdHashDst));
+
+  // An x with no point on the curve (x^3 - 3x + b a non-square), found with OpenSSL.
+  std::string off_x;
+  for (int i = 0; i < 64 && off_x.empty(); ++i) {
+    std::string x(32, '\0');
+    x[31] = static_cast<char>(i);
+    if (!CompressedXOnCurve(x)) off_x = x;
+  }
+  ASSERT_FALSE(off_x.empty());
+
+  std::vector<std::string> bad = {
+      "",
+      std::string(1, '\0'),                     // SEC1 encoding of the point at infinity
+      std::string(33, '\0'),                    // zero prefix
+      good.substr(0, 32),                       // truncated
+      good + '\0',                              // too long
+      uncompressed,                             // 65-byte uncompressed form is not accepted
+      std::string("\x04", 1) + good.substr(1),  // uncompressed prefix on 33 bytes
+      std::string("\x05", 1) + good.substr(1),  // unknown prefix
+      std::string("\x02", 1) + off_x,           // x not on the curve
+      std::string("\x03", 1) + off_x,
+      std::string("\x02", 1) + absl::HexStringToBytes(kPrimeHex),  // x = p
+      std::string("\x02", 1) + std::string(32, '\xff'),            // x > p
+  };
+  for (const std::string& b : bad) {
+    EXPECT_THAT(a->ReEncrypt(b), StatusIs(kInvalid, "")) << absl::BytesToHexString(b);
+    EXPECT_THAT(a->Decrypt(b), StatusIs(kInvalid, "")) << absl::BytesToHexString(b);
+  }
+  // Both parities of a valid x are valid points.
+  std::string flipped = good;
+  flipped[0] = static_cast<char>(flipped[0] ^ 0x01);
+  ASSERT_OK(a->ReEncrypt(flipped));
+}
+
+TEST(EcCommutativeCipherTest, BatchesMatchSequentialResults) {
+  const Cipher a = NewCipher();
+  const Cipher b = NewCipher();
+  const std::vector<std::string> ids = RandomIds(101);
+  std::vector<std::string> expected;
+  for (const std::string& id : ids) expected.push_back(*a->Encrypt(id));
+  for (int threads : {0, 1, 2, 3, 200}) {
+    ASSERT_OK_AND_ASSIGN(const std::vector<std::string> got, a->EncryptBatch(ids, threads));
+    EXPECT_EQ(got, expected) << threads;
+  }
+  std::vector<std::string> expected_re;
+  for (const std::string& c : expected) expected_re.push_back(*b->ReEncrypt(c));
+  ASSERT_OK_AND_ASSIGN(const std::vector<std::string> got_re, b->ReEncryptBatch(expected, 2));
+  EXPECT_EQ(got_re, expected_re);
+  ASSERT_OK_AND_ASSIGN(const std::vector<std::string> empty, a->EncryptBatch({}, 2));
+  EXPECT_TRUE(empty.empty());
+}
+
+TEST(EcCommutativeCipherTest, BatchReportsInvalidElement) {
+  const Cipher a = NewCipher();
+  std::vector<std::string> points;
+  for (int i = 0; i < 10; ++i) points.push_back(*a->Encrypt(std::to_string(i)));
+  points[7] = "garbage";
+  EXPECT_THAT(a->ReEncryptBatch(points, 2), StatusIs(kInvalid, "item 7"));
+}
+
+TEST(EcCommutativeCipherTest, ConcurrentUseOfOneCipher) {
+  const Cipher a = NewCipher();
+  const std::vector<std::string> ids = RandomIds(40);
+  std::vector<std::string> expected;
+  for (const std::string& id : ids) expected.push_back(*a->Encrypt(id));
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        auto c = a->Encrypt(ids[i]);
+        if (!c.ok() || *c != expected[i]) ++mismatches[t];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+}
+
+}  // namespace
+}  // namespace fedanon::crypto
