@@ -1,0 +1,708 @@
+#include "tests/checker/brute_force_checker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+
+namespace fedanon::testing {
+namespace {
+
+using fedanon::v1::JobSpec;
+using Table = std::vector<std::vector<std::string>>;
+
+constexpr double kConfidenceTolerance = 1e-12;
+constexpr double kGainTieTolerance = 1e-9;
+constexpr size_t kCrossCheckMaxQid = 8;
+
+// ---------------------------------------------------------------------------------------------
+// Numbers and intervals.
+
+// A plain decimal number: [+-]digits[.digits][(e|E)[+-]digits], at least one mantissa digit.
+std::optional<double> ParseNumber(absl::string_view s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  if (i < n && (s[i] == '-' || s[i] == '+')) ++i;
+  size_t mantissa_digits = 0;
+  while (i < n && s[i] >= '0' && s[i] <= '9') ++i, ++mantissa_digits;
+  if (i < n && s[i] == '.') {
+    ++i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') ++i, ++mantissa_digits;
+  }
+  if (mantissa_digits == 0) return std::nullopt;
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < n && (s[i] == '-' || s[i] == '+')) ++i;
+    size_t exponent_digits = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9') ++i, ++exponent_digits;
+    if (exponent_digits == 0) return std::nullopt;
+  }
+  if (i != n) return std::nullopt;
+  double value = 0;
+  if (!absl::SimpleAtod(s, &value) || std::isnan(value)) return std::nullopt;
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validated view of the input.
+
+enum class Kind { kNonQid, kTaxonomy, kContinuous, kSuppression };
+
+struct Taxonomy {
+  std::map<std::string, std::vector<std::string>> paths;  // leaf -> normalized path to the root
+  std::set<std::string> inner;                            // labels that have children
+};
+
+struct Prepared {
+  const CheckerInput* in = nullptr;
+  std::map<std::string, size_t> column;  // name -> column index
+  std::vector<Kind> kind;                // per column
+  std::vector<Taxonomy> taxonomy;        // per column (kTaxonomy only)
+  std::vector<size_t> qid;               // QID columns in spec order
+  std::string token;                     // suppression token
+  std::optional<size_t> class_column;
+};
+
+std::string Quote(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
+
+absl::Status CheckShape(const std::string& name, const Table& table, size_t width) {
+  for (size_t r = 0; r < table.size(); ++r) {
+    if (table[r].size() != width) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " row ", r + 1, " has ", table[r].size(),
+                                                     " field(s) but the header has ", width));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Taxonomy> BuildTaxonomy(const std::string& attribute,
+                                       const std::map<std::string, std::vector<std::string>>& in) {
+  Taxonomy tax;
+  std::map<std::string, std::string> parent;
+  std::optional<std::string> root;
+  const std::string where = absl::StrCat("taxonomy_paths[", Quote(attribute), "]");
+  for (const auto& [leaf, given] : in) {
+    std::vector<std::string> path;
+    for (const std::string& label : given) {
+      if (path.empty() || path.back() != label) path.push_back(label);
+    }
+    if (path.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": empty path for leaf ", Quote(leaf)));
+    }
+    if (path.front() != leaf) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": the path of leaf ", Quote(leaf),
+                                                     " starts with ", Quote(path.front()),
+                                                     " instead of the leaf itself"));
+    }
+    if (root.has_value() && *root != path.back()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": the path of leaf ", Quote(leaf),
+                                                     " ends in root ", Quote(path.back()),
+                                                     " but others end in ", Quote(*root)));
+    }
+    root = path.back();
+    std::set<std::string> seen;
+    for (size_t i = 0; i < path.size(); ++i) {
+      if (!seen.insert(path[i]).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": label ", Quote(path[i]), " occurs twice on the path of leaf ", Quote(leaf)));
+      }
+      if (i + 1 < path.size()) {
+        tax.inner.insert(path[i + 1]);
+        auto [it, inserted] = parent.emplace(path[i], path[i + 1]);
+        if (!inserted && it->second != path[i + 1]) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": label ", Quote(path[i]),
+                                                         " has two parents ", Quote(it->second),
+                                                         " and ", Quote(path[i + 1])));
+        }
+      } else if (parent.count(path[i]) != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": root ", Quote(path[i]), " also has a parent"));
+      }
+    }
+    tax.paths.emplace(leaf, std::move(path));
+  }
+  for (const auto& [leaf, path] : tax.paths) {
+    if (tax.inner.count(leaf) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": label ", Quote(leaf), " is both a leaf and an inner node"));
+    }
+  }
+  return tax;
+}
+
+absl::StatusOr<Prepared> Prepare(const CheckerInput& in) {
+  Prepared p;
+  p.in = &in;
+  const JobSpec& spec = in.spec;
+  for (size_t c = 0; c < in.header.size(); ++c) {
+    if (!p.column.emplace(in.header[c], c).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("header names column ", Quote(in.header[c]), " twice"));
+    }
+  }
+  if (in.raw.size() != in.anonymized.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the raw table has ", in.raw.size(),
+                                                   " row(s) but the anonymized table has ",
+                                                   in.anonymized.size()));
+  }
+  if (absl::Status s = CheckShape("raw", in.raw, in.header.size()); !s.ok()) return s;
+  if (absl::Status s = CheckShape("anonymized", in.anonymized, in.header.size()); !s.ok()) {
+    return s;
+  }
+
+  p.kind.assign(in.header.size(), Kind::kNonQid);
+  p.taxonomy.resize(in.header.size());
+  std::set<std::string> spec_names;
+  std::vector<size_t> class_columns;
+  for (const auto& attr : spec.attributes()) {
+    if (!spec_names.insert(attr.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the spec lists attribute ", Quote(attr.name()), " twice"));
+    }
+    auto it = p.column.find(attr.name());
+    if (it == p.column.end()) {
+      if (attr.role() == fedanon::v1::ROLE_ID) continue;  // never released
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec attribute ", Quote(attr.name()), " is not in the header"));
+    }
+    const size_t c = it->second;
+    if (attr.role() == fedanon::v1::ROLE_CLASS) class_columns.push_back(c);
+    if (attr.role() != fedanon::v1::ROLE_QID) continue;
+    p.qid.push_back(c);
+    if (in.taxonomy_paths.count(attr.name()) != 0) {
+      p.kind[c] = Kind::kTaxonomy;
+      auto tax = BuildTaxonomy(attr.name(), in.taxonomy_paths.at(attr.name()));
+      if (!tax.ok()) return tax.status();
+      p.taxonomy[c] = *std::move(tax);
+    } else if (attr.type() == fedanon::v1::ATTRIBUTE_TYPE_CONTINUOUS) {
+      p.kind[c] = Kind::kContinuous;
+    } else {
+      p.kind[c] = Kind::kSuppression;
+    }
+  }
+  for (const auto& [name, unused] : in.taxonomy_paths) {
+    auto it = p.column.find(name);
+    if (it == p.column.end() || p.kind[it->second] != Kind::kTaxonomy) {
+      return absl::InvalidArgumentError(absl::StrCat("taxonomy_paths names ", Quote(name),
+                                                     ", which is not a QID attribute of the spec"));
+    }
+  }
+  if (class_columns.size() > 1) {
+    return absl::InvalidArgumentError("the spec has more than one attribute with role class");
+  }
+  if (!class_columns.empty()) p.class_column = class_columns.front();
+  p.token = spec.suppression_token().empty() ? "*" : spec.suppression_token();
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Privacy constraints.
+
+struct Constraint {
+  std::string description;      // e.g. "LKC subset {Job, Sex}" or "anonymity template #1"
+  std::vector<size_t> columns;  // grouping columns
+  uint64_t k = 0;               // minimum group size (0: none)
+  bool has_confidence = false;  // bound P(s|qid) for s in sensitive_values on sensitive_column
+  size_t sensitive_column = 0;
+  std::vector<std::string> sensitive_values;
+  double max_confidence = 1;
+};
+
+absl::StatusOr<size_t> ResolveColumn(const Prepared& p, const std::string& name,
+                                     absl::string_view what) {
+  auto it = p.column.find(name);
+  if (it == p.column.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " names attribute ", Quote(name), ", which is not in the header"));
+  }
+  return it->second;
+}
+
+// `name` if set, else the single attribute with role sensitive.
+absl::StatusOr<size_t> ResolveSensitive(const Prepared& p, const std::string& name,
+                                        absl::string_view what) {
+  if (!name.empty()) return ResolveColumn(p, name, what);
+  std::vector<std::string> sensitive;
+  for (const auto& attr : p.in->spec.attributes()) {
+    if (attr.role() == fedanon::v1::ROLE_SENSITIVE) sensitive.push_back(attr.name());
+  }
+  if (sensitive.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " names no sensitive attribute and the spec has ", sensitive.size(),
+                     " attribute(s) with role sensitive (need exactly one)"));
+  }
+  return ResolveColumn(p, sensitive.front(), what);
+}
+
+std::string Names(const Prepared& p, const std::vector<size_t>& columns) {
+  std::vector<std::string> names;
+  for (size_t c : columns) names.push_back(p.in->header[c]);
+  return absl::StrCat("{", absl::StrJoin(names, ", "), "}");
+}
+
+// All subsets of `items` of size `size`, in lexicographic order of positions.
+void Combinations(const std::vector<size_t>& items, size_t size, size_t start,
+                  std::vector<size_t>* current, std::vector<std::vector<size_t>>* out) {
+  if (current->size() == size) {
+    out->push_back(*current);
+    return;
+  }
+  for (size_t i = start; i < items.size(); ++i) {
+    current->push_back(items[i]);
+    Combinations(items, size, i + 1, current, out);
+    current->pop_back();
+  }
+}
+
+absl::StatusOr<std::vector<Constraint>> BuildConstraints(const Prepared& p) {
+  const auto& privacy = p.in->spec.privacy();
+  std::vector<Constraint> out;
+  if (privacy.model() == fedanon::v1::PRIVACY_MODEL_LKC) {
+    if (privacy.l() == 0) return absl::InvalidArgumentError("LKC: L must be at least 1");
+    std::optional<size_t> sensitive;
+    if (privacy.sensitive_values_size() > 0) {
+      auto s = ResolveSensitive(p, privacy.sensitive_attribute(), "LKC");
+      if (!s.ok()) return s.status();
+      sensitive = *s;
+    }
+    const size_t m = std::min<size_t>(privacy.l(), p.qid.size());
+    std::vector<size_t> sizes = {m};  // the defining size first, then the cross-check sizes
+    if (p.qid.size() <= kCrossCheckMaxQid) {
+      for (size_t size = 1; size < m; ++size) sizes.push_back(size);
+    }
+    for (size_t size : sizes) {
+      std::vector<std::vector<size_t>> subsets;
+      std::vector<size_t> current;
+      Combinations(p.qid, size, 0, &current, &subsets);
+      for (auto& subset : subsets) {
+        Constraint c;
+        c.description = absl::StrCat("LKC (L=", privacy.l(), ") subset ", Names(p, subset));
+        c.columns = std::move(subset);
+        c.k = privacy.k();
+        if (sensitive.has_value()) {
+          c.has_confidence = true;
+          c.sensitive_column = *sensitive;
+          c.sensitive_values.assign(privacy.sensitive_values().begin(),
+                                    privacy.sensitive_values().end());
+          c.max_confidence = privacy.c();
+        }
+        out.push_back(std::move(c));
+      }
+    }
+    return out;
+  }
+  if (privacy.model() == fedanon::v1::PRIVACY_MODEL_TEMPLATES) {
+    auto columns_of = [&](const auto& names,
+                          const std::string& what) -> absl::StatusOr<std::vector<size_t>> {
+      std::vector<size_t> columns;
+      if (names.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " has no qid"));
+      for (const std::string& name : names) {
+        auto c = ResolveColumn(p, name, what);
+        if (!c.ok()) return c.status();
+        if (std::find(columns.begin(), columns.end(), *c) != columns.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(what, " lists attribute ", Quote(name), " twice"));
+        }
+        columns.push_back(*c);
+      }
+      return columns;
+    };
+    for (int i = 0; i < privacy.templates_size(); ++i) {
+      const auto& t = privacy.templates(i);
+      Constraint c;
+      const std::string what = absl::StrCat("anonymity template #", i + 1);
+      auto columns = columns_of(t.qid(), what);
+      if (!columns.ok()) return columns.status();
+      c.columns = *std::move(columns);
+      c.description = absl::StrCat(what, " ", Names(p, c.columns), " k=", t.k());
+      c.k = t.k();
+      out.push_back(std::move(c));
+    }
+    for (int i = 0; i < privacy.confidence_size(); ++i) {
+      const auto& t = privacy.confidence(i);
+      Constraint c;
+      const std::string what = absl::StrCat("confidence template #", i + 1);
+      auto columns = columns_of(t.qid(), what);
+      if (!columns.ok()) return columns.status();
+      c.columns = *std::move(columns);
+      auto sensitive = ResolveSensitive(p, t.attribute(), what);
+      if (!sensitive.ok()) return sensitive.status();
+      c.description = absl::StrCat(what, " ", Names(p, c.columns), " -> ", p.in->header[*sensitive],
+                                   " max=", t.max());
+      c.has_confidence = true;
+      c.sensitive_column = *sensitive;
+      c.sensitive_values.assign(t.sensitive_values().begin(), t.sensitive_values().end());
+      c.max_confidence = t.max();
+      out.push_back(std::move(c));
+    }
+    if (out.empty()) return absl::InvalidArgumentError("templates model without any template");
+    return out;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unsupported privacy model ", static_cast<int>(privacy.model())));
+}
+
+struct GroupStats {
+  uint64_t size = 0;
+  std::vector<uint64_t> sensitive;  // per constraint sensitive value
+};
+
+// Groups the rows of `table` on each constraint's columns and checks the bounds. With
+// `stop_at_first_violation` the statistics are incomplete when a violation is found.
+PrivacyCheck Evaluate(const Prepared& p, const std::vector<Constraint>& constraints,
+                      const Table& table, bool stop_at_first_violation) {
+  const Table& raw = p.in->raw;
+  PrivacyCheck check;
+  check.satisfied = true;
+  uint64_t smallest = std::numeric_limits<uint64_t>::max();
+  for (const Constraint& c : constraints) {
+    ++check.subsets_checked;
+    std::map<std::vector<absl::string_view>, GroupStats> groups;
+    std::vector<absl::string_view> key;
+    for (size_t r = 0; r < table.size(); ++r) {
+      key.clear();
+      for (size_t col : c.columns) key.push_back(table[r][col]);
+      GroupStats& g = groups[key];
+      if (g.sensitive.empty()) g.sensitive.assign(c.sensitive_values.size(), 0);
+      ++g.size;
+      if (c.has_confidence) {
+        for (size_t s = 0; s < c.sensitive_values.size(); ++s) {
+          if (raw[r][c.sensitive_column] == c.sensitive_values[s]) ++g.sensitive[s];
+        }
+      }
+    }
+    for (const auto& [key, g] : groups) {
+      smallest = std::min(smallest, g.size);
+      auto describe = [&] { return absl::StrCat("<", absl::StrJoin(key, ", "), ">"); };
+      if (g.size < c.k && check.satisfied) {
+        check.satisfied = false;
+        check.violation = absl::StrCat(c.description, ": group ", describe(), " has ", g.size,
+                                       " record(s) < K=", c.k);
+      }
+      for (size_t s = 0; s < g.sensitive.size(); ++s) {
+        const double confidence = static_cast<double>(g.sensitive[s]) / g.size;
+        check.largest_confidence = std::max(check.largest_confidence, confidence);
+        if (confidence > c.max_confidence + kConfidenceTolerance && check.satisfied) {
+          check.satisfied = false;
+          check.violation =
+              absl::StrCat(c.description, ": P(", p.in->header[c.sensitive_column], "=",
+                           c.sensitive_values[s], " | ", describe(), ") = ", g.sensitive[s], "/",
+                           g.size, " = ", confidence, " > C=", c.max_confidence);
+        }
+      }
+      if (!check.satisfied && stop_at_first_violation) break;
+    }
+    if (!check.satisfied && stop_at_first_violation) break;
+  }
+  check.smallest_group = smallest == std::numeric_limits<uint64_t>::max() ? 0 : smallest;
+  return check;
+}
+
+PrivacyCheck Invalid(const absl::Status& status) {
+  PrivacyCheck check;
+  check.satisfied = false;
+  check.violation = absl::StrCat("invalid input: ", status.message());
+  return check;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Truthfulness.
+
+absl::Status CheckTruthfulPrepared(const Prepared& p) {
+  const CheckerInput& in = *p.in;
+  for (size_t r = 0; r < in.raw.size(); ++r) {
+    for (size_t c = 0; c < in.header.size(); ++c) {
+      const std::string& raw = in.raw[r][c];
+      const std::string& out = in.anonymized[r][c];
+      const std::string where = absl::StrCat("row ", r + 1, ", attribute ", Quote(in.header[c]));
+      switch (p.kind[c]) {
+        case Kind::kNonQid:
+          if (raw != out) {
+            return absl::FailedPreconditionError(
+                absl::StrCat(where, " is not a QID attribute but its value changed from ",
+                             Quote(raw), " to ", Quote(out)));
+          }
+          break;
+        case Kind::kTaxonomy: {
+          const auto& paths = p.taxonomy[c].paths;
+          auto it = paths.find(raw);
+          if (it == paths.end()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(where, ": raw value ", Quote(raw), " is missing from taxonomy_paths"));
+          }
+          if (std::find(it->second.begin(), it->second.end(), out) == it->second.end()) {
+            return absl::FailedPreconditionError(
+                absl::StrCat(where, ": output ", Quote(out), " does not generalize raw value ",
+                             Quote(raw), " (path ", absl::StrJoin(it->second, " -> "), ")"));
+          }
+          break;
+        }
+        case Kind::kSuppression:
+          if (out != raw && out != p.token) {
+            return absl::FailedPreconditionError(
+                absl::StrCat(where, ": output ", Quote(out), " is neither the raw value ",
+                             Quote(raw), " nor the suppression token ", Quote(p.token)));
+          }
+          break;
+        case Kind::kContinuous: {
+          if (out == raw) break;
+          auto interval = ParseInterval(out);
+          if (!interval.ok()) {
+            return absl::FailedPreconditionError(
+                absl::StrCat(where, ": output ", Quote(out), " is neither the raw value ",
+                             Quote(raw), " nor an interval (", interval.status().message(), ")"));
+          }
+          std::optional<double> value = ParseNumber(raw);
+          if (!value.has_value()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat(where, ": raw value ", Quote(raw), " is not a number"));
+          }
+          if (!(interval->lo <= *value && *value < interval->hi)) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                where, ": interval ", Quote(out), " does not contain raw value ", Quote(raw)));
+          }
+          break;
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Maximality.
+
+struct Refinement {
+  std::string description;
+  std::vector<size_t> rows;  // the records of the refined value (for `beneficial`)
+  Table table;               // the anonymized table after the refinement
+};
+
+double Entropy(const std::map<std::string, uint64_t>& counts) {
+  uint64_t total = 0;
+  for (const auto& [cls, n] : counts) total += n;
+  double h = 0;
+  for (const auto& [cls, n] : counts) {
+    if (n == 0) continue;
+    const double q = static_cast<double>(n) / total;
+    h -= q * std::log2(q);
+  }
+  return h;
+}
+
+// The threshold the engine would split an interval at (see the header): `values[i]` is the raw
+// number of `rows[i]`.
+double SplitThreshold(const Prepared& p, const std::vector<size_t>& rows,
+                      const std::vector<double>& values) {
+  const Table& raw = p.in->raw;
+  const std::set<double> distinct(values.begin(), values.end());
+  std::vector<double> candidates(std::next(distinct.begin()), distinct.end());
+  std::vector<double> scores;  // higher is better
+  for (double t : candidates) {
+    std::map<std::string, uint64_t> all, left, right;
+    uint64_t n_left = 0, n_right = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const bool is_left = values[i] < t;
+      const std::string cls = p.class_column.has_value() ? raw[rows[i]][*p.class_column] : "";
+      ++all[cls];
+      ++(is_left ? left : right)[cls];
+      ++(is_left ? n_left : n_right);
+    }
+    if (p.class_column.has_value()) {
+      const double n = static_cast<double>(rows.size());
+      scores.push_back(Entropy(all) - n_left / n * Entropy(left) - n_right / n * Entropy(right));
+    } else {
+      scores.push_back(-std::fabs(static_cast<double>(n_left) - static_cast<double>(n_right)));
+    }
+  }
+  const double best = *std::max_element(scores.begin(), scores.end());
+  const double tolerance = p.class_column.has_value() ? kGainTieTolerance : 0.0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (scores[i] >= best - tolerance) return candidates[i];  // the smallest tied threshold
+  }
+  return candidates.back();  // unreachable
+}
+
+std::vector<Refinement> EnumerateRefinements(const Prepared& p) {
+  const CheckerInput& in = *p.in;
+  std::vector<Refinement> out;
+  for (size_t c : p.qid) {
+    const std::string& name = in.header[c];
+    std::set<std::string> values;  // distinct output values, sorted
+    for (const auto& row : in.anonymized) values.insert(row[c]);
+    switch (p.kind[c]) {
+      case Kind::kNonQid:
+        break;
+      case Kind::kTaxonomy: {
+        const Taxonomy& tax = p.taxonomy[c];
+        for (const std::string& v : values) {
+          if (tax.inner.count(v) == 0) continue;  // a leaf
+          Refinement ref;
+          ref.table = in.anonymized;
+          std::set<std::string> children;
+          for (size_t r = 0; r < in.raw.size(); ++r) {
+            if (in.anonymized[r][c] != v) continue;
+            const std::vector<std::string>& path = tax.paths.at(in.raw[r][c]);
+            const size_t at = std::find(path.begin(), path.end(), v) - path.begin();
+            ref.table[r][c] = path[at - 1];  // at >= 1: v is an inner node on the raw path
+            children.insert(path[at - 1]);
+            ref.rows.push_back(r);
+          }
+          ref.description =
+              absl::StrCat("specialize ", name, ": ", Quote(v), " -> {",
+                           absl::StrJoin(children, ", "), "} on ", ref.rows.size(), " row(s)");
+          out.push_back(std::move(ref));
+        }
+        break;
+      }
+      case Kind::kSuppression: {
+        std::vector<size_t> suppressed;
+        std::set<std::string> hidden;
+        for (size_t r = 0; r < in.raw.size(); ++r) {
+          if (in.anonymized[r][c] != p.token) continue;
+          suppressed.push_back(r);
+          if (in.raw[r][c] != p.token) hidden.insert(in.raw[r][c]);
+        }
+        for (const std::string& v : hidden) {
+          Refinement ref;
+          ref.table = in.anonymized;
+          ref.rows = suppressed;
+          uint64_t disclosed = 0;
+          for (size_t r : suppressed) {
+            if (in.raw[r][c] == v) ref.table[r][c] = v, ++disclosed;
+          }
+          ref.description =
+              absl::StrCat("disclose ", name, ": ", Quote(v), " from ", Quote(p.token), " on ",
+                           disclosed, " of ", suppressed.size(), " suppressed row(s)");
+          out.push_back(std::move(ref));
+        }
+        break;
+      }
+      case Kind::kContinuous: {
+        for (const std::string& v : values) {
+          auto interval = ParseInterval(v);
+          if (!interval.ok()) continue;  // a disclosed raw value (truthfulness checked before)
+          std::vector<size_t> rows;
+          std::vector<double> numbers;
+          std::vector<std::string> texts;
+          bool numeric = true;
+          for (size_t r = 0; r < in.raw.size(); ++r) {
+            if (in.anonymized[r][c] != v) continue;
+            std::optional<double> number = ParseNumber(in.raw[r][c]);
+            if (!number.has_value()) numeric = false;
+            rows.push_back(r);
+            numbers.push_back(number.value_or(0));
+            texts.push_back(in.raw[r][c]);
+          }
+          if (!numeric || std::set<double>(numbers.begin(), numbers.end()).size() < 2) continue;
+          const double t = SplitThreshold(p, rows, numbers);
+          const std::string& t_text =
+              texts[std::find(numbers.begin(), numbers.end(), t) - numbers.begin()];
+          const std::string left = absl::StrCat("[", interval->lo_text, "-", t_text, ")");
+          const std::string right = absl::StrCat("[", t_text, "-", interval->hi_text, ")");
+          Refinement ref;
+          ref.table = in.anonymized;
+          ref.rows = rows;
+          uint64_t n_left = 0;
+          for (size_t i = 0; i < rows.size(); ++i) {
+            const bool is_left = numbers[i] < t;
+            ref.table[rows[i]][c] = is_left ? left : right;
+            n_left += is_left ? 1 : 0;
+          }
+          ref.description = absl::StrCat("split ", name, ": ", Quote(v), " at ", t_text, " -> ",
+                                         Quote(left), " (", n_left, " row(s)), ", Quote(right),
+                                         " (", rows.size() - n_left, " row(s))");
+          out.push_back(std::move(ref));
+        }
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Interval> ParseInterval(std::string_view std_text) {
+  // This Abseil build's absl::string_view is not std::string_view.
+  const absl::string_view text(std_text.data(), std_text.size());
+  auto error = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not an interval [lo-hi): ", Quote(text), " (", why, ")"));
+  };
+  if (text.size() < 2 || text.front() != '[' || text.back() != ')') {
+    return error("must start with '[' and end with ')'");
+  }
+  const absl::string_view inner = text.substr(1, text.size() - 2);
+  // The separator is the first '-' (not at the start: that is the sign of lo) that splits the
+  // text into two numbers; a '-' inside lo's exponent (1e-05) does not leave a number before it.
+  for (size_t i = 1; i < inner.size(); ++i) {
+    if (inner[i] != '-') continue;
+    const absl::string_view lo = inner.substr(0, i);
+    const absl::string_view hi = inner.substr(i + 1);
+    std::optional<double> lo_value = ParseNumber(lo);
+    std::optional<double> hi_value = ParseNumber(hi);
+    if (lo_value.has_value() && hi_value.has_value()) {
+      return Interval{*lo_value, *hi_value, std::string(lo), std::string(hi)};
+    }
+  }
+  return error("expected two numbers separated by '-'");
+}
+
+PrivacyCheck CheckPrivacy(const CheckerInput& in) {
+  auto prepared = Prepare(in);
+  if (!prepared.ok()) return Invalid(prepared.status());
+  auto constraints = BuildConstraints(*prepared);
+  if (!constraints.ok()) return Invalid(constraints.status());
+  return Evaluate(*prepared, *constraints, in.anonymized, /*stop_at_first_violation=*/false);
+}
+
+absl::Status CheckTruthful(const CheckerInput& in) {
+  auto prepared = Prepare(in);
+  if (!prepared.ok()) return prepared.status();
+  return CheckTruthfulPrepared(*prepared);
+}
+
+absl::Status CheckMaximal(const CheckerInput& in) {
+  auto prepared = Prepare(in);
+  if (!prepared.ok()) return prepared.status();
+  const Prepared& p = *prepared;
+  auto constraints = BuildConstraints(p);
+  if (!constraints.ok()) return constraints.status();
+  if (in.spec.beneficial() && !p.class_column.has_value()) {
+    return absl::InvalidArgumentError("beneficial is set but the spec has no class attribute");
+  }
+  if (absl::Status s = CheckTruthfulPrepared(p); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("maximality needs a truthful table: ", s.message()));
+  }
+  const PrivacyCheck current = Evaluate(p, *constraints, in.anonymized, false);
+  if (!current.satisfied) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the anonymized table itself violates privacy: ", current.violation));
+  }
+  for (const Refinement& ref : EnumerateRefinements(p)) {
+    if (in.spec.beneficial()) {
+      std::set<std::string> classes;
+      for (size_t r : ref.rows) classes.insert(in.raw[r][*p.class_column]);
+      if (classes.size() <= 1) continue;
+    }
+    const PrivacyCheck after = Evaluate(p, *constraints, ref.table, true);
+    if (after.satisfied) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("not maximal: the refinement ", ref.description,
+                       " keeps the privacy model satisfied (smallest group ", after.smallest_group,
+                       ", largest confidence ", after.largest_confidence, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fedanon::testing

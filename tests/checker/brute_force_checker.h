@@ -1,0 +1,87 @@
+// An independent brute-force checker for anonymized tables, used by the test suite to verify the
+// engine's outputs. It shares no code with the engine (only the JobSpec proto message and plain
+// strings) and favours obviousness over speed: every privacy constraint is checked by grouping
+// the rows literally, every refinement is applied to a copy of the table and re-checked.
+//
+// Conventions (read this before relying on a result):
+//  * Rows are numbered from 1 in messages; both tables hold the same records in the same order.
+//  * Attribute kinds. A column is a QID column iff the spec lists it with role qid. A QID column
+//    with an entry in `taxonomy_paths` is a taxonomy attribute (whatever its declared type, so a
+//    continuous attribute with a fixed taxonomy, like Age in mohammed2010 Fig. 2, can be given as
+//    one); otherwise a continuous QID column is discretized into `[lo-hi)` intervals; otherwise it
+//    is a suppression attribute (thesis §3.1). Every other column must be released unchanged.
+//    Spec attributes with role id may be absent from the header (they are never released); every
+//    other spec attribute must be a column.
+//  * Taxonomy paths are normalized like ARX hierarchies: consecutive equal labels on one path
+//    collapse into one node. A label with two different parents, a leaf label that is also an
+//    inner node, or paths ending in different roots are input errors.
+//  * Sensitive and class values are always read from the raw table.
+//  * LKC (mohammed2010 Def. 3.1): every subset of the QID attributes of size exactly
+//    m = min(L, |QID|) is checked first; when |QID| <= 8 the sizes 1..m-1 are checked as well (a
+//    redundant cross-check, by monotonicity). With no QID attribute the empty subset (the whole
+//    table) is checked. `subsets_checked` counts every subset checked, cross-checks included.
+//  * Templates: each anonymity template and each confidence template counts as one checked
+//    subset; the groups of confidence templates also count towards `smallest_group`.
+//  * `smallest_group` is the minimum over every group of every checked subset/template (0 when the
+//    table has no rows); `largest_confidence` the maximum P(s|qid) over every group and listed
+//    sensitive value of every constraint that has sensitive values (0 if none).
+//  * Status codes: malformed inputs give InvalidArgument; a table that is checked and found
+//    wanting (untruthful, not maximal, or - for CheckMaximal - not even private) gives
+//    FailedPrecondition. CheckPrivacy reports both through `satisfied = false` + `violation`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "fedanon/v1/job.pb.h"
+
+namespace fedanon::testing {
+
+struct CheckerInput {
+  fedanon::v1::JobSpec spec;
+  std::vector<std::string> header;                   // column names, same for both tables
+  std::vector<std::vector<std::string>> raw;         // raw records
+  std::vector<std::vector<std::string>> anonymized;  // same rows, same order, generalized
+  // Categorical QID attribute name -> (leaf value -> labels from the leaf up to the root,
+  // inclusive). QID attributes absent from this map and of categorical type are suppression
+  // attributes.
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> taxonomy_paths;
+};
+
+struct PrivacyCheck {
+  bool satisfied = false;
+  std::string violation;  // first violation found, human readable (constraint, qid values, counts)
+  uint64_t smallest_group = 0;    // min |T[qid]| over all checked attribute subsets / templates
+  double largest_confidence = 0;  // max P(s|qid) over all checked confidence constraints
+  uint64_t subsets_checked = 0;
+};
+
+// Checks the privacy model of `in.spec` on `in.anonymized` (sensitive values from `in.raw`).
+PrivacyCheck CheckPrivacy(const CheckerInput& in);
+
+// Every output QID value generalizes its raw value; every other column is byte-identical.
+absl::Status CheckTruthful(const CheckerInput& in);
+
+// The anonymized table is truthful and private, and no single further refinement (specialization
+// of a taxonomy value, disclosure of a suppressed value, or the engine's split of an interval)
+// keeps the privacy model satisfied. With `spec.beneficial`, refinements whose records (all rows
+// showing the refined value; for a disclosure, all rows showing the suppression token) have a
+// single class are not considered.
+absl::Status CheckMaximal(const CheckerInput& in);
+
+// A discretized value `[lo-hi)`, e.g. "[30-60)", "[-3.5-10)", "[-10--2.5)", "[1e-05-2)". The
+// separator is the `-` that follows the first number. Exposed for tests.
+struct Interval {
+  double lo = 0;
+  double hi = 0;
+  std::string lo_text;  // the two numbers as written
+  std::string hi_text;
+};
+absl::StatusOr<Interval> ParseInterval(std::string_view text);
+
+}  // namespace fedanon::testing
