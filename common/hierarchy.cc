@@ -1,14 +1,20 @@
 #include "common/hierarchy.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 
 namespace fedanon::common {
 
 std::string FormatNumber(double x) {
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), x);
+  char buf[400];
+  const double mag = std::fabs(x);
+  // Plain digits for the numbers people write (ages, salaries, weights); the shortest general
+  // form only for very large or very small magnitudes. Both read back exactly.
+  const auto format = (x == 0 || (mag >= 1e-4 && mag < 1e15)) ? std::chars_format::fixed
+                                                               : std::chars_format::general;
+  auto res = std::to_chars(buf, buf + sizeof(buf), x, format);
   return std::string(buf, res.ptr);
 }
 
