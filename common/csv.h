@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,8 +44,18 @@ class CsvReader {
   const std::string& source_name() const { return source_name_; }
   char separator() const { return separator_; }
 
+  // OK if `fields` has `expected` entries, else InvalidArgument naming the file and the line of
+  // the last record ("t.csv:12: expected 15 fields, found 14"). Field counts are the caller's
+  // business; this only keeps the messages uniform.
+  absl::Status CheckFieldCount(const std::vector<std::string_view>& fields, size_t expected) const;
+
  private:
   CsvReader(std::string text, std::string source_name, char separator);
+  absl::Status ParseQuoted(std::vector<std::string_view>* fields, size_t* unescaped_used);
+  void ScanUnquoted(std::vector<std::string_view>* fields);
+  bool AtLineEnd(size_t pos) const;  // `pos` starts "\n", "\r\n" or a final "\r"
+  void ConsumeLineEnd();
+  absl::Status ErrorAt(size_t line, size_t column, std::string_view what);
 
   std::string text_;
   std::string source_name_;
@@ -52,7 +63,10 @@ class CsvReader {
   size_t pos_ = 0;
   size_t line_ = 1;
   size_t record_line_ = 0;
+  size_t line_start_ = 0;               // offset of the first byte of line `line_`
   std::vector<std::string> unescaped_;  // storage for quoted fields that contained ""
+  // (field index, unescaped_ index) pairs of the current record, resolved once it is complete.
+  std::vector<std::pair<size_t, size_t>> unescaped_fields_;
 };
 
 class CsvWriter {
