@@ -1,5 +1,6 @@
 #include "common/hierarchy.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -68,22 +69,33 @@ int AttributeHierarchy::FineChildCount(NodeIndex n) const {
 int AttributeHierarchy::FineChildOf(NodeIndex n, int32_t code) const {
   const HierarchyNode& node = nodes_[n];
   switch (column_->kind) {
-    case QidKind::kTaxonomy: {
-      const Taxonomy& tax = *column_->taxonomy;
-      Taxonomy::NodeId child = code;
-      while (tax.parent(child) != node.tax) child = tax.parent(child);
-      const auto& kids = tax.children(node.tax);
-      for (size_t i = 0; i < kids.size(); ++i) {
-        if (kids[i] == child) return static_cast<int>(i);
-      }
-      return -1;
-    }
+    case QidKind::kTaxonomy:
+      return TaxonomyFineTable(n)[code];
     case QidKind::kSuppression:
       return hidden_index_[code];  // n is the current ⊥ node: the only refinable one
     case QidKind::kContinuous:
       return code < node.split_rank ? 0 : 1;
   }
   return -1;
+}
+
+const std::vector<int32_t>& AttributeHierarchy::TaxonomyFineTable(NodeIndex n) const {
+  if (fine_tables_.size() <= static_cast<size_t>(n)) fine_tables_.resize(n + 1);
+  std::vector<int32_t>& table = fine_tables_[n];
+  if (!table.empty()) return table;
+  const Taxonomy& tax = *column_->taxonomy;
+  table.assign(tax.size(), -1);
+  const auto& kids = tax.children(nodes_[n].tax);
+  for (size_t t = 0; t < tax.size(); ++t) {
+    // Walk up from t until the parent is this node; the node reached is the fine child.
+    for (auto x = static_cast<Taxonomy::NodeId>(t); x != Taxonomy::kNoNode; x = tax.parent(x)) {
+      if (tax.parent(x) == nodes_[n].tax) {
+        table[t] = static_cast<int32_t>(std::find(kids.begin(), kids.end(), x) - kids.begin());
+        break;
+      }
+    }
+  }
+  return table;
 }
 
 int AttributeHierarchy::CandidateCount(NodeIndex n) const {

@@ -73,9 +73,12 @@ class AttributeHierarchy {
   const QidColumn* column_;
   std::vector<HierarchyNode> nodes_;
   void IndexHidden(NodeIndex bottom);
+  const std::vector<int32_t>& TaxonomyFineTable(NodeIndex n) const;
 
   // Suppression: for the current ⊥ node, value code -> fine child index (or -1).
   std::vector<int32_t> hidden_index_;
+  // Taxonomy: per node, taxonomy node id -> fine child index (-1 outside), built on first use.
+  mutable std::vector<std::vector<int32_t>> fine_tables_;
 };
 
 // Formats a number the shortest way that reads back exactly ("37", "1.5", "1490400").

@@ -106,26 +106,40 @@ void Tips::AppendGroupStats(const std::vector<NodeIndex>& key, std::vector<uint6
   const size_t m = data_->tracked.size();
   const size_t stride = 1 + m;
   const size_t base = out->size();
+  // The refinable attributes of this key, each with its record codes and fine-child offset.
+  struct Active {
+    const AttributeHierarchy* h;
+    NodeIndex node;
+    const int32_t* codes;
+    size_t offset;
+  };
+  std::vector<Active> active;
   size_t words = stride;
-  std::vector<size_t> offset(key.size());
   for (size_t a = 0; a < key.size(); ++a) {
-    offset[a] = words;
-    words += stride * (*hier_)[a].FineChildCount(key[a]);
+    const AttributeHierarchy& h = (*hier_)[a];
+    const int fine = h.FineChildCount(key[a]);
+    if (fine == 0) continue;
+    active.push_back({&h, key[a], data_->qids[a].codes.data(), words});
+    words += stride * fine;
   }
   out->resize(base + words, 0);
   const int32_t p = FindPartition(key);
   if (p < 0) return;
   uint64_t* w = out->data() + base;
+  const uint64_t* bits_of = data_->sensitive_bits.data();
   for (uint32_t r : parts_[p].records) {
-    const uint64_t bits = data_->sensitive_bits[r];
+    const uint64_t bits = bits_of[r];
     w[0] += 1;
-    for (size_t s = 0; s < m; ++s) w[1 + s] += bits >> s & 1;
-    for (size_t a = 0; a < key.size(); ++a) {
-      const AttributeHierarchy& h = (*hier_)[a];
-      if (h.FineChildCount(key[a]) == 0) continue;
-      uint64_t* cell = w + offset[a] + stride * h.FineChildOf(key[a], data_->qids[a].codes[r]);
-      cell[0] += 1;
-      for (size_t s = 0; s < m; ++s) cell[1 + s] += bits >> s & 1;
+    for (const Active& act : active) {
+      w[act.offset + stride * act.h->FineChildOf(act.node, act.codes[r])] += 1;
+    }
+    if (m == 0 || bits == 0) continue;
+    for (size_t s = 0; s < m; ++s) {
+      if (!(bits >> s & 1)) continue;
+      w[1 + s] += 1;
+      for (const Active& act : active) {
+        w[act.offset + stride * act.h->FineChildOf(act.node, act.codes[r]) + 1 + s] += 1;
+      }
     }
   }
 }
