@@ -1,6 +1,9 @@
 #include "common/anonymize.h"
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "common/count_source.h"
@@ -24,10 +27,26 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Writes the anonymized table: re-reads the input so that non-QID values are copied verbatim.
-absl::Status WriteOutput(const fedanon::v1::JobSpec& spec, const Dataset& data, const Tips& tips,
-                         const std::vector<AttributeHierarchy>& hier,
-                         const std::string& output_path) {
+// Fails early (before the possibly long run) when the directory `path` is to be written in is
+// missing, so that the error does not come only after the anonymization.
+absl::Status CheckOutputDirectory(const std::string& path, const char* what) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) return absl::OkStatus();  // the current directory
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("cannot write the ", what, " '", path, "': directory '",
+                                            dir.string(), "' does not exist"));
+  }
+  return absl::OkStatus();
+}
+
+// Writes the anonymized table to a temporary file (re-reading the input so that non-QID values
+// are copied verbatim) and returns the writer uncommitted: the caller commits it once every other
+// output is written, so that a failure leaves nothing behind.
+absl::StatusOr<std::unique_ptr<CsvWriter>> WriteOutput(const fedanon::v1::JobSpec& spec,
+                                                       const Dataset& data, const Tips& tips,
+                                                       const std::vector<AttributeHierarchy>& hier,
+                                                       const std::string& output_path) {
   // Output columns: the spec's attributes in input column order, except the record id.
   std::vector<int> out_columns;
   std::vector<int> qid_of_column(data.header.size(), -1);
@@ -76,7 +95,7 @@ absl::Status WriteOutput(const fedanon::v1::JobSpec& spec, const Dataset& data, 
     writer->WriteRow(row);
   }
   if (record != data.num_records) return absl::InternalError("input changed while anonymizing");
-  return writer->Commit();
+  return writer;
 }
 
 }  // namespace
@@ -99,6 +118,10 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, LoadJobSpec(options.spec_path));
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   report.set_job_name(spec.name());
+  RETURN_IF_ERROR(CheckOutputDirectory(options.output_path, "output"));
+  if (!options.report_path.empty()) {
+    RETURN_IF_ERROR(CheckOutputDirectory(options.report_path, "report"));
+  }
   ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec, options.input_path));
   report.set_records_in(data.records_in);
   report.set_records_dropped(data.records_dropped);
@@ -120,8 +143,8 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
     engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
       if (std::chrono::duration<double>(Clock::now() - last_progress).count() < 1.0) return;
       last_progress = Clock::now();
-      options.progress(absl::StrCat("round ", step.round(), ": specialized ", step.attribute(),
-                                    " ", step.value(), " (", step.records(), " records), ", groups,
+      options.progress(absl::StrCat("round ", step.round(), ": specialized ", step.attribute(), " ",
+                                    step.value(), " (", step.records(), " records), ", groups,
                                     " groups, ", SecondsSince(start), " s"));
     };
   }
@@ -131,7 +154,8 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   (*report.mutable_timings_seconds())["anonymize"] = SecondsSince(anon_start);
 
   const auto write_start = Clock::now();
-  RETURN_IF_ERROR(WriteOutput(spec, data, tips, hier, options.output_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvWriter> output,
+                   WriteOutput(spec, data, tips, hier, options.output_path));
   (*report.mutable_timings_seconds())["write"] = SecondsSince(write_start);
 
   report.set_records_out(data.num_records);
@@ -149,8 +173,15 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   report.set_constraints_checked(model.constraints.size());
   report.set_stop_reason(stop_reason);
   (*report.mutable_timings_seconds())["total"] = SecondsSince(start);
+  // The report first, the table last: if the report cannot be written, the table's temporary
+  // file is removed by the writer's destructor; if the table cannot be committed, the report is
+  // removed again.
   if (!options.report_path.empty()) {
     RETURN_IF_ERROR(WriteFileAtomically(options.report_path, ReportToJson(report)));
+  }
+  if (absl::Status committed = output->Commit(); !committed.ok()) {
+    if (!options.report_path.empty()) ::unlink(options.report_path.c_str());
+    return committed;
   }
   return report;
 }

@@ -69,8 +69,8 @@ absl::StatusOr<std::vector<TrackedSensitive>> TrackedSensitiveValues(const JobSp
     for (const auto& v : c.sensitive_values()) add(attr, v);
   }
   if (out.size() > 64) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the privacy model names ", out.size(), " sensitive values; at most 64 are supported"));
+    return absl::InvalidArgumentError(absl::StrCat("the privacy model names ", out.size(),
+                                                   " sensitive values; at most 64 are supported"));
   }
   return out;
 }
@@ -87,8 +87,8 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
   for (size_t i = 0; i < fields.size(); ++i) {
     ds.header.emplace_back(fields[i]);
     if (!column_of.emplace(std::string(fields[i]), static_cast<int>(i)).second) {
-      return absl::InvalidArgumentError(absl::StrCat(csv_path, ":1: column '", std::string(fields[i]),
-                                                     "' appears twice in the header"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          csv_path, ":1: column '", std::string(fields[i]), "' appears twice in the header"));
     }
   }
   const size_t width = ds.header.size();
@@ -130,8 +130,8 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
     const auto& t = ds.tracked[bit];
     auto it = column_of.find(t.attribute);
     if (it == column_of.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("sensitive attribute '", t.attribute,
-                                                     "' is not a column of ", csv_path));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sensitive attribute '", t.attribute, "' is not a column of ", csv_path));
     }
     auto sc = std::find_if(sensitive_columns.begin(), sensitive_columns.end(),
                            [&](const SensitiveColumn& s) { return s.column == it->second; });
@@ -183,16 +183,17 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
       } else if (scan.attr->type() == fedanon::v1::ATTRIBUTE_TYPE_CONTINUOUS) {
         double x;
         if (!absl::SimpleAtod(absl::string_view(v.data(), v.size()), &x) || !std::isfinite(x)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              csv_path, ":", reader->line(), ": column ", scan.column + 1, " (", scan.attr->name(),
-              "): '", std::string(v), "' is not a number", v == missing ? " (missing values in continuous "
-                                                             "attributes need `missing: drop`)"
-                                                           : ""));
+          return absl::InvalidArgumentError(
+              absl::StrCat(csv_path, ":", reader->line(), ": column ", scan.column + 1, " (",
+                           scan.attr->name(), "): '", std::string(v), "' is not a number",
+                           v == missing ? " (missing values in continuous "
+                                          "attributes need `missing: drop`)"
+                                        : ""));
         }
         scan.numbers.push_back(x);
       } else {
-        auto [it, inserted] = scan.value_ids.try_emplace(
-            std::string(v), static_cast<int32_t>(scan.value_ids.size()));
+        auto [it, inserted] =
+            scan.value_ids.try_emplace(std::string(v), static_cast<int32_t>(scan.value_ids.size()));
         row_codes[q] = it->second;
       }
     }
@@ -240,8 +241,8 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
         return absl::InvalidArgumentError(absl::StrCat(
             "attribute '", col.name, "': ", scan.unknown.size(),
             scan.unknown.size() == 1 ? " value is" : " values are", " not a leaf of taxonomy ",
-            scan.attr->taxonomy(), " (", total, total == 1 ? " record): " : " records): ",
-            FormatUnknownValues(scan.unknown)));
+            scan.attr->taxonomy(), " (", total,
+            total == 1 ? " record): " : " records): ", FormatUnknownValues(scan.unknown)));
       }
       col.kind = QidKind::kTaxonomy;
       col.codes = std::move(scan.codes);

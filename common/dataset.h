@@ -45,11 +45,11 @@ struct Dataset {
   uint64_t records_dropped = 0;  // rows dropped for missing values (`missing: drop`)
   std::vector<bool> kept;        // per data row of the file: kept (true) or dropped
 
-  std::vector<QidColumn> qids;   // spec order of the QID attributes
+  std::vector<QidColumn> qids;  // spec order of the QID attributes
 
-  int class_column = -1;                 // csv column of the class attribute, -1 if none
-  std::vector<std::string> class_labels; // class index -> label (order of first appearance)
-  std::vector<uint16_t> class_codes;     // per record
+  int class_column = -1;                  // csv column of the class attribute, -1 if none
+  std::vector<std::string> class_labels;  // class index -> label (order of first appearance)
+  std::vector<uint16_t> class_codes;      // per record
 
   std::vector<TrackedSensitive> tracked;  // bit i of sensitive_bits <-> tracked[i]
   std::vector<uint64_t> sensitive_bits;   // per record

@@ -14,7 +14,7 @@ std::string FormatNumber(double x) {
   // Plain digits for the numbers people write (ages, salaries, weights); the shortest general
   // form only for very large or very small magnitudes. Both read back exactly.
   const auto format = (x == 0 || (mag >= 1e-4 && mag < 1e15)) ? std::chars_format::fixed
-                                                               : std::chars_format::general;
+                                                              : std::chars_format::general;
   auto res = std::to_chars(buf, buf + sizeof(buf), x, format);
   return std::string(buf, res.ptr);
 }

@@ -24,7 +24,7 @@ using NodeIndex = int32_t;
 
 struct HierarchyNode {
   NodeIndex parent = -1;
-  std::vector<NodeIndex> children;  // set once the node has been specialized
+  std::vector<NodeIndex> children;           // set once the node has been specialized
   Taxonomy::NodeId tax = Taxonomy::kNoNode;  // taxonomy
   bool suppressed = false;                   // suppression: this is a ⊥ node
   std::vector<int32_t> hidden;               // suppression ⊥: hidden value codes, code order

@@ -8,8 +8,9 @@
 namespace fedanon::common {
 namespace {
 
-absl::StatusOr<std::vector<int>> QidIndices(const google::protobuf::RepeatedPtrField<std::string>& names,
-                                            const Dataset& data, const std::string& where) {
+absl::StatusOr<std::vector<int>> QidIndices(
+    const google::protobuf::RepeatedPtrField<std::string>& names, const Dataset& data,
+    const std::string& where) {
   std::vector<int> out;
   for (const std::string& name : names) {
     auto it = std::find_if(data.qids.begin(), data.qids.end(),
@@ -83,16 +84,15 @@ absl::StatusOr<PrivacyModel> BuildPrivacyModel(const fedanon::v1::JobSpec& spec,
     const int size = std::min<int>(static_cast<int>(p.l()), q);
     constexpr uint64_t kMaxSubsets = 5'000'000;
     if (Choose(q, size, kMaxSubsets) > kMaxSubsets) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "L = ", p.l(), " over ", q, " QID attributes gives more than ", kMaxSubsets,
-          " attribute subsets to enforce"));
+      return absl::InvalidArgumentError(absl::StrCat("L = ", p.l(), " over ", q,
+                                                     " QID attributes gives more than ",
+                                                     kMaxSubsets, " attribute subsets to enforce"));
     }
     const uint64_t mask = MaskOf(data, "", p.sensitive_values());
     std::vector<int> idx(size);
     for (int i = 0; i < size; ++i) idx[i] = i;
     while (true) {
-      model.constraints.push_back({idx, std::max<uint64_t>(1, p.k()), mask,
-                                   mask ? p.c() : 1.0});
+      model.constraints.push_back({idx, std::max<uint64_t>(1, p.k()), mask, mask ? p.c() : 1.0});
       int i = size - 1;
       while (i >= 0 && idx[i] == q - size + i) --i;
       if (i < 0) break;
@@ -104,8 +104,8 @@ absl::StatusOr<PrivacyModel> BuildPrivacyModel(const fedanon::v1::JobSpec& spec,
     const auto& c = p.confidence(i);
     auto attrs = QidIndices(c.qid(), data, absl::StrCat("confidence template ", i + 1));
     if (!attrs.ok()) return attrs.status();
-    model.constraints.push_back({*attrs, 1, MaskOf(data, c.attribute(), c.sensitive_values()),
-                                 c.max()});
+    model.constraints.push_back(
+        {*attrs, 1, MaskOf(data, c.attribute(), c.sensitive_values()), c.max()});
   }
   model.by_attr.assign(q, {});
   for (size_t i = 0; i < model.constraints.size(); ++i) {

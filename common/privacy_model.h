@@ -3,7 +3,8 @@
 //
 //  * LKC-privacy (mohammed2010 Def. 3.1): one constraint per subset of min(L, |QID|) QID
 //    attributes with k = K and max = C over the sensitive values. Checking subsets of exactly that
-//    size suffices: coarser subsets have larger groups (Cor. 4.1.1) and lower confidence (Thm. 5.1.1).
+//    size suffices: coarser subsets have larger groups (Cor. 4.1.1) and lower confidence
+//    (Thm. 5.1.1).
 //  * Templates: one constraint per anonymity template <QID_j, k_j> (mohammed2011 Def. 1) and per
 //    confidence template <X, Y, max> (thesis Def. 5.1.1). k-anonymity, confidence bounding and
 //    (alpha, k)-anonymity are the special cases with a single template.

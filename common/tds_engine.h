@@ -36,9 +36,9 @@ namespace fedanon::common {
 
 struct EngineOptions {
   fedanon::v1::ScoreFunction score = fedanon::v1::SCORE_FUNCTION_INFOGAIN;
-  bool beneficial = false;          // only candidates whose records span > 1 class
+  bool beneficial = false;  // only candidates whose records span > 1 class
   std::string suppression_token = "*";
-  uint32_t max_rounds = 0;          // 0: unlimited (anytime: stop early and still be valid)
+  uint32_t max_rounds = 0;  // 0: unlimited (anytime: stop early and still be valid)
   // Called after every applied specialization.
   std::function<void(const fedanon::v1::SpecializationStep&, size_t groups)> on_step;
 };
@@ -75,10 +75,10 @@ class TopDownSpecializer {
   absl::StatusOr<std::string> Run();
 
   const std::vector<fedanon::v1::SpecializationStep>& steps() const { return steps_; }
-  uint64_t smallest_group() const;      // min over constraints of A(X_j)
-  double largest_confidence() const;    // max over confidence constraints of C(X_j)
+  uint64_t smallest_group() const;    // min over constraints of A(X_j)
+  double largest_confidence() const;  // max over confidence constraints of C(X_j)
   uint64_t group_count() const { return alive_groups_; }
-  double DiscernibilityRatio() const;   // sum |T[qid]|^2 / |T|^2 over the full QID
+  double DiscernibilityRatio() const;  // sum |T[qid]|^2 / |T|^2 over the full QID
   // The candidates of the current cut (not yet specialized), valid or not.
   std::vector<CandidateView> Candidates() const;
   // Distinct node labels per attribute among the current groups (the final cut).
@@ -139,7 +139,7 @@ class TopDownSpecializer {
   std::vector<bool> group_alive_;
   uint64_t alive_groups_ = 0;
   std::vector<std::vector<std::vector<int32_t>>> group_links_;  // [attr][node] -> groups
-  std::vector<std::vector<uint64_t>> disc_;                      // [attr][node] -> sum size^2
+  std::vector<std::vector<uint64_t>> disc_;                     // [attr][node] -> sum size^2
 
   std::vector<Candidate> cands_;
   std::vector<std::vector<std::vector<int>>> node_cands_;  // [attr][node] -> candidate ids

@@ -150,12 +150,11 @@ absl::Status LocalCountSource::Specialize(int attr, NodeIndex node, int c) {
 }
 
 absl::StatusOr<std::vector<uint64_t>> LocalCountSource::RankClassHistogram(int attr,
-                                                                          NodeIndex node) {
+                                                                           NodeIndex node) {
   return tips_->RankClassHistogram(attr, node);
 }
 
-absl::StatusOr<std::vector<uint64_t>> LocalCountSource::NodeClassCounts(int attr,
-                                                                       NodeIndex node) {
+absl::StatusOr<std::vector<uint64_t>> LocalCountSource::NodeClassCounts(int attr, NodeIndex node) {
   return tips_->NodeClassCounts(attr, node);
 }
 

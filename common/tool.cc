@@ -24,8 +24,9 @@ int RunTool(int argc, char** argv) {
   anonymize->add_option("--output", anon.output_path, "Anonymized table to write (CSV)")
       ->required();
   anonymize->add_option("--report", anon.report_path, "JSON report to write");
-  anonymize->add_option("--max-rounds", anon.max_rounds,
-                        "Stop after this many specializations (anytime result; 0 = run to the end)");
+  anonymize->add_option(
+      "--max-rounds", anon.max_rounds,
+      "Stop after this many specializations (anytime result; 0 = run to the end)");
   anonymize->add_flag("--quiet", quiet, "No progress messages on stderr");
 
   DatagenOptions gen;
@@ -43,7 +44,9 @@ int RunTool(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help prints and exits 0; any other parse error (missing or unknown option, bad value) is
+    // a usage error: CLI11's message on stderr, exit code 2 (CLI11's own codes are 100+).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   if (show_version) {
     std::cout << VersionLine("fedanon") << "\n";
