@@ -1,0 +1,84 @@
+// The federation's certificate authority and identities (X.509 via OpenSSL 3).
+//
+// Every participant — the leader, each party, each admin — holds two CA-signed certificates:
+//  * a TLS certificate (EC P-256, ECDSA; serverAuth + clientAuth) whose identity is the SAN URI
+//    `fedanon://<role>/<name>` (role: leader | party | admin); the leader's also carries the DNS
+//    names / IP addresses it is reached at;
+//  * a sealing certificate (EC P-256, keyAgreement) with SAN URI `fedanon-seal://<role>/<name>`,
+//    whose key seals party-to-party payloads (crypto/sealed_box). Because it is CA-signed, the
+//    relaying leader cannot substitute its own key.
+// Identities are read from verified certificates only, never from what a peer claims.
+// Thread-compatible; keys are returned as PEM (PKCS#8) and never logged.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "crypto/sealed_box.h"
+
+namespace fedanon::crypto {
+
+enum class Role { kLeader, kParty, kAdmin };
+
+struct Identity {
+  Role role = Role::kParty;
+  std::string name;
+  bool operator==(const Identity& o) const { return role == o.role && name == o.name; }
+};
+
+// "leader" / "party" / "admin"
+std::string_view RoleName(Role role);
+// Names: 1-64 characters of [A-Za-z0-9._-], starting with a letter or digit.
+absl::Status ValidateParticipantName(std::string_view name);
+
+struct IssuedCertificate {
+  std::string cert_pem;
+  std::string key_pem;  // PKCS#8 PEM, unencrypted (written with mode 0600 by callers)
+};
+
+class CertificateAuthority {
+ public:
+  // A new self-signed CA (EC P-256) named "fedanon CA <federation>".
+  static absl::StatusOr<std::unique_ptr<CertificateAuthority>> Create(std::string_view federation,
+                                                                      absl::Duration validity);
+  static absl::StatusOr<std::unique_ptr<CertificateAuthority>> Load(std::string_view cert_pem,
+                                                                    std::string_view key_pem);
+  ~CertificateAuthority();
+  CertificateAuthority(const CertificateAuthority&) = delete;
+  CertificateAuthority& operator=(const CertificateAuthority&) = delete;
+
+  const std::string& cert_pem() const { return cert_pem_; }
+  absl::StatusOr<std::string> key_pem() const;
+
+  // `hosts`: DNS names or IP addresses put into the SAN (for the leader's server certificate).
+  absl::StatusOr<IssuedCertificate> IssueTls(const Identity& identity,
+                                             const std::vector<std::string>& hosts,
+                                             absl::Duration validity) const;
+  absl::StatusOr<IssuedCertificate> IssueSeal(const Identity& identity,
+                                              absl::Duration validity) const;
+
+ private:
+  struct Impl;
+  explicit CertificateAuthority(std::unique_ptr<Impl> impl, std::string cert_pem);
+  std::unique_ptr<Impl> impl_;
+  std::string cert_pem_;
+};
+
+// Verifies `cert_pem` (chain: `ca_pem` only; validity period; TLS key usage) and returns the
+// identity in its `fedanon://` SAN URI. PermissionDenied for another CA, expired or malformed
+// identities.
+absl::StatusOr<Identity> VerifiedTlsIdentity(std::string_view cert_pem, std::string_view ca_pem);
+// The identity in a certificate that the TLS layer has already verified.
+absl::StatusOr<Identity> IdentityOfCertificate(std::string_view cert_pem);
+// Verifies a sealing certificate for `expected` and returns its public key.
+absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedSealKey(std::string_view seal_cert_pem,
+                                                               std::string_view ca_pem,
+                                                               const Identity& expected);
+// Loads a sealing private key (PKCS#8 PEM, EC P-256).
+absl::StatusOr<std::unique_ptr<SealKeyPair>> SealKeyPairFromPem(std::string_view key_pem);
+
+}  // namespace fedanon::crypto
