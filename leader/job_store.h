@@ -1,0 +1,70 @@
+// The leader's job store: an embedded SQLite database in the leader's data directory
+// (<data_dir>/jobs.db) holding every job (request, state, progress, failure reason, report),
+// an audit trail of who submitted or cancelled what and when, and the integrated tables of
+// finished jobs whose recipient is the leader (<data_dir>/results/<job>.csv, written
+// atomically). Job records survive restarts; RecoverAfterRestart() marks jobs that were in
+// flight as failed with reason "leader restarted". Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fedanon/v1/federation.pb.h"
+
+struct sqlite3;
+
+namespace fedanon::leader {
+
+struct AuditEntry {
+  int64_t unix_time = 0;
+  std::string actor;   // identity from a certificate, or "leader"
+  std::string action;  // "submitted", "cancelled", "state:running", ...
+  std::string detail;
+};
+
+class JobStore {
+ public:
+  // Opens or creates <data_dir>/jobs.db (and the directory, mode 0700).
+  static absl::StatusOr<std::unique_ptr<JobStore>> Open(const std::string& data_dir);
+  ~JobStore();
+  JobStore(const JobStore&) = delete;
+  JobStore& operator=(const JobStore&) = delete;
+
+  // Stores a new job in state SUBMITTED and audits "submitted" by `submitted_by`. Job ids are
+  // "job-" + 12 random hex digits.
+  absl::StatusOr<std::string> Create(const fedanon::v1::SubmitJobRequest& request,
+                                     const std::string& submitted_by);
+  // NotFound for an unknown job; FailedPrecondition for a transition out of a final state
+  // (done, failed, cancelled). Audits "state:<name>".
+  absl::Status SetState(const std::string& job_id, fedanon::v1::JobState state,
+                        const std::string& failure_reason = "");
+  absl::Status SetProgress(const std::string& job_id, uint32_t round,
+                           const std::string& current_best, double elapsed_seconds);
+  absl::Status SetReport(const std::string& job_id, const fedanon::v1::Report& report);
+  absl::Status StoreResult(const std::string& job_id, const std::string& csv);
+  absl::StatusOr<std::string> LoadResult(const std::string& job_id) const;  // NotFound if none
+
+  absl::StatusOr<fedanon::v1::JobInfo> Get(const std::string& job_id) const;
+  absl::StatusOr<fedanon::v1::SubmitJobRequest> Request(const std::string& job_id) const;
+  absl::StatusOr<std::vector<fedanon::v1::JobInfo>> List() const;  // newest first
+
+  absl::Status Audit(const std::string& job_id, const std::string& actor,
+                     const std::string& action, const std::string& detail = "");
+  absl::StatusOr<std::vector<AuditEntry>> AuditTrail(const std::string& job_id) const;
+
+  // Marks every job in SUBMITTED, VALIDATING or RUNNING as FAILED with reason
+  // "leader restarted"; returns how many.
+  absl::StatusOr<int> RecoverAfterRestart();
+
+ private:
+  JobStore(sqlite3* db, std::string data_dir);
+  sqlite3* db_;
+  std::string data_dir_;
+  mutable std::mutex mu_;
+};
+
+}  // namespace fedanon::leader

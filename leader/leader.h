@@ -1,0 +1,82 @@
+// The leader role: accepts jobs from admins, validates them with the parties, drives the
+// federated protocol round by round through a PartyChannel, records everything in the job store
+// and keeps the integrated table when it is the recipient. No gRPC types: server/ adapts the
+// Admin service and the party streams onto this class.
+//
+// Job lifecycle: submitted -> validating (spec checks, party-count rule of mohammed2010 §5.5,
+// every party connected, PrepareJob digests equal) -> running (rounds) -> done | failed |
+// cancelled. Jobs run one at a time on a worker thread. A party that stops answering fails the
+// job within the round timeout, naming the party; no partial result is ever delivered.
+// Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/party_channel.h"
+#include "fedanon/v1/federation.pb.h"
+#include "leader/job_store.h"
+
+namespace fedanon::leader {
+
+struct LeaderOptions {
+  std::string name = "leader";
+  std::string data_dir;                           // job store and results
+  absl::Duration round_timeout = absl::Seconds(60);
+  std::string ca_pem;                             // the federation CA (verifies seal certs)
+  std::string seal_cert_pem;                      // the leader's sealing certificate
+  std::string seal_key_pem;                       // and key (opens the union when recipient)
+  // Sealing certificates of the parties, by name (from their bundles or announced on connect).
+  // Parties present their own in PrepareResult too; see party/party_agent.h.
+};
+
+class Leader {
+ public:
+  // `channel` is not owned and must outlive the leader. Recovers the job store after a restart.
+  static absl::StatusOr<std::unique_ptr<Leader>> Create(LeaderOptions options,
+                                                        common::PartyChannel* channel);
+  ~Leader();  // stops the worker (a running job fails with "leader shutting down")
+
+  // Admin operations; `admin` is the identity read from the caller's certificate.
+  absl::StatusOr<fedanon::v1::JobInfo> Submit(const fedanon::v1::SubmitJobRequest& request,
+                                              const std::string& admin);
+  absl::StatusOr<fedanon::v1::JobInfo> Get(const std::string& job_id) const;
+  absl::StatusOr<std::vector<fedanon::v1::JobInfo>> List() const;
+  absl::StatusOr<fedanon::v1::JobInfo> Cancel(const std::string& job_id, const std::string& admin,
+                                              const std::string& reason);
+  // Blocks until the job's state, round or failure differs from `last` (or `timeout` passes)
+  // and returns its current info; for streaming WatchJob.
+  absl::StatusOr<fedanon::v1::JobInfo> WaitForChange(const std::string& job_id,
+                                                     const fedanon::v1::JobInfo& last,
+                                                     absl::Duration timeout) const;
+  // The integrated table (CSV) of a done job whose recipient is the leader.
+  absl::StatusOr<std::string> Result(const std::string& job_id) const;
+  std::vector<common::ConnectedParty> Parties() const { return channel_->Parties(); }
+
+ private:
+  Leader(LeaderOptions options, common::PartyChannel* channel, std::unique_ptr<JobStore> store);
+  void WorkerLoop();
+  absl::Status RunJob(const std::string& job_id);
+  void Notify() const;
+
+  LeaderOptions options_;
+  common::PartyChannel* channel_;
+  std::unique_ptr<JobStore> store_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  std::deque<std::string> queue_;
+  std::string running_job_;
+  bool cancel_running_ = false;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace fedanon::leader

@@ -1,0 +1,48 @@
+// The party role: answers the leader's requests from the party's own table. Raw values never
+// leave this class — it replies only with digests, masked/sealed count vectors and rows sealed
+// for the job's recipient. No gRPC types: server/party_client feeds it the requests that arrive
+// on the party's outbound stream; party/in_process_channel calls it directly in tests.
+// Thread-safe (requests are handled one at a time).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "fedanon/v1/federation.pb.h"
+
+namespace fedanon::party {
+
+struct PartyAgentOptions {
+  std::string name;                // this party's identity (as in its certificate)
+  std::string data_dir;            // tables and taxonomies; relative paths resolve here
+  std::string default_data_path;   // the table used when a job names none (relative to data_dir)
+  std::string output_dir;          // where integrated tables land when this party is recipient
+  std::string ca_pem;              // the federation CA (verifies other parties' seal certs)
+  std::string seal_cert_pem;       // this party's sealing certificate and key
+  std::string seal_key_pem;
+};
+
+class PartyAgent {
+ public:
+  static absl::StatusOr<std::unique_ptr<PartyAgent>> Create(PartyAgentOptions options);
+  ~PartyAgent();
+
+  // Handles one request and returns the reply (an ErrorReply on failure; never throws).
+  fedanon::v1::PartyMessage Handle(const fedanon::v1::LeaderMessage& request);
+
+  const std::string& name() const { return options_.name; }
+  const std::string& seal_cert_pem() const { return options_.seal_cert_pem; }
+
+ private:
+  struct JobState;
+  explicit PartyAgent(PartyAgentOptions options);
+  absl::StatusOr<fedanon::v1::PartyMessage> Dispatch(const fedanon::v1::LeaderMessage& request);
+
+  PartyAgentOptions options_;
+  std::mutex mu_;
+  std::unique_ptr<JobState> job_;
+};
+
+}  // namespace fedanon::party
