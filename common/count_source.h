@@ -1,16 +1,19 @@
 // Where the engine's count statistics come from — the seam between the top-down specialization
 // loop and the data holders. The centralized run uses LocalCountSource (one TIPS in process);
-// the federated protocols implement the same interface with secure sums (horizontal) or the
-// instruction exchange (vertical), so every mode runs the same loop and makes the same choices.
+// the horizontal federation implements the same interface with ring secure sums, so every mode
+// runs the same loop and makes the same choices.
 //
-// Group statistics layout for a group with key K (one node per QID attribute), as uint64 words,
-// with m = number of tracked sensitive values and stride = 1 + m:
-//   [count, sensitive_1..m]                                   the group itself
-//   then for each attribute a, for each fine child f of K[a]: [count, sensitive_1..m]
-// where attributes whose node cannot be refined contribute nothing.
+// A StatsRequest asks for, in this order, with m = number of tracked sensitive values,
+// C = number of classes (at least 1) and stride = 1 + m, as uint64 words:
+//  1. for each continuous node: class counts per rank over [rank_lo, rank_hi): (rank, class);
+//  2. for each node: class counts per fine child: (fine child, class);
+//  3. for each group key (one node per QID attribute): [count, sensitive_1..m], then for each
+//     attribute a, for each fine child f of key[a]: [count, sensitive_1..m].
+// The layout depends only on public state (the hierarchies), so sums over holders line up.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,31 +22,41 @@
 
 namespace fedanon::common {
 
+struct StatsRequest {
+  std::vector<std::pair<int, NodeIndex>> rank_histograms;
+  std::vector<std::pair<int, NodeIndex>> node_class_counts;
+  std::vector<std::vector<NodeIndex>> group_keys;
+  bool empty() const {
+    return rank_histograms.empty() && node_class_counts.empty() && group_keys.empty();
+  }
+};
+
+// Number of words the answer to `request` has.
+size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes,
+                   size_t num_tracked, const StatsRequest& request);
+// Appends one holder's answer to `request` computed from its TIPS.
+void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector<uint64_t>* out);
+
 class CountSource {
  public:
   virtual ~CountSource() = default;
 
-  // Every holder refines T[node] by candidate `c` of (attr, node); the shared public hierarchy
+  // Every holder refines T[node] by candidate `c` of (attr, node). The caller's hierarchy
   // already holds the new children.
   virtual absl::Status Specialize(int attr, NodeIndex node, int c) = 0;
-  // Summed class counts per rank of a continuous node (to choose its split).
-  virtual absl::StatusOr<std::vector<uint64_t>> RankClassHistogram(int attr, NodeIndex node) = 0;
-  // Summed class counts per fine child of a refinable node.
-  virtual absl::StatusOr<std::vector<uint64_t>> NodeClassCounts(int attr, NodeIndex node) = 0;
-  // Summed group statistics for each key, concatenated in order.
-  virtual absl::StatusOr<std::vector<uint64_t>> GroupStats(
-      const std::vector<std::vector<NodeIndex>>& keys) = 0;
+  // The threshold chosen for a new continuous node (already set in the caller's hierarchy).
+  virtual absl::Status Split(int attr, NodeIndex node, int32_t split_rank) = 0;
+  // The statistics summed over every holder.
+  virtual absl::StatusOr<std::vector<uint64_t>> Collect(const StatsRequest& request) = 0;
 };
 
-// In-process source over one TIPS (centralized anonymization).
+// In-process source over one TIPS that shares the engine's hierarchies (centralized run).
 class LocalCountSource : public CountSource {
  public:
   explicit LocalCountSource(Tips* tips) : tips_(tips) {}  // not owned
   absl::Status Specialize(int attr, NodeIndex node, int c) override;
-  absl::StatusOr<std::vector<uint64_t>> RankClassHistogram(int attr, NodeIndex node) override;
-  absl::StatusOr<std::vector<uint64_t>> NodeClassCounts(int attr, NodeIndex node) override;
-  absl::StatusOr<std::vector<uint64_t>> GroupStats(
-      const std::vector<std::vector<NodeIndex>>& keys) override;
+  absl::Status Split(int, NodeIndex, int32_t) override { return absl::OkStatus(); }
+  absl::StatusOr<std::vector<uint64_t>> Collect(const StatsRequest& request) override;
 
  private:
   Tips* tips_;

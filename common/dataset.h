@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +27,9 @@ struct QidColumn {
   QidKind kind = QidKind::kTaxonomy;
   std::shared_ptr<const Taxonomy> taxonomy;  // kTaxonomy
   std::vector<std::string> values;           // kSuppression: value code -> raw string
+  bool values_declared = false;              // kSuppression: domain from the spec (fixed)
   std::vector<double> sorted_values;         // kContinuous: rank -> distinct value (ascending)
+  double precision = 0;                      // kContinuous: > 0: ranks are grid indices
   double range_lo = 0, range_hi = 0;         // kContinuous: the full-range interval [lo, hi)
   std::vector<int32_t> codes;                // per record: leaf NodeId / value code / rank
 };
@@ -49,6 +52,7 @@ struct Dataset {
 
   int class_column = -1;                  // csv column of the class attribute, -1 if none
   std::vector<std::string> class_labels;  // class index -> label (order of first appearance)
+  bool class_declared = false;           // class_labels come from the spec (fixed order)
   std::vector<uint16_t> class_codes;      // per record
 
   std::vector<TrackedSensitive> tracked;  // bit i of sensitive_bits <-> tracked[i]
@@ -63,7 +67,16 @@ absl::StatusOr<std::vector<TrackedSensitive>> TrackedSensitiveValues(
     const fedanon::v1::JobSpec& spec);
 
 // Reads `csv_path` and encodes it for `spec` (which must have passed ValidateJobSpec; taxonomy
-// paths resolved).
-absl::StatusOr<Dataset> LoadDataset(const fedanon::v1::JobSpec& spec, const std::string& csv_path);
+// paths resolved). With `schema` (see BuildPublicSchema) the table is encoded against that
+// public schema instead, so that every party of a federated job uses identical codes.
+absl::StatusOr<Dataset> LoadDataset(const fedanon::v1::JobSpec& spec, const std::string& csv_path,
+                                    const Dataset* schema = nullptr);
+
+// The public part of a job's encoding, with no records: taxonomies (parsed from `taxonomy_texts`,
+// attribute name -> ARX file content), the declared domains of class and suppression attributes,
+// and the grid of continuous attributes. Federated jobs require every domain to be declared.
+absl::StatusOr<Dataset> BuildPublicSchema(
+    const fedanon::v1::JobSpec& spec,
+    const std::map<std::string, std::string>& taxonomy_texts);
 
 }  // namespace fedanon::common

@@ -102,25 +102,55 @@ std::vector<int32_t> TopDownSpecializer::AliveGroups(int attr, NodeIndex node) c
   return out;
 }
 
-absl::Status TopDownSpecializer::DecideSplits(int attr, const std::vector<NodeIndex>& nodes) {
-  AttributeHierarchy& h = (*hier_)[attr];
-  if (h.kind() != QidKind::kContinuous) return absl::OkStatus();
-  for (NodeIndex n : nodes) {
-    ASSIGN_OR_RETURN(std::vector<uint64_t> hist, source_->RankClassHistogram(attr, n));
-    const HierarchyNode& node = h.node(n);
-    if (hist.size() != static_cast<size_t>(node.rank_hi - node.rank_lo) * num_classes_) {
-      return absl::InternalError("rank histogram has the wrong size");
-    }
-    h.SetSplit(n, ChooseSplitRank(hist, num_classes_, node.rank_lo, data_->class_column >= 0));
+absl::Status TopDownSpecializer::DecideSplits(const std::vector<std::pair<int, NodeIndex>>& nodes) {
+  StatsRequest request;
+  for (const auto& [a, n] : nodes) {
+    if ((*hier_)[a].kind() == QidKind::kContinuous) request.rank_histograms.emplace_back(a, n);
   }
+  if (request.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::vector<uint64_t> hist, source_->Collect(request));
+  size_t pos = 0;
+  for (const auto& [a, n] : request.rank_histograms) {
+    AttributeHierarchy& h = (*hier_)[a];
+    const HierarchyNode& node = h.node(n);
+    const size_t words = static_cast<size_t>(node.rank_hi - node.rank_lo) * num_classes_;
+    if (pos + words > hist.size()) return absl::InternalError("rank histograms are truncated");
+    std::vector<uint64_t> one(hist.begin() + pos, hist.begin() + pos + words);
+    pos += words;
+    const int32_t split =
+        ChooseSplitRank(one, num_classes_, node.rank_lo, data_->class_column >= 0 ||
+                                                             data_->class_declared);
+    h.SetSplit(n, split);
+    RETURN_IF_ERROR(source_->Split(a, n, split));
+  }
+  if (pos != hist.size()) return absl::InternalError("rank histograms have trailing data");
   return absl::OkStatus();
+}
+
+absl::Status TopDownSpecializer::CollectNodesAndGroups(
+    const std::vector<std::pair<int, NodeIndex>>& nodes,
+    const std::vector<std::vector<NodeIndex>>& keys, const std::vector<uint64_t>& expected_sizes,
+    std::vector<std::vector<uint64_t>>* node_counts, std::vector<int32_t>* new_groups) {
+  StatsRequest request;
+  request.node_class_counts = nodes;
+  request.group_keys = keys;
+  ASSIGN_OR_RETURN(std::vector<uint64_t> stats, source_->Collect(request));
+  if (stats.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
+    return absl::InternalError("count statistics have the wrong length");
+  }
+  size_t pos = 0;
+  for (const auto& [a, n] : nodes) {
+    const size_t words = static_cast<size_t>((*hier_)[a].FineChildCount(n)) * num_classes_;
+    node_counts->emplace_back(stats.begin() + pos, stats.begin() + pos + words);
+    pos += words;
+  }
+  return AddGroups(keys, expected_sizes, stats, pos, new_groups);
 }
 
 absl::Status TopDownSpecializer::AddGroups(const std::vector<std::vector<NodeIndex>>& keys,
                                            const std::vector<uint64_t>& expected_sizes,
+                                           const std::vector<uint64_t>& stats, size_t pos,
                                            std::vector<int32_t>* ids) {
-  ASSIGN_OR_RETURN(std::vector<uint64_t> stats, source_->GroupStats(keys));
-  size_t pos = 0;
   for (size_t i = 0; i < keys.size(); ++i) {
     const std::vector<NodeIndex>& key = keys[i];
     size_t words = stride_;
@@ -133,7 +163,7 @@ absl::Status TopDownSpecializer::AddGroups(const std::vector<std::vector<NodeInd
     if (pos + words > stats.size()) return absl::InternalError("group statistics are truncated");
     stats_.insert(stats_.end(), stats.begin() + pos, stats.begin() + pos + words);
     pos += words;
-    if (stats_[stats_off_[g]] != expected_sizes[i]) {
+    if (!expected_sizes.empty() && stats_[stats_off_[g]] != expected_sizes[i]) {
       return absl::InternalError(absl::StrCat("group statistics disagree with the parent counts (",
                                               stats_[stats_off_[g]], " vs ", expected_sizes[i],
                                               " records)"));
@@ -141,7 +171,7 @@ absl::Status TopDownSpecializer::AddGroups(const std::vector<std::vector<NodeInd
     keys_.insert(keys_.end(), key.begin(), key.end());
     group_alive_.push_back(true);
     ++alive_groups_;
-    const uint64_t size = expected_sizes[i];
+    const uint64_t size = stats_[stats_off_[g]];
     for (int a = 0; a < q_; ++a) {
       GroupLink(a, key[a]).push_back(g);
       auto& d = disc_[a];
@@ -155,12 +185,21 @@ absl::Status TopDownSpecializer::AddGroups(const std::vector<std::vector<NodeInd
 }
 
 absl::Status TopDownSpecializer::Initialize() {
-  total_records_ = data_->num_records;
-  for (int a = 0; a < q_; ++a) RETURN_IF_ERROR(DecideSplits(a, {0}));
+  std::vector<std::pair<int, NodeIndex>> roots;
+  for (int a = 0; a < q_; ++a) roots.emplace_back(a, 0);
+  RETURN_IF_ERROR(DecideSplits(roots));
+  std::vector<std::pair<int, NodeIndex>> refinable;
+  for (const auto& r : roots) {
+    if ((*hier_)[r.first].CandidateCount(r.second) > 0) refinable.push_back(r);
+  }
   std::vector<int32_t> ids;
-  RETURN_IF_ERROR(AddGroups({std::vector<NodeIndex>(q_, 0)}, {total_records_}, &ids));
+  std::vector<std::vector<uint64_t>> counts;
+  RETURN_IF_ERROR(
+      CollectNodesAndGroups(refinable, {std::vector<NodeIndex>(q_, 0)}, {}, &counts, &ids));
   // The most general table must satisfy the model (thesis Thm. 5.1.3); otherwise nothing can.
   const uint64_t* root = stats_.data();
+  total_records_ = root[0];
+  if (total_records_ == 0) return absl::FailedPreconditionError("the table has no records");
   for (size_t j = 0; j < model_->constraints.size(); ++j) {
     const Constraint& con = model_->constraints[j];
     a_[j] = root[0];
@@ -183,15 +222,17 @@ absl::Status TopDownSpecializer::Initialize() {
       }
     }
   }
-  for (int a = 0; a < q_; ++a) RETURN_IF_ERROR(AddCandidates(a, 0));
+  for (size_t i = 0; i < refinable.size(); ++i) {
+    RETURN_IF_ERROR(AddCandidates(refinable[i].first, refinable[i].second, counts[i]));
+  }
   return absl::OkStatus();
 }
 
-absl::Status TopDownSpecializer::AddCandidates(int attr, NodeIndex node) {
+absl::Status TopDownSpecializer::AddCandidates(int attr, NodeIndex node,
+                                              const std::vector<uint64_t>& fine_counts) {
   const AttributeHierarchy& h = (*hier_)[attr];
   const int count = h.CandidateCount(node);
   if (count == 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::vector<uint64_t> fine_counts, source_->NodeClassCounts(attr, node));
   const int fine = h.FineChildCount(node);
   if (fine_counts.size() != static_cast<size_t>(fine) * num_classes_) {
     return absl::InternalError("node class counts have the wrong size");
@@ -419,7 +460,9 @@ absl::Status TopDownSpecializer::Apply(int cand_id) {
   }
   const std::vector<NodeIndex> kids = h.Specialize(best.node, best.c);
   RETURN_IF_ERROR(source_->Specialize(a, best.node, best.c));
-  RETURN_IF_ERROR(DecideSplits(a, kids));
+  std::vector<std::pair<int, NodeIndex>> kid_refs;
+  for (NodeIndex kid : kids) kid_refs.emplace_back(a, kid);
+  RETURN_IF_ERROR(DecideSplits(kid_refs));
 
   std::vector<std::vector<NodeIndex>> keys;
   std::vector<uint64_t> sizes;
@@ -436,8 +479,13 @@ absl::Status TopDownSpecializer::Apply(int cand_id) {
     const uint64_t s = GroupSize(g);
     for (int a2 = 0; a2 < q_; ++a2) disc_[a2][KeyAt(g, a2)] -= s * s;
   }
+  std::vector<std::pair<int, NodeIndex>> refinable;
+  for (NodeIndex kid : kids) {
+    if (h.CandidateCount(kid) > 0) refinable.emplace_back(a, kid);
+  }
   std::vector<int32_t> new_groups;
-  RETURN_IF_ERROR(AddGroups(keys, sizes, &new_groups));
+  std::vector<std::vector<uint64_t>> kid_counts;
+  RETURN_IF_ERROR(CollectNodesAndGroups(refinable, keys, sizes, &kid_counts, &new_groups));
 
   // The current table's A(X_j), C(X_j) after applying `best`.
   const auto& ids = model_->by_attr[a];
@@ -474,7 +522,9 @@ absl::Status TopDownSpecializer::Apply(int cand_id) {
       if (c.alive && c.valid) Evaluate(c, groups, positions);
     }
   }
-  for (NodeIndex kid : kids) RETURN_IF_ERROR(AddCandidates(a, kid));
+  for (size_t i = 0; i < refinable.size(); ++i) {
+    RETURN_IF_ERROR(AddCandidates(a, refinable[i].second, kid_counts[i]));
+  }
 
   fedanon::v1::SpecializationStep step;
   step.set_round(static_cast<uint32_t>(steps_.size() + 1));

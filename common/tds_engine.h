@@ -103,10 +103,18 @@ class TopDownSpecializer {
                      std::vector<AttributeHierarchy>* hierarchies, CountSource* source,
                      EngineOptions options);
   absl::Status Initialize();
-  absl::Status DecideSplits(int attr, const std::vector<NodeIndex>& nodes);
+  absl::Status DecideSplits(const std::vector<std::pair<int, NodeIndex>>& nodes);
+  // One Collect for the class counts of `nodes` and the statistics of the new groups `keys`
+  // (whose sizes must equal `expected_sizes` unless it is empty).
+  absl::Status CollectNodesAndGroups(const std::vector<std::pair<int, NodeIndex>>& nodes,
+                                     const std::vector<std::vector<NodeIndex>>& keys,
+                                     const std::vector<uint64_t>& expected_sizes,
+                                     std::vector<std::vector<uint64_t>>* node_counts,
+                                     std::vector<int32_t>* new_groups);
   absl::Status AddGroups(const std::vector<std::vector<NodeIndex>>& keys,
-                         const std::vector<uint64_t>& expected_sizes, std::vector<int32_t>* ids);
-  absl::Status AddCandidates(int attr, NodeIndex node);
+                         const std::vector<uint64_t>& expected_sizes,
+                         const std::vector<uint64_t>& stats, size_t pos, std::vector<int32_t>* ids);
+  absl::Status AddCandidates(int attr, NodeIndex node, const std::vector<uint64_t>& fine_counts);
   void Evaluate(Candidate& cand, const std::vector<int32_t>& groups,
                 const std::vector<int>& positions);
   double Score(const Candidate& cand) const;

@@ -144,24 +144,44 @@ void Tips::AppendGroupStats(const std::vector<NodeIndex>& key, std::vector<uint6
   }
 }
 
+size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes,
+                   size_t num_tracked, const StatsRequest& request) {
+  const size_t nc = std::max(1, num_classes);
+  const size_t stride = 1 + num_tracked;
+  size_t words = 0;
+  for (const auto& [a, n] : request.rank_histograms) {
+    words += static_cast<size_t>(hier[a].node(n).rank_hi - hier[a].node(n).rank_lo) * nc;
+  }
+  for (const auto& [a, n] : request.node_class_counts) {
+    words += static_cast<size_t>(hier[a].FineChildCount(n)) * nc;
+  }
+  for (const auto& key : request.group_keys) {
+    words += stride;
+    for (size_t a = 0; a < key.size(); ++a) words += stride * hier[a].FineChildCount(key[a]);
+  }
+  return words;
+}
+
+void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector<uint64_t>* out) {
+  for (const auto& [a, n] : request.rank_histograms) {
+    const auto h = tips.RankClassHistogram(a, n);
+    out->insert(out->end(), h.begin(), h.end());
+  }
+  for (const auto& [a, n] : request.node_class_counts) {
+    const auto c = tips.NodeClassCounts(a, n);
+    out->insert(out->end(), c.begin(), c.end());
+  }
+  for (const auto& key : request.group_keys) tips.AppendGroupStats(key, out);
+}
+
 absl::Status LocalCountSource::Specialize(int attr, NodeIndex node, int c) {
   tips_->Specialize(attr, node, c);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<uint64_t>> LocalCountSource::RankClassHistogram(int attr,
-                                                                           NodeIndex node) {
-  return tips_->RankClassHistogram(attr, node);
-}
-
-absl::StatusOr<std::vector<uint64_t>> LocalCountSource::NodeClassCounts(int attr, NodeIndex node) {
-  return tips_->NodeClassCounts(attr, node);
-}
-
-absl::StatusOr<std::vector<uint64_t>> LocalCountSource::GroupStats(
-    const std::vector<std::vector<NodeIndex>>& keys) {
+absl::StatusOr<std::vector<uint64_t>> LocalCountSource::Collect(const StatsRequest& request) {
   std::vector<uint64_t> out;
-  for (const auto& key : keys) tips_->AppendGroupStats(key, &out);
+  AppendLocalStats(*tips_, request, &out);
   return out;
 }
 
