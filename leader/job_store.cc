@@ -1,0 +1,671 @@
+#include "leader/job_store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/rand.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace fedanon::leader {
+namespace {
+
+using ::fedanon::v1::JobInfo;
+using ::fedanon::v1::JobState;
+using ::fedanon::v1::Report;
+using ::fedanon::v1::SubmitJobRequest;
+
+// Bump together with a migration step in Migrate().
+constexpr int kSchemaVersion = 1;
+constexpr int kBusyTimeoutMs = 10000;
+constexpr char kRestartReason[] = "leader restarted";
+
+// The schema of version 1. `seq` orders jobs by creation (newest first in List()).
+constexpr char kSchemaV1[] = R"sql(
+CREATE TABLE jobs (
+  seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id          TEXT    NOT NULL UNIQUE,
+  request         BLOB    NOT NULL,
+  state           INTEGER NOT NULL,
+  failure_reason  TEXT    NOT NULL DEFAULT '',
+  submitted_by    TEXT    NOT NULL,
+  created_unix    INTEGER NOT NULL,
+  updated_unix    INTEGER NOT NULL,
+  round           INTEGER NOT NULL DEFAULT 0,
+  current_best    TEXT    NOT NULL DEFAULT '',
+  elapsed_seconds REAL    NOT NULL DEFAULT 0,
+  report          BLOB,
+  has_result      INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX jobs_by_state ON jobs(state);
+CREATE TABLE audit (
+  id        INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id    TEXT    NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+  unix_time INTEGER NOT NULL,
+  actor     TEXT    NOT NULL,
+  action    TEXT    NOT NULL,
+  detail    TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX audit_by_job ON audit(job_id, id);
+)sql";
+
+int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+absl::Status ErrnoStatus(int err, std::string_view what, const std::string& path) {
+  const std::string msg = absl::StrCat(std::string(what), " ", path, ": ", std::strerror(err));
+  switch (err) {
+    case ENOENT:
+      return absl::NotFoundError(msg);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+// Maps an SQLite result code (with the connection's message) onto an absl::Status.
+absl::Status SqliteStatus(sqlite3* db, int rc, std::string_view context) {
+  const std::string msg = absl::StrCat("job store: ", std::string(context), ": ",
+                                       db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc),
+                                       " (sqlite code ", rc, ")");
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(msg);
+    case SQLITE_CONSTRAINT:
+      return absl::AlreadyExistsError(msg);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return absl::DataLossError(msg);
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN:
+      return absl::PermissionDeniedError(msg);
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+// "^job-[0-9a-f]{12}$". Only such ids are ever used in paths or queries.
+absl::Status ValidateJobId(const std::string& job_id) {
+  constexpr std::string_view kPrefix = "job-";
+  bool ok = job_id.size() == kPrefix.size() + 12 && job_id.starts_with(kPrefix);
+  for (size_t i = kPrefix.size(); ok && i < job_id.size(); ++i) {
+    const char c = job_id[i];
+    ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  }
+  if (ok) return absl::OkStatus();
+  // Do not echo arbitrary bytes into logs verbatim.
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid job id \"", absl::CHexEscape(job_id.substr(0, 64)),
+                   "\": expected job- followed by 12 lower-case hex digits"));
+}
+
+absl::StatusOr<std::string> NewJobId() {
+  std::array<unsigned char, 6> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+    return absl::InternalError("job store: RAND_bytes failed");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id = "job-";
+  for (unsigned char b : bytes) {
+    id.push_back(kHex[b >> 4]);
+    id.push_back(kHex[b & 0xf]);
+  }
+  return id;
+}
+
+bool IsFinal(JobState s) {
+  return s == fedanon::v1::JOB_STATE_DONE || s == fedanon::v1::JOB_STATE_FAILED ||
+         s == fedanon::v1::JOB_STATE_CANCELLED;
+}
+
+// "running" for JOB_STATE_RUNNING; "state(17)" for values outside the enum.
+std::string StateName(JobState s) {
+  if (!fedanon::v1::JobState_IsValid(s)) return absl::StrCat("state(", static_cast<int>(s), ")");
+  std::string name = fedanon::v1::JobState_Name(s);
+  constexpr std::string_view kPrefix = "JOB_STATE_";
+  if (std::string_view(name).starts_with(kPrefix)) name.erase(0, kPrefix.size());
+  absl::AsciiStrToLower(&name);
+  return name;
+}
+
+// A prepared statement (finalized on destruction). Parameters are bound, never spliced.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+    if (rc_ != SQLITE_OK) context_ = sql;
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& Bind(int i, const std::string& v) {
+    return Check(
+        sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  Stmt& BindBlob(int i, const std::string& v) {
+    return Check(
+        sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  Stmt& Bind(int i, int64_t v) { return Check(sqlite3_bind_int64(stmt_, i, v)); }
+  Stmt& Bind(int i, double v) { return Check(sqlite3_bind_double(stmt_, i, v)); }
+
+  // true: a row is available; false: done.
+  absl::StatusOr<bool> Step() {
+    if (rc_ != SQLITE_OK) return SqliteStatus(db_, rc_, context_);
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return SqliteStatus(db_, rc, sqlite3_sql(stmt_));
+  }
+  // Runs a statement that returns no rows.
+  absl::Status Run() {
+    ASSIGN_OR_RETURN(bool row, Step());
+    (void)row;
+    return absl::OkStatus();
+  }
+
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double Double(int col) const { return sqlite3_column_double(stmt_, col); }
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string Text(int col) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(stmt_, col));
+  }
+  std::string Blob(int col) const {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, col));
+    return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(stmt_, col));
+  }
+
+ private:
+  Stmt& Check(int rc) {
+    if (rc_ == SQLITE_OK && rc != SQLITE_OK) {
+      rc_ = rc;
+      context_ = "bind";
+    }
+    return *this;
+  }
+
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_OK;
+  std::string context_;
+};
+
+absl::Status Exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+  sqlite3_free(err);
+  if (rc != SQLITE_OK) return SqliteStatus(db, rc, sql);
+  return absl::OkStatus();
+}
+
+// A write transaction (BEGIN IMMEDIATE: takes the write lock up front, so concurrent writers
+// wait in the busy handler instead of failing on a read->write upgrade). Rolls back unless
+// committed.
+class WriteTxn {
+ public:
+  explicit WriteTxn(sqlite3* db) : db_(db) {}
+  ~WriteTxn() {
+    if (open_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  WriteTxn(const WriteTxn&) = delete;
+  WriteTxn& operator=(const WriteTxn&) = delete;
+
+  absl::Status Begin() {
+    RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
+    open_ = true;
+    return absl::OkStatus();
+  }
+  absl::Status Commit() {
+    RETURN_IF_ERROR(Exec(db_, "COMMIT"));
+    open_ = false;
+    return absl::OkStatus();
+  }
+
+ private:
+  sqlite3* db_;
+  bool open_ = false;
+};
+
+absl::Status InsertAudit(sqlite3* db, const std::string& job_id, int64_t now,
+                         const std::string& actor, const std::string& action,
+                         const std::string& detail) {
+  Stmt s(
+      db,
+      "INSERT INTO audit (job_id, unix_time, actor, action, detail) VALUES (?1, ?2, ?3, ?4, ?5)");
+  s.Bind(1, job_id).Bind(2, now).Bind(3, actor).Bind(4, action).Bind(5, detail);
+  return s.Run();
+}
+
+// The job's state; NotFound for an unknown job.
+absl::StatusOr<JobState> CurrentState(sqlite3* db, const std::string& job_id) {
+  Stmt s(db, "SELECT state FROM jobs WHERE job_id = ?1");
+  s.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("unknown job ", job_id));
+  return static_cast<JobState>(s.Int(0));
+}
+
+absl::Status RequireJob(sqlite3* db, const std::string& job_id) {
+  return CurrentState(db, job_id).status();
+}
+
+// Changes the state (and failure reason, if given) and audits "state:<name>" by `actor`.
+absl::Status WriteState(sqlite3* db, const std::string& job_id, JobState state,
+                        const std::string& failure_reason, const std::string& actor, int64_t now) {
+  Stmt s(db,
+         "UPDATE jobs SET state = ?2, updated_unix = ?3, "
+         "failure_reason = CASE WHEN ?4 = '' THEN failure_reason ELSE ?4 END "
+         "WHERE job_id = ?1");
+  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(state)).Bind(3, now).Bind(4, failure_reason);
+  RETURN_IF_ERROR(s.Run());
+  return InsertAudit(db, job_id, now, actor, absl::StrCat("state:", StateName(state)),
+                     failure_reason);
+}
+
+// The columns RowToJobInfo() reads, in order (a literal, spliced into constant SQL only).
+#define FEDANON_JOB_COLUMNS                                                                   \
+  "job_id, request, state, failure_reason, submitted_by, created_unix, updated_unix, round, " \
+  "current_best, elapsed_seconds, report"
+
+absl::StatusOr<JobInfo> RowToJobInfo(const Stmt& s) {
+  JobInfo info;
+  info.set_job_id(s.Text(0));
+  SubmitJobRequest request;
+  if (!request.ParseFromString(s.Blob(1))) {
+    return absl::DataLossError(absl::StrCat("job store: corrupt request of ", info.job_id()));
+  }
+  info.set_state(static_cast<JobState>(s.Int(2)));
+  info.set_failure_reason(s.Text(3));
+  info.set_submitted_by(s.Text(4));
+  info.set_created_unix(s.Int(5));
+  info.set_updated_unix(s.Int(6));
+  info.set_round(static_cast<uint32_t>(s.Int(7)));
+  info.set_current_best(s.Text(8));
+  info.set_elapsed_seconds(s.Double(9));
+  for (const std::string& p : request.parties()) info.add_parties(p);
+  info.set_recipient(request.recipient());
+  if (!s.IsNull(10) && !info.mutable_report()->ParseFromString(s.Blob(10))) {
+    return absl::DataLossError(absl::StrCat("job store: corrupt report of ", info.job_id()));
+  }
+  return info;
+}
+
+// Creates the schema or migrates it to kSchemaVersion; refuses databases from a newer leader.
+absl::Status Migrate(sqlite3* db) {
+  WriteTxn txn(db);
+  RETURN_IF_ERROR(txn.Begin());
+  RETURN_IF_ERROR(Exec(db, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+  int version = 0;
+  {
+    Stmt s(db, "SELECT MAX(version) FROM schema_version");
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (row && !s.IsNull(0)) version = static_cast<int>(s.Int(0));
+  }
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job store: database schema version ", version,
+                     " is newer than this leader supports (", kSchemaVersion, ")"));
+  }
+  if (version == kSchemaVersion) return txn.Commit();
+  if (version < 1) {
+    RETURN_IF_ERROR(Exec(db, kSchemaV1));
+    version = 1;
+  }
+  // Future migrations: if (version < 2) { ...; version = 2; }
+  RETURN_IF_ERROR(Exec(db, "DELETE FROM schema_version"));
+  Stmt s(db, "INSERT INTO schema_version (version) VALUES (?1)");
+  s.Bind(1, static_cast<int64_t>(version));
+  RETURN_IF_ERROR(s.Run());
+  return txn.Commit();
+}
+
+// Creates `dir` (mode 0700) unless it exists; parents too.
+absl::Status MakeDir(const std::string& dir) {
+  if (dir.empty()) return absl::InvalidArgumentError("job store: empty data directory");
+  for (size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
+    const std::string prefix = pos == std::string::npos ? dir : dir.substr(0, pos);
+    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      return ErrnoStatus(errno, "job store: cannot create directory", prefix);
+    }
+    if (pos == std::string::npos) break;
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return ErrnoStatus(errno, "job store: cannot stat", dir);
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat("job store: ", dir, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "cannot write", path);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+// Writes `content` to `path` (mode 0600) via a temporary file in the same directory: write,
+// fsync, rename, fsync the directory. The temporary file is removed on failure.
+absl::Status WriteFileAtomically0600(const std::string& dir, const std::string& path,
+                                     std::string_view content) {
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmp.data());  // O_EXCL, mode 0600
+  if (fd < 0) return ErrnoStatus(errno, "cannot create a temporary file for", path);
+  absl::Status status =
+      ::fchmod(fd, 0600) == 0 ? absl::OkStatus() : ErrnoStatus(errno, "cannot chmod", tmp);
+  if (status.ok()) status = WriteAll(fd, content, tmp);
+  if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus(errno, "cannot fsync", tmp);
+  if (::close(fd) != 0 && status.ok()) status = ErrnoStatus(errno, "cannot close", tmp);
+  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    status = ErrnoStatus(errno, "cannot rename temporary file onto", path);
+  }
+  if (!status.ok()) {
+    ::unlink(tmp.c_str());
+    return status;
+  }
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return ErrnoStatus(errno, "cannot open directory", dir);
+  const bool synced = ::fsync(dfd) == 0;
+  const int err = errno;
+  ::close(dfd);
+  if (!synced) return ErrnoStatus(err, "cannot fsync directory", dir);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return ErrnoStatus(err, "cannot read", path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+JobStore::JobStore(sqlite3* db, std::string data_dir) : db_(db), data_dir_(std::move(data_dir)) {}
+
+JobStore::~JobStore() { sqlite3_close_v2(db_); }
+
+absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& data_dir) {
+  RETURN_IF_ERROR(MakeDir(data_dir));
+  RETURN_IF_ERROR(MakeDir(data_dir + "/results"));
+  const std::string path = data_dir + "/jobs.db";
+
+  sqlite3* raw = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  // Owns the handle until the JobStore does (sqlite3_open_v2 may return one even on failure).
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, &sqlite3_close_v2);
+  if (rc != SQLITE_OK) return SqliteStatus(db.get(), rc, absl::StrCat("cannot open ", path));
+  sqlite3_extended_result_codes(db.get(), 1);
+  // The WAL and shared-memory files inherit the database file's mode.
+  if (::chmod(path.c_str(), 0600) != 0) return ErrnoStatus(errno, "cannot chmod", path);
+  if (const int brc = sqlite3_busy_timeout(db.get(), kBusyTimeoutMs); brc != SQLITE_OK) {
+    return SqliteStatus(db.get(), brc, "busy_timeout");
+  }
+  {
+    Stmt s(db.get(), "PRAGMA journal_mode=WAL");
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row || absl::AsciiStrToLower(s.Text(0)) != "wal") {
+      return absl::InternalError(absl::StrCat("job store: cannot enable WAL on ", path));
+    }
+  }
+  RETURN_IF_ERROR(Exec(db.get(), "PRAGMA foreign_keys=ON"));
+  RETURN_IF_ERROR(Exec(db.get(), "PRAGMA synchronous=FULL"));
+  RETURN_IF_ERROR(Migrate(db.get()));
+  return std::unique_ptr<JobStore>(new JobStore(db.release(), data_dir));
+}
+
+absl::StatusOr<std::string> JobStore::Create(const SubmitJobRequest& request,
+                                             const std::string& submitted_by) {
+  if (submitted_by.empty()) return absl::InvalidArgumentError("job store: empty submitter");
+  std::string blob;
+  if (!request.SerializeToString(&blob)) {
+    return absl::InvalidArgumentError("job store: cannot serialize the job request");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  WriteTxn txn(db_);
+  RETURN_IF_ERROR(txn.Begin());
+  const int64_t now = NowUnix();
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    ASSIGN_OR_RETURN(std::string job_id, NewJobId());
+    Stmt s(db_,
+           "INSERT INTO jobs (job_id, request, state, submitted_by, created_unix, updated_unix) "
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT(job_id) DO NOTHING");
+    s.Bind(1, job_id)
+        .BindBlob(2, blob)
+        .Bind(3, static_cast<int64_t>(fedanon::v1::JOB_STATE_SUBMITTED))
+        .Bind(4, submitted_by)
+        .Bind(5, now);
+    RETURN_IF_ERROR(s.Run());
+    if (sqlite3_changes(db_) == 0) continue;  // id collision: draw another
+    RETURN_IF_ERROR(
+        InsertAudit(db_, job_id, now, submitted_by, "submitted", request.spec().name()));
+    RETURN_IF_ERROR(txn.Commit());
+    return job_id;
+  }
+  return absl::InternalError("job store: could not draw an unused job id");
+}
+
+absl::Status JobStore::SetState(const std::string& job_id, JobState state,
+                                const std::string& failure_reason) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  if (!fedanon::v1::JobState_IsValid(state) || state == fedanon::v1::JOB_STATE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job store: invalid target state ", StateName(state)));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  WriteTxn txn(db_);
+  RETURN_IF_ERROR(txn.Begin());
+  ASSIGN_OR_RETURN(JobState current, CurrentState(db_, job_id));
+  if (IsFinal(current)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " is ", StateName(current), " (final); cannot move to ", StateName(state)));
+  }
+  if (state <= current) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is ", StateName(current),
+                                                      "; cannot move back to ", StateName(state)));
+  }
+  RETURN_IF_ERROR(WriteState(db_, job_id, state, failure_reason, "leader", NowUnix()));
+  return txn.Commit();
+}
+
+absl::Status JobStore::SetProgress(const std::string& job_id, uint32_t round,
+                                   const std::string& current_best, double elapsed_seconds) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  if (!std::isfinite(elapsed_seconds) || elapsed_seconds < 0) {
+    return absl::InvalidArgumentError("job store: elapsed seconds must be finite and >= 0");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_,
+         "UPDATE jobs SET round = ?2, current_best = ?3, elapsed_seconds = ?4, updated_unix = ?5 "
+         "WHERE job_id = ?1");
+  s.Bind(1, job_id)
+      .Bind(2, static_cast<int64_t>(round))
+      .Bind(3, current_best)
+      .Bind(4, elapsed_seconds)
+      .Bind(5, NowUnix());
+  RETURN_IF_ERROR(s.Run());
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("unknown job ", job_id));
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::SetReport(const std::string& job_id, const Report& report) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  std::string blob;
+  if (!report.SerializeToString(&blob)) {
+    return absl::InvalidArgumentError("job store: cannot serialize the report");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "UPDATE jobs SET report = ?2, updated_unix = ?3 WHERE job_id = ?1");
+  s.Bind(1, job_id).BindBlob(2, blob).Bind(3, NowUnix());
+  RETURN_IF_ERROR(s.Run());
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("unknown job ", job_id));
+  return absl::OkStatus();
+}
+
+absl::Status JobStore::StoreResult(const std::string& job_id, const std::string& csv) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RETURN_IF_ERROR(RequireJob(db_, job_id));
+  }
+  // The file is written without holding the lock (fsync may be slow); temp names are unique.
+  const std::string dir = data_dir_ + "/results";
+  RETURN_IF_ERROR(WriteFileAtomically0600(dir, absl::StrCat(dir, "/", job_id, ".csv"), csv));
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "UPDATE jobs SET has_result = 1, updated_unix = ?2 WHERE job_id = ?1");
+  s.Bind(1, job_id).Bind(2, NowUnix());
+  return s.Run();
+}
+
+absl::StatusOr<std::string> JobStore::LoadResult(const std::string& job_id) const {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RETURN_IF_ERROR(RequireJob(db_, job_id));
+  }
+  absl::StatusOr<std::string> csv =
+      ReadWholeFile(absl::StrCat(data_dir_, "/results/", job_id, ".csv"));
+  if (absl::IsNotFound(csv.status())) {
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " has no result at the leader"));
+  }
+  return csv;
+}
+
+absl::StatusOr<JobInfo> JobStore::Get(const std::string& job_id) const {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "SELECT " FEDANON_JOB_COLUMNS " FROM jobs WHERE job_id = ?1");
+  s.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("unknown job ", job_id));
+  return RowToJobInfo(s);
+}
+
+absl::StatusOr<SubmitJobRequest> JobStore::Request(const std::string& job_id) const {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "SELECT request FROM jobs WHERE job_id = ?1");
+  s.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("unknown job ", job_id));
+  SubmitJobRequest request;
+  if (!request.ParseFromString(s.Blob(0))) {
+    return absl::DataLossError(absl::StrCat("job store: corrupt request of ", job_id));
+  }
+  return request;
+}
+
+absl::StatusOr<std::vector<JobInfo>> JobStore::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "SELECT " FEDANON_JOB_COLUMNS " FROM jobs ORDER BY seq DESC");
+  std::vector<JobInfo> jobs;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    ASSIGN_OR_RETURN(JobInfo info, RowToJobInfo(s));
+    jobs.push_back(std::move(info));
+  }
+  return jobs;
+}
+
+absl::Status JobStore::Audit(const std::string& job_id, const std::string& actor,
+                             const std::string& action, const std::string& detail) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  if (actor.empty() || action.empty()) {
+    return absl::InvalidArgumentError("job store: audit entries need an actor and an action");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  WriteTxn txn(db_);
+  RETURN_IF_ERROR(txn.Begin());
+  RETURN_IF_ERROR(RequireJob(db_, job_id));
+  RETURN_IF_ERROR(InsertAudit(db_, job_id, NowUnix(), actor, action, detail));
+  return txn.Commit();
+}
+
+absl::StatusOr<std::vector<AuditEntry>> JobStore::AuditTrail(const std::string& job_id) const {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  std::lock_guard<std::mutex> lock(mu_);
+  RETURN_IF_ERROR(RequireJob(db_, job_id));
+  Stmt s(db_, "SELECT unix_time, actor, action, detail FROM audit WHERE job_id = ?1 ORDER BY id");
+  s.Bind(1, job_id);
+  std::vector<AuditEntry> entries;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    entries.push_back({s.Int(0), s.Text(1), s.Text(2), s.Text(3)});
+  }
+  return entries;
+}
+
+absl::StatusOr<int> JobStore::RecoverAfterRestart() {
+  std::lock_guard<std::mutex> lock(mu_);
+  WriteTxn txn(db_);
+  RETURN_IF_ERROR(txn.Begin());
+  std::vector<std::string> in_flight;
+  {
+    Stmt s(db_, "SELECT job_id FROM jobs WHERE state IN (?1, ?2, ?3) ORDER BY seq");
+    s.Bind(1, static_cast<int64_t>(fedanon::v1::JOB_STATE_SUBMITTED))
+        .Bind(2, static_cast<int64_t>(fedanon::v1::JOB_STATE_VALIDATING))
+        .Bind(3, static_cast<int64_t>(fedanon::v1::JOB_STATE_RUNNING));
+    for (;;) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      in_flight.push_back(s.Text(0));
+    }
+  }
+  const int64_t now = NowUnix();
+  for (const std::string& job_id : in_flight) {
+    RETURN_IF_ERROR(
+        WriteState(db_, job_id, fedanon::v1::JOB_STATE_FAILED, kRestartReason, "leader", now));
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return static_cast<int>(in_flight.size());
+}
+
+}  // namespace fedanon::leader

@@ -1,0 +1,504 @@
+#include "leader/job_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::leader {
+namespace {
+
+namespace fs = std::filesystem;
+using ::fedanon::testing::StatusIs;
+using ::fedanon::v1::JobInfo;
+using ::fedanon::v1::JobState;
+using ::fedanon::v1::SubmitJobRequest;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+constexpr JobState kSubmitted = fedanon::v1::JOB_STATE_SUBMITTED;
+constexpr JobState kValidating = fedanon::v1::JOB_STATE_VALIDATING;
+constexpr JobState kRunning = fedanon::v1::JOB_STATE_RUNNING;
+constexpr JobState kDone = fedanon::v1::JOB_STATE_DONE;
+constexpr JobState kFailed = fedanon::v1::JOB_STATE_FAILED;
+constexpr JobState kCancelled = fedanon::v1::JOB_STATE_CANCELLED;
+
+SubmitJobRequest MakeRequest(const std::string& name) {
+  SubmitJobRequest r;
+  r.mutable_spec()->set_name(name);
+  r.mutable_spec()->mutable_privacy()->set_k(5);
+  auto* a = r.mutable_spec()->add_attributes();
+  a->set_name("age");
+  a->set_role(fedanon::v1::ROLE_QID);
+  r.add_parties("alice");
+  r.add_parties("bob");
+  r.set_recipient("bob");
+  (*r.mutable_data_paths())["alice"] = "/data/a.csv";
+  return r;
+}
+
+class JobStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "job_store_test.XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    dir_ = root_ + "/data";  // created by Open()
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  std::unique_ptr<JobStore> OpenStore() {
+    auto store = JobStore::Open(dir_);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+
+  std::string root_;
+  std::string dir_;
+};
+
+TEST_F(JobStoreTest, OpenCreatesPrivateDirectoryAndDatabase) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  struct stat st {};
+  ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat((dir_ + "/jobs.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0077, 0u);
+  EXPECT_TRUE(fs::is_directory(dir_ + "/results"));
+}
+
+TEST_F(JobStoreTest, CreateGetAndRequestRoundTrip) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const SubmitJobRequest request = MakeRequest("first");
+  ASSERT_OK_AND_ASSIGN(std::string id, store->Create(request, "admin-1"));
+  EXPECT_TRUE(std::regex_match(id, std::regex("^job-[0-9a-f]{12}$"))) << id;
+
+  ASSERT_OK_AND_ASSIGN(JobInfo info, store->Get(id));
+  EXPECT_EQ(info.job_id(), id);
+  EXPECT_EQ(info.state(), kSubmitted);
+  EXPECT_EQ(info.submitted_by(), "admin-1");
+  EXPECT_THAT(info.parties(), ElementsAre("alice", "bob"));
+  EXPECT_EQ(info.recipient(), "bob");
+  EXPECT_GT(info.created_unix(), 0);
+  EXPECT_EQ(info.updated_unix(), info.created_unix());
+  EXPECT_EQ(info.round(), 0u);
+  EXPECT_TRUE(info.failure_reason().empty());
+  EXPECT_FALSE(info.has_report());
+
+  ASSERT_OK_AND_ASSIGN(SubmitJobRequest back, store->Request(id));
+  EXPECT_EQ(back.SerializeAsString(), request.SerializeAsString());
+  EXPECT_EQ(back.data_paths().at("alice"), "/data/a.csv");
+}
+
+TEST_F(JobStoreTest, ListIsNewestFirst) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(auto empty, store->List());
+  EXPECT_THAT(empty, IsEmpty());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_OK_AND_ASSIGN(std::string id, store->Create(MakeRequest("j" + std::to_string(i)), "a"));
+    ids.push_back(id);
+  }
+  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size());
+  ASSERT_OK_AND_ASSIGN(std::vector<JobInfo> jobs, store->List());
+  ASSERT_THAT(jobs, SizeIs(5));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(jobs[i].job_id(), ids[4 - i]);
+}
+
+TEST_F(JobStoreTest, StateMachine) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::string id, store->Create(MakeRequest("x"), "a"));
+  ASSERT_OK(store->SetState(id, kValidating));
+  ASSERT_OK(store->SetState(id, kRunning));
+  // No way back, and no self-transition.
+  EXPECT_THAT(store->SetState(id, kValidating),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "running"));
+  EXPECT_THAT(store->SetState(id, kRunning), StatusIs(absl::StatusCode::kFailedPrecondition, ""));
+  EXPECT_THAT(store->SetState(id, fedanon::v1::JOB_STATE_UNSPECIFIED),
+              StatusIs(absl::StatusCode::kInvalidArgument, ""));
+  EXPECT_THAT(store->SetState(id, static_cast<JobState>(42)),
+              StatusIs(absl::StatusCode::kInvalidArgument, ""));
+  ASSERT_OK(store->SetState(id, kDone));
+  ASSERT_OK_AND_ASSIGN(JobInfo info, store->Get(id));
+  EXPECT_EQ(info.state(), kDone);
+
+  // Final states are final; the message names both states.
+  for (JobState to : {kSubmitted, kRunning, kDone, kFailed, kCancelled}) {
+    const absl::Status st = store->SetState(id, to, "nope");
+    EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+    EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("done"));
+  }
+  EXPECT_THAT(store->SetState(id, kCancelled),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "cancelled"));
+
+  // Any non-final state may fail or be cancelled, even straight from submitted.
+  ASSERT_OK_AND_ASSIGN(std::string a, store->Create(MakeRequest("a"), "a"));
+  ASSERT_OK(store->SetState(a, kCancelled, "changed my mind"));
+  EXPECT_THAT(store->SetState(a, kRunning),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "cancelled"));
+  ASSERT_OK_AND_ASSIGN(info, store->Get(a));
+  EXPECT_EQ(info.state(), kCancelled);
+  EXPECT_EQ(info.failure_reason(), "changed my mind");
+
+  ASSERT_OK_AND_ASSIGN(std::string b, store->Create(MakeRequest("b"), "a"));
+  ASSERT_OK(store->SetState(b, kValidating));
+  ASSERT_OK(store->SetState(b, kFailed, "digest mismatch"));
+  EXPECT_THAT(store->SetState(b, kCancelled),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "failed"));
+  ASSERT_OK_AND_ASSIGN(info, store->Get(b));
+  EXPECT_EQ(info.failure_reason(), "digest mismatch");
+}
+
+TEST_F(JobStoreTest, ProgressAndReportRoundTrip) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::string id, store->Create(MakeRequest("p"), "a"));
+  ASSERT_OK(store->SetState(id, kRunning));
+  ASSERT_OK(store->SetProgress(id, 7, "age [0-50)", 12.5));
+  ASSERT_OK_AND_ASSIGN(JobInfo info, store->Get(id));
+  EXPECT_EQ(info.round(), 7u);
+  EXPECT_EQ(info.current_best(), "age [0-50)");
+  EXPECT_DOUBLE_EQ(info.elapsed_seconds(), 12.5);
+  EXPECT_THAT(store->SetProgress(id, 8, "", -1), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+
+  fedanon::v1::Report report;
+  report.set_job_name("p");
+  report.set_records_in(1000);
+  report.set_records_out(990);
+  report.set_stop_reason("no valid candidate");
+  auto* step = report.add_steps();
+  step->set_round(1);
+  step->set_attribute("age");
+  step->add_children("[0-50)");
+  (*report.mutable_timings_seconds())["total"] = 1.25;
+  ASSERT_OK(store->SetReport(id, report));
+  ASSERT_OK(store->SetState(id, kDone));
+  ASSERT_OK_AND_ASSIGN(info, store->Get(id));
+  ASSERT_TRUE(info.has_report());
+  EXPECT_EQ(info.report().SerializeAsString(), report.SerializeAsString());
+  EXPECT_EQ(info.round(), 7u);  // progress survives the state change
+}
+
+TEST_F(JobStoreTest, ResultStoreAndLoad) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::string id, store->Create(MakeRequest("r"), "a"));
+  EXPECT_THAT(store->LoadResult(id), StatusIs(absl::StatusCode::kNotFound, ""));
+
+  const std::string csv = "age,class\n[0-50),yes\n[50-100),no\n";
+  ASSERT_OK(store->StoreResult(id, csv));
+  ASSERT_OK_AND_ASSIGN(std::string back, store->LoadResult(id));
+  EXPECT_EQ(back, csv);
+
+  const std::string path = dir_ + "/results/" + id + ".csv";
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  // Overwrite (atomic replace), including an empty table; no temporary files are left behind.
+  const std::string csv2(200000, 'x');
+  ASSERT_OK(store->StoreResult(id, csv2));
+  ASSERT_OK_AND_ASSIGN(back, store->LoadResult(id));
+  EXPECT_EQ(back, csv2);
+  ASSERT_OK(store->StoreResult(id, ""));
+  ASSERT_OK_AND_ASSIGN(back, store->LoadResult(id));
+  EXPECT_EQ(back, "");
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir_ + "/results")) {
+    files.push_back(e.path().filename().string());
+  }
+  EXPECT_THAT(files, ElementsAre(id + ".csv"));
+
+  // Unknown jobs have no result and cannot get one.
+  EXPECT_THAT(store->StoreResult("job-000000000000", csv),
+              StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_THAT(store->LoadResult("job-000000000000"), StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_FALSE(fs::exists(dir_ + "/results/job-000000000000.csv"));
+}
+
+TEST_F(JobStoreTest, AuditTrailOrderAndContent) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::string id, store->Create(MakeRequest("audited"), "admin-1"));
+  ASSERT_OK(store->SetState(id, kValidating));
+  ASSERT_OK(store->SetState(id, kRunning));
+  ASSERT_OK(store->Audit(id, "admin-2", "cancelled", "too slow"));
+  ASSERT_OK(store->SetState(id, kCancelled, "too slow"));
+  // A rejected transition leaves no audit row.
+  EXPECT_FALSE(store->SetState(id, kDone).ok());
+
+  ASSERT_OK_AND_ASSIGN(std::vector<AuditEntry> trail, store->AuditTrail(id));
+  ASSERT_THAT(trail, SizeIs(5));
+  auto row = [](const AuditEntry& e) { return e.actor + "|" + e.action + "|" + e.detail; };
+  EXPECT_EQ(row(trail[0]), "admin-1|submitted|audited");
+  EXPECT_EQ(row(trail[1]), "leader|state:validating|");
+  EXPECT_EQ(row(trail[2]), "leader|state:running|");
+  EXPECT_EQ(row(trail[3]), "admin-2|cancelled|too slow");
+  EXPECT_EQ(row(trail[4]), "leader|state:cancelled|too slow");
+  for (size_t i = 1; i < trail.size(); ++i) {
+    EXPECT_GE(trail[i].unix_time, trail[i - 1].unix_time);
+  }
+  EXPECT_GT(trail[0].unix_time, 0);
+
+  // Trails are per job.
+  ASSERT_OK_AND_ASSIGN(std::string other, store->Create(MakeRequest("other"), "admin-3"));
+  ASSERT_OK_AND_ASSIGN(trail, store->AuditTrail(other));
+  ASSERT_THAT(trail, SizeIs(1));
+  EXPECT_EQ(trail[0].actor, "admin-3");
+
+  EXPECT_THAT(store->Audit(id, "", "x"), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+  EXPECT_THAT(store->Create(MakeRequest("anon"), ""),
+              StatusIs(absl::StatusCode::kInvalidArgument, ""));
+}
+
+TEST_F(JobStoreTest, PersistsAcrossReopen) {
+  std::string id;
+  const std::string csv = "a,b\n1,2\n";
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_OK_AND_ASSIGN(id, store->Create(MakeRequest("persist"), "admin-1"));
+    ASSERT_OK(store->SetState(id, kRunning));
+    ASSERT_OK(store->SetProgress(id, 3, "age *", 1.5));
+    fedanon::v1::Report report;
+    report.set_records_in(42);
+    ASSERT_OK(store->SetReport(id, report));
+    ASSERT_OK(store->SetState(id, kDone));
+    ASSERT_OK(store->StoreResult(id, csv));
+  }
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(JobInfo info, store->Get(id));
+  EXPECT_EQ(info.state(), kDone);
+  EXPECT_EQ(info.submitted_by(), "admin-1");
+  EXPECT_EQ(info.round(), 3u);
+  EXPECT_EQ(info.current_best(), "age *");
+  EXPECT_EQ(info.report().records_in(), 42u);
+  EXPECT_THAT(info.parties(), ElementsAre("alice", "bob"));
+  ASSERT_OK_AND_ASSIGN(std::string back, store->LoadResult(id));
+  EXPECT_EQ(back, csv);
+  ASSERT_OK_AND_ASSIGN(auto trail, store->AuditTrail(id));
+  EXPECT_THAT(trail, SizeIs(3));
+  // New jobs still list first after reopening.
+  ASSERT_OK_AND_ASSIGN(std::string newer, store->Create(MakeRequest("newer"), "admin-1"));
+  ASSERT_OK_AND_ASSIGN(auto jobs, store->List());
+  ASSERT_THAT(jobs, SizeIs(2));
+  EXPECT_EQ(jobs[0].job_id(), newer);
+  EXPECT_EQ(jobs[1].job_id(), id);
+}
+
+TEST_F(JobStoreTest, RecoverAfterRestartFailsInFlightJobsOnly) {
+  std::string submitted, validating, running, done, failed, cancelled;
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_OK_AND_ASSIGN(submitted, store->Create(MakeRequest("s"), "a"));
+    ASSERT_OK_AND_ASSIGN(validating, store->Create(MakeRequest("v"), "a"));
+    ASSERT_OK_AND_ASSIGN(running, store->Create(MakeRequest("r"), "a"));
+    ASSERT_OK_AND_ASSIGN(done, store->Create(MakeRequest("d"), "a"));
+    ASSERT_OK_AND_ASSIGN(failed, store->Create(MakeRequest("f"), "a"));
+    ASSERT_OK_AND_ASSIGN(cancelled, store->Create(MakeRequest("c"), "a"));
+    ASSERT_OK(store->SetState(validating, kValidating));
+    ASSERT_OK(store->SetState(running, kRunning));
+    ASSERT_OK(store->SetState(done, kDone));
+    ASSERT_OK(store->SetState(failed, kFailed, "party lost"));
+    ASSERT_OK(store->SetState(cancelled, kCancelled, "by admin"));
+  }
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(int n, store->RecoverAfterRestart());
+  EXPECT_EQ(n, 3);
+  for (const std::string& id : {submitted, validating, running}) {
+    ASSERT_OK_AND_ASSIGN(JobInfo info, store->Get(id));
+    EXPECT_EQ(info.state(), kFailed) << id;
+    EXPECT_EQ(info.failure_reason(), "leader restarted");
+    ASSERT_OK_AND_ASSIGN(auto trail, store->AuditTrail(id));
+    EXPECT_EQ(trail.back().actor, "leader");
+    EXPECT_EQ(trail.back().action, "state:failed");
+    EXPECT_EQ(trail.back().detail, "leader restarted");
+  }
+  ASSERT_OK_AND_ASSIGN(JobInfo info, store->Get(done));
+  EXPECT_EQ(info.state(), kDone);
+  EXPECT_TRUE(info.failure_reason().empty());
+  ASSERT_OK_AND_ASSIGN(info, store->Get(failed));
+  EXPECT_EQ(info.failure_reason(), "party lost");
+  ASSERT_OK_AND_ASSIGN(info, store->Get(cancelled));
+  EXPECT_EQ(info.state(), kCancelled);
+  EXPECT_EQ(info.failure_reason(), "by admin");
+  ASSERT_OK_AND_ASSIGN(auto trail, store->AuditTrail(done));
+  EXPECT_THAT(trail, SizeIs(2));
+  // Idempotent.
+  ASSERT_OK_AND_ASSIGN(n, store->RecoverAfterRestart());
+  EXPECT_EQ(n, 0);
+}
+
+TEST_F(JobStoreTest, InvalidJobIdsAreRejected) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::string id, store->Create(MakeRequest("x"), "a"));
+  const std::vector<std::string> bad_ids = {"../x",
+                                            "job-../../etc",
+                                            "job-0123456789ab/../../x",
+                                            "job-0123456789AB",
+                                            "job-0123456789a",
+                                            "job-0123456789abc",
+                                            "",
+                                            "/etc/passwd",
+                                            std::string("job-0123456789a\0", 16),
+                                            id + "\n",
+                                            "x" + id.substr(1)};
+  for (const std::string& bad : bad_ids) {
+    EXPECT_THAT(store->StoreResult(bad, "pwned"), StatusIs(absl::StatusCode::kInvalidArgument, ""))
+        << bad;
+    EXPECT_THAT(store->LoadResult(bad), StatusIs(absl::StatusCode::kInvalidArgument, "")) << bad;
+    EXPECT_THAT(store->Get(bad), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+    EXPECT_THAT(store->Request(bad), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+    EXPECT_THAT(store->SetState(bad, kFailed), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+    EXPECT_THAT(store->SetProgress(bad, 1, "", 0),
+                StatusIs(absl::StatusCode::kInvalidArgument, ""));
+    EXPECT_THAT(store->SetReport(bad, {}), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+    EXPECT_THAT(store->Audit(bad, "a", "b"), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+    EXPECT_THAT(store->AuditTrail(bad), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+  }
+  EXPECT_FALSE(fs::exists(root_ + "/x"));
+  EXPECT_FALSE(fs::exists(dir_ + "/x"));
+  std::vector<fs::path> results;
+  for (const auto& e : fs::directory_iterator(dir_ + "/results")) results.push_back(e.path());
+  EXPECT_THAT(results, IsEmpty());
+}
+
+TEST_F(JobStoreTest, UnknownJobsAreNotFound) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  const std::string unknown = "job-0123456789ab";
+  EXPECT_THAT(store->Get(unknown), StatusIs(absl::StatusCode::kNotFound, unknown));
+  EXPECT_THAT(store->Request(unknown), StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_THAT(store->SetState(unknown, kRunning), StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_THAT(store->SetProgress(unknown, 1, "", 0), StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_THAT(store->SetReport(unknown, {}), StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_THAT(store->StoreResult(unknown, "x"), StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_THAT(store->LoadResult(unknown), StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_THAT(store->Audit(unknown, "a", "b"), StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_THAT(store->AuditTrail(unknown), StatusIs(absl::StatusCode::kNotFound, ""));
+}
+
+TEST_F(JobStoreTest, ConcurrentWritersFromSeveralThreads) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  constexpr int kThreads = 8;
+  constexpr int kJobsPerThread = 10;
+  std::vector<std::vector<std::string>> ids(kThreads);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto fail = [&](const absl::Status& st) {
+        if (errors[t].empty() && !st.ok()) errors[t] = st.ToString();
+      };
+      for (int j = 0; j < kJobsPerThread; ++j) {
+        absl::StatusOr<std::string> id =
+            store->Create(MakeRequest("t"), "thread-" + std::to_string(t));
+        if (!id.ok()) {
+          fail(id.status());
+          continue;
+        }
+        ids[t].push_back(*id);
+        fail(store->SetState(*id, kRunning));
+        fail(store->SetProgress(*id, 1, "age *", 0.1));
+        fail(store->Audit(*id, "thread-" + std::to_string(t), "note", std::to_string(j)));
+        fail(store->StoreResult(*id, "a\n" + std::to_string(j) + "\n"));
+        fail(store->SetState(*id, kDone));
+        fail(store->List().status());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+
+  ASSERT_OK_AND_ASSIGN(auto jobs, store->List());
+  EXPECT_THAT(jobs, SizeIs(kThreads * kJobsPerThread));
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_THAT(ids[t], SizeIs(kJobsPerThread));
+    for (int j = 0; j < kJobsPerThread; ++j) {
+      const std::string& id = ids[t][j];
+      ASSERT_OK_AND_ASSIGN(auto trail, store->AuditTrail(id));
+      std::vector<std::string> actions;
+      for (const auto& e : trail) actions.push_back(e.action);
+      EXPECT_THAT(actions, ElementsAre("submitted", "state:running", "note", "state:done"));
+      ASSERT_OK_AND_ASSIGN(std::string csv, store->LoadResult(id));
+      EXPECT_EQ(csv, "a\n" + std::to_string(j) + "\n");
+    }
+  }
+}
+
+TEST_F(JobStoreTest, TwoStoresOnOneDirectoryShareData) {
+  // Another process (e.g. an admin tool) holding the database: the busy timeout and WAL let
+  // both write.
+  auto a = OpenStore();
+  auto b = OpenStore();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  std::vector<std::string> errors(2);
+  auto work = [&](JobStore* s, int which) {
+    for (int i = 0; i < 20; ++i) {
+      absl::StatusOr<std::string> id = s->Create(MakeRequest("two"), "x");
+      absl::Status st = id.status();
+      if (st.ok()) st = s->SetState(*id, kFailed, "x");
+      if (!st.ok() && errors[which].empty()) errors[which] = st.ToString();
+    }
+  };
+  std::thread ta(work, a.get(), 0), tb(work, b.get(), 1);
+  ta.join();
+  tb.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  ASSERT_OK_AND_ASSIGN(auto jobs, a->List());
+  EXPECT_THAT(jobs, SizeIs(40));
+}
+
+TEST_F(JobStoreTest, RefusesNewerSchema) {
+  { ASSERT_NE(OpenStore(), nullptr); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/jobs.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 99", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_THAT(JobStore::Open(dir_), StatusIs(absl::StatusCode::kFailedPrecondition, "99"));
+}
+
+TEST_F(JobStoreTest, SchemaIsVersioned) {
+  { ASSERT_NE(OpenStore(), nullptr); }
+  { ASSERT_NE(OpenStore(), nullptr); }  // reopening does not re-run the migration
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/jobs.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*), MAX(version) FROM schema_version", -1, &stmt,
+                               nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 1);
+  EXPECT_EQ(sqlite3_column_int(stmt, 1), 1);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+}  // namespace
+}  // namespace fedanon::leader
