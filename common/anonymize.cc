@@ -12,6 +12,7 @@
 #include "common/hierarchy.h"
 #include "common/job_spec_loader.h"
 #include "common/privacy_model.h"
+#include "common/released_rows.h"
 #include "common/status_macros.h"
 #include "common/tds_engine.h"
 #include "common/tips.h"
@@ -47,54 +48,15 @@ absl::StatusOr<std::unique_ptr<CsvWriter>> WriteOutput(const fedanon::v1::JobSpe
                                                        const Dataset& data, const Tips& tips,
                                                        const std::vector<AttributeHierarchy>& hier,
                                                        const std::string& output_path) {
-  // Output columns: the spec's attributes in input column order, except the record id.
-  std::vector<int> out_columns;
-  std::vector<int> qid_of_column(data.header.size(), -1);
-  for (size_t q = 0; q < data.qids.size(); ++q) qid_of_column[data.qids[q].csv_column] = q;
-  for (size_t c = 0; c < data.header.size(); ++c) {
-    for (const auto& a : spec.attributes()) {
-      if (a.name() == data.header[c] && a.role() != fedanon::v1::ROLE_ID) {
-        out_columns.push_back(static_cast<int>(c));
-      }
-    }
-  }
-  // Per record: its partition; per (attr, node): the output label.
-  std::vector<int32_t> part_of(data.num_records, -1);
-  for (size_t p = 0; p < tips.partition_count(); ++p) {
-    if (!tips.alive(p)) continue;
-    for (uint32_t r : tips.records(p)) part_of[r] = static_cast<int32_t>(p);
-  }
-  std::vector<std::vector<std::string>> labels(hier.size());
-  for (size_t a = 0; a < hier.size(); ++a) {
-    for (size_t n = 0; n < hier[a].size(); ++n) {
-      labels[a].push_back(hier[a].Label(static_cast<NodeIndex>(n), spec.suppression_token()));
-    }
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(data.source_path));
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvWriter> writer,
-                   CsvWriter::Create(output_path, reader->separator()));
-  std::vector<std::string_view> fields, row;
-  ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
-  if (!has_header) return absl::InternalError("input changed while anonymizing");
-  for (int c : out_columns) row.push_back(data.header[c]);
-  writer->WriteRow(row);
-  size_t line = 0, record = 0;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
-    if (!more) break;
-    if (line >= data.kept.size() || fields.size() != data.header.size()) {
-      return absl::InternalError("input changed while anonymizing");
-    }
-    if (!data.kept[line++]) continue;
-    row.clear();
-    const int32_t p = part_of[record++];
-    for (int c : out_columns) {
-      const int q = qid_of_column[c];
-      row.push_back(q < 0 ? fields[c] : std::string_view(labels[q][tips.key(p)[q]]));
-    }
-    writer->WriteRow(row);
-  }
-  if (record != data.num_records) return absl::InternalError("input changed while anonymizing");
+  const std::vector<int> columns = ReleasedColumns(spec, data, /*spec_order=*/false);
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvWriter> writer, CsvWriter::Create(output_path, ','));
+  std::vector<std::string_view> header;
+  for (int c : columns) header.push_back(data.header[c]);
+  writer->WriteRow(header);
+  RETURN_IF_ERROR(ForEachReleasedRow(spec, data, tips, hier, columns,
+                                     [&](const std::vector<std::string_view>& row) {
+                                       writer->WriteRow(row);
+                                     }));
   return writer;
 }
 

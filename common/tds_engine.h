@@ -78,6 +78,7 @@ class TopDownSpecializer {
   uint64_t smallest_group() const;    // min over constraints of A(X_j)
   double largest_confidence() const;  // max over confidence constraints of C(X_j)
   uint64_t group_count() const { return alive_groups_; }
+  uint64_t total_records() const { return total_records_; }
   double DiscernibilityRatio() const;  // sum |T[qid]|^2 / |T|^2 over the full QID
   // The candidates of the current cut (not yet specialized), valid or not.
   std::vector<CandidateView> Candidates() const;

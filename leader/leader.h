@@ -64,6 +64,7 @@ class Leader {
   Leader(LeaderOptions options, common::PartyChannel* channel, std::unique_ptr<JobStore> store);
   void WorkerLoop();
   absl::Status RunJob(const std::string& job_id);
+  absl::Status CheckCancelled() const;
   void Notify() const;
 
   LeaderOptions options_;
@@ -75,6 +76,7 @@ class Leader {
   std::deque<std::string> queue_;
   std::string running_job_;
   bool cancel_running_ = false;
+  std::string cancel_reason_;
   bool stopping_ = false;
   std::thread worker_;
 };

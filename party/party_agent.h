@@ -8,8 +8,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
 
 namespace fedanon::party {
@@ -39,10 +41,22 @@ class PartyAgent {
   struct JobState;
   explicit PartyAgent(PartyAgentOptions options);
   absl::StatusOr<fedanon::v1::PartyMessage> Dispatch(const fedanon::v1::LeaderMessage& request);
+  absl::Status ApplyUpdates(
+      const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates);
+  absl::StatusOr<fedanon::v1::PartyMessage> HandleSumStep(
+      const fedanon::v1::LeaderMessage& request);
+  absl::StatusOr<fedanon::v1::PartyMessage> HandleUnionStep(
+      const fedanon::v1::LeaderMessage& request);
 
   PartyAgentOptions options_;
   std::mutex mu_;
   std::unique_ptr<JobState> job_;
 };
+
+// Opens the rows of a secure set union sealed for `recipient` (one CSV line each).
+absl::StatusOr<std::vector<std::string>> OpenUnionRows(
+    const crypto::SealKeyPair& keys, const std::string& job_id, uint64_t round,
+    const std::string& recipient,
+    const google::protobuf::RepeatedPtrField<fedanon::v1::SealedPayload>& rows);
 
 }  // namespace fedanon::party

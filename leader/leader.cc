@@ -1,0 +1,391 @@
+#include "leader/leader.h"
+
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/dataset.h"
+#include "common/federation_wire.h"
+#include "common/hierarchy.h"
+#include "common/job_digest.h"
+#include "common/job_spec_loader.h"
+#include "common/privacy_model.h"
+#include "common/status_macros.h"
+#include "common/tds_engine.h"
+#include "common/version.h"
+#include "crypto/certificates.h"
+#include "crypto/hash.h"
+#include "crypto/sealed_box.h"
+#include "crypto/shuffle.h"
+#include "leader/secure_sum_source.h"
+#include "party/party_agent.h"
+#include "spdlog/spdlog.h"
+
+namespace fedanon::leader {
+namespace {
+
+using fedanon::v1::JobInfo;
+using fedanon::v1::JobState;
+
+bool IsFinal(JobState s) {
+  return s == fedanon::v1::JOB_STATE_DONE || s == fedanon::v1::JOB_STATE_FAILED ||
+         s == fedanon::v1::JOB_STATE_CANCELLED;
+}
+
+// Checks what can be checked before anything is exchanged with the parties.
+absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
+  RETURN_IF_ERROR(common::ValidateJobSpec(request.spec()));
+  if (request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
+    return absl::UnimplementedError(
+        "vertical jobs are not supported by this leader yet (horizontal only)");
+  }
+  const auto& parties = request.parties();
+  if (parties.empty()) return absl::InvalidArgumentError("the job names no data parties");
+  std::set<std::string> unique(parties.begin(), parties.end());
+  if (unique.size() != static_cast<size_t>(parties.size())) {
+    return absl::InvalidArgumentError("a party is listed twice");
+  }
+  for (const auto& p : parties) RETURN_IF_ERROR(crypto::ValidateParticipantName(p));
+  if (request.leader_party().empty()) {
+    if (parties.size() < 2) {
+      return absl::InvalidArgumentError("a horizontal job needs at least 2 data parties");
+    }
+  } else {
+    if (!unique.count(request.leader_party())) {
+      return absl::InvalidArgumentError(absl::StrCat("leader_party '", request.leader_party(),
+                                                     "' is not one of the job's parties"));
+    }
+    if (parties.size() < 3) {
+      return absl::InvalidArgumentError(
+          "with a data-holding leader a horizontal job needs at least 3 data parties: with two, "
+          "the leader could subtract its own counts from the secure sum and learn the other "
+          "party's (mohammed2010 §5.5); use a data-less leader for two parties");
+    }
+  }
+  if (!request.recipient().empty() && !unique.count(request.recipient())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("recipient '", request.recipient(), "' is not one of the job's parties"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
+                                                       common::PartyChannel* channel) {
+  ASSIGN_OR_RETURN(std::unique_ptr<JobStore> store, JobStore::Open(options.data_dir));
+  ASSIGN_OR_RETURN(int recovered, store->RecoverAfterRestart());
+  if (recovered > 0) spdlog::warn("{} job(s) were in flight when the leader stopped", recovered);
+  if (!options.seal_key_pem.empty()) {
+    RETURN_IF_ERROR(crypto::SealKeyPairFromPem(options.seal_key_pem).status());
+  }
+  std::unique_ptr<Leader> leader(new Leader(std::move(options), channel, std::move(store)));
+  leader->worker_ = std::thread([l = leader.get()] { l->WorkerLoop(); });
+  return leader;
+}
+
+Leader::Leader(LeaderOptions options, common::PartyChannel* channel,
+               std::unique_ptr<JobStore> store)
+    : options_(std::move(options)), channel_(channel), store_(std::move(store)) {}
+
+Leader::~Leader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cancel_running_ = true;
+    cancel_reason_ = "leader shutting down";
+  }
+  changed_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void Leader::Notify() const { changed_.notify_all(); }
+
+absl::StatusOr<JobInfo> Leader::Submit(const fedanon::v1::SubmitJobRequest& request,
+                                       const std::string& admin) {
+  RETURN_IF_ERROR(CheckRequest(request));
+  ASSIGN_OR_RETURN(std::string job_id, store_->Create(request, admin));
+  spdlog::info("job={} submitted by {} ({} parties)", job_id, admin, request.parties_size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(job_id);
+  }
+  Notify();
+  return store_->Get(job_id);
+}
+
+absl::StatusOr<JobInfo> Leader::Get(const std::string& job_id) const { return store_->Get(job_id); }
+
+absl::StatusOr<std::vector<JobInfo>> Leader::List() const { return store_->List(); }
+
+absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::string& admin,
+                                       const std::string& reason) {
+  ASSIGN_OR_RETURN(JobInfo info, store_->Get(job_id));
+  if (IsFinal(info.state())) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " has already ended"));
+  }
+  RETURN_IF_ERROR(store_->Audit(job_id, admin, "cancelled", reason));
+  const std::string why = absl::StrCat("cancelled by ", admin, reason.empty() ? "" : ": ", reason);
+  bool running = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_job_ == job_id) {
+      cancel_running_ = true;
+      cancel_reason_ = why;
+      running = true;
+    } else {
+      std::erase(queue_, job_id);
+    }
+  }
+  if (!running) RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, why));
+  Notify();
+  // A running job notices the flag before its next message; wait for it briefly.
+  for (int i = 0; running && i < 100; ++i) {
+    ASSIGN_OR_RETURN(info, store_->Get(job_id));
+    if (IsFinal(info.state())) break;
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait_for(lock, std::chrono::milliseconds(50));
+  }
+  return store_->Get(job_id);
+}
+
+absl::StatusOr<JobInfo> Leader::WaitForChange(const std::string& job_id, const JobInfo& last,
+                                              absl::Duration timeout) const {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout));
+  while (true) {
+    ASSIGN_OR_RETURN(JobInfo info, store_->Get(job_id));
+    if (info.state() != last.state() || info.round() != last.round() ||
+        info.failure_reason() != last.failure_reason() ||
+        std::chrono::steady_clock::now() >= deadline) {
+      return info;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
+                                                     std::chrono::milliseconds(200)));
+  }
+}
+
+absl::StatusOr<std::string> Leader::Result(const std::string& job_id) const {
+  ASSIGN_OR_RETURN(JobInfo info, store_->Get(job_id));
+  if (info.state() != fedanon::v1::JOB_STATE_DONE) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " has no result (state ",
+                     fedanon::v1::JobState_Name(info.state()), ")"));
+  }
+  if (!info.recipient().empty() && info.recipient() != options_.name) {
+    return absl::NotFoundError(absl::StrCat("the integrated table of job ", job_id,
+                                            " was delivered to party '", info.recipient(),
+                                            "', not to the leader"));
+  }
+  return store_->LoadResult(job_id);
+}
+
+void Leader::WorkerLoop() {
+  while (true) {
+    std::string job_id;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      job_id = queue_.front();
+      queue_.pop_front();
+      running_job_ = job_id;
+      cancel_running_ = false;
+      cancel_reason_.clear();
+    }
+    absl::Status status = RunJob(job_id);
+    std::string cancel_reason;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_job_.clear();
+      cancel_reason = cancel_reason_;
+    }
+    if (status.ok()) {
+      (void)store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE);
+      spdlog::info("job={} done", job_id);
+    } else if (status.code() == absl::StatusCode::kCancelled) {
+      (void)store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, cancel_reason);
+      spdlog::info("job={} cancelled: {}", job_id, cancel_reason);
+    } else {
+      (void)store_->SetState(job_id, fedanon::v1::JOB_STATE_FAILED, std::string(status.message()));
+      spdlog::error("job={} failed: {}", job_id, std::string(status.message()));
+    }
+    Notify();
+  }
+}
+
+absl::Status Leader::CheckCancelled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancel_running_) return absl::CancelledError(cancel_reason_);
+  return absl::OkStatus();
+}
+
+absl::Status Leader::RunJob(const std::string& job_id) {
+  ASSIGN_OR_RETURN(fedanon::v1::SubmitJobRequest request, store_->Request(job_id));
+  RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_VALIDATING));
+  Notify();
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const absl::Duration timeout = request.round_timeout_seconds() > 0
+                                     ? absl::Seconds(request.round_timeout_seconds())
+                                     : options_.round_timeout;
+  const std::vector<std::string> ring(request.parties().begin(), request.parties().end());
+  const std::string recipient = request.recipient().empty() ? options_.name : request.recipient();
+  RETURN_IF_ERROR(CheckRequest(request));
+
+  // The public schema the leader scores with, from the taxonomies the admin submitted.
+  std::map<std::string, std::string> texts;
+  for (const auto& [attr, text] : request.taxonomies()) texts[attr] = text;
+  ASSIGN_OR_RETURN(common::Dataset schema, common::BuildPublicSchema(request.spec(), texts));
+  const std::string expected_digest =
+      crypto::Sha256(common::CanonicalJobBytes(request.spec(), texts));
+
+  // Announce the participants with their sealing certificates (each party verifies them).
+  std::map<std::string, std::string> seal_certs;
+  for (const auto& p : channel_->Parties()) seal_certs[p.name] = p.seal_cert_pem;
+  fedanon::v1::PrepareJob prepare;
+  *prepare.mutable_spec() = request.spec();
+  for (size_t i = 0; i < ring.size(); ++i) {
+    auto it = seal_certs.find(ring[i]);
+    if (it == seal_certs.end()) {
+      return absl::UnavailableError(absl::StrCat("party '", ring[i], "' is not connected"));
+    }
+    auto* p = prepare.add_participants();
+    p->set_name(ring[i]);
+    p->set_index(static_cast<uint32_t>(i));
+    p->set_seal_certificate(it->second);
+  }
+  if (recipient == options_.name) {
+    auto* p = prepare.add_participants();
+    p->set_name(options_.name);
+    p->set_index(UINT32_MAX);
+    p->set_seal_certificate(options_.seal_cert_pem);
+  }
+  prepare.set_data_holding_leader(!request.leader_party().empty());
+  for (const auto& party : ring) {
+    RETURN_IF_ERROR(CheckCancelled());
+    fedanon::v1::LeaderMessage msg;
+    msg.set_job_id(job_id);
+    *msg.mutable_prepare() = prepare;
+    auto path = request.data_paths().find(party);
+    msg.mutable_prepare()->set_data_path(path == request.data_paths().end() ? "" : path->second);
+    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(party, msg, timeout));
+    if (!reply.has_prepared()) {
+      return absl::InternalError(absl::StrCat("party '", party, "' did not prepare the job"));
+    }
+    if (reply.prepared().digest() != expected_digest) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "party '", party, "' loaded a different job (its schema or taxonomies differ from the "
+                            "submitted ones; digest ",
+          crypto::ToHex(reply.prepared().digest()).substr(0, 16), " vs ",
+          crypto::ToHex(expected_digest).substr(0, 16), ")"));
+    }
+  }
+
+  // Rounds: the centralized engine, fed by ring secure sums.
+  RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_RUNNING));
+  Notify();
+  ASSIGN_OR_RETURN(common::PrivacyModel model, common::BuildPrivacyModel(request.spec(), schema));
+  std::vector<common::AttributeHierarchy> hier;
+  for (const auto& q : schema.qids) hier.emplace_back(&q);
+  uint32_t round = 0;
+  SecureSumCountSource source(
+      channel_, job_id, ring, timeout, &hier, std::max(1, schema.num_classes()),
+      schema.tracked.size(), [&round] { return round; }, [this] { return CheckCancelled(); });
+  common::EngineOptions engine_options;
+  engine_options.score = request.spec().score();
+  engine_options.beneficial = request.spec().beneficial();
+  engine_options.suppression_token = request.spec().suppression_token();
+  engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
+    round = step.round();
+    (void)store_->SetProgress(job_id, step.round(), absl::StrCat(step.attribute(), " ", step.value()),
+                              elapsed());
+    spdlog::info("job={} round={} specialized {} {} ({} groups)", job_id, step.round(),
+                 step.attribute(), step.value(), groups);
+    Notify();
+  };
+  ASSIGN_OR_RETURN(auto engine, common::TopDownSpecializer::Create(&schema, &model, &hier, &source,
+                                                                    std::move(engine_options)));
+  ASSIGN_OR_RETURN(std::string stop_reason, engine->Run());
+  round = static_cast<uint32_t>(engine->steps().size() + 1);
+
+  // Integration: secure set union of the local anonymous tables towards the recipient.
+  fedanon::v1::UnionStepResult carried;
+  for (const auto& party : ring) {
+    RETURN_IF_ERROR(CheckCancelled());
+    fedanon::v1::LeaderMessage msg;
+    msg.set_job_id(job_id);
+    msg.set_round(round);
+    auto* step = msg.mutable_union_step();
+    *step->mutable_rows() = carried.rows();
+    step->set_recipient(recipient);
+    // The last party's pending updates are already applied: every secure sum visited it.
+    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(party, msg, timeout));
+    if (!reply.has_union_step()) {
+      return absl::InternalError(absl::StrCat("party '", party, "' sent no union reply"));
+    }
+    carried = reply.union_step();
+  }
+  std::vector<std::string> header;
+  for (const auto& a : request.spec().attributes()) {
+    if (a.role() != fedanon::v1::ROLE_ID) header.push_back(a.name());
+  }
+  if (recipient == options_.name) {
+    ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
+    ASSIGN_OR_RETURN(std::vector<std::string> rows,
+                     party::OpenUnionRows(*keys, job_id, round, options_.name, carried.rows()));
+    ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
+    std::vector<std::string_view> header_views(header.begin(), header.end());
+    std::string csv = common::CsvLine(header_views);
+    for (size_t i : perm) csv += rows[i];
+    RETURN_IF_ERROR(store_->StoreResult(job_id, csv));
+  } else {
+    fedanon::v1::LeaderMessage msg;
+    msg.set_job_id(job_id);
+    msg.set_round(round);
+    auto* step = msg.mutable_union_step();
+    *step->mutable_rows() = carried.rows();
+    step->set_recipient(recipient);
+    step->set_deliver(true);
+    for (const auto& h : header) step->add_header(h);
+    RETURN_IF_ERROR(channel_->Call(recipient, msg, timeout).status());
+  }
+
+  fedanon::v1::Report report;
+  report.set_job_name(request.spec().name());
+  report.set_version(common::VersionLine("fedanon-leader"));
+  report.set_records_in(engine->total_records());
+  report.set_records_out(engine->total_records());
+  report.set_groups(engine->group_count());
+  for (const auto& step : engine->steps()) *report.add_steps() = step;
+  const auto cut = engine->CutLabels();
+  for (size_t a = 0; a < cut.size(); ++a) {
+    auto* ac = report.add_cut();
+    ac->set_attribute(schema.qids[a].name);
+    for (const auto& l : cut[a]) ac->add_values(l);
+  }
+  report.set_smallest_group(engine->smallest_group());
+  report.set_largest_confidence(engine->largest_confidence());
+  report.set_discernibility_ratio(engine->DiscernibilityRatio());
+  report.set_constraints_checked(model.constraints.size());
+  report.set_stop_reason(stop_reason);
+  (*report.mutable_timings_seconds())["total"] = elapsed();
+  (*report.mutable_timings_seconds())["secure_sums"] = static_cast<double>(source.stats().collects);
+  RETURN_IF_ERROR(store_->SetReport(job_id, report));
+  RETURN_IF_ERROR(store_->SetProgress(job_id, round, "done", elapsed()));
+  for (const auto& party : ring) {
+    fedanon::v1::LeaderMessage msg;
+    msg.set_job_id(job_id);
+    msg.mutable_end_job()->set_success(true);
+    msg.mutable_end_job()->set_reason("done");
+    (void)channel_->Call(party, msg, timeout);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fedanon::leader

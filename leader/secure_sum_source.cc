@@ -1,0 +1,110 @@
+#include "leader/secure_sum_source.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/federation_wire.h"
+#include "common/status_macros.h"
+#include "crypto/secure_sum_masks.h"
+
+namespace fedanon::leader {
+
+SecureSumCountSource::SecureSumCountSource(
+    common::PartyChannel* channel, std::string job_id, std::vector<std::string> ring,
+    absl::Duration timeout, const std::vector<common::AttributeHierarchy>* hier, int num_classes,
+    size_t num_tracked, std::function<uint32_t()> round, std::function<absl::Status()> check,
+    size_t chunk_words)
+    : channel_(channel),
+      job_id_(std::move(job_id)),
+      ring_(std::move(ring)),
+      timeout_(timeout),
+      hier_(hier),
+      num_classes_(num_classes),
+      num_tracked_(num_tracked),
+      round_(std::move(round)),
+      check_(std::move(check)),
+      chunk_words_(std::max<size_t>(1, chunk_words)) {}
+
+absl::Status SecureSumCountSource::Specialize(int attr, common::NodeIndex node, int c) {
+  fedanon::v1::StateUpdate u;
+  u.set_sequence(next_sequence_++);
+  auto* in = u.mutable_instruction();
+  in->set_attribute(attr);
+  in->set_node(node);
+  in->set_candidate(c);
+  pending_.push_back(std::move(u));
+  return absl::OkStatus();
+}
+
+absl::Status SecureSumCountSource::Split(int attr, common::NodeIndex node, int32_t split_rank) {
+  fedanon::v1::StateUpdate u;
+  u.set_sequence(next_sequence_++);
+  auto* sp = u.mutable_split();
+  sp->set_attribute(attr);
+  sp->set_node(node);
+  sp->set_split(split_rank);
+  pending_.push_back(std::move(u));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
+    const common::StatsRequest& request) {
+  const size_t words = common::StatsLength(*hier_, num_classes_, num_tracked_, request);
+  const uint64_t collect = collects_++;
+  ++stats_.collects;
+  ASSIGN_OR_RETURN(std::vector<uint64_t> masks, crypto::MaskVector(words));
+  std::vector<uint64_t> sum(words, 0);
+  const size_t chunks = std::max<size_t>(1, (words + chunk_words_ - 1) / chunk_words_);
+  const fedanon::v1::StatsRequest request_proto = common::ToProto(request);
+  for (size_t chunk = 0; chunk < chunks; ++chunk) {
+    const size_t offset = chunk * chunk_words_;
+    const size_t len = std::min(chunk_words_, words - std::min(words, offset));
+    std::vector<uint64_t> slice(masks.begin() + offset, masks.begin() + offset + len);
+    fedanon::v1::SumStepResult carried;
+    carried.set_masked(common::EncodeWords(slice));
+    for (size_t i = 0; i < ring_.size(); ++i) {
+      RETURN_IF_ERROR(check_());
+      fedanon::v1::LeaderMessage msg;
+      msg.set_job_id(job_id_);
+      msg.set_round(round_());
+      auto* step = msg.mutable_sum_step();
+      if (chunk == 0) {
+        for (const auto& u : pending_) *step->add_updates() = u;
+        *step->mutable_request() = request_proto;
+      }
+      step->set_collect(collect);
+      step->set_chunk(static_cast<uint32_t>(chunk));
+      step->set_chunks(static_cast<uint32_t>(chunks));
+      step->set_chunk_offset(offset);
+      step->set_total_words(words);
+      if (carried.has_sealed()) {
+        *step->mutable_sealed() = carried.sealed();
+      } else {
+        step->set_masked(carried.masked());
+      }
+      step->set_next(i + 1 < ring_.size() ? ring_[i + 1] : "");
+      stats_.bytes_sent += msg.ByteSizeLong();
+      ++stats_.hops;
+      auto reply = channel_->Call(ring_[i], msg, timeout_);
+      if (!reply.ok()) return reply.status();
+      stats_.bytes_received += reply->ByteSizeLong();
+      if (!reply->has_sum_step()) {
+        return absl::InternalError(absl::StrCat("party '", ring_[i], "' sent no secure-sum reply"));
+      }
+      carried = reply->sum_step();
+      const bool last = i + 1 == ring_.size();
+      if (last != carried.has_masked()) {
+        return absl::InternalError(absl::StrCat("party '", ring_[i],
+                                                "' answered the secure sum in the wrong form"));
+      }
+    }
+    ASSIGN_OR_RETURN(std::vector<uint64_t> total, common::DecodeWords(carried.masked()));
+    if (total.size() != len) return absl::InternalError("secure-sum chunk has the wrong length");
+    RETURN_IF_ERROR(crypto::SubtractInPlace(absl::MakeSpan(total), absl::MakeConstSpan(slice)));
+    std::copy(total.begin(), total.end(), sum.begin() + offset);
+    if (chunk == 0) pending_.clear();  // every party has applied them
+  }
+  return sum;
+}
+
+}  // namespace fedanon::leader

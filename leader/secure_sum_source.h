@@ -1,0 +1,63 @@
+// The horizontal federation's CountSource (mohammed2010 §5.1): every Collect is a ring secure
+// sum over the data parties. The leader draws fresh masks (OpenSSL CSPRNG, arithmetic mod 2^64)
+// for the whole count vector, the vector visits every party once — each hop sealed for the next
+// party and relayed by the leader — and the leader removes the masks from what comes back.
+// Instructions and split decisions ride along with the next secure sum, numbered so that each
+// party applies each exactly once. Vectors longer than one chunk are sent in several rings, so a
+// million-record job never hits a message-size limit. Not thread-safe (one job at a time).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/count_source.h"
+#include "common/party_channel.h"
+#include "fedanon/v1/federation.pb.h"
+
+namespace fedanon::leader {
+
+struct SecureSumStats {
+  uint64_t collects = 0;
+  uint64_t hops = 0;
+  uint64_t bytes_sent = 0;      // serialized requests to parties
+  uint64_t bytes_received = 0;  // serialized replies
+};
+
+class SecureSumCountSource : public common::CountSource {
+ public:
+  // `hier` (the leader's copy of the public hierarchies) and `channel` are not owned.
+  // `round()` gives the round number to stamp on messages; `check()` is called before every
+  // hop and may return an error (e.g. Cancelled) to abort.
+  SecureSumCountSource(common::PartyChannel* channel, std::string job_id,
+                       std::vector<std::string> ring, absl::Duration timeout,
+                       const std::vector<common::AttributeHierarchy>* hier, int num_classes,
+                       size_t num_tracked, std::function<uint32_t()> round,
+                       std::function<absl::Status()> check, size_t chunk_words = 1 << 20);
+
+  absl::Status Specialize(int attr, common::NodeIndex node, int c) override;
+  absl::Status Split(int attr, common::NodeIndex node, int32_t split_rank) override;
+  absl::StatusOr<std::vector<uint64_t>> Collect(const common::StatsRequest& request) override;
+
+  const SecureSumStats& stats() const { return stats_; }
+
+ private:
+  common::PartyChannel* channel_;
+  std::string job_id_;
+  std::vector<std::string> ring_;
+  absl::Duration timeout_;
+  const std::vector<common::AttributeHierarchy>* hier_;
+  int num_classes_;
+  size_t num_tracked_;
+  std::function<uint32_t()> round_;
+  std::function<absl::Status()> check_;
+  size_t chunk_words_;
+  std::vector<fedanon::v1::StateUpdate> pending_;
+  uint64_t next_sequence_ = 0;
+  uint64_t collects_ = 0;
+  SecureSumStats stats_;
+};
+
+}  // namespace fedanon::leader

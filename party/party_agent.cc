@@ -1,0 +1,349 @@
+#include "party/party_agent.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "common/count_source.h"
+#include "common/csv.h"
+#include "common/dataset.h"
+#include "common/federation_wire.h"
+#include "common/hierarchy.h"
+#include "common/job_digest.h"
+#include "common/released_rows.h"
+#include "common/status_macros.h"
+#include "common/tips.h"
+#include "common/version.h"
+#include "crypto/certificates.h"
+#include "crypto/hash.h"
+#include "crypto/sealed_box.h"
+#include "crypto/secret_bytes.h"
+#include "crypto/secure_sum_masks.h"
+#include "crypto/shuffle.h"
+#include "spdlog/spdlog.h"
+
+namespace fedanon::party {
+namespace {
+
+using fedanon::v1::LeaderMessage;
+using fedanon::v1::PartyMessage;
+
+using common::CsvLine;
+using common::DecodeWords;
+using common::EncodeWords;
+using common::FromProto;
+using common::SumPurpose;
+
+// Union rows are sealed without a sender name: the recipient must not learn their origin.
+crypto::SealContext UnionContext(const std::string& job_id, uint64_t round,
+                                 const std::string& recipient) {
+  return crypto::SealContext{job_id, round, "", recipient, common::kUnionPurpose};
+}
+
+absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> SealUnionRows(
+    const crypto::SealPublicKey& recipient_key, const std::string& job_id, uint64_t round,
+    const std::string& recipient, const std::vector<std::string>& lines) {
+  std::vector<fedanon::v1::SealedPayload> out;
+  out.reserve(lines.size());
+  const crypto::SealContext context = UnionContext(job_id, round, recipient);
+  for (const std::string& line : lines) {
+    ASSIGN_OR_RETURN(std::string sealed, crypto::Seal(recipient_key, context, line));
+    fedanon::v1::SealedPayload p;
+    p.set_receiver(recipient);
+    p.set_purpose(common::kUnionPurpose);
+    p.set_ciphertext(std::move(sealed));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+absl::Status SecureShuffle(std::vector<fedanon::v1::SealedPayload>* items) {
+  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(items->size()));
+  std::vector<fedanon::v1::SealedPayload> shuffled(items->size());
+  for (size_t i = 0; i < perm.size(); ++i) shuffled[i] = std::move((*items)[perm[i]]);
+  *items = std::move(shuffled);
+  return absl::OkStatus();
+}
+
+std::string Resolve(const std::string& base, const std::string& path) {
+  if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
+  return (std::filesystem::path(base) / path).string();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> OpenUnionRows(
+    const crypto::SealKeyPair& keys, const std::string& job_id, uint64_t round,
+    const std::string& recipient,
+    const google::protobuf::RepeatedPtrField<fedanon::v1::SealedPayload>& rows) {
+  std::vector<std::string> out;
+  out.reserve(rows.size());
+  const crypto::SealContext context = UnionContext(job_id, round, recipient);
+  for (const auto& r : rows) {
+    ASSIGN_OR_RETURN(std::string line, crypto::Open(keys, context, r.ciphertext()));
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+// Everything the party holds for the job it is taking part in.
+struct PartyAgent::JobState {
+  std::string job_id;
+  fedanon::v1::JobSpec spec;
+  std::unique_ptr<common::Dataset> data;  // stable address: hierarchies point into it
+  std::vector<common::AttributeHierarchy> hier;
+  std::unique_ptr<common::Tips> tips;
+  std::map<std::string, std::unique_ptr<crypto::SealPublicKey>> seal_keys;  // by party name
+  uint64_t applied_updates = 0;
+  // The local counts of the secure sum in progress (kept across its chunks).
+  uint64_t counts_collect = UINT64_MAX;
+  std::vector<uint64_t> counts;
+};
+
+absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
+  RETURN_IF_ERROR(crypto::ValidateParticipantName(options.name));
+  if (options.seal_key_pem.empty() || options.seal_cert_pem.empty() || options.ca_pem.empty()) {
+    return absl::InvalidArgumentError("a party needs the CA certificate and its sealing key pair");
+  }
+  RETURN_IF_ERROR(crypto::SealKeyPairFromPem(options.seal_key_pem).status());
+  return std::unique_ptr<PartyAgent>(new PartyAgent(std::move(options)));
+}
+
+PartyAgent::PartyAgent(PartyAgentOptions options) : options_(std::move(options)) {}
+PartyAgent::~PartyAgent() = default;
+
+PartyMessage PartyAgent::Handle(const LeaderMessage& request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<PartyMessage> reply = Dispatch(request);
+  if (!reply.ok()) {
+    PartyMessage error;
+    error.set_request_id(request.request_id());
+    error.mutable_error()->set_code(static_cast<int>(reply.status().code()));
+    error.mutable_error()->set_message(std::string(reply.status().message()));
+    spdlog::warn("job={} round={} request failed: {}", request.job_id(), request.round(),
+                 std::string(reply.status().message()));
+    return error;
+  }
+  reply->set_request_id(request.request_id());
+  return *std::move(reply);
+}
+
+absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) {
+  PartyMessage reply;
+  switch (request.body_case()) {
+    case LeaderMessage::kPing:
+      reply.mutable_pong()->set_echoed_unix_nanos(request.ping().sent_unix_nanos());
+      return reply;
+    case LeaderMessage::kPrepare: {
+      job_.reset();
+      auto job = std::make_unique<JobState>();
+      job->job_id = request.job_id();
+      job->spec = request.prepare().spec();
+      // Sealing keys of the other participants: verified against the CA for the announced name,
+      // so the relaying leader cannot substitute a key of its own.
+      for (const auto& p : request.prepare().participants()) {
+        // The leader announces itself (as a possible recipient) with index UINT32_MAX.
+        const crypto::Identity id{
+            p.index() == UINT32_MAX ? crypto::Role::kLeader : crypto::Role::kParty, p.name()};
+        ASSIGN_OR_RETURN(auto key,
+                         crypto::VerifiedSealKey(p.seal_certificate(), options_.ca_pem, id));
+        job->seal_keys[p.name()] = std::move(key);
+      }
+      // Load the taxonomies named by the spec from our data directory, then our table.
+      std::map<std::string, std::string> texts;
+      for (auto& a : *job->spec.mutable_attributes()) {
+        if (a.taxonomy().empty()) continue;
+        const std::string path = Resolve(options_.data_dir, a.taxonomy());
+        auto text = common::ReadFile(path);
+        if (!text.ok()) {
+          spdlog::error("job={} cannot read taxonomy {}: {}", job->job_id, path,
+                        std::string(text.status().message()));
+          return absl::FailedPreconditionError(absl::StrCat(
+              "party '", options_.name, "' cannot read the taxonomy of attribute '", a.name(),
+              "' (details in the party's log)"));
+        }
+        texts[a.name()] = *text;
+      }
+      auto schema = common::BuildPublicSchema(job->spec, texts);
+      if (!schema.ok()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("party '", options_.name, "': ", schema.status().message()));
+      }
+      const std::string table = Resolve(
+          options_.data_dir, request.prepare().data_path().empty() ? options_.default_data_path
+                                                                   : request.prepare().data_path());
+      auto data = common::LoadDataset(job->spec, table, &*schema);
+      if (!data.ok()) {
+        // The detailed message may quote raw values: it stays in the party's log.
+        spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
+                      std::string(data.status().message()));
+        return absl::FailedPreconditionError(absl::StrCat(
+            "party '", options_.name,
+            "': its table does not match the job's schema (details in the party's log)"));
+      }
+      job->data = std::make_unique<common::Dataset>(*std::move(data));
+      for (const auto& q : job->data->qids) job->hier.emplace_back(&q);
+      job->tips = std::make_unique<common::Tips>(job->data.get(), &job->hier);
+      reply.mutable_prepared()->set_digest(
+          crypto::Sha256(common::CanonicalJobBytes(job->spec, texts)));
+      spdlog::info("job={} prepared: {} records loaded", job->job_id, job->data->num_records);
+      job_ = std::move(job);
+      return reply;
+    }
+    case LeaderMessage::kSumStep:
+      return HandleSumStep(request);
+    case LeaderMessage::kUnionStep:
+      return HandleUnionStep(request);
+    case LeaderMessage::kEndJob:
+      if (job_ && job_->job_id == request.job_id()) {
+        spdlog::info("job={} ended: {}", job_->job_id, request.end_job().reason());
+        job_.reset();
+      }
+      reply.mutable_pong();
+      return reply;
+    default:
+      return absl::InvalidArgumentError("unknown request");
+  }
+}
+
+absl::Status PartyAgent::ApplyUpdates(const google::protobuf::RepeatedPtrField<
+                                      fedanon::v1::StateUpdate>& updates) {
+  JobState& job = *job_;
+  for (const auto& u : updates) {
+    if (u.sequence() < job.applied_updates) continue;
+    if (u.sequence() != job.applied_updates) {
+      return absl::FailedPreconditionError(absl::StrCat("state update ", u.sequence(),
+                                                        " arrived before ", job.applied_updates));
+    }
+    if (u.has_instruction()) {
+      const auto& in = u.instruction();
+      if (in.attribute() >= job.hier.size() ||
+          in.node() < 0 || static_cast<size_t>(in.node()) >= job.hier[in.attribute()].size() ||
+          in.candidate() < 0 ||
+          in.candidate() >= job.hier[in.attribute()].CandidateCount(in.node())) {
+        return absl::InvalidArgumentError("instruction names no candidate of the current cut");
+      }
+      job.hier[in.attribute()].Specialize(in.node(), in.candidate());
+      job.tips->Specialize(static_cast<int>(in.attribute()), in.node(), in.candidate());
+    } else if (u.has_split()) {
+      const auto& sp = u.split();
+      if (sp.attribute() >= job.hier.size() ||
+          job.hier[sp.attribute()].kind() != common::QidKind::kContinuous || sp.node() < 0 ||
+          static_cast<size_t>(sp.node()) >= job.hier[sp.attribute()].size()) {
+        return absl::InvalidArgumentError("split names no interval of the current cut");
+      }
+      const auto& node = job.hier[sp.attribute()].node(sp.node());
+      if (sp.split() != -1 && (sp.split() <= node.rank_lo || sp.split() >= node.rank_hi)) {
+        return absl::InvalidArgumentError("split threshold lies outside its interval");
+      }
+      job.hier[sp.attribute()].SetSplit(sp.node(), sp.split());
+    }
+    ++job.applied_updates;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& request) {
+  if (!job_ || job_->job_id != request.job_id()) {
+    return absl::FailedPreconditionError("no prepared job with this id");
+  }
+  JobState& job = *job_;
+  const auto& step = request.sum_step();
+  RETURN_IF_ERROR(ApplyUpdates(step.updates()));
+  if (job.counts_collect != step.collect()) {
+    // The request travels with the first chunk only; later chunks reuse the counts.
+    ASSIGN_OR_RETURN(common::StatsRequest stats_request, FromProto(step.request(), job.hier));
+    job.counts.clear();
+    common::AppendLocalStats(*job.tips, stats_request, &job.counts);
+    job.counts_collect = step.collect();
+  }
+  if (job.counts.size() != step.total_words()) {
+    return absl::InvalidArgumentError(absl::StrCat("the secure sum has ", step.total_words(),
+                                                   " words but this request needs ",
+                                                   job.counts.size()));
+  }
+  std::string input;
+  if (step.has_sealed()) {
+    ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
+    const crypto::SealContext context{job.job_id, request.round(), step.sealed().sender(),
+                                      options_.name, SumPurpose(step)};
+    ASSIGN_OR_RETURN(input, crypto::Open(*keys, context, step.sealed().ciphertext()));
+  } else {
+    input = step.masked();
+  }
+  ASSIGN_OR_RETURN(std::vector<uint64_t> acc, DecodeWords(input));
+  if (step.chunk_offset() > job.counts.size() ||
+      acc.size() > job.counts.size() - step.chunk_offset()) {
+    return absl::InvalidArgumentError("secure-sum chunk lies outside the vector");
+  }
+  RETURN_IF_ERROR(crypto::AddInPlace(
+      absl::MakeSpan(acc),
+      absl::MakeConstSpan(job.counts.data() + step.chunk_offset(), acc.size())));
+  PartyMessage reply;
+  const std::string output = EncodeWords(acc);
+  if (step.next().empty()) {
+    reply.mutable_sum_step()->set_masked(output);
+    return reply;
+  }
+  auto it = job.seal_keys.find(step.next());
+  if (it == job.seal_keys.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("'", step.next(), "' is not a participant"));
+  }
+  const crypto::SealContext context{job.job_id, request.round(), options_.name, step.next(),
+                                    SumPurpose(step)};
+  ASSIGN_OR_RETURN(std::string sealed, crypto::Seal(*it->second, context, output));
+  auto* out = reply.mutable_sum_step()->mutable_sealed();
+  out->set_sender(options_.name);
+  out->set_receiver(step.next());
+  out->set_purpose(SumPurpose(step));
+  out->set_ciphertext(std::move(sealed));
+  return reply;
+}
+
+absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& request) {
+  if (!job_ || job_->job_id != request.job_id()) {
+    return absl::FailedPreconditionError("no prepared job with this id");
+  }
+  JobState& job = *job_;
+  const auto& step = request.union_step();
+  PartyMessage reply;
+  auto* out = reply.mutable_union_step();
+  if (step.deliver()) {
+    // This party is the recipient: open every row, shuffle, write the integrated table.
+    ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
+    ASSIGN_OR_RETURN(std::vector<std::string> rows,
+                     OpenUnionRows(*keys, job.job_id, request.round(), options_.name, step.rows()));
+    ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
+    const std::string path = (std::filesystem::path(options_.output_dir) /
+                              absl::StrCat(job.job_id, ".csv")).string();
+    std::error_code ec;
+    std::filesystem::create_directories(options_.output_dir, ec);
+    std::string csv = CsvLine(step.header());
+    for (size_t i : perm) csv += rows[i];
+    RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
+    spdlog::info("job={} integrated table ({} rows) written to {}", job.job_id, rows.size(), path);
+    return reply;
+  }
+  auto recipient = job.seal_keys.find(step.recipient());
+  if (recipient == job.seal_keys.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("recipient '", step.recipient(),
+                                                   "' is not a participant"));
+  }
+  // Our released rows, each sealed on its own for the recipient (no two rows share a key, so the
+  // recipient cannot tell which rows came from the same party), added to the set and shuffled.
+  std::vector<std::string> lines;
+  const std::vector<int> columns = common::ReleasedColumns(job.spec, *job.data, /*spec_order=*/true);
+  RETURN_IF_ERROR(common::ForEachReleasedRow(
+      job.spec, *job.data, *job.tips, job.hier, columns,
+      [&](const std::vector<std::string_view>& row) { lines.push_back(CsvLine(row)); }));
+  ASSIGN_OR_RETURN(auto sealed, SealUnionRows(*recipient->second, job.job_id, request.round(),
+                                              step.recipient(), lines));
+  std::vector<fedanon::v1::SealedPayload> all(step.rows().begin(), step.rows().end());
+  for (auto& s : sealed) all.push_back(std::move(s));
+  RETURN_IF_ERROR(SecureShuffle(&all));
+  for (auto& s : all) *out->add_rows() = std::move(s);
+  return reply;
+}
+
+}  // namespace fedanon::party

@@ -1,0 +1,301 @@
+// The horizontal federation (mohammed2010 §5) against the centralized engine: the same
+// specialization sequence and the same integrated table (as a multiset of rows) for worked
+// example A split over three hospitals and for many random tables; plus what must not leak and
+// how failures end a job.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/job_spec_loader.h"
+#include "tests/federation/federation_test_util.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::testing {
+namespace {
+
+struct Scenario {
+  std::string spec_yaml;                          // taxonomy paths relative to the data dir
+  std::map<std::string, std::string> taxonomies;  // file -> content
+  Table table;                                    // the union
+  std::vector<std::vector<int>> split;            // rows of each party
+};
+
+struct Outcome {
+  fedanon::v1::JobInfo info;
+  Table result;
+  std::vector<std::string> observed_bytes;  // every serialized party reply, per party appended
+};
+
+absl::StatusOr<fedanon::v1::SubmitJobRequest> MakeRequest(const Scenario& s,
+                                                          const std::vector<std::string>& parties) {
+  auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
+  if (!spec.ok()) return spec.status();
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = *spec;
+  for (const auto& p : parties) req.add_parties(p);
+  for (const auto& a : spec->attributes()) {
+    if (!a.taxonomy().empty()) (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
+  }
+  return req;
+}
+
+std::vector<std::map<std::string, std::string>> PartyFiles(const Scenario& s) {
+  std::vector<std::map<std::string, std::string>> files;
+  for (const auto& rows : s.split) {
+    Table part;
+    part.header = s.table.header;
+    for (int r : rows) part.rows.push_back(s.table.rows[r]);
+    std::map<std::string, std::string> f = s.taxonomies;
+    f["table.csv"] = ToCsv(part);
+    files.push_back(std::move(f));
+  }
+  return files;
+}
+
+Outcome RunFederated(const Scenario& s, const std::string& name,
+                     std::function<void(InProcessFederation&)> tweak = {}) {
+  Outcome out;
+  auto fed = InProcessFederation::Create(name, PartyFiles(s));
+  EXPECT_TRUE(fed.ok()) << fed.status();
+  if (!fed.ok()) return out;
+  (*fed)->channel.set_observer([&out](const std::string&, const std::string& bytes) {
+    out.observed_bytes.push_back(bytes);
+  });
+  if (tweak) tweak(**fed);
+  auto req = MakeRequest(s, (*fed)->names);
+  EXPECT_TRUE(req.ok()) << req.status();
+  auto info = (*fed)->leader->Submit(*req, "admin");
+  EXPECT_TRUE(info.ok()) << info.status();
+  if (!info.ok()) return out;
+  out.info = (*fed)->Wait(info->job_id());
+  if (out.info.state() == fedanon::v1::JOB_STATE_DONE) {
+    auto csv = (*fed)->leader->Result(info->job_id());
+    EXPECT_TRUE(csv.ok()) << csv.status();
+    if (csv.ok()) {
+      auto t = ParseCsvText(*csv, (*fed)->dir);
+      EXPECT_TRUE(t.ok()) << t.status();
+      if (t.ok()) out.result = *t;
+    }
+  }
+  return out;
+}
+
+// Runs the centralized engine on the union and checks the federated run against it.
+void ExpectSameAsCentralized(const Scenario& s, const std::string& name) {
+  std::map<std::string, std::string> tax_files;
+  for (const auto& [file, text] : s.taxonomies) tax_files[file] = text;
+  const Job job = WriteJob(name + "_central", s.spec_yaml, s.table, tax_files);
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::Report central, RunJob(job));
+  ASSERT_OK_AND_ASSIGN(Table central_out, ReadCsvTable(job.output_path));
+
+  const Outcome fed = RunFederated(s, name);
+  ASSERT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_DONE) << fed.info.failure_reason();
+  const auto& report = fed.info.report();
+  ASSERT_EQ(report.steps_size(), central.steps_size());
+  for (int i = 0; i < central.steps_size(); ++i) {
+    EXPECT_EQ(report.steps(i).attribute(), central.steps(i).attribute()) << "step " << i;
+    EXPECT_EQ(report.steps(i).value(), central.steps(i).value()) << "step " << i;
+    EXPECT_DOUBLE_EQ(report.steps(i).score(), central.steps(i).score()) << "step " << i;
+    EXPECT_EQ(report.steps(i).records(), central.steps(i).records()) << "step " << i;
+  }
+  EXPECT_EQ(report.smallest_group(), central.smallest_group());
+  EXPECT_EQ(report.groups(), central.groups());
+  EXPECT_EQ(RowsByColumns(fed.result, central_out.header),
+            RowsByColumns(central_out, central_out.header));
+  EXPECT_EQ(fed.result.rows.size(), s.table.rows.size());
+}
+
+// Worked example A (mohammed2010 Table I) with parties {1-3}, {4-7}, {8-11}.
+Scenario ExampleA() {
+  Scenario s;
+  s.spec_yaml = R"(name: example-a
+attributes:
+  - {name: Job, role: qid, taxonomy: job.csv}
+  - {name: Sex, role: qid, taxonomy: sex.csv}
+  - {name: Age, role: qid, taxonomy: age.csv}
+  - {name: Transfuse, role: class, values: [Y, N]}
+  - {name: Surgery, role: sensitive}
+privacy: {model: lkc, L: 2, K: 2, C: 0.5, sensitive_values: [Transgender]}
+partitioning: horizontal
+)";
+  s.taxonomies = {{"job.csv",
+                   "Janitor;Non-Technical;Blue-collar;ANY_Job\nMover;Non-Technical;Blue-collar;"
+                   "ANY_Job\nCarpenter;Technical;Blue-collar;ANY_Job\nTechnician;Technical;Blue-"
+                   "collar;ANY_Job\nManager;White-collar;ANY_Job\nLawyer;Professional;White-collar;"
+                   "ANY_Job\nDoctor;Professional;White-collar;ANY_Job\n"},
+                  {"sex.csv", "M;ANY_Sex\nF;ANY_Sex\n"},
+                  {"age.csv",
+                   "24;[1-30);[1-60);[1-99)\n34;[30-60);[1-60);[1-99)\n44;[30-60);[1-60);[1-99)\n"
+                   "58;[30-60);[1-60);[1-99)\n63;[60-99);[1-99)\n"}};
+  s.table.header = {"ID", "Job", "Sex", "Age", "Transfuse", "Surgery"};
+  s.table.rows = {{"1", "Janitor", "M", "34", "Y", "Transgender"},
+                  {"2", "Lawyer", "F", "58", "N", "Plastic"},
+                  {"3", "Mover", "M", "58", "N", "Urology"},
+                  {"4", "Lawyer", "M", "24", "N", "Vascular"},
+                  {"5", "Mover", "M", "34", "Y", "Transgender"},
+                  {"6", "Janitor", "M", "44", "Y", "Plastic"},
+                  {"7", "Doctor", "F", "44", "N", "Vascular"},
+                  {"8", "Doctor", "M", "58", "N", "Plastic"},
+                  {"9", "Doctor", "M", "24", "N", "Urology"},
+                  {"10", "Carpenter", "F", "63", "Y", "Vascular"},
+                  {"11", "Technician", "F", "63", "Y", "Plastic"}};
+  s.split = {{0, 1, 2}, {3, 4, 5, 6}, {7, 8, 9, 10}};
+  return s;
+}
+
+TEST(HorizontalFederation, ExampleAThreeHospitalsEqualsCentralized) {
+  ExpectSameAsCentralized(ExampleA(), "fed_a");
+}
+
+// Random tables with every kind of attribute, split at random over 2-5 parties.
+Scenario RandomScenario(uint64_t seed) {
+  uint64_t state = seed * 0x9e3779b97f4a7c15ULL + 7;
+  auto next = [&state](int n) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<int>(state % static_cast<uint64_t>(n));
+  };
+  Scenario s;
+  std::string attrs;
+  const int nq = 2 + next(3);
+  for (int q = 0; q < nq; ++q) {
+    const std::string name = absl::StrCat("q", q);
+    s.table.header.push_back(name);
+    const int kind = next(3);
+    if (kind == 0) {
+      std::string tax;
+      for (int v = 0; v < 6; ++v) absl::StrAppend(&tax, name, "val", v, ";", name, "grp", v / 3, ";ANY\n");
+      s.taxonomies[name + ".csv"] = tax;
+      absl::StrAppend(&attrs, "  - {name: ", name, ", role: qid, taxonomy: ", name, ".csv}\n");
+    } else if (kind == 1) {
+      absl::StrAppend(&attrs, "  - {name: ", name, ", role: qid, values: [", name, "s0, ", name,
+                      "s1, ", name, "s2, ", name, "s3]}\n");
+    } else {
+      absl::StrAppend(&attrs, "  - {name: ", name,
+                      ", role: qid, type: continuous, range: [0, 40], precision: 1}\n");
+    }
+  }
+  s.table.header.push_back("cls");
+  s.table.header.push_back("sens");
+  const int rows = 40 + next(120);
+  for (int r = 0; r < rows; ++r) {
+    std::vector<std::string> row;
+    for (int q = 0; q < nq; ++q) {
+      const std::string& h = s.table.header[q];
+      if (s.taxonomies.count(h + ".csv")) {
+        row.push_back(absl::StrCat(h, "val", next(6)));
+      } else if (attrs.find(h + ", role: qid, values") != std::string::npos) {
+        row.push_back(absl::StrCat(h, "s", next(4)));
+      } else {
+        row.push_back(absl::StrCat(next(40)));
+      }
+    }
+    row.push_back(next(10) < 7 ? (row[0].back() % 2 ? "yes" : "no") : (next(2) ? "yes" : "no"));
+    row.push_back(absl::StrCat("d", next(4)));
+    s.table.rows.push_back(row);
+  }
+  absl::StrAppend(&attrs, "  - {name: cls, role: class, values: [yes, no]}\n",
+                  "  - {name: sens, role: sensitive}\n");
+  static const char* kScores[] = {"infogain", "gainratio", "infogain_privloss", "discernibility"};
+  s.spec_yaml = absl::StrCat("name: random\nattributes:\n", attrs,
+                             "privacy: {model: lkc, L: ", 1 + next(nq), ", K: ", 2 + next(6),
+                             ", C: 0.9, sensitive_values: [d0]}\nscore: ", kScores[next(4)],
+                             "\npartitioning: horizontal\n");
+  // Disjoint, non-empty parts: the first rows seed each party, the rest go anywhere.
+  const int parties = 2 + next(4);
+  s.split.assign(parties, {});
+  for (int r = 0; r < rows; ++r) s.split[r < parties ? r : next(parties)].push_back(r);
+  return s;
+}
+
+class HorizontalRandom : public ::testing::TestWithParam<int> {};
+
+TEST_P(HorizontalRandom, EqualsCentralizedOnTheUnion) {
+  const Scenario s = RandomScenario(GetParam());
+  SCOPED_TRACE(s.spec_yaml);
+  ExpectSameAsCentralized(s, absl::StrCat("fed_rand_", GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, HorizontalRandom, ::testing::Range(1, 21));
+
+TEST(HorizontalFederation, PartiesSendNoRawValuesAndTheLeaderStoresNone) {
+  const Scenario s = ExampleA();
+  const Outcome fed = RunFederated(s, "fed_leak");
+  ASSERT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_DONE) << fed.info.failure_reason();
+  // Raw values that the released table does not contain must appear in no reply of any party
+  // (secure-sum vectors are masked or sealed; union rows are sealed for the recipient).
+  std::set<std::string> released;
+  for (const auto& r : fed.result.rows) released.insert(r.begin(), r.end());
+  std::set<std::string> hidden;
+  for (const auto& r : s.table.rows) {
+    for (size_t c = 1; c < r.size(); ++c) {
+      if (!released.count(r[c]) && r[c].size() >= 5) hidden.insert(r[c]);
+    }
+  }
+  // Even the released values never travel in clear: only inside sealed union rows.
+  for (const auto& r : s.table.rows) {
+    if (r[1].size() >= 5) hidden.insert(r[1]);
+  }
+  ASSERT_FALSE(hidden.empty());
+  ASSERT_FALSE(fed.observed_bytes.empty());
+  for (const auto& bytes : fed.observed_bytes) {
+    for (const auto& v : hidden) {
+      EXPECT_EQ(bytes.find(v), std::string::npos) << "party reply contains raw value " << v;
+    }
+  }
+}
+
+TEST(HorizontalFederation, TwoPartiesNeedADatalessLeader) {
+  Scenario s = ExampleA();
+  s.split = {{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9, 10}};
+  auto fed = InProcessFederation::Create("fed_two", PartyFiles(s));
+  ASSERT_OK(fed);
+  ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, (*fed)->names));
+  req.set_leader_party((*fed)->names[0]);
+  EXPECT_THAT((*fed)->leader->Submit(req, "admin"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "at least 3 data parties"));
+  req.clear_leader_party();
+  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->leader->Submit(req, "admin"));
+  EXPECT_EQ((*fed)->Wait(info.job_id()).state(), fedanon::v1::JOB_STATE_DONE);
+}
+
+TEST(HorizontalFederation, APartyThatDisappearsFailsTheJobWithoutAResult) {
+  const Scenario s = ExampleA();
+  std::string victim;
+  int replies = 0;
+  InProcessFederation* fed_ptr = nullptr;
+  auto fed = InProcessFederation::Create("fed_kill", PartyFiles(s));
+  ASSERT_OK(fed);
+  fed_ptr = fed->get();
+  victim = fed_ptr->names[1];
+  fed_ptr->channel.set_observer([&](const std::string&, const std::string&) {
+    if (++replies == 8) fed_ptr->channel.Disconnect(victim);  // mid-job, after a few rounds
+  });
+  ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, fed_ptr->names));
+  ASSERT_OK_AND_ASSIGN(auto info, fed_ptr->leader->Submit(req, "admin"));
+  const auto done = fed_ptr->Wait(info.job_id());
+  EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_NE(done.failure_reason().find(victim), std::string::npos) << done.failure_reason();
+  EXPECT_FALSE(fed_ptr->leader->Result(info.job_id()).ok());
+}
+
+TEST(HorizontalFederation, MismatchedTaxonomyIsNamed) {
+  Scenario s = ExampleA();
+  auto files = PartyFiles(s);
+  files[2]["sex.csv"] = "M;ANY\nF;ANY\n";  // hospital-c has a different tree
+  auto fed = InProcessFederation::Create("fed_digest", files);
+  ASSERT_OK(fed);
+  ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, (*fed)->names));
+  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->leader->Submit(req, "admin"));
+  const auto done = (*fed)->Wait(info.job_id());
+  EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_NE(done.failure_reason().find("hospital-c"), std::string::npos) << done.failure_reason();
+}
+
+}  // namespace
+}  // namespace fedanon::testing
