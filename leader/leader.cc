@@ -314,31 +314,40 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   ASSIGN_OR_RETURN(std::string stop_reason, engine->Run());
   round = static_cast<uint32_t>(engine->steps().size() + 1);
 
-  // Integration: secure set union of the local anonymous tables towards the recipient.
-  fedanon::v1::UnionStepResult carried;
-  for (const auto& party : ring) {
+  // Integration: secure set union of the local anonymous tables towards the recipient. A
+  // recipient party goes last, so that it only ever sees the complete, shuffled set.
+  std::vector<std::string> union_ring;
+  for (const auto& p : ring) {
+    if (p != recipient) union_ring.push_back(p);
+  }
+  if (recipient != options_.name) union_ring.push_back(recipient);
+  std::vector<std::string> header;
+  for (const auto& a : request.spec().attributes()) {
+    if (a.role() != fedanon::v1::ROLE_ID) header.push_back(a.name());
+  }
+  fedanon::v1::SealedPayload carried;
+  for (size_t i = 0; i < union_ring.size(); ++i) {
     RETURN_IF_ERROR(CheckCancelled());
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job_id);
     msg.set_round(round);
     auto* step = msg.mutable_union_step();
-    *step->mutable_rows() = carried.rows();
+    *step->mutable_list() = carried;
     step->set_recipient(recipient);
-    // The last party's pending updates are already applied: every secure sum visited it.
-    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(party, msg, timeout));
-    if (!reply.has_union_step()) {
-      return absl::InternalError(absl::StrCat("party '", party, "' sent no union reply"));
+    step->set_next(i + 1 < union_ring.size() ? union_ring[i + 1] : recipient);
+    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply,
+                     channel_->Call(union_ring[i], msg, timeout));
+    if (!reply.has_union_step() || !reply.union_step().has_list()) {
+      return absl::InternalError(absl::StrCat("party '", union_ring[i], "' sent no union reply"));
     }
-    carried = reply.union_step();
-  }
-  std::vector<std::string> header;
-  for (const auto& a : request.spec().attributes()) {
-    if (a.role() != fedanon::v1::ROLE_ID) header.push_back(a.name());
+    carried = reply.union_step().list();
   }
   if (recipient == options_.name) {
     ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
+    ASSIGN_OR_RETURN(fedanon::v1::UnionList list,
+                     party::OpenUnionList(*keys, job_id, round, options_.name, carried));
     ASSIGN_OR_RETURN(std::vector<std::string> rows,
-                     party::OpenUnionRows(*keys, job_id, round, options_.name, carried.rows()));
+                     party::OpenUnionRows(*keys, job_id, round, options_.name, list.rows()));
     ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
     std::vector<std::string_view> header_views(header.begin(), header.end());
     std::string csv = common::CsvLine(header_views);
@@ -349,7 +358,7 @@ absl::Status Leader::RunJob(const std::string& job_id) {
     msg.set_job_id(job_id);
     msg.set_round(round);
     auto* step = msg.mutable_union_step();
-    *step->mutable_rows() = carried.rows();
+    *step->mutable_list() = carried;
     step->set_recipient(recipient);
     step->set_deliver(true);
     for (const auto& h : header) step->add_header(h);

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/count_source.h"
@@ -36,33 +38,37 @@ using common::FromProto;
 using common::SumPurpose;
 
 // Union rows are sealed without a sender name: the recipient must not learn their origin.
-crypto::SealContext UnionContext(const std::string& job_id, uint64_t round,
-                                 const std::string& recipient) {
+crypto::SealContext UnionRowContext(const std::string& job_id, uint64_t round,
+                                    const std::string& recipient) {
   return crypto::SealContext{job_id, round, "", recipient, common::kUnionPurpose};
 }
 
-absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> SealUnionRows(
-    const crypto::SealPublicKey& recipient_key, const std::string& job_id, uint64_t round,
-    const std::string& recipient, const std::vector<std::string>& lines) {
-  std::vector<fedanon::v1::SealedPayload> out;
-  out.reserve(lines.size());
-  const crypto::SealContext context = UnionContext(job_id, round, recipient);
-  for (const std::string& line : lines) {
-    ASSIGN_OR_RETURN(std::string sealed, crypto::Seal(recipient_key, context, line));
-    fedanon::v1::SealedPayload p;
-    p.set_receiver(recipient);
-    p.set_purpose(common::kUnionPurpose);
-    p.set_ciphertext(std::move(sealed));
-    out.push_back(std::move(p));
-  }
-  return out;
+crypto::SealContext UnionListContext(const std::string& job_id, uint64_t round,
+                                     const std::string& sender, const std::string& receiver) {
+  return crypto::SealContext{job_id, round, sender, receiver, "union-list"};
 }
 
-absl::Status SecureShuffle(std::vector<fedanon::v1::SealedPayload>* items) {
-  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(items->size()));
-  std::vector<fedanon::v1::SealedPayload> shuffled(items->size());
-  for (size_t i = 0; i < perm.size(); ++i) shuffled[i] = std::move((*items)[perm[i]]);
-  *items = std::move(shuffled);
+// Runs fn(i) for i in [0, n) on all cores; returns the first error.
+absl::Status ParallelFor(size_t n, const std::function<absl::Status(size_t)>& fn) {
+  const size_t threads = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), 8));
+  std::vector<absl::Status> status(threads);
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (size_t i = t; i < n && status[t].ok(); i += threads) status[t] = fn(i);
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (const auto& st : status) RETURN_IF_ERROR(st);
+  return absl::OkStatus();
+}
+
+absl::Status ShuffleRows(google::protobuf::RepeatedPtrField<std::string>* rows) {
+  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows->size()));
+  std::vector<std::string> shuffled(rows->size());
+  for (size_t i = 0; i < perm.size(); ++i) shuffled[i] = std::move((*rows)[perm[i]]);
+  rows->Clear();
+  for (auto& r : shuffled) *rows->Add() = std::move(r);
   return absl::OkStatus();
 }
 
@@ -75,16 +81,29 @@ std::string Resolve(const std::string& base, const std::string& path) {
 
 absl::StatusOr<std::vector<std::string>> OpenUnionRows(
     const crypto::SealKeyPair& keys, const std::string& job_id, uint64_t round,
-    const std::string& recipient,
-    const google::protobuf::RepeatedPtrField<fedanon::v1::SealedPayload>& rows) {
-  std::vector<std::string> out;
-  out.reserve(rows.size());
-  const crypto::SealContext context = UnionContext(job_id, round, recipient);
-  for (const auto& r : rows) {
-    ASSIGN_OR_RETURN(std::string line, crypto::Open(keys, context, r.ciphertext()));
-    out.push_back(std::move(line));
-  }
+    const std::string& recipient, const google::protobuf::RepeatedPtrField<std::string>& rows) {
+  std::vector<std::string> out(rows.size());
+  const crypto::SealContext context = UnionRowContext(job_id, round, recipient);
+  RETURN_IF_ERROR(ParallelFor(out.size(), [&](size_t i) -> absl::Status {
+    ASSIGN_OR_RETURN(out[i], crypto::Open(keys, context, rows[static_cast<int>(i)]));
+    return absl::OkStatus();
+  }));
   return out;
+}
+
+absl::StatusOr<fedanon::v1::UnionList> OpenUnionList(const crypto::SealKeyPair& keys,
+                                                     const std::string& job_id, uint64_t round,
+                                                     const std::string& receiver,
+                                                     const fedanon::v1::SealedPayload& sealed) {
+  fedanon::v1::UnionList list;
+  if (sealed.ciphertext().empty()) return list;
+  ASSIGN_OR_RETURN(std::string bytes,
+                   crypto::Open(keys, UnionListContext(job_id, round, sealed.sender(), receiver),
+                                sealed.ciphertext()));
+  if (!list.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError("the union list does not parse");
+  }
+  return list;
 }
 
 // Everything the party holds for the job it is taking part in.
@@ -307,28 +326,34 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
   }
   JobState& job = *job_;
   const auto& step = request.union_step();
+  ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
+  ASSIGN_OR_RETURN(fedanon::v1::UnionList list,
+                   OpenUnionList(*keys, job.job_id, request.round(), options_.name, step.list()));
   PartyMessage reply;
   auto* out = reply.mutable_union_step();
   if (step.deliver()) {
     // This party is the recipient: open every row, shuffle, write the integrated table.
-    ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
+    if (step.recipient() != options_.name) {
+      return absl::InvalidArgumentError("asked to deliver a union meant for another party");
+    }
     ASSIGN_OR_RETURN(std::vector<std::string> rows,
-                     OpenUnionRows(*keys, job.job_id, request.round(), options_.name, step.rows()));
+                     OpenUnionRows(*keys, job.job_id, request.round(), options_.name, list.rows()));
     ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
-    const std::string path = (std::filesystem::path(options_.output_dir) /
-                              absl::StrCat(job.job_id, ".csv")).string();
-    std::error_code ec;
-    std::filesystem::create_directories(options_.output_dir, ec);
     std::string csv = CsvLine(step.header());
     for (size_t i : perm) csv += rows[i];
+    const std::string path =
+        (std::filesystem::path(options_.output_dir) / absl::StrCat(job.job_id, ".csv")).string();
+    std::error_code ec;
+    std::filesystem::create_directories(options_.output_dir, ec);
     RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
     spdlog::info("job={} integrated table ({} rows) written to {}", job.job_id, rows.size(), path);
+    out->set_rows_written(rows.size());
     return reply;
   }
   auto recipient = job.seal_keys.find(step.recipient());
-  if (recipient == job.seal_keys.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("recipient '", step.recipient(),
-                                                   "' is not a participant"));
+  auto next = job.seal_keys.find(step.next());
+  if (recipient == job.seal_keys.end() || next == job.seal_keys.end()) {
+    return absl::InvalidArgumentError("the union names someone who is not a participant");
   }
   // Our released rows, each sealed on its own for the recipient (no two rows share a key, so the
   // recipient cannot tell which rows came from the same party), added to the set and shuffled.
@@ -337,12 +362,26 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
   RETURN_IF_ERROR(common::ForEachReleasedRow(
       job.spec, *job.data, *job.tips, job.hier, columns,
       [&](const std::vector<std::string_view>& row) { lines.push_back(CsvLine(row)); }));
-  ASSIGN_OR_RETURN(auto sealed, SealUnionRows(*recipient->second, job.job_id, request.round(),
-                                              step.recipient(), lines));
-  std::vector<fedanon::v1::SealedPayload> all(step.rows().begin(), step.rows().end());
-  for (auto& s : sealed) all.push_back(std::move(s));
-  RETURN_IF_ERROR(SecureShuffle(&all));
-  for (auto& s : all) *out->add_rows() = std::move(s);
+  const size_t before = list.rows_size();
+  for (size_t i = 0; i < lines.size(); ++i) list.add_rows();
+  const crypto::SealContext row_context =
+      UnionRowContext(job.job_id, request.round(), step.recipient());
+  RETURN_IF_ERROR(ParallelFor(lines.size(), [&](size_t i) -> absl::Status {
+    ASSIGN_OR_RETURN(*list.mutable_rows(static_cast<int>(before + i)),
+                     crypto::Seal(*recipient->second, row_context, lines[i]));
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(ShuffleRows(list.mutable_rows()));
+  ASSIGN_OR_RETURN(std::string sealed,
+                   crypto::Seal(*next->second,
+                                UnionListContext(job.job_id, request.round(), options_.name,
+                                                 step.next()),
+                                list.SerializeAsString()));
+  auto* payload = out->mutable_list();
+  payload->set_sender(options_.name);
+  payload->set_receiver(step.next());
+  payload->set_purpose("union-list");
+  payload->set_ciphertext(std::move(sealed));
   return reply;
 }
 

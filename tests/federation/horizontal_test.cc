@@ -284,6 +284,24 @@ TEST(HorizontalFederation, APartyThatDisappearsFailsTheJobWithoutAResult) {
   EXPECT_FALSE(fed_ptr->leader->Result(info.job_id()).ok());
 }
 
+TEST(HorizontalFederation, ARecipientPartyGetsTheTableAndTheLeaderDoesNot) {
+  const Scenario s = ExampleA();
+  auto fed = InProcessFederation::Create("fed_recipient", PartyFiles(s));
+  ASSERT_OK(fed);
+  ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, (*fed)->names));
+  req.set_recipient((*fed)->names[1]);
+  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->leader->Submit(req, "admin"));
+  const auto done = (*fed)->Wait(info.job_id());
+  ASSERT_EQ(done.state(), fedanon::v1::JOB_STATE_DONE) << done.failure_reason();
+  EXPECT_THAT((*fed)->leader->Result(info.job_id()), StatusIs(absl::StatusCode::kNotFound, ""));
+  ASSERT_OK_AND_ASSIGN(Table got, ReadCsvTable(absl::StrCat((*fed)->dir, "/", (*fed)->names[1],
+                                                            "/output/", info.job_id(), ".csv")));
+  const Job job = WriteJob("fed_recipient_central", s.spec_yaml, s.table, s.taxonomies);
+  ASSERT_OK(RunJob(job));
+  ASSERT_OK_AND_ASSIGN(Table central, ReadCsvTable(job.output_path));
+  EXPECT_EQ(RowsByColumns(got, central.header), RowsByColumns(central, central.header));
+}
+
 TEST(HorizontalFederation, MismatchedTaxonomyIsNamed) {
   Scenario s = ExampleA();
   auto files = PartyFiles(s);
