@@ -1,0 +1,110 @@
+// What the leader receives from the ring before removing its masks is uniformly distributed and
+// independent of the data: over many secure sums on two different data sets, each bit of the
+// received words is 1 about half of the time, while the unmasked sums differ.
+#include <gtest/gtest.h>
+
+#include "common/dataset.h"
+#include "common/federation_wire.h"
+#include "common/hierarchy.h"
+#include "common/job_spec_loader.h"
+#include "leader/secure_sum_source.h"
+#include "tests/federation/federation_test_util.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::testing {
+namespace {
+
+constexpr char kSpec[] = R"(name: sum
+attributes:
+  - {name: g, role: qid, values: [ga, gb, gc]}
+  - {name: cls, role: class, values: [yes, no]}
+partitioning: horizontal
+privacy: {model: lkc, L: 1, K: 1}
+)";
+
+struct Received {
+  std::vector<uint64_t> first_words;  // word 0 of every masked vector the leader received
+  std::vector<uint64_t> sum;          // the unmasked result
+};
+
+Received RunSums(const std::vector<std::string>& party_tables, int runs, const std::string& name) {
+  Received out;
+  std::vector<std::map<std::string, std::string>> files;
+  for (const auto& t : party_tables) files.push_back({{"table.csv", t}});
+  auto fed = InProcessFederation::Create(name, files);
+  EXPECT_TRUE(fed.ok()) << fed.status();
+  if (!fed.ok()) return out;
+  auto spec = common::ParseJobSpecYaml(kSpec, "sum.yaml");
+  EXPECT_TRUE(spec.ok());
+  // Prepare every party for the job, as the leader would.
+  for (size_t i = 0; i < (*fed)->names.size(); ++i) {
+    fedanon::v1::LeaderMessage msg;
+    msg.set_job_id("job-000000000001");
+    *msg.mutable_prepare()->mutable_spec() = *spec;
+    for (size_t j = 0; j < (*fed)->names.size(); ++j) {
+      auto* p = msg.mutable_prepare()->add_participants();
+      p->set_name((*fed)->names[j]);
+      p->set_index(static_cast<uint32_t>(j));
+      p->set_seal_certificate((*fed)->agents[j]->seal_cert_pem());
+    }
+    auto reply = (*fed)->channel.Call((*fed)->names[i], msg, absl::Seconds(5));
+    EXPECT_TRUE(reply.ok()) << reply.status();
+  }
+  (*fed)->channel.set_observer([&](const std::string&, const std::string& bytes) {
+    fedanon::v1::PartyMessage m;
+    if (m.ParseFromString(bytes) && m.has_sum_step() && m.sum_step().has_masked()) {
+      auto words = common::DecodeWords(m.sum_step().masked());
+      if (words.ok() && !words->empty()) out.first_words.push_back((*words)[0]);
+    }
+  });
+  auto schema = common::BuildPublicSchema(*spec, {});
+  EXPECT_TRUE(schema.ok()) << schema.status();
+  std::vector<common::AttributeHierarchy> hier;
+  for (const auto& q : schema->qids) hier.emplace_back(&q);
+  leader::SecureSumCountSource source(
+      &(*fed)->channel, "job-000000000001", (*fed)->names, absl::Seconds(5), &hier,
+      schema->num_classes(), schema->tracked.size(), [] { return 1u; },
+      [] { return absl::OkStatus(); });
+  common::StatsRequest request;
+  request.group_keys.push_back({0});
+  request.node_class_counts.push_back({0, 0});
+  for (int r = 0; r < runs; ++r) {
+    auto sum = source.Collect(request);
+    EXPECT_TRUE(sum.ok()) << sum.status();
+    if (sum.ok()) out.sum = *sum;
+  }
+  return out;
+}
+
+std::string Table(int ga, int gb, int gc) {
+  std::string t = "g,cls\n";
+  for (int i = 0; i < ga; ++i) t += "ga,yes\n";
+  for (int i = 0; i < gb; ++i) t += "gb,no\n";
+  for (int i = 0; i < gc; ++i) t += "gc,yes\n";
+  return t;
+}
+
+TEST(SecureSum, LeaderSeesUniformWordsWhateverTheData) {
+  constexpr int kRuns = 400;
+  const Received a = RunSums({Table(5, 1, 0), Table(2, 2, 2), Table(0, 0, 9)}, kRuns, "sum_a");
+  const Received b = RunSums({Table(40, 3, 1), Table(1, 0, 0), Table(7, 7, 7)}, kRuns, "sum_b");
+  ASSERT_EQ(a.first_words.size(), static_cast<size_t>(kRuns));
+  ASSERT_EQ(b.first_words.size(), static_cast<size_t>(kRuns));
+  // The true sums differ (21 vs 66 records) ...
+  ASSERT_FALSE(a.sum.empty());
+  EXPECT_EQ(a.sum[0 + 3 * 2], 21u);  // after 3 fine children x 2 classes: the group's count
+  EXPECT_EQ(b.sum[0 + 3 * 2], 66u);
+  // ... but the received words look alike: every bit is set in 50% +- 10% of the runs for both
+  // (a 4-sigma band for 400 fair coin flips).
+  for (int bit = 0; bit < 64; ++bit) {
+    for (const Received* r : {&a, &b}) {
+      int ones = 0;
+      for (uint64_t w : r->first_words) ones += (w >> bit) & 1;
+      EXPECT_GT(ones, kRuns * 0.40) << "bit " << bit;
+      EXPECT_LT(ones, kRuns * 0.60) << "bit " << bit;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fedanon::testing
