@@ -29,9 +29,9 @@ struct Table {
 
 inline std::string FreshDir(const std::string& name) {
   static int counter = 0;
-  const std::string dir = std::filesystem::path(::testing::TempDir()) /
-                          ("fedanon_" + name + "_" + std::to_string(::getpid()) + "_" +
-                           std::to_string(counter++));
+  const std::string dir =
+      std::filesystem::path(::testing::TempDir()) /
+      ("fedanon_" + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -30,7 +30,8 @@ TEST(HighDimensionalLkc, FortyOneQidAttributesWithLFour) {
       absl::StrAppend(&spec, "  - {name: ", name, ", role: qid, type: continuous}\n");
     } else {
       std::string tax;
-      for (int v = 0; v < 4; ++v) absl::StrAppend(&tax, name, "v", v, ";", name, "g", v / 2, ";ANY\n");
+      for (int v = 0; v < 4; ++v)
+        absl::StrAppend(&tax, name, "v", v, ";", name, "g", v / 2, ";ANY\n");
       taxonomies["tax/" + name + ".csv"] = tax;
       absl::StrAppend(&spec, "  - {name: ", name, ", role: qid, taxonomy: tax/", name, ".csv}\n");
     }
@@ -38,8 +39,7 @@ TEST(HighDimensionalLkc, FortyOneQidAttributesWithLFour) {
   t.header.push_back("cls");
   t.header.push_back("sens");
   absl::StrAppend(&spec, "  - {name: cls, role: class}\n  - {name: sens, role: sensitive}\n",
-                  "privacy: {model: lkc, L: 4, K: ", kK,
-                  ", C: 0.6, sensitive_values: [s0]}\n");
+                  "privacy: {model: lkc, L: 4, K: ", kK, ", C: 0.6, sensitive_values: [s0]}\n");
   for (int r = 0; r < kRows; ++r) {
     std::vector<std::string> row;
     for (int i = 0; i < kQ; ++i) {

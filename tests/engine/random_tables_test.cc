@@ -57,15 +57,13 @@ RandomJob MakeRandomJob(uint64_t seed) {
       }
       taxonomies["tax/" + name + ".csv"] = tax;
       attrs += absl::StrCat("  - {name: ", name, ", role: qid, taxonomy: tax/", name, ".csv}\n");
-      gens.push_back([&rng, name, leaves] {
-        return absl::StrCat(name, "v", rng.Uniform(0, leaves - 1));
-      });
+      gens.push_back(
+          [&rng, name, leaves] { return absl::StrCat(name, "v", rng.Uniform(0, leaves - 1)); });
     } else if (kind == 1) {  // suppression
       const int values = rng.Uniform(2, 6);
       attrs += absl::StrCat("  - {name: ", name, ", role: qid}\n");
-      gens.push_back([&rng, name, values] {
-        return absl::StrCat(name, "s", rng.Uniform(0, values - 1));
-      });
+      gens.push_back(
+          [&rng, name, values] { return absl::StrCat(name, "s", rng.Uniform(0, values - 1)); });
     } else {  // continuous
       const int hi = rng.Uniform(3, 30);
       attrs += absl::StrCat("  - {name: ", name, ", role: qid, type: continuous}\n");
@@ -107,8 +105,8 @@ RandomJob MakeRandomJob(uint64_t seed) {
         if (rng.Coin(0.6)) qid.push_back(name);
       }
       if (qid.empty()) qid.push_back(qid_names[0]);
-      privacy += absl::StrCat("    - {qid: [", absl::StrJoin(qid, ", "), "], k: ",
-                              rng.Uniform(2, std::max(2, rows / 4)), "}\n");
+      privacy += absl::StrCat("    - {qid: [", absl::StrJoin(qid, ", "),
+                              "], k: ", rng.Uniform(2, std::max(2, rows / 4)), "}\n");
     }
     if (rng.Coin(0.5)) {
       privacy += absl::StrCat("  confidence:\n    - {qid: [", qid_names[nq - 1],
@@ -117,9 +115,9 @@ RandomJob MakeRandomJob(uint64_t seed) {
     }
   }
   const bool beneficial = rng.Coin(0.3);
-  const std::string spec = absl::StrCat("name: random-", seed, "\nattributes:\n", attrs, privacy,
-                                        "score: ", score, "\nbeneficial: ",
-                                        beneficial ? "true" : "false", "\n");
+  const std::string spec =
+      absl::StrCat("name: random-", seed, "\nattributes:\n", attrs, privacy, "score: ", score,
+                   "\nbeneficial: ", beneficial ? "true" : "false", "\n");
   RandomJob rj;
   rj.job = WriteJob(absl::StrCat("random_", seed), spec, t, taxonomies);
   rj.description = spec;

@@ -48,8 +48,8 @@ absl::StatusOr<std::unique_ptr<Harness>> MakeHarness(const Job& job) {
   common::EngineOptions opts;
   opts.score = h->spec.score();
   opts.beneficial = h->spec.beneficial();
-  auto engine = common::TopDownSpecializer::Create(&h->data, &h->model, &h->hier, h->source.get(),
-                                                   opts);
+  auto engine =
+      common::TopDownSpecializer::Create(&h->data, &h->model, &h->hier, h->source.get(), opts);
   if (!engine.ok()) return engine.status();
   h->engine = std::move(*engine);
   return h;
@@ -101,11 +101,16 @@ score: infogain
 
 Table TableA(int first = 1, int last = 11) {
   const std::vector<std::vector<std::string>> all = {
-      {"1", "Janitor", "M", "34", "Y", "Transgender"}, {"2", "Lawyer", "F", "58", "N", "Plastic"},
-      {"3", "Mover", "M", "58", "N", "Urology"},       {"4", "Lawyer", "M", "24", "N", "Vascular"},
-      {"5", "Mover", "M", "34", "Y", "Transgender"},   {"6", "Janitor", "M", "44", "Y", "Plastic"},
-      {"7", "Doctor", "F", "44", "N", "Vascular"},     {"8", "Doctor", "M", "58", "N", "Plastic"},
-      {"9", "Doctor", "M", "24", "N", "Urology"},      {"10", "Carpenter", "F", "63", "Y", "Vascular"},
+      {"1", "Janitor", "M", "34", "Y", "Transgender"},
+      {"2", "Lawyer", "F", "58", "N", "Plastic"},
+      {"3", "Mover", "M", "58", "N", "Urology"},
+      {"4", "Lawyer", "M", "24", "N", "Vascular"},
+      {"5", "Mover", "M", "34", "Y", "Transgender"},
+      {"6", "Janitor", "M", "44", "Y", "Plastic"},
+      {"7", "Doctor", "F", "44", "N", "Vascular"},
+      {"8", "Doctor", "M", "58", "N", "Plastic"},
+      {"9", "Doctor", "M", "24", "N", "Urology"},
+      {"10", "Carpenter", "F", "63", "Y", "Vascular"},
       {"11", "Technician", "F", "63", "Y", "Plastic"}};
   Table t;
   t.header = {"ID", "Job", "Sex", "Age", "Transfuse", "Surgery"};
@@ -328,9 +333,9 @@ Job JobC2(const std::string& name, const std::string& score) {
   AddCompressed(&t, {"8th", "F", "40"}, {{"N", 2}}, 3);
   std::string spec = kSpecC2;
   spec.replace(spec.find("SCORE"), 5, score);
-  return WriteJob(name, spec, t,
-                  {{"tax/edu.csv", "8th;ANY_Edu\n9th;ANY_Edu\n10th;ANY_Edu\n"},
-                   {"tax/sex.csv", kSexTaxonomy}});
+  return WriteJob(
+      name, spec, t,
+      {{"tax/edu.csv", "8th;ANY_Edu\n9th;ANY_Edu\n10th;ANY_Edu\n"}, {"tax/sex.csv", kSexTaxonomy}});
 }
 
 TEST(WorkedExampleC, Table43StatisticsOfTheMostMaskedTable) {
@@ -340,9 +345,9 @@ TEST(WorkedExampleC, Table43StatisticsOfTheMostMaskedTable) {
     const char* value;
     double info_gain, priv_loss, score;
   };
-  for (const Expected& e : {Expected{"ANY_Edu", 0.6100, 36, 0.0165},
-                            Expected{"ANY_Sex", 0.4934, 26, 0.0183},
-                            Expected{"[1-99)", 0.3958, 28, 0.0136}}) {
+  for (const Expected& e :
+       {Expected{"ANY_Edu", 0.6100, 36, 0.0165}, Expected{"ANY_Sex", 0.4934, 26, 0.0183},
+        Expected{"[1-99)", 0.3958, 28, 0.0136}}) {
     const CandidateView* c = FindCandidate(cands, e.value);
     ASSERT_NE(c, nullptr) << e.value;
     EXPECT_NEAR(c->info_gain, e.info_gain, 5e-5) << e.value;
