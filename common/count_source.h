@@ -8,7 +8,10 @@
 //  1. for each continuous node: class counts per rank over [rank_lo, rank_hi): (rank, class);
 //  2. for each node: class counts per fine child: (fine child, class);
 //  3. for each group key (one node per QID attribute): [count, sensitive_1..m], then for each
-//     attribute a, for each fine child f of key[a]: [count, sensitive_1..m].
+//     attribute a, for each fine child f of key[a]: [count, sensitive_1..m];
+//  4. for each released group key: the number of records per combination of the declared values
+//     of Dataset::value_columns (mixed radix, first column most significant) — the released
+//     table as a multiset, for integration by secure sum.
 // The layout depends only on public state (the hierarchies), so sums over holders line up.
 #pragma once
 
@@ -26,8 +29,11 @@ struct StatsRequest {
   std::vector<std::pair<int, NodeIndex>> rank_histograms;
   std::vector<std::pair<int, NodeIndex>> node_class_counts;
   std::vector<std::vector<NodeIndex>> group_keys;
+  std::vector<std::vector<NodeIndex>> released_groups;
+  uint64_t released_combinations = 0;  // Dataset::ValueCombinations() of the job
   bool empty() const {
-    return rank_histograms.empty() && node_class_counts.empty() && group_keys.empty();
+    return rank_histograms.empty() && node_class_counts.empty() && group_keys.empty() &&
+           released_groups.empty();
   }
 };
 

@@ -45,7 +45,21 @@ absl::StatusOr<Dataset> BuildSchema(const JobSpec& spec, LoadTaxonomy load_taxon
                                     bool require_public) {
   Dataset ds;
   ASSIGN_OR_RETURN(ds.tracked, TrackedSensitiveValues(spec));
+  ds.all_values_declared = true;
   for (const Attribute& a : spec.attributes()) {
+    const bool released_value = a.role() == fedanon::v1::ROLE_CLASS ||
+                                a.role() == fedanon::v1::ROLE_SENSITIVE ||
+                                a.role() == fedanon::v1::ROLE_OTHER;
+    if (released_value) {
+      if (a.values_size() > 0) {
+        Dataset::ValueColumn vc;
+        vc.name = a.name();
+        vc.values.assign(a.values().begin(), a.values().end());
+        ds.value_columns.push_back(std::move(vc));
+      } else {
+        ds.all_values_declared = false;
+      }
+    }
     if (a.role() == fedanon::v1::ROLE_CLASS) {
       if (a.values_size() > 0) {
         ds.class_labels.assign(a.values().begin(), a.values().end());
@@ -134,6 +148,12 @@ absl::StatusOr<std::vector<TrackedSensitive>> TrackedSensitiveValues(const JobSp
   return out;
 }
 
+uint64_t Dataset::ValueCombinations() const {
+  uint64_t n = 1;
+  for (const auto& vc : value_columns) n *= std::max<uint64_t>(1, vc.values.size());
+  return n;
+}
+
 absl::StatusOr<Dataset> BuildPublicSchema(const JobSpec& spec,
                                           const std::map<std::string, std::string>& taxonomy_texts) {
   return BuildSchema(
@@ -193,6 +213,16 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
     }
   }
   for (QidColumn& col : ds.qids) col.csv_column = column_of.at(col.name);
+  std::vector<absl::flat_hash_map<std::string, int32_t>> value_ids(ds.value_columns.size());
+  std::vector<std::map<std::string, uint64_t>> unknown_values(ds.value_columns.size());
+  for (size_t v = 0; v < ds.value_columns.size(); ++v) {
+    auto& vc = ds.value_columns[v];
+    vc.csv_column = column_of.at(vc.name);
+    vc.codes.clear();
+    for (size_t i = 0; i < vc.values.size(); ++i) {
+      value_ids[v].emplace(vc.values[i], static_cast<int32_t>(i));
+    }
+  }
   struct SensitiveColumn {
     int column;
     std::vector<std::pair<std::string, int>> values;  // tracked value -> bit
@@ -330,6 +360,16 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
         ds.class_codes.push_back(it->second);
       }
     }
+    for (size_t v = 0; v < ds.value_columns.size(); ++v) {
+      auto& vc = ds.value_columns[v];
+      auto it = value_ids[v].find(std::string(fields[vc.csv_column]));
+      if (it == value_ids[v].end()) {
+        ++unknown_values[v][std::string(fields[vc.csv_column])];
+        vc.codes.push_back(0);
+      } else {
+        vc.codes.push_back(it->second);
+      }
+    }
     uint64_t bits = 0;
     for (const SensitiveColumn& sc : sensitive_columns) {
       for (const auto& [value, bit] : sc.values) {
@@ -342,6 +382,13 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
   if (ds.num_records == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         csv_path, ": no records", ds.records_dropped ? " left after dropping missing values" : ""));
+  }
+  for (size_t v = 0; v < ds.value_columns.size(); ++v) {
+    if (!unknown_values[v].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attribute '", ds.value_columns[v].name, "': values not among its declared values: ",
+          FormatUnknownValues(unknown_values[v])));
+    }
   }
   if (!unknown_classes.empty()) {
     return absl::InvalidArgumentError(

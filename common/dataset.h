@@ -58,7 +58,21 @@ struct Dataset {
   std::vector<TrackedSensitive> tracked;  // bit i of sensitive_bits <-> tracked[i]
   std::vector<uint64_t> sensitive_bits;   // per record
 
+  // Released non-QID attributes whose domain the spec declares (class, sensitive, other), in spec
+  // order; with every such attribute declared, the released table is a multiset over a public
+  // domain and a federation can integrate it by secure sum.
+  struct ValueColumn {
+    std::string name;
+    int csv_column = -1;
+    std::vector<std::string> values;
+    std::vector<int32_t> codes;  // per record
+  };
+  std::vector<ValueColumn> value_columns;
+  bool all_values_declared = false;  // every released non-QID attribute is in value_columns
+
   int num_classes() const { return static_cast<int>(class_labels.size()); }
+  // Number of value combinations of value_columns (product of their domain sizes).
+  uint64_t ValueCombinations() const;
 };
 
 // Collects the sensitive values the spec's privacy model refers to (LKC sensitive_values and every

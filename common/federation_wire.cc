@@ -47,6 +47,11 @@ fedanon::v1::StatsRequest ToProto(const StatsRequest& request) {
     auto* g = p.add_groups();
     for (NodeIndex n : key) g->add_nodes(n);
   }
+  for (const auto& key : request.released_groups) {
+    auto* g = p.add_released_groups();
+    for (NodeIndex n : key) g->add_nodes(n);
+  }
+  p.set_released_combinations(request.released_combinations);
   return p;
 }
 
@@ -69,18 +74,25 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
     }
     request.node_class_counts.emplace_back(r.attribute(), r.node());
   }
-  for (const auto& g : proto.groups()) {
-    if (static_cast<size_t>(g.nodes_size()) != hier.size()) {
-      return absl::InvalidArgumentError("group key of the wrong width");
-    }
-    std::vector<NodeIndex> key(g.nodes().begin(), g.nodes().end());
-    for (size_t a = 0; a < key.size(); ++a) {
-      if (!node_ok(static_cast<uint32_t>(a), key[a])) {
-        return absl::InvalidArgumentError("group key names an unknown node");
+  auto read_keys = [&](const auto& groups,
+                       std::vector<std::vector<NodeIndex>>* keys) -> absl::Status {
+    for (const auto& g : groups) {
+      if (static_cast<size_t>(g.nodes_size()) != hier.size()) {
+        return absl::InvalidArgumentError("group key of the wrong width");
       }
+      std::vector<NodeIndex> key(g.nodes().begin(), g.nodes().end());
+      for (size_t a = 0; a < key.size(); ++a) {
+        if (!node_ok(static_cast<uint32_t>(a), key[a])) {
+          return absl::InvalidArgumentError("group key names an unknown node");
+        }
+      }
+      keys->push_back(std::move(key));
     }
-    request.group_keys.push_back(std::move(key));
-  }
+    return absl::OkStatus();
+  };
+  if (auto s = read_keys(proto.groups(), &request.group_keys); !s.ok()) return s;
+  if (auto s = read_keys(proto.released_groups(), &request.released_groups); !s.ok()) return s;
+  request.released_combinations = proto.released_combinations();
   return request;
 }
 

@@ -580,6 +580,15 @@ double TopDownSpecializer::DiscernibilityRatio() const {
   return static_cast<double>(sum / (n * n));
 }
 
+std::vector<std::vector<NodeIndex>> TopDownSpecializer::GroupKeys() const {
+  std::vector<std::vector<NodeIndex>> keys;
+  for (size_t g = 0; g < group_alive_.size(); ++g) {
+    if (!group_alive_[g]) continue;
+    keys.emplace_back(keys_.begin() + g * q_, keys_.begin() + (g + 1) * q_);
+  }
+  return keys;
+}
+
 std::vector<std::vector<std::string>> TopDownSpecializer::CutLabels() const {
   std::vector<std::vector<std::string>> out(q_);
   for (int a = 0; a < q_; ++a) {

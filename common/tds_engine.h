@@ -80,6 +80,8 @@ class TopDownSpecializer {
   uint64_t group_count() const { return alive_groups_; }
   uint64_t total_records() const { return total_records_; }
   double DiscernibilityRatio() const;  // sum |T[qid]|^2 / |T|^2 over the full QID
+  // The keys (one node per QID attribute) of the current groups, in creation order.
+  std::vector<std::vector<NodeIndex>> GroupKeys() const;
   // The candidates of the current cut (not yet specialized), valid or not.
   std::vector<CandidateView> Candidates() const;
   // Distinct node labels per attribute among the current groups (the final cut).

@@ -159,6 +159,7 @@ size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes,
     words += stride;
     for (size_t a = 0; a < key.size(); ++a) words += stride * hier[a].FineChildCount(key[a]);
   }
+  words += request.released_groups.size() * request.released_combinations;
   return words;
 }
 
@@ -172,6 +173,23 @@ void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector
     out->insert(out->end(), c.begin(), c.end());
   }
   for (const auto& key : request.group_keys) tips.AppendGroupStats(key, out);
+  for (const auto& key : request.released_groups) {
+    tips.AppendReleasedCounts(key, request.released_combinations, out);
+  }
+}
+
+void Tips::AppendReleasedCounts(const std::vector<NodeIndex>& key, uint64_t combinations,
+                                std::vector<uint64_t>* out) const {
+  const size_t base = out->size();
+  out->resize(base + combinations, 0);
+  if (combinations != data_->ValueCombinations()) return;  // the caller checks the length
+  const int32_t p = FindPartition(key);
+  if (p < 0) return;
+  for (uint32_t r : parts_[p].records) {
+    uint64_t index = 0;
+    for (const auto& vc : data_->value_columns) index = index * vc.values.size() + vc.codes[r];
+    ++(*out)[base + index];
+  }
 }
 
 absl::Status LocalCountSource::Specialize(int attr, NodeIndex node, int c) {

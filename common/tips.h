@@ -38,6 +38,11 @@ class Tips {
   // appends zeros for a key this holder has no partition for.
   void AppendGroupStats(const std::vector<NodeIndex>& key, std::vector<uint64_t>* out) const;
 
+  // Appends, for the partition with `key`, its record count per combination of the declared
+  // values of Dataset::value_columns (zeros if none).
+  void AppendReleasedCounts(const std::vector<NodeIndex>& key, uint64_t combinations,
+                            std::vector<uint64_t>* out) const;
+
   int32_t FindPartition(const std::vector<NodeIndex>& key) const;
   const std::vector<NodeIndex>& key(int32_t p) const { return parts_[p].key; }
   size_t partition_count() const { return parts_.size(); }

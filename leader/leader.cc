@@ -71,6 +71,65 @@ absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
   return absl::OkStatus();
 }
 
+// Rebuilds the released table from the summed counts per (group, value combination), in a
+// random order (OpenSSL CSPRNG), with columns in spec order (the record id excluded).
+absl::StatusOr<std::string> ReleasedTableFromCounts(
+    const fedanon::v1::JobSpec& spec, const common::Dataset& schema,
+    const std::vector<common::AttributeHierarchy>& hier,
+    const std::vector<std::vector<common::NodeIndex>>& groups, const std::vector<uint64_t>& counts) {
+  const uint64_t combos = schema.ValueCombinations();
+  if (counts.size() != groups.size() * combos) {
+    return absl::InternalError("released counts have the wrong length");
+  }
+  // Per released column: a QID index (>= 0) or a value column (-1 - index).
+  std::vector<int> source;
+  std::vector<std::string_view> header;
+  for (const auto& a : spec.attributes()) {
+    if (a.role() == fedanon::v1::ROLE_ID) continue;
+    header.push_back(a.name());
+    int src = 0;
+    bool found = false;
+    for (size_t q = 0; q < schema.qids.size(); ++q) {
+      if (schema.qids[q].name == a.name()) src = static_cast<int>(q), found = true;
+    }
+    for (size_t v = 0; v < schema.value_columns.size() && !found; ++v) {
+      if (schema.value_columns[v].name == a.name()) src = -1 - static_cast<int>(v), found = true;
+    }
+    if (!found) return absl::InternalError("released column without a source");
+    source.push_back(src);
+  }
+  std::vector<std::string> lines;
+  std::vector<std::string_view> row(source.size());
+  std::vector<int32_t> value_index(schema.value_columns.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<std::string> labels(hier.size());
+    for (size_t a = 0; a < hier.size(); ++a) {
+      labels[a] = hier[a].Label(groups[g][a], spec.suppression_token());
+    }
+    for (uint64_t c = 0; c < combos; ++c) {
+      const uint64_t n = counts[g * combos + c];
+      if (n == 0) continue;
+      uint64_t rest = c;
+      for (size_t v = schema.value_columns.size(); v-- > 0;) {
+        const uint64_t size = std::max<uint64_t>(1, schema.value_columns[v].values.size());
+        value_index[v] = static_cast<int32_t>(rest % size);
+        rest /= size;
+      }
+      for (size_t i = 0; i < source.size(); ++i) {
+        row[i] = source[i] >= 0 ? std::string_view(labels[source[i]])
+                                : std::string_view(schema.value_columns[-1 - source[i]]
+                                                       .values[value_index[-1 - source[i]]]);
+      }
+      const std::string line = common::CsvLine(row);
+      for (uint64_t k = 0; k < n; ++k) lines.push_back(line);
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(lines.size()));
+  std::string csv = common::CsvLine(header);
+  for (size_t i : perm) csv += lines[i];
+  return csv;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
@@ -311,11 +370,31 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   };
   ASSIGN_OR_RETURN(auto engine, common::TopDownSpecializer::Create(&schema, &model, &hier, &source,
                                                                     std::move(engine_options)));
+  const double rounds_start = elapsed();
   ASSIGN_OR_RETURN(std::string stop_reason, engine->Run());
   round = static_cast<uint32_t>(engine->steps().size() + 1);
+  const double union_start = elapsed();
 
-  // Integration: secure set union of the local anonymous tables towards the recipient. A
-  // recipient party goes last, so that it only ever sees the complete, shuffled set.
+  // Integration. When every released non-QID attribute has a declared domain, the released
+  // table is a multiset over public values: one more secure sum gives the leader (recipient) the
+  // count of every (group, values) combination and nothing else. Otherwise a secure set union of
+  // the local anonymous tables (rows sealed for the recipient) travels the ring. A recipient
+  // party goes last, so that it only ever sees the complete, shuffled set.
+  constexpr uint64_t kMaxReleasedWords = 50'000'000;
+  const std::vector<std::vector<common::NodeIndex>> final_groups = engine->GroupKeys();
+  const uint64_t combinations = schema.ValueCombinations();
+  if (recipient == options_.name && schema.all_values_declared &&
+      final_groups.size() * combinations <= kMaxReleasedWords) {
+    common::StatsRequest released;
+    released.released_groups = final_groups;
+    released.released_combinations = combinations;
+    ASSIGN_OR_RETURN(std::vector<uint64_t> counts, source.Collect(released));
+    ASSIGN_OR_RETURN(std::string csv, ReleasedTableFromCounts(request.spec(), schema, hier,
+                                                              final_groups, counts));
+    RETURN_IF_ERROR(store_->StoreResult(job_id, csv));
+    return FinishJob(job_id, request, schema, model, *engine, source, stop_reason, round, elapsed,
+                     rounds_start, union_start, ring, timeout);
+  }
   std::vector<std::string> union_ring;
   for (const auto& p : ring) {
     if (p != recipient) union_ring.push_back(p);
@@ -365,6 +444,19 @@ absl::Status Leader::RunJob(const std::string& job_id) {
     RETURN_IF_ERROR(channel_->Call(recipient, msg, timeout).status());
   }
 
+  return FinishJob(job_id, request, schema, model, *engine, source, stop_reason, round, elapsed,
+                   rounds_start, union_start, ring, timeout);
+}
+
+absl::Status Leader::FinishJob(const std::string& job_id,
+                               const fedanon::v1::SubmitJobRequest& request,
+                               const common::Dataset& schema, const common::PrivacyModel& model,
+                               const common::TopDownSpecializer& engine_ref,
+                               const SecureSumCountSource& source, const std::string& stop_reason,
+                               uint32_t round, const std::function<double()>& elapsed,
+                               double rounds_start, double union_start,
+                               const std::vector<std::string>& ring, absl::Duration timeout) {
+  const common::TopDownSpecializer* engine = &engine_ref;
   fedanon::v1::Report report;
   report.set_job_name(request.spec().name());
   report.set_version(common::VersionLine("fedanon-leader"));
@@ -383,8 +475,13 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   report.set_discernibility_ratio(engine->DiscernibilityRatio());
   report.set_constraints_checked(model.constraints.size());
   report.set_stop_reason(stop_reason);
+  (*report.mutable_timings_seconds())["validate"] = rounds_start;
+  (*report.mutable_timings_seconds())["rounds"] = union_start - rounds_start;
+  (*report.mutable_timings_seconds())["union"] = elapsed() - union_start;
   (*report.mutable_timings_seconds())["total"] = elapsed();
-  (*report.mutable_timings_seconds())["secure_sums"] = static_cast<double>(source.stats().collects);
+  report.set_secure_sums(source.stats().collects);
+  report.set_bytes_to_parties(source.stats().bytes_sent);
+  report.set_bytes_from_parties(source.stats().bytes_received);
   RETURN_IF_ERROR(store_->SetReport(job_id, report));
   RETURN_IF_ERROR(store_->SetProgress(job_id, round, "done", elapsed()));
   for (const auto& party : ring) {

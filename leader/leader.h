@@ -12,6 +12,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,11 +21,16 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/dataset.h"
 #include "common/party_channel.h"
+#include "common/privacy_model.h"
+#include "common/tds_engine.h"
 #include "fedanon/v1/federation.pb.h"
 #include "leader/job_store.h"
 
 namespace fedanon::leader {
+
+class SecureSumCountSource;
 
 struct LeaderOptions {
   std::string name = "leader";
@@ -65,6 +71,13 @@ class Leader {
   void WorkerLoop();
   absl::Status RunJob(const std::string& job_id);
   absl::Status CheckCancelled() const;
+  absl::Status FinishJob(const std::string& job_id, const fedanon::v1::SubmitJobRequest& request,
+                         const common::Dataset& schema, const common::PrivacyModel& model,
+                         const common::TopDownSpecializer& engine,
+                         const SecureSumCountSource& source, const std::string& stop_reason,
+                         uint32_t round, const std::function<double()>& elapsed,
+                         double rounds_start, double union_start,
+                         const std::vector<std::string>& ring, absl::Duration timeout);
   void Notify() const;
 
   LeaderOptions options_;

@@ -273,6 +273,11 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
   if (job.counts_collect != step.collect()) {
     // The request travels with the first chunk only; later chunks reuse the counts.
     ASSIGN_OR_RETURN(common::StatsRequest stats_request, FromProto(step.request(), job.hier));
+    if (!stats_request.released_groups.empty() &&
+        (!job.data->all_values_declared ||
+         stats_request.released_combinations != job.data->ValueCombinations())) {
+      return absl::InvalidArgumentError("released counts requested over an undeclared domain");
+    }
     job.counts.clear();
     common::AppendLocalStats(*job.tips, stats_request, &job.counts);
     job.counts_collect = step.collect();

@@ -24,16 +24,16 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-// The mohammed2010 §6 setting with the domains a federation needs declared (fnlwgt is passed
-// through to keep the public grids small).
+// The mohammed2010 §6 setting with the domains a federation needs declared; fnlwgt (a near-unique
+// weight, not a quasi-identifier anyone links on) is left out of the release, which also lets the
+// integration run as a secure sum over the declared value domains.
 constexpr char kSpec[] = R"(name: adult-horizontal
 attributes:
   - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1}
   - {name: workclass, role: qid, taxonomy: workclass.csv}
-  - {name: fnlwgt, role: other}
   - {name: education, role: qid, taxonomy: education.csv}
   - {name: education-num, role: qid, type: continuous, range: [0, 20], precision: 1}
-  - {name: marital-status, role: sensitive}
+  - {name: marital-status, role: sensitive, values: [Married-civ-spouse, Divorced, Never-married, Separated, Widowed, Married-spouse-absent, Married-AF-spouse]}
   - {name: occupation, role: qid, taxonomy: occupation.csv}
   - {name: relationship, role: qid, taxonomy: relationship.csv}
   - {name: race, role: qid, taxonomy: race.csv}
