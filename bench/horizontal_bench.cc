@@ -63,8 +63,8 @@ int main(int argc, char** argv) {
   using namespace fedanon;
   const uint64_t rows = argc > 1 ? std::stoull(argv[1]) : 1000000;
   const int parties = argc > 2 ? std::stoi(argv[2]) : 3;
-  const std::string dir = std::filesystem::temp_directory_path() /
-                          ("fedanon-hbench-" + std::to_string(::getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("fedanon-hbench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   common::DatagenOptions gen;
   gen.rows = rows;
@@ -72,9 +72,7 @@ int main(int argc, char** argv) {
   gen.out_dir = dir + "/data";
   gen.parties = parties;
   if (auto s = common::GenerateDataset(gen); !s.ok()) return Fail(s.status());
-  {
-    std::ofstream(dir + "/data/horizontal.yaml") << kSpec;
-  }
+  { std::ofstream(dir + "/data/horizontal.yaml") << kSpec; }
 
   // Centralized on the union.
   common::AnonymizeOptions central;
@@ -145,8 +143,9 @@ int main(int argc, char** argv) {
   const auto& r = done.report();
   const auto& t = r.timings_seconds();
   const double rounds = t.count("rounds") ? t.at("rounds") : 0;
-  std::printf("horizontal federation, %d parties, %llu records, L=4 K=20 C=1 (in-process channel)\n",
-              parties, static_cast<unsigned long long>(rows));
+  std::printf(
+      "horizontal federation, %d parties, %llu records, L=4 K=20 C=1 (in-process channel)\n",
+      parties, static_cast<unsigned long long>(rows));
   std::printf("  centralized on the union   %8.2f s  (%d specializations)\n", central_s,
               creport->steps_size());
   std::printf("  federated job              %8.2f s  (%d specializations, %.2fx centralized)\n",
@@ -155,11 +154,11 @@ int main(int argc, char** argv) {
   std::printf("    rounds                   %8.2f s  (%.1f ms per round)\n", rounds,
               r.steps_size() ? 1000 * rounds / r.steps_size() : 0);
   std::printf("    secure union             %8.2f s\n", t.count("union") ? t.at("union") : 0);
-  std::printf("  secure sums %llu, bytes to parties %.1f MB, from parties %.1f MB (%.1f KB per round)\n",
-              static_cast<unsigned long long>(r.secure_sums()), r.bytes_to_parties() / 1e6,
-              r.bytes_from_parties() / 1e6,
-              r.steps_size() ? (r.bytes_to_parties() + r.bytes_from_parties()) / 1e3 / r.steps_size()
-                             : 0);
+  std::printf(
+      "  secure sums %llu, bytes to parties %.1f MB, from parties %.1f MB (%.1f KB per round)\n",
+      static_cast<unsigned long long>(r.secure_sums()), r.bytes_to_parties() / 1e6,
+      r.bytes_from_parties() / 1e6,
+      r.steps_size() ? (r.bytes_to_parties() + r.bytes_from_parties()) / 1e3 / r.steps_size() : 0);
   std::filesystem::remove_all(dir);
   return 0;
 }

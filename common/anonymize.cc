@@ -53,10 +53,9 @@ absl::StatusOr<std::unique_ptr<CsvWriter>> WriteOutput(const fedanon::v1::JobSpe
   std::vector<std::string_view> header;
   for (int c : columns) header.push_back(data.header[c]);
   writer->WriteRow(header);
-  RETURN_IF_ERROR(ForEachReleasedRow(spec, data, tips, hier, columns,
-                                     [&](const std::vector<std::string_view>& row) {
-                                       writer->WriteRow(row);
-                                     }));
+  RETURN_IF_ERROR(
+      ForEachReleasedRow(spec, data, tips, hier, columns,
+                         [&](const std::vector<std::string_view>& row) { writer->WriteRow(row); }));
   return writer;
 }
 
@@ -121,19 +120,7 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   (*report.mutable_timings_seconds())["write"] = SecondsSince(write_start);
 
   report.set_records_out(data.num_records);
-  report.set_groups(engine->group_count());
-  for (const auto& step : engine->steps()) *report.add_steps() = step;
-  const auto cut = engine->CutLabels();
-  for (size_t a = 0; a < cut.size(); ++a) {
-    auto* ac = report.add_cut();
-    ac->set_attribute(data.qids[a].name);
-    for (const auto& l : cut[a]) ac->add_values(l);
-  }
-  report.set_smallest_group(engine->smallest_group());
-  report.set_largest_confidence(engine->largest_confidence());
-  report.set_discernibility_ratio(engine->DiscernibilityRatio());
-  report.set_constraints_checked(model.constraints.size());
-  report.set_stop_reason(stop_reason);
+  engine->FillReport(stop_reason, &report);
   (*report.mutable_timings_seconds())["total"] = SecondsSince(start);
   // The report first, the table last: if the report cannot be written, the table's temporary
   // file is removed by the writer's destructor; if the table cannot be committed, the report is

@@ -38,8 +38,8 @@ struct StatsRequest {
 };
 
 // Number of words the answer to `request` has.
-size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes,
-                   size_t num_tracked, const StatsRequest& request);
+size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes, size_t num_tracked,
+                   const StatsRequest& request);
 // Appends one holder's answer to `request` computed from its TIPS.
 void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector<uint64_t>* out);
 

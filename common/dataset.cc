@@ -93,9 +93,9 @@ absl::StatusOr<Dataset> BuildSchema(const JobSpec& spec, LoadTaxonomy load_taxon
         col.range_hi = a.range(1);
         const double cells = std::ceil((col.range_hi - col.range_lo) / col.precision);
         if (!(cells >= 1) || cells > 50'000'000) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "attribute '", a.name(), "': range / precision gives ", cells,
-              " grid points; between 1 and 50,000,000 are supported"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("attribute '", a.name(), "': range / precision gives ", cells,
+                           " grid points; between 1 and 50,000,000 are supported"));
         }
         col.sorted_values.resize(static_cast<size_t>(cells));
         for (size_t i = 0; i < col.sorted_values.size(); ++i) {
@@ -112,9 +112,9 @@ absl::StatusOr<Dataset> BuildSchema(const JobSpec& spec, LoadTaxonomy load_taxon
         col.values.assign(a.values().begin(), a.values().end());
         col.values_declared = true;
       } else if (require_public) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "attribute '", a.name(),
-            "' has no taxonomy, so a federated job needs its `values` listed"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("attribute '", a.name(),
+                         "' has no taxonomy, so a federated job needs its `values` listed"));
       }
     }
     ds.qids.push_back(std::move(col));
@@ -142,8 +142,8 @@ absl::StatusOr<std::vector<TrackedSensitive>> TrackedSensitiveValues(const JobSp
     for (const auto& v : c.sensitive_values()) add(attr, v);
   }
   if (out.size() > 64) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the privacy model names ", out.size(), " sensitive values; at most 64 are supported"));
+    return absl::InvalidArgumentError(absl::StrCat("the privacy model names ", out.size(),
+                                                   " sensitive values; at most 64 are supported"));
   }
   return out;
 }
@@ -154,8 +154,8 @@ uint64_t Dataset::ValueCombinations() const {
   return n;
 }
 
-absl::StatusOr<Dataset> BuildPublicSchema(const JobSpec& spec,
-                                          const std::map<std::string, std::string>& taxonomy_texts) {
+absl::StatusOr<Dataset> BuildPublicSchema(
+    const JobSpec& spec, const std::map<std::string, std::string>& taxonomy_texts) {
   return BuildSchema(
       spec,
       [&](const Attribute& a) -> absl::StatusOr<Taxonomy> {
@@ -175,10 +175,10 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
   if (schema != nullptr) {
     ds = *schema;
   } else {
-    ASSIGN_OR_RETURN(ds, BuildSchema(
-                             spec,
-                             [](const Attribute& a) { return Taxonomy::LoadArx(a.taxonomy(), a.name()); },
-                             /*require_public=*/false));
+    ASSIGN_OR_RETURN(
+        ds, BuildSchema(
+                spec, [](const Attribute& a) { return Taxonomy::LoadArx(a.taxonomy(), a.name()); },
+                /*require_public=*/false));
   }
   ds.source_path = csv_path;
   ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(csv_path));
@@ -189,9 +189,8 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
   for (size_t i = 0; i < fields.size(); ++i) {
     ds.header.emplace_back(fields[i]);
     if (!column_of.emplace(std::string(fields[i]), static_cast<int>(i)).second) {
-      return absl::InvalidArgumentError(absl::StrCat(csv_path, ":1: column '",
-                                                     std::string(fields[i]),
-                                                     "' appears twice in the header"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          csv_path, ":1: column '", std::string(fields[i]), "' appears twice in the header"));
     }
   }
   const size_t width = ds.header.size();
@@ -232,8 +231,8 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
     const auto& t = ds.tracked[bit];
     auto it = column_of.find(t.attribute);
     if (it == column_of.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("sensitive attribute '", t.attribute,
-                                                     "' is not a column of ", csv_path));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sensitive attribute '", t.attribute, "' is not a column of ", csv_path));
     }
     auto sc = std::find_if(sensitive_columns.begin(), sensitive_columns.end(),
                            [&](const SensitiveColumn& s) { return s.column == it->second; });
@@ -386,14 +385,14 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
   for (size_t v = 0; v < ds.value_columns.size(); ++v) {
     if (!unknown_values[v].empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "attribute '", ds.value_columns[v].name, "': values not among its declared values: ",
-          FormatUnknownValues(unknown_values[v])));
+          "attribute '", ds.value_columns[v].name,
+          "': values not among its declared values: ", FormatUnknownValues(unknown_values[v])));
     }
   }
   if (!unknown_classes.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("class attribute '", class_name, "': values not among its declared values: ",
-                     FormatUnknownValues(unknown_classes)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "class attribute '", class_name,
+        "': values not among its declared values: ", FormatUnknownValues(unknown_classes)));
   }
 
   for (size_t q = 0; q < ds.qids.size(); ++q) {

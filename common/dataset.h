@@ -52,7 +52,7 @@ struct Dataset {
 
   int class_column = -1;                  // csv column of the class attribute, -1 if none
   std::vector<std::string> class_labels;  // class index -> label (order of first appearance)
-  bool class_declared = false;           // class_labels come from the spec (fixed order)
+  bool class_declared = false;            // class_labels come from the spec (fixed order)
   std::vector<uint16_t> class_codes;      // per record
 
   std::vector<TrackedSensitive> tracked;  // bit i of sensitive_bits <-> tracked[i]
@@ -89,8 +89,7 @@ absl::StatusOr<Dataset> LoadDataset(const fedanon::v1::JobSpec& spec, const std:
 // The public part of a job's encoding, with no records: taxonomies (parsed from `taxonomy_texts`,
 // attribute name -> ARX file content), the declared domains of class and suppression attributes,
 // and the grid of continuous attributes. Federated jobs require every domain to be declared.
-absl::StatusOr<Dataset> BuildPublicSchema(
-    const fedanon::v1::JobSpec& spec,
-    const std::map<std::string, std::string>& taxonomy_texts);
+absl::StatusOr<Dataset> BuildPublicSchema(const fedanon::v1::JobSpec& spec,
+                                          const std::map<std::string, std::string>& taxonomy_texts);
 
 }  // namespace fedanon::common

@@ -62,8 +62,7 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
     return a < hier.size() && n >= 0 && static_cast<size_t>(n) < hier[a].size();
   };
   for (const auto& r : proto.rank_histograms()) {
-    if (!node_ok(r.attribute(), r.node()) ||
-        hier[r.attribute()].kind() != QidKind::kContinuous) {
+    if (!node_ok(r.attribute(), r.node()) || hier[r.attribute()].kind() != QidKind::kContinuous) {
       return absl::InvalidArgumentError("rank histogram of an unknown interval");
     }
     request.rank_histograms.emplace_back(r.attribute(), r.node());

@@ -8,9 +8,7 @@ namespace fedanon::common {
 std::vector<int> ReleasedColumns(const fedanon::v1::JobSpec& spec, const Dataset& data,
                                  bool spec_order) {
   std::vector<int> out;
-  auto released = [](const fedanon::v1::Attribute& a) {
-    return a.role() != fedanon::v1::ROLE_ID;
-  };
+  auto released = [](const fedanon::v1::Attribute& a) { return a.role() != fedanon::v1::ROLE_ID; };
   if (spec_order) {
     for (const auto& a : spec.attributes()) {
       if (!released(a)) continue;
@@ -59,7 +57,8 @@ absl::Status ForEachReleasedRow(
       return absl::InternalError("the input changed while anonymizing");
     }
     if (!data.kept[line++]) continue;
-    if (record >= data.num_records) return absl::InternalError("the input changed while anonymizing");
+    if (record >= data.num_records)
+      return absl::InternalError("the input changed while anonymizing");
     row.clear();
     const int32_t p = part_of[record++];
     for (int c : columns) {

@@ -21,9 +21,9 @@ std::vector<int> ReleasedColumns(const fedanon::v1::JobSpec& spec, const Dataset
                                  bool spec_order);
 
 // Calls `emit` once per kept record with its released values for `columns`.
-absl::Status ForEachReleasedRow(const fedanon::v1::JobSpec& spec, const Dataset& data,
-                                const Tips& tips, const std::vector<AttributeHierarchy>& hier,
-                                const std::vector<int>& columns,
-                                const std::function<void(const std::vector<std::string_view>&)>& emit);
+absl::Status ForEachReleasedRow(
+    const fedanon::v1::JobSpec& spec, const Dataset& data, const Tips& tips,
+    const std::vector<AttributeHierarchy>& hier, const std::vector<int>& columns,
+    const std::function<void(const std::vector<std::string_view>&)>& emit);
 
 }  // namespace fedanon::common

@@ -117,9 +117,8 @@ absl::Status TopDownSpecializer::DecideSplits(const std::vector<std::pair<int, N
     if (pos + words > hist.size()) return absl::InternalError("rank histograms are truncated");
     std::vector<uint64_t> one(hist.begin() + pos, hist.begin() + pos + words);
     pos += words;
-    const int32_t split =
-        ChooseSplitRank(one, num_classes_, node.rank_lo, data_->class_column >= 0 ||
-                                                             data_->class_declared);
+    const int32_t split = ChooseSplitRank(one, num_classes_, node.rank_lo,
+                                          data_->class_column >= 0 || data_->class_declared);
     h.SetSplit(n, split);
     RETURN_IF_ERROR(source_->Split(a, n, split));
   }
@@ -229,7 +228,7 @@ absl::Status TopDownSpecializer::Initialize() {
 }
 
 absl::Status TopDownSpecializer::AddCandidates(int attr, NodeIndex node,
-                                              const std::vector<uint64_t>& fine_counts) {
+                                               const std::vector<uint64_t>& fine_counts) {
   const AttributeHierarchy& h = (*hier_)[attr];
   const int count = h.CandidateCount(node);
   if (count == 0) return absl::OkStatus();
@@ -578,6 +577,23 @@ double TopDownSpecializer::DiscernibilityRatio() const {
   }
   const long double n = static_cast<long double>(total_records_);
   return static_cast<double>(sum / (n * n));
+}
+
+void TopDownSpecializer::FillReport(const std::string& stop_reason,
+                                    fedanon::v1::Report* report) const {
+  report->set_groups(group_count());
+  for (const auto& step : steps_) *report->add_steps() = step;
+  const auto cut = CutLabels();
+  for (size_t a = 0; a < cut.size(); ++a) {
+    auto* ac = report->add_cut();
+    ac->set_attribute(data_->qids[a].name);
+    for (const auto& l : cut[a]) ac->add_values(l);
+  }
+  report->set_smallest_group(smallest_group());
+  report->set_largest_confidence(largest_confidence());
+  report->set_discernibility_ratio(DiscernibilityRatio());
+  report->set_constraints_checked(model_->constraints.size());
+  report->set_stop_reason(stop_reason);
 }
 
 std::vector<std::vector<NodeIndex>> TopDownSpecializer::GroupKeys() const {

@@ -80,6 +80,9 @@ class TopDownSpecializer {
   uint64_t group_count() const { return alive_groups_; }
   uint64_t total_records() const { return total_records_; }
   double DiscernibilityRatio() const;  // sum |T[qid]|^2 / |T|^2 over the full QID
+  // Fills the result part of a report: steps, cut, groups, smallest group, largest confidence,
+  // discernibility ratio, constraints checked and the stop reason.
+  void FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const;
   // The keys (one node per QID attribute) of the current groups, in creation order.
   std::vector<std::vector<NodeIndex>> GroupKeys() const;
   // The candidates of the current cut (not yet specialized), valid or not.

@@ -144,8 +144,8 @@ void Tips::AppendGroupStats(const std::vector<NodeIndex>& key, std::vector<uint6
   }
 }
 
-size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes,
-                   size_t num_tracked, const StatsRequest& request) {
+size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes, size_t num_tracked,
+                   const StatsRequest& request) {
   const size_t nc = std::max(1, num_classes);
   const size_t stride = 1 + num_tracked;
   size_t words = 0;

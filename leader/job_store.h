@@ -52,8 +52,8 @@ class JobStore {
   absl::StatusOr<fedanon::v1::SubmitJobRequest> Request(const std::string& job_id) const;
   absl::StatusOr<std::vector<fedanon::v1::JobInfo>> List() const;  // newest first
 
-  absl::Status Audit(const std::string& job_id, const std::string& actor,
-                     const std::string& action, const std::string& detail = "");
+  absl::Status Audit(const std::string& job_id, const std::string& actor, const std::string& action,
+                     const std::string& detail = "");
   absl::StatusOr<std::vector<AuditEntry>> AuditTrail(const std::string& job_id) const;
 
   // Marks every job in SUBMITTED, VALIDATING or RUNNING as FAILED with reason

@@ -76,7 +76,8 @@ absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
 absl::StatusOr<std::string> ReleasedTableFromCounts(
     const fedanon::v1::JobSpec& spec, const common::Dataset& schema,
     const std::vector<common::AttributeHierarchy>& hier,
-    const std::vector<std::vector<common::NodeIndex>>& groups, const std::vector<uint64_t>& counts) {
+    const std::vector<std::vector<common::NodeIndex>>& groups,
+    const std::vector<uint64_t>& counts) {
   const uint64_t combos = schema.ValueCombinations();
   if (counts.size() != groups.size() * combos) {
     return absl::InternalError("released counts have the wrong length");
@@ -116,9 +117,11 @@ absl::StatusOr<std::string> ReleasedTableFromCounts(
         rest /= size;
       }
       for (size_t i = 0; i < source.size(); ++i) {
-        row[i] = source[i] >= 0 ? std::string_view(labels[source[i]])
-                                : std::string_view(schema.value_columns[-1 - source[i]]
-                                                       .values[value_index[-1 - source[i]]]);
+        row[i] =
+            source[i] >= 0
+                ? std::string_view(labels[source[i]])
+                : std::string_view(
+                      schema.value_columns[-1 - source[i]].values[value_index[-1 - source[i]]]);
       }
       const std::string line = common::CsvLine(row);
       for (uint64_t k = 0; k < n; ++k) lines.push_back(line);
@@ -212,8 +215,8 @@ absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::str
 
 absl::StatusOr<JobInfo> Leader::WaitForChange(const std::string& job_id, const JobInfo& last,
                                               absl::Duration timeout) const {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout));
   while (true) {
     ASSIGN_OR_RETURN(JobInfo info, store_->Get(job_id));
     if (info.state() != last.state() || info.round() != last.round() ||
@@ -230,9 +233,8 @@ absl::StatusOr<JobInfo> Leader::WaitForChange(const std::string& job_id, const J
 absl::StatusOr<std::string> Leader::Result(const std::string& job_id) const {
   ASSIGN_OR_RETURN(JobInfo info, store_->Get(job_id));
   if (info.state() != fedanon::v1::JOB_STATE_DONE) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job ", job_id, " has no result (state ",
-                     fedanon::v1::JobState_Name(info.state()), ")"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " has no result (state ", fedanon::v1::JobState_Name(info.state()), ")"));
   }
   if (!info.recipient().empty() && info.recipient() != options_.name) {
     return absl::NotFoundError(absl::StrCat("the integrated table of job ", job_id,
@@ -338,11 +340,12 @@ absl::Status Leader::RunJob(const std::string& job_id) {
       return absl::InternalError(absl::StrCat("party '", party, "' did not prepare the job"));
     }
     if (reply.prepared().digest() != expected_digest) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "party '", party, "' loaded a different job (its schema or taxonomies differ from the "
-                            "submitted ones; digest ",
-          crypto::ToHex(reply.prepared().digest()).substr(0, 16), " vs ",
-          crypto::ToHex(expected_digest).substr(0, 16), ")"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("party '", party,
+                       "' loaded a different job (its schema or taxonomies differ from the "
+                       "submitted ones; digest ",
+                       crypto::ToHex(reply.prepared().digest()).substr(0, 16), " vs ",
+                       crypto::ToHex(expected_digest).substr(0, 16), ")"));
     }
   }
 
@@ -362,14 +365,14 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   engine_options.suppression_token = request.spec().suppression_token();
   engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
     round = step.round();
-    (void)store_->SetProgress(job_id, step.round(), absl::StrCat(step.attribute(), " ", step.value()),
-                              elapsed());
+    (void)store_->SetProgress(job_id, step.round(),
+                              absl::StrCat(step.attribute(), " ", step.value()), elapsed());
     spdlog::info("job={} round={} specialized {} {} ({} groups)", job_id, step.round(),
                  step.attribute(), step.value(), groups);
     Notify();
   };
   ASSIGN_OR_RETURN(auto engine, common::TopDownSpecializer::Create(&schema, &model, &hier, &source,
-                                                                    std::move(engine_options)));
+                                                                   std::move(engine_options)));
   const double rounds_start = elapsed();
   ASSIGN_OR_RETURN(std::string stop_reason, engine->Run());
   round = static_cast<uint32_t>(engine->steps().size() + 1);
@@ -389,11 +392,11 @@ absl::Status Leader::RunJob(const std::string& job_id) {
     released.released_groups = final_groups;
     released.released_combinations = combinations;
     ASSIGN_OR_RETURN(std::vector<uint64_t> counts, source.Collect(released));
-    ASSIGN_OR_RETURN(std::string csv, ReleasedTableFromCounts(request.spec(), schema, hier,
-                                                              final_groups, counts));
+    ASSIGN_OR_RETURN(std::string csv,
+                     ReleasedTableFromCounts(request.spec(), schema, hier, final_groups, counts));
     RETURN_IF_ERROR(store_->StoreResult(job_id, csv));
-    return FinishJob(job_id, request, schema, model, *engine, source, stop_reason, round, elapsed,
-                     rounds_start, union_start, ring, timeout);
+    return FinishJob(job_id, request, *engine, source, stop_reason, round, elapsed, rounds_start,
+                     union_start, ring, timeout);
   }
   std::vector<std::string> union_ring;
   for (const auto& p : ring) {
@@ -414,8 +417,7 @@ absl::Status Leader::RunJob(const std::string& job_id) {
     *step->mutable_list() = carried;
     step->set_recipient(recipient);
     step->set_next(i + 1 < union_ring.size() ? union_ring[i + 1] : recipient);
-    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply,
-                     channel_->Call(union_ring[i], msg, timeout));
+    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(union_ring[i], msg, timeout));
     if (!reply.has_union_step() || !reply.union_step().has_list()) {
       return absl::InternalError(absl::StrCat("party '", union_ring[i], "' sent no union reply"));
     }
@@ -444,13 +446,12 @@ absl::Status Leader::RunJob(const std::string& job_id) {
     RETURN_IF_ERROR(channel_->Call(recipient, msg, timeout).status());
   }
 
-  return FinishJob(job_id, request, schema, model, *engine, source, stop_reason, round, elapsed,
-                   rounds_start, union_start, ring, timeout);
+  return FinishJob(job_id, request, *engine, source, stop_reason, round, elapsed, rounds_start,
+                   union_start, ring, timeout);
 }
 
 absl::Status Leader::FinishJob(const std::string& job_id,
                                const fedanon::v1::SubmitJobRequest& request,
-                               const common::Dataset& schema, const common::PrivacyModel& model,
                                const common::TopDownSpecializer& engine_ref,
                                const SecureSumCountSource& source, const std::string& stop_reason,
                                uint32_t round, const std::function<double()>& elapsed,
@@ -462,19 +463,7 @@ absl::Status Leader::FinishJob(const std::string& job_id,
   report.set_version(common::VersionLine("fedanon-leader"));
   report.set_records_in(engine->total_records());
   report.set_records_out(engine->total_records());
-  report.set_groups(engine->group_count());
-  for (const auto& step : engine->steps()) *report.add_steps() = step;
-  const auto cut = engine->CutLabels();
-  for (size_t a = 0; a < cut.size(); ++a) {
-    auto* ac = report.add_cut();
-    ac->set_attribute(schema.qids[a].name);
-    for (const auto& l : cut[a]) ac->add_values(l);
-  }
-  report.set_smallest_group(engine->smallest_group());
-  report.set_largest_confidence(engine->largest_confidence());
-  report.set_discernibility_ratio(engine->DiscernibilityRatio());
-  report.set_constraints_checked(model.constraints.size());
-  report.set_stop_reason(stop_reason);
+  engine->FillReport(stop_reason, &report);
   (*report.mutable_timings_seconds())["validate"] = rounds_start;
   (*report.mutable_timings_seconds())["rounds"] = union_start - rounds_start;
   (*report.mutable_timings_seconds())["union"] = elapsed() - union_start;

@@ -34,11 +34,11 @@ class SecureSumCountSource;
 
 struct LeaderOptions {
   std::string name = "leader";
-  std::string data_dir;                           // job store and results
+  std::string data_dir;  // job store and results
   absl::Duration round_timeout = absl::Seconds(60);
-  std::string ca_pem;                             // the federation CA (verifies seal certs)
-  std::string seal_cert_pem;                      // the leader's sealing certificate
-  std::string seal_key_pem;                       // and key (opens the union when recipient)
+  std::string ca_pem;         // the federation CA (verifies seal certs)
+  std::string seal_cert_pem;  // the leader's sealing certificate
+  std::string seal_key_pem;   // and key (opens the union when recipient)
   // Sealing certificates of the parties, by name (from their bundles or announced on connect).
   // Parties present their own in PrepareResult too; see party/party_agent.h.
 };
@@ -72,7 +72,6 @@ class Leader {
   absl::Status RunJob(const std::string& job_id);
   absl::Status CheckCancelled() const;
   absl::Status FinishJob(const std::string& job_id, const fedanon::v1::SubmitJobRequest& request,
-                         const common::Dataset& schema, const common::PrivacyModel& model,
                          const common::TopDownSpecializer& engine,
                          const SecureSumCountSource& source, const std::string& stop_reason,
                          uint32_t round, const std::function<double()>& elapsed,

@@ -9,11 +9,12 @@
 
 namespace fedanon::leader {
 
-SecureSumCountSource::SecureSumCountSource(
-    common::PartyChannel* channel, std::string job_id, std::vector<std::string> ring,
-    absl::Duration timeout, const std::vector<common::AttributeHierarchy>* hier, int num_classes,
-    size_t num_tracked, std::function<uint32_t()> round, std::function<absl::Status()> check,
-    size_t chunk_words)
+SecureSumCountSource::SecureSumCountSource(common::PartyChannel* channel, std::string job_id,
+                                           std::vector<std::string> ring, absl::Duration timeout,
+                                           const std::vector<common::AttributeHierarchy>* hier,
+                                           int num_classes, size_t num_tracked,
+                                           std::function<uint32_t()> round,
+                                           std::function<absl::Status()> check, size_t chunk_words)
     : channel_(channel),
       job_id_(std::move(job_id)),
       ring_(std::move(ring)),
@@ -94,8 +95,8 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
       carried = reply->sum_step();
       const bool last = i + 1 == ring_.size();
       if (last != carried.has_masked()) {
-        return absl::InternalError(absl::StrCat("party '", ring_[i],
-                                                "' answered the secure sum in the wrong form"));
+        return absl::InternalError(
+            absl::StrCat("party '", ring_[i], "' answered the secure sum in the wrong form"));
       }
     }
     ASSIGN_OR_RETURN(std::vector<uint64_t> total, common::DecodeWords(carried.masked()));

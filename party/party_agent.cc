@@ -50,7 +50,8 @@ crypto::SealContext UnionListContext(const std::string& job_id, uint64_t round,
 
 // Runs fn(i) for i in [0, n) on all cores; returns the first error.
 absl::Status ParallelFor(size_t n, const std::function<absl::Status(size_t)>& fn) {
-  const size_t threads = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), 8));
+  const size_t threads =
+      std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), 8));
   std::vector<absl::Status> status(threads);
   std::vector<std::thread> pool;
   for (size_t t = 0; t < threads; ++t) {
@@ -178,9 +179,9 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
         if (!text.ok()) {
           spdlog::error("job={} cannot read taxonomy {}: {}", job->job_id, path,
                         std::string(text.status().message()));
-          return absl::FailedPreconditionError(absl::StrCat(
-              "party '", options_.name, "' cannot read the taxonomy of attribute '", a.name(),
-              "' (details in the party's log)"));
+          return absl::FailedPreconditionError(
+              absl::StrCat("party '", options_.name, "' cannot read the taxonomy of attribute '",
+                           a.name(), "' (details in the party's log)"));
         }
         texts[a.name()] = *text;
       }
@@ -189,9 +190,9 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
         return absl::FailedPreconditionError(
             absl::StrCat("party '", options_.name, "': ", schema.status().message()));
       }
-      const std::string table = Resolve(
-          options_.data_dir, request.prepare().data_path().empty() ? options_.default_data_path
-                                                                   : request.prepare().data_path());
+      const std::string table = Resolve(options_.data_dir, request.prepare().data_path().empty()
+                                                               ? options_.default_data_path
+                                                               : request.prepare().data_path());
       auto data = common::LoadDataset(job->spec, table, &*schema);
       if (!data.ok()) {
         // The detailed message may quote raw values: it stays in the party's log.
@@ -226,20 +227,19 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
   }
 }
 
-absl::Status PartyAgent::ApplyUpdates(const google::protobuf::RepeatedPtrField<
-                                      fedanon::v1::StateUpdate>& updates) {
+absl::Status PartyAgent::ApplyUpdates(
+    const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates) {
   JobState& job = *job_;
   for (const auto& u : updates) {
     if (u.sequence() < job.applied_updates) continue;
     if (u.sequence() != job.applied_updates) {
-      return absl::FailedPreconditionError(absl::StrCat("state update ", u.sequence(),
-                                                        " arrived before ", job.applied_updates));
+      return absl::FailedPreconditionError(
+          absl::StrCat("state update ", u.sequence(), " arrived before ", job.applied_updates));
     }
     if (u.has_instruction()) {
       const auto& in = u.instruction();
-      if (in.attribute() >= job.hier.size() ||
-          in.node() < 0 || static_cast<size_t>(in.node()) >= job.hier[in.attribute()].size() ||
-          in.candidate() < 0 ||
+      if (in.attribute() >= job.hier.size() || in.node() < 0 ||
+          static_cast<size_t>(in.node()) >= job.hier[in.attribute()].size() || in.candidate() < 0 ||
           in.candidate() >= job.hier[in.attribute()].CandidateCount(in.node())) {
         return absl::InvalidArgumentError("instruction names no candidate of the current cut");
       }
@@ -301,9 +301,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
       acc.size() > job.counts.size() - step.chunk_offset()) {
     return absl::InvalidArgumentError("secure-sum chunk lies outside the vector");
   }
-  RETURN_IF_ERROR(crypto::AddInPlace(
-      absl::MakeSpan(acc),
-      absl::MakeConstSpan(job.counts.data() + step.chunk_offset(), acc.size())));
+  RETURN_IF_ERROR(
+      crypto::AddInPlace(absl::MakeSpan(acc),
+                         absl::MakeConstSpan(job.counts.data() + step.chunk_offset(), acc.size())));
   PartyMessage reply;
   const std::string output = EncodeWords(acc);
   if (step.next().empty()) {
@@ -363,7 +363,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
   // Our released rows, each sealed on its own for the recipient (no two rows share a key, so the
   // recipient cannot tell which rows came from the same party), added to the set and shuffled.
   std::vector<std::string> lines;
-  const std::vector<int> columns = common::ReleasedColumns(job.spec, *job.data, /*spec_order=*/true);
+  const std::vector<int> columns =
+      common::ReleasedColumns(job.spec, *job.data, /*spec_order=*/true);
   RETURN_IF_ERROR(common::ForEachReleasedRow(
       job.spec, *job.data, *job.tips, job.hier, columns,
       [&](const std::vector<std::string_view>& row) { lines.push_back(CsvLine(row)); }));
@@ -377,11 +378,10 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
     return absl::OkStatus();
   }));
   RETURN_IF_ERROR(ShuffleRows(list.mutable_rows()));
-  ASSIGN_OR_RETURN(std::string sealed,
-                   crypto::Seal(*next->second,
-                                UnionListContext(job.job_id, request.round(), options_.name,
-                                                 step.next()),
-                                list.SerializeAsString()));
+  ASSIGN_OR_RETURN(std::string sealed, crypto::Seal(*next->second,
+                                                    UnionListContext(job.job_id, request.round(),
+                                                                     options_.name, step.next()),
+                                                    list.SerializeAsString()));
   auto* payload = out->mutable_list();
   payload->set_sender(options_.name);
   payload->set_receiver(step.next());

@@ -17,12 +17,12 @@
 namespace fedanon::party {
 
 struct PartyAgentOptions {
-  std::string name;                // this party's identity (as in its certificate)
-  std::string data_dir;            // tables and taxonomies; relative paths resolve here
-  std::string default_data_path;   // the table used when a job names none (relative to data_dir)
-  std::string output_dir;          // where integrated tables land when this party is recipient
-  std::string ca_pem;              // the federation CA (verifies other parties' seal certs)
-  std::string seal_cert_pem;       // this party's sealing certificate and key
+  std::string name;               // this party's identity (as in its certificate)
+  std::string data_dir;           // tables and taxonomies; relative paths resolve here
+  std::string default_data_path;  // the table used when a job names none (relative to data_dir)
+  std::string output_dir;         // where integrated tables land when this party is recipient
+  std::string ca_pem;             // the federation CA (verifies other parties' seal certs)
+  std::string seal_cert_pem;      // this party's sealing certificate and key
   std::string seal_key_pem;
 };
 

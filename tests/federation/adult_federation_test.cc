@@ -56,7 +56,8 @@ TEST_P(AdultFederation, EqualsCentralizedOnTheUnion) {
   }
   const int parties = GetParam();
   std::map<std::string, std::string> taxonomies;
-  for (const char* attr : {"workclass", "education", "occupation", "race", "sex", "native-country"}) {
+  for (const char* attr :
+       {"workclass", "education", "occupation", "race", "sex", "native-country"}) {
     taxonomies[absl::StrCat(attr, ".csv")] =
         Slurp(absl::StrCat(AdultDir(), "/arx-hierarchies/adult_hierarchy_", attr, ".csv"));
   }
@@ -75,8 +76,8 @@ TEST_P(AdultFederation, EqualsCentralizedOnTheUnion) {
   for (auto& p : parts) p.header = table.header;
   for (size_t r = 0; r < table.rows.size(); ++r) parts[r % parties].rows.push_back(table.rows[r]);
   for (int p = 0; p < parties; ++p) files[p]["table.csv"] = ToCsv(parts[p]);
-  ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(absl::StrCat("adult_fed_", parties),
-                                                             files));
+  ASSERT_OK_AND_ASSIGN(auto fed,
+                       InProcessFederation::Create(absl::StrCat("adult_fed_", parties), files));
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(kSpec, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;

@@ -87,10 +87,12 @@ struct InProcessFederation {
 };
 
 // Rows of a CSV text as a sorted multiset, with columns put in `columns` order.
-inline std::vector<std::string> RowsByColumns(const Table& t, const std::vector<std::string>& columns) {
+inline std::vector<std::string> RowsByColumns(const Table& t,
+                                              const std::vector<std::string>& columns) {
   std::vector<int> idx;
   for (const auto& c : columns) {
-    idx.push_back(static_cast<int>(std::find(t.header.begin(), t.header.end(), c) - t.header.begin()));
+    idx.push_back(
+        static_cast<int>(std::find(t.header.begin(), t.header.end(), c) - t.header.begin()));
   }
   std::vector<std::string> rows;
   for (const auto& r : t.rows) {

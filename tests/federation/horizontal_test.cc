@@ -38,7 +38,8 @@ absl::StatusOr<fedanon::v1::SubmitJobRequest> MakeRequest(const Scenario& s,
   *req.mutable_spec() = *spec;
   for (const auto& p : parties) req.add_parties(p);
   for (const auto& a : spec->attributes()) {
-    if (!a.taxonomy().empty()) (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
+    if (!a.taxonomy().empty())
+      (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
   }
   return req;
 }
@@ -169,7 +170,8 @@ Scenario RandomScenario(uint64_t seed) {
     const int kind = next(3);
     if (kind == 0) {
       std::string tax;
-      for (int v = 0; v < 6; ++v) absl::StrAppend(&tax, name, "val", v, ";", name, "grp", v / 3, ";ANY\n");
+      for (int v = 0; v < 6; ++v)
+        absl::StrAppend(&tax, name, "val", v, ";", name, "grp", v / 3, ";ANY\n");
       s.taxonomies[name + ".csv"] = tax;
       absl::StrAppend(&attrs, "  - {name: ", name, ", role: qid, taxonomy: ", name, ".csv}\n");
     } else if (kind == 1) {
