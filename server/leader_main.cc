@@ -1,19 +1,122 @@
-// fedanon-leader: the leader daemon (drives federated jobs).
-// The federation runtime (gRPC stream, mTLS, job store) is tracked by issue 4; until it lands this
-// binary only reports its version and says plainly that it cannot run a federation yet.
-#include <cstring>
+// fedanon-leader: the leader daemon. Listens for party streams and admin calls (mTLS), drives
+// federated jobs, stops gracefully on SIGTERM / SIGINT.
+// Exit codes: 0 clean stop, 1 startup error (bad config, unreadable certificate, port in use),
+// 2 usage error.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <string>
 
+#include "absl/status/status.h"
+#include "common/status_macros.h"
 #include "common/version.h"
+#include "leader/leader.h"
+#include "server/config.h"
+#include "server/leader_admin_backend.h"
+#include "server/leader_server.h"
+#include "server/logging.h"
+#include "server/party_connections.h"
+#include "server/signals.h"
+#include "server/tls.h"
 
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--version") == 0) {
-      std::cout << fedanon::common::VersionLine("fedanon-leader") << "\n";
-      return 0;
-    }
+namespace fedanon::server {
+namespace {
+
+constexpr char kProgram[] = "fedanon-leader";
+constexpr absl::Duration kShutdownGrace = absl::Seconds(4);  // + leader teardown: within 5 s
+
+struct Flags {
+  std::string config;
+  std::string listen;
+  std::string data_dir;
+  std::string log_format;
+};
+
+absl::StatusOr<LeaderConfig> LoadConfig(const Flags& flags) {
+  ASSIGN_OR_RETURN(LeaderConfig config, LoadLeaderConfig(flags.config));
+  if (!flags.listen.empty()) {
+    RETURN_IF_ERROR(ValidateHostPort(flags.listen, "--listen"));
+    config.listen = flags.listen;
   }
-  std::cerr << "fedanon-leader: the federation runtime is not implemented in this build yet; "
-               "only --version is available. Use 'fedanon anonymize' for centralized jobs.\n";
-  return 2;
+  if (!flags.data_dir.empty()) {
+    config.data_dir = ResolvePath(std::filesystem::current_path().string(), flags.data_dir);
+  }
+  if (!flags.log_format.empty()) {
+    ASSIGN_OR_RETURN(config.log_format, ParseLogFormat(flags.log_format));
+  }
+  return config;
 }
+
+// Runs until a termination signal; returns the startup error if there is one.
+absl::Status Run(const LeaderConfig& config) {
+  ASSIGN_OR_RETURN(const TlsMaterial tls, LoadTlsMaterial(config.tls));
+  RETURN_IF_ERROR(CheckOwnCertificate(tls, crypto::Identity{crypto::Role::kLeader, config.name}));
+  leader::LeaderOptions options;
+  options.name = config.name;
+  options.data_dir = config.data_dir;
+  options.round_timeout = absl::Seconds(config.round_timeout_seconds);
+  options.ca_pem = tls.ca_pem;
+  ASSIGN_OR_RETURN(options.seal_cert_pem,
+                   ReadCertificateFile(config.seal.cert, "seal certificate"));
+  ASSIGN_OR_RETURN(options.seal_key_pem, ReadPrivateKeyFile(config.seal.key, "seal key"));
+
+  // Destroyed in reverse order: server (no more calls), backend, leader, connections.
+  PartyConnections connections;
+  ASSIGN_OR_RETURN(std::unique_ptr<leader::Leader> leader,
+                   leader::Leader::Create(std::move(options), &connections));
+  std::unique_ptr<AdminBackend> backend = NewLeaderAdminBackend(leader.get());
+  LeaderServerOptions server_options;
+  server_options.name = config.name;
+  server_options.listen = config.listen;
+  server_options.tls = tls;
+  ASSIGN_OR_RETURN(std::unique_ptr<LeaderServer> server,
+                   LeaderServer::Start(std::move(server_options), &connections, backend.get()));
+  spdlog::info("{} ready (config {}, data dir {})", common::VersionLine(kProgram), config.path,
+               config.data_dir);
+
+  const int signal = WaitForTerminationSignal();
+  spdlog::info("received signal {}, shutting down", signal);
+  server->Shutdown(kShutdownGrace);
+  server.reset();
+  backend.reset();
+  leader.reset();
+  spdlog::info("stopped");
+  return absl::OkStatus();
+}
+
+int Main(int argc, char** argv) {
+  BlockTerminationSignals();  // before any thread exists
+  CLI::App app{"fedanon-leader: the leader daemon of a fedanon federation"};
+  Flags flags;
+  app.set_version_flag("--version", std::string(common::VersionLine(kProgram)));
+  app.add_option("--config", flags.config, "Leader config file (YAML)")->required();
+  app.add_option("--listen", flags.listen, "Override 'listen' (host:port)");
+  app.add_option("--data-dir", flags.data_dir, "Override 'data_dir'");
+  app.add_option("--log-format", flags.log_format, "Override 'log_format'")
+      ->check(CLI::IsMember({"text", "json"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  absl::StatusOr<LeaderConfig> config = LoadConfig(flags);
+  if (!config.ok()) {
+    std::cerr << kProgram << ": " << config.status().message() << "\n";
+    return 1;
+  }
+  InitLogging(kProgram, config->log_format);
+  if (absl::Status st = Run(*config); !st.ok()) {
+    spdlog::critical("cannot start: {}", std::string(st.message()));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace fedanon::server
+
+int main(int argc, char** argv) { return fedanon::server::Main(argc, argv); }

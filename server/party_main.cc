@@ -1,19 +1,117 @@
-// fedanon-party: the party daemon (one per institution; dials out to the leader).
-// The federation runtime (gRPC stream, mTLS, job store) is tracked by issue 4; until it lands this
-// binary only reports its version and says plainly that it cannot run a federation yet.
-#include <cstring>
+// fedanon-party: the party daemon (one per institution). Dials out to the leader over mTLS, holds
+// one stream and answers the leader's requests from the local table; stops on SIGTERM / SIGINT.
+// Exit codes: 0 clean stop, 1 startup error (bad config, unreadable certificate or data dir),
+// 2 usage error.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <string>
 
+#include "absl/status/status.h"
+#include "common/status_macros.h"
 #include "common/version.h"
+#include "party/party_agent.h"
+#include "server/config.h"
+#include "server/logging.h"
+#include "server/party_client.h"
+#include "server/signals.h"
+#include "server/tls.h"
 
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--version") == 0) {
-      std::cout << fedanon::common::VersionLine("fedanon-party") << "\n";
-      return 0;
-    }
+namespace fedanon::server {
+namespace {
+
+constexpr char kProgram[] = "fedanon-party";
+
+struct Flags {
+  std::string config;
+  std::string leader;
+  std::string data_dir;
+  std::string log_format;
+};
+
+absl::StatusOr<PartyConfig> LoadConfig(const Flags& flags) {
+  ASSIGN_OR_RETURN(PartyConfig config, LoadPartyConfig(flags.config));
+  if (!flags.leader.empty()) {
+    RETURN_IF_ERROR(ValidateHostPort(flags.leader, "--leader"));
+    config.leader = flags.leader;
   }
-  std::cerr << "fedanon-party: the federation runtime is not implemented in this build yet; "
-               "only --version is available. Use 'fedanon anonymize' for centralized jobs.\n";
-  return 2;
+  if (!flags.data_dir.empty()) {
+    config.data_dir = ResolvePath(std::filesystem::current_path().string(), flags.data_dir);
+  }
+  if (config.output_dir.empty()) config.output_dir = ResolvePath(config.data_dir, "output");
+  if (!flags.log_format.empty()) {
+    ASSIGN_OR_RETURN(config.log_format, ParseLogFormat(flags.log_format));
+  }
+  return config;
 }
+
+absl::Status Run(const PartyConfig& config) {
+  ASSIGN_OR_RETURN(const TlsMaterial tls, LoadTlsMaterial(config.tls));
+  RETURN_IF_ERROR(CheckOwnCertificate(tls, crypto::Identity{crypto::Role::kParty, config.name}));
+  party::PartyAgentOptions options;
+  options.name = config.name;
+  options.data_dir = config.data_dir;
+  options.default_data_path = config.data;
+  options.output_dir = config.output_dir;
+  options.ca_pem = tls.ca_pem;
+  ASSIGN_OR_RETURN(options.seal_cert_pem,
+                   ReadCertificateFile(config.seal.cert, "seal certificate"));
+  ASSIGN_OR_RETURN(options.seal_key_pem, ReadPrivateKeyFile(config.seal.key, "seal key"));
+
+  PartyClientOptions client_options;
+  client_options.name = config.name;
+  client_options.leader_address = config.leader;
+  client_options.tls = tls;
+  client_options.seal_cert_pem = options.seal_cert_pem;
+  ASSIGN_OR_RETURN(std::unique_ptr<party::PartyAgent> agent,
+                   party::PartyAgent::Create(std::move(options)));
+
+  PartyClient client(
+      std::move(client_options),
+      [&agent](const fedanon::v1::LeaderMessage& request) { return agent->Handle(request); });
+  spdlog::info("{} '{}' starting (config {}, leader {})", common::VersionLine(kProgram),
+               config.name, config.path, config.leader);
+  client.Start();
+  const int signal = WaitForTerminationSignal();
+  spdlog::info("received signal {}, stopping", signal);
+  client.Stop();
+  spdlog::info("stopped");
+  return absl::OkStatus();
+}
+
+int Main(int argc, char** argv) {
+  BlockTerminationSignals();  // before any thread exists
+  CLI::App app{"fedanon-party: the party daemon of a fedanon federation"};
+  Flags flags;
+  app.set_version_flag("--version", std::string(common::VersionLine(kProgram)));
+  app.add_option("--config", flags.config, "Party config file (YAML)")->required();
+  app.add_option("--leader", flags.leader, "Override 'leader' (host:port)");
+  app.add_option("--data-dir", flags.data_dir, "Override 'data_dir'");
+  app.add_option("--log-format", flags.log_format, "Override 'log_format'")
+      ->check(CLI::IsMember({"text", "json"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  absl::StatusOr<PartyConfig> config = LoadConfig(flags);
+  if (!config.ok()) {
+    std::cerr << kProgram << ": " << config.status().message() << "\n";
+    return 1;
+  }
+  InitLogging(kProgram, config->log_format);
+  if (absl::Status st = Run(*config); !st.ok()) {
+    spdlog::critical("cannot start: {}", std::string(st.message()));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace fedanon::server
+
+int main(int argc, char** argv) { return fedanon::server::Main(argc, argv); }

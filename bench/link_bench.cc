@@ -1,0 +1,114 @@
+// The leader <-> party link over real loopback mutual TLS (LeaderServer + PartyClient, as in the
+// daemons): round-trip latency of a Ping (leader -> party -> leader), and throughput of a 16 MiB
+// payload sent in a Call and echoed back by the party.
+//
+//   build/<dir>/bench/link_bench [--benchmark_repetitions=5]
+// Reported counters: median_us / p99_us (round trip, per call) and MB/s (payload bytes carried
+// one way per second; each iteration moves the payload to the party and back).
+#include <benchmark/benchmark.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "server/leader_server.h"
+#include "server/party_client.h"
+#include "server/party_connections.h"
+#include "tests/server/test_pki.h"
+
+namespace fedanon::server {
+namespace {
+
+fedanon::v1::PartyMessage Echo(const fedanon::v1::LeaderMessage& m) {
+  fedanon::v1::PartyMessage r;
+  if (m.has_ping()) {
+    r.mutable_pong()->set_echoed_unix_nanos(m.ping().sent_unix_nanos());
+  } else {
+    r.mutable_sum_step()->set_masked(m.sum_step().masked());
+  }
+  return r;
+}
+
+// One leader and one connected party for the whole program.
+struct Link {
+  Link() {
+    spdlog::set_level(spdlog::level::warn);
+    LeaderServerOptions options;
+    options.listen = "127.0.0.1:0";
+    options.tls = pki.Leader();
+    server = std::move(LeaderServer::Start(options, &connections, nullptr)).value();
+    PartyClientOptions party;
+    party.name = "hospital-a";
+    party.leader_address = "127.0.0.1:" + std::to_string(server->port());
+    party.tls = pki.Party("hospital-a");
+    party.seal_cert_pem = pki.SealCert("hospital-a");
+    client = std::make_unique<PartyClient>(std::move(party), Echo);
+    client->Start();
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (!connections.IsConnected("hospital-a") && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    if (!connections.IsConnected("hospital-a")) {
+      std::fprintf(stderr, "link_bench: the party did not connect\n");
+      std::abort();
+    }
+  }
+  testing::TestPki pki{"bench"};
+  PartyConnections connections;
+  std::unique_ptr<LeaderServer> server;
+  std::unique_ptr<PartyClient> client;
+};
+
+Link& TheLink() {
+  static Link* link = new Link();  // lives until exit
+  return *link;
+}
+
+void BM_PingRoundTrip(benchmark::State& state) {
+  Link& link = TheLink();
+  fedanon::v1::LeaderMessage ping;
+  std::vector<double> micros;
+  micros.reserve(100000);
+  for (auto _ : state) {
+    ping.mutable_ping()->set_sent_unix_nanos(static_cast<int64_t>(micros.size()));
+    const auto start = std::chrono::steady_clock::now();
+    auto reply = link.connections.Call("hospital-a", ping, absl::Seconds(10));
+    const auto end = std::chrono::steady_clock::now();
+    if (!reply.ok()) {
+      state.SkipWithError(reply.status().ToString().c_str());
+      break;
+    }
+    micros.push_back(std::chrono::duration<double, std::micro>(end - start).count());
+  }
+  if (micros.empty()) return;
+  std::sort(micros.begin(), micros.end());
+  state.counters["median_us"] = micros[micros.size() / 2];
+  state.counters["p99_us"] = micros[std::min(micros.size() - 1, micros.size() * 99 / 100)];
+}
+BENCHMARK(BM_PingRoundTrip)->MinTime(2.0)->UseRealTime();
+
+void BM_Echo16MiB(benchmark::State& state) {
+  Link& link = TheLink();
+  constexpr size_t kPayload = 16 * 1024 * 1024;
+  fedanon::v1::LeaderMessage step;
+  step.mutable_sum_step()->set_masked(std::string(kPayload, 'x'));
+  for (auto _ : state) {
+    auto reply = link.connections.Call("hospital-a", step, absl::Seconds(60));
+    if (!reply.ok() || reply->sum_step().masked().size() != kPayload) {
+      state.SkipWithError("echo failed");
+      break;
+    }
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kPayload);
+}
+BENCHMARK(BM_Echo16MiB)->MinTime(3.0)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace fedanon::server
+
+BENCHMARK_MAIN();

@@ -1,0 +1,156 @@
+#include "server/admin_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/status_convert.h"
+#include "server/tls.h"
+
+namespace fedanon::server {
+namespace {
+
+bool IsFinal(fedanon::v1::JobState state) {
+  return state == fedanon::v1::JOB_STATE_DONE || state == fedanon::v1::JOB_STATE_FAILED ||
+         state == fedanon::v1::JOB_STATE_CANCELLED;
+}
+
+bool Changed(const fedanon::v1::JobInfo& a, const fedanon::v1::JobInfo& b) {
+  return a.state() != b.state() || a.round() != b.round() ||
+         a.failure_reason() != b.failure_reason() || a.current_best() != b.current_best();
+}
+
+const grpc::Status kNoBackend(grpc::StatusCode::UNAVAILABLE,
+                              "this server runs no leader (transport only)");
+
+constexpr absl::Duration kWatchPoll = absl::Milliseconds(500);
+
+}  // namespace
+
+absl::StatusOr<crypto::Identity> AdminService::Authorize(const grpc::ServerContext& context,
+                                                         const char* method) const {
+  absl::StatusOr<crypto::Identity> identity = PeerIdentity(context);
+  if (!identity.ok()) return identity.status();
+  if (identity->role != crypto::Role::kAdmin) {
+    spdlog::warn("Admin.{}: rejected {} from {}: not an admin certificate", method,
+                 IdentityString(*identity), context.peer());
+    return absl::PermissionDeniedError(absl::StrCat("only admins may call Admin.", method,
+                                                    "; this certificate is for ",
+                                                    IdentityString(*identity)));
+  }
+  return identity;
+}
+
+grpc::Status AdminService::ListParties(grpc::ServerContext* context,
+                                       const fedanon::v1::ListPartiesRequest*,
+                                       fedanon::v1::ListPartiesResponse* response) {
+  if (auto id = Authorize(*context, "ListParties"); !id.ok()) return ToGrpcStatus(id.status());
+  if (backend_ == nullptr) return kNoBackend;
+  for (const common::ConnectedParty& p : backend_->Parties()) {
+    fedanon::v1::ConnectedParty* out = response->add_parties();
+    out->set_name(p.name);
+    out->set_connected_since_unix(p.connected_since_unix);
+    out->set_peer(p.peer);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::ListJobs(grpc::ServerContext* context,
+                                    const fedanon::v1::ListJobsRequest*,
+                                    fedanon::v1::ListJobsResponse* response) {
+  if (auto id = Authorize(*context, "ListJobs"); !id.ok()) return ToGrpcStatus(id.status());
+  if (backend_ == nullptr) return kNoBackend;
+  absl::StatusOr<std::vector<fedanon::v1::JobInfo>> jobs = backend_->List();
+  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  for (fedanon::v1::JobInfo& job : *jobs) *response->add_jobs() = std::move(job);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::SubmitJob(grpc::ServerContext* context,
+                                     const fedanon::v1::SubmitJobRequest* request,
+                                     fedanon::v1::JobInfo* response) {
+  absl::StatusOr<crypto::Identity> admin = Authorize(*context, "SubmitJob");
+  if (!admin.ok()) return ToGrpcStatus(admin.status());
+  if (backend_ == nullptr) return kNoBackend;
+  absl::StatusOr<fedanon::v1::JobInfo> job = backend_->Submit(*request, admin->name);
+  if (!job.ok()) {
+    spdlog::warn("admin '{}': job submission refused: {}", admin->name, job.status().ToString());
+    return ToGrpcStatus(job.status());
+  }
+  spdlog::info("job={} admin '{}' submitted the job (parties: {})", job->job_id(), admin->name,
+               job->parties_size());
+  *response = std::move(job).value();
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::GetJob(grpc::ServerContext* context,
+                                  const fedanon::v1::GetJobRequest* request,
+                                  fedanon::v1::JobInfo* response) {
+  if (auto id = Authorize(*context, "GetJob"); !id.ok()) return ToGrpcStatus(id.status());
+  if (backend_ == nullptr) return kNoBackend;
+  absl::StatusOr<fedanon::v1::JobInfo> job = backend_->Get(request->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  *response = std::move(job).value();
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::WatchJob(grpc::ServerContext* context,
+                                    const fedanon::v1::GetJobRequest* request,
+                                    grpc::ServerWriter<fedanon::v1::JobInfo>* writer) {
+  if (auto id = Authorize(*context, "WatchJob"); !id.ok()) return ToGrpcStatus(id.status());
+  if (backend_ == nullptr) return kNoBackend;
+  absl::StatusOr<fedanon::v1::JobInfo> last = backend_->Get(request->job_id());
+  if (!last.ok()) return ToGrpcStatus(last.status());
+  if (!writer->Write(*last)) return grpc::Status::CANCELLED;
+  while (!IsFinal(last->state())) {
+    if (context->IsCancelled()) return grpc::Status::CANCELLED;
+    if (shutting_down_) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "leader shutting down");
+    }
+    absl::StatusOr<fedanon::v1::JobInfo> next =
+        backend_->WaitForChange(request->job_id(), *last, kWatchPoll);
+    if (!next.ok()) return ToGrpcStatus(next.status());
+    if (Changed(*next, *last)) {
+      if (!writer->Write(*next)) return grpc::Status::CANCELLED;
+      last = std::move(next);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::CancelJob(grpc::ServerContext* context,
+                                     const fedanon::v1::CancelJobRequest* request,
+                                     fedanon::v1::JobInfo* response) {
+  absl::StatusOr<crypto::Identity> admin = Authorize(*context, "CancelJob");
+  if (!admin.ok()) return ToGrpcStatus(admin.status());
+  if (backend_ == nullptr) return kNoBackend;
+  absl::StatusOr<fedanon::v1::JobInfo> job =
+      backend_->Cancel(request->job_id(), admin->name, request->reason());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  spdlog::info("job={} admin '{}' cancelled the job", request->job_id(), admin->name);
+  *response = std::move(job).value();
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::GetResult(grpc::ServerContext* context,
+                                     const fedanon::v1::GetResultRequest* request,
+                                     grpc::ServerWriter<fedanon::v1::ResultChunk>* writer) {
+  absl::StatusOr<crypto::Identity> admin = Authorize(*context, "GetResult");
+  if (!admin.ok()) return ToGrpcStatus(admin.status());
+  if (backend_ == nullptr) return kNoBackend;
+  absl::StatusOr<std::string> result = backend_->Result(request->job_id());
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  spdlog::info("job={} admin '{}' fetched the result ({} bytes)", request->job_id(), admin->name,
+               result->size());
+  fedanon::v1::ResultChunk chunk;
+  for (size_t offset = 0; offset < result->size(); offset += kResultChunkBytes) {
+    const size_t n = std::min(kResultChunkBytes, result->size() - offset);
+    chunk.set_data(result->data() + offset, n);
+    if (!writer->Write(chunk)) return grpc::Status::CANCELLED;
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace fedanon::server

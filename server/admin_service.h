@@ -1,0 +1,81 @@
+// The Admin gRPC service: every method requires a caller certificate with role `admin`
+// (PERMISSION_DENIED otherwise, e.g. for a party certificate) and is a thin adaptor onto an
+// AdminBackend — in the daemon the leader::Leader (see leader_admin_backend.h), in transport
+// tests a fake, so the server/ tests do not need the whole leader.
+//
+// WatchJob streams the job's JobInfo once and then on every change of state, round or failure
+// reason until a final state (done, failed, cancelled), the client's cancellation or the server's
+// shutdown. GetResult streams the integrated table in 1 MiB ResultChunks.
+// Thread-safe.
+#pragma once
+
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/party_channel.h"
+#include "crypto/certificates.h"
+#include "fedanon/v1/federation.grpc.pb.h"
+
+namespace fedanon::server {
+
+// The leader operations the Admin service exposes (same contract as leader::Leader's methods).
+class AdminBackend {
+ public:
+  virtual ~AdminBackend() = default;
+  virtual absl::StatusOr<fedanon::v1::JobInfo> Submit(const fedanon::v1::SubmitJobRequest& request,
+                                                      const std::string& admin) = 0;
+  virtual absl::StatusOr<fedanon::v1::JobInfo> Get(const std::string& job_id) = 0;
+  virtual absl::StatusOr<std::vector<fedanon::v1::JobInfo>> List() = 0;
+  virtual absl::StatusOr<fedanon::v1::JobInfo> Cancel(const std::string& job_id,
+                                                      const std::string& admin,
+                                                      const std::string& reason) = 0;
+  virtual absl::StatusOr<fedanon::v1::JobInfo> WaitForChange(const std::string& job_id,
+                                                             const fedanon::v1::JobInfo& last,
+                                                             absl::Duration timeout) = 0;
+  virtual absl::StatusOr<std::string> Result(const std::string& job_id) = 0;
+  virtual std::vector<common::ConnectedParty> Parties() = 0;
+};
+
+inline constexpr size_t kResultChunkBytes = 1024 * 1024;
+
+class AdminService final : public fedanon::v1::Admin::Service {
+ public:
+  // `backend` is not owned; null: every authorized call answers UNAVAILABLE (transport-only
+  // servers in tests and benchmarks).
+  explicit AdminService(AdminBackend* backend) : backend_(backend) {}
+
+  // Ends WatchJob streams (within ~0.5 s) with UNAVAILABLE "leader shutting down".
+  void BeginShutdown() { shutting_down_ = true; }
+
+  grpc::Status ListParties(grpc::ServerContext* context,
+                           const fedanon::v1::ListPartiesRequest* request,
+                           fedanon::v1::ListPartiesResponse* response) override;
+  grpc::Status ListJobs(grpc::ServerContext* context, const fedanon::v1::ListJobsRequest* request,
+                        fedanon::v1::ListJobsResponse* response) override;
+  grpc::Status SubmitJob(grpc::ServerContext* context, const fedanon::v1::SubmitJobRequest* request,
+                         fedanon::v1::JobInfo* response) override;
+  grpc::Status GetJob(grpc::ServerContext* context, const fedanon::v1::GetJobRequest* request,
+                      fedanon::v1::JobInfo* response) override;
+  grpc::Status WatchJob(grpc::ServerContext* context, const fedanon::v1::GetJobRequest* request,
+                        grpc::ServerWriter<fedanon::v1::JobInfo>* writer) override;
+  grpc::Status CancelJob(grpc::ServerContext* context, const fedanon::v1::CancelJobRequest* request,
+                         fedanon::v1::JobInfo* response) override;
+  grpc::Status GetResult(grpc::ServerContext* context, const fedanon::v1::GetResultRequest* request,
+                         grpc::ServerWriter<fedanon::v1::ResultChunk>* writer) override;
+
+ private:
+  // The caller's admin identity; PermissionDenied for any other role.
+  absl::StatusOr<crypto::Identity> Authorize(const grpc::ServerContext& context,
+                                             const char* method) const;
+
+  AdminBackend* backend_;  // not owned, may be null
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace fedanon::server

@@ -1,0 +1,249 @@
+#include "server/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "crypto/certificates.h"
+
+namespace fedanon::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Reads one YAML config file and reports errors as "<file>:<line>:<col>: <message>".
+class ConfigReader {
+ public:
+  static absl::StatusOr<ConfigReader> Open(const std::string& path) {
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(path, ec).lexically_normal();
+    std::ifstream in(absolute);
+    if (ec || !in) {
+      return absl::NotFoundError(absl::StrCat("cannot read config file '", path, "'"));
+    }
+    ConfigReader reader(absolute.string());
+    try {
+      reader.root_ = YAML::Load(in);
+    } catch (const YAML::Exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(reader.Where(e.mark), ": YAML syntax error: ", e.msg));
+    }
+    if (!reader.root_.IsMap()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          reader.path_,
+          ": expected a mapping of settings (key: value), see docs/federation-runtime.md"));
+    }
+    return reader;
+  }
+
+  const std::string& path() const { return path_; }
+  std::string dir() const { return fs::path(path_).parent_path().string(); }
+  const YAML::Node& root() const { return root_; }
+
+  std::string Where(const YAML::Mark& mark) const {
+    if (mark.is_null()) return path_;
+    return absl::StrCat(path_, ":", mark.line + 1, ":", mark.column + 1);
+  }
+
+  // Every key of `map` must be in `allowed`; `prefix` is "" or "tls." for nested maps.
+  absl::Status CheckKeys(const YAML::Node& map, std::initializer_list<const char*> allowed,
+                         std::string_view prefix) const {
+    const std::set<std::string_view> keys(allowed.begin(), allowed.end());
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+      if (keys.count(key) == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Where(it->first.Mark()), ": unknown key '", std::string(prefix), key,
+                         "' (expected one of: ", absl::StrJoin(allowed, ", "), ")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The scalar under `key` of `map`; empty (and OK) when absent and not `required`.
+  absl::StatusOr<std::string> String(const YAML::Node& map, const std::string& key,
+                                     std::string_view prefix, bool required) const {
+    const YAML::Node node = map[key];
+    if (!node.IsDefined() || node.IsNull()) {
+      if (!required) return std::string();
+      return absl::InvalidArgumentError(absl::StrCat(Where(map.Mark()), ": missing required key '",
+                                                     std::string(prefix), key, "'"));
+    }
+    if (!node.IsScalar() || node.Scalar().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(node.Mark()), ": key '", std::string(prefix), key, "' must be a non-empty string"));
+    }
+    return node.Scalar();
+  }
+
+  absl::StatusOr<std::string> Path(const YAML::Node& map, const std::string& key,
+                                   std::string_view prefix, bool required) const {
+    ASSIGN_OR_RETURN(std::string value, String(map, key, prefix, required));
+    if (value.empty()) return value;
+    return ResolvePath(dir(), value);
+  }
+
+  absl::StatusOr<YAML::Node> Map(const std::string& key) const {
+    const YAML::Node node = root_[key];
+    if (!node.IsDefined() || node.IsNull()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(root_.Mark()), ": missing required key '", key, "'"));
+    }
+    if (!node.IsMap()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(node.Mark()), ": key '", key, "' must be a mapping"));
+    }
+    return node;
+  }
+
+  absl::StatusOr<TlsPaths> Tls() const {
+    ASSIGN_OR_RETURN(const YAML::Node tls, Map("tls"));
+    RETURN_IF_ERROR(CheckKeys(tls, {"ca", "cert", "key"}, "tls."));
+    TlsPaths paths;
+    ASSIGN_OR_RETURN(paths.ca, Path(tls, "ca", "tls.", true));
+    ASSIGN_OR_RETURN(paths.cert, Path(tls, "cert", "tls.", true));
+    ASSIGN_OR_RETURN(paths.key, Path(tls, "key", "tls.", true));
+    return paths;
+  }
+
+  absl::StatusOr<SealPaths> Seal() const {
+    ASSIGN_OR_RETURN(const YAML::Node seal, Map("seal"));
+    RETURN_IF_ERROR(CheckKeys(seal, {"cert", "key"}, "seal."));
+    SealPaths paths;
+    ASSIGN_OR_RETURN(paths.cert, Path(seal, "cert", "seal.", true));
+    ASSIGN_OR_RETURN(paths.key, Path(seal, "key", "seal.", true));
+    return paths;
+  }
+
+  absl::StatusOr<std::string> Name() const {
+    ASSIGN_OR_RETURN(std::string name, String(root_, "name", "", true));
+    if (absl::Status st = crypto::ValidateParticipantName(name); !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(root_["name"].Mark()), ": key 'name': ", st.message()));
+    }
+    return name;
+  }
+
+  absl::StatusOr<std::string> Address(const std::string& key) const {
+    ASSIGN_OR_RETURN(std::string address, String(root_, key, "", true));
+    if (absl::Status st = ValidateHostPort(address, absl::StrCat("key '", key, "'")); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(root_[key].Mark()), ": ", st.message()));
+    }
+    return address;
+  }
+
+  absl::StatusOr<LogFormat> Format() const {
+    ASSIGN_OR_RETURN(const std::string value, String(root_, "log_format", "", false));
+    if (value.empty()) return LogFormat::kText;
+    absl::StatusOr<LogFormat> format = ParseLogFormat(value);
+    if (!format.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(root_["log_format"].Mark()), ": key 'log_format': ", format.status().message()));
+    }
+    return format;
+  }
+
+ private:
+  explicit ConfigReader(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+  YAML::Node root_;
+};
+
+}  // namespace
+
+std::string ResolvePath(const std::string& base_dir, const std::string& path) {
+  const fs::path p(path);
+  if (p.is_absolute()) return p.lexically_normal().string();
+  return (fs::path(base_dir) / p).lexically_normal().string();
+}
+
+absl::Status ValidateHostPort(const std::string& address, const std::string& what) {
+  const auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": '", address, "' is not host:port (", std::string(why), ")"));
+  };
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return bad("missing host or port");
+  const std::string host = address.substr(0, colon);
+  if (host.front() == '[' && host.back() != ']') return bad("unbalanced '[' in an IPv6 address");
+  if (host.front() != '[' && host.find(':') != std::string::npos) {
+    return bad("write IPv6 addresses as [addr]:port");
+  }
+  int port = 0;
+  if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return bad("port must be a number 0-65535");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
+  ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
+  RETURN_IF_ERROR(reader.CheckKeys(
+      reader.root(),
+      {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format"}, ""));
+  LeaderConfig config;
+  config.path = reader.path();
+  ASSIGN_OR_RETURN(config.name, reader.Name());
+  ASSIGN_OR_RETURN(config.listen, reader.Address("listen"));
+  ASSIGN_OR_RETURN(config.data_dir, reader.Path(reader.root(), "data_dir", "", true));
+  ASSIGN_OR_RETURN(config.tls, reader.Tls());
+  ASSIGN_OR_RETURN(config.seal, reader.Seal());
+  ASSIGN_OR_RETURN(const std::string timeout,
+                   reader.String(reader.root(), "round_timeout_seconds", "", false));
+  if (!timeout.empty()) {
+    if (!absl::SimpleAtoi(timeout, &config.round_timeout_seconds) ||
+        config.round_timeout_seconds <= 0 || config.round_timeout_seconds > 86400) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(reader.Where(reader.root()["round_timeout_seconds"].Mark()),
+                       ": key 'round_timeout_seconds' must be a whole number of seconds in "
+                       "1..86400, not '",
+                       timeout, "'"));
+    }
+  }
+  ASSIGN_OR_RETURN(config.log_format, reader.Format());
+  return config;
+}
+
+absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
+  ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
+  RETURN_IF_ERROR(reader.CheckKeys(
+      reader.root(),
+      {"name", "leader", "data_dir", "data", "output_dir", "tls", "seal", "log_format"}, ""));
+  PartyConfig config;
+  config.path = reader.path();
+  ASSIGN_OR_RETURN(config.name, reader.Name());
+  ASSIGN_OR_RETURN(config.leader, reader.Address("leader"));
+  ASSIGN_OR_RETURN(config.data_dir, reader.Path(reader.root(), "data_dir", "", true));
+  // Like the data paths a job names, `data` is relative to data_dir (PartyAgent resolves it), so
+  // it follows a --data-dir override; it is kept as written.
+  ASSIGN_OR_RETURN(config.data, reader.String(reader.root(), "data", "", false));
+  ASSIGN_OR_RETURN(config.output_dir, reader.Path(reader.root(), "output_dir", "", false));
+  ASSIGN_OR_RETURN(config.tls, reader.Tls());
+  ASSIGN_OR_RETURN(config.seal, reader.Seal());
+  ASSIGN_OR_RETURN(config.log_format, reader.Format());
+  return config;
+}
+
+absl::StatusOr<AdminConfig> LoadAdminConfig(const std::string& path) {
+  ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
+  RETURN_IF_ERROR(reader.CheckKeys(reader.root(), {"name", "leader", "tls", "log_format"}, ""));
+  AdminConfig config;
+  config.path = reader.path();
+  ASSIGN_OR_RETURN(config.name, reader.Name());
+  ASSIGN_OR_RETURN(config.leader, reader.Address("leader"));
+  ASSIGN_OR_RETURN(config.tls, reader.Tls());
+  ASSIGN_OR_RETURN(config.log_format, reader.Format());
+  return config;
+}
+
+}  // namespace fedanon::server

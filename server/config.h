@@ -1,0 +1,81 @@
+// Daemon configuration files (YAML). Each role has its own file with exactly these keys; unknown
+// keys are errors, so a typo never silently falls back to a default.
+//
+//   # leader.yaml                         # party.yaml                  # admin.yaml
+//   name: leader                          name: hospital-a              name: alice
+//   listen: 0.0.0.0:7443                  leader: 127.0.0.1:7443        leader: 127.0.0.1:7443
+//   data_dir: data                        data_dir: data                tls: {ca: ca.crt,
+//   tls: {ca: ca.crt, cert: tls.crt,      data: table.csv   (optional)        cert: tls.crt,
+//         key: tls.key}                   output_dir: output (optional)       key: tls.key}
+//   seal: {cert: seal.crt, key: seal.key} tls: {...}
+//   round_timeout_seconds: 60 (optional)  seal: {...}
+//
+// Every file may also carry `log_format: text|json` (default text). Relative paths are resolved
+// against the directory of the config file and returned absolute, except the party's `data`,
+// which like every table path of a job is relative to data_dir and kept as written. Errors name the
+// file, the line:column (1-based) and the key, e.g. "party.yaml:4:1: unknown key 'dta_dir'".
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/logging.h"
+
+namespace fedanon::server {
+
+struct TlsPaths {
+  std::string ca;    // the federation CA certificate (PEM)
+  std::string cert;  // this participant's TLS certificate (PEM)
+  std::string key;   // and its private key (PEM)
+};
+
+struct SealPaths {
+  std::string cert;  // sealing certificate (PEM)
+  std::string key;   // sealing private key (PEM)
+};
+
+struct LeaderConfig {
+  std::string path;  // the file it was loaded from (absolute)
+  std::string name;
+  std::string listen;  // host:port
+  std::string data_dir;
+  TlsPaths tls;
+  SealPaths seal;
+  int round_timeout_seconds = 60;
+  LogFormat log_format = LogFormat::kText;
+};
+
+struct PartyConfig {
+  std::string path;
+  std::string name;
+  std::string leader;  // host:port of the leader
+  std::string data_dir;
+  std::string data;        // default table, relative to data_dir (as written); may be empty
+  std::string output_dir;  // empty when not configured: the daemon uses <data_dir>/output
+  TlsPaths tls;
+  SealPaths seal;
+  LogFormat log_format = LogFormat::kText;
+};
+
+struct AdminConfig {
+  std::string path;
+  std::string name;
+  std::string leader;
+  TlsPaths tls;
+  LogFormat log_format = LogFormat::kText;
+};
+
+// NotFound if the file cannot be read; InvalidArgument for syntax errors, unknown or missing keys
+// and bad values.
+absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path);
+absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path);
+absl::StatusOr<AdminConfig> LoadAdminConfig(const std::string& path);
+
+// "host:port", "[v6]:port" with a port in 0..65535; InvalidArgument otherwise (`what` names the
+// setting in the message).
+absl::Status ValidateHostPort(const std::string& address, const std::string& what);
+
+// `path` made absolute against `base_dir` (unchanged when already absolute), lexically normal.
+std::string ResolvePath(const std::string& base_dir, const std::string& path);
+
+}  // namespace fedanon::server

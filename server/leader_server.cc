@@ -1,0 +1,81 @@
+#include "server/leader_server.h"
+
+#include <grpc/grpc.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server_builder.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/config.h"
+#include "server/transport.h"
+
+namespace fedanon::server {
+namespace {
+
+constexpr const char* kServiceNames[] = {"", "fedanon.v1.PartyLink", "fedanon.v1.Admin"};
+
+}  // namespace
+
+LeaderServer::LeaderServer(LeaderServerOptions options, PartyConnections* connections,
+                           AdminBackend* admin)
+    : options_(std::move(options)),
+      connections_(connections),
+      party_link_(options_.name, options_.tls.ca_pem, connections),
+      admin_(admin) {}
+
+absl::StatusOr<std::unique_ptr<LeaderServer>> LeaderServer::Start(LeaderServerOptions options,
+                                                                  PartyConnections* connections,
+                                                                  AdminBackend* admin) {
+  if (absl::Status st = ValidateHostPort(options.listen, "listen address"); !st.ok()) return st;
+  std::unique_ptr<LeaderServer> server(new LeaderServer(std::move(options), connections, admin));
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  ApplyServerTransportSettings(builder);
+  // Without this gRPC sets SO_REUSEPORT and a second leader on the same port would silently
+  // share it instead of failing to start.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(server->options_.listen, MakeServerCredentials(server->options_.tls),
+                           &server->port_);
+  builder.RegisterService(&server->party_link_);
+  builder.RegisterService(&server->admin_);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    server->stopped_ = true;
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", server->options_.listen,
+                                               " (address in use, or not an address of this "
+                                               "host?)"));
+  }
+  if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
+    for (const char* name : kServiceNames) health->SetServingStatus(name, true);
+  }
+  spdlog::info("leader '{}' listening on {} (port {})", server->options_.name,
+               server->options_.listen, server->port_);
+  // From now on name the bound port (the configured one may be 0).
+  server->options_.listen = absl::StrCat(
+      server->options_.listen.substr(0, server->options_.listen.rfind(':') + 1), server->port_);
+  return server;
+}
+
+LeaderServer::~LeaderServer() { Shutdown(absl::ZeroDuration()); }
+
+void LeaderServer::Shutdown(absl::Duration deadline) {
+  if (stopped_) return;
+  stopped_ = true;
+  if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+    health->Shutdown();  // NOT_SERVING for every service, further changes ignored
+  }
+  admin_.BeginShutdown();
+  // Party streams never end on their own; cancel them so that Shutdown need not wait out the
+  // deadline. Parties reconnect after their backoff (to the next leader process).
+  connections_->CancelAll();
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
+  server_->Wait();
+  spdlog::info("leader '{}' stopped listening on {}", options_.name, options_.listen);
+}
+
+}  // namespace fedanon::server

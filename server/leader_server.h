@@ -1,0 +1,60 @@
+// The leader's gRPC server: PartyLink (party streams), Admin and the standard health service
+// (grpc.health.v1; "" , "fedanon.v1.PartyLink" and "fedanon.v1.Admin" report SERVING while up)
+// on one mTLS port. See docs/federation-runtime.md.
+//
+// Lifecycle: Start() binds and serves; Shutdown(deadline) marks the health service NOT_SERVING,
+// ends WatchJob streams and party streams, stops accepting, waits up to `deadline` for unary calls
+// in flight and cancels what remains. The destructor shuts down with a zero deadline.
+// Thread-safe.
+#pragma once
+
+#include <grpcpp/server.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/admin_service.h"
+#include "server/party_connections.h"
+#include "server/party_link_service.h"
+#include "server/tls.h"
+
+namespace fedanon::server {
+
+struct LeaderServerOptions {
+  std::string name = "leader";  // announced in HelloAck
+  std::string listen;           // host:port; port 0 picks a free port (see port())
+  TlsMaterial tls;
+};
+
+class LeaderServer {
+ public:
+  // `connections` and `admin` are not owned and must outlive the server; `admin` may be null
+  // (Admin calls then answer UNAVAILABLE after the role check). Errors: InvalidArgument for a
+  // malformed address, Unavailable "cannot listen on X (address in use or not local?)".
+  static absl::StatusOr<std::unique_ptr<LeaderServer>> Start(LeaderServerOptions options,
+                                                             PartyConnections* connections,
+                                                             AdminBackend* admin);
+  ~LeaderServer();
+  LeaderServer(const LeaderServer&) = delete;
+  LeaderServer& operator=(const LeaderServer&) = delete;
+
+  int port() const { return port_; }
+
+  // Idempotent.
+  void Shutdown(absl::Duration deadline);
+
+ private:
+  LeaderServer(LeaderServerOptions options, PartyConnections* connections, AdminBackend* admin);
+
+  LeaderServerOptions options_;
+  PartyConnections* connections_;  // not owned
+  PartyLinkService party_link_;
+  AdminService admin_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace fedanon::server

@@ -1,0 +1,244 @@
+#include "server/party_client.h"
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/sync_stream.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <deque>
+#include <exception>
+#include <random>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/version.h"
+#include "fedanon/v1/federation.grpc.pb.h"
+#include "server/status_convert.h"
+#include "server/transport.h"
+
+namespace fedanon::server {
+namespace {
+
+using Stream = grpc::ClientReaderWriter<fedanon::v1::PartyMessage, fedanon::v1::LeaderMessage>;
+
+fedanon::v1::PartyMessage ErrorMessage(uint64_t request_id, absl::StatusCode code,
+                                       std::string message) {
+  fedanon::v1::PartyMessage reply;
+  reply.set_request_id(request_id);
+  reply.mutable_error()->set_code(static_cast<int32_t>(code));
+  reply.mutable_error()->set_message(std::move(message));
+  return reply;
+}
+
+// Requests queued by the reader for the worker of one session.
+class RequestQueue {
+ public:
+  void Push(fedanon::v1::LeaderMessage message) {
+    absl::MutexLock lock(&mu_);
+    queue_.push_back(std::move(message));
+  }
+  void Close() {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  // False once closed (requests still queued then are dropped: their stream is gone).
+  bool Pop(fedanon::v1::LeaderMessage* message) {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(this, &RequestQueue::Ready));
+    if (closed_) return false;
+    *message = std::move(queue_.front());
+    queue_.pop_front();
+    return true;
+  }
+
+ private:
+  bool Ready() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !queue_.empty(); }
+
+  absl::Mutex mu_;
+  std::deque<fedanon::v1::LeaderMessage> queue_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+double Jitter() {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.8, 1.2)(rng);
+}
+
+}  // namespace
+
+PartyClient::PartyClient(PartyClientOptions options, PartyHandler handler)
+    : options_(std::move(options)), handler_(std::move(handler)) {}
+
+PartyClient::~PartyClient() { Stop(); }
+
+void PartyClient::Start() {
+  absl::MutexLock lock(&mu_);
+  if (started_ || stopping_) return;
+  started_ = true;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void PartyClient::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    if (context_ != nullptr) context_->TryCancel();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+bool PartyClient::connected() const {
+  absl::MutexLock lock(&mu_);
+  return connected_;
+}
+
+int PartyClient::sessions() const {
+  absl::MutexLock lock(&mu_);
+  return sessions_;
+}
+
+bool PartyClient::WaitUntilConnected(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(absl::Condition(&connected_), timeout);
+}
+
+void PartyClient::Run() {
+  absl::Duration backoff = options_.initial_backoff;
+  while (true) {
+    bool established = false;
+    const absl::Status status = RunSession(&established);
+    if (established) backoff = options_.initial_backoff;
+    const absl::Duration wait = backoff * Jitter();
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) break;
+    }
+    LogFailure(status, established, wait);
+    absl::MutexLock lock(&mu_);
+    if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait)) break;
+    if (!established) backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+  spdlog::info("party '{}': link to the leader stopped", options_.name);
+}
+
+void PartyClient::LogFailure(const absl::Status& status, bool established,
+                             absl::Duration retry_in) const {
+  const std::string retry = absl::StrCat(
+      "; retrying in ", absl::FormatDuration(absl::Trunc(retry_in, absl::Milliseconds(1))));
+  const std::string& leader = options_.leader_address;
+  const std::string message(status.message());
+  if (established) {
+    spdlog::warn("lost the connection to the leader at {}: {}{}", leader, status.ToString(), retry);
+  } else if (status.code() == absl::StatusCode::kFailedPrecondition) {
+    spdlog::error("refusing the server at {}: {}{}", leader, message, retry);
+  } else if (status.code() == absl::StatusCode::kPermissionDenied ||
+             status.code() == absl::StatusCode::kUnauthenticated) {
+    spdlog::error("leader rejected our certificate: {}{}", message, retry);
+  } else if (absl::StrContains(message, "SSL") || absl::StrContains(message, "ssl") ||
+             absl::StrContains(message, "andshake") || absl::StrContains(message, "certificate")) {
+    spdlog::error(
+        "TLS handshake with the leader at {} failed (the leader rejected our certificate, or its "
+        "certificate is not from our CA or does not name this address): {}{}",
+        leader, message, retry);
+  } else if (absl::StrContains(message, "Socket closed")) {
+    // With TLS 1.3 a refused client certificate shows up only as the socket being closed.
+    spdlog::error(
+        "cannot reach leader at {}: {} (the connection was closed during setup: if this repeats, "
+        "the leader is probably rejecting our certificate; check that tls.crt is issued by the "
+        "federation CA){}",
+        leader, status.ToString(), retry);
+  } else {
+    spdlog::warn("cannot reach leader at {}: {}{}", leader, status.ToString(), retry);
+  }
+}
+
+absl::Status PartyClient::RunSession(bool* established) {
+  const std::shared_ptr<grpc::Channel> channel = DialLeader(options_.leader_address, options_.tls);
+  const std::unique_ptr<fedanon::v1::PartyLink::Stub> stub =
+      fedanon::v1::PartyLink::NewStub(channel);
+  grpc::ClientContext context;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::CancelledError("stopping");
+    context_ = &context;
+  }
+  const auto forget_context = [&] {
+    absl::MutexLock lock(&mu_);
+    context_ = nullptr;
+    connected_ = false;
+  };
+
+  std::unique_ptr<Stream> stream = stub->Connect(&context);
+  fedanon::v1::PartyMessage hello;
+  hello.mutable_hello()->set_version(std::string(common::Version()));
+  hello.mutable_hello()->set_seal_certificate(options_.seal_cert_pem);
+  fedanon::v1::LeaderMessage ack;
+  if (!stream->Write(hello) || !stream->Read(&ack)) {
+    const grpc::Status status = stream->Finish();
+    forget_context();
+    return FromGrpcStatus(status);
+  }
+  absl::Status refused;
+  if (!ack.has_hello_ack()) {
+    refused = absl::FailedPreconditionError("it did not answer our hello with a hello_ack");
+  } else if (absl::StatusOr<crypto::Identity> server = ServerIdentity(context); !server.ok()) {
+    refused = absl::FailedPreconditionError(
+        absl::StrCat("the server's certificate carries no identity: ", server.status().message()));
+  } else if (server->role != crypto::Role::kLeader) {
+    refused = absl::FailedPreconditionError(absl::StrCat(
+        "it is not the federation leader (its certificate is for ", IdentityString(*server), ")"));
+  }
+  if (!refused.ok()) {
+    context.TryCancel();
+    stream->Finish();
+    forget_context();
+    return refused;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    connected_ = true;
+    ++sessions_;
+  }
+  *established = true;
+  spdlog::info("party '{}' connected to leader '{}' at {} (version {})", options_.name,
+               ack.hello_ack().leader(), options_.leader_address, ack.hello_ack().version());
+
+  RequestQueue queue;
+  absl::Mutex write_mu;
+  std::thread worker([&] {
+    fedanon::v1::LeaderMessage request;
+    while (queue.Pop(&request)) {
+      fedanon::v1::PartyMessage reply;
+      try {
+        reply = handler_(request);
+      } catch (const std::exception& e) {
+        reply = ErrorMessage(request.request_id(), absl::StatusCode::kInternal,
+                             absl::StrCat("party handler failed: ", e.what()));
+      }
+      reply.set_request_id(request.request_id());
+      if (const size_t size = reply.ByteSizeLong(); size > static_cast<size_t>(kMaxMessageBytes)) {
+        spdlog::error("party '{}': reply to request {} is {} bytes, over the message limit",
+                      options_.name, request.request_id(), size);
+        reply = ErrorMessage(request.request_id(), absl::StatusCode::kResourceExhausted,
+                             absl::StrCat("reply of ", size, " bytes exceeds the ",
+                                          kMaxMessageBytes / (1024 * 1024), " MiB message limit"));
+      }
+      absl::MutexLock lock(&write_mu);
+      stream->Write(reply);  // a failure ends the reader's Read too
+    }
+  });
+  while (true) {
+    fedanon::v1::LeaderMessage request;
+    if (!stream->Read(&request)) break;
+    queue.Push(std::move(request));
+  }
+  queue.Close();
+  worker.join();
+  const grpc::Status status = stream->Finish();
+  forget_context();
+  if (status.ok()) return absl::UnavailableError("the leader closed the stream");
+  return FromGrpcStatus(status);
+}
+
+}  // namespace fedanon::server

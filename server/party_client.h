@@ -1,0 +1,86 @@
+// The party's side of the link: dials the leader over mutual TLS, holds the one PartyLink.Connect
+// stream, and answers every LeaderMessage with the reply of a handler (in the daemon
+// party::PartyAgent::Handle; in tests a fake).
+//
+// 1. Dial the leader, open Connect, send PartyHello (version + our seal certificate PEM).
+// 2. Expect HelloAck, and check that the server's certificate is the federation *leader's*
+//    (any other identity of the same CA is refused).
+// 3. Reader thread: read LeaderMessages and queue them; worker thread: call the handler one
+//    request at a time and write the reply (same request_id) under the write mutex. Replies over
+//    the 64 MiB message limit become an ErrorReply (RESOURCE_EXHAUSTED) so the stream survives.
+// 4. When the stream fails: log why ("cannot reach leader at X: ..." / "leader rejected our
+//    certificate: ..."), wait with exponential backoff (0.5 s doubling to 30 s, +-20 % jitter,
+//    reset after every successful hello) and go to 1.
+// Stop() cancels the stream, lets the request in progress finish, and returns.
+// Thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "fedanon/v1/federation.pb.h"
+#include "server/tls.h"
+
+namespace grpc {
+class ClientContext;
+}
+
+namespace fedanon::server {
+
+// Handles one request; never throws (a thrown exception becomes an INTERNAL ErrorReply).
+using PartyHandler = std::function<fedanon::v1::PartyMessage(const fedanon::v1::LeaderMessage&)>;
+
+struct PartyClientOptions {
+  std::string name;            // our party name (logs only; the leader reads our certificate)
+  std::string leader_address;  // host:port
+  TlsMaterial tls;
+  std::string seal_cert_pem;  // sent in the hello
+  absl::Duration initial_backoff = absl::Milliseconds(500);
+  absl::Duration max_backoff = absl::Seconds(30);
+};
+
+class PartyClient {
+ public:
+  PartyClient(PartyClientOptions options, PartyHandler handler);
+  ~PartyClient();  // Stop()
+  PartyClient(const PartyClient&) = delete;
+  PartyClient& operator=(const PartyClient&) = delete;
+
+  // Starts connecting in the background (once).
+  void Start();
+  // Ends the link promptly: cancels the stream and any backoff wait, waits for the request being
+  // handled (if any), joins the threads. Idempotent.
+  void Stop();
+
+  bool connected() const;
+  // Number of sessions that completed the hello so far.
+  int sessions() const;
+  // Blocks until connected (true) or `timeout` passes (false).
+  bool WaitUntilConnected(absl::Duration timeout) const;
+
+ private:
+  void Run();
+  // One connection, from dialling to the end of the stream. Returns why it ended and sets
+  // `established` when the hello completed.
+  absl::Status RunSession(bool* established);
+  void LogFailure(const absl::Status& status, bool established, absl::Duration retry_in) const;
+
+  const PartyClientOptions options_;
+  const PartyHandler handler_;
+
+  mutable absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool connected_ ABSL_GUARDED_BY(mu_) = false;
+  int sessions_ ABSL_GUARDED_BY(mu_) = 0;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;  // of the current session
+  std::thread thread_;
+};
+
+}  // namespace fedanon::server

@@ -1,0 +1,129 @@
+#include "server/party_link_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/version.h"
+#include "crypto/certificates.h"
+#include "server/status_convert.h"
+#include "server/tls.h"
+
+namespace fedanon::server {
+namespace {
+
+using ReaderWriter =
+    grpc::ServerReaderWriter<fedanon::v1::LeaderMessage, fedanon::v1::PartyMessage>;
+
+// The write side of one Connect call, shared with PartyConnections. The handler calls Close()
+// before it returns, after which the gRPC objects are never touched again.
+class GrpcPartyStream final : public PartyStream {
+ public:
+  GrpcPartyStream(grpc::ServerContext* context, ReaderWriter* stream)
+      : context_(context), stream_(stream) {}
+
+  bool Write(const fedanon::v1::LeaderMessage& message) override {
+    absl::MutexLock write_lock(&write_mu_);
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) return false;
+    }
+    return stream_->Write(message);
+  }
+
+  void Cancel() override {
+    absl::MutexLock lock(&mu_);
+    if (!closed_) context_->TryCancel();
+  }
+
+  // Cancels the call (unblocking a Write stuck on flow control) and waits for any Write in
+  // progress to return.
+  void Close() {
+    {
+      absl::MutexLock lock(&mu_);
+      closed_ = true;
+    }
+    context_->TryCancel();
+    absl::MutexLock write_lock(&write_mu_);
+  }
+
+ private:
+  grpc::ServerContext* context_;
+  ReaderWriter* stream_;
+  absl::Mutex write_mu_;
+  absl::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+PartyLinkService::PartyLinkService(std::string leader_name, std::string ca_pem,
+                                   PartyConnections* connections)
+    : leader_name_(std::move(leader_name)), ca_pem_(std::move(ca_pem)), connections_(connections) {}
+
+grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWriter* stream) {
+  const std::string peer = context->peer();
+  absl::StatusOr<crypto::Identity> identity = PeerIdentity(*context);
+  if (!identity.ok()) {
+    spdlog::warn("PartyLink: rejected {}: {}", peer, identity.status().ToString());
+    return ToGrpcStatus(identity.status());
+  }
+  if (identity->role != crypto::Role::kParty) {
+    spdlog::warn("PartyLink: rejected {} from {}: not a party certificate",
+                 IdentityString(*identity), peer);
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "only parties may connect to PartyLink");
+  }
+  const std::string& party = identity->name;
+
+  fedanon::v1::PartyMessage first;
+  if (!stream->Read(&first)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the stream ended before the party's hello");
+  }
+  if (!first.has_hello()) {
+    spdlog::warn("PartyLink: party '{}' from {} did not open with a hello", party, peer);
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first message on PartyLink.Connect must be a hello");
+  }
+  const fedanon::v1::PartyHello& hello = first.hello();
+  if (absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> seal = crypto::VerifiedSealKey(
+          hello.seal_certificate(), ca_pem_, crypto::Identity{crypto::Role::kParty, party});
+      !seal.ok()) {
+    spdlog::warn("PartyLink: party '{}' from {} sent an unusable seal certificate: {}", party, peer,
+                 seal.status().ToString());
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("the seal certificate in the hello is not valid for party '",
+                                     party, "': ", seal.status().message()));
+  }
+
+  fedanon::v1::LeaderMessage ack;
+  ack.mutable_hello_ack()->set_leader(leader_name_);
+  ack.mutable_hello_ack()->set_version(std::string(common::Version()));
+  if (!stream->Write(ack)) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the stream ended during the hello");
+  }
+
+  auto writer = std::make_shared<GrpcPartyStream>(context, stream);
+  const PartyConnections::ConnectionId id =
+      connections_->Connected(party, peer, hello.seal_certificate(), writer);
+  spdlog::info("party '{}' connected from {} (version {})", party, peer, hello.version());
+
+  while (true) {
+    fedanon::v1::PartyMessage message;
+    if (!stream->Read(&message)) break;
+    connections_->Deliver(id, std::move(message));
+  }
+  const bool cancelled = context->IsCancelled();
+  connections_->Disconnected(id);
+  writer->Close();
+  spdlog::info("party '{}' disconnected from {} ({})", party, peer,
+               cancelled ? "stream cancelled" : "stream closed by the party");
+  return grpc::Status::OK;
+}
+
+}  // namespace fedanon::server

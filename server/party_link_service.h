@@ -1,0 +1,38 @@
+// The leader's side of PartyLink.Connect: the long-lived stream each party dials out to open.
+//
+// 1. The caller's identity comes from its verified TLS certificate; only role `party` may
+//    connect (PERMISSION_DENIED "only parties may connect to PartyLink" otherwise).
+// 2. The first message must be a PartyHello (INVALID_ARGUMENT otherwise) carrying the party's
+//    sealing certificate, which must be a CA-signed seal certificate for the same party name
+//    (PERMISSION_DENIED otherwise; other parties verify it again before sealing for it).
+// 3. The leader answers with a HelloAck, registers the stream in PartyConnections and from then on
+//    reads replies and delivers them to the waiting calls until the stream ends.
+// Thread-safe; each stream runs on one gRPC sync-server thread.
+#pragma once
+
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include <string>
+
+#include "fedanon/v1/federation.grpc.pb.h"
+#include "server/party_connections.h"
+
+namespace fedanon::server {
+
+class PartyLinkService final : public fedanon::v1::PartyLink::Service {
+ public:
+  // `connections` is not owned. `ca_pem` verifies the seal certificates in the hellos.
+  PartyLinkService(std::string leader_name, std::string ca_pem, PartyConnections* connections);
+
+  grpc::Status Connect(grpc::ServerContext* context,
+                       grpc::ServerReaderWriter<fedanon::v1::LeaderMessage,
+                                                fedanon::v1::PartyMessage>* stream) override;
+
+ private:
+  std::string leader_name_;
+  std::string ca_pem_;
+  PartyConnections* connections_;  // not owned
+};
+
+}  // namespace fedanon::server

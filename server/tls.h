@@ -1,0 +1,66 @@
+// Mutual TLS for the federation: every connection is authenticated on both sides by certificates
+// of the federation CA, and identities (role + name) are read from the verified peer certificate
+// (crypto/certificates.h), never from message fields.
+//
+// Server side (the leader): the client must present a certificate chaining to the CA
+// (GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY); otherwise the handshake fails
+// before any RPC runs. Client side (parties, admins): the leader's certificate must chain to the
+// CA and name the dialled host. Leader certificates carry the addresses they are reached at as
+// DNS / IP SANs (`fedanonctl provision --leader-host`), and gRPC matches IP SANs for IP targets
+// such as 127.0.0.1:7443, so no GRPC_SSL_TARGET_NAME_OVERRIDE_ARG is used: an override would
+// switch hostname checking off for every address and let any certificate of the federation
+// (e.g. a party's) impersonate the leader at the TLS layer.
+#pragma once
+
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_context.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "crypto/certificates.h"
+#include "server/config.h"
+
+namespace fedanon::server {
+
+// PEM contents of the files in a `tls:` section.
+struct TlsMaterial {
+  std::string ca_pem;
+  std::string cert_pem;
+  std::string key_pem;  // never logged
+};
+
+// Reads a PEM file. NotFound "cannot read <what> 'path': <errno text>"; InvalidArgument when the
+// file holds no PEM block of the expected kind ("CERTIFICATE" / "PRIVATE KEY").
+absl::StatusOr<std::string> ReadCertificateFile(const std::string& path, std::string_view what);
+absl::StatusOr<std::string> ReadPrivateKeyFile(const std::string& path, std::string_view what);
+
+// Reads the three files of a `tls:` section (errors name the file).
+absl::StatusOr<TlsMaterial> LoadTlsMaterial(const TlsPaths& paths);
+
+// Startup check of our own TLS material, so configuration mistakes surface as one clear message
+// instead of a failing handshake later: the certificate chains to the CA and is valid now
+// (PermissionDenied otherwise), the key belongs to the certificate (InvalidArgument), and the
+// certificate's identity is `expected` (InvalidArgument "certificate is for party/x, but the
+// config says ...").
+absl::Status CheckOwnCertificate(const TlsMaterial& tls, const crypto::Identity& expected);
+
+// Server credentials for the leader (client certificates required and verified against the CA).
+std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const TlsMaterial& tls);
+// Channel credentials for parties and admins (root = CA, own key and certificate).
+std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(const TlsMaterial& tls);
+
+// The identity in the peer certificate of a call (the TLS layer has verified it against the CA).
+// Unauthenticated when the call carries no certificate; PermissionDenied when the certificate
+// holds no fedanon identity.
+absl::StatusOr<crypto::Identity> PeerIdentity(const grpc::ServerContext& context);
+// The same for the server's certificate seen by a client, once the call has started.
+absl::StatusOr<crypto::Identity> ServerIdentity(const grpc::ClientContext& context);
+
+// "party/hospital-a"
+std::string IdentityString(const crypto::Identity& identity);
+
+}  // namespace fedanon::server

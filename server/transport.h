@@ -1,0 +1,35 @@
+// Transport settings shared by the leader's server and the parties' / admins' channels.
+//
+// * Messages up to 64 MiB each way (large secure-sum vectors are chunked below that by the leader).
+// * Keepalive for long-lived, often idle streams: clients ping every 20 s, the server every 30 s,
+//   both wait 10 s for the answer, pings are allowed without active calls and without data, and
+//   the server accepts client pings every 10 s or slower. A silently dropped connection (NAT
+//   timeout, unplugged cable) is thus detected within ~30-40 s, failing the party's pending calls.
+// * Client reconnect backoff of gRPC itself is aligned with PartyClient's (0.5 s .. 30 s).
+#pragma once
+
+#include <grpcpp/channel.h>
+#include <grpcpp/server_builder.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "server/tls.h"
+
+namespace fedanon::server {
+
+inline constexpr int kMaxMessageBytes = 64 * 1024 * 1024;
+
+// Applies the message-size and keepalive settings to a server under construction.
+void ApplyServerTransportSettings(grpc::ServerBuilder& builder);
+
+// Channel arguments for parties and admins dialling the leader.
+grpc::ChannelArguments ClientChannelArguments();
+
+// A new mTLS channel to the leader at `address` (host:port). Each channel uses its own
+// subchannel pool, so a new channel makes a fresh connection attempt immediately.
+std::shared_ptr<grpc::Channel> DialLeader(const std::string& address, const TlsMaterial& tls);
+
+}  // namespace fedanon::server

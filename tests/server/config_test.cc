@@ -1,0 +1,227 @@
+#include "server/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "server/logging.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::server {
+namespace {
+
+namespace fs = std::filesystem;
+using ::fedanon::testing::StatusIs;
+using ::testing::HasSubstr;
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fedanon_config_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "conf");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& content) {
+    const fs::path path = dir_ / "conf" / name;
+    std::ofstream(path) << content;
+    return path.string();
+  }
+
+  fs::path dir_;
+};
+
+constexpr char kLeaderYaml[] = R"(name: leader
+listen: 0.0.0.0:7443
+data_dir: data
+tls: {ca: ca.crt, cert: tls.crt, key: tls.key}
+seal: {cert: seal.crt, key: /etc/fedanon/seal.key}
+round_timeout_seconds: 90
+log_format: json
+)";
+
+TEST_F(ConfigTest, LeaderConfigParsesAndResolvesPathsAgainstTheFileDirectory) {
+  ASSERT_OK_AND_ASSIGN(const LeaderConfig c, LoadLeaderConfig(Write("leader.yaml", kLeaderYaml)));
+  const std::string conf = (dir_ / "conf").string();
+  EXPECT_EQ(c.name, "leader");
+  EXPECT_EQ(c.listen, "0.0.0.0:7443");
+  EXPECT_EQ(c.data_dir, conf + "/data");
+  EXPECT_EQ(c.tls.ca, conf + "/ca.crt");
+  EXPECT_EQ(c.tls.cert, conf + "/tls.crt");
+  EXPECT_EQ(c.tls.key, conf + "/tls.key");
+  EXPECT_EQ(c.seal.cert, conf + "/seal.crt");
+  EXPECT_EQ(c.seal.key, "/etc/fedanon/seal.key");
+  EXPECT_EQ(c.round_timeout_seconds, 90);
+  EXPECT_EQ(c.log_format, LogFormat::kJson);
+  EXPECT_EQ(c.path, conf + "/leader.yaml");
+}
+
+TEST_F(ConfigTest, RelativeConfigPathIsMadeAbsolute) {
+  Write("leader.yaml", kLeaderYaml);
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir_);
+  auto c = LoadLeaderConfig("conf/leader.yaml");
+  fs::current_path(cwd);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->data_dir, (dir_ / "conf" / "data").string());
+}
+
+TEST_F(ConfigTest, LeaderDefaults) {
+  ASSERT_OK_AND_ASSIGN(const LeaderConfig c, LoadLeaderConfig(Write("leader.yaml", R"(name: leader
+listen: 127.0.0.1:0
+data_dir: ../d
+tls: {ca: ca.crt, cert: tls.crt, key: tls.key}
+seal: {cert: seal.crt, key: seal.key}
+)")));
+  EXPECT_EQ(c.round_timeout_seconds, 60);
+  EXPECT_EQ(c.log_format, LogFormat::kText);
+  EXPECT_EQ(c.data_dir, (dir_ / "d").string());
+}
+
+TEST_F(ConfigTest, PartyConfigParses) {
+  ASSERT_OK_AND_ASSIGN(const PartyConfig c, LoadPartyConfig(Write("party.yaml", R"(
+name: hospital-a
+leader: 127.0.0.1:7443
+data_dir: data
+data: table.csv
+output_dir: output
+tls: {ca: ca.crt, cert: tls.crt, key: tls.key}
+seal: {cert: seal.crt, key: seal.key}
+)")));
+  const std::string conf = (dir_ / "conf").string();
+  EXPECT_EQ(c.name, "hospital-a");
+  EXPECT_EQ(c.leader, "127.0.0.1:7443");
+  EXPECT_EQ(c.data_dir, conf + "/data");
+  EXPECT_EQ(c.data, "table.csv");  // relative to data_dir, resolved by the party agent
+  EXPECT_EQ(c.output_dir, conf + "/output");
+  EXPECT_EQ(c.seal.key, conf + "/seal.key");
+}
+
+TEST_F(ConfigTest, PartyDataAndOutputAreOptional) {
+  ASSERT_OK_AND_ASSIGN(const PartyConfig c, LoadPartyConfig(Write("party.yaml", R"(
+name: hospital-a
+leader: "[::1]:7443"
+data_dir: data
+tls: {ca: ca.crt, cert: tls.crt, key: tls.key}
+seal: {cert: seal.crt, key: seal.key}
+)")));
+  EXPECT_EQ(c.data, "");
+  EXPECT_EQ(c.output_dir, "");
+  EXPECT_EQ(c.leader, "[::1]:7443");
+}
+
+TEST_F(ConfigTest, AdminConfigParsesAndRejectsSeal) {
+  const std::string good = R"(name: alice
+leader: 127.0.0.1:7443
+tls: {ca: ca.crt, cert: tls.crt, key: tls.key}
+)";
+  ASSERT_OK_AND_ASSIGN(const AdminConfig c, LoadAdminConfig(Write("admin.yaml", good)));
+  EXPECT_EQ(c.name, "alice");
+  EXPECT_EQ(c.tls.cert, (dir_ / "conf" / "tls.crt").string());
+  EXPECT_THAT(LoadAdminConfig(Write("admin2.yaml", good + "seal: {cert: a, key: b}\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "admin2.yaml:4:1: unknown key 'seal'"));
+}
+
+TEST_F(ConfigTest, UnknownKeyNamesFileLineAndColumn) {
+  const std::string path = Write("party.yaml", R"(name: hospital-a
+leader: 127.0.0.1:7443
+dta_dir: data
+)");
+  auto c = LoadPartyConfig(path);
+  EXPECT_THAT(c,
+              StatusIs(absl::StatusCode::kInvalidArgument, path + ":3:1: unknown key 'dta_dir'"));
+}
+
+TEST_F(ConfigTest, UnknownNestedKeyNamesItsPath) {
+  const std::string path = Write("leader.yaml", R"(name: leader
+listen: 0.0.0.0:7443
+data_dir: data
+tls:
+  ca: ca.crt
+  cert: tls.crt
+  key: tls.key
+  pasword: x
+seal: {cert: seal.crt, key: seal.key}
+)");
+  EXPECT_THAT(LoadLeaderConfig(path),
+              StatusIs(absl::StatusCode::kInvalidArgument, ":8:3: unknown key 'tls.pasword'"));
+}
+
+TEST_F(ConfigTest, MissingKeysAndBadValues) {
+  EXPECT_THAT(LoadLeaderConfig(Write("a.yaml", "name: leader\nlisten: 0.0.0.0:1\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "missing required key 'data_dir'"));
+  EXPECT_THAT(LoadLeaderConfig(Write("b.yaml", R"(name: leader
+listen: 0.0.0.0:1
+data_dir: d
+tls: {ca: ca.crt, cert: tls.crt}
+seal: {cert: seal.crt, key: seal.key}
+)")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "missing required key 'tls.key'"));
+  EXPECT_THAT(LoadLeaderConfig(Write("c.yaml", R"(name: leader
+listen: 7443
+data_dir: d
+tls: {ca: ca.crt, cert: tls.crt, key: k}
+seal: {cert: seal.crt, key: seal.key}
+)")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "c.yaml:2:9: key 'listen'"));
+  EXPECT_THAT(
+      LoadLeaderConfig(Write("d.yaml", R"(name: leader
+listen: 0.0.0.0:1
+data_dir: d
+tls: {ca: ca.crt, cert: tls.crt, key: k}
+seal: {cert: seal.crt, key: seal.key}
+round_timeout_seconds: soon
+)")),
+      StatusIs(absl::StatusCode::kInvalidArgument, "d.yaml:6:24: key 'round_timeout_seconds'"));
+  EXPECT_THAT(LoadAdminConfig(Write("e.yaml", R"(name: alice
+leader: h:1
+tls: {ca: a, cert: b, key: c}
+log_format: xml
+)")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "e.yaml:4:13: key 'log_format'"));
+  EXPECT_THAT(LoadAdminConfig(Write("f.yaml", R"(name: "bad name"
+leader: h:1
+tls: {ca: a, cert: b, key: c}
+)")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "f.yaml:1:7: key 'name'"));
+}
+
+TEST_F(ConfigTest, SyntaxErrorAndMissingFile) {
+  EXPECT_THAT(LoadAdminConfig(Write("bad.yaml", "name: [unclosed\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "YAML syntax error"));
+  EXPECT_THAT(LoadAdminConfig((dir_ / "nope.yaml").string()),
+              StatusIs(absl::StatusCode::kNotFound, "cannot read config file"));
+  EXPECT_THAT(LoadAdminConfig(Write("list.yaml", "- a\n- b\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "expected a mapping"));
+}
+
+TEST(HostPortTest, Validates) {
+  EXPECT_TRUE(ValidateHostPort("127.0.0.1:7443", "x").ok());
+  EXPECT_TRUE(ValidateHostPort("leader.example.org:0", "x").ok());
+  EXPECT_TRUE(ValidateHostPort("[::]:7443", "x").ok());
+  EXPECT_FALSE(ValidateHostPort("7443", "x").ok());
+  EXPECT_FALSE(ValidateHostPort(":7443", "x").ok());
+  EXPECT_FALSE(ValidateHostPort("h:70000", "x").ok());
+  EXPECT_FALSE(ValidateHostPort("::1:7443", "x").ok());
+  EXPECT_FALSE(ValidateHostPort("h:port", "x").ok());
+}
+
+TEST(LoggingTest, JsonLineEscapes) {
+  EXPECT_EQ(
+      FormatJsonLogLine("2024-01-01T00:00:00.000Z", "info", "fedanon-leader",
+                        "job=j round=2 \"quoted\"\n\x01"),
+      "{\"ts\":\"2024-01-01T00:00:00.000Z\",\"level\":\"info\",\"program\":\"fedanon-leader\","
+      "\"msg\":\"job=j round=2 \\\"quoted\\\"\\n\\u0001\"}");
+  EXPECT_EQ(LogJob("job-abc", 7), "job=job-abc round=7");
+  EXPECT_THAT(ParseLogFormat("xml"), StatusIs(absl::StatusCode::kInvalidArgument, "'xml'"));
+}
+
+}  // namespace
+}  // namespace fedanon::server

@@ -1,0 +1,557 @@
+// The transport over real sockets: a LeaderServer on 127.0.0.1 (port picked by the kernel) with
+// certificates from a CA generated in the test, PartyClients and raw gRPC clients.
+#include <gmock/gmock.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "fedanon/v1/federation.grpc.pb.h"
+#include "server/admin_service.h"
+#include "server/leader_server.h"
+#include "server/party_client.h"
+#include "server/party_connections.h"
+#include "server/transport.h"
+#include "tests/server/test_pki.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::server {
+namespace {
+
+using ::fedanon::testing::StatusIs;
+using fedanon::v1::LeaderMessage;
+using fedanon::v1::PartyMessage;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::TestPki;
+
+using RawStream = grpc::ClientReaderWriter<PartyMessage, LeaderMessage>;
+
+constexpr size_t kOverLimit = 64 * 1024 * 1024 + 1024;
+
+LeaderMessage Ping(int64_t t) {
+  LeaderMessage m;
+  m.mutable_ping()->set_sent_unix_nanos(t);
+  return m;
+}
+
+// The fake party logic: echoes pings and sum-step payloads.
+PartyMessage Echo(const LeaderMessage& m) {
+  PartyMessage r;
+  if (m.has_ping()) {
+    r.mutable_pong()->set_echoed_unix_nanos(m.ping().sent_unix_nanos());
+  } else if (m.has_sum_step()) {
+    r.mutable_sum_step()->set_masked(m.sum_step().masked());
+  } else if (m.has_end_job() && m.end_job().reason() == "oversize") {
+    r.mutable_sum_step()->set_masked(std::string(kOverLimit, 'r'));
+  } else {
+    r.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kInvalidArgument));
+    r.mutable_error()->set_message("unsupported request");
+  }
+  return r;
+}
+
+// Scripted leader for the Admin service.
+class FakeAdminBackend final : public AdminBackend {
+ public:
+  explicit FakeAdminBackend(PartyConnections* connections) : connections_(connections) {}
+
+  absl::StatusOr<fedanon::v1::JobInfo> Submit(const fedanon::v1::SubmitJobRequest& request,
+                                              const std::string& admin) override {
+    fedanon::v1::JobInfo job;
+    job.set_job_id("job-1");
+    job.set_state(fedanon::v1::JOB_STATE_SUBMITTED);
+    job.set_submitted_by(admin);
+    for (const std::string& p : request.parties()) job.add_parties(p);
+    return job;
+  }
+  absl::StatusOr<fedanon::v1::JobInfo> Get(const std::string& job_id) override {
+    if (job_id != "job-1") return absl::NotFoundError("no job " + job_id);
+    fedanon::v1::JobInfo job;
+    job.set_job_id(job_id);
+    job.set_state(fedanon::v1::JOB_STATE_SUBMITTED);
+    return job;
+  }
+  absl::StatusOr<std::vector<fedanon::v1::JobInfo>> List() override {
+    return std::vector<fedanon::v1::JobInfo>{*Get("job-1")};
+  }
+  absl::StatusOr<fedanon::v1::JobInfo> Cancel(const std::string& job_id, const std::string&,
+                                              const std::string&) override {
+    return Get(job_id);
+  }
+  // Each call moves the job one step: running round 1, round 2, done.
+  absl::StatusOr<fedanon::v1::JobInfo> WaitForChange(const std::string& job_id,
+                                                     const fedanon::v1::JobInfo&,
+                                                     absl::Duration) override {
+    absl::MutexLock lock(&mu_);
+    fedanon::v1::JobInfo job = *Get(job_id);
+    ++step_;
+    job.set_state(step_ >= 3 ? fedanon::v1::JOB_STATE_DONE : fedanon::v1::JOB_STATE_RUNNING);
+    job.set_round(std::min(step_, 2));
+    return job;
+  }
+  absl::StatusOr<std::string> Result(const std::string& job_id) override {
+    if (job_id != "job-1") return absl::NotFoundError("no result");
+    std::string result(2 * kResultChunkBytes + kResultChunkBytes / 2, 'a');
+    for (size_t i = 0; i < result.size(); ++i) result[i] = static_cast<char>('a' + i % 26);
+    return result;
+  }
+  std::vector<common::ConnectedParty> Parties() override { return connections_->Parties(); }
+
+ private:
+  PartyConnections* connections_;
+  absl::Mutex mu_;
+  int step_ = 0;
+};
+
+class MtlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    pki_ = new TestPki("hospitals");
+    other_ = new TestPki("impostors");
+  }
+  static void TearDownTestSuite() {
+    delete pki_;
+    delete other_;
+  }
+
+  void SetUp() override { StartServer("127.0.0.1:0"); }
+
+  void StartServer(const std::string& listen) {
+    LeaderServerOptions options;
+    options.listen = listen;
+    options.tls = pki_->Leader();
+    auto server = LeaderServer::Start(options, &connections_, &backend_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(server).value();
+    address_ = "127.0.0.1:" + std::to_string(server_->port());
+  }
+
+  std::unique_ptr<PartyClient> StartParty(const std::string& name, PartyHandler handler = Echo) {
+    PartyClientOptions options;
+    options.name = name;
+    options.leader_address = address_;
+    options.tls = pki_->Party(name);
+    options.seal_cert_pem = pki_->SealCert(name);
+    options.initial_backoff = absl::Milliseconds(100);
+    options.max_backoff = absl::Seconds(1);
+    auto client = std::make_unique<PartyClient>(std::move(options), std::move(handler));
+    client->Start();
+    return client;
+  }
+
+  bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout = absl::Seconds(10)) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      if (condition()) return true;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return condition();
+  }
+  bool WaitForParty(const std::string& name) {
+    return WaitFor([&] { return connections_.IsConnected(name); });
+  }
+
+  // A hand-driven party stream (no PartyClient), to misbehave on purpose.
+  struct Raw {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<fedanon::v1::PartyLink::Stub> stub;
+    grpc::ClientContext context;
+    std::unique_ptr<RawStream> stream;
+  };
+  std::unique_ptr<Raw> OpenRaw(const TlsMaterial& tls) {
+    auto raw = std::make_unique<Raw>();
+    raw->channel = DialLeader(address_, tls);
+    raw->stub = fedanon::v1::PartyLink::NewStub(raw->channel);
+    raw->stream = raw->stub->Connect(&raw->context);
+    return raw;
+  }
+  static bool Hello(Raw& raw, const std::string& seal_cert) {
+    PartyMessage hello;
+    hello.mutable_hello()->set_version("test");
+    hello.mutable_hello()->set_seal_certificate(seal_cert);
+    LeaderMessage ack;
+    return raw.stream->Write(hello) && raw.stream->Read(&ack) && ack.has_hello_ack();
+  }
+
+  static std::unique_ptr<fedanon::v1::Admin::Stub> AdminStub(const std::string& address,
+                                                             const TlsMaterial& tls) {
+    return fedanon::v1::Admin::NewStub(DialLeader(address, tls));
+  }
+  static grpc::Status ListParties(fedanon::v1::Admin::Stub& stub,
+                                  fedanon::v1::ListPartiesResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub.ListParties(&context, fedanon::v1::ListPartiesRequest(), response);
+  }
+
+  static TestPki* pki_;
+  static TestPki* other_;
+  PartyConnections connections_;
+  FakeAdminBackend backend_{&connections_};
+  std::unique_ptr<LeaderServer> server_;
+  std::string address_;
+};
+
+TestPki* MtlsTest::pki_ = nullptr;
+TestPki* MtlsTest::other_ = nullptr;
+
+TEST_F(MtlsTest, PartyConnectsAndIsRegisteredUnderItsCertificateName) {
+  auto party = StartParty("hospital-a");
+  ASSERT_TRUE(party->WaitUntilConnected(absl::Seconds(10)));
+  ASSERT_TRUE(WaitForParty("hospital-a"));
+  const auto parties = connections_.Parties();
+  ASSERT_EQ(parties.size(), 1u);
+  EXPECT_EQ(parties[0].name, "hospital-a");
+  EXPECT_THAT(parties[0].peer, StartsWith("ipv4:127.0.0.1:"));
+  EXPECT_THAT(parties[0].seal_cert_pem, HasSubstr("BEGIN CERTIFICATE"));
+  EXPECT_EQ(party->sessions(), 1);
+}
+
+TEST_F(MtlsTest, CallRoundTripAndErrorReply) {
+  auto party = StartParty("hospital-a");
+  ASSERT_TRUE(WaitForParty("hospital-a"));
+  ASSERT_OK_AND_ASSIGN(PartyMessage reply,
+                       connections_.Call("hospital-a", Ping(1234), absl::Seconds(10)));
+  EXPECT_EQ(reply.pong().echoed_unix_nanos(), 1234);
+  LeaderMessage prepare;
+  prepare.mutable_prepare();
+  EXPECT_THAT(
+      connections_.Call("hospital-a", prepare, absl::Seconds(10)),
+      StatusIs(absl::StatusCode::kInvalidArgument, "party 'hospital-a': unsupported request"));
+}
+
+TEST_F(MtlsTest, SeveralPartiesAreCalledConcurrently) {
+  auto a = StartParty("hospital-a");
+  auto b = StartParty("hospital-b");
+  auto c = StartParty("hospital-c");
+  for (const char* name : {"hospital-a", "hospital-b", "hospital-c"})
+    ASSERT_TRUE(WaitForParty(name));
+  std::vector<std::future<absl::StatusOr<PartyMessage>>> calls;
+  for (int i = 0; i < 30; ++i) {
+    const std::string party = i % 3 == 0 ? "hospital-a" : i % 3 == 1 ? "hospital-b" : "hospital-c";
+    calls.push_back(std::async(std::launch::async, [this, party, i] {
+      return connections_.Call(party, Ping(i), absl::Seconds(10));
+    }));
+  }
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_OK_AND_ASSIGN(PartyMessage r, calls[i].get());
+    EXPECT_EQ(r.pong().echoed_unix_nanos(), i);
+  }
+}
+
+TEST_F(MtlsTest, ClientWithoutCertificateIsRejected) {
+  grpc::SslCredentialsOptions no_cert;
+  no_cert.pem_root_certs = pki_->ca_pem();
+  auto stub = fedanon::v1::Admin::NewStub(
+      grpc::CreateCustomChannel(address_, grpc::SslCredentials(no_cert), ClientChannelArguments()));
+  fedanon::v1::ListPartiesResponse response;
+  EXPECT_EQ(ListParties(*stub, &response).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(MtlsTest, ClientWithCertificateFromAnotherCaIsRejected) {
+  const TlsMaterial foreign = other_->Party("hospital-a");
+  // Trusts our CA (so the client accepts the leader), but presents a certificate of another CA.
+  auto raw = OpenRaw(TlsMaterial{pki_->ca_pem(), foreign.cert_pem, foreign.key_pem});
+  EXPECT_FALSE(Hello(*raw, pki_->SealCert("hospital-a")));
+  EXPECT_EQ(raw->stream->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE(connections_.Parties().empty());
+
+  const TlsMaterial foreign_admin = other_->Admin("alice");
+  auto stub = AdminStub(address_,
+                        TlsMaterial{pki_->ca_pem(), foreign_admin.cert_pem, foreign_admin.key_pem});
+  fedanon::v1::ListPartiesResponse response;
+  EXPECT_EQ(ListParties(*stub, &response).error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  // The real client keeps retrying (and logging why) but never gets through.
+  PartyClientOptions options;
+  options.name = "hospital-a";
+  options.leader_address = address_;
+  options.tls = TlsMaterial{pki_->ca_pem(), foreign.cert_pem, foreign.key_pem};
+  options.seal_cert_pem = pki_->SealCert("hospital-a");
+  options.initial_backoff = absl::Milliseconds(100);
+  PartyClient client(std::move(options), Echo);
+  client.Start();
+  EXPECT_FALSE(client.WaitUntilConnected(absl::Milliseconds(500)));
+  client.Stop();
+  EXPECT_EQ(client.sessions(), 0);
+  EXPECT_TRUE(connections_.Parties().empty());
+}
+
+TEST_F(MtlsTest, AdminCertificateCannotConnectToPartyLink) {
+  auto raw = OpenRaw(pki_->Admin("alice"));
+  EXPECT_FALSE(Hello(*raw, pki_->SealCert("alice")));
+  const grpc::Status status = raw->stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(status.error_message(), "only parties may connect to PartyLink");
+  EXPECT_TRUE(connections_.Parties().empty());
+}
+
+TEST_F(MtlsTest, PartyCertificateCannotCallAdmin) {
+  auto stub = AdminStub(address_, pki_->Party("hospital-a"));
+  fedanon::v1::ListPartiesResponse response;
+  const grpc::Status status = ListParties(*stub, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("only admins"));
+  grpc::ClientContext context;
+  fedanon::v1::JobInfo job;
+  EXPECT_EQ(stub->SubmitJob(&context, fedanon::v1::SubmitJobRequest(), &job).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(MtlsTest, AdminCallsUseTheCertificateIdentity) {
+  auto party = StartParty("hospital-a");
+  ASSERT_TRUE(WaitForParty("hospital-a"));
+  auto stub = AdminStub(address_, pki_->Admin("alice"));
+  fedanon::v1::ListPartiesResponse parties;
+  ASSERT_TRUE(ListParties(*stub, &parties).ok());
+  ASSERT_EQ(parties.parties_size(), 1);
+  EXPECT_EQ(parties.parties(0).name(), "hospital-a");
+
+  grpc::ClientContext context;
+  fedanon::v1::SubmitJobRequest request;
+  request.add_parties("hospital-a");
+  fedanon::v1::JobInfo job;
+  ASSERT_TRUE(stub->SubmitJob(&context, request, &job).ok());
+  EXPECT_EQ(job.submitted_by(), "alice");
+
+  grpc::ClientContext get_context;
+  fedanon::v1::GetJobRequest get;
+  get.set_job_id("job-404");
+  EXPECT_EQ(stub->GetJob(&get_context, get, &job).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(MtlsTest, WatchJobStreamsChangesUntilFinal) {
+  auto stub = AdminStub(address_, pki_->Admin("alice"));
+  grpc::ClientContext context;
+  fedanon::v1::GetJobRequest request;
+  request.set_job_id("job-1");
+  auto reader = stub->WatchJob(&context, request);
+  std::vector<fedanon::v1::JobInfo> seen;
+  fedanon::v1::JobInfo info;
+  while (reader->Read(&info)) seen.push_back(info);
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].state(), fedanon::v1::JOB_STATE_SUBMITTED);
+  EXPECT_EQ(seen[1].round(), 1u);
+  EXPECT_EQ(seen[2].round(), 2u);
+  EXPECT_EQ(seen[3].state(), fedanon::v1::JOB_STATE_DONE);
+}
+
+TEST_F(MtlsTest, GetResultStreamsOneMebibyteChunks) {
+  auto stub = AdminStub(address_, pki_->Admin("alice"));
+  grpc::ClientContext context;
+  fedanon::v1::GetResultRequest request;
+  request.set_job_id("job-1");
+  auto reader = stub->GetResult(&context, request);
+  std::string all;
+  std::vector<size_t> sizes;
+  fedanon::v1::ResultChunk chunk;
+  while (reader->Read(&chunk)) {
+    sizes.push_back(chunk.data().size());
+    all += chunk.data();
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_THAT(sizes,
+              ::testing::ElementsAre(kResultChunkBytes, kResultChunkBytes, kResultChunkBytes / 2));
+  EXPECT_EQ(all, *backend_.Result("job-1"));
+}
+
+TEST_F(MtlsTest, FirstMessageMustBeHelloWithTheirOwnSealCertificate) {
+  auto raw = OpenRaw(pki_->Party("hospital-a"));
+  PartyMessage pong;
+  pong.mutable_pong();
+  ASSERT_TRUE(raw->stream->Write(pong));
+  LeaderMessage ignored;
+  EXPECT_FALSE(raw->stream->Read(&ignored));
+  grpc::Status status = raw->stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("must be a hello"));
+
+  auto borrowed = OpenRaw(pki_->Party("hospital-a"));
+  EXPECT_FALSE(Hello(*borrowed, pki_->SealCert("hospital-b")));
+  status = borrowed->stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(status.error_message(), HasSubstr("seal certificate"));
+  EXPECT_TRUE(connections_.Parties().empty());
+}
+
+TEST_F(MtlsTest, PartyDisconnectingMidCallFailsTheCall) {
+  auto raw = OpenRaw(pki_->Party("hospital-b"));
+  ASSERT_TRUE(Hello(*raw, pki_->SealCert("hospital-b")));
+  ASSERT_TRUE(WaitForParty("hospital-b"));
+  auto call = std::async(std::launch::async, [this] {
+    return connections_.Call("hospital-b", Ping(1), absl::Seconds(30));
+  });
+  LeaderMessage request;
+  ASSERT_TRUE(raw->stream->Read(&request));
+  EXPECT_TRUE(request.has_ping());
+  raw->context.TryCancel();
+  EXPECT_THAT(call.get(),
+              StatusIs(absl::StatusCode::kUnavailable, "party 'hospital-b' disconnected"));
+  EXPECT_TRUE(WaitFor([&] { return !connections_.IsConnected("hospital-b"); }));
+}
+
+TEST_F(MtlsTest, CallTimesOutWhenThePartyDoesNotAnswer) {
+  auto raw = OpenRaw(pki_->Party("hospital-b"));
+  ASSERT_TRUE(Hello(*raw, pki_->SealCert("hospital-b")));
+  ASSERT_TRUE(WaitForParty("hospital-b"));
+  EXPECT_THAT(connections_.Call("hospital-b", Ping(1), absl::Milliseconds(300)),
+              StatusIs(absl::StatusCode::kDeadlineExceeded,
+                       "party 'hospital-b' did not answer within 300ms"));
+  // A late answer is dropped; the stream stays usable.
+  LeaderMessage late;
+  ASSERT_TRUE(raw->stream->Read(&late));
+  PartyMessage pong;
+  pong.set_request_id(late.request_id());
+  pong.mutable_pong();
+  ASSERT_TRUE(raw->stream->Write(pong));
+  auto call = std::async(std::launch::async, [this] {
+    return connections_.Call("hospital-b", Ping(2), absl::Seconds(10));
+  });
+  LeaderMessage next;
+  ASSERT_TRUE(raw->stream->Read(&next));
+  pong.set_request_id(next.request_id());
+  pong.mutable_pong()->set_echoed_unix_nanos(2);
+  ASSERT_TRUE(raw->stream->Write(pong));
+  ASSERT_OK_AND_ASSIGN(PartyMessage r, call.get());
+  EXPECT_EQ(r.pong().echoed_unix_nanos(), 2);
+  raw->context.TryCancel();
+}
+
+TEST_F(MtlsTest, SecondConnectionOfAPartyReplacesTheFirst) {
+  auto first = OpenRaw(pki_->Party("hospital-c"));
+  ASSERT_TRUE(Hello(*first, pki_->SealCert("hospital-c")));
+  ASSERT_TRUE(WaitForParty("hospital-c"));
+  const std::string first_peer = connections_.Parties()[0].peer;
+  auto second = OpenRaw(pki_->Party("hospital-c"));
+  ASSERT_TRUE(Hello(*second, pki_->SealCert("hospital-c")));
+  LeaderMessage ignored;
+  EXPECT_FALSE(first->stream->Read(&ignored));  // cancelled by the leader
+  first->stream->Finish();
+  ASSERT_EQ(connections_.Parties().size(), 1u);
+  EXPECT_NE(connections_.Parties()[0].peer, first_peer);
+  auto call = std::async(std::launch::async, [this] {
+    return connections_.Call("hospital-c", Ping(3), absl::Seconds(10));
+  });
+  LeaderMessage request;
+  ASSERT_TRUE(second->stream->Read(&request));
+  PartyMessage pong;
+  pong.set_request_id(request.request_id());
+  pong.mutable_pong()->set_echoed_unix_nanos(3);
+  ASSERT_TRUE(second->stream->Write(pong));
+  ASSERT_OK(call.get());
+  second->context.TryCancel();
+}
+
+TEST_F(MtlsTest, OversizeMessagesAreRejectedCleanly) {
+  auto party = StartParty("hospital-a");
+  ASSERT_TRUE(WaitForParty("hospital-a"));
+  // Leader -> party: refused before sending.
+  LeaderMessage big;
+  big.mutable_sum_step()->set_masked(std::string(kOverLimit, 'x'));
+  EXPECT_THAT(connections_.Call("hospital-a", big, absl::Seconds(10)),
+              StatusIs(absl::StatusCode::kResourceExhausted, "64 MiB message limit"));
+  // Party -> leader: the party answers with an error instead of breaking its stream.
+  LeaderMessage oversize_reply;
+  oversize_reply.mutable_end_job()->set_reason("oversize");
+  EXPECT_THAT(connections_.Call("hospital-a", oversize_reply, absl::Seconds(30)),
+              StatusIs(absl::StatusCode::kResourceExhausted, "party 'hospital-a': reply of"));
+  ASSERT_OK(connections_.Call("hospital-a", Ping(1), absl::Seconds(10)));
+  EXPECT_EQ(party->sessions(), 1);
+  // A client that ignores the limit: the server refuses the message.
+  grpc::ChannelArguments args = ClientChannelArguments();
+  args.SetMaxSendMessageSize(128 * 1024 * 1024);
+  auto stub = fedanon::v1::Admin::NewStub(
+      grpc::CreateCustomChannel(address_, MakeChannelCredentials(pki_->Admin("alice")), args));
+  grpc::ClientContext context;
+  fedanon::v1::SubmitJobRequest request;
+  (*request.mutable_taxonomies())["age"] = std::string(kOverLimit, 't');
+  fedanon::v1::JobInfo job;
+  EXPECT_EQ(stub->SubmitJob(&context, request, &job).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+TEST_F(MtlsTest, PartyReconnectsAfterTheLeaderRestarts) {
+  auto party = StartParty("hospital-a");
+  ASSERT_TRUE(WaitForParty("hospital-a"));
+  const std::string listen = address_;
+  server_->Shutdown(absl::Seconds(1));
+  server_.reset();
+  ASSERT_TRUE(WaitFor([&] { return !party->connected(); }));
+  EXPECT_FALSE(connections_.IsConnected("hospital-a"));
+  absl::SleepFor(absl::Milliseconds(300));  // a few failed attempts with backoff
+  StartServer(listen);
+  ASSERT_TRUE(WaitForParty("hospital-a"));
+  EXPECT_EQ(party->sessions(), 2);
+  ASSERT_OK_AND_ASSIGN(PartyMessage reply,
+                       connections_.Call("hospital-a", Ping(7), absl::Seconds(10)));
+  EXPECT_EQ(reply.pong().echoed_unix_nanos(), 7);
+}
+
+TEST_F(MtlsTest, StopEndsTheLinkPromptly) {
+  auto party = StartParty("hospital-a");
+  ASSERT_TRUE(WaitForParty("hospital-a"));
+  const absl::Time start = absl::Now();
+  party->Stop();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_TRUE(WaitFor([&] { return !connections_.IsConnected("hospital-a"); }));
+}
+
+TEST_F(MtlsTest, PartyRefusesAServerThatIsNotTheLeader) {
+  PartyConnections impostor_connections;
+  LeaderServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.tls = pki_->Tls(crypto::Role::kParty, "mallory", {"127.0.0.1"});
+  ASSERT_OK_AND_ASSIGN(auto impostor, LeaderServer::Start(options, &impostor_connections, nullptr));
+  address_ = "127.0.0.1:" + std::to_string(impostor->port());
+  auto party = StartParty("hospital-a");
+  absl::SleepFor(absl::Seconds(1));
+  EXPECT_EQ(party->sessions(), 0);
+  EXPECT_FALSE(party->connected());
+}
+
+TEST_F(MtlsTest, SecondServerOnTheSamePortFailsToStart) {
+  PartyConnections other;
+  LeaderServerOptions options;
+  options.listen = address_;
+  options.tls = pki_->Leader();
+  EXPECT_THAT(LeaderServer::Start(options, &other, nullptr),
+              StatusIs(absl::StatusCode::kUnavailable, "cannot listen on " + address_));
+}
+
+TEST_F(MtlsTest, HealthServiceReportsServing) {
+  grpc::GenericStub stub(DialLeader(address_, pki_->Admin("alice")));
+  for (const std::string service : {"", "fedanon.v1.PartyLink", "fedanon.v1.Admin"}) {
+    // grpc.health.v1.HealthCheckRequest{service}, encoded by hand (field 1, length-delimited).
+    std::string encoded = "\x0a" + std::string(1, static_cast<char>(service.size())) + service;
+    if (service.empty()) encoded.clear();
+    grpc::Slice slice(encoded);
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer response;
+    grpc::ClientContext context;
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                   &response, [&done](grpc::Status s) { done.set_value(s); });
+    ASSERT_TRUE(done.get_future().get().ok()) << service;
+    grpc::Slice out;
+    ASSERT_TRUE(response.DumpToSingleSlice(&out).ok());
+    // HealthCheckResponse{status: SERVING (1)}.
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.begin()), out.size()),
+              std::string("\x08\x01", 2))
+        << service;
+  }
+}
+
+}  // namespace
+}  // namespace fedanon::server
