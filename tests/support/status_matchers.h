@@ -10,7 +10,11 @@
 #define FEDANON_TEST_CONCAT_INNER_(a, b) a##b
 #define FEDANON_TEST_CONCAT_(a, b) FEDANON_TEST_CONCAT_INNER_(a, b)
 
-#define EXPECT_OK(expr) EXPECT_TRUE((expr).ok()) << (expr)
+#define EXPECT_OK(expr)                                                  \
+  do {                                                                   \
+    const ::absl::Status fedanon_est_ = ::fedanon::testing::ToStatus(expr); \
+    EXPECT_TRUE(fedanon_est_.ok()) << fedanon_est_;                      \
+  } while (0)
 #define ASSERT_OK(expr)                                     \
   do {                                                      \
     const ::absl::Status fedanon_st_ = ::fedanon::testing::ToStatus(expr); \
