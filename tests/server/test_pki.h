@@ -34,6 +34,10 @@ class TestPki {
   TlsMaterial Party(const std::string& name) const { return Tls(crypto::Role::kParty, name); }
   TlsMaterial Admin(const std::string& name) const { return Tls(crypto::Role::kAdmin, name); }
 
+  // A sealing certificate and its key for `party`.
+  crypto::IssuedCertificate SealIssued(const std::string& party) const {
+    return ca_->IssueSeal(crypto::Identity{crypto::Role::kParty, party}, absl::Hours(24)).value();
+  }
   std::string SealCert(const std::string& party) const {
     auto issued = ca_->IssueSeal(crypto::Identity{crypto::Role::kParty, party}, absl::Hours(24));
     if (!issued.ok()) throw std::runtime_error(issued.status().ToString());
