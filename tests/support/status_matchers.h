@@ -10,11 +10,9 @@
 #define FEDANON_TEST_CONCAT_INNER_(a, b) a##b
 #define FEDANON_TEST_CONCAT_(a, b) FEDANON_TEST_CONCAT_INNER_(a, b)
 
-#define EXPECT_OK(expr)                                                  \
-  do {                                                                   \
-    const ::absl::Status fedanon_est_ = ::fedanon::testing::ToStatus(expr); \
-    EXPECT_TRUE(fedanon_est_.ok()) << fedanon_est_;                      \
-  } while (0)
+// Works for absl::Status and absl::StatusOr<T>, evaluates `expr` once, accepts `<< message`.
+#define EXPECT_OK(expr) \
+  EXPECT_THAT(::fedanon::testing::ToStatus(expr), ::fedanon::testing::IsOk())
 #define ASSERT_OK(expr)                                     \
   do {                                                      \
     const ::absl::Status fedanon_st_ = ::fedanon::testing::ToStatus(expr); \
@@ -34,6 +32,11 @@ inline absl::Status ToStatus(const absl::Status& s) { return s; }
 template <typename T>
 absl::Status ToStatus(const absl::StatusOr<T>& s) {
   return s.status();
+}
+
+MATCHER(IsOk, "is OK") {
+  if (!arg.ok()) *result_listener << "status is " << arg;
+  return arg.ok();
 }
 
 // Matches an absl::Status or absl::StatusOr<T> whose code is `code` and whose message contains

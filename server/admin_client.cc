@@ -1,0 +1,480 @@
+#include "server/admin_client.h"
+
+#include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/support/sync_stream.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/csv.h"
+#include "common/job_spec_loader.h"
+#include "common/status_macros.h"
+#include "crypto/certificates.h"
+#include "server/config.h"
+#include "server/status_convert.h"
+#include "server/transport.h"
+
+namespace fedanon::server {
+namespace {
+
+namespace fs = std::filesystem;
+using fedanon::v1::JobInfo;
+
+bool LooksLikeTlsFailure(const std::string& message) {
+  const std::string lower = absl::AsciiStrToLower(message);
+  return absl::StrContains(lower, "ssl") || absl::StrContains(lower, "handshake") ||
+         absl::StrContains(lower, "certificate") || absl::StrContains(lower, "tlsv1") ||
+         absl::StrContains(lower, "tls ");
+}
+
+absl::Status ErrnoError(const std::string& what, const std::string& path) {
+  const int err = errno;
+  return absl::ErrnoToStatus(err, absl::StrCat(what, " ", path));
+}
+
+std::string FormatSeconds(double seconds) {
+  if (seconds < 10) return absl::StrFormat("%.2f s", seconds);
+  if (seconds < 600) return absl::StrFormat("%.1f s", seconds);
+  return absl::StrFormat("%.0f min", seconds / 60);
+}
+
+}  // namespace
+
+absl::Status DescribeAdminError(const grpc::Status& status, const std::string& leader_address) {
+  const std::string& message = status.error_message();
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK:
+      return absl::OkStatus();
+    case grpc::StatusCode::UNAVAILABLE:
+      if (message == "leader shutting down") {
+        return absl::UnavailableError(
+            absl::StrCat("the leader at ", leader_address, " is shutting down"));
+      }
+      if (LooksLikeTlsFailure(message)) {
+        return absl::UnavailableError(absl::StrCat(
+            "TLS handshake with the leader at ", leader_address,
+            " failed (the leader rejected this certificate, or the leader's certificate is not "
+            "from this federation's CA or does not name ",
+            leader_address, "): ", message));
+      }
+      return absl::UnavailableError(
+          absl::StrCat("cannot reach the leader at ", leader_address, ": ", message));
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+      if (absl::StrContains(message, "certificate") || absl::StrContains(message, "only admins") ||
+          status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+        return absl::Status(FromGrpcStatus(status).code(),
+                            absl::StrCat("the leader rejected this certificate: ", message));
+      }
+      return absl::PermissionDeniedError(absl::StrCat("permission denied: ", message));
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return absl::DeadlineExceededError(
+          absl::StrCat("the leader at ", leader_address, " did not answer within ",
+                       absl::FormatDuration(kAdminCallTimeout), message.empty() ? "" : " (",
+                       message, message.empty() ? "" : ")"));
+    default:
+      return FromGrpcStatus(status);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// AdminClient
+
+absl::StatusOr<std::unique_ptr<AdminClient>> AdminClient::FromConfig(
+    const std::string& admin_yaml) {
+  ASSIGN_OR_RETURN(const AdminConfig config, LoadAdminConfig(admin_yaml));
+  ASSIGN_OR_RETURN(TlsMaterial tls, LoadTlsMaterial(config.tls));
+  // Check the material locally (chain, validity, key match); the role is the leader's to judge.
+  ASSIGN_OR_RETURN(const crypto::Identity identity, crypto::IdentityOfCertificate(tls.cert_pem));
+  if (identity.role == crypto::Role::kAdmin) {
+    RETURN_IF_ERROR(CheckOwnCertificate(tls, crypto::Identity{crypto::Role::kAdmin, config.name}));
+  } else {
+    RETURN_IF_ERROR(CheckOwnCertificate(tls, identity));
+  }
+  return std::make_unique<AdminClient>(config.leader, std::move(tls));
+}
+
+AdminClient::AdminClient(std::string leader_address, TlsMaterial tls)
+    : leader_address_(std::move(leader_address)),
+      channel_(DialLeader(leader_address_, tls)),
+      stub_(fedanon::v1::Admin::NewStub(channel_)) {}
+
+absl::Status AdminClient::EnsureConnected() {
+  const auto deadline =
+      std::chrono::system_clock::now() + absl::ToChronoMilliseconds(kAdminConnectTimeout);
+  grpc_connectivity_state state = channel_->GetState(/*try_to_connect=*/true);
+  while (state != GRPC_CHANNEL_READY) {
+    // A failed attempt: the call itself fails at once (wait_for_ready false) and says why.
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) {
+      return absl::OkStatus();
+    }
+    if (!channel_->WaitForStateChange(state, deadline)) {
+      return absl::UnavailableError(absl::StrCat("cannot reach the leader at ", leader_address_,
+                                                 ": no connection within ",
+                                                 absl::FormatDuration(kAdminConnectTimeout)));
+    }
+    state = channel_->GetState(/*try_to_connect=*/true);
+  }
+  return absl::OkStatus();
+}
+
+void AdminClient::Prepare(grpc::ClientContext* context, bool unary) const {
+  context->set_wait_for_ready(false);
+  if (unary) {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          absl::ToChronoMilliseconds(kAdminCallTimeout));
+  }
+}
+
+absl::Status AdminClient::Error(const grpc::Status& status) const {
+  return DescribeAdminError(status, leader_address_);
+}
+
+absl::StatusOr<std::vector<fedanon::v1::ConnectedParty>> AdminClient::ListParties() {
+  RETURN_IF_ERROR(EnsureConnected());
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  fedanon::v1::ListPartiesResponse response;
+  const grpc::Status status =
+      stub_->ListParties(&context, fedanon::v1::ListPartiesRequest(), &response);
+  if (!status.ok()) return Error(status);
+  std::vector<fedanon::v1::ConnectedParty> parties(response.parties().begin(),
+                                                   response.parties().end());
+  std::sort(parties.begin(), parties.end(),
+            [](const auto& a, const auto& b) { return a.name() < b.name(); });
+  return parties;
+}
+
+absl::StatusOr<std::vector<JobInfo>> AdminClient::ListJobs() {
+  RETURN_IF_ERROR(EnsureConnected());
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  fedanon::v1::ListJobsResponse response;
+  const grpc::Status status = stub_->ListJobs(&context, fedanon::v1::ListJobsRequest(), &response);
+  if (!status.ok()) return Error(status);
+  return std::vector<JobInfo>(response.jobs().begin(), response.jobs().end());
+}
+
+absl::StatusOr<JobInfo> AdminClient::SubmitJob(const fedanon::v1::SubmitJobRequest& request) {
+  RETURN_IF_ERROR(EnsureConnected());
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  JobInfo response;
+  const grpc::Status status = stub_->SubmitJob(&context, request, &response);
+  if (!status.ok()) return Error(status);
+  return response;
+}
+
+absl::StatusOr<JobInfo> AdminClient::GetJob(const std::string& job_id) {
+  RETURN_IF_ERROR(EnsureConnected());
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  fedanon::v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  JobInfo response;
+  const grpc::Status status = stub_->GetJob(&context, request, &response);
+  if (!status.ok()) return Error(status);
+  return response;
+}
+
+absl::StatusOr<JobInfo> AdminClient::CancelJob(const std::string& job_id,
+                                               const std::string& reason) {
+  RETURN_IF_ERROR(EnsureConnected());
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  fedanon::v1::CancelJobRequest request;
+  request.set_job_id(job_id);
+  request.set_reason(reason);
+  JobInfo response;
+  const grpc::Status status = stub_->CancelJob(&context, request, &response);
+  if (!status.ok()) return Error(status);
+  return response;
+}
+
+absl::StatusOr<JobInfo> AdminClient::WatchJob(
+    const std::string& job_id, const std::function<void(const JobInfo&)>& on_update) {
+  RETURN_IF_ERROR(EnsureConnected());
+  grpc::ClientContext context;
+  Prepare(&context, false);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_) return absl::CancelledError("watch interrupted");
+    streaming_ = &context;
+  }
+  fedanon::v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  std::unique_ptr<grpc::ClientReader<JobInfo>> reader = stub_->WatchJob(&context, request);
+  JobInfo info;
+  bool any = false;
+  JobInfo last;
+  while (reader->Read(&info)) {
+    any = true;
+    on_update(info);
+    last = info;
+  }
+  const grpc::Status status = reader->Finish();
+  bool cancelled = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    streaming_ = nullptr;
+    cancelled = cancelled_;
+  }
+  if (cancelled) return absl::CancelledError("watch interrupted");
+  if (!status.ok()) return Error(status);
+  if (!any || !IsFinalState(last.state())) {
+    return absl::UnavailableError(absl::StrCat("the leader at ", leader_address_,
+                                               " ended the watch of ", job_id,
+                                               " before the job ended"));
+  }
+  return last;
+}
+
+absl::StatusOr<uint64_t> AdminClient::GetResult(
+    const std::string& job_id, const std::function<absl::Status(std::string_view)>& sink) {
+  RETURN_IF_ERROR(EnsureConnected());
+  grpc::ClientContext context;
+  Prepare(&context, false);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_) return absl::CancelledError("download interrupted");
+    streaming_ = &context;
+  }
+  fedanon::v1::GetResultRequest request;
+  request.set_job_id(job_id);
+  std::unique_ptr<grpc::ClientReader<fedanon::v1::ResultChunk>> reader =
+      stub_->GetResult(&context, request);
+  fedanon::v1::ResultChunk chunk;
+  uint64_t bytes = 0;
+  absl::Status sink_status;
+  while (reader->Read(&chunk)) {
+    sink_status = sink(chunk.data());
+    if (!sink_status.ok()) {
+      context.TryCancel();
+      break;
+    }
+    bytes += chunk.data().size();
+  }
+  const grpc::Status status = reader->Finish();
+  bool cancelled = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    streaming_ = nullptr;
+    cancelled = cancelled_;
+  }
+  if (!sink_status.ok()) return sink_status;
+  if (cancelled) return absl::CancelledError("download interrupted");
+  if (!status.ok()) return Error(status);
+  return bytes;
+}
+
+void AdminClient::Cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  if (streaming_ != nullptr) streaming_->TryCancel();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+absl::StatusOr<fedanon::v1::SubmitJobRequest> LoadSubmitRequest(
+    const std::string& spec_path, std::vector<TaxonomyFile>* taxonomy_files) {
+  ASSIGN_OR_RETURN(const std::string text, common::ReadFile(spec_path));
+  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(text, spec_path));
+  if (absl::Status st = common::ValidateJobSpec(spec); !st.ok()) {
+    return absl::Status(st.code(), absl::StrCat(spec_path, ": ", std::string(st.message())));
+  }
+  fedanon::v1::SubmitJobRequest request;
+  const fs::path spec_dir = fs::absolute(fs::path(spec_path)).parent_path();
+  for (const fedanon::v1::Attribute& a : spec.attributes()) {
+    if (a.taxonomy().empty()) continue;
+    const fs::path written(a.taxonomy());
+    const fs::path local =
+        (written.is_absolute() ? written : spec_dir / written).lexically_normal();
+    absl::StatusOr<std::string> content = common::ReadFile(local.string());
+    if (!content.ok()) {
+      return absl::Status(content.status().code(),
+                          absl::StrCat("taxonomy of attribute '", a.name(),
+                                       "': ", std::string(content.status().message())));
+    }
+    (*request.mutable_taxonomies())[a.name()] = *std::move(content);
+    if (taxonomy_files != nullptr) {
+      taxonomy_files->push_back({a.name(), a.taxonomy(), local.string()});
+    }
+  }
+  *request.mutable_spec() = std::move(spec);
+  return request;
+}
+
+std::string ToJson(const google::protobuf::Message& message, bool pretty) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = pretty;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!json.empty() && json.back() == '\n') json.pop_back();
+  return json;
+}
+
+std::string JobStateName(fedanon::v1::JobState state) {
+  switch (state) {
+    case fedanon::v1::JOB_STATE_SUBMITTED:
+      return "submitted";
+    case fedanon::v1::JOB_STATE_VALIDATING:
+      return "validating";
+    case fedanon::v1::JOB_STATE_RUNNING:
+      return "running";
+    case fedanon::v1::JOB_STATE_DONE:
+      return "done";
+    case fedanon::v1::JOB_STATE_FAILED:
+      return "failed";
+    case fedanon::v1::JOB_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "unknown";
+  }
+}
+
+bool IsFinalState(fedanon::v1::JobState state) {
+  return state == fedanon::v1::JOB_STATE_DONE || state == fedanon::v1::JOB_STATE_FAILED ||
+         state == fedanon::v1::JOB_STATE_CANCELLED;
+}
+
+std::string FormatUnixTime(int64_t unix_seconds) {
+  if (unix_seconds <= 0) return "-";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(unix_seconds),
+                          absl::UTCTimeZone());
+}
+
+std::string ProgressLine(const JobInfo& job) {
+  std::string line = absl::StrCat(job.job_id(), " ", JobStateName(job.state()));
+  std::vector<std::string> parts;
+  if (job.round() > 0) parts.push_back(absl::StrCat("round ", job.round()));
+  if (!job.current_best().empty() && !IsFinalState(job.state()))
+    parts.push_back(absl::StrCat("best '", job.current_best(), "'"));
+  if (job.elapsed_seconds() > 0) parts.push_back(FormatSeconds(job.elapsed_seconds()));
+  if (!job.failure_reason().empty()) parts.push_back(job.failure_reason());
+  if (!parts.empty()) absl::StrAppend(&line, ": ", absl::StrJoin(parts, ", "));
+  return line;
+}
+
+std::string ReportSummary(const fedanon::v1::Report& report) {
+  std::string out;
+  absl::StrAppend(&out, "records:          ", report.records_in(), " in, ",
+                  report.records_dropped(), " dropped, ", report.records_out(), " out\n");
+  absl::StrAppend(&out, "specializations:  ", report.steps_size());
+  if (!report.stop_reason().empty())
+    absl::StrAppend(&out, " (stopped: ", report.stop_reason(), ")");
+  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, "groups:           ", report.groups(), ", smallest ",
+                  report.smallest_group(), ", ", report.constraints_checked(),
+                  " constraints checked\n");
+  if (report.largest_confidence() > 0) {
+    absl::StrAppend(&out, "confidence:       largest ",
+                    absl::StrFormat("%.3f", report.largest_confidence()), "\n");
+  }
+  std::vector<std::string> cut;
+  for (const fedanon::v1::AttributeCut& c : report.cut()) {
+    cut.push_back(absl::StrCat(c.attribute(), " ", c.values_size()));
+  }
+  if (!cut.empty()) {
+    absl::StrAppend(&out, "values per QID:   ", absl::StrJoin(cut, ", "), "\n");
+  }
+  if (auto it = report.timings_seconds().find("total"); it != report.timings_seconds().end()) {
+    absl::StrAppend(&out, "time:             ", FormatSeconds(it->second), "\n");
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// AtomicFileWriter
+
+absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const std::string& path,
+                                                                         bool overwrite) {
+  if (path.empty()) return absl::InvalidArgumentError("no output file given");
+  std::error_code ec;
+  if (!overwrite && fs::symlink_status(path, ec).type() != fs::file_type::not_found) {
+    return absl::AlreadyExistsError(absl::StrCat(path, " exists; use --force to overwrite it"));
+  }
+  if (fs::is_directory(path, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is a directory"));
+  }
+  std::string tmp = absl::StrCat(path, ".partial-XXXXXX");
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) return ErrnoError("cannot create a temporary file next to", path);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  (void)::fchmod(fd, 0666 & ~mask);
+  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(path, tmp, fd, overwrite));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(tmp_path_.c_str());
+}
+
+absl::Status AtomicFileWriter::Write(std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd_, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError("cannot write", tmp_path_);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFileWriter::Commit() {
+  if (::fsync(fd_) != 0) return ErrnoError("cannot sync", tmp_path_);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) return ErrnoError("cannot close", tmp_path_);
+  if (overwrite_) {
+    if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+      return ErrnoError(absl::StrCat("cannot rename ", tmp_path_, " to"), path_);
+    }
+  } else if (::renameat2(AT_FDCWD, tmp_path_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE) !=
+             0) {
+    if (errno == EEXIST) {
+      return absl::AlreadyExistsError(absl::StrCat(path_, " exists; use --force to overwrite it"));
+    }
+    if (errno != EINVAL && errno != ENOSYS) {
+      return ErrnoError(absl::StrCat("cannot rename ", tmp_path_, " to"), path_);
+    }
+    // A file system without RENAME_NOREPLACE: a hard link fails if the target exists.
+    if (::link(tmp_path_.c_str(), path_.c_str()) != 0) {
+      if (errno == EEXIST) {
+        return absl::AlreadyExistsError(
+            absl::StrCat(path_, " exists; use --force to overwrite it"));
+      }
+      return ErrnoError(absl::StrCat("cannot link ", tmp_path_, " to"), path_);
+    }
+    ::unlink(tmp_path_.c_str());
+  }
+  committed_ = true;
+  // Make the rename durable.
+  const std::string dir =
+      fs::path(path_).has_parent_path() ? fs::path(path_).parent_path().string() : std::string(".");
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    (void)::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fedanon::server

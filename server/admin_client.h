@@ -1,0 +1,137 @@
+// The admin's side of the Admin service, shared by `fedanonctl` and `fedanon federation up`: a
+// client over one mTLS channel to the leader whose errors are already phrased for people, plus
+// the helpers both commands need (building a SubmitJobRequest from a spec file, JSON and
+// one-line renderings of jobs and reports, atomic output files).
+//
+// Errors of every call (absl::Status, code of the gRPC status):
+//   UNAVAILABLE        "cannot reach the leader at HOST:PORT: <reason>" (nothing listens, no
+//                      answer within 5 s, connection lost), or "TLS handshake with the leader at
+//                      HOST:PORT failed (...): <reason>";
+//   PERMISSION_DENIED  "the leader rejected this certificate: <leader's message>" (e.g. a party
+//   UNAUTHENTICATED     certificate used as admin);
+//   DEADLINE_EXCEEDED  "the leader at HOST:PORT did not answer within 30 s";
+//   anything else      the leader's message unchanged (NOT_FOUND "unknown job job-...", ...).
+// Thread-safe (gRPC stubs are); Cancel() may be called from any thread.
+#pragma once
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "fedanon/v1/federation.grpc.pb.h"
+#include "server/tls.h"
+
+namespace fedanon::server {
+
+inline constexpr absl::Duration kAdminCallTimeout = absl::Seconds(30);
+inline constexpr absl::Duration kAdminConnectTimeout = absl::Seconds(5);
+
+// Turns the status of a failed Admin call into the messages listed above.
+absl::Status DescribeAdminError(const grpc::Status& status, const std::string& leader_address);
+
+class AdminClient {
+ public:
+  // Loads admin.yaml (server/config.h) and its TLS material and checks the material locally (the
+  // certificate chains to the CA, is valid now and matches the key). A certificate of another role
+  // is not refused here: the leader refuses it (PERMISSION_DENIED), which is the authoritative
+  // answer. Connects lazily (on the first call).
+  static absl::StatusOr<std::unique_ptr<AdminClient>> FromConfig(const std::string& admin_yaml);
+  AdminClient(std::string leader_address, TlsMaterial tls);
+
+  const std::string& leader_address() const { return leader_address_; }
+
+  absl::StatusOr<std::vector<fedanon::v1::ConnectedParty>> ListParties();  // sorted by name
+  absl::StatusOr<std::vector<fedanon::v1::JobInfo>> ListJobs();
+  absl::StatusOr<fedanon::v1::JobInfo> SubmitJob(const fedanon::v1::SubmitJobRequest& request);
+  absl::StatusOr<fedanon::v1::JobInfo> GetJob(const std::string& job_id);
+  absl::StatusOr<fedanon::v1::JobInfo> CancelJob(const std::string& job_id,
+                                                 const std::string& reason);
+  // Streams WatchJob: `on_update` sees every JobInfo the leader sends (first the current one, then
+  // one per change). Returns the last JobInfo once the job is in a final state, or the error that
+  // ended the stream (CANCELLED "watch interrupted" after Cancel()).
+  absl::StatusOr<fedanon::v1::JobInfo> WatchJob(
+      const std::string& job_id, const std::function<void(const fedanon::v1::JobInfo&)>& on_update);
+  // Streams GetResult, handing each chunk to `sink` (an error from `sink` cancels the stream and
+  // is returned). Returns the number of bytes received.
+  absl::StatusOr<uint64_t> GetResult(const std::string& job_id,
+                                     const std::function<absl::Status(std::string_view)>& sink);
+
+  // Interrupts the streaming call in progress (WatchJob / GetResult) and every later one; for
+  // signal handling. Idempotent.
+  void Cancel();
+
+ private:
+  // Connects (at most kAdminConnectTimeout) unless already connected; Unavailable otherwise.
+  absl::Status EnsureConnected();
+  // A context with wait_for_ready(false) and, for unary calls, the 30 s deadline.
+  void Prepare(grpc::ClientContext* context, bool unary) const;
+  absl::Status Error(const grpc::Status& status) const;
+
+  const std::string leader_address_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<fedanon::v1::Admin::Stub> stub_;
+
+  std::mutex mu_;
+  bool cancelled_ = false;                    // guarded by mu_
+  grpc::ClientContext* streaming_ = nullptr;  // guarded by mu_
+};
+
+// The job in `spec_path` as a SubmitJobRequest: the spec parsed with common::ParseJobSpecYaml
+// (taxonomy paths kept as written: each party resolves them against its own data dir) and checked
+// with common::ValidateJobSpec, and the content of every referenced taxonomy file (resolved
+// against the spec file's directory) in `taxonomies[attribute]`. Parties etc. are left empty.
+struct TaxonomyFile {
+  std::string attribute;
+  std::string spec_path;   // as written in the spec
+  std::string local_path;  // where it was read from
+};
+absl::StatusOr<fedanon::v1::SubmitJobRequest> LoadSubmitRequest(
+    const std::string& spec_path, std::vector<TaxonomyFile>* taxonomy_files = nullptr);
+
+// Protobuf JSON with the proto field names; `pretty`: indented, else one line.
+std::string ToJson(const google::protobuf::Message& message, bool pretty = true);
+
+// "submitted", "validating", "running", "done", "failed", "cancelled".
+std::string JobStateName(fedanon::v1::JobState state);
+bool IsFinalState(fedanon::v1::JobState state);
+// "2024-05-01T12:00:00Z"
+std::string FormatUnixTime(int64_t unix_seconds);
+// "job-0123456789ab running: round 3, best 'Job Blue-collar', 1.2 s"
+std::string ProgressLine(const fedanon::v1::JobInfo& job);
+// A few lines (records, specializations, groups, timings, stop reason), each ending in '\n'.
+std::string ReportSummary(const fedanon::v1::Report& report);
+
+// Writes `path` atomically: the content goes to a temporary file in the same directory, which is
+// synced and renamed into place (removed on any error). Without `overwrite` an existing `path` is
+// an AlreadyExists error ("... exists; use --force to overwrite") and is never replaced.
+class AtomicFileWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<AtomicFileWriter>> Open(const std::string& path,
+                                                                bool overwrite);
+  ~AtomicFileWriter();  // removes the temporary file unless committed
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  absl::Status Write(std::string_view data);
+  absl::Status Commit();
+
+ private:
+  AtomicFileWriter(std::string path, std::string tmp_path, int fd, bool overwrite)
+      : path_(std::move(path)), tmp_path_(std::move(tmp_path)), fd_(fd), overwrite_(overwrite) {}
+  std::string path_;
+  std::string tmp_path_;
+  int fd_;
+  bool overwrite_;
+  bool committed_ = false;
+};
+
+}  // namespace fedanon::server
