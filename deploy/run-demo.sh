@@ -15,6 +15,8 @@ echo "fedanon demo: working in $work" >&2
 
 # The generated job.yaml as a horizontal federated job: a federation needs public domains (class
 # values, continuous ranges and grid precision), so that no party reveals which values it holds.
+# With the domains of every released non-QID attribute declared (and the near-unique fnlwgt left
+# out), the integrated table is assembled by one more secure sum instead of a sealed-row union.
 # Taxonomy paths are relative to this file; `federation up` copies them to every party.
 cat >"$work/data/horizontal.yaml" <<'YAML'
 name: demo-three-hospitals
@@ -22,10 +24,9 @@ partitioning: horizontal
 attributes:
   - {name: age, role: qid, type: continuous, range: [17, 91], precision: 1}
   - {name: workclass, role: qid, taxonomy: tax/workclass.csv}
-  - {name: fnlwgt, role: other}
   - {name: education, role: qid, taxonomy: tax/education.csv}
   - {name: education-num, role: qid, type: continuous, range: [1, 17], precision: 1}
-  - {name: marital-status, role: sensitive}
+  - {name: marital-status, role: sensitive, values: [Married-civ-spouse, Divorced, Never-married, Separated, Widowed, Married-spouse-absent, Married-AF-spouse]}
   - {name: occupation, role: qid, taxonomy: tax/occupation.csv}
   - {name: relationship, role: qid, taxonomy: tax/relationship.csv}
   - {name: race, role: qid, taxonomy: tax/race.csv}
