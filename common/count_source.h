@@ -48,8 +48,10 @@ class CountSource {
   virtual ~CountSource() = default;
 
   // Every holder refines T[node] by candidate `c` of (attr, node). The caller's hierarchy
-  // already holds the new children.
-  virtual absl::Status Specialize(int attr, NodeIndex node, int c) = 0;
+  // already holds the new children; `new_group_sizes` are the sizes of the new global groups
+  // (mohammed2010 §5.2 sends them with the Instruction).
+  virtual absl::Status Specialize(int attr, NodeIndex node, int c,
+                                  const std::vector<uint64_t>& new_group_sizes) = 0;
   // The threshold chosen for a new continuous node (already set in the caller's hierarchy).
   virtual absl::Status Split(int attr, NodeIndex node, int32_t split_rank) = 0;
   // The statistics summed over every holder.
@@ -60,7 +62,8 @@ class CountSource {
 class LocalCountSource : public CountSource {
  public:
   explicit LocalCountSource(Tips* tips) : tips_(tips) {}  // not owned
-  absl::Status Specialize(int attr, NodeIndex node, int c) override;
+  absl::Status Specialize(int attr, NodeIndex node, int c,
+                          const std::vector<uint64_t>& new_group_sizes) override;
   absl::Status Split(int, NodeIndex, int32_t) override { return absl::OkStatus(); }
   absl::StatusOr<std::vector<uint64_t>> Collect(const StatsRequest& request) override;
 

@@ -458,7 +458,9 @@ absl::Status TopDownSpecializer::Apply(int cand_id) {
     }
   }
   const std::vector<NodeIndex> kids = h.Specialize(best.node, best.c);
-  RETURN_IF_ERROR(source_->Specialize(a, best.node, best.c));
+  std::vector<uint64_t> new_sizes;
+  for (const Pending& p : pending) new_sizes.push_back(p.size);
+  RETURN_IF_ERROR(source_->Specialize(a, best.node, best.c, new_sizes));
   std::vector<std::pair<int, NodeIndex>> kid_refs;
   for (NodeIndex kid : kids) kid_refs.emplace_back(a, kid);
   RETURN_IF_ERROR(DecideSplits(kid_refs));

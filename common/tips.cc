@@ -192,7 +192,8 @@ void Tips::AppendReleasedCounts(const std::vector<NodeIndex>& key, uint64_t comb
   }
 }
 
-absl::Status LocalCountSource::Specialize(int attr, NodeIndex node, int c) {
+absl::Status LocalCountSource::Specialize(int attr, NodeIndex node, int c,
+                                          const std::vector<uint64_t>& /*new_group_sizes*/) {
   tips_->Specialize(attr, node, c);
   return absl::OkStatus();
 }

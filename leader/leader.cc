@@ -359,6 +359,7 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   SecureSumCountSource source(
       channel_, job_id, ring, timeout, &hier, std::max(1, schema.num_classes()),
       schema.tracked.size(), [&round] { return round; }, [this] { return CheckCancelled(); });
+  source.set_share_group_sizes(ring.size() >= 3);
   common::EngineOptions engine_options;
   engine_options.score = request.spec().score();
   engine_options.beneficial = request.spec().beneficial();

@@ -37,7 +37,12 @@ class SecureSumCountSource : public common::CountSource {
                        size_t num_tracked, std::function<uint32_t()> round,
                        std::function<absl::Status()> check, size_t chunk_words = 1 << 20);
 
-  absl::Status Specialize(int attr, common::NodeIndex node, int c) override;
+  // The new global group sizes travel with the instruction as in mohammed2010 §5.2 only when
+  // `share_group_sizes` (three or more data parties): with two, each party could subtract its
+  // own counts and learn the other's.
+  absl::Status Specialize(int attr, common::NodeIndex node, int c,
+                          const std::vector<uint64_t>& new_group_sizes) override;
+  void set_share_group_sizes(bool share) { share_group_sizes_ = share; }
   absl::Status Split(int attr, common::NodeIndex node, int32_t split_rank) override;
   absl::StatusOr<std::vector<uint64_t>> Collect(const common::StatsRequest& request) override;
 
@@ -56,6 +61,7 @@ class SecureSumCountSource : public common::CountSource {
   size_t chunk_words_;
   std::vector<fedanon::v1::StateUpdate> pending_;
   uint64_t next_sequence_ = 0;
+  bool share_group_sizes_ = false;
   uint64_t collects_ = 0;
   SecureSumStats stats_;
 };
