@@ -24,11 +24,14 @@ run() {
     read -r secs kb < "$work/time"
     if [ -z "$best" ] || awk "BEGIN{exit !($secs < $best)}"; then best="$secs"; rss="$kb"; fi
   done
-  local steps groups
+  local steps groups visits
   steps=$(grep -c '"round"' "$work/report.json" || true)
   groups=$(sed -n 's/.*"groups": "\([0-9]*\)".*/\1/p' "$work/report.json")
-  printf "%-34s %8.2f s %8.1f MiB  %4s specializations %7s groups\n" "$label" "$best" \
-    "$(awk "BEGIN{print $rss/1024}")" "$steps" "$groups"
+  # Record visits: the records read by all specializations (the work the algorithm does).
+  visits=$(sed -n 's/.*"records": "\([0-9]*\)".*/\1/p' "$work/report.json" | awk '{s+=$1} END{print s+0}')
+  printf "%-34s %8.2f s %8.1f MiB  %4s specializations %7s groups  %6.0f ns/record-visit\n" \
+    "$label" "$best" "$(awk "BEGIN{print $rss/1024}")" "$steps" "$groups" \
+    "$(awk "BEGIN{print $best * 1e9 / ($visits > 0 ? $visits : 1)}")"
 }
 
 echo "fedanon anonymize benchmark on $(nproc) cores ($(date -u +%Y-%m-%d))"
