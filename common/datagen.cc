@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 
@@ -902,6 +903,39 @@ std::string JobYaml(const DatagenOptions& options, bool vertical) {
   return y;
 }
 
+// The same job as a horizontal federated job: every encoding public (class and sensitive values,
+// a grid for each continuous QID), fnlwgt (near-unique, not a QID) left out of the release — so
+// the integrated table can be assembled by a secure sum of counts.
+std::string HorizontalYaml(const DatagenOptions& options) {
+  std::string y;
+  absl::StrAppend(&y, "# Synthetic Adult-like data written by `fedanon gen-data` (", options.rows,
+                  " rows, seed ", options.seed, "), as a horizontal federated job.\n");
+  absl::StrAppend(&y, "name: generated-adult-horizontal\npartitioning: horizontal\nattributes:\n");
+  for (int c = 0; c < static_cast<int>(kColumns.size()); ++c) {
+    const absl::string_view name = kColumns[c];
+    if (name == "fnlwgt") continue;
+    absl::StrAppend(&y, "  - {name: ", name);
+    if (c == kIncomeColumn) {
+      absl::StrAppend(&y, ", role: class, values: [\"<=50K\", \">50K\"]");
+    } else if (name == "marital-status") {
+      absl::StrAppend(&y, ", role: sensitive, values: [", absl::StrJoin(kMarital, ", "), "]");
+    } else if (IsContinuous(name)) {
+      const char* range = name == "capital-gain"    ? "[0, 100000]"
+                          : name == "capital-loss"  ? "[0, 5000]"
+                          : name == "education-num" ? "[0, 20]"
+                                                    : "[0, 100]";
+      absl::StrAppend(&y, ", role: qid, type: continuous, range: ", range, ", precision: 1");
+    } else {
+      absl::StrAppend(&y, ", role: qid, taxonomy: tax/", name, ".csv");
+    }
+    absl::StrAppend(&y, "}\n");
+  }
+  absl::StrAppend(&y,
+                  "privacy: {model: lkc, L: 4, K: 20, C: 0.2, sensitive_values: [Divorced, "
+                  "Separated]}\nscore: infogain\nmissing: drop\n");
+  return y;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
@@ -934,6 +968,7 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
         WriteFile(dir / "tax" / absl::StrCat(t.attribute, ".csv"), TaxonomyFor(t.attribute)));
   }
   RETURN_IF_ERROR(WriteFile(dir / "job.yaml", JobYaml(options, vertical)));
+  if (!vertical) RETURN_IF_ERROR(WriteFile(dir / "horizontal.yaml", HorizontalYaml(options)));
 
   // Table and party files.
   const int parties = options.parties > 1 ? options.parties : 0;
@@ -1000,7 +1035,8 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
 
   std::string summary =
       absl::StrCat("generated ", options.rows, " rows (seed ", options.seed, ") in ", dir.string(),
-                   ": table.csv, job.yaml, ", std::size(kTaxonomyFiles), " taxonomies in tax/");
+                   ": table.csv, job.yaml", vertical ? "" : ", horizontal.yaml", ", ",
+                   std::size(kTaxonomyFiles), " taxonomies in tax/");
   if (parties > 0) {
     absl::StrAppend(&summary, ", party1.csv..party", parties, ".csv (",
                     vertical ? "vertical" : "horizontal", ")");

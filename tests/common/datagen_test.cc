@@ -13,6 +13,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/csv.h"
+#include "common/dataset.h"
+#include "common/job_spec_loader.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::common {
@@ -301,7 +304,7 @@ TEST(DatagenDeterminismTest, SameSeedSameBytesOtherSeedOtherData) {
     EXPECT_EQ(ReadFile(entry.path()), ReadFile(b / rel)) << rel;
     ++files;
   }
-  EXPECT_EQ(files, 1 + 1 + 8 + 3);  // table, job, taxonomies, parties
+  EXPECT_EQ(files, 1 + 2 + 8 + 3);  // table, job + horizontal job, taxonomies, parties
   EXPECT_NE(ReadFile(a / "table.csv"), ReadFile(c / "table.csv"));
   EXPECT_EQ(ReadFile(a / "tax/occupation.csv"), ReadFile(c / "tax/occupation.csv"));
   // A prefix property: the first rows do not depend on the row count.
@@ -416,4 +419,35 @@ TEST(DatagenErrorsTest, RejectsBadOptionsAndUnwritablePaths) {
 }
 
 }  // namespace
+TEST(DatagenHorizontalSpecTest, EncodesEveryPartyAgainstThePublicSchema) {
+  const std::string dir = ::testing::TempDir() + "/datagen_horizontal";
+  std::filesystem::remove_all(dir);
+  DatagenOptions o;
+  o.rows = 600;
+  o.seed = 3;
+  o.out_dir = dir;
+  o.parties = 3;
+  ASSERT_TRUE(GenerateDataset(o).ok());
+  auto spec = common::LoadJobSpec(dir + "/horizontal.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(ValidateJobSpec(*spec).ok());
+  std::map<std::string, std::string> texts;
+  for (const auto& a : spec->attributes()) {
+    if (a.taxonomy().empty()) continue;
+    auto text = ReadFile(a.taxonomy());
+    ASSERT_TRUE(text.ok()) << text.status();
+    texts[a.name()] = *text;
+  }
+  auto schema = BuildPublicSchema(*spec, texts);
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  EXPECT_TRUE(schema->all_values_declared);
+  uint64_t total = 0;
+  for (int p = 1; p <= 3; ++p) {
+    auto data = LoadDataset(*spec, dir + "/party" + std::to_string(p) + ".csv", &*schema);
+    ASSERT_TRUE(data.ok()) << data.status();
+    total += data->num_records;
+  }
+  EXPECT_EQ(total, 600u);
+}
+
 }  // namespace fedanon::common
