@@ -12,6 +12,10 @@ namespace fedanon::common {
 int RunTool(int argc, char** argv) {
   CLI::App app{"fedanon: anonymize tables for publication (LKC-privacy, templates, TDS)"};
   app.require_subcommand(0, 1);
+  app.footer(
+      "Also: fedanon federation up --party-data a.csv,b.csv[,...] [--spec JOB.yaml --wait "
+      "--result OUT.csv]\n  runs a local federation (leader + one party daemon per table) on "
+      "loopback; see docs/operations.md.");
   bool show_version = false;
   app.add_flag("--version", show_version, "Print the version and git revision");
 
