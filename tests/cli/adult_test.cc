@@ -22,9 +22,8 @@
 #include <vector>
 
 #include "tests/engine/engine_test_util.h"
+#include "tests/support/run_binary.h"
 #include "tests/support/status_matchers.h"
-
-extern char** environ;
 
 namespace fedanon::testing {
 namespace {
@@ -36,46 +35,11 @@ constexpr char kAdultDir[] = FEDANON_SHARED_DIR "/datasets/adult";
 constexpr char kAdultCsv[] = FEDANON_SHARED_DIR "/datasets/adult/adult_clean.csv";
 constexpr uint64_t kAdultRecords = 45222;
 
-struct CliResult {
-  int exit_code = -1;  // -1 if the process did not exit normally
-  int signal = 0;
-  std::string err;
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `fedanon args...`, stderr captured to a file beside the job (stdout to /dev/null).
-CliResult RunFedanon(const std::vector<std::string>& args, const std::string& stderr_path) {
-  CliResult result;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<std::string> storage = {kFedanon};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, kFedanon, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot run " << kFedanon << ": " << std::strerror(rc);
-    return result;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-  result.err = ReadAll(stderr_path);
+// Runs `fedanon args...` (see tests/support/run_binary.h).
+CliResult RunFedanon(const std::vector<std::string>& args) {
+  const std::string capture = FreshDir("adult_capture");
+  CliResult result = RunBinary(kFedanon, args, capture);
+  fs::remove_all(capture);
   return result;
 }
 
@@ -129,8 +93,7 @@ class AdultTest : public ::testing::Test {
 
     const CliResult r =
         RunFedanon({"anonymize", "--spec", job.spec_path, "--input", job.input_path, "--output",
-                    job.output_path, "--report", job.report_path, "--quiet"},
-                   job.dir + "/stderr.txt");
+                    job.output_path, "--report", job.report_path, "--quiet"});
     ASSERT_EQ(r.signal, 0) << r.err;
     ASSERT_EQ(r.exit_code, 0) << r.err;
 

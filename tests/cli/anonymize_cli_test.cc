@@ -20,9 +20,8 @@
 #include <vector>
 
 #include "tests/engine/engine_test_util.h"
+#include "tests/support/run_binary.h"
 #include "tests/support/status_matchers.h"
-
-extern char** environ;
 
 namespace fedanon::testing {
 namespace {
@@ -40,53 +39,10 @@ constexpr char kFedanon[] = FEDANON_BINARY_DIR "/server/fedanon";
 // ---------------------------------------------------------------------------------------------
 // Running the binary.
 
-struct CliResult {
-  int exit_code = -1;  // exit status; -1 if the process did not exit normally
-  int signal = 0;      // the signal that ended it, if any
-  std::string out;     // stdout
-  std::string err;     // stderr
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `fedanon args...` with stdin from /dev/null and stdout/stderr captured to files in a
-// directory of their own (so that they never show up among a job's outputs).
+// Runs `fedanon args...` (see tests/support/run_binary.h), capturing in a directory of its own.
 CliResult RunFedanon(const std::vector<std::string>& args) {
-  CliResult result;
   const std::string capture = FreshDir("capture");
-  const std::string out_path = capture + "/stdout";
-  const std::string err_path = capture + "/stderr";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<std::string> storage = {kFedanon};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, kFedanon, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot run " << kFedanon << ": " << std::strerror(rc);
-    return result;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-  result.out = ReadAll(out_path);
-  result.err = ReadAll(err_path);
+  CliResult result = RunBinary(kFedanon, args, capture);
   fs::remove_all(capture);
   return result;
 }
