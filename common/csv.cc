@@ -13,12 +13,11 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/string_views.h"
 
 namespace fedanon::common {
 namespace {
 
-// Debian's Abseil keeps its own string_view type; this bridges it with std::string_view.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 constexpr size_t kFlushThreshold = size_t{1} << 20;  // 1 MiB
 constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";

@@ -10,29 +10,10 @@
 #include "absl/strings/str_split.h"
 #include "common/csv.h"
 #include "common/status_macros.h"
+#include "common/string_views.h"
 
 namespace fedanon::common {
 namespace {
-
-// Debian's Abseil keeps its own string_view type (ABSL_OPTION_USE_STD_STRING_VIEW 0); these
-// bridge it with std::string_view.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-std::string_view Sv(absl::string_view s) { return std::string_view(s.data(), s.size()); }
-template <typename T>
-decltype(auto) CatArg(const T& value) {
-  if constexpr (std::is_same_v<T, std::string_view>) {
-    return Av(value);
-  } else {
-    return (value);
-  }
-}
-// absl::StrCat that also takes std::string_view.
-template <typename... T>
-std::string Cat(const T&... values) {
-  return absl::StrCat(CatArg(values)...);
-}
-// Appends std::string_view elements in absl::StrJoin.
-constexpr auto kViewFormatter = [](std::string* out, std::string_view s) { out->append(s); };
 
 // Where a label was seen while parsing an ARX file (0: not yet).
 struct Seen {
