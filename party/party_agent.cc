@@ -126,11 +126,13 @@ absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions
   if (options.seal_key_pem.empty() || options.seal_cert_pem.empty() || options.ca_pem.empty()) {
     return absl::InvalidArgumentError("a party needs the CA certificate and its sealing key pair");
   }
-  RETURN_IF_ERROR(crypto::SealKeyPairFromPem(options.seal_key_pem).status());
-  return std::unique_ptr<PartyAgent>(new PartyAgent(std::move(options)));
+  ASSIGN_OR_RETURN(std::unique_ptr<crypto::SealKeyPair> keys,
+                   crypto::SealKeyPairFromPem(options.seal_key_pem));
+  return std::unique_ptr<PartyAgent>(new PartyAgent(std::move(options), std::move(keys)));
 }
 
-PartyAgent::PartyAgent(PartyAgentOptions options) : options_(std::move(options)) {}
+PartyAgent::PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKeyPair> seal_keys)
+    : options_(std::move(options)), seal_keys_(std::move(seal_keys)) {}
 PartyAgent::~PartyAgent() = default;
 
 PartyMessage PartyAgent::Handle(const LeaderMessage& request) {
@@ -289,10 +291,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
   }
   std::string input;
   if (step.has_sealed()) {
-    ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
     const crypto::SealContext context{job.job_id, request.round(), step.sealed().sender(),
                                       options_.name, SumPurpose(step)};
-    ASSIGN_OR_RETURN(input, crypto::Open(*keys, context, step.sealed().ciphertext()));
+    ASSIGN_OR_RETURN(input, crypto::Open(*seal_keys_, context, step.sealed().ciphertext()));
   } else {
     input = step.masked();
   }
@@ -331,9 +332,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
   }
   JobState& job = *job_;
   const auto& step = request.union_step();
-  ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
-  ASSIGN_OR_RETURN(fedanon::v1::UnionList list,
-                   OpenUnionList(*keys, job.job_id, request.round(), options_.name, step.list()));
+  ASSIGN_OR_RETURN(
+      fedanon::v1::UnionList list,
+      OpenUnionList(*seal_keys_, job.job_id, request.round(), options_.name, step.list()));
   PartyMessage reply;
   auto* out = reply.mutable_union_step();
   if (step.deliver()) {
@@ -341,8 +342,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
     if (step.recipient() != options_.name) {
       return absl::InvalidArgumentError("asked to deliver a union meant for another party");
     }
-    ASSIGN_OR_RETURN(std::vector<std::string> rows,
-                     OpenUnionRows(*keys, job.job_id, request.round(), options_.name, list.rows()));
+    ASSIGN_OR_RETURN(
+        std::vector<std::string> rows,
+        OpenUnionRows(*seal_keys_, job.job_id, request.round(), options_.name, list.rows()));
     ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
     std::string csv = CsvLine(step.header());
     for (size_t i : perm) csv += rows[i];

@@ -39,7 +39,7 @@ class PartyAgent {
 
  private:
   struct JobState;
-  explicit PartyAgent(PartyAgentOptions options);
+  PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKeyPair> seal_keys);
   absl::StatusOr<fedanon::v1::PartyMessage> Dispatch(const fedanon::v1::LeaderMessage& request);
   absl::Status ApplyUpdates(
       const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates);
@@ -49,6 +49,7 @@ class PartyAgent {
       const fedanon::v1::LeaderMessage& request);
 
   PartyAgentOptions options_;
+  std::unique_ptr<crypto::SealKeyPair> seal_keys_;  // parsed once from options_.seal_key_pem
   std::mutex mu_;
   std::unique_ptr<JobState> job_;
 };
