@@ -56,6 +56,14 @@ class CountSource {
   virtual absl::Status Split(int attr, NodeIndex node, int32_t split_rank) = 0;
   // The statistics summed over every holder.
   virtual absl::StatusOr<std::vector<uint64_t>> Collect(const StatsRequest& request) = 0;
+
+  // Vertical partitioning (mohammed2011 §5): whether this holder knows the values of `attr`.
+  // Statistics of attributes it does not own are placeholders; the engine then only proposes
+  // owned candidates and learns the others' choices from their owners.
+  virtual bool Owns(int /*attr*/) const { return true; }
+  // The threshold of a continuous node this holder does not own: the owner's choice when it has
+  // been announced, otherwise a placeholder that keeps the node refinable.
+  virtual int32_t AnnouncedSplit(int /*attr*/, NodeIndex /*node*/) { return -1; }
 };
 
 // In-process source over one TIPS that shares the engine's hierarchies (centralized run).

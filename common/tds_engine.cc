@@ -105,7 +105,12 @@ std::vector<int32_t> TopDownSpecializer::AliveGroups(int attr, NodeIndex node) c
 absl::Status TopDownSpecializer::DecideSplits(const std::vector<std::pair<int, NodeIndex>>& nodes) {
   StatsRequest request;
   for (const auto& [a, n] : nodes) {
-    if ((*hier_)[a].kind() == QidKind::kContinuous) request.rank_histograms.emplace_back(a, n);
+    if ((*hier_)[a].kind() != QidKind::kContinuous) continue;
+    if (source_->Owns(a)) {
+      request.rank_histograms.emplace_back(a, n);
+    } else {
+      (*hier_)[a].SetSplit(n, source_->AnnouncedSplit(a, n));
+    }
   }
   if (request.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::vector<uint64_t> hist, source_->Collect(request));
@@ -394,13 +399,14 @@ std::vector<CandidateView> TopDownSpecializer::Candidates() const {
   return out;
 }
 
-int TopDownSpecializer::PickBest() const {
+int TopDownSpecializer::PickBest(bool owned_only) const {
   int best = -1;
   double best_score = 0;
   double best_key = 0;
   for (int id : active_) {
     const Candidate& c = cands_[id];
     if (!c.alive || !c.valid || c.records == 0) continue;
+    if (owned_only && !source_->Owns(c.attr)) continue;
     if (options_.beneficial && !c.beneficial) continue;
     const double s = Score(c);
     if (best < 0) {
@@ -554,6 +560,107 @@ absl::StatusOr<std::string> TopDownSpecializer::Run() {
     if (best < 0) return std::string("no valid candidate left");
     RETURN_IF_ERROR(Apply(best));
   }
+}
+
+std::optional<TopDownSpecializer::Choice> TopDownSpecializer::BestOwned() const {
+  const int best = PickBest(/*owned_only=*/true);
+  if (best < 0) return std::nullopt;
+  const Candidate& c = cands_[best];
+  return Choice{c.attr, c.node, c.c, Score(c), (*hier_)[c.attr].OrderKey(c.node)};
+}
+
+bool TopDownSpecializer::Beats(const Choice& a, const Choice& b) {
+  if (a.score != b.score) return a.score > b.score;
+  if (a.attr != b.attr) return a.attr < b.attr;
+  if (a.order_key != b.order_key) return a.order_key < b.order_key;
+  return a.c < b.c;
+}
+
+absl::StatusOr<int> TopDownSpecializer::FindCandidate(int attr, NodeIndex node, int c) const {
+  if (attr < 0 || attr >= q_ || node < 0 || static_cast<size_t>(node) >= node_cands_[attr].size()) {
+    return absl::InvalidArgumentError("the chosen candidate is not in the current cut");
+  }
+  for (int id : node_cands_[attr][node]) {
+    if (cands_[id].c == c && cands_[id].alive) return id;
+  }
+  return absl::InvalidArgumentError("the chosen candidate is not in the current cut");
+}
+
+absl::StatusOr<bool> TopDownSpecializer::Recheck(int attr, NodeIndex node, int c) {
+  ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
+  // Fresh statistics for the groups that hold the node and for the node's class counts.
+  const std::vector<int32_t> groups = AliveGroups(attr, node);
+  StatsRequest request;
+  request.node_class_counts.emplace_back(attr, node);
+  for (int32_t g : groups) {
+    request.group_keys.emplace_back(keys_.begin() + static_cast<size_t>(g) * q_,
+                                    keys_.begin() + static_cast<size_t>(g + 1) * q_);
+  }
+  ASSIGN_OR_RETURN(std::vector<uint64_t> stats, source_->Collect(request));
+  if (stats.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
+    return absl::InternalError("count statistics have the wrong length");
+  }
+  const AttributeHierarchy& h = (*hier_)[attr];
+  const size_t node_words = static_cast<size_t>(h.FineChildCount(node)) * num_classes_;
+  size_t pos = node_words;
+  for (int32_t g : groups) {
+    const size_t begin = stats_off_[g];
+    const size_t end =
+        static_cast<size_t>(g) + 1 < stats_off_.size() ? stats_off_[g + 1] : stats_.size();
+    if (pos + (end - begin) > stats.size()) return absl::InternalError("stale group layout");
+    std::copy(stats.begin() + pos, stats.begin() + pos + (end - begin), stats_.begin() + begin);
+    pos += end - begin;
+  }
+  // Re-derive the candidate's gain and validity from the refreshed counts.
+  Candidate& cand = cands_[id];
+  const int fine = h.FineChildCount(node);
+  const int children = h.ChildCount(node, c);
+  std::vector<uint64_t> parent(num_classes_, 0);
+  std::vector<std::vector<uint64_t>> child_counts(children, std::vector<uint64_t>(num_classes_));
+  for (int f = 0; f < fine; ++f) {
+    for (int k = 0; k < num_classes_; ++k) {
+      parent[k] += stats[f * num_classes_ + k];
+      child_counts[h.ChildOfFine(node, c, f)][k] += stats[f * num_classes_ + k];
+    }
+  }
+  std::vector<uint64_t> sizes;
+  uint64_t records = 0;
+  int classes_present = 0;
+  for (uint64_t v : parent) {
+    records += v;
+    classes_present += v > 0;
+  }
+  for (const auto& cc : child_counts) {
+    uint64_t s = 0;
+    for (uint64_t v : cc) s += v;
+    sizes.push_back(s);
+  }
+  cand.records = records;
+  cand.beneficial = classes_present > 1;
+  cand.info_gain = InfoGain(parent, child_counts);
+  cand.split_info = SplitInfo(sizes);
+  cand.valid = records > 0;
+  std::vector<int> all_positions(model_->by_attr[attr].size());
+  for (size_t i = 0; i < all_positions.size(); ++i) all_positions[i] = static_cast<int>(i);
+  cand.min_child.assign(all_positions.size(), std::numeric_limits<uint64_t>::max());
+  cand.max_conf.assign(all_positions.size(), 0.0);
+  if (cand.valid) Evaluate(cand, groups, all_positions);
+  return cand.valid;
+}
+
+absl::Status TopDownSpecializer::ApplyChosen(int attr, NodeIndex node, int c) {
+  if (!source_->Owns(attr)) {
+    ASSIGN_OR_RETURN(const bool valid, Recheck(attr, node, c));
+    (void)valid;  // the holders of sensitive values have already accepted it
+  }
+  ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
+  return Apply(id);
+}
+
+absl::Status TopDownSpecializer::Reject(int attr, NodeIndex node, int c) {
+  ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
+  cands_[id].valid = false;
+  return absl::OkStatus();
 }
 
 uint64_t TopDownSpecializer::smallest_group() const {

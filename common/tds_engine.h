@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,29 @@ class TopDownSpecializer {
   // Runs until no candidate is valid (or max_rounds). Returns the reason it stopped.
   absl::StatusOr<std::string> Run();
 
+  // Driving one replica of the loop per party (vertical federation, mohammed2011 Alg. 1): each
+  // party proposes its best owned candidate, the winner is chosen across parties with the same
+  // tie-break as PickBest, and every replica applies it.
+  struct Choice {
+    int attr = -1;
+    NodeIndex node = -1;
+    int c = -1;
+    double score = 0;
+    double order_key = 0;  // hierarchy OrderKey of the node (public), for the tie-break
+  };
+  // The best valid candidate on an attribute the source owns, if any.
+  std::optional<Choice> BestOwned() const;
+  // True when `a` beats `b` under the engine's tie-break.
+  static bool Beats(const Choice& a, const Choice& b);
+  // Refreshes the statistics of the groups holding `node` from the source (whose records have
+  // just learnt their child under the candidate) and re-evaluates the candidate on them; returns
+  // whether it is valid (e.g. the sensitive-attribute holder's check of mohammed2011 §8).
+  absl::StatusOr<bool> Recheck(int attr, NodeIndex node, int c);
+  // Applies the chosen candidate (Recheck first when the attribute is not owned).
+  absl::Status ApplyChosen(int attr, NodeIndex node, int c);
+  // Marks a candidate invalid for the rest of the run (a holder of sensitive values vetoed it).
+  absl::Status Reject(int attr, NodeIndex node, int c);
+
   const std::vector<fedanon::v1::SpecializationStep>& steps() const { return steps_; }
   uint64_t smallest_group() const;    // min over constraints of A(X_j)
   double largest_confidence() const;  // max over confidence constraints of C(X_j)
@@ -125,7 +149,8 @@ class TopDownSpecializer {
                 const std::vector<int>& positions);
   double Score(const Candidate& cand) const;
   double PrivLoss(const Candidate& cand) const;
-  int PickBest() const;
+  int PickBest(bool owned_only = false) const;
+  absl::StatusOr<int> FindCandidate(int attr, NodeIndex node, int c) const;
   absl::Status Apply(int cand_id);
 
   const uint64_t* FineStats(int32_t g, int attr) const {

@@ -20,6 +20,7 @@
 #include "crypto/sealed_box.h"
 #include "crypto/shuffle.h"
 #include "leader/secure_sum_source.h"
+#include "leader/vertical_job.h"
 #include "party/party_agent.h"
 #include "spdlog/spdlog.h"
 
@@ -37,10 +38,6 @@ bool IsFinal(JobState s) {
 // Checks what can be checked before anything is exchanged with the parties.
 absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
   RETURN_IF_ERROR(common::ValidateJobSpec(request.spec()));
-  if (request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
-    return absl::UnimplementedError(
-        "vertical jobs are not supported by this leader yet (horizontal only)");
-  }
   const auto& parties = request.parties();
   if (parties.empty()) return absl::InvalidArgumentError("the job names no data parties");
   std::set<std::string> unique(parties.begin(), parties.end());
@@ -48,7 +45,34 @@ absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
     return absl::InvalidArgumentError("a party is listed twice");
   }
   for (const auto& p : parties) RETURN_IF_ERROR(crypto::ValidateParticipantName(p));
-  if (request.leader_party().empty()) {
+  if (request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
+    if (parties.size() < 2) {
+      return absl::InvalidArgumentError("a vertical job needs at least 2 data parties");
+    }
+    if (!request.leader_party().empty()) {
+      return absl::InvalidArgumentError(
+          "a vertical job runs with a data-less leader (leader_party is for horizontal jobs)");
+    }
+    bool has_id = false;
+    for (const auto& a : request.spec().attributes()) {
+      has_id = has_id || a.role() == fedanon::v1::ROLE_ID;
+      const bool shared = a.role() == fedanon::v1::ROLE_ID || a.role() == fedanon::v1::ROLE_CLASS;
+      if (shared) continue;
+      if (a.party().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("attribute '", a.name(),
+                         "' needs `party:` (the party that holds it) in a vertical job"));
+      }
+      if (!unique.count(a.party())) {
+        return absl::InvalidArgumentError(absl::StrCat("attribute '", a.name(), "' belongs to '",
+                                                       a.party(), "', which is not in the job"));
+      }
+    }
+    if (!has_id) {
+      return absl::InvalidArgumentError(
+          "a vertical job needs an attribute with role id (the column the parties match on)");
+    }
+  } else if (request.leader_party().empty()) {
     if (parties.size() < 2) {
       return absl::InvalidArgumentError("a horizontal job needs at least 2 data parties");
     }
@@ -349,9 +373,13 @@ absl::Status Leader::RunJob(const std::string& job_id) {
     }
   }
 
-  // Rounds: the centralized engine, fed by ring secure sums.
   RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_RUNNING));
   Notify();
+  if (request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
+    return RunVertical(job_id, request, ring, recipient, timeout, elapsed);
+  }
+
+  // Rounds: the centralized engine, fed by ring secure sums.
   ASSIGN_OR_RETURN(common::PrivacyModel model, common::BuildPrivacyModel(request.spec(), schema));
   std::vector<common::AttributeHierarchy> hier;
   for (const auto& q : schema.qids) hier.emplace_back(&q);
@@ -449,6 +477,52 @@ absl::Status Leader::RunJob(const std::string& job_id) {
 
   return FinishJob(job_id, request, *engine, source, stop_reason, round, elapsed, rounds_start,
                    union_start, ring, timeout);
+}
+
+absl::Status Leader::RunVertical(const std::string& job_id,
+                                 const fedanon::v1::SubmitJobRequest& request,
+                                 const std::vector<std::string>& ring, const std::string& recipient,
+                                 absl::Duration timeout, const std::function<double()>& elapsed) {
+  VerticalJobOptions options;
+  options.job_id = job_id;
+  options.ring = ring;
+  options.recipient = recipient;
+  options.leader_name = options_.name;
+  options.leader_seal_key_pem = options_.seal_key_pem;
+  for (const auto& a : request.spec().attributes()) {
+    if (a.role() != fedanon::v1::ROLE_ID) options.header.push_back(a.name());
+  }
+  options.timeout = timeout;
+  options.check_cancelled = [this] { return CheckCancelled(); };
+  options.on_step = [&](uint32_t round, const std::string& owner) {
+    (void)store_->SetProgress(job_id, round, absl::StrCat("a specialization of ", owner),
+                              elapsed());
+    spdlog::info("job={} round={} specialized an attribute of {}", job_id, round, owner);
+    Notify();
+  };
+  const double rounds_start = elapsed();
+  ASSIGN_OR_RETURN(VerticalJobResult result, RunVerticalJob(channel_, options));
+  if (recipient == options_.name) RETURN_IF_ERROR(store_->StoreResult(job_id, result.csv));
+  fedanon::v1::Report report = result.report;
+  report.set_job_name(request.spec().name());
+  report.set_version(common::VersionLine("fedanon-leader"));
+  report.set_records_in(result.common_records);
+  report.set_records_out(result.common_records);
+  (*report.mutable_timings_seconds())["validate"] = rounds_start;
+  (*report.mutable_timings_seconds())["id_matching"] = result.id_matching_seconds;
+  (*report.mutable_timings_seconds())["rounds"] = result.rounds_seconds;
+  (*report.mutable_timings_seconds())["union"] = result.release_seconds;
+  (*report.mutable_timings_seconds())["total"] = elapsed();
+  RETURN_IF_ERROR(store_->SetReport(job_id, report));
+  RETURN_IF_ERROR(store_->SetProgress(job_id, result.rounds, "done", elapsed()));
+  for (const auto& party : ring) {
+    fedanon::v1::LeaderMessage msg;
+    msg.set_job_id(job_id);
+    msg.mutable_end_job()->set_success(true);
+    msg.mutable_end_job()->set_reason("done");
+    (void)channel_->Call(party, msg, timeout);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Leader::FinishJob(const std::string& job_id,

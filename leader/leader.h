@@ -71,6 +71,9 @@ class Leader {
   void WorkerLoop();
   absl::Status RunJob(const std::string& job_id);
   absl::Status CheckCancelled() const;
+  absl::Status RunVertical(const std::string& job_id, const fedanon::v1::SubmitJobRequest& request,
+                           const std::vector<std::string>& ring, const std::string& recipient,
+                           absl::Duration timeout, const std::function<double()>& elapsed);
   absl::Status FinishJob(const std::string& job_id, const fedanon::v1::SubmitJobRequest& request,
                          const common::TopDownSpecializer& engine,
                          const SecureSumCountSource& source, const std::string& stop_reason,

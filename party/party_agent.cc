@@ -13,6 +13,7 @@
 #include "common/federation_wire.h"
 #include "common/hierarchy.h"
 #include "common/job_digest.h"
+#include "common/job_spec_loader.h"
 #include "common/released_rows.h"
 #include "common/status_macros.h"
 #include "common/tips.h"
@@ -23,6 +24,8 @@
 #include "crypto/secret_bytes.h"
 #include "crypto/secure_sum_masks.h"
 #include "crypto/shuffle.h"
+#include "party/id_matching.h"
+#include "party/vertical_party.h"
 #include "spdlog/spdlog.h"
 
 namespace fedanon::party {
@@ -119,6 +122,10 @@ struct PartyAgent::JobState {
   // The local counts of the secure sum in progress (kept across its chunks).
   uint64_t counts_collect = UINT64_MAX;
   std::vector<uint64_t> counts;
+  // Vertical jobs: the data parties in ring order, this party's replica and its ID matcher.
+  std::vector<std::string> ring;
+  std::unique_ptr<VerticalParty> vertical;
+  std::unique_ptr<IdMatcher> matcher;
 };
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
@@ -195,6 +202,29 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
       const std::string table = Resolve(options_.data_dir, request.prepare().data_path().empty()
                                                                ? options_.default_data_path
                                                                : request.prepare().data_path());
+      for (const auto& p : request.prepare().participants()) {
+        if (p.index() != UINT32_MAX) job->ring.push_back(p.name());
+      }
+      if (job->spec.partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
+        VerticalPartyOptions vopts;
+        vopts.name = options_.name;
+        vopts.releases_class = !job->ring.empty() && job->ring.front() == options_.name;
+        auto vp = VerticalParty::Load(job->spec, *schema, table, vopts);
+        if (!vp.ok()) {
+          spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
+                        std::string(vp.status().message()));
+          return absl::FailedPreconditionError(absl::StrCat(
+              "party '", options_.name,
+              "': its table does not match the job's schema (details in the party's log)"));
+        }
+        job->vertical = *std::move(vp);
+        reply.mutable_prepared()->set_digest(
+            crypto::Sha256(common::CanonicalJobBytes(job->spec, texts)));
+        spdlog::info("job={} prepared (vertical): {} records loaded", job->job_id,
+                     job->vertical->ids().size());
+        job_ = std::move(job);
+        return reply;
+      }
       auto data = common::LoadDataset(job->spec, table, &*schema);
       if (!data.ok()) {
         // The detailed message may quote raw values: it stays in the party's log.
@@ -217,6 +247,8 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
       return HandleSumStep(request);
     case LeaderMessage::kUnionStep:
       return HandleUnionStep(request);
+    case LeaderMessage::kVertical:
+      return HandleVertical(request);
     case LeaderMessage::kEndJob:
       if (job_ && job_->job_id == request.job_id()) {
         spdlog::info("job={} ended: {}", job_->job_id, request.end_job().reason());
@@ -390,6 +422,175 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
   payload->set_purpose("union-list");
   payload->set_ciphertext(std::move(sealed));
   return reply;
+}
+
+absl::StatusOr<fedanon::v1::SealedPayload> PartyAgent::SealFor(const std::string& receiver,
+                                                               uint64_t round,
+                                                               const std::string& purpose,
+                                                               const std::string& bytes) const {
+  auto it = job_->seal_keys.find(receiver);
+  if (it == job_->seal_keys.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("'", receiver, "' is not a participant"));
+  }
+  const crypto::SealContext context{job_->job_id, round, options_.name, receiver, purpose};
+  ASSIGN_OR_RETURN(std::string sealed, crypto::Seal(*it->second, context, bytes));
+  fedanon::v1::SealedPayload out;
+  out.set_sender(options_.name);
+  out.set_receiver(receiver);
+  out.set_purpose(purpose);
+  out.set_ciphertext(std::move(sealed));
+  return out;
+}
+
+absl::StatusOr<std::string> PartyAgent::OpenSealed(const fedanon::v1::SealedPayload& payload,
+                                                   uint64_t round,
+                                                   const std::string& purpose) const {
+  const crypto::SealContext context{job_->job_id, round, payload.sender(), options_.name, purpose};
+  return crypto::Open(*seal_keys_, context, payload.ciphertext());
+}
+
+absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& request) {
+  if (!job_ || job_->job_id != request.job_id() || !job_->vertical) {
+    return absl::FailedPreconditionError("no prepared vertical job with this id");
+  }
+  JobState& job = *job_;
+  VerticalParty& vp = *job.vertical;
+  const auto& step = request.vertical();
+  const uint64_t round = request.round();
+  PartyMessage reply;
+  auto* out = reply.mutable_vertical();
+  auto parse_list = [](const std::string& bytes) -> absl::StatusOr<std::vector<std::string>> {
+    fedanon::v1::IdList list;
+    if (!list.ParseFromString(bytes))
+      return absl::InvalidArgumentError("an ID list does not parse");
+    return std::vector<std::string>(list.points().begin(), list.points().end());
+  };
+  auto serialize_list = [](const std::vector<std::string>& points) {
+    fedanon::v1::IdList list;
+    for (const auto& p : points) list.add_points(p);
+    return list.SerializeAsString();
+  };
+  switch (step.step_case()) {
+    case fedanon::v1::VerticalStep::kIdEncrypt: {
+      ASSIGN_OR_RETURN(job.matcher, IdMatcher::Create(vp.ids()));
+      ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwn());
+      ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
+                       SealFor(step.id_encrypt().next(), round, "id-list", serialize_list(points)));
+      return reply;
+    }
+    case fedanon::v1::VerticalStep::kIdReencrypt: {
+      if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
+      const auto& re = step.id_reencrypt();
+      ASSIGN_OR_RETURN(std::string bytes, OpenSealed(re.list(), round, "id-list"));
+      ASSIGN_OR_RETURN(std::vector<std::string> points, parse_list(bytes));
+      ASSIGN_OR_RETURN(std::vector<std::string> again, job.matcher->ReEncrypt(points));
+      const std::string serialized = serialize_list(again);
+      if (!re.next().empty()) {
+        ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
+                         SealFor(re.next(), round, "id-list", serialized));
+      } else {
+        for (const auto& party : job.ring) {
+          ASSIGN_OR_RETURN(
+              *out->mutable_ids()->add_for_parties(),
+              SealFor(party, round, absl::StrCat("id-full:", re.origin()), serialized));
+        }
+      }
+      return reply;
+    }
+    case fedanon::v1::VerticalStep::kIdAlign: {
+      if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
+      const auto& lists = step.id_align().lists();
+      if (static_cast<size_t>(lists.size()) != job.ring.size()) {
+        return absl::InvalidArgumentError("ID alignment needs one list per party");
+      }
+      std::vector<std::vector<std::string>> full(job.ring.size());
+      size_t own_index = job.ring.size();
+      for (size_t i = 0; i < job.ring.size(); ++i) {
+        if (job.ring[i] == options_.name) own_index = i;
+        ASSIGN_OR_RETURN(std::string bytes, OpenSealed(lists[static_cast<int>(i)], round,
+                                                       absl::StrCat("id-full:", job.ring[i])));
+        ASSIGN_OR_RETURN(full[i], parse_list(bytes));
+      }
+      if (own_index == job.ring.size()) {
+        return absl::InvalidArgumentError("this party is not in the job's ring");
+      }
+      ASSIGN_OR_RETURN(IdAlignment alignment, job.matcher->Align(own_index, full));
+      job.matcher.reset();
+      RETURN_IF_ERROR(vp.Start(alignment.canonical, alignment.common));
+      spdlog::info("job={} ID matching: {} of {} records are common to every party", job.job_id,
+                   alignment.common, vp.ids().size());
+      out->mutable_ids()->set_common_records(alignment.common);
+      return reply;
+    }
+    case fedanon::v1::VerticalStep::kPropose: {
+      auto choice = vp.Propose();
+      auto* proposal = out->mutable_proposal();
+      proposal->set_participate(choice.has_value());
+      if (choice) {
+        auto* c = proposal->mutable_candidate();
+        c->set_attribute(static_cast<uint32_t>(choice->attr));
+        c->set_node(choice->node);
+        c->set_candidate(choice->c);
+        c->set_score(choice->score);
+        c->set_order_key(choice->order_key);
+      }
+      return reply;
+    }
+    case fedanon::v1::VerticalStep::kWinner: {
+      ASSIGN_OR_RETURN(std::string instruction, vp.MakeInstruction(step.winner().candidate()));
+      for (const auto& party : job.ring) {
+        if (party == options_.name) continue;
+        ASSIGN_OR_RETURN(*out->mutable_instructions()->add_for_parties(),
+                         SealFor(party, round, "instruction", instruction));
+      }
+      return reply;
+    }
+    case fedanon::v1::VerticalStep::kDeliver: {
+      ASSIGN_OR_RETURN(std::string bytes,
+                       OpenSealed(step.deliver().instruction(), round, "instruction"));
+      ASSIGN_OR_RETURN(bool accept, vp.Deliver(bytes));
+      if (!accept) {
+        spdlog::info("job={} round={} vetoed the winner: it would break a confidence bound",
+                     job.job_id, round);
+      }
+      out->mutable_verdict()->set_accept(accept);
+      return reply;
+    }
+    case fedanon::v1::VerticalStep::kCommit:
+      RETURN_IF_ERROR(vp.Commit(step.commit().candidate(), step.commit().accept()));
+      out->set_committed(true);
+      return reply;
+    case fedanon::v1::VerticalStep::kRelease: {
+      const fedanon::v1::VerticalColumns columns = vp.ReleasedColumns();
+      ASSIGN_OR_RETURN(
+          *out->mutable_released()->mutable_columns(),
+          SealFor(step.release().recipient(), round, "columns", columns.SerializeAsString()));
+      vp.FillReport("", out->mutable_released()->mutable_report());
+      return reply;
+    }
+    case fedanon::v1::VerticalStep::kAssemble: {
+      std::vector<fedanon::v1::VerticalColumns> parts;
+      for (const auto& sealed : step.assemble().columns()) {
+        ASSIGN_OR_RETURN(std::string bytes, OpenSealed(sealed, round, "columns"));
+        if (!parts.emplace_back().ParseFromString(bytes)) {
+          return absl::InvalidArgumentError("released columns do not parse");
+        }
+      }
+      std::vector<std::string> header(step.assemble().header().begin(),
+                                      step.assemble().header().end());
+      ASSIGN_OR_RETURN(std::string csv, JoinReleasedColumns(parts, header));
+      const std::string path =
+          (std::filesystem::path(options_.output_dir) / absl::StrCat(job.job_id, ".csv")).string();
+      std::error_code ec;
+      std::filesystem::create_directories(options_.output_dir, ec);
+      RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
+      spdlog::info("job={} joined table ({} rows) written to {}", job.job_id, vp.records(), path);
+      out->mutable_assembled()->set_rows_written(vp.records());
+      return reply;
+    }
+    default:
+      return absl::InvalidArgumentError("unknown vertical step");
+  }
 }
 
 }  // namespace fedanon::party

@@ -1,0 +1,49 @@
+// The leader's side of a vertical job (mohammed2011 §5, Alg. 1 for N parties), after every party
+// has prepared: private ID matching (each party's encrypted ID list travels the ring, sealed hop
+// to hop, then every fully encrypted list goes to every party), then rounds — every party
+// proposes its best owned candidate or Not-participate, the leader announces the winner (best
+// score, public tie-break), the owner's sealed instruction is relayed to the others, holders of
+// sensitive values may veto it (§8), every replica commits — and finally the release of the
+// joined table to the recipient. The leader sees proposals (scores) and sealed bytes only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/party_channel.h"
+#include "fedanon/v1/job.pb.h"
+
+namespace fedanon::leader {
+
+struct VerticalJobOptions {
+  std::string job_id;
+  std::vector<std::string> ring;  // data parties in ring order
+  std::string recipient;          // a party, or the leader's own name
+  std::string leader_name;
+  std::string leader_seal_key_pem;  // to open the columns when the leader is the recipient
+  std::vector<std::string> header;  // released columns in spec order
+  absl::Duration timeout = absl::Seconds(60);
+  std::function<absl::Status()> check_cancelled;
+  // Called after every committed specialization with the round and "attribute value".
+  std::function<void(uint32_t, const std::string&)> on_step;
+};
+
+struct VerticalJobResult {
+  fedanon::v1::Report report;
+  std::string csv;  // the joined table when the leader is the recipient
+  uint64_t common_records = 0;
+  uint32_t rounds = 0;
+  uint32_t vetoes = 0;
+  double id_matching_seconds = 0;
+  double rounds_seconds = 0;
+  double release_seconds = 0;
+};
+
+absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
+                                                 const VerticalJobOptions& options);
+
+}  // namespace fedanon::leader

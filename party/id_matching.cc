@@ -1,0 +1,62 @@
+#include "party/id_matching.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace fedanon::party {
+
+absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Create(const std::vector<std::string>& ids) {
+  absl::flat_hash_set<std::string> seen;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i].empty()) return absl::InvalidArgumentError(absl::StrCat("record ", i + 1, " has an empty id"));
+    if (!seen.insert(ids[i]).second) {
+      return absl::InvalidArgumentError(absl::StrCat("record ", i + 1, " repeats an id"));
+    }
+  }
+  auto m = std::unique_ptr<IdMatcher>(new IdMatcher());
+  m->ids_ = ids;
+  ASSIGN_OR_RETURN(m->cipher_, crypto::EcCommutativeCipher::CreateWithNewKey());
+  return m;
+}
+
+absl::StatusOr<std::vector<std::string>> IdMatcher::EncryptOwn() const {
+  return cipher_->EncryptBatch(ids_, 0);
+}
+
+absl::StatusOr<std::vector<std::string>> IdMatcher::ReEncrypt(
+    const std::vector<std::string>& points) const {
+  return cipher_->ReEncryptBatch(points, 0);
+}
+
+absl::StatusOr<IdAlignment> IdMatcher::Align(
+    size_t own_index, const std::vector<std::vector<std::string>>& full) const {
+  if (own_index >= full.size() || full[own_index].size() != ids_.size()) {
+    return absl::InvalidArgumentError("our fully encrypted list does not match our ids");
+  }
+  absl::flat_hash_map<std::string, int> count;
+  for (const auto& list : full) {
+    absl::flat_hash_set<std::string> in_list(list.begin(), list.end());
+    for (const auto& p : in_list) ++count[p];
+  }
+  std::vector<std::string> common;
+  for (const auto& [p, n] : count) {
+    if (n == static_cast<int>(full.size())) common.push_back(p);
+  }
+  std::sort(common.begin(), common.end());
+  absl::flat_hash_map<std::string, int64_t> pos;
+  for (size_t i = 0; i < common.size(); ++i) pos[common[i]] = static_cast<int64_t>(i);
+  IdAlignment out;
+  out.common = common.size();
+  out.canonical.resize(ids_.size(), -1);
+  for (size_t i = 0; i < ids_.size(); ++i) {
+    auto it = pos.find(full[own_index][i]);
+    if (it != pos.end()) out.canonical[i] = it->second;
+  }
+  return out;
+}
+
+}  // namespace fedanon::party

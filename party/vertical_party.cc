@@ -1,0 +1,547 @@
+#include "party/vertical_party.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "common/csv.h"
+#include "common/federation_wire.h"
+#include "common/status_macros.h"
+#include "crypto/shuffle.h"
+#include "spdlog/spdlog.h"
+
+namespace fedanon::party {
+namespace {
+
+using common::NodeIndex;
+using common::QidKind;
+using fedanon::v1::Attribute;
+using fedanon::v1::JobSpec;
+
+// A record code that lies under `node` (representative of every code the node covers).
+int32_t RepresentativeCode(const common::AttributeHierarchy& h, NodeIndex n) {
+  const common::HierarchyNode& node = h.node(n);
+  switch (h.kind()) {
+    case QidKind::kTaxonomy: {
+      const common::Taxonomy& tax = *h.column().taxonomy;
+      common::Taxonomy::NodeId t = node.tax;
+      while (!tax.is_leaf(t)) t = tax.children(t).front();
+      return t;
+    }
+    case QidKind::kSuppression:
+      if (!node.suppressed) return node.value;
+      return node.hidden.empty() ? 0 : node.hidden.front();
+    case QidKind::kContinuous:
+      return node.rank_lo;
+  }
+  return 0;
+}
+
+// The code representing child `k` of candidate `c` of `n`, before the children exist.
+absl::StatusOr<int32_t> ChildRepresentative(const common::AttributeHierarchy& h, NodeIndex n, int c,
+                                            int k) {
+  const common::HierarchyNode& node = h.node(n);
+  switch (h.kind()) {
+    case QidKind::kTaxonomy: {
+      const common::Taxonomy& tax = *h.column().taxonomy;
+      const auto& kids = tax.children(node.tax);
+      if (k < 0 || static_cast<size_t>(k) >= kids.size()) break;
+      common::Taxonomy::NodeId t = kids[k];
+      while (!tax.is_leaf(t)) t = tax.children(t).front();
+      return t;
+    }
+    case QidKind::kSuppression:
+      if (k == 0) return node.hidden[c];
+      if (k == 1 && node.hidden.size() > 1) return node.hidden[c == 0 ? 1 : 0];
+      break;
+    case QidKind::kContinuous:
+      if (k == 0) return node.rank_lo;
+      if (k == 1) return node.split_rank;
+      break;
+  }
+  return absl::InvalidArgumentError("the instruction names a child the candidate does not have");
+}
+
+uint32_t BitsPerChild(int children) {
+  if (children <= 2) return 1;
+  if (children <= 4) return 2;
+  if (children <= 16) return 4;
+  if (children <= 256) return 8;
+  return 16;
+}
+
+// The spec restricted to what one party's file holds (for loading it).
+JobSpec PartySpec(const JobSpec& spec, const std::string& party, bool* holds_sensitive) {
+  JobSpec out = spec;
+  out.clear_attributes();
+  std::vector<std::string> own;
+  for (const Attribute& a : spec.attributes()) {
+    const bool shared = a.role() == fedanon::v1::ROLE_ID || a.role() == fedanon::v1::ROLE_CLASS;
+    if (shared || a.party() == party) {
+      *out.add_attributes() = a;
+      own.push_back(a.name());
+    }
+  }
+  auto is_own = [&](const std::string& name) {
+    return std::find(own.begin(), own.end(), name) != own.end();
+  };
+  // Loading needs only the sensitive values this party can see; the model is the job's.
+  auto* privacy = out.mutable_privacy();
+  privacy->clear_templates();
+  privacy->set_model(fedanon::v1::PRIVACY_MODEL_TEMPLATES);
+  privacy->clear_confidence();
+  privacy->clear_sensitive_values();
+  privacy->clear_sensitive_attribute();
+  *holds_sensitive = false;
+  const auto& p = spec.privacy();
+  std::string lkc_attr = p.sensitive_attribute();
+  if (lkc_attr.empty()) {
+    for (const Attribute& a : spec.attributes()) {
+      if (a.role() == fedanon::v1::ROLE_SENSITIVE) lkc_attr = a.name();
+    }
+  }
+  if (p.model() == fedanon::v1::PRIVACY_MODEL_LKC && p.sensitive_values_size() > 0 &&
+      is_own(lkc_attr)) {
+    auto* t = privacy->add_confidence();
+    t->set_attribute(lkc_attr);
+    *t->mutable_sensitive_values() = p.sensitive_values();
+    t->set_max(1);
+    *holds_sensitive = true;
+  }
+  for (const auto& c : p.confidence()) {
+    std::string attr = c.attribute().empty() ? lkc_attr : c.attribute();
+    if (!is_own(attr)) continue;
+    auto* t = privacy->add_confidence();
+    *t = c;
+    t->set_attribute(attr);
+    t->clear_qid();
+    *holds_sensitive = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+// The count source of one replica: statistics from the local TIPS (placeholders for attributes
+// the party does not own), and the owners' announced split thresholds.
+class VerticalParty::Source : public common::CountSource {
+ public:
+  Source(common::Tips* tips, std::vector<common::AttributeHierarchy>* hier,
+         const std::vector<bool>* owned)
+      : tips_(tips), hier_(hier), owned_(owned) {}
+  absl::Status Specialize(int attr, NodeIndex node, int c,
+                          const std::vector<uint64_t>& /*new_group_sizes*/) override {
+    tips_->Specialize(attr, node, c);
+    return absl::OkStatus();
+  }
+  absl::Status Split(int, NodeIndex, int32_t) override { return absl::OkStatus(); }
+  absl::StatusOr<std::vector<uint64_t>> Collect(const common::StatsRequest& request) override {
+    std::vector<uint64_t> out;
+    common::AppendLocalStats(*tips_, request, &out);
+    return out;
+  }
+  bool Owns(int attr) const override { return (*owned_)[attr]; }
+  int32_t AnnouncedSplit(int attr, NodeIndex node) override {
+    // The owner announces the real threshold with the instruction that refines the node; until
+    // then any threshold inside the interval keeps the node a candidate here.
+    const auto& n = (*hier_)[attr].node(node);
+    return n.rank_hi - n.rank_lo >= 2 ? n.rank_lo + 1 : -1;
+  }
+
+ private:
+  common::Tips* tips_;
+  std::vector<common::AttributeHierarchy>* hier_;
+  const std::vector<bool>* owned_;
+};
+
+VerticalParty::~VerticalParty() = default;
+
+absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec& spec,
+                                                                   const common::Dataset& schema,
+                                                                   const std::string& csv_path,
+                                                                   VerticalPartyOptions options) {
+  std::unique_ptr<VerticalParty> p(new VerticalParty());
+  p->options_ = std::move(options);
+  p->spec_ = spec;
+  bool holds_sensitive = false;
+  const JobSpec party_spec = PartySpec(spec, p->options_.name, &holds_sensitive);
+  p->holds_sensitive_ = holds_sensitive;
+
+  // The party's own public schema shares the job's taxonomies (copied from `schema`).
+  std::map<std::string, const common::QidColumn*> schema_qid;
+  for (const auto& q : schema.qids) schema_qid[q.name] = &q;
+  common::Dataset own_schema = schema;
+  own_schema.qids.clear();
+  for (const Attribute& a : party_spec.attributes()) {
+    if (a.role() == fedanon::v1::ROLE_QID) own_schema.qids.push_back(*schema_qid.at(a.name()));
+  }
+  ASSIGN_OR_RETURN(own_schema.tracked, common::TrackedSensitiveValues(party_spec));
+  own_schema.value_columns.clear();
+  ASSIGN_OR_RETURN(common::Dataset own, common::LoadDataset(party_spec, csv_path, &own_schema));
+
+  // IDs and the raw released values of this party's non-QID columns, per kept row.
+  int id_column = -1;
+  std::vector<int> value_columns;
+  for (const Attribute& a : party_spec.attributes()) {
+    const auto it = std::find(own.header.begin(), own.header.end(), a.name());
+    const int col = static_cast<int>(it - own.header.begin());
+    if (a.role() == fedanon::v1::ROLE_ID) id_column = col;
+    const bool released = a.role() == fedanon::v1::ROLE_SENSITIVE ||
+                          a.role() == fedanon::v1::ROLE_OTHER ||
+                          (a.role() == fedanon::v1::ROLE_CLASS && p->options_.releases_class);
+    if (released) {
+      value_columns.push_back(col);
+      p->value_names_.push_back(a.name());
+    }
+  }
+  if (id_column < 0) {
+    return absl::InvalidArgumentError("a vertical job needs an attribute with role id");
+  }
+  p->value_cells_.resize(value_columns.size());
+  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::CsvReader::Open(csv_path));
+  std::vector<std::string_view> fields;
+  ASSIGN_OR_RETURN(bool more, reader->Next(&fields));  // header
+  size_t row = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(more, reader->Next(&fields));
+    if (!more) break;
+    if (row < own.kept.size() && own.kept[row]) {
+      p->ids_.emplace_back(fields[id_column]);
+      for (size_t v = 0; v < value_columns.size(); ++v) {
+        p->value_cells_[v].emplace_back(fields[value_columns[v]]);
+      }
+    }
+    ++row;
+  }
+  if (p->ids_.size() != own.num_records) {
+    return absl::InternalError("the table changed while it was being read");
+  }
+
+  // The full joined schema: own codes where this party has the column.
+  auto data = std::make_unique<common::Dataset>(schema);
+  data->source_path = csv_path;
+  data->num_records = own.num_records;
+  data->class_codes = std::move(own.class_codes);
+  data->sensitive_bits.assign(own.num_records, 0);
+  for (size_t b = 0; b < own.tracked.size(); ++b) {
+    size_t full_bit = data->tracked.size();
+    for (size_t f = 0; f < data->tracked.size(); ++f) {
+      if (data->tracked[f].attribute == own.tracked[b].attribute &&
+          data->tracked[f].value == own.tracked[b].value) {
+        full_bit = f;
+      }
+    }
+    if (full_bit == data->tracked.size()) continue;
+    for (size_t r = 0; r < own.num_records; ++r) {
+      if (own.sensitive_bits[r] >> b & 1) data->sensitive_bits[r] |= uint64_t{1} << full_bit;
+    }
+  }
+  p->owned_.assign(data->qids.size(), false);
+  for (size_t q = 0; q < data->qids.size(); ++q) {
+    for (auto& oq : own.qids) {
+      if (oq.name == data->qids[q].name) {
+        data->qids[q].codes = std::move(oq.codes);
+        p->owned_[q] = true;
+      }
+    }
+  }
+  p->data_ = std::move(data);
+  return p;
+}
+
+absl::Status VerticalParty::Start(const std::vector<int64_t>& canonical, uint64_t common_records) {
+  if (canonical.size() != data_->num_records) {
+    return absl::InvalidArgumentError("the ID alignment does not match the table");
+  }
+  auto permute = [&](auto& column) {
+    std::remove_reference_t<decltype(column)> out(common_records);
+    for (size_t i = 0; i < canonical.size(); ++i) {
+      if (canonical[i] >= 0) out[canonical[i]] = std::move(column[i]);
+    }
+    column = std::move(out);
+  };
+  for (size_t i = 0; i < canonical.size(); ++i) {
+    if (canonical[i] >= static_cast<int64_t>(common_records)) {
+      return absl::InvalidArgumentError("the ID alignment names a position past the end");
+    }
+  }
+  if (!data_->class_codes.empty()) permute(data_->class_codes);
+  permute(data_->sensitive_bits);
+  for (auto& cells : value_cells_) permute(cells);
+  std::vector<std::string> common_ids(common_records);
+  for (size_t i = 0; i < canonical.size(); ++i) {
+    if (canonical[i] >= 0) common_ids[canonical[i]] = ids_[i];
+  }
+  ids_ = std::move(common_ids);
+  data_->num_records = common_records;
+  for (size_t q = 0; q < data_->qids.size(); ++q) {
+    if (owned_[q]) permute(data_->qids[q].codes);
+  }
+  data_->kept.assign(common_records, true);
+
+  hier_.clear();
+  for (const auto& q : data_->qids) hier_.emplace_back(&q);
+  for (size_t q = 0; q < data_->qids.size(); ++q) {
+    if (!owned_[q]) {
+      data_->qids[q].codes.assign(common_records, RepresentativeCode(hier_[q], 0));
+    }
+  }
+  ASSIGN_OR_RETURN(common::PrivacyModel model, common::BuildPrivacyModel(spec_, *data_));
+  model_ = std::make_unique<common::PrivacyModel>(std::move(model));
+  tips_ = std::make_unique<common::Tips>(data_.get(), &hier_);
+  source_ = std::make_unique<Source>(tips_.get(), &hier_, &owned_);
+  common::EngineOptions options;
+  options.score = spec_.score();
+  options.beneficial = spec_.beneficial();
+  options.suppression_token = spec_.suppression_token();
+  ASSIGN_OR_RETURN(engine_, common::TopDownSpecializer::Create(data_.get(), model_.get(), &hier_,
+                                                               source_.get(), options));
+  return absl::OkStatus();
+}
+
+std::optional<common::TopDownSpecializer::Choice> VerticalParty::Propose() const {
+  if (!engine_) return std::nullopt;
+  return engine_->BestOwned();
+}
+
+absl::Status VerticalParty::CheckCandidate(const fedanon::v1::VerticalCandidate& c) const {
+  if (!engine_) return absl::FailedPreconditionError("the vertical job has not started");
+  if (c.attribute() >= hier_.size() || c.node() < 0 ||
+      static_cast<size_t>(c.node()) >= hier_[c.attribute()].size() || c.candidate() < 0 ||
+      c.candidate() >= hier_[c.attribute()].CandidateCount(c.node()) ||
+      !hier_[c.attribute()].node(c.node()).children.empty()) {
+    return absl::InvalidArgumentError("the winner names no candidate of the current cut");
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int32_t> VerticalParty::PartitionsOn(int attr, NodeIndex node) const {
+  std::vector<int32_t> out;
+  for (size_t p = 0; p < tips_->partition_count(); ++p) {
+    const int32_t id = static_cast<int32_t>(p);
+    if (tips_->alive(id) && tips_->key(id)[attr] == node) out.push_back(id);
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> VerticalParty::MakeInstruction(
+    const fedanon::v1::VerticalCandidate& winner) {
+  RETURN_IF_ERROR(CheckCandidate(winner));
+  const int attr = static_cast<int>(winner.attribute());
+  if (!owned_[attr]) {
+    return absl::InvalidArgumentError("asked to instruct for an attribute this party lacks");
+  }
+  const common::AttributeHierarchy& h = hier_[attr];
+  const int children = h.ChildCount(winner.node(), winner.candidate());
+  fedanon::v1::VerticalInstruction in;
+  *in.mutable_candidate() = winner;
+  in.set_split(h.node(winner.node()).split_rank);
+  const uint32_t bits = BitsPerChild(children);
+  in.set_bits_per_child(bits);
+  const std::vector<int32_t>& codes = data_->qids[attr].codes;
+  std::string packed;
+  uint64_t n = 0;
+  uint32_t acc = 0, used = 0;
+  for (int32_t part : PartitionsOn(attr, winner.node())) {
+    for (uint32_t r : tips_->records(part)) {
+      const uint32_t child =
+          static_cast<uint32_t>(h.ChildOfRecord(winner.node(), winner.candidate(), codes[r]));
+      acc |= child << used;
+      used += bits;
+      while (used >= 8) {
+        packed.push_back(static_cast<char>(acc & 0xff));
+        acc >>= 8;
+        used -= 8;
+      }
+      ++n;
+    }
+  }
+  if (used > 0) packed.push_back(static_cast<char>(acc & 0xff));
+  in.set_records(n);
+  in.set_children(std::move(packed));
+  return in.SerializeAsString();
+}
+
+absl::StatusOr<bool> VerticalParty::Deliver(const std::string& instruction_bytes) {
+  fedanon::v1::VerticalInstruction in;
+  if (!in.ParseFromString(instruction_bytes)) {
+    return absl::InvalidArgumentError("the instruction does not parse");
+  }
+  RETURN_IF_ERROR(CheckCandidate(in.candidate()));
+  const int attr = static_cast<int>(in.candidate().attribute());
+  const NodeIndex node = in.candidate().node();
+  const int c = in.candidate().candidate();
+  if (owned_[attr]) return absl::InvalidArgumentError("an instruction for our own attribute");
+  common::AttributeHierarchy& h = hier_[attr];
+  if (h.kind() == QidKind::kContinuous) {
+    const auto& n = h.node(node);
+    if (in.split() <= n.rank_lo || in.split() >= n.rank_hi) {
+      return absl::InvalidArgumentError("the instruction's threshold lies outside its interval");
+    }
+    h.SetSplit(node, in.split());
+  }
+  const int children = h.ChildCount(node, c);
+  const uint32_t bits = BitsPerChild(children);
+  if (in.bits_per_child() != bits) {
+    return absl::InvalidArgumentError("the instruction's packing does not match the candidate");
+  }
+  // A representative code per child (-1: the child cannot hold records, e.g. an empty ⊥').
+  std::vector<int32_t> child_code(children, -1);
+  for (int k = 0; k < children; ++k) {
+    auto code = ChildRepresentative(h, node, c, k);
+    if (code.ok() && h.ChildOfRecord(node, c, *code) == k) child_code[k] = *code;
+  }
+  std::vector<int32_t>& codes = data_->qids[attr].codes;
+  staged_.clear();
+  staged_attr_ = attr;
+  const std::string& packed = in.children();
+  uint64_t i = 0;
+  const uint32_t mask = (1u << bits) - 1;
+  for (int32_t part : PartitionsOn(attr, node)) {
+    for (uint32_t r : tips_->records(part)) {
+      const uint64_t bit = i * bits;
+      if (bit / 8 >= packed.size()) {
+        return absl::InvalidArgumentError("the instruction covers fewer records than the node");
+      }
+      uint32_t word = static_cast<uint8_t>(packed[bit / 8]);
+      if (bits == 16 && bit / 8 + 1 < packed.size()) {
+        word |= static_cast<uint32_t>(static_cast<uint8_t>(packed[bit / 8 + 1])) << 8;
+      }
+      const uint32_t child = (word >> (bit % 8)) & mask;
+      if (child >= static_cast<uint32_t>(children) || child_code[child] < 0) {
+        return absl::InvalidArgumentError("the instruction names a child that does not exist");
+      }
+      staged_.emplace_back(r, codes[r]);
+      codes[r] = child_code[child];
+      ++i;
+    }
+  }
+  if (i != in.records() || (i * bits + 7) / 8 != packed.size()) {
+    return absl::InvalidArgumentError("the instruction does not cover the node's records");
+  }
+  if (!holds_sensitive_) return true;
+  // mohammed2011 §8: the holder of the sensitive values checks the specialization first.
+  return engine_->Recheck(attr, node, c);
+}
+
+absl::Status VerticalParty::Commit(const fedanon::v1::VerticalCandidate& winner, bool accept) {
+  RETURN_IF_ERROR(CheckCandidate(winner));
+  const int attr = static_cast<int>(winner.attribute());
+  if (!accept) {
+    if (staged_attr_ == attr) {
+      std::vector<int32_t>& codes = data_->qids[attr].codes;
+      for (const auto& [r, old] : staged_) codes[r] = old;
+    }
+    staged_.clear();
+    staged_attr_ = -1;
+    return engine_->Reject(attr, winner.node(), winner.candidate());
+  }
+  if (!owned_[attr] && staged_attr_ != attr) {
+    return absl::FailedPreconditionError("commit of a winner whose instruction never arrived");
+  }
+  staged_.clear();
+  staged_attr_ = -1;
+  return engine_->ApplyChosen(attr, winner.node(), winner.candidate());
+}
+
+fedanon::v1::VerticalColumns VerticalParty::ReleasedColumns() const {
+  fedanon::v1::VerticalColumns out;
+  // Columns in spec order: own QIDs (generalized) and own released values.
+  std::vector<std::pair<int, int>> columns;  // (qid index or -1, value column or -1)
+  for (const Attribute& a : spec_.attributes()) {
+    for (size_t q = 0; q < data_->qids.size(); ++q) {
+      if (data_->qids[q].name == a.name() && owned_[q]) {
+        columns.emplace_back(static_cast<int>(q), -1);
+      }
+    }
+    for (size_t v = 0; v < value_names_.size(); ++v) {
+      if (value_names_[v] == a.name()) columns.emplace_back(-1, static_cast<int>(v));
+    }
+  }
+  for (const auto& [q, v] : columns) {
+    out.add_names(q >= 0 ? data_->qids[q].name : value_names_[v]);
+  }
+  const size_t width = columns.size();
+  std::vector<std::string> cells(data_->num_records * width);
+  for (size_t p = 0; p < tips_->partition_count(); ++p) {
+    const int32_t id = static_cast<int32_t>(p);
+    if (!tips_->alive(id)) continue;
+    const auto& key = tips_->key(id);
+    for (size_t i = 0; i < width; ++i) {
+      const auto& [q, v] = columns[i];
+      if (q < 0) continue;
+      const std::string label = hier_[q].Label(key[q], spec_.suppression_token());
+      for (uint32_t r : tips_->records(id)) cells[r * width + i] = label;
+    }
+  }
+  for (size_t r = 0; r < data_->num_records; ++r) {
+    for (size_t i = 0; i < width; ++i) {
+      const auto& [q, v] = columns[i];
+      if (v >= 0) cells[r * width + i] = value_cells_[v][r];
+    }
+  }
+  for (auto& c : cells) *out.add_cells() = std::move(c);
+  return out;
+}
+
+void VerticalParty::FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const {
+  if (!engine_) return;
+  report->set_records_out(engine_->total_records());
+  engine_->FillReport(stop_reason, report);
+}
+
+absl::StatusOr<std::string> JoinReleasedColumns(
+    const std::vector<fedanon::v1::VerticalColumns>& parts,
+    const std::vector<std::string>& header) {
+  struct Source {
+    const fedanon::v1::VerticalColumns* part;
+    size_t column;
+    size_t width;
+  };
+  std::vector<Source> sources;
+  size_t rows = 0;
+  bool first = true;
+  for (const auto& part : parts) {
+    const size_t width = static_cast<size_t>(part.names_size());
+    if (width == 0) continue;
+    if (static_cast<size_t>(part.cells_size()) % width != 0) {
+      return absl::InvalidArgumentError("released columns are ragged");
+    }
+    const size_t n = static_cast<size_t>(part.cells_size()) / width;
+    if (!first && n != rows) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the parties released different numbers of records (", rows, " vs ", n, ")"));
+    }
+    rows = n;
+    first = false;
+  }
+  for (const auto& name : header) {
+    bool found = false;
+    for (const auto& part : parts) {
+      for (int i = 0; i < part.names_size(); ++i) {
+        if (part.names(i) != name) continue;
+        if (found) {
+          return absl::InvalidArgumentError(absl::StrCat("column '", name, "' released twice"));
+        }
+        sources.push_back({&part, static_cast<size_t>(i), static_cast<size_t>(part.names_size())});
+        found = true;
+      }
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(absl::StrCat("no party released column '", name, "'"));
+    }
+  }
+  std::vector<std::string_view> views(header.begin(), header.end());
+  std::string csv = common::CsvLine(views);
+  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows));
+  std::vector<std::string_view> row(sources.size());
+  for (size_t r : perm) {
+    for (size_t i = 0; i < sources.size(); ++i) {
+      row[i] = sources[i].part->cells(static_cast<int>(r * sources[i].width + sources[i].column));
+    }
+    csv += common::CsvLine(row);
+  }
+  return csv;
+}
+
+}  // namespace fedanon::party

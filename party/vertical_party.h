@@ -1,0 +1,110 @@
+// One party's side of a vertical job (mohammed2011 §5, Alg. 1): its own columns of the joined
+// table, a replica of the top-down specialization loop over the public partition, and the steps
+// the leader drives — propose the best owned candidate (or Not-participate), build the
+// instruction for a won candidate (the child of every record it refines), apply another
+// party's instruction, accept or veto it when this party holds sensitive values (§8), commit,
+// and release its columns of the joined table.
+//
+// Every replica holds the same TIPS: records are in the canonical order of the ID matching, and
+// each specialization partitions them identically at every party. A party knows the values of
+// its own attributes only; for the others it keeps a representative code per record that places
+// the record under the right node of the public cut (so the TIPS can be refined locally), and it
+// never proposes or scores their candidates. No gRPC types; raw values never leave this class
+// except this party's released (generalized or released-as-is) columns for the recipient.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/count_source.h"
+#include "common/dataset.h"
+#include "common/hierarchy.h"
+#include "common/privacy_model.h"
+#include "common/tds_engine.h"
+#include "common/tips.h"
+#include "fedanon/v1/federation.pb.h"
+#include "fedanon/v1/job.pb.h"
+
+namespace fedanon::party {
+
+struct VerticalPartyOptions {
+  std::string name;             // this party (as named by the spec's `party:` keys)
+  bool releases_class = false;  // this party writes the shared class column on release
+};
+
+class VerticalParty {
+ public:
+  // Loads this party's table: the spec's ID column, the class column and the attributes whose
+  // `party` is this party. `schema` is the job's public schema (BuildPublicSchema).
+  static absl::StatusOr<std::unique_ptr<VerticalParty>> Load(const fedanon::v1::JobSpec& spec,
+                                                             const common::Dataset& schema,
+                                                             const std::string& csv_path,
+                                                             VerticalPartyOptions options);
+  ~VerticalParty();
+
+  // The ID of every loaded record (file order; rows dropped for missing values excluded).
+  const std::vector<std::string>& ids() const { return ids_; }
+
+  // Keeps the records common to every party in canonical order (`canonical[i]` is the position
+  // of loaded record i, or -1), then builds the replica of the specialization loop. Fails when
+  // even the most general joined table violates the model.
+  absl::Status Start(const std::vector<int64_t>& canonical, uint64_t common_records);
+
+  // This party's best valid candidate, or nothing (Not-participate).
+  std::optional<common::TopDownSpecializer::Choice> Propose() const;
+  // The owner of the winner: the instruction for the others (serialized VerticalInstruction).
+  absl::StatusOr<std::string> MakeInstruction(const fedanon::v1::VerticalCandidate& winner);
+  // Another party's instruction: places the refined records under their children (tentatively)
+  // and returns whether this party accepts it (a holder of sensitive values re-checks it).
+  absl::StatusOr<bool> Deliver(const std::string& instruction_bytes);
+  // Applies (accept) or drops (veto: the candidate stays invalid) the round's winner.
+  absl::Status Commit(const fedanon::v1::VerticalCandidate& winner, bool accept);
+
+  // This party's released columns for every common record (canonical order).
+  fedanon::v1::VerticalColumns ReleasedColumns() const;
+  // The replica's view of the result (steps, cut, smallest group, confidence if it can tell).
+  void FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const;
+
+  bool owns(int attr) const { return owned_[attr]; }
+  bool holds_sensitive() const { return holds_sensitive_; }
+  uint64_t records() const { return data_ ? data_->num_records : 0; }
+
+ private:
+  class Source;
+  VerticalParty() = default;
+  bool IsOwner(const fedanon::v1::VerticalCandidate& c) const;
+  absl::Status CheckCandidate(const fedanon::v1::VerticalCandidate& c) const;
+  // Partitions of the current TIPS that hold (attr, node), in creation order.
+  std::vector<int32_t> PartitionsOn(int attr, common::NodeIndex node) const;
+
+  VerticalPartyOptions options_;
+  fedanon::v1::JobSpec spec_;
+  std::unique_ptr<common::Dataset> data_;  // full public schema; own codes, representatives else
+  std::vector<bool> owned_;                // per QID attribute
+  bool holds_sensitive_ = false;
+  std::vector<std::string> ids_;
+  // Released non-QID columns this party writes: name and raw values per record.
+  std::vector<std::string> value_names_;
+  std::vector<std::vector<std::string>> value_cells_;  // [column][record]
+
+  std::vector<common::AttributeHierarchy> hier_;
+  std::unique_ptr<common::Tips> tips_;
+  std::unique_ptr<Source> source_;
+  std::unique_ptr<common::PrivacyModel> model_;
+  std::unique_ptr<common::TopDownSpecializer> engine_;
+  // The delivered instruction of the current round (for a veto): records and their old codes.
+  std::vector<std::pair<uint32_t, int32_t>> staged_;
+  int staged_attr_ = -1;
+};
+
+// The joined table from every party's released columns: the columns in `header` order, one row
+// per common record, rows in a random order (OpenSSL CSPRNG). Fails when a column is missing or
+// the parts disagree on the number of records.
+absl::StatusOr<std::string> JoinReleasedColumns(
+    const std::vector<fedanon::v1::VerticalColumns>& parts, const std::vector<std::string>& header);
+
+}  // namespace fedanon::party
