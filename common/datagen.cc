@@ -903,14 +903,19 @@ std::string JobYaml(const DatagenOptions& options, bool vertical) {
   return y;
 }
 
-// The same job as a horizontal federated job: every encoding public (class and sensitive values,
-// a grid for each continuous QID), fnlwgt (near-unique, not a QID) left out of the release — so
-// the integrated table can be assembled by a secure sum of counts.
-std::string HorizontalYaml(const DatagenOptions& options) {
+// The same job as a federated job: every encoding public (class and sensitive values, a grid
+// for each continuous QID), fnlwgt (near-unique, not a QID) left out of the release — so a
+// horizontal job can assemble the integrated table by a secure sum of counts. The vertical form
+// adds the id column and the `party:` of every attribute (contiguous blocks, as in party files).
+std::string FederatedYaml(const DatagenOptions& options, bool vertical) {
+  const char* kind = vertical ? "vertical" : "horizontal";
   std::string y;
   absl::StrAppend(&y, "# Synthetic Adult-like data written by `fedanon gen-data` (", options.rows,
-                  " rows, seed ", options.seed, "), as a horizontal federated job.\n");
-  absl::StrAppend(&y, "name: generated-adult-horizontal\npartitioning: horizontal\nattributes:\n");
+                  " rows, seed ", options.seed, "), as a ", kind, " federated job.\n");
+  absl::StrAppend(&y, "name: generated-adult-", kind, "\npartitioning: ", kind,
+                  "\nattributes:\n");
+  if (vertical) absl::StrAppend(&y, "  - {name: id, role: id}\n");
+  const std::vector<int> blocks = VerticalBlocks(vertical ? options.parties : 1);
   for (int c = 0; c < static_cast<int>(kColumns.size()); ++c) {
     const absl::string_view name = kColumns[c];
     if (name == "fnlwgt") continue;
@@ -927,6 +932,11 @@ std::string HorizontalYaml(const DatagenOptions& options) {
       absl::StrAppend(&y, ", role: qid, type: continuous, range: ", range, ", precision: 1");
     } else {
       absl::StrAppend(&y, ", role: qid, taxonomy: tax/", name, ".csv");
+    }
+    if (vertical && c != kIncomeColumn) {
+      int party = 0;
+      while (blocks[party + 1] <= c) ++party;
+      absl::StrAppend(&y, ", party: party", party + 1);
     }
     absl::StrAppend(&y, "}\n");
   }
@@ -968,7 +978,11 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
         WriteFile(dir / "tax" / absl::StrCat(t.attribute, ".csv"), TaxonomyFor(t.attribute)));
   }
   RETURN_IF_ERROR(WriteFile(dir / "job.yaml", JobYaml(options, vertical)));
-  if (!vertical) RETURN_IF_ERROR(WriteFile(dir / "horizontal.yaml", HorizontalYaml(options)));
+  if (!vertical) {
+    RETURN_IF_ERROR(WriteFile(dir / "horizontal.yaml", FederatedYaml(options, false)));
+  } else if (options.parties > 1) {
+    RETURN_IF_ERROR(WriteFile(dir / "vertical.yaml", FederatedYaml(options, true)));
+  }
 
   // Table and party files.
   const int parties = options.parties > 1 ? options.parties : 0;
@@ -1035,7 +1049,7 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
 
   std::string summary =
       absl::StrCat("generated ", options.rows, " rows (seed ", options.seed, ") in ", dir.string(),
-                   ": table.csv, job.yaml", vertical ? "" : ", horizontal.yaml", ", ",
+                   ": table.csv, job.yaml", vertical ? (options.parties > 1 ? ", vertical.yaml" : "") : ", horizontal.yaml", ", ",
                    std::size(kTaxonomyFiles), " taxonomies in tax/");
   if (parties > 0) {
     absl::StrAppend(&summary, ", party1.csv..party", parties, ".csv (",

@@ -31,6 +31,8 @@ struct DatagenOptions {
 //   tax/<attr>.csv     ARX-format taxonomies (`leaf;parent;...;ANY`) for workclass, education,
 //                      marital-status, occupation, relationship, race, sex, native-country;
 //   horizontal.yaml    (horizontal) the same job for a federation, with public domains declared;
+//   vertical.yaml      (vertical, parties > 1) the same job for a vertical federation: public
+//                      domains declared and the `party:` of every attribute;
 //   job.yaml           an LKC job spec (L=4, K=20, C=0.2, sensitive Divorced/Separated) over it;
 //   party<i>.csv       (parties > 1, i = 1..parties) horizontal: the rows with index % parties ==
 //                      i - 1 (round robin), same header; vertical: `id`, a contiguous block of the

@@ -494,10 +494,15 @@ absl::Status Leader::RunVertical(const std::string& job_id,
   }
   options.timeout = timeout;
   options.check_cancelled = [this] { return CheckCancelled(); };
-  options.on_step = [&](uint32_t round, const std::string& owner) {
-    (void)store_->SetProgress(job_id, round, absl::StrCat("a specialization of ", owner),
-                              elapsed());
-    spdlog::info("job={} round={} specialized an attribute of {}", job_id, round, owner);
+  std::vector<std::string> qid_names;  // QID attributes in spec order (the engine's indices)
+  for (const auto& a : request.spec().attributes()) {
+    if (a.role() == fedanon::v1::ROLE_QID) qid_names.push_back(a.name());
+  }
+  options.on_step = [&](uint32_t round, const std::string& owner, uint32_t attr) {
+    const std::string what = absl::StrCat(attr < qid_names.size() ? qid_names[attr] : "?",
+                                          " (", owner, ")");
+    (void)store_->SetProgress(job_id, round, what, elapsed());
+    spdlog::info("job={} round={} specialized {}", job_id, round, what);
     Notify();
   };
   const double rounds_start = elapsed();

@@ -188,7 +188,7 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
                    options.job_id, round, ring[owner]);
       continue;
     }
-    if (options.on_step) options.on_step(round, ring[owner]);
+    if (options.on_step) options.on_step(round, ring[owner], winner.attribute());
     ++round;
   }
   result.rounds = round - 1;

@@ -28,8 +28,8 @@ struct VerticalJobOptions {
   std::vector<std::string> header;  // released columns in spec order
   absl::Duration timeout = absl::Seconds(60);
   std::function<absl::Status()> check_cancelled;
-  // Called after every committed specialization with the round and "attribute value".
-  std::function<void(uint32_t, const std::string&)> on_step;
+  // Called after every committed specialization with the round, the owner and the QID index.
+  std::function<void(uint32_t, const std::string&, uint32_t)> on_step;
 };
 
 struct VerticalJobResult {

@@ -362,7 +362,7 @@ TEST_F(FederationUpTest, ExampleAOverThreeHospitalsEqualsCentralized) {
   EXPECT_EQ(fed["smallest_group"], central.report["smallest_group"]);
 }
 
-TEST_F(FederationUpTest, VerticalSpecFailsWithAClearMessageAndNoResult) {
+TEST_F(FederationUpTest, VerticalSpecWithoutPartiesFailsWithAClearMessageAndNoResult) {
   std::string spec = kSpecA;
   spec.replace(spec.find("partitioning: horizontal"), std::strlen("partitioning: horizontal"),
                "partitioning: vertical");
@@ -374,10 +374,36 @@ TEST_F(FederationUpTest, VerticalSpecFailsWithAClearMessageAndNoResult) {
                            "--wait", "--result", out, "--report", report});
   Track(r.err);
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("vertical jobs are not supported"));
+  EXPECT_THAT(r.err, HasSubstr("needs `party:`"));
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(report));
   ExpectDaemonsGone();
+}
+
+// A vertical job end to end (ID matching, rounds, release) on generated data split by columns
+// over 2 parties: the joined table equals `fedanon anonymize` on the joined table.
+TEST_F(FederationUpTest, VerticalGeneratedDataEqualsCentralized) {
+  const std::string dir = FreshDir("up_vertical_gen");
+  ASSERT_EQ(RunBinary(kFedanon, {"gen-data", "--rows", "3000", "--parties", "2", "--partition",
+                                 "vertical", "--out", dir})
+                .exit_code,
+            0);
+  const std::string out = dir + "/out.csv";
+  const Result r = RunBinary(kFedanon, {"federation", "up", "--spec", dir + "/vertical.yaml",
+                                        "--party-data", dir + "/party1.csv," + dir + "/party2.csv",
+                                        "--wait", "--result", out});
+  Track(r.err);
+  ASSERT_EQ(r.exit_code, 0) << "stdout:\n" << r.out << "stderr:\n" << r.err;
+  ExpectDaemonsGone();
+  const Result c = RunBinary(kFedanon, {"anonymize", "--spec", dir + "/vertical.yaml", "--input",
+                                        dir + "/table.csv", "--output", dir + "/central.csv",
+                                        "--quiet"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto fed = ReadCsvTable(out);
+  auto central = ReadCsvTable(dir + "/central.csv");
+  ASSERT_TRUE(fed.ok() && central.ok());
+  EXPECT_EQ(fed->rows.size(), 3000u);
+  EXPECT_EQ(RowsByColumns(*fed, central->header), RowsByColumns(*central, central->header));
 }
 
 TEST_F(FederationUpTest, UsageErrorsExitTwo) {
