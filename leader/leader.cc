@@ -497,6 +497,7 @@ absl::Status Leader::RunVertical(const std::string& job_id,
   std::vector<std::string> qid_names;  // QID attributes in spec order (the engine's indices)
   for (const auto& a : request.spec().attributes()) {
     if (a.role() == fedanon::v1::ROLE_QID) qid_names.push_back(a.name());
+    if (a.role() == fedanon::v1::ROLE_QID) options.attribute_party[a.name()] = a.party();
   }
   options.on_step = [&](uint32_t round, const std::string& owner, uint32_t attr) {
     const std::string what = absl::StrCat(attr < qid_names.size() ? qid_names[attr] : "?",

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "common/tds_engine.h"
 #include "crypto/certificates.h"
@@ -133,7 +134,9 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
   // 2. Rounds.
   start = std::chrono::steady_clock::now();
   uint32_t round = 1;
-  std::string stop_reason = "no party has a valid candidate (all sent Not-participate)";
+  std::string stop_reason;
+  std::map<std::string, fedanon::v1::PartyParticipation> participation;
+  for (const auto& p : ring) participation[p].set_party(p);
   while (true) {
     ASSIGN_OR_RETURN(auto proposals, driver.CallAll(ring, round, [](size_t) {
       fedanon::v1::VerticalStep step;
@@ -143,9 +146,17 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
     int owner = -1;
     common::TopDownSpecializer::Choice best;
     fedanon::v1::VerticalCandidate winner;
+    std::vector<std::string> reasons;
     for (size_t i = 0; i < n; ++i) {
       const auto& p = proposals[i].proposal();
-      if (!p.participate()) continue;
+      auto& record = participation[ring[i]];
+      if (p.misbehaving()) record.set_misbehaving(true);
+      if (!p.participate()) {
+        record.set_rounds_declined(record.rounds_declined() + 1);
+        ++(*record.mutable_declined_because())[p.reason()];
+        reasons.push_back(absl::StrCat(ring[i], ": ", p.reason()));
+        continue;
+      }
       common::TopDownSpecializer::Choice c{static_cast<int>(p.candidate().attribute()),
                                            p.candidate().node(), p.candidate().candidate(),
                                            p.candidate().score(), p.candidate().order_key()};
@@ -155,7 +166,11 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
         winner = p.candidate();
       }
     }
-    if (owner < 0) break;
+    if (owner < 0) {
+      stop_reason = absl::StrCat("every party sent Not-participate (", absl::StrJoin(reasons, "; "),
+                                 ")");
+      break;
+    }
     fedanon::v1::VerticalStep win;
     *win.mutable_winner()->mutable_candidate() = winner;
     ASSIGN_OR_RETURN(VerticalStepResult instructions, driver.Call(ring[owner], round, win));
@@ -188,6 +203,8 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
                    options.job_id, round, ring[owner]);
       continue;
     }
+    auto& won = participation[ring[owner]];
+    won.set_rounds_won(won.rounds_won() + 1);
     if (options.on_step) options.on_step(round, ring[owner], winner.attribute());
     ++round;
   }
@@ -210,6 +227,14 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
     }
   }
   result.report.set_stop_reason(stop_reason);
+  // Contributions (mu): the scores of the applied specializations, summed per owner.
+  for (const auto& step : result.report.steps()) {
+    auto it = options.attribute_party.find(step.attribute());
+    if (it == options.attribute_party.end()) continue;
+    auto& p = participation[it->second];
+    p.set_contribution(p.contribution() + step.score());
+  }
+  for (const auto& party : ring) *result.report.add_participation() = participation[party];
   if (options.recipient == options.leader_name) {
     ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options.leader_seal_key_pem));
     std::vector<fedanon::v1::VerticalColumns> parts;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct VerticalJobOptions {
   std::string leader_name;
   std::string leader_seal_key_pem;  // to open the columns when the leader is the recipient
   std::vector<std::string> header;  // released columns in spec order
+  std::map<std::string, std::string> attribute_party;  // QID attribute -> the party holding it
   absl::Duration timeout = absl::Seconds(60);
   std::function<absl::Status()> check_cancelled;
   // Called after every committed specialization with the round, the owner and the QID index.

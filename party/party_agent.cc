@@ -130,6 +130,11 @@ struct PartyAgent::JobState {
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
   RETURN_IF_ERROR(crypto::ValidateParticipantName(options.name));
+  if (!options.misbehave.empty() && options.misbehave != "never-participate" &&
+      options.misbehave != "under-declare") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown misbehaviour '", options.misbehave, "' (never-participate or under-declare)"));
+  }
   if (options.seal_key_pem.empty() || options.seal_cert_pem.empty() || options.ca_pem.empty()) {
     return absl::InvalidArgumentError("a party needs the CA certificate and its sealing key pair");
   }
@@ -209,6 +214,12 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
         VerticalPartyOptions vopts;
         vopts.name = options_.name;
         vopts.releases_class = !job->ring.empty() && job->ring.front() == options_.name;
+        vopts.parties = job->ring;
+        if (options_.misbehave == "never-participate") {
+          vopts.misbehaviour = Misbehaviour::kNeverParticipate;
+        } else if (options_.misbehave == "under-declare") {
+          vopts.misbehaviour = Misbehaviour::kUnderDeclare;
+        }
         auto vp = VerticalParty::Load(job->spec, *schema, table, vopts);
         if (!vp.ok()) {
           spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
@@ -523,9 +534,12 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& req
       return reply;
     }
     case fedanon::v1::VerticalStep::kPropose: {
-      auto choice = vp.Propose();
+      const VerticalProposalView view = vp.Propose();
+      const auto& choice = view.choice;
       auto* proposal = out->mutable_proposal();
       proposal->set_participate(choice.has_value());
+      proposal->set_reason(view.reason);
+      proposal->set_misbehaving(!options_.misbehave.empty());
       if (choice) {
         auto* c = proposal->mutable_candidate();
         c->set_attribute(static_cast<uint32_t>(choice->attr));

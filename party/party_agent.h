@@ -24,6 +24,9 @@ struct PartyAgentOptions {
   std::string ca_pem;             // the federation CA (verifies other parties' seal certs)
   std::string seal_cert_pem;      // this party's sealing certificate and key
   std::string seal_key_pem;
+  // Tests and demonstrations of mohammed2011 §6 only: "" (default), "never-participate" or
+  // "under-declare" — this party then misbehaves in vertical jobs (loudly logged).
+  std::string misbehave;
 };
 
 class PartyAgent {

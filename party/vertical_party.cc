@@ -246,6 +246,16 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec
     }
   }
   p->data_ = std::move(data);
+  for (const auto& q : p->data_->qids) {
+    for (const Attribute& a : spec.attributes()) {
+      if (a.name() == q.name) p->owner_of_.push_back(a.party());
+    }
+  }
+  for (const auto& party : p->options_.parties) p->mu_[party] = 0;
+  if (p->options_.misbehaviour != Misbehaviour::kNone) {
+    spdlog::warn("party {} runs in a MISBEHAVIOUR mode for tests and demonstrations",
+                 p->options_.name);
+  }
   return p;
 }
 
@@ -299,9 +309,41 @@ absl::Status VerticalParty::Start(const std::vector<int64_t>& canonical, uint64_
   return absl::OkStatus();
 }
 
-std::optional<common::TopDownSpecializer::Choice> VerticalParty::Propose() const {
-  if (!engine_) return std::nullopt;
-  return engine_->BestOwned();
+VerticalProposalView VerticalParty::Propose() const {
+  VerticalProposalView out;
+  if (!engine_) {
+    out.reason = "the job has not started";
+    return out;
+  }
+  if (options_.misbehaviour == Misbehaviour::kNeverParticipate) {
+    spdlog::warn("MISBEHAVING (test mode): party {} declines although it may have candidates",
+                 options_.name);
+    out.reason = "misbehaving: never participates";
+    return out;
+  }
+  auto best = engine_->BestOwned();
+  if (!best) {
+    out.reason = "no valid candidate";
+    return out;
+  }
+  if (spec_.participation() == fedanon::v1::PARTICIPATION_GAME_THEORETIC) {
+    // mohammed2011 Alg. 2, line 5: take part only while mu_self <= mu_j + epsilon for all j.
+    const double mine = mu_.count(options_.name) ? mu_.at(options_.name) : 0.0;
+    for (const auto& other : options_.parties) {
+      if (other == options_.name) continue;
+      const double theirs = mu_.count(other) ? mu_.at(other) : 0.0;
+      if (mine > theirs + spec_.epsilon()) {
+        out.reason = absl::StrCat("contributed more than ", other, " by more than epsilon");
+        return out;
+      }
+    }
+  }
+  if (options_.misbehaviour == Misbehaviour::kUnderDeclare) {
+    spdlog::warn("MISBEHAVING (test mode): party {} under-declares its score", options_.name);
+    best->score = 0;
+  }
+  out.choice = best;
+  return out;
 }
 
 absl::Status VerticalParty::CheckCandidate(const fedanon::v1::VerticalCandidate& c) const {
@@ -441,7 +483,10 @@ absl::Status VerticalParty::Commit(const fedanon::v1::VerticalCandidate& winner,
   }
   staged_.clear();
   staged_attr_ = -1;
-  return engine_->ApplyChosen(attr, winner.node(), winner.candidate());
+  RETURN_IF_ERROR(engine_->ApplyChosen(attr, winner.node(), winner.candidate()));
+  // Every replica computes the winner's score from the same counts: its owner's contribution.
+  mu_[owner_of_[attr]] += engine_->steps().back().score();
+  return absl::OkStatus();
 }
 
 fedanon::v1::VerticalColumns VerticalParty::ReleasedColumns() const {

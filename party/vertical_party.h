@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,9 +32,20 @@
 
 namespace fedanon::party {
 
+// Misbehaviour modes for tests and demonstrations of mohammed2011 §6 (never on by default).
+enum class Misbehaviour { kNone, kNeverParticipate, kUnderDeclare };
+
 struct VerticalPartyOptions {
   std::string name;             // this party (as named by the spec's `party:` keys)
   bool releases_class = false;  // this party writes the shared class column on release
+  std::vector<std::string> parties;  // every data party of the job (for contributions)
+  Misbehaviour misbehaviour = Misbehaviour::kNone;
+};
+
+// A round's proposal: the candidate, or Not-participate with the reason.
+struct VerticalProposalView {
+  std::optional<common::TopDownSpecializer::Choice> choice;
+  std::string reason;
 };
 
 class VerticalParty {
@@ -54,8 +66,13 @@ class VerticalParty {
   // even the most general joined table violates the model.
   absl::Status Start(const std::vector<int64_t>& canonical, uint64_t common_records);
 
-  // This party's best valid candidate, or nothing (Not-participate).
-  std::optional<common::TopDownSpecializer::Choice> Propose() const;
+  // This party's best valid candidate, or Not-participate: when it has none, or — under the
+  // game-theoretic strategy (mohammed2011 Alg. 2) — when its contribution exceeds another
+  // party's by more than epsilon.
+  VerticalProposalView Propose() const;
+  // Contributions (mu) as this party has seen them: the scores of the committed specializations,
+  // summed per owner.
+  const std::map<std::string, double>& contributions() const { return mu_; }
   // The owner of the winner: the instruction for the others (serialized VerticalInstruction).
   absl::StatusOr<std::string> MakeInstruction(const fedanon::v1::VerticalCandidate& winner);
   // Another party's instruction: places the refined records under their children (tentatively)
@@ -99,6 +116,8 @@ class VerticalParty {
   // The delivered instruction of the current round (for a veto): records and their old codes.
   std::vector<std::pair<uint32_t, int32_t>> staged_;
   int staged_attr_ = -1;
+  std::vector<std::string> owner_of_;  // per QID attribute: its party
+  std::map<std::string, double> mu_;
 };
 
 // The joined table from every party's released columns: the columns in `header` order, one row
