@@ -684,9 +684,27 @@ absl::StatusOr<JobSpec> LoadJobSpec(const std::string& path) {
   return spec;
 }
 
+// The participation strategy (mohammed2011 §6) is a vertical-job option.
+absl::Status ValidateParticipation(const JobSpec& spec) {
+  if (!std::isfinite(spec.epsilon()) || spec.epsilon() < 0) {
+    return absl::InvalidArgumentError(
+        Cat("epsilon must be a non-negative number, got ", spec.epsilon()));
+  }
+  const bool game_theoretic = spec.participation() == fedanon::v1::PARTICIPATION_GAME_THEORETIC;
+  if (game_theoretic && spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
+    return absl::InvalidArgumentError(
+        "participation: game_theoretic applies to vertical jobs only (partitioning: vertical)");
+  }
+  if (!game_theoretic && spec.epsilon() != 0) {
+    return absl::InvalidArgumentError("epsilon is used only with participation: game_theoretic");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateJobSpec(const JobSpec& spec) {
   ASSIGN_OR_RETURN(const Attributes index, IndexAttributes(spec));
   RETURN_IF_ERROR(ValidateScore(spec, index));
+  RETURN_IF_ERROR(ValidateParticipation(spec));
   const Privacy& privacy = spec.privacy();
   switch (privacy.model()) {
     case fedanon::v1::PRIVACY_MODEL_UNSPECIFIED:

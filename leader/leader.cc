@@ -500,8 +500,8 @@ absl::Status Leader::RunVertical(const std::string& job_id,
     if (a.role() == fedanon::v1::ROLE_QID) options.attribute_party[a.name()] = a.party();
   }
   options.on_step = [&](uint32_t round, const std::string& owner, uint32_t attr) {
-    const std::string what = absl::StrCat(attr < qid_names.size() ? qid_names[attr] : "?",
-                                          " (", owner, ")");
+    const std::string what =
+        absl::StrCat(attr < qid_names.size() ? qid_names[attr] : "?", " (", owner, ")");
     (void)store_->SetProgress(job_id, round, what, elapsed());
     spdlog::info("job={} round={} specialized {}", job_id, round, what);
     Notify();

@@ -167,8 +167,8 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
       }
     }
     if (owner < 0) {
-      stop_reason = absl::StrCat("every party sent Not-participate (", absl::StrJoin(reasons, "; "),
-                                 ")");
+      stop_reason =
+          absl::StrCat("every party sent Not-participate (", absl::StrJoin(reasons, "; "), ")");
       break;
     }
     fedanon::v1::VerticalStep win;

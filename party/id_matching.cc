@@ -12,7 +12,8 @@ namespace fedanon::party {
 absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Create(const std::vector<std::string>& ids) {
   absl::flat_hash_set<std::string> seen;
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i].empty()) return absl::InvalidArgumentError(absl::StrCat("record ", i + 1, " has an empty id"));
+    if (ids[i].empty())
+      return absl::InvalidArgumentError(absl::StrCat("record ", i + 1, " has an empty id"));
     if (!seen.insert(ids[i]).second) {
       return absl::InvalidArgumentError(absl::StrCat("record ", i + 1, " repeats an id"));
     }

@@ -132,8 +132,8 @@ absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions
   RETURN_IF_ERROR(crypto::ValidateParticipantName(options.name));
   if (!options.misbehave.empty() && options.misbehave != "never-participate" &&
       options.misbehave != "under-declare") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown misbehaviour '", options.misbehave, "' (never-participate or under-declare)"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown misbehaviour '", options.misbehave,
+                                                   "' (never-participate or under-declare)"));
   }
   if (options.seal_key_pem.empty() || options.seal_cert_pem.empty() || options.ca_pem.empty()) {
     return absl::InvalidArgumentError("a party needs the CA certificate and its sealing key pair");

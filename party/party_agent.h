@@ -52,11 +52,11 @@ class PartyAgent {
       const fedanon::v1::LeaderMessage& request);
   absl::StatusOr<fedanon::v1::PartyMessage> HandleVertical(
       const fedanon::v1::LeaderMessage& request);
-  absl::StatusOr<fedanon::v1::SealedPayload> SealFor(const std::string& receiver,
-                                                     uint64_t round, const std::string& purpose,
+  absl::StatusOr<fedanon::v1::SealedPayload> SealFor(const std::string& receiver, uint64_t round,
+                                                     const std::string& purpose,
                                                      const std::string& bytes) const;
-  absl::StatusOr<std::string> OpenSealed(const fedanon::v1::SealedPayload& payload,
-                                         uint64_t round, const std::string& purpose) const;
+  absl::StatusOr<std::string> OpenSealed(const fedanon::v1::SealedPayload& payload, uint64_t round,
+                                         const std::string& purpose) const;
 
   PartyAgentOptions options_;
   std::unique_ptr<crypto::SealKeyPair> seal_keys_;  // parsed once from options_.seal_key_pem

@@ -321,11 +321,6 @@ VerticalProposalView VerticalParty::Propose() const {
     out.reason = "misbehaving: never participates";
     return out;
   }
-  auto best = engine_->BestOwned();
-  if (!best) {
-    out.reason = "no valid candidate";
-    return out;
-  }
   if (spec_.participation() == fedanon::v1::PARTICIPATION_GAME_THEORETIC) {
     // mohammed2011 Alg. 2, line 5: take part only while mu_self <= mu_j + epsilon for all j.
     const double mine = mu_.count(options_.name) ? mu_.at(options_.name) : 0.0;
@@ -333,10 +328,17 @@ VerticalProposalView VerticalParty::Propose() const {
       if (other == options_.name) continue;
       const double theirs = mu_.count(other) ? mu_.at(other) : 0.0;
       if (mine > theirs + spec_.epsilon()) {
-        out.reason = absl::StrCat("contributed more than ", other, " by more than epsilon");
+        spdlog::info("party {} declines: its contribution {} exceeds {}'s {} by more than {}",
+                     options_.name, mine, other, theirs, spec_.epsilon());
+        out.reason = kAheadOfAnotherParty;
         return out;
       }
     }
+  }
+  auto best = engine_->BestOwned();
+  if (!best) {
+    out.reason = "no valid candidate";
+    return out;
   }
   if (options_.misbehaviour == Misbehaviour::kUnderDeclare) {
     spdlog::warn("MISBEHAVING (test mode): party {} under-declares its score", options_.name);

@@ -36,11 +36,15 @@ namespace fedanon::party {
 enum class Misbehaviour { kNone, kNeverParticipate, kUnderDeclare };
 
 struct VerticalPartyOptions {
-  std::string name;             // this party (as named by the spec's `party:` keys)
-  bool releases_class = false;  // this party writes the shared class column on release
+  std::string name;                  // this party (as named by the spec's `party:` keys)
+  bool releases_class = false;       // this party writes the shared class column on release
   std::vector<std::string> parties;  // every data party of the job (for contributions)
   Misbehaviour misbehaviour = Misbehaviour::kNone;
 };
+
+// The Not-participate reason of the game-theoretic strategy (as counted in the job report).
+inline constexpr char kAheadOfAnotherParty[] =
+    "contributed more than another party by more than epsilon";
 
 // A round's proposal: the candidate, or Not-participate with the reason.
 struct VerticalProposalView {

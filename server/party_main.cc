@@ -30,6 +30,7 @@ struct Flags {
   std::string leader;
   std::string data_dir;
   std::string log_format;
+  std::string misbehave;  // tests and demonstrations of mohammed2011 §6 only
 };
 
 absl::StatusOr<PartyConfig> LoadConfig(const Flags& flags) {
@@ -48,7 +49,7 @@ absl::StatusOr<PartyConfig> LoadConfig(const Flags& flags) {
   return config;
 }
 
-absl::Status Run(const PartyConfig& config) {
+absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   ASSIGN_OR_RETURN(const TlsMaterial tls, LoadTlsMaterial(config.tls));
   RETURN_IF_ERROR(CheckOwnCertificate(tls, crypto::Identity{crypto::Role::kParty, config.name}));
   party::PartyAgentOptions options;
@@ -56,6 +57,7 @@ absl::Status Run(const PartyConfig& config) {
   options.data_dir = config.data_dir;
   options.default_data_path = config.data;
   options.output_dir = config.output_dir;
+  options.misbehave = misbehave;
   options.ca_pem = tls.ca_pem;
   ASSIGN_OR_RETURN(options.seal_cert_pem,
                    ReadCertificateFile(config.seal.cert, "seal certificate"));
@@ -74,6 +76,12 @@ absl::Status Run(const PartyConfig& config) {
       [&agent](const fedanon::v1::LeaderMessage& request) { return agent->Handle(request); });
   spdlog::info("{} '{}' starting (config {}, leader {})", common::VersionLine(kProgram),
                config.name, config.path, config.leader);
+  if (!misbehave.empty()) {
+    spdlog::warn(
+        "MISBEHAVIOUR MODE '{}' IS ON: this party deviates from the protocol in vertical "
+        "jobs (for tests and demonstrations of the participation strategy only)",
+        misbehave);
+  }
   client.Start();
   const int signal = WaitForTerminationSignal();
   spdlog::info("received signal {}, stopping", signal);
@@ -92,6 +100,10 @@ int Main(int argc, char** argv) {
   app.add_option("--data-dir", flags.data_dir, "Override 'data_dir'");
   app.add_option("--log-format", flags.log_format, "Override 'log_format'")
       ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--misbehave", flags.misbehave,
+                 "Tests/demonstrations only: deviate in vertical jobs (never-participate sends "
+                 "Not-participate every round; under-declare sends score 0)")
+      ->check(CLI::IsMember({"never-participate", "under-declare"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -104,7 +116,7 @@ int Main(int argc, char** argv) {
     return 1;
   }
   InitLogging(kProgram, config->log_format);
-  if (absl::Status st = Run(*config); !st.ok()) {
+  if (absl::Status st = Run(*config, flags.misbehave); !st.ok()) {
     spdlog::critical("cannot start: {}", std::string(st.message()));
     return 1;
   }

@@ -320,6 +320,27 @@ TEST(ValidateJobSpecTest, NeedsQidAndClass) {
   EXPECT_THAT(ValidateJobSpec(spec), StatusIs(kInvalid, "score 42 needs exactly one"));
 }
 
+TEST(ValidateJobSpecTest, ParticipationRules) {
+  JobSpec spec = Parse(
+      "attributes: [{name: a, role: qid, party: x}, {name: c, role: class}]\n"
+      "privacy: {L: 1, K: 2}\npartitioning: vertical\nparticipation: game_theoretic\n"
+      "epsilon: 0.01\n");
+  EXPECT_EQ(spec.participation(), v1::PARTICIPATION_GAME_THEORETIC);
+  EXPECT_DOUBLE_EQ(spec.epsilon(), 0.01);
+  EXPECT_OK(ValidateJobSpec(spec));
+  spec.set_epsilon(-1);
+  EXPECT_THAT(ValidateJobSpec(spec), StatusIs(kInvalid, "epsilon must be a non-negative number"));
+  spec.set_epsilon(0);
+  spec.set_partitioning(v1::PARTITIONING_HORIZONTAL);
+  EXPECT_THAT(ValidateJobSpec(spec),
+              StatusIs(kInvalid, "participation: game_theoretic applies to vertical jobs only"));
+  spec.set_participation(v1::PARTICIPATION_HONEST);
+  EXPECT_OK(ValidateJobSpec(spec));
+  spec.set_epsilon(0.5);
+  EXPECT_THAT(ValidateJobSpec(spec),
+              StatusIs(kInvalid, "epsilon is used only with participation: game_theoretic"));
+}
+
 TEST(ValidateJobSpecTest, LkcRules) {
   EXPECT_THAT(ValidateJobSpec(LkcWith("L: 2", "L: 5")),
               StatusIs(kInvalid, "privacy.L = 5 exceeds the number of QID attributes (3)"));

@@ -12,20 +12,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/job_spec_loader.h"
-#include "tests/federation/federation_test_util.h"
+#include "tests/federation/adult_vertical_util.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::testing {
 namespace {
-
-std::string AdultDir() { return std::string(FEDANON_SHARED_DIR) + "/datasets/adult"; }
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Under a sanitizer the ID matching (elliptic-curve work) is many times slower: use every 8th
 // record there; the full table otherwise.
@@ -40,96 +31,23 @@ struct Split {
   std::vector<std::vector<std::string>> columns;  // per party
 };
 
-// mohammed2011 §7's requirement: one QID with the top 9 attributes (Top9), k = 50, GainRatio.
-std::string SpecFor(const Split& split) {
-  std::map<std::string, std::string> owner;
-  for (size_t p = 0; p < split.columns.size(); ++p) {
-    for (const auto& c : split.columns[p]) {
-      owner[c] = absl::StrCat("hospital-", std::string(1, static_cast<char>('a' + p)));
-    }
-  }
-  auto party = [&](const std::string& c) { return absl::StrCat(", party: ", owner.at(c)); };
-  return absl::StrCat(
-      "name: adult-vertical\nattributes:\n  - {name: id, role: id}\n",
-      "  - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1", party("age"),
-      "}\n  - {name: workclass, role: qid, taxonomy: workclass.csv", party("workclass"),
-      "}\n  - {name: education, role: qid, taxonomy: education.csv", party("education"),
-      "}\n  - {name: education-num, role: qid, type: continuous, range: [0, 20], precision: 1",
-      party("education-num"),
-      "}\n  - {name: marital-status, role: qid, taxonomy: marital-status.csv",
-      party("marital-status"), "}\n  - {name: occupation, role: qid, taxonomy: occupation.csv",
-      party("occupation"), "}\n  - {name: relationship, role: qid, taxonomy: relationship.csv",
-      party("relationship"), "}\n  - {name: race, role: qid, taxonomy: race.csv", party("race"),
-      "}\n  - {name: sex, role: qid, taxonomy: sex.csv", party("sex"),
-      "}\n  - {name: capital-gain, role: qid, type: continuous, range: [0, 100000], precision: 1",
-      party("capital-gain"),
-      "}\n  - {name: capital-loss, role: qid, type: continuous, range: [0, 5000], precision: 1",
-      party("capital-loss"),
-      "}\n  - {name: hours-per-week, role: qid, type: continuous, range: [0, 100], precision: 1",
-      party("hours-per-week"),
-      "}\n  - {name: native-country, role: qid, taxonomy: native-country.csv",
-      party("native-country"),
-      "}\n  - {name: income, role: class, values: [\"<=50K\", \">50K\"]}\n"
-      "privacy:\n  model: templates\n  templates:\n"
-      "    - {qid: [capital-gain, age, marital-status, education-num, relationship, "
-      "hours-per-week, sex, education, occupation], k: 50}\n"
-      "score: gainratio\npartitioning: vertical\n");
-}
-
 class AdultVertical : public ::testing::TestWithParam<Split> {};
 
 TEST_P(AdultVertical, EqualsCentralizedOnTheJoinedTable) {
-  const std::string adult = AdultDir() + "/adult_clean.csv";
-  if (!std::filesystem::exists(adult)) {
-    GTEST_SKIP() << "UCI Adult not found at " << adult << " (../shared/datasets/adult)";
+  if (!std::filesystem::exists(AdultCsv())) {
+    GTEST_SKIP() << "UCI Adult not found at " << AdultCsv() << " (../shared/datasets/adult)";
   }
   const Split& split = GetParam();
-  std::map<std::string, std::string> taxonomies;
-  for (const char* attr :
-       {"workclass", "education", "marital-status", "occupation", "race", "sex",
-        "native-country"}) {
-    taxonomies[absl::StrCat(attr, ".csv")] =
-        Slurp(absl::StrCat(AdultDir(), "/arx-hierarchies/adult_hierarchy_", attr, ".csv"));
-  }
-  taxonomies["relationship.csv"] =
-      Slurp(AdultDir() + "/extra-hierarchies/adult_hierarchy_relationship.csv");
-  ASSERT_OK_AND_ASSIGN(Table raw, ReadCsvTable(adult));
-  Table table;
-  table.header = {"id"};
-  table.header.insert(table.header.end(), raw.header.begin(), raw.header.end());
-  for (size_t r = 0; r < raw.rows.size(); r += kStride) {
-    std::vector<std::string> row = {absl::StrCat("adult-", r)};
-    row.insert(row.end(), raw.rows[r].begin(), raw.rows[r].end());
-    table.rows.push_back(std::move(row));
-  }
-  const std::string spec_yaml = SpecFor(split);
+  const std::map<std::string, std::string> taxonomies = AdultTaxonomies();
+  ASSERT_OK_AND_ASSIGN(Table table, AdultWithIds(kStride));
+  // mohammed2011 §7's requirement: one QID with the top 9 attributes (Top9), k = 50, GainRatio.
+  const std::string spec_yaml = AdultVerticalSpec(split.columns, AdultTop9(), 50);
 
   const Job job = WriteJob("adult_vcentral_" + split.name, spec_yaml, table, taxonomies);
   ASSERT_OK_AND_ASSIGN(fedanon::v1::Report central, RunJob(job));
   ASSERT_OK_AND_ASSIGN(Table central_out, ReadCsvTable(job.output_path));
 
-  // Party files: id, income and the party's columns; each party lists the rows in its own
-  // (rotated) order.
-  std::vector<std::map<std::string, std::string>> files(split.columns.size(), taxonomies);
-  for (size_t p = 0; p < split.columns.size(); ++p) {
-    std::vector<std::string> cols = {"id", "income"};
-    cols.insert(cols.end(), split.columns[p].begin(), split.columns[p].end());
-    std::vector<int> idx;
-    for (const auto& c : cols) {
-      idx.push_back(static_cast<int>(std::find(table.header.begin(), table.header.end(), c) -
-                                     table.header.begin()));
-    }
-    Table part;
-    part.header = cols;
-    const size_t n = table.rows.size();
-    for (size_t i = 0; i < n; ++i) {
-      const auto& row = table.rows[(i * 7919 + p * 101) % n];  // a different order per party
-      std::vector<std::string> out;
-      for (int k : idx) out.push_back(row[k]);
-      part.rows.push_back(std::move(out));
-    }
-    files[p]["table.csv"] = ToCsv(part);
-  }
+  const auto files = AdultPartyFiles(table, split.columns, taxonomies);
   ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create("adult_vfed_" + split.name, files));
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(spec_yaml, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
@@ -158,16 +76,16 @@ TEST_P(AdultVertical, EqualsCentralizedOnTheJoinedTable) {
 
 INSTANTIATE_TEST_SUITE_P(
     Splits, AdultVertical,
-    ::testing::Values(
-        Split{"two",
-              {{"age", "education-num", "relationship", "race", "sex", "marital-status",
-                "native-country", "education"},
-               {"hours-per-week", "capital-gain", "capital-loss", "workclass", "occupation"}}},
-        Split{"four",
-              {{"age", "workclass", "education-num"},
-               {"marital-status", "relationship", "race", "sex"},
-               {"capital-gain", "hours-per-week", "native-country"},
-               {"education", "occupation", "capital-loss"}}}),
+    ::testing::Values(Split{"two",
+                            {{"age", "education-num", "relationship", "race", "sex",
+                              "marital-status", "native-country", "education"},
+                             {"hours-per-week", "capital-gain", "capital-loss", "workclass",
+                              "occupation"}}},
+                      Split{"four",
+                            {{"age", "workclass", "education-num"},
+                             {"marital-status", "relationship", "race", "sex"},
+                             {"capital-gain", "hours-per-week", "native-country"},
+                             {"education", "occupation", "capital-loss"}}}),
     [](const ::testing::TestParamInfo<Split>& info) { return info.param.name; });
 
 }  // namespace
