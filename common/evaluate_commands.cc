@@ -34,22 +34,29 @@ absl::StatusOr<std::string> Evaluate(const std::string& spec_path, const std::st
   options.seed = seed;
   ASSIGN_OR_RETURN(std::unique_ptr<UtilityEvaluator> evaluator,
                    UtilityEvaluator::Create(spec, raw_path, options));
-  ASSIGN_OR_RETURN(AnonymizedUtility u, evaluator->Evaluate(anonymized_path));
   const RawBaselines& b = evaluator->baselines();
-  if (json) return EvaluationToJson(b, &u, seed);
+  std::optional<AnonymizedUtility> u;
+  if (!anonymized_path.empty()) {
+    ASSIGN_OR_RETURN(u, evaluator->Evaluate(anonymized_path));
+  }
+  if (json) return EvaluationToJson(b, u ? &*u : nullptr, seed);
   std::string out =
       absl::StrCat(b.records, " records: C4.5-style tree trained on ", b.train_records,
                    ", tested on ", b.test_records, " (seed ", seed, ")\n");
   absl::StrAppend(&out, "BE  baseline error, raw data            ", Pct(b.baseline_error), "\n");
-  absl::StrAppend(&out, "CE  classification error, anonymized    ", Pct(u.classification_error),
-                  "\n");
+  if (u) {
+    absl::StrAppend(&out, "CE  classification error, anonymized    ", Pct(u->classification_error),
+                    "\n");
+  }
   absl::StrAppend(&out, "UE  upper-bound error, QIDs removed     ", Pct(b.upper_bound_error), "\n");
   for (const SourceError& s : b.source_errors) {
     absl::StrAppend(&out, "SE  source error, party ", s.party, " only: ", Pct(s.error), "\n");
   }
-  absl::StrAppend(&out, "DR  discernibility ratio                ",
-                  absl::StrFormat("%.6f", u.discernibility_ratio), " (", u.groups,
-                  " QID groups)\n");
+  if (u) {
+    absl::StrAppend(&out, "DR  discernibility ratio                ",
+                    absl::StrFormat("%.6f", u->discernibility_ratio), " (", u->groups,
+                    " QID groups)\n");
+  }
   return out;
 }
 
@@ -63,10 +70,9 @@ EvaluateCommands::EvaluateCommands(CLI::App& app) {
   evaluate_->add_option("--spec", spec_path_, "Job spec (YAML) the table was anonymized with")
       ->required();
   evaluate_->add_option("--raw", raw_path_, "The raw table (CSV)")->required();
-  evaluate_
-      ->add_option("--anonymized", anonymized_path_,
-                   "The anonymized table (CSV; same records in the same order)")
-      ->required();
+  evaluate_->add_option("--anonymized", anonymized_path_,
+                        "The anonymized table (CSV; same records in the same order). Without it "
+                        "only BE, UE and SE are measured");
   evaluate_->add_option("--seed", seed_, "Seed of the 2/3 training, 1/3 test split");
   evaluate_->add_flag("--json", json_, "Print JSON instead of text");
 

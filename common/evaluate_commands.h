@@ -1,4 +1,5 @@
-// The `fedanon evaluate` and `fedanon sweep` subcommands (utility of an anonymized release; a
+// The `fedanon evaluate` and `fedanon sweep` subcommands (utility of an anonymized release, or
+// with no anonymized table only the raw baselines BE, UE, SE; a
 // grid of LKC parameters with an HTML report), kept apart from tool.cc so that the tool only
 // registers and dispatches them.
 #pragma once

@@ -67,10 +67,21 @@ TEST_F(EvaluateCliTest, PrintsTheFiguresAsTextAndJson) {
   EXPECT_NEAR(j.at("DR").get<double>(), report.at("discernibility_ratio").get<double>(), 1e-12);
 }
 
+TEST_F(EvaluateCliTest, WithoutAnAnonymizedTableOnlyTheRawBaselines) {
+  const CliResult r = RunFedanon(
+      {"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j.contains("BE"));
+  EXPECT_TRUE(j.contains("UE"));
+  EXPECT_FALSE(j.contains("CE"));
+  EXPECT_FALSE(j.contains("DR"));
+}
+
 TEST_F(EvaluateCliTest, FailsClearly) {
-  // Usage: --anonymized missing.
+  // Usage: --raw missing.
   const CliResult usage =
-      RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv"});
+      RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--anonymized", dir_ + "/anon.csv"});
   EXPECT_EQ(usage.exit_code, 2);
   // A table that is not an anonymization of the raw one.
   WriteText(dir_ + "/other.csv", "age,income\n30,<=50K\n");
