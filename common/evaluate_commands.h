@@ -1,7 +1,6 @@
-// The `fedanon evaluate` and `fedanon sweep` subcommands (utility of an anonymized release, or
-// with no anonymized table only the raw baselines BE, UE, SE; a
-// grid of LKC parameters with an HTML report), kept apart from tool.cc so that the tool only
-// registers and dispatches them.
+// The `fedanon evaluate` and `fedanon sweep` subcommands: the utility of an anonymized release
+// (or, without one, the raw baselines BE, UE, SE) and a grid of LKC parameters with an HTML
+// report. Kept apart from tool.cc, which only registers and dispatches them.
 #pragma once
 
 #include <optional>
