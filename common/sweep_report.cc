@@ -58,36 +58,61 @@ std::string Coord(double x) { return absl::StrFormat("%.1f", x); }
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                    "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
 
-// The points of one line: one method, L and C, ordered by K.
+// The horizontal axis of the charts: K, or C when the grid varies C but not K.
+struct XAxis {
+  bool is_c = false;
+  double Of(const SweepPoint& p) const { return is_c ? p.C : static_cast<double>(p.K); }
+  // The parameter that is neither L nor the axis (it tells lines apart when it varies).
+  double Other(const SweepPoint& p) const { return is_c ? static_cast<double>(p.K) : p.C; }
+  const char* name() const { return is_c ? "C" : "K"; }
+  const char* other_name() const { return is_c ? "K" : "C"; }
+  const char* title() const {
+    return is_c ? "C (largest confidence of a sensitive value)" : "K (smallest group size)";
+  }
+};
+
+XAxis ChooseXAxis(const SweepResult& result) {
+  std::vector<double> ks, cs;
+  for (const SweepPoint& p : result.points) {
+    if (std::find(ks.begin(), ks.end(), p.K) == ks.end()) ks.push_back(p.K);
+    if (std::find(cs.begin(), cs.end(), p.C) == cs.end()) cs.push_back(p.C);
+  }
+  return XAxis{ks.size() <= 1 && cs.size() > 1};
+}
+
+// The points of one line: one method, L and the other parameter, ordered along the x axis.
 struct Series {
   std::string method;
-  uint32_t L = 0;
-  double C = 0;
   std::string label;
   std::string color;
   std::vector<const SweepPoint*> points;
+  bool any_ok() const {
+    return std::any_of(points.begin(), points.end(), [](const SweepPoint* p) { return p->ok; });
+  }
 };
 
-std::vector<Series> GroupSeries(const SweepResult& result) {
+std::vector<Series> GroupSeries(const SweepResult& result, const XAxis& axis) {
   std::map<std::tuple<int, uint32_t, double>, Series> by_key;
-  std::vector<double> cs;
+  std::vector<double> others;
   std::vector<uint32_t> ls;
   for (const SweepPoint& p : result.points) {
-    if (std::find(cs.begin(), cs.end(), p.C) == cs.end()) cs.push_back(p.C);
+    if (std::find(others.begin(), others.end(), axis.Other(p)) == others.end()) {
+      others.push_back(axis.Other(p));
+    }
     if (std::find(ls.begin(), ls.end(), p.L) == ls.end()) ls.push_back(p.L);
   }
   for (const SweepPoint& p : result.points) {
     const bool naive = p.method == "naive";
-    Series& s = by_key[{naive ? 1 : 0, p.L, p.C}];
+    Series& s = by_key[{naive ? 1 : 0, p.L, axis.Other(p)}];
     if (s.points.empty()) {
       s.method = p.method;
-      s.L = p.L;
-      s.C = p.C;
       s.label = absl::StrCat("L=", p.L);
-      if (cs.size() > 1) absl::StrAppend(&s.label, ", C=", Num(p.C));
+      if (others.size() > 1)
+        absl::StrAppend(&s.label, ", ", axis.other_name(), "=", Num(axis.Other(p)));
       if (naive) absl::StrAppend(&s.label, " naive (", result.naive_parties, " parties)");
-      const size_t shade = (std::find(ls.begin(), ls.end(), p.L) - ls.begin()) * cs.size() +
-                           (std::find(cs.begin(), cs.end(), p.C) - cs.begin());
+      const size_t shade =
+          (std::find(ls.begin(), ls.end(), p.L) - ls.begin()) * others.size() +
+          (std::find(others.begin(), others.end(), axis.Other(p)) - others.begin());
       s.color = kColors[shade % std::size(kColors)];
     }
     s.points.push_back(&p);
@@ -95,7 +120,7 @@ std::vector<Series> GroupSeries(const SweepResult& result) {
   std::vector<Series> out;
   for (auto& [key, s] : by_key) {
     std::sort(s.points.begin(), s.points.end(),
-              [](const SweepPoint* a, const SweepPoint* b) { return a->K < b->K; });
+              [&](const SweepPoint* a, const SweepPoint* b) { return axis.Of(*a) < axis.Of(*b); });
     out.push_back(std::move(s));
   }
   return out;
@@ -106,24 +131,26 @@ struct Reference {
   double value;
 };
 
-// One line chart of `value(point)` against K.
+// One line chart of `value(point)` against the x axis.
 std::string Chart(const std::string& chart, const std::string& title, const std::string& y_name,
-                  const std::vector<Series>& series,
+                  const XAxis& axis, const std::vector<Series>& series,
                   const std::function<double(const SweepPoint&)>& value,
                   const std::vector<Reference>& references, bool percent, bool from_zero) {
-  constexpr double kWidth = 760, kHeight = 380;
-  constexpr double kLeft = 70, kRight = 540, kTop = 40, kBottom = 320;
-  std::vector<double> ks, ys;
+  constexpr double kWidth = 760, kLeft = 70, kRight = 540, kTop = 40, kBottom = 320;
+  std::vector<double> xs, ys;
+  size_t legend_entries = references.size();
   for (const Series& s : series) {
+    legend_entries += s.any_ok();
     for (const SweepPoint* p : s.points) {
-      ks.push_back(p->K);
+      xs.push_back(axis.Of(*p));
       if (p->ok) ys.push_back(value(*p));
     }
   }
+  const double height = std::max(380.0, kTop + 6 + 20.0 * legend_entries + 10);
   for (const Reference& r : references) ys.push_back(r.value);
-  std::sort(ks.begin(), ks.end());
-  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
-  double x_lo = ks.empty() ? 0 : ks.front(), x_hi = ks.empty() ? 1 : ks.back();
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  double x_lo = xs.empty() ? 0 : xs.front(), x_hi = xs.empty() ? 1 : xs.back();
   if (x_hi - x_lo < 1e-12) {
     x_lo -= 1;
     x_hi += 1;
@@ -135,14 +162,14 @@ std::string Chart(const std::string& chart, const std::string& title, const std:
   const double pad = 0.08 * (y_hi - y_lo);
   y_hi += pad;
   if (!from_zero) y_lo = std::max(0.0, y_lo - pad);
-  auto x_of = [&](double k) { return kLeft + (k - x_lo) / (x_hi - x_lo) * (kRight - kLeft); };
+  auto x_of = [&](double x) { return kLeft + (x - x_lo) / (x_hi - x_lo) * (kRight - kLeft); };
   auto y_of = [&](double y) { return kBottom - (y - y_lo) / (y_hi - y_lo) * (kBottom - kTop); };
   auto y_text = [&](double y) { return percent ? Pct(y) : absl::StrFormat("%.3f", y); };
 
   std::string svg =
       absl::StrCat("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" id=\"chart-", chart,
-                   "\" width=\"", kWidth, "\" height=\"", kHeight, "\" viewBox=\"0 0 ", kWidth, " ",
-                   kHeight, "\" role=\"img\" aria-label=\"", Escape(title), "\">\n");
+                   "\" width=\"", kWidth, "\" height=\"", height, "\" viewBox=\"0 0 ", kWidth, " ",
+                   height, "\" role=\"img\" aria-label=\"", Escape(title), "\">\n");
   absl::StrAppend(&svg, "<text x=\"", kLeft, "\" y=\"22\" class=\"title\">", Escape(title),
                   "</text>\n");
   // Axes, grid and ticks.
@@ -155,17 +182,17 @@ std::string Chart(const std::string& chart, const std::string& title, const std:
     absl::StrAppend(&svg, "<text x=\"", kLeft - 6, "\" y=\"", Coord(y_of(y) + 4),
                     "\" class=\"tick\" text-anchor=\"end\">", y_text(y), "</text>\n");
   }
-  for (double k : ks) {
-    absl::StrAppend(&svg, "<text x=\"", Coord(x_of(k)), "\" y=\"", kBottom + 18,
-                    "\" class=\"tick\" text-anchor=\"middle\">", Num(k), "</text>\n");
+  for (double x : xs) {
+    absl::StrAppend(&svg, "<text x=\"", Coord(x_of(x)), "\" y=\"", kBottom + 18,
+                    "\" class=\"tick\" text-anchor=\"middle\">", Num(x), "</text>\n");
   }
   absl::StrAppend(&svg, "<text x=\"", (kLeft + kRight) / 2, "\" y=\"", kBottom + 40,
-                  "\" class=\"axis\" text-anchor=\"middle\">K (minimum group size)</text>\n");
+                  "\" class=\"axis\" text-anchor=\"middle\">", axis.title(), "</text>\n");
   absl::StrAppend(&svg, "<text x=\"16\" y=\"", (kTop + kBottom) / 2,
                   "\" class=\"axis\" text-anchor=\"middle\" transform=\"rotate(-90 16 ",
                   (kTop + kBottom) / 2, ")\">", Escape(y_name), "</text>\n");
 
-  // Reference lines, then the series.
+  // Reference lines, then the series; the legend lists both.
   double legend_y = kTop + 6;
   auto legend = [&](const std::string& color, const std::string& dash, const std::string& text) {
     absl::StrAppend(&svg, "<line x1=\"", kRight + 16, "\" x2=\"", kRight + 44, "\" y1=\"", legend_y,
@@ -179,31 +206,30 @@ std::string Chart(const std::string& chart, const std::string& title, const std:
     absl::StrAppend(&svg, "<line x1=\"", kLeft, "\" x2=\"", kRight, "\" y1=\"",
                     Coord(y_of(r.value)), "\" y2=\"", Coord(y_of(r.value)),
                     "\" class=\"reference\"/>\n");
-    legend("#777777", " stroke-dasharray=\"2 3\"",
-           absl::StrCat(r.label, " ", percent ? Pct(r.value) : y_text(r.value)));
+    legend("#777777", " stroke-dasharray=\"2 3\"", absl::StrCat(r.label, " ", y_text(r.value)));
   }
   for (const Series& s : series) {
+    if (!s.any_ok()) continue;  // its cells are listed in the table as "no release"
     const bool naive = s.method == "naive";
     const std::string dash = naive ? " stroke-dasharray=\"6 4\"" : "";
     std::string path;
     for (const SweepPoint* p : s.points) {
       if (!p->ok) continue;
-      absl::StrAppend(&path, path.empty() ? "M" : " L", Coord(x_of(p->K)), " ",
+      absl::StrAppend(&path, path.empty() ? "M" : " L", Coord(x_of(axis.Of(*p))), " ",
                       Coord(y_of(value(*p))));
     }
-    if (!path.empty()) {
-      absl::StrAppend(&svg, "<path d=\"", path, "\" fill=\"none\" stroke=\"", s.color,
-                      "\" stroke-width=\"2\"", dash, "/>\n");
-    }
+    absl::StrAppend(&svg, "<path d=\"", path, "\" fill=\"none\" stroke=\"", s.color,
+                    "\" stroke-width=\"2\"", dash, "/>\n");
     for (const SweepPoint* p : s.points) {
       if (!p->ok) continue;
       const double v = value(*p);
       absl::StrAppend(&svg, "<circle class=\"point\" data-chart=\"", chart, "\" data-method=\"",
                       p->method, "\" data-l=\"", p->L, "\" data-k=\"", p->K, "\" data-c=\"",
                       Num(p->C), "\" data-value=\"", absl::StrFormat("%.6g", v), "\" cx=\"",
-                      Coord(x_of(p->K)), "\" cy=\"", Coord(y_of(v)), "\" r=\"4\" stroke=\"",
+                      Coord(x_of(axis.Of(*p))), "\" cy=\"", Coord(y_of(v)), "\" r=\"4\" stroke=\"",
                       s.color, "\" fill=\"", naive ? "#ffffff" : s.color, "\"><title>",
-                      Escape(s.label), ", K=", p->K, ": ", y_text(v), "</title></circle>\n");
+                      Escape(s.label), ", ", axis.name(), "=", Num(axis.Of(*p)), ": ", y_text(v),
+                      "</title></circle>\n");
     }
     legend(s.color, dash, s.label);
   }
@@ -215,7 +241,8 @@ std::string Chart(const std::string& chart, const std::string& title, const std:
 
 std::string SweepHtml(const SweepResult& r) {
   const RawBaselines& b = r.baselines;
-  const std::vector<Series> series = GroupSeries(r);
+  const XAxis axis = ChooseXAxis(r);
+  const std::vector<Series> series = GroupSeries(r, axis);
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>";
   absl::StrAppend(&html, "fedanon sweep: ", Escape(r.job_name), "</title>\n");
@@ -260,11 +287,13 @@ std::string SweepHtml(const SweepResult& r) {
 
   absl::StrAppend(&html, "<div>\n",
                   Chart(
-                      "ce", "Classification error CE against K", "classification error", series,
+                      "ce", absl::StrCat("Classification error CE against ", axis.name()),
+                      "classification error", axis, series,
                       [](const SweepPoint& p) { return p.classification_error; },
                       {{"BE", b.baseline_error}, {"UE", b.upper_bound_error}}, true, false),
                   Chart(
-                      "dr", "Discernibility ratio DR against K", "discernibility ratio", series,
+                      "dr", absl::StrCat("Discernibility ratio DR against ", axis.name()),
+                      "discernibility ratio", axis, series,
                       [](const SweepPoint& p) { return p.discernibility_ratio; }, {}, false, true),
                   "</div>\n");
 

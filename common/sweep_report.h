@@ -1,6 +1,7 @@
 // The outputs of `fedanon sweep`: a self-contained HTML page (inline SVG charts, no scripts, no
-// external assets) with CE and DR against K, one line per L (and C, and method), BE and UE as
-// reference lines, plus a table of every point; and a CSV with one row per point.
+// external assets) with CE and DR against K (against C when the grid varies C but not K), one
+// line per L, method and value of the remaining parameter, BE and UE as reference lines, plus a
+// table of every point; and a CSV with one row per point.
 #pragma once
 
 #include <string>

@@ -195,6 +195,46 @@ TEST_F(SweepTest, CentralizedPointEqualsAnonymizeThenEvaluate) {
   EXPECT_EQ(result.baselines.baseline_error, evaluator->baselines().baseline_error);
 }
 
+TEST(SweepHtmlTest, AgainstCWhenOnlyCVaries) {
+  SweepResult r;
+  r.baselines.baseline_error = 0.15;
+  r.baselines.upper_bound_error = 0.25;
+  for (double c : {0.1, 0.2, 0.3}) {
+    SweepPoint p;
+    p.method = "centralized";
+    p.L = 2;
+    p.K = 100;
+    p.C = c;
+    p.ok = c > 0.1;
+    p.error = p.ok ? "" : "cannot be met";
+    p.classification_error = 0.16;
+    p.discernibility_ratio = c;
+    r.points.push_back(p);
+  }
+  const std::string html = SweepHtml(r);
+  EXPECT_EQ(WellFormedProblem(html), "");
+  EXPECT_THAT(html, HasSubstr("Classification error CE against C"));
+  EXPECT_THAT(html, HasSubstr("C (largest confidence of a sensitive value)"));
+  EXPECT_EQ(Count(html, "<circle class=\"point\" data-chart=\"ce\""), 2u);
+  // The axis spans the grid, 0.1 (no release, not drawn) to 0.3: x = 70 to 540.
+  EXPECT_THAT(html, HasSubstr("data-c=\"0.2\" data-value=\"0.16\" cx=\"305.0\""));
+  EXPECT_THAT(html, HasSubstr("data-c=\"0.3\" data-value=\"0.16\" cx=\"540.0\""));
+}
+
+TEST(SweepHtmlTest, ChartGrowsWithItsLegend) {
+  SweepResult r;
+  for (uint32_t l = 1; l <= 30; ++l) {
+    SweepPoint p;
+    p.method = "centralized";
+    p.L = l;
+    p.K = 10;
+    p.ok = true;
+    r.points.push_back(p);
+  }
+  // 2 reference lines + 30 series, 20 px each, below a 46 px top: 696 px.
+  EXPECT_THAT(SweepHtml(r), HasSubstr("height=\"696\""));
+}
+
 TEST_F(SweepTest, RejectsOneNaiveParty) {
   SweepOptions options;
   options.spec_path = spec_path_;
