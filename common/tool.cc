@@ -5,6 +5,7 @@
 
 #include "common/anonymize.h"
 #include "common/datagen.h"
+#include "common/evaluate_commands.h"
 #include "common/version.h"
 
 namespace fedanon::common {
@@ -45,6 +46,8 @@ int RunTool(int argc, char** argv) {
   gen_data->add_option("--partition", partition, "horizontal | vertical")
       ->check(CLI::IsMember({"horizontal", "vertical"}));
 
+  EvaluateCommands evaluate_commands(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -56,6 +59,7 @@ int RunTool(int argc, char** argv) {
     std::cout << VersionLine("fedanon") << "\n";
     return 0;
   }
+  if (std::optional<int> code = evaluate_commands.RunIfParsed()) return *code;
   if (anonymize->parsed()) {
     if (!quiet) anon.progress = [](const std::string& msg) { std::cerr << msg << "\n"; };
     auto report = Anonymize(anon);

@@ -1,0 +1,127 @@
+// `fedanon evaluate` and `fedanon sweep` as processes on a small synthetic table (gen-data):
+// outputs, --json, exit codes (0 ok, 1 failed command, 2 usage) and no files left behind when a
+// command fails.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/engine/engine_test_util.h"
+#include "tests/support/run_binary.h"
+
+namespace fedanon::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr char kFedanon[] = FEDANON_BINARY_DIR "/server/fedanon";
+
+CliResult RunFedanon(const std::vector<std::string>& args) {
+  const std::string capture = FreshDir("evaluate_capture");
+  CliResult result = RunBinary(kFedanon, args, capture);
+  fs::remove_all(capture);
+  return result;
+}
+
+class EvaluateCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = FreshDir("evaluate_cli");
+    const CliResult gen = RunFedanon({"gen-data", "--rows", "800", "--seed", "2", "--out", dir_});
+    ASSERT_EQ(gen.exit_code, 0) << gen.err;
+    const CliResult anon =
+        RunFedanon({"anonymize", "--spec", dir_ + "/job.yaml", "--input", dir_ + "/table.csv",
+                    "--output", dir_ + "/anon.csv", "--report", dir_ + "/report.json", "--quiet"});
+    ASSERT_EQ(anon.exit_code, 0) << anon.err;
+  }
+  std::string dir_;
+};
+
+TEST_F(EvaluateCliTest, PrintsTheFiguresAsTextAndJson) {
+  const CliResult text = RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw",
+                                     dir_ + "/table.csv", "--anonymized", dir_ + "/anon.csv"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("800 records: C4.5-style tree trained on 533, tested on 267"));
+  for (const char* figure : {"BE  ", "CE  ", "UE  ", "DR  "}) {
+    EXPECT_THAT(text.out, HasSubstr(figure));
+  }
+
+  const CliResult json =
+      RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv",
+                  "--anonymized", dir_ + "/anon.csv", "--json", "--seed", "4"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(json.out));
+  EXPECT_EQ(j.at("records").get<int>(), 800);
+  EXPECT_EQ(j.at("seed").get<int>(), 4);
+  for (const char* figure : {"BE", "CE", "UE"}) {
+    EXPECT_GE(j.at(figure).get<double>(), 0.0);
+    EXPECT_LE(j.at(figure).get<double>(), 1.0);
+  }
+  // DR is the engine's own figure from its report.
+  const nlohmann::json report = nlohmann::json::parse(ReadAll(dir_ + "/report.json"));
+  EXPECT_NEAR(j.at("DR").get<double>(), report.at("discernibility_ratio").get<double>(), 1e-12);
+}
+
+TEST_F(EvaluateCliTest, WithoutAnAnonymizedTableOnlyTheRawBaselines) {
+  const CliResult r = RunFedanon(
+      {"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j.contains("BE"));
+  EXPECT_TRUE(j.contains("UE"));
+  EXPECT_FALSE(j.contains("CE"));
+  EXPECT_FALSE(j.contains("DR"));
+}
+
+TEST_F(EvaluateCliTest, FailsClearly) {
+  // Usage: --raw missing.
+  const CliResult usage =
+      RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--anonymized", dir_ + "/anon.csv"});
+  EXPECT_EQ(usage.exit_code, 2);
+  // A table that is not an anonymization of the raw one.
+  WriteText(dir_ + "/other.csv", "age,income\n30,<=50K\n");
+  const CliResult other = RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw",
+                                      dir_ + "/table.csv", "--anonymized", dir_ + "/other.csv"});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_THAT(other.err, HasSubstr("fedanon evaluate: "));
+  EXPECT_THAT(other.err, HasSubstr("other.csv:1: no column 'workclass' in the header"));
+}
+
+TEST_F(EvaluateCliTest, SweepWritesHtmlAndCsv) {
+  const CliResult r = RunFedanon({"sweep", "--spec", dir_ + "/job.yaml", "--raw",
+                                  dir_ + "/table.csv", "--grid", "L=1,2 K=10,20", "--naive-parties",
+                                  "2", "--html", dir_ + "/s.html", "--csv", dir_ + "/s.csv"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("sweep 4/4: L=2 K=20 C=0.2 naive: "));
+  const std::string html = ReadAll(dir_ + "/s.html");
+  EXPECT_THAT(html, HasSubstr("<!DOCTYPE html>"));
+  const std::string csv = ReadAll(dir_ + "/s.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 8);
+}
+
+TEST_F(EvaluateCliTest, SweepFailuresLeaveNoFiles) {
+  const CliResult bad_grid =
+      RunFedanon({"sweep", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv", "--grid",
+                  "L=2 Q=3", "--html", dir_ + "/s.html", "--csv", dir_ + "/s.csv", "--quiet"});
+  EXPECT_EQ(bad_grid.exit_code, 1);
+  EXPECT_THAT(bad_grid.err, HasSubstr("fedanon sweep: --grid: unknown key 'Q'"));
+  const CliResult no_dir =
+      RunFedanon({"sweep", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv", "--grid",
+                  "K=10", "--html", dir_ + "/s.html", "--csv", dir_ + "/missing/s.csv"});
+  EXPECT_EQ(no_dir.exit_code, 1);
+  EXPECT_THAT(no_dir.err, HasSubstr("does not exist"));
+  const CliResult one_party =
+      RunFedanon({"sweep", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv", "--grid",
+                  "K=10", "--naive-parties", "1"});
+  EXPECT_EQ(one_party.exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir_ + "/s.html"));
+  EXPECT_FALSE(fs::exists(dir_ + "/s.csv"));
+}
+
+}  // namespace
+}  // namespace fedanon::testing
