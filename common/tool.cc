@@ -5,6 +5,7 @@
 
 #include "common/anonymize.h"
 #include "common/datagen.h"
+#include "common/randomize_cli.h"
 #include "common/version.h"
 
 namespace fedanon::common {
@@ -45,6 +46,8 @@ int RunTool(int argc, char** argv) {
   gen_data->add_option("--partition", partition, "horizontal | vertical")
       ->check(CLI::IsMember({"horizontal", "vertical"}));
 
+  RandomizeSubcommand randomize(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -82,6 +85,7 @@ int RunTool(int argc, char** argv) {
     std::cerr << *summary << "\n";
     return 0;
   }
+  if (randomize.parsed()) return randomize.Run();
   std::cout << app.help();
   return 2;
 }
