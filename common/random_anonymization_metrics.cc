@@ -107,6 +107,23 @@ double ProbabilityRandomizedPart(const RandomizationPlan& plan, size_t set_size,
          Binomial(m, k);
 }
 
+// Calls `visit` with every subset of `size` of {0, ..., n - 1}, as ascending indices, in
+// lexicographic order.
+template <typename Visit>
+void ForEachSubset(size_t n, size_t size, Visit visit) {
+  if (size > n) return;
+  std::vector<size_t> subset(size);
+  for (size_t i = 0; i < size; ++i) subset[i] = i;
+  while (true) {
+    visit(subset);
+    size_t j = size;
+    while (j > 0 && subset[j - 1] == n - size + j - 1) --j;
+    if (j == 0) return;
+    ++subset[j - 1];
+    for (size_t l = j; l < size; ++l) subset[l] = subset[l - 1] + 1;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<PriorKnowledgeBound> Proposition10Bound(
@@ -187,51 +204,49 @@ absl::StatusOr<RelativeBias> MeasureRelativeBias(const std::vector<CategoricalCo
   const std::vector<std::vector<double>> freq = Frequencies(original);
 
   double measured_sum = 0, predicted_sum = 0;
-  std::vector<size_t> set(length);
-  for (int i = 0; i < length; ++i) set[i] = static_cast<size_t>(i);
-  while (true) {
-    const CombinationIndex index(original, set);
-    result.combinations += index.size();
-    std::vector<size_t> representative(index.size(), n);
-    for (size_t r = 0; r < n; ++r) {
-      if (representative[index.group(r)] == n) representative[index.group(r)] = r;
-    }
-    // Measured: the supports of D's combinations in D'.
-    std::vector<uint64_t> released_count(index.size(), 0);
-    for (size_t r = 0; r < n; ++r) {
-      if (const int64_t g = index.Find(released, r); g >= 0) ++released_count[g];
-    }
-    for (size_t g = 0; g < index.size(); ++g) {
-      measured_sum +=
-          std::abs(static_cast<double>(released_count[g]) - static_cast<double>(index.count(g)));
-    }
-    // Predicted: E count'(q) - count(q) = sum over non-empty parts T of P(T) (count(q - T)
-    // prod_{i in T} P(Q_i = q_i) - count(q)), since the parts' probabilities (with T empty) sum
-    // to 1 and an unrandomized part keeps the record's values.
-    std::vector<double> expected_change(index.size(), 0.0);
-    for (uint32_t mask = 1; mask < (1u << length); ++mask) {
-      std::vector<size_t> part, kept;
-      for (int j = 0; j < length; ++j) (((mask >> j) & 1) != 0 ? part : kept).push_back(set[j]);
-      if (static_cast<int>(part.size()) > max_part) continue;
-      const double p = ProbabilityRandomizedPart(plan, set.size(), part);
-      if (p == 0) continue;
-      const CombinationIndex rest(original, kept);
-      for (size_t g = 0; g < index.size(); ++g) {
-        const size_t r = representative[g];
-        double matches = static_cast<double>(rest.count(rest.group(r)));
-        for (size_t i : part) matches *= freq[i][original[i].codes[r]];
-        expected_change[g] += p * (matches - static_cast<double>(index.count(g)));
-      }
-    }
-    for (double change : expected_change) predicted_sum += std::abs(change);
-
-    // Next attribute set in lexicographic order.
-    int j = length - 1;
-    while (j >= 0 && set[j] == static_cast<size_t>(m - length + j)) --j;
-    if (j < 0) break;
-    ++set[j];
-    for (int l = j + 1; l < length; ++l) set[l] = set[l - 1] + 1;
-  }
+  ForEachSubset(
+      static_cast<size_t>(m), static_cast<size_t>(length), [&](const std::vector<size_t>& set) {
+        const CombinationIndex index(original, set);
+        result.combinations += index.size();
+        std::vector<size_t> representative(index.size(), n);
+        for (size_t r = 0; r < n; ++r) {
+          if (representative[index.group(r)] == n) representative[index.group(r)] = r;
+        }
+        // Measured: the supports of D's combinations in D'.
+        std::vector<uint64_t> released_count(index.size(), 0);
+        for (size_t r = 0; r < n; ++r) {
+          if (const int64_t g = index.Find(released, r); g >= 0) ++released_count[g];
+        }
+        for (size_t g = 0; g < index.size(); ++g) {
+          measured_sum += std::abs(static_cast<double>(released_count[g]) -
+                                   static_cast<double>(index.count(g)));
+        }
+        // Predicted: E count'(q) - count(q) = sum over non-empty parts T of P(T) (count(q - T)
+        // prod_{i in T} P(Q_i = q_i) - count(q)), since the parts' probabilities (with T empty) sum
+        // to 1 and an unrandomized part keeps the record's values. Parts have at most k attributes.
+        std::vector<double> expected_change(index.size(), 0.0);
+        for (int size = 1; size <= max_part; ++size) {
+          ForEachSubset(
+              set.size(), static_cast<size_t>(size), [&](const std::vector<size_t>& chosen) {
+                std::vector<size_t> part, kept;
+                for (size_t j = 0, c = 0; j < set.size(); ++j) {
+                  const bool in_part = c < chosen.size() && chosen[c] == j;
+                  (in_part ? part : kept).push_back(set[j]);
+                  c += in_part;
+                }
+                const double p = ProbabilityRandomizedPart(plan, set.size(), part);
+                if (p == 0) return;
+                const CombinationIndex rest(original, kept);
+                for (size_t g = 0; g < index.size(); ++g) {
+                  const size_t r = representative[g];
+                  double matches = static_cast<double>(rest.count(rest.group(r)));
+                  for (size_t i : part) matches *= freq[i][original[i].codes[r]];
+                  expected_change[g] += p * (matches - static_cast<double>(index.count(g)));
+                }
+              });
+        }
+        for (double change : expected_change) predicted_sum += std::abs(change);
+      });
   const double norm = static_cast<double>(n) * sets;
   result.measured = measured_sum / norm;
   result.predicted = predicted_sum / norm;

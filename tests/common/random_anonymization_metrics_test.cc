@@ -195,6 +195,18 @@ TEST(RelativeBiasTest, BiasGrowsWithAttributesPerRecord) {
   EXPECT_NEAR(predicted[4], predicted[3], 1e-12);
 }
 
+// 40 attributes: all 40 at once is one attribute set with 40 one-attribute parts (k = 1), cheap;
+// length 20 would be C(40, 20) = 1.4e11 attribute sets and is refused with a message.
+TEST(RelativeBiasTest, ManyAttributes) {
+  const auto table = Associated(200, 40, 15);
+  const RandomizationPlan plan = Plan(table, 1);
+  ASSERT_OK_AND_ASSIGN(RelativeBias all, MeasureRelativeBias(table, table, plan, 40));
+  EXPECT_EQ(all.attribute_sets, 1u);
+  EXPECT_GT(all.predicted, 0.0);
+  EXPECT_THAT(MeasureRelativeBias(table, table, plan, 20),
+              StatusIs(absl::StatusCode::kInvalidArgument, "passes over the table"));
+}
+
 TEST(RelativeBiasTest, RejectsLengthsOutOfRange) {
   const auto table = Tiny();
   EXPECT_THAT(MeasureRelativeBias(table, table, Plan(table, 1), 0),
