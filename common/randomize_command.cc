@@ -15,6 +15,7 @@
 #include "common/random_source.h"
 #include "common/released_rows.h"
 #include "common/status_macros.h"
+#include "common/string_views.h"
 #include "common/version.h"
 
 namespace fedanon::common {
@@ -49,13 +50,17 @@ absl::StatusOr<std::vector<CategoricalColumn>> ReadQidValues(const Dataset& data
     if (!data.kept[line++]) continue;
     for (size_t q = 0; q < data.qids.size(); ++q) {
       const std::string_view value = fields[data.qids[q].csv_column];
-      auto [it, inserted] = dictionaries[q].try_emplace(
-          std::string(value), static_cast<uint32_t>(columns[q].values.size()));
-      if (inserted) columns[q].values.emplace_back(value);
+      auto it = dictionaries[q].find(Av(value));
+      if (it == dictionaries[q].end()) {
+        it = dictionaries[q]
+                 .emplace(std::string(value), static_cast<uint32_t>(columns[q].values.size()))
+                 .first;
+        columns[q].values.emplace_back(value);
+      }
       columns[q].codes.push_back(it->second);
     }
   }
-  if (columns[0].codes.size() != data.num_records) return InputChanged();
+  if (!columns.empty() && columns[0].codes.size() != data.num_records) return InputChanged();
   return columns;
 }
 
