@@ -6,6 +6,7 @@
 #include "common/anonymize.h"
 #include "common/datagen.h"
 #include "common/evaluate_commands.h"
+#include "common/randomize_cli.h"
 #include "common/version.h"
 
 namespace fedanon::common {
@@ -47,6 +48,7 @@ int RunTool(int argc, char** argv) {
       ->check(CLI::IsMember({"horizontal", "vertical"}));
 
   EvaluateCommands evaluate_commands(app);
+  RandomizeSubcommand randomize(app);
 
   try {
     app.parse(argc, argv);
@@ -86,6 +88,7 @@ int RunTool(int argc, char** argv) {
     std::cerr << *summary << "\n";
     return 0;
   }
+  if (randomize.parsed()) return randomize.Run();
   std::cout << app.help();
   return 2;
 }

@@ -1,6 +1,6 @@
 // The `fedanon` local tool's command line: parses arguments, dispatches to the subcommands
-// (anonymize, gen-data, evaluate, sweep) and turns their absl::Status into an exit code and a clear
-// message.
+// (anonymize, gen-data, evaluate, sweep, randomize) and turns their absl::Status into an exit code
+// and a clear message.
 #pragma once
 
 namespace fedanon::common {
