@@ -1,5 +1,6 @@
 #include "leader/leader.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -493,6 +494,7 @@ absl::Status Leader::RunVertical(const std::string& job_id,
     if (a.role() != fedanon::v1::ROLE_ID) options.header.push_back(a.name());
   }
   options.timeout = timeout;
+  options.id_matching_timeout = std::max(timeout * 20, absl::Minutes(20));
   options.check_cancelled = [this] { return CheckCancelled(); };
   std::vector<std::string> qid_names;  // QID attributes in spec order (the engine's indices)
   for (const auto& a : request.spec().attributes()) {

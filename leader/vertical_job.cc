@@ -30,12 +30,14 @@ class Driver {
 
   absl::StatusOr<VerticalStepResult> Call(const std::string& party, uint32_t round,
                                           fedanon::v1::VerticalStep step) {
+    // Round 0 is the ID matching.
+    const absl::Duration timeout = round == 0 ? options_.id_matching_timeout : options_.timeout;
     if (options_.check_cancelled) RETURN_IF_ERROR(options_.check_cancelled());
     LeaderMessage msg;
     msg.set_job_id(options_.job_id);
     msg.set_round(round);
     *msg.mutable_vertical() = std::move(step);
-    ASSIGN_OR_RETURN(PartyMessage reply, channel_->Call(party, msg, options_.timeout));
+    ASSIGN_OR_RETURN(PartyMessage reply, channel_->Call(party, msg, timeout));
     if (!reply.has_vertical()) {
       return absl::InternalError(absl::StrCat("party '", party, "' sent no vertical reply"));
     }

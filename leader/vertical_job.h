@@ -29,6 +29,9 @@ struct VerticalJobOptions {
   std::vector<std::string> header;  // released columns in spec order
   std::map<std::string, std::string> attribute_party;  // QID attribute -> the party holding it
   absl::Duration timeout = absl::Seconds(60);
+  // The ID-matching calls: elliptic-curve work proportional to a party's records (about 150 us
+  // of CPU per id and hop), so they get far more than a round (see docs/federation.md).
+  absl::Duration id_matching_timeout = absl::Minutes(20);
   std::function<absl::Status()> check_cancelled;
   // Called after every committed specialization with the round, the owner and the QID index.
   std::function<void(uint32_t, const std::string&, uint32_t)> on_step;

@@ -70,10 +70,11 @@ struct InProcessFederation {
     return f;
   }
 
-  // Waits until the job reaches a final state (or 120 s pass).
+  // Waits until the job reaches a final state (or 600 s pass: Adult jobs with ID matching take
+  // minutes on a loaded 2-core machine, and more under a sanitizer).
   fedanon::v1::JobInfo Wait(const std::string& job_id) {
     fedanon::v1::JobInfo info;
-    for (int i = 0; i < 1200; ++i) {
+    for (int i = 0; i < 6000; ++i) {
       auto got = leader->WaitForChange(job_id, info, absl::Milliseconds(100));
       if (got.ok()) info = *got;
       if (info.state() == fedanon::v1::JOB_STATE_DONE ||
