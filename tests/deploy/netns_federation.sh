@@ -17,7 +17,8 @@
 #     namespace (positive control) but from no other party's namespace (the connect fails);
 #  3. starts fedanon-leader in L and fedanon-party in P1..P3 (`ip netns exec`); checks that the
 #     leader's socket is the only listening socket in every namespace and that each party holds
-#     exactly one TCP connection, to 10.213.0.1:7443;
+#     exactly one TCP connection, to 10.213.0.1:7443; `fedanonctl health --bundle` (the compose
+#     healthcheck) answers SERVING from every namespace;
 #  4. from L with the admin bundle: a horizontal job over party1..3 (`fedanon gen-data --parties 3`)
 #     and a vertical job over party1, party2 (`--partition vertical --parties 2`), submit / watch /
 #     result; the horizontal result must equal `fedanon anonymize` on the union (table.csv) as a
@@ -268,6 +269,16 @@ for i in 0 1 2; do
     fail "${parties[$i]} should hold exactly one connection, to $leader_ip:$port; ss shows: $conns"
 done
 say "ok: the leader is the only listener; each party has one connection, to $leader_ip:$port"
+# The probes the compose healthchecks run: the leader's gRPC health service, checked from each
+# host with that host's own bundle (no admin certificate needed).
+in_ns "$ns_l" "$bin/fedanonctl" health --bundle "$work/kit/leader" --leader "$leader_ip:$port" \
+  >/dev/null || fail "fedanonctl health with the leader's bundle failed"
+for i in 0 1 2; do
+  in_ns "${ns_p[$i]}" "$bin/fedanonctl" health --bundle "$work/kit/${parties[$i]}" \
+    --leader "$leader_ip:$port" --service fedanon.v1.PartyLink >/dev/null ||
+    fail "fedanonctl health from ${parties[$i]}'s namespace failed"
+done
+say "ok: the leader's gRPC health service answers SERVING to the leader's and every party's bundle"
 
 # ------------------------------------------------------------------------------- 4. the jobs
 ctl() { in_ns "$ns_l" "$bin/fedanonctl" "$@"; }
