@@ -23,7 +23,8 @@
 #     and a vertical job over party1, party2 (`--partition vertical --parties 2`), submit / watch /
 #     result; the horizontal result must equal `fedanon anonymize` on the union (table.csv) as a
 #     multiset of rows, the vertical one `fedanon anonymize` on the joined table (table.csv), with
-#     the columns matched by name.
+#     the columns matched by name; the horizontal job once more with party2 as the recipient,
+#     whose table must land in party2's --output-dir.
 # Every daemon is stopped and every namespace and temporary file removed on exit, pass or fail.
 #
 # Usage: tests/deploy/netns_federation.sh BIN_DIR [ROWS]
@@ -232,8 +233,10 @@ leader_pid=$last_pid
 wait_listen "$ns_l" "$leader_ip:$port" "$leader_pid"
 party_pids=()
 for i in 0 1 2; do
+  # --data-dir / --output-dir as the systemd unit and the compose entrypoint pass them.
   start_in "${ns_p[$i]}" "$work/logs/${parties[$i]}.log" "$bin/fedanon-party" \
-    --config "$work/kit/${parties[$i]}/party.yaml" --data-dir "$work/data/${parties[$i]}"
+    --config "$work/kit/${parties[$i]}/party.yaml" --data-dir "$work/data/${parties[$i]}" \
+    --output-dir "$work/data/${parties[$i]}/output"
   party_pids+=("$last_pid")
 done
 connected=""
@@ -321,6 +324,18 @@ same_rows "$work/h-central.csv" "$work/h-fed.csv" ||
   fail "horizontal: the federated table differs from fedanon anonymize on the union:" \
        "$(head -n 10 "$work/cmp.diff")"
 say "ok: horizontal result equals fedanon anonymize on the union ($(($(wc -l <"$work/h-fed.csv") - 1)) rows)"
+
+# The same job with a party as the recipient: the table lands in that party's --output-dir.
+job="$(ctl submit "$work/h/horizontal.yaml" --parties party1,party2,party3 --recipient party2)" ||
+  fail "horizontal job for party2: submit refused"
+ctl watch "$job" >"$work/logs/watch-recipient.log" 2>&1 ||
+  fail "horizontal job $job for party2 did not finish: $(ctl status "$job" 2>&1 | tr '\n' ' ')"
+[ -f "$work/data/party2/output/$job.csv" ] ||
+  fail "party2 received no table in its --output-dir ($work/data/party2/output/$job.csv)"
+same_rows "$work/h-central.csv" "$work/data/party2/output/$job.csv" ||
+  fail "horizontal job $job: party2's table differs from fedanon anonymize on the union:" \
+       "$(head -n 10 "$work/cmp.diff")"
+say "ok: horizontal job $job with recipient party2: the same table, in party2's --output-dir"
 
 run_job vertical "$work/v/vertical-vtax.yaml" "$work/v-fed.csv" --parties party1,party2 \
   --data party1=vertical.csv --data party2=vertical.csv
