@@ -36,128 +36,24 @@ set -euo pipefail
 bin="${1:?usage: netns_federation.sh BIN_DIR [ROWS]}"
 rows="${2:-3000}"
 prog="netns_federation"
-say() { printf '%s: %s\n' "$prog" "$*"; }
-skip() { say "SKIP: $*"; exit 77; }
-fail() { say "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/deploy/netns_lib.sh
+. "$(dirname "$0")/netns_lib.sh"
+netns_logs_on_failure=("leader*.log" "party*.log" "decoy*.log")
 
-[ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces (run as root: ip netns add)"
-command -v ip >/dev/null 2>&1 || skip "iproute2 ('ip') is not installed"
-command -v ss >/dev/null 2>&1 || skip "iproute2's 'ss' is not installed"
-for b in fedanon fedanon-leader fedanon-party fedanonctl; do
-  [ -x "$bin/$b" ] || fail "$bin/$b not found or not executable (build the project first)"
-done
-bin="$(cd "$bin" && pwd)"
-
-# ------------------------------------------------------------------------------ names, cleanup
-tag="fa$$"                       # unique per run: parallel runs never share a name
-ns_br="$tag-br" ns_l="$tag-L"
-ns_p=("$tag-P1" "$tag-P2" "$tag-P3")
+ns_l="$netns_tag-L"
+ns_p=("$netns_tag-P1" "$netns_tag-P2" "$netns_tag-P3")
 parties=(party1 party2 party3)
 leader_ip=10.213.0.1
 party_ip=(10.213.0.11 10.213.0.12 10.213.0.13)
 port=7443
-created_ns=()
-pids=()
-work="$(mktemp -d -t fedanon-netns.XXXXXX)"
-
-cleanup() {
-  local rc=$?
-  set +e
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-  # Anything else still running inside our namespaces was started by this script.
-  for ns in "${created_ns[@]}"; do
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
-  done
-  for ns in "${created_ns[@]}"; do ip netns del "$ns" 2>/dev/null; done
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -d "$work/logs" ]; then
-    for f in "$work"/logs/{leader,party,decoy}*.log; do
-      [ -s "$f" ] || continue
-      echo "---- last lines of $(basename "$f")" >&2
-      tail -n 15 "$f" >&2
-    done
-  fi
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ "${FEDANON_NETNS_KEEP:-0}" = 1 ]; then
-    say "kept $work"
-  else
-    rm -rf "$work"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-in_ns() { local ns="$1"; shift; ip netns exec "$ns" "$@"; }
-# Starts a program in a namespace in the background (ip netns exec execs it: same pid).
-start_in() {
-  local ns="$1" log="$2"; shift 2
-  ip netns exec "$ns" "$@" </dev/null >>"$log" 2>&1 &
-  pids+=("$!")
-  last_pid=$!
-}
-# Stops a process started by start_in and forgets it (its pid may be reused afterwards).
-stop_pid() {
-  local keep=() p
-  kill -TERM "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-  for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-  pids=("${keep[@]}")
-}
-# Waits until a TCP socket listens on ADDR:PORT in NS (ss shows only that namespace's sockets).
-wait_listen() {
-  local ns="$1" addr="$2" pid="$3"
-  for _ in $(seq 300); do
-    if in_ns "$ns" ss -Htln "sport = :$port" | grep -q .; then return 0; fi
-    kill -0 "$pid" 2>/dev/null || fail "process $pid exited before listening on $addr in $ns"
-    sleep 0.1
-  done
-  fail "nothing listens on $addr in $ns after 30 s"
-}
-# Succeeds when a TCP connection to ADDR:PORT can be opened from NS.
-can_connect() { in_ns "$1" timeout 10 bash -c "exec 3<>/dev/tcp/$2/$port" 2>/dev/null; }
 
 # --------------------------------------------------------------------------------- namespaces
-if ! ip netns add "$ns_br" 2>"$work/netns.err"; then
-  skip "cannot create a network namespace ($(tr '\n' ' ' <"$work/netns.err"))"
-fi
-created_ns+=("$ns_br")
-for ns in "$ns_l" "${ns_p[@]}"; do
-  ip netns add "$ns"
-  created_ns+=("$ns")
-  in_ns "$ns" ip link set lo up
-done
-# Kernel features the topology needs (bridge, veth, isolated bridge ports): missing ones skip.
-in_ns "$ns_br" ip link add br0 type bridge 2>"$work/netns.err" ||
-  skip "cannot create a bridge in a network namespace ($(tr '\n' ' ' <"$work/netns.err"))"
-in_ns "$ns_br" ip link set br0 up
-# One veth per host, created inside the bridge namespace (nothing in the caller's namespace).
-attach() {  # attach NS PORTNAME ADDR ISOLATED
-  ip -n "$ns_br" link add "$2" type veth peer name eth0 netns "$1" 2>"$work/netns.err" ||
-    skip "cannot create a veth pair between namespaces ($(tr '\n' ' ' <"$work/netns.err"))"
-  ip -n "$ns_br" link set "$2" master br0
-  if [ "$4" = yes ]; then
-    ip -n "$ns_br" link set "$2" type bridge_slave isolated on 2>"$work/netns.err" ||
-      skip "isolated bridge ports not supported ($(tr '\n' ' ' <"$work/netns.err"))"
-  fi
-  ip -n "$ns_br" link set "$2" up
-  ip -n "$1" addr add "$3/24" dev eth0
-  ip -n "$1" link set eth0 up
-}
-attach "$ns_l" leader "$leader_ip" no
-for i in 0 1 2; do attach "${ns_p[$i]}" "p$((i + 1))" "${party_ip[$i]}" yes; done
-for i in 0 1 2; do
-  ip -n "$ns_br" -d link show "p$((i + 1))" | grep -q 'isolated on' ||
-    skip "bridge port p$((i + 1)) did not become isolated (kernel or iproute2 too old?)"
-done
+netns_init
+netns_host "$ns_l" "$leader_ip" no
+for i in 0 1 2; do netns_host "${ns_p[$i]}" "${party_ip[$i]}" yes; done
 say "namespaces: leader $ns_l ($leader_ip), parties ${ns_p[*]} (${party_ip[*]}), bridge $ns_br"
 
 # ------------------------------------------------------------------------------------ the kit
-mkdir -p "$work/logs"
 cat >"$work/federation.yaml" <<EOF
 federation: netns-test
 leader:
@@ -189,9 +85,9 @@ for i in 0 1 2; do
     --config "$work/kit/leader/leader.yaml" --listen "${party_ip[$i]}:$port" --data-dir "$work/decoy$i"
   decoys+=("$last_pid")
 done
-for i in 0 1 2; do wait_listen "${ns_p[$i]}" "${party_ip[$i]}:$port" "${decoys[$i]}"; done
+for i in 0 1 2; do wait_listen "${ns_p[$i]}" "$port" "${decoys[$i]}"; done
 for i in 0 1 2; do
-  can_connect "$ns_l" "${party_ip[$i]}" ||
+  can_connect "$ns_l" "${party_ip[$i]}" "$port" ||
     fail "positive control: the leader's namespace cannot reach ${party_ip[$i]}:$port"
 done
 # Every ordered pair of parties, in parallel (an unanswered ARP takes ~3 s to fail).
@@ -199,7 +95,7 @@ probe_pids=() probe_desc=()
 for i in 0 1 2; do
   for j in 0 1 2; do
     [ "$i" -eq "$j" ] && continue
-    ( if can_connect "${ns_p[$i]}" "${party_ip[$j]}"; then exit 1; fi ) &
+    ( if can_connect "${ns_p[$i]}" "${party_ip[$j]}" "$port"; then exit 1; fi ) &
     probe_pids+=("$!")
     probe_desc+=("${parties[$i]} -> ${parties[$j]} (${party_ip[$j]}:$port)")
   done
@@ -236,7 +132,7 @@ mkdir -p "$work/leader-data"
 start_in "$ns_l" "$work/logs/leader.log" "$bin/fedanon-leader" \
   --config "$work/kit/leader/leader.yaml" --data-dir "$work/leader-data"
 leader_pid=$last_pid
-wait_listen "$ns_l" "$leader_ip:$port" "$leader_pid"
+wait_listen "$ns_l" "$port" "$leader_pid"
 party_pids=()
 for i in 0 1 2; do
   # --data-dir / --output-dir as the systemd unit and the compose entrypoint pass them.
@@ -304,24 +200,6 @@ run_job() {
   ctl result "$job" -o "$result" >/dev/null || fail "$name job $job: result download failed"
   say "ok: $name job $job done, $(($(wc -l <"$result") - 1)) rows"
 }
-# same_rows A B: same header set, and the same multiset of rows once B's columns are put in A's
-# order (fields compared as text; gen-data's values hold no commas or quotes).
-same_rows() {
-  awk -F, -v OFS=, '
-    FNR == 1 { if (FILENAME == ARGV[1]) { n = NF; for (i = 1; i <= NF; i++) want[$i] = i; next }
-               if (NF != n) { print "column count differs: " n " vs " NF > "/dev/stderr"; exit 2 }
-               for (i = 1; i <= NF; i++) {
-                 if (!($i in want)) { print "column " $i " missing" > "/dev/stderr"; exit 2 }
-                 pos[want[$i]] = i }
-               next }
-    FILENAME == ARGV[1] { print "A " $0; next }
-    { line = $(pos[1]); for (i = 2; i <= n; i++) line = line OFS $(pos[i]); print "B " line }
-  ' "$1" "$2" >"$work/cmp.txt" || return 1
-  grep -q '^A ' "$work/cmp.txt" || { echo "no rows in $1" >"$work/cmp.diff"; return 1; }
-  diff <(sed -n 's/^A //p' "$work/cmp.txt" | LC_ALL=C sort) \
-       <(sed -n 's/^B //p' "$work/cmp.txt" | LC_ALL=C sort) >"$work/cmp.diff"
-}
-
 run_job horizontal "$work/h/horizontal.yaml" "$work/h-fed.csv" --parties party1,party2,party3
 "$bin/fedanon" anonymize --quiet --spec "$work/h/horizontal.yaml" --input "$work/h/table.csv" \
   --output "$work/h-central.csv" >"$work/logs/anon-h.log" 2>&1 ||
