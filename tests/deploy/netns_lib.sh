@@ -48,7 +48,10 @@ netns_cleanup() {
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
   done
   for ns in "${created_ns[@]}"; do ip netns del "$ns" 2>/dev/null; done
-  for f in "${created_etc[@]}"; do rm -rf "$f"; done
+  for ((g = ${#created_etc[@]} - 1; g >= 0; g--)); do  # newest first: /etc/netns last
+    f="${created_etc[$g]}"
+    if [ "$f" = /etc/netns ]; then rmdir /etc/netns 2>/dev/null; else rm -rf "$f"; fi
+  done
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -n "$work" ] && [ -d "$work/logs" ]; then
     for g in "${netns_logs_on_failure[@]}"; do
       for f in "$work"/logs/$g; do
@@ -97,7 +100,11 @@ in_ns() { local ns="$1"; shift; ip netns exec "$ns" "$@"; }
 netns_host() {  # netns_host NS IP ISOLATED [HOSTS_LINES]
   local ns="$1" addr="$2" isolated="$3" hosts="${4:-}" port="p${#created_ns[@]}"
   if [ -n "$hosts" ]; then
-    mkdir -p "/etc/netns/$ns"
+    if [ ! -d /etc/netns ]; then
+      mkdir /etc/netns
+      created_etc+=(/etc/netns)  # removed last, and only if empty (another run may use it)
+    fi
+    mkdir "/etc/netns/$ns"
     created_etc+=("/etc/netns/$ns")
     printf '127.0.0.1 localhost\n%s\n' "$hosts" >"/etc/netns/$ns/hosts"
   fi
