@@ -62,13 +62,18 @@ done
 # The argv that runs CMD... as one service: as uid 10001, with only the service's environment
 # (entrypoint.sh's container paths mapped to our directories) plus $extra_env.
 extra_env=()
+# Sanitizer settings of the test run (ctest --preset sanitize) reach the daemons too.
+sanitizer_env=()
+for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS; do
+  [ -n "${!v:-}" ] && sanitizer_env+=("$v=${!v}")
+done
 service_argv() {
   local s="$1"
   shift
   argv=(setpriv --reuid="$uid" --regid="$uid" --clear-groups --
         env -i "PATH=$PATH" HOME=/tmp FEDANON_LOG_LEVEL=info "FEDANON_CONFIG_DIR=$work/config"
         "FEDANON_ETC=$work/vol/bundles/$s" "FEDANON_DATA_DIR=$work/vol/$s-data"
-        "${extra_env[@]}" "$@")
+        "${sanitizer_env[@]}" "${extra_env[@]}" "$@")
 }
 run_as() {  # run_as SERVICE CMD...: in the foreground, in the service's namespace
   local s="$1"
@@ -85,7 +90,7 @@ start_as() {  # start_as SERVICE CMD...: in the background (same pid down to the
 
 # ------------------------------------------------------------------------------ provision
 for attempt in 1 2; do
-  env -i PATH="$PATH" FEDANON_CONFIG_DIR="$work/config" FEDANON_KIT_DIR="$work/vol/kit" \
+  env -i "${sanitizer_env[@]}" PATH="$PATH" FEDANON_CONFIG_DIR="$work/config" FEDANON_KIT_DIR="$work/vol/kit" \
     FEDANON_BUNDLES_DIR="$work/vol/bundles" FEDANON_UID="$uid" \
     bash "$work/config/entrypoint.sh" provision >>"$work/logs/provision.log" 2>&1 ||
     fail "entrypoint.sh provision (run $attempt) failed: $(tail -n 5 "$work/logs/provision.log")"
