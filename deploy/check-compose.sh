@@ -2,6 +2,8 @@
 # CI check of the container deployment (docker-compose.yml, deploy/Dockerfile, deploy/compose/):
 #  1. every file the compose file references exists: bind-mount sources, build context and
 #     Dockerfile, and each /config/<file> it or the entrypoint uses (./deploy/compose is /config);
+#     only the leader publishes a port; the leader's and parties' healthchecks call the leader's
+#     gRPC health service (`fedanonctl health`);
 #  2. deploy/compose/entrypoint.sh passes `bash -n`;
 #  3. `docker-compose -f docker-compose.yml config -q` when Debian's docker-compose is installed
 #     (`apt-get install docker-compose`; not a build dependency) — skipped with a message otherwise.
@@ -52,6 +54,25 @@ else
     [ -e "$config_src/$f" ] && ok "helper $config_src/$f" ||
       err "helper $config_src/$f (used as /config/$f) does not exist"
   done
+fi
+
+# 1d. Topology: only the leader publishes a port (parties and admins dial out), and the
+#     long-running services' healthchecks call the leader's gRPC health service.
+published="$(awk '
+  /^[^[:space:]#]/ { in_services = ($0 ~ /^services:/) ; next }
+  in_services && /^  [A-Za-z0-9_.-]+:[[:space:]]*$/ { svc = $1; sub(/:$/, "", svc); next }
+  in_services && svc != "" && /^    ports:/ { print svc }
+' "$compose" | sort -u | tr '\n' ' ')"
+if [ "$published" = "leader " ]; then
+  ok "only the leader publishes a port"
+else
+  err "services publishing ports: '${published}' (want exactly: leader)"
+fi
+health_lines="$(grep -cE '^[[:space:]]*test:.*fedanonctl.*health' "$compose" || true)"
+if [ "$health_lines" -ge 2 ]; then
+  ok "leader and party healthchecks call the gRPC health service (fedanonctl health)"
+else
+  err "expected the leader's and the parties' healthchecks to run 'fedanonctl health'"
 fi
 
 # 2. Entrypoint syntax.

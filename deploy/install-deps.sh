@@ -2,6 +2,8 @@
 # Installs fedanon's build and test dependencies from Debian bookworm packages.
 # Idempotent: packages already present are skipped, so it is cheap to run every time.
 # Runs as root, or through sudo when not root.
+# Usage: deploy/install-deps.sh [--build-only]   (--build-only: skip tools used only by tests,
+#        e.g. in deploy/Dockerfile's build stage)
 set -euo pipefail
 
 PACKAGES=(
@@ -12,6 +14,16 @@ PACKAGES=(
   libcli11-dev libyaml-cpp-dev libsqlite3-dev nlohmann-json3-dev
   openssl iproute2
 )
+# Used only by tests: deploy/check-compose.sh validates docker-compose.yml with `docker-compose
+# config`. Debian's docker-compose 1.29 is pure Python (python3 and ~16 small python3-* packages,
+# no daemon); with --no-install-recommends below it does not pull the Docker engine (docker.io).
+TEST_TOOLS=(docker-compose)
+
+case "${1:-}" in
+  "") PACKAGES+=("${TEST_TOOLS[@]}") ;;
+  --build-only) ;;
+  *) echo "usage: deploy/install-deps.sh [--build-only]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

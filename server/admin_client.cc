@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/sync_stream.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -12,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <future>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -107,6 +110,20 @@ absl::StatusOr<std::unique_ptr<AdminClient>> AdminClient::FromConfig(
   return std::make_unique<AdminClient>(config.leader, std::move(tls));
 }
 
+absl::StatusOr<std::unique_ptr<AdminClient>> AdminClient::FromBundle(
+    const std::string& dir, const std::string& leader_address) {
+  RETURN_IF_ERROR(ValidateHostPort(leader_address, "leader address"));
+  const std::filesystem::path bundle(dir);
+  TlsPaths paths;
+  paths.ca = (bundle / "ca.crt").string();
+  paths.cert = (bundle / "tls.crt").string();
+  paths.key = (bundle / "tls.key").string();
+  ASSIGN_OR_RETURN(TlsMaterial tls, LoadTlsMaterial(paths));
+  ASSIGN_OR_RETURN(const crypto::Identity identity, crypto::IdentityOfCertificate(tls.cert_pem));
+  RETURN_IF_ERROR(CheckOwnCertificate(tls, identity));
+  return std::make_unique<AdminClient>(leader_address, std::move(tls));
+}
+
 AdminClient::AdminClient(std::string leader_address, TlsMaterial tls)
     : leader_address_(std::move(leader_address)),
       channel_(DialLeader(leader_address_, tls)),
@@ -141,6 +158,66 @@ void AdminClient::Prepare(grpc::ClientContext* context, bool unary) const {
 
 absl::Status AdminClient::Error(const grpc::Status& status) const {
   return DescribeAdminError(status, leader_address_);
+}
+
+absl::Status AdminClient::CheckHealth(const std::string& service) {
+  RETURN_IF_ERROR(EnsureConnected());
+  // grpc.health.v1.HealthCheckRequest{string service = 1}, encoded by hand: Debian's gRPC ships
+  // no generated C++ for health.proto.
+  if (service.size() > 127) return absl::InvalidArgumentError("service name too long");
+  std::string encoded;
+  if (!service.empty()) {
+    encoded = absl::StrCat("\x0a", std::string(1, static_cast<char>(service.size())), service);
+  }
+  grpc::Slice slice(encoded);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  grpc::ClientContext context;
+  Prepare(&context, true);
+  grpc::GenericStub stub(channel_);
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  const grpc::Status status = done.get_future().get();
+  if (!status.ok()) return Error(status);
+  // HealthCheckResponse{ServingStatus status = 1}: 0 UNKNOWN, 1 SERVING, 2 NOT_SERVING,
+  // 3 SERVICE_UNKNOWN. Field 1 is a varint; other fields are skipped.
+  grpc::Slice out;
+  if (!response.DumpToSingleSlice(&out).ok()) return absl::InternalError("empty health response");
+  const std::string bytes(reinterpret_cast<const char*>(out.begin()), out.size());
+  uint64_t serving_status = 0;  // absent field = UNKNOWN
+  size_t i = 0;
+  const auto varint = [&bytes, &i](uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; i < bytes.size() && shift < 64; shift += 7) {
+      const auto b = static_cast<uint8_t>(bytes[i++]);
+      *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return false;
+  };
+  while (i < bytes.size()) {
+    uint64_t tag = 0, value = 0;
+    if (!varint(&tag)) break;
+    const uint64_t wire = tag & 7;
+    if (wire == 0) {
+      if (!varint(&value)) break;
+      if ((tag >> 3) == 1) serving_status = value;
+    } else if (wire == 2) {
+      if (!varint(&value) || value > bytes.size() - i) break;
+      i += value;
+    } else if (wire == 1 || wire == 5) {
+      i += wire == 1 ? 8 : 4;
+    } else {
+      break;
+    }
+  }
+  if (serving_status == 1) return absl::OkStatus();
+  static constexpr const char* kNames[] = {"UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN"};
+  return absl::UnavailableError(absl::StrCat(
+      "the leader at ", leader_address_, " reports ",
+      serving_status < 4 ? kNames[serving_status] : absl::StrCat("status ", serving_status),
+      " for ", service.empty() ? "the server" : absl::StrCat("service '", service, "'")));
 }
 
 absl::StatusOr<std::vector<fedanon::v1::ConnectedParty>> AdminClient::ListParties() {

@@ -45,6 +45,11 @@ class AdminClient {
   // is not refused here: the leader refuses it (PERMISSION_DENIED), which is the authoritative
   // answer. Connects lazily (on the first call).
   static absl::StatusOr<std::unique_ptr<AdminClient>> FromConfig(const std::string& admin_yaml);
+  // The same with a bundle directory from `fedanonctl provision` (DIR/ca.crt, DIR/tls.crt,
+  // DIR/tls.key) of any role, dialling `leader_address`: for health probes, where a leader or a
+  // party checks the leader with its own certificate (the health service needs no admin).
+  static absl::StatusOr<std::unique_ptr<AdminClient>> FromBundle(const std::string& dir,
+                                                                 const std::string& leader_address);
   AdminClient(std::string leader_address, TlsMaterial tls);
 
   const std::string& leader_address() const { return leader_address_; }
@@ -64,6 +69,13 @@ class AdminClient {
   // is returned). Returns the number of bytes received.
   absl::StatusOr<uint64_t> GetResult(const std::string& job_id,
                                      const std::function<absl::Status(std::string_view)>& sink);
+
+  // grpc.health.v1.Health/Check for `service` ("" = the server as a whole, or
+  // "fedanon.v1.PartyLink" / "fedanon.v1.Admin"). OK when the leader answers SERVING;
+  // UNAVAILABLE "the leader at HOST:PORT reports NOT_SERVING ..." when it answers anything else
+  // (e.g. while shutting down); the errors listed above otherwise (NOT_FOUND for an unknown
+  // service name). Any certificate of the federation may call it.
+  absl::Status CheckHealth(const std::string& service);
 
   // Interrupts the streaming call in progress (WatchJob / GetResult) and every later one; for
   // signal handling. Idempotent.

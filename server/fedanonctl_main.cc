@@ -6,6 +6,8 @@
 //     submit JOB.yaml [--parties a,b] [--recipient P] [--leader-party P] [--data P=PATH ...]
 //                     [--round-timeout S]        submit a job, print its id
 //     status JOB | list | watch JOB | cancel JOB [--reason TEXT] | result JOB -o FILE [--force]
+//     health [--service NAME] [--bundle DIR --leader HOST:PORT]
+//                                                the leader's gRPC health service (probes)
 //
 // Exit codes: 0 ok (watch: the job is done), 1 failure (watch: failed or cancelled), 2 usage.
 #include <grpc/support/log.h>
@@ -278,6 +280,30 @@ int CmdResult(const Globals& g, const std::string& job_id, const std::string& ou
   return 0;
 }
 
+// grpc.health.v1 Check on the leader, as the admin of the config, or with any participant's
+// bundle (`--bundle DIR --leader HOST:PORT`: a leader or party probing from its own host).
+int CmdHealth(const Globals& g, const std::string& service, const std::string& bundle,
+              const std::string& leader) {
+  absl::StatusOr<std::unique_ptr<AdminClient>> connected =
+      bundle.empty() ? Connect(g) : AdminClient::FromBundle(bundle, leader);
+  ASSIGN_OR_FAIL(std::unique_ptr<AdminClient> client, std::move(connected));
+  const absl::Status health = client->CheckHealth(service);
+  if (g.json) {
+    google::protobuf::Struct s;
+    (*s.mutable_fields())["leader"].set_string_value(client->leader_address());
+    (*s.mutable_fields())["service"].set_string_value(service);
+    (*s.mutable_fields())["serving"].set_bool_value(health.ok());
+    if (!health.ok())
+      (*s.mutable_fields())["error"].set_string_value(std::string(health.message()));
+    std::cout << ToJson(s, /*pretty=*/false) << "\n";
+    return health.ok() ? 0 : 1;
+  }
+  if (!health.ok()) return Fail(health);
+  std::cout << client->leader_address() << " SERVING"
+            << (service.empty() ? "" : absl::StrCat(" (", service, ")")) << "\n";
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   // gRPC's own error log repeats what our messages already say (e.g. a failed TLS handshake);
   // keep it unless GRPC_VERBOSITY asks for it.
@@ -332,6 +358,19 @@ int Main(int argc, char** argv) {
   result->add_option("-o,--output", result_out, "File to write (CSV)")->required();
   result->add_flag("--force", force, "Overwrite an existing file");
 
+  std::string health_service, health_bundle, health_leader;
+  CLI::App* health = app.add_subcommand(
+      "health", "Check the leader's gRPC health service (exit 0 if SERVING, 1 otherwise)");
+  health->add_option("--service", health_service,
+                     "Service to check: \"\" (default, the whole server), fedanon.v1.PartyLink or "
+                     "fedanon.v1.Admin");
+  CLI::Option* health_bundle_opt = health->add_option(
+      "--bundle", health_bundle,
+      "Use this participant bundle (ca.crt, tls.crt, tls.key; any role) instead of --config");
+  health->add_option("--leader", health_leader, "HOST:PORT of the leader (with --bundle)")
+      ->needs(health_bundle_opt);
+  health_bundle_opt->needs("--leader");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -346,6 +385,7 @@ int Main(int argc, char** argv) {
   if (command == "watch") return CmdWatch(g, job_id);
   if (command == "cancel") return CmdCancel(g, job_id, reason);
   if (command == "result") return CmdResult(g, job_id, result_out, force);
+  if (command == "health") return CmdHealth(g, health_service, health_bundle, health_leader);
   std::cerr << app.help();
   return 2;
 }

@@ -29,6 +29,7 @@ struct Flags {
   std::string config;
   std::string leader;
   std::string data_dir;
+  std::string output_dir;
   std::string log_format;
   std::string misbehave;  // tests and demonstrations of mohammed2011 §6 only
 };
@@ -41,6 +42,9 @@ absl::StatusOr<PartyConfig> LoadConfig(const Flags& flags) {
   }
   if (!flags.data_dir.empty()) {
     config.data_dir = ResolvePath(std::filesystem::current_path().string(), flags.data_dir);
+  }
+  if (!flags.output_dir.empty()) {
+    config.output_dir = ResolvePath(std::filesystem::current_path().string(), flags.output_dir);
   }
   if (config.output_dir.empty()) config.output_dir = ResolvePath(config.data_dir, "output");
   if (!flags.log_format.empty()) {
@@ -98,6 +102,9 @@ int Main(int argc, char** argv) {
   app.add_option("--config", flags.config, "Party config file (YAML)")->required();
   app.add_option("--leader", flags.leader, "Override 'leader' (host:port)");
   app.add_option("--data-dir", flags.data_dir, "Override 'data_dir'");
+  app.add_option("--output-dir", flags.output_dir,
+                 "Override 'output_dir' (a provisioned party.yaml says 'output', next to the "
+                 "config file, which a read-only /etc/fedanon cannot hold)");
   app.add_option("--log-format", flags.log_format, "Override 'log_format'")
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--misbehave", flags.misbehave,

@@ -11,7 +11,8 @@
 #   party      demo data: when $FEDANON_DATA_DIR/table.csv is missing, runs `fedanon gen-data`
 #              (seed $FEDANON_DEMO_SEED, $FEDANON_DEMO_ROWS rows split over $FEDANON_DEMO_PARTIES
 #              parties) and keeps only partition $FEDANON_PARTY_INDEX as table.csv plus the
-#              taxonomies in tax/; then exec fedanon-party --config $FEDANON_ETC/party.yaml.
+#              taxonomies in tax/; then exec fedanon-party --config $FEDANON_ETC/party.yaml
+#              --data-dir $FEDANON_DATA_DIR --output-dir $FEDANON_DATA_DIR/output.
 #   admin      waits until every party of $FEDANON_EXPECT_PARTIES is connected, submits
 #              $FEDANON_CONFIG_DIR/job.yaml, watches it and downloads the result into
 #              $FEDANON_DATA_DIR/<job>.csv. Exit 0 only if the job is done.
@@ -85,7 +86,10 @@ party)
   fi
   extra=()
   [ -n "${FEDANON_LEADER:-}" ] && extra+=(--leader "$FEDANON_LEADER")
-  exec fedanon-party --config "$ETC/party.yaml" --data-dir "$DATA_DIR" "${extra[@]}" "$@"
+  # --output-dir: the bundle's party.yaml says `output_dir: output`, next to the config, which
+  # is the read-only bundle mount; integrated tables for this party go to its data volume.
+  exec fedanon-party --config "$ETC/party.yaml" --data-dir "$DATA_DIR" \
+    --output-dir "$DATA_DIR/output" "${extra[@]}" "$@"
   ;;
 
 admin)

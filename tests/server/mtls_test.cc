@@ -17,6 +17,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "fedanon/v1/federation.grpc.pb.h"
+#include "server/admin_client.h"
 #include "server/admin_service.h"
 #include "server/leader_server.h"
 #include "server/party_client.h"
@@ -551,6 +552,28 @@ TEST_F(MtlsTest, HealthServiceReportsServing) {
               std::string("\x08\x01", 2))
         << service;
   }
+}
+
+// `fedanonctl health`: AdminClient::CheckHealth with the certificate of any role (the health
+// service needs no admin), refused for another CA's certificate, NOT_FOUND for an unknown service.
+TEST_F(MtlsTest, CheckHealthAcceptsEveryRoleOfTheFederation) {
+  for (const TlsMaterial& tls : {pki_->Admin("alice"), pki_->Party("hospital-a"), pki_->Leader()}) {
+    AdminClient client(address_, tls);
+    EXPECT_THAT(client.CheckHealth(""), ::fedanon::testing::IsOk());
+    EXPECT_THAT(client.CheckHealth("fedanon.v1.PartyLink"), ::fedanon::testing::IsOk());
+    EXPECT_THAT(client.CheckHealth("fedanon.v1.Admin"), ::fedanon::testing::IsOk());
+    EXPECT_THAT(client.CheckHealth("no.such.Service"), StatusIs(absl::StatusCode::kNotFound, ""));
+  }
+  const TlsMaterial foreign = other_->Party("hospital-a");
+  AdminClient impostor(address_, TlsMaterial{pki_->ca_pem(), foreign.cert_pem, foreign.key_pem});
+  // (TLS 1.3: the leader's refusal reaches the client after its side of the handshake, as a
+  // closed socket.)
+  EXPECT_THAT(impostor.CheckHealth(""), StatusIs(absl::StatusCode::kUnavailable, ""));
+
+  server_->Shutdown(absl::ZeroDuration());
+  AdminClient late(address_, pki_->Admin("alice"));
+  EXPECT_THAT(late.CheckHealth(""),
+              StatusIs(absl::StatusCode::kUnavailable, "cannot reach the leader"));
 }
 
 }  // namespace
