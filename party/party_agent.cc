@@ -337,6 +337,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
     const crypto::SealContext context{job.job_id, request.round(), step.sealed().sender(),
                                       options_.name, SumPurpose(step)};
     ASSIGN_OR_RETURN(input, crypto::Open(*seal_keys_, context, step.sealed().ciphertext()));
+    if (options_.observe_opened) options_.observe_opened(step.sealed().sender(), input);
   } else {
     input = step.masked();
   }
@@ -457,7 +458,9 @@ absl::StatusOr<std::string> PartyAgent::OpenSealed(const fedanon::v1::SealedPayl
                                                    uint64_t round,
                                                    const std::string& purpose) const {
   const crypto::SealContext context{job_->job_id, round, payload.sender(), options_.name, purpose};
-  return crypto::Open(*seal_keys_, context, payload.ciphertext());
+  ASSIGN_OR_RETURN(std::string plain, crypto::Open(*seal_keys_, context, payload.ciphertext()));
+  if (options_.observe_opened) options_.observe_opened(payload.sender(), plain);
+  return plain;
 }
 
 absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& request) {

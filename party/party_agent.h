@@ -5,6 +5,7 @@
 // Thread-safe (requests are handled one at a time).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +28,9 @@ struct PartyAgentOptions {
   // Tests and demonstrations of mohammed2011 §6 only: "" (default), "never-participate" or
   // "under-declare" — this party then misbehaves in vertical jobs (loudly logged).
   std::string misbehave;
+  // Tests only: called with (sender, plaintext) of every sealed payload this party opens in a
+  // secure sum or a vertical job — what it learns from the others.
+  std::function<void(const std::string& sender, const std::string& plaintext)> observe_opened;
 };
 
 class PartyAgent {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,9 +29,11 @@ struct InProcessFederation {
   party::InProcessPartyChannel channel;
   std::unique_ptr<leader::Leader> leader;
 
-  // Parties get data dirs <dir>/<name>/ holding `files` (relative path -> content) each.
+  // Parties get data dirs <dir>/<name>/ holding `files` (relative path -> content) each;
+  // `customize` may adjust each party's options (e.g. a misbehaviour mode, an observer).
   static absl::StatusOr<std::unique_ptr<InProcessFederation>> Create(
-      const std::string& name, const std::vector<std::map<std::string, std::string>>& party_files) {
+      const std::string& name, const std::vector<std::map<std::string, std::string>>& party_files,
+      const std::function<void(party::PartyAgentOptions&)>& customize = nullptr) {
     auto f = std::make_unique<InProcessFederation>();
     f->dir = FreshDir(name);
     auto ca = crypto::CertificateAuthority::Create("test", absl::Hours(24));
@@ -49,6 +52,7 @@ struct InProcessFederation {
       o.seal_cert_pem = seal->cert_pem;
       o.seal_key_pem = seal->key_pem;
       for (const auto& [file, text] : party_files[i]) WriteText(o.data_dir + "/" + file, text);
+      if (customize) customize(o);
       auto agent = party::PartyAgent::Create(o);
       if (!agent.ok()) return agent.status();
       f->channel.Add(agent->get());

@@ -37,33 +37,14 @@ JobRun RunJob(const std::string& name, const std::string& spec_yaml,
               const std::vector<std::map<std::string, std::string>>& files,
               const std::vector<std::string>& misbehave) {
   JobRun out;
-  auto fed = InProcessFederation::Create(name, files);
+  // Misbehaving parties run the same agent with a misbehaviour mode (same names, keys and data).
+  auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& o) {
+    for (size_t i = 0; i < misbehave.size(); ++i) {
+      if (o.name == PartyName(i)) o.misbehave = misbehave[i];
+    }
+  });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;
-  // Misbehaving agents replace the honest ones (same names, keys and data).
-  for (size_t i = 0; i < misbehave.size(); ++i) {
-    if (misbehave[i].empty()) continue;
-    (*fed)->channel.Disconnect(PartyName(i));
-  }
-  std::vector<std::unique_ptr<party::PartyAgent>> bad;
-  for (size_t i = 0; i < misbehave.size(); ++i) {
-    if (misbehave[i].empty()) continue;
-    auto seal = (*fed)->ca->IssueSeal({crypto::Role::kParty, PartyName(i)}, absl::Hours(1));
-    EXPECT_TRUE(seal.ok());
-    party::PartyAgentOptions o;
-    o.name = PartyName(i);
-    o.data_dir = (*fed)->dir + "/" + PartyName(i);
-    o.default_data_path = "table.csv";
-    o.output_dir = o.data_dir + "/output";
-    o.ca_pem = (*fed)->ca->cert_pem();
-    o.seal_cert_pem = seal->cert_pem;
-    o.seal_key_pem = seal->key_pem;
-    o.misbehave = misbehave[i];
-    auto agent = party::PartyAgent::Create(o);
-    EXPECT_TRUE(agent.ok()) << agent.status();
-    (*fed)->channel.Add(agent->get());
-    bad.push_back(std::move(*agent));
-  }
   auto spec = common::ParseJobSpecYaml(spec_yaml, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   fedanon::v1::SubmitJobRequest req;

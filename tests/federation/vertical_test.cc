@@ -89,14 +89,23 @@ struct VOutcome {
   fedanon::v1::JobInfo info;
   Table result;
   std::vector<std::string> replies;  // every serialized party reply
+  // Receiver -> every plaintext it opened from another party (ID lists, instructions, ...).
+  std::map<std::string, std::vector<std::string>> opened;
 };
 
 VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::string>* common) {
   VOutcome out;
-  auto fed = InProcessFederation::Create(name, PartyFiles(s, common));
+  auto mu = std::make_shared<std::mutex>();  // the leader calls parties in parallel
+  auto fed = InProcessFederation::Create(
+      name, PartyFiles(s, common), [&out, mu](party::PartyAgentOptions& o) {
+        o.observe_opened = [&out, mu, receiver = o.name](const std::string&,
+                                                         const std::string& plain) {
+          std::lock_guard<std::mutex> lock(*mu);
+          out.opened[receiver].push_back(plain);
+        };
+      });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;
-  auto mu = std::make_shared<std::mutex>();  // the leader calls parties in parallel
   (*fed)->channel.set_observer([&out, mu](const std::string&, const std::string& bytes) {
     std::lock_guard<std::mutex> lock(*mu);
     out.replies.push_back(bytes);
@@ -344,6 +353,48 @@ TEST(VerticalFederation, RepliesCarryNoIdsAndNoUnreleasedRawValues) {
       ASSERT_EQ(bytes.find(secret), std::string::npos) << "a reply carries '" << secret << "'";
     }
   }
+}
+
+// What a party receives from the others, after opening it: the ID lists (points), the
+// instructions (child indexes) — never another party's raw values that the release does not show,
+// and never an id. Checked on the plaintexts each party opened, per receiver.
+TEST(VerticalFederation, PartiesOpenNoOtherPartysRawValuesOrIds) {
+  VScenario s = ExampleB();
+  s.extra_ids = 3;
+  std::set<std::string> common;
+  const VOutcome fed = RunVertical(s, "vert_leak_opened", &common);
+  ASSERT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_DONE) << fed.info.failure_reason();
+  std::set<std::string> released;
+  for (const auto& row : fed.result.rows) released.insert(row.begin(), row.end());
+  ASSERT_EQ(fed.opened.size(), s.columns.size()) << "every party opened something";
+  size_t attribute_secrets = 0;  // unreleased values of another party's attributes, checked
+  for (size_t receiver = 0; receiver < s.columns.size(); ++receiver) {
+    const std::string name = std::string("hospital-") + static_cast<char>('a' + receiver);
+    // Every id, and the unreleased values of the attributes the other parties hold.
+    std::set<std::string> secrets;
+    for (const auto& row : s.joined.rows) secrets.insert(row[0]);
+    for (size_t owner = 0; owner < s.columns.size(); ++owner) {
+      if (owner == receiver) continue;
+      for (const auto& column : s.columns[owner]) {
+        const size_t c = std::find(s.joined.header.begin(), s.joined.header.end(), column) -
+                         s.joined.header.begin();
+        for (const auto& row : s.joined.rows) {
+          if (!released.count(row[c]) && row[c].size() >= 3) secrets.insert(row[c]);
+        }
+      }
+    }
+    ASSERT_GE(secrets.size(), common.size()) << name;
+    attribute_secrets += secrets.size() - s.joined.rows.size();
+    const auto it = fed.opened.find(name);
+    ASSERT_NE(it, fed.opened.end()) << name;
+    ASSERT_GE(it->second.size(), 2u) << name << ": ID lists and at least one instruction";
+    for (const auto& plain : it->second) {
+      for (const auto& secret : secrets) {
+        ASSERT_EQ(plain.find(secret), std::string::npos) << name << " received '" << secret << "'";
+      }
+    }
+  }
+  EXPECT_GT(attribute_secrets, 0u) << "no unreleased attribute value to look for: vacuous";
 }
 
 TEST(VerticalFederation, AnAttributeWithoutPartyIsRefused) {
