@@ -470,6 +470,19 @@ std::string ReportSummary(const fedanon::v1::Report& report) {
   if (!cut.empty()) {
     absl::StrAppend(&out, "values per QID:   ", absl::StrJoin(cut, ", "), "\n");
   }
+  // Vertical jobs: what each party contributed and why it declined rounds (mohammed2011 §6).
+  for (const fedanon::v1::PartyParticipation& p : report.participation()) {
+    std::vector<std::string> declined;
+    for (const auto& [reason, rounds] : p.declined_because()) {
+      declined.push_back(absl::StrCat(rounds, " x ", reason));
+    }
+    std::sort(declined.begin(), declined.end());
+    absl::StrAppend(&out, "party ", p.party(), ":", p.misbehaving() ? " (MISBEHAVING)" : "",
+                    " contribution ", absl::StrFormat("%.4f", p.contribution()), ", won ",
+                    p.rounds_won(), ", declined ", p.rounds_declined());
+    if (!declined.empty()) absl::StrAppend(&out, " (", absl::StrJoin(declined, "; "), ")");
+    absl::StrAppend(&out, "\n");
+  }
   if (auto it = report.timings_seconds().find("total"); it != report.timings_seconds().end()) {
     absl::StrAppend(&out, "time:             ", FormatSeconds(it->second), "\n");
   }

@@ -389,21 +389,48 @@ TEST_F(FederationUpTest, VerticalGeneratedDataEqualsCentralized) {
                 .exit_code,
             0);
   const std::string out = dir + "/out.csv";
-  const Result r = RunBinary(kFedanon, {"federation", "up", "--spec", dir + "/vertical.yaml",
-                                        "--party-data", dir + "/party1.csv," + dir + "/party2.csv",
-                                        "--wait", "--result", out});
+  const Result r =
+      RunBinary(kFedanon, {"federation", "up", "--spec", dir + "/vertical.yaml", "--party-data",
+                           dir + "/party1.csv," + dir + "/party2.csv", "--wait", "--result", out});
   Track(r.err);
   ASSERT_EQ(r.exit_code, 0) << "stdout:\n" << r.out << "stderr:\n" << r.err;
   ExpectDaemonsGone();
-  const Result c = RunBinary(kFedanon, {"anonymize", "--spec", dir + "/vertical.yaml", "--input",
-                                        dir + "/table.csv", "--output", dir + "/central.csv",
-                                        "--quiet"});
+  const Result c =
+      RunBinary(kFedanon, {"anonymize", "--spec", dir + "/vertical.yaml", "--input",
+                           dir + "/table.csv", "--output", dir + "/central.csv", "--quiet"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   auto fed = ReadCsvTable(out);
   auto central = ReadCsvTable(dir + "/central.csv");
   ASSERT_TRUE(fed.ok() && central.ok());
   EXPECT_EQ(fed->rows.size(), 3000u);
   EXPECT_EQ(RowsByColumns(*fed, central->header), RowsByColumns(*central, central->header));
+}
+
+// The game-theoretic participation strategy end to end: the summary names what each party
+// contributed, the rounds it won and declined and why.
+TEST_F(FederationUpTest, VerticalGameTheoreticSummaryListsParticipation) {
+  const std::string dir = FreshDir("up_vertical_gt");
+  ASSERT_EQ(RunBinary(kFedanon, {"gen-data", "--rows", "3000", "--parties", "2", "--partition",
+                                 "vertical", "--out", dir})
+                .exit_code,
+            0);
+  {
+    std::ofstream spec(dir + "/vertical.yaml", std::ios::app);
+    spec << "participation: game_theoretic\nepsilon: 0\n";
+  }
+  const Result r = RunBinary(kFedanon, {"federation", "up", "--spec", dir + "/vertical.yaml",
+                                        "--party-data", dir + "/party1.csv," + dir + "/party2.csv",
+                                        "--wait", "--result", dir + "/out.csv"});
+  Track(r.err);
+  ASSERT_EQ(r.exit_code, 0) << "stdout:\n" << r.out << "stderr:\n" << r.err;
+  ExpectDaemonsGone();
+  EXPECT_THAT(r.out, ::testing::HasSubstr("stopped: every party sent Not-participate"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("party party1: contribution [0-9.]+, won [0-9]+, "
+                                              "declined [0-9]+"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("party party2: contribution [0-9.]+, won [0-9]+, "
+                                              "declined [0-9]+"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("contributed more than another party by more than "
+                                          "epsilon"));
 }
 
 TEST_F(FederationUpTest, UsageErrorsExitTwo) {
