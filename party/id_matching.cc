@@ -6,8 +6,12 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "crypto/hash.h"
 
 namespace fedanon::party {
+namespace {
+constexpr size_t kDigestBytes = 16;
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Create(const std::vector<std::string>& ids) {
   absl::flat_hash_set<std::string> seen;
@@ -56,6 +60,26 @@ absl::StatusOr<IdAlignment> IdMatcher::Align(
   for (size_t i = 0; i < ids_.size(); ++i) {
     auto it = pos.find(full[own_index][i]);
     if (it != pos.end()) out.canonical[i] = it->second;
+  }
+  return out;
+}
+
+std::string IdMatcher::FinalDigests(const std::vector<std::string>& points) {
+  std::string out;
+  out.reserve(points.size() * kDigestBytes);
+  for (const auto& p : points) out.append(crypto::Sha256(p), 0, kDigestBytes);
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> IdMatcher::SplitDigests(std::string_view packed) {
+  if (packed.size() % kDigestBytes != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("an ID digest list of ", packed.size(),
+                                                   " bytes is not a multiple of ", kDigestBytes));
+  }
+  std::vector<std::string> out;
+  out.reserve(packed.size() / kDigestBytes);
+  for (size_t i = 0; i < packed.size(); i += kDigestBytes) {
+    out.emplace_back(packed.substr(i, kDigestBytes));
   }
   return out;
 }

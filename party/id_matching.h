@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,8 +22,17 @@ class IdMatcher {
   static absl::StatusOr<std::unique_ptr<IdMatcher>> Create(const std::vector<std::string>& ids);
   absl::StatusOr<std::vector<std::string>> EncryptOwn() const;
   absl::StatusOr<std::vector<std::string>> ReEncrypt(const std::vector<std::string>& points) const;
+  // `full[i]`: party i's list with every party's layer on, as FinalDigests (one per record of
+  // party i, in its order). Records whose digest is in every list are common; their sorted
+  // digests give the canonical order.
   absl::StatusOr<IdAlignment> Align(size_t own_index,
                                     const std::vector<std::vector<std::string>>& full) const;
+
+  // The fully encrypted points as the last hop sends them: a 16-byte SHA-256 prefix each,
+  // concatenated (collisions among 2^32 ids have probability below 2^-64).
+  static std::string FinalDigests(const std::vector<std::string>& points);
+  // Splits FinalDigests output back into digests; fails unless a multiple of 16 bytes.
+  static absl::StatusOr<std::vector<std::string>> SplitDigests(std::string_view packed);
 
  private:
   std::vector<std::string> ids_;

@@ -498,11 +498,13 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& req
       ASSIGN_OR_RETURN(std::string bytes, OpenSealed(re.list(), round, "id-list"));
       ASSIGN_OR_RETURN(std::vector<std::string> points, parse_list(bytes));
       ASSIGN_OR_RETURN(std::vector<std::string> again, job.matcher->ReEncrypt(points));
-      const std::string serialized = serialize_list(again);
       if (!re.next().empty()) {
         ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
-                         SealFor(re.next(), round, "id-list", serialized));
+                         SealFor(re.next(), round, "id-list", serialize_list(again)));
       } else {
+        fedanon::v1::IdList digests;
+        digests.set_digests(IdMatcher::FinalDigests(again));
+        const std::string serialized = digests.SerializeAsString();
         for (const auto& party : job.ring) {
           ASSIGN_OR_RETURN(
               *out->mutable_ids()->add_for_parties(),
@@ -523,7 +525,11 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& req
         if (job.ring[i] == options_.name) own_index = i;
         ASSIGN_OR_RETURN(std::string bytes, OpenSealed(lists[static_cast<int>(i)], round,
                                                        absl::StrCat("id-full:", job.ring[i])));
-        ASSIGN_OR_RETURN(full[i], parse_list(bytes));
+        fedanon::v1::IdList list;
+        if (!list.ParseFromString(bytes)) {
+          return absl::InvalidArgumentError("an ID digest list does not parse");
+        }
+        ASSIGN_OR_RETURN(full[i], IdMatcher::SplitDigests(list.digests()));
       }
       if (own_index == job.ring.size()) {
         return absl::InvalidArgumentError("this party is not in the job's ring");
