@@ -83,6 +83,17 @@ absl::Status SequentialSpecializer::Initialize() {
     if (model_->join[j].qid >= 0) join_attr_of_qid_[model_->join[j].qid] = static_cast<int>(j);
   }
 
+  for (const JoinTemplate& jt : model_->templates) {
+    if (jt.anonymity) {
+      prunable_ &= jt.x2.empty();
+      continue;
+    }
+    for (const JoinAttribute& j : model_->join) {
+      prunable_ &= j.qid >= 0 && std::find(jt.x1.begin(), jt.x1.end(), j.qid) != jt.x1.end() &&
+                   std::find(jt.x2.begin(), jt.x2.end(), j.previous) != jt.x2.end();
+    }
+  }
+
   // Y codes per record: the record itself (a key), a dictionary id of the Y tuple, or nothing.
   y1_codes_.assign(nt, {});
   y2_codes_.assign(nt, {});
@@ -613,7 +624,7 @@ absl::StatusOr<std::string> SequentialSpecializer::Run() {
       if (!c.alive) continue;
       Evaluate(c);
       if (!c.valid) {
-        c.alive = false;  // anti-monotone (Cor. 6.2.1): it stays invalid
+        if (prunable_) c.alive = false;  // anti-monotone (Cor. 6.2.1): it stays invalid
         continue;
       }
       if (c.records == 0) continue;  // a value no record has: nothing to specialize

@@ -15,11 +15,14 @@
 // the fast paths, other Y are counted exactly with a hash set). A candidate is evaluated by
 // splitting only the partitions on Link[v] and recomputing only the x values they touch.
 //
-// Pruning (Cor. 6.2.1): a candidate found invalid is dropped for good, and the run is refused up
-// front when the most general T1 already violates a template (Cor. 6.2.2). Both rest on the
-// releases being population-related (every record of each matches some record of the other,
-// Lemma 6.2.1), which Create() checks on the raw tables. Privacy of the output never depends on
-// the pruning: every applied candidate was checked exactly on the join.
+// Pruning (Cor. 6.2.1): privacy is anti-monotone in the specialization of T1 only under
+// conditions, so a candidate found invalid is dropped for good only when every template meets
+// one (see `prunable()`); otherwise invalid candidates are re-checked every round, so that the
+// result is maximal either way. The conditions assume population-related releases (every record
+// of each matches some record of the other, Lemma 6.2.1), which Create() checks on the raw
+// tables. The run is refused up front when the most general T1 violates a template (Cor. 6.2.2;
+// TDS cannot start from a violating state). Privacy of the output never depends on the pruning:
+// every applied candidate was checked exactly on the join.
 //
 // Scores (§6.2.1): InfoGain of the class on T1, GainRatio, or InfoGain / (PrivLoss + 1) with
 // PrivLoss measured on the join. Ties: higher score, lower attribute index, lower node order key,
@@ -67,6 +70,13 @@ class SequentialSpecializer {
   const std::vector<double>& template_values() const { return values_; }
   // Number of records in the current join (sum of |P1| x |P2| over matching pairs).
   uint64_t join_records() const { return join_records_; }
+  // Whether invalid candidates are pruned for good: every anonymity template has X within T1
+  // (a value on X then never disappears from the join, and its Y values only shrink), and every
+  // confidentiality template has every join attribute, a QID of T1, in X on both sides (then
+  // c_y(x) depends on one side's partition only and the thesis' Lemma 6.2.2 argument holds).
+  // Otherwise a value (x1, x2) can vanish from the join when T1 is specialized and A_Y(X) can
+  // rise, or C_Y(X) can fall (e.g. X = {current.A, previous.J} with J a join attribute).
+  bool prunable() const { return prunable_; }
   // Fills steps, cut, groups (T1 generalized records), smallest_group (min A over anonymity
   // templates, 0 if none), largest_confidence, constraints_checked and stop_reason.
   void FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const;
@@ -154,6 +164,7 @@ class SequentialSpecializer {
   std::vector<absl::flat_hash_map<std::string, XEntry>> xmaps_;  // per template
   std::vector<double> values_;
   uint64_t join_records_ = 0;
+  bool prunable_ = true;
 
   std::vector<Candidate> cands_;
   std::vector<fedanon::v1::SpecializationStep> steps_;

@@ -96,7 +96,8 @@ TEST(SequentialExamplesTest, Table61RawJoinAsTheEngineSeesIt) {
 //  * most general T1: 5 x 5 = 25 join records; InfoGain on Class prefers Name (1.52 bits) over
 //    Job (0.97 bits), and Name -> {Alice, Bob, Cathy} keeps every group >= 2 (Cathy, HIV: 1 x 2);
 //  * Job -> {Professional, Service} then leaves {Cathy, HIV} with 1 x 1 = 1 join record: invalid,
-//    so Job stays ANY_Job and, by anti-monotonicity, so do its children.
+//    so Job stays ANY_Job (X has a T2 attribute, so the candidate is re-checked every round rather
+//    than pruned, and stays invalid).
 TEST(SequentialExamplesTest, Table61LossyJoinDefeatsTheAttack) {
   const SeqJob s = WriteSeqJob("seq61k2", Spec61(2), Table61T1(), Table61T2(), kTaxonomies61);
   ASSERT_OK_AND_ASSIGN(auto run, StartDirect(s));
