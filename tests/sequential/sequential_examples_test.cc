@@ -260,5 +260,47 @@ TEST(SequentialExamplesTest, DanglingRecordIsRefusedWithItsLine) {
   EXPECT_FALSE(std::filesystem::exists(s.job.output_path));
 }
 
+// Not from the thesis: a worked counterexample to pruning when X has a T2 attribute. With
+// X = {current.A, previous.J}, Y = the join's records, k = 3, T1(A, J) = {a1 j1, a1 j1, a3 j3,
+// a3 j3, a1 j5} and T2(J) = {j1, j1, j3, j3, j5} (J: J1 = {j1, j2, j5}, J2 = {j3, j4}):
+//  * most general T1: every record matches every T2 record; A -> {A1, A2} gives (A2, j5) with
+//    2 x 1 = 2 < 3 join records: invalid;
+//  * J -> {J1, J2} is valid ((ANY, j5): 3 x 1 = 3); after it the A2 records (J2) no longer match
+//    j5, the value (A2, j5) disappears from the join and A -> {A1, A2} becomes valid.
+// Pruning A in round 1 (Cor. 6.2.1) would lose it; the engine re-checks it and applies it. Final
+// join values: (a1, j1) 3 x 2 = 6, (a1, j5) 3 x 1 = 3, (a3, j3) 2 x 2 = 4, so A = 3.
+TEST(SequentialExamplesTest, InvalidCandidateBecomesValidWhenXHasAPreviousAttribute) {
+  const std::string spec =
+      "attributes:\n"
+      "  - {name: A, role: qid, taxonomy: a.csv}\n"
+      "  - {name: J, role: qid, taxonomy: j.csv}\n"
+      "  - {name: K, role: class}\n"
+      "sequential:\n"
+      "  anonymity:\n"
+      "    - {x: [current.A, previous.J], y: [current.@record, previous.@record], k: 3}\n";
+  const SeqJob s =
+      WriteSeqJob("seqnonmono", spec,
+                  {{"A", "J", "K"},
+                   {{"a1", "j1", "Y"},
+                    {"a1", "j1", "Y"},
+                    {"a3", "j3", "N"},
+                    {"a3", "j3", "N"},
+                    {"a1", "j5", "Y"}}},
+                  {{"J"}, {{"j1"}, {"j1"}, {"j3"}, {"j3"}, {"j5"}}},
+                  {{"a.csv", "a1;A1;ANY_A\na2;A1;ANY_A\na3;A2;ANY_A\na4;A2;ANY_A\n"},
+                   {"j.csv", "j1;J1;ANY_J\nj2;J1;ANY_J\nj5;J1;ANY_J\nj3;J2;ANY_J\nj4;J2;ANY_J\n"}});
+  ASSERT_OK_AND_ASSIGN(auto run, StartDirect(s));
+  EXPECT_FALSE(run->engine->prunable());
+  ASSERT_OK(run->engine->Run());
+  const auto& steps = run->engine->steps();
+  ASSERT_GE(steps.size(), 2u);
+  EXPECT_EQ(steps[0].attribute(), "J");
+  EXPECT_EQ(steps[0].value(), "ANY_J");
+  std::vector<std::string> values;
+  for (const auto& st : steps) values.push_back(st.value());
+  EXPECT_THAT(values, ::testing::UnorderedElementsAre("ANY_J", "ANY_A", "J2", "A1", "A2"));
+  EXPECT_DOUBLE_EQ(run->engine->template_values()[0], 3.0);
+}
+
 }  // namespace
 }  // namespace fedanon::testing
