@@ -83,6 +83,13 @@ absl::Status SequentialSpecializer::Initialize() {
     if (model_->join[j].qid >= 0) join_attr_of_qid_[model_->join[j].qid] = static_cast<int>(j);
   }
 
+  joined_.assign(q, false);
+  for (const JoinAttribute& j : model_->join) {
+    if (j.qid >= 0) joined_[j.qid] = true;
+  }
+  for (const JoinTemplate& jt : model_->templates) {
+    for (int a : jt.x1) joined_[a] = true;
+  }
   for (const JoinTemplate& jt : model_->templates) {
     if (jt.anonymity) {
       prunable_ &= jt.x2.empty();
@@ -299,6 +306,7 @@ int32_t SequentialSpecializer::AddPart1(std::vector<NodeIndex> key, std::vector<
   p.join = std::move(join);
   p.records = std::move(records);
   for (size_t a = 0; a < p.key.size(); ++a) {
+    if (!joined_[a]) continue;
     auto& l = link_[a];
     if (l.size() <= static_cast<size_t>(p.key[a])) l.resize(p.key[a] + 1);
     l[p.key[a]].push_back(id);
@@ -405,6 +413,7 @@ void SequentialSpecializer::RebuildJoin() {
   const size_t nt = model_->templates.size();
   for (auto& m : xmaps_) m.clear();
   join_records_ = 0;
+  ++join_version_;
   for (size_t p = 0; p < parts1_.size(); ++p) {
     const Part1& p1 = parts1_[p];
     if (!p1.alive) continue;
@@ -434,17 +443,48 @@ void SequentialSpecializer::RebuildJoin() {
 
 void SequentialSpecializer::AddCandidates(int attr, NodeIndex node) {
   const AttributeHierarchy& h = (*hier_)[attr];
-  for (int c = 0; c < h.CandidateCount(node); ++c) {
+  const int count = h.CandidateCount(node);
+  if (count == 0) return;
+  const std::vector<uint64_t> fine = tips_->NodeClassCounts(attr, node);
+  const int nfine = h.FineChildCount(node);
+  for (int c = 0; c < count; ++c) {
     Candidate cand;
     cand.attr = attr;
     cand.node = node;
     cand.c = c;
+    const int nchild = h.ChildCount(node, c);
+    std::vector<uint64_t> parent(num_classes_, 0), sizes(nchild, 0);
+    std::vector<std::vector<uint64_t>> children(nchild, std::vector<uint64_t>(num_classes_, 0));
+    for (int f = 0; f < nfine; ++f) {
+      const int ch = h.ChildOfFine(node, c, f);
+      for (int k = 0; k < num_classes_; ++k) {
+        const uint64_t n = fine[static_cast<size_t>(f) * num_classes_ + k];
+        parent[k] += n;
+        children[ch][k] += n;
+        sizes[ch] += n;
+        cand.records += n;
+      }
+    }
+    cand.info_gain = InfoGain(parent, children);
+    cand.split_info = SplitInfo(sizes);
+    cand.beneficial = std::count_if(parent.begin(), parent.end(), [](uint64_t n) { return n; }) > 1;
     cands_.push_back(cand);
   }
 }
 
 void SequentialSpecializer::Evaluate(Candidate& cand) {
   const int a = cand.attr;
+  if (!joined_[a]) {  // the join and every value on X stay as they are
+    cand.valid = true;
+    cand.priv_loss = 0;
+    cand.score = Score(cand);
+    return;
+  }
+  // The evaluation depends only on the join's state: reuse it while the join has not changed.
+  if (cand.join_version == join_version_) return;
+  cand.join_version = join_version_;
+  cand.valid = true;
+  cand.priv_loss = 0;
   const AttributeHierarchy& h = (*hier_)[a];
   const int nchild = h.ChildCount(cand.node, cand.c);
   const int ja = join_attr_of_qid_[a];
@@ -464,20 +504,10 @@ void SequentialSpecializer::Evaluate(Candidate& cand) {
     Stats stats;
   };
   std::vector<Hyp> hyps;
-  std::vector<uint64_t> parent_classes(num_classes_, 0);
-  std::vector<std::vector<uint64_t>> child_classes(nchild, std::vector<uint64_t>(num_classes_, 0));
-  std::vector<uint64_t> child_sizes(nchild, 0);
-  uint64_t records = 0;
   for (int32_t p : link) {
     std::vector<std::vector<uint32_t>> split(nchild);
     for (uint32_t r : parts1_[p].records) {
-      const int ch = h.ChildOfRecord(cand.node, cand.c, data_->qids[a].codes[r]);
-      split[ch].push_back(r);
-      const int cls = data_->class_codes.empty() ? 0 : data_->class_codes[r];
-      ++parent_classes[cls];
-      ++child_classes[ch][cls];
-      ++child_sizes[ch];
-      ++records;
+      split[h.ChildOfRecord(cand.node, cand.c, data_->qids[a].codes[r])].push_back(r);
     }
     for (int ch = 0; ch < nchild; ++ch) {
       if (split[ch].empty()) continue;
@@ -490,11 +520,6 @@ void SequentialSpecializer::Evaluate(Candidate& cand) {
       hyps.push_back(std::move(hy));
     }
   }
-  cand.records = records;
-  cand.info_gain = InfoGain(parent_classes, child_classes);
-  cand.split_info = SplitInfo(child_sizes);
-  cand.beneficial =
-      std::count_if(parent_classes.begin(), parent_classes.end(), [](uint64_t n) { return n; }) > 1;
 
   // Recompute only the x values touched by Link[v], per template.
   const bool want_loss = options_.score == fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS;
@@ -502,7 +527,6 @@ void SequentialSpecializer::Evaluate(Candidate& cand) {
   for (const JoinTemplate& jt : model_->templates) any_anonymity |= jt.anonymity;
   double loss_sum = 0;
   int loss_n = 0;
-  cand.valid = true;
   for (size_t t = 0; t < model_->templates.size() && cand.valid; ++t) {
     const JoinTemplate& jt = model_->templates[t];
     const bool a_in_x = std::find(jt.x1.begin(), jt.x1.end(), a) != jt.x1.end();
@@ -548,15 +572,17 @@ void SequentialSpecializer::Evaluate(Candidate& cand) {
     ++loss_n;
   }
   cand.priv_loss = loss_n ? loss_sum / loss_n : 0;
+  cand.score = Score(cand);
+}
+
+double SequentialSpecializer::Score(const Candidate& cand) const {
   switch (options_.score) {
     case fedanon::v1::SCORE_FUNCTION_GAINRATIO:
-      cand.score = cand.split_info > 0 ? cand.info_gain / cand.split_info : cand.info_gain;
-      break;
+      return cand.split_info > 0 ? cand.info_gain / cand.split_info : cand.info_gain;
     case fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS:
-      cand.score = cand.info_gain / (cand.priv_loss + 1);
-      break;
+      return cand.info_gain / (cand.priv_loss + 1);
     default:
-      cand.score = cand.info_gain;
+      return cand.info_gain;
   }
 }
 
@@ -574,7 +600,8 @@ void SequentialSpecializer::Apply(Candidate& cand) {
     }
   }
   const int ja = join_attr_of_qid_[a];
-  const std::vector<int32_t> link = link_[a][v];
+  const std::vector<int32_t> link =
+      joined_[a] && static_cast<size_t>(v) < link_[a].size() ? link_[a][v] : std::vector<int32_t>();
   for (int32_t p : link) {
     if (!parts1_[p].alive) continue;
     parts1_[p].alive = false;
@@ -609,7 +636,7 @@ void SequentialSpecializer::Apply(Candidate& cand) {
   step.set_info_gain(best.info_gain);
   step.set_records(best.records);
   steps_.push_back(step);
-  RebuildJoin();
+  if (joined_[a]) RebuildJoin();
   if (options_.on_step) options_.on_step(step);
 }
 
@@ -676,16 +703,13 @@ void SequentialSpecializer::FillReport(const std::string& stop_reason,
                                        fedanon::v1::Report* report) const {
   for (const auto& s : steps_) *report->add_steps() = s;
   const size_t q = data_->qids.size();
-  absl::flat_hash_set<std::string> groups;
+  uint64_t groups = 0;
   std::vector<std::vector<NodeIndex>> cut(q);
-  for (const Part1& p : parts1_) {
-    if (!p.alive) continue;
-    std::string k;
-    for (size_t a = 0; a < q; ++a) {
-      AppendInt(&k, p.key[a]);
-      cut[a].push_back(p.key[a]);
-    }
-    groups.insert(k);
+  for (size_t p = 0; p < tips_->partition_count(); ++p) {
+    if (!tips_->alive(static_cast<int32_t>(p))) continue;
+    ++groups;
+    const std::vector<NodeIndex>& key = tips_->key(static_cast<int32_t>(p));
+    for (size_t a = 0; a < q; ++a) cut[a].push_back(key[a]);
   }
   for (size_t a = 0; a < q; ++a) {
     std::sort(cut[a].begin(), cut[a].end());
@@ -694,7 +718,7 @@ void SequentialSpecializer::FillReport(const std::string& stop_reason,
     ac->set_attribute(data_->qids[a].name);
     for (NodeIndex n : cut[a]) ac->add_values((*hier_)[a].Label(n, options_.suppression_token));
   }
-  report->set_groups(groups.size());
+  report->set_groups(groups);
   uint64_t smallest = 0;
   double largest = 0;
   bool any = false;

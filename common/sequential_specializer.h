@@ -6,14 +6,18 @@
 // join, not of T1's groups: specializing a join attribute changes which records match, so a
 // candidate's effect reaches x values whose T1 part does not even contain the candidate.
 //
-// The join is never materialized (§6.3.1). T1 is held as partitions (its generalized records,
-// further split by the raw values of join attributes released unchanged), T2 as static
+// The join is never materialized (§6.3.1). T1 is held as partitions by the attributes that
+// reach the join — X ∩ att(T1) of some template and the join attributes (Tree1), further split by
+// the raw values of join attributes released unchanged — and T2 as static
 // partitions grouped by their join values (Tree2). For every template, each value x on X keeps
 // the list of matching partition pairs (P1, P2) that produce it (the XTree / CTree), and a(x),
 // a(x, y) or the number of distinct Y values are computed from per-partition statistics:
 // |P1| x |P2| join records, distinct Y sets combined pairwise (§6.3.2; the thesis' cases 1-4 are
 // the fast paths, other Y are counted exactly with a hash set). A candidate is evaluated by
-// splitting only the partitions on Link[v] and recomputing only the x values they touch.
+// splitting only the partitions on Link[v] and recomputing only the x values they touch. A
+// candidate on any other QID attribute leaves the join unchanged: it is always valid and only
+// TIPS (the released table) is specialized. A candidate's InfoGain depends on T[v] only and is
+// computed once, when it is created.
 //
 // Pruning (Cor. 6.2.1): privacy is anti-monotone in the specialization of T1 only under
 // conditions, so a candidate found invalid is dropped for good only when every template meets
@@ -90,7 +94,7 @@ class SequentialSpecializer {
     std::vector<std::vector<uint64_t>> per_template;
   };
   struct Part1 {
-    std::vector<NodeIndex> key;  // per QID attribute
+    std::vector<NodeIndex> key;  // per QID attribute (the root for attributes not in joined_)
     std::vector<int32_t> join;   // per join attribute: taxonomy node or raw code
     std::vector<uint32_t> records;
     Stats stats;
@@ -124,6 +128,7 @@ class SequentialSpecializer {
     bool beneficial = false;
     double info_gain = 0, split_info = 0, priv_loss = 0, score = 0;
     uint64_t records = 0;
+    uint64_t join_version = 0;  // join_version_ when last evaluated (0: never)
   };
 
   SequentialSpecializer(const Dataset* data, const SequentialModel* model,
@@ -141,7 +146,8 @@ class SequentialSpecializer {
   bool Satisfies(size_t t, double value) const;
   void RebuildJoin();
   void Evaluate(Candidate& cand);
-  void AddCandidates(int attr, NodeIndex node);
+  double Score(const Candidate& cand) const;
+  void AddCandidates(int attr, NodeIndex node);  // with their InfoGain, from TIPS
   void Apply(Candidate& cand);
   std::string DescribeX(size_t t, const XEntry& entry) const;
 
@@ -155,6 +161,7 @@ class SequentialSpecializer {
   // Per template, per record: the code of its Y value on T1's / T2's side (anonymity).
   std::vector<std::vector<uint32_t>> y1_codes_, y2_codes_;
   std::vector<int> join_attr_of_qid_;  // QID index -> join attribute index, or -1
+  std::vector<bool> joined_;           // QID index -> in some X or a join attribute (Tree1)
 
   std::vector<Part1> parts1_;
   std::vector<std::vector<std::vector<int32_t>>> link_;  // [attr][node] -> Part1 ids
@@ -164,6 +171,7 @@ class SequentialSpecializer {
   std::vector<absl::flat_hash_map<std::string, XEntry>> xmaps_;  // per template
   std::vector<double> values_;
   uint64_t join_records_ = 0;
+  uint64_t join_version_ = 0;  // bumped by every RebuildJoin
   bool prunable_ = true;
 
   std::vector<Candidate> cands_;
