@@ -267,6 +267,15 @@ absl::Status ValidateSequentialSpec(const JobSpec& spec) {
     for (const auto& x : t.x()) RETURN_IF_ERROR(ParseRef(x, where).status());
     for (const auto& y : t.y()) RETURN_IF_ERROR(ParseRef(y, where).status());
   }
+  for (int i = 0; i < seq.inconsistent_size(); ++i) {
+    const auto& r = seq.inconsistent(i);
+    if (r.current().empty() || r.current_value().empty() || r.previous().empty() ||
+        r.previous_value().empty()) {
+      return absl::InvalidArgumentError(
+          Cat("sequential.inconsistent rule ", i + 1,
+              " needs current, current_value, previous and previous_value"));
+    }
+  }
   for (int i = 0; i < seq.confidentiality_size(); ++i) {
     const auto& t = seq.confidentiality(i);
     const std::string where = TemplateWhere(false, i);
@@ -320,6 +329,46 @@ absl::StatusOr<SequentialModel> LoadSequentialModel(const JobSpec& spec, const D
   }
 
   const auto& seq = spec.sequential();
+  for (int i = 0; i < seq.inconsistent_size(); ++i) {
+    const auto& in = seq.inconsistent(i);
+    const std::string where = Cat("sequential.inconsistent rule ", i + 1);
+    InconsistencyRule rule;
+    rule.current_name = in.current();
+    rule.previous_name = in.previous();
+    const auto* a = FindAttribute(spec, in.current());
+    if (a == nullptr || a->role() == fedanon::v1::ROLE_ID) {
+      return absl::InvalidArgumentError(
+          Cat(where, ": current '", in.current(), "' is not an attribute this job releases"));
+    }
+    if (resolver.PreviousCsvColumn(in.previous()) < 0) {
+      return absl::InvalidArgumentError(Cat(where, ": previous '", in.previous(),
+                                            "' is not a column of the previous release ",
+                                            previous_path));
+    }
+    if (in.current() == in.previous()) {
+      return absl::InvalidArgumentError(Cat(where, ": '", in.current(),
+                                            "' is in both releases; the consistency predicate ",
+                                            "already matches a common attribute with itself"));
+    }
+    if (a->role() == fedanon::v1::ROLE_QID) {
+      rule.current_qid = FindQid(data, in.current());
+      if (rule.current_qid < 0 || data.qids[rule.current_qid].kind != QidKind::kTaxonomy) {
+        return absl::InvalidArgumentError(Cat(where, ": current '", in.current(),
+                                              "' is a QID without a taxonomy; rules apply to ",
+                                              "taxonomy QIDs and attributes released unchanged"));
+      }
+      const auto node = data.qids[rule.current_qid].taxonomy->Find(in.current_value());
+      if (!node) {
+        return absl::InvalidArgumentError(Cat(where, ": current_value '", in.current_value(),
+                                              "' is not in the taxonomy of '", in.current(), "'"));
+      }
+      rule.current_value = *node;
+    } else {
+      rule.current_raw = resolver.CurrentColumn(in.current());
+    }
+    rule.previous = resolver.PreviousColumn(in.previous());
+    model.rules.push_back(std::move(rule));
+  }
   for (int i = 0; i < seq.anonymity_size(); ++i) {
     const auto& s = seq.anonymity(i);
     const std::string where = TemplateWhere(true, i);
@@ -441,7 +490,48 @@ absl::StatusOr<SequentialModel> LoadSequentialModel(const JobSpec& spec, const D
       }
     }
   }
+  for (size_t i = 0; i < model.rules.size(); ++i) {
+    InconsistencyRule& rule = model.rules[i];
+    const auto& in = seq.inconsistent(static_cast<int>(i));
+    if (rule.current_raw >= 0) {
+      const auto& values = model.current_columns[rule.current_raw].values;
+      auto it = std::find(values.begin(), values.end(), in.current_value());
+      rule.current_value = it == values.end() ? -1 : static_cast<int32_t>(it - values.begin());
+    }
+    const CodedColumn& prev = model.previous_columns[rule.previous];
+    const Taxonomy* tax = nullptr;
+    for (const JoinAttribute& j : model.join) {
+      if (j.name == in.previous() && j.qid >= 0) tax = data.qids[j.qid].taxonomy.get();
+    }
+    std::optional<Taxonomy::NodeId> d;
+    if (tax != nullptr) {
+      d = tax->Find(in.previous_value());
+      if (!d) {
+        return absl::InvalidArgumentError(Cat("sequential.inconsistent rule ", i + 1,
+                                              ": previous_value '", in.previous_value(),
+                                              "' is not in the taxonomy of '", in.previous(), "'"));
+      }
+    }
+    rule.previous_below.assign(prev.values.size(), false);
+    for (size_t v = 0; v < prev.values.size(); ++v) {
+      if (tax == nullptr) {
+        rule.previous_below[v] = prev.values[v] == in.previous_value();
+      } else if (const auto w = tax->Find(prev.values[v])) {
+        rule.previous_below[v] = tax->Generalizes(*d, *w);
+      }
+    }
+  }
   return model;
+}
+
+bool RuleForbids(const SequentialModel& model, const Dataset& data, int r, int32_t current,
+                 int32_t previous) {
+  const InconsistencyRule& rule = model.rules[r];
+  if (!rule.previous_below[previous] || rule.current_value < 0) return false;
+  if (rule.current_qid >= 0) {
+    return data.qids[rule.current_qid].taxonomy->Generalizes(rule.current_value, current);
+  }
+  return current == rule.current_value;
 }
 
 bool JoinValuesMatch(const SequentialModel& model, const Dataset& data, int j, int32_t current,

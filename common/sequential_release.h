@@ -8,7 +8,9 @@
 //  * Consistency predicate (§6.1.3): a T1 value matches a T2 value when they lie on one
 //    generalization path of the attribute's taxonomy (one generalizes the other); an attribute
 //    released unchanged matches by equality. (t1, t2) match when every common attribute matches.
-//    The inconsistency predicate (rules across attributes) is not implemented.
+//  * Inconsistency predicate (§6.1.3): optional rules (C = c, D = d) over a T1 attribute C and a
+//    different T2 attribute D: a T1 value at or below c never matches a T2 value at or below d
+//    ("below" through the taxonomy of the job's QID of that name; equality without one).
 //  * Privacy templates <X, Y, k> over the join (§6.1.1): anonymity templates count the distinct
 //    values on Y co-occurring with each value on X (Def. 4.1.1 with Y not necessarily a key);
 //    confidentiality templates bound c_y(x) = a(x, y) / a(x) over join records (Def. 5.1.1).
@@ -64,6 +66,16 @@ struct JoinTemplate {
   double max_conf = 1.0;
 };
 
+// One inconsistency rule, resolved.
+struct InconsistencyRule {
+  std::string current_name, previous_name;
+  int current_qid = -1;              // taxonomy QID of T1 holding C, or -1
+  int current_raw = -1;              // current_columns index of C, or -1
+  int32_t current_value = -1;        // taxonomy node or raw code of c (-1: c never occurs in T1)
+  int previous = -1;                 // previous_columns index of D
+  std::vector<bool> previous_below;  // per T2 value code of D: at or below d
+};
+
 struct SequentialModel {
   std::string previous_path;
   size_t previous_records = 0;
@@ -74,6 +86,7 @@ struct SequentialModel {
   // T2 columns used by the join or the templates.
   std::vector<CodedColumn> previous_columns;
   std::vector<JoinAttribute> join;
+  std::vector<InconsistencyRule> rules;
   std::vector<JoinTemplate> templates;
 };
 
@@ -94,5 +107,9 @@ absl::StatusOr<SequentialModel> LoadSequentialModel(const fedanon::v1::JobSpec& 
 // code `previous` of join attribute `j` (the consistency predicate).
 bool JoinValuesMatch(const SequentialModel& model, const Dataset& data, int j, int32_t current,
                      int32_t previous);
+// Whether rule `r` forbids matching T1 value `current` (taxonomy node or raw code of C) with T2
+// value code `previous` of D (the inconsistency predicate).
+bool RuleForbids(const SequentialModel& model, const Dataset& data, int r, int32_t current,
+                 int32_t previous);
 
 }  // namespace fedanon::common

@@ -78,13 +78,20 @@ SequentialSpecializer::Stats SequentialSpecializer::ComputeStats(
 absl::Status SequentialSpecializer::Initialize() {
   const size_t nt = model_->templates.size();
   const int q = static_cast<int>(data_->qids.size());
-  join_attr_of_qid_.assign(q, -1);
-  for (size_t j = 0; j < model_->join.size(); ++j) {
-    if (model_->join[j].qid >= 0) join_attr_of_qid_[model_->join[j].qid] = static_cast<int>(j);
+  // Matching slots: the join attributes (consistency), then the inconsistency rules.
+  for (const JoinAttribute& j : model_->join) {
+    slots_.push_back({j.name, j.qid, j.current_raw, j.previous});
+  }
+  for (const InconsistencyRule& r : model_->rules) {
+    slots_.push_back({r.current_name, r.current_qid, r.current_raw, r.previous});
+  }
+  slots_of_qid_.assign(q, {});
+  for (size_t j = 0; j < slots_.size(); ++j) {
+    if (slots_[j].qid >= 0) slots_of_qid_[slots_[j].qid].push_back(static_cast<int>(j));
   }
 
   joined_.assign(q, false);
-  for (const JoinAttribute& j : model_->join) {
+  for (const Slot& j : slots_) {
     if (j.qid >= 0) joined_[j.qid] = true;
   }
   for (const JoinTemplate& jt : model_->templates) {
@@ -95,7 +102,7 @@ absl::Status SequentialSpecializer::Initialize() {
       prunable_ &= jt.x2.empty();
       continue;
     }
-    for (const JoinAttribute& j : model_->join) {
+    for (const Slot& j : slots_) {
       prunable_ &= j.qid >= 0 && std::find(jt.x1.begin(), jt.x1.end(), j.qid) != jt.x1.end() &&
                    std::find(jt.x2.begin(), jt.x2.end(), j.previous) != jt.x2.end();
     }
@@ -135,7 +142,7 @@ absl::Status SequentialSpecializer::Initialize() {
     for (size_t r = 0; r < model_->previous_records; ++r) {
       std::vector<int32_t> join;
       std::string jkey;
-      for (const JoinAttribute& j : model_->join) {
+      for (const Slot& j : slots_) {
         join.push_back(model_->previous_columns[j.previous].codes[r]);
         AppendInt(&jkey, join.back());
       }
@@ -203,7 +210,7 @@ absl::Status SequentialSpecializer::Initialize() {
     std::vector<std::string> order;
     for (uint32_t r = 0; r < data_->num_records; ++r) {
       std::string k;
-      for (const JoinAttribute& j : model_->join) {
+      for (const Slot& j : slots_) {
         if (j.current_raw >= 0) AppendInt(&k, model_->current_columns[j.current_raw].codes[r]);
       }
       auto [it, added] = by_raw.emplace(k, std::vector<uint32_t>());
@@ -213,7 +220,7 @@ absl::Status SequentialSpecializer::Initialize() {
     for (const std::string& k : order) {
       std::vector<uint32_t>& recs = by_raw[k];
       std::vector<int32_t> join;
-      for (const JoinAttribute& j : model_->join) {
+      for (const Slot& j : slots_) {
         join.push_back(j.qid >= 0 ? (*hier_)[j.qid].node(0).tax
                                   : model_->current_columns[j.current_raw].codes[recs[0]]);
       }
@@ -251,7 +258,7 @@ absl::Status SequentialSpecializer::CheckPopulationRelated() const {
   for (uint32_t r = 0; r < data_->num_records; ++r) {
     std::vector<int32_t> join;
     std::string k;
-    for (const JoinAttribute& j : model_->join) {
+    for (const Slot& j : slots_) {
       join.push_back(j.qid >= 0 ? data_->qids[j.qid].codes[r]
                                 : model_->current_columns[j.current_raw].codes[r]);
       AppendInt(&k, join.back());
@@ -266,8 +273,8 @@ absl::Status SequentialSpecializer::CheckPopulationRelated() const {
     }
     if (!any) {
       std::vector<std::string> values;
-      for (size_t j = 0; j < model_->join.size(); ++j) {
-        const JoinAttribute& ja = model_->join[j];
+      for (size_t j = 0; j < slots_.size(); ++j) {
+        const Slot& ja = slots_[j];
         values.push_back(Cat(ja.name, "=",
                              ja.qid >= 0
                                  ? data_->qids[ja.qid].taxonomy->label(join[j])
@@ -284,8 +291,8 @@ absl::Status SequentialSpecializer::CheckPopulationRelated() const {
     if (group_matched[g]) continue;
     const int32_t r = groups2_[g].first_record;
     std::vector<std::string> values;
-    for (size_t j = 0; j < model_->join.size(); ++j) {
-      const CodedColumn& c = model_->previous_columns[model_->join[j].previous];
+    for (size_t j = 0; j < slots_.size(); ++j) {
+      const CodedColumn& c = model_->previous_columns[slots_[j].previous];
       values.push_back(Cat(c.name, "=", c.values[c.codes[r]]));
     }
     return absl::FailedPreconditionError(
@@ -317,7 +324,12 @@ int32_t SequentialSpecializer::AddPart1(std::vector<NodeIndex> key, std::vector<
 
 bool SequentialSpecializer::Matches(const std::vector<int32_t>& join, const Group2& g) const {
   for (size_t j = 0; j < join.size(); ++j) {
-    if (!JoinValuesMatch(*model_, *data_, static_cast<int>(j), join[j], g.join[j])) return false;
+    const int ji = static_cast<int>(j);
+    const int nj = static_cast<int>(model_->join.size());
+    if (ji < nj ? !JoinValuesMatch(*model_, *data_, ji, join[j], g.join[j])
+                : RuleForbids(*model_, *data_, ji - nj, join[j], g.join[j])) {
+      return false;
+    }
   }
   return true;
 }
@@ -487,7 +499,7 @@ void SequentialSpecializer::Evaluate(Candidate& cand) {
   cand.priv_loss = 0;
   const AttributeHierarchy& h = (*hier_)[a];
   const int nchild = h.ChildCount(cand.node, cand.c);
-  const int ja = join_attr_of_qid_[a];
+  const std::vector<int>& slots = slots_of_qid_[a];
   std::vector<int32_t> link;
   if (static_cast<size_t>(cand.node) < link_[a].size()) {
     for (int32_t p : link_[a][cand.node]) {
@@ -515,7 +527,7 @@ void SequentialSpecializer::Evaluate(Candidate& cand) {
       hy.parent = p;
       hy.child = ch;
       hy.join = parts1_[p].join;
-      if (ja >= 0) hy.join[ja] = h.column().taxonomy->children(h.node(cand.node).tax)[ch];
+      for (int j : slots) hy.join[j] = h.column().taxonomy->children(h.node(cand.node).tax)[ch];
       hy.stats = ComputeStats(split[ch]);
       hyps.push_back(std::move(hy));
     }
@@ -599,7 +611,7 @@ void SequentialSpecializer::Apply(Candidate& cand) {
                                     h.node(k).rank_lo, true));
     }
   }
-  const int ja = join_attr_of_qid_[a];
+  const std::vector<int>& slots = slots_of_qid_[a];
   const std::vector<int32_t> link =
       joined_[a] && static_cast<size_t>(v) < link_[a].size() ? link_[a][v] : std::vector<int32_t>();
   for (int32_t p : link) {
@@ -614,7 +626,7 @@ void SequentialSpecializer::Apply(Candidate& cand) {
       std::vector<NodeIndex> key = parts1_[p].key;
       key[a] = kids[ch];
       std::vector<int32_t> join = parts1_[p].join;
-      if (ja >= 0) join[ja] = h.node(kids[ch]).tax;
+      for (int j : slots) join[j] = h.node(kids[ch]).tax;
       AddPart1(std::move(key), std::move(join), std::move(split[ch]));
     }
     parts1_[p].records.clear();

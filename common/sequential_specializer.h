@@ -76,8 +76,9 @@ class SequentialSpecializer {
   uint64_t join_records() const { return join_records_; }
   // Whether invalid candidates are pruned for good: every anonymity template has X within T1
   // (a value on X then never disappears from the join, and its Y values only shrink), and every
-  // confidentiality template has every join attribute, a QID of T1, in X on both sides (then
-  // c_y(x) depends on one side's partition only and the thesis' Lemma 6.2.2 argument holds).
+  // confidentiality template has every join attribute and every inconsistency rule's attribute,
+  // a taxonomy QID of T1, in X on both sides (then c_y(x) depends on one side's partition only
+  // and the thesis' Lemma 6.2.2 argument holds).
   // Otherwise a value (x1, x2) can vanish from the join when T1 is specialized and A_Y(X) can
   // rise, or C_Y(X) can fall (e.g. X = {current.A, previous.J} with J a join attribute).
   bool prunable() const { return prunable_; }
@@ -95,7 +96,7 @@ class SequentialSpecializer {
   };
   struct Part1 {
     std::vector<NodeIndex> key;  // per QID attribute (the root for attributes not in joined_)
-    std::vector<int32_t> join;   // per join attribute: taxonomy node or raw code
+    std::vector<int32_t> join;   // per slot: taxonomy node or raw code
     std::vector<uint32_t> records;
     Stats stats;
     bool alive = true;
@@ -107,7 +108,7 @@ class SequentialSpecializer {
     Stats stats;
   };
   struct Group2 {
-    std::vector<int32_t> join;  // per join attribute: T2 value code
+    std::vector<int32_t> join;  // per slot: T2 value code
     std::vector<int32_t> parts;
     int32_t first_record = -1;  // a T2 record of the group (for messages)
   };
@@ -160,8 +161,17 @@ class SequentialSpecializer {
 
   // Per template, per record: the code of its Y value on T1's / T2's side (anonymity).
   std::vector<std::vector<uint32_t>> y1_codes_, y2_codes_;
-  std::vector<int> join_attr_of_qid_;  // QID index -> join attribute index, or -1
-  std::vector<bool> joined_;           // QID index -> in some X or a join attribute (Tree1)
+  // What a T1 partition is matched on: the join attributes, then the inconsistency rules' T1
+  // attributes (a taxonomy QID or a raw column), each against a T2 column.
+  struct Slot {
+    std::string name;
+    int qid;
+    int current_raw;
+    int previous;
+  };
+  std::vector<Slot> slots_;
+  std::vector<std::vector<int>> slots_of_qid_;  // QID index -> slots holding its value
+  std::vector<bool> joined_;  // QID index -> in some X or a join attribute (Tree1)
 
   std::vector<Part1> parts1_;
   std::vector<std::vector<std::vector<int32_t>>> link_;  // [attr][node] -> Part1 ids

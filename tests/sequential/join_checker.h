@@ -65,9 +65,24 @@ inline bool IsAncestorOrSelf(const std::map<std::string, std::string>& parent,
   return false;
 }
 
-// All matching (t1 row, t2 row) pairs over the attributes both headers have.
+// Inconsistency rule (§6.1.3): a T1 value of `current` at or below `current_value` never
+// matches a T2 value of `previous` at or below `previous_value` (taxonomy by attribute name if
+// there is one, else equality).
+struct Rule {
+  std::string current, current_value, previous, previous_value;
+};
+
+inline bool AtOrBelow(const Taxonomies& tax, const std::string& attribute, const std::string& top,
+                      const std::string& v) {
+  auto it = tax.find(attribute);
+  return it == tax.end() ? v == top : IsAncestorOrSelf(it->second, top, v);
+}
+
+// All matching (t1 row, t2 row) pairs: consistent on every attribute both headers have, and no
+// rule forbidding the pair.
 inline std::vector<std::pair<size_t, size_t>> Join(const Release& t1, const Release& t2,
-                                                   const Taxonomies& tax) {
+                                                   const Taxonomies& tax,
+                                                   const std::vector<Rule>& rules = {}) {
   std::vector<std::pair<int, int>> common;
   std::vector<const std::map<std::string, std::string>*> parents;
   for (size_t c = 0; c < t1.header.size(); ++c) {
@@ -87,6 +102,11 @@ inline std::vector<std::pair<size_t, size_t>> Join(const Release& t1, const Rele
         match = parents[k] == nullptr
                     ? a == b
                     : IsAncestorOrSelf(*parents[k], a, b) || IsAncestorOrSelf(*parents[k], b, a);
+      }
+      for (const Rule& r : rules) {
+        if (!match) break;
+        match = !(AtOrBelow(tax, r.current, r.current_value, t1.rows[i][t1.Column(r.current)]) &&
+                  AtOrBelow(tax, r.previous, r.previous_value, t2.rows[j][t2.Column(r.previous)]));
       }
       if (match) out.emplace_back(i, j);
     }

@@ -1,7 +1,7 @@
 // Random small sequential releases, every output confirmed by the brute-force join checker
 // (tests/sequential/join_checker.h, no engine code): T1 and T2 are projections of one random
 // underlying table (T2 sometimes with generalized join values), with random anonymity and
-// confidentiality templates over the join. For every run:
+// confidentiality templates over the join, sometimes with inconsistency rules. For every run:
 //  * refused runs: the most general T1 really violates a template (Cor. 6.2.2);
 //  * the output is truthful (every value generalizes the raw one) and every template holds on the
 //    materialized join, with the report's smallest group / largest confidence equal to the
@@ -36,6 +36,7 @@ struct Template {
 struct Case {
   Table t1, t2;
   bool with_g = false, with_age = false;
+  std::vector<seqcheck::Rule> rules;
   std::vector<Template> templates;
   std::string spec;
 };
@@ -59,18 +60,26 @@ Case MakeCase(std::mt19937& rng) {
   c.t2.header = {"J", "Z", "D"};
   if (c.with_g) c.t2.header.push_back("G");
   const int patients = 1 + n * 2 / 3;
+  // Inconsistency rules; the underlying table obeys them ("common sense"), so the releases stay
+  // population-related.
+  const bool rule_az = coin(0.3), rule_aj = coin(0.3), rule_gd = c.with_g && coin(0.3);
+  if (rule_az) c.rules.push_back({"A", "A1", "Z", "z1"});
+  if (rule_aj) c.rules.push_back({"A", "a3", "J", "J2"});
+  if (rule_gd) c.rules.push_back({"G", "g1", "D", "d3"});
   for (int i = 0; i < n; ++i) {
-    const int j = pick(5);
-    std::vector<std::string> r1 = {absl::StrCat("p", pick(patients)),
-                                   absl::StrCat("a", 1 + pick(4)), absl::StrCat("j", 1 + j),
-                                   absl::StrCat("s", 1 + pick(3)), coin(0.5) ? "Y" : "N"};
+    const int a = pick(4);
+    const int j = rule_aj && a == 2 ? pick(2) : pick(5);
+    const int z = rule_az && a < 2 ? 1 + pick(2) : pick(3);
+    const std::string g = absl::StrCat("g", 1 + pick(2));
+    const int d = rule_gd && g == "g1" ? pick(2) : pick(3);
+    std::vector<std::string> r1 = {absl::StrCat("p", pick(patients)), absl::StrCat("a", 1 + a),
+                                   absl::StrCat("j", 1 + j), absl::StrCat("s", 1 + pick(3)),
+                                   coin(0.5) ? "Y" : "N"};
     std::string jv = absl::StrCat("j", 1 + j);
     if (generalize_t2 && coin(0.5)) jv = j < 2 ? "J1" : "J2";
     if (generalize_t2 && coin(0.1)) jv = "ANY_J";
-    std::vector<std::string> r2 = {jv, absl::StrCat("z", 1 + pick(3)),
-                                   absl::StrCat("d", 1 + pick(3))};
+    std::vector<std::string> r2 = {jv, absl::StrCat("z", 1 + z), absl::StrCat("d", 1 + d)};
     if (c.with_g) {
-      const std::string g = absl::StrCat("g", 1 + pick(2));
       r1.push_back(g);
       r2.push_back(g);
     }
@@ -136,6 +145,14 @@ Case MakeCase(std::mt19937& rng) {
                            ", sensitive_values: [", t.value, "], max: ", t.max, "}\n");
     }
   }
+  if (!c.rules.empty()) {
+    spec += "  inconsistent:\n";
+    for (const auto& r : c.rules) {
+      spec +=
+          absl::StrCat("    - {current: ", r.current, ", current_value: ", r.current_value,
+                       ", previous: ", r.previous, ", previous_value: ", r.previous_value, "}\n");
+    }
+  }
   if (!anon.empty()) spec += "  anonymity:\n" + anon;
   if (!conf.empty()) spec += "  confidentiality:\n" + conf;
   if (coin(0.3)) spec += "score: infogain_privloss\n";
@@ -152,8 +169,9 @@ struct Evaluation {
 };
 
 Evaluation Evaluate(const Case& c, const seqcheck::Release& t1, const seqcheck::Release& t2) {
-  const seqcheck::Taxonomies tax = {{"J", seqcheck::ParseParents(kTaxJ)}};
-  const auto join = seqcheck::Join(t1, t2, tax);
+  const seqcheck::Taxonomies tax = {{"J", seqcheck::ParseParents(kTaxJ)},
+                                    {"A", seqcheck::ParseParents(kTaxA)}};
+  const auto join = seqcheck::Join(t1, t2, tax, c.rules);
   Evaluation e;
   bool first = true;
   for (const Template& t : c.templates) {

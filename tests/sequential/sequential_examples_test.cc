@@ -302,5 +302,49 @@ TEST(SequentialExamplesTest, InvalidCandidateBecomesValidWhenXHasAPreviousAttrib
   EXPECT_DOUBLE_EQ(run->engine->template_values()[0], 3.0);
 }
 
+// §6.1.3, inconsistency predicate: "Male and Pregnant are semantically inconsistent, so are
+// Married_Male and 6_Month_Pregnant" — a rule on a value covers its specializations. T1(Job, Sex),
+// T2(Job, Condition), joined on Job, with the rule (Sex = Male, Condition = Pregnant):
+//  * most general T1 (ANY_Job, ANY_Sex): ANY_Sex may be Female, so all 4 x 4 = 16 pairs match;
+//  * raw T1: Married_Male / Single_Male lie below Male and never match the Pregnant records, so
+//    each Banker / Clerk pair of records gives 1 (male) + 2 (female) = 3 matches: 6 in all, where
+//    the consistency predicate alone gives 8.
+TEST(SequentialExamplesTest, InconsistencyRuleCoversSpecializedValues) {
+  const std::string spec =
+      "attributes:\n"
+      "  - {name: Job, role: qid, taxonomy: job.csv}\n"
+      "  - {name: Sex, role: qid, taxonomy: sex.csv}\n"
+      "  - {name: Class, role: class}\n"
+      "sequential:\n"
+      "  inconsistent:\n"
+      "    - {current: Sex, current_value: Male, previous: Condition, previous_value: Pregnant}\n"
+      "  anonymity:\n"
+      "    - {x: [current.Sex, previous.Condition], y: [current.@record, previous.@record], "
+      "k: 1}\n";
+  const Table t1 = {{"Job", "Sex", "Class"},
+                    {{"Banker", "Married_Male", "Y"},
+                     {"Banker", "Female", "N"},
+                     {"Clerk", "Single_Male", "Y"},
+                     {"Clerk", "Female", "N"}}};
+  const Table t2 = {
+      {"Job", "Condition"},
+      {{"Banker", "Flu"}, {"Banker", "Pregnant"}, {"Clerk", "Flu"}, {"Clerk", "Pregnant"}}};
+  const std::string sex_tax =
+      "Married_Male;Male;ANY_Sex\nSingle_Male;Male;ANY_Sex\nFemale;ANY_Sex\n";
+  const std::string job_tax = "Banker;ANY_Job\nClerk;ANY_Job\n";
+  const SeqJob s =
+      WriteSeqJob("seqrule", spec, t1, t2, {{"job.csv", job_tax}, {"sex.csv", sex_tax}});
+  ASSERT_OK_AND_ASSIGN(auto run, StartDirect(s));
+  EXPECT_EQ(run->engine->join_records(), 16u);
+  ASSERT_OK(run->engine->Run());
+  EXPECT_EQ(run->engine->join_records(), 6u);
+
+  seqcheck::Release r1{t1.header, t1.rows}, r2{t2.header, t2.rows};
+  const seqcheck::Taxonomies tax = {{"Sex", seqcheck::ParseParents(sex_tax)},
+                                    {"Job", seqcheck::ParseParents(job_tax)}};
+  EXPECT_EQ(seqcheck::Join(r1, r2, tax).size(), 8u);
+  EXPECT_EQ(seqcheck::Join(r1, r2, tax, {{"Sex", "Male", "Condition", "Pregnant"}}).size(), 6u);
+}
+
 }  // namespace
 }  // namespace fedanon::testing

@@ -92,9 +92,9 @@ TEST(SequentialSpecTest, ValidationNamesTheProblem) {
   EXPECT_THAT(
       ValidateYaml(std::string(kHead) + seq + "    - {x: [], y: [Disease], k: 2}\n").message(),
       HasSubstr("has no x attributes"));
-  EXPECT_THAT(
-      ValidateYaml(std::string(kHead) + seq + "    - {x: [Name], y: [\"@record\"], k: 2}\n").message(),
-      HasSubstr("write current.@record or previous.@record"));
+  EXPECT_THAT(ValidateYaml(std::string(kHead) + seq + "    - {x: [Name], y: [\"@record\"], k: 2}\n")
+                  .message(),
+              HasSubstr("write current.@record or previous.@record"));
   EXPECT_THAT(ValidateYaml(std::string(kHead) +
                            "sequential:\n  confidentiality:\n"
                            "    - {x: [Name], attribute: Disease, sensitive_values: [HIV], "
@@ -163,6 +163,39 @@ TEST(SequentialSpecTest, JoinAttributeMustBeMatchableThroughATaxonomy) {
   EXPECT_THAT(RunSeqJob(s).status().message(),
               HasSubstr("'Job' is in both releases (a join attribute) but is a QID without a "
                         "taxonomy"));
+}
+
+TEST(SequentialSpecTest, InconsistencyRulesAreChecked) {
+  const std::string a = "    - {x: [Name], y: [Disease], k: 1}\n";
+  auto rule = [&](const std::string& r) {
+    return RunWith("sequential:\n  inconsistent:\n    - " + r + "\n  anonymity:\n" + a);
+  };
+  EXPECT_THAT(
+      ValidateYaml(std::string(kHead) +
+                   "sequential:\n  inconsistent:\n    - {current: Name}\n  anonymity:\n" + a)
+          .message(),
+      HasSubstr("sequential.inconsistent rule 1 needs current, current_value, previous "
+                "and previous_value"));
+  EXPECT_THAT(
+      rule("{current: Age, current_value: x, previous: Disease, previous_value: HIV}").message(),
+      HasSubstr("current 'Age' is not an attribute this job releases"));
+  EXPECT_THAT(
+      rule("{current: Name, current_value: Alice, previous: Zip, previous_value: Z1}").message(),
+      HasSubstr("previous 'Zip' is not a column of the previous release"));
+  EXPECT_THAT(
+      rule("{current: Job, current_value: Banker, previous: Job, previous_value: Clerk}").message(),
+      HasSubstr("the consistency predicate already matches a common attribute"));
+  EXPECT_THAT(
+      rule("{current: Name, current_value: Zed, previous: Disease, previous_value: HIV}").message(),
+      HasSubstr("current_value 'Zed' is not in the taxonomy of 'Name'"));
+  EXPECT_THAT(
+      rule("{current: Name, current_value: Alice, previous: Job, previous_value: Pilot}").message(),
+      HasSubstr("previous_value 'Pilot' is not in the taxonomy of 'Job'"));
+  // A rule that contradicts the data leaves records without a partner: refused.
+  EXPECT_THAT(rule("{current: Name, current_value: Cathy, previous: Disease, previous_value: HIV}")
+                  .message(),
+              HasSubstr("matches no record of the previous release"));
+  EXPECT_OK(rule("{current: Name, current_value: Alice, previous: Disease, previous_value: HIV}"));
 }
 
 // Corollary 6.2.2: if the most general T1 violates a template, no generalized T1 can satisfy it
