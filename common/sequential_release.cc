@@ -247,6 +247,11 @@ absl::Status ValidateSequentialSpec(const JobSpec& spec) {
         "a job with a sequential section takes its privacy templates from "
         "sequential.anonymity and sequential.confidentiality; leave privacy out");
   }
+  if (spec.partitioning() != fedanon::v1::PARTITIONING_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        "sequential releases are anonymized centrally (fedanon anonymize --previous-release); "
+        "remove partitioning");
+  }
   if (spec.score() == fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY) {
     return absl::InvalidArgumentError(
         "score discernibility is not supported with sequential releases; use infogain, "

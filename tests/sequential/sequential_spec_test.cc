@@ -101,6 +101,10 @@ TEST(SequentialSpecTest, ValidationNamesTheProblem) {
                            "max: 1.5}\n")
                   .message(),
               HasSubstr("sequential.confidentiality template 1: max = 1.5 must be in (0, 1]"));
+  EXPECT_THAT(ValidateYaml(std::string(kHead) + "partitioning: horizontal\n" + seq +
+                           "    - {x: [Name], y: [Disease], k: 2}\n")
+                  .message(),
+              HasSubstr("sequential releases are anonymized centrally"));
   EXPECT_THAT(ValidateYaml(std::string(kHead) + "score: discernibility\n" + seq +
                            "    - {x: [Name], y: [Disease], k: 2}\n")
                   .message(),
