@@ -1,6 +1,7 @@
 #include "common/sequential_specializer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -736,7 +737,8 @@ void SequentialSpecializer::FillReport(const std::string& stop_reason,
   bool any = false;
   for (size_t t = 0; t < model_->templates.size(); ++t) {
     if (model_->templates[t].anonymity) {
-      const uint64_t v = static_cast<uint64_t>(values_[t]);
+      // (values_ is finite: population-related releases have a non-empty join)
+      const uint64_t v = std::isfinite(values_[t]) ? static_cast<uint64_t>(values_[t]) : 0;
       smallest = any ? std::min(smallest, v) : v;
       any = true;
     } else {
