@@ -13,6 +13,7 @@
 #include "common/job_spec_loader.h"
 #include "common/privacy_model.h"
 #include "common/released_rows.h"
+#include "common/sequential_anonymize.h"
 #include "common/status_macros.h"
 #include "common/tds_engine.h"
 #include "common/tips.h"
@@ -79,6 +80,12 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, LoadJobSpec(options.spec_path));
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   report.set_job_name(spec.name());
+  if (spec.has_sequential() != !options.previous_release_path.empty()) {
+    return absl::InvalidArgumentError(
+        spec.has_sequential()
+            ? "the spec has a sequential section: give the earlier release with --previous-release"
+            : "--previous-release needs a sequential section in the spec (the join's templates)");
+  }
   RETURN_IF_ERROR(CheckOutputDirectory(options.output_path, "output"));
   if (!options.report_path.empty()) {
     RETURN_IF_ERROR(CheckOutputDirectory(options.report_path, "report"));
@@ -89,29 +96,38 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   (*report.mutable_timings_seconds())["read"] = SecondsSince(start);
 
   const auto anon_start = Clock::now();
-  ASSIGN_OR_RETURN(PrivacyModel model, BuildPrivacyModel(spec, data));
   std::vector<AttributeHierarchy> hier;
   for (const QidColumn& q : data.qids) hier.emplace_back(&q);
   Tips tips(&data, &hier);
+  std::string stop_reason;
+  std::unique_ptr<TopDownSpecializer> engine;
+  PrivacyModel model;
   LocalCountSource source(&tips);
-  EngineOptions engine_options;
-  engine_options.score = spec.score();
-  engine_options.beneficial = spec.beneficial();
-  engine_options.suppression_token = spec.suppression_token();
-  engine_options.max_rounds = options.max_rounds;
   auto last_progress = Clock::now();
-  if (options.progress) {
-    engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
-      if (std::chrono::duration<double>(Clock::now() - last_progress).count() < 1.0) return;
-      last_progress = Clock::now();
-      options.progress(absl::StrCat("round ", step.round(), ": specialized ", step.attribute(), " ",
-                                    step.value(), " (", step.records(), " records), ", groups,
-                                    " groups, ", SecondsSince(start), " s"));
-    };
+  if (spec.has_sequential()) {
+    RETURN_IF_ERROR(RunSequentialRelease(spec, data, options.previous_release_path,
+                                         options.max_rounds, options.progress, &hier, &tips,
+                                         &report));
+  } else {
+    ASSIGN_OR_RETURN(model, BuildPrivacyModel(spec, data));
+    EngineOptions engine_options;
+    engine_options.score = spec.score();
+    engine_options.beneficial = spec.beneficial();
+    engine_options.suppression_token = spec.suppression_token();
+    engine_options.max_rounds = options.max_rounds;
+    if (options.progress) {
+      engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
+        if (std::chrono::duration<double>(Clock::now() - last_progress).count() < 1.0) return;
+        last_progress = Clock::now();
+        options.progress(absl::StrCat("round ", step.round(), ": specialized ", step.attribute(),
+                                      " ", step.value(), " (", step.records(), " records), ",
+                                      groups, " groups, ", SecondsSince(start), " s"));
+      };
+    }
+    ASSIGN_OR_RETURN(engine, TopDownSpecializer::Create(&data, &model, &hier, &source,
+                                                        std::move(engine_options)));
+    ASSIGN_OR_RETURN(stop_reason, engine->Run());
   }
-  ASSIGN_OR_RETURN(auto engine, TopDownSpecializer::Create(&data, &model, &hier, &source,
-                                                           std::move(engine_options)));
-  ASSIGN_OR_RETURN(std::string stop_reason, engine->Run());
   (*report.mutable_timings_seconds())["anonymize"] = SecondsSince(anon_start);
 
   const auto write_start = Clock::now();
@@ -120,7 +136,7 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   (*report.mutable_timings_seconds())["write"] = SecondsSince(write_start);
 
   report.set_records_out(data.num_records);
-  engine->FillReport(stop_reason, &report);
+  if (engine) engine->FillReport(stop_reason, &report);
   (*report.mutable_timings_seconds())["total"] = SecondsSince(start);
   // The report first, the table last: if the report cannot be written, the table's temporary
   // file is removed by the writer's destructor; if the table cannot be committed, the report is

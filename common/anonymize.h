@@ -18,6 +18,9 @@ struct AnonymizeOptions {
   std::string output_path;
   std::string report_path;  // empty: no report file
   uint32_t max_rounds = 0;  // 0: run to the end
+  // Sequential release (docs/sequential-releases.md): the earlier published table the output will
+  // be joined with; needs the spec's `sequential` section, and that section needs it.
+  std::string previous_release_path;
   // Progress messages for long runs (called at most about once a second); may be empty.
   std::function<void(const std::string&)> progress;
 };

@@ -22,6 +22,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "common/csv.h"
+#include "common/sequential_release.h"
 #include "common/status_macros.h"
 #include "common/string_views.h"
 #include "google/protobuf/descriptor.h"
@@ -705,6 +706,7 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   ASSIGN_OR_RETURN(const Attributes index, IndexAttributes(spec));
   RETURN_IF_ERROR(ValidateScore(spec, index));
   RETURN_IF_ERROR(ValidateParticipation(spec));
+  if (spec.has_sequential()) return ValidateSequentialSpec(spec);
   const Privacy& privacy = spec.privacy();
   switch (privacy.model()) {
     case fedanon::v1::PRIVACY_MODEL_UNSPECIFIED:

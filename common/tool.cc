@@ -33,6 +33,9 @@ int RunTool(int argc, char** argv) {
   anonymize->add_option(
       "--max-rounds", anon.max_rounds,
       "Stop after this many specializations (anytime result; 0 = run to the end)");
+  anonymize->add_option("--previous-release", anon.previous_release_path,
+                        "Earlier published table (CSV) the output must stay private joined with "
+                        "(spec section `sequential`)");
   anonymize->add_flag("--quiet", quiet, "No progress messages on stderr");
 
   DatagenOptions gen;

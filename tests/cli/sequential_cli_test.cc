@@ -1,0 +1,91 @@
+// `fedanon anonymize --previous-release` as a process: exit 0 with the outputs written, exit 1
+// with the reason on stderr and nothing written, exit 2 for usage errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/sequential/seq_test_util.h"
+#include "tests/support/run_binary.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kFedanon[] = FEDANON_BINARY_DIR "/server/fedanon";
+
+CliResult RunFedanon(const std::vector<std::string>& args) {
+  const std::string capture = FreshDir("capture");
+  CliResult result = RunBinary(kFedanon, args, capture);
+  std::filesystem::remove_all(capture);
+  return result;
+}
+
+SeqJob Table61Job(const std::string& t2_job_value) {
+  return WriteSeqJob(
+      "seqcli",
+      "attributes:\n"
+      "  - {name: Name, role: qid, taxonomy: name.csv}\n"
+      "  - {name: Job, role: qid, taxonomy: job.csv}\n"
+      "  - {name: Class, role: class}\n"
+      "sequential:\n"
+      "  anonymity:\n"
+      "    - {x: [Name, Disease], y: [current.@record, previous.@record], k: 2}\n",
+      {{"Name", "Job", "Class"},
+       {{"Alice", "Banker", "c1"},
+        {"Alice", "Banker", "c1"},
+        {"Bob", "Clerk", "c2"},
+        {"Bob", "Driver", "c3"},
+        {"Cathy", "Engineer", "c4"}}},
+      {{"Job", "Disease"},
+       {{"Banker", "Cancer"},
+        {"Banker", "Cancer"},
+        {"Clerk", "HIV"},
+        {t2_job_value, "Cancer"},
+        {"Engineer", "HIV"}}},
+      {{"name.csv", "Alice;ANY_Name\nBob;ANY_Name\nCathy;ANY_Name\n"},
+       {"job.csv",
+        "Banker;Professional;ANY_Job\nEngineer;Professional;ANY_Job\nClerk;Service;ANY_Job\n"
+        "Driver;Service;ANY_Job\n"}});
+}
+
+std::vector<std::string> Args(const SeqJob& s) {
+  return {
+      "anonymize",     "--spec",          s.job.spec_path, "--input",         s.job.input_path,
+      "--output",      s.job.output_path, "--report",      s.job.report_path, "--previous-release",
+      s.previous_path, "--quiet"};
+}
+
+TEST(SequentialCliTest, WritesTheGeneralizedCurrentRelease) {
+  const SeqJob s = Table61Job("Driver");
+  const CliResult r = RunFedanon(Args(s));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_OK_AND_ASSIGN(Table out, ReadCsvTable(s.job.output_path));
+  EXPECT_EQ(out.header, (std::vector<std::string>{"Name", "Job", "Class"}));
+  for (const auto& row : out.rows) EXPECT_EQ(row[1], "ANY_Job");  // the lossy join of Table 6.1
+  EXPECT_THAT(ReadAll(s.job.report_path), HasSubstr("\"smallest_group\": \"2\""));
+}
+
+TEST(SequentialCliTest, BadPreviousReleaseExitsOneAndWritesNothing) {
+  const SeqJob s = Table61Job("Pilot");
+  const CliResult r = RunFedanon(Args(s));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("previous.csv:5:1: value 'Pilot' of join attribute 'Job'"));
+  EXPECT_FALSE(std::filesystem::exists(s.job.output_path));
+  EXPECT_FALSE(std::filesystem::exists(s.job.report_path));
+}
+
+TEST(SequentialCliTest, MissingOptionValueIsAUsageError) {
+  const SeqJob s = Table61Job("Driver");
+  std::vector<std::string> args = Args(s);
+  args.pop_back();  // --quiet
+  args.pop_back();  // the path after --previous-release
+  const CliResult r = RunFedanon(args);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(s.job.output_path));
+}
+
+}  // namespace
+}  // namespace fedanon::testing
