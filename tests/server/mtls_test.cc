@@ -494,7 +494,8 @@ TEST_F(MtlsTest, PartyReconnectsAfterTheLeaderRestarts) {
   absl::SleepFor(absl::Milliseconds(300));  // a few failed attempts with backoff
   StartServer(listen);
   ASSERT_TRUE(WaitForParty("hospital-a"));
-  EXPECT_EQ(party->sessions(), 2);
+  // The leader registers the stream before the party's client counts its session: wait for both.
+  EXPECT_TRUE(WaitFor([&] { return party->sessions() == 2; })) << party->sessions();
   ASSERT_OK_AND_ASSIGN(PartyMessage reply,
                        connections_.Call("hospital-a", Ping(7), absl::Seconds(10)));
   EXPECT_EQ(reply.pong().echoed_unix_nanos(), 7);
