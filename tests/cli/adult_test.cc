@@ -30,18 +30,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kFedanon[] = FEDANON_BINARY_DIR "/server/fedanon";
 constexpr char kAdultDir[] = FEDANON_SHARED_DIR "/datasets/adult";
 constexpr char kAdultCsv[] = FEDANON_SHARED_DIR "/datasets/adult/adult_clean.csv";
 constexpr uint64_t kAdultRecords = 45222;
-
-// Runs `fedanon args...` (see tests/support/run_binary.h).
-CliResult RunFedanon(const std::vector<std::string>& args) {
-  const std::string capture = FreshDir("adult_capture");
-  CliResult result = RunBinary(kFedanon, args, capture);
-  fs::remove_all(capture);
-  return result;
-}
 
 // Protobuf's JSON mapping writes 64-bit integers as strings.
 uint64_t JsonU64(const nlohmann::json& j) {

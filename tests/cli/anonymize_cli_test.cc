@@ -34,18 +34,8 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-constexpr char kFedanon[] = FEDANON_BINARY_DIR "/server/fedanon";
-
 // ---------------------------------------------------------------------------------------------
 // Running the binary.
-
-// Runs `fedanon args...` (see tests/support/run_binary.h), capturing in a directory of its own.
-CliResult RunFedanon(const std::vector<std::string>& args) {
-  const std::string capture = FreshDir("capture");
-  CliResult result = RunBinary(kFedanon, args, capture);
-  fs::remove_all(capture);
-  return result;
-}
 
 std::vector<std::string> AnonymizeArgs(const Job& job, bool quiet = true) {
   std::vector<std::string> args = {"anonymize",     "--spec",       job.spec_path,

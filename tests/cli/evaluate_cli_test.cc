@@ -18,15 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-constexpr char kFedanon[] = FEDANON_BINARY_DIR "/server/fedanon";
-
-CliResult RunFedanon(const std::vector<std::string>& args) {
-  const std::string capture = FreshDir("evaluate_capture");
-  CliResult result = RunBinary(kFedanon, args, capture);
-  fs::remove_all(capture);
-  return result;
-}
-
 class EvaluateCliTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -26,15 +26,6 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-constexpr char kFedanon[] = FEDANON_BINARY_DIR "/server/fedanon";
-
-CliResult RunFedanon(const std::vector<std::string>& args) {
-  const std::string capture = FreshDir("capture");
-  CliResult result = RunBinary(kFedanon, args, capture);
-  fs::remove_all(capture);
-  return result;
-}
-
 std::vector<std::string> RandomizeArgs(const Job& job, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"randomize",     "--spec",       job.spec_path,
                                    "--input",       job.input_path, "--output",

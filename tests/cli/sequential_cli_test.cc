@@ -14,15 +14,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kFedanon[] = FEDANON_BINARY_DIR "/server/fedanon";
-
-CliResult RunFedanon(const std::vector<std::string>& args) {
-  const std::string capture = FreshDir("capture");
-  CliResult result = RunBinary(kFedanon, args, capture);
-  std::filesystem::remove_all(capture);
-  return result;
-}
-
 SeqJob Table61Job(const std::string& t2_job_value) {
   return WriteSeqJob(
       "seqcli",

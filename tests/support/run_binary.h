@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,19 @@ inline CliResult RunBinary(const std::string& binary, const std::vector<std::str
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   result.out = ReadAll(out_path);
   result.err = ReadAll(err_path);
+  return result;
+}
+
+// Runs the `fedanon` tool built in this tree with `args`, capturing its output in a fresh
+// temporary directory that is removed afterwards.
+inline CliResult RunFedanon(const std::vector<std::string>& args) {
+  std::string capture = (std::filesystem::temp_directory_path() / "fedanon_cli_XXXXXX").string();
+  if (mkdtemp(capture.data()) == nullptr) {
+    ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
+    return CliResult{};
+  }
+  CliResult result = RunBinary(FEDANON_BINARY_DIR "/server/fedanon", args, capture);
+  std::filesystem::remove_all(capture);
   return result;
 }
 
