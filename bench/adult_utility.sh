@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build/default}"
-fedanon="$(pwd)/$build/server/fedanon"
+fedanon="$(pwd)/$build/bin/fedanon"
 [ -x "$fedanon" ] || { echo "build first: $fedanon not found" >&2; exit 1; }
 adult="$(pwd)/../shared/datasets/adult"
 [ -f "$adult/adult_clean.csv" ] || { echo "UCI Adult not found in $adult" >&2; exit 1; }

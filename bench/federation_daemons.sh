@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows="${1:-1000000}"
-bin="${2:-build/default}/server"
+bin="${2:-build/default}/bin"
 work="$(mktemp -d -t fedanon-fbench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 "$bin/fedanon" gen-data --rows "$rows" --seed 1 --parties 3 --out "$work/data" 2>/dev/null

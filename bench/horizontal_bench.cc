@@ -11,9 +11,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "common/anonymize.h"
-#include "common/datagen.h"
-#include "common/job_spec_loader.h"
+#include "cli/anonymize.h"
+#include "common/datagen/datagen.h"
+#include "common/spec/job_spec_loader.h"
 #include "crypto/certificates.h"
 #include "leader/leader.h"
 #include "party/in_process_channel.h"

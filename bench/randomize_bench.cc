@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "common/random_anonymization.h"
-#include "common/random_anonymization_metrics.h"
-#include "common/random_source.h"
+#include "common/randomization/random_anonymization.h"
+#include "common/randomization/random_anonymization_metrics.h"
+#include "common/randomization/random_source.h"
 
 namespace fedanon::common {
 namespace {

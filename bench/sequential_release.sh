@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build/default}"
-fedanon="$build/server/fedanon"
+fedanon="$build/bin/fedanon"
 [ -x "$fedanon" ] || { echo "build first: $fedanon not found" >&2; exit 1; }
 fedanon="$(realpath "$fedanon")"
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }

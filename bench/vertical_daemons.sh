@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows="${1:-200000}"
-bin="${2:-build/default}/server"
+bin="${2:-build/default}/bin"
 work="$(mktemp -d -t fedanon-vbench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 "$bin/fedanon" gen-data --rows "$rows" --seed 1 --parties 2 --partition vertical \

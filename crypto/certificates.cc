@@ -24,23 +24,9 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "crypto/openssl_util.h"
 #include "crypto/secret_bytes.h"
-
-// Local early-return helpers (crypto/ is a leaf and does not include common/).
-#define CERTS_CONCAT_INNER_(a, b) a##b
-#define CERTS_CONCAT_(a, b) CERTS_CONCAT_INNER_(a, b)
-#define CERTS_RETURN_IF_ERROR(expr)                \
-  do {                                             \
-    ::absl::Status certs_status_ = (expr);         \
-    if (!certs_status_.ok()) return certs_status_; \
-  } while (0)
-#define CERTS_ASSIGN_OR_RETURN(lhs, expr) \
-  CERTS_ASSIGN_OR_RETURN_IMPL_(CERTS_CONCAT_(certs_statusor_, __LINE__), lhs, expr)
-#define CERTS_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)  \
-  auto statusor = (expr);                                  \
-  if (!statusor.ok()) return std::move(statusor).status(); \
-  lhs = std::move(statusor).value()
 
 namespace fedanon::crypto {
 
@@ -95,7 +81,7 @@ absl::Status CheckPemSize(std::string_view pem, std::string_view what) {
 }
 
 absl::StatusOr<X509Ptr> ParseCertificatePem(std::string_view pem, std::string_view what) {
-  CERTS_RETURN_IF_ERROR(CheckPemSize(pem, what));
+  RETURN_IF_ERROR(CheckPemSize(pem, what));
   BioPtr bio = ReadOnlyBio(pem);
   if (bio == nullptr) return OpenSslInternal("BIO_new_mem_buf");
   X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, NoPassphrase, nullptr));
@@ -107,7 +93,7 @@ absl::StatusOr<X509Ptr> ParseCertificatePem(std::string_view pem, std::string_vi
 }
 
 absl::StatusOr<EvpPkeyPtr> ParsePrivateKeyPem(std::string_view pem, std::string_view what) {
-  CERTS_RETURN_IF_ERROR(CheckPemSize(pem, what));
+  RETURN_IF_ERROR(CheckPemSize(pem, what));
   BioPtr bio = ReadOnlyBio(pem);
   if (bio == nullptr) return OpenSslInternal("BIO_new_mem_buf");
   EvpPkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, NoPassphrase, nullptr));
@@ -171,7 +157,7 @@ absl::Status SetRandomSerial(X509* cert) {
   unsigned char bytes[kSerialBytes];
   internal::BnPtr bn;
   do {
-    CERTS_RETURN_IF_ERROR(FillRandom(absl::MakeSpan(bytes, sizeof(bytes))));
+    RETURN_IF_ERROR(FillRandom(absl::MakeSpan(bytes, sizeof(bytes))));
     bn.reset(BN_bin2bn(bytes, sizeof(bytes), nullptr));
     if (bn == nullptr) return OpenSslInternal("BN_bin2bn");
   } while (BN_is_zero(bn.get()));
@@ -276,7 +262,7 @@ absl::Status AddSubjectAltName(X509* cert, const std::string& uri,
                                const std::vector<std::string>& hosts) {
   GeneralNamesPtr names(GENERAL_NAMES_new());
   if (names == nullptr) return OpenSslInternal("GENERAL_NAMES_new");
-  CERTS_RETURN_IF_ERROR(PushGeneralName(names.get(), GEN_URI, uri));
+  RETURN_IF_ERROR(PushGeneralName(names.get(), GEN_URI, uri));
   std::vector<std::pair<int, std::string>> seen;
   for (const std::string& host : hosts) {
     std::pair<int, std::string> entry;
@@ -290,7 +276,7 @@ absl::Status AddSubjectAltName(X509* cert, const std::string& uri,
                        "\": want a DNS name or an IPv4/IPv6 address"));
     }
     if (std::find(seen.begin(), seen.end(), entry) != seen.end()) continue;
-    CERTS_RETURN_IF_ERROR(PushGeneralName(names.get(), entry.first, entry.second));
+    RETURN_IF_ERROR(PushGeneralName(names.get(), entry.first, entry.second));
     seen.push_back(std::move(entry));
   }
   if (X509_add1_ext_i2d(cert, NID_subject_alt_name, names.get(), /*crit=*/0, X509V3_ADD_DEFAULT) !=
@@ -352,7 +338,7 @@ absl::StatusOr<Identity> ExtractIdentity(X509* cert, std::string_view scheme) {
         absl::StrCat("malformed identity URI \"", absl::CHexEscape(uri), "\""));
   }
   Identity identity;
-  CERTS_ASSIGN_OR_RETURN(identity.role, ParseRole(rest.substr(0, slash)));
+  ASSIGN_OR_RETURN(identity.role, ParseRole(rest.substr(0, slash)));
   const std::string_view name = rest.substr(slash + 1);
   if (absl::Status st = ValidateParticipantName(name); !st.ok()) {
     return absl::PermissionDeniedError(absl::StrCat("invalid name in identity URI \"",
@@ -455,50 +441,48 @@ struct CertificateAuthority::Impl {
   absl::StatusOr<IssuedCertificate> Issue(const Identity& identity, Usage usage,
                                           const std::vector<std::string>& hosts,
                                           absl::Duration validity) const {
-    CERTS_RETURN_IF_ERROR(ValidateParticipantName(identity.name));
-    CERTS_RETURN_IF_ERROR(CheckValidity(validity));
+    RETURN_IF_ERROR(ValidateParticipantName(identity.name));
+    RETURN_IF_ERROR(CheckValidity(validity));
     if (X509_cmp_current_time(X509_get0_notAfter(cert.get())) <= 0) {
       return absl::FailedPreconditionError("the CA certificate has expired");
     }
-    CERTS_ASSIGN_OR_RETURN(EvpPkeyPtr leaf_key, GenerateP256Key());
+    ASSIGN_OR_RETURN(EvpPkeyPtr leaf_key, GenerateP256Key());
     X509Ptr leaf(X509_new());
     if (leaf == nullptr || X509_set_version(leaf.get(), X509_VERSION_3) != 1) {
       return OpenSslInternal("X509_new");
     }
-    CERTS_RETURN_IF_ERROR(SetRandomSerial(leaf.get()));
+    RETURN_IF_ERROR(SetRandomSerial(leaf.get()));
     const std::string cn = absl::StrCat(std::string(RoleName(identity.role)), "/", identity.name);
-    CERTS_ASSIGN_OR_RETURN(X509NamePtr subject, NameWithCn(cn));
+    ASSIGN_OR_RETURN(X509NamePtr subject, NameWithCn(cn));
     if (X509_set_subject_name(leaf.get(), subject.get()) != 1 ||
         X509_set_issuer_name(leaf.get(), X509_get_subject_name(cert.get())) != 1 ||
         X509_set_pubkey(leaf.get(), leaf_key.get()) != 1) {
       return OpenSslInternal("building the certificate");
     }
-    CERTS_RETURN_IF_ERROR(SetValidity(leaf.get(), validity, X509_get0_notAfter(cert.get())));
+    RETURN_IF_ERROR(SetValidity(leaf.get(), validity, X509_get0_notAfter(cert.get())));
     X509* issuer = cert.get();
-    CERTS_RETURN_IF_ERROR(
+    RETURN_IF_ERROR(
         AddConfExtension(leaf.get(), issuer, NID_basic_constraints, "critical,CA:FALSE"));
     if (usage == Usage::kTls) {
-      CERTS_RETURN_IF_ERROR(
+      RETURN_IF_ERROR(
           AddConfExtension(leaf.get(), issuer, NID_key_usage, "critical,digitalSignature"));
-      CERTS_RETURN_IF_ERROR(
+      RETURN_IF_ERROR(
           AddConfExtension(leaf.get(), issuer, NID_ext_key_usage, "serverAuth,clientAuth"));
-      CERTS_RETURN_IF_ERROR(
-          AddSubjectAltName(leaf.get(), IdentityUri(kTlsScheme, identity), hosts));
+      RETURN_IF_ERROR(AddSubjectAltName(leaf.get(), IdentityUri(kTlsScheme, identity), hosts));
     } else {
-      CERTS_RETURN_IF_ERROR(
-          AddConfExtension(leaf.get(), issuer, NID_key_usage, "critical,keyAgreement"));
-      CERTS_RETURN_IF_ERROR(
+      RETURN_IF_ERROR(AddConfExtension(leaf.get(), issuer, NID_key_usage, "critical,keyAgreement"));
+      RETURN_IF_ERROR(
           AddSubjectAltName(leaf.get(), IdentityUri(kSealScheme, identity), /*hosts=*/{}));
     }
-    CERTS_RETURN_IF_ERROR(AddConfExtension(leaf.get(), issuer, NID_subject_key_identifier, "hash"));
-    CERTS_RETURN_IF_ERROR(
+    RETURN_IF_ERROR(AddConfExtension(leaf.get(), issuer, NID_subject_key_identifier, "hash"));
+    RETURN_IF_ERROR(
         AddConfExtension(leaf.get(), issuer, NID_authority_key_identifier, "keyid:always"));
     if (X509_sign(leaf.get(), key.get(), internal::Sha256()) <= 0) {
       return OpenSslInternal("signing the certificate");
     }
     IssuedCertificate out;
-    CERTS_ASSIGN_OR_RETURN(out.cert_pem, CertificatePem(leaf.get()));
-    CERTS_ASSIGN_OR_RETURN(out.key_pem, PrivateKeyPem(leaf_key.get()));
+    ASSIGN_OR_RETURN(out.cert_pem, CertificatePem(leaf.get()));
+    ASSIGN_OR_RETURN(out.key_pem, PrivateKeyPem(leaf_key.get()));
     return out;
   }
 };
@@ -513,32 +497,31 @@ absl::StatusOr<std::unique_ptr<CertificateAuthority>> CertificateAuthority::Crea
   if (absl::Status st = ValidateParticipantName(federation); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("federation name: ", std::string(st.message())));
   }
-  CERTS_RETURN_IF_ERROR(CheckValidity(validity));
+  RETURN_IF_ERROR(CheckValidity(validity));
   auto impl = std::make_unique<Impl>();
-  CERTS_ASSIGN_OR_RETURN(impl->key, GenerateP256Key());
+  ASSIGN_OR_RETURN(impl->key, GenerateP256Key());
   impl->cert.reset(X509_new());
   X509* cert = impl->cert.get();
   if (cert == nullptr || X509_set_version(cert, X509_VERSION_3) != 1) {
     return OpenSslInternal("X509_new");
   }
-  CERTS_RETURN_IF_ERROR(SetRandomSerial(cert));
-  CERTS_ASSIGN_OR_RETURN(X509NamePtr name,
-                         NameWithCn(absl::StrCat("fedanon CA ", std::string(federation))));
+  RETURN_IF_ERROR(SetRandomSerial(cert));
+  ASSIGN_OR_RETURN(X509NamePtr name,
+                   NameWithCn(absl::StrCat("fedanon CA ", std::string(federation))));
   if (X509_set_subject_name(cert, name.get()) != 1 || X509_set_issuer_name(cert, name.get()) != 1 ||
       X509_set_pubkey(cert, impl->key.get()) != 1) {
     return OpenSslInternal("building the CA certificate");
   }
-  CERTS_RETURN_IF_ERROR(SetValidity(cert, validity, /*cap=*/nullptr));
-  CERTS_RETURN_IF_ERROR(
+  RETURN_IF_ERROR(SetValidity(cert, validity, /*cap=*/nullptr));
+  RETURN_IF_ERROR(
       AddConfExtension(cert, cert, NID_basic_constraints, "critical,CA:TRUE,pathlen:0"));
-  CERTS_RETURN_IF_ERROR(
-      AddConfExtension(cert, cert, NID_key_usage, "critical,keyCertSign,cRLSign"));
-  CERTS_RETURN_IF_ERROR(AddConfExtension(cert, cert, NID_subject_key_identifier, "hash"));
-  CERTS_RETURN_IF_ERROR(AddConfExtension(cert, cert, NID_authority_key_identifier, "keyid:always"));
+  RETURN_IF_ERROR(AddConfExtension(cert, cert, NID_key_usage, "critical,keyCertSign,cRLSign"));
+  RETURN_IF_ERROR(AddConfExtension(cert, cert, NID_subject_key_identifier, "hash"));
+  RETURN_IF_ERROR(AddConfExtension(cert, cert, NID_authority_key_identifier, "keyid:always"));
   if (X509_sign(cert, impl->key.get(), internal::Sha256()) <= 0) {
     return OpenSslInternal("signing the CA certificate");
   }
-  CERTS_ASSIGN_OR_RETURN(std::string pem, CertificatePem(cert));
+  ASSIGN_OR_RETURN(std::string pem, CertificatePem(cert));
   return std::unique_ptr<CertificateAuthority>(
       new CertificateAuthority(std::move(impl), std::move(pem)));
 }
@@ -546,9 +529,9 @@ absl::StatusOr<std::unique_ptr<CertificateAuthority>> CertificateAuthority::Crea
 absl::StatusOr<std::unique_ptr<CertificateAuthority>> CertificateAuthority::Load(
     std::string_view cert_pem, std::string_view key_pem) {
   auto impl = std::make_unique<Impl>();
-  CERTS_ASSIGN_OR_RETURN(impl->cert, ParseCertificatePem(cert_pem, "CA certificate"));
-  CERTS_ASSIGN_OR_RETURN(impl->key, ParsePrivateKeyPem(key_pem, "CA key"));
-  CERTS_RETURN_IF_ERROR(CheckIsP256(impl->key.get(), "the CA key"));
+  ASSIGN_OR_RETURN(impl->cert, ParseCertificatePem(cert_pem, "CA certificate"));
+  ASSIGN_OR_RETURN(impl->key, ParsePrivateKeyPem(key_pem, "CA key"));
+  RETURN_IF_ERROR(CheckIsP256(impl->key.get(), "the CA key"));
   X509* cert = impl->cert.get();
   if (X509_check_ca(cert) < 1 || !(X509_get_extension_flags(cert) & EXFLAG_KUSAGE) ||
       !(X509_get_key_usage(cert) & KU_KEY_CERT_SIGN)) {
@@ -559,7 +542,7 @@ absl::StatusOr<std::unique_ptr<CertificateAuthority>> CertificateAuthority::Load
     ERR_clear_error();
     return absl::InvalidArgumentError("the CA key does not match the CA certificate");
   }
-  CERTS_ASSIGN_OR_RETURN(std::string pem, CertificatePem(cert));
+  ASSIGN_OR_RETURN(std::string pem, CertificatePem(cert));
   return std::unique_ptr<CertificateAuthority>(
       new CertificateAuthority(std::move(impl), std::move(pem)));
 }
@@ -582,24 +565,24 @@ absl::StatusOr<IssuedCertificate> CertificateAuthority::IssueSeal(const Identity
 // ---- Verification -----------------------------------------------------------------------------
 
 absl::StatusOr<Identity> VerifiedTlsIdentity(std::string_view cert_pem, std::string_view ca_pem) {
-  CERTS_ASSIGN_OR_RETURN(X509Ptr ca, ParseCertificatePem(ca_pem, "CA certificate"));
-  CERTS_ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(cert_pem, "certificate"));
-  CERTS_RETURN_IF_ERROR(VerifyLeaf(cert.get(), ca.get(), Usage::kTls));
+  ASSIGN_OR_RETURN(X509Ptr ca, ParseCertificatePem(ca_pem, "CA certificate"));
+  ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(cert_pem, "certificate"));
+  RETURN_IF_ERROR(VerifyLeaf(cert.get(), ca.get(), Usage::kTls));
   return ExtractIdentity(cert.get(), kTlsScheme);
 }
 
 absl::StatusOr<Identity> IdentityOfCertificate(std::string_view cert_pem) {
-  CERTS_ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(cert_pem, "certificate"));
+  ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(cert_pem, "certificate"));
   return ExtractIdentity(cert.get(), kTlsScheme);
 }
 
 absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedSealKey(std::string_view seal_cert_pem,
                                                                std::string_view ca_pem,
                                                                const Identity& expected) {
-  CERTS_ASSIGN_OR_RETURN(X509Ptr ca, ParseCertificatePem(ca_pem, "CA certificate"));
-  CERTS_ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(seal_cert_pem, "sealing certificate"));
-  CERTS_RETURN_IF_ERROR(VerifyLeaf(cert.get(), ca.get(), Usage::kSeal));
-  CERTS_ASSIGN_OR_RETURN(const Identity identity, ExtractIdentity(cert.get(), kSealScheme));
+  ASSIGN_OR_RETURN(X509Ptr ca, ParseCertificatePem(ca_pem, "CA certificate"));
+  ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(seal_cert_pem, "sealing certificate"));
+  RETURN_IF_ERROR(VerifyLeaf(cert.get(), ca.get(), Usage::kSeal));
+  ASSIGN_OR_RETURN(const Identity identity, ExtractIdentity(cert.get(), kSealScheme));
   if (!(identity == expected)) {
     return absl::PermissionDeniedError(absl::StrCat("sealing certificate belongs to ",
                                                     IdentityUri(kSealScheme, identity), ", want ",
@@ -616,8 +599,8 @@ absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedSealKey(std::string_view 
 }
 
 absl::StatusOr<std::unique_ptr<SealKeyPair>> SealKeyPairFromPem(std::string_view key_pem) {
-  CERTS_ASSIGN_OR_RETURN(EvpPkeyPtr key, ParsePrivateKeyPem(key_pem, "sealing key"));
-  CERTS_RETURN_IF_ERROR(CheckIsP256(key.get(), "the sealing key"));
+  ASSIGN_OR_RETURN(EvpPkeyPtr key, ParsePrivateKeyPem(key_pem, "sealing key"));
+  RETURN_IF_ERROR(CheckIsP256(key.get(), "the sealing key"));
   Pkcs8Ptr p8(EVP_PKEY2PKCS8(key.get()));
   if (p8 == nullptr) return OpenSslInternal("EVP_PKEY2PKCS8");
   unsigned char* der = nullptr;
@@ -631,8 +614,8 @@ absl::StatusOr<std::unique_ptr<SealKeyPair>> SealKeyPairFromPem(std::string_view
 
 }  // namespace fedanon::crypto
 
-#undef CERTS_ASSIGN_OR_RETURN_IMPL_
-#undef CERTS_ASSIGN_OR_RETURN
-#undef CERTS_RETURN_IF_ERROR
+#undef ASSIGN_OR_RETURN_IMPL_
+#undef ASSIGN_OR_RETURN
+#undef RETURN_IF_ERROR
 #undef CERTS_CONCAT_
 #undef CERTS_CONCAT_INNER_

@@ -17,7 +17,9 @@ PACKAGES=(
 # Used only by tests: deploy/check-compose.sh validates docker-compose.yml with `docker-compose
 # config`. Debian's docker-compose 1.29 is pure Python (python3 and ~16 small python3-* packages,
 # no daemon); with --no-install-recommends below it does not pull the Docker engine (docker.io).
-TEST_TOOLS=(docker-compose)
+# python3 runs tests/lint/check_architecture.py; clang-16 builds the `clang` preset that CI runs
+# with -Wthread-safety.
+TEST_TOOLS=(docker-compose python3 clang-16)
 
 case "${1:-}" in
   "") PACKAGES+=("${TEST_TOOLS[@]}") ;;

@@ -6,8 +6,10 @@
 # receives the integrated anonymized table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./deploy/build.sh default >/dev/null
-bin=build/default/server
+# Builds only the four programs (not the tests); a first build takes several minutes on two cores
+# and prints its progress, a second one reuses the build.
+./deploy/build.sh default fedanon fedanon-party fedanon-leader fedanonctl
+bin=build/default/bin
 work="${FEDANON_DEMO_DIR:-$(mktemp -d -t fedanon-demo.XXXXXX)}"
 echo "fedanon demo: working in $work" >&2
 "$bin/fedanon" --version

@@ -7,26 +7,31 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/dataset.h"
-#include "common/federation_wire.h"
-#include "common/hierarchy.h"
-#include "common/job_digest.h"
-#include "common/job_spec_loader.h"
-#include "common/privacy_model.h"
-#include "common/status_macros.h"
-#include "common/tds_engine.h"
-#include "common/version.h"
+#include "common/base/status_macros.h"
+#include "common/base/version.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/privacy_model.h"
+#include "common/engine/tds_engine.h"
+#include "common/spec/job_digest.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/table/dataset.h"
+#include "common/wire/federation_wire.h"
+#include "common/wire/released_union.h"
 #include "crypto/certificates.h"
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
 #include "crypto/shuffle.h"
 #include "leader/secure_sum_source.h"
 #include "leader/vertical_job.h"
-#include "party/party_agent.h"
 #include "spdlog/spdlog.h"
 
 namespace fedanon::leader {
 namespace {
+
+// For bookkeeping whose failure must not change the job's outcome: logs it with the job id.
+void WarnIfError(const absl::Status& status, const std::string& job_id, std::string_view what) {
+  if (!status.ok()) spdlog::warn("job={} {}: {}", job_id, what, status.ToString());
+}
 
 using fedanon::v1::JobInfo;
 using fedanon::v1::JobState;
@@ -290,13 +295,17 @@ void Leader::WorkerLoop() {
       cancel_reason = cancel_reason_;
     }
     if (status.ok()) {
-      (void)store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE);
+      WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE), job_id,
+                  "cannot record the job as done");
       spdlog::info("job={} done", job_id);
     } else if (status.code() == absl::StatusCode::kCancelled) {
-      (void)store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, cancel_reason);
+      WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, cancel_reason), job_id,
+                  "cannot record the job as cancelled");
       spdlog::info("job={} cancelled: {}", job_id, cancel_reason);
     } else {
-      (void)store_->SetState(job_id, fedanon::v1::JOB_STATE_FAILED, std::string(status.message()));
+      WarnIfError(
+          store_->SetState(job_id, fedanon::v1::JOB_STATE_FAILED, std::string(status.message())),
+          job_id, "cannot record the job as failed");
       spdlog::error("job={} failed: {}", job_id, std::string(status.message()));
     }
     Notify();
@@ -395,8 +404,9 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   engine_options.suppression_token = request.spec().suppression_token();
   engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
     round = step.round();
-    (void)store_->SetProgress(job_id, step.round(),
-                              absl::StrCat(step.attribute(), " ", step.value()), elapsed());
+    WarnIfError(store_->SetProgress(job_id, step.round(),
+                                    absl::StrCat(step.attribute(), " ", step.value()), elapsed()),
+                job_id, "cannot record progress");
     spdlog::info("job={} round={} specialized {} {} ({} groups)", job_id, step.round(),
                  step.attribute(), step.value(), groups);
     Notify();
@@ -456,9 +466,9 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   if (recipient == options_.name) {
     ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
     ASSIGN_OR_RETURN(fedanon::v1::UnionList list,
-                     party::OpenUnionList(*keys, job_id, round, options_.name, carried));
+                     common::OpenUnionList(*keys, job_id, round, options_.name, carried));
     ASSIGN_OR_RETURN(std::vector<std::string> rows,
-                     party::OpenUnionRows(*keys, job_id, round, options_.name, list.rows()));
+                     common::OpenUnionRows(*keys, job_id, round, options_.name, list.rows()));
     ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
     std::vector<std::string_view> header_views(header.begin(), header.end());
     std::string csv = common::CsvLine(header_views);
@@ -504,7 +514,8 @@ absl::Status Leader::RunVertical(const std::string& job_id,
   options.on_step = [&](uint32_t round, const std::string& owner, uint32_t attr) {
     const std::string what =
         absl::StrCat(attr < qid_names.size() ? qid_names[attr] : "?", " (", owner, ")");
-    (void)store_->SetProgress(job_id, round, what, elapsed());
+    WarnIfError(store_->SetProgress(job_id, round, what, elapsed()), job_id,
+                "cannot record progress");
     spdlog::info("job={} round={} specialized {}", job_id, round, what);
     Notify();
   };
@@ -523,14 +534,21 @@ absl::Status Leader::RunVertical(const std::string& job_id,
   (*report.mutable_timings_seconds())["total"] = elapsed();
   RETURN_IF_ERROR(store_->SetReport(job_id, report));
   RETURN_IF_ERROR(store_->SetProgress(job_id, result.rounds, "done", elapsed()));
+  EndJobAtParties(job_id, ring, timeout);
+  return absl::OkStatus();
+}
+
+void Leader::EndJobAtParties(const std::string& job_id, const std::vector<std::string>& ring,
+                             absl::Duration timeout) {
+  // Best effort: the job is done and its result stored; a party that misses EndJob is logged.
   for (const auto& party : ring) {
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job_id);
     msg.mutable_end_job()->set_success(true);
     msg.mutable_end_job()->set_reason("done");
-    (void)channel_->Call(party, msg, timeout);
+    WarnIfError(channel_->Call(party, msg, timeout).status(), job_id,
+                absl::StrCat("party '", party, "' did not acknowledge the end of the job"));
   }
-  return absl::OkStatus();
 }
 
 absl::Status Leader::FinishJob(const std::string& job_id,
@@ -556,13 +574,7 @@ absl::Status Leader::FinishJob(const std::string& job_id,
   report.set_bytes_from_parties(source.stats().bytes_received);
   RETURN_IF_ERROR(store_->SetReport(job_id, report));
   RETURN_IF_ERROR(store_->SetProgress(job_id, round, "done", elapsed()));
-  for (const auto& party : ring) {
-    fedanon::v1::LeaderMessage msg;
-    msg.set_job_id(job_id);
-    msg.mutable_end_job()->set_success(true);
-    msg.mutable_end_job()->set_reason("done");
-    (void)channel_->Call(party, msg, timeout);
-  }
+  EndJobAtParties(job_id, ring, timeout);
   return absl::OkStatus();
 }
 

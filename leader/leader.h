@@ -21,10 +21,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/dataset.h"
-#include "common/party_channel.h"
-#include "common/privacy_model.h"
-#include "common/tds_engine.h"
+#include "common/engine/privacy_model.h"
+#include "common/engine/tds_engine.h"
+#include "common/table/dataset.h"
+#include "common/wire/party_channel.h"
 #include "fedanon/v1/federation.pb.h"
 #include "leader/job_store.h"
 
@@ -74,6 +74,9 @@ class Leader {
   absl::Status RunVertical(const std::string& job_id, const fedanon::v1::SubmitJobRequest& request,
                            const std::vector<std::string>& ring, const std::string& recipient,
                            absl::Duration timeout, const std::function<double()>& elapsed);
+  // Tells every party of the ring that the job ended (best effort, failures logged).
+  void EndJobAtParties(const std::string& job_id, const std::vector<std::string>& ring,
+                       absl::Duration timeout);
   absl::Status FinishJob(const std::string& job_id, const fedanon::v1::SubmitJobRequest& request,
                          const common::TopDownSpecializer& engine,
                          const SecureSumCountSource& source, const std::string& stop_reason,

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/federation_wire.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/wire/federation_wire.h"
 #include "crypto/secure_sum_masks.h"
 
 namespace fedanon::leader {

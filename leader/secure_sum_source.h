@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "common/count_source.h"
-#include "common/party_channel.h"
+#include "common/engine/count_source.h"
+#include "common/wire/party_channel.h"
 #include "fedanon/v1/federation.pb.h"
 
 namespace fedanon::leader {

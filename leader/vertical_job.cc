@@ -5,11 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/status_macros.h"
-#include "common/tds_engine.h"
+#include "common/base/status_macros.h"
+#include "common/engine/tds_engine.h"
+#include "common/wire/released_union.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
-#include "party/vertical_party.h"
 #include "spdlog/spdlog.h"
 
 namespace fedanon::leader {
@@ -249,7 +249,7 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
         return absl::InvalidArgumentError("released columns do not parse");
       }
     }
-    ASSIGN_OR_RETURN(result.csv, party::JoinReleasedColumns(parts, options.header));
+    ASSIGN_OR_RETURN(result.csv, common::JoinReleasedColumns(parts, options.header));
   } else {
     fedanon::v1::VerticalStep step;
     for (const auto& r : released) *step.mutable_assemble()->add_columns() = r.released().columns();

@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/party_channel.h"
+#include "common/wire/party_channel.h"
 #include "fedanon/v1/job.pb.h"
 
 namespace fedanon::leader {

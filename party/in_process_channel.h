@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/party_channel.h"
+#include "common/wire/party_channel.h"
 #include "party/party_agent.h"
 
 namespace fedanon::party {

@@ -7,17 +7,19 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/count_source.h"
-#include "common/csv.h"
-#include "common/dataset.h"
-#include "common/federation_wire.h"
-#include "common/hierarchy.h"
-#include "common/job_digest.h"
-#include "common/job_spec_loader.h"
-#include "common/released_rows.h"
-#include "common/status_macros.h"
-#include "common/tips.h"
-#include "common/version.h"
+#include "common/base/parallel_for.h"
+#include "common/base/status_macros.h"
+#include "common/base/version.h"
+#include "common/engine/count_source.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/released_rows.h"
+#include "common/engine/tips.h"
+#include "common/spec/job_digest.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/table/csv.h"
+#include "common/table/dataset.h"
+#include "common/wire/federation_wire.h"
+#include "common/wire/released_union.h"
 #include "crypto/certificates.h"
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
@@ -38,34 +40,13 @@ using common::CsvLine;
 using common::DecodeWords;
 using common::EncodeWords;
 using common::FromProto;
+using common::JoinReleasedColumns;
+using common::OpenUnionList;
+using common::OpenUnionRows;
+using common::ParallelFor;
 using common::SumPurpose;
-
-// Union rows are sealed without a sender name: the recipient must not learn their origin.
-crypto::SealContext UnionRowContext(const std::string& job_id, uint64_t round,
-                                    const std::string& recipient) {
-  return crypto::SealContext{job_id, round, "", recipient, common::kUnionPurpose};
-}
-
-crypto::SealContext UnionListContext(const std::string& job_id, uint64_t round,
-                                     const std::string& sender, const std::string& receiver) {
-  return crypto::SealContext{job_id, round, sender, receiver, "union-list"};
-}
-
-// Runs fn(i) for i in [0, n) on all cores; returns the first error.
-absl::Status ParallelFor(size_t n, const std::function<absl::Status(size_t)>& fn) {
-  const size_t threads =
-      std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), 8));
-  std::vector<absl::Status> status(threads);
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      for (size_t i = t; i < n && status[t].ok(); i += threads) status[t] = fn(i);
-    });
-  }
-  for (auto& th : pool) th.join();
-  for (const auto& st : status) RETURN_IF_ERROR(st);
-  return absl::OkStatus();
-}
+using common::UnionListContext;
+using common::UnionRowContext;
 
 absl::Status ShuffleRows(google::protobuf::RepeatedPtrField<std::string>* rows) {
   ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows->size()));
@@ -82,33 +63,6 @@ std::string Resolve(const std::string& base, const std::string& path) {
 }
 
 }  // namespace
-
-absl::StatusOr<std::vector<std::string>> OpenUnionRows(
-    const crypto::SealKeyPair& keys, const std::string& job_id, uint64_t round,
-    const std::string& recipient, const google::protobuf::RepeatedPtrField<std::string>& rows) {
-  std::vector<std::string> out(rows.size());
-  const crypto::SealContext context = UnionRowContext(job_id, round, recipient);
-  RETURN_IF_ERROR(ParallelFor(out.size(), [&](size_t i) -> absl::Status {
-    ASSIGN_OR_RETURN(out[i], crypto::Open(keys, context, rows[static_cast<int>(i)]));
-    return absl::OkStatus();
-  }));
-  return out;
-}
-
-absl::StatusOr<fedanon::v1::UnionList> OpenUnionList(const crypto::SealKeyPair& keys,
-                                                     const std::string& job_id, uint64_t round,
-                                                     const std::string& receiver,
-                                                     const fedanon::v1::SealedPayload& sealed) {
-  fedanon::v1::UnionList list;
-  if (sealed.ciphertext().empty()) return list;
-  ASSIGN_OR_RETURN(std::string bytes,
-                   crypto::Open(keys, UnionListContext(job_id, round, sealed.sender(), receiver),
-                                sealed.ciphertext()));
-  if (!list.ParseFromString(bytes)) {
-    return absl::InvalidArgumentError("the union list does not parse");
-  }
-  return list;
-}
 
 // Everything the party holds for the job it is taking part in.
 struct PartyAgent::JobState {

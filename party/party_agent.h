@@ -68,14 +68,4 @@ class PartyAgent {
   std::unique_ptr<JobState> job_;
 };
 
-// The secure union's wire format, shared with the leader when it is the recipient: opens the
-// set sealed for `receiver`, then the rows sealed for `recipient` (one CSV line each).
-absl::StatusOr<fedanon::v1::UnionList> OpenUnionList(const crypto::SealKeyPair& keys,
-                                                     const std::string& job_id, uint64_t round,
-                                                     const std::string& receiver,
-                                                     const fedanon::v1::SealedPayload& sealed);
-absl::StatusOr<std::vector<std::string>> OpenUnionRows(
-    const crypto::SealKeyPair& keys, const std::string& job_id, uint64_t round,
-    const std::string& recipient, const google::protobuf::RepeatedPtrField<std::string>& rows);
-
 }  // namespace fedanon::party

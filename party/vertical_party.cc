@@ -4,9 +4,9 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "common/csv.h"
-#include "common/federation_wire.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/table/csv.h"
+#include "common/wire/federation_wire.h"
 #include "crypto/shuffle.h"
 #include "spdlog/spdlog.h"
 
@@ -535,60 +535,6 @@ void VerticalParty::FillReport(const std::string& stop_reason, fedanon::v1::Repo
   if (!engine_) return;
   report->set_records_out(engine_->total_records());
   engine_->FillReport(stop_reason, report);
-}
-
-absl::StatusOr<std::string> JoinReleasedColumns(
-    const std::vector<fedanon::v1::VerticalColumns>& parts,
-    const std::vector<std::string>& header) {
-  struct Source {
-    const fedanon::v1::VerticalColumns* part;
-    size_t column;
-    size_t width;
-  };
-  std::vector<Source> sources;
-  size_t rows = 0;
-  bool first = true;
-  for (const auto& part : parts) {
-    const size_t width = static_cast<size_t>(part.names_size());
-    if (width == 0) continue;
-    if (static_cast<size_t>(part.cells_size()) % width != 0) {
-      return absl::InvalidArgumentError("released columns are ragged");
-    }
-    const size_t n = static_cast<size_t>(part.cells_size()) / width;
-    if (!first && n != rows) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the parties released different numbers of records (", rows, " vs ", n, ")"));
-    }
-    rows = n;
-    first = false;
-  }
-  for (const auto& name : header) {
-    bool found = false;
-    for (const auto& part : parts) {
-      for (int i = 0; i < part.names_size(); ++i) {
-        if (part.names(i) != name) continue;
-        if (found) {
-          return absl::InvalidArgumentError(absl::StrCat("column '", name, "' released twice"));
-        }
-        sources.push_back({&part, static_cast<size_t>(i), static_cast<size_t>(part.names_size())});
-        found = true;
-      }
-    }
-    if (!found) {
-      return absl::InvalidArgumentError(absl::StrCat("no party released column '", name, "'"));
-    }
-  }
-  std::vector<std::string_view> views(header.begin(), header.end());
-  std::string csv = common::CsvLine(views);
-  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows));
-  std::vector<std::string_view> row(sources.size());
-  for (size_t r : perm) {
-    for (size_t i = 0; i < sources.size(); ++i) {
-      row[i] = sources[i].part->cells(static_cast<int>(r * sources[i].width + sources[i].column));
-    }
-    csv += common::CsvLine(row);
-  }
-  return csv;
 }
 
 }  // namespace fedanon::party

@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/count_source.h"
-#include "common/dataset.h"
-#include "common/hierarchy.h"
-#include "common/privacy_model.h"
-#include "common/tds_engine.h"
-#include "common/tips.h"
+#include "common/engine/count_source.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/privacy_model.h"
+#include "common/engine/tds_engine.h"
+#include "common/engine/tips.h"
+#include "common/table/dataset.h"
 #include "fedanon/v1/federation.pb.h"
 #include "fedanon/v1/job.pb.h"
 
@@ -123,11 +123,5 @@ class VerticalParty {
   std::vector<std::string> owner_of_;  // per QID attribute: its party
   std::map<std::string, double> mu_;
 };
-
-// The joined table from every party's released columns: the columns in `header` order, one row
-// per common record, rows in a random order (OpenSSL CSPRNG). Fails when a column is missing or
-// the parts disagree on the number of records.
-absl::StatusOr<std::string> JoinReleasedColumns(
-    const std::vector<fedanon::v1::VerticalColumns>& parts, const std::vector<std::string>& header);
 
 }  // namespace fedanon::party

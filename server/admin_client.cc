@@ -22,9 +22,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "common/csv.h"
-#include "common/job_spec_loader.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/table/csv.h"
 #include "crypto/certificates.h"
 #include "server/config.h"
 #include "server/status_convert.h"
@@ -393,17 +393,6 @@ absl::StatusOr<fedanon::v1::SubmitJobRequest> LoadSubmitRequest(
   }
   *request.mutable_spec() = std::move(spec);
   return request;
-}
-
-std::string ToJson(const google::protobuf::Message& message, bool pretty) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = pretty;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string json;
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  if (!json.empty() && json.back() == '\n') json.pop_back();
-  return json;
 }
 
 std::string JobStateName(fedanon::v1::JobState state) {

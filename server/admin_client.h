@@ -109,9 +109,6 @@ struct TaxonomyFile {
 absl::StatusOr<fedanon::v1::SubmitJobRequest> LoadSubmitRequest(
     const std::string& spec_path, std::vector<TaxonomyFile>* taxonomy_files = nullptr);
 
-// Protobuf JSON with the proto field names; `pretty`: indented, else one line.
-std::string ToJson(const google::protobuf::Message& message, bool pretty = true);
-
 // "submitted", "validating", "running", "done", "failed", "cancelled".
 std::string JobStateName(fedanon::v1::JobState state);
 bool IsFinalState(fedanon::v1::JobState state);

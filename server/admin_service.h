@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/party_channel.h"
+#include "common/wire/party_channel.h"
 #include "crypto/certificates.h"
 #include "fedanon/v1/federation.grpc.pb.h"
 

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/status_macros.h"
-#include "common/version.h"
+#include "common/base/status_macros.h"
+#include "common/base/version.h"
 #include "leader/leader.h"
 #include "server/config.h"
 #include "server/leader_admin_backend.h"

@@ -12,7 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/version.h"
+#include "common/base/version.h"
 #include "fedanon/v1/federation.grpc.pb.h"
 #include "server/status_convert.h"
 #include "server/transport.h"

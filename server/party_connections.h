@@ -27,7 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/party_channel.h"
+#include "common/wire/party_channel.h"
 #include "fedanon/v1/federation.pb.h"
 
 namespace fedanon::server {

@@ -8,7 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/version.h"
+#include "common/base/version.h"
 #include "crypto/certificates.h"
 #include "server/status_convert.h"
 #include "server/tls.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "tests/engine/engine_test_util.h"
+#include "tests/common/engine/engine_test_util.h"
 #include "tests/support/run_binary.h"
 
 namespace fedanon::testing {
@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kFedanon[] = FEDANON_BINARY_DIR "/server/fedanon";
+constexpr char kFedanon[] = FEDANON_BINARY_DIR "/bin/fedanon";
 constexpr char kAdultDir[] = FEDANON_SHARED_DIR "/datasets/adult";
 constexpr char kAdultCsv[] = FEDANON_SHARED_DIR "/datasets/adult/adult_clean.csv";
 

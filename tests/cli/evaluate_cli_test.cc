@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/engine/engine_test_util.h"
+#include "tests/common/engine/engine_test_util.h"
 #include "tests/support/run_binary.h"
 
 namespace fedanon::testing {

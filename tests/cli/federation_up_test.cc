@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/engine/engine_test_util.h"
+#include "tests/common/engine/engine_test_util.h"
 
 extern char** environ;
 
@@ -43,8 +43,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr char kFedanon[] = FEDANON_BINARY_DIR "/server/fedanon";
-constexpr char kFedanonctl[] = FEDANON_BINARY_DIR "/server/fedanonctl";
+constexpr char kFedanon[] = FEDANON_BINARY_DIR "/bin/fedanon";
+constexpr char kFedanonctl[] = FEDANON_BINARY_DIR "/bin/fedanonctl";
 
 // ---------------------------------------------------------------------------------------------
 // Processes

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/engine/engine_test_util.h"
+#include "tests/common/engine/engine_test_util.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/status_matchers.h"
 

@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "tests/sequential/seq_test_util.h"
+#include "tests/common/sequential/seq_test_util.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/status_matchers.h"
 

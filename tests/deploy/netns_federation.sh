@@ -29,7 +29,7 @@
 #
 # Usage: tests/deploy/netns_federation.sh BIN_DIR [ROWS]
 #   BIN_DIR holds fedanon, fedanon-leader, fedanon-party, fedanonctl (CTest passes
-#   ${CMAKE_BINARY_DIR}/server). Exit 0 pass, 1 fail, 77 skipped (not root, no `ip`, or network
+#   ${CMAKE_BINARY_DIR}/bin). Exit 0 pass, 1 fail, 77 skipped (not root, no `ip`, or network
 #   namespaces not permitted). FEDANON_NETNS_KEEP=1 keeps the work directory (logs) on failure.
 set -euo pipefail
 

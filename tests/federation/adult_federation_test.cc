@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "common/job_spec_loader.h"
+#include "common/spec/job_spec_loader.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
 

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "common/job_spec_loader.h"
+#include "common/spec/job_spec_loader.h"
 #include "tests/federation/adult_vertical_util.h"
 #include "tests/support/status_matchers.h"
 

@@ -17,7 +17,7 @@
 #include "leader/leader.h"
 #include "party/in_process_channel.h"
 #include "party/party_agent.h"
-#include "tests/engine/engine_test_util.h"
+#include "tests/common/engine/engine_test_util.h"
 
 namespace fedanon::testing {
 

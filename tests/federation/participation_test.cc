@@ -16,8 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/datagen.h"
-#include "common/job_spec_loader.h"
+#include "common/datagen/datagen.h"
+#include "common/spec/job_spec_loader.h"
 #include "party/vertical_party.h"
 #include "tests/federation/adult_vertical_util.h"
 #include "tests/support/status_matchers.h"

@@ -3,8 +3,8 @@
 // key, is rejected.
 #include <gtest/gtest.h>
 
-#include "common/federation_wire.h"
-#include "common/job_spec_loader.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/wire/federation_wire.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
 #include "tests/federation/federation_test_util.h"
@@ -73,7 +73,8 @@ class SealedRelayTest : public ::testing::Test {
 };
 
 TEST_F(SealedRelayTest, HonestRelayWorksAndReplaysAreRejected) {
-  ASSERT_OK_AND_ASSIGN(auto first, fed_->channel.Call(fed_->names[0], FirstHop(1, 0), absl::Seconds(5)));
+  ASSERT_OK_AND_ASSIGN(auto first,
+                       fed_->channel.Call(fed_->names[0], FirstHop(1, 0), absl::Seconds(5)));
   ASSERT_TRUE(first.sum_step().has_sealed());
   const auto sealed = first.sum_step().sealed();
   EXPECT_EQ(sealed.receiver(), fed_->names[1]);
@@ -96,11 +97,12 @@ TEST_F(SealedRelayTest, HonestRelayWorksAndReplaysAreRejected) {
 }
 
 TEST_F(SealedRelayTest, TheLeaderCannotOpenAHop) {
-  ASSERT_OK_AND_ASSIGN(auto first, fed_->channel.Call(fed_->names[0], FirstHop(1, 0), absl::Seconds(5)));
+  ASSERT_OK_AND_ASSIGN(auto first,
+                       fed_->channel.Call(fed_->names[0], FirstHop(1, 0), absl::Seconds(5)));
   const auto& sealed = first.sum_step().sealed();
   // The leader's own sealing key (it holds no party's key).
-  ASSERT_OK_AND_ASSIGN(auto leader_seal, fed_->ca->IssueSeal({crypto::Role::kLeader, "leader"},
-                                                             absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(auto leader_seal,
+                       fed_->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(1)));
   ASSERT_OK_AND_ASSIGN(auto leader_keys, crypto::SealKeyPairFromPem(leader_seal.key_pem));
   for (const std::string& receiver : {std::string("leader"), fed_->names[1]}) {
     const crypto::SealContext context{kJob, 1, fed_->names[0], receiver, "secure-sum/0/0"};

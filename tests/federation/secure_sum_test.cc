@@ -3,10 +3,10 @@
 // received words is 1 about half of the time, while the unmasked sums differ.
 #include <gtest/gtest.h>
 
-#include "common/dataset.h"
-#include "common/federation_wire.h"
-#include "common/hierarchy.h"
-#include "common/job_spec_loader.h"
+#include "common/engine/hierarchy.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/table/dataset.h"
+#include "common/wire/federation_wire.h"
 #include "leader/secure_sum_source.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"

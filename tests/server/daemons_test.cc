@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "server/provision.h"
+#include "cli/provision.h"
 
 namespace fedanon::server {
 namespace {
@@ -99,8 +99,8 @@ class Daemon {
 class DaemonsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    leader_bin_ = std::string(FEDANON_BINARY_DIR) + "/server/fedanon-leader";
-    party_bin_ = std::string(FEDANON_BINARY_DIR) + "/server/fedanon-party";
+    leader_bin_ = std::string(FEDANON_BINARY_DIR) + "/bin/fedanon-leader";
+    party_bin_ = std::string(FEDANON_BINARY_DIR) + "/bin/fedanon-party";
     if (!fs::exists(leader_bin_) || !fs::exists(party_bin_)) {
       GTEST_SKIP() << "build fedanon-leader and fedanon-party first";
     }

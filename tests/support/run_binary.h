@@ -79,7 +79,7 @@ inline CliResult RunFedanon(const std::vector<std::string>& args) {
     ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
     return CliResult{};
   }
-  CliResult result = RunBinary(FEDANON_BINARY_DIR "/server/fedanon", args, capture);
+  CliResult result = RunBinary(FEDANON_BINARY_DIR "/bin/fedanon", args, capture);
   std::filesystem::remove_all(capture);
   return result;
 }

@@ -1,0 +1,150 @@
+#include "cli/anonymize.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "common/base/version.h"
+#include "common/engine/count_source.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/privacy_model.h"
+#include "common/engine/released_rows.h"
+#include "common/engine/tds_engine.h"
+#include "common/engine/tips.h"
+#include "common/sequential/sequential_anonymize.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/spec/proto_json.h"
+#include "common/table/csv.h"
+#include "common/table/dataset.h"
+
+namespace fedanon::common {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Fails early (before the possibly long run) when the directory `path` is to be written in is
+// missing, so that the error does not come only after the anonymization.
+absl::Status CheckOutputDirectory(const std::string& path, const char* what) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) return absl::OkStatus();  // the current directory
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("cannot write the ", what, " '", path, "': directory '",
+                                            dir.string(), "' does not exist"));
+  }
+  return absl::OkStatus();
+}
+
+// Writes the anonymized table to a temporary file (re-reading the input so that non-QID values
+// are copied verbatim) and returns the writer uncommitted: the caller commits it once every other
+// output is written, so that a failure leaves nothing behind.
+absl::StatusOr<std::unique_ptr<CsvWriter>> WriteOutput(const fedanon::v1::JobSpec& spec,
+                                                       const Dataset& data, const Tips& tips,
+                                                       const std::vector<AttributeHierarchy>& hier,
+                                                       const std::string& output_path) {
+  const std::vector<int> columns = ReleasedColumns(spec, data, /*spec_order=*/false);
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvWriter> writer, CsvWriter::Create(output_path, ','));
+  std::vector<std::string_view> header;
+  for (int c : columns) header.push_back(data.header[c]);
+  writer->WriteRow(header);
+  RETURN_IF_ERROR(
+      ForEachReleasedRow(spec, data, tips, hier, columns,
+                         [&](const std::vector<std::string_view>& row) { writer->WriteRow(row); }));
+  return writer;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReportToJson(const fedanon::v1::Report& report) {
+  ASSIGN_OR_RETURN(std::string json, ProtoToJson(report));
+  return json + "\n";
+}
+
+absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
+  const auto start = Clock::now();
+  fedanon::v1::Report report;
+  report.set_version(std::string(VersionLine("fedanon")));
+
+  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, LoadJobSpec(options.spec_path));
+  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  report.set_job_name(spec.name());
+  if (spec.has_sequential() != !options.previous_release_path.empty()) {
+    return absl::InvalidArgumentError(
+        spec.has_sequential()
+            ? "the spec has a sequential section: give the earlier release with --previous-release"
+            : "--previous-release needs a sequential section in the spec (the join's templates)");
+  }
+  RETURN_IF_ERROR(CheckOutputDirectory(options.output_path, "output"));
+  if (!options.report_path.empty()) {
+    RETURN_IF_ERROR(CheckOutputDirectory(options.report_path, "report"));
+  }
+  ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec, options.input_path));
+  report.set_records_in(data.records_in);
+  report.set_records_dropped(data.records_dropped);
+  (*report.mutable_timings_seconds())["read"] = SecondsSince(start);
+
+  const auto anon_start = Clock::now();
+  std::vector<AttributeHierarchy> hier;
+  for (const QidColumn& q : data.qids) hier.emplace_back(&q);
+  Tips tips(&data, &hier);
+  std::string stop_reason;
+  std::unique_ptr<TopDownSpecializer> engine;
+  PrivacyModel model;
+  LocalCountSource source(&tips);
+  auto last_progress = Clock::now();
+  if (spec.has_sequential()) {
+    RETURN_IF_ERROR(RunSequentialRelease(spec, data, options.previous_release_path,
+                                         options.max_rounds, options.progress, &hier, &tips,
+                                         &report));
+  } else {
+    ASSIGN_OR_RETURN(model, BuildPrivacyModel(spec, data));
+    EngineOptions engine_options;
+    engine_options.score = spec.score();
+    engine_options.beneficial = spec.beneficial();
+    engine_options.suppression_token = spec.suppression_token();
+    engine_options.max_rounds = options.max_rounds;
+    if (options.progress) {
+      engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
+        if (std::chrono::duration<double>(Clock::now() - last_progress).count() < 1.0) return;
+        last_progress = Clock::now();
+        options.progress(absl::StrCat("round ", step.round(), ": specialized ", step.attribute(),
+                                      " ", step.value(), " (", step.records(), " records), ",
+                                      groups, " groups, ", SecondsSince(start), " s"));
+      };
+    }
+    ASSIGN_OR_RETURN(engine, TopDownSpecializer::Create(&data, &model, &hier, &source,
+                                                        std::move(engine_options)));
+    ASSIGN_OR_RETURN(stop_reason, engine->Run());
+  }
+  (*report.mutable_timings_seconds())["anonymize"] = SecondsSince(anon_start);
+
+  const auto write_start = Clock::now();
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvWriter> output,
+                   WriteOutput(spec, data, tips, hier, options.output_path));
+  (*report.mutable_timings_seconds())["write"] = SecondsSince(write_start);
+
+  report.set_records_out(data.num_records);
+  if (engine) engine->FillReport(stop_reason, &report);
+  (*report.mutable_timings_seconds())["total"] = SecondsSince(start);
+  // The report first, the table last: if the report cannot be written, the table's temporary
+  // file is removed by the writer's destructor; if the table cannot be committed, the report is
+  // removed again.
+  if (!options.report_path.empty()) {
+    ASSIGN_OR_RETURN(std::string report_json, ReportToJson(report));
+    RETURN_IF_ERROR(WriteFileAtomically(options.report_path, report_json));
+  }
+  if (absl::Status committed = output->Commit(); !committed.ok()) {
+    if (!options.report_path.empty()) ::unlink(options.report_path.c_str());
+    return committed;
+  }
+  return report;
+}
+
+}  // namespace fedanon::common

@@ -1,0 +1,33 @@
+// `fedanon anonymize`: centralized anonymization of one table — load and validate the spec and
+// the data, run top-down specialization with the in-process count source, write the anonymized
+// CSV (same rows and order; QID values generalized; unlisted columns dropped) and the JSON
+// report. On any error nothing is written (outputs are committed atomically at the very end).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "fedanon/v1/job.pb.h"
+
+namespace fedanon::common {
+
+struct AnonymizeOptions {
+  std::string spec_path;
+  std::string input_path;
+  std::string output_path;
+  std::string report_path;  // empty: no report file
+  uint32_t max_rounds = 0;  // 0: run to the end
+  // Sequential release (docs/sequential-releases.md): the earlier published table the output will
+  // be joined with; needs the spec's `sequential` section, and that section needs it.
+  std::string previous_release_path;
+  // Progress messages for long runs (called at most about once a second); may be empty.
+  std::function<void(const std::string&)> progress;
+};
+
+absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options);
+
+// The report as pretty-printed JSON, ending in a newline.
+absl::StatusOr<std::string> ReportToJson(const fedanon::v1::Report& report);
+
+}  // namespace fedanon::common

@@ -1,0 +1,676 @@
+#include "cli/federation_up.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "cli/provision.h"
+#include "common/base/status_macros.h"
+#include "common/spec/proto_json.h"
+#include "crypto/certificates.h"
+#include "server/admin_client.h"
+#include "server/signals.h"
+
+namespace fedanon::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kPrefix[] = "federation up: ";
+constexpr absl::Duration kConnectWait = absl::Seconds(30);
+constexpr absl::Duration kStopGrace = absl::Seconds(5);
+constexpr absl::Duration kPoll = absl::Milliseconds(100);
+
+struct Options {
+  std::vector<std::string> party_data;
+  std::string spec;
+  int port = 0;
+  bool wait = false;
+  std::string result;
+  std::string report;
+  bool keep = false;
+  std::string dir;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Termination signals: SIGINT / SIGTERM are blocked in every thread (server/signals.h); one
+// detached thread collects them, records the first and runs a hook (which interrupts a blocking
+// watch).
+
+class SignalWatcher {
+ public:
+  static SignalWatcher& Start() {
+    static SignalWatcher* watcher = [] {
+      auto* w = new SignalWatcher();
+      std::thread([w] {
+        while (true) {
+          const int sig = WaitForTerminationSignal();
+          int expected = 0;
+          signal_.compare_exchange_strong(expected, sig);
+          // Run under the lock, so that SetHook(nullptr) returns only once no hook is running.
+          std::lock_guard<std::mutex> lock(w->mu_);
+          if (w->hook_) w->hook_();
+        }
+      }).detach();
+      return w;
+    }();
+    return *watcher;
+  }
+
+  int signal() const { return signal_.load(); }
+
+  void SetHook(std::function<void()> hook) {
+    std::lock_guard<std::mutex> lock(mu_);
+    hook_ = std::move(hook);
+  }
+
+ private:
+  static inline std::atomic<int> signal_{0};
+  std::mutex mu_;
+  std::function<void()> hook_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Child processes
+
+struct Child {
+  std::string name;  // "leader" or the party's name
+  std::string log_path;
+  pid_t pid = -1;
+  bool running = false;
+  int wait_status = 0;
+};
+
+std::string DescribeExit(int wait_status) {
+  if (WIFEXITED(wait_status)) return absl::StrCat("exited with status ", WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) {
+    return absl::StrCat("was killed by signal ", WTERMSIG(wait_status), " (",
+                        ::strsignal(WTERMSIG(wait_status)), ")");
+  }
+  return "ended";
+}
+
+absl::Status ErrnoStatus(const std::string& what) {
+  const int err = errno;
+  return absl::ErrnoToStatus(err, what);
+}
+
+// Starts `binary args...` with stdin from /dev/null and stdout + stderr appended to the log, in
+// its own process group (a terminal's Ctrl-C reaches only us; we stop the children in order),
+// with SIGTERM delivered to it should this process die.
+absl::Status Spawn(Child* child, const std::string& binary, const std::vector<std::string>& args) {
+  std::vector<std::string> storage = {binary};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string exec_error = absl::StrCat("federation up: cannot execute ", binary, "\n");
+
+  const int log_fd =
+      ::open(child->log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return ErrnoStatus(absl::StrCat("cannot create ", child->log_path));
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0) {
+    ::close(log_fd);
+    return ErrnoStatus("cannot open /dev/null");
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(log_fd);
+    ::close(null_fd);
+    return ErrnoStatus(absl::StrCat("cannot start ", child->name));
+  }
+  if (pid == 0) {
+    // Child: async-signal-safe calls only until exec.
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) ::_exit(127);
+    ::setpgid(0, 0);
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGINT, &dfl, nullptr);
+    ::sigaction(SIGTERM, &dfl, nullptr);
+    ::sigaction(SIGPIPE, &dfl, nullptr);
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    ::execv(argv[0], argv.data());
+    (void)!::write(STDERR_FILENO, exec_error.data(), exec_error.size());
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  ::close(null_fd);
+  child->pid = pid;
+  child->running = true;
+  return absl::OkStatus();
+}
+
+// Reaps the child if it has exited; true when it is still running.
+bool StillRunning(Child* child) {
+  if (!child->running) return false;
+  int status = 0;
+  const pid_t r = ::waitpid(child->pid, &status, WNOHANG);
+  if (r == child->pid || (r < 0 && errno == ECHILD)) {
+    child->running = false;
+    child->wait_status = status;
+  }
+  return child->running;
+}
+
+// The last `lines` lines of a log file, each indented.
+std::string LogTail(const std::string& path, size_t lines = 15) {
+  std::ifstream in(path);
+  std::deque<std::string> tail;
+  std::string line;
+  while (std::getline(in, line)) {
+    tail.push_back(line);
+    if (tail.size() > lines) tail.pop_front();
+  }
+  std::string out;
+  for (const std::string& l : tail) absl::StrAppend(&out, "    | ", l, "\n");
+  if (out.empty()) out = "    | (empty)\n";
+  return out;
+}
+
+absl::StatusOr<int> FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoStatus("cannot create a socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    absl::Status st = ErrnoStatus("cannot find a free port on 127.0.0.1");
+    ::close(fd);
+    return st;
+  }
+  ::close(fd);
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+// `name` next to the running executable, else in PATH.
+absl::StatusOr<std::string> FindBinary(const std::string& name) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path candidate = self.parent_path() / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  const char* path_env = std::getenv("PATH");
+  if (path_env != nullptr) {
+    for (absl::string_view dir : absl::StrSplit(path_env, ':', absl::SkipEmpty())) {
+      const fs::path candidate = fs::path(std::string(dir)) / name;
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("cannot find ", name, " next to ",
+                                          ec ? "this program" : self.parent_path().string(),
+                                          " or in PATH"));
+}
+
+// Party names from the file names when they are valid, unique and not taken by the leader or
+// the admin; hospital-1..N otherwise.
+std::vector<std::string> PartyNames(const std::vector<std::string>& files) {
+  std::vector<std::string> names;
+  std::set<std::string> seen = {"leader", "admin", "ca", "logs", "readme.txt"};
+  for (const std::string& f : files) {
+    const std::string stem = fs::path(f).stem().string();
+    if (!crypto::ValidateParticipantName(stem).ok() ||
+        !seen.insert(absl::AsciiStrToLower(stem)).second) {
+      names.clear();
+      break;
+    }
+    names.push_back(stem);
+  }
+  if (names.size() == files.size()) return names;
+  names.clear();
+  for (size_t i = 0; i < files.size(); ++i) names.push_back(absl::StrCat("hospital-", i + 1));
+  return names;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class FederationUp {
+ public:
+  explicit FederationUp(Options options)
+      : o_(std::move(options)), signals_(SignalWatcher::Start()) {}
+
+  int Run() {
+    const int code = RunInner();
+    StopChildren();
+    Cleanup();
+    return code;
+  }
+
+ private:
+  int Fail(const std::string& message) {
+    std::cerr << kPrefix << message << "\n";
+    return 1;
+  }
+  int Fail(const absl::Status& status) { return Fail(std::string(status.message())); }
+  int Interrupted() {
+    const int sig = signals_.signal();
+    std::cerr << kPrefix << "interrupted by " << ::strsignal(sig) << "\n";
+    return 128 + sig;
+  }
+
+  int RunInner() {
+    if (o_.party_data.size() < 2) {
+      return Fail("a federation needs at least 2 tables in --party-data (one per party)");
+    }
+    for (const std::string& f : o_.party_data) {
+      std::error_code ec;
+      if (!fs::is_regular_file(f, ec)) return Fail(absl::StrCat("cannot read table '", f, "'"));
+    }
+    if (!o_.spec.empty()) {
+      absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
+          LoadSubmitRequest(o_.spec, &taxonomy_files_);
+      if (!request.ok()) return Fail(request.status());
+      request_ = *std::move(request);
+      for (const TaxonomyFile& t : taxonomy_files_) {
+        const fs::path written(t.spec_path);
+        if (written.is_absolute()) continue;  // every party reads the same file
+        const std::string normal = written.lexically_normal().string();
+        if (normal == ".." || normal.rfind("../", 0) == 0) {
+          return Fail(absl::StrCat("the taxonomy '", t.spec_path, "' of attribute '", t.attribute,
+                                   "' lies outside the spec's directory; federation up copies "
+                                   "taxonomies into each party's data dir under the path written "
+                                   "in the spec, so use a path inside the spec's directory"));
+        }
+      }
+    }
+    names_ = PartyNames(o_.party_data);
+
+    int port = o_.port;
+    if (port == 0) {
+      absl::StatusOr<int> free = FreeLoopbackPort();
+      if (!free.ok()) return Fail(free.status());
+      port = *free;
+    }
+    address_ = absl::StrCat("127.0.0.1:", port);
+
+    absl::StatusOr<std::string> leader_bin = FindBinary("fedanon-leader");
+    if (!leader_bin.ok()) return Fail(leader_bin.status());
+    absl::StatusOr<std::string> party_bin = FindBinary("fedanon-party");
+    if (!party_bin.ok()) return Fail(party_bin.status());
+
+    if (o_.dir.empty()) {
+      std::error_code ec;
+      fs::path tmp = fs::temp_directory_path(ec);
+      if (ec) tmp = "/tmp";
+      std::string pattern = (tmp / "fedanon-federation-XXXXXX").string();
+      if (::mkdtemp(pattern.data()) == nullptr) {
+        return Fail(ErrnoStatus(absl::StrCat("cannot create a directory in ", tmp.string())));
+      }
+      dir_ = pattern;
+      created_dir_ = true;
+      if (absl::Status st = ProvisionLocal(dir_.string(), names_, port); !st.ok()) {
+        return Fail(absl::StrCat("cannot provision the federation: ", st.message()));
+      }
+    } else {
+      dir_ = fs::absolute(o_.dir).lexically_normal();
+      if (absl::Status st = ProvisionLocal(dir_.string(), names_, port); !st.ok()) {
+        return Fail(
+            absl::StrCat("cannot provision the federation in ", dir_.string(), ": ", st.message()));
+      }
+      created_dir_ = true;
+    }
+    if (int code = CopyData(); code != 0) return code;
+
+    // Children.
+    const fs::path logs = dir_ / "logs";
+    std::error_code ec;
+    fs::create_directories(logs, ec);
+    if (ec) return Fail(absl::StrCat("cannot create ", logs.string(), ": ", ec.message()));
+    children_.push_back({"leader", (logs / "leader.log").string()});
+    for (const std::string& name : names_) {
+      children_.push_back({name, (logs / (name + ".log")).string()});
+    }
+    for (Child& c : children_) {
+      const bool leader = c.name == "leader";
+      const std::string config = (dir_ / c.name / (leader ? "leader.yaml" : "party.yaml")).string();
+      if (absl::Status st = Spawn(&c, leader ? *leader_bin : *party_bin, {"--config", config});
+          !st.ok()) {
+        return Fail(st);
+      }
+    }
+    std::cerr << kPrefix << "starting a local federation in " << dir_.string() << "\n"
+              << "  leader      " << address_ << "  pid " << children_[0].pid << "  config "
+              << (dir_ / "leader" / "leader.yaml").string() << "\n";
+    for (size_t i = 1; i < children_.size(); ++i) {
+      std::cerr << "  party       " << children_[i].name << "  pid " << children_[i].pid
+                << "  table " << o_.party_data[i - 1] << "\n";
+    }
+    std::cerr << "  admin       " << AdminConfig() << "\n"
+              << "  logs        " << logs.string() << "/<name>.log\n";
+
+    if (int code = WaitForParties(); code != 0) return code;
+    std::cerr << kPrefix << "federation is up: leader " << address_ << ", parties "
+              << absl::StrJoin(names_, ", ") << "\n";
+
+    if (o_.spec.empty()) {
+      std::cerr << "Administer it with fedanonctl, e.g.:\n"
+                << "  fedanonctl --config " << AdminConfig() << " parties\n"
+                << "  fedanonctl --config " << AdminConfig() << " submit JOB.yaml\n"
+                << "  fedanonctl --config " << AdminConfig() << " watch JOB_ID\n"
+                << "  fedanonctl --config " << AdminConfig() << " result JOB_ID -o out.csv\n"
+                << "(taxonomies named in a job spec must be in each party's data/ directory)\n"
+                << "Press Ctrl-C (or send SIGTERM) to stop the federation.\n";
+      return StayUp();
+    }
+    return SubmitAndFollow();
+  }
+
+  std::string AdminConfig() const { return (dir_ / "admin" / "admin.yaml").string(); }
+
+  int CopyData() {
+    for (size_t i = 0; i < names_.size(); ++i) {
+      const fs::path data = dir_ / names_[i] / "data";
+      std::error_code ec;
+      fs::create_directories(data, ec);
+      if (!ec) {
+        fs::copy_file(o_.party_data[i], data / "table.csv", fs::copy_options::overwrite_existing,
+                      ec);
+      }
+      if (ec) {
+        return Fail(absl::StrCat("cannot copy ", o_.party_data[i], " to ",
+                                 (data / "table.csv").string(), ": ", ec.message()));
+      }
+      for (const TaxonomyFile& t : taxonomy_files_) {
+        if (fs::path(t.spec_path).is_absolute()) continue;
+        const fs::path dest = data / fs::path(t.spec_path).lexically_normal();
+        fs::create_directories(dest.parent_path(), ec);
+        if (!ec) fs::copy_file(t.local_path, dest, fs::copy_options::overwrite_existing, ec);
+        if (ec) {
+          return Fail(absl::StrCat("cannot copy taxonomy ", t.local_path, " to ", dest.string(),
+                                   ": ", ec.message()));
+        }
+      }
+    }
+    return 0;
+  }
+
+  // A child that ended while it should run: fails with its log's tail.
+  int CheckChildren() {
+    for (Child& c : children_) {
+      if (!StillRunning(&c)) {
+        return Fail(absl::StrCat(c.name, " (pid ", c.pid, ") ", DescribeExit(c.wait_status),
+                                 "; last lines of ", c.log_path, ":\n", LogTail(c.log_path)));
+      }
+    }
+    return 0;
+  }
+
+  int WaitForParties() {
+    absl::StatusOr<std::unique_ptr<AdminClient>> client = AdminClient::FromConfig(AdminConfig());
+    if (!client.ok()) return Fail(client.status());
+    client_ = *std::move(client);
+    const absl::Time deadline = absl::Now() + kConnectWait;
+    std::string last_problem = "the leader has not answered yet";
+    while (true) {
+      if (signals_.signal() != 0) return Interrupted();
+      if (int code = CheckChildren(); code != 0) return code;
+      absl::StatusOr<std::vector<fedanon::v1::ConnectedParty>> parties = client_->ListParties();
+      std::vector<std::string> missing = names_;
+      if (parties.ok()) {
+        for (const auto& p : *parties) std::erase(missing, p.name());
+        if (missing.empty()) return 0;
+        last_problem = absl::StrCat("not connected yet: ", absl::StrJoin(missing, ", "));
+      } else {
+        last_problem = std::string(parties.status().message());
+        // A fresh channel makes a fresh connection attempt (no reconnect backoff).
+        client_ = std::make_unique<AdminClient>(address_, TlsMaterialOrEmpty());
+      }
+      if (absl::Now() > deadline) {
+        std::string tails;
+        for (const Child& c : children_) {
+          if (c.name == "leader" ||
+              std::find(missing.begin(), missing.end(), c.name) != missing.end()) {
+            absl::StrAppend(&tails, "  ", c.log_path, ":\n", LogTail(c.log_path, 8));
+          }
+        }
+        return Fail(absl::StrCat("the federation did not come up within ",
+                                 absl::FormatDuration(kConnectWait), " (", last_problem,
+                                 "); last lines of the logs:\n", tails));
+      }
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+  }
+
+  TlsMaterial TlsMaterialOrEmpty() {
+    if (!admin_tls_loaded_) {
+      TlsPaths paths;
+      const fs::path admin = dir_ / "admin";
+      paths.ca = (admin / "ca.crt").string();
+      paths.cert = (admin / "tls.crt").string();
+      paths.key = (admin / "tls.key").string();
+      absl::StatusOr<TlsMaterial> tls = LoadTlsMaterial(paths);
+      if (tls.ok()) admin_tls_ = *std::move(tls);
+      admin_tls_loaded_ = true;
+    }
+    return admin_tls_;
+  }
+
+  // Until a termination signal (exit 0) or a child's unexpected end (exit 1).
+  int StayUp() {
+    while (signals_.signal() == 0) {
+      if (int code = CheckChildren(); code != 0) return code;
+      absl::SleepFor(kPoll);
+    }
+    std::cerr << kPrefix << "received " << ::strsignal(signals_.signal()) << "\n";
+    return 0;
+  }
+
+  int SubmitAndFollow() {
+    for (const std::string& name : names_) request_.add_parties(name);
+    absl::StatusOr<fedanon::v1::JobInfo> job = client_->SubmitJob(request_);
+    if (!job.ok())
+      return Fail(absl::StrCat("the leader refused the job: ", job.status().message()));
+    const std::string job_id = job->job_id();
+    std::cerr << kPrefix << "submitted " << job_id << " (parties " << absl::StrJoin(names_, ", ")
+              << "; recipient: the leader)\n";
+    if (!o_.wait) {
+      std::cout << job_id << "\n";
+      std::cerr << "Follow it with: fedanonctl --config " << AdminConfig() << " watch " << job_id
+                << "\nPress Ctrl-C (or send SIGTERM) to stop the federation.\n";
+      return StayUp();
+    }
+
+    AdminClient* client = client_.get();
+    signals_.SetHook([client] { client->Cancel(); });
+    if (signals_.signal() != 0) return Interrupted();
+    std::string last_line;
+    absl::StatusOr<fedanon::v1::JobInfo> last =
+        client->WatchJob(job_id, [&last_line](const fedanon::v1::JobInfo& info) {
+          const std::string line = ProgressLine(info);
+          if (line != last_line) std::cerr << "  " << line << "\n";
+          last_line = line;
+        });
+    if (signals_.signal() != 0) return Interrupted();
+    if (!last.ok()) {
+      CheckChildren();  // explains a crashed daemon, if that is why
+      return Fail(absl::StrCat("lost track of ", job_id, ": ", last.status().message()));
+    }
+    if (last->state() != fedanon::v1::JOB_STATE_DONE) {
+      return Fail(absl::StrCat("job ", job_id, " ", JobStateName(last->state()),
+                               last->failure_reason().empty() ? "" : ": ", last->failure_reason()));
+    }
+
+    if (!o_.result.empty()) {
+      absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
+          AtomicFileWriter::Open(o_.result, /*overwrite=*/true);
+      if (!writer.ok()) return Fail(writer.status());
+      absl::StatusOr<uint64_t> bytes = client->GetResult(
+          job_id, [&writer](std::string_view data) { return (*writer)->Write(data); });
+      if (signals_.signal() != 0) return Interrupted();
+      if (!bytes.ok()) {
+        return Fail(
+            absl::StrCat("cannot fetch the result of ", job_id, ": ", bytes.status().message()));
+      }
+      if (absl::Status st = (*writer)->Commit(); !st.ok()) return Fail(st);
+      std::cerr << kPrefix << "wrote the integrated table to " << o_.result << " (" << *bytes
+                << " bytes)\n";
+    }
+    if (!o_.report.empty()) {
+      absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
+          AtomicFileWriter::Open(o_.report, /*overwrite=*/true);
+      if (!writer.ok()) return Fail(writer.status());
+      absl::StatusOr<std::string> json = common::ProtoToJson(last->report());
+      if (!json.ok()) return Fail(json.status());
+      absl::Status st = (*writer)->Write(*json + "\n");
+      if (st.ok()) st = (*writer)->Commit();
+      if (!st.ok()) return Fail(st);
+      std::cerr << kPrefix << "wrote the report to " << o_.report << "\n";
+    }
+    std::cout << "job " << job_id << " done\n" << ReportSummary(last->report());
+    return 0;
+  }
+
+  void StopChildren() {
+    signals_.SetHook(nullptr);
+    // Close our connection first: the leader's shutdown waits for connected clients to go away.
+    client_.reset();
+    bool any = false;
+    for (Child& c : children_) {
+      if (StillRunning(&c)) {
+        ::kill(c.pid, SIGTERM);
+        any = true;
+      }
+    }
+    if (!any) return;
+    std::cerr << kPrefix << "stopping the federation\n";
+    const absl::Time deadline = absl::Now() + kStopGrace;
+    while (absl::Now() < deadline) {
+      bool running = false;
+      for (Child& c : children_) running |= StillRunning(&c);
+      if (!running) return;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    for (Child& c : children_) {
+      if (StillRunning(&c)) {
+        std::cerr << kPrefix << c.name << " (pid " << c.pid << ") did not stop within "
+                  << absl::FormatDuration(kStopGrace) << "; killing it\n";
+        ::kill(c.pid, SIGKILL);
+        int status = 0;
+        ::waitpid(c.pid, &status, 0);
+        c.running = false;
+      }
+    }
+  }
+
+  void Cleanup() {
+    if (!created_dir_) return;
+    if (o_.keep) {
+      std::cerr << kPrefix << "kept configs and logs in " << dir_.string() << "\n";
+      return;
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    if (ec) {
+      std::cerr << kPrefix << "cannot remove " << dir_.string() << ": " << ec.message() << "\n";
+    }
+  }
+
+  Options o_;
+  SignalWatcher& signals_;
+  fedanon::v1::SubmitJobRequest request_;
+  std::vector<TaxonomyFile> taxonomy_files_;
+  std::vector<std::string> names_;
+  std::string address_;
+  fs::path dir_;
+  bool created_dir_ = false;
+  std::vector<Child> children_;  // [0] is the leader
+  std::unique_ptr<AdminClient> client_;
+  bool admin_tls_loaded_ = false;
+  TlsMaterial admin_tls_;
+};
+
+constexpr char kUsage[] =
+    "usage: fedanon federation up --party-data a.csv,b.csv[,...] [--spec JOB.yaml] [--port P]\n"
+    "                             [--wait] [--result OUT.csv] [--report REPORT.json] [--keep]\n"
+    "                             [--dir DIR]\n"
+    "Runs a throwaway local federation (leader + one party per table) on 127.0.0.1.\n"
+    "See 'fedanon federation up --help'.\n";
+
+}  // namespace
+
+int RunFederationUp(int argc, char** argv) {
+  if (argc < 3 || std::string_view(argv[2]) != "up") {
+    const bool help =
+        argc >= 3 && (std::string_view(argv[2]) == "--help" || std::string_view(argv[2]) == "-h");
+    (help ? std::cout : std::cerr) << kUsage;
+    return help ? 0 : 2;
+  }
+  // Before any thread exists, so that every thread (gRPC's too) inherits the mask.
+  BlockTerminationSignals();
+
+  CLI::App app{
+      "fedanon federation up: run a throwaway local federation (a leader and one party "
+      "per table on 127.0.0.1), optionally run one job on it"};
+  app.name("fedanon federation up");
+  Options o;
+  app.add_option("--party-data", o.party_data,
+                 "The parties' tables (CSV), comma-separated: one party per table")
+      ->required()
+      ->delimiter(',');
+  CLI::Option* spec =
+      app.add_option("--spec", o.spec, "Job spec (YAML) to submit to the federation");
+  app.add_option("--port", o.port, "Leader port on 127.0.0.1 (default: a free port)")
+      ->check(CLI::Range(1, 65535));
+  CLI::Option* wait =
+      app.add_flag("--wait", o.wait, "Follow the job, fetch its result and stop (needs --spec)")
+          ->needs(spec);
+  app.add_option("--result", o.result, "Write the integrated table here (CSV; needs --wait)")
+      ->needs(wait);
+  app.add_option("--report", o.report, "Write the job's report here (JSON; needs --wait)")
+      ->needs(wait);
+  app.add_flag("--keep", o.keep, "Keep the federation's directory (configs, keys, logs)");
+  app.add_option("--dir", o.dir,
+                 "Provision into this directory (must be empty or missing; default: a new "
+                 "temporary directory)");
+  try {
+    app.parse(argc - 2, argv + 2);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return FederationUp(std::move(o)).Run();
+}
+
+}  // namespace fedanon::server

@@ -1,0 +1,237 @@
+#include "cli/randomize_command.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/base/status_macros.h"
+#include "common/base/string_views.h"
+#include "common/base/version.h"
+#include "common/engine/released_rows.h"
+#include "common/randomization/random_source.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/table/csv.h"
+#include "common/table/dataset.h"
+
+namespace fedanon::common {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+absl::Status InputChanged() { return absl::InternalError("the input changed while randomizing"); }
+
+// Re-reads the input (which LoadDataset has validated) and dictionary-encodes the raw values of
+// the QID columns of the kept records: RA works on the values as they are, not on hierarchies.
+absl::StatusOr<std::vector<CategoricalColumn>> ReadQidValues(const Dataset& data) {
+  std::vector<CategoricalColumn> columns(data.qids.size());
+  std::vector<absl::flat_hash_map<std::string, uint32_t>> dictionaries(data.qids.size());
+  for (size_t q = 0; q < data.qids.size(); ++q) {
+    columns[q].name = data.qids[q].name;
+    columns[q].codes.reserve(data.num_records);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(data.source_path));
+  std::vector<std::string_view> fields;
+  ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
+  if (!has_header) return InputChanged();
+  size_t line = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
+    if (!more) break;
+    if (line >= data.kept.size() || fields.size() != data.header.size()) return InputChanged();
+    if (!data.kept[line++]) continue;
+    for (size_t q = 0; q < data.qids.size(); ++q) {
+      const std::string_view value = fields[data.qids[q].csv_column];
+      auto it = dictionaries[q].find(Av(value));
+      if (it == dictionaries[q].end()) {
+        it = dictionaries[q]
+                 .emplace(std::string(value), static_cast<uint32_t>(columns[q].values.size()))
+                 .first;
+        columns[q].values.emplace_back(value);
+      }
+      columns[q].codes.push_back(it->second);
+    }
+  }
+  if (!columns.empty() && columns[0].codes.size() != data.num_records) return InputChanged();
+  return columns;
+}
+
+// Writes the released rows into `writer` (not committed): the input re-read once more, the QID
+// values of each kept record taken from `released`, every other released value copied verbatim.
+absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& data,
+                               const std::vector<CategoricalColumn>& released, CsvWriter& writer) {
+  const std::vector<int> columns = ReleasedColumns(spec, data, /*spec_order=*/false);
+  std::vector<int> qid_of_column(data.header.size(), -1);
+  for (size_t q = 0; q < data.qids.size(); ++q) {
+    qid_of_column[data.qids[q].csv_column] = static_cast<int>(q);
+  }
+  std::vector<std::string_view> row;
+  for (int c : columns) row.push_back(data.header[c]);
+  writer.WriteRow(row);
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(data.source_path));
+  std::vector<std::string_view> fields;
+  ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
+  if (!has_header) return InputChanged();
+  size_t line = 0, record = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
+    if (!more) break;
+    if (line >= data.kept.size() || fields.size() != data.header.size()) return InputChanged();
+    if (!data.kept[line++]) continue;
+    if (record >= data.num_records) return InputChanged();
+    row.clear();
+    for (int c : columns) {
+      const int q = qid_of_column[c];
+      row.push_back(q < 0 ? fields[c]
+                          : std::string_view(released[q].values[released[q].codes[record]]));
+    }
+    writer.WriteRow(row);
+    ++record;
+  }
+  if (record != data.num_records) return InputChanged();
+  return absl::OkStatus();
+}
+
+const char* SelectionName(AttributeSelection selection) {
+  return selection == AttributeSelection::kEntropyWeighted ? "entropy" : "uniform";
+}
+
+}  // namespace
+
+absl::StatusOr<RandomizeSummary> RandomizeTable(const RandomizeOptions& options) {
+  const auto start = Clock::now();
+  RandomizeSummary summary;
+  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, LoadJobSpec(options.spec_path));
+  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  summary.job_name = spec.name();
+  ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec, options.input_path));
+  summary.records_in = data.records_in;
+  summary.records_dropped = data.records_dropped;
+  summary.records_out = data.num_records;
+  ASSIGN_OR_RETURN(std::vector<CategoricalColumn> original, ReadQidValues(data));
+  // Created now so that a missing output directory fails before the work.
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvWriter> output, CsvWriter::Create(options.output_path, ','));
+  summary.timings_seconds["read"] = SecondsSince(start);
+
+  const auto randomize_start = Clock::now();
+  const int k = options.attributes_per_record;
+  const AttributeSelection selection = options.selection.value_or(
+      k == 1 ? AttributeSelection::kEntropyWeighted : AttributeSelection::kUniform);
+  ASSIGN_OR_RETURN(summary.plan, PlanRandomization(original, k, selection));
+  for (const CategoricalColumn& c : original) {
+    summary.qid_names.push_back(c.name);
+    summary.distinct_values.push_back(c.values.size());
+  }
+  summary.probabilistic_anonymity = ProbabilisticAnonymity(summary.plan);
+  std::unique_ptr<RandomSource> random = options.seed.has_value()
+                                             ? RandomSource::Seeded(*options.seed)
+                                             : RandomSource::Unpredictable();
+  summary.reproducible = random->reproducible();
+  ASSIGN_OR_RETURN(std::vector<CategoricalColumn> released,
+                   Randomize(original, summary.plan, *random));
+  summary.timings_seconds["randomize"] = SecondsSince(randomize_start);
+
+  const auto measure_start = Clock::now();
+  if (options.prior_knowledge_bound) {
+    ASSIGN_OR_RETURN(summary.prior_knowledge_bound,
+                     Proposition10Bound(original, released, summary.plan));
+  }
+  for (int length : options.bias_lengths) {
+    ASSIGN_OR_RETURN(RelativeBias bias,
+                     MeasureRelativeBias(original, released, summary.plan, length));
+    summary.relative_bias.push_back(bias);
+  }
+  summary.timings_seconds["measure"] = SecondsSince(measure_start);
+
+  const auto write_start = Clock::now();
+  RETURN_IF_ERROR(WriteReleasedRows(spec, data, released, *output));
+  summary.timings_seconds["write"] = SecondsSince(write_start);
+  summary.timings_seconds["total"] = SecondsSince(start);
+  // The report first, the table last, as `fedanon anonymize` does: a failure leaves neither.
+  if (!options.report_path.empty()) {
+    RETURN_IF_ERROR(WriteFileAtomically(options.report_path, RandomizeSummaryToJson(summary)));
+  }
+  if (absl::Status committed = output->Commit(); !committed.ok()) {
+    if (!options.report_path.empty()) ::unlink(options.report_path.c_str());
+    return committed;
+  }
+  return summary;
+}
+
+std::string RandomizeSummaryToJson(const RandomizeSummary& summary) {
+  nlohmann::ordered_json j;
+  j["job_name"] = summary.job_name;
+  j["version"] = std::string(VersionLine("fedanon"));
+  j["method"] = "random anonymization (yang2010)";
+  j["records_in"] = summary.records_in;
+  j["records_dropped"] = summary.records_dropped;
+  j["records_out"] = summary.records_out;
+  j["attributes_per_record"] = summary.plan.attributes_per_record;
+  j["selection"] = SelectionName(summary.plan.selection);
+  j["reproducible"] = summary.reproducible;
+  nlohmann::ordered_json qids = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < summary.qid_names.size(); ++i) {
+    nlohmann::ordered_json q;
+    q["name"] = summary.qid_names[i];
+    q["distinct_values"] = summary.distinct_values[i];
+    q["entropy"] = summary.plan.entropies[i];
+    q["selection_probability"] = summary.plan.probabilities[i];
+    qids.push_back(std::move(q));
+  }
+  j["qid"] = std::move(qids);
+  j["probabilistic_anonymity"] = summary.probabilistic_anonymity;
+  if (summary.prior_knowledge_bound.has_value()) {
+    j["prior_knowledge_bound"] = {{"max", summary.prior_knowledge_bound->max},
+                                  {"mean", summary.prior_knowledge_bound->mean}};
+  }
+  nlohmann::ordered_json bias = nlohmann::ordered_json::array();
+  for (const RelativeBias& b : summary.relative_bias) {
+    bias.push_back({{"length", b.length},
+                    {"attribute_sets", b.attribute_sets},
+                    {"combinations", b.combinations},
+                    {"measured", b.measured},
+                    {"predicted", b.predicted}});
+  }
+  j["relative_bias"] = std::move(bias);
+  j["timings_seconds"] = summary.timings_seconds;
+  return j.dump(2) + "\n";
+}
+
+std::string RandomizeSummaryToText(const RandomizeSummary& summary) {
+  const int k = summary.plan.attributes_per_record;
+  std::string text = absl::StrCat(summary.records_out, " records, ", summary.qid_names.size(),
+                                  " QID attributes, ", k, k == 1 ? " attribute" : " attributes",
+                                  " per record (", k == 1 ? "Algorithm 1, " : "Algorithm 2, ",
+                                  summary.plan.selection == AttributeSelection::kEntropyWeighted
+                                      ? "entropy-weighted selection, Proposition 7"
+                                      : "uniform selection",
+                                  ")\n");
+  absl::StrAppendFormat(&text, "probabilistic anonymity Pa(D') = %.3f (%s)\n",
+                        summary.probabilistic_anonymity,
+                        k == 1 ? "Eq. 1" : "Eq. 1 over the C(m,k) attribute sets");
+  if (summary.prior_knowledge_bound.has_value()) {
+    absl::StrAppendFormat(&text,
+                          "Proposition 10 bound on guessing a record's original QID values: max "
+                          "%.4f, mean %.4f\n",
+                          summary.prior_knowledge_bound->max, summary.prior_knowledge_bound->mean);
+  }
+  for (const RelativeBias& b : summary.relative_bias) {
+    absl::StrAppendFormat(&text,
+                          "relative bias of support, length %d (%u attribute sets, %u "
+                          "combinations): measured %.3f%%, predicted %.3f%%\n",
+                          b.length, b.attribute_sets, b.combinations, 100 * b.measured,
+                          100 * b.predicted);
+  }
+  absl::StrAppendFormat(&text, "%.3f s", summary.timings_seconds.at("total"));
+  return text;
+}
+
+}  // namespace fedanon::common

@@ -1,0 +1,350 @@
+#include "cli/sweep_report.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/table/csv.h"
+
+namespace fedanon::common {
+namespace {
+
+std::string Escape(std::string_view text) {
+  std::string out;
+  for (char ch : text) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+std::string CsvField(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (char ch : text) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string Num(double x) { return absl::StrFormat("%g", x); }
+std::string Pct(double x) { return absl::StrFormat("%.2f%%", 100 * x); }
+std::string Coord(double x) { return absl::StrFormat("%.1f", x); }
+
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                   "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+// The horizontal axis of the charts: K, or C when the grid varies C but not K.
+struct XAxis {
+  bool is_c = false;
+  double Of(const SweepPoint& p) const { return is_c ? p.C : static_cast<double>(p.K); }
+  // The parameter that is neither L nor the axis (it tells lines apart when it varies).
+  double Other(const SweepPoint& p) const { return is_c ? static_cast<double>(p.K) : p.C; }
+  const char* name() const { return is_c ? "C" : "K"; }
+  const char* other_name() const { return is_c ? "K" : "C"; }
+  const char* title() const {
+    return is_c ? "C (largest confidence of a sensitive value)" : "K (smallest group size)";
+  }
+};
+
+XAxis ChooseXAxis(const SweepResult& result) {
+  std::vector<double> ks, cs;
+  for (const SweepPoint& p : result.points) {
+    if (std::find(ks.begin(), ks.end(), p.K) == ks.end()) ks.push_back(p.K);
+    if (std::find(cs.begin(), cs.end(), p.C) == cs.end()) cs.push_back(p.C);
+  }
+  return XAxis{ks.size() <= 1 && cs.size() > 1};
+}
+
+// The points of one line: one method, L and the other parameter, ordered along the x axis.
+struct Series {
+  std::string method;
+  std::string label;
+  std::string color;
+  std::vector<const SweepPoint*> points;
+  bool any_ok() const {
+    return std::any_of(points.begin(), points.end(), [](const SweepPoint* p) { return p->ok; });
+  }
+};
+
+std::vector<Series> GroupSeries(const SweepResult& result, const XAxis& axis) {
+  std::map<std::tuple<int, uint32_t, double>, Series> by_key;
+  std::vector<double> others;
+  std::vector<uint32_t> ls;
+  for (const SweepPoint& p : result.points) {
+    if (std::find(others.begin(), others.end(), axis.Other(p)) == others.end()) {
+      others.push_back(axis.Other(p));
+    }
+    if (std::find(ls.begin(), ls.end(), p.L) == ls.end()) ls.push_back(p.L);
+  }
+  for (const SweepPoint& p : result.points) {
+    const bool naive = p.method == "naive";
+    Series& s = by_key[{naive ? 1 : 0, p.L, axis.Other(p)}];
+    if (s.points.empty()) {
+      s.method = p.method;
+      s.label = absl::StrCat("L=", p.L);
+      if (others.size() > 1)
+        absl::StrAppend(&s.label, ", ", axis.other_name(), "=", Num(axis.Other(p)));
+      if (naive) absl::StrAppend(&s.label, " naive (", result.naive_parties, " parties)");
+      const size_t shade =
+          (std::find(ls.begin(), ls.end(), p.L) - ls.begin()) * others.size() +
+          (std::find(others.begin(), others.end(), axis.Other(p)) - others.begin());
+      s.color = kColors[shade % std::size(kColors)];
+    }
+    s.points.push_back(&p);
+  }
+  std::vector<Series> out;
+  for (auto& [key, s] : by_key) {
+    std::sort(s.points.begin(), s.points.end(),
+              [&](const SweepPoint* a, const SweepPoint* b) { return axis.Of(*a) < axis.Of(*b); });
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+struct Reference {
+  std::string label;
+  double value;
+};
+
+// One line chart of `value(point)` against the x axis.
+std::string Chart(const std::string& chart, const std::string& title, const std::string& y_name,
+                  const XAxis& axis, const std::vector<Series>& series,
+                  const std::function<double(const SweepPoint&)>& value,
+                  const std::vector<Reference>& references, bool percent, bool from_zero) {
+  constexpr double kWidth = 760, kLeft = 70, kRight = 540, kTop = 40, kBottom = 320;
+  std::vector<double> xs, ys;
+  size_t legend_entries = references.size();
+  for (const Series& s : series) {
+    legend_entries += s.any_ok();
+    for (const SweepPoint* p : s.points) {
+      xs.push_back(axis.Of(*p));
+      if (p->ok) ys.push_back(value(*p));
+    }
+  }
+  const double height = std::max(380.0, kTop + 6 + 20.0 * legend_entries + 10);
+  for (const Reference& r : references) ys.push_back(r.value);
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  double x_lo = xs.empty() ? 0 : xs.front(), x_hi = xs.empty() ? 1 : xs.back();
+  if (x_hi - x_lo < 1e-12) {
+    x_lo -= 1;
+    x_hi += 1;
+  }
+  double y_lo = ys.empty() ? 0 : *std::min_element(ys.begin(), ys.end());
+  double y_hi = ys.empty() ? 1 : *std::max_element(ys.begin(), ys.end());
+  if (from_zero) y_lo = 0;
+  if (y_hi - y_lo < 1e-9) y_hi = y_lo + (percent ? 0.01 : 0.1);
+  const double pad = 0.08 * (y_hi - y_lo);
+  y_hi += pad;
+  if (!from_zero) y_lo = std::max(0.0, y_lo - pad);
+  auto x_of = [&](double x) { return kLeft + (x - x_lo) / (x_hi - x_lo) * (kRight - kLeft); };
+  auto y_of = [&](double y) { return kBottom - (y - y_lo) / (y_hi - y_lo) * (kBottom - kTop); };
+  auto y_text = [&](double y) { return percent ? Pct(y) : absl::StrFormat("%.3f", y); };
+
+  std::string svg =
+      absl::StrCat("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" id=\"chart-", chart,
+                   "\" width=\"", kWidth, "\" height=\"", height, "\" viewBox=\"0 0 ", kWidth, " ",
+                   height, "\" role=\"img\" aria-label=\"", Escape(title), "\">\n");
+  absl::StrAppend(&svg, "<text x=\"", kLeft, "\" y=\"22\" class=\"title\">", Escape(title),
+                  "</text>\n");
+  // Axes, grid and ticks.
+  absl::StrAppend(&svg, "<rect x=\"", kLeft, "\" y=\"", kTop, "\" width=\"", kRight - kLeft,
+                  "\" height=\"", kBottom - kTop, "\" class=\"frame\"/>\n");
+  for (int i = 0; i <= 5; ++i) {
+    const double y = y_lo + (y_hi - y_lo) * i / 5;
+    absl::StrAppend(&svg, "<line x1=\"", kLeft, "\" x2=\"", kRight, "\" y1=\"", Coord(y_of(y)),
+                    "\" y2=\"", Coord(y_of(y)), "\" class=\"grid\"/>\n");
+    absl::StrAppend(&svg, "<text x=\"", kLeft - 6, "\" y=\"", Coord(y_of(y) + 4),
+                    "\" class=\"tick\" text-anchor=\"end\">", y_text(y), "</text>\n");
+  }
+  for (double x : xs) {
+    absl::StrAppend(&svg, "<text x=\"", Coord(x_of(x)), "\" y=\"", kBottom + 18,
+                    "\" class=\"tick\" text-anchor=\"middle\">", Num(x), "</text>\n");
+  }
+  absl::StrAppend(&svg, "<text x=\"", (kLeft + kRight) / 2, "\" y=\"", kBottom + 40,
+                  "\" class=\"axis\" text-anchor=\"middle\">", axis.title(), "</text>\n");
+  absl::StrAppend(&svg, "<text x=\"16\" y=\"", (kTop + kBottom) / 2,
+                  "\" class=\"axis\" text-anchor=\"middle\" transform=\"rotate(-90 16 ",
+                  (kTop + kBottom) / 2, ")\">", Escape(y_name), "</text>\n");
+
+  // Reference lines, then the series; the legend lists both.
+  double legend_y = kTop + 6;
+  auto legend = [&](const std::string& color, const std::string& dash, const std::string& text) {
+    absl::StrAppend(&svg, "<line x1=\"", kRight + 16, "\" x2=\"", kRight + 44, "\" y1=\"", legend_y,
+                    "\" y2=\"", legend_y, "\" stroke=\"", color, "\" stroke-width=\"2\"", dash,
+                    "/>\n");
+    absl::StrAppend(&svg, "<text x=\"", kRight + 50, "\" y=\"", legend_y + 4,
+                    "\" class=\"legend\">", Escape(text), "</text>\n");
+    legend_y += 20;
+  };
+  for (const Reference& r : references) {
+    absl::StrAppend(&svg, "<line x1=\"", kLeft, "\" x2=\"", kRight, "\" y1=\"",
+                    Coord(y_of(r.value)), "\" y2=\"", Coord(y_of(r.value)),
+                    "\" class=\"reference\"/>\n");
+    legend("#777777", " stroke-dasharray=\"2 3\"", absl::StrCat(r.label, " ", y_text(r.value)));
+  }
+  for (const Series& s : series) {
+    if (!s.any_ok()) continue;  // its cells are listed in the table as "no release"
+    const bool naive = s.method == "naive";
+    const std::string dash = naive ? " stroke-dasharray=\"6 4\"" : "";
+    std::string path;
+    for (const SweepPoint* p : s.points) {
+      if (!p->ok) continue;
+      absl::StrAppend(&path, path.empty() ? "M" : " L", Coord(x_of(axis.Of(*p))), " ",
+                      Coord(y_of(value(*p))));
+    }
+    absl::StrAppend(&svg, "<path d=\"", path, "\" fill=\"none\" stroke=\"", s.color,
+                    "\" stroke-width=\"2\"", dash, "/>\n");
+    for (const SweepPoint* p : s.points) {
+      if (!p->ok) continue;
+      const double v = value(*p);
+      absl::StrAppend(&svg, "<circle class=\"point\" data-chart=\"", chart, "\" data-method=\"",
+                      p->method, "\" data-l=\"", p->L, "\" data-k=\"", p->K, "\" data-c=\"",
+                      Num(p->C), "\" data-value=\"", absl::StrFormat("%.6g", v), "\" cx=\"",
+                      Coord(x_of(axis.Of(*p))), "\" cy=\"", Coord(y_of(v)), "\" r=\"4\" stroke=\"",
+                      s.color, "\" fill=\"", naive ? "#ffffff" : s.color, "\"><title>",
+                      Escape(s.label), ", ", axis.name(), "=", Num(axis.Of(*p)), ": ", y_text(v),
+                      "</title></circle>\n");
+    }
+    legend(s.color, dash, s.label);
+  }
+  absl::StrAppend(&svg, "</svg>\n");
+  return svg;
+}
+
+}  // namespace
+
+std::string SweepHtml(const SweepResult& r) {
+  const RawBaselines& b = r.baselines;
+  const XAxis axis = ChooseXAxis(r);
+  const std::vector<Series> series = GroupSeries(r, axis);
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>";
+  absl::StrAppend(&html, "fedanon sweep: ", Escape(r.job_name), "</title>\n");
+  absl::StrAppend(&html,
+                  "<style>\n"
+                  "body { font-family: sans-serif; margin: 2em; color: #222; }\n"
+                  "table { border-collapse: collapse; margin: 1em 0; }\n"
+                  "td, th { border: 1px solid #ccc; padding: 2px 8px; text-align: right; }\n"
+                  "td.text, th.text { text-align: left; }\n"
+                  ".chart .frame { fill: none; stroke: #444; }\n"
+                  ".chart .grid { stroke: #e4e4e4; }\n"
+                  ".chart .reference { stroke: #777; stroke-width: 1.5; stroke-dasharray: 2 3; }\n"
+                  ".chart text { font-size: 12px; fill: #222; }\n"
+                  ".chart .title { font-size: 15px; font-weight: bold; }\n"
+                  "</style>\n</head>\n<body>\n");
+  absl::StrAppend(&html, "<h1>Utility sweep: ", Escape(r.job_name), "</h1>\n");
+  absl::StrAppend(&html, "<p>Spec <code>", Escape(r.spec_path), "</code>, raw table <code>",
+                  Escape(r.raw_path), "</code>, grid <code>", Escape(r.grid), "</code>. ",
+                  b.records, " records; C4.5-style tree trained on ", b.train_records,
+                  " and tested on ", b.test_records, " (seed ", r.seed,
+                  "). Anonymization: centralized top-down specialization (equal to the "
+                  "federated result)");
+  if (r.naive_parties > 0) {
+    absl::StrAppend(&html, "; naive: the table cut into ", r.naive_parties,
+                    " contiguous parts, each anonymized alone, then concatenated "
+                    "(generalize-then-integrate)");
+  }
+  absl::StrAppend(&html, ".</p>\n");
+
+  absl::StrAppend(&html,
+                  "<table id=\"baselines\">\n<tr><th class=\"text\">error</th>"
+                  "<th>value</th></tr>\n");
+  absl::StrAppend(&html, "<tr><td class=\"text\">BE (raw data)</td><td>", Pct(b.baseline_error),
+                  "</td></tr>\n");
+  absl::StrAppend(&html, "<tr><td class=\"text\">UE (QID attributes removed)</td><td>",
+                  Pct(b.upper_bound_error), "</td></tr>\n");
+  for (const SourceError& s : b.source_errors) {
+    absl::StrAppend(&html, "<tr><td class=\"text\">SE (party ", Escape(s.party),
+                    "'s attributes)</td><td>", Pct(s.error), "</td></tr>\n");
+  }
+  absl::StrAppend(&html, "</table>\n");
+
+  absl::StrAppend(&html, "<div>\n",
+                  Chart(
+                      "ce", absl::StrCat("Classification error CE against ", axis.name()),
+                      "classification error", axis, series,
+                      [](const SweepPoint& p) { return p.classification_error; },
+                      {{"BE", b.baseline_error}, {"UE", b.upper_bound_error}}, true, false),
+                  Chart(
+                      "dr", absl::StrCat("Discernibility ratio DR against ", axis.name()),
+                      "discernibility ratio", axis, series,
+                      [](const SweepPoint& p) { return p.discernibility_ratio; }, {}, false, true),
+                  "</div>\n");
+
+  absl::StrAppend(&html,
+                  "<table id=\"points\">\n<tr><th class=\"text\">method</th><th>L</th><th>K</th>"
+                  "<th>C</th><th>CE</th><th>DR</th><th>groups</th><th>seconds</th>"
+                  "<th class=\"text\">note</th></tr>\n");
+  for (const SweepPoint& p : r.points) {
+    absl::StrAppend(&html, "<tr><td class=\"text\">", p.method, "</td><td>", p.L, "</td><td>", p.K,
+                    "</td><td>", Num(p.C), "</td>");
+    if (p.ok) {
+      absl::StrAppend(&html, "<td>", Pct(p.classification_error), "</td><td>",
+                      absl::StrFormat("%.4f", p.discernibility_ratio), "</td><td>", p.groups,
+                      "</td>");
+    } else {
+      absl::StrAppend(&html, "<td></td><td></td><td></td>");
+    }
+    absl::StrAppend(&html, "<td>", absl::StrFormat("%.1f", p.seconds), "</td><td class=\"text\">",
+                    p.ok ? "" : Escape(absl::StrCat("no release: ", p.error)), "</td></tr>\n");
+  }
+  absl::StrAppend(&html, "</table>\n</body>\n</html>\n");
+  return html;
+}
+
+std::string SweepCsv(const SweepResult& r) {
+  std::string csv = "method,L,K,C,status,CE,DR,groups,seconds,BE,UE,error\n";
+  for (const SweepPoint& p : r.points) {
+    absl::StrAppend(&csv, p.method, ",", p.L, ",", p.K, ",", Num(p.C), ",",
+                    p.ok ? "ok" : "no release", ",");
+    if (p.ok) {
+      absl::StrAppend(&csv, absl::StrFormat("%.6f", p.classification_error), ",",
+                      absl::StrFormat("%.6f", p.discernibility_ratio), ",", p.groups, ",");
+    } else {
+      absl::StrAppend(&csv, ",,,");
+    }
+    absl::StrAppend(&csv, absl::StrFormat("%.2f", p.seconds), ",",
+                    absl::StrFormat("%.6f", r.baselines.baseline_error), ",",
+                    absl::StrFormat("%.6f", r.baselines.upper_bound_error), ",", CsvField(p.error),
+                    "\n");
+  }
+  return csv;
+}
+
+absl::Status WriteSweepReport(const SweepResult& result, const std::string& html_path,
+                              const std::string& csv_path) {
+  if (absl::Status s = WriteFileAtomically(html_path, SweepHtml(result)); !s.ok()) return s;
+  if (absl::Status s = WriteFileAtomically(csv_path, SweepCsv(result)); !s.ok()) {
+    ::unlink(html_path.c_str());
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fedanon::common

@@ -1,0 +1,26 @@
+#include "common/base/parallel_for.h"
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "common/base/status_macros.h"
+
+namespace fedanon::common {
+
+absl::Status ParallelFor(size_t n, const std::function<absl::Status(size_t)>& fn) {
+  const size_t threads =
+      std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), 8));
+  std::vector<absl::Status> status(threads);
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (size_t i = t; i < n && status[t].ok(); i += threads) status[t] = fn(i);
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (const auto& st : status) RETURN_IF_ERROR(st);
+  return absl::OkStatus();
+}
+
+}  // namespace fedanon::common

@@ -1,0 +1,82 @@
+// Where the engine's count statistics come from — the seam between the top-down specialization
+// loop and the data holders. The centralized run uses LocalCountSource (one TIPS in process);
+// the horizontal federation implements the same interface with ring secure sums, so every mode
+// runs the same loop and makes the same choices.
+//
+// A StatsRequest asks for, in this order, with m = number of tracked sensitive values,
+// C = number of classes (at least 1) and stride = 1 + m, as uint64 words:
+//  1. for each continuous node: class counts per rank over [rank_lo, rank_hi): (rank, class);
+//  2. for each node: class counts per fine child: (fine child, class);
+//  3. for each group key (one node per QID attribute): [count, sensitive_1..m], then for each
+//     attribute a, for each fine child f of key[a]: [count, sensitive_1..m];
+//  4. for each released group key: the number of records per combination of the declared values
+//     of Dataset::value_columns (mixed radix, first column most significant) — the released
+//     table as a multiset, for integration by secure sum.
+// The layout depends only on public state (the hierarchies), so sums over holders line up.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/tips.h"
+
+namespace fedanon::common {
+
+struct StatsRequest {
+  std::vector<std::pair<int, NodeIndex>> rank_histograms;
+  std::vector<std::pair<int, NodeIndex>> node_class_counts;
+  std::vector<std::vector<NodeIndex>> group_keys;
+  std::vector<std::vector<NodeIndex>> released_groups;
+  uint64_t released_combinations = 0;  // Dataset::ValueCombinations() of the job
+  bool empty() const {
+    return rank_histograms.empty() && node_class_counts.empty() && group_keys.empty() &&
+           released_groups.empty();
+  }
+};
+
+// Number of words the answer to `request` has.
+size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes, size_t num_tracked,
+                   const StatsRequest& request);
+// Appends one holder's answer to `request` computed from its TIPS.
+void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector<uint64_t>* out);
+
+class CountSource {
+ public:
+  virtual ~CountSource() = default;
+
+  // Every holder refines T[node] by candidate `c` of (attr, node). The caller's hierarchy
+  // already holds the new children; `new_group_sizes` are the sizes of the new global groups
+  // (mohammed2010 §5.2 sends them with the Instruction).
+  virtual absl::Status Specialize(int attr, NodeIndex node, int c,
+                                  const std::vector<uint64_t>& new_group_sizes) = 0;
+  // The threshold chosen for a new continuous node (already set in the caller's hierarchy).
+  virtual absl::Status Split(int attr, NodeIndex node, int32_t split_rank) = 0;
+  // The statistics summed over every holder.
+  virtual absl::StatusOr<std::vector<uint64_t>> Collect(const StatsRequest& request) = 0;
+
+  // Vertical partitioning (mohammed2011 §5): whether this holder knows the values of `attr`.
+  // Statistics of attributes it does not own are placeholders; the engine then only proposes
+  // owned candidates and learns the others' choices from their owners.
+  virtual bool Owns(int /*attr*/) const { return true; }
+  // The threshold of a continuous node this holder does not own: the owner's choice when it has
+  // been announced, otherwise a placeholder that keeps the node refinable.
+  virtual int32_t AnnouncedSplit(int /*attr*/, NodeIndex /*node*/) { return -1; }
+};
+
+// In-process source over one TIPS that shares the engine's hierarchies (centralized run).
+class LocalCountSource : public CountSource {
+ public:
+  explicit LocalCountSource(Tips* tips) : tips_(tips) {}  // not owned
+  absl::Status Specialize(int attr, NodeIndex node, int c,
+                          const std::vector<uint64_t>& new_group_sizes) override;
+  absl::Status Split(int, NodeIndex, int32_t) override { return absl::OkStatus(); }
+  absl::StatusOr<std::vector<uint64_t>> Collect(const StatsRequest& request) override;
+
+ private:
+  Tips* tips_;
+};
+
+}  // namespace fedanon::common

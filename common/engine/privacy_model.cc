@@ -1,0 +1,120 @@
+#include "common/engine/privacy_model.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace fedanon::common {
+namespace {
+
+absl::StatusOr<std::vector<int>> QidIndices(
+    const google::protobuf::RepeatedPtrField<std::string>& names, const Dataset& data,
+    const std::string& where) {
+  std::vector<int> out;
+  for (const std::string& name : names) {
+    auto it = std::find_if(data.qids.begin(), data.qids.end(),
+                           [&](const QidColumn& q) { return q.name == name; });
+    if (it == data.qids.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " names '", name, "', which is not a QID attribute"));
+    }
+    out.push_back(static_cast<int>(it - data.qids.begin()));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat(where, " has no attributes"));
+  return out;
+}
+
+uint64_t MaskOf(const Dataset& data, const std::string& attribute,
+                const google::protobuf::RepeatedPtrField<std::string>& values) {
+  uint64_t mask = 0;
+  for (size_t bit = 0; bit < data.tracked.size(); ++bit) {
+    for (const std::string& v : values) {
+      if (data.tracked[bit].value == v &&
+          (attribute.empty() || data.tracked[bit].attribute == attribute)) {
+        mask |= uint64_t{1} << bit;
+      }
+    }
+  }
+  return mask;
+}
+
+// Binomial coefficient, saturating at `cap`.
+uint64_t Choose(uint64_t n, uint64_t k, uint64_t cap) {
+  uint64_t r = 1;
+  for (uint64_t i = 1; i <= k; ++i) {
+    r = r * (n - k + i) / i;
+    if (r > cap) return cap + 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string PrivacyModel::Describe(int constraint, const Dataset& data) const {
+  const Constraint& c = constraints[constraint];
+  std::vector<std::string> names;
+  for (int a : c.attrs) names.push_back(data.qids[a].name);
+  std::string out = absl::StrCat("{", absl::StrJoin(names, ", "), "}");
+  if (c.k > 1) absl::StrAppend(&out, " k=", c.k);
+  if (c.sensitive_mask != 0) {
+    std::vector<std::string> vals;
+    for (size_t b = 0; b < data.tracked.size(); ++b) {
+      if (c.sensitive_mask >> b & 1) vals.push_back(data.tracked[b].value);
+    }
+    absl::StrAppend(&out, " conf(", absl::StrJoin(vals, "|"), ") <= ", c.max_conf);
+  }
+  return out;
+}
+
+absl::StatusOr<PrivacyModel> BuildPrivacyModel(const fedanon::v1::JobSpec& spec,
+                                               const Dataset& data) {
+  PrivacyModel model;
+  const int q = static_cast<int>(data.qids.size());
+  const auto& p = spec.privacy();
+  if (p.model() == fedanon::v1::PRIVACY_MODEL_TEMPLATES) {
+    for (int i = 0; i < p.templates_size(); ++i) {
+      auto attrs = QidIndices(p.templates(i).qid(), data, absl::StrCat("template ", i + 1));
+      if (!attrs.ok()) return attrs.status();
+      model.constraints.push_back({*attrs, std::max<uint64_t>(1, p.templates(i).k()), 0, 1.0});
+    }
+  } else {
+    const int size = std::min<int>(static_cast<int>(p.l()), q);
+    constexpr uint64_t kMaxSubsets = 5'000'000;
+    if (Choose(q, size, kMaxSubsets) > kMaxSubsets) {
+      return absl::InvalidArgumentError(absl::StrCat("L = ", p.l(), " over ", q,
+                                                     " QID attributes gives more than ",
+                                                     kMaxSubsets, " attribute subsets to enforce"));
+    }
+    const uint64_t mask = MaskOf(data, "", p.sensitive_values());
+    std::vector<int> idx(size);
+    for (int i = 0; i < size; ++i) idx[i] = i;
+    while (true) {
+      model.constraints.push_back({idx, std::max<uint64_t>(1, p.k()), mask, mask ? p.c() : 1.0});
+      int i = size - 1;
+      while (i >= 0 && idx[i] == q - size + i) --i;
+      if (i < 0) break;
+      ++idx[i];
+      for (int j = i + 1; j < size; ++j) idx[j] = idx[j - 1] + 1;
+    }
+  }
+  for (int i = 0; i < p.confidence_size(); ++i) {
+    const auto& c = p.confidence(i);
+    auto attrs = QidIndices(c.qid(), data, absl::StrCat("confidence template ", i + 1));
+    if (!attrs.ok()) return attrs.status();
+    model.constraints.push_back(
+        {*attrs, 1, MaskOf(data, c.attribute(), c.sensitive_values()), c.max()});
+  }
+  model.by_attr.assign(q, {});
+  for (size_t i = 0; i < model.constraints.size(); ++i) {
+    const Constraint& c = model.constraints[i];
+    for (int a : c.attrs) model.by_attr[a].push_back(static_cast<int>(i));
+    if (c.k > 1) model.has_anonymity = true;
+    if (c.sensitive_mask != 0) model.has_confidence = true;
+  }
+  return model;
+}
+
+}  // namespace fedanon::common

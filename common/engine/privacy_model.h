@@ -1,0 +1,48 @@
+// A job's privacy requirement as a flat list of constraints over QID attribute subsets, each
+// bounding the group size (k) and/or the confidence of tracked sensitive values (max).
+//
+//  * LKC-privacy (mohammed2010 Def. 3.1): one constraint per subset of min(L, |QID|) QID
+//    attributes with k = K and max = C over the sensitive values. Checking subsets of exactly that
+//    size suffices: coarser subsets have larger groups (Cor. 4.1.1) and lower confidence
+//    (Thm. 5.1.1).
+//  * Templates: one constraint per anonymity template <QID_j, k_j> (mohammed2011 Def. 1) and per
+//    confidence template <X, Y, max> (thesis Def. 5.1.1). k-anonymity, confidence bounding and
+//    (alpha, k)-anonymity are the special cases with a single template.
+// Every constraint is anti-monotone under specialization, which the engine relies on.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/table/dataset.h"
+#include "fedanon/v1/job.pb.h"
+
+namespace fedanon::common {
+
+struct Constraint {
+  std::vector<int> attrs;       // QID indices, ascending
+  uint64_t k = 1;               // minimum group size
+  uint64_t sensitive_mask = 0;  // bits of Dataset::tracked bounded by max_conf
+  double max_conf = 1.0;
+};
+
+struct PrivacyModel {
+  std::vector<Constraint> constraints;
+  std::vector<std::vector<int>> by_attr;  // QID index -> ids of constraints containing it
+  bool has_anonymity = false;             // some constraint has k > 1
+  bool has_confidence = false;            // some constraint bounds a sensitive value
+
+  // "{age, sex} k=20" / "{job, country} conf(Discharged) <= 0.5"
+  std::string Describe(int constraint, const Dataset& data) const;
+};
+
+// Builds the constraints for `spec` over `data`. InvalidArgument for more than 5,000,000 subsets.
+absl::StatusOr<PrivacyModel> BuildPrivacyModel(const fedanon::v1::JobSpec& spec,
+                                               const Dataset& data);
+
+// Tolerance for comparing a confidence against its bound (exact ratios of integers).
+inline constexpr double kConfidenceEpsilon = 1e-12;
+
+}  // namespace fedanon::common

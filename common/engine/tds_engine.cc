@@ -1,0 +1,734 @@
+#include "common/engine/tds_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "common/engine/scores.h"
+
+namespace fedanon::common {
+namespace {
+
+constexpr double kSplitTieTolerance = 1e-9;
+
+}  // namespace
+
+int32_t ChooseSplitRank(const std::vector<uint64_t>& histogram, int num_classes, int32_t rank_lo,
+                        bool has_class) {
+  const int nc = std::max(1, num_classes);
+  const size_t ranks = histogram.size() / nc;
+  std::vector<uint64_t> total(nc, 0), left(nc, 0), right(nc, 0);
+  uint64_t n = 0;
+  std::vector<bool> present(ranks, false);
+  size_t distinct = 0;
+  for (size_t r = 0; r < ranks; ++r) {
+    for (int k = 0; k < nc; ++k) {
+      total[k] += histogram[r * nc + k];
+      if (histogram[r * nc + k]) present[r] = true;
+    }
+    if (present[r]) ++distinct;
+  }
+  for (uint64_t t : total) n += t;
+  if (distinct < 2) return -1;
+  int32_t best = -1;
+  double best_value = -std::numeric_limits<double>::infinity();
+  bool seen_first = false;
+  uint64_t left_n = 0;
+  for (size_t r = 0; r < ranks; ++r) {
+    if (present[r] && seen_first) {
+      double value;
+      if (has_class) {
+        for (int k = 0; k < nc; ++k) right[k] = total[k] - left[k];
+        value = InfoGain(total, {left, right});
+      } else {
+        const double diff = std::abs(static_cast<double>(left_n) - static_cast<double>(n - left_n));
+        value = -diff;
+      }
+      if (value > best_value + kSplitTieTolerance) {
+        best_value = value;
+        best = rank_lo + static_cast<int32_t>(r);
+      }
+    }
+    if (present[r]) seen_first = true;
+    for (int k = 0; k < nc; ++k) {
+      left[k] += histogram[r * nc + k];
+      left_n += histogram[r * nc + k];
+    }
+  }
+  return best;
+}
+
+TopDownSpecializer::TopDownSpecializer(const Dataset* data, const PrivacyModel* model,
+                                       std::vector<AttributeHierarchy>* hierarchies,
+                                       CountSource* source, EngineOptions options)
+    : data_(data),
+      model_(model),
+      hier_(hierarchies),
+      source_(source),
+      options_(std::move(options)),
+      q_(static_cast<int>(hierarchies->size())),
+      stride_(1 + data->tracked.size()),
+      num_classes_(std::max(1, data->num_classes())),
+      group_links_(q_),
+      disc_(q_),
+      node_cands_(q_),
+      a_(model->constraints.size(), 0),
+      c_(model->constraints.size(), 0) {}
+
+absl::StatusOr<std::unique_ptr<TopDownSpecializer>> TopDownSpecializer::Create(
+    const Dataset* data, const PrivacyModel* model, std::vector<AttributeHierarchy>* hierarchies,
+    CountSource* source, EngineOptions options) {
+  std::unique_ptr<TopDownSpecializer> engine(
+      new TopDownSpecializer(data, model, hierarchies, source, std::move(options)));
+  RETURN_IF_ERROR(engine->Initialize());
+  return engine;
+}
+
+std::vector<int32_t>& TopDownSpecializer::GroupLink(int attr, NodeIndex node) {
+  auto& per_attr = group_links_[attr];
+  if (per_attr.size() <= static_cast<size_t>(node)) per_attr.resize(node + 1);
+  return per_attr[node];
+}
+
+std::vector<int32_t> TopDownSpecializer::AliveGroups(int attr, NodeIndex node) const {
+  std::vector<int32_t> out;
+  const auto& per_attr = group_links_[attr];
+  if (per_attr.size() <= static_cast<size_t>(node)) return out;
+  for (int32_t g : per_attr[node]) {
+    if (group_alive_[g]) out.push_back(g);
+  }
+  return out;
+}
+
+absl::Status TopDownSpecializer::DecideSplits(const std::vector<std::pair<int, NodeIndex>>& nodes) {
+  StatsRequest request;
+  for (const auto& [a, n] : nodes) {
+    if ((*hier_)[a].kind() != QidKind::kContinuous) continue;
+    if (source_->Owns(a)) {
+      request.rank_histograms.emplace_back(a, n);
+    } else {
+      (*hier_)[a].SetSplit(n, source_->AnnouncedSplit(a, n));
+    }
+  }
+  if (request.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::vector<uint64_t> hist, source_->Collect(request));
+  size_t pos = 0;
+  for (const auto& [a, n] : request.rank_histograms) {
+    AttributeHierarchy& h = (*hier_)[a];
+    const HierarchyNode& node = h.node(n);
+    const size_t words = static_cast<size_t>(node.rank_hi - node.rank_lo) * num_classes_;
+    if (pos + words > hist.size()) return absl::InternalError("rank histograms are truncated");
+    std::vector<uint64_t> one(hist.begin() + pos, hist.begin() + pos + words);
+    pos += words;
+    const int32_t split = ChooseSplitRank(one, num_classes_, node.rank_lo,
+                                          data_->class_column >= 0 || data_->class_declared);
+    h.SetSplit(n, split);
+    RETURN_IF_ERROR(source_->Split(a, n, split));
+  }
+  if (pos != hist.size()) return absl::InternalError("rank histograms have trailing data");
+  return absl::OkStatus();
+}
+
+absl::Status TopDownSpecializer::CollectNodesAndGroups(
+    const std::vector<std::pair<int, NodeIndex>>& nodes,
+    const std::vector<std::vector<NodeIndex>>& keys, const std::vector<uint64_t>& expected_sizes,
+    std::vector<std::vector<uint64_t>>* node_counts, std::vector<int32_t>* new_groups) {
+  StatsRequest request;
+  request.node_class_counts = nodes;
+  request.group_keys = keys;
+  ASSIGN_OR_RETURN(std::vector<uint64_t> stats, source_->Collect(request));
+  if (stats.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
+    return absl::InternalError("count statistics have the wrong length");
+  }
+  size_t pos = 0;
+  for (const auto& [a, n] : nodes) {
+    const size_t words = static_cast<size_t>((*hier_)[a].FineChildCount(n)) * num_classes_;
+    node_counts->emplace_back(stats.begin() + pos, stats.begin() + pos + words);
+    pos += words;
+  }
+  return AddGroups(keys, expected_sizes, stats, pos, new_groups);
+}
+
+absl::Status TopDownSpecializer::AddGroups(const std::vector<std::vector<NodeIndex>>& keys,
+                                           const std::vector<uint64_t>& expected_sizes,
+                                           const std::vector<uint64_t>& stats, size_t pos,
+                                           std::vector<int32_t>* ids) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::vector<NodeIndex>& key = keys[i];
+    size_t words = stride_;
+    const int32_t g = static_cast<int32_t>(group_alive_.size());
+    stats_off_.push_back(stats_.size());
+    for (int a = 0; a < q_; ++a) {
+      attr_off_.push_back(static_cast<uint32_t>(words));
+      words += stride_ * (*hier_)[a].FineChildCount(key[a]);
+    }
+    if (pos + words > stats.size()) return absl::InternalError("group statistics are truncated");
+    stats_.insert(stats_.end(), stats.begin() + pos, stats.begin() + pos + words);
+    pos += words;
+    if (!expected_sizes.empty() && stats_[stats_off_[g]] != expected_sizes[i]) {
+      return absl::InternalError(absl::StrCat("group statistics disagree with the parent counts (",
+                                              stats_[stats_off_[g]], " vs ", expected_sizes[i],
+                                              " records)"));
+    }
+    keys_.insert(keys_.end(), key.begin(), key.end());
+    group_alive_.push_back(true);
+    ++alive_groups_;
+    const uint64_t size = stats_[stats_off_[g]];
+    for (int a = 0; a < q_; ++a) {
+      GroupLink(a, key[a]).push_back(g);
+      auto& d = disc_[a];
+      if (d.size() <= static_cast<size_t>(key[a])) d.resize(key[a] + 1, 0);
+      d[key[a]] += size * size;
+    }
+    ids->push_back(g);
+  }
+  if (pos != stats.size()) return absl::InternalError("group statistics have trailing data");
+  return absl::OkStatus();
+}
+
+absl::Status TopDownSpecializer::Initialize() {
+  std::vector<std::pair<int, NodeIndex>> roots;
+  for (int a = 0; a < q_; ++a) roots.emplace_back(a, 0);
+  RETURN_IF_ERROR(DecideSplits(roots));
+  std::vector<std::pair<int, NodeIndex>> refinable;
+  for (const auto& r : roots) {
+    if ((*hier_)[r.first].CandidateCount(r.second) > 0) refinable.push_back(r);
+  }
+  std::vector<int32_t> ids;
+  std::vector<std::vector<uint64_t>> counts;
+  RETURN_IF_ERROR(
+      CollectNodesAndGroups(refinable, {std::vector<NodeIndex>(q_, 0)}, {}, &counts, &ids));
+  // The most general table must satisfy the model (thesis Thm. 5.1.3); otherwise nothing can.
+  const uint64_t* root = stats_.data();
+  total_records_ = root[0];
+  if (total_records_ == 0) return absl::FailedPreconditionError("the table has no records");
+  for (size_t j = 0; j < model_->constraints.size(); ++j) {
+    const Constraint& con = model_->constraints[j];
+    a_[j] = root[0];
+    if (root[0] < con.k) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "privacy requirement ", model_->Describe(static_cast<int>(j), *data_),
+          " cannot be met: it needs groups of at least ", con.k, " records but the table has only ",
+          root[0], " records; the best achievable group size is ", root[0]));
+    }
+    for (size_t b = 0; b < data_->tracked.size(); ++b) {
+      if (!(con.sensitive_mask >> b & 1)) continue;
+      const double conf = static_cast<double>(root[1 + b]) / static_cast<double>(root[0]);
+      c_[j] = std::max(c_[j], conf);
+      if (conf > con.max_conf + kConfidenceEpsilon) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "privacy requirement ", model_->Describe(static_cast<int>(j), *data_),
+            " cannot be met: even the most general table infers '", data_->tracked[b].value,
+            "' with confidence ", root[1 + b], "/", root[0], " = ", conf,
+            "; the best achievable confidence is ", conf, " (thesis Theorem 5.1.3)"));
+      }
+    }
+  }
+  for (size_t i = 0; i < refinable.size(); ++i) {
+    RETURN_IF_ERROR(AddCandidates(refinable[i].first, refinable[i].second, counts[i]));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TopDownSpecializer::AddCandidates(int attr, NodeIndex node,
+                                               const std::vector<uint64_t>& fine_counts) {
+  const AttributeHierarchy& h = (*hier_)[attr];
+  const int count = h.CandidateCount(node);
+  if (count == 0) return absl::OkStatus();
+  const int fine = h.FineChildCount(node);
+  if (fine_counts.size() != static_cast<size_t>(fine) * num_classes_) {
+    return absl::InternalError("node class counts have the wrong size");
+  }
+  std::vector<uint64_t> parent(num_classes_, 0);
+  for (int f = 0; f < fine; ++f) {
+    for (int k = 0; k < num_classes_; ++k) parent[k] += fine_counts[f * num_classes_ + k];
+  }
+  uint64_t records = 0;
+  int classes_present = 0;
+  for (uint64_t v : parent) {
+    records += v;
+    classes_present += v > 0;
+  }
+  const std::vector<int32_t> groups = AliveGroups(attr, node);
+  auto& per_attr = node_cands_[attr];
+  if (per_attr.size() <= static_cast<size_t>(node)) per_attr.resize(node + 1);
+  std::vector<int> all_positions(model_->by_attr[attr].size());
+  for (size_t i = 0; i < all_positions.size(); ++i) all_positions[i] = static_cast<int>(i);
+  for (int c = 0; c < count; ++c) {
+    Candidate cand;
+    cand.attr = attr;
+    cand.node = node;
+    cand.c = c;
+    cand.records = records;
+    cand.beneficial = classes_present > 1;
+    const int children = h.ChildCount(node, c);
+    std::vector<std::vector<uint64_t>> child_counts(children, std::vector<uint64_t>(num_classes_));
+    for (int f = 0; f < fine; ++f) {
+      auto& dst = child_counts[h.ChildOfFine(node, c, f)];
+      for (int k = 0; k < num_classes_; ++k) dst[k] += fine_counts[f * num_classes_ + k];
+    }
+    std::vector<uint64_t> sizes;
+    for (const auto& cc : child_counts) {
+      uint64_t s = 0;
+      for (uint64_t v : cc) s += v;
+      sizes.push_back(s);
+    }
+    cand.info_gain = InfoGain(parent, child_counts);
+    cand.split_info = SplitInfo(sizes);
+    cand.min_child.assign(all_positions.size(), std::numeric_limits<uint64_t>::max());
+    cand.max_conf.assign(all_positions.size(), 0.0);
+    if (records == 0) cand.valid = false;
+    if (cand.valid) Evaluate(cand, groups, all_positions);
+    const int id = static_cast<int>(cands_.size());
+    cands_.push_back(std::move(cand));
+    per_attr[node].push_back(id);
+    active_.push_back(id);
+  }
+  return absl::OkStatus();
+}
+
+void TopDownSpecializer::Evaluate(Candidate& cand, const std::vector<int32_t>& groups,
+                                  const std::vector<int>& positions) {
+  const AttributeHierarchy& h = (*hier_)[cand.attr];
+  const int fine = h.FineChildCount(cand.node);
+  const int children = h.ChildCount(cand.node, cand.c);
+  std::vector<int> child_of_fine(fine);
+  for (int f = 0; f < fine; ++f) child_of_fine[f] = h.ChildOfFine(cand.node, cand.c, f);
+  const size_t entry_words = static_cast<size_t>(children) * stride_;
+  absl::flat_hash_map<std::string, uint32_t> index;
+  std::vector<uint64_t> agg;
+  std::string proj;
+  for (int jp : positions) {
+    const Constraint& con = model_->constraints[model_->by_attr[cand.attr][jp]];
+    index.clear();
+    agg.clear();
+    for (int32_t g : groups) {
+      proj.clear();
+      for (int attr : con.attrs) {
+        if (attr == cand.attr) continue;
+        const NodeIndex n = KeyAt(g, attr);
+        proj.append(reinterpret_cast<const char*>(&n), sizeof(n));
+      }
+      auto [it, inserted] = index.try_emplace(proj, static_cast<uint32_t>(agg.size()));
+      if (inserted) agg.resize(agg.size() + entry_words, 0);
+      uint64_t* entry = agg.data() + it->second;
+      const uint64_t* fs = FineStats(g, cand.attr);
+      for (int f = 0; f < fine; ++f) {
+        uint64_t* dst = entry + child_of_fine[f] * stride_;
+        const uint64_t* src = fs + f * stride_;
+        for (size_t w = 0; w < stride_; ++w) dst[w] += src[w];
+      }
+    }
+    uint64_t min_child = std::numeric_limits<uint64_t>::max();
+    double max_conf = 0;
+    bool ok = true;
+    for (size_t e = 0; e < agg.size(); e += stride_) {
+      const uint64_t n = agg[e];
+      if (n == 0) continue;
+      min_child = std::min(min_child, n);
+      if (n < con.k) ok = false;
+      for (size_t b = 0; b + 1 < stride_; ++b) {
+        if (!(con.sensitive_mask >> b & 1)) continue;
+        const double conf = static_cast<double>(agg[e + 1 + b]) / static_cast<double>(n);
+        max_conf = std::max(max_conf, conf);
+        if (conf > con.max_conf + kConfidenceEpsilon) ok = false;
+      }
+    }
+    cand.min_child[jp] = std::min(cand.min_child[jp], min_child);
+    cand.max_conf[jp] = std::max(cand.max_conf[jp], max_conf);
+    if (!ok) {
+      cand.valid = false;
+      return;  // anti-monotone: it stays invalid for the rest of the run
+    }
+  }
+}
+
+double TopDownSpecializer::Score(const Candidate& cand) const {
+  switch (options_.score) {
+    case fedanon::v1::SCORE_FUNCTION_GAINRATIO:
+      // mohammed2011 §4: SplitInfo = 0 (all records in one child) -> use InfoGain alone.
+      return cand.split_info > 0 ? cand.info_gain / cand.split_info : cand.info_gain;
+    case fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS:
+      return cand.info_gain / (PrivLoss(cand) + 1);
+    case fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY: {
+      const auto& d = disc_[cand.attr];
+      return static_cast<double>(static_cast<size_t>(cand.node) < d.size() ? d[cand.node] : 0);
+    }
+    default:
+      return cand.info_gain;
+  }
+}
+
+double TopDownSpecializer::PrivLoss(const Candidate& cand) const {
+  // thesis Eq. 4.4: the average loss of anonymity A(X_j) - A^v(X_j) over the constraints
+  // containing att(v), where A^v(X_j) = min(A(X_j), smallest child group); for models without
+  // anonymity thresholds, the average rise of C(X_j) instead (thesis Eq. 5.1).
+  const auto& ids = model_->by_attr[cand.attr];
+  if (ids.empty()) return 0;
+  double loss = 0;
+  for (size_t jp = 0; jp < ids.size(); ++jp) {
+    const int j = ids[jp];
+    if (model_->has_anonymity) {
+      loss += static_cast<double>(a_[j] - std::min(a_[j], cand.min_child[jp]));
+    } else {
+      loss += std::max(c_[j], cand.max_conf[jp]) - c_[j];
+    }
+  }
+  return loss / static_cast<double>(ids.size());
+}
+
+std::vector<CandidateView> TopDownSpecializer::Candidates() const {
+  std::vector<CandidateView> out;
+  for (int id : active_) {
+    const Candidate& c = cands_[id];
+    if (!c.alive) continue;
+    CandidateView v;
+    v.attribute = data_->qids[c.attr].name;
+    v.value = (*hier_)[c.attr].CandidateLabel(c.node, c.c, options_.suppression_token);
+    v.info_gain = c.info_gain;
+    v.split_info = c.split_info;
+    v.priv_loss = PrivLoss(c);
+    v.score = Score(c);
+    v.records = c.records;
+    v.valid = c.valid;
+    v.beneficial = c.beneficial;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+int TopDownSpecializer::PickBest(bool owned_only) const {
+  int best = -1;
+  double best_score = 0;
+  double best_key = 0;
+  for (int id : active_) {
+    const Candidate& c = cands_[id];
+    if (!c.alive || !c.valid || c.records == 0) continue;
+    if (owned_only && !source_->Owns(c.attr)) continue;
+    if (options_.beneficial && !c.beneficial) continue;
+    const double s = Score(c);
+    if (best < 0) {
+      best = id;
+      best_score = s;
+      best_key = (*hier_)[c.attr].OrderKey(c.node);
+      continue;
+    }
+    const Candidate& b = cands_[best];
+    const double key = (*hier_)[c.attr].OrderKey(c.node);
+    bool better = s > best_score;
+    if (s == best_score) {
+      if (c.attr != b.attr) {
+        better = c.attr < b.attr;
+      } else if (key != best_key) {
+        better = key < best_key;
+      } else {
+        better = c.c < b.c;
+      }
+    }
+    if (better) {
+      best = id;
+      best_score = s;
+      best_key = key;
+    }
+  }
+  return best;
+}
+
+absl::Status TopDownSpecializer::Apply(int cand_id) {
+  const Candidate best = cands_[cand_id];
+  const int a = best.attr;
+  AttributeHierarchy& h = (*hier_)[a];
+  const std::string label = h.CandidateLabel(best.node, best.c, options_.suppression_token);
+  const double score = Score(best);
+
+  // New global groups: each old group holding the node, split by the candidate's children.
+  const std::vector<int32_t> old_groups = AliveGroups(a, best.node);
+  const int fine = h.FineChildCount(best.node);
+  const int children = h.ChildCount(best.node, best.c);
+  std::vector<int> child_of_fine(fine);
+  for (int f = 0; f < fine; ++f) child_of_fine[f] = h.ChildOfFine(best.node, best.c, f);
+  struct Pending {
+    int32_t parent;
+    int child;
+    uint64_t size;
+  };
+  std::vector<Pending> pending;
+  for (int32_t g : old_groups) {
+    std::vector<uint64_t> sizes(children, 0);
+    const uint64_t* fs = FineStats(g, a);
+    for (int f = 0; f < fine; ++f) sizes[child_of_fine[f]] += fs[f * stride_];
+    for (int ch = 0; ch < children; ++ch) {
+      if (sizes[ch] > 0) pending.push_back({g, ch, sizes[ch]});
+    }
+  }
+  const std::vector<NodeIndex> kids = h.Specialize(best.node, best.c);
+  std::vector<uint64_t> new_sizes;
+  for (const Pending& p : pending) new_sizes.push_back(p.size);
+  RETURN_IF_ERROR(source_->Specialize(a, best.node, best.c, new_sizes));
+  std::vector<std::pair<int, NodeIndex>> kid_refs;
+  for (NodeIndex kid : kids) kid_refs.emplace_back(a, kid);
+  RETURN_IF_ERROR(DecideSplits(kid_refs));
+
+  std::vector<std::vector<NodeIndex>> keys;
+  std::vector<uint64_t> sizes;
+  for (const Pending& p : pending) {
+    std::vector<NodeIndex> key(keys_.begin() + static_cast<size_t>(p.parent) * q_,
+                               keys_.begin() + static_cast<size_t>(p.parent + 1) * q_);
+    key[a] = kids[p.child];
+    keys.push_back(std::move(key));
+    sizes.push_back(p.size);
+  }
+  for (int32_t g : old_groups) {
+    group_alive_[g] = false;
+    --alive_groups_;
+    const uint64_t s = GroupSize(g);
+    for (int a2 = 0; a2 < q_; ++a2) disc_[a2][KeyAt(g, a2)] -= s * s;
+  }
+  std::vector<std::pair<int, NodeIndex>> refinable;
+  for (NodeIndex kid : kids) {
+    if (h.CandidateCount(kid) > 0) refinable.emplace_back(a, kid);
+  }
+  std::vector<int32_t> new_groups;
+  std::vector<std::vector<uint64_t>> kid_counts;
+  RETURN_IF_ERROR(CollectNodesAndGroups(refinable, keys, sizes, &kid_counts, &new_groups));
+
+  // The current table's A(X_j), C(X_j) after applying `best`.
+  const auto& ids = model_->by_attr[a];
+  for (size_t jp = 0; jp < ids.size(); ++jp) {
+    a_[ids[jp]] = std::min(a_[ids[jp]], best.min_child[jp]);
+    c_[ids[jp]] = std::max(c_[ids[jp]], best.max_conf[jp]);
+  }
+  for (int id : node_cands_[a][best.node]) cands_[id].alive = false;
+
+  // Candidates on other attributes that share a new group: re-check the new groups for the
+  // constraints that contain both attributes.
+  absl::flat_hash_map<int64_t, std::vector<int32_t>> affected;
+  for (int32_t g : new_groups) {
+    for (int a2 = 0; a2 < q_; ++a2) {
+      if (a2 == a) continue;
+      affected[static_cast<int64_t>(a2) << 32 | static_cast<uint32_t>(KeyAt(g, a2))].push_back(g);
+    }
+  }
+  for (auto& [packed, groups] : affected) {
+    const int a2 = static_cast<int>(packed >> 32);
+    const NodeIndex n2 = static_cast<NodeIndex>(packed & 0xffffffff);
+    if (node_cands_[a2].size() <= static_cast<size_t>(n2)) continue;
+    std::vector<int> positions;
+    const auto& ids2 = model_->by_attr[a2];
+    for (size_t jp = 0; jp < ids2.size(); ++jp) {
+      const auto& attrs = model_->constraints[ids2[jp]].attrs;
+      if (std::binary_search(attrs.begin(), attrs.end(), a)) {
+        positions.push_back(static_cast<int>(jp));
+      }
+    }
+    if (positions.empty()) continue;
+    for (int id : node_cands_[a2][n2]) {
+      Candidate& c = cands_[id];
+      if (c.alive && c.valid) Evaluate(c, groups, positions);
+    }
+  }
+  for (size_t i = 0; i < refinable.size(); ++i) {
+    RETURN_IF_ERROR(AddCandidates(a, refinable[i].second, kid_counts[i]));
+  }
+
+  fedanon::v1::SpecializationStep step;
+  step.set_round(static_cast<uint32_t>(steps_.size() + 1));
+  step.set_attribute(data_->qids[a].name);
+  step.set_value(label);
+  for (NodeIndex kid : kids) step.add_children(h.Label(kid, options_.suppression_token));
+  step.set_score(score);
+  step.set_info_gain(best.info_gain);
+  step.set_records(best.records);
+  steps_.push_back(step);
+  if (options_.on_step) options_.on_step(step, alive_groups_);
+
+  // Drop dead / invalid candidates from the active list now and then.
+  if (active_.size() > 64 && steps_.size() % 16 == 0) {
+    std::erase_if(active_, [&](int id) { return !cands_[id].alive || !cands_[id].valid; });
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> TopDownSpecializer::Run() {
+  while (true) {
+    if (options_.max_rounds && steps_.size() >= options_.max_rounds) {
+      return std::string("reached max_rounds");
+    }
+    const int best = PickBest();
+    if (best < 0) return std::string("no valid candidate left");
+    RETURN_IF_ERROR(Apply(best));
+  }
+}
+
+std::optional<TopDownSpecializer::Choice> TopDownSpecializer::BestOwned() const {
+  const int best = PickBest(/*owned_only=*/true);
+  if (best < 0) return std::nullopt;
+  const Candidate& c = cands_[best];
+  return Choice{c.attr, c.node, c.c, Score(c), (*hier_)[c.attr].OrderKey(c.node)};
+}
+
+bool TopDownSpecializer::Beats(const Choice& a, const Choice& b) {
+  if (a.score != b.score) return a.score > b.score;
+  if (a.attr != b.attr) return a.attr < b.attr;
+  if (a.order_key != b.order_key) return a.order_key < b.order_key;
+  return a.c < b.c;
+}
+
+absl::StatusOr<int> TopDownSpecializer::FindCandidate(int attr, NodeIndex node, int c) const {
+  if (attr < 0 || attr >= q_ || node < 0 || static_cast<size_t>(node) >= node_cands_[attr].size()) {
+    return absl::InvalidArgumentError("the chosen candidate is not in the current cut");
+  }
+  for (int id : node_cands_[attr][node]) {
+    if (cands_[id].c == c && cands_[id].alive) return id;
+  }
+  return absl::InvalidArgumentError("the chosen candidate is not in the current cut");
+}
+
+absl::StatusOr<bool> TopDownSpecializer::Recheck(int attr, NodeIndex node, int c) {
+  ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
+  // Fresh statistics for the groups that hold the node and for the node's class counts.
+  const std::vector<int32_t> groups = AliveGroups(attr, node);
+  StatsRequest request;
+  request.node_class_counts.emplace_back(attr, node);
+  for (int32_t g : groups) {
+    request.group_keys.emplace_back(keys_.begin() + static_cast<size_t>(g) * q_,
+                                    keys_.begin() + static_cast<size_t>(g + 1) * q_);
+  }
+  ASSIGN_OR_RETURN(std::vector<uint64_t> stats, source_->Collect(request));
+  if (stats.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
+    return absl::InternalError("count statistics have the wrong length");
+  }
+  const AttributeHierarchy& h = (*hier_)[attr];
+  const size_t node_words = static_cast<size_t>(h.FineChildCount(node)) * num_classes_;
+  size_t pos = node_words;
+  for (int32_t g : groups) {
+    const size_t begin = stats_off_[g];
+    const size_t end =
+        static_cast<size_t>(g) + 1 < stats_off_.size() ? stats_off_[g + 1] : stats_.size();
+    if (pos + (end - begin) > stats.size()) return absl::InternalError("stale group layout");
+    std::copy(stats.begin() + pos, stats.begin() + pos + (end - begin), stats_.begin() + begin);
+    pos += end - begin;
+  }
+  // Re-derive the candidate's gain and validity from the refreshed counts.
+  Candidate& cand = cands_[id];
+  const int fine = h.FineChildCount(node);
+  const int children = h.ChildCount(node, c);
+  std::vector<uint64_t> parent(num_classes_, 0);
+  std::vector<std::vector<uint64_t>> child_counts(children, std::vector<uint64_t>(num_classes_));
+  for (int f = 0; f < fine; ++f) {
+    for (int k = 0; k < num_classes_; ++k) {
+      parent[k] += stats[f * num_classes_ + k];
+      child_counts[h.ChildOfFine(node, c, f)][k] += stats[f * num_classes_ + k];
+    }
+  }
+  std::vector<uint64_t> sizes;
+  uint64_t records = 0;
+  int classes_present = 0;
+  for (uint64_t v : parent) {
+    records += v;
+    classes_present += v > 0;
+  }
+  for (const auto& cc : child_counts) {
+    uint64_t s = 0;
+    for (uint64_t v : cc) s += v;
+    sizes.push_back(s);
+  }
+  cand.records = records;
+  cand.beneficial = classes_present > 1;
+  cand.info_gain = InfoGain(parent, child_counts);
+  cand.split_info = SplitInfo(sizes);
+  cand.valid = records > 0;
+  std::vector<int> all_positions(model_->by_attr[attr].size());
+  for (size_t i = 0; i < all_positions.size(); ++i) all_positions[i] = static_cast<int>(i);
+  cand.min_child.assign(all_positions.size(), std::numeric_limits<uint64_t>::max());
+  cand.max_conf.assign(all_positions.size(), 0.0);
+  if (cand.valid) Evaluate(cand, groups, all_positions);
+  return cand.valid;
+}
+
+absl::Status TopDownSpecializer::ApplyChosen(int attr, NodeIndex node, int c) {
+  if (!source_->Owns(attr)) {
+    ASSIGN_OR_RETURN(const bool valid, Recheck(attr, node, c));
+    (void)valid;  // the holders of sensitive values have already accepted it
+  }
+  ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
+  return Apply(id);
+}
+
+absl::Status TopDownSpecializer::Reject(int attr, NodeIndex node, int c) {
+  ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
+  cands_[id].valid = false;
+  return absl::OkStatus();
+}
+
+uint64_t TopDownSpecializer::smallest_group() const {
+  uint64_t m = total_records_;
+  for (uint64_t v : a_) m = std::min(m, v);
+  return m;
+}
+
+double TopDownSpecializer::largest_confidence() const {
+  double m = 0;
+  for (size_t j = 0; j < c_.size(); ++j) {
+    if (model_->constraints[j].sensitive_mask) m = std::max(m, c_[j]);
+  }
+  return m;
+}
+
+double TopDownSpecializer::DiscernibilityRatio() const {
+  long double sum = 0;
+  for (size_t g = 0; g < group_alive_.size(); ++g) {
+    if (!group_alive_[g]) continue;
+    const long double s = static_cast<long double>(GroupSize(static_cast<int32_t>(g)));
+    sum += s * s;
+  }
+  const long double n = static_cast<long double>(total_records_);
+  return static_cast<double>(sum / (n * n));
+}
+
+void TopDownSpecializer::FillReport(const std::string& stop_reason,
+                                    fedanon::v1::Report* report) const {
+  report->set_groups(group_count());
+  for (const auto& step : steps_) *report->add_steps() = step;
+  const auto cut = CutLabels();
+  for (size_t a = 0; a < cut.size(); ++a) {
+    auto* ac = report->add_cut();
+    ac->set_attribute(data_->qids[a].name);
+    for (const auto& l : cut[a]) ac->add_values(l);
+  }
+  report->set_smallest_group(smallest_group());
+  report->set_largest_confidence(largest_confidence());
+  report->set_discernibility_ratio(DiscernibilityRatio());
+  report->set_constraints_checked(model_->constraints.size());
+  report->set_stop_reason(stop_reason);
+}
+
+std::vector<std::vector<NodeIndex>> TopDownSpecializer::GroupKeys() const {
+  std::vector<std::vector<NodeIndex>> keys;
+  for (size_t g = 0; g < group_alive_.size(); ++g) {
+    if (!group_alive_[g]) continue;
+    keys.emplace_back(keys_.begin() + g * q_, keys_.begin() + (g + 1) * q_);
+  }
+  return keys;
+}
+
+std::vector<std::vector<std::string>> TopDownSpecializer::CutLabels() const {
+  std::vector<std::vector<std::string>> out(q_);
+  for (int a = 0; a < q_; ++a) {
+    std::vector<NodeIndex> nodes;
+    for (size_t g = 0; g < group_alive_.size(); ++g) {
+      if (group_alive_[g]) nodes.push_back(KeyAt(static_cast<int32_t>(g), a));
+    }
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    const AttributeHierarchy& h = (*hier_)[a];
+    std::stable_sort(nodes.begin(), nodes.end(),
+                     [&](NodeIndex x, NodeIndex y) { return h.OrderKey(x) < h.OrderKey(y); });
+    for (NodeIndex n : nodes) out[a].push_back(h.Label(n, options_.suppression_token));
+  }
+  return out;
+}
+
+}  // namespace fedanon::common

@@ -1,0 +1,193 @@
+// Top-down specialization (TDS/TDR; mohammed2010 Alg. 1, fung2007 Alg. 1): starting from the
+// most general table, repeatedly apply the valid candidate with the best score until none is
+// valid. This class is the "leader" half of the loop: it sees only global count statistics
+// (through a CountSource) and the public hierarchies, never records.
+//
+// Validity is maintained incrementally. A candidate v on attribute a is valid iff, for every
+// constraint X_j containing a, every group of X_j that holds v splits into child groups that
+// meet k_j and the confidence bound. Applying w on attribute b only changes groups whose
+// b-value was w, and every group of a projection onto X_j ∋ b that now holds a child of w is
+// new; so after w the engine re-checks each candidate only on the new groups and only for the
+// constraints containing both a and b. Since splitting can only shrink groups and raise the
+// maximum confidence (thesis Thm. 5.1.1), keeping the running minimum / maximum per constraint
+// is exact. The current table's A(X_j) and C(X_j) follow from the applied candidate's values.
+//
+// Ties are broken deterministically from public information only: higher score, then lower
+// attribute index (spec order), then lower node order key (taxonomy file order / interval start
+// / disclosed value order), then lower candidate index. Continuous splits take the threshold of
+// maximal information gain, ties (within 1e-9) to the smallest threshold.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "common/engine/count_source.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/privacy_model.h"
+#include "common/table/dataset.h"
+#include "fedanon/v1/job.pb.h"
+
+namespace fedanon::common {
+
+struct EngineOptions {
+  fedanon::v1::ScoreFunction score = fedanon::v1::SCORE_FUNCTION_INFOGAIN;
+  bool beneficial = false;  // only candidates whose records span > 1 class
+  std::string suppression_token = "*";
+  uint32_t max_rounds = 0;  // 0: unlimited (anytime: stop early and still be valid)
+  // Called after every applied specialization.
+  std::function<void(const fedanon::v1::SpecializationStep&, size_t groups)> on_step;
+};
+
+// Chooses the split threshold (a rank in (first present rank, rank_hi)) of a continuous node from
+// its class histogram (see Tips::RankClassHistogram); -1 if fewer than two values are present.
+// `has_class` false: the most balanced split.
+int32_t ChooseSplitRank(const std::vector<uint64_t>& histogram, int num_classes, int32_t rank_lo,
+                        bool has_class);
+
+// A candidate as the leader sees it (for reports, progress and tests).
+struct CandidateView {
+  std::string attribute;
+  std::string value;  // the value to specialize ("⊥ -> v" style for disclosures)
+  double info_gain = 0;
+  double split_info = 0;
+  double priv_loss = 0;
+  double score = 0;
+  uint64_t records = 0;
+  bool valid = false;
+  bool beneficial = false;
+};
+
+class TopDownSpecializer {
+ public:
+  // `data` supplies only public facts (schema, class labels, tracked values); counts come from
+  // `source`. Nothing is owned. Fails with FailedPrecondition when even the most general table
+  // violates the model (naming the constraint and the best achievable value).
+  static absl::StatusOr<std::unique_ptr<TopDownSpecializer>> Create(
+      const Dataset* data, const PrivacyModel* model, std::vector<AttributeHierarchy>* hierarchies,
+      CountSource* source, EngineOptions options);
+
+  // Runs until no candidate is valid (or max_rounds). Returns the reason it stopped.
+  absl::StatusOr<std::string> Run();
+
+  // Driving one replica of the loop per party (vertical federation, mohammed2011 Alg. 1): each
+  // party proposes its best owned candidate, the winner is chosen across parties with the same
+  // tie-break as PickBest, and every replica applies it.
+  struct Choice {
+    int attr = -1;
+    NodeIndex node = -1;
+    int c = -1;
+    double score = 0;
+    double order_key = 0;  // hierarchy OrderKey of the node (public), for the tie-break
+  };
+  // The best valid candidate on an attribute the source owns, if any.
+  std::optional<Choice> BestOwned() const;
+  // True when `a` beats `b` under the engine's tie-break.
+  static bool Beats(const Choice& a, const Choice& b);
+  // Refreshes the statistics of the groups holding `node` from the source (whose records have
+  // just learnt their child under the candidate) and re-evaluates the candidate on them; returns
+  // whether it is valid (e.g. the sensitive-attribute holder's check of mohammed2011 §8).
+  absl::StatusOr<bool> Recheck(int attr, NodeIndex node, int c);
+  // Applies the chosen candidate (Recheck first when the attribute is not owned).
+  absl::Status ApplyChosen(int attr, NodeIndex node, int c);
+  // Marks a candidate invalid for the rest of the run (a holder of sensitive values vetoed it).
+  absl::Status Reject(int attr, NodeIndex node, int c);
+
+  const std::vector<fedanon::v1::SpecializationStep>& steps() const { return steps_; }
+  uint64_t smallest_group() const;    // min over constraints of A(X_j)
+  double largest_confidence() const;  // max over confidence constraints of C(X_j)
+  uint64_t group_count() const { return alive_groups_; }
+  uint64_t total_records() const { return total_records_; }
+  double DiscernibilityRatio() const;  // sum |T[qid]|^2 / |T|^2 over the full QID
+  // Fills the result part of a report: steps, cut, groups, smallest group, largest confidence,
+  // discernibility ratio, constraints checked and the stop reason.
+  void FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const;
+  // The keys (one node per QID attribute) of the current groups, in creation order.
+  std::vector<std::vector<NodeIndex>> GroupKeys() const;
+  // The candidates of the current cut (not yet specialized), valid or not.
+  std::vector<CandidateView> Candidates() const;
+  // Distinct node labels per attribute among the current groups (the final cut).
+  std::vector<std::vector<std::string>> CutLabels() const;
+
+ private:
+  struct Candidate {
+    int attr;
+    NodeIndex node;
+    int c;
+    bool alive = true;
+    bool valid = true;
+    bool beneficial = false;
+    double info_gain = 0;
+    double split_info = 0;
+    uint64_t records = 0;
+    std::vector<uint64_t> min_child;  // per position in model.by_attr[attr]
+    std::vector<double> max_conf;
+  };
+
+  TopDownSpecializer(const Dataset* data, const PrivacyModel* model,
+                     std::vector<AttributeHierarchy>* hierarchies, CountSource* source,
+                     EngineOptions options);
+  absl::Status Initialize();
+  absl::Status DecideSplits(const std::vector<std::pair<int, NodeIndex>>& nodes);
+  // One Collect for the class counts of `nodes` and the statistics of the new groups `keys`
+  // (whose sizes must equal `expected_sizes` unless it is empty).
+  absl::Status CollectNodesAndGroups(const std::vector<std::pair<int, NodeIndex>>& nodes,
+                                     const std::vector<std::vector<NodeIndex>>& keys,
+                                     const std::vector<uint64_t>& expected_sizes,
+                                     std::vector<std::vector<uint64_t>>* node_counts,
+                                     std::vector<int32_t>* new_groups);
+  absl::Status AddGroups(const std::vector<std::vector<NodeIndex>>& keys,
+                         const std::vector<uint64_t>& expected_sizes,
+                         const std::vector<uint64_t>& stats, size_t pos, std::vector<int32_t>* ids);
+  absl::Status AddCandidates(int attr, NodeIndex node, const std::vector<uint64_t>& fine_counts);
+  void Evaluate(Candidate& cand, const std::vector<int32_t>& groups,
+                const std::vector<int>& positions);
+  double Score(const Candidate& cand) const;
+  double PrivLoss(const Candidate& cand) const;
+  int PickBest(bool owned_only = false) const;
+  absl::StatusOr<int> FindCandidate(int attr, NodeIndex node, int c) const;
+  absl::Status Apply(int cand_id);
+
+  const uint64_t* FineStats(int32_t g, int attr) const {
+    return stats_.data() + stats_off_[g] + attr_off_[static_cast<size_t>(g) * q_ + attr];
+  }
+  uint64_t GroupSize(int32_t g) const { return stats_[stats_off_[g]]; }
+  NodeIndex KeyAt(int32_t g, int attr) const { return keys_[static_cast<size_t>(g) * q_ + attr]; }
+  std::vector<int32_t> AliveGroups(int attr, NodeIndex node) const;
+  std::vector<int32_t>& GroupLink(int attr, NodeIndex node);
+
+  const Dataset* data_;
+  const PrivacyModel* model_;
+  std::vector<AttributeHierarchy>* hier_;
+  CountSource* source_;
+  EngineOptions options_;
+  int q_;
+  size_t stride_;
+  int num_classes_;
+
+  // Global groups (generalized records over all QID attributes) and their statistics.
+  std::vector<NodeIndex> keys_;
+  std::vector<uint64_t> stats_;
+  std::vector<size_t> stats_off_;
+  std::vector<uint32_t> attr_off_;
+  std::vector<bool> group_alive_;
+  uint64_t alive_groups_ = 0;
+  std::vector<std::vector<std::vector<int32_t>>> group_links_;  // [attr][node] -> groups
+  std::vector<std::vector<uint64_t>> disc_;                     // [attr][node] -> sum size^2
+
+  std::vector<Candidate> cands_;
+  std::vector<std::vector<std::vector<int>>> node_cands_;  // [attr][node] -> candidate ids
+  std::vector<int> active_;                                // candidate ids possibly pickable
+
+  std::vector<uint64_t> a_;  // per constraint: A(X_j) of the current table
+  std::vector<double> c_;    // per constraint: C(X_j) of the current table
+  uint64_t total_records_ = 0;
+  std::vector<fedanon::v1::SpecializationStep> steps_;
+};
+
+}  // namespace fedanon::common

@@ -1,0 +1,59 @@
+// What a random anonymization (common/random_anonymization.h) protects and what it costs, measured
+// on the original table D and the released table D' (yang2010 §4.2.2 and §5.2):
+//
+//  * Proposition 10: an upper bound on the probability that a user who knows the supports of the
+//    QID value combinations in D guesses a record's original combination from its released one.
+//  * §5.2: the relative bias of the support of value combinations of a given length, measured on
+//    D' and predicted (its exact expectation, of which Proposition 12 is the k = 1, p_i = 1/m
+//    case).
+//
+// Both run in time proportional to the records times the number of attribute sets involved; they
+// are reports a user asks for, not part of the randomization.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/randomization/random_anonymization.h"
+
+namespace fedanon::common {
+
+// The bound of Proposition 10 for every released record q' (full QID combination):
+//   max( supp_D(q') / min_i supp_D(q' - q'_i),  max_i p_i P(Q_i = q'_i) / sum_j p_j P(Q_j = q'_j) )
+// where q' - q'_i drops attribute i (support 1 if nothing is left) and P is the distribution in
+// D. With p_i = 1/m this is exactly the paper's bound; with the entropy weights of Proposition 7
+// the same derivation keeps the p_i (our extension).
+struct PriorKnowledgeBound {
+  double max = 0;   // over the released records
+  double mean = 0;  // over the released records
+};
+
+// `released` must be `original` randomized under `plan`. Proposition 10 is stated for Algorithm 1:
+// InvalidArgument if plan.attributes_per_record > 1 or the tables do not match.
+absl::StatusOr<PriorKnowledgeBound> Proposition10Bound(
+    const std::vector<CategoricalColumn>& original, const std::vector<CategoricalColumn>& released,
+    const RandomizationPlan& plan);
+
+// The relative difference R(q) = (supp_D'(q) - supp_D(q)) / supp_D(q) over all value combinations
+// q of `length` QID attributes that occur in D (every set of `length` attributes, every
+// combination of their values), as support-weighted means: measured = mean of |R(q)| on this D';
+// predicted = mean of B(q) = |E R(q)|, the expectation over the randomization, computed exactly
+// from D: E supp_D'(q) = sum over T, the part of q's attributes that gets randomized, of
+// P(T) supp_D(q - T) prod_{i in T} P(Q_i = q_i). Averaged over the attribute sets, each of whose
+// combinations' supports sum to 1.
+struct RelativeBias {
+  int length = 0;
+  uint64_t attribute_sets = 0;  // C(m, length)
+  uint64_t combinations = 0;    // value combinations of that length occurring in D
+  double measured = 0;          // fraction (0.01 = 1%)
+  double predicted = 0;         // fraction
+};
+
+// InvalidArgument if length is not in [1, m], the tables do not match, or the computation would
+// need more than 100000 attribute-set passes over the table (too many attributes for this length).
+absl::StatusOr<RelativeBias> MeasureRelativeBias(const std::vector<CategoricalColumn>& original,
+                                                 const std::vector<CategoricalColumn>& released,
+                                                 const RandomizationPlan& plan, int length);
+
+}  // namespace fedanon::common

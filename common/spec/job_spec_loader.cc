@@ -1,0 +1,731 @@
+#include "common/spec/job_spec_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "common/base/status_macros.h"
+#include "common/base/string_views.h"
+#include "common/spec/sequential_spec.h"
+#include "common/table/csv.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/reflection.h"
+
+namespace fedanon::common {
+namespace {
+
+namespace pb = ::google::protobuf;
+using ::fedanon::v1::Attribute;
+using ::fedanon::v1::JobSpec;
+using ::fedanon::v1::Privacy;
+
+// ---------------------------------------------------------------------------------------------
+// Enum names: `role: qid` <-> ROLE_QID.
+
+// "AttributeType" -> "ATTRIBUTE_TYPE_".
+std::string EnumPrefix(const pb::EnumDescriptor& type) {
+  std::string prefix;
+  const std::string& name = type.name();
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (i > 0 && absl::ascii_isupper(c) && !absl::ascii_isupper(name[i - 1])) prefix.push_back('_');
+    prefix.push_back(absl::ascii_toupper(c));
+  }
+  prefix.push_back('_');
+  return prefix;
+}
+
+// The YAML spelling of an enum value: its name without the prefix, in lower case.
+std::string EnumYamlName(const pb::EnumValueDescriptor& value) {
+  absl::string_view name = value.name();
+  absl::ConsumePrefix(&name, EnumPrefix(*value.type()));
+  return absl::AsciiStrToLower(name);
+}
+
+// The YAML name of value `number` of `type`, or the number if `type` has no such value.
+std::string EnumYamlName(const pb::EnumDescriptor& type, int number) {
+  const pb::EnumValueDescriptor* value = type.FindValueByNumber(number);
+  return value != nullptr ? EnumYamlName(*value) : absl::StrCat(number);
+}
+
+// Lower-case names of the specified (non-zero) values of `type`.
+std::string EnumChoices(const pb::EnumDescriptor& type) {
+  std::vector<std::string> names;
+  for (int i = 0; i < type.value_count(); ++i) {
+    if (type.value(i)->number() != 0) names.push_back(EnumYamlName(*type.value(i)));
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+// Upper-case letters and digits of `text` (drops `_`, `-`, spaces, ...).
+std::string Normalized(absl::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (absl::ascii_isalnum(c)) out.push_back(absl::ascii_toupper(c));
+  }
+  return out;
+}
+
+// Matches `text` against the YAML names (or full names) of the specified values of `type`,
+// ignoring case and any `_`, `-` or spaces: `infogain_privloss`, `InfoGain-PrivLoss`.
+const pb::EnumValueDescriptor* FindEnumValue(const pb::EnumDescriptor& type,
+                                             std::string_view text) {
+  const std::string wanted = Normalized(Av(text));
+  if (wanted.empty()) return nullptr;
+  for (int i = 0; i < type.value_count(); ++i) {
+    const pb::EnumValueDescriptor* value = type.value(i);
+    if (value->number() == 0) continue;  // "unspecified" is not a choice
+    if (Normalized(EnumYamlName(*value)) == wanted || Normalized(value->name()) == wanted) {
+      return value;
+    }
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// YAML -> message
+
+const char* NodeKind(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Null:
+      return "nothing";
+    default:
+      return "a scalar";
+  }
+}
+
+std::string Join(std::string_view path, std::string_view name) {
+  return path.empty() ? std::string(name) : Cat(path, ".", name);
+}
+
+// Converts one YAML document into a message through its descriptor, recording positions for
+// error messages as "<source>:<line>:<column>: ...".
+class YamlToMessage {
+ public:
+  explicit YamlToMessage(std::string_view source) : source_(source) {}
+
+  // `path` names the message in errors ("" for the top level, "privacy", "attributes").
+  absl::Status Message(const YAML::Node& node, std::string_view path, pb::Message* msg) const;
+
+  absl::Status Error(const YAML::Mark& mark, std::string_view what) const {
+    if (mark.is_null()) return absl::InvalidArgumentError(Cat(source_, ": ", what));
+    return absl::InvalidArgumentError(
+        Cat(source_, ":", mark.line + 1, ":", mark.column + 1, ": ", what));
+  }
+
+ private:
+  absl::Status Field(const YAML::Node& value, const pb::FieldDescriptor& field,
+                     const std::string& where, pb::Message* msg) const;
+  absl::Status Repeated(const YAML::Node& value, const pb::FieldDescriptor& field,
+                        const std::string& where, pb::Message* msg) const;
+  absl::Status Map(const YAML::Node& value, const pb::FieldDescriptor& field,
+                   const std::string& where, pb::Message* msg) const;
+  // Sets (or for repeated fields adds) a non-message value.
+  absl::Status Scalar(const YAML::Node& node, const pb::FieldDescriptor& field,
+                      const std::string& where, pb::Message* msg) const;
+  absl::Status Integer(const YAML::Node& node, const pb::FieldDescriptor& field,
+                       const std::string& where, pb::Message* msg) const;
+
+  std::string source_;
+};
+
+absl::Status YamlToMessage::Message(const YAML::Node& node, std::string_view path,
+                                    pb::Message* msg) const {
+  const std::string where = path.empty() ? "job spec" : std::string(path);
+  if (node.IsNull()) return absl::OkStatus();
+  if (!node.IsMap()) {
+    return Error(node.Mark(), Cat(where, ": expected a map of keys, got ", NodeKind(node)));
+  }
+  const pb::Descriptor& descriptor = *msg->GetDescriptor();
+  absl::flat_hash_set<const pb::FieldDescriptor*> seen;
+  for (const auto& entry : node) {
+    const YAML::Node& key = entry.first;
+    if (!key.IsScalar()) {
+      return Error(key.Mark(), Cat("keys in ", where, " must be plain names"));
+    }
+    const pb::FieldDescriptor* field = descriptor.FindFieldByName(key.Scalar());
+    if (field == nullptr) {
+      return Error(key.Mark(), Cat("unknown key '", key.Scalar(), "' in ", where));
+    }
+    if (!seen.insert(field).second) {
+      return Error(key.Mark(), Cat("duplicate key '", key.Scalar(), "' in ", where));
+    }
+    RETURN_IF_ERROR(Field(entry.second, *field, Join(path, field->name()), msg));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status YamlToMessage::Field(const YAML::Node& value, const pb::FieldDescriptor& field,
+                                  const std::string& where, pb::Message* msg) const {
+  if (value.IsNull()) return absl::OkStatus();  // `key:` or `key: ~` leaves the default
+  if (field.is_map()) return Map(value, field, where, msg);
+  if (field.is_repeated()) return Repeated(value, field, where, msg);
+  if (field.cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+    return Message(value, where, msg->GetReflection()->MutableMessage(msg, &field));
+  }
+  return Scalar(value, field, where, msg);
+}
+
+absl::Status YamlToMessage::Repeated(const YAML::Node& value, const pb::FieldDescriptor& field,
+                                     const std::string& where, pb::Message* msg) const {
+  if (!value.IsSequence()) {
+    return Error(value.Mark(), Cat(where, ": expected a list, got ", NodeKind(value)));
+  }
+  for (const YAML::Node& item : value) {
+    if (item.IsNull()) return Error(item.Mark(), Cat(where, ": empty list entry"));
+    if (field.cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      RETURN_IF_ERROR(Message(item, where, msg->GetReflection()->AddMessage(msg, &field)));
+    } else {
+      RETURN_IF_ERROR(Scalar(item, field, where, msg));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status YamlToMessage::Map(const YAML::Node& value, const pb::FieldDescriptor& field,
+                                const std::string& where, pb::Message* msg) const {
+  if (!value.IsMap()) {
+    return Error(value.Mark(), Cat(where, ": expected a map, got ", NodeKind(value)));
+  }
+  const pb::FieldDescriptor& key_field = *field.message_type()->map_key();
+  const pb::FieldDescriptor& value_field = *field.message_type()->map_value();
+  for (const auto& entry : value) {
+    pb::Message* item = msg->GetReflection()->AddMessage(msg, &field);
+    RETURN_IF_ERROR(Scalar(entry.first, key_field, where, item));
+    if (value_field.cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      RETURN_IF_ERROR(
+          Message(entry.second, where, item->GetReflection()->MutableMessage(item, &value_field)));
+    } else if (!entry.second.IsNull()) {
+      RETURN_IF_ERROR(Scalar(entry.second, value_field, where, item));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status YamlToMessage::Scalar(const YAML::Node& node, const pb::FieldDescriptor& field,
+                                   const std::string& where, pb::Message* msg) const {
+  using F = pb::FieldDescriptor;
+  const pb::Reflection& r = *msg->GetReflection();
+  const bool add = field.is_repeated();
+  if (!node.IsScalar()) {
+    return Error(node.Mark(), Cat(where, ": expected a single value, got ", NodeKind(node)));
+  }
+  const std::string& text = node.Scalar();
+  switch (field.cpp_type()) {
+    case F::CPPTYPE_STRING:
+      add ? r.AddString(msg, &field, text) : r.SetString(msg, &field, text);
+      return absl::OkStatus();
+    case F::CPPTYPE_BOOL: {
+      const std::string lower = absl::AsciiStrToLower(text);
+      bool value;
+      if (lower == "true" || lower == "yes" || lower == "on") {
+        value = true;
+      } else if (lower == "false" || lower == "no" || lower == "off") {
+        value = false;
+      } else {
+        return Error(node.Mark(), Cat(where, ": expected true or false, got '", text, "'"));
+      }
+      add ? r.AddBool(msg, &field, value) : r.SetBool(msg, &field, value);
+      return absl::OkStatus();
+    }
+    case F::CPPTYPE_DOUBLE:
+    case F::CPPTYPE_FLOAT: {
+      double value;
+      if (!absl::SimpleAtod(text, &value) || !std::isfinite(value)) {
+        return Error(node.Mark(), Cat(where, ": expected a number, got '", text, "'"));
+      }
+      if (field.cpp_type() == F::CPPTYPE_DOUBLE) {
+        add ? r.AddDouble(msg, &field, value) : r.SetDouble(msg, &field, value);
+      } else {
+        const auto f = static_cast<float>(value);
+        add ? r.AddFloat(msg, &field, f) : r.SetFloat(msg, &field, f);
+      }
+      return absl::OkStatus();
+    }
+    case F::CPPTYPE_ENUM: {
+      const pb::EnumValueDescriptor* value = FindEnumValue(*field.enum_type(), text);
+      if (value == nullptr) {
+        return Error(node.Mark(), Cat(where, ": unknown value '", text,
+                                      "'; expected one of: ", EnumChoices(*field.enum_type())));
+      }
+      add ? r.AddEnum(msg, &field, value) : r.SetEnum(msg, &field, value);
+      return absl::OkStatus();
+    }
+    case F::CPPTYPE_MESSAGE:
+      return Error(node.Mark(), Cat(where, ": expected a map, got a scalar"));
+    default:
+      return Integer(node, field, where, msg);
+  }
+}
+
+absl::Status YamlToMessage::Integer(const YAML::Node& node, const pb::FieldDescriptor& field,
+                                    const std::string& where, pb::Message* msg) const {
+  using F = pb::FieldDescriptor;
+  const pb::Reflection& r = *msg->GetReflection();
+  const bool add = field.is_repeated();
+  const std::string& text = node.Scalar();
+  const bool is_unsigned =
+      field.cpp_type() == F::CPPTYPE_UINT32 || field.cpp_type() == F::CPPTYPE_UINT64;
+  if (is_unsigned && absl::StartsWith(absl::StripLeadingAsciiWhitespace(text), "-")) {
+    return Error(node.Mark(),
+                 Cat(where, ": ", text, " is negative; expected a non-negative integer"));
+  }
+  auto out_of_range = [&] {
+    return Error(node.Mark(), Cat(where, ": ", text, " is out of range"));
+  };
+  if (is_unsigned) {
+    uint64_t value;
+    if (!absl::SimpleAtoi(text, &value)) {
+      return Error(node.Mark(), Cat(where, ": expected a non-negative integer, got '", text, "'"));
+    }
+    if (field.cpp_type() == F::CPPTYPE_UINT32) {
+      if (value > std::numeric_limits<uint32_t>::max()) return out_of_range();
+      const auto v = static_cast<uint32_t>(value);
+      add ? r.AddUInt32(msg, &field, v) : r.SetUInt32(msg, &field, v);
+    } else {
+      add ? r.AddUInt64(msg, &field, value) : r.SetUInt64(msg, &field, value);
+    }
+    return absl::OkStatus();
+  }
+  int64_t value;
+  if (!absl::SimpleAtoi(text, &value)) {
+    return Error(node.Mark(), Cat(where, ": expected an integer, got '", text, "'"));
+  }
+  if (field.cpp_type() == F::CPPTYPE_INT32) {
+    if (value < std::numeric_limits<int32_t>::min() ||
+        value > std::numeric_limits<int32_t>::max()) {
+      return out_of_range();
+    }
+    const auto v = static_cast<int32_t>(value);
+    add ? r.AddInt32(msg, &field, v) : r.SetInt32(msg, &field, v);
+  } else {
+    add ? r.AddInt64(msg, &field, value) : r.SetInt64(msg, &field, value);
+  }
+  return absl::OkStatus();
+}
+
+// Whether the top-level map gives `key` a (non-null) value.
+bool HasKey(const YAML::Node& root, const char* key) {
+  if (!root.IsMap()) return false;
+  const YAML::Node value = root[key];
+  return value.IsDefined() && !value.IsNull();
+}
+
+// Fills the documented defaults. Tokens are defaulted only when their key is absent, so that an
+// explicit empty string (e.g. `missing_token: ""`: empty cells are missing) is kept.
+void FillDefaults(const YAML::Node& root, JobSpec* spec) {
+  if (spec->score() == fedanon::v1::SCORE_FUNCTION_UNSPECIFIED) {
+    spec->set_score(fedanon::v1::SCORE_FUNCTION_INFOGAIN);
+  }
+  if (spec->missing() == fedanon::v1::MISSING_UNSPECIFIED) {
+    spec->set_missing(fedanon::v1::MISSING_DROP);
+  }
+  if (!HasKey(root, "missing_token")) spec->set_missing_token("?");
+  if (!HasKey(root, "suppression_token")) spec->set_suppression_token("*");
+  for (Attribute& attribute : *spec->mutable_attributes()) {
+    if (attribute.type() == fedanon::v1::ATTRIBUTE_TYPE_UNSPECIFIED) {
+      attribute.set_type(fedanon::v1::ATTRIBUTE_TYPE_CATEGORICAL);
+    }
+  }
+  if (spec->privacy().model() == fedanon::v1::PRIVACY_MODEL_UNSPECIFIED) {
+    spec->mutable_privacy()->set_model(fedanon::v1::PRIVACY_MODEL_LKC);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+// The attributes by name and role.
+struct Attributes {
+  absl::flat_hash_map<std::string_view, const Attribute*> by_name;
+  std::vector<std::string_view> qids;
+  std::vector<std::string_view> classes;
+  std::vector<std::string_view> sensitive;
+};
+
+std::string Quoted(const std::vector<std::string_view>& names) {
+  return Cat("'", absl::StrJoin(names, "', '", kViewFormatter), "'");
+}
+
+absl::Status ValidateAttribute(const Attribute& a) {
+  using fedanon::v1::ATTRIBUTE_TYPE_CONTINUOUS;
+  if (a.role() == fedanon::v1::ROLE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        Cat("attribute '", a.name(), "' has no role (role: ",
+            absl::StrReplaceAll(EnumChoices(*fedanon::v1::Role_descriptor()), {{", ", "|"}}), ")"));
+  }
+  if (!a.taxonomy().empty() && a.role() != fedanon::v1::ROLE_QID) {
+    return absl::InvalidArgumentError(Cat("attribute '", a.name(), "' has a taxonomy but role ",
+                                          EnumYamlName(*fedanon::v1::Role_descriptor(), a.role()),
+                                          "; taxonomies apply to QID attributes only"));
+  }
+  if (a.range_size() != 0 && a.type() != ATTRIBUTE_TYPE_CONTINUOUS) {
+    return absl::InvalidArgumentError(
+        Cat("attribute '", a.name(), "' has a range but is not continuous (type: continuous)"));
+  }
+  if (a.range_size() != 0 && (a.range_size() != 2 || !(a.range(0) < a.range(1)))) {
+    return absl::InvalidArgumentError(Cat("attribute '", a.name(),
+                                          "': range must be empty or [low, high] with low < ",
+                                          "high, got [", absl::StrJoin(a.range(), ", "), "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Attributes> IndexAttributes(const JobSpec& spec) {
+  Attributes index;
+  for (int i = 0; i < spec.attributes_size(); ++i) {
+    const Attribute& a = spec.attributes(i);
+    if (a.name().empty()) {
+      return absl::InvalidArgumentError(Cat("attribute ", i + 1, " has an empty name"));
+    }
+    if (!index.by_name.emplace(a.name(), &a).second) {
+      return absl::InvalidArgumentError(Cat("attribute '", a.name(), "' is listed twice"));
+    }
+    RETURN_IF_ERROR(ValidateAttribute(a));
+    if (a.role() == fedanon::v1::ROLE_QID) index.qids.push_back(a.name());
+    if (a.role() == fedanon::v1::ROLE_CLASS) index.classes.push_back(a.name());
+    if (a.role() == fedanon::v1::ROLE_SENSITIVE) index.sensitive.push_back(a.name());
+  }
+  if (index.qids.empty()) {
+    return absl::InvalidArgumentError("the job has no QID attribute (an attribute with role qid)");
+  }
+  if (index.classes.size() > 1) {
+    return absl::InvalidArgumentError(
+        Cat("attributes ", Quoted(index.classes), " all have role class; at most one is allowed"));
+  }
+  return index;
+}
+
+absl::Status ValidateScore(const JobSpec& spec, const Attributes& index) {
+  const fedanon::v1::ScoreFunction score = spec.score();
+  if (score == fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY || !index.classes.empty()) {
+    return absl::OkStatus();
+  }
+  const std::string name = score == fedanon::v1::SCORE_FUNCTION_UNSPECIFIED
+                               ? "infogain"
+                               : EnumYamlName(*fedanon::v1::ScoreFunction_descriptor(), score);
+  return absl::InvalidArgumentError(
+      Cat("score ", name, " needs exactly one attribute with role class, found none"));
+}
+
+// Checks the sensitive attribute named by `field` (`name`; empty: the single one) when
+// `values_given`.
+absl::Status ValidateSensitive(std::string_view field, std::string_view name, bool values_given,
+                               std::string_view values_field, const Attributes& index) {
+  if (!name.empty()) {
+    auto it = index.by_name.find(name);
+    if (it == index.by_name.end() || it->second->role() != fedanon::v1::ROLE_SENSITIVE) {
+      return absl::InvalidArgumentError(
+          Cat(field, " '", name, "' is not an attribute with role sensitive"));
+    }
+    return absl::OkStatus();
+  }
+  if (!values_given) return absl::OkStatus();
+  if (index.sensitive.empty()) {
+    return absl::InvalidArgumentError(
+        Cat(values_field, " given but no attribute has role sensitive"));
+  }
+  if (index.sensitive.size() > 1) {
+    return absl::InvalidArgumentError(Cat(field, " is empty but there are ", index.sensitive.size(),
+                                          " sensitive attributes (", Quoted(index.sensitive),
+                                          "); name one"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLkc(const Privacy& p, const Attributes& index) {
+  if (p.templates_size() != 0 || p.confidence_size() != 0) {
+    return absl::InvalidArgumentError(
+        "privacy.templates and privacy.confidence are only used with privacy.model: templates");
+  }
+  if (p.l() < 1) {
+    return absl::InvalidArgumentError(Cat("privacy.L = ", p.l(), " must be >= 1"));
+  }
+  if (p.l() > index.qids.size()) {
+    return absl::InvalidArgumentError(Cat(
+        "privacy.L = ", p.l(), " exceeds the number of QID attributes (", index.qids.size(), ")"));
+  }
+  if (p.k() < 1) {
+    return absl::InvalidArgumentError(Cat("privacy.K = ", p.k(), " must be >= 1"));
+  }
+  const bool has_values = p.sensitive_values_size() != 0;
+  if ((has_values || p.c() != 0) && !(p.c() > 0 && p.c() <= 1)) {
+    return absl::InvalidArgumentError(Cat("privacy.C = ", p.c(), " must be in (0, 1]"));
+  }
+  if (p.c() != 0 && p.c() < 1 && !has_values) {
+    return absl::InvalidArgumentError(
+        Cat("privacy.C = ", p.c(), " has no effect without privacy.sensitive_values"));
+  }
+  return ValidateSensitive("privacy.sensitive_attribute", p.sensitive_attribute(), has_values,
+                           "privacy.sensitive_values", index);
+}
+
+// The QID list of template `what` (e.g. "template 2"): non-empty, known QIDs, no repeats.
+absl::Status ValidateTemplateQid(std::string_view what,
+                                 const pb::RepeatedPtrField<std::string>& qid,
+                                 const Attributes& index) {
+  if (qid.empty()) return absl::InvalidArgumentError(Cat(what, " has no QID attributes"));
+  absl::flat_hash_set<std::string_view> seen;
+  for (const std::string& name : qid) {
+    auto it = index.by_name.find(name);
+    if (it == index.by_name.end()) {
+      return absl::InvalidArgumentError(Cat(what, " names unknown QID attribute '", name, "'"));
+    }
+    if (it->second->role() != fedanon::v1::ROLE_QID) {
+      return absl::InvalidArgumentError(
+          Cat(what, " names attribute '", name, "', which is not a QID attribute"));
+    }
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(Cat(what, " lists '", name, "' twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTemplates(const Privacy& p, const Attributes& index) {
+  if (p.l() != 0 || p.k() != 0 || p.c() != 0 || p.sensitive_values_size() != 0 ||
+      !p.sensitive_attribute().empty()) {
+    return absl::InvalidArgumentError(
+        "privacy.L, K, C, sensitive_values and sensitive_attribute are only used with "
+        "privacy.model: lkc; use privacy.templates and privacy.confidence");
+  }
+  if (p.templates_size() == 0 && p.confidence_size() == 0) {
+    return absl::InvalidArgumentError(
+        "privacy.model templates needs at least one entry in privacy.templates or "
+        "privacy.confidence");
+  }
+  for (int i = 0; i < p.templates_size(); ++i) {
+    const std::string what = Cat("template ", i + 1);
+    RETURN_IF_ERROR(ValidateTemplateQid(what, p.templates(i).qid(), index));
+    if (p.templates(i).k() < 1) {
+      return absl::InvalidArgumentError(Cat(what, ": k = ", p.templates(i).k(), " must be >= 1"));
+    }
+  }
+  for (int i = 0; i < p.confidence_size(); ++i) {
+    const fedanon::v1::ConfidenceTemplate& c = p.confidence(i);
+    const std::string what = Cat("confidence template ", i + 1);
+    RETURN_IF_ERROR(ValidateTemplateQid(what, c.qid(), index));
+    if (c.sensitive_values().empty()) {
+      return absl::InvalidArgumentError(Cat(what, " has no sensitive_values"));
+    }
+    RETURN_IF_ERROR(ValidateSensitive(Cat(what, ": attribute"), c.attribute(), true,
+                                      Cat(what, ": sensitive_values"), index));
+    if (!(c.max() > 0 && c.max() <= 1)) {
+      return absl::InvalidArgumentError(Cat(what, ": max = ", c.max(), " must be in (0, 1]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Message -> YAML
+
+// Shortest text that reads back as the same double.
+std::string FormatDouble(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
+void EmitString(YAML::Emitter& out, const std::string& s) {
+  const bool quote = s.empty() || YAML::IsNullString(s) || absl::ascii_isspace(s.front()) ||
+                     absl::ascii_isspace(s.back());
+  if (quote) out << YAML::DoubleQuoted;
+  out << s;
+}
+
+void EmitMessage(YAML::Emitter& out, const pb::Message& msg, bool flow);
+
+void EmitValue(YAML::Emitter& out, const pb::Message& msg, const pb::FieldDescriptor& field,
+               int index) {
+  using F = pb::FieldDescriptor;
+  const pb::Reflection& r = *msg.GetReflection();
+  const bool rep = index >= 0;
+  switch (field.cpp_type()) {
+    case F::CPPTYPE_STRING:
+      EmitString(out, rep ? r.GetRepeatedString(msg, &field, index) : r.GetString(msg, &field));
+      break;
+    case F::CPPTYPE_BOOL:
+      out << ((rep ? r.GetRepeatedBool(msg, &field, index) : r.GetBool(msg, &field)) ? "true"
+                                                                                     : "false");
+      break;
+    case F::CPPTYPE_DOUBLE:
+      out << FormatDouble(rep ? r.GetRepeatedDouble(msg, &field, index) : r.GetDouble(msg, &field));
+      break;
+    case F::CPPTYPE_FLOAT:
+      out << FormatDouble(rep ? r.GetRepeatedFloat(msg, &field, index) : r.GetFloat(msg, &field));
+      break;
+    case F::CPPTYPE_INT32:
+      out << (rep ? r.GetRepeatedInt32(msg, &field, index) : r.GetInt32(msg, &field));
+      break;
+    case F::CPPTYPE_INT64:
+      out << (rep ? r.GetRepeatedInt64(msg, &field, index) : r.GetInt64(msg, &field));
+      break;
+    case F::CPPTYPE_UINT32:
+      out << (rep ? r.GetRepeatedUInt32(msg, &field, index) : r.GetUInt32(msg, &field));
+      break;
+    case F::CPPTYPE_UINT64:
+      out << (rep ? r.GetRepeatedUInt64(msg, &field, index) : r.GetUInt64(msg, &field));
+      break;
+    case F::CPPTYPE_ENUM: {
+      const pb::EnumValueDescriptor* value =
+          rep ? r.GetRepeatedEnum(msg, &field, index) : r.GetEnum(msg, &field);
+      out << EnumYamlName(*value);
+      break;
+    }
+    case F::CPPTYPE_MESSAGE: {
+      const pb::Message& sub =
+          rep ? r.GetRepeatedMessage(msg, &field, index) : r.GetMessage(msg, &field);
+      // List entries without nested messages print on one line: `- {name: age, role: qid}`.
+      bool flow = rep;
+      for (int i = 0; i < sub.GetDescriptor()->field_count(); ++i) {
+        if (sub.GetDescriptor()->field(i)->cpp_type() == F::CPPTYPE_MESSAGE) flow = false;
+      }
+      EmitMessage(out, sub, flow);
+      break;
+    }
+  }
+}
+
+void EmitMap(YAML::Emitter& out, const pb::Message& msg, const pb::FieldDescriptor& field) {
+  const pb::Reflection& r = *msg.GetReflection();
+  out << YAML::BeginMap;
+  for (int i = 0; i < r.FieldSize(msg, &field); ++i) {
+    const pb::Message& entry = r.GetRepeatedMessage(msg, &field, i);
+    out << YAML::Key;
+    EmitValue(out, entry, *field.message_type()->map_key(), -1);
+    out << YAML::Value;
+    EmitValue(out, entry, *field.message_type()->map_value(), -1);
+  }
+  out << YAML::EndMap;
+}
+
+void EmitMessage(YAML::Emitter& out, const pb::Message& msg, bool flow) {
+  const pb::Reflection& r = *msg.GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  r.ListFields(msg, &fields);
+  // Tokens are defaulted when absent, so an empty one must be written to survive a round trip.
+  if (msg.GetDescriptor() == JobSpec::descriptor()) {
+    for (const char* name : {"missing_token", "suppression_token"}) {
+      const pb::FieldDescriptor* field = JobSpec::descriptor()->FindFieldByName(name);
+      if (std::find(fields.begin(), fields.end(), field) == fields.end()) fields.push_back(field);
+    }
+    std::sort(fields.begin(), fields.end(),
+              [](const auto* a, const auto* b) { return a->number() < b->number(); });
+  }
+  if (flow) out << YAML::Flow;
+  out << YAML::BeginMap;
+  for (const pb::FieldDescriptor* field : fields) {
+    out << YAML::Key << field->name() << YAML::Value;
+    if (field->is_map()) {
+      EmitMap(out, msg, *field);
+    } else if (field->is_repeated()) {
+      if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) out << YAML::Flow;
+      out << YAML::BeginSeq;
+      for (int i = 0; i < r.FieldSize(msg, field); ++i) EmitValue(out, msg, *field, i);
+      out << YAML::EndSeq;
+    } else {
+      EmitValue(out, msg, *field, -1);
+    }
+  }
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+absl::StatusOr<JobSpec> ParseJobSpecYaml(std::string_view yaml, std::string_view source_name) {
+  const YamlToMessage parser(source_name);
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml));
+    if (!root.IsDefined() || root.IsNull()) {
+      return absl::InvalidArgumentError(Cat(source_name, ": the job spec is empty"));
+    }
+    JobSpec spec;
+    RETURN_IF_ERROR(parser.Message(root, "", &spec));
+    FillDefaults(root, &spec);
+    return spec;
+  } catch (const YAML::Exception& e) {
+    return parser.Error(e.mark, e.msg);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(Cat(source_name, ": ", e.what()));
+  }
+}
+
+absl::StatusOr<JobSpec> LoadJobSpec(const std::string& path) {
+  ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+  ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpecYaml(text, path));
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  for (Attribute& attribute : *spec.mutable_attributes()) {
+    const std::filesystem::path taxonomy(attribute.taxonomy());
+    if (taxonomy.empty() || taxonomy.is_absolute() || dir.empty()) continue;
+    attribute.set_taxonomy((dir / taxonomy).lexically_normal().string());
+  }
+  return spec;
+}
+
+// The participation strategy (mohammed2011 §6) is a vertical-job option.
+absl::Status ValidateParticipation(const JobSpec& spec) {
+  if (!std::isfinite(spec.epsilon()) || spec.epsilon() < 0) {
+    return absl::InvalidArgumentError(
+        Cat("epsilon must be a non-negative number, got ", spec.epsilon()));
+  }
+  const bool game_theoretic = spec.participation() == fedanon::v1::PARTICIPATION_GAME_THEORETIC;
+  if (game_theoretic && spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
+    return absl::InvalidArgumentError(
+        "participation: game_theoretic applies to vertical jobs only (partitioning: vertical)");
+  }
+  if (!game_theoretic && spec.epsilon() != 0) {
+    return absl::InvalidArgumentError("epsilon is used only with participation: game_theoretic");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateJobSpec(const JobSpec& spec) {
+  ASSIGN_OR_RETURN(const Attributes index, IndexAttributes(spec));
+  RETURN_IF_ERROR(ValidateScore(spec, index));
+  RETURN_IF_ERROR(ValidateParticipation(spec));
+  if (spec.has_sequential()) return ValidateSequentialSpec(spec);
+  const Privacy& privacy = spec.privacy();
+  switch (privacy.model()) {
+    case fedanon::v1::PRIVACY_MODEL_UNSPECIFIED:
+    case fedanon::v1::PRIVACY_MODEL_LKC:
+      return ValidateLkc(privacy, index);
+    case fedanon::v1::PRIVACY_MODEL_TEMPLATES:
+      return ValidateTemplates(privacy, index);
+    default:
+      return absl::InvalidArgumentError(
+          Cat("privacy.model has the unknown value ", privacy.model()));
+  }
+}
+
+std::string JobSpecToYaml(const JobSpec& spec) {
+  YAML::Emitter out;
+  EmitMessage(out, spec, /*flow=*/false);
+  std::string text = out.c_str();
+  if (text.empty() || text.back() != '\n') text.push_back('\n');
+  return text;
+}
+
+}  // namespace fedanon::common

@@ -1,0 +1,361 @@
+#include "common/table/csv.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "common/base/string_views.h"
+
+namespace fedanon::common {
+namespace {
+
+constexpr size_t kFlushThreshold = size_t{1} << 20;  // 1 MiB
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+// Maps an errno value to a status whose message names the operation and the path.
+absl::Status ErrnoStatus(int err, std::string_view what, std::string_view path) {
+  const std::string message = absl::StrCat(
+      Av(what), " '", Av(path), "': ", std::error_code(err, std::generic_category()).message());
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+// `;` if the first non-blank line has more `;` than `,`, else `,`.
+char DetectSeparator(std::string_view text) {
+  const size_t begin = text.find_first_not_of("\r\n");
+  if (begin == std::string_view::npos) return ',';
+  const size_t end = text.find('\n', begin);
+  const std::string_view line =
+      text.substr(begin, end == std::string_view::npos ? end : end - begin);
+  size_t semicolons = 0;
+  size_t commas = 0;
+  for (char c : line) {
+    semicolons += c == ';';
+    commas += c == ',';
+  }
+  return semicolons > commas ? ';' : ',';
+}
+
+// Writes all of `data` to `fd`, retrying on EINTR and short writes.
+absl::Status WriteAll(int fd, std::string_view data, std::string_view path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "cannot write", path);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+// Creates `<path>.tmp.XXXXXX` (mode 0644); returns its descriptor and stores its name.
+absl::StatusOr<int> CreateTempBeside(const std::string& path, std::string* tmp_path) {
+  std::string pattern = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(pattern.data());
+  if (fd < 0) return ErrnoStatus(errno, "cannot create a temporary file for", path);
+  ::fchmod(fd, 0644);  // mkstemp uses 0600; outputs are ordinary files
+  *tmp_path = std::move(pattern);
+  return fd;
+}
+
+// fsyncs and closes `fd` (always closed), then renames `tmp_path` onto `path`.
+absl::Status SyncCloseRename(int fd, const std::string& tmp_path, const std::string& path) {
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoStatus(err, "cannot fsync", tmp_path);
+  }
+  if (::close(fd) != 0) return ErrnoStatus(errno, "cannot close", tmp_path);
+  if (::rename(tmp_path.c_str(), path.c_str()) != 0) {
+    return ErrnoStatus(errno, "cannot rename temporary file onto", path);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// CsvReader
+
+CsvReader::CsvReader(std::string text, std::string source_name, char separator)
+    : text_(std::move(text)), source_name_(std::move(source_name)), separator_(separator) {
+  if (std::string_view(text_).starts_with(kUtf8Bom)) pos_ = line_start_ = kUtf8Bom.size();
+}
+
+absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path,
+                                                           CsvOptions options) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  if (text.find_first_not_of("\r\n") == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": file is empty"));
+  }
+  return FromString(std::move(text), path, options);
+}
+
+absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::FromString(std::string text,
+                                                                 std::string source_name,
+                                                                 CsvOptions options) {
+  if (options.separator == '"' || options.separator == '\n' || options.separator == '\r') {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_name, ": invalid CSV separator '",
+                     absl::CHexEscape(std::string(1, options.separator)), "'"));
+  }
+  const char separator = options.separator != 0 ? options.separator : DetectSeparator(text);
+  return std::unique_ptr<CsvReader>(
+      new CsvReader(std::move(text), std::move(source_name), separator));
+}
+
+bool CsvReader::AtLineEnd(size_t pos) const {
+  const size_t n = text_.size();
+  if (pos >= n) return false;
+  if (text_[pos] == '\n') return true;
+  return text_[pos] == '\r' && (pos + 1 == n || text_[pos + 1] == '\n');
+}
+
+void CsvReader::ConsumeLineEnd() {
+  if (text_[pos_] == '\r') ++pos_;
+  if (pos_ < text_.size()) ++pos_;  // the '\n'
+  ++line_;
+  line_start_ = pos_;
+}
+
+absl::Status CsvReader::ErrorAt(size_t line, size_t column, std::string_view what) {
+  pos_ = text_.size();  // errors are final: later calls report end of input
+  return absl::InvalidArgumentError(
+      absl::StrCat(source_name_, ":", line, ":", column, ": ", Av(what)));
+}
+
+void CsvReader::ScanUnquoted(std::vector<std::string_view>* fields) {
+  const char* const data = text_.data();
+  const size_t n = text_.size();
+  const char sep = separator_;
+  const size_t start = pos_;
+  size_t p = pos_;
+  for (;;) {
+    while (p < n) {
+      const char c = data[p];
+      if (c == sep || c == '\n' || c == '\r') break;
+      ++p;
+    }
+    // A lone CR inside a line is data.
+    if (p < n && data[p] == '\r' && p + 1 < n && data[p + 1] != '\n') {
+      ++p;
+      continue;
+    }
+    break;
+  }
+  pos_ = p;
+  fields->emplace_back(data + start, p - start);
+}
+
+absl::Status CsvReader::ParseQuoted(std::vector<std::string_view>* fields, size_t* unescaped_used) {
+  const char* const data = text_.data();
+  const size_t n = text_.size();
+  const size_t quote_line = line_;
+  const size_t quote_column = pos_ - line_start_ + 1;
+  const size_t begin = ++pos_;
+  bool doubled = false;
+  size_t end;
+  for (;;) {
+    const void* found = std::memchr(data + pos_, '"', n - pos_);
+    const size_t quote = found ? static_cast<const char*>(found) - data : n;
+    for (const char* nl = static_cast<const char*>(std::memchr(data + pos_, '\n', quote - pos_));
+         nl != nullptr;
+         nl = static_cast<const char*>(std::memchr(nl + 1, '\n', data + quote - (nl + 1)))) {
+      ++line_;
+      line_start_ = nl + 1 - data;
+    }
+    if (found == nullptr) return ErrorAt(quote_line, quote_column, "unterminated quote");
+    if (quote + 1 < n && data[quote + 1] == '"') {
+      doubled = true;
+      pos_ = quote + 2;
+      continue;
+    }
+    end = quote;
+    pos_ = quote + 1;
+    break;
+  }
+  if (pos_ < n && data[pos_] != separator_ && !AtLineEnd(pos_)) {
+    return ErrorAt(
+        line_, pos_ - line_start_ + 1,
+        absl::StrCat("unexpected character '", absl::CHexEscape(std::string(1, data[pos_])),
+                     "' after closing quote"));
+  }
+  const std::string_view raw(data + begin, end - begin);
+  if (!doubled) {
+    fields->push_back(raw);
+    return absl::OkStatus();
+  }
+  if (*unescaped_used == unescaped_.size()) unescaped_.emplace_back();
+  std::string& out = unescaped_[*unescaped_used];
+  out.clear();
+  for (size_t i = 0; i < raw.size(); ++i) {
+    out.push_back(raw[i]);
+    if (raw[i] == '"') ++i;  // skip the second quote of a pair
+  }
+  unescaped_fields_.emplace_back(fields->size(), *unescaped_used);
+  ++*unescaped_used;
+  fields->emplace_back();  // resolved in Next() once the record is complete
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> CsvReader::Next(std::vector<std::string_view>* fields) {
+  fields->clear();
+  unescaped_fields_.clear();
+  const size_t n = text_.size();
+  while (AtLineEnd(pos_)) ConsumeLineEnd();  // blank lines
+  if (pos_ >= n) return false;
+  record_line_ = line_;
+  size_t unescaped_used = 0;
+  for (;;) {
+    if (pos_ < n && text_[pos_] == '"') {
+      RETURN_IF_ERROR(ParseQuoted(fields, &unescaped_used));
+    } else {
+      ScanUnquoted(fields);
+    }
+    if (pos_ >= n) break;
+    if (text_[pos_] == separator_) {
+      ++pos_;
+      continue;
+    }
+    ConsumeLineEnd();
+    break;
+  }
+  for (const auto& [field, storage] : unescaped_fields_) (*fields)[field] = unescaped_[storage];
+  return true;
+}
+
+absl::Status CsvReader::CheckFieldCount(const std::vector<std::string_view>& fields,
+                                        size_t expected) const {
+  if (fields.size() == expected) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(source_name_, ":", record_line_, ": expected ",
+                                                 expected, " fields, found ", fields.size()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// CsvWriter
+
+CsvWriter::CsvWriter(std::string path, std::string tmp_path, char separator, int fd)
+    : path_(std::move(path)), tmp_path_(std::move(tmp_path)), separator_(separator), fd_(fd) {
+  buffer_.reserve(kFlushThreshold + 4096);
+}
+
+absl::StatusOr<std::unique_ptr<CsvWriter>> CsvWriter::Create(const std::string& path,
+                                                             char separator) {
+  if (separator == '"' || separator == '\n' || separator == '\r' || separator == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid CSV separator for ", path));
+  }
+  std::string tmp_path;
+  ASSIGN_OR_RETURN(const int fd, CreateTempBeside(path, &tmp_path));
+  return std::unique_ptr<CsvWriter>(new CsvWriter(path, std::move(tmp_path), separator, fd));
+}
+
+CsvWriter::~CsvWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(tmp_path_.c_str());
+}
+
+void CsvWriter::WriteRow(const std::vector<std::string_view>& fields) {
+  const char specials[] = {separator_, '"', '\r', '\n', '\0'};
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) buffer_.push_back(separator_);
+    const std::string_view field = fields[i];
+    // A lone empty field is quoted so that the row does not read back as a blank line.
+    const bool quote = field.find_first_of(specials) != std::string_view::npos ||
+                       (fields.size() == 1 && field.empty());
+    if (!quote) {
+      buffer_.append(field);
+      continue;
+    }
+    buffer_.push_back('"');
+    for (char c : field) {
+      if (c == '"') buffer_.push_back('"');
+      buffer_.push_back(c);
+    }
+    buffer_.push_back('"');
+  }
+  buffer_.push_back('\n');
+  if (buffer_.size() >= kFlushThreshold && deferred_error_.ok()) deferred_error_ = FlushBuffer();
+}
+
+absl::Status CsvWriter::FlushBuffer() {
+  const absl::Status status = WriteAll(fd_, buffer_, tmp_path_);
+  buffer_.clear();
+  return status;
+}
+
+absl::Status CsvWriter::Commit() {
+  if (committed_) return absl::FailedPreconditionError(absl::StrCat(path_, ": already committed"));
+  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer failed earlier"));
+  RETURN_IF_ERROR(deferred_error_);
+  RETURN_IF_ERROR(FlushBuffer());
+  const int fd = std::exchange(fd_, -1);
+  RETURN_IF_ERROR(SyncCloseRename(fd, tmp_path_, path_));
+  committed_ = true;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Whole files
+
+absl::Status WriteFileAtomically(const std::string& path, std::string_view content) {
+  std::string tmp_path;
+  ASSIGN_OR_RETURN(const int fd, CreateTempBeside(path, &tmp_path));
+  absl::Status status = WriteAll(fd, content, tmp_path);
+  if (status.ok()) {
+    status = SyncCloseRename(fd, tmp_path, path);
+  } else {
+    ::close(fd);
+  }
+  if (!status.ok()) ::unlink(tmp_path.c_str());
+  return status;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  std::string content;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) content.resize(st.st_size);
+  size_t filled = 0;
+  char chunk[1 << 16];
+  for (;;) {
+    // Fill the presized buffer first; past its end (or for pipes) read in chunks.
+    const bool direct = filled < content.size();
+    char* dest = direct ? content.data() + filled : chunk;
+    const size_t room = direct ? content.size() - filled : sizeof(chunk);
+    const ssize_t n = ::read(fd, dest, room);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return ErrnoStatus(err, "cannot read", path);
+    }
+    if (n == 0) break;
+    if (!direct) content.append(chunk, static_cast<size_t>(n));
+    filled += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  content.resize(filled);
+  return content;
+}
+
+}  // namespace fedanon::common

@@ -1,0 +1,95 @@
+// The encoded input table of one anonymization job: every QID column dictionary-encoded against
+// its hierarchy (taxonomy leaf, suppression value, or rank among the sorted distinct numbers), the
+// class column as class indices and the sensitive values the job tracks as a bit set per record.
+//
+// Built in one pass over the CSV. Bad input is reported precisely: a missing column named in the
+// spec, a row with the wrong number of fields (file:line), a non-numeric value in a continuous
+// column (file:line:column), and data values missing from a taxonomy (attribute, values, counts).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/table/taxonomy.h"
+#include "fedanon/v1/job.pb.h"
+
+namespace fedanon::common {
+
+enum class QidKind { kTaxonomy, kSuppression, kContinuous };
+
+struct QidColumn {
+  std::string name;
+  int csv_column = -1;
+  QidKind kind = QidKind::kTaxonomy;
+  std::shared_ptr<const Taxonomy> taxonomy;  // kTaxonomy
+  std::vector<std::string> values;           // kSuppression: value code -> raw string
+  bool values_declared = false;              // kSuppression: domain from the spec (fixed)
+  std::vector<double> sorted_values;         // kContinuous: rank -> distinct value (ascending)
+  double precision = 0;                      // kContinuous: > 0: ranks are grid indices
+  double range_lo = 0, range_hi = 0;         // kContinuous: the full-range interval [lo, hi)
+  std::vector<int32_t> codes;                // per record: leaf NodeId / value code / rank
+};
+
+// One sensitive value the privacy model bounds: `value` on the sensitive attribute `attribute`.
+struct TrackedSensitive {
+  std::string attribute;
+  std::string value;
+};
+
+struct Dataset {
+  std::string source_path;
+  std::vector<std::string> header;
+  size_t num_records = 0;
+  uint64_t records_in = 0;       // data rows in the file
+  uint64_t records_dropped = 0;  // rows dropped for missing values (`missing: drop`)
+  std::vector<bool> kept;        // per data row of the file: kept (true) or dropped
+
+  std::vector<QidColumn> qids;  // spec order of the QID attributes
+
+  int class_column = -1;                  // csv column of the class attribute, -1 if none
+  std::vector<std::string> class_labels;  // class index -> label (order of first appearance)
+  bool class_declared = false;            // class_labels come from the spec (fixed order)
+  std::vector<uint16_t> class_codes;      // per record
+
+  std::vector<TrackedSensitive> tracked;  // bit i of sensitive_bits <-> tracked[i]
+  std::vector<uint64_t> sensitive_bits;   // per record
+
+  // Released non-QID attributes whose domain the spec declares (class, sensitive, other), in spec
+  // order; with every such attribute declared, the released table is a multiset over a public
+  // domain and a federation can integrate it by secure sum.
+  struct ValueColumn {
+    std::string name;
+    int csv_column = -1;
+    std::vector<std::string> values;
+    std::vector<int32_t> codes;  // per record
+  };
+  std::vector<ValueColumn> value_columns;
+  bool all_values_declared = false;  // every released non-QID attribute is in value_columns
+
+  int num_classes() const { return static_cast<int>(class_labels.size()); }
+  // Number of value combinations of value_columns (product of their domain sizes).
+  uint64_t ValueCombinations() const;
+};
+
+// Collects the sensitive values the spec's privacy model refers to (LKC sensitive_values and every
+// confidence template's values), in a fixed order. At most 64.
+absl::StatusOr<std::vector<TrackedSensitive>> TrackedSensitiveValues(
+    const fedanon::v1::JobSpec& spec);
+
+// Reads `csv_path` and encodes it for `spec` (which must have passed ValidateJobSpec; taxonomy
+// paths resolved). With `schema` (see BuildPublicSchema) the table is encoded against that
+// public schema instead, so that every party of a federated job uses identical codes.
+absl::StatusOr<Dataset> LoadDataset(const fedanon::v1::JobSpec& spec, const std::string& csv_path,
+                                    const Dataset* schema = nullptr);
+
+// The public part of a job's encoding, with no records: taxonomies (parsed from `taxonomy_texts`,
+// attribute name -> ARX file content), the declared domains of class and suppression attributes,
+// and the grid of continuous attributes. Federated jobs require every domain to be declared.
+absl::StatusOr<Dataset> BuildPublicSchema(const fedanon::v1::JobSpec& spec,
+                                          const std::map<std::string, std::string>& taxonomy_texts);
+
+}  // namespace fedanon::common

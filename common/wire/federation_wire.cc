@@ -1,0 +1,135 @@
+#include "common/wire/federation_wire.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace fedanon::common {
+
+std::string EncodeWords(const std::vector<uint64_t>& words) {
+  std::string out(words.size() * 8, '\0');
+  for (size_t i = 0; i < words.size(); ++i) {
+    uint64_t w = words[i];
+    for (int b = 0; b < 8; ++b) {
+      out[i * 8 + b] = static_cast<char>(w & 0xff);
+      w >>= 8;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<uint64_t>> DecodeWords(std::string_view bytes) {
+  if (bytes.size() % 8 != 0) {
+    return absl::InvalidArgumentError("a count vector must be a whole number of 64-bit words");
+  }
+  std::vector<uint64_t> words(bytes.size() / 8);
+  for (size_t i = 0; i < words.size(); ++i) {
+    uint64_t w = 0;
+    for (int b = 7; b >= 0; --b) w = w << 8 | static_cast<unsigned char>(bytes[i * 8 + b]);
+    words[i] = w;
+  }
+  return words;
+}
+
+fedanon::v1::StatsRequest ToProto(const StatsRequest& request) {
+  fedanon::v1::StatsRequest p;
+  for (const auto& [a, n] : request.rank_histograms) {
+    auto* r = p.add_rank_histograms();
+    r->set_attribute(a);
+    r->set_node(n);
+  }
+  for (const auto& [a, n] : request.node_class_counts) {
+    auto* r = p.add_node_class_counts();
+    r->set_attribute(a);
+    r->set_node(n);
+  }
+  for (const auto& key : request.group_keys) {
+    auto* g = p.add_groups();
+    for (NodeIndex n : key) g->add_nodes(n);
+  }
+  for (const auto& key : request.released_groups) {
+    auto* g = p.add_released_groups();
+    for (NodeIndex n : key) g->add_nodes(n);
+  }
+  p.set_released_combinations(request.released_combinations);
+  return p;
+}
+
+absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
+                                       const std::vector<AttributeHierarchy>& hier) {
+  StatsRequest request;
+  auto node_ok = [&](uint32_t a, int32_t n) {
+    return a < hier.size() && n >= 0 && static_cast<size_t>(n) < hier[a].size();
+  };
+  for (const auto& r : proto.rank_histograms()) {
+    if (!node_ok(r.attribute(), r.node()) || hier[r.attribute()].kind() != QidKind::kContinuous) {
+      return absl::InvalidArgumentError("rank histogram of an unknown interval");
+    }
+    request.rank_histograms.emplace_back(r.attribute(), r.node());
+  }
+  for (const auto& r : proto.node_class_counts()) {
+    if (!node_ok(r.attribute(), r.node())) {
+      return absl::InvalidArgumentError("class counts of an unknown node");
+    }
+    request.node_class_counts.emplace_back(r.attribute(), r.node());
+  }
+  auto read_keys = [&](const auto& groups,
+                       std::vector<std::vector<NodeIndex>>* keys) -> absl::Status {
+    for (const auto& g : groups) {
+      if (static_cast<size_t>(g.nodes_size()) != hier.size()) {
+        return absl::InvalidArgumentError("group key of the wrong width");
+      }
+      std::vector<NodeIndex> key(g.nodes().begin(), g.nodes().end());
+      for (size_t a = 0; a < key.size(); ++a) {
+        if (!node_ok(static_cast<uint32_t>(a), key[a])) {
+          return absl::InvalidArgumentError("group key names an unknown node");
+        }
+      }
+      keys->push_back(std::move(key));
+    }
+    return absl::OkStatus();
+  };
+  if (auto s = read_keys(proto.groups(), &request.group_keys); !s.ok()) return s;
+  if (auto s = read_keys(proto.released_groups(), &request.released_groups); !s.ok()) return s;
+  request.released_combinations = proto.released_combinations();
+  return request;
+}
+
+std::string SumPurpose(const fedanon::v1::SumStep& step) {
+  return absl::StrCat("secure-sum/", step.collect(), "/", step.chunk());
+}
+
+namespace {
+
+void AppendField(std::string* out, std::string_view f) {
+  const bool quote = f.find_first_of(",\"\r\n") != std::string_view::npos;
+  if (!quote) {
+    out->append(f.data(), f.size());
+    return;
+  }
+  out->push_back('"');
+  for (char c : f) {
+    if (c == '"') out->push_back('"');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+}  // namespace
+
+std::string CsvLine(const std::vector<std::string_view>& fields) {
+  std::string out;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i) out.push_back(',');
+    AppendField(&out, fields[i]);
+  }
+  out.push_back('\n');
+  return out;
+}
+
+std::string CsvLine(const google::protobuf::RepeatedPtrField<std::string>& fields) {
+  std::vector<std::string_view> views(fields.begin(), fields.end());
+  return CsvLine(views);
+}
+
+}  // namespace fedanon::common

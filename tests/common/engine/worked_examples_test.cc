@@ -1,0 +1,430 @@
+// Known answers from the papers (../shared/docs/WORKED-EXAMPLES.md sections A-D), checked against
+// the engine's scores and outputs; every complete run is also verified by the independent
+// brute-force checker (privacy, truthfulness, maximality).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/engine/count_source.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/privacy_model.h"
+#include "common/engine/scores.h"
+#include "common/engine/tds_engine.h"
+#include "common/engine/tips.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/table/dataset.h"
+#include "tests/common/engine/engine_test_util.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::testing {
+namespace {
+
+using common::CandidateView;
+
+// The engine wired to one job's files, for inspecting candidates and TIPS statistics.
+struct Harness {
+  fedanon::v1::JobSpec spec;
+  common::Dataset data;
+  common::PrivacyModel model;
+  std::vector<common::AttributeHierarchy> hier;
+  std::unique_ptr<common::Tips> tips;
+  std::unique_ptr<common::LocalCountSource> source;
+  std::unique_ptr<common::TopDownSpecializer> engine;
+};
+
+absl::StatusOr<std::unique_ptr<Harness>> MakeHarness(const Job& job) {
+  auto h = std::make_unique<Harness>();
+  auto spec = common::LoadJobSpec(job.spec_path);
+  if (!spec.ok()) return spec.status();
+  h->spec = *spec;
+  auto data = common::LoadDataset(h->spec, job.input_path);
+  if (!data.ok()) return data.status();
+  h->data = std::move(*data);
+  auto model = common::BuildPrivacyModel(h->spec, h->data);
+  if (!model.ok()) return model.status();
+  h->model = std::move(*model);
+  for (const auto& q : h->data.qids) h->hier.emplace_back(&q);
+  h->tips = std::make_unique<common::Tips>(&h->data, &h->hier);
+  h->source = std::make_unique<common::LocalCountSource>(h->tips.get());
+  common::EngineOptions opts;
+  opts.score = h->spec.score();
+  opts.beneficial = h->spec.beneficial();
+  auto engine =
+      common::TopDownSpecializer::Create(&h->data, &h->model, &h->hier, h->source.get(), opts);
+  if (!engine.ok()) return engine.status();
+  h->engine = std::move(*engine);
+  return h;
+}
+
+const CandidateView* FindCandidate(const std::vector<CandidateView>& cands,
+                                   const std::string& value) {
+  for (const auto& c : cands) {
+    if (c.value == value) return &c;
+  }
+  return nullptr;
+}
+
+void ExpectPrivateTruthfulMaximal(const Job& job) {
+  ASSERT_OK_AND_ASSIGN(CheckerInput in, MakeCheckerInput(job));
+  const PrivacyCheck check = CheckPrivacy(in);
+  EXPECT_TRUE(check.satisfied) << check.violation;
+  EXPECT_OK(CheckTruthful(in));
+  EXPECT_OK(CheckMaximal(in));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A. mohammed2010 Table I: 11 records, QID {Job, Sex, Age}, L=2, K=2, C=50%, S={Transgender}.
+constexpr char kJobTaxonomyA[] =
+    "Janitor;Non-Technical;Blue-collar;ANY_Job\n"
+    "Mover;Non-Technical;Blue-collar;ANY_Job\n"
+    "Carpenter;Technical;Blue-collar;ANY_Job\n"
+    "Technician;Technical;Blue-collar;ANY_Job\n"
+    "Manager;White-collar;ANY_Job\n"
+    "Lawyer;Professional;White-collar;ANY_Job\n"
+    "Doctor;Professional;White-collar;ANY_Job\n";
+constexpr char kSexTaxonomy[] = "M;ANY_Sex\nF;ANY_Sex\n";
+constexpr char kAgeTaxonomyA[] =
+    "24;[1-30);[1-60);[1-99)\n"
+    "34;[30-60);[1-60);[1-99)\n"
+    "44;[30-60);[1-60);[1-99)\n"
+    "58;[30-60);[1-60);[1-99)\n"
+    "63;[60-99);[1-99)\n";
+constexpr char kSpecA[] = R"(name: example-a
+attributes:
+  - {name: Job, role: qid, taxonomy: tax/job.csv}
+  - {name: Sex, role: qid, taxonomy: tax/sex.csv}
+  - {name: Age, role: qid, taxonomy: tax/age.csv}
+  - {name: Transfuse, role: class}
+  - {name: Surgery, role: sensitive}
+privacy: {model: lkc, L: 2, K: 2, C: 0.5, sensitive_values: [Transgender]}
+score: infogain
+)";
+
+Table TableA(int first = 1, int last = 11) {
+  const std::vector<std::vector<std::string>> all = {
+      {"1", "Janitor", "M", "34", "Y", "Transgender"},
+      {"2", "Lawyer", "F", "58", "N", "Plastic"},
+      {"3", "Mover", "M", "58", "N", "Urology"},
+      {"4", "Lawyer", "M", "24", "N", "Vascular"},
+      {"5", "Mover", "M", "34", "Y", "Transgender"},
+      {"6", "Janitor", "M", "44", "Y", "Plastic"},
+      {"7", "Doctor", "F", "44", "N", "Vascular"},
+      {"8", "Doctor", "M", "58", "N", "Plastic"},
+      {"9", "Doctor", "M", "24", "N", "Urology"},
+      {"10", "Carpenter", "F", "63", "Y", "Vascular"},
+      {"11", "Technician", "F", "63", "Y", "Plastic"}};
+  Table t;
+  t.header = {"ID", "Job", "Sex", "Age", "Transfuse", "Surgery"};
+  for (int i = first; i <= last; ++i) t.rows.push_back(all[i - 1]);
+  return t;
+}
+
+Job JobA(const std::string& name, const Table& table) {
+  return WriteJob(name, kSpecA, table,
+                  {{"tax/job.csv", kJobTaxonomyA},
+                   {"tax/sex.csv", kSexTaxonomy},
+                   {"tax/age.csv", kAgeTaxonomyA}});
+}
+
+TEST(WorkedExampleA, EntropiesAndInfoGainOfAnyJob) {
+  // Example 3: 6 Blue-collar (5Y 1N), 5 White-collar (all N). The paper rounds its intermediate
+  // values (exactly: E(Blue-collar) = 0.65002, InfoGain = 0.63947), hence the 2e-4 tolerance.
+  EXPECT_NEAR(common::Entropy(std::vector<uint64_t>{6, 5}), 0.994, 5e-4);
+  EXPECT_NEAR(common::Entropy(std::vector<uint64_t>{5, 1}), 0.6499, 2e-4);
+  EXPECT_NEAR(common::Entropy(std::vector<uint64_t>{0, 5}), 0.0, 1e-12);
+  ASSERT_OK_AND_ASSIGN(auto h, MakeHarness(JobA("a_scores", TableA())));
+  const auto cands = h->engine->Candidates();
+  const CandidateView* job = FindCandidate(cands, "ANY_Job");
+  ASSERT_NE(job, nullptr);
+  EXPECT_NEAR(job->info_gain, 0.6396, 2e-4);
+  EXPECT_EQ(job->records, 11u);
+}
+
+TEST(WorkedExampleA, PartyALocalInformationMessage) {
+  // Example 6: Party A (records 1-3) — validity part and score part of its Information message.
+  ASSERT_OK_AND_ASSIGN(auto h, MakeHarness(JobA("a_party", TableA(1, 3))));
+  std::vector<uint64_t> stats;
+  h->tips->AppendGroupStats({0, 0, 0}, &stats);
+  // [count, transgender] then Job: Blue, White; Sex: M, F; Age: [1-60), [60-99).
+  EXPECT_THAT(stats, ::testing::ElementsAre(3, 1, 2, 1, 1, 0, 2, 1, 1, 0, 3, 1, 0, 0));
+  // Score part: class counts (Y, N) per child; class order is first appearance (Y then N).
+  ASSERT_EQ(h->data.class_labels, (std::vector<std::string>{"Y", "N"}));
+  EXPECT_THAT(h->tips->NodeClassCounts(0, 0), ::testing::ElementsAre(1, 1, 0, 1));
+  EXPECT_THAT(h->tips->NodeClassCounts(1, 0), ::testing::ElementsAre(1, 1, 0, 1));
+  EXPECT_THAT(h->tips->NodeClassCounts(2, 0), ::testing::ElementsAre(1, 2, 0, 0));
+}
+
+TEST(WorkedExampleA, FullRunSatisfiesLkcAndIsMaximal) {
+  const Job job = JobA("a_full", TableA());
+  ASSERT_OK_AND_ASSIGN(auto report, RunJob(job));
+  EXPECT_GT(report.steps_size(), 0);
+  EXPECT_GE(report.smallest_group(), 2u);
+  EXPECT_LE(report.largest_confidence(), 0.5 + 1e-12);
+  EXPECT_EQ(report.records_out(), 11u);
+  ExpectPrivateTruthfulMaximal(job);
+  ASSERT_OK_AND_ASSIGN(CheckerInput in, MakeCheckerInput(job));
+  const PrivacyCheck check = CheckPrivacy(in);
+  EXPECT_EQ(report.smallest_group(), check.smallest_group);
+  EXPECT_NEAR(report.largest_confidence(), check.largest_confidence, 1e-12);
+}
+
+// ---------------------------------------------------------------------------------------------
+// B. mohammed2011 Table 1: 34 records, templates <{Sex, Job}, 4>, <{Sex, Salary}, 5>.
+constexpr char kJobTaxonomyB[] =
+    "Janitor;Non-Technical;Blue-collar;ANY_Job\n"
+    "Mover;Non-Technical;Blue-collar;ANY_Job\n"
+    "Carpenter;Technical;Blue-collar;ANY_Job\n"
+    "Technician;Technical;Blue-collar;ANY_Job\n"
+    "Manager;White-collar;ANY_Job\n"
+    "Accountant;Professional;White-collar;ANY_Job\n"
+    "Lawyer;Professional;White-collar;ANY_Job\n";
+constexpr char kSexTaxonomyB[] = "Male;ANY_Sex\nFemale;ANY_Sex\n";
+constexpr char kSpecB[] = R"(name: example-b
+attributes:
+  - {name: Sex, role: qid, taxonomy: tax/sex.csv}
+  - {name: Job, role: qid, taxonomy: tax/job.csv}
+  - {name: Salary, role: qid, type: continuous, range: [1, 99]}
+  - {name: Class, role: class}
+privacy:
+  model: templates
+  templates:
+    - {qid: [Sex, Job], k: 4}
+    - {qid: [Sex, Salary], k: 5}
+score: gainratio
+beneficial: true
+)";
+
+Table TableB() {
+  Table t;
+  t.header = {"Class", "Sex", "Job", "Salary"};
+  AddCompressed(&t, {"Male", "Janitor", "30"}, {{"N", 3}}, 0);
+  AddCompressed(&t, {"Male", "Mover", "32"}, {{"N", 4}}, 0);
+  AddCompressed(&t, {"Male", "Carpenter", "35"}, {{"Y", 2}, {"N", 3}}, 0);
+  AddCompressed(&t, {"Female", "Technician", "37"}, {{"Y", 3}, {"N", 1}}, 0);
+  AddCompressed(&t, {"Female", "Manager", "42"}, {{"Y", 4}, {"N", 2}}, 0);
+  AddCompressed(&t, {"Female", "Manager", "44"}, {{"Y", 3}}, 0);
+  AddCompressed(&t, {"Male", "Accountant", "44"}, {{"Y", 3}}, 0);
+  AddCompressed(&t, {"Female", "Accountant", "44"}, {{"Y", 3}}, 0);
+  AddCompressed(&t, {"Male", "Lawyer", "44"}, {{"Y", 2}}, 0);
+  AddCompressed(&t, {"Female", "Lawyer", "44"}, {{"Y", 1}}, 0);
+  return t;
+}
+
+Job JobB(const std::string& name) {
+  return WriteJob(name, kSpecB, TableB(),
+                  {{"tax/job.csv", kJobTaxonomyB}, {"tax/sex.csv", kSexTaxonomyB}});
+}
+
+TEST(WorkedExampleB, GainRatioOfAnyJobAndSalarySplit) {
+  ASSERT_OK_AND_ASSIGN(auto h, MakeHarness(JobB("b_scores")));
+  const auto cands = h->engine->Candidates();
+  const CandidateView* job = FindCandidate(cands, "ANY_Job");
+  ASSERT_NE(job, nullptr);
+  EXPECT_NEAR(job->info_gain, 0.272, 5e-4);
+  EXPECT_NEAR(job->split_info, 0.998, 5e-4);
+  EXPECT_NEAR(job->score, 0.272, 5e-4);
+  const CandidateView* salary = FindCandidate(cands, "[1-99)");
+  ASSERT_NE(salary, nullptr);
+  EXPECT_NEAR(salary->info_gain, 0.3584, 5e-5);
+  // The split point chosen for [1-99) is 37.
+  EXPECT_EQ(h->hier[2].column().sorted_values[h->hier[2].node(0).split_rank], 37);
+}
+
+TEST(WorkedExampleB, FirstRoundsMatchExample7) {
+  const Job job = JobB("b_rounds");
+  ASSERT_OK_AND_ASSIGN(auto r1, RunJob(job, 1));
+  ASSERT_EQ(r1.steps_size(), 1);
+  EXPECT_EQ(r1.steps(0).attribute(), "Salary");
+  EXPECT_THAT(r1.steps(0).children(), ::testing::ElementsAre("[1-37)", "[37-99)"));
+  EXPECT_EQ(r1.smallest_group(), 12u);  // A(QID_2) = 12 after the Salary split
+
+  ASSERT_OK_AND_ASSIGN(auto r2, RunJob(job, 2));
+  ASSERT_EQ(r2.steps_size(), 2);
+  EXPECT_EQ(r2.steps(1).value(), "ANY_Job");
+  ASSERT_OK_AND_ASSIGN(Table out, ReadCsvTable(job.output_path));
+  const int job_col = 2;
+  ASSERT_EQ(out.header[job_col], "Job");
+  int blue = 0, white = 0;
+  for (const auto& row : out.rows) {
+    blue += row[job_col] == "Blue-collar";
+    white += row[job_col] == "White-collar";
+  }
+  EXPECT_EQ(blue, 16);   // a(<ANY_Sex, Blue-collar>) = 16
+  EXPECT_EQ(white, 18);  // a(<ANY_Sex, White-collar>) = 18
+}
+
+TEST(WorkedExampleB, FullRunSatisfiesTemplatesAndIsMaximal) {
+  const Job job = JobB("b_full");
+  ASSERT_OK_AND_ASSIGN(auto report, RunJob(job));
+  EXPECT_GE(report.smallest_group(), 4u);
+  ExpectPrivateTruthfulMaximal(job);
+}
+
+// ---------------------------------------------------------------------------------------------
+// C. fung2007 thesis Table 4.1(a) and Table 4.3 (TDR, anonymity templates, Score = IG/(PL+1)).
+constexpr char kJobTaxonomyC[] =
+    "Janitor;Non_Technical;Blue_Collar;ANY_Job\n"
+    "Mover;Non_Technical;Blue_Collar;ANY_Job\n"
+    "Carpenter;Technical;Blue_Collar;ANY_Job\n"
+    "Electrician;Technical;Blue_Collar;ANY_Job\n"
+    "Manager;White_Collar;ANY_Job\n"
+    "Engineer;Professional;White_Collar;ANY_Job\n"
+    "Lawyer;Professional;White_Collar;ANY_Job\n";
+constexpr char kSpecC[] = R"(name: example-c
+attributes:
+  - {name: Job, role: qid, taxonomy: tax/job.csv}
+  - {name: Sex, role: qid, taxonomy: tax/sex.csv}
+  - {name: Age, role: qid, type: continuous, range: [1, 99]}
+  - {name: Class, role: class}
+privacy:
+  model: templates
+  templates:
+    - {qid: [Job, Sex], k: 4}
+    - {qid: [Sex, Age], k: 11}
+score: infogain_privloss
+)";
+
+TEST(WorkedExampleC, ScoreOfAnyJobIsInfoGainOverPrivLossPlusOne) {
+  Table t;
+  t.header = {"Class", "Job", "Sex", "Age"};
+  AddCompressed(&t, {"Janitor", "M", "30"}, {{"N", 3}}, 0);
+  AddCompressed(&t, {"Mover", "M", "32"}, {{"N", 4}}, 0);
+  AddCompressed(&t, {"Carpenter", "M", "35"}, {{"Y", 2}, {"N", 3}}, 0);
+  AddCompressed(&t, {"Electrician", "F", "37"}, {{"Y", 3}, {"N", 1}}, 0);
+  AddCompressed(&t, {"Manager", "F", "42"}, {{"Y", 4}, {"N", 2}}, 0);
+  AddCompressed(&t, {"Manager", "F", "44"}, {{"Y", 4}}, 0);
+  AddCompressed(&t, {"Engineer", "M", "44"}, {{"Y", 4}}, 0);
+  AddCompressed(&t, {"Engineer", "F", "44"}, {{"Y", 3}}, 0);
+  AddCompressed(&t, {"Lawyer", "F", "44"}, {{"Y", 1}}, 0);
+  const Job job = WriteJob("c_score", kSpecC, t,
+                           {{"tax/job.csv", kJobTaxonomyC}, {"tax/sex.csv", kSexTaxonomy}});
+  ASSERT_OK_AND_ASSIGN(auto h, MakeHarness(job));
+  const auto cands = h->engine->Candidates();
+  const CandidateView* any_job = FindCandidate(cands, "ANY_Job");
+  ASSERT_NE(any_job, nullptr);
+  EXPECT_NEAR(any_job->info_gain, 0.2716, 5e-5);
+  EXPECT_DOUBLE_EQ(any_job->priv_loss, 18);
+  EXPECT_NEAR(any_job->score, 0.0143, 5e-5);
+  ASSERT_OK(RunJob(job));
+  ExpectPrivateTruthfulMaximal(job);
+}
+
+constexpr char kSpecC2[] = R"(name: example-c2
+attributes:
+  - {name: Education, role: qid, taxonomy: tax/edu.csv}
+  - {name: Sex, role: qid, taxonomy: tax/sex.csv}
+  - {name: Work_Hrs, role: qid, type: continuous, range: [1, 99]}
+  - {name: Class, role: class}
+privacy:
+  model: templates
+  templates:
+    - {qid: [Education, Sex, Work_Hrs], k: 4}
+score: SCORE
+)";
+
+Job JobC2(const std::string& name, const std::string& score) {
+  Table t;
+  t.header = {"Education", "Sex", "Work_Hrs", "Class"};
+  AddCompressed(&t, {"10th", "M", "40"}, {{"Y", 20}}, 3);
+  AddCompressed(&t, {"10th", "M", "30"}, {{"N", 4}}, 3);
+  AddCompressed(&t, {"9th", "M", "30"}, {{"N", 2}}, 3);
+  AddCompressed(&t, {"9th", "F", "30"}, {{"N", 4}}, 3);
+  AddCompressed(&t, {"9th", "F", "40"}, {{"N", 6}}, 3);
+  AddCompressed(&t, {"8th", "F", "30"}, {{"N", 2}}, 3);
+  AddCompressed(&t, {"8th", "F", "40"}, {{"N", 2}}, 3);
+  std::string spec = kSpecC2;
+  spec.replace(spec.find("SCORE"), 5, score);
+  return WriteJob(
+      name, spec, t,
+      {{"tax/edu.csv", "8th;ANY_Edu\n9th;ANY_Edu\n10th;ANY_Edu\n"}, {"tax/sex.csv", kSexTaxonomy}});
+}
+
+TEST(WorkedExampleC, Table43StatisticsOfTheMostMaskedTable) {
+  ASSERT_OK_AND_ASSIGN(auto h, MakeHarness(JobC2("c2_stats", "infogain_privloss")));
+  const auto cands = h->engine->Candidates();
+  struct Expected {
+    const char* value;
+    double info_gain, priv_loss, score;
+  };
+  for (const Expected& e :
+       {Expected{"ANY_Edu", 0.6100, 36, 0.0165}, Expected{"ANY_Sex", 0.4934, 26, 0.0183},
+        Expected{"[1-99)", 0.3958, 28, 0.0136}}) {
+    const CandidateView* c = FindCandidate(cands, e.value);
+    ASSERT_NE(c, nullptr) << e.value;
+    EXPECT_NEAR(c->info_gain, e.info_gain, 5e-5) << e.value;
+    EXPECT_DOUBLE_EQ(c->priv_loss, e.priv_loss) << e.value;
+    EXPECT_NEAR(c->score, e.score, 5e-5) << e.value;
+  }
+}
+
+TEST(WorkedExampleC, ScorePicksSexFirstAndEndsWithAnonymity6) {
+  const Job job = JobC2("c2_score", "infogain_privloss");
+  ASSERT_OK_AND_ASSIGN(auto report, RunJob(job));
+  ASSERT_GE(report.steps_size(), 2);
+  EXPECT_EQ(report.steps(0).value(), "ANY_Sex");
+  EXPECT_EQ(report.smallest_group(), 6u);  // Table 4.4(c)
+  ASSERT_OK_AND_ASSIGN(Table out, ReadCsvTable(job.output_path));
+  for (const auto& row : out.rows) EXPECT_EQ(row[0], "ANY_Edu");
+  ExpectPrivateTruthfulMaximal(job);
+}
+
+TEST(WorkedExampleC, InfoGainAlonePicksEducationAndEndsWithAnonymity4) {
+  const Job job = JobC2("c2_infogain", "infogain");
+  ASSERT_OK_AND_ASSIGN(auto report, RunJob(job));
+  ASSERT_EQ(report.steps_size(), 1);
+  EXPECT_EQ(report.steps(0).value(), "ANY_Edu");
+  EXPECT_EQ(report.smallest_group(), 4u);  // Table 4.4(a)
+  ExpectPrivateTruthfulMaximal(job);
+}
+
+// ---------------------------------------------------------------------------------------------
+// D. fung2007 thesis Table 5.1: confidence bounding by suppression.
+Table TableD() {
+  Table t;
+  t.header = {"Job", "Country", "Child", "Bankruptcy", "Class"};
+  AddCompressed(&t, {"Cook", "US", "No", "Current"}, {{"B", 4}}, 4);
+  AddCompressed(&t, {"Artist", "France", "No", "Current"}, {{"G", 1}, {"B", 3}}, 4);
+  AddCompressed(&t, {"Doctor", "US", "Yes", "Never"}, {{"G", 4}, {"B", 2}}, 4);
+  AddCompressed(&t, {"Trader", "UK", "No", "Discharged"}, {{"G", 4}}, 4);
+  AddCompressed(&t, {"Trader", "UK", "No", "Never"}, {{"G", 1}}, 4);
+  AddCompressed(&t, {"Trader", "Canada", "No", "Never"}, {{"G", 1}}, 4);
+  AddCompressed(&t, {"Clerk", "Canada", "No", "Never"}, {{"G", 3}}, 4);
+  AddCompressed(&t, {"Clerk", "Canada", "No", "Discharged"}, {{"G", 1}}, 4);
+  return t;
+}
+
+std::string SpecD(double max) {
+  return "name: example-d\n"
+         "attributes:\n"
+         "  - {name: Job, role: qid}\n"
+         "  - {name: Country, role: qid}\n"
+         "  - {name: Child, role: qid}\n"
+         "  - {name: Bankruptcy, role: sensitive}\n"
+         "  - {name: Class, role: class}\n"
+         "privacy:\n"
+         "  model: templates\n"
+         "  confidence:\n"
+         "    - {qid: [Job, Country], sensitive_values: [Discharged], max: " +
+         std::to_string(max) + "}\n";
+}
+
+TEST(WorkedExampleD, SuppressionBoundsTheConfidence) {
+  const Job job = WriteJob("d_ok", SpecD(0.75), TableD());
+  ASSERT_OK_AND_ASSIGN(auto report, RunJob(job));
+  EXPECT_LE(report.largest_confidence(), 0.75);
+  ExpectPrivateTruthfulMaximal(job);
+  // The raw table violates the template ({Trader, UK} -> Discharged has confidence 80%).
+  ASSERT_OK_AND_ASSIGN(CheckerInput in, MakeCheckerInput(job));
+  in.anonymized = in.raw;
+  EXPECT_FALSE(CheckPrivacy(in).satisfied);
+}
+
+TEST(WorkedExampleD, ThresholdBelowFiveTwentyFourthsIsUnsatisfiable) {
+  const Job job = WriteJob("d_unsat", SpecD(0.15), TableD());
+  auto report = RunJob(job);
+  EXPECT_THAT(report, StatusIs(absl::StatusCode::kFailedPrecondition, "5/24"));
+  EXPECT_FALSE(std::filesystem::exists(job.output_path));
+  EXPECT_FALSE(std::filesystem::exists(job.report_path));
+}
+
+}  // namespace
+}  // namespace fedanon::testing

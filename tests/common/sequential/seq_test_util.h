@@ -1,0 +1,84 @@
+// Helpers for sequential-release tests (tests only): lay out a job with a previous release in a
+// temporary directory, run `Anonymize` with --previous-release, or drive SequentialSpecializer
+// directly to observe the join's privacy values between rounds.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cli/anonymize.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/tips.h"
+#include "common/sequential/sequential_release.h"
+#include "common/sequential/sequential_specializer.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/table/dataset.h"
+#include "tests/common/engine/engine_test_util.h"
+
+namespace fedanon::testing {
+
+struct SeqJob {
+  Job job;
+  std::string previous_path;
+};
+
+inline SeqJob WriteSeqJob(const std::string& name, const std::string& spec_yaml,
+                          const Table& current, const Table& previous,
+                          const std::map<std::string, std::string>& taxonomies) {
+  SeqJob s;
+  s.job = WriteJob(name, spec_yaml, current, taxonomies);
+  s.previous_path = s.job.dir + "/previous.csv";
+  WriteText(s.previous_path, ToCsv(previous));
+  return s;
+}
+
+inline absl::StatusOr<fedanon::v1::Report> RunSeqJob(const SeqJob& s, uint32_t max_rounds = 0) {
+  common::AnonymizeOptions opts;
+  opts.spec_path = s.job.spec_path;
+  opts.input_path = s.job.input_path;
+  opts.output_path = s.job.output_path;
+  opts.report_path = s.job.report_path;
+  opts.previous_release_path = s.previous_path;
+  opts.max_rounds = max_rounds;
+  return common::Anonymize(opts);
+}
+
+// The pieces of a sequential run, kept alive together (the hierarchies point into the dataset).
+struct DirectRun {
+  fedanon::v1::JobSpec spec;
+  std::unique_ptr<common::Dataset> data;
+  std::unique_ptr<common::SequentialModel> model;
+  std::vector<common::AttributeHierarchy> hier;
+  std::unique_ptr<common::Tips> tips;
+  std::unique_ptr<common::SequentialSpecializer> engine;
+};
+
+inline absl::StatusOr<std::unique_ptr<DirectRun>> StartDirect(const SeqJob& s,
+                                                              uint32_t max_rounds = 0) {
+  auto run = std::make_unique<DirectRun>();
+  auto spec = common::LoadJobSpec(s.job.spec_path);
+  if (!spec.ok()) return spec.status();
+  run->spec = *spec;
+  if (auto st = common::ValidateJobSpec(run->spec); !st.ok()) return st;
+  auto data = common::LoadDataset(run->spec, s.job.input_path);
+  if (!data.ok()) return data.status();
+  run->data = std::make_unique<common::Dataset>(std::move(*data));
+  auto model = common::LoadSequentialModel(run->spec, *run->data, s.previous_path);
+  if (!model.ok()) return model.status();
+  run->model = std::make_unique<common::SequentialModel>(std::move(*model));
+  for (const auto& q : run->data->qids) run->hier.emplace_back(&q);
+  run->tips = std::make_unique<common::Tips>(run->data.get(), &run->hier);
+  common::SequentialOptions opts;
+  opts.score = run->spec.score();
+  opts.max_rounds = max_rounds;
+  auto engine = common::SequentialSpecializer::Create(run->data.get(), run->model.get(), &run->hier,
+                                                      run->tips.get(), opts);
+  if (!engine.ok()) return engine.status();
+  run->engine = std::move(*engine);
+  return run;
+}
+
+}  // namespace fedanon::testing

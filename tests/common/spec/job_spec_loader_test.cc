@@ -1,0 +1,498 @@
+#include "common/spec/job_spec_loader.h"
+
+#include <gmock/gmock.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "common/table/csv.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::common {
+namespace {
+
+using ::fedanon::testing::StatusIs;
+using ::fedanon::v1::JobSpec;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
+
+constexpr char kLkcSpec[] = R"(# LKC-privacy on Adult
+name: adult-lkc
+attributes:
+  - name: age
+    role: qid
+    type: continuous
+    range: [0, 100]
+  - {name: education, role: QID, taxonomy: hierarchies/education.csv}
+  - name: sex
+    role: qid
+    taxonomy: /abs/sex.csv
+  - {name: occupation, role: sensitive}
+  - {name: income, role: class}
+  - {name: id, role: id}
+  - {name: zip, role: other}
+privacy:
+  model: lkc
+  L: 2
+  K: 20
+  C: 0.2
+  sensitive_values: [Prof-specialty, Exec-managerial]
+score: infogain_privloss
+missing: keep
+missing_token: "NA"
+beneficial: true
+)";
+
+constexpr char kTemplatesSpec[] = R"(name: adult-templates
+attributes:
+  - {name: age, role: qid, type: continuous}
+  - {name: education, role: qid, taxonomy: education.csv}
+  - {name: sex, role: qid, taxonomy: sex.csv}
+  - {name: salary, role: sensitive}
+  - {name: class, role: class}
+privacy:
+  model: templates
+  templates:
+    - {qid: [age, education], k: 10}
+    - qid: [sex]
+      k: 5
+  confidence:
+    - {qid: [age, sex], sensitive_values: [">50K"], max: 0.6}
+    - qid: [education]
+      attribute: salary
+      sensitive_values: [">50K"]
+      max: 1
+score: GainRatio
+partitioning: vertical
+suppression_token: "-"
+)";
+
+JobSpec Parse(std::string_view yaml) {
+  absl::StatusOr<JobSpec> spec = ParseJobSpecYaml(yaml, "spec.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.ok() ? *spec : JobSpec();
+}
+
+TEST(JobSpecLoaderTest, ParsesLkcSpec) {
+  ASSERT_OK_AND_ASSIGN(JobSpec spec, ParseJobSpecYaml(kLkcSpec, "spec.yaml"));
+  EXPECT_EQ(spec.name(), "adult-lkc");
+  ASSERT_EQ(spec.attributes_size(), 7);
+  EXPECT_EQ(spec.attributes(0).name(), "age");
+  EXPECT_EQ(spec.attributes(0).role(), v1::ROLE_QID);
+  EXPECT_EQ(spec.attributes(0).type(), v1::ATTRIBUTE_TYPE_CONTINUOUS);
+  EXPECT_THAT(spec.attributes(0).range(), ElementsAre(0.0, 100.0));
+  EXPECT_EQ(spec.attributes(1).role(), v1::ROLE_QID);  // case-insensitive
+  EXPECT_EQ(spec.attributes(1).taxonomy(), "hierarchies/education.csv");
+  EXPECT_EQ(spec.attributes(1).type(), v1::ATTRIBUTE_TYPE_CATEGORICAL);  // default
+  EXPECT_EQ(spec.attributes(3).role(), v1::ROLE_SENSITIVE);
+  EXPECT_EQ(spec.attributes(4).role(), v1::ROLE_CLASS);
+  EXPECT_EQ(spec.attributes(5).role(), v1::ROLE_ID);
+  EXPECT_EQ(spec.attributes(6).role(), v1::ROLE_OTHER);
+  EXPECT_EQ(spec.privacy().model(), v1::PRIVACY_MODEL_LKC);
+  EXPECT_EQ(spec.privacy().l(), 2u);
+  EXPECT_EQ(spec.privacy().k(), 20u);
+  EXPECT_DOUBLE_EQ(spec.privacy().c(), 0.2);
+  EXPECT_THAT(spec.privacy().sensitive_values(), ElementsAre("Prof-specialty", "Exec-managerial"));
+  EXPECT_EQ(spec.score(), v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS);
+  EXPECT_EQ(spec.missing(), v1::MISSING_KEEP);
+  EXPECT_EQ(spec.missing_token(), "NA");
+  EXPECT_EQ(spec.suppression_token(), "*");  // default
+  EXPECT_TRUE(spec.beneficial());
+  EXPECT_OK(ValidateJobSpec(spec));
+}
+
+TEST(JobSpecLoaderTest, ParsesTemplatesSpec) {
+  ASSERT_OK_AND_ASSIGN(JobSpec spec, ParseJobSpecYaml(kTemplatesSpec, "spec.yaml"));
+  const v1::Privacy& p = spec.privacy();
+  EXPECT_EQ(p.model(), v1::PRIVACY_MODEL_TEMPLATES);
+  ASSERT_EQ(p.templates_size(), 2);
+  EXPECT_THAT(p.templates(0).qid(), ElementsAre("age", "education"));
+  EXPECT_EQ(p.templates(0).k(), 10u);
+  EXPECT_THAT(p.templates(1).qid(), ElementsAre("sex"));
+  EXPECT_EQ(p.templates(1).k(), 5u);
+  ASSERT_EQ(p.confidence_size(), 2);
+  EXPECT_THAT(p.confidence(0).sensitive_values(), ElementsAre(">50K"));
+  EXPECT_DOUBLE_EQ(p.confidence(0).max(), 0.6);
+  EXPECT_EQ(p.confidence(1).attribute(), "salary");
+  EXPECT_DOUBLE_EQ(p.confidence(1).max(), 1.0);
+  EXPECT_EQ(spec.score(), v1::SCORE_FUNCTION_GAINRATIO);
+  EXPECT_EQ(spec.partitioning(), v1::PARTITIONING_VERTICAL);
+  EXPECT_EQ(spec.suppression_token(), "-");
+  EXPECT_OK(ValidateJobSpec(spec));
+}
+
+TEST(JobSpecLoaderTest, FillsDefaults) {
+  JobSpec spec = Parse("attributes: [{name: a, role: qid}]\n");
+  EXPECT_EQ(spec.score(), v1::SCORE_FUNCTION_INFOGAIN);
+  EXPECT_EQ(spec.missing(), v1::MISSING_DROP);
+  EXPECT_EQ(spec.missing_token(), "?");
+  EXPECT_EQ(spec.suppression_token(), "*");
+  EXPECT_EQ(spec.attributes(0).type(), v1::ATTRIBUTE_TYPE_CATEGORICAL);
+  EXPECT_EQ(spec.privacy().model(), v1::PRIVACY_MODEL_LKC);
+  EXPECT_EQ(spec.partitioning(), v1::PARTITIONING_UNSPECIFIED);
+  EXPECT_FALSE(spec.beneficial());
+}
+
+TEST(JobSpecLoaderTest, ExplicitEmptyTokensAreKeptNullMeansDefault) {
+  JobSpec spec = Parse("missing_token: \"\"\nsuppression_token: ''\n");
+  EXPECT_EQ(spec.missing_token(), "");
+  EXPECT_EQ(spec.suppression_token(), "");
+  spec = Parse("missing_token: ~\nsuppression_token:\nname: x\n");
+  EXPECT_EQ(spec.missing_token(), "?");
+  EXPECT_EQ(spec.suppression_token(), "*");
+}
+
+TEST(JobSpecLoaderTest, EnumSpellings) {
+  EXPECT_EQ(Parse("score: INFOGAIN_PRIVLOSS").score(), v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS);
+  EXPECT_EQ(Parse("score: infogain-privloss").score(), v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS);
+  EXPECT_EQ(Parse("score: InfoGain PrivLoss").score(), v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS);
+  EXPECT_EQ(Parse("score: info_gain").score(), v1::SCORE_FUNCTION_INFOGAIN);
+  EXPECT_EQ(Parse("score: gain-ratio").score(), v1::SCORE_FUNCTION_GAINRATIO);
+  EXPECT_EQ(Parse("score: discernibility").score(), v1::SCORE_FUNCTION_DISCERNIBILITY);
+  EXPECT_EQ(Parse("attributes: [{name: a, type: Continuous}]").attributes(0).type(),
+            v1::ATTRIBUTE_TYPE_CONTINUOUS);
+  EXPECT_EQ(Parse("score: SCORE_FUNCTION_GAINRATIO").score(), v1::SCORE_FUNCTION_GAINRATIO);
+  EXPECT_EQ(Parse("partitioning: Horizontal").partitioning(), v1::PARTITIONING_HORIZONTAL);
+  EXPECT_EQ(Parse("missing: DROP").missing(), v1::MISSING_DROP);
+  EXPECT_EQ(Parse("privacy: {model: Templates}").privacy().model(), v1::PRIVACY_MODEL_TEMPLATES);
+}
+
+TEST(JobSpecLoaderTest, BoolSpellings) {
+  EXPECT_TRUE(Parse("beneficial: yes").beneficial());
+  EXPECT_TRUE(Parse("beneficial: True").beneficial());
+  EXPECT_FALSE(Parse("beneficial: off").beneficial());
+  EXPECT_THAT(
+      ParseJobSpecYaml("beneficial: maybe", "spec.yaml"),
+      StatusIs(kInvalid, "spec.yaml:1:13: beneficial: expected true or false, got 'maybe'"));
+}
+
+TEST(JobSpecLoaderTest, UnknownKeyNamesPosition) {
+  EXPECT_THAT(ParseJobSpecYaml("name: x\nprivacy:\n  K: 3\n  foo: 1\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:4:3: unknown key 'foo' in privacy"));
+  EXPECT_THAT(ParseJobSpecYaml("nmae: x\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:1:1: unknown key 'nmae' in job spec"));
+  EXPECT_THAT(ParseJobSpecYaml("attributes:\n  - {name: a, rol: qid}\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:2:15: unknown key 'rol' in attributes"));
+  // Keys are case-sensitive: the LKC fields are literally L, K, C.
+  EXPECT_THAT(ParseJobSpecYaml("privacy: {k: 3}\n", "spec.yaml"),
+              StatusIs(kInvalid, "unknown key 'k' in privacy"));
+}
+
+TEST(JobSpecLoaderTest, DuplicateKeyIsAnError) {
+  EXPECT_THAT(ParseJobSpecYaml("name: a\nname: b\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:2:1: duplicate key 'name' in job spec"));
+}
+
+TEST(JobSpecLoaderTest, WrongTypes) {
+  EXPECT_THAT(
+      ParseJobSpecYaml("privacy:\n  K: abc\n", "spec.yaml"),
+      StatusIs(kInvalid, "spec.yaml:2:6: privacy.K: expected a non-negative integer, got 'abc'"));
+  EXPECT_THAT(ParseJobSpecYaml("privacy:\n  K: 2.5\n", "spec.yaml"),
+              StatusIs(kInvalid, "privacy.K: expected a non-negative integer, got '2.5'"));
+  EXPECT_THAT(ParseJobSpecYaml("privacy:\n  C: high\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:2:6: privacy.C: expected a number, got 'high'"));
+  EXPECT_THAT(ParseJobSpecYaml("privacy: 5\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:1:10: privacy: expected a map of keys, got a scalar"));
+  EXPECT_THAT(ParseJobSpecYaml("attributes: {name: a}\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:1:13: attributes: expected a list, got a map"));
+  EXPECT_THAT(ParseJobSpecYaml("name: [a, b]\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:1:7: name: expected a single value, got a list"));
+  EXPECT_THAT(ParseJobSpecYaml("attributes:\n  - {name: a, range: [1, x]}\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:2:26: attributes.range: expected a number, got 'x'"));
+  EXPECT_THAT(ParseJobSpecYaml("attributes:\n  -\n  - {name: a}\n", "spec.yaml"),
+              StatusIs(kInvalid, "attributes: empty list entry"));
+  EXPECT_THAT(ParseJobSpecYaml("- a\n- b\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:1:1: job spec: expected a map of keys, got a list"));
+}
+
+TEST(JobSpecLoaderTest, NegativeAndOutOfRangeUnsigned) {
+  EXPECT_THAT(
+      ParseJobSpecYaml("privacy:\n  L: -1\n", "spec.yaml"),
+      StatusIs(kInvalid,
+               "spec.yaml:2:6: privacy.L: -1 is negative; expected a non-negative integer"));
+  EXPECT_THAT(ParseJobSpecYaml("privacy:\n  K: 4294967296\n", "spec.yaml"),
+              StatusIs(kInvalid, "privacy.K: 4294967296 is out of range"));
+}
+
+TEST(JobSpecLoaderTest, UnknownEnumValueListsChoices) {
+  EXPECT_THAT(ParseJobSpecYaml("attributes:\n  - name: a\n    role: quasi\n", "spec.yaml"),
+              StatusIs(kInvalid,
+                       "spec.yaml:3:11: attributes.role: unknown value 'quasi'; expected "
+                       "one of: qid, class, sensitive, other, id"));
+  EXPECT_THAT(ParseJobSpecYaml("score: unspecified\n", "spec.yaml"),
+              StatusIs(kInvalid,
+                       "score: unknown value 'unspecified'; expected one of: infogain, "
+                       "gainratio, infogain_privloss, discernibility"));
+  EXPECT_THAT(ParseJobSpecYaml("missing: '--'\n", "spec.yaml"),
+              StatusIs(kInvalid, "missing: unknown value '--'; expected one of: drop, keep"));
+}
+
+TEST(JobSpecLoaderTest, SyntaxErrorHasPosition) {
+  EXPECT_THAT(ParseJobSpecYaml("name: x\nattributes: [a, b\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:3:1: "));
+  EXPECT_THAT(ParseJobSpecYaml("name: x\n  bad: indent: here\n", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml:2:"));
+}
+
+TEST(JobSpecLoaderTest, EmptyDocumentIsAnError) {
+  EXPECT_THAT(ParseJobSpecYaml("", "spec.yaml"),
+              StatusIs(kInvalid, "spec.yaml: the job spec is empty"));
+  EXPECT_THAT(ParseJobSpecYaml("# only a comment\n", "spec.yaml"),
+              StatusIs(kInvalid, "the job spec is empty"));
+}
+
+TEST(JobSpecLoaderTest, LoadJobSpecResolvesTaxonomyPaths) {
+  std::string pattern = ::testing::TempDir() + "job_spec_test.XXXXXX";
+  const std::string dir = ::mkdtemp(pattern.data());
+  const std::string path = dir + "/spec.yaml";
+  ASSERT_OK(WriteFileAtomically(path, kLkcSpec));
+  ASSERT_OK_AND_ASSIGN(JobSpec spec, LoadJobSpec(path));
+  EXPECT_EQ(spec.attributes(1).taxonomy(), dir + "/hierarchies/education.csv");
+  EXPECT_EQ(spec.attributes(2).taxonomy(), "/abs/sex.csv");
+  EXPECT_EQ(spec.attributes(0).taxonomy(), "");
+  ASSERT_OK(WriteFileAtomically(path, "privacy:\n  bogus: 1\n"));
+  EXPECT_THAT(LoadJobSpec(path), StatusIs(kInvalid, path + ":2:3: unknown key 'bogus' in privacy"));
+  std::filesystem::remove_all(dir);
+  EXPECT_THAT(LoadJobSpec(path), StatusIs(absl::StatusCode::kNotFound, "spec.yaml"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ValidateJobSpec
+
+// The LKC example with one edit applied to the YAML text.
+JobSpec LkcWith(std::string_view from, std::string_view to) {
+  std::string yaml = kLkcSpec;
+  const size_t at = yaml.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) yaml.replace(at, from.size(), to);
+  return Parse(yaml);
+}
+
+JobSpec TemplatesWith(std::string_view from, std::string_view to) {
+  std::string yaml = kTemplatesSpec;
+  const size_t at = yaml.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) yaml.replace(at, from.size(), to);
+  return Parse(yaml);
+}
+
+TEST(ValidateJobSpecTest, AttributeRules) {
+  EXPECT_THAT(ValidateJobSpec(LkcWith("{name: zip,", "{name: age,")),
+              StatusIs(kInvalid, "attribute 'age' is listed twice"));
+  EXPECT_THAT(ValidateJobSpec(LkcWith("{name: zip, role: other}", "{role: other}")),
+              StatusIs(kInvalid, "attribute 7 has an empty name"));
+  EXPECT_THAT(
+      ValidateJobSpec(LkcWith("{name: zip, role: other}", "{name: zip}")),
+      StatusIs(kInvalid, "attribute 'zip' has no role (role: qid|class|sensitive|other|id)"));
+  EXPECT_THAT(ValidateJobSpec(LkcWith("{name: zip, role: other}", "{name: zip, role: class}")),
+              StatusIs(kInvalid, "attributes 'income', 'zip' all have role class"));
+  EXPECT_THAT(ValidateJobSpec(LkcWith("{name: occupation, role: sensitive}",
+                                      "{name: occupation, role: sensitive, taxonomy: occ.csv}")),
+              StatusIs(kInvalid,
+                       "attribute 'occupation' has a taxonomy but role sensitive; taxonomies "
+                       "apply to QID attributes only"));
+  EXPECT_THAT(ValidateJobSpec(LkcWith("range: [0, 100]", "range: [100, 0]")),
+              StatusIs(kInvalid,
+                       "attribute 'age': range must be empty or [low, high] with low < "
+                       "high, got [100, 0]"));
+  EXPECT_THAT(ValidateJobSpec(LkcWith("range: [0, 100]", "range: [0, 50, 100]")),
+              StatusIs(kInvalid, "got [0, 50, 100]"));
+  EXPECT_THAT(ValidateJobSpec(LkcWith("    type: continuous\n", "")),
+              StatusIs(kInvalid, "attribute 'age' has a range but is not continuous"));
+}
+
+TEST(ValidateJobSpecTest, NeedsQidAndClass) {
+  JobSpec spec = Parse("attributes: [{name: a, role: class}]\n");
+  EXPECT_THAT(ValidateJobSpec(spec), StatusIs(kInvalid, "the job has no QID attribute"));
+  spec = Parse("attributes: [{name: a, role: qid}]\nprivacy: {L: 1, K: 2}\n");
+  EXPECT_THAT(ValidateJobSpec(spec),
+              StatusIs(kInvalid, "score infogain needs exactly one attribute with role class"));
+  spec.set_score(v1::SCORE_FUNCTION_DISCERNIBILITY);
+  EXPECT_OK(ValidateJobSpec(spec));
+  spec.set_score(v1::SCORE_FUNCTION_GAINRATIO);
+  EXPECT_THAT(ValidateJobSpec(spec), StatusIs(kInvalid, "score gainratio needs exactly one"));
+  spec.set_score(static_cast<v1::ScoreFunction>(42));  // unknown value from the wire
+  EXPECT_THAT(ValidateJobSpec(spec), StatusIs(kInvalid, "score 42 needs exactly one"));
+}
+
+TEST(ValidateJobSpecTest, ParticipationRules) {
+  JobSpec spec = Parse(
+      "attributes: [{name: a, role: qid, party: x}, {name: c, role: class}]\n"
+      "privacy: {L: 1, K: 2}\npartitioning: vertical\nparticipation: game_theoretic\n"
+      "epsilon: 0.01\n");
+  EXPECT_EQ(spec.participation(), v1::PARTICIPATION_GAME_THEORETIC);
+  EXPECT_DOUBLE_EQ(spec.epsilon(), 0.01);
+  EXPECT_OK(ValidateJobSpec(spec));
+  spec.set_epsilon(-1);
+  EXPECT_THAT(ValidateJobSpec(spec), StatusIs(kInvalid, "epsilon must be a non-negative number"));
+  spec.set_epsilon(0);
+  spec.set_partitioning(v1::PARTITIONING_HORIZONTAL);
+  EXPECT_THAT(ValidateJobSpec(spec),
+              StatusIs(kInvalid, "participation: game_theoretic applies to vertical jobs only"));
+  spec.set_participation(v1::PARTICIPATION_HONEST);
+  EXPECT_OK(ValidateJobSpec(spec));
+  spec.set_epsilon(0.5);
+  EXPECT_THAT(ValidateJobSpec(spec),
+              StatusIs(kInvalid, "epsilon is used only with participation: game_theoretic"));
+}
+
+TEST(ValidateJobSpecTest, LkcRules) {
+  EXPECT_THAT(ValidateJobSpec(LkcWith("L: 2", "L: 5")),
+              StatusIs(kInvalid, "privacy.L = 5 exceeds the number of QID attributes (3)"));
+  EXPECT_THAT(ValidateJobSpec(LkcWith("L: 2", "L: 0")),
+              StatusIs(kInvalid, "privacy.L = 0 must be >= 1"));
+  EXPECT_THAT(ValidateJobSpec(LkcWith("K: 20", "K: 0")),
+              StatusIs(kInvalid, "privacy.K = 0 must be >= 1"));
+  EXPECT_THAT(ValidateJobSpec(LkcWith("C: 0.2", "C: 1.5")),
+              StatusIs(kInvalid, "privacy.C = 1.5 must be in (0, 1]"));
+  EXPECT_THAT(ValidateJobSpec(LkcWith("  C: 0.2\n", "")),
+              StatusIs(kInvalid, "privacy.C = 0 must be in (0, 1]"));
+  EXPECT_OK(ValidateJobSpec(LkcWith("C: 0.2", "C: 1")));
+  EXPECT_THAT(
+      ValidateJobSpec(LkcWith("  sensitive_values: [Prof-specialty, Exec-managerial]\n", "")),
+      StatusIs(kInvalid, "privacy.C = 0.2 has no effect without privacy.sensitive_values"));
+  EXPECT_OK(ValidateJobSpec(
+      LkcWith("  C: 0.2\n  sensitive_values: [Prof-specialty, Exec-managerial]\n", "")));
+  EXPECT_THAT(
+      ValidateJobSpec(
+          LkcWith("{name: occupation, role: sensitive}", "{name: occupation, role: other}")),
+      StatusIs(kInvalid, "privacy.sensitive_values given but no attribute has role sensitive"));
+  EXPECT_THAT(ValidateJobSpec(LkcWith("{name: zip, role: other}", "{name: zip, role: sensitive}")),
+              StatusIs(kInvalid,
+                       "privacy.sensitive_attribute is empty but there are 2 sensitive "
+                       "attributes ('occupation', 'zip'); name one"));
+  EXPECT_THAT(
+      ValidateJobSpec(LkcWith("  model: lkc\n", "  model: lkc\n  sensitive_attribute: id\n")),
+      StatusIs(kInvalid,
+               "privacy.sensitive_attribute 'id' is not an attribute with role "
+               "sensitive"));
+  EXPECT_OK(ValidateJobSpec(
+      LkcWith("  model: lkc\n", "  model: lkc\n  sensitive_attribute: occupation\n")));
+  EXPECT_THAT(ValidateJobSpec(
+                  LkcWith("  model: lkc\n", "  model: lkc\n  templates: [{qid: [age], k: 2}]\n")),
+              StatusIs(kInvalid,
+                       "privacy.templates and privacy.confidence are only used with "
+                       "privacy.model: templates"));
+}
+
+TEST(ValidateJobSpecTest, SensitiveAttributeChosenAmongSeveral) {
+  JobSpec spec = LkcWith("{name: zip, role: other}", "{name: zip, role: sensitive}");
+  spec.mutable_privacy()->set_sensitive_attribute("zip");
+  EXPECT_OK(ValidateJobSpec(spec));
+}
+
+TEST(ValidateJobSpecTest, TemplateRules) {
+  EXPECT_THAT(ValidateJobSpec(TemplatesWith("[age, education], k: 10", "[age, zip], k: 10")),
+              StatusIs(kInvalid, "template 1 names unknown QID attribute 'zip'"));
+  EXPECT_THAT(ValidateJobSpec(TemplatesWith("qid: [sex]", "qid: [salary]")),
+              StatusIs(kInvalid,
+                       "template 2 names attribute 'salary', which is not a QID "
+                       "attribute"));
+  EXPECT_THAT(ValidateJobSpec(TemplatesWith("qid: [sex]", "qid: [sex, sex]")),
+              StatusIs(kInvalid, "template 2 lists 'sex' twice"));
+  EXPECT_THAT(ValidateJobSpec(TemplatesWith("qid: [sex]", "qid: []")),
+              StatusIs(kInvalid, "template 2 has no QID attributes"));
+  EXPECT_THAT(ValidateJobSpec(TemplatesWith("k: 5", "k: 0")),
+              StatusIs(kInvalid, "template 2: k = 0 must be >= 1"));
+  EXPECT_THAT(ValidateJobSpec(TemplatesWith("max: 0.6", "max: 1.2")),
+              StatusIs(kInvalid, "confidence template 1: max = 1.2 must be in (0, 1]"));
+  EXPECT_THAT(ValidateJobSpec(TemplatesWith("attribute: salary", "attribute: class")),
+              StatusIs(kInvalid,
+                       "confidence template 2: attribute 'class' is not an attribute "
+                       "with role sensitive"));
+  EXPECT_THAT(ValidateJobSpec(TemplatesWith("qid: [education]", "qid: [zip]")),
+              StatusIs(kInvalid, "confidence template 2 names unknown QID attribute 'zip'"));
+  EXPECT_THAT(ValidateJobSpec(TemplatesWith("sensitive_values: [\">50K\"], max: 0.6",
+                                            "sensitive_values: [], max: 0.6")),
+              StatusIs(kInvalid, "confidence template 1 has no sensitive_values"));
+  EXPECT_THAT(ValidateJobSpec(
+                  TemplatesWith("{name: salary, role: sensitive}", "{name: salary, role: other}")),
+              StatusIs(kInvalid,
+                       "confidence template 1: sensitive_values given but no attribute "
+                       "has role sensitive"));
+  EXPECT_THAT(
+      ValidateJobSpec(TemplatesWith("  model: templates\n", "  model: templates\n  K: 5\n")),
+      StatusIs(kInvalid, "only used with privacy.model: lkc"));
+}
+
+TEST(ValidateJobSpecTest, TemplatesModelNeedsATemplate) {
+  JobSpec spec = Parse(
+      "attributes: [{name: a, role: qid}, {name: c, role: class}]\nprivacy: {model: templates}\n");
+  EXPECT_THAT(ValidateJobSpec(spec), StatusIs(kInvalid,
+                                              "privacy.model templates needs at least one entry in "
+                                              "privacy.templates or privacy.confidence"));
+  spec.mutable_privacy()->add_templates()->add_qid("a");
+  spec.mutable_privacy()->mutable_templates(0)->set_k(3);
+  EXPECT_OK(ValidateJobSpec(spec));
+}
+
+// The YAML examples of docs/job-spec.md parse and validate.
+TEST(ValidateJobSpecTest, DocumentedExamplesAreValid) {
+  const std::string doc_path = std::string(FEDANON_TESTDATA_DIR) + "/../../docs/job-spec.md";
+  ASSERT_OK_AND_ASSIGN(const std::string doc, ReadFile(doc_path));
+  size_t examples = 0;
+  for (size_t at = doc.find("```yaml\n"); at != std::string::npos;
+       at = doc.find("```yaml\n", at + 1)) {
+    const size_t begin = at + 8;
+    const size_t end = doc.find("```", begin);
+    ASSERT_NE(end, std::string::npos);
+    SCOPED_TRACE(doc.substr(begin, 40));
+    ASSERT_OK_AND_ASSIGN(JobSpec spec,
+                         ParseJobSpecYaml(doc.substr(begin, end - begin), "job-spec.md"));
+    EXPECT_OK(ValidateJobSpec(spec));
+    ++examples;
+  }
+  EXPECT_EQ(examples, 2u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// JobSpecToYaml
+
+void ExpectRoundTrip(const JobSpec& spec) {
+  const std::string yaml = JobSpecToYaml(spec);
+  ASSERT_OK_AND_ASSIGN(JobSpec back, ParseJobSpecYaml(yaml, "roundtrip.yaml"));
+  std::string diff;
+  google::protobuf::util::MessageDifferencer differencer;
+  differencer.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(differencer.Compare(spec, back)) << diff << "\nYAML:\n" << yaml;
+}
+
+TEST(JobSpecToYamlTest, RoundTripsExamples) {
+  ExpectRoundTrip(Parse(kLkcSpec));
+  ExpectRoundTrip(Parse(kTemplatesSpec));
+  ExpectRoundTrip(Parse("attributes: [{name: a, role: qid}]\n"));
+}
+
+TEST(JobSpecToYamlTest, RoundTripsAwkwardStrings) {
+  JobSpec spec = Parse(kLkcSpec);
+  spec.set_name("job: \"quoted\" # not a comment\nsecond line");
+  spec.set_missing_token("");
+  spec.set_suppression_token("~");
+  spec.mutable_privacy()->clear_sensitive_values();
+  for (const char* value : {">50K", "null", "true", "- dash", " padded ", "[x]", "{y}", "*", "&a",
+                            "!tag", "%", "@", "`", "'", "123", "1e5", "üñí"}) {
+    spec.mutable_privacy()->add_sensitive_values(value);
+  }
+  spec.mutable_attributes(0)->clear_range();
+  spec.mutable_attributes(0)->add_range(0.1);
+  spec.mutable_attributes(0)->add_range(1e300);
+  spec.mutable_privacy()->set_c(1.0 / 3.0);
+  ExpectRoundTrip(spec);
+}
+
+TEST(JobSpecToYamlTest, WritesReadableYaml) {
+  const std::string yaml = JobSpecToYaml(Parse(kTemplatesSpec));
+  EXPECT_THAT(yaml, HasSubstr("score: gainratio"));
+  EXPECT_THAT(yaml, HasSubstr("model: templates"));
+  EXPECT_THAT(yaml, HasSubstr("{name: age, role: qid, type: continuous}"));
+  EXPECT_THAT(yaml, HasSubstr("qid: [age, education]"));
+  EXPECT_THAT(yaml, HasSubstr("missing_token: \"?\""));
+}
+
+}  // namespace
+}  // namespace fedanon::common

@@ -1,0 +1,353 @@
+#include "common/table/csv.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::common {
+namespace {
+
+using ::fedanon::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+using Rows = std::vector<std::vector<std::string>>;
+
+// Reads every record; on error returns the status.
+absl::StatusOr<Rows> ReadAll(CsvReader& reader) {
+  Rows rows;
+  std::vector<std::string_view> fields;
+  for (;;) {
+    absl::StatusOr<bool> more = reader.Next(&fields);
+    if (!more.ok()) return more.status();
+    if (!*more) return rows;
+    rows.emplace_back(fields.begin(), fields.end());
+  }
+}
+
+absl::StatusOr<Rows> Parse(std::string text, CsvOptions options = {}) {
+  auto reader = CsvReader::FromString(std::move(text), "t.csv", options);
+  if (!reader.ok()) return reader.status();
+  return ReadAll(**reader);
+}
+
+// A fresh directory under the test temp dir, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "csv_test.XXXXXX";
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string File(std::string_view name) const { return path_ + "/" + std::string(name); }
+  std::vector<std::string> List() const {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(path_)) {
+      names.push_back(entry.path().filename().string());
+    }
+    return names;
+  }
+
+ private:
+  std::string path_;
+};
+
+TEST(CsvReaderTest, ReadsSimpleRecordsWithLf) {
+  ASSERT_OK_AND_ASSIGN(Rows rows, Parse("a,b,c\n1,2,3\n"));
+  EXPECT_EQ(rows, (Rows{{"a", "b", "c"}, {"1", "2", "3"}}));
+}
+
+TEST(CsvReaderTest, ReadsCrlfAndFinalLineWithoutNewline) {
+  ASSERT_OK_AND_ASSIGN(Rows rows, Parse("a,b\r\n1,2\r\n3,4"));
+  EXPECT_EQ(rows, (Rows{{"a", "b"}, {"1", "2"}, {"3", "4"}}));
+}
+
+TEST(CsvReaderTest, SkipsBlankLinesAndTracksLineNumbers) {
+  auto reader = *CsvReader::FromString("\n\na,b\n\r\n\nc,d\n\n", "t.csv");
+  std::vector<std::string_view> fields;
+  ASSERT_OK_AND_ASSIGN(bool more, reader->Next(&fields));
+  ASSERT_TRUE(more);
+  EXPECT_THAT(fields, ElementsAre("a", "b"));
+  EXPECT_EQ(reader->line(), 3u);
+  ASSERT_OK_AND_ASSIGN(more, reader->Next(&fields));
+  ASSERT_TRUE(more);
+  EXPECT_THAT(fields, ElementsAre("c", "d"));
+  EXPECT_EQ(reader->line(), 6u);
+  ASSERT_OK_AND_ASSIGN(more, reader->Next(&fields));
+  EXPECT_FALSE(more);
+  EXPECT_THAT(fields, IsEmpty());
+}
+
+TEST(CsvReaderTest, EmptyFieldsAndTrailingSeparator) {
+  ASSERT_OK_AND_ASSIGN(Rows rows, Parse(",a,,\n,\n"));
+  EXPECT_EQ(rows, (Rows{{"", "a", "", ""}, {"", ""}}));
+  ASSERT_OK_AND_ASSIGN(rows, Parse("x,"));
+  EXPECT_EQ(rows, (Rows{{"x", ""}}));
+}
+
+TEST(CsvReaderTest, DetectsSeparatorFromFirstLine) {
+  auto semicolon = *CsvReader::FromString("a;b;c,d\n1;2;3,4\n", "t.csv");
+  EXPECT_EQ(semicolon->separator(), ';');
+  ASSERT_OK_AND_ASSIGN(Rows rows, ReadAll(*semicolon));
+  EXPECT_EQ(rows, (Rows{{"a", "b", "c,d"}, {"1", "2", "3,4"}}));
+
+  auto comma = *CsvReader::FromString("a,b;c\n", "t.csv");
+  EXPECT_EQ(comma->separator(), ',');
+  // Blank leading lines do not count as the first line.
+  EXPECT_EQ((*CsvReader::FromString("\r\n\na;b\n", "t.csv"))->separator(), ';');
+  // Ties and lines without separators default to `,`.
+  EXPECT_EQ((*CsvReader::FromString("a;b,c\n", "t.csv"))->separator(), ',');
+  EXPECT_EQ((*CsvReader::FromString("abc\n", "t.csv"))->separator(), ',');
+}
+
+TEST(CsvReaderTest, ExplicitSeparatorOverridesDetection) {
+  ASSERT_OK_AND_ASSIGN(Rows rows, Parse("a;b\tc\n", CsvOptions{.separator = '\t'}));
+  EXPECT_EQ(rows, (Rows{{"a;b", "c"}}));
+}
+
+TEST(CsvReaderTest, QuotedFieldsWithSeparatorsNewlinesAndQuotes) {
+  ASSERT_OK_AND_ASSIGN(
+      Rows rows, Parse("\"a,b\",\"line1\nline2\",\"say \"\"hi\"\"\",\"\"\r\n\"x\"\"\",\"\"\"\"\n"));
+  EXPECT_EQ(rows, (Rows{{"a,b", "line1\nline2", "say \"hi\"", ""}, {"x\"", "\""}}));
+}
+
+TEST(CsvReaderTest, ManyUnescapedFieldsInOneRecordStayValid) {
+  // Exercises the per-record storage for unescaped fields: short strings (SSO) must not be
+  // invalidated when the storage grows within a record.
+  std::string text;
+  Rows expected(2);
+  for (int row = 0; row < 2; ++row) {
+    for (int i = 0; i < 40; ++i) {
+      if (i > 0) text += ',';
+      text += "\"" + std::to_string(i) + "\"\"\"";
+      expected[row].push_back(std::to_string(i) + "\"");
+    }
+    text += '\n';
+  }
+  ASSERT_OK_AND_ASSIGN(Rows rows, Parse(text));
+  EXPECT_EQ(rows, expected);
+}
+
+TEST(CsvReaderTest, LineNumberOfRecordAfterMultilineField) {
+  auto reader = *CsvReader::FromString("a,\"x\ny\nz\"\nb,c\n", "t.csv");
+  std::vector<std::string_view> fields;
+  ASSERT_TRUE(*reader->Next(&fields));
+  EXPECT_EQ(reader->line(), 1u);
+  ASSERT_TRUE(*reader->Next(&fields));
+  EXPECT_EQ(reader->line(), 4u);
+  EXPECT_THAT(fields, ElementsAre("b", "c"));
+}
+
+TEST(CsvReaderTest, LoneCarriageReturnInsideFieldIsData) {
+  ASSERT_OK_AND_ASSIGN(Rows rows, Parse("a\rb,c\r"));
+  EXPECT_EQ(rows, (Rows{{"a\rb", "c"}}));
+}
+
+TEST(CsvReaderTest, SkipsUtf8ByteOrderMark) {
+  ASSERT_OK_AND_ASSIGN(Rows rows, Parse("\xEF\xBB\xBF"
+                                        "a;b\n"));
+  EXPECT_EQ(rows, (Rows{{"a", "b"}}));
+}
+
+TEST(CsvReaderTest, UnterminatedQuoteNamesOpeningPosition) {
+  EXPECT_THAT(Parse("a,b\nc,\"open\nmore\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "t.csv:2:3: unterminated quote"));
+}
+
+TEST(CsvReaderTest, CharacterAfterClosingQuoteIsAnError) {
+  EXPECT_THAT(Parse("a,b\n\"x\"y,z\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "t.csv:2:4: unexpected character 'y' after closing quote"));
+  // Columns count from the start of the current physical line.
+  EXPECT_THAT(Parse("\"a\nbc\" ,d\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "t.csv:2:4: unexpected character ' '"));
+}
+
+TEST(CsvReaderTest, ErrorIsFinal) {
+  auto reader = *CsvReader::FromString("\"x\"y\na\n", "t.csv");
+  std::vector<std::string_view> fields;
+  EXPECT_THAT(reader->Next(&fields), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+  ASSERT_OK_AND_ASSIGN(bool more, reader->Next(&fields));
+  EXPECT_FALSE(more);
+}
+
+TEST(CsvReaderTest, CheckFieldCount) {
+  auto reader = *CsvReader::FromString("a,b,c\n\n1,2\n", "t.csv");
+  std::vector<std::string_view> fields;
+  ASSERT_TRUE(*reader->Next(&fields));
+  EXPECT_OK(reader->CheckFieldCount(fields, 3));
+  ASSERT_TRUE(*reader->Next(&fields));
+  EXPECT_THAT(reader->CheckFieldCount(fields, 3),
+              StatusIs(absl::StatusCode::kInvalidArgument, "t.csv:3: expected 3 fields, found 2"));
+}
+
+TEST(CsvReaderTest, OpenMissingFileIsNotFound) {
+  TempDir dir;
+  EXPECT_THAT(CsvReader::Open(dir.File("nope.csv")),
+              StatusIs(absl::StatusCode::kNotFound, "nope.csv"));
+}
+
+TEST(CsvReaderTest, OpenEmptyFileIsInvalid) {
+  TempDir dir;
+  ASSERT_OK(WriteFileAtomically(dir.File("empty.csv"), ""));
+  EXPECT_THAT(CsvReader::Open(dir.File("empty.csv")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "empty.csv: file is empty"));
+}
+
+TEST(CsvReaderTest, OpenReadsFileAndNamesItInErrors) {
+  TempDir dir;
+  ASSERT_OK(WriteFileAtomically(dir.File("t.csv"), "a;b\n\"c\n"));
+  ASSERT_OK_AND_ASSIGN(auto reader, CsvReader::Open(dir.File("t.csv")));
+  EXPECT_EQ(reader->source_name(), dir.File("t.csv"));
+  EXPECT_THAT(ReadAll(*reader), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         dir.File("t.csv") + ":2:1: unterminated quote"));
+}
+
+TEST(CsvReaderTest, MillionRowsFifteenFieldsIsFast) {
+#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
+  constexpr int kRows = 1'000'000;
+  constexpr bool kTimed = true;
+#else
+  constexpr int kRows = 50'000;  // unoptimized or sanitized build: correctness only
+  constexpr bool kTimed = false;
+#endif
+  constexpr int kFields = 15;
+  std::string text;
+  text.reserve(size_t{kRows} * kFields * 8);
+  for (int r = 0; r < kRows; ++r) {
+    for (int f = 0; f < kFields; ++f) {
+      if (f > 0) text += ',';
+      if (f == 7 && r % 1000 == 0) {
+        text += "\"q,\"\"x\"\"\"";  // occasional quoted field with escapes
+      } else {
+        text += std::to_string((r * 31 + f * 7) % 100000);
+      }
+    }
+    text += '\n';
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto reader = *CsvReader::FromString(std::move(text), "big.csv");
+  std::vector<std::string_view> fields;
+  size_t rows = 0;
+  size_t bytes = 0;
+  for (;;) {
+    absl::StatusOr<bool> more = reader->Next(&fields);
+    ASSERT_OK(more);
+    if (!*more) break;
+    ASSERT_EQ(fields.size(), size_t{kFields});
+    bytes += fields[7].size();
+    ++rows;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(rows, size_t{kRows});
+  EXPECT_GT(bytes, 0u);
+  if (kTimed) {
+    EXPECT_LT(seconds, 1.0) << "parsing took " << seconds << " s";
+  }
+  RecordProperty("seconds", std::to_string(seconds));
+}
+
+TEST(CsvWriterTest, QuotesOnlyWhenNeededAndRoundTrips) {
+  TempDir dir;
+  const std::string path = dir.File("out.csv");
+  ASSERT_OK_AND_ASSIGN(auto writer, CsvWriter::Create(path));
+  writer->WriteRow({"plain", "a,b", "say \"hi\"", "two\nlines", "cr\r", ""});
+  writer->WriteRow({""});  // a lone empty field must not become a blank line
+  writer->WriteRow({"x", "y"});
+  ASSERT_OK(writer->Commit());
+  ASSERT_OK_AND_ASSIGN(std::string content, ReadFile(path));
+  EXPECT_EQ(content,
+            "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\"cr\r\",\n"
+            "\"\"\n"
+            "x,y\n");
+  ASSERT_OK_AND_ASSIGN(auto reader, CsvReader::Open(path));
+  ASSERT_OK_AND_ASSIGN(Rows rows, ReadAll(*reader));
+  EXPECT_EQ(rows,
+            (Rows{{"plain", "a,b", "say \"hi\"", "two\nlines", "cr\r", ""}, {""}, {"x", "y"}}));
+  EXPECT_THAT(dir.List(), ElementsAre("out.csv"));  // no temporary file left behind
+}
+
+TEST(CsvWriterTest, SemicolonSeparatorQuotesSemicolonsNotCommas) {
+  TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto writer, CsvWriter::Create(dir.File("s.csv"), ';'));
+  writer->WriteRow({"a,b", "c;d"});
+  ASSERT_OK(writer->Commit());
+  EXPECT_EQ(*ReadFile(dir.File("s.csv")), "a,b;\"c;d\"\n");
+}
+
+TEST(CsvWriterTest, UncommittedWriterLeavesNothing) {
+  TempDir dir;
+  {
+    ASSERT_OK_AND_ASSIGN(auto writer, CsvWriter::Create(dir.File("out.csv")));
+    writer->WriteRow({"a"});
+    const std::vector<std::string> files = dir.List();
+    ASSERT_EQ(files.size(), 1u);
+    EXPECT_THAT(files[0], ::testing::StartsWith("out.csv.tmp."));
+  }
+  EXPECT_THAT(dir.List(), IsEmpty());
+}
+
+TEST(CsvWriterTest, CommitReplacesExistingFile) {
+  TempDir dir;
+  ASSERT_OK(WriteFileAtomically(dir.File("out.csv"), "old\n"));
+  ASSERT_OK_AND_ASSIGN(auto writer, CsvWriter::Create(dir.File("out.csv")));
+  writer->WriteRow({"new"});
+  EXPECT_EQ(*ReadFile(dir.File("out.csv")), "old\n");  // untouched until Commit()
+  ASSERT_OK(writer->Commit());
+  EXPECT_EQ(*ReadFile(dir.File("out.csv")), "new\n");
+  EXPECT_THAT(writer->Commit(), StatusIs(absl::StatusCode::kFailedPrecondition, ""));
+}
+
+TEST(CsvWriterTest, LargeOutputIsFlushedInChunks) {
+  TempDir dir;
+  const std::string path = dir.File("big.csv");
+  ASSERT_OK_AND_ASSIGN(auto writer, CsvWriter::Create(path));
+  const std::string value(100, 'v');
+  for (int i = 0; i < 50'000; ++i) writer->WriteRow({value, std::to_string(i)});
+  ASSERT_OK(writer->Commit());
+  ASSERT_OK_AND_ASSIGN(auto reader, CsvReader::Open(path));
+  ASSERT_OK_AND_ASSIGN(Rows rows, ReadAll(*reader));
+  ASSERT_EQ(rows.size(), 50'000u);
+  EXPECT_EQ(rows.back(), (std::vector<std::string>{value, "49999"}));
+}
+
+TEST(CsvWriterTest, MissingDirectoryIsNotFound) {
+  TempDir dir;
+  EXPECT_THAT(CsvWriter::Create(dir.File("no/such/dir/out.csv")),
+              StatusIs(absl::StatusCode::kNotFound, "out.csv"));
+}
+
+TEST(CsvFileTest, WriteFileAtomicallyAndReadFile) {
+  TempDir dir;
+  const std::string path = dir.File("report.json");
+  std::string content(3 << 20, 'x');  // larger than one read chunk
+  content += "end";
+  ASSERT_OK(WriteFileAtomically(path, content));
+  ASSERT_OK_AND_ASSIGN(std::string read, ReadFile(path));
+  EXPECT_EQ(read, content);
+  ASSERT_OK(WriteFileAtomically(path, "short"));
+  EXPECT_EQ(*ReadFile(path), "short");
+  EXPECT_THAT(dir.List(), ElementsAre("report.json"));
+}
+
+TEST(CsvFileTest, ReadFileErrorsNameThePath) {
+  TempDir dir;
+  EXPECT_THAT(ReadFile(dir.File("missing.txt")),
+              StatusIs(absl::StatusCode::kNotFound, "missing.txt"));
+  EXPECT_THAT(WriteFileAtomically(dir.File("no/dir/x"), "x"),
+              StatusIs(absl::StatusCode::kNotFound, "no/dir/x"));
+}
+
+}  // namespace
+}  // namespace fedanon::common
