@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/engine/candidate_score.h"
 #include "common/engine/scores.h"
 
 namespace fedanon::common {
@@ -237,49 +238,22 @@ absl::Status TopDownSpecializer::AddCandidates(int attr, NodeIndex node,
   const AttributeHierarchy& h = (*hier_)[attr];
   const int count = h.CandidateCount(node);
   if (count == 0) return absl::OkStatus();
-  const int fine = h.FineChildCount(node);
-  if (fine_counts.size() != static_cast<size_t>(fine) * num_classes_) {
+  if (fine_counts.size() != static_cast<size_t>(h.FineChildCount(node)) * num_classes_) {
     return absl::InternalError("node class counts have the wrong size");
-  }
-  std::vector<uint64_t> parent(num_classes_, 0);
-  for (int f = 0; f < fine; ++f) {
-    for (int k = 0; k < num_classes_; ++k) parent[k] += fine_counts[f * num_classes_ + k];
-  }
-  uint64_t records = 0;
-  int classes_present = 0;
-  for (uint64_t v : parent) {
-    records += v;
-    classes_present += v > 0;
   }
   const std::vector<int32_t> groups = AliveGroups(attr, node);
   auto& per_attr = node_cands_[attr];
   if (per_attr.size() <= static_cast<size_t>(node)) per_attr.resize(node + 1);
-  std::vector<int> all_positions(model_->by_attr[attr].size());
-  for (size_t i = 0; i < all_positions.size(); ++i) all_positions[i] = static_cast<int>(i);
+  const std::vector<int> all_positions = AllPositions(attr);
   for (int c = 0; c < count; ++c) {
     Candidate cand;
     cand.attr = attr;
     cand.node = node;
     cand.c = c;
-    cand.records = records;
-    cand.beneficial = classes_present > 1;
-    const int children = h.ChildCount(node, c);
-    std::vector<std::vector<uint64_t>> child_counts(children, std::vector<uint64_t>(num_classes_));
-    for (int f = 0; f < fine; ++f) {
-      auto& dst = child_counts[h.ChildOfFine(node, c, f)];
-      for (int k = 0; k < num_classes_; ++k) dst[k] += fine_counts[f * num_classes_ + k];
-    }
-    std::vector<uint64_t> sizes;
-    for (const auto& cc : child_counts) {
-      uint64_t s = 0;
-      for (uint64_t v : cc) s += v;
-      sizes.push_back(s);
-    }
-    cand.info_gain = InfoGain(parent, child_counts);
-    cand.split_info = SplitInfo(sizes);
+    SetSplitMeasures(MeasureSplit(h, node, c, fine_counts, num_classes_), cand);
     cand.min_child.assign(all_positions.size(), std::numeric_limits<uint64_t>::max());
     cand.max_conf.assign(all_positions.size(), 0.0);
-    if (records == 0) cand.valid = false;
+    if (cand.records == 0) cand.valid = false;
     if (cand.valid) Evaluate(cand, groups, all_positions);
     const int id = static_cast<int>(cands_.size());
     cands_.push_back(std::move(cand));
@@ -287,6 +261,19 @@ absl::Status TopDownSpecializer::AddCandidates(int attr, NodeIndex node,
     active_.push_back(id);
   }
   return absl::OkStatus();
+}
+
+std::vector<int> TopDownSpecializer::AllPositions(int attr) const {
+  std::vector<int> positions(model_->by_attr[attr].size());
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int>(i);
+  return positions;
+}
+
+void TopDownSpecializer::SetSplitMeasures(const SplitMeasures& m, Candidate& cand) {
+  cand.records = m.records;
+  cand.beneficial = m.beneficial;
+  cand.info_gain = m.info_gain;
+  cand.split_info = m.split_info;
 }
 
 void TopDownSpecializer::Evaluate(Candidate& cand, const std::vector<int32_t>& groups,
@@ -346,19 +333,15 @@ void TopDownSpecializer::Evaluate(Candidate& cand, const std::vector<int32_t>& g
 }
 
 double TopDownSpecializer::Score(const Candidate& cand) const {
-  switch (options_.score) {
-    case fedanon::v1::SCORE_FUNCTION_GAINRATIO:
-      // mohammed2011 §4: SplitInfo = 0 (all records in one child) -> use InfoGain alone.
-      return cand.split_info > 0 ? cand.info_gain / cand.split_info : cand.info_gain;
-    case fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS:
-      return cand.info_gain / (PrivLoss(cand) + 1);
-    case fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY: {
-      const auto& d = disc_[cand.attr];
-      return static_cast<double>(static_cast<size_t>(cand.node) < d.size() ? d[cand.node] : 0);
-    }
-    default:
-      return cand.info_gain;
+  ScoreInputs in;
+  in.info_gain = cand.info_gain;
+  in.split_info = cand.split_info;
+  if (ScoreNeedsPrivLoss(options_.score)) in.priv_loss = PrivLoss(cand);
+  if (ScoreNeedsDiscernibility(options_.score)) {
+    const auto& d = disc_[cand.attr];
+    in.discernibility = static_cast<size_t>(cand.node) < d.size() ? d[cand.node] : 0;
   }
+  return CandidateScore(options_.score, in);
 }
 
 double TopDownSpecializer::PrivLoss(const Candidate& cand) const {
@@ -399,111 +382,57 @@ std::vector<CandidateView> TopDownSpecializer::Candidates() const {
   return out;
 }
 
+CandidateRank TopDownSpecializer::Rank(const Candidate& cand) const {
+  return {Score(cand), cand.attr, (*hier_)[cand.attr].OrderKey(cand.node), cand.c};
+}
+
 int TopDownSpecializer::PickBest(bool owned_only) const {
   int best = -1;
-  double best_score = 0;
-  double best_key = 0;
+  CandidateRank best_rank;
   for (int id : active_) {
     const Candidate& c = cands_[id];
     if (!c.alive || !c.valid || c.records == 0) continue;
     if (owned_only && !source_->Owns(c.attr)) continue;
     if (options_.beneficial && !c.beneficial) continue;
-    const double s = Score(c);
-    if (best < 0) {
+    const CandidateRank rank = Rank(c);
+    if (best < 0 || RanksAbove(rank, best_rank)) {
       best = id;
-      best_score = s;
-      best_key = (*hier_)[c.attr].OrderKey(c.node);
-      continue;
-    }
-    const Candidate& b = cands_[best];
-    const double key = (*hier_)[c.attr].OrderKey(c.node);
-    bool better = s > best_score;
-    if (s == best_score) {
-      if (c.attr != b.attr) {
-        better = c.attr < b.attr;
-      } else if (key != best_key) {
-        better = key < best_key;
-      } else {
-        better = c.c < b.c;
-      }
-    }
-    if (better) {
-      best = id;
-      best_score = s;
-      best_key = key;
+      best_rank = rank;
     }
   }
   return best;
 }
 
-absl::Status TopDownSpecializer::Apply(int cand_id) {
-  const Candidate best = cands_[cand_id];
-  const int a = best.attr;
-  AttributeHierarchy& h = (*hier_)[a];
-  const std::string label = h.CandidateLabel(best.node, best.c, options_.suppression_token);
-  const double score = Score(best);
-
-  // New global groups: each old group holding the node, split by the candidate's children.
-  const std::vector<int32_t> old_groups = AliveGroups(a, best.node);
-  const int fine = h.FineChildCount(best.node);
-  const int children = h.ChildCount(best.node, best.c);
+std::vector<TopDownSpecializer::ChildGroup> TopDownSpecializer::ChildGroups(
+    const Candidate& cand, const std::vector<int32_t>& old_groups) const {
+  const int a = cand.attr;
+  const AttributeHierarchy& h = (*hier_)[a];
+  const int fine = h.FineChildCount(cand.node);
+  const int children = h.ChildCount(cand.node, cand.c);
   std::vector<int> child_of_fine(fine);
-  for (int f = 0; f < fine; ++f) child_of_fine[f] = h.ChildOfFine(best.node, best.c, f);
-  struct Pending {
-    int32_t parent;
-    int child;
-    uint64_t size;
-  };
-  std::vector<Pending> pending;
+  for (int f = 0; f < fine; ++f) child_of_fine[f] = h.ChildOfFine(cand.node, cand.c, f);
+  std::vector<ChildGroup> out;
   for (int32_t g : old_groups) {
     std::vector<uint64_t> sizes(children, 0);
     const uint64_t* fs = FineStats(g, a);
     for (int f = 0; f < fine; ++f) sizes[child_of_fine[f]] += fs[f * stride_];
     for (int ch = 0; ch < children; ++ch) {
-      if (sizes[ch] > 0) pending.push_back({g, ch, sizes[ch]});
+      if (sizes[ch] > 0) out.push_back({g, ch, sizes[ch]});
     }
   }
-  const std::vector<NodeIndex> kids = h.Specialize(best.node, best.c);
-  std::vector<uint64_t> new_sizes;
-  for (const Pending& p : pending) new_sizes.push_back(p.size);
-  RETURN_IF_ERROR(source_->Specialize(a, best.node, best.c, new_sizes));
-  std::vector<std::pair<int, NodeIndex>> kid_refs;
-  for (NodeIndex kid : kids) kid_refs.emplace_back(a, kid);
-  RETURN_IF_ERROR(DecideSplits(kid_refs));
+  return out;
+}
 
-  std::vector<std::vector<NodeIndex>> keys;
-  std::vector<uint64_t> sizes;
-  for (const Pending& p : pending) {
-    std::vector<NodeIndex> key(keys_.begin() + static_cast<size_t>(p.parent) * q_,
-                               keys_.begin() + static_cast<size_t>(p.parent + 1) * q_);
-    key[a] = kids[p.child];
-    keys.push_back(std::move(key));
-    sizes.push_back(p.size);
-  }
-  for (int32_t g : old_groups) {
+void TopDownSpecializer::RetireGroups(const std::vector<int32_t>& groups) {
+  for (int32_t g : groups) {
     group_alive_[g] = false;
     --alive_groups_;
     const uint64_t s = GroupSize(g);
     for (int a2 = 0; a2 < q_; ++a2) disc_[a2][KeyAt(g, a2)] -= s * s;
   }
-  std::vector<std::pair<int, NodeIndex>> refinable;
-  for (NodeIndex kid : kids) {
-    if (h.CandidateCount(kid) > 0) refinable.emplace_back(a, kid);
-  }
-  std::vector<int32_t> new_groups;
-  std::vector<std::vector<uint64_t>> kid_counts;
-  RETURN_IF_ERROR(CollectNodesAndGroups(refinable, keys, sizes, &kid_counts, &new_groups));
+}
 
-  // The current table's A(X_j), C(X_j) after applying `best`.
-  const auto& ids = model_->by_attr[a];
-  for (size_t jp = 0; jp < ids.size(); ++jp) {
-    a_[ids[jp]] = std::min(a_[ids[jp]], best.min_child[jp]);
-    c_[ids[jp]] = std::max(c_[ids[jp]], best.max_conf[jp]);
-  }
-  for (int id : node_cands_[a][best.node]) cands_[id].alive = false;
-
-  // Candidates on other attributes that share a new group: re-check the new groups for the
-  // constraints that contain both attributes.
+void TopDownSpecializer::ReevaluateSharing(int a, const std::vector<int32_t>& new_groups) {
   absl::flat_hash_map<int64_t, std::vector<int32_t>> affected;
   for (int32_t g : new_groups) {
     for (int a2 = 0; a2 < q_; ++a2) {
@@ -529,13 +458,14 @@ absl::Status TopDownSpecializer::Apply(int cand_id) {
       if (c.alive && c.valid) Evaluate(c, groups, positions);
     }
   }
-  for (size_t i = 0; i < refinable.size(); ++i) {
-    RETURN_IF_ERROR(AddCandidates(a, refinable[i].second, kid_counts[i]));
-  }
+}
 
+void TopDownSpecializer::RecordStep(const Candidate& best, const std::string& label,
+                                    const std::vector<NodeIndex>& kids, double score) {
+  const AttributeHierarchy& h = (*hier_)[best.attr];
   fedanon::v1::SpecializationStep step;
   step.set_round(static_cast<uint32_t>(steps_.size() + 1));
-  step.set_attribute(data_->qids[a].name);
+  step.set_attribute(data_->qids[best.attr].name);
   step.set_value(label);
   for (NodeIndex kid : kids) step.add_children(h.Label(kid, options_.suppression_token));
   step.set_score(score);
@@ -543,6 +473,55 @@ absl::Status TopDownSpecializer::Apply(int cand_id) {
   step.set_records(best.records);
   steps_.push_back(step);
   if (options_.on_step) options_.on_step(step, alive_groups_);
+}
+
+absl::Status TopDownSpecializer::Apply(int cand_id) {
+  const Candidate best = cands_[cand_id];
+  const int a = best.attr;
+  AttributeHierarchy& h = (*hier_)[a];
+  const std::string label = h.CandidateLabel(best.node, best.c, options_.suppression_token);
+  const double score = Score(best);
+
+  // New global groups: each old group holding the node, split by the candidate's children.
+  const std::vector<int32_t> old_groups = AliveGroups(a, best.node);
+  const std::vector<ChildGroup> pending = ChildGroups(best, old_groups);
+  const std::vector<NodeIndex> kids = h.Specialize(best.node, best.c);
+  std::vector<uint64_t> sizes;
+  for (const ChildGroup& p : pending) sizes.push_back(p.size);
+  RETURN_IF_ERROR(source_->Specialize(a, best.node, best.c, sizes));
+  std::vector<std::pair<int, NodeIndex>> kid_refs;
+  for (NodeIndex kid : kids) kid_refs.emplace_back(a, kid);
+  RETURN_IF_ERROR(DecideSplits(kid_refs));
+
+  std::vector<std::vector<NodeIndex>> keys;
+  for (const ChildGroup& p : pending) {
+    std::vector<NodeIndex> key(keys_.begin() + static_cast<size_t>(p.parent) * q_,
+                               keys_.begin() + static_cast<size_t>(p.parent + 1) * q_);
+    key[a] = kids[p.child];
+    keys.push_back(std::move(key));
+  }
+  RetireGroups(old_groups);
+  std::vector<std::pair<int, NodeIndex>> refinable;
+  for (NodeIndex kid : kids) {
+    if (h.CandidateCount(kid) > 0) refinable.emplace_back(a, kid);
+  }
+  std::vector<int32_t> new_groups;
+  std::vector<std::vector<uint64_t>> kid_counts;
+  RETURN_IF_ERROR(CollectNodesAndGroups(refinable, keys, sizes, &kid_counts, &new_groups));
+
+  // The current table's A(X_j), C(X_j) after applying `best`.
+  const auto& ids = model_->by_attr[a];
+  for (size_t jp = 0; jp < ids.size(); ++jp) {
+    a_[ids[jp]] = std::min(a_[ids[jp]], best.min_child[jp]);
+    c_[ids[jp]] = std::max(c_[ids[jp]], best.max_conf[jp]);
+  }
+  for (int id : node_cands_[a][best.node]) cands_[id].alive = false;
+
+  ReevaluateSharing(a, new_groups);
+  for (size_t i = 0; i < refinable.size(); ++i) {
+    RETURN_IF_ERROR(AddCandidates(a, refinable[i].second, kid_counts[i]));
+  }
+  RecordStep(best, label, kids, score);
 
   // Drop dead / invalid candidates from the active list now and then.
   if (active_.size() > 64 && steps_.size() % 16 == 0) {
@@ -566,14 +545,12 @@ std::optional<TopDownSpecializer::Choice> TopDownSpecializer::BestOwned() const 
   const int best = PickBest(/*owned_only=*/true);
   if (best < 0) return std::nullopt;
   const Candidate& c = cands_[best];
-  return Choice{c.attr, c.node, c.c, Score(c), (*hier_)[c.attr].OrderKey(c.node)};
+  const CandidateRank rank = Rank(c);
+  return Choice{c.attr, c.node, c.c, rank.score, rank.order_key};
 }
 
 bool TopDownSpecializer::Beats(const Choice& a, const Choice& b) {
-  if (a.score != b.score) return a.score > b.score;
-  if (a.attr != b.attr) return a.attr < b.attr;
-  if (a.order_key != b.order_key) return a.order_key < b.order_key;
-  return a.c < b.c;
+  return RanksAbove({a.score, a.attr, a.order_key, a.c}, {b.score, b.attr, b.order_key, b.c});
 }
 
 absl::StatusOr<int> TopDownSpecializer::FindCandidate(int attr, NodeIndex node, int c) const {
@@ -613,35 +590,10 @@ absl::StatusOr<bool> TopDownSpecializer::Recheck(int attr, NodeIndex node, int c
   }
   // Re-derive the candidate's gain and validity from the refreshed counts.
   Candidate& cand = cands_[id];
-  const int fine = h.FineChildCount(node);
-  const int children = h.ChildCount(node, c);
-  std::vector<uint64_t> parent(num_classes_, 0);
-  std::vector<std::vector<uint64_t>> child_counts(children, std::vector<uint64_t>(num_classes_));
-  for (int f = 0; f < fine; ++f) {
-    for (int k = 0; k < num_classes_; ++k) {
-      parent[k] += stats[f * num_classes_ + k];
-      child_counts[h.ChildOfFine(node, c, f)][k] += stats[f * num_classes_ + k];
-    }
-  }
-  std::vector<uint64_t> sizes;
-  uint64_t records = 0;
-  int classes_present = 0;
-  for (uint64_t v : parent) {
-    records += v;
-    classes_present += v > 0;
-  }
-  for (const auto& cc : child_counts) {
-    uint64_t s = 0;
-    for (uint64_t v : cc) s += v;
-    sizes.push_back(s);
-  }
-  cand.records = records;
-  cand.beneficial = classes_present > 1;
-  cand.info_gain = InfoGain(parent, child_counts);
-  cand.split_info = SplitInfo(sizes);
-  cand.valid = records > 0;
-  std::vector<int> all_positions(model_->by_attr[attr].size());
-  for (size_t i = 0; i < all_positions.size(); ++i) all_positions[i] = static_cast<int>(i);
+  SetSplitMeasures(
+      MeasureSplit(h, node, c, absl::MakeConstSpan(stats.data(), node_words), num_classes_), cand);
+  cand.valid = cand.records > 0;
+  const std::vector<int> all_positions = AllPositions(attr);
   cand.min_child.assign(all_positions.size(), std::numeric_limits<uint64_t>::max());
   cand.max_conf.assign(all_positions.size(), 0.0);
   if (cand.valid) Evaluate(cand, groups, all_positions);

@@ -12,10 +12,10 @@
 // maximum confidence (thesis Thm. 5.1.1), keeping the running minimum / maximum per constraint
 // is exact. The current table's A(X_j) and C(X_j) follow from the applied candidate's values.
 //
-// Ties are broken deterministically from public information only: higher score, then lower
-// attribute index (spec order), then lower node order key (taxonomy file order / interval start
-// / disclosed value order), then lower candidate index. Continuous splits take the threshold of
-// maximal information gain, ties (within 1e-9) to the smallest threshold.
+// Scores and the deterministic tie-break from public information only (higher score, then lower
+// attribute index, then lower node order key, then lower candidate index) are those of
+// candidate_score.h, shared with the sequential-release loop. Continuous splits take the
+// threshold of maximal information gain, ties (within 1e-9) to the smallest threshold.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "common/engine/candidate_score.h"
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
 #include "common/engine/privacy_model.h"
@@ -145,13 +146,34 @@ class TopDownSpecializer {
                          const std::vector<uint64_t>& expected_sizes,
                          const std::vector<uint64_t>& stats, size_t pos, std::vector<int32_t>* ids);
   absl::Status AddCandidates(int attr, NodeIndex node, const std::vector<uint64_t>& fine_counts);
+  // 0, 1, ... for every constraint containing `attr` (positions in model.by_attr[attr]).
+  std::vector<int> AllPositions(int attr) const;
+  static void SetSplitMeasures(const SplitMeasures& m, Candidate& cand);
   void Evaluate(Candidate& cand, const std::vector<int32_t>& groups,
                 const std::vector<int>& positions);
   double Score(const Candidate& cand) const;
   double PrivLoss(const Candidate& cand) const;
+  CandidateRank Rank(const Candidate& cand) const;
   int PickBest(bool owned_only = false) const;
   absl::StatusOr<int> FindCandidate(int attr, NodeIndex node, int c) const;
   absl::Status Apply(int cand_id);
+  // A non-empty part of an old group that applying a candidate creates: the records of group
+  // `parent` that go to child `child` of the candidate.
+  struct ChildGroup {
+    int32_t parent;
+    int child;
+    uint64_t size;
+  };
+  std::vector<ChildGroup> ChildGroups(const Candidate& cand,
+                                      const std::vector<int32_t>& old_groups) const;
+  // Marks the groups dead and takes their sizes out of the discernibility sums.
+  void RetireGroups(const std::vector<int32_t>& groups);
+  // After a specialization on attribute `a`: candidates on other attributes that share one of the
+  // new groups are re-checked on those groups, for the constraints that contain both attributes.
+  void ReevaluateSharing(int a, const std::vector<int32_t>& new_groups);
+  // Appends the step of the applied candidate `best` and reports it to on_step.
+  void RecordStep(const Candidate& best, const std::string& label,
+                  const std::vector<NodeIndex>& kids, double score);
 
   const uint64_t* FineStats(int32_t g, int attr) const {
     return stats_.data() + stats_off_[g] + attr_off_[static_cast<size_t>(g) * q_ + attr];

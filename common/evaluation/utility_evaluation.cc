@@ -113,6 +113,66 @@ absl::StatusOr<std::pair<double, size_t>> TreeError(const ClassificationTable& t
   return std::make_pair(tree.ErrorRate(table, test), tree.num_leaves());
 }
 
+// The raw features by attribute index (empty for the class and ids).
+absl::StatusOr<std::vector<std::optional<FeatureColumn>>> RawFeatures(const JobSpec& spec,
+                                                                      const ColumnValues& raw,
+                                                                      const std::string& raw_path) {
+  std::vector<std::optional<FeatureColumn>> features(spec.attributes_size());
+  for (int i = 0; i < spec.attributes_size(); ++i) {
+    const Attribute& a = spec.attributes(i);
+    if (!IsFeature(a)) continue;
+    ASSIGN_OR_RETURN(features[i],
+                     MakeFeature(a.name(), raw.columns[i], IsContinuous(a), raw_path, raw, i));
+  }
+  return features;
+}
+
+// The errors of trees trained on the raw features: all of them (BE), the non-QID ones (UE) and
+// each party's (SE, vertical jobs).
+absl::StatusOr<RawBaselines> RawTreeErrors(
+    const JobSpec& spec, const std::vector<std::optional<FeatureColumn>>& features,
+    const std::vector<int32_t>& labels, const std::vector<std::string>& class_names,
+    const std::vector<uint32_t>& train, const std::vector<uint32_t>& test,
+    const DecisionTreeOptions& options) {
+  auto table_of = [&](auto keep) {
+    ClassificationTable t;
+    t.labels = labels;
+    t.class_names = class_names;
+    for (int i = 0; i < spec.attributes_size(); ++i) {
+      if (features[i] && keep(spec.attributes(i))) t.features.push_back(*features[i]);
+    }
+    return t;
+  };
+  RawBaselines b;
+  b.records = labels.size();
+  b.train_records = train.size();
+  b.test_records = test.size();
+  ASSIGN_OR_RETURN(
+      auto be, TreeError(table_of([](const Attribute&) { return true; }), train, test, options));
+  b.baseline_error = be.first;
+  b.baseline_leaves = be.second;
+  ASSIGN_OR_RETURN(
+      auto ue,
+      TreeError(table_of([](const Attribute& a) { return a.role() != fedanon::v1::ROLE_QID; }),
+                train, test, options));
+  b.upper_bound_error = ue.first;
+
+  std::vector<std::string> parties;
+  for (const Attribute& a : spec.attributes()) {
+    if (!a.party().empty() &&
+        std::find(parties.begin(), parties.end(), a.party()) == parties.end()) {
+      parties.push_back(a.party());
+    }
+  }
+  for (const std::string& party : parties) {
+    ASSIGN_OR_RETURN(
+        auto se, TreeError(table_of([&](const Attribute& a) { return a.party() == party; }), train,
+                           test, options));
+    b.source_errors.push_back({party, se.first});
+  }
+  return b;
+}
+
 }  // namespace
 
 double DiscernibilityRatio(const std::vector<uint64_t>& group_sizes) {
@@ -175,51 +235,9 @@ absl::StatusOr<std::unique_ptr<UtilityEvaluator>> UtilityEvaluator::Create(
   ev->train_rows_.assign(order.begin(), order.begin() + train);
   ev->test_rows_.assign(order.begin() + train, order.end());
 
-  // Raw features, by attribute index (empty for the class and id).
-  std::vector<std::optional<FeatureColumn>> features(spec.attributes_size());
-  for (int i = 0; i < spec.attributes_size(); ++i) {
-    const Attribute& a = spec.attributes(i);
-    if (!IsFeature(a)) continue;
-    ASSIGN_OR_RETURN(features[i],
-                     MakeFeature(a.name(), raw.columns[i], IsContinuous(a), raw_path, raw, i));
-  }
-  auto table_of = [&](auto keep) {
-    ClassificationTable t;
-    t.labels = ev->labels_;
-    t.class_names = ev->class_names_;
-    for (int i = 0; i < spec.attributes_size(); ++i) {
-      if (features[i] && keep(spec.attributes(i))) t.features.push_back(*features[i]);
-    }
-    return t;
-  };
-
-  RawBaselines& b = ev->baselines_;
-  b.records = n;
-  b.train_records = ev->train_rows_.size();
-  b.test_records = ev->test_rows_.size();
-  ASSIGN_OR_RETURN(auto be, TreeError(table_of([](const Attribute&) { return true; }),
-                                      ev->train_rows_, ev->test_rows_, options.tree));
-  b.baseline_error = be.first;
-  b.baseline_leaves = be.second;
-  ASSIGN_OR_RETURN(
-      auto ue,
-      TreeError(table_of([](const Attribute& a) { return a.role() != fedanon::v1::ROLE_QID; }),
-                ev->train_rows_, ev->test_rows_, options.tree));
-  b.upper_bound_error = ue.first;
-
-  std::vector<std::string> parties;
-  for (const Attribute& a : spec.attributes()) {
-    if (!a.party().empty() &&
-        std::find(parties.begin(), parties.end(), a.party()) == parties.end()) {
-      parties.push_back(a.party());
-    }
-  }
-  for (const std::string& party : parties) {
-    ASSIGN_OR_RETURN(auto se,
-                     TreeError(table_of([&](const Attribute& a) { return a.party() == party; }),
-                               ev->train_rows_, ev->test_rows_, options.tree));
-    b.source_errors.push_back({party, se.first});
-  }
+  ASSIGN_OR_RETURN(const auto features, RawFeatures(spec, raw, raw_path));
+  ASSIGN_OR_RETURN(ev->baselines_, RawTreeErrors(spec, features, ev->labels_, ev->class_names_,
+                                                 ev->train_rows_, ev->test_rows_, options.tree));
   return ev;
 }
 

@@ -124,6 +124,57 @@ void ForEachSubset(size_t n, size_t size, Visit visit) {
   }
 }
 
+// Measured: adds |count'(q) - count(q)| to *sum for every combination q of `index` (over D),
+// count' being its support in D' (`released`).
+void AddMeasuredDeviation(const CombinationIndex& index,
+                          const std::vector<CategoricalColumn>& released, double* sum) {
+  const size_t n = released[0].codes.size();
+  std::vector<uint64_t> released_count(index.size(), 0);
+  for (size_t r = 0; r < n; ++r) {
+    if (const int64_t g = index.Find(released, r); g >= 0) ++released_count[g];
+  }
+  for (size_t g = 0; g < index.size(); ++g) {
+    *sum += std::abs(static_cast<double>(released_count[g]) - static_cast<double>(index.count(g)));
+  }
+}
+
+// Predicted: for every combination q of `index` (over D, attributes `set`), E count'(q) - count(q)
+// = sum over non-empty parts T of P(T) (count(q - T) prod_{i in T} P(Q_i = q_i) - count(q)),
+// since the parts' probabilities (with T empty) sum to 1 and an unrandomized part keeps the
+// record's values. Parts have at most `max_part` (k) attributes. `freq` as Frequencies(original).
+std::vector<double> ExpectedSupportChange(const std::vector<CategoricalColumn>& original,
+                                          const RandomizationPlan& plan,
+                                          const std::vector<std::vector<double>>& freq,
+                                          const std::vector<size_t>& set,
+                                          const CombinationIndex& index, int max_part) {
+  const size_t n = original[0].codes.size();
+  std::vector<size_t> representative(index.size(), n);
+  for (size_t r = 0; r < n; ++r) {
+    if (representative[index.group(r)] == n) representative[index.group(r)] = r;
+  }
+  std::vector<double> expected_change(index.size(), 0.0);
+  for (int size = 1; size <= max_part; ++size) {
+    ForEachSubset(set.size(), static_cast<size_t>(size), [&](const std::vector<size_t>& chosen) {
+      std::vector<size_t> part, kept;
+      for (size_t j = 0, c = 0; j < set.size(); ++j) {
+        const bool in_part = c < chosen.size() && chosen[c] == j;
+        (in_part ? part : kept).push_back(set[j]);
+        c += in_part;
+      }
+      const double p = ProbabilityRandomizedPart(plan, set.size(), part);
+      if (p == 0) return;
+      const CombinationIndex rest(original, kept);
+      for (size_t g = 0; g < index.size(); ++g) {
+        const size_t r = representative[g];
+        double matches = static_cast<double>(rest.count(rest.group(r)));
+        for (size_t i : part) matches *= freq[i][original[i].codes[r]];
+        expected_change[g] += p * (matches - static_cast<double>(index.count(g)));
+      }
+    });
+  }
+  return expected_change;
+}
+
 }  // namespace
 
 absl::StatusOr<PriorKnowledgeBound> Proposition10Bound(
@@ -208,44 +259,10 @@ absl::StatusOr<RelativeBias> MeasureRelativeBias(const std::vector<CategoricalCo
       static_cast<size_t>(m), static_cast<size_t>(length), [&](const std::vector<size_t>& set) {
         const CombinationIndex index(original, set);
         result.combinations += index.size();
-        std::vector<size_t> representative(index.size(), n);
-        for (size_t r = 0; r < n; ++r) {
-          if (representative[index.group(r)] == n) representative[index.group(r)] = r;
+        AddMeasuredDeviation(index, released, &measured_sum);
+        for (double change : ExpectedSupportChange(original, plan, freq, set, index, max_part)) {
+          predicted_sum += std::abs(change);
         }
-        // Measured: the supports of D's combinations in D'.
-        std::vector<uint64_t> released_count(index.size(), 0);
-        for (size_t r = 0; r < n; ++r) {
-          if (const int64_t g = index.Find(released, r); g >= 0) ++released_count[g];
-        }
-        for (size_t g = 0; g < index.size(); ++g) {
-          measured_sum += std::abs(static_cast<double>(released_count[g]) -
-                                   static_cast<double>(index.count(g)));
-        }
-        // Predicted: E count'(q) - count(q) = sum over non-empty parts T of P(T) (count(q - T)
-        // prod_{i in T} P(Q_i = q_i) - count(q)), since the parts' probabilities (with T empty) sum
-        // to 1 and an unrandomized part keeps the record's values. Parts have at most k attributes.
-        std::vector<double> expected_change(index.size(), 0.0);
-        for (int size = 1; size <= max_part; ++size) {
-          ForEachSubset(
-              set.size(), static_cast<size_t>(size), [&](const std::vector<size_t>& chosen) {
-                std::vector<size_t> part, kept;
-                for (size_t j = 0, c = 0; j < set.size(); ++j) {
-                  const bool in_part = c < chosen.size() && chosen[c] == j;
-                  (in_part ? part : kept).push_back(set[j]);
-                  c += in_part;
-                }
-                const double p = ProbabilityRandomizedPart(plan, set.size(), part);
-                if (p == 0) return;
-                const CombinationIndex rest(original, kept);
-                for (size_t g = 0; g < index.size(); ++g) {
-                  const size_t r = representative[g];
-                  double matches = static_cast<double>(rest.count(rest.group(r)));
-                  for (size_t i : part) matches *= freq[i][original[i].codes[r]];
-                  expected_change[g] += p * (matches - static_cast<double>(index.count(g)));
-                }
-              });
-        }
-        for (double change : expected_change) predicted_sum += std::abs(change);
       });
   const double norm = static_cast<double>(n) * sets;
   result.measured = measured_sum / norm;

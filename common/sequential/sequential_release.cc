@@ -212,16 +212,9 @@ absl::StatusOr<std::vector<std::string>> ReadHeader(const std::string& path) {
   return header;
 }
 
-}  // namespace
-
-absl::StatusOr<SequentialModel> LoadSequentialModel(const JobSpec& spec, const Dataset& data,
-                                                    const std::string& previous_path) {
-  SequentialModel model;
-  model.previous_path = previous_path;
-  ASSIGN_OR_RETURN(std::vector<std::string> header, ReadHeader(previous_path));
-  Resolver resolver(spec, data, header, &model);
-
-  // Join attributes: every released attribute of this job that the previous release also has.
+// Join attributes: every released attribute of this job that the previous release also has.
+absl::Status ResolveJoinAttributes(const JobSpec& spec, const Dataset& data, Resolver& resolver,
+                                   SequentialModel* model) {
   for (const auto& a : spec.attributes()) {
     if (!resolver.Common(a.name())) continue;
     JoinAttribute j;
@@ -238,152 +231,175 @@ absl::StatusOr<SequentialModel> LoadSequentialModel(const JobSpec& spec, const D
       j.current_raw = resolver.CurrentColumn(a.name());
     }
     j.previous = resolver.PreviousColumn(a.name());
-    model.join.push_back(std::move(j));
+    model->join.push_back(std::move(j));
   }
-  if (model.join.empty()) {
+  if (model->join.empty()) {
     return absl::InvalidArgumentError(
-        Cat("the previous release ", previous_path,
+        Cat("the previous release ", model->previous_path,
             " has no column in common with the attributes this job releases; there is no join"));
   }
+  return absl::OkStatus();
+}
 
-  const auto& seq = spec.sequential();
-  for (int i = 0; i < seq.inconsistent_size(); ++i) {
-    const auto& in = seq.inconsistent(i);
-    const std::string where = Cat("sequential.inconsistent rule ", i + 1);
-    InconsistencyRule rule;
-    rule.current_name = in.current();
-    rule.previous_name = in.previous();
-    const auto* a = FindAttribute(spec, in.current());
-    if (a == nullptr || a->role() == fedanon::v1::ROLE_ID) {
+// Inconsistency rule `i` of the spec, with its attributes resolved (its values are resolved once
+// the columns are read, by ResolveRuleValues).
+absl::StatusOr<InconsistencyRule> ResolveRule(const JobSpec& spec, const Dataset& data, int i,
+                                              Resolver& resolver, const SequentialModel& model) {
+  const auto& in = spec.sequential().inconsistent(i);
+  const std::string where = Cat("sequential.inconsistent rule ", i + 1);
+  InconsistencyRule rule;
+  rule.current_name = in.current();
+  rule.previous_name = in.previous();
+  const auto* a = FindAttribute(spec, in.current());
+  if (a == nullptr || a->role() == fedanon::v1::ROLE_ID) {
+    return absl::InvalidArgumentError(
+        Cat(where, ": current '", in.current(), "' is not an attribute this job releases"));
+  }
+  if (resolver.PreviousCsvColumn(in.previous()) < 0) {
+    return absl::InvalidArgumentError(Cat(where, ": previous '", in.previous(),
+                                          "' is not a column of the previous release ",
+                                          model.previous_path));
+  }
+  if (in.current() == in.previous()) {
+    return absl::InvalidArgumentError(Cat(where, ": '", in.current(),
+                                          "' is in both releases; the consistency predicate ",
+                                          "already matches a common attribute with itself"));
+  }
+  if (a->role() == fedanon::v1::ROLE_QID) {
+    rule.current_qid = FindQid(data, in.current());
+    if (rule.current_qid < 0 || data.qids[rule.current_qid].kind != QidKind::kTaxonomy) {
+      return absl::InvalidArgumentError(Cat(where, ": current '", in.current(),
+                                            "' is a QID without a taxonomy; rules apply to ",
+                                            "taxonomy QIDs and attributes released unchanged"));
+    }
+    const auto node = data.qids[rule.current_qid].taxonomy->Find(in.current_value());
+    if (!node) {
+      return absl::InvalidArgumentError(Cat(where, ": current_value '", in.current_value(),
+                                            "' is not in the taxonomy of '", in.current(), "'"));
+    }
+    rule.current_value = *node;
+  } else {
+    rule.current_raw = resolver.CurrentColumn(in.current());
+  }
+  rule.previous = resolver.PreviousColumn(in.previous());
+  return rule;
+}
+
+// Anonymity template `i` of the spec, resolved.
+absl::StatusOr<JoinTemplate> ResolveAnonymityTemplate(const JobSpec& spec, int i,
+                                                      Resolver& resolver,
+                                                      const SequentialModel& model) {
+  const auto& s = spec.sequential().anonymity(i);
+  const std::string where = TemplateWhere(true, i);
+  JoinTemplate t;
+  t.anonymity = true;
+  t.k = s.k();
+  for (const auto& x : s.x()) RETURN_IF_ERROR(resolver.AddX(x, where, &t));
+  for (const auto& y : s.y()) {
+    if (y == "current.@record") {
+      t.y1_record = true;
+      continue;
+    }
+    if (y == "previous.@record") {
+      t.y2_record = true;
+      continue;
+    }
+    ASSIGN_OR_RETURN(auto side_col, resolver.ResolveY(y, where, "y"));
+    (side_col.first ? t.y2 : t.y1).push_back(side_col.second);
+  }
+  SortUnique(&t.x1);
+  SortUnique(&t.x2);
+  SortUnique(&t.y1);
+  SortUnique(&t.y2);
+  for (int c : t.y2) {
+    if (std::find(t.x2.begin(), t.x2.end(), c) != t.x2.end()) {
       return absl::InvalidArgumentError(
-          Cat(where, ": current '", in.current(), "' is not an attribute this job releases"));
+          Cat(where, ": previous.", model.previous_columns[c].name, " is in both x and y"));
     }
-    if (resolver.PreviousCsvColumn(in.previous()) < 0) {
-      return absl::InvalidArgumentError(Cat(where, ": previous '", in.previous(),
-                                            "' is not a column of the previous release ",
-                                            previous_path));
-    }
-    if (in.current() == in.previous()) {
-      return absl::InvalidArgumentError(Cat(where, ": '", in.current(),
-                                            "' is in both releases; the consistency predicate ",
-                                            "already matches a common attribute with itself"));
-    }
-    if (a->role() == fedanon::v1::ROLE_QID) {
-      rule.current_qid = FindQid(data, in.current());
-      if (rule.current_qid < 0 || data.qids[rule.current_qid].kind != QidKind::kTaxonomy) {
-        return absl::InvalidArgumentError(Cat(where, ": current '", in.current(),
-                                              "' is a QID without a taxonomy; rules apply to ",
-                                              "taxonomy QIDs and attributes released unchanged"));
-      }
-      const auto node = data.qids[rule.current_qid].taxonomy->Find(in.current_value());
-      if (!node) {
-        return absl::InvalidArgumentError(Cat(where, ": current_value '", in.current_value(),
-                                              "' is not in the taxonomy of '", in.current(), "'"));
-      }
-      rule.current_value = *node;
-    } else {
-      rule.current_raw = resolver.CurrentColumn(in.current());
-    }
-    rule.previous = resolver.PreviousColumn(in.previous());
-    model.rules.push_back(std::move(rule));
   }
-  for (int i = 0; i < seq.anonymity_size(); ++i) {
-    const auto& s = seq.anonymity(i);
-    const std::string where = TemplateWhere(true, i);
-    JoinTemplate t;
-    t.anonymity = true;
-    t.k = s.k();
-    for (const auto& x : s.x()) RETURN_IF_ERROR(resolver.AddX(x, where, &t));
-    for (const auto& y : s.y()) {
-      if (y == "current.@record") {
-        t.y1_record = true;
-        continue;
-      }
-      if (y == "previous.@record") {
-        t.y2_record = true;
-        continue;
-      }
-      ASSIGN_OR_RETURN(auto side_col, resolver.ResolveY(y, where, "y"));
-      (side_col.first ? t.y2 : t.y1).push_back(side_col.second);
-    }
-    SortUnique(&t.x1);
-    SortUnique(&t.x2);
-    SortUnique(&t.y1);
-    SortUnique(&t.y2);
-    for (int c : t.y2) {
-      if (std::find(t.x2.begin(), t.x2.end(), c) != t.x2.end()) {
-        return absl::InvalidArgumentError(
-            Cat(where, ": previous.", model.previous_columns[c].name, " is in both x and y"));
-      }
-    }
-    t.description = Cat("<{", absl::StrJoin(s.x(), ", "), "}, {", absl::StrJoin(s.y(), ", "), "}, ",
-                        s.k(), ">");
-    model.templates.push_back(std::move(t));
-  }
-  for (int i = 0; i < seq.confidentiality_size(); ++i) {
-    const auto& s = seq.confidentiality(i);
-    const std::string where = TemplateWhere(false, i);
-    JoinTemplate t;
-    t.anonymity = false;
-    t.max_conf = s.max();
-    for (const auto& x : s.x()) RETURN_IF_ERROR(resolver.AddX(x, where, &t));
-    SortUnique(&t.x1);
-    SortUnique(&t.x2);
-    ASSIGN_OR_RETURN(auto side_col, resolver.ResolveY(s.attribute(), where, "attribute"));
-    t.y_previous = side_col.first;
-    t.y_column = side_col.second;
-    if (t.y_previous && std::find(t.x2.begin(), t.x2.end(), t.y_column) != t.x2.end()) {
-      return absl::InvalidArgumentError(Cat(where, ": previous.",
-                                            model.previous_columns[t.y_column].name,
-                                            " is both in x and the sensitive attribute"));
-    }
-    t.description = Cat("<{", absl::StrJoin(s.x(), ", "), "}, ", s.attribute(), " in {",
-                        absl::StrJoin(s.sensitive_values(), ", "), "}, ", s.max(), ">");
-    model.templates.push_back(std::move(t));
-  }
+  t.description =
+      Cat("<{", absl::StrJoin(s.x(), ", "), "}, {", absl::StrJoin(s.y(), ", "), "}, ", s.k(), ">");
+  return t;
+}
 
-  // Read the columns; T1 rows follow Dataset::kept so that record indices agree with `data`.
-  for (const CodedColumn& c : model.current_columns) {
+// Confidentiality template `i` of the spec, resolved (its sensitive value codes are resolved once
+// the columns are read, by ResolveSensitiveCodes).
+absl::StatusOr<JoinTemplate> ResolveConfidentialityTemplate(const JobSpec& spec, int i,
+                                                            Resolver& resolver,
+                                                            const SequentialModel& model) {
+  const auto& s = spec.sequential().confidentiality(i);
+  const std::string where = TemplateWhere(false, i);
+  JoinTemplate t;
+  t.anonymity = false;
+  t.max_conf = s.max();
+  for (const auto& x : s.x()) RETURN_IF_ERROR(resolver.AddX(x, where, &t));
+  SortUnique(&t.x1);
+  SortUnique(&t.x2);
+  ASSIGN_OR_RETURN(auto side_col, resolver.ResolveY(s.attribute(), where, "attribute"));
+  t.y_previous = side_col.first;
+  t.y_column = side_col.second;
+  if (t.y_previous && std::find(t.x2.begin(), t.x2.end(), t.y_column) != t.x2.end()) {
+    return absl::InvalidArgumentError(Cat(where, ": previous.",
+                                          model.previous_columns[t.y_column].name,
+                                          " is both in x and the sensitive attribute"));
+  }
+  t.description = Cat("<{", absl::StrJoin(s.x(), ", "), "}, ", s.attribute(), " in {",
+                      absl::StrJoin(s.sensitive_values(), ", "), "}, ", s.max(), ">");
+  return t;
+}
+
+// Reads the columns the model names; T1 rows follow Dataset::kept so that record indices agree
+// with `data`.
+absl::Status ReadReleases(const Dataset& data, SequentialModel* model) {
+  for (const CodedColumn& c : model->current_columns) {
     if (c.csv_column < 0) {
       return absl::InvalidArgumentError(
           Cat(data.source_path, ": no column named '", c.name, "' in the header"));
     }
   }
   RETURN_IF_ERROR(
-      ReadColumns(data.source_path, &data.kept, &model.current_columns, &model.current_lines));
-  if (model.current_lines.size() != data.num_records) {
+      ReadColumns(data.source_path, &data.kept, &model->current_columns, &model->current_lines));
+  if (model->current_lines.size() != data.num_records) {
     return absl::InternalError(Cat(data.source_path, " changed while it was read"));
   }
   RETURN_IF_ERROR(
-      ReadColumns(previous_path, nullptr, &model.previous_columns, &model.previous_lines));
-  model.previous_records = model.previous_lines.size();
-  if (model.previous_records == 0) {
-    return absl::InvalidArgumentError(Cat(previous_path, ": the previous release has no records"));
+      ReadColumns(model->previous_path, nullptr, &model->previous_columns, &model->previous_lines));
+  model->previous_records = model->previous_lines.size();
+  if (model->previous_records == 0) {
+    return absl::InvalidArgumentError(
+        Cat(model->previous_path, ": the previous release has no records"));
   }
+  return absl::OkStatus();
+}
 
-  // Sensitive values of confidentiality templates.
+// The codes of the sensitive values of every confidentiality template.
+absl::Status ResolveSensitiveCodes(const JobSpec& spec, const Dataset& data,
+                                   SequentialModel* model) {
   int conf_index = 0;
-  for (JoinTemplate& t : model.templates) {
+  for (JoinTemplate& t : model->templates) {
     if (t.anonymity) continue;
-    const auto& s = seq.confidentiality(conf_index);
+    const auto& s = spec.sequential().confidentiality(conf_index);
     const CodedColumn& col =
-        t.y_previous ? model.previous_columns[t.y_column] : model.current_columns[t.y_column];
+        t.y_previous ? model->previous_columns[t.y_column] : model->current_columns[t.y_column];
     for (const std::string& v : s.sensitive_values()) {
       auto it = std::find(col.values.begin(), col.values.end(), v);
       if (it == col.values.end()) {
         return absl::InvalidArgumentError(
             Cat(TemplateWhere(false, conf_index), ": sensitive value '", v, "' does not occur in ",
                 t.y_previous ? "previous." : "current.", col.name, " (",
-                t.y_previous ? previous_path : data.source_path, ")"));
+                t.y_previous ? model->previous_path : data.source_path, ")"));
       }
       t.sensitive_codes.push_back(static_cast<int32_t>(it - col.values.begin()));
     }
     ++conf_index;
   }
+  return absl::OkStatus();
+}
 
-  // Map every T2 value of a join attribute onto its T1 counterpart.
-  for (JoinAttribute& j : model.join) {
-    const CodedColumn& prev = model.previous_columns[j.previous];
+// Maps every T2 value of a join attribute onto its T1 counterpart.
+absl::Status MapJoinValues(const Dataset& data, SequentialModel* model) {
+  for (JoinAttribute& j : model->join) {
+    const CodedColumn& prev = model->previous_columns[j.previous];
     j.previous_to_current.assign(prev.values.size(), -1);
     for (size_t v = 0; v < prev.values.size(); ++v) {
       if (j.qid >= 0) {
@@ -394,13 +410,13 @@ absl::StatusOr<SequentialModel> LoadSequentialModel(const JobSpec& spec, const D
               std::find(prev.codes.begin(), prev.codes.end(), static_cast<int32_t>(v)) -
               prev.codes.begin());
           return absl::InvalidArgumentError(
-              Cat(previous_path, ":", model.previous_lines[first], ":", prev.csv_column + 1,
+              Cat(model->previous_path, ":", model->previous_lines[first], ":", prev.csv_column + 1,
                   ": value '", prev.values[v], "' of join attribute '", j.name,
                   "' is not in its taxonomy (neither a leaf nor a generalization)"));
         }
         j.previous_to_current[v] = *node;
       } else {
-        const CodedColumn& cur = model.current_columns[j.current_raw];
+        const CodedColumn& cur = model->current_columns[j.current_raw];
         auto it = std::find(cur.values.begin(), cur.values.end(), prev.values[v]);
         if (it != cur.values.end()) {
           j.previous_to_current[v] = static_cast<int32_t>(it - cur.values.begin());
@@ -408,17 +424,24 @@ absl::StatusOr<SequentialModel> LoadSequentialModel(const JobSpec& spec, const D
       }
     }
   }
-  for (size_t i = 0; i < model.rules.size(); ++i) {
-    InconsistencyRule& rule = model.rules[i];
+  return absl::OkStatus();
+}
+
+// The values c and d of every inconsistency rule: c's raw code (a taxonomy node was resolved with
+// the rule) and which T2 values of D are at or below d.
+absl::Status ResolveRuleValues(const JobSpec& spec, const Dataset& data, SequentialModel* model) {
+  const auto& seq = spec.sequential();
+  for (size_t i = 0; i < model->rules.size(); ++i) {
+    InconsistencyRule& rule = model->rules[i];
     const auto& in = seq.inconsistent(static_cast<int>(i));
     if (rule.current_raw >= 0) {
-      const auto& values = model.current_columns[rule.current_raw].values;
+      const auto& values = model->current_columns[rule.current_raw].values;
       auto it = std::find(values.begin(), values.end(), in.current_value());
       rule.current_value = it == values.end() ? -1 : static_cast<int32_t>(it - values.begin());
     }
-    const CodedColumn& prev = model.previous_columns[rule.previous];
+    const CodedColumn& prev = model->previous_columns[rule.previous];
     const Taxonomy* tax = nullptr;
-    for (const JoinAttribute& j : model.join) {
+    for (const JoinAttribute& j : model->join) {
       if (j.name == in.previous() && j.qid >= 0) tax = data.qids[j.qid].taxonomy.get();
     }
     std::optional<Taxonomy::NodeId> d;
@@ -439,6 +462,39 @@ absl::StatusOr<SequentialModel> LoadSequentialModel(const JobSpec& spec, const D
       }
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<SequentialModel> LoadSequentialModel(const JobSpec& spec, const Dataset& data,
+                                                    const std::string& previous_path) {
+  SequentialModel model;
+  model.previous_path = previous_path;
+  ASSIGN_OR_RETURN(std::vector<std::string> header, ReadHeader(previous_path));
+  Resolver resolver(spec, data, header, &model);
+
+  // Resolve names first (in this order: the columns are numbered as they are first named).
+  RETURN_IF_ERROR(ResolveJoinAttributes(spec, data, resolver, &model));
+  const auto& seq = spec.sequential();
+  for (int i = 0; i < seq.inconsistent_size(); ++i) {
+    ASSIGN_OR_RETURN(InconsistencyRule rule, ResolveRule(spec, data, i, resolver, model));
+    model.rules.push_back(std::move(rule));
+  }
+  for (int i = 0; i < seq.anonymity_size(); ++i) {
+    ASSIGN_OR_RETURN(JoinTemplate t, ResolveAnonymityTemplate(spec, i, resolver, model));
+    model.templates.push_back(std::move(t));
+  }
+  for (int i = 0; i < seq.confidentiality_size(); ++i) {
+    ASSIGN_OR_RETURN(JoinTemplate t, ResolveConfidentialityTemplate(spec, i, resolver, model));
+    model.templates.push_back(std::move(t));
+  }
+
+  // Then read the columns and resolve the values named in the spec against them.
+  RETURN_IF_ERROR(ReadReleases(data, &model));
+  RETURN_IF_ERROR(ResolveSensitiveCodes(spec, data, &model));
+  RETURN_IF_ERROR(MapJoinValues(data, &model));
+  RETURN_IF_ERROR(ResolveRuleValues(spec, data, &model));
   return model;
 }
 

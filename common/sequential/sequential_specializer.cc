@@ -9,8 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "common/base/string_views.h"
+#include "common/engine/candidate_score.h"
 #include "common/engine/privacy_model.h"
-#include "common/engine/scores.h"
 #include "common/engine/tds_engine.h"
 
 namespace fedanon::common {
@@ -18,6 +18,25 @@ namespace {
 
 void AppendInt(std::string* out, int32_t v) {
   out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+// Y codes per record of one side of an anonymity template: the record itself (`record`: a key),
+// a dictionary id of the tuple of `cols`, or nothing (`out` left empty) when Y has no attribute
+// on this side.
+void EncodeY(bool record, const std::vector<int>& cols, const std::vector<CodedColumn>& columns,
+             size_t n, std::vector<uint32_t>* out) {
+  if (!record && cols.empty()) return;
+  out->resize(n);
+  absl::flat_hash_map<std::string, uint32_t> dict;
+  for (size_t r = 0; r < n; ++r) {
+    if (record) {
+      (*out)[r] = static_cast<uint32_t>(r);
+      continue;
+    }
+    std::string key;
+    for (int c : cols) AppendInt(&key, columns[c].codes[r]);
+    (*out)[r] = dict.emplace(key, static_cast<uint32_t>(dict.size())).first->second;
+  }
 }
 
 // Sorted union of the given sorted vectors.
@@ -51,7 +70,9 @@ absl::StatusOr<std::unique_ptr<SequentialSpecializer>> SequentialSpecializer::Cr
 }
 
 SequentialSpecializer::Stats SequentialSpecializer::ComputeStats(
-    const std::vector<uint32_t>& records) const {
+    const std::vector<uint32_t>& records, bool previous) const {
+  const std::vector<CodedColumn>& columns =
+      previous ? model_->previous_columns : model_->current_columns;
   Stats s;
   s.count = records.size();
   s.per_template.resize(model_->templates.size());
@@ -59,13 +80,14 @@ SequentialSpecializer::Stats SequentialSpecializer::ComputeStats(
     const JoinTemplate& jt = model_->templates[t];
     std::vector<uint64_t>& out = s.per_template[t];
     if (jt.anonymity) {
-      if (y1_codes_[t].empty()) continue;
-      for (uint32_t r : records) out.push_back(y1_codes_[t][r]);
+      const std::vector<uint32_t>& y_codes = previous ? y2_codes_[t] : y1_codes_[t];
+      if (y_codes.empty()) continue;
+      for (uint32_t r : records) out.push_back(y_codes[r]);
       std::sort(out.begin(), out.end());
       out.erase(std::unique(out.begin(), out.end()), out.end());
-    } else if (!jt.y_previous) {
+    } else if (jt.y_previous == previous) {
       out.assign(jt.sensitive_codes.size(), 0);
-      const auto& codes = model_->current_columns[jt.y_column].codes;
+      const auto& codes = columns[jt.y_column].codes;
       for (uint32_t r : records) {
         for (size_t i = 0; i < jt.sensitive_codes.size(); ++i) {
           if (codes[r] == jt.sensitive_codes[i]) ++out[i];
@@ -77,7 +99,20 @@ SequentialSpecializer::Stats SequentialSpecializer::ComputeStats(
 }
 
 absl::Status SequentialSpecializer::Initialize() {
-  const size_t nt = model_->templates.size();
+  InitializeSlots();
+  EncodeYCodes();
+  BuildPreviousPartitions();
+  if (data_->num_records == 0) return absl::FailedPreconditionError("the table has no records");
+  RETURN_IF_ERROR(CheckPopulationRelated());
+  BuildMostGeneralCurrent();
+  for (int a = 0; a < static_cast<int>(data_->qids.size()); ++a) AddCandidates(a, 0);
+  xmaps_.assign(model_->templates.size(), {});
+  values_.assign(model_->templates.size(), 0);
+  RebuildJoin();
+  return CheckMostGeneralSatisfies();
+}
+
+void SequentialSpecializer::InitializeSlots() {
   const int q = static_cast<int>(data_->qids.size());
   // Matching slots: the join attributes (consistency), then the inconsistency rules.
   for (const JoinAttribute& j : model_->join) {
@@ -108,96 +143,62 @@ absl::Status SequentialSpecializer::Initialize() {
                    std::find(jt.x2.begin(), jt.x2.end(), j.previous) != jt.x2.end();
     }
   }
+}
 
-  // Y codes per record: the record itself (a key), a dictionary id of the Y tuple, or nothing.
+void SequentialSpecializer::EncodeYCodes() {
+  const size_t nt = model_->templates.size();
   y1_codes_.assign(nt, {});
   y2_codes_.assign(nt, {});
   for (size_t t = 0; t < nt; ++t) {
     const JoinTemplate& jt = model_->templates[t];
     if (!jt.anonymity) continue;
-    auto encode = [](bool record, const std::vector<int>& cols,
-                     const std::vector<CodedColumn>& columns, size_t n,
-                     std::vector<uint32_t>* out) {
-      if (!record && cols.empty()) return;
-      out->resize(n);
-      absl::flat_hash_map<std::string, uint32_t> dict;
-      for (size_t r = 0; r < n; ++r) {
-        if (record) {
-          (*out)[r] = static_cast<uint32_t>(r);
-          continue;
-        }
-        std::string key;
-        for (int c : cols) AppendInt(&key, columns[c].codes[r]);
-        (*out)[r] = dict.emplace(key, static_cast<uint32_t>(dict.size())).first->second;
-      }
-    };
-    encode(jt.y1_record, jt.y1, model_->current_columns, data_->num_records, &y1_codes_[t]);
-    encode(jt.y2_record, jt.y2, model_->previous_columns, model_->previous_records, &y2_codes_[t]);
+    EncodeY(jt.y1_record, jt.y1, model_->current_columns, data_->num_records, &y1_codes_[t]);
+    EncodeY(jt.y2_record, jt.y2, model_->previous_columns, model_->previous_records, &y2_codes_[t]);
   }
+}
 
-  // T2 partitions by (join values, X2 values of every template), grouped by join values (Tree2).
-  {
-    std::vector<absl::flat_hash_map<std::string, int32_t>> x2_dict(nt);
-    absl::flat_hash_map<std::string, int32_t> part_of, group_of;
-    std::vector<std::vector<uint32_t>> part_records;
-    for (size_t r = 0; r < model_->previous_records; ++r) {
-      std::vector<int32_t> join;
-      std::string jkey;
-      for (const Slot& j : slots_) {
-        join.push_back(model_->previous_columns[j.previous].codes[r]);
-        AppendInt(&jkey, join.back());
-      }
-      std::vector<int32_t> x2(nt);
-      std::string pkey = jkey;
-      for (size_t t = 0; t < nt; ++t) {
-        std::string xk;
-        for (int c : model_->templates[t].x2) AppendInt(&xk, model_->previous_columns[c].codes[r]);
-        x2[t] = x2_dict[t].emplace(xk, static_cast<int32_t>(x2_dict[t].size())).first->second;
-        AppendInt(&pkey, x2[t]);
-      }
-      auto [git, gnew] = group_of.emplace(jkey, static_cast<int32_t>(groups2_.size()));
-      if (gnew) groups2_.push_back(Group2{join, {}, static_cast<int32_t>(r)});
-      auto [pit, pnew] = part_of.emplace(pkey, static_cast<int32_t>(parts2_.size()));
-      if (pnew) {
-        Part2 p;
-        p.group = git->second;
-        p.x2 = std::move(x2);
-        for (const CodedColumn& c : model_->previous_columns) p.example.push_back(c.codes[r]);
-        parts2_.push_back(std::move(p));
-        part_records.emplace_back();
-        groups2_[git->second].parts.push_back(pit->second);
-      }
-      part_records[pit->second].push_back(static_cast<uint32_t>(r));
+void SequentialSpecializer::BuildPreviousPartitions() {
+  const size_t nt = model_->templates.size();
+  std::vector<absl::flat_hash_map<std::string, int32_t>> x2_dict(nt);
+  absl::flat_hash_map<std::string, int32_t> part_of, group_of;
+  std::vector<std::vector<uint32_t>> part_records;
+  for (size_t r = 0; r < model_->previous_records; ++r) {
+    std::vector<int32_t> join;
+    std::string jkey;
+    for (const Slot& j : slots_) {
+      join.push_back(model_->previous_columns[j.previous].codes[r]);
+      AppendInt(&jkey, join.back());
     }
-    for (size_t p = 0; p < parts2_.size(); ++p) {
-      Stats& s = parts2_[p].stats;
-      const auto& recs = part_records[p];
-      s.count = recs.size();
-      s.per_template.resize(nt);
-      for (size_t t = 0; t < nt; ++t) {
-        const JoinTemplate& jt = model_->templates[t];
-        std::vector<uint64_t>& out = s.per_template[t];
-        if (jt.anonymity) {
-          if (y2_codes_[t].empty()) continue;
-          for (uint32_t r : recs) out.push_back(y2_codes_[t][r]);
-          std::sort(out.begin(), out.end());
-          out.erase(std::unique(out.begin(), out.end()), out.end());
-        } else if (jt.y_previous) {
-          out.assign(jt.sensitive_codes.size(), 0);
-          const auto& codes = model_->previous_columns[jt.y_column].codes;
-          for (uint32_t r : recs) {
-            for (size_t i = 0; i < jt.sensitive_codes.size(); ++i) {
-              if (codes[r] == jt.sensitive_codes[i]) ++out[i];
-            }
-          }
-        }
-      }
+    std::vector<int32_t> x2(nt);
+    std::string pkey = jkey;
+    for (size_t t = 0; t < nt; ++t) {
+      std::string xk;
+      for (int c : model_->templates[t].x2) AppendInt(&xk, model_->previous_columns[c].codes[r]);
+      x2[t] = x2_dict[t].emplace(xk, static_cast<int32_t>(x2_dict[t].size())).first->second;
+      AppendInt(&pkey, x2[t]);
     }
+    auto [git, gnew] = group_of.emplace(jkey, static_cast<int32_t>(groups2_.size()));
+    if (gnew) groups2_.push_back(Group2{join, {}, static_cast<int32_t>(r)});
+    auto [pit, pnew] = part_of.emplace(pkey, static_cast<int32_t>(parts2_.size()));
+    if (pnew) {
+      Part2 p;
+      p.group = git->second;
+      p.x2 = std::move(x2);
+      for (const CodedColumn& c : model_->previous_columns) p.example.push_back(c.codes[r]);
+      parts2_.push_back(std::move(p));
+      part_records.emplace_back();
+      groups2_[git->second].parts.push_back(pit->second);
+    }
+    part_records[pit->second].push_back(static_cast<uint32_t>(r));
   }
-  if (data_->num_records == 0) return absl::FailedPreconditionError("the table has no records");
-  RETURN_IF_ERROR(CheckPopulationRelated());
+  for (size_t p = 0; p < parts2_.size(); ++p) {
+    parts2_[p].stats = ComputeStats(part_records[p], /*previous=*/true);
+  }
+}
 
+void SequentialSpecializer::BuildMostGeneralCurrent() {
   // The most general T1: roots everywhere, split by the raw values of unchanged join attributes.
+  const int q = static_cast<int>(data_->qids.size());
   link_.assign(q, {});
   for (int a = 0; a < q; ++a) {
     AttributeHierarchy& h = (*hier_)[a];
@@ -206,35 +207,31 @@ absl::Status SequentialSpecializer::Initialize() {
                                            h.node(h.root()).rank_lo, true));
     }
   }
-  {
-    absl::flat_hash_map<std::string, std::vector<uint32_t>> by_raw;
-    std::vector<std::string> order;
-    for (uint32_t r = 0; r < data_->num_records; ++r) {
-      std::string k;
-      for (const Slot& j : slots_) {
-        if (j.current_raw >= 0) AppendInt(&k, model_->current_columns[j.current_raw].codes[r]);
-      }
-      auto [it, added] = by_raw.emplace(k, std::vector<uint32_t>());
-      if (added) order.push_back(k);
-      it->second.push_back(r);
+  absl::flat_hash_map<std::string, std::vector<uint32_t>> by_raw;
+  std::vector<std::string> order;
+  for (uint32_t r = 0; r < data_->num_records; ++r) {
+    std::string k;
+    for (const Slot& j : slots_) {
+      if (j.current_raw >= 0) AppendInt(&k, model_->current_columns[j.current_raw].codes[r]);
     }
-    for (const std::string& k : order) {
-      std::vector<uint32_t>& recs = by_raw[k];
-      std::vector<int32_t> join;
-      for (const Slot& j : slots_) {
-        join.push_back(j.qid >= 0 ? (*hier_)[j.qid].node(0).tax
-                                  : model_->current_columns[j.current_raw].codes[recs[0]]);
-      }
-      AddPart1(std::vector<NodeIndex>(q, 0), std::move(join), std::move(recs));
-    }
+    auto [it, added] = by_raw.emplace(k, std::vector<uint32_t>());
+    if (added) order.push_back(k);
+    it->second.push_back(r);
   }
-  for (int a = 0; a < q; ++a) AddCandidates(a, 0);
-  xmaps_.assign(nt, {});
-  values_.assign(nt, 0);
-  RebuildJoin();
+  for (const std::string& k : order) {
+    std::vector<uint32_t>& recs = by_raw[k];
+    std::vector<int32_t> join;
+    for (const Slot& j : slots_) {
+      join.push_back(j.qid >= 0 ? (*hier_)[j.qid].node(0).tax
+                                : model_->current_columns[j.current_raw].codes[recs[0]]);
+    }
+    AddPart1(std::vector<NodeIndex>(q, 0), std::move(join), std::move(recs));
+  }
+}
 
+absl::Status SequentialSpecializer::CheckMostGeneralSatisfies() const {
   // Corollary 6.2.2: some generalized T1 satisfies a template iff the most general one does.
-  for (size_t t = 0; t < nt; ++t) {
+  for (size_t t = 0; t < model_->templates.size(); ++t) {
     if (Satisfies(t, values_[t])) continue;
     const JoinTemplate& jt = model_->templates[t];
     const XEntry* worst = nullptr;
@@ -309,7 +306,7 @@ int32_t SequentialSpecializer::AddPart1(std::vector<NodeIndex> key, std::vector<
                                         std::vector<uint32_t> records) {
   const int32_t id = static_cast<int32_t>(parts1_.size());
   Part1 p;
-  p.stats = ComputeStats(records);
+  p.stats = ComputeStats(records, /*previous=*/false);
   p.key = std::move(key);
   p.join = std::move(join);
   p.records = std::move(records);
@@ -459,30 +456,92 @@ void SequentialSpecializer::AddCandidates(int attr, NodeIndex node) {
   const int count = h.CandidateCount(node);
   if (count == 0) return;
   const std::vector<uint64_t> fine = tips_->NodeClassCounts(attr, node);
-  const int nfine = h.FineChildCount(node);
   for (int c = 0; c < count; ++c) {
     Candidate cand;
     cand.attr = attr;
     cand.node = node;
     cand.c = c;
-    const int nchild = h.ChildCount(node, c);
-    std::vector<uint64_t> parent(num_classes_, 0), sizes(nchild, 0);
-    std::vector<std::vector<uint64_t>> children(nchild, std::vector<uint64_t>(num_classes_, 0));
-    for (int f = 0; f < nfine; ++f) {
-      const int ch = h.ChildOfFine(node, c, f);
-      for (int k = 0; k < num_classes_; ++k) {
-        const uint64_t n = fine[static_cast<size_t>(f) * num_classes_ + k];
-        parent[k] += n;
-        children[ch][k] += n;
-        sizes[ch] += n;
-        cand.records += n;
-      }
-    }
-    cand.info_gain = InfoGain(parent, children);
-    cand.split_info = SplitInfo(sizes);
-    cand.beneficial = std::count_if(parent.begin(), parent.end(), [](uint64_t n) { return n; }) > 1;
+    const SplitMeasures m = MeasureSplit(h, node, c, fine, num_classes_);
+    cand.records = m.records;
+    cand.beneficial = m.beneficial;
+    cand.info_gain = m.info_gain;
+    cand.split_info = m.split_info;
     cands_.push_back(cand);
   }
+}
+
+std::vector<int32_t> SequentialSpecializer::LiveLink(int attr, NodeIndex node) const {
+  std::vector<int32_t> link;
+  if (static_cast<size_t>(node) < link_[attr].size()) {
+    for (int32_t p : link_[attr][node]) {
+      if (parts1_[p].alive) link.push_back(p);
+    }
+  }
+  return link;
+}
+
+std::vector<SequentialSpecializer::Hyp> SequentialSpecializer::SplitLink(
+    const Candidate& cand, const std::vector<int32_t>& link) const {
+  const int a = cand.attr;
+  const AttributeHierarchy& h = (*hier_)[a];
+  const int nchild = h.ChildCount(cand.node, cand.c);
+  const std::vector<int>& slots = slots_of_qid_[a];
+  std::vector<Hyp> hyps;
+  for (int32_t p : link) {
+    std::vector<std::vector<uint32_t>> split(nchild);
+    for (uint32_t r : parts1_[p].records) {
+      split[h.ChildOfRecord(cand.node, cand.c, data_->qids[a].codes[r])].push_back(r);
+    }
+    for (int ch = 0; ch < nchild; ++ch) {
+      if (split[ch].empty()) continue;
+      Hyp hy;
+      hy.parent = p;
+      hy.child = ch;
+      hy.join = parts1_[p].join;
+      for (int j : slots) hy.join[j] = h.column().taxonomy->children(h.node(cand.node).tax)[ch];
+      hy.stats = ComputeStats(split[ch], /*previous=*/false);
+      hyps.push_back(std::move(hy));
+    }
+  }
+  return hyps;
+}
+
+absl::flat_hash_map<std::string, std::vector<SequentialSpecializer::PairRef>>
+SequentialSpecializer::ChangedX(size_t t, const Candidate& cand, const std::vector<int32_t>& link,
+                                const std::vector<Hyp>& hyps) const {
+  const JoinTemplate& jt = model_->templates[t];
+  const int a = cand.attr;
+  const bool a_in_x = std::find(jt.x1.begin(), jt.x1.end(), a) != jt.x1.end();
+  absl::flat_hash_map<std::string, std::vector<PairRef>> changed;  // x -> its new pairs
+  for (int32_t p : link) {
+    for (const Group2& g : groups2_) {
+      if (!Matches(parts1_[p].join, g)) continue;
+      for (int32_t p2 : g.parts) changed[XKey(t, parts1_[p].key, -1, -1, parts2_[p2])];
+    }
+  }
+  for (const Hyp& hy : hyps) {
+    for (const Group2& g : groups2_) {
+      if (!Matches(hy.join, g)) continue;
+      for (int32_t p2 : g.parts) {
+        changed[XKey(t, parts1_[hy.parent].key, a_in_x ? a : -1, hy.child, parts2_[p2])].push_back(
+            {&hy.stats, p2});
+      }
+    }
+  }
+  return changed;
+}
+
+std::vector<SequentialSpecializer::PairRef> SequentialSpecializer::PairsAfter(
+    size_t t, const std::string& x, const std::vector<PairRef>& fresh,
+    const absl::flat_hash_set<int32_t>& in_link) const {
+  std::vector<PairRef> pairs;
+  if (auto it = xmaps_[t].find(x); it != xmaps_[t].end()) {
+    for (const auto& [p1, p2] : it->second.pairs) {
+      if (!in_link.contains(p1)) pairs.push_back({&parts1_[p1].stats, p2});
+    }
+  }
+  pairs.insert(pairs.end(), fresh.begin(), fresh.end());
+  return pairs;
 }
 
 void SequentialSpecializer::Evaluate(Candidate& cand) {
@@ -498,41 +557,10 @@ void SequentialSpecializer::Evaluate(Candidate& cand) {
   cand.join_version = join_version_;
   cand.valid = true;
   cand.priv_loss = 0;
-  const AttributeHierarchy& h = (*hier_)[a];
-  const int nchild = h.ChildCount(cand.node, cand.c);
-  const std::vector<int>& slots = slots_of_qid_[a];
-  std::vector<int32_t> link;
-  if (static_cast<size_t>(cand.node) < link_[a].size()) {
-    for (int32_t p : link_[a][cand.node]) {
-      if (parts1_[p].alive) link.push_back(p);
-    }
-  }
-  absl::flat_hash_set<int32_t> in_link(link.begin(), link.end());
-
+  const std::vector<int32_t> link = LiveLink(a, cand.node);
+  const absl::flat_hash_set<int32_t> in_link(link.begin(), link.end());
   // Split the partitions on Link[v] into the children (the hypothetical specialized T1).
-  struct Hyp {
-    int32_t parent;
-    int child;
-    std::vector<int32_t> join;
-    Stats stats;
-  };
-  std::vector<Hyp> hyps;
-  for (int32_t p : link) {
-    std::vector<std::vector<uint32_t>> split(nchild);
-    for (uint32_t r : parts1_[p].records) {
-      split[h.ChildOfRecord(cand.node, cand.c, data_->qids[a].codes[r])].push_back(r);
-    }
-    for (int ch = 0; ch < nchild; ++ch) {
-      if (split[ch].empty()) continue;
-      Hyp hy;
-      hy.parent = p;
-      hy.child = ch;
-      hy.join = parts1_[p].join;
-      for (int j : slots) hy.join[j] = h.column().taxonomy->children(h.node(cand.node).tax)[ch];
-      hy.stats = ComputeStats(split[ch]);
-      hyps.push_back(std::move(hy));
-    }
-  }
+  const std::vector<Hyp> hyps = SplitLink(cand, link);
 
   // Recompute only the x values touched by Link[v], per template.
   const bool want_loss = options_.score == fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS;
@@ -542,32 +570,10 @@ void SequentialSpecializer::Evaluate(Candidate& cand) {
   int loss_n = 0;
   for (size_t t = 0; t < model_->templates.size() && cand.valid; ++t) {
     const JoinTemplate& jt = model_->templates[t];
-    const bool a_in_x = std::find(jt.x1.begin(), jt.x1.end(), a) != jt.x1.end();
-    absl::flat_hash_map<std::string, std::vector<PairRef>> changed;  // x -> its new pairs
-    for (int32_t p : link) {
-      for (const Group2& g : groups2_) {
-        if (!Matches(parts1_[p].join, g)) continue;
-        for (int32_t p2 : g.parts) changed[XKey(t, parts1_[p].key, -1, -1, parts2_[p2])];
-      }
-    }
-    for (const Hyp& hy : hyps) {
-      for (const Group2& g : groups2_) {
-        if (!Matches(hy.join, g)) continue;
-        for (int32_t p2 : g.parts) {
-          changed[XKey(t, parts1_[hy.parent].key, a_in_x ? a : -1, hy.child, parts2_[p2])]
-              .push_back({&hy.stats, p2});
-        }
-      }
-    }
+    const auto changed = ChangedX(t, cand, link, hyps);
     double ext = jt.anonymity ? std::numeric_limits<double>::infinity() : 0;
-    for (auto& [key, fresh] : changed) {
-      std::vector<PairRef> pairs;
-      if (auto it = xmaps_[t].find(key); it != xmaps_[t].end()) {
-        for (const auto& [p1, p2] : it->second.pairs) {
-          if (!in_link.contains(p1)) pairs.push_back({&parts1_[p1].stats, p2});
-        }
-      }
-      pairs.insert(pairs.end(), fresh.begin(), fresh.end());
+    for (const auto& [key, fresh] : changed) {
+      const std::vector<PairRef> pairs = PairsAfter(t, key, fresh, in_link);
       if (pairs.empty()) continue;  // x no longer occurs in the join
       const double v = Measure(t, pairs);
       if (!Satisfies(t, v)) {
@@ -589,14 +595,16 @@ void SequentialSpecializer::Evaluate(Candidate& cand) {
 }
 
 double SequentialSpecializer::Score(const Candidate& cand) const {
-  switch (options_.score) {
-    case fedanon::v1::SCORE_FUNCTION_GAINRATIO:
-      return cand.split_info > 0 ? cand.info_gain / cand.split_info : cand.info_gain;
-    case fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS:
-      return cand.info_gain / (cand.priv_loss + 1);
-    default:
-      return cand.info_gain;
-  }
+  // The join has no group statistics for discernibility (the spec refuses it with sequential
+  // releases); as before, that score function ranks by InfoGain here.
+  const fedanon::v1::ScoreFunction score = ScoreNeedsDiscernibility(options_.score)
+                                               ? fedanon::v1::SCORE_FUNCTION_INFOGAIN
+                                               : options_.score;
+  ScoreInputs in;
+  in.info_gain = cand.info_gain;
+  in.split_info = cand.split_info;
+  in.priv_loss = cand.priv_loss;
+  return CandidateScore(score, in);
 }
 
 void SequentialSpecializer::Apply(Candidate& cand) {
@@ -653,43 +661,34 @@ void SequentialSpecializer::Apply(Candidate& cand) {
   if (options_.on_step) options_.on_step(step);
 }
 
+int SequentialSpecializer::PickBest() {
+  int best = -1;
+  CandidateRank best_rank;
+  for (size_t i = 0; i < cands_.size(); ++i) {
+    Candidate& c = cands_[i];
+    if (!c.alive) continue;
+    Evaluate(c);
+    if (!c.valid) {
+      if (prunable_) c.alive = false;  // anti-monotone (Cor. 6.2.1): it stays invalid
+      continue;
+    }
+    if (c.records == 0) continue;  // a value no record has: nothing to specialize
+    if (options_.beneficial && !c.beneficial) continue;
+    const CandidateRank rank{c.score, c.attr, (*hier_)[c.attr].OrderKey(c.node), c.c};
+    if (best < 0 || RanksAbove(rank, best_rank)) {
+      best = static_cast<int>(i);
+      best_rank = rank;
+    }
+  }
+  return best;
+}
+
 absl::StatusOr<std::string> SequentialSpecializer::Run() {
   while (true) {
     if (options_.max_rounds && steps_.size() >= options_.max_rounds) {
       return std::string("reached max_rounds");
     }
-    int best = -1;
-    for (size_t i = 0; i < cands_.size(); ++i) {
-      Candidate& c = cands_[i];
-      if (!c.alive) continue;
-      Evaluate(c);
-      if (!c.valid) {
-        if (prunable_) c.alive = false;  // anti-monotone (Cor. 6.2.1): it stays invalid
-        continue;
-      }
-      if (c.records == 0) continue;  // a value no record has: nothing to specialize
-      if (options_.beneficial && !c.beneficial) continue;
-      if (best < 0) {
-        best = static_cast<int>(i);
-        continue;
-      }
-      const Candidate& b = cands_[best];
-      if (c.score != b.score) {
-        if (c.score > b.score) best = static_cast<int>(i);
-        continue;
-      }
-      if (c.attr != b.attr) {
-        if (c.attr < b.attr) best = static_cast<int>(i);
-        continue;
-      }
-      const double kc = (*hier_)[c.attr].OrderKey(c.node);
-      const double kb = (*hier_)[b.attr].OrderKey(b.node);
-      if (kc != kb) {
-        if (kc < kb) best = static_cast<int>(i);
-        continue;
-      }
-      if (c.c < b.c) best = static_cast<int>(i);
-    }
+    const int best = PickBest();
     if (best < 0) return std::string("no valid candidate left");
     Apply(cands_[best]);
   }

@@ -29,8 +29,9 @@
 // every applied candidate was checked exactly on the join.
 //
 // Scores (§6.2.1): InfoGain of the class on T1, GainRatio, or InfoGain / (PrivLoss + 1) with
-// PrivLoss measured on the join. Ties: higher score, lower attribute index, lower node order key,
-// lower candidate index (as in TopDownSpecializer). Thread-compatible.
+// PrivLoss measured on the join. Scores and ties (higher score, lower attribute index, lower node
+// order key, lower candidate index) are those of candidate_score.h, shared with
+// TopDownSpecializer. Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "common/engine/hierarchy.h"
 #include "common/engine/tips.h"
@@ -136,8 +138,19 @@ class SequentialSpecializer {
                         std::vector<AttributeHierarchy>* hierarchies, Tips* tips,
                         SequentialOptions options);
   absl::Status Initialize();
+  // The matching slots, which QID attributes reach the join and whether pruning is exact.
+  void InitializeSlots();
+  // y1_codes_ / y2_codes_ of the anonymity templates.
+  void EncodeYCodes();
+  // T2's partitions by (join values, X2 values of every template), grouped by join values (Tree2).
+  void BuildPreviousPartitions();
+  // T1's partitions at the most general state (Tree1), with the first splits of continuous roots.
+  void BuildMostGeneralCurrent();
+  // Cor. 6.2.2: the most general T1 must satisfy every template (checked on the built join).
+  absl::Status CheckMostGeneralSatisfies() const;
   absl::Status CheckPopulationRelated() const;
-  Stats ComputeStats(const std::vector<uint32_t>& records) const;
+  // The statistics of the given records of T1 (`previous` false) or T2 (true).
+  Stats ComputeStats(const std::vector<uint32_t>& records, bool previous) const;
   int32_t AddPart1(std::vector<NodeIndex> key, std::vector<int32_t> join,
                    std::vector<uint32_t> records);
   bool Matches(const std::vector<int32_t>& join, const Group2& g) const;
@@ -146,8 +159,31 @@ class SequentialSpecializer {
   double Measure(size_t t, const std::vector<PairRef>& pairs) const;
   bool Satisfies(size_t t, double value) const;
   void RebuildJoin();
+  // A T1 partition split by a candidate's children, as it would be after applying it.
+  struct Hyp {
+    int32_t parent;
+    int child;
+    std::vector<int32_t> join;
+    Stats stats;
+  };
+  // The live T1 partitions on Link[node] of attribute `attr`.
+  std::vector<int32_t> LiveLink(int attr, NodeIndex node) const;
+  // The partitions on `link` split by the children of `cand` (the hypothetical specialized T1).
+  std::vector<Hyp> SplitLink(const Candidate& cand, const std::vector<int32_t>& link) const;
+  // For template `t`: every x value that the partitions on `link` reach, with the new pairs that
+  // the split partitions `hyps` give it (the PairRefs point into `hyps`).
+  absl::flat_hash_map<std::string, std::vector<PairRef>> ChangedX(
+      size_t t, const Candidate& cand, const std::vector<int32_t>& link,
+      const std::vector<Hyp>& hyps) const;
+  // The pairs of x value `x` of template `t` once the partitions on Link[v] (`in_link`) are
+  // replaced: its other pairs, then `fresh` (empty: x leaves the join).
+  std::vector<PairRef> PairsAfter(size_t t, const std::string& x, const std::vector<PairRef>& fresh,
+                                  const absl::flat_hash_set<int32_t>& in_link) const;
   void Evaluate(Candidate& cand);
   double Score(const Candidate& cand) const;
+  // Evaluates every live candidate (dropping those found invalid for good when prunable) and
+  // returns the best valid one (candidate_score.h's ranking), or -1.
+  int PickBest();
   void AddCandidates(int attr, NodeIndex node);  // with their InfoGain, from TIPS
   void Apply(Candidate& cand);
   std::string DescribeX(size_t t, const XEntry& entry) const;

@@ -33,6 +33,21 @@ char DetectArxSeparator(std::string_view text) {
   return semicolons > commas ? ';' : ',';
 }
 
+// Splits one non-empty line of an ARX file into its labels, trimmed, with consecutive equal
+// labels collapsed: the path from the leaf (first) to the root (last). Returns the 1-based column
+// of an empty label, or 0.
+size_t SplitArxLine(absl::string_view line, char separator, std::vector<std::string_view>* labels) {
+  labels->clear();
+  size_t column = 0;
+  for (absl::string_view raw_label : absl::StrSplit(line, separator)) {
+    ++column;
+    const std::string_view label = Sv(absl::StripAsciiWhitespace(raw_label));
+    if (label.empty()) return column;
+    if (labels->empty() || labels->back() != label) labels->push_back(label);
+  }
+  return 0;
+}
+
 }  // namespace
 
 Taxonomy::NodeId Taxonomy::AddNode(std::string_view label, NodeId parent) {
@@ -72,14 +87,8 @@ absl::StatusOr<Taxonomy> Taxonomy::ParseArx(std::string_view text, std::string_v
     ++line_number;
     const absl::string_view line = absl::StripAsciiWhitespace(raw_line);  // drops CR of CRLF
     if (line.empty()) continue;
-    // Split, trim and collapse consecutive equal labels; the path runs leaf -> root.
-    labels.clear();
-    size_t column = 0;
-    for (absl::string_view raw_label : absl::StrSplit(line, separator)) {
-      ++column;
-      const std::string_view label = Sv(absl::StripAsciiWhitespace(raw_label));
-      if (label.empty()) return error(line_number, Cat("empty label in column ", column));
-      if (labels.empty() || labels.back() != label) labels.push_back(label);
+    if (const size_t column = SplitArxLine(line, separator, &labels); column != 0) {
+      return error(line_number, Cat("empty label in column ", column));
     }
     const std::string_view root_label = labels.back();
     if (root_line == 0) {
