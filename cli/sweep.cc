@@ -2,9 +2,11 @@
 
 #include <stdlib.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <set>
 #include <type_traits>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/anonymize.h"
+#include "cli/sweep_report.h"
 #include "common/base/status_macros.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/csv.h"
@@ -313,6 +316,66 @@ absl::StatusOr<SweepResult> RunSweep(const SweepOptions& options) {
     }
   }
   return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line
+
+namespace {
+
+struct SweepFlags {
+  SweepOptions options;
+  std::string html_path = "sweep.html";
+  std::string csv_path = "sweep.csv";
+  bool quiet = false;
+};
+
+// Fails early (before the sweep, which may take long) when `path`'s directory is missing.
+absl::Status CheckDirectoryOf(const std::string& path) {
+  const fs::path dir = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot write '", path, "': directory '", dir.string(), "' does not exist"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunSweepCommand(SweepFlags flags) {
+  if (!flags.quiet) flags.options.progress = [](const std::string& m) { std::cerr << m << "\n"; };
+  RETURN_IF_ERROR(CheckDirectoryOf(flags.html_path));
+  RETURN_IF_ERROR(CheckDirectoryOf(flags.csv_path));
+  ASSIGN_OR_RETURN(const SweepResult result, RunSweep(flags.options));
+  RETURN_IF_ERROR(WriteSweepReport(result, flags.html_path, flags.csv_path));
+  if (!flags.quiet) {
+    std::cerr << "fedanon sweep: wrote " << flags.html_path << " and " << flags.csv_path << "\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+server::CommandAction DeclareSweepCommand(CLI::App* command) {
+  auto flags = std::make_shared<SweepFlags>();
+  SweepOptions& o = flags->options;
+  command->add_option("--spec", o.spec_path, "Job spec (YAML, privacy.model lkc)")->required();
+  command->add_option("--raw", o.raw_path, "The raw table (CSV)")->required();
+  command
+      ->add_option("--grid", o.grid,
+                   "Parameter values, e.g. 'L=2,4,6 K=20,40,60,80,100' (keys L, K, C; "
+                   "unnamed keys keep the spec's value)")
+      ->required();
+  command
+      ->add_option("--naive-parties", o.naive_parties,
+                   "Also run the naive generalize-then-integrate baseline with N parties "
+                   "(the table cut into N contiguous parts)")
+      ->check(CLI::Range(2, 1000));
+  command->add_option("--html", flags->html_path, "HTML report to write")->capture_default_str();
+  command->add_option("--csv", flags->csv_path, "CSV of the points to write")
+      ->capture_default_str();
+  command->add_option("--seed", o.evaluation.seed, "Seed of the 2/3 training, 1/3 test split");
+  command->add_flag("--quiet", flags->quiet, "No progress messages on stderr");
+  return [flags] { return server::ExitCode(RunSweepCommand(*flags), "fedanon sweep"); };
 }
 
 }  // namespace fedanon::common
