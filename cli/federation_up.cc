@@ -292,30 +292,7 @@ class FederationUp {
   }
 
   int RunInner() {
-    if (o_.party_data.size() < 2) {
-      return Fail("a federation needs at least 2 tables in --party-data (one per party)");
-    }
-    for (const std::string& f : o_.party_data) {
-      std::error_code ec;
-      if (!fs::is_regular_file(f, ec)) return Fail(absl::StrCat("cannot read table '", f, "'"));
-    }
-    if (!o_.spec.empty()) {
-      absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
-          LoadSubmitRequest(o_.spec, &taxonomy_files_);
-      if (!request.ok()) return Fail(request.status());
-      request_ = *std::move(request);
-      for (const TaxonomyFile& t : taxonomy_files_) {
-        const fs::path written(t.spec_path);
-        if (written.is_absolute()) continue;  // every party reads the same file
-        const std::string normal = written.lexically_normal().string();
-        if (normal == ".." || normal.rfind("../", 0) == 0) {
-          return Fail(absl::StrCat("the taxonomy '", t.spec_path, "' of attribute '", t.attribute,
-                                   "' lies outside the spec's directory; federation up copies "
-                                   "taxonomies into each party's data dir under the path written "
-                                   "in the spec, so use a path inside the spec's directory"));
-        }
-      }
-    }
+    if (int code = CheckInputs(); code != 0) return code;
     names_ = PartyNames(o_.party_data);
 
     int port = o_.port;
@@ -331,6 +308,57 @@ class FederationUp {
     absl::StatusOr<std::string> party_bin = FindBinary("fedanon-party");
     if (!party_bin.ok()) return Fail(party_bin.status());
 
+    if (int code = Provision(port); code != 0) return code;
+    if (int code = CopyData(); code != 0) return code;
+    if (int code = StartChildren(*leader_bin, *party_bin); code != 0) return code;
+
+    if (int code = WaitForParties(); code != 0) return code;
+    std::cerr << kPrefix << "federation is up: leader " << address_ << ", parties "
+              << absl::StrJoin(names_, ", ") << "\n";
+
+    if (o_.spec.empty()) {
+      std::cerr << "Administer it with fedanonctl, e.g.:\n"
+                << "  fedanonctl --config " << AdminConfig() << " parties\n"
+                << "  fedanonctl --config " << AdminConfig() << " submit JOB.yaml\n"
+                << "  fedanonctl --config " << AdminConfig() << " watch JOB_ID\n"
+                << "  fedanonctl --config " << AdminConfig() << " result JOB_ID -o out.csv\n"
+                << "(taxonomies named in a job spec must be in each party's data/ directory)\n"
+                << "Press Ctrl-C (or send SIGTERM) to stop the federation.\n";
+      return StayUp();
+    }
+    return SubmitAndFollow();
+  }
+
+  // The tables exist and, with --spec, the spec loads and its taxonomies can be copied.
+  int CheckInputs() {
+    if (o_.party_data.size() < 2) {
+      return Fail("a federation needs at least 2 tables in --party-data (one per party)");
+    }
+    for (const std::string& f : o_.party_data) {
+      std::error_code ec;
+      if (!fs::is_regular_file(f, ec)) return Fail(absl::StrCat("cannot read table '", f, "'"));
+    }
+    if (o_.spec.empty()) return 0;
+    absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
+        LoadSubmitRequest(o_.spec, &taxonomy_files_);
+    if (!request.ok()) return Fail(request.status());
+    request_ = *std::move(request);
+    for (const TaxonomyFile& t : taxonomy_files_) {
+      const fs::path written(t.spec_path);
+      if (written.is_absolute()) continue;  // every party reads the same file
+      const std::string normal = written.lexically_normal().string();
+      if (normal == ".." || normal.rfind("../", 0) == 0) {
+        return Fail(absl::StrCat("the taxonomy '", t.spec_path, "' of attribute '", t.attribute,
+                                 "' lies outside the spec's directory; federation up copies "
+                                 "taxonomies into each party's data dir under the path written "
+                                 "in the spec, so use a path inside the spec's directory"));
+      }
+    }
+    return 0;
+  }
+
+  // Provisions the federation (leader on `port`) in a new temporary directory or in --dir.
+  int Provision(int port) {
     if (o_.dir.empty()) {
       std::error_code ec;
       fs::path tmp = fs::temp_directory_path(ec);
@@ -352,9 +380,11 @@ class FederationUp {
       }
       created_dir_ = true;
     }
-    if (int code = CopyData(); code != 0) return code;
+    return 0;
+  }
 
-    // Children.
+  // Starts the leader and one party per table, logging to <dir>/logs, and says where they are.
+  int StartChildren(const std::string& leader_bin, const std::string& party_bin) {
     const fs::path logs = dir_ / "logs";
     std::error_code ec;
     fs::create_directories(logs, ec);
@@ -366,7 +396,7 @@ class FederationUp {
     for (Child& c : children_) {
       const bool leader = c.name == "leader";
       const std::string config = (dir_ / c.name / (leader ? "leader.yaml" : "party.yaml")).string();
-      if (absl::Status st = Spawn(&c, leader ? *leader_bin : *party_bin, {"--config", config});
+      if (absl::Status st = Spawn(&c, leader ? leader_bin : party_bin, {"--config", config});
           !st.ok()) {
         return Fail(st);
       }
@@ -380,22 +410,7 @@ class FederationUp {
     }
     std::cerr << "  admin       " << AdminConfig() << "\n"
               << "  logs        " << logs.string() << "/<name>.log\n";
-
-    if (int code = WaitForParties(); code != 0) return code;
-    std::cerr << kPrefix << "federation is up: leader " << address_ << ", parties "
-              << absl::StrJoin(names_, ", ") << "\n";
-
-    if (o_.spec.empty()) {
-      std::cerr << "Administer it with fedanonctl, e.g.:\n"
-                << "  fedanonctl --config " << AdminConfig() << " parties\n"
-                << "  fedanonctl --config " << AdminConfig() << " submit JOB.yaml\n"
-                << "  fedanonctl --config " << AdminConfig() << " watch JOB_ID\n"
-                << "  fedanonctl --config " << AdminConfig() << " result JOB_ID -o out.csv\n"
-                << "(taxonomies named in a job spec must be in each party's data/ directory)\n"
-                << "Press Ctrl-C (or send SIGTERM) to stop the federation.\n";
-      return StayUp();
-    }
-    return SubmitAndFollow();
+    return 0;
   }
 
   std::string AdminConfig() const { return (dir_ / "admin" / "admin.yaml").string(); }
