@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
+#include <iostream>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -145,6 +148,48 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
     return committed;
   }
   return report;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line
+
+namespace {
+
+struct AnonymizeFlags {
+  AnonymizeOptions options;
+  bool quiet = false;
+};
+
+absl::Status RunAnonymizeCommand(AnonymizeFlags flags) {
+  if (!flags.quiet) {
+    flags.options.progress = [](const std::string& msg) { std::cerr << msg << "\n"; };
+  }
+  ASSIGN_OR_RETURN(const fedanon::v1::Report report, Anonymize(flags.options));
+  if (!flags.quiet) {
+    std::cerr << "fedanon anonymize: " << report.records_out() << " records, "
+              << report.steps_size() << " specializations, " << report.groups()
+              << " groups, smallest group " << report.smallest_group() << ", "
+              << report.timings_seconds().at("total") << " s\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+server::CommandAction DeclareAnonymizeCommand(CLI::App* command) {
+  auto flags = std::make_shared<AnonymizeFlags>();
+  AnonymizeOptions& o = flags->options;
+  command->add_option("--spec", o.spec_path, "Job spec (YAML)")->required();
+  command->add_option("--input", o.input_path, "Input table (CSV with header)")->required();
+  command->add_option("--output", o.output_path, "Anonymized table to write (CSV)")->required();
+  command->add_option("--report", o.report_path, "JSON report to write");
+  command->add_option("--max-rounds", o.max_rounds,
+                      "Stop after this many specializations (anytime result; 0 = run to the end)");
+  command->add_option("--previous-release", o.previous_release_path,
+                      "Earlier published table (CSV) the output must stay private joined with "
+                      "(spec section `sequential`)");
+  command->add_flag("--quiet", flags->quiet, "No progress messages on stderr");
+  return [flags] { return server::ExitCode(RunAnonymizeCommand(*flags), "fedanon anonymize"); };
 }
 
 }  // namespace fedanon::common

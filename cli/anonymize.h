@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "fedanon/v1/job.pb.h"
+#include "server/command_line.h"
 
 namespace fedanon::common {
 
@@ -29,5 +30,9 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options);
 
 // The report as pretty-printed JSON, ending in a newline.
 absl::StatusOr<std::string> ReportToJson(const fedanon::v1::Report& report);
+
+// `fedanon anonymize`: declares its options on `command`; the action runs Anonymize with progress
+// messages and a summary on stderr (unless --quiet).
+server::CommandAction DeclareAnonymizeCommand(CLI::App* command);
 
 }  // namespace fedanon::common

@@ -1,13 +1,65 @@
-// fedanon: the local tool — centralized anonymization, synthetic data generation, and
-// `fedanon federation up` (a throwaway local federation, see server/federation_up.h).
-#include <string_view>
+// fedanon: the local tool. Its command tree: centralized anonymization, utility evaluation and
+// sweeps, random anonymization, synthetic data, and `federation up` (a throwaway local
+// federation). Each subcommand is declared next to the work it runs (server/command_line.h).
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <optional>
 
+#include "cli/anonymize.h"
+#include "cli/evaluate.h"
 #include "cli/federation_up.h"
-#include "cli/tool.h"
+#include "cli/gen_data.h"
+#include "cli/randomize_command.h"
+#include "cli/sweep.h"
+#include "common/base/version.h"
+#include "server/command_line.h"
 
-int main(int argc, char** argv) {
-  if (argc >= 2 && std::string_view(argv[1]) == "federation") {
-    return fedanon::server::RunFederationUp(argc, argv);
+namespace fedanon::cli {
+namespace {
+
+using server::CommandTree;
+
+int Main(int argc, char** argv) {
+  CLI::App app{"fedanon: anonymize tables for publication (LKC-privacy, templates, TDS)"};
+  app.require_subcommand(0, 1);
+  app.footer(
+      "Also: fedanon federation up --party-data a.csv,b.csv[,...] [--spec JOB.yaml --wait "
+      "--result OUT.csv]\n  runs a local federation (leader + one party daemon per table) on "
+      "loopback; see docs/operations.md.");
+  bool show_version = false;
+  app.add_flag("--version", show_version, "Print the version and git revision");
+
+  CommandTree tree(app);
+  tree.Add("anonymize", "Anonymize one table with top-down specialization (centralized)",
+           common::DeclareAnonymizeCommand);
+  tree.Add("gen-data", "Write a synthetic table with Adult's schema, taxonomies and a job spec",
+           common::DeclareGenDataCommand);
+  tree.Add("evaluate",
+           "Utility of an anonymized table: classification errors BE/CE/UE (and SE per party of a "
+           "vertical job) of a C4.5-style tree, and the discernibility ratio DR",
+           common::DeclareEvaluateCommand);
+  tree.Add("sweep",
+           "Anonymize over a grid of L, K, C and report CE and DR against K (HTML with SVG charts, "
+           "and CSV)",
+           common::DeclareSweepCommand);
+  tree.Add("randomize",
+           "Random anonymization (yang2010): replace QID values by draws from their distributions",
+           common::DeclareRandomizeCommand);
+  // Not listed among the subcommands (the footer names it).
+  tree.Add("federation", "", server::DeclareFederationCommand);
+
+  if (std::optional<int> code = server::ParseCommandLine(app, argc, argv)) return *code;
+  if (show_version) {
+    std::cout << common::VersionLine("fedanon") << "\n";
+    return server::kExitOk;
   }
-  return fedanon::common::RunTool(argc, argv);
+  return tree.RunSelected([&app] {
+    std::cout << app.help();
+    return server::kExitUsage;
+  });
 }
+
+}  // namespace
+}  // namespace fedanon::cli
+
+int main(int argc, char** argv) { return fedanon::cli::Main(argc, argv); }

@@ -41,6 +41,7 @@
 #include "common/spec/proto_json.h"
 #include "crypto/certificates.h"
 #include "server/admin_client.h"
+#include "server/command_line.h"
 #include "server/signals.h"
 
 namespace fedanon::server {
@@ -48,6 +49,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr char kCommand[] = "federation up";
 constexpr char kPrefix[] = "federation up: ";
 constexpr absl::Duration kConnectWait = absl::Seconds(30);
 constexpr absl::Duration kStopGrace = absl::Seconds(5);
@@ -280,11 +282,9 @@ class FederationUp {
   }
 
  private:
-  int Fail(const std::string& message) {
-    std::cerr << kPrefix << message << "\n";
-    return 1;
-  }
-  int Fail(const absl::Status& status) { return Fail(std::string(status.message())); }
+  // "federation up: <why>" on stderr; returns exit code 1.
+  int Fail(const absl::Status& status) { return ExitCode(status, kCommand); }
+  int Fail(const std::string& message) { return Fail(absl::UnknownError(message)); }
   int Interrupted() {
     const int sig = signals_.signal();
     std::cerr << kPrefix << "interrupted by " << ::strsignal(sig) << "\n";
@@ -292,30 +292,7 @@ class FederationUp {
   }
 
   int RunInner() {
-    if (o_.party_data.size() < 2) {
-      return Fail("a federation needs at least 2 tables in --party-data (one per party)");
-    }
-    for (const std::string& f : o_.party_data) {
-      std::error_code ec;
-      if (!fs::is_regular_file(f, ec)) return Fail(absl::StrCat("cannot read table '", f, "'"));
-    }
-    if (!o_.spec.empty()) {
-      absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
-          LoadSubmitRequest(o_.spec, &taxonomy_files_);
-      if (!request.ok()) return Fail(request.status());
-      request_ = *std::move(request);
-      for (const TaxonomyFile& t : taxonomy_files_) {
-        const fs::path written(t.spec_path);
-        if (written.is_absolute()) continue;  // every party reads the same file
-        const std::string normal = written.lexically_normal().string();
-        if (normal == ".." || normal.rfind("../", 0) == 0) {
-          return Fail(absl::StrCat("the taxonomy '", t.spec_path, "' of attribute '", t.attribute,
-                                   "' lies outside the spec's directory; federation up copies "
-                                   "taxonomies into each party's data dir under the path written "
-                                   "in the spec, so use a path inside the spec's directory"));
-        }
-      }
-    }
+    if (int code = CheckInputs(); code != 0) return code;
     names_ = PartyNames(o_.party_data);
 
     int port = o_.port;
@@ -331,6 +308,57 @@ class FederationUp {
     absl::StatusOr<std::string> party_bin = FindBinary("fedanon-party");
     if (!party_bin.ok()) return Fail(party_bin.status());
 
+    if (int code = Provision(port); code != 0) return code;
+    if (int code = CopyData(); code != 0) return code;
+    if (int code = StartChildren(*leader_bin, *party_bin); code != 0) return code;
+
+    if (int code = WaitForParties(); code != 0) return code;
+    std::cerr << kPrefix << "federation is up: leader " << address_ << ", parties "
+              << absl::StrJoin(names_, ", ") << "\n";
+
+    if (o_.spec.empty()) {
+      std::cerr << "Administer it with fedanonctl, e.g.:\n"
+                << "  fedanonctl --config " << AdminConfig() << " parties\n"
+                << "  fedanonctl --config " << AdminConfig() << " submit JOB.yaml\n"
+                << "  fedanonctl --config " << AdminConfig() << " watch JOB_ID\n"
+                << "  fedanonctl --config " << AdminConfig() << " result JOB_ID -o out.csv\n"
+                << "(taxonomies named in a job spec must be in each party's data/ directory)\n"
+                << "Press Ctrl-C (or send SIGTERM) to stop the federation.\n";
+      return StayUp();
+    }
+    return SubmitAndFollow();
+  }
+
+  // The tables exist and, with --spec, the spec loads and its taxonomies can be copied.
+  int CheckInputs() {
+    if (o_.party_data.size() < 2) {
+      return Fail("a federation needs at least 2 tables in --party-data (one per party)");
+    }
+    for (const std::string& f : o_.party_data) {
+      std::error_code ec;
+      if (!fs::is_regular_file(f, ec)) return Fail(absl::StrCat("cannot read table '", f, "'"));
+    }
+    if (o_.spec.empty()) return 0;
+    absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
+        LoadSubmitRequest(o_.spec, &taxonomy_files_);
+    if (!request.ok()) return Fail(request.status());
+    request_ = *std::move(request);
+    for (const TaxonomyFile& t : taxonomy_files_) {
+      const fs::path written(t.spec_path);
+      if (written.is_absolute()) continue;  // every party reads the same file
+      const std::string normal = written.lexically_normal().string();
+      if (normal == ".." || normal.rfind("../", 0) == 0) {
+        return Fail(absl::StrCat("the taxonomy '", t.spec_path, "' of attribute '", t.attribute,
+                                 "' lies outside the spec's directory; federation up copies "
+                                 "taxonomies into each party's data dir under the path written "
+                                 "in the spec, so use a path inside the spec's directory"));
+      }
+    }
+    return 0;
+  }
+
+  // Provisions the federation (leader on `port`) in a new temporary directory or in --dir.
+  int Provision(int port) {
     if (o_.dir.empty()) {
       std::error_code ec;
       fs::path tmp = fs::temp_directory_path(ec);
@@ -352,9 +380,11 @@ class FederationUp {
       }
       created_dir_ = true;
     }
-    if (int code = CopyData(); code != 0) return code;
+    return 0;
+  }
 
-    // Children.
+  // Starts the leader and one party per table, logging to <dir>/logs, and says where they are.
+  int StartChildren(const std::string& leader_bin, const std::string& party_bin) {
     const fs::path logs = dir_ / "logs";
     std::error_code ec;
     fs::create_directories(logs, ec);
@@ -366,7 +396,7 @@ class FederationUp {
     for (Child& c : children_) {
       const bool leader = c.name == "leader";
       const std::string config = (dir_ / c.name / (leader ? "leader.yaml" : "party.yaml")).string();
-      if (absl::Status st = Spawn(&c, leader ? *leader_bin : *party_bin, {"--config", config});
+      if (absl::Status st = Spawn(&c, leader ? leader_bin : party_bin, {"--config", config});
           !st.ok()) {
         return Fail(st);
       }
@@ -380,22 +410,7 @@ class FederationUp {
     }
     std::cerr << "  admin       " << AdminConfig() << "\n"
               << "  logs        " << logs.string() << "/<name>.log\n";
-
-    if (int code = WaitForParties(); code != 0) return code;
-    std::cerr << kPrefix << "federation is up: leader " << address_ << ", parties "
-              << absl::StrJoin(names_, ", ") << "\n";
-
-    if (o_.spec.empty()) {
-      std::cerr << "Administer it with fedanonctl, e.g.:\n"
-                << "  fedanonctl --config " << AdminConfig() << " parties\n"
-                << "  fedanonctl --config " << AdminConfig() << " submit JOB.yaml\n"
-                << "  fedanonctl --config " << AdminConfig() << " watch JOB_ID\n"
-                << "  fedanonctl --config " << AdminConfig() << " result JOB_ID -o out.csv\n"
-                << "(taxonomies named in a job spec must be in each party's data/ directory)\n"
-                << "Press Ctrl-C (or send SIGTERM) to stop the federation.\n";
-      return StayUp();
-    }
-    return SubmitAndFollow();
+    return 0;
   }
 
   std::string AdminConfig() const { return (dir_ / "admin" / "admin.yaml").string(); }
@@ -629,48 +644,61 @@ constexpr char kUsage[] =
     "Runs a throwaway local federation (leader + one party per table) on 127.0.0.1.\n"
     "See 'fedanon federation up --help'.\n";
 
-}  // namespace
-
-int RunFederationUp(int argc, char** argv) {
-  if (argc < 3 || std::string_view(argv[2]) != "up") {
-    const bool help =
-        argc >= 3 && (std::string_view(argv[2]) == "--help" || std::string_view(argv[2]) == "-h");
-    (help ? std::cout : std::cerr) << kUsage;
-    return help ? 0 : 2;
+// `up`'s help names it "fedanon federation up" whatever path the program was started by.
+class UpHelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string) const override {
+    return CLI::Formatter::make_usage(app, "fedanon federation up");
   }
-  // Before any thread exists, so that every thread (gRPC's too) inherits the mask.
-  BlockTerminationSignals();
+};
 
-  CLI::App app{
-      "fedanon federation up: run a throwaway local federation (a leader and one party "
-      "per table on 127.0.0.1), optionally run one job on it"};
-  app.name("fedanon federation up");
-  Options o;
-  app.add_option("--party-data", o.party_data,
+void DeclareUpOptions(CLI::App* up, Options* o) {
+  up->add_option("--party-data", o->party_data,
                  "The parties' tables (CSV), comma-separated: one party per table")
       ->required()
       ->delimiter(',');
   CLI::Option* spec =
-      app.add_option("--spec", o.spec, "Job spec (YAML) to submit to the federation");
-  app.add_option("--port", o.port, "Leader port on 127.0.0.1 (default: a free port)")
+      up->add_option("--spec", o->spec, "Job spec (YAML) to submit to the federation");
+  up->add_option("--port", o->port, "Leader port on 127.0.0.1 (default: a free port)")
       ->check(CLI::Range(1, 65535));
   CLI::Option* wait =
-      app.add_flag("--wait", o.wait, "Follow the job, fetch its result and stop (needs --spec)")
+      up->add_flag("--wait", o->wait, "Follow the job, fetch its result and stop (needs --spec)")
           ->needs(spec);
-  app.add_option("--result", o.result, "Write the integrated table here (CSV; needs --wait)")
+  up->add_option("--result", o->result, "Write the integrated table here (CSV; needs --wait)")
       ->needs(wait);
-  app.add_option("--report", o.report, "Write the job's report here (JSON; needs --wait)")
+  up->add_option("--report", o->report, "Write the job's report here (JSON; needs --wait)")
       ->needs(wait);
-  app.add_flag("--keep", o.keep, "Keep the federation's directory (configs, keys, logs)");
-  app.add_option("--dir", o.dir,
+  up->add_flag("--keep", o->keep, "Keep the federation's directory (configs, keys, logs)");
+  up->add_option("--dir", o->dir,
                  "Provision into this directory (must be empty or missing; default: a new "
                  "temporary directory)");
-  try {
-    app.parse(argc - 2, argv + 2);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  return FederationUp(std::move(o)).Run();
+}
+
+}  // namespace
+
+CommandAction DeclareFederationCommand(CLI::App* federation) {
+  // A subcommand starts with its parent's settings, so `up` comes first and gets its own.
+  CLI::App* up = federation->add_subcommand(
+      "up",
+      "fedanon federation up: run a throwaway local federation (a leader and one party per table "
+      "on 127.0.0.1), optionally run one job on it");
+  up->formatter(std::make_shared<UpHelpFormatter>());
+  up->footer("");
+  auto options = std::make_shared<Options>();
+  DeclareUpOptions(up, options.get());
+  // `federation` alone (or with anything but `up`) prints the usage; it is not listed in
+  // fedanon's help, whose footer names it.
+  federation->group("")->allow_extras()->formatter_fn(
+      [](const CLI::App*, std::string, CLI::AppFormatMode) { return std::string(kUsage); });
+  return [up, options] {
+    if (!up->parsed()) {
+      std::cerr << kUsage;
+      return kExitUsage;
+    }
+    // Before any thread exists, so that every thread (gRPC's too) inherits the mask.
+    BlockTerminationSignals();
+    return FederationUp(*options).Run();
+  };
 }
 
 }  // namespace fedanon::server

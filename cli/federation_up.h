@@ -21,9 +21,13 @@
 // while waiting stops everything and exits 130 / 143. Exit 2 on usage errors.
 #pragma once
 
+#include "server/command_line.h"
+
 namespace fedanon::server {
 
-// `argv` as given to main, with argv[1] == "federation" (argv[2] should be "up").
-int RunFederationUp(int argc, char** argv);
+// Declares fedanon's subcommand `federation` (created by the caller, hidden from fedanon's help)
+// and its own subcommand `up`; the action runs `up` as above, or prints the usage (exit 2)
+// when the command line does not say `up`.
+CommandAction DeclareFederationCommand(CLI::App* federation);
 
 }  // namespace fedanon::server

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
+#include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -232,6 +235,84 @@ std::string RandomizeSummaryToText(const RandomizeSummary& summary) {
   }
   absl::StrAppendFormat(&text, "%.3f s", summary.timings_seconds.at("total"));
   return text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line
+
+namespace {
+
+struct RandomizeFlags {
+  RandomizeOptions options;
+  uint64_t seed = 0;
+  bool seed_given = false;
+  std::string selection;
+  bool quiet = false;
+};
+
+absl::Status RunRandomizeCommand(RandomizeFlags flags) {
+  RandomizeOptions& o = flags.options;
+  if (flags.seed_given) o.seed = flags.seed;
+  if (!flags.selection.empty()) {
+    o.selection = flags.selection == "entropy" ? AttributeSelection::kEntropyWeighted
+                                               : AttributeSelection::kUniform;
+  }
+  // Combinations the paper does not define are usage errors.
+  if (o.attributes_per_record > 1 && o.selection == AttributeSelection::kEntropyWeighted) {
+    return server::UsageError(
+        "--selection entropy picks one attribute per record (Proposition 7); Algorithm 2 selects "
+        "its attributes uniformly");
+  }
+  if (o.attributes_per_record > 1 && o.prior_knowledge_bound) {
+    return server::UsageError(
+        "--prior-knowledge-bound (Proposition 10) is defined for one attribute per record");
+  }
+  ASSIGN_OR_RETURN(const RandomizeSummary summary, RandomizeTable(o));
+  if (!flags.quiet) {
+    if (summary.reproducible) {
+      std::cerr << "fedanon randomize: seeded run: anyone who knows the seed can redo and undo "
+                   "this randomization; do not publish it\n";
+    }
+    std::cerr << "fedanon randomize: " << RandomizeSummaryToText(summary) << "\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+server::CommandAction DeclareRandomizeCommand(CLI::App* command) {
+  auto flags = std::make_shared<RandomizeFlags>();
+  RandomizeOptions& o = flags->options;
+  command->add_option("--spec", o.spec_path, "Job spec (YAML); its QID attributes are randomized")
+      ->required();
+  command->add_option("--input", o.input_path, "Input table (CSV with header)")->required();
+  command->add_option("--output", o.output_path, "Randomized table to write (CSV)")->required();
+  command->add_option("--report", o.report_path, "JSON report to write");
+  command
+      ->add_option("--attributes-per-record", o.attributes_per_record,
+                   "QID values replaced per record: 1 = Algorithm 1, more = Algorithm 2")
+      ->check(CLI::PositiveNumber);
+  CLI::Option* seed =
+      command->add_option("--seed", flags->seed,
+                          "Reproducible run from this seed (tests, experiments; never publish it). "
+                          "Default: OpenSSL's CSPRNG");
+  command
+      ->add_option("--selection", flags->selection,
+                   "How the attribute of a record is chosen: entropy (p_i ~ e^Entropy, "
+                   "Proposition 7; default for 1 per record) or uniform")
+      ->check(CLI::IsMember({"entropy", "uniform"}));
+  command->add_flag("--prior-knowledge-bound", o.prior_knowledge_bound,
+                    "Report the Proposition 10 bound (1 attribute per record only)");
+  command
+      ->add_option("--bias-length", o.bias_lengths,
+                   "Report the relative bias of supports of value combinations of this length "
+                   "(repeatable)")
+      ->check(CLI::PositiveNumber);
+  command->add_flag("--quiet", flags->quiet, "No summary on stderr");
+  return [flags, seed] {
+    flags->seed_given = seed->count() > 0;
+    return server::ExitCode(RunRandomizeCommand(*flags), "fedanon randomize");
+  };
 }
 
 }  // namespace fedanon::common

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "common/randomization/random_anonymization.h"
 #include "common/randomization/random_anonymization_metrics.h"
+#include "server/command_line.h"
 
 namespace fedanon::common {
 
@@ -59,5 +60,10 @@ std::string RandomizeSummaryToJson(const RandomizeSummary& summary);
 
 // Human-readable lines for stderr.
 std::string RandomizeSummaryToText(const RandomizeSummary& summary);
+
+// `fedanon randomize`: declares the options on `command`; the action runs RandomizeTable and
+// prints the summary on stderr (unless --quiet). Option combinations the paper does not define
+// are usage errors (exit code 2).
+server::CommandAction DeclareRandomizeCommand(CLI::App* command);
 
 }  // namespace fedanon::common

@@ -2,9 +2,11 @@
 
 #include <stdlib.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <set>
 #include <type_traits>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/anonymize.h"
+#include "cli/sweep_report.h"
 #include "common/base/status_macros.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/csv.h"
@@ -173,6 +176,68 @@ absl::StatusOr<std::string> AnonymizeOrExplain(const std::string& spec_path,
 
 std::string Percent(double x) { return absl::StrFormat("%.2f%%", 100 * x); }
 
+// What every point of a sweep reads: the raw table, its parts for the naive baseline (none
+// without it), the scratch directory and the evaluator of the raw table.
+struct SweepInputs {
+  std::string raw_path;
+  std::vector<std::string> parts;
+  const ScratchDir* dir = nullptr;
+  const UtilityEvaluator* evaluator = nullptr;
+};
+
+// Writes the release of one point to `output`: the raw table anonymized as a whole
+// (centralized), or each part anonymized on its own and the results concatenated (naive).
+// Returns why there is no release, or "" when there is one.
+absl::StatusOr<std::string> AnonymizeRelease(bool naive, const std::string& spec_path,
+                                             const SweepInputs& in, const std::string& output) {
+  if (!naive) return AnonymizeOrExplain(spec_path, in.raw_path, output);
+  std::vector<std::string> outputs;
+  std::string failure;
+  for (size_t p = 0; p < in.parts.size() && failure.empty(); ++p) {
+    outputs.push_back(in.dir->File(absl::StrCat("party", p + 1, ".anonymized.csv")));
+    ASSIGN_OR_RETURN(failure, AnonymizeOrExplain(spec_path, in.parts[p], outputs.back()));
+    if (!failure.empty()) failure = absl::StrCat("party ", p + 1, ": ", failure);
+  }
+  if (failure.empty()) RETURN_IF_ERROR(Concatenate(outputs, output));
+  return failure;
+}
+
+// The point of `method` ("centralized" or "naive") for the cell (l, k, c) whose spec is at
+// `spec_path`: its release measured, or why there is none.
+absl::StatusOr<SweepPoint> MeasurePoint(const char* method, uint32_t l, uint32_t k, double c,
+                                        const std::string& spec_path, const SweepInputs& in) {
+  const auto start = Clock::now();
+  SweepPoint point;
+  point.method = method;
+  point.L = l;
+  point.K = k;
+  point.C = c;
+  const std::string output = in.dir->File(absl::StrCat(method, ".csv"));
+  ASSIGN_OR_RETURN(std::string failure,
+                   AnonymizeRelease(point.method == "naive", spec_path, in, output));
+  if (failure.empty()) {
+    ASSIGN_OR_RETURN(AnonymizedUtility u, in.evaluator->Evaluate(output));
+    point.ok = true;
+    point.classification_error = u.classification_error;
+    point.discernibility_ratio = u.discernibility_ratio;
+    point.groups = u.groups;
+  } else {
+    point.error = failure;
+  }
+  point.seconds = SecondsSince(start);
+  return point;
+}
+
+// The progress line of the `cell`-th of `cells` cells.
+std::string PointProgressLine(const SweepPoint& point, size_t cell, size_t cells) {
+  const std::string where = absl::StrCat("sweep ", cell, "/", cells, ": L=", point.L,
+                                         " K=", point.K, " C=", point.C, " ", point.method, ": ");
+  if (!point.ok) return absl::StrCat(where, "no release: ", point.error);
+  return absl::StrCat(where, "CE ", Percent(point.classification_error), ", DR ",
+                      absl::StrFormat("%.4f", point.discernibility_ratio), ", ", point.groups,
+                      " groups (", absl::StrFormat("%.1f", point.seconds), " s)");
+}
+
 }  // namespace
 
 absl::StatusOr<SweepGrid> ParseSweepGrid(const std::string& text,
@@ -253,9 +318,12 @@ absl::StatusOr<SweepResult> RunSweep(const SweepOptions& options) {
                         absl::StrFormat("%.1f", SecondsSince(start)), " s)"));
 
   ASSIGN_OR_RETURN(std::unique_ptr<ScratchDir> dir, ScratchDir::Create());
-  std::vector<std::string> parts;
+  SweepInputs inputs;
+  inputs.raw_path = options.raw_path;
+  inputs.dir = dir.get();
+  inputs.evaluator = evaluator.get();
   if (options.naive_parties > 0) {
-    ASSIGN_OR_RETURN(parts, SplitRaw(options.raw_path, options.naive_parties, *dir));
+    ASSIGN_OR_RETURN(inputs.parts, SplitRaw(options.raw_path, options.naive_parties, *dir));
   }
 
   size_t cell = 0;
@@ -266,53 +334,75 @@ absl::StatusOr<SweepResult> RunSweep(const SweepOptions& options) {
         const std::string spec_path = dir->File("cell.yaml");
         RETURN_IF_ERROR(WriteFileAtomically(spec_path, JobSpecToYaml(CellSpec(spec, l, k, c))));
         for (const char* method : {"centralized", "naive"}) {
-          const bool naive = std::string(method) == "naive";
-          if (naive && parts.empty()) continue;
-          const auto cell_start = Clock::now();
-          SweepPoint point;
-          point.method = method;
-          point.L = l;
-          point.K = k;
-          point.C = c;
-          const std::string output = dir->File(absl::StrCat(method, ".csv"));
-          std::string failure;
-          if (!naive) {
-            ASSIGN_OR_RETURN(failure, AnonymizeOrExplain(spec_path, options.raw_path, output));
-          } else {
-            std::vector<std::string> outputs;
-            for (size_t p = 0; p < parts.size() && failure.empty(); ++p) {
-              outputs.push_back(dir->File(absl::StrCat("party", p + 1, ".anonymized.csv")));
-              ASSIGN_OR_RETURN(failure, AnonymizeOrExplain(spec_path, parts[p], outputs.back()));
-              if (!failure.empty()) failure = absl::StrCat("party ", p + 1, ": ", failure);
-            }
-            if (failure.empty()) RETURN_IF_ERROR(Concatenate(outputs, output));
-          }
-          if (failure.empty()) {
-            ASSIGN_OR_RETURN(AnonymizedUtility u, evaluator->Evaluate(output));
-            point.ok = true;
-            point.classification_error = u.classification_error;
-            point.discernibility_ratio = u.discernibility_ratio;
-            point.groups = u.groups;
-          } else {
-            point.error = failure;
-          }
-          point.seconds = SecondsSince(cell_start);
-          const std::string where = absl::StrCat("sweep ", cell, "/", grid.cells(), ": L=", l,
-                                                 " K=", k, " C=", c, " ", method, ": ");
-          if (point.ok) {
-            progress(absl::StrCat(where, "CE ", Percent(point.classification_error), ", DR ",
-                                  absl::StrFormat("%.4f", point.discernibility_ratio), ", ",
-                                  point.groups, " groups (", absl::StrFormat("%.1f", point.seconds),
-                                  " s)"));
-          } else {
-            progress(absl::StrCat(where, "no release: ", point.error));
-          }
+          if (std::string(method) == "naive" && inputs.parts.empty()) continue;
+          ASSIGN_OR_RETURN(SweepPoint point, MeasurePoint(method, l, k, c, spec_path, inputs));
+          progress(PointProgressLine(point, cell, grid.cells()));
           result.points.push_back(std::move(point));
         }
       }
     }
   }
   return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line
+
+namespace {
+
+struct SweepFlags {
+  SweepOptions options;
+  std::string html_path = "sweep.html";
+  std::string csv_path = "sweep.csv";
+  bool quiet = false;
+};
+
+// Fails early (before the sweep, which may take long) when `path`'s directory is missing.
+absl::Status CheckDirectoryOf(const std::string& path) {
+  const fs::path dir = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot write '", path, "': directory '", dir.string(), "' does not exist"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunSweepCommand(SweepFlags flags) {
+  if (!flags.quiet) flags.options.progress = [](const std::string& m) { std::cerr << m << "\n"; };
+  RETURN_IF_ERROR(CheckDirectoryOf(flags.html_path));
+  RETURN_IF_ERROR(CheckDirectoryOf(flags.csv_path));
+  ASSIGN_OR_RETURN(const SweepResult result, RunSweep(flags.options));
+  RETURN_IF_ERROR(WriteSweepReport(result, flags.html_path, flags.csv_path));
+  if (!flags.quiet) {
+    std::cerr << "fedanon sweep: wrote " << flags.html_path << " and " << flags.csv_path << "\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+server::CommandAction DeclareSweepCommand(CLI::App* command) {
+  auto flags = std::make_shared<SweepFlags>();
+  SweepOptions& o = flags->options;
+  command->add_option("--spec", o.spec_path, "Job spec (YAML, privacy.model lkc)")->required();
+  command->add_option("--raw", o.raw_path, "The raw table (CSV)")->required();
+  command
+      ->add_option("--grid", o.grid,
+                   "Parameter values, e.g. 'L=2,4,6 K=20,40,60,80,100' (keys L, K, C; "
+                   "unnamed keys keep the spec's value)")
+      ->required();
+  command
+      ->add_option("--naive-parties", o.naive_parties,
+                   "Also run the naive generalize-then-integrate baseline with N parties "
+                   "(the table cut into N contiguous parts)")
+      ->check(CLI::Range(2, 1000));
+  command->add_option("--html", flags->html_path, "HTML report to write")->capture_default_str();
+  command->add_option("--csv", flags->csv_path, "CSV of the points to write")
+      ->capture_default_str();
+  command->add_option("--seed", o.evaluation.seed, "Seed of the 2/3 training, 1/3 test split");
+  command->add_flag("--quiet", flags->quiet, "No progress messages on stderr");
+  return [flags] { return server::ExitCode(RunSweepCommand(*flags), "fedanon sweep"); };
 }
 
 }  // namespace fedanon::common

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "common/evaluation/utility_evaluation.h"
 #include "fedanon/v1/job.pb.h"
+#include "server/command_line.h"
 
 namespace fedanon::common {
 
@@ -68,5 +69,9 @@ struct SweepResult {
 // Runs the sweep. Errors in the spec, grid or raw table fail the whole sweep; a cell whose
 // anonymization fails is recorded as a point with ok = false.
 absl::StatusOr<SweepResult> RunSweep(const SweepOptions& options);
+
+// `fedanon sweep`: declares the options on `command`; the action runs RunSweep (progress on
+// stderr unless --quiet) and writes its report (sweep_report.h).
+server::CommandAction DeclareSweepCommand(CLI::App* command);
 
 }  // namespace fedanon::common

@@ -131,12 +131,116 @@ struct Reference {
   double value;
 };
 
+// Chart geometry in SVG units: the plot area is [kLeft, kRight] x [kTop, kBottom], the legend
+// right of it.
+constexpr double kChartWidth = 760, kLeft = 70, kRight = 540, kTop = 40, kBottom = 320;
+
+// The value ranges of a chart and where values land in the SVG.
+struct ChartScale {
+  double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;
+  bool percent = false;
+  double X(double x) const { return kLeft + (x - x_lo) / (x_hi - x_lo) * (kRight - kLeft); }
+  double Y(double y) const { return kBottom - (y - y_lo) / (y_hi - y_lo) * (kBottom - kTop); }
+  std::string YText(double y) const { return percent ? Pct(y) : absl::StrFormat("%.3f", y); }
+};
+
+// Ranges covering `xs` (sorted) and `ys` (any order), the y range padded by 8% and starting at
+// 0 when `from_zero`.
+ChartScale ScaleFor(const std::vector<double>& xs, const std::vector<double>& ys, bool percent,
+                    bool from_zero) {
+  ChartScale scale;
+  scale.percent = percent;
+  scale.x_lo = xs.empty() ? 0 : xs.front();
+  scale.x_hi = xs.empty() ? 1 : xs.back();
+  if (scale.x_hi - scale.x_lo < 1e-12) {
+    scale.x_lo -= 1;
+    scale.x_hi += 1;
+  }
+  scale.y_lo = ys.empty() ? 0 : *std::min_element(ys.begin(), ys.end());
+  scale.y_hi = ys.empty() ? 1 : *std::max_element(ys.begin(), ys.end());
+  if (from_zero) scale.y_lo = 0;
+  if (scale.y_hi - scale.y_lo < 1e-9) scale.y_hi = scale.y_lo + (percent ? 0.01 : 0.1);
+  const double pad = 0.08 * (scale.y_hi - scale.y_lo);
+  scale.y_hi += pad;
+  if (!from_zero) scale.y_lo = std::max(0.0, scale.y_lo - pad);
+  return scale;
+}
+
+// The frame, the grid with the y ticks, the x ticks at `xs` and both axis titles.
+void AppendAxes(const ChartScale& scale, const std::vector<double>& xs, const XAxis& axis,
+                const std::string& y_name, std::string* svg) {
+  absl::StrAppend(svg, "<rect x=\"", kLeft, "\" y=\"", kTop, "\" width=\"", kRight - kLeft,
+                  "\" height=\"", kBottom - kTop, "\" class=\"frame\"/>\n");
+  for (int i = 0; i <= 5; ++i) {
+    const double y = scale.y_lo + (scale.y_hi - scale.y_lo) * i / 5;
+    absl::StrAppend(svg, "<line x1=\"", kLeft, "\" x2=\"", kRight, "\" y1=\"", Coord(scale.Y(y)),
+                    "\" y2=\"", Coord(scale.Y(y)), "\" class=\"grid\"/>\n");
+    absl::StrAppend(svg, "<text x=\"", kLeft - 6, "\" y=\"", Coord(scale.Y(y) + 4),
+                    "\" class=\"tick\" text-anchor=\"end\">", scale.YText(y), "</text>\n");
+  }
+  for (double x : xs) {
+    absl::StrAppend(svg, "<text x=\"", Coord(scale.X(x)), "\" y=\"", kBottom + 18,
+                    "\" class=\"tick\" text-anchor=\"middle\">", Num(x), "</text>\n");
+  }
+  absl::StrAppend(svg, "<text x=\"", (kLeft + kRight) / 2, "\" y=\"", kBottom + 40,
+                  "\" class=\"axis\" text-anchor=\"middle\">", axis.title(), "</text>\n");
+  absl::StrAppend(svg, "<text x=\"16\" y=\"", (kTop + kBottom) / 2,
+                  "\" class=\"axis\" text-anchor=\"middle\" transform=\"rotate(-90 16 ",
+                  (kTop + kBottom) / 2, ")\">", Escape(y_name), "</text>\n");
+}
+
+// A chart's legend: one entry per line, stacked right of the plot area.
+class Legend {
+ public:
+  explicit Legend(std::string* svg) : svg_(svg) {}
+
+  void Add(const std::string& color, const std::string& dash, const std::string& text) {
+    absl::StrAppend(svg_, "<line x1=\"", kRight + 16, "\" x2=\"", kRight + 44, "\" y1=\"", y_,
+                    "\" y2=\"", y_, "\" stroke=\"", color, "\" stroke-width=\"2\"", dash, "/>\n");
+    absl::StrAppend(svg_, "<text x=\"", kRight + 50, "\" y=\"", y_ + 4, "\" class=\"legend\">",
+                    Escape(text), "</text>\n");
+    y_ += 20;
+  }
+
+ private:
+  std::string* svg_;
+  double y_ = kTop + 6;
+};
+
+// The line of one series (dashed for the naive method), its points (each a
+// `<circle class="point">` with the data attributes of sweep_report.h) and its legend entry.
+void AppendSeries(const std::string& chart, const Series& s, const XAxis& axis,
+                  const ChartScale& scale, const std::function<double(const SweepPoint&)>& value,
+                  Legend* legend, std::string* svg) {
+  const bool naive = s.method == "naive";
+  const std::string dash = naive ? " stroke-dasharray=\"6 4\"" : "";
+  std::string path;
+  for (const SweepPoint* p : s.points) {
+    if (!p->ok) continue;
+    absl::StrAppend(&path, path.empty() ? "M" : " L", Coord(scale.X(axis.Of(*p))), " ",
+                    Coord(scale.Y(value(*p))));
+  }
+  absl::StrAppend(svg, "<path d=\"", path, "\" fill=\"none\" stroke=\"", s.color,
+                  "\" stroke-width=\"2\"", dash, "/>\n");
+  for (const SweepPoint* p : s.points) {
+    if (!p->ok) continue;
+    const double v = value(*p);
+    absl::StrAppend(svg, "<circle class=\"point\" data-chart=\"", chart, "\" data-method=\"",
+                    p->method, "\" data-l=\"", p->L, "\" data-k=\"", p->K, "\" data-c=\"",
+                    Num(p->C), "\" data-value=\"", absl::StrFormat("%.6g", v), "\" cx=\"",
+                    Coord(scale.X(axis.Of(*p))), "\" cy=\"", Coord(scale.Y(v)),
+                    "\" r=\"4\" stroke=\"", s.color, "\" fill=\"", naive ? "#ffffff" : s.color,
+                    "\"><title>", Escape(s.label), ", ", axis.name(), "=", Num(axis.Of(*p)), ": ",
+                    scale.YText(v), "</title></circle>\n");
+  }
+  legend->Add(s.color, dash, s.label);
+}
+
 // One line chart of `value(point)` against the x axis.
 std::string Chart(const std::string& chart, const std::string& title, const std::string& y_name,
                   const XAxis& axis, const std::vector<Series>& series,
                   const std::function<double(const SweepPoint&)>& value,
                   const std::vector<Reference>& references, bool percent, bool from_zero) {
-  constexpr double kWidth = 760, kLeft = 70, kRight = 540, kTop = 40, kBottom = 320;
   std::vector<double> xs, ys;
   size_t legend_entries = references.size();
   for (const Series& s : series) {
@@ -150,88 +254,28 @@ std::string Chart(const std::string& chart, const std::string& title, const std:
   for (const Reference& r : references) ys.push_back(r.value);
   std::sort(xs.begin(), xs.end());
   xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-  double x_lo = xs.empty() ? 0 : xs.front(), x_hi = xs.empty() ? 1 : xs.back();
-  if (x_hi - x_lo < 1e-12) {
-    x_lo -= 1;
-    x_hi += 1;
-  }
-  double y_lo = ys.empty() ? 0 : *std::min_element(ys.begin(), ys.end());
-  double y_hi = ys.empty() ? 1 : *std::max_element(ys.begin(), ys.end());
-  if (from_zero) y_lo = 0;
-  if (y_hi - y_lo < 1e-9) y_hi = y_lo + (percent ? 0.01 : 0.1);
-  const double pad = 0.08 * (y_hi - y_lo);
-  y_hi += pad;
-  if (!from_zero) y_lo = std::max(0.0, y_lo - pad);
-  auto x_of = [&](double x) { return kLeft + (x - x_lo) / (x_hi - x_lo) * (kRight - kLeft); };
-  auto y_of = [&](double y) { return kBottom - (y - y_lo) / (y_hi - y_lo) * (kBottom - kTop); };
-  auto y_text = [&](double y) { return percent ? Pct(y) : absl::StrFormat("%.3f", y); };
+  const ChartScale scale = ScaleFor(xs, ys, percent, from_zero);
 
-  std::string svg =
-      absl::StrCat("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" id=\"chart-", chart,
-                   "\" width=\"", kWidth, "\" height=\"", height, "\" viewBox=\"0 0 ", kWidth, " ",
-                   height, "\" role=\"img\" aria-label=\"", Escape(title), "\">\n");
+  std::string svg = absl::StrCat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" id=\"chart-", chart, "\" width=\"",
+      kChartWidth, "\" height=\"", height, "\" viewBox=\"0 0 ", kChartWidth, " ", height,
+      "\" role=\"img\" aria-label=\"", Escape(title), "\">\n");
   absl::StrAppend(&svg, "<text x=\"", kLeft, "\" y=\"22\" class=\"title\">", Escape(title),
                   "</text>\n");
-  // Axes, grid and ticks.
-  absl::StrAppend(&svg, "<rect x=\"", kLeft, "\" y=\"", kTop, "\" width=\"", kRight - kLeft,
-                  "\" height=\"", kBottom - kTop, "\" class=\"frame\"/>\n");
-  for (int i = 0; i <= 5; ++i) {
-    const double y = y_lo + (y_hi - y_lo) * i / 5;
-    absl::StrAppend(&svg, "<line x1=\"", kLeft, "\" x2=\"", kRight, "\" y1=\"", Coord(y_of(y)),
-                    "\" y2=\"", Coord(y_of(y)), "\" class=\"grid\"/>\n");
-    absl::StrAppend(&svg, "<text x=\"", kLeft - 6, "\" y=\"", Coord(y_of(y) + 4),
-                    "\" class=\"tick\" text-anchor=\"end\">", y_text(y), "</text>\n");
-  }
-  for (double x : xs) {
-    absl::StrAppend(&svg, "<text x=\"", Coord(x_of(x)), "\" y=\"", kBottom + 18,
-                    "\" class=\"tick\" text-anchor=\"middle\">", Num(x), "</text>\n");
-  }
-  absl::StrAppend(&svg, "<text x=\"", (kLeft + kRight) / 2, "\" y=\"", kBottom + 40,
-                  "\" class=\"axis\" text-anchor=\"middle\">", axis.title(), "</text>\n");
-  absl::StrAppend(&svg, "<text x=\"16\" y=\"", (kTop + kBottom) / 2,
-                  "\" class=\"axis\" text-anchor=\"middle\" transform=\"rotate(-90 16 ",
-                  (kTop + kBottom) / 2, ")\">", Escape(y_name), "</text>\n");
+  AppendAxes(scale, xs, axis, y_name, &svg);
 
   // Reference lines, then the series; the legend lists both.
-  double legend_y = kTop + 6;
-  auto legend = [&](const std::string& color, const std::string& dash, const std::string& text) {
-    absl::StrAppend(&svg, "<line x1=\"", kRight + 16, "\" x2=\"", kRight + 44, "\" y1=\"", legend_y,
-                    "\" y2=\"", legend_y, "\" stroke=\"", color, "\" stroke-width=\"2\"", dash,
-                    "/>\n");
-    absl::StrAppend(&svg, "<text x=\"", kRight + 50, "\" y=\"", legend_y + 4,
-                    "\" class=\"legend\">", Escape(text), "</text>\n");
-    legend_y += 20;
-  };
+  Legend legend(&svg);
   for (const Reference& r : references) {
     absl::StrAppend(&svg, "<line x1=\"", kLeft, "\" x2=\"", kRight, "\" y1=\"",
-                    Coord(y_of(r.value)), "\" y2=\"", Coord(y_of(r.value)),
+                    Coord(scale.Y(r.value)), "\" y2=\"", Coord(scale.Y(r.value)),
                     "\" class=\"reference\"/>\n");
-    legend("#777777", " stroke-dasharray=\"2 3\"", absl::StrCat(r.label, " ", y_text(r.value)));
+    legend.Add("#777777", " stroke-dasharray=\"2 3\"",
+               absl::StrCat(r.label, " ", scale.YText(r.value)));
   }
   for (const Series& s : series) {
-    if (!s.any_ok()) continue;  // its cells are listed in the table as "no release"
-    const bool naive = s.method == "naive";
-    const std::string dash = naive ? " stroke-dasharray=\"6 4\"" : "";
-    std::string path;
-    for (const SweepPoint* p : s.points) {
-      if (!p->ok) continue;
-      absl::StrAppend(&path, path.empty() ? "M" : " L", Coord(x_of(axis.Of(*p))), " ",
-                      Coord(y_of(value(*p))));
-    }
-    absl::StrAppend(&svg, "<path d=\"", path, "\" fill=\"none\" stroke=\"", s.color,
-                    "\" stroke-width=\"2\"", dash, "/>\n");
-    for (const SweepPoint* p : s.points) {
-      if (!p->ok) continue;
-      const double v = value(*p);
-      absl::StrAppend(&svg, "<circle class=\"point\" data-chart=\"", chart, "\" data-method=\"",
-                      p->method, "\" data-l=\"", p->L, "\" data-k=\"", p->K, "\" data-c=\"",
-                      Num(p->C), "\" data-value=\"", absl::StrFormat("%.6g", v), "\" cx=\"",
-                      Coord(x_of(axis.Of(*p))), "\" cy=\"", Coord(y_of(v)), "\" r=\"4\" stroke=\"",
-                      s.color, "\" fill=\"", naive ? "#ffffff" : s.color, "\"><title>",
-                      Escape(s.label), ", ", axis.name(), "=", Num(axis.Of(*p)), ": ", y_text(v),
-                      "</title></circle>\n");
-    }
-    legend(s.color, dash, s.label);
+    // A series without a release is listed in the table as "no release".
+    if (s.any_ok()) AppendSeries(chart, s, axis, scale, value, &legend, &svg);
   }
   absl::StrAppend(&svg, "</svg>\n");
   return svg;

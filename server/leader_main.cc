@@ -6,14 +6,15 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
-#include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "leader/leader.h"
+#include "server/command_line.h"
 #include "server/config.h"
 #include "server/leader_admin_backend.h"
 #include "server/leader_server.h"
@@ -97,23 +98,16 @@ int Main(int argc, char** argv) {
   app.add_option("--data-dir", flags.data_dir, "Override 'data_dir'");
   app.add_option("--log-format", flags.log_format, "Override 'log_format'")
       ->check(CLI::IsMember({"text", "json"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
 
   absl::StatusOr<LeaderConfig> config = LoadConfig(flags);
-  if (!config.ok()) {
-    std::cerr << kProgram << ": " << config.status().message() << "\n";
-    return 1;
-  }
+  if (!config.ok()) return ExitCode(config.status(), kProgram);
   InitLogging(kProgram, config->log_format);
   if (absl::Status st = Run(*config); !st.ok()) {
     spdlog::critical("cannot start: {}", std::string(st.message()));
-    return 1;
+    return kExitFailure;
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace

@@ -6,14 +6,15 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
-#include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "party/party_agent.h"
+#include "server/command_line.h"
 #include "server/config.h"
 #include "server/logging.h"
 #include "server/party_client.h"
@@ -111,23 +112,16 @@ int Main(int argc, char** argv) {
                  "Tests/demonstrations only: deviate in vertical jobs (never-participate sends "
                  "Not-participate every round; under-declare sends score 0)")
       ->check(CLI::IsMember({"never-participate", "under-declare"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
 
   absl::StatusOr<PartyConfig> config = LoadConfig(flags);
-  if (!config.ok()) {
-    std::cerr << kProgram << ": " << config.status().message() << "\n";
-    return 1;
-  }
+  if (!config.ok()) return ExitCode(config.status(), kProgram);
   InitLogging(kProgram, config->log_format);
   if (absl::Status st = Run(*config, flags.misbehave); !st.ok()) {
     spdlog::critical("cannot start: {}", std::string(st.message()));
-    return 1;
+    return kExitFailure;
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace

@@ -1,0 +1,32 @@
+// fedanonctl's subcommands (see cli/fedanonctl_main.cc for the tree): provisioning a federation's
+// startup kits, and the admin calls to a running leader (parties, submit, status, list, watch,
+// cancel, result, health) through server::AdminClient. Each Declare...Command declares one
+// subcommand's options and returns its action; output goes to stdout (JSON with --json), errors
+// to stderr as "fedanonctl: <why>" with exit code 1 (watch: 1 for a failed or cancelled job).
+#pragma once
+
+#include <string>
+
+#include "server/command_line.h"
+
+namespace fedanon::server {
+
+// The options every fedanonctl subcommand reads (given before or after the subcommand).
+struct AdminGlobals {
+  std::string config;  // the admin config; empty: $FEDANON_ADMIN_CONFIG or ./admin.yaml
+  bool json = false;   // machine-readable output
+};
+
+// Each declares its options on `command` and returns its action, which reads `globals` (not
+// owned; must outlive the action) once the command line is parsed.
+CommandAction DeclareProvisionCommand(const AdminGlobals* globals, CLI::App* command);
+CommandAction DeclarePartiesCommand(const AdminGlobals* globals, CLI::App* command);
+CommandAction DeclareSubmitCommand(const AdminGlobals* globals, CLI::App* command);
+CommandAction DeclareStatusCommand(const AdminGlobals* globals, CLI::App* command);
+CommandAction DeclareListCommand(const AdminGlobals* globals, CLI::App* command);
+CommandAction DeclareWatchCommand(const AdminGlobals* globals, CLI::App* command);
+CommandAction DeclareCancelCommand(const AdminGlobals* globals, CLI::App* command);
+CommandAction DeclareResultCommand(const AdminGlobals* globals, CLI::App* command);
+CommandAction DeclareHealthCommand(const AdminGlobals* globals, CLI::App* command);
+
+}  // namespace fedanon::server

@@ -1,0 +1,42 @@
+#include "cli/gen_data.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "common/base/status_macros.h"
+#include "common/datagen/datagen.h"
+
+namespace fedanon::common {
+namespace {
+
+struct GenDataFlags {
+  DatagenOptions options;
+  std::string partition = "horizontal";
+};
+
+absl::Status RunGenDataCommand(GenDataFlags flags) {
+  flags.options.partition = flags.partition == "vertical" ? DatagenOptions::Partition::kVertical
+                                                          : DatagenOptions::Partition::kHorizontal;
+  ASSIGN_OR_RETURN(const std::string summary, GenerateDataset(flags.options));
+  std::cerr << summary << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+server::CommandAction DeclareGenDataCommand(CLI::App* command) {
+  auto flags = std::make_shared<GenDataFlags>();
+  DatagenOptions& o = flags->options;
+  command->add_option("--rows", o.rows, "Number of records")->check(CLI::PositiveNumber);
+  command->add_option("--seed", o.seed, "Random seed (same seed, same files)");
+  command->add_option("--out", o.out_dir, "Output directory (created if missing)")->required();
+  command->add_option("--parties", o.parties, "Also write one file per party")
+      ->check(CLI::Range(1, 256));
+  command->add_option("--partition", flags->partition, "horizontal | vertical")
+      ->check(CLI::IsMember({"horizontal", "vertical"}));
+  return [flags] { return server::ExitCode(RunGenDataCommand(*flags), "fedanon gen-data"); };
+}
+
+}  // namespace fedanon::common
