@@ -278,6 +278,25 @@ TEST(CsvWriterTest, QuotesOnlyWhenNeededAndRoundTrips) {
   EXPECT_THAT(dir.List(), ElementsAre("out.csv"));  // no temporary file left behind
 }
 
+// The one quoter every CSV writer uses (files, released tables on the wire, sweep reports).
+TEST(CsvQuotingTest, QuotesPerRfc4180) {
+  EXPECT_EQ(CsvField("plain"), "plain");
+  EXPECT_EQ(CsvField(""), "");
+  EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(CsvField("cr\r"), "\"cr\r\"");
+  EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(CsvField("a;b"), "a;b");
+  EXPECT_EQ(CsvLine({"x", "y,z", ""}), "x,\"y,z\",\n");
+  EXPECT_EQ(CsvLine({""}), "\"\"\n");  // not a blank line
+  std::string out;
+  AppendCsvRecord({"a,b", "c;d"}, ';', &out);
+  EXPECT_EQ(out, "a,b;\"c;d\"\n");
+  // What CsvLine writes, CsvReader reads back.
+  ASSERT_OK_AND_ASSIGN(Rows rows, Parse(CsvLine({"q\"", "a,b"}) + CsvLine({""}) + CsvLine({"z"})));
+  EXPECT_EQ(rows, (Rows{{"q\"", "a,b"}, {""}, {"z"}}));
+}
+
 TEST(CsvWriterTest, SemicolonSeparatorQuotesSemicolonsNotCommas) {
   TempDir dir;
   ASSERT_OK_AND_ASSIGN(auto writer, CsvWriter::Create(dir.File("s.csv"), ';'));
