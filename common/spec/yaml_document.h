@@ -22,7 +22,7 @@ struct YamlOptions {
   // Put between the position and yaml-cpp's message of a syntax error, so that each kind of file
   // keeps its wording: "" for job specs ("spec.yaml:3:1: end of sequence flow not found"),
   // "YAML syntax error: " for daemon configs, "invalid YAML: " for federation.yaml.
-  std::string_view syntax_error_prefix;
+  std::string_view syntax_error_prefix = {};
   size_t max_bytes = kMaxYamlBytes;
 };
 
