@@ -3,11 +3,9 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <string>
@@ -15,36 +13,16 @@
 #include <vector>
 
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace fedanon::common {
 namespace {
 
 using ::fedanon::testing::StatusIs;
+using ::fedanon::testing::TempDir;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
-
-// A fresh directory under the test temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "file_io_test.XXXXXX";
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(std::string_view name) const { return path_ + "/" + std::string(name); }
-  std::vector<std::string> List() const {
-    std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(path_)) {
-      names.push_back(entry.path().filename().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  std::string path_;
-};
 
 mode_t ModeOf(const std::string& path) {
   struct stat st {};

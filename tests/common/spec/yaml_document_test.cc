@@ -2,18 +2,18 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <filesystem>
 #include <string>
 
 #include "common/base/file_io.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace fedanon::common {
 namespace {
 
 using ::fedanon::testing::StatusIs;
+using ::fedanon::testing::TempDir;
 
 constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
 
@@ -40,8 +40,8 @@ TEST(YamlDocumentTest, SizeLimit) {
 }
 
 TEST(YamlDocumentTest, LoadsFiles) {
-  std::string pattern = ::testing::TempDir() + "yaml_document_test.XXXXXX";
-  const std::string dir = ::mkdtemp(pattern.data());
+  const TempDir temp;
+  const std::string& dir = temp.path();
   const std::string path = dir + "/c.yaml";
   ASSERT_OK(WriteFileAtomically(path, "name: x\n", {}));
   ASSERT_OK_AND_ASSIGN(const YAML::Node root, LoadYamlFile(path));
@@ -49,7 +49,6 @@ TEST(YamlDocumentTest, LoadsFiles) {
   EXPECT_THAT(LoadYamlFile(path, {.max_bytes = 3}), StatusIs(kInvalid, path + ": 8 bytes"));
   EXPECT_THAT(LoadYamlFile(dir + "/missing.yaml"),
               StatusIs(absl::StatusCode::kNotFound, "cannot open '" + dir + "/missing.yaml'"));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(YamlDocumentTest, Positions) {

@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace fedanon::common {
 namespace {
 
 using ::fedanon::testing::StatusIs;
+using ::fedanon::testing::TempDir;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -40,27 +42,6 @@ absl::StatusOr<Rows> Parse(std::string text, CsvOptions options = {}) {
   if (!reader.ok()) return reader.status();
   return ReadAll(**reader);
 }
-
-// A fresh directory under the test temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "csv_test.XXXXXX";
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(std::string_view name) const { return path_ + "/" + std::string(name); }
-  std::vector<std::string> List() const {
-    std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(path_)) {
-      names.push_back(entry.path().filename().string());
-    }
-    return names;
-  }
-
- private:
-  std::string path_;
-};
 
 TEST(CsvReaderTest, ReadsSimpleRecordsWithLf) {
   ASSERT_OK_AND_ASSIGN(Rows rows, Parse("a,b,c\n1,2,3\n"));
