@@ -1,6 +1,5 @@
 #include "cli/provision.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -9,11 +8,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -23,7 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/base/file_io.h"
 #include "common/base/status_macros.h"
+#include "common/spec/yaml_document.h"
 #include "crypto/certificates.h"
 
 namespace fedanon::server {
@@ -44,26 +43,19 @@ constexpr mode_t kPublicMode = 0644;
 
 // ---- YAML input ---------------------------------------------------------------------------------
 
-// "<source>:<line>:<col>: " for a node (yaml-cpp marks are 0-based).
+// Syntax errors of federation.yaml read "<source>:<line>:<col>: invalid YAML: ...".
+constexpr common::YamlOptions kYamlOptions = {.syntax_error_prefix = "invalid YAML: "};
+
+// "<source>:<line>:<col>: " for a node.
 std::string Where(const std::string& source, const YAML::Mark& mark) {
-  if (mark.is_null()) return absl::StrCat(source, ": ");
-  return absl::StrCat(source, ":", mark.line + 1, ":", mark.column + 1, ": ");
+  return absl::StrCat(common::YamlPosition(source, mark), ": ");
 }
 
 class SpecParser {
  public:
   explicit SpecParser(std::string source) : source_(std::move(source)) {}
 
-  absl::StatusOr<FederationSpec> Parse(const std::string& text) {
-    YAML::Node root;
-    try {
-      root = YAML::Load(text);
-    } catch (const YAML::ParserException& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(Where(source_, e.mark), "invalid YAML: ", e.msg));
-    } catch (const YAML::Exception& e) {
-      return absl::InvalidArgumentError(absl::StrCat(source_, ": invalid YAML: ", e.what()));
-    }
+  absl::StatusOr<FederationSpec> Parse(const YAML::Node& root) {
     if (!root.IsMap()) {
       return Error(root, "want a mapping with keys federation, leader, parties, admins");
     }
@@ -196,7 +188,7 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
 // ---- files --------------------------------------------------------------------------------------
 
 absl::Status ErrnoError(const std::string& what, const fs::path& path) {
-  return absl::ErrnoToStatus(errno, absl::StrCat(what, " ", path.string()));
+  return common::ErrnoStatus(errno, absl::StrCat(what, " ", path.string()));
 }
 
 absl::Status MakeDir(const fs::path& path) {
@@ -205,25 +197,10 @@ absl::Status MakeDir(const fs::path& path) {
   return absl::OkStatus();
 }
 
-// Creates `path` (which must not exist) with exactly `mode`, writes `content` and syncs it.
+// Creates `path` (which must not exist) with exactly `mode` and `content`, synced.
 absl::Status WriteNewFile(const fs::path& path, std::string_view content, mode_t mode) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (fd < 0) return ErrnoError("cannot create", path);
-  absl::Status status;
-  if (::fchmod(fd, mode) != 0) status = ErrnoError("cannot chmod", path);
-  size_t done = 0;
-  while (status.ok() && done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      status = ErrnoError("cannot write", path);
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (status.ok() && ::fsync(fd) != 0) status = ErrnoError("cannot sync", path);
-  if (::close(fd) != 0 && status.ok()) status = ErrnoError("cannot close", path);
-  return status;
+  return common::WriteFileAtomically(path.string(), content,
+                                     {.mode = mode, .replace_existing = false});
 }
 
 // Removes a half-built staging directory when provisioning fails.
@@ -427,20 +404,13 @@ absl::Status WriteBundle(const fs::path& dir, const CertificateAuthority& ca, co
 
 absl::StatusOr<FederationSpec> ParseFederationSpec(const std::string& yaml_text,
                                                    const std::string& source_name) {
-  return SpecParser(source_name).Parse(yaml_text);
+  ASSIGN_OR_RETURN(const YAML::Node root, common::ParseYaml(yaml_text, source_name, kYamlOptions));
+  return SpecParser(source_name).Parse(root);
 }
 
 absl::StatusOr<FederationSpec> LoadFederationSpec(const std::string& federation_yaml_path) {
-  std::ifstream in(federation_yaml_path, std::ios::binary);
-  if (!in) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot read ", federation_yaml_path));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot read ", federation_yaml_path));
-  }
-  return ParseFederationSpec(text.str(), federation_yaml_path);
+  ASSIGN_OR_RETURN(const YAML::Node root, common::LoadYamlFile(federation_yaml_path, kYamlOptions));
+  return SpecParser(federation_yaml_path).Parse(root);
 }
 
 absl::Status ValidateFederationSpec(const FederationSpec& spec) {

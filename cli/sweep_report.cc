@@ -41,16 +41,6 @@ std::string Escape(std::string_view text) {
   return out;
 }
 
-std::string CsvField(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
-  std::string out = "\"";
-  for (char ch : text) {
-    if (ch == '"') out += '"';
-    out += ch;
-  }
-  return out + "\"";
-}
-
 std::string Num(double x) { return absl::StrFormat("%g", x); }
 std::string Pct(double x) { return absl::StrFormat("%.2f%%", 100 * x); }
 std::string Coord(double x) { return absl::StrFormat("%.1f", x); }

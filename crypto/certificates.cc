@@ -571,6 +571,18 @@ absl::StatusOr<Identity> VerifiedTlsIdentity(std::string_view cert_pem, std::str
   return ExtractIdentity(cert.get(), kTlsScheme);
 }
 
+absl::Status CheckKeyBelongsToCertificate(std::string_view cert_pem, std::string_view key_pem,
+                                          std::string_view cert_what, std::string_view key_what) {
+  ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(cert_pem, cert_what));
+  ASSIGN_OR_RETURN(EvpPkeyPtr key, ParsePrivateKeyPem(key_pem, key_what));
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(key_what), " does not belong to ", std::string(cert_what)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Identity> IdentityOfCertificate(std::string_view cert_pem) {
   ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(cert_pem, "certificate"));
   return ExtractIdentity(cert.get(), kTlsScheme);

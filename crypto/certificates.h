@@ -72,6 +72,12 @@ class CertificateAuthority {
 // identity in its `fedanon://` SAN URI. PermissionDenied for another CA, expired or malformed
 // identities.
 absl::StatusOr<Identity> VerifiedTlsIdentity(std::string_view cert_pem, std::string_view ca_pem);
+// OK if `key_pem` (an unencrypted PEM private key) is the key of the certificate `cert_pem`: the
+// startup check of a participant's own TLS material. InvalidArgument otherwise, naming the two as
+// `cert_what` and `key_what`: "<key_what>: not an unencrypted PEM private key", "<key_what> does
+// not belong to <cert_what>" (or "<cert_what>: not a PEM X.509 certificate").
+absl::Status CheckKeyBelongsToCertificate(std::string_view cert_pem, std::string_view key_pem,
+                                          std::string_view cert_what, std::string_view key_what);
 // The identity in a certificate that the TLS layer has already verified.
 absl::StatusOr<Identity> IdentityOfCertificate(std::string_view cert_pem);
 // Verifies a sealing certificate for `expected` and returns its public key.

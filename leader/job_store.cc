@@ -1,16 +1,13 @@
 #include "leader/job_store.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <openssl/rand.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <array>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <string_view>
 #include <utility>
 
@@ -18,6 +15,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/file_io.h"
 #include "common/base/status_macros.h"
 
 namespace fedanon::leader {
@@ -66,19 +64,6 @@ int64_t NowUnix() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-absl::Status ErrnoStatus(int err, std::string_view what, const std::string& path) {
-  const std::string msg = absl::StrCat(std::string(what), " ", path, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(msg);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
 }
 
 // Maps an SQLite result code (with the connection's message) onto an absl::Status.
@@ -349,76 +334,19 @@ absl::Status MakeDir(const std::string& dir) {
   for (size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
     const std::string prefix = pos == std::string::npos ? dir : dir.substr(0, pos);
     if (!prefix.empty() && ::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      return ErrnoStatus(errno, "job store: cannot create directory", prefix);
+      return common::ErrnoStatus(errno,
+                                 absl::StrCat("job store: cannot create directory ", prefix));
     }
     if (pos == std::string::npos) break;
   }
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) return ErrnoStatus(errno, "job store: cannot stat", dir);
+  if (::stat(dir.c_str(), &st) != 0) {
+    return common::ErrnoStatus(errno, absl::StrCat("job store: cannot stat ", dir));
+  }
   if (!S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat("job store: ", dir, " is not a directory"));
   }
   return absl::OkStatus();
-}
-
-absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, "cannot write", path);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
-// Writes `content` to `path` (mode 0600) via a temporary file in the same directory: write,
-// fsync, rename, fsync the directory. The temporary file is removed on failure.
-absl::Status WriteFileAtomically0600(const std::string& dir, const std::string& path,
-                                     std::string_view content) {
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp.data());  // O_EXCL, mode 0600
-  if (fd < 0) return ErrnoStatus(errno, "cannot create a temporary file for", path);
-  absl::Status status =
-      ::fchmod(fd, 0600) == 0 ? absl::OkStatus() : ErrnoStatus(errno, "cannot chmod", tmp);
-  if (status.ok()) status = WriteAll(fd, content, tmp);
-  if (status.ok() && ::fsync(fd) != 0) status = ErrnoStatus(errno, "cannot fsync", tmp);
-  if (::close(fd) != 0 && status.ok()) status = ErrnoStatus(errno, "cannot close", tmp);
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    status = ErrnoStatus(errno, "cannot rename temporary file onto", path);
-  }
-  if (!status.ok()) {
-    ::unlink(tmp.c_str());
-    return status;
-  }
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return ErrnoStatus(errno, "cannot open directory", dir);
-  const bool synced = ::fsync(dfd) == 0;
-  const int err = errno;
-  ::close(dfd);
-  if (!synced) return ErrnoStatus(err, "cannot fsync directory", dir);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return ErrnoStatus(err, "cannot read", path);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
 }
 
 }  // namespace
@@ -443,7 +371,9 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& data
   if (rc != SQLITE_OK) return SqliteStatus(db.get(), rc, absl::StrCat("cannot open ", path));
   sqlite3_extended_result_codes(db.get(), 1);
   // The WAL and shared-memory files inherit the database file's mode.
-  if (::chmod(path.c_str(), 0600) != 0) return ErrnoStatus(errno, "cannot chmod", path);
+  if (::chmod(path.c_str(), 0600) != 0) {
+    return common::ErrnoStatus(errno, absl::StrCat("cannot chmod ", path));
+  }
   if (const int brc = sqlite3_busy_timeout(db.get(), kBusyTimeoutMs); brc != SQLITE_OK) {
     return SqliteStatus(db.get(), brc, "busy_timeout");
   }
@@ -556,7 +486,8 @@ absl::Status JobStore::StoreResult(const std::string& job_id, const std::string&
   }
   // The file is written without holding the lock (fsync may be slow); temp names are unique.
   const std::string dir = data_dir_ + "/results";
-  RETURN_IF_ERROR(WriteFileAtomically0600(dir, absl::StrCat(dir, "/", job_id, ".csv"), csv));
+  RETURN_IF_ERROR(common::WriteFileAtomically(absl::StrCat(dir, "/", job_id, ".csv"), csv,
+                                              {.mode = common::kPrivateFileMode}));
   std::lock_guard<std::mutex> lock(mu_);
   Stmt s(db_, "UPDATE jobs SET has_result = 1, updated_unix = ?2 WHERE job_id = ?1");
   s.Bind(1, job_id).Bind(2, NowUnix());
@@ -570,7 +501,8 @@ absl::StatusOr<std::string> JobStore::LoadResult(const std::string& job_id) cons
     RETURN_IF_ERROR(RequireJob(db_, job_id));
   }
   absl::StatusOr<std::string> csv =
-      ReadWholeFile(absl::StrCat(data_dir_, "/results/", job_id, ".csv"));
+      common::ReadFile(absl::StrCat(data_dir_, "/results/", job_id, ".csv"),
+                       /*follow_symlinks=*/false);
   if (absl::IsNotFound(csv.status())) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, " has no result at the leader"));
   }

@@ -1,18 +1,13 @@
 #include "server/admin_client.h"
 
-#include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/sync_stream.h>
-#include <stdio.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <future>
 
@@ -22,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/base/file_io.h"
 #include "common/base/status_macros.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/csv.h"
@@ -41,11 +37,6 @@ bool LooksLikeTlsFailure(const std::string& message) {
   return absl::StrContains(lower, "ssl") || absl::StrContains(lower, "handshake") ||
          absl::StrContains(lower, "certificate") || absl::StrContains(lower, "tlsv1") ||
          absl::StrContains(lower, "tls ");
-}
-
-absl::Status ErrnoError(const std::string& what, const std::string& path) {
-  const int err = errno;
-  return absl::ErrnoToStatus(err, absl::StrCat(what, " ", path));
 }
 
 std::string FormatSeconds(double seconds) {
@@ -481,79 +472,33 @@ std::string ReportSummary(const fedanon::v1::Report& report) {
 // ---------------------------------------------------------------------------------------------
 // AtomicFileWriter
 
+namespace {
+
+// The refusal of common::AtomicFileWriter to replace a file, phrased for the command line.
+absl::Status WithForceHint(absl::Status status, const std::string& path) {
+  if (!absl::IsAlreadyExists(status)) return status;
+  return absl::AlreadyExistsError(absl::StrCat(path, " exists; use --force to overwrite it"));
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const std::string& path,
                                                                          bool overwrite) {
   if (path.empty()) return absl::InvalidArgumentError("no output file given");
   std::error_code ec;
-  if (!overwrite && fs::symlink_status(path, ec).type() != fs::file_type::not_found) {
-    return absl::AlreadyExistsError(absl::StrCat(path, " exists; use --force to overwrite it"));
-  }
-  if (fs::is_directory(path, ec)) {
+  // Without `overwrite` common::AtomicFileWriter refuses any existing path, directories included.
+  if (overwrite && fs::is_directory(path, ec)) {
     return absl::FailedPreconditionError(absl::StrCat(path, " is a directory"));
   }
-  std::string tmp = absl::StrCat(path, ".partial-XXXXXX");
-  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot create a temporary file next to", path);
+  // The mode of any file a command creates.
   const mode_t mask = ::umask(0);
   ::umask(mask);
-  (void)::fchmod(fd, 0666 & ~mask);
-  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(path, tmp, fd, overwrite));
+  absl::StatusOr<std::unique_ptr<common::AtomicFileWriter>> file = common::AtomicFileWriter::Open(
+      path, {.mode = static_cast<mode_t>(0666 & ~mask), .replace_existing = overwrite});
+  if (!file.ok()) return WithForceHint(file.status(), path);
+  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(*std::move(file)));
 }
 
-AtomicFileWriter::~AtomicFileWriter() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(tmp_path_.c_str());
-}
-
-absl::Status AtomicFileWriter::Write(std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd_, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("cannot write", tmp_path_);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status AtomicFileWriter::Commit() {
-  if (::fsync(fd_) != 0) return ErrnoError("cannot sync", tmp_path_);
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) return ErrnoError("cannot close", tmp_path_);
-  if (overwrite_) {
-    if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-      return ErrnoError(absl::StrCat("cannot rename ", tmp_path_, " to"), path_);
-    }
-  } else if (::renameat2(AT_FDCWD, tmp_path_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE) !=
-             0) {
-    if (errno == EEXIST) {
-      return absl::AlreadyExistsError(absl::StrCat(path_, " exists; use --force to overwrite it"));
-    }
-    if (errno != EINVAL && errno != ENOSYS) {
-      return ErrnoError(absl::StrCat("cannot rename ", tmp_path_, " to"), path_);
-    }
-    // A file system without RENAME_NOREPLACE: a hard link fails if the target exists.
-    if (::link(tmp_path_.c_str(), path_.c_str()) != 0) {
-      if (errno == EEXIST) {
-        return absl::AlreadyExistsError(
-            absl::StrCat(path_, " exists; use --force to overwrite it"));
-      }
-      return ErrnoError(absl::StrCat("cannot link ", tmp_path_, " to"), path_);
-    }
-    ::unlink(tmp_path_.c_str());
-  }
-  committed_ = true;
-  // Make the rename durable.
-  const std::string dir =
-      fs::path(path_).has_parent_path() ? fs::path(path_).parent_path().string() : std::string(".");
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    (void)::fsync(dir_fd);
-    ::close(dir_fd);
-  }
-  return absl::OkStatus();
-}
+absl::Status AtomicFileWriter::Commit() { return WithForceHint(file_->Commit(), file_->path()); }
 
 }  // namespace fedanon::server

@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/base/file_io.h"
 #include "fedanon/v1/federation.grpc.pb.h"
 #include "server/tls.h"
 
@@ -119,28 +120,24 @@ std::string ProgressLine(const fedanon::v1::JobInfo& job);
 // A few lines (records, specializations, groups, timings, stop reason), each ending in '\n'.
 std::string ReportSummary(const fedanon::v1::Report& report);
 
-// Writes `path` atomically: the content goes to a temporary file in the same directory, which is
-// synced and renamed into place (removed on any error). Without `overwrite` an existing `path` is
-// an AlreadyExists error ("... exists; use --force to overwrite") and is never replaced.
+// An output file of `fedanonctl result` and `fedanon federation up` (the integrated table, the
+// report): common::AtomicFileWriter (common/base/file_io.h), so the content goes to a temporary
+// file in the same directory, which is synced and renamed into place (removed on any error),
+// with the mode of any file a command creates (0666 less the umask). Without `overwrite` an
+// existing `path` is an AlreadyExists error ("... exists; use --force to overwrite it") and is
+// never replaced.
 class AtomicFileWriter {
  public:
   static absl::StatusOr<std::unique_ptr<AtomicFileWriter>> Open(const std::string& path,
                                                                 bool overwrite);
-  ~AtomicFileWriter();  // removes the temporary file unless committed
-  AtomicFileWriter(const AtomicFileWriter&) = delete;
-  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
 
-  absl::Status Write(std::string_view data);
+  absl::Status Write(std::string_view data) { return file_->Write(data); }
   absl::Status Commit();
 
  private:
-  AtomicFileWriter(std::string path, std::string tmp_path, int fd, bool overwrite)
-      : path_(std::move(path)), tmp_path_(std::move(tmp_path)), fd_(fd), overwrite_(overwrite) {}
-  std::string path_;
-  std::string tmp_path_;
-  int fd_;
-  bool overwrite_;
-  bool committed_ = false;
+  explicit AtomicFileWriter(std::unique_ptr<common::AtomicFileWriter> file)
+      : file_(std::move(file)) {}
+  std::unique_ptr<common::AtomicFileWriter> file_;  // removes the temporary file unless committed
 };
 
 }  // namespace fedanon::server

@@ -3,7 +3,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <fstream>
 #include <initializer_list>
 #include <set>
 #include <string>
@@ -13,7 +12,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/file_io.h"
 #include "common/base/status_macros.h"
+#include "common/spec/yaml_document.h"
 #include "crypto/certificates.h"
 
 namespace fedanon::server {
@@ -27,17 +28,14 @@ class ConfigReader {
   static absl::StatusOr<ConfigReader> Open(const std::string& path) {
     std::error_code ec;
     const fs::path absolute = fs::absolute(path, ec).lexically_normal();
-    std::ifstream in(absolute);
-    if (ec || !in) {
+    const absl::StatusOr<std::string> text = common::ReadFile(absolute.string());
+    if (ec || !text.ok()) {
       return absl::NotFoundError(absl::StrCat("cannot read config file '", path, "'"));
     }
     ConfigReader reader(absolute.string());
-    try {
-      reader.root_ = YAML::Load(in);
-    } catch (const YAML::Exception& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(reader.Where(e.mark), ": YAML syntax error: ", e.msg));
-    }
+    ASSIGN_OR_RETURN(
+        reader.root_,
+        common::ParseYaml(*text, reader.path_, {.syntax_error_prefix = "YAML syntax error: "}));
     if (!reader.root_.IsMap()) {
       return absl::InvalidArgumentError(absl::StrCat(
           reader.path_,
@@ -50,10 +48,7 @@ class ConfigReader {
   std::string dir() const { return fs::path(path_).parent_path().string(); }
   const YAML::Node& root() const { return root_; }
 
-  std::string Where(const YAML::Mark& mark) const {
-    if (mark.is_null()) return path_;
-    return absl::StrCat(path_, ":", mark.line + 1, ":", mark.column + 1);
-  }
+  std::string Where(const YAML::Mark& mark) const { return common::YamlPosition(path_, mark); }
 
   // Every key of `map` must be in `allowed`; `prefix` is "" or "tls." for nested maps.
   absl::Status CheckKeys(const YAML::Node& map, std::initializer_list<const char*> allowed,

@@ -1,13 +1,8 @@
 #include "server/tls.h"
 
 #include <grpc/grpc_security_constants.h>
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -17,26 +12,19 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/file_io.h"
 #include "common/base/status_macros.h"
 
 namespace fedanon::server {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-
 absl::StatusOr<std::string> ReadFile(const std::string& path, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read ", std::string(what), " '", path, "': ", std::strerror(errno)));
+    // NotFound whatever the reason, as tls.h promises.
+    const absl::Status error =
+        common::ErrnoStatus(errno, absl::StrCat("cannot read ", std::string(what)), path);
+    return absl::NotFoundError(error.message());
   }
   std::ostringstream content;
   content << in.rdbuf();
@@ -92,24 +80,8 @@ absl::Status CheckOwnCertificate(const TlsMaterial& tls, const crypto::Identity&
         absl::StrCat("our TLS certificate is for ", IdentityString(*identity),
                      ", but the config says ", IdentityString(expected)));
   }
-  std::unique_ptr<BIO, BioFree> cert_bio(
-      BIO_new_mem_buf(tls.cert_pem.data(), static_cast<int>(tls.cert_pem.size())));
-  std::unique_ptr<BIO, BioFree> key_bio(
-      BIO_new_mem_buf(tls.key_pem.data(), static_cast<int>(tls.key_pem.size())));
-  if (cert_bio == nullptr || key_bio == nullptr) return absl::InternalError("out of memory");
-  std::unique_ptr<X509, X509Free> cert(
-      PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr));
-  std::unique_ptr<EVP_PKEY, PkeyFree> key(
-      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
-  if (cert == nullptr) return absl::InvalidArgumentError("our TLS certificate cannot be parsed");
-  if (key == nullptr) {
-    return absl::InvalidArgumentError(
-        "our TLS key cannot be parsed (expected an unencrypted PEM key)");
-  }
-  if (X509_check_private_key(cert.get(), key.get()) != 1) {
-    return absl::InvalidArgumentError("our TLS key does not belong to our TLS certificate");
-  }
-  return absl::OkStatus();
+  return crypto::CheckKeyBelongsToCertificate(tls.cert_pem, tls.key_pem, "our TLS certificate",
+                                              "our TLS key");
 }
 
 std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const TlsMaterial& tls) {

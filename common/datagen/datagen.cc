@@ -4,7 +4,6 @@
 #include <array>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <span>
 #include <system_error>
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/base/file_io.h"
 #include "common/base/status_macros.h"
 
 namespace fedanon::common {
@@ -745,14 +745,6 @@ void AppendColumn(std::string& out, const Person& p, int column) {
   }
 }
 
-absl::Status IoError(absl::string_view what, const std::filesystem::path& path, int err) {
-  const std::string message =
-      absl::StrCat("cannot ", what, " '", path.string(), "': ", std::strerror(err));
-  if (err == EACCES || err == EPERM || err == EROFS) return absl::PermissionDeniedError(message);
-  if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(message);
-  return absl::InternalError(message);
-}
-
 // A file written through a large in-memory buffer.
 class OutputFile {
  public:
@@ -768,7 +760,7 @@ class OutputFile {
   absl::Status Open(std::filesystem::path path) {
     path_ = std::move(path);
     file_ = std::fopen(path_.c_str(), "wb");
-    if (file_ == nullptr) return IoError("create", path_, errno);
+    if (file_ == nullptr) return ErrnoStatus(errno, "cannot create", path_.string());
     buffer_.reserve(kFlushBytes + 4096);
     return absl::OkStatus();
   }
@@ -777,7 +769,7 @@ class OutputFile {
   absl::Status Close() {
     RETURN_IF_ERROR(Flush());
     std::FILE* f = std::exchange(file_, nullptr);
-    if (std::fclose(f) != 0) return IoError("write", path_, errno);
+    if (std::fclose(f) != 0) return ErrnoStatus(errno, "cannot write", path_.string());
     return absl::OkStatus();
   }
 
@@ -785,7 +777,7 @@ class OutputFile {
   absl::Status Flush() {
     if (!buffer_.empty() &&
         std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
-      return IoError("write", path_, errno);
+      return ErrnoStatus(errno, "cannot write", path_.string());
     }
     buffer_.clear();
     return absl::OkStatus();
@@ -967,7 +959,7 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
     std::error_code ec;
     std::filesystem::create_directories(d, ec);
     if (ec || !std::filesystem::is_directory(d, ec)) {
-      return IoError("create directory", d, ec ? ec.value() : ENOTDIR);
+      return ErrnoStatus(ec ? ec.value() : ENOTDIR, "cannot create directory", d.string());
     }
   }
 

@@ -24,6 +24,7 @@
 #include "common/base/status_macros.h"
 #include "common/base/string_views.h"
 #include "common/spec/sequential_spec.h"
+#include "common/spec/yaml_document.h"
 #include "common/table/csv.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -130,9 +131,7 @@ class YamlToMessage {
   absl::Status Message(const YAML::Node& node, std::string_view path, pb::Message* msg) const;
 
   absl::Status Error(const YAML::Mark& mark, std::string_view what) const {
-    if (mark.is_null()) return absl::InvalidArgumentError(Cat(source_, ": ", what));
-    return absl::InvalidArgumentError(
-        Cat(source_, ":", mark.line + 1, ":", mark.column + 1, ": ", what));
+    return YamlError(source_, mark, what);
   }
 
  private:
@@ -656,9 +655,9 @@ void EmitMessage(YAML::Emitter& out, const pb::Message& msg, bool flow) {
 }  // namespace
 
 absl::StatusOr<JobSpec> ParseJobSpecYaml(std::string_view yaml, std::string_view source_name) {
+  ASSIGN_OR_RETURN(const YAML::Node root, ParseYaml(yaml, source_name));
   const YamlToMessage parser(source_name);
   try {
-    const YAML::Node root = YAML::Load(std::string(yaml));
     if (!root.IsDefined() || root.IsNull()) {
       return absl::InvalidArgumentError(Cat(source_name, ": the job spec is empty"));
     }

@@ -1,13 +1,6 @@
 #include "common/table/csv.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <system_error>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -20,23 +13,6 @@ namespace {
 
 constexpr size_t kFlushThreshold = size_t{1} << 20;  // 1 MiB
 constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
-
-// Maps an errno value to a status whose message names the operation and the path.
-absl::Status ErrnoStatus(int err, std::string_view what, std::string_view path) {
-  const std::string message = absl::StrCat(
-      Av(what), " '", Av(path), "': ", std::error_code(err, std::generic_category()).message());
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(message);
-    default:
-      return absl::InternalError(message);
-  }
-}
 
 // `;` if the first non-blank line has more `;` than `,`, else `,`.
 char DetectSeparator(std::string_view text) {
@@ -52,43 +28,6 @@ char DetectSeparator(std::string_view text) {
     commas += c == ',';
   }
   return semicolons > commas ? ';' : ',';
-}
-
-// Writes all of `data` to `fd`, retrying on EINTR and short writes.
-absl::Status WriteAll(int fd, std::string_view data, std::string_view path) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, "cannot write", path);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
-// Creates `<path>.tmp.XXXXXX` (mode 0644); returns its descriptor and stores its name.
-absl::StatusOr<int> CreateTempBeside(const std::string& path, std::string* tmp_path) {
-  std::string pattern = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(pattern.data());
-  if (fd < 0) return ErrnoStatus(errno, "cannot create a temporary file for", path);
-  ::fchmod(fd, 0644);  // mkstemp uses 0600; outputs are ordinary files
-  *tmp_path = std::move(pattern);
-  return fd;
-}
-
-// fsyncs and closes `fd` (always closed), then renames `tmp_path` onto `path`.
-absl::Status SyncCloseRename(int fd, const std::string& tmp_path, const std::string& path) {
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return ErrnoStatus(err, "cannot fsync", tmp_path);
-  }
-  if (::close(fd) != 0) return ErrnoStatus(errno, "cannot close", tmp_path);
-  if (::rename(tmp_path.c_str(), path.c_str()) != 0) {
-    return ErrnoStatus(errno, "cannot rename temporary file onto", path);
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -253,8 +192,8 @@ absl::Status CsvReader::CheckFieldCount(const std::vector<std::string_view>& fie
 // ---------------------------------------------------------------------------------------------
 // CsvWriter
 
-CsvWriter::CsvWriter(std::string path, std::string tmp_path, char separator, int fd)
-    : path_(std::move(path)), tmp_path_(std::move(tmp_path)), separator_(separator), fd_(fd) {
+CsvWriter::CsvWriter(std::unique_ptr<AtomicFileWriter> file, char separator)
+    : file_(std::move(file)), separator_(separator) {
   buffer_.reserve(kFlushThreshold + 4096);
 }
 
@@ -263,99 +202,77 @@ absl::StatusOr<std::unique_ptr<CsvWriter>> CsvWriter::Create(const std::string& 
   if (separator == '"' || separator == '\n' || separator == '\r' || separator == 0) {
     return absl::InvalidArgumentError(absl::StrCat("invalid CSV separator for ", path));
   }
-  std::string tmp_path;
-  ASSIGN_OR_RETURN(const int fd, CreateTempBeside(path, &tmp_path));
-  return std::unique_ptr<CsvWriter>(new CsvWriter(path, std::move(tmp_path), separator, fd));
+  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file,
+                   AtomicFileWriter::Open(path, {.mode = kSharedFileMode}));
+  return std::unique_ptr<CsvWriter>(new CsvWriter(std::move(file), separator));
 }
 
-CsvWriter::~CsvWriter() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(tmp_path_.c_str());
-}
+CsvWriter::~CsvWriter() = default;
 
 void CsvWriter::WriteRow(const std::vector<std::string_view>& fields) {
-  const char specials[] = {separator_, '"', '\r', '\n', '\0'};
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (i > 0) buffer_.push_back(separator_);
-    const std::string_view field = fields[i];
-    // A lone empty field is quoted so that the row does not read back as a blank line.
-    const bool quote = field.find_first_of(specials) != std::string_view::npos ||
-                       (fields.size() == 1 && field.empty());
-    if (!quote) {
-      buffer_.append(field);
-      continue;
-    }
-    buffer_.push_back('"');
-    for (char c : field) {
-      if (c == '"') buffer_.push_back('"');
-      buffer_.push_back(c);
-    }
-    buffer_.push_back('"');
-  }
-  buffer_.push_back('\n');
+  AppendCsvRecord(fields, separator_, &buffer_);
   if (buffer_.size() >= kFlushThreshold && deferred_error_.ok()) deferred_error_ = FlushBuffer();
 }
 
 absl::Status CsvWriter::FlushBuffer() {
-  const absl::Status status = WriteAll(fd_, buffer_, tmp_path_);
+  const absl::Status status = file_->Write(buffer_);
   buffer_.clear();
   return status;
 }
 
 absl::Status CsvWriter::Commit() {
-  if (committed_) return absl::FailedPreconditionError(absl::StrCat(path_, ": already committed"));
-  if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer failed earlier"));
   RETURN_IF_ERROR(deferred_error_);
   RETURN_IF_ERROR(FlushBuffer());
-  const int fd = std::exchange(fd_, -1);
-  RETURN_IF_ERROR(SyncCloseRename(fd, tmp_path_, path_));
-  committed_ = true;
-  return absl::OkStatus();
+  return file_->Commit();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quoting
+
+void AppendCsvField(std::string_view field, char separator, std::string* out) {
+  const char specials[] = {separator, '"', '\r', '\n'};
+  if (field.find_first_of(std::string_view(specials, sizeof(specials))) == std::string_view::npos) {
+    out->append(field);
+    return;
+  }
+  out->push_back('"');
+  for (char c : field) {
+    if (c == '"') out->push_back('"');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+void AppendCsvRecord(const std::vector<std::string_view>& fields, char separator,
+                     std::string* out) {
+  if (fields.size() == 1 && fields[0].empty()) {
+    out->append("\"\"\n");
+    return;
+  }
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) out->push_back(separator);
+    AppendCsvField(fields[i], separator, out);
+  }
+  out->push_back('\n');
+}
+
+std::string CsvLine(const std::vector<std::string_view>& fields) {
+  std::string out;
+  AppendCsvRecord(fields, ',', &out);
+  return out;
+}
+
+std::string CsvField(std::string_view field) {
+  std::string out;
+  AppendCsvField(field, ',', &out);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Whole files
 
 absl::Status WriteFileAtomically(const std::string& path, std::string_view content) {
-  std::string tmp_path;
-  ASSIGN_OR_RETURN(const int fd, CreateTempBeside(path, &tmp_path));
-  absl::Status status = WriteAll(fd, content, tmp_path);
-  if (status.ok()) {
-    status = SyncCloseRename(fd, tmp_path, path);
-  } else {
-    ::close(fd);
-  }
-  if (!status.ok()) ::unlink(tmp_path.c_str());
-  return status;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
-  std::string content;
-  struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) content.resize(st.st_size);
-  size_t filled = 0;
-  char chunk[1 << 16];
-  for (;;) {
-    // Fill the presized buffer first; past its end (or for pipes) read in chunks.
-    const bool direct = filled < content.size();
-    char* dest = direct ? content.data() + filled : chunk;
-    const size_t room = direct ? content.size() - filled : sizeof(chunk);
-    const ssize_t n = ::read(fd, dest, room);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return ErrnoStatus(err, "cannot read", path);
-    }
-    if (n == 0) break;
-    if (!direct) content.append(chunk, static_cast<size_t>(n));
-    filled += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  content.resize(filled);
-  return content;
+  return WriteFileAtomically(path, content, {.mode = kSharedFileMode});
 }
 
 }  // namespace fedanon::common

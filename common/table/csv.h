@@ -3,8 +3,10 @@
 // CsvReader loads a whole file into memory and hands out one record at a time as string_views,
 // so that a million-row table can be dictionary-encoded without materializing a string per cell.
 // Errors name the file, the 1-based line and column (e.g. "t.csv:12:7: unterminated quote").
-// CsvWriter writes to a temporary file beside the target and renames it on Commit(); if Commit()
-// is never reached the temporary file is removed, so a failed job leaves no partial output.
+// CsvWriter writes through common/base/file_io.h's AtomicFileWriter (a temporary file beside the
+// target, renamed on Commit()); if Commit() is never reached the temporary file is removed, so a
+// failed job leaves no partial output. AppendCsvField / CsvLine are the one CSV quoter: every
+// place that writes CSV (files, the released tables on the wire) goes through them.
 #pragma once
 
 #include <cstddef>
@@ -16,8 +18,20 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/base/file_io.h"
 
 namespace fedanon::common {
+
+// RFC 4180: appends `field` to `out`, in double quotes (inner quotes doubled) when it holds the
+// separator, a double quote, CR or LF, else as it is.
+void AppendCsvField(std::string_view field, char separator, std::string* out);
+// Appends one record: the fields joined by `separator`, then "\n". A record of one empty field
+// is written as "" so that it does not read back as a blank line (which readers skip).
+void AppendCsvRecord(const std::vector<std::string_view>& fields, char separator, std::string* out);
+// The record as a string (separator ',').
+std::string CsvLine(const std::vector<std::string_view>& fields);
+// One field, quoted as above (separator ',').
+std::string CsvField(std::string_view field);
 
 struct CsvOptions {
   // 0: detect from the first line (`;` if it contains more `;` than `,`, else `,`).
@@ -71,33 +85,31 @@ class CsvReader {
 
 class CsvWriter {
  public:
-  // Creates `<path>.tmp.<random>` in the same directory. Fails if the directory does not exist.
+  // Creates `<path>.tmp.<random>` (mode 0644) in the same directory. Fails if the directory does
+  // not exist. Commit() replaces an existing file.
   static absl::StatusOr<std::unique_ptr<CsvWriter>> Create(const std::string& path,
                                                            char separator = ',');
   ~CsvWriter();  // removes the temporary file unless Commit() succeeded
 
-  // Buffers one record; quotes fields that contain the separator, a quote, CR or LF.
+  // Buffers one record (AppendCsvRecord).
   void WriteRow(const std::vector<std::string_view>& fields);
   // Flushes, fsyncs and renames the temporary file onto the target path.
   absl::Status Commit();
 
  private:
-  CsvWriter(std::string path, std::string tmp_path, char separator, int fd);
+  CsvWriter(std::unique_ptr<AtomicFileWriter> file, char separator);
   absl::Status FlushBuffer();
 
-  std::string path_;
-  std::string tmp_path_;
+  std::unique_ptr<AtomicFileWriter> file_;
   char separator_;
-  int fd_;
   std::string buffer_;
-  bool committed_ = false;
   absl::Status deferred_error_;
 };
 
-// Writes `content` to `path` atomically (temporary file + rename). Used for reports.
+// Writes a table or a report atomically: WriteFileAtomically of common/base/file_io.h with mode
+// 0644, replacing an existing file.
 absl::Status WriteFileAtomically(const std::string& path, std::string_view content);
 
-// Reads a whole file. NotFound / PermissionDenied / Internal with the path in the message.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+// ReadFile (whole files) is declared in common/base/file_io.h, included above.
 
 }  // namespace fedanon::common

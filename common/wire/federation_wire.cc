@@ -99,34 +99,6 @@ std::string SumPurpose(const fedanon::v1::SumStep& step) {
   return absl::StrCat("secure-sum/", step.collect(), "/", step.chunk());
 }
 
-namespace {
-
-void AppendField(std::string* out, std::string_view f) {
-  const bool quote = f.find_first_of(",\"\r\n") != std::string_view::npos;
-  if (!quote) {
-    out->append(f.data(), f.size());
-    return;
-  }
-  out->push_back('"');
-  for (char c : f) {
-    if (c == '"') out->push_back('"');
-    out->push_back(c);
-  }
-  out->push_back('"');
-}
-
-}  // namespace
-
-std::string CsvLine(const std::vector<std::string_view>& fields) {
-  std::string out;
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (i) out.push_back(',');
-    AppendField(&out, fields[i]);
-  }
-  out.push_back('\n');
-  return out;
-}
-
 std::string CsvLine(const google::protobuf::RepeatedPtrField<std::string>& fields) {
   std::vector<std::string_view> views(fields.begin(), fields.end());
   return CsvLine(views);

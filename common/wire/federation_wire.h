@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
+#include "common/table/csv.h"
 #include "fedanon/v1/federation.pb.h"
 
 namespace fedanon::common {
@@ -28,8 +29,8 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
 std::string SumPurpose(const fedanon::v1::SumStep& step);
 inline constexpr char kUnionPurpose[] = "union";
 
-// One CSV record (comma-separated, quoted where needed) with its trailing newline.
-std::string CsvLine(const std::vector<std::string_view>& fields);
+// One CSV record of a proto's repeated field: CsvLine of common/table/csv.h (comma-separated,
+// quoted where needed, with its trailing newline), which this header brings along.
 std::string CsvLine(const google::protobuf::RepeatedPtrField<std::string>& fields);
 
 }  // namespace fedanon::common

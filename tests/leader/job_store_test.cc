@@ -5,7 +5,9 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -232,6 +234,25 @@ TEST_F(JobStoreTest, ResultStoreAndLoad) {
               StatusIs(absl::StatusCode::kNotFound, ""));
   EXPECT_THAT(store->LoadResult("job-000000000000"), StatusIs(absl::StatusCode::kNotFound, ""));
   EXPECT_FALSE(fs::exists(dir_ + "/results/job-000000000000.csv"));
+}
+
+// A result file replaced by a symbolic link (e.g. to another job's or a system file) is not read.
+TEST_F(JobStoreTest, ResultBehindASymlinkIsNotRead) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::string id, store->Create(MakeRequest("s"), "a"));
+  const std::string elsewhere = root_ + "/elsewhere.csv";
+  {
+    std::FILE* f = std::fopen(elsewhere.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("secret\n", f);
+    std::fclose(f);
+  }
+  const std::string path = dir_ + "/results/" + id + ".csv";
+  ASSERT_EQ(::symlink(elsewhere.c_str(), path.c_str()), 0);
+  const absl::StatusOr<std::string> result = store->LoadResult(id);
+  EXPECT_FALSE(result.ok());
+  EXPECT_THAT(result.status().message(), ::testing::HasSubstr(path));
 }
 
 TEST_F(JobStoreTest, AuditTrailOrderAndContent) {

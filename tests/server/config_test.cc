@@ -9,6 +9,8 @@
 #include <string>
 
 #include "server/logging.h"
+#include "server/tls.h"
+#include "tests/server/test_pki.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::server {
@@ -200,6 +202,48 @@ TEST_F(ConfigTest, SyntaxErrorAndMissingFile) {
               StatusIs(absl::StatusCode::kNotFound, "cannot read config file"));
   EXPECT_THAT(LoadAdminConfig(Write("list.yaml", "- a\n- b\n")),
               StatusIs(absl::StatusCode::kInvalidArgument, "expected a mapping"));
+}
+
+// The TLS material a config names: read with messages that name the file, and checked at startup
+// (chain, identity, key) by crypto/certificates.h.
+TEST_F(ConfigTest, TlsMaterialIsReadAndChecked) {
+  const testing::TestPki pki("tls-test");
+  const TlsMaterial party = pki.Party("hospital-a");
+  TlsPaths paths{Write("ca.crt", party.ca_pem), Write("tls.crt", party.cert_pem),
+                 Write("tls.key", party.key_pem)};
+  ASSERT_OK_AND_ASSIGN(const TlsMaterial tls, LoadTlsMaterial(paths));
+  EXPECT_EQ(tls.key_pem, party.key_pem);
+  const crypto::Identity identity{crypto::Role::kParty, "hospital-a"};
+  EXPECT_OK(CheckOwnCertificate(tls, identity));
+  EXPECT_THAT(CheckOwnCertificate(tls, {crypto::Role::kParty, "hospital-b"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "our TLS certificate is for party/hospital-a, but the config says "
+                       "party/hospital-b"));
+
+  TlsMaterial foreign_key = tls;
+  foreign_key.key_pem = pki.Party("hospital-a").key_pem;
+  EXPECT_THAT(CheckOwnCertificate(foreign_key, identity),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "our TLS key does not belong to our TLS certificate"));
+  TlsMaterial garbled_key = tls;
+  garbled_key.key_pem = "-----BEGIN PRIVATE KEY-----\nnot base64\n-----END PRIVATE KEY-----\n";
+  EXPECT_THAT(CheckOwnCertificate(garbled_key, identity),
+              StatusIs(absl::StatusCode::kInvalidArgument, "our TLS key"));
+  TlsMaterial other_ca = tls;
+  other_ca.ca_pem = testing::TestPki("other").ca_pem();
+  EXPECT_THAT(CheckOwnCertificate(other_ca, identity),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "our TLS certificate does not verify against the CA"));
+
+  paths.cert = (dir_ / "conf" / "missing.crt").string();
+  EXPECT_THAT(LoadTlsMaterial(paths),
+              StatusIs(absl::StatusCode::kNotFound, "cannot read TLS certificate '" + paths.cert +
+                                                        "': No such file or directory"));
+  paths.cert = Write("not.crt", "hello\n");
+  EXPECT_THAT(LoadTlsMaterial(paths),
+              StatusIs(absl::StatusCode::kInvalidArgument, "TLS certificate '" + paths.cert +
+                                                               "' is not a PEM file holding a "
+                                                               "CERTIFICATE"));
 }
 
 TEST(HostPortTest, Validates) {

@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "tests/support/status_matchers.h"
+#include "tests/support/temp_dir.h"
 
 namespace fedanon::common {
 namespace {
 
 using ::fedanon::testing::StatusIs;
+using ::fedanon::testing::TempDir;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -40,27 +42,6 @@ absl::StatusOr<Rows> Parse(std::string text, CsvOptions options = {}) {
   if (!reader.ok()) return reader.status();
   return ReadAll(**reader);
 }
-
-// A fresh directory under the test temp dir, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "csv_test.XXXXXX";
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(std::string_view name) const { return path_ + "/" + std::string(name); }
-  std::vector<std::string> List() const {
-    std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(path_)) {
-      names.push_back(entry.path().filename().string());
-    }
-    return names;
-  }
-
- private:
-  std::string path_;
-};
 
 TEST(CsvReaderTest, ReadsSimpleRecordsWithLf) {
   ASSERT_OK_AND_ASSIGN(Rows rows, Parse("a,b,c\n1,2,3\n"));
@@ -276,6 +257,25 @@ TEST(CsvWriterTest, QuotesOnlyWhenNeededAndRoundTrips) {
   EXPECT_EQ(rows,
             (Rows{{"plain", "a,b", "say \"hi\"", "two\nlines", "cr\r", ""}, {""}, {"x", "y"}}));
   EXPECT_THAT(dir.List(), ElementsAre("out.csv"));  // no temporary file left behind
+}
+
+// The one quoter every CSV writer uses (files, released tables on the wire, sweep reports).
+TEST(CsvQuotingTest, QuotesPerRfc4180) {
+  EXPECT_EQ(CsvField("plain"), "plain");
+  EXPECT_EQ(CsvField(""), "");
+  EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(CsvField("cr\r"), "\"cr\r\"");
+  EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(CsvField("a;b"), "a;b");
+  EXPECT_EQ(CsvLine({"x", "y,z", ""}), "x,\"y,z\",\n");
+  EXPECT_EQ(CsvLine({""}), "\"\"\n");  // not a blank line
+  std::string out;
+  AppendCsvRecord({"a,b", "c;d"}, ';', &out);
+  EXPECT_EQ(out, "a,b;\"c;d\"\n");
+  // What CsvLine writes, CsvReader reads back.
+  ASSERT_OK_AND_ASSIGN(Rows rows, Parse(CsvLine({"q\"", "a,b"}) + CsvLine({""}) + CsvLine({"z"})));
+  EXPECT_EQ(rows, (Rows{{"q\"", "a,b"}, {""}, {"z"}}));
 }
 
 TEST(CsvWriterTest, SemicolonSeparatorQuotesSemicolonsNotCommas) {

@@ -1,0 +1,195 @@
+#include "common/base/file_io.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <system_error>
+#include <utility>
+
+#include "common/base/string_views.h"
+
+namespace fedanon::common {
+namespace {
+
+// The directory holding `path` ("." for a bare file name).
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// fsyncs `dir`, so that a rename inside it survives a crash.
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open directory", dir);
+  const bool synced = ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  // EINVAL: a file system that cannot sync directories; the rename is all it offers.
+  if (!synced && err != EINVAL) return ErrnoStatus(err, "cannot fsync directory", dir);
+  return absl::OkStatus();
+}
+
+absl::Status AlreadyExists(const std::string& path) {
+  return absl::AlreadyExistsError(Cat("'", path, "' already exists"));
+}
+
+}  // namespace
+
+absl::Status ErrnoStatus(int err, std::string_view message) {
+  const std::string text =
+      Cat(message, ": ", std::error_code(err, std::generic_category()).message());
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(text);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(text);
+    default:
+      return absl::InternalError(text);
+  }
+}
+
+absl::Status ErrnoStatus(int err, std::string_view what, std::string_view path) {
+  return ErrnoStatus(err, Cat(what, " '", path, "'"));
+}
+
+absl::Status WriteAll(int fd, std::string_view data, std::string_view path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "cannot write", path);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, bool follow_symlinks) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (follow_symlinks ? 0 : O_NOFOLLOW));
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  std::string content;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) content.resize(st.st_size);
+  size_t filled = 0;
+  char chunk[1 << 16];
+  for (;;) {
+    // Fill the presized buffer first; past its end (or for pipes) read in chunks.
+    const bool direct = filled < content.size();
+    char* dest = direct ? content.data() + filled : chunk;
+    const size_t room = direct ? content.size() - filled : sizeof(chunk);
+    const ssize_t n = ::read(fd, dest, room);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return ErrnoStatus(err, "cannot read", path);
+    }
+    if (n == 0) break;
+    if (!direct) content.append(chunk, static_cast<size_t>(n));
+    filled += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  content.resize(filled);
+  return content;
+}
+
+// ---------------------------------------------------------------------------------------------
+// AtomicFileWriter
+
+absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(
+    const std::string& path, AtomicFileOptions options) {
+  if (path.empty()) return absl::InvalidArgumentError("no file name given");
+  struct stat st;
+  if (!options.replace_existing && ::lstat(path.c_str(), &st) == 0) return AlreadyExists(path);
+  std::string temp_path = path + ".tmp.XXXXXX";
+  const int fd = ::mkostemp(temp_path.data(), O_CLOEXEC);  // O_EXCL, mode 0600
+  if (fd < 0) return ErrnoStatus(errno, "cannot create a temporary file for", path);
+  // From here on the destructor removes the temporary file.
+  std::unique_ptr<AtomicFileWriter> writer(
+      new AtomicFileWriter(path, std::move(temp_path), fd, options));
+  if (::fchmod(fd, options.mode) != 0)
+    return ErrnoStatus(errno, "cannot chmod", writer->temp_path_);
+  return writer;
+}
+
+AtomicFileWriter::AtomicFileWriter(std::string path, std::string temp_path, int fd,
+                                   AtomicFileOptions options)
+    : path_(std::move(path)), temp_path_(std::move(temp_path)), fd_(fd), options_(options) {}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_path_.c_str());
+}
+
+absl::Status AtomicFileWriter::Usable() const {
+  if (committed_) return absl::FailedPreconditionError(Cat("'", path_, "': already committed"));
+  if (failed_) {
+    return absl::FailedPreconditionError(Cat("'", path_, "': an earlier write or commit failed"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFileWriter::Write(std::string_view data) {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  absl::Status written = WriteAll(fd_, data, temp_path_);
+  failed_ = !written.ok();
+  return written;
+}
+
+absl::Status AtomicFileWriter::Commit() {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  failed_ = true;  // until the file is in place
+  const int fd = std::exchange(fd_, -1);
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoStatus(err, "cannot fsync", temp_path_);
+  }
+  if (::close(fd) != 0) return ErrnoStatus(errno, "cannot close", temp_path_);
+  if (absl::Status moved = MoveIntoPlace(); !moved.ok()) return moved;
+  failed_ = false;
+  committed_ = true;
+  return SyncDirectory(DirectoryOf(path_));
+}
+
+absl::Status AtomicFileWriter::MoveIntoPlace() {
+  if (options_.replace_existing) {
+    if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+      return ErrnoStatus(errno, "cannot rename temporary file onto", path_);
+    }
+    return absl::OkStatus();
+  }
+  if (::renameat2(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE) == 0) {
+    return absl::OkStatus();
+  }
+  if (errno == EEXIST) return AlreadyExists(path_);
+  if (errno != EINVAL && errno != ENOSYS) {
+    return ErrnoStatus(errno, "cannot rename temporary file onto", path_);
+  }
+  // A file system without RENAME_NOREPLACE: a hard link fails if the target exists.
+  if (::link(temp_path_.c_str(), path_.c_str()) != 0) {
+    if (errno == EEXIST) return AlreadyExists(path_);
+    return ErrnoStatus(errno, "cannot link temporary file to", path_);
+  }
+  ::unlink(temp_path_.c_str());
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const std::string& path, std::string_view contents,
+                                 const AtomicFileOptions& options) {
+  absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer = AtomicFileWriter::Open(path, options);
+  if (!writer.ok()) return writer.status();
+  if (absl::Status written = (*writer)->Write(contents); !written.ok()) return written;
+  return (*writer)->Commit();
+}
+
+}  // namespace fedanon::common
