@@ -37,6 +37,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/provision.h"
+#include "common/base/file_io.h"
 #include "common/base/status_macros.h"
 #include "common/spec/proto_json.h"
 #include "crypto/certificates.h"
@@ -124,11 +125,6 @@ std::string DescribeExit(int wait_status) {
   return "ended";
 }
 
-absl::Status ErrnoStatus(const std::string& what) {
-  const int err = errno;
-  return absl::ErrnoToStatus(err, what);
-}
-
 // Starts `binary args...` with stdin from /dev/null and stdout + stderr appended to the log, in
 // its own process group (a terminal's Ctrl-C reaches only us; we stop the children in order),
 // with SIGTERM delivered to it should this process die.
@@ -142,18 +138,19 @@ absl::Status Spawn(Child* child, const std::string& binary, const std::vector<st
 
   const int log_fd =
       ::open(child->log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) return ErrnoStatus(absl::StrCat("cannot create ", child->log_path));
+  if (log_fd < 0)
+    return common::ErrnoStatus(errno, absl::StrCat("cannot create ", child->log_path));
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0) {
     ::close(log_fd);
-    return ErrnoStatus("cannot open /dev/null");
+    return common::ErrnoStatus(errno, "cannot open /dev/null");
   }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
     ::close(null_fd);
-    return ErrnoStatus(absl::StrCat("cannot start ", child->name));
+    return common::ErrnoStatus(errno, absl::StrCat("cannot start ", child->name));
   }
   if (pid == 0) {
     // Child: async-signal-safe calls only until exec.
@@ -211,7 +208,7 @@ std::string LogTail(const std::string& path, size_t lines = 15) {
 
 absl::StatusOr<int> FreeLoopbackPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoStatus("cannot create a socket");
+  if (fd < 0) return common::ErrnoStatus(errno, "cannot create a socket");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -219,7 +216,7 @@ absl::StatusOr<int> FreeLoopbackPort() {
   socklen_t len = sizeof(addr);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    absl::Status st = ErrnoStatus("cannot find a free port on 127.0.0.1");
+    absl::Status st = common::ErrnoStatus(errno, "cannot find a free port on 127.0.0.1");
     ::close(fd);
     return st;
   }
@@ -365,7 +362,8 @@ class FederationUp {
       if (ec) tmp = "/tmp";
       std::string pattern = (tmp / "fedanon-federation-XXXXXX").string();
       if (::mkdtemp(pattern.data()) == nullptr) {
-        return Fail(ErrnoStatus(absl::StrCat("cannot create a directory in ", tmp.string())));
+        return Fail(common::ErrnoStatus(
+            errno, absl::StrCat("cannot create a directory in ", tmp.string())));
       }
       dir_ = pattern;
       created_dir_ = true;

@@ -564,7 +564,7 @@ TEST_F(FederationUpTest, StaysUpForFedanonctlUntilSigterm) {
   EXPECT_EQ(ctl({"result", job, "-o", out, "--force"}).exit_code, 0);
   EXPECT_EQ(ReadAll(out), before);
   for (const auto& entry : fs::directory_iterator(j.dir)) {
-    EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr(".partial-")));
+    EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr(".tmp.")));
   }
 
   const Result unknown = ctl({"status", "job-000000000000"});
