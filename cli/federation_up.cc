@@ -21,19 +21,20 @@
 #include <functional>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/provision.h"
@@ -83,7 +84,7 @@ class SignalWatcher {
           int expected = 0;
           signal_.compare_exchange_strong(expected, sig);
           // Run under the lock, so that SetHook(nullptr) returns only once no hook is running.
-          std::lock_guard<std::mutex> lock(w->mu_);
+          absl::MutexLock lock(&w->mu_);
           if (w->hook_) w->hook_();
         }
       }).detach();
@@ -95,14 +96,14 @@ class SignalWatcher {
   int signal() const { return signal_.load(); }
 
   void SetHook(std::function<void()> hook) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     hook_ = std::move(hook);
   }
 
  private:
   static inline std::atomic<int> signal_{0};
-  std::mutex mu_;
-  std::function<void()> hook_;
+  absl::Mutex mu_;
+  std::function<void()> hook_ ABSL_GUARDED_BY(mu_);
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -397,7 +397,7 @@ absl::StatusOr<std::string> JobStore::Create(const SubmitJobRequest& request,
   if (!request.SerializeToString(&blob)) {
     return absl::InvalidArgumentError("job store: cannot serialize the job request");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   WriteTxn txn(db_);
   RETURN_IF_ERROR(txn.Begin());
   const int64_t now = NowUnix();
@@ -428,7 +428,7 @@ absl::Status JobStore::SetState(const std::string& job_id, JobState state,
     return absl::InvalidArgumentError(
         absl::StrCat("job store: invalid target state ", StateName(state)));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   WriteTxn txn(db_);
   RETURN_IF_ERROR(txn.Begin());
   ASSIGN_OR_RETURN(JobState current, CurrentState(db_, job_id));
@@ -450,7 +450,7 @@ absl::Status JobStore::SetProgress(const std::string& job_id, uint32_t round,
   if (!std::isfinite(elapsed_seconds) || elapsed_seconds < 0) {
     return absl::InvalidArgumentError("job store: elapsed seconds must be finite and >= 0");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Stmt s(db_,
          "UPDATE jobs SET round = ?2, current_best = ?3, elapsed_seconds = ?4, updated_unix = ?5 "
          "WHERE job_id = ?1");
@@ -470,7 +470,7 @@ absl::Status JobStore::SetReport(const std::string& job_id, const Report& report
   if (!report.SerializeToString(&blob)) {
     return absl::InvalidArgumentError("job store: cannot serialize the report");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Stmt s(db_, "UPDATE jobs SET report = ?2, updated_unix = ?3 WHERE job_id = ?1");
   s.Bind(1, job_id).BindBlob(2, blob).Bind(3, NowUnix());
   RETURN_IF_ERROR(s.Run());
@@ -481,14 +481,14 @@ absl::Status JobStore::SetReport(const std::string& job_id, const Report& report
 absl::Status JobStore::StoreResult(const std::string& job_id, const std::string& csv) {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(RequireJob(db_, job_id));
   }
   // The file is written without holding the lock (fsync may be slow); temp names are unique.
   const std::string dir = data_dir_ + "/results";
   RETURN_IF_ERROR(common::WriteFileAtomically(absl::StrCat(dir, "/", job_id, ".csv"), csv,
                                               {.mode = common::kPrivateFileMode}));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Stmt s(db_, "UPDATE jobs SET has_result = 1, updated_unix = ?2 WHERE job_id = ?1");
   s.Bind(1, job_id).Bind(2, NowUnix());
   return s.Run();
@@ -497,7 +497,7 @@ absl::Status JobStore::StoreResult(const std::string& job_id, const std::string&
 absl::StatusOr<std::string> JobStore::LoadResult(const std::string& job_id) const {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(RequireJob(db_, job_id));
   }
   absl::StatusOr<std::string> csv =
@@ -511,7 +511,7 @@ absl::StatusOr<std::string> JobStore::LoadResult(const std::string& job_id) cons
 
 absl::StatusOr<JobInfo> JobStore::Get(const std::string& job_id) const {
   RETURN_IF_ERROR(ValidateJobId(job_id));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Stmt s(db_, "SELECT " FEDANON_JOB_COLUMNS " FROM jobs WHERE job_id = ?1");
   s.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool row, s.Step());
@@ -521,7 +521,7 @@ absl::StatusOr<JobInfo> JobStore::Get(const std::string& job_id) const {
 
 absl::StatusOr<SubmitJobRequest> JobStore::Request(const std::string& job_id) const {
   RETURN_IF_ERROR(ValidateJobId(job_id));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Stmt s(db_, "SELECT request FROM jobs WHERE job_id = ?1");
   s.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool row, s.Step());
@@ -534,7 +534,7 @@ absl::StatusOr<SubmitJobRequest> JobStore::Request(const std::string& job_id) co
 }
 
 absl::StatusOr<std::vector<JobInfo>> JobStore::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Stmt s(db_, "SELECT " FEDANON_JOB_COLUMNS " FROM jobs ORDER BY seq DESC");
   std::vector<JobInfo> jobs;
   for (;;) {
@@ -552,7 +552,7 @@ absl::Status JobStore::Audit(const std::string& job_id, const std::string& actor
   if (actor.empty() || action.empty()) {
     return absl::InvalidArgumentError("job store: audit entries need an actor and an action");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   WriteTxn txn(db_);
   RETURN_IF_ERROR(txn.Begin());
   RETURN_IF_ERROR(RequireJob(db_, job_id));
@@ -562,7 +562,7 @@ absl::Status JobStore::Audit(const std::string& job_id, const std::string& actor
 
 absl::StatusOr<std::vector<AuditEntry>> JobStore::AuditTrail(const std::string& job_id) const {
   RETURN_IF_ERROR(ValidateJobId(job_id));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(RequireJob(db_, job_id));
   Stmt s(db_, "SELECT unix_time, actor, action, detail FROM audit WHERE job_id = ?1 ORDER BY id");
   s.Bind(1, job_id);
@@ -576,7 +576,7 @@ absl::StatusOr<std::vector<AuditEntry>> JobStore::AuditTrail(const std::string& 
 }
 
 absl::StatusOr<int> JobStore::RecoverAfterRestart() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   WriteTxn txn(db_);
   RETURN_IF_ERROR(txn.Begin());
   std::vector<std::string> in_flight;

@@ -8,11 +8,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "fedanon/v1/federation.pb.h"
 
 struct sqlite3;
@@ -62,9 +63,9 @@ class JobStore {
 
  private:
   JobStore(sqlite3* db, std::string data_dir);
-  sqlite3* db_;
+  mutable absl::Mutex mu_;
+  sqlite3* db_ ABSL_GUARDED_BY(mu_);  // every statement runs under mu_
   std::string data_dir_;
-  mutable std::mutex mu_;
 };
 
 }  // namespace fedanon::leader

@@ -165,6 +165,16 @@ absl::StatusOr<std::string> ReleasedTableFromCounts(
 
 }  // namespace
 
+// What every step of one job's run needs, read once from the stored request.
+struct Leader::JobRun {
+  std::string job_id;
+  fedanon::v1::SubmitJobRequest request;
+  std::vector<std::string> ring;    // the data parties in ring order
+  std::string recipient;            // a party, or the leader's own name
+  absl::Duration timeout;           // for every call to a party
+  std::function<double()> elapsed;  // seconds since the run started
+};
+
 absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
                                                        common::PartyChannel* channel) {
   ASSIGN_OR_RETURN(std::unique_ptr<JobStore> store, JobStore::Open(options.data_dir));
@@ -184,16 +194,16 @@ Leader::Leader(LeaderOptions options, common::PartyChannel* channel,
 
 Leader::~Leader() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     cancel_running_ = true;
     cancel_reason_ = "leader shutting down";
   }
-  changed_.notify_all();
+  changed_.SignalAll();
   if (worker_.joinable()) worker_.join();
 }
 
-void Leader::Notify() const { changed_.notify_all(); }
+void Leader::Notify() const { changed_.SignalAll(); }
 
 absl::StatusOr<JobInfo> Leader::Submit(const fedanon::v1::SubmitJobRequest& request,
                                        const std::string& admin) {
@@ -201,7 +211,7 @@ absl::StatusOr<JobInfo> Leader::Submit(const fedanon::v1::SubmitJobRequest& requ
   ASSIGN_OR_RETURN(std::string job_id, store_->Create(request, admin));
   spdlog::info("job={} submitted by {} ({} parties)", job_id, admin, request.parties_size());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     queue_.push_back(job_id);
   }
   Notify();
@@ -222,7 +232,7 @@ absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::str
   const std::string why = absl::StrCat("cancelled by ", admin, reason.empty() ? "" : ": ", reason);
   bool running = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (running_job_ == job_id) {
       cancel_running_ = true;
       cancel_reason_ = why;
@@ -237,8 +247,8 @@ absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::str
   for (int i = 0; running && i < 100; ++i) {
     ASSIGN_OR_RETURN(info, store_->Get(job_id));
     if (IsFinal(info.state())) break;
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait_for(lock, std::chrono::milliseconds(50));
+    absl::MutexLock lock(&mu_);
+    changed_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
   }
   return store_->Get(job_id);
 }
@@ -254,9 +264,10 @@ absl::StatusOr<JobInfo> Leader::WaitForChange(const std::string& job_id, const J
         std::chrono::steady_clock::now() >= deadline) {
       return info;
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
-                                                     std::chrono::milliseconds(200)));
+    absl::MutexLock lock(&mu_);
+    const auto now = std::chrono::steady_clock::now();
+    changed_.WaitWithTimeout(&mu_, absl::FromChrono(std::min<std::chrono::steady_clock::duration>(
+                                       deadline - now, std::chrono::milliseconds(200))));
   }
 }
 
@@ -278,8 +289,8 @@ void Leader::WorkerLoop() {
   while (true) {
     std::string job_id;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      absl::MutexLock lock(&mu_);
+      while (!stopping_ && queue_.empty()) changed_.Wait(&mu_);
       if (stopping_) return;
       job_id = queue_.front();
       queue_.pop_front();
@@ -290,47 +301,54 @@ void Leader::WorkerLoop() {
     absl::Status status = RunJob(job_id);
     std::string cancel_reason;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       running_job_.clear();
       cancel_reason = cancel_reason_;
     }
-    if (status.ok()) {
-      WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE), job_id,
-                  "cannot record the job as done");
-      spdlog::info("job={} done", job_id);
-    } else if (status.code() == absl::StatusCode::kCancelled) {
-      WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, cancel_reason), job_id,
-                  "cannot record the job as cancelled");
-      spdlog::info("job={} cancelled: {}", job_id, cancel_reason);
-    } else {
-      WarnIfError(
-          store_->SetState(job_id, fedanon::v1::JOB_STATE_FAILED, std::string(status.message())),
-          job_id, "cannot record the job as failed");
-      spdlog::error("job={} failed: {}", job_id, std::string(status.message()));
-    }
+    RecordOutcome(job_id, status, cancel_reason);
     Notify();
   }
 }
 
+void Leader::RecordOutcome(const std::string& job_id, const absl::Status& status,
+                           const std::string& cancel_reason) {
+  if (status.ok()) {
+    WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE), job_id,
+                "cannot record the job as done");
+    spdlog::info("job={} done", job_id);
+  } else if (status.code() == absl::StatusCode::kCancelled) {
+    WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, cancel_reason), job_id,
+                "cannot record the job as cancelled");
+    spdlog::info("job={} cancelled: {}", job_id, cancel_reason);
+  } else {
+    WarnIfError(
+        store_->SetState(job_id, fedanon::v1::JOB_STATE_FAILED, std::string(status.message())),
+        job_id, "cannot record the job as failed");
+    spdlog::error("job={} failed: {}", job_id, std::string(status.message()));
+  }
+}
+
 absl::Status Leader::CheckCancelled() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (cancel_running_) return absl::CancelledError(cancel_reason_);
   return absl::OkStatus();
 }
 
 absl::Status Leader::RunJob(const std::string& job_id) {
-  ASSIGN_OR_RETURN(fedanon::v1::SubmitJobRequest request, store_->Request(job_id));
+  JobRun job;
+  job.job_id = job_id;
+  ASSIGN_OR_RETURN(job.request, store_->Request(job_id));
   RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_VALIDATING));
   Notify();
   const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
+  job.elapsed = [start] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  const absl::Duration timeout = request.round_timeout_seconds() > 0
-                                     ? absl::Seconds(request.round_timeout_seconds())
-                                     : options_.round_timeout;
-  const std::vector<std::string> ring(request.parties().begin(), request.parties().end());
-  const std::string recipient = request.recipient().empty() ? options_.name : request.recipient();
+  const fedanon::v1::SubmitJobRequest& request = job.request;
+  job.timeout = request.round_timeout_seconds() > 0 ? absl::Seconds(request.round_timeout_seconds())
+                                                    : options_.round_timeout;
+  job.ring.assign(request.parties().begin(), request.parties().end());
+  job.recipient = request.recipient().empty() ? options_.name : request.recipient();
   RETURN_IF_ERROR(CheckRequest(request));
 
   // The public schema the leader scores with, from the taxonomies the admin submitted.
@@ -339,37 +357,53 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   ASSIGN_OR_RETURN(common::Dataset schema, common::BuildPublicSchema(request.spec(), texts));
   const std::string expected_digest =
       crypto::Sha256(common::CanonicalJobBytes(request.spec(), texts));
+  RETURN_IF_ERROR(PrepareParties(job, expected_digest));
 
+  RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_RUNNING));
+  Notify();
+  if (request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
+    return RunVertical(job);
+  }
+  return RunHorizontal(job, schema);
+}
+
+absl::StatusOr<fedanon::v1::PrepareJob> Leader::MakePrepare(const JobRun& job) const {
   // Announce the participants with their sealing certificates (each party verifies them).
   std::map<std::string, std::string> seal_certs;
   for (const auto& p : channel_->Parties()) seal_certs[p.name] = p.seal_cert_pem;
   fedanon::v1::PrepareJob prepare;
-  *prepare.mutable_spec() = request.spec();
-  for (size_t i = 0; i < ring.size(); ++i) {
-    auto it = seal_certs.find(ring[i]);
+  *prepare.mutable_spec() = job.request.spec();
+  for (size_t i = 0; i < job.ring.size(); ++i) {
+    auto it = seal_certs.find(job.ring[i]);
     if (it == seal_certs.end()) {
-      return absl::UnavailableError(absl::StrCat("party '", ring[i], "' is not connected"));
+      return absl::UnavailableError(absl::StrCat("party '", job.ring[i], "' is not connected"));
     }
     auto* p = prepare.add_participants();
-    p->set_name(ring[i]);
+    p->set_name(job.ring[i]);
     p->set_index(static_cast<uint32_t>(i));
     p->set_seal_certificate(it->second);
   }
-  if (recipient == options_.name) {
+  if (job.recipient == options_.name) {
     auto* p = prepare.add_participants();
     p->set_name(options_.name);
     p->set_index(UINT32_MAX);
     p->set_seal_certificate(options_.seal_cert_pem);
   }
-  prepare.set_data_holding_leader(!request.leader_party().empty());
-  for (const auto& party : ring) {
+  prepare.set_data_holding_leader(!job.request.leader_party().empty());
+  return prepare;
+}
+
+absl::Status Leader::PrepareParties(const JobRun& job, const std::string& expected_digest) {
+  ASSIGN_OR_RETURN(const fedanon::v1::PrepareJob prepare, MakePrepare(job));
+  for (const auto& party : job.ring) {
     RETURN_IF_ERROR(CheckCancelled());
     fedanon::v1::LeaderMessage msg;
-    msg.set_job_id(job_id);
+    msg.set_job_id(job.job_id);
     *msg.mutable_prepare() = prepare;
-    auto path = request.data_paths().find(party);
-    msg.mutable_prepare()->set_data_path(path == request.data_paths().end() ? "" : path->second);
-    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(party, msg, timeout));
+    auto path = job.request.data_paths().find(party);
+    msg.mutable_prepare()->set_data_path(path == job.request.data_paths().end() ? ""
+                                                                                : path->second);
+    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(party, msg, job.timeout));
     if (!reply.has_prepared()) {
       return absl::InternalError(absl::StrCat("party '", party, "' did not prepare the job"));
     }
@@ -382,41 +416,40 @@ absl::Status Leader::RunJob(const std::string& job_id) {
                        crypto::ToHex(expected_digest).substr(0, 16), ")"));
     }
   }
+  return absl::OkStatus();
+}
 
-  RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_RUNNING));
-  Notify();
-  if (request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
-    return RunVertical(job_id, request, ring, recipient, timeout, elapsed);
-  }
-
+absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& schema) {
   // Rounds: the centralized engine, fed by ring secure sums.
-  ASSIGN_OR_RETURN(common::PrivacyModel model, common::BuildPrivacyModel(request.spec(), schema));
+  const fedanon::v1::JobSpec& spec = job.request.spec();
+  ASSIGN_OR_RETURN(common::PrivacyModel model, common::BuildPrivacyModel(spec, schema));
   std::vector<common::AttributeHierarchy> hier;
   for (const auto& q : schema.qids) hier.emplace_back(&q);
   uint32_t round = 0;
   SecureSumCountSource source(
-      channel_, job_id, ring, timeout, &hier, std::max(1, schema.num_classes()),
+      channel_, job.job_id, job.ring, job.timeout, &hier, std::max(1, schema.num_classes()),
       schema.tracked.size(), [&round] { return round; }, [this] { return CheckCancelled(); });
-  source.set_share_group_sizes(ring.size() >= 3);
+  source.set_share_group_sizes(job.ring.size() >= 3);
   common::EngineOptions engine_options;
-  engine_options.score = request.spec().score();
-  engine_options.beneficial = request.spec().beneficial();
-  engine_options.suppression_token = request.spec().suppression_token();
+  engine_options.score = spec.score();
+  engine_options.beneficial = spec.beneficial();
+  engine_options.suppression_token = spec.suppression_token();
   engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
     round = step.round();
-    WarnIfError(store_->SetProgress(job_id, step.round(),
-                                    absl::StrCat(step.attribute(), " ", step.value()), elapsed()),
-                job_id, "cannot record progress");
-    spdlog::info("job={} round={} specialized {} {} ({} groups)", job_id, step.round(),
+    WarnIfError(
+        store_->SetProgress(job.job_id, step.round(),
+                            absl::StrCat(step.attribute(), " ", step.value()), job.elapsed()),
+        job.job_id, "cannot record progress");
+    spdlog::info("job={} round={} specialized {} {} ({} groups)", job.job_id, step.round(),
                  step.attribute(), step.value(), groups);
     Notify();
   };
   ASSIGN_OR_RETURN(auto engine, common::TopDownSpecializer::Create(&schema, &model, &hier, &source,
                                                                    std::move(engine_options)));
-  const double rounds_start = elapsed();
+  const double rounds_start = job.elapsed();
   ASSIGN_OR_RETURN(std::string stop_reason, engine->Run());
   round = static_cast<uint32_t>(engine->steps().size() + 1);
-  const double union_start = elapsed();
+  const double union_start = job.elapsed();
 
   // Integration. When every released non-QID attribute has a declared domain, the released
   // table is a multiset over public values: one more secure sum gives the leader (recipient) the
@@ -426,85 +459,88 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   constexpr uint64_t kMaxReleasedWords = 50'000'000;
   const std::vector<std::vector<common::NodeIndex>> final_groups = engine->GroupKeys();
   const uint64_t combinations = schema.ValueCombinations();
-  if (recipient == options_.name && schema.all_values_declared &&
+  if (job.recipient == options_.name && schema.all_values_declared &&
       final_groups.size() * combinations <= kMaxReleasedWords) {
     common::StatsRequest released;
     released.released_groups = final_groups;
     released.released_combinations = combinations;
     ASSIGN_OR_RETURN(std::vector<uint64_t> counts, source.Collect(released));
     ASSIGN_OR_RETURN(std::string csv,
-                     ReleasedTableFromCounts(request.spec(), schema, hier, final_groups, counts));
-    RETURN_IF_ERROR(store_->StoreResult(job_id, csv));
-    return FinishJob(job_id, request, *engine, source, stop_reason, round, elapsed, rounds_start,
-                     union_start, ring, timeout);
+                     ReleasedTableFromCounts(spec, schema, hier, final_groups, counts));
+    RETURN_IF_ERROR(store_->StoreResult(job.job_id, csv));
+  } else {
+    RETURN_IF_ERROR(RunSecureUnion(job, round));
   }
+  return FinishJob(job, *engine, source, stop_reason, round, rounds_start, union_start);
+}
+
+absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round) {
   std::vector<std::string> union_ring;
-  for (const auto& p : ring) {
-    if (p != recipient) union_ring.push_back(p);
+  for (const auto& p : job.ring) {
+    if (p != job.recipient) union_ring.push_back(p);
   }
-  if (recipient != options_.name) union_ring.push_back(recipient);
+  if (job.recipient != options_.name) union_ring.push_back(job.recipient);
   std::vector<std::string> header;
-  for (const auto& a : request.spec().attributes()) {
+  for (const auto& a : job.request.spec().attributes()) {
     if (a.role() != fedanon::v1::ROLE_ID) header.push_back(a.name());
   }
   fedanon::v1::SealedPayload carried;
   for (size_t i = 0; i < union_ring.size(); ++i) {
     RETURN_IF_ERROR(CheckCancelled());
     fedanon::v1::LeaderMessage msg;
-    msg.set_job_id(job_id);
+    msg.set_job_id(job.job_id);
     msg.set_round(round);
     auto* step = msg.mutable_union_step();
     *step->mutable_list() = carried;
-    step->set_recipient(recipient);
-    step->set_next(i + 1 < union_ring.size() ? union_ring[i + 1] : recipient);
-    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(union_ring[i], msg, timeout));
+    step->set_recipient(job.recipient);
+    step->set_next(i + 1 < union_ring.size() ? union_ring[i + 1] : job.recipient);
+    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply,
+                     channel_->Call(union_ring[i], msg, job.timeout));
     if (!reply.has_union_step() || !reply.union_step().has_list()) {
       return absl::InternalError(absl::StrCat("party '", union_ring[i], "' sent no union reply"));
     }
     carried = reply.union_step().list();
   }
-  if (recipient == options_.name) {
-    ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
-    ASSIGN_OR_RETURN(fedanon::v1::UnionList list,
-                     common::OpenUnionList(*keys, job_id, round, options_.name, carried));
-    ASSIGN_OR_RETURN(std::vector<std::string> rows,
-                     common::OpenUnionRows(*keys, job_id, round, options_.name, list.rows()));
-    ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
-    std::vector<std::string_view> header_views(header.begin(), header.end());
-    std::string csv = common::CsvLine(header_views);
-    for (size_t i : perm) csv += rows[i];
-    RETURN_IF_ERROR(store_->StoreResult(job_id, csv));
-  } else {
-    fedanon::v1::LeaderMessage msg;
-    msg.set_job_id(job_id);
-    msg.set_round(round);
-    auto* step = msg.mutable_union_step();
-    *step->mutable_list() = carried;
-    step->set_recipient(recipient);
-    step->set_deliver(true);
-    for (const auto& h : header) step->add_header(h);
-    RETURN_IF_ERROR(channel_->Call(recipient, msg, timeout).status());
-  }
-
-  return FinishJob(job_id, request, *engine, source, stop_reason, round, elapsed, rounds_start,
-                   union_start, ring, timeout);
+  if (job.recipient == options_.name) return StoreUnionAtLeader(job, round, header, carried);
+  fedanon::v1::LeaderMessage msg;
+  msg.set_job_id(job.job_id);
+  msg.set_round(round);
+  auto* step = msg.mutable_union_step();
+  *step->mutable_list() = carried;
+  step->set_recipient(job.recipient);
+  step->set_deliver(true);
+  for (const auto& h : header) step->add_header(h);
+  return channel_->Call(job.recipient, msg, job.timeout).status();
 }
 
-absl::Status Leader::RunVertical(const std::string& job_id,
-                                 const fedanon::v1::SubmitJobRequest& request,
-                                 const std::vector<std::string>& ring, const std::string& recipient,
-                                 absl::Duration timeout, const std::function<double()>& elapsed) {
+absl::Status Leader::StoreUnionAtLeader(const JobRun& job, uint32_t round,
+                                        const std::vector<std::string>& header,
+                                        const fedanon::v1::SealedPayload& carried) {
+  ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
+  ASSIGN_OR_RETURN(fedanon::v1::UnionList list,
+                   common::OpenUnionList(*keys, job.job_id, round, options_.name, carried));
+  ASSIGN_OR_RETURN(std::vector<std::string> rows,
+                   common::OpenUnionRows(*keys, job.job_id, round, options_.name, list.rows()));
+  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
+  std::vector<std::string_view> header_views(header.begin(), header.end());
+  std::string csv = common::CsvLine(header_views);
+  for (size_t i : perm) csv += rows[i];
+  return store_->StoreResult(job.job_id, csv);
+}
+
+absl::Status Leader::RunVertical(const JobRun& job) {
+  const fedanon::v1::SubmitJobRequest& request = job.request;
   VerticalJobOptions options;
-  options.job_id = job_id;
-  options.ring = ring;
-  options.recipient = recipient;
+  options.job_id = job.job_id;
+  options.ring = job.ring;
+  options.recipient = job.recipient;
   options.leader_name = options_.name;
   options.leader_seal_key_pem = options_.seal_key_pem;
   for (const auto& a : request.spec().attributes()) {
     if (a.role() != fedanon::v1::ROLE_ID) options.header.push_back(a.name());
   }
-  options.timeout = timeout;
-  options.id_matching_timeout = std::max(timeout * 20, absl::Minutes(20));
+  options.timeout = job.timeout;
+  options.id_matching_timeout = std::max(job.timeout * 20, absl::Minutes(20));
   options.check_cancelled = [this] { return CheckCancelled(); };
   std::vector<std::string> qid_names;  // QID attributes in spec order (the engine's indices)
   for (const auto& a : request.spec().attributes()) {
@@ -514,14 +550,16 @@ absl::Status Leader::RunVertical(const std::string& job_id,
   options.on_step = [&](uint32_t round, const std::string& owner, uint32_t attr) {
     const std::string what =
         absl::StrCat(attr < qid_names.size() ? qid_names[attr] : "?", " (", owner, ")");
-    WarnIfError(store_->SetProgress(job_id, round, what, elapsed()), job_id,
+    WarnIfError(store_->SetProgress(job.job_id, round, what, job.elapsed()), job.job_id,
                 "cannot record progress");
-    spdlog::info("job={} round={} specialized {}", job_id, round, what);
+    spdlog::info("job={} round={} specialized {}", job.job_id, round, what);
     Notify();
   };
-  const double rounds_start = elapsed();
+  const double rounds_start = job.elapsed();
   ASSIGN_OR_RETURN(VerticalJobResult result, RunVerticalJob(channel_, options));
-  if (recipient == options_.name) RETURN_IF_ERROR(store_->StoreResult(job_id, result.csv));
+  if (job.recipient == options_.name) {
+    RETURN_IF_ERROR(store_->StoreResult(job.job_id, result.csv));
+  }
   fedanon::v1::Report report = result.report;
   report.set_job_name(request.spec().name());
   report.set_version(common::VersionLine("fedanon-leader"));
@@ -531,50 +569,44 @@ absl::Status Leader::RunVertical(const std::string& job_id,
   (*report.mutable_timings_seconds())["id_matching"] = result.id_matching_seconds;
   (*report.mutable_timings_seconds())["rounds"] = result.rounds_seconds;
   (*report.mutable_timings_seconds())["union"] = result.release_seconds;
-  (*report.mutable_timings_seconds())["total"] = elapsed();
-  RETURN_IF_ERROR(store_->SetReport(job_id, report));
-  RETURN_IF_ERROR(store_->SetProgress(job_id, result.rounds, "done", elapsed()));
-  EndJobAtParties(job_id, ring, timeout);
+  (*report.mutable_timings_seconds())["total"] = job.elapsed();
+  RETURN_IF_ERROR(store_->SetReport(job.job_id, report));
+  RETURN_IF_ERROR(store_->SetProgress(job.job_id, result.rounds, "done", job.elapsed()));
+  EndJobAtParties(job);
   return absl::OkStatus();
 }
 
-void Leader::EndJobAtParties(const std::string& job_id, const std::vector<std::string>& ring,
-                             absl::Duration timeout) {
+void Leader::EndJobAtParties(const JobRun& job) {
   // Best effort: the job is done and its result stored; a party that misses EndJob is logged.
-  for (const auto& party : ring) {
+  for (const auto& party : job.ring) {
     fedanon::v1::LeaderMessage msg;
-    msg.set_job_id(job_id);
+    msg.set_job_id(job.job_id);
     msg.mutable_end_job()->set_success(true);
     msg.mutable_end_job()->set_reason("done");
-    WarnIfError(channel_->Call(party, msg, timeout).status(), job_id,
+    WarnIfError(channel_->Call(party, msg, job.timeout).status(), job.job_id,
                 absl::StrCat("party '", party, "' did not acknowledge the end of the job"));
   }
 }
 
-absl::Status Leader::FinishJob(const std::string& job_id,
-                               const fedanon::v1::SubmitJobRequest& request,
-                               const common::TopDownSpecializer& engine_ref,
+absl::Status Leader::FinishJob(const JobRun& job, const common::TopDownSpecializer& engine,
                                const SecureSumCountSource& source, const std::string& stop_reason,
-                               uint32_t round, const std::function<double()>& elapsed,
-                               double rounds_start, double union_start,
-                               const std::vector<std::string>& ring, absl::Duration timeout) {
-  const common::TopDownSpecializer* engine = &engine_ref;
+                               uint32_t round, double rounds_start, double union_start) {
   fedanon::v1::Report report;
-  report.set_job_name(request.spec().name());
+  report.set_job_name(job.request.spec().name());
   report.set_version(common::VersionLine("fedanon-leader"));
-  report.set_records_in(engine->total_records());
-  report.set_records_out(engine->total_records());
-  engine->FillReport(stop_reason, &report);
+  report.set_records_in(engine.total_records());
+  report.set_records_out(engine.total_records());
+  engine.FillReport(stop_reason, &report);
   (*report.mutable_timings_seconds())["validate"] = rounds_start;
   (*report.mutable_timings_seconds())["rounds"] = union_start - rounds_start;
-  (*report.mutable_timings_seconds())["union"] = elapsed() - union_start;
-  (*report.mutable_timings_seconds())["total"] = elapsed();
+  (*report.mutable_timings_seconds())["union"] = job.elapsed() - union_start;
+  (*report.mutable_timings_seconds())["total"] = job.elapsed();
   report.set_secure_sums(source.stats().collects);
   report.set_bytes_to_parties(source.stats().bytes_sent);
   report.set_bytes_from_parties(source.stats().bytes_received);
-  RETURN_IF_ERROR(store_->SetReport(job_id, report));
-  RETURN_IF_ERROR(store_->SetProgress(job_id, round, "done", elapsed()));
-  EndJobAtParties(job_id, ring, timeout);
+  RETURN_IF_ERROR(store_->SetReport(job.job_id, report));
+  RETURN_IF_ERROR(store_->SetProgress(job.job_id, round, "done", job.elapsed()));
+  EndJobAtParties(job);
   return absl::OkStatus();
 }
 

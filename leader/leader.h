@@ -10,16 +10,16 @@
 // Thread-safe.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/engine/privacy_model.h"
 #include "common/engine/tds_engine.h"
@@ -52,50 +52,67 @@ class Leader {
 
   // Admin operations; `admin` is the identity read from the caller's certificate.
   absl::StatusOr<fedanon::v1::JobInfo> Submit(const fedanon::v1::SubmitJobRequest& request,
-                                              const std::string& admin);
+                                              const std::string& admin) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<fedanon::v1::JobInfo> Get(const std::string& job_id) const;
   absl::StatusOr<std::vector<fedanon::v1::JobInfo>> List() const;
   absl::StatusOr<fedanon::v1::JobInfo> Cancel(const std::string& job_id, const std::string& admin,
-                                              const std::string& reason);
+                                              const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until the job's state, round or failure differs from `last` (or `timeout` passes)
   // and returns its current info; for streaming WatchJob.
   absl::StatusOr<fedanon::v1::JobInfo> WaitForChange(const std::string& job_id,
                                                      const fedanon::v1::JobInfo& last,
-                                                     absl::Duration timeout) const;
+                                                     absl::Duration timeout) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The integrated table (CSV) of a done job whose recipient is the leader.
   absl::StatusOr<std::string> Result(const std::string& job_id) const;
   std::vector<common::ConnectedParty> Parties() const { return channel_->Parties(); }
 
  private:
+  struct JobRun;
   Leader(LeaderOptions options, common::PartyChannel* channel, std::unique_ptr<JobStore> store);
-  void WorkerLoop();
-  absl::Status RunJob(const std::string& job_id);
-  absl::Status CheckCancelled() const;
-  absl::Status RunVertical(const std::string& job_id, const fedanon::v1::SubmitJobRequest& request,
-                           const std::vector<std::string>& ring, const std::string& recipient,
-                           absl::Duration timeout, const std::function<double()>& elapsed);
+  void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Records how a job ended (done, cancelled with `cancel_reason`, or failed with `status`).
+  void RecordOutcome(const std::string& job_id, const absl::Status& status,
+                     const std::string& cancel_reason);
+  // One job from validation to its end (the worker records the outcome).
+  absl::Status RunJob(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status CheckCancelled() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The PrepareJob every party of the ring receives: the spec and the participants with their
+  // sealing certificates (Unavailable when a party of the ring is not connected).
+  absl::StatusOr<fedanon::v1::PrepareJob> MakePrepare(const JobRun& job) const;
+  // Sends PrepareJob to every party and checks that each loaded the submitted job.
+  absl::Status PrepareParties(const JobRun& job, const std::string& expected_digest)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A horizontal job's rounds (secure sums) and integration.
+  absl::Status RunHorizontal(const JobRun& job, const common::Dataset& schema)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The secure set union of the parties' sealed rows, opened by (or delivered to) the recipient.
+  absl::Status RunSecureUnion(const JobRun& job, uint32_t round) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status StoreUnionAtLeader(const JobRun& job, uint32_t round,
+                                  const std::vector<std::string>& header,
+                                  const fedanon::v1::SealedPayload& carried);
+  absl::Status RunVertical(const JobRun& job) ABSL_LOCKS_EXCLUDED(mu_);
   // Tells every party of the ring that the job ended (best effort, failures logged).
-  void EndJobAtParties(const std::string& job_id, const std::vector<std::string>& ring,
-                       absl::Duration timeout);
-  absl::Status FinishJob(const std::string& job_id, const fedanon::v1::SubmitJobRequest& request,
-                         const common::TopDownSpecializer& engine,
+  void EndJobAtParties(const JobRun& job);
+  // The report and final progress of a horizontal job; then EndJobAtParties.
+  absl::Status FinishJob(const JobRun& job, const common::TopDownSpecializer& engine,
                          const SecureSumCountSource& source, const std::string& stop_reason,
-                         uint32_t round, const std::function<double()>& elapsed,
-                         double rounds_start, double union_start,
-                         const std::vector<std::string>& ring, absl::Duration timeout);
+                         uint32_t round, double rounds_start, double union_start);
   void Notify() const;
 
   LeaderOptions options_;
   common::PartyChannel* channel_;
   std::unique_ptr<JobStore> store_;
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable changed_;
-  std::deque<std::string> queue_;
-  std::string running_job_;
-  bool cancel_running_ = false;
-  std::string cancel_reason_;
-  bool stopping_ = false;
+  mutable absl::Mutex mu_;
+  // Signalled whenever a job's state may have changed (queue, store, cancellation, shutdown);
+  // waiters re-check what they wait for, most with a timeout.
+  mutable absl::CondVar changed_;
+  std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
+  std::string running_job_ ABSL_GUARDED_BY(mu_);
+  bool cancel_running_ ABSL_GUARDED_BY(mu_) = false;
+  std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread worker_;
 };
 

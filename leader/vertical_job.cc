@@ -1,6 +1,7 @@
 #include "leader/vertical_job.h"
 
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -26,7 +27,9 @@ double Since(std::chrono::steady_clock::time_point t) {
 class Driver {
  public:
   Driver(common::PartyChannel* channel, const VerticalJobOptions& options)
-      : channel_(channel), options_(options) {}
+      : channel_(channel), options_(options) {
+    for (const auto& p : options_.ring) participation_[p].set_party(p);
+  }
 
   absl::StatusOr<VerticalStepResult> Call(const std::string& party, uint32_t round,
                                           fedanon::v1::VerticalStep step) {
@@ -63,95 +66,171 @@ class Driver {
     return out;
   }
 
- private:
-  common::PartyChannel* channel_;
-  const VerticalJobOptions& options_;
-};
-
-}  // namespace
-
-absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
-                                                 const VerticalJobOptions& options) {
-  Driver driver(channel, options);
-  const auto& ring = options.ring;
-  const size_t n = ring.size();
-  if (n < 2) return absl::InvalidArgumentError("a vertical job needs at least 2 data parties");
-  VerticalJobResult result;
-
   // 1. Private ID matching. List i starts at party i, gets every other party's layer on its way
   //    round the ring (i+1, ..., i+n-1), and the last hop seals the full list for every party.
-  auto start = std::chrono::steady_clock::now();
-  std::vector<fedanon::v1::SealedPayload> carried(n);
-  {
-    ASSIGN_OR_RETURN(auto replies, driver.CallAll(ring, 0, [&](size_t i) {
-      fedanon::v1::VerticalStep step;
-      step.mutable_id_encrypt()->set_next(ring[(i + 1) % n]);
-      return step;
-    }));
-    for (size_t i = 0; i < n; ++i) carried[i] = replies[i].ids().list();
-  }
-  std::vector<std::vector<fedanon::v1::SealedPayload>> full(n);  // [receiver][origin]
-  for (size_t hop = 1; hop < n; ++hop) {
-    // In hop h, party (i + h) % n re-encrypts list i: every party works on one list at once.
-    std::vector<std::string> workers(n);
-    for (size_t i = 0; i < n; ++i) workers[i] = ring[(i + hop) % n];
-    ASSIGN_OR_RETURN(auto replies, driver.CallAll(workers, 0, [&](size_t i) {
-      fedanon::v1::VerticalStep step;
-      auto* re = step.mutable_id_reencrypt();
-      *re->mutable_list() = carried[i];
-      re->set_origin(ring[i]);
-      if (hop + 1 < n) re->set_next(ring[(i + hop + 1) % n]);
-      return step;
-    }));
-    for (size_t i = 0; i < n; ++i) {
-      if (hop + 1 < n) {
-        carried[i] = replies[i].ids().list();
-        continue;
-      }
-      if (static_cast<size_t>(replies[i].ids().for_parties_size()) != n) {
-        return absl::InternalError(
-            absl::StrCat("party '", workers[i], "' did not seal the full list for every party"));
-      }
-      for (size_t r = 0; r < n; ++r) full[r].push_back(replies[i].ids().for_parties(r));
+  //    Returns the number of records common to every party.
+  absl::StatusOr<uint64_t> MatchIds() {
+    const auto& ring = options_.ring;
+    const size_t n = ring.size();
+    std::vector<fedanon::v1::SealedPayload> carried(n);
+    {
+      ASSIGN_OR_RETURN(auto replies, CallAll(ring, 0, [&](size_t i) {
+                         fedanon::v1::VerticalStep step;
+                         step.mutable_id_encrypt()->set_next(ring[(i + 1) % n]);
+                         return step;
+                       }));
+      for (size_t i = 0; i < n; ++i) carried[i] = replies[i].ids().list();
     }
-  }
-  {
-    ASSIGN_OR_RETURN(auto replies, driver.CallAll(ring, 0, [&](size_t r) {
-      fedanon::v1::VerticalStep step;
-      for (const auto& list : full[r]) *step.mutable_id_align()->add_lists() = list;
-      return step;
-    }));
-    result.common_records = replies[0].ids().common_records();
+    ASSIGN_OR_RETURN(const auto full, ReEncryptAroundRing(std::move(carried)));
+    ASSIGN_OR_RETURN(auto replies, CallAll(ring, 0, [&](size_t r) {
+                       fedanon::v1::VerticalStep step;
+                       for (const auto& list : full[r])
+                         *step.mutable_id_align()->add_lists() = list;
+                       return step;
+                     }));
+    const uint64_t common_records = replies[0].ids().common_records();
     for (size_t r = 1; r < n; ++r) {
-      if (replies[r].ids().common_records() != result.common_records) {
+      if (replies[r].ids().common_records() != common_records) {
         return absl::InternalError(absl::StrCat("parties disagree on the ID intersection ('",
                                                 ring[0], "' vs '", ring[r], "')"));
       }
     }
+    return common_records;
   }
-  result.id_matching_seconds = Since(start);
-  spdlog::info("job={} ID matching done: {} common records ({:.2f} s)", options.job_id,
-               result.common_records, result.id_matching_seconds);
 
-  // 2. Rounds.
-  start = std::chrono::steady_clock::now();
-  uint32_t round = 1;
-  std::string stop_reason;
-  std::map<std::string, fedanon::v1::PartyParticipation> participation;
-  for (const auto& p : ring) participation[p].set_party(p);
-  while (true) {
-    ASSIGN_OR_RETURN(auto proposals, driver.CallAll(ring, round, [](size_t) {
-      fedanon::v1::VerticalStep step;
-      step.mutable_propose();
-      return step;
-    }));
+  // 2. Rounds until every party sends Not-participate; returns why they stopped and leaves in
+  //    `result` the rounds (specializations applied) and vetoes.
+  absl::StatusOr<std::string> RunRounds(VerticalJobResult* result) {
+    uint32_t round = 1;
+    while (true) {
+      ASSIGN_OR_RETURN(const RoundOutcome outcome, RunRound(round));
+      if (outcome == RoundOutcome::kEveryoneDeclined) break;
+      if (outcome == RoundOutcome::kVetoed) {
+        ++result->vetoes;
+        continue;
+      }
+      ++round;
+    }
+    result->rounds = round - 1;
+    return stop_reason_;
+  }
+
+  // 3. Release: every party's columns sealed for the recipient, joined there; the report.
+  absl::Status Release(uint32_t round, const std::string& stop_reason, VerticalJobResult* result) {
+    const auto& ring = options_.ring;
+    ASSIGN_OR_RETURN(auto released, CallAll(ring, round, [&](size_t) {
+                       fedanon::v1::VerticalStep step;
+                       step.mutable_release()->set_recipient(options_.recipient);
+                       return step;
+                     }));
+    FillReport(released, stop_reason, &result->report);
+    if (options_.recipient == options_.leader_name) {
+      ASSIGN_OR_RETURN(result->csv, JoinAtLeader(released, round));
+      return absl::OkStatus();
+    }
+    fedanon::v1::VerticalStep step;
+    for (const auto& r : released) *step.mutable_assemble()->add_columns() = r.released().columns();
+    for (const auto& h : options_.header) step.mutable_assemble()->add_header(h);
+    return Call(options_.recipient, round, step).status();
+  }
+
+ private:
+  enum class RoundOutcome { kApplied, kVetoed, kEveryoneDeclined };
+
+  // The hops of the ID matching after the first encryption: in hop h, party (i + h) % n
+  // re-encrypts list i, so every party works on one list at once. Returns, per receiver, the
+  // fully encrypted list of every origin.
+  absl::StatusOr<std::vector<std::vector<fedanon::v1::SealedPayload>>> ReEncryptAroundRing(
+      std::vector<fedanon::v1::SealedPayload> carried) {
+    const auto& ring = options_.ring;
+    const size_t n = ring.size();
+    std::vector<std::vector<fedanon::v1::SealedPayload>> full(n);  // [receiver][origin]
+    for (size_t hop = 1; hop < n; ++hop) {
+      std::vector<std::string> workers(n);
+      for (size_t i = 0; i < n; ++i) workers[i] = ring[(i + hop) % n];
+      ASSIGN_OR_RETURN(auto replies, CallAll(workers, 0, [&](size_t i) {
+                         fedanon::v1::VerticalStep step;
+                         auto* re = step.mutable_id_reencrypt();
+                         *re->mutable_list() = carried[i];
+                         re->set_origin(ring[i]);
+                         if (hop + 1 < n) re->set_next(ring[(i + hop + 1) % n]);
+                         return step;
+                       }));
+      for (size_t i = 0; i < n; ++i) {
+        if (hop + 1 < n) {
+          carried[i] = replies[i].ids().list();
+          continue;
+        }
+        if (static_cast<size_t>(replies[i].ids().for_parties_size()) != n) {
+          return absl::InternalError(
+              absl::StrCat("party '", workers[i], "' did not seal the full list for every party"));
+        }
+        for (size_t r = 0; r < n; ++r) full[r].push_back(replies[i].ids().for_parties(r));
+      }
+    }
+    return full;
+  }
+
+  // One round: proposals, the winner's instruction relayed to the others, their verdicts, and
+  // the commit (or veto) at every replica.
+  absl::StatusOr<RoundOutcome> RunRound(uint32_t round) {
+    const auto& ring = options_.ring;
+    const size_t n = ring.size();
+    ASSIGN_OR_RETURN(auto proposals, CallAll(ring, round, [](size_t) {
+                       fedanon::v1::VerticalStep step;
+                       step.mutable_propose();
+                       return step;
+                     }));
+    fedanon::v1::VerticalCandidate winner;
+    const int owner = PickWinner(proposals, &winner);
+    if (owner < 0) return RoundOutcome::kEveryoneDeclined;
+    fedanon::v1::VerticalStep win;
+    *win.mutable_winner()->mutable_candidate() = winner;
+    ASSIGN_OR_RETURN(VerticalStepResult instructions, Call(ring[owner], round, win));
+    std::vector<std::string> others;
+    for (size_t i = 0; i < n; ++i) {
+      if (static_cast<int>(i) != owner) others.push_back(ring[i]);
+    }
+    const auto& sealed = instructions.instructions().for_parties();
+    if (static_cast<size_t>(sealed.size()) != others.size()) {
+      return absl::InternalError(
+          absl::StrCat("party '", ring[owner], "' sent instructions for the wrong parties"));
+    }
+    ASSIGN_OR_RETURN(auto verdicts, CallAll(others, round, [&](size_t i) {
+                       fedanon::v1::VerticalStep step;
+                       *step.mutable_deliver()->mutable_instruction() = sealed[static_cast<int>(i)];
+                       return step;
+                     }));
+    bool accept = true;
+    for (const auto& v : verdicts) accept = accept && v.verdict().accept();
+    RETURN_IF_ERROR(CallAll(ring, round, [&](size_t) {
+                      fedanon::v1::VerticalStep step;
+                      *step.mutable_commit()->mutable_candidate() = winner;
+                      step.mutable_commit()->set_accept(accept);
+                      return step;
+                    }).status());
+    if (!accept) {
+      spdlog::info("job={} round={} the winner of '{}' was vetoed by a holder of sensitive values",
+                   options_.job_id, round, ring[owner]);
+      return RoundOutcome::kVetoed;
+    }
+    auto& won = participation_[ring[owner]];
+    won.set_rounds_won(won.rounds_won() + 1);
+    if (options_.on_step) options_.on_step(round, ring[owner], winner.attribute());
+    return RoundOutcome::kApplied;
+  }
+
+  // The best proposal (best score, public tie-break): its party's index, or -1 when every party
+  // declined (then stop_reason_ lists their reasons). Counts declines in participation_.
+  int PickWinner(const std::vector<VerticalStepResult>& proposals,
+                 fedanon::v1::VerticalCandidate* winner) {
+    const auto& ring = options_.ring;
     int owner = -1;
     common::TopDownSpecializer::Choice best;
-    fedanon::v1::VerticalCandidate winner;
     std::vector<std::string> reasons;
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < ring.size(); ++i) {
       const auto& p = proposals[i].proposal();
-      auto& record = participation[ring[i]];
+      auto& record = participation_[ring[i]];
       if (p.misbehaving()) record.set_misbehaving(true);
       if (!p.participate()) {
         record.set_rounds_declined(record.rounds_declined() + 1);
@@ -165,97 +244,84 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
       if (owner < 0 || common::TopDownSpecializer::Beats(c, best)) {
         owner = static_cast<int>(i);
         best = c;
-        winner = p.candidate();
+        *winner = p.candidate();
       }
     }
     if (owner < 0) {
-      stop_reason =
+      stop_reason_ =
           absl::StrCat("every party sent Not-participate (", absl::StrJoin(reasons, "; "), ")");
-      break;
     }
-    fedanon::v1::VerticalStep win;
-    *win.mutable_winner()->mutable_candidate() = winner;
-    ASSIGN_OR_RETURN(VerticalStepResult instructions, driver.Call(ring[owner], round, win));
-    std::vector<std::string> others;
-    for (size_t i = 0; i < n; ++i) {
-      if (static_cast<int>(i) != owner) others.push_back(ring[i]);
-    }
-    const auto& sealed = instructions.instructions().for_parties();
-    if (static_cast<size_t>(sealed.size()) != others.size()) {
-      return absl::InternalError(
-          absl::StrCat("party '", ring[owner], "' sent instructions for the wrong parties"));
-    }
-    ASSIGN_OR_RETURN(auto verdicts, driver.CallAll(others, round, [&](size_t i) {
-      fedanon::v1::VerticalStep step;
-      *step.mutable_deliver()->mutable_instruction() = sealed[static_cast<int>(i)];
-      return step;
-    }));
-    bool accept = true;
-    for (const auto& v : verdicts) accept = accept && v.verdict().accept();
-    ASSIGN_OR_RETURN(auto commits, driver.CallAll(ring, round, [&](size_t) {
-      fedanon::v1::VerticalStep step;
-      *step.mutable_commit()->mutable_candidate() = winner;
-      step.mutable_commit()->set_accept(accept);
-      return step;
-    }));
-    (void)commits;
-    if (!accept) {
-      ++result.vetoes;
-      spdlog::info("job={} round={} the winner of '{}' was vetoed by a holder of sensitive values",
-                   options.job_id, round, ring[owner]);
-      continue;
-    }
-    auto& won = participation[ring[owner]];
-    won.set_rounds_won(won.rounds_won() + 1);
-    if (options.on_step) options.on_step(round, ring[owner], winner.attribute());
-    ++round;
+    return owner;
   }
-  result.rounds = round - 1;
-  result.rounds_seconds = Since(start);
 
-  // 3. Release: every party's columns sealed for the recipient, joined there.
-  start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(auto released, driver.CallAll(ring, round, [&](size_t) {
-    fedanon::v1::VerticalStep step;
-    step.mutable_release()->set_recipient(options.recipient);
-    return step;
-  }));
   // The report: the replica of a party that holds sensitive values knows the confidences too;
-  // any replica knows the steps, the cut and the group sizes. Take the most informative one.
-  result.report = released[0].released().report();
-  for (const auto& r : released) {
-    if (r.released().report().largest_confidence() > result.report.largest_confidence()) {
-      result.report = r.released().report();
+  // any replica knows the steps, the cut and the group sizes. Take the most informative one,
+  // and add every party's participation with its contribution (mu): the scores of the applied
+  // specializations, summed per owner.
+  void FillReport(const std::vector<VerticalStepResult>& released, const std::string& stop_reason,
+                  fedanon::v1::Report* report) {
+    *report = released[0].released().report();
+    for (const auto& r : released) {
+      if (r.released().report().largest_confidence() > report->largest_confidence()) {
+        *report = r.released().report();
+      }
     }
+    report->set_stop_reason(stop_reason);
+    for (const auto& step : report->steps()) {
+      auto it = options_.attribute_party.find(step.attribute());
+      if (it == options_.attribute_party.end()) continue;
+      auto& p = participation_[it->second];
+      p.set_contribution(p.contribution() + step.score());
+    }
+    for (const auto& party : options_.ring) *report->add_participation() = participation_[party];
   }
-  result.report.set_stop_reason(stop_reason);
-  // Contributions (mu): the scores of the applied specializations, summed per owner.
-  for (const auto& step : result.report.steps()) {
-    auto it = options.attribute_party.find(step.attribute());
-    if (it == options.attribute_party.end()) continue;
-    auto& p = participation[it->second];
-    p.set_contribution(p.contribution() + step.score());
-  }
-  for (const auto& party : ring) *result.report.add_participation() = participation[party];
-  if (options.recipient == options.leader_name) {
-    ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options.leader_seal_key_pem));
+
+  // The leader is the recipient: opens every party's columns and joins them.
+  absl::StatusOr<std::string> JoinAtLeader(const std::vector<VerticalStepResult>& released,
+                                           uint32_t round) const {
+    ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.leader_seal_key_pem));
     std::vector<fedanon::v1::VerticalColumns> parts;
     for (const auto& r : released) {
       const auto& payload = r.released().columns();
-      const crypto::SealContext context{options.job_id, round, payload.sender(),
-                                        options.leader_name, "columns"};
+      const crypto::SealContext context{options_.job_id, round, payload.sender(),
+                                        options_.leader_name, "columns"};
       ASSIGN_OR_RETURN(std::string bytes, crypto::Open(*keys, context, payload.ciphertext()));
       if (!parts.emplace_back().ParseFromString(bytes)) {
         return absl::InvalidArgumentError("released columns do not parse");
       }
     }
-    ASSIGN_OR_RETURN(result.csv, common::JoinReleasedColumns(parts, options.header));
-  } else {
-    fedanon::v1::VerticalStep step;
-    for (const auto& r : released) *step.mutable_assemble()->add_columns() = r.released().columns();
-    for (const auto& h : options.header) step.mutable_assemble()->add_header(h);
-    RETURN_IF_ERROR(driver.Call(options.recipient, round, step).status());
+    return common::JoinReleasedColumns(parts, options_.header);
   }
+
+  common::PartyChannel* channel_;
+  const VerticalJobOptions& options_;
+  // Per party: rounds won and declined (with why), misbehaviour, contribution.
+  std::map<std::string, fedanon::v1::PartyParticipation> participation_;
+  std::string stop_reason_;  // of the last round in which every party declined
+};
+
+}  // namespace
+
+absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
+                                                 const VerticalJobOptions& options) {
+  Driver driver(channel, options);
+  if (options.ring.size() < 2) {
+    return absl::InvalidArgumentError("a vertical job needs at least 2 data parties");
+  }
+  VerticalJobResult result;
+
+  auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(result.common_records, driver.MatchIds());
+  result.id_matching_seconds = Since(start);
+  spdlog::info("job={} ID matching done: {} common records ({:.2f} s)", options.job_id,
+               result.common_records, result.id_matching_seconds);
+
+  start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(const std::string stop_reason, driver.RunRounds(&result));
+  result.rounds_seconds = Since(start);
+
+  start = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(driver.Release(result.rounds + 1, stop_reason, &result));
   result.release_seconds = Since(start);
   return result;
 }

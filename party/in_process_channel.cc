@@ -5,33 +5,35 @@
 namespace fedanon::party {
 
 void InProcessPartyChannel::Add(PartyAgent* agent) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   agents_[agent->name()] = agent;
   disconnected_.erase(agent->name());
 }
 
 void InProcessPartyChannel::Disconnect(const std::string& party) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   disconnected_.insert(party);
 }
 
 absl::StatusOr<fedanon::v1::PartyMessage> InProcessPartyChannel::Call(
     const std::string& party, const fedanon::v1::LeaderMessage& request, absl::Duration) {
   PartyAgent* agent;
+  std::function<void(const std::string&, const std::string&)> observer;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = agents_.find(party);
     if (it == agents_.end() || disconnected_.count(party)) {
       return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
     }
     agent = it->second;
+    observer = observer_;
   }
   fedanon::v1::LeaderMessage wire_request;
   if (!wire_request.ParseFromString(request.SerializeAsString())) {
     return absl::InternalError("request does not round-trip");
   }
   const std::string bytes = agent->Handle(wire_request).SerializeAsString();
-  if (observer_) observer_(party, bytes);
+  if (observer) observer(party, bytes);
   fedanon::v1::PartyMessage reply;
   if (!reply.ParseFromString(bytes)) return absl::InternalError("reply does not parse");
   if (reply.has_error()) {
@@ -42,7 +44,7 @@ absl::StatusOr<fedanon::v1::PartyMessage> InProcessPartyChannel::Call(
 }
 
 std::vector<common::ConnectedParty> InProcessPartyChannel::Parties() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<common::ConnectedParty> out;
   for (const auto& [name, agent] : agents_) {
     if (disconnected_.count(name)) continue;

@@ -5,11 +5,12 @@
 
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/wire/party_channel.h"
 #include "party/party_agent.h"
 
@@ -18,24 +19,27 @@ namespace fedanon::party {
 class InProcessPartyChannel : public common::PartyChannel {
  public:
   // Agents are not owned.
-  void Add(PartyAgent* agent);
+  void Add(PartyAgent* agent) ABSL_LOCKS_EXCLUDED(mu_);
   // Simulates a party going away: later calls fail with Unavailable.
-  void Disconnect(const std::string& party);
+  void Disconnect(const std::string& party) ABSL_LOCKS_EXCLUDED(mu_);
   // Called with (party, serialized reply) for every reply a party sends.
-  void set_observer(std::function<void(const std::string&, const std::string&)> observer) {
+  void set_observer(std::function<void(const std::string&, const std::string&)> observer)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
     observer_ = std::move(observer);
   }
 
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
-                                                 absl::Duration timeout) override;
-  std::vector<common::ConnectedParty> Parties() const override;
+                                                 absl::Duration timeout) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<common::ConnectedParty> Parties() const override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, PartyAgent*> agents_;
-  std::set<std::string> disconnected_;
-  std::function<void(const std::string&, const std::string&)> observer_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, PartyAgent*> agents_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> disconnected_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const std::string&, const std::string&)> observer_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace fedanon::party

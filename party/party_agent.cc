@@ -62,6 +62,19 @@ std::string Resolve(const std::string& base, const std::string& path) {
   return (std::filesystem::path(base) / path).string();
 }
 
+// The points of an ID list as the ID-matching steps carry them (serialized IdList).
+absl::StatusOr<std::vector<std::string>> ParseIdList(const std::string& bytes) {
+  fedanon::v1::IdList list;
+  if (!list.ParseFromString(bytes)) return absl::InvalidArgumentError("an ID list does not parse");
+  return std::vector<std::string>(list.points().begin(), list.points().end());
+}
+
+std::string SerializeIdList(const std::vector<std::string>& points) {
+  fedanon::v1::IdList list;
+  for (const auto& p : points) list.add_points(p);
+  return list.SerializeAsString();
+}
+
 }  // namespace
 
 // Everything the party holds for the job it is taking part in.
@@ -102,7 +115,7 @@ PartyAgent::PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKe
 PartyAgent::~PartyAgent() = default;
 
 PartyMessage PartyAgent::Handle(const LeaderMessage& request) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   absl::StatusOr<PartyMessage> reply = Dispatch(request);
   if (!reply.ok()) {
     PartyMessage error;
@@ -123,91 +136,8 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
     case LeaderMessage::kPing:
       reply.mutable_pong()->set_echoed_unix_nanos(request.ping().sent_unix_nanos());
       return reply;
-    case LeaderMessage::kPrepare: {
-      job_.reset();
-      auto job = std::make_unique<JobState>();
-      job->job_id = request.job_id();
-      job->spec = request.prepare().spec();
-      // Sealing keys of the other participants: verified against the CA for the announced name,
-      // so the relaying leader cannot substitute a key of its own.
-      for (const auto& p : request.prepare().participants()) {
-        // The leader announces itself (as a possible recipient) with index UINT32_MAX.
-        const crypto::Identity id{
-            p.index() == UINT32_MAX ? crypto::Role::kLeader : crypto::Role::kParty, p.name()};
-        ASSIGN_OR_RETURN(auto key,
-                         crypto::VerifiedSealKey(p.seal_certificate(), options_.ca_pem, id));
-        job->seal_keys[p.name()] = std::move(key);
-      }
-      // Load the taxonomies named by the spec from our data directory, then our table.
-      std::map<std::string, std::string> texts;
-      for (auto& a : *job->spec.mutable_attributes()) {
-        if (a.taxonomy().empty()) continue;
-        const std::string path = Resolve(options_.data_dir, a.taxonomy());
-        auto text = common::ReadFile(path);
-        if (!text.ok()) {
-          spdlog::error("job={} cannot read taxonomy {}: {}", job->job_id, path,
-                        std::string(text.status().message()));
-          return absl::FailedPreconditionError(
-              absl::StrCat("party '", options_.name, "' cannot read the taxonomy of attribute '",
-                           a.name(), "' (details in the party's log)"));
-        }
-        texts[a.name()] = *text;
-      }
-      auto schema = common::BuildPublicSchema(job->spec, texts);
-      if (!schema.ok()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("party '", options_.name, "': ", schema.status().message()));
-      }
-      const std::string table = Resolve(options_.data_dir, request.prepare().data_path().empty()
-                                                               ? options_.default_data_path
-                                                               : request.prepare().data_path());
-      for (const auto& p : request.prepare().participants()) {
-        if (p.index() != UINT32_MAX) job->ring.push_back(p.name());
-      }
-      if (job->spec.partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
-        VerticalPartyOptions vopts;
-        vopts.name = options_.name;
-        vopts.releases_class = !job->ring.empty() && job->ring.front() == options_.name;
-        vopts.parties = job->ring;
-        if (options_.misbehave == "never-participate") {
-          vopts.misbehaviour = Misbehaviour::kNeverParticipate;
-        } else if (options_.misbehave == "under-declare") {
-          vopts.misbehaviour = Misbehaviour::kUnderDeclare;
-        }
-        auto vp = VerticalParty::Load(job->spec, *schema, table, vopts);
-        if (!vp.ok()) {
-          spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
-                        std::string(vp.status().message()));
-          return absl::FailedPreconditionError(absl::StrCat(
-              "party '", options_.name,
-              "': its table does not match the job's schema (details in the party's log)"));
-        }
-        job->vertical = *std::move(vp);
-        reply.mutable_prepared()->set_digest(
-            crypto::Sha256(common::CanonicalJobBytes(job->spec, texts)));
-        spdlog::info("job={} prepared (vertical): {} records loaded", job->job_id,
-                     job->vertical->ids().size());
-        job_ = std::move(job);
-        return reply;
-      }
-      auto data = common::LoadDataset(job->spec, table, &*schema);
-      if (!data.ok()) {
-        // The detailed message may quote raw values: it stays in the party's log.
-        spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
-                      std::string(data.status().message()));
-        return absl::FailedPreconditionError(absl::StrCat(
-            "party '", options_.name,
-            "': its table does not match the job's schema (details in the party's log)"));
-      }
-      job->data = std::make_unique<common::Dataset>(*std::move(data));
-      for (const auto& q : job->data->qids) job->hier.emplace_back(&q);
-      job->tips = std::make_unique<common::Tips>(job->data.get(), &job->hier);
-      reply.mutable_prepared()->set_digest(
-          crypto::Sha256(common::CanonicalJobBytes(job->spec, texts)));
-      spdlog::info("job={} prepared: {} records loaded", job->job_id, job->data->num_records);
-      job_ = std::move(job);
-      return reply;
-    }
+    case LeaderMessage::kPrepare:
+      return HandlePrepare(request);
     case LeaderMessage::kSumStep:
       return HandleSumStep(request);
     case LeaderMessage::kUnionStep:
@@ -224,6 +154,115 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
     default:
       return absl::InvalidArgumentError("unknown request");
   }
+}
+
+absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(const LeaderMessage& request) {
+  job_.reset();
+  auto job = std::make_unique<JobState>();
+  job->job_id = request.job_id();
+  job->spec = request.prepare().spec();
+  RETURN_IF_ERROR(VerifyParticipants(request.prepare(), job.get()));
+  // Load the taxonomies named by the spec from our data directory, then our table.
+  ASSIGN_OR_RETURN(const auto texts, ReadTaxonomies(*job));
+  auto schema = common::BuildPublicSchema(job->spec, texts);
+  if (!schema.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("party '", options_.name, "': ", schema.status().message()));
+  }
+  const std::string table = Resolve(options_.data_dir, request.prepare().data_path().empty()
+                                                           ? options_.default_data_path
+                                                           : request.prepare().data_path());
+  for (const auto& p : request.prepare().participants()) {
+    if (p.index() != UINT32_MAX) job->ring.push_back(p.name());
+  }
+  PartyMessage reply;
+  if (job->spec.partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
+    RETURN_IF_ERROR(LoadVerticalTable(*schema, table, job.get()));
+    reply.mutable_prepared()->set_digest(
+        crypto::Sha256(common::CanonicalJobBytes(job->spec, texts)));
+    spdlog::info("job={} prepared (vertical): {} records loaded", job->job_id,
+                 job->vertical->ids().size());
+  } else {
+    RETURN_IF_ERROR(LoadHorizontalTable(*schema, table, job.get()));
+    reply.mutable_prepared()->set_digest(
+        crypto::Sha256(common::CanonicalJobBytes(job->spec, texts)));
+    spdlog::info("job={} prepared: {} records loaded", job->job_id, job->data->num_records);
+  }
+  job_ = std::move(job);
+  return reply;
+}
+
+absl::Status PartyAgent::VerifyParticipants(const fedanon::v1::PrepareJob& prepare,
+                                            JobState* job) const {
+  // Sealing keys of the other participants: verified against the CA for the announced name,
+  // so the relaying leader cannot substitute a key of its own.
+  for (const auto& p : prepare.participants()) {
+    // The leader announces itself (as a possible recipient) with index UINT32_MAX.
+    const crypto::Identity id{
+        p.index() == UINT32_MAX ? crypto::Role::kLeader : crypto::Role::kParty, p.name()};
+    ASSIGN_OR_RETURN(auto key, crypto::VerifiedSealKey(p.seal_certificate(), options_.ca_pem, id));
+    job->seal_keys[p.name()] = std::move(key);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, std::string>> PartyAgent::ReadTaxonomies(
+    const JobState& job) const {
+  std::map<std::string, std::string> texts;
+  for (const auto& a : job.spec.attributes()) {
+    if (a.taxonomy().empty()) continue;
+    const std::string path = Resolve(options_.data_dir, a.taxonomy());
+    auto text = common::ReadFile(path);
+    if (!text.ok()) {
+      spdlog::error("job={} cannot read taxonomy {}: {}", job.job_id, path,
+                    std::string(text.status().message()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("party '", options_.name, "' cannot read the taxonomy of attribute '",
+                       a.name(), "' (details in the party's log)"));
+    }
+    texts[a.name()] = *text;
+  }
+  return texts;
+}
+
+absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const std::string& table,
+                                           JobState* job) const {
+  VerticalPartyOptions vopts;
+  vopts.name = options_.name;
+  vopts.releases_class = !job->ring.empty() && job->ring.front() == options_.name;
+  vopts.parties = job->ring;
+  if (options_.misbehave == "never-participate") {
+    vopts.misbehaviour = Misbehaviour::kNeverParticipate;
+  } else if (options_.misbehave == "under-declare") {
+    vopts.misbehaviour = Misbehaviour::kUnderDeclare;
+  }
+  auto vp = VerticalParty::Load(job->spec, schema, table, vopts);
+  if (!vp.ok()) {
+    spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
+                  std::string(vp.status().message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("party '", options_.name,
+                     "': its table does not match the job's schema (details in the party's log)"));
+  }
+  job->vertical = *std::move(vp);
+  return absl::OkStatus();
+}
+
+absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
+                                             const std::string& table, JobState* job) const {
+  auto data = common::LoadDataset(job->spec, table, &schema);
+  if (!data.ok()) {
+    // The detailed message may quote raw values: it stays in the party's log.
+    spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
+                  std::string(data.status().message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("party '", options_.name,
+                     "': its table does not match the job's schema (details in the party's log)"));
+  }
+  job->data = std::make_unique<common::Dataset>(*std::move(data));
+  for (const auto& q : job->data->qids) job->hier.emplace_back(&q);
+  job->tips = std::make_unique<common::Tips>(job->data.get(), &job->hier);
+  return absl::OkStatus();
 }
 
 absl::Status PartyAgent::ApplyUpdates(
@@ -421,123 +460,35 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& req
   if (!job_ || job_->job_id != request.job_id() || !job_->vertical) {
     return absl::FailedPreconditionError("no prepared vertical job with this id");
   }
-  JobState& job = *job_;
-  VerticalParty& vp = *job.vertical;
   const auto& step = request.vertical();
   const uint64_t round = request.round();
   PartyMessage reply;
   auto* out = reply.mutable_vertical();
-  auto parse_list = [](const std::string& bytes) -> absl::StatusOr<std::vector<std::string>> {
-    fedanon::v1::IdList list;
-    if (!list.ParseFromString(bytes))
-      return absl::InvalidArgumentError("an ID list does not parse");
-    return std::vector<std::string>(list.points().begin(), list.points().end());
-  };
-  auto serialize_list = [](const std::vector<std::string>& points) {
-    fedanon::v1::IdList list;
-    for (const auto& p : points) list.add_points(p);
-    return list.SerializeAsString();
-  };
   switch (step.step_case()) {
-    case fedanon::v1::VerticalStep::kIdEncrypt: {
-      ASSIGN_OR_RETURN(job.matcher, IdMatcher::Create(vp.ids()));
-      ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwn());
-      ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
-                       SealFor(step.id_encrypt().next(), round, "id-list", serialize_list(points)));
+    case fedanon::v1::VerticalStep::kIdEncrypt:
+      RETURN_IF_ERROR(VerticalIdEncrypt(step.id_encrypt(), round, out));
       return reply;
-    }
-    case fedanon::v1::VerticalStep::kIdReencrypt: {
-      if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
-      const auto& re = step.id_reencrypt();
-      ASSIGN_OR_RETURN(std::string bytes, OpenSealed(re.list(), round, "id-list"));
-      ASSIGN_OR_RETURN(std::vector<std::string> points, parse_list(bytes));
-      ASSIGN_OR_RETURN(std::vector<std::string> again, job.matcher->ReEncrypt(points));
-      if (!re.next().empty()) {
-        ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
-                         SealFor(re.next(), round, "id-list", serialize_list(again)));
-      } else {
-        fedanon::v1::IdList digests;
-        digests.set_digests(IdMatcher::FinalDigests(again));
-        const std::string serialized = digests.SerializeAsString();
-        for (const auto& party : job.ring) {
-          ASSIGN_OR_RETURN(
-              *out->mutable_ids()->add_for_parties(),
-              SealFor(party, round, absl::StrCat("id-full:", re.origin()), serialized));
-        }
-      }
+    case fedanon::v1::VerticalStep::kIdReencrypt:
+      RETURN_IF_ERROR(VerticalIdReencrypt(step.id_reencrypt(), round, out));
       return reply;
-    }
-    case fedanon::v1::VerticalStep::kIdAlign: {
-      if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
-      const auto& lists = step.id_align().lists();
-      if (static_cast<size_t>(lists.size()) != job.ring.size()) {
-        return absl::InvalidArgumentError("ID alignment needs one list per party");
-      }
-      std::vector<std::vector<std::string>> full(job.ring.size());
-      size_t own_index = job.ring.size();
-      for (size_t i = 0; i < job.ring.size(); ++i) {
-        if (job.ring[i] == options_.name) own_index = i;
-        ASSIGN_OR_RETURN(std::string bytes, OpenSealed(lists[static_cast<int>(i)], round,
-                                                       absl::StrCat("id-full:", job.ring[i])));
-        fedanon::v1::IdList list;
-        if (!list.ParseFromString(bytes)) {
-          return absl::InvalidArgumentError("an ID digest list does not parse");
-        }
-        ASSIGN_OR_RETURN(full[i], IdMatcher::SplitDigests(list.digests()));
-      }
-      if (own_index == job.ring.size()) {
-        return absl::InvalidArgumentError("this party is not in the job's ring");
-      }
-      ASSIGN_OR_RETURN(IdAlignment alignment, job.matcher->Align(own_index, full));
-      job.matcher.reset();
-      RETURN_IF_ERROR(vp.Start(alignment.canonical, alignment.common));
-      spdlog::info("job={} ID matching: {} of {} records are common to every party", job.job_id,
-                   alignment.common, vp.ids().size());
-      out->mutable_ids()->set_common_records(alignment.common);
+    case fedanon::v1::VerticalStep::kIdAlign:
+      RETURN_IF_ERROR(VerticalIdAlign(step.id_align(), round, out));
       return reply;
-    }
-    case fedanon::v1::VerticalStep::kPropose: {
-      const VerticalProposalView view = vp.Propose();
-      const auto& choice = view.choice;
-      auto* proposal = out->mutable_proposal();
-      proposal->set_participate(choice.has_value());
-      proposal->set_reason(view.reason);
-      proposal->set_misbehaving(!options_.misbehave.empty());
-      if (choice) {
-        auto* c = proposal->mutable_candidate();
-        c->set_attribute(static_cast<uint32_t>(choice->attr));
-        c->set_node(choice->node);
-        c->set_candidate(choice->c);
-        c->set_score(choice->score);
-        c->set_order_key(choice->order_key);
-      }
+    case fedanon::v1::VerticalStep::kPropose:
+      VerticalPropose(out);
       return reply;
-    }
-    case fedanon::v1::VerticalStep::kWinner: {
-      ASSIGN_OR_RETURN(std::string instruction, vp.MakeInstruction(step.winner().candidate()));
-      for (const auto& party : job.ring) {
-        if (party == options_.name) continue;
-        ASSIGN_OR_RETURN(*out->mutable_instructions()->add_for_parties(),
-                         SealFor(party, round, "instruction", instruction));
-      }
+    case fedanon::v1::VerticalStep::kWinner:
+      RETURN_IF_ERROR(VerticalWinner(step.winner(), round, out));
       return reply;
-    }
-    case fedanon::v1::VerticalStep::kDeliver: {
-      ASSIGN_OR_RETURN(std::string bytes,
-                       OpenSealed(step.deliver().instruction(), round, "instruction"));
-      ASSIGN_OR_RETURN(bool accept, vp.Deliver(bytes));
-      if (!accept) {
-        spdlog::info("job={} round={} vetoed the winner: it would break a confidence bound",
-                     job.job_id, round);
-      }
-      out->mutable_verdict()->set_accept(accept);
+    case fedanon::v1::VerticalStep::kDeliver:
+      RETURN_IF_ERROR(VerticalDeliver(step.deliver(), round, out));
       return reply;
-    }
     case fedanon::v1::VerticalStep::kCommit:
-      RETURN_IF_ERROR(vp.Commit(step.commit().candidate(), step.commit().accept()));
+      RETURN_IF_ERROR(job_->vertical->Commit(step.commit().candidate(), step.commit().accept()));
       out->set_committed(true);
       return reply;
     case fedanon::v1::VerticalStep::kRelease: {
+      VerticalParty& vp = *job_->vertical;
       const fedanon::v1::VerticalColumns columns = vp.ReleasedColumns();
       ASSIGN_OR_RETURN(
           *out->mutable_released()->mutable_columns(),
@@ -545,29 +496,140 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& req
       vp.FillReport("", out->mutable_released()->mutable_report());
       return reply;
     }
-    case fedanon::v1::VerticalStep::kAssemble: {
-      std::vector<fedanon::v1::VerticalColumns> parts;
-      for (const auto& sealed : step.assemble().columns()) {
-        ASSIGN_OR_RETURN(std::string bytes, OpenSealed(sealed, round, "columns"));
-        if (!parts.emplace_back().ParseFromString(bytes)) {
-          return absl::InvalidArgumentError("released columns do not parse");
-        }
-      }
-      std::vector<std::string> header(step.assemble().header().begin(),
-                                      step.assemble().header().end());
-      ASSIGN_OR_RETURN(std::string csv, JoinReleasedColumns(parts, header));
-      const std::string path =
-          (std::filesystem::path(options_.output_dir) / absl::StrCat(job.job_id, ".csv")).string();
-      std::error_code ec;
-      std::filesystem::create_directories(options_.output_dir, ec);
-      RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
-      spdlog::info("job={} joined table ({} rows) written to {}", job.job_id, vp.records(), path);
-      out->mutable_assembled()->set_rows_written(vp.records());
+    case fedanon::v1::VerticalStep::kAssemble:
+      RETURN_IF_ERROR(VerticalAssemble(step.assemble(), round, out));
       return reply;
-    }
     default:
       return absl::InvalidArgumentError("unknown vertical step");
   }
+}
+
+absl::Status PartyAgent::VerticalIdEncrypt(const fedanon::v1::IdEncrypt& step, uint64_t round,
+                                           fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *job_;
+  ASSIGN_OR_RETURN(job.matcher, IdMatcher::Create(job.vertical->ids()));
+  ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwn());
+  ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
+                   SealFor(step.next(), round, "id-list", SerializeIdList(points)));
+  return absl::OkStatus();
+}
+
+absl::Status PartyAgent::VerticalIdReencrypt(const fedanon::v1::IdReEncrypt& re, uint64_t round,
+                                             fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *job_;
+  if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
+  ASSIGN_OR_RETURN(std::string bytes, OpenSealed(re.list(), round, "id-list"));
+  ASSIGN_OR_RETURN(std::vector<std::string> points, ParseIdList(bytes));
+  ASSIGN_OR_RETURN(std::vector<std::string> again, job.matcher->ReEncrypt(points));
+  if (!re.next().empty()) {
+    ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
+                     SealFor(re.next(), round, "id-list", SerializeIdList(again)));
+    return absl::OkStatus();
+  }
+  // The last hop: the fully encrypted list, as digests, for every party.
+  fedanon::v1::IdList digests;
+  digests.set_digests(IdMatcher::FinalDigests(again));
+  const std::string serialized = digests.SerializeAsString();
+  for (const auto& party : job.ring) {
+    ASSIGN_OR_RETURN(*out->mutable_ids()->add_for_parties(),
+                     SealFor(party, round, absl::StrCat("id-full:", re.origin()), serialized));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PartyAgent::VerticalIdAlign(const fedanon::v1::IdAlign& align, uint64_t round,
+                                         fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *job_;
+  VerticalParty& vp = *job.vertical;
+  if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
+  const auto& lists = align.lists();
+  if (static_cast<size_t>(lists.size()) != job.ring.size()) {
+    return absl::InvalidArgumentError("ID alignment needs one list per party");
+  }
+  std::vector<std::vector<std::string>> full(job.ring.size());
+  size_t own_index = job.ring.size();
+  for (size_t i = 0; i < job.ring.size(); ++i) {
+    if (job.ring[i] == options_.name) own_index = i;
+    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(lists[static_cast<int>(i)], round,
+                                                   absl::StrCat("id-full:", job.ring[i])));
+    fedanon::v1::IdList list;
+    if (!list.ParseFromString(bytes)) {
+      return absl::InvalidArgumentError("an ID digest list does not parse");
+    }
+    ASSIGN_OR_RETURN(full[i], IdMatcher::SplitDigests(list.digests()));
+  }
+  if (own_index == job.ring.size()) {
+    return absl::InvalidArgumentError("this party is not in the job's ring");
+  }
+  ASSIGN_OR_RETURN(IdAlignment alignment, job.matcher->Align(own_index, full));
+  job.matcher.reset();
+  RETURN_IF_ERROR(vp.Start(alignment.canonical, alignment.common));
+  spdlog::info("job={} ID matching: {} of {} records are common to every party", job.job_id,
+               alignment.common, vp.ids().size());
+  out->mutable_ids()->set_common_records(alignment.common);
+  return absl::OkStatus();
+}
+
+void PartyAgent::VerticalPropose(fedanon::v1::VerticalStepResult* out) const {
+  const VerticalProposalView view = job_->vertical->Propose();
+  const auto& choice = view.choice;
+  auto* proposal = out->mutable_proposal();
+  proposal->set_participate(choice.has_value());
+  proposal->set_reason(view.reason);
+  proposal->set_misbehaving(!options_.misbehave.empty());
+  if (choice) {
+    auto* c = proposal->mutable_candidate();
+    c->set_attribute(static_cast<uint32_t>(choice->attr));
+    c->set_node(choice->node);
+    c->set_candidate(choice->c);
+    c->set_score(choice->score);
+    c->set_order_key(choice->order_key);
+  }
+}
+
+absl::Status PartyAgent::VerticalWinner(const fedanon::v1::VerticalWinner& winner, uint64_t round,
+                                        fedanon::v1::VerticalStepResult* out) {
+  ASSIGN_OR_RETURN(std::string instruction, job_->vertical->MakeInstruction(winner.candidate()));
+  for (const auto& party : job_->ring) {
+    if (party == options_.name) continue;
+    ASSIGN_OR_RETURN(*out->mutable_instructions()->add_for_parties(),
+                     SealFor(party, round, "instruction", instruction));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PartyAgent::VerticalDeliver(const fedanon::v1::VerticalDeliver& deliver,
+                                         uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  ASSIGN_OR_RETURN(std::string bytes, OpenSealed(deliver.instruction(), round, "instruction"));
+  ASSIGN_OR_RETURN(bool accept, job_->vertical->Deliver(bytes));
+  if (!accept) {
+    spdlog::info("job={} round={} vetoed the winner: it would break a confidence bound",
+                 job_->job_id, round);
+  }
+  out->mutable_verdict()->set_accept(accept);
+  return absl::OkStatus();
+}
+
+absl::Status PartyAgent::VerticalAssemble(const fedanon::v1::VerticalAssemble& assemble,
+                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  std::vector<fedanon::v1::VerticalColumns> parts;
+  for (const auto& sealed : assemble.columns()) {
+    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(sealed, round, "columns"));
+    if (!parts.emplace_back().ParseFromString(bytes)) {
+      return absl::InvalidArgumentError("released columns do not parse");
+    }
+  }
+  std::vector<std::string> header(assemble.header().begin(), assemble.header().end());
+  ASSIGN_OR_RETURN(std::string csv, JoinReleasedColumns(parts, header));
+  const std::string path =
+      (std::filesystem::path(options_.output_dir) / absl::StrCat(job_->job_id, ".csv")).string();
+  std::error_code ec;
+  std::filesystem::create_directories(options_.output_dir, ec);
+  RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
+  const uint64_t records = job_->vertical->records();
+  spdlog::info("job={} joined table ({} rows) written to {}", job_->job_id, records, path);
+  out->mutable_assembled()->set_rows_written(records);
+  return absl::OkStatus();
 }
 
 }  // namespace fedanon::party

@@ -6,12 +6,15 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/table/dataset.h"
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
 
@@ -39,33 +42,70 @@ class PartyAgent {
   ~PartyAgent();
 
   // Handles one request and returns the reply (an ErrorReply on failure; never throws).
-  fedanon::v1::PartyMessage Handle(const fedanon::v1::LeaderMessage& request);
+  fedanon::v1::PartyMessage Handle(const fedanon::v1::LeaderMessage& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string& name() const { return options_.name; }
   const std::string& seal_cert_pem() const { return options_.seal_cert_pem; }
 
  private:
   struct JobState;
+  using Reply = absl::StatusOr<fedanon::v1::PartyMessage>;
+  using VerticalResult = fedanon::v1::VerticalStepResult;
+
   PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKeyPair> seal_keys);
-  absl::StatusOr<fedanon::v1::PartyMessage> Dispatch(const fedanon::v1::LeaderMessage& request);
+  Reply Dispatch(const fedanon::v1::LeaderMessage& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // PrepareJob: verifies the participants' sealing certificates, reads the taxonomies and the
+  // table, and replies with the digest of the job as this party loaded it.
+  Reply HandlePrepare(const fedanon::v1::LeaderMessage& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status VerifyParticipants(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
+  // The spec's taxonomy files (resolved against data_dir), by attribute name.
+  absl::StatusOr<std::map<std::string, std::string>> ReadTaxonomies(const JobState& job) const;
+  absl::Status LoadVerticalTable(const common::Dataset& schema, const std::string& table,
+                                 JobState* job) const;
+  absl::Status LoadHorizontalTable(const common::Dataset& schema, const std::string& table,
+                                   JobState* job) const;
+
+  // Horizontal jobs: instructions and splits riding along a secure sum, a secure-sum hop, and a
+  // hop (or the delivery) of the secure set union.
   absl::Status ApplyUpdates(
-      const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates);
-  absl::StatusOr<fedanon::v1::PartyMessage> HandleSumStep(
-      const fedanon::v1::LeaderMessage& request);
-  absl::StatusOr<fedanon::v1::PartyMessage> HandleUnionStep(
-      const fedanon::v1::LeaderMessage& request);
-  absl::StatusOr<fedanon::v1::PartyMessage> HandleVertical(
-      const fedanon::v1::LeaderMessage& request);
+      const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Reply HandleSumStep(const fedanon::v1::LeaderMessage& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Reply HandleUnionStep(const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Vertical jobs: one function per step (party/vertical_party.h does the work).
+  Reply HandleVertical(const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status VerticalIdEncrypt(const fedanon::v1::IdEncrypt& step, uint64_t round,
+                                 VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status VerticalIdReencrypt(const fedanon::v1::IdReEncrypt& re, uint64_t round,
+                                   VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status VerticalIdAlign(const fedanon::v1::IdAlign& align, uint64_t round,
+                               VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void VerticalPropose(VerticalResult* out) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status VerticalWinner(const fedanon::v1::VerticalWinner& winner, uint64_t round,
+                              VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status VerticalDeliver(const fedanon::v1::VerticalDeliver& deliver, uint64_t round,
+                               VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status VerticalAssemble(const fedanon::v1::VerticalAssemble& assemble, uint64_t round,
+                                VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // `bytes` sealed for a participant of the current job, and a payload sealed for this party.
   absl::StatusOr<fedanon::v1::SealedPayload> SealFor(const std::string& receiver, uint64_t round,
                                                      const std::string& purpose,
-                                                     const std::string& bytes) const;
+                                                     const std::string& bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::string> OpenSealed(const fedanon::v1::SealedPayload& payload, uint64_t round,
-                                         const std::string& purpose) const;
+                                         const std::string& purpose) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  PartyAgentOptions options_;
-  std::unique_ptr<crypto::SealKeyPair> seal_keys_;  // parsed once from options_.seal_key_pem
-  std::mutex mu_;
-  std::unique_ptr<JobState> job_;
+  const PartyAgentOptions options_;
+  const std::unique_ptr<crypto::SealKeyPair> seal_keys_;  // parsed once from the seal key PEM
+  absl::Mutex mu_;                                        // held for the whole of each request
+  std::unique_ptr<JobState> job_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace fedanon::party

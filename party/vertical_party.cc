@@ -120,6 +120,22 @@ JobSpec PartySpec(const JobSpec& spec, const std::string& party, bool* holds_sen
   return out;
 }
 
+// This party's columns of the table, encoded against the job's public schema (its taxonomies).
+absl::StatusOr<common::Dataset> LoadOwnColumns(const JobSpec& party_spec,
+                                               const common::Dataset& schema,
+                                               const std::string& csv_path) {
+  std::map<std::string, const common::QidColumn*> schema_qid;
+  for (const auto& q : schema.qids) schema_qid[q.name] = &q;
+  common::Dataset own_schema = schema;
+  own_schema.qids.clear();
+  for (const Attribute& a : party_spec.attributes()) {
+    if (a.role() == fedanon::v1::ROLE_QID) own_schema.qids.push_back(*schema_qid.at(a.name()));
+  }
+  ASSIGN_OR_RETURN(own_schema.tracked, common::TrackedSensitiveValues(party_spec));
+  own_schema.value_columns.clear();
+  return common::LoadDataset(party_spec, csv_path, &own_schema);
+}
+
 }  // namespace
 
 // The count source of one replica: statistics from the local TIPS (placeholders for attributes
@@ -166,20 +182,24 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec
   bool holds_sensitive = false;
   const JobSpec party_spec = PartySpec(spec, p->options_.name, &holds_sensitive);
   p->holds_sensitive_ = holds_sensitive;
-
-  // The party's own public schema shares the job's taxonomies (copied from `schema`).
-  std::map<std::string, const common::QidColumn*> schema_qid;
-  for (const auto& q : schema.qids) schema_qid[q.name] = &q;
-  common::Dataset own_schema = schema;
-  own_schema.qids.clear();
-  for (const Attribute& a : party_spec.attributes()) {
-    if (a.role() == fedanon::v1::ROLE_QID) own_schema.qids.push_back(*schema_qid.at(a.name()));
+  ASSIGN_OR_RETURN(common::Dataset own, LoadOwnColumns(party_spec, schema, csv_path));
+  RETURN_IF_ERROR(p->ReadIdsAndValues(party_spec, own, csv_path));
+  p->BuildJoinedData(schema, csv_path, std::move(own));
+  for (const auto& q : p->data_->qids) {
+    for (const Attribute& a : spec.attributes()) {
+      if (a.name() == q.name) p->owner_of_.push_back(a.party());
+    }
   }
-  ASSIGN_OR_RETURN(own_schema.tracked, common::TrackedSensitiveValues(party_spec));
-  own_schema.value_columns.clear();
-  ASSIGN_OR_RETURN(common::Dataset own, common::LoadDataset(party_spec, csv_path, &own_schema));
+  for (const auto& party : p->options_.parties) p->mu_[party] = 0;
+  if (p->options_.misbehaviour != Misbehaviour::kNone) {
+    spdlog::warn("party {} runs in a MISBEHAVIOUR mode for tests and demonstrations",
+                 p->options_.name);
+  }
+  return p;
+}
 
-  // IDs and the raw released values of this party's non-QID columns, per kept row.
+absl::Status VerticalParty::ReadIdsAndValues(const JobSpec& party_spec, const common::Dataset& own,
+                                             const std::string& csv_path) {
   int id_column = -1;
   std::vector<int> value_columns;
   for (const Attribute& a : party_spec.attributes()) {
@@ -188,16 +208,16 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec
     if (a.role() == fedanon::v1::ROLE_ID) id_column = col;
     const bool released = a.role() == fedanon::v1::ROLE_SENSITIVE ||
                           a.role() == fedanon::v1::ROLE_OTHER ||
-                          (a.role() == fedanon::v1::ROLE_CLASS && p->options_.releases_class);
+                          (a.role() == fedanon::v1::ROLE_CLASS && options_.releases_class);
     if (released) {
       value_columns.push_back(col);
-      p->value_names_.push_back(a.name());
+      value_names_.push_back(a.name());
     }
   }
   if (id_column < 0) {
     return absl::InvalidArgumentError("a vertical job needs an attribute with role id");
   }
-  p->value_cells_.resize(value_columns.size());
+  value_cells_.resize(value_columns.size());
   ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::CsvReader::Open(csv_path));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool more, reader->Next(&fields));  // header
@@ -206,18 +226,21 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec
     ASSIGN_OR_RETURN(more, reader->Next(&fields));
     if (!more) break;
     if (row < own.kept.size() && own.kept[row]) {
-      p->ids_.emplace_back(fields[id_column]);
+      ids_.emplace_back(fields[id_column]);
       for (size_t v = 0; v < value_columns.size(); ++v) {
-        p->value_cells_[v].emplace_back(fields[value_columns[v]]);
+        value_cells_[v].emplace_back(fields[value_columns[v]]);
       }
     }
     ++row;
   }
-  if (p->ids_.size() != own.num_records) {
+  if (ids_.size() != own.num_records) {
     return absl::InternalError("the table changed while it was being read");
   }
+  return absl::OkStatus();
+}
 
-  // The full joined schema: own codes where this party has the column.
+void VerticalParty::BuildJoinedData(const common::Dataset& schema, const std::string& csv_path,
+                                    common::Dataset own) {
   auto data = std::make_unique<common::Dataset>(schema);
   data->source_path = csv_path;
   data->num_records = own.num_records;
@@ -236,27 +259,16 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec
       if (own.sensitive_bits[r] >> b & 1) data->sensitive_bits[r] |= uint64_t{1} << full_bit;
     }
   }
-  p->owned_.assign(data->qids.size(), false);
+  owned_.assign(data->qids.size(), false);
   for (size_t q = 0; q < data->qids.size(); ++q) {
     for (auto& oq : own.qids) {
       if (oq.name == data->qids[q].name) {
         data->qids[q].codes = std::move(oq.codes);
-        p->owned_[q] = true;
+        owned_[q] = true;
       }
     }
   }
-  p->data_ = std::move(data);
-  for (const auto& q : p->data_->qids) {
-    for (const Attribute& a : spec.attributes()) {
-      if (a.name() == q.name) p->owner_of_.push_back(a.party());
-    }
-  }
-  for (const auto& party : p->options_.parties) p->mu_[party] = 0;
-  if (p->options_.misbehaviour != Misbehaviour::kNone) {
-    spdlog::warn("party {} runs in a MISBEHAVIOUR mode for tests and demonstrations",
-                 p->options_.name);
-  }
-  return p;
+  data_ = std::move(data);
 }
 
 absl::Status VerticalParty::Start(const std::vector<int64_t>& canonical, uint64_t common_records) {

@@ -97,6 +97,13 @@ class VerticalParty {
  private:
   class Source;
   VerticalParty() = default;
+  // Load's steps: the IDs and the raw released values of this party's non-QID columns, per kept
+  // row of `own` (this party's columns, encoded); then the full joined schema with this party's
+  // codes where it has the column.
+  absl::Status ReadIdsAndValues(const fedanon::v1::JobSpec& party_spec, const common::Dataset& own,
+                                const std::string& csv_path);
+  void BuildJoinedData(const common::Dataset& schema, const std::string& csv_path,
+                       common::Dataset own);
   bool IsOwner(const fedanon::v1::VerticalCandidate& c) const;
   absl::Status CheckCandidate(const fedanon::v1::VerticalCandidate& c) const;
   // Partitions of the current TIPS that hold (attr, node), in creation order.

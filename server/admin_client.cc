@@ -278,7 +278,7 @@ absl::StatusOr<JobInfo> AdminClient::WatchJob(
   grpc::ClientContext context;
   Prepare(&context, false);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (cancelled_) return absl::CancelledError("watch interrupted");
     streaming_ = &context;
   }
@@ -296,7 +296,7 @@ absl::StatusOr<JobInfo> AdminClient::WatchJob(
   const grpc::Status status = reader->Finish();
   bool cancelled = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     streaming_ = nullptr;
     cancelled = cancelled_;
   }
@@ -316,7 +316,7 @@ absl::StatusOr<uint64_t> AdminClient::GetResult(
   grpc::ClientContext context;
   Prepare(&context, false);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (cancelled_) return absl::CancelledError("download interrupted");
     streaming_ = &context;
   }
@@ -338,7 +338,7 @@ absl::StatusOr<uint64_t> AdminClient::GetResult(
   const grpc::Status status = reader->Finish();
   bool cancelled = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     streaming_ = nullptr;
     cancelled = cancelled_;
   }
@@ -349,7 +349,7 @@ absl::StatusOr<uint64_t> AdminClient::GetResult(
 }
 
 void AdminClient::Cancel() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   cancelled_ = true;
   if (streaming_ != nullptr) streaming_->TryCancel();
 }

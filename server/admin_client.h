@@ -19,13 +19,14 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/file_io.h"
 #include "fedanon/v1/federation.grpc.pb.h"
@@ -80,7 +81,7 @@ class AdminClient {
 
   // Interrupts the streaming call in progress (WatchJob / GetResult) and every later one; for
   // signal handling. Idempotent.
-  void Cancel();
+  void Cancel() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // Connects (at most kAdminConnectTimeout) unless already connected; Unavailable otherwise.
@@ -93,9 +94,9 @@ class AdminClient {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<fedanon::v1::Admin::Stub> stub_;
 
-  std::mutex mu_;
-  bool cancelled_ = false;                    // guarded by mu_
-  grpc::ClientContext* streaming_ = nullptr;  // guarded by mu_
+  absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* streaming_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 // The job in `spec_path` as a SubmitJobRequest: the spec parsed with common::ParseJobSpecYaml

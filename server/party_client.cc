@@ -65,6 +65,68 @@ double Jitter() {
   return std::uniform_real_distribution<double>(0.8, 1.2)(rng);
 }
 
+// Why the server that answered our hello is not the federation leader (OK when it is).
+absl::Status CheckHelloAck(const fedanon::v1::LeaderMessage& ack,
+                           const grpc::ClientContext& context) {
+  if (!ack.has_hello_ack()) {
+    return absl::FailedPreconditionError("it did not answer our hello with a hello_ack");
+  }
+  absl::StatusOr<crypto::Identity> server = ServerIdentity(context);
+  if (!server.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the server's certificate carries no identity: ", server.status().message()));
+  }
+  if (server->role != crypto::Role::kLeader) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "it is not the federation leader (its certificate is for ", IdentityString(*server), ")"));
+  }
+  return absl::OkStatus();
+}
+
+// The handler's reply to one request, with its request_id; a thrown exception or a reply over
+// the message limit becomes an ErrorReply.
+fedanon::v1::PartyMessage Answer(const PartyHandler& handler, const std::string& party,
+                                 const fedanon::v1::LeaderMessage& request) {
+  fedanon::v1::PartyMessage reply;
+  try {
+    reply = handler(request);
+  } catch (const std::exception& e) {
+    reply = ErrorMessage(request.request_id(), absl::StatusCode::kInternal,
+                         absl::StrCat("party handler failed: ", e.what()));
+  }
+  reply.set_request_id(request.request_id());
+  if (const size_t size = reply.ByteSizeLong(); size > static_cast<size_t>(kMaxMessageBytes)) {
+    spdlog::error("party '{}': reply to request {} is {} bytes, over the message limit", party,
+                  request.request_id(), size);
+    reply = ErrorMessage(request.request_id(), absl::StatusCode::kResourceExhausted,
+                         absl::StrCat("reply of ", size, " bytes exceeds the ",
+                                      kMaxMessageBytes / (1024 * 1024), " MiB message limit"));
+  }
+  return reply;
+}
+
+// Until the stream ends: this thread reads requests and queues them; a worker answers them one
+// at a time and writes each reply.
+void ServeRequests(Stream* stream, const PartyHandler& handler, const std::string& party) {
+  RequestQueue queue;
+  absl::Mutex write_mu;  // serializes the worker's writes (the reader only reads)
+  std::thread worker([&] {
+    fedanon::v1::LeaderMessage request;
+    while (queue.Pop(&request)) {
+      const fedanon::v1::PartyMessage reply = Answer(handler, party, request);
+      absl::MutexLock lock(&write_mu);
+      stream->Write(reply);  // a failure ends the reader's Read too
+    }
+  });
+  while (true) {
+    fedanon::v1::LeaderMessage request;
+    if (!stream->Read(&request)) break;
+    queue.Push(std::move(request));
+  }
+  queue.Close();
+  worker.join();
+}
+
 }  // namespace
 
 PartyClient::PartyClient(PartyClientOptions options, PartyHandler handler)
@@ -179,17 +241,7 @@ absl::Status PartyClient::RunSession(bool* established) {
     forget_context();
     return FromGrpcStatus(status);
   }
-  absl::Status refused;
-  if (!ack.has_hello_ack()) {
-    refused = absl::FailedPreconditionError("it did not answer our hello with a hello_ack");
-  } else if (absl::StatusOr<crypto::Identity> server = ServerIdentity(context); !server.ok()) {
-    refused = absl::FailedPreconditionError(
-        absl::StrCat("the server's certificate carries no identity: ", server.status().message()));
-  } else if (server->role != crypto::Role::kLeader) {
-    refused = absl::FailedPreconditionError(absl::StrCat(
-        "it is not the federation leader (its certificate is for ", IdentityString(*server), ")"));
-  }
-  if (!refused.ok()) {
+  if (absl::Status refused = CheckHelloAck(ack, context); !refused.ok()) {
     context.TryCancel();
     stream->Finish();
     forget_context();
@@ -204,37 +256,7 @@ absl::Status PartyClient::RunSession(bool* established) {
   spdlog::info("party '{}' connected to leader '{}' at {} (version {})", options_.name,
                ack.hello_ack().leader(), options_.leader_address, ack.hello_ack().version());
 
-  RequestQueue queue;
-  absl::Mutex write_mu;
-  std::thread worker([&] {
-    fedanon::v1::LeaderMessage request;
-    while (queue.Pop(&request)) {
-      fedanon::v1::PartyMessage reply;
-      try {
-        reply = handler_(request);
-      } catch (const std::exception& e) {
-        reply = ErrorMessage(request.request_id(), absl::StatusCode::kInternal,
-                             absl::StrCat("party handler failed: ", e.what()));
-      }
-      reply.set_request_id(request.request_id());
-      if (const size_t size = reply.ByteSizeLong(); size > static_cast<size_t>(kMaxMessageBytes)) {
-        spdlog::error("party '{}': reply to request {} is {} bytes, over the message limit",
-                      options_.name, request.request_id(), size);
-        reply = ErrorMessage(request.request_id(), absl::StatusCode::kResourceExhausted,
-                             absl::StrCat("reply of ", size, " bytes exceeds the ",
-                                          kMaxMessageBytes / (1024 * 1024), " MiB message limit"));
-      }
-      absl::MutexLock lock(&write_mu);
-      stream->Write(reply);  // a failure ends the reader's Read too
-    }
-  });
-  while (true) {
-    fedanon::v1::LeaderMessage request;
-    if (!stream->Read(&request)) break;
-    queue.Push(std::move(request));
-  }
-  queue.Close();
-  worker.join();
+  ServeRequests(stream.get(), handler_, options_.name);
   const grpc::Status status = stream->Finish();
   forget_context();
   if (status.ok()) return absl::UnavailableError("the leader closed the stream");

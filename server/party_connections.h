@@ -90,6 +90,8 @@ class PartyConnections final : public common::PartyChannel {
     std::shared_ptr<PartyStream> stream;
     std::shared_ptr<absl::Mutex> write_mu;  // serializes writes on `stream`
   };
+  // A call waiting for its reply. Its fields are guarded by mu_ (the registry's lock; the
+  // analysis cannot name it from a nested struct).
   struct Pending {
     std::string party;
     ConnectionId connection = 0;

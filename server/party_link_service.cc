@@ -53,8 +53,8 @@ class GrpcPartyStream final : public PartyStream {
 
  private:
   grpc::ServerContext* context_;
-  ReaderWriter* stream_;
   absl::Mutex write_mu_;
+  ReaderWriter* stream_ ABSL_PT_GUARDED_BY(write_mu_);  // written to under write_mu_ only
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <memory>
-#include <mutex>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/spec/job_spec_loader.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -95,19 +95,19 @@ struct VOutcome {
 
 VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::string>* common) {
   VOutcome out;
-  auto mu = std::make_shared<std::mutex>();  // the leader calls parties in parallel
+  auto mu = std::make_shared<absl::Mutex>();  // the leader calls parties in parallel
   auto fed = InProcessFederation::Create(
       name, PartyFiles(s, common), [&out, mu](party::PartyAgentOptions& o) {
         o.observe_opened = [&out, mu, receiver = o.name](const std::string&,
                                                          const std::string& plain) {
-          std::lock_guard<std::mutex> lock(*mu);
+          absl::MutexLock lock(mu.get());
           out.opened[receiver].push_back(plain);
         };
       });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;
   (*fed)->channel.set_observer([&out, mu](const std::string&, const std::string& bytes) {
-    std::lock_guard<std::mutex> lock(*mu);
+    absl::MutexLock lock(mu.get());
     out.replies.push_back(bytes);
   });
   auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");

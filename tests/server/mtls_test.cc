@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -112,7 +113,7 @@ class FakeAdminBackend final : public AdminBackend {
  private:
   PartyConnections* connections_;
   absl::Mutex mu_;
-  int step_ = 0;
+  int step_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class MtlsTest : public ::testing::Test {

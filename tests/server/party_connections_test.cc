@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "tests/support/status_matchers.h"
 
@@ -47,9 +48,9 @@ class FakeStream : public PartyStream {
 
  private:
   absl::Mutex mu_;
-  std::vector<LeaderMessage> written_;
+  std::vector<LeaderMessage> written_ ABSL_GUARDED_BY(mu_);
   absl::CondVar written_cv_;
-  bool broken_ = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 LeaderMessage Ping(int64_t t) {

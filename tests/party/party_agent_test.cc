@@ -1,0 +1,411 @@
+// PartyAgent (party/party_agent.h) driven through the in-process channel with small in-memory
+// tables, the test playing the leader: prepare and its digest, a ring secure sum over two
+// parties (sealed hop to hop), instructions riding along a secure sum (in order, once), the
+// secure set union, and the error replies for bad options, requests out of order and unknown
+// jobs.
+#include "party/party_agent.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/engine/hierarchy.h"
+#include "common/spec/job_digest.h"
+#include "common/table/dataset.h"
+#include "common/wire/federation_wire.h"
+#include "common/wire/released_union.h"
+#include "crypto/hash.h"
+#include "crypto/sealed_box.h"
+#include "tests/party/party_test_util.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::testing {
+namespace {
+
+using fedanon::v1::LeaderMessage;
+using fedanon::v1::PartyMessage;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kSpec[] = R"(name: party-unit
+attributes:
+  - {name: Sex, role: qid, taxonomy: sex.csv}
+  - {name: Job, role: qid, taxonomy: job.csv}
+  - {name: Class, role: class, values: [Y, N]}
+privacy: {model: lkc, L: 1, K: 1}
+partitioning: horizontal
+)";
+constexpr char kSexTaxonomy[] = "M;ANY_Sex\nF;ANY_Sex\n";
+constexpr char kJobTaxonomy[] = "Janitor;Blue;ANY_Job\nLawyer;White;ANY_Job\n";
+
+// hospital-a: (M, Janitor, Y), (M, Lawyer, N), (F, Janitor, Y); hospital-b: (F, Lawyer, N),
+// (M, Janitor, N).
+std::vector<std::map<std::string, std::string>> TwoHospitals() {
+  return {{{"table.csv", "Sex,Job,Class\nM,Janitor,Y\nM,Lawyer,N\nF,Janitor,Y\n"},
+           {"sex.csv", kSexTaxonomy},
+           {"job.csv", kJobTaxonomy}},
+          {{"table.csv", "Sex,Job,Class\nF,Lawyer,N\nM,Janitor,N\n"},
+           {"sex.csv", kSexTaxonomy},
+           {"job.csv", kJobTaxonomy}}};
+}
+
+// The leader's copy of the public hierarchies of kSpec (to name nodes and size requests).
+struct PublicState {
+  common::Dataset schema;
+  std::vector<common::AttributeHierarchy> hier;
+};
+
+std::unique_ptr<PublicState> MakePublicState() {
+  auto spec = common::ParseJobSpecYaml(kSpec, "job.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  auto schema = common::BuildPublicSchema(*spec, {{"Sex", kSexTaxonomy}, {"Job", kJobTaxonomy}});
+  EXPECT_TRUE(schema.ok()) << schema.status();
+  auto state = std::make_unique<PublicState>();
+  state->schema = *std::move(schema);
+  for (const auto& q : state->schema.qids) state->hier.emplace_back(&q);
+  return state;
+}
+
+// A secure-sum hop: class counts per fine child of the root of Sex (M/F x Y/N, 4 words).
+LeaderMessage SexClassCountsStep(const std::string& job_id, const std::string& next,
+                                 uint64_t total_words = 4) {
+  LeaderMessage msg;
+  msg.set_job_id(job_id);
+  msg.set_round(1);
+  auto* step = msg.mutable_sum_step();
+  step->set_collect(0);
+  auto* ref = step->mutable_request()->add_node_class_counts();
+  ref->set_attribute(0);
+  ref->set_node(0);
+  step->set_next(next);
+  step->set_chunks(1);
+  step->set_total_words(total_words);
+  return msg;
+}
+
+LeaderMessage EndJob(const std::string& job_id) {
+  LeaderMessage msg;
+  msg.set_job_id(job_id);
+  msg.mutable_end_job()->set_reason("done");
+  msg.mutable_end_job()->set_success(true);
+  return msg;
+}
+
+TEST(PartyAgentCreate, RejectsBadOptions) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("create", {}));
+  ASSERT_OK_AND_ASSIGN(crypto::IssuedCertificate seal,
+                       f->ca->IssueSeal({crypto::Role::kParty, "hospital-a"}, absl::Hours(1)));
+  party::PartyAgentOptions o;
+  o.name = "hospital-a";
+  o.ca_pem = f->ca->cert_pem();
+  o.seal_cert_pem = seal.cert_pem;
+  o.seal_key_pem = seal.key_pem;
+  EXPECT_OK(party::PartyAgent::Create(o));
+
+  party::PartyAgentOptions misbehaving = o;
+  misbehaving.misbehave = "sometimes";
+  EXPECT_THAT(party::PartyAgent::Create(misbehaving),
+              StatusIs(absl::StatusCode::kInvalidArgument, "unknown misbehaviour 'sometimes'"));
+  party::PartyAgentOptions keyless = o;
+  keyless.seal_key_pem.clear();
+  EXPECT_THAT(party::PartyAgent::Create(keyless),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "a party needs the CA certificate and its sealing key pair"));
+  party::PartyAgentOptions bad_name = o;
+  bad_name.name = "no spaces allowed";
+  EXPECT_FALSE(party::PartyAgent::Create(bad_name).ok());
+}
+
+TEST(PartyAgent, PingEchoesAndUnknownRequestIsAnError) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("ping", TwoHospitals()));
+  LeaderMessage ping;
+  ping.mutable_ping()->set_sent_unix_nanos(1234);
+  ASSERT_OK_AND_ASSIGN(PartyMessage pong, f->Call("hospital-a", ping));
+  EXPECT_EQ(pong.pong().echoed_unix_nanos(), 1234);
+
+  LeaderMessage empty;
+  empty.set_job_id("job-1");
+  EXPECT_THAT(f->Call("hospital-a", empty),
+              StatusIs(absl::StatusCode::kInvalidArgument, "party 'hospital-a': unknown request"));
+}
+
+TEST(PartyAgent, PrepareReportsTheDigestOfTheSubmittedJob) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare", TwoHospitals()));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-1", kSpec));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(kSpec, "job.yaml"));
+  const std::string expected = crypto::Sha256(
+      common::CanonicalJobBytes(spec, {{"Sex", kSexTaxonomy}, {"Job", kJobTaxonomy}}));
+  ASSERT_EQ(digests.size(), 2u);
+  EXPECT_EQ(digests[0], expected);
+  EXPECT_EQ(digests[1], expected);
+}
+
+TEST(PartyAgent, PrepareWithADifferentTaxonomyGivesAnotherDigest) {
+  auto files = TwoHospitals();
+  files[1]["job.csv"] = "Janitor;Blue;ANY_Job\nLawyer;Blue;ANY_Job\n";
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_differs", files));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-1", kSpec));
+  EXPECT_NE(digests[0], digests[1]);
+}
+
+TEST(PartyAgent, PrepareErrorsNameTheProblemButNoRawValue) {
+  auto files = TwoHospitals();
+  files[0].erase("job.csv");
+  files[1]["table.csv"] = "Sex,Job,Class\nSecretValue,Lawyer,N\n";
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_errors", files));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare("job-1", kSpec));
+  EXPECT_THAT(f->Call("hospital-a", prepare),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "party 'hospital-a': party 'hospital-a' cannot read the taxonomy of "
+                       "attribute 'Job' (details in the party's log)"));
+  const auto table_error = f->Call("hospital-b", prepare);
+  EXPECT_THAT(table_error, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                    "its table does not match the job's schema"));
+  EXPECT_THAT(std::string(table_error.status().message()), Not(HasSubstr("SecretValue")));
+}
+
+TEST(PartyAgent, PrepareRejectsASealCertificateIssuedToSomeoneElse) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_foreign_seal", TwoHospitals()));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare("job-1", kSpec));
+  // The leader substitutes hospital-a's certificate for hospital-b's.
+  prepare.mutable_prepare()->mutable_participants(1)->set_seal_certificate(
+      f->agents[0]->seal_cert_pem());
+  EXPECT_FALSE(f->Call("hospital-a", prepare).ok());
+  // Nothing was prepared.
+  EXPECT_THAT(f->Call("hospital-a", SexClassCountsStep("job-1", "")),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
+}
+
+TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
+  absl::Mutex mu;
+  std::map<std::string, std::vector<std::string>> opened;  // receiver -> plaintexts
+  ASSERT_OK_AND_ASSIGN(
+      auto f, PartyFixture::Create("sum", TwoHospitals(), [&](party::PartyAgentOptions& o) {
+        o.observe_opened = [&mu, &opened, receiver = o.name](const std::string&,
+                                                             const std::string& plain) {
+          absl::MutexLock lock(&mu);
+          opened[receiver].push_back(plain);
+        };
+      }));
+  ASSERT_OK(f->PrepareAll("job-1", kSpec));
+  const std::vector<uint64_t> masks = {10, 20, 30, 40};
+
+  // First hop: the leader's masks in the clear, output sealed for hospital-b.
+  LeaderMessage first = SexClassCountsStep("job-1", "hospital-b");
+  first.mutable_sum_step()->set_masked(common::EncodeWords(masks));
+  ASSERT_OK_AND_ASSIGN(PartyMessage a_reply, f->Call("hospital-a", first));
+  ASSERT_TRUE(a_reply.sum_step().has_sealed());
+  const fedanon::v1::SealedPayload& sealed = a_reply.sum_step().sealed();
+  EXPECT_EQ(sealed.sender(), "hospital-a");
+  EXPECT_EQ(sealed.receiver(), "hospital-b");
+  EXPECT_EQ(sealed.purpose(), common::SumPurpose(first.sum_step()));
+
+  // Last hop: hospital-b opens it, adds its counts and answers the leader in the clear.
+  LeaderMessage last = SexClassCountsStep("job-1", "");
+  *last.mutable_sum_step()->mutable_sealed() = sealed;
+  ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", last));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(b_reply.sum_step().masked()));
+  ASSERT_EQ(sum.size(), masks.size());
+  std::vector<uint64_t> counts(sum.size());
+  for (size_t i = 0; i < sum.size(); ++i) counts[i] = sum[i] - masks[i];
+  // (M, Y), (M, N), (F, Y), (F, N) over both tables.
+  EXPECT_EQ(counts, (std::vector<uint64_t>{1, 2, 1, 1}));
+
+  // hospital-b saw only hospital-a's masked partial sum.
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(opened["hospital-b"].size(), 1u);
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> partial, common::DecodeWords(opened["hospital-b"][0]));
+  EXPECT_EQ(partial, (std::vector<uint64_t>{11, 21, 31, 40}));
+  EXPECT_TRUE(opened["hospital-a"].empty());
+}
+
+TEST(PartyAgent, SecureSumErrors) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("sum_errors", TwoHospitals()));
+  ASSERT_OK(f->PrepareAll("job-1", kSpec));
+  LeaderMessage wrong_length = SexClassCountsStep("job-1", "", /*total_words=*/5);
+  wrong_length.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0, 0}));
+  EXPECT_THAT(f->Call("hospital-a", wrong_length),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "the secure sum has 5 words but this request needs 4"));
+
+  LeaderMessage stranger = SexClassCountsStep("job-1", "hospital-z");
+  stranger.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
+  EXPECT_THAT(f->Call("hospital-a", stranger),
+              StatusIs(absl::StatusCode::kInvalidArgument, "'hospital-z' is not a participant"));
+
+  LeaderMessage outside = SexClassCountsStep("job-1", "");
+  outside.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
+  outside.mutable_sum_step()->set_chunk_offset(2);
+  EXPECT_THAT(f->Call("hospital-a", outside), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                       "secure-sum chunk lies outside the vector"));
+}
+
+// The statistics of group (Sex = M, ANY_Job) after the instruction that specializes ANY_Sex.
+TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("instructions", TwoHospitals()));
+  ASSERT_OK(f->PrepareAll("job-1", kSpec));
+  std::unique_ptr<PublicState> pub = MakePublicState();
+  const std::vector<common::NodeIndex> sex_children = pub->hier[0].Specialize(0, 0);
+  ASSERT_EQ(sex_children.size(), 2u);
+  const common::NodeIndex male = sex_children[0];
+  ASSERT_EQ(pub->hier[0].Label(male, "*"), "M");
+  common::StatsRequest group;
+  group.group_keys = {{male, 0}};
+  const size_t words = common::StatsLength(pub->hier, 2, 0, group);
+
+  auto group_step = [&](uint64_t collect) {
+    LeaderMessage msg;
+    msg.set_job_id("job-1");
+    msg.set_round(2);
+    auto* step = msg.mutable_sum_step();
+    step->set_collect(collect);
+    *step->mutable_request() = common::ToProto(group);
+    step->set_masked(common::EncodeWords(std::vector<uint64_t>(words, 0)));
+    step->set_chunks(1);
+    step->set_total_words(words);
+    return msg;
+  };
+  auto instruction = [](uint64_t sequence, uint32_t attribute) {
+    fedanon::v1::StateUpdate u;
+    u.set_sequence(sequence);
+    u.mutable_instruction()->set_attribute(attribute);
+    u.mutable_instruction()->set_node(0);
+    u.mutable_instruction()->set_candidate(0);
+    return u;
+  };
+
+  // Before the instruction the group names a node that does not exist yet.
+  EXPECT_FALSE(f->Call("hospital-a", group_step(0)).ok());
+  // An update that skips one is refused.
+  LeaderMessage early = group_step(0);
+  *early.mutable_sum_step()->add_updates() = instruction(1, 0);
+  EXPECT_THAT(f->Call("hospital-a", early),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "state update 1 arrived before 0"));
+  // An instruction for an attribute the job does not have is refused.
+  LeaderMessage bogus = group_step(0);
+  *bogus.mutable_sum_step()->add_updates() = instruction(0, 7);
+  EXPECT_THAT(f->Call("hospital-a", bogus),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "instruction names no candidate of the current cut"));
+
+  LeaderMessage with_update = group_step(0);
+  *with_update.mutable_sum_step()->add_updates() = instruction(0, 0);
+  ASSERT_OK_AND_ASSIGN(PartyMessage reply, f->Call("hospital-a", with_update));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> stats, common::DecodeWords(reply.sum_step().masked()));
+  ASSERT_EQ(stats.size(), words);
+  EXPECT_EQ(stats[0], 2u);  // hospital-a holds two male records
+
+  // The same update again (a resent request) is skipped: the cut is specialized once.
+  LeaderMessage again = group_step(1);
+  *again.mutable_sum_step()->add_updates() = instruction(0, 0);
+  ASSERT_OK_AND_ASSIGN(reply, f->Call("hospital-a", again));
+  ASSERT_OK_AND_ASSIGN(stats, common::DecodeWords(reply.sum_step().masked()));
+  EXPECT_EQ(stats[0], 2u);
+}
+
+TEST(PartyAgent, SecureUnionSealsGeneralizedRowsForTheRecipient) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("union", TwoHospitals()));
+  ASSERT_OK(f->PrepareAll("job-1", kSpec));
+  auto union_step = [](const std::string& next, const fedanon::v1::SealedPayload& list) {
+    LeaderMessage msg;
+    msg.set_job_id("job-1");
+    msg.set_round(1);
+    auto* step = msg.mutable_union_step();
+    *step->mutable_list() = list;
+    step->set_recipient("leader");
+    step->set_next(next);
+    return msg;
+  };
+  ASSERT_OK_AND_ASSIGN(PartyMessage a_reply, f->Call("hospital-a", union_step("hospital-b", {})));
+  EXPECT_EQ(a_reply.union_step().list().receiver(), "hospital-b");
+  ASSERT_OK_AND_ASSIGN(PartyMessage b_reply,
+                       f->Call("hospital-b", union_step("leader", a_reply.union_step().list())));
+  EXPECT_EQ(b_reply.union_step().list().receiver(), "leader");
+
+  ASSERT_OK_AND_ASSIGN(auto keys, crypto::SealKeyPairFromPem(f->leader_seal.key_pem));
+  ASSERT_OK_AND_ASSIGN(
+      fedanon::v1::UnionList list,
+      common::OpenUnionList(*keys, "job-1", 1, "leader", b_reply.union_step().list()));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> rows,
+                       common::OpenUnionRows(*keys, "job-1", 1, "leader", list.rows()));
+  ASSERT_EQ(rows.size(), 5u);
+  // Nothing is specialized yet: every row is generalized to the root of Sex and Job.
+  for (const auto& row : rows) EXPECT_TRUE(absl::StartsWith(row, "ANY_Sex,ANY_Job,")) << row;
+
+  // A union that names someone outside the job is refused.
+  EXPECT_THAT(f->Call("hospital-a", union_step("hospital-z", {})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "the union names someone who is not a participant"));
+}
+
+TEST(PartyAgent, RecipientPartyWritesTheIntegratedTable) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("union_deliver", TwoHospitals()));
+  ASSERT_OK(f->PrepareAll("job-1", kSpec));
+  LeaderMessage hop;
+  hop.set_job_id("job-1");
+  hop.set_round(1);
+  hop.mutable_union_step()->set_recipient("hospital-b");
+  hop.mutable_union_step()->set_next("hospital-b");
+  ASSERT_OK_AND_ASSIGN(PartyMessage a_reply, f->Call("hospital-a", hop));
+
+  LeaderMessage deliver;
+  deliver.set_job_id("job-1");
+  deliver.set_round(1);
+  auto* step = deliver.mutable_union_step();
+  *step->mutable_list() = a_reply.union_step().list();
+  step->set_recipient("hospital-b");
+  step->set_deliver(true);
+  for (const char* h : {"Sex", "Job", "Class"}) step->add_header(h);
+  // Only the recipient may deliver.
+  LeaderMessage misdirected = deliver;
+  misdirected.mutable_union_step()->clear_list();
+  EXPECT_THAT(f->Call("hospital-a", misdirected),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "asked to deliver a union meant for another party"));
+  ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", deliver));
+  EXPECT_EQ(b_reply.union_step().rows_written(), 3u);
+  const std::string csv = ReadText(f->dir + "/hospital-b/output/job-1.csv");
+  EXPECT_TRUE(absl::StartsWith(csv, "Sex,Job,Class\n")) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
+}
+
+TEST(PartyAgent, RequestsForAnUnknownOrEndedJobAreRefused) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("unknown_job", TwoHospitals()));
+  // Before any PrepareJob.
+  EXPECT_THAT(f->Call("hospital-a", SexClassCountsStep("job-1", "")),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
+  ASSERT_OK(f->PrepareAll("job-1", kSpec));
+  // Another job's id.
+  EXPECT_THAT(f->Call("hospital-a", SexClassCountsStep("job-2", "")),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
+  LeaderMessage union_step;
+  union_step.set_job_id("job-2");
+  union_step.mutable_union_step()->set_recipient("leader");
+  EXPECT_THAT(f->Call("hospital-a", union_step),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
+  LeaderMessage vertical;
+  vertical.set_job_id("job-1");
+  vertical.mutable_vertical()->mutable_propose();
+  EXPECT_THAT(f->Call("hospital-a", vertical), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                        "no prepared vertical job with this id"));
+
+  // EndJob of another job keeps this one; EndJob of this one drops it.
+  LeaderMessage sum = SexClassCountsStep("job-1", "");
+  sum.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
+  ASSERT_OK(f->Call("hospital-a", EndJob("job-2")));
+  EXPECT_OK(f->Call("hospital-a", sum));
+  ASSERT_OK_AND_ASSIGN(PartyMessage ended, f->Call("hospital-a", EndJob("job-1")));
+  EXPECT_TRUE(ended.has_pong());
+  EXPECT_THAT(f->Call("hospital-a", sum),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
+}
+
+}  // namespace
+}  // namespace fedanon::testing

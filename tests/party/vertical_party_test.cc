@@ -1,0 +1,237 @@
+// The vertical steps of PartyAgent (party/party_agent.h, party/vertical_party.h) between two
+// parties with small tables, the test playing the leader: private ID matching (encrypt,
+// re-encrypt, align) finds the common records, one round (proposals, the winner's instruction,
+// the other's verdict, commit) and the release of the joined table to the leader; and the
+// error replies for steps out of order.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "common/wire/released_union.h"
+#include "crypto/sealed_box.h"
+#include "tests/party/party_test_util.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::testing {
+namespace {
+
+using fedanon::v1::LeaderMessage;
+using fedanon::v1::PartyMessage;
+using fedanon::v1::VerticalStep;
+using fedanon::v1::VerticalStepResult;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kSpec[] = R"(name: vertical-unit
+attributes:
+  - {name: ID, role: id}
+  - {name: Sex, role: qid, taxonomy: sex.csv, party: hospital-a}
+  - {name: Job, role: qid, taxonomy: job.csv, party: hospital-b}
+  - {name: Class, role: class, values: [Y, N]}
+privacy:
+  model: templates
+  templates:
+    - {qid: [Sex, Job], k: 1}
+partitioning: vertical
+)";
+
+// Five common ids (in different orders) and one id only each party has.
+std::vector<std::map<std::string, std::string>> TwoHospitals() {
+  const std::string sex = "Male;ANY_Sex\nFemale;ANY_Sex\n";
+  const std::string job = "Janitor;Blue-collar;ANY_Job\nLawyer;White-collar;ANY_Job\n";
+  return {{{"table.csv",
+            "ID,Class,Sex\np1,Y,Male\np2,N,Male\np3,Y,Female\np4,N,Female\np5,Y,Male\n"
+            "only-a,N,Male\n"},
+           {"sex.csv", sex},
+           {"job.csv", job}},
+          {{"table.csv",
+            "ID,Class,Job\np5,Y,Lawyer\nonly-b,Y,Lawyer\np4,N,Janitor\np3,Y,Lawyer\n"
+            "p2,N,Janitor\np1,Y,Janitor\n"},
+           {"sex.csv", sex},
+           {"job.csv", job}}};
+}
+
+LeaderMessage Step(uint32_t round, VerticalStep step) {
+  LeaderMessage msg;
+  msg.set_job_id("job-v");
+  msg.set_round(round);
+  *msg.mutable_vertical() = std::move(step);
+  return msg;
+}
+
+absl::StatusOr<VerticalStepResult> CallStep(PartyFixture& f, const std::string& party,
+                                            uint32_t round, VerticalStep step) {
+  auto reply = f.Call(party, Step(round, std::move(step)));
+  if (!reply.ok()) return reply.status();
+  return reply->vertical();
+}
+
+// The ID matching of two parties as the leader drives it; returns each party's common count.
+absl::StatusOr<std::vector<uint64_t>> MatchIds(PartyFixture& f) {
+  const std::vector<std::string>& ring = f.names;
+  std::vector<fedanon::v1::SealedPayload> encrypted;
+  for (size_t i = 0; i < 2; ++i) {
+    VerticalStep step;
+    step.mutable_id_encrypt()->set_next(ring[1 - i]);
+    auto reply = CallStep(f, ring[i], 0, step);
+    if (!reply.ok()) return reply.status();
+    encrypted.push_back(reply->ids().list());
+  }
+  // The other party adds its layer to list i (the last hop: sealed for every party).
+  std::vector<VerticalStepResult> full(2);
+  for (size_t i = 0; i < 2; ++i) {
+    VerticalStep step;
+    *step.mutable_id_reencrypt()->mutable_list() = encrypted[i];
+    step.mutable_id_reencrypt()->set_origin(ring[i]);
+    auto reply = CallStep(f, ring[1 - i], 0, step);
+    if (!reply.ok()) return reply.status();
+    if (reply->ids().for_parties_size() != 2) return absl::InternalError("not for every party");
+    full[i] = *reply;
+  }
+  std::vector<uint64_t> common;
+  for (size_t r = 0; r < 2; ++r) {
+    VerticalStep step;
+    for (size_t i = 0; i < 2; ++i) {
+      *step.mutable_id_align()->add_lists() = full[i].ids().for_parties(static_cast<int>(r));
+    }
+    auto reply = CallStep(f, ring[r], 0, step);
+    if (!reply.ok()) return reply.status();
+    common.push_back(reply->ids().common_records());
+  }
+  return common;
+}
+
+TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_round", TwoHospitals()));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-v", kSpec));
+  EXPECT_EQ(digests[0], digests[1]);
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> common, MatchIds(*f));
+  EXPECT_EQ(common, (std::vector<uint64_t>{5, 5}));
+
+  // Round 1: each party proposes its own attribute's candidate; the better one wins.
+  std::vector<fedanon::v1::VerticalProposal> proposals;
+  for (const auto& party : f->names) {
+    VerticalStep step;
+    step.mutable_propose();
+    ASSERT_OK_AND_ASSIGN(VerticalStepResult reply, CallStep(*f, party, 1, step));
+    proposals.push_back(reply.proposal());
+  }
+  ASSERT_TRUE(proposals[0].participate()) << proposals[0].reason();
+  ASSERT_TRUE(proposals[1].participate()) << proposals[1].reason();
+  EXPECT_EQ(proposals[0].candidate().attribute(), 0u);  // Sex, hospital-a's
+  EXPECT_EQ(proposals[1].candidate().attribute(), 1u);  // Job, hospital-b's
+  const size_t owner = proposals[1].candidate().score() >= proposals[0].candidate().score() ? 1 : 0;
+  const std::string& winner_party = f->names[owner];
+  const std::string& other_party = f->names[1 - owner];
+  const fedanon::v1::VerticalCandidate winner = proposals[owner].candidate();
+
+  VerticalStep win;
+  *win.mutable_winner()->mutable_candidate() = winner;
+  // Only the owner can build the instruction.
+  EXPECT_THAT(CallStep(*f, other_party, 1, win),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "asked to instruct for an attribute this party lacks"));
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult instructions, CallStep(*f, winner_party, 1, win));
+  ASSERT_EQ(instructions.instructions().for_parties_size(), 1);
+  EXPECT_EQ(instructions.instructions().for_parties(0).receiver(), other_party);
+
+  VerticalStep deliver;
+  *deliver.mutable_deliver()->mutable_instruction() = instructions.instructions().for_parties(0);
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult verdict, CallStep(*f, other_party, 1, deliver));
+  EXPECT_TRUE(verdict.verdict().accept());  // no sensitive values: nobody vetoes
+
+  for (const auto& party : f->names) {
+    VerticalStep commit;
+    *commit.mutable_commit()->mutable_candidate() = winner;
+    commit.mutable_commit()->set_accept(true);
+    ASSERT_OK_AND_ASSIGN(VerticalStepResult committed, CallStep(*f, party, 1, commit));
+    EXPECT_TRUE(committed.committed());
+  }
+
+  // Release: every party's columns sealed for the leader, who joins them.
+  ASSERT_OK_AND_ASSIGN(auto keys, crypto::SealKeyPairFromPem(f->leader_seal.key_pem));
+  std::vector<fedanon::v1::VerticalColumns> parts;
+  for (const auto& party : f->names) {
+    VerticalStep release;
+    release.mutable_release()->set_recipient("leader");
+    ASSERT_OK_AND_ASSIGN(VerticalStepResult released, CallStep(*f, party, 2, release));
+    const fedanon::v1::SealedPayload& payload = released.released().columns();
+    EXPECT_EQ(payload.sender(), party);
+    EXPECT_EQ(released.released().report().steps_size(), 1);
+    ASSERT_OK_AND_ASSIGN(
+        std::string bytes,
+        crypto::Open(*keys, {"job-v", 2, party, "leader", "columns"}, payload.ciphertext()));
+    ASSERT_TRUE(parts.emplace_back().ParseFromString(bytes));
+  }
+  ASSERT_OK_AND_ASSIGN(std::string csv,
+                       common::JoinReleasedColumns(parts, {"Sex", "Job", "Class"}));
+  const std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 6u) << csv;  // the header and the five common records
+  EXPECT_EQ(lines[0], "Sex,Job,Class");
+  EXPECT_THAT(csv, Not(HasSubstr("only-")));
+  EXPECT_THAT(csv, Not(HasSubstr("p1")));
+}
+
+TEST(VerticalPartyAgent, StepsOutOfOrderAreRefused) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_order", TwoHospitals()));
+  ASSERT_OK(f->PrepareAll("job-v", kSpec));
+  VerticalStep reencrypt;
+  reencrypt.mutable_id_reencrypt()->set_origin("hospital-b");
+  EXPECT_THAT(CallStep(*f, "hospital-a", 0, reencrypt),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "ID matching has not started"));
+  VerticalStep align;
+  align.mutable_id_align();
+  EXPECT_THAT(CallStep(*f, "hospital-a", 0, align),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "ID matching has not started"));
+
+  // Before the IDs are aligned there is no replica to propose from or to commit to.
+  VerticalStep propose;
+  propose.mutable_propose();
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult proposal, CallStep(*f, "hospital-a", 1, propose));
+  EXPECT_FALSE(proposal.proposal().participate());
+  EXPECT_EQ(proposal.proposal().reason(), "the job has not started");
+  VerticalStep commit;
+  commit.mutable_commit()->mutable_candidate();
+  EXPECT_THAT(CallStep(*f, "hospital-a", 1, commit),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "the vertical job has not started"));
+
+  // An alignment needs one list per party of the ring.
+  VerticalStep encrypt;
+  encrypt.mutable_id_encrypt()->set_next("hospital-b");
+  ASSERT_OK(CallStep(*f, "hospital-a", 0, encrypt));
+  EXPECT_THAT(
+      CallStep(*f, "hospital-a", 0, align),
+      StatusIs(absl::StatusCode::kInvalidArgument, "ID alignment needs one list per party"));
+
+  // A step the agent does not know.
+  EXPECT_THAT(CallStep(*f, "hospital-a", 1, VerticalStep()),
+              StatusIs(absl::StatusCode::kInvalidArgument, "unknown vertical step"));
+}
+
+TEST(VerticalPartyAgent, NeverParticipateModeDeclinesLoudly) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_misbehave", TwoHospitals(),
+                                                    [](party::PartyAgentOptions& o) {
+                                                      if (o.name == "hospital-a") {
+                                                        o.misbehave = "never-participate";
+                                                      }
+                                                    }));
+  ASSERT_OK(f->PrepareAll("job-v", kSpec));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> common, MatchIds(*f));
+  EXPECT_EQ(common[0], 5u);
+  VerticalStep propose;
+  propose.mutable_propose();
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult a, CallStep(*f, "hospital-a", 1, propose));
+  EXPECT_FALSE(a.proposal().participate());
+  EXPECT_TRUE(a.proposal().misbehaving());
+  EXPECT_EQ(a.proposal().reason(), "misbehaving: never participates");
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult b, CallStep(*f, "hospital-b", 1, propose));
+  EXPECT_TRUE(b.proposal().participate());
+  EXPECT_FALSE(b.proposal().misbehaving());
+}
+
+}  // namespace
+}  // namespace fedanon::testing
