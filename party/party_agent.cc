@@ -305,6 +305,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
   if (!job_ || job_->job_id != request.job_id()) {
     return absl::FailedPreconditionError("no prepared job with this id");
   }
+  if (!job_->tips) {
+    return absl::FailedPreconditionError("no prepared horizontal job with this id");
+  }
   JobState& job = *job_;
   const auto& step = request.sum_step();
   RETURN_IF_ERROR(ApplyUpdates(step.updates()));
@@ -366,6 +369,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
 absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& request) {
   if (!job_ || job_->job_id != request.job_id()) {
     return absl::FailedPreconditionError("no prepared job with this id");
+  }
+  if (!job_->tips) {
+    return absl::FailedPreconditionError("no prepared horizontal job with this id");
   }
   JobState& job = *job_;
   const auto& step = request.union_step();

@@ -212,6 +212,24 @@ TEST(VerticalPartyAgent, StepsOutOfOrderAreRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument, "unknown vertical step"));
 }
 
+// A vertical job has no local table of the horizontal kind: secure sums and unions for it are
+// refused (they used to dereference a table the party never loaded).
+TEST(VerticalPartyAgent, HorizontalStepsForAVerticalJobAreRefused) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_horizontal", TwoHospitals()));
+  ASSERT_OK(f->PrepareAll("job-v", kSpec));
+  LeaderMessage sum;
+  sum.set_job_id("job-v");
+  sum.mutable_sum_step()->set_masked("");
+  EXPECT_THAT(f->Call("hospital-a", sum),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared horizontal job"));
+  LeaderMessage union_step;
+  union_step.set_job_id("job-v");
+  union_step.mutable_union_step()->set_recipient("leader");
+  union_step.mutable_union_step()->set_next("leader");
+  EXPECT_THAT(f->Call("hospital-a", union_step),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared horizontal job"));
+}
+
 TEST(VerticalPartyAgent, NeverParticipateModeDeclinesLoudly) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_misbehave", TwoHospitals(),
                                                     [](party::PartyAgentOptions& o) {
