@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -194,14 +193,10 @@ TEST(CsvReaderTest, OpenReadsFileAndNamesItInErrors) {
                                          dir.File("t.csv") + ":2:1: unterminated quote"));
 }
 
-TEST(CsvReaderTest, MillionRowsFifteenFieldsIsFast) {
-#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
-  constexpr int kRows = 1'000'000;
-  constexpr bool kTimed = true;
-#else
-  constexpr int kRows = 50'000;  // unoptimized or sanitized build: correctness only
-  constexpr bool kTimed = false;
-#endif
+// A large table with occasional quoted fields parses completely and field by field. Its speed is
+// measured by bench/csv_bench.cc (Google Benchmark), not asserted here.
+TEST(CsvReaderTest, LargeTableWithQuotedFieldsParsesCompletely) {
+  constexpr int kRows = 200'000;
   constexpr int kFields = 15;
   std::string text;
   text.reserve(size_t{kRows} * kFields * 8);
@@ -216,27 +211,20 @@ TEST(CsvReaderTest, MillionRowsFifteenFieldsIsFast) {
     }
     text += '\n';
   }
-  const auto start = std::chrono::steady_clock::now();
   auto reader = *CsvReader::FromString(std::move(text), "big.csv");
   std::vector<std::string_view> fields;
   size_t rows = 0;
-  size_t bytes = 0;
+  size_t quoted = 0;
   for (;;) {
     absl::StatusOr<bool> more = reader->Next(&fields);
     ASSERT_OK(more);
     if (!*more) break;
     ASSERT_EQ(fields.size(), size_t{kFields});
-    bytes += fields[7].size();
+    if (fields[7] == "q,\"x\"") ++quoted;
     ++rows;
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(rows, size_t{kRows});
-  EXPECT_GT(bytes, 0u);
-  if (kTimed) {
-    EXPECT_LT(seconds, 1.0) << "parsing took " << seconds << " s";
-  }
-  RecordProperty("seconds", std::to_string(seconds));
+  EXPECT_EQ(quoted, size_t{kRows / 1000});
 }
 
 TEST(CsvWriterTest, QuotesOnlyWhenNeededAndRoundTrips) {
