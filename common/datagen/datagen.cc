@@ -937,11 +937,9 @@ std::string FederatedYaml(const DatagenOptions& options, bool vertical) {
   return y;
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
+// Options a generation can run with (rows, parties, a vertical split's size, an output dir).
+absl::Status ValidateOptions(const DatagenOptions& options, bool vertical) {
   constexpr int kMaxParties = 256;
-  const bool vertical = options.partition == DatagenOptions::Partition::kVertical;
   if (options.rows == 0) return absl::InvalidArgumentError("gen-data: rows must be at least 1");
   if (options.parties < 1 || options.parties > kMaxParties) {
     return absl::InvalidArgumentError(absl::StrCat("gen-data: parties must be between 1 and ",
@@ -953,8 +951,11 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
                      " parties (one attribute each), got ", options.parties));
   }
   if (options.out_dir.empty()) return absl::InvalidArgumentError("gen-data: no output directory");
+  return absl::OkStatus();
+}
 
-  const std::filesystem::path dir(options.out_dir);
+// The output directory and its tax/ subdirectory.
+absl::Status CreateDirectories(const std::filesystem::path& dir) {
   for (const std::filesystem::path& d : {dir, dir / "tax"}) {
     std::error_code ec;
     std::filesystem::create_directories(d, ec);
@@ -962,8 +963,12 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
       return ErrnoStatus(ec ? ec.value() : ENOTDIR, "cannot create directory", d.string());
     }
   }
+  return absl::OkStatus();
+}
 
-  // Taxonomies and job spec.
+// The taxonomies, job.yaml and the federated spec (horizontal.yaml or vertical.yaml).
+absl::Status WriteSpecsAndTaxonomies(const std::filesystem::path& dir,
+                                     const DatagenOptions& options, bool vertical) {
   for (const TaxonomyFile& t : kTaxonomyFiles) {
     RETURN_IF_ERROR(
         WriteFile(dir / "tax" / absl::StrCat(t.attribute, ".csv"), TaxonomyFor(t.attribute)));
@@ -974,9 +979,33 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
   } else if (options.parties > 1) {
     RETURN_IF_ERROR(WriteFile(dir / "vertical.yaml", FederatedYaml(options, true)));
   }
+  return absl::OkStatus();
+}
 
-  // Table and party files.
-  const int parties = options.parties > 1 ? options.parties : 0;
+// The header line of columns [first, last) followed by the income column.
+void AppendHeader(std::string& out, int first, int last, bool with_id) {
+  if (with_id) out.append("id,");
+  for (int c = first; c < last; ++c) absl::StrAppend(&out, kColumns[c], ",");
+  absl::StrAppend(&out, kColumns[kIncomeColumn], "\n");
+}
+
+// One record's columns [blocks[i], blocks[i + 1]) of a vertical party's file, with id and income.
+void AppendVerticalRow(std::string& out, const Person& p, uint64_t id, int id_width, int first,
+                       int last) {
+  AppendId(out, id, id_width);
+  out.push_back(',');
+  for (int c = first; c < last; ++c) {
+    AppendColumn(out, p, c);
+    out.push_back(',');
+  }
+  AppendColumn(out, p, kIncomeColumn);
+  out.push_back('\n');
+}
+
+// table.csv and, with more than one party, party1.csv..partyN.csv: horizontal splits deal rows
+// round-robin, vertical splits give each party a block of columns of every row (with its id).
+absl::Status WriteTables(const std::filesystem::path& dir, const DatagenOptions& options,
+                         bool vertical, int parties) {
   OutputFile table;
   RETURN_IF_ERROR(table.Open(dir / "table.csv"));
   std::vector<OutputFile> party_files(parties);
@@ -987,17 +1016,12 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
   int id_width = 6;
   for (uint64_t r = options.rows; r >= 1000000; r /= 10) ++id_width;
 
-  auto write_header = [&](std::string& out, int first, int last, bool with_id) {
-    if (with_id) out.append("id,");
-    for (int c = first; c < last; ++c) absl::StrAppend(&out, kColumns[c], ",");
-    absl::StrAppend(&out, kColumns[kIncomeColumn], "\n");
-  };
-  write_header(table.buffer(), 0, kAttributeCount, vertical);
+  AppendHeader(table.buffer(), 0, kAttributeCount, vertical);
   for (int i = 0; i < parties; ++i) {
     if (vertical) {
-      write_header(party_files[i].buffer(), blocks[i], blocks[i + 1], true);
+      AppendHeader(party_files[i].buffer(), blocks[i], blocks[i + 1], true);
     } else {
-      write_header(party_files[i].buffer(), 0, kAttributeCount, false);
+      AppendHeader(party_files[i].buffer(), 0, kAttributeCount, false);
     }
   }
 
@@ -1021,15 +1045,7 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
       RETURN_IF_ERROR(party.MaybeFlush());
     } else if (vertical) {
       for (int i = 0; i < parties; ++i) {
-        std::string& po = party_files[i].buffer();
-        AppendId(po, r + 1, id_width);
-        po.push_back(',');
-        for (int c = blocks[i]; c < blocks[i + 1]; ++c) {
-          AppendColumn(po, p, c);
-          po.push_back(',');
-        }
-        AppendColumn(po, p, kIncomeColumn);
-        po.push_back('\n');
+        AppendVerticalRow(party_files[i].buffer(), p, r + 1, id_width, blocks[i], blocks[i + 1]);
         RETURN_IF_ERROR(party_files[i].MaybeFlush());
       }
     }
@@ -1037,6 +1053,19 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
   }
   RETURN_IF_ERROR(table.Close());
   for (OutputFile& f : party_files) RETURN_IF_ERROR(f.Close());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
+  const bool vertical = options.partition == DatagenOptions::Partition::kVertical;
+  RETURN_IF_ERROR(ValidateOptions(options, vertical));
+  const std::filesystem::path dir(options.out_dir);
+  RETURN_IF_ERROR(CreateDirectories(dir));
+  RETURN_IF_ERROR(WriteSpecsAndTaxonomies(dir, options, vertical));
+  const int parties = options.parties > 1 ? options.parties : 0;
+  RETURN_IF_ERROR(WriteTables(dir, options, vertical, parties));
 
   std::string summary =
       absl::StrCat("generated ", options.rows, " rows (seed ", options.seed, ") in ", dir.string(),
