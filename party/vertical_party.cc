@@ -334,17 +334,13 @@ VerticalProposalView VerticalParty::Propose() const {
     return out;
   }
   if (spec_.participation() == fedanon::v1::PARTICIPATION_GAME_THEORETIC) {
-    // mohammed2011 Alg. 2, line 5: take part only while mu_self <= mu_j + epsilon for all j.
-    const double mine = mu_.count(options_.name) ? mu_.at(options_.name) : 0.0;
-    for (const auto& other : options_.parties) {
-      if (other == options_.name) continue;
-      const double theirs = mu_.count(other) ? mu_.at(other) : 0.0;
-      if (mine > theirs + spec_.epsilon()) {
-        spdlog::info("party {} declines: its contribution {} exceeds {}'s {} by more than {}",
-                     options_.name, mine, other, theirs, spec_.epsilon());
-        out.reason = kAheadOfAnotherParty;
-        return out;
-      }
+    const std::string ahead_of = AheadOf();
+    if (!ahead_of.empty()) {
+      spdlog::info("party {} declines: its contribution {} exceeds {}'s {} by more than {} of {}",
+                   options_.name, mu_.at(options_.name), ahead_of, mu_.at(ahead_of),
+                   spec_.epsilon(), TotalContribution());
+      out.reason = kAheadOfAnotherParty;
+      return out;
     }
   }
   auto best = engine_->BestOwned();
@@ -358,6 +354,31 @@ VerticalProposalView VerticalParty::Propose() const {
   }
   out.choice = best;
   return out;
+}
+
+bool VerticalParty::InGame(const std::string& party) const {
+  return std::find(owner_of_.begin(), owner_of_.end(), party) != owner_of_.end();
+}
+
+double VerticalParty::TotalContribution() const {
+  double total = 0;
+  for (const auto& [party, mu] : mu_) total += mu;
+  return total;
+}
+
+std::string VerticalParty::AheadOf() const {
+  // mohammed2011 Alg. 2, line 5 with a relative ε (§7: "parties participate if the difference of
+  // the contribution is equal or less than 1%"): take part only while
+  // mu_self - mu_j <= epsilon * (sum of all mu) for every other party j in the game. Parties that
+  // own no QID attribute can never contribute; they are outside the game (docs/vertical.md).
+  const double mine = mu_.count(options_.name) ? mu_.at(options_.name) : 0.0;
+  const double slack = spec_.epsilon() * TotalContribution();
+  for (const auto& other : options_.parties) {
+    if (other == options_.name || !InGame(other)) continue;
+    const double theirs = mu_.count(other) ? mu_.at(other) : 0.0;
+    if (mine - theirs > slack) return other;
+  }
+  return "";
 }
 
 absl::Status VerticalParty::CheckCandidate(const fedanon::v1::VerticalCandidate& c) const {

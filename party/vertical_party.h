@@ -106,6 +106,12 @@ class VerticalParty {
                        common::Dataset own);
   bool IsOwner(const fedanon::v1::VerticalCandidate& c) const;
   absl::Status CheckCandidate(const fedanon::v1::VerticalCandidate& c) const;
+  // The participation game (mohammed2011 §6): whether `party` owns a QID attribute (only those
+  // are in the game), the sum of every party's contribution, and the first other party in the
+  // game this one is ahead of by more than epsilon times that sum ("" when none).
+  bool InGame(const std::string& party) const;
+  double TotalContribution() const;
+  std::string AheadOf() const;
   // Partitions of the current TIPS that hold (attr, node), in creation order.
   std::vector<int32_t> PartitionsOn(int attr, common::NodeIndex node) const;
 

@@ -35,8 +35,10 @@ SplitMeasures MeasureSplit(const AttributeHierarchy& h, NodeIndex node, int c,
                            absl::Span<const uint64_t> fine_counts, int num_classes);
 
 // What a candidate's score is computed from. `priv_loss` is read only by the score functions for
-// which ScoreNeedsPrivLoss holds and `discernibility` (the sum of the squared sizes of the groups
-// holding the node) only by those for which ScoreNeedsDiscernibility holds, so a caller may leave
+// which ScoreNeedsPrivLoss holds and `discernibility` (the discernibility cost the specialization
+// removes: over the current groups holding the node, the squared group size minus the sum of the
+// squared sizes of the child groups it would make; mohammed2009 §3.2.2 / Example 3, see
+// docs/engine.md) only by those for which ScoreNeedsDiscernibility holds, so a caller may leave
 // them 0 otherwise.
 struct ScoreInputs {
   double info_gain = 0;

@@ -73,7 +73,6 @@ TopDownSpecializer::TopDownSpecializer(const Dataset* data, const PrivacyModel* 
       stride_(1 + data->tracked.size()),
       num_classes_(std::max(1, data->num_classes())),
       group_links_(q_),
-      disc_(q_),
       node_cands_(q_),
       a_(model->constraints.size(), 0),
       c_(model->constraints.size(), 0) {}
@@ -176,13 +175,8 @@ absl::Status TopDownSpecializer::AddGroups(const std::vector<std::vector<NodeInd
     keys_.insert(keys_.end(), key.begin(), key.end());
     group_alive_.push_back(true);
     ++alive_groups_;
-    const uint64_t size = stats_[stats_off_[g]];
-    for (int a = 0; a < q_; ++a) {
-      GroupLink(a, key[a]).push_back(g);
-      auto& d = disc_[a];
-      if (d.size() <= static_cast<size_t>(key[a])) d.resize(key[a] + 1, 0);
-      d[key[a]] += size * size;
-    }
+    for (int a = 0; a < q_; ++a) GroupLink(a, key[a]).push_back(g);
+    ForgetDiscernibility(g);
     ids->push_back(g);
   }
   if (pos != stats.size()) return absl::InternalError("group statistics have trailing data");
@@ -337,11 +331,38 @@ double TopDownSpecializer::Score(const Candidate& cand) const {
   in.info_gain = cand.info_gain;
   in.split_info = cand.split_info;
   if (ScoreNeedsPrivLoss(options_.score)) in.priv_loss = PrivLoss(cand);
-  if (ScoreNeedsDiscernibility(options_.score)) {
-    const auto& d = disc_[cand.attr];
-    in.discernibility = static_cast<size_t>(cand.node) < d.size() ? d[cand.node] : 0;
-  }
+  if (ScoreNeedsDiscernibility(options_.score)) in.discernibility = DiscernibilityGain(cand);
   return CandidateScore(options_.score, in);
+}
+
+uint64_t TopDownSpecializer::DiscernibilityGain(const Candidate& cand) const {
+  // mohammed2009 Example 3 computes Score(v) over the groups v's specialization creates
+  // (Score(ANY_Job) = 6² + 5²); what ranks candidates is the discernibility cost removed: over the
+  // current groups holding v, |T[qid]|² before minus Σ |T[qid_child]|² after (docs/engine.md).
+  if (cand.disc_gain >= 0) return static_cast<uint64_t>(cand.disc_gain);
+  const AttributeHierarchy& h = (*hier_)[cand.attr];
+  const int fine = h.FineChildCount(cand.node);
+  std::vector<uint64_t> sizes(h.ChildCount(cand.node, cand.c));
+  uint64_t gain = 0;
+  for (int32_t g : AliveGroups(cand.attr, cand.node)) {
+    std::fill(sizes.begin(), sizes.end(), 0);
+    const uint64_t* fs = FineStats(g, cand.attr);
+    for (int f = 0; f < fine; ++f) sizes[h.ChildOfFine(cand.node, cand.c, f)] += fs[f * stride_];
+    const uint64_t s = GroupSize(g);
+    uint64_t after = 0;
+    for (uint64_t n : sizes) after += n * n;
+    gain += s * s >= after ? s * s - after : 0;
+  }
+  cand.disc_gain = static_cast<int64_t>(gain);
+  return gain;
+}
+
+void TopDownSpecializer::ForgetDiscernibility(int32_t g) {
+  for (int a = 0; a < q_; ++a) {
+    const NodeIndex n = KeyAt(g, a);
+    if (node_cands_[a].size() <= static_cast<size_t>(n)) continue;
+    for (int id : node_cands_[a][n]) cands_[id].disc_gain = -1;
+  }
 }
 
 double TopDownSpecializer::PrivLoss(const Candidate& cand) const {
@@ -427,8 +448,7 @@ void TopDownSpecializer::RetireGroups(const std::vector<int32_t>& groups) {
   for (int32_t g : groups) {
     group_alive_[g] = false;
     --alive_groups_;
-    const uint64_t s = GroupSize(g);
-    for (int a2 = 0; a2 < q_; ++a2) disc_[a2][KeyAt(g, a2)] -= s * s;
+    ForgetDiscernibility(g);
   }
 }
 
@@ -587,6 +607,7 @@ absl::StatusOr<bool> TopDownSpecializer::Recheck(int attr, NodeIndex node, int c
     if (pos + (end - begin) > stats.size()) return absl::InternalError("stale group layout");
     std::copy(stats.begin() + pos, stats.begin() + pos + (end - begin), stats_.begin() + begin);
     pos += end - begin;
+    ForgetDiscernibility(g);
   }
   // Re-derive the candidate's gain and validity from the refreshed counts.
   Candidate& cand = cands_[id];

@@ -128,6 +128,9 @@ class TopDownSpecializer {
     uint64_t records = 0;
     std::vector<uint64_t> min_child;  // per position in model.by_attr[attr]
     std::vector<double> max_conf;
+    // The discernibility cost the candidate removes; -1 until computed, reset whenever a group
+    // holding the node changes (see DiscernibilityGain).
+    mutable int64_t disc_gain = -1;
   };
 
   TopDownSpecializer(const Dataset* data, const PrivacyModel* model,
@@ -152,6 +155,11 @@ class TopDownSpecializer {
   void Evaluate(Candidate& cand, const std::vector<int32_t>& groups,
                 const std::vector<int>& positions);
   double Score(const Candidate& cand) const;
+  // Σ over the current groups holding the candidate's node of |group|² − Σ |child group|²: the
+  // discernibility cost applying the candidate removes (cached in the candidate).
+  uint64_t DiscernibilityGain(const Candidate& cand) const;
+  // Drops the cached discernibility gains of the candidates on group `g`'s nodes.
+  void ForgetDiscernibility(int32_t g);
   double PrivLoss(const Candidate& cand) const;
   CandidateRank Rank(const Candidate& cand) const;
   int PickBest(bool owned_only = false) const;
@@ -166,7 +174,7 @@ class TopDownSpecializer {
   };
   std::vector<ChildGroup> ChildGroups(const Candidate& cand,
                                       const std::vector<int32_t>& old_groups) const;
-  // Marks the groups dead and takes their sizes out of the discernibility sums.
+  // Marks the groups dead (and drops the cached discernibility gains that counted them).
   void RetireGroups(const std::vector<int32_t>& groups);
   // After a specialization on attribute `a`: candidates on other attributes that share one of the
   // new groups are re-checked on those groups, for the constraints that contain both attributes.
@@ -200,7 +208,6 @@ class TopDownSpecializer {
   std::vector<bool> group_alive_;
   uint64_t alive_groups_ = 0;
   std::vector<std::vector<std::vector<int32_t>>> group_links_;  // [attr][node] -> groups
-  std::vector<std::vector<uint64_t>> disc_;                     // [attr][node] -> sum size^2
 
   std::vector<Candidate> cands_;
   std::vector<std::vector<std::vector<int>>> node_cands_;  // [attr][node] -> candidate ids

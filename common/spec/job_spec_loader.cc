@@ -252,9 +252,17 @@ absl::Status YamlToMessage::Scalar(const YAML::Node& node, const pb::FieldDescri
     case F::CPPTYPE_DOUBLE:
     case F::CPPTYPE_FLOAT: {
       double value;
-      if (!absl::SimpleAtod(text, &value) || !std::isfinite(value)) {
-        return Error(node.Mark(), Cat(where, ": expected a number, got '", text, "'"));
+      // epsilon (mohammed2011 §6) is a fraction of the total contribution: 0.01 or "1%".
+      const bool percent = field.name() == "epsilon" && absl::EndsWith(text, "%");
+      if (!absl::SimpleAtod(percent ? absl::string_view(text).substr(0, text.size() - 1)
+                                    : absl::string_view(text),
+                            &value) ||
+          !std::isfinite(value)) {
+        return Error(node.Mark(), Cat(where, ": expected a number",
+                                      field.name() == "epsilon" ? " or a percentage like 1%" : "",
+                                      ", got '", text, "'"));
       }
+      if (percent) value /= 100;
       if (field.cpp_type() == F::CPPTYPE_DOUBLE) {
         add ? r.AddDouble(msg, &field, value) : r.SetDouble(msg, &field, value);
       } else {
@@ -686,9 +694,11 @@ absl::StatusOr<JobSpec> LoadJobSpec(const std::string& path) {
 
 // The participation strategy (mohammed2011 §6) is a vertical-job option.
 absl::Status ValidateParticipation(const JobSpec& spec) {
-  if (!std::isfinite(spec.epsilon()) || spec.epsilon() < 0) {
+  if (!std::isfinite(spec.epsilon()) || spec.epsilon() < 0 || spec.epsilon() > 1) {
     return absl::InvalidArgumentError(
-        Cat("epsilon must be a non-negative number, got ", spec.epsilon()));
+        Cat("epsilon must be a non-negative number of at most 1: a fraction of the total "
+            "contribution (0.01 or 1%; at most 100%), got ",
+            spec.epsilon()));
   }
   const bool game_theoretic = spec.participation() == fedanon::v1::PARTICIPATION_GAME_THEORETIC;
   if (game_theoretic && spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
