@@ -13,6 +13,7 @@
 #include "common/table/dataset.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/certificates.h"
+#include "crypto/hash.h"
 #include "crypto/sealed_box.h"
 #include "leader/secure_sum_source.h"
 #include "tests/federation/federation_test_util.h"
@@ -339,8 +340,8 @@ TEST(MaliciousLeader, PrepareWithAShortOrWrongRingIsRefused) {
   // A sum step without a prepared job.
   LeaderMessage step = m->Step(0, n[1], m->Request());
   step.mutable_sum_step()->set_masked(Zeros(m->Words(m->Request())));
-  EXPECT_THAT(m->Send(n[0], step), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                            "no prepared job with this id"));
+  EXPECT_THAT(m->Send(n[0], step),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
 }
 
 TEST(MaliciousLeader, ReplayedCollectWithAnotherRequestIsRefused) {

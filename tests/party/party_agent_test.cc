@@ -436,7 +436,7 @@ TEST(PartyAgent, RequestsForAnUnknownOrEndedJobAreRefused) {
                                                         "no prepared vertical job with this id"));
 
   // EndJob of another job keeps this one; EndJob of this one drops it.
-  LeaderMessage sum = SexClassCountsStep("job-1", "");
+  LeaderMessage sum = SexClassCountsStep("job-1", "hospital-b");
   sum.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
   ASSERT_OK(f->Call("hospital-a", EndJob("job-2")));
   EXPECT_OK(f->Call("hospital-a", sum));
