@@ -36,6 +36,7 @@ using internal::U8;
 
 constexpr std::string_view kContextTag = "fedanon-seal-ctx-v1";
 constexpr std::string_view kHkdfInfo = "fedanon sealed box v1";
+constexpr std::string_view kHkdfInfoAuthenticated = "fedanon sealed box v2 sender-authenticated";
 constexpr size_t kKeySize = 32;
 constexpr size_t kPointOffset = 1;
 constexpr size_t kNonceOffset = kPointOffset + kSealPointSize;
@@ -146,15 +147,13 @@ absl::StatusOr<SecretBytes> Ecdh(EVP_PKEY* own, EVP_PKEY* peer) {
   return shared;
 }
 
-// HKDF-SHA256(IKM = shared, salt = ephemeral point || recipient point, info = kHkdfInfo).
-absl::StatusOr<SecretBytes> DeriveKey(const SecretBytes& shared, std::string_view ephemeral,
-                                      std::string_view recipient) {
+// HKDF-SHA256(IKM = ikm, salt = salt, info = info), 32 bytes.
+absl::StatusOr<SecretBytes> DeriveKey(const SecretBytes& shared, std::string salt,
+                                      std::string_view info_text) {
   if (internal::HkdfKdf() == nullptr) return OpenSslInternal("HKDF unavailable");
   EvpKdfCtxPtr kctx(EVP_KDF_CTX_new(internal::HkdfKdf()));
   if (kctx == nullptr) return OpenSslInternal("EVP_KDF_CTX_new");
-  std::string salt(ephemeral);
-  salt.append(recipient);
-  std::string info(kHkdfInfo);
+  std::string info(info_text);
   char digest[] = "SHA256";
   SecretBytes ikm = shared.Clone();
   OSSL_PARAM params[] = {
@@ -170,11 +169,33 @@ absl::StatusOr<SecretBytes> DeriveKey(const SecretBytes& shared, std::string_vie
   return key;
 }
 
-absl::StatusOr<SecretBytes> SharedKey(EVP_PKEY* own, EVP_PKEY* peer, std::string_view ephemeral,
-                                      std::string_view recipient) {
-  absl::StatusOr<SecretBytes> shared = Ecdh(own, peer);
+// The AEAD key of a box. Anonymous (v1): IKM = ECDH(e, R), salt = E || R. Sender-authenticated
+// (v2): IKM = ECDH(e, R) || ECDH(s, R), salt = E || R || S. `ephemeral_side` and `static_side`
+// are the two ECDH computations as seen by the caller (sealer: (e, R) and (s, R); opener:
+// (r, E) and (r, S)); `static_side` is null for v1.
+struct KeyInputs {
+  EVP_PKEY* own_ephemeral_side = nullptr;   // e (sealer) or r (opener)
+  EVP_PKEY* peer_ephemeral_side = nullptr;  // R (sealer) or E (opener)
+  EVP_PKEY* own_static_side = nullptr;      // s (sealer) or r (opener); v2 only
+  EVP_PKEY* peer_static_side = nullptr;     // R (sealer) or S (opener); v2 only
+  std::string_view ephemeral;               // E
+  std::string_view recipient;               // R
+  std::string_view sender;                  // S; v2 only
+};
+
+absl::StatusOr<SecretBytes> BoxKey(const KeyInputs& in) {
+  absl::StatusOr<SecretBytes> shared = Ecdh(in.own_ephemeral_side, in.peer_ephemeral_side);
   if (!shared.ok()) return shared.status();
-  return DeriveKey(*shared, ephemeral, recipient);
+  std::string salt(in.ephemeral);
+  salt.append(in.recipient);
+  if (in.own_static_side == nullptr) return DeriveKey(*shared, std::move(salt), kHkdfInfo);
+  absl::StatusOr<SecretBytes> shared_static = Ecdh(in.own_static_side, in.peer_static_side);
+  if (!shared_static.ok()) return shared_static.status();
+  SecretBytes both(shared->size() + shared_static->size());
+  std::memcpy(both.data(), shared->data(), shared->size());
+  std::memcpy(both.data() + shared->size(), shared_static->data(), shared_static->size());
+  salt.append(in.sender);
+  return DeriveKey(both, std::move(salt), kHkdfInfoAuthenticated);
 }
 
 }  // namespace
@@ -293,21 +314,32 @@ absl::StatusOr<SecretBytes> SealKeyPair::PrivateKeyPkcs8Der() const {
 
 // ---- Seal / Open ----------------------------------------------------------------------------
 
-absl::StatusOr<std::string> Seal(const SealPublicKey& recipient, const SealContext& context,
-                                 std::string_view plaintext) {
+namespace internal {
+
+absl::StatusOr<std::string> SealBox(const SealKeyPair* sender, const SealPublicKey& recipient,
+                                    const SealContext& context, std::string_view plaintext) {
   EvpPkeyPtr eph(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
   if (eph == nullptr) return OpenSslInternal("ephemeral key generation");
   absl::StatusOr<std::string> eph_point = UncompressedPointOf(eph.get());
   if (!eph_point.ok()) return eph_point.status();
-  absl::StatusOr<SecretBytes> key =
-      SharedKey(eph.get(), recipient.pkey_.get(), *eph_point, recipient.point_);
+  KeyInputs in;
+  in.own_ephemeral_side = eph.get();
+  in.peer_ephemeral_side = recipient.pkey_.get();
+  in.ephemeral = *eph_point;
+  in.recipient = recipient.point_;
+  if (sender != nullptr) {
+    in.own_static_side = sender->pkey_.get();
+    in.peer_static_side = recipient.pkey_.get();
+    in.sender = sender->public_key().UncompressedPoint();
+  }
+  absl::StatusOr<SecretBytes> key = BoxKey(in);
   if (!key.ok()) return key.status();
   eph.reset();  // the ephemeral private key is no longer needed
 
   const std::string aad = EncodeSealContext(context);
   std::string out(kSealOverhead + plaintext.size(), '\0');
   auto* o = reinterpret_cast<unsigned char*>(out.data());
-  o[0] = kSealedBoxVersion;
+  o[0] = sender == nullptr ? kSealedBoxVersion : kSealedBoxAuthenticatedVersion;
   std::memcpy(o + kPointOffset, eph_point->data(), kSealPointSize);
   if (absl::Status st = FillRandom(absl::Span<uint8_t>(o + kNonceOffset, kSealNonceSize));
       !st.ok()) {
@@ -341,15 +373,24 @@ absl::StatusOr<std::string> Seal(const SealPublicKey& recipient, const SealConte
   return out;
 }
 
-absl::StatusOr<std::string> Open(const SealKeyPair& recipient, const SealContext& expected_context,
-                                 std::string_view sealed) {
+absl::StatusOr<std::string> OpenBox(const SealKeyPair& recipient, const SealPublicKey* sender,
+                                    const SealContext& expected_context, std::string_view sealed) {
   if (sealed.size() < kSealOverhead) {
     return absl::InvalidArgumentError(
         absl::StrCat("sealed box too short: ", sealed.size(), " bytes, minimum ", kSealOverhead));
   }
-  if (static_cast<uint8_t>(sealed[0]) != kSealedBoxVersion) {
+  const uint8_t version = static_cast<uint8_t>(sealed[0]);
+  if (version != kSealedBoxVersion && version != kSealedBoxAuthenticatedVersion) {
     return absl::InvalidArgumentError(
         absl::StrCat("unsupported sealed box version ", static_cast<int>(sealed[0])));
+  }
+  if (sender != nullptr && version != kSealedBoxAuthenticatedVersion) {
+    return absl::PermissionDeniedError(
+        "sealed box is anonymous where a sender-authenticated one is required");
+  }
+  if (sender == nullptr && version != kSealedBoxVersion) {
+    return absl::InvalidArgumentError(
+        "sealed box is sender-authenticated: open it with the sender's key");
   }
   const std::string_view eph_point = sealed.substr(kPointOffset, kSealPointSize);
   if (absl::Status st = ValidateUncompressedPoint(eph_point); !st.ok()) {
@@ -357,8 +398,17 @@ absl::StatusOr<std::string> Open(const SealKeyPair& recipient, const SealContext
   }
   absl::StatusOr<EvpPkeyPtr> peer = PkeyFromPoint(eph_point);
   if (!peer.ok()) return peer.status();
-  absl::StatusOr<SecretBytes> key = SharedKey(recipient.pkey_.get(), peer->get(), eph_point,
-                                              recipient.public_key().UncompressedPoint());
+  KeyInputs in;
+  in.own_ephemeral_side = recipient.pkey_.get();
+  in.peer_ephemeral_side = peer->get();
+  in.ephemeral = eph_point;
+  in.recipient = recipient.public_key().UncompressedPoint();
+  if (sender != nullptr) {
+    in.own_static_side = recipient.pkey_.get();
+    in.peer_static_side = sender->pkey_.get();
+    in.sender = sender->UncompressedPoint();
+  }
+  absl::StatusOr<SecretBytes> key = BoxKey(in);
   if (!key.ok()) return key.status();
 
   const std::string aad = EncodeSealContext(expected_context);
@@ -398,6 +448,28 @@ absl::StatusOr<std::string> Open(const SealKeyPair& recipient, const SealContext
     return absl::PermissionDeniedError("sealed box authentication failed");
   }
   return plaintext;
+}
+
+}  // namespace internal
+
+absl::StatusOr<std::string> Seal(const SealPublicKey& recipient, const SealContext& context,
+                                 std::string_view plaintext) {
+  return internal::SealBox(nullptr, recipient, context, plaintext);
+}
+
+absl::StatusOr<std::string> Open(const SealKeyPair& recipient, const SealContext& expected_context,
+                                 std::string_view sealed) {
+  return internal::OpenBox(recipient, nullptr, expected_context, sealed);
+}
+
+absl::StatusOr<std::string> SealFrom(const SealKeyPair& sender, const SealPublicKey& recipient,
+                                     const SealContext& context, std::string_view plaintext) {
+  return internal::SealBox(&sender, recipient, context, plaintext);
+}
+
+absl::StatusOr<std::string> OpenFrom(const SealKeyPair& recipient, const SealPublicKey& sender,
+                                     const SealContext& expected_context, std::string_view sealed) {
+  return internal::OpenBox(recipient, &sender, expected_context, sealed);
 }
 
 }  // namespace fedanon::crypto

@@ -29,6 +29,18 @@ namespace fedanon::leader {
 namespace {
 
 // For bookkeeping whose failure must not change the job's outcome: logs it with the job id.
+// The sealing key of a connected data party, verified against the federation CA.
+absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> PartySealKey(common::PartyChannel* channel,
+                                                                    const std::string& ca_pem,
+                                                                    const std::string& party) {
+  for (const auto& p : channel->Parties()) {
+    if (p.name == party) {
+      return crypto::VerifiedSealKey(p.seal_cert_pem, ca_pem, {crypto::Role::kParty, party});
+    }
+  }
+  return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
+}
+
 void WarnIfError(const absl::Status& status, const std::string& job_id, std::string_view what) {
   if (!status.ok()) spdlog::warn("job={} {}: {}", job_id, what, status.ToString());
 }
@@ -348,6 +360,12 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   job.timeout = request.round_timeout_seconds() > 0 ? absl::Seconds(request.round_timeout_seconds())
                                                     : options_.round_timeout;
   job.ring.assign(request.parties().begin(), request.parties().end());
+  // A data-holding leader's party goes first: it takes the leader's masks, which it knows anyway;
+  // placed later it would learn its predecessor's counts (the parties check this at Prepare).
+  if (auto lp = std::find(job.ring.begin(), job.ring.end(), request.leader_party());
+      lp != job.ring.end()) {
+    std::rotate(job.ring.begin(), lp, lp + 1);
+  }
   job.recipient = request.recipient().empty() ? options_.name : request.recipient();
   RETURN_IF_ERROR(CheckRequest(request));
 
@@ -383,13 +401,16 @@ absl::StatusOr<fedanon::v1::PrepareJob> Leader::MakePrepare(const JobRun& job) c
     p->set_index(static_cast<uint32_t>(i));
     p->set_seal_certificate(it->second);
   }
-  if (job.recipient == options_.name) {
-    auto* p = prepare.add_participants();
-    p->set_name(options_.name);
-    p->set_index(UINT32_MAX);
-    p->set_seal_certificate(options_.seal_cert_pem);
-  }
+  // The leader always: the secure sum's last hop is sealed for it (and the result when it is the
+  // recipient).
+  auto* leader = prepare.add_participants();
+  leader->set_name(options_.name);
+  leader->set_index(UINT32_MAX);
+  leader->set_seal_certificate(options_.seal_cert_pem);
+  for (const auto& p : job.ring) prepare.add_ring(p);
   prepare.set_data_holding_leader(!job.request.leader_party().empty());
+  prepare.set_leader_party(job.request.leader_party());
+  prepare.set_recipient(job.recipient);
   return prepare;
 }
 
@@ -430,6 +451,11 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
       channel_, job.job_id, job.ring, job.timeout, &hier, std::max(1, schema.num_classes()),
       schema.tracked.size(), [&round] { return round; }, [this] { return CheckCancelled(); });
   source.set_share_group_sizes(job.ring.size() >= 3);
+  ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealKeyPair> leader_keys,
+                   crypto::SealKeyPairFromPem(options_.seal_key_pem));
+  ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealPublicKey> last_party_key,
+                   PartySealKey(channel_, options_.ca_pem, job.ring.back()));
+  source.set_sealing(options_.name, leader_keys.get(), last_party_key.get());
   common::EngineOptions engine_options;
   engine_options.score = spec.score();
   engine_options.beneficial = spec.beneficial();
@@ -517,8 +543,12 @@ absl::Status Leader::StoreUnionAtLeader(const JobRun& job, uint32_t round,
                                         const std::vector<std::string>& header,
                                         const fedanon::v1::SealedPayload& carried) {
   ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
-  ASSIGN_OR_RETURN(fedanon::v1::UnionList list,
-                   common::OpenUnionList(*keys, job.job_id, round, options_.name, carried));
+  // The last party of the union (the ring without the recipient, which is the leader here).
+  const std::string& last = job.ring.back();
+  ASSIGN_OR_RETURN(auto last_key, PartySealKey(channel_, options_.ca_pem, last));
+  ASSIGN_OR_RETURN(
+      fedanon::v1::UnionList list,
+      common::OpenUnionList(*keys, job.job_id, round, options_.name, last, *last_key, carried));
   ASSIGN_OR_RETURN(std::vector<std::string> rows,
                    common::OpenUnionRows(*keys, job.job_id, round, options_.name, list.rows()));
   ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
@@ -536,6 +566,7 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   options.recipient = job.recipient;
   options.leader_name = options_.name;
   options.leader_seal_key_pem = options_.seal_key_pem;
+  options.ca_pem = options_.ca_pem;
   for (const auto& a : request.spec().attributes()) {
     if (a.role() != fedanon::v1::ROLE_ID) options.header.push_back(a.name());
   }

@@ -37,6 +37,7 @@ absl::Status SecureSumCountSource::Specialize(int attr, common::NodeIndex node, 
   if (share_group_sizes_) {
     for (uint64_t size : new_group_sizes) in->add_new_group_sizes(size);
   }
+  update_chain_ = common::ChainStateUpdate(update_chain_, u);
   pending_.push_back(std::move(u));
   return absl::OkStatus();
 }
@@ -48,12 +49,17 @@ absl::Status SecureSumCountSource::Split(int attr, common::NodeIndex node, int32
   sp->set_attribute(attr);
   sp->set_node(node);
   sp->set_split(split_rank);
+  update_chain_ = common::ChainStateUpdate(update_chain_, u);
   pending_.push_back(std::move(u));
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
     const common::StatsRequest& request) {
+  if (leader_keys_ == nullptr || last_party_key_ == nullptr || ring_.empty()) {
+    return absl::FailedPreconditionError(
+        "secure sum: the leader's sealing keys are not set (the last hop is sealed for it)");
+  }
   const size_t words = common::StatsLength(*hier_, num_classes_, num_tracked_, request);
   const uint64_t collect = collects_++;
   ++stats_.collects;
@@ -61,6 +67,7 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
   std::vector<uint64_t> sum(words, 0);
   const size_t chunks = std::max<size_t>(1, (words + chunk_words_ - 1) / chunk_words_);
   const fedanon::v1::StatsRequest request_proto = common::ToProto(request);
+  const std::string request_digest = common::SumRequestDigest(request_proto, update_chain_);
   for (size_t chunk = 0; chunk < chunks; ++chunk) {
     const size_t offset = chunk * chunk_words_;
     const size_t len = std::min(chunk_words_, words - std::min(words, offset));
@@ -97,13 +104,26 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
         return absl::InternalError(absl::StrCat("party '", ring_[i], "' sent no secure-sum reply"));
       }
       carried = reply->sum_step();
-      const bool last = i + 1 == ring_.size();
-      if (last != carried.has_masked()) {
+      if (!carried.has_sealed()) {
         return absl::InternalError(
             absl::StrCat("party '", ring_[i], "' answered the secure sum in the wrong form"));
       }
     }
-    ASSIGN_OR_RETURN(std::vector<uint64_t> total, common::DecodeWords(carried.masked()));
+    // The last hop, sealed by the ring's last party for the leader.
+    fedanon::v1::SumStep last_step;
+    last_step.set_collect(collect);
+    last_step.set_chunk(static_cast<uint32_t>(chunk));
+    last_step.set_chunks(static_cast<uint32_t>(chunks));
+    last_step.set_chunk_offset(offset);
+    last_step.set_total_words(words);
+    const crypto::SealContext context{job_id_, round_(), ring_.back(), leader_name_,
+                                      common::SumHopPurpose(last_step, round_(), request_digest)};
+    if (carried.sealed().sender() != ring_.back() || carried.sealed().receiver() != leader_name_) {
+      return absl::InternalError("the secure sum's last hop is not from the ring's last party");
+    }
+    ASSIGN_OR_RETURN(std::string opened, crypto::OpenFrom(*leader_keys_, *last_party_key_, context,
+                                                          carried.sealed().ciphertext()));
+    ASSIGN_OR_RETURN(std::vector<uint64_t> total, common::DecodeWords(opened));
     if (total.size() != len) return absl::InternalError("secure-sum chunk has the wrong length");
     RETURN_IF_ERROR(crypto::SubtractInPlace(absl::MakeSpan(total), absl::MakeConstSpan(slice)));
     std::copy(total.begin(), total.end(), sum.begin() + offset);

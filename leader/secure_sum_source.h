@@ -1,7 +1,10 @@
 // The horizontal federation's CountSource (mohammed2010 §5.1): every Collect is a ring secure
 // sum over the data parties. The leader draws fresh masks (OpenSSL CSPRNG, arithmetic mod 2^64)
-// for the whole count vector, the vector visits every party once — each hop sealed for the next
-// party and relayed by the leader — and the leader removes the masks from what comes back.
+// for the whole count vector, the vector visits every party once in the ring order fixed at
+// Prepare — each hop sealed (sender-authenticated) for the next party and relayed by the leader,
+// the last one sealed for the leader — and the leader removes the masks from what comes back.
+// Every sealed hop binds a digest of the request and of all state updates so far
+// (common::SumHopPurpose), so parties handed different requests cannot combine their counts.
 // Instructions and split decisions ride along with the next secure sum, numbered so that each
 // party applies each exactly once. Vectors longer than one chunk are sent in several rings, so a
 // million-record job never hits a message-size limit. Not thread-safe (one job at a time).
@@ -15,6 +18,7 @@
 #include "absl/time/time.h"
 #include "common/engine/count_source.h"
 #include "common/wire/party_channel.h"
+#include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
 
 namespace fedanon::leader {
@@ -46,6 +50,15 @@ class SecureSumCountSource : public common::CountSource {
   absl::Status Split(int attr, common::NodeIndex node, int32_t split_rank) override;
   absl::StatusOr<std::vector<uint64_t>> Collect(const common::StatsRequest& request) override;
 
+  // Required before Collect: the leader's name and sealing key pair (to open the last hop) and
+  // the certified sealing key of the ring's last party (its sender). Not owned.
+  void set_sealing(std::string leader_name, const crypto::SealKeyPair* leader_keys,
+                   const crypto::SealPublicKey* last_party_key) {
+    leader_name_ = std::move(leader_name);
+    leader_keys_ = leader_keys;
+    last_party_key_ = last_party_key;
+  }
+
   const SecureSumStats& stats() const { return stats_; }
 
  private:
@@ -61,6 +74,10 @@ class SecureSumCountSource : public common::CountSource {
   size_t chunk_words_;
   std::vector<fedanon::v1::StateUpdate> pending_;
   uint64_t next_sequence_ = 0;
+  std::string update_chain_;  // common::ChainStateUpdate over every update made so far
+  std::string leader_name_;
+  const crypto::SealKeyPair* leader_keys_ = nullptr;
+  const crypto::SealPublicKey* last_party_key_ = nullptr;
   bool share_group_sizes_ = false;
   uint64_t collects_ = 0;
   SecureSumStats stats_;

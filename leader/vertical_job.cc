@@ -1,5 +1,6 @@
 #include "leader/vertical_job.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -276,6 +277,21 @@ class Driver {
     for (const auto& party : options_.ring) *report->add_participation() = participation_[party];
   }
 
+  // A data party's sealing key, verified against the CA (released columns are sealed by it).
+  absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> SenderKey(const std::string& party) const {
+    if (std::find(options_.ring.begin(), options_.ring.end(), party) == options_.ring.end()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("released columns name '", party, "', not a data party, as sender"));
+    }
+    for (const auto& p : channel_->Parties()) {
+      if (p.name == party) {
+        return crypto::VerifiedSealKey(p.seal_cert_pem, options_.ca_pem,
+                                       {crypto::Role::kParty, party});
+      }
+    }
+    return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
+  }
+
   // The leader is the recipient: opens every party's columns and joins them.
   absl::StatusOr<std::string> JoinAtLeader(const std::vector<VerticalStepResult>& released,
                                            uint32_t round) const {
@@ -285,7 +301,10 @@ class Driver {
       const auto& payload = r.released().columns();
       const crypto::SealContext context{options_.job_id, round, payload.sender(),
                                         options_.leader_name, "columns"};
-      ASSIGN_OR_RETURN(std::string bytes, crypto::Open(*keys, context, payload.ciphertext()));
+      ASSIGN_OR_RETURN(std::unique_ptr<crypto::SealPublicKey> sender_key,
+                       SenderKey(payload.sender()));
+      ASSIGN_OR_RETURN(std::string bytes,
+                       crypto::OpenFrom(*keys, *sender_key, context, payload.ciphertext()));
       if (!parts.emplace_back().ParseFromString(bytes)) {
         return absl::InvalidArgumentError("released columns do not parse");
       }

@@ -26,6 +26,7 @@ struct VerticalJobOptions {
   std::string recipient;          // a party, or the leader's own name
   std::string leader_name;
   std::string leader_seal_key_pem;  // to open the columns when the leader is the recipient
+  std::string ca_pem;               // verifies the parties' sealing certificates (their senders)
   std::vector<std::string> header;  // released columns in spec order
   std::map<std::string, std::string> attribute_party;  // QID attribute -> the party holding it
   absl::Duration timeout = absl::Seconds(60);

@@ -86,11 +86,18 @@ struct PartyAgent::JobState {
   std::unique_ptr<common::Tips> tips;
   std::map<std::string, std::unique_ptr<crypto::SealPublicKey>> seal_keys;  // by party name
   uint64_t applied_updates = 0;
-  // The local counts of the secure sum in progress (kept across its chunks).
+  std::string update_chain;  // common::ChainStateUpdate over every applied update
+  // The local counts of the secure sum in progress (kept across its chunks), the digest of the
+  // request they answer, and the reply given to each chunk (one request, one answer).
   uint64_t counts_collect = UINT64_MAX;
+  std::string counts_digest;
   std::vector<uint64_t> counts;
-  // Vertical jobs: the data parties in ring order, this party's replica and its ID matcher.
+  std::map<uint32_t, std::pair<std::string, PartyMessage>> answered;  // chunk -> (purpose, reply)
+  // The data parties in the ring order agreed at Prepare, the leader's name and the recipient.
   std::vector<std::string> ring;
+  std::string leader;
+  std::string recipient;
+  // Vertical jobs: this party's replica and its ID matcher.
   std::unique_ptr<VerticalParty> vertical;
   std::unique_ptr<IdMatcher> matcher;
 };
@@ -172,9 +179,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(const LeaderMessage& requ
   const std::string table = Resolve(options_.data_dir, request.prepare().data_path().empty()
                                                            ? options_.default_data_path
                                                            : request.prepare().data_path());
-  for (const auto& p : request.prepare().participants()) {
-    if (p.index() != UINT32_MAX) job->ring.push_back(p.name());
-  }
+  RETURN_IF_ERROR(CheckRing(request.prepare(), job.get()));
   PartyMessage reply;
   if (job->spec.partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
     RETURN_IF_ERROR(LoadVerticalTable(*schema, table, job.get()));
@@ -203,6 +208,64 @@ absl::Status PartyAgent::VerifyParticipants(const fedanon::v1::PrepareJob& prepa
     ASSIGN_OR_RETURN(auto key, crypto::VerifiedSealKey(p.seal_certificate(), options_.ca_pem, id));
     job->seal_keys[p.name()] = std::move(key);
   }
+  return absl::OkStatus();
+}
+
+absl::Status PartyAgent::CheckRing(const fedanon::v1::PrepareJob& prepare, JobState* job) const {
+  std::vector<std::string> data_parties;  // in participant-index order
+  for (const auto& p : prepare.participants()) {
+    if (p.index() == UINT32_MAX) {
+      if (!job->leader.empty()) return absl::InvalidArgumentError("Prepare names two leaders");
+      job->leader = p.name();
+    } else {
+      data_parties.push_back(p.name());
+    }
+  }
+  const bool vertical = prepare.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL;
+  if (prepare.ring().empty()) {
+    return absl::InvalidArgumentError("Prepare carries no ring (the order of the secure sum)");
+  }
+  std::vector<std::string> ring(prepare.ring().begin(), prepare.ring().end());
+  std::vector<std::string> sorted_ring = ring;
+  std::sort(sorted_ring.begin(), sorted_ring.end());
+  std::vector<std::string> sorted_parties = data_parties;
+  std::sort(sorted_parties.begin(), sorted_parties.end());
+  if (std::adjacent_find(sorted_ring.begin(), sorted_ring.end()) != sorted_ring.end() ||
+      sorted_ring != sorted_parties) {
+    return absl::InvalidArgumentError(
+        "the ring must list exactly the job's data-holding participants, each once");
+  }
+  if (std::find(ring.begin(), ring.end(), options_.name) == ring.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("party '", options_.name, "' is not in the job's ring"));
+  }
+  if (prepare.data_holding_leader() != !prepare.leader_party().empty()) {
+    return absl::InvalidArgumentError("data_holding_leader and leader_party disagree");
+  }
+  if (!prepare.leader_party().empty() && ring.front() != prepare.leader_party()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the data-holding leader's party '", prepare.leader_party(),
+        "' must come first in the ring (placed later it would learn its predecessor's counts)"));
+  }
+  if (!vertical) {
+    const size_t minimum = prepare.leader_party().empty() ? 2 : 3;
+    if (ring.size() < minimum) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a horizontal ring needs at least ", minimum,
+          " data parties (fewer would let the leader read one party's counts from the sum)"));
+    }
+    if (job->leader.empty()) {
+      return absl::InvalidArgumentError(
+          "Prepare does not announce the leader's sealing certificate (the ring's last hop is "
+          "sealed for the leader)");
+    }
+  }
+  job->recipient = prepare.recipient().empty() ? job->leader : prepare.recipient();
+  if (!vertical && !job->seal_keys.count(job->recipient)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("recipient '", job->recipient, "' is not a participant"));
+  }
+  job->ring = std::move(ring);
   return absl::OkStatus();
 }
 
@@ -296,13 +359,14 @@ absl::Status PartyAgent::ApplyUpdates(
       }
       job.hier[sp.attribute()].SetSplit(sp.node(), sp.split());
     }
+    job.update_chain = common::ChainStateUpdate(job.update_chain, u);
     ++job.applied_updates;
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& request) {
-  if (!job_ || job_->job_id != request.job_id()) {
+  if (!job_ || job_->job_id != request.job_id() || !job_->data) {
     return absl::FailedPreconditionError("no prepared job with this id");
   }
   if (!job_->tips) {
@@ -310,9 +374,33 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
   }
   JobState& job = *job_;
   const auto& step = request.sum_step();
-  RETURN_IF_ERROR(ApplyUpdates(step.updates()));
-  if (job.counts_collect != step.collect()) {
+  // Routing: fixed by the ring agreed at Prepare, whatever the request says.
+  const size_t pos = std::find(job.ring.begin(), job.ring.end(), options_.name) - job.ring.begin();
+  const std::string successor = pos + 1 < job.ring.size() ? job.ring[pos + 1] : "";
+  if (step.next() != successor) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("secure sum: next is '", step.next(),
+                     "' but this party's successor in the ring agreed at "
+                     "Prepare is ",
+                     successor.empty() ? "the leader (empty next)" : "'" + successor + "'"));
+  }
+  if (step.chunks() == 0 || step.chunk() >= step.chunks()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("secure sum: chunk ", step.chunk(), " of ", step.chunks(), " does not exist"));
+  }
+  if (job.counts_collect != UINT64_MAX && step.collect() < job.counts_collect) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("secure sum: collect ", step.collect(), " is older than collect ",
+                     job.counts_collect, ", already answered (one request, one answer)"));
+  }
+  if (step.collect() != job.counts_collect) {
     // The request travels with the first chunk only; later chunks reuse the counts.
+    if (step.chunk() != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("secure sum: chunk ", step.chunk(),
+                                                     " of collect ", step.collect(),
+                                                     " arrived before its first chunk"));
+    }
+    RETURN_IF_ERROR(ApplyUpdates(step.updates()));
     ASSIGN_OR_RETURN(common::StatsRequest stats_request, FromProto(step.request(), job.hier));
     if (!stats_request.released_groups.empty() &&
         (!job.data->all_values_declared ||
@@ -322,20 +410,63 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
     job.counts.clear();
     common::AppendLocalStats(*job.tips, stats_request, &job.counts);
     job.counts_collect = step.collect();
+    job.counts_digest = common::SumRequestDigest(step.request(), job.update_chain);
+    job.answered.clear();
+  } else if (step.chunk() == 0) {
+    // The same collect again: it must be the same request (the updates were applied already,
+    // so applying them again changes nothing unless they differ).
+    RETURN_IF_ERROR(ApplyUpdates(step.updates()));
+    if (common::SumRequestDigest(step.request(), job.update_chain) != job.counts_digest) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("secure sum: collect ", step.collect(),
+                       " was already answered for a different request (one request, one answer)"));
+    }
+  } else if (step.has_request() || !step.updates().empty()) {
+    return absl::InvalidArgumentError("secure sum: only the first chunk carries the request");
   }
   if (job.counts.size() != step.total_words()) {
     return absl::InvalidArgumentError(absl::StrCat("the secure sum has ", step.total_words(),
                                                    " words but this request needs ",
                                                    job.counts.size()));
   }
+  const std::string purpose = common::SumHopPurpose(step, request.round(), job.counts_digest);
+  if (auto done = job.answered.find(step.chunk()); done != job.answered.end()) {
+    if (done->second.first != purpose) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("secure sum: chunk ", step.chunk(), " of collect ", step.collect(),
+                       " was already answered for a different request (one request, one answer)"));
+    }
+    return done->second.second;  // the same request: the same answer
+  }
   std::string input;
-  if (step.has_sealed()) {
-    const crypto::SealContext context{job.job_id, request.round(), step.sealed().sender(),
-                                      options_.name, SumPurpose(step)};
-    ASSIGN_OR_RETURN(input, crypto::Open(*seal_keys_, context, step.sealed().ciphertext()));
-    if (options_.observe_opened) options_.observe_opened(step.sealed().sender(), input);
-  } else {
+  if (pos == 0) {
+    if (!step.has_masked()) {
+      return absl::PermissionDeniedError(
+          "secure sum: the first party of the ring takes only the leader's masks");
+    }
     input = step.masked();
+  } else {
+    const std::string& predecessor = job.ring[pos - 1];
+    if (!step.has_sealed() || step.sealed().sender() != predecessor ||
+        step.sealed().receiver() != options_.name) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "secure sum: input must be sealed by '", predecessor,
+          "' (the predecessor agreed at Prepare) for '", options_.name, "'",
+          step.has_sealed() ? absl::StrCat(", got one from '", step.sealed().sender(), "'")
+                            : std::string(", got plaintext")));
+    }
+    const crypto::SealContext context{job.job_id, request.round(), predecessor, options_.name,
+                                      purpose};
+    auto opened = crypto::OpenFrom(*seal_keys_, *job.seal_keys.at(predecessor), context,
+                                   step.sealed().ciphertext());
+    if (!opened.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("secure sum: the input does not open as sealed by '", predecessor,
+                       "' for this request (forged sender, other request or other round): ",
+                       opened.status().message()));
+    }
+    input = *std::move(opened);
+    if (options_.observe_opened) options_.observe_opened(predecessor, input);
   }
   ASSIGN_OR_RETURN(std::vector<uint64_t> acc, DecodeWords(input));
   if (step.chunk_offset() > job.counts.size() ||
@@ -345,24 +476,18 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
   RETURN_IF_ERROR(
       crypto::AddInPlace(absl::MakeSpan(acc),
                          absl::MakeConstSpan(job.counts.data() + step.chunk_offset(), acc.size())));
+  // Sealed for the agreed successor, the last party's for the leader.
+  const std::string receiver = successor.empty() ? job.leader : successor;
+  const crypto::SealContext context{job.job_id, request.round(), options_.name, receiver, purpose};
+  ASSIGN_OR_RETURN(std::string sealed, crypto::SealFrom(*seal_keys_, *job.seal_keys.at(receiver),
+                                                        context, EncodeWords(acc)));
   PartyMessage reply;
-  const std::string output = EncodeWords(acc);
-  if (step.next().empty()) {
-    reply.mutable_sum_step()->set_masked(output);
-    return reply;
-  }
-  auto it = job.seal_keys.find(step.next());
-  if (it == job.seal_keys.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("'", step.next(), "' is not a participant"));
-  }
-  const crypto::SealContext context{job.job_id, request.round(), options_.name, step.next(),
-                                    SumPurpose(step)};
-  ASSIGN_OR_RETURN(std::string sealed, crypto::Seal(*it->second, context, output));
   auto* out = reply.mutable_sum_step()->mutable_sealed();
   out->set_sender(options_.name);
-  out->set_receiver(step.next());
-  out->set_purpose(SumPurpose(step));
+  out->set_receiver(receiver);
+  out->set_purpose(purpose);
   out->set_ciphertext(std::move(sealed));
+  job.answered[step.chunk()] = {purpose, reply};
   return reply;
 }
 
@@ -375,16 +500,40 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
   }
   JobState& job = *job_;
   const auto& step = request.union_step();
-  ASSIGN_OR_RETURN(
-      fedanon::v1::UnionList list,
-      OpenUnionList(*seal_keys_, job.job_id, request.round(), options_.name, step.list()));
+  // The union's order: the agreed ring without the recipient, then the recipient when it is a
+  // data party (so that it only ever sees the complete, shuffled set).
+  if (step.recipient() != job.recipient) {
+    return absl::PermissionDeniedError(absl::StrCat("secure union: recipient '", step.recipient(),
+                                                    "' is not the one agreed at Prepare ('",
+                                                    job.recipient, "')"));
+  }
+  std::vector<std::string> order;
+  for (const auto& p : job.ring) {
+    if (p != job.recipient) order.push_back(p);
+  }
+  if (job.recipient != job.leader) order.push_back(job.recipient);
+  const size_t pos = std::find(order.begin(), order.end(), options_.name) - order.begin();
+  fedanon::v1::UnionList list;
+  if (step.deliver()) {
+    if (order.empty() || order.back() != options_.name) {
+      return absl::PermissionDeniedError("asked to deliver a union meant for another party");
+    }
+    ASSIGN_OR_RETURN(list, OpenUnionList(*seal_keys_, job.job_id, request.round(), options_.name,
+                                         options_.name, seal_keys_->public_key(), step.list()));
+  } else if (pos == 0) {
+    if (step.has_list() && !step.list().ciphertext().empty()) {
+      return absl::PermissionDeniedError(
+          "secure union: the first party of the ring starts from the empty set");
+    }
+  } else {
+    const std::string& predecessor = order[pos - 1];
+    ASSIGN_OR_RETURN(list, OpenUnionList(*seal_keys_, job.job_id, request.round(), options_.name,
+                                         predecessor, *job.seal_keys.at(predecessor), step.list()));
+  }
   PartyMessage reply;
   auto* out = reply.mutable_union_step();
   if (step.deliver()) {
     // This party is the recipient: open every row, shuffle, write the integrated table.
-    if (step.recipient() != options_.name) {
-      return absl::InvalidArgumentError("asked to deliver a union meant for another party");
-    }
     ASSIGN_OR_RETURN(
         std::vector<std::string> rows,
         OpenUnionRows(*seal_keys_, job.job_id, request.round(), options_.name, list.rows()));
@@ -400,8 +549,14 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
     out->set_rows_written(rows.size());
     return reply;
   }
-  auto recipient = job.seal_keys.find(step.recipient());
-  auto next = job.seal_keys.find(step.next());
+  const std::string successor = pos + 1 < order.size() ? order[pos + 1] : job.recipient;
+  if (step.next() != successor) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("secure union: next is '", step.next(),
+                     "' but this party's successor agreed at Prepare is '", successor, "'"));
+  }
+  auto recipient = job.seal_keys.find(job.recipient);
+  auto next = job.seal_keys.find(successor);
   if (recipient == job.seal_keys.end() || next == job.seal_keys.end()) {
     return absl::InvalidArgumentError("the union names someone who is not a participant");
   }
@@ -423,13 +578,14 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
     return absl::OkStatus();
   }));
   RETURN_IF_ERROR(ShuffleRows(list.mutable_rows()));
-  ASSIGN_OR_RETURN(std::string sealed, crypto::Seal(*next->second,
-                                                    UnionListContext(job.job_id, request.round(),
-                                                                     options_.name, step.next()),
-                                                    list.SerializeAsString()));
+  ASSIGN_OR_RETURN(
+      std::string sealed,
+      crypto::SealFrom(*seal_keys_, *next->second,
+                       UnionListContext(job.job_id, request.round(), options_.name, successor),
+                       list.SerializeAsString()));
   auto* payload = out->mutable_list();
   payload->set_sender(options_.name);
-  payload->set_receiver(step.next());
+  payload->set_receiver(successor);
   payload->set_purpose("union-list");
   payload->set_ciphertext(std::move(sealed));
   return reply;
@@ -444,7 +600,7 @@ absl::StatusOr<fedanon::v1::SealedPayload> PartyAgent::SealFor(const std::string
     return absl::InvalidArgumentError(absl::StrCat("'", receiver, "' is not a participant"));
   }
   const crypto::SealContext context{job_->job_id, round, options_.name, receiver, purpose};
-  ASSIGN_OR_RETURN(std::string sealed, crypto::Seal(*it->second, context, bytes));
+  ASSIGN_OR_RETURN(std::string sealed, crypto::SealFrom(*seal_keys_, *it->second, context, bytes));
   fedanon::v1::SealedPayload out;
   out.set_sender(options_.name);
   out.set_receiver(receiver);
@@ -456,8 +612,15 @@ absl::StatusOr<fedanon::v1::SealedPayload> PartyAgent::SealFor(const std::string
 absl::StatusOr<std::string> PartyAgent::OpenSealed(const fedanon::v1::SealedPayload& payload,
                                                    uint64_t round,
                                                    const std::string& purpose) const {
+  // Only data parties seal payloads for each other; the leader relays them.
+  if (std::find(job_->ring.begin(), job_->ring.end(), payload.sender()) == job_->ring.end()) {
+    return absl::PermissionDeniedError(absl::StrCat("a sealed payload names '", payload.sender(),
+                                                    "', not a data party, as sender"));
+  }
   const crypto::SealContext context{job_->job_id, round, payload.sender(), options_.name, purpose};
-  ASSIGN_OR_RETURN(std::string plain, crypto::Open(*seal_keys_, context, payload.ciphertext()));
+  ASSIGN_OR_RETURN(std::string plain,
+                   crypto::OpenFrom(*seal_keys_, *job_->seal_keys.at(payload.sender()), context,
+                                    payload.ciphertext()));
   if (options_.observe_opened) options_.observe_opened(payload.sender(), plain);
   return plain;
 }

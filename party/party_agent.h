@@ -60,6 +60,8 @@ class PartyAgent {
   // table, and replies with the digest of the job as this party loaded it.
   Reply HandlePrepare(const fedanon::v1::LeaderMessage& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status VerifyParticipants(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
+  // Checks and stores the ring order, the leader and the recipient fixed at Prepare.
+  absl::Status CheckRing(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
   // The spec's taxonomy files (resolved against data_dir), by attribute name.
   absl::StatusOr<std::map<std::string, std::string>> ReadTaxonomies(const JobState& job) const;
   absl::Status LoadVerticalTable(const common::Dataset& schema, const std::string& table,
@@ -68,7 +70,10 @@ class PartyAgent {
                                    JobState* job) const;
 
   // Horizontal jobs: instructions and splits riding along a secure sum, a secure-sum hop, and a
-  // hop (or the delivery) of the secure set union.
+  // hop (or the delivery) of the secure set union. Both follow the ring agreed at Prepare: input
+  // only from the agreed predecessor (sender-authenticated), output only for the agreed
+  // successor (the last one for the leader, or the recipient for the union), each secure-sum
+  // chunk answered once (docs/threat-model.md).
   absl::Status ApplyUpdates(
       const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

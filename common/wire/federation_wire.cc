@@ -3,6 +3,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "crypto/hash.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace fedanon::common {
 
@@ -97,6 +100,47 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
 
 std::string SumPurpose(const fedanon::v1::SumStep& step) {
   return absl::StrCat("secure-sum/", step.collect(), "/", step.chunk());
+}
+
+namespace {
+std::string DeterministicBytes(const google::protobuf::MessageLite& message) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!message.SerializeToCodedStream(&coded)) return std::string();  // > 2 GiB only
+  }
+  return out;
+}
+void AppendU64(std::string* out, uint64_t v) {
+  for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>(v >> shift));
+}
+}  // namespace
+
+std::string ChainStateUpdate(const std::string& chain, const fedanon::v1::StateUpdate& update) {
+  return crypto::Sha256(absl::StrCat("fedanon-update-chain-v1", chain, DeterministicBytes(update)));
+}
+
+std::string SumRequestDigest(const fedanon::v1::StatsRequest& request,
+                             const std::string& update_chain) {
+  const std::string bytes = DeterministicBytes(request);
+  std::string in = "fedanon-sum-request-v1";
+  AppendU64(&in, bytes.size());
+  in += bytes;
+  in += update_chain;
+  return crypto::Sha256(in);
+}
+
+std::string SumHopPurpose(const fedanon::v1::SumStep& step, uint64_t round,
+                          const std::string& request_digest) {
+  std::string in = "fedanon-sum-hop-v1";
+  for (uint64_t v : {round, step.collect(), uint64_t{step.chunk()}, uint64_t{step.chunks()},
+                     step.chunk_offset(), step.total_words()}) {
+    AppendU64(&in, v);
+  }
+  in += request_digest;
+  return absl::StrCat(SumPurpose(step), "/", crypto::ToHex(crypto::Sha256(in)));
 }
 
 std::string CsvLine(const google::protobuf::RepeatedPtrField<std::string>& fields) {

@@ -29,6 +29,18 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
 std::string SumPurpose(const fedanon::v1::SumStep& step);
 inline constexpr char kUnionPurpose[] = "union";
 
+// Binding of a secure-sum hop to the request it carries (docs/threat-model.md): parties handed
+// different requests or different state updates fail to open each other's hops.
+// The running digest of the state updates applied so far: SHA-256(chain || update bytes).
+std::string ChainStateUpdate(const std::string& chain, const fedanon::v1::StateUpdate& update);
+// SHA-256 over the request (deterministic proto bytes) and the update chain after applying it.
+std::string SumRequestDigest(const fedanon::v1::StatsRequest& request,
+                             const std::string& update_chain);
+// "secure-sum/<collect>/<chunk>/<hex SHA-256 of (round, collect, chunk, chunks, chunk_offset,
+// total_words, request_digest)>": the purpose both ends of every sealed hop bind.
+std::string SumHopPurpose(const fedanon::v1::SumStep& step, uint64_t round,
+                          const std::string& request_digest);
+
 // One CSV record of a proto's repeated field: CsvLine of common/table/csv.h (comma-separated,
 // quoted where needed, with its trailing newline), which this header brings along.
 std::string CsvLine(const google::protobuf::RepeatedPtrField<std::string>& fields);

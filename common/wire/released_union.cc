@@ -34,12 +34,19 @@ absl::StatusOr<std::vector<std::string>> OpenUnionRows(
 absl::StatusOr<fedanon::v1::UnionList> OpenUnionList(const crypto::SealKeyPair& keys,
                                                      const std::string& job_id, uint64_t round,
                                                      const std::string& receiver,
+                                                     const std::string& sender,
+                                                     const crypto::SealPublicKey& sender_key,
                                                      const fedanon::v1::SealedPayload& sealed) {
+  if (sealed.sender() != sender || sealed.receiver() != receiver) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the union list must come from '", sender, "' (the agreed predecessor) for '", receiver,
+        "', not from '", sealed.sender(), "' for '", sealed.receiver(), "'"));
+  }
   fedanon::v1::UnionList list;
-  if (sealed.ciphertext().empty()) return list;
-  ASSIGN_OR_RETURN(std::string bytes,
-                   crypto::Open(keys, UnionListContext(job_id, round, sealed.sender(), receiver),
-                                sealed.ciphertext()));
+  ASSIGN_OR_RETURN(
+      std::string bytes,
+      crypto::OpenFrom(keys, sender_key, UnionListContext(job_id, round, sender, receiver),
+                       sealed.ciphertext()));
   if (!list.ParseFromString(bytes)) {
     return absl::InvalidArgumentError("the union list does not parse");
   }

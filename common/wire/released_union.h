@@ -13,18 +13,23 @@
 
 namespace fedanon::common {
 
-// Union rows are sealed without a sender name: the recipient must not learn their origin.
+// Union rows are sealed ANONYMOUSLY (crypto::Seal, no sender name): the recipient must not learn
+// their origin (mohammed2010 §5.4).
 crypto::SealContext UnionRowContext(const std::string& job_id, uint64_t round,
                                     const std::string& recipient);
-// The union list is sealed hop to hop, from `sender` to `receiver`.
+// The union list is sealed hop to hop, sender-authenticated (crypto::SealFrom), from `sender` to
+// `receiver`.
 crypto::SealContext UnionListContext(const std::string& job_id, uint64_t round,
                                      const std::string& sender, const std::string& receiver);
 
-// The secure union's wire format: opens the set sealed for `receiver`, then the rows sealed for
-// `recipient` (one CSV line each).
+// The secure union's wire format: opens the set sealed for `receiver` by `sender` (whose
+// certified key is `sender_key`; PermissionDenied when the payload names or was sealed by anyone
+// else), then the rows sealed anonymously for `recipient` (one CSV line each).
 absl::StatusOr<fedanon::v1::UnionList> OpenUnionList(const crypto::SealKeyPair& keys,
                                                      const std::string& job_id, uint64_t round,
                                                      const std::string& receiver,
+                                                     const std::string& sender,
+                                                     const crypto::SealPublicKey& sender_key,
                                                      const fedanon::v1::SealedPayload& sealed);
 absl::StatusOr<std::vector<std::string>> OpenUnionRows(
     const crypto::SealKeyPair& keys, const std::string& job_id, uint64_t round,

@@ -39,7 +39,14 @@ class SealedRelayTest : public ::testing::Test {
         p->set_name(fed_->names[j]);
         p->set_index(static_cast<uint32_t>(j));
         p->set_seal_certificate(fed_->agents[j]->seal_cert_pem());
+        msg.mutable_prepare()->add_ring(fed_->names[j]);
       }
+      ASSERT_OK_AND_ASSIGN(auto leader_seal,
+                           fed_->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(1)));
+      auto* l = msg.mutable_prepare()->add_participants();
+      l->set_name("leader");
+      l->set_index(UINT32_MAX);
+      l->set_seal_certificate(leader_seal.cert_pem);
       ASSERT_OK(fed_->channel.Call(fed_->names[i], msg, absl::Seconds(5)));
     }
   }
@@ -104,9 +111,13 @@ TEST_F(SealedRelayTest, TheLeaderCannotOpenAHop) {
   ASSERT_OK_AND_ASSIGN(auto leader_seal,
                        fed_->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(1)));
   ASSERT_OK_AND_ASSIGN(auto leader_keys, crypto::SealKeyPairFromPem(leader_seal.key_pem));
+  ASSERT_OK_AND_ASSIGN(auto sender_key, crypto::VerifiedSealKey(
+                                            fed_->agents[0]->seal_cert_pem(), fed_->ca->cert_pem(),
+                                            {crypto::Role::kParty, fed_->names[0]}));
   for (const std::string& receiver : {std::string("leader"), fed_->names[1]}) {
-    const crypto::SealContext context{kJob, 1, fed_->names[0], receiver, "secure-sum/0/0"};
-    EXPECT_FALSE(crypto::Open(*leader_keys, context, sealed.ciphertext()).ok()) << receiver;
+    const crypto::SealContext context{kJob, 1, fed_->names[0], receiver, sealed.purpose()};
+    EXPECT_FALSE(crypto::OpenFrom(*leader_keys, *sender_key, context, sealed.ciphertext()).ok())
+        << receiver;
   }
 }
 

@@ -7,6 +7,8 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
 #include "common/wire/federation_wire.h"
+#include "crypto/certificates.h"
+#include "crypto/sealed_box.h"
 #include "leader/secure_sum_source.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -36,6 +38,14 @@ Received RunSums(const std::vector<std::string>& party_tables, int runs, const s
   if (!fed.ok()) return out;
   auto spec = common::ParseJobSpecYaml(kSpec, "sum.yaml");
   EXPECT_TRUE(spec.ok());
+  auto leader_seal = (*fed)->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(1));
+  EXPECT_TRUE(leader_seal.ok());
+  auto leader_keys = crypto::SealKeyPairFromPem(leader_seal->key_pem);
+  EXPECT_TRUE(leader_keys.ok());
+  auto last_key =
+      crypto::VerifiedSealKey((*fed)->agents.back()->seal_cert_pem(), (*fed)->ca->cert_pem(),
+                              {crypto::Role::kParty, (*fed)->names.back()});
+  EXPECT_TRUE(last_key.ok());
   // Prepare every party for the job, as the leader would.
   for (size_t i = 0; i < (*fed)->names.size(); ++i) {
     fedanon::v1::LeaderMessage msg;
@@ -46,16 +56,28 @@ Received RunSums(const std::vector<std::string>& party_tables, int runs, const s
       p->set_name((*fed)->names[j]);
       p->set_index(static_cast<uint32_t>(j));
       p->set_seal_certificate((*fed)->agents[j]->seal_cert_pem());
+      msg.mutable_prepare()->add_ring((*fed)->names[j]);
     }
+    auto* l = msg.mutable_prepare()->add_participants();
+    l->set_name("leader");
+    l->set_index(UINT32_MAX);
+    l->set_seal_certificate(leader_seal->cert_pem);
     auto reply = (*fed)->channel.Call((*fed)->names[i], msg, absl::Seconds(5));
     EXPECT_TRUE(reply.ok()) << reply.status();
   }
+  // What the leader opens from the last hop (sealed for it by the ring's last party).
   (*fed)->channel.set_observer([&](const std::string&, const std::string& bytes) {
     fedanon::v1::PartyMessage m;
-    if (m.ParseFromString(bytes) && m.has_sum_step() && m.sum_step().has_masked()) {
-      auto words = common::DecodeWords(m.sum_step().masked());
-      if (words.ok() && !words->empty()) out.first_words.push_back((*words)[0]);
-    }
+    if (!m.ParseFromString(bytes) || !m.has_sum_step() || !m.sum_step().has_sealed()) return;
+    const auto& sealed = m.sum_step().sealed();
+    if (sealed.receiver() != "leader") return;
+    const crypto::SealContext context{"job-000000000001", 1, sealed.sender(), "leader",
+                                      sealed.purpose()};
+    auto opened = crypto::OpenFrom(**leader_keys, **last_key, context, sealed.ciphertext());
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    if (!opened.ok()) return;
+    auto words = common::DecodeWords(*opened);
+    if (words.ok() && !words->empty()) out.first_words.push_back((*words)[0]);
   });
   auto schema = common::BuildPublicSchema(*spec, {});
   EXPECT_TRUE(schema.ok()) << schema.status();
@@ -65,6 +87,7 @@ Received RunSums(const std::vector<std::string>& party_tables, int runs, const s
       &(*fed)->channel, "job-000000000001", (*fed)->names, absl::Seconds(5), &hier,
       schema->num_classes(), schema->tracked.size(), [] { return 1u; },
       [] { return absl::OkStatus(); });
+  source.set_sealing("leader", leader_keys->get(), last_key->get());
   common::StatsRequest request;
   request.group_keys.push_back({0});
   request.node_class_counts.push_back({0, 0});

@@ -205,13 +205,16 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
   const fedanon::v1::SealedPayload& sealed = a_reply.sum_step().sealed();
   EXPECT_EQ(sealed.sender(), "hospital-a");
   EXPECT_EQ(sealed.receiver(), "hospital-b");
-  EXPECT_EQ(sealed.purpose(), common::SumPurpose(first.sum_step()));
+  EXPECT_TRUE(absl::StartsWith(sealed.purpose(), common::SumPurpose(first.sum_step()) + "/"));
 
-  // Last hop: hospital-b opens it, adds its counts and answers the leader in the clear.
+  // Last hop: hospital-b opens it, adds its counts and seals the result for the leader.
   LeaderMessage last = SexClassCountsStep("job-1", "");
   *last.mutable_sum_step()->mutable_sealed() = sealed;
   ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", last));
-  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(b_reply.sum_step().masked()));
+  ASSERT_EQ(b_reply.sum_step().sealed().receiver(), "leader");
+  ASSERT_OK_AND_ASSIGN(const std::string total,
+                       f->OpenForLeader(1, "job-1", b_reply.sum_step().sealed()));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
   ASSERT_EQ(sum.size(), masks.size());
   std::vector<uint64_t> counts(sum.size());
   for (size_t i = 0; i < sum.size(); ++i) counts[i] = sum[i] - masks[i];
@@ -229,7 +232,7 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
 TEST(PartyAgent, SecureSumErrors) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("sum_errors", TwoHospitals()));
   ASSERT_OK(f->PrepareAll("job-1", kSpec));
-  LeaderMessage wrong_length = SexClassCountsStep("job-1", "", /*total_words=*/5);
+  LeaderMessage wrong_length = SexClassCountsStep("job-1", "hospital-b", /*total_words=*/5);
   wrong_length.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0, 0}));
   EXPECT_THAT(f->Call("hospital-a", wrong_length),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -238,9 +241,12 @@ TEST(PartyAgent, SecureSumErrors) {
   LeaderMessage stranger = SexClassCountsStep("job-1", "hospital-z");
   stranger.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
   EXPECT_THAT(f->Call("hospital-a", stranger),
-              StatusIs(absl::StatusCode::kInvalidArgument, "'hospital-z' is not a participant"));
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "next is 'hospital-z' but this party's successor in the ring agreed at "
+                       "Prepare is 'hospital-b'"));
 
-  LeaderMessage outside = SexClassCountsStep("job-1", "");
+  LeaderMessage outside = SexClassCountsStep("job-1", "hospital-b");
+  outside.mutable_sum_step()->set_collect(1);
   outside.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
   outside.mutable_sum_step()->set_chunk_offset(2);
   EXPECT_THAT(f->Call("hospital-a", outside), StatusIs(absl::StatusCode::kInvalidArgument,
@@ -249,7 +255,18 @@ TEST(PartyAgent, SecureSumErrors) {
 
 // The statistics of group (Sex = M, ANY_Job) after the instruction that specializes ANY_Sex.
 TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
-  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("instructions", TwoHospitals()));
+  // hospital-a's statistics (plus zero masks) as hospital-b opens them.
+  absl::Mutex mu;
+  std::vector<std::string> opened_by_b;
+  ASSERT_OK_AND_ASSIGN(
+      auto f,
+      PartyFixture::Create("instructions", TwoHospitals(), [&](party::PartyAgentOptions& o) {
+        if (o.name != "hospital-b") return;
+        o.observe_opened = [&](const std::string&, const std::string& plain) {
+          absl::MutexLock lock(&mu);
+          opened_by_b.push_back(plain);
+        };
+      }));
   ASSERT_OK(f->PrepareAll("job-1", kSpec));
   std::unique_ptr<PublicState> pub = MakePublicState();
   const std::vector<common::NodeIndex> sex_children = pub->hier[0].Specialize(0, 0);
@@ -270,7 +287,19 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
     step->set_masked(common::EncodeWords(std::vector<uint64_t>(words, 0)));
     step->set_chunks(1);
     step->set_total_words(words);
+    step->set_next("hospital-b");
     return msg;
+  };
+  // Relays hospital-a's hop to hospital-b (the last party) and returns what b opened.
+  auto stats_of_a = [&](const LeaderMessage& sent,
+                        const PartyMessage& a_reply) -> absl::StatusOr<std::vector<uint64_t>> {
+    LeaderMessage hop = sent;
+    hop.mutable_sum_step()->set_next("");
+    *hop.mutable_sum_step()->mutable_sealed() = a_reply.sum_step().sealed();
+    auto b_reply = f->Call("hospital-b", hop);
+    if (!b_reply.ok()) return b_reply.status();
+    absl::MutexLock lock(&mu);
+    return common::DecodeWords(opened_by_b.back());
   };
   auto instruction = [](uint64_t sequence, uint32_t attribute) {
     fedanon::v1::StateUpdate u;
@@ -298,7 +327,7 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
   LeaderMessage with_update = group_step(0);
   *with_update.mutable_sum_step()->add_updates() = instruction(0, 0);
   ASSERT_OK_AND_ASSIGN(PartyMessage reply, f->Call("hospital-a", with_update));
-  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> stats, common::DecodeWords(reply.sum_step().masked()));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> stats, stats_of_a(with_update, reply));
   ASSERT_EQ(stats.size(), words);
   EXPECT_EQ(stats[0], 2u);  // hospital-a holds two male records
 
@@ -306,7 +335,7 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
   LeaderMessage again = group_step(1);
   *again.mutable_sum_step()->add_updates() = instruction(0, 0);
   ASSERT_OK_AND_ASSIGN(reply, f->Call("hospital-a", again));
-  ASSERT_OK_AND_ASSIGN(stats, common::DecodeWords(reply.sum_step().masked()));
+  ASSERT_OK_AND_ASSIGN(stats, stats_of_a(again, reply));
   EXPECT_EQ(stats[0], 2u);
 }
 
@@ -330,36 +359,41 @@ TEST(PartyAgent, SecureUnionSealsGeneralizedRowsForTheRecipient) {
   EXPECT_EQ(b_reply.union_step().list().receiver(), "leader");
 
   ASSERT_OK_AND_ASSIGN(auto keys, crypto::SealKeyPairFromPem(f->leader_seal.key_pem));
-  ASSERT_OK_AND_ASSIGN(
-      fedanon::v1::UnionList list,
-      common::OpenUnionList(*keys, "job-1", 1, "leader", b_reply.union_step().list()));
+  ASSERT_OK_AND_ASSIGN(auto b_key, f->PartyKey("hospital-b"));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::UnionList list,
+                       common::OpenUnionList(*keys, "job-1", 1, "leader", "hospital-b", *b_key,
+                                             b_reply.union_step().list()));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> rows,
                        common::OpenUnionRows(*keys, "job-1", 1, "leader", list.rows()));
   ASSERT_EQ(rows.size(), 5u);
   // Nothing is specialized yet: every row is generalized to the root of Sex and Job.
   for (const auto& row : rows) EXPECT_TRUE(absl::StartsWith(row, "ANY_Sex,ANY_Job,")) << row;
 
-  // A union that names someone outside the job is refused.
+  // A union routed anywhere but to the agreed successor is refused.
   EXPECT_THAT(f->Call("hospital-a", union_step("hospital-z", {})),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "the union names someone who is not a participant"));
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "secure union: next is 'hospital-z' but this party's successor agreed at "
+                       "Prepare is 'hospital-b'"));
 }
 
 TEST(PartyAgent, RecipientPartyWritesTheIntegratedTable) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("union_deliver", TwoHospitals()));
-  ASSERT_OK(f->PrepareAll("job-1", kSpec));
+  ASSERT_OK(f->PrepareAll("job-1", kSpec, "hospital-b"));
   LeaderMessage hop;
   hop.set_job_id("job-1");
   hop.set_round(1);
   hop.mutable_union_step()->set_recipient("hospital-b");
   hop.mutable_union_step()->set_next("hospital-b");
   ASSERT_OK_AND_ASSIGN(PartyMessage a_reply, f->Call("hospital-a", hop));
+  // The recipient goes last: it adds its own rows, sealing the list for itself.
+  *hop.mutable_union_step()->mutable_list() = a_reply.union_step().list();
+  ASSERT_OK_AND_ASSIGN(PartyMessage b_hop, f->Call("hospital-b", hop));
 
   LeaderMessage deliver;
   deliver.set_job_id("job-1");
   deliver.set_round(1);
   auto* step = deliver.mutable_union_step();
-  *step->mutable_list() = a_reply.union_step().list();
+  *step->mutable_list() = b_hop.union_step().list();
   step->set_recipient("hospital-b");
   step->set_deliver(true);
   for (const char* h : {"Sex", "Job", "Class"}) step->add_header(h);
@@ -367,13 +401,18 @@ TEST(PartyAgent, RecipientPartyWritesTheIntegratedTable) {
   LeaderMessage misdirected = deliver;
   misdirected.mutable_union_step()->clear_list();
   EXPECT_THAT(f->Call("hospital-a", misdirected),
-              StatusIs(absl::StatusCode::kInvalidArgument,
+              StatusIs(absl::StatusCode::kPermissionDenied,
                        "asked to deliver a union meant for another party"));
+  // A list that skips the recipient's own hop (straight from hospital-a) is refused.
+  LeaderMessage skipped = deliver;
+  *skipped.mutable_union_step()->mutable_list() = a_reply.union_step().list();
+  EXPECT_THAT(f->Call("hospital-b", skipped),
+              StatusIs(absl::StatusCode::kPermissionDenied, "the agreed predecessor"));
   ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", deliver));
-  EXPECT_EQ(b_reply.union_step().rows_written(), 3u);
+  EXPECT_EQ(b_reply.union_step().rows_written(), 5u);
   const std::string csv = ReadText(f->dir + "/hospital-b/output/job-1.csv");
   EXPECT_TRUE(absl::StartsWith(csv, "Sex,Job,Class\n")) << csv;
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
 }
 
 TEST(PartyAgent, RequestsForAnUnknownOrEndedJobAreRefused) {
@@ -397,7 +436,7 @@ TEST(PartyAgent, RequestsForAnUnknownOrEndedJobAreRefused) {
                                                         "no prepared vertical job with this id"));
 
   // EndJob of another job keeps this one; EndJob of this one drops it.
-  LeaderMessage sum = SexClassCountsStep("job-1", "");
+  LeaderMessage sum = SexClassCountsStep("job-1", "hospital-b");
   sum.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
   ASSERT_OK(f->Call("hospital-a", EndJob("job-2")));
   EXPECT_OK(f->Call("hospital-a", sum));

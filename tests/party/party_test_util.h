@@ -91,7 +91,8 @@ struct PartyFixture {
   // PrepareJob for `spec_yaml` announcing every party (ring order) and the leader as a possible
   // recipient, as the leader sends it.
   absl::StatusOr<fedanon::v1::LeaderMessage> Prepare(const std::string& job_id,
-                                                     const std::string& spec_yaml) const {
+                                                     const std::string& spec_yaml,
+                                                     const std::string& recipient = "") const {
     auto spec = common::ParseJobSpecYaml(spec_yaml, "job.yaml");
     if (!spec.ok()) return spec.status();
     fedanon::v1::LeaderMessage msg;
@@ -103,18 +104,21 @@ struct PartyFixture {
       p->set_name(names[i]);
       p->set_index(static_cast<uint32_t>(i));
       p->set_seal_certificate(agents[i]->seal_cert_pem());
+      prepare->add_ring(names[i]);
     }
     auto* p = prepare->add_participants();
     p->set_name("leader");
     p->set_index(UINT32_MAX);
     p->set_seal_certificate(leader_seal.cert_pem);
+    prepare->set_recipient(recipient);
     return msg;
   }
 
   // Prepares the job at every party; returns the digests they reported.
   absl::StatusOr<std::vector<std::string>> PrepareAll(const std::string& job_id,
-                                                      const std::string& spec_yaml) {
-    auto msg = Prepare(job_id, spec_yaml);
+                                                      const std::string& spec_yaml,
+                                                      const std::string& recipient = "") {
+    auto msg = Prepare(job_id, spec_yaml, recipient);
     if (!msg.ok()) return msg.status();
     std::vector<std::string> digests;
     for (const auto& name : names) {
@@ -123,6 +127,29 @@ struct PartyFixture {
       digests.push_back(reply->prepared().digest());
     }
     return digests;
+  }
+
+  // The certified sealing key of a party, as the leader would verify it.
+  absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> PartyKey(const std::string& party) const {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == party) {
+        return crypto::VerifiedSealKey(agents[i]->seal_cert_pem(), ca->cert_pem(),
+                                       {crypto::Role::kParty, party});
+      }
+    }
+    return absl::NotFoundError(party);
+  }
+
+  // What the leader reads from a secure-sum hop sealed for it (the ring's last hop).
+  absl::StatusOr<std::string> OpenForLeader(uint32_t round, const std::string& job_id,
+                                            const fedanon::v1::SealedPayload& sealed) const {
+    auto keys = crypto::SealKeyPairFromPem(leader_seal.key_pem);
+    if (!keys.ok()) return keys.status();
+    auto sender = PartyKey(sealed.sender());
+    if (!sender.ok()) return sender.status();
+    return crypto::OpenFrom(**keys, **sender,
+                            {job_id, round, sealed.sender(), "leader", sealed.purpose()},
+                            sealed.ciphertext());
   }
 
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,

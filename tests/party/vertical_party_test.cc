@@ -162,9 +162,11 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
     const fedanon::v1::SealedPayload& payload = released.released().columns();
     EXPECT_EQ(payload.sender(), party);
     EXPECT_EQ(released.released().report().steps_size(), 1);
+    ASSERT_OK_AND_ASSIGN(auto sender_key, f->PartyKey(party));
     ASSERT_OK_AND_ASSIGN(
         std::string bytes,
-        crypto::Open(*keys, {"job-v", 2, party, "leader", "columns"}, payload.ciphertext()));
+        crypto::OpenFrom(*keys, *sender_key, {"job-v", 2, party, "leader", "columns"},
+                         payload.ciphertext()));
     ASSERT_TRUE(parts.emplace_back().ParseFromString(bytes));
   }
   ASSERT_OK_AND_ASSIGN(std::string csv,
