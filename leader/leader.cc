@@ -427,6 +427,7 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   const std::vector<std::vector<common::NodeIndex>> final_groups = engine->GroupKeys();
   const uint64_t combinations = schema.ValueCombinations();
   if (recipient == options_.name && schema.all_values_declared &&
+      combinations <= kMaxReleasedWords &&  // checked: the product below cannot overflow
       final_groups.size() * combinations <= kMaxReleasedWords) {
     common::StatsRequest released;
     released.released_groups = final_groups;
