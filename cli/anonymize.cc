@@ -75,8 +75,22 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   fedanon::v1::Report report;
   report.set_version(std::string(VersionLine("fedanon")));
 
+  const std::string input_path = options.input_path == "-" ? "/dev/stdin" : options.input_path;
+  // Outputs never replace what the run reads, nor each other: checked before anything is read.
+  std::vector<NamedPath> inputs = {{"--input", input_path},
+                                   {"--spec", options.spec_path},
+                                   {"--previous-release", options.previous_release_path}};
+  const std::vector<NamedPath> outputs = {{"--output", options.output_path},
+                                          {"--report", options.report_path}};
+  RETURN_IF_ERROR(CheckDistinctOutputs(outputs, inputs));
   ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, LoadJobSpec(options.spec_path));
   RETURN_IF_ERROR(ValidateJobSpec(spec));
+  for (const auto& a : spec.attributes()) {
+    if (!a.taxonomy().empty()) {
+      inputs.emplace_back(absl::StrCat("the taxonomy of attribute '", a.name(), "'"), a.taxonomy());
+    }
+  }
+  RETURN_IF_ERROR(CheckDistinctOutputs(outputs, inputs));
   report.set_job_name(spec.name());
   if (spec.has_sequential() != !options.previous_release_path.empty()) {
     return absl::InvalidArgumentError(
@@ -88,7 +102,11 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   if (!options.report_path.empty()) {
     RETURN_IF_ERROR(CheckOutputDirectory(options.report_path, "report"));
   }
-  ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec, options.input_path));
+  ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec, input_path, /*schema=*/nullptr,
+                                             {.max_input_bytes = options.max_input_bytes}));
+  if (options.warn) {
+    for (const std::string& warning : data.warnings) options.warn(warning);
+  }
   report.set_records_in(data.records_in);
   report.set_records_dropped(data.records_dropped);
   (*report.mutable_timings_seconds())["read"] = SecondsSince(start);
@@ -164,6 +182,9 @@ absl::Status RunAnonymizeCommand(AnonymizeFlags flags) {
   if (!flags.quiet) {
     flags.options.progress = [](const std::string& msg) { std::cerr << msg << "\n"; };
   }
+  flags.options.warn = [](const std::string& msg) {
+    std::cerr << "fedanon anonymize: warning: " << msg << "\n";
+  };
   ASSIGN_OR_RETURN(const fedanon::v1::Report report, Anonymize(flags.options));
   if (!flags.quiet) {
     std::cerr << "fedanon anonymize: " << report.records_out() << " records, "
@@ -180,7 +201,8 @@ server::CommandAction DeclareAnonymizeCommand(CLI::App* command) {
   auto flags = std::make_shared<AnonymizeFlags>();
   AnonymizeOptions& o = flags->options;
   command->add_option("--spec", o.spec_path, "Job spec (YAML)")->required();
-  command->add_option("--input", o.input_path, "Input table (CSV with header)")->required();
+  command->add_option("--input", o.input_path, "Input table (CSV with header; - for stdin)")
+      ->required();
   command->add_option("--output", o.output_path, "Anonymized table to write (CSV)")->required();
   command->add_option("--report", o.report_path, "JSON report to write");
   command->add_option("--max-rounds", o.max_rounds,
@@ -188,6 +210,10 @@ server::CommandAction DeclareAnonymizeCommand(CLI::App* command) {
   command->add_option("--previous-release", o.previous_release_path,
                       "Earlier published table (CSV) the output must stay private joined with "
                       "(spec section `sequential`)");
+  command
+      ->add_option("--max-input-bytes", o.max_input_bytes,
+                   "Refuse an input table larger than this many bytes (default 64 GiB)")
+      ->check(CLI::PositiveNumber);
   command->add_flag("--quiet", flags->quiet, "No progress messages on stderr");
   return [flags] { return server::ExitCode(RunAnonymizeCommand(*flags), "fedanon anonymize"); };
 }

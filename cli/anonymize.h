@@ -1,9 +1,12 @@
 // `fedanon anonymize`: centralized anonymization of one table — load and validate the spec and
 // the data, run top-down specialization with the in-process count source, write the anonymized
 // CSV (same rows and order; QID values generalized; unlisted columns dropped) and the JSON
-// report. On any error nothing is written (outputs are committed atomically at the very end).
+// report. On any error nothing is written (outputs are committed atomically at the very end), and
+// no output may name a file the run reads (the input, the spec, its taxonomies, the previous
+// release) or another output: that is refused before anything is read.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -15,15 +18,19 @@ namespace fedanon::common {
 
 struct AnonymizeOptions {
   std::string spec_path;
-  std::string input_path;
+  std::string input_path;  // "-": standard input (read once, so a pipe or FIFO works)
   std::string output_path;
   std::string report_path;  // empty: no report file
   uint32_t max_rounds = 0;  // 0: run to the end
   // Sequential release (docs/sequential-releases.md): the earlier published table the output will
   // be joined with; needs the spec's `sequential` section, and that section needs it.
   std::string previous_release_path;
+  // The largest input table read (bytes); a larger one is an error before it is all in memory.
+  uint64_t max_input_bytes = uint64_t{64} << 30;
   // Progress messages for long runs (called at most about once a second); may be empty.
   std::function<void(const std::string&)> progress;
+  // Warnings that do not stop the run (a sensitive value absent from the data); may be empty.
+  std::function<void(const std::string&)> warn;
 };
 
 absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options);

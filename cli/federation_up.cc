@@ -336,14 +336,31 @@ class FederationUp {
       std::error_code ec;
       if (!fs::is_regular_file(f, ec)) return Fail(absl::StrCat("cannot read table '", f, "'"));
     }
+    // The outputs never replace a table, the spec or a taxonomy, nor each other.
+    std::vector<common::NamedPath> inputs = {{"--spec", o_.spec}};
+    for (const std::string& f : o_.party_data) inputs.emplace_back("a --party-data table", f);
+    const std::vector<common::NamedPath> outputs = {{"--result", o_.result},
+                                                    {"--report", o_.report}};
+    if (absl::Status st = common::CheckDistinctOutputs(outputs, inputs); !st.ok()) return Fail(st);
     if (o_.spec.empty()) return 0;
     absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
         LoadSubmitRequest(o_.spec, &taxonomy_files_);
     if (!request.ok()) return Fail(request.status());
     request_ = *std::move(request);
     for (const TaxonomyFile& t : taxonomy_files_) {
+      inputs.emplace_back(absl::StrCat("the taxonomy of attribute '", t.attribute, "'"),
+                          t.local_path);
+    }
+    if (absl::Status st = common::CheckDistinctOutputs(outputs, inputs); !st.ok()) return Fail(st);
+    for (const TaxonomyFile& t : taxonomy_files_) {
       const fs::path written(t.spec_path);
-      if (written.is_absolute()) continue;  // every party reads the same file
+      if (written.is_absolute()) {
+        // A party reads only files inside its data directory.
+        return Fail(absl::StrCat("the taxonomy '", t.spec_path, "' of attribute '", t.attribute,
+                                 "' is an absolute path; parties read only files inside their "
+                                 "data directory, so use a path relative to the spec's "
+                                 "directory (federation up copies it into each party's)"));
+      }
       const std::string normal = written.lexically_normal().string();
       if (normal == ".." || normal.rfind("../", 0) == 0) {
         return Fail(absl::StrCat("the taxonomy '", t.spec_path, "' of attribute '", t.attribute,
@@ -428,7 +445,6 @@ class FederationUp {
                                  (data / "table.csv").string(), ": ", ec.message()));
       }
       for (const TaxonomyFile& t : taxonomy_files_) {
-        if (fs::path(t.spec_path).is_absolute()) continue;
         const fs::path dest = data / fs::path(t.spec_path).lexically_normal();
         fs::create_directories(dest.parent_path(), ec);
         if (!ec) fs::copy_file(t.local_path, dest, fs::copy_options::overwrite_existing, ec);

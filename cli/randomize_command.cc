@@ -41,7 +41,7 @@ absl::StatusOr<std::vector<CategoricalColumn>> ReadQidValues(const Dataset& data
     columns[q].name = data.qids[q].name;
     columns[q].codes.reserve(data.num_records);
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(data.source_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, ReopenSource(data));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return InputChanged();
@@ -79,7 +79,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& 
   std::vector<std::string_view> row;
   for (int c : columns) row.push_back(data.header[c]);
   writer.WriteRow(row);
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(data.source_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, ReopenSource(data));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return InputChanged();
@@ -112,8 +112,21 @@ const char* SelectionName(AttributeSelection selection) {
 absl::StatusOr<RandomizeSummary> RandomizeTable(const RandomizeOptions& options) {
   const auto start = Clock::now();
   RandomizeSummary summary;
+  // Outputs never replace what the run reads, nor each other: checked before anything is read.
+  const std::vector<NamedPath> outputs = {{"--output", options.output_path},
+                                          {"--report", options.report_path}};
+  RETURN_IF_ERROR(CheckDistinctOutputs(
+      outputs, {{"--input", options.input_path}, {"--spec", options.spec_path}}));
   ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, LoadJobSpec(options.spec_path));
   RETURN_IF_ERROR(ValidateJobSpec(spec));
+  std::vector<NamedPath> taxonomies;
+  for (const auto& a : spec.attributes()) {
+    if (!a.taxonomy().empty()) {
+      taxonomies.emplace_back(absl::StrCat("the taxonomy of attribute '", a.name(), "'"),
+                              a.taxonomy());
+    }
+  }
+  RETURN_IF_ERROR(CheckDistinctOutputs(outputs, taxonomies));
   summary.job_name = spec.name();
   ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec, options.input_path));
   summary.records_in = data.records_in;

@@ -372,6 +372,10 @@ absl::Status RunSweepCommand(SweepFlags flags) {
   if (!flags.quiet) flags.options.progress = [](const std::string& m) { std::cerr << m << "\n"; };
   RETURN_IF_ERROR(CheckDirectoryOf(flags.html_path));
   RETURN_IF_ERROR(CheckDirectoryOf(flags.csv_path));
+  // The reports never replace the inputs, nor each other.
+  RETURN_IF_ERROR(CheckDistinctOutputs(
+      {{"--html", flags.html_path}, {"--csv", flags.csv_path}},
+      {{"--spec", flags.options.spec_path}, {"--raw", flags.options.raw_path}}));
   ASSIGN_OR_RETURN(const SweepResult result, RunSweep(flags.options));
   RETURN_IF_ERROR(WriteSweepReport(result, flags.html_path, flags.csv_path));
   if (!flags.quiet) {

@@ -91,20 +91,8 @@ absl::Status SqliteStatus(sqlite3* db, int rc, std::string_view context) {
   }
 }
 
-// "^job-[0-9a-f]{12}$". Only such ids are ever used in paths or queries.
-absl::Status ValidateJobId(const std::string& job_id) {
-  constexpr std::string_view kPrefix = "job-";
-  bool ok = job_id.size() == kPrefix.size() + 12 && job_id.starts_with(kPrefix);
-  for (size_t i = kPrefix.size(); ok && i < job_id.size(); ++i) {
-    const char c = job_id[i];
-    ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-  }
-  if (ok) return absl::OkStatus();
-  // Do not echo arbitrary bytes into logs verbatim.
-  return absl::InvalidArgumentError(
-      absl::StrCat("invalid job id \"", absl::CHexEscape(job_id.substr(0, 64)),
-                   "\": expected job- followed by 12 lower-case hex digits"));
-}
+// "^job-[0-9a-f]{12}$" (common/base/file_io.h). Only such ids are ever used in paths or queries.
+using common::ValidateJobId;
 
 absl::StatusOr<std::string> NewJobId() {
   std::array<unsigned char, 6> bytes{};

@@ -486,6 +486,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
   const std::vector<std::vector<common::NodeIndex>> final_groups = engine->GroupKeys();
   const uint64_t combinations = schema.ValueCombinations();
   if (job.recipient == options_.name && schema.all_values_declared &&
+      combinations <= kMaxReleasedWords &&  // checked: the product below cannot overflow
       final_groups.size() * combinations <= kMaxReleasedWords) {
     common::StatsRequest released;
     released.released_groups = final_groups;

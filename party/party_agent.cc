@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/file_io.h"
 #include "common/base/parallel_for.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
@@ -57,9 +58,22 @@ absl::Status ShuffleRows(google::protobuf::RepeatedPtrField<std::string>* rows) 
   return absl::OkStatus();
 }
 
-std::string Resolve(const std::string& base, const std::string& path) {
-  if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
-  return (std::filesystem::path(base) / path).string();
+// The prepare step's file access, in one place: `path` (as the job names it: relative to the
+// data directory, or absolute) resolved with `..` and symbolic links, and refused unless it lies
+// inside `data_dir`; then read with the bounds of its kind. Errors cross the network: they name
+// `what` ("taxonomy of attribute 'age'", "table 'x.csv'") and the kind of problem, never the
+// party's directory layout or the file's content; the details go to the party's log.
+absl::StatusOr<std::string> ResolveInDataDir(const std::string& data_dir, const std::string& path,
+                                             const std::string& what) {
+  absl::StatusOr<std::string> resolved = common::ResolveInsideDirectory(data_dir, path);
+  if (resolved.ok()) return resolved;
+  spdlog::error("{} '{}' refused: {}", what, path, std::string(resolved.status().message()));
+  if (resolved.status().code() == absl::StatusCode::kPermissionDenied) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " is outside the party's data directory"));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat(what, " cannot be resolved in the party's data directory"));
 }
 
 // The points of an ID list as the ID-matching steps carry them (serialized IdList).
@@ -165,20 +179,31 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
 
 absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(const LeaderMessage& request) {
   job_.reset();
+  // The job id names this party's output file when it is the recipient.
+  RETURN_IF_ERROR(common::ValidateJobId(request.job_id()));
   auto job = std::make_unique<JobState>();
   job->job_id = request.job_id();
   job->spec = request.prepare().spec();
   RETURN_IF_ERROR(VerifyParticipants(request.prepare(), job.get()));
   // Load the taxonomies named by the spec from our data directory, then our table.
   ASSIGN_OR_RETURN(const auto texts, ReadTaxonomies(*job));
-  auto schema = common::BuildPublicSchema(job->spec, texts);
+  // Errors quote no label: the files are the party's, the message goes to the leader.
+  auto schema = common::BuildPublicSchema(job->spec, texts, {.quote_labels = false});
   if (!schema.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("party '", options_.name, "': ", schema.status().message()));
   }
-  const std::string table = Resolve(options_.data_dir, request.prepare().data_path().empty()
-                                                           ? options_.default_data_path
-                                                           : request.prepare().data_path());
+  const std::string& table_name = request.prepare().data_path().empty()
+                                      ? options_.default_data_path
+                                      : request.prepare().data_path();
+  auto resolved_table =
+      ResolveInDataDir(options_.data_dir, table_name, absl::StrCat("table '", table_name, "'"));
+  if (!resolved_table.ok()) {
+    return absl::Status(
+        resolved_table.status().code(),
+        absl::StrCat("party '", options_.name, "': ", resolved_table.status().message()));
+  }
+  const std::string table = *std::move(resolved_table);
   RETURN_IF_ERROR(CheckRing(request.prepare(), job.get()));
   PartyMessage reply;
   if (job->spec.partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
@@ -274,10 +299,20 @@ absl::StatusOr<std::map<std::string, std::string>> PartyAgent::ReadTaxonomies(
   std::map<std::string, std::string> texts;
   for (const auto& a : job.spec.attributes()) {
     if (a.taxonomy().empty()) continue;
-    const std::string path = Resolve(options_.data_dir, a.taxonomy());
-    auto text = common::ReadFile(path);
+    const std::string what = absl::StrCat("taxonomy of attribute '", a.name(), "'");
+    auto path = ResolveInDataDir(options_.data_dir, a.taxonomy(), what);
+    if (!path.ok()) {
+      return absl::Status(path.status().code(), absl::StrCat("party '", options_.name, "': ",
+                                                             path.status().message()));
+    }
+    auto text = common::ReadFile(*path, common::ReadFileOptions{
+                                            .follow_symlinks = false,  // resolved above
+                                            .max_bytes = common::kMaxTaxonomyBytes,
+                                            .max_line_bytes = common::kMaxLineBytes,
+                                            .what = "taxonomy",
+                                        });
     if (!text.ok()) {
-      spdlog::error("job={} cannot read taxonomy {}: {}", job.job_id, path,
+      spdlog::error("job={} cannot read taxonomy {}: {}", job.job_id, *path,
                     std::string(text.status().message()));
       return absl::FailedPreconditionError(
           absl::StrCat("party '", options_.name, "' cannot read the taxonomy of attribute '",
@@ -313,7 +348,8 @@ absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const 
 
 absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
                                              const std::string& table, JobState* job) const {
-  auto data = common::LoadDataset(job->spec, table, &schema);
+  auto data = common::LoadDataset(job->spec, table, &schema,
+                                  {.max_input_bytes = options_.max_input_bytes});
   if (!data.ok()) {
     // The detailed message may quote raw values: it stays in the party's log.
     spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
@@ -321,6 +357,9 @@ absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
     return absl::FailedPreconditionError(
         absl::StrCat("party '", options_.name,
                      "': its table does not match the job's schema (details in the party's log)"));
+  }
+  for (const std::string& warning : data->warnings) {
+    spdlog::warn("job={} {}", job->job_id, warning);
   }
   job->data = std::make_unique<common::Dataset>(*std::move(data));
   for (const auto& q : job->data->qids) job->hier.emplace_back(&q);

@@ -5,6 +5,7 @@
 // Thread-safe (requests are handled one at a time).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,8 +26,9 @@ struct PartyAgentOptions {
   std::string data_dir;           // tables and taxonomies; relative paths resolve here
   std::string default_data_path;  // the table used when a job names none (relative to data_dir)
   std::string output_dir;         // where integrated tables land when this party is recipient
-  std::string ca_pem;             // the federation CA (verifies other parties' seal certs)
-  std::string seal_cert_pem;      // this party's sealing certificate and key
+  uint64_t max_input_bytes = uint64_t{64} << 30;  // the largest table it reads (common/base)
+  std::string ca_pem;         // the federation CA (verifies other parties' seal certs)
+  std::string seal_cert_pem;  // this party's sealing certificate and key
   std::string seal_key_pem;
   // Tests and demonstrations of mohammed2011 §6 only: "" (default), "never-participate" or
   // "under-declare" — this party then misbehaves in vertical jobs (loudly logged).

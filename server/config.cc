@@ -211,9 +211,10 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
 
 absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
-  RETURN_IF_ERROR(reader.CheckKeys(
-      reader.root(),
-      {"name", "leader", "data_dir", "data", "output_dir", "tls", "seal", "log_format"}, ""));
+  RETURN_IF_ERROR(reader.CheckKeys(reader.root(),
+                                   {"name", "leader", "data_dir", "data", "output_dir",
+                                    "max_input_bytes", "tls", "seal", "log_format"},
+                                   ""));
   PartyConfig config;
   config.path = reader.path();
   ASSIGN_OR_RETURN(config.name, reader.Name());
@@ -223,6 +224,14 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   // it follows a --data-dir override; it is kept as written.
   ASSIGN_OR_RETURN(config.data, reader.String(reader.root(), "data", "", false));
   ASSIGN_OR_RETURN(config.output_dir, reader.Path(reader.root(), "output_dir", "", false));
+  ASSIGN_OR_RETURN(const std::string max_input,
+                   reader.String(reader.root(), "max_input_bytes", "", false));
+  if (!max_input.empty() &&
+      (!absl::SimpleAtoi(max_input, &config.max_input_bytes) || config.max_input_bytes == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        reader.Where(reader.root()["max_input_bytes"].Mark()),
+        ": key 'max_input_bytes' must be a positive whole number of bytes, not '", max_input, "'"));
+  }
   ASSIGN_OR_RETURN(config.tls, reader.Tls());
   ASSIGN_OR_RETURN(config.seal, reader.Seal());
   ASSIGN_OR_RETURN(config.log_format, reader.Format());

@@ -9,6 +9,7 @@
 //         key: tls.key}                   output_dir: output (optional)       key: tls.key}
 //   seal: {cert: seal.crt, key: seal.key} tls: {...}
 //   round_timeout_seconds: 60 (optional)  seal: {...}
+//                                         max_input_bytes: 68719476736 (optional; 64 GiB)
 //
 // Every file may also carry `log_format: text|json` (default text). Relative paths are resolved
 // against the directory of the config file and returned absolute, except the party's `data`,
@@ -16,6 +17,7 @@
 // file, the line:column (1-based) and the key, e.g. "party.yaml:4:1: unknown key 'dta_dir'".
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -52,6 +54,8 @@ struct PartyConfig {
   std::string data_dir;
   std::string data;        // default table, relative to data_dir (as written); may be empty
   std::string output_dir;  // empty when not configured: the daemon uses <data_dir>/output
+  // The largest table a job may make this party read (bytes; common/base's default 64 GiB).
+  uint64_t max_input_bytes = uint64_t{64} << 30;
   TlsPaths tls;
   SealPaths seal;
   LogFormat log_format = LogFormat::kText;

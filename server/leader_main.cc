@@ -3,6 +3,7 @@
 // Exit codes: 0 clean stop, 1 startup error (bad config, unreadable certificate, port in use),
 // 2 usage error.
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -89,6 +90,9 @@ absl::Status Run(const LeaderConfig& config) {
 }
 
 int Main(int argc, char** argv) {
+  // No core dumps, no ptrace by other users' processes: the daemon's memory holds private keys
+  // and table values.
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) spdlog::warn("cannot turn core dumps off");
   BlockTerminationSignals();  // before any thread exists
   CLI::App app{"fedanon-leader: the leader daemon of a fedanon federation"};
   Flags flags;

@@ -3,6 +3,7 @@
 // Exit codes: 0 clean stop, 1 startup error (bad config, unreadable certificate or data dir),
 // 2 usage error.
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -62,6 +63,7 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   options.data_dir = config.data_dir;
   options.default_data_path = config.data;
   options.output_dir = config.output_dir;
+  options.max_input_bytes = config.max_input_bytes;
   options.misbehave = misbehave;
   options.ca_pem = tls.ca_pem;
   ASSIGN_OR_RETURN(options.seal_cert_pem,
@@ -96,6 +98,9 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
 }
 
 int Main(int argc, char** argv) {
+  // No core dumps, no ptrace by other users' processes: the daemon's memory holds private keys
+  // and table values.
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) spdlog::warn("cannot turn core dumps off");
   BlockTerminationSignals();  // before any thread exists
   CLI::App app{"fedanon-party: the party daemon of a fedanon federation"};
   Flags flags;

@@ -1,6 +1,7 @@
 #include "server/tls.h"
 
 #include <grpc/grpc_security_constants.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <fstream>
@@ -12,23 +13,45 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
 
 namespace fedanon::server {
 namespace {
 
+// PEM files are small: anything beyond this is not one (and is never read whole).
+constexpr uint64_t kMaxPemBytes = uint64_t{1} << 20;
+
 absl::StatusOr<std::string> ReadFile(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    // NotFound whatever the reason, as tls.h promises.
-    const absl::Status error =
-        common::ErrnoStatus(errno, absl::StrCat("cannot read ", std::string(what)), path);
-    return absl::NotFoundError(error.message());
+  absl::StatusOr<std::string> text = common::ReadFile(
+      path, common::ReadFileOptions{.max_bytes = kMaxPemBytes, .what = "PEM file"});
+  if (!text.ok() && text.status().code() != absl::StatusCode::kInvalidArgument) {
+    // NotFound whatever the reason, as tls.h promises: "cannot read <what> '<path>': <errno>".
+    absl::string_view detail = text.status().message();
+    if (!absl::ConsumePrefix(&detail, "cannot open ")) absl::ConsumePrefix(&detail, "cannot read ");
+    return absl::NotFoundError(absl::StrCat("cannot read ", std::string(what), " ", detail));
   }
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
+  return text;
+}
+
+// A private key must be readable by its owner only: a key that group or others can read may
+// have leaked, and using it would hide that.
+absl::Status CheckPrivateMode(const std::string& path, std::string_view what) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(
+        common::ErrnoStatus(errno, absl::StrCat("cannot read ", std::string(what)), path)
+            .message());
+  }
+  if ((st.st_mode & 0077) != 0) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "%s '%s' is readable by group or others (mode %04o); it must be private to its owner: "
+        "chmod 600 '%s'",
+        std::string(what), path, st.st_mode & 07777, path));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ReadPem(const std::string& path, std::string_view what,
@@ -57,6 +80,7 @@ absl::StatusOr<std::string> ReadCertificateFile(const std::string& path, std::st
 }
 
 absl::StatusOr<std::string> ReadPrivateKeyFile(const std::string& path, std::string_view what) {
+  RETURN_IF_ERROR(CheckPrivateMode(path, what));
   return ReadPem(path, what, "PRIVATE KEY");
 }
 

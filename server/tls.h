@@ -34,7 +34,9 @@ struct TlsMaterial {
 };
 
 // Reads a PEM file. NotFound "cannot read <what> 'path': <errno text>"; InvalidArgument when the
-// file holds no PEM block of the expected kind ("CERTIFICATE" / "PRIVATE KEY").
+// file holds no PEM block of the expected kind ("CERTIFICATE" / "PRIVATE KEY") or is larger than
+// 1 MiB. A private key file that group or others may read is refused (PermissionDenied "<what>
+// '<path>' is readable by group or others (mode 0644) ...": chmod 600 it).
 absl::StatusOr<std::string> ReadCertificateFile(const std::string& path, std::string_view what);
 absl::StatusOr<std::string> ReadPrivateKeyFile(const std::string& path, std::string_view what);
 

@@ -7,9 +7,12 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <system_error>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "common/base/string_views.h"
 
 namespace fedanon::common {
@@ -74,12 +77,29 @@ absl::Status WriteAll(int fd, std::string_view data, std::string_view path) {
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, bool follow_symlinks) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (follow_symlinks ? 0 : O_NOFOLLOW));
+  return ReadFile(path, ReadFileOptions{.follow_symlinks = follow_symlinks});
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const ReadFileOptions& options) {
+  auto too_large = [&] {
+    return absl::InvalidArgumentError(Cat("'", path, "' is larger than the limit of ",
+                                          options.max_bytes, " bytes for a ", options.what));
+  };
+  const int fd =
+      ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (options.follow_symlinks ? 0 : O_NOFOLLOW));
   if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
   std::string content;
   struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) content.resize(st.st_size);
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (static_cast<uint64_t>(st.st_size) > options.max_bytes) {
+      ::close(fd);
+      return too_large();
+    }
+    content.resize(st.st_size);
+  }
   size_t filled = 0;
+  size_t line = 1;
+  size_t line_start = 0;  // offset of the first byte of line `line`
   char chunk[1 << 16];
   for (;;) {
     // Fill the presized buffer first; past its end (or for pipes) read in chunks.
@@ -94,12 +114,108 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, bool follow_symlin
       return ErrnoStatus(err, "cannot read", path);
     }
     if (n == 0) break;
+    if (static_cast<uint64_t>(filled) + static_cast<uint64_t>(n) > options.max_bytes) {
+      ::close(fd);
+      return too_large();
+    }
     if (!direct) content.append(chunk, static_cast<size_t>(n));
-    filled += static_cast<size_t>(n);
+    const size_t end = filled + static_cast<size_t>(n);
+    if (options.max_line_bytes > 0) {
+      for (const char* nl =
+               static_cast<const char*>(std::memchr(content.data() + filled, '\n', end - filled));
+           nl != nullptr; nl = static_cast<const char*>(
+                              std::memchr(nl + 1, '\n', content.data() + end - (nl + 1)))) {
+        const size_t at = static_cast<size_t>(nl - content.data());
+        if (at - line_start > options.max_line_bytes) break;
+        ++line;
+        line_start = at + 1;
+      }
+      if (end - line_start > options.max_line_bytes) {
+        ::close(fd);
+        return absl::InvalidArgumentError(
+            Cat(path, ":", line, ": line longer than ", options.max_line_bytes, " bytes"));
+      }
+    }
+    filled = end;
   }
   ::close(fd);
   content.resize(filled);
   return content;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths and job ids
+
+absl::StatusOr<std::string> ResolveInsideDirectory(const std::string& base_dir,
+                                                   const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path base = fs::canonical(base_dir, ec);
+  if (ec) return ErrnoStatus(ec.value(), "cannot resolve the directory", base_dir);
+  auto outside = [&] {
+    return absl::PermissionDeniedError(Cat("'", path, "' is outside the directory"));
+  };
+  if (path.empty()) return outside();
+  const fs::path resolved = fs::weakly_canonical(base / fs::path(path), ec);
+  if (ec) return ErrnoStatus(ec.value(), "cannot resolve", path);
+  // Strictly below `base`: every component of `base`, then at least one more.
+  auto b = base.begin();
+  auto r = resolved.begin();
+  for (; b != base.end(); ++b, ++r) {
+    if (r == resolved.end() || *r != *b) return outside();
+  }
+  if (r == resolved.end()) return outside();
+  for (; r != resolved.end(); ++r) {
+    if (*r == ".." || *r == ".") return outside();  // cannot happen after weakly_canonical
+  }
+  return resolved.string();
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) {
+    const bool same = fs::equivalent(a, b, ec);
+    if (!ec) return same;
+  }
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
+  const fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
+  return ca == cb;
+}
+
+absl::Status CheckDistinctOutputs(const std::vector<NamedPath>& outputs,
+                                  const std::vector<NamedPath>& inputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (path.empty()) continue;
+    auto clash = [&](std::string_view other) {
+      return absl::InvalidArgumentError(
+          Cat(flag, " '", path, "' is the same file as ", other, "; refusing to overwrite it"));
+    };
+    for (const auto& [in_flag, in_path] : inputs) {
+      if (!in_path.empty() && SameFile(path, in_path)) return clash(in_flag);
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (!outputs[j].second.empty() && SameFile(path, outputs[j].second)) {
+        return clash(outputs[j].first);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateJobId(std::string_view job_id) {
+  constexpr std::string_view kPrefix = "job-";
+  bool ok = job_id.size() == kPrefix.size() + 12 && job_id.starts_with(kPrefix);
+  for (size_t i = kPrefix.size(); ok && i < job_id.size(); ++i) {
+    const char c = job_id[i];
+    ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  }
+  if (ok) return absl::OkStatus();
+  // Arbitrary bytes are never echoed verbatim.
+  return absl::InvalidArgumentError(Cat("invalid job id \"",
+                                        absl::CHexEscape(Av(job_id.substr(0, 64))),
+                                        "\": expected job- followed by 12 lower-case hex digits"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -111,7 +227,8 @@ absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(
   struct stat st;
   if (!options.replace_existing && ::lstat(path.c_str(), &st) == 0) return AlreadyExists(path);
   std::string temp_path = path + ".tmp.XXXXXX";
-  const int fd = ::mkostemp(temp_path.data(), O_CLOEXEC);  // O_EXCL, mode 0600
+  // O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600: never opens a file or symbolic link planted there.
+  const int fd = ::mkostemp(temp_path.data(), O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return ErrnoStatus(errno, "cannot create a temporary file for", path);
   // From here on the destructor removes the temporary file.
   std::unique_ptr<AtomicFileWriter> writer(

@@ -11,9 +11,13 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -32,6 +36,58 @@ absl::Status WriteAll(int fd, std::string_view data, std::string_view path);
 // Reads a whole file ("cannot open '<path>': ..." / "cannot read '<path>': ..."). With
 // `follow_symlinks` false a symbolic link at `path` is refused (O_NOFOLLOW).
 absl::StatusOr<std::string> ReadFile(const std::string& path, bool follow_symlinks = true);
+
+// Bounds of a read, so that a wrong or hostile input (/dev/zero, a dump, a FIFO that never ends)
+// fails fast with a clear error instead of growing without limit.
+struct ReadFileOptions {
+  bool follow_symlinks = true;
+  // More bytes than this: InvalidArgument "'<path>' is larger than the limit of N bytes for a
+  // <what>", found while reading (a regular file's size is checked before), so FIFOs and
+  // character devices are bounded too.
+  uint64_t max_bytes = UINT64_MAX;
+  // A physical line (bytes between two '\n') longer than this: InvalidArgument
+  // "<path>:<line>: line longer than N bytes". 0: no bound.
+  size_t max_line_bytes = 0;
+  std::string_view what = "file";  // names the kind of file in the errors above
+};
+absl::StatusOr<std::string> ReadFile(const std::string& path, const ReadFileOptions& options);
+
+// Limits every reader shares (configurable where the reader says so).
+inline constexpr uint64_t kMaxSpecBytes = uint64_t{16} << 20;          // 16 MiB
+inline constexpr uint64_t kMaxTaxonomyBytes = uint64_t{64} << 20;      // 64 MiB
+inline constexpr uint64_t kDefaultMaxTableBytes = uint64_t{64} << 30;  // 64 GiB
+inline constexpr size_t kMaxLineBytes = size_t{1} << 20;               // 1 MiB
+
+// Paths ---------------------------------------------------------------------------------------
+
+// Resolves `path` against `base_dir` (an absolute `path` stays as it is), then resolves `..` and
+// symbolic links (std::filesystem::weakly_canonical) and checks, component by component, that the
+// result lies strictly inside `base_dir` (itself resolved). Returns the resolved path.
+// PermissionDenied "'<path>' is outside the directory" when it does not (also for an empty
+// `path` or one naming `base_dir` itself), NotFound when `base_dir` does not exist. The message
+// never names `base_dir`, so that callers may forward it.
+absl::StatusOr<std::string> ResolveInsideDirectory(const std::string& base_dir,
+                                                   const std::string& path);
+
+// Whether `a` and `b` name the same file: std::filesystem::equivalent when both exist, else equal
+// after resolving `..` and symbolic links (weakly_canonical), so that "out.csv" and "./out.csv"
+// match before either is written.
+bool SameFile(const std::string& a, const std::string& b);
+
+// One file a command reads or writes, named for errors: {"--input", "data/t.csv"}.
+using NamedPath = std::pair<std::string, std::string>;
+// Refuses (InvalidArgument "<output flag> '<path>' is the same file as <other flag>; refusing to
+// overwrite it") when an output of a command names the same file as one it reads or as another
+// of its outputs. Empty paths are skipped. Call it before anything is written.
+absl::Status CheckDistinctOutputs(const std::vector<NamedPath>& outputs,
+                                  const std::vector<NamedPath>& inputs);
+
+// Job ids ---------------------------------------------------------------------------------------
+
+// "^job-[0-9a-f]{12}$" (what the leader's job store issues): the only job ids ever used in a path
+// (the leader's results, a recipient party's output directory). InvalidArgument otherwise, with
+// the id C-escaped and cut to 64 bytes.
+absl::Status ValidateJobId(std::string_view job_id);
 
 inline constexpr mode_t kPrivateFileMode = 0600;  // keys, job results: the owner only
 inline constexpr mode_t kSharedFileMode = 0644;   // tables, reports, certificates, configs

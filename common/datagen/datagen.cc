@@ -941,6 +941,10 @@ std::string FederatedYaml(const DatagenOptions& options, bool vertical) {
 absl::Status ValidateOptions(const DatagenOptions& options, bool vertical) {
   constexpr int kMaxParties = 256;
   if (options.rows == 0) return absl::InvalidArgumentError("gen-data: rows must be at least 1");
+  if (options.rows > kMaxDatagenRows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gen-data: rows must be at most ", kMaxDatagenRows, ", got ", options.rows));
+  }
   if (options.parties < 1 || options.parties > kMaxParties) {
     return absl::InvalidArgumentError(absl::StrCat("gen-data: parties must be between 1 and ",
                                                    kMaxParties, ", got ", options.parties));

@@ -38,9 +38,10 @@ struct DatagenOptions {
 //                      i - 1 (round robin), same header; vertical: `id`, a contiguous block of the
 //                      14 attributes, and `income`.
 // Returns a one-line summary (row count and files written).
-// Errors: rows == 0, parties < 1, an empty out_dir, or (vertical) more parties than the 14
-// attributes -> InvalidArgument; a directory or file that cannot be created or written -> an error
-// naming the path.
+// Errors: rows == 0 or above kMaxDatagenRows, parties < 1, an empty out_dir, or (vertical) more
+// parties than the 14 attributes -> InvalidArgument; a directory or file that cannot be created or
+// written -> an error naming the path.
+inline constexpr uint64_t kMaxDatagenRows = 100'000'000;  // about 10 GB of CSV
 absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options);
 
 }  // namespace fedanon::common

@@ -45,7 +45,7 @@ absl::Status ForEachReleasedRow(
       labels[a].push_back(hier[a].Label(static_cast<NodeIndex>(n), spec.suppression_token()));
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(data.source_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, ReopenSource(data));
   std::vector<std::string_view> fields, row;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return absl::InternalError("the input changed while anonymizing");

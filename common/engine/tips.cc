@@ -3,6 +3,25 @@
 #include "common/engine/count_source.h"
 
 namespace fedanon::common {
+namespace {
+
+// The most words of released counts one holder computes for a request (as the leader's bound):
+// a request beyond it, or whose product of sizes overflows, gets no released counts, so the
+// caller's length check fails instead of a huge allocation or an out-of-bounds write.
+constexpr uint64_t kMaxReleasedWords = 50'000'000;
+
+// a + b and a * b, saturating at SIZE_MAX, so that a length computed from a hostile request never
+// wraps around to a small number.
+size_t SatAdd(size_t a, size_t b) {
+  size_t r;
+  return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+size_t SatMul(size_t a, size_t b) {
+  size_t r;
+  return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+}  // namespace
 
 std::string PackKey(const std::vector<NodeIndex>& key) {
   return std::string(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(NodeIndex));
@@ -150,17 +169,20 @@ size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes,
   const size_t stride = 1 + num_tracked;
   size_t words = 0;
   for (const auto& [a, n] : request.rank_histograms) {
-    words += static_cast<size_t>(hier[a].node(n).rank_hi - hier[a].node(n).rank_lo) * nc;
+    words = SatAdd(
+        words, SatMul(static_cast<size_t>(hier[a].node(n).rank_hi - hier[a].node(n).rank_lo), nc));
   }
   for (const auto& [a, n] : request.node_class_counts) {
-    words += static_cast<size_t>(hier[a].FineChildCount(n)) * nc;
+    words = SatAdd(words, SatMul(static_cast<size_t>(hier[a].FineChildCount(n)), nc));
   }
   for (const auto& key : request.group_keys) {
-    words += stride;
-    for (size_t a = 0; a < key.size(); ++a) words += stride * hier[a].FineChildCount(key[a]);
+    words = SatAdd(words, stride);
+    for (size_t a = 0; a < key.size(); ++a) {
+      words = SatAdd(words, SatMul(stride, static_cast<size_t>(hier[a].FineChildCount(key[a]))));
+    }
   }
-  words += request.released_groups.size() * request.released_combinations;
-  return words;
+  return SatAdd(words, SatMul(request.released_groups.size(),
+                              static_cast<size_t>(request.released_combinations)));
 }
 
 void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector<uint64_t>* out) {
@@ -173,6 +195,10 @@ void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector
     out->insert(out->end(), c.begin(), c.end());
   }
   for (const auto& key : request.group_keys) tips.AppendGroupStats(key, out);
+  if (SatMul(request.released_groups.size(), static_cast<size_t>(request.released_combinations)) >
+      kMaxReleasedWords) {
+    return;  // beyond any legitimate request: the caller's length check fails
+  }
   for (const auto& key : request.released_groups) {
     tips.AppendReleasedCounts(key, request.released_combinations, out);
   }
@@ -180,6 +206,9 @@ void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector
 
 void Tips::AppendReleasedCounts(const std::vector<NodeIndex>& key, uint64_t combinations,
                                 std::vector<uint64_t>* out) const {
+  // Never an overflowed product: ValueCombinations() saturates, and the index below is only
+  // computed when `combinations` is the exact product of this table's domain sizes.
+  if (combinations > kMaxReleasedWords) return;  // the caller checks the length
   const size_t base = out->size();
   out->resize(base + combinations, 0);
   if (combinations != data_->ValueCombinations()) return;  // the caller checks the length

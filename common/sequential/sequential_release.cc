@@ -176,10 +176,12 @@ void SortUnique(std::vector<int>* v) {
 }
 
 // Reads the given columns of a CSV file (all records, or those with keep[i] when `keep` is given)
-// into dictionary-coded columns; also the line of every record read.
+// into dictionary-coded columns; also the line of every record read. `source`: the Dataset read
+// from `path`, whose text is read again instead of the file (which may be a FIFO).
 absl::Status ReadColumns(const std::string& path, const std::vector<bool>* keep,
-                         std::vector<CodedColumn>* columns, std::vector<size_t>* lines) {
-  ASSIGN_OR_RETURN(auto reader, CsvReader::Open(path));
+                         std::vector<CodedColumn>* columns, std::vector<size_t>* lines,
+                         const Dataset* source = nullptr) {
+  ASSIGN_OR_RETURN(auto reader, source != nullptr ? ReopenSource(*source) : CsvReader::Open(path));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return absl::InvalidArgumentError(Cat(path, ": the file is empty"));
@@ -357,8 +359,8 @@ absl::Status ReadReleases(const Dataset& data, SequentialModel* model) {
           Cat(data.source_path, ": no column named '", c.name, "' in the header"));
     }
   }
-  RETURN_IF_ERROR(
-      ReadColumns(data.source_path, &data.kept, &model->current_columns, &model->current_lines));
+  RETURN_IF_ERROR(ReadColumns(data.source_path, &data.kept, &model->current_columns,
+                              &model->current_lines, &data));
   if (model->current_lines.size() != data.num_records) {
     return absl::InternalError(Cat(data.source_path, " changed while it was read"));
   }

@@ -33,6 +33,13 @@
 namespace fedanon::common {
 namespace {
 
+// Whether `text` is written as a decimal number: digits, sign, point and exponent only (so no hex,
+// no "inf" or "nan"); the parsers below decide whether it is a well-formed one.
+bool IsDecimalNumber(std::string_view text) {
+  text = Sv(absl::StripAsciiWhitespace(Av(text)));
+  return !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string_view::npos;
+}
+
 namespace pb = ::google::protobuf;
 using ::fedanon::v1::Attribute;
 using ::fedanon::v1::JobSpec;
@@ -254,10 +261,10 @@ absl::Status YamlToMessage::Scalar(const YAML::Node& node, const pb::FieldDescri
       double value;
       // epsilon (mohammed2011 §6) is a fraction of the total contribution: 0.01 or "1%".
       const bool percent = field.name() == "epsilon" && absl::EndsWith(text, "%");
-      if (!absl::SimpleAtod(percent ? absl::string_view(text).substr(0, text.size() - 1)
-                                    : absl::string_view(text),
-                            &value) ||
-          !std::isfinite(value)) {
+      const absl::string_view number =
+          percent ? absl::string_view(text).substr(0, text.size() - 1) : absl::string_view(text);
+      // Decimal only: SimpleAtod would also take hex floats ("0x1p-1").
+      if (!IsDecimalNumber(number) || !absl::SimpleAtod(number, &value) || !std::isfinite(value)) {
         return Error(node.Mark(), Cat(where, ": expected a number",
                                       field.name() == "epsilon" ? " or a percentage like 1%" : "",
                                       ", got '", text, "'"));
@@ -304,7 +311,7 @@ absl::Status YamlToMessage::Integer(const YAML::Node& node, const pb::FieldDescr
   };
   if (is_unsigned) {
     uint64_t value;
-    if (!absl::SimpleAtoi(text, &value)) {
+    if (!IsDecimalNumber(text) || !absl::SimpleAtoi(text, &value)) {
       return Error(node.Mark(), Cat(where, ": expected a non-negative integer, got '", text, "'"));
     }
     if (field.cpp_type() == F::CPPTYPE_UINT32) {
@@ -317,7 +324,7 @@ absl::Status YamlToMessage::Integer(const YAML::Node& node, const pb::FieldDescr
     return absl::OkStatus();
   }
   int64_t value;
-  if (!absl::SimpleAtoi(text, &value)) {
+  if (!IsDecimalNumber(text) || !absl::SimpleAtoi(text, &value)) {
     return Error(node.Mark(), Cat(where, ": expected an integer, got '", text, "'"));
   }
   if (field.cpp_type() == F::CPPTYPE_INT32) {
@@ -396,6 +403,29 @@ absl::Status ValidateAttribute(const Attribute& a) {
     return absl::InvalidArgumentError(Cat("attribute '", a.name(),
                                           "': range must be empty or [low, high] with low < ",
                                           "high, got [", absl::StrJoin(a.range(), ", "), "]"));
+  }
+  // A width that overflows (e.g. [-1e308, 1e308]) would make every interval computation inf/NaN.
+  if (a.range_size() == 2 && !std::isfinite(a.range(1) - a.range(0))) {
+    return absl::InvalidArgumentError(Cat("attribute '", a.name(), "': range [", a.range(0), ", ",
+                                          a.range(1), "] is too wide (its width overflows)"));
+  }
+  if (!(a.precision() >= 0)) {
+    return absl::InvalidArgumentError(
+        Cat("attribute '", a.name(), "': precision must be positive, got ", a.precision()));
+  }
+  if (a.precision() > 0 && a.type() != ATTRIBUTE_TYPE_CONTINUOUS) {
+    return absl::InvalidArgumentError(Cat("attribute '", a.name(),
+                                          "' has a precision but is not continuous "
+                                          "(type: continuous)"));
+  }
+  // Linear: a hash set, never a scan per value (a spec may list many thousands).
+  absl::flat_hash_set<std::string_view> values;
+  values.reserve(a.values_size());
+  for (const std::string& v : a.values()) {
+    if (!values.insert(v).second) {
+      return absl::InvalidArgumentError(
+          Cat("attribute '", a.name(), "': value '", v, "' is listed twice in values"));
+    }
   }
   return absl::OkStatus();
 }
@@ -681,7 +711,8 @@ absl::StatusOr<JobSpec> ParseJobSpecYaml(std::string_view yaml, std::string_view
 }
 
 absl::StatusOr<JobSpec> LoadJobSpec(const std::string& path) {
-  ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+  ASSIGN_OR_RETURN(const std::string text,
+                   ReadFile(path, ReadFileOptions{.max_bytes = kMaxSpecBytes, .what = "job spec"}));
   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpecYaml(text, path));
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   for (Attribute& attribute : *spec.mutable_attributes()) {

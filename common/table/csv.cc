@@ -35,14 +35,22 @@ char DetectSeparator(std::string_view text) {
 // ---------------------------------------------------------------------------------------------
 // CsvReader
 
-CsvReader::CsvReader(std::string text, std::string source_name, char separator)
-    : text_(std::move(text)), source_name_(std::move(source_name)), separator_(separator) {
-  if (std::string_view(text_).starts_with(kUtf8Bom)) pos_ = line_start_ = kUtf8Bom.size();
+CsvReader::CsvReader(std::shared_ptr<const std::string> text, std::string source_name,
+                     char separator)
+    : owned_text_(std::move(text)),
+      text_(*owned_text_),
+      source_name_(std::move(source_name)),
+      separator_(separator) {
+  if (text_.starts_with(kUtf8Bom)) pos_ = line_start_ = kUtf8Bom.size();
 }
 
 absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path,
                                                            CsvOptions options) {
-  ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path, ReadFileOptions{
+                                                        .max_bytes = options.max_bytes,
+                                                        .max_line_bytes = options.max_line_bytes,
+                                                        .what = "table",
+                                                    }));
   if (text.find_first_not_of("\r\n") == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": file is empty"));
   }
@@ -52,12 +60,19 @@ absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& pa
 absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::FromString(std::string text,
                                                                  std::string source_name,
                                                                  CsvOptions options) {
+  return FromShared(std::make_shared<const std::string>(std::move(text)), std::move(source_name),
+                    options);
+}
+
+absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::FromShared(
+    std::shared_ptr<const std::string> text, std::string source_name, CsvOptions options) {
+  if (text == nullptr) return absl::InvalidArgumentError(Cat(source_name, ": no text"));
   if (options.separator == '"' || options.separator == '\n' || options.separator == '\r') {
     return absl::InvalidArgumentError(
         absl::StrCat(source_name, ": invalid CSV separator '",
                      absl::CHexEscape(std::string(1, options.separator)), "'"));
   }
-  const char separator = options.separator != 0 ? options.separator : DetectSeparator(text);
+  const char separator = options.separator != 0 ? options.separator : DetectSeparator(*text);
   return std::unique_ptr<CsvReader>(
       new CsvReader(std::move(text), std::move(source_name), separator));
 }
@@ -203,7 +218,7 @@ absl::StatusOr<std::unique_ptr<CsvWriter>> CsvWriter::Create(const std::string& 
     return absl::InvalidArgumentError(absl::StrCat("invalid CSV separator for ", path));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file,
-                   AtomicFileWriter::Open(path, {.mode = kSharedFileMode}));
+                   AtomicFileWriter::Open(path, {.mode = kPrivateFileMode}));
   return std::unique_ptr<CsvWriter>(new CsvWriter(std::move(file), separator));
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,13 +37,22 @@ std::string CsvField(std::string_view field);
 struct CsvOptions {
   // 0: detect from the first line (`;` if it contains more `;` than `,`, else `,`).
   char separator = 0;
+  // Open() only: a larger file, or a physical line longer than max_line_bytes, is an error
+  // ("'t.csv' is larger than the limit of N bytes for a table", "t.csv:12: line longer than N
+  // bytes"), found while reading, so that /dev/zero or an endless FIFO fails fast.
+  uint64_t max_bytes = kDefaultMaxTableBytes;
+  size_t max_line_bytes = kMaxLineBytes;
 };
 
 class CsvReader {
  public:
-  // Reads `path` fully. NotFound if it does not exist; InvalidArgument if empty.
+  // Reads `path` fully, once (a FIFO or a pipe works). NotFound if it does not exist;
+  // InvalidArgument if empty or beyond the limits of `options`.
   static absl::StatusOr<std::unique_ptr<CsvReader>> Open(const std::string& path,
                                                          CsvOptions options = {});
+  // Reads text already in memory (shared, e.g. kept by a Dataset to read its rows again).
+  static absl::StatusOr<std::unique_ptr<CsvReader>> FromShared(
+      std::shared_ptr<const std::string> text, std::string source_name, CsvOptions options = {});
   // Parses in-memory text; `source_name` is used in error messages.
   static absl::StatusOr<std::unique_ptr<CsvReader>> FromString(std::string text,
                                                                std::string source_name,
@@ -56,6 +66,8 @@ class CsvReader {
   // 1-based line number where the record last returned by Next() starts.
   size_t line() const { return record_line_; }
   const std::string& source_name() const { return source_name_; }
+  // The whole text being read (shared, so that it can be read again without the file).
+  const std::shared_ptr<const std::string>& shared_text() const { return owned_text_; }
   char separator() const { return separator_; }
 
   // OK if `fields` has `expected` entries, else InvalidArgument naming the file and the line of
@@ -64,14 +76,15 @@ class CsvReader {
   absl::Status CheckFieldCount(const std::vector<std::string_view>& fields, size_t expected) const;
 
  private:
-  CsvReader(std::string text, std::string source_name, char separator);
+  CsvReader(std::shared_ptr<const std::string> text, std::string source_name, char separator);
   absl::Status ParseQuoted(std::vector<std::string_view>* fields, size_t* unescaped_used);
   void ScanUnquoted(std::vector<std::string_view>* fields);
   bool AtLineEnd(size_t pos) const;  // `pos` starts "\n", "\r\n" or a final "\r"
   void ConsumeLineEnd();
   absl::Status ErrorAt(size_t line, size_t column, std::string_view what);
 
-  std::string text_;
+  std::shared_ptr<const std::string> owned_text_;
+  std::string_view text_;  // *owned_text_
   std::string source_name_;
   char separator_;
   size_t pos_ = 0;
@@ -85,8 +98,10 @@ class CsvReader {
 
 class CsvWriter {
  public:
-  // Creates `<path>.tmp.<random>` (mode 0644) in the same directory. Fails if the directory does
-  // not exist. Commit() replaces an existing file.
+  // Creates `<path>.tmp.<random>` (O_CREAT|O_EXCL, so never through a planted symbolic link;
+  // mode 0600: a table is private to its owner) in the same directory. Fails if the directory
+  // does not exist. Commit() replaces an existing file (a symbolic link at `path` is replaced,
+  // never followed).
   static absl::StatusOr<std::unique_ptr<CsvWriter>> Create(const std::string& path,
                                                            char separator = ',');
   ~CsvWriter();  // removes the temporary file unless Commit() succeeded

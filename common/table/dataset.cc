@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -406,6 +407,15 @@ absl::Status RowEncoder::Finish() {
         "': values not among its declared values: ", FormatUnknownValues(unknown_classes_)));
   }
   for (size_t q = 0; q < ds_->qids.size(); ++q) RETURN_IF_ERROR(FinishQid(q));
+  uint64_t seen = 0;
+  for (uint64_t bits : ds_->sensitive_bits) seen |= bits;
+  for (size_t bit = 0; bit < ds_->tracked.size(); ++bit) {
+    if (seen >> bit & 1) continue;
+    ds_->warnings.push_back(absl::StrCat("sensitive value '", ds_->tracked[bit].value,
+                                         "' of attribute '", ds_->tracked[bit].attribute,
+                                         "' does not occur in ", csv_path_,
+                                         " (a misspelling in the spec?)"));
+  }
   return absl::OkStatus();
 }
 
@@ -469,11 +479,11 @@ absl::Status RowEncoder::RankContinuous(QidColumn& col, const Scan& scan) const 
 
 absl::StatusOr<std::vector<TrackedSensitive>> TrackedSensitiveValues(const JobSpec& spec) {
   std::vector<TrackedSensitive> out;
+  // A set, not a scan of `out`: a spec may list thousands of values (refused below, in linear
+  // time).
+  absl::flat_hash_set<std::pair<std::string, std::string>> seen;
   auto add = [&](const std::string& attribute, const std::string& value) {
-    for (const auto& t : out) {
-      if (t.attribute == attribute && t.value == value) return;
-    }
-    out.push_back({attribute, value});
+    if (seen.emplace(attribute, value).second) out.push_back({attribute, value});
   };
   const auto& privacy = spec.privacy();
   if (privacy.model() != fedanon::v1::PRIVACY_MODEL_TEMPLATES) {
@@ -493,12 +503,22 @@ absl::StatusOr<std::vector<TrackedSensitive>> TrackedSensitiveValues(const JobSp
 
 uint64_t Dataset::ValueCombinations() const {
   uint64_t n = 1;
-  for (const auto& vc : value_columns) n *= std::max<uint64_t>(1, vc.values.size());
+  for (const auto& vc : value_columns) {
+    if (__builtin_mul_overflow(n, std::max<uint64_t>(1, vc.values.size()), &n)) {
+      return kTooManyCombinations;
+    }
+  }
   return n;
 }
 
-absl::StatusOr<Dataset> BuildPublicSchema(
-    const JobSpec& spec, const std::map<std::string, std::string>& taxonomy_texts) {
+absl::StatusOr<std::unique_ptr<CsvReader>> ReopenSource(const Dataset& data) {
+  if (data.source_text != nullptr) return CsvReader::FromShared(data.source_text, data.source_path);
+  return CsvReader::Open(data.source_path);
+}
+
+absl::StatusOr<Dataset> BuildPublicSchema(const JobSpec& spec,
+                                          const std::map<std::string, std::string>& taxonomy_texts,
+                                          const TaxonomyParseOptions& taxonomy_options) {
   return BuildSchema(
       spec,
       [&](const Attribute& a) -> absl::StatusOr<Taxonomy> {
@@ -507,13 +527,13 @@ absl::StatusOr<Dataset> BuildPublicSchema(
           return absl::InvalidArgumentError(
               absl::StrCat("no taxonomy was supplied for attribute '", a.name(), "'"));
         }
-        return Taxonomy::ParseArx(it->second, a.taxonomy(), a.name());
+        return Taxonomy::ParseArx(it->second, a.taxonomy(), a.name(), taxonomy_options);
       },
       /*require_public=*/true);
 }
 
 absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_path,
-                                    const Dataset* schema) {
+                                    const Dataset* schema, const LoadDatasetOptions& options) {
   Dataset ds;
   if (schema != nullptr) {
     ds = *schema;
@@ -524,7 +544,10 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
                 /*require_public=*/false));
   }
   ds.source_path = csv_path;
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(csv_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader,
+                   CsvReader::Open(csv_path, CsvOptions{.max_bytes = options.max_input_bytes,
+                                                        .max_line_bytes = options.max_line_bytes}));
+  ds.source_text = reader->shared_text();
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return absl::InvalidArgumentError(absl::StrCat(csv_path, ": file is empty"));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/table/csv.h"
 #include "common/table/taxonomy.h"
 #include "fedanon/v1/job.pb.h"
 
@@ -42,6 +43,12 @@ struct TrackedSensitive {
 
 struct Dataset {
   std::string source_path;
+  // The CSV text as read (once: a FIFO or stdin cannot be read again), for the writers that copy
+  // the released rows' other columns verbatim (ReopenSource). Null for a schema.
+  std::shared_ptr<const std::string> source_text;
+  // What a user should know but that does not stop the job, e.g. "sensitive value 'x' of
+  // attribute 'y' does not occur in the data". The CLI prints these to stderr, a party logs them.
+  std::vector<std::string> warnings;
   std::vector<std::string> header;
   size_t num_records = 0;
   uint64_t records_in = 0;       // data rows in the file
@@ -71,8 +78,10 @@ struct Dataset {
   bool all_values_declared = false;  // every released non-QID attribute is in value_columns
 
   int num_classes() const { return static_cast<int>(class_labels.size()); }
-  // Number of value combinations of value_columns (product of their domain sizes).
+  // Number of value combinations of value_columns (product of their domain sizes), computed with
+  // checked arithmetic: UINT64_MAX (kTooManyCombinations) when the product does not fit.
   uint64_t ValueCombinations() const;
+  static constexpr uint64_t kTooManyCombinations = UINT64_MAX;
 };
 
 // Collects the sensitive values the spec's privacy model refers to (LKC sensitive_values and every
@@ -80,16 +89,29 @@ struct Dataset {
 absl::StatusOr<std::vector<TrackedSensitive>> TrackedSensitiveValues(
     const fedanon::v1::JobSpec& spec);
 
-// Reads `csv_path` and encodes it for `spec` (which must have passed ValidateJobSpec; taxonomy
-// paths resolved). With `schema` (see BuildPublicSchema) the table is encoded against that
-// public schema instead, so that every party of a federated job uses identical codes.
+struct LoadDatasetOptions {
+  uint64_t max_input_bytes = kDefaultMaxTableBytes;  // the CSV file (CsvOptions::max_bytes)
+  size_t max_line_bytes = kMaxLineBytes;
+};
+
+// Reads `csv_path` (once) and encodes it for `spec` (which must have passed ValidateJobSpec;
+// taxonomy paths resolved). With `schema` (see BuildPublicSchema) the table is encoded against
+// that public schema instead, so that every party of a federated job uses identical codes.
 absl::StatusOr<Dataset> LoadDataset(const fedanon::v1::JobSpec& spec, const std::string& csv_path,
-                                    const Dataset* schema = nullptr);
+                                    const Dataset* schema = nullptr,
+                                    const LoadDatasetOptions& options = {});
+
+// A reader over the rows of `data`'s CSV text again (the text kept in memory, else the file at
+// source_path).
+absl::StatusOr<std::unique_ptr<CsvReader>> ReopenSource(const Dataset& data);
 
 // The public part of a job's encoding, with no records: taxonomies (parsed from `taxonomy_texts`,
 // attribute name -> ARX file content), the declared domains of class and suppression attributes,
 // and the grid of continuous attributes. Federated jobs require every domain to be declared.
+// `taxonomy_options.quote_labels` false keeps the taxonomies' content out of error messages (a
+// party, whose errors travel to the leader).
 absl::StatusOr<Dataset> BuildPublicSchema(const fedanon::v1::JobSpec& spec,
-                                          const std::map<std::string, std::string>& taxonomy_texts);
+                                          const std::map<std::string, std::string>& taxonomy_texts,
+                                          const TaxonomyParseOptions& taxonomy_options = {});
 
 }  // namespace fedanon::common

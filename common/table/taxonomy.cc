@@ -61,20 +61,31 @@ Taxonomy::NodeId Taxonomy::AddNode(std::string_view label, NodeId parent) {
   return id;
 }
 
-absl::StatusOr<Taxonomy> Taxonomy::LoadArx(const std::string& path, std::string_view attribute) {
-  auto text = ReadFile(path);
+absl::StatusOr<Taxonomy> Taxonomy::LoadArx(const std::string& path, std::string_view attribute,
+                                           const TaxonomyParseOptions& options) {
+  auto text = ReadFile(path, ReadFileOptions{.max_bytes = kMaxTaxonomyBytes,
+                                             .max_line_bytes = kMaxLineBytes,
+                                             .what = "taxonomy"});
   if (!text.ok()) {
     return absl::Status(text.status().code(),
                         Cat("taxonomy for attribute '", attribute, "': ", text.status().message()));
   }
-  return ParseArx(*text, path, attribute);
+  return ParseArx(*text, path, attribute, options);
 }
 
 absl::StatusOr<Taxonomy> Taxonomy::ParseArx(std::string_view text, std::string_view source_name,
-                                            std::string_view attribute) {
+                                            std::string_view attribute,
+                                            const TaxonomyParseOptions& options) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 byte order mark
+  if (text.size() > kMaxTaxonomyBytes) {
+    return absl::InvalidArgumentError(Cat(source_name, ": taxonomy for attribute '", attribute,
+                                          "' is larger than the limit of ", kMaxTaxonomyBytes,
+                                          " bytes"));
+  }
   const char separator = DetectArxSeparator(text);
-  auto error = [&](size_t line, std::string_view what) {
+  // `quoted` names labels of the file; `plain` says the same without them.
+  auto error = [&](size_t line, std::string_view quoted, std::string_view plain = {}) {
+    const std::string_view what = options.quote_labels || plain.empty() ? quoted : plain;
     return absl::InvalidArgumentError(
         Cat(source_name, ":", line, ": taxonomy for attribute '", attribute, "': ", what));
   };
@@ -87,8 +98,15 @@ absl::StatusOr<Taxonomy> Taxonomy::ParseArx(std::string_view text, std::string_v
     ++line_number;
     const absl::string_view line = absl::StripAsciiWhitespace(raw_line);  // drops CR of CRLF
     if (line.empty()) continue;
+    if (line.size() > kMaxLineBytes) {
+      return error(line_number, Cat("line longer than ", kMaxLineBytes, " bytes"));
+    }
     if (const size_t column = SplitArxLine(line, separator, &labels); column != 0) {
       return error(line_number, Cat("empty label in column ", column));
+    }
+    if (labels.size() - 1 > static_cast<size_t>(options.max_depth)) {
+      return error(line_number, Cat("the path from this leaf to the root has ", labels.size() - 1,
+                                    " levels; at most ", options.max_depth, " are supported"));
     }
     const std::string_view root_label = labels.back();
     if (root_line == 0) {
@@ -98,7 +116,8 @@ absl::StatusOr<Taxonomy> Taxonomy::ParseArx(std::string_view text, std::string_v
     } else if (root_label != taxonomy.label(0)) {
       return error(line_number,
                    Cat("lines end in different roots '", taxonomy.label(0), "' (line ", root_line,
-                       ") and '", root_label, "' (line ", line_number, ")"));
+                       ") and '", root_label, "' (line ", line_number, ")"),
+                   Cat("this line ends in a different root than line ", root_line));
     }
     // Walk from the root down to the leaf, creating or checking each node.
     NodeId parent = 0;
@@ -111,12 +130,15 @@ absl::StatusOr<Taxonomy> Taxonomy::ParseArx(std::string_view text, std::string_v
         seen[*node].parent_line = line_number;
       } else if (*node == 0) {
         return error(line_number,
-                     Cat("root '", label, "' appears below '", taxonomy.label(parent), "'"));
+                     Cat("root '", label, "' appears below '", taxonomy.label(parent), "'"),
+                     "the root appears below another value");
       } else if (taxonomy.parent(*node) != parent) {
-        return error(line_number, Cat("value '", label, "' has two parents '",
-                                      taxonomy.label(taxonomy.parent(*node)), "' (line ",
-                                      seen[*node].parent_line, ") and '", taxonomy.label(parent),
-                                      "' (line ", line_number, ")"));
+        return error(
+            line_number,
+            Cat("value '", label, "' has two parents '", taxonomy.label(taxonomy.parent(*node)),
+                "' (line ", seen[*node].parent_line, ") and '", taxonomy.label(parent), "' (line ",
+                line_number, ")"),
+            Cat("a value has a different parent than on line ", seen[*node].parent_line));
       }
       parent = *node;
     }
@@ -126,8 +148,11 @@ absl::StatusOr<Taxonomy> Taxonomy::ParseArx(std::string_view text, std::string_v
       size_t& mine = i == 0 ? s.leaf_line : s.inner_line;
       if (mine == 0) mine = line_number;
       if (s.leaf_line != 0 && s.inner_line != 0) {
-        return error(line_number, Cat("value '", labels[i], "' is a leaf on line ", s.leaf_line,
-                                      " but a generalization on line ", s.inner_line));
+        return error(line_number,
+                     Cat("value '", labels[i], "' is a leaf on line ", s.leaf_line,
+                         " but a generalization on line ", s.inner_line),
+                     Cat("a value is a leaf on line ", s.leaf_line,
+                         " but a generalization on line ", s.inner_line));
       }
     }
   }
@@ -178,6 +203,11 @@ absl::StatusOr<Taxonomy> Taxonomy::FromEdges(
     auto it = children_of.find(taxonomy.labels_[next]);
     if (it == children_of.end()) continue;
     for (std::string_view child : it->second) taxonomy.AddNode(child, static_cast<NodeId>(next));
+  }
+  for (NodeId n = 0; n < static_cast<NodeId>(taxonomy.size()); ++n) {
+    if (taxonomy.depth(n) > kMaxTaxonomyDepth) {
+      return error(Cat("more than ", kMaxTaxonomyDepth, " levels below the root"));
+    }
   }
   if (taxonomy.size() != labels.size()) {
     for (std::string_view label : labels) {

@@ -7,6 +7,12 @@
 // one line and an inner node on another, or lines ending in different roots are errors naming the
 // file, line and labels involved. Children keep the order of first appearance in the file, which
 // makes every traversal deterministic.
+//
+// Bounds: a file of at most 64 MiB with lines of at most 1 MiB (kMaxTaxonomyBytes, kMaxLineBytes),
+// at most kMaxTaxonomyDepth levels below the root (every level can cost the engine a round).
+// Errors that cross the network (a party reading a file its admin named) are built with
+// `quote_labels` false: they name the attribute, the file, the line and the kind of problem, never
+// the file's content.
 #pragma once
 
 #include <cstdint>
@@ -20,15 +26,25 @@
 
 namespace fedanon::common {
 
+inline constexpr int kMaxTaxonomyDepth = 64;
+
+struct TaxonomyParseOptions {
+  // false: error messages quote no label of the file (only the file, line, column and problem).
+  bool quote_labels = true;
+  int max_depth = kMaxTaxonomyDepth;  // levels below the root
+};
+
 class Taxonomy {
  public:
   using NodeId = int32_t;
   static constexpr NodeId kNoNode = -1;
 
-  // Loads an ARX hierarchy file. `attribute` is used in error messages.
-  static absl::StatusOr<Taxonomy> LoadArx(const std::string& path, std::string_view attribute);
+  // Loads an ARX hierarchy file (at most kMaxTaxonomyBytes). `attribute` is used in error messages.
+  static absl::StatusOr<Taxonomy> LoadArx(const std::string& path, std::string_view attribute,
+                                          const TaxonomyParseOptions& options = {});
   static absl::StatusOr<Taxonomy> ParseArx(std::string_view text, std::string_view source_name,
-                                           std::string_view attribute);
+                                           std::string_view attribute,
+                                           const TaxonomyParseOptions& options = {});
   // Builds a taxonomy from (child, parent) label pairs plus the root label; for tests and for
   // taxonomies given inline. Same validation as ParseArx.
   static absl::StatusOr<Taxonomy> FromEdges(

@@ -7,16 +7,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/common/engine/engine_test_util.h"
@@ -513,6 +516,115 @@ TEST(AnonymizeCliTest, MissingDropDropsRowsWithMissingCategoricalValue) {
   const PrivacyCheck check = CheckPrivacy(in);
   EXPECT_TRUE(check.satisfied) << check.violation;
   EXPECT_OK(CheckTruthful(in));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files: no output replaces what the run reads, the input is read once, reads are bounded.
+
+// Every way of naming a file the run reads as an output is refused before anything is written,
+// and the file is left byte for byte as it was.
+TEST(AnonymizeCliTest, OutputNamingAnInputOrAnotherOutputIsRefused) {
+  const Job job = MakeJob("overwrite");
+  const std::string table = ReadAll(job.input_path);
+  const std::string spec = ReadAll(job.spec_path);
+  const std::string taxonomy = ReadAll(job.dir + "/tax/job.csv");
+  fs::create_symlink(job.input_path, job.dir + "/link.csv");
+  struct Case {
+    std::string output, report, expected;
+  };
+  const std::vector<Case> cases = {
+      {job.input_path, job.report_path,
+       "--output '" + job.input_path + "' is the same file as --input"},
+      {job.dir + "/./table.csv", "", "is the same file as --input"},
+      {job.dir + "/link.csv", "", "is the same file as --input"},
+      {job.spec_path, "", "--output '" + job.spec_path + "' is the same file as --spec"},
+      {job.output_path, job.input_path,
+       "--report '" + job.input_path + "' is the same file as --input"},
+      {job.output_path, job.spec_path, "is the same file as --spec"},
+      {job.output_path, job.dir + "/x/../out.csv",
+       "--report '" + job.dir + "/x/../out.csv' is the same file as --output"},
+      {job.dir + "/tax/job.csv", "", "is the same file as the taxonomy of attribute 'job'"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"anonymize",    "--spec",   job.spec_path, "--input",
+                                     job.input_path, "--output", c.output,      "--quiet"};
+    if (!c.report.empty()) {
+      args.push_back("--report");
+      args.push_back(c.report);
+    }
+    const CliResult r = RunFedanon(args);
+    EXPECT_EQ(r.exit_code, 1) << c.output << " " << c.report << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.expected));
+    EXPECT_THAT(r.err, HasSubstr("refusing to overwrite it"));
+    EXPECT_EQ(ReadAll(job.input_path), table);
+    EXPECT_EQ(ReadAll(job.spec_path), spec);
+    EXPECT_EQ(ReadAll(job.dir + "/tax/job.csv"), taxonomy);
+    EXPECT_FALSE(fs::exists(job.output_path));
+    EXPECT_FALSE(fs::exists(job.report_path));
+    for (const auto& entry : fs::recursive_directory_iterator(job.dir)) {
+      EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr(".tmp.")));
+    }
+  }
+}
+
+// The input is read once: a FIFO and standard input ("-") work, with the same result as the file.
+TEST(AnonymizeCliTest, InputFromAFifoOrStandardInput) {
+  const Job job = MakeJob("fifo");
+  ASSERT_EQ(RunAnonymize(job).exit_code, 0);
+  const std::string expected = ReadAll(job.output_path);
+  const std::string csv = ReadAll(job.input_path);
+
+  const std::string fifo = job.dir + "/input.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { WriteText(fifo, csv); });
+  Job from_fifo = job;
+  from_fifo.input_path = fifo;
+  from_fifo.output_path = job.dir + "/out-fifo.csv";
+  from_fifo.report_path = job.dir + "/report-fifo.json";
+  const CliResult r = RunAnonymize(from_fifo);
+  writer.join();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadAll(from_fifo.output_path), expected);
+
+  const std::string out_stdin = job.dir + "/out-stdin.csv";
+  const CliResult piped =
+      RunBinary("/bin/sh",
+                {"-c", "cat '" + job.input_path +
+                           "' | '" FEDANON_BINARY_DIR "/bin/fedanon' anonymize --spec '" +
+                           job.spec_path + "' --input - --output '" + out_stdin + "' --quiet"},
+                FreshDir("fifo_capture"));
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(ReadAll(out_stdin), expected);
+}
+
+TEST(AnonymizeCliTest, InputSizeIsBounded) {
+  const Job job = MakeJob("max_input");
+  std::vector<std::string> args = AnonymizeArgs(job);
+  args.insert(args.end(), {"--max-input-bytes", "100"});
+  const CliResult r = RunFedanon(args);
+  ExpectFailedCleanly(r, job);
+  EXPECT_THAT(r.err, HasSubstr("'" + job.input_path +
+                               "' is larger than the limit of 100 bytes for a table"));
+  // /dev/zero as the input fails at once on its first (endless) line, not after gigabytes.
+  Job zero = job;
+  zero.input_path = "/dev/zero";
+  const auto start = std::chrono::steady_clock::now();
+  const CliResult z = RunAnonymize(zero);
+  ExpectFailedCleanly(z, zero);
+  EXPECT_THAT(z.err, HasSubstr("/dev/zero:1: line longer than 1048576 bytes"));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30);
+}
+
+TEST(AnonymizeCliTest, SensitiveValueAbsentFromTheDataIsWarnedAbout) {
+  const Job job =
+      MakeJob("absent_sensitive", Spec("privacy: {model: lkc, L: 2, K: 2, C: 0.5, "
+                                       "sensitive_values: [Transgender, Trangender]}\n"));
+  const CliResult r = RunAnonymize(job);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("fedanon anonymize: warning: sensitive value 'Trangender' of "
+                               "attribute 'surgery' does not occur in " +
+                               job.input_path));
+  EXPECT_THAT(r.err, Not(HasSubstr("'Transgender' of")));
 }
 
 }  // namespace

@@ -114,5 +114,38 @@ TEST_F(EvaluateCliTest, SweepFailuresLeaveNoFiles) {
   EXPECT_FALSE(fs::exists(dir_ + "/s.csv"));
 }
 
+TEST_F(EvaluateCliTest, SweepOutputsNeverReplaceItsInputs) {
+  const std::string raw = ReadAll(dir_ + "/table.csv");
+  const std::string spec = ReadAll(dir_ + "/job.yaml");
+  const CliResult html_on_raw =
+      RunFedanon({"sweep", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv", "--grid",
+                  "K=10", "--html", dir_ + "/table.csv", "--csv", dir_ + "/s.csv", "--quiet"});
+  EXPECT_EQ(html_on_raw.exit_code, 1);
+  EXPECT_THAT(html_on_raw.err, HasSubstr("--html '" + dir_ +
+                                         "/table.csv' is the same file as --raw; refusing to "
+                                         "overwrite it"));
+  const CliResult csv_on_spec =
+      RunFedanon({"sweep", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv", "--grid",
+                  "K=10", "--html", dir_ + "/s.html", "--csv", dir_ + "/./job.yaml", "--quiet"});
+  EXPECT_EQ(csv_on_spec.exit_code, 1);
+  EXPECT_THAT(csv_on_spec.err, HasSubstr("is the same file as --spec"));
+  const CliResult both_same =
+      RunFedanon({"sweep", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv", "--grid",
+                  "K=10", "--html", dir_ + "/s.out", "--csv", dir_ + "/s.out", "--quiet"});
+  EXPECT_EQ(both_same.exit_code, 1);
+  EXPECT_THAT(both_same.err, HasSubstr("--csv '" + dir_ + "/s.out' is the same file as --html"));
+  EXPECT_EQ(ReadAll(dir_ + "/table.csv"), raw);
+  EXPECT_EQ(ReadAll(dir_ + "/job.yaml"), spec);
+  EXPECT_FALSE(fs::exists(dir_ + "/s.out"));
+}
+
+TEST_F(EvaluateCliTest, GenDataRefusesAbsurdRowCounts) {
+  const std::string out = dir_ + "/huge";
+  const CliResult r = RunFedanon({"gen-data", "--rows", "1000000000000", "--out", out});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("rows must be at most 100000000, got 1000000000000"));
+  EXPECT_FALSE(fs::exists(out + "/table.csv"));
+}
+
 }  // namespace
 }  // namespace fedanon::testing

@@ -450,6 +450,35 @@ TEST_F(FederationUpTest, UsageErrorsExitTwo) {
   EXPECT_THAT(version.out, HasSubstr("fedanon "));
 }
 
+// --result and --report never replace a party's table, the spec or each other; refused before
+// anything is provisioned or started.
+TEST_F(FederationUpTest, OutputsNamingAnInputAreRefused) {
+  const std::string dir = FreshDir("up_overwrite");
+  WriteText(dir + "/a.csv", "x,y\n1,2\n");
+  WriteText(dir + "/b.csv", "x,y\n3,4\n");
+  const std::string tables = dir + "/a.csv," + dir + "/b.csv";
+  const Result onto_table =
+      RunBinary(kFedanon, {"federation", "up", "--party-data", tables, "--spec", dir + "/job.yaml",
+                           "--wait", "--result", dir + "/./b.csv"});
+  EXPECT_EQ(onto_table.exit_code, 1);
+  EXPECT_THAT(onto_table.err, HasSubstr("--result '" + dir +
+                                        "/./b.csv' is the same file as a --party-data table; "
+                                        "refusing to overwrite it"));
+  const Result onto_result =
+      RunBinary(kFedanon, {"federation", "up", "--party-data", tables, "--spec", dir + "/job.yaml",
+                           "--wait", "--result", dir + "/r.csv", "--report", dir + "/r.csv"});
+  EXPECT_EQ(onto_result.exit_code, 1);
+  EXPECT_THAT(onto_result.err,
+              HasSubstr("--report '" + dir + "/r.csv' is the same file as --result"));
+  const Result onto_spec =
+      RunBinary(kFedanon, {"federation", "up", "--party-data", tables, "--spec", dir + "/job.yaml",
+                           "--wait", "--result", dir + "/job.yaml"});
+  EXPECT_EQ(onto_spec.exit_code, 1);
+  EXPECT_THAT(onto_spec.err, HasSubstr("is the same file as --spec"));
+  EXPECT_EQ(ReadAll(dir + "/b.csv"), "x,y\n3,4\n");
+  EXPECT_FALSE(fs::exists(dir + "/r.csv"));
+}
+
 TEST(FedanonctlTest, UnreachableLeaderFailsFast) {
   const std::string dir = FreshDir("ctl_unreachable");
   const int port = FreePort();  // nothing listens there

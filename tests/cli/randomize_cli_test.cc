@@ -271,5 +271,24 @@ TEST(RandomizeCliTest, ReportDirectoryDoesNotExistLeavesNoOutput) {
   ExpectFailedCleanly(r, job);
 }
 
+// The output never replaces the input, the spec or the report (checked before anything is read).
+TEST(RandomizeCliTest, OutputNamingAnInputIsRefused) {
+  const Job job = MakeJob("ra_overwrite", 20);
+  const std::string table = ReadAll(job.input_path);
+  Job onto_input = job;
+  onto_input.output_path = job.input_path;
+  CliResult r = RunFedanon(RandomizeArgs(onto_input, {"--seed", "1"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--output '" + job.input_path +
+                               "' is the same file as --input; refusing to overwrite it"));
+  EXPECT_EQ(ReadAll(job.input_path), table);
+  Job report_onto_spec = job;
+  report_onto_spec.report_path = job.spec_path;
+  r = RunFedanon(RandomizeArgs(report_onto_spec, {"--seed", "1"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--report '" + job.spec_path + "' is the same file as --spec"));
+  ExpectFailedCleanly(r, job);
+}
+
 }  // namespace
 }  // namespace fedanon::testing

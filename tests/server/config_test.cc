@@ -211,6 +211,8 @@ TEST_F(ConfigTest, TlsMaterialIsReadAndChecked) {
   const TlsMaterial party = pki.Party("hospital-a");
   TlsPaths paths{Write("ca.crt", party.ca_pem), Write("tls.crt", party.cert_pem),
                  Write("tls.key", party.key_pem)};
+  // A private key must be private to its owner (see LooseKeyModesAreRefused).
+  fs::permissions(paths.key, fs::perms::owner_read | fs::perms::owner_write);
   ASSERT_OK_AND_ASSIGN(const TlsMaterial tls, LoadTlsMaterial(paths));
   EXPECT_EQ(tls.key_pem, party.key_pem);
   const crypto::Identity identity{crypto::Role::kParty, "hospital-a"};
@@ -244,6 +246,45 @@ TEST_F(ConfigTest, TlsMaterialIsReadAndChecked) {
               StatusIs(absl::StatusCode::kInvalidArgument, "TLS certificate '" + paths.cert +
                                                                "' is not a PEM file holding a "
                                                                "CERTIFICATE"));
+}
+
+// A key that group or others may read is refused with a message that says how to fix it; the
+// same file with mode 0600 (or 0400) is accepted.
+TEST_F(ConfigTest, LooseKeyModesAreRefused) {
+  const testing::TestPki pki("tls-test");
+  const TlsMaterial party = pki.Party("hospital-a");
+  TlsPaths paths{Write("ca.crt", party.ca_pem), Write("tls.crt", party.cert_pem),
+                 Write("tls.key", party.key_pem)};
+  for (const fs::perms loose : {fs::perms::group_read, fs::perms::others_read}) {
+    fs::permissions(paths.key, fs::perms::owner_read | fs::perms::owner_write | loose);
+    EXPECT_THAT(LoadTlsMaterial(paths),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         "TLS key '" + paths.key + "' is readable by group or others"));
+    EXPECT_THAT(ReadPrivateKeyFile(paths.key, "seal key"),
+                StatusIs(absl::StatusCode::kPermissionDenied, "chmod 600 '" + paths.key + "'"));
+  }
+  fs::permissions(paths.key, fs::perms::owner_read);
+  EXPECT_OK(LoadTlsMaterial(paths).status());
+  // Certificates are public: their mode does not matter.
+  fs::permissions(paths.cert, fs::perms::all);
+  EXPECT_OK(LoadTlsMaterial(paths).status());
+}
+
+TEST_F(ConfigTest, PartyMaxInputBytes) {
+  const std::string base =
+      "name: hospital-a\nleader: 127.0.0.1:7443\ndata_dir: data\n"
+      "tls: {ca: ca.crt, cert: tls.crt, key: tls.key}\nseal: {cert: seal.crt, key: seal.key}\n";
+  ASSERT_OK_AND_ASSIGN(const PartyConfig defaults, LoadPartyConfig(Write("p.yaml", base)));
+  EXPECT_EQ(defaults.max_input_bytes, uint64_t{64} << 30);
+  ASSERT_OK_AND_ASSIGN(const PartyConfig set,
+                       LoadPartyConfig(Write("p.yaml", base + "max_input_bytes: 1000000\n")));
+  EXPECT_EQ(set.max_input_bytes, 1000000u);
+  for (const std::string bad : {"0", "-5", "lots", "0x10"}) {
+    EXPECT_THAT(LoadPartyConfig(Write("p.yaml", base + "max_input_bytes: " + bad + "\n")),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "key 'max_input_bytes' must be a positive whole number of bytes"))
+        << bad;
+  }
 }
 
 TEST(HostPortTest, Validates) {

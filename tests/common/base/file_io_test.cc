@@ -180,5 +180,119 @@ TEST(AtomicFileWriterTest, BareFileNameIsWrittenInTheWorkingDirectory) {
   EXPECT_EQ(*ReadFile(dir.File("bare.txt")), "b");
 }
 
+// Bounded reads: a regular file larger than the limit is refused before it is read; a device or
+// FIFO that never ends (/dev/zero) is refused once the limit is passed, not grown without bound.
+TEST(ReadFileTest, SizeLimitIsEnforcedForFilesAndEndlessDevices) {
+  TempDir dir;
+  const std::string path = dir.File("big");
+  ASSERT_OK(WriteFileAtomically(path, std::string(1000, 'x'), {}));
+  EXPECT_THAT(ReadFile(path, ReadFileOptions{.max_bytes = 999, .what = "table"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "'" + path + "' is larger than the limit of 999 bytes for a table"));
+  EXPECT_EQ(ReadFile(path, ReadFileOptions{.max_bytes = 1000})->size(), 1000u);
+  EXPECT_THAT(ReadFile("/dev/zero", ReadFileOptions{.max_bytes = 1 << 20, .what = "taxonomy"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "'/dev/zero' is larger than the limit of 1048576 bytes for a taxonomy"));
+}
+
+TEST(ReadFileTest, OverlongLineIsAnErrorWithItsLineNumber) {
+  TempDir dir;
+  const std::string path = dir.File("lines");
+  ASSERT_OK(WriteFileAtomically(path, "ab\ncd\n" + std::string(11, 'y') + "\nz\n", {}));
+  EXPECT_THAT(ReadFile(path, ReadFileOptions{.max_line_bytes = 10}),
+              StatusIs(absl::StatusCode::kInvalidArgument, path + ":3: line longer than 10 bytes"));
+  EXPECT_OK(ReadFile(path, ReadFileOptions{.max_line_bytes = 11}).status());
+  // A final line without a newline counts too; /dev/zero fails after the first line's bound.
+  ASSERT_OK(WriteFileAtomically(path, "ab\n" + std::string(11, 'y'), {}));
+  EXPECT_THAT(ReadFile(path, ReadFileOptions{.max_line_bytes = 10}),
+              StatusIs(absl::StatusCode::kInvalidArgument, path + ":2: line longer"));
+  EXPECT_THAT(ReadFile("/dev/zero", ReadFileOptions{.max_line_bytes = 1 << 20}),
+              StatusIs(absl::StatusCode::kInvalidArgument, "/dev/zero:1: line longer than"));
+}
+
+TEST(ResolveInsideDirectoryTest, AcceptsPathsInsideAndRefusesEscapes) {
+  TempDir dir;
+  namespace fs = std::filesystem;
+  fs::create_directories(dir.File("data/sub"));
+  fs::create_directories(dir.File("other"));
+  ASSERT_OK(WriteFileAtomically(dir.File("data/sub/t.csv"), "x", {}));
+  ASSERT_OK(WriteFileAtomically(dir.File("other/tls.key"), "secret", {}));
+  const std::string data = dir.File("data");
+  const std::string canonical_data = fs::canonical(data).string();
+  EXPECT_EQ(*ResolveInsideDirectory(data, "sub/t.csv"), canonical_data + "/sub/t.csv");
+  EXPECT_EQ(*ResolveInsideDirectory(data, "sub/../sub/./t.csv"), canonical_data + "/sub/t.csv");
+  EXPECT_EQ(*ResolveInsideDirectory(data, "not-yet.csv"), canonical_data + "/not-yet.csv");
+  EXPECT_EQ(*ResolveInsideDirectory(data, canonical_data + "/sub/t.csv"),
+            canonical_data + "/sub/t.csv");
+  for (const std::string bad : {"/etc/passwd", "../other/tls.key", "sub/../../other/tls.key", "..",
+                                ".", "", "sub/../..", "nonexistent/../../other/tls.key"}) {
+    EXPECT_THAT(ResolveInsideDirectory(data, bad),
+                StatusIs(absl::StatusCode::kPermissionDenied, "is outside the directory"))
+        << bad;
+  }
+  // A prefix of the name is not a parent: data-evil is not inside data.
+  fs::create_directories(dir.File("data-evil"));
+  EXPECT_THAT(ResolveInsideDirectory(data, "../data-evil/x"),
+              StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  // Symbolic links are resolved before the check: a link inside pointing outside is refused, a
+  // link inside pointing inside is fine.
+  fs::create_symlink(dir.File("other/tls.key"), dir.File("data/key-link"));
+  fs::create_directory_symlink(dir.File("other"), dir.File("data/dir-link"));
+  fs::create_symlink(dir.File("data/sub/t.csv"), dir.File("data/good-link"));
+  EXPECT_THAT(ResolveInsideDirectory(data, "key-link"),
+              StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  EXPECT_THAT(ResolveInsideDirectory(data, "dir-link/tls.key"),
+              StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  EXPECT_EQ(*ResolveInsideDirectory(data, "good-link"), canonical_data + "/sub/t.csv");
+  // The message never names the base directory (it may travel to another machine).
+  const absl::Status refused = ResolveInsideDirectory(data, "/etc/passwd").status();
+  EXPECT_THAT(std::string(refused.message()), ::testing::Not(::testing::HasSubstr(data)));
+  EXPECT_THAT(ResolveInsideDirectory(dir.File("missing"), "x"),
+              StatusIs(absl::StatusCode::kNotFound, ""));
+}
+
+TEST(SameFileTest, ComparesExistingFilesByIdentityAndNewOnesByResolvedPath) {
+  TempDir dir;
+  ASSERT_OK(WriteFileAtomically(dir.File("a.csv"), "a", {}));
+  std::filesystem::create_symlink(dir.File("a.csv"), dir.File("link.csv"));
+  ASSERT_EQ(::link(dir.File("a.csv").c_str(), dir.File("hard.csv").c_str()), 0);
+  EXPECT_TRUE(SameFile(dir.File("a.csv"), dir.File("./a.csv")));
+  EXPECT_TRUE(SameFile(dir.File("a.csv"), dir.File("link.csv")));
+  EXPECT_TRUE(SameFile(dir.File("a.csv"), dir.File("hard.csv")));
+  EXPECT_TRUE(SameFile(dir.File("new.csv"), dir.File("x/../new.csv")));
+  EXPECT_FALSE(SameFile(dir.File("a.csv"), dir.File("new.csv")));
+  EXPECT_THAT(CheckDistinctOutputs({{"--output", dir.File("link.csv")}, {"--report", ""}},
+                                   {{"--input", dir.File("a.csv")}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "--output '" + dir.File("link.csv") +
+                           "' is the same file as --input; refusing to overwrite it"));
+  EXPECT_OK(CheckDistinctOutputs({{"--output", dir.File("o.csv")}, {"--report", dir.File("r")}},
+                                 {{"--input", dir.File("a.csv")}}));
+  EXPECT_THAT(CheckDistinctOutputs(
+                  {{"--output", dir.File("o.csv")}, {"--report", dir.File("./o.csv")}}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, "is the same file as --output"));
+}
+
+TEST(ValidateJobIdTest, OnlyTheStoresFormIsAccepted) {
+  EXPECT_OK(ValidateJobId("job-0123456789ab"));
+  for (const std::string bad :
+       {"", "../x", "job-../../etc", "job-0123456789AB", "job-0123456789a/", "job-0123456789abc"}) {
+    EXPECT_THAT(ValidateJobId(bad), StatusIs(absl::StatusCode::kInvalidArgument, "invalid job id"))
+        << bad;
+  }
+}
+
+// A symbolic link planted at the destination is replaced (rename), never written through.
+TEST(AtomicFileWriterTest, PlantedSymlinkAtTheDestinationIsReplacedNotFollowed) {
+  TempDir dir;
+  ASSERT_OK(WriteFileAtomically(dir.File("victim"), "precious", {}));
+  std::filesystem::create_symlink(dir.File("victim"), dir.File("out.csv"));
+  ASSERT_OK(WriteFileAtomically(dir.File("out.csv"), "new", {}));
+  EXPECT_EQ(*ReadFile(dir.File("victim")), "precious");
+  EXPECT_FALSE(std::filesystem::is_symlink(dir.File("out.csv")));
+  EXPECT_EQ(*ReadFile(dir.File("out.csv")), "new");
+  EXPECT_EQ(ModeOf(dir.File("out.csv")), 0600u);
+}
+
 }  // namespace
 }  // namespace fedanon::common

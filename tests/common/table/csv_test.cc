@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -335,6 +336,39 @@ TEST(CsvFileTest, ReadFileErrorsNameThePath) {
               StatusIs(absl::StatusCode::kNotFound, "missing.txt"));
   EXPECT_THAT(WriteFileAtomically(dir.File("no/dir/x"), "x"),
               StatusIs(absl::StatusCode::kNotFound, "no/dir/x"));
+}
+
+// /dev/zero (or an endless FIFO) as a table fails fast: a line longer than the bound is an error
+// with its line number, and the size limit holds even where there are newlines.
+TEST(CsvReaderTest, OpenIsBoundedInLineLengthAndSize) {
+  EXPECT_THAT(
+      CsvReader::Open("/dev/zero"),
+      StatusIs(absl::StatusCode::kInvalidArgument, "/dev/zero:1: line longer than 1048576 bytes"));
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("csv_limits_" + std::to_string(::getpid())))
+          .string();
+  ASSERT_OK(WriteFileAtomically(path, "a,b\n1,2\n3,4\n"));
+  EXPECT_THAT(CsvReader::Open(path, {.max_bytes = 8}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "'" + path + "' is larger than the limit of 8 bytes for a table"));
+  EXPECT_THAT(CsvReader::Open(path, {.max_line_bytes = 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument, path + ":1: line longer than 2 bytes"));
+  EXPECT_OK(CsvReader::Open(path, {.max_bytes = 12, .max_line_bytes = 3}).status());
+  std::filesystem::remove(path);
+}
+
+// A table is written private to its owner.
+TEST(CsvWriterTest, TablesAreWrittenWithMode0600) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("csv_mode_" + std::to_string(::getpid())))
+          .string();
+  ASSERT_OK_AND_ASSIGN(auto writer, CsvWriter::Create(path));
+  writer->WriteRow({"a"});
+  ASSERT_OK(writer->Commit());
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::filesystem::remove(path);
 }
 
 }  // namespace

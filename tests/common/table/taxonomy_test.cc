@@ -287,5 +287,72 @@ TEST(TaxonomyTest, LoadsAdultHierarchies) {
   EXPECT_TRUE(country.FindLeaf("Holand-Netherlands").has_value());  // the line without newline
 }
 
+// A private key named as a taxonomy: with quote_labels false (what a party sends to the leader)
+// the error names the file, the line and the kind of problem, never a byte of the content.
+TEST(TaxonomyTest, ErrorsWithoutQuotedLabelsNeverEchoTheFile) {
+  const std::string key =
+      "-----BEGIN PRIVATE KEY-----\n"
+      "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgSECRETSECRETSECRET\n"
+      "hRANCAAEkm7c3zQ9pS8vVdXfK1fJxG2X8Wb8G5n6r+0mC7QY8q5yD8w6p3f1bJk1\n"
+      "-----END PRIVATE KEY-----\n";
+  const absl::StatusOr<Taxonomy> quoted = Taxonomy::ParseArx(key, "tls.key", "age");
+  ASSERT_FALSE(quoted.ok());
+  EXPECT_THAT(std::string(quoted.status().message()), ::testing::HasSubstr("BEGIN"));
+  const absl::StatusOr<Taxonomy> plain =
+      Taxonomy::ParseArx(key, "tls.key", "age", {.quote_labels = false});
+  EXPECT_THAT(plain, StatusIs(absl::StatusCode::kInvalidArgument,
+                              "tls.key:2: taxonomy for attribute 'age': this line ends in a "
+                              "different root than line 1"));
+  const std::string message(plain.status().message());
+  for (const std::string secret : {"BEGIN", "PRIVATE", "MIGH", "SECRET", "hRAN", "-----"}) {
+    EXPECT_THAT(message, ::testing::Not(::testing::HasSubstr(secret)));
+  }
+  // Every other content error of a party's file is told without labels as well.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"a;P1;R\na;P2;R\n",
+       "tls.key:2: taxonomy for attribute 'age': a value has a different "
+       "parent than on line 1"},
+      {"a;b;R\nb;R\n",
+       "tls.key:2: taxonomy for attribute 'age': a value is a leaf on line 2 but "
+       "a generalization on line 1"},
+      {"a;R\nb;R;a;R\n", "tls.key:2: taxonomy for attribute 'age': the root appears below"},
+  };
+  for (const auto& [text, expected] : cases) {
+    const absl::StatusOr<Taxonomy> t =
+        Taxonomy::ParseArx(text, "tls.key", "age", {.quote_labels = false});
+    EXPECT_THAT(t, StatusIs(absl::StatusCode::kInvalidArgument, expected)) << text;
+    EXPECT_THAT(std::string(t.status().message()), ::testing::Not(::testing::HasSubstr("'a'")));
+  }
+}
+
+// Every level can cost the engine a round: depth is bounded, with a clear error.
+TEST(TaxonomyTest, DepthIsBounded) {
+  auto chain = [](int levels) {
+    std::string line = "leaf";
+    for (int i = 0; i < levels; ++i) line += ";L" + std::to_string(i);
+    return line + "\n";
+  };
+  ASSERT_OK_AND_ASSIGN(const Taxonomy ok, Taxonomy::ParseArx(chain(64), "t.csv", "age"));
+  EXPECT_EQ(ok.depth(*ok.Find("leaf")), kMaxTaxonomyDepth);
+  EXPECT_THAT(Taxonomy::ParseArx(chain(65), "t.csv", "age"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "65 levels; at most 64"));
+  EXPECT_THAT(Taxonomy::ParseArx(chain(2000), "t.csv", "age"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "t.csv:1: taxonomy for attribute 'age': the path from this leaf to the root "
+                       "has 2000 levels; at most 64 are supported"));
+  std::vector<std::pair<std::string, std::string>> edges;
+  for (int i = 0; i < 100; ++i)
+    edges.emplace_back("n" + std::to_string(i + 1), "n" + std::to_string(i));
+  EXPECT_THAT(Taxonomy::FromEdges(edges, "age"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "more than 64 levels"));
+}
+
+TEST(TaxonomyTest, LoadArxIsBoundedInSizeAndLineLength) {
+  EXPECT_THAT(
+      Taxonomy::LoadArx("/dev/zero", "age"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "taxonomy for attribute 'age': /dev/zero:1: line longer than 1048576 bytes"));
+}
+
 }  // namespace
 }  // namespace fedanon::common

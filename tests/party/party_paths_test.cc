@@ -1,0 +1,202 @@
+// The party's prepare step reads only files inside its data directory, never echoes their content
+// to the leader, and uses only well-formed job ids; and a hostile stats request cannot make the
+// party overflow a size or write out of bounds. The checks look at the reply the leader would see
+// (the captured ErrorReply), not at the party's own bookkeeping.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/engine/count_source.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/tips.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/table/dataset.h"
+#include "crypto/certificates.h"
+#include "party/party_agent.h"
+#include "tests/common/engine/engine_test_util.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::party {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kJobId[] = "job-0123456789ab";
+
+// A private key as an attacker would like to read it (made up, never a real key).
+constexpr char kPem[] =
+    "-----BEGIN PRIVATE KEY-----\n"
+    "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgTOPSECRETTOPSECRET\n"
+    "hRANCAAEkm7c3zQ9pS8vVdXfK1fJxG2X8Wb8G5n6r+0mC7QY8q5yD8w6p3f1bJk1\n"
+    "-----END PRIVATE KEY-----\n";
+
+constexpr char kTable[] = "age,income\nyoung,a\nold,b\nyoung,b\n";
+constexpr char kAgeTaxonomy[] = "young;ANY\nold;ANY\n";
+
+class PartyPathsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = testing::FreshDir("party_paths");
+    data_dir_ = root_ + "/hospital-a";
+    testing::WriteText(data_dir_ + "/table.csv", kTable);
+    testing::WriteText(data_dir_ + "/age.csv", kAgeTaxonomy);
+    testing::WriteText(data_dir_ + "/key-as-taxonomy.csv", kPem);
+    testing::WriteText(root_ + "/hospital-b/tls.key", kPem);
+    testing::WriteText(root_ + "/outside.csv", kTable);
+    auto ca = crypto::CertificateAuthority::Create("test", absl::Hours(1));
+    ASSERT_TRUE(ca.ok()) << ca.status();
+    auto seal = (*ca)->IssueSeal({crypto::Role::kParty, "hospital-a"}, absl::Hours(1));
+    ASSERT_TRUE(seal.ok()) << seal.status();
+    PartyAgentOptions o;
+    o.name = "hospital-a";
+    o.data_dir = data_dir_;
+    o.default_data_path = "table.csv";
+    o.output_dir = data_dir_ + "/output";
+    o.ca_pem = (*ca)->cert_pem();
+    o.seal_cert_pem = seal->cert_pem;
+    o.seal_key_pem = seal->key_pem;
+    auto agent = PartyAgent::Create(o);
+    ASSERT_TRUE(agent.ok()) << agent.status();
+    agent_ = std::move(*agent);
+  }
+
+  // Sends a prepare request for a job whose `age` taxonomy is `taxonomy` and whose table is
+  // `data_path` ("" for the party's default); returns the reply the leader gets.
+  fedanon::v1::PartyMessage Prepare(const std::string& taxonomy, const std::string& data_path = "",
+                                    const std::string& job_id = kJobId) {
+    auto spec = common::ParseJobSpecYaml(
+        "name: t\n"
+        "attributes:\n"
+        "  - {name: age, role: qid, taxonomy: \"" +
+            taxonomy +
+            "\"}\n"
+            "  - {name: income, role: class, values: [a, b]}\n"
+            "privacy: {model: lkc, L: 1, K: 1}\n",
+        "spec.yaml");
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    fedanon::v1::LeaderMessage request;
+    request.set_job_id(job_id);
+    request.set_request_id(1);
+    *request.mutable_prepare()->mutable_spec() = *spec;
+    request.mutable_prepare()->set_data_path(data_path);
+    return agent_->Handle(request);
+  }
+
+  std::string root_;
+  std::string data_dir_;
+  std::unique_ptr<PartyAgent> agent_;
+};
+
+TEST_F(PartyPathsTest, FilesInsideTheDataDirectoryAreRead) {
+  const fedanon::v1::PartyMessage reply = Prepare("age.csv");
+  EXPECT_TRUE(reply.has_prepared()) << reply.error().message();
+  EXPECT_TRUE(Prepare(data_dir_ + "/age.csv", "./table.csv").has_prepared());
+}
+
+TEST_F(PartyPathsTest, TaxonomyOutsideTheDataDirectoryIsRefused) {
+  for (const std::string& path :
+       {std::string("/etc/passwd"), std::string("../hospital-b/tls.key"),
+        std::string("sub/../../hospital-b/tls.key"), root_ + "/hospital-b/tls.key"}) {
+    const fedanon::v1::PartyMessage reply = Prepare(path);
+    ASSERT_TRUE(reply.has_error()) << path;
+    EXPECT_EQ(reply.error().code(), static_cast<int>(absl::StatusCode::kPermissionDenied));
+    EXPECT_EQ(reply.error().message(),
+              "party 'hospital-a': taxonomy of attribute 'age' is outside the party's data "
+              "directory");
+  }
+}
+
+TEST_F(PartyPathsTest, SymbolicLinkOutOfTheDataDirectoryIsRefused) {
+  fs::create_symlink(root_ + "/hospital-b/tls.key", data_dir_ + "/innocent.csv");
+  fs::create_directory_symlink(root_ + "/hospital-b", data_dir_ + "/b");
+  for (const std::string path : {"innocent.csv", "b/tls.key"}) {
+    const fedanon::v1::PartyMessage reply = Prepare(path);
+    ASSERT_TRUE(reply.has_error()) << path;
+    EXPECT_THAT(reply.error().message(), HasSubstr("is outside the party's data directory"));
+    EXPECT_THAT(reply.error().message(), Not(HasSubstr("BEGIN")));
+  }
+}
+
+TEST_F(PartyPathsTest, TableOutsideTheDataDirectoryIsRefused) {
+  for (const std::string path : {"../outside.csv", "/etc/passwd", "../hospital-b/tls.key"}) {
+    const fedanon::v1::PartyMessage reply = Prepare("age.csv", path);
+    ASSERT_TRUE(reply.has_error()) << path;
+    EXPECT_EQ(reply.error().message(),
+              "party 'hospital-a': table '" + path + "' is outside the party's data directory");
+  }
+}
+
+// A file inside the data directory that is not a taxonomy (here a key): the reply names the
+// attribute, the file, the line and the problem, and carries no byte of the file.
+TEST_F(PartyPathsTest, TaxonomyContentIsNeverEchoedToTheLeader) {
+  const fedanon::v1::PartyMessage reply = Prepare("key-as-taxonomy.csv");
+  ASSERT_TRUE(reply.has_error());
+  const std::string& message = reply.error().message();
+  EXPECT_THAT(message,
+              AllOf(HasSubstr("key-as-taxonomy.csv:2"), HasSubstr("taxonomy for attribute 'age'"),
+                    HasSubstr("different root than line 1")));
+  for (const std::string secret : {"BEGIN", "PRIVATE", "MIGH", "TOPSECRET", "hRAN", "-----"}) {
+    EXPECT_THAT(message, Not(HasSubstr(secret)));
+  }
+}
+
+TEST_F(PartyPathsTest, MalformedJobIdIsRefusedBeforeItCanNameAFile) {
+  for (const std::string id : {"../../etc/cron.d/x", "job-0123456789ab/../../x", "", "job-1"}) {
+    const fedanon::v1::PartyMessage reply = Prepare("age.csv", "", id);
+    ASSERT_TRUE(reply.has_error()) << id;
+    EXPECT_THAT(reply.error().message(), HasSubstr("invalid job id"));
+  }
+}
+
+// Released counts over value columns whose product of sizes overflows 64 bits: the party's
+// ValueCombinations() saturates, and a request claiming such a product (or any product beyond the
+// bound) gets no counts at all instead of a wrapped-around allocation and an out-of-bounds write.
+TEST(ReleasedCountsTest, OverflowingDomainProductIsRefusedNotWrapped) {
+  common::Dataset data;
+  data.num_records = 1;
+  common::QidColumn qid;
+  qid.name = "q";
+  qid.kind = common::QidKind::kSuppression;
+  qid.values = {"x"};
+  qid.codes = {0};
+  data.qids.push_back(qid);
+  data.sensitive_bits = {0};
+  for (int c = 0; c < 5; ++c) {  // 10,000^5 = 1e20 > 2^64
+    common::Dataset::ValueColumn vc;
+    vc.name = "v" + std::to_string(c);
+    for (int v = 0; v < 10'000; ++v) vc.values.push_back(std::to_string(v));
+    vc.codes = {9'999};
+    data.value_columns.push_back(std::move(vc));
+  }
+  data.all_values_declared = true;
+  EXPECT_EQ(data.ValueCombinations(), common::Dataset::kTooManyCombinations);
+  std::vector<common::AttributeHierarchy> hier;
+  hier.emplace_back(&data.qids[0]);
+  common::Tips tips(&data, &hier);
+  // 1e20 mod 2^64: what an unchecked product would have claimed.
+  const uint64_t wrapped = uint64_t{100'000'000'000'000'000} * 1000;
+  for (uint64_t claimed : {wrapped, common::Dataset::kTooManyCombinations, uint64_t{1} << 40}) {
+    common::StatsRequest request;
+    request.released_groups = {{0}};
+    request.released_combinations = claimed;
+    std::vector<uint64_t> out;
+    common::AppendLocalStats(tips, request, &out);
+    EXPECT_NE(out.size(), common::StatsLength(hier, 0, 0, request)) << claimed;
+    EXPECT_LT(out.size(), 50'000'001u) << claimed;
+  }
+  // The length a hostile request claims saturates instead of wrapping to a small number.
+  common::StatsRequest huge;
+  huge.released_groups = std::vector<std::vector<common::NodeIndex>>(4, {0});
+  huge.released_combinations = uint64_t{1} << 62;
+  EXPECT_EQ(common::StatsLength(hier, 0, 0, huge), SIZE_MAX);
+}
+
+}  // namespace
+}  // namespace fedanon::party
