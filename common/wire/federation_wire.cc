@@ -118,6 +118,8 @@ void AppendField(std::string* out, std::string_view f) {
 }  // namespace
 
 std::string CsvLine(const std::vector<std::string_view>& fields) {
+  // A lone empty field is quoted, as CsvWriter does: a blank line would read back as no record.
+  if (fields.size() == 1 && fields[0].empty()) return "\"\"\n";
   std::string out;
   for (size_t i = 0; i < fields.size(); ++i) {
     if (i) out.push_back(',');
