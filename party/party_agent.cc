@@ -6,6 +6,8 @@
 #include <map>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/parallel_for.h"
 #include "common/base/status_macros.h"
@@ -55,6 +57,17 @@ absl::Status ShuffleRows(google::protobuf::RepeatedPtrField<std::string>* rows) 
   rows->Clear();
   for (auto& r : shuffled) *rows->Add() = std::move(r);
   return absl::OkStatus();
+}
+
+// A job id becomes a file name (<output_dir>/<job id>.csv at the recipient): letters, digits, '.',
+// '_' and '-' only, not starting with '.', at most 128 bytes (the leader's are job-<12 hex>).
+absl::Status CheckJobId(const std::string& job_id) {
+  bool ok = !job_id.empty() && job_id.size() <= 128 && job_id.front() != '.';
+  for (char c : job_id) ok = ok && (absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-');
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "invalid job id \"", absl::CHexEscape(job_id.substr(0, 64)),
+      "\": letters, digits, '.', '_' and '-' only, not starting with '.', at most 128 bytes"));
 }
 
 std::string Resolve(const std::string& base, const std::string& path) {
@@ -125,6 +138,7 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
       return reply;
     case LeaderMessage::kPrepare: {
       job_.reset();
+      RETURN_IF_ERROR(CheckJobId(request.job_id()));
       auto job = std::make_unique<JobState>();
       job->job_id = request.job_id();
       job->spec = request.prepare().spec();
