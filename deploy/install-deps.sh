@@ -18,8 +18,9 @@ PACKAGES=(
 # config`. Debian's docker-compose 1.29 is pure Python (python3 and ~16 small python3-* packages,
 # no daemon); with --no-install-recommends below it does not pull the Docker engine (docker.io).
 # python3 runs tests/lint/check_architecture.py; clang-16 builds the `clang` preset that CI runs
-# with -Wthread-safety.
-TEST_TOOLS=(docker-compose python3 clang-16)
+# with -Wthread-safety, and with libclang-rt-16-dev (libFuzzer, ASan and UBSan runtimes) the
+# `fuzz` preset (docs/fuzzing.md).
+TEST_TOOLS=(docker-compose python3 clang-16 libclang-rt-16-dev)
 
 case "${1:-}" in
   "") PACKAGES+=("${TEST_TOOLS[@]}") ;;

@@ -29,6 +29,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/reflection.h"
+#include "google/protobuf/stubs/common.h"
 
 namespace fedanon::common {
 namespace {
@@ -241,6 +242,10 @@ absl::Status YamlToMessage::Scalar(const YAML::Node& node, const pb::FieldDescri
   const std::string& text = node.Scalar();
   switch (field.cpp_type()) {
     case F::CPPTYPE_STRING:
+      // Protobuf strings are UTF-8; other bytes would be lost on the way to YAML or the wire.
+      if (field.type() == F::TYPE_STRING && !pb::internal::IsStructurallyValidUTF8(text)) {
+        return Error(node.Mark(), Cat(where, ": text is not valid UTF-8"));
+      }
       add ? r.AddString(msg, &field, text) : r.SetString(msg, &field, text);
       return absl::OkStatus();
     case F::CPPTYPE_BOOL: {

@@ -1,0 +1,576 @@
+// Fuzz target: the party's handler of the leader's requests, PartyAgent::Handle
+// (party/party_agent.h), fed fedanon.v1.LeaderMessages parsed from the input, as a malicious or
+// broken leader could send them.
+//
+// Input: one byte choosing the state the party is put in first, then up to 8 LeaderMessages, each
+// prefixed with its 2-byte little-endian length (FuzzInput::Piece). The states:
+//   0: no job;  1: a horizontal job prepared (secure sums and the secure union reachable);
+//   2: a vertical job prepared;  3: the vertical job after ID matching with a second party, run
+//   here with the real messages (proposals, instructions, commit and release reachable).
+// The party under test is "hospital-a"; the job id is kJob, the round any. Every input starts from
+// a fresh agent, so inputs do not depend on each other.
+//
+// So that the fuzzer reaches what lies behind the cryptography, the harness rewrites two things in
+// each message before the party sees it (a real leader could not do either):
+//   - a Participant with an empty seal_certificate gets the certificate of the party it names
+//     (hospital-a, hospital-b or the leader: all issued by this process's CA);
+//   - a SealedPayload whose ciphertext starts with "plain:" is sealed for hospital-a, bound to the
+//     message's job id and round and the payload's own sender, receiver and purpose fields (union
+//     rows: to the union's recipient, no sender, purpose "union"), the rest being the plaintext.
+// Messages that name a taxonomy or table by an absolute path or through ".." are skipped: they
+// would make the fuzzer read the machine's files (the party reads what its leader names).
+//
+// Checked besides the sanitizers: every reply carries its request's id; a reply never contains a
+// record ID of the party's tables (IDs leave a party only encrypted) unless the request did; and a
+// job is prepared only under an id that is a plain file name (the recipient writes
+// <output_dir>/<job id>.csv).
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/wire/federation_wire.h"
+#include "crypto/certificates.h"
+#include "crypto/sealed_box.h"
+#include "fedanon/v1/federation.pb.h"
+#include "party/party_agent.h"
+#include "spdlog/spdlog.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace fedanon::fuzz {
+namespace {
+
+using fedanon::v1::LeaderMessage;
+using fedanon::v1::PartyMessage;
+using fedanon::v1::SealedPayload;
+
+constexpr char kPlain[] = "plain:";
+constexpr size_t kPlainSize = sizeof(kPlain) - 1;
+constexpr char kJob[] = "job-00000000f022";
+constexpr char kA[] = "hospital-a";
+constexpr char kB[] = "hospital-b";
+constexpr char kLeader[] = "leader";
+constexpr uint32_t kLeaderIndex = UINT32_MAX;
+constexpr size_t kMaxMessages = 8;
+
+constexpr char kEducation[] =
+    "Bachelors;Undergraduate;Higher;ANY\nMasters;Graduate;Higher;ANY\n"
+    "Doctorate;Graduate;Higher;ANY\n11th;Secondary;ANY\n";
+constexpr char kSex[] = "Male;ANY_Sex\nFemale;ANY_Sex\n";
+constexpr char kJobs[] =
+    "Janitor;Non-Technical;Blue-collar;ANY_Job\nMover;Non-Technical;Blue-collar;ANY_Job\n"
+    "Carpenter;Technical;Blue-collar;ANY_Job\nManager;White-collar;ANY_Job\n"
+    "Lawyer;Professional;White-collar;ANY_Job\n";
+
+constexpr char kHorizontalSpec[] = R"(name: fuzz-horizontal
+attributes:
+  - {name: edu, role: qid, taxonomy: edu.csv}
+  - {name: g, role: qid, values: [ga, gb, gc]}
+  - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1}
+  - {name: other, role: other, values: [x, y]}
+  - {name: cls, role: class, values: [yes, no]}
+partitioning: horizontal
+privacy: {model: lkc, L: 2, K: 2}
+)";
+constexpr char kHorizontalTable[] =
+    "edu,g,age,other,cls\nBachelors,ga,23,x,yes\nMasters,gb,37,y,no\nDoctorate,ga,51,x,yes\n"
+    "11th,gc,17,y,no\nMasters,ga,44,x,no\nBachelors,gb,30,y,yes\nDoctorate,gc,62,x,no\n"
+    "11th,ga,19,x,yes\n";
+
+constexpr char kVerticalSpec[] = R"(name: fuzz-vertical
+attributes:
+  - {name: ID, role: id}
+  - {name: Sex, role: qid, taxonomy: sex.csv, party: hospital-a}
+  - {name: Job, role: qid, taxonomy: job.csv, party: hospital-b}
+  - {name: Salary, role: qid, type: continuous, range: [1, 99], precision: 1, party: hospital-b}
+  - {name: Class, role: class, values: [Y, N]}
+privacy: {model: lkc, L: 2, K: 2}
+score: infogain
+partitioning: vertical
+)";
+
+// Record IDs: the privacy check looks for these in replies.
+std::string Id(int i) { return absl::StrCat("id-secret-", 1000 + i); }
+
+std::string VerticalTableA() {
+  std::string t = "ID,Class,Sex\n";
+  for (int i = 0; i < 12; ++i) {
+    absl::StrAppend(&t, Id(i), ",", i % 3 ? "Y" : "N", ",", i % 2 ? "Male" : "Female", "\n");
+  }
+  return t;
+}
+
+std::string VerticalTableB() {
+  const char* jobs[] = {"Janitor", "Mover", "Carpenter", "Manager", "Lawyer"};
+  std::string t = "ID,Class,Job,Salary\n";
+  for (int i = 1; i < 13; ++i) {
+    absl::StrAppend(&t, Id(i), ",", i % 3 ? "Y" : "N", ",", jobs[i % 5], ",", 20 + 5 * i, "\n");
+  }
+  return t;
+}
+
+// What every input shares: the CA, the parties' options and the prepare messages.
+struct World {
+  std::unique_ptr<crypto::CertificateAuthority> ca;
+  std::map<std::string, std::string> seal_certs;  // by name
+  party::PartyAgentOptions a, b;
+  std::unique_ptr<crypto::SealKeyPair> a_keys;  // to seal test payloads for hospital-a
+  LeaderMessage horizontal, vertical;           // prepare
+};
+
+party::PartyAgentOptions PartyOptions(const World& w, const std::string& name,
+                                      const crypto::IssuedCertificate& seal) {
+  party::PartyAgentOptions o;
+  o.name = name;
+  o.data_dir = ScratchDir() + "/" + name;
+  o.default_data_path = "table.csv";
+  o.output_dir = o.data_dir + "/output";
+  o.ca_pem = w.ca->cert_pem();
+  o.seal_cert_pem = seal.cert_pem;
+  o.seal_key_pem = seal.key_pem;
+  return o;
+}
+
+LeaderMessage Prepare(const World& w, std::string_view spec_yaml, const std::string& data_path) {
+  LeaderMessage msg;
+  msg.set_job_id(kJob);
+  msg.set_round(1);
+  absl::StatusOr<fedanon::v1::JobSpec> spec = common::ParseJobSpecYaml(spec_yaml, "fuzz-spec.yaml");
+  if (!spec.ok()) FuzzFail("a fixed spec does not load");
+  *msg.mutable_prepare()->mutable_spec() = *spec;
+  msg.mutable_prepare()->set_data_path(data_path);
+  uint32_t index = 0;
+  for (const char* name : {kA, kB, kLeader}) {
+    auto* p = msg.mutable_prepare()->add_participants();
+    p->set_name(name);
+    p->set_index(std::string_view(name) == kLeader ? kLeaderIndex : index++);
+    p->set_seal_certificate(w.seal_certs.at(name));
+  }
+  return msg;
+}
+
+const World& TheWorld() {
+  static const World* world = [] {
+    spdlog::set_level(spdlog::level::off);
+    QuietProtobuf();
+    auto* w = new World;
+    absl::StatusOr<std::unique_ptr<crypto::CertificateAuthority>> ca =
+        crypto::CertificateAuthority::Create("fuzz", absl::Hours(24 * 365));
+    if (!ca.ok()) FuzzFail("no CA");
+    w->ca = *std::move(ca);
+    std::map<std::string, crypto::IssuedCertificate> issued;
+    for (const char* name : {kA, kB, kLeader}) {
+      const crypto::Role role =
+          std::string_view(name) == kLeader ? crypto::Role::kLeader : crypto::Role::kParty;
+      absl::StatusOr<crypto::IssuedCertificate> seal =
+          w->ca->IssueSeal({role, name}, absl::Hours(24 * 365));
+      if (!seal.ok()) FuzzFail("no seal certificate");
+      w->seal_certs[name] = seal->cert_pem;
+      issued[name] = *seal;
+    }
+    w->a = PartyOptions(*w, kA, issued[kA]);
+    w->b = PartyOptions(*w, kB, issued[kB]);
+    absl::StatusOr<std::unique_ptr<crypto::SealKeyPair>> keys =
+        crypto::SealKeyPairFromPem(issued[kA].key_pem);
+    if (!keys.ok()) FuzzFail("no key pair");
+    w->a_keys = *std::move(keys);
+    for (const party::PartyAgentOptions* o : {&w->a, &w->b}) {
+      WriteTextFile(o->data_dir + "/edu.csv", kEducation);
+      WriteTextFile(o->data_dir + "/sex.csv", kSex);
+      WriteTextFile(o->data_dir + "/job.csv", kJobs);
+      WriteTextFile(o->data_dir + "/table.csv", kHorizontalTable);
+    }
+    WriteTextFile(w->a.data_dir + "/vtable.csv", VerticalTableA());
+    WriteTextFile(w->b.data_dir + "/vtable.csv", VerticalTableB());
+    w->horizontal = Prepare(*w, kHorizontalSpec, "table.csv");
+    w->vertical = Prepare(*w, kVerticalSpec, "vtable.csv");
+    return w;
+  }();
+  return *world;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rewriting a fuzzed message (see the top of the file)
+
+void SealIfPlain(std::string* ciphertext, const crypto::SealContext& context) {
+  if (!std::string_view(*ciphertext).starts_with(kPlain)) return;
+  absl::StatusOr<std::string> sealed =
+      crypto::Seal(TheWorld().a_keys->public_key(), context, ciphertext->substr(kPlainSize));
+  if (!sealed.ok()) FuzzFail("Seal failed");
+  *ciphertext = *std::move(sealed);
+}
+
+void SealPayload(const LeaderMessage& msg, SealedPayload* payload) {
+  SealIfPlain(payload->mutable_ciphertext(),
+              crypto::SealContext{msg.job_id(), msg.round(), payload->sender(), payload->receiver(),
+                                  payload->purpose()});
+}
+
+bool UnsafePath(const std::string& path) {
+  return path.starts_with("/") || path.find("..") != std::string::npos;
+}
+
+// False: skip the message.
+bool Rewrite(LeaderMessage* msg) {
+  if (msg->has_prepare()) {
+    auto* prepare = msg->mutable_prepare();
+    if (UnsafePath(prepare->data_path())) return false;
+    for (const auto& a : prepare->spec().attributes()) {
+      if (UnsafePath(a.taxonomy())) return false;
+    }
+    for (auto& p : *prepare->mutable_participants()) {
+      auto it = TheWorld().seal_certs.find(p.name());
+      if (p.seal_certificate().empty() && it != TheWorld().seal_certs.end()) {
+        p.set_seal_certificate(it->second);
+      }
+    }
+  }
+  if (msg->has_sum_step() && msg->sum_step().has_sealed()) {
+    SealPayload(*msg, msg->mutable_sum_step()->mutable_sealed());
+  }
+  if (msg->has_union_step()) {
+    auto* step = msg->mutable_union_step();
+    std::string* ciphertext = step->mutable_list()->mutable_ciphertext();
+    fedanon::v1::UnionList list;
+    if (std::string_view(*ciphertext).starts_with(kPlain) &&
+        list.ParseFromString(ciphertext->substr(kPlainSize))) {
+      for (std::string& row : *list.mutable_rows()) {
+        SealIfPlain(
+            &row, crypto::SealContext{msg->job_id(), msg->round(), "", step->recipient(), "union"});
+      }
+      *ciphertext = absl::StrCat(kPlain, list.SerializeAsString());
+    }
+    SealPayload(*msg, step->mutable_list());
+  }
+  if (msg->has_vertical()) {
+    auto* step = msg->mutable_vertical();
+    if (step->has_id_reencrypt()) SealPayload(*msg, step->mutable_id_reencrypt()->mutable_list());
+    for (auto& p : *step->mutable_id_align()->mutable_lists()) SealPayload(*msg, &p);
+    if (step->has_deliver()) SealPayload(*msg, step->mutable_deliver()->mutable_instruction());
+    for (auto& p : *step->mutable_assemble()->mutable_columns()) SealPayload(*msg, &p);
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks
+
+bool PlainFileName(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string_view("/\0", 2)) == std::string_view::npos;
+}
+
+void CheckReply(const LeaderMessage& request, const PartyMessage& reply) {
+  if (reply.request_id() != request.request_id()) FuzzFail("a reply to another request id");
+  if (request.has_prepare() && reply.has_prepared() && !PlainFileName(request.job_id())) {
+    FuzzFail("a job was prepared under an id that is not a plain file name");
+  }
+  const std::string request_bytes = request.SerializeAsString();
+  const std::string reply_bytes = reply.SerializeAsString();
+  for (int i = 0; i < 13; ++i) {
+    const std::string id = Id(i);
+    if (reply_bytes.find(id) != std::string::npos && request_bytes.find(id) == std::string::npos) {
+      FuzzFail("a reply carries a record ID in the clear");
+    }
+  }
+}
+
+PartyMessage Expect(party::PartyAgent& agent, const LeaderMessage& msg, const char* what) {
+  PartyMessage reply = agent.Handle(msg);
+  if (reply.has_error()) {
+    std::fprintf(stderr, "%s: %s\n", what, reply.error().message().c_str());
+    FuzzFail("a setup step of the harness failed");
+  }
+  return reply;
+}
+
+std::unique_ptr<party::PartyAgent> NewAgent(const party::PartyAgentOptions& options) {
+  absl::StatusOr<std::unique_ptr<party::PartyAgent>> agent = party::PartyAgent::Create(options);
+  if (!agent.ok()) FuzzFail("PartyAgent::Create failed");
+  return *std::move(agent);
+}
+
+LeaderMessage Vertical(const fedanon::v1::VerticalStep& step) {
+  LeaderMessage msg;
+  msg.set_job_id(kJob);
+  msg.set_round(1);
+  *msg.mutable_vertical() = step;
+  return msg;
+}
+
+// Private ID matching between a and b, driven as the leader drives it (leader/vertical_job.cc).
+void MatchIds(party::PartyAgent& a, party::PartyAgent& b) {
+  fedanon::v1::VerticalStep step;
+  step.mutable_id_encrypt()->set_next(kB);
+  const SealedPayload a_for_b = Expect(a, Vertical(step), "a encrypts").vertical().ids().list();
+  step.mutable_id_encrypt()->set_next(kA);
+  const SealedPayload b_for_a = Expect(b, Vertical(step), "b encrypts").vertical().ids().list();
+  step.Clear();
+  auto* re = step.mutable_id_reencrypt();
+  *re->mutable_list() = b_for_a;
+  re->set_origin(kB);
+  const auto b_full = Expect(a, Vertical(step), "a re-encrypts").vertical().ids().for_parties();
+  *re->mutable_list() = a_for_b;
+  re->set_origin(kA);
+  const auto a_full = Expect(b, Vertical(step), "b re-encrypts").vertical().ids().for_parties();
+  if (a_full.size() != 2 || b_full.size() != 2) FuzzFail("re-encryption for both parties");
+  for (int i = 0; i < 2; ++i) {
+    step.Clear();
+    *step.mutable_id_align()->add_lists() = a_full[i];
+    *step.mutable_id_align()->add_lists() = b_full[i];
+    Expect(i == 0 ? a : b, Vertical(step), "alignment");
+  }
+}
+
+// The agent under test, in the chosen state; `peer` is hospital-b's agent in state 3.
+struct Setup {
+  std::unique_ptr<party::PartyAgent> agent;
+  std::unique_ptr<party::PartyAgent> peer;
+};
+
+Setup MakeSetup(int state) {
+  const World& w = TheWorld();
+  Setup s;
+  s.agent = NewAgent(w.a);
+  if (state == 1) Expect(*s.agent, w.horizontal, "horizontal prepare");
+  if (state >= 2) Expect(*s.agent, w.vertical, "vertical prepare");
+  if (state == 3) {
+    s.peer = NewAgent(w.b);
+    Expect(*s.peer, w.vertical, "vertical prepare (b)");
+    MatchIds(*s.agent, *s.peer);
+  }
+  return s;
+}
+
+// FEDANON_FUZZ_VERBOSE=1: print what each request got (to see how far a seed gets).
+bool Verbose() {
+  static const bool verbose = std::getenv("FEDANON_FUZZ_VERBOSE") != nullptr;
+  return verbose;
+}
+
+void FuzzPartyAgent(FuzzInput in) {
+  const Setup setup = MakeSetup(in.Byte() % 4);
+  for (size_t i = 0; i < kMaxMessages && !in.empty(); ++i) {
+    const std::string_view piece = in.Piece();
+    LeaderMessage msg;
+    if (!msg.ParseFromArray(piece.data(), static_cast<int>(piece.size()))) continue;
+    if (!Rewrite(&msg)) continue;
+    const PartyMessage reply = setup.agent->Handle(msg);
+    if (Verbose()) {
+      std::fprintf(stderr, "request %d -> reply %d %s\n", static_cast<int>(msg.body_case()),
+                   static_cast<int>(reply.body_case()), reply.error().message().c_str());
+    }
+    CheckReply(msg, reply);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seeds
+
+// Appends `nodes` to a group key (protobuf 3.21's Add takes one value at a time).
+void AddNodes(fedanon::v1::StatsRequest::GroupKey* key, std::initializer_list<int32_t> nodes) {
+  for (int32_t n : nodes) key->add_nodes(n);
+}
+
+std::string Input(int state, const std::vector<LeaderMessage>& messages) {
+  std::string out(1, static_cast<char>(state));
+  for (const auto& m : messages) AppendPiece(&out, m.SerializeAsString());
+  return out;
+}
+
+LeaderMessage Message(uint64_t request_id) {
+  LeaderMessage msg;
+  msg.set_request_id(request_id);
+  msg.set_job_id(kJob);
+  msg.set_round(1);
+  return msg;
+}
+
+// The first hop of a secure sum over the root cut (with `updates` applied first), its length
+// found by asking the party.
+LeaderMessage FirstHop(const std::vector<fedanon::v1::StateUpdate>& updates) {
+  LeaderMessage msg = Message(2);
+  auto* step = msg.mutable_sum_step();
+  for (const auto& u : updates) *step->add_updates() = u;
+  AddNodes(step->mutable_request()->add_groups(), {0, 0, 0});
+  step->mutable_request()->add_node_class_counts()->set_attribute(0);
+  auto* hist = step->mutable_request()->add_rank_histograms();
+  hist->set_attribute(2);
+  step->set_chunks(1);
+  step->set_next(kB);
+  for (uint64_t words = 0; words < 2000; ++words) {
+    step->set_total_words(words);
+    step->set_masked(common::EncodeWords(std::vector<uint64_t>(words, 0x0123456789abcdefULL)));
+    if (MakeSetup(1).agent->Handle(msg).has_sum_step()) return msg;
+  }
+  FuzzFail("no length of the secure sum fits");
+}
+
+std::vector<std::pair<std::string, std::string>> HorizontalSeeds() {
+  std::vector<std::pair<std::string, std::string>> seeds;
+  LeaderMessage ping = Message(1);
+  ping.mutable_ping()->set_sent_unix_nanos(42);
+  seeds.emplace_back("ping", Input(0, {ping}));
+
+  // A prepare as the leader sends it, certificates left for the harness to fill in.
+  LeaderMessage prepare = TheWorld().horizontal;
+  prepare.set_request_id(1);
+  for (auto& p : *prepare.mutable_prepare()->mutable_participants()) p.clear_seal_certificate();
+  seeds.emplace_back("prepare-horizontal", Input(0, {prepare}));
+  LeaderMessage vprepare = TheWorld().vertical;
+  for (auto& p : *vprepare.mutable_prepare()->mutable_participants()) p.clear_seal_certificate();
+  seeds.emplace_back("prepare-vertical", Input(0, {vprepare}));
+
+  const LeaderMessage first = FirstHop({});
+  seeds.emplace_back("sum-first-hop", Input(1, {first}));
+  // Then the next hop of the same sum arriving sealed from b, and the last hop (to the leader).
+  LeaderMessage second = first;
+  second.set_request_id(3);
+  auto* step = second.mutable_sum_step();
+  step->clear_updates();
+  auto* sealed = step->mutable_sealed();
+  sealed->set_sender(kB);
+  sealed->set_receiver(kA);
+  sealed->set_purpose(common::SumPurpose(*step));
+  sealed->set_ciphertext(absl::StrCat(kPlain, first.sum_step().masked()));
+  step->set_next("");
+  seeds.emplace_back("sum-sealed-hop", Input(1, {first, second}));
+
+  // Specializations before the sum: the root of edu, then a split of age's root interval.
+  fedanon::v1::StateUpdate specialize;
+  specialize.set_sequence(0);
+  specialize.mutable_instruction()->set_attribute(0);
+  fedanon::v1::StateUpdate split;
+  split.set_sequence(1);
+  split.mutable_split()->set_attribute(2);
+  split.mutable_split()->set_split(40);
+  seeds.emplace_back("sum-after-updates", Input(1, {FirstHop({specialize, split})}));
+
+  // The secure union: this party adds its rows for b; then, as recipient, opens a list of rows.
+  LeaderMessage add = Message(4);
+  add.mutable_union_step()->set_recipient(kB);
+  add.mutable_union_step()->set_next(kB);
+  seeds.emplace_back("union-add", Input(1, {add}));
+  fedanon::v1::UnionList list;
+  list.add_rows(absl::StrCat(kPlain, "Masters,ga,[30-40),x,no\n"));
+  list.add_rows(absl::StrCat(kPlain, "ANY,*,[0-100),y,yes\n"));
+  LeaderMessage deliver = Message(5);
+  auto* u = deliver.mutable_union_step();
+  u->set_recipient(kA);
+  u->set_deliver(true);
+  for (const char* h : {"edu", "g", "age", "other", "cls"}) u->add_header(h);
+  u->mutable_list()->set_sender(kB);
+  u->mutable_list()->set_receiver(kA);
+  u->mutable_list()->set_purpose("union-list");
+  u->mutable_list()->set_ciphertext(absl::StrCat(kPlain, list.SerializeAsString()));
+  seeds.emplace_back("union-deliver", Input(1, {deliver}));
+
+  LeaderMessage end = Message(6);
+  end.mutable_end_job()->set_reason("done");
+  seeds.emplace_back("end-job", Input(1, {end, first}));
+  return seeds;
+}
+
+std::vector<std::pair<std::string, std::string>> VerticalSeeds() {
+  std::vector<std::pair<std::string, std::string>> seeds;
+  fedanon::v1::VerticalStep step;
+  step.mutable_id_encrypt()->set_next(kB);
+  seeds.emplace_back("vertical-id-encrypt", Input(2, {Vertical(step)}));
+
+  // A re-encryption and an alignment whose lists come as plaintext for the harness to seal.
+  fedanon::v1::IdList ids;
+  ids.add_points(std::string(33, '\x02'));
+  step.Clear();
+  auto* re = step.mutable_id_reencrypt();
+  re->mutable_list()->set_sender(kB);
+  re->mutable_list()->set_receiver(kA);
+  re->mutable_list()->set_purpose("id-list");
+  re->mutable_list()->set_ciphertext(absl::StrCat(kPlain, ids.SerializeAsString()));
+  re->set_origin(kB);
+  fedanon::v1::VerticalStep encrypt;
+  encrypt.mutable_id_encrypt()->set_next(kB);
+  seeds.emplace_back("vertical-id-reencrypt", Input(2, {Vertical(encrypt), Vertical(step)}));
+  fedanon::v1::IdList digests;
+  digests.set_digests(std::string(32, '\x11'));
+  step.Clear();
+  for (const char* origin : {kA, kB}) {
+    auto* list = step.mutable_id_align()->add_lists();
+    list->set_sender(origin);
+    list->set_receiver(kA);
+    list->set_purpose(absl::StrCat("id-full:", origin));
+    list->set_ciphertext(absl::StrCat(kPlain, digests.SerializeAsString()));
+  }
+  seeds.emplace_back("vertical-id-align", Input(2, {Vertical(encrypt), Vertical(step)}));
+
+  // After ID matching: a round where a proposes and wins, commits; and one where b's winner's
+  // instruction is delivered (made by b here, opened with a's key and given as plaintext).
+  step.Clear();
+  step.mutable_propose();
+  const LeaderMessage propose = Vertical(step);
+  Setup s = MakeSetup(3);
+  const PartyMessage proposal = s.agent->Handle(propose);
+  fedanon::v1::VerticalStep winner;
+  *winner.mutable_winner()->mutable_candidate() = proposal.vertical().proposal().candidate();
+  fedanon::v1::VerticalStep commit;
+  *commit.mutable_commit()->mutable_candidate() = proposal.vertical().proposal().candidate();
+  commit.mutable_commit()->set_accept(true);
+  fedanon::v1::VerticalStep release;
+  release.mutable_release()->set_recipient(kA);
+  seeds.emplace_back("vertical-round-a",
+                     Input(3, {propose, Vertical(winner), Vertical(commit), Vertical(release)}));
+
+  const PartyMessage b_proposal = s.peer->Handle(propose);
+  *winner.mutable_winner()->mutable_candidate() = b_proposal.vertical().proposal().candidate();
+  const PartyMessage instructions = s.peer->Handle(Vertical(winner));
+  for (const SealedPayload& p : instructions.vertical().instructions().for_parties()) {
+    if (p.receiver() != kA) continue;
+    absl::StatusOr<std::string> plain =
+        crypto::Open(*TheWorld().a_keys, crypto::SealContext{kJob, 1, p.sender(), kA, p.purpose()},
+                     p.ciphertext());
+    if (!plain.ok()) FuzzFail("cannot open b's instruction");
+    step.Clear();
+    *step.mutable_deliver()->mutable_instruction() = p;
+    step.mutable_deliver()->mutable_instruction()->set_ciphertext(absl::StrCat(kPlain, *plain));
+    *commit.mutable_commit()->mutable_candidate() = b_proposal.vertical().proposal().candidate();
+    seeds.emplace_back("vertical-deliver", Input(3, {propose, Vertical(step), Vertical(commit)}));
+  }
+
+  // Assembling the joined table from released columns (as plaintext for the harness to seal).
+  fedanon::v1::VerticalColumns columns;
+  columns.add_names("Sex");
+  columns.add_names("Class");
+  for (const char* cell : {"Male", "Y", "ANY_Sex", "N"}) columns.add_cells(cell);
+  step.Clear();
+  auto* assemble = step.mutable_assemble();
+  auto* sealed = assemble->add_columns();
+  sealed->set_sender(kB);
+  sealed->set_receiver(kA);
+  sealed->set_purpose("columns");
+  sealed->set_ciphertext(absl::StrCat(kPlain, columns.SerializeAsString()));
+  assemble->add_header("Class");
+  assemble->add_header("Sex");
+  seeds.emplace_back("vertical-assemble", Input(3, {Vertical(step)}));
+  return seeds;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> FuzzSeeds() {
+  std::vector<std::pair<std::string, std::string>> seeds = HorizontalSeeds();
+  for (auto& seed : VerticalSeeds()) seeds.push_back(std::move(seed));
+  return seeds;
+}
+
+}  // namespace fedanon::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fedanon::fuzz::FuzzPartyAgent(fedanon::fuzz::FuzzInput(data, size));
+  return 0;
+}
