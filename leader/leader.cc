@@ -10,6 +10,7 @@
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "common/engine/hierarchy.h"
+#include "common/engine/numeric_split.h"
 #include "common/engine/privacy_model.h"
 #include "common/engine/tds_engine.h"
 #include "common/spec/job_digest.h"
@@ -402,6 +403,7 @@ absl::Status Leader::RunJob(const std::string& job_id) {
   engine_options.score = request.spec().score();
   engine_options.beneficial = request.spec().beneficial();
   engine_options.suppression_token = request.spec().suppression_token();
+  engine_options.numeric = common::NumericSplitFromSpec(request.spec());
   engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
     round = step.round();
     WarnIfError(store_->SetProgress(job_id, step.round(),

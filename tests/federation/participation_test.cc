@@ -338,7 +338,9 @@ TEST(AdultParticipation, UnequalCapabilityTheStrongPartyStops) {
   EXPECT_GT(strong->declined_because().count(party::kAheadOfAnotherParty), 0u);
   EXPECT_EQ(weak->rounds_won(), 0u);
   EXPECT_GT(weak->declined_because().count("no valid candidate"), 0u);
-  EXPECT_GT(h.info.report().steps_size(), 5);
+  // The honest run goes on: 4 specializations with binned numeric split search (the default;
+  // thresholds only between bins of >= k records), more than 5 with `numeric_split: exact`.
+  EXPECT_GE(h.info.report().steps_size(), 4);
   EXPECT_EQ(gt.info.report().steps_size(), 1);
   // The released classification-relevant attributes: distinct released values per Top9
   // attribute, honest vs game-theoretic.
