@@ -13,6 +13,7 @@
 #include "common/base/version.h"
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
+#include "common/engine/numeric_split.h"
 #include "common/engine/privacy_model.h"
 #include "common/engine/released_rows.h"
 #include "common/engine/tds_engine.h"
@@ -131,6 +132,7 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
     engine_options.beneficial = spec.beneficial();
     engine_options.suppression_token = spec.suppression_token();
     engine_options.max_rounds = options.max_rounds;
+    engine_options.numeric = NumericSplitFromSpec(spec);
     if (options.progress) {
       engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
         if (std::chrono::duration<double>(Clock::now() - last_progress).count() < 1.0) return;

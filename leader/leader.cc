@@ -10,6 +10,7 @@
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "common/engine/hierarchy.h"
+#include "common/engine/numeric_split.h"
 #include "common/engine/privacy_model.h"
 #include "common/engine/tds_engine.h"
 #include "common/spec/job_digest.h"
@@ -460,6 +461,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
   engine_options.score = spec.score();
   engine_options.beneficial = spec.beneficial();
   engine_options.suppression_token = spec.suppression_token();
+  engine_options.numeric = common::NumericSplitFromSpec(spec);
   engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
     round = step.round();
     WarnIfError(

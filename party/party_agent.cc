@@ -13,6 +13,7 @@
 #include "common/base/version.h"
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
+#include "common/engine/numeric_split.h"
 #include "common/engine/released_rows.h"
 #include "common/engine/tips.h"
 #include "common/spec/job_digest.h"
@@ -441,6 +442,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
     }
     RETURN_IF_ERROR(ApplyUpdates(step.updates()));
     ASSIGN_OR_RETURN(common::StatsRequest stats_request, FromProto(step.request(), job.hier));
+    RETURN_IF_ERROR(common::CheckNumericRequest(stats_request, job.hier,
+                                                common::NumericSplitFromSpec(job.spec)));
     if (!stats_request.released_groups.empty() &&
         (!job.data->all_values_declared ||
          stats_request.released_combinations != job.data->ValueCombinations())) {

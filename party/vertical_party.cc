@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/engine/numeric_split.h"
 #include "common/table/csv.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/shuffle.h"
@@ -316,6 +317,7 @@ absl::Status VerticalParty::Start(const std::vector<int64_t>& canonical, uint64_
   options.score = spec_.score();
   options.beneficial = spec_.beneficial();
   options.suppression_token = spec_.suppression_token();
+  options.numeric = common::NumericSplitFromSpec(spec_);
   ASSIGN_OR_RETURN(engine_, common::TopDownSpecializer::Create(data_.get(), model_.get(), &hier_,
                                                                source_.get(), options));
   return absl::OkStatus();

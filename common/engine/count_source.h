@@ -5,14 +5,19 @@
 //
 // A StatsRequest asks for, in this order, with m = number of tracked sensitive values,
 // C = number of classes (at least 1) and stride = 1 + m, as uint64 words:
-//  1. for each continuous node: class counts per rank over [rank_lo, rank_hi): (rank, class);
-//  2. for each node: class counts per fine child: (fine child, class);
-//  3. for each group key (one node per QID attribute): [count, sensitive_1..m], then for each
+//  1. for each range request on a continuous attribute, over all of the holder's records: for
+//     each range [bounds[i], bounds[i+1]) of ranks, the number of records (unlabelled) or the
+//     class counts (labelled): (range, class) — numeric split search, numeric_split.h;
+//  2. for each continuous node: class counts per rank over [rank_lo, rank_hi): (rank, class) —
+//     the exact search only (`numeric_split: exact`);
+//  3. for each node: class counts per fine child: (fine child, class);
+//  4. for each group key (one node per QID attribute): [count, sensitive_1..m], then for each
 //     attribute a, for each fine child f of key[a]: [count, sensitive_1..m];
-//  4. for each released group key: the number of records per combination of the declared values
+//  5. for each released group key: the number of records per combination of the declared values
 //     of Dataset::value_columns (mixed radix, first column most significant) — the released
 //     table as a multiset, for integration by secure sum.
-// The layout depends only on public state (the hierarchies), so sums over holders line up.
+// The layout depends only on public state (the hierarchies and the request), so sums over holders
+// line up.
 #pragma once
 
 #include <cstdint>
@@ -25,15 +30,25 @@
 
 namespace fedanon::common {
 
+// Counts per rank range of continuous attribute `attr`: ranges [bounds[i], bounds[i+1]), bounds
+// strictly increasing within [0, number of ranks].
+struct RangeCountRequest {
+  int attr = 0;
+  std::vector<int32_t> bounds;
+  bool labelled = false;  // class counts per range; otherwise the number of records
+  bool operator==(const RangeCountRequest&) const = default;
+};
+
 struct StatsRequest {
+  std::vector<RangeCountRequest> range_counts;
   std::vector<std::pair<int, NodeIndex>> rank_histograms;
   std::vector<std::pair<int, NodeIndex>> node_class_counts;
   std::vector<std::vector<NodeIndex>> group_keys;
   std::vector<std::vector<NodeIndex>> released_groups;
   uint64_t released_combinations = 0;  // Dataset::ValueCombinations() of the job
   bool empty() const {
-    return rank_histograms.empty() && node_class_counts.empty() && group_keys.empty() &&
-           released_groups.empty();
+    return range_counts.empty() && rank_histograms.empty() && node_class_counts.empty() &&
+           group_keys.empty() && released_groups.empty();
   }
 };
 

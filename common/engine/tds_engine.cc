@@ -72,6 +72,8 @@ TopDownSpecializer::TopDownSpecializer(const Dataset* data, const PrivacyModel* 
       q_(static_cast<int>(hierarchies->size())),
       stride_(1 + data->tracked.size()),
       num_classes_(std::max(1, data->num_classes())),
+      has_class_(data->class_column >= 0 || data->class_declared),
+      bins_(q_),
       group_links_(q_),
       node_cands_(q_),
       a_(model->constraints.size(), 0),
@@ -102,14 +104,79 @@ std::vector<int32_t> TopDownSpecializer::AliveGroups(int attr, NodeIndex node) c
   return out;
 }
 
+absl::Status TopDownSpecializer::ComputeBins() {
+  const uint64_t min_records = SplitBinBound(*model_, options_.numeric.min_split_bin);
+  StatsRequest cells;
+  for (int a = 0; a < q_; ++a) {
+    const AttributeHierarchy& h = (*hier_)[a];
+    if (h.kind() != QidKind::kContinuous || !source_->Owns(a)) continue;
+    std::vector<int32_t> bounds = PublicCellBounds(h.column(), options_.numeric.cells);
+    if (bounds.size() >= 2) cells.range_counts.push_back({a, std::move(bounds), false});
+  }
+  if (cells.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::vector<uint64_t> cell_counts, source_->Collect(cells));
+  if (cell_counts.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), cells)) {
+    return absl::InternalError("cell counts have the wrong length");
+  }
+  StatsRequest labelled;
+  auto pos = cell_counts.begin();
+  for (const RangeCountRequest& r : cells.range_counts) {
+    const std::vector<uint64_t> counts(pos, pos + static_cast<ptrdiff_t>(r.bounds.size() - 1));
+    pos += static_cast<ptrdiff_t>(counts.size());
+    bins_[r.attr].bounds = MergeCellsIntoBins(r.bounds, counts, min_records);
+    // One bin cannot be split: its class counts (the whole table's) are not needed.
+    if (bins_[r.attr].bounds.size() >= 3) {
+      labelled.range_counts.push_back({r.attr, bins_[r.attr].bounds, true});
+    }
+  }
+  if (labelled.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::vector<uint64_t> class_counts, source_->Collect(labelled));
+  if (class_counts.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), labelled)) {
+    return absl::InternalError("bin class counts have the wrong length");
+  }
+  pos = class_counts.begin();
+  for (const RangeCountRequest& r : labelled.range_counts) {
+    const auto words = static_cast<ptrdiff_t>((r.bounds.size() - 1) * num_classes_);
+    bins_[r.attr].class_counts.assign(pos, pos + words);
+    pos += words;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int32_t> TopDownSpecializer::BinnedSplit(int attr, NodeIndex n) const {
+  const Bins& bins = bins_[attr];
+  if (bins.bounds.size() < 3) return -1;  // fewer than two bins in the whole range
+  const HierarchyNode& node = (*hier_)[attr].node(n);
+  const auto lo = std::lower_bound(bins.bounds.begin(), bins.bounds.end(), node.rank_lo);
+  const auto hi = std::lower_bound(bins.bounds.begin(), bins.bounds.end(), node.rank_hi);
+  if (hi == bins.bounds.end() || *lo != node.rank_lo || *hi != node.rank_hi) {
+    return absl::InternalError(absl::StrCat("interval ", (*hier_)[attr].Label(n, ""), " of ",
+                                            data_->qids[attr].name, " is not a union of bins"));
+  }
+  const auto first = static_cast<size_t>(lo - bins.bounds.begin());
+  const auto last = static_cast<size_t>(hi - bins.bounds.begin());
+  if (last - first < 2) return -1;
+  const std::vector<uint64_t> histogram(bins.class_counts.begin() + first * num_classes_,
+                                        bins.class_counts.begin() + last * num_classes_);
+  // The bins stand in for ranks: every bin holds records, so every inner boundary is a candidate.
+  const int32_t split = ChooseSplitRank(histogram, num_classes_, 0, has_class_);
+  return split < 0 ? -1 : bins.bounds[first + static_cast<size_t>(split)];
+}
+
 absl::Status TopDownSpecializer::DecideSplits(const std::vector<std::pair<int, NodeIndex>>& nodes) {
   StatsRequest request;
   for (const auto& [a, n] : nodes) {
-    if ((*hier_)[a].kind() != QidKind::kContinuous) continue;
-    if (source_->Owns(a)) {
-      request.rank_histograms.emplace_back(a, n);
+    AttributeHierarchy& h = (*hier_)[a];
+    if (h.kind() != QidKind::kContinuous) continue;
+    if (!source_->Owns(a)) {
+      h.SetSplit(n, source_->AnnouncedSplit(a, n));
+    } else if (options_.numeric.binned()) {
+      // Decided from the bins' class counts already known: no request at all.
+      ASSIGN_OR_RETURN(const int32_t split, BinnedSplit(a, n));
+      h.SetSplit(n, split);
+      RETURN_IF_ERROR(source_->Split(a, n, split));
     } else {
-      (*hier_)[a].SetSplit(n, source_->AnnouncedSplit(a, n));
+      request.rank_histograms.emplace_back(a, n);
     }
   }
   if (request.empty()) return absl::OkStatus();
@@ -122,8 +189,7 @@ absl::Status TopDownSpecializer::DecideSplits(const std::vector<std::pair<int, N
     if (pos + words > hist.size()) return absl::InternalError("rank histograms are truncated");
     std::vector<uint64_t> one(hist.begin() + pos, hist.begin() + pos + words);
     pos += words;
-    const int32_t split = ChooseSplitRank(one, num_classes_, node.rank_lo,
-                                          data_->class_column >= 0 || data_->class_declared);
+    const int32_t split = ChooseSplitRank(one, num_classes_, node.rank_lo, has_class_);
     h.SetSplit(n, split);
     RETURN_IF_ERROR(source_->Split(a, n, split));
   }
@@ -184,6 +250,7 @@ absl::Status TopDownSpecializer::AddGroups(const std::vector<std::vector<NodeInd
 }
 
 absl::Status TopDownSpecializer::Initialize() {
+  if (options_.numeric.binned()) RETURN_IF_ERROR(ComputeBins());
   std::vector<std::pair<int, NodeIndex>> roots;
   for (int a = 0; a < q_; ++a) roots.emplace_back(a, 0);
   RETURN_IF_ERROR(DecideSplits(roots));
@@ -676,6 +743,7 @@ void TopDownSpecializer::FillReport(const std::string& stop_reason,
   report->set_discernibility_ratio(DiscernibilityRatio());
   report->set_constraints_checked(model_->constraints.size());
   report->set_stop_reason(stop_reason);
+  report->set_numeric_split(options_.numeric.mode);
 }
 
 std::vector<std::vector<NodeIndex>> TopDownSpecializer::GroupKeys() const {

@@ -15,7 +15,9 @@
 // Scores and the deterministic tie-break from public information only (higher score, then lower
 // attribute index, then lower node order key, then lower candidate index) are those of
 // candidate_score.h, shared with the sequential-release loop. Continuous splits take the
-// threshold of maximal information gain, ties (within 1e-9) to the smallest threshold.
+// threshold of maximal information gain, ties (within 1e-9) to the smallest threshold; with
+// binned numeric split search (numeric_split.h, the default) the thresholds are the boundaries of
+// bins of at least K records fixed once at the root, whose class counts are the only ones used.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,7 @@
 #include "common/engine/candidate_score.h"
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
+#include "common/engine/numeric_split.h"
 #include "common/engine/privacy_model.h"
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
@@ -40,7 +43,8 @@ struct EngineOptions {
   fedanon::v1::ScoreFunction score = fedanon::v1::SCORE_FUNCTION_INFOGAIN;
   bool beneficial = false;  // only candidates whose records span > 1 class
   std::string suppression_token = "*";
-  uint32_t max_rounds = 0;  // 0: unlimited (anytime: stop early and still be valid)
+  uint32_t max_rounds = 0;     // 0: unlimited (anytime: stop early and still be valid)
+  NumericSplitConfig numeric;  // threshold search on continuous attributes
   // Called after every applied specialization.
   std::function<void(const fedanon::v1::SpecializationStep&, size_t groups)> on_step;
 };
@@ -114,6 +118,9 @@ class TopDownSpecializer {
   std::vector<CandidateView> Candidates() const;
   // Distinct node labels per attribute among the current groups (the final cut).
   std::vector<std::vector<std::string>> CutLabels() const;
+  // Binned numeric split search: the rank bounds of the bins of continuous attribute `attr`
+  // (empty when it has none, or with exact search or an attribute this source does not own).
+  const std::vector<int32_t>& SplitBins(int attr) const { return bins_[attr].bounds; }
 
  private:
   struct Candidate {
@@ -137,6 +144,12 @@ class TopDownSpecializer {
                      std::vector<AttributeHierarchy>* hierarchies, CountSource* source,
                      EngineOptions options);
   absl::Status Initialize();
+  // Binned search: the public cells' record counts, the bins, and the bins' class counts of
+  // every owned continuous attribute (two Collects, at the root only).
+  absl::Status ComputeBins();
+  // Binned search: the threshold of continuous node `n` (a union of bins) among its inner bin
+  // boundaries, from the bins' class counts; -1 when it spans fewer than two bins.
+  absl::StatusOr<int32_t> BinnedSplit(int attr, NodeIndex n) const;
   absl::Status DecideSplits(const std::vector<std::pair<int, NodeIndex>>& nodes);
   // One Collect for the class counts of `nodes` and the statistics of the new groups `keys`
   // (whose sizes must equal `expected_sizes` unless it is empty).
@@ -191,6 +204,12 @@ class TopDownSpecializer {
   std::vector<int32_t> AliveGroups(int attr, NodeIndex node) const;
   std::vector<int32_t>& GroupLink(int attr, NodeIndex node);
 
+  // Binned numeric split search, per attribute: bin rank bounds and class counts (bin, class).
+  struct Bins {
+    std::vector<int32_t> bounds;
+    std::vector<uint64_t> class_counts;
+  };
+
   const Dataset* data_;
   const PrivacyModel* model_;
   std::vector<AttributeHierarchy>* hier_;
@@ -199,6 +218,8 @@ class TopDownSpecializer {
   int q_;
   size_t stride_;
   int num_classes_;
+  bool has_class_;          // the job has a class attribute (splits by InfoGain, else balance)
+  std::vector<Bins> bins_;  // [attr]
 
   // Global groups (generalized records over all QID attributes) and their statistics.
   std::vector<NodeIndex> keys_;

@@ -1,5 +1,7 @@
 #include "common/engine/tips.h"
 
+#include <algorithm>
+
 #include "common/engine/count_source.h"
 
 namespace fedanon::common {
@@ -103,6 +105,24 @@ std::vector<uint64_t> Tips::RankClassHistogram(int attr, NodeIndex node) const {
   return hist;
 }
 
+void Tips::AppendRangeCounts(const RangeCountRequest& request, std::vector<uint64_t>* out) const {
+  const size_t nc = request.labelled ? std::max(1, data_->num_classes()) : 1;
+  const std::vector<int32_t>& bounds = request.bounds;
+  const size_t base = out->size();
+  if (bounds.size() < 2) return;
+  out->resize(base + (bounds.size() - 1) * nc, 0);
+  uint64_t* w = out->data() + base;
+  const std::vector<int32_t>& codes = data_->qids[request.attr].codes;
+  for (size_t r = 0; r < data_->num_records; ++r) {
+    const int32_t code = codes[r];
+    if (code < bounds.front() || code >= bounds.back()) continue;
+    const size_t range = static_cast<size_t>(std::upper_bound(bounds.begin(), bounds.end(), code) -
+                                             bounds.begin() - 1);
+    const size_t cls = request.labelled && !data_->class_codes.empty() ? data_->class_codes[r] : 0;
+    ++w[range * nc + cls];
+  }
+}
+
 std::vector<uint64_t> Tips::NodeClassCounts(int attr, NodeIndex node) const {
   const AttributeHierarchy& h = (*hier_)[attr];
   const int nc = std::max(1, data_->num_classes());
@@ -168,6 +188,9 @@ size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes,
   const size_t nc = std::max(1, num_classes);
   const size_t stride = 1 + num_tracked;
   size_t words = 0;
+  for (const RangeCountRequest& r : request.range_counts) {
+    if (r.bounds.size() >= 2) words += (r.bounds.size() - 1) * (r.labelled ? nc : 1);
+  }
   for (const auto& [a, n] : request.rank_histograms) {
     words = SatAdd(
         words, SatMul(static_cast<size_t>(hier[a].node(n).rank_hi - hier[a].node(n).rank_lo), nc));
@@ -186,6 +209,7 @@ size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes,
 }
 
 void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector<uint64_t>* out) {
+  for (const RangeCountRequest& r : request.range_counts) tips.AppendRangeCounts(r, out);
   for (const auto& [a, n] : request.rank_histograms) {
     const auto h = tips.RankClassHistogram(a, n);
     out->insert(out->end(), h.begin(), h.end());

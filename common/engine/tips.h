@@ -18,6 +18,8 @@
 
 namespace fedanon::common {
 
+struct RangeCountRequest;  // count_source.h
+
 // Packs a generalized record (one node per QID attribute) into a hashable byte string.
 std::string PackKey(const std::vector<NodeIndex>& key);
 
@@ -32,6 +34,9 @@ class Tips {
   // Class counts per rank over [rank_lo, rank_hi) of a continuous node: (rank - rank_lo) *
   // num_classes + class.
   std::vector<uint64_t> RankClassHistogram(int attr, NodeIndex node) const;
+  // Appends, over all records, per range [bounds[i], bounds[i+1]) of ranks of continuous `attr`,
+  // the class counts (`labelled`: i * num_classes + class) or the number of records.
+  void AppendRangeCounts(const RangeCountRequest& request, std::vector<uint64_t>* out) const;
   // Class counts per fine child of a refinable node: fine * num_classes + class.
   std::vector<uint64_t> NodeClassCounts(int attr, NodeIndex node) const;
   // Appends the group statistics of partition `p` (see GroupStatsLayout in count_source.h);

@@ -34,6 +34,8 @@ absl::Status RunSequentialRelease(const fedanon::v1::JobSpec& spec, const Datase
                                                               std::move(options)));
   ASSIGN_OR_RETURN(std::string stop_reason, engine->Run());
   engine->FillReport(stop_reason, report);
+  // A sequential release has a single data holder and searches thresholds per value.
+  report->set_numeric_split(fedanon::v1::NUMERIC_SPLIT_EXACT);
   return absl::OkStatus();
 }
 

@@ -8,6 +8,15 @@ std::string CanonicalJobBytes(const fedanon::v1::JobSpec& spec,
                               const std::map<std::string, std::string>& taxonomy_texts) {
   fedanon::v1::JobSpec canonical = spec;
   canonical.clear_name();
+  // Spelled-out defaults hash like omitted ones: what counts is the search the job runs.
+  if (canonical.numeric_split() == fedanon::v1::NUMERIC_SPLIT_UNSPECIFIED) {
+    canonical.set_numeric_split(canonical.has_sequential() ? fedanon::v1::NUMERIC_SPLIT_EXACT
+                                                           : fedanon::v1::NUMERIC_SPLIT_BINNED);
+  }
+  if (canonical.numeric_split() == fedanon::v1::NUMERIC_SPLIT_BINNED &&
+      canonical.numeric_cells() == 0) {
+    canonical.set_numeric_cells(32);  // kDefaultNumericCells (common/engine/numeric_split.h)
+  }
   for (auto& a : *canonical.mutable_attributes()) a.clear_taxonomy();  // file names are local
   std::string bytes;
   canonical.SerializePartialToString(&bytes);  // deterministic for these message types

@@ -1,5 +1,6 @@
 // The canonical bytes of a job as one holder sees it — schema (attribute names, roles, types,
-// domains, grids), privacy model, score, taxonomy file contents — hashed by parties and the
+// domains, grids), privacy model, score, numeric split search (mode, cells, least bin size; the
+// defaults spelled out), taxonomy file contents — hashed by parties and the
 // leader (crypto::Sha256) to make sure every participant runs the same job. Party-local
 // details (data paths) are excluded.
 #pragma once

@@ -42,6 +42,10 @@ bool IsDecimalNumber(std::string_view text) {
 }
 
 namespace pb = ::google::protobuf;
+
+// numeric_cells: the default (common/engine/numeric_split.h, kDefaultNumericCells) and the limit.
+constexpr uint32_t kDefaultNumericCellsInSpec = 32;
+constexpr uint32_t kMaxNumericCells = 1 << 20;
 using ::fedanon::v1::Attribute;
 using ::fedanon::v1::JobSpec;
 using ::fedanon::v1::Privacy;
@@ -371,6 +375,47 @@ void FillDefaults(const YAML::Node& root, JobSpec* spec) {
   if (spec->privacy().model() == fedanon::v1::PRIVACY_MODEL_UNSPECIFIED) {
     spec->mutable_privacy()->set_model(fedanon::v1::PRIVACY_MODEL_LKC);
   }
+  // Binned numeric split search by default; a sequential release (one data holder, its own loop)
+  // searches thresholds per value.
+  if (spec->numeric_split() == fedanon::v1::NUMERIC_SPLIT_UNSPECIFIED) {
+    spec->set_numeric_split(spec->has_sequential() ? fedanon::v1::NUMERIC_SPLIT_EXACT
+                                                   : fedanon::v1::NUMERIC_SPLIT_BINNED);
+  }
+  if (spec->numeric_split() == fedanon::v1::NUMERIC_SPLIT_BINNED &&
+      !HasKey(root, "numeric_cells")) {
+    spec->set_numeric_cells(kDefaultNumericCellsInSpec);
+  }
+}
+
+// The numeric split keys, checked where the YAML says them (line:column).
+absl::Status CheckNumericSplitKeys(const YAML::Node& root, const YamlToMessage& parser,
+                                   const JobSpec& spec) {
+  const bool exact = spec.numeric_split() == fedanon::v1::NUMERIC_SPLIT_EXACT;
+  if (HasKey(root, "numeric_split") && spec.has_sequential() && !exact) {
+    return parser.Error(root["numeric_split"].Mark(),
+                        "numeric_split: binned does not apply to sequential releases (a single "
+                        "data holder; thresholds are searched per value): omit it or say exact");
+  }
+  for (const char* key : {"numeric_cells", "min_split_bin"}) {
+    if (!HasKey(root, key)) continue;
+    const YAML::Mark mark = root[key].Mark();
+    if (exact) {
+      return parser.Error(mark, Cat(key, " applies to numeric_split: binned only"));
+    }
+    const uint32_t value =
+        std::string_view(key) == "numeric_cells" ? spec.numeric_cells() : spec.min_split_bin();
+    if (value < 1) {
+      return parser.Error(mark, Cat(key, " = 0 must be at least 1",
+                                    std::string_view(key) == "min_split_bin"
+                                        ? " (omit it to use the privacy model's K)"
+                                        : ""));
+    }
+    if (std::string_view(key) == "numeric_cells" && value > kMaxNumericCells) {
+      return parser.Error(
+          mark, Cat("numeric_cells = ", value, " exceeds the limit of ", kMaxNumericCells));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -707,6 +752,7 @@ absl::StatusOr<JobSpec> ParseJobSpecYaml(std::string_view yaml, std::string_view
     JobSpec spec;
     RETURN_IF_ERROR(parser.Message(root, "", &spec));
     FillDefaults(root, &spec);
+    RETURN_IF_ERROR(CheckNumericSplitKeys(root, parser, spec));
     return spec;
   } catch (const YAML::Exception& e) {
     return parser.Error(e.mark, e.msg);
@@ -747,10 +793,39 @@ absl::Status ValidateParticipation(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The numeric split keys of a spec that did not come from YAML (e.g. a submitted message).
+absl::Status ValidateNumericSplit(const JobSpec& spec) {
+  const fedanon::v1::NumericSplit mode = spec.numeric_split();
+  if (mode != fedanon::v1::NUMERIC_SPLIT_UNSPECIFIED && mode != fedanon::v1::NUMERIC_SPLIT_BINNED &&
+      mode != fedanon::v1::NUMERIC_SPLIT_EXACT) {
+    return absl::InvalidArgumentError(Cat("numeric_split has the unknown value ", mode));
+  }
+  if (mode == fedanon::v1::NUMERIC_SPLIT_EXACT &&
+      (spec.numeric_cells() != 0 || spec.min_split_bin() != 0)) {
+    return absl::InvalidArgumentError(
+        "numeric_cells and min_split_bin apply to numeric_split: binned only");
+  }
+  if (mode == fedanon::v1::NUMERIC_SPLIT_BINNED && spec.has_sequential()) {
+    return absl::InvalidArgumentError(
+        "numeric_split: binned does not apply to sequential releases (a single data holder; "
+        "thresholds are searched per value)");
+  }
+  if (spec.numeric_cells() > kMaxNumericCells) {
+    return absl::InvalidArgumentError(
+        Cat("numeric_cells = ", spec.numeric_cells(), " exceeds the limit of ", kMaxNumericCells));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateJobSpec(const JobSpec& spec) {
   ASSIGN_OR_RETURN(const Attributes index, IndexAttributes(spec));
   RETURN_IF_ERROR(ValidateScore(spec, index));
   RETURN_IF_ERROR(ValidateParticipation(spec));
+  RETURN_IF_ERROR(ValidateNumericSplit(spec));
   if (spec.has_sequential()) return ValidateSequentialSpec(spec);
   const Privacy& privacy = spec.privacy();
   switch (privacy.model()) {

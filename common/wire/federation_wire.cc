@@ -1,6 +1,8 @@
 #include "common/wire/federation_wire.h"
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "crypto/hash.h"
@@ -36,6 +38,12 @@ absl::StatusOr<std::vector<uint64_t>> DecodeWords(std::string_view bytes) {
 
 fedanon::v1::StatsRequest ToProto(const StatsRequest& request) {
   fedanon::v1::StatsRequest p;
+  for (const RangeCountRequest& r : request.range_counts) {
+    auto* rc = p.add_range_counts();
+    rc->set_attribute(r.attr);
+    for (int32_t b : r.bounds) rc->add_bounds(b);
+    rc->set_labelled(r.labelled);
+  }
   for (const auto& [a, n] : request.rank_histograms) {
     auto* r = p.add_rank_histograms();
     r->set_attribute(a);
@@ -64,6 +72,21 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
   auto node_ok = [&](uint32_t a, int32_t n) {
     return a < hier.size() && n >= 0 && static_cast<size_t>(n) < hier[a].size();
   };
+  for (const auto& r : proto.range_counts()) {
+    if (r.attribute() >= hier.size() || hier[r.attribute()].kind() != QidKind::kContinuous) {
+      return absl::InvalidArgumentError("range counts of an attribute that is not continuous");
+    }
+    const int32_t ranks = hier[r.attribute()].node(0).rank_hi;
+    std::vector<int32_t> bounds(r.bounds().begin(), r.bounds().end());
+    if (bounds.size() < 2 || bounds.front() < 0 || bounds.back() > ranks ||
+        std::adjacent_find(bounds.begin(), bounds.end(), std::greater_equal<int32_t>()) !=
+            bounds.end()) {
+      return absl::InvalidArgumentError(
+          "range counts need increasing rank bounds within the attribute's range");
+    }
+    request.range_counts.push_back(
+        {static_cast<int>(r.attribute()), std::move(bounds), r.labelled()});
+  }
   for (const auto& r : proto.rank_histograms()) {
     if (!node_ok(r.attribute(), r.node()) || hier[r.attribute()].kind() != QidKind::kContinuous) {
       return absl::InvalidArgumentError("rank histogram of an unknown interval");

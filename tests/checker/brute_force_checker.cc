@@ -531,6 +531,157 @@ double SplitThreshold(const Prepared& p, const std::vector<size_t>& rows,
   return candidates.back();  // unreachable
 }
 
+// Binned numeric split search (the spec's numeric_split, binned unless `exact`): the bins of one
+// continuous column over the whole raw table, rebuilt here from the rule as documented in
+// docs/engine.md — public equal-width cells of the range, merged left to right into bins of at
+// least K records, thresholds only at bin starts.
+struct Bins {
+  std::vector<int> bin_of_row;          // per raw row; -1 for a non-numeric value
+  std::vector<std::string> start_text;  // per bin: its threshold (the interval label's bound)
+};
+
+bool BinnedSearch(const JobSpec& spec) {
+  return spec.numeric_split() == fedanon::v1::NUMERIC_SPLIT_BINNED ||
+         (spec.numeric_split() == fedanon::v1::NUMERIC_SPLIT_UNSPECIFIED && !spec.has_sequential());
+}
+
+// The least bin size: the model's smallest anonymity threshold above 1 (LKC's K, templates' k),
+// raised by min_split_bin; min_split_bin (default 20) for a model without one.
+uint64_t LeastBinSize(const JobSpec& spec) {
+  uint64_t k = 0;
+  const auto& privacy = spec.privacy();
+  if (privacy.model() == fedanon::v1::PRIVACY_MODEL_TEMPLATES) {
+    for (const auto& t : privacy.templates()) {
+      if (t.k() > 1 && (k == 0 || t.k() < k)) k = t.k();
+    }
+  } else if (privacy.k() > 1) {
+    k = privacy.k();
+  }
+  if (k == 0) return spec.min_split_bin() > 0 ? spec.min_split_bin() : 20;
+  return std::max<uint64_t>(k, spec.min_split_bin());
+}
+
+std::optional<Bins> BuildBins(const Prepared& p, size_t c) {
+  const CheckerInput& in = *p.in;
+  const fedanon::v1::Attribute* attr = nullptr;
+  for (const auto& a : in.spec.attributes()) {
+    if (a.name() == in.header[c]) attr = &a;
+  }
+  if (attr == nullptr) return std::nullopt;
+  std::vector<std::optional<double>> x;
+  for (const auto& row : in.raw) x.push_back(ParseNumber(row[c]));
+  std::vector<double> numbers;
+  for (const auto& v : x) {
+    if (v.has_value()) numbers.push_back(*v);
+  }
+  if (numbers.empty()) return std::nullopt;
+  const double min = *std::min_element(numbers.begin(), numbers.end());
+  const double max = *std::max_element(numbers.begin(), numbers.end());
+  const bool integral =
+      std::all_of(numbers.begin(), numbers.end(), [](double v) { return v == std::floor(v); });
+  const double lo = attr->range_size() == 2 ? attr->range(0) : min;
+  const double hi = attr->range_size() == 2 ? attr->range(1)
+                    : integral              ? max + 1
+                                            : std::nextafter(max, HUGE_VAL);
+  const int64_t cells = in.spec.numeric_cells() > 0 ? in.spec.numeric_cells() : 32;
+  const double precision = attr->precision();
+  // The public cell of every value, and the threshold a cell boundary stands for.
+  std::vector<int64_t> cell_of_row(x.size(), -1);
+  std::map<int64_t, double> smallest_in_cell;
+  int64_t width = 1;
+  if (precision > 0) {
+    const auto grid = static_cast<int64_t>(std::ceil((hi - lo) / precision));
+    width = (grid + cells - 1) / cells;
+  }
+  for (size_t r = 0; r < x.size(); ++r) {
+    if (!x[r].has_value()) continue;
+    int64_t cell = 0;
+    if (precision > 0) {
+      cell = static_cast<int64_t>(std::round((*x[r] - lo) / precision)) / width;
+    } else {
+      for (int64_t i = 1; i < cells; ++i) {
+        if (*x[r] >= lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(cells)) {
+          cell = i;
+        } else {
+          break;
+        }
+      }
+    }
+    cell_of_row[r] = cell;
+    auto [it, added] = smallest_in_cell.emplace(cell, *x[r]);
+    if (!added) it->second = std::min(it->second, *x[r]);
+  }
+  // Cells left to right into bins of at least K records; a short tail joins the last bin.
+  const uint64_t least = LeastBinSize(in.spec);
+  std::map<int64_t, uint64_t> per_cell;
+  for (int64_t cell : cell_of_row) {
+    if (cell >= 0) ++per_cell[cell];
+  }
+  std::vector<int64_t> bin_start;  // first cell of each bin
+  std::map<int64_t, int> bin_of_cell;
+  uint64_t open = 0;
+  int64_t open_start = -1;
+  std::vector<int64_t> open_cells;
+  for (const auto& [cell, n] : per_cell) {  // empty cells change nothing
+    if (open_start < 0) open_start = cell;
+    open_cells.push_back(cell);
+    open += n;
+    if (open >= least) {
+      for (int64_t oc : open_cells) bin_of_cell[oc] = static_cast<int>(bin_start.size());
+      bin_start.push_back(open_start);
+      open = 0;
+      open_start = -1;
+      open_cells.clear();
+    }
+  }
+  if (bin_start.empty()) return Bins{std::vector<int>(x.size(), 0), {""}};  // one part, no split
+  for (int64_t oc : open_cells) bin_of_cell[oc] = static_cast<int>(bin_start.size()) - 1;
+  Bins bins;
+  for (int64_t cell : cell_of_row) bins.bin_of_row.push_back(cell < 0 ? -1 : bin_of_cell[cell]);
+  for (int64_t start : bin_start) {
+    // On a grid the threshold is the cell boundary; otherwise the smallest value at or above it.
+    bins.start_text.push_back(
+        precision > 0 ? absl::StrCat(lo + static_cast<double>(start * width) * precision)
+                      : absl::StrCat(smallest_in_cell.at(start)));
+  }
+  return bins;
+}
+
+// The bin boundary the engine would split an interval at: the records' bins are `bin[i]`; -1 when
+// they lie in a single bin.
+int BinnedSplitThreshold(const Prepared& p, const std::vector<size_t>& rows,
+                         const std::vector<int>& bin) {
+  const int first = *std::min_element(bin.begin(), bin.end());
+  const int last = *std::max_element(bin.begin(), bin.end());
+  const Table& raw = p.in->raw;
+  int best = -1;
+  double best_score = 0;
+  for (int t = first + 1; t <= last; ++t) {
+    std::map<std::string, uint64_t> all, left, right;
+    uint64_t n_left = 0, n_right = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const bool is_left = bin[i] < t;
+      const std::string cls = p.class_column.has_value() ? raw[rows[i]][*p.class_column] : "";
+      ++all[cls];
+      ++(is_left ? left : right)[cls];
+      ++(is_left ? n_left : n_right);
+    }
+    double score;
+    if (p.class_column.has_value()) {
+      const double n = static_cast<double>(rows.size());
+      score = Entropy(all) - n_left / n * Entropy(left) - n_right / n * Entropy(right);
+    } else {
+      score = -std::fabs(static_cast<double>(n_left) - static_cast<double>(n_right));
+    }
+    const double tolerance = p.class_column.has_value() ? kGainTieTolerance : 0.0;
+    if (best < 0 || score > best_score + tolerance) {  // ties: the smaller threshold stays
+      best = t;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
 std::vector<Refinement> EnumerateRefinements(const Prepared& p) {
   const CheckerInput& in = *p.in;
   std::vector<Refinement> out;
@@ -587,7 +738,39 @@ std::vector<Refinement> EnumerateRefinements(const Prepared& p) {
         break;
       }
       case Kind::kContinuous: {
+        const std::optional<Bins> bins =
+            BinnedSearch(in.spec) ? BuildBins(p, c) : std::optional<Bins>();
         for (const std::string& v : values) {
+          if (bins.has_value()) {
+            auto interval = ParseInterval(v);
+            if (!interval.ok()) continue;
+            std::vector<size_t> rows;
+            std::vector<int> bin;
+            for (size_t r = 0; r < in.raw.size(); ++r) {
+              if (in.anonymized[r][c] != v || bins->bin_of_row[r] < 0) continue;
+              rows.push_back(r);
+              bin.push_back(bins->bin_of_row[r]);
+            }
+            if (rows.empty()) continue;
+            const int t = BinnedSplitThreshold(p, rows, bin);
+            if (t < 0) continue;
+            const std::string& t_text = bins->start_text[t];
+            const std::string left = absl::StrCat("[", interval->lo_text, "-", t_text, ")");
+            const std::string right = absl::StrCat("[", t_text, "-", interval->hi_text, ")");
+            Refinement ref;
+            ref.table = in.anonymized;
+            ref.rows = rows;
+            uint64_t n_left = 0;
+            for (size_t i = 0; i < rows.size(); ++i) {
+              ref.table[rows[i]][c] = bin[i] < t ? left : right;
+              n_left += bin[i] < t ? 1 : 0;
+            }
+            ref.description = absl::StrCat("split ", name, ": ", Quote(v), " at bin boundary ",
+                                           t_text, " -> ", Quote(left), " (", n_left, " row(s)), ",
+                                           Quote(right), " (", rows.size() - n_left, " row(s))");
+            out.push_back(std::move(ref));
+            continue;
+          }
           auto interval = ParseInterval(v);
           if (!interval.ok()) continue;  // a disclosed raw value (truthfulness checked before)
           std::vector<size_t> rows;

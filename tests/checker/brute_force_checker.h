@@ -69,9 +69,14 @@ absl::Status CheckTruthful(const CheckerInput& in);
 
 // The anonymized table is truthful and private, and no single further refinement (specialization
 // of a taxonomy value, disclosure of a suppressed value, or the engine's split of an interval)
-// keeps the privacy model satisfied. With `spec.beneficial`, refinements whose records (all rows
-// showing the refined value; for a disclosure, all rows showing the suppression token) have a
-// single class are not considered.
+// keeps the privacy model satisfied. The split of an interval follows the spec's numeric_split:
+// `exact`, the threshold among the distinct values in it of maximal information gain (the
+// smallest of ties); otherwise (binned, the default) the same choice among the boundaries of the
+// bins that lie inside it, the bins rebuilt from docs/engine.md's rule over the whole raw table
+// (equal-width public cells of the declared or data range, merged left to right into bins of at
+// least K records, a short tail joining the last bin). With `spec.beneficial`, refinements whose
+// records (all rows showing the refined value; for a disclosure, all rows showing the suppression
+// token) have a single class are not considered.
 absl::Status CheckMaximal(const CheckerInput& in);
 
 // A discretized value `[lo-hi)`, e.g. "[30-60)", "[-3.5-10)", "[-10--2.5)", "[1e-05-2)". The

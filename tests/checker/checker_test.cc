@@ -522,10 +522,12 @@ TEST(CheckerMaximalTest, TwoAnonymousSuppressedTableMaximal) {
   EXPECT_OK(CheckMaximal(in));
 }
 
+// One continuous QID X in [-2-5) with the exact (per-value) threshold search.
 CheckerInput NumberInput(bool with_class, const std::vector<std::string>& classes, int k) {
   CheckerInput in;
   std::string spec =
-      R"pb(attributes { name: "X" role: ROLE_QID type: ATTRIBUTE_TYPE_CONTINUOUS })pb";
+      R"pb(numeric_split: NUMERIC_SPLIT_EXACT
+           attributes { name: "X" role: ROLE_QID type: ATTRIBUTE_TYPE_CONTINUOUS })pb";
   if (with_class) spec += R"pb(attributes { name: "C" role: ROLE_CLASS })pb";
   spec +=
       "privacy { model: PRIVACY_MODEL_TEMPLATES templates { qid: \"X\" k: " + std::to_string(k) +
@@ -562,6 +564,49 @@ TEST(CheckerMaximalTest, IntervalSplitMaximizesInfoGainSmallestOnTies) {
   EXPECT_THAT(CheckMaximal(in), StatusIs(absl::StatusCode::kFailedPrecondition, "split X"));
   in.spec.set_beneficial(true);
   EXPECT_OK(CheckMaximal(in));
+}
+
+TEST(CheckerMaximalTest, BinnedSearchSplitsOnlyAtBinBoundaries) {
+  // Binned (the default): with k = 2, -2 and 1.5 fill the first bin and 3 and 4 the second (no
+  // range: 32 cells over [-2, 4]); the one candidate is the boundary 3 (Y Y | N N).
+  CheckerInput in = NumberInput(true, {"N", "Y", "N", "Y"}, 2);
+  in.spec.clear_numeric_split();
+  EXPECT_THAT(CheckMaximal(in),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "at bin boundary 3 -> \"[-2-3)\" (2 row(s)), \"[3-5)\" (2 row(s))"));
+  // k = 1 is no anonymity threshold: bins need 20 records by default and 4 make none, so the
+  // per-value split at 1.5 that the exact search would take is not a candidate.
+  in = NumberInput(true, {"N", "N", "Y", "Y"}, 1);
+  in.spec.clear_numeric_split();
+  EXPECT_OK(CheckMaximal(in));
+  in.spec.set_min_split_bin(1);  // every value its own bin: the exact choice again
+  EXPECT_THAT(CheckMaximal(in), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                         "at bin boundary 1.5 -> \"[-2-1.5)\" (1 row(s))"));
+  // On a grid the threshold is the public cell boundary: [0, 8) with precision 1 in 4 cells of 2
+  // values; k = 2 makes the bins [0, 4) and [4, 8). The exact search would cut at 5.
+  in = CheckerInput();
+  in.spec = Spec(R"pb(numeric_cells: 4
+                      attributes {
+                        name: "X"
+                        role: ROLE_QID
+                        type: ATTRIBUTE_TYPE_CONTINUOUS
+                        range: [ 0, 8 ]
+                        precision: 1
+                      }
+                      attributes { name: "C" role: ROLE_CLASS }
+                      privacy {
+                        model: PRIVACY_MODEL_TEMPLATES
+                        templates { qid: "X" k: 2 }
+                      })pb");
+  in.header = {"X", "C"};
+  for (const auto& [x, c] : std::vector<std::pair<std::string, std::string>>{
+           {"1", "Y"}, {"2", "Y"}, {"5", "N"}, {"7", "N"}}) {
+    in.raw.push_back({x, c});
+    in.anonymized.push_back({"[0-8)", c});
+  }
+  EXPECT_THAT(CheckMaximal(in),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "at bin boundary 4 -> \"[0-4)\" (2 row(s)), \"[4-8)\" (2 row(s))"));
 }
 
 // ---------------------------------------------------------------------------------------------

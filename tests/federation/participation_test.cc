@@ -389,7 +389,9 @@ TEST(AdultParticipation, UnequalCapabilityTheStrongPartyStops) {
   EXPECT_EQ(strong->rounds_won(), 1u) << Trajectory(gt.info.report());
   EXPECT_GT(strong->declined_because().count(party::kAheadOfAnotherParty), 0u);
   EXPECT_GT(weak->declined_because().count("no valid candidate"), 0u);
-  EXPECT_GT(h.info.report().steps_size(), 5);
+  // The honest run goes on: 4 specializations with binned numeric split search (the default;
+  // thresholds only between bins of >= k records), more than 5 with `numeric_split: exact`.
+  EXPECT_GE(h.info.report().steps_size(), 4);
   EXPECT_EQ(static_cast<uint32_t>(gt.info.report().steps_size()), 1 + weak->rounds_won());
   // The released classification-relevant attributes: distinct released values per Top9
   // attribute, honest vs game-theoretic.

@@ -185,6 +185,7 @@ privacy:
 score: gainratio
 beneficial: true
 partitioning: vertical
+numeric_split: exact  # the paper's Salary split at 37 is a per-value threshold
 )";
   s.taxonomies = {{"job.csv",
                    "Janitor;Non-Technical;Blue-collar;ANY_Job\nMover;Non-Technical;Blue-collar;"

@@ -6,6 +6,7 @@
 
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
+#include "common/engine/numeric_split.h"
 #include "common/engine/privacy_model.h"
 #include "common/engine/scores.h"
 #include "common/engine/tds_engine.h"
@@ -48,6 +49,7 @@ absl::StatusOr<std::unique_ptr<Harness>> MakeHarness(const Job& job) {
   common::EngineOptions opts;
   opts.score = h->spec.score();
   opts.beneficial = h->spec.beneficial();
+  opts.numeric = common::NumericSplitFromSpec(h->spec);
   auto engine =
       common::TopDownSpecializer::Create(&h->data, &h->model, &h->hier, h->source.get(), opts);
   if (!engine.ok()) return engine.status();
@@ -191,6 +193,7 @@ privacy:
     - {qid: [Sex, Salary], k: 5}
 score: gainratio
 beneficial: true
+numeric_split: exact  # the paper's Salary split at 37 is a per-value threshold
 )";
 
 Table TableB() {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/job_digest.h"
 #include "common/table/csv.h"
 #include "common/table/dataset.h"
 #include "tests/support/status_matchers.h"
@@ -139,6 +140,50 @@ TEST(JobSpecLoaderTest, FillsDefaults) {
   EXPECT_EQ(spec.privacy().model(), v1::PRIVACY_MODEL_LKC);
   EXPECT_EQ(spec.partitioning(), v1::PARTITIONING_UNSPECIFIED);
   EXPECT_FALSE(spec.beneficial());
+  EXPECT_EQ(spec.numeric_split(), v1::NUMERIC_SPLIT_BINNED);
+  EXPECT_EQ(spec.numeric_cells(), 32u);
+  EXPECT_EQ(spec.min_split_bin(), 0u);  // the privacy model's K
+}
+
+TEST(JobSpecLoaderTest, NumericSplitKeys) {
+  JobSpec spec = Parse("numeric_split: exact\n");
+  EXPECT_EQ(spec.numeric_split(), v1::NUMERIC_SPLIT_EXACT);
+  EXPECT_EQ(spec.numeric_cells(), 0u);  // not filled: it would not apply
+  spec = Parse("numeric_split: binned\nnumeric_cells: 8\nmin_split_bin: 50\n");
+  EXPECT_EQ(spec.numeric_split(), v1::NUMERIC_SPLIT_BINNED);
+  EXPECT_EQ(spec.numeric_cells(), 8u);
+  EXPECT_EQ(spec.min_split_bin(), 50u);
+  // A sequential release searches per value unless told otherwise, and cannot be told binned.
+  constexpr char kSequential[] =
+      "sequential: {anonymity: [{x: [a], y: [current.@record], k: 2}]}\n";
+  EXPECT_EQ(Parse(kSequential).numeric_split(), v1::NUMERIC_SPLIT_EXACT);
+  EXPECT_THAT(ParseJobSpecYaml(std::string(kSequential) + "numeric_split: binned\n", "spec.yaml"),
+              StatusIs(kInvalid,
+                       "spec.yaml:2:16: numeric_split: binned does not apply to "
+                       "sequential releases"));
+}
+
+TEST(JobSpecLoaderTest, NumericSplitErrorsNameThePosition) {
+  auto error = [](std::string_view yaml) { return ParseJobSpecYaml(yaml, "spec.yaml").status(); };
+  EXPECT_THAT(error("name: x\nnumeric_cells: 0\n"),
+              StatusIs(kInvalid, "spec.yaml:2:16: numeric_cells = 0 must be at least 1"));
+  EXPECT_THAT(error("numeric_cells: 2000000\n"),
+              StatusIs(kInvalid, "spec.yaml:1:16: numeric_cells = 2000000 exceeds the limit"));
+  EXPECT_THAT(error("min_split_bin: 0\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:1:16: min_split_bin = 0 must be at least 1 (omit it "
+                       "to use the privacy model's K)"));
+  EXPECT_THAT(
+      error("numeric_split: exact\nmin_split_bin: 30\n"),
+      StatusIs(kInvalid, "spec.yaml:2:16: min_split_bin applies to numeric_split: binned only"));
+  EXPECT_THAT(
+      error("numeric_cells: 4\nnumeric_split: exact\n"),
+      StatusIs(kInvalid, "spec.yaml:1:16: numeric_cells applies to numeric_split: binned only"));
+  EXPECT_THAT(error("numeric_split: fine\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:1:16: numeric_split: unknown value 'fine'; expected "
+                       "one of: binned, exact"));
+  EXPECT_THAT(error("numeric_cells: -3\n"), StatusIs(kInvalid, "-3 is negative"));
 }
 
 TEST(JobSpecLoaderTest, ExplicitEmptyTokensAreKeptNullMeansDefault) {
@@ -344,6 +389,44 @@ TEST(ValidateJobSpecTest, ParticipationRules) {
               StatusIs(kInvalid, "epsilon is used only with participation: game_theoretic"));
 }
 
+TEST(ValidateJobSpecTest, NumericSplitRules) {
+  JobSpec spec =
+      Parse("attributes: [{name: a, role: qid}, {name: c, role: class}]\nprivacy: {L: 1, K: 2}\n");
+  EXPECT_OK(ValidateJobSpec(spec));
+  spec.set_numeric_split(v1::NUMERIC_SPLIT_EXACT);
+  EXPECT_THAT(ValidateJobSpec(spec),
+              StatusIs(kInvalid, "numeric_cells and min_split_bin apply to numeric_split: binned"));
+  spec.set_numeric_cells(0);
+  EXPECT_OK(ValidateJobSpec(spec));
+  spec.set_numeric_split(v1::NUMERIC_SPLIT_UNSPECIFIED);  // a message that never saw the parser
+  spec.set_numeric_cells((1 << 20) + 1);
+  EXPECT_THAT(ValidateJobSpec(spec), StatusIs(kInvalid, "numeric_cells = 1048577 exceeds"));
+  spec.set_numeric_cells(0);
+  spec.set_numeric_split(static_cast<v1::NumericSplit>(7));
+  EXPECT_THAT(ValidateJobSpec(spec), StatusIs(kInvalid, "numeric_split has the unknown value 7"));
+}
+
+// Parties compare digests: a job whose numeric split search differs is a different job, while
+// spelling out the defaults changes nothing.
+TEST(JobDigestTest, CoversTheNumericSplitSearch) {
+  const JobSpec spec = Parse(kLkcSpec);
+  const std::string base = CanonicalJobBytes(spec, {});
+  JobSpec exact = spec;
+  exact.set_numeric_split(v1::NUMERIC_SPLIT_EXACT);
+  exact.set_numeric_cells(0);
+  EXPECT_NE(CanonicalJobBytes(exact, {}), base);
+  JobSpec cells = spec;
+  cells.set_numeric_cells(64);
+  EXPECT_NE(CanonicalJobBytes(cells, {}), base);
+  JobSpec bin = spec;
+  bin.set_min_split_bin(40);
+  EXPECT_NE(CanonicalJobBytes(bin, {}), base);
+  JobSpec implicit = spec;
+  implicit.clear_numeric_split();
+  implicit.clear_numeric_cells();
+  EXPECT_EQ(CanonicalJobBytes(implicit, {}), base);
+}
+
 TEST(ValidateJobSpecTest, LkcRules) {
   EXPECT_THAT(ValidateJobSpec(LkcWith("L: 2", "L: 5")),
               StatusIs(kInvalid, "privacy.L = 5 exceeds the number of QID attributes (3)"));
@@ -469,6 +552,8 @@ TEST(JobSpecToYamlTest, RoundTripsExamples) {
   ExpectRoundTrip(Parse(kLkcSpec));
   ExpectRoundTrip(Parse(kTemplatesSpec));
   ExpectRoundTrip(Parse("attributes: [{name: a, role: qid}]\n"));
+  ExpectRoundTrip(Parse("attributes: [{name: a, role: qid}]\nnumeric_split: exact\n"));
+  ExpectRoundTrip(Parse("numeric_cells: 7\nmin_split_bin: 25\n"));
 }
 
 TEST(JobSpecToYamlTest, RoundTripsAwkwardStrings) {
