@@ -270,10 +270,12 @@ absl::Status YamlToMessage::Scalar(const YAML::Node& node, const pb::FieldDescri
       double value;
       // epsilon (mohammed2011 §6) is a fraction of the total contribution: 0.01 or "1%".
       const bool percent = field.name() == "epsilon" && absl::EndsWith(text, "%");
-      const absl::string_view number =
-          percent ? absl::string_view(text).substr(0, text.size() - 1) : absl::string_view(text);
+      const std::string_view number =
+          percent ? std::string_view(text).substr(0, text.size() - 1) : std::string_view(text);
       // Decimal only: SimpleAtod would also take hex floats ("0x1p-1").
-      if (!IsDecimalNumber(number) || !absl::SimpleAtod(number, &value) || !std::isfinite(value)) {
+      if (!IsDecimalNumber(number) ||
+          !absl::SimpleAtod(absl::string_view(number.data(), number.size()), &value) ||
+          !std::isfinite(value)) {
         return Error(node.Mark(), Cat(where, ": expected a number",
                                       field.name() == "epsilon" ? " or a percentage like 1%" : "",
                                       ", got '", text, "'"));

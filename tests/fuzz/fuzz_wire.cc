@@ -95,6 +95,18 @@ const crypto::SealKeyPair& Keys() {
   return *keys;
 }
 
+// The sender of the union list in the seeds ("hospital-b"): the list is sealed
+// sender-authenticated by it.
+constexpr char kUnionSender[] = "hospital-b";
+const crypto::SealKeyPair& SenderKeys() {
+  static const crypto::SealKeyPair* keys = [] {
+    absl::StatusOr<std::unique_ptr<crypto::SealKeyPair>> k = crypto::SealKeyPair::Generate();
+    if (!k.ok()) FuzzFail("no key pair");
+    return k->release();
+  }();
+  return *keys;
+}
+
 void CheckWords(std::string_view bytes) {
   absl::StatusOr<std::vector<uint64_t>> words = common::DecodeWords(bytes);
   if (words.ok() != (bytes.size() % 8 == 0)) FuzzFail("DecodeWords accepts a partial word");
@@ -195,11 +207,16 @@ void CheckUnion(std::string_view bytes) {
       }
       payload.set_ciphertext(std::string(kPlain) + list.SerializeAsString());
     }
-    SealIfPlain(payload.mutable_ciphertext(),
-                common::UnionListContext(kJob, kRound, payload.sender(), kRecipient));
+    // The list hop is sender-authenticated: sealed by kUnionSender's key.
+    absl::StatusOr<std::string> sealed = crypto::SealFrom(
+        SenderKeys(), Keys().public_key(),
+        common::UnionListContext(kJob, kRound, kUnionSender, kRecipient),
+        payload.ciphertext().substr(kPlainSize));
+    if (!sealed.ok()) FuzzFail("SealFrom failed");
+    payload.set_ciphertext(*std::move(sealed));
   }
-  absl::StatusOr<fedanon::v1::UnionList> list =
-      common::OpenUnionList(Keys(), kJob, kRound, kRecipient, payload);
+  absl::StatusOr<fedanon::v1::UnionList> list = common::OpenUnionList(
+      Keys(), kJob, kRound, kRecipient, kUnionSender, SenderKeys().public_key(), payload);
   if (!list.ok()) return;
   absl::StatusOr<std::vector<std::string>> rows =
       common::OpenUnionRows(Keys(), kJob, kRound, kRecipient, list->rows());
