@@ -406,10 +406,10 @@ absl::Status PartyAgent::ApplyUpdates(
 }
 
 absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& request) {
-  if (!job_ || job_->job_id != request.job_id() || !job_->data) {
+  if (!job_ || job_->job_id != request.job_id()) {
     return absl::FailedPreconditionError("no prepared job with this id");
   }
-  if (!job_->tips) {
+  if (!job_->data || !job_->tips) {
     return absl::FailedPreconditionError("no prepared horizontal job with this id");
   }
   JobState& job = *job_;

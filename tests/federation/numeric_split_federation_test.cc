@@ -21,11 +21,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/base/status_macros.h"
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
 #include "common/wire/federation_wire.h"
+#include "crypto/sealed_box.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -79,14 +81,27 @@ class RecordingChannel : public common::PartyChannel {
  public:
   explicit RecordingChannel(common::PartyChannel* inner) : inner_(inner) {}
 
+  // The leader's sealing keys and the CA: the ring's last hop is sealed for the leader by the
+  // last party (sender-authenticated), so the recorder opens it as the leader does.
+  void set_leader_keys(std::unique_ptr<crypto::SealKeyPair> keys, std::string ca_pem) {
+    leader_keys_ = std::move(keys);
+    ca_pem_ = std::move(ca_pem);
+  }
+  void set_party_certificates(std::map<std::string, std::string> certs) {
+    party_certs_ = std::move(certs);
+  }
+
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override {
     if (request.has_sum_step()) Before(request.sum_step());
     auto reply = inner_->Call(party, request, timeout);
     if (reply.ok() && request.has_sum_step() && reply->has_sum_step() &&
-        reply->sum_step().has_masked()) {
-      After(request.sum_step(), reply->sum_step().masked());
+        reply->sum_step().has_sealed() && reply->sum_step().sealed().receiver() == "leader") {
+      const fedanon::v1::SealedPayload& sealed = reply->sum_step().sealed();
+      auto masked = OpenForLeader(request, sealed);
+      EXPECT_TRUE(masked.ok()) << masked.status();
+      if (masked.ok()) After(request.sum_step(), *masked);
     }
     return reply;
   }
@@ -124,6 +139,22 @@ class RecordingChannel : public common::PartyChannel {
     }
   }
 
+  absl::StatusOr<std::string> OpenForLeader(const fedanon::v1::LeaderMessage& request,
+                                            const fedanon::v1::SealedPayload& sealed) const {
+    if (!leader_keys_) return absl::FailedPreconditionError("no leader keys");
+    const auto cert = party_certs_.find(sealed.sender());
+    if (cert == party_certs_.end()) return absl::NotFoundError("unknown sender");
+    ASSIGN_OR_RETURN(
+        auto sender_key,
+        crypto::VerifiedSealKey(cert->second, ca_pem_, {crypto::Role::kParty, sealed.sender()}));
+    const crypto::SealContext context{request.job_id(), request.round(), sealed.sender(), "leader",
+                                      sealed.purpose()};
+    return crypto::OpenFrom(*leader_keys_, *sender_key, context, sealed.ciphertext());
+  }
+
+  std::unique_ptr<crypto::SealKeyPair> leader_keys_;
+  std::string ca_pem_;
+  std::map<std::string, std::string> party_certs_;
   common::PartyChannel* inner_;
   mutable std::mutex mu_;
   std::map<uint64_t, DecodedSum> sums_;
@@ -276,6 +307,13 @@ void RunAdult(const std::string& name, const std::string& mode, AdultRun* out) {
   lo.ca_pem = fed->ca->cert_pem();
   lo.seal_cert_pem = seal.cert_pem;
   lo.seal_key_pem = seal.key_pem;
+  ASSERT_OK_AND_ASSIGN(auto leader_keys, crypto::SealKeyPairFromPem(seal.key_pem));
+  recorder.set_leader_keys(std::move(leader_keys), fed->ca->cert_pem());
+  std::map<std::string, std::string> party_certs;
+  for (size_t i = 0; i < fed->names.size(); ++i) {
+    party_certs[fed->names[i]] = fed->agents[i]->seal_cert_pem();
+  }
+  recorder.set_party_certificates(std::move(party_certs));
   ASSERT_OK_AND_ASSIGN(fed->leader, leader::Leader::Create(lo, &recorder));
 
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(spec_text, "job.yaml"));

@@ -58,7 +58,7 @@ TEST(InProcessPartyChannel, RepliesCarryTheRequestIdAndErrorsNameTheParty) {
   EXPECT_EQ(pong.request_id(), 42u);
   EXPECT_EQ(pong.pong().echoed_unix_nanos(), 77);
   LeaderMessage sum;
-  sum.set_job_id("job-1");
+  sum.set_job_id("job-000000000001");
   sum.mutable_sum_step();
   EXPECT_THAT(f->Call("hospital-a", sum),
               StatusIs(absl::StatusCode::kFailedPrecondition,

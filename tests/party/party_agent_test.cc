@@ -131,14 +131,14 @@ TEST(PartyAgent, PingEchoesAndUnknownRequestIsAnError) {
   EXPECT_EQ(pong.pong().echoed_unix_nanos(), 1234);
 
   LeaderMessage empty;
-  empty.set_job_id("job-1");
+  empty.set_job_id("job-000000000001");
   EXPECT_THAT(f->Call("hospital-a", empty),
               StatusIs(absl::StatusCode::kInvalidArgument, "party 'hospital-a': unknown request"));
 }
 
 TEST(PartyAgent, PrepareReportsTheDigestOfTheSubmittedJob) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare", TwoHospitals()));
-  ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-1", kSpec));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-000000000001", kSpec));
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(kSpec, "job.yaml"));
   const std::string expected = crypto::Sha256(
       common::CanonicalJobBytes(spec, {{"Sex", kSexTaxonomy}, {"Job", kJobTaxonomy}}));
@@ -151,7 +151,7 @@ TEST(PartyAgent, PrepareWithADifferentTaxonomyGivesAnotherDigest) {
   auto files = TwoHospitals();
   files[1]["job.csv"] = "Janitor;Blue;ANY_Job\nLawyer;Blue;ANY_Job\n";
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_differs", files));
-  ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-1", kSpec));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-000000000001", kSpec));
   EXPECT_NE(digests[0], digests[1]);
 }
 
@@ -160,7 +160,7 @@ TEST(PartyAgent, PrepareErrorsNameTheProblemButNoRawValue) {
   files[0].erase("job.csv");
   files[1]["table.csv"] = "Sex,Job,Class\nSecretValue,Lawyer,N\n";
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_errors", files));
-  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare("job-1", kSpec));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare("job-000000000001", kSpec));
   EXPECT_THAT(f->Call("hospital-a", prepare),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "party 'hospital-a': party 'hospital-a' cannot read the taxonomy of "
@@ -173,13 +173,13 @@ TEST(PartyAgent, PrepareErrorsNameTheProblemButNoRawValue) {
 
 TEST(PartyAgent, PrepareRejectsASealCertificateIssuedToSomeoneElse) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_foreign_seal", TwoHospitals()));
-  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare("job-1", kSpec));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare("job-000000000001", kSpec));
   // The leader substitutes hospital-a's certificate for hospital-b's.
   prepare.mutable_prepare()->mutable_participants(1)->set_seal_certificate(
       f->agents[0]->seal_cert_pem());
   EXPECT_FALSE(f->Call("hospital-a", prepare).ok());
   // Nothing was prepared.
-  EXPECT_THAT(f->Call("hospital-a", SexClassCountsStep("job-1", "")),
+  EXPECT_THAT(f->Call("hospital-a", SexClassCountsStep("job-000000000001", "")),
               StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
 }
 
@@ -194,11 +194,11 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
           opened[receiver].push_back(plain);
         };
       }));
-  ASSERT_OK(f->PrepareAll("job-1", kSpec));
+  ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
   const std::vector<uint64_t> masks = {10, 20, 30, 40};
 
   // First hop: the leader's masks in the clear, output sealed for hospital-b.
-  LeaderMessage first = SexClassCountsStep("job-1", "hospital-b");
+  LeaderMessage first = SexClassCountsStep("job-000000000001", "hospital-b");
   first.mutable_sum_step()->set_masked(common::EncodeWords(masks));
   ASSERT_OK_AND_ASSIGN(PartyMessage a_reply, f->Call("hospital-a", first));
   ASSERT_TRUE(a_reply.sum_step().has_sealed());
@@ -208,12 +208,12 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
   EXPECT_TRUE(absl::StartsWith(sealed.purpose(), common::SumPurpose(first.sum_step()) + "/"));
 
   // Last hop: hospital-b opens it, adds its counts and seals the result for the leader.
-  LeaderMessage last = SexClassCountsStep("job-1", "");
+  LeaderMessage last = SexClassCountsStep("job-000000000001", "");
   *last.mutable_sum_step()->mutable_sealed() = sealed;
   ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", last));
   ASSERT_EQ(b_reply.sum_step().sealed().receiver(), "leader");
   ASSERT_OK_AND_ASSIGN(const std::string total,
-                       f->OpenForLeader(1, "job-1", b_reply.sum_step().sealed()));
+                       f->OpenForLeader(1, "job-000000000001", b_reply.sum_step().sealed()));
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
   ASSERT_EQ(sum.size(), masks.size());
   std::vector<uint64_t> counts(sum.size());
@@ -231,21 +231,21 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
 
 TEST(PartyAgent, SecureSumErrors) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("sum_errors", TwoHospitals()));
-  ASSERT_OK(f->PrepareAll("job-1", kSpec));
-  LeaderMessage wrong_length = SexClassCountsStep("job-1", "hospital-b", /*total_words=*/5);
+  ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
+  LeaderMessage wrong_length = SexClassCountsStep("job-000000000001", "hospital-b", /*total_words=*/5);
   wrong_length.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0, 0}));
   EXPECT_THAT(f->Call("hospital-a", wrong_length),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "the secure sum has 5 words but this request needs 4"));
 
-  LeaderMessage stranger = SexClassCountsStep("job-1", "hospital-z");
+  LeaderMessage stranger = SexClassCountsStep("job-000000000001", "hospital-z");
   stranger.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
   EXPECT_THAT(f->Call("hospital-a", stranger),
               StatusIs(absl::StatusCode::kPermissionDenied,
                        "next is 'hospital-z' but this party's successor in the ring agreed at "
                        "Prepare is 'hospital-b'"));
 
-  LeaderMessage outside = SexClassCountsStep("job-1", "hospital-b");
+  LeaderMessage outside = SexClassCountsStep("job-000000000001", "hospital-b");
   outside.mutable_sum_step()->set_collect(1);
   outside.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
   outside.mutable_sum_step()->set_chunk_offset(2);
@@ -267,7 +267,7 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
           opened_by_b.push_back(plain);
         };
       }));
-  ASSERT_OK(f->PrepareAll("job-1", kSpec));
+  ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
   std::unique_ptr<PublicState> pub = MakePublicState();
   const std::vector<common::NodeIndex> sex_children = pub->hier[0].Specialize(0, 0);
   ASSERT_EQ(sex_children.size(), 2u);
@@ -279,7 +279,7 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
 
   auto group_step = [&](uint64_t collect) {
     LeaderMessage msg;
-    msg.set_job_id("job-1");
+    msg.set_job_id("job-000000000001");
     msg.set_round(2);
     auto* step = msg.mutable_sum_step();
     step->set_collect(collect);
@@ -341,10 +341,10 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
 
 TEST(PartyAgent, SecureUnionSealsGeneralizedRowsForTheRecipient) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("union", TwoHospitals()));
-  ASSERT_OK(f->PrepareAll("job-1", kSpec));
+  ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
   auto union_step = [](const std::string& next, const fedanon::v1::SealedPayload& list) {
     LeaderMessage msg;
-    msg.set_job_id("job-1");
+    msg.set_job_id("job-000000000001");
     msg.set_round(1);
     auto* step = msg.mutable_union_step();
     *step->mutable_list() = list;
@@ -361,10 +361,10 @@ TEST(PartyAgent, SecureUnionSealsGeneralizedRowsForTheRecipient) {
   ASSERT_OK_AND_ASSIGN(auto keys, crypto::SealKeyPairFromPem(f->leader_seal.key_pem));
   ASSERT_OK_AND_ASSIGN(auto b_key, f->PartyKey("hospital-b"));
   ASSERT_OK_AND_ASSIGN(fedanon::v1::UnionList list,
-                       common::OpenUnionList(*keys, "job-1", 1, "leader", "hospital-b", *b_key,
+                       common::OpenUnionList(*keys, "job-000000000001", 1, "leader", "hospital-b", *b_key,
                                              b_reply.union_step().list()));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> rows,
-                       common::OpenUnionRows(*keys, "job-1", 1, "leader", list.rows()));
+                       common::OpenUnionRows(*keys, "job-000000000001", 1, "leader", list.rows()));
   ASSERT_EQ(rows.size(), 5u);
   // Nothing is specialized yet: every row is generalized to the root of Sex and Job.
   for (const auto& row : rows) EXPECT_TRUE(absl::StartsWith(row, "ANY_Sex,ANY_Job,")) << row;
@@ -378,9 +378,9 @@ TEST(PartyAgent, SecureUnionSealsGeneralizedRowsForTheRecipient) {
 
 TEST(PartyAgent, RecipientPartyWritesTheIntegratedTable) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("union_deliver", TwoHospitals()));
-  ASSERT_OK(f->PrepareAll("job-1", kSpec, "hospital-b"));
+  ASSERT_OK(f->PrepareAll("job-000000000001", kSpec, "hospital-b"));
   LeaderMessage hop;
-  hop.set_job_id("job-1");
+  hop.set_job_id("job-000000000001");
   hop.set_round(1);
   hop.mutable_union_step()->set_recipient("hospital-b");
   hop.mutable_union_step()->set_next("hospital-b");
@@ -390,7 +390,7 @@ TEST(PartyAgent, RecipientPartyWritesTheIntegratedTable) {
   ASSERT_OK_AND_ASSIGN(PartyMessage b_hop, f->Call("hospital-b", hop));
 
   LeaderMessage deliver;
-  deliver.set_job_id("job-1");
+  deliver.set_job_id("job-000000000001");
   deliver.set_round(1);
   auto* step = deliver.mutable_union_step();
   *step->mutable_list() = b_hop.union_step().list();
@@ -410,7 +410,7 @@ TEST(PartyAgent, RecipientPartyWritesTheIntegratedTable) {
               StatusIs(absl::StatusCode::kPermissionDenied, "the agreed predecessor"));
   ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", deliver));
   EXPECT_EQ(b_reply.union_step().rows_written(), 5u);
-  const std::string csv = ReadText(f->dir + "/hospital-b/output/job-1.csv");
+  const std::string csv = ReadText(f->dir + "/hospital-b/output/job-000000000001.csv");
   EXPECT_TRUE(absl::StartsWith(csv, "Sex,Job,Class\n")) << csv;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
 }
@@ -418,29 +418,29 @@ TEST(PartyAgent, RecipientPartyWritesTheIntegratedTable) {
 TEST(PartyAgent, RequestsForAnUnknownOrEndedJobAreRefused) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("unknown_job", TwoHospitals()));
   // Before any PrepareJob.
-  EXPECT_THAT(f->Call("hospital-a", SexClassCountsStep("job-1", "")),
+  EXPECT_THAT(f->Call("hospital-a", SexClassCountsStep("job-000000000001", "")),
               StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
-  ASSERT_OK(f->PrepareAll("job-1", kSpec));
+  ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
   // Another job's id.
-  EXPECT_THAT(f->Call("hospital-a", SexClassCountsStep("job-2", "")),
+  EXPECT_THAT(f->Call("hospital-a", SexClassCountsStep("job-000000000002", "")),
               StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
   LeaderMessage union_step;
-  union_step.set_job_id("job-2");
+  union_step.set_job_id("job-000000000002");
   union_step.mutable_union_step()->set_recipient("leader");
   EXPECT_THAT(f->Call("hospital-a", union_step),
               StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
   LeaderMessage vertical;
-  vertical.set_job_id("job-1");
+  vertical.set_job_id("job-000000000001");
   vertical.mutable_vertical()->mutable_propose();
   EXPECT_THAT(f->Call("hospital-a", vertical), StatusIs(absl::StatusCode::kFailedPrecondition,
                                                         "no prepared vertical job with this id"));
 
   // EndJob of another job keeps this one; EndJob of this one drops it.
-  LeaderMessage sum = SexClassCountsStep("job-1", "hospital-b");
+  LeaderMessage sum = SexClassCountsStep("job-000000000001", "hospital-b");
   sum.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
-  ASSERT_OK(f->Call("hospital-a", EndJob("job-2")));
+  ASSERT_OK(f->Call("hospital-a", EndJob("job-000000000002")));
   EXPECT_OK(f->Call("hospital-a", sum));
-  ASSERT_OK_AND_ASSIGN(PartyMessage ended, f->Call("hospital-a", EndJob("job-1")));
+  ASSERT_OK_AND_ASSIGN(PartyMessage ended, f->Call("hospital-a", EndJob("job-000000000001")));
   EXPECT_TRUE(ended.has_pong());
   EXPECT_THAT(f->Call("hospital-a", sum),
               StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));

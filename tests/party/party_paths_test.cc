@@ -54,6 +54,14 @@ class PartyPathsTest : public ::testing::Test {
     ASSERT_TRUE(ca.ok()) << ca.status();
     auto seal = (*ca)->IssueSeal({crypto::Role::kParty, "hospital-a"}, absl::Hours(1));
     ASSERT_TRUE(seal.ok()) << seal.status();
+    // The other participants a Prepare must announce (the ring of a horizontal job).
+    auto seal_b = (*ca)->IssueSeal({crypto::Role::kParty, "hospital-b"}, absl::Hours(1));
+    ASSERT_TRUE(seal_b.ok()) << seal_b.status();
+    auto seal_leader = (*ca)->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(1));
+    ASSERT_TRUE(seal_leader.ok()) << seal_leader.status();
+    participants_ = {{"hospital-a", 0, seal->cert_pem},
+                     {"hospital-b", 1, seal_b->cert_pem},
+                     {"leader", UINT32_MAX, seal_leader->cert_pem}};
     PartyAgentOptions o;
     o.name = "hospital-a";
     o.data_dir = data_dir_;
@@ -86,8 +94,22 @@ class PartyPathsTest : public ::testing::Test {
     request.set_request_id(1);
     *request.mutable_prepare()->mutable_spec() = *spec;
     request.mutable_prepare()->set_data_path(data_path);
+    for (const Participant& p : participants_) {
+      auto* announced = request.mutable_prepare()->add_participants();
+      announced->set_name(p.name);
+      announced->set_index(p.index);
+      announced->set_seal_certificate(p.seal_cert_pem);
+      if (p.index != UINT32_MAX) request.mutable_prepare()->add_ring(p.name);
+    }
     return agent_->Handle(request);
   }
+
+  struct Participant {
+    std::string name;
+    uint32_t index;
+    std::string seal_cert_pem;
+  };
+  std::vector<Participant> participants_;
 
   std::string root_;
   std::string data_dir_;

@@ -57,7 +57,7 @@ std::vector<std::map<std::string, std::string>> TwoHospitals() {
 
 LeaderMessage Step(uint32_t round, VerticalStep step) {
   LeaderMessage msg;
-  msg.set_job_id("job-v");
+  msg.set_job_id("job-00000000000f");
   msg.set_round(round);
   *msg.mutable_vertical() = std::move(step);
   return msg;
@@ -107,7 +107,7 @@ absl::StatusOr<std::vector<uint64_t>> MatchIds(PartyFixture& f) {
 
 TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_round", TwoHospitals()));
-  ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-v", kSpec));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-00000000000f", kSpec));
   EXPECT_EQ(digests[0], digests[1]);
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> common, MatchIds(*f));
   EXPECT_EQ(common, (std::vector<uint64_t>{5, 5}));
@@ -165,7 +165,7 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
     ASSERT_OK_AND_ASSIGN(auto sender_key, f->PartyKey(party));
     ASSERT_OK_AND_ASSIGN(
         std::string bytes,
-        crypto::OpenFrom(*keys, *sender_key, {"job-v", 2, party, "leader", "columns"},
+        crypto::OpenFrom(*keys, *sender_key, {"job-00000000000f", 2, party, "leader", "columns"},
                          payload.ciphertext()));
     ASSERT_TRUE(parts.emplace_back().ParseFromString(bytes));
   }
@@ -180,7 +180,7 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
 
 TEST(VerticalPartyAgent, StepsOutOfOrderAreRefused) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_order", TwoHospitals()));
-  ASSERT_OK(f->PrepareAll("job-v", kSpec));
+  ASSERT_OK(f->PrepareAll("job-00000000000f", kSpec));
   VerticalStep reencrypt;
   reencrypt.mutable_id_reencrypt()->set_origin("hospital-b");
   EXPECT_THAT(CallStep(*f, "hospital-a", 0, reencrypt),
@@ -218,14 +218,14 @@ TEST(VerticalPartyAgent, StepsOutOfOrderAreRefused) {
 // refused (they used to dereference a table the party never loaded).
 TEST(VerticalPartyAgent, HorizontalStepsForAVerticalJobAreRefused) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_horizontal", TwoHospitals()));
-  ASSERT_OK(f->PrepareAll("job-v", kSpec));
+  ASSERT_OK(f->PrepareAll("job-00000000000f", kSpec));
   LeaderMessage sum;
-  sum.set_job_id("job-v");
+  sum.set_job_id("job-00000000000f");
   sum.mutable_sum_step()->set_masked("");
   EXPECT_THAT(f->Call("hospital-a", sum),
               StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared horizontal job"));
   LeaderMessage union_step;
-  union_step.set_job_id("job-v");
+  union_step.set_job_id("job-00000000000f");
   union_step.mutable_union_step()->set_recipient("leader");
   union_step.mutable_union_step()->set_next("leader");
   EXPECT_THAT(f->Call("hospital-a", union_step),
@@ -239,7 +239,7 @@ TEST(VerticalPartyAgent, NeverParticipateModeDeclinesLoudly) {
                                                         o.misbehave = "never-participate";
                                                       }
                                                     }));
-  ASSERT_OK(f->PrepareAll("job-v", kSpec));
+  ASSERT_OK(f->PrepareAll("job-00000000000f", kSpec));
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> common, MatchIds(*f));
   EXPECT_EQ(common[0], 5u);
   VerticalStep propose;
