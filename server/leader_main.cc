@@ -17,6 +17,7 @@
 #include "leader/leader.h"
 #include "server/command_line.h"
 #include "server/config.h"
+#include "server/guarded_listener.h"
 #include "server/leader_admin_backend.h"
 #include "server/leader_server.h"
 #include "server/logging.h"
@@ -76,8 +77,8 @@ absl::Status Run(const LeaderConfig& config) {
   server_options.tls = tls;
   ASSIGN_OR_RETURN(std::unique_ptr<LeaderServer> server,
                    LeaderServer::Start(std::move(server_options), &connections, backend.get()));
-  spdlog::info("{} ready (config {}, data dir {})", common::VersionLine(kProgram), config.path,
-               config.data_dir);
+  spdlog::info("{} ready (config {}, data dir {}, {} descriptors)", common::VersionLine(kProgram),
+               config.path, config.data_dir, RaiseDescriptorLimit());
 
   const int signal = WaitForTerminationSignal();
   spdlog::info("received signal {}, shutting down", signal);
@@ -94,6 +95,8 @@ int Main(int argc, char** argv) {
   // and table values.
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) spdlog::warn("cannot turn core dumps off");
   BlockTerminationSignals();  // before any thread exists
+  // Every connection takes a descriptor: use all the hard limit allows (guarded_listener.h).
+  RaiseDescriptorLimit();
   CLI::App app{"fedanon-leader: the leader daemon of a fedanon federation"};
   Flags flags;
   app.set_version_flag("--version", std::string(common::VersionLine(kProgram)));

@@ -11,12 +11,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/config.h"
+#include "server/guarded_listener.h"
 #include "server/transport.h"
 
 namespace fedanon::server {
 namespace {
 
 constexpr const char* kServiceNames[] = {"", "fedanon.v1.PartyLink", "fedanon.v1.Admin"};
+
+// Descriptors kept free below the process's limit for established connections and files: new
+// connections beyond that are shed (guarded_listener.h).
+constexpr int kDescriptorHeadroom = 16;
 
 }  // namespace
 
@@ -39,17 +44,29 @@ absl::StatusOr<std::unique_ptr<LeaderServer>> LeaderServer::Start(LeaderServerOp
   // Without this gRPC sets SO_REUSEPORT and a second leader on the same port would silently
   // share it instead of failing to start.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(server->options_.listen, MakeServerCredentials(server->options_.tls),
-                           &server->port_);
+  // The listening socket is fedanon's (guarded_listener.h: gRPC's own stops accepting for good
+  // after one EMFILE); gRPC gets each accepted connection and runs the mTLS handshake on it.
+  absl::StatusOr<std::unique_ptr<GuardedListener>> listener =
+      GuardedListener::Bind(server->options_.listen);
+  if (!listener.ok()) {
+    server->stopped_ = true;
+    return listener.status();
+  }
+  server->listener_ = *std::move(listener);
+  server->port_ = server->listener_->port();
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor =
+      builder.experimental().AddExternalConnectionAcceptor(
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+          MakeServerCredentials(server->options_.tls));
   builder.RegisterService(&server->party_link_);
   builder.RegisterService(&server->admin_);
   server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
+  if (server->server_ == nullptr) {
     server->stopped_ = true;
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", server->options_.listen,
-                                               " (address in use, or not an address of this "
-                                               "host?)"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot start the gRPC server on ", server->options_.listen));
   }
+  server->listener_->Start(std::move(acceptor), kDescriptorHeadroom);
   if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
     for (const char* name : kServiceNames) health->SetServingStatus(name, true);
   }
@@ -73,6 +90,7 @@ void LeaderServer::Shutdown(absl::Duration deadline) {
   // Party streams never end on their own; cancel them so that Shutdown need not wait out the
   // deadline. Parties reconnect after their backoff (to the next leader process).
   connections_->CancelAll();
+  listener_->Stop();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
   server_->Wait();
   spdlog::info("leader '{}' stopped listening on {}", options_.name, options_.listen);

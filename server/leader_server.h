@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/admin_service.h"
+#include "server/guarded_listener.h"
 #include "server/party_connections.h"
 #include "server/party_link_service.h"
 #include "server/tls.h"
@@ -52,6 +53,7 @@ class LeaderServer {
   PartyConnections* connections_;  // not owned
   PartyLinkService party_link_;
   AdminService admin_;
+  std::unique_ptr<GuardedListener> listener_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool stopped_ = false;

@@ -5,6 +5,8 @@
 //   both wait 10 s for the answer, pings are allowed without active calls and without data, and
 //   the server accepts client pings every 10 s or slower. A silently dropped connection (NAT
 //   timeout, unplugged cable) is thus detected within ~30-40 s, failing the party's pending calls.
+// * A connection must complete its TLS handshake within 10 s (kHandshakeTimeoutMs), so idle
+//   unauthenticated connections do not hold the leader's descriptors.
 // * Client reconnect backoff of gRPC itself is aligned with PartyClient's (0.5 s .. 30 s).
 #pragma once
 
@@ -21,6 +23,8 @@
 namespace fedanon::server {
 
 inline constexpr int kMaxMessageBytes = 64 * 1024 * 1024;
+// The server closes a connection whose TLS handshake has not completed within this time.
+inline constexpr int kHandshakeTimeoutMs = 10'000;
 
 // Applies the message-size and keepalive settings to a server under construction.
 void ApplyServerTransportSettings(grpc::ServerBuilder& builder);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,10 +46,16 @@ std::string ReadAll(const fs::path& path) {
 // A child process with stderr (and stdout) captured in a file.
 class Daemon {
  public:
-  Daemon(const std::string& binary, const std::vector<std::string>& args, fs::path log)
+  // `max_descriptors` > 0: the child's RLIMIT_NOFILE (soft and hard).
+  Daemon(const std::string& binary, const std::vector<std::string>& args, fs::path log,
+         rlim_t max_descriptors = 0)
       : log_(std::move(log)) {
     pid_ = fork();
     if (pid_ == 0) {
+      if (max_descriptors > 0) {
+        const rlimit limit{max_descriptors, max_descriptors};
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+      }
       std::FILE* f = std::fopen(log_.c_str(), "w");
       dup2(fileno(f), 1);
       dup2(fileno(f), 2);
@@ -162,6 +169,54 @@ TEST_F(DaemonsTest, PartyWaitsForTheLeaderAndConnectsWhenItComesUp) {
   EXPECT_EQ(leader.WaitForExit(absl::Seconds(5)), 0) << leader.log();
   party.Signal(SIGTERM);
   EXPECT_EQ(party.WaitForExit(absl::Seconds(5)), 0) << party.log();
+}
+
+// A flood of idle TCP connections beyond the leader's descriptor limit: the leader sheds what it
+// cannot hold, and once the flood is gone it accepts and authenticates parties again (gRPC's own
+// listener stopped accepting for good after one EMFILE: every later TLS handshake failed).
+TEST_F(DaemonsTest, LeaderKeepsAcceptingAfterADescriptorFlood) {
+  rlimit own{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &own), 0);
+  if (own.rlim_max < 512) GTEST_SKIP() << "this process may not open 400 sockets";
+  if (own.rlim_cur < 512) {
+    own.rlim_cur = own.rlim_max;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &own), 0);
+  }
+  Daemon leader(leader_bin_, {"--config", LeaderConfig()}, dir_ / "leader.log",
+                /*max_descriptors=*/128);
+  ASSERT_TRUE(leader.WaitForLog("listening on")) << leader.log();
+  {
+    Daemon party(party_bin_, {"--config", PartyConfig()}, dir_ / "party1.log");
+    ASSERT_TRUE(leader.WaitForLog("party 'hospital-a' connected")) << leader.log();
+    party.Signal(SIGTERM);
+    ASSERT_EQ(party.WaitForExit(absl::Seconds(5)), 0) << party.log();
+  }
+  std::vector<int> flood;
+  for (int i = 0; i < 400; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      close(fd);
+      break;
+    }
+    flood.push_back(fd);
+  }
+  EXPECT_GT(flood.size(), 128u);
+  EXPECT_TRUE(leader.WaitForLog("connections shed")) << leader.log();
+  for (int fd : flood) close(fd);
+  // After the flood a party connects, with its mTLS handshake, as before.
+  Daemon party(party_bin_, {"--config", PartyConfig()}, dir_ / "party2.log");
+  ASSERT_TRUE(party.WaitForLog("connected to leader 'leader'", absl::Seconds(30)))
+      << party.log() << leader.log();
+  EXPECT_THAT(leader.log(), ::testing::Not(HasSubstr("Failed accept4")));
+  party.Signal(SIGTERM);
+  EXPECT_EQ(party.WaitForExit(absl::Seconds(5)), 0) << party.log();
+  leader.Signal(SIGTERM);
+  EXPECT_EQ(leader.WaitForExit(absl::Seconds(5)), 0) << leader.log();
 }
 
 TEST_F(DaemonsTest, StartupErrorsExitWithOneAndSayWhy) {
