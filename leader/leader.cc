@@ -55,8 +55,23 @@ bool IsFinal(JobState s) {
 }
 
 // Checks what can be checked before anything is exchanged with the parties.
+// A round that takes longer than a day is a mistake or an attack on the leader's resources.
+constexpr uint32_t kMaxRoundTimeoutSeconds = 86'400;
+
 absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
   RETURN_IF_ERROR(common::ValidateJobSpec(request.spec()));
+  if (request.spec().partitioning() != fedanon::v1::PARTITIONING_HORIZONTAL &&
+      request.spec().partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
+    return absl::InvalidArgumentError(
+        "the job spec does not say `partitioning: horizontal` or `partitioning: vertical`: a "
+        "spec without it is for one table (fedanon anonymize), not for a federation");
+  }
+  if (request.round_timeout_seconds() > kMaxRoundTimeoutSeconds) {
+    return absl::InvalidArgumentError(absl::StrCat("round_timeout_seconds ",
+                                                   request.round_timeout_seconds(),
+                                                   " is over the limit of ",
+                                                   kMaxRoundTimeoutSeconds, " (one day)"));
+  }
   const auto& parties = request.parties();
   if (parties.empty()) return absl::InvalidArgumentError("the job names no data parties");
   std::set<std::string> unique(parties.begin(), parties.end());

@@ -269,6 +269,25 @@ TEST(HorizontalFederation, TwoPartiesNeedADatalessLeader) {
   EXPECT_EQ((*fed)->Wait(info.job_id()).state(), fedanon::v1::JOB_STATE_DONE);
 }
 
+// A spec for one table (no `partitioning:`) and a round timeout over a day are refused at submit.
+TEST(HorizontalFederation, SubmitRefusesACentralizedSpecAndAnUnboundedRoundTimeout) {
+  const Scenario s = ExampleA();
+  auto fed = InProcessFederation::Create("fed_submit_checks", PartyFiles(s));
+  ASSERT_OK(fed);
+  ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, (*fed)->names));
+  fedanon::v1::SubmitJobRequest centralized = req;
+  centralized.mutable_spec()->clear_partitioning();
+  EXPECT_THAT((*fed)->leader->Submit(centralized, "admin"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "is for one table"));
+  fedanon::v1::SubmitJobRequest slow = req;
+  slow.set_round_timeout_seconds(86'401);
+  EXPECT_THAT((*fed)->leader->Submit(slow, "admin"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "over the limit of 86400"));
+  slow.set_round_timeout_seconds(86'400);
+  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->leader->Submit(slow, "admin"));
+  EXPECT_EQ((*fed)->Wait(info.job_id()).state(), fedanon::v1::JOB_STATE_DONE);
+}
+
 TEST(HorizontalFederation, APartyThatDisappearsFailsTheJobWithoutAResult) {
   const Scenario s = ExampleA();
   std::string victim;
