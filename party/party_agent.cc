@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/file_io.h"
 #include "common/base/parallel_for.h"
+#include "common/base/printable.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "common/engine/count_source.h"
@@ -168,7 +169,8 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
       return HandleVertical(request);
     case LeaderMessage::kEndJob:
       if (job_ && job_->job_id == request.job_id()) {
-        spdlog::info("job={} ended: {}", job_->job_id, request.end_job().reason());
+        spdlog::info("job={} ended: {}", job_->job_id,
+                     common::Printable(request.end_job().reason()));
         job_.reset();
       }
       reply.mutable_pong();
@@ -303,8 +305,8 @@ absl::StatusOr<std::map<std::string, std::string>> PartyAgent::ReadTaxonomies(
     const std::string what = absl::StrCat("taxonomy of attribute '", a.name(), "'");
     auto path = ResolveInDataDir(options_.data_dir, a.taxonomy(), what);
     if (!path.ok()) {
-      return absl::Status(path.status().code(), absl::StrCat("party '", options_.name, "': ",
-                                                             path.status().message()));
+      return absl::Status(path.status().code(),
+                          absl::StrCat("party '", options_.name, "': ", path.status().message()));
     }
     auto text = common::ReadFile(*path, common::ReadFileOptions{
                                             .follow_symlinks = false,  // resolved above
@@ -349,8 +351,8 @@ absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const 
 
 absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
                                              const std::string& table, JobState* job) const {
-  auto data = common::LoadDataset(job->spec, table, &schema,
-                                  {.max_input_bytes = options_.max_input_bytes});
+  auto data =
+      common::LoadDataset(job->spec, table, &schema, {.max_input_bytes = options_.max_input_bytes});
   if (!data.ok()) {
     // The detailed message may quote raw values: it stays in the party's log.
     spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,

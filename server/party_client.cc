@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/printable.h"
 #include "common/base/version.h"
 #include "fedanon/v1/federation.grpc.pb.h"
 #include "server/status_convert.h"
@@ -254,7 +255,8 @@ absl::Status PartyClient::RunSession(bool* established) {
   }
   *established = true;
   spdlog::info("party '{}' connected to leader '{}' at {} (version {})", options_.name,
-               ack.hello_ack().leader(), options_.leader_address, ack.hello_ack().version());
+               common::Printable(ack.hello_ack().leader(), 128), options_.leader_address,
+               common::Printable(ack.hello_ack().version(), 128));
 
   ServeRequests(stream.get(), handler_, options_.name);
   const grpc::Status status = stream->Finish();

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/base/printable.h"
 #include "server/logging.h"
 #include "server/transport.h"
 
@@ -33,7 +34,7 @@ absl::Status ErrorReplyToStatus(const std::string& party, const fedanon::v1::Err
     code = static_cast<int>(absl::StatusCode::kUnknown);
   }
   return absl::Status(static_cast<absl::StatusCode>(code),
-                      absl::StrCat("party '", party, "': ", error.message()));
+                      absl::StrCat("party '", party, "': ", common::Printable(error.message())));
 }
 
 PartyConnections::ConnectionId PartyConnections::Connected(const std::string& party,

@@ -8,6 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/base/printable.h"
 #include "common/base/version.h"
 #include "crypto/certificates.h"
 #include "server/status_convert.h"
@@ -111,7 +112,8 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
   auto writer = std::make_shared<GrpcPartyStream>(context, stream);
   const PartyConnections::ConnectionId id =
       connections_->Connected(party, peer, hello.seal_certificate(), writer);
-  spdlog::info("party '{}' connected from {} (version {})", party, peer, hello.version());
+  spdlog::info("party '{}' connected from {} (version {})", party, peer,
+               common::Printable(hello.version(), 128));
 
   while (true) {
     fedanon::v1::PartyMessage message;

@@ -132,6 +132,12 @@ TEST(PartyConnectionsTest, ErrorReplyBecomesStatusNamingTheParty) {
   EXPECT_EQ(ErrorReplyToStatus("a", bogus).code(), absl::StatusCode::kUnknown);
   bogus.set_code(99);
   EXPECT_EQ(ErrorReplyToStatus("a", bogus).code(), absl::StatusCode::kUnknown);
+  // A party cannot forge log lines in the leader's log or the admin's view with its message.
+  bogus.set_code(static_cast<int>(absl::StatusCode::kInternal));
+  bogus.set_message("oops\n2026-01-01T00:00:00Z info fedanon-leader: job=job-1 done\x1b[2J");
+  EXPECT_EQ(ErrorReplyToStatus("a", bogus).message(),
+            "party 'a': oops\\x0a2026-01-01T00:00:00Z info fedanon-leader: job=job-1 "
+            "done\\x1b[2J");
 }
 
 TEST(PartyConnectionsTest, DisconnectFailsPendingCalls) {
