@@ -67,10 +67,9 @@ absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
         "spec without it is for one table (fedanon anonymize), not for a federation");
   }
   if (request.round_timeout_seconds() > kMaxRoundTimeoutSeconds) {
-    return absl::InvalidArgumentError(absl::StrCat("round_timeout_seconds ",
-                                                   request.round_timeout_seconds(),
-                                                   " is over the limit of ",
-                                                   kMaxRoundTimeoutSeconds, " (one day)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("round_timeout_seconds ", request.round_timeout_seconds(),
+                     " is over the limit of ", kMaxRoundTimeoutSeconds, " (one day)"));
   }
   const auto& parties = request.parties();
   if (parties.empty()) return absl::InvalidArgumentError("the job names no data parties");
@@ -134,11 +133,28 @@ absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
 absl::StatusOr<std::string> ReleasedTableFromCounts(
     const fedanon::v1::JobSpec& spec, const common::Dataset& schema,
     const std::vector<common::AttributeHierarchy>& hier,
-    const std::vector<std::vector<common::NodeIndex>>& groups,
-    const std::vector<uint64_t>& counts) {
+    const std::vector<std::vector<common::NodeIndex>>& groups, const std::vector<uint64_t>& counts,
+    uint64_t total_records) {
   const uint64_t combos = schema.ValueCombinations();
   if (counts.size() != groups.size() * combos) {
     return absl::InternalError("released counts have the wrong length");
+  }
+  // The counts are the parties' sums: before writing one row per record they must add up to the
+  // job's records (a wrong sum would make the leader write, and allocate, any number of rows).
+  uint64_t sum = 0;
+  for (uint64_t n : counts) {
+    if (n > total_records - sum) {
+      return absl::DataLossError(
+          absl::StrCat("the released counts add up to more than the job's ", total_records,
+                       " records (a party answered inconsistently); nothing was released"));
+    }
+    sum += n;
+  }
+  if (sum != total_records) {
+    return absl::DataLossError(absl::StrCat("the released counts add up to ", sum,
+                                            ", not the job's ", total_records,
+                                            " records (a party answered inconsistently); nothing "
+                                            "was released"));
   }
   // Per released column: a QID index (>= 0) or a value column (-1 - index).
   std::vector<int> source;
@@ -509,8 +525,8 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
     released.released_groups = final_groups;
     released.released_combinations = combinations;
     ASSIGN_OR_RETURN(std::vector<uint64_t> counts, source.Collect(released));
-    ASSIGN_OR_RETURN(std::string csv,
-                     ReleasedTableFromCounts(spec, schema, hier, final_groups, counts));
+    ASSIGN_OR_RETURN(std::string csv, ReleasedTableFromCounts(spec, schema, hier, final_groups,
+                                                              counts, engine->total_records()));
     RETURN_IF_ERROR(store_->StoreResult(job.job_id, csv));
   } else {
     RETURN_IF_ERROR(RunSecureUnion(job, round));
