@@ -161,9 +161,24 @@ absl::StatusOr<fedanon::v1::PartyMessage> PartyConnections::Call(
   }
   message.set_request_id(request_id);
   bool written = false;
+  bool in_time = true;
   {
     absl::MutexLock write_lock(write_mu.get());
+    // A party that stops reading would block this Write on flow control for ever.
+    const uint64_t token = write_deadlines_.Arm(deadline, [stream] { stream->Cancel(); });
     written = stream->Write(message);
+    in_time = write_deadlines_.Disarm(token);
+  }
+  if (!in_time) {
+    {
+      absl::MutexLock lock(&mu_);
+      pending_.erase(request_id);
+    }
+    spdlog::warn("{} party '{}' did not take request {} within {}; its stream was cancelled",
+                 LogJob(request.job_id(), request.round()), party, request_id,
+                 DurationText(timeout));
+    return absl::DeadlineExceededError(absl::StrCat(
+        "party '", party, "' did not take the request within ", DurationText(timeout)));
   }
   absl::MutexLock lock(&mu_);
   if (!written && !pending->done) {

@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "common/wire/party_channel.h"
 #include "fedanon/v1/federation.pb.h"
+#include "server/deadline_watchdog.h"
 
 namespace fedanon::server {
 
@@ -74,7 +75,9 @@ class PartyConnections final : public common::PartyChannel {
   bool IsConnected(const std::string& party) const;
 
   // common::PartyChannel. Errors: Unavailable ("party 'x' is not connected" / "party 'x'
-  // disconnected"), DeadlineExceeded ("party 'x' did not answer within 30 s"),
+  // disconnected"), DeadlineExceeded ("party 'x' did not answer within 30 s", or "did not take
+  // the request within 30 s": a Write still blocked at the deadline, because the party stopped
+  // reading, cancels its stream),
   // ResourceExhausted (request over the 64 MiB message limit; nothing is sent), or the party's
   // ErrorReply as a status naming the party.
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
@@ -104,6 +107,7 @@ class PartyConnections final : public common::PartyChannel {
   void FailPendingLocked(ConnectionId connection, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  DeadlineWatchdog write_deadlines_;  // a request's Write must end by the call's deadline
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Connection> by_name_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);

@@ -53,6 +53,30 @@ class FakeStream : public PartyStream {
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// A party that stopped reading: Write blocks until the stream is cancelled.
+class StuckStream : public PartyStream {
+ public:
+  bool Write(const LeaderMessage&) override {
+    absl::MutexLock lock(&mu_);
+    while (!cancelled_) cv_.Wait(&mu_);
+    return false;
+  }
+  void Cancel() override {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
+    cv_.SignalAll();
+  }
+  bool cancelled() {
+    absl::MutexLock lock(&mu_);
+    return cancelled_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 LeaderMessage Ping(int64_t t) {
   LeaderMessage m;
   m.mutable_ping()->set_sent_unix_nanos(t);
@@ -138,6 +162,18 @@ TEST(PartyConnectionsTest, ErrorReplyBecomesStatusNamingTheParty) {
   EXPECT_EQ(ErrorReplyToStatus("a", bogus).message(),
             "party 'a': oops\\x0a2026-01-01T00:00:00Z info fedanon-leader: job=job-1 "
             "done\\x1b[2J");
+}
+
+TEST(PartyConnectionsTest, AWriteThePartyDoesNotTakeEndsAtTheDeadline) {
+  PartyConnections connections;
+  auto stream = std::make_shared<StuckStream>();
+  connections.Connected("slow", "p", "", stream);
+  const absl::Time start = absl::Now();
+  EXPECT_THAT(connections.Call("slow", Ping(1), absl::Milliseconds(300)),
+              StatusIs(absl::StatusCode::kDeadlineExceeded,
+                       "party 'slow' did not take the request within"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  EXPECT_TRUE(stream->cancelled());
 }
 
 TEST(PartyConnectionsTest, DisconnectFailsPendingCalls) {
