@@ -15,6 +15,23 @@
 
 namespace fedanon::crypto {
 
+absl::Status InitSecureHeap(std::string* warning, size_t bytes) {
+  warning->clear();
+  if (CRYPTO_secure_malloc_initialized()) return absl::OkStatus();
+  // Smallest allocation 32 bytes: a P-256 scalar's BIGNUM words fit in one.
+  switch (CRYPTO_secure_malloc_init(bytes, 32)) {
+    case 1:
+      return absl::OkStatus();
+    case 2:
+      *warning =
+          "OpenSSL's secure heap could not be locked in memory (RLIMIT_MEMLOCK): secret scalars "
+          "may be swapped out";
+      return absl::OkStatus();
+    default:
+      return absl::FailedPreconditionError("cannot initialise OpenSSL's secure heap");
+  }
+}
+
 SecretBytes::SecretBytes(size_t size)
     : data_(size == 0 ? nullptr : new uint8_t[size]()), size_(size) {}
 

@@ -30,6 +30,14 @@
 
 namespace fedanon::crypto {
 
+// Initialises OpenSSL's secure heap (CRYPTO_secure_malloc_init: a separate, mlock'ed,
+// guard-paged arena that BN_secure_new draws from, so the ID-matching cipher's secret scalars
+// stay out of swap and out of the ordinary heap). Daemons call it once at startup, before any
+// thread uses OpenSSL. Returns FailedPrecondition when the arena cannot be created; OK with a
+// warning text in `*warning` when it exists but could not be locked in memory (RLIMIT_MEMLOCK).
+// Idempotent.
+absl::Status InitSecureHeap(std::string* warning, size_t bytes = size_t{1} << 20);
+
 class SecretBytes {
  public:
   // An empty buffer.

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
+#include "crypto/secret_bytes.h"
 #include "leader/leader.h"
 #include "server/command_line.h"
 #include "server/config.h"
@@ -95,6 +96,13 @@ int Main(int argc, char** argv) {
   // and table values.
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) spdlog::warn("cannot turn core dumps off");
   BlockTerminationSignals();  // before any thread exists
+  // Secret scalars (BN_secure_new) in OpenSSL's locked arena, before any thread uses OpenSSL.
+  std::string secure_heap_warning;
+  if (absl::Status st = crypto::InitSecureHeap(&secure_heap_warning); !st.ok()) {
+    spdlog::warn("{}: secret scalars use the ordinary heap", std::string(st.message()));
+  } else if (!secure_heap_warning.empty()) {
+    spdlog::warn("{}", secure_heap_warning);
+  }
   // Every connection takes a descriptor: use all the hard limit allows (guarded_listener.h).
   RaiseDescriptorLimit();
   CLI::App app{"fedanon-leader: the leader daemon of a fedanon federation"};

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
+#include "crypto/secret_bytes.h"
 #include "party/party_agent.h"
 #include "server/command_line.h"
 #include "server/config.h"
@@ -102,6 +103,13 @@ int Main(int argc, char** argv) {
   // and table values.
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) spdlog::warn("cannot turn core dumps off");
   BlockTerminationSignals();  // before any thread exists
+  // Secret scalars (BN_secure_new) in OpenSSL's locked arena, before any thread uses OpenSSL.
+  std::string secure_heap_warning;
+  if (absl::Status st = crypto::InitSecureHeap(&secure_heap_warning); !st.ok()) {
+    spdlog::warn("{}: secret scalars use the ordinary heap", std::string(st.message()));
+  } else if (!secure_heap_warning.empty()) {
+    spdlog::warn("{}", secure_heap_warning);
+  }
   CLI::App app{"fedanon-party: the party daemon of a fedanon federation"};
   Flags flags;
   app.set_version_flag("--version", std::string(common::VersionLine(kProgram)));

@@ -1,5 +1,7 @@
 #include "crypto/secret_bytes.h"
 
+#include <openssl/crypto.h>
+
 #include <set>
 #include <sstream>
 #include <string>
@@ -75,6 +77,24 @@ TEST(RandomTest, RandomUint64Vector) {
   EXPECT_EQ(distinct.size(), v.size());  // a collision has probability ~2^-45
   ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> none, RandomUint64Vector(0));
   EXPECT_TRUE(none.empty());
+}
+
+// The daemons' secure heap: after InitSecureHeap, OpenSSL's secure allocations (BN_secure_new
+// for the ID-matching scalars) come from the separate arena.
+TEST(SecureHeap, SecureAllocationsComeFromTheArena) {
+  std::string warning;
+  ASSERT_OK(InitSecureHeap(&warning));
+  EXPECT_EQ(CRYPTO_secure_malloc_initialized(), 1);
+  void* p = OPENSSL_secure_malloc(32);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(CRYPTO_secure_allocated(p), 1);
+  EXPECT_GE(CRYPTO_secure_used(), 32u);
+  OPENSSL_secure_clear_free(p, 32);
+  void* ordinary = OPENSSL_malloc(32);
+  EXPECT_EQ(CRYPTO_secure_allocated(ordinary), 0);
+  OPENSSL_free(ordinary);
+  // Idempotent.
+  EXPECT_OK(InitSecureHeap(&warning));
 }
 
 }  // namespace
