@@ -588,6 +588,17 @@ absl::StatusOr<Identity> IdentityOfCertificate(std::string_view cert_pem) {
   return ExtractIdentity(cert.get(), kTlsScheme);
 }
 
+absl::StatusOr<absl::Time> CertificateNotAfter(std::string_view cert_pem) {
+  ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(cert_pem, "certificate"));
+  struct tm when {};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &when) != 1) {
+    return absl::InvalidArgumentError("the certificate's notAfter does not parse");
+  }
+  return absl::FromCivil(absl::CivilSecond(when.tm_year + 1900, when.tm_mon + 1, when.tm_mday,
+                                           when.tm_hour, when.tm_min, when.tm_sec),
+                         absl::UTCTimeZone());
+}
+
 absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedSealKey(std::string_view seal_cert_pem,
                                                                std::string_view ca_pem,
                                                                const Identity& expected) {

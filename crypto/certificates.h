@@ -80,6 +80,10 @@ absl::Status CheckKeyBelongsToCertificate(std::string_view cert_pem, std::string
                                           std::string_view cert_what, std::string_view key_what);
 // The identity in a certificate that the TLS layer has already verified.
 absl::StatusOr<Identity> IdentityOfCertificate(std::string_view cert_pem);
+
+// The end of a certificate's validity (notAfter), to end long-lived streams when the peer's
+// certificate expires (the TLS handshake checks validity only once).
+absl::StatusOr<absl::Time> CertificateNotAfter(std::string_view cert_pem);
 // Verifies a sealing certificate for `expected` and returns its public key.
 absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedSealKey(std::string_view seal_cert_pem,
                                                                std::string_view ca_pem,

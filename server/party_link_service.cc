@@ -114,6 +114,19 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
       connections_->Connected(party, peer, hello.seal_certificate(), writer);
   spdlog::info("party '{}' connected from {} (version {})", party, peer,
                common::Printable(hello.version(), 128));
+  // The handshake checked the certificates' validity once; the stream may last for weeks. It
+  // ends when the TLS or the sealing certificate expires (the party then reconnects with a
+  // renewed one, or is refused).
+  absl::Time expiry = absl::InfiniteFuture();
+  for (const std::string& pem : {PeerCertificatePem(*context), hello.seal_certificate()}) {
+    absl::StatusOr<absl::Time> not_after = crypto::CertificateNotAfter(pem);
+    expiry = std::min(expiry, not_after.ok() ? *not_after : absl::Now());
+  }
+  const uint64_t expiry_token = certificate_expiry_.Arm(expiry, [writer, party, expiry] {
+    spdlog::warn("party '{}': its certificate expired at {}; stream closed", party,
+                 absl::FormatTime(expiry, absl::UTCTimeZone()));
+    writer->Cancel();
+  });
 
   while (true) {
     fedanon::v1::PartyMessage message;
@@ -121,10 +134,13 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
     connections_->Deliver(id, std::move(message));
   }
   const bool cancelled = context->IsCancelled();
+  const bool expired = !certificate_expiry_.Disarm(expiry_token);
   connections_->Disconnected(id);
   writer->Close();
   spdlog::info("party '{}' disconnected from {} ({})", party, peer,
-               cancelled ? "stream cancelled" : "stream closed by the party");
+               expired     ? "certificate expired"
+               : cancelled ? "stream cancelled"
+                           : "stream closed by the party");
   return grpc::Status::OK;
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "fedanon/v1/federation.grpc.pb.h"
+#include "server/deadline_watchdog.h"
 #include "server/party_connections.h"
 
 namespace fedanon::server {
@@ -32,7 +33,8 @@ class PartyLinkService final : public fedanon::v1::PartyLink::Service {
  private:
   std::string leader_name_;
   std::string ca_pem_;
-  PartyConnections* connections_;  // not owned
+  PartyConnections* connections_;        // not owned
+  DeadlineWatchdog certificate_expiry_;  // ends a party's stream when its certificate expires
 };
 
 }  // namespace fedanon::server

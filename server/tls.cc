@@ -129,6 +129,14 @@ absl::StatusOr<crypto::Identity> PeerIdentity(const grpc::ServerContext& context
   return IdentityOfPeerCertificate(auth.get());
 }
 
+std::string PeerCertificatePem(const grpc::ServerContext& context) {
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr) return "";
+  const std::vector<grpc::string_ref> certs =
+      auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+  return certs.empty() ? "" : std::string(certs.front().data(), certs.front().size());
+}
+
 absl::StatusOr<crypto::Identity> ServerIdentity(const grpc::ClientContext& context) {
   const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   return IdentityOfPeerCertificate(auth.get());

@@ -59,6 +59,8 @@ std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(const TlsMateri
 // Unauthenticated when the call carries no certificate; PermissionDenied when the certificate
 // holds no fedanon identity.
 absl::StatusOr<crypto::Identity> PeerIdentity(const grpc::ServerContext& context);
+// The peer's verified TLS certificate (PEM), "" when the connection carries none.
+std::string PeerCertificatePem(const grpc::ServerContext& context);
 // The same for the server's certificate seen by a client, once the call has started.
 absl::StatusOr<crypto::Identity> ServerIdentity(const grpc::ClientContext& context);
 

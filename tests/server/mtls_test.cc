@@ -220,6 +220,35 @@ TEST_F(MtlsTest, PartyConnectsAndIsRegisteredUnderItsCertificateName) {
   EXPECT_EQ(party->sessions(), 1);
 }
 
+// The handshake checks validity once; a party's stream lasts for weeks. It ends when the
+// party's certificate expires, and the party cannot come back with it.
+TEST_F(MtlsTest, AStreamEndsWhenThePartysCertificateExpires) {
+  PartyClientOptions options;
+  options.name = "hospital-a";
+  options.leader_address = address_;
+  options.tls = pki_->Tls(crypto::Role::kParty, "hospital-a", {}, absl::Seconds(4));
+  options.seal_cert_pem = pki_->SealCert("hospital-a");
+  options.initial_backoff = absl::Milliseconds(100);
+  options.max_backoff = absl::Seconds(1);
+  PartyClient party(std::move(options), Echo);
+  party.Start();
+  ASSERT_TRUE(WaitForParty("hospital-a"));
+  EXPECT_TRUE(WaitFor([&] { return !connections_.IsConnected("hospital-a"); }, absl::Seconds(20)));
+  absl::SleepFor(absl::Seconds(2));  // reconnect attempts with the expired certificate fail
+  EXPECT_FALSE(connections_.IsConnected("hospital-a"));
+  EXPECT_EQ(party.sessions(), 1);
+}
+
+TEST(CertificateNotAfterTest, IsTheEndOfTheValidity) {
+  ASSERT_OK_AND_ASSIGN(auto ca, crypto::CertificateAuthority::Create("t", absl::Hours(48)));
+  const absl::Time before = absl::Now();
+  ASSERT_OK_AND_ASSIGN(auto issued, ca->IssueTls({crypto::Role::kParty, "p"}, {}, absl::Hours(5)));
+  ASSERT_OK_AND_ASSIGN(absl::Time not_after, crypto::CertificateNotAfter(issued.cert_pem));
+  EXPECT_GE(not_after, before + absl::Hours(5) - absl::Seconds(2));
+  EXPECT_LE(not_after, absl::Now() + absl::Hours(5) + absl::Seconds(1));
+  EXPECT_FALSE(crypto::CertificateNotAfter("not a certificate").ok());
+}
+
 TEST_F(MtlsTest, CallRoundTripAndErrorReply) {
   auto party = StartParty("hospital-a");
   ASSERT_TRUE(WaitForParty("hospital-a"));

@@ -25,8 +25,9 @@ class TestPki {
 
   // TLS material (CA + own certificate and key) for `name` in `role`; `hosts` go into the SAN.
   TlsMaterial Tls(crypto::Role role, const std::string& name,
-                  const std::vector<std::string>& hosts = {}) const {
-    auto issued = ca_->IssueTls(crypto::Identity{role, name}, hosts, absl::Hours(24));
+                  const std::vector<std::string>& hosts = {},
+                  absl::Duration validity = absl::Hours(24)) const {
+    auto issued = ca_->IssueTls(crypto::Identity{role, name}, hosts, validity);
     if (!issued.ok()) throw std::runtime_error(issued.status().ToString());
     return TlsMaterial{ca_->cert_pem(), issued->cert_pem, issued->key_pem};
   }
