@@ -48,6 +48,7 @@ using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, OpenSslDeleter<GENERAL_NA
 using GeneralNamePtr = std::unique_ptr<GENERAL_NAME, OpenSslDeleter<GENERAL_NAME_free>>;
 using Asn1IntegerPtr = std::unique_ptr<ASN1_INTEGER, OpenSslDeleter<ASN1_INTEGER_free>>;
 using Asn1TimePtr = std::unique_ptr<ASN1_TIME, OpenSslDeleter<ASN1_TIME_free>>;
+using X509CrlPtr = std::unique_ptr<X509_CRL, OpenSslDeleter<X509_CRL_free>>;
 using Pkcs8Ptr = std::unique_ptr<PKCS8_PRIV_KEY_INFO, OpenSslDeleter<PKCS8_PRIV_KEY_INFO_free>>;
 
 constexpr std::string_view kTlsScheme = "fedanon";
@@ -562,7 +563,106 @@ absl::StatusOr<IssuedCertificate> CertificateAuthority::IssueSeal(const Identity
   return impl_->Issue(identity, Usage::kSeal, /*hosts=*/{}, validity);
 }
 
+absl::StatusOr<std::string> CertificateAuthority::IssueCrl(const std::vector<std::string>& revoked,
+                                                           absl::Duration validity) const {
+  RETURN_IF_ERROR(CheckValidity(validity));
+  X509CrlPtr crl(X509_CRL_new());
+  if (crl == nullptr || X509_CRL_set_version(crl.get(), 1) != 1 ||  // v2
+      X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(impl_->cert.get())) != 1) {
+    return OpenSslInternal("X509_CRL_new");
+  }
+  Asn1TimePtr now(ASN1_TIME_set(nullptr, absl::ToTimeT(absl::Now())));
+  Asn1TimePtr next(ASN1_TIME_set(nullptr, absl::ToTimeT(absl::Now() + validity)));
+  if (now == nullptr || next == nullptr || X509_CRL_set1_lastUpdate(crl.get(), now.get()) != 1 ||
+      X509_CRL_set1_nextUpdate(crl.get(), next.get()) != 1) {
+    return OpenSslInternal("setting the CRL's dates");
+  }
+  for (const std::string& pem : revoked) {
+    ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(pem, "revoked certificate"));
+    if (X509_check_issued(impl_->cert.get(), cert.get()) != X509_V_OK) {
+      return absl::InvalidArgumentError("a certificate to revoke was not issued by this CA");
+    }
+    X509_REVOKED* entry = X509_REVOKED_new();
+    if (entry == nullptr ||
+        X509_REVOKED_set_serialNumber(entry, X509_get_serialNumber(cert.get())) != 1 ||
+        X509_REVOKED_set_revocationDate(entry, now.get()) != 1 ||
+        X509_CRL_add0_revoked(crl.get(), entry) != 1) {
+      X509_REVOKED_free(entry);
+      return OpenSslInternal("adding a revoked certificate");
+    }
+  }
+  if (X509_CRL_sort(crl.get()) != 1 ||
+      X509_CRL_sign(crl.get(), impl_->key.get(), internal::Sha256()) <= 0) {
+    return OpenSslInternal("signing the CRL");
+  }
+  BioPtr bio(BIO_new(BIO_s_mem()));
+  if (bio == nullptr || PEM_write_bio_X509_CRL(bio.get(), crl.get()) != 1) {
+    return OpenSslInternal("encoding the CRL");
+  }
+  return BioContents(bio.get());
+}
+
 // ---- Verification -----------------------------------------------------------------------------
+
+namespace {
+
+// The CRL `crl_pem`, checked to be signed by the CA `ca` and named for it.
+absl::StatusOr<X509CrlPtr> VerifiedCrl(std::string_view crl_pem, X509* ca) {
+  RETURN_IF_ERROR(CheckPemSize(crl_pem, "revocation list"));
+  BioPtr bio = ReadOnlyBio(crl_pem);
+  if (bio == nullptr) return OpenSslInternal("BIO_new_mem_buf");
+  X509CrlPtr crl(PEM_read_bio_X509_CRL(bio.get(), nullptr, NoPassphrase, nullptr));
+  if (crl == nullptr) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError("the revocation list is not a PEM X509 CRL");
+  }
+  EVP_PKEY* ca_key = X509_get0_pubkey(ca);
+  if (ca_key == nullptr ||
+      X509_NAME_cmp(X509_CRL_get_issuer(crl.get()), X509_get_subject_name(ca)) != 0 ||
+      X509_CRL_verify(crl.get(), ca_key) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError("the revocation list is not signed by the federation CA");
+  }
+  return crl;
+}
+
+}  // namespace
+
+absl::Status CheckNotRevoked(std::string_view cert_pem, std::string_view crl_pem,
+                             std::string_view ca_pem) {
+  ASSIGN_OR_RETURN(X509Ptr ca, ParseCertificatePem(ca_pem, "CA certificate"));
+  ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(cert_pem, "certificate"));
+  ASSIGN_OR_RETURN(X509CrlPtr crl, VerifiedCrl(crl_pem, ca.get()));
+  const ASN1_TIME* next = X509_CRL_get0_nextUpdate(crl.get());
+  if (next == nullptr || X509_cmp_current_time(next) <= 0) {
+    return absl::PermissionDeniedError(
+        "the revocation list has expired (its nextUpdate has passed): issue a new one with "
+        "fedanonctl revoke");
+  }
+  X509_REVOKED* entry = nullptr;
+  if (X509_CRL_get0_by_serial(crl.get(), &entry, X509_get_serialNumber(cert.get())) == 1) {
+    return absl::PermissionDeniedError("certificate revoked");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> RevokedSerials(std::string_view crl_pem,
+                                                        std::string_view ca_pem) {
+  ASSIGN_OR_RETURN(X509Ptr ca, ParseCertificatePem(ca_pem, "CA certificate"));
+  ASSIGN_OR_RETURN(X509CrlPtr crl, VerifiedCrl(crl_pem, ca.get()));
+  std::vector<std::string> serials;
+  const STACK_OF(X509_REVOKED)* revoked = X509_CRL_get_REVOKED(crl.get());
+  for (int i = 0; i < sk_X509_REVOKED_num(revoked); ++i) {
+    const ASN1_INTEGER* serial = X509_REVOKED_get0_serialNumber(sk_X509_REVOKED_value(revoked, i));
+    internal::BnPtr bn(ASN1_INTEGER_to_BN(serial, nullptr));
+    if (bn == nullptr) return OpenSslInternal("reading a serial number");
+    char* hex = BN_bn2hex(bn.get());
+    if (hex == nullptr) return OpenSslInternal("BN_bn2hex");
+    serials.emplace_back(hex);
+    OPENSSL_free(hex);
+  }
+  return serials;
+}
 
 absl::StatusOr<Identity> VerifiedTlsIdentity(std::string_view cert_pem, std::string_view ca_pem) {
   ASSIGN_OR_RETURN(X509Ptr ca, ParseCertificatePem(ca_pem, "CA certificate"));

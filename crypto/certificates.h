@@ -58,6 +58,10 @@ class CertificateAuthority {
   absl::StatusOr<IssuedCertificate> IssueTls(const Identity& identity,
                                              const std::vector<std::string>& hosts,
                                              absl::Duration validity) const;
+  // A certificate revocation list (PEM) signed by this CA, revoking the certificates `revoked`
+  // (PEM; TLS or sealing certificates this CA issued) and valid for `validity` (nextUpdate).
+  absl::StatusOr<std::string> IssueCrl(const std::vector<std::string>& revoked,
+                                       absl::Duration validity) const;
   absl::StatusOr<IssuedCertificate> IssueSeal(const Identity& identity,
                                               absl::Duration validity) const;
 
@@ -80,6 +84,17 @@ absl::Status CheckKeyBelongsToCertificate(std::string_view cert_pem, std::string
                                           std::string_view cert_what, std::string_view key_what);
 // The identity in a certificate that the TLS layer has already verified.
 absl::StatusOr<Identity> IdentityOfCertificate(std::string_view cert_pem);
+
+// OK unless `cert_pem` is revoked by `crl_pem`. The CRL must be signed by the CA `ca_pem` and
+// current (nextUpdate not passed): a forged or stale list fails closed. PermissionDenied
+// "certificate revoked" / "the revocation list ... has expired"; InvalidArgument when it does
+// not parse or is not the CA's.
+absl::Status CheckNotRevoked(std::string_view cert_pem, std::string_view crl_pem,
+                             std::string_view ca_pem);
+// The serial numbers (hex) a CRL lists, after checking it is the CA's (for `fedanonctl revoke`,
+// which adds to an existing list).
+absl::StatusOr<std::vector<std::string>> RevokedSerials(std::string_view crl_pem,
+                                                        std::string_view ca_pem);
 
 // The end of a certificate's validity (notAfter), to end long-lived streams when the peer's
 // certificate expires (the TLS handshake checks validity only once).

@@ -33,6 +33,13 @@ absl::StatusOr<crypto::Identity> AdminService::Authorize(const grpc::ServerConte
                                                          const char* method) const {
   absl::StatusOr<crypto::Identity> identity = PeerIdentity(context);
   if (!identity.ok()) return identity.status();
+  if (revocation_ != nullptr && revocation_->enabled()) {
+    if (absl::Status st = revocation_->Check(PeerCertificatePem(context)); !st.ok()) {
+      spdlog::warn("Admin.{}: rejected {} from {}: {}", method, IdentityString(*identity),
+                   context.peer(), std::string(st.message()));
+      return st;
+    }
+  }
   if (identity->role != crypto::Role::kAdmin) {
     spdlog::warn("Admin.{}: rejected {} from {}: not an admin certificate", method,
                  IdentityString(*identity), context.peer());

@@ -21,6 +21,7 @@
 #include "common/wire/party_channel.h"
 #include "crypto/certificates.h"
 #include "fedanon/v1/federation.grpc.pb.h"
+#include "server/revocation.h"
 
 namespace fedanon::server {
 
@@ -49,6 +50,8 @@ class AdminService final : public fedanon::v1::Admin::Service {
   // `backend` is not owned; null: every authorized call answers UNAVAILABLE (transport-only
   // servers in tests and benchmarks).
   explicit AdminService(AdminBackend* backend) : backend_(backend) {}
+  // Refuse admins whose certificates it revokes (not owned; may stay unset).
+  void set_revocation(const RevocationCheck* revocation) { revocation_ = revocation; }
 
   // Ends WatchJob streams (within ~0.5 s) with UNAVAILABLE "leader shutting down".
   void BeginShutdown() { shutting_down_ = true; }
@@ -75,6 +78,7 @@ class AdminService final : public fedanon::v1::Admin::Service {
                                              const char* method) const;
 
   AdminBackend* backend_;  // not owned, may be null
+  const RevocationCheck* revocation_ = nullptr;
   std::atomic<bool> shutting_down_{false};
 };
 

@@ -185,7 +185,8 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
   RETURN_IF_ERROR(reader.CheckKeys(
       reader.root(),
-      {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format"}, ""));
+      {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format", "crl"},
+      ""));
   LeaderConfig config;
   config.path = reader.path();
   ASSIGN_OR_RETURN(config.name, reader.Name());
@@ -193,6 +194,7 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(config.data_dir, reader.Path(reader.root(), "data_dir", "", true));
   ASSIGN_OR_RETURN(config.tls, reader.Tls());
   ASSIGN_OR_RETURN(config.seal, reader.Seal());
+  ASSIGN_OR_RETURN(config.crl, reader.Path(reader.root(), "crl", "", false));
   ASSIGN_OR_RETURN(const std::string timeout,
                    reader.String(reader.root(), "round_timeout_seconds", "", false));
   if (!timeout.empty()) {

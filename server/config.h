@@ -45,6 +45,7 @@ struct LeaderConfig {
   SealPaths seal;
   int round_timeout_seconds = 60;
   LogFormat log_format = LogFormat::kText;
+  std::string crl;  // certificate revocation list (fedanonctl revoke); "": none
 };
 
 struct PartyConfig {

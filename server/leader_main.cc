@@ -76,6 +76,7 @@ absl::Status Run(const LeaderConfig& config) {
   server_options.name = config.name;
   server_options.listen = config.listen;
   server_options.tls = tls;
+  server_options.crl_path = config.crl;
   ASSIGN_OR_RETURN(std::unique_ptr<LeaderServer> server,
                    LeaderServer::Start(std::move(server_options), &connections, backend.get()));
   spdlog::info("{} ready (config {}, data dir {}, {} descriptors)", common::VersionLine(kProgram),

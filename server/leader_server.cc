@@ -30,7 +30,11 @@ LeaderServer::LeaderServer(LeaderServerOptions options, PartyConnections* connec
     : options_(std::move(options)),
       connections_(connections),
       party_link_(options_.name, options_.tls.ca_pem, connections),
-      admin_(admin) {}
+      admin_(admin),
+      revocation_(options_.crl_path, options_.tls.ca_pem) {
+  party_link_.set_revocation(&revocation_);
+  admin_.set_revocation(&revocation_);
+}
 
 absl::StatusOr<std::unique_ptr<LeaderServer>> LeaderServer::Start(LeaderServerOptions options,
                                                                   PartyConnections* connections,

@@ -19,6 +19,7 @@
 #include "server/guarded_listener.h"
 #include "server/party_connections.h"
 #include "server/party_link_service.h"
+#include "server/revocation.h"
 #include "server/tls.h"
 
 namespace fedanon::server {
@@ -27,6 +28,7 @@ struct LeaderServerOptions {
   std::string name = "leader";  // announced in HelloAck
   std::string listen;           // host:port; port 0 picks a free port (see port())
   TlsMaterial tls;
+  std::string crl_path;  // a CRL file (fedanonctl revoke); "": no revocation check
 };
 
 class LeaderServer {
@@ -53,6 +55,7 @@ class LeaderServer {
   PartyConnections* connections_;  // not owned
   PartyLinkService party_link_;
   AdminService admin_;
+  RevocationCheck revocation_;
   std::unique_ptr<GuardedListener> listener_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

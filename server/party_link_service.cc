@@ -80,6 +80,13 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
                         "only parties may connect to PartyLink");
   }
   const std::string& party = identity->name;
+  if (revocation_ != nullptr && revocation_->enabled()) {
+    if (absl::Status st = revocation_->Check(PeerCertificatePem(*context)); !st.ok()) {
+      spdlog::warn("PartyLink: rejected party '{}' from {}: {}", party, peer,
+                   std::string(st.message()));
+      return ToGrpcStatus(st);
+    }
+  }
 
   fedanon::v1::PartyMessage first;
   if (!stream->Read(&first)) {
@@ -100,6 +107,14 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         absl::StrCat("the seal certificate in the hello is not valid for party '",
                                      party, "': ", seal.status().message()));
+  }
+
+  if (revocation_ != nullptr && revocation_->enabled()) {
+    if (absl::Status st = revocation_->Check(hello.seal_certificate()); !st.ok()) {
+      spdlog::warn("PartyLink: rejected party '{}' from {}: sealing certificate: {}", party, peer,
+                   std::string(st.message()));
+      return ToGrpcStatus(st);
+    }
   }
 
   fedanon::v1::LeaderMessage ack;

@@ -18,6 +18,7 @@
 #include "fedanon/v1/federation.grpc.pb.h"
 #include "server/deadline_watchdog.h"
 #include "server/party_connections.h"
+#include "server/revocation.h"
 
 namespace fedanon::server {
 
@@ -25,6 +26,8 @@ class PartyLinkService final : public fedanon::v1::PartyLink::Service {
  public:
   // `connections` is not owned. `ca_pem` verifies the seal certificates in the hellos.
   PartyLinkService(std::string leader_name, std::string ca_pem, PartyConnections* connections);
+  // Refuse parties whose certificates it revokes (not owned; may stay unset).
+  void set_revocation(const RevocationCheck* revocation) { revocation_ = revocation; }
 
   grpc::Status Connect(grpc::ServerContext* context,
                        grpc::ServerReaderWriter<fedanon::v1::LeaderMessage,
@@ -33,7 +36,8 @@ class PartyLinkService final : public fedanon::v1::PartyLink::Service {
  private:
   std::string leader_name_;
   std::string ca_pem_;
-  PartyConnections* connections_;        // not owned
+  PartyConnections* connections_;  // not owned
+  const RevocationCheck* revocation_ = nullptr;
   DeadlineWatchdog certificate_expiry_;  // ends a party's stream when its certificate expires
 };
 

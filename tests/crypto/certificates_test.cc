@@ -610,3 +610,54 @@ TEST(SealKeyPairFromPemTest, RejectsOtherKeys) {
 
 }  // namespace
 }  // namespace fedanon::crypto
+
+namespace fedanon::crypto {
+namespace {
+
+// Revocation: a CRL signed by the CA revokes exactly the certificates it names; a CRL from
+// another CA, a tampered or expired one fails closed.
+TEST(RevocationTest, TheCaRevokesExactlyWhatItLists) {
+  ASSERT_OK_AND_ASSIGN(auto ca, CertificateAuthority::Create("fed", absl::Hours(48)));
+  ASSERT_OK_AND_ASSIGN(auto mallory, ca->IssueTls({Role::kParty, "mallory"}, {}, absl::Hours(5)));
+  ASSERT_OK_AND_ASSIGN(auto alice, ca->IssueTls({Role::kAdmin, "alice"}, {}, absl::Hours(5)));
+  ASSERT_OK_AND_ASSIGN(auto seal, ca->IssueSeal({Role::kParty, "mallory"}, absl::Hours(5)));
+  ASSERT_OK_AND_ASSIGN(std::string crl,
+                       ca->IssueCrl({mallory.cert_pem, seal.cert_pem}, absl::Hours(24)));
+  EXPECT_THAT(
+      CheckNotRevoked(mallory.cert_pem, crl, ca->cert_pem()),
+      ::fedanon::testing::StatusIs(absl::StatusCode::kPermissionDenied, "certificate revoked"));
+  EXPECT_THAT(CheckNotRevoked(seal.cert_pem, crl, ca->cert_pem()),
+              ::fedanon::testing::StatusIs(absl::StatusCode::kPermissionDenied, "revoked"));
+  EXPECT_OK(CheckNotRevoked(alice.cert_pem, crl, ca->cert_pem()));
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> serials, RevokedSerials(crl, ca->cert_pem()));
+  EXPECT_EQ(serials.size(), 2u);
+  // An empty list revokes nothing.
+  ASSERT_OK_AND_ASSIGN(std::string empty, ca->IssueCrl({}, absl::Hours(24)));
+  EXPECT_OK(CheckNotRevoked(mallory.cert_pem, empty, ca->cert_pem()));
+
+  // Another CA's list (which could "un-revoke") is refused, as is a modified one.
+  ASSERT_OK_AND_ASSIGN(auto other, CertificateAuthority::Create("fed", absl::Hours(48)));
+  ASSERT_OK_AND_ASSIGN(std::string foreign, other->IssueCrl({}, absl::Hours(24)));
+  EXPECT_THAT(CheckNotRevoked(mallory.cert_pem, foreign, ca->cert_pem()),
+              ::fedanon::testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                           "not signed by the federation CA"));
+  std::string tampered = crl;
+  tampered[tampered.size() / 2] = tampered[tampered.size() / 2] == 'A' ? 'B' : 'A';
+  EXPECT_FALSE(CheckNotRevoked(alice.cert_pem, tampered, ca->cert_pem()).ok());
+  EXPECT_FALSE(CheckNotRevoked(alice.cert_pem, "garbage", ca->cert_pem()).ok());
+  // A certificate of another CA cannot be put on this CA's list.
+  ASSERT_OK_AND_ASSIGN(auto stranger, other->IssueTls({Role::kParty, "x"}, {}, absl::Hours(5)));
+  EXPECT_FALSE(ca->IssueCrl({stranger.cert_pem}, absl::Hours(24)).ok());
+}
+
+TEST(RevocationTest, AnExpiredListFailsClosed) {
+  ASSERT_OK_AND_ASSIGN(auto ca, CertificateAuthority::Create("fed", absl::Hours(48)));
+  ASSERT_OK_AND_ASSIGN(auto alice, ca->IssueTls({Role::kAdmin, "alice"}, {}, absl::Hours(5)));
+  ASSERT_OK_AND_ASSIGN(std::string crl, ca->IssueCrl({}, absl::Seconds(1)));
+  absl::SleepFor(absl::Seconds(2));
+  EXPECT_THAT(CheckNotRevoked(alice.cert_pem, crl, ca->cert_pem()),
+              ::fedanon::testing::StatusIs(absl::StatusCode::kPermissionDenied, "expired"));
+}
+
+}  // namespace
+}  // namespace fedanon::crypto

@@ -5,8 +5,11 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <string>
@@ -129,9 +132,10 @@ class MtlsTest : public ::testing::Test {
 
   void SetUp() override { StartServer("127.0.0.1:0"); }
 
-  void StartServer(const std::string& listen) {
+  void StartServer(const std::string& listen, const std::string& crl_path = "") {
     LeaderServerOptions options;
     options.listen = listen;
+    options.crl_path = crl_path;
     options.tls = pki_->Leader();
     auto server = LeaderServer::Start(options, &connections_, &backend_);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -247,6 +251,39 @@ TEST(CertificateNotAfterTest, IsTheEndOfTheValidity) {
   EXPECT_GE(not_after, before + absl::Hours(5) - absl::Seconds(2));
   EXPECT_LE(not_after, absl::Now() + absl::Hours(5) + absl::Seconds(1));
   EXPECT_FALSE(crypto::CertificateNotAfter("not a certificate").ok());
+}
+
+// With a revocation list (leader.yaml `crl:`), revoked party and admin certificates are refused,
+// the others served; a list the leader cannot use refuses everyone.
+TEST_F(MtlsTest, RevokedCertificatesAreRefused) {
+  const TlsMaterial revoked_party = pki_->Party("hospital-b");
+  const TlsMaterial revoked_admin = pki_->Admin("mallory");
+  const std::string crl_path =
+      ::testing::TempDir() + "/fedanon_mtls_crl_" + std::to_string(getpid()) + ".pem";
+  { std::ofstream(crl_path) << pki_->Crl({revoked_party.cert_pem, revoked_admin.cert_pem}); }
+  server_->Shutdown(absl::ZeroDuration());
+  server_.reset();
+  StartServer("127.0.0.1:0", crl_path);
+
+  auto good = StartParty("hospital-a");
+  ASSERT_TRUE(WaitForParty("hospital-a"));
+  auto raw = OpenRaw(revoked_party);
+  EXPECT_FALSE(Hello(*raw, pki_->SealCert("hospital-b")));
+  EXPECT_FALSE(connections_.IsConnected("hospital-b"));
+
+  fedanon::v1::ListPartiesResponse response;
+  auto alice = AdminStub(address_, pki_->Admin("alice"));
+  EXPECT_TRUE(ListParties(*alice, &response).ok());
+  auto mallory = AdminStub(address_, revoked_admin);
+  const grpc::Status refused = ListParties(*mallory, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("certificate revoked"));
+
+  { std::ofstream(crl_path) << "not a CRL"; }
+  const grpc::Status closed = ListParties(*alice, &response);
+  EXPECT_EQ(closed.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(closed.error_message(), HasSubstr("revocation list"));
+  std::remove(crl_path.c_str());
 }
 
 TEST_F(MtlsTest, CallRoundTripAndErrorReply) {

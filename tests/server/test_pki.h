@@ -35,6 +35,13 @@ class TestPki {
   TlsMaterial Party(const std::string& name) const { return Tls(crypto::Role::kParty, name); }
   TlsMaterial Admin(const std::string& name) const { return Tls(crypto::Role::kAdmin, name); }
 
+  // A revocation list of this CA revoking `revoked` (certificate PEMs).
+  std::string Crl(const std::vector<std::string>& revoked) const {
+    auto crl = ca_->IssueCrl(revoked, absl::Hours(24));
+    if (!crl.ok()) throw std::runtime_error(crl.status().ToString());
+    return *crl;
+  }
+
   // A sealing certificate and its key for `party`.
   crypto::IssuedCertificate SealIssued(const std::string& party) const {
     return ca_->IssueSeal(crypto::Identity{crypto::Role::kParty, party}, absl::Hours(24)).value();

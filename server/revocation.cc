@@ -1,0 +1,29 @@
+#include "server/revocation.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/file_io.h"
+#include "crypto/certificates.h"
+
+namespace fedanon::server {
+
+absl::Status RevocationCheck::Check(const std::string& cert_pem) const {
+  if (crl_path_.empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> crl = common::ReadFile(
+      crl_path_, common::ReadFileOptions{.max_bytes = 16 << 20, .what = "revocation list"});
+  if (!crl.ok()) {
+    spdlog::error("cannot read the revocation list {}: {}", crl_path_,
+                  std::string(crl.status().message()));
+    return absl::PermissionDeniedError(
+        "the leader cannot read its certificate revocation list; it refuses everyone until it can");
+  }
+  absl::Status st = crypto::CheckNotRevoked(cert_pem, *crl, ca_pem_);
+  if (st.ok() || st.message() == "certificate revoked") return st;
+  spdlog::error("revocation list {}: {}", crl_path_, std::string(st.message()));
+  return absl::PermissionDeniedError(
+      absl::StrCat("the leader's certificate revocation list is unusable (", st.message(),
+                   "); it refuses everyone until it is replaced"));
+}
+
+}  // namespace fedanon::server
