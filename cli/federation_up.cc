@@ -560,6 +560,8 @@ class FederationUp {
       return Fail(absl::StrCat("lost track of ", job_id, ": ", last.status().message()));
     }
     if (last->state() != fedanon::v1::JOB_STATE_DONE) {
+      // What the leader decoded before the job failed is still what it learned.
+      if (int code = WriteLeaderView(client, job_id); code != 0) return code;
       return Fail(absl::StrCat("job ", job_id, " ", JobStateName(last->state()),
                                last->failure_reason().empty() ? "" : ": ", last->failure_reason()));
     }
@@ -590,22 +592,30 @@ class FederationUp {
       if (!st.ok()) return Fail(st);
       std::cerr << kPrefix << "wrote the report to " << o_.report << "\n";
     }
-    if (!o_.leader_view.empty()) {
-      absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
-          AtomicFileWriter::Open(o_.leader_view, /*overwrite=*/true);
-      if (!writer.ok()) return Fail(writer.status());
-      absl::StatusOr<uint64_t> bytes = client->GetViewLog(
-          job_id, [&writer](std::string_view data) { return (*writer)->Write(data); });
-      if (signals_.signal() != 0) return Interrupted();
-      if (!bytes.ok()) {
-        return Fail(
-            absl::StrCat("cannot fetch the view log of ", job_id, ": ", bytes.status().message()));
-      }
-      if (absl::Status st = (*writer)->Commit(); !st.ok()) return Fail(st);
-      std::cerr << kPrefix << "wrote the leader's view log to " << o_.leader_view << " (" << *bytes
-                << " bytes)\n";
-    }
+    if (int code = WriteLeaderView(client, job_id); code != 0) return code;
     std::cout << "job " << job_id << " done\n" << ReportSummary(last->report());
+    return 0;
+  }
+
+  // --leader-view: the leader's view log of the ended job, written atomically (0 when done or
+  // not asked for).
+  int WriteLeaderView(AdminClient* client, const std::string& job_id) {
+    if (o_.leader_view.empty()) return 0;
+    // Mode 0600 like the leader's own copy: it holds the job's global statistics.
+    absl::StatusOr<std::unique_ptr<common::AtomicFileWriter>> writer =
+        common::AtomicFileWriter::Open(
+            o_.leader_view, {.mode = common::kPrivateFileMode, .replace_existing = true});
+    if (!writer.ok()) return Fail(writer.status());
+    absl::StatusOr<uint64_t> bytes = client->GetViewLog(
+        job_id, [&writer](std::string_view data) { return (*writer)->Write(data); });
+    if (signals_.signal() != 0) return Interrupted();
+    if (!bytes.ok()) {
+      return Fail(
+          absl::StrCat("cannot fetch the view log of ", job_id, ": ", bytes.status().message()));
+    }
+    if (absl::Status st = (*writer)->Commit(); !st.ok()) return Fail(st);
+    std::cerr << kPrefix << "wrote the leader's view log to " << o_.leader_view << " (" << *bytes
+              << " bytes)\n";
     return 0;
   }
 

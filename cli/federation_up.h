@@ -17,7 +17,8 @@
 //    (progress on stderr) and, when done, writes --result and --report (the JobInfo's report as
 //    JSON) and --leader-view (the leader's view log of the job, JSON lines: every statistic it
 //    decoded, leader/view_log.h) atomically and prints a summary (exit 0); a failed or cancelled
-//    job exits 1 and writes nothing. Without --wait it prints the job id and stays up like (4).
+//    job exits 1 and writes only --leader-view (what the leader decoded before the job ended).
+//    Without --wait it prints the job id and stays up like (4).
 // Children are always stopped before returning (SIGTERM, up to 5 s, then SIGKILL; they also get
 // SIGTERM if this process dies), and the directory is removed unless --keep. A SIGINT / SIGTERM
 // while waiting stops everything and exits 130 / 143. Exit 2 on usage errors.

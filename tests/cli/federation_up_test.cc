@@ -31,7 +31,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -306,7 +305,8 @@ void ExpectViewLog(const std::string& text) {
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.back(), '\n');
   std::set<std::string> kinds;
-  for (std::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  for (const std::string& line : lines) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     ASSERT_TRUE(j.is_object()) << line;
     for (const char* key : {"round", "kind", "attribute", "labelled", "counts"}) {

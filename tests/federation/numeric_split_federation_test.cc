@@ -11,6 +11,7 @@
 // Both print what they measured ("[ measured ]").
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,8 +20,10 @@
 #include <mutex>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "common/base/status_macros.h"
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
@@ -190,6 +193,7 @@ struct AdultRun {
   NumericView view;
   fedanon::v1::Report report;
   std::string csv;
+  std::string view_log;  // the leader's own view log (leader/view_log.h)
 };
 
 // Runs the Adult job over 3 in-process parties with the leader behind a RecordingChannel.
@@ -239,6 +243,7 @@ void RunAdult(const std::string& name, const std::string& mode, AdultRun* out) {
   ASSERT_EQ(done.state(), fedanon::v1::JOB_STATE_DONE) << done.failure_reason();
   out->report = done.report();
   ASSERT_OK_AND_ASSIGN(out->csv, fed->leader->Result(info.job_id()));
+  ASSERT_OK_AND_ASSIGN(out->view_log, fed->leader->ViewLogText(info.job_id()));
   fed->leader.reset();  // before the recorder goes away
 
   ASSERT_OK_AND_ASSIGN(common::Dataset schema, common::BuildPublicSchema(spec, texts));
@@ -282,6 +287,26 @@ TEST(NumericSplitFederation, LeaderLearnsNoRecordLevelCountsAndMatchesCentralize
     EXPECT_LE(v.unlabelled_bounds.at(attr).size() - 1, kCells) << qids[attr];
   }
   for (const auto& [attr, count] : v.labelled_requests) EXPECT_EQ(count, 1) << qids[attr];
+
+  // The leader's view log says the same: one `numeric_split` line per attribute with labelled
+  // bins, each bin of >= K records (tests/federation/view_log_test.cc checks completeness).
+  int numeric_split_lines = 0;
+  std::istringstream lines(fed.view_log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"kind\":\"numeric_split\"") == std::string::npos) continue;
+    ++numeric_split_lines;
+    const size_t open = line.find("\"counts\":[") + std::strlen("\"counts\":[");
+    std::vector<uint64_t> counts;
+    for (absl::string_view c :
+         absl::StrSplit(line.substr(open, line.find(']', open) - open), ',')) {
+      uint64_t n = 0;
+      ASSERT_TRUE(absl::SimpleAtoi(c, &n)) << line;
+      counts.push_back(n);
+    }
+    ASSERT_EQ(counts.size() % 2, 0u) << "two classes";
+    for (size_t b = 0; b < counts.size(); b += 2) EXPECT_GE(counts[b] + counts[b + 1], kK) << line;
+  }
+  EXPECT_EQ(numeric_split_lines, static_cast<int>(v.labelled_requests.size()));
 
   // federated == centralized on the union, with the same (binned) rule.
   ASSERT_OK_AND_ASSIGN(Table table, ReadCsvTable(AdultDir() + "/adult_clean.csv"));
