@@ -252,6 +252,18 @@ absl::Status RunResult(const AdminGlobals& g, const std::string& job_id, const s
   return absl::OkStatus();
 }
 
+// The leader's view log of a job (JSON lines) to stdout, as the leader stores it.
+absl::Status RunViewLog(const AdminGlobals& g, const std::string& job_id) {
+  ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, Connect(g));
+  const auto sink = [](std::string_view data) {
+    std::cout.write(data.data(), static_cast<std::streamsize>(data.size()));
+    return std::cout ? absl::OkStatus() : absl::InternalError("cannot write to stdout");
+  };
+  RETURN_IF_ERROR(client->GetViewLog(job_id, sink).status());
+  std::cout.flush();
+  return absl::OkStatus();
+}
+
 struct HealthFlags {
   std::string service;
   std::string bundle;
@@ -349,6 +361,12 @@ CommandAction DeclareResultCommand(const AdminGlobals* globals, CLI::App* comman
   command->add_option("-o,--output", *out, "File to write (CSV)")->required();
   command->add_flag("--force", *force, "Overwrite an existing file");
   return ActionOf([=] { return RunResult(*globals, *job_id, *out, *force); });
+}
+
+CommandAction DeclareViewLogCommand(const AdminGlobals* globals, CLI::App* command) {
+  auto job_id = std::make_shared<std::string>();
+  command->add_option("JOB", *job_id, "Job id")->required();
+  return ActionOf([=] { return RunViewLog(*globals, *job_id); });
 }
 
 CommandAction DeclareHealthCommand(const AdminGlobals* globals, CLI::App* command) {

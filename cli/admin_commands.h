@@ -1,7 +1,7 @@
 // fedanonctl's subcommands (see cli/fedanonctl_main.cc for the tree): provisioning a federation's
 // startup kits, and the admin calls to a running leader (parties, submit, status, list, watch,
-// cancel, result, health) through server::AdminClient. Each Declare...Command declares one
-// subcommand's options and returns its action; output goes to stdout (JSON with --json), errors
+// cancel, result, view-log, health) through server::AdminClient. Each Declare...Command declares
+// one subcommand's options and returns its action; output goes to stdout (JSON with --json), errors
 // to stderr as "fedanonctl: <why>" with exit code 1 (watch: 1 for a failed or cancelled job).
 #pragma once
 
@@ -27,6 +27,9 @@ CommandAction DeclareListCommand(const AdminGlobals* globals, CLI::App* command)
 CommandAction DeclareWatchCommand(const AdminGlobals* globals, CLI::App* command);
 CommandAction DeclareCancelCommand(const AdminGlobals* globals, CLI::App* command);
 CommandAction DeclareResultCommand(const AdminGlobals* globals, CLI::App* command);
+// Prints the leader's view log of a job: every statistic it decoded, one JSON object per line
+// (the same with or without --json).
+CommandAction DeclareViewLogCommand(const AdminGlobals* globals, CLI::App* command);
 CommandAction DeclareHealthCommand(const AdminGlobals* globals, CLI::App* command);
 
 }  // namespace fedanon::server

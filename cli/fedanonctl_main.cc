@@ -6,6 +6,7 @@
 //     submit JOB.yaml [--parties a,b] [--recipient P] [--leader-party P] [--data P=PATH ...]
 //                     [--round-timeout S]        submit a job, print its id
 //     status JOB | list | watch JOB | cancel JOB [--reason TEXT] | result JOB -o FILE [--force]
+//     view-log JOB                               what the leader decoded (JSON lines)
 //     health [--service NAME] [--bundle DIR --leader HOST:PORT]
 //                                                the leader's gRPC health service (probes)
 //
@@ -56,6 +57,8 @@ int Main(int argc, char** argv) {
   tree.Add("cancel", "Cancel a job", bind_front(server::DeclareCancelCommand, &g));
   tree.Add("result", "Download the integrated table of a done job",
            bind_front(server::DeclareResultCommand, &g));
+  tree.Add("view-log", "Print what the leader decoded during a job (JSON lines)",
+           bind_front(server::DeclareViewLogCommand, &g));
   tree.Add("health", "Check the leader's gRPC health service (exit 0 if SERVING, 1 otherwise)",
            bind_front(server::DeclareHealthCommand, &g));
 

@@ -64,6 +64,7 @@ struct Options {
   bool wait = false;
   std::string result;
   std::string report;
+  std::string leader_view;
   bool keep = false;
   std::string dir;
 };
@@ -339,8 +340,8 @@ class FederationUp {
     // The outputs never replace a table, the spec or a taxonomy, nor each other.
     std::vector<common::NamedPath> inputs = {{"--spec", o_.spec}};
     for (const std::string& f : o_.party_data) inputs.emplace_back("a --party-data table", f);
-    const std::vector<common::NamedPath> outputs = {{"--result", o_.result},
-                                                    {"--report", o_.report}};
+    const std::vector<common::NamedPath> outputs = {
+        {"--result", o_.result}, {"--report", o_.report}, {"--leader-view", o_.leader_view}};
     if (absl::Status st = common::CheckDistinctOutputs(outputs, inputs); !st.ok()) return Fail(st);
     if (o_.spec.empty()) return 0;
     absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
@@ -559,6 +560,8 @@ class FederationUp {
       return Fail(absl::StrCat("lost track of ", job_id, ": ", last.status().message()));
     }
     if (last->state() != fedanon::v1::JOB_STATE_DONE) {
+      // What the leader decoded before the job failed is still what it learned.
+      if (int code = WriteLeaderView(client, job_id); code != 0) return code;
       return Fail(absl::StrCat("job ", job_id, " ", JobStateName(last->state()),
                                last->failure_reason().empty() ? "" : ": ", last->failure_reason()));
     }
@@ -589,7 +592,30 @@ class FederationUp {
       if (!st.ok()) return Fail(st);
       std::cerr << kPrefix << "wrote the report to " << o_.report << "\n";
     }
+    if (int code = WriteLeaderView(client, job_id); code != 0) return code;
     std::cout << "job " << job_id << " done\n" << ReportSummary(last->report());
+    return 0;
+  }
+
+  // --leader-view: the leader's view log of the ended job, written atomically (0 when done or
+  // not asked for).
+  int WriteLeaderView(AdminClient* client, const std::string& job_id) {
+    if (o_.leader_view.empty()) return 0;
+    // Mode 0600 like the leader's own copy: it holds the job's global statistics.
+    absl::StatusOr<std::unique_ptr<common::AtomicFileWriter>> writer =
+        common::AtomicFileWriter::Open(
+            o_.leader_view, {.mode = common::kPrivateFileMode, .replace_existing = true});
+    if (!writer.ok()) return Fail(writer.status());
+    absl::StatusOr<uint64_t> bytes = client->GetViewLog(
+        job_id, [&writer](std::string_view data) { return (*writer)->Write(data); });
+    if (signals_.signal() != 0) return Interrupted();
+    if (!bytes.ok()) {
+      return Fail(
+          absl::StrCat("cannot fetch the view log of ", job_id, ": ", bytes.status().message()));
+    }
+    if (absl::Status st = (*writer)->Commit(); !st.ok()) return Fail(st);
+    std::cerr << kPrefix << "wrote the leader's view log to " << o_.leader_view << " (" << *bytes
+              << " bytes)\n";
     return 0;
   }
 
@@ -655,7 +681,7 @@ class FederationUp {
 constexpr char kUsage[] =
     "usage: fedanon federation up --party-data a.csv,b.csv[,...] [--spec JOB.yaml] [--port P]\n"
     "                             [--wait] [--result OUT.csv] [--report REPORT.json] [--keep]\n"
-    "                             [--dir DIR]\n"
+    "                             [--leader-view VIEW.jsonl] [--dir DIR]\n"
     "Runs a throwaway local federation (leader + one party per table) on 127.0.0.1.\n"
     "See 'fedanon federation up --help'.\n";
 
@@ -682,6 +708,10 @@ void DeclareUpOptions(CLI::App* up, Options* o) {
   up->add_option("--result", o->result, "Write the integrated table here (CSV; needs --wait)")
       ->needs(wait);
   up->add_option("--report", o->report, "Write the job's report here (JSON; needs --wait)")
+      ->needs(wait);
+  up->add_option("--leader-view", o->leader_view,
+                 "Write the leader's view log of the job here (JSON lines: every statistic it "
+                 "decoded; needs --wait)")
       ->needs(wait);
   up->add_flag("--keep", o->keep, "Keep the federation's directory (configs, keys, logs)");
   up->add_option("--dir", o->dir,

@@ -1,7 +1,8 @@
 // `fedanon federation up`: a throwaway local federation on loopback, for demos and tests.
 //
 //   fedanon federation up --party-data a.csv,b.csv[,...] [--spec JOB.yaml] [--port P] [--wait]
-//                         [--result OUT.csv] [--report REPORT.json] [--keep] [--dir DIR]
+//                         [--result OUT.csv] [--report REPORT.json]
+//                         [--leader-view VIEW.jsonl] [--keep] [--dir DIR]
 //
 // 1. Provisions a federation (server::ProvisionLocal) in a temporary directory (or --dir): a
 //    leader on 127.0.0.1:P (P free unless --port), one party per table (named after the files
@@ -14,8 +15,10 @@
 // 4. Without --spec: prints how to use fedanonctl and stays up until SIGINT / SIGTERM (exit 0).
 //    With --spec: submits the job (all parties, the leader as recipient); with --wait follows it
 //    (progress on stderr) and, when done, writes --result and --report (the JobInfo's report as
-//    JSON) atomically and prints a summary (exit 0); a failed or cancelled job exits 1 and writes
-//    nothing. Without --wait it prints the job id and stays up like (4).
+//    JSON) and --leader-view (the leader's view log of the job, JSON lines: every statistic it
+//    decoded, leader/view_log.h) atomically and prints a summary (exit 0); a failed or cancelled
+//    job exits 1 and writes only --leader-view (what the leader decoded before the job ended).
+//    Without --wait it prints the job id and stays up like (4).
 // Children are always stopped before returning (SIGTERM, up to 5 s, then SIGKILL; they also get
 // SIGTERM if this process dies), and the directory is removed unless --keep. A SIGINT / SIGTERM
 // while waiting stops everything and exits 130 / 143. Exit 2 on usage errors.

@@ -24,6 +24,7 @@
 #include "crypto/shuffle.h"
 #include "leader/secure_sum_source.h"
 #include "leader/vertical_job.h"
+#include "leader/view_log.h"
 #include "spdlog/spdlog.h"
 
 namespace fedanon::leader {
@@ -213,10 +214,11 @@ absl::StatusOr<std::string> ReleasedTableFromCounts(
 struct Leader::JobRun {
   std::string job_id;
   fedanon::v1::SubmitJobRequest request;
-  std::vector<std::string> ring;    // the data parties in ring order
-  std::string recipient;            // a party, or the leader's own name
-  absl::Duration timeout;           // for every call to a party
-  std::function<double()> elapsed;  // seconds since the run started
+  std::vector<std::string> ring;      // the data parties in ring order
+  std::string recipient;              // a party, or the leader's own name
+  absl::Duration timeout;             // for every call to a party
+  std::function<double()> elapsed;    // seconds since the run started
+  std::unique_ptr<ViewLog> view_log;  // every statistic the leader decodes for this job
 };
 
 absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
@@ -411,10 +413,18 @@ absl::Status Leader::RunJob(const std::string& job_id) {
 
   RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_RUNNING));
   Notify();
-  if (request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
-    return RunVertical(job);
-  }
-  return RunHorizontal(job, schema);
+  // Nothing is decoded without being logged: the job fails if its view log cannot be written.
+  ASSIGN_OR_RETURN(job.view_log, ViewLog::Open(options_.data_dir, job_id));
+  const absl::Status status = request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL
+                                  ? RunVertical(job)
+                                  : RunHorizontal(job, schema);
+  RETURN_IF_ERROR(status);
+  return job.view_log->Sync();
+}
+
+absl::StatusOr<std::string> Leader::ViewLogText(const std::string& job_id) const {
+  RETURN_IF_ERROR(Get(job_id).status());  // NotFound for an unknown job
+  return ViewLog::Read(options_.data_dir, job_id);
 }
 
 absl::StatusOr<fedanon::v1::PrepareJob> Leader::MakePrepare(const JobRun& job) const {
@@ -483,6 +493,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
       channel_, job.job_id, job.ring, job.timeout, &hier, std::max(1, schema.num_classes()),
       schema.tracked.size(), [&round] { return round; }, [this] { return CheckCancelled(); });
   source.set_share_group_sizes(job.ring.size() >= 3);
+  source.set_view_log(job.view_log.get());
   ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealKeyPair> leader_keys,
                    crypto::SealKeyPairFromPem(options_.seal_key_pem));
   ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealPublicKey> last_party_key,
@@ -585,6 +596,8 @@ absl::Status Leader::StoreUnionAtLeader(const JobRun& job, uint32_t round,
       common::OpenUnionList(*keys, job.job_id, round, options_.name, last, *last_key, carried));
   ASSIGN_OR_RETURN(std::vector<std::string> rows,
                    common::OpenUnionRows(*keys, job.job_id, round, options_.name, list.rows()));
+  // The released table itself is the job's result; the view log records its size.
+  RETURN_IF_ERROR(job.view_log->Append(round, kViewReleasedRows, "", false, {rows.size()}));
   ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
   std::vector<std::string_view> header_views(header.begin(), header.end());
   std::string csv = common::CsvLine(header_views);
@@ -607,9 +620,11 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   options.timeout = job.timeout;
   options.id_matching_timeout = std::max(job.timeout * 20, absl::Minutes(20));
   options.check_cancelled = [this] { return CheckCancelled(); };
+  options.view_log = job.view_log.get();
   std::vector<std::string> qid_names;  // QID attributes in spec order (the engine's indices)
   for (const auto& a : request.spec().attributes()) {
     if (a.role() == fedanon::v1::ROLE_QID) qid_names.push_back(a.name());
+    if (a.role() == fedanon::v1::ROLE_QID) options.qid_names.push_back(a.name());
     if (a.role() == fedanon::v1::ROLE_QID) options.attribute_party[a.name()] = a.party();
   }
   options.on_step = [&](uint32_t round, const std::string& owner, uint32_t attr) {

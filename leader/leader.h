@@ -65,6 +65,9 @@ class Leader {
       ABSL_LOCKS_EXCLUDED(mu_);
   // The integrated table (CSV) of a done job whose recipient is the leader.
   absl::StatusOr<std::string> Result(const std::string& job_id) const;
+  // The job's view log (leader/view_log.h): JSON lines, "" when nothing was decoded yet;
+  // NotFound for an unknown job.
+  absl::StatusOr<std::string> ViewLogText(const std::string& job_id) const;
   std::vector<common::ConnectedParty> Parties() const { return channel_->Parties(); }
 
  private:

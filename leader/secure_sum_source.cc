@@ -68,6 +68,38 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
   const size_t chunks = std::max<size_t>(1, (words + chunk_words_ - 1) / chunk_words_);
   const fedanon::v1::StatsRequest request_proto = common::ToProto(request);
   const std::string request_digest = common::SumRequestDigest(request_proto, update_chain_);
+  size_t decoded = 0;  // words of `sum` the leader has unmasked so far
+  const absl::Status status =
+      CollectChunks(request_proto, request_digest, collect, masks, words, chunks, &sum, &decoded);
+  if (view_log_ == nullptr) {
+    RETURN_IF_ERROR(status);
+    return sum;
+  }
+  if (!status.ok()) {
+    // Chunks unmasked before the failure are in the leader's view too.
+    if (decoded > 0) {
+      sum.resize(decoded);
+      ViewEntry partial;
+      partial.round = round_();
+      partial.kind = kViewPartialSum;
+      partial.counts = std::move(sum);
+      partial.detail = std::string(status.message());
+      RETURN_IF_ERROR(view_log_->Append(partial));
+    }
+    return status;
+  }
+  RETURN_IF_ERROR(
+      view_log_->AppendStats(round_(), *hier_, num_classes_, num_tracked_, request, sum));
+  return sum;
+}
+
+absl::Status SecureSumCountSource::CollectChunks(const fedanon::v1::StatsRequest& request_proto,
+                                                 const std::string& request_digest,
+                                                 uint64_t collect,
+                                                 const std::vector<uint64_t>& masks, size_t words,
+                                                 size_t chunks, std::vector<uint64_t>* sum_out,
+                                                 size_t* decoded) {
+  std::vector<uint64_t>& sum = *sum_out;
   for (size_t chunk = 0; chunk < chunks; ++chunk) {
     const size_t offset = chunk * chunk_words_;
     const size_t len = std::min(chunk_words_, words - std::min(words, offset));
@@ -127,9 +159,10 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
     if (total.size() != len) return absl::InternalError("secure-sum chunk has the wrong length");
     RETURN_IF_ERROR(crypto::SubtractInPlace(absl::MakeSpan(total), absl::MakeConstSpan(slice)));
     std::copy(total.begin(), total.end(), sum.begin() + offset);
+    *decoded = offset + len;
     if (chunk == 0) pending_.clear();  // every party has applied them
   }
-  return sum;
+  return absl::OkStatus();
 }
 
 }  // namespace fedanon::leader

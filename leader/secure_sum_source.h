@@ -20,6 +20,7 @@
 #include "common/wire/party_channel.h"
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
+#include "leader/view_log.h"
 
 namespace fedanon::leader {
 
@@ -61,7 +62,17 @@ class SecureSumCountSource : public common::CountSource {
 
   const SecureSumStats& stats() const { return stats_; }
 
+  // Every decoded vector is appended to `log` (not owned; null: none), split into its parts.
+  void set_view_log(ViewLog* log) { view_log_ = log; }
+
  private:
+  // The rings of one Collect; leaves in `sum` the unmasked words and in `decoded` how many of
+  // them (a prefix) were unmasked before an error.
+  absl::Status CollectChunks(const fedanon::v1::StatsRequest& request_proto,
+                             const std::string& request_digest, uint64_t collect,
+                             const std::vector<uint64_t>& masks, size_t words, size_t chunks,
+                             std::vector<uint64_t>* sum, size_t* decoded);
+
   common::PartyChannel* channel_;
   std::string job_id_;
   std::vector<std::string> ring_;
@@ -79,6 +90,7 @@ class SecureSumCountSource : public common::CountSource {
   const crypto::SealKeyPair* leader_keys_ = nullptr;
   const crypto::SealPublicKey* last_party_key_ = nullptr;
   bool share_group_sizes_ = false;
+  ViewLog* view_log_ = nullptr;
   uint64_t collects_ = 0;
   SecureSumStats stats_;
 };

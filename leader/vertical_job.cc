@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "common/engine/tds_engine.h"
+#include "common/spec/proto_json.h"
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
@@ -89,6 +90,13 @@ class Driver {
                          *step.mutable_id_align()->add_lists() = list;
                        return step;
                      }));
+    for (size_t r = 0; r < n; ++r) {
+      ViewEntry e;
+      e.kind = kViewIdIntersection;
+      e.party = ring[r];
+      e.counts = {replies[r].ids().common_records()};
+      RETURN_IF_ERROR(Log(std::move(e)));
+    }
     const uint64_t common_records = replies[0].ids().common_records();
     for (size_t r = 1; r < n; ++r) {
       if (replies[r].ids().common_records() != common_records) {
@@ -124,18 +132,81 @@ class Driver {
                        step.mutable_release()->set_recipient(options_.recipient);
                        return step;
                      }));
+    for (size_t i = 0; i < ring.size(); ++i) {
+      RETURN_IF_ERROR(LogReport(round, ring[i], released[i].released().report()));
+    }
     FillReport(released, stop_reason, &result->report);
     if (options_.recipient == options_.leader_name) {
       ASSIGN_OR_RETURN(result->csv, JoinAtLeader(released, round));
-      return absl::OkStatus();
+      // The joined table is the job's result; the view log records its size.
+      const auto lines =
+          static_cast<uint64_t>(std::count(result->csv.begin(), result->csv.end(), '\n'));
+      ViewEntry e;
+      e.round = round;
+      e.kind = kViewReleasedRows;
+      e.counts = {lines > 0 ? lines - 1 : 0};
+      return Log(std::move(e));
     }
     fedanon::v1::VerticalStep step;
     for (const auto& r : released) *step.mutable_assemble()->add_columns() = r.released().columns();
     for (const auto& h : options_.header) step.mutable_assemble()->add_header(h);
-    return Call(options_.recipient, round, step).status();
+    ASSIGN_OR_RETURN(VerticalStepResult assembled, Call(options_.recipient, round, step));
+    ViewEntry e;
+    e.round = round;
+    e.kind = kViewReleasedRows;
+    e.party = options_.recipient;
+    e.counts = {assembled.assembled().rows_written()};
+    return Log(std::move(e));
   }
 
  private:
+  // Appends to the view log, if any.
+  absl::Status Log(ViewEntry e) {
+    if (options_.view_log == nullptr) return absl::OkStatus();
+    return options_.view_log->Append(e);
+  }
+
+  std::string AttributeName(uint32_t attr) const {
+    return attr < options_.qid_names.size() ? options_.qid_names[attr] : absl::StrCat("#", attr);
+  }
+
+  // A replica's report: its group counts and the records of every step it applied, with the
+  // whole report as JSON in `detail`.
+  absl::Status LogReport(uint32_t round, const std::string& party,
+                         const fedanon::v1::Report& report) {
+    ViewEntry e;
+    e.round = round;
+    e.kind = kViewVerticalReport;
+    e.party = party;
+    e.counts = {report.groups(), report.smallest_group()};
+    for (const auto& step : report.steps()) e.counts.push_back(step.records());
+    ASSIGN_OR_RETURN(e.detail, common::ProtoToJson(report, /*pretty=*/false));
+    return Log(std::move(e));
+  }
+
+  // Every proposal (score, or Not-participate and why) as the leader reads it.
+  absl::Status LogProposals(uint32_t round, const std::vector<VerticalStepResult>& proposals) {
+    for (size_t i = 0; i < proposals.size(); ++i) {
+      const auto& p = proposals[i].proposal();
+      ViewEntry e;
+      e.round = round;
+      e.party = options_.ring[i];
+      if (p.participate()) {
+        e.kind = kViewVerticalScore;
+        e.attribute = AttributeName(p.candidate().attribute());
+        e.counts = {static_cast<uint64_t>(p.candidate().node()),
+                    static_cast<uint64_t>(p.candidate().candidate())};
+        e.score = p.candidate().score();
+        if (p.misbehaving()) e.detail = "misbehaving";
+      } else {
+        e.kind = kViewVerticalDecline;
+        e.detail = p.misbehaving() ? absl::StrCat(p.reason(), " (misbehaving)") : p.reason();
+      }
+      RETURN_IF_ERROR(Log(std::move(e)));
+    }
+    return absl::OkStatus();
+  }
+
   enum class RoundOutcome { kApplied, kVetoed, kEveryoneDeclined };
 
   // The hops of the ID matching after the first encryption: in hop h, party (i + h) % n
@@ -182,6 +253,7 @@ class Driver {
                        step.mutable_propose();
                        return step;
                      }));
+    RETURN_IF_ERROR(LogProposals(round, proposals));
     fedanon::v1::VerticalCandidate winner;
     const int owner = PickWinner(proposals, &winner);
     if (owner < 0) return RoundOutcome::kEveryoneDeclined;
@@ -203,7 +275,15 @@ class Driver {
                        return step;
                      }));
     bool accept = true;
-    for (const auto& v : verdicts) accept = accept && v.verdict().accept();
+    for (size_t i = 0; i < verdicts.size(); ++i) {
+      ViewEntry e;
+      e.round = round;
+      e.kind = kViewVerticalVerdict;
+      e.party = others[i];
+      e.counts = {verdicts[i].verdict().accept() ? 1u : 0u};
+      RETURN_IF_ERROR(Log(std::move(e)));
+      accept = accept && verdicts[i].verdict().accept();
+    }
     RETURN_IF_ERROR(CallAll(ring, round, [&](size_t) {
                       fedanon::v1::VerticalStep step;
                       *step.mutable_commit()->mutable_candidate() = winner;

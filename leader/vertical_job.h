@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "common/wire/party_channel.h"
 #include "fedanon/v1/job.pb.h"
+#include "leader/view_log.h"
 
 namespace fedanon::leader {
 
@@ -36,6 +37,11 @@ struct VerticalJobOptions {
   std::function<absl::Status()> check_cancelled;
   // Called after every committed specialization with the round, the owner and the QID index.
   std::function<void(uint32_t, const std::string&, uint32_t)> on_step;
+  // QID attribute names by the engine's index (names the attribute of a proposal).
+  std::vector<std::string> qid_names;
+  // Everything the leader reads from the parties' replies is appended here (not owned; null:
+  // nothing is logged).
+  ViewLog* view_log = nullptr;
 };
 
 struct VerticalJobResult {

@@ -312,6 +312,17 @@ absl::StatusOr<JobInfo> AdminClient::WatchJob(
 
 absl::StatusOr<uint64_t> AdminClient::GetResult(
     const std::string& job_id, const std::function<absl::Status(std::string_view)>& sink) {
+  return Download(job_id, /*view_log=*/false, sink);
+}
+
+absl::StatusOr<uint64_t> AdminClient::GetViewLog(
+    const std::string& job_id, const std::function<absl::Status(std::string_view)>& sink) {
+  return Download(job_id, /*view_log=*/true, sink);
+}
+
+absl::StatusOr<uint64_t> AdminClient::Download(
+    const std::string& job_id, bool view_log,
+    const std::function<absl::Status(std::string_view)>& sink) {
   RETURN_IF_ERROR(EnsureConnected());
   grpc::ClientContext context;
   Prepare(&context, false);
@@ -323,7 +334,7 @@ absl::StatusOr<uint64_t> AdminClient::GetResult(
   fedanon::v1::GetResultRequest request;
   request.set_job_id(job_id);
   std::unique_ptr<grpc::ClientReader<fedanon::v1::ResultChunk>> reader =
-      stub_->GetResult(&context, request);
+      view_log ? stub_->GetViewLog(&context, request) : stub_->GetResult(&context, request);
   fedanon::v1::ResultChunk chunk;
   uint64_t bytes = 0;
   absl::Status sink_status;

@@ -71,6 +71,9 @@ class AdminClient {
   // is returned). Returns the number of bytes received.
   absl::StatusOr<uint64_t> GetResult(const std::string& job_id,
                                      const std::function<absl::Status(std::string_view)>& sink);
+  // Streams GetViewLog (the leader's view log of the job, JSON lines) the same way.
+  absl::StatusOr<uint64_t> GetViewLog(const std::string& job_id,
+                                      const std::function<absl::Status(std::string_view)>& sink);
 
   // grpc.health.v1.Health/Check for `service` ("" = the server as a whole, or
   // "fedanon.v1.PartyLink" / "fedanon.v1.Admin"). OK when the leader answers SERVING;
@@ -84,6 +87,9 @@ class AdminClient {
   void Cancel() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // GetResult (`view_log` false) or GetViewLog streamed into `sink`.
+  absl::StatusOr<uint64_t> Download(const std::string& job_id, bool view_log,
+                                    const std::function<absl::Status(std::string_view)>& sink);
   // Connects (at most kAdminConnectTimeout) unless already connected; Unavailable otherwise.
   absl::Status EnsureConnected();
   // A context with wait_for_ready(false) and, for unary calls, the 30 s deadline.

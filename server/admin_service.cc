@@ -27,6 +27,18 @@ const grpc::Status kNoBackend(grpc::StatusCode::UNAVAILABLE,
 
 constexpr absl::Duration kWatchPoll = absl::Milliseconds(500);
 
+// Streams `data` in kResultChunkBytes chunks.
+grpc::Status StreamChunks(const std::string& data,
+                          grpc::ServerWriter<fedanon::v1::ResultChunk>* writer) {
+  fedanon::v1::ResultChunk chunk;
+  for (size_t offset = 0; offset < data.size(); offset += kResultChunkBytes) {
+    const size_t n = std::min(kResultChunkBytes, data.size() - offset);
+    chunk.set_data(data.data() + offset, n);
+    if (!writer->Write(chunk)) return grpc::Status::CANCELLED;
+  }
+  return grpc::Status::OK;
+}
+
 }  // namespace
 
 absl::StatusOr<crypto::Identity> AdminService::Authorize(const grpc::ServerContext& context,
@@ -151,13 +163,20 @@ grpc::Status AdminService::GetResult(grpc::ServerContext* context,
   if (!result.ok()) return ToGrpcStatus(result.status());
   spdlog::info("job={} admin '{}' fetched the result ({} bytes)", request->job_id(), admin->name,
                result->size());
-  fedanon::v1::ResultChunk chunk;
-  for (size_t offset = 0; offset < result->size(); offset += kResultChunkBytes) {
-    const size_t n = std::min(kResultChunkBytes, result->size() - offset);
-    chunk.set_data(result->data() + offset, n);
-    if (!writer->Write(chunk)) return grpc::Status::CANCELLED;
-  }
-  return grpc::Status::OK;
+  return StreamChunks(*result, writer);
+}
+
+grpc::Status AdminService::GetViewLog(grpc::ServerContext* context,
+                                      const fedanon::v1::GetResultRequest* request,
+                                      grpc::ServerWriter<fedanon::v1::ResultChunk>* writer) {
+  absl::StatusOr<crypto::Identity> admin = Authorize(*context, "GetViewLog");
+  if (!admin.ok()) return ToGrpcStatus(admin.status());
+  if (backend_ == nullptr) return kNoBackend;
+  absl::StatusOr<std::string> log = backend_->ViewLog(request->job_id());
+  if (!log.ok()) return ToGrpcStatus(log.status());
+  spdlog::info("job={} admin '{}' fetched the view log ({} bytes)", request->job_id(), admin->name,
+               log->size());
+  return StreamChunks(*log, writer);
 }
 
 }  // namespace fedanon::server

@@ -5,8 +5,8 @@
 //
 // WatchJob streams the job's JobInfo once and then on every change of state, round or failure
 // reason until a final state (done, failed, cancelled), the client's cancellation or the server's
-// shutdown. GetResult streams the integrated table in 1 MiB ResultChunks.
-// Thread-safe.
+// shutdown. GetResult streams the integrated table in 1 MiB ResultChunks, GetViewLog the job's view
+// log (what the leader decoded) likewise. Thread-safe.
 #pragma once
 
 #include <grpcpp/server_context.h>
@@ -40,6 +40,10 @@ class AdminBackend {
                                                              const fedanon::v1::JobInfo& last,
                                                              absl::Duration timeout) = 0;
   virtual absl::StatusOr<std::string> Result(const std::string& job_id) = 0;
+  // The job's view log (JSON lines); backends without one answer Unimplemented.
+  virtual absl::StatusOr<std::string> ViewLog(const std::string& /*job_id*/) {
+    return absl::UnimplementedError("this leader keeps no view log");
+  }
   virtual std::vector<common::ConnectedParty> Parties() = 0;
 };
 
@@ -71,6 +75,9 @@ class AdminService final : public fedanon::v1::Admin::Service {
                          fedanon::v1::JobInfo* response) override;
   grpc::Status GetResult(grpc::ServerContext* context, const fedanon::v1::GetResultRequest* request,
                          grpc::ServerWriter<fedanon::v1::ResultChunk>* writer) override;
+  grpc::Status GetViewLog(grpc::ServerContext* context,
+                          const fedanon::v1::GetResultRequest* request,
+                          grpc::ServerWriter<fedanon::v1::ResultChunk>* writer) override;
 
  private:
   // The caller's admin identity; PermissionDenied for any other role.

@@ -30,6 +30,9 @@ class LeaderAdminBackend final : public AdminBackend {
   absl::StatusOr<std::string> Result(const std::string& job_id) override {
     return leader_->Result(job_id);
   }
+  absl::StatusOr<std::string> ViewLog(const std::string& job_id) override {
+    return leader_->ViewLogText(job_id);
+  }
   std::vector<common::ConnectedParty> Parties() override { return leader_->Parties(); }
 
  private:

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,11 +28,13 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "tests/common/engine/engine_test_util.h"
 
 extern char** environ;
@@ -296,6 +299,26 @@ void ExpectSameTable(const std::string& path, const Central& central) {
             RowsByColumns(central.table, central.table.header));
 }
 
+// A view log of worked example A: JSON lines with the required fields; the kinds a horizontal job
+// with taxonomy attributes decodes.
+void ExpectViewLog(const std::string& text) {
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  std::set<std::string> kinds;
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  for (const std::string& line : lines) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_object()) << line;
+    for (const char* key : {"round", "kind", "attribute", "labelled", "counts"}) {
+      EXPECT_TRUE(j.contains(key)) << key << " missing: " << line;
+    }
+    EXPECT_TRUE(j["counts"].is_array()) << line;
+    kinds.insert(j.value("kind", ""));
+  }
+  EXPECT_TRUE(kinds.count("candidate_counts")) << text;
+  EXPECT_TRUE(kinds.count("group_counts")) << text;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 class FederationUpTest : public ::testing::Test {
@@ -330,9 +353,10 @@ TEST_F(FederationUpTest, ExampleAOverThreeHospitalsEqualsCentralized) {
   const JobDir j = WriteJobA("up_a");
   const std::string out = j.dir + "/out.csv";
   const std::string report = j.dir + "/report.json";
+  const std::string view = j.dir + "/view.jsonl";
   const Result r =
       RunBinary(kFedanon, {"federation", "up", "--spec", j.spec, "--party-data", Joined(j.parts),
-                           "--wait", "--result", out, "--report", report});
+                           "--wait", "--result", out, "--report", report, "--leader-view", view});
   Track(r.err);
   ASSERT_EQ(r.exit_code, 0) << "stdout:\n" << r.out << "stderr:\n" << r.err;
   EXPECT_THAT(r.out, HasSubstr("done"));
@@ -360,6 +384,13 @@ TEST_F(FederationUpTest, ExampleAOverThreeHospitalsEqualsCentralized) {
   }
   EXPECT_EQ(fed["job_name"], "example-a");
   EXPECT_EQ(fed["smallest_group"], central.report["smallest_group"]);
+
+  // The leader's view log (tests/federation/view_log_test.cc checks it is complete).
+  EXPECT_THAT(r.err, HasSubstr("wrote the leader's view log to " + view));
+  struct stat st {};
+  ASSERT_EQ(::stat(view.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ExpectViewLog(ReadAll(view));
 }
 
 TEST_F(FederationUpTest, VerticalSpecWithoutPartiesFailsWithAClearMessageAndNoResult) {
@@ -450,8 +481,8 @@ TEST_F(FederationUpTest, UsageErrorsExitTwo) {
   EXPECT_THAT(version.out, HasSubstr("fedanon "));
 }
 
-// --result and --report never replace a party's table, the spec or each other; refused before
-// anything is provisioned or started.
+// --result, --report and --leader-view never replace a party's table, the spec or each other;
+// refused before anything is provisioned or started.
 TEST_F(FederationUpTest, OutputsNamingAnInputAreRefused) {
   const std::string dir = FreshDir("up_overwrite");
   WriteText(dir + "/a.csv", "x,y\n1,2\n");
@@ -475,6 +506,18 @@ TEST_F(FederationUpTest, OutputsNamingAnInputAreRefused) {
                            "--wait", "--result", dir + "/job.yaml"});
   EXPECT_EQ(onto_spec.exit_code, 1);
   EXPECT_THAT(onto_spec.err, HasSubstr("is the same file as --spec"));
+  const Result view_onto_report = RunBinary(
+      kFedanon, {"federation", "up", "--party-data", tables, "--spec", dir + "/job.yaml", "--wait",
+                 "--report", dir + "/r.json", "--leader-view", dir + "/./r.json"});
+  EXPECT_EQ(view_onto_report.exit_code, 1);
+  EXPECT_THAT(view_onto_report.err,
+              HasSubstr("--leader-view '" + dir + "/./r.json' is the same file as --report"));
+  const Result view_onto_table =
+      RunBinary(kFedanon, {"federation", "up", "--party-data", tables, "--spec", dir + "/job.yaml",
+                           "--wait", "--leader-view", dir + "/a.csv"});
+  EXPECT_EQ(view_onto_table.exit_code, 1);
+  EXPECT_THAT(view_onto_table.err, HasSubstr("is the same file as a --party-data table"));
+  EXPECT_EQ(ReadAll(dir + "/a.csv"), "x,y\n1,2\n");
   EXPECT_EQ(ReadAll(dir + "/b.csv"), "x,y\n3,4\n");
   EXPECT_FALSE(fs::exists(dir + "/r.csv"));
 }
@@ -595,6 +638,16 @@ TEST_F(FederationUpTest, StaysUpForFedanonctlUntilSigterm) {
   for (const auto& entry : fs::directory_iterator(j.dir)) {
     EXPECT_THAT(entry.path().filename().string(), Not(HasSubstr(".tmp.")));
   }
+
+  // The leader's view log: what it decoded, as JSON lines, the same as its file.
+  const Result view = ctl({"view-log", job});
+  ASSERT_EQ(view.exit_code, 0) << view.err;
+  ExpectViewLog(view.out);
+  EXPECT_EQ(view.out, ReadAll(fed + "/leader/data/" + job + ".view.jsonl"));
+  EXPECT_EQ(ctl({"--json", "view-log", job}).out, view.out);
+  const Result unknown_view = ctl({"view-log", "job-000000000000"});
+  EXPECT_EQ(unknown_view.exit_code, 1);
+  EXPECT_THAT(unknown_view.err, HasSubstr("unknown job job-000000000000"));
 
   const Result unknown = ctl({"status", "job-000000000000"});
   EXPECT_EQ(unknown.exit_code, 1);

@@ -11,6 +11,7 @@
 // Both print what they measured ("[ measured ]").
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,8 +20,10 @@
 #include <mutex>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "common/base/status_macros.h"
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
@@ -29,6 +32,7 @@
 #include "common/wire/federation_wire.h"
 #include "crypto/sealed_box.h"
 #include "tests/federation/federation_test_util.h"
+#include "tests/federation/leader_capture.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::testing {
@@ -67,99 +71,6 @@ privacy: {model: lkc, L: 4, K: 20, C: 0.2, sensitive_values: [Divorced, Separate
 partitioning: horizontal
 MODE
 )";
-
-// One secure sum as the leader decodes it: the request (with the public updates that rode along)
-// and the unmasked total.
-struct DecodedSum {
-  fedanon::v1::StatsRequest request;
-  std::vector<fedanon::v1::StateUpdate> updates;
-  std::vector<uint64_t> total;
-};
-
-// Forwards to the parties and keeps, per secure sum, what the leader learns from it.
-class RecordingChannel : public common::PartyChannel {
- public:
-  explicit RecordingChannel(common::PartyChannel* inner) : inner_(inner) {}
-
-  // The leader's sealing keys and the CA: the ring's last hop is sealed for the leader by the
-  // last party (sender-authenticated), so the recorder opens it as the leader does.
-  void set_leader_keys(std::unique_ptr<crypto::SealKeyPair> keys, std::string ca_pem) {
-    leader_keys_ = std::move(keys);
-    ca_pem_ = std::move(ca_pem);
-  }
-  void set_party_certificates(std::map<std::string, std::string> certs) {
-    party_certs_ = std::move(certs);
-  }
-
-  absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
-                                                 const fedanon::v1::LeaderMessage& request,
-                                                 absl::Duration timeout) override {
-    if (request.has_sum_step()) Before(request.sum_step());
-    auto reply = inner_->Call(party, request, timeout);
-    if (reply.ok() && request.has_sum_step() && reply->has_sum_step() &&
-        reply->sum_step().has_sealed() && reply->sum_step().sealed().receiver() == "leader") {
-      const fedanon::v1::SealedPayload& sealed = reply->sum_step().sealed();
-      auto masked = OpenForLeader(request, sealed);
-      EXPECT_TRUE(masked.ok()) << masked.status();
-      if (masked.ok()) After(request.sum_step(), *masked);
-    }
-    return reply;
-  }
-  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
-
-  std::vector<DecodedSum> Sums() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<DecodedSum> out;
-    for (const auto& [collect, sum] : sums_) out.push_back(sum);
-    return out;
-  }
-
- private:
-  void Before(const fedanon::v1::SumStep& step) {
-    std::lock_guard<std::mutex> lock(mu_);
-    DecodedSum& sum = sums_[step.collect()];
-    if (step.chunk() == 0 && step.has_request()) {
-      sum.request = step.request();
-      sum.updates.assign(step.updates().begin(), step.updates().end());
-    }
-    sum.total.resize(step.total_words(), 0);
-    if (step.has_masked()) {  // the first hop: the leader's masks for this chunk
-      auto masks = common::DecodeWords(step.masked());
-      if (masks.ok()) masks_[{step.collect(), step.chunk()}] = *masks;
-    }
-  }
-  void After(const fedanon::v1::SumStep& step, const std::string& masked) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto words = common::DecodeWords(masked);
-    const auto it = masks_.find({step.collect(), step.chunk()});
-    if (!words.ok() || it == masks_.end() || it->second.size() != words->size()) return;
-    DecodedSum& sum = sums_[step.collect()];
-    for (size_t i = 0; i < words->size(); ++i) {
-      sum.total[step.chunk_offset() + i] = (*words)[i] - it->second[i];  // mod 2^64
-    }
-  }
-
-  absl::StatusOr<std::string> OpenForLeader(const fedanon::v1::LeaderMessage& request,
-                                            const fedanon::v1::SealedPayload& sealed) const {
-    if (!leader_keys_) return absl::FailedPreconditionError("no leader keys");
-    const auto cert = party_certs_.find(sealed.sender());
-    if (cert == party_certs_.end()) return absl::NotFoundError("unknown sender");
-    ASSIGN_OR_RETURN(
-        auto sender_key,
-        crypto::VerifiedSealKey(cert->second, ca_pem_, {crypto::Role::kParty, sealed.sender()}));
-    const crypto::SealContext context{request.job_id(), request.round(), sealed.sender(), "leader",
-                                      sealed.purpose()};
-    return crypto::OpenFrom(*leader_keys_, *sender_key, context, sealed.ciphertext());
-  }
-
-  std::unique_ptr<crypto::SealKeyPair> leader_keys_;
-  std::string ca_pem_;
-  std::map<std::string, std::string> party_certs_;
-  common::PartyChannel* inner_;
-  mutable std::mutex mu_;
-  std::map<uint64_t, DecodedSum> sums_;
-  std::map<std::pair<uint64_t, uint32_t>, std::vector<uint64_t>> masks_;
-};
 
 // What the leader learnt during numeric split search, per the captured view.
 struct NumericView {
@@ -282,6 +193,7 @@ struct AdultRun {
   NumericView view;
   fedanon::v1::Report report;
   std::string csv;
+  std::string view_log;  // the leader's own view log (leader/view_log.h)
 };
 
 // Runs the Adult job over 3 in-process parties with the leader behind a RecordingChannel.
@@ -331,6 +243,7 @@ void RunAdult(const std::string& name, const std::string& mode, AdultRun* out) {
   ASSERT_EQ(done.state(), fedanon::v1::JOB_STATE_DONE) << done.failure_reason();
   out->report = done.report();
   ASSERT_OK_AND_ASSIGN(out->csv, fed->leader->Result(info.job_id()));
+  ASSERT_OK_AND_ASSIGN(out->view_log, fed->leader->ViewLogText(info.job_id()));
   fed->leader.reset();  // before the recorder goes away
 
   ASSERT_OK_AND_ASSIGN(common::Dataset schema, common::BuildPublicSchema(spec, texts));
@@ -374,6 +287,26 @@ TEST(NumericSplitFederation, LeaderLearnsNoRecordLevelCountsAndMatchesCentralize
     EXPECT_LE(v.unlabelled_bounds.at(attr).size() - 1, kCells) << qids[attr];
   }
   for (const auto& [attr, count] : v.labelled_requests) EXPECT_EQ(count, 1) << qids[attr];
+
+  // The leader's view log says the same: one `numeric_split` line per attribute with labelled
+  // bins, each bin of >= K records (tests/federation/view_log_test.cc checks completeness).
+  int numeric_split_lines = 0;
+  std::istringstream lines(fed.view_log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"kind\":\"numeric_split\"") == std::string::npos) continue;
+    ++numeric_split_lines;
+    const size_t open = line.find("\"counts\":[") + std::strlen("\"counts\":[");
+    std::vector<uint64_t> counts;
+    for (absl::string_view c :
+         absl::StrSplit(line.substr(open, line.find(']', open) - open), ',')) {
+      uint64_t n = 0;
+      ASSERT_TRUE(absl::SimpleAtoi(c, &n)) << line;
+      counts.push_back(n);
+    }
+    ASSERT_EQ(counts.size() % 2, 0u) << "two classes";
+    for (size_t b = 0; b < counts.size(); b += 2) EXPECT_GE(counts[b] + counts[b + 1], kK) << line;
+  }
+  EXPECT_EQ(numeric_split_lines, static_cast<int>(v.labelled_requests.size()));
 
   // federated == centralized on the union, with the same (binned) rule.
   ASSERT_OK_AND_ASSIGN(Table table, ReadCsvTable(AdultDir() + "/adult_clean.csv"));

@@ -1,0 +1,160 @@
+// What the leader decodes, captured from outside the leader (tests only): PartyChannel wrappers
+// between the leader and the parties. RecordingChannel records every secure-sum request, the
+// leader's masks (the first hop's input) and the masked total the last party seals for the
+// leader, and subtracts one from the other — exactly the vectors the leader decodes.
+// VerticalRecordingChannel keeps every vertical step and the party's reply in plaintext fields
+// (ID-intersection sizes, proposals, verdicts, released reports, assembled row counts). Used by
+// the numeric-split and view-log tests to check what the leader learns and what it logs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/base/status_macros.h"
+#include "common/wire/federation_wire.h"
+#include "common/wire/party_channel.h"
+#include "crypto/certificates.h"
+#include "crypto/sealed_box.h"
+#include "fedanon/v1/federation.pb.h"
+
+namespace fedanon::testing {
+
+// One secure sum as the leader decodes it: the round stamped on it, the request (with the public
+// updates that rode along) and the unmasked total.
+struct DecodedSum {
+  uint32_t round = 0;
+  fedanon::v1::StatsRequest request;
+  std::vector<fedanon::v1::StateUpdate> updates;
+  std::vector<uint64_t> total;
+};
+
+// Forwards to the parties and keeps, per secure sum, what the leader learns from it.
+class RecordingChannel : public common::PartyChannel {
+ public:
+  explicit RecordingChannel(common::PartyChannel* inner) : inner_(inner) {}
+
+  // The leader's sealing keys and the CA: the ring's last hop is sealed for the leader by the
+  // last party (sender-authenticated), so the recorder opens it as the leader does.
+  void set_leader_keys(std::unique_ptr<crypto::SealKeyPair> keys, std::string ca_pem) {
+    leader_keys_ = std::move(keys);
+    ca_pem_ = std::move(ca_pem);
+  }
+  void set_party_certificates(std::map<std::string, std::string> certs) {
+    party_certs_ = std::move(certs);
+  }
+
+  absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
+                                                 const fedanon::v1::LeaderMessage& request,
+                                                 absl::Duration timeout) override {
+    if (request.has_sum_step()) Before(request.round(), request.sum_step());
+    auto reply = inner_->Call(party, request, timeout);
+    if (reply.ok() && request.has_sum_step() && reply->has_sum_step() &&
+        reply->sum_step().has_sealed() && reply->sum_step().sealed().receiver() == "leader") {
+      const fedanon::v1::SealedPayload& sealed = reply->sum_step().sealed();
+      auto masked = OpenForLeader(request, sealed);
+      EXPECT_TRUE(masked.ok()) << masked.status();
+      if (masked.ok()) After(request.sum_step(), *masked);
+    }
+    return reply;
+  }
+  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+
+  std::vector<DecodedSum> Sums() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<DecodedSum> out;
+    for (const auto& [collect, sum] : sums_) out.push_back(sum);
+    return out;
+  }
+
+ private:
+  void Before(uint32_t round, const fedanon::v1::SumStep& step) {
+    std::lock_guard<std::mutex> lock(mu_);
+    DecodedSum& sum = sums_[step.collect()];
+    if (step.chunk() == 0 && step.has_request()) {
+      sum.round = round;
+      sum.request = step.request();
+      sum.updates.assign(step.updates().begin(), step.updates().end());
+    }
+    sum.total.resize(step.total_words(), 0);
+    if (step.has_masked()) {  // the first hop: the leader's masks for this chunk
+      auto masks = common::DecodeWords(step.masked());
+      if (masks.ok()) masks_[{step.collect(), step.chunk()}] = *masks;
+    }
+  }
+  void After(const fedanon::v1::SumStep& step, const std::string& masked) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto words = common::DecodeWords(masked);
+    const auto it = masks_.find({step.collect(), step.chunk()});
+    if (!words.ok() || it == masks_.end() || it->second.size() != words->size()) return;
+    DecodedSum& sum = sums_[step.collect()];
+    for (size_t i = 0; i < words->size(); ++i) {
+      sum.total[step.chunk_offset() + i] = (*words)[i] - it->second[i];  // mod 2^64
+    }
+  }
+
+  absl::StatusOr<std::string> OpenForLeader(const fedanon::v1::LeaderMessage& request,
+                                            const fedanon::v1::SealedPayload& sealed) const {
+    if (!leader_keys_) return absl::FailedPreconditionError("no leader keys");
+    const auto cert = party_certs_.find(sealed.sender());
+    if (cert == party_certs_.end()) return absl::NotFoundError("unknown sender");
+    ASSIGN_OR_RETURN(
+        auto sender_key,
+        crypto::VerifiedSealKey(cert->second, ca_pem_, {crypto::Role::kParty, sealed.sender()}));
+    const crypto::SealContext context{request.job_id(), request.round(), sealed.sender(), "leader",
+                                      sealed.purpose()};
+    return crypto::OpenFrom(*leader_keys_, *sender_key, context, sealed.ciphertext());
+  }
+
+  std::unique_ptr<crypto::SealKeyPair> leader_keys_;
+  std::string ca_pem_;
+  std::map<std::string, std::string> party_certs_;
+  common::PartyChannel* inner_;
+  mutable std::mutex mu_;
+  std::map<uint64_t, DecodedSum> sums_;
+  std::map<std::pair<uint64_t, uint32_t>, std::vector<uint64_t>> masks_;
+};
+
+// One vertical exchange as the leader sees it.
+struct VerticalExchange {
+  std::string party;
+  uint32_t round = 0;
+  fedanon::v1::VerticalStep step;
+  fedanon::v1::VerticalStepResult reply;
+};
+
+// Forwards to the parties and keeps every vertical step with its reply (the leader calls parties
+// in parallel, so under a lock, in completion order).
+class VerticalRecordingChannel : public common::PartyChannel {
+ public:
+  explicit VerticalRecordingChannel(common::PartyChannel* inner) : inner_(inner) {}
+
+  absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
+                                                 const fedanon::v1::LeaderMessage& request,
+                                                 absl::Duration timeout) override {
+    auto reply = inner_->Call(party, request, timeout);
+    if (reply.ok() && request.has_vertical() && reply->has_vertical()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      exchanges_.push_back({party, request.round(), request.vertical(), reply->vertical()});
+    }
+    return reply;
+  }
+  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+
+  std::vector<VerticalExchange> Exchanges() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return exchanges_;
+  }
+
+ private:
+  common::PartyChannel* inner_;
+  mutable std::mutex mu_;
+  std::vector<VerticalExchange> exchanges_;
+};
+
+}  // namespace fedanon::testing
