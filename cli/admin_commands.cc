@@ -306,6 +306,26 @@ CommandAction DeclareProvisionCommand(const AdminGlobals* globals, CLI::App* com
   return ActionOf([=] { return RunProvision(*globals, *federation_yaml, *out_dir); });
 }
 
+CommandAction DeclareRevokeCommand(const AdminGlobals* globals, CLI::App* command) {
+  auto ca_dir = std::make_shared<std::string>();
+  auto certs = std::make_shared<std::vector<std::string>>();
+  auto days = std::make_shared<int>(30);
+  command->add_option("--ca", *ca_dir, "The federation's CA directory (ca.crt, ca.key)")
+      ->required();
+  command->add_option("CERT", *certs, "Certificates (PEM files) to revoke")->required();
+  command->add_option("--days", *days, "Days the new revocation list is valid (default 30)");
+  return ActionOf([=]() -> absl::Status {
+    ASSIGN_OR_RETURN(const std::string summary, RevokeCertificates(*ca_dir, *certs, *days));
+    if (globals->json) {
+      google::protobuf::Struct s;
+      (*s.mutable_fields())["summary"].set_string_value(summary);
+      return PrintJson(s);
+    }
+    std::cout << summary;
+    return absl::OkStatus();
+  });
+}
+
 CommandAction DeclarePartiesCommand(const AdminGlobals* globals, CLI::App*) {
   return ActionOf([=] { return RunParties(*globals); });
 }

@@ -20,6 +20,7 @@ struct AdminGlobals {
 // Each declares its options on `command` and returns its action, which reads `globals` (not
 // owned; must outlive the action) once the command line is parsed.
 CommandAction DeclareProvisionCommand(const AdminGlobals* globals, CLI::App* command);
+CommandAction DeclareRevokeCommand(const AdminGlobals* globals, CLI::App* command);
 CommandAction DeclarePartiesCommand(const AdminGlobals* globals, CLI::App* command);
 CommandAction DeclareSubmitCommand(const AdminGlobals* globals, CLI::App* command);
 CommandAction DeclareStatusCommand(const AdminGlobals* globals, CLI::App* command);

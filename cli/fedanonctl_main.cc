@@ -2,6 +2,7 @@
 //
 //   fedanonctl [--config admin.yaml] [--json] COMMAND ...
 //     provision FEDERATION.yaml [--out DIR]     write the startup kits (no leader needed)
+//     revoke --ca DIR CERT... [--days N]         revoke certificates (writes DIR/crl.pem)
 //     parties                                    connected parties
 //     submit JOB.yaml [--parties a,b] [--recipient P] [--leader-party P] [--data P=PATH ...]
 //                     [--round-timeout S]        submit a job, print its id
@@ -47,6 +48,8 @@ int Main(int argc, char** argv) {
   using std::bind_front;
   tree.Add("provision", "Create the federation's CA and every participant's startup kit",
            bind_front(server::DeclareProvisionCommand, &g));
+  tree.Add("revoke", "Revoke certificates: rewrite the CA's revocation list (crl.pem)",
+           bind_front(server::DeclareRevokeCommand, &g));
   tree.Add("parties", "List the parties connected to the leader",
            bind_front(server::DeclarePartiesCommand, &g));
   tree.Add("submit", "Submit a job; prints its id", bind_front(server::DeclareSubmitCommand, &g));

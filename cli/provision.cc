@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -24,6 +25,7 @@
 #include "common/base/status_macros.h"
 #include "common/spec/yaml_document.h"
 #include "crypto/certificates.h"
+#include "crypto/hash.h"
 
 namespace fedanon::server {
 namespace {
@@ -548,6 +550,52 @@ absl::Status ProvisionLocal(const std::string& out_dir, const std::vector<std::s
   spec.admins = {"admin"};
   spec.validity_days = kLocalValidityDays;
   return ProvisionFederation(spec, out_dir).status();
+}
+
+absl::StatusOr<std::string> RevokeCertificates(const std::string& ca_dir,
+                                               const std::vector<std::string>& cert_paths,
+                                               int validity_days) {
+  if (validity_days < 1 || validity_days > 3650) {
+    return absl::InvalidArgumentError("--days must be in 1..3650");
+  }
+  if (cert_paths.empty()) return absl::InvalidArgumentError("name at least one certificate");
+  const common::ReadFileOptions pem{.max_bytes = 1 << 20, .what = "PEM file"};
+  const std::filesystem::path dir(ca_dir);
+  ASSIGN_OR_RETURN(const std::string ca_cert, common::ReadFile((dir / "ca.crt").string(), pem));
+  ASSIGN_OR_RETURN(const std::string ca_key, common::ReadFile((dir / "ca.key").string(), pem));
+  ASSIGN_OR_RETURN(const std::unique_ptr<crypto::CertificateAuthority> ca,
+                   crypto::CertificateAuthority::Load(ca_cert, ca_key));
+  // Every certificate revoked so far, then the new ones (checked together before writing).
+  std::vector<std::string> revoked;
+  std::map<std::string, std::string> added;  // file name in revoked/ -> PEM
+  const std::filesystem::path kept = dir / "revoked";
+  std::error_code ec;
+  if (std::filesystem::is_directory(kept, ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(kept)) {
+      ASSIGN_OR_RETURN(std::string text, common::ReadFile(entry.path().string(), pem));
+      revoked.push_back(std::move(text));
+    }
+  }
+  for (const std::string& path : cert_paths) {
+    ASSIGN_OR_RETURN(std::string text, common::ReadFile(path, pem));
+    added[crypto::ToHex(crypto::Sha256(text)).substr(0, 16) + ".crt"] = text;
+    revoked.push_back(std::move(text));
+  }
+  ASSIGN_OR_RETURN(const std::string crl, ca->IssueCrl(revoked, absl::Hours(24) * validity_days));
+  std::filesystem::create_directories(kept, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create ", kept.string(), ": ", ec.message()));
+  }
+  for (const auto& [name, text] : added) {
+    RETURN_IF_ERROR(common::WriteFileAtomically((kept / name).string(), text,
+                                                {.mode = common::kSharedFileMode}));
+  }
+  RETURN_IF_ERROR(common::WriteFileAtomically((dir / "crl.pem").string(), crl,
+                                              {.mode = common::kSharedFileMode}));
+  return absl::StrCat("revoked ", added.size(), " certificate(s); ", (dir / "crl.pem").string(),
+                      " now lists ", revoked.size(), " and is valid for ", validity_days,
+                      " days: copy it to the leader (leader.yaml crl:) and renew it before then\n");
 }
 
 }  // namespace fedanon::server

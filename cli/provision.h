@@ -49,6 +49,14 @@ absl::StatusOr<FederationSpec> ParseFederationSpec(const std::string& yaml_text,
 absl::Status ValidateFederationSpec(const FederationSpec& spec);
 
 // Writes the kit for `spec` into `out_dir`; returns a short human summary.
+// `fedanonctl revoke --ca DIR CERT...`: revokes certificates issued by the federation CA in DIR
+// (ca.crt, ca.key). Each certificate is kept in DIR/revoked/ and DIR/crl.pem is rewritten
+// (atomically) from all of them, valid for `validity_days`; copy crl.pem to the leader (leader.yaml
+// `crl:`). Returns a short summary. A certificate of another CA is refused before anything changes.
+absl::StatusOr<std::string> RevokeCertificates(const std::string& ca_dir,
+                                               const std::vector<std::string>& cert_paths,
+                                               int validity_days);
+
 absl::StatusOr<std::string> ProvisionFederation(const FederationSpec& spec,
                                                 const std::string& out_dir);
 
