@@ -126,6 +126,15 @@ absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
     return absl::InvalidArgumentError(
         absl::StrCat("recipient '", request.recipient(), "' is not one of the job's parties"));
   }
+  const bool vertical = request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL;
+  if (vertical && !request.recipient().empty() &&
+      !request.spec().release().allow_data_holding_recipient()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "recipient '", request.recipient(),
+        "' holds data of this vertical job and could link the released rows to its own "
+        "identified records; name the leader as recipient, or opt in with release: "
+        "{allow_data_holding_recipient: true} in the spec"));
+  }
   return absl::OkStatus();
 }
 
@@ -641,6 +650,13 @@ absl::Status Leader::RunVertical(const JobRun& job) {
     RETURN_IF_ERROR(store_->StoreResult(job.job_id, result.csv));
   }
   fedanon::v1::Report report = result.report;
+  if (std::find(job.ring.begin(), job.ring.end(), job.recipient) != job.ring.end()) {
+    report.add_warnings(absl::StrCat(
+        "recipient '", job.recipient,
+        "' holds data of this job (release: allow_data_holding_recipient): it knows the secret "
+        "release order, so it can link every released row to its own identified record, and "
+        "thereby see the other parties' released values of its own people"));
+  }
   report.set_job_name(request.spec().name());
   report.set_version(common::VersionLine("fedanon-leader"));
   report.set_records_in(result.common_records);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -127,11 +128,28 @@ class Driver {
   // 3. Release: every party's columns sealed for the recipient, joined there; the report.
   absl::Status Release(uint32_t round, const std::string& stop_reason, VerticalJobResult* result) {
     const auto& ring = options_.ring;
-    ASSIGN_OR_RETURN(auto released, CallAll(ring, round, [&](size_t) {
+    // The first party of the ring draws the secret release order and seals its seed for each
+    // other data party; they release their columns in that order (the leader relays the seeds).
+    fedanon::v1::VerticalStep first;
+    first.mutable_release()->set_recipient(options_.recipient);
+    std::vector<VerticalStepResult> released;
+    ASSIGN_OR_RETURN(released.emplace_back(), Call(ring[0], round, first));
+    std::map<std::string, fedanon::v1::SealedPayload> seeds;
+    for (const auto& seed : released[0].released().order_seeds()) seeds[seed.receiver()] = seed;
+    const std::vector<std::string> rest(ring.begin() + 1, ring.end());
+    for (const auto& p : rest) {
+      if (!seeds.count(p)) {
+        return absl::InternalError(
+            absl::StrCat("party '", ring[0], "' sent no release-order seed for '", p, "'"));
+      }
+    }
+    ASSIGN_OR_RETURN(auto others, CallAll(rest, round, [&](size_t i) {
                        fedanon::v1::VerticalStep step;
                        step.mutable_release()->set_recipient(options_.recipient);
+                       *step.mutable_release()->mutable_order_seed() = seeds.at(rest[i]);
                        return step;
                      }));
+    for (auto& r : others) released.push_back(std::move(r));
     for (size_t i = 0; i < ring.size(); ++i) {
       RETURN_IF_ERROR(LogReport(round, ring[i], released[i].released().report()));
     }
@@ -259,19 +277,14 @@ class Driver {
     if (owner < 0) return RoundOutcome::kEveryoneDeclined;
     fedanon::v1::VerticalStep win;
     *win.mutable_winner()->mutable_candidate() = winner;
-    ASSIGN_OR_RETURN(VerticalStepResult instructions, Call(ring[owner], round, win));
-    std::vector<std::string> others;
-    for (size_t i = 0; i < n; ++i) {
-      if (static_cast<int>(i) != owner) others.push_back(ring[i]);
-    }
-    const auto& sealed = instructions.instructions().for_parties();
-    if (static_cast<size_t>(sealed.size()) != others.size()) {
-      return absl::InternalError(
-          absl::StrCat("party '", ring[owner], "' sent instructions for the wrong parties"));
-    }
-    ASSIGN_OR_RETURN(auto verdicts, CallAll(others, round, [&](size_t i) {
+    // The owner seals the children for the judges only (the other holders of sensitive values).
+    ASSIGN_OR_RETURN(VerticalStepResult to_judges, Call(ring[owner], round, win));
+    std::set<std::string> judges;
+    ASSIGN_OR_RETURN(const auto judged,
+                     ByReceiver(to_judges.instructions().for_parties(), owner, &judges));
+    ASSIGN_OR_RETURN(auto verdicts, CallAll(judged.first, round, [&](size_t i) {
                        fedanon::v1::VerticalStep step;
-                       *step.mutable_deliver()->mutable_instruction() = sealed[static_cast<int>(i)];
+                       *step.mutable_deliver()->mutable_instruction() = judged.second[i];
                        return step;
                      }));
     bool accept = true;
@@ -279,15 +292,38 @@ class Driver {
       ViewEntry e;
       e.round = round;
       e.kind = kViewVerticalVerdict;
-      e.party = others[i];
+      e.party = judged.first[i];
       e.counts = {verdicts[i].verdict().accept() ? 1u : 0u};
       RETURN_IF_ERROR(Log(std::move(e)));
       accept = accept && verdicts[i].verdict().accept();
     }
-    RETURN_IF_ERROR(CallAll(ring, round, [&](size_t) {
+    // Accepted: the owner, shown every judge's sealed acceptance, seals the children for the
+    // remaining parties; they receive them with the commit. Rejected: they never do.
+    std::map<std::string, fedanon::v1::SealedPayload> with_commit;
+    if (accept) {
+      fedanon::v1::VerticalStep publish;
+      *publish.mutable_publish()->mutable_candidate() = winner;
+      for (const auto& v : verdicts)
+        *publish.mutable_publish()->add_verdicts() = v.verdict().for_owner();
+      ASSIGN_OR_RETURN(VerticalStepResult to_others, Call(ring[owner], round, publish));
+      std::set<std::string> seen = judges;
+      ASSIGN_OR_RETURN(const auto others,
+                       ByReceiver(to_others.instructions().for_parties(), owner, &seen));
+      if (seen.size() + 1 != n) {
+        return absl::InternalError(
+            absl::StrCat("party '", ring[owner], "' sent instructions for the wrong parties"));
+      }
+      for (size_t i = 0; i < others.first.size(); ++i)
+        with_commit[others.first[i]] = others.second[i];
+    }
+    RETURN_IF_ERROR(CallAll(ring, round, [&](size_t i) {
                       fedanon::v1::VerticalStep step;
                       *step.mutable_commit()->mutable_candidate() = winner;
                       step.mutable_commit()->set_accept(accept);
+                      auto it = with_commit.find(ring[i]);
+                      if (it != with_commit.end()) {
+                        *step.mutable_commit()->mutable_instruction() = it->second;
+                      }
                       return step;
                     }).status());
     if (!accept) {
@@ -299,6 +335,26 @@ class Driver {
     won.set_rounds_won(won.rounds_won() + 1);
     if (options_.on_step) options_.on_step(round, ring[owner], winner.attribute());
     return RoundOutcome::kApplied;
+  }
+
+  // The owner's sealed instructions by receiver: each a data party other than the owner, named
+  // once (over `seen` too, which collects them). Returns the receivers and their payloads.
+  absl::StatusOr<std::pair<std::vector<std::string>, std::vector<fedanon::v1::SealedPayload>>>
+  ByReceiver(const google::protobuf::RepeatedPtrField<fedanon::v1::SealedPayload>& sealed,
+             int owner, std::set<std::string>* seen) const {
+    const auto& ring = options_.ring;
+    std::pair<std::vector<std::string>, std::vector<fedanon::v1::SealedPayload>> out;
+    for (const auto& payload : sealed) {
+      const std::string& to = payload.receiver();
+      if (std::find(ring.begin(), ring.end(), to) == ring.end() || to == ring[owner] ||
+          !seen->insert(to).second) {
+        return absl::InternalError(
+            absl::StrCat("party '", ring[owner], "' sent an instruction for '", to, "'"));
+      }
+      out.first.push_back(to);
+      out.second.push_back(payload);
+    }
+    return out;
   }
 
   // The best proposal (best score, public tie-break): its party's index, or -1 when every party

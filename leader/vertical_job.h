@@ -2,9 +2,11 @@
 // has prepared: private ID matching (each party's encrypted ID list travels the ring, sealed hop
 // to hop, then every fully encrypted list goes to every party), then rounds — every party
 // proposes its best owned candidate or Not-participate, the leader announces the winner (best
-// score, public tie-break), the owner's sealed instruction is relayed to the others, holders of
-// sensitive values may veto it (§8), every replica commits — and finally the release of the
-// joined table to the recipient. The leader sees proposals (scores) and sealed bytes only.
+// score, public tie-break), the owner's sealed instruction is relayed to the judges (the other
+// holders of sensitive values), who may veto it (§8); on acceptance the owner, shown the judges'
+// sealed verdicts, seals it for the remaining parties, who get it with the commit — and finally
+// the release of the joined table to the recipient, in a permutation of the canonical order the
+// data parties agree in secret. The leader sees proposals (scores), verdict bits and sealed bytes.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "crypto/hash.h"
+#include "crypto/shuffle.h"
 
 namespace fedanon::party {
 namespace {
@@ -24,12 +25,17 @@ absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Create(const std::vector<s
   }
   auto m = std::unique_ptr<IdMatcher>(new IdMatcher());
   m->ids_ = ids;
+  ASSIGN_OR_RETURN(m->order_, crypto::SecurePermutation(ids.size()));
   ASSIGN_OR_RETURN(m->cipher_, crypto::EcCommutativeCipher::CreateWithNewKey());
   return m;
 }
 
 absl::StatusOr<std::vector<std::string>> IdMatcher::EncryptOwn() const {
-  return cipher_->EncryptBatch(ids_, 0);
+  // In the secret order: the list's order says nothing about the table's (file) order.
+  std::vector<std::string> shuffled;
+  shuffled.reserve(ids_.size());
+  for (size_t i : order_) shuffled.push_back(ids_[i]);
+  return cipher_->EncryptBatch(shuffled, 0);
 }
 
 absl::StatusOr<std::vector<std::string>> IdMatcher::ReEncrypt(
@@ -57,9 +63,9 @@ absl::StatusOr<IdAlignment> IdMatcher::Align(
   IdAlignment out;
   out.common = common.size();
   out.canonical.resize(ids_.size(), -1);
-  for (size_t i = 0; i < ids_.size(); ++i) {
-    auto it = pos.find(full[own_index][i]);
-    if (it != pos.end()) out.canonical[i] = it->second;
+  for (size_t j = 0; j < ids_.size(); ++j) {  // item j of our list is record order_[j]
+    auto it = pos.find(full[own_index][j]);
+    if (it != pos.end()) out.canonical[order_[j]] = it->second;
   }
   return out;
 }

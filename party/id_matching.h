@@ -1,4 +1,6 @@
-// Private ID matching for vertical jobs (interim version; see docs/crypto.md).
+// Private ID matching for vertical jobs (commutative encryption round the ring; see
+// docs/crypto.md): each party's list is sent in a secret random order, encrypted by every party,
+// and the fully encrypted lists give the common records and their canonical order.
 #pragma once
 
 #include <cstdint>
@@ -20,11 +22,13 @@ struct IdAlignment {
 class IdMatcher {
  public:
   static absl::StatusOr<std::unique_ptr<IdMatcher>> Create(const std::vector<std::string>& ids);
+  // This party's ids under its key, in a secret random order drawn at Create (OpenSSL CSPRNG);
+  // later hops keep the order, so `full[own_index]` of Align comes back in the same order.
   absl::StatusOr<std::vector<std::string>> EncryptOwn() const;
   absl::StatusOr<std::vector<std::string>> ReEncrypt(const std::vector<std::string>& points) const;
   // `full[i]`: party i's list with every party's layer on, as FinalDigests (one per record of
-  // party i, in its order). Records whose digest is in every list are common; their sorted
-  // digests give the canonical order.
+  // party i, in the order of its EncryptOwn). Records whose digest is in every list are common;
+  // their sorted digests give the canonical order.
   absl::StatusOr<IdAlignment> Align(size_t own_index,
                                     const std::vector<std::vector<std::string>>& full) const;
 
@@ -36,6 +40,7 @@ class IdMatcher {
 
  private:
   std::vector<std::string> ids_;
+  std::vector<size_t> order_;  // item j of EncryptOwn's list is ids_[order_[j]]
   std::unique_ptr<crypto::EcCommutativeCipher> cipher_;
 };
 

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -116,6 +118,15 @@ struct PartyAgent::JobState {
   // Vertical jobs: this party's replica and its ID matcher.
   std::unique_ptr<VerticalParty> vertical;
   std::unique_ptr<IdMatcher> matcher;
+  // The owner's instruction of the round it won, kept until the judges accepted it (then sealed
+  // for the other parties) or the round ends.
+  struct PendingInstruction {
+    uint64_t round = 0;
+    fedanon::v1::VerticalCandidate candidate;
+    std::string bytes;  // a serialized VerticalInstruction
+  };
+  std::optional<PendingInstruction> pending;
+  std::string order_seed;  // the secret seed of the release order, once drawn or received
 };
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
@@ -289,6 +300,14 @@ absl::Status PartyAgent::CheckRing(const fedanon::v1::PrepareJob& prepare, JobSt
     }
   }
   job->recipient = prepare.recipient().empty() ? job->leader : prepare.recipient();
+  if (vertical && std::find(ring.begin(), ring.end(), job->recipient) != ring.end() &&
+      !prepare.spec().release().allow_data_holding_recipient()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "recipient '", job->recipient,
+        "' holds data of this vertical job and could link the released rows to its own "
+        "records; the signed spec does not allow it (release: {allow_data_holding_recipient: "
+        "true})"));
+  }
   if (!vertical && !job->seal_keys.count(job->recipient)) {
     return absl::InvalidArgumentError(
         absl::StrCat("recipient '", job->recipient, "' is not a participant"));
@@ -510,7 +529,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
                        opened.status().message()));
     }
     input = *std::move(opened);
-    if (options_.observe_opened) options_.observe_opened(predecessor, input);
+    if (options_.observe_opened) options_.observe_opened(predecessor, purpose, input);
   }
   ASSIGN_OR_RETURN(std::vector<uint64_t> acc, DecodeWords(input));
   if (step.chunk_offset() > job.counts.size() ||
@@ -665,7 +684,7 @@ absl::StatusOr<std::string> PartyAgent::OpenSealed(const fedanon::v1::SealedPayl
   ASSIGN_OR_RETURN(std::string plain,
                    crypto::OpenFrom(*seal_keys_, *job_->seal_keys.at(payload.sender()), context,
                                     payload.ciphertext()));
-  if (options_.observe_opened) options_.observe_opened(payload.sender(), plain);
+  if (options_.observe_opened) options_.observe_opened(payload.sender(), purpose, plain);
   return plain;
 }
 
@@ -696,19 +715,15 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& req
     case fedanon::v1::VerticalStep::kDeliver:
       RETURN_IF_ERROR(VerticalDeliver(step.deliver(), round, out));
       return reply;
+    case fedanon::v1::VerticalStep::kPublish:
+      RETURN_IF_ERROR(VerticalPublish(step.publish(), round, out));
+      return reply;
     case fedanon::v1::VerticalStep::kCommit:
-      RETURN_IF_ERROR(job_->vertical->Commit(step.commit().candidate(), step.commit().accept()));
-      out->set_committed(true);
+      RETURN_IF_ERROR(VerticalCommit(step.commit(), round, out));
       return reply;
-    case fedanon::v1::VerticalStep::kRelease: {
-      VerticalParty& vp = *job_->vertical;
-      const fedanon::v1::VerticalColumns columns = vp.ReleasedColumns();
-      ASSIGN_OR_RETURN(
-          *out->mutable_released()->mutable_columns(),
-          SealFor(step.release().recipient(), round, "columns", columns.SerializeAsString()));
-      vp.FillReport("", out->mutable_released()->mutable_report());
+    case fedanon::v1::VerticalStep::kRelease:
+      RETURN_IF_ERROR(VerticalRelease(step.release(), round, out));
       return reply;
-    }
     case fedanon::v1::VerticalStep::kAssemble:
       RETURN_IF_ERROR(VerticalAssemble(step.assemble(), round, out));
       return reply;
@@ -777,6 +792,7 @@ absl::Status PartyAgent::VerticalIdAlign(const fedanon::v1::IdAlign& align, uint
   ASSIGN_OR_RETURN(IdAlignment alignment, job.matcher->Align(own_index, full));
   job.matcher.reset();
   RETURN_IF_ERROR(vp.Start(alignment.canonical, alignment.common));
+  if (options_.observe_canonical_ids) options_.observe_canonical_ids(vp.ids());
   spdlog::info("job={} ID matching: {} of {} records are common to every party", job.job_id,
                alignment.common, vp.ids().size());
   out->mutable_ids()->set_common_records(alignment.common);
@@ -800,26 +816,167 @@ void PartyAgent::VerticalPropose(fedanon::v1::VerticalStepResult* out) const {
   }
 }
 
+namespace {
+
+bool SameCandidate(const fedanon::v1::VerticalCandidate& a,
+                   const fedanon::v1::VerticalCandidate& b) {
+  return a.attribute() == b.attribute() && a.node() == b.node() && a.candidate() == b.candidate();
+}
+
+}  // namespace
+
 absl::Status PartyAgent::VerticalWinner(const fedanon::v1::VerticalWinner& winner, uint64_t round,
                                         fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(std::string instruction, job_->vertical->MakeInstruction(winner.candidate()));
-  for (const auto& party : job_->ring) {
+  // Before the verdict the children go to the judges only (the other holders of sensitive
+  // values); everyone else gets them from VerticalPublish once every judge accepted.
+  for (const auto& party : job_->vertical->judges()) {
     if (party == options_.name) continue;
     ASSIGN_OR_RETURN(*out->mutable_instructions()->add_for_parties(),
                      SealFor(party, round, "instruction", instruction));
   }
+  job_->pending = JobState::PendingInstruction{round, winner.candidate(), std::move(instruction)};
   return absl::OkStatus();
 }
 
 absl::Status PartyAgent::VerticalDeliver(const fedanon::v1::VerticalDeliver& deliver,
                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  const auto& judges = job_->vertical->judges();
+  if (std::find(judges.begin(), judges.end(), options_.name) == judges.end()) {
+    return absl::PermissionDeniedError(
+        "this party holds no sensitive values: it judges no candidate and receives a winner's "
+        "instruction only with the commit");
+  }
   ASSIGN_OR_RETURN(std::string bytes, OpenSealed(deliver.instruction(), round, "instruction"));
   ASSIGN_OR_RETURN(bool accept, job_->vertical->Deliver(bytes));
   if (!accept) {
     spdlog::info("job={} round={} vetoed the winner: it would break a confidence bound",
                  job_->job_id, round);
   }
+  fedanon::v1::VerticalInstruction instruction;
+  if (!instruction.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError("the instruction does not parse");
+  }
+  // The verdict, sealed for the owner too: the owner releases the children to the other parties
+  // only on every judge's own acceptance, not on the leader's word.
+  fedanon::v1::VerticalVerdictBody body;
+  *body.mutable_candidate() = instruction.candidate();
+  body.set_accept(accept);
   out->mutable_verdict()->set_accept(accept);
+  ASSIGN_OR_RETURN(
+      *out->mutable_verdict()->mutable_for_owner(),
+      SealFor(deliver.instruction().sender(), round, "verdict", body.SerializeAsString()));
+  return absl::OkStatus();
+}
+
+absl::Status PartyAgent::VerticalPublish(const fedanon::v1::VerticalPublish& publish,
+                                         uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *job_;
+  if (!job.pending || job.pending->round != round ||
+      !SameCandidate(job.pending->candidate, publish.candidate())) {
+    return absl::FailedPreconditionError("publish of a candidate this party did not just instruct");
+  }
+  // Every other judge's acceptance of this candidate, sealed by that judge for this party.
+  std::set<std::string> waiting;
+  for (const auto& judge : job.vertical->judges()) {
+    if (judge != options_.name) waiting.insert(judge);
+  }
+  for (const auto& sealed : publish.verdicts()) {
+    if (!waiting.count(sealed.sender())) {
+      return absl::PermissionDeniedError(absl::StrCat("a verdict from '", sealed.sender(),
+                                                      "', which is not a judge still to be heard"));
+    }
+    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(sealed, round, "verdict"));
+    fedanon::v1::VerticalVerdictBody body;
+    if (!body.ParseFromString(bytes) || !SameCandidate(body.candidate(), publish.candidate())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the verdict of '", sealed.sender(), "' is not about this candidate"));
+    }
+    if (!body.accept()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("'", sealed.sender(), "' rejected the candidate: nothing to publish"));
+    }
+    waiting.erase(sealed.sender());
+  }
+  if (!waiting.empty()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("no acceptance from judge '", *waiting.begin(), "'"));
+  }
+  const auto& judges = job.vertical->judges();
+  for (const auto& party : job.ring) {
+    if (party == options_.name || std::find(judges.begin(), judges.end(), party) != judges.end()) {
+      continue;
+    }
+    ASSIGN_OR_RETURN(*out->mutable_instructions()->add_for_parties(),
+                     SealFor(party, round, "instruction", job.pending->bytes));
+  }
+  job.pending.reset();
+  return absl::OkStatus();
+}
+
+absl::Status PartyAgent::VerticalCommit(const fedanon::v1::VerticalCommit& commit, uint64_t round,
+                                        fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *job_;
+  job.pending.reset();
+  if (commit.has_instruction()) {
+    // A party that did not judge the candidate: its children arrive with the acceptance.
+    if (!commit.accept()) {
+      return absl::InvalidArgumentError("a rejected candidate comes with no instruction");
+    }
+    const auto& judges = job.vertical->judges();
+    if (std::find(judges.begin(), judges.end(), options_.name) != judges.end()) {
+      return absl::InvalidArgumentError("a judge receives the instruction before its verdict");
+    }
+    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(commit.instruction(), round, "instruction"));
+    fedanon::v1::VerticalInstruction instruction;
+    if (!instruction.ParseFromString(bytes) ||
+        !SameCandidate(instruction.candidate(), commit.candidate())) {
+      return absl::InvalidArgumentError("the commit's instruction is about another candidate");
+    }
+    ASSIGN_OR_RETURN(const bool accept, job.vertical->Deliver(bytes));
+    if (!accept) return absl::InternalError("a non-judging party vetoed a candidate");
+  }
+  RETURN_IF_ERROR(job.vertical->Commit(commit.candidate(), commit.accept()));
+  out->set_committed(true);
+  return absl::OkStatus();
+}
+
+absl::Status PartyAgent::VerticalRelease(const fedanon::v1::VerticalRelease& release,
+                                         uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *job_;
+  VerticalParty& vp = *job.vertical;
+  // The release order: a permutation of the canonical (ID) order from a seed the ring's first
+  // party draws and seals for the other data parties, so that the recipient cannot map the rows
+  // back to the ID order (the leader and a non-party recipient never see the seed).
+  const bool first = job.ring.front() == options_.name;
+  if (first) {
+    if (release.has_order_seed()) {
+      return absl::InvalidArgumentError("the ring's first party draws the release order itself");
+    }
+    if (job.order_seed.empty()) {
+      ASSIGN_OR_RETURN(crypto::SecretBytes seed,
+                       crypto::RandomBytes(crypto::kPermutationSeedBytes));
+      job.order_seed = std::string(seed.AsStringView());
+    }
+    for (const auto& party : job.ring) {
+      if (party == options_.name) continue;
+      ASSIGN_OR_RETURN(*out->mutable_released()->add_order_seeds(),
+                       SealFor(party, round, "release-order", job.order_seed));
+    }
+  } else {
+    if (release.order_seed().sender() != job.ring.front()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the release order's seed must come from the ring's first party '",
+                       job.ring.front(), "'"));
+    }
+    ASSIGN_OR_RETURN(job.order_seed, OpenSealed(release.order_seed(), round, "release-order"));
+  }
+  ASSIGN_OR_RETURN(const std::vector<size_t> order,
+                   crypto::SeededPermutation(job.order_seed, vp.records()));
+  ASSIGN_OR_RETURN(const fedanon::v1::VerticalColumns columns, vp.ReleasedColumns(order));
+  ASSIGN_OR_RETURN(*out->mutable_released()->mutable_columns(),
+                   SealFor(release.recipient(), round, "columns", columns.SerializeAsString()));
+  vp.FillReport("", out->mutable_released()->mutable_report());
   return absl::OkStatus();
 }
 

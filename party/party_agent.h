@@ -33,9 +33,14 @@ struct PartyAgentOptions {
   // Tests and demonstrations of mohammed2011 §6 only: "" (default), "never-participate" or
   // "under-declare" — this party then misbehaves in vertical jobs (loudly logged).
   std::string misbehave;
-  // Tests only: called with (sender, plaintext) of every sealed payload this party opens in a
-  // secure sum or a vertical job — what it learns from the others.
-  std::function<void(const std::string& sender, const std::string& plaintext)> observe_opened;
+  // Tests only: called with (sender, purpose, plaintext) of every sealed payload this party opens
+  // in a secure sum or a vertical job — what it learns from the others.
+  std::function<void(const std::string& sender, const std::string& purpose,
+                     const std::string& plaintext)>
+      observe_opened;
+  // Tests only: the ids common to every party in canonical order (a vertical job's ID matching),
+  // to compare the release order with.
+  std::function<void(const std::vector<std::string>& ids)> observe_canonical_ids;
 };
 
 class PartyAgent {
@@ -96,6 +101,12 @@ class PartyAgent {
   absl::Status VerticalWinner(const fedanon::v1::VerticalWinner& winner, uint64_t round,
                               VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status VerticalDeliver(const fedanon::v1::VerticalDeliver& deliver, uint64_t round,
+                               VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status VerticalPublish(const fedanon::v1::VerticalPublish& publish, uint64_t round,
+                               VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status VerticalCommit(const fedanon::v1::VerticalCommit& commit, uint64_t round,
+                              VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status VerticalRelease(const fedanon::v1::VerticalRelease& release, uint64_t round,
                                VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status VerticalAssemble(const fedanon::v1::VerticalAssemble& assemble, uint64_t round,
                                 VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

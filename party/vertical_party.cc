@@ -191,7 +191,12 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec
       if (a.name() == q.name) p->owner_of_.push_back(a.party());
     }
   }
-  for (const auto& party : p->options_.parties) p->mu_[party] = 0;
+  for (const auto& party : p->options_.parties) {
+    p->mu_[party] = 0;
+    bool judges = false;
+    PartySpec(spec, party, &judges);
+    if (judges) p->judges_.push_back(party);
+  }
   if (p->options_.misbehaviour != Misbehaviour::kNone) {
     spdlog::warn("party {} runs in a MISBEHAVIOUR mode for tests and demonstrations",
                  p->options_.name);
@@ -563,6 +568,28 @@ fedanon::v1::VerticalColumns VerticalParty::ReleasedColumns() const {
     }
   }
   for (auto& c : cells) *out.add_cells() = std::move(c);
+  return out;
+}
+
+absl::StatusOr<fedanon::v1::VerticalColumns> VerticalParty::ReleasedColumns(
+    const std::vector<size_t>& order) const {
+  fedanon::v1::VerticalColumns canonical = ReleasedColumns();
+  const size_t width = static_cast<size_t>(canonical.names_size());
+  if (order.size() != data_->num_records) {
+    return absl::InvalidArgumentError("the release order does not cover the common records");
+  }
+  fedanon::v1::VerticalColumns out;
+  *out.mutable_names() = canonical.names();
+  std::vector<bool> used(order.size(), false);
+  for (size_t r : order) {
+    if (r >= order.size() || used[r]) {
+      return absl::InvalidArgumentError("the release order is not a permutation");
+    }
+    used[r] = true;
+    for (size_t i = 0; i < width; ++i) {
+      *out.add_cells() = std::move(*canonical.mutable_cells(static_cast<int>(r * width + i)));
+    }
+  }
   return out;
 }
 

@@ -87,11 +87,19 @@ class VerticalParty {
 
   // This party's released columns for every common record (canonical order).
   fedanon::v1::VerticalColumns ReleasedColumns() const;
+  // The same rows in the release order: row j is canonical record `order[j]` (a permutation of
+  // the common records, the same at every party, so the recipient can still join the columns).
+  absl::StatusOr<fedanon::v1::VerticalColumns> ReleasedColumns(
+      const std::vector<size_t>& order) const;
   // The replica's view of the result (steps, cut, smallest group, confidence if it can tell).
   void FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const;
 
   bool owns(int attr) const { return owned_[attr]; }
   bool holds_sensitive() const { return holds_sensitive_; }
+  // The data parties that hold sensitive values (job order). They judge the other parties'
+  // candidates (§8): the owner of a winner sends its children to them before the verdict, and to
+  // every other party only once the judges accepted.
+  const std::vector<std::string>& judges() const { return judges_; }
   uint64_t records() const { return data_ ? data_->num_records : 0; }
 
  private:
@@ -120,6 +128,7 @@ class VerticalParty {
   std::unique_ptr<common::Dataset> data_;  // full public schema; own codes, representatives else
   std::vector<bool> owned_;                // per QID attribute
   bool holds_sensitive_ = false;
+  std::vector<std::string> judges_;
   std::vector<std::string> ids_;
   // Released non-QID columns this party writes: name and raw values per record.
   std::vector<std::string> value_names_;

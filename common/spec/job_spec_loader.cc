@@ -792,6 +792,13 @@ absl::Status ValidateParticipation(const JobSpec& spec) {
   if (!game_theoretic && spec.epsilon() != 0) {
     return absl::InvalidArgumentError("epsilon is used only with participation: game_theoretic");
   }
+  // A horizontal job's recipient receives the union shuffled: the key would promise nothing.
+  if (spec.release().allow_data_holding_recipient() &&
+      spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
+    return absl::InvalidArgumentError(
+        "release: allow_data_holding_recipient applies to vertical jobs only (partitioning: "
+        "vertical)");
+  }
   return absl::OkStatus();
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 namespace fedanon::crypto {
 namespace {
@@ -35,6 +36,33 @@ TEST(SecurePermutationTest, PositionsAreRoughlyUniform) {
     EXPECT_GT(c, 2000 - 233);
     EXPECT_LT(c, 2000 + 233);
   }
+}
+
+TEST(SeededPermutationTest, SameSeedSamePermutationOtherSeedAnother) {
+  const std::string seed(kPermutationSeedBytes, '\x5a');
+  std::string other = seed;
+  other[0] = '\x5b';
+  auto a = SeededPermutation(seed, 500);
+  auto b = SeededPermutation(seed, 500);
+  auto c = SeededPermutation(other, 500);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(*a, *b);
+  EXPECT_NE(*a, *c);
+  std::vector<size_t> sorted = *a;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<size_t> identity(500);
+  std::iota(identity.begin(), identity.end(), size_t{0});
+  EXPECT_EQ(sorted, identity);
+  EXPECT_NE(*a, identity);
+  // Fixed points of a uniform permutation: about 1 on average; far fewer than 20 in practice.
+  size_t fixed = 0;
+  for (size_t i = 0; i < a->size(); ++i) fixed += (*a)[i] == i;
+  EXPECT_LT(fixed, 20u);
+}
+
+TEST(SeededPermutationTest, RefusesASeedOfTheWrongSize) {
+  EXPECT_FALSE(SeededPermutation("short", 10).ok());
+  EXPECT_FALSE(SeededPermutation(std::string(kPermutationSeedBytes + 1, 'x'), 10).ok());
 }
 
 }  // namespace

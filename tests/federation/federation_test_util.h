@@ -28,6 +28,7 @@ struct InProcessFederation {
   std::vector<std::string> names;
   party::InProcessPartyChannel channel;
   std::unique_ptr<leader::Leader> leader;
+  std::string leader_seal_key_pem;  // to open, in tests, what the parties seal for the leader
 
   // Parties get data dirs <dir>/<name>/ holding `files` (relative path -> content) each;
   // `customize` may adjust each party's options (e.g. a misbehaviour mode, an observer).
@@ -68,6 +69,7 @@ struct InProcessFederation {
     lo.ca_pem = f->ca->cert_pem();
     lo.seal_cert_pem = seal->cert_pem;
     lo.seal_key_pem = seal->key_pem;
+    f->leader_seal_key_pem = seal->key_pem;
     auto leader = leader::Leader::Create(lo, &f->channel);
     if (!leader.ok()) return leader.status();
     f->leader = std::move(*leader);

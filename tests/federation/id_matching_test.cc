@@ -68,6 +68,44 @@ TEST(IdMatchingTest, ThreePartiesAgreeOnTheCommonRecordsAndTheirOrder) {
   EXPECT_EQ(slots, (std::set<int64_t>{0, 1, 2}));
 }
 
+// The owner sends its list in a secret order. Two parties with the same 200 ids in the same
+// table order: after both layers the points are equal as sets, so position j of A's list and of
+// B's list hold the same id only where their secret orders agree — about once, never 200 times
+// (which is what table order would give).
+TEST(IdMatchingTest, EachOwnerSendsItsListInASecretOrder) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 200; ++i) ids.push_back("person-" + std::to_string(i));
+  ASSERT_OK_AND_ASSIGN(auto a, IdMatcher::Create(ids));
+  ASSERT_OK_AND_ASSIGN(auto b, IdMatcher::Create(ids));
+  ASSERT_OK_AND_ASSIGN(auto a_sent, a->EncryptOwn());  // what A's first hop sends
+  ASSERT_OK_AND_ASSIGN(auto b_sent, b->EncryptOwn());
+  ASSERT_OK_AND_ASSIGN(auto a_full, b->ReEncrypt(a_sent));
+  ASSERT_OK_AND_ASSIGN(auto b_full, a->ReEncrypt(b_sent));
+  ASSERT_EQ(std::set<std::string>(a_full.begin(), a_full.end()),
+            std::set<std::string>(b_full.begin(), b_full.end()));
+  size_t same_position = 0;
+  for (size_t j = 0; j < ids.size(); ++j) same_position += a_full[j] == b_full[j];
+  EXPECT_LT(same_position, 20u) << "the lists are sent in table order";
+  // And a second list of the same owner is in another order (drawn per matcher).
+  ASSERT_OK_AND_ASSIGN(auto a2, IdMatcher::Create(ids));
+  ASSERT_OK_AND_ASSIGN(auto a2_sent, a2->EncryptOwn());
+  ASSERT_OK_AND_ASSIGN(auto a2_full, b->ReEncrypt(a2_sent));
+  ASSERT_OK_AND_ASSIGN(auto a_again, b->ReEncrypt(a_sent));
+  EXPECT_EQ(a_again, a_full);  // re-encryption keeps the order and is deterministic
+  size_t a2_same = 0;
+  for (size_t j = 0; j < ids.size(); ++j) a2_same += a2_full[j] == b_full[j];
+  EXPECT_LT(a2_same, 20u);
+  // Matching is unchanged: every id common, the same canonical position at both parties.
+  const auto aligned = Match({ids, ids});
+  ASSERT_EQ(aligned.size(), 2u);
+  EXPECT_EQ(aligned[0].common, 200u);
+  EXPECT_EQ(aligned[0].canonical, aligned[1].canonical);
+  std::set<int64_t> slots(aligned[0].canonical.begin(), aligned[0].canonical.end());
+  EXPECT_EQ(slots.size(), 200u);
+  EXPECT_EQ(*slots.begin(), 0);
+  EXPECT_EQ(*slots.rbegin(), 199);
+}
+
 TEST(IdMatchingTest, DigestsAreSixteenBytesEachAndFramingIsChecked) {
   const std::string packed = IdMatcher::FinalDigests({"point-a", "point-b", "point-a"});
   ASSERT_EQ(packed.size(), 48u);

@@ -10,7 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/base/file_io.h"
 #include "common/spec/job_spec_loader.h"
+#include "crypto/certificates.h"
+#include "crypto/sealed_box.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -86,22 +89,67 @@ std::vector<std::map<std::string, std::string>> PartyFiles(const VScenario& s,
 }
 
 struct VOutcome {
+  absl::Status submitted;
   fedanon::v1::JobInfo info;
   Table result;
   std::vector<std::string> replies;  // every serialized party reply
   // Receiver -> every plaintext it opened from another party (ID lists, instructions, ...).
   std::map<std::string, std::vector<std::string>> opened;
+  // Receiver -> purpose of the sealed payload ("instruction", "verdict", "id-list", ...) -> count.
+  std::map<std::string, std::map<std::string, int>> opened_purposes;
+  // Party -> the common ids in canonical order (after the ID matching).
+  std::map<std::string, std::vector<std::string>> canonical_ids;
+  // With the leader as recipient: each party's released columns as the leader opens them.
+  std::map<std::string, fedanon::v1::VerticalColumns> released_to_leader;
 };
 
-VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::string>* common) {
+// The leader's view of the release: opens every released-columns payload sealed for it among the
+// parties' replies (the release is round steps + 1: vetoed rounds are repeated).
+void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job_id,
+                          VOutcome* out) {
+  auto keys = crypto::SealKeyPairFromPem(fed.leader_seal_key_pem);
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  const uint64_t round = static_cast<uint64_t>(out->info.report().steps_size()) + 1;
+  for (const auto& bytes : out->replies) {
+    fedanon::v1::PartyMessage m;
+    ASSERT_TRUE(m.ParseFromString(bytes));
+    if (!m.has_vertical() || !m.vertical().has_released()) continue;
+    const auto& payload = m.vertical().released().columns();
+    std::unique_ptr<crypto::SealPublicKey> sender;
+    for (const auto& p : fed.channel.Parties()) {
+      if (p.name != payload.sender()) continue;
+      auto key = crypto::VerifiedSealKey(p.seal_cert_pem, fed.ca->cert_pem(),
+                                         {crypto::Role::kParty, p.name});
+      ASSERT_TRUE(key.ok()) << key.status();
+      sender = std::move(*key);
+    }
+    ASSERT_NE(sender, nullptr) << payload.sender();
+    auto plain =
+        crypto::OpenFrom(**keys, *sender, {job_id, round, payload.sender(), "leader", "columns"},
+                         payload.ciphertext());
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    ASSERT_TRUE(out->released_to_leader[payload.sender()].ParseFromString(*plain));
+  }
+}
+
+// Runs the job with the leader as recipient, or `recipient` (a party: the table is read from its
+// output directory).
+VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::string>* common,
+                     const std::string& recipient = "") {
   VOutcome out;
   auto mu = std::make_shared<absl::Mutex>();  // the leader calls parties in parallel
   auto fed = InProcessFederation::Create(
       name, PartyFiles(s, common), [&out, mu](party::PartyAgentOptions& o) {
         o.observe_opened = [&out, mu, receiver = o.name](const std::string&,
+                                                         const std::string& purpose,
                                                          const std::string& plain) {
           absl::MutexLock lock(mu.get());
           out.opened[receiver].push_back(plain);
+          ++out.opened_purposes[receiver][purpose];
+        };
+        o.observe_canonical_ids = [&out, mu, party = o.name](const std::vector<std::string>& ids) {
+          absl::MutexLock lock(mu.get());
+          out.canonical_ids[party] = ids;
         };
       });
   EXPECT_TRUE(fed.ok()) << fed.status();
@@ -120,12 +168,21 @@ VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::
     if (!a.taxonomy().empty())
       (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
   }
+  req.set_recipient(recipient);
   auto info = (*fed)->leader->Submit(req, "admin");
-  EXPECT_TRUE(info.ok()) << info.status();
+  out.submitted = info.status();
+  if (recipient.empty()) {
+    EXPECT_TRUE(info.ok()) << info.status();
+  }
   if (!info.ok()) return out;
   out.info = (*fed)->Wait(info->job_id());
+  if (recipient.empty() && out.info.state() == fedanon::v1::JOB_STATE_DONE) {
+    OpenReleasedAtLeader(**fed, info->job_id(), &out);
+  }
   if (out.info.state() == fedanon::v1::JOB_STATE_DONE) {
-    auto csv = (*fed)->leader->Result(info->job_id());
+    auto csv = recipient.empty() ? (*fed)->leader->Result(info->job_id())
+                                 : common::ReadFile((*fed)->dir + "/" + recipient + "/output/" +
+                                                    info->job_id() + ".csv");
     EXPECT_TRUE(csv.ok()) << csv.status();
     if (csv.ok()) {
       auto t = ParseCsvText(*csv, (*fed)->dir);
@@ -137,9 +194,12 @@ VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::
 }
 
 // Centralized run on the joined table restricted to the common ids.
-void ExpectSameAsCentralized(const VScenario& s, const std::string& name) {
+void ExpectSameAsCentralized(const VScenario& s, const std::string& name,
+                             VOutcome* outcome = nullptr) {
   std::set<std::string> common;
-  const VOutcome fed = RunVertical(s, name, &common);
+  VOutcome local;
+  VOutcome& fed = outcome ? *outcome : local;
+  fed = RunVertical(s, name, &common);
   ASSERT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_DONE) << fed.info.failure_reason();
 
   Table joined;
@@ -248,22 +308,26 @@ TEST(VerticalFederation, ExampleBWithShuffledPartialIds) {
 }
 
 // Random tables with every kind of attribute, attributes dealt over 2-4 parties.
-VScenario RandomScenario(uint64_t seed) {
+// judge_apart: three parties, the sensitive attribute at the first with one QID, the others'
+// QIDs at the second and third, and a tight confidence bound (so that the judge vetoes).
+VScenario RandomScenario(uint64_t seed, bool judge_apart = false) {
   uint64_t state = seed * 0x2545f4914f6cdd1dULL + 3;
   auto next = [&state](int n) { return static_cast<int>(Next(&state, static_cast<uint64_t>(n))); };
   VScenario s;
   s.seed = seed;
   s.extra_ids = next(6);
   s.missing = next(6);
-  const int parties = 2 + next(3);
+  const int parties = judge_apart ? 3 : 2 + next(3);
   s.columns.assign(parties, {});
   std::string attrs = "  - {name: ID, role: id}\n";
-  const int nq = parties + next(3);
+  const int nq = judge_apart ? 5 : parties + next(3);
   std::vector<int> kinds;
   s.joined.header = {"ID"};
   for (int q = 0; q < nq; ++q) {
     const std::string name = absl::StrCat("q", q);
-    const int owner = q < parties ? q : next(parties);
+    const int owner = judge_apart   ? (q == 0 ? 0 : 1 + (q - 1) % 2)
+                      : q < parties ? q
+                                    : next(parties);
     const std::string party =
         absl::StrCat("hospital-", std::string(1, static_cast<char>('a' + owner)));
     s.columns[owner].push_back(name);
@@ -286,7 +350,7 @@ VScenario RandomScenario(uint64_t seed) {
                       "}\n");
     }
   }
-  const int sens_owner = next(parties);
+  const int sens_owner = judge_apart ? 0 : next(parties);
   s.columns[sens_owner].push_back("sens");
   s.joined.header.push_back("cls");
   s.joined.header.push_back("sens");
@@ -314,7 +378,10 @@ VScenario RandomScenario(uint64_t seed) {
   static const char* kScores[] = {"infogain", "gainratio", "infogain_privloss", "discernibility"};
   s.spec_yaml = absl::StrCat(
       "name: random-vertical\nattributes:\n", attrs, "privacy: {model: lkc, L: ", 1 + next(nq),
-      ", K: ", 2 + next(6), ", C: ", next(2) ? "0.9" : "0.6",
+      ", K: ", 2 + next(6), ", C: ",
+      judge_apart ? "0.45"
+      : next(2)   ? "0.9"
+                  : "0.6",
       ", sensitive_values: [d0]}\nscore: ", kScores[next(4)], "\npartitioning: vertical\n");
   return s;
 }
@@ -396,6 +463,150 @@ TEST(VerticalFederation, PartiesOpenNoOtherPartysRawValuesOrIds) {
     }
   }
   EXPECT_GT(attribute_secrets, 0u) << "no unreleased attribute value to look for: vacuous";
+}
+
+// Issue 27 §5: before the verdict a winner's children (the instruction) reach only the judges —
+// the parties holding sensitive values; the other parties receive them with the commit, and only
+// for accepted candidates. Captured per receiver: a non-judge opens exactly one instruction per
+// applied specialization it does not own (never one of a rejected candidate), while the judge
+// opens those plus the rejected ones; the result still equals the centralized run.
+TEST(VerticalFederation, NonJudgesNeverOpenTheChildrenOfARejectedCandidate) {
+  int vetoed_runs = 0;
+  for (int seed = 1; seed <= 3; ++seed) {
+    const VScenario s = RandomScenario(seed, /*judge_apart=*/true);
+    SCOPED_TRACE(s.spec_yaml);
+    VOutcome fed;
+    ExpectSameAsCentralized(s, absl::StrCat("vert_judge_", seed), &fed);
+    ASSERT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_DONE) << fed.info.failure_reason();
+    std::map<std::string, int> owner_of;  // attribute -> party index
+    for (size_t p = 0; p < s.columns.size(); ++p) {
+      for (const auto& c : s.columns[p]) owner_of[c] = static_cast<int>(p);
+    }
+    int rejected_seen_by_judge = 0;
+    for (size_t p = 0; p < s.columns.size(); ++p) {
+      const std::string name = std::string("hospital-") + static_cast<char>('a' + p);
+      int applied_of_others = 0;
+      for (const auto& step : fed.info.report().steps()) {
+        applied_of_others += owner_of.at(step.attribute()) != static_cast<int>(p);
+      }
+      const int instructions = fed.opened_purposes[name]["instruction"];
+      if (p == 0) {  // the judge: holds the sensitive attribute
+        EXPECT_GE(instructions, applied_of_others) << name;
+        rejected_seen_by_judge = instructions - applied_of_others;
+        EXPECT_EQ(fed.opened_purposes[name]["verdict"], 0) << name;
+      } else {
+        EXPECT_EQ(instructions, applied_of_others)
+            << name << " opened the children of a candidate that was not applied";
+      }
+    }
+    // The owners opened the judge's sealed verdicts: one per candidate of theirs that the judge
+    // accepted (a veto is never published).
+    int verdicts = 0;
+    for (size_t p = 1; p < s.columns.size(); ++p) {
+      verdicts +=
+          fed.opened_purposes[std::string("hospital-") + static_cast<char>('a' + p)]["verdict"];
+    }
+    const int judged = fed.opened_purposes["hospital-a"]["instruction"];
+    EXPECT_EQ(verdicts, judged - rejected_seen_by_judge);
+    // The leader's view of the verdicts: one bit per judged candidate, the vetoes being exactly
+    // the rejected candidates whose children only the judge saw.
+    int vetoes_at_leader = 0, verdicts_at_leader = 0;
+    for (const auto& bytes : fed.replies) {
+      fedanon::v1::PartyMessage m;
+      ASSERT_TRUE(m.ParseFromString(bytes));
+      if (!m.has_vertical() || !m.vertical().has_verdict()) continue;
+      ++verdicts_at_leader;
+      vetoes_at_leader += !m.vertical().verdict().accept();
+    }
+    EXPECT_EQ(verdicts_at_leader, judged);
+    EXPECT_EQ(vetoes_at_leader, rejected_seen_by_judge);
+    if (rejected_seen_by_judge > 0) ++vetoed_runs;
+  }
+  EXPECT_GT(vetoed_runs, 0) << "no candidate was rejected: the test proves nothing";
+}
+
+// ExampleB with a released-as-is copy of the id at hospital-b (Tag), so that the test can tell
+// which record each released row is.
+VScenario ExampleBTagged() {
+  VScenario s = ExampleB();
+  s.spec_yaml.replace(s.spec_yaml.find("  - {name: Class"), 0,
+                      "  - {name: Tag, role: other, party: hospital-b}\n");
+  s.joined.header.push_back("Tag");
+  for (auto& row : s.joined.rows) row.push_back(row[0]);
+  s.columns[1].push_back("Tag");
+  return s;
+}
+
+// Issue 26: the data parties release their columns in a secret permutation of the canonical (ID)
+// order, drawn by the first party and sealed for the others — the leader (recipient here) gets
+// the rows in an order it cannot map back, and the joined rows are still the centralized ones.
+TEST(VerticalFederation, ReleasedRowsComeInASecretOrderNotTheIdOrder) {
+  const VScenario s = ExampleBTagged();
+  VOutcome fed;
+  ExpectSameAsCentralized(s, "vert_order", &fed);
+  ASSERT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_DONE) << fed.info.failure_reason();
+  ASSERT_EQ(fed.canonical_ids.size(), 2u);
+  const std::vector<std::string>& canonical = fed.canonical_ids.at("hospital-a");
+  EXPECT_EQ(fed.canonical_ids.at("hospital-b"), canonical);
+  ASSERT_EQ(canonical.size(), 34u);
+  // What the leader (the recipient) receives: hospital-b's columns, Tag among them, row by row.
+  ASSERT_EQ(fed.released_to_leader.size(), 2u);
+  const fedanon::v1::VerticalColumns& b = fed.released_to_leader.at("hospital-b");
+  const auto tag = std::find(b.names().begin(), b.names().end(), "Tag") - b.names().begin();
+  ASSERT_LT(tag, b.names_size());
+  ASSERT_EQ(static_cast<size_t>(b.cells_size()), canonical.size() * b.names_size());
+  std::vector<std::string> received;
+  for (size_t r = 0; r < canonical.size(); ++r) {
+    received.push_back(b.cells(static_cast<int>(r * b.names_size() + tag)));
+  }
+  EXPECT_EQ(std::multiset<std::string>(received.begin(), received.end()),
+            std::multiset<std::string>(canonical.begin(), canonical.end()));
+  size_t in_place = 0;
+  for (size_t r = 0; r < canonical.size(); ++r) in_place += received[r] == canonical[r];
+  // A uniform permutation leaves about one row in place; P(>= 10 of 34) is below 1e-6.
+  EXPECT_LT(in_place, 10u) << "the released rows follow the canonical ID order";
+  // hospital-a's class column lines up with hospital-b's rows: the same permutation at both.
+  const fedanon::v1::VerticalColumns& a = fed.released_to_leader.at("hospital-a");
+  const auto cls = std::find(a.names().begin(), a.names().end(), "Class") - a.names().begin();
+  ASSERT_LT(cls, a.names_size());
+  std::map<std::string, std::string> class_of;
+  for (const auto& row : s.joined.rows) class_of[row[0]] = row[1];
+  for (size_t r = 0; r < canonical.size(); ++r) {
+    EXPECT_EQ(a.cells(static_cast<int>(r * a.names_size() + cls)), class_of.at(received[r]))
+        << "row " << r;
+  }
+  // The seed went from the first party to the other, sealed: nobody else opened it.
+  EXPECT_EQ(fed.opened_purposes["hospital-b"]["release-order"], 1);
+  EXPECT_EQ(fed.opened_purposes["hospital-a"]["release-order"], 0);
+}
+
+// Issue 26: a data party as recipient could join the rows to its own identified records; refused
+// unless the signed spec opts in, and then the report says so.
+TEST(VerticalFederation, ADataHoldingRecipientNeedsTheSpecsOptIn) {
+  VScenario s = ExampleBTagged();
+  std::set<std::string> common;
+  const VOutcome refused = RunVertical(s, "vert_recipient_refused", &common, "hospital-b");
+  EXPECT_EQ(refused.submitted.code(), absl::StatusCode::kInvalidArgument) << refused.submitted;
+  EXPECT_NE(std::string(refused.submitted.message()).find("holds data of this vertical job"),
+            std::string::npos)
+      << refused.submitted;
+
+  s.spec_yaml += "release: {allow_data_holding_recipient: true}\n";
+  const VOutcome allowed = RunVertical(s, "vert_recipient_allowed", &common, "hospital-b");
+  ASSERT_OK(allowed.submitted);
+  ASSERT_EQ(allowed.info.state(), fedanon::v1::JOB_STATE_DONE) << allowed.info.failure_reason();
+  ASSERT_EQ(allowed.info.report().warnings_size(), 1);
+  EXPECT_NE(allowed.info.report().warnings(0).find("can link every released row"),
+            std::string::npos)
+      << allowed.info.report().warnings(0);
+  EXPECT_EQ(allowed.result.rows.size(), common.size());
+  // The same rows as with the leader as recipient (the spec's opt-in changes no result).
+  VScenario plain = ExampleBTagged();
+  const VOutcome at_leader = RunVertical(plain, "vert_recipient_leader", &common);
+  ASSERT_EQ(at_leader.info.state(), fedanon::v1::JOB_STATE_DONE);
+  EXPECT_EQ(at_leader.info.report().warnings_size(), 0);
+  EXPECT_EQ(RowsByColumns(allowed.result, at_leader.result.header),
+            RowsByColumns(at_leader.result, at_leader.result.header));
 }
 
 TEST(VerticalFederation, AnAttributeWithoutPartyIsRefused) {

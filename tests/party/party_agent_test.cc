@@ -188,7 +188,7 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
   std::map<std::string, std::vector<std::string>> opened;  // receiver -> plaintexts
   ASSERT_OK_AND_ASSIGN(
       auto f, PartyFixture::Create("sum", TwoHospitals(), [&](party::PartyAgentOptions& o) {
-        o.observe_opened = [&mu, &opened, receiver = o.name](const std::string&,
+        o.observe_opened = [&mu, &opened, receiver = o.name](const std::string&, const std::string&,
                                                              const std::string& plain) {
           absl::MutexLock lock(&mu);
           opened[receiver].push_back(plain);
@@ -232,7 +232,8 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
 TEST(PartyAgent, SecureSumErrors) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("sum_errors", TwoHospitals()));
   ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
-  LeaderMessage wrong_length = SexClassCountsStep("job-000000000001", "hospital-b", /*total_words=*/5);
+  LeaderMessage wrong_length =
+      SexClassCountsStep("job-000000000001", "hospital-b", /*total_words=*/5);
   wrong_length.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0, 0}));
   EXPECT_THAT(f->Call("hospital-a", wrong_length),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -262,7 +263,7 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
       auto f,
       PartyFixture::Create("instructions", TwoHospitals(), [&](party::PartyAgentOptions& o) {
         if (o.name != "hospital-b") return;
-        o.observe_opened = [&](const std::string&, const std::string& plain) {
+        o.observe_opened = [&](const std::string&, const std::string&, const std::string& plain) {
           absl::MutexLock lock(&mu);
           opened_by_b.push_back(plain);
         };
@@ -361,8 +362,8 @@ TEST(PartyAgent, SecureUnionSealsGeneralizedRowsForTheRecipient) {
   ASSERT_OK_AND_ASSIGN(auto keys, crypto::SealKeyPairFromPem(f->leader_seal.key_pem));
   ASSERT_OK_AND_ASSIGN(auto b_key, f->PartyKey("hospital-b"));
   ASSERT_OK_AND_ASSIGN(fedanon::v1::UnionList list,
-                       common::OpenUnionList(*keys, "job-000000000001", 1, "leader", "hospital-b", *b_key,
-                                             b_reply.union_step().list()));
+                       common::OpenUnionList(*keys, "job-000000000001", 1, "leader", "hospital-b",
+                                             *b_key, b_reply.union_step().list()));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> rows,
                        common::OpenUnionRows(*keys, "job-000000000001", 1, "leader", list.rows()));
   ASSERT_EQ(rows.size(), 5u);

@@ -135,30 +135,63 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
   EXPECT_THAT(CallStep(*f, other_party, 1, win),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "asked to instruct for an attribute this party lacks"));
-  ASSERT_OK_AND_ASSIGN(VerticalStepResult instructions, CallStep(*f, winner_party, 1, win));
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult to_judges, CallStep(*f, winner_party, 1, win));
+  // No party holds sensitive values: nobody judges, so nobody gets the children before the
+  // verdict, and a party that does not judge refuses to be asked for one.
+  EXPECT_EQ(to_judges.instructions().for_parties_size(), 0);
+  VerticalStep deliver;
+  deliver.mutable_deliver()->mutable_instruction()->set_sender(winner_party);
+  EXPECT_THAT(CallStep(*f, other_party, 1, deliver),
+              StatusIs(absl::StatusCode::kPermissionDenied, "judges no candidate"));
+
+  // Accepted (no judge to hear): the owner seals the children for the other party now.
+  VerticalStep publish;
+  *publish.mutable_publish()->mutable_candidate() = winner;
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult instructions, CallStep(*f, winner_party, 1, publish));
   ASSERT_EQ(instructions.instructions().for_parties_size(), 1);
   EXPECT_EQ(instructions.instructions().for_parties(0).receiver(), other_party);
+  // Published once: a second publish (e.g. a replay by the leader) is refused.
+  EXPECT_THAT(CallStep(*f, winner_party, 1, publish),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "did not just instruct"));
 
-  VerticalStep deliver;
-  *deliver.mutable_deliver()->mutable_instruction() = instructions.instructions().for_parties(0);
-  ASSERT_OK_AND_ASSIGN(VerticalStepResult verdict, CallStep(*f, other_party, 1, deliver));
-  EXPECT_TRUE(verdict.verdict().accept());  // no sensitive values: nobody vetoes
-
+  {  // The other party cannot commit the winner without its children.
+    VerticalStep commit;
+    *commit.mutable_commit()->mutable_candidate() = winner;
+    commit.mutable_commit()->set_accept(true);
+    EXPECT_THAT(CallStep(*f, other_party, 1, commit),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "instruction never arrived"));
+  }
   for (const auto& party : f->names) {
     VerticalStep commit;
     *commit.mutable_commit()->mutable_candidate() = winner;
     commit.mutable_commit()->set_accept(true);
+    if (party == other_party) {
+      *commit.mutable_commit()->mutable_instruction() = instructions.instructions().for_parties(0);
+    }
     ASSERT_OK_AND_ASSIGN(VerticalStepResult committed, CallStep(*f, party, 1, commit));
     EXPECT_TRUE(committed.committed());
   }
 
-  // Release: every party's columns sealed for the leader, who joins them.
+  // Release: every party's columns sealed for the leader, who joins them. The first party of the
+  // ring draws the release order and seals its seed for the other.
   ASSERT_OK_AND_ASSIGN(auto keys, crypto::SealKeyPairFromPem(f->leader_seal.key_pem));
   std::vector<fedanon::v1::VerticalColumns> parts;
+  fedanon::v1::SealedPayload seed;
   for (const auto& party : f->names) {
     VerticalStep release;
     release.mutable_release()->set_recipient("leader");
+    if (party != f->names[0]) {
+      // Without the first party's seed the release is refused.
+      EXPECT_THAT(CallStep(*f, party, 2, release),
+                  StatusIs(absl::StatusCode::kInvalidArgument, "must come from the ring's first"));
+      *release.mutable_release()->mutable_order_seed() = seed;
+    }
     ASSERT_OK_AND_ASSIGN(VerticalStepResult released, CallStep(*f, party, 2, release));
+    if (party == f->names[0]) {
+      ASSERT_EQ(released.released().order_seeds_size(), 1);
+      seed = released.released().order_seeds(0);
+      EXPECT_EQ(seed.receiver(), f->names[1]);
+    }
     const fedanon::v1::SealedPayload& payload = released.released().columns();
     EXPECT_EQ(payload.sender(), party);
     EXPECT_EQ(released.released().report().steps_size(), 1);
@@ -176,6 +209,85 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
   EXPECT_EQ(lines[0], "Sex,Job,Class");
   EXPECT_THAT(csv, Not(HasSubstr("only-")));
   EXPECT_THAT(csv, Not(HasSubstr("p1")));
+}
+
+// A leader that names a data party as recipient of a vertical job: every party refuses at
+// Prepare unless the signed spec allows it (the leader's own check could be skipped).
+TEST(VerticalPartyAgent, ADataHoldingRecipientIsRefusedAtPrepareWithoutTheOptIn) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_recipient", TwoHospitals()));
+  EXPECT_THAT(f->PrepareAll("job-00000000000f", kSpec, "hospital-b"),
+              StatusIs(absl::StatusCode::kPermissionDenied, "holds data of this vertical job"));
+  const std::string allowed =
+      std::string(kSpec) + "release: {allow_data_holding_recipient: true}\n";
+  ASSERT_OK(f->PrepareAll("job-00000000000f", allowed, "hospital-b"));
+}
+
+// hospital-a holds the sensitive values, so it judges hospital-b's candidates; hospital-b (the
+// owner) seals the children for hospital-a before the verdict and publishes them to no one else
+// (two parties) — but only on hospital-a's own sealed acceptance, not on the leader's word.
+constexpr char kJudgedSpec[] = R"(name: vertical-judged
+attributes:
+  - {name: ID, role: id}
+  - {name: Sex, role: qid, taxonomy: sex.csv, party: hospital-a}
+  - {name: Job, role: qid, taxonomy: job.csv, party: hospital-b}
+  - {name: Class, role: class, values: [Y, N]}
+  - {name: Diag, role: sensitive, values: [flu, hiv], party: hospital-a}
+privacy: {model: lkc, L: 2, K: 1, C: 1, sensitive_values: [hiv]}
+partitioning: vertical
+)";
+
+// TwoHospitals with a sensitive column at hospital-a.
+std::vector<std::map<std::string, std::string>> TwoHospitalsWithDiag() {
+  auto files = TwoHospitals();
+  files[0]["table.csv"] =
+      "ID,Class,Sex,Diag\np1,Y,Male,flu\np2,N,Male,hiv\np3,Y,Female,flu\np4,N,Female,flu\n"
+      "p5,Y,Male,hiv\nonly-a,N,Male,flu\n";
+  return files;
+}
+
+TEST(VerticalPartyAgent, TheOwnerPublishesOnlyOnTheJudgesSealedAcceptance) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_judged", TwoHospitalsWithDiag()));
+  ASSERT_OK(f->PrepareAll("job-00000000000f", kJudgedSpec));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> common, MatchIds(*f));
+  ASSERT_EQ(common[0], 5u);
+  VerticalStep propose;
+  propose.mutable_propose();
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult proposal, CallStep(*f, "hospital-b", 1, propose));
+  ASSERT_TRUE(proposal.proposal().participate()) << proposal.proposal().reason();
+  const fedanon::v1::VerticalCandidate winner = proposal.proposal().candidate();
+  VerticalStep win;
+  *win.mutable_winner()->mutable_candidate() = winner;
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult to_judges, CallStep(*f, "hospital-b", 1, win));
+  ASSERT_EQ(to_judges.instructions().for_parties_size(), 1);
+  EXPECT_EQ(to_judges.instructions().for_parties(0).receiver(), "hospital-a");
+
+  // The leader claims acceptance without the judge's verdict: refused.
+  VerticalStep publish;
+  *publish.mutable_publish()->mutable_candidate() = winner;
+  EXPECT_THAT(CallStep(*f, "hospital-b", 1, publish),
+              StatusIs(absl::StatusCode::kPermissionDenied, "no acceptance from judge"));
+  // A verdict "from" the judge sealed by someone else (here: the owner's own box) does not open.
+  publish.mutable_publish()->add_verdicts()->set_sender("hospital-a");
+  EXPECT_FALSE(CallStep(*f, "hospital-b", 1, publish).ok());
+
+  VerticalStep deliver;
+  *deliver.mutable_deliver()->mutable_instruction() = to_judges.instructions().for_parties(0);
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult verdict, CallStep(*f, "hospital-a", 1, deliver));
+  ASSERT_TRUE(verdict.verdict().accept());  // C = 1: nothing to veto
+  EXPECT_EQ(verdict.verdict().for_owner().receiver(), "hospital-b");
+  publish.mutable_publish()->clear_verdicts();
+  *publish.mutable_publish()->add_verdicts() = verdict.verdict().for_owner();
+  // Replayed into another round: refused.
+  EXPECT_FALSE(CallStep(*f, "hospital-b", 2, publish).ok());
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult published, CallStep(*f, "hospital-b", 1, publish));
+  EXPECT_EQ(published.instructions().for_parties_size(), 0);  // every other party judged it
+  for (const auto& party : f->names) {
+    VerticalStep commit;
+    *commit.mutable_commit()->mutable_candidate() = winner;
+    commit.mutable_commit()->set_accept(true);
+    ASSERT_OK_AND_ASSIGN(VerticalStepResult committed, CallStep(*f, party, 1, commit));
+    EXPECT_TRUE(committed.committed());
+  }
 }
 
 TEST(VerticalPartyAgent, StepsOutOfOrderAreRefused) {

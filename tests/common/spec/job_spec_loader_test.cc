@@ -389,6 +389,26 @@ TEST(ValidateJobSpecTest, ParticipationRules) {
               StatusIs(kInvalid, "epsilon is used only with participation: game_theoretic"));
 }
 
+TEST(ValidateJobSpecTest, ReleaseAllowDataHoldingRecipient) {
+  JobSpec spec = Parse(
+      "attributes: [{name: a, role: qid, party: x}, {name: c, role: class}]\n"
+      "privacy: {L: 1, K: 2}\npartitioning: vertical\n"
+      "release: {allow_data_holding_recipient: true}\n");
+  EXPECT_TRUE(spec.release().allow_data_holding_recipient());
+  EXPECT_OK(ValidateJobSpec(spec));
+  EXPECT_FALSE(Parse("attributes: [{name: a, role: qid, party: x}, {name: c, role: class}]\n"
+                     "privacy: {L: 1, K: 2}\npartitioning: vertical\n")
+                   .release()
+                   .allow_data_holding_recipient());
+  spec.set_partitioning(v1::PARTITIONING_HORIZONTAL);
+  EXPECT_THAT(ValidateJobSpec(spec),
+              StatusIs(kInvalid, "allow_data_holding_recipient applies to vertical jobs only"));
+  // The job digest the parties check covers the key.
+  JobSpec off = spec;
+  off.mutable_release()->set_allow_data_holding_recipient(false);
+  EXPECT_NE(CanonicalJobBytes(spec, {}), CanonicalJobBytes(off, {}));
+}
+
 TEST(ValidateJobSpecTest, NumericSplitRules) {
   JobSpec spec =
       Parse("attributes: [{name: a, role: qid}, {name: c, role: class}]\nprivacy: {L: 1, K: 2}\n");
