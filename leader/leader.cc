@@ -57,6 +57,11 @@ bool IsFinal(JobState s) {
 // Checks what can be checked before anything is exchanged with the parties.
 absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
   RETURN_IF_ERROR(common::ValidateJobSpec(request.spec()));
+  if (request.authorization().body().empty()) {
+    return absl::InvalidArgumentError(
+        "the job carries no admin authorization (fedanonctl submit signs the job with the "
+        "admin's key; parties run only jobs an admin signed)");
+  }
   const auto& parties = request.parties();
   if (parties.empty()) return absl::InvalidArgumentError("the job names no data parties");
   std::set<std::string> unique(parties.begin(), parties.end());
@@ -412,6 +417,8 @@ absl::StatusOr<fedanon::v1::PrepareJob> Leader::MakePrepare(const JobRun& job) c
   prepare.set_data_holding_leader(!job.request.leader_party().empty());
   prepare.set_leader_party(job.request.leader_party());
   prepare.set_recipient(job.recipient);
+  // The admin's signature, unchanged: each party checks it against what this Prepare names.
+  *prepare.mutable_authorization() = job.request.authorization();
   return prepare;
 }
 

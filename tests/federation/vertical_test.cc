@@ -120,7 +120,7 @@ VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::
     if (!a.taxonomy().empty())
       (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
   }
-  auto info = (*fed)->leader->Submit(req, "admin");
+  auto info = (*fed)->Submit(req);
   EXPECT_TRUE(info.ok()) << info.status();
   if (!info.ok()) return out;
   out.info = (*fed)->Wait(info->job_id());
@@ -408,7 +408,7 @@ TEST(VerticalFederation, AnAttributeWithoutPartyIsRefused) {
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& p : (*fed)->names) req.add_parties(p);
-  auto info = (*fed)->leader->Submit(req, "admin");
+  auto info = (*fed)->Submit(req);
   ASSERT_FALSE(info.ok());
   EXPECT_NE(std::string(info.status().message()).find("'Sex' needs `party:`"), std::string::npos)
       << info.status();

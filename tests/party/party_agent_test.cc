@@ -147,12 +147,19 @@ TEST(PartyAgent, PrepareReportsTheDigestOfTheSubmittedJob) {
   EXPECT_EQ(digests[1], expected);
 }
 
-TEST(PartyAgent, PrepareWithADifferentTaxonomyGivesAnotherDigest) {
+TEST(PartyAgent, PrepareWithADifferentTaxonomyIsRefused) {
   auto files = TwoHospitals();
   files[1]["job.csv"] = "Janitor;Blue;ANY_Job\nLawyer;Blue;ANY_Job\n";
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_differs", files));
-  ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-000000000001", kSpec));
-  EXPECT_NE(digests[0], digests[1]);
+  // The admin signed the job with hospital-a's taxonomies; hospital-b's tree gives another
+  // digest, so hospital-b refuses before it reads its table.
+  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare("job-000000000001", kSpec));
+  ASSERT_OK_AND_ASSIGN(PartyMessage a, f->Call("hospital-a", prepare));
+  EXPECT_EQ(a.prepared().digest().size(), 32u);
+  EXPECT_THAT(f->Call("hospital-b", prepare),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "party 'hospital-b': job not authorized: the job (spec or taxonomies, as "
+                       "this party loaded them) differs from the admin's signed job"));
 }
 
 TEST(PartyAgent, PrepareErrorsNameTheProblemButNoRawValue) {
@@ -232,7 +239,8 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
 TEST(PartyAgent, SecureSumErrors) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("sum_errors", TwoHospitals()));
   ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
-  LeaderMessage wrong_length = SexClassCountsStep("job-000000000001", "hospital-b", /*total_words=*/5);
+  LeaderMessage wrong_length =
+      SexClassCountsStep("job-000000000001", "hospital-b", /*total_words=*/5);
   wrong_length.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0, 0}));
   EXPECT_THAT(f->Call("hospital-a", wrong_length),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -361,8 +369,8 @@ TEST(PartyAgent, SecureUnionSealsGeneralizedRowsForTheRecipient) {
   ASSERT_OK_AND_ASSIGN(auto keys, crypto::SealKeyPairFromPem(f->leader_seal.key_pem));
   ASSERT_OK_AND_ASSIGN(auto b_key, f->PartyKey("hospital-b"));
   ASSERT_OK_AND_ASSIGN(fedanon::v1::UnionList list,
-                       common::OpenUnionList(*keys, "job-000000000001", 1, "leader", "hospital-b", *b_key,
-                                             b_reply.union_step().list()));
+                       common::OpenUnionList(*keys, "job-000000000001", 1, "leader", "hospital-b",
+                                             *b_key, b_reply.union_step().list()));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> rows,
                        common::OpenUnionRows(*keys, "job-000000000001", 1, "leader", list.rows()));
   ASSERT_EQ(rows.size(), 5u);
