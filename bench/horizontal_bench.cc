@@ -9,11 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "cli/anonymize.h"
 #include "common/datagen/datagen.h"
+#include "common/spec/job_digest.h"
 #include "common/spec/job_spec_loader.h"
+#include "common/wire/job_authorization.h"
 #include "crypto/certificates.h"
 #include "leader/leader.h"
 #include "party/in_process_channel.h"
@@ -109,6 +112,15 @@ int main(int argc, char** argv) {
   lo.round_timeout = absl::Minutes(10);
   auto leader = leader::Leader::Create(lo, &channel);
   if (!leader.ok()) return Fail(leader.status());
+  // Authorized by an admin of the bench's CA, as `fedanonctl submit` does.
+  auto admin = (*ca)->IssueTls({crypto::Role::kAdmin, "bench"}, {}, absl::Hours(1));
+  if (!admin.ok()) return Fail(admin.status());
+  std::map<std::string, std::string> texts(request.taxonomies().begin(),
+                                           request.taxonomies().end());
+  auto authorization = common::AuthorizeSubmission(
+      request, common::CanonicalJobBytes(request.spec(), texts), {admin->cert_pem, admin->key_pem});
+  if (!authorization.ok()) return Fail(authorization.status());
+  *request.mutable_authorization() = *std::move(authorization);
   t0 = std::chrono::steady_clock::now();
   auto info = (*leader)->Submit(request, "bench");
   if (!info.ok()) return Fail(info.status());

@@ -137,6 +137,7 @@ struct SubmitFlags {
   std::string leader_party;
   std::vector<std::string> data;
   uint32_t round_timeout = 0;
+  uint32_t valid_hours = 24;
 };
 
 absl::Status RunSubmit(const AdminGlobals& g, const SubmitFlags& f) {
@@ -162,6 +163,8 @@ absl::Status RunSubmit(const AdminGlobals& g, const SubmitFlags& f) {
   } else {
     for (const std::string& p : f.parties) request.add_parties(p);
   }
+  // The admin's signature over the job as it now stands: parties run nothing else.
+  RETURN_IF_ERROR(client->AuthorizeJob(&request, absl::Hours(f.valid_hours)));
   ASSIGN_OR_RETURN(fedanon::v1::JobInfo job, client->SubmitJob(request));
   if (g.json) return PrintJson(job);
   std::cout << job.job_id() << "\n";
@@ -346,6 +349,11 @@ CommandAction DeclareSubmitCommand(const AdminGlobals* globals, CLI::App* comman
                       "PARTY=PATH: the table at that party (default: its configured table)");
   command->add_option("--round-timeout", flags->round_timeout,
                       "Seconds a party may take per request (default: the leader's)");
+  command
+      ->add_option("--valid-hours", flags->valid_hours,
+                   "Hours the admin's signature over the job stays valid: parties refuse to "
+                   "start it later (default 24)")
+      ->check(CLI::Range(1, 24 * 366));
   return ActionOf([=] { return RunSubmit(*globals, *flags); });
 }
 

@@ -531,6 +531,10 @@ class FederationUp {
 
   int SubmitAndFollow() {
     for (const std::string& name : names_) request_.add_parties(name);
+    // Signed with the kit's admin key: the parties run only what an admin authorized.
+    if (absl::Status signed_job = client_->AuthorizeJob(&request_); !signed_job.ok()) {
+      return Fail(absl::StrCat("cannot authorize the job: ", std::string(signed_job.message())));
+    }
     absl::StatusOr<fedanon::v1::JobInfo> job = client_->SubmitJob(request_);
     if (!job.ok())
       return Fail(absl::StrCat("the leader refused the job: ", job.status().message()));

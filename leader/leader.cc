@@ -55,10 +55,10 @@ bool IsFinal(JobState s) {
          s == fedanon::v1::JOB_STATE_CANCELLED;
 }
 
-// Checks what can be checked before anything is exchanged with the parties.
 // A round that takes longer than a day is a mistake or an attack on the leader's resources.
 constexpr uint32_t kMaxRoundTimeoutSeconds = 86'400;
 
+// Checks what can be checked before anything is exchanged with the parties.
 absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
   RETURN_IF_ERROR(common::ValidateJobSpec(request.spec()));
   if (request.spec().partitioning() != fedanon::v1::PARTITIONING_HORIZONTAL &&
@@ -71,6 +71,11 @@ absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
     return absl::InvalidArgumentError(
         absl::StrCat("round_timeout_seconds ", request.round_timeout_seconds(),
                      " is over the limit of ", kMaxRoundTimeoutSeconds, " (one day)"));
+  }
+  if (request.authorization().body().empty()) {
+    return absl::InvalidArgumentError(
+        "the job carries no admin authorization (fedanonctl submit signs the job with the "
+        "admin's key; parties run only jobs an admin signed)");
   }
   const auto& parties = request.parties();
   if (parties.empty()) return absl::InvalidArgumentError("the job names no data parties");
@@ -462,6 +467,8 @@ absl::StatusOr<fedanon::v1::PrepareJob> Leader::MakePrepare(const JobRun& job) c
   prepare.set_data_holding_leader(!job.request.leader_party().empty());
   prepare.set_leader_party(job.request.leader_party());
   prepare.set_recipient(job.recipient);
+  // The admin's signature, unchanged: each party checks it against what this Prepare names.
+  *prepare.mutable_authorization() = job.request.authorization();
   return prepare;
 }
 

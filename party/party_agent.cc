@@ -115,6 +115,9 @@ struct PartyAgent::JobState {
   std::vector<std::string> ring;
   std::string leader;
   std::string recipient;
+  // The leader has asked for an answer computed from this party's data (recorded in the run
+  // ledger: the run counts as a release whatever the leader says later).
+  bool released = false;
   // Vertical jobs: this party's replica and its ID matcher.
   std::unique_ptr<VerticalParty> vertical;
   std::unique_ptr<IdMatcher> matcher;
@@ -141,11 +144,20 @@ absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions
   }
   ASSIGN_OR_RETURN(std::unique_ptr<crypto::SealKeyPair> keys,
                    crypto::SealKeyPairFromPem(options.seal_key_pem));
-  return std::unique_ptr<PartyAgent>(new PartyAgent(std::move(options), std::move(keys)));
+  if (options.ledger_path.empty() && !options.output_dir.empty()) {
+    options.ledger_path = (std::filesystem::path(options.output_dir) / "runs.ledger").string();
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<RunLedger> ledger, RunLedger::Open(options.ledger_path));
+  return std::unique_ptr<PartyAgent>(
+      new PartyAgent(std::move(options), std::move(keys), std::move(ledger)));
 }
 
-PartyAgent::PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKeyPair> seal_keys)
-    : options_(std::move(options)), seal_keys_(std::move(seal_keys)) {}
+PartyAgent::PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKeyPair> seal_keys,
+                       std::unique_ptr<RunLedger> ledger)
+    : options_(std::move(options)),
+      seal_keys_(std::move(seal_keys)),
+      authorizer_(AuthorizationOptions{options_.name, options_.ca_pem, options_.admins}),
+      ledger_(std::move(ledger)) {}
 PartyAgent::~PartyAgent() = default;
 
 PartyMessage PartyAgent::Handle(const LeaderMessage& request) {
@@ -166,6 +178,16 @@ PartyMessage PartyAgent::Handle(const LeaderMessage& request) {
 
 absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) {
   PartyMessage reply;
+  // From the first answer computed from its data on, the run counts as a release of this party's
+  // table whatever the leader later says (a released table may be rebuilt from sums, rows or
+  // columns); only a job that fails before that frees its release (party policy max_releases).
+  const bool data_step = request.body_case() == LeaderMessage::kSumStep ||
+                         request.body_case() == LeaderMessage::kUnionStep ||
+                         request.body_case() == LeaderMessage::kVertical;
+  if (data_step && job_ && job_->job_id == request.job_id() && !job_->released) {
+    RETURN_IF_ERROR(ledger_->MarkReleased(job_->job_id));
+    job_->released = true;
+  }
   switch (request.body_case()) {
     case LeaderMessage::kPing:
       reply.mutable_pong()->set_echoed_unix_nanos(request.ping().sent_unix_nanos());
@@ -184,6 +206,9 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
                      common::Printable(request.end_job().reason()));
         job_.reset();
       }
+      // A failed run no longer counts as a release of the table (party policy max_releases),
+      // unless this party already let its rows go (the ledger remembers; RunLedger::Finish).
+      RETURN_IF_ERROR(ledger_->Finish(request.job_id(), request.end_job().success()));
       reply.mutable_pong();
       return reply;
     default:
@@ -199,8 +224,23 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(const LeaderMessage& requ
   job->job_id = request.job_id();
   job->spec = request.prepare().spec();
   RETURN_IF_ERROR(VerifyParticipants(request.prepare(), job.get()));
+  // The admin's signature over ring, recipient, leader_party and our data path first: a job no
+  // admin authorized reads nothing (docs/threat-model.md, "Job authorization").
+  std::string announced_leader;
+  for (const auto& p : request.prepare().participants()) {
+    if (p.index() == UINT32_MAX) announced_leader = p.name();
+  }
+  ASSIGN_OR_RETURN(const fedanon::v1::AuthorizedJob authorized,
+                   authorizer_.Verify(request.prepare(), announced_leader, absl::Now()));
+  if (ledger_->Used(authorized.run_id())) {
+    return absl::PermissionDeniedError(
+        "job not authorized: run id already used; starting over needs a new authorization from "
+        "an admin");
+  }
   // Load the taxonomies named by the spec from our data directory, then our table.
   ASSIGN_OR_RETURN(const auto texts, ReadTaxonomies(*job));
+  const std::string digest = crypto::Sha256(common::CanonicalJobBytes(job->spec, texts));
+  RETURN_IF_ERROR(JobAuthorizer::CheckDigest(authorized, digest));
   // Errors quote no label: the files are the party's, the message goes to the leader.
   auto schema = common::BuildPublicSchema(job->spec, texts, {.quote_labels = false});
   if (!schema.ok()) {
@@ -219,19 +259,28 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(const LeaderMessage& requ
   }
   const std::string table = *std::move(resolved_table);
   RETURN_IF_ERROR(CheckRing(request.prepare(), job.get()));
+  // This party's own policy, whatever the admin signed.
+  RETURN_IF_ERROR(CheckPartyPolicy(options_.policy, job->spec, options_.name, job->recipient));
+  if (options_.policy.max_releases && ledger_->Releases(table) >= *options_.policy.max_releases) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "party policy: table '", table_name, "' was released ", ledger_->Releases(table),
+        " times; the party allows at most ", *options_.policy.max_releases, " (max_releases)"));
+  }
   PartyMessage reply;
   if (job->spec.partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
     RETURN_IF_ERROR(LoadVerticalTable(*schema, table, job.get()));
-    reply.mutable_prepared()->set_digest(
-        crypto::Sha256(common::CanonicalJobBytes(job->spec, texts)));
-    spdlog::info("job={} prepared (vertical): {} records loaded", job->job_id,
-                 job->vertical->ids().size());
+    spdlog::info("job={} run={} prepared (vertical): {} records loaded", job->job_id,
+                 authorized.run_id(), job->vertical->ids().size());
   } else {
     RETURN_IF_ERROR(LoadHorizontalTable(*schema, table, job.get()));
-    reply.mutable_prepared()->set_digest(
-        crypto::Sha256(common::CanonicalJobBytes(job->spec, texts)));
-    spdlog::info("job={} prepared: {} records loaded", job->job_id, job->data->num_records);
+    spdlog::info("job={} run={} prepared: {} records loaded", job->job_id, authorized.run_id(),
+                 job->data->num_records);
   }
+  // The run id is used from here on, and the run counts as a release of the table (checked and
+  // recorded atomically, durably).
+  RETURN_IF_ERROR(
+      ledger_->Reserve(authorized.run_id(), job->job_id, table, options_.policy.max_releases));
+  reply.mutable_prepared()->set_digest(digest);
   job_ = std::move(job);
   return reply;
 }

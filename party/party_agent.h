@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@
 #include "common/table/dataset.h"
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
+#include "party/job_authorization.h"
+#include "party/party_policy.h"
+#include "party/run_ledger.h"
 
 namespace fedanon::party {
 
@@ -30,6 +34,14 @@ struct PartyAgentOptions {
   std::string ca_pem;         // the federation CA (verifies other parties' seal certs)
   std::string seal_cert_pem;  // this party's sealing certificate and key
   std::string seal_key_pem;
+  // Job authorization (party/job_authorization.h): the admins whose signed jobs this party runs;
+  // nullopt: every admin the CA certified (party.yaml without `admins:`).
+  std::optional<std::vector<std::string>> admins;
+  // What this party will ever take part in (party.yaml `policy:`).
+  PartyPolicy policy;
+  // The run ledger (party/run_ledger.h): run ids used and releases per table. Empty: the file
+  // `runs.ledger` in output_dir, or in memory only when output_dir is empty too.
+  std::string ledger_path;
   // Tests and demonstrations of mohammed2011 §6 only: "" (default), "never-participate" or
   // "under-declare" — this party then misbehaves in vertical jobs (loudly logged).
   std::string misbehave;
@@ -60,7 +72,8 @@ class PartyAgent {
   using Reply = absl::StatusOr<fedanon::v1::PartyMessage>;
   using VerticalResult = fedanon::v1::VerticalStepResult;
 
-  PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKeyPair> seal_keys);
+  PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKeyPair> seal_keys,
+             std::unique_ptr<RunLedger> ledger);
   Reply Dispatch(const fedanon::v1::LeaderMessage& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // PrepareJob: verifies the participants' sealing certificates, reads the taxonomies and the
@@ -122,7 +135,9 @@ class PartyAgent {
 
   const PartyAgentOptions options_;
   const std::unique_ptr<crypto::SealKeyPair> seal_keys_;  // parsed once from the seal key PEM
-  absl::Mutex mu_;                                        // held for the whole of each request
+  const JobAuthorizer authorizer_;
+  const std::unique_ptr<RunLedger> ledger_;  // thread-safe on its own
+  absl::Mutex mu_;                           // held for the whole of each request
   std::unique_ptr<JobState> job_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -19,8 +20,10 @@
 #include "absl/time/clock.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
+#include "common/spec/job_digest.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/csv.h"
+#include "common/wire/job_authorization.h"
 #include "crypto/certificates.h"
 #include "server/config.h"
 #include "server/status_convert.h"
@@ -117,6 +120,8 @@ absl::StatusOr<std::unique_ptr<AdminClient>> AdminClient::FromBundle(
 
 AdminClient::AdminClient(std::string leader_address, TlsMaterial tls)
     : leader_address_(std::move(leader_address)),
+      cert_pem_(tls.cert_pem),
+      key_pem_(tls.key_pem),
       channel_(DialLeader(leader_address_, tls)),
       stub_(fedanon::v1::Admin::NewStub(channel_)) {}
 
@@ -234,6 +239,24 @@ absl::StatusOr<std::vector<JobInfo>> AdminClient::ListJobs() {
   const grpc::Status status = stub_->ListJobs(&context, fedanon::v1::ListJobsRequest(), &response);
   if (!status.ok()) return Error(status);
   return std::vector<JobInfo>(response.jobs().begin(), response.jobs().end());
+}
+
+absl::Status AdminClient::AuthorizeJob(fedanon::v1::SubmitJobRequest* request,
+                                       absl::Duration validity) const {
+  absl::StatusOr<crypto::Identity> identity = crypto::IdentityOfCertificate(cert_pem_);
+  if (!identity.ok() || identity->role != crypto::Role::kAdmin) {
+    return absl::FailedPreconditionError(
+        "only an admin certificate can authorize a job (this client's certificate is not an "
+        "admin's)");
+  }
+  std::map<std::string, std::string> texts(request->taxonomies().begin(),
+                                           request->taxonomies().end());
+  request->clear_authorization();
+  ASSIGN_OR_RETURN(
+      *request->mutable_authorization(),
+      common::AuthorizeSubmission(*request, common::CanonicalJobBytes(request->spec(), texts),
+                                  {cert_pem_, key_pem_}, absl::Now(), validity));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<JobInfo> AdminClient::SubmitJob(const fedanon::v1::SubmitJobRequest& request) {

@@ -58,6 +58,14 @@ class AdminClient {
 
   absl::StatusOr<std::vector<fedanon::v1::ConnectedParty>> ListParties();  // sorted by name
   absl::StatusOr<std::vector<fedanon::v1::JobInfo>> ListJobs();
+  // Signs `request` as it stands (spec and taxonomies, parties in ring order, recipient,
+  // leader_party, data_paths) with this admin's TLS key under a fresh run id, valid for
+  // `validity`, and stores the signature in request->authorization (docs/threat-model.md, "Job
+  // authorization"). FailedPrecondition when the certificate is not an admin's. Call it last,
+  // after every field of the request is set: parties refuse a job that differs from what was
+  // signed.
+  absl::Status AuthorizeJob(fedanon::v1::SubmitJobRequest* request,
+                            absl::Duration validity = absl::Hours(24)) const;
   absl::StatusOr<fedanon::v1::JobInfo> SubmitJob(const fedanon::v1::SubmitJobRequest& request);
   absl::StatusOr<fedanon::v1::JobInfo> GetJob(const std::string& job_id);
   absl::StatusOr<fedanon::v1::JobInfo> CancelJob(const std::string& job_id,
@@ -97,6 +105,8 @@ class AdminClient {
   absl::Status Error(const grpc::Status& status) const;
 
   const std::string leader_address_;
+  const std::string cert_pem_;  // this admin's TLS certificate and key: they sign jobs
+  const std::string key_pem_;   // never logged
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<fedanon::v1::Admin::Stub> stub_;
 

@@ -4,10 +4,12 @@
 
 #include <filesystem>
 #include <initializer_list>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -137,6 +139,76 @@ class ConfigReader {
     return address;
   }
 
+  // The sequence of strings under `key` of `map`; nullopt when absent.
+  absl::StatusOr<std::optional<std::vector<std::string>>> StringList(
+      const YAML::Node& map, const std::string& key, std::string_view prefix) const {
+    const YAML::Node node = map[key];
+    if (!node.IsDefined() || node.IsNull()) return std::optional<std::vector<std::string>>();
+    if (!node.IsSequence()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(node.Mark()), ": key '", std::string(prefix), key, "' must be a list of names"));
+    }
+    std::vector<std::string> out;
+    for (const auto& item : node) {
+      if (!item.IsScalar() || item.Scalar().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(Where(item.Mark()), ": key '",
+                                                       std::string(prefix), key,
+                                                       "' must list non-empty names"));
+      }
+      out.push_back(item.Scalar());
+    }
+    return std::optional<std::vector<std::string>>(std::move(out));
+  }
+
+  // A whole number >= `minimum` under `key` of `map`; nullopt when absent.
+  absl::StatusOr<std::optional<uint64_t>> Count(const YAML::Node& map, const std::string& key,
+                                                std::string_view prefix, uint64_t minimum,
+                                                uint64_t maximum) const {
+    ASSIGN_OR_RETURN(const std::string value, String(map, key, prefix, false));
+    if (value.empty()) return std::optional<uint64_t>();
+    uint64_t n = 0;
+    if (!absl::SimpleAtoi(value, &n) || n < minimum || n > maximum) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(map[key].Mark()), ": key '", std::string(prefix), key,
+          "' must be a whole number in ", minimum, "..", maximum, ", not '", value, "'"));
+    }
+    return std::optional<uint64_t>(n);
+  }
+
+  absl::StatusOr<party::PartyPolicy> Policy() const {
+    party::PartyPolicy policy;
+    const YAML::Node node = root_["policy"];
+    if (!node.IsDefined() || node.IsNull()) return policy;
+    if (!node.IsMap()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(node.Mark()), ": key 'policy' must be a mapping"));
+    }
+    RETURN_IF_ERROR(CheckKeys(node,
+                              {"min_k", "min_l", "max_c", "qid_attributes", "released_attributes",
+                               "recipients", "max_releases"},
+                              "policy."));
+    ASSIGN_OR_RETURN(const auto k, Count(node, "min_k", "policy.", 1, UINT32_MAX));
+    ASSIGN_OR_RETURN(const auto l, Count(node, "min_l", "policy.", 1, UINT32_MAX));
+    if (k) policy.min_k = static_cast<uint32_t>(*k);
+    if (l) policy.min_l = static_cast<uint32_t>(*l);
+    ASSIGN_OR_RETURN(const std::string c, String(node, "max_c", "policy.", false));
+    if (!c.empty()) {
+      double value = 0;
+      if (!absl::SimpleAtod(c, &value) || !(value > 0 && value <= 1)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Where(node["max_c"].Mark()),
+                         ": key 'policy.max_c' must be a number in (0, 1], not '", c, "'"));
+      }
+      policy.max_c = value;
+    }
+    ASSIGN_OR_RETURN(policy.qid_attributes, StringList(node, "qid_attributes", "policy."));
+    ASSIGN_OR_RETURN(policy.released_attributes,
+                     StringList(node, "released_attributes", "policy."));
+    ASSIGN_OR_RETURN(policy.recipients, StringList(node, "recipients", "policy."));
+    ASSIGN_OR_RETURN(policy.max_releases, Count(node, "max_releases", "policy.", 0, UINT64_MAX));
+    return policy;
+  }
+
   absl::StatusOr<LogFormat> Format() const {
     ASSIGN_OR_RETURN(const std::string value, String(root_, "log_format", "", false));
     if (value.empty()) return LogFormat::kText;
@@ -213,10 +285,11 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
 
 absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
-  RETURN_IF_ERROR(reader.CheckKeys(reader.root(),
-                                   {"name", "leader", "data_dir", "data", "output_dir",
-                                    "max_input_bytes", "tls", "seal", "log_format"},
-                                   ""));
+  RETURN_IF_ERROR(
+      reader.CheckKeys(reader.root(),
+                       {"name", "leader", "data_dir", "data", "output_dir", "max_input_bytes",
+                        "tls", "seal", "log_format", "admins", "policy"},
+                       ""));
   PartyConfig config;
   config.path = reader.path();
   ASSIGN_OR_RETURN(config.name, reader.Name());
@@ -237,6 +310,8 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   ASSIGN_OR_RETURN(config.tls, reader.Tls());
   ASSIGN_OR_RETURN(config.seal, reader.Seal());
   ASSIGN_OR_RETURN(config.log_format, reader.Format());
+  ASSIGN_OR_RETURN(config.admins, reader.StringList(reader.root(), "admins", ""));
+  ASSIGN_OR_RETURN(config.policy, reader.Policy());
   return config;
 }
 

@@ -10,6 +10,12 @@
 //   seal: {cert: seal.crt, key: seal.key} tls: {...}
 //   round_timeout_seconds: 60 (optional)  seal: {...}
 //                                         max_input_bytes: 68719476736 (optional; 64 GiB)
+//                                         admins: [alice] (optional; absent: every admin
+//                                           the CA certified may authorize jobs)
+//                                         policy: {min_k: 10, min_l: 2, max_c: 0.8,
+//                                           qid_attributes: [...], released_attributes: [...],
+//                                           recipients: [...], max_releases: 3} (optional;
+//                                           each key optional, docs/operations.md)
 //
 // Every file may also carry `log_format: text|json` (default text). Relative paths are resolved
 // against the directory of the config file and returned absolute, except the party's `data`,
@@ -18,9 +24,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "party/party_policy.h"
 #include "server/logging.h"
 
 namespace fedanon::server {
@@ -60,6 +69,10 @@ struct PartyConfig {
   TlsPaths tls;
   SealPaths seal;
   LogFormat log_format = LogFormat::kText;
+  // The admins whose signed jobs this party runs (party/job_authorization.h); nullopt: every
+  // admin certified by the federation CA.
+  std::optional<std::vector<std::string>> admins;
+  party::PartyPolicy policy;  // what this party will ever take part in
 };
 
 struct AdminConfig {

@@ -66,6 +66,8 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   options.output_dir = config.output_dir;
   options.max_input_bytes = config.max_input_bytes;
   options.misbehave = misbehave;
+  options.admins = config.admins;
+  options.policy = config.policy;
   options.ca_pem = tls.ca_pem;
   ASSIGN_OR_RETURN(options.seal_cert_pem,
                    ReadCertificateFile(config.seal.cert, "seal certificate"));

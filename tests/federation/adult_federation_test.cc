@@ -85,7 +85,7 @@ TEST_P(AdultFederation, EqualsCentralizedOnTheUnion) {
   for (const auto& a : spec.attributes()) {
     if (!a.taxonomy().empty()) (*req.mutable_taxonomies())[a.name()] = taxonomies.at(a.taxonomy());
   }
-  ASSERT_OK_AND_ASSIGN(auto info, fed->leader->Submit(req, "admin"));
+  ASSERT_OK_AND_ASSIGN(auto info, fed->Submit(req));
   const auto done = fed->Wait(info.job_id());
   ASSERT_EQ(done.state(), fedanon::v1::JOB_STATE_DONE) << done.failure_reason();
   ASSERT_EQ(done.report().steps_size(), central.steps_size());

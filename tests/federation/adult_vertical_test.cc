@@ -56,7 +56,7 @@ TEST_P(AdultVertical, EqualsCentralizedOnTheJoinedTable) {
   for (const auto& a : spec.attributes()) {
     if (!a.taxonomy().empty()) (*req.mutable_taxonomies())[a.name()] = taxonomies.at(a.taxonomy());
   }
-  ASSERT_OK_AND_ASSIGN(auto info, fed->leader->Submit(req, "admin"));
+  ASSERT_OK_AND_ASSIGN(auto info, fed->Submit(req));
   const auto done = fed->Wait(info.job_id());
   ASSERT_EQ(done.state(), fedanon::v1::JOB_STATE_DONE) << done.failure_reason();
   ASSERT_GT(central.steps_size(), 5);

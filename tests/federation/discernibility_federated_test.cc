@@ -83,7 +83,7 @@ TEST(DiscernibilityExample3Federated, ThreeHospitalsRankLikeThePaperAndTheCentra
     if (!a.taxonomy().empty())
       (*req.mutable_taxonomies())[a.name()] = Taxonomies().at(a.taxonomy());
   }
-  ASSERT_OK_AND_ASSIGN(auto submitted, fed->leader->Submit(req, "admin"));
+  ASSERT_OK_AND_ASSIGN(auto submitted, fed->Submit(req));
   const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
   ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
   const fedanon::v1::Report& report = info.report();

@@ -18,6 +18,7 @@
 #include "party/in_process_channel.h"
 #include "party/party_agent.h"
 #include "tests/common/engine/engine_test_util.h"
+#include "tests/support/job_authorization_util.h"
 
 namespace fedanon::testing {
 
@@ -29,6 +30,7 @@ struct InProcessFederation {
   party::InProcessPartyChannel channel;
   std::unique_ptr<leader::Leader> leader;
   std::string leader_seal_key_pem;  // to open, in tests, what the parties seal for the leader
+  common::AdminSigner admin;  // the admin who authorizes the jobs the tests submit
 
   // Parties get data dirs <dir>/<name>/ holding `files` (relative path -> content) each;
   // `customize` may adjust each party's options (e.g. a misbehaviour mode, an observer).
@@ -60,6 +62,9 @@ struct InProcessFederation {
       f->agents.push_back(std::move(*agent));
       f->names.push_back(pname);
     }
+    auto admin = IssueTestAdmin(*f->ca);
+    if (!admin.ok()) return admin.status();
+    f->admin = *std::move(admin);
     auto seal = f->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(24));
     if (!seal.ok()) return seal.status();
     leader::LeaderOptions lo;
@@ -74,6 +79,17 @@ struct InProcessFederation {
     if (!leader.ok()) return leader.status();
     f->leader = std::move(*leader);
     return f;
+  }
+
+  // Submits `request` as fedanonctl does: signed by the federation's admin, then to the leader.
+  absl::StatusOr<fedanon::v1::JobInfo> Submit(fedanon::v1::SubmitJobRequest request) {
+    std::map<std::string, std::string> texts(request.taxonomies().begin(),
+                                             request.taxonomies().end());
+    auto auth = common::AuthorizeSubmission(
+        request, common::CanonicalJobBytes(request.spec(), texts), admin);
+    if (!auth.ok()) return auth.status();
+    *request.mutable_authorization() = *std::move(auth);
+    return leader->Submit(request, "admin");
   }
 
   // Waits until the job reaches a final state (or 600 s pass: Adult jobs with ID matching take

@@ -69,7 +69,7 @@ Outcome RunFederated(const Scenario& s, const std::string& name,
   if (tweak) tweak(**fed);
   auto req = MakeRequest(s, (*fed)->names);
   EXPECT_TRUE(req.ok()) << req.status();
-  auto info = (*fed)->leader->Submit(*req, "admin");
+  auto info = (*fed)->Submit(*req);
   EXPECT_TRUE(info.ok()) << info.status();
   if (!info.ok()) return out;
   out.info = (*fed)->Wait(info->job_id());
@@ -262,10 +262,10 @@ TEST(HorizontalFederation, TwoPartiesNeedADatalessLeader) {
   ASSERT_OK(fed);
   ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, (*fed)->names));
   req.set_leader_party((*fed)->names[0]);
-  EXPECT_THAT((*fed)->leader->Submit(req, "admin"),
+  EXPECT_THAT((*fed)->Submit(req),
               StatusIs(absl::StatusCode::kInvalidArgument, "at least 3 data parties"));
   req.clear_leader_party();
-  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->leader->Submit(req, "admin"));
+  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->Submit(req));
   EXPECT_EQ((*fed)->Wait(info.job_id()).state(), fedanon::v1::JOB_STATE_DONE);
 }
 
@@ -277,14 +277,14 @@ TEST(HorizontalFederation, SubmitRefusesACentralizedSpecAndAnUnboundedRoundTimeo
   ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, (*fed)->names));
   fedanon::v1::SubmitJobRequest centralized = req;
   centralized.mutable_spec()->clear_partitioning();
-  EXPECT_THAT((*fed)->leader->Submit(centralized, "admin"),
+  EXPECT_THAT((*fed)->Submit(centralized),
               StatusIs(absl::StatusCode::kInvalidArgument, "is for one table"));
   fedanon::v1::SubmitJobRequest slow = req;
   slow.set_round_timeout_seconds(86'401);
-  EXPECT_THAT((*fed)->leader->Submit(slow, "admin"),
+  EXPECT_THAT((*fed)->Submit(slow),
               StatusIs(absl::StatusCode::kInvalidArgument, "over the limit of 86400"));
   slow.set_round_timeout_seconds(86'400);
-  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->leader->Submit(slow, "admin"));
+  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->Submit(slow));
   EXPECT_EQ((*fed)->Wait(info.job_id()).state(), fedanon::v1::JOB_STATE_DONE);
 }
 
@@ -301,7 +301,7 @@ TEST(HorizontalFederation, APartyThatDisappearsFailsTheJobWithoutAResult) {
     if (++replies == 8) fed_ptr->channel.Disconnect(victim);  // mid-job, after a few rounds
   });
   ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, fed_ptr->names));
-  ASSERT_OK_AND_ASSIGN(auto info, fed_ptr->leader->Submit(req, "admin"));
+  ASSERT_OK_AND_ASSIGN(auto info, fed_ptr->Submit(req));
   const auto done = fed_ptr->Wait(info.job_id());
   EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_FAILED);
   EXPECT_NE(done.failure_reason().find(victim), std::string::npos) << done.failure_reason();
@@ -314,7 +314,7 @@ TEST(HorizontalFederation, ARecipientPartyGetsTheTableAndTheLeaderDoesNot) {
   ASSERT_OK(fed);
   ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, (*fed)->names));
   req.set_recipient((*fed)->names[1]);
-  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->leader->Submit(req, "admin"));
+  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->Submit(req));
   const auto done = (*fed)->Wait(info.job_id());
   ASSERT_EQ(done.state(), fedanon::v1::JOB_STATE_DONE) << done.failure_reason();
   EXPECT_THAT((*fed)->leader->Result(info.job_id()), StatusIs(absl::StatusCode::kNotFound, ""));
@@ -333,7 +333,7 @@ TEST(HorizontalFederation, MismatchedTaxonomyIsNamed) {
   auto fed = InProcessFederation::Create("fed_digest", files);
   ASSERT_OK(fed);
   ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, (*fed)->names));
-  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->leader->Submit(req, "admin"));
+  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->Submit(req));
   const auto done = (*fed)->Wait(info.job_id());
   EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_FAILED);
   EXPECT_NE(done.failure_reason().find("hospital-c"), std::string::npos) << done.failure_reason();

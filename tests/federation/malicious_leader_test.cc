@@ -75,11 +75,24 @@ class MaliciousLeader {
   }
 
   const std::vector<std::string>& names() const { return fed_->names; }
+  const common::AdminSigner& admin() const { return fed_->admin; }
+  const crypto::CertificateAuthority& ca() const { return *fed_->ca; }
+  const fedanon::v1::JobSpec& spec() const { return spec_; }
 
-  // PrepareJob announcing every party, the leader, and `ring`.
+  // PrepareJob announcing every party, the leader, and `ring`, authorized by the federation's
+  // admin exactly as it stands (the deviations these tests make come after the admin's signature).
   LeaderMessage Prepare(const std::vector<std::string>& ring,
                         const std::vector<std::string>& participants = {},
                         const std::string& leader_party = "") const {
+    LeaderMessage msg = Unsigned(ring, participants, leader_party);
+    EXPECT_OK(AuthorizePrepare(&msg, fed_->admin));
+    return msg;
+  }
+
+  // The same without any authorization.
+  LeaderMessage Unsigned(const std::vector<std::string>& ring,
+                         const std::vector<std::string>& participants = {},
+                         const std::string& leader_party = "") const {
     LeaderMessage msg;
     msg.set_job_id(kJob);
     auto* prepare = msg.mutable_prepare();
@@ -448,6 +461,87 @@ TEST(MaliciousLeader, OutOfRangeChunksAreRefused) {
                 StatusIs(absl::StatusCode::kInvalidArgument,
                          "chunk 1 of collect 6 arrived before its first chunk"));
   });
+}
+
+// The leader sends the job an admin signed but names another recipient: the integrated table
+// would go to someone the admin did not choose (issue 26 §1, "today it can change
+// release.recipient").
+TEST(MaliciousLeader, NamesADifferentRecipientIsRefused) {
+  auto m = MaliciousLeader::Create("recipient", 0);
+  ASSERT_NE(m, nullptr);
+  const auto& n = m->names();
+  // The admin signed "the leader receives"; the leader redirects the result to hospital-c.
+  LeaderMessage msg = m->Prepare(n);
+  msg.mutable_prepare()->set_recipient(n[2]);
+  EXPECT_THAT(m->Send(n[0], msg),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "job not authorized: recipient differs from the admin's signed job"));
+  // The admin chose hospital-b; the leader names itself.
+  LeaderMessage to_b = m->Unsigned(n);
+  to_b.mutable_prepare()->set_recipient(n[1]);
+  ASSERT_OK(AuthorizePrepare(&to_b, m->admin()));
+  to_b.mutable_prepare()->set_recipient("leader");
+  EXPECT_THAT(m->Send(n[1], to_b),
+              StatusIs(absl::StatusCode::kPermissionDenied, "recipient differs"));
+  // Unchanged, the admin's job is accepted.
+  to_b.mutable_prepare()->set_recipient(n[1]);
+  EXPECT_OK(m->Send(n[1], to_b));
+}
+
+// The leader alters what the admin signed: the spec (a weaker K, another QID), the ring, a
+// party's table; or it starts the same run again under a new job id, or signs a job itself.
+TEST(MaliciousLeader, ChangesTheJobAfterAuthorizationIsRefused) {
+  auto m = MaliciousLeader::Create("altered", 0);
+  ASSERT_NE(m, nullptr);
+  const auto& n = m->names();
+  const LeaderMessage authorized = m->Prepare(n);
+
+  LeaderMessage weaker = authorized;
+  weaker.mutable_prepare()->mutable_spec()->mutable_privacy()->set_k(1000);
+  EXPECT_THAT(m->Send(n[0], weaker),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "job not authorized: the job (spec or taxonomies, as this party loaded "
+                       "them) differs from the admin's signed job"));
+  LeaderMessage renamed = authorized;
+  renamed.mutable_prepare()->mutable_spec()->mutable_attributes(0)->set_role(
+      fedanon::v1::ROLE_OTHER);
+  EXPECT_THAT(m->Send(n[0], renamed),
+              StatusIs(absl::StatusCode::kPermissionDenied, "differs from the admin's signed job"));
+  LeaderMessage reordered = authorized;
+  reordered.mutable_prepare()->clear_ring();
+  for (const std::string& p : {n[1], n[0], n[2]}) reordered.mutable_prepare()->add_ring(p);
+  EXPECT_THAT(m->Send(n[0], reordered),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "job not authorized: ring differs from the admin's signed job"));
+  LeaderMessage other_table = authorized;
+  other_table.mutable_prepare()->set_data_path("other.csv");
+  EXPECT_THAT(m->Send(n[0], other_table),
+              StatusIs(absl::StatusCode::kPermissionDenied, "data path differs"));
+  // The body tampered with (the ring inside the signed bytes): the signature no longer verifies.
+  LeaderMessage tampered = reordered;
+  fedanon::v1::AuthorizedJob body;
+  ASSERT_TRUE(body.ParseFromString(authorized.prepare().authorization().body()));
+  body.clear_ring();
+  for (const std::string& p : {n[1], n[0], n[2]}) body.add_ring(p);
+  tampered.mutable_prepare()->mutable_authorization()->set_body(body.SerializeAsString());
+  EXPECT_THAT(m->Send(n[0], tampered),
+              StatusIs(absl::StatusCode::kPermissionDenied, "the signature does not verify"));
+  // No authorization at all, or one the leader made with its own (leader) certificate.
+  EXPECT_THAT(m->Send(n[0], m->Unsigned(n)),
+              StatusIs(absl::StatusCode::kPermissionDenied, "carries no admin authorization"));
+  ASSERT_OK_AND_ASSIGN(crypto::IssuedCertificate leader_tls,
+                       m->ca().IssueTls({crypto::Role::kLeader, "leader"}, {}, absl::Hours(1)));
+  LeaderMessage self_signed = m->Unsigned(n);
+  ASSERT_OK(AuthorizePrepare(&self_signed, {leader_tls.cert_pem, leader_tls.key_pem}));
+  EXPECT_THAT(m->Send(n[0], self_signed),
+              StatusIs(absl::StatusCode::kPermissionDenied, "is leader, not admin"));
+  // The admin's job as signed is accepted once; the same run again under a new job id (a restart
+  // from round 0 on the leader's say-so) is refused.
+  EXPECT_OK(m->Send(n[0], authorized));
+  LeaderMessage restarted = authorized;
+  restarted.set_job_id("job-00000000bad2");
+  EXPECT_THAT(m->Send(n[0], restarted),
+              StatusIs(absl::StatusCode::kPermissionDenied, "run id already used"));
 }
 
 }  // namespace

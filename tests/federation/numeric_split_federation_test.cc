@@ -238,7 +238,7 @@ void RunAdult(const std::string& name, const std::string& mode, AdultRun* out) {
     (*req.mutable_taxonomies())[a.name()] = taxonomies.at(a.taxonomy());
     texts[a.name()] = taxonomies.at(a.taxonomy());
   }
-  ASSERT_OK_AND_ASSIGN(auto info, fed->leader->Submit(req, "admin"));
+  ASSERT_OK_AND_ASSIGN(auto info, fed->Submit(req));
   const auto done = fed->Wait(info.job_id());
   ASSERT_EQ(done.state(), fedanon::v1::JOB_STATE_DONE) << done.failure_reason();
   out->report = done.report();

@@ -56,7 +56,7 @@ JobRun RunJob(const std::string& name, const std::string& spec_yaml,
       (*req.mutable_taxonomies())[a.name()] = files[0].at(a.taxonomy());
     }
   }
-  auto info = (*fed)->leader->Submit(req, "admin");
+  auto info = (*fed)->Submit(req);
   EXPECT_TRUE(info.ok()) << info.status();
   if (!info.ok()) return out;
   out.info = (*fed)->Wait(info->job_id());

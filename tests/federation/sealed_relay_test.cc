@@ -47,6 +47,7 @@ class SealedRelayTest : public ::testing::Test {
       l->set_name("leader");
       l->set_index(UINT32_MAX);
       l->set_seal_certificate(leader_seal.cert_pem);
+      ASSERT_OK(AuthorizePrepare(&msg, fed_->admin));
       ASSERT_OK(fed_->channel.Call(fed_->names[i], msg, absl::Seconds(5)));
     }
   }

@@ -62,6 +62,9 @@ Received RunSums(const std::vector<std::string>& party_tables, int runs, const s
     l->set_name("leader");
     l->set_index(UINT32_MAX);
     l->set_seal_certificate(leader_seal->cert_pem);
+    EXPECT_TRUE(AuthorizePrepare(&msg, (*fed)->admin,
+                                 TaxonomyTexts(*spec, (*fed)->dir + "/" + (*fed)->names[i]))
+                    .ok());
     auto reply = (*fed)->channel.Call((*fed)->names[i], msg, absl::Seconds(5));
     EXPECT_TRUE(reply.ok()) << reply.status();
   }

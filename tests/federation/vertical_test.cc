@@ -169,7 +169,7 @@ VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::
       (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
   }
   req.set_recipient(recipient);
-  auto info = (*fed)->leader->Submit(req, "admin");
+  auto info = (*fed)->Submit(req);
   out.submitted = info.status();
   if (recipient.empty()) {
     EXPECT_TRUE(info.ok()) << info.status();
@@ -619,7 +619,7 @@ TEST(VerticalFederation, AnAttributeWithoutPartyIsRefused) {
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& p : (*fed)->names) req.add_parties(p);
-  auto info = (*fed)->leader->Submit(req, "admin");
+  auto info = (*fed)->Submit(req);
   ASSERT_FALSE(info.ok());
   EXPECT_NE(std::string(info.status().message()).find("'Sex' needs `party:`"), std::string::npos)
       << info.status();

@@ -237,7 +237,7 @@ absl::StatusOr<std::unique_ptr<leader::Leader>> CapturedLeader(InProcessFederati
 
 void SubmitAndWait(InProcessFederation& fed, const fedanon::v1::SubmitJobRequest& req,
                    LeaderRun* out) {
-  ASSERT_OK_AND_ASSIGN(auto info, fed.leader->Submit(req, "admin"));
+  ASSERT_OK_AND_ASSIGN(auto info, fed.Submit(req));
   out->job_id = info.job_id();
   out->info = fed.Wait(info.job_id());
   ASSERT_EQ(out->info.state(), fedanon::v1::JOB_STATE_DONE) << out->info.failure_reason();
@@ -479,7 +479,7 @@ void RunVertical(const std::string& name, const std::string& recipient) {
     SubmitAndWait(*fed, req, &run);
     if (::testing::Test::HasFatalFailure()) return;
   } else {
-    ASSERT_OK_AND_ASSIGN(auto info, fed->leader->Submit(req, "admin"));
+    ASSERT_OK_AND_ASSIGN(auto info, fed->Submit(req));
     run.job_id = info.job_id();
     run.info = fed->Wait(info.job_id());
     ASSERT_EQ(run.info.state(), fedanon::v1::JOB_STATE_DONE) << run.info.failure_reason();

@@ -105,12 +105,13 @@ class PartyJobIdTest : public ::testing::Test {
 };
 
 TEST_F(PartyJobIdTest, PassesTheJobIdCheckWithTheLeadersForm) {
-  // This Prepare carries no ring, so it fails later; the job id itself must pass.
+  // This Prepare carries no admin authorization, so it fails later; the job id itself must pass.
   const fedanon::v1::PartyMessage reply = Prepare("job-0123456789ab");
   ASSERT_TRUE(reply.has_error());
   EXPECT_EQ(reply.error().message().find("invalid job id"), std::string::npos)
       << reply.error().message();
-  EXPECT_NE(reply.error().message().find("ring"), std::string::npos) << reply.error().message();
+  EXPECT_NE(reply.error().message().find("job not authorized"), std::string::npos)
+      << reply.error().message();
 }
 
 TEST_F(PartyJobIdTest, RefusesIdsThatAreNotPlainNames) {

@@ -26,6 +26,7 @@
 // <output_dir>/<job id>.csv).
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -43,6 +44,7 @@
 #include "party/party_agent.h"
 #include "spdlog/spdlog.h"
 #include "tests/fuzz/fuzz_support.h"
+#include "tests/support/job_authorization_util.h"
 
 namespace fedanon::fuzz {
 namespace {
@@ -126,7 +128,8 @@ struct World {
   // Every participant's sealing keys: hop payloads are sealed sender-authenticated by the sender
   // they name (crypto::SealFrom), as the party checks.
   std::map<std::string, std::unique_ptr<crypto::SealKeyPair>> keys;
-  LeaderMessage horizontal, vertical;           // prepare
+  LeaderMessage horizontal, vertical;  // prepare
+  common::AdminSigner admin;  // authorizes the prepares (and every fuzzed one that carries none)
 };
 
 party::PartyAgentOptions PartyOptions(const World& w, const std::string& name,
@@ -160,6 +163,11 @@ LeaderMessage Prepare(const World& w, std::string_view spec_yaml, const std::str
   // The ring fixed at Prepare: hospital-a first, so it takes the leader's masks.
   msg.mutable_prepare()->add_ring(kA);
   msg.mutable_prepare()->add_ring(kB);
+  if (!fedanon::testing::AuthorizePrepare(&msg, w.admin,
+                                          fedanon::testing::TaxonomyTexts(*spec, w.a.data_dir))
+           .ok()) {
+    FuzzFail("cannot sign a fixed prepare");
+  }
   return msg;
 }
 
@@ -200,6 +208,9 @@ const World& TheWorld() {
     }
     WriteTextFile(w->a.data_dir + "/vtable.csv", VerticalTableA());
     WriteTextFile(w->b.data_dir + "/vtable.csv", VerticalTableB());
+    absl::StatusOr<common::AdminSigner> admin = fedanon::testing::IssueTestAdmin(*w->ca);
+    if (!admin.ok()) FuzzFail("no admin certificate");
+    w->admin = *std::move(admin);
     w->horizontal = Prepare(*w, kHorizontalSpec, "table.csv");
     w->vertical = Prepare(*w, kVerticalSpec, "vtable.csv");
     return w;
@@ -253,6 +264,15 @@ bool Rewrite(LeaderMessage* msg) {
       if (p.seal_certificate().empty() && it != TheWorld().seal_certs.end()) {
         p.set_seal_certificate(it->second);
       }
+    }
+    // No authorization: the harness plays an admin who signed exactly this job, so that the
+    // fuzzer reaches the rest of the prepare step (a signed one is left as the fuzzer made it).
+    if (prepare->authorization().body().empty() &&
+        !fedanon::testing::AuthorizePrepare(
+             msg, TheWorld().admin,
+             fedanon::testing::TaxonomyTexts(prepare->spec(), TheWorld().a.data_dir))
+             .ok()) {
+      return false;
     }
   }
   if (msg->has_sum_step() && msg->sum_step().has_sealed()) {
@@ -322,6 +342,9 @@ PartyMessage Expect(party::PartyAgent& agent, const LeaderMessage& msg, const ch
 }
 
 std::unique_ptr<party::PartyAgent> NewAgent(const party::PartyAgentOptions& options) {
+  // A fresh party: no run ids used, no releases counted (the run ledger lives in output_dir).
+  std::error_code ec;
+  std::filesystem::remove(options.output_dir + "/runs.ledger", ec);
   absl::StatusOr<std::unique_ptr<party::PartyAgent>> agent = party::PartyAgent::Create(options);
   if (!agent.ok()) FuzzFail("PartyAgent::Create failed");
   return *std::move(agent);

@@ -147,12 +147,19 @@ TEST(PartyAgent, PrepareReportsTheDigestOfTheSubmittedJob) {
   EXPECT_EQ(digests[1], expected);
 }
 
-TEST(PartyAgent, PrepareWithADifferentTaxonomyGivesAnotherDigest) {
+TEST(PartyAgent, PrepareWithADifferentTaxonomyIsRefused) {
   auto files = TwoHospitals();
   files[1]["job.csv"] = "Janitor;Blue;ANY_Job\nLawyer;Blue;ANY_Job\n";
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_differs", files));
-  ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-000000000001", kSpec));
-  EXPECT_NE(digests[0], digests[1]);
+  // The admin signed the job with hospital-a's taxonomies; hospital-b's tree gives another
+  // digest, so hospital-b refuses before it reads its table.
+  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare("job-000000000001", kSpec));
+  ASSERT_OK_AND_ASSIGN(PartyMessage a, f->Call("hospital-a", prepare));
+  EXPECT_EQ(a.prepared().digest().size(), 32u);
+  EXPECT_THAT(f->Call("hospital-b", prepare),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "party 'hospital-b': job not authorized: the job (spec or taxonomies, as "
+                       "this party loaded them) differs from the admin's signed job"));
 }
 
 TEST(PartyAgent, PrepareErrorsNameTheProblemButNoRawValue) {

@@ -18,6 +18,7 @@
 #include "crypto/certificates.h"
 #include "party/party_agent.h"
 #include "tests/common/engine/engine_test_util.h"
+#include "tests/support/job_authorization_util.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::party {
@@ -59,6 +60,9 @@ class PartyPathsTest : public ::testing::Test {
     ASSERT_TRUE(seal_b.ok()) << seal_b.status();
     auto seal_leader = (*ca)->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(1));
     ASSERT_TRUE(seal_leader.ok()) << seal_leader.status();
+    auto admin = testing::IssueTestAdmin(**ca);
+    ASSERT_TRUE(admin.ok()) << admin.status();
+    admin_ = *std::move(admin);
     participants_ = {{"hospital-a", 0, seal->cert_pem},
                      {"hospital-b", 1, seal_b->cert_pem},
                      {"leader", UINT32_MAX, seal_leader->cert_pem}};
@@ -101,6 +105,9 @@ class PartyPathsTest : public ::testing::Test {
       announced->set_seal_certificate(p.seal_cert_pem);
       if (p.index != UINT32_MAX) request.mutable_prepare()->add_ring(p.name);
     }
+    // An admin authorized this job (as the party would load it where the files are readable).
+    EXPECT_TRUE(
+        testing::AuthorizePrepare(&request, admin_, testing::TaxonomyTexts(*spec, data_dir_)).ok());
     return agent_->Handle(request);
   }
 
@@ -110,6 +117,7 @@ class PartyPathsTest : public ::testing::Test {
     std::string seal_cert_pem;
   };
   std::vector<Participant> participants_;
+  common::AdminSigner admin_;
 
   std::string root_;
   std::string data_dir_;

@@ -23,6 +23,7 @@
 #include "fedanon/v1/federation.pb.h"
 #include "party/in_process_channel.h"
 #include "party/party_agent.h"
+#include "tests/support/job_authorization_util.h"
 
 namespace fedanon::testing {
 
@@ -50,6 +51,7 @@ struct PartyFixture {
   std::string dir;
   std::unique_ptr<crypto::CertificateAuthority> ca;
   crypto::IssuedCertificate leader_seal;
+  common::AdminSigner admin;  // signs every Prepare the fixture builds
   std::vector<std::unique_ptr<party::PartyAgent>> agents;
   std::vector<std::string> names;
   party::InProcessPartyChannel channel;
@@ -65,6 +67,9 @@ struct PartyFixture {
     auto leader_seal = f->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(24));
     if (!leader_seal.ok()) return leader_seal.status();
     f->leader_seal = *std::move(leader_seal);
+    auto admin = IssueTestAdmin(*f->ca);
+    if (!admin.ok()) return admin.status();
+    f->admin = *std::move(admin);
     for (size_t i = 0; i < party_files.size(); ++i) {
       const std::string pname = std::string("hospital-") + static_cast<char>('a' + i);
       auto seal = f->ca->IssueSeal({crypto::Role::kParty, pname}, absl::Hours(24));
@@ -89,7 +94,7 @@ struct PartyFixture {
   }
 
   // PrepareJob for `spec_yaml` announcing every party (ring order) and the leader as a possible
-  // recipient, as the leader sends it.
+  // recipient, as the leader sends it, signed by the fixture's admin.
   absl::StatusOr<fedanon::v1::LeaderMessage> Prepare(const std::string& job_id,
                                                      const std::string& spec_yaml,
                                                      const std::string& recipient = "") const {
@@ -111,6 +116,11 @@ struct PartyFixture {
     p->set_index(UINT32_MAX);
     p->set_seal_certificate(leader_seal.cert_pem);
     prepare->set_recipient(recipient);
+    // Authorized by the fixture's admin, with each taxonomy as the first party holding it has it.
+    std::map<std::string, std::string> texts;
+    for (const auto& name : names) texts.merge(TaxonomyTexts(prepare->spec(), dir + "/" + name));
+    absl::Status signed_job = AuthorizePrepare(&msg, admin, texts);
+    if (!signed_job.ok()) return signed_job;
     return msg;
   }
 

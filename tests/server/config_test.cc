@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "server/logging.h"
 #include "server/tls.h"
@@ -285,6 +286,48 @@ TEST_F(ConfigTest, PartyMaxInputBytes) {
                          "key 'max_input_bytes' must be a positive whole number of bytes"))
         << bad;
   }
+}
+
+TEST_F(ConfigTest, PartyAdminsAndPolicy) {
+  const std::string base =
+      "name: hospital-a\nleader: 127.0.0.1:7443\ndata_dir: data\n"
+      "tls: {ca: ca.crt, cert: tls.crt, key: tls.key}\nseal: {cert: seal.crt, key: seal.key}\n";
+  // Absent: every admin of the CA, no policy.
+  ASSERT_OK_AND_ASSIGN(const PartyConfig open, LoadPartyConfig(Write("p.yaml", base)));
+  EXPECT_FALSE(open.admins.has_value());
+  EXPECT_TRUE(open.policy.empty());
+  ASSERT_OK_AND_ASSIGN(
+      const PartyConfig c,
+      LoadPartyConfig(Write("p.yaml", base + "admins: [alice, bob]\n"
+                                             "policy:\n"
+                                             "  min_k: 10\n"
+                                             "  min_l: 2\n"
+                                             "  max_c: 0.8\n"
+                                             "  qid_attributes: [age, zip]\n"
+                                             "  released_attributes: [age, zip, disease]\n"
+                                             "  recipients: [hospital-a]\n"
+                                             "  max_releases: 3\n")));
+  EXPECT_EQ(c.admins, (std::vector<std::string>{"alice", "bob"}));
+  EXPECT_EQ(c.policy.min_k, 10u);
+  EXPECT_EQ(c.policy.min_l, 2u);
+  EXPECT_EQ(c.policy.max_c, 0.8);
+  EXPECT_EQ(c.policy.qid_attributes, (std::vector<std::string>{"age", "zip"}));
+  EXPECT_EQ(c.policy.released_attributes, (std::vector<std::string>{"age", "zip", "disease"}));
+  EXPECT_EQ(c.policy.recipients, (std::vector<std::string>{"hospital-a"}));
+  EXPECT_EQ(c.policy.max_releases, 3u);
+  // An empty list is a list: nobody / nothing.
+  ASSERT_OK_AND_ASSIGN(const PartyConfig none,
+                       LoadPartyConfig(Write("p.yaml", base + "admins: []\n")));
+  ASSERT_TRUE(none.admins.has_value());
+  EXPECT_TRUE(none.admins->empty());
+  EXPECT_THAT(LoadPartyConfig(Write("p.yaml", base + "policy: {min_k: 0}\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "key 'policy.min_k' must be a whole"));
+  EXPECT_THAT(LoadPartyConfig(Write("p.yaml", base + "policy: {max_c: 1.5}\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "key 'policy.max_c' must be a number"));
+  EXPECT_THAT(LoadPartyConfig(Write("p.yaml", base + "policy: {min_K: 5}\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "unknown key 'policy.min_K'"));
+  EXPECT_THAT(LoadPartyConfig(Write("p.yaml", base + "admins: alice\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "key 'admins' must be a list"));
 }
 
 TEST(HostPortTest, Validates) {
