@@ -268,6 +268,9 @@ constexpr size_t kAdultStride = 6;
 #else
 constexpr size_t kAdultStride = 3;
 #endif
+// Every third record in every build for the neutrality test: on every sixth record the honest run
+// (binned numeric split) never puts one party ahead of the other, and the test could not fail.
+constexpr size_t kEqualCapabilityStride = 3;
 
 // mohammed2011 §7.2's Top7 QID (Cg, Ag, Ms, En, Re, Hw, Sx) with k = 20, the low end of its range.
 std::vector<std::string> TopQid() {
@@ -349,7 +352,7 @@ TEST(AdultParticipation, EqualCapabilityGivesTheHonestTable) {
       {"age", "education-num", "relationship", "race", "sex", "marital-status", "native-country",
        "education"},
       {"hours-per-week", "capital-gain", "capital-loss", "workclass", "occupation"}};
-  ASSERT_OK_AND_ASSIGN(Table table, AdultWithIds(kAdultStride));
+  ASSERT_OK_AND_ASSIGN(Table table, AdultWithIds(kEqualCapabilityStride));
   ExpectNeutralAtTheHonestLead(
       "adult_equal",
       [&](const std::string& extra) {
