@@ -12,43 +12,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/base/file_io.h"
+#include "common/base/json_string.h"
 #include "common/base/status_macros.h"
 
 namespace fedanon::leader {
 namespace {
-
-// A JSON string literal (RFC 8259): quotes, backslashes and control characters escaped; other
-// bytes as they are (labels and names are UTF-8).
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string GroupLabel(const std::vector<common::AttributeHierarchy>& hier,
                        const std::vector<common::NodeIndex>& key) {
@@ -62,18 +30,18 @@ std::string GroupLabel(const std::vector<common::AttributeHierarchy>& hier,
 }  // namespace
 
 std::string ViewEntryToJson(const ViewEntry& e) {
-  std::string out = absl::StrCat("{\"round\":", e.round, ",\"kind\":", JsonString(e.kind),
-                                 ",\"attribute\":", JsonString(e.attribute),
+  std::string out = absl::StrCat("{\"round\":", e.round, ",\"kind\":", common::JsonString(e.kind),
+                                 ",\"attribute\":", common::JsonString(e.attribute),
                                  ",\"labelled\":", e.labelled ? "true" : "false", ",\"counts\":[",
                                  absl::StrJoin(e.counts, ","), "]");
-  if (!e.node.empty()) absl::StrAppend(&out, ",\"node\":", JsonString(e.node));
+  if (!e.node.empty()) absl::StrAppend(&out, ",\"node\":", common::JsonString(e.node));
   if (!e.bounds.empty()) absl::StrAppend(&out, ",\"bounds\":[", absl::StrJoin(e.bounds, ","), "]");
-  if (!e.party.empty()) absl::StrAppend(&out, ",\"party\":", JsonString(e.party));
+  if (!e.party.empty()) absl::StrAppend(&out, ",\"party\":", common::JsonString(e.party));
   if (e.score.has_value()) {
     absl::StrAppend(
         &out, ",\"score\":", std::isfinite(*e.score) ? absl::StrFormat("%.17g", *e.score) : "null");
   }
-  if (!e.detail.empty()) absl::StrAppend(&out, ",\"detail\":", JsonString(e.detail));
+  if (!e.detail.empty()) absl::StrAppend(&out, ",\"detail\":", common::JsonString(e.detail));
   return out + "}";
 }
 

@@ -15,43 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/base/json_string.h"
 
 namespace fedanon::server {
 namespace {
 
 constexpr char kTimeFormat[] = "%Y-%m-%dT%H:%M:%E3SZ";
-
-void AppendJsonString(std::string_view s, std::string& out) {
-  out.push_back('"');
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-}
 
 class JsonFormatter final : public spdlog::formatter {
  public:
@@ -88,13 +57,13 @@ absl::StatusOr<LogFormat> ParseLogFormat(std::string_view name) {
 std::string FormatJsonLogLine(std::string_view ts, std::string_view level, std::string_view program,
                               std::string_view msg) {
   std::string out = "{\"ts\":";
-  AppendJsonString(ts, out);
+  common::AppendJsonString(ts, out);
   out += ",\"level\":";
-  AppendJsonString(level, out);
+  common::AppendJsonString(level, out);
   out += ",\"program\":";
-  AppendJsonString(program, out);
+  common::AppendJsonString(program, out);
   out += ",\"msg\":";
-  AppendJsonString(msg, out);
+  common::AppendJsonString(msg, out);
   out += "}";
   return out;
 }
