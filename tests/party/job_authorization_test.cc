@@ -399,6 +399,20 @@ TEST(PartyAgentAuthorization, RunIdIsUsedOnceAcrossRestarts) {
   const fedanon::v1::PartyMessage reply = restarted->Handle(again);
   ASSERT_TRUE(reply.has_error());
   EXPECT_THAT(reply.error().message(), ::testing::HasSubstr("run id already used"));
+  // Nor does it answer any further request of the run it took part in before the restart: one
+  // request, one answer holds across restarts (the cost is that the job fails; resuming it is the
+  // durable-jobs work of the operations issue).
+  LeaderMessage sum;
+  sum.set_request_id(7);
+  sum.set_job_id(msg.job_id());
+  sum.set_round(1);
+  sum.mutable_sum_step()->set_chunks(1);
+  const fedanon::v1::PartyMessage after = restarted->Handle(sum);
+  ASSERT_TRUE(after.has_error());
+  EXPECT_THAT(after.error().message(), ::testing::HasSubstr("no prepared job with this id"));
+  const fedanon::v1::PartyMessage reprepared = restarted->Handle(msg);
+  ASSERT_TRUE(reprepared.has_error());
+  EXPECT_THAT(reprepared.error().message(), ::testing::HasSubstr("run id already used"));
 }
 
 TEST(PartyAgentAuthorization, MaxReleasesCountsPreparedJobsAndFreesFailedOnes) {
