@@ -30,7 +30,7 @@ bool IsColumn(const std::string& key) {
          key == "to" || key == "counts";
 }
 
-std::string Scalar(const nlohmann::json& v) {
+std::string Scalar(const nlohmann::ordered_json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
@@ -69,7 +69,9 @@ absl::StatusOr<std::string> FormatAuditText(const std::string& jsonl) {
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.empty()) continue;
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    // In the order the party wrote the fields.
+    const nlohmann::ordered_json j =
+        nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object() || !j.contains("round") || !j["round"].is_number_unsigned() ||
         !j.contains("kind") || !j["kind"].is_string() || !j.contains("form") ||
         !j["form"].is_string() || !j.contains("to") || !j["to"].is_array()) {
