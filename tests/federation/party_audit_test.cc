@@ -419,7 +419,22 @@ beneficial: true
 partitioning: vertical
 )";
 
-std::vector<std::map<std::string, std::string>> VerticalFiles() {
+// The same job with a sensitive attribute at hospital-a (LKC), so that hospital-a judges
+// hospital-b's candidates (verdicts) and hospital-b's children reach it before the commit.
+constexpr char kVerticalSensitiveSpec[] = R"(name: audit-vertical-sensitive
+attributes:
+  - {name: ID, role: id}
+  - {name: Sex, role: qid, taxonomy: sex.csv, party: hospital-a}
+  - {name: Disease, role: sensitive, values: [flu, hiv, none], party: hospital-a}
+  - {name: Job, role: qid, taxonomy: job.csv, party: hospital-b}
+  - {name: Salary, role: qid, type: continuous, range: [1, 99], precision: 1, party: hospital-b}
+  - {name: Class, role: class, values: [Y, N]}
+privacy: {model: lkc, L: 2, K: 4, C: 0.9, sensitive_values: [hiv]}
+score: gainratio
+partitioning: vertical
+)";
+
+std::vector<std::map<std::string, std::string>> VerticalFiles(bool sensitive) {
   struct Block {
     const char* sex;
     const char* job;
@@ -433,6 +448,7 @@ std::vector<std::map<std::string, std::string>> VerticalFiles() {
                           {"Male", "Lawyer", "44", 2, 0},     {"Female", "Lawyer", "44", 1, 0}};
   Table a, b;
   a.header = {"ID", "Class", "Sex"};
+  if (sensitive) a.header.push_back("Disease");
   b.header = {"ID", "Class", "Job", "Salary"};
   int id = 1;
   for (const Block& blk : blocks) {
@@ -440,6 +456,7 @@ std::vector<std::map<std::string, std::string>> VerticalFiles() {
       const std::string pid = absl::StrCat("person-", id++);
       const std::string cls = i < blk.y ? "Y" : "N";
       a.rows.push_back({pid, cls, blk.sex});
+      if (sensitive) a.rows.back().push_back(id % 7 == 0 ? "hiv" : (id % 2 ? "flu" : "none"));
       b.rows.push_back({pid, cls, blk.job, blk.salary});
     }
   }
@@ -450,13 +467,14 @@ std::vector<std::map<std::string, std::string>> VerticalFiles() {
   return files;
 }
 
-void RunVertical(const std::string& name, const std::string& recipient) {
-  ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(name, VerticalFiles()));
+void RunVertical(const std::string& name, const std::string& recipient, bool sensitive = false) {
+  ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(name, VerticalFiles(sensitive)));
   SentCapture capture(&fed->channel);
   crypto::IssuedCertificate seal;
   ASSERT_OK_AND_ASSIGN(fed->leader, CapturedLeader(*fed, &capture, &seal));
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec,
-                       common::ParseJobSpecYaml(kVerticalSpec, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(
+      fedanon::v1::JobSpec spec,
+      common::ParseJobSpecYaml(sensitive ? kVerticalSensitiveSpec : kVerticalSpec, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& n : fed->names) req.add_parties(n);
@@ -508,10 +526,19 @@ void RunVertical(const std::string& name, const std::string& recipient) {
   EXPECT_GT(kinds["instruction"], 0);
   EXPECT_GT(kinds["commit"], 0);
   EXPECT_EQ(kinds["released-table"], recipient.empty() ? 0 : 1);
+  if (sensitive) {
+    EXPECT_GT(kinds["verdict"], 0) << "hospital-a judges hospital-b's candidates";
+  } else {
+    EXPECT_EQ(kinds["verdict"], 0) << "no sensitive values: no judges";
+  }
   EXPECT_EQ(kinds["job-end"], 2);
 }
 
 TEST(PartyAudit, VerticalJobRecordsEveryMessage) { RunVertical("party_audit_vertical", ""); }
+
+TEST(PartyAudit, VerticalJobWithAJudgeRecordsTheVerdicts) {
+  RunVertical("party_audit_vertical_judge", "", /*sensitive=*/true);
+}
 
 TEST(PartyAudit, VerticalJobWithADataPartyRecipientRecordsTheWrittenTable) {
   RunVertical("party_audit_vertical_recipient", "hospital-b");
