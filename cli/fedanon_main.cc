@@ -9,6 +9,7 @@
 #include "cli/evaluate.h"
 #include "cli/federation_up.h"
 #include "cli/gen_data.h"
+#include "cli/party_audit.h"
 #include "cli/randomize_command.h"
 #include "cli/sweep.h"
 #include "common/base/version.h"
@@ -45,6 +46,9 @@ int Main(int argc, char** argv) {
   tree.Add("randomize",
            "Random anonymization (yang2010): replace QID values by draws from their distributions",
            common::DeclareRandomizeCommand);
+  tree.Add("party",
+           "A party's own records: `party audit JOB_ID` prints what this party sent in a job",
+           server::DeclarePartyCommand);
   // Not listed among the subcommands (the footer names it).
   tree.Add("federation", "", server::DeclareFederationCommand);
 

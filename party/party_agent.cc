@@ -8,7 +8,9 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/base/file_io.h"
 #include "common/base/parallel_for.h"
 #include "common/base/printable.h"
@@ -93,6 +95,28 @@ std::string SerializeIdList(const std::vector<std::string>& points) {
   return list.SerializeAsString();
 }
 
+// For the audit file: who the payloads are sealed for, and a candidate's coordinates.
+std::vector<std::string> Receivers(
+    const google::protobuf::RepeatedPtrField<fedanon::v1::SealedPayload>& payloads) {
+  std::vector<std::string> out;
+  for (const auto& p : payloads) out.push_back(p.receiver());
+  return out;
+}
+
+std::vector<std::pair<std::string, uint64_t>> CandidateNumbers(
+    const fedanon::v1::VerticalCandidate& c, std::vector<std::pair<std::string, uint64_t>> more) {
+  more.insert(more.begin(), {{"attribute", c.attribute()},
+                             {"node", static_cast<uint64_t>(c.node())},
+                             {"candidate", static_cast<uint64_t>(c.candidate())}});
+  return more;
+}
+
+// The number of records a serialized VerticalInstruction refines (0 when it does not parse).
+uint64_t InstructionRecords(const std::string& bytes) {
+  fedanon::v1::VerticalInstruction instruction;
+  return instruction.ParseFromString(bytes) ? instruction.records() : 0;
+}
+
 }  // namespace
 
 // Everything the party holds for the job it is taking part in.
@@ -110,6 +134,7 @@ struct PartyAgent::JobState {
   uint64_t counts_collect = UINT64_MAX;
   std::string counts_digest;
   std::vector<uint64_t> counts;
+  bool counts_release = false;  // the counts are those of the released table
   std::map<uint32_t, std::pair<std::string, PartyMessage>> answered;  // chunk -> (purpose, reply)
   // The data parties in the ring order agreed at Prepare, the leader's name and the recipient.
   std::vector<std::string> ring;
@@ -147,6 +172,9 @@ absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions
   if (options.ledger_path.empty() && !options.output_dir.empty()) {
     options.ledger_path = (std::filesystem::path(options.output_dir) / "runs.ledger").string();
   }
+  if (options.audit_dir.empty() && !options.ledger_path.empty()) {
+    options.audit_dir = std::filesystem::path(options.ledger_path).parent_path().string();
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<RunLedger> ledger, RunLedger::Open(options.ledger_path));
   return std::unique_ptr<PartyAgent>(
       new PartyAgent(std::move(options), std::move(keys), std::move(ledger)));
@@ -157,8 +185,19 @@ PartyAgent::PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKe
     : options_(std::move(options)),
       seal_keys_(std::move(seal_keys)),
       authorizer_(AuthorizationOptions{options_.name, options_.ca_pem, options_.admins}),
-      ledger_(std::move(ledger)) {}
+      ledger_(std::move(ledger)),
+      audit_(options_.audit_dir) {}
 PartyAgent::~PartyAgent() = default;
+
+absl::Status PartyAgent::Audit(uint64_t round, AuditEntry entry) const {
+  entry.round = round;
+  absl::Status st = audit_.Append(job_->job_id, entry);
+  if (!st.ok()) {
+    spdlog::error("job={} round={} cannot record a {} message in the audit file: {}", job_->job_id,
+                  round, entry.kind, std::string(st.message()));
+  }
+  return st;
+}
 
 PartyMessage PartyAgent::Handle(const LeaderMessage& request) {
   absl::MutexLock lock(&mu_);
@@ -170,6 +209,20 @@ PartyMessage PartyAgent::Handle(const LeaderMessage& request) {
     error.mutable_error()->set_message(std::string(reply.status().message()));
     spdlog::warn("job={} round={} request failed: {}", request.job_id(), request.round(),
                  std::string(reply.status().message()));
+    // The refusal leaves too: recorded for a job whose start was recorded.
+    if (audit_.Exists(request.job_id())) {
+      absl::Status st =
+          audit_.Append(request.job_id(),
+                        {.round = request.round(),
+                         .kind = kAuditError,
+                         .form = kAuditPlaintext,
+                         .to = {job_ && job_->job_id == request.job_id() ? job_->leader : "leader"},
+                         .texts = {{"error", std::string(reply.status().message())}}});
+      if (!st.ok()) {
+        spdlog::error("job={} cannot record an error: {}", request.job_id(),
+                      std::string(st.message()));
+      }
+    }
     return error;
   }
   reply->set_request_id(request.request_id());
@@ -201,6 +254,16 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
     case LeaderMessage::kVertical:
       return HandleVertical(request);
     case LeaderMessage::kEndJob:
+      if (audit_.Exists(request.job_id())) {
+        RETURN_IF_ERROR(audit_.Append(
+            request.job_id(),
+            {.round = request.round(),
+             .kind = kAuditJobEnd,
+             .form = kAuditPlaintext,
+             .to = {job_ && job_->job_id == request.job_id() ? job_->leader : "leader"},
+             .texts = {{"success", request.end_job().success() ? "true" : "false"},
+                       {"reason", request.end_job().reason()}}}));
+      }
       if (job_ && job_->job_id == request.job_id()) {
         spdlog::info("job={} ended: {}", job_->job_id,
                      common::Printable(request.end_job().reason()));
@@ -281,6 +344,23 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(const LeaderMessage& requ
   RETURN_IF_ERROR(
       ledger_->Reserve(authorized.run_id(), job->job_id, table, options_.policy.max_releases));
   reply.mutable_prepared()->set_digest(digest);
+  absl::StatusOr<crypto::Identity> admin =
+      crypto::IdentityOfCertificate(request.prepare().authorization().admin_certificate());
+  RETURN_IF_ERROR(audit_.Append(
+      job->job_id,
+      {.round = request.round(),
+       .kind = kAuditJobStart,
+       .form = kAuditPlaintext,
+       .to = {job->leader},
+       .numbers = {{"records", job->data ? job->data->num_records : job->vertical->records()}},
+       .texts = {{"run_id", authorized.run_id()},
+                 {"job_digest", absl::BytesToHexString(digest)},
+                 {"admin", admin.ok() ? admin->name : "?"},
+                 {"ring", absl::StrJoin(job->ring, ",")},
+                 {"leader", job->leader},
+                 {"recipient", job->recipient},
+                 {"partitioning", job->vertical ? "vertical" : "horizontal"},
+                 {"table", std::filesystem::path(table).filename().string()}}}));
   job_ = std::move(job);
   return reply;
 }
@@ -521,6 +601,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
     }
     job.counts.clear();
     common::AppendLocalStats(*job.tips, stats_request, &job.counts);
+    job.counts_release = !stats_request.released_groups.empty();
     job.counts_collect = step.collect();
     job.counts_digest = common::SumRequestDigest(step.request(), job.update_chain);
     job.answered.clear();
@@ -548,6 +629,12 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
           absl::StrCat("secure sum: chunk ", step.chunk(), " of collect ", step.collect(),
                        " was already answered for a different request (one request, one answer)"));
     }
+    RETURN_IF_ERROR(
+        Audit(request.round(),
+              {.kind = kAuditSecureSum,
+               .form = kAuditMaskedSealed,
+               .to = {done->second.second.sum_step().sealed().receiver()},
+               .numbers = {{"collect", step.collect()}, {"chunk", step.chunk()}, {"repeat", 1}}}));
     return done->second.second;  // the same request: the same answer
   }
   std::string input;
@@ -600,6 +687,21 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
   out->set_purpose(purpose);
   out->set_ciphertext(std::move(sealed));
   job.answered[step.chunk()] = {purpose, reply};
+  // This party's own counts of the chunk, in plaintext; they left masked and sealed.
+  RETURN_IF_ERROR(Audit(
+      request.round(),
+      {.kind = kAuditSecureSum,
+       .form = kAuditMaskedSealed,
+       .to = {receiver},
+       .numbers = {{"collect", step.collect()},
+                   {"chunk", step.chunk()},
+                   {"offset", step.chunk_offset()},
+                   {"words", acc.size()},
+                   {"total_words", job.counts.size()}},
+       .texts = {{"purpose", job.counts_release ? "released-counts" : "statistics"}},
+       .has_counts = true,
+       .counts = {job.counts.begin() + static_cast<ptrdiff_t>(step.chunk_offset()),
+                  job.counts.begin() + static_cast<ptrdiff_t>(step.chunk_offset() + acc.size())}}));
   return reply;
 }
 
@@ -659,6 +761,12 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
     RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
     spdlog::info("job={} integrated table ({} rows) written to {}", job.job_id, rows.size(), path);
     out->set_rows_written(rows.size());
+    RETURN_IF_ERROR(
+        Audit(request.round(), {.kind = kAuditReleasedTable,
+                                .form = kAuditPlaintext,
+                                .to = {job.leader},
+                                .numbers = {{"rows", rows.size()}},
+                                .texts = {{"recipient", options_.name}, {"file", path}}}));
     return reply;
   }
   const std::string successor = pos + 1 < order.size() ? order[pos + 1] : job.recipient;
@@ -700,6 +808,15 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
   payload->set_receiver(successor);
   payload->set_purpose("union-list");
   payload->set_ciphertext(std::move(sealed));
+  // This party's released rows, each sealed for the recipient, inside the list sealed for the
+  // next hop.
+  RETURN_IF_ERROR(Audit(
+      request.round(),
+      {.kind = kAuditUnionRows,
+       .form = kAuditSealed,
+       .to = {successor},
+       .numbers = {{"rows", lines.size()}, {"list_rows", static_cast<uint64_t>(list.rows_size())}},
+       .texts = {{"rows_sealed_for", job.recipient}}}));
   return reply;
 }
 
@@ -757,6 +874,18 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& req
       return reply;
     case fedanon::v1::VerticalStep::kPropose:
       VerticalPropose(out);
+      RETURN_IF_ERROR(Audit(
+          round,
+          {.kind = kAuditProposal,
+           .form = kAuditPlaintext,
+           .to = {job_->leader},
+           .numbers = out->proposal().participate()
+                          ? CandidateNumbers(out->proposal().candidate(), {{"participate", 1}})
+                          : std::vector<std::pair<std::string, uint64_t>>{{"participate", 0}},
+           .texts = {{"score", out->proposal().participate()
+                                   ? absl::StrCat(out->proposal().candidate().score())
+                                   : ""},
+                     {"reason", out->proposal().reason()}}}));
       return reply;
     case fedanon::v1::VerticalStep::kWinner:
       RETURN_IF_ERROR(VerticalWinner(step.winner(), round, out));
@@ -788,7 +917,11 @@ absl::Status PartyAgent::VerticalIdEncrypt(const fedanon::v1::IdEncrypt& step, u
   ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwn());
   ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
                    SealFor(step.next(), round, "id-list", SerializeIdList(points)));
-  return absl::OkStatus();
+  return Audit(round, {.kind = kAuditIdList,
+                       .form = kAuditSealed,
+                       .to = {step.next()},
+                       .numbers = {{"ids", points.size()}},
+                       .texts = {{"origin", options_.name}}});
 }
 
 absl::Status PartyAgent::VerticalIdReencrypt(const fedanon::v1::IdReEncrypt& re, uint64_t round,
@@ -801,7 +934,11 @@ absl::Status PartyAgent::VerticalIdReencrypt(const fedanon::v1::IdReEncrypt& re,
   if (!re.next().empty()) {
     ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
                      SealFor(re.next(), round, "id-list", SerializeIdList(again)));
-    return absl::OkStatus();
+    return Audit(round, {.kind = kAuditIdList,
+                         .form = kAuditSealed,
+                         .to = {re.next()},
+                         .numbers = {{"ids", again.size()}},
+                         .texts = {{"origin", re.origin()}}});
   }
   // The last hop: the fully encrypted list, as digests, for every party.
   fedanon::v1::IdList digests;
@@ -811,7 +948,11 @@ absl::Status PartyAgent::VerticalIdReencrypt(const fedanon::v1::IdReEncrypt& re,
     ASSIGN_OR_RETURN(*out->mutable_ids()->add_for_parties(),
                      SealFor(party, round, absl::StrCat("id-full:", re.origin()), serialized));
   }
-  return absl::OkStatus();
+  return Audit(round, {.kind = kAuditIdList,
+                       .form = kAuditSealed,
+                       .to = Receivers(out->ids().for_parties()),
+                       .numbers = {{"ids", again.size()}},
+                       .texts = {{"origin", re.origin()}, {"list", "fully-encrypted digests"}}});
 }
 
 absl::Status PartyAgent::VerticalIdAlign(const fedanon::v1::IdAlign& align, uint64_t round,
@@ -845,7 +986,10 @@ absl::Status PartyAgent::VerticalIdAlign(const fedanon::v1::IdAlign& align, uint
   spdlog::info("job={} ID matching: {} of {} records are common to every party", job.job_id,
                alignment.common, vp.ids().size());
   out->mutable_ids()->set_common_records(alignment.common);
-  return absl::OkStatus();
+  return Audit(round, {.kind = kAuditIdCommon,
+                       .form = kAuditPlaintext,
+                       .to = {job.leader},
+                       .numbers = {{"common_records", alignment.common}}});
 }
 
 void PartyAgent::VerticalPropose(fedanon::v1::VerticalStepResult* out) const {
@@ -885,7 +1029,13 @@ absl::Status PartyAgent::VerticalWinner(const fedanon::v1::VerticalWinner& winne
                      SealFor(party, round, "instruction", instruction));
   }
   job_->pending = JobState::PendingInstruction{round, winner.candidate(), std::move(instruction)};
-  return absl::OkStatus();
+  return Audit(
+      round, {.kind = kAuditInstruction,
+              .form = kAuditSealed,
+              .to = Receivers(out->instructions().for_parties()),
+              .numbers = CandidateNumbers(winner.candidate(),
+                                          {{"records", InstructionRecords(job_->pending->bytes)}}),
+              .texts = {{"stage", "to the judges"}}});
 }
 
 absl::Status PartyAgent::VerticalDeliver(const fedanon::v1::VerticalDeliver& deliver,
@@ -915,7 +1065,11 @@ absl::Status PartyAgent::VerticalDeliver(const fedanon::v1::VerticalDeliver& del
   ASSIGN_OR_RETURN(
       *out->mutable_verdict()->mutable_for_owner(),
       SealFor(deliver.instruction().sender(), round, "verdict", body.SerializeAsString()));
-  return absl::OkStatus();
+  // In plaintext for the leader and sealed for the owner.
+  return Audit(round, {.kind = kAuditVerdict,
+                       .form = "plaintext+sealed",
+                       .to = {job_->leader, deliver.instruction().sender()},
+                       .numbers = CandidateNumbers(instruction.candidate(), {{"accept", accept}})});
 }
 
 absl::Status PartyAgent::VerticalPublish(const fedanon::v1::VerticalPublish& publish,
@@ -959,8 +1113,13 @@ absl::Status PartyAgent::VerticalPublish(const fedanon::v1::VerticalPublish& pub
     ASSIGN_OR_RETURN(*out->mutable_instructions()->add_for_parties(),
                      SealFor(party, round, "instruction", job.pending->bytes));
   }
+  const uint64_t records = InstructionRecords(job.pending->bytes);
   job.pending.reset();
-  return absl::OkStatus();
+  return Audit(round, {.kind = kAuditInstruction,
+                       .form = kAuditSealed,
+                       .to = Receivers(out->instructions().for_parties()),
+                       .numbers = CandidateNumbers(publish.candidate(), {{"records", records}}),
+                       .texts = {{"stage", "after every judge accepted"}}});
 }
 
 absl::Status PartyAgent::VerticalCommit(const fedanon::v1::VerticalCommit& commit, uint64_t round,
@@ -987,7 +1146,11 @@ absl::Status PartyAgent::VerticalCommit(const fedanon::v1::VerticalCommit& commi
   }
   RETURN_IF_ERROR(job.vertical->Commit(commit.candidate(), commit.accept()));
   out->set_committed(true);
-  return absl::OkStatus();
+  return Audit(round,
+               {.kind = kAuditCommit,
+                .form = kAuditPlaintext,
+                .to = {job.leader},
+                .numbers = CandidateNumbers(commit.candidate(), {{"accept", commit.accept()}})});
 }
 
 absl::Status PartyAgent::VerticalRelease(const fedanon::v1::VerticalRelease& release,
@@ -1026,7 +1189,20 @@ absl::Status PartyAgent::VerticalRelease(const fedanon::v1::VerticalRelease& rel
   ASSIGN_OR_RETURN(*out->mutable_released()->mutable_columns(),
                    SealFor(release.recipient(), round, "columns", columns.SerializeAsString()));
   vp.FillReport("", out->mutable_released()->mutable_report());
-  return absl::OkStatus();
+  // The columns sealed for the recipient, the order seed sealed for the other data parties, this
+  // replica's report in plaintext for the leader.
+  const auto& report = out->released().report();
+  return Audit(
+      round,
+      {.kind = kAuditRelease,
+       .form = kAuditSealed,
+       .to = {release.recipient()},
+       .numbers = {{"records", vp.records()},
+                   {"columns", static_cast<uint64_t>(columns.names_size())},
+                   {"report_groups", report.groups()},
+                   {"report_smallest_group", report.smallest_group()}},
+       .texts = {{"order_seed_for", absl::StrJoin(Receivers(out->released().order_seeds()), ",")},
+                 {"report_to", job.leader}}});
 }
 
 absl::Status PartyAgent::VerticalAssemble(const fedanon::v1::VerticalAssemble& assemble,
@@ -1048,7 +1224,11 @@ absl::Status PartyAgent::VerticalAssemble(const fedanon::v1::VerticalAssemble& a
   const uint64_t records = job_->vertical->records();
   spdlog::info("job={} joined table ({} rows) written to {}", job_->job_id, records, path);
   out->mutable_assembled()->set_rows_written(records);
-  return absl::OkStatus();
+  return Audit(round, {.kind = kAuditReleasedTable,
+                       .form = kAuditPlaintext,
+                       .to = {job_->leader},
+                       .numbers = {{"rows", records}},
+                       .texts = {{"recipient", options_.name}, {"file", path}}});
 }
 
 }  // namespace fedanon::party

@@ -19,6 +19,7 @@
 #include "common/table/dataset.h"
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
+#include "party/audit_log.h"
 #include "party/job_authorization.h"
 #include "party/party_policy.h"
 #include "party/run_ledger.h"
@@ -42,6 +43,9 @@ struct PartyAgentOptions {
   // The run ledger (party/run_ledger.h): run ids used and releases per table. Empty: the file
   // `runs.ledger` in output_dir, or in memory only when output_dir is empty too.
   std::string ledger_path;
+  // Where the per-job audit files `<job_id>.audit.jsonl` go (party/audit_log.h). Empty: the
+  // directory of ledger_path (the party's state directory), or none when that is empty too.
+  std::string audit_dir;
   // Tests and demonstrations of mohammed2011 §6 only: "" (default), "never-participate" or
   // "under-declare" — this party then misbehaves in vertical jobs (loudly logged).
   std::string misbehave;
@@ -74,6 +78,9 @@ class PartyAgent {
 
   PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKeyPair> seal_keys,
              std::unique_ptr<RunLedger> ledger);
+  // One line in the current job's audit file (party/audit_log.h) for a message about to leave;
+  // a message that cannot be recorded is not sent (the request fails).
+  absl::Status Audit(uint64_t round, AuditEntry entry) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Reply Dispatch(const fedanon::v1::LeaderMessage& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // PrepareJob: verifies the participants' sealing certificates, reads the taxonomies and the
@@ -137,6 +144,7 @@ class PartyAgent {
   const std::unique_ptr<crypto::SealKeyPair> seal_keys_;  // parsed once from the seal key PEM
   const JobAuthorizer authorizer_;
   const std::unique_ptr<RunLedger> ledger_;  // thread-safe on its own
+  const AuditLog audit_;                     // thread-safe on its own
   absl::Mutex mu_;                           // held for the whole of each request
   std::unique_ptr<JobState> job_ ABSL_GUARDED_BY(mu_);
 };

@@ -342,9 +342,11 @@ PartyMessage Expect(party::PartyAgent& agent, const LeaderMessage& msg, const ch
 }
 
 std::unique_ptr<party::PartyAgent> NewAgent(const party::PartyAgentOptions& options) {
-  // A fresh party: no run ids used, no releases counted (the run ledger lives in output_dir).
+  // A fresh party: no run ids used, no releases counted (the run ledger lives in output_dir),
+  // and an empty audit file (party/audit_log.h; it would grow with every input).
   std::error_code ec;
   std::filesystem::remove(options.output_dir + "/runs.ledger", ec);
+  std::filesystem::remove(options.output_dir + "/" + kJob + ".audit.jsonl", ec);
   absl::StatusOr<std::unique_ptr<party::PartyAgent>> agent = party::PartyAgent::Create(options);
   if (!agent.ok()) FuzzFail("PartyAgent::Create failed");
   return *std::move(agent);
