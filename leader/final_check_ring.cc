@@ -83,11 +83,11 @@ absl::Status RunFinalCheck(const FinalCheckRing& ring,
         if (!last || verdict.status().code() == absl::StatusCode::kCancelled) {
           return verdict.status();
         }
-        refusals.push_back(absl::StrCat(party, ": ", verdict.status().message()));
+        refusals.emplace_back(verdict.status().message());  // "party 'x': refuses to ..."
         continue;
       }
       if (last && !verdict->passed()) {
-        refusals.push_back(absl::StrCat(party, ": did not confirm the check"));
+        refusals.push_back(absl::StrCat("party '", party, "': did not confirm the check"));
       }
     }
   }

@@ -31,7 +31,8 @@ struct FinalCheckRing {
 // Runs the final check over `total_words` words (the layout of common/engine/final_check.h),
 // with `updates` (state updates the parties have not received yet) applied first. OK when every
 // party reports that the model holds; otherwise FailedPrecondition naming every party that
-// refused and its reason ("final check: the parties refuse to release: hospital-a: ...").
+// refused and its reason ("final check: the parties refuse to release: party 'hospital-a':
+// refuses to release: final check failed: {g} k=3: group (g=gb) holds 2 records, ...").
 absl::Status RunFinalCheck(const FinalCheckRing& ring,
                            const std::vector<fedanon::v1::StateUpdate>& updates,
                            uint64_t total_words);

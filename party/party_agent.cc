@@ -755,12 +755,11 @@ absl::Status PartyAgent::ReleaseAllowed(const std::string& what) const {
   }
   if (job.final_check && job.final_check->passed) return absl::OkStatus();
   if (job.final_check && !job.final_check->failure.empty()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        what, ": party '", options_.name, "' refuses to release: ", job.final_check->failure));
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, ": refuses to release: ", job.final_check->failure));
   }
-  return absl::PermissionDeniedError(
-      absl::StrCat(what, ": party '", options_.name,
-                   "' refuses to release before the final check of the privacy model passed"));
+  return absl::PermissionDeniedError(absl::StrCat(
+      what, ": refuses to release before the final check of the privacy model passed"));
 }
 
 absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(const LeaderMessage& request) {
@@ -932,8 +931,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(const LeaderMessage& r
       if (!holds.ok()) {
         check.failure = std::string(holds.message());
         spdlog::error("job={} round={} {}; refusing to release", job.job_id, round, check.failure);
-        return absl::FailedPreconditionError(
-            absl::StrCat("party '", options_.name, "' refuses to release: ", check.failure));
+        return absl::FailedPreconditionError(absl::StrCat("refuses to release: ", check.failure));
       }
       check.passed = true;
       out->set_passed(true);

@@ -639,8 +639,8 @@ TEST(MaliciousLeader, SpecializationBreakingKIsRefusedByEveryParty) {
     for (const auto& party : n) {
       EXPECT_THAT(std::string(check.message()),
                   ::testing::HasSubstr(absl::StrCat(
-                      party, ": party '", party,
-                      "' refuses to release: final check failed: {g} k=3: group (g=gb) holds 2 "
+                      "party '", party,
+                      "': refuses to release: final check failed: {g} k=3: group (g=gb) holds 2 "
                       "records, fewer than 3")));
     }
     seen.emplace_back().push_back(std::string(check.message()));
@@ -649,9 +649,9 @@ TEST(MaliciousLeader, SpecializationBreakingKIsRefusedByEveryParty) {
     for (size_t i = 0; i < n.size(); ++i) {
       absl::StatusOr<PartyMessage> reply = m->Send(n[i], UnionStepFor(*m, i));
       EXPECT_THAT(reply, StatusIs(absl::StatusCode::kPermissionDenied,
-                                  absl::StrCat("secure union: party '", n[i],
-                                               "' refuses to release: final check failed: {g} "
-                                               "k=3: group (g=gb) holds 2 records")));
+                                  absl::StrCat("party '", n[i],
+                                               "': secure union: refuses to release: final check "
+                                               "failed: {g} k=3: group (g=gb) holds 2 records")));
       common::StatsRequest released;
       released.released_groups.push_back({1});
       released.released_combinations = 2;
