@@ -5,10 +5,12 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
+#include "common/engine/final_check.h"
 #include "common/engine/hierarchy.h"
 #include "common/engine/numeric_split.h"
 #include "common/engine/privacy_model.h"
@@ -22,6 +24,7 @@
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
 #include "crypto/shuffle.h"
+#include "leader/final_check_ring.h"
 #include "leader/secure_sum_source.h"
 #include "leader/vertical_job.h"
 #include "leader/view_log.h"
@@ -537,6 +540,35 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
   round = static_cast<uint32_t>(engine->steps().size() + 1);
   const double union_start = job.elapsed();
 
+  // The final check (docs/threat-model.md): before any row or released count leaves a party,
+  // every data party re-checks the signed privacy model on the global counts of the final cut,
+  // summed around the ring without the leader. With two data parties the sum would reveal the
+  // other party's counts: it is not run, and the group sizes rest on the leader's word.
+  std::string final_check;
+  if (job.ring.size() >= 3) {
+    ASSIGN_OR_RETURN(const common::FinalCheckLayout layout,
+                     common::BuildFinalCheckLayout(model, schema, hier, spec.suppression_token()));
+    FinalCheckRing ring;
+    ring.channel = channel_;
+    ring.job_id = job.job_id;
+    ring.ring = job.ring;
+    ring.round = round;
+    ring.timeout = job.timeout;
+    ring.check = [this] { return CheckCancelled(); };
+    RETURN_IF_ERROR(RunFinalCheck(ring, source.TakePendingUpdates(), layout.words));
+    final_check = absl::StrCat("passed at every data party: ", job.ring.size(),
+                               " parties re-checked ", layout.constraints.size(),
+                               " constraint(s) on the global counts of the final cut (",
+                               layout.words, " words)");
+    spdlog::info("job={} round={} final check {}", job.job_id, round, final_check);
+  } else {
+    final_check =
+        "skipped: with two data parties the summed counts would reveal the other party's, so "
+        "the parties did not re-check the privacy model; the final group sizes rest on the "
+        "leader's word (docs/threat-model.md)";
+    spdlog::warn("job={} round={} final check {}", job.job_id, round, final_check);
+  }
+
   // Integration. When every released non-QID attribute has a declared domain, the released
   // table is a multiset over public values: one more secure sum gives the leader (recipient) the
   // count of every (group, values) combination and nothing else. Otherwise a secure set union of
@@ -558,7 +590,8 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
   } else {
     RETURN_IF_ERROR(RunSecureUnion(job, round));
   }
-  return FinishJob(job, *engine, source, stop_reason, round, rounds_start, union_start);
+  return FinishJob(job, *engine, source, stop_reason, round, rounds_start, union_start,
+                   final_check);
 }
 
 absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round) {
@@ -693,7 +726,8 @@ void Leader::EndJobAtParties(const JobRun& job) {
 
 absl::Status Leader::FinishJob(const JobRun& job, const common::TopDownSpecializer& engine,
                                const SecureSumCountSource& source, const std::string& stop_reason,
-                               uint32_t round, double rounds_start, double union_start) {
+                               uint32_t round, double rounds_start, double union_start,
+                               const std::string& final_check) {
   fedanon::v1::Report report;
   report.set_job_name(job.request.spec().name());
   report.set_version(common::VersionLine("fedanon-leader"));
@@ -707,6 +741,10 @@ absl::Status Leader::FinishJob(const JobRun& job, const common::TopDownSpecializ
   report.set_secure_sums(source.stats().collects);
   report.set_bytes_to_parties(source.stats().bytes_sent);
   report.set_bytes_from_parties(source.stats().bytes_received);
+  report.set_final_check(final_check);
+  if (absl::StartsWith(final_check, "skipped")) {
+    report.add_warnings(absl::StrCat("final check ", final_check));
+  }
   RETURN_IF_ERROR(store_->SetReport(job.job_id, report));
   RETURN_IF_ERROR(store_->SetProgress(job.job_id, round, "done", job.elapsed()));
   EndJobAtParties(job);

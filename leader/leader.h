@@ -100,7 +100,8 @@ class Leader {
   // The report and final progress of a horizontal job; then EndJobAtParties.
   absl::Status FinishJob(const JobRun& job, const common::TopDownSpecializer& engine,
                          const SecureSumCountSource& source, const std::string& stop_reason,
-                         uint32_t round, double rounds_start, double union_start);
+                         uint32_t round, double rounds_start, double union_start,
+                         const std::string& final_check);
   void Notify() const;
 
   LeaderOptions options_;

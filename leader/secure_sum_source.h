@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -61,6 +62,10 @@ class SecureSumCountSource : public common::CountSource {
   }
 
   const SecureSumStats& stats() const { return stats_; }
+
+  // The state updates not yet delivered to the parties (they ride along with the final check,
+  // leader/final_check_ring.h); none are pending afterwards.
+  std::vector<fedanon::v1::StateUpdate> TakePendingUpdates() { return std::exchange(pending_, {}); }
 
   // Every decoded vector is appended to `log` (not owned; null: none), split into its parts.
   void set_view_log(ViewLog* log) { view_log_ = log; }

@@ -17,8 +17,10 @@
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "common/engine/count_source.h"
+#include "common/engine/final_check.h"
 #include "common/engine/hierarchy.h"
 #include "common/engine/numeric_split.h"
+#include "common/engine/privacy_model.h"
 #include "common/engine/released_rows.h"
 #include "common/engine/tips.h"
 #include "common/spec/job_digest.h"
@@ -155,6 +157,23 @@ struct PartyAgent::JobState {
   };
   std::optional<PendingInstruction> pending;
   std::string order_seed;  // the secret seed of the release order, once drawn or received
+  // Horizontal jobs with three or more data parties: the final check of the privacy model on the
+  // global counts of the final cut (HandleFinalCheck). Once started, the cut is fixed.
+  struct FinalCheck {
+    common::FinalCheckLayout layout;
+    std::string chain;             // the update chain (the cut) the check runs on
+    std::vector<uint64_t> counts;  // this party's counts in the layout
+    std::vector<uint64_t> mask;    // the ring's first party: its own random mask
+    std::vector<uint64_t> total;   // the global vector, filled as its chunks arrive
+    std::vector<bool> have;        // chunks of `total` received
+    uint64_t chunk_words = 0;
+    uint32_t chunks = 0;
+    // (phase, chunk) -> (the request's bytes, the reply): one request, one answer.
+    std::map<uint64_t, std::pair<std::string, PartyMessage>> answered;
+    bool passed = false;
+    std::string failure;  // the named reason when the model does not hold
+  };
+  std::optional<FinalCheck> final_check;
 };
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
@@ -236,7 +255,8 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
   // columns); only a job that fails before that frees its release (party policy max_releases).
   const bool data_step = request.body_case() == LeaderMessage::kSumStep ||
                          request.body_case() == LeaderMessage::kUnionStep ||
-                         request.body_case() == LeaderMessage::kVertical;
+                         request.body_case() == LeaderMessage::kVertical ||
+                         request.body_case() == LeaderMessage::kFinalCheck;
   if (data_step && job_ && job_->job_id == request.job_id() && !job_->released) {
     RETURN_IF_ERROR(ledger_->MarkReleased(job_->job_id));
     job_->released = true;
@@ -253,6 +273,8 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
       return HandleUnionStep(request);
     case LeaderMessage::kVertical:
       return HandleVertical(request);
+    case LeaderMessage::kFinalCheck:
+      return HandleFinalCheck(request);
     case LeaderMessage::kEndJob:
       if (audit_.Exists(request.job_id())) {
         RETURN_IF_ERROR(audit_.Append(
@@ -527,6 +549,12 @@ absl::Status PartyAgent::ApplyUpdates(
       return absl::FailedPreconditionError(
           absl::StrCat("state update ", u.sequence(), " arrived before ", job.applied_updates));
     }
+    if (job.final_check) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("state update ", u.sequence(),
+                       " after the final check: the cut was fixed when the parties re-checked "
+                       "the privacy model"));
+    }
     if (u.has_instruction()) {
       const auto& in = u.instruction();
       if (in.attribute() >= job.hier.size() || in.node() < 0 ||
@@ -594,6 +622,16 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
     ASSIGN_OR_RETURN(common::StatsRequest stats_request, FromProto(step.request(), job.hier));
     RETURN_IF_ERROR(common::CheckNumericRequest(stats_request, job.hier,
                                                 common::NumericSplitFromSpec(job.spec)));
+    if (!stats_request.released_groups.empty()) {
+      RETURN_IF_ERROR(ReleaseAllowed("released counts"));
+    }
+    if (job.final_check &&
+        (stats_request.released_groups.empty() || !stats_request.rank_histograms.empty() ||
+         !stats_request.node_class_counts.empty() || !stats_request.group_keys.empty() ||
+         !stats_request.range_counts.empty())) {
+      return absl::PermissionDeniedError(
+          "secure sum: after the final check only the released counts may be summed");
+    }
     if (!stats_request.released_groups.empty() &&
         (!job.data->all_values_declared ||
          stats_request.released_combinations != job.data->ValueCombinations())) {
@@ -713,6 +751,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
     return absl::FailedPreconditionError("no prepared horizontal job with this id");
   }
   JobState& job = *job_;
+  RETURN_IF_ERROR(ReleaseAllowed("secure union"));
   const auto& step = request.union_step();
   // The union's order: the agreed ring without the recipient, then the recipient when it is a
   // data party (so that it only ever sees the complete, shuffled set).
@@ -817,6 +856,212 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
        .to = {successor},
        .numbers = {{"rows", lines.size()}, {"list_rows", static_cast<uint64_t>(list.rows_size())}},
        .texts = {{"rows_sealed_for", job.recipient}}}));
+  return reply;
+}
+
+absl::Status PartyAgent::ReleaseAllowed(const std::string& what) const {
+  const JobState& job = *job_;
+  if (job.ring.size() < 3) {
+    // Two data parties: the global counts would reveal the other party's; the final check is not
+    // run and the group sizes rest on the leader's word (docs/threat-model.md).
+    spdlog::info(
+        "job={} {}: final check skipped (2 data parties: the sum would reveal the other party's "
+        "counts)",
+        job.job_id, what);
+    return absl::OkStatus();
+  }
+  if (job.final_check && job.final_check->passed) return absl::OkStatus();
+  if (job.final_check && !job.final_check->failure.empty()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, ": refuses to release: ", job.final_check->failure));
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      what, ": refuses to release before the final check of the privacy model passed"));
+}
+
+absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(const LeaderMessage& request) {
+  using Step = fedanon::v1::FinalCheckStep;
+  if (!job_ || job_->job_id != request.job_id() || !job_->data || !job_->tips) {
+    return absl::FailedPreconditionError("no prepared horizontal job with this id");
+  }
+  JobState& job = *job_;
+  const Step& step = request.final_check();
+  if (job.ring.size() < 3) {
+    return absl::FailedPreconditionError(
+        "final check: with two data parties the summed counts would reveal the other party's; "
+        "the check is not run (docs/threat-model.md)");
+  }
+  // The chunking is fixed by chunk_words and total_words; nothing else is the leader's choice.
+  if (step.total_words() == 0 || step.total_words() > common::kMaxFinalCheckWords ||
+      step.chunk_words() == 0 || step.chunk_words() > common::kMaxFinalCheckWords ||
+      step.chunks() != (step.total_words() + step.chunk_words() - 1) / step.chunk_words() ||
+      step.chunk() >= step.chunks()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("final check: chunk ", step.chunk(), " of ", step.chunks(), " (",
+                     step.chunk_words(), " words each, ", step.total_words(), " in all, at most ",
+                     common::kMaxFinalCheckWords, ") does not exist"));
+  }
+  const uint64_t key = (uint64_t{static_cast<uint32_t>(step.phase())} << 32) | step.chunk();
+  const std::string request_bytes = absl::StrCat(request.round(), "/", step.SerializeAsString());
+  if (job.final_check) {
+    if (auto done = job.final_check->answered.find(key); done != job.final_check->answered.end()) {
+      if (done->second.first != request_bytes) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "final check: chunk ", step.chunk(),
+            " was already answered for a different request (one request, one answer)"));
+      }
+      return done->second.second;
+    }
+  }
+  const size_t pos = std::find(job.ring.begin(), job.ring.end(), options_.name) - job.ring.begin();
+  const bool first = pos == 0;
+  const std::string& ring0 = job.ring.front();
+  const uint64_t round = request.round();
+  if (!job.final_check) {
+    if (step.phase() != Step::PHASE_SUM || step.chunk() != 0) {
+      return absl::FailedPreconditionError("final check: it starts with the sum of chunk 0");
+    }
+    // The last instructions first; from here on the cut is fixed (ApplyUpdates refuses more).
+    RETURN_IF_ERROR(ApplyUpdates(step.updates()));
+    ASSIGN_OR_RETURN(const common::PrivacyModel model,
+                     common::BuildPrivacyModel(job.spec, *job.data));
+    JobState::FinalCheck check;
+    ASSIGN_OR_RETURN(check.layout, common::BuildFinalCheckLayout(model, *job.data, job.hier,
+                                                                 job.spec.suppression_token()));
+    if (check.layout.words != step.total_words()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "final check: the request has ", step.total_words(),
+          " words but the privacy model over this party's cut needs ", check.layout.words));
+    }
+    ASSIGN_OR_RETURN(check.counts,
+                     common::LocalFinalCheckCounts(check.layout, *job.data, job.hier, *job.tips));
+    if (first) {
+      ASSIGN_OR_RETURN(check.mask, crypto::MaskVector(check.layout.words));
+    }
+    check.chain = job.update_chain;
+    check.chunk_words = step.chunk_words();
+    check.chunks = step.chunks();
+    check.total.assign(check.layout.words, 0);
+    check.have.assign(check.chunks, false);
+    job.final_check = std::move(check);
+    spdlog::info("job={} round={} final check started: {} constraints, {} words", job.job_id, round,
+                 job.final_check->layout.constraints.size(), job.final_check->layout.words);
+  } else if (step.phase() == Step::PHASE_SUM && step.chunk() == 0) {
+    // Updates applied already are skipped; a new one is refused (the cut is fixed).
+    RETURN_IF_ERROR(ApplyUpdates(step.updates()));
+  }
+  JobState::FinalCheck& check = *job.final_check;
+  if (!step.updates().empty() && !(step.phase() == Step::PHASE_SUM && step.chunk() == 0)) {
+    return absl::InvalidArgumentError("final check: only the first sum carries state updates");
+  }
+  if (step.total_words() != check.layout.words || step.chunk_words() != check.chunk_words) {
+    return absl::InvalidArgumentError("final check: the chunking changed during the check");
+  }
+  const uint64_t offset = uint64_t{step.chunk()} * check.chunk_words;
+  const uint64_t len = std::min<uint64_t>(check.chunk_words, check.layout.words - offset);
+  const std::string hop_purpose = common::FinalCheckPurpose("hop", step, round, check.chain);
+  const std::string total_purpose = common::FinalCheckPurpose("total", step, round, check.chain);
+  // Opens `step.input()`, which must be sealed by `sender` for this party under `purpose`.
+  auto open_input = [&](const std::string& sender,
+                        const std::string& purpose) -> absl::StatusOr<std::vector<uint64_t>> {
+    if (!step.has_input() || step.input().sender() != sender ||
+        step.input().receiver() != options_.name) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "final check: input must be sealed by '", sender, "' for '", options_.name, "'",
+          step.has_input() ? absl::StrCat(", got one from '", step.input().sender(), "'")
+                           : std::string(", got none")));
+    }
+    const crypto::SealContext context{job.job_id, round, sender, options_.name, purpose};
+    auto opened = crypto::OpenFrom(*seal_keys_, *job.seal_keys.at(sender), context,
+                                   step.input().ciphertext());
+    if (!opened.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("final check: the input does not open as sealed by '", sender,
+                       "' for this cut and chunk (forged sender, another cut or another round): ",
+                       opened.status().message()));
+    }
+    if (options_.observe_opened) options_.observe_opened(sender, purpose, *opened);
+    ASSIGN_OR_RETURN(std::vector<uint64_t> words, DecodeWords(*opened));
+    if (words.size() != len) {
+      return absl::InvalidArgumentError("final check: a chunk has the wrong length");
+    }
+    return words;
+  };
+  PartyMessage reply;
+  auto* out = reply.mutable_final_check();
+  switch (step.phase()) {
+    case Step::PHASE_SUM: {
+      std::vector<uint64_t> acc;
+      if (first) {
+        if (step.has_input()) {
+          return absl::PermissionDeniedError(
+              "final check: the ring's first party starts from its own mask, not the leader's "
+              "input");
+        }
+        acc.assign(check.mask.begin() + offset, check.mask.begin() + offset + len);
+      } else {
+        ASSIGN_OR_RETURN(acc, open_input(job.ring[pos - 1], hop_purpose));
+      }
+      RETURN_IF_ERROR(crypto::AddInPlace(absl::MakeSpan(acc),
+                                         absl::MakeConstSpan(check.counts.data() + offset, len)));
+      // The agreed successor; the last party seals for the ring's first, never for the leader.
+      const std::string receiver = pos + 1 < job.ring.size() ? job.ring[pos + 1] : ring0;
+      ASSIGN_OR_RETURN(*out->mutable_sealed(),
+                       SealFor(receiver, round, hop_purpose, EncodeWords(acc)));
+      break;
+    }
+    case Step::PHASE_UNMASK: {
+      if (!first) {
+        return absl::PermissionDeniedError(
+            "final check: only the ring's first party removes the mask");
+      }
+      ASSIGN_OR_RETURN(std::vector<uint64_t> sum, open_input(job.ring.back(), hop_purpose));
+      RETURN_IF_ERROR(crypto::SubtractInPlace(
+          absl::MakeSpan(sum), absl::MakeConstSpan(check.mask.data() + offset, len)));
+      std::copy(sum.begin(), sum.end(), check.total.begin() + offset);
+      check.have[step.chunk()] = true;
+      const std::string bytes = EncodeWords(sum);
+      for (size_t i = 1; i < job.ring.size(); ++i) {
+        ASSIGN_OR_RETURN(*out->add_totals(), SealFor(job.ring[i], round, total_purpose, bytes));
+      }
+      break;
+    }
+    case Step::PHASE_VERIFY: {
+      if (first) {
+        if (step.has_input()) {
+          return absl::PermissionDeniedError(
+              "final check: the ring's first party verifies the total it unmasked itself");
+        }
+      } else {
+        ASSIGN_OR_RETURN(std::vector<uint64_t> total, open_input(ring0, total_purpose));
+        std::copy(total.begin(), total.end(), check.total.begin() + offset);
+        check.have[step.chunk()] = true;
+      }
+      if (std::find(check.have.begin(), check.have.end(), false) != check.have.end()) {
+        if (step.chunk() + 1 == check.chunks) {
+          return absl::FailedPreconditionError(
+              "final check: asked to verify before every chunk of the total arrived");
+        }
+        break;  // more chunks to come
+      }
+      const absl::Status holds = common::CheckFinalCounts(check.layout, check.total);
+      if (!holds.ok()) {
+        check.failure = std::string(holds.message());
+        spdlog::error("job={} round={} {}; refusing to release", job.job_id, round, check.failure);
+        return absl::FailedPreconditionError(absl::StrCat("refuses to release: ", check.failure));
+      }
+      check.passed = true;
+      out->set_passed(true);
+      spdlog::info(
+          "job={} round={} final check passed: the privacy model holds on the global "
+          "counts of the final cut",
+          job.job_id, round);
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError("final check: unknown phase");
+  }
+  check.answered[key] = {request_bytes, reply};
   return reply;
 }
 

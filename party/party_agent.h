@@ -107,6 +107,14 @@ class PartyAgent {
   Reply HandleSumStep(const fedanon::v1::LeaderMessage& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Reply HandleUnionStep(const fedanon::v1::LeaderMessage& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The final check (three or more data parties): one more ring sum, without the leader, of the
+  // global group counts of the final cut; every party re-checks the signed privacy model on it and
+  // refuses to release unless it holds (common/engine/final_check.h, docs/threat-model.md).
+  Reply HandleFinalCheck(const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK when this party may release rows or released counts now: the final check passed here, or
+  // the job has two data parties (the check is skipped; docs/threat-model.md).
+  absl::Status ReleaseAllowed(const std::string& what) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Vertical jobs: one function per step (party/vertical_party.h does the work).
   Reply HandleVertical(const fedanon::v1::LeaderMessage& request)

@@ -166,6 +166,19 @@ std::string SumHopPurpose(const fedanon::v1::SumStep& step, uint64_t round,
   return absl::StrCat(SumPurpose(step), "/", crypto::ToHex(crypto::Sha256(in)));
 }
 
+std::string FinalCheckPurpose(const std::string& kind, const fedanon::v1::FinalCheckStep& step,
+                              uint64_t round, const std::string& update_chain) {
+  std::string in = "fedanon-final-check-v1";
+  in += kind;
+  for (uint64_t v : {round, uint64_t{step.chunk()}, uint64_t{step.chunks()}, step.chunk_words(),
+                     step.total_words()}) {
+    AppendU64(&in, v);
+  }
+  in += crypto::Sha256(update_chain);
+  return absl::StrCat("final-check/", kind, "/", step.chunk(), "/",
+                      crypto::ToHex(crypto::Sha256(in)));
+}
+
 std::string CsvLine(const google::protobuf::RepeatedPtrField<std::string>& fields) {
   std::vector<std::string_view> views(fields.begin(), fields.end());
   return CsvLine(views);

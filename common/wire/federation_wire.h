@@ -41,6 +41,13 @@ std::string SumRequestDigest(const fedanon::v1::StatsRequest& request,
 std::string SumHopPurpose(const fedanon::v1::SumStep& step, uint64_t round,
                           const std::string& request_digest);
 
+// "final-check/<kind>/<chunk>/<hex SHA-256 of (round, chunk, chunks, chunk_words, total_words,
+// update_chain)>": the purpose of a final-check box (`kind` "hop" for a ring hop, "total" for the
+// first party's total). It binds the cut (the update chain), so parties that applied different
+// instructions fail to open each other's boxes.
+std::string FinalCheckPurpose(const std::string& kind, const fedanon::v1::FinalCheckStep& step,
+                              uint64_t round, const std::string& update_chain);
+
 // One CSV record of a proto's repeated field: CsvLine of common/table/csv.h (comma-separated,
 // quoted where needed, with its trailing newline), which this header brings along.
 std::string CsvLine(const google::protobuf::RepeatedPtrField<std::string>& fields);

@@ -2,6 +2,7 @@
 // specialization sequence and the same integrated table (as a multiset of rows) for worked
 // example A split over three hospitals and for many random tables; plus what must not leak and
 // how failures end a job.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -108,6 +109,13 @@ void ExpectSameAsCentralized(const Scenario& s, const std::string& name) {
   EXPECT_EQ(RowsByColumns(fed.result, central_out.header),
             RowsByColumns(central_out, central_out.header));
   EXPECT_EQ(fed.result.rows.size(), s.table.rows.size());
+  // With three or more data parties every party re-checked the model before releasing; with two
+  // the report says the check was skipped and why (docs/threat-model.md).
+  if (s.split.size() >= 3) {
+    EXPECT_THAT(report.final_check(), ::testing::StartsWith("passed at every data party: "));
+  } else {
+    EXPECT_THAT(report.final_check(), ::testing::StartsWith("skipped: with two data parties"));
+  }
 }
 
 // Worked example A (mohammed2010 Table I) with parties {1-3}, {4-7}, {8-11}.
@@ -150,6 +158,17 @@ partitioning: horizontal
 
 TEST(HorizontalFederation, ExampleAThreeHospitalsEqualsCentralized) {
   ExpectSameAsCentralized(ExampleA(), "fed_a");
+}
+
+// Four parties: the final check passes and the release is the centralized one.
+TEST(HorizontalFederation, ExampleAFourHospitalsPassTheFinalCheck) {
+  Scenario s = ExampleA();
+  s.split = {{0, 1, 2}, {3, 4, 5}, {6, 7, 8}, {9, 10}};
+  ExpectSameAsCentralized(s, "fed_a4");
+  const Outcome fed = RunFederated(s, "fed_a4_report");
+  ASSERT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_DONE) << fed.info.failure_reason();
+  EXPECT_THAT(fed.info.report().final_check(),
+              ::testing::HasSubstr("passed at every data party: 4 parties re-checked"));
 }
 
 // Random tables with every kind of attribute, split at random over 2-5 parties.
@@ -266,7 +285,13 @@ TEST(HorizontalFederation, TwoPartiesNeedADatalessLeader) {
               StatusIs(absl::StatusCode::kInvalidArgument, "at least 3 data parties"));
   req.clear_leader_party();
   ASSERT_OK_AND_ASSIGN(auto info, (*fed)->Submit(req));
-  EXPECT_EQ((*fed)->Wait(info.job_id()).state(), fedanon::v1::JOB_STATE_DONE);
+  const fedanon::v1::JobInfo done = (*fed)->Wait(info.job_id());
+  EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_DONE);
+  // The final check is skipped with two data parties, and the report says what stays trusted.
+  EXPECT_THAT(done.report().final_check(),
+              ::testing::HasSubstr("final group sizes rest on the leader's word"));
+  EXPECT_THAT(done.report().warnings(),
+              ::testing::Contains(::testing::StartsWith("final check skipped: with two data")));
 }
 
 // A spec for one table (no `partitioning:`) and a round timeout over a day are refused at submit.

@@ -8,13 +8,16 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_join.h"
+#include "common/engine/final_check.h"
 #include "common/engine/hierarchy.h"
+#include "common/engine/privacy_model.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/certificates.h"
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
+#include "leader/final_check_ring.h"
 #include "leader/secure_sum_source.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -52,10 +55,14 @@ std::vector<std::string> Tables(int variant) {
 // A deviating leader with its own sealing key, talking to three honest parties directly.
 class MaliciousLeader {
  public:
-  static std::unique_ptr<MaliciousLeader> Create(const std::string& name, int variant) {
+  // `spec_yaml` and `tables` (one per party) default to kSpec and Tables(variant).
+  static std::unique_ptr<MaliciousLeader> Create(const std::string& name, int variant,
+                                                 const char* spec_yaml = kSpec,
+                                                 std::vector<std::string> tables = {}) {
     auto m = std::unique_ptr<MaliciousLeader>(new MaliciousLeader());
     std::vector<std::map<std::string, std::string>> files;
-    for (const auto& t : Tables(variant)) files.push_back({{"table.csv", t}});
+    if (tables.empty()) tables = Tables(variant);
+    for (const auto& t : tables) files.push_back({{"table.csv", t}});
     auto fed = InProcessFederation::Create(absl::StrCat(name, "_", variant), files);
     EXPECT_TRUE(fed.ok()) << fed.status();
     if (!fed.ok()) return nullptr;
@@ -64,7 +71,7 @@ class MaliciousLeader {
     EXPECT_TRUE(seal.ok());
     m->leader_cert_ = seal->cert_pem;
     m->leader_keys_ = *crypto::SealKeyPairFromPem(seal->key_pem);
-    auto spec = common::ParseJobSpecYaml(kSpec, "malicious.yaml");
+    auto spec = common::ParseJobSpecYaml(spec_yaml, "malicious.yaml");
     EXPECT_TRUE(spec.ok());
     m->spec_ = *spec;
     auto schema = common::BuildPublicSchema(*spec, {});
@@ -78,6 +85,12 @@ class MaliciousLeader {
   const common::AdminSigner& admin() const { return fed_->admin; }
   const crypto::CertificateAuthority& ca() const { return *fed_->ca; }
   const fedanon::v1::JobSpec& spec() const { return spec_; }
+  const common::Dataset& schema() const { return *schema_; }
+  common::PartyChannel* channel() const { return &fed_->channel; }
+  // Where a party writes the table it receives as recipient.
+  std::string OutputDir(size_t party) const {
+    return absl::StrCat(fed_->dir, "/", fed_->names[party], "/output");
+  }
 
   // PrepareJob announcing every party, the leader, and `ring`, authorized by the federation's
   // admin exactly as it stands (the deviations these tests make come after the admin's signature).
@@ -542,6 +555,192 @@ TEST(MaliciousLeader, ChangesTheJobAfterAuthorizationIsRefused) {
   restarted.set_job_id("job-00000000bad2");
   EXPECT_THAT(m->Send(n[0], restarted),
               StatusIs(absl::StatusCode::kPermissionDenied, "run id already used"));
+}
+
+}  // namespace
+}  // namespace fedanon::testing
+
+namespace fedanon::testing {
+namespace {
+
+// The final check (docs/threat-model.md, "The final check"): K=3 over one attribute whose values
+// the parties hold 5 / 2 / 6 times in all (two splits of the same sums across the parties).
+constexpr char kSpecK3[] = R"(name: malicious-k
+attributes:
+  - {name: g, role: qid, values: [ga, gb, gc]}
+  - {name: cls, role: class, values: [yes, no]}
+partitioning: horizontal
+privacy: {model: lkc, L: 1, K: 3}
+)";
+
+std::vector<std::string> TablesK3(int variant) {
+  if (variant == 0) return {Table(3, 1, 0), Table(2, 1, 2), Table(0, 0, 4)};
+  return {Table(1, 2, 1), Table(4, 0, 1), Table(0, 0, 4)};
+}
+
+// An instruction disclosing value `value` of g (suppression: candidate = hidden value index),
+// with the group sizes the leader asserts.
+fedanon::v1::StateUpdate Disclose(int value, std::vector<uint64_t> asserted_sizes) {
+  fedanon::v1::StateUpdate u;
+  u.set_sequence(0);
+  auto* in = u.mutable_instruction();
+  in->set_attribute(0);
+  in->set_node(0);
+  in->set_candidate(value);
+  for (uint64_t size : asserted_sizes) in->add_new_group_sizes(size);
+  return u;
+}
+
+// The length of the final-check vector after `update`, as an honest leader computes it.
+uint64_t FinalCheckWords(const MaliciousLeader& m, const fedanon::v1::StateUpdate& update) {
+  std::vector<common::AttributeHierarchy> hier;
+  for (const auto& q : m.schema().qids) hier.emplace_back(&q);
+  hier[0].Specialize(update.instruction().node(), update.instruction().candidate());
+  auto model = common::BuildPrivacyModel(m.spec(), m.schema());
+  EXPECT_TRUE(model.ok()) << model.status();
+  auto layout = common::BuildFinalCheckLayout(*model, m.schema(), hier, "*");
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  return layout.ok() ? layout->words : 0;
+}
+
+leader::FinalCheckRing Ring(const MaliciousLeader& m) {
+  leader::FinalCheckRing ring;
+  ring.channel = m.channel();
+  ring.job_id = kJob;
+  ring.ring = m.names();
+  ring.round = 2;
+  ring.timeout = absl::Seconds(10);
+  return ring;
+}
+
+// A union step as an honest leader sends it to `party` (recipient: the leader).
+LeaderMessage UnionStepFor(const MaliciousLeader& m, size_t party) {
+  LeaderMessage msg;
+  msg.set_job_id(kJob);
+  msg.set_round(2);
+  auto* step = msg.mutable_union_step();
+  step->set_recipient("leader");
+  step->set_next(party + 1 < m.names().size() ? m.names()[party + 1] : "leader");
+  return msg;
+}
+
+TEST(MaliciousLeader, SpecializationBreakingKIsRefusedByEveryParty) {
+  std::vector<std::vector<std::string>> seen;
+  for (int variant : {0, 1}) {
+    auto m = MaliciousLeader::Create("breakk", variant, kSpecK3, TablesK3(variant));
+    ASSERT_NE(m, nullptr);
+    ASSERT_OK(m->PrepareAll(m->names()));
+    const auto& n = m->names();
+    // Disclosing gb leaves a global group of 2 records under K=3; the leader asserts 10 and 10.
+    const fedanon::v1::StateUpdate cheat = Disclose(1, {10, 10});
+    const absl::Status check = leader::RunFinalCheck(Ring(*m), {cheat}, FinalCheckWords(*m, cheat));
+    ASSERT_THAT(check, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                "final check: the parties refuse to release: "));
+    for (const auto& party : n) {
+      EXPECT_THAT(std::string(check.message()),
+                  ::testing::HasSubstr(absl::StrCat(
+                      "party '", party,
+                      "': refuses to release: final check failed: {g} k=3: group (g=gb) holds 2 "
+                      "records, fewer than 3")));
+    }
+    seen.emplace_back().push_back(std::string(check.message()));
+    // The leader goes on regardless: every party refuses the union with the same reason, and the
+    // released-counts sum too; no row reaches the recipient (the leader).
+    for (size_t i = 0; i < n.size(); ++i) {
+      absl::StatusOr<PartyMessage> reply = m->Send(n[i], UnionStepFor(*m, i));
+      EXPECT_THAT(reply, StatusIs(absl::StatusCode::kPermissionDenied,
+                                  absl::StrCat("party '", n[i],
+                                               "': secure union: refuses to release: final check "
+                                               "failed: {g} k=3: group (g=gb) holds 2 records")));
+      common::StatsRequest released;
+      released.released_groups.push_back({1});
+      released.released_combinations = 2;
+      LeaderMessage sum = m->Step(1, i + 1 < n.size() ? n[i + 1] : "", released, 2);
+      if (i == 0) sum.mutable_sum_step()->set_masked(Zeros(m->Words(released)));
+      EXPECT_THAT(m->Send(n[i], sum),
+                  StatusIs(absl::StatusCode::kPermissionDenied, "refuses to release"));
+    }
+    // A new instruction after the check is refused too: the cut is fixed.
+    LeaderMessage more = m->Step(1, n[1], m->Request(), 2);
+    more.mutable_sum_step()->set_masked(Zeros(m->Words(m->Request())));
+    fedanon::v1::StateUpdate next = Disclose(0, {});
+    next.set_sequence(1);
+    *more.mutable_sum_step()->add_updates() = next;
+    EXPECT_THAT(m->Send(n[0], more),
+                StatusIs(absl::StatusCode::kPermissionDenied, "after the final check"));
+    for (const auto& line : m->seen()) seen.back().push_back(line);
+  }
+  EXPECT_EQ(seen[0], seen[1]) << "the leader learned something that depends on hospital-a alone";
+}
+
+TEST(MaliciousLeader, FinalCheckPassesAnHonestCutAndGatesTheRelease) {
+  auto m = MaliciousLeader::Create("honestk", 0, kSpecK3, TablesK3(0));
+  ASSERT_NE(m, nullptr);
+  ASSERT_OK(m->PrepareAll(m->names()));
+  const auto& n = m->names();
+  // Before the check no party releases anything.
+  EXPECT_THAT(m->Send(n[0], UnionStepFor(*m, 0)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "refuses to release before the final check of the privacy model passed"));
+  // Disclosing gc: groups of 6 and 7 records, both >= K.
+  const fedanon::v1::StateUpdate honest = Disclose(2, {6, 7});
+  ASSERT_OK(leader::RunFinalCheck(Ring(*m), {honest}, FinalCheckWords(*m, honest)));
+  // The same request again gets the same answer; another one is refused.
+  leader::FinalCheckRing again = Ring(*m);
+  EXPECT_OK(leader::RunFinalCheck(again, {honest}, FinalCheckWords(*m, honest)));
+  again.round = 3;
+  EXPECT_THAT(leader::RunFinalCheck(again, {honest}, FinalCheckWords(*m, honest)),
+              StatusIs(absl::StatusCode::kPermissionDenied, "one request, one answer"));
+  // Now the union runs: every party adds its rows.
+  fedanon::v1::SealedPayload carried;
+  for (size_t i = 0; i < n.size(); ++i) {
+    LeaderMessage step = UnionStepFor(*m, i);
+    if (i > 0) *step.mutable_union_step()->mutable_list() = carried;
+    ASSERT_OK_AND_ASSIGN(PartyMessage reply, m->Send(n[i], step));
+    carried = reply.union_step().list();
+  }
+  EXPECT_EQ(carried.receiver(), "leader");
+}
+
+TEST(MaliciousLeader, FinalCheckBoxesAreForPartiesOnly) {
+  // The leader relays the final check's boxes but can open none of them, whatever sender it tries.
+  auto m = MaliciousLeader::Create("boxes", 0, kSpecK3, TablesK3(0));
+  ASSERT_NE(m, nullptr);
+  ASSERT_OK(m->PrepareAll(m->names()));
+  const auto& n = m->names();
+  const fedanon::v1::StateUpdate honest = Disclose(2, {6, 7});
+  const uint64_t words = FinalCheckWords(*m, honest);
+  LeaderMessage msg;
+  msg.set_job_id(kJob);
+  msg.set_round(2);
+  auto* step = msg.mutable_final_check();
+  step->set_phase(fedanon::v1::FinalCheckStep::PHASE_SUM);
+  step->set_chunks(1);
+  step->set_chunk_words(words);
+  step->set_total_words(words);
+  *step->add_updates() = honest;
+  // The first party takes no input from the leader (it masks with its own random words).
+  LeaderMessage zeros = msg;
+  *zeros.mutable_final_check()->mutable_input() =
+      m->Forge(n[2], n[0], "final-check", 2, Zeros(words), false);
+  EXPECT_THAT(m->Send(n[0], zeros), StatusIs(absl::StatusCode::kPermissionDenied,
+                                             "starts from its own mask, not the leader's input"));
+  ASSERT_OK_AND_ASSIGN(PartyMessage a, m->Send(n[0], msg));
+  const auto& box = a.final_check().sealed();
+  EXPECT_EQ(box.receiver(), n[1]);
+  for (const std::string& sender : n) {
+    const crypto::SealContext c{kJob, 2, sender, "leader", box.purpose()};
+    EXPECT_FALSE(
+        crypto::OpenFrom(m->leader_keys(), *m->PartyKey(sender), c, box.ciphertext()).ok());
+  }
+  // A box forged by the leader "from" hospital-a does not open at hospital-b.
+  LeaderMessage forged = msg;
+  forged.mutable_final_check()->clear_updates();
+  *forged.mutable_final_check()->mutable_input() =
+      m->Forge(n[0], n[1], box.purpose(), 2, Zeros(words), false);
+  *forged.mutable_final_check()->add_updates() = honest;
+  EXPECT_THAT(m->Send(n[1], forged), StatusIs(absl::StatusCode::kPermissionDenied,
+                                              "does not open as sealed by 'hospital-a'"));
 }
 
 }  // namespace

@@ -1,0 +1,71 @@
+// The final check of a horizontal job (docs/threat-model.md, "Parties re-check what they
+// apply"): before any row is released, every data party checks the signed privacy model itself
+// on the global group counts of the final cut, instead of trusting the group sizes the leader
+// asserts. This unit is the party-side arithmetic, independent of the engine's bookkeeping:
+//
+//  * the layout: for every constraint of the model, one slot per combination of the current cut
+//    values of its attributes (mixed-radix index over each attribute's cut positions, the cut
+//    being common to all parties), each slot holding the group's size and its count of every
+//    tracked sensitive value;
+//  * a holder's local vector in that layout (from the partitions of its TIPS), which the ring
+//    sums;
+//  * the check of the model on the summed vector: every non-empty group holds at least k
+//    records and no bounded sensitive value exceeds its confidence bound.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/privacy_model.h"
+#include "common/engine/tips.h"
+#include "common/table/dataset.h"
+
+namespace fedanon::common {
+
+// The largest final-check vector (words), documented in docs/threat-model.md: beyond it the job
+// fails with a named error before anything is summed.
+inline constexpr uint64_t kMaxFinalCheckWords = uint64_t{1} << 24;
+
+struct FinalCheckConstraint {
+  std::string description;              // "{age, sex} k=5", for the refusal's reason
+  std::vector<int> attrs;               // QID indices, ascending
+  std::vector<std::string> attr_names;  // per attrs
+  // Per attrs: the labels of the attribute's cut values in cut position order.
+  std::vector<std::vector<std::string>> cut_labels;
+  uint64_t k = 1;
+  uint64_t sensitive_mask = 0;
+  double max_conf = 1.0;
+  uint64_t offset = 0;  // first word of this constraint's groups in the vector
+  uint64_t groups = 1;  // product of the attributes' cut sizes
+};
+
+struct FinalCheckLayout {
+  std::vector<FinalCheckConstraint> constraints;
+  std::vector<std::string> tracked;  // the tracked sensitive values (bit order)
+  uint64_t stride = 1;               // words per group: 1 + tracked.size()
+  uint64_t words = 0;                // the whole vector
+};
+
+// The layout for `model` over the current cut of `hier` (nodes without children, in node order).
+// ResourceExhausted, naming the size and the cap, above kMaxFinalCheckWords (checked arithmetic).
+absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model,
+                                                       const Dataset& data,
+                                                       const std::vector<AttributeHierarchy>& hier,
+                                                       const std::string& suppression_token);
+
+// This holder's counts in `layout` (length layout.words), from the live partitions of `tips`,
+// whose keys are the cut `hier` describes. InvalidArgument if a key is not a cut value.
+absl::StatusOr<std::vector<uint64_t>> LocalFinalCheckCounts(
+    const FinalCheckLayout& layout, const Dataset& data,
+    const std::vector<AttributeHierarchy>& hier, const Tips& tips);
+
+// Checks the model on the global `counts`. OK, or FailedPrecondition whose message names the
+// constraint, the group (its cut values) and its size or confidence: "final check failed:
+// {g} k=3: group (g=gb) holds 2 records, fewer than 3".
+absl::Status CheckFinalCounts(const FinalCheckLayout& layout, const std::vector<uint64_t>& counts);
+
+}  // namespace fedanon::common

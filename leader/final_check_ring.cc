@@ -1,0 +1,101 @@
+#include "leader/final_check_ring.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/base/status_macros.h"
+
+namespace fedanon::leader {
+
+using fedanon::v1::FinalCheckStep;
+using fedanon::v1::LeaderMessage;
+using fedanon::v1::PartyMessage;
+
+absl::Status RunFinalCheck(const FinalCheckRing& ring,
+                           const std::vector<fedanon::v1::StateUpdate>& updates,
+                           uint64_t total_words) {
+  if (ring.ring.size() < 3) {
+    return absl::FailedPreconditionError("the final check needs three or more data parties");
+  }
+  if (total_words == 0 || ring.chunk_words == 0) {
+    return absl::InvalidArgumentError("the final check has an empty vector");
+  }
+  const uint64_t chunks64 = (total_words + ring.chunk_words - 1) / ring.chunk_words;
+  if (chunks64 > UINT32_MAX) return absl::InvalidArgumentError("final check: too many chunks");
+  const uint32_t chunks = static_cast<uint32_t>(chunks64);
+  auto message = [&](FinalCheckStep::Phase phase, uint32_t chunk) {
+    LeaderMessage msg;
+    msg.set_job_id(ring.job_id);
+    msg.set_round(ring.round);
+    FinalCheckStep* step = msg.mutable_final_check();
+    step->set_phase(phase);
+    step->set_chunk(chunk);
+    step->set_chunks(chunks);
+    step->set_chunk_words(ring.chunk_words);
+    step->set_total_words(total_words);
+    return msg;
+  };
+  auto call = [&](const std::string& party,
+                  const LeaderMessage& msg) -> absl::StatusOr<fedanon::v1::FinalCheckResult> {
+    RETURN_IF_ERROR(ring.check());
+    ASSIGN_OR_RETURN(PartyMessage reply, ring.channel->Call(party, msg, ring.timeout));
+    if (!reply.has_final_check()) {
+      return absl::InternalError(absl::StrCat("party '", party, "' sent no final-check reply"));
+    }
+    return reply.final_check();
+  };
+  std::vector<std::string> refusals;
+  for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
+    // The ring sum: the first party starts from its own mask; each box is for the next party,
+    // the last one for the first party again.
+    fedanon::v1::SealedPayload carried;
+    for (size_t i = 0; i < ring.ring.size(); ++i) {
+      LeaderMessage msg = message(FinalCheckStep::PHASE_SUM, chunk);
+      if (chunk == 0) {
+        for (const auto& u : updates) *msg.mutable_final_check()->add_updates() = u;
+      }
+      if (i > 0) *msg.mutable_final_check()->mutable_input() = carried;
+      ASSIGN_OR_RETURN(fedanon::v1::FinalCheckResult result, call(ring.ring[i], msg));
+      carried = result.sealed();
+    }
+    LeaderMessage unmask = message(FinalCheckStep::PHASE_UNMASK, chunk);
+    *unmask.mutable_final_check()->mutable_input() = carried;
+    ASSIGN_OR_RETURN(fedanon::v1::FinalCheckResult totals, call(ring.ring.front(), unmask));
+    std::map<std::string, fedanon::v1::SealedPayload> for_party;
+    for (const auto& box : totals.totals()) for_party[box.receiver()] = box;
+    // Every party verifies; after the last chunk each checks the model on its own.
+    const bool last = chunk + 1 == chunks;
+    for (size_t i = 0; i < ring.ring.size(); ++i) {
+      const std::string& party = ring.ring[i];
+      if (i == 0 && !last) continue;  // the first party has the total already
+      LeaderMessage verify = message(FinalCheckStep::PHASE_VERIFY, chunk);
+      if (i > 0) {
+        auto box = for_party.find(party);
+        if (box == for_party.end()) {
+          return absl::InternalError(
+              absl::StrCat("the ring's first party sealed no total for '", party, "'"));
+        }
+        *verify.mutable_final_check()->mutable_input() = box->second;
+      }
+      absl::StatusOr<fedanon::v1::FinalCheckResult> verdict = call(party, verify);
+      if (!verdict.ok()) {
+        if (!last || verdict.status().code() == absl::StatusCode::kCancelled) {
+          return verdict.status();
+        }
+        refusals.emplace_back(verdict.status().message());  // "party 'x': refuses to ..."
+        continue;
+      }
+      if (last && !verdict->passed()) {
+        refusals.push_back(absl::StrCat("party '", party, "': did not confirm the check"));
+      }
+    }
+  }
+  if (!refusals.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "final check: the parties refuse to release: ", absl::StrJoin(refusals, "; ")));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fedanon::leader
