@@ -15,6 +15,9 @@
 //    values on Y co-occurring with each value on X (Def. 4.1.1 with Y not necessarily a key);
 //    confidentiality templates bound c_y(x) = a(x, y) / a(x) over join records (Def. 5.1.1).
 //    A common attribute C in X stands for both T1.C and T2.C, as §6.1.3 recommends.
+//  * Several previous releases T2, ..., Tp (§6.5): the star join, each Ti joined with T1 only
+//    (join attributes and rules per pair). The model then presents them to the specializer as one
+//    "history table" (see SequentialModel), so that the one-release engine runs unchanged.
 #pragma once
 
 #include <cstdint>
