@@ -78,9 +78,10 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
 
   const std::string input_path = options.input_path == "-" ? "/dev/stdin" : options.input_path;
   // Outputs never replace what the run reads, nor each other: checked before anything is read.
-  std::vector<NamedPath> inputs = {{"--input", input_path},
-                                   {"--spec", options.spec_path},
-                                   {"--previous-release", options.previous_release_path}};
+  std::vector<NamedPath> inputs = {{"--input", input_path}, {"--spec", options.spec_path}};
+  for (const std::string& path : options.previous_release_paths) {
+    inputs.push_back({"--previous-release", path});
+  }
   const std::vector<NamedPath> outputs = {{"--output", options.output_path},
                                           {"--report", options.report_path}};
   RETURN_IF_ERROR(CheckDistinctOutputs(outputs, inputs));
@@ -93,7 +94,7 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   }
   RETURN_IF_ERROR(CheckDistinctOutputs(outputs, inputs));
   report.set_job_name(spec.name());
-  if (spec.has_sequential() != !options.previous_release_path.empty()) {
+  if (spec.has_sequential() != !options.previous_release_paths.empty()) {
     return absl::InvalidArgumentError(
         spec.has_sequential()
             ? "the spec has a sequential section: give the earlier release with --previous-release"
@@ -122,7 +123,7 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   LocalCountSource source(&tips);
   auto last_progress = Clock::now();
   if (spec.has_sequential()) {
-    RETURN_IF_ERROR(RunSequentialRelease(spec, data, options.previous_release_path,
+    RETURN_IF_ERROR(RunSequentialRelease(spec, data, options.previous_release_paths,
                                          options.max_rounds, options.progress, &hier, &tips,
                                          &report));
   } else {
@@ -209,9 +210,12 @@ server::CommandAction DeclareAnonymizeCommand(CLI::App* command) {
   command->add_option("--report", o.report_path, "JSON report to write");
   command->add_option("--max-rounds", o.max_rounds,
                       "Stop after this many specializations (anytime result; 0 = run to the end)");
-  command->add_option("--previous-release", o.previous_release_path,
-                      "Earlier published table (CSV) the output must stay private joined with "
-                      "(spec section `sequential`)");
+  command
+      ->add_option("--previous-release", o.previous_release_paths,
+                   "Earlier published table (CSV) the output must stay private joined with "
+                   "(spec section `sequential`); repeat for several (previous1, previous2, ...)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   command
       ->add_option("--max-input-bytes", o.max_input_bytes,
                    "Refuse an input table larger than this many bytes (default 64 GiB)")

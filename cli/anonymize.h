@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "fedanon/v1/job.pb.h"
@@ -22,9 +23,10 @@ struct AnonymizeOptions {
   std::string output_path;
   std::string report_path;  // empty: no report file
   uint32_t max_rounds = 0;  // 0: run to the end
-  // Sequential release (docs/sequential-releases.md): the earlier published table the output will
-  // be joined with; needs the spec's `sequential` section, and that section needs it.
-  std::string previous_release_path;
+  // Sequential release (docs/sequential-releases.md): the earlier published tables the output
+  // will be joined with (T2, ..., Tp in this order; several form a star join with the output);
+  // needs the spec's `sequential` section, and that section needs at least one.
+  std::vector<std::string> previous_release_paths;
   // The largest input table read (bytes); a larger one is an error before it is all in memory.
   uint64_t max_input_bytes = uint64_t{64} << 30;
   // Progress messages for long runs (called at most about once a second); may be empty.

@@ -10,11 +10,12 @@
 namespace fedanon::common {
 
 absl::Status RunSequentialRelease(const fedanon::v1::JobSpec& spec, const Dataset& data,
-                                  const std::string& previous_path, uint32_t max_rounds,
+                                  const std::vector<std::string>& previous_paths,
+                                  uint32_t max_rounds,
                                   const std::function<void(const std::string&)>& progress,
                                   std::vector<AttributeHierarchy>* hierarchies, Tips* tips,
                                   fedanon::v1::Report* report) {
-  ASSIGN_OR_RETURN(SequentialModel model, LoadSequentialModel(spec, data, previous_path));
+  ASSIGN_OR_RETURN(SequentialModel model, LoadSequentialModel(spec, data, previous_paths));
   SequentialOptions options;
   options.score = spec.score();
   options.beneficial = spec.beneficial();

@@ -1,7 +1,7 @@
 // The sequential-release step of `fedanon anonymize --previous-release` (fung2007 thesis ch. 6):
-// loads the previous release and the join model, runs SequentialSpecializer on the job's table
-// and fills the result part of the report. Reading the job's table and writing the output stay in
-// anonymize.cc, shared with the single-release path.
+// loads the previous releases (one, or several for a star join) and the join model, runs
+// SequentialSpecializer on the job's table and fills the result part of the report. Reading the
+// job's table and writing the output stay in anonymize.cc, shared with the single-release path.
 #pragma once
 
 #include <functional>
@@ -19,7 +19,8 @@ namespace fedanon::common {
 // `hierarchies` and `tips` are at the most general state and are specialized in place; the
 // caller then writes the released rows from them. `progress` may be empty.
 absl::Status RunSequentialRelease(const fedanon::v1::JobSpec& spec, const Dataset& data,
-                                  const std::string& previous_path, uint32_t max_rounds,
+                                  const std::vector<std::string>& previous_paths,
+                                  uint32_t max_rounds,
                                   const std::function<void(const std::string&)>& progress,
                                   std::vector<AttributeHierarchy>* hierarchies, Tips* tips,
                                   fedanon::v1::Report* report);

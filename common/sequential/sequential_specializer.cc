@@ -73,8 +73,15 @@ SequentialSpecializer::Stats SequentialSpecializer::ComputeStats(
     const std::vector<uint32_t>& records, bool previous) const {
   const std::vector<CodedColumn>& columns =
       previous ? model_->previous_columns : model_->current_columns;
+  // Rows of a history table (several previous releases) stand for several combinations.
+  const std::vector<uint64_t>* weights =
+      previous && !model_->previous_weights.empty() ? &model_->previous_weights : nullptr;
   Stats s;
   s.count = records.size();
+  if (weights != nullptr) {
+    s.count = 0;
+    for (uint32_t r : records) s.count += (*weights)[r];
+  }
   s.per_template.resize(model_->templates.size());
   for (size_t t = 0; t < model_->templates.size(); ++t) {
     const JoinTemplate& jt = model_->templates[t];
@@ -90,7 +97,7 @@ SequentialSpecializer::Stats SequentialSpecializer::ComputeStats(
       const auto& codes = columns[jt.y_column].codes;
       for (uint32_t r : records) {
         for (size_t i = 0; i < jt.sensitive_codes.size(); ++i) {
-          if (codes[r] == jt.sensitive_codes[i]) ++out[i];
+          if (codes[r] == jt.sensitive_codes[i]) out[i] += weights ? (*weights)[r] : 1;
         }
       }
     }
@@ -285,7 +292,9 @@ absl::Status SequentialSpecializer::CheckPopulationRelated() const {
               "(population-related, thesis §6.2.2)"));
     }
   }
-  for (size_t g = 0; g < groups2_.size(); ++g) {
+  // With several previous releases the loader checked each pair (T1, Ti) instead: a row of the
+  // history table need not match any raw T1 record (only the most general one).
+  for (size_t g = 0; g < groups2_.size() && !model_->several(); ++g) {
     if (group_matched[g]) continue;
     const int32_t r = groups2_[g].first_record;
     std::vector<std::string> values;
@@ -706,7 +715,7 @@ std::string SequentialSpecializer::DescribeX(size_t t, const XEntry& entry) cons
   }
   for (int c : jt.x2) {
     const CodedColumn& col = model_->previous_columns[c];
-    parts.push_back(Cat("previous.", col.name, "=", col.values[p2.example[c]]));
+    parts.push_back(Cat(model_->PreviousRef(c), "=", col.values[p2.example[c]]));
   }
   return Cat("{", absl::StrJoin(parts, ", "), "}");
 }

@@ -21,6 +21,22 @@ absl::StatusOr<SequentialRef> ParseSequentialRef(const std::string& text,
   } else if (rest.rfind("previous.", 0) == 0) {
     ref.side = SequentialSide::kPrevious;
     rest.remove_prefix(9);
+  } else if (rest.rfind("previous", 0) == 0) {
+    // "previousI.NAME": the i-th previous release (digits, then a dot).
+    size_t end = 8;
+    while (end < rest.size() && rest[end] >= '0' && rest[end] <= '9') ++end;
+    if (end > 8 && end < rest.size() && rest[end] == '.') {
+      int release = 0;
+      for (size_t i = 8; i < end && release < 1000000; ++i)
+        release = release * 10 + (rest[i] - '0');
+      if (release < 1) {
+        return absl::InvalidArgumentError(
+            StrCat(where, ": '", text, "': previous releases are numbered from 1 (previous1.)"));
+      }
+      ref.side = SequentialSide::kPrevious;
+      ref.release = release;
+      rest.remove_prefix(end + 1);
+    }
   }
   ref.name = std::string(rest);
   if (ref.name.empty()) return absl::InvalidArgumentError(StrCat(where, ": empty attribute name"));

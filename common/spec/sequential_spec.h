@@ -17,13 +17,17 @@ inline constexpr std::string_view kSequentialRecord = "@record";
 
 enum class SequentialSide { kAny, kCurrent, kPrevious };
 
-// An attribute named in a sequential template: "current.age", "previous.@record" or "age".
+// An attribute named in a sequential template: "current.age", "previous.@record", "age", or with
+// several previous releases "previous2.Disease" (the second --previous-release).
 struct SequentialRef {
   SequentialSide side = SequentialSide::kAny;
   std::string name;
+  // kPrevious: 0 for "previous." (the only previous release, or any that has the column), i >= 1
+  // for "previousI." (the i-th previous release in the order given).
+  int release = 0;
 };
 
-// InvalidArgument (prefixed with `where`) for an empty name or a bare "@record".
+// InvalidArgument (prefixed with `where`) for an empty name, a bare "@record" or "previous0.".
 absl::StatusOr<SequentialRef> ParseSequentialRef(const std::string& text, const std::string& where);
 
 // "sequential.anonymity template 2" / "sequential.confidentiality template 1" (i is 0-based).

@@ -78,5 +78,63 @@ TEST(SequentialCliTest, MissingOptionValueIsAUsageError) {
   EXPECT_FALSE(std::filesystem::exists(s.job.output_path));
 }
 
+// Two previous releases, each given with its own --previous-release (T2 then T3): the worked
+// example of tests/common/sequential/sequential_star_test.cc (Job generalized once, Sex kept at
+// ANY_Sex because of T3's salaries).
+TEST(SequentialCliTest, RepeatedPreviousReleaseJoinsEveryOne) {
+  const StarJob s = WriteStarJob(
+      "seqcli-star",
+      "attributes:\n"
+      "  - {name: Job, role: qid, taxonomy: job.csv}\n"
+      "  - {name: Sex, role: qid, taxonomy: sex.csv}\n"
+      "  - {name: Class, role: class}\n"
+      "sequential:\n"
+      "  anonymity:\n"
+      "    - {x: [current.Job, previous1.Disease, previous2.Salary], y: [current.@record], "
+      "k: 2}\n",
+      {{"Job", "Sex", "Class"},
+       {{"Banker", "M", "Y"},
+        {"Banker", "M", "Y"},
+        {"Engineer", "F", "Y"},
+        {"Clerk", "F", "N"},
+        {"Driver", "M", "N"}}},
+      {{{"Job", "Disease"},
+        {{"Banker", "Cancer"},
+         {"Banker", "Cancer"},
+         {"Engineer", "HIV"},
+         {"Clerk", "HIV"},
+         {"Driver", "Flu"}}},
+       {{"Sex", "Salary"},
+        {{"M", "High"}, {"M", "High"}, {"F", "Low"}, {"F", "High"}, {"M", "High"}}}},
+      {{"job.csv",
+        "Banker;Professional;ANY_Job\nEngineer;Professional;ANY_Job\nClerk;Service;ANY_Job\n"
+        "Driver;Service;ANY_Job\n"},
+       {"sex.csv", "M;ANY_Sex\nF;ANY_Sex\n"}});
+  std::vector<std::string> args = {"anonymize",       "--spec",         s.job.spec_path,
+                                   "--input",         s.job.input_path, "--output",
+                                   s.job.output_path, "--report",       s.job.report_path};
+  for (const std::string& p : s.previous_paths) {
+    args.push_back("--previous-release");
+    args.push_back(p);
+  }
+  args.push_back("--quiet");
+  const CliResult r = RunFedanon(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_OK_AND_ASSIGN(Table out, ReadCsvTable(s.job.output_path));
+  ASSERT_EQ(out.rows.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(out.rows[i][0], i < 3 ? "Professional" : "Service");
+    EXPECT_EQ(out.rows[i][1], "ANY_Sex");
+  }
+  EXPECT_THAT(ReadAll(s.job.report_path), HasSubstr("\"smallest_group\": \"2\""));
+
+  // Only the first previous release: Sex is no join attribute, so previous2.Salary is unknown.
+  std::vector<std::string> first_only(args.begin(), args.end() - 3);
+  first_only.push_back("--quiet");
+  const CliResult one = RunFedanon(first_only);
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_THAT(one.err, HasSubstr("'previous2.Salary' names previous release 2 but 1 was given"));
+}
+
 }  // namespace
 }  // namespace fedanon::testing

@@ -3,7 +3,8 @@
 // consistency predicate (thesis §6.1.3: equal, or one value an ancestor of the other in the
 // attribute's taxonomy; equal strings where there is no taxonomy), and evaluates privacy
 // templates on the joined records directly (Def. 4.1.1 distinct Y values per X value; Def. 5.1.1
-// confidence a(x, y) / a(x)). Quadratic in the table sizes: for small tables.
+// confidence a(x, y) / a(x)). Quadratic in the table sizes: for small tables. StarJoin does the
+// same for several previous releases (the star join of thesis §6.5), materializing every tuple.
 #pragma once
 
 #include <algorithm>
@@ -175,6 +176,138 @@ inline double Confidence(const Release& t1, const Release& t2,
   for (const auto& [k, c] : counts) {
     for (const std::string& v : values) {
       auto it = c.second.find(v);
+      if (it != c.second.end()) {
+        best = std::max(best, static_cast<double>(it->second) / static_cast<double>(c.first));
+      }
+    }
+  }
+  return best;
+}
+
+// Several previous releases (thesis §6.5): the star join of T1 with T2, ..., Tp. A match is a
+// tuple (t1, t2, ..., tp) where t1 matches every ti on the attributes T1 and Ti have in common
+// (the previous releases are not compared with each other), and no rule forbids (t1, ti) for a
+// rule whose `previous` column Ti has (`release` 0: every such Ti; i >= 1: only Ti). Rows of the
+// result: the row number in T1, then in each previous release.
+struct StarRule {
+  Rule rule;
+  int release = 0;
+};
+
+inline bool PairMatches(const Release& t1, size_t i, const Release& t2, size_t j,
+                        const Taxonomies& tax, const std::vector<StarRule>& rules, int release) {
+  for (size_t c = 0; c < t1.header.size(); ++c) {
+    const int c2 = t2.Column(t1.header[c]);
+    if (c2 < 0) continue;
+    const std::string& a = t1.rows[i][c];
+    const std::string& b = t2.rows[j][c2];
+    auto it = tax.find(t1.header[c]);
+    const bool match =
+        it == tax.end() ? a == b
+                        : IsAncestorOrSelf(it->second, a, b) || IsAncestorOrSelf(it->second, b, a);
+    if (!match) return false;
+  }
+  for (const StarRule& sr : rules) {
+    const Rule& r = sr.rule;
+    if (sr.release != 0 && sr.release != release) continue;
+    if (t2.Column(r.previous) < 0) continue;
+    if (AtOrBelow(tax, r.current, r.current_value, t1.rows[i][t1.Column(r.current)]) &&
+        AtOrBelow(tax, r.previous, r.previous_value, t2.rows[j][t2.Column(r.previous)])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+inline std::vector<std::vector<size_t>> StarJoin(const Release& t1,
+                                                 const std::vector<Release>& previous,
+                                                 const Taxonomies& tax,
+                                                 const std::vector<StarRule>& rules = {}) {
+  std::vector<std::vector<size_t>> out;
+  for (size_t i = 0; i < t1.rows.size(); ++i) {
+    std::vector<std::vector<size_t>> match(previous.size());
+    bool any = true;
+    for (size_t p = 0; p < previous.size(); ++p) {
+      for (size_t j = 0; j < previous[p].rows.size(); ++j) {
+        if (PairMatches(t1, i, previous[p], j, tax, rules, static_cast<int>(p + 1))) {
+          match[p].push_back(j);
+        }
+      }
+      any &= !match[p].empty();
+    }
+    if (!any) continue;
+    std::vector<size_t> at(previous.size(), 0);
+    while (true) {
+      std::vector<size_t> row = {i};
+      for (size_t p = 0; p < previous.size(); ++p) row.push_back(match[p][at[p]]);
+      out.push_back(std::move(row));
+      size_t p = previous.size();
+      while (p > 0 && ++at[p - 1] == match[p - 1].size()) at[--p] = 0;
+      if (p == 0) break;
+    }
+  }
+  return out;
+}
+
+// "current.NAME", "previousI.NAME" (release I), "previous.NAME" (release 1); "@record": the row.
+struct StarRef {
+  int release = 0;  // 0: T1
+  std::string name;
+};
+inline StarRef ParseStarRef(const std::string& text) {
+  StarRef r;
+  const size_t dot = text.find('.');
+  const std::string side = text.substr(0, dot);
+  r.name = text.substr(dot + 1);
+  if (side == "current") return r;
+  r.release = side == "previous" ? 1 : std::stoi(side.substr(8));
+  return r;
+}
+
+inline std::string StarTuple(const Release& t1, const std::vector<Release>& previous,
+                             const std::vector<size_t>& m, const std::vector<StarRef>& refs) {
+  std::string s;
+  for (const StarRef& r : refs) {
+    const Release& t = r.release == 0 ? t1 : previous[r.release - 1];
+    const size_t row = m[r.release];
+    s += r.name == "@record" ? "#" + std::to_string(row) : t.rows[row][t.Column(r.name)];
+    s += '\x1f';
+  }
+  return s;
+}
+
+// min over x of the number of distinct Y values joined with x (0 for an empty join).
+inline uint64_t StarAnonymity(const Release& t1, const std::vector<Release>& previous,
+                              const std::vector<std::vector<size_t>>& join,
+                              const std::vector<StarRef>& x, const std::vector<StarRef>& y) {
+  std::map<std::string, std::set<std::string>> ys;
+  for (const auto& m : join) {
+    ys[StarTuple(t1, previous, m, x)].insert(StarTuple(t1, previous, m, y));
+  }
+  uint64_t best = 0;
+  bool first = true;
+  for (const auto& [k, s] : ys) {
+    best = first ? s.size() : std::min<uint64_t>(best, s.size());
+    first = false;
+  }
+  return best;
+}
+
+// max over x and the sensitive values of a(x, y) / a(x).
+inline double StarConfidence(const Release& t1, const std::vector<Release>& previous,
+                             const std::vector<std::vector<size_t>>& join,
+                             const std::vector<StarRef>& x, const StarRef& y,
+                             const std::vector<std::string>& values) {
+  std::map<std::string, std::pair<uint64_t, std::map<std::string, uint64_t>>> counts;
+  for (const auto& m : join) {
+    auto& c = counts[StarTuple(t1, previous, m, x)];
+    ++c.first;
+    ++c.second[StarTuple(t1, previous, m, {y})];
+  }
+  double best = 0;
+  for (const auto& [k, c] : counts) {
+    for (const std::string& v : values) {
+      auto it = c.second.find(v + '\x1f');
       if (it != c.second.end()) {
         best = std::max(best, static_cast<double>(it->second) / static_cast<double>(c.first));
       }

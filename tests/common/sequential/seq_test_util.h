@@ -41,7 +41,36 @@ inline absl::StatusOr<fedanon::v1::Report> RunSeqJob(const SeqJob& s, uint32_t m
   opts.input_path = s.job.input_path;
   opts.output_path = s.job.output_path;
   opts.report_path = s.job.report_path;
-  opts.previous_release_path = s.previous_path;
+  if (!s.previous_path.empty()) opts.previous_release_paths = {s.previous_path};
+  opts.max_rounds = max_rounds;
+  return common::Anonymize(opts);
+}
+
+// A job with several previous releases (previous1.csv, previous2.csv, ... in the job directory).
+struct StarJob {
+  Job job;
+  std::vector<std::string> previous_paths;
+};
+
+inline StarJob WriteStarJob(const std::string& name, const std::string& spec_yaml,
+                            const Table& current, const std::vector<Table>& previous,
+                            const std::map<std::string, std::string>& taxonomies) {
+  StarJob s;
+  s.job = WriteJob(name, spec_yaml, current, taxonomies);
+  for (size_t i = 0; i < previous.size(); ++i) {
+    s.previous_paths.push_back(s.job.dir + "/previous" + std::to_string(i + 1) + ".csv");
+    WriteText(s.previous_paths.back(), ToCsv(previous[i]));
+  }
+  return s;
+}
+
+inline absl::StatusOr<fedanon::v1::Report> RunStarJob(const StarJob& s, uint32_t max_rounds = 0) {
+  common::AnonymizeOptions opts;
+  opts.spec_path = s.job.spec_path;
+  opts.input_path = s.job.input_path;
+  opts.output_path = s.job.output_path;
+  opts.report_path = s.job.report_path;
+  opts.previous_release_paths = s.previous_paths;
   opts.max_rounds = max_rounds;
   return common::Anonymize(opts);
 }
