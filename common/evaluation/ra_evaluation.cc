@@ -338,9 +338,11 @@ absl::StatusOr<RaEvaluation> EvaluateRandomization(const CodedTable& original,
   e.sensitive_name = original.names.back();
   std::optional<AnatomyGroups> groups;
   CodedTable permuted;
-  if (options.anatomy_l != 0) {
-    ASSIGN_OR_RETURN(groups, AnatomyGrouping(original, options.anatomy_l, options.anatomy_seed));
-    e.anatomy_l = options.anatomy_l;
+  const int l = options.anatomy_l == kAutoAnatomyL ? std::min(10, LargestAnatomyL(original))
+                                                   : options.anatomy_l;
+  if (l != 0 && (options.anatomy_l != kAutoAnatomyL || l >= 2)) {
+    ASSIGN_OR_RETURN(groups, AnatomyGrouping(original, l, options.anatomy_seed));
+    e.anatomy_l = l;
     e.anatomy_groups = groups->groups;
     permuted = PermuteWithinGroups(original, *groups, options.anatomy_seed + 1);
   }

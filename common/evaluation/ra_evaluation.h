@@ -122,13 +122,17 @@ AssociationRecovery CompareAssociations(const std::vector<QuasiSensitiveRule>& o
                                         const std::vector<QuasiSensitiveRule>& released,
                                         size_t max_length);
 
+inline constexpr int kAutoAnatomyL = -1;
+
 // What `fedanon evaluate --randomized` computes.
 struct RaEvaluationOptions {
   size_t queries = 1000;  // per number of query attributes
   uint64_t query_seed = 1;
   size_t max_query_attributes = 8;  // j = 1..min(this, QIDs)
   AprioriOptions apriori;
-  int anatomy_l = 5;  // 0: no Anatomy baseline
+  // 0: no Anatomy baseline; kAutoAnatomyL: the paper's l = 10, or the largest l the table is
+  // eligible for when that is smaller (none if below 2).
+  int anatomy_l = kAutoAnatomyL;
   uint64_t anatomy_seed = 1;
 };
 
