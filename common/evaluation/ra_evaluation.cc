@@ -106,20 +106,41 @@ absl::StatusOr<std::vector<CountQuery>> RandomCountQueries(const CodedTable& d,
 }
 
 namespace {
-bool Matches(const CodedTable& t, const CountQuery& q, size_t r, bool qids_only) {
+// mask[r] = 1 iff record r satisfies the query's conditions (only those on QIDs with
+// `qids_only`); column at a time, so that the inner loop is a plain table lookup.
+void MatchMask(const CodedTable& t, const CountQuery& q, bool qids_only,
+               std::vector<uint8_t>& mask) {
+  const size_t n = t.records();
+  mask.assign(n, 1);
+  std::vector<uint8_t> accept;
   for (size_t i = 0; i < q.columns.size(); ++i) {
     const size_t c = q.columns[i];
     if (qids_only && c == t.sensitive()) continue;
-    const uint32_t code = t.codes[c][r];
-    if (code >= q.accepted[i].size() || !q.accepted[i][code]) return false;
+    accept.assign(t.values[c].size(), 0);
+    for (size_t code = 0; code < accept.size() && code < q.accepted[i].size(); ++code) {
+      accept[code] = q.accepted[i][code] ? 1 : 0;
+    }
+    const uint32_t* codes = t.codes[c].data();
+    uint8_t* m = mask.data();
+    for (size_t r = 0; r < n; ++r) m[r] &= accept[codes[r]];
   }
-  return true;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  const double upper = v[mid];
+  return (upper + *std::max_element(v.begin(), v.begin() + mid)) / 2;
 }
 }  // namespace
 
 uint64_t AnswerCount(const CodedTable& t, const CountQuery& q) {
+  std::vector<uint8_t> mask;
+  MatchMask(t, q, /*qids_only=*/false, mask);
   uint64_t n = 0;
-  for (size_t r = 0; r < t.records(); ++r) n += Matches(t, q, r, false) ? 1 : 0;
+  for (uint8_t m : mask) n += m;
   return n;
 }
 
@@ -221,9 +242,11 @@ double AnatomyEstimate(const CodedTable& t, const AnatomyGroups& groups, const C
       in_rs[p] += 1;
     }
   }
+  std::vector<uint8_t> mask;
+  MatchMask(t, q, /*qids_only=*/true, mask);
   double estimate = 0;
   for (size_t r = 0; r < t.records(); ++r) {
-    if (!Matches(t, q, r, /*qids_only=*/true)) continue;
+    if (mask[r] == 0) continue;
     const uint32_t p = groups.group_of[r];
     estimate += in_rs[p] / size[p];
   }
@@ -353,7 +376,7 @@ absl::StatusOr<RaEvaluation> EvaluateRandomization(const CodedTable& original,
     QueryErrorRow row;
     row.qid_attributes = j;
     row.queries = queries.size();
-    double ra = 0, an = 0;
+    std::vector<double> ra, an;
     for (const CountQuery& q : queries) {
       const uint64_t truth = AnswerCount(original, q);
       if (truth == 0) {
@@ -361,14 +384,18 @@ absl::StatusOr<RaEvaluation> EvaluateRandomization(const CodedTable& original,
         continue;
       }
       const double a = static_cast<double>(truth);
-      ra += std::abs(a - static_cast<double>(AnswerCount(randomized, q))) / a;
-      if (groups) an += std::abs(a - AnatomyEstimate(original, *groups, q)) / a;
+      ra.push_back(std::abs(a - static_cast<double>(AnswerCount(randomized, q))) / a);
+      if (groups) an.push_back(std::abs(a - AnatomyEstimate(original, *groups, q)) / a);
     }
-    const uint64_t answered = row.queries - row.zero_answers;
-    if (answered > 0) {
-      row.randomized_error = ra / static_cast<double>(answered);
-      row.anatomy_error = an / static_cast<double>(answered);
-    }
+    auto mean = [](const std::vector<double>& v) {
+      double sum = 0;
+      for (double x : v) sum += x;
+      return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+    };
+    row.randomized_error = mean(ra);
+    row.randomized_median = Median(ra);
+    row.anatomy_error = mean(an);
+    row.anatomy_median = Median(an);
     e.query_errors.push_back(row);
   }
   const std::vector<QuasiSensitiveRule> asso_d = QuasiSensitiveRules(original, options.apriori);
@@ -479,7 +506,11 @@ std::string RaEvaluationToJson(const RaEvaluation& e, const RaEvaluationOptions&
     row["queries"] = r.queries;
     row["zero_answers"] = r.zero_answers;
     row["randomized_relative_error"] = r.randomized_error;
-    if (e.anatomy_l != 0) row["anatomy_relative_error"] = r.anatomy_error;
+    row["randomized_median_relative_error"] = r.randomized_median;
+    if (e.anatomy_l != 0) {
+      row["anatomy_relative_error"] = r.anatomy_error;
+      row["anatomy_median_relative_error"] = r.anatomy_median;
+    }
     rows.push_back(row);
   }
   j["query_relative_error"] = rows;
@@ -516,12 +547,16 @@ std::string RaEvaluationToText(const RaEvaluation& e, const RaEvaluationOptions&
   }
   absl::StrAppend(&out, "COUNT queries: ", options.queries, " per row (seed ", options.query_seed,
                   "); mean |Ans(D) - Ans(D')| / Ans(D) over the queries with Ans(D) > 0\n");
-  absl::StrAppend(&out, "  QIDs  Ans(D)=0  randomized",
+  absl::StrAppend(&out, "                  randomized       ",
                   e.anatomy_l != 0 ? "  Anatomy (Eq. 13)" : "", "\n");
+  absl::StrAppend(&out, "  QIDs  Ans(D)=0  mean     median  ",
+                  e.anatomy_l != 0 ? "  mean     median" : "", "\n");
   for (const QueryErrorRow& r : e.query_errors) {
-    absl::StrAppend(&out, absl::StrFormat("  %4d  %8d  %10.4f", r.qid_attributes, r.zero_answers,
-                                          r.randomized_error));
-    if (e.anatomy_l != 0) absl::StrAppend(&out, absl::StrFormat("  %16.4f", r.anatomy_error));
+    absl::StrAppend(&out, absl::StrFormat("  %4d  %8d  %7.4f  %7.4f", r.qid_attributes,
+                                          r.zero_answers, r.randomized_error, r.randomized_median));
+    if (e.anatomy_l != 0) {
+      absl::StrAppend(&out, absl::StrFormat("  %7.4f  %7.4f", r.anatomy_error, r.anatomy_median));
+    }
     absl::StrAppend(&out, "\n");
   }
   absl::StrAppend(

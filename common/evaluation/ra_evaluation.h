@@ -142,6 +142,9 @@ struct QueryErrorRow {
   uint64_t zero_answers = 0;    // with Ans(D) = 0: left out of the averages
   double randomized_error = 0;  // mean relative error on the randomized table
   double anatomy_error = 0;     // mean relative error of Eq. (13) on the Anatomy baseline
+  // Medians of the same: the mean is dominated by the few queries with a small Ans(D).
+  double randomized_median = 0;
+  double anatomy_median = 0;
 };
 
 struct RaEvaluation {

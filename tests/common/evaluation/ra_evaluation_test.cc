@@ -245,6 +245,7 @@ TEST(EvaluateRandomizationTest, AnUnchangedTableHasNoErrorAndKeepsEveryRule) {
   for (const QueryErrorRow& r : e.query_errors) {
     EXPECT_EQ(r.queries, 100u);
     EXPECT_EQ(r.randomized_error, 0.0);
+    EXPECT_EQ(r.randomized_median, 0.0);
     EXPECT_GT(r.anatomy_error, 0.0);  // Eq. (13) estimates
   }
   ASSERT_GT(e.randomized_associations.original[0], 0u);
