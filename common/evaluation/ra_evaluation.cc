@@ -157,15 +157,17 @@ absl::StatusOr<AnatomyGroups> AnatomyGrouping(const CodedTable& t, int l, uint64
   const size_t n = t.records();
   std::vector<std::vector<uint32_t>> buckets(t.values[s].size());
   for (uint32_t r = 0; r < n; ++r) buckets[t.codes[s][r]].push_back(r);
-  for (size_t v = 0; v < buckets.size(); ++v) {
-    if (buckets[v].size() * static_cast<uint64_t>(l) > n) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "Anatomy with l = %d is impossible: sensitive value '%s' of '%s' is in %d of %d records "
-          "(%.1f%% > 1/l); the largest eligible l here is %d",
-          l, t.values[s][v], t.names[s], buckets[v].size(), n,
-          100.0 * static_cast<double>(buckets[v].size()) / static_cast<double>(n),
-          LargestAnatomyL(t)));
-    }
+  size_t v = 0;  // the most frequent sensitive value (first seen among equals)
+  for (size_t w = 1; w < buckets.size(); ++w) {
+    if (buckets[w].size() > buckets[v].size()) v = w;
+  }
+  if (!buckets.empty() && buckets[v].size() * static_cast<uint64_t>(l) > n) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Anatomy with l = %d is impossible: sensitive value '%s' of '%s' is in %d of %d records "
+        "(%.1f%% > 1/l); the largest eligible l here is %d",
+        l, t.values[s][v], t.names[s], buckets[v].size(), n,
+        100.0 * static_cast<double>(buckets[v].size()) / static_cast<double>(n),
+        LargestAnatomyL(t)));
   }
   std::mt19937_64 g(seed);
   for (auto& b : buckets) Shuffle(b, g);

@@ -92,7 +92,7 @@ TEST(AdultUtilityTest, BaselineErrorAndFederatedBeatsNaive) {
 }
 
 // yang2010 §7.1's setting: nine QID attributes, occupation sensitive. RA (Algorithm 1, seeded)
-// against the Anatomy baseline at the largest l Adult allows (7: Prof-specialty is 13.3% of the
+// against the Anatomy baseline at the largest l Adult allows (7: Craft-repair is 13.3% of the
 // records). The paper's finding must hold: RA keeps most quasi-sensitive rules at 8% support /
 // 15% confidence and more than the permutation does, and answers 1-attribute COUNT queries
 // more accurately (median relative error).
