@@ -27,6 +27,13 @@ absl::Status RunEvaluateCommand(const UtilityReportOptions& options) {
 absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
   ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, LoadJobSpec(options.spec_path));
   RETURN_IF_ERROR(ValidateJobSpec(spec));
+  if (!options.randomized_path.empty()) {
+    ASSIGN_OR_RETURN(RaTables tables,
+                     ReadRaTables(spec, options.raw_path, options.randomized_path));
+    ASSIGN_OR_RETURN(RaEvaluation e,
+                     EvaluateRandomization(tables.original, tables.randomized, options.ra));
+    return options.json ? RaEvaluationToJson(e, options.ra) : RaEvaluationToText(e, options.ra);
+  }
   EvaluationOptions evaluation;
   evaluation.seed = options.seed;
   ASSIGN_OR_RETURN(std::unique_ptr<UtilityEvaluator> evaluator,
@@ -67,6 +74,38 @@ server::CommandAction DeclareEvaluateCommand(CLI::App* command) {
                       "only BE, UE and SE are measured");
   command->add_option("--seed", options->seed, "Seed of the 2/3 training, 1/3 test split");
   command->add_flag("--json", options->json, "Print JSON instead of text");
+  // yang2010 §7: the evaluation of a randomized release (docs/random-anonymization.md).
+  command
+      ->add_option(
+          "--randomized", options->randomized_path,
+          "A `fedanon randomize` release of the raw table: report yang2010 §7's COUNT-query "
+          "relative error and Apriori association recovery, against an Anatomy baseline")
+      ->excludes("--anonymized");
+  command
+      ->add_option("--queries", options->ra.queries,
+                   "With --randomized: random COUNT queries per number of QID attributes")
+      ->check(CLI::Range(size_t{1}, size_t{1000000}));
+  command->add_option("--query-seed", options->ra.query_seed,
+                      "With --randomized: seed of the random queries");
+  command
+      ->add_option("--max-query-attributes", options->ra.max_query_attributes,
+                   "With --randomized: queries over 1..J QID attributes (at most the QIDs)")
+      ->check(CLI::Range(size_t{1}, size_t{1000}));
+  command
+      ->add_option("--apriori-support", options->ra.apriori.min_support,
+                   "With --randomized: Apriori minimum support, a fraction of the records")
+      ->check(CLI::Range(1e-6, 1.0));
+  command
+      ->add_option("--apriori-confidence", options->ra.apriori.min_confidence,
+                   "With --randomized: minimum confidence of a quasi-sensitive rule")
+      ->check(CLI::Range(0.0, 1.0));
+  command
+      ->add_option("--anatomy-l", options->ra.anatomy_l,
+                   "With --randomized: l of the Anatomy baseline (0: none; default: 10, or the "
+                   "largest l the table is eligible for if smaller)")
+      ->check(CLI::Range(0, 1000000));
+  command->add_option("--anatomy-seed", options->ra.anatomy_seed,
+                      "With --randomized: seed of the Anatomy grouping and permutation");
   return [options] { return server::ExitCode(RunEvaluateCommand(*options), "fedanon evaluate"); };
 }
 

@@ -1,12 +1,15 @@
 // `fedanon evaluate`: the utility of an anonymized release (classification errors BE/CE/UE, SE
 // per party of a vertical job, the discernibility ratio DR; common/evaluation does the
-// measuring) or, without a release, the raw baselines BE, UE and SE.
+// measuring) or, without a release, the raw baselines BE, UE and SE; with `--randomized`, the
+// yang2010 §7 evaluation of a `fedanon randomize` release (COUNT-query relative error and
+// Apriori association recovery, against an Anatomy baseline) instead.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/evaluation/ra_evaluation.h"
 #include "server/command_line.h"
 
 namespace fedanon::common {
@@ -17,6 +20,8 @@ struct UtilityReportOptions {
   std::string anonymized_path;  // empty: only the baselines
   uint64_t seed = 1;            // of the 2/3 training, 1/3 test split
   bool json = false;            // JSON instead of text
+  std::string randomized_path;  // non-empty: the RA evaluation (yang2010 §7) of this release
+  RaEvaluationOptions ra;
 };
 
 // The report `fedanon evaluate` prints on stdout.

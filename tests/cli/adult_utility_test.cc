@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,47 @@ TEST(AdultUtilityTest, BaselineErrorAndFederatedBeatsNaive) {
   RecordProperty("naive_CE", std::to_string(naive_ce));
   fs::remove_all(dir);
   fs::remove_all(capture);
+}
+
+// yang2010 §7.1's setting: nine QID attributes, occupation sensitive. RA (Algorithm 1, seeded)
+// against the Anatomy baseline at the largest l Adult allows (7: Craft-repair is 13.3% of the
+// records). The paper's finding must hold: RA keeps most quasi-sensitive rules at 8% support /
+// 15% confidence and more than the permutation does, and answers 1-attribute COUNT queries
+// more accurately (median relative error).
+TEST(AdultUtilityTest, RandomAnonymizationKeepsMoreThanAnatomy) {
+  if (!fs::exists(kAdultCsv)) {
+    GTEST_SKIP() << "UCI Adult not found at " << kAdultCsv;
+  }
+  const std::string dir = FreshDir("adult_ra_eval");
+  std::string spec = "name: adult-ra\nattributes:\n";
+  for (const char* qid : {"age", "workclass", "education", "marital-status", "relationship", "race",
+                          "sex", "native-country", "income"}) {
+    spec += std::string("  - {name: ") + qid + ", role: qid, type: categorical}\n";
+  }
+  spec +=
+      "  - {name: occupation, role: sensitive}\n"
+      "privacy: {model: lkc, L: 2, K: 2, C: 1.0, sensitive_values: [Prof-specialty]}\n"
+      "score: discernibility\n";
+  WriteText(dir + "/job.yaml", spec);
+  const CliResult ra = RunFedanon({"randomize", "--spec", dir + "/job.yaml", "--input", kAdultCsv,
+                                   "--output", dir + "/ra.csv", "--seed", "1", "--quiet"});
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  const CliResult r =
+      RunFedanon({"evaluate", "--spec", dir + "/job.yaml", "--raw", kAdultCsv, "--randomized",
+                  dir + "/ra.csv", "--queries", "200", "--max-query-attributes", "3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("records").get<int>(), 45222);
+  EXPECT_EQ(j.at("anatomy").at("l").get<int>(), 7);
+  const auto& one = j.at("query_relative_error").at(0);
+  EXPECT_LT(one.at("randomized_median_relative_error").get<double>(),
+            one.at("anatomy_median_relative_error").get<double>());
+  const double ra_recovered =
+      j.at("randomized_associations").at("by_length").at(0).at("ratio").get<double>();
+  const double anatomy_recovered =
+      j.at("anatomy_associations").at("by_length").at(0).at("ratio").get<double>();
+  EXPECT_GE(ra_recovered, 0.7);
+  EXPECT_LT(anatomy_recovered, ra_recovered);
 }
 
 }  // namespace

@@ -147,5 +147,88 @@ TEST_F(EvaluateCliTest, GenDataRefusesAbsurdRowCounts) {
   EXPECT_FALSE(fs::exists(out + "/table.csv"));
 }
 
+// yang2010 §7 on a `fedanon randomize` release: the report's shape, a release equal to the raw
+// table answers every query exactly and keeps every rule, and the failures.
+TEST_F(EvaluateCliTest, RandomizedReleaseQueryErrorsAndAssociations) {
+  const CliResult ra =
+      RunFedanon({"randomize", "--spec", dir_ + "/job.yaml", "--input", dir_ + "/table.csv",
+                  "--output", dir_ + "/ra.csv", "--seed", "3", "--quiet"});
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  const std::vector<std::string> common = {"evaluate",
+                                           "--spec",
+                                           dir_ + "/job.yaml",
+                                           "--raw",
+                                           dir_ + "/table.csv",
+                                           "--queries",
+                                           "200",
+                                           "--max-query-attributes",
+                                           "3",
+                                           "--anatomy-l",
+                                           "2",
+                                           "--apriori-support",
+                                           "0.1",
+                                           "--json"};
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--randomized", dir_ + "/ra.csv"});
+  const CliResult r = RunFedanon(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("records").get<int>(), 800);
+  EXPECT_EQ(j.at("sensitive_attribute").get<std::string>(), "marital-status");
+  EXPECT_EQ(j.at("anatomy").at("l").get<int>(), 2);
+  ASSERT_EQ(j.at("query_relative_error").size(), 3u);
+  double randomized_error = 0;
+  for (const auto& row : j.at("query_relative_error")) {
+    EXPECT_EQ(row.at("queries").get<int>(), 200);
+    randomized_error += row.at("randomized_relative_error").get<double>();
+    EXPECT_GT(row.at("anatomy_relative_error").get<double>(), 0.0);
+  }
+  EXPECT_GT(randomized_error, 0.0);  // one QID value of every record was replaced
+  const auto& all = j.at("randomized_associations").at("by_length").at(0);
+  EXPECT_EQ(all.at("length").get<std::string>(), "all");
+  EXPECT_GT(all.at("original").get<int>(), 0);
+  EXPECT_LE(all.at("recovered").get<int>(), all.at("original").get<int>());
+
+  // The raw table as its own "release": every answer exact, every rule recovered.
+  args = common;
+  args.insert(args.end(), {"--randomized", dir_ + "/table.csv"});
+  const CliResult same = RunFedanon(args);
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  const nlohmann::json s = nlohmann::json::parse(same.out);
+  for (const auto& row : s.at("query_relative_error")) {
+    EXPECT_EQ(row.at("randomized_relative_error").get<double>(), 0.0);
+  }
+  EXPECT_EQ(s.at("randomized_associations").at("by_length").at(0).at("ratio").get<double>(), 1.0);
+
+  const CliResult text =
+      RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv",
+                  "--randomized", dir_ + "/ra.csv", "--queries", "50", "--anatomy-l", "2"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("800 records, 12 QID attributes, sensitive attribute "
+                                  "'marital-status'"));
+  EXPECT_THAT(text.out, HasSubstr("Anatomy baseline: l = 2"));
+  EXPECT_THAT(text.out, HasSubstr("Apriori, support 8%, confidence 15%"));
+}
+
+TEST_F(EvaluateCliTest, RandomizedReleaseFailsClearly) {
+  const CliResult both =
+      RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv",
+                  "--randomized", dir_ + "/table.csv", "--anonymized", dir_ + "/anon.csv"});
+  EXPECT_EQ(both.exit_code, 2);
+  const CliResult big_l =
+      RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv",
+                  "--randomized", dir_ + "/table.csv", "--anatomy-l", "50"});
+  EXPECT_EQ(big_l.exit_code, 1);
+  EXPECT_THAT(big_l.err, HasSubstr("Anatomy with l = 50 is impossible"));
+  EXPECT_THAT(big_l.err, HasSubstr("the largest eligible l here is"));
+  const std::string raw = ReadAll(dir_ + "/table.csv");
+  WriteText(dir_ + "/short.csv", raw.substr(0, raw.rfind('\n', raw.size() - 2) + 1));
+  const CliResult short_release =
+      RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv",
+                  "--randomized", dir_ + "/short.csv"});
+  EXPECT_EQ(short_release.exit_code, 1);
+  EXPECT_THAT(short_release.err, HasSubstr("short.csv: 799 records"));
+}
+
 }  // namespace
 }  // namespace fedanon::testing
