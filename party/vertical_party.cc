@@ -424,10 +424,9 @@ absl::StatusOr<std::string> VerticalParty::MakeInstruction(
   ASSIGN_OR_RETURN(const bool valid,
                    engine_->IsValid(attr, winner.node(), static_cast<int>(winner.candidate())));
   if (!valid) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(common::kRefusedSpecialization, ": ", data_->qids[attr].name, " ",
-                     hier_[attr].CandidateLabel(winner.node(), winner.candidate(),
-                                                spec_.suppression_token())));
+    return absl::FailedPreconditionError(absl::StrCat(
+        common::kRefusedSpecialization, ": ", data_->qids[attr].name, " ",
+        hier_[attr].CandidateLabel(winner.node(), winner.candidate(), spec_.suppression_token())));
   }
   const common::AttributeHierarchy& h = hier_[attr];
   const int children = h.ChildCount(winner.node(), winner.candidate());

@@ -155,7 +155,7 @@ class VerticalParty {
   // The delivered instruction of the current round (for a veto): records and their old codes.
   std::vector<std::pair<uint32_t, int32_t>> staged_;
   int staged_attr_ = -1;
-  double staged_owner_score_ = 0;  // the owner's score of the delivered candidate
+  double staged_owner_score_ = 0;      // the owner's score of the delivered candidate
   std::vector<std::string> owner_of_;  // per QID attribute: its party
   std::map<std::string, double> mu_;
 };

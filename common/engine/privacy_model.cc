@@ -118,7 +118,6 @@ absl::StatusOr<PrivacyModel> BuildPrivacyModel(const fedanon::v1::JobSpec& spec,
   return model;
 }
 
-
 absl::Status CheckVerticalScoreComputable(const fedanon::v1::JobSpec& spec) {
   if (spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL ||
       spec.score() != fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS) {
@@ -155,8 +154,8 @@ absl::Status CheckVerticalScoreComputable(const fedanon::v1::JobSpec& spec) {
     return absl::OkStatus();
   };
   if (p.model() == fedanon::v1::PRIVACY_MODEL_LKC && p.sensitive_values_size() > 0 && p.l() > 0) {
-    const std::string attr = p.sensitive_attribute().empty() ? single_sensitive
-                                                             : p.sensitive_attribute();
+    const std::string attr =
+        p.sensitive_attribute().empty() ? single_sensitive : p.sensitive_attribute();
     if (absl::Status s = check("the LKC model's confidence bound", attr, qids); !s.ok()) return s;
   }
   for (int i = 0; i < p.confidence_size(); ++i) {

@@ -548,7 +548,6 @@ TEST(MaliciousLeader, ChangesTheJobAfterAuthorizationIsRefused) {
               StatusIs(absl::StatusCode::kPermissionDenied, "run id already used"));
 }
 
-
 // Vertical jobs (issue 26, "parties re-check what they apply"): a leader that drives the rounds
 // through a channel it controls. `tamper` may rewrite each request before it reaches a party and
 // each reply before the leader reads it (the leader's own choices: which candidate wins, what it
@@ -627,8 +626,8 @@ VerticalAttack RunVerticalAttack(const std::string& name, const std::string& spe
     if (!a.taxonomy().empty()) (*req.mutable_taxonomies())[a.name()] = taxonomies.at(a.taxonomy());
   }
   std::map<std::string, std::string> texts(req.taxonomies().begin(), req.taxonomies().end());
-  auto auth = common::AuthorizeSubmission(req, common::CanonicalJobBytes(req.spec(), texts),
-                                          (*fed)->admin);
+  auto auth =
+      common::AuthorizeSubmission(req, common::CanonicalJobBytes(req.spec(), texts), (*fed)->admin);
   EXPECT_TRUE(auth.ok()) << auth.status();
   if (!auth.ok()) return out;
   *req.mutable_authorization() = *auth;
@@ -647,8 +646,11 @@ VerticalAttack RunVerticalAttack(const std::string& name, const std::string& spe
   out.leader_has_result = (*leader)->Result(info->job_id()).ok();
   for (const auto& p : (*fed)->names) {
     std::error_code ec;
-    out.party_wrote_output =
-        out.party_wrote_output || std::filesystem::exists((*fed)->dir + "/" + p + "/output", ec);
+    const std::string output = (*fed)->dir + "/" + p + "/output";
+    if (!std::filesystem::exists(output, ec)) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(output, ec)) {
+      out.party_wrote_output = out.party_wrote_output || entry.is_regular_file();
+    }
   }
   return out;
 }
@@ -697,8 +699,8 @@ std::vector<std::string> VetoTables() {
 TEST(MaliciousLeader, VerticalCommitOfAVetoedCandidateIsRefused) {
   const std::map<std::string, std::string> tax = {{"q.csv", "v0;ANY\nv1;ANY\n"}};
   // First the honest run: the candidate is vetoed and the table stays fully generalized.
-  const VerticalAttack honest = RunVerticalAttack("vveto_honest", kVetoSpec, VetoTables(), tax,
-                                                  nullptr);
+  const VerticalAttack honest =
+      RunVerticalAttack("vveto_honest", kVetoSpec, VetoTables(), tax, nullptr);
   ASSERT_EQ(honest.info.state(), fedanon::v1::JOB_STATE_DONE) << honest.info.failure_reason();
   EXPECT_EQ(honest.info.report().steps_size(), 0);
   int vetoes = 0;
@@ -749,8 +751,7 @@ partitioning: vertical
   }
   const VerticalAttack attack = RunVerticalAttack(
       "vk_winner", kSpec, {a, b}, tax, nullptr, [](const std::string& party, PartyMessage* reply) {
-        if (party != "hospital-a" || !reply->has_vertical() ||
-            !reply->vertical().has_proposal()) {
+        if (party != "hospital-a" || !reply->has_vertical() || !reply->vertical().has_proposal()) {
           return;
         }
         // The leader's choice: q0's root candidate (attribute 0, node 0, candidate 0) wins.
