@@ -649,7 +649,8 @@ VerticalAttack RunVerticalAttack(const std::string& name, const std::string& spe
     const std::string output = (*fed)->dir + "/" + p + "/output";
     if (!std::filesystem::exists(output, ec)) continue;
     for (const auto& entry : std::filesystem::directory_iterator(output, ec)) {
-      out.party_wrote_output = out.party_wrote_output || entry.is_regular_file();
+      // The released table would be <job id>.csv (the run ledger lives here too).
+      out.party_wrote_output = out.party_wrote_output || entry.path().extension() == ".csv";
     }
   }
   return out;
