@@ -114,6 +114,7 @@ absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
       return absl::InvalidArgumentError(
           "a vertical job needs an attribute with role id (the column the parties match on)");
     }
+    RETURN_IF_ERROR(common::CheckVerticalScoreComputable(request.spec()));
   } else if (request.leader_party().empty()) {
     if (parties.size() < 2) {
       return absl::InvalidArgumentError("a horizontal job needs at least 2 data parties");

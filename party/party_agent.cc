@@ -156,6 +156,9 @@ struct PartyAgent::JobState {
     std::string bytes;  // a serialized VerticalInstruction
   };
   std::optional<PendingInstruction> pending;
+  // The last candidate of its own whose judges' sealed acceptances this party checked (publish):
+  // it commits its own candidate only after that, whatever the leader says.
+  std::optional<std::pair<uint64_t, fedanon::v1::VerticalCandidate>> published;
   std::string order_seed;  // the secret seed of the release order, once drawn or received
   // Horizontal jobs with three or more data parties: the final check of the privacy model on the
   // global counts of the final cut (HandleFinalCheck). Once started, the cut is fixed.
@@ -507,6 +510,8 @@ absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const 
   } else if (options_.misbehave == "under-declare") {
     vopts.misbehaviour = Misbehaviour::kUnderDeclare;
   }
+  // A job this replica could not score as the centralized engine does is refused by name.
+  RETURN_IF_ERROR(common::CheckVerticalScoreComputable(job->spec));
   auto vp = VerticalParty::Load(job->spec, schema, table, vopts);
   if (!vp.ok()) {
     spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
@@ -1359,6 +1364,7 @@ absl::Status PartyAgent::VerticalPublish(const fedanon::v1::VerticalPublish& pub
                      SealFor(party, round, "instruction", job.pending->bytes));
   }
   const uint64_t records = InstructionRecords(job.pending->bytes);
+  job.published = std::make_pair(round, job.pending->candidate);
   job.pending.reset();
   return Audit(round, {.kind = kAuditInstruction,
                        .form = kAuditSealed,
@@ -1389,6 +1395,19 @@ absl::Status PartyAgent::VerticalCommit(const fedanon::v1::VerticalCommit& commi
     ASSIGN_OR_RETURN(const bool accept, job.vertical->Deliver(bytes));
     if (!accept) return absl::InternalError("a non-judging party vetoed a candidate");
   }
+  if (commit.accept() && job.vertical->owns(static_cast<int>(commit.candidate().attribute()))) {
+    // Our own candidate: applied only once every other judge's sealed acceptance was checked.
+    const auto& judges = job.vertical->judges();
+    const bool judged = std::any_of(judges.begin(), judges.end(),
+                                    [&](const std::string& j) { return j != options_.name; });
+    if (judged && (!job.published || job.published->first != round ||
+                   !SameCandidate(job.published->second, commit.candidate()))) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          common::kRefusedSpecialization,
+          ": the commit of our own candidate comes without every judge's sealed acceptance"));
+    }
+  }
+  job.published.reset();
   RETURN_IF_ERROR(job.vertical->Commit(commit.candidate(), commit.accept()));
   out->set_committed(true);
   return Audit(round,
@@ -1402,6 +1421,12 @@ absl::Status PartyAgent::VerticalRelease(const fedanon::v1::VerticalRelease& rel
                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *job_;
   VerticalParty& vp = *job.vertical;
+  // Issue 26: before anything leaves, this party checks the model on the final joined groups it
+  // can see (group sizes at every party, confidences where it holds the sensitive values).
+  if (absl::Status check = vp.CheckRelease(); !check.ok()) {
+    spdlog::error("job={} round={} {}", job.job_id, round, std::string(check.message()));
+    return check;
+  }
   // The release order: a permutation of the canonical (ID) order from a seed the ring's first
   // party draws and seals for the other data parties, so that the recipient cannot map the rows
   // back to the ID order (the leader and a non-party recipient never see the seed).

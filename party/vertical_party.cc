@@ -177,6 +177,9 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec
                                                                    const common::Dataset& schema,
                                                                    const std::string& csv_path,
                                                                    VerticalPartyOptions options) {
+  // A replica that could not score its own candidates as the centralized engine does (PrivLoss
+  // out of its reach) refuses the job rather than run a different algorithm.
+  RETURN_IF_ERROR(common::CheckVerticalScoreComputable(spec));
   std::unique_ptr<VerticalParty> p(new VerticalParty());
   p->options_ = std::move(options);
   p->spec_ = spec;
@@ -261,6 +264,7 @@ void VerticalParty::BuildJoinedData(const common::Dataset& schema, const std::st
       }
     }
     if (full_bit == data->tracked.size()) continue;
+    held_bits_ |= uint64_t{1} << full_bit;
     for (size_t r = 0; r < own.num_records; ++r) {
       if (own.sensitive_bits[r] >> b & 1) data->sensitive_bits[r] |= uint64_t{1} << full_bit;
     }
@@ -415,10 +419,23 @@ absl::StatusOr<std::string> VerticalParty::MakeInstruction(
   if (!owned_[attr]) {
     return absl::InvalidArgumentError("asked to instruct for an attribute this party lacks");
   }
+  // The holder of the attribute checks its own split first: it refuses to instruct (and so to
+  // let anyone apply) a candidate its replica finds invalid or that a judge vetoed.
+  ASSIGN_OR_RETURN(const bool valid,
+                   engine_->IsValid(attr, winner.node(), static_cast<int>(winner.candidate())));
+  if (!valid) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        common::kRefusedSpecialization, ": ", data_->qids[attr].name, " ",
+        hier_[attr].CandidateLabel(winner.node(), winner.candidate(), spec_.suppression_token())));
+  }
   const common::AttributeHierarchy& h = hier_[attr];
   const int children = h.ChildCount(winner.node(), winner.candidate());
   fedanon::v1::VerticalInstruction in;
   *in.mutable_candidate() = winner;
+  // The owner's own score of the candidate, for the replicas that cannot compute it exactly.
+  ASSIGN_OR_RETURN(const double score,
+                   engine_->ScoreOf(attr, winner.node(), static_cast<int>(winner.candidate())));
+  in.mutable_candidate()->set_score(score);
   in.set_split(h.node(winner.node()).split_rank);
   const uint32_t bits = BitsPerChild(children);
   in.set_bits_per_child(bits);
@@ -478,6 +495,7 @@ absl::StatusOr<bool> VerticalParty::Deliver(const std::string& instruction_bytes
   std::vector<int32_t>& codes = data_->qids[attr].codes;
   staged_.clear();
   staged_attr_ = attr;
+  staged_owner_score_ = in.candidate().score();
   const std::string& packed = in.children();
   uint64_t i = 0;
   const uint32_t mask = (1u << bits) - 1;
@@ -523,11 +541,59 @@ absl::Status VerticalParty::Commit(const fedanon::v1::VerticalCandidate& winner,
   if (!owned_[attr] && staged_attr_ != attr) {
     return absl::FailedPreconditionError("commit of a winner whose instruction never arrived");
   }
+  std::optional<double> owner_score;
+  if (!owned_[attr] && engine_->ScoreNeedsOwner(attr, held_bits_)) {
+    owner_score = staged_owner_score_;  // from the owner's sealed instruction
+  }
   staged_.clear();
   staged_attr_ = -1;
-  RETURN_IF_ERROR(engine_->ApplyChosen(attr, winner.node(), winner.candidate()));
+  RETURN_IF_ERROR(engine_->ApplyChosen(attr, winner.node(), winner.candidate(), owner_score));
   // Every replica computes the winner's score from the same counts: its owner's contribution.
   mu_[owner_of_[attr]] += engine_->steps().back().score();
+  return absl::OkStatus();
+}
+
+absl::Status VerticalParty::CheckRelease() const {
+  if (!engine_) return absl::FailedPreconditionError("the vertical job has not started");
+  const size_t bits = data_->tracked.size();
+  for (size_t j = 0; j < model_->constraints.size(); ++j) {
+    const common::Constraint& con = model_->constraints[j];
+    const uint64_t mask = con.sensitive_mask & held_bits_;
+    // Per group of the constraint's attributes: [records, then per tracked bit its count].
+    std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups;
+    uint64_t records = 0;
+    for (size_t p = 0; p < tips_->partition_count(); ++p) {
+      const int32_t id = static_cast<int32_t>(p);
+      if (!tips_->alive(id)) continue;
+      const auto& key = tips_->key(id);
+      std::vector<NodeIndex> projected;
+      for (int a : con.attrs) projected.push_back(key[a]);
+      std::vector<uint64_t>& g = groups[projected];
+      g.resize(1 + bits, 0);
+      for (uint32_t r : tips_->records(id)) {
+        ++g[0];
+        ++records;
+        for (size_t b = 0; b < bits; ++b) {
+          if ((mask >> b & 1) && (data_->sensitive_bits[r] >> b & 1)) ++g[1 + b];
+        }
+      }
+    }
+    if (records != data_->num_records) {
+      return absl::InternalError("the final partition does not cover every common record");
+    }
+    for (const auto& [key, g] : groups) {
+      bool ok = g[0] >= con.k;
+      for (size_t b = 0; ok && b < bits; ++b) {
+        if (!(mask >> b & 1)) continue;
+        const double conf = static_cast<double>(g[1 + b]) / static_cast<double>(g[0]);
+        ok = conf <= con.max_conf + common::kConfidenceEpsilon;
+      }
+      if (!ok) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            kRefusedRelease, ": a group fails ", model_->Describe(static_cast<int>(j), *data_)));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -46,6 +46,11 @@ struct VerticalPartyOptions {
 inline constexpr char kAheadOfAnotherParty[] =
     "contributed more than another party by more than epsilon";
 
+// The named reason a party refuses to release its columns (issue 26): its own check of the model
+// on the final joined groups it can see failed.
+inline constexpr char kRefusedRelease[] =
+    "refused to release: the final joined groups break the privacy model";
+
 // A round's proposal: the candidate, or Not-participate with the reason.
 struct VerticalProposalView {
   std::optional<common::TopDownSpecializer::Choice> choice;
@@ -84,6 +89,13 @@ class VerticalParty {
   absl::StatusOr<bool> Deliver(const std::string& instruction_bytes);
   // Applies (accept) or drops (veto: the candidate stays invalid) the round's winner.
   absl::Status Commit(const fedanon::v1::VerticalCandidate& winner, bool accept);
+
+  // The check before any release (issue 26), coded apart from the engine's incremental
+  // bookkeeping: every record's generalized value of every QID attribute at the final cut (the
+  // replica's TIPS: known to every party), grouped per constraint of the model; every group must
+  // hold at least k records, and for the sensitive values this party holds, none may exceed its
+  // confidence bound. FailedPrecondition starting with kRefusedRelease and naming the constraint.
+  absl::Status CheckRelease() const;
 
   // This party's released columns for every common record (canonical order).
   fedanon::v1::VerticalColumns ReleasedColumns() const;
@@ -128,6 +140,7 @@ class VerticalParty {
   std::unique_ptr<common::Dataset> data_;  // full public schema; own codes, representatives else
   std::vector<bool> owned_;                // per QID attribute
   bool holds_sensitive_ = false;
+  uint64_t held_bits_ = 0;  // bits of data_->tracked whose values this party holds
   std::vector<std::string> judges_;
   std::vector<std::string> ids_;
   // Released non-QID columns this party writes: name and raw values per record.
@@ -142,6 +155,7 @@ class VerticalParty {
   // The delivered instruction of the current round (for a veto): records and their old codes.
   std::vector<std::pair<uint32_t, int32_t>> staged_;
   int staged_attr_ = -1;
+  double staged_owner_score_ = 0;      // the owner's score of the delivered candidate
   std::vector<std::string> owner_of_;  // per QID attribute: its party
   std::map<std::string, double> mu_;
 };

@@ -1,6 +1,7 @@
 #include "common/engine/privacy_model.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -115,6 +116,58 @@ absl::StatusOr<PrivacyModel> BuildPrivacyModel(const fedanon::v1::JobSpec& spec,
     if (c.sensitive_mask != 0) model.has_confidence = true;
   }
   return model;
+}
+
+absl::Status CheckVerticalScoreComputable(const fedanon::v1::JobSpec& spec) {
+  if (spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL ||
+      spec.score() != fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS) {
+    return absl::OkStatus();
+  }
+  const auto& p = spec.privacy();
+  // With an anonymity threshold PrivLoss is the loss of anonymity (thesis Eq. 4.4): group sizes,
+  // which every replica knows from the public partition.
+  bool has_anonymity = p.model() == fedanon::v1::PRIVACY_MODEL_LKC && p.k() > 1;
+  for (const auto& t : p.templates()) has_anonymity = has_anonymity || t.k() > 1;
+  if (has_anonymity) return absl::OkStatus();
+  std::map<std::string, std::string> party_of;  // attribute -> party
+  std::string single_sensitive;
+  std::vector<std::string> qids;
+  for (const auto& a : spec.attributes()) {
+    party_of[a.name()] = a.party();
+    if (a.role() == fedanon::v1::ROLE_SENSITIVE) single_sensitive = a.name();
+    if (a.role() == fedanon::v1::ROLE_QID) qids.push_back(a.name());
+  }
+  // Without one, PrivLoss is the rise of the confidence (thesis Eq. 5.1): it needs the children
+  // of a candidate (its owner's values) and the sensitive values (their holder's) together.
+  auto check = [&](const std::string& where, const std::string& attribute,
+                   const std::vector<std::string>& scope) -> absl::Status {
+    const std::string holder = party_of[attribute];
+    for (const auto& q : scope) {
+      if (party_of[q] == holder) continue;
+      return absl::FailedPreconditionError(absl::StrCat(
+          kPrivLossNotComputable, ": QID attribute '", q, "' (at '", party_of[q], "') is in ",
+          where, " on '", attribute, "' (at '", holder,
+          "'), so the privacy loss of its candidates needs both parties' values; use another "
+          "score (infogain, gainratio, discernibility), add an anonymity template with k > 1, "
+          "or let the holder of the sensitive attribute hold the QID attributes it bounds"));
+    }
+    return absl::OkStatus();
+  };
+  if (p.model() == fedanon::v1::PRIVACY_MODEL_LKC && p.sensitive_values_size() > 0 && p.l() > 0) {
+    const std::string attr =
+        p.sensitive_attribute().empty() ? single_sensitive : p.sensitive_attribute();
+    if (absl::Status s = check("the LKC model's confidence bound", attr, qids); !s.ok()) return s;
+  }
+  for (int i = 0; i < p.confidence_size(); ++i) {
+    const auto& c = p.confidence(i);
+    const std::string attr = c.attribute().empty() ? single_sensitive : c.attribute();
+    if (absl::Status s = check(absl::StrCat("confidence template ", i + 1), attr,
+                               {c.qid().begin(), c.qid().end()});
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace fedanon::common

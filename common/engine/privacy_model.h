@@ -42,6 +42,21 @@ struct PrivacyModel {
 absl::StatusOr<PrivacyModel> BuildPrivacyModel(const fedanon::v1::JobSpec& spec,
                                                const Dataset& data);
 
+// The reason a vertical job is refused when a replica could not score its own candidates
+// (CheckVerticalScoreComputable).
+inline constexpr char kPrivLossNotComputable[] =
+    "score infogain_privloss cannot be computed in this vertical job";
+
+// Vertical jobs (mohammed2011 §5): each party scores the candidates on its own attributes from
+// the public partition and its own columns. With score infogain_privloss and no anonymity
+// threshold (k > 1), PrivLoss is the rise of a confidence (thesis Eq. 5.1), which needs the
+// candidate's children and the bounded sensitive values together: FailedPrecondition (message
+// starting with kPrivLossNotComputable) when a QID attribute in a confidence constraint's scope is
+// held by another party than that constraint's sensitive attribute; the party would score its
+// candidates with PrivLoss 0 and the run would differ from the centralized one. OK otherwise
+// (and for every horizontal job).
+absl::Status CheckVerticalScoreComputable(const fedanon::v1::JobSpec& spec);
+
 // Tolerance for comparing a confidence against its bound (exact ratios of integers).
 inline constexpr double kConfidenceEpsilon = 1e-12;
 

@@ -562,12 +562,12 @@ void TopDownSpecializer::RecordStep(const Candidate& best, const std::string& la
   if (options_.on_step) options_.on_step(step, alive_groups_);
 }
 
-absl::Status TopDownSpecializer::Apply(int cand_id) {
+absl::Status TopDownSpecializer::Apply(int cand_id, std::optional<double> score_override) {
   const Candidate best = cands_[cand_id];
   const int a = best.attr;
   AttributeHierarchy& h = (*hier_)[a];
   const std::string label = h.CandidateLabel(best.node, best.c, options_.suppression_token);
-  const double score = Score(best);
+  const double score = score_override ? *score_override : Score(best);
 
   // New global groups: each old group holding the node, split by the candidate's children.
   const std::vector<int32_t> old_groups = AliveGroups(a, best.node);
@@ -688,13 +688,41 @@ absl::StatusOr<bool> TopDownSpecializer::Recheck(int attr, NodeIndex node, int c
   return cand.valid;
 }
 
-absl::Status TopDownSpecializer::ApplyChosen(int attr, NodeIndex node, int c) {
-  if (!source_->Owns(attr)) {
-    ASSIGN_OR_RETURN(const bool valid, Recheck(attr, node, c));
-    (void)valid;  // the holders of sensitive values have already accepted it
+absl::StatusOr<bool> TopDownSpecializer::IsValid(int attr, NodeIndex node, int c) const {
+  ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
+  return cands_[id].valid && cands_[id].records > 0;
+}
+
+absl::StatusOr<double> TopDownSpecializer::ScoreOf(int attr, NodeIndex node, int c) const {
+  ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
+  return Score(cands_[id]);
+}
+
+bool TopDownSpecializer::ScoreNeedsOwner(int attr, uint64_t held_bits) const {
+  if (!ScoreNeedsPrivLoss(options_.score) || model_->has_anonymity) return false;
+  for (int j : model_->by_attr[attr]) {
+    if (model_->constraints[j].sensitive_mask & ~held_bits) return true;
+  }
+  return false;
+}
+
+absl::Status TopDownSpecializer::ApplyChosen(int attr, NodeIndex node, int c,
+                                             std::optional<double> owner_score) {
+  // Issue 26: no replica applies what its own check rejects — whoever chose it (a deviating
+  // leader may commit a candidate a judge vetoed or that breaks a group-size bound).
+  bool valid = false;
+  if (source_->Owns(attr)) {
+    ASSIGN_OR_RETURN(valid, IsValid(attr, node, c));
+  } else {
+    ASSIGN_OR_RETURN(valid, Recheck(attr, node, c));
+  }
+  if (!valid) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kRefusedSpecialization, ": ", data_->qids[attr].name, " ",
+                     (*hier_)[attr].CandidateLabel(node, c, options_.suppression_token)));
   }
   ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
-  return Apply(id);
+  return Apply(id, owner_score);
 }
 
 absl::Status TopDownSpecializer::Reject(int attr, NodeIndex node, int c) {

@@ -55,6 +55,11 @@ struct EngineOptions {
 int32_t ChooseSplitRank(const std::vector<uint64_t>& histogram, int num_classes, int32_t rank_lo,
                         bool has_class);
 
+// The named reason a replica refuses to apply a specialization its own check of the privacy model
+// rejects (vertical jobs: issue 26, "parties re-check what they apply").
+inline constexpr char kRefusedSpecialization[] =
+    "refused to apply a specialization that fails this party's own check of the privacy model";
+
 // A candidate as the leader sees it (for reports, progress and tests).
 struct CandidateView {
   std::string attribute;
@@ -98,8 +103,22 @@ class TopDownSpecializer {
   // just learnt their child under the candidate) and re-evaluates the candidate on them; returns
   // whether it is valid (e.g. the sensitive-attribute holder's check of mohammed2011 §8).
   absl::StatusOr<bool> Recheck(int attr, NodeIndex node, int c);
-  // Applies the chosen candidate (Recheck first when the attribute is not owned).
-  absl::Status ApplyChosen(int attr, NodeIndex node, int c);
+  // Whether the candidate is valid as this replica sees it (for an owned attribute: exactly, up to
+  // the confidence bounds of sensitive values the source does not hold).
+  absl::StatusOr<bool> IsValid(int attr, NodeIndex node, int c) const;
+  // Applies the chosen candidate after this replica's own check: the candidate must be valid as it
+  // sees it (an owned attribute), or pass Recheck on the refreshed counts (another party's). A
+  // candidate that fails is not applied: FailedPrecondition starting with kRefusedSpecialization.
+  // `owner_score`: the step's score as the candidate's owner computed it, recorded instead of this
+  // replica's when ScoreNeedsOwner(attr) (the replica lacks the sensitive values it depends on).
+  absl::Status ApplyChosen(int attr, NodeIndex node, int c,
+                           std::optional<double> owner_score = std::nullopt);
+  // The candidate's score as this replica computes it.
+  absl::StatusOr<double> ScoreOf(int attr, NodeIndex node, int c) const;
+  // Whether this replica cannot compute the score of candidates on `attr` exactly: the score is
+  // infogain/(privloss+1) with PrivLoss the rise of a confidence (no anonymity threshold), and a
+  // constraint containing `attr` bounds sensitive values whose bits `held_bits` lacks.
+  bool ScoreNeedsOwner(int attr, uint64_t held_bits) const;
   // Marks a candidate invalid for the rest of the run (a holder of sensitive values vetoed it).
   absl::Status Reject(int attr, NodeIndex node, int c);
 
@@ -177,7 +196,7 @@ class TopDownSpecializer {
   CandidateRank Rank(const Candidate& cand) const;
   int PickBest(bool owned_only = false) const;
   absl::StatusOr<int> FindCandidate(int attr, NodeIndex node, int c) const;
-  absl::Status Apply(int cand_id);
+  absl::Status Apply(int cand_id, std::optional<double> score_override = std::nullopt);
   // A non-empty part of an old group that applying a candidate creates: the records of group
   // `parent` that go to child `child` of the candidate.
   struct ChildGroup {

@@ -7,7 +7,11 @@
 // can decode — error messages, the plaintext of every box sealed for it — must be identical.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <functional>
+
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "common/engine/final_check.h"
 #include "common/engine/hierarchy.h"
 #include "common/engine/privacy_model.h"
@@ -555,6 +559,229 @@ TEST(MaliciousLeader, ChangesTheJobAfterAuthorizationIsRefused) {
   restarted.set_job_id("job-00000000bad2");
   EXPECT_THAT(m->Send(n[0], restarted),
               StatusIs(absl::StatusCode::kPermissionDenied, "run id already used"));
+}
+
+// Vertical jobs (issue 26, "parties re-check what they apply"): a leader that drives the rounds
+// through a channel it controls. `tamper` may rewrite each request before it reaches a party and
+// each reply before the leader reads it (the leader's own choices: which candidate wins, what it
+// commits).
+class TamperingChannel : public common::PartyChannel {
+ public:
+  using Tamper = std::function<void(const std::string& party, LeaderMessage* request)>;
+  using TamperReply = std::function<void(const std::string& party, PartyMessage* reply)>;
+  TamperingChannel(common::PartyChannel* inner, Tamper tamper, TamperReply tamper_reply)
+      : inner_(inner), tamper_(std::move(tamper)), tamper_reply_(std::move(tamper_reply)) {}
+  absl::StatusOr<PartyMessage> Call(const std::string& party, const LeaderMessage& request,
+                                    absl::Duration timeout) override {
+    LeaderMessage sent = request;
+    if (tamper_) tamper_(party, &sent);
+    absl::StatusOr<PartyMessage> reply = inner_->Call(party, sent, timeout);
+    if (reply.ok() && tamper_reply_) tamper_reply_(party, &*reply);
+    return reply;
+  }
+  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+
+ private:
+  common::PartyChannel* inner_;
+  Tamper tamper_;
+  TamperReply tamper_reply_;
+};
+
+struct VerticalAttack {
+  fedanon::v1::JobInfo info;
+  std::vector<std::string> replies;  // every serialized party reply
+  bool leader_has_result = false;
+  bool party_wrote_output = false;
+};
+
+// Runs a vertical job between honest parties holding `tables` (party -> CSV) under a leader whose
+// traffic passes through `tamper` / `tamper_reply`.
+VerticalAttack RunVerticalAttack(const std::string& name, const std::string& spec_yaml,
+                                 const std::vector<std::string>& tables,
+                                 const std::map<std::string, std::string>& taxonomies,
+                                 TamperingChannel::Tamper tamper,
+                                 TamperingChannel::TamperReply tamper_reply = nullptr) {
+  VerticalAttack out;
+  std::vector<std::map<std::string, std::string>> files;
+  for (const auto& t : tables) {
+    std::map<std::string, std::string> f = taxonomies;
+    f["table.csv"] = t;
+    files.push_back(std::move(f));
+  }
+  auto fed = InProcessFederation::Create(name, files);
+  EXPECT_TRUE(fed.ok()) << fed.status();
+  if (!fed.ok()) return out;
+  auto mu = std::make_shared<absl::Mutex>();
+  (*fed)->channel.set_observer([&out, mu](const std::string&, const std::string& bytes) {
+    absl::MutexLock lock(mu.get());
+    out.replies.push_back(bytes);
+  });
+  TamperingChannel channel(&(*fed)->channel, std::move(tamper), std::move(tamper_reply));
+  auto seal = (*fed)->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(1));
+  EXPECT_TRUE(seal.ok()) << seal.status();
+  leader::LeaderOptions lo;
+  lo.name = "leader";
+  lo.data_dir = (*fed)->dir + "/deviating-leader";
+  lo.round_timeout = absl::Seconds(20);
+  lo.ca_pem = (*fed)->ca->cert_pem();
+  lo.seal_cert_pem = seal->cert_pem;
+  lo.seal_key_pem = seal->key_pem;
+  auto leader = leader::Leader::Create(lo, &channel);
+  EXPECT_TRUE(leader.ok()) << leader.status();
+  if (!leader.ok()) return out;
+  auto spec = common::ParseJobSpecYaml(spec_yaml, "job.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (!spec.ok()) return out;
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = *spec;
+  for (const auto& p : (*fed)->names) req.add_parties(p);
+  for (const auto& a : spec->attributes()) {
+    if (!a.taxonomy().empty()) (*req.mutable_taxonomies())[a.name()] = taxonomies.at(a.taxonomy());
+  }
+  std::map<std::string, std::string> texts(req.taxonomies().begin(), req.taxonomies().end());
+  auto auth =
+      common::AuthorizeSubmission(req, common::CanonicalJobBytes(req.spec(), texts), (*fed)->admin);
+  EXPECT_TRUE(auth.ok()) << auth.status();
+  if (!auth.ok()) return out;
+  *req.mutable_authorization() = *auth;
+  auto info = (*leader)->Submit(req, "admin");
+  EXPECT_TRUE(info.ok()) << info.status();
+  if (!info.ok()) return out;
+  for (int i = 0; i < 600; ++i) {
+    auto got = (*leader)->WaitForChange(info->job_id(), out.info, absl::Milliseconds(100));
+    if (got.ok()) out.info = *got;
+    const auto state = out.info.state();
+    if (state == fedanon::v1::JOB_STATE_DONE || state == fedanon::v1::JOB_STATE_FAILED ||
+        state == fedanon::v1::JOB_STATE_CANCELLED) {
+      break;
+    }
+  }
+  out.leader_has_result = (*leader)->Result(info->job_id()).ok();
+  for (const auto& p : (*fed)->names) {
+    std::error_code ec;
+    const std::string output = (*fed)->dir + "/" + p + "/output";
+    if (!std::filesystem::exists(output, ec)) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(output, ec)) {
+      // The released table would be <job id>.csv (the run ledger lives here too).
+      out.party_wrote_output = out.party_wrote_output || entry.path().extension() == ".csv";
+    }
+  }
+  return out;
+}
+
+// Nothing was released: the job failed, no party sent released columns (sealed or not), the
+// leader holds no result and no party wrote one.
+void ExpectNothingReleased(const VerticalAttack& a) {
+  EXPECT_EQ(a.info.state(), fedanon::v1::JOB_STATE_FAILED) << a.info.DebugString();
+  EXPECT_FALSE(a.leader_has_result);
+  EXPECT_FALSE(a.party_wrote_output);
+  ASSERT_FALSE(a.replies.empty());
+  for (const auto& bytes : a.replies) {
+    PartyMessage m;
+    ASSERT_TRUE(m.ParseFromString(bytes));
+    EXPECT_FALSE(m.has_vertical() && m.vertical().has_released()) << "a party released columns";
+  }
+}
+
+// hospital-a holds only the sensitive attribute (the judge), hospital-b the QID q, whose
+// specialization would let q=v0 infer d0 with confidence 0.8 > C = 0.5.
+constexpr char kVetoSpec[] = R"(name: vertical-veto
+attributes:
+  - {name: id, role: id}
+  - {name: q, role: qid, taxonomy: q.csv, party: hospital-b}
+  - {name: cls, role: class, values: [yes, no]}
+  - {name: s, role: sensitive, values: [d0, d1], party: hospital-a}
+privacy: {model: lkc, L: 1, K: 2, C: 0.5, sensitive_values: [d0]}
+partitioning: vertical
+)";
+
+std::vector<std::string> VetoTables() {
+  std::string a = "id,cls,s\n", b = "id,cls,q\n";
+  for (int i = 0; i < 80; ++i) {
+    const bool v0 = i < 40;
+    const bool d0 = v0 ? i < 32 : i < 46;  // 32 of 40 under v0, 6 of 40 under v1
+    const char* cls = v0 ? "yes" : "no";
+    absl::StrAppend(&a, "id", i, ",", cls, ",", d0 ? "d0" : "d1", "\n");
+    absl::StrAppend(&b, "id", i, ",", cls, ",", v0 ? "v0" : "v1", "\n");
+  }
+  return {a, b};
+}
+
+// The judge vetoes hospital-b's candidate; the leader commits it anyway (accept = true). The judge
+// re-checks and refuses, the owner refuses to apply its own candidate without the judge's sealed
+// acceptance; the job fails with the named reason and nothing is released.
+TEST(MaliciousLeader, VerticalCommitOfAVetoedCandidateIsRefused) {
+  const std::map<std::string, std::string> tax = {{"q.csv", "v0;ANY\nv1;ANY\n"}};
+  // First the honest run: the candidate is vetoed and the table stays fully generalized.
+  const VerticalAttack honest =
+      RunVerticalAttack("vveto_honest", kVetoSpec, VetoTables(), tax, nullptr);
+  ASSERT_EQ(honest.info.state(), fedanon::v1::JOB_STATE_DONE) << honest.info.failure_reason();
+  EXPECT_EQ(honest.info.report().steps_size(), 0);
+  int vetoes = 0;
+  for (const auto& bytes : honest.replies) {
+    PartyMessage m;
+    ASSERT_TRUE(m.ParseFromString(bytes));
+    vetoes += m.has_vertical() && m.vertical().has_verdict() && !m.vertical().verdict().accept();
+  }
+  ASSERT_EQ(vetoes, 1) << "the scenario needs the judge to veto";
+
+  const VerticalAttack attack = RunVerticalAttack(
+      "vveto_commit", kVetoSpec, VetoTables(), tax, [](const std::string&, LeaderMessage* msg) {
+        if (msg->has_vertical() && msg->vertical().has_commit()) {
+          msg->mutable_vertical()->mutable_commit()->set_accept(true);
+        }
+      });
+  ExpectNothingReleased(attack);
+  EXPECT_NE(attack.info.failure_reason().find(
+                "refused to apply a specialization that fails this party's own check of the "
+                "privacy model"),
+            std::string::npos)
+      << attack.info.failure_reason();
+}
+
+// k-anonymity: q0 (at hospital-a) has a value held by 2 records, so specializing q0 breaks k = 5
+// and no honest party proposes it. The leader makes it the winner anyway (as if hospital-a had
+// proposed it): hospital-a, the holder, re-checks its own split and refuses to instruct it.
+TEST(MaliciousLeader, VerticalWinnerThatBreaksKIsRefusedByItsHolder) {
+  constexpr char kSpec[] = R"(name: vertical-k
+attributes:
+  - {name: id, role: id}
+  - {name: q0, role: qid, taxonomy: q0.csv, party: hospital-a}
+  - {name: q1, role: qid, taxonomy: q1.csv, party: hospital-b}
+  - {name: cls, role: class, values: [yes, no]}
+privacy:
+  model: templates
+  templates:
+    - {qid: [q0, q1], k: 5}
+partitioning: vertical
+)";
+  const std::map<std::string, std::string> tax = {{"q0.csv", "r0;ANY\nr1;ANY\n"},
+                                                  {"q1.csv", "w0;ANY\nw1;ANY\n"}};
+  std::string a = "id,cls,q0\n", b = "id,cls,q1\n";
+  for (int i = 0; i < 40; ++i) {
+    const char* cls = i % 2 ? "yes" : "no";
+    absl::StrAppend(&a, "id", i, ",", cls, ",", i < 2 ? "r1" : "r0", "\n");
+    absl::StrAppend(&b, "id", i, ",", cls, ",", i % 2 ? "w0" : "w1", "\n");
+  }
+  const VerticalAttack attack = RunVerticalAttack(
+      "vk_winner", kSpec, {a, b}, tax, nullptr, [](const std::string& party, PartyMessage* reply) {
+        if (party != "hospital-a" || !reply->has_vertical() || !reply->vertical().has_proposal()) {
+          return;
+        }
+        // The leader's choice: q0's root candidate (attribute 0, node 0, candidate 0) wins.
+        auto* p = reply->mutable_vertical()->mutable_proposal();
+        p->set_participate(true);
+        p->mutable_candidate()->set_attribute(0);
+        p->mutable_candidate()->set_node(0);
+        p->mutable_candidate()->set_candidate(0);
+        p->mutable_candidate()->set_score(1e9);
+      });
+  ExpectNothingReleased(attack);
+  EXPECT_NE(attack.info.failure_reason().find(
+                "refused to apply a specialization that fails this party's own check of the "
+                "privacy model: q0 ANY"),
+            std::string::npos)
+      << attack.info.failure_reason();
 }
 
 }  // namespace

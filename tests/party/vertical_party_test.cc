@@ -245,6 +245,41 @@ std::vector<std::map<std::string, std::string>> TwoHospitalsWithDiag() {
   return files;
 }
 
+// Issue 27 §4: with infogain/(privloss+1) and no anonymity threshold, PrivLoss is the rise of a
+// confidence; hospital-b could not compute it for Job (in the scope of hospital-a's Diag), so every
+// party refuses the job at Prepare by name rather than rank differently from the centralized run.
+// With the bound's scope local to its holder (Sex at hospital-a) the job is accepted.
+TEST(VerticalPartyAgent, APrivLossItCannotComputeIsRefusedAtPrepare) {
+  constexpr char kConfidence[] = R"(name: vertical-privloss
+attributes:
+  - {name: ID, role: id}
+  - {name: Sex, role: qid, taxonomy: sex.csv, party: hospital-a}
+  - {name: Job, role: qid, taxonomy: job.csv, party: hospital-b}
+  - {name: Class, role: class, values: [Y, N]}
+  - {name: Diag, role: sensitive, values: [flu, hiv], party: hospital-a}
+privacy:
+  model: templates
+  confidence:
+    - {qid: [SCOPE], attribute: Diag, sensitive_values: [hiv], max: 0.9}
+score: infogain_privloss
+partitioning: vertical
+)";
+  auto spec_with = [&](const std::string& scope) {
+    std::string s = kConfidence;
+    s.replace(s.find("SCOPE"), 5, scope);
+    return s;
+  };
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_privloss", TwoHospitalsWithDiag()));
+  EXPECT_THAT(f->PrepareAll("job-00000000000f", spec_with("Sex, Job")),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "score infogain_privloss cannot be computed in this vertical job: QID "
+                       "attribute 'Job' (at 'hospital-b') is in confidence template 1 on 'Diag' "
+                       "(at 'hospital-a')"));
+  ASSERT_OK_AND_ASSIGN(auto g, PartyFixture::Create("vertical_privloss_local",
+                                                    TwoHospitalsWithDiag()));
+  EXPECT_OK(g->PrepareAll("job-00000000000f", spec_with("Sex")));
+}
+
 TEST(VerticalPartyAgent, TheOwnerPublishesOnlyOnTheJudgesSealedAcceptance) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_judged", TwoHospitalsWithDiag()));
   ASSERT_OK(f->PrepareAll("job-00000000000f", kJudgedSpec));
