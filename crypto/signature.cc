@@ -109,4 +109,33 @@ absl::StatusOr<Identity> VerifySignature(std::string_view cert_pem, std::string_
   return signer;
 }
 
+absl::StatusOr<std::string> SignWithSealKey(std::string_view seal_key_pem,
+                                            std::string_view message) {
+  return Sign(seal_key_pem, message);
+}
+
+absl::Status VerifyWithSealKey(const SealPublicKey& key, std::string_view message,
+                               std::string_view signature) {
+  if (signature.empty() || signature.size() > kMaxSignatureBytes) {
+    return absl::PermissionDeniedError("the signature does not verify (malformed)");
+  }
+  ASSIGN_OR_RETURN(const std::string spki, key.SpkiDer());
+  const unsigned char* p = U8(spki);
+  PkeyPtr pub(d2i_PUBKEY(nullptr, &p, static_cast<long>(spki.size())));
+  if (pub == nullptr || !IsP256(pub.get())) {
+    ERR_clear_error();
+    return absl::PermissionDeniedError("the signer's sealing key is not an EC P-256 key");
+  }
+  EvpMdCtxPtr ctx(EVP_MD_CTX_new());
+  if (ctx == nullptr || EVP_DigestVerifyInit_ex(ctx.get(), nullptr, "SHA256", nullptr, nullptr,
+                                                pub.get(), nullptr) != 1) {
+    return OpenSslInternal("setting up signature verification");
+  }
+  const int ok =
+      EVP_DigestVerify(ctx.get(), U8(signature), signature.size(), U8(message), message.size());
+  ERR_clear_error();
+  if (ok != 1) return absl::PermissionDeniedError("the signature does not verify");
+  return absl::OkStatus();
+}
+
 }  // namespace fedanon::crypto

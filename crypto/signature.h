@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "crypto/certificates.h"
+#include "crypto/sealed_box.h"
 
 namespace fedanon::crypto {
 
@@ -24,5 +25,18 @@ absl::StatusOr<std::string> Sign(std::string_view key_pem, std::string_view mess
 absl::StatusOr<Identity> VerifySignature(std::string_view cert_pem, std::string_view ca_pem,
                                          Role expected_role, std::string_view message,
                                          std::string_view signature);
+
+// Statements a party makes to the other parties through the leader (vertical proposals and
+// verdicts, docs/crypto.md "Signed vertical statements") are signed with the party's certified
+// sealing key: every participant already holds the other parties' sealing certificates, verified
+// against the CA (and the CRL) at Prepare, so no further certificate travels. The signed message
+// must carry its own domain-separation prefix (party/vertical_statement.h does).
+// SignWithSealKey is Sign with the sealing key's PEM; VerifyWithSealKey checks an ECDSA P-256 /
+// SHA-256 signature by `key` (already verified by the caller), PermissionDenied "the signature does
+// not verify" otherwise.
+absl::StatusOr<std::string> SignWithSealKey(std::string_view seal_key_pem,
+                                            std::string_view message);
+absl::Status VerifyWithSealKey(const SealPublicKey& key, std::string_view message,
+                               std::string_view signature);
 
 }  // namespace fedanon::crypto

@@ -275,8 +275,16 @@ class Driver {
     fedanon::v1::VerticalCandidate winner;
     const int owner = PickWinner(proposals, &winner);
     if (owner < 0) return RoundOutcome::kEveryoneDeclined;
+    // The parties' signed proposals travel with the winner (the owner checks it won) and the
+    // owner's with the commit; the judges' signed verdicts too (every party checks them).
+    std::vector<fedanon::v1::SignedProposal> signed_proposals(n);
+    for (size_t i = 0; i < n; ++i) {
+      signed_proposals[i].set_party(ring[i]);
+      *signed_proposals[i].mutable_proposal() = proposals[i].proposal();
+    }
     fedanon::v1::VerticalStep win;
     *win.mutable_winner()->mutable_candidate() = winner;
+    for (const auto& p : signed_proposals) *win.mutable_winner()->add_proposals() = p;
     // The owner seals the children for the judges only (the other holders of sensitive values).
     ASSIGN_OR_RETURN(VerticalStepResult to_judges, Call(ring[owner], round, win));
     std::set<std::string> judges;
@@ -288,7 +296,12 @@ class Driver {
                        return step;
                      }));
     bool accept = true;
+    std::vector<fedanon::v1::SignedVerdict> signed_verdicts(verdicts.size());
     for (size_t i = 0; i < verdicts.size(); ++i) {
+      signed_verdicts[i].set_judge(judged.first[i]);
+      *signed_verdicts[i].mutable_candidate() = winner;
+      signed_verdicts[i].set_accept(verdicts[i].verdict().accept());
+      signed_verdicts[i].set_signature(verdicts[i].verdict().signature());
       ViewEntry e;
       e.round = round;
       e.kind = kViewVerticalVerdict;
@@ -320,6 +333,10 @@ class Driver {
                       fedanon::v1::VerticalStep step;
                       *step.mutable_commit()->mutable_candidate() = winner;
                       step.mutable_commit()->set_accept(accept);
+                      *step.mutable_commit()->mutable_winner() = signed_proposals[owner];
+                      for (const auto& v : signed_verdicts) {
+                        *step.mutable_commit()->add_verdicts() = v;
+                      }
                       auto it = with_commit.find(ring[i]);
                       if (it != with_commit.end()) {
                         *step.mutable_commit()->mutable_instruction() = it->second;

@@ -19,6 +19,7 @@ absl::StatusOr<fedanon::v1::PartyMessage> InProcessPartyChannel::Call(
     const std::string& party, const fedanon::v1::LeaderMessage& request, absl::Duration) {
   PartyAgent* agent;
   std::function<void(const std::string&, const std::string&)> observer;
+  std::function<void(const std::string&, fedanon::v1::LeaderMessage*)> tamper;
   {
     absl::MutexLock lock(&mu_);
     auto it = agents_.find(party);
@@ -27,11 +28,13 @@ absl::StatusOr<fedanon::v1::PartyMessage> InProcessPartyChannel::Call(
     }
     agent = it->second;
     observer = observer_;
+    tamper = tamper_;
   }
   fedanon::v1::LeaderMessage wire_request;
   if (!wire_request.ParseFromString(request.SerializeAsString())) {
     return absl::InternalError("request does not round-trip");
   }
+  if (tamper) tamper(party, &wire_request);
   const std::string bytes = agent->Handle(wire_request).SerializeAsString();
   if (observer) observer(party, bytes);
   fedanon::v1::PartyMessage reply;

@@ -29,6 +29,14 @@ class InProcessPartyChannel : public common::PartyChannel {
     observer_ = std::move(observer);
   }
 
+  // Tests of a deviating leader: called with (party, request) before the party sees the
+  // request, and may alter it in flight.
+  void set_tamper(std::function<void(const std::string&, fedanon::v1::LeaderMessage*)> tamper)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    tamper_ = std::move(tamper);
+  }
+
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override
@@ -40,6 +48,7 @@ class InProcessPartyChannel : public common::PartyChannel {
   std::map<std::string, PartyAgent*> agents_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> disconnected_ ABSL_GUARDED_BY(mu_);
   std::function<void(const std::string&, const std::string&)> observer_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const std::string&, fedanon::v1::LeaderMessage*)> tamper_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace fedanon::party

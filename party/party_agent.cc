@@ -35,8 +35,10 @@
 #include "crypto/secret_bytes.h"
 #include "crypto/secure_sum_masks.h"
 #include "crypto/shuffle.h"
+#include "crypto/signature.h"
 #include "party/id_matching.h"
 #include "party/vertical_party.h"
+#include "party/vertical_statement.h"
 #include "spdlog/spdlog.h"
 
 namespace fedanon::party {
@@ -177,6 +179,7 @@ struct PartyAgent::JobState {
     std::string failure;  // the named reason when the model does not hold
   };
   std::optional<FinalCheck> final_check;
+  std::string run_id;      // from the admin's authorization (bound into signed statements)
 };
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
@@ -320,6 +323,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(const LeaderMessage& requ
   }
   ASSIGN_OR_RETURN(const fedanon::v1::AuthorizedJob authorized,
                    authorizer_.Verify(request.prepare(), announced_leader, absl::Now()));
+  job->run_id = authorized.run_id();
   if (ledger_->Used(authorized.run_id())) {
     return absl::PermissionDeniedError(
         "job not authorized: run id already used; starting over needs a new authorization from "
@@ -399,6 +403,15 @@ absl::Status PartyAgent::VerifyParticipants(const fedanon::v1::PrepareJob& prepa
     const crypto::Identity id{
         p.index() == UINT32_MAX ? crypto::Role::kLeader : crypto::Role::kParty, p.name()};
     ASSIGN_OR_RETURN(auto key, crypto::VerifiedSealKey(p.seal_certificate(), options_.ca_pem, id));
+    // A revoked sealing certificate (party.yaml `crl:`; fails closed) is refused like a forged
+    // one: nothing is sealed for, or accepted from, its holder.
+    if (options_.revocation_check) {
+      if (absl::Status st = options_.revocation_check(p.seal_certificate()); !st.ok()) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("the sealing certificate of participant '", p.name(),
+                         "' is refused by this party's revocation list: ", st.message()));
+      }
+    }
     job->seal_keys[p.name()] = std::move(key);
   }
   return absl::OkStatus();
@@ -1123,7 +1136,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& req
       RETURN_IF_ERROR(VerticalIdAlign(step.id_align(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kPropose:
-      VerticalPropose(out);
+      RETURN_IF_ERROR(VerticalPropose(round, out));
       RETURN_IF_ERROR(Audit(
           round,
           {.kind = kAuditProposal,
@@ -1242,7 +1255,8 @@ absl::Status PartyAgent::VerticalIdAlign(const fedanon::v1::IdAlign& align, uint
                        .numbers = {{"common_records", alignment.common}}});
 }
 
-void PartyAgent::VerticalPropose(fedanon::v1::VerticalStepResult* out) const {
+absl::Status PartyAgent::VerticalPropose(uint64_t round,
+                                         fedanon::v1::VerticalStepResult* out) const {
   const VerticalProposalView view = job_->vertical->Propose();
   const auto& choice = view.choice;
   auto* proposal = out->mutable_proposal();
@@ -1257,6 +1271,11 @@ void PartyAgent::VerticalPropose(fedanon::v1::VerticalStepResult* out) const {
     c->set_score(choice->score);
     c->set_order_key(choice->order_key);
   }
+  ASSIGN_OR_RETURN(
+      *proposal->mutable_signature(),
+      crypto::SignWithSealKey(options_.seal_key_pem,
+                              ProposalStatement(job_->job_id, job_->run_id, round, *proposal)));
+  return absl::OkStatus();
 }
 
 namespace {
@@ -1266,10 +1285,121 @@ bool SameCandidate(const fedanon::v1::VerticalCandidate& a,
   return a.attribute() == b.attribute() && a.node() == b.node() && a.candidate() == b.candidate();
 }
 
+common::TopDownSpecializer::Choice AsChoice(const fedanon::v1::VerticalCandidate& c) {
+  return {static_cast<int>(c.attribute()), c.node(), c.candidate(), c.score(), c.order_key()};
+}
+
 }  // namespace
+
+absl::Status PartyAgent::CheckSignedProposal(const fedanon::v1::SignedProposal& signed_,
+                                             uint64_t round) const {
+  auto key = job_->seal_keys.find(signed_.party());
+  if (key == job_->seal_keys.end() ||
+      std::find(job_->ring.begin(), job_->ring.end(), signed_.party()) == job_->ring.end()) {
+    return absl::PermissionDeniedError(absl::StrCat("forged vertical proposal: '", signed_.party(),
+                                                    "' is not a data party of the job"));
+  }
+  const absl::Status st = crypto::VerifyWithSealKey(
+      *key->second, ProposalStatement(job_->job_id, job_->run_id, round, signed_.proposal()),
+      signed_.proposal().signature());
+  if (!st.ok()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "forged vertical proposal: the proposal of '", signed_.party(),
+        "' as relayed by the leader does not carry its signature (", st.message(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PartyAgent::CheckCommitEvidence(const fedanon::v1::VerticalCommit& commit,
+                                             uint64_t round) const {
+  const fedanon::v1::SignedProposal& winner = commit.winner();
+  RETURN_IF_ERROR(CheckSignedProposal(winner, round));
+  if (!winner.proposal().participate() ||
+      !SameCandidate(winner.proposal().candidate(), commit.candidate())) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("forged vertical commit: '", winner.party(),
+                     "' did not propose the candidate the leader commits"));
+  }
+  // The judges other than the owner: each must have signed its verdict on this candidate.
+  std::set<std::string> judges;
+  for (const auto& j : job_->vertical->judges()) {
+    if (j != winner.party()) judges.insert(j);
+  }
+  std::set<std::string> accepted;
+  bool vetoed = false;
+  for (const auto& v : commit.verdicts()) {
+    if (!judges.count(v.judge())) {
+      return absl::PermissionDeniedError(absl::StrCat("forged vertical verdict: '", v.judge(),
+                                                      "' is not a judge of this candidate"));
+    }
+    if (!SameCandidate(v.candidate(), commit.candidate())) {
+      return absl::PermissionDeniedError(absl::StrCat("forged vertical verdict: the verdict of '",
+                                                      v.judge(), "' is about another candidate"));
+    }
+    const absl::Status st = crypto::VerifyWithSealKey(
+        *job_->seal_keys.at(v.judge()),
+        VerdictStatement(job_->job_id, job_->run_id, round, v.candidate(), v.accept()),
+        v.signature());
+    if (!st.ok()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "forged vertical verdict: the verdict of '", v.judge(),
+          "' as relayed by the leader does not carry its signature (", st.message(), ")"));
+    }
+    if (v.accept()) {
+      accepted.insert(v.judge());
+    } else {
+      vetoed = true;
+    }
+  }
+  if (commit.accept()) {
+    if (vetoed) {
+      return absl::PermissionDeniedError(
+          "forged vertical commit: the leader commits a candidate a judge vetoed");
+    }
+    for (const auto& j : judges) {
+      if (!accepted.count(j)) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("forged vertical commit: no signed acceptance from judge '", j, "'"));
+      }
+    }
+  } else if (!vetoed) {
+    return absl::PermissionDeniedError(
+        "forged vertical commit: the leader drops a candidate no judge vetoed");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status PartyAgent::VerticalWinner(const fedanon::v1::VerticalWinner& winner, uint64_t round,
                                         fedanon::v1::VerticalStepResult* out) {
+  // The winner must be this party's own signed proposal and the best of every party's signed
+  // proposal of the round: the leader can neither invent a proposal, alter a score, nor turn a
+  // party's participation into a Not-participate.
+  std::set<std::string> heard;
+  std::optional<common::TopDownSpecializer::Choice> best;
+  std::string best_party;
+  fedanon::v1::VerticalCandidate best_candidate;
+  for (const auto& p : winner.proposals()) {
+    RETURN_IF_ERROR(CheckSignedProposal(p, round));
+    if (!heard.insert(p.party()).second) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("forged vertical winner: two proposals of '", p.party(), "'"));
+    }
+    if (!p.proposal().participate()) continue;
+    const auto c = AsChoice(p.proposal().candidate());
+    if (!best || common::TopDownSpecializer::Beats(c, *best)) {
+      best = c;
+      best_party = p.party();
+      best_candidate = p.proposal().candidate();
+    }
+  }
+  if (heard.size() != job_->ring.size()) {
+    return absl::PermissionDeniedError(
+        "forged vertical winner: the leader did not relay every party's signed proposal");
+  }
+  if (best_party != options_.name || !SameCandidate(winner.candidate(), best_candidate)) {
+    return absl::PermissionDeniedError(
+        "forged vertical winner: the candidate is not the best signed proposal of the round");
+  }
   ASSIGN_OR_RETURN(std::string instruction, job_->vertical->MakeInstruction(winner.candidate()));
   // Before the verdict the children go to the judges only (the other holders of sensitive
   // values); everyone else gets them from VerticalPublish once every judge accepted.
@@ -1312,6 +1442,11 @@ absl::Status PartyAgent::VerticalDeliver(const fedanon::v1::VerticalDeliver& del
   *body.mutable_candidate() = instruction.candidate();
   body.set_accept(accept);
   out->mutable_verdict()->set_accept(accept);
+  // Signed, so every party can check the leader's commit (or veto) against it.
+  ASSIGN_OR_RETURN(*out->mutable_verdict()->mutable_signature(),
+                   crypto::SignWithSealKey(options_.seal_key_pem,
+                                           VerdictStatement(job_->job_id, job_->run_id, round,
+                                                            instruction.candidate(), accept)));
   ASSIGN_OR_RETURN(
       *out->mutable_verdict()->mutable_for_owner(),
       SealFor(deliver.instruction().sender(), round, "verdict", body.SerializeAsString()));
@@ -1377,6 +1512,7 @@ absl::Status PartyAgent::VerticalCommit(const fedanon::v1::VerticalCommit& commi
                                         fedanon::v1::VerticalStepResult* out) {
   JobState& job = *job_;
   job.pending.reset();
+  RETURN_IF_ERROR(CheckCommitEvidence(commit, round));
   if (commit.has_instruction()) {
     // A party that did not judge the candidate: its children arrive with the acceptance.
     if (!commit.accept()) {

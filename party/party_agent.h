@@ -35,6 +35,9 @@ struct PartyAgentOptions {
   std::string ca_pem;         // the federation CA (verifies other parties' seal certs)
   std::string seal_cert_pem;  // this party's sealing certificate and key
   std::string seal_key_pem;
+  // The party's certificate revocation check (party.yaml `crl:`, server/revocation.h): called
+  // with every participant's sealing certificate at Prepare; unset: no revocation check.
+  std::function<absl::Status(const std::string& cert_pem)> revocation_check;
   // Job authorization (party/job_authorization.h): the admins whose signed jobs this party runs;
   // nullopt: every admin the CA certified (party.yaml without `admins:`).
   std::optional<std::vector<std::string>> admins;
@@ -125,7 +128,17 @@ class PartyAgent {
                                    VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status VerticalIdAlign(const fedanon::v1::IdAlign& align, uint64_t round,
                                VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void VerticalPropose(VerticalResult* out) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status VerticalPropose(uint64_t round, VerticalResult* out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Signed statements relayed by the leader (party/vertical_statement.h): OK only if `signed_`
+  // is the proposal of a data party of the job with a valid signature for this round;
+  // PermissionDenied naming the party and the reason otherwise.
+  absl::Status CheckSignedProposal(const fedanon::v1::SignedProposal& signed_, uint64_t round) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The commit's evidence: the owner's signed proposal of the candidate and the judges' signed
+  // verdicts that make it accepted (or rejected).
+  absl::Status CheckCommitEvidence(const fedanon::v1::VerticalCommit& commit, uint64_t round) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status VerticalWinner(const fedanon::v1::VerticalWinner& winner, uint64_t round,
                               VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status VerticalDeliver(const fedanon::v1::VerticalDeliver& deliver, uint64_t round,

@@ -62,6 +62,20 @@ absl::StatusOr<crypto::Identity> AdminService::Authorize(const grpc::ServerConte
   return identity;
 }
 
+absl::Status AdminService::CheckOwnJob(const crypto::Identity& admin, const std::string& job_id,
+                                       const char* method) const {
+  if (ActsOnAllJobs(admin)) return absl::OkStatus();
+  absl::StatusOr<fedanon::v1::JobInfo> job = backend_->Get(job_id);
+  if (!job.ok()) return job.status();
+  if (job->submitted_by() == admin.name) return absl::OkStatus();
+  spdlog::warn("job={} Admin.{}: refused admin '{}': not the job's submitter", job_id, method,
+               admin.name);
+  return absl::PermissionDeniedError(
+      absl::StrCat("admin '", admin.name, "' may call Admin.", method,
+                   " only for the jobs it submitted itself (this job is another admin's; the "
+                   "leader's all_jobs_admins setting grants more)"));
+}
+
 grpc::Status AdminService::ListParties(grpc::ServerContext* context,
                                        const fedanon::v1::ListPartiesRequest*,
                                        fedanon::v1::ListPartiesResponse* response) {
@@ -79,11 +93,16 @@ grpc::Status AdminService::ListParties(grpc::ServerContext* context,
 grpc::Status AdminService::ListJobs(grpc::ServerContext* context,
                                     const fedanon::v1::ListJobsRequest*,
                                     fedanon::v1::ListJobsResponse* response) {
-  if (auto id = Authorize(*context, "ListJobs"); !id.ok()) return ToGrpcStatus(id.status());
+  absl::StatusOr<crypto::Identity> id = Authorize(*context, "ListJobs");
+  if (!id.ok()) return ToGrpcStatus(id.status());
   if (backend_ == nullptr) return kNoBackend;
   absl::StatusOr<std::vector<fedanon::v1::JobInfo>> jobs = backend_->List();
   if (!jobs.ok()) return ToGrpcStatus(jobs.status());
-  for (fedanon::v1::JobInfo& job : *jobs) *response->add_jobs() = std::move(job);
+  for (fedanon::v1::JobInfo& job : *jobs) {
+    if (ActsOnAllJobs(*id) || job.submitted_by() == id->name) {
+      *response->add_jobs() = std::move(job);
+    }
+  }
   return grpc::Status::OK;
 }
 
@@ -107,8 +126,12 @@ grpc::Status AdminService::SubmitJob(grpc::ServerContext* context,
 grpc::Status AdminService::GetJob(grpc::ServerContext* context,
                                   const fedanon::v1::GetJobRequest* request,
                                   fedanon::v1::JobInfo* response) {
-  if (auto id = Authorize(*context, "GetJob"); !id.ok()) return ToGrpcStatus(id.status());
+  absl::StatusOr<crypto::Identity> id = Authorize(*context, "GetJob");
+  if (!id.ok()) return ToGrpcStatus(id.status());
   if (backend_ == nullptr) return kNoBackend;
+  if (absl::Status st = CheckOwnJob(*id, request->job_id(), "GetJob"); !st.ok()) {
+    return ToGrpcStatus(st);
+  }
   absl::StatusOr<fedanon::v1::JobInfo> job = backend_->Get(request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = std::move(job).value();
@@ -118,8 +141,12 @@ grpc::Status AdminService::GetJob(grpc::ServerContext* context,
 grpc::Status AdminService::WatchJob(grpc::ServerContext* context,
                                     const fedanon::v1::GetJobRequest* request,
                                     grpc::ServerWriter<fedanon::v1::JobInfo>* writer) {
-  if (auto id = Authorize(*context, "WatchJob"); !id.ok()) return ToGrpcStatus(id.status());
+  absl::StatusOr<crypto::Identity> id = Authorize(*context, "WatchJob");
+  if (!id.ok()) return ToGrpcStatus(id.status());
   if (backend_ == nullptr) return kNoBackend;
+  if (absl::Status st = CheckOwnJob(*id, request->job_id(), "WatchJob"); !st.ok()) {
+    return ToGrpcStatus(st);
+  }
   absl::StatusOr<fedanon::v1::JobInfo> last = backend_->Get(request->job_id());
   if (!last.ok()) return ToGrpcStatus(last.status());
   if (!writer->Write(*last)) return grpc::Status::CANCELLED;
@@ -145,6 +172,9 @@ grpc::Status AdminService::CancelJob(grpc::ServerContext* context,
   absl::StatusOr<crypto::Identity> admin = Authorize(*context, "CancelJob");
   if (!admin.ok()) return ToGrpcStatus(admin.status());
   if (backend_ == nullptr) return kNoBackend;
+  if (absl::Status st = CheckOwnJob(*admin, request->job_id(), "CancelJob"); !st.ok()) {
+    return ToGrpcStatus(st);
+  }
   absl::StatusOr<fedanon::v1::JobInfo> job =
       backend_->Cancel(request->job_id(), admin->name, request->reason());
   if (!job.ok()) return ToGrpcStatus(job.status());
@@ -159,6 +189,9 @@ grpc::Status AdminService::GetResult(grpc::ServerContext* context,
   absl::StatusOr<crypto::Identity> admin = Authorize(*context, "GetResult");
   if (!admin.ok()) return ToGrpcStatus(admin.status());
   if (backend_ == nullptr) return kNoBackend;
+  if (absl::Status st = CheckOwnJob(*admin, request->job_id(), "GetResult"); !st.ok()) {
+    return ToGrpcStatus(st);
+  }
   absl::StatusOr<std::string> result = backend_->Result(request->job_id());
   if (!result.ok()) return ToGrpcStatus(result.status());
   spdlog::info("job={} admin '{}' fetched the result ({} bytes)", request->job_id(), admin->name,
@@ -172,6 +205,9 @@ grpc::Status AdminService::GetViewLog(grpc::ServerContext* context,
   absl::StatusOr<crypto::Identity> admin = Authorize(*context, "GetViewLog");
   if (!admin.ok()) return ToGrpcStatus(admin.status());
   if (backend_ == nullptr) return kNoBackend;
+  if (absl::Status st = CheckOwnJob(*admin, request->job_id(), "GetViewLog"); !st.ok()) {
+    return ToGrpcStatus(st);
+  }
   absl::StatusOr<std::string> log = backend_->ViewLog(request->job_id());
   if (!log.ok()) return ToGrpcStatus(log.status());
   spdlog::info("job={} admin '{}' fetched the view log ({} bytes)", request->job_id(), admin->name,

@@ -13,6 +13,7 @@
 #include <grpcpp/support/sync_stream.h>
 
 #include <atomic>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,11 @@ class AdminService final : public fedanon::v1::Admin::Service {
   // Refuse admins whose certificates it revokes (not owned; may stay unset).
   void set_revocation(const RevocationCheck* revocation) { revocation_ = revocation; }
 
+  // Admins (identities from their verified certificates) that may act on every job; any other
+  // admin sees, watches, cancels and fetches the result or view log only of the jobs it
+  // submitted itself (PERMISSION_DENIED otherwise). From leader.yaml `all_jobs_admins:`.
+  void set_all_jobs_admins(std::set<std::string> admins) { all_jobs_admins_ = std::move(admins); }
+
   // Ends WatchJob streams (within ~0.5 s) with UNAVAILABLE "leader shutting down".
   void BeginShutdown() { shutting_down_ = true; }
 
@@ -84,7 +90,16 @@ class AdminService final : public fedanon::v1::Admin::Service {
   absl::StatusOr<crypto::Identity> Authorize(const grpc::ServerContext& context,
                                              const char* method) const;
 
+  // OK if `admin` may act on job `job_id` (its submitter, or an all-jobs admin); the backend's
+  // NotFound for an unknown job; PermissionDenied naming the admin and the method otherwise.
+  absl::Status CheckOwnJob(const crypto::Identity& admin, const std::string& job_id,
+                           const char* method) const;
+  bool ActsOnAllJobs(const crypto::Identity& admin) const {
+    return all_jobs_admins_.count(admin.name) > 0;
+  }
+
   AdminBackend* backend_;  // not owned, may be null
+  std::set<std::string> all_jobs_admins_;
   const RevocationCheck* revocation_ = nullptr;
   std::atomic<bool> shutting_down_{false};
 };

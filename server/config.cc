@@ -30,7 +30,10 @@ class ConfigReader {
   static absl::StatusOr<ConfigReader> Open(const std::string& path) {
     std::error_code ec;
     const fs::path absolute = fs::absolute(path, ec).lexically_normal();
-    const absl::StatusOr<std::string> text = common::ReadFile(absolute.string());
+    // Bounded: /dev/zero or a huge file named as the config fails fast with a clear error.
+    const absl::StatusOr<std::string> text = common::ReadFile(
+        absolute.string(), {.max_bytes = common::kMaxConfigBytes, .what = "config file"});
+    if (!ec && text.status().code() == absl::StatusCode::kInvalidArgument) return text.status();
     if (ec || !text.ok()) {
       return absl::NotFoundError(absl::StrCat("cannot read config file '", path, "'"));
     }
@@ -255,10 +258,11 @@ absl::Status ValidateHostPort(const std::string& address, const std::string& wha
 
 absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
-  RETURN_IF_ERROR(reader.CheckKeys(
-      reader.root(),
-      {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format", "crl"},
-      ""));
+  RETURN_IF_ERROR(
+      reader.CheckKeys(reader.root(),
+                       {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds",
+                        "log_format", "crl", "all_jobs_admins"},
+                       ""));
   LeaderConfig config;
   config.path = reader.path();
   ASSIGN_OR_RETURN(config.name, reader.Name());
@@ -267,6 +271,9 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(config.tls, reader.Tls());
   ASSIGN_OR_RETURN(config.seal, reader.Seal());
   ASSIGN_OR_RETURN(config.crl, reader.Path(reader.root(), "crl", "", false));
+  ASSIGN_OR_RETURN(const std::optional<std::vector<std::string>> all_jobs,
+                   reader.StringList(reader.root(), "all_jobs_admins", ""));
+  if (all_jobs) config.all_jobs_admins = *all_jobs;
   ASSIGN_OR_RETURN(const std::string timeout,
                    reader.String(reader.root(), "round_timeout_seconds", "", false));
   if (!timeout.empty()) {
@@ -288,7 +295,7 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   RETURN_IF_ERROR(
       reader.CheckKeys(reader.root(),
                        {"name", "leader", "data_dir", "data", "output_dir", "max_input_bytes",
-                        "tls", "seal", "log_format", "admins", "policy"},
+                        "tls", "seal", "log_format", "admins", "policy", "crl"},
                        ""));
   PartyConfig config;
   config.path = reader.path();
@@ -312,6 +319,7 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   ASSIGN_OR_RETURN(config.log_format, reader.Format());
   ASSIGN_OR_RETURN(config.admins, reader.StringList(reader.root(), "admins", ""));
   ASSIGN_OR_RETURN(config.policy, reader.Policy());
+  ASSIGN_OR_RETURN(config.crl, reader.Path(reader.root(), "crl", "", false));
   return config;
 }
 

@@ -55,6 +55,8 @@ struct LeaderConfig {
   int round_timeout_seconds = 60;
   LogFormat log_format = LogFormat::kText;
   std::string crl;  // certificate revocation list (fedanonctl revoke); "": none
+  // Admins (certificate identities) that may act on every job; the others only on their own.
+  std::vector<std::string> all_jobs_admins;
 };
 
 struct PartyConfig {
@@ -73,6 +75,9 @@ struct PartyConfig {
   // admin certified by the federation CA.
   std::optional<std::vector<std::string>> admins;
   party::PartyPolicy policy;  // what this party will ever take part in
+  // Certificate revocation list (fedanonctl revoke), checked for the leader's TLS certificate
+  // and every job participant's sealing certificate; fails closed. "": none.
+  std::string crl;
 };
 
 struct AdminConfig {

@@ -77,6 +77,7 @@ absl::Status Run(const LeaderConfig& config) {
   server_options.listen = config.listen;
   server_options.tls = tls;
   server_options.crl_path = config.crl;
+  server_options.all_jobs_admins = config.all_jobs_admins;
   ASSIGN_OR_RETURN(std::unique_ptr<LeaderServer> server,
                    LeaderServer::Start(std::move(server_options), &connections, backend.get()));
   spdlog::info("{} ready (config {}, data dir {}, {} descriptors)", common::VersionLine(kProgram),

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +35,8 @@ LeaderServer::LeaderServer(LeaderServerOptions options, PartyConnections* connec
       revocation_(options_.crl_path, options_.tls.ca_pem) {
   party_link_.set_revocation(&revocation_);
   admin_.set_revocation(&revocation_);
+  admin_.set_all_jobs_admins(
+      std::set<std::string>(options_.all_jobs_admins.begin(), options_.all_jobs_admins.end()));
 }
 
 absl::StatusOr<std::unique_ptr<LeaderServer>> LeaderServer::Start(LeaderServerOptions options,

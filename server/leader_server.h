@@ -29,6 +29,8 @@ struct LeaderServerOptions {
   std::string listen;           // host:port; port 0 picks a free port (see port())
   TlsMaterial tls;
   std::string crl_path;  // a CRL file (fedanonctl revoke); "": no revocation check
+  // Admins that may act on every job (AdminService::set_all_jobs_admins); others: own jobs only.
+  std::vector<std::string> all_jobs_admins;
 };
 
 class LeaderServer {

@@ -68,7 +68,7 @@ double Jitter() {
 
 // Why the server that answered our hello is not the federation leader (OK when it is).
 absl::Status CheckHelloAck(const fedanon::v1::LeaderMessage& ack,
-                           const grpc::ClientContext& context) {
+                           const grpc::ClientContext& context, const RevocationCheck* revocation) {
   if (!ack.has_hello_ack()) {
     return absl::FailedPreconditionError("it did not answer our hello with a hello_ack");
   }
@@ -80,6 +80,12 @@ absl::Status CheckHelloAck(const fedanon::v1::LeaderMessage& ack,
   if (server->role != crypto::Role::kLeader) {
     return absl::FailedPreconditionError(absl::StrCat(
         "it is not the federation leader (its certificate is for ", IdentityString(*server), ")"));
+  }
+  if (revocation != nullptr && revocation->enabled()) {
+    if (absl::Status st = revocation->Check(ServerCertificatePem(context)); !st.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("the leader's certificate is refused: ", st.message()));
+    }
   }
   return absl::OkStatus();
 }
@@ -242,7 +248,7 @@ absl::Status PartyClient::RunSession(bool* established) {
     forget_context();
     return FromGrpcStatus(status);
   }
-  if (absl::Status refused = CheckHelloAck(ack, context); !refused.ok()) {
+  if (absl::Status refused = CheckHelloAck(ack, context, options_.revocation); !refused.ok()) {
     context.TryCancel();
     stream->Finish();
     forget_context();

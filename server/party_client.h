@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "fedanon/v1/federation.pb.h"
+#include "server/revocation.h"
 #include "server/tls.h"
 
 namespace grpc {
@@ -41,6 +42,9 @@ struct PartyClientOptions {
   std::string leader_address;  // host:port
   TlsMaterial tls;
   std::string seal_cert_pem;  // sent in the hello
+  // The party's revocation list (party.yaml `crl:`; not owned, may be null): a leader whose TLS
+  // certificate it revokes (or a list it cannot use: fails closed) is refused after the hello.
+  const RevocationCheck* revocation = nullptr;
   absl::Duration initial_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(30);
 };

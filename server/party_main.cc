@@ -20,6 +20,7 @@
 #include "server/config.h"
 #include "server/logging.h"
 #include "server/party_client.h"
+#include "server/revocation.h"
 #include "server/signals.h"
 #include "server/tls.h"
 
@@ -72,8 +73,17 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   ASSIGN_OR_RETURN(options.seal_cert_pem,
                    ReadCertificateFile(config.seal.cert, "seal certificate"));
   ASSIGN_OR_RETURN(options.seal_key_pem, ReadPrivateKeyFile(config.seal.key, "seal key"));
+  // party.yaml `crl:`: the leader's certificate at each connection, every participant's sealing
+  // certificate at each Prepare (re-read each time; fails closed).
+  const RevocationCheck revocation(config.crl, tls.ca_pem, "the party");
+  if (revocation.enabled()) {
+    options.revocation_check = [&revocation](const std::string& cert_pem) {
+      return revocation.Check(cert_pem);
+    };
+  }
 
   PartyClientOptions client_options;
+  client_options.revocation = &revocation;
   client_options.name = config.name;
   client_options.leader_address = config.leader;
   client_options.tls = tls;

@@ -15,14 +15,14 @@ absl::Status RevocationCheck::Check(const std::string& cert_pem) const {
   if (!crl.ok()) {
     spdlog::error("cannot read the revocation list {}: {}", crl_path_,
                   std::string(crl.status().message()));
-    return absl::PermissionDeniedError(
-        "the leader cannot read its certificate revocation list; it refuses everyone until it can");
+    return absl::PermissionDeniedError(absl::StrCat(
+        holder_, " cannot read its certificate revocation list; it refuses everyone until it can"));
   }
   absl::Status st = crypto::CheckNotRevoked(cert_pem, *crl, ca_pem_);
   if (st.ok() || st.message() == "certificate revoked") return st;
   spdlog::error("revocation list {}: {}", crl_path_, std::string(st.message()));
   return absl::PermissionDeniedError(
-      absl::StrCat("the leader's certificate revocation list is unusable (", st.message(),
+      absl::StrCat(holder_, "'s certificate revocation list is unusable (", st.message(),
                    "); it refuses everyone until it is replaced"));
 }
 

@@ -142,6 +142,14 @@ absl::StatusOr<crypto::Identity> ServerIdentity(const grpc::ClientContext& conte
   return IdentityOfPeerCertificate(auth.get());
 }
 
+std::string ServerCertificatePem(const grpc::ClientContext& context) {
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr) return "";
+  const std::vector<grpc::string_ref> certs =
+      auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+  return certs.empty() ? "" : std::string(certs.front().data(), certs.front().size());
+}
+
 std::string IdentityString(const crypto::Identity& identity) {
   return absl::StrCat(std::string(crypto::RoleName(identity.role)), "/", identity.name);
 }

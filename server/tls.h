@@ -63,6 +63,8 @@ absl::StatusOr<crypto::Identity> PeerIdentity(const grpc::ServerContext& context
 std::string PeerCertificatePem(const grpc::ServerContext& context);
 // The same for the server's certificate seen by a client, once the call has started.
 absl::StatusOr<crypto::Identity> ServerIdentity(const grpc::ClientContext& context);
+// The server's certificate (PEM) seen by a client, once the call has started ("" when absent).
+std::string ServerCertificatePem(const grpc::ClientContext& context);
 
 // "party/hospital-a"
 std::string IdentityString(const crypto::Identity& identity);

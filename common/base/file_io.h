@@ -57,6 +57,7 @@ inline constexpr uint64_t kMaxSpecBytes = uint64_t{16} << 20;          // 16 MiB
 inline constexpr uint64_t kMaxTaxonomyBytes = uint64_t{64} << 20;      // 64 MiB
 inline constexpr uint64_t kDefaultMaxTableBytes = uint64_t{64} << 30;  // 64 GiB
 inline constexpr size_t kMaxLineBytes = size_t{1} << 20;               // 1 MiB
+inline constexpr uint64_t kMaxConfigBytes = uint64_t{1} << 20;         // 1 MiB (daemon configs)
 
 // Paths ---------------------------------------------------------------------------------------
 

@@ -34,6 +34,38 @@ SplitMeasures MeasureSplit(const AttributeHierarchy& h, NodeIndex node, int c,
   return m;
 }
 
+std::vector<uint64_t> ParentClassCounts(absl::Span<const uint64_t> fine_counts, int num_classes) {
+  std::vector<uint64_t> parent(num_classes, 0);
+  for (size_t i = 0; i < fine_counts.size(); ++i) parent[i % num_classes] += fine_counts[i];
+  return parent;
+}
+
+SplitMeasures MeasureDisclosure(absl::Span<const uint64_t> parent,
+                                absl::Span<const uint64_t> fine_counts, int c, int num_classes) {
+  // Child 0: the disclosed value u; child 1: every other hidden value (⊥'), as MeasureSplit
+  // sums them (AttributeHierarchy::ChildOfFine of a suppression candidate).
+  std::vector<uint64_t> sizes(2, 0);
+  std::vector<std::vector<uint64_t>> child_counts(2, std::vector<uint64_t>(num_classes, 0));
+  for (int k = 0; k < num_classes; ++k) {
+    const uint64_t u = fine_counts[static_cast<size_t>(c) * num_classes + k];
+    const uint64_t rest = parent[k] >= u ? parent[k] - u : 0;
+    child_counts[0][k] = u;
+    child_counts[1][k] = rest;
+    sizes[0] += u;
+    sizes[1] += rest;
+  }
+  SplitMeasures m;
+  int classes_present = 0;
+  for (uint64_t n : parent) {
+    m.records += n;
+    classes_present += n > 0;
+  }
+  m.beneficial = classes_present > 1;
+  m.info_gain = InfoGain(parent, child_counts);
+  m.split_info = SplitInfo(sizes);
+  return m;
+}
+
 bool ScoreNeedsPrivLoss(fedanon::v1::ScoreFunction score) {
   return score == fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS;
 }

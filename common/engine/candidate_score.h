@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/types/span.h"
 #include "common/engine/hierarchy.h"
@@ -33,6 +34,15 @@ struct SplitMeasures {
 // the size must be FineChildCount(node) * num_classes).
 SplitMeasures MeasureSplit(const AttributeHierarchy& h, NodeIndex node, int c,
                            absl::Span<const uint64_t> fine_counts, int num_classes);
+
+// The same measures (bit for bit) for candidate `c` of a suppressed node (⊥ -> {u, ⊥'}, u its
+// c-th hidden value) in O(num_classes), given `parent`, the node's class counts summed over its
+// fine children once per node: a ⊥ node with V hidden values costs O(V) for all its candidates,
+// not O(V²) (a 20,000-entry `values:` list, issue 26 §3).
+SplitMeasures MeasureDisclosure(absl::Span<const uint64_t> parent,
+                                absl::Span<const uint64_t> fine_counts, int c, int num_classes);
+// The class counts of a node summed over its fine children (`fine_counts` as for MeasureSplit).
+std::vector<uint64_t> ParentClassCounts(absl::Span<const uint64_t> fine_counts, int num_classes);
 
 // What a candidate's score is computed from. `priv_loss` is read only by the score functions for
 // which ScoreNeedsPrivLoss holds and `discernibility` (the discernibility cost the specialization

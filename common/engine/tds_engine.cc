@@ -306,12 +306,24 @@ absl::Status TopDownSpecializer::AddCandidates(int attr, NodeIndex node,
   auto& per_attr = node_cands_[attr];
   if (per_attr.size() <= static_cast<size_t>(node)) per_attr.resize(node + 1);
   const std::vector<int> all_positions = AllPositions(attr);
+  // A ⊥ node has one candidate per hidden value: its class counts are summed once, so that each
+  // candidate costs O(classes), not O(hidden values).
+  const bool disclosure = h.kind() == QidKind::kSuppression;
+  const std::vector<uint64_t> parent =
+      disclosure ? ParentClassCounts(fine_counts, num_classes_) : std::vector<uint64_t>();
+  work_ += disclosure ? fine_counts.size() : 0;
   for (int c = 0; c < count; ++c) {
     Candidate cand;
     cand.attr = attr;
     cand.node = node;
     cand.c = c;
-    SetSplitMeasures(MeasureSplit(h, node, c, fine_counts, num_classes_), cand);
+    if (disclosure) {
+      SetSplitMeasures(MeasureDisclosure(parent, fine_counts, c, num_classes_), cand);
+      work_ += static_cast<uint64_t>(num_classes_);
+    } else {
+      SetSplitMeasures(MeasureSplit(h, node, c, fine_counts, num_classes_), cand);
+      work_ += fine_counts.size();
+    }
     cand.min_child.assign(all_positions.size(), std::numeric_limits<uint64_t>::max());
     cand.max_conf.assign(all_positions.size(), 0.0);
     if (cand.records == 0) cand.valid = false;
@@ -342,8 +354,13 @@ void TopDownSpecializer::Evaluate(Candidate& cand, const std::vector<int32_t>& g
   const AttributeHierarchy& h = (*hier_)[cand.attr];
   const int fine = h.FineChildCount(cand.node);
   const int children = h.ChildCount(cand.node, cand.c);
-  std::vector<int> child_of_fine(fine);
-  for (int f = 0; f < fine; ++f) child_of_fine[f] = h.ChildOfFine(cand.node, cand.c, f);
+  // Disclosing hidden value c of a ⊥ node: child 0 is value c, child 1 the rest of the group
+  // (its totals minus value c), O(1) per group instead of a pass over every hidden value.
+  const bool disclosure = h.kind() == QidKind::kSuppression;
+  std::vector<int> child_of_fine(disclosure ? 0 : fine);
+  for (int f = 0; f < static_cast<int>(child_of_fine.size()); ++f) {
+    child_of_fine[f] = h.ChildOfFine(cand.node, cand.c, f);
+  }
   const size_t entry_words = static_cast<size_t>(children) * stride_;
   absl::flat_hash_map<std::string, uint32_t> index;
   std::vector<uint64_t> agg;
@@ -363,11 +380,22 @@ void TopDownSpecializer::Evaluate(Candidate& cand, const std::vector<int32_t>& g
       if (inserted) agg.resize(agg.size() + entry_words, 0);
       uint64_t* entry = agg.data() + it->second;
       const uint64_t* fs = FineStats(g, cand.attr);
+      if (disclosure) {
+        const uint64_t* total = stats_.data() + stats_off_[g];  // [count, sensitive_1..m]
+        const uint64_t* u = fs + static_cast<size_t>(cand.c) * stride_;
+        for (size_t w = 0; w < stride_; ++w) {
+          entry[w] += u[w];
+          entry[stride_ + w] += total[w] >= u[w] ? total[w] - u[w] : 0;
+        }
+        work_ += 1;
+        continue;
+      }
       for (int f = 0; f < fine; ++f) {
         uint64_t* dst = entry + child_of_fine[f] * stride_;
         const uint64_t* src = fs + f * stride_;
         for (size_t w = 0; w < stride_; ++w) dst[w] += src[w];
       }
+      work_ += static_cast<uint64_t>(fine);
     }
     uint64_t min_child = std::numeric_limits<uint64_t>::max();
     double max_conf = 0;
@@ -414,8 +442,13 @@ uint64_t TopDownSpecializer::DiscernibilityGain(const Candidate& cand) const {
   for (int32_t g : AliveGroups(cand.attr, cand.node)) {
     std::fill(sizes.begin(), sizes.end(), 0);
     const uint64_t* fs = FineStats(g, cand.attr);
-    for (int f = 0; f < fine; ++f) sizes[h.ChildOfFine(cand.node, cand.c, f)] += fs[f * stride_];
     const uint64_t s = GroupSize(g);
+    if (h.kind() == QidKind::kSuppression) {  // value c and the rest (see Evaluate)
+      sizes[0] = fs[static_cast<size_t>(cand.c) * stride_];
+      sizes[1] = s >= sizes[0] ? s - sizes[0] : 0;
+    } else {
+      for (int f = 0; f < fine; ++f) sizes[h.ChildOfFine(cand.node, cand.c, f)] += fs[f * stride_];
+    }
     uint64_t after = 0;
     for (uint64_t n : sizes) after += n * n;
     gain += s * s >= after ? s * s - after : 0;

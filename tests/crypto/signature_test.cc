@@ -215,5 +215,33 @@ TEST_F(SignatureTest, SignRefusesKeysThatAreNotP256) {
               StatusIs(absl::StatusCode::kInvalidArgument, "not an EC P-256 key"));
 }
 
+// Statements a party signs with its certified sealing key (vertical proposals and verdicts): the
+// holder of the public key verifies them; another key, a changed byte of the message or of the
+// signature, or an empty signature does not verify.
+TEST(SealKeySignature, VerifiesOnlyTheSignersUnchangedStatement) {
+  ASSERT_OK_AND_ASSIGN(auto ca, CertificateAuthority::Create("sig", absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(IssuedCertificate a,
+                       ca->IssueSeal({Role::kParty, "hospital-a"}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(IssuedCertificate b,
+                       ca->IssueSeal({Role::kParty, "hospital-b"}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(auto key_a,
+                       VerifiedSealKey(a.cert_pem, ca->cert_pem(), {Role::kParty, "hospital-a"}));
+  ASSERT_OK_AND_ASSIGN(auto key_b,
+                       VerifiedSealKey(b.cert_pem, ca->cert_pem(), {Role::kParty, "hospital-b"}));
+  const std::string statement = "round 3: accept candidate 1/0/2";
+  ASSERT_OK_AND_ASSIGN(const std::string sig, SignWithSealKey(a.key_pem, statement));
+  EXPECT_OK(VerifyWithSealKey(*key_a, statement, sig));
+  EXPECT_THAT(VerifyWithSealKey(*key_b, statement, sig),
+              StatusIs(absl::StatusCode::kPermissionDenied, "the signature does not verify"));
+  EXPECT_THAT(VerifyWithSealKey(*key_a, "round 3: reject candidate 1/0/2", sig),
+              StatusIs(absl::StatusCode::kPermissionDenied, "the signature does not verify"));
+  std::string flipped = sig;
+  flipped[flipped.size() / 2] ^= 1;
+  EXPECT_THAT(VerifyWithSealKey(*key_a, statement, flipped),
+              StatusIs(absl::StatusCode::kPermissionDenied, "the signature does not verify"));
+  EXPECT_THAT(VerifyWithSealKey(*key_a, statement, ""),
+              StatusIs(absl::StatusCode::kPermissionDenied, "malformed"));
+}
+
 }  // namespace
 }  // namespace fedanon::crypto

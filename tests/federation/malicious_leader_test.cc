@@ -7,8 +7,10 @@
 // can decode — error messages, the plaintext of every box sealed for it — must be identical.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
+#include <set>
 
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -970,5 +972,210 @@ TEST(MaliciousLeader, FinalCheckBoxesAreForPartiesOnly) {
                                               "does not open as sealed by 'hospital-a'"));
 }
 
+// ---- Vertical jobs: the leader relays the parties' signed proposals and verdicts. ----
+
+// Two parties: hospital-a holds q0 and the sensitive attribute (it judges hospital-b's
+// candidates), hospital-b holds q1. `tamper` alters the leader's requests in flight; returns the
+// job's final state.
+fedanon::v1::JobInfo RunTamperedVertical(
+    const std::string& name,
+    const std::function<void(const std::string&, LeaderMessage*)>& tamper) {
+  constexpr char kVSpec[] = R"(name: signed-statements
+attributes:
+  - {name: ID, role: id}
+  - {name: q0, role: qid, values: [a0, a1, a2, a3], party: hospital-a}
+  - {name: q1, role: qid, values: [b0, b1, b2, b3], party: hospital-b}
+  - {name: cls, role: class, values: [yes, no]}
+  - {name: sens, role: sensitive, values: [d0, d1, d2], party: hospital-a}
+privacy: {model: lkc, L: 2, K: 2, C: 0.5, sensitive_values: [d0]}
+score: infogain
+partitioning: vertical
+)";
+  std::string a = "ID,cls,q0,sens\n", b = "ID,cls,q1\n";
+  uint64_t state = 0x9e3779b97f4a7c15ULL;
+  auto next = [&state](int n) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<int>(state % static_cast<uint64_t>(n));
+  };
+  for (int r = 0; r < 120; ++r) {
+    const int q0 = next(4), q1 = next(4);
+    const std::string cls = (q1 % 2 == 0) == (next(10) < 8) ? "yes" : "no";
+    absl::StrAppend(&a, "id-", r, ",", cls, ",a", q0, ",d", next(3), "\n");
+    absl::StrAppend(&b, "id-", r, ",", cls, ",b", q1, "\n");
+  }
+  auto fed = InProcessFederation::Create(name, {{{"table.csv", a}}, {{"table.csv", b}}});
+  EXPECT_TRUE(fed.ok()) << fed.status();
+  if (!fed.ok()) return {};
+  (*fed)->channel.set_tamper(tamper);
+  auto spec = common::ParseJobSpecYaml(kVSpec, "job.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (!spec.ok()) return {};
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = *spec;
+  for (const auto& p : (*fed)->names) req.add_parties(p);
+  auto info = (*fed)->Submit(req);
+  EXPECT_TRUE(info.ok()) << info.status();
+  if (!info.ok()) return {};
+  return (*fed)->Wait(info->job_id());
+}
+
+// Without tampering the job runs, and candidates of both parties are applied (so the scenarios
+// below exercise winners with and without a judge's verdict).
+TEST(MaliciousLeader, VerticalSignedStatementsHonestRun) {
+  std::atomic<int> commits_with_verdicts{0};
+  const auto info = RunTamperedVertical("vsig_honest", [&](const std::string&, LeaderMessage* m) {
+    if (m->has_vertical() && m->vertical().has_commit() &&
+        m->vertical().commit().verdicts_size() > 0) {
+      ++commits_with_verdicts;
+    }
+  });
+  ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
+  EXPECT_GT(commits_with_verdicts.load(), 0);
+  std::set<std::string> applied;
+  for (const auto& step : info.report().steps()) applied.insert(step.attribute());
+  EXPECT_EQ(applied, (std::set<std::string>{"q0", "q1"}));
+}
+
+// The leader alters another party's proposal on its way to the owner (a better score, or a
+// Not-participate for a party that took part): the owner refuses.
+TEST(MaliciousLeader, VerticalAlteredProposalIsRefused) {
+  std::atomic<int> tampered{0};
+  const auto info =
+      RunTamperedVertical("vsig_proposal", [&](const std::string& to, LeaderMessage* m) {
+        if (!m->has_vertical() || !m->vertical().has_winner()) return;
+        for (auto& p : *m->mutable_vertical()->mutable_winner()->mutable_proposals()) {
+          if (p.party() == to || !p.proposal().participate()) continue;
+          p.mutable_proposal()->set_participate(false);
+          p.mutable_proposal()->set_reason("no valid candidate");
+          ++tampered;
+          return;
+        }
+      });
+  ASSERT_GT(tampered.load(), 0);
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(),
+              ::testing::HasSubstr("forged vertical proposal: the proposal of '"));
+}
+
+// The leader announces as winner a proposal that is not the best one (it drops the best party's
+// proposal from what it relays, or relays a candidate the owner did not propose).
+TEST(MaliciousLeader, VerticalWinnerThatDidNotWinIsRefused) {
+  std::atomic<int> tampered{0};
+  const auto info = RunTamperedVertical("vsig_winner", [&](const std::string&, LeaderMessage* m) {
+    if (!m->has_vertical() || !m->vertical().has_winner()) return;
+    auto* winner = m->mutable_vertical()->mutable_winner();
+    winner->mutable_candidate()->set_node(winner->candidate().node() + 1);
+    ++tampered;
+  });
+  ASSERT_GT(tampered.load(), 0);
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(),
+              ::testing::HasSubstr("forged vertical winner: the candidate is not the best signed "
+                                   "proposal of the round"));
+}
+
+// The leader turns a judge's veto into an acceptance, or an acceptance into a veto, or commits
+// without the judge's verdict: every party refuses the commit.
+TEST(MaliciousLeader, VerticalForgedOrMissingVerdictIsRefused) {
+  struct Case {
+    std::string name;
+    std::function<bool(fedanon::v1::VerticalCommit*)> alter;  // false: left unchanged
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {"flip",
+       [](fedanon::v1::VerticalCommit* c) {
+         auto* v = c->mutable_verdicts(0);
+         v->set_accept(!v->accept());
+         c->set_accept(v->accept());
+         return true;
+       },
+       "forged vertical verdict: the verdict of 'hospital-a' as relayed by the leader does not "
+       "carry its signature"},
+      {"drop",
+       [](fedanon::v1::VerticalCommit* c) {
+         c->clear_verdicts();
+         c->set_accept(true);
+         return true;
+       },
+       "forged vertical commit: no signed acceptance from judge 'hospital-a'"},
+      {"veto",
+       [](fedanon::v1::VerticalCommit* c) {
+         if (!c->verdicts(0).accept()) return false;
+         c->set_accept(false);
+         return true;
+       },
+       "forged vertical commit: the leader drops a candidate no judge vetoed"},
+  };
+  for (const auto& tc : cases) {
+    SCOPED_TRACE(tc.name);
+    std::atomic<int> tampered{0};
+    const auto info =
+        RunTamperedVertical("vsig_" + tc.name, [&](const std::string&, LeaderMessage* m) {
+          if (!m->has_vertical() || !m->vertical().has_commit()) return;
+          auto* commit = m->mutable_vertical()->mutable_commit();
+          if (commit->verdicts_size() == 0) return;
+          if (tc.alter(commit)) ++tampered;
+        });
+    ASSERT_GT(tampered.load(), 0);
+    EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+    EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr(tc.reason));
+  }
+}
+
+// ---- A cheating party: released counts that do not add up to the job's records. ----
+
+// The released table is rebuilt by the leader from summed counts per (group, values). A party
+// that adds one record that does not exist (modelled here by one more on the first hop's input,
+// which the first party adds its counts to) makes the sum exceed the job's records: the leader
+// refuses to write any row (leader/leader.cc ReleasedTableFromCounts) and the job fails with the
+// named reason. An honest run of the same job releases every record.
+TEST(CheatingParty, ReleasedCountsThatDoNotSumToTheRecordsAreRefused) {
+  for (const bool cheat : {false, true}) {
+    SCOPED_TRACE(cheat ? "cheating" : "honest");
+    std::vector<std::map<std::string, std::string>> files;
+    for (const auto& t : Tables(0)) files.push_back({{"table.csv", t}});
+    ASSERT_OK_AND_ASSIGN(
+        auto fed, InProcessFederation::Create(cheat ? "released_cheat" : "released_ok", files));
+    std::atomic<int> altered{0};
+    fed->channel.set_tamper([&](const std::string&, LeaderMessage* m) {
+      if (!cheat || !m->has_sum_step()) return;
+      auto* step = m->mutable_sum_step();
+      if (step->request().released_groups_size() == 0 || !step->has_masked() ||
+          step->chunk_offset() != 0 || step->masked().size() < 8) {
+        return;
+      }
+      std::string words = step->masked();
+      uint64_t w = 0;
+      for (int i = 7; i >= 0; --i) w = (w << 8) | static_cast<uint8_t>(words[i]);
+      ++w;
+      for (int i = 0; i < 8; ++i) words[i] = static_cast<char>((w >> (8 * i)) & 0xff);
+      step->set_masked(words);
+      ++altered;
+    });
+    ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpec, "malicious.yaml"));
+    fedanon::v1::SubmitJobRequest req;
+    *req.mutable_spec() = spec;
+    for (const auto& p : fed->names) req.add_parties(p);
+    ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, fed->Submit(req));
+    const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+    if (!cheat) {
+      ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
+      ASSERT_OK_AND_ASSIGN(const std::string csv, fed->leader->Result(submitted.job_id()));
+      // 6 + 6 + 9 records and a header line.
+      EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 22);
+      continue;
+    }
+    ASSERT_EQ(altered.load(), 1) << "the job did not release through counts";
+    EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+    EXPECT_THAT(info.failure_reason(),
+                ::testing::HasSubstr("the released counts add up to more than the job's 21 "
+                                     "records (a party answered inconsistently); nothing was "
+                                     "released"));
+    EXPECT_FALSE(fed->leader->Result(submitted.job_id()).ok());
+  }
+}
 }  // namespace
 }  // namespace fedanon::testing

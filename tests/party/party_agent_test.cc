@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "common/wire/released_union.h"
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
+#include "party/vertical_statement.h"
 #include "tests/party/party_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -188,6 +190,76 @@ TEST(PartyAgent, PrepareRejectsASealCertificateIssuedToSomeoneElse) {
   // Nothing was prepared.
   EXPECT_THAT(f->Call("hospital-a", SexClassCountsStep("job-000000000001", "")),
               StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
+}
+
+// The bytes a party signs for a vertical proposal or verdict bind the job, run, round and kind,
+// and every content field: changing any one changes the statement.
+TEST(VerticalStatement, BindsJobRunRoundKindAndContent) {
+  fedanon::v1::VerticalProposal p;
+  p.set_participate(true);
+  p.mutable_candidate()->set_attribute(1);
+  p.mutable_candidate()->set_node(2);
+  p.mutable_candidate()->set_candidate(3);
+  p.mutable_candidate()->set_score(0.5);
+  const std::string base = party::ProposalStatement("job-1", "run-1", 4, p);
+  EXPECT_NE(base, party::ProposalStatement("job-2", "run-1", 4, p));
+  EXPECT_NE(base, party::ProposalStatement("job-1", "run-2", 4, p));
+  EXPECT_NE(base, party::ProposalStatement("job-1", "run-1", 5, p));
+  fedanon::v1::VerticalProposal q = p;
+  q.mutable_candidate()->set_score(0.25);
+  EXPECT_NE(base, party::ProposalStatement("job-1", "run-1", 4, q));
+  q = p;
+  q.set_participate(false);
+  EXPECT_NE(base, party::ProposalStatement("job-1", "run-1", 4, q));
+  q = p;
+  q.set_signature("ignored");  // the signature is not part of what is signed
+  EXPECT_EQ(base, party::ProposalStatement("job-1", "run-1", 4, q));
+  const std::string accept = party::VerdictStatement("job-1", "run-1", 4, p.candidate(), true);
+  EXPECT_NE(accept, party::VerdictStatement("job-1", "run-1", 4, p.candidate(), false));
+  EXPECT_NE(accept, base);
+  // Length-prefixed: moving bytes between job id and run id changes the statement.
+  EXPECT_NE(party::VerdictStatement("ab", "c", 4, p.candidate(), true),
+            party::VerdictStatement("a", "bc", 4, p.candidate(), true));
+}
+
+// Issue 26 §4: with a revocation list (party.yaml `crl:`), a party refuses a job whose
+// participants include a revoked sealing certificate — another party's or the leader's — and a
+// list it cannot use refuses every job (fails closed).
+TEST(PartyAgent, PrepareRefusesSealCertificatesItsRevocationListRevokes) {
+  auto crl = std::make_shared<std::string>();
+  auto ca_pem = std::make_shared<std::string>();
+  ASSERT_OK_AND_ASSIGN(
+      auto f, PartyFixture::Create("prepare_revoked", TwoHospitals(),
+                                   [crl, ca_pem](party::PartyAgentOptions& o) {
+                                     o.revocation_check = [crl, ca_pem](const std::string& pem) {
+                                       return crypto::CheckNotRevoked(pem, *crl, *ca_pem);
+                                     };
+                                   }));
+  *ca_pem = f->ca->cert_pem();
+  // A list that revokes none of them: the job is prepared.
+  ASSERT_OK_AND_ASSIGN(*crl, f->ca->IssueCrl({}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage ok, f->Prepare("job-000000000001", kSpec));
+  EXPECT_OK(f->Call("hospital-a", ok));
+  // hospital-b's sealing certificate revoked.
+  ASSERT_OK_AND_ASSIGN(*crl, f->ca->IssueCrl({f->agents[1]->seal_cert_pem()}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage peer, f->Prepare("job-000000000002", kSpec));
+  EXPECT_THAT(f->Call("hospital-a", peer),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "the sealing certificate of participant 'hospital-b' is refused by this "
+                       "party's revocation list: certificate revoked"));
+  EXPECT_THAT(f->Call("hospital-a", SexClassCountsStep("job-000000000002", "")),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
+  // The leader's sealing certificate revoked.
+  ASSERT_OK_AND_ASSIGN(*crl, f->ca->IssueCrl({f->leader_seal.cert_pem}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage leader, f->Prepare("job-000000000003", kSpec));
+  EXPECT_THAT(f->Call("hospital-b", leader),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "the sealing certificate of participant 'leader' is refused"));
+  // A list that does not parse: refused.
+  *crl = "not a CRL";
+  ASSERT_OK_AND_ASSIGN(LeaderMessage garbled, f->Prepare("job-000000000004", kSpec));
+  EXPECT_THAT(f->Call("hospital-b", garbled),
+              StatusIs(absl::StatusCode::kPermissionDenied, "revocation list"));
 }
 
 TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {

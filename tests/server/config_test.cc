@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/base/file_io.h"
 #include "server/logging.h"
 #include "server/tls.h"
 #include "tests/server/test_pki.h"
@@ -86,6 +87,11 @@ seal: {cert: seal.crt, key: seal.key}
   EXPECT_EQ(c.round_timeout_seconds, 60);
   EXPECT_EQ(c.log_format, LogFormat::kText);
   EXPECT_EQ(c.data_dir, (dir_ / "d").string());
+  EXPECT_TRUE(c.all_jobs_admins.empty());  // every admin acts on its own jobs only
+  ASSERT_OK_AND_ASSIGN(const LeaderConfig all,
+                       LoadLeaderConfig(Write("leader2.yaml", std::string(kLeaderYaml) +
+                                                                  "all_jobs_admins: [carol]\n")));
+  EXPECT_EQ(all.all_jobs_admins, std::vector<std::string>{"carol"});
 }
 
 TEST_F(ConfigTest, PartyConfigParses) {
@@ -203,6 +209,26 @@ TEST_F(ConfigTest, SyntaxErrorAndMissingFile) {
               StatusIs(absl::StatusCode::kNotFound, "cannot read config file"));
   EXPECT_THAT(LoadAdminConfig(Write("list.yaml", "- a\n- b\n")),
               StatusIs(absl::StatusCode::kInvalidArgument, "expected a mapping"));
+}
+
+// Issue 26 §3: a daemon config is read with a size bound — a config file padded past 1 MiB, or
+// /dev/zero named as the config, fails fast with an error naming the limit, not by exhausting
+// memory.
+TEST_F(ConfigTest, OversizedConfigIsRefusedWithAClearError) {
+  const std::string padded = std::string(kLeaderYaml) + "# " +
+                             std::string(static_cast<size_t>(common::kMaxConfigBytes), 'x') + "\n";
+  EXPECT_THAT(LoadLeaderConfig(Write("leader.yaml", padded)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "is larger than the limit of 1048576 bytes for a config file"));
+  EXPECT_THAT(LoadPartyConfig(Write("party.yaml", padded)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "config file"));
+  if (fs::exists("/dev/zero")) {
+    EXPECT_THAT(LoadPartyConfig("/dev/zero"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "'/dev/zero' is larger than the limit of 1048576 bytes"));
+  }
+  // The same config without the padding loads.
+  ASSERT_OK(LoadLeaderConfig(Write("leader2.yaml", kLeaderYaml)).status());
 }
 
 // The TLS material a config names: read with messages that name the file, and checked at startup

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -85,6 +86,7 @@ class FakeAdminBackend final : public AdminBackend {
     fedanon::v1::JobInfo job;
     job.set_job_id(job_id);
     job.set_state(fedanon::v1::JOB_STATE_SUBMITTED);
+    job.set_submitted_by("alice");
     return job;
   }
   absl::StatusOr<std::vector<fedanon::v1::JobInfo>> List() override {
@@ -132,19 +134,24 @@ class MtlsTest : public ::testing::Test {
 
   void SetUp() override { StartServer("127.0.0.1:0"); }
 
-  void StartServer(const std::string& listen, const std::string& crl_path = "") {
+  void StartServer(const std::string& listen, const std::string& crl_path = "",
+                   const std::vector<std::string>& all_jobs_admins = {}) {
     LeaderServerOptions options;
     options.listen = listen;
     options.crl_path = crl_path;
-    options.tls = pki_->Leader();
+    options.all_jobs_admins = all_jobs_admins;
+    leader_tls_ = pki_->Leader();
+    options.tls = leader_tls_;
     auto server = LeaderServer::Start(options, &connections_, &backend_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(server).value();
     address_ = "127.0.0.1:" + std::to_string(server_->port());
   }
 
-  std::unique_ptr<PartyClient> StartParty(const std::string& name, PartyHandler handler = Echo) {
+  std::unique_ptr<PartyClient> StartParty(const std::string& name, PartyHandler handler = Echo,
+                                          const RevocationCheck* revocation = nullptr) {
     PartyClientOptions options;
+    options.revocation = revocation;
     options.name = name;
     options.leader_address = address_;
     options.tls = pki_->Party(name);
@@ -205,6 +212,7 @@ class MtlsTest : public ::testing::Test {
   static TestPki* other_;
   PartyConnections connections_;
   FakeAdminBackend backend_{&connections_};
+  TlsMaterial leader_tls_;  // the running server's certificate
   std::unique_ptr<LeaderServer> server_;
   std::string address_;
 };
@@ -283,6 +291,33 @@ TEST_F(MtlsTest, RevokedCertificatesAreRefused) {
   const grpc::Status closed = ListParties(*alice, &response);
   EXPECT_EQ(closed.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_THAT(closed.error_message(), HasSubstr("revocation list"));
+  std::remove(crl_path.c_str());
+}
+
+// Issue 26 §4: a party with a revocation list (party.yaml `crl:`) refuses a leader whose TLS
+// certificate is on it, after the hello, and connects once the list no longer revokes it; a list
+// it cannot use refuses the leader too (fails closed).
+TEST_F(MtlsTest, PartyRefusesALeaderItsRevocationListRevokes) {
+  const std::string crl_path =
+      ::testing::TempDir() + "/fedanon_party_crl_" + std::to_string(getpid()) + ".pem";
+  { std::ofstream(crl_path) << pki_->Crl({leader_tls_.cert_pem}); }
+  const RevocationCheck revocation(crl_path, pki_->ca_pem(), "the party");
+  EXPECT_THAT(revocation.Check(leader_tls_.cert_pem).message(), HasSubstr("certificate revoked"));
+  auto party = StartParty("hospital-a", Echo, &revocation);
+  absl::SleepFor(absl::Milliseconds(800));  // several connection attempts (backoff 100 ms)
+  EXPECT_EQ(party->sessions(), 0);
+  EXPECT_FALSE(party->connected());
+
+  { std::ofstream(crl_path) << pki_->Crl({pki_->Party("someone-else").cert_pem}); }
+  EXPECT_TRUE(WaitFor([&] { return party->connected(); }));
+  party->Stop();
+
+  { std::ofstream(crl_path) << "not a CRL"; }
+  EXPECT_THAT(revocation.Check(leader_tls_.cert_pem).message(),
+              HasSubstr("the party's certificate revocation list is unusable"));
+  auto closed = StartParty("hospital-c", Echo, &revocation);
+  absl::SleepFor(absl::Milliseconds(800));
+  EXPECT_EQ(closed->sessions(), 0);
   std::remove(crl_path.c_str());
 }
 
@@ -397,6 +432,104 @@ TEST_F(MtlsTest, AdminCallsUseTheCertificateIdentity) {
   fedanon::v1::GetJobRequest get;
   get.set_job_id("job-404");
   EXPECT_EQ(stub->GetJob(&get_context, get, &job).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// Issue 26 §4: an admin acts only on the jobs it submitted (job-1 is alice's), unless the
+// leader's config names it in all_jobs_admins. Two admin certificates of the same CA: bob is
+// refused on every per-job call and sees no job in the list; alice and, once allowed, carol get
+// through.
+TEST_F(MtlsTest, AdminsActOnlyOnTheirOwnJobsUnlessAllowedAll) {
+  auto bob = AdminStub(address_, pki_->Admin("bob"));
+  auto expect_denied = [&](const grpc::Status& st, const std::string& method) {
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << method;
+    EXPECT_THAT(st.error_message(),
+                ::testing::HasSubstr(absl::StrCat("admin 'bob' may call Admin.", method,
+                                                  " only for the jobs it submitted itself")));
+  };
+  {
+    grpc::ClientContext c;
+    fedanon::v1::GetJobRequest get;
+    get.set_job_id("job-1");
+    fedanon::v1::JobInfo job;
+    expect_denied(bob->GetJob(&c, get, &job), "GetJob");
+  }
+  {
+    grpc::ClientContext c;
+    fedanon::v1::CancelJobRequest cancel;
+    cancel.set_job_id("job-1");
+    fedanon::v1::JobInfo job;
+    expect_denied(bob->CancelJob(&c, cancel, &job), "CancelJob");
+  }
+  {
+    grpc::ClientContext c;
+    fedanon::v1::GetResultRequest result;
+    result.set_job_id("job-1");
+    auto reader = bob->GetResult(&c, result);
+    fedanon::v1::ResultChunk chunk;
+    EXPECT_FALSE(reader->Read(&chunk));
+    expect_denied(reader->Finish(), "GetResult");
+  }
+  {
+    grpc::ClientContext c;
+    fedanon::v1::GetResultRequest log;
+    log.set_job_id("job-1");
+    auto reader = bob->GetViewLog(&c, log);
+    fedanon::v1::ResultChunk chunk;
+    EXPECT_FALSE(reader->Read(&chunk));
+    expect_denied(reader->Finish(), "GetViewLog");
+  }
+  {
+    grpc::ClientContext c;
+    fedanon::v1::GetJobRequest watch;
+    watch.set_job_id("job-1");
+    auto reader = bob->WatchJob(&c, watch);
+    fedanon::v1::JobInfo info;
+    EXPECT_FALSE(reader->Read(&info));
+    expect_denied(reader->Finish(), "WatchJob");
+  }
+  {
+    grpc::ClientContext c;
+    fedanon::v1::ListJobsResponse jobs;
+    ASSERT_TRUE(bob->ListJobs(&c, fedanon::v1::ListJobsRequest(), &jobs).ok());
+    EXPECT_EQ(jobs.jobs_size(), 0);
+  }
+  // An unknown job stays NotFound (no ownership to check).
+  {
+    grpc::ClientContext c;
+    fedanon::v1::GetJobRequest get;
+    get.set_job_id("job-404");
+    fedanon::v1::JobInfo job;
+    EXPECT_EQ(bob->GetJob(&c, get, &job).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  // The submitter itself.
+  auto alice = AdminStub(address_, pki_->Admin("alice"));
+  {
+    grpc::ClientContext c;
+    fedanon::v1::CancelJobRequest cancel;
+    cancel.set_job_id("job-1");
+    fedanon::v1::JobInfo job;
+    EXPECT_TRUE(alice->CancelJob(&c, cancel, &job).ok());
+    grpc::ClientContext lc;
+    fedanon::v1::ListJobsResponse jobs;
+    ASSERT_TRUE(alice->ListJobs(&lc, fedanon::v1::ListJobsRequest(), &jobs).ok());
+    EXPECT_EQ(jobs.jobs_size(), 1);
+  }
+  // A leader whose config lets carol act on every job.
+  server_->Shutdown(absl::ZeroDuration());
+  server_.reset();
+  StartServer("127.0.0.1:0", "", {"carol"});
+  auto carol = AdminStub(address_, pki_->Admin("carol"));
+  bob = AdminStub(address_, pki_->Admin("bob"));
+  {
+    grpc::ClientContext c;
+    fedanon::v1::GetJobRequest get;
+    get.set_job_id("job-1");
+    fedanon::v1::JobInfo job;
+    EXPECT_TRUE(carol->GetJob(&c, get, &job).ok());
+    EXPECT_EQ(job.submitted_by(), "alice");
+    grpc::ClientContext bc;
+    expect_denied(bob->GetJob(&bc, get, &job), "GetJob");
+  }
 }
 
 TEST_F(MtlsTest, WatchJobStreamsChangesUntilFinal) {

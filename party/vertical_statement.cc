@@ -1,0 +1,59 @@
+#include "party/vertical_statement.h"
+
+#include <cstring>
+
+#include "absl/base/casts.h"
+
+namespace fedanon::party {
+namespace {
+
+constexpr char kDomain[] = "fedanon vertical statement v1";
+
+void PutU64(uint64_t v, std::string* out) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+void PutBytes(std::string_view s, std::string* out) {
+  PutU64(s.size(), out);
+  out->append(s);
+}
+
+std::string Header(std::string_view job_id, std::string_view run_id, uint64_t round,
+                   std::string_view kind) {
+  std::string out;
+  PutBytes(kDomain, &out);
+  PutBytes(job_id, &out);
+  PutBytes(run_id, &out);
+  PutU64(round, &out);
+  PutBytes(kind, &out);
+  return out;
+}
+
+}  // namespace
+
+std::string ProposalStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
+                              const fedanon::v1::VerticalProposal& proposal) {
+  std::string out = Header(job_id, run_id, round, "proposal");
+  PutU64(proposal.participate() ? 1 : 0, &out);
+  const auto& c = proposal.candidate();
+  PutU64(c.attribute(), &out);
+  PutU64(static_cast<uint64_t>(static_cast<int64_t>(c.node())), &out);
+  PutU64(static_cast<uint64_t>(static_cast<int64_t>(c.candidate())), &out);
+  PutU64(absl::bit_cast<uint64_t>(c.score()), &out);
+  PutU64(absl::bit_cast<uint64_t>(c.order_key()), &out);
+  PutBytes(proposal.reason(), &out);
+  PutU64(proposal.misbehaving() ? 1 : 0, &out);
+  return out;
+}
+
+std::string VerdictStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
+                             const fedanon::v1::VerticalCandidate& candidate, bool accept) {
+  std::string out = Header(job_id, run_id, round, "verdict");
+  PutU64(candidate.attribute(), &out);
+  PutU64(static_cast<uint64_t>(static_cast<int64_t>(candidate.node())), &out);
+  PutU64(static_cast<uint64_t>(static_cast<int64_t>(candidate.candidate())), &out);
+  PutU64(accept ? 1 : 0, &out);
+  return out;
+}
+
+}  // namespace fedanon::party

@@ -1,0 +1,25 @@
+// The exact bytes a party signs for the statements it makes to the other parties through the
+// leader in a vertical job — its proposal of a round (participate or Not-participate, with the
+// candidate and score) and, as a judge, its verdict on the winner — so that the leader can read
+// them but cannot forge or alter them (docs/crypto.md "Signed vertical statements"). Each field is
+// length-prefixed and the whole is bound to the job, the run and the round, so a statement cannot
+// be replayed into another job, run or round or passed off as the other kind.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fedanon/v1/federation.pb.h"
+
+namespace fedanon::party {
+
+// Fields 1-4 of `proposal` (its signature is not part of it).
+std::string ProposalStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
+                              const fedanon::v1::VerticalProposal& proposal);
+
+// The candidate's attribute, node and candidate index (what identifies it) and the verdict.
+std::string VerdictStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
+                             const fedanon::v1::VerticalCandidate& candidate, bool accept);
+
+}  // namespace fedanon::party
