@@ -49,6 +49,7 @@ inline constexpr char kAuditInstruction[] = "instruction";
 inline constexpr char kAuditVerdict[] = "verdict";
 inline constexpr char kAuditCommit[] = "commit";
 inline constexpr char kAuditRelease[] = "release";
+inline constexpr char kAuditFinalCheck[] = "final-check";
 
 inline constexpr char kAuditPlaintext[] = "plaintext";
 inline constexpr char kAuditSealed[] = "sealed";

@@ -179,7 +179,7 @@ struct PartyAgent::JobState {
     std::string failure;  // the named reason when the model does not hold
   };
   std::optional<FinalCheck> final_check;
-  std::string run_id;      // from the admin's authorization (bound into signed statements)
+  std::string run_id;  // from the admin's authorization (bound into signed statements)
 };
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
@@ -1080,6 +1080,28 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(const LeaderMessage& r
       return absl::InvalidArgumentError("final check: unknown phase");
   }
   check.answered[key] = {request_bytes, reply};
+  // This party's own final-cut counts of the chunk (PHASE_SUM: they left masked and sealed), the
+  // totals it sealed (PHASE_UNMASK), or its verdict to the leader (PHASE_VERIFY).
+  AuditEntry entry{.kind = kAuditFinalCheck,
+                   .numbers = {{"phase", static_cast<uint64_t>(step.phase())},
+                               {"chunk", step.chunk()},
+                               {"offset", offset},
+                               {"words", len}}};
+  if (out->has_sealed()) {
+    entry.form = kAuditMaskedSealed;
+    entry.to = {out->sealed().receiver()};
+    entry.has_counts = true;
+    entry.counts = {check.counts.begin() + static_cast<ptrdiff_t>(offset),
+                    check.counts.begin() + static_cast<ptrdiff_t>(offset + len)};
+  } else if (out->totals_size() > 0) {
+    entry.form = kAuditSealed;
+    entry.to = Receivers(out->totals());
+  } else {
+    entry.form = kAuditPlaintext;
+    entry.to = {job.leader};
+    entry.numbers.emplace_back("passed", out->passed() ? 1 : 0);
+  }
+  RETURN_IF_ERROR(Audit(round, std::move(entry)));
   return reply;
 }
 

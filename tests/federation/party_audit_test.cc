@@ -69,6 +69,16 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
   } else if (reply.has_pong()) {
     s.kind = "job-end";
     s.to = {leader};
+  } else if (reply.has_final_check()) {
+    s.kind = "final-check";
+    const auto& r = reply.final_check();
+    if (r.has_sealed()) {
+      s.to = {r.sealed().receiver()};
+    } else if (r.totals_size() > 0) {
+      for (const auto& t : r.totals()) s.to.push_back(t.receiver());
+    } else {
+      s.to = {leader};
+    }
   } else if (reply.has_sum_step()) {
     s.kind = "secure-sum";
     s.to = {reply.sum_step().sealed().receiver()};

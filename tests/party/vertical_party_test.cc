@@ -129,12 +129,18 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
   const std::string& other_party = f->names[1 - owner];
   const fedanon::v1::VerticalCandidate winner = proposals[owner].candidate();
 
+  // Every party's signed proposal travels with the winner, the owner's with the commit.
+  std::vector<fedanon::v1::SignedProposal> signed_proposals(proposals.size());
+  for (size_t i = 0; i < proposals.size(); ++i) {
+    signed_proposals[i].set_party(f->names[i]);
+    *signed_proposals[i].mutable_proposal() = proposals[i];
+  }
   VerticalStep win;
   *win.mutable_winner()->mutable_candidate() = winner;
+  for (const auto& p : signed_proposals) *win.mutable_winner()->add_proposals() = p;
   // Only the owner can build the instruction.
-  EXPECT_THAT(CallStep(*f, other_party, 1, win),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "asked to instruct for an attribute this party lacks"));
+  // (It refuses: the winner is not its own best proposal, and the attribute is not its own.)
+  EXPECT_FALSE(CallStep(*f, other_party, 1, win).ok());
   ASSERT_OK_AND_ASSIGN(VerticalStepResult to_judges, CallStep(*f, winner_party, 1, win));
   // No party holds sensitive values: nobody judges, so nobody gets the children before the
   // verdict, and a party that does not judge refuses to be asked for one.
@@ -158,6 +164,7 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
     VerticalStep commit;
     *commit.mutable_commit()->mutable_candidate() = winner;
     commit.mutable_commit()->set_accept(true);
+    *commit.mutable_commit()->mutable_winner() = signed_proposals[owner];
     EXPECT_THAT(CallStep(*f, other_party, 1, commit),
                 StatusIs(absl::StatusCode::kFailedPrecondition, "instruction never arrived"));
   }
@@ -165,6 +172,7 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
     VerticalStep commit;
     *commit.mutable_commit()->mutable_candidate() = winner;
     commit.mutable_commit()->set_accept(true);
+    *commit.mutable_commit()->mutable_winner() = signed_proposals[owner];
     if (party == other_party) {
       *commit.mutable_commit()->mutable_instruction() = instructions.instructions().for_parties(0);
     }
@@ -275,8 +283,8 @@ partitioning: vertical
                        "score infogain_privloss cannot be computed in this vertical job: QID "
                        "attribute 'Job' (at 'hospital-b') is in confidence template 1 on 'Diag' "
                        "(at 'hospital-a')"));
-  ASSERT_OK_AND_ASSIGN(auto g, PartyFixture::Create("vertical_privloss_local",
-                                                    TwoHospitalsWithDiag()));
+  ASSERT_OK_AND_ASSIGN(auto g,
+                       PartyFixture::Create("vertical_privloss_local", TwoHospitalsWithDiag()));
   EXPECT_OK(g->PrepareAll("job-00000000000f", spec_with("Sex")));
 }
 
@@ -287,11 +295,19 @@ TEST(VerticalPartyAgent, TheOwnerPublishesOnlyOnTheJudgesSealedAcceptance) {
   ASSERT_EQ(common[0], 5u);
   VerticalStep propose;
   propose.mutable_propose();
-  ASSERT_OK_AND_ASSIGN(VerticalStepResult proposal, CallStep(*f, "hospital-b", 1, propose));
-  ASSERT_TRUE(proposal.proposal().participate()) << proposal.proposal().reason();
-  const fedanon::v1::VerticalCandidate winner = proposal.proposal().candidate();
+  // Every party's signed proposal travels with the winner (hospital-b's candidate wins here).
+  std::vector<fedanon::v1::SignedProposal> signed_proposals;
+  for (const auto& party : f->names) {
+    ASSERT_OK_AND_ASSIGN(VerticalStepResult p, CallStep(*f, party, 1, propose));
+    signed_proposals.emplace_back().set_party(party);
+    *signed_proposals.back().mutable_proposal() = p.proposal();
+  }
+  const fedanon::v1::VerticalProposal& proposal_b = signed_proposals[1].proposal();
+  ASSERT_TRUE(proposal_b.participate()) << proposal_b.reason();
+  const fedanon::v1::VerticalCandidate winner = proposal_b.candidate();
   VerticalStep win;
   *win.mutable_winner()->mutable_candidate() = winner;
+  for (const auto& p : signed_proposals) *win.mutable_winner()->add_proposals() = p;
   ASSERT_OK_AND_ASSIGN(VerticalStepResult to_judges, CallStep(*f, "hospital-b", 1, win));
   ASSERT_EQ(to_judges.instructions().for_parties_size(), 1);
   EXPECT_EQ(to_judges.instructions().for_parties(0).receiver(), "hospital-a");
@@ -316,10 +332,17 @@ TEST(VerticalPartyAgent, TheOwnerPublishesOnlyOnTheJudgesSealedAcceptance) {
   EXPECT_FALSE(CallStep(*f, "hospital-b", 2, publish).ok());
   ASSERT_OK_AND_ASSIGN(VerticalStepResult published, CallStep(*f, "hospital-b", 1, publish));
   EXPECT_EQ(published.instructions().for_parties_size(), 0);  // every other party judged it
+  fedanon::v1::SignedVerdict signed_verdict;
+  signed_verdict.set_judge("hospital-a");
+  *signed_verdict.mutable_candidate() = winner;
+  signed_verdict.set_accept(verdict.verdict().accept());
+  signed_verdict.set_signature(verdict.verdict().signature());
   for (const auto& party : f->names) {
     VerticalStep commit;
     *commit.mutable_commit()->mutable_candidate() = winner;
     commit.mutable_commit()->set_accept(true);
+    *commit.mutable_commit()->mutable_winner() = signed_proposals[1];
+    *commit.mutable_commit()->add_verdicts() = signed_verdict;
     ASSERT_OK_AND_ASSIGN(VerticalStepResult committed, CallStep(*f, party, 1, commit));
     EXPECT_TRUE(committed.committed());
   }
@@ -345,8 +368,9 @@ TEST(VerticalPartyAgent, StepsOutOfOrderAreRefused) {
   EXPECT_EQ(proposal.proposal().reason(), "the job has not started");
   VerticalStep commit;
   commit.mutable_commit()->mutable_candidate();
+  // (Refused before any replica is consulted: it carries no signed winning proposal.)
   EXPECT_THAT(CallStep(*f, "hospital-a", 1, commit),
-              StatusIs(absl::StatusCode::kFailedPrecondition, "the vertical job has not started"));
+              StatusIs(absl::StatusCode::kPermissionDenied, "forged vertical proposal"));
 
   // An alignment needs one list per party of the ring.
   VerticalStep encrypt;
