@@ -6,6 +6,27 @@
 
 namespace fedanon::common {
 
+namespace {
+
+// Records, beneficial (more than one class), InfoGain and SplitInfo of a parent split into
+// children with these class counts and sizes.
+SplitMeasures MeasuresOf(absl::Span<const uint64_t> parent,
+                         const std::vector<std::vector<uint64_t>>& child_counts,
+                         const std::vector<uint64_t>& sizes) {
+  SplitMeasures m;
+  int classes_present = 0;
+  for (uint64_t n : parent) {
+    m.records += n;
+    classes_present += n > 0;
+  }
+  m.beneficial = classes_present > 1;
+  m.info_gain = InfoGain(parent, child_counts);
+  m.split_info = SplitInfo(sizes);
+  return m;
+}
+
+}  // namespace
+
 SplitMeasures MeasureSplit(const AttributeHierarchy& h, NodeIndex node, int c,
                            absl::Span<const uint64_t> fine_counts, int num_classes) {
   const int fine = h.FineChildCount(node);
@@ -22,16 +43,7 @@ SplitMeasures MeasureSplit(const AttributeHierarchy& h, NodeIndex node, int c,
       sizes[ch] += n;
     }
   }
-  SplitMeasures m;
-  int classes_present = 0;
-  for (uint64_t n : parent) {
-    m.records += n;
-    classes_present += n > 0;
-  }
-  m.beneficial = classes_present > 1;
-  m.info_gain = InfoGain(parent, child_counts);
-  m.split_info = SplitInfo(sizes);
-  return m;
+  return MeasuresOf(parent, child_counts, sizes);
 }
 
 std::vector<uint64_t> ParentClassCounts(absl::Span<const uint64_t> fine_counts, int num_classes) {
@@ -54,16 +66,7 @@ SplitMeasures MeasureDisclosure(absl::Span<const uint64_t> parent,
     sizes[0] += u;
     sizes[1] += rest;
   }
-  SplitMeasures m;
-  int classes_present = 0;
-  for (uint64_t n : parent) {
-    m.records += n;
-    classes_present += n > 0;
-  }
-  m.beneficial = classes_present > 1;
-  m.info_gain = InfoGain(parent, child_counts);
-  m.split_info = SplitInfo(sizes);
-  return m;
+  return MeasuresOf(parent, child_counts, sizes);
 }
 
 bool ScoreNeedsPrivLoss(fedanon::v1::ScoreFunction score) {
