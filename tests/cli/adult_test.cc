@@ -24,14 +24,15 @@
 #include "tests/common/engine/engine_test_util.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/test_paths.h"
 
 namespace fedanon::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kAdultDir[] = FEDANON_SHARED_DIR "/datasets/adult";
-constexpr char kAdultCsv[] = FEDANON_SHARED_DIR "/datasets/adult/adult_clean.csv";
+const std::string kAdultDir = SharedDir() + "/datasets/adult";
+const std::string kAdultCsv = SharedDir() + "/datasets/adult/adult_clean.csv";
 constexpr uint64_t kAdultRecords = 45222;
 
 // Protobuf's JSON mapping writes 64-bit integers as strings.

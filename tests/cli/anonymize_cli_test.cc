@@ -25,6 +25,7 @@
 #include "tests/common/engine/engine_test_util.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/test_paths.h"
 
 namespace fedanon::testing {
 namespace {
@@ -590,7 +591,7 @@ TEST(AnonymizeCliTest, InputFromAFifoOrStandardInput) {
   const CliResult piped =
       RunBinary("/bin/sh",
                 {"-c", "cat '" + job.input_path +
-                           "' | '" FEDANON_BINARY_DIR "/bin/fedanon' anonymize --spec '" +
+                           "' | '" + BinaryDir() + "/bin/fedanon' anonymize --spec '" +
                            job.spec_path + "' --input - --output '" + out_stdin + "' --quiet"},
                 FreshDir("fifo_capture"));
   ASSERT_EQ(piped.exit_code, 0) << piped.err;

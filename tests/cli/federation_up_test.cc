@@ -36,6 +36,7 @@
 
 #include "absl/strings/str_split.h"
 #include "tests/common/engine/engine_test_util.h"
+#include "tests/support/test_paths.h"
 
 extern char** environ;
 
@@ -46,8 +47,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr char kFedanon[] = FEDANON_BINARY_DIR "/bin/fedanon";
-constexpr char kFedanonctl[] = FEDANON_BINARY_DIR "/bin/fedanonctl";
+const std::string kFedanon = BinaryDir() + "/bin/fedanon";
+const std::string kFedanonctl = BinaryDir() + "/bin/fedanonctl";
 
 // ---------------------------------------------------------------------------------------------
 // Processes

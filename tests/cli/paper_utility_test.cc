@@ -27,15 +27,16 @@
 #include "absl/strings/str_split.h"
 #include "tests/common/engine/engine_test_util.h"
 #include "tests/support/run_binary.h"
+#include "tests/support/test_paths.h"
 
 namespace fedanon::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kFedanon[] = FEDANON_BINARY_DIR "/bin/fedanon";
-constexpr char kAdultDir[] = FEDANON_SHARED_DIR "/datasets/adult";
-constexpr char kAdultCsv[] = FEDANON_SHARED_DIR "/datasets/adult/adult_clean.csv";
+const std::string kFedanon = BinaryDir() + "/bin/fedanon";
+const std::string kAdultDir = SharedDir() + "/datasets/adult";
+const std::string kAdultCsv = SharedDir() + "/datasets/adult/adult_clean.csv";
 
 std::string Arx(const std::string& attribute) {
   if (attribute == "relationship") {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "tests/support/test_paths.h"
 
 namespace fedanon::crypto::testing {
 
@@ -19,7 +20,7 @@ struct VectorFile {
 };
 
 inline std::string TestdataPath(const std::string& name) {
-  return std::string(FEDANON_TESTDATA_DIR) + "/crypto/" + name;
+  return TestDataDir() + "/crypto/" + name;
 }
 
 // Returns false (and leaves `out` partial) if the file cannot be read or a line is malformed.

@@ -11,11 +11,12 @@
 #include "common/spec/job_spec_loader.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/test_paths.h"
 
 namespace fedanon::testing {
 namespace {
 
-std::string AdultDir() { return std::string(FEDANON_SHARED_DIR) + "/datasets/adult"; }
+std::string AdultDir() { return SharedDir() + "/datasets/adult"; }
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

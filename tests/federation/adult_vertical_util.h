@@ -15,10 +15,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tests/federation/federation_test_util.h"
+#include "tests/support/test_paths.h"
 
 namespace fedanon::testing {
 
-inline std::string AdultDir() { return std::string(FEDANON_SHARED_DIR) + "/datasets/adult"; }
+inline std::string AdultDir() { return SharedDir() + "/datasets/adult"; }
 inline std::string AdultCsv() { return AdultDir() + "/adult_clean.csv"; }
 
 inline std::string SlurpFile(const std::string& path) {

@@ -34,6 +34,7 @@
 #include "tests/federation/federation_test_util.h"
 #include "tests/federation/leader_capture.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/test_paths.h"
 
 namespace fedanon::testing {
 namespace {
@@ -41,7 +42,7 @@ namespace {
 constexpr uint64_t kK = 20;
 constexpr uint32_t kCells = 32;  // the default numeric_cells
 
-std::string AdultDir() { return std::string(FEDANON_SHARED_DIR) + "/datasets/adult"; }
+std::string AdultDir() { return SharedDir() + "/datasets/adult"; }
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

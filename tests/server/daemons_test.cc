@@ -17,6 +17,7 @@
 
 #include "absl/time/clock.h"
 #include "cli/provision.h"
+#include "tests/support/test_paths.h"
 
 namespace fedanon::server {
 namespace {
@@ -106,8 +107,8 @@ class Daemon {
 class DaemonsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    leader_bin_ = std::string(FEDANON_BINARY_DIR) + "/bin/fedanon-leader";
-    party_bin_ = std::string(FEDANON_BINARY_DIR) + "/bin/fedanon-party";
+    leader_bin_ = BinaryDir() + "/bin/fedanon-leader";
+    party_bin_ = BinaryDir() + "/bin/fedanon-party";
     if (!fs::exists(leader_bin_) || !fs::exists(party_bin_)) {
       GTEST_SKIP() << "build fedanon-leader and fedanon-party first";
     }

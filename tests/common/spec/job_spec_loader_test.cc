@@ -14,6 +14,7 @@
 #include "common/table/csv.h"
 #include "common/table/dataset.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/test_paths.h"
 
 namespace fedanon::common {
 namespace {
@@ -539,7 +540,7 @@ TEST(ValidateJobSpecTest, TemplatesModelNeedsATemplate) {
 
 // The YAML examples of docs/job-spec.md parse and validate.
 TEST(ValidateJobSpecTest, DocumentedExamplesAreValid) {
-  const std::string doc_path = std::string(FEDANON_TESTDATA_DIR) + "/../../docs/job-spec.md";
+  const std::string doc_path = TestDataDir() + "/../../docs/job-spec.md";
   ASSERT_OK_AND_ASSIGN(const std::string doc, ReadFile(doc_path));
   size_t examples = 0;
   for (size_t at = doc.find("```yaml\n"); at != std::string::npos;

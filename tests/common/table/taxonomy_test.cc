@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/support/status_matchers.h"
+#include "tests/support/test_paths.h"
 
 namespace fedanon::common {
 namespace {
@@ -240,7 +241,7 @@ TEST(TaxonomyTest, CopiesAreIndependent) {
 
 // The real ARX hierarchies for UCI Adult (read-only shared data; never copied into the repo).
 TEST(TaxonomyTest, LoadsAdultHierarchies) {
-  const std::filesystem::path adult = std::filesystem::path(FEDANON_SHARED_DIR) / "datasets/adult";
+  const std::filesystem::path adult = std::filesystem::path(SharedDir()) / "datasets/adult";
   if (!std::filesystem::is_directory(adult)) {
     GTEST_SKIP() << "shared Adult data set not found at " << adult.string()
                  << " (set -DFEDANON_SHARED_DIR to enable this test)";
