@@ -392,6 +392,19 @@ std::vector<std::string> FaultFederation::AuditKinds(int i, const std::string& j
   return kinds;
 }
 
+std::string FaultFederation::AuditEnd(int i, const std::string& job_id) const {
+  std::string end;
+  std::ifstream in(party_output_dir(i) + "/" + job_id + ".audit.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.value("kind", "") == "job-end") {
+      end = absl::StrCat("success=", j.value("success", "?"), " reason=", j.value("reason", "?"));
+    }
+  }
+  return end;
+}
+
 void PrintFigures(const std::string& line) { std::cout << "[ fault ] " << line << std::endl; }
 
 uint64_t FaultSeed() {

@@ -113,6 +113,9 @@ class FaultFederation {
   void ExpectNothingReleased(const std::string& job_id);
   // The kinds of the party's audit entries for the job (party/audit_log.h), in order.
   std::vector<std::string> AuditKinds(int i, const std::string& job_id) const;
+  // "success=<true|false> reason=<the leader's words>" of the party's last `job-end` entry for
+  // the job, or "" when it has none (the party was never told that the job ended).
+  std::string AuditEnd(int i, const std::string& job_id) const;
 
   int total_rows() const { return options_.rows; }
 

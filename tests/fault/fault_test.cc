@@ -199,6 +199,17 @@ TEST_F(FaultTest, PartyKilledAtASeededRoundFailsTheJobAndTheRestServeANewOne) {
   }
   double again = 0;
   RunCleanJob(survivors, &again, nullptr);
+  // The survivors were told the job failed, with the leader's reason (EndJob success=false, sent
+  // before the leader took the next job), and recorded it in their audit files.
+  for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
+    if (i == victim) continue;
+    const std::vector<std::string> kinds = fed_->AuditKinds(i, *job);
+    ASSERT_FALSE(kinds.empty());
+    EXPECT_EQ(kinds.front(), "job-start");
+    EXPECT_THAT(kinds, ::testing::Not(::testing::Contains("released-table")));
+    EXPECT_EQ(fed_->AuditEnd(i, *job), "success=false reason=" + end->failure_reason())
+        << fed_->parties()[static_cast<size_t>(i)];
+  }
   PrintFigures(absl::StrFormat(
       "%s seed=%u victim=%s kill_round=%u of %u detect_s=%.3f reason=\"%s\" new_job_s=%.2f",
       Name(), seed_, name, reached->round(), rounds, detect, end->failure_reason(), again));
@@ -273,13 +284,17 @@ TEST_F(FaultTest, LeaderKilledMidJobAndRestartedMarksItFailedAndServesANewJob) {
   EXPECT_EQ(after->state(), JOB_STATE_FAILED);
   EXPECT_EQ(after->failure_reason(), "leader restarted");
   fed_->ExpectNothingReleased(*job);
-  // The parties: each recorded the start of the job (and its replies) but, the leader being
-  // gone, no end; the restarted leader does not tell them. Their next Prepare replaces the job.
+  // The parties: each recorded the start of the job (and its replies) but no end. GAP: the
+  // restarted leader marks the job failed without telling the parties (RecoverAfterRestart sends
+  // no EndJob); each party drops the job at its next Prepare, and its run stays counted in its
+  // ledger even when it had released nothing. Once the leader ends recovered jobs at the parties
+  // (or resumes them), this expectation changes.
   for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
     const std::vector<std::string> kinds = fed_->AuditKinds(i, *job);
     ASSERT_FALSE(kinds.empty()) << fed_->parties()[static_cast<size_t>(i)];
     EXPECT_EQ(kinds.front(), "job-start");
     EXPECT_THAT(kinds, ::testing::Not(::testing::Contains("released-table")));
+    EXPECT_EQ(fed_->AuditEnd(i, *job), "") << fed_->parties()[static_cast<size_t>(i)];
   }
   double again = 0;
   RunCleanJob({}, &again, nullptr);
