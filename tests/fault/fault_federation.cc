@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -372,11 +373,30 @@ void FaultFederation::ExpectNothingReleased(const std::string& job_id) {
     EXPECT_FALSE(fs::exists(party_output_dir(i) + "/" + job_id + ".csv"))
         << parties_[static_cast<size_t>(i)] << " received a table of the failed job " << job_id;
   }
-  for (const std::string& d : dirs) {
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(d, ec)) {
-      EXPECT_FALSE(absl::StrContains(entry.path().filename().string(), ".tmp."))
-          << "partial file " << entry.path();
+  // Temporary files of atomic writes: a table's (`job-….csv.tmp.XXXXXX`) must never be there; a
+  // ledger being rewritten this instant (`runs.ledger.tmp.XXXXXX`, the party closing a run) may
+  // be, but must be gone a moment later.
+  const auto temporary_files = [&dirs] {
+    std::vector<fs::path> found;
+    for (const std::string& d : dirs) {
+      std::error_code ec;
+      for (const auto& entry : fs::directory_iterator(d, ec)) {
+        if (absl::StrContains(entry.path().filename().string(), ".tmp.")) {
+          found.push_back(entry.path());
+        }
+      }
+    }
+    return found;
+  };
+  std::vector<fs::path> temporary = temporary_files();
+  for (const fs::path& p : temporary) {
+    EXPECT_FALSE(absl::StartsWith(p.filename().string(), "job-")) << "partial table " << p;
+  }
+  if (!temporary.empty()) {
+    absl::SleepFor(absl::Milliseconds(500));
+    for (const fs::path& p : temporary_files()) {
+      EXPECT_FALSE(std::find(temporary.begin(), temporary.end(), p) != temporary.end())
+          << "temporary file left behind " << p;
     }
   }
 }
