@@ -222,11 +222,12 @@ absl::Status FaultFederation::StartLeader() {
                        log_of("leader"));
 }
 
-absl::Status FaultFederation::StartParty(int i) {
+absl::Status FaultFederation::StartParty(int i, bool direct) {
   // Through its proxy: the leader's certificate names 127.0.0.1, whatever the port.
   return party_procs_[static_cast<size_t>(i)]->Start(
       BinaryDir() + "/bin/fedanon-party",
-      {"--config", party_dir(i) + "/party.yaml", "--leader", proxy(i).address()},
+      {"--config", party_dir(i) + "/party.yaml", "--leader",
+       direct ? "127.0.0.1:" + std::to_string(leader_port_) : proxy(i).address()},
       log_of(parties_[static_cast<size_t>(i)]));
 }
 

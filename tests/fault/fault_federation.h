@@ -81,8 +81,8 @@ class FaultFederation {
   absl::Status StartLeader();
   void KillLeader() { leader_.Kill(); }
   bool LeaderRunning() { return leader_.Running(); }
-  // Starts party `i` (connected through its proxy) / kill -9s it.
-  absl::Status StartParty(int i);
+  // Starts party `i` (connected through its proxy, or to the leader directly) / kill -9s it.
+  absl::Status StartParty(int i, bool direct = false);
   void KillParty(int i) { party_procs_[static_cast<size_t>(i)]->Kill(); }
   // True once every party in `names` is connected to the leader.
   bool WaitForParties(const std::vector<std::string>& names,

@@ -258,6 +258,52 @@ TEST_F(FaultTest, PartyKilledAtASeededRoundAndRestartedFailsTheJobThenRejoins) {
       again));
 }
 
+// The party's host crashes (no FIN reaches the leader: its link is black-holed when the party
+// is killed) and the party comes back at once on a fresh connection (here straight to the
+// leader): the leader replaces the stale stream with the new one, and the new process, which
+// knows nothing of the job, is the one asked next.
+TEST_F(FaultTest, PartyHostCrashAndRestartReplacesTheStaleStreamAndFailsTheJob) {
+  StartFederation();
+  uint32_t rounds = 0;
+  RunCleanJob({}, nullptr, &rounds);
+  if (HasFatalFailure()) return;
+  const int victim = SeededParty();
+  const uint32_t at_round = SeededRound(rounds);
+  const std::string name = fed_->parties()[static_cast<size_t>(victim)];
+  DelayAll(absl::Milliseconds(15));
+  // A long round timeout, so that an end caused by the new connection cannot be mistaken for
+  // the timeout (the restarted process's start-up counts in the time to detect).
+  constexpr uint32_t kTimeout = 10;
+  absl::StatusOr<std::string> job = fed_->Submit({}, kTimeout);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
+  ASSERT_TRUE(reached.ok()) << reached.status();
+  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  fed_->proxy(victim).BlackHole(true);
+  fed_->KillParty(victim);
+  const absl::Time killed = absl::Now();
+  ASSERT_TRUE(fed_->StartParty(victim, /*direct=*/true).ok());
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, absl::Seconds(30));
+  const double detect = Seconds(absl::Now() - killed);
+  fed_->proxy(victim).BlackHole(false);
+  DelayAll(absl::ZeroDuration());
+  ASSERT_TRUE(end.ok()) << end.status();
+  // RESUME: the case resume is for (the party is back within a second, with its table); today
+  // the job fails: with "disconnected (replaced by a new connection ...)" when a request was out
+  // to the crashed process, else with the new process's refusal "no prepared job with this id".
+  EXPECT_EQ(end->state(), JOB_STATE_FAILED);
+  EXPECT_THAT(end->failure_reason(), HasSubstr("party '" + name + "'"));
+  // Never the round timeout: the new connection ends the wait for the old one.
+  EXPECT_LT(detect, kTimeout - 2.0);
+  fed_->ExpectNothingReleased(*job);
+  ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
+  double again = 0;
+  RunCleanJob({}, &again, nullptr);
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u victim=%s kill_round=%u of %u detect_s=%.3f reason=\"%s\" new_job_s=%.2f",
+      Name(), seed_, name, reached->round(), rounds, detect, end->failure_reason(), again));
+}
+
 // ---------------------------------------------------------------------------------------------
 // kill -9 of the leader
 

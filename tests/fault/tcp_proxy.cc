@@ -182,10 +182,10 @@ void TcpProxy::WriteLoop(Connection* c, Direction* d) {
     absl::Duration wait;
     {
       absl::MutexLock lock(&mu_);
-      // Data to deliver (and no black hole), or the end of the input with nothing left, or a cut.
+      // Data to deliver or the end of the input to pass on (neither in a black hole: the peer
+      // sees no FIN either), or a cut.
       auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return c->closed.load() || (!black_hole_ && !d->queue.empty()) ||
-               (d->eof && d->queue.empty());
+        return c->closed.load() || (!black_hole_ && (!d->queue.empty() || d->eof));
       };
       while (!ready()) mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(20));
       if (c->closed) return;

@@ -8,7 +8,8 @@
 //   * BlackHole(true/false): bytes are still accepted (read and kept) but nothing is forwarded
 //     until the black hole ends; then everything kept is delivered in order. This models a link
 //     that drops every packet for a while and recovers: TCP would retransmit and deliver the same
-//     bytes late, as here. Neither end sees a reset.
+//     bytes late, as here. Neither end sees a reset, nor the other end closing (a FIN is held
+//     too): a peer that dies during a black hole looks like a crashed host.
 //   * Cut(): closes both ends of every current connection at once (both peers see the connection
 //     end); new connections are accepted as before.
 // Thread-safe. The destructor closes everything and joins every thread (bounded: all blocking
