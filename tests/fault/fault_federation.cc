@@ -167,6 +167,9 @@ std::string FaultFederation::party_dir(int i) const {
 }
 std::string FaultFederation::party_output_dir(int i) const { return party_dir(i) + "/output"; }
 std::string FaultFederation::party_data_dir(int i) const { return party_dir(i) + "/data"; }
+std::string FaultFederation::admin_config(const std::string& admin) const {
+  return dir_ + "/kit/" + admin + "/admin.yaml";
+}
 std::string FaultFederation::log_of(const std::string& name) const {
   return dir_ + "/logs/" + name + ".log";
 }
@@ -177,16 +180,36 @@ absl::Status FaultFederation::Start() {
   fs::create_directories(dir_ + "/logs");
   fs::create_directories(dir_ + "/capture");
   leader_port_ = FreePort();
-  if (absl::Status st = server::ProvisionLocal(dir_ + "/kit", parties_, leader_port_); !st.ok()) {
-    return st;
+  if (options_.admins == std::vector<std::string>{"admin"}) {
+    if (absl::Status st = server::ProvisionLocal(dir_ + "/kit", parties_, leader_port_); !st.ok()) {
+      return st;
+    }
+  } else {
+    // ProvisionLocal's federation with other admins.
+    server::FederationSpec spec;
+    spec.federation = "local";
+    spec.leader.name = "leader";
+    spec.leader.address = absl::StrCat("127.0.0.1:", leader_port_);
+    spec.leader.hosts = {"localhost"};
+    spec.leader.listen_host = "127.0.0.1";
+    spec.parties = parties_;
+    spec.admins = options_.admins;
+    spec.validity_days = 30;
+    if (absl::StatusOr<std::string> kit = server::ProvisionFederation(spec, dir_ + "/kit");
+        !kit.ok()) {
+      return kit.status();
+    }
   }
-  const std::string gen = dir_ + "/gen";
-  const CliResult data = RunBinary(
-      BinaryDir() + "/bin/fedanon",
-      {"gen-data", "--rows", std::to_string(options_.rows), "--seed",
-       std::to_string(options_.data_seed), "--parties", std::to_string(options_.parties), "--out",
-       gen},
-      dir_ + "/capture");
+  if (!options_.leader_yaml_extra.empty()) {
+    std::ofstream(dir_ + "/kit/leader/leader.yaml", std::ios::app) << "\n"
+                                                                   << options_.leader_yaml_extra;
+  }
+  const std::string gen = gen_dir();
+  const CliResult data = RunBinary(BinaryDir() + "/bin/fedanon",
+                                   {"gen-data", "--rows", std::to_string(options_.rows), "--seed",
+                                    std::to_string(options_.data_seed), "--parties",
+                                    std::to_string(options_.parties), "--out", gen},
+                                   dir_ + "/capture");
   if (data.exit_code != 0) return absl::InternalError("fedanon gen-data failed: " + data.err);
   spec_path_ = gen + "/horizontal.yaml";
   for (int i = 0; i < options_.parties; ++i) {
@@ -202,7 +225,7 @@ absl::Status FaultFederation::Start() {
     proxies_.push_back(std::make_unique<TcpProxy>(leader_port_));
     if (proxies_.back()->port() == 0) return absl::InternalError("proxy: cannot listen");
     if (options_.external.contains(i)) continue;
-    if (absl::Status st = StartParty(i); !st.ok()) return st;
+    if (absl::Status st = StartParty(i, options_.direct); !st.ok()) return st;
   }
   std::vector<std::string> daemons;
   for (int i = 0; i < options_.parties; ++i) {
@@ -216,10 +239,10 @@ absl::Status FaultFederation::Start() {
 
 absl::Status FaultFederation::StartLeader() {
   // The same data dir across restarts: the job store survives, as on a real host.
-  return leader_.Start(BinaryDir() + "/bin/fedanon-leader",
-                       {"--config", dir_ + "/kit/leader/leader.yaml", "--data-dir",
-                        leader_data_dir()},
-                       log_of("leader"));
+  return leader_.Start(
+      BinaryDir() + "/bin/fedanon-leader",
+      {"--config", dir_ + "/kit/leader/leader.yaml", "--data-dir", leader_data_dir()},
+      log_of("leader"));
 }
 
 absl::Status FaultFederation::StartParty(int i, bool direct) {
@@ -234,11 +257,11 @@ absl::Status FaultFederation::StartParty(int i, bool direct) {
 void FaultFederation::ResetAdmin() { admin_.reset(); }
 
 namespace {
-absl::StatusOr<server::AdminClient*> Admin(const std::string& dir,
+absl::StatusOr<server::AdminClient*> Admin(const std::string& admin_yaml,
                                            std::unique_ptr<server::AdminClient>* admin) {
   if (*admin == nullptr) {
     absl::StatusOr<std::unique_ptr<server::AdminClient>> client =
-        server::AdminClient::FromConfig(dir + "/kit/admin/admin.yaml");
+        server::AdminClient::FromConfig(admin_yaml);
     if (!client.ok()) return client.status();
     *admin = *std::move(client);
   }
@@ -250,7 +273,7 @@ bool FaultFederation::WaitForParties(const std::vector<std::string>& names,
                                      absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
-    absl::StatusOr<server::AdminClient*> admin = Admin(dir_, &admin_);
+    absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
     if (admin.ok()) {
       auto listed = (*admin)->ListParties();
       if (listed.ok()) {
@@ -271,7 +294,7 @@ bool FaultFederation::WaitForParties(const std::vector<std::string>& names,
 bool FaultFederation::WaitForPartyGone(const std::string& name, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
-    absl::StatusOr<server::AdminClient*> admin = Admin(dir_, &admin_);
+    absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
     if (admin.ok()) {
       auto listed = (*admin)->ListParties();
       if (listed.ok()) {
@@ -295,7 +318,7 @@ absl::StatusOr<std::string> FaultFederation::Submit(const std::vector<std::strin
   for (const std::string& p : ring.empty() ? parties_ : ring) request->add_parties(p);
   request->set_round_timeout_seconds(round_timeout_seconds);
   request->set_recipient(recipient);
-  absl::StatusOr<server::AdminClient*> admin = Admin(dir_, &admin_);
+  absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
   if (!admin.ok()) return admin.status();
   if (absl::Status st = (*admin)->AuthorizeJob(&*request); !st.ok()) return st;
   absl::StatusOr<fedanon::v1::JobInfo> job = (*admin)->SubmitJob(*request);
@@ -304,7 +327,7 @@ absl::StatusOr<std::string> FaultFederation::Submit(const std::vector<std::strin
 }
 
 absl::StatusOr<fedanon::v1::JobInfo> FaultFederation::Get(const std::string& job_id) {
-  absl::StatusOr<server::AdminClient*> admin = Admin(dir_, &admin_);
+  absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
   if (!admin.ok()) return admin.status();
   absl::StatusOr<fedanon::v1::JobInfo> info = (*admin)->GetJob(job_id);
   if (!info.ok() && info.status().code() == absl::StatusCode::kUnavailable) admin_.reset();
@@ -320,9 +343,9 @@ absl::StatusOr<fedanon::v1::JobInfo> FaultFederation::WaitForEnd(const std::stri
     if (info.ok() && IsFinal(info->state())) return info;
     absl::SleepFor(absl::Milliseconds(20));
   }
-  return absl::DeadlineExceededError(absl::StrCat(
-      job_id, " did not end within ", absl::FormatDuration(timeout), "; last: ",
-      info.ok() ? info->ShortDebugString() : info.status().ToString()));
+  return absl::DeadlineExceededError(
+      absl::StrCat(job_id, " did not end within ", absl::FormatDuration(timeout),
+                   "; last: ", info.ok() ? info->ShortDebugString() : info.status().ToString()));
 }
 
 absl::StatusOr<fedanon::v1::JobInfo> FaultFederation::WaitForRound(const std::string& job_id,
@@ -332,8 +355,8 @@ absl::StatusOr<fedanon::v1::JobInfo> FaultFederation::WaitForRound(const std::st
   absl::StatusOr<fedanon::v1::JobInfo> info = absl::UnknownError("not asked yet");
   while (absl::Now() < deadline) {
     info = Get(job_id);
-    if (info.ok() && (IsFinal(info->state()) ||
-                      (info->state() == fedanon::v1::JOB_STATE_RUNNING && info->round() >= round))) {
+    if (info.ok() && (IsFinal(info->state()) || (info->state() == fedanon::v1::JOB_STATE_RUNNING &&
+                                                 info->round() >= round))) {
       return info;
     }
     absl::SleepFor(absl::Milliseconds(5));
@@ -344,7 +367,7 @@ absl::StatusOr<fedanon::v1::JobInfo> FaultFederation::WaitForRound(const std::st
 }
 
 absl::StatusOr<std::string> FaultFederation::Result(const std::string& job_id) {
-  absl::StatusOr<server::AdminClient*> admin = Admin(dir_, &admin_);
+  absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
   if (!admin.ok()) return admin.status();
   std::string csv;
   absl::StatusOr<uint64_t> bytes = (*admin)->GetResult(job_id, [&csv](std::string_view data) {
@@ -356,7 +379,7 @@ absl::StatusOr<std::string> FaultFederation::Result(const std::string& job_id) {
 }
 
 absl::Status FaultFederation::Health() {
-  absl::StatusOr<server::AdminClient*> admin = Admin(dir_, &admin_);
+  absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
   if (!admin.ok()) return admin.status();
   absl::Status st = (*admin)->CheckHealth("");
   if (!st.ok()) admin_.reset();

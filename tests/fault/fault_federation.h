@@ -13,8 +13,8 @@
 #include <sys/types.h>
 
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +55,14 @@ struct FaultFederationOptions {
   // Parties Start() neither launches nor waits for: the test plays them itself (a fake party
   // with the party's real bundle, dialling proxy(i)).
   std::set<int> external;
+  // The kit's admins (each gets kit/<name>/admin.yaml); the first one is the harness's own
+  // (Submit, Get, Result, ...). Only {"admin"} is ProvisionLocal's kit exactly.
+  std::vector<std::string> admins = {"admin"};
+  // Appended to the provisioned leader.yaml (top-level keys, e.g. "all_jobs_admins: [x]\n").
+  std::string leader_yaml_extra;
+  // Parties dial the leader directly instead of through their proxies (no relay in the test
+  // process: the load test measures the daemons, not the proxy).
+  bool direct = false;
 };
 
 class FaultFederation {
@@ -74,12 +82,17 @@ class FaultFederation {
   std::string party_dir(int i) const;         // its bundle (party.yaml, tls, seal keys)
   std::string party_output_dir(int i) const;  // runs.ledger, audit files, received tables
   std::string party_data_dir(int i) const;
-  std::string log_of(const std::string& name) const;  // "leader" or a party's name
-  std::string Log(const std::string& name) const;     // its content
+  std::string gen_dir() const { return dir_ + "/gen"; }      // gen-data output: specs, tax/, CSVs
+  std::string spec_path() const { return spec_path_; }       // gen_dir()/horizontal.yaml
+  std::string admin_config(const std::string& admin) const;  // kit/<admin>/admin.yaml
+  std::string log_of(const std::string& name) const;         // "leader" or a party's name
+  std::string Log(const std::string& name) const;            // its content
   TcpProxy& proxy(int i) { return *proxies_[static_cast<size_t>(i)]; }
 
   absl::Status StartLeader();
   void KillLeader() { leader_.Kill(); }
+  pid_t leader_pid() const { return leader_.pid(); }
+  pid_t party_pid(int i) const { return party_procs_[static_cast<size_t>(i)]->pid(); }
   bool LeaderRunning() { return leader_.Running(); }
   // Starts party `i` (connected through its proxy, or to the leader directly) / kill -9s it.
   absl::Status StartParty(int i, bool direct = false);
@@ -120,6 +133,8 @@ class FaultFederation {
   int total_rows() const { return options_.rows; }
 
  private:
+  std::string OwnAdminYaml() const { return admin_config(options_.admins.front()); }
+
   FaultFederationOptions options_;
   std::string dir_;
   int leader_port_ = 0;
