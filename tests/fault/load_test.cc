@@ -497,7 +497,8 @@ TEST_F(LoadTest, SixteenJobsFromFourAdminsAllEqualTheirCentralizedResults) {
     }
   }
   EXPECT_EQ(all_ids.size(), static_cast<size_t>(kJobs));
-  EXPECT_EQ(refused_full.load(), 0) << "submissions refused with a full queue (then retried)";
+  // A refusal with a full queue (RESOURCE_EXHAUSTED, once the leader bounds its queue:
+  // `max_queued_jobs`) is retried and only counted: the test asserts that every job still ran.
 
   // The monitor's view.
   EXPECT_THAT(seen.backwards, ::testing::IsEmpty());
@@ -507,6 +508,8 @@ TEST_F(LoadTest, SixteenJobsFromFourAdminsAllEqualTheirCentralizedResults) {
   EXPECT_GT(seen.health_ok, 0);
   EXPECT_LE(seen.max_non_final, kJobs);
   EXPECT_GE(seen.max_started, 1);
+  // One snapshot of the job store: this presumes that the leader records a job's end before it
+  // starts another job in its place (today's worker does).
   EXPECT_LE(seen.max_started, max_concurrent)
       << "more jobs ran at once than the leader may run (" << max_concurrent << ")";
   // More jobs than may run at once: the rest wait, listed as SUBMITTED.
