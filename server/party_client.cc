@@ -176,14 +176,25 @@ void PartyClient::Run() {
   absl::Duration backoff = options_.initial_backoff;
   while (true) {
     bool established = false;
-    const absl::Status status = RunSession(&established);
+    bool protocol_mismatch = false;
+    const absl::Status status = RunSession(&established, &protocol_mismatch);
     if (established) backoff = options_.initial_backoff;
+    // Retrying sooner cannot help until one side is upgraded.
+    if (protocol_mismatch) backoff = options_.max_backoff;
     const absl::Duration wait = backoff * Jitter();
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
     }
-    LogFailure(status, established, wait);
+    if (protocol_mismatch) {
+      spdlog::error(
+          "the leader at {} and this party speak incompatible protocol versions: {} (upgrade "
+          "the older side; docs/operations.md, Upgrades); retrying in {}",
+          options_.leader_address, std::string(status.message()),
+          absl::FormatDuration(absl::Trunc(wait, absl::Milliseconds(1))));
+    } else {
+      LogFailure(status, established, wait);
+    }
     absl::MutexLock lock(&mu_);
     if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait)) break;
     if (!established) backoff = std::min(backoff * 2, options_.max_backoff);
@@ -222,7 +233,7 @@ void PartyClient::LogFailure(const absl::Status& status, bool established,
   }
 }
 
-absl::Status PartyClient::RunSession(bool* established) {
+absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch) {
   const std::shared_ptr<grpc::Channel> channel = DialLeader(options_.leader_address, options_.tls);
   const std::unique_ptr<fedanon::v1::PartyLink::Stub> stub =
       fedanon::v1::PartyLink::NewStub(channel);
@@ -242,11 +253,26 @@ absl::Status PartyClient::RunSession(bool* established) {
   fedanon::v1::PartyMessage hello;
   hello.mutable_hello()->set_version(std::string(common::Version()));
   hello.mutable_hello()->set_seal_certificate(options_.seal_cert_pem);
+  *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(options_.protocol_version);
   fedanon::v1::LeaderMessage ack;
   if (!stream->Write(hello) || !stream->Read(&ack)) {
     const grpc::Status status = stream->Finish();
     forget_context();
+    // The leader answers a hello it cannot serve with FAILED_PRECONDITION naming both versions.
+    *protocol_mismatch = status.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
+                         absl::StrContains(status.error_message(), "speaks protocol");
     return FromGrpcStatus(status);
+  }
+  if (ack.has_hello_ack()) {
+    if (absl::Status st = common::CheckLeaderProtocol(common::ProtocolVersionOf(ack.hello_ack()),
+                                                      options_.protocol_version);
+        !st.ok()) {
+      context.TryCancel();
+      stream->Finish();
+      forget_context();
+      *protocol_mismatch = true;
+      return st;
+    }
   }
   if (absl::Status refused = CheckHelloAck(ack, context, options_.revocation); !refused.ok()) {
     context.TryCancel();
@@ -260,9 +286,11 @@ absl::Status PartyClient::RunSession(bool* established) {
     ++sessions_;
   }
   *established = true;
-  spdlog::info("party '{}' connected to leader '{}' at {} (version {})", options_.name,
-               common::Printable(ack.hello_ack().leader(), 128), options_.leader_address,
-               common::Printable(ack.hello_ack().version(), 128));
+  spdlog::info("party '{}' connected to leader '{}' at {} (version {}, protocol {}; ours {})",
+               options_.name, common::Printable(ack.hello_ack().leader(), 128),
+               options_.leader_address, common::Printable(ack.hello_ack().version(), 128),
+               common::ProtocolVersionText(common::ProtocolVersionOf(ack.hello_ack())),
+               common::ProtocolVersionText(options_.protocol_version));
 
   ServeRequests(stream.get(), handler_, options_.name);
   const grpc::Status status = stream->Finish();
