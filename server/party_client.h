@@ -5,9 +5,11 @@
 // 1. Dial the leader, open Connect, send PartyHello (version + our seal certificate PEM).
 // 2. Expect HelloAck, and check that the server's certificate is the federation *leader's*
 //    (any other identity of the same CA is refused).
-// 3. Reader thread: read LeaderMessages and queue them; worker thread: call the handler one
-//    request at a time and write the reply (same request_id) under the write mutex. Replies over
-//    the 64 MiB message limit become an ErrorReply (RESOURCE_EXHAUSTED) so the stream survives.
+// 3. Reader thread: read LeaderMessages and queue them by job id; one worker thread per job with
+//    requests waiting calls the handler for that job's requests one at a time, in order, and
+//    writes each reply (same request_id) under the write mutex, so a long computation for one
+//    job does not hold up another job's requests. Replies over the 64 MiB message limit become
+//    an ErrorReply (RESOURCE_EXHAUSTED) so the stream survives.
 // 4. When the stream fails: log why ("cannot reach leader at X: ..." / "leader rejected our
 //    certificate: ..."), wait with exponential backoff (0.5 s doubling to 30 s, +-20 % jitter,
 //    reset after every successful hello) and go to 1. A protocol version the leader does not
@@ -38,7 +40,8 @@ class ClientContext;
 
 namespace fedanon::server {
 
-// Handles one request; never throws (a thrown exception becomes an INTERNAL ErrorReply).
+// Handles one request; never throws (a thrown exception becomes an INTERNAL ErrorReply). Called
+// from several threads at once for requests of different jobs (never for two of one job).
 using PartyHandler = std::function<fedanon::v1::PartyMessage(const fedanon::v1::LeaderMessage&)>;
 
 struct PartyClientOptions {
