@@ -78,8 +78,7 @@ class Gate {
   // True when `want` requests were inside at once within `timeout`.
   bool WaitFull(absl::Duration timeout) {
     absl::MutexLock lock(&mu_);
-    auto full = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return inside_ >= want_; };
-    return mu_.AwaitWithTimeout(absl::Condition(&full), timeout);
+    return mu_.AwaitWithTimeout(absl::Condition(this, &Gate::Full), timeout);
   }
   void Open() {
     absl::MutexLock lock(&mu_);
@@ -87,8 +86,10 @@ class Gate {
   }
 
  private:
+  bool Full() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return inside_ >= want_; }
+
   const int want_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   int inside_ ABSL_GUARDED_BY(mu_) = 0;
   bool open_ ABSL_GUARDED_BY(mu_) = false;
 };
