@@ -238,7 +238,6 @@ struct Leader::JobRun {
   absl::Duration timeout;             // for every call to a party
   std::function<double()> elapsed;    // seconds since the run started
   std::unique_ptr<ViewLog> view_log;  // every statistic the leader decodes for this job
-  bool prepare_sent = false;          // the parties may hold something for the job
 };
 
 absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
@@ -441,19 +440,26 @@ void Leader::WorkerLoop() {
     Notify();  // the queue positions of the others moved
     JobRun job;
     job.job_id = job_id;
-    const absl::Status status = RunJob(job);
+    const absl::Status status = RunJob(&job);
     std::string cancel_reason;
+    bool stopping = false;
     {
       absl::MutexLock lock(&mu_);
       cancel_reason = running_[job_id].cancel_reason;
       running_.erase(job_id);
+      stopping = stopping_;
     }
     RecordOutcome(job_id, status, cancel_reason);
     Notify();
-    // The parties drop the job (and a run that released nothing is no release of their table).
-    if (!status.ok() && job.prepare_sent) {
-      EndJobAtParties(job, false,
-                      status.code() == absl::StatusCode::kCancelled ? "cancelled" : "failed");
+    // The parties learn that a job they prepared will not go on (a done job told them already),
+    // and drop what they hold for it. Bounded: a party that does not answer delays this worker's
+    // next job by at most 5 s. Not while the leader shuts down (its streams are being cancelled).
+    if (!status.ok() && !stopping && !job.ring.empty()) {
+      job.timeout = std::min(job.timeout, absl::Seconds(5));
+      EndJobAtParties(job, /*success=*/false,
+                      status.code() == absl::StatusCode::kCancelled
+                          ? absl::StrCat("cancelled: ", cancel_reason)
+                          : std::string(status.message()));
     }
   }
 }
@@ -485,8 +491,9 @@ absl::Status Leader::CheckCancelled(const std::string& job_id) const {
   return absl::OkStatus();
 }
 
-absl::Status Leader::RunJob(JobRun& job) {
-  const std::string job_id = job.job_id;
+absl::Status Leader::RunJob(JobRun* run) {
+  JobRun& job = *run;
+  const std::string& job_id = job.job_id;
   ASSIGN_OR_RETURN(job.request, store_->Request(job_id));
   RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_VALIDATING));
   Notify();
@@ -562,9 +569,8 @@ absl::StatusOr<fedanon::v1::PrepareJob> Leader::MakePrepare(const JobRun& job) c
   return prepare;
 }
 
-absl::Status Leader::PrepareParties(JobRun& job, const std::string& expected_digest) {
+absl::Status Leader::PrepareParties(const JobRun& job, const std::string& expected_digest) {
   ASSIGN_OR_RETURN(const fedanon::v1::PrepareJob prepare, MakePrepare(job));
-  job.prepare_sent = true;
   for (const auto& party : job.ring) {
     RETURN_IF_ERROR(CheckCancelled(job.job_id));
     fedanon::v1::LeaderMessage msg;
@@ -802,8 +808,8 @@ absl::Status Leader::RunVertical(const JobRun& job) {
 }
 
 void Leader::EndJobAtParties(const JobRun& job, bool success, const std::string& reason) {
-  // Best effort: the job's outcome is recorded; a party that misses EndJob is logged (it drops
-  // the job when it holds too many, party/party_agent.h).
+  // Best effort: the job's outcome is recorded already; a party that misses EndJob is logged (it
+  // drops the job when it holds too many, party/party_agent.h).
   for (const auto& party : job.ring) {
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job.job_id);

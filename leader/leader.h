@@ -107,8 +107,9 @@ class Leader {
   // Records how a job ended (done, cancelled with `cancel_reason`, or failed with `status`).
   void RecordOutcome(const std::string& job_id, const absl::Status& status,
                      const std::string& cancel_reason);
-  // One job from validation to its end (the worker records the outcome).
-  absl::Status RunJob(JobRun& job) ABSL_LOCKS_EXCLUDED(mu_);
+  // One job (`job->job_id`) from validation to its end (the worker records the outcome); fills
+  // in `job` (its ring, timeout) as it goes.
+  absl::Status RunJob(JobRun* job) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckCancelled(const std::string& job_id) const ABSL_LOCKS_EXCLUDED(mu_);
   // Sets queue_position from the queue (0 when the job is not waiting).
   void AddQueuePosition(fedanon::v1::JobInfo* info) const ABSL_LOCKS_EXCLUDED(mu_);
@@ -116,7 +117,7 @@ class Leader {
   // sealing certificates (Unavailable when a party of the ring is not connected).
   absl::StatusOr<fedanon::v1::PrepareJob> MakePrepare(const JobRun& job) const;
   // Sends PrepareJob to every party and checks that each loaded the submitted job.
-  absl::Status PrepareParties(JobRun& job, const std::string& expected_digest)
+  absl::Status PrepareParties(const JobRun& job, const std::string& expected_digest)
       ABSL_LOCKS_EXCLUDED(mu_);
   // A horizontal job's rounds (secure sums) and integration.
   absl::Status RunHorizontal(const JobRun& job, const common::Dataset& schema)
@@ -127,9 +128,10 @@ class Leader {
                                   const std::vector<std::string>& header,
                                   const fedanon::v1::SealedPayload& carried);
   absl::Status RunVertical(const JobRun& job) ABSL_LOCKS_EXCLUDED(mu_);
-  // Tells every party of the ring that the job ended (best effort, failures logged), so that it
-  // drops what it holds for the job; a failed or cancelled job frees its release at the parties
-  // that sent nothing computed from their data (party/run_ledger.h).
+  // Tells every party of the ring that the job ended (best effort, failures logged); `success`
+  // false with the failure or cancellation `reason` for a job that did not end done, so that
+  // each party closes its run (audit `job-end`, run ledger: a run that released nothing is
+  // freed).
   void EndJobAtParties(const JobRun& job, bool success = true, const std::string& reason = "done");
   // The report and final progress of a horizontal job; then EndJobAtParties.
   absl::Status FinishJob(const JobRun& job, const common::TopDownSpecializer& engine,
