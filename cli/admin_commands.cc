@@ -64,6 +64,10 @@ void PrintJob(const fedanon::v1::JobInfo& job) {
   std::cout << "job:           " << job.job_id() << "\n"
             << "state:         " << JobStateName(job.state()) << "\n";
   if (!job.failure_reason().empty()) std::cout << "reason:        " << job.failure_reason() << "\n";
+  if (job.queue_position() > 0) {
+    std::cout << "queued:        position " << job.queue_position()
+              << " (waiting for a free worker of the leader)\n";
+  }
   std::cout << "round:         " << job.round() << "\n";
   if (!job.current_best().empty()) std::cout << "current best:  " << job.current_best() << "\n";
   std::cout << "elapsed:       " << absl::StrFormat("%.2f s", job.elapsed_seconds()) << "\n"
@@ -196,9 +200,12 @@ absl::Status RunList(const AdminGlobals& g) {
   std::cout << Pad("JOB", 18) << Pad("STATE", 12) << Pad("ROUND", 7) << Pad("SUBMITTED", 22)
             << Pad("BY", 12) << "PARTIES\n";
   for (const auto& j : jobs) {
-    std::cout << Pad(j.job_id(), 18) << Pad(JobStateName(j.state()), 12)
-              << Pad(absl::StrCat(j.round()), 7) << Pad(FormatUnixTime(j.created_unix()), 22)
-              << Pad(j.submitted_by(), 12) << absl::StrJoin(j.parties(), ",") << "\n";
+    // A job waiting for a free worker of the leader shows its place in the queue.
+    const std::string state = j.queue_position() > 0 ? absl::StrCat("queued #", j.queue_position())
+                                                     : JobStateName(j.state());
+    std::cout << Pad(j.job_id(), 18) << Pad(state, 12) << Pad(absl::StrCat(j.round()), 7)
+              << Pad(FormatUnixTime(j.created_unix()), 22) << Pad(j.submitted_by(), 12)
+              << absl::StrJoin(j.parties(), ",") << "\n";
   }
   return absl::OkStatus();
 }

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
+#include "spdlog/spdlog.h"
 
 namespace fedanon::leader {
 namespace {
@@ -27,7 +28,8 @@ using ::fedanon::v1::Report;
 using ::fedanon::v1::SubmitJobRequest;
 
 // Bump together with a migration step in Migrate().
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = kJobStoreSchemaVersion;
+static_assert(kJobStoreSchemaVersion == 2, "add the migration step to Migrate()");
 constexpr int kBusyTimeoutMs = 10000;
 constexpr char kRestartReason[] = "leader restarted";
 
@@ -58,6 +60,12 @@ CREATE TABLE audit (
   detail    TEXT    NOT NULL DEFAULT ''
 );
 CREATE INDEX audit_by_job ON audit(job_id, id);
+)sql";
+
+// Version 2 (concurrent jobs): when a worker took the job off the queue (0 while queued, and for
+// jobs of version 1).
+constexpr char kMigrateToV2[] = R"sql(
+ALTER TABLE jobs ADD COLUMN started_unix INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 int64_t NowUnix() {
@@ -251,9 +259,13 @@ absl::Status WriteState(sqlite3* db, const std::string& job_id, JobState state,
                         const std::string& failure_reason, const std::string& actor, int64_t now) {
   Stmt s(db,
          "UPDATE jobs SET state = ?2, updated_unix = ?3, "
-         "failure_reason = CASE WHEN ?4 = '' THEN failure_reason ELSE ?4 END "
+         "failure_reason = CASE WHEN ?4 = '' THEN failure_reason ELSE ?4 END, "
+         "started_unix = CASE WHEN started_unix = 0 AND ?2 IN (?5, ?6) THEN ?3 "
+         "ELSE started_unix END "
          "WHERE job_id = ?1");
   s.Bind(1, job_id).Bind(2, static_cast<int64_t>(state)).Bind(3, now).Bind(4, failure_reason);
+  s.Bind(5, static_cast<int64_t>(fedanon::v1::JOB_STATE_VALIDATING))
+      .Bind(6, static_cast<int64_t>(fedanon::v1::JOB_STATE_RUNNING));
   RETURN_IF_ERROR(s.Run());
   return InsertAudit(db, job_id, now, actor, absl::StrCat("state:", StateName(state)),
                      failure_reason);
@@ -262,7 +274,7 @@ absl::Status WriteState(sqlite3* db, const std::string& job_id, JobState state,
 // The columns RowToJobInfo() reads, in order (a literal, spliced into constant SQL only).
 #define FEDANON_JOB_COLUMNS                                                                   \
   "job_id, request, state, failure_reason, submitted_by, created_unix, updated_unix, round, " \
-  "current_best, elapsed_seconds, report"
+  "current_best, elapsed_seconds, report, started_unix"
 
 absl::StatusOr<JobInfo> RowToJobInfo(const Stmt& s) {
   JobInfo info;
@@ -284,11 +296,13 @@ absl::StatusOr<JobInfo> RowToJobInfo(const Stmt& s) {
   if (!s.IsNull(10) && !info.mutable_report()->ParseFromString(s.Blob(10))) {
     return absl::DataLossError(absl::StrCat("job store: corrupt report of ", info.job_id()));
   }
+  info.set_started_unix(s.Int(11));
   return info;
 }
 
-// Creates the schema or migrates it to kSchemaVersion; refuses databases from a newer leader.
-absl::Status Migrate(sqlite3* db) {
+// Creates the schema or migrates it to kSchemaVersion, step by step in one transaction (a failed
+// step leaves the database as it was); refuses databases from a newer leader.
+absl::Status Migrate(sqlite3* db, const std::string& path) {
   WriteTxn txn(db);
   RETURN_IF_ERROR(txn.Begin());
   RETURN_IF_ERROR(Exec(db, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
@@ -299,21 +313,31 @@ absl::Status Migrate(sqlite3* db) {
     if (row && !s.IsNull(0)) version = static_cast<int>(s.Int(0));
   }
   if (version > kSchemaVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job store: database schema version ", version,
-                     " is newer than this leader supports (", kSchemaVersion, ")"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job store ", path, ": its schema version ", version,
+        " was written by a newer leader; this leader reads schema versions up to ", kSchemaVersion,
+        " (run the newer leader, or a copy of the data directory from before "
+        "the upgrade)"));
   }
   if (version == kSchemaVersion) return txn.Commit();
+  const int from = version;
   if (version < 1) {
     RETURN_IF_ERROR(Exec(db, kSchemaV1));
     version = 1;
   }
-  // Future migrations: if (version < 2) { ...; version = 2; }
+  if (version < 2) {
+    RETURN_IF_ERROR(Exec(db, kMigrateToV2));
+    version = 2;
+  }
   RETURN_IF_ERROR(Exec(db, "DELETE FROM schema_version"));
   Stmt s(db, "INSERT INTO schema_version (version) VALUES (?1)");
   s.Bind(1, static_cast<int64_t>(version));
   RETURN_IF_ERROR(s.Run());
-  return txn.Commit();
+  RETURN_IF_ERROR(txn.Commit());
+  if (from > 0) {
+    spdlog::info("job store {}: schema migrated from version {} to {}", path, from, version);
+  }
+  return absl::OkStatus();
 }
 
 // Creates `dir` (mode 0700) unless it exists; parents too.
@@ -374,7 +398,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& data
   }
   RETURN_IF_ERROR(Exec(db.get(), "PRAGMA foreign_keys=ON"));
   RETURN_IF_ERROR(Exec(db.get(), "PRAGMA synchronous=FULL"));
-  RETURN_IF_ERROR(Migrate(db.get()));
+  RETURN_IF_ERROR(Migrate(db.get(), path));
   return std::unique_ptr<JobStore>(new JobStore(db.release(), data_dir));
 }
 

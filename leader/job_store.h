@@ -20,6 +20,9 @@ struct sqlite3;
 
 namespace fedanon::leader {
 
+// The schema version this build writes (and the newest it opens). docs/leader.md lists them.
+inline constexpr int kJobStoreSchemaVersion = 2;
+
 struct AuditEntry {
   int64_t unix_time = 0;
   std::string actor;   // identity from a certificate, or "leader"
@@ -29,7 +32,9 @@ struct AuditEntry {
 
 class JobStore {
  public:
-  // Opens or creates <data_dir>/jobs.db (and the directory, mode 0700).
+  // Opens or creates <data_dir>/jobs.db (and the directory, mode 0700), migrating an older
+  // schema forward in one transaction; FailedPrecondition naming both versions for a database
+  // of a newer leader.
   static absl::StatusOr<std::unique_ptr<JobStore>> Open(const std::string& data_dir);
   ~JobStore();
   JobStore(const JobStore&) = delete;

@@ -19,6 +19,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
 #include "common/wire/federation_wire.h"
+#include "common/wire/protocol_version.h"
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
 #include "crypto/hash.h"
@@ -241,6 +242,15 @@ struct Leader::JobRun {
 
 absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
                                                        common::PartyChannel* channel) {
+  if (options.max_concurrent_jobs < 1 || options.max_concurrent_jobs > kMaxConcurrentJobsLimit) {
+    return absl::InvalidArgumentError(absl::StrCat("max_concurrent_jobs must be in 1..",
+                                                   kMaxConcurrentJobsLimit, ", not ",
+                                                   options.max_concurrent_jobs));
+  }
+  if (options.max_queued_jobs < 0 || options.max_queued_jobs > kMaxQueuedJobsLimit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_queued_jobs must be in 0..", kMaxQueuedJobsLimit, ", not ", options.max_queued_jobs));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<JobStore> store, JobStore::Open(options.data_dir));
   ASSIGN_OR_RETURN(int recovered, store->RecoverAfterRestart());
   if (recovered > 0) spdlog::warn("{} job(s) were in flight when the leader stopped", recovered);
@@ -248,7 +258,9 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
     RETURN_IF_ERROR(crypto::SealKeyPairFromPem(options.seal_key_pem).status());
   }
   std::unique_ptr<Leader> leader(new Leader(std::move(options), channel, std::move(store)));
-  leader->worker_ = std::thread([l = leader.get()] { l->WorkerLoop(); });
+  for (int i = 0; i < leader->options_.max_concurrent_jobs; ++i) {
+    leader->workers_.emplace_back([l = leader.get()] { l->WorkerLoop(); });
+  }
   return leader;
 }
 
@@ -260,11 +272,13 @@ Leader::~Leader() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
-    cancel_running_ = true;
-    cancel_reason_ = "leader shutting down";
+    for (auto& [id, run] : running_) {
+      run.cancel = true;
+      run.cancel_reason = "leader shutting down";
+    }
   }
   changed_.SignalAll();
-  if (worker_.joinable()) worker_.join();
+  for (std::thread& worker : workers_) worker.join();
 }
 
 void Leader::Notify() const { changed_.SignalAll(); }
@@ -272,19 +286,60 @@ void Leader::Notify() const { changed_.SignalAll(); }
 absl::StatusOr<JobInfo> Leader::Submit(const fedanon::v1::SubmitJobRequest& request,
                                        const std::string& admin) {
   RETURN_IF_ERROR(CheckRequest(request));
-  ASSIGN_OR_RETURN(std::string job_id, store_->Create(request, admin));
-  spdlog::info("job={} submitted by {} ({} parties)", job_id, admin, request.parties_size());
+  {
+    // A place in the queue is taken before the job is stored, so that a refused submission
+    // leaves no record behind. Jobs a free worker takes at once never count as queued.
+    absl::MutexLock lock(&mu_);
+    const int free_workers = options_.max_concurrent_jobs - static_cast<int>(running_.size());
+    const int waiting = static_cast<int>(queue_.size()) + reserved_;
+    if (waiting - std::max(0, free_workers) >= options_.max_queued_jobs) {
+      spdlog::warn("refused a job from {}: the queue is full ({} queued, limit {})", admin,
+                   queue_.size(), options_.max_queued_jobs);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "job queue is full (", queue_.size(), " queued, limit ", options_.max_queued_jobs, ")"));
+    }
+    ++reserved_;
+  }
+  absl::StatusOr<std::string> created = store_->Create(request, admin);
   {
     absl::MutexLock lock(&mu_);
-    queue_.push_back(job_id);
+    --reserved_;
+    if (created.ok()) {
+      queue_.push_back(QueuedJob{*created, {request.parties().begin(), request.parties().end()}});
+    }
   }
+  RETURN_IF_ERROR(created.status());
+  const std::string& job_id = *created;
+  spdlog::info("job={} submitted by {} ({} parties)", job_id, admin, request.parties_size());
   Notify();
-  return store_->Get(job_id);
+  return Get(job_id);
 }
 
-absl::StatusOr<JobInfo> Leader::Get(const std::string& job_id) const { return store_->Get(job_id); }
+void Leader::AddQueuePosition(JobInfo* info) const {
+  if (info->state() != fedanon::v1::JOB_STATE_SUBMITTED) return;
+  absl::MutexLock lock(&mu_);
+  const auto it = std::find_if(queue_.begin(), queue_.end(),
+                               [&](const QueuedJob& q) { return q.job_id == info->job_id(); });
+  if (it != queue_.end()) info->set_queue_position(static_cast<uint32_t>(it - queue_.begin()) + 1);
+}
 
-absl::StatusOr<std::vector<JobInfo>> Leader::List() const { return store_->List(); }
+QueueStats Leader::Queue() const {
+  absl::MutexLock lock(&mu_);
+  return QueueStats{static_cast<int>(running_.size()), static_cast<int>(queue_.size()),
+                    options_.max_concurrent_jobs, options_.max_queued_jobs};
+}
+
+absl::StatusOr<JobInfo> Leader::Get(const std::string& job_id) const {
+  ASSIGN_OR_RETURN(JobInfo info, store_->Get(job_id));
+  AddQueuePosition(&info);
+  return info;
+}
+
+absl::StatusOr<std::vector<JobInfo>> Leader::List() const {
+  ASSIGN_OR_RETURN(std::vector<JobInfo> jobs, store_->List());
+  for (JobInfo& info : jobs) AddQueuePosition(&info);
+  return jobs;
+}
 
 absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::string& admin,
                                        const std::string& reason) {
@@ -297,12 +352,12 @@ absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::str
   bool running = false;
   {
     absl::MutexLock lock(&mu_);
-    if (running_job_ == job_id) {
-      cancel_running_ = true;
-      cancel_reason_ = why;
+    if (auto it = running_.find(job_id); it != running_.end()) {
+      it->second.cancel = true;
+      it->second.cancel_reason = why;
       running = true;
     } else {
-      std::erase(queue_, job_id);
+      std::erase_if(queue_, [&](const QueuedJob& q) { return q.job_id == job_id; });
     }
   }
   if (!running) RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, why));
@@ -314,7 +369,7 @@ absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::str
     absl::MutexLock lock(&mu_);
     changed_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
   }
-  return store_->Get(job_id);
+  return Get(job_id);
 }
 
 absl::StatusOr<JobInfo> Leader::WaitForChange(const std::string& job_id, const JobInfo& last,
@@ -322,9 +377,10 @@ absl::StatusOr<JobInfo> Leader::WaitForChange(const std::string& job_id, const J
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout));
   while (true) {
-    ASSIGN_OR_RETURN(JobInfo info, store_->Get(job_id));
+    ASSIGN_OR_RETURN(JobInfo info, Get(job_id));
     if (info.state() != last.state() || info.round() != last.round() ||
         info.failure_reason() != last.failure_reason() ||
+        info.queue_position() != last.queue_position() ||
         std::chrono::steady_clock::now() >= deadline) {
       return info;
     }
@@ -349,35 +405,55 @@ absl::StatusOr<std::string> Leader::Result(const std::string& job_id) const {
   return store_->LoadResult(job_id);
 }
 
+std::deque<Leader::QueuedJob>::iterator Leader::NextStartable() {
+  if (queue_.empty()) return queue_.end();
+  std::set<std::string> single_job_parties_busy;
+  for (const common::ConnectedParty& p : channel_->Parties()) {
+    if (common::HoldsSeveralJobs(p.protocol)) continue;
+    for (const auto& [id, run] : running_) {
+      if (std::find(run.parties.begin(), run.parties.end(), p.name) != run.parties.end()) {
+        single_job_parties_busy.insert(p.name);
+      }
+    }
+  }
+  return std::find_if(queue_.begin(), queue_.end(), [&](const QueuedJob& q) {
+    return std::none_of(q.parties.begin(), q.parties.end(),
+                        [&](const std::string& p) { return single_job_parties_busy.count(p); });
+  });
+}
+
 void Leader::WorkerLoop() {
   while (true) {
     std::string job_id;
     {
       absl::MutexLock lock(&mu_);
-      while (!stopping_ && queue_.empty()) changed_.Wait(&mu_);
+      auto next = queue_.end();
+      // Re-checked on every change and once a second (a 1.0 party may connect or go).
+      while (!stopping_ && (next = NextStartable()) == queue_.end()) {
+        changed_.WaitWithTimeout(&mu_, absl::Seconds(1));
+      }
       if (stopping_) return;
-      job_id = queue_.front();
-      queue_.pop_front();
-      running_job_ = job_id;
-      cancel_running_ = false;
-      cancel_reason_.clear();
+      job_id = next->job_id;
+      running_[job_id] = RunningJob{false, "", std::move(next->parties)};
+      queue_.erase(next);
     }
+    Notify();  // the queue positions of the others moved
     JobRun job;
     job.job_id = job_id;
-    absl::Status status = RunJob(&job);
+    const absl::Status status = RunJob(&job);
     std::string cancel_reason;
     bool stopping = false;
     {
       absl::MutexLock lock(&mu_);
-      running_job_.clear();
-      cancel_reason = cancel_reason_;
+      cancel_reason = running_[job_id].cancel_reason;
+      running_.erase(job_id);
       stopping = stopping_;
     }
     RecordOutcome(job_id, status, cancel_reason);
     Notify();
-    // The parties learn that a job they prepared will not go on (a done job told them already).
-    // Bounded: a party that does not answer delays the next job by at most 5 s. Not while the
-    // leader shuts down (its streams are being cancelled).
+    // The parties learn that a job they prepared will not go on (a done job told them already),
+    // and drop what they hold for it. Bounded: a party that does not answer delays this worker's
+    // next job by at most 5 s. Not while the leader shuts down (its streams are being cancelled).
     if (!status.ok() && !stopping && !job.ring.empty()) {
       job.timeout = std::min(job.timeout, absl::Seconds(5));
       EndJobAtParties(job, /*success=*/false,
@@ -406,9 +482,12 @@ void Leader::RecordOutcome(const std::string& job_id, const absl::Status& status
   }
 }
 
-absl::Status Leader::CheckCancelled() const {
+absl::Status Leader::CheckCancelled(const std::string& job_id) const {
   absl::MutexLock lock(&mu_);
-  if (cancel_running_) return absl::CancelledError(cancel_reason_);
+  auto it = running_.find(job_id);
+  if (it != running_.end() && it->second.cancel) {
+    return absl::CancelledError(it->second.cancel_reason);
+  }
   return absl::OkStatus();
 }
 
@@ -493,7 +572,7 @@ absl::StatusOr<fedanon::v1::PrepareJob> Leader::MakePrepare(const JobRun& job) c
 absl::Status Leader::PrepareParties(const JobRun& job, const std::string& expected_digest) {
   ASSIGN_OR_RETURN(const fedanon::v1::PrepareJob prepare, MakePrepare(job));
   for (const auto& party : job.ring) {
-    RETURN_IF_ERROR(CheckCancelled());
+    RETURN_IF_ERROR(CheckCancelled(job.job_id));
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job.job_id);
     *msg.mutable_prepare() = prepare;
@@ -525,7 +604,8 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
   uint32_t round = 0;
   SecureSumCountSource source(
       channel_, job.job_id, job.ring, job.timeout, &hier, std::max(1, schema.num_classes()),
-      schema.tracked.size(), [&round] { return round; }, [this] { return CheckCancelled(); });
+      schema.tracked.size(), [&round] { return round; },
+      [this, id = job.job_id] { return CheckCancelled(id); });
   source.set_share_group_sizes(job.ring.size() >= 3);
   source.set_view_log(job.view_log.get());
   ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealKeyPair> leader_keys,
@@ -569,7 +649,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
     ring.ring = job.ring;
     ring.round = round;
     ring.timeout = job.timeout;
-    ring.check = [this] { return CheckCancelled(); };
+    ring.check = [this, id = job.job_id] { return CheckCancelled(id); };
     RETURN_IF_ERROR(RunFinalCheck(ring, source.TakePendingUpdates(), layout.words));
     final_check = absl::StrCat("passed at every data party: ", job.ring.size(),
                                " parties re-checked ", layout.constraints.size(),
@@ -621,7 +701,7 @@ absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round) {
   }
   fedanon::v1::SealedPayload carried;
   for (size_t i = 0; i < union_ring.size(); ++i) {
-    RETURN_IF_ERROR(CheckCancelled());
+    RETURN_IF_ERROR(CheckCancelled(job.job_id));
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job.job_id);
     msg.set_round(round);
@@ -683,7 +763,7 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   }
   options.timeout = job.timeout;
   options.id_matching_timeout = std::max(job.timeout * 20, absl::Minutes(20));
-  options.check_cancelled = [this] { return CheckCancelled(); };
+  options.check_cancelled = [this, id = job.job_id] { return CheckCancelled(id); };
   options.view_log = job.view_log.get();
   std::vector<std::string> qid_names;  // QID attributes in spec order (the engine's indices)
   for (const auto& a : request.spec().attributes()) {
@@ -728,7 +808,8 @@ absl::Status Leader::RunVertical(const JobRun& job) {
 }
 
 void Leader::EndJobAtParties(const JobRun& job, bool success, const std::string& reason) {
-  // Best effort: the job's outcome is recorded already; a party that misses EndJob is logged.
+  // Best effort: the job's outcome is recorded already; a party that misses EndJob is logged (it
+  // drops the job when it holds too many, party/party_agent.h).
   for (const auto& party : job.ring) {
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job.job_id);

@@ -5,13 +5,15 @@
 //
 // Job lifecycle: submitted -> validating (spec checks, party-count rule of mohammed2010 §5.5,
 // every party connected, PrepareJob digests equal) -> running (rounds) -> done | failed |
-// cancelled. Jobs run one at a time on a worker thread. A party that stops answering fails the
-// job within the round timeout, naming the party; no partial result is ever delivered.
-// Thread-safe.
+// cancelled. Up to max_concurrent_jobs jobs run at once, each on its own worker thread with its
+// own cancellation flag; further submissions wait in a FIFO queue of at most max_queued_jobs
+// (beyond it Submit answers ResourceExhausted). A party that stops answering fails the job within
+// the round timeout, naming the party; no partial result is ever delivered. Thread-safe.
 #pragma once
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -39,8 +41,23 @@ struct LeaderOptions {
   std::string ca_pem;         // the federation CA (verifies seal certs)
   std::string seal_cert_pem;  // the leader's sealing certificate
   std::string seal_key_pem;   // and key (opens the union when recipient)
+  // Jobs that run at once (1..kMaxConcurrentJobsLimit) and jobs that may wait for a free worker
+  // (0..kMaxQueuedJobsLimit); Create refuses values outside those ranges.
+  int max_concurrent_jobs = 4;
+  int max_queued_jobs = 64;
   // Sealing certificates of the parties, by name (from their bundles or announced on connect).
   // Parties present their own in PrepareResult too; see party/party_agent.h.
+};
+
+inline constexpr int kMaxConcurrentJobsLimit = 64;
+inline constexpr int kMaxQueuedJobsLimit = 100'000;
+
+// What the job queue holds right now (for metrics and logs).
+struct QueueStats {
+  int running = 0;  // jobs on a worker (validating or running)
+  int queued = 0;   // jobs waiting for a worker
+  int max_concurrent_jobs = 0;
+  int max_queued_jobs = 0;
 };
 
 class Leader {
@@ -48,9 +65,11 @@ class Leader {
   // `channel` is not owned and must outlive the leader. Recovers the job store after a restart.
   static absl::StatusOr<std::unique_ptr<Leader>> Create(LeaderOptions options,
                                                         common::PartyChannel* channel);
-  ~Leader();  // stops the worker (a running job fails with "leader shutting down")
+  ~Leader();  // stops the workers (running jobs end cancelled: "leader shutting down")
 
-  // Admin operations; `admin` is the identity read from the caller's certificate.
+  // Admin operations; `admin` is the identity read from the caller's certificate. Submit refuses
+  // with ResourceExhausted "job queue is full (N queued, limit M)" when max_queued_jobs jobs wait.
+  // JobInfo of a queued job carries its queue_position (1 = next to start).
   absl::StatusOr<fedanon::v1::JobInfo> Submit(const fedanon::v1::SubmitJobRequest& request,
                                               const std::string& admin) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<fedanon::v1::JobInfo> Get(const std::string& job_id) const;
@@ -69,10 +88,21 @@ class Leader {
   // NotFound for an unknown job.
   absl::StatusOr<std::string> ViewLogText(const std::string& job_id) const;
   std::vector<common::ConnectedParty> Parties() const { return channel_->Parties(); }
+  QueueStats Queue() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct JobRun;
   Leader(LeaderOptions options, common::PartyChannel* channel, std::unique_ptr<JobStore> store);
+  // Cancellation of one running job (set by Cancel or the destructor, read between messages).
+  struct RunningJob {
+    bool cancel = false;
+    std::string cancel_reason;
+    std::vector<std::string> parties;
+  };
+  struct QueuedJob {
+    std::string job_id;
+    std::vector<std::string> parties;
+  };
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Records how a job ended (done, cancelled with `cancel_reason`, or failed with `status`).
   void RecordOutcome(const std::string& job_id, const absl::Status& status,
@@ -80,7 +110,9 @@ class Leader {
   // One job (`job->job_id`) from validation to its end (the worker records the outcome); fills
   // in `job` (its ring, timeout) as it goes.
   absl::Status RunJob(JobRun* job) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status CheckCancelled() const ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status CheckCancelled(const std::string& job_id) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Sets queue_position from the queue (0 when the job is not waiting).
+  void AddQueuePosition(fedanon::v1::JobInfo* info) const ABSL_LOCKS_EXCLUDED(mu_);
   // The PrepareJob every party of the ring receives: the spec and the participants with their
   // sealing certificates (Unavailable when a party of the ring is not connected).
   absl::StatusOr<fedanon::v1::PrepareJob> MakePrepare(const JobRun& job) const;
@@ -116,12 +148,15 @@ class Leader {
   // Signalled whenever a job's state may have changed (queue, store, cancellation, shutdown);
   // waiters re-check what they wait for, most with a timeout.
   mutable absl::CondVar changed_;
-  std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
-  std::string running_job_ ABSL_GUARDED_BY(mu_);
-  bool cancel_running_ ABSL_GUARDED_BY(mu_) = false;
-  std::string cancel_reason_ ABSL_GUARDED_BY(mu_);
+  // The first queued job that may start now: every job may, except that a party speaking
+  // protocol 1.0 (common/wire/protocol_version.h) takes part in one job at a time.
+  std::deque<QueuedJob>::iterator NextStartable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::deque<QueuedJob> queue_ ABSL_GUARDED_BY(mu_);  // waiting jobs, oldest first
+  int reserved_ ABSL_GUARDED_BY(mu_) = 0;  // queue places taken by Submits still storing the job
+  std::map<std::string, RunningJob> running_ ABSL_GUARDED_BY(mu_);  // by job id
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace fedanon::leader

@@ -214,19 +214,71 @@ PartyAgent::PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKe
       audit_(options_.audit_dir) {}
 PartyAgent::~PartyAgent() = default;
 
-absl::Status PartyAgent::Audit(uint64_t round, AuditEntry entry) const {
+absl::Status PartyAgent::Audit(JobSlot& slot, uint64_t round, AuditEntry entry) const {
   entry.round = round;
-  absl::Status st = audit_.Append(job_->job_id, entry);
+  absl::Status st = audit_.Append(slot.job->job_id, entry);
   if (!st.ok()) {
-    spdlog::error("job={} round={} cannot record a {} message in the audit file: {}", job_->job_id,
-                  round, entry.kind, std::string(st.message()));
+    spdlog::error("job={} round={} cannot record a {} message in the audit file: {}",
+                  slot.job->job_id, round, entry.kind, std::string(st.message()));
   }
   return st;
 }
 
+std::shared_ptr<PartyAgent::JobSlot> PartyAgent::AcquireSlot(const std::string& job_id) {
+  std::shared_ptr<JobSlot> dropped;  // destroyed (with its tables) after the lock is released
+  absl::MutexLock lock(&jobs_mu_);
+  std::shared_ptr<JobSlot>& slot = jobs_[job_id];
+  if (slot == nullptr) slot = std::make_shared<JobSlot>();
+  ++slot->users;
+  slot->last_used = ++use_counter_;
+  std::shared_ptr<JobSlot> result = slot;
+  if (jobs_.size() > kMaxHeldJobs) {
+    // A job the leader never ended (it failed or restarted before EndJob): the least recently
+    // used one that no request is using goes.
+    auto oldest = jobs_.end();
+    for (auto it = jobs_.begin(); it != jobs_.end(); ++it) {
+      if (it->second->users == 0 &&
+          (oldest == jobs_.end() || it->second->last_used < oldest->second->last_used)) {
+        oldest = it;
+      }
+    }
+    if (oldest != jobs_.end()) {
+      spdlog::warn(
+          "job={} dropped: the party holds more than {} jobs and the leader used this "
+          "one least recently",
+          oldest->first, kMaxHeldJobs);
+      dropped = std::move(oldest->second);
+      jobs_.erase(oldest);
+    }
+  }
+  return result;
+}
+
+void PartyAgent::ReleaseSlot(const std::string& job_id, JobSlot& slot) {
+  absl::MutexLock lock(&jobs_mu_);
+  --slot.users;
+  auto it = jobs_.find(job_id);
+  if (slot.users == 0 && slot.job == nullptr && it != jobs_.end() && it->second.get() == &slot) {
+    jobs_.erase(it);
+  }
+}
+
+size_t PartyAgent::held_jobs() const {
+  absl::MutexLock lock(&jobs_mu_);
+  return jobs_.size();
+}
+
 PartyMessage PartyAgent::Handle(const LeaderMessage& request) {
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<PartyMessage> reply = Dispatch(request);
+  const std::shared_ptr<JobSlot> held = AcquireSlot(request.job_id());
+  JobSlot& slot = *held;
+  absl::MutexLock lock(&slot.mu);
+  PartyMessage out = HandleLocked(slot, request);
+  ReleaseSlot(request.job_id(), slot);
+  return out;
+}
+
+PartyMessage PartyAgent::HandleLocked(JobSlot& slot, const LeaderMessage& request) {
+  absl::StatusOr<PartyMessage> reply = Dispatch(slot, request);
   if (!reply.ok()) {
     PartyMessage error;
     error.set_request_id(request.request_id());
@@ -236,13 +288,13 @@ PartyMessage PartyAgent::Handle(const LeaderMessage& request) {
                  std::string(reply.status().message()));
     // The refusal leaves too: recorded for a job whose start was recorded.
     if (audit_.Exists(request.job_id())) {
-      absl::Status st =
-          audit_.Append(request.job_id(),
-                        {.round = request.round(),
-                         .kind = kAuditError,
-                         .form = kAuditPlaintext,
-                         .to = {job_ && job_->job_id == request.job_id() ? job_->leader : "leader"},
-                         .texts = {{"error", std::string(reply.status().message())}}});
+      absl::Status st = audit_.Append(
+          request.job_id(),
+          {.round = request.round(),
+           .kind = kAuditError,
+           .form = kAuditPlaintext,
+           .to = {slot.job && slot.job->job_id == request.job_id() ? slot.job->leader : "leader"},
+           .texts = {{"error", std::string(reply.status().message())}}});
       if (!st.ok()) {
         spdlog::error("job={} cannot record an error: {}", request.job_id(),
                       std::string(st.message()));
@@ -254,7 +306,7 @@ PartyMessage PartyAgent::Handle(const LeaderMessage& request) {
   return *std::move(reply);
 }
 
-absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) {
+absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMessage& request) {
   PartyMessage reply;
   // From the first answer computed from its data on, the run counts as a release of this party's
   // table whatever the leader later says (a released table may be rebuilt from sums, rows or
@@ -263,24 +315,24 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
                          request.body_case() == LeaderMessage::kUnionStep ||
                          request.body_case() == LeaderMessage::kVertical ||
                          request.body_case() == LeaderMessage::kFinalCheck;
-  if (data_step && job_ && job_->job_id == request.job_id() && !job_->released) {
-    RETURN_IF_ERROR(ledger_->MarkReleased(job_->job_id));
-    job_->released = true;
+  if (data_step && slot.job && slot.job->job_id == request.job_id() && !slot.job->released) {
+    RETURN_IF_ERROR(ledger_->MarkReleased(slot.job->job_id));
+    slot.job->released = true;
   }
   switch (request.body_case()) {
     case LeaderMessage::kPing:
       reply.mutable_pong()->set_echoed_unix_nanos(request.ping().sent_unix_nanos());
       return reply;
     case LeaderMessage::kPrepare:
-      return HandlePrepare(request);
+      return HandlePrepare(slot, request);
     case LeaderMessage::kSumStep:
-      return HandleSumStep(request);
+      return HandleSumStep(slot, request);
     case LeaderMessage::kUnionStep:
-      return HandleUnionStep(request);
+      return HandleUnionStep(slot, request);
     case LeaderMessage::kVertical:
-      return HandleVertical(request);
+      return HandleVertical(slot, request);
     case LeaderMessage::kFinalCheck:
-      return HandleFinalCheck(request);
+      return HandleFinalCheck(slot, request);
     case LeaderMessage::kEndJob:
       if (audit_.Exists(request.job_id())) {
         RETURN_IF_ERROR(audit_.Append(
@@ -288,14 +340,14 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
             {.round = request.round(),
              .kind = kAuditJobEnd,
              .form = kAuditPlaintext,
-             .to = {job_ && job_->job_id == request.job_id() ? job_->leader : "leader"},
+             .to = {slot.job && slot.job->job_id == request.job_id() ? slot.job->leader : "leader"},
              .texts = {{"success", request.end_job().success() ? "true" : "false"},
                        {"reason", request.end_job().reason()}}}));
       }
-      if (job_ && job_->job_id == request.job_id()) {
-        spdlog::info("job={} ended: {}", job_->job_id,
+      if (slot.job && slot.job->job_id == request.job_id()) {
+        spdlog::info("job={} ended: {}", slot.job->job_id,
                      common::Printable(request.end_job().reason()));
-        job_.reset();
+        slot.job.reset();
       }
       // A failed run no longer counts as a release of the table (party policy max_releases),
       // unless this party already let its rows go (the ledger remembers; RunLedger::Finish).
@@ -307,8 +359,9 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(const LeaderMessage& request) 
   }
 }
 
-absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(const LeaderMessage& request) {
-  job_.reset();
+absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot,
+                                                       const LeaderMessage& request) {
+  slot.job.reset();
   // The job id names this party's output file when it is the recipient.
   RETURN_IF_ERROR(common::ValidateJobId(request.job_id()));
   auto job = std::make_unique<JobState>();
@@ -390,7 +443,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(const LeaderMessage& requ
                  {"recipient", job->recipient},
                  {"partitioning", job->vertical ? "vertical" : "horizontal"},
                  {"table", std::filesystem::path(table).filename().string()}}}));
-  job_ = std::move(job);
+  slot.job = std::move(job);
   return reply;
 }
 
@@ -559,8 +612,8 @@ absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
 }
 
 absl::Status PartyAgent::ApplyUpdates(
-    const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates) {
-  JobState& job = *job_;
+    JobSlot& slot, const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates) {
+  JobState& job = *slot.job;
   for (const auto& u : updates) {
     if (u.sequence() < job.applied_updates) continue;
     if (u.sequence() != job.applied_updates) {
@@ -601,14 +654,15 @@ absl::Status PartyAgent::ApplyUpdates(
   return absl::OkStatus();
 }
 
-absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& request) {
-  if (!job_ || job_->job_id != request.job_id()) {
+absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
+                                                       const LeaderMessage& request) {
+  if (!slot.job || slot.job->job_id != request.job_id()) {
     return absl::FailedPreconditionError("no prepared job with this id");
   }
-  if (!job_->data || !job_->tips) {
+  if (!slot.job->data || !slot.job->tips) {
     return absl::FailedPreconditionError("no prepared horizontal job with this id");
   }
-  JobState& job = *job_;
+  JobState& job = *slot.job;
   const auto& step = request.sum_step();
   // Routing: fixed by the ring agreed at Prepare, whatever the request says.
   const size_t pos = std::find(job.ring.begin(), job.ring.end(), options_.name) - job.ring.begin();
@@ -636,12 +690,12 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
                                                      " of collect ", step.collect(),
                                                      " arrived before its first chunk"));
     }
-    RETURN_IF_ERROR(ApplyUpdates(step.updates()));
+    RETURN_IF_ERROR(ApplyUpdates(slot, step.updates()));
     ASSIGN_OR_RETURN(common::StatsRequest stats_request, FromProto(step.request(), job.hier));
     RETURN_IF_ERROR(common::CheckNumericRequest(stats_request, job.hier,
                                                 common::NumericSplitFromSpec(job.spec)));
     if (!stats_request.released_groups.empty()) {
-      RETURN_IF_ERROR(ReleaseAllowed("released counts"));
+      RETURN_IF_ERROR(ReleaseAllowed(slot, "released counts"));
     }
     if (job.final_check &&
         (stats_request.released_groups.empty() || !stats_request.rank_histograms.empty() ||
@@ -664,7 +718,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
   } else if (step.chunk() == 0) {
     // The same collect again: it must be the same request (the updates were applied already,
     // so applying them again changes nothing unless they differ).
-    RETURN_IF_ERROR(ApplyUpdates(step.updates()));
+    RETURN_IF_ERROR(ApplyUpdates(slot, step.updates()));
     if (common::SumRequestDigest(step.request(), job.update_chain) != job.counts_digest) {
       return absl::PermissionDeniedError(
           absl::StrCat("secure sum: collect ", step.collect(),
@@ -686,7 +740,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
                        " was already answered for a different request (one request, one answer)"));
     }
     RETURN_IF_ERROR(
-        Audit(request.round(),
+        Audit(slot, request.round(),
               {.kind = kAuditSecureSum,
                .form = kAuditMaskedSealed,
                .to = {done->second.second.sum_step().sealed().receiver()},
@@ -745,7 +799,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
   job.answered[step.chunk()] = {purpose, reply};
   // This party's own counts of the chunk, in plaintext; they left masked and sealed.
   RETURN_IF_ERROR(Audit(
-      request.round(),
+      slot, request.round(),
       {.kind = kAuditSecureSum,
        .form = kAuditMaskedSealed,
        .to = {receiver},
@@ -761,15 +815,16 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(const LeaderMessage& requ
   return reply;
 }
 
-absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& request) {
-  if (!job_ || job_->job_id != request.job_id()) {
+absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
+                                                         const LeaderMessage& request) {
+  if (!slot.job || slot.job->job_id != request.job_id()) {
     return absl::FailedPreconditionError("no prepared job with this id");
   }
-  if (!job_->tips) {
+  if (!slot.job->tips) {
     return absl::FailedPreconditionError("no prepared horizontal job with this id");
   }
-  JobState& job = *job_;
-  RETURN_IF_ERROR(ReleaseAllowed("secure union"));
+  JobState& job = *slot.job;
+  RETURN_IF_ERROR(ReleaseAllowed(slot, "secure union"));
   const auto& step = request.union_step();
   // The union's order: the agreed ring without the recipient, then the recipient when it is a
   // data party (so that it only ever sees the complete, shuffled set).
@@ -818,12 +873,12 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
     RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
     spdlog::info("job={} integrated table ({} rows) written to {}", job.job_id, rows.size(), path);
     out->set_rows_written(rows.size());
-    RETURN_IF_ERROR(
-        Audit(request.round(), {.kind = kAuditReleasedTable,
-                                .form = kAuditPlaintext,
-                                .to = {job.leader},
-                                .numbers = {{"rows", rows.size()}},
-                                .texts = {{"recipient", options_.name}, {"file", path}}}));
+    RETURN_IF_ERROR(Audit(slot, request.round(),
+                          {.kind = kAuditReleasedTable,
+                           .form = kAuditPlaintext,
+                           .to = {job.leader},
+                           .numbers = {{"rows", rows.size()}},
+                           .texts = {{"recipient", options_.name}, {"file", path}}}));
     return reply;
   }
   const std::string successor = pos + 1 < order.size() ? order[pos + 1] : job.recipient;
@@ -868,7 +923,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
   // This party's released rows, each sealed for the recipient, inside the list sealed for the
   // next hop.
   RETURN_IF_ERROR(Audit(
-      request.round(),
+      slot, request.round(),
       {.kind = kAuditUnionRows,
        .form = kAuditSealed,
        .to = {successor},
@@ -877,8 +932,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(const LeaderMessage& re
   return reply;
 }
 
-absl::Status PartyAgent::ReleaseAllowed(const std::string& what) const {
-  const JobState& job = *job_;
+absl::Status PartyAgent::ReleaseAllowed(JobSlot& slot, const std::string& what) const {
+  const JobState& job = *slot.job;
   if (job.ring.size() < 3) {
     // Two data parties: the global counts would reveal the other party's; the final check is not
     // run and the group sizes rest on the leader's word (docs/threat-model.md).
@@ -897,12 +952,13 @@ absl::Status PartyAgent::ReleaseAllowed(const std::string& what) const {
       what, ": refuses to release before the final check of the privacy model passed"));
 }
 
-absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(const LeaderMessage& request) {
+absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(JobSlot& slot,
+                                                          const LeaderMessage& request) {
   using Step = fedanon::v1::FinalCheckStep;
-  if (!job_ || job_->job_id != request.job_id() || !job_->data || !job_->tips) {
+  if (!slot.job || slot.job->job_id != request.job_id() || !slot.job->data || !slot.job->tips) {
     return absl::FailedPreconditionError("no prepared horizontal job with this id");
   }
-  JobState& job = *job_;
+  JobState& job = *slot.job;
   const Step& step = request.final_check();
   if (job.ring.size() < 3) {
     return absl::FailedPreconditionError(
@@ -940,7 +996,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(const LeaderMessage& r
       return absl::FailedPreconditionError("final check: it starts with the sum of chunk 0");
     }
     // The last instructions first; from here on the cut is fixed (ApplyUpdates refuses more).
-    RETURN_IF_ERROR(ApplyUpdates(step.updates()));
+    RETURN_IF_ERROR(ApplyUpdates(slot, step.updates()));
     ASSIGN_OR_RETURN(const common::PrivacyModel model,
                      common::BuildPrivacyModel(job.spec, *job.data));
     JobState::FinalCheck check;
@@ -966,7 +1022,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(const LeaderMessage& r
                  job.final_check->layout.constraints.size(), job.final_check->layout.words);
   } else if (step.phase() == Step::PHASE_SUM && step.chunk() == 0) {
     // Updates applied already are skipped; a new one is refused (the cut is fixed).
-    RETURN_IF_ERROR(ApplyUpdates(step.updates()));
+    RETURN_IF_ERROR(ApplyUpdates(slot, step.updates()));
   }
   JobState::FinalCheck& check = *job.final_check;
   if (!step.updates().empty() && !(step.phase() == Step::PHASE_SUM && step.chunk() == 0)) {
@@ -1025,7 +1081,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(const LeaderMessage& r
       // The agreed successor; the last party seals for the ring's first, never for the leader.
       const std::string receiver = pos + 1 < job.ring.size() ? job.ring[pos + 1] : ring0;
       ASSIGN_OR_RETURN(*out->mutable_sealed(),
-                       SealFor(receiver, round, hop_purpose, EncodeWords(acc)));
+                       SealFor(slot, receiver, round, hop_purpose, EncodeWords(acc)));
       break;
     }
     case Step::PHASE_UNMASK: {
@@ -1040,7 +1096,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(const LeaderMessage& r
       check.have[step.chunk()] = true;
       const std::string bytes = EncodeWords(sum);
       for (size_t i = 1; i < job.ring.size(); ++i) {
-        ASSIGN_OR_RETURN(*out->add_totals(), SealFor(job.ring[i], round, total_purpose, bytes));
+        ASSIGN_OR_RETURN(*out->add_totals(),
+                         SealFor(slot, job.ring[i], round, total_purpose, bytes));
       }
       break;
     }
@@ -1101,19 +1158,20 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(const LeaderMessage& r
     entry.to = {job.leader};
     entry.numbers.emplace_back("passed", out->passed() ? 1 : 0);
   }
-  RETURN_IF_ERROR(Audit(round, std::move(entry)));
+  RETURN_IF_ERROR(Audit(slot, round, std::move(entry)));
   return reply;
 }
 
-absl::StatusOr<fedanon::v1::SealedPayload> PartyAgent::SealFor(const std::string& receiver,
+absl::StatusOr<fedanon::v1::SealedPayload> PartyAgent::SealFor(JobSlot& slot,
+                                                               const std::string& receiver,
                                                                uint64_t round,
                                                                const std::string& purpose,
                                                                const std::string& bytes) const {
-  auto it = job_->seal_keys.find(receiver);
-  if (it == job_->seal_keys.end()) {
+  auto it = slot.job->seal_keys.find(receiver);
+  if (it == slot.job->seal_keys.end()) {
     return absl::InvalidArgumentError(absl::StrCat("'", receiver, "' is not a participant"));
   }
-  const crypto::SealContext context{job_->job_id, round, options_.name, receiver, purpose};
+  const crypto::SealContext context{slot.job->job_id, round, options_.name, receiver, purpose};
   ASSIGN_OR_RETURN(std::string sealed, crypto::SealFrom(*seal_keys_, *it->second, context, bytes));
   fedanon::v1::SealedPayload out;
   out.set_sender(options_.name);
@@ -1123,24 +1181,28 @@ absl::StatusOr<fedanon::v1::SealedPayload> PartyAgent::SealFor(const std::string
   return out;
 }
 
-absl::StatusOr<std::string> PartyAgent::OpenSealed(const fedanon::v1::SealedPayload& payload,
+absl::StatusOr<std::string> PartyAgent::OpenSealed(JobSlot& slot,
+                                                   const fedanon::v1::SealedPayload& payload,
                                                    uint64_t round,
                                                    const std::string& purpose) const {
   // Only data parties seal payloads for each other; the leader relays them.
-  if (std::find(job_->ring.begin(), job_->ring.end(), payload.sender()) == job_->ring.end()) {
+  if (std::find(slot.job->ring.begin(), slot.job->ring.end(), payload.sender()) ==
+      slot.job->ring.end()) {
     return absl::PermissionDeniedError(absl::StrCat("a sealed payload names '", payload.sender(),
                                                     "', not a data party, as sender"));
   }
-  const crypto::SealContext context{job_->job_id, round, payload.sender(), options_.name, purpose};
+  const crypto::SealContext context{slot.job->job_id, round, payload.sender(), options_.name,
+                                    purpose};
   ASSIGN_OR_RETURN(std::string plain,
-                   crypto::OpenFrom(*seal_keys_, *job_->seal_keys.at(payload.sender()), context,
+                   crypto::OpenFrom(*seal_keys_, *slot.job->seal_keys.at(payload.sender()), context,
                                     payload.ciphertext()));
   if (options_.observe_opened) options_.observe_opened(payload.sender(), purpose, plain);
   return plain;
 }
 
-absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& request) {
-  if (!job_ || job_->job_id != request.job_id() || !job_->vertical) {
+absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(JobSlot& slot,
+                                                        const LeaderMessage& request) {
+  if (!slot.job || slot.job->job_id != request.job_id() || !slot.job->vertical) {
     return absl::FailedPreconditionError("no prepared vertical job with this id");
   }
   const auto& step = request.vertical();
@@ -1149,21 +1211,21 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& req
   auto* out = reply.mutable_vertical();
   switch (step.step_case()) {
     case fedanon::v1::VerticalStep::kIdEncrypt:
-      RETURN_IF_ERROR(VerticalIdEncrypt(step.id_encrypt(), round, out));
+      RETURN_IF_ERROR(VerticalIdEncrypt(slot, step.id_encrypt(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kIdReencrypt:
-      RETURN_IF_ERROR(VerticalIdReencrypt(step.id_reencrypt(), round, out));
+      RETURN_IF_ERROR(VerticalIdReencrypt(slot, step.id_reencrypt(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kIdAlign:
-      RETURN_IF_ERROR(VerticalIdAlign(step.id_align(), round, out));
+      RETURN_IF_ERROR(VerticalIdAlign(slot, step.id_align(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kPropose:
-      RETURN_IF_ERROR(VerticalPropose(round, out));
+      RETURN_IF_ERROR(VerticalPropose(slot, round, out));
       RETURN_IF_ERROR(Audit(
-          round,
+          slot, round,
           {.kind = kAuditProposal,
            .form = kAuditPlaintext,
-           .to = {job_->leader},
+           .to = {slot.job->leader},
            .numbers = out->proposal().participate()
                           ? CandidateNumbers(out->proposal().candidate(), {{"participate", 1}})
                           : std::vector<std::pair<std::string, uint64_t>>{{"participate", 0}},
@@ -1173,76 +1235,80 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(const LeaderMessage& req
                      {"reason", out->proposal().reason()}}}));
       return reply;
     case fedanon::v1::VerticalStep::kWinner:
-      RETURN_IF_ERROR(VerticalWinner(step.winner(), round, out));
+      RETURN_IF_ERROR(VerticalWinner(slot, step.winner(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kDeliver:
-      RETURN_IF_ERROR(VerticalDeliver(step.deliver(), round, out));
+      RETURN_IF_ERROR(VerticalDeliver(slot, step.deliver(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kPublish:
-      RETURN_IF_ERROR(VerticalPublish(step.publish(), round, out));
+      RETURN_IF_ERROR(VerticalPublish(slot, step.publish(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kCommit:
-      RETURN_IF_ERROR(VerticalCommit(step.commit(), round, out));
+      RETURN_IF_ERROR(VerticalCommit(slot, step.commit(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kRelease:
-      RETURN_IF_ERROR(VerticalRelease(step.release(), round, out));
+      RETURN_IF_ERROR(VerticalRelease(slot, step.release(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kAssemble:
-      RETURN_IF_ERROR(VerticalAssemble(step.assemble(), round, out));
+      RETURN_IF_ERROR(VerticalAssemble(slot, step.assemble(), round, out));
       return reply;
     default:
       return absl::InvalidArgumentError("unknown vertical step");
   }
 }
 
-absl::Status PartyAgent::VerticalIdEncrypt(const fedanon::v1::IdEncrypt& step, uint64_t round,
-                                           fedanon::v1::VerticalStepResult* out) {
-  JobState& job = *job_;
+absl::Status PartyAgent::VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdEncrypt& step,
+                                           uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *slot.job;
   ASSIGN_OR_RETURN(job.matcher, IdMatcher::Create(job.vertical->ids()));
   ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwn());
   ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
-                   SealFor(step.next(), round, "id-list", SerializeIdList(points)));
-  return Audit(round, {.kind = kAuditIdList,
-                       .form = kAuditSealed,
-                       .to = {step.next()},
-                       .numbers = {{"ids", points.size()}},
-                       .texts = {{"origin", options_.name}}});
+                   SealFor(slot, step.next(), round, "id-list", SerializeIdList(points)));
+  return Audit(slot, round,
+               {.kind = kAuditIdList,
+                .form = kAuditSealed,
+                .to = {step.next()},
+                .numbers = {{"ids", points.size()}},
+                .texts = {{"origin", options_.name}}});
 }
 
-absl::Status PartyAgent::VerticalIdReencrypt(const fedanon::v1::IdReEncrypt& re, uint64_t round,
-                                             fedanon::v1::VerticalStepResult* out) {
-  JobState& job = *job_;
+absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::IdReEncrypt& re,
+                                             uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *slot.job;
   if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
-  ASSIGN_OR_RETURN(std::string bytes, OpenSealed(re.list(), round, "id-list"));
+  ASSIGN_OR_RETURN(std::string bytes, OpenSealed(slot, re.list(), round, "id-list"));
   ASSIGN_OR_RETURN(std::vector<std::string> points, ParseIdList(bytes));
   ASSIGN_OR_RETURN(std::vector<std::string> again, job.matcher->ReEncrypt(points));
   if (!re.next().empty()) {
     ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
-                     SealFor(re.next(), round, "id-list", SerializeIdList(again)));
-    return Audit(round, {.kind = kAuditIdList,
-                         .form = kAuditSealed,
-                         .to = {re.next()},
-                         .numbers = {{"ids", again.size()}},
-                         .texts = {{"origin", re.origin()}}});
+                     SealFor(slot, re.next(), round, "id-list", SerializeIdList(again)));
+    return Audit(slot, round,
+                 {.kind = kAuditIdList,
+                  .form = kAuditSealed,
+                  .to = {re.next()},
+                  .numbers = {{"ids", again.size()}},
+                  .texts = {{"origin", re.origin()}}});
   }
   // The last hop: the fully encrypted list, as digests, for every party.
   fedanon::v1::IdList digests;
   digests.set_digests(IdMatcher::FinalDigests(again));
   const std::string serialized = digests.SerializeAsString();
   for (const auto& party : job.ring) {
-    ASSIGN_OR_RETURN(*out->mutable_ids()->add_for_parties(),
-                     SealFor(party, round, absl::StrCat("id-full:", re.origin()), serialized));
+    ASSIGN_OR_RETURN(
+        *out->mutable_ids()->add_for_parties(),
+        SealFor(slot, party, round, absl::StrCat("id-full:", re.origin()), serialized));
   }
-  return Audit(round, {.kind = kAuditIdList,
-                       .form = kAuditSealed,
-                       .to = Receivers(out->ids().for_parties()),
-                       .numbers = {{"ids", again.size()}},
-                       .texts = {{"origin", re.origin()}, {"list", "fully-encrypted digests"}}});
+  return Audit(slot, round,
+               {.kind = kAuditIdList,
+                .form = kAuditSealed,
+                .to = Receivers(out->ids().for_parties()),
+                .numbers = {{"ids", again.size()}},
+                .texts = {{"origin", re.origin()}, {"list", "fully-encrypted digests"}}});
 }
 
-absl::Status PartyAgent::VerticalIdAlign(const fedanon::v1::IdAlign& align, uint64_t round,
-                                         fedanon::v1::VerticalStepResult* out) {
-  JobState& job = *job_;
+absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAlign& align,
+                                         uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *slot.job;
   VerticalParty& vp = *job.vertical;
   if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
   const auto& lists = align.lists();
@@ -1253,7 +1319,7 @@ absl::Status PartyAgent::VerticalIdAlign(const fedanon::v1::IdAlign& align, uint
   size_t own_index = job.ring.size();
   for (size_t i = 0; i < job.ring.size(); ++i) {
     if (job.ring[i] == options_.name) own_index = i;
-    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(lists[static_cast<int>(i)], round,
+    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(slot, lists[static_cast<int>(i)], round,
                                                    absl::StrCat("id-full:", job.ring[i])));
     fedanon::v1::IdList list;
     if (!list.ParseFromString(bytes)) {
@@ -1271,15 +1337,16 @@ absl::Status PartyAgent::VerticalIdAlign(const fedanon::v1::IdAlign& align, uint
   spdlog::info("job={} ID matching: {} of {} records are common to every party", job.job_id,
                alignment.common, vp.ids().size());
   out->mutable_ids()->set_common_records(alignment.common);
-  return Audit(round, {.kind = kAuditIdCommon,
-                       .form = kAuditPlaintext,
-                       .to = {job.leader},
-                       .numbers = {{"common_records", alignment.common}}});
+  return Audit(slot, round,
+               {.kind = kAuditIdCommon,
+                .form = kAuditPlaintext,
+                .to = {job.leader},
+                .numbers = {{"common_records", alignment.common}}});
 }
 
-absl::Status PartyAgent::VerticalPropose(uint64_t round,
+absl::Status PartyAgent::VerticalPropose(JobSlot& slot, uint64_t round,
                                          fedanon::v1::VerticalStepResult* out) const {
-  const VerticalProposalView view = job_->vertical->Propose();
+  const VerticalProposalView view = slot.job->vertical->Propose();
   const auto& choice = view.choice;
   auto* proposal = out->mutable_proposal();
   proposal->set_participate(choice.has_value());
@@ -1293,10 +1360,10 @@ absl::Status PartyAgent::VerticalPropose(uint64_t round,
     c->set_score(choice->score);
     c->set_order_key(choice->order_key);
   }
-  ASSIGN_OR_RETURN(
-      *proposal->mutable_signature(),
-      crypto::SignWithSealKey(options_.seal_key_pem,
-                              ProposalStatement(job_->job_id, job_->run_id, round, *proposal)));
+  ASSIGN_OR_RETURN(*proposal->mutable_signature(),
+                   crypto::SignWithSealKey(
+                       options_.seal_key_pem,
+                       ProposalStatement(slot.job->job_id, slot.job->run_id, round, *proposal)));
   return absl::OkStatus();
 }
 
@@ -1313,16 +1380,18 @@ common::TopDownSpecializer::Choice AsChoice(const fedanon::v1::VerticalCandidate
 
 }  // namespace
 
-absl::Status PartyAgent::CheckSignedProposal(const fedanon::v1::SignedProposal& signed_,
+absl::Status PartyAgent::CheckSignedProposal(JobSlot& slot,
+                                             const fedanon::v1::SignedProposal& signed_,
                                              uint64_t round) const {
-  auto key = job_->seal_keys.find(signed_.party());
-  if (key == job_->seal_keys.end() ||
-      std::find(job_->ring.begin(), job_->ring.end(), signed_.party()) == job_->ring.end()) {
+  auto key = slot.job->seal_keys.find(signed_.party());
+  if (key == slot.job->seal_keys.end() || std::find(slot.job->ring.begin(), slot.job->ring.end(),
+                                                    signed_.party()) == slot.job->ring.end()) {
     return absl::PermissionDeniedError(absl::StrCat("forged vertical proposal: '", signed_.party(),
                                                     "' is not a data party of the job"));
   }
   const absl::Status st = crypto::VerifyWithSealKey(
-      *key->second, ProposalStatement(job_->job_id, job_->run_id, round, signed_.proposal()),
+      *key->second,
+      ProposalStatement(slot.job->job_id, slot.job->run_id, round, signed_.proposal()),
       signed_.proposal().signature());
   if (!st.ok()) {
     return absl::PermissionDeniedError(absl::StrCat(
@@ -1332,10 +1401,11 @@ absl::Status PartyAgent::CheckSignedProposal(const fedanon::v1::SignedProposal& 
   return absl::OkStatus();
 }
 
-absl::Status PartyAgent::CheckCommitEvidence(const fedanon::v1::VerticalCommit& commit,
+absl::Status PartyAgent::CheckCommitEvidence(JobSlot& slot,
+                                             const fedanon::v1::VerticalCommit& commit,
                                              uint64_t round) const {
   const fedanon::v1::SignedProposal& winner = commit.winner();
-  RETURN_IF_ERROR(CheckSignedProposal(winner, round));
+  RETURN_IF_ERROR(CheckSignedProposal(slot, winner, round));
   if (!winner.proposal().participate() ||
       !SameCandidate(winner.proposal().candidate(), commit.candidate())) {
     return absl::PermissionDeniedError(
@@ -1344,7 +1414,7 @@ absl::Status PartyAgent::CheckCommitEvidence(const fedanon::v1::VerticalCommit& 
   }
   // The judges other than the owner: each must have signed its verdict on this candidate.
   std::set<std::string> judges;
-  for (const auto& j : job_->vertical->judges()) {
+  for (const auto& j : slot.job->vertical->judges()) {
     if (j != winner.party()) judges.insert(j);
   }
   std::set<std::string> accepted;
@@ -1359,8 +1429,8 @@ absl::Status PartyAgent::CheckCommitEvidence(const fedanon::v1::VerticalCommit& 
                                                       v.judge(), "' is about another candidate"));
     }
     const absl::Status st = crypto::VerifyWithSealKey(
-        *job_->seal_keys.at(v.judge()),
-        VerdictStatement(job_->job_id, job_->run_id, round, v.candidate(), v.accept()),
+        *slot.job->seal_keys.at(v.judge()),
+        VerdictStatement(slot.job->job_id, slot.job->run_id, round, v.candidate(), v.accept()),
         v.signature());
     if (!st.ok()) {
       return absl::PermissionDeniedError(absl::StrCat(
@@ -1391,8 +1461,8 @@ absl::Status PartyAgent::CheckCommitEvidence(const fedanon::v1::VerticalCommit& 
   return absl::OkStatus();
 }
 
-absl::Status PartyAgent::VerticalWinner(const fedanon::v1::VerticalWinner& winner, uint64_t round,
-                                        fedanon::v1::VerticalStepResult* out) {
+absl::Status PartyAgent::VerticalWinner(JobSlot& slot, const fedanon::v1::VerticalWinner& winner,
+                                        uint64_t round, fedanon::v1::VerticalStepResult* out) {
   // The winner must be this party's own signed proposal and the best of every party's signed
   // proposal of the round: the leader can neither invent a proposal, alter a score, nor turn a
   // party's participation into a Not-participate.
@@ -1401,7 +1471,7 @@ absl::Status PartyAgent::VerticalWinner(const fedanon::v1::VerticalWinner& winne
   std::string best_party;
   fedanon::v1::VerticalCandidate best_candidate;
   for (const auto& p : winner.proposals()) {
-    RETURN_IF_ERROR(CheckSignedProposal(p, round));
+    RETURN_IF_ERROR(CheckSignedProposal(slot, p, round));
     if (!heard.insert(p.party()).second) {
       return absl::PermissionDeniedError(
           absl::StrCat("forged vertical winner: two proposals of '", p.party(), "'"));
@@ -1414,7 +1484,7 @@ absl::Status PartyAgent::VerticalWinner(const fedanon::v1::VerticalWinner& winne
       best_candidate = p.proposal().candidate();
     }
   }
-  if (heard.size() != job_->ring.size()) {
+  if (heard.size() != slot.job->ring.size()) {
     return absl::PermissionDeniedError(
         "forged vertical winner: the leader did not relay every party's signed proposal");
   }
@@ -1422,37 +1492,41 @@ absl::Status PartyAgent::VerticalWinner(const fedanon::v1::VerticalWinner& winne
     return absl::PermissionDeniedError(
         "forged vertical winner: the candidate is not the best signed proposal of the round");
   }
-  ASSIGN_OR_RETURN(std::string instruction, job_->vertical->MakeInstruction(winner.candidate()));
+  ASSIGN_OR_RETURN(std::string instruction,
+                   slot.job->vertical->MakeInstruction(winner.candidate()));
   // Before the verdict the children go to the judges only (the other holders of sensitive
   // values); everyone else gets them from VerticalPublish once every judge accepted.
-  for (const auto& party : job_->vertical->judges()) {
+  for (const auto& party : slot.job->vertical->judges()) {
     if (party == options_.name) continue;
     ASSIGN_OR_RETURN(*out->mutable_instructions()->add_for_parties(),
-                     SealFor(party, round, "instruction", instruction));
+                     SealFor(slot, party, round, "instruction", instruction));
   }
-  job_->pending = JobState::PendingInstruction{round, winner.candidate(), std::move(instruction)};
+  slot.job->pending =
+      JobState::PendingInstruction{round, winner.candidate(), std::move(instruction)};
   return Audit(
-      round, {.kind = kAuditInstruction,
-              .form = kAuditSealed,
-              .to = Receivers(out->instructions().for_parties()),
-              .numbers = CandidateNumbers(winner.candidate(),
-                                          {{"records", InstructionRecords(job_->pending->bytes)}}),
-              .texts = {{"stage", "to the judges"}}});
+      slot, round,
+      {.kind = kAuditInstruction,
+       .form = kAuditSealed,
+       .to = Receivers(out->instructions().for_parties()),
+       .numbers = CandidateNumbers(winner.candidate(),
+                                   {{"records", InstructionRecords(slot.job->pending->bytes)}}),
+       .texts = {{"stage", "to the judges"}}});
 }
 
-absl::Status PartyAgent::VerticalDeliver(const fedanon::v1::VerticalDeliver& deliver,
+absl::Status PartyAgent::VerticalDeliver(JobSlot& slot, const fedanon::v1::VerticalDeliver& deliver,
                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
-  const auto& judges = job_->vertical->judges();
+  const auto& judges = slot.job->vertical->judges();
   if (std::find(judges.begin(), judges.end(), options_.name) == judges.end()) {
     return absl::PermissionDeniedError(
         "this party holds no sensitive values: it judges no candidate and receives a winner's "
         "instruction only with the commit");
   }
-  ASSIGN_OR_RETURN(std::string bytes, OpenSealed(deliver.instruction(), round, "instruction"));
-  ASSIGN_OR_RETURN(bool accept, job_->vertical->Deliver(bytes));
+  ASSIGN_OR_RETURN(std::string bytes,
+                   OpenSealed(slot, deliver.instruction(), round, "instruction"));
+  ASSIGN_OR_RETURN(bool accept, slot.job->vertical->Deliver(bytes));
   if (!accept) {
     spdlog::info("job={} round={} vetoed the winner: it would break a confidence bound",
-                 job_->job_id, round);
+                 slot.job->job_id, round);
   }
   fedanon::v1::VerticalInstruction instruction;
   if (!instruction.ParseFromString(bytes)) {
@@ -1465,23 +1539,25 @@ absl::Status PartyAgent::VerticalDeliver(const fedanon::v1::VerticalDeliver& del
   body.set_accept(accept);
   out->mutable_verdict()->set_accept(accept);
   // Signed, so every party can check the leader's commit (or veto) against it.
-  ASSIGN_OR_RETURN(*out->mutable_verdict()->mutable_signature(),
-                   crypto::SignWithSealKey(options_.seal_key_pem,
-                                           VerdictStatement(job_->job_id, job_->run_id, round,
-                                                            instruction.candidate(), accept)));
+  ASSIGN_OR_RETURN(
+      *out->mutable_verdict()->mutable_signature(),
+      crypto::SignWithSealKey(options_.seal_key_pem,
+                              VerdictStatement(slot.job->job_id, slot.job->run_id, round,
+                                               instruction.candidate(), accept)));
   ASSIGN_OR_RETURN(
       *out->mutable_verdict()->mutable_for_owner(),
-      SealFor(deliver.instruction().sender(), round, "verdict", body.SerializeAsString()));
+      SealFor(slot, deliver.instruction().sender(), round, "verdict", body.SerializeAsString()));
   // In plaintext for the leader and sealed for the owner.
-  return Audit(round, {.kind = kAuditVerdict,
-                       .form = "plaintext+sealed",
-                       .to = {job_->leader, deliver.instruction().sender()},
-                       .numbers = CandidateNumbers(instruction.candidate(), {{"accept", accept}})});
+  return Audit(slot, round,
+               {.kind = kAuditVerdict,
+                .form = "plaintext+sealed",
+                .to = {slot.job->leader, deliver.instruction().sender()},
+                .numbers = CandidateNumbers(instruction.candidate(), {{"accept", accept}})});
 }
 
-absl::Status PartyAgent::VerticalPublish(const fedanon::v1::VerticalPublish& publish,
+absl::Status PartyAgent::VerticalPublish(JobSlot& slot, const fedanon::v1::VerticalPublish& publish,
                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
-  JobState& job = *job_;
+  JobState& job = *slot.job;
   if (!job.pending || job.pending->round != round ||
       !SameCandidate(job.pending->candidate, publish.candidate())) {
     return absl::FailedPreconditionError("publish of a candidate this party did not just instruct");
@@ -1496,7 +1572,7 @@ absl::Status PartyAgent::VerticalPublish(const fedanon::v1::VerticalPublish& pub
       return absl::PermissionDeniedError(absl::StrCat("a verdict from '", sealed.sender(),
                                                       "', which is not a judge still to be heard"));
     }
-    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(sealed, round, "verdict"));
+    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(slot, sealed, round, "verdict"));
     fedanon::v1::VerticalVerdictBody body;
     if (!body.ParseFromString(bytes) || !SameCandidate(body.candidate(), publish.candidate())) {
       return absl::InvalidArgumentError(
@@ -1518,23 +1594,24 @@ absl::Status PartyAgent::VerticalPublish(const fedanon::v1::VerticalPublish& pub
       continue;
     }
     ASSIGN_OR_RETURN(*out->mutable_instructions()->add_for_parties(),
-                     SealFor(party, round, "instruction", job.pending->bytes));
+                     SealFor(slot, party, round, "instruction", job.pending->bytes));
   }
   const uint64_t records = InstructionRecords(job.pending->bytes);
   job.published = std::make_pair(round, job.pending->candidate);
   job.pending.reset();
-  return Audit(round, {.kind = kAuditInstruction,
-                       .form = kAuditSealed,
-                       .to = Receivers(out->instructions().for_parties()),
-                       .numbers = CandidateNumbers(publish.candidate(), {{"records", records}}),
-                       .texts = {{"stage", "after every judge accepted"}}});
+  return Audit(slot, round,
+               {.kind = kAuditInstruction,
+                .form = kAuditSealed,
+                .to = Receivers(out->instructions().for_parties()),
+                .numbers = CandidateNumbers(publish.candidate(), {{"records", records}}),
+                .texts = {{"stage", "after every judge accepted"}}});
 }
 
-absl::Status PartyAgent::VerticalCommit(const fedanon::v1::VerticalCommit& commit, uint64_t round,
-                                        fedanon::v1::VerticalStepResult* out) {
-  JobState& job = *job_;
+absl::Status PartyAgent::VerticalCommit(JobSlot& slot, const fedanon::v1::VerticalCommit& commit,
+                                        uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *slot.job;
   job.pending.reset();
-  RETURN_IF_ERROR(CheckCommitEvidence(commit, round));
+  RETURN_IF_ERROR(CheckCommitEvidence(slot, commit, round));
   if (commit.has_instruction()) {
     // A party that did not judge the candidate: its children arrive with the acceptance.
     if (!commit.accept()) {
@@ -1544,7 +1621,8 @@ absl::Status PartyAgent::VerticalCommit(const fedanon::v1::VerticalCommit& commi
     if (std::find(judges.begin(), judges.end(), options_.name) != judges.end()) {
       return absl::InvalidArgumentError("a judge receives the instruction before its verdict");
     }
-    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(commit.instruction(), round, "instruction"));
+    ASSIGN_OR_RETURN(std::string bytes,
+                     OpenSealed(slot, commit.instruction(), round, "instruction"));
     fedanon::v1::VerticalInstruction instruction;
     if (!instruction.ParseFromString(bytes) ||
         !SameCandidate(instruction.candidate(), commit.candidate())) {
@@ -1568,16 +1646,16 @@ absl::Status PartyAgent::VerticalCommit(const fedanon::v1::VerticalCommit& commi
   job.published.reset();
   RETURN_IF_ERROR(job.vertical->Commit(commit.candidate(), commit.accept()));
   out->set_committed(true);
-  return Audit(round,
+  return Audit(slot, round,
                {.kind = kAuditCommit,
                 .form = kAuditPlaintext,
                 .to = {job.leader},
                 .numbers = CandidateNumbers(commit.candidate(), {{"accept", commit.accept()}})});
 }
 
-absl::Status PartyAgent::VerticalRelease(const fedanon::v1::VerticalRelease& release,
+absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::VerticalRelease& release,
                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
-  JobState& job = *job_;
+  JobState& job = *slot.job;
   VerticalParty& vp = *job.vertical;
   // Issue 26: before anything leaves, this party checks the model on the final joined groups it
   // can see (group sizes at every party, confidences where it holds the sensitive values).
@@ -1601,7 +1679,7 @@ absl::Status PartyAgent::VerticalRelease(const fedanon::v1::VerticalRelease& rel
     for (const auto& party : job.ring) {
       if (party == options_.name) continue;
       ASSIGN_OR_RETURN(*out->mutable_released()->add_order_seeds(),
-                       SealFor(party, round, "release-order", job.order_seed));
+                       SealFor(slot, party, round, "release-order", job.order_seed));
     }
   } else {
     if (release.order_seed().sender() != job.ring.front()) {
@@ -1609,19 +1687,21 @@ absl::Status PartyAgent::VerticalRelease(const fedanon::v1::VerticalRelease& rel
           absl::StrCat("the release order's seed must come from the ring's first party '",
                        job.ring.front(), "'"));
     }
-    ASSIGN_OR_RETURN(job.order_seed, OpenSealed(release.order_seed(), round, "release-order"));
+    ASSIGN_OR_RETURN(job.order_seed,
+                     OpenSealed(slot, release.order_seed(), round, "release-order"));
   }
   ASSIGN_OR_RETURN(const std::vector<size_t> order,
                    crypto::SeededPermutation(job.order_seed, vp.records()));
   ASSIGN_OR_RETURN(const fedanon::v1::VerticalColumns columns, vp.ReleasedColumns(order));
-  ASSIGN_OR_RETURN(*out->mutable_released()->mutable_columns(),
-                   SealFor(release.recipient(), round, "columns", columns.SerializeAsString()));
+  ASSIGN_OR_RETURN(
+      *out->mutable_released()->mutable_columns(),
+      SealFor(slot, release.recipient(), round, "columns", columns.SerializeAsString()));
   vp.FillReport("", out->mutable_released()->mutable_report());
   // The columns sealed for the recipient, the order seed sealed for the other data parties, this
   // replica's report in plaintext for the leader.
   const auto& report = out->released().report();
   return Audit(
-      round,
+      slot, round,
       {.kind = kAuditRelease,
        .form = kAuditSealed,
        .to = {release.recipient()},
@@ -1633,11 +1713,12 @@ absl::Status PartyAgent::VerticalRelease(const fedanon::v1::VerticalRelease& rel
                  {"report_to", job.leader}}});
 }
 
-absl::Status PartyAgent::VerticalAssemble(const fedanon::v1::VerticalAssemble& assemble,
+absl::Status PartyAgent::VerticalAssemble(JobSlot& slot,
+                                          const fedanon::v1::VerticalAssemble& assemble,
                                           uint64_t round, fedanon::v1::VerticalStepResult* out) {
   std::vector<fedanon::v1::VerticalColumns> parts;
   for (const auto& sealed : assemble.columns()) {
-    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(sealed, round, "columns"));
+    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(slot, sealed, round, "columns"));
     if (!parts.emplace_back().ParseFromString(bytes)) {
       return absl::InvalidArgumentError("released columns do not parse");
     }
@@ -1645,18 +1726,20 @@ absl::Status PartyAgent::VerticalAssemble(const fedanon::v1::VerticalAssemble& a
   std::vector<std::string> header(assemble.header().begin(), assemble.header().end());
   ASSIGN_OR_RETURN(std::string csv, JoinReleasedColumns(parts, header));
   const std::string path =
-      (std::filesystem::path(options_.output_dir) / absl::StrCat(job_->job_id, ".csv")).string();
+      (std::filesystem::path(options_.output_dir) / absl::StrCat(slot.job->job_id, ".csv"))
+          .string();
   std::error_code ec;
   std::filesystem::create_directories(options_.output_dir, ec);
   RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
-  const uint64_t records = job_->vertical->records();
-  spdlog::info("job={} joined table ({} rows) written to {}", job_->job_id, records, path);
+  const uint64_t records = slot.job->vertical->records();
+  spdlog::info("job={} joined table ({} rows) written to {}", slot.job->job_id, records, path);
   out->mutable_assembled()->set_rows_written(records);
-  return Audit(round, {.kind = kAuditReleasedTable,
-                       .form = kAuditPlaintext,
-                       .to = {job_->leader},
-                       .numbers = {{"rows", records}},
-                       .texts = {{"recipient", options_.name}, {"file", path}}});
+  return Audit(slot, round,
+               {.kind = kAuditReleasedTable,
+                .form = kAuditPlaintext,
+                .to = {slot.job->leader},
+                .numbers = {{"rows", records}},
+                .texts = {{"recipient", options_.name}, {"file", path}}});
 }
 
 }  // namespace fedanon::party

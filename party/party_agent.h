@@ -2,7 +2,11 @@
 // leave this class — it replies only with digests, masked/sealed count vectors and rows sealed
 // for the job's recipient. No gRPC types: server/party_client feeds it the requests that arrive
 // on the party's outbound stream; party/in_process_channel calls it directly in tests.
-// Thread-safe (requests are handled one at a time).
+// Thread-safe. The party takes part in several jobs at once: each job's state lives in its own
+// slot with its own lock, so requests of one job are handled one at a time while requests of
+// different jobs run in parallel (no state is shared between jobs but the thread-safe run ledger
+// and audit files, one file per job). It holds at most kMaxHeldJobs jobs; beyond that the one
+// the leader used least recently (a job whose end it never announced) is dropped.
 #pragma once
 
 #include <cstdint>
@@ -64,31 +68,55 @@ struct PartyAgentOptions {
 
 class PartyAgent {
  public:
+  static constexpr size_t kMaxHeldJobs = 64;  // the leader's largest max_concurrent_jobs
+
   static absl::StatusOr<std::unique_ptr<PartyAgent>> Create(PartyAgentOptions options);
   ~PartyAgent();
 
   // Handles one request and returns the reply (an ErrorReply on failure; never throws).
   fedanon::v1::PartyMessage Handle(const fedanon::v1::LeaderMessage& request)
-      ABSL_LOCKS_EXCLUDED(mu_);
+      ABSL_LOCKS_EXCLUDED(jobs_mu_);
 
   const std::string& name() const { return options_.name; }
   const std::string& seal_cert_pem() const { return options_.seal_cert_pem; }
+  // The jobs this party holds (prepared and not yet ended).
+  size_t held_jobs() const ABSL_LOCKS_EXCLUDED(jobs_mu_);
 
  private:
   struct JobState;
   using Reply = absl::StatusOr<fedanon::v1::PartyMessage>;
   using VerticalResult = fedanon::v1::VerticalStepResult;
+  // One job's place in the agent: its state (null until prepared and after its end) behind the
+  // lock every request of the job holds while it is handled.
+  struct JobSlot {
+    absl::Mutex mu;
+    std::unique_ptr<JobState> job ABSL_GUARDED_BY(mu);
+    // Guarded by the agent's jobs_mu_ (not expressible here): requests holding the slot, and
+    // when it was last used (for dropping the least recently used job).
+    int users = 0;
+    uint64_t last_used = 0;
+  };
 
   PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKeyPair> seal_keys,
              std::unique_ptr<RunLedger> ledger);
+  // The slot of `job_id` (created when absent), counted as in use until ReleaseSlot.
+  std::shared_ptr<JobSlot> AcquireSlot(const std::string& job_id) ABSL_LOCKS_EXCLUDED(jobs_mu_);
+  // Ends a request's use of `slot`; forgets the slot when it holds no job and nobody uses it.
+  void ReleaseSlot(const std::string& job_id, JobSlot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu)
+      ABSL_LOCKS_EXCLUDED(jobs_mu_);
+  fedanon::v1::PartyMessage HandleLocked(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   // One line in the current job's audit file (party/audit_log.h) for a message about to leave;
   // a message that cannot be recorded is not sent (the request fails).
-  absl::Status Audit(uint64_t round, AuditEntry entry) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Reply Dispatch(const fedanon::v1::LeaderMessage& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Audit(JobSlot& slot, uint64_t round, AuditEntry entry) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  Reply Dispatch(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
 
   // PrepareJob: verifies the participants' sealing certificates, reads the taxonomies and the
   // table, and replies with the digest of the job as this party loaded it.
-  Reply HandlePrepare(const fedanon::v1::LeaderMessage& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Reply HandlePrepare(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerifyParticipants(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
   // Checks and stores the ring order, the leader and the recipient fixed at Prepare.
   absl::Status CheckRing(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
@@ -105,69 +133,80 @@ class PartyAgent {
   // successor (the last one for the leader, or the recipient for the union), each secure-sum
   // chunk answered once (docs/threat-model.md).
   absl::Status ApplyUpdates(
-      const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Reply HandleSumStep(const fedanon::v1::LeaderMessage& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Reply HandleUnionStep(const fedanon::v1::LeaderMessage& request)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      JobSlot& slot, const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  Reply HandleSumStep(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  Reply HandleUnionStep(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   // The final check (three or more data parties): one more ring sum, without the leader, of the
   // global group counts of the final cut; every party re-checks the signed privacy model on it and
   // refuses to release unless it holds (common/engine/final_check.h, docs/threat-model.md).
-  Reply HandleFinalCheck(const fedanon::v1::LeaderMessage& request)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Reply HandleFinalCheck(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   // OK when this party may release rows or released counts now: the final check passed here, or
   // the job has two data parties (the check is skipped; docs/threat-model.md).
-  absl::Status ReleaseAllowed(const std::string& what) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReleaseAllowed(JobSlot& slot, const std::string& what) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
 
   // Vertical jobs: one function per step (party/vertical_party.h does the work).
-  Reply HandleVertical(const fedanon::v1::LeaderMessage& request)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status VerticalIdEncrypt(const fedanon::v1::IdEncrypt& step, uint64_t round,
-                                 VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status VerticalIdReencrypt(const fedanon::v1::IdReEncrypt& re, uint64_t round,
-                                   VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status VerticalIdAlign(const fedanon::v1::IdAlign& align, uint64_t round,
-                               VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status VerticalPropose(uint64_t round, VerticalResult* out) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Reply HandleVertical(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdEncrypt& step, uint64_t round,
+                                 VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::IdReEncrypt& re,
+                                   uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAlign& align, uint64_t round,
+                               VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalPropose(JobSlot& slot, uint64_t round, VerticalResult* out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   // Signed statements relayed by the leader (party/vertical_statement.h): OK only if `signed_`
   // is the proposal of a data party of the job with a valid signature for this round;
   // PermissionDenied naming the party and the reason otherwise.
-  absl::Status CheckSignedProposal(const fedanon::v1::SignedProposal& signed_, uint64_t round) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckSignedProposal(JobSlot& slot, const fedanon::v1::SignedProposal& signed_,
+                                   uint64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   // The commit's evidence: the owner's signed proposal of the candidate and the judges' signed
   // verdicts that make it accepted (or rejected).
-  absl::Status CheckCommitEvidence(const fedanon::v1::VerticalCommit& commit, uint64_t round) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status VerticalWinner(const fedanon::v1::VerticalWinner& winner, uint64_t round,
-                              VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status VerticalDeliver(const fedanon::v1::VerticalDeliver& deliver, uint64_t round,
-                               VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status VerticalPublish(const fedanon::v1::VerticalPublish& publish, uint64_t round,
-                               VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status VerticalCommit(const fedanon::v1::VerticalCommit& commit, uint64_t round,
-                              VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status VerticalRelease(const fedanon::v1::VerticalRelease& release, uint64_t round,
-                               VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status VerticalAssemble(const fedanon::v1::VerticalAssemble& assemble, uint64_t round,
-                                VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckCommitEvidence(JobSlot& slot, const fedanon::v1::VerticalCommit& commit,
+                                   uint64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalWinner(JobSlot& slot, const fedanon::v1::VerticalWinner& winner,
+                              uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalDeliver(JobSlot& slot, const fedanon::v1::VerticalDeliver& deliver,
+                               uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalPublish(JobSlot& slot, const fedanon::v1::VerticalPublish& publish,
+                               uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalCommit(JobSlot& slot, const fedanon::v1::VerticalCommit& commit,
+                              uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalRelease(JobSlot& slot, const fedanon::v1::VerticalRelease& release,
+                               uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalAssemble(JobSlot& slot, const fedanon::v1::VerticalAssemble& assemble,
+                                uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
 
   // `bytes` sealed for a participant of the current job, and a payload sealed for this party.
-  absl::StatusOr<fedanon::v1::SealedPayload> SealFor(const std::string& receiver, uint64_t round,
-                                                     const std::string& purpose,
+  absl::StatusOr<fedanon::v1::SealedPayload> SealFor(JobSlot& slot, const std::string& receiver,
+                                                     uint64_t round, const std::string& purpose,
                                                      const std::string& bytes) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::string> OpenSealed(const fedanon::v1::SealedPayload& payload, uint64_t round,
-                                         const std::string& purpose) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::StatusOr<std::string> OpenSealed(JobSlot& slot, const fedanon::v1::SealedPayload& payload,
+                                         uint64_t round, const std::string& purpose) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
 
   const PartyAgentOptions options_;
   const std::unique_ptr<crypto::SealKeyPair> seal_keys_;  // parsed once from the seal key PEM
   const JobAuthorizer authorizer_;
   const std::unique_ptr<RunLedger> ledger_;  // thread-safe on its own
   const AuditLog audit_;                     // thread-safe on its own
-  absl::Mutex mu_;                           // held for the whole of each request
-  std::unique_ptr<JobState> job_ ABSL_GUARDED_BY(mu_);
+  // Lock order: a slot's mu, then jobs_mu_ (never the other way round).
+  mutable absl::Mutex jobs_mu_;
+  std::map<std::string, std::shared_ptr<JobSlot>> jobs_ ABSL_GUARDED_BY(jobs_mu_);
+  uint64_t use_counter_ ABSL_GUARDED_BY(jobs_mu_) = 0;
 };
 
 }  // namespace fedanon::party

@@ -453,6 +453,7 @@ std::string FormatUnixTime(int64_t unix_seconds) {
 std::string ProgressLine(const JobInfo& job) {
   std::string line = absl::StrCat(job.job_id(), " ", JobStateName(job.state()));
   std::vector<std::string> parts;
+  if (job.queue_position() > 0) parts.push_back(absl::StrCat("queued #", job.queue_position()));
   if (job.round() > 0) parts.push_back(absl::StrCat("round ", job.round()));
   if (!job.current_best().empty() && !IsFinalState(job.state()))
     parts.push_back(absl::StrCat("best '", job.current_best(), "'"));

@@ -19,7 +19,8 @@ bool IsFinal(fedanon::v1::JobState state) {
 
 bool Changed(const fedanon::v1::JobInfo& a, const fedanon::v1::JobInfo& b) {
   return a.state() != b.state() || a.round() != b.round() ||
-         a.failure_reason() != b.failure_reason() || a.current_best() != b.current_best();
+         a.failure_reason() != b.failure_reason() || a.current_best() != b.current_best() ||
+         a.queue_position() != b.queue_position();
 }
 
 const grpc::Status kNoBackend(grpc::StatusCode::UNAVAILABLE,

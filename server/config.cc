@@ -18,6 +18,7 @@
 #include "common/base/status_macros.h"
 #include "common/spec/yaml_document.h"
 #include "crypto/certificates.h"
+#include "leader/leader.h"
 
 namespace fedanon::server {
 namespace {
@@ -256,13 +257,27 @@ absl::Status ValidateHostPort(const std::string& address, const std::string& wha
   return absl::OkStatus();
 }
 
+// The optional top-level integer `key` in lo..hi (`fallback` when absent).
+absl::StatusOr<int> BoundedInt(const ConfigReader& reader, const std::string& key, int fallback,
+                               int lo, int hi) {
+  ASSIGN_OR_RETURN(const std::string text, reader.String(reader.root(), key, "", false));
+  if (text.empty()) return fallback;
+  int value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < lo || value > hi) {
+    return absl::InvalidArgumentError(absl::StrCat(reader.Where(reader.root()[key].Mark()),
+                                                   ": key '", key, "' must be a whole number in ",
+                                                   lo, "..", hi, ", not '", text, "'"));
+  }
+  return value;
+}
+
 absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
-  RETURN_IF_ERROR(
-      reader.CheckKeys(reader.root(),
-                       {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds",
-                        "log_format", "crl", "all_jobs_admins"},
-                       ""));
+  RETURN_IF_ERROR(reader.CheckKeys(
+      reader.root(),
+      {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format", "crl",
+       "all_jobs_admins", "max_concurrent_jobs", "max_queued_jobs"},
+      ""));
   LeaderConfig config;
   config.path = reader.path();
   ASSIGN_OR_RETURN(config.name, reader.Name());
@@ -286,6 +301,12 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
                        timeout, "'"));
     }
   }
+  ASSIGN_OR_RETURN(config.max_concurrent_jobs,
+                   BoundedInt(reader, "max_concurrent_jobs", config.max_concurrent_jobs, 1,
+                              leader::kMaxConcurrentJobsLimit));
+  ASSIGN_OR_RETURN(config.max_queued_jobs,
+                   BoundedInt(reader, "max_queued_jobs", config.max_queued_jobs, 0,
+                              leader::kMaxQueuedJobsLimit));
   ASSIGN_OR_RETURN(config.log_format, reader.Format());
   return config;
 }

@@ -9,6 +9,8 @@
 //         key: tls.key}                   output_dir: output (optional)       key: tls.key}
 //   seal: {cert: seal.crt, key: seal.key} tls: {...}
 //   round_timeout_seconds: 60 (optional)  seal: {...}
+//   max_concurrent_jobs: 4 (optional)
+//   max_queued_jobs: 64 (optional)
 //                                         max_input_bytes: 68719476736 (optional; 64 GiB)
 //                                         admins: [alice] (optional; absent: every admin
 //                                           the CA certified may authorize jobs)
@@ -57,6 +59,10 @@ struct LeaderConfig {
   std::string crl;  // certificate revocation list (fedanonctl revoke); "": none
   // Admins (certificate identities) that may act on every job; the others only on their own.
   std::vector<std::string> all_jobs_admins;
+  // Jobs that run at once (1..64) and jobs that may wait for a worker (0..100000); beyond that
+  // submissions are refused (leader/leader.h).
+  int max_concurrent_jobs = 4;
+  int max_queued_jobs = 64;
 };
 
 struct PartyConfig {

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
+#include "common/wire/protocol_version.h"
 #include "crypto/secret_bytes.h"
 #include "leader/leader.h"
 #include "server/command_line.h"
@@ -62,6 +63,8 @@ absl::Status Run(const LeaderConfig& config) {
   options.name = config.name;
   options.data_dir = config.data_dir;
   options.round_timeout = absl::Seconds(config.round_timeout_seconds);
+  options.max_concurrent_jobs = config.max_concurrent_jobs;
+  options.max_queued_jobs = config.max_queued_jobs;
   options.ca_pem = tls.ca_pem;
   ASSIGN_OR_RETURN(options.seal_cert_pem,
                    ReadCertificateFile(config.seal.cert, "seal certificate"));
@@ -80,8 +83,12 @@ absl::Status Run(const LeaderConfig& config) {
   server_options.all_jobs_admins = config.all_jobs_admins;
   ASSIGN_OR_RETURN(std::unique_ptr<LeaderServer> server,
                    LeaderServer::Start(std::move(server_options), &connections, backend.get()));
-  spdlog::info("{} ready (config {}, data dir {}, {} descriptors)", common::VersionLine(kProgram),
-               config.path, config.data_dir, RaiseDescriptorLimit());
+  spdlog::info(
+      "{} ready (config {}, data dir {}, {} descriptors, protocol {}, up to {} jobs at once and {} "
+      "queued)",
+      common::VersionLine(kProgram), config.path, config.data_dir, RaiseDescriptorLimit(),
+      common::ProtocolVersionText(common::kProtocolVersion), config.max_concurrent_jobs,
+      config.max_queued_jobs);
 
   const int signal = WaitForTerminationSignal();
   spdlog::info("received signal {}, shutting down", signal);

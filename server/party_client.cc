@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <deque>
 #include <exception>
+#include <functional>
+#include <map>
 #include <random>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -32,32 +35,83 @@ fedanon::v1::PartyMessage ErrorMessage(uint64_t request_id, absl::StatusCode cod
   return reply;
 }
 
-// Requests queued by the reader for the worker of one session.
-class RequestQueue {
+// Requests queued by the reader, in one lane per job id: each lane has its own worker thread, so
+// the requests of one job are answered in order, one at a time, while another job's (or a ping)
+// need not wait for them. A lane's thread ends when its queue is empty and is joined by the
+// next Push or by Close.
+class RequestLanes {
  public:
-  void Push(fedanon::v1::LeaderMessage message) {
-    absl::MutexLock lock(&mu_);
-    queue_.push_back(std::move(message));
+  using Answer = std::function<void(const fedanon::v1::LeaderMessage&)>;
+  explicit RequestLanes(Answer answer) : answer_(std::move(answer)) {}
+  ~RequestLanes() { Close(); }
+
+  void Push(fedanon::v1::LeaderMessage message) ABSL_LOCKS_EXCLUDED(mu_) {
+    std::vector<std::thread> finished;
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) return;
+      finished.swap(finished_);
+      const std::string job_id = message.job_id();
+      Lane& lane = lanes_[job_id];
+      lane.queue.push_back(std::move(message));
+      if (!lane.busy) {
+        lane.busy = true;
+        const uint64_t id = ++next_thread_;
+        threads_.emplace(id, std::thread([this, job_id, id] { Work(job_id, id); }));
+      }
+    }
+    for (std::thread& t : finished) t.join();
   }
-  void Close() {
-    absl::MutexLock lock(&mu_);
-    closed_ = true;
-  }
-  // False once closed (requests still queued then are dropped: their stream is gone).
-  bool Pop(fedanon::v1::LeaderMessage* message) {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(this, &RequestQueue::Ready));
-    if (closed_) return false;
-    *message = std::move(queue_.front());
-    queue_.pop_front();
-    return true;
+
+  // Drops what is still queued (the stream is gone), waits for the requests being answered.
+  void Close() ABSL_LOCKS_EXCLUDED(mu_) {
+    std::map<uint64_t, std::thread> running;
+    std::vector<std::thread> finished;
+    {
+      absl::MutexLock lock(&mu_);
+      closed_ = true;
+      for (auto& [id, lane] : lanes_) lane.queue.clear();
+      running.swap(threads_);
+      finished.swap(finished_);
+    }
+    for (auto& [id, t] : running) t.join();
+    for (std::thread& t : finished) t.join();
   }
 
  private:
-  bool Ready() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !queue_.empty(); }
+  struct Lane {
+    std::deque<fedanon::v1::LeaderMessage> queue;
+    bool busy = false;  // a thread works on this lane
+  };
 
+  void Work(const std::string& job_id, uint64_t thread_id) ABSL_LOCKS_EXCLUDED(mu_) {
+    while (true) {
+      fedanon::v1::LeaderMessage request;
+      {
+        absl::MutexLock lock(&mu_);
+        Lane& lane = lanes_[job_id];
+        if (lane.queue.empty()) {
+          lanes_.erase(job_id);
+          // Joined by the next Push or by Close (a thread cannot join itself).
+          if (auto it = threads_.find(thread_id); it != threads_.end()) {
+            finished_.push_back(std::move(it->second));
+            threads_.erase(it);
+          }
+          return;
+        }
+        request = std::move(lane.queue.front());
+        lane.queue.pop_front();
+      }
+      answer_(request);
+    }
+  }
+
+  const Answer answer_;
   absl::Mutex mu_;
-  std::deque<fedanon::v1::LeaderMessage> queue_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Lane> lanes_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::thread> threads_ ABSL_GUARDED_BY(mu_);  // lanes' workers, by id
+  std::vector<std::thread> finished_ ABSL_GUARDED_BY(mu_);        // ended, not yet joined
+  uint64_t next_thread_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
@@ -112,26 +166,21 @@ fedanon::v1::PartyMessage Answer(const PartyHandler& handler, const std::string&
   return reply;
 }
 
-// Until the stream ends: this thread reads requests and queues them; a worker answers them one
-// at a time and writes each reply.
+// Until the stream ends: this thread reads requests and queues them in their job's lane; each
+// lane's worker answers them and writes each reply under the write mutex.
 void ServeRequests(Stream* stream, const PartyHandler& handler, const std::string& party) {
-  RequestQueue queue;
-  absl::Mutex write_mu;  // serializes the worker's writes (the reader only reads)
-  std::thread worker([&] {
-    fedanon::v1::LeaderMessage request;
-    while (queue.Pop(&request)) {
-      const fedanon::v1::PartyMessage reply = Answer(handler, party, request);
-      absl::MutexLock lock(&write_mu);
-      stream->Write(reply);  // a failure ends the reader's Read too
-    }
+  absl::Mutex write_mu;  // serializes the workers' writes (the reader only reads)
+  RequestLanes lanes([&](const fedanon::v1::LeaderMessage& request) {
+    const fedanon::v1::PartyMessage reply = Answer(handler, party, request);
+    absl::MutexLock lock(&write_mu);
+    stream->Write(reply);  // a failure ends the reader's Read too
   });
   while (true) {
     fedanon::v1::LeaderMessage request;
     if (!stream->Read(&request)) break;
-    queue.Push(std::move(request));
+    lanes.Push(std::move(request));
   }
-  queue.Close();
-  worker.join();
+  lanes.Close();
 }
 
 }  // namespace
@@ -176,14 +225,25 @@ void PartyClient::Run() {
   absl::Duration backoff = options_.initial_backoff;
   while (true) {
     bool established = false;
-    const absl::Status status = RunSession(&established);
+    bool protocol_mismatch = false;
+    const absl::Status status = RunSession(&established, &protocol_mismatch);
     if (established) backoff = options_.initial_backoff;
+    // Retrying sooner cannot help until one side is upgraded.
+    if (protocol_mismatch) backoff = options_.max_backoff;
     const absl::Duration wait = backoff * Jitter();
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
     }
-    LogFailure(status, established, wait);
+    if (protocol_mismatch) {
+      spdlog::error(
+          "the leader at {} and this party speak incompatible protocol versions: {} (upgrade "
+          "the older side; docs/operations.md, Upgrades); retrying in {}",
+          options_.leader_address, std::string(status.message()),
+          absl::FormatDuration(absl::Trunc(wait, absl::Milliseconds(1))));
+    } else {
+      LogFailure(status, established, wait);
+    }
     absl::MutexLock lock(&mu_);
     if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait)) break;
     if (!established) backoff = std::min(backoff * 2, options_.max_backoff);
@@ -222,7 +282,7 @@ void PartyClient::LogFailure(const absl::Status& status, bool established,
   }
 }
 
-absl::Status PartyClient::RunSession(bool* established) {
+absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch) {
   const std::shared_ptr<grpc::Channel> channel = DialLeader(options_.leader_address, options_.tls);
   const std::unique_ptr<fedanon::v1::PartyLink::Stub> stub =
       fedanon::v1::PartyLink::NewStub(channel);
@@ -242,11 +302,26 @@ absl::Status PartyClient::RunSession(bool* established) {
   fedanon::v1::PartyMessage hello;
   hello.mutable_hello()->set_version(std::string(common::Version()));
   hello.mutable_hello()->set_seal_certificate(options_.seal_cert_pem);
+  *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(options_.protocol_version);
   fedanon::v1::LeaderMessage ack;
   if (!stream->Write(hello) || !stream->Read(&ack)) {
     const grpc::Status status = stream->Finish();
     forget_context();
+    // The leader answers a hello it cannot serve with FAILED_PRECONDITION naming both versions.
+    *protocol_mismatch = status.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
+                         absl::StrContains(status.error_message(), "speaks protocol");
     return FromGrpcStatus(status);
+  }
+  if (ack.has_hello_ack()) {
+    if (absl::Status st = common::CheckLeaderProtocol(common::ProtocolVersionOf(ack.hello_ack()),
+                                                      options_.protocol_version);
+        !st.ok()) {
+      context.TryCancel();
+      stream->Finish();
+      forget_context();
+      *protocol_mismatch = true;
+      return st;
+    }
   }
   if (absl::Status refused = CheckHelloAck(ack, context, options_.revocation); !refused.ok()) {
     context.TryCancel();
@@ -260,9 +335,11 @@ absl::Status PartyClient::RunSession(bool* established) {
     ++sessions_;
   }
   *established = true;
-  spdlog::info("party '{}' connected to leader '{}' at {} (version {})", options_.name,
-               common::Printable(ack.hello_ack().leader(), 128), options_.leader_address,
-               common::Printable(ack.hello_ack().version(), 128));
+  spdlog::info("party '{}' connected to leader '{}' at {} (version {}, protocol {}; ours {})",
+               options_.name, common::Printable(ack.hello_ack().leader(), 128),
+               options_.leader_address, common::Printable(ack.hello_ack().version(), 128),
+               common::ProtocolVersionText(common::ProtocolVersionOf(ack.hello_ack())),
+               common::ProtocolVersionText(options_.protocol_version));
 
   ServeRequests(stream.get(), handler_, options_.name);
   const grpc::Status status = stream->Finish();

@@ -5,12 +5,17 @@
 // 1. Dial the leader, open Connect, send PartyHello (version + our seal certificate PEM).
 // 2. Expect HelloAck, and check that the server's certificate is the federation *leader's*
 //    (any other identity of the same CA is refused).
-// 3. Reader thread: read LeaderMessages and queue them; worker thread: call the handler one
-//    request at a time and write the reply (same request_id) under the write mutex. Replies over
-//    the 64 MiB message limit become an ErrorReply (RESOURCE_EXHAUSTED) so the stream survives.
+// 3. Reader thread: read LeaderMessages and queue them by job id; one worker thread per job with
+//    requests waiting calls the handler for that job's requests one at a time, in order, and
+//    writes each reply (same request_id) under the write mutex, so a long computation for one
+//    job does not hold up another job's requests. Replies over the 64 MiB message limit become
+//    an ErrorReply (RESOURCE_EXHAUSTED) so the stream survives.
 // 4. When the stream fails: log why ("cannot reach leader at X: ..." / "leader rejected our
 //    certificate: ..."), wait with exponential backoff (0.5 s doubling to 30 s, +-20 % jitter,
-//    reset after every successful hello) and go to 1.
+//    reset after every successful hello) and go to 1. A protocol version the leader does not
+//    serve (or a leader whose version we do not: common/wire/protocol_version.h) is logged as an
+//    error naming both versions and retried only after the longest backoff: an operator must
+//    upgrade one side.
 // Stop() cancels the stream, lets the request in progress finish, and returns.
 // Thread-safe.
 #pragma once
@@ -24,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/wire/protocol_version.h"
 #include "fedanon/v1/federation.pb.h"
 #include "server/revocation.h"
 #include "server/tls.h"
@@ -34,7 +40,8 @@ class ClientContext;
 
 namespace fedanon::server {
 
-// Handles one request; never throws (a thrown exception becomes an INTERNAL ErrorReply).
+// Handles one request; never throws (a thrown exception becomes an INTERNAL ErrorReply). Called
+// from several threads at once for requests of different jobs (never for two of one job).
 using PartyHandler = std::function<fedanon::v1::PartyMessage(const fedanon::v1::LeaderMessage&)>;
 
 struct PartyClientOptions {
@@ -45,6 +52,8 @@ struct PartyClientOptions {
   // The party's revocation list (party.yaml `crl:`; not owned, may be null): a leader whose TLS
   // certificate it revokes (or a list it cannot use: fails closed) is refused after the hello.
   const RevocationCheck* revocation = nullptr;
+  // Tests only: the protocol version the hello advertises (an old or future party).
+  common::ProtocolVersion protocol_version = common::kProtocolVersion;
   absl::Duration initial_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(30);
 };
@@ -72,7 +81,8 @@ class PartyClient {
   void Run();
   // One connection, from dialling to the end of the stream. Returns why it ended and sets
   // `established` when the hello completed.
-  absl::Status RunSession(bool* established);
+  // `protocol_mismatch` when the versions are incompatible (either side refused).
+  absl::Status RunSession(bool* established, bool* protocol_mismatch);
   void LogFailure(const absl::Status& status, bool established, absl::Duration retry_in) const;
 
   const PartyClientOptions options_;

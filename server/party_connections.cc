@@ -40,7 +40,8 @@ absl::Status ErrorReplyToStatus(const std::string& party, const fedanon::v1::Err
 PartyConnections::ConnectionId PartyConnections::Connected(const std::string& party,
                                                            const std::string& peer,
                                                            const std::string& seal_cert_pem,
-                                                           std::shared_ptr<PartyStream> stream) {
+                                                           std::shared_ptr<PartyStream> stream,
+                                                           common::ProtocolVersion protocol) {
   std::shared_ptr<PartyStream> replaced;
   ConnectionId id = 0;
   {
@@ -61,6 +62,7 @@ PartyConnections::ConnectionId PartyConnections::Connected(const std::string& pa
     c.info.name = party;
     c.info.peer = peer;
     c.info.seal_cert_pem = seal_cert_pem;
+    c.info.protocol = protocol;
     c.info.connected_since_unix = absl::ToUnixSeconds(absl::Now());
     c.stream = std::move(stream);
     c.write_mu = std::make_shared<absl::Mutex>();

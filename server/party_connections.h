@@ -62,7 +62,8 @@ class PartyConnections final : public common::PartyChannel {
   // Registers `party` (its name from the verified certificate) on `stream`; replaces and cancels
   // an earlier connection of the same party.
   ConnectionId Connected(const std::string& party, const std::string& peer,
-                         const std::string& seal_cert_pem, std::shared_ptr<PartyStream> stream);
+                         const std::string& seal_cert_pem, std::shared_ptr<PartyStream> stream,
+                         common::ProtocolVersion protocol = common::kProtocolVersion);
   // A message read from `connection`: completes the pending call with its request_id (replies
   // to unknown or timed-out requests are logged and dropped).
   void Deliver(ConnectionId connection, fedanon::v1::PartyMessage message);

@@ -10,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/base/printable.h"
 #include "common/base/version.h"
+#include "common/wire/protocol_version.h"
 #include "crypto/certificates.h"
 #include "server/status_convert.h"
 #include "server/tls.h"
@@ -117,18 +118,28 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
     }
   }
 
+  // The protocol version (common/wire/protocol_version.h): a party the leader cannot serve is
+  // refused with both versions named (it backs off and retries; its operator must upgrade).
+  const common::ProtocolVersion protocol = common::ProtocolVersionOf(hello);
+  if (absl::Status st = common::CheckPartyProtocol(party, protocol); !st.ok()) {
+    spdlog::warn("PartyLink: rejected party '{}' from {} (version {}): {}", party, peer,
+                 common::Printable(hello.version(), 128), std::string(st.message()));
+    return ToGrpcStatus(st);
+  }
+
   fedanon::v1::LeaderMessage ack;
   ack.mutable_hello_ack()->set_leader(leader_name_);
   ack.mutable_hello_ack()->set_version(std::string(common::Version()));
+  *ack.mutable_hello_ack()->mutable_protocol_version() = common::ToProto(common::kProtocolVersion);
   if (!stream->Write(ack)) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the stream ended during the hello");
   }
 
   auto writer = std::make_shared<GrpcPartyStream>(context, stream);
   const PartyConnections::ConnectionId id =
-      connections_->Connected(party, peer, hello.seal_certificate(), writer);
-  spdlog::info("party '{}' connected from {} (version {})", party, peer,
-               common::Printable(hello.version(), 128));
+      connections_->Connected(party, peer, hello.seal_certificate(), writer, protocol);
+  spdlog::info("party '{}' connected from {} (version {}, protocol {})", party, peer,
+               common::Printable(hello.version(), 128), common::ProtocolVersionText(protocol));
   // The handshake checked the certificates' validity once; the stream may last for weeks. It
   // ends when the TLS or the sealing certificate expires (the party then reconnects with a
   // renewed one, or is refused).

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/wire/protocol_version.h"
 #include "fedanon/v1/federation.pb.h"
 
 namespace fedanon::common {
@@ -21,6 +22,7 @@ struct ConnectedParty {
   int64_t connected_since_unix = 0;
   std::string peer;           // transport address, for operators
   std::string seal_cert_pem;  // as presented in the party's hello (verified by the receivers)
+  ProtocolVersion protocol = kProtocolVersion;  // as announced in its hello
 };
 
 class PartyChannel {

@@ -30,13 +30,15 @@ struct InProcessFederation {
   party::InProcessPartyChannel channel;
   std::unique_ptr<leader::Leader> leader;
   std::string leader_seal_key_pem;  // to open, in tests, what the parties seal for the leader
-  common::AdminSigner admin;  // the admin who authorizes the jobs the tests submit
+  common::AdminSigner admin;        // the admin who authorizes the jobs the tests submit
 
   // Parties get data dirs <dir>/<name>/ holding `files` (relative path -> content) each;
-  // `customize` may adjust each party's options (e.g. a misbehaviour mode, an observer).
+  // `customize` may adjust each party's options (e.g. a misbehaviour mode, an observer), and
+  // `customize_leader` the leader's (e.g. its job limits).
   static absl::StatusOr<std::unique_ptr<InProcessFederation>> Create(
       const std::string& name, const std::vector<std::map<std::string, std::string>>& party_files,
-      const std::function<void(party::PartyAgentOptions&)>& customize = nullptr) {
+      const std::function<void(party::PartyAgentOptions&)>& customize = nullptr,
+      const std::function<void(leader::LeaderOptions&)>& customize_leader = nullptr) {
     auto f = std::make_unique<InProcessFederation>();
     f->dir = FreshDir(name);
     auto ca = crypto::CertificateAuthority::Create("test", absl::Hours(24));
@@ -75,6 +77,7 @@ struct InProcessFederation {
     lo.seal_cert_pem = seal->cert_pem;
     lo.seal_key_pem = seal->key_pem;
     f->leader_seal_key_pem = seal->key_pem;
+    if (customize_leader) customize_leader(lo);
     auto leader = leader::Leader::Create(lo, &f->channel);
     if (!leader.ok()) return leader.status();
     f->leader = std::move(*leader);

@@ -505,6 +505,122 @@ TEST_F(JobStoreTest, RefusesNewerSchema) {
   EXPECT_THAT(JobStore::Open(dir_), StatusIs(absl::StatusCode::kFailedPrecondition, "99"));
 }
 
+// A database of the next schema version (a newer leader wrote it): refused, naming both versions
+// and the file, and left untouched.
+TEST_F(JobStoreTest, RefusesTheNextSchemaVersionNamingBoth) {
+  { ASSERT_NE(OpenStore(), nullptr); }
+  const std::string path = dir_ + "/jobs.db";
+  const int newer = kJobStoreSchemaVersion + 1;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const std::string update = "UPDATE schema_version SET version = " + std::to_string(newer);
+  ASSERT_EQ(sqlite3_exec(db, update.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const absl::Status st = JobStore::Open(dir_).status();
+  EXPECT_THAT(st, StatusIs(absl::StatusCode::kFailedPrecondition,
+                           "schema version " + std::to_string(newer) +
+                               " was written by a newer "
+                               "leader; this leader reads schema versions up to " +
+                               std::to_string(kJobStoreSchemaVersion)));
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr(path));
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT version FROM schema_version", -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), newer);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+// A database as the version-1 leader made it (its DDL, verbatim), with a job and its audit:
+// opened by this leader it is migrated forward and keeps its jobs.
+TEST_F(JobStoreTest, MigratesAVersionOneDatabaseForward) {
+  ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
+  const std::string path = dir_ + "/jobs.db";
+  SubmitJobRequest request = MakeRequest("old job");
+  std::string blob;
+  ASSERT_TRUE(request.SerializeToString(&blob));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  constexpr char kVersionOne[] = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE jobs (
+  seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id          TEXT    NOT NULL UNIQUE,
+  request         BLOB    NOT NULL,
+  state           INTEGER NOT NULL,
+  failure_reason  TEXT    NOT NULL DEFAULT '',
+  submitted_by    TEXT    NOT NULL,
+  created_unix    INTEGER NOT NULL,
+  updated_unix    INTEGER NOT NULL,
+  round           INTEGER NOT NULL DEFAULT 0,
+  current_best    TEXT    NOT NULL DEFAULT '',
+  elapsed_seconds REAL    NOT NULL DEFAULT 0,
+  report          BLOB,
+  has_result      INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX jobs_by_state ON jobs(state);
+CREATE TABLE audit (
+  id        INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id    TEXT    NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+  unix_time INTEGER NOT NULL,
+  actor     TEXT    NOT NULL,
+  action    TEXT    NOT NULL,
+  detail    TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX audit_by_job ON audit(job_id, id);
+INSERT INTO schema_version (version) VALUES (1);
+INSERT INTO audit (job_id, unix_time, actor, action, detail)
+  VALUES ('job-0123456789ab', 1700000000, 'alice', 'submitted', 'old job');
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, kVersionOne, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_stmt* insert = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "INSERT INTO jobs (job_id, request, state, submitted_by, "
+                               "created_unix, updated_unix, round) VALUES ('job-0123456789ab', "
+                               "?1, 4, 'alice', 1700000000, 1700000100, 7)",
+                               -1, &insert, nullptr),
+            SQLITE_OK);
+  sqlite3_bind_blob(insert, 1, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  ASSERT_EQ(sqlite3_step(insert), SQLITE_DONE);
+  sqlite3_finalize(insert);
+  sqlite3_close(db);
+
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(JobInfo old, store->Get("job-0123456789ab"));
+  EXPECT_EQ(old.state(), kDone);
+  EXPECT_EQ(old.round(), 7u);
+  EXPECT_EQ(old.submitted_by(), "alice");
+  EXPECT_EQ(old.created_unix(), 1700000000);
+  EXPECT_EQ(old.started_unix(), 0);  // unknown for version-1 jobs
+  EXPECT_THAT(old.parties(), ElementsAre("alice", "bob"));
+  ASSERT_OK_AND_ASSIGN(auto trail, store->AuditTrail("job-0123456789ab"));
+  ASSERT_THAT(trail, SizeIs(1));
+  EXPECT_EQ(trail[0].action, "submitted");
+  // New jobs use the new column: started when a worker takes them.
+  ASSERT_OK_AND_ASSIGN(std::string id, store->Create(MakeRequest("new"), "bob"));
+  ASSERT_OK_AND_ASSIGN(JobInfo queued, store->Get(id));
+  EXPECT_EQ(queued.started_unix(), 0);
+  ASSERT_OK(store->SetState(id, kValidating));
+  ASSERT_OK_AND_ASSIGN(JobInfo started, store->Get(id));
+  EXPECT_GT(started.started_unix(), 0);
+  store.reset();
+
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*), MAX(version) FROM schema_version", -1, &stmt,
+                               nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 1);
+  EXPECT_EQ(sqlite3_column_int(stmt, 1), kJobStoreSchemaVersion);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
 TEST_F(JobStoreTest, SchemaIsVersioned) {
   { ASSERT_NE(OpenStore(), nullptr); }
   { ASSERT_NE(OpenStore(), nullptr); }  // reopening does not re-run the migration
@@ -516,7 +632,7 @@ TEST_F(JobStoreTest, SchemaIsVersioned) {
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(stmt, 0), 1);
-  EXPECT_EQ(sqlite3_column_int(stmt, 1), 1);
+  EXPECT_EQ(sqlite3_column_int(stmt, 1), kJobStoreSchemaVersion);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }

@@ -92,6 +92,29 @@ seal: {cert: seal.crt, key: seal.key}
                        LoadLeaderConfig(Write("leader2.yaml", std::string(kLeaderYaml) +
                                                                   "all_jobs_admins: [carol]\n")));
   EXPECT_EQ(all.all_jobs_admins, std::vector<std::string>{"carol"});
+  EXPECT_EQ(c.max_concurrent_jobs, 4);
+  EXPECT_EQ(c.max_queued_jobs, 64);
+}
+
+TEST_F(ConfigTest, JobLimitsAreBounded) {
+  ASSERT_OK_AND_ASSIGN(
+      const LeaderConfig c,
+      LoadLeaderConfig(Write("leader.yaml", std::string(kLeaderYaml) +
+                                                "max_concurrent_jobs: 8\nmax_queued_jobs: 0\n")));
+  EXPECT_EQ(c.max_concurrent_jobs, 8);
+  EXPECT_EQ(c.max_queued_jobs, 0);  // no queue: a submission beyond 8 running jobs is refused
+  EXPECT_THAT(
+      LoadLeaderConfig(Write("a.yaml", std::string(kLeaderYaml) + "max_concurrent_jobs: 0\n")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "a.yaml:8:22: key 'max_concurrent_jobs' must be a whole number in 1..64, "
+               "not '0'"));
+  EXPECT_THAT(
+      LoadLeaderConfig(Write("b.yaml", std::string(kLeaderYaml) + "max_concurrent_jobs: 65\n")),
+      StatusIs(absl::StatusCode::kInvalidArgument, "in 1..64, not '65'"));
+  EXPECT_THAT(
+      LoadLeaderConfig(Write("c.yaml", std::string(kLeaderYaml) + "max_queued_jobs: many\n")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "c.yaml:8:18: key 'max_queued_jobs' must be a whole number in 0..100000"));
 }
 
 TEST_F(ConfigTest, PartyConfigParses) {

@@ -148,9 +148,12 @@ class MtlsTest : public ::testing::Test {
     address_ = "127.0.0.1:" + std::to_string(server_->port());
   }
 
-  std::unique_ptr<PartyClient> StartParty(const std::string& name, PartyHandler handler = Echo,
-                                          const RevocationCheck* revocation = nullptr) {
+  std::unique_ptr<PartyClient> StartParty(
+      const std::string& name, PartyHandler handler = Echo,
+      const RevocationCheck* revocation = nullptr,
+      common::ProtocolVersion protocol = common::kProtocolVersion) {
     PartyClientOptions options;
+    options.protocol_version = protocol;
     options.revocation = revocation;
     options.name = name;
     options.leader_address = address_;
@@ -319,6 +322,69 @@ TEST_F(MtlsTest, PartyRefusesALeaderItsRevocationListRevokes) {
   absl::SleepFor(absl::Milliseconds(800));
   EXPECT_EQ(closed->sessions(), 0);
   std::remove(crl_path.c_str());
+}
+
+// The protocol version of the hello (common/wire/protocol_version.h): one minor version of skew
+// is served, an old party (1.0) against this leader works; anything else is refused with both
+// versions named.
+TEST(ProtocolVersionTest, TheLeaderServesItsMinorVersionAndTheOneBefore) {
+  EXPECT_OK(common::CheckPartyProtocol("p", {1, 1}, {1, 1}));
+  EXPECT_OK(common::CheckPartyProtocol("p", {1, 0}, {1, 1}));
+  EXPECT_THAT(common::CheckPartyProtocol("p", {1, 2}, {1, 1}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "party 'p' speaks protocol 1.2; this leader supports 1.0-1.1"));
+  EXPECT_THAT(common::CheckPartyProtocol("p", {1, 0}, {1, 2}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "party 'p' speaks protocol 1.0; this leader supports 1.1-1.2"));
+  EXPECT_THAT(common::CheckPartyProtocol("p", {2, 1}, {1, 1}),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "speaks protocol 2.1"));
+  EXPECT_OK(common::CheckLeaderProtocol({1, 0}, {1, 1}));
+  EXPECT_OK(common::CheckLeaderProtocol({1, 2}, {1, 1}));
+  EXPECT_THAT(common::CheckLeaderProtocol({2, 0}, {1, 1}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "the leader speaks protocol 2.0; this party speaks 1.1"));
+  fedanon::v1::PartyHello unversioned;
+  EXPECT_EQ(common::ProtocolVersionOf(unversioned), (common::ProtocolVersion{1, 0}));
+}
+
+TEST_F(MtlsTest, AnOldPartyIsServedAndAnUnversionedHelloIsProtocolOneZero) {
+  auto old = StartParty("hospital-a", Echo, nullptr, common::ProtocolVersion{1, 0});
+  ASSERT_TRUE(WaitForParty("hospital-a"));
+  ASSERT_OK_AND_ASSIGN(PartyMessage pong,
+                       connections_.Call("hospital-a", Ping(7), absl::Seconds(10)));
+  EXPECT_EQ(pong.pong().echoed_unix_nanos(), 7);
+  // A hello without a version (a party from before versions were exchanged) speaks 1.0.
+  auto raw = OpenRaw(pki_->Party("hospital-b"));
+  ASSERT_TRUE(Hello(*raw, pki_->SealCert("hospital-b")));
+  ASSERT_TRUE(WaitForParty("hospital-b"));
+  for (const common::ConnectedParty& p : connections_.Parties()) {
+    EXPECT_EQ(p.protocol, (common::ProtocolVersion{1, 0})) << p.name;
+  }
+  raw->context.TryCancel();
+}
+
+TEST_F(MtlsTest, APartyOfTheNextMajorVersionIsRefusedWithBothVersionsNamed) {
+  auto raw = OpenRaw(pki_->Party("hospital-a"));
+  PartyMessage hello;
+  hello.mutable_hello()->set_version("future");
+  hello.mutable_hello()->set_seal_certificate(pki_->SealCert("hospital-a"));
+  hello.mutable_hello()->mutable_protocol_version()->set_major(2);
+  hello.mutable_hello()->mutable_protocol_version()->set_minor(0);
+  LeaderMessage ack;
+  EXPECT_TRUE(raw->stream->Write(hello));
+  EXPECT_FALSE(raw->stream->Read(&ack));
+  const grpc::Status status = raw->stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(
+      status.error_message(),
+      absl::StrCat("party 'hospital-a' speaks protocol 2.0; this leader supports 1.",
+                   common::kProtocolVersion.minor - 1, "-1.", common::kProtocolVersion.minor));
+  // A PartyClient advertising it never gets in, and backs off (no reconnect loop).
+  auto future = StartParty("hospital-c", Echo, nullptr, common::ProtocolVersion{2, 0});
+  EXPECT_FALSE(future->WaitUntilConnected(absl::Seconds(1)));
+  EXPECT_EQ(future->sessions(), 0);
+  EXPECT_FALSE(connections_.IsConnected("hospital-a"));
+  EXPECT_FALSE(connections_.IsConnected("hospital-c"));
 }
 
 TEST_F(MtlsTest, CallRoundTripAndErrorReply) {

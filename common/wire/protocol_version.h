@@ -1,0 +1,49 @@
+// The version of the leader-party protocol, exchanged in PartyHello / HelloAck (not the software
+// version, which is only logged). Major versions are incompatible; within a major version the
+// leader serves parties of its own minor version and of the one before (one minor version of
+// skew, so parties can be upgraded after the leader). A peer that sends no version speaks 1.0,
+// the protocol before versions were exchanged. docs/operations.md, "Upgrades".
+//
+// History: 1.0 — one job at a time per party. 1.1 — versions exchanged at hello; a party holds
+// several prepared jobs at once and answers their requests in parallel (the leader gives a 1.0
+// party one job at a time).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "fedanon/v1/federation.pb.h"
+
+namespace fedanon::common {
+
+struct ProtocolVersion {
+  uint32_t major = 0;
+  uint32_t minor = 0;
+  friend bool operator==(const ProtocolVersion&, const ProtocolVersion&) = default;
+};
+
+inline constexpr ProtocolVersion kProtocolVersion{1, 1};      // what this build speaks
+inline constexpr ProtocolVersion kUnversionedProtocol{1, 0};  // a peer that sends none
+
+// "1.1".
+std::string ProtocolVersionText(const ProtocolVersion& v);
+// The version a hello carries (kUnversionedProtocol when it carries none), and the message form.
+ProtocolVersion ProtocolVersionOf(const fedanon::v1::PartyHello& hello);
+ProtocolVersion ProtocolVersionOf(const fedanon::v1::HelloAck& ack);
+fedanon::v1::ProtocolVersion ToProto(const ProtocolVersion& v);
+
+// Whether a leader speaking `leader` serves a party speaking `party`: the same major version and
+// a minor version of `leader.minor - 1` or `leader.minor`. FailedPrecondition naming both, e.g.
+// "party 'hospital-a' speaks protocol 2.0; this leader supports 1.0-1.1".
+absl::Status CheckPartyProtocol(const std::string& party, const ProtocolVersion& party_version,
+                                const ProtocolVersion& leader = kProtocolVersion);
+// Whether a party speaking `party` works with a leader speaking `leader`: the same major version
+// and a minor version not older than `party.minor - 1` (a newer leader decides for itself).
+// FailedPrecondition naming both, e.g. "the leader speaks protocol 2.0; this party speaks 1.1".
+absl::Status CheckLeaderProtocol(const ProtocolVersion& leader,
+                                 const ProtocolVersion& party = kProtocolVersion);
+// Whether a party of this version can hold several jobs at once (1.1 and later).
+bool HoldsSeveralJobs(const ProtocolVersion& party);
+
+}  // namespace fedanon::common
