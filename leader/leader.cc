@@ -254,7 +254,10 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
 
 Leader::Leader(LeaderOptions options, common::PartyChannel* channel,
                std::unique_ptr<JobStore> store)
-    : options_(std::move(options)), channel_(channel), store_(std::move(store)) {}
+    : options_(std::move(options)),
+      observer_(options_.observer != nullptr ? options_.observer : &NoLeaderObserver()),
+      channel_(channel),
+      store_(std::move(store)) {}
 
 Leader::~Leader() {
   {
@@ -380,15 +383,18 @@ void Leader::RecordOutcome(const std::string& job_id, const absl::Status& status
     WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE), job_id,
                 "cannot record the job as done");
     spdlog::info("job={} done", job_id);
+    observer_->JobDone();
   } else if (status.code() == absl::StatusCode::kCancelled) {
     WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, cancel_reason), job_id,
                 "cannot record the job as cancelled");
     spdlog::info("job={} cancelled: {}", job_id, cancel_reason);
+    observer_->JobCancelled();
   } else {
     WarnIfError(
         store_->SetState(job_id, fedanon::v1::JOB_STATE_FAILED, std::string(status.message())),
         job_id, "cannot record the job as failed");
     spdlog::error("job={} failed: {}", job_id, std::string(status.message()));
+    observer_->JobFailed(FailureCategory(status));
   }
 }
 
@@ -514,6 +520,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
       schema.tracked.size(), [&round] { return round; }, [this] { return CheckCancelled(); });
   source.set_share_group_sizes(job.ring.size() >= 3);
   source.set_view_log(job.view_log.get());
+  source.set_observer(observer_);
   ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealKeyPair> leader_keys,
                    crypto::SealKeyPairFromPem(options_.seal_key_pem));
   ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealPublicKey> last_party_key,
@@ -532,6 +539,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
         job.job_id, "cannot record progress");
     spdlog::info("job={} round={} specialized {} {} ({} groups)", job.job_id, step.round(),
                  step.attribute(), step.value(), groups);
+    observer_->RoundDone();
     Notify();
   };
   ASSIGN_OR_RETURN(auto engine, common::TopDownSpecializer::Create(&schema, &model, &hier, &source,
@@ -671,6 +679,7 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   options.id_matching_timeout = std::max(job.timeout * 20, absl::Minutes(20));
   options.check_cancelled = [this] { return CheckCancelled(); };
   options.view_log = job.view_log.get();
+  options.observer = observer_;
   std::vector<std::string> qid_names;  // QID attributes in spec order (the engine's indices)
   for (const auto& a : request.spec().attributes()) {
     if (a.role() == fedanon::v1::ROLE_QID) qid_names.push_back(a.name());
@@ -683,6 +692,7 @@ absl::Status Leader::RunVertical(const JobRun& job) {
     WarnIfError(store_->SetProgress(job.job_id, round, what, job.elapsed()), job.job_id,
                 "cannot record progress");
     spdlog::info("job={} round={} specialized {}", job.job_id, round, what);
+    observer_->RoundDone();
     Notify();
   };
   const double rounds_start = job.elapsed();

@@ -27,6 +27,7 @@
 #include "common/wire/party_channel.h"
 #include "fedanon/v1/federation.pb.h"
 #include "leader/job_store.h"
+#include "leader/leader_observer.h"
 
 namespace fedanon::leader {
 
@@ -39,6 +40,8 @@ struct LeaderOptions {
   std::string ca_pem;         // the federation CA (verifies seal certs)
   std::string seal_cert_pem;  // the leader's sealing certificate
   std::string seal_key_pem;   // and key (opens the union when recipient)
+  // Told about rounds, phases and job outcomes (not owned; null: nobody). Must outlive the leader.
+  LeaderObserver* observer = nullptr;
   // Sealing certificates of the parties, by name (from their bundles or announced on connect).
   // Parties present their own in PrepareResult too; see party/party_agent.h.
 };
@@ -69,6 +72,8 @@ class Leader {
   // NotFound for an unknown job.
   absl::StatusOr<std::string> ViewLogText(const std::string& job_id) const;
   std::vector<common::ConnectedParty> Parties() const { return channel_->Parties(); }
+  // Whether the job store answers (JobStore::CheckAvailable): cheap, for health checks.
+  absl::Status CheckStore() const { return store_->CheckAvailable(); }
 
  private:
   struct JobRun;
@@ -105,6 +110,7 @@ class Leader {
   void Notify() const;
 
   LeaderOptions options_;
+  LeaderObserver* observer_;  // options_.observer or NoLeaderObserver()
   common::PartyChannel* channel_;
   std::unique_ptr<JobStore> store_;
 
