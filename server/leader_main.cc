@@ -20,8 +20,10 @@
 #include "server/config.h"
 #include "server/guarded_listener.h"
 #include "server/leader_admin_backend.h"
+#include "server/leader_metrics.h"
 #include "server/leader_server.h"
 #include "server/logging.h"
+#include "server/metrics.h"
 #include "server/party_connections.h"
 #include "server/signals.h"
 #include "server/tls.h"
@@ -67,10 +69,23 @@ absl::Status Run(const LeaderConfig& config) {
                    ReadCertificateFile(config.seal.cert, "seal certificate"));
   ASSIGN_OR_RETURN(options.seal_key_pem, ReadPrivateKeyFile(config.seal.key, "seal key"));
 
-  // Destroyed in reverse order: server (no more calls), backend, leader, connections.
+  // Destroyed in reverse order: metrics endpoint, server (no more calls), backend, leader,
+  // connections, metrics.
+  MetricsRegistry registry;
   PartyConnections connections;
+  leader::Leader* leader_for_metrics = nullptr;  // set below, before the endpoint starts
+  LeaderMetricsSources sources;
+  sources.jobs = [&leader_for_metrics]() -> absl::StatusOr<std::vector<fedanon::v1::JobInfo>> {
+    if (absl::Status st = leader_for_metrics->CheckStore(); !st.ok()) return st;
+    return leader_for_metrics->List();
+  };
+  sources.connected_parties = [&connections] { return connections.size(); };
+  LeaderMetrics metrics(&registry, std::move(sources));
+  connections.set_traffic(&metrics);
+  options.observer = &metrics;
   ASSIGN_OR_RETURN(std::unique_ptr<leader::Leader> leader,
                    leader::Leader::Create(std::move(options), &connections));
+  leader_for_metrics = leader.get();
   std::unique_ptr<AdminBackend> backend = NewLeaderAdminBackend(leader.get());
   LeaderServerOptions server_options;
   server_options.name = config.name;
@@ -78,13 +93,21 @@ absl::Status Run(const LeaderConfig& config) {
   server_options.tls = tls;
   server_options.crl_path = config.crl;
   server_options.all_jobs_admins = config.all_jobs_admins;
+  server_options.store_check = [&leader] { return leader->CheckStore(); };
   ASSIGN_OR_RETURN(std::unique_ptr<LeaderServer> server,
                    LeaderServer::Start(std::move(server_options), &connections, backend.get()));
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
+  if (!config.metrics_listen.empty()) {
+    ASSIGN_OR_RETURN(metrics_endpoint, MetricsEndpoint::Start(config.metrics_listen, registry));
+    spdlog::info("metrics on http://{}/metrics (port {})", config.metrics_listen,
+                 metrics_endpoint->port());
+  }
   spdlog::info("{} ready (config {}, data dir {}, {} descriptors)", common::VersionLine(kProgram),
                config.path, config.data_dir, RaiseDescriptorLimit());
 
   const int signal = WaitForTerminationSignal();
   spdlog::info("received signal {}, shutting down", signal);
+  metrics_endpoint.reset();
   server->Shutdown(kShutdownGrace);
   server.reset();
   backend.reset();

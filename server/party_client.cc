@@ -114,7 +114,8 @@ fedanon::v1::PartyMessage Answer(const PartyHandler& handler, const std::string&
 
 // Until the stream ends: this thread reads requests and queues them; a worker answers them one
 // at a time and writes each reply.
-void ServeRequests(Stream* stream, const PartyHandler& handler, const std::string& party) {
+void ServeRequests(Stream* stream, const PartyHandler& handler, const std::string& party,
+                   const std::vector<PartyLinkObserver*>& observers) {
   RequestQueue queue;
   absl::Mutex write_mu;  // serializes the worker's writes (the reader only reads)
   std::thread worker([&] {
@@ -122,7 +123,9 @@ void ServeRequests(Stream* stream, const PartyHandler& handler, const std::strin
     while (queue.Pop(&request)) {
       const fedanon::v1::PartyMessage reply = Answer(handler, party, request);
       absl::MutexLock lock(&write_mu);
-      stream->Write(reply);  // a failure ends the reader's Read too
+      if (stream->Write(reply)) {  // a failure ends the reader's Read too
+        for (PartyLinkObserver* o : observers) o->Answered(request, reply);
+      }
     }
   });
   while (true) {
@@ -184,6 +187,7 @@ void PartyClient::Run() {
       if (stopping_) break;
     }
     LogFailure(status, established, wait);
+    for (PartyLinkObserver* o : options_.observers) o->LinkDown(status, wait);
     absl::MutexLock lock(&mu_);
     if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait)) break;
     if (!established) backoff = std::min(backoff * 2, options_.max_backoff);
@@ -264,7 +268,10 @@ absl::Status PartyClient::RunSession(bool* established) {
                common::Printable(ack.hello_ack().leader(), 128), options_.leader_address,
                common::Printable(ack.hello_ack().version(), 128));
 
-  ServeRequests(stream.get(), handler_, options_.name);
+  for (PartyLinkObserver* o : options_.observers) {
+    o->LinkUp(common::Printable(ack.hello_ack().leader(), 128));
+  }
+  ServeRequests(stream.get(), handler_, options_.name, options_.observers);
   const grpc::Status status = stream->Finish();
   forget_context();
   if (status.ok()) return absl::UnavailableError("the leader closed the stream");

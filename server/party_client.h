@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -37,6 +38,20 @@ namespace fedanon::server {
 // Handles one request; never throws (a thrown exception becomes an INTERNAL ErrorReply).
 using PartyHandler = std::function<fedanon::v1::PartyMessage(const fedanon::v1::LeaderMessage&)>;
 
+// Told how the link fares (server/party_metrics.h, server/party_link_reporter.h). Calls come
+// from the link's threads, never two at once for one client; they must not block for long.
+class PartyLinkObserver {
+ public:
+  virtual ~PartyLinkObserver() = default;
+  // The hello completed: linked to the leader named `leader` (its certificate name).
+  virtual void LinkUp(const std::string& /*leader*/) {}
+  // A session ended or failed to start; the next attempt is in `retry_in`.
+  virtual void LinkDown(const absl::Status& /*why*/, absl::Duration /*retry_in*/) {}
+  // `reply` (possibly an ErrorReply) was written for `request`.
+  virtual void Answered(const fedanon::v1::LeaderMessage& /*request*/,
+                        const fedanon::v1::PartyMessage& /*reply*/) {}
+};
+
 struct PartyClientOptions {
   std::string name;            // our party name (logs only; the leader reads our certificate)
   std::string leader_address;  // host:port
@@ -45,6 +60,7 @@ struct PartyClientOptions {
   // The party's revocation list (party.yaml `crl:`; not owned, may be null): a leader whose TLS
   // certificate it revokes (or a list it cannot use: fails closed) is refused after the hello.
   const RevocationCheck* revocation = nullptr;
+  std::vector<PartyLinkObserver*> observers;  // not owned; must outlive the client
   absl::Duration initial_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(30);
 };
