@@ -39,10 +39,7 @@ absl::Status PartyLinkReporter::Ready() {
   status_.detail = absl::StrCat("started; dialling the leader at ", options_.leader);
   status_.updated_unix = NowUnix();
   if (absl::Status st = WritePartyStatus(options_.output_dir, status_); !st.ok()) return st;
-  if (absl::Status st = SdNotify(absl::StrCat("READY=1\nSTATUS=", status_.detail)); !st.ok()) {
-    spdlog::warn("cannot notify systemd: {}", std::string(st.message()));
-    notify_failing_ = true;
-  }
+  NotifyLocked(absl::StrCat("READY=1\nSTATUS=", status_.detail));
   started_ = true;
   heartbeat_ = std::thread([this] { Heartbeat(); });
   return absl::OkStatus();
@@ -58,7 +55,7 @@ void PartyLinkReporter::Stop() {
       status_.since_unix = NowUnix();
       status_.detail = "stopping";
       PublishLocked(/*notify=*/false);
-      (void)SdNotify("STOPPING=1\nSTATUS=stopping");
+      NotifyLocked("STOPPING=1\nSTATUS=stopping");
     }
   }
   if (heartbeat_.joinable()) heartbeat_.join();
@@ -94,8 +91,11 @@ void PartyLinkReporter::PublishLocked(bool notify) {
   } else {
     write_failing_ = false;
   }
-  if (!notify) return;
-  if (absl::Status st = SdNotify(absl::StrCat("STATUS=", status_.detail)); !st.ok()) {
+  if (notify) NotifyLocked(absl::StrCat("STATUS=", status_.detail));
+}
+
+void PartyLinkReporter::NotifyLocked(const std::string& state) {
+  if (absl::Status st = SdNotify(state); !st.ok()) {
     if (!notify_failing_) spdlog::warn("cannot notify systemd: {}", std::string(st.message()));
     notify_failing_ = true;
   } else {

@@ -45,6 +45,8 @@ class PartyLinkReporter final : public PartyLinkObserver {
  private:
   // Rewrites the file and, when `notify`, sends `status_line` as STATUS=. Under mu_.
   void PublishLocked(bool notify) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends `state` to systemd; a failure is logged once per failure streak.
+  void NotifyLocked(const std::string& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Heartbeat();
 
   const PartyLinkReporterOptions options_;
