@@ -39,6 +39,7 @@ struct Flags {
   std::string listen;
   std::string data_dir;
   std::string log_format;
+  std::string metrics_listen;
 };
 
 absl::StatusOr<LeaderConfig> LoadConfig(const Flags& flags) {
@@ -52,6 +53,12 @@ absl::StatusOr<LeaderConfig> LoadConfig(const Flags& flags) {
   }
   if (!flags.log_format.empty()) {
     ASSIGN_OR_RETURN(config.log_format, ParseLogFormat(flags.log_format));
+  }
+  if (!flags.metrics_listen.empty()) {
+    // The same rule as the config's: loopback, unless leader.yaml opts in.
+    RETURN_IF_ERROR(ValidateMetricsAddress(flags.metrics_listen, config.metrics_allow_non_loopback,
+                                           "--metrics-listen"));
+    config.metrics_listen = flags.metrics_listen;
   }
   return config;
 }
@@ -138,6 +145,9 @@ int Main(int argc, char** argv) {
   app.add_option("--data-dir", flags.data_dir, "Override 'data_dir'");
   app.add_option("--log-format", flags.log_format, "Override 'log_format'")
       ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--metrics-listen", flags.metrics_listen,
+                 "Override 'metrics_listen' (host:port; loopback unless leader.yaml sets "
+                 "metrics_allow_non_loopback: true)");
   if (std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
 
   absl::StatusOr<LeaderConfig> config = LoadConfig(flags);
