@@ -276,7 +276,8 @@ absl::StatusOr<JobInfo> Leader::Submit(const fedanon::v1::SubmitJobRequest& requ
                                        const std::string& admin) {
   RETURN_IF_ERROR(CheckRequest(request));
   ASSIGN_OR_RETURN(std::string job_id, store_->Create(request, admin));
-  spdlog::info("job={} submitted by {} ({} parties)", job_id, admin, request.parties_size());
+  spdlog::info("job={} round=0 submitted by {} ({} parties)", job_id, admin,
+               request.parties_size());
   {
     absl::MutexLock lock(&mu_);
     queue_.push_back(job_id);
@@ -379,21 +380,24 @@ void Leader::WorkerLoop() {
 
 void Leader::RecordOutcome(const std::string& job_id, const absl::Status& status,
                            const std::string& cancel_reason) {
+  // Every line of a job names its round (server/logging.h): here the last one recorded.
+  const absl::StatusOr<JobInfo> info = store_->Get(job_id);
+  const uint32_t round = info.ok() ? info->round() : 0;
   if (status.ok()) {
     WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE), job_id,
                 "cannot record the job as done");
-    spdlog::info("job={} done", job_id);
+    spdlog::info("job={} round={} done", job_id, round);
     observer_->JobDone();
   } else if (status.code() == absl::StatusCode::kCancelled) {
     WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, cancel_reason), job_id,
                 "cannot record the job as cancelled");
-    spdlog::info("job={} cancelled: {}", job_id, cancel_reason);
+    spdlog::info("job={} round={} cancelled: {}", job_id, round, cancel_reason);
     observer_->JobCancelled();
   } else {
     WarnIfError(
         store_->SetState(job_id, fedanon::v1::JOB_STATE_FAILED, std::string(status.message())),
         job_id, "cannot record the job as failed");
-    spdlog::error("job={} failed: {}", job_id, std::string(status.message()));
+    spdlog::error("job={} round={} failed: {}", job_id, round, std::string(status.message()));
     observer_->JobFailed(FailureCategory(status));
   }
 }

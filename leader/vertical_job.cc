@@ -493,7 +493,7 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
     options.observer->PhaseDone(Phase::kIdMatching, absl::Seconds(result.id_matching_seconds));
     options.observer->IdsMatched(result.common_records, absl::Seconds(result.id_matching_seconds));
   }
-  spdlog::info("job={} ID matching done: {} common records ({:.2f} s)", options.job_id,
+  spdlog::info("job={} round=0 ID matching done: {} common records ({:.2f} s)", options.job_id,
                result.common_records, result.id_matching_seconds);
 
   start = std::chrono::steady_clock::now();
