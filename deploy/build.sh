@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs dependencies (deploy/install-deps.sh) and builds fedanon with a CMake preset.
 # Usage: deploy/build.sh [preset] [target...]
-#   preset: "default" (developer/CI build), "sanitize" (ASan+UBSan), "clang" (clang 16 with
-#   -Wthread-safety), "release" (plain Release, no -Werror). Targets: all when none are given.
+#   preset: "default" (developer/CI build), "sanitize" (ASan+UBSan; unit and malicious tests),
+#   "fuzz" (clang 16: libFuzzer targets, -Wthread-safety), "release" (plain Release, no -Werror).
+#   Targets: the preset's own (CMakePresets.json) when none are given.
 # An existing build directory is reused (only what changed is rebuilt). Progress goes to stderr as
 # "build: NN% ..." lines (compiler messages and errors in full).
 set -euo pipefail

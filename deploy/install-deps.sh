@@ -17,9 +17,9 @@ PACKAGES=(
 # Used only by tests: deploy/check-compose.sh validates docker-compose.yml with `docker-compose
 # config`. Debian's docker-compose 1.29 is pure Python (python3 and ~16 small python3-* packages,
 # no daemon); with --no-install-recommends below it does not pull the Docker engine (docker.io).
-# python3 runs tests/lint/check_architecture.py; clang-16 builds the `clang` preset that CI runs
-# with -Wthread-safety, and with libclang-rt-16-dev (libFuzzer, ASan and UBSan runtimes) the
-# `fuzz` preset (docs/fuzzing.md).
+# python3 runs tests/lint/check_architecture.py; clang-16 with libclang-rt-16-dev (libFuzzer, ASan
+# and UBSan runtimes) builds the `fuzz` preset that CI runs: the fuzz targets and -Wthread-safety
+# (docs/fuzzing.md).
 TEST_TOOLS=(docker-compose python3 clang-16 libclang-rt-16-dev)
 
 case "${1:-}" in

@@ -366,15 +366,29 @@ void Leader::WorkerLoop() {
       cancel_running_ = false;
       cancel_reason_.clear();
     }
-    absl::Status status = RunJob(job_id);
+    JobRun job;
+    job.job_id = job_id;
+    absl::Status status = RunJob(&job);
     std::string cancel_reason;
+    bool stopping = false;
     {
       absl::MutexLock lock(&mu_);
       running_job_.clear();
       cancel_reason = cancel_reason_;
+      stopping = stopping_;
     }
     RecordOutcome(job_id, status, cancel_reason);
     Notify();
+    // The parties learn that a job they prepared will not go on (a done job told them already).
+    // Bounded: a party that does not answer delays the next job by at most 5 s. Not while the
+    // leader shuts down (its streams are being cancelled).
+    if (!status.ok() && !stopping && !job.ring.empty()) {
+      job.timeout = std::min(job.timeout, absl::Seconds(5));
+      EndJobAtParties(job, /*success=*/false,
+                      status.code() == absl::StatusCode::kCancelled
+                          ? absl::StrCat("cancelled: ", cancel_reason)
+                          : std::string(status.message()));
+    }
   }
 }
 
@@ -408,9 +422,9 @@ absl::Status Leader::CheckCancelled() const {
   return absl::OkStatus();
 }
 
-absl::Status Leader::RunJob(const std::string& job_id) {
-  JobRun job;
-  job.job_id = job_id;
+absl::Status Leader::RunJob(JobRun* run) {
+  JobRun& job = *run;
+  const std::string& job_id = job.job_id;
   ASSIGN_OR_RETURN(job.request, store_->Request(job_id));
   RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_VALIDATING));
   Notify();
@@ -727,13 +741,13 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   return absl::OkStatus();
 }
 
-void Leader::EndJobAtParties(const JobRun& job) {
-  // Best effort: the job is done and its result stored; a party that misses EndJob is logged.
+void Leader::EndJobAtParties(const JobRun& job, bool success, const std::string& reason) {
+  // Best effort: the job's outcome is recorded already; a party that misses EndJob is logged.
   for (const auto& party : job.ring) {
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job.job_id);
-    msg.mutable_end_job()->set_success(true);
-    msg.mutable_end_job()->set_reason("done");
+    msg.mutable_end_job()->set_success(success);
+    msg.mutable_end_job()->set_reason(reason);
     WarnIfError(channel_->Call(party, msg, job.timeout).status(), job.job_id,
                 absl::StrCat("party '", party, "' did not acknowledge the end of the job"));
   }

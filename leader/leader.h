@@ -82,8 +82,9 @@ class Leader {
   // Records how a job ended (done, cancelled with `cancel_reason`, or failed with `status`).
   void RecordOutcome(const std::string& job_id, const absl::Status& status,
                      const std::string& cancel_reason);
-  // One job from validation to its end (the worker records the outcome).
-  absl::Status RunJob(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // One job (`job->job_id`) from validation to its end (the worker records the outcome); fills
+  // in `job` (its ring, timeout) as it goes.
+  absl::Status RunJob(JobRun* job) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckCancelled() const ABSL_LOCKS_EXCLUDED(mu_);
   // The PrepareJob every party of the ring receives: the spec and the participants with their
   // sealing certificates (Unavailable when a party of the ring is not connected).
@@ -100,8 +101,11 @@ class Leader {
                                   const std::vector<std::string>& header,
                                   const fedanon::v1::SealedPayload& carried);
   absl::Status RunVertical(const JobRun& job) ABSL_LOCKS_EXCLUDED(mu_);
-  // Tells every party of the ring that the job ended (best effort, failures logged).
-  void EndJobAtParties(const JobRun& job);
+  // Tells every party of the ring that the job ended (best effort, failures logged); `success`
+  // false with the failure or cancellation `reason` for a job that did not end done, so that
+  // each party closes its run (audit `job-end`, run ledger: a run that released nothing is
+  // freed).
+  void EndJobAtParties(const JobRun& job, bool success = true, const std::string& reason = "done");
   // The report and final progress of a horizontal job; then EndJobAtParties.
   absl::Status FinishJob(const JobRun& job, const common::TopDownSpecializer& engine,
                          const SecureSumCountSource& source, const std::string& stop_reason,

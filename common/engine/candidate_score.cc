@@ -43,7 +43,10 @@ SplitMeasures MeasureSplit(const AttributeHierarchy& h, NodeIndex node, int c,
       sizes[ch] += n;
     }
   }
-  return MeasuresOf(parent, child_counts, sizes);
+  SplitMeasures m = MeasuresOf(parent, child_counts, sizes);
+  // A suppression candidate's child 0 is the disclosed value (ChildOfFine).
+  if (h.kind() == QidKind::kSuppression) m.changes_table = sizes[0] > 0;
+  return m;
 }
 
 std::vector<uint64_t> ParentClassCounts(absl::Span<const uint64_t> fine_counts, int num_classes) {
@@ -66,7 +69,9 @@ SplitMeasures MeasureDisclosure(absl::Span<const uint64_t> parent,
     sizes[0] += u;
     sizes[1] += rest;
   }
-  return MeasuresOf(parent, child_counts, sizes);
+  SplitMeasures m = MeasuresOf(parent, child_counts, sizes);
+  m.changes_table = sizes[0] > 0;
+  return m;
 }
 
 bool ScoreNeedsPrivLoss(fedanon::v1::ScoreFunction score) {

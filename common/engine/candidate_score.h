@@ -27,6 +27,11 @@ struct SplitMeasures {
   bool beneficial = false;  // those records span more than one class
   double info_gain = 0;     // InfoGain of the class over the candidate's children
   double split_info = 0;    // SplitInfo of the children's sizes
+  // False for the disclosure of a value that no record under the node has (⊥ -> {u, ⊥'} with u
+  // empty): every record stays where it was, the table does not change, and the engines do not
+  // count it as a specialization. Applying such candidates one round each made a long `values:`
+  // list cost a round per declared value and memory quadratic in the list (issue 26 §3).
+  bool changes_table = true;
 };
 
 // Measures candidate `c` of node `node` of `h` from the node's class counts per fine child

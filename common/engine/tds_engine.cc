@@ -317,16 +317,18 @@ absl::Status TopDownSpecializer::AddCandidates(int attr, NodeIndex node,
     cand.attr = attr;
     cand.node = node;
     cand.c = c;
+    SplitMeasures m;
     if (disclosure) {
-      SetSplitMeasures(MeasureDisclosure(parent, fine_counts, c, num_classes_), cand);
+      m = MeasureDisclosure(parent, fine_counts, c, num_classes_);
       work_ += static_cast<uint64_t>(num_classes_);
     } else {
-      SetSplitMeasures(MeasureSplit(h, node, c, fine_counts, num_classes_), cand);
+      m = MeasureSplit(h, node, c, fine_counts, num_classes_);
       work_ += fine_counts.size();
     }
+    SetSplitMeasures(m, cand);
     cand.min_child.assign(all_positions.size(), std::numeric_limits<uint64_t>::max());
     cand.max_conf.assign(all_positions.size(), 0.0);
-    if (cand.records == 0) cand.valid = false;
+    if (cand.records == 0 || !m.changes_table) cand.valid = false;
     if (cand.valid) Evaluate(cand, groups, all_positions);
     const int id = static_cast<int>(cands_.size());
     cands_.push_back(std::move(cand));
@@ -711,9 +713,10 @@ absl::StatusOr<bool> TopDownSpecializer::Recheck(int attr, NodeIndex node, int c
   }
   // Re-derive the candidate's gain and validity from the refreshed counts.
   Candidate& cand = cands_[id];
-  SetSplitMeasures(
-      MeasureSplit(h, node, c, absl::MakeConstSpan(stats.data(), node_words), num_classes_), cand);
-  cand.valid = cand.records > 0;
+  const SplitMeasures m =
+      MeasureSplit(h, node, c, absl::MakeConstSpan(stats.data(), node_words), num_classes_);
+  SetSplitMeasures(m, cand);
+  cand.valid = cand.records > 0 && m.changes_table;
   const std::vector<int> all_positions = AllPositions(attr);
   cand.min_child.assign(all_positions.size(), std::numeric_limits<uint64_t>::max());
   cand.max_conf.assign(all_positions.size(), 0.0);

@@ -465,12 +465,19 @@ void SequentialSpecializer::AddCandidates(int attr, NodeIndex node) {
   const int count = h.CandidateCount(node);
   if (count == 0) return;
   const std::vector<uint64_t> fine = tips_->NodeClassCounts(attr, node);
+  // As in the TDS engine: a ⊥ node's class counts are summed once (O(classes) per disclosure),
+  // and disclosing a value no record has is not a specialization.
+  const bool disclosure = h.kind() == QidKind::kSuppression;
+  const std::vector<uint64_t> parent =
+      disclosure ? ParentClassCounts(fine, num_classes_) : std::vector<uint64_t>();
   for (int c = 0; c < count; ++c) {
+    const SplitMeasures m = disclosure ? MeasureDisclosure(parent, fine, c, num_classes_)
+                                       : MeasureSplit(h, node, c, fine, num_classes_);
+    if (!m.changes_table) continue;
     Candidate cand;
     cand.attr = attr;
     cand.node = node;
     cand.c = c;
-    const SplitMeasures m = MeasureSplit(h, node, c, fine, num_classes_);
     cand.records = m.records;
     cand.beneficial = m.beneficial;
     cand.info_gain = m.info_gain;

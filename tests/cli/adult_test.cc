@@ -31,8 +31,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kAdultDir = SharedDir() + "/datasets/adult";
-const std::string kAdultCsv = SharedDir() + "/datasets/adult/adult_clean.csv";
+const std::string kAdultDir = ::fedanon::testing::SharedDir() + "/datasets/adult";
+const std::string kAdultCsv = ::fedanon::testing::SharedDir() + "/datasets/adult/adult_clean.csv";
 constexpr uint64_t kAdultRecords = 45222;
 
 // Protobuf's JSON mapping writes 64-bit integers as strings.

@@ -590,9 +590,9 @@ TEST(AnonymizeCliTest, InputFromAFifoOrStandardInput) {
   const std::string out_stdin = job.dir + "/out-stdin.csv";
   const CliResult piped =
       RunBinary("/bin/sh",
-                {"-c", "cat '" + job.input_path +
-                           "' | '" + BinaryDir() + "/bin/fedanon' anonymize --spec '" +
-                           job.spec_path + "' --input - --output '" + out_stdin + "' --quiet"},
+                {"-c", "cat '" + job.input_path + "' | '" + ::fedanon::testing::BinaryDir() +
+                           "/bin/fedanon' anonymize --spec '" + job.spec_path +
+                           "' --input - --output '" + out_stdin + "' --quiet"},
                 FreshDir("fifo_capture"));
   ASSERT_EQ(piped.exit_code, 0) << piped.err;
   EXPECT_EQ(ReadAll(out_stdin), expected);

@@ -47,8 +47,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const std::string kFedanon = BinaryDir() + "/bin/fedanon";
-const std::string kFedanonctl = BinaryDir() + "/bin/fedanonctl";
+const std::string kFedanon = ::fedanon::testing::BinaryDir() + "/bin/fedanon";
+const std::string kFedanonctl = ::fedanon::testing::BinaryDir() + "/bin/fedanonctl";
 
 // ---------------------------------------------------------------------------------------------
 // Processes

@@ -34,9 +34,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kFedanon = BinaryDir() + "/bin/fedanon";
-const std::string kAdultDir = SharedDir() + "/datasets/adult";
-const std::string kAdultCsv = SharedDir() + "/datasets/adult/adult_clean.csv";
+const std::string kFedanon = ::fedanon::testing::BinaryDir() + "/bin/fedanon";
+const std::string kAdultDir = ::fedanon::testing::SharedDir() + "/datasets/adult";
+const std::string kAdultCsv = ::fedanon::testing::SharedDir() + "/datasets/adult/adult_clean.csv";
 
 std::string Arx(const std::string& attribute) {
   if (attribute == "relationship") {

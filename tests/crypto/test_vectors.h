@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
 #include "tests/support/test_paths.h"
 
 namespace fedanon::crypto::testing {
@@ -20,7 +21,7 @@ struct VectorFile {
 };
 
 inline std::string TestdataPath(const std::string& name) {
-  return TestDataDir() + "/crypto/" + name;
+  return ::fedanon::testing::TestDataDir() + "/crypto/" + name;
 }
 
 // Returns false (and leaves `out` partial) if the file cannot be read or a line is malformed.

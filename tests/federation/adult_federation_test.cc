@@ -16,7 +16,7 @@
 namespace fedanon::testing {
 namespace {
 
-std::string AdultDir() { return SharedDir() + "/datasets/adult"; }
+std::string AdultDir() { return ::fedanon::testing::SharedDir() + "/datasets/adult"; }
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

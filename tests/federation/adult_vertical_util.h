@@ -19,7 +19,7 @@
 
 namespace fedanon::testing {
 
-inline std::string AdultDir() { return SharedDir() + "/datasets/adult"; }
+inline std::string AdultDir() { return ::fedanon::testing::SharedDir() + "/datasets/adult"; }
 inline std::string AdultCsv() { return AdultDir() + "/adult_clean.csv"; }
 
 inline std::string SlurpFile(const std::string& path) {

@@ -333,6 +333,37 @@ TEST(HorizontalFederation, APartyThatDisappearsFailsTheJobWithoutAResult) {
   EXPECT_FALSE(fed_ptr->leader->Result(info.job_id()).ok());
 }
 
+// A job that fails is ended at every party of its ring (EndJob, success false, the leader's
+// reason): each party records the end in its audit file and, when it released nothing yet, frees
+// the run in its ledger. Before, only done jobs were ended, so a job refused at a later party's
+// Prepare used up the earlier parties' `max_releases` for good.
+TEST(HorizontalFederation, AFailedJobIsEndedAtThePartiesAndFreesTheirUnusedReleases) {
+  const Scenario s = ExampleA();
+  auto files = PartyFiles(s);
+  const std::string good_sex = files[2]["sex.csv"];
+  files[2]["sex.csv"] = "M;ANY\nF;ANY\n";  // hospital-c refuses the job at Prepare
+  auto fed = InProcessFederation::Create("fed_end_failed", files, [](party::PartyAgentOptions& o) {
+    o.policy.max_releases = 1;
+  });
+  ASSERT_OK(fed);
+  ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, (*fed)->names));
+  ASSERT_OK_AND_ASSIGN(auto failed, (*fed)->Submit(req));
+  const auto first = (*fed)->Wait(failed.job_id());
+  ASSERT_EQ(first.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(first.failure_reason(), ::testing::HasSubstr("hospital-c"));
+  // hospital-a and hospital-b prepared it; with the table fixed the same job runs at once.
+  WriteText((*fed)->dir + "/hospital-c/sex.csv", good_sex);
+  ASSERT_OK_AND_ASSIGN(auto again, (*fed)->Submit(req));
+  const auto second = (*fed)->Wait(again.job_id());
+  EXPECT_EQ(second.state(), fedanon::v1::JOB_STATE_DONE) << second.failure_reason();
+  for (const std::string party : {"hospital-a", "hospital-b"}) {
+    std::ifstream in((*fed)->dir + "/" + party + "/output/" + failed.job_id() + ".audit.jsonl");
+    const std::string audit((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_THAT(audit, ::testing::HasSubstr("\"kind\":\"job-end\"")) << party;
+    EXPECT_THAT(audit, ::testing::HasSubstr("\"success\":\"false\"")) << party << audit;
+  }
+}
+
 TEST(HorizontalFederation, ARecipientPartyGetsTheTableAndTheLeaderDoesNot) {
   const Scenario s = ExampleA();
   auto fed = InProcessFederation::Create("fed_recipient", PartyFiles(s));

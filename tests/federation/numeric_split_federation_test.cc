@@ -42,7 +42,7 @@ namespace {
 constexpr uint64_t kK = 20;
 constexpr uint32_t kCells = 32;  // the default numeric_cells
 
-std::string AdultDir() { return SharedDir() + "/datasets/adult"; }
+std::string AdultDir() { return ::fedanon::testing::SharedDir() + "/datasets/adult"; }
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

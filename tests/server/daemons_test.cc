@@ -107,8 +107,8 @@ class Daemon {
 class DaemonsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    leader_bin_ = BinaryDir() + "/bin/fedanon-leader";
-    party_bin_ = BinaryDir() + "/bin/fedanon-party";
+    leader_bin_ = ::fedanon::testing::BinaryDir() + "/bin/fedanon-leader";
+    party_bin_ = ::fedanon::testing::BinaryDir() + "/bin/fedanon-party";
     if (!fs::exists(leader_bin_) || !fs::exists(party_bin_)) {
       GTEST_SKIP() << "build fedanon-leader and fedanon-party first";
     }

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
 #include "tests/support/test_paths.h"
 
 extern char** environ;
@@ -80,7 +81,7 @@ inline CliResult RunFedanon(const std::vector<std::string>& args) {
     ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
     return CliResult{};
   }
-  CliResult result = RunBinary(BinaryDir() + "/bin/fedanon", args, capture);
+  CliResult result = RunBinary(::fedanon::testing::BinaryDir() + "/bin/fedanon", args, capture);
   std::filesystem::remove_all(capture);
   return result;
 }

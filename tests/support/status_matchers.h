@@ -11,12 +11,11 @@
 #define FEDANON_TEST_CONCAT_(a, b) FEDANON_TEST_CONCAT_INNER_(a, b)
 
 // Works for absl::Status and absl::StatusOr<T>, evaluates `expr` once, accepts `<< message`.
-#define EXPECT_OK(expr) \
-  EXPECT_THAT(::fedanon::testing::ToStatus(expr), ::fedanon::testing::IsOk())
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
+#define EXPECT_OK(expr) EXPECT_THAT(::fedanon::testing::ToStatus(expr), ::fedanon::testing::IsOk())
+#define ASSERT_OK(expr)                                                    \
+  do {                                                                     \
     const ::absl::Status fedanon_st_ = ::fedanon::testing::ToStatus(expr); \
-    ASSERT_TRUE(fedanon_st_.ok()) << fedanon_st_;           \
+    ASSERT_TRUE(fedanon_st_.ok()) << fedanon_st_;                          \
   } while (0)
 
 #define ASSERT_OK_AND_ASSIGN(lhs, expr) \

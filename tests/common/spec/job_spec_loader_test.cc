@@ -540,7 +540,7 @@ TEST(ValidateJobSpecTest, TemplatesModelNeedsATemplate) {
 
 // The YAML examples of docs/job-spec.md parse and validate.
 TEST(ValidateJobSpecTest, DocumentedExamplesAreValid) {
-  const std::string doc_path = TestDataDir() + "/../../docs/job-spec.md";
+  const std::string doc_path = ::fedanon::testing::TestDataDir() + "/../../docs/job-spec.md";
   ASSERT_OK_AND_ASSIGN(const std::string doc, ReadFile(doc_path));
   size_t examples = 0;
   for (size_t at = doc.find("```yaml\n"); at != std::string::npos;

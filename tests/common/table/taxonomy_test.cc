@@ -241,7 +241,8 @@ TEST(TaxonomyTest, CopiesAreIndependent) {
 
 // The real ARX hierarchies for UCI Adult (read-only shared data; never copied into the repo).
 TEST(TaxonomyTest, LoadsAdultHierarchies) {
-  const std::filesystem::path adult = std::filesystem::path(SharedDir()) / "datasets/adult";
+  const std::filesystem::path adult =
+      std::filesystem::path(::fedanon::testing::SharedDir()) / "datasets/adult";
   if (!std::filesystem::is_directory(adult)) {
     GTEST_SKIP() << "shared Adult data set not found at " << adult.string()
                  << " (set -DFEDANON_SHARED_DIR to enable this test)";

@@ -1,0 +1,541 @@
+// The fault suite (CTest label `fault`, issue #28 "Proven under faults"): real daemons on
+// loopback with mutual TLS — fedanon-leader and one fedanon-party per hospital as child processes,
+// each party dialling the leader through a TCP proxy the test controls — and, per scenario, a
+// fault: kill -9 of a party or of the leader at a seeded random round, a link that black-holes
+// for longer or shorter than the round timeout, a cut link, a party slowed to 200 ms per message,
+// a party that sends malformed or oversized replies.
+//
+// Every scenario asserts its outcome and that no partial table exists anywhere (no result at the
+// leader, none at any party, no `*.tmp.*` file), that the leader keeps serving, and that a NEW job
+// afterwards succeeds. Each prints its measured figures on one `[ fault ]` line.
+//
+// Today's designed outcome: a job whose party or leader fails is FAILED with a reason naming the
+// party (or "leader restarted"); nothing resumes. Assertions that change once jobs resume after a
+// restart are marked "RESUME:" — there the job would instead end DONE with the full table.
+//
+// Replay: the seed is printed (`seed=N`); FEDANON_FAULT_SEED=N reruns the same rounds and victims.
+// FEDANON_KEEP_TEST_DIR=1 keeps the kit, data and daemon logs (also kept on any failure).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "spdlog/spdlog.h"
+#include "tests/fault/fake_party.h"
+#include "tests/fault/fault_federation.h"
+#include "tests/support/run_binary.h"
+#include "tests/support/test_paths.h"
+
+namespace fedanon::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using fedanon::v1::JOB_STATE_DONE;
+using fedanon::v1::JOB_STATE_FAILED;
+using fedanon::v1::JobInfo;
+
+// The round timeout of the jobs a fault hits: short enough that detection is fast, long enough
+// for a loaded 2-core CI machine (a round's call takes well under 0.1 s here). Jobs that must
+// succeed get kCleanRoundTimeoutSeconds, so that load alone never fails them.
+constexpr uint32_t kRoundTimeoutSeconds = 3;
+constexpr uint32_t kCleanRoundTimeoutSeconds = 10;
+constexpr absl::Duration kJobBound = absl::Seconds(60);
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+// Data rows of a CSV file (lines after the header).
+size_t CsvRows(const std::string& text) {
+  size_t lines = 0;
+  for (char c : text) lines += c == '\n' ? 1 : 0;
+  return lines == 0 ? 0 : lines - 1;
+}
+
+size_t FileRows(const std::string& path) {
+  std::ifstream in(path);
+  return CsvRows(std::string(std::istreambuf_iterator<char>(in), {}));
+}
+
+class FaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* bin : {"fedanon", "fedanon-leader", "fedanon-party"}) {
+      if (!std::filesystem::exists(BinaryDir() + "/bin/" + bin)) {
+        GTEST_SKIP() << "build fedanon, fedanon-leader and fedanon-party first";
+      }
+    }
+    seed_ = FaultSeed();
+    rng_.seed(seed_);
+    std::cout << "[ fault ] " << Name() << " seed=" << seed_
+              << " (replay: FEDANON_FAULT_SEED=" << seed_ << ")" << std::endl;
+  }
+
+  static std::string Name() {
+    return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  }
+
+  // Starts the federation (a fatal failure stops the test).
+  void StartFederation(FaultFederationOptions options = {}) {
+    fed_ = std::make_unique<FaultFederation>(options);
+    const absl::Status st = fed_->Start();
+    ASSERT_TRUE(st.ok()) << st << "\n" << fed_->Log("leader");
+  }
+
+  // A job over `ring` (all parties when empty) that must end DONE with every row of the ring's
+  // tables at the leader; returns its wall time (submission to DONE) and its rounds.
+  void RunCleanJob(const std::vector<std::string>& ring, double* seconds, uint32_t* rounds,
+                   uint32_t round_timeout = kCleanRoundTimeoutSeconds) {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::string> job = fed_->Submit(ring, round_timeout);
+    ASSERT_TRUE(job.ok()) << job.status();
+    absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+    ASSERT_TRUE(end.ok()) << end.status();
+    if (seconds != nullptr) *seconds = Seconds(absl::Now() - start);
+    ASSERT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason();
+    if (rounds != nullptr) *rounds = end->round();
+    absl::StatusOr<std::string> csv = fed_->Result(*job);
+    ASSERT_TRUE(csv.ok()) << csv.status();
+    size_t expected = 0;
+    for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
+      const std::string& p = fed_->parties()[static_cast<size_t>(i)];
+      if (ring.empty() || std::find(ring.begin(), ring.end(), p) != ring.end()) {
+        expected += FileRows(fed_->party_data_dir(i) + "/table.csv");
+      }
+    }
+    EXPECT_EQ(CsvRows(*csv), expected) << "the integrated table lost or gained rows";
+  }
+
+  // A round in [1, rounds - 1] (or 1), drawn from the seed.
+  uint32_t SeededRound(uint32_t rounds) {
+    if (rounds <= 2) return 1;
+    return 1 + static_cast<uint32_t>(rng_() % (rounds - 1));
+  }
+  int SeededParty() { return static_cast<int>(rng_() % fed_->parties().size()); }
+
+  // Every proxy adds `d` per chunk (so that a round lasts long enough to be hit).
+  void DelayAll(absl::Duration d) {
+    for (size_t i = 0; i < fed_->parties().size(); ++i) fed_->proxy(static_cast<int>(i)).SetDelay(d);
+  }
+
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+  std::unique_ptr<FaultFederation> fed_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Slow party
+
+TEST_F(FaultTest, PartySlowedTo200MsPerMessageStillCompletes) {
+  StartFederation();
+  double plain = 0, slow = 0;
+  uint32_t rounds = 0;
+  RunCleanJob({}, &plain, &rounds);
+  if (HasFatalFailure()) return;
+  // Every chunk either way between hospital-b and the leader arrives 200 ms late.
+  fed_->proxy(1).SetDelay(absl::Milliseconds(200));
+  RunCleanJob({}, &slow, nullptr);
+  if (HasFatalFailure()) return;
+  fed_->proxy(1).SetDelay(absl::ZeroDuration());
+  PrintFigures(absl::StrFormat("%s rounds=%u job_s=%.2f job_slowed_s=%.2f slowdown_s=%.2f", Name(),
+                               rounds, plain, slow, slow - plain));
+  EXPECT_GT(slow, plain + 0.4) << "the delay did not apply";
+}
+
+// ---------------------------------------------------------------------------------------------
+// kill -9 of a party
+
+TEST_F(FaultTest, PartyKilledAtASeededRoundFailsTheJobAndTheRestServeANewOne) {
+  StartFederation();
+  uint32_t rounds = 0;
+  RunCleanJob({}, nullptr, &rounds);
+  if (HasFatalFailure()) return;
+  const int victim = SeededParty();
+  const uint32_t at_round = SeededRound(rounds);
+  const std::string name = fed_->parties()[static_cast<size_t>(victim)];
+  DelayAll(absl::Milliseconds(15));
+  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
+  ASSERT_TRUE(reached.ok()) << reached.status();
+  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING)
+      << "the job ended before round " << at_round << ": " << reached->ShortDebugString();
+  fed_->KillParty(victim);
+  const absl::Time killed = absl::Now();
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+  ASSERT_TRUE(end.ok()) << end.status();
+  const double detect = Seconds(absl::Now() - killed);
+  DelayAll(absl::ZeroDuration());
+  // RESUME: still FAILED — the party's data is gone with it; a resumable job would wait for it.
+  EXPECT_EQ(end->state(), JOB_STATE_FAILED);
+  EXPECT_THAT(end->failure_reason(), HasSubstr("party '" + name + "'"));
+  EXPECT_LT(detect, kRoundTimeoutSeconds + 2.0) << "a dead party is seen when its socket closes";
+  fed_->ExpectNothingReleased(*job);
+  EXPECT_TRUE(fed_->Health().ok());
+  // What an operator sees: `fedanonctl watch` exits 1 with the reason.
+  const CliResult watch = RunBinary(BinaryDir() + "/bin/fedanonctl",
+                                    {"--config", fed_->dir() + "/kit/admin/admin.yaml", "watch", *job},
+                                    fed_->dir() + "/capture");
+  EXPECT_EQ(watch.exit_code, 1) << watch.out << watch.err;
+  EXPECT_THAT(watch.out + watch.err, HasSubstr("party '" + name + "'"));
+
+  // The job is refused at once while the party is away (not connected), naming it ...
+  absl::StatusOr<std::string> with_dead = fed_->Submit({}, kRoundTimeoutSeconds);
+  ASSERT_TRUE(with_dead.ok()) << with_dead.status();
+  absl::StatusOr<JobInfo> refused = fed_->WaitForEnd(*with_dead, kJobBound);
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->state(), JOB_STATE_FAILED);
+  EXPECT_THAT(refused->failure_reason(), HasSubstr("party '" + name + "' is not connected"));
+  // ... and the survivors run a new job to the end.
+  std::vector<std::string> survivors;
+  for (const std::string& p : fed_->parties()) {
+    if (p != name) survivors.push_back(p);
+  }
+  double again = 0;
+  RunCleanJob(survivors, &again, nullptr);
+  // The survivors were told the job failed, with the leader's reason (EndJob success=false, sent
+  // before the leader took the next job), and recorded it in their audit files.
+  for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
+    if (i == victim) continue;
+    const std::vector<std::string> kinds = fed_->AuditKinds(i, *job);
+    ASSERT_FALSE(kinds.empty());
+    EXPECT_EQ(kinds.front(), "job-start");
+    EXPECT_THAT(kinds, ::testing::Not(::testing::Contains("released-table")));
+    EXPECT_EQ(fed_->AuditEnd(i, *job), "success=false reason=" + end->failure_reason())
+        << fed_->parties()[static_cast<size_t>(i)];
+  }
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u victim=%s kill_round=%u of %u detect_s=%.3f reason=\"%s\" new_job_s=%.2f",
+      Name(), seed_, name, reached->round(), rounds, detect, end->failure_reason(), again));
+}
+
+TEST_F(FaultTest, PartyKilledAtASeededRoundAndRestartedFailsTheJobThenRejoins) {
+  StartFederation();
+  uint32_t rounds = 0;
+  RunCleanJob({}, nullptr, &rounds);
+  if (HasFatalFailure()) return;
+  const int victim = SeededParty();
+  const uint32_t at_round = SeededRound(rounds);
+  const std::string name = fed_->parties()[static_cast<size_t>(victim)];
+  DelayAll(absl::Milliseconds(15));
+  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
+  ASSERT_TRUE(reached.ok()) << reached.status();
+  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  fed_->KillParty(victim);
+  const absl::Time killed = absl::Now();
+  // Restarted at once: it reconnects, possibly before the leader's next request to it.
+  ASSERT_TRUE(fed_->StartParty(victim).ok());
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+  ASSERT_TRUE(end.ok()) << end.status();
+  const double detect = Seconds(absl::Now() - killed);
+  DelayAll(absl::ZeroDuration());
+  // RESUME: this is the case resume would turn into DONE (the restarted party still has its
+  // table); today the new process knows nothing of the job and the job fails.
+  EXPECT_EQ(end->state(), JOB_STATE_FAILED);
+  EXPECT_THAT(end->failure_reason(), HasSubstr("party '" + name + "'"));
+  EXPECT_LT(detect, kRoundTimeoutSeconds + 2.0);
+  fed_->ExpectNothingReleased(*job);
+  const absl::Time rejoin_start = absl::Now();
+  ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
+  const double rejoin = Seconds(absl::Now() - rejoin_start);
+  double again = 0;
+  RunCleanJob({}, &again, nullptr);
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u victim=%s kill_round=%u of %u detect_s=%.3f reason=\"%s\" "
+      "rejoined_after_end_s=%.2f new_job_s=%.2f",
+      Name(), seed_, name, reached->round(), rounds, detect, end->failure_reason(), rejoin,
+      again));
+}
+
+// The party's host crashes (no FIN reaches the leader: its link is black-holed when the party
+// is killed) and the party comes back at once on a fresh connection (here straight to the
+// leader): the leader replaces the stale stream with the new one, and the new process, which
+// knows nothing of the job, is the one asked next.
+TEST_F(FaultTest, PartyHostCrashAndRestartReplacesTheStaleStreamAndFailsTheJob) {
+  StartFederation();
+  uint32_t rounds = 0;
+  RunCleanJob({}, nullptr, &rounds);
+  if (HasFatalFailure()) return;
+  const int victim = SeededParty();
+  const uint32_t at_round = SeededRound(rounds);
+  const std::string name = fed_->parties()[static_cast<size_t>(victim)];
+  DelayAll(absl::Milliseconds(15));
+  // A long round timeout, so that an end caused by the new connection cannot be mistaken for
+  // the timeout (the restarted process's start-up counts in the time to detect).
+  constexpr uint32_t kTimeout = 10;
+  absl::StatusOr<std::string> job = fed_->Submit({}, kTimeout);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
+  ASSERT_TRUE(reached.ok()) << reached.status();
+  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  fed_->proxy(victim).BlackHole(true);
+  fed_->KillParty(victim);
+  const absl::Time killed = absl::Now();
+  ASSERT_TRUE(fed_->StartParty(victim, /*direct=*/true).ok());
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, absl::Seconds(30));
+  const double detect = Seconds(absl::Now() - killed);
+  fed_->proxy(victim).BlackHole(false);
+  DelayAll(absl::ZeroDuration());
+  ASSERT_TRUE(end.ok()) << end.status();
+  // RESUME: the case resume is for (the party is back within a second, with its table); today
+  // the job fails: with "disconnected (replaced by a new connection ...)" when a request was out
+  // to the crashed process, else with the new process's refusal "no prepared job with this id".
+  EXPECT_EQ(end->state(), JOB_STATE_FAILED);
+  EXPECT_THAT(end->failure_reason(), HasSubstr("party '" + name + "'"));
+  // Never the round timeout: the new connection ends the wait for the old one.
+  EXPECT_LT(detect, kTimeout - 2.0);
+  fed_->ExpectNothingReleased(*job);
+  ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
+  double again = 0;
+  RunCleanJob({}, &again, nullptr);
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u victim=%s kill_round=%u of %u detect_s=%.3f reason=\"%s\" new_job_s=%.2f",
+      Name(), seed_, name, reached->round(), rounds, detect, end->failure_reason(), again));
+}
+
+// ---------------------------------------------------------------------------------------------
+// kill -9 of the leader
+
+TEST_F(FaultTest, LeaderKilledMidJobAndRestartedMarksItFailedAndServesANewJob) {
+  StartFederation();
+  uint32_t rounds = 0;
+  RunCleanJob({}, nullptr, &rounds);
+  if (HasFatalFailure()) return;
+  const uint32_t at_round = SeededRound(rounds);
+  DelayAll(absl::Milliseconds(15));
+  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
+  ASSERT_TRUE(reached.ok()) << reached.status();
+  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  fed_->KillLeader();
+  fed_->ResetAdmin();
+  DelayAll(absl::ZeroDuration());
+  const absl::Time restart = absl::Now();
+  ASSERT_TRUE(fed_->StartLeader().ok());
+  ASSERT_TRUE(fed_->WaitForParties(fed_->parties())) << fed_->Log("leader");
+  const double reconnect = Seconds(absl::Now() - restart);
+
+  absl::StatusOr<JobInfo> after = fed_->Get(*job);
+  ASSERT_TRUE(after.ok()) << after.status();
+  // RESUME: the job would continue from its last committed round instead.
+  EXPECT_EQ(after->state(), JOB_STATE_FAILED);
+  EXPECT_EQ(after->failure_reason(), "leader restarted");
+  fed_->ExpectNothingReleased(*job);
+  // The parties: each recorded the start of the job (and its replies) but no end. GAP: the
+  // restarted leader marks the job failed without telling the parties (RecoverAfterRestart sends
+  // no EndJob); each party drops the job at its next Prepare, and its run stays counted in its
+  // ledger even when it had released nothing. Once the leader ends recovered jobs at the parties
+  // (or resumes them), this expectation changes.
+  for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
+    const std::vector<std::string> kinds = fed_->AuditKinds(i, *job);
+    ASSERT_FALSE(kinds.empty()) << fed_->parties()[static_cast<size_t>(i)];
+    EXPECT_EQ(kinds.front(), "job-start");
+    EXPECT_THAT(kinds, ::testing::Not(::testing::Contains("released-table")));
+    EXPECT_EQ(fed_->AuditEnd(i, *job), "") << fed_->parties()[static_cast<size_t>(i)];
+  }
+  double again = 0;
+  RunCleanJob({}, &again, nullptr);
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u kill_round=%u of %u parties_reconnected_s=%.2f reason=\"%s\" new_job_s=%.2f",
+      Name(), seed_, reached->round(), rounds, reconnect, after->failure_reason(), again));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Link faults (the proxy)
+
+TEST_F(FaultTest, LinkDownLongerThanTheRoundTimeoutFailsTheJobNamingTheParty) {
+  StartFederation();
+  uint32_t rounds = 0;
+  RunCleanJob({}, nullptr, &rounds);
+  if (HasFatalFailure()) return;
+  const int victim = SeededParty();
+  const std::string name = fed_->parties()[static_cast<size_t>(victim)];
+  const uint32_t at_round = SeededRound(rounds);
+  DelayAll(absl::Milliseconds(15));
+  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
+  ASSERT_TRUE(reached.ok()) << reached.status();
+  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  fed_->proxy(victim).BlackHole(true);
+  const absl::Time down = absl::Now();
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, absl::Seconds(30));
+  const double detect = Seconds(absl::Now() - down);
+  fed_->proxy(victim).BlackHole(false);
+  DelayAll(absl::ZeroDuration());
+  ASSERT_TRUE(end.ok()) << end.status();
+  // RESUME: unchanged — a link down past the deadline fails the job by design.
+  EXPECT_EQ(end->state(), JOB_STATE_FAILED);
+  EXPECT_THAT(end->failure_reason(),
+              HasSubstr("party '" + name + "' did not answer within " +
+                        std::to_string(kRoundTimeoutSeconds) + " s"));
+  // The leader waits for the party only while it has a request out to it: at most the round
+  // timeout, plus the other parties' hops of the round before it turns to this one.
+  EXPECT_GE(detect, kRoundTimeoutSeconds - 0.1);
+  EXPECT_LT(detect, 2.0 * kRoundTimeoutSeconds + 2.0);
+  fed_->ExpectNothingReleased(*job);
+  // The link is back: the party's stream survived (its late reply is dropped by the leader) and
+  // the next job runs.
+  ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
+  double again = 0;
+  RunCleanJob({}, &again, nullptr);
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u victim=%s down_at_round=%u round_timeout_s=%u detect_s=%.2f reason=\"%s\" "
+      "new_job_s=%.2f proxy_connections=%d",
+      Name(), seed_, name, reached->round(), kRoundTimeoutSeconds, detect, end->failure_reason(),
+      again, fed_->proxy(victim).accepted()));
+}
+
+TEST_F(FaultTest, LinkDownShorterThanTheRoundTimeoutDoesNotFailTheJob) {
+  StartFederation();
+  uint32_t rounds = 0;
+  double plain = 0;
+  RunCleanJob({}, &plain, &rounds);
+  if (HasFatalFailure()) return;
+  const int victim = SeededParty();
+  const std::string name = fed_->parties()[static_cast<size_t>(victim)];
+  const uint32_t at_round = SeededRound(rounds);
+  constexpr uint32_t kTimeout = 6;
+  const absl::Duration outage = absl::Milliseconds(2500);
+  DelayAll(absl::Milliseconds(15));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> job = fed_->Submit({}, kTimeout);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
+  ASSERT_TRUE(reached.ok()) << reached.status();
+  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  fed_->proxy(victim).BlackHole(true);
+  absl::SleepFor(outage);
+  fed_->proxy(victim).BlackHole(false);
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+  const double total = Seconds(absl::Now() - start);
+  DelayAll(absl::ZeroDuration());
+  ASSERT_TRUE(end.ok()) << end.status();
+  // Bytes held back by the outage arrive late but intact (TCP would retransmit them); keepalive
+  // (20 s / 10 s) does not fire in 2.5 s; the pending call's deadline is not reached.
+  EXPECT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason();
+  EXPECT_EQ(fed_->proxy(victim).accepted(), 1) << "the party had to reconnect";
+  absl::StatusOr<std::string> csv = fed_->Result(*job);
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  EXPECT_EQ(CsvRows(*csv), static_cast<size_t>(fed_->total_rows()));
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u victim=%s down_at_round=%u outage_s=%.1f round_timeout_s=%u job_s=%.2f "
+      "clean_job_s=%.2f",
+      Name(), seed_, name, reached->round(), Seconds(outage), kTimeout, total, plain));
+}
+
+TEST_F(FaultTest, LinkCutMidJobFailsTheJobAndThePartyReconnects) {
+  StartFederation();
+  uint32_t rounds = 0;
+  RunCleanJob({}, nullptr, &rounds);
+  if (HasFatalFailure()) return;
+  const int victim = SeededParty();
+  const std::string name = fed_->parties()[static_cast<size_t>(victim)];
+  const uint32_t at_round = SeededRound(rounds);
+  DelayAll(absl::Milliseconds(15));
+  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
+  ASSERT_TRUE(reached.ok()) << reached.status();
+  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  fed_->proxy(victim).Cut();
+  const absl::Time cut = absl::Now();
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, absl::Seconds(30));
+  const double detect = Seconds(absl::Now() - cut);
+  DelayAll(absl::ZeroDuration());
+  ASSERT_TRUE(end.ok()) << end.status();
+  // RESUME: a cut is what resume should absorb (the party reconnects within a second, its job
+  // state intact in its process); today the stream carries the job and its end fails the job.
+  EXPECT_EQ(end->state(), JOB_STATE_FAILED);
+  EXPECT_THAT(end->failure_reason(), HasSubstr("party '" + name + "'"));
+  EXPECT_LT(detect, kRoundTimeoutSeconds + 2.0);
+  fed_->ExpectNothingReleased(*job);
+  const absl::Time back = absl::Now();
+  ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
+  const double rejoin = Seconds(absl::Now() - back);
+  EXPECT_GE(fed_->proxy(victim).accepted(), 2) << "the party did not reconnect";
+  double again = 0;
+  RunCleanJob({}, &again, nullptr);
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u victim=%s cut_at_round=%u detect_s=%.3f reason=\"%s\" listed_again_after_s=%.2f "
+      "new_job_s=%.2f",
+      Name(), seed_, name, reached->round(), detect, end->failure_reason(), rejoin, again));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A party sending malformed or oversized replies (the in-process fake party has hospital-c's
+// real certificate; tests/fuzz/fuzz_leader.cc covers malformed replies in depth in-process, this
+// is one pass through a real leader process and its gRPC server).
+
+TEST_F(FaultTest, MalformedAndOversizedRepliesFailTheJobButNotTheLeader) {
+  spdlog::set_level(spdlog::level::warn);  // the in-process party's own progress lines
+  FaultFederationOptions options;
+  options.external = {2};
+  StartFederation(options);
+  if (HasFatalFailure()) return;
+  const std::string name = fed_->parties()[2];
+  absl::StatusOr<std::unique_ptr<FakeParty>> fake =
+      FakeParty::Create(name, fed_->party_dir(2), fed_->party_data_dir(2),
+                        fed_->party_output_dir(2), fed_->proxy(2).address());
+  ASSERT_TRUE(fake.ok()) << fake.status();
+  (*fake)->Start();
+  ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
+  double honest = 0;
+  RunCleanJob({}, &honest, nullptr);  // the fake party answers honestly until told otherwise
+  if (HasFatalFailure()) return;
+
+  struct Case {
+    Corruption corruption;
+    const char* label;
+    std::string reason;  // expected in the failure reason
+  };
+  const std::vector<Case> cases = {
+      // The leader cannot open the last hop (sealed for it by the ring's last party). The reason
+      // is the sealed box's own error and does NOT name the party, although the leader knows who
+      // sealed the last hop (docs/operations.md, Faults: "not covered yet").
+      {Corruption::kGarbageCiphertext, "garbage_ciphertext", "sealed box"},
+      {Corruption::kWrongReplyKind, "wrong_reply_kind", "party '" + name + "'"},
+      {Corruption::kOversized, "oversized_65MiB", "party '" + name + "' disconnected"},
+  };
+  std::string figures;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.label);
+    ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
+    (*fake)->CorruptNext(c.corruption);
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
+    ASSERT_TRUE(job.ok()) << job.status();
+    absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+    ASSERT_TRUE(end.ok()) << end.status();
+    EXPECT_TRUE((*fake)->corrupted());
+    EXPECT_EQ(end->state(), JOB_STATE_FAILED);
+    EXPECT_THAT(end->failure_reason(), HasSubstr(c.reason));
+    fed_->ExpectNothingReleased(*job);
+    EXPECT_TRUE(fed_->LeaderRunning()) << fed_->Log("leader");
+    EXPECT_TRUE(fed_->Health().ok());
+    absl::StrAppendFormat(&figures, " %s: failed_after_s=%.2f reason=\"%s\";", c.label,
+                          Seconds(absl::Now() - start), end->failure_reason());
+  }
+  // The leader serves the next job, with the same (now honest) party.
+  ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
+  double again = 0;
+  RunCleanJob({}, &again, nullptr);
+  PrintFigures(absl::StrFormat("%s honest_job_s=%.2f%s new_job_s=%.2f fake_sessions=%d", Name(),
+                               honest, figures, again, (*fake)->sessions()));
+  (*fake)->Stop();
+}
+
+}  // namespace
+}  // namespace fedanon::testing
