@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cli/provision.h"
+#include "cli/watch_progress.h"
 #include "common/base/status_macros.h"
 #include "common/spec/proto_json.h"
 #include "google/protobuf/struct.pb.h"
@@ -211,10 +212,11 @@ absl::Status RunList(const AdminGlobals& g) {
 }
 
 // Until the job ends: OK if it is done, an error if it failed or was cancelled.
-absl::Status RunWatch(const AdminGlobals& g, const std::string& job_id) {
+absl::Status RunWatch(const AdminGlobals& g, const std::string& job_id, uint32_t expect_rounds) {
   ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, Connect(g));
+  WatchProgress progress(expect_rounds);
   ASSIGN_OR_RETURN(const fedanon::v1::JobInfo last,
-                   client->WatchJob(job_id, [&g](const fedanon::v1::JobInfo& job) {
+                   client->WatchJob(job_id, [&g, &progress](const fedanon::v1::JobInfo& job) {
                      if (g.json) {
                        // A line that cannot be printed is reported and the watch goes on.
                        if (absl::Status st = PrintJson(job, /*pretty=*/false); !st.ok()) {
@@ -222,8 +224,10 @@ absl::Status RunWatch(const AdminGlobals& g, const std::string& job_id) {
                        }
                        std::cout.flush();
                      } else {
+                       const std::string rate = progress.Update(job);
                        std::cout << FormatUnixTime(absl::ToUnixSeconds(absl::Now())) << " "
-                                 << ProgressLine(job) << std::endl;
+                                 << ProgressLine(job) << (rate.empty() ? "" : "  ") << rate
+                                 << std::endl;
                      }
                    }));
   if (last.state() == fedanon::v1::JOB_STATE_DONE) {
@@ -376,8 +380,12 @@ CommandAction DeclareListCommand(const AdminGlobals* globals, CLI::App*) {
 
 CommandAction DeclareWatchCommand(const AdminGlobals* globals, CLI::App* command) {
   auto job_id = std::make_shared<std::string>();
+  auto expect_rounds = std::make_shared<uint32_t>(0);
   command->add_option("JOB", *job_id, "Job id")->required();
-  return ActionOf([=] { return RunWatch(*globals, *job_id); });
+  command->add_option("--expect-rounds", *expect_rounds,
+                      "Rounds you expect (e.g. the specializations of an earlier run of the same "
+                      "spec): shows a progress bar and an ETA from the round timings");
+  return ActionOf([=] { return RunWatch(*globals, *job_id, *expect_rounds); });
 }
 
 CommandAction DeclareCancelCommand(const AdminGlobals* globals, CLI::App* command) {

@@ -47,7 +47,8 @@ int Main(int argc, char** argv) {
            "Random anonymization (yang2010): replace QID values by draws from their distributions",
            common::DeclareRandomizeCommand);
   tree.Add("party",
-           "A party's own records: `party audit JOB_ID` prints what this party sent in a job",
+           "A party's own records: `party audit JOB_ID` prints what this party sent in a job; "
+           "`party status` whether the party daemon runs and is linked to the leader",
            server::DeclarePartyCommand);
   // Not listed among the subcommands (the footer names it).
   tree.Add("federation", "", server::DeclareFederationCommand);

@@ -6,7 +6,8 @@
 //     parties                                    connected parties
 //     submit JOB.yaml [--parties a,b] [--recipient P] [--leader-party P] [--data P=PATH ...]
 //                     [--round-timeout S]        submit a job, print its id
-//     status JOB | list | watch JOB | cancel JOB [--reason TEXT] | result JOB -o FILE [--force]
+//     status JOB | list | watch JOB [--expect-rounds N] | cancel JOB [--reason TEXT]
+//     result JOB -o FILE [--force]
 //     view-log JOB                               what the leader decoded (JSON lines)
 //     health [--service NAME] [--bundle DIR --leader HOST:PORT]
 //                                                the leader's gRPC health service (probes)

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/party_status.h"
 #include "common/base/status_macros.h"
 #include "party/audit_log.h"
 #include "server/config.h"
@@ -111,8 +112,12 @@ CommandAction DeclarePartyCommand(CLI::App* party) {
   audit->add_option("--state-dir", flags->state_dir,
                     "The party's state directory (output_dir) instead of --config");
   audit->add_flag("--json", flags->json, "Print the raw JSON lines");
+  const CommandAction status = DeclarePartyStatusCommand(party);
   party->require_subcommand(1);
-  return [flags] { return ExitCode(RunAudit(*flags), "fedanon party audit"); };
+  return [flags, audit, status] {
+    if (!audit->parsed()) return status();
+    return ExitCode(RunAudit(*flags), "fedanon party audit");
+  };
 }
 
 }  // namespace fedanon::server

@@ -15,7 +15,7 @@ namespace fedanon::server {
 // when a line is not an audit entry.
 absl::StatusOr<std::string> FormatAuditText(const std::string& jsonl);
 
-// Declares `party` and its subcommand `audit` on `party`.
+// Declares the subcommands `audit` and `status` (cli/party_status.h) on `party`.
 CommandAction DeclarePartyCommand(CLI::App* party);
 
 }  // namespace fedanon::server

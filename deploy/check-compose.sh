@@ -2,8 +2,9 @@
 # CI check of the container deployment (docker-compose.yml, deploy/Dockerfile, deploy/compose/):
 #  1. every file the compose file references exists: bind-mount sources, build context and
 #     Dockerfile, and each /config/<file> it or the entrypoint uses (./deploy/compose is /config);
-#     only the leader publishes a port; the leader's and parties' healthchecks call the leader's
-#     gRPC health service (`fedanonctl health`);
+#     only the leader publishes a port; the leader's healthcheck calls its gRPC health service
+#     (`fedanonctl health`), the parties' the local `fedanon party status`; metrics are served on
+#     loopback only (FEDANON_METRICS_LISTEN) and Prometheus shares the leader's network namespace;
 #  2. deploy/compose/entrypoint.sh passes `bash -n`;
 #  3. `docker-compose -f docker-compose.yml config -q` when Debian's docker-compose is installed
 #     (`apt-get install docker-compose`; not a build dependency) — skipped with a message otherwise.
@@ -68,11 +69,30 @@ if [ "$published" = "leader " ]; then
 else
   err "services publishing ports: '${published}' (want exactly: leader)"
 fi
-health_lines="$(grep -cE '^[[:space:]]*test:.*fedanonctl.*health' "$compose" || true)"
-if [ "$health_lines" -ge 2 ]; then
-  ok "leader and party healthchecks call the gRPC health service (fedanonctl health)"
+if grep -qE '^[[:space:]]*test:.*fedanonctl.*health' "$compose"; then
+  ok "the leader's healthcheck calls its gRPC health service (fedanonctl health)"
 else
-  err "expected the leader's and the parties' healthchecks to run 'fedanonctl health'"
+  err "expected the leader's healthcheck to run 'fedanonctl health'"
+fi
+if grep -qE '^[[:space:]]*test:.*fedanon party status' "$compose"; then
+  ok "the parties' healthcheck is local (fedanon party status)"
+else
+  err "expected the parties' healthcheck to run 'fedanon party status'"
+fi
+bad_metrics="$(sed -nE 's/^[[:space:]]*FEDANON_METRICS_LISTEN:[[:space:]]*"?([^"[:space:]]*)"?.*/\1/p' "$compose" |
+  grep -vE '^(127\.[0-9.]+|\[::1\]):[0-9]+$' || true)"
+if [ -z "$bad_metrics" ]; then
+  ok "metrics listen on loopback only"
+else
+  err "metrics address not on loopback: $bad_metrics"
+fi
+if grep -qE '^  prometheus:' "$compose"; then
+  if awk '/^  prometheus:/ {p = 1; next} /^  [A-Za-z0-9_.-]+:/ {p = 0} p' "$compose" |
+     grep -qE 'network_mode:[[:space:]]*"?service:leader"?'; then
+    ok "prometheus shares the leader's network namespace (scrapes its loopback)"
+  else
+    err "prometheus must run with network_mode: service:leader (the metrics are on loopback)"
+  fi
 fi
 
 # 2. Entrypoint syntax.

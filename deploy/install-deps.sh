@@ -11,7 +11,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libssl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev libyaml-cpp-dev libsqlite3-dev nlohmann-json3-dev
+  libcli11-dev libyaml-cpp-dev libsqlite3-dev nlohmann-json3-dev prometheus-cpp-dev
   openssl iproute2 ccache
 )
 # Used only by tests: deploy/check-compose.sh validates docker-compose.yml with `docker-compose

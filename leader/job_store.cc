@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <string_view>
 #include <utility>
 
@@ -399,7 +400,39 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& data
   RETURN_IF_ERROR(Exec(db.get(), "PRAGMA foreign_keys=ON"));
   RETURN_IF_ERROR(Exec(db.get(), "PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(Migrate(db.get(), path));
-  return std::unique_ptr<JobStore>(new JobStore(db.release(), data_dir));
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return common::ErrnoStatus(errno, absl::StrCat("cannot stat ", path));
+  }
+  std::unique_ptr<JobStore> store(new JobStore(db.release(), data_dir));
+  store->file_dev_ = st.st_dev;
+  store->file_ino_ = st.st_ino;
+  return store;
+}
+
+absl::Status JobStore::CheckAvailable() const {
+  const std::string path = data_dir_ + "/jobs.db";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("job store ", path, " is gone (", std::strerror(errno), ")"));
+  }
+  if (st.st_dev != file_dev_ || st.st_ino != file_ino_) {
+    return absl::UnavailableError(
+        absl::StrCat("job store ", path, " was replaced since the leader opened it"));
+  }
+  absl::MutexLock lock(&mu_);
+  {
+    Stmt read(db_, "SELECT count(*) FROM jobs");
+    if (absl::StatusOr<bool> row = read.Step(); !row.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("job store cannot be read: ", row.status().message()));
+    }
+  }
+  if (absl::Status st = Exec(db_, "BEGIN IMMEDIATE"); !st.ok()) {
+    return absl::UnavailableError(absl::StrCat("job store cannot be written: ", st.message()));
+  }
+  return Exec(db_, "ROLLBACK");
 }
 
 absl::StatusOr<std::string> JobStore::Create(const SubmitJobRequest& request,

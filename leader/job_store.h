@@ -66,11 +66,19 @@ class JobStore {
   // "leader restarted"; returns how many.
   absl::StatusOr<int> RecoverAfterRestart();
 
+  // Cheap check that the store still works (for the leader's health service): jobs.db is still
+  // the file that was opened (not deleted or replaced, e.g. by a lost volume), it can be read,
+  // and the write lock can be taken (BEGIN IMMEDIATE; ROLLBACK). Unavailable naming what failed.
+  absl::Status CheckAvailable() const;
+
  private:
   JobStore(sqlite3* db, std::string data_dir);
   mutable absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);  // every statement runs under mu_
   std::string data_dir_;
+  // Identity of jobs.db when opened (st_dev, st_ino).
+  uint64_t file_dev_ = 0;
+  uint64_t file_ino_ = 0;
 };
 
 }  // namespace fedanon::leader

@@ -266,7 +266,10 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
 
 Leader::Leader(LeaderOptions options, common::PartyChannel* channel,
                std::unique_ptr<JobStore> store)
-    : options_(std::move(options)), channel_(channel), store_(std::move(store)) {}
+    : options_(std::move(options)),
+      observer_(options_.observer != nullptr ? options_.observer : &NoLeaderObserver()),
+      channel_(channel),
+      store_(std::move(store)) {}
 
 Leader::~Leader() {
   {
@@ -310,7 +313,8 @@ absl::StatusOr<JobInfo> Leader::Submit(const fedanon::v1::SubmitJobRequest& requ
   }
   RETURN_IF_ERROR(created.status());
   const std::string& job_id = *created;
-  spdlog::info("job={} submitted by {} ({} parties)", job_id, admin, request.parties_size());
+  spdlog::info("job={} round=0 submitted by {} ({} parties)", job_id, admin,
+               request.parties_size());
   Notify();
   return Get(job_id);
 }
@@ -466,19 +470,25 @@ void Leader::WorkerLoop() {
 
 void Leader::RecordOutcome(const std::string& job_id, const absl::Status& status,
                            const std::string& cancel_reason) {
+  // Every line of a job names its round (server/logging.h): here the last one recorded.
+  const absl::StatusOr<JobInfo> info = store_->Get(job_id);
+  const uint32_t round = info.ok() ? info->round() : 0;
   if (status.ok()) {
     WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE), job_id,
                 "cannot record the job as done");
-    spdlog::info("job={} done", job_id);
+    spdlog::info("job={} round={} done", job_id, round);
+    observer_->JobDone();
   } else if (status.code() == absl::StatusCode::kCancelled) {
     WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, cancel_reason), job_id,
                 "cannot record the job as cancelled");
-    spdlog::info("job={} cancelled: {}", job_id, cancel_reason);
+    spdlog::info("job={} round={} cancelled: {}", job_id, round, cancel_reason);
+    observer_->JobCancelled();
   } else {
     WarnIfError(
         store_->SetState(job_id, fedanon::v1::JOB_STATE_FAILED, std::string(status.message())),
         job_id, "cannot record the job as failed");
-    spdlog::error("job={} failed: {}", job_id, std::string(status.message()));
+    spdlog::error("job={} round={} failed: {}", job_id, round, std::string(status.message()));
+    observer_->JobFailed(FailureCategory(status));
   }
 }
 
@@ -608,6 +618,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
       [this, id = job.job_id] { return CheckCancelled(id); });
   source.set_share_group_sizes(job.ring.size() >= 3);
   source.set_view_log(job.view_log.get());
+  source.set_observer(observer_);
   ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealKeyPair> leader_keys,
                    crypto::SealKeyPairFromPem(options_.seal_key_pem));
   ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealPublicKey> last_party_key,
@@ -626,6 +637,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
         job.job_id, "cannot record progress");
     spdlog::info("job={} round={} specialized {} {} ({} groups)", job.job_id, step.round(),
                  step.attribute(), step.value(), groups);
+    observer_->RoundDone();
     Notify();
   };
   ASSIGN_OR_RETURN(auto engine, common::TopDownSpecializer::Create(&schema, &model, &hier, &source,
@@ -765,6 +777,7 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   options.id_matching_timeout = std::max(job.timeout * 20, absl::Minutes(20));
   options.check_cancelled = [this, id = job.job_id] { return CheckCancelled(id); };
   options.view_log = job.view_log.get();
+  options.observer = observer_;
   std::vector<std::string> qid_names;  // QID attributes in spec order (the engine's indices)
   for (const auto& a : request.spec().attributes()) {
     if (a.role() == fedanon::v1::ROLE_QID) qid_names.push_back(a.name());
@@ -777,6 +790,7 @@ absl::Status Leader::RunVertical(const JobRun& job) {
     WarnIfError(store_->SetProgress(job.job_id, round, what, job.elapsed()), job.job_id,
                 "cannot record progress");
     spdlog::info("job={} round={} specialized {}", job.job_id, round, what);
+    observer_->RoundDone();
     Notify();
   };
   const double rounds_start = job.elapsed();

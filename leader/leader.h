@@ -29,6 +29,7 @@
 #include "common/wire/party_channel.h"
 #include "fedanon/v1/federation.pb.h"
 #include "leader/job_store.h"
+#include "leader/leader_observer.h"
 
 namespace fedanon::leader {
 
@@ -45,6 +46,8 @@ struct LeaderOptions {
   // (0..kMaxQueuedJobsLimit); Create refuses values outside those ranges.
   int max_concurrent_jobs = 4;
   int max_queued_jobs = 64;
+  // Told about rounds, phases and job outcomes (not owned; null: nobody). Must outlive the leader.
+  LeaderObserver* observer = nullptr;
   // Sealing certificates of the parties, by name (from their bundles or announced on connect).
   // Parties present their own in PrepareResult too; see party/party_agent.h.
 };
@@ -89,6 +92,8 @@ class Leader {
   absl::StatusOr<std::string> ViewLogText(const std::string& job_id) const;
   std::vector<common::ConnectedParty> Parties() const { return channel_->Parties(); }
   QueueStats Queue() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether the job store answers (JobStore::CheckAvailable): cheap, for health checks.
+  absl::Status CheckStore() const { return store_->CheckAvailable(); }
 
  private:
   struct JobRun;
@@ -141,6 +146,7 @@ class Leader {
   void Notify() const;
 
   LeaderOptions options_;
+  LeaderObserver* observer_;  // options_.observer or NoLeaderObserver()
   common::PartyChannel* channel_;
   std::unique_ptr<JobStore> store_;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/base/status_macros.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/secure_sum_masks.h"
@@ -69,8 +70,13 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
   const fedanon::v1::StatsRequest request_proto = common::ToProto(request);
   const std::string request_digest = common::SumRequestDigest(request_proto, update_chain_);
   size_t decoded = 0;  // words of `sum` the leader has unmasked so far
+  const absl::Time start = absl::Now();
   const absl::Status status =
       CollectChunks(request_proto, request_digest, collect, masks, words, chunks, &sum, &decoded);
+  if (observer_ != nullptr && status.ok()) {
+    observer_->SecureSumVector(words);
+    observer_->PhaseDone(Phase::kSecureSum, absl::Now() - start);
+  }
   if (view_log_ == nullptr) {
     RETURN_IF_ERROR(status);
     return sum;

@@ -21,6 +21,7 @@
 #include "common/wire/party_channel.h"
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
+#include "leader/leader_observer.h"
 #include "leader/view_log.h"
 
 namespace fedanon::leader {
@@ -69,6 +70,8 @@ class SecureSumCountSource : public common::CountSource {
 
   // Every decoded vector is appended to `log` (not owned; null: none), split into its parts.
   void set_view_log(ViewLog* log) { view_log_ = log; }
+  // Told each secure sum's length and latency (not owned; null: nobody).
+  void set_observer(LeaderObserver* observer) { observer_ = observer; }
 
  private:
   // The rings of one Collect; leaves in `sum` the unmasked words and in `decoded` how many of
@@ -96,6 +99,7 @@ class SecureSumCountSource : public common::CountSource {
   const crypto::SealPublicKey* last_party_key_ = nullptr;
   bool share_group_sizes_ = false;
   ViewLog* view_log_ = nullptr;
+  LeaderObserver* observer_ = nullptr;
   uint64_t collects_ = 0;
   SecureSumStats stats_;
 };

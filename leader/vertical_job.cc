@@ -113,7 +113,11 @@ class Driver {
   absl::StatusOr<std::string> RunRounds(VerticalJobResult* result) {
     uint32_t round = 1;
     while (true) {
+      const auto round_start = std::chrono::steady_clock::now();
       ASSIGN_OR_RETURN(const RoundOutcome outcome, RunRound(round));
+      if (options_.observer != nullptr) {
+        options_.observer->PhaseDone(Phase::kInstruction, absl::Seconds(Since(round_start)));
+      }
       if (outcome == RoundOutcome::kEveryoneDeclined) break;
       if (outcome == RoundOutcome::kVetoed) {
         ++result->vetoes;
@@ -485,7 +489,11 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
   auto start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(result.common_records, driver.MatchIds());
   result.id_matching_seconds = Since(start);
-  spdlog::info("job={} ID matching done: {} common records ({:.2f} s)", options.job_id,
+  if (options.observer != nullptr) {
+    options.observer->PhaseDone(Phase::kIdMatching, absl::Seconds(result.id_matching_seconds));
+    options.observer->IdsMatched(result.common_records, absl::Seconds(result.id_matching_seconds));
+  }
+  spdlog::info("job={} round=0 ID matching done: {} common records ({:.2f} s)", options.job_id,
                result.common_records, result.id_matching_seconds);
 
   start = std::chrono::steady_clock::now();

@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "common/wire/party_channel.h"
 #include "fedanon/v1/job.pb.h"
+#include "leader/leader_observer.h"
 #include "leader/view_log.h"
 
 namespace fedanon::leader {
@@ -44,6 +45,8 @@ struct VerticalJobOptions {
   // Everything the leader reads from the parties' replies is appended here (not owned; null:
   // nothing is logged).
   ViewLog* view_log = nullptr;
+  // Told the ID-matching and round latencies (not owned; null: nobody).
+  LeaderObserver* observer = nullptr;
 };
 
 struct VerticalJobResult {

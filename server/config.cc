@@ -19,6 +19,7 @@
 #include "common/spec/yaml_document.h"
 #include "crypto/certificates.h"
 #include "leader/leader.h"
+#include "server/metrics.h"
 
 namespace fedanon::server {
 namespace {
@@ -139,6 +140,19 @@ class ConfigReader {
     ASSIGN_OR_RETURN(std::string address, String(root_, key, "", true));
     if (absl::Status st = ValidateHostPort(address, absl::StrCat("key '", key, "'")); !st.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(Where(root_[key].Mark()), ": ", st.message()));
+    }
+    return address;
+  }
+
+  // `metrics_listen`, when present (empty when absent).
+  absl::StatusOr<std::string> MetricsAddress(bool allow_non_loopback, std::string_view hint) const {
+    ASSIGN_OR_RETURN(std::string address, String(root_, "metrics_listen", "", false));
+    if (address.empty()) return address;
+    if (absl::Status st =
+            ValidateMetricsAddress(address, allow_non_loopback, "key 'metrics_listen'");
+        !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(Where(root_["metrics_listen"].Mark()), ": ",
+                                                     st.message(), std::string(hint)));
     }
     return address;
   }
@@ -271,12 +285,23 @@ absl::StatusOr<int> BoundedInt(const ConfigReader& reader, const std::string& ke
   return value;
 }
 
+absl::Status ValidateMetricsAddress(const std::string& address, bool allow_non_loopback,
+                                    const std::string& what) {
+  RETURN_IF_ERROR(ValidateHostPort(address, what));
+  if (allow_non_loopback || IsLoopbackAddress(address)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, ": '", address,
+      "' is not a loopback address; metrics are plain HTTP and are served only on 127.0.0.0/8 "
+      "or [::1]"));
+}
+
 absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
   RETURN_IF_ERROR(reader.CheckKeys(
       reader.root(),
       {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format", "crl",
-       "all_jobs_admins", "max_concurrent_jobs", "max_queued_jobs"},
+       "all_jobs_admins", "max_concurrent_jobs", "max_queued_jobs", "metrics_listen",
+       "metrics_allow_non_loopback"},
       ""));
   LeaderConfig config;
   config.path = reader.path();
@@ -289,6 +314,20 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const std::optional<std::vector<std::string>> all_jobs,
                    reader.StringList(reader.root(), "all_jobs_admins", ""));
   if (all_jobs) config.all_jobs_admins = *all_jobs;
+  ASSIGN_OR_RETURN(const std::string allow_remote,
+                   reader.String(reader.root(), "metrics_allow_non_loopback", "", false));
+  if (!allow_remote.empty()) {
+    if (allow_remote != "true" && allow_remote != "false") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          reader.Where(reader.root()["metrics_allow_non_loopback"].Mark()),
+          ": key 'metrics_allow_non_loopback' must be true or false, not '", allow_remote, "'"));
+    }
+    config.metrics_allow_non_loopback = allow_remote == "true";
+  }
+  ASSIGN_OR_RETURN(config.metrics_listen,
+                   reader.MetricsAddress(config.metrics_allow_non_loopback,
+                                         " (a leader opts in to other addresses with "
+                                         "metrics_allow_non_loopback: true)"));
   ASSIGN_OR_RETURN(const std::string timeout,
                    reader.String(reader.root(), "round_timeout_seconds", "", false));
   if (!timeout.empty()) {
@@ -316,7 +355,7 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   RETURN_IF_ERROR(
       reader.CheckKeys(reader.root(),
                        {"name", "leader", "data_dir", "data", "output_dir", "max_input_bytes",
-                        "tls", "seal", "log_format", "admins", "policy", "crl"},
+                        "tls", "seal", "log_format", "admins", "policy", "crl", "metrics_listen"},
                        ""));
   PartyConfig config;
   config.path = reader.path();
@@ -341,6 +380,9 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   ASSIGN_OR_RETURN(config.admins, reader.StringList(reader.root(), "admins", ""));
   ASSIGN_OR_RETURN(config.policy, reader.Policy());
   ASSIGN_OR_RETURN(config.crl, reader.Path(reader.root(), "crl", "", false));
+  ASSIGN_OR_RETURN(config.metrics_listen,
+                   reader.MetricsAddress(/*allow_non_loopback=*/false,
+                                         " (a party listens on nothing on its network side)"));
   return config;
 }
 

@@ -19,6 +19,13 @@
 //                                           recipients: [...], max_releases: 3} (optional;
 //                                           each key optional, docs/operations.md)
 //
+// Metrics (docs/operations.md, "Metrics and health"; off unless configured): the leader's
+// `metrics_listen: 127.0.0.1:9464` serves Prometheus metrics over plain HTTP and must be a
+// loopback address unless `metrics_allow_non_loopback: true` (then protect the port yourself: a
+// firewall, or a TLS-terminating proxy with client certificates in front of it). A party's
+// `metrics_listen` must be loopback (127.0.0.0/8 or [::1]), without exception: a party listens
+// on nothing on its network side.
+//
 // Every file may also carry `log_format: text|json` (default text). Relative paths are resolved
 // against the directory of the config file and returned absolute, except the party's `data`,
 // which like every table path of a job is relative to data_dir and kept as written. Errors name the
@@ -63,6 +70,8 @@ struct LeaderConfig {
   // submissions are refused (leader/leader.h).
   int max_concurrent_jobs = 4;
   int max_queued_jobs = 64;
+  std::string metrics_listen;  // host:port of the metrics endpoint; "": no endpoint
+  bool metrics_allow_non_loopback = false;
 };
 
 struct PartyConfig {
@@ -84,6 +93,7 @@ struct PartyConfig {
   // Certificate revocation list (fedanonctl revoke), checked for the leader's TLS certificate
   // and every job participant's sealing certificate; fails closed. "": none.
   std::string crl;
+  std::string metrics_listen;  // loopback host:port of the metrics endpoint; "": none
 };
 
 struct AdminConfig {
@@ -103,6 +113,11 @@ absl::StatusOr<AdminConfig> LoadAdminConfig(const std::string& path);
 // "host:port", "[v6]:port" with a port in 0..65535; InvalidArgument otherwise (`what` names the
 // setting in the message).
 absl::Status ValidateHostPort(const std::string& address, const std::string& what);
+
+// A metrics address: host:port with a loopback IP literal (127.0.0.0/8, [::1]) unless
+// `allow_non_loopback`; InvalidArgument naming `what` otherwise.
+absl::Status ValidateMetricsAddress(const std::string& address, bool allow_non_loopback,
+                                    const std::string& what);
 
 // `path` made absolute against `base_dir` (unchanged when already absolute), lexically normal.
 std::string ResolvePath(const std::string& base_dir, const std::string& path);

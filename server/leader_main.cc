@@ -21,8 +21,10 @@
 #include "server/config.h"
 #include "server/guarded_listener.h"
 #include "server/leader_admin_backend.h"
+#include "server/leader_metrics.h"
 #include "server/leader_server.h"
 #include "server/logging.h"
+#include "server/metrics.h"
 #include "server/party_connections.h"
 #include "server/signals.h"
 #include "server/tls.h"
@@ -38,6 +40,7 @@ struct Flags {
   std::string listen;
   std::string data_dir;
   std::string log_format;
+  std::string metrics_listen;
 };
 
 absl::StatusOr<LeaderConfig> LoadConfig(const Flags& flags) {
@@ -51,6 +54,12 @@ absl::StatusOr<LeaderConfig> LoadConfig(const Flags& flags) {
   }
   if (!flags.log_format.empty()) {
     ASSIGN_OR_RETURN(config.log_format, ParseLogFormat(flags.log_format));
+  }
+  if (!flags.metrics_listen.empty()) {
+    // The same rule as the config's: loopback, unless leader.yaml opts in.
+    RETURN_IF_ERROR(ValidateMetricsAddress(flags.metrics_listen, config.metrics_allow_non_loopback,
+                                           "--metrics-listen"));
+    config.metrics_listen = flags.metrics_listen;
   }
   return config;
 }
@@ -70,10 +79,23 @@ absl::Status Run(const LeaderConfig& config) {
                    ReadCertificateFile(config.seal.cert, "seal certificate"));
   ASSIGN_OR_RETURN(options.seal_key_pem, ReadPrivateKeyFile(config.seal.key, "seal key"));
 
-  // Destroyed in reverse order: server (no more calls), backend, leader, connections.
+  // Destroyed in reverse order: metrics endpoint, server (no more calls), backend, leader,
+  // connections, metrics.
+  MetricsRegistry registry;
   PartyConnections connections;
+  leader::Leader* leader_for_metrics = nullptr;  // set below, before the endpoint starts
+  LeaderMetricsSources sources;
+  sources.jobs = [&leader_for_metrics]() -> absl::StatusOr<std::vector<fedanon::v1::JobInfo>> {
+    if (absl::Status st = leader_for_metrics->CheckStore(); !st.ok()) return st;
+    return leader_for_metrics->List();
+  };
+  sources.connected_parties = [&connections] { return connections.size(); };
+  LeaderMetrics metrics(&registry, std::move(sources));
+  connections.set_traffic(&metrics);
+  options.observer = &metrics;
   ASSIGN_OR_RETURN(std::unique_ptr<leader::Leader> leader,
                    leader::Leader::Create(std::move(options), &connections));
+  leader_for_metrics = leader.get();
   std::unique_ptr<AdminBackend> backend = NewLeaderAdminBackend(leader.get());
   LeaderServerOptions server_options;
   server_options.name = config.name;
@@ -81,8 +103,15 @@ absl::Status Run(const LeaderConfig& config) {
   server_options.tls = tls;
   server_options.crl_path = config.crl;
   server_options.all_jobs_admins = config.all_jobs_admins;
+  server_options.store_check = [&leader] { return leader->CheckStore(); };
   ASSIGN_OR_RETURN(std::unique_ptr<LeaderServer> server,
                    LeaderServer::Start(std::move(server_options), &connections, backend.get()));
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
+  if (!config.metrics_listen.empty()) {
+    ASSIGN_OR_RETURN(metrics_endpoint, MetricsEndpoint::Start(config.metrics_listen, registry));
+    spdlog::info("metrics on http://{}/metrics (port {})", config.metrics_listen,
+                 metrics_endpoint->port());
+  }
   spdlog::info(
       "{} ready (config {}, data dir {}, {} descriptors, protocol {}, up to {} jobs at once and {} "
       "queued)",
@@ -92,6 +121,7 @@ absl::Status Run(const LeaderConfig& config) {
 
   const int signal = WaitForTerminationSignal();
   spdlog::info("received signal {}, shutting down", signal);
+  metrics_endpoint.reset();
   server->Shutdown(kShutdownGrace);
   server.reset();
   backend.reset();
@@ -122,6 +152,9 @@ int Main(int argc, char** argv) {
   app.add_option("--data-dir", flags.data_dir, "Override 'data_dir'");
   app.add_option("--log-format", flags.log_format, "Override 'log_format'")
       ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--metrics-listen", flags.metrics_listen,
+                 "Override 'metrics_listen' (host:port; loopback unless leader.yaml sets "
+                 "metrics_allow_non_loopback: true)");
   if (std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
 
   absl::StatusOr<LeaderConfig> config = LoadConfig(flags);

@@ -19,6 +19,8 @@ namespace fedanon::server {
 namespace {
 
 constexpr const char* kServiceNames[] = {"", "fedanon.v1.PartyLink", "fedanon.v1.Admin"};
+// What a leader without its job store cannot do (PartyLink streams need no store).
+constexpr const char* kStoreDependentServices[] = {"", "fedanon.v1.Admin"};
 
 // Descriptors kept free below the process's limit for established connections and files: new
 // connections beyond that are shed (guarded_listener.h).
@@ -77,6 +79,10 @@ absl::StatusOr<std::unique_ptr<LeaderServer>> LeaderServer::Start(LeaderServerOp
   if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
     for (const char* name : kServiceNames) health->SetServingStatus(name, true);
   }
+  if (server->options_.store_check) {
+    LeaderServer* raw = server.get();
+    server->check_thread_ = std::thread([raw] { raw->CheckStoreLoop(); });
+  }
   spdlog::info("leader '{}' listening on {} (port {})", server->options_.name,
                server->options_.listen, server->port_);
   // From now on name the bound port (the configured one may be 0).
@@ -90,6 +96,11 @@ LeaderServer::~LeaderServer() { Shutdown(absl::ZeroDuration()); }
 void LeaderServer::Shutdown(absl::Duration deadline) {
   if (stopped_) return;
   stopped_ = true;
+  {
+    absl::MutexLock lock(&check_mu_);
+    check_stopping_ = true;
+  }
+  if (check_thread_.joinable()) check_thread_.join();
   if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
     health->Shutdown();  // NOT_SERVING for every service, further changes ignored
   }
@@ -101,6 +112,35 @@ void LeaderServer::Shutdown(absl::Duration deadline) {
   server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
   server_->Wait();
   spdlog::info("leader '{}' stopped listening on {}", options_.name, options_.listen);
+}
+
+bool LeaderServer::store_available() const {
+  absl::MutexLock lock(&check_mu_);
+  return store_available_;
+}
+
+void LeaderServer::CheckStoreLoop() {
+  while (true) {
+    const absl::Status status = options_.store_check();
+    absl::MutexLock lock(&check_mu_);
+    if (check_stopping_) return;  // Shutdown owns the health service from now on
+    if (status.ok() != store_available_) {
+      store_available_ = status.ok();
+      if (store_available_) {
+        spdlog::info("job store available again: health SERVING");
+      } else {
+        spdlog::error("job store unavailable, health NOT_SERVING until it answers: {}",
+                      std::string(status.message()));
+      }
+      if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+        for (const char* name : kStoreDependentServices) {
+          health->SetServingStatus(name, store_available_);
+        }
+      }
+    }
+    check_mu_.AwaitWithTimeout(absl::Condition(&check_stopping_), options_.store_check_interval);
+    if (check_stopping_) return;
+  }
 }
 
 }  // namespace fedanon::server

@@ -1,6 +1,9 @@
 // The leader's gRPC server: PartyLink (party streams), Admin and the standard health service
 // (grpc.health.v1; "" , "fedanon.v1.PartyLink" and "fedanon.v1.Admin" report SERVING while up)
-// on one mTLS port. See docs/federation-runtime.md.
+// on one mTLS port. See docs/federation-runtime.md. With a `store_check`, the server ("") and
+// fedanon.v1.Admin report NOT_SERVING while the check fails (the job store is unavailable; run
+// every `store_check_interval`, the change logged); fedanon.v1.PartyLink stays SERVING, since
+// parties may stay connected meanwhile.
 //
 // Lifecycle: Start() binds and serves; Shutdown(deadline) marks the health service NOT_SERVING,
 // ends WatchJob streams and party streams, stops accepting, waits up to `deadline` for unary calls
@@ -10,10 +13,15 @@
 
 #include <grpcpp/server.h>
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/admin_service.h"
 #include "server/guarded_listener.h"
@@ -31,6 +39,9 @@ struct LeaderServerOptions {
   std::string crl_path;  // a CRL file (fedanonctl revoke); "": no revocation check
   // Admins that may act on every job (AdminService::set_all_jobs_admins); others: own jobs only.
   std::vector<std::string> all_jobs_admins;
+  // Whether the job store works (leader::Leader::CheckStore); empty: not checked.
+  std::function<absl::Status()> store_check;
+  absl::Duration store_check_interval = absl::Seconds(5);
 };
 
 class LeaderServer {
@@ -50,6 +61,9 @@ class LeaderServer {
   // Idempotent.
   void Shutdown(absl::Duration deadline);
 
+  // The last store check's outcome (true before the first and without a check).
+  bool store_available() const;
+
  private:
   LeaderServer(LeaderServerOptions options, PartyConnections* connections, AdminBackend* admin);
 
@@ -62,6 +76,13 @@ class LeaderServer {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool stopped_ = false;
+
+  // Runs store_check every store_check_interval until Shutdown, flipping the health status.
+  void CheckStoreLoop();
+  mutable absl::Mutex check_mu_;
+  bool check_stopping_ ABSL_GUARDED_BY(check_mu_) = false;
+  bool store_available_ ABSL_GUARDED_BY(check_mu_) = true;
+  std::thread check_thread_;
 };
 
 }  // namespace fedanon::server

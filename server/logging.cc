@@ -6,12 +6,14 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -47,6 +49,30 @@ class JsonFormatter final : public spdlog::formatter {
 
 }  // namespace
 
+JobPrefix ParseJobPrefix(std::string_view msg) {
+  JobPrefix prefix;
+  if (msg.substr(0, 4) != "job=") return prefix;
+  msg.remove_prefix(4);
+  const size_t end = std::min(msg.find(' '), msg.size());
+  const std::string_view id = msg.substr(0, end);
+  // Job ids are "job-" and hex digits (common::ValidateJobId); anything else is not a job's line.
+  if (id.empty() || id.size() > 64 ||
+      id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string_view::npos) {
+    return prefix;
+  }
+  prefix.job_id = std::string(id);
+  msg.remove_prefix(end);
+  if (msg.substr(0, 7) != " round=") return prefix;
+  msg.remove_prefix(7);
+  uint32_t round = 0;
+  const size_t digits = std::min(msg.find(' '), msg.size());
+  if (digits > 0 && digits <= 10 &&
+      absl::SimpleAtoi(absl::string_view(msg.data(), digits), &round)) {
+    prefix.round = round;
+  }
+  return prefix;
+}
+
 absl::StatusOr<LogFormat> ParseLogFormat(std::string_view name) {
   if (name == "text") return LogFormat::kText;
   if (name == "json") return LogFormat::kJson;
@@ -62,6 +88,15 @@ std::string FormatJsonLogLine(std::string_view ts, std::string_view level, std::
   common::AppendJsonString(level, out);
   out += ",\"program\":";
   common::AppendJsonString(program, out);
+  std::string_view role = program;
+  if (role.substr(0, 8) == "fedanon-") role.remove_prefix(8);
+  out += ",\"role\":";
+  common::AppendJsonString(role, out);
+  if (const JobPrefix prefix = ParseJobPrefix(msg); !prefix.job_id.empty()) {
+    out += ",\"job\":";
+    common::AppendJsonString(prefix.job_id, out);
+    if (prefix.round.has_value()) absl::StrAppend(&out, ",\"round\":", *prefix.round);
+  }
   out += ",\"msg\":";
   common::AppendJsonString(msg, out);
   out += "}";

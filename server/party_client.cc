@@ -167,13 +167,16 @@ fedanon::v1::PartyMessage Answer(const PartyHandler& handler, const std::string&
 }
 
 // Until the stream ends: this thread reads requests and queues them in their job's lane; each
-// lane's worker answers them and writes each reply under the write mutex.
-void ServeRequests(Stream* stream, const PartyHandler& handler, const std::string& party) {
+// lane's worker answers them, writes each reply under the write mutex and tells the observers.
+void ServeRequests(Stream* stream, const PartyHandler& handler, const std::string& party,
+                   const std::vector<PartyLinkObserver*>& observers) {
   absl::Mutex write_mu;  // serializes the workers' writes (the reader only reads)
   RequestLanes lanes([&](const fedanon::v1::LeaderMessage& request) {
     const fedanon::v1::PartyMessage reply = Answer(handler, party, request);
     absl::MutexLock lock(&write_mu);
-    stream->Write(reply);  // a failure ends the reader's Read too
+    if (stream->Write(reply)) {  // a failure ends the reader's Read too
+      for (PartyLinkObserver* o : observers) o->Answered(request, reply);
+    }
   });
   while (true) {
     fedanon::v1::LeaderMessage request;
@@ -244,6 +247,7 @@ void PartyClient::Run() {
     } else {
       LogFailure(status, established, wait);
     }
+    for (PartyLinkObserver* o : options_.observers) o->LinkDown(status, wait);
     absl::MutexLock lock(&mu_);
     if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait)) break;
     if (!established) backoff = std::min(backoff * 2, options_.max_backoff);
@@ -341,7 +345,10 @@ absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch)
                common::ProtocolVersionText(common::ProtocolVersionOf(ack.hello_ack())),
                common::ProtocolVersionText(options_.protocol_version));
 
-  ServeRequests(stream.get(), handler_, options_.name);
+  for (PartyLinkObserver* o : options_.observers) {
+    o->LinkUp(common::Printable(ack.hello_ack().leader(), 128));
+  }
+  ServeRequests(stream.get(), handler_, options_.name, options_.observers);
   const grpc::Status status = stream->Finish();
   forget_context();
   if (status.ok()) return absl::UnavailableError("the leader closed the stream");

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -44,6 +45,20 @@ namespace fedanon::server {
 // from several threads at once for requests of different jobs (never for two of one job).
 using PartyHandler = std::function<fedanon::v1::PartyMessage(const fedanon::v1::LeaderMessage&)>;
 
+// Told how the link fares (server/party_metrics.h, server/party_link_reporter.h). Calls come
+// from the link's threads, never two at once for one client; they must not block for long.
+class PartyLinkObserver {
+ public:
+  virtual ~PartyLinkObserver() = default;
+  // The hello completed: linked to the leader named `leader` (its certificate name).
+  virtual void LinkUp(const std::string& /*leader*/) {}
+  // A session ended or failed to start; the next attempt is in `retry_in`.
+  virtual void LinkDown(const absl::Status& /*why*/, absl::Duration /*retry_in*/) {}
+  // `reply` (possibly an ErrorReply) was written for `request`.
+  virtual void Answered(const fedanon::v1::LeaderMessage& /*request*/,
+                        const fedanon::v1::PartyMessage& /*reply*/) {}
+};
+
 struct PartyClientOptions {
   std::string name;            // our party name (logs only; the leader reads our certificate)
   std::string leader_address;  // host:port
@@ -54,6 +69,7 @@ struct PartyClientOptions {
   const RevocationCheck* revocation = nullptr;
   // Tests only: the protocol version the hello advertises (an old or future party).
   common::ProtocolVersion protocol_version = common::kProtocolVersion;
+  std::vector<PartyLinkObserver*> observers;  // not owned; must outlive the client
   absl::Duration initial_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(30);
 };

@@ -82,6 +82,7 @@ void PartyConnections::Deliver(ConnectionId connection, fedanon::v1::PartyMessag
     return;
   }
   Pending& p = *it->second;
+  if (traffic_ != nullptr) traffic_->Received(p.party, message.ByteSizeLong());
   if (message.has_error()) {
     p.result = ErrorReplyToStatus(p.party, message.error());
   } else {
@@ -128,6 +129,11 @@ void PartyConnections::CancelAll() {
   for (const auto& s : streams) s->Cancel();
 }
 
+size_t PartyConnections::size() const {
+  absl::MutexLock lock(&mu_);
+  return by_name_.size();
+}
+
 bool PartyConnections::IsConnected(const std::string& party) const {
   absl::MutexLock lock(&mu_);
   return by_name_.contains(party);
@@ -171,6 +177,7 @@ absl::StatusOr<fedanon::v1::PartyMessage> PartyConnections::Call(
     written = stream->Write(message);
     in_time = write_deadlines_.Disarm(token);
   }
+  if (written && traffic_ != nullptr) traffic_->Sent(party, message.ByteSizeLong());
   if (!in_time) {
     {
       absl::MutexLock lock(&mu_);

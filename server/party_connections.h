@@ -46,6 +46,15 @@ class PartyStream {
   virtual void Cancel() = 0;
 };
 
+// Told the size of every message on a party's stream (server/leader_metrics.h counts them per
+// party). Called under the registry's lock: must be cheap and must not call back.
+class PartyTraffic {
+ public:
+  virtual ~PartyTraffic() = default;
+  virtual void Sent(const std::string& party, uint64_t bytes) = 0;
+  virtual void Received(const std::string& party, uint64_t bytes) = 0;
+};
+
 // The status a party's ErrorReply stands for: its code (kUnknown if not a valid error code) and
 // "party '<party>': <message>".
 absl::Status ErrorReplyToStatus(const std::string& party, const fedanon::v1::ErrorReply& error);
@@ -74,6 +83,11 @@ class PartyConnections final : public common::PartyChannel {
   void CancelAll();
 
   bool IsConnected(const std::string& party) const;
+  size_t size() const;  // connected parties
+
+  // Counts the bytes of every request written and reply delivered (not owned; null: nobody).
+  // Set before the first connection.
+  void set_traffic(PartyTraffic* traffic) { traffic_ = traffic; }
 
   // common::PartyChannel. Errors: Unavailable ("party 'x' is not connected" / "party 'x'
   // disconnected"), DeadlineExceeded ("party 'x' did not answer within 30 s", or "did not take
@@ -108,6 +122,7 @@ class PartyConnections final : public common::PartyChannel {
   void FailPendingLocked(ConnectionId connection, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  PartyTraffic* traffic_ = nullptr;
   DeadlineWatchdog write_deadlines_;  // a request's Write must end by the call's deadline
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Connection> by_name_ ABSL_GUARDED_BY(mu_);

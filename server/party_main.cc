@@ -19,7 +19,10 @@
 #include "server/command_line.h"
 #include "server/config.h"
 #include "server/logging.h"
+#include "server/metrics.h"
 #include "server/party_client.h"
+#include "server/party_link_reporter.h"
+#include "server/party_metrics.h"
 #include "server/revocation.h"
 #include "server/signals.h"
 #include "server/tls.h"
@@ -91,6 +94,19 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   ASSIGN_OR_RETURN(std::unique_ptr<party::PartyAgent> agent,
                    party::PartyAgent::Create(std::move(options)));
 
+  // Metrics (loopback only, config.h) and the local status: systemd and party.status.
+  MetricsRegistry registry;
+  PartyMetrics metrics(&registry);
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
+  if (!config.metrics_listen.empty()) {
+    ASSIGN_OR_RETURN(metrics_endpoint, MetricsEndpoint::Start(config.metrics_listen, registry));
+    spdlog::info("metrics on http://{}/metrics (port {}, loopback only)", config.metrics_listen,
+                 metrics_endpoint->port());
+  }
+  PartyLinkReporter reporter(PartyLinkReporterOptions{
+      .output_dir = config.output_dir, .name = config.name, .leader = config.leader});
+  client_options.observers = {&metrics, &reporter};
+
   PartyClient client(
       std::move(client_options),
       [&agent](const fedanon::v1::LeaderMessage& request) { return agent->Handle(request); });
@@ -102,10 +118,14 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
         "jobs (for tests and demonstrations of the participation strategy only)",
         misbehave);
   }
+  // The local start-up has passed (config, keys, data directory): ready, before the leader is
+  // dialled, so that a leader that is down never makes systemd restart the party.
+  RETURN_IF_ERROR(reporter.Ready());
   client.Start();
   const int signal = WaitForTerminationSignal();
   spdlog::info("received signal {}, stopping", signal);
   client.Stop();
+  reporter.Stop();
   spdlog::info("stopped");
   return absl::OkStatus();
 }

@@ -8,6 +8,7 @@
 #              The full kit, with the CA key, stays in the `kit` volume that only this service
 #              mounts.
 #   leader     exec fedanon-leader --config $FEDANON_ETC/leader.yaml --data-dir $FEDANON_DATA_DIR
+#              (--metrics-listen $FEDANON_METRICS_LISTEN when set: loopback, see prometheus.yml)
 #   party      demo data: when $FEDANON_DATA_DIR/table.csv is missing, runs `fedanon gen-data`
 #              (seed $FEDANON_DEMO_SEED, $FEDANON_DEMO_ROWS rows split over $FEDANON_DEMO_PARTIES
 #              parties) and keeps only partition $FEDANON_PARTY_INDEX as table.csv plus the
@@ -65,6 +66,7 @@ provision)
 leader)
   extra=()
   [ -n "${FEDANON_LISTEN:-}" ] && extra+=(--listen "$FEDANON_LISTEN")
+  [ -n "${FEDANON_METRICS_LISTEN:-}" ] && extra+=(--metrics-listen "$FEDANON_METRICS_LISTEN")
   exec fedanon-leader --config "$ETC/leader.yaml" --data-dir "$DATA_DIR" "${extra[@]}" "$@"
   ;;
 

@@ -107,8 +107,14 @@ done
 say "ok: provision wrote one bundle per volume (owned by uid $uid), kept the kit on a second run"
 
 # ------------------------------------------------------------------------------ daemons
+# The leader's metrics on its loopback, as docker-compose.yml sets them for `prometheus`.
+metrics_listen="$(sed -nE 's/^[[:space:]]*FEDANON_METRICS_LISTEN:[[:space:]]*"?([^"[:space:]]*)"?.*/\1/p' \
+  "$src/docker-compose.yml")"
+[ -n "$metrics_listen" ] || fail "no FEDANON_METRICS_LISTEN for the leader in docker-compose.yml"
+extra_env=("FEDANON_METRICS_LISTEN=$metrics_listen")
 start_as leader bash "$work/config/entrypoint.sh" leader
 leader_pid=$last_pid
+extra_env=()
 wait_listen "${ns[leader]}" 7443 "$leader_pid"
 for i in 1 2 3; do
   extra_env=("FEDANON_PARTY_INDEX=$i" "FEDANON_DEMO_ROWS=$rows")
@@ -116,18 +122,20 @@ for i in 1 2 3; do
 done
 extra_env=()
 
-# The healthchecks, as docker-compose.yml writes them (/etc/fedanon is the service's bundle).
+# The healthchecks, as docker-compose.yml writes them (/etc/fedanon is the service's bundle,
+# /var/lib/fedanon its data volume).
 leader_check="$(sed -nE 's/^[[:space:]]*test: \["CMD", (.*fedanonctl.*health.*)\][[:space:]]*$/\1/p' \
   "$src/docker-compose.yml" | sed -E 's/"//g; s/, / /g')"
-party_check="$(sed -nE 's/^[[:space:]]*test: \["CMD-SHELL", "(.*fedanon-party.*)"\][[:space:]]*$/\1/p' \
+party_check="$(sed -nE 's/^[[:space:]]*test: \["CMD-SHELL", "(.*fedanon party status.*)"\][[:space:]]*$/\1/p' \
   "$src/docker-compose.yml")"
 [ -n "$leader_check" ] || fail "no leader healthcheck ('test: [\"CMD\", ... fedanonctl health ...]') in docker-compose.yml"
-[ -n "$party_check" ] || fail "no party healthcheck ('test: [\"CMD-SHELL\", \"... fedanon-party ...\"]') in docker-compose.yml"
+[ -n "$party_check" ] || fail "no party healthcheck ('test: [\"CMD-SHELL\", \"... fedanon party status ...\"]') in docker-compose.yml"
 say "healthchecks from docker-compose.yml: leader: $leader_check | hospitals: $party_check"
 healthy() {
   local s="$1" cmd
   if [ "$s" = leader ]; then cmd="$leader_check"; else cmd="$party_check"; fi
   cmd="${cmd//\/etc\/fedanon/$work/vol/bundles/$s}"
+  cmd="${cmd//\/var\/lib\/fedanon/$work/vol/$s-data}"
   run_as "$s" sh -c "$cmd" >>"$work/logs/health-$s.log" 2>&1
 }
 for s in leader hospital-a hospital-b hospital-c; do
@@ -155,6 +163,14 @@ extra_env=()
 result="$(find "$work/vol/admin-data" -maxdepth 1 -name 'job-*.csv' | head -n 1)"
 [ -n "$result" ] || fail "the admin wrote no job-*.csv into its data volume"
 say "ok: the admin service submitted, watched and downloaded $(basename "$result")"
+# What `prometheus` (in the leader's network namespace) scrapes: the done job is counted.
+metrics="$(in_ns "${ns[leader]}" bash -c "exec 3<>/dev/tcp/${metrics_listen%:*}/${metrics_listen##*:} &&
+  printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 && cat <&3" 2>&1 || true)"
+grep -q '^fedanon_leader_jobs{state="done"} 1' <<<"$metrics" ||
+  fail "the leader's metrics on $metrics_listen do not count the done job: $(head -c 300 <<<"$metrics")"
+grep -q '^fedanon_leader_connected_parties 3' <<<"$metrics" ||
+  fail "the leader's metrics do not count 3 connected parties"
+say "ok: the leader's metrics on $metrics_listen (its loopback) count the done job"
 
 # Expected: the same generated data (seed 7 and the row count the hospitals used), the same spec.
 "$bin/fedanon" gen-data --rows "$rows" --seed 7 --parties 3 --out "$work/expect" \

@@ -395,7 +395,17 @@ TEST(LoggingTest, JsonLineEscapes) {
       FormatJsonLogLine("2024-01-01T00:00:00.000Z", "info", "fedanon-leader",
                         "job=j round=2 \"quoted\"\n\x01"),
       "{\"ts\":\"2024-01-01T00:00:00.000Z\",\"level\":\"info\",\"program\":\"fedanon-leader\","
+      "\"role\":\"leader\",\"job\":\"j\",\"round\":2,"
       "\"msg\":\"job=j round=2 \\\"quoted\\\"\\n\\u0001\"}");
+  EXPECT_EQ(FormatJsonLogLine("t", "info", "fedanon-party", "job=job-0123456789ab prepared"),
+            "{\"ts\":\"t\",\"level\":\"info\",\"program\":\"fedanon-party\",\"role\":\"party\","
+            "\"job\":\"job-0123456789ab\",\"msg\":\"job=job-0123456789ab prepared\"}");
+  EXPECT_EQ(FormatJsonLogLine("t", "info", "fedanon-leader", "job=\"x\" round=1 odd"),
+            "{\"ts\":\"t\",\"level\":\"info\",\"program\":\"fedanon-leader\",\"role\":\"leader\","
+            "\"msg\":\"job=\\\"x\\\" round=1 odd\"}");
+  EXPECT_EQ(ParseJobPrefix("job=job-1 round=12 x").round, 12u);
+  EXPECT_FALSE(ParseJobPrefix("job=job-1 round=x").round.has_value());
+  EXPECT_EQ(ParseJobPrefix("party 'a' connected").job_id, "");
   EXPECT_EQ(LogJob("job-abc", 7), "job=job-abc round=7");
   EXPECT_THAT(ParseLogFormat("xml"), StatusIs(absl::StatusCode::kInvalidArgument, "'xml'"));
 }
