@@ -1,16 +1,21 @@
 // Known-answer tests for RFC 9380 (expand_message_xmd, hash_to_field, simplified SWU,
 // hash_to_curve for P256_XMD:SHA-256_SSWU_RO_). Vector sources: see the headers of the files in
-// tests/testdata/crypto and docs/crypto.md.
+// tests/testdata/crypto and docs/crypto.md. Differential tests: on seeded random inputs the
+// implementation on crypto/p256_field equals the previous BIGNUM one
+// (tests/crypto/reference_hash_to_curve.*), and Encrypt equals the reference hash times the key.
 #include <openssl/bn.h>
 #include <openssl/ec.h>
 #include <openssl/obj_mac.h>
 
+#include <random>
 #include <string>
 
 #include "absl/strings/escaping.h"
 #include "crypto/ec_commutative_cipher.h"
+#include "crypto/secret_bytes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/crypto/reference_hash_to_curve.h"
 #include "tests/crypto/test_vectors.h"
 #include "tests/support/status_matchers.h"
 
@@ -165,6 +170,82 @@ TEST(HashToCurveTest, ManyMessagesLandOnTheCurve) {
     ASSERT_OK_AND_ASSIGN(const std::string pt, HashToCurve("id-" + std::to_string(i), "T"));
     EXPECT_TRUE(OnCurve(pt));
   }
+}
+
+constexpr int kDifferentialCases = 3000;
+
+std::string RandomBytesOf(std::mt19937_64& rng, size_t n) {
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+TEST(HashToCurveDifferentialTest, MatchesReferenceOnRandomMessages) {
+  std::mt19937_64 rng(20261126);
+  for (int i = 0; i < kDifferentialCases; ++i) {
+    const std::string msg = RandomBytesOf(rng, rng() % 200);
+    // Mostly the fedanon DST; sometimes a random one, also over 255 bytes (§5.3.3).
+    std::string dst(kIdHashDst);
+    if (i % 4 == 1) dst = RandomBytesOf(rng, 1 + rng() % 64);
+    if (i % 50 == 3) dst = RandomBytesOf(rng, 256 + rng() % 100);
+    ASSERT_OK_AND_ASSIGN(const std::string got, HashToCurve(msg, dst));
+    ASSERT_OK_AND_ASSIGN(const std::string want, reference::HashToCurve(msg, dst));
+    ASSERT_EQ(Hex(got), Hex(want)) << "case " << i << " msg " << Hex(msg);
+  }
+}
+
+TEST(HashToCurveDifferentialTest, MapMatchesReferenceOnRandomAndEdgeInputs) {
+  std::mt19937_64 rng(30);
+  const std::string p = absl::HexStringToBytes(kP256Hex);
+  std::vector<std::string> inputs;
+  for (int i = 0; i < kDifferentialCases; ++i) {
+    std::string u = RandomBytesOf(rng, 32);
+    if (u >= p) u[0] = 0x7f;  // keep it below p
+    inputs.push_back(u);
+  }
+  for (uint8_t small = 0; small < 16; ++small)
+    inputs.push_back(std::string(31, '\0') + char(small));
+  for (uint8_t below = 1; below < 16; ++below) {
+    std::string u = p;
+    u.back() = static_cast<char>(static_cast<uint8_t>(u.back()) - below);
+    inputs.push_back(u);
+  }
+  for (const std::string& u : inputs) {
+    ASSERT_OK_AND_ASSIGN(const std::string got, MapToCurveSswuP256(u));
+    ASSERT_OK_AND_ASSIGN(const std::string want, reference::MapToCurveSswuP256(u));
+    ASSERT_EQ(Hex(got), Hex(want)) << "u " << Hex(u);
+  }
+}
+
+// Encrypt hands the two mapped points to OpenSSL's EC_POINT_add and multiplies the Jacobian sum:
+// the result must be the reference hash times the key, computed here with plain OpenSSL calls.
+TEST(HashToCurveDifferentialTest, EncryptIsReferenceHashTimesKey) {
+  std::mt19937_64 rng(40);
+  const std::string key_bytes =
+      absl::HexStringToBytes("3b1f7c2a9e5d4c6b8a7f6e5d4c3b2a190807060504030201f0e1d2c3b4a59687");
+  ASSERT_OK_AND_ASSIGN(const auto cipher,
+                       EcCommutativeCipher::CreateFromKey(SecretBytes::CopyFrom(key_bytes)));
+  EC_GROUP* group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+  EC_POINT* pt = EC_POINT_new(group);
+  BIGNUM* k = BN_bin2bn(reinterpret_cast<const unsigned char*>(key_bytes.data()), 32, nullptr);
+  ASSERT_NE(k, nullptr);
+  for (int i = 0; i < 300; ++i) {
+    const std::string id = RandomBytesOf(rng, rng() % 40);
+    ASSERT_OK_AND_ASSIGN(const std::string h, reference::HashToCurve(id, kIdHashDst));
+    ASSERT_EQ(EC_POINT_oct2point(group, pt, reinterpret_cast<const unsigned char*>(h.data()),
+                                 h.size(), nullptr),
+              1);
+    ASSERT_EQ(EC_POINT_mul(group, pt, nullptr, pt, k, nullptr), 1);
+    std::string want(33, '\0');
+    ASSERT_EQ(EC_POINT_point2oct(group, pt, POINT_CONVERSION_COMPRESSED,
+                                 reinterpret_cast<unsigned char*>(want.data()), 33, nullptr),
+              33u);
+    ASSERT_OK_AND_ASSIGN(const std::string got, cipher->Encrypt(id));
+    ASSERT_EQ(Hex(got), Hex(want)) << "id " << Hex(id);
+  }
+  BN_free(k);
+  EC_POINT_free(pt);
+  EC_GROUP_free(group);
 }
 
 }  // namespace

@@ -1,0 +1,186 @@
+#include "crypto/p256_point.h"
+
+namespace fedanon::crypto::p256 {
+namespace {
+
+// Curve and map constants in Montgomery form, computed once.
+struct Constants {
+  Fe a;   // -3
+  Fe b;   // the curve's b
+  Fe z;   // SSWU Z = -10
+  Fe c2;  // sqrt(-Z) = sqrt(10) = 10^((p+1)/4)
+};
+
+const Constants& C() {
+  static const Constants c = [] {
+    Constants k;
+    FeNeg(&k.a, FeFromUint64(3));
+    FeNeg(&k.z, FeFromUint64(10));
+    static constexpr uint8_t kB[32] = {0x5a, 0xc6, 0x35, 0xd8, 0xaa, 0x3a, 0x93, 0xe7,
+                                       0xb3, 0xeb, 0xbd, 0x55, 0x76, 0x98, 0x86, 0xbc,
+                                       0x65, 0x1d, 0x06, 0xb0, 0xcc, 0x53, 0xb0, 0xf6,
+                                       0x3b, 0xce, 0x3c, 0x3e, 0x27, 0xd2, 0x60, 0x4b};
+    FeFromBytes(&k.b, kB);
+    FeSqrt(&k.c2, FeFromUint64(10));  // 10 is a square mod p (checked by the tests)
+    return k;
+  }();
+  return c;
+}
+
+// RFC 9380 Appendix F.2.1.2, sqrt_ratio for q = 3 mod 4: y = sqrt(u/v) if u/v is a square (isQR
+// = 1), else sqrt(Z·u/v). Also returns 1/v from the same exponentiation: with w = (u·v^3)^c1,
+// w^2·u·v^3 = (u·v^3)^((q-1)/2) = ±1 (+1 iff isQR; u ≠ 0 in the map, see MapToCurveSswu), so
+// 1/v = ±w^2·u·v^2.
+uint64_t SqrtRatio(const Fe& u, const Fe& v, Fe* y, Fe* inv_v) {
+  Fe v2, tv1, tv2, tv3, w, y1, y2, t, neg_t;
+  FeSqr(&v2, v);                            // 1. tv1 = v^2
+  FeMul(&tv2, u, v);                        // 2. tv2 = u * v
+  FeMul(&tv1, v2, tv2);                     // 3. tv1 = tv1 * tv2
+  FePowC1(&w, tv1);                         // 4. y1 = tv1^c1
+  FeMul(&y1, w, tv2);                       // 5. y1 = y1 * tv2
+  FeMul(&y2, y1, C().c2);                   // 6. y2 = y1 * c2
+  FeSqr(&tv3, y1);                          // 7. tv3 = y1^2
+  FeMul(&tv3, tv3, v);                      // 8. tv3 = tv3 * v
+  const uint64_t is_qr = FeEqual(tv3, u);   // 9. isQR = tv3 == u
+  FeSelect(y, MaskFromBit(is_qr), y1, y2);  // 10. y = CMOV(y2, y1, isQR)
+  FeSqr(&t, w);
+  FeMul(&t, t, u);
+  FeMul(&t, t, v2);
+  FeNeg(&neg_t, t);
+  FeSelect(inv_v, MaskFromBit(is_qr), t, neg_t);
+  return is_qr;
+}
+
+}  // namespace
+
+void MapToCurveSswu(const Fe& u, Fe* x_out, Fe* y_out) {
+  const Constants& k = C();
+  Fe tv1, tv2, tv3, tv4, tv4_sq, tv5, tv6, x, y, y1, neg_tv2, neg_y, inv_tv6, inv_tv4;
+  FeSqr(&tv1, u);             // 1. tv1 = u^2
+  FeMul(&tv1, k.z, tv1);      // 2. tv1 = Z * tv1
+  FeSqr(&tv2, tv1);           // 3. tv2 = tv1^2
+  FeAdd(&tv2, tv2, tv1);      // 4. tv2 = tv2 + tv1
+  FeAdd(&tv3, tv2, FeOne());  // 5. tv3 = tv2 + 1
+  FeMul(&tv3, k.b, tv3);      // 6. tv3 = B * tv3
+  FeNeg(&neg_tv2, tv2);       // 7. tv4 = CMOV(Z, -tv2, tv2 != 0)
+  FeSelect(&tv4, MaskFromBit(FeIsZero(tv2)), k.z, neg_tv2);
+  FeMul(&tv4, k.a, tv4);     // 8. tv4 = A * tv4 (never 0)
+  FeSqr(&tv2, tv3);          // 9. tv2 = tv3^2
+  FeSqr(&tv4_sq, tv4);       // 10. tv6 = tv4^2
+  FeMul(&tv5, k.a, tv4_sq);  // 11. tv5 = A * tv6
+  FeAdd(&tv2, tv2, tv5);     // 12. tv2 = tv2 + tv5
+  FeMul(&tv2, tv2, tv3);     // 13. tv2 = tv2 * tv3
+  FeMul(&tv6, tv4_sq, tv4);  // 14. tv6 = tv6 * tv4
+  FeMul(&tv5, k.b, tv6);     // 15. tv5 = B * tv6
+  FeAdd(&tv2, tv2, tv5);     // 16. tv2 = tv2 + tv5
+  FeMul(&x, tv1, tv3);       // 17. x = tv1 * tv3
+  // 18. tv2 / tv6 = g(tv3 / tv4) is never 0 (P-256 has no point of order 2), as SqrtRatio's
+  // inverse needs.
+  const uint64_t is_gx1_square = SqrtRatio(tv2, tv6, &y1, &inv_tv6);
+  FeMul(&y, tv1, u);  // 19. y = tv1 * u
+  FeMul(&y, y, y1);   // 20. y = y * y1
+  const uint64_t m = MaskFromBit(is_gx1_square);
+  FeSelect(&x, m, tv3, x);                          // 21. x = CMOV(x, tv3, is_gx1_square)
+  FeSelect(&y, m, y1, y);                           // 22. y = CMOV(y, y1, is_gx1_square)
+  const uint64_t e1 = 1 ^ (FeSgn0(u) ^ FeSgn0(y));  // 23. e1 = sgn0(u) == sgn0(y)
+  FeNeg(&neg_y, y);                                 // 24. y = CMOV(-y, y, e1)
+  FeSelect(y_out, MaskFromBit(e1), y, neg_y);
+  FeMul(&inv_tv4, tv4_sq, inv_tv6);  // 1/tv4 = tv4^2 / tv4^3
+  FeMul(x_out, x, inv_tv4);          // 25. x = x / tv4
+}
+
+ProjectivePoint Add(const ProjectivePoint& p, const ProjectivePoint& q) {
+  const Fe& b = C().b;
+  Fe t0, t1, t2, t3, t4, x3, y3, z3;
+  FeMul(&t0, p.x, q.x);  // 1
+  FeMul(&t1, p.y, q.y);
+  FeMul(&t2, p.z, q.z);
+  FeAdd(&t3, p.x, p.y);
+  FeAdd(&t4, q.x, q.y);  // 5
+  FeMul(&t3, t3, t4);
+  FeAdd(&t4, t0, t1);
+  FeSub(&t3, t3, t4);
+  FeAdd(&t4, p.y, p.z);
+  FeAdd(&x3, q.y, q.z);  // 10
+  FeMul(&t4, t4, x3);
+  FeAdd(&x3, t1, t2);
+  FeSub(&t4, t4, x3);
+  FeAdd(&x3, p.x, p.z);
+  FeAdd(&y3, q.x, q.z);  // 15
+  FeMul(&x3, x3, y3);
+  FeAdd(&y3, t0, t2);
+  FeSub(&y3, x3, y3);
+  FeMul(&z3, b, t2);
+  FeSub(&x3, y3, z3);  // 20
+  FeAdd(&z3, x3, x3);
+  FeAdd(&x3, x3, z3);
+  FeSub(&z3, t1, x3);
+  FeAdd(&x3, t1, x3);
+  FeMul(&y3, b, y3);  // 25
+  FeAdd(&t1, t2, t2);
+  FeAdd(&t2, t1, t2);
+  FeSub(&y3, y3, t2);
+  FeSub(&y3, y3, t0);
+  FeAdd(&t1, y3, y3);  // 30
+  FeAdd(&y3, t1, y3);
+  FeAdd(&t1, t0, t0);
+  FeAdd(&t0, t1, t0);
+  FeSub(&t0, t0, t2);
+  FeMul(&t1, t4, y3);  // 35
+  FeMul(&t2, t0, y3);
+  FeMul(&y3, x3, z3);
+  FeAdd(&y3, y3, t2);
+  FeMul(&x3, t3, x3);
+  FeSub(&x3, x3, t1);  // 40
+  FeMul(&z3, t4, z3);
+  FeMul(&t1, t3, t0);
+  FeAdd(&z3, z3, t1);
+  return ProjectivePoint{x3, y3, z3};
+}
+
+bool ToAffine(const ProjectivePoint& p, Fe* x, Fe* y) {
+  Fe zinv;
+  FeInv(&zinv, p.z);
+  FeMul(x, p.x, zinv);
+  FeMul(y, p.y, zinv);
+  return FeIsZero(p.z) == 0;
+}
+
+bool MapTwoToCurve(const Fe& u0, const Fe& u1, Fe* x, Fe* y) {
+  ProjectivePoint q0, q1;
+  MapToCurveSswu(u0, &q0.x, &q0.y);
+  MapToCurveSswu(u1, &q1.x, &q1.y);
+  q0.z = q1.z = FeOne();
+  return ToAffine(Add(q0, q1), x, y);
+}
+
+bool IsOnCurve(const Fe& x, const Fe& y) {
+  const Constants& k = C();
+  Fe rhs, lhs;
+  FeSqr(&rhs, x);
+  FeAdd(&rhs, rhs, k.a);
+  FeMul(&rhs, rhs, x);  // x^3 - 3x
+  FeAdd(&rhs, rhs, k.b);
+  FeSqr(&lhs, y);
+  return FeEqual(lhs, rhs) == 1;
+}
+
+bool DecompressPoint(const uint8_t in[33], Fe* x, Fe* y) {
+  if (in[0] != 0x02 && in[0] != 0x03) return false;
+  Fe fx;
+  if (!FeFromBytes(&fx, in + 1)) return false;
+  const Constants& k = C();
+  Fe rhs, root, neg;
+  FeSqr(&rhs, fx);
+  FeAdd(&rhs, rhs, k.a);
+  FeMul(&rhs, rhs, fx);
+  FeAdd(&rhs, rhs, k.b);
+  if (FeSqrt(&root, rhs) == 0) return false;
+  FeNeg(&neg, root);
+  const uint64_t want_odd = in[0] & 1;
+  FeSelect(y, MaskFromBit(FeSgn0(root) ^ want_odd), neg, root);
+  *x = fx;
+  return true;
+}
+
+}  // namespace fedanon::crypto::p256
