@@ -14,7 +14,8 @@ namespace {
 constexpr size_t kDigestBytes = 16;
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Create(const std::vector<std::string>& ids) {
+absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Create(const std::vector<std::string>& ids,
+                                                             int threads) {
   absl::flat_hash_set<std::string> seen;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i].empty())
@@ -25,6 +26,7 @@ absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Create(const std::vector<s
   }
   auto m = std::unique_ptr<IdMatcher>(new IdMatcher());
   m->ids_ = ids;
+  m->threads_ = threads;
   ASSIGN_OR_RETURN(m->order_, crypto::SecurePermutation(ids.size()));
   ASSIGN_OR_RETURN(m->cipher_, crypto::EcCommutativeCipher::CreateWithNewKey());
   return m;
@@ -35,12 +37,12 @@ absl::StatusOr<std::vector<std::string>> IdMatcher::EncryptOwn() const {
   std::vector<std::string> shuffled;
   shuffled.reserve(ids_.size());
   for (size_t i : order_) shuffled.push_back(ids_[i]);
-  return cipher_->EncryptBatch(shuffled, 0);
+  return cipher_->EncryptBatch(shuffled, threads_);
 }
 
 absl::StatusOr<std::vector<std::string>> IdMatcher::ReEncrypt(
     const std::vector<std::string>& points) const {
-  return cipher_->ReEncryptBatch(points, 0);
+  return cipher_->ReEncryptBatch(points, threads_);
 }
 
 absl::StatusOr<IdAlignment> IdMatcher::Align(

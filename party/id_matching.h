@@ -21,7 +21,11 @@ struct IdAlignment {
 
 class IdMatcher {
  public:
-  static absl::StatusOr<std::unique_ptr<IdMatcher>> Create(const std::vector<std::string>& ids);
+  // `threads`: how many threads EncryptOwn and ReEncrypt split their lists over (<= 0: one per
+  // hardware thread); the results do not depend on it.
+  static absl::StatusOr<std::unique_ptr<IdMatcher>> Create(const std::vector<std::string>& ids,
+                                                           int threads = 0);
+  void set_threads(int threads) { threads_ = threads; }
   // This party's ids under its key, in a secret random order drawn at Create (OpenSSL CSPRNG);
   // later hops keep the order, so `full[own_index]` of Align comes back in the same order.
   absl::StatusOr<std::vector<std::string>> EncryptOwn() const;
@@ -42,6 +46,7 @@ class IdMatcher {
   std::vector<std::string> ids_;
   std::vector<size_t> order_;  // item j of EncryptOwn's list is ids_[order_[j]]
   std::unique_ptr<crypto::EcCommutativeCipher> cipher_;
+  int threads_ = 0;
 };
 
 }  // namespace fedanon::party

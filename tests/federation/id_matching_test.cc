@@ -116,6 +116,24 @@ TEST(IdMatchingTest, DigestsAreSixteenBytesEachAndFramingIsChecked) {
   EXPECT_FALSE(IdMatcher::SplitDigests(packed.substr(1)).ok());
 }
 
+// The lists are split over threads; the result is the same for every thread count, in order.
+TEST(IdMatchingTest, ThreadedAndSingleThreadedListsAreEqual) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 301; ++i) ids.push_back("person-" + std::to_string(i));
+  ASSERT_OK_AND_ASSIGN(auto a, IdMatcher::Create(ids, 1));
+  ASSERT_OK_AND_ASSIGN(auto b, IdMatcher::Create(ids, 1));
+  ASSERT_OK_AND_ASSIGN(const auto a_single, a->EncryptOwn());
+  ASSERT_OK_AND_ASSIGN(const auto b_single, b->ReEncrypt(a_single));
+  for (int threads : {0, 2, 3, 8}) {
+    a->set_threads(threads);
+    b->set_threads(threads);
+    ASSERT_OK_AND_ASSIGN(const auto a_threaded, a->EncryptOwn());
+    EXPECT_EQ(a_threaded, a_single) << threads << " threads";
+    ASSERT_OK_AND_ASSIGN(const auto b_threaded, b->ReEncrypt(a_single));
+    EXPECT_EQ(b_threaded, b_single) << threads << " threads";
+  }
+}
+
 TEST(IdMatchingTest, RepeatedOrEmptyIdsAreRefused) {
   EXPECT_FALSE(IdMatcher::Create({"a", "b", "a"}).ok());
   EXPECT_FALSE(IdMatcher::Create({"a", ""}).ok());
