@@ -287,8 +287,7 @@ struct EcCommutativeCipher::Impl {
   absl::StatusOr<std::string> Encrypt(std::string_view id, BN_CTX* ctx) const {
     p256::Fe u0, u1, x0, y0, x1, y1;
     if (absl::Status st = HashToFieldFe(id, kIdHashDst, &u0, &u1); !st.ok()) return st;
-    p256::MapToCurveSswu(u0, &x0, &y0);
-    p256::MapToCurveSswu(u1, &x1, &y1);
+    p256::MapTwoToCurveAffine(u0, u1, &x0, &y0, &x1, &y1);
     EcPointPtr q0(EC_POINT_new(prm->group));
     EcPointPtr q1(EC_POINT_new(prm->group));
     if (q0 == nullptr || q1 == nullptr) return OpenSslInternal("EC_POINT_new");

@@ -13,14 +13,15 @@
 // std::threads internally, each with its own BN_CTX.
 //
 // Constant-time (see docs/crypto.md for details):
-//   - scalar multiplications use EC_POINT_mul with a BN_FLG_CONSTTIME scalar, which OpenSSL 3
-//     implements with a constant-time ladder / fixed-window method (nistz256);
+//   - scalar multiplications use EC_POINT_mul on the named P-256 group with a BN_FLG_CONSTTIME
+//     scalar, which OpenSSL 3 implements with its constant-time nistz256 code;
 //   - the key inverse k^-1 = k^(n-2) uses BN_mod_exp_mont_consttime; key generation uses
 //     BN_priv_rand_range;
-//   - hash_to_curve uses BN_mod_exp_mont_consttime for its square root / inversion (the only
-//     exponentiations) but plain BN_mod_{mul,add,sub} and data-dependent selects elsewhere, so
-//     its timing may depend on the (hashed) identifier; decoding of received points (a public
-//     value) is not constant time.
+//   - hash_to_curve runs on crypto/p256_field (fixed 4x64-bit limbs, Montgomery multiplication,
+//     fixed addition chains, masked selects): no branch or memory index depends on the id. The
+//     point sum handed to OpenSSL (EC_POINT_add, EC_POINT_oct2point) goes through OpenSSL's
+//     BIGNUM field code, which is not documented as constant time;
+//   - decoding of received points (a public value) rejects invalid input early.
 // Security assumptions: semi-honest parties; the leader only relays ciphertexts; identifiers are
 // low-entropy, so ciphertexts must never leave the protocol without a second party's layer.
 #pragma once

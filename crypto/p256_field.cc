@@ -156,29 +156,67 @@ void SqrN(Fe* r, const Fe& a, int n) {
   for (int i = 0; i < n; ++i) FeSqr(r, *r);
 }
 
+// Exponentiations of N independent elements in lock step ("lanes"): the loops over the lanes put
+// N independent multiplication chains side by side, which the processor overlaps.
+template <int N>
+inline void SqrNLanes(Fe* r, int n) {
+  for (int i = 0; i < n; ++i) {
+    for (int l = 0; l < N; ++l) MontSqr(r[l].v, r[l].v);
+  }
+}
+
+template <int N>
+inline void MulLanes(Fe* r, const Fe* a, const Fe* b) {
+  for (int l = 0; l < N; ++l) MontMul(r[l].v, a[l].v, b[l].v);
+}
+
 // a^(2^k - 1) for the k the chains below need.
+template <int N>
 struct Powers {
-  Fe x2, x30, x32;
+  Fe x2[N], x30[N], x32[N];
 };
 
-Powers OnesPowers(const Fe& a) {
-  Powers pw;
-  Fe x3, x6, x12, x15, t;
-  FeSqr(&t, a);
-  FeMul(&pw.x2, t, a);  // 2 ones
-  FeSqr(&t, pw.x2);
-  FeMul(&x3, t, a);  // 3
-  SqrN(&t, x3, 3);
-  FeMul(&x6, t, x3);  // 6
-  SqrN(&t, x6, 6);
-  FeMul(&x12, t, x6);  // 12
-  SqrN(&t, x12, 3);
-  FeMul(&x15, t, x3);  // 15
-  SqrN(&t, x15, 15);
-  FeMul(&pw.x30, t, x15);  // 30
-  SqrN(&t, pw.x30, 2);
-  FeMul(&pw.x32, t, pw.x2);  // 32
-  return pw;
+template <int N>
+void OnesPowers(const Fe* a, Powers<N>* pw) {
+  Fe x3[N], x6[N], x12[N], x15[N], t[N];
+  for (int l = 0; l < N; ++l) t[l] = a[l];
+  SqrNLanes<N>(t, 1);
+  MulLanes<N>(pw->x2, t, a);  // 2 ones
+  for (int l = 0; l < N; ++l) t[l] = pw->x2[l];
+  SqrNLanes<N>(t, 1);
+  MulLanes<N>(x3, t, a);  // 3
+  for (int l = 0; l < N; ++l) t[l] = x3[l];
+  SqrNLanes<N>(t, 3);
+  MulLanes<N>(x6, t, x3);  // 6
+  for (int l = 0; l < N; ++l) t[l] = x6[l];
+  SqrNLanes<N>(t, 6);
+  MulLanes<N>(x12, t, x6);  // 12
+  for (int l = 0; l < N; ++l) t[l] = x12[l];
+  SqrNLanes<N>(t, 3);
+  MulLanes<N>(x15, t, x3);  // 15
+  for (int l = 0; l < N; ++l) t[l] = x15[l];
+  SqrNLanes<N>(t, 15);
+  MulLanes<N>(pw->x30, t, x15);  // 30
+  for (int l = 0; l < N; ++l) t[l] = pw->x30[l];
+  SqrNLanes<N>(t, 2);
+  MulLanes<N>(pw->x32, t, pw->x2);  // 32
+}
+
+template <int N>
+void PowC1Lanes(Fe* r, const Fe* a) {
+  // (p - 3) / 4, 254 bits: 32 ones, 31 zeros, a one, 96 zeros, 94 ones.
+  Powers<N> pw;
+  OnesPowers<N>(a, &pw);
+  Fe t[N];
+  for (int l = 0; l < N; ++l) t[l] = pw.x32[l];
+  SqrNLanes<N>(t, 32);
+  MulLanes<N>(t, t, a);
+  SqrNLanes<N>(t, 96 + 32);
+  MulLanes<N>(t, t, pw.x32);
+  SqrNLanes<N>(t, 32);
+  MulLanes<N>(t, t, pw.x32);
+  SqrNLanes<N>(t, 30);
+  MulLanes<N>(r, t, pw.x30);
 }
 
 }  // namespace
@@ -222,34 +260,24 @@ uint64_t FeEqual(const Fe& a, const Fe& b) {
 
 void FeInv(Fe* r, const Fe& a) {
   // p - 2 = ffffffff 00000001 00000000 00000000 00000000 ffffffff ffffffff fffffffd (32-bit words).
-  const Powers pw = OnesPowers(a);
+  Powers<1> pw;
+  OnesPowers<1>(&a, &pw);
   Fe t;
-  SqrN(&t, pw.x32, 32);
+  SqrN(&t, pw.x32[0], 32);
   FeMul(&t, t, a);  // ffffffff 00000001
   SqrN(&t, t, 128);
-  FeMul(&t, t, pw.x32);  // 00000000 00000000 00000000 ffffffff
+  FeMul(&t, t, pw.x32[0]);  // 00000000 00000000 00000000 ffffffff
   SqrN(&t, t, 32);
-  FeMul(&t, t, pw.x32);  // ffffffff
+  FeMul(&t, t, pw.x32[0]);  // ffffffff
   SqrN(&t, t, 30);
-  FeMul(&t, t, pw.x30);
+  FeMul(&t, t, pw.x30[0]);
   SqrN(&t, t, 2);
   FeMul(r, t, a);  // fffffffd
 }
 
-void FePowC1(Fe* r, const Fe& a) {
-  // (p - 3) / 4, 254 bits: 32 ones, 31 zeros, a one, 96 zeros, 94 ones.
-  const Powers pw = OnesPowers(a);
-  Fe t;
-  SqrN(&t, pw.x32, 32);
-  FeMul(&t, t, a);
-  SqrN(&t, t, 96);
-  SqrN(&t, t, 32);
-  FeMul(&t, t, pw.x32);
-  SqrN(&t, t, 32);
-  FeMul(&t, t, pw.x32);
-  SqrN(&t, t, 30);
-  FeMul(r, t, pw.x30);
-}
+void FePowC1(Fe* r, const Fe& a) { PowC1Lanes<1>(r, &a); }
+
+void FePowC1x2(Fe r[2], const Fe a[2]) { PowC1Lanes<2>(r, a); }
 
 uint64_t FeSqrt(Fe* r, const Fe& a) {
   Fe t, check;

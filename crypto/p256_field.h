@@ -34,6 +34,8 @@ uint64_t FeEqual(const Fe& a, const Fe& b);
 void FeInv(Fe* r, const Fe& a);
 // r = a^((p-3)/4), the exponentiation of RFC 9380's sqrt_ratio for p = 3 mod 4.
 void FePowC1(Fe* r, const Fe& a);
+// r[i] = a[i]^((p-3)/4) for two independent elements, interleaved (faster than two calls).
+void FePowC1x2(Fe r[2], const Fe a[2]);
 // r = a^((p+1)/4); returns 1 if r^2 == a (a is a square), else 0.
 uint64_t FeSqrt(Fe* r, const Fe& a);
 // sgn0 of RFC 9380 §4.1: the parity of the canonical (non-Montgomery) value.

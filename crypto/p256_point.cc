@@ -27,66 +27,93 @@ const Constants& C() {
   return c;
 }
 
-// RFC 9380 Appendix F.2.1.2, sqrt_ratio for q = 3 mod 4: y = sqrt(u/v) if u/v is a square (isQR
-// = 1), else sqrt(Z·u/v). Also returns 1/v from the same exponentiation: with w = (u·v^3)^c1,
-// w^2·u·v^3 = (u·v^3)^((q-1)/2) = ±1 (+1 iff isQR; u ≠ 0 in the map, see MapToCurveSswu), so
-// 1/v = ±w^2·u·v^2.
-uint64_t SqrtRatio(const Fe& u, const Fe& v, Fe* y, Fe* inv_v) {
-  Fe v2, tv1, tv2, tv3, w, y1, y2, t, neg_t;
-  FeSqr(&v2, v);                            // 1. tv1 = v^2
-  FeMul(&tv2, u, v);                        // 2. tv2 = u * v
-  FeMul(&tv1, v2, tv2);                     // 3. tv1 = tv1 * tv2
-  FePowC1(&w, tv1);                         // 4. y1 = tv1^c1
-  FeMul(&y1, w, tv2);                       // 5. y1 = y1 * tv2
-  FeMul(&y2, y1, C().c2);                   // 6. y2 = y1 * c2
-  FeSqr(&tv3, y1);                          // 7. tv3 = y1^2
-  FeMul(&tv3, tv3, v);                      // 8. tv3 = tv3 * v
-  const uint64_t is_qr = FeEqual(tv3, u);   // 9. isQR = tv3 == u
-  FeSelect(y, MaskFromBit(is_qr), y1, y2);  // 10. y = CMOV(y2, y1, isQR)
+// The simplified SWU map (RFC 9380 Appendix F.2 straight-line form) in two halves around its one
+// exponentiation (step 4 of sqrt_ratio, Appendix F.2.1.2 for q = 3 mod 4), so that the two maps
+// of hash_to_curve can run their exponentiations side by side (FePowC1x2).
+struct MapState {
+  Fe u;
+  Fe tv1, tv3, tv4, tv4_sq, x;  // map steps 1-17
+  Fe gx_num, gx_den;            // tv2, tv6: sqrt_ratio's u and v
+  Fe v2, uv, base;              // sqrt_ratio steps 1-3: v^2, u·v, u·v^3
+};
+
+void MapBegin(const Fe& u, MapState* s) {
+  const Constants& k = C();
+  Fe tv5, neg_tv2;
+  s->u = u;
+  FeSqr(&s->tv1, u);                     // 1. tv1 = u^2
+  FeMul(&s->tv1, k.z, s->tv1);           // 2. tv1 = Z * tv1
+  FeSqr(&s->gx_num, s->tv1);             // 3. tv2 = tv1^2
+  FeAdd(&s->gx_num, s->gx_num, s->tv1);  // 4. tv2 = tv2 + tv1
+  FeAdd(&s->tv3, s->gx_num, FeOne());    // 5. tv3 = tv2 + 1
+  FeMul(&s->tv3, k.b, s->tv3);           // 6. tv3 = B * tv3
+  FeNeg(&neg_tv2, s->gx_num);            // 7. tv4 = CMOV(Z, -tv2, tv2 != 0)
+  FeSelect(&s->tv4, MaskFromBit(FeIsZero(s->gx_num)), k.z, neg_tv2);
+  FeMul(&s->tv4, k.a, s->tv4);           // 8. tv4 = A * tv4 (never 0)
+  FeSqr(&s->gx_num, s->tv3);             // 9. tv2 = tv3^2
+  FeSqr(&s->tv4_sq, s->tv4);             // 10. tv6 = tv4^2
+  FeMul(&tv5, k.a, s->tv4_sq);           // 11. tv5 = A * tv6
+  FeAdd(&s->gx_num, s->gx_num, tv5);     // 12. tv2 = tv2 + tv5
+  FeMul(&s->gx_num, s->gx_num, s->tv3);  // 13. tv2 = tv2 * tv3
+  FeMul(&s->gx_den, s->tv4_sq, s->tv4);  // 14. tv6 = tv6 * tv4
+  FeMul(&tv5, k.b, s->gx_den);           // 15. tv5 = B * tv6
+  FeAdd(&s->gx_num, s->gx_num, tv5);     // 16. tv2 = tv2 + tv5
+  FeMul(&s->x, s->tv1, s->tv3);          // 17. x = tv1 * tv3
+  // 18. (is_gx1_square, y1) = sqrt_ratio(tv2, tv6), steps 1-3:
+  FeSqr(&s->v2, s->gx_den);             // tv1 = v^2
+  FeMul(&s->uv, s->gx_num, s->gx_den);  // tv2 = u * v
+  FeMul(&s->base, s->v2, s->uv);        // tv1 = tv1 * tv2
+}
+
+// w = base^c1. Besides sqrt_ratio's y1, the exponentiation yields 1/v: w^2·u·v^3 =
+// (u·v^3)^((q-1)/2) = ±1 (+1 iff isQR), so 1/v = ±w^2·u·v^2. Here u = tv2 ≠ 0: tv2 / tv6 =
+// g(tv3 / tv4), and g has no root on P-256 (no point of order 2). So x = x / tv4 costs two
+// multiplications instead of an inversion.
+void MapEnd(const MapState& s, const Fe& w, Fe* x_out, Fe* y_out) {
+  Fe y1, y2, tv3, t, neg_t, inv_v, inv_tv4, y, x, neg_y;
+  FeMul(&y1, w, s.uv);                            // 5. y1 = y1 * tv2
+  FeMul(&y2, y1, C().c2);                         // 6. y2 = y1 * c2
+  FeSqr(&tv3, y1);                                // 7. tv3 = y1^2
+  FeMul(&tv3, tv3, s.gx_den);                     // 8. tv3 = tv3 * v
+  const uint64_t is_qr = FeEqual(tv3, s.gx_num);  // 9. isQR = tv3 == u
+  const uint64_t m = MaskFromBit(is_qr);
+  FeSelect(&y1, m, y1, y2);  // 10. y = CMOV(y2, y1, isQR)
   FeSqr(&t, w);
-  FeMul(&t, t, u);
-  FeMul(&t, t, v2);
+  FeMul(&t, t, s.gx_num);
+  FeMul(&t, t, s.v2);
   FeNeg(&neg_t, t);
-  FeSelect(inv_v, MaskFromBit(is_qr), t, neg_t);
-  return is_qr;
+  FeSelect(&inv_v, m, t, neg_t);  // 1 / tv6
+  // Map steps 19-25.
+  FeMul(&y, s.tv1, s.u);                              // 19. y = tv1 * u
+  FeMul(&y, y, y1);                                   // 20. y = y * y1
+  FeSelect(&x, m, s.tv3, s.x);                        // 21. x = CMOV(x, tv3, is_gx1_square)
+  FeSelect(&y, m, y1, y);                             // 22. y = CMOV(y, y1, is_gx1_square)
+  const uint64_t e1 = 1 ^ (FeSgn0(s.u) ^ FeSgn0(y));  // 23. e1 = sgn0(u) == sgn0(y)
+  FeNeg(&neg_y, y);                                   // 24. y = CMOV(-y, y, e1)
+  FeSelect(y_out, MaskFromBit(e1), y, neg_y);
+  FeMul(&inv_tv4, s.tv4_sq, inv_v);  // 1/tv4 = tv4^2 / tv4^3
+  FeMul(x_out, x, inv_tv4);          // 25. x = x / tv4
 }
 
 }  // namespace
 
-void MapToCurveSswu(const Fe& u, Fe* x_out, Fe* y_out) {
-  const Constants& k = C();
-  Fe tv1, tv2, tv3, tv4, tv4_sq, tv5, tv6, x, y, y1, neg_tv2, neg_y, inv_tv6, inv_tv4;
-  FeSqr(&tv1, u);             // 1. tv1 = u^2
-  FeMul(&tv1, k.z, tv1);      // 2. tv1 = Z * tv1
-  FeSqr(&tv2, tv1);           // 3. tv2 = tv1^2
-  FeAdd(&tv2, tv2, tv1);      // 4. tv2 = tv2 + tv1
-  FeAdd(&tv3, tv2, FeOne());  // 5. tv3 = tv2 + 1
-  FeMul(&tv3, k.b, tv3);      // 6. tv3 = B * tv3
-  FeNeg(&neg_tv2, tv2);       // 7. tv4 = CMOV(Z, -tv2, tv2 != 0)
-  FeSelect(&tv4, MaskFromBit(FeIsZero(tv2)), k.z, neg_tv2);
-  FeMul(&tv4, k.a, tv4);     // 8. tv4 = A * tv4 (never 0)
-  FeSqr(&tv2, tv3);          // 9. tv2 = tv3^2
-  FeSqr(&tv4_sq, tv4);       // 10. tv6 = tv4^2
-  FeMul(&tv5, k.a, tv4_sq);  // 11. tv5 = A * tv6
-  FeAdd(&tv2, tv2, tv5);     // 12. tv2 = tv2 + tv5
-  FeMul(&tv2, tv2, tv3);     // 13. tv2 = tv2 * tv3
-  FeMul(&tv6, tv4_sq, tv4);  // 14. tv6 = tv6 * tv4
-  FeMul(&tv5, k.b, tv6);     // 15. tv5 = B * tv6
-  FeAdd(&tv2, tv2, tv5);     // 16. tv2 = tv2 + tv5
-  FeMul(&x, tv1, tv3);       // 17. x = tv1 * tv3
-  // 18. tv2 / tv6 = g(tv3 / tv4) is never 0 (P-256 has no point of order 2), as SqrtRatio's
-  // inverse needs.
-  const uint64_t is_gx1_square = SqrtRatio(tv2, tv6, &y1, &inv_tv6);
-  FeMul(&y, tv1, u);  // 19. y = tv1 * u
-  FeMul(&y, y, y1);   // 20. y = y * y1
-  const uint64_t m = MaskFromBit(is_gx1_square);
-  FeSelect(&x, m, tv3, x);                          // 21. x = CMOV(x, tv3, is_gx1_square)
-  FeSelect(&y, m, y1, y);                           // 22. y = CMOV(y, y1, is_gx1_square)
-  const uint64_t e1 = 1 ^ (FeSgn0(u) ^ FeSgn0(y));  // 23. e1 = sgn0(u) == sgn0(y)
-  FeNeg(&neg_y, y);                                 // 24. y = CMOV(-y, y, e1)
-  FeSelect(y_out, MaskFromBit(e1), y, neg_y);
-  FeMul(&inv_tv4, tv4_sq, inv_tv6);  // 1/tv4 = tv4^2 / tv4^3
-  FeMul(x_out, x, inv_tv4);          // 25. x = x / tv4
+void MapToCurveSswu(const Fe& u, Fe* x, Fe* y) {
+  MapState s;
+  MapBegin(u, &s);
+  Fe w;
+  FePowC1(&w, s.base);
+  MapEnd(s, w, x, y);
+}
+
+void MapTwoToCurveAffine(const Fe& u0, const Fe& u1, Fe* x0, Fe* y0, Fe* x1, Fe* y1) {
+  MapState s[2];
+  MapBegin(u0, &s[0]);
+  MapBegin(u1, &s[1]);
+  const Fe base[2] = {s[0].base, s[1].base};
+  Fe w[2];
+  FePowC1x2(w, base);
+  MapEnd(s[0], w[0], x0, y0);
+  MapEnd(s[1], w[1], x1, y1);
 }
 
 ProjectivePoint Add(const ProjectivePoint& p, const ProjectivePoint& q) {
@@ -148,8 +175,7 @@ bool ToAffine(const ProjectivePoint& p, Fe* x, Fe* y) {
 
 bool MapTwoToCurve(const Fe& u0, const Fe& u1, Fe* x, Fe* y) {
   ProjectivePoint q0, q1;
-  MapToCurveSswu(u0, &q0.x, &q0.y);
-  MapToCurveSswu(u1, &q1.x, &q1.y);
+  MapTwoToCurveAffine(u0, u1, &q0.x, &q0.y, &q1.x, &q1.y);
   q0.z = q1.z = FeOne();
   return ToAffine(Add(q0, q1), x, y);
 }

@@ -24,6 +24,8 @@ struct ProjectivePoint {
 
 // RFC 9380 §6.6.2 map_to_curve_simple_swu for P-256 (Z = -10): affine (x, y).
 void MapToCurveSswu(const Fe& u, Fe* x, Fe* y);
+// The maps of u0 and u1 with their exponentiations interleaved (same results as two calls).
+void MapTwoToCurveAffine(const Fe& u0, const Fe& u1, Fe* x0, Fe* y0, Fe* x1, Fe* y1);
 // Complete addition (any inputs, including equal points and infinity).
 ProjectivePoint Add(const ProjectivePoint& p, const ProjectivePoint& q);
 // Affine coordinates; false for the point at infinity.

@@ -171,6 +171,16 @@ TEST_F(P256FieldTest, SqrtAndPowC1MatchBignum) {
       EXPECT_TRUE(Same(r, want.get()) || Same(r, neg.get()));
     }
   }
+  // The two-lane exponentiation equals two single ones.
+  const std::vector<Bn> xs = Values(9);
+  for (size_t i = 0; i + 1 < xs.size(); i += 2) {
+    const Fe in[2] = {FromBn(xs[i].get()), FromBn(xs[i + 1].get())};
+    Fe out[2], one0, one1;
+    FePowC1x2(out, in);
+    FePowC1(&one0, in[0]);
+    FePowC1(&one1, in[1]);
+    EXPECT_EQ(FeEqual(out[0], one0) & FeEqual(out[1], one1), 1u) << i;
+  }
   // About half of the random values are squares.
   EXPECT_GT(squares, kRandomCases / 3);
   EXPECT_LT(squares, 2 * kRandomCases / 3 + 5);
