@@ -12,16 +12,24 @@ ids="${1:-1000000}"
 bin="${2:-build/default}/bench/id_matching_bench"
 cores="$(nproc)"
 "$bin" --micro 3000
-ops=$(openssl speed -seconds 5 -multi "$cores" ecdhp256 2>/dev/null |
-  awk '/ecdh \(nistp256\)/ {print $NF}' | tail -1)
+openssl_speed() {
+  openssl speed -seconds 5 -multi "$cores" ecdhp256 2>/dev/null |
+    awk '/ecdh \(nistp256\)/ {print $NF}' | tail -1
+}
+# OpenSSL's rate is measured just before and just after fedanon's run and averaged, so that a
+# shared machine's drift affects both sides alike.
+ops_before="$(openssl_speed)"
 out="$("$bin" "$ids")"
+ops_after="$(openssl_speed)"
 echo "$out"
-python3 - "$ops" "$cores" "$out" <<'PY'
+python3 - "$ops_before" "$ops_after" "$cores" "$out" <<'PY'
 import sys
-ops, cores, out = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+before, after, cores, out = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+ops = (before + after) / 2
 ids = float([l.split()[1] for l in out.splitlines() if l.startswith("ids_per_second")][0])
 limit = ops / 4
-print(f"openssl speed -multi {cores} ecdhp256: {ops:.0f} multiplications/s")
+print(f"openssl speed -multi {cores} ecdhp256: {ops:.0f} multiplications/s "
+      f"(mean of {before:.0f} before and {after:.0f} after fedanon's run)")
 print(f"limit: {limit:.0f} ids/s (4 multiplications per matched id)")
 print(f"fedanon end to end: {ids:.0f} ids/s")
 print(f"ratio: {ids / limit:.2f} of the limit (issue #30 target >= 0.75)")
