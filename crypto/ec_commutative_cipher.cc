@@ -281,22 +281,15 @@ struct EcCommutativeCipher::Impl {
     return EncodePoint(*prm, r.get(), POINT_CONVERSION_COMPRESSED, ctx);
   }
 
-  // hash -> multiply -> encode once. The two mapped points (affine, no inversion) go to OpenSSL,
-  // whose EC_POINT_add in Jacobian coordinates costs less than our projective addition plus the
-  // inversion back to affine (measured: docs/crypto.md), and the sum goes to EC_POINT_mul as is.
+  // hash -> multiply -> encode once. The affine hash goes to OpenSSL once (EC_POINT_oct2point,
+  // with its on-curve check).
   absl::StatusOr<std::string> Encrypt(std::string_view id, BN_CTX* ctx) const {
-    p256::Fe u0, u1, x0, y0, x1, y1;
-    if (absl::Status st = HashToFieldFe(id, kIdHashDst, &u0, &u1); !st.ok()) return st;
-    p256::MapTwoToCurveAffine(u0, u1, &x0, &y0, &x1, &y1);
-    EcPointPtr q0(EC_POINT_new(prm->group));
-    EcPointPtr q1(EC_POINT_new(prm->group));
-    if (q0 == nullptr || q1 == nullptr) return OpenSslInternal("EC_POINT_new");
-    if (absl::Status st = SetPoint(*prm, x0, y0, q0.get(), ctx); !st.ok()) return st;
-    if (absl::Status st = SetPoint(*prm, x1, y1, q1.get(), ctx); !st.ok()) return st;
-    if (EC_POINT_add(prm->group, q0.get(), q0.get(), q1.get(), ctx) != 1) {
-      return OpenSslInternal("EC_POINT_add");
-    }
-    return MulEncode(q0.get(), k.get(), ctx);
+    p256::Fe x, y;
+    if (absl::Status st = HashToCurveAffine(id, kIdHashDst, &x, &y); !st.ok()) return st;
+    EcPointPtr pt(EC_POINT_new(prm->group));
+    if (pt == nullptr) return OpenSslInternal("EC_POINT_new");
+    if (absl::Status st = SetPoint(*prm, x, y, pt.get(), ctx); !st.ok()) return st;
+    return MulEncode(pt.get(), k.get(), ctx);
   }
 
   absl::StatusOr<std::string> MulCompressed(std::string_view point, const BIGNUM* scalar,

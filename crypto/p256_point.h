@@ -4,11 +4,13 @@
 //
 // The simplified SWU map uses RFC 9380's straight-line form (Appendix F.2) with the combined
 // sqrt_ratio for q = 3 mod 4: one exponentiation per map, which also yields the inverse of the
-// map's denominator (so no inversion per map: affine output for a few multiplications); the two
-// mapped points are added with the complete formula of Renes, Costello and Batina (2016,
-// Algorithm 4, a = -3), and one inversion gives the affine sum. Every step is
-// constant time (masked selections, fixed addition chains). DecompressPoint works on a public
-// (received) value and returns early on invalid input.
+// map's denominator (so no inversion per map: affine output for a few multiplications). The two
+// maps' exponentiations run side by side, and the inverse the affine addition of the two points
+// needs is folded into one of them, so hash_to_curve takes no inversion at all. The complete
+// projective formula of Renes, Costello and Batina (2016, Algorithm 4, a = -3) is the fallback for
+// equal x coordinates. Every step is constant time (masked selections, fixed addition chains)
+// except that fallback's branch, taken with probability about 2^-254. DecompressPoint works on a
+// public (received) value and returns early on invalid input.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +33,9 @@ ProjectivePoint Add(const ProjectivePoint& p, const ProjectivePoint& q);
 // Affine coordinates; false for the point at infinity.
 bool ToAffine(const ProjectivePoint& p, Fe* x, Fe* y);
 // hash_to_curve's map and add of hash_to_field's u0, u1 (clear_cofactor is the identity for
-// P-256): false only for the point at infinity (probability about 2^-256).
+// P-256), affine, with no inversion at all: the inverse the affine addition needs is folded into
+// one of the maps' exponentiations. False only for the point at infinity (probability about
+// 2^-256).
 bool MapTwoToCurve(const Fe& u0, const Fe& u1, Fe* x, Fe* y);
 // y^2 == x^3 - 3x + b.
 bool IsOnCurve(const Fe& x, const Fe& y);

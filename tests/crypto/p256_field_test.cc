@@ -297,6 +297,47 @@ TEST_F(P256PointTest, CompleteAdditionMatchesOpenSsl) {
   }
 }
 
+// MapTwoToCurve's affine sum (inverse folded into an exponentiation) against OpenSSL's addition of
+// the two single maps, and its fallback for equal x: u1 = u0 (doubling) and u1 = -u0 (infinity).
+TEST_F(P256PointTest, MapTwoToCurveMatchesOpenSslSumIncludingEqualX) {
+  auto to_point = [&](const Fe& x, const Fe& y) {
+    EC_POINT* pt = EC_POINT_new(group_);
+    EXPECT_EQ(EC_POINT_set_affine_coordinates(group_, pt, ToBn(x).get(), ToBn(y).get(), ctx_), 1);
+    return pt;
+  };
+  const std::vector<Bn> us = Values(11);
+  for (size_t i = 0; i + 1 < us.size(); i += 2) {
+    const Fe u0 = FromBn(us[i].get());
+    for (int kind = 0; kind < 3; ++kind) {
+      Fe u1 = FromBn(us[i + 1].get());
+      if (kind == 1) u1 = u0;
+      if (kind == 2) FeNeg(&u1, u0);
+      Fe x0, y0, x1, y1, x, y;
+      MapToCurveSswu(u0, &x0, &y0);
+      MapToCurveSswu(u1, &x1, &y1);
+      EC_POINT* p0 = to_point(x0, y0);
+      EC_POINT* p1 = to_point(x1, y1);
+      EC_POINT* sum = EC_POINT_new(group_);
+      ASSERT_EQ(EC_POINT_add(group_, sum, p0, p1, ctx_), 1);
+      const bool finite = MapTwoToCurve(u0, u1, &x, &y);
+      // u and -u give the same x and opposite y (sgn0), unless u = 0.
+      ASSERT_EQ(finite, EC_POINT_is_at_infinity(group_, sum) == 0) << i << " kind " << kind;
+      if (finite) ExpectAffine(sum, x, y);
+      EC_POINT_free(p0);
+      EC_POINT_free(p1);
+      EC_POINT_free(sum);
+    }
+    if (i > 600) break;  // the three kinds on 300 pairs plus the edge values below
+  }
+  for (uint64_t small : {0, 1, 2}) {
+    Fe x, y, neg;
+    ASSERT_TRUE(MapTwoToCurve(FeFromUint64(small), FeFromUint64(small), &x, &y));
+    EXPECT_TRUE(IsOnCurve(x, y));
+    FeNeg(&neg, FeFromUint64(small));
+    EXPECT_EQ(MapTwoToCurve(FeFromUint64(small), neg, &x, &y), small == 0);
+  }
+}
+
 TEST_F(P256PointTest, DecompressionMatchesOpenSsl) {
   std::mt19937_64 rng(8);
   for (int i = 0; i < 300; ++i) {
