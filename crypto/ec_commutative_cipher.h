@@ -18,9 +18,9 @@
 //   - the key inverse k^-1 = k^(n-2) uses BN_mod_exp_mont_consttime; key generation uses
 //     BN_priv_rand_range;
 //   - hash_to_curve runs on crypto/p256_field (fixed 4x64-bit limbs, Montgomery multiplication,
-//     fixed addition chains, masked selects): no branch or memory index depends on the id. The
-//     point sum handed to OpenSSL (EC_POINT_add, EC_POINT_oct2point) goes through OpenSSL's
-//     BIGNUM field code, which is not documented as constant time;
+//     fixed addition chains, masked selects): no branch or memory index depends on the id (but
+//     for a fallback taken with probability about 2^-254). Encrypt loads the hashed point into
+//     OpenSSL (EC_POINT_oct2point, BIGNUM field code not documented as constant time);
 //   - decoding of received points (a public value) rejects invalid input early.
 // Security assumptions: semi-honest parties; the leader only relays ciphertexts; identifiers are
 // low-entropy, so ciphertexts must never leave the protocol without a second party's layer.
