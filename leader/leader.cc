@@ -724,7 +724,8 @@ absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round) {
   }
   // The set travels whole (protocol 1.1) or in chunks under the message limit (1.2): fetched
   // from each hop and handed to the next before its step (leader/payload_relay.h).
-  const PayloadRelay relay(channel_, job.job_id, [this, id = job.job_id] { return CheckCancelled(id); });
+  const PayloadRelay relay(channel_, job.job_id,
+                           [this, id = job.job_id] { return CheckCancelled(id); });
   CarriedPayload carried;
   for (size_t i = 0; i < union_ring.size(); ++i) {
     RETURN_IF_ERROR(CheckCancelled(job.job_id));
@@ -743,9 +744,9 @@ absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round) {
         (!reply.union_step().has_list() && reply.union_step().list_ref().stream().empty())) {
       return absl::InternalError(absl::StrCat("party '", union_ring[i], "' sent no union reply"));
     }
-    ASSIGN_OR_RETURN(carried, relay.Fetch(union_ring[i], round, job.timeout,
-                                          reply.union_step().list(),
-                                          reply.union_step().list_ref()));
+    ASSIGN_OR_RETURN(carried,
+                     relay.Fetch(union_ring[i], round, job.timeout, reply.union_step().list(),
+                                 reply.union_step().list_ref()));
   }
   if (job.recipient == options_.name) return StoreUnionAtLeader(job, round, header, carried);
   fedanon::v1::LeaderMessage msg;
@@ -773,12 +774,11 @@ absl::Status Leader::StoreUnionAtLeader(const JobRun& job, uint32_t round,
                                                  *last_key, carried.whole));
   } else {
     if (carried.sender() != last) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "the union list must come from '", last, "', not from '", carried.sender(), "'"));
+      return absl::PermissionDeniedError(absl::StrCat("the union list must come from '", last,
+                                                      "', not from '", carried.sender(), "'"));
     }
-    ASSIGN_OR_RETURN(std::string bytes,
-                     OpenCarriedAtLeader(carried, *keys, *last_key, job.job_id, round,
-                                         options_.name, "union-list"));
+    ASSIGN_OR_RETURN(std::string bytes, OpenCarriedAtLeader(carried, *keys, *last_key, job.job_id,
+                                                            round, options_.name, "union-list"));
     if (!list.ParseFromString(bytes)) {
       return absl::InvalidArgumentError("the union list does not parse");
     }
