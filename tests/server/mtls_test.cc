@@ -192,10 +192,15 @@ class MtlsTest : public ::testing::Test {
     raw->stream = raw->stub->Connect(&raw->context);
     return raw;
   }
-  static bool Hello(Raw& raw, const std::string& seal_cert) {
+  // A hello of this build's protocol version (`versioned`), or one without a version (1.0).
+  static bool Hello(Raw& raw, const std::string& seal_cert, bool versioned = true) {
     PartyMessage hello;
     hello.mutable_hello()->set_version("test");
     hello.mutable_hello()->set_seal_certificate(seal_cert);
+    if (versioned) {
+      *hello.mutable_hello()->mutable_protocol_version() =
+          common::ToProto(common::kProtocolVersion);
+    }
     LeaderMessage ack;
     return raw.stream->Write(hello) && raw.stream->Read(&ack) && ack.has_hello_ack();
   }
@@ -361,7 +366,7 @@ TEST_F(MtlsTest, AnOldPartyIsServedAndAnUnversionedHelloIsProtocolOneZero) {
   // A hello without a version (a party from before versions were exchanged) speaks 1.0: more
   // than one minor version behind this leader (1.2), so it is refused naming both.
   auto raw = OpenRaw(pki_->Party("hospital-b"));
-  EXPECT_FALSE(Hello(*raw, pki_->SealCert("hospital-b")));
+  EXPECT_FALSE(Hello(*raw, pki_->SealCert("hospital-b"), /*versioned=*/false));
   const grpc::Status status = raw->stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(status.error_message(),
