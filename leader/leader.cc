@@ -26,6 +26,7 @@
 #include "crypto/sealed_box.h"
 #include "crypto/shuffle.h"
 #include "leader/final_check_ring.h"
+#include "leader/payload_relay.h"
 #include "leader/secure_sum_source.h"
 #include "leader/vertical_job.h"
 #include "leader/view_log.h"
@@ -574,6 +575,16 @@ absl::StatusOr<fedanon::v1::PrepareJob> Leader::MakePrepare(const JobRun& job) c
   prepare.set_data_holding_leader(!job.request.leader_party().empty());
   prepare.set_leader_party(job.request.leader_party());
   prepare.set_recipient(job.recipient);
+  // Protocol 1.2: per-record payloads in chunks under the message limit, when every data party
+  // of the job speaks it (with a 1.1 party they travel whole, as 1.1 expects).
+  bool chunked = true;
+  for (const auto& p : channel_->Parties()) {
+    if (std::find(job.ring.begin(), job.ring.end(), p.name) != job.ring.end() &&
+        !common::ChunksPayloads(p.protocol)) {
+      chunked = false;
+    }
+  }
+  if (chunked) prepare.set_max_message_bytes(options_.max_message_bytes);
   // The admin's signature, unchanged: each party checks it against what this Prepare names.
   *prepare.mutable_authorization() = job.request.authorization();
   return prepare;
@@ -711,29 +722,39 @@ absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round) {
   for (const auto& a : job.request.spec().attributes()) {
     if (a.role() != fedanon::v1::ROLE_ID) header.push_back(a.name());
   }
-  fedanon::v1::SealedPayload carried;
+  // The set travels whole (protocol 1.1) or in chunks under the message limit (1.2): fetched
+  // from each hop and handed to the next before its step (leader/payload_relay.h).
+  const PayloadRelay relay(channel_, job.job_id,
+                           [this, id = job.job_id] { return CheckCancelled(id); });
+  CarriedPayload carried;
   for (size_t i = 0; i < union_ring.size(); ++i) {
     RETURN_IF_ERROR(CheckCancelled(job.job_id));
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job.job_id);
     msg.set_round(round);
     auto* step = msg.mutable_union_step();
-    *step->mutable_list() = carried;
+    RETURN_IF_ERROR(
+        relay.Hand(carried, round, job.timeout, step->mutable_list(), step->mutable_list_ref()));
+    carried = CarriedPayload();
     step->set_recipient(job.recipient);
     step->set_next(i + 1 < union_ring.size() ? union_ring[i + 1] : job.recipient);
     ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply,
                      channel_->Call(union_ring[i], msg, job.timeout));
-    if (!reply.has_union_step() || !reply.union_step().has_list()) {
+    if (!reply.has_union_step() ||
+        (!reply.union_step().has_list() && reply.union_step().list_ref().stream().empty())) {
       return absl::InternalError(absl::StrCat("party '", union_ring[i], "' sent no union reply"));
     }
-    carried = reply.union_step().list();
+    ASSIGN_OR_RETURN(carried,
+                     relay.Fetch(union_ring[i], round, job.timeout, reply.union_step().list(),
+                                 reply.union_step().list_ref()));
   }
   if (job.recipient == options_.name) return StoreUnionAtLeader(job, round, header, carried);
   fedanon::v1::LeaderMessage msg;
   msg.set_job_id(job.job_id);
   msg.set_round(round);
   auto* step = msg.mutable_union_step();
-  *step->mutable_list() = carried;
+  RETURN_IF_ERROR(
+      relay.Hand(carried, round, job.timeout, step->mutable_list(), step->mutable_list_ref()));
   step->set_recipient(job.recipient);
   step->set_deliver(true);
   for (const auto& h : header) step->add_header(h);
@@ -742,14 +763,26 @@ absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round) {
 
 absl::Status Leader::StoreUnionAtLeader(const JobRun& job, uint32_t round,
                                         const std::vector<std::string>& header,
-                                        const fedanon::v1::SealedPayload& carried) {
+                                        const CarriedPayload& carried) {
   ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.seal_key_pem));
   // The last party of the union (the ring without the recipient, which is the leader here).
   const std::string& last = job.ring.back();
   ASSIGN_OR_RETURN(auto last_key, PartySealKey(channel_, options_.ca_pem, last));
-  ASSIGN_OR_RETURN(
-      fedanon::v1::UnionList list,
-      common::OpenUnionList(*keys, job.job_id, round, options_.name, last, *last_key, carried));
+  fedanon::v1::UnionList list;
+  if (!carried.chunked()) {
+    ASSIGN_OR_RETURN(list, common::OpenUnionList(*keys, job.job_id, round, options_.name, last,
+                                                 *last_key, carried.whole));
+  } else {
+    if (carried.sender() != last) {
+      return absl::PermissionDeniedError(absl::StrCat("the union list must come from '", last,
+                                                      "', not from '", carried.sender(), "'"));
+    }
+    ASSIGN_OR_RETURN(std::string bytes, OpenCarriedAtLeader(carried, *keys, *last_key, job.job_id,
+                                                            round, options_.name, "union-list"));
+    if (!list.ParseFromString(bytes)) {
+      return absl::InvalidArgumentError("the union list does not parse");
+    }
+  }
   ASSIGN_OR_RETURN(std::vector<std::string> rows,
                    common::OpenUnionRows(*keys, job.job_id, round, options_.name, list.rows()));
   // The released table itself is the job's result; the view log records its size.

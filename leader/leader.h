@@ -30,6 +30,7 @@
 #include "fedanon/v1/federation.pb.h"
 #include "leader/job_store.h"
 #include "leader/leader_observer.h"
+#include "leader/payload_relay.h"
 
 namespace fedanon::leader {
 
@@ -48,6 +49,10 @@ struct LeaderOptions {
   int max_queued_jobs = 64;
   // Told about rounds, phases and job outcomes (not owned; null: nobody). Must outlive the leader.
   LeaderObserver* observer = nullptr;
+  // The message limit of the transport (server/transport.h), announced to the parties in
+  // PrepareJob: per-record payloads travel in chunks under it (protocol 1.2,
+  // common/wire/payload_chunks.h). Tests lower it to make payloads span several chunks.
+  uint64_t max_message_bytes = uint64_t{64} << 20;
   // Sealing certificates of the parties, by name (from their bundles or announced on connect).
   // Parties present their own in PrepareResult too; see party/party_agent.h.
 };
@@ -131,7 +136,7 @@ class Leader {
   absl::Status RunSecureUnion(const JobRun& job, uint32_t round) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status StoreUnionAtLeader(const JobRun& job, uint32_t round,
                                   const std::vector<std::string>& header,
-                                  const fedanon::v1::SealedPayload& carried);
+                                  const CarriedPayload& carried);
   absl::Status RunVertical(const JobRun& job) ABSL_LOCKS_EXCLUDED(mu_);
   // Tells every party of the ring that the job ended (best effort, failures logged); `success`
   // false with the failure or cancellation `reason` for a job that did not end done, so that

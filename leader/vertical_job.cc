@@ -14,6 +14,7 @@
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
+#include "leader/payload_relay.h"
 #include "spdlog/spdlog.h"
 
 namespace fedanon::leader {
@@ -30,7 +31,9 @@ double Since(std::chrono::steady_clock::time_point t) {
 class Driver {
  public:
   Driver(common::PartyChannel* channel, const VerticalJobOptions& options)
-      : channel_(channel), options_(options) {
+      : channel_(channel),
+        options_(options),
+        relay_(channel, options.job_id, options.check_cancelled) {
     for (const auto& p : options_.ring) participation_[p].set_party(p);
   }
 
@@ -75,22 +78,29 @@ class Driver {
   absl::StatusOr<uint64_t> MatchIds() {
     const auto& ring = options_.ring;
     const size_t n = ring.size();
-    std::vector<fedanon::v1::SealedPayload> carried(n);
+    const absl::Duration timeout = options_.id_matching_timeout;
+    std::vector<CarriedPayload> carried(n);
     {
       ASSIGN_OR_RETURN(auto replies, CallAll(ring, 0, [&](size_t i) {
                          fedanon::v1::VerticalStep step;
                          step.mutable_id_encrypt()->set_next(ring[(i + 1) % n]);
                          return step;
                        }));
-      for (size_t i = 0; i < n; ++i) carried[i] = replies[i].ids().list();
+      for (size_t i = 0; i < n; ++i) {
+        ASSIGN_OR_RETURN(carried[i], relay_.Fetch(ring[i], 0, timeout, replies[i].ids().list(),
+                                                  replies[i].ids().list_ref()));
+      }
     }
-    ASSIGN_OR_RETURN(const auto full, ReEncryptAroundRing(std::move(carried)));
-    ASSIGN_OR_RETURN(auto replies, CallAll(ring, 0, [&](size_t r) {
-                       fedanon::v1::VerticalStep step;
-                       for (const auto& list : full[r])
-                         *step.mutable_id_align()->add_lists() = list;
-                       return step;
-                     }));
+    ASSIGN_OR_RETURN(auto full, ReEncryptAroundRing(std::move(carried)));
+    std::vector<fedanon::v1::VerticalStep> align(n);
+    for (size_t r = 0; r < n; ++r) {
+      for (const auto& list : full[r]) {
+        RETURN_IF_ERROR(HandInto(list, 0, timeout, align[r].mutable_id_align()->mutable_lists(),
+                                 align[r].mutable_id_align()->mutable_list_refs()));
+      }
+      full[r].clear();
+    }
+    ASSIGN_OR_RETURN(auto replies, CallAll(ring, 0, [&](size_t r) { return std::move(align[r]); }));
     for (size_t r = 0; r < n; ++r) {
       ViewEntry e;
       e.kind = kViewIdIntersection;
@@ -158,8 +168,16 @@ class Driver {
       RETURN_IF_ERROR(LogReport(round, ring[i], released[i].released().report()));
     }
     FillReport(released, stop_reason, &result->report);
+    // Every party's columns, sealed for the recipient (whole, or fetched chunk by chunk).
+    std::vector<CarriedPayload> columns;
+    for (size_t i = 0; i < ring.size(); ++i) {
+      ASSIGN_OR_RETURN(columns.emplace_back(), relay_.Fetch(ring[i], round, options_.timeout,
+                                                            released[i].released().columns(),
+                                                            released[i].released().columns_ref()));
+    }
+    released.clear();
     if (options_.recipient == options_.leader_name) {
-      ASSIGN_OR_RETURN(result->csv, JoinAtLeader(released, round));
+      ASSIGN_OR_RETURN(result->csv, JoinAtLeader(columns, round));
       // The joined table is the job's result; the view log records its size.
       const auto lines =
           static_cast<uint64_t>(std::count(result->csv.begin(), result->csv.end(), '\n'));
@@ -170,7 +188,12 @@ class Driver {
       return Log(std::move(e));
     }
     fedanon::v1::VerticalStep step;
-    for (const auto& r : released) *step.mutable_assemble()->add_columns() = r.released().columns();
+    for (auto& c : columns) {
+      RETURN_IF_ERROR(HandInto(c, round, options_.timeout,
+                               step.mutable_assemble()->mutable_columns(),
+                               step.mutable_assemble()->mutable_column_refs()));
+      c = CarriedPayload();
+    }
     for (const auto& h : options_.header) step.mutable_assemble()->add_header(h);
     ASSIGN_OR_RETURN(VerticalStepResult assembled, Call(options_.recipient, round, step));
     ViewEntry e;
@@ -234,35 +257,72 @@ class Driver {
   // The hops of the ID matching after the first encryption: in hop h, party (i + h) % n
   // re-encrypts list i, so every party works on one list at once. Returns, per receiver, the
   // fully encrypted list of every origin.
-  absl::StatusOr<std::vector<std::vector<fedanon::v1::SealedPayload>>> ReEncryptAroundRing(
-      std::vector<fedanon::v1::SealedPayload> carried) {
+  absl::StatusOr<std::vector<std::vector<CarriedPayload>>> ReEncryptAroundRing(
+      std::vector<CarriedPayload> carried) {
     const auto& ring = options_.ring;
     const size_t n = ring.size();
-    std::vector<std::vector<fedanon::v1::SealedPayload>> full(n);  // [receiver][origin]
+    const absl::Duration timeout = options_.id_matching_timeout;
+    std::vector<std::vector<CarriedPayload>> full(n);  // [receiver][origin]
     for (size_t hop = 1; hop < n; ++hop) {
       std::vector<std::string> workers(n);
       for (size_t i = 0; i < n; ++i) workers[i] = ring[(i + hop) % n];
-      ASSIGN_OR_RETURN(auto replies, CallAll(workers, 0, [&](size_t i) {
-                         fedanon::v1::VerticalStep step;
-                         auto* re = step.mutable_id_reencrypt();
-                         *re->mutable_list() = carried[i];
-                         re->set_origin(ring[i]);
-                         if (hop + 1 < n) re->set_next(ring[(i + hop + 1) % n]);
-                         return step;
-                       }));
+      std::vector<fedanon::v1::VerticalStep> steps(n);
       for (size_t i = 0; i < n; ++i) {
+        auto* re = steps[i].mutable_id_reencrypt();
+        RETURN_IF_ERROR(
+            relay_.Hand(carried[i], 0, timeout, re->mutable_list(), re->mutable_list_ref()));
+        carried[i] = CarriedPayload();
+        re->set_origin(ring[i]);
+        if (hop + 1 < n) re->set_next(ring[(i + hop + 1) % n]);
+      }
+      ASSIGN_OR_RETURN(auto replies,
+                       CallAll(workers, 0, [&](size_t i) { return std::move(steps[i]); }));
+      for (size_t i = 0; i < n; ++i) {
+        const auto& ids = replies[i].ids();
         if (hop + 1 < n) {
-          carried[i] = replies[i].ids().list();
+          ASSIGN_OR_RETURN(carried[i],
+                           relay_.Fetch(workers[i], 0, timeout, ids.list(), ids.list_ref()));
           continue;
         }
-        if (static_cast<size_t>(replies[i].ids().for_parties_size()) != n) {
+        const bool chunked = ids.for_parties_refs_size() > 0;
+        if (static_cast<size_t>(chunked ? ids.for_parties_refs_size() : ids.for_parties_size()) !=
+            n) {
           return absl::InternalError(
               absl::StrCat("party '", workers[i], "' did not seal the full list for every party"));
         }
-        for (size_t r = 0; r < n; ++r) full[r].push_back(replies[i].ids().for_parties(r));
+        for (size_t r = 0; r < n; ++r) {
+          const int at = static_cast<int>(r);
+          ASSIGN_OR_RETURN(
+              CarriedPayload list,
+              relay_.Fetch(workers[i], 0, timeout,
+                           chunked ? fedanon::v1::SealedPayload() : ids.for_parties(at),
+                           chunked ? ids.for_parties_refs(at) : fedanon::v1::ChunkRef()));
+          if (list.receiver() != ring[r]) {
+            return absl::InternalError(absl::StrCat("party '", workers[i],
+                                                    "' sealed the full list for '", list.receiver(),
+                                                    "' in place of '", ring[r], "'"));
+          }
+          full[r].push_back(std::move(list));
+        }
       }
     }
     return full;
+  }
+
+  // Hands `carried` to its receiver as the next element of a step's repeated field: whole, or
+  // its chunks ahead and the ref in the step.
+  absl::Status HandInto(const CarriedPayload& carried, uint32_t round, absl::Duration timeout,
+                        google::protobuf::RepeatedPtrField<fedanon::v1::SealedPayload>* wholes,
+                        google::protobuf::RepeatedPtrField<fedanon::v1::ChunkRef>* refs) {
+    fedanon::v1::SealedPayload whole;
+    fedanon::v1::ChunkRef ref;
+    RETURN_IF_ERROR(relay_.Hand(carried, round, timeout, &whole, &ref));
+    if (carried.chunked()) {
+      *refs->Add() = std::move(ref);
+    } else {
+      *wholes->Add() = std::move(whole);
+    }
+    return absl::OkStatus();
   }
 
   // One round: proposals, the winner's instruction relayed to the others, their verdicts, and
@@ -293,12 +353,16 @@ class Driver {
     ASSIGN_OR_RETURN(VerticalStepResult to_judges, Call(ring[owner], round, win));
     std::set<std::string> judges;
     ASSIGN_OR_RETURN(const auto judged,
-                     ByReceiver(to_judges.instructions().for_parties(), owner, &judges));
-    ASSIGN_OR_RETURN(auto verdicts, CallAll(judged.first, round, [&](size_t i) {
-                       fedanon::v1::VerticalStep step;
-                       *step.mutable_deliver()->mutable_instruction() = judged.second[i];
-                       return step;
-                     }));
+                     ByReceiver(to_judges.instructions(), owner, round, &judges));
+    std::vector<fedanon::v1::VerticalStep> delivers(judged.first.size());
+    for (size_t i = 0; i < delivers.size(); ++i) {
+      auto* deliver = delivers[i].mutable_deliver();
+      RETURN_IF_ERROR(relay_.Hand(judged.second[i], round, options_.timeout,
+                                  deliver->mutable_instruction(),
+                                  deliver->mutable_instruction_ref()));
+    }
+    ASSIGN_OR_RETURN(auto verdicts, CallAll(judged.first, round,
+                                            [&](size_t i) { return std::move(delivers[i]); }));
     bool accept = true;
     std::vector<fedanon::v1::SignedVerdict> signed_verdicts(verdicts.size());
     for (size_t i = 0; i < verdicts.size(); ++i) {
@@ -316,7 +380,7 @@ class Driver {
     }
     // Accepted: the owner, shown every judge's sealed acceptance, seals the children for the
     // remaining parties; they receive them with the commit. Rejected: they never do.
-    std::map<std::string, fedanon::v1::SealedPayload> with_commit;
+    std::map<std::string, CarriedPayload> with_commit;
     if (accept) {
       fedanon::v1::VerticalStep publish;
       *publish.mutable_publish()->mutable_candidate() = winner;
@@ -324,29 +388,29 @@ class Driver {
         *publish.mutable_publish()->add_verdicts() = v.verdict().for_owner();
       ASSIGN_OR_RETURN(VerticalStepResult to_others, Call(ring[owner], round, publish));
       std::set<std::string> seen = judges;
-      ASSIGN_OR_RETURN(const auto others,
-                       ByReceiver(to_others.instructions().for_parties(), owner, &seen));
+      ASSIGN_OR_RETURN(auto others, ByReceiver(to_others.instructions(), owner, round, &seen));
       if (seen.size() + 1 != n) {
         return absl::InternalError(
             absl::StrCat("party '", ring[owner], "' sent instructions for the wrong parties"));
       }
       for (size_t i = 0; i < others.first.size(); ++i)
-        with_commit[others.first[i]] = others.second[i];
+        with_commit[others.first[i]] = std::move(others.second[i]);
     }
-    RETURN_IF_ERROR(CallAll(ring, round, [&](size_t i) {
-                      fedanon::v1::VerticalStep step;
-                      *step.mutable_commit()->mutable_candidate() = winner;
-                      step.mutable_commit()->set_accept(accept);
-                      *step.mutable_commit()->mutable_winner() = signed_proposals[owner];
-                      for (const auto& v : signed_verdicts) {
-                        *step.mutable_commit()->add_verdicts() = v;
-                      }
-                      auto it = with_commit.find(ring[i]);
-                      if (it != with_commit.end()) {
-                        *step.mutable_commit()->mutable_instruction() = it->second;
-                      }
-                      return step;
-                    }).status());
+    std::vector<fedanon::v1::VerticalStep> commits(n);
+    for (size_t i = 0; i < n; ++i) {
+      auto* commit = commits[i].mutable_commit();
+      *commit->mutable_candidate() = winner;
+      commit->set_accept(accept);
+      *commit->mutable_winner() = signed_proposals[owner];
+      for (const auto& v : signed_verdicts) *commit->add_verdicts() = v;
+      auto it = with_commit.find(ring[i]);
+      if (it != with_commit.end()) {
+        RETURN_IF_ERROR(relay_.Hand(it->second, round, options_.timeout,
+                                    commit->mutable_instruction(),
+                                    commit->mutable_instruction_ref()));
+      }
+    }
+    RETURN_IF_ERROR(CallAll(ring, round, [&](size_t i) { return std::move(commits[i]); }).status());
     if (!accept) {
       spdlog::info("job={} round={} the winner of '{}' was vetoed by a holder of sensitive values",
                    options_.job_id, round, ring[owner]);
@@ -358,22 +422,32 @@ class Driver {
     return RoundOutcome::kApplied;
   }
 
-  // The owner's sealed instructions by receiver: each a data party other than the owner, named
-  // once (over `seen` too, which collects them). Returns the receivers and their payloads.
-  absl::StatusOr<std::pair<std::vector<std::string>, std::vector<fedanon::v1::SealedPayload>>>
-  ByReceiver(const google::protobuf::RepeatedPtrField<fedanon::v1::SealedPayload>& sealed,
-             int owner, std::set<std::string>* seen) const {
+  // The owner's sealed instructions by receiver (whole, or fetched chunk by chunk): each a data
+  // party other than the owner, named once (over `seen` too, which collects them). Returns the
+  // receivers and their payloads.
+  absl::StatusOr<std::pair<std::vector<std::string>, std::vector<CarriedPayload>>> ByReceiver(
+      const fedanon::v1::VerticalInstructions& instructions, int owner, uint32_t round,
+      std::set<std::string>* seen) const {
     const auto& ring = options_.ring;
-    std::pair<std::vector<std::string>, std::vector<fedanon::v1::SealedPayload>> out;
-    for (const auto& payload : sealed) {
-      const std::string& to = payload.receiver();
+    std::vector<CarriedPayload> carried;
+    for (const auto& payload : instructions.for_parties()) {
+      ASSIGN_OR_RETURN(carried.emplace_back(),
+                       relay_.Fetch(ring[owner], round, options_.timeout, payload, {}));
+    }
+    for (const auto& ref : instructions.refs()) {
+      ASSIGN_OR_RETURN(carried.emplace_back(),
+                       relay_.Fetch(ring[owner], round, options_.timeout, {}, ref));
+    }
+    std::pair<std::vector<std::string>, std::vector<CarriedPayload>> out;
+    for (auto& payload : carried) {
+      const std::string to = payload.receiver();
       if (std::find(ring.begin(), ring.end(), to) == ring.end() || to == ring[owner] ||
           !seen->insert(to).second) {
         return absl::InternalError(
             absl::StrCat("party '", ring[owner], "' sent an instruction for '", to, "'"));
       }
       out.first.push_back(to);
-      out.second.push_back(payload);
+      out.second.push_back(std::move(payload));
     }
     return out;
   }
@@ -450,18 +524,16 @@ class Driver {
   }
 
   // The leader is the recipient: opens every party's columns and joins them.
-  absl::StatusOr<std::string> JoinAtLeader(const std::vector<VerticalStepResult>& released,
+  absl::StatusOr<std::string> JoinAtLeader(const std::vector<CarriedPayload>& columns,
                                            uint32_t round) const {
     ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.leader_seal_key_pem));
     std::vector<fedanon::v1::VerticalColumns> parts;
-    for (const auto& r : released) {
-      const auto& payload = r.released().columns();
-      const crypto::SealContext context{options_.job_id, round, payload.sender(),
-                                        options_.leader_name, "columns"};
+    for (const auto& payload : columns) {
       ASSIGN_OR_RETURN(std::unique_ptr<crypto::SealPublicKey> sender_key,
                        SenderKey(payload.sender()));
       ASSIGN_OR_RETURN(std::string bytes,
-                       crypto::OpenFrom(*keys, *sender_key, context, payload.ciphertext()));
+                       OpenCarriedAtLeader(payload, *keys, *sender_key, options_.job_id, round,
+                                           options_.leader_name, "columns"));
       if (!parts.emplace_back().ParseFromString(bytes)) {
         return absl::InvalidArgumentError("released columns do not parse");
       }
@@ -471,6 +543,7 @@ class Driver {
 
   common::PartyChannel* channel_;
   const VerticalJobOptions& options_;
+  PayloadRelay relay_;  // per-record payloads, whole or in chunks
   // Per party: rounds won and declined (with why), misbehaviour, contribution.
   std::map<std::string, fedanon::v1::PartyParticipation> participation_;
   std::string stop_reason_;  // of the last round in which every party declined

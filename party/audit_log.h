@@ -50,6 +50,10 @@ inline constexpr char kAuditVerdict[] = "verdict";
 inline constexpr char kAuditCommit[] = "commit";
 inline constexpr char kAuditRelease[] = "release";
 inline constexpr char kAuditFinalCheck[] = "final-check";
+// Chunked payloads (protocol 1.2): one chunk of a payload recorded at the step that produced it,
+// and the receipt of a chunk sealed for this party.
+inline constexpr char kAuditPayloadChunk[] = "payload-chunk";
+inline constexpr char kAuditChunkReceipt[] = "chunk-receipt";
 
 inline constexpr char kAuditPlaintext[] = "plaintext";
 inline constexpr char kAuditSealed[] = "sealed";

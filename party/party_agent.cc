@@ -28,6 +28,7 @@
 #include "common/table/csv.h"
 #include "common/table/dataset.h"
 #include "common/wire/federation_wire.h"
+#include "common/wire/payload_chunks.h"
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
 #include "crypto/hash.h"
@@ -121,6 +122,30 @@ uint64_t InstructionRecords(const std::string& bytes) {
   return instruction.ParseFromString(bytes) ? instruction.records() : 0;
 }
 
+// The steps whose answers carry per-record payloads, by a key unique in the job (it names their
+// chunk streams): "" for the others.
+std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t round) {
+  auto candidate = [](const fedanon::v1::VerticalCandidate& c) {
+    return absl::StrCat(c.attribute(), ".", c.node(), ".", c.candidate());
+  };
+  switch (step.step_case()) {
+    case fedanon::v1::VerticalStep::kIdEncrypt:
+      return "ids/own";
+    case fedanon::v1::VerticalStep::kIdReencrypt:
+      return absl::StrCat("ids/", step.id_reencrypt().origin());
+    case fedanon::v1::VerticalStep::kWinner:
+      return absl::StrCat("instruction/r", round, "/", candidate(step.winner().candidate()),
+                          "/judges");
+    case fedanon::v1::VerticalStep::kPublish:
+      return absl::StrCat("instruction/r", round, "/", candidate(step.publish().candidate()),
+                          "/others");
+    case fedanon::v1::VerticalStep::kRelease:
+      return "columns";
+    default:
+      return "";
+  }
+}
+
 }  // namespace
 
 // Everything the party holds for the job it is taking part in.
@@ -180,6 +205,24 @@ struct PartyAgent::JobState {
   };
   std::optional<FinalCheck> final_check;
   std::string run_id;  // from the admin's authorization (bound into signed statements)
+  // Chunked per-record payloads (protocol 1.2; common/wire/payload_chunks.h). 0: the leader did
+  // not ask for chunks (payloads travel whole, protocol 1.1).
+  uint64_t chunk_bytes = 0;
+  uint64_t message_limit = 0;  // the negotiated limit the chunks are sized for
+  // This party's chunked payloads, by stream, until a later round (ChunkGet serves them).
+  struct Outgoing {
+    uint64_t round = 0;
+    fedanon::v1::ChunkRef ref;
+    std::vector<fedanon::v1::SealedPayload> chunks;
+  };
+  std::map<std::string, Outgoing> outbox;
+  // Chunks of payloads sealed for this party, by (sender, stream), until a step names them.
+  std::map<std::pair<std::string, std::string>, common::ChunkReceiver> inbox;
+  // One request, one answer for the steps that produce chunked payloads: step key -> (digest
+  // of the request, the reply given).
+  std::map<std::string, std::pair<std::string, PartyMessage>> step_answers;
+  // The producing step being handled: its key (names its streams) and request digest.
+  std::pair<std::string, std::string> producing;
 };
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
@@ -333,6 +376,10 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMes
       return HandleVertical(slot, request);
     case LeaderMessage::kFinalCheck:
       return HandleFinalCheck(slot, request);
+    case LeaderMessage::kChunkGet:
+      return HandleChunkGet(slot, request);
+    case LeaderMessage::kChunkPut:
+      return HandleChunkPut(slot, request);
     case LeaderMessage::kEndJob:
       if (audit_.Exists(request.job_id())) {
         RETURN_IF_ERROR(audit_.Append(
@@ -404,6 +451,13 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot,
   }
   const std::string table = *std::move(resolved_table);
   RETURN_IF_ERROR(CheckRing(request.prepare(), job.get()));
+  if (request.prepare().max_message_bytes() > 0) {  // protocol 1.2: per-record payloads chunked
+    ASSIGN_OR_RETURN(const uint64_t limit,
+                     common::NegotiatedMessageLimit(request.prepare().max_message_bytes(),
+                                                    options_.max_message_bytes));
+    job->message_limit = limit;
+    job->chunk_bytes = common::ChunkBytesForLimit(limit);
+  }
   // This party's own policy, whatever the admin signed.
   RETURN_IF_ERROR(CheckPartyPolicy(options_.policy, job->spec, options_.name, job->recipient));
   if (options_.policy.max_releases && ledger_->Releases(table) >= *options_.policy.max_releases) {
@@ -839,22 +893,56 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
   }
   if (job.recipient != job.leader) order.push_back(job.recipient);
   const size_t pos = std::find(order.begin(), order.end(), options_.name) - order.begin();
+  // One request, one answer (chunked jobs): the same hop again gets the stored reply (the same
+  // chunks); another request for the hop is refused.
+  const std::string key = step.deliver() ? "" : "union";
+  std::string digest;
+  if (!key.empty() && job.chunk_bytes > 0) {
+    digest = common::RequestDigest(request.round(), step);
+    auto answered = job.step_answers.find(key);
+    if (answered != job.step_answers.end()) {
+      if (answered->second.first == digest) return answered->second.second;
+      return absl::FailedPreconditionError(
+          "one request, one answer: the secure union hop was already answered for another "
+          "request");
+    }
+  }
   fedanon::v1::UnionList list;
+  const bool chunked_input = !step.list_ref().stream().empty();
+  // The list so far, from `sender` (the agreed predecessor, or this party itself to deliver).
+  auto open_list = [&](const std::string& sender) -> absl::Status {
+    if (!chunked_input) {
+      const crypto::SealPublicKey& key =
+          sender == options_.name ? seal_keys_->public_key() : *job.seal_keys.at(sender);
+      ASSIGN_OR_RETURN(list, OpenUnionList(*seal_keys_, job.job_id, request.round(), options_.name,
+                                           sender, key, step.list()));
+      return absl::OkStatus();
+    }
+    if (step.list_ref().sender() != sender) {
+      return absl::PermissionDeniedError(absl::StrCat("the union list must come from '", sender,
+                                                      "' (the agreed predecessor), not from '",
+                                                      step.list_ref().sender(), "'"));
+    }
+    ASSIGN_OR_RETURN(std::string bytes,
+                     OpenPayload(slot, fedanon::v1::SealedPayload(), step.list_ref(),
+                                 request.round(), "union-list", nullptr));
+    if (!list.ParseFromString(bytes)) {
+      return absl::InvalidArgumentError("the union list does not parse");
+    }
+    return absl::OkStatus();
+  };
   if (step.deliver()) {
     if (order.empty() || order.back() != options_.name) {
       return absl::PermissionDeniedError("asked to deliver a union meant for another party");
     }
-    ASSIGN_OR_RETURN(list, OpenUnionList(*seal_keys_, job.job_id, request.round(), options_.name,
-                                         options_.name, seal_keys_->public_key(), step.list()));
+    RETURN_IF_ERROR(open_list(options_.name));
   } else if (pos == 0) {
-    if (step.has_list() && !step.list().ciphertext().empty()) {
+    if ((step.has_list() && !step.list().ciphertext().empty()) || chunked_input) {
       return absl::PermissionDeniedError(
           "secure union: the first party of the ring starts from the empty set");
     }
   } else {
-    const std::string& predecessor = order[pos - 1];
-    ASSIGN_OR_RETURN(list, OpenUnionList(*seal_keys_, job.job_id, request.round(), options_.name,
-                                         predecessor, *job.seal_keys.at(predecessor), step.list()));
+    RETURN_IF_ERROR(open_list(order[pos - 1]));
   }
   PartyMessage reply;
   auto* out = reply.mutable_union_step();
@@ -910,16 +998,27 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
     return absl::OkStatus();
   }));
   RETURN_IF_ERROR(ShuffleRows(list.mutable_rows()));
-  ASSIGN_OR_RETURN(
-      std::string sealed,
-      crypto::SealFrom(*seal_keys_, *next->second,
-                       UnionListContext(job.job_id, request.round(), options_.name, successor),
-                       list.SerializeAsString()));
-  auto* payload = out->mutable_list();
-  payload->set_sender(options_.name);
-  payload->set_receiver(successor);
-  payload->set_purpose("union-list");
-  payload->set_ciphertext(std::move(sealed));
+  if (job.chunk_bytes > 0) {
+    // In chunks sealed for the successor (each under UnionListContext's purpose + chunk).
+    job.producing = {key, digest};
+    fedanon::v1::SealedPayload unused;
+    const absl::Status sealed =
+        SealPayload(slot, successor, request.round(), "union-list", list.SerializeAsString(),
+                    &unused, out->mutable_list_ref());
+    job.producing = {};
+    RETURN_IF_ERROR(sealed);
+  } else {
+    ASSIGN_OR_RETURN(
+        std::string sealed,
+        crypto::SealFrom(*seal_keys_, *next->second,
+                         UnionListContext(job.job_id, request.round(), options_.name, successor),
+                         list.SerializeAsString()));
+    auto* payload = out->mutable_list();
+    payload->set_sender(options_.name);
+    payload->set_receiver(successor);
+    payload->set_purpose("union-list");
+    payload->set_ciphertext(std::move(sealed));
+  }
   // This party's released rows, each sealed for the recipient, inside the list sealed for the
   // next hop.
   RETURN_IF_ERROR(Audit(
@@ -929,6 +1028,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
        .to = {successor},
        .numbers = {{"rows", lines.size()}, {"list_rows", static_cast<uint64_t>(list.rows_size())}},
        .texts = {{"rows_sealed_for", job.recipient}}}));
+  if (!key.empty() && job.chunk_bytes > 0) job.step_answers[key] = {digest, reply};
   return reply;
 }
 
@@ -1183,8 +1283,8 @@ absl::StatusOr<fedanon::v1::SealedPayload> PartyAgent::SealFor(JobSlot& slot,
 
 absl::StatusOr<std::string> PartyAgent::OpenSealed(JobSlot& slot,
                                                    const fedanon::v1::SealedPayload& payload,
-                                                   uint64_t round,
-                                                   const std::string& purpose) const {
+                                                   uint64_t round, const std::string& purpose,
+                                                   bool observe) const {
   // Only data parties seal payloads for each other; the leader relays them.
   if (std::find(slot.job->ring.begin(), slot.job->ring.end(), payload.sender()) ==
       slot.job->ring.end()) {
@@ -1196,8 +1296,174 @@ absl::StatusOr<std::string> PartyAgent::OpenSealed(JobSlot& slot,
   ASSIGN_OR_RETURN(std::string plain,
                    crypto::OpenFrom(*seal_keys_, *slot.job->seal_keys.at(payload.sender()), context,
                                     payload.ciphertext()));
-  if (options_.observe_opened) options_.observe_opened(payload.sender(), purpose, plain);
+  if (observe && options_.observe_opened) options_.observe_opened(payload.sender(), purpose, plain);
   return plain;
+}
+
+absl::Status PartyAgent::SealPayload(JobSlot& slot, const std::string& receiver, uint64_t round,
+                                     const std::string& purpose, const std::string& bytes,
+                                     fedanon::v1::SealedPayload* whole,
+                                     fedanon::v1::ChunkRef* ref) const {
+  JobState& job = *slot.job;
+  if (job.chunk_bytes == 0) {
+    ASSIGN_OR_RETURN(*whole, SealFor(slot, receiver, round, purpose, bytes));
+    return absl::OkStatus();
+  }
+  if (job.producing.first.empty()) return absl::InternalError("a chunked payload without a step");
+  const std::string stream = absl::StrCat(job.producing.first, "/", receiver);
+  const std::string& request_digest = job.producing.second;
+  if (job.outbox.count(stream)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("chunked payload '", stream, "' was already produced in this job"));
+  }
+  fedanon::v1::ChunkRef out;
+  out.set_stream(stream);
+  out.set_sender(options_.name);
+  out.set_receiver(receiver);
+  out.set_purpose(purpose);
+  out.set_request_digest(request_digest);
+  ASSIGN_OR_RETURN(
+      std::vector<fedanon::v1::SealedPayload> chunks,
+      common::SealChunks(bytes, job.chunk_bytes, &out,
+                         [&](std::string_view piece, const std::string& chunk_purpose) {
+                           return SealFor(slot, receiver, round, chunk_purpose, std::string(piece));
+                         }));
+  // The SealedPayload names the payload's purpose; the chunk's purpose is bound in the box.
+  for (uint32_t i = 0; i < chunks.size(); ++i) {
+    chunks[i].set_purpose(purpose);
+    RETURN_IF_ERROR(common::CheckChunkFits(out, i, chunks[i], job.message_limit));
+  }
+  *ref = out;
+  job.outbox[stream] = JobState::Outgoing{round, std::move(out), std::move(chunks)};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> PartyAgent::OpenPayload(JobSlot& slot,
+                                                    const fedanon::v1::SealedPayload& whole,
+                                                    const fedanon::v1::ChunkRef& ref,
+                                                    uint64_t round, const std::string& purpose,
+                                                    std::string* sender) const {
+  JobState& job = *slot.job;
+  if (ref.stream().empty()) {
+    if (job.chunk_bytes > 0 && !whole.ciphertext().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a whole '", purpose, "' payload in a job whose per-record payloads travel in chunks"));
+    }
+    if (sender != nullptr) *sender = whole.sender();
+    return OpenSealed(slot, whole, round, purpose);
+  }
+  if (ref.receiver() != options_.name || ref.purpose() != purpose) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(common::DescribeStream(ref), " is a '", ref.purpose(), "' payload for '",
+                     ref.receiver(), "', not a '", purpose, "' payload for this party"));
+  }
+  auto it = job.inbox.find({ref.sender(), ref.stream()});
+  if (it == job.inbox.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(common::DescribeStream(ref), ": no chunk of it was received"));
+  }
+  if (!common::SameChunkRef(it->second.ref(), ref)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        common::DescribeStream(ref), ": the step names another shape than its chunks declared"));
+  }
+  common::ChunkReceiver receiver = std::move(it->second);
+  job.inbox.erase(it);
+  ASSIGN_OR_RETURN(std::vector<fedanon::v1::SealedPayload> chunks, std::move(receiver).Take());
+  if (sender != nullptr) *sender = ref.sender();
+  ASSIGN_OR_RETURN(
+      std::string plain,
+      common::OpenChunks(
+          ref, chunks,
+          [&](const fedanon::v1::SealedPayload& chunk, const std::string& chunk_purpose) {
+            return OpenSealed(slot, chunk, round, chunk_purpose, /*observe=*/false);
+          }));
+  if (options_.observe_opened) options_.observe_opened(ref.sender(), purpose, plain);
+  return plain;
+}
+
+absl::Status PartyAgent::SealInstruction(JobSlot& slot, const std::string& receiver, uint64_t round,
+                                         const std::string& instruction,
+                                         fedanon::v1::VerticalInstructions* out) const {
+  fedanon::v1::SealedPayload whole;
+  fedanon::v1::ChunkRef ref;
+  RETURN_IF_ERROR(SealPayload(slot, receiver, round, "instruction", instruction, &whole, &ref));
+  if (ref.stream().empty()) {
+    *out->add_for_parties() = std::move(whole);
+  } else {
+    *out->add_refs() = std::move(ref);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PartyMessage> PartyAgent::HandleChunkGet(JobSlot& slot,
+                                                        const LeaderMessage& request) {
+  if (!slot.job || slot.job->job_id != request.job_id()) {
+    return absl::FailedPreconditionError("no prepared job with this id");
+  }
+  const auto& get = request.chunk_get();
+  auto it = slot.job->outbox.find(get.stream());
+  if (it == slot.job->outbox.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no chunked payload '", get.stream(), "' is held by this party"));
+  }
+  const JobState::Outgoing& out = it->second;
+  if (get.index() >= out.chunks.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("chunked payload '", get.stream(), "': chunk ",
+                                                   get.index(), " is beyond its count of ",
+                                                   out.chunks.size()));
+  }
+  PartyMessage reply;
+  auto* chunk = reply.mutable_chunk();
+  *chunk->mutable_ref() = out.ref;
+  chunk->set_index(get.index());
+  *chunk->mutable_chunk() = out.chunks[get.index()];
+  RETURN_IF_ERROR(Audit(slot, request.round(),
+                        {.kind = kAuditPayloadChunk,
+                         .form = kAuditSealed,
+                         .to = {out.ref.receiver()},
+                         .numbers = {{"index", get.index()},
+                                     {"chunks", out.ref.chunks()},
+                                     {"payload_bytes", out.ref.total_bytes()}},
+                         .texts = {{"stream", out.ref.stream()}, {"purpose", out.ref.purpose()}}}));
+  return reply;
+}
+
+absl::StatusOr<PartyMessage> PartyAgent::HandleChunkPut(JobSlot& slot,
+                                                        const LeaderMessage& request) {
+  if (!slot.job || slot.job->job_id != request.job_id()) {
+    return absl::FailedPreconditionError("no prepared job with this id");
+  }
+  JobState& job = *slot.job;
+  if (job.chunk_bytes == 0) {
+    return absl::FailedPreconditionError("this job's payloads travel whole, not in chunks");
+  }
+  const auto& put = request.chunk_put();
+  const fedanon::v1::ChunkRef& ref = put.ref();
+  if (ref.receiver() != options_.name) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(common::DescribeStream(ref), " is for '", ref.receiver(), "'"));
+  }
+  if (std::find(job.ring.begin(), job.ring.end(), ref.sender()) == job.ring.end()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        common::DescribeStream(ref), ": '", ref.sender(), "' is not a data party of the job"));
+  }
+  auto key = std::make_pair(ref.sender(), ref.stream());
+  auto it = job.inbox.find(key);
+  if (it == job.inbox.end()) {
+    ASSIGN_OR_RETURN(common::ChunkReceiver started,
+                     common::ChunkReceiver::Start(ref, common::kMaxChunkedPayloadBytes));
+    it = job.inbox.emplace(key, std::move(started)).first;
+  }
+  RETURN_IF_ERROR(it->second.Add(ref, put.index(), put.chunk()));
+  PartyMessage reply;
+  reply.mutable_chunk_ack()->set_received(it->second.received());
+  RETURN_IF_ERROR(Audit(slot, request.round(),
+                        {.kind = kAuditChunkReceipt,
+                         .form = kAuditPlaintext,
+                         .to = {job.leader},
+                         .numbers = {{"index", put.index()}, {"received", it->second.received()}},
+                         .texts = {{"stream", ref.stream()}, {"from", ref.sender()}}}));
+  return reply;
 }
 
 absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(JobSlot& slot,
@@ -1207,6 +1473,35 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(JobSlot& slot,
   }
   const auto& step = request.vertical();
   const uint64_t round = request.round();
+  JobState& job = *slot.job;
+  // Chunked payloads of earlier rounds were relayed: drop them (bounded memory).
+  for (auto it = job.outbox.begin(); it != job.outbox.end();) {
+    it = it->second.round < round ? job.outbox.erase(it) : std::next(it);
+  }
+  // One request, one answer for the steps that produce chunked payloads: the same request again
+  // gets the stored reply (the same chunks), another request under the same step is refused.
+  const std::string key = ProducingStepKey(step, round);
+  std::string digest;
+  if (!key.empty() && job.chunk_bytes > 0) {
+    digest = common::RequestDigest(round, step);
+    auto answered = job.step_answers.find(key);
+    if (answered != job.step_answers.end()) {
+      if (answered->second.first == digest) return answered->second.second;
+      return absl::FailedPreconditionError(
+          absl::StrCat("one request, one answer: vertical step '", key,
+                       "' was already answered for another request"));
+    }
+  }
+  job.producing = {key, digest};
+  absl::StatusOr<PartyMessage> reply = HandleVerticalStep(slot, step, round);
+  job.producing = {};
+  if (reply.ok() && !key.empty() && job.chunk_bytes > 0) job.step_answers[key] = {digest, *reply};
+  return reply;
+}
+
+absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
+                                                            const fedanon::v1::VerticalStep& step,
+                                                            uint64_t round) {
   PartyMessage reply;
   auto* out = reply.mutable_vertical();
   switch (step.step_case()) {
@@ -1262,8 +1557,9 @@ absl::Status PartyAgent::VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdE
   JobState& job = *slot.job;
   ASSIGN_OR_RETURN(job.matcher, IdMatcher::Create(job.vertical->ids()));
   ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwn());
-  ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
-                   SealFor(slot, step.next(), round, "id-list", SerializeIdList(points)));
+  RETURN_IF_ERROR(SealPayload(slot, step.next(), round, "id-list", SerializeIdList(points),
+                              out->mutable_ids()->mutable_list(),
+                              out->mutable_ids()->mutable_list_ref()));
   return Audit(slot, round,
                {.kind = kAuditIdList,
                 .form = kAuditSealed,
@@ -1276,12 +1572,15 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
                                              uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
   if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
-  ASSIGN_OR_RETURN(std::string bytes, OpenSealed(slot, re.list(), round, "id-list"));
+  ASSIGN_OR_RETURN(std::string bytes,
+                   OpenPayload(slot, re.list(), re.list_ref(), round, "id-list", nullptr));
   ASSIGN_OR_RETURN(std::vector<std::string> points, ParseIdList(bytes));
+  bytes.clear();
   ASSIGN_OR_RETURN(std::vector<std::string> again, job.matcher->ReEncrypt(points));
   if (!re.next().empty()) {
-    ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
-                     SealFor(slot, re.next(), round, "id-list", SerializeIdList(again)));
+    RETURN_IF_ERROR(SealPayload(slot, re.next(), round, "id-list", SerializeIdList(again),
+                                out->mutable_ids()->mutable_list(),
+                                out->mutable_ids()->mutable_list_ref()));
     return Audit(slot, round,
                  {.kind = kAuditIdList,
                   .form = kAuditSealed,
@@ -1294,14 +1593,20 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
   digests.set_digests(IdMatcher::FinalDigests(again));
   const std::string serialized = digests.SerializeAsString();
   for (const auto& party : job.ring) {
-    ASSIGN_OR_RETURN(
-        *out->mutable_ids()->add_for_parties(),
-        SealFor(slot, party, round, absl::StrCat("id-full:", re.origin()), serialized));
+    fedanon::v1::SealedPayload whole;
+    fedanon::v1::ChunkRef ref;
+    RETURN_IF_ERROR(SealPayload(slot, party, round, absl::StrCat("id-full:", re.origin()),
+                                serialized, &whole, &ref));
+    if (ref.stream().empty()) {
+      *out->mutable_ids()->add_for_parties() = std::move(whole);
+    } else {
+      *out->mutable_ids()->add_for_parties_refs() = std::move(ref);
+    }
   }
   return Audit(slot, round,
                {.kind = kAuditIdList,
                 .form = kAuditSealed,
-                .to = Receivers(out->ids().for_parties()),
+                .to = job.ring,
                 .numbers = {{"ids", again.size()}},
                 .texts = {{"origin", re.origin()}, {"list", "fully-encrypted digests"}}});
 }
@@ -1312,15 +1617,20 @@ absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAli
   VerticalParty& vp = *job.vertical;
   if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
   const auto& lists = align.lists();
-  if (static_cast<size_t>(lists.size()) != job.ring.size()) {
+  const auto& refs = align.list_refs();
+  const bool chunked = !refs.empty();
+  if (static_cast<size_t>(chunked ? refs.size() : lists.size()) != job.ring.size()) {
     return absl::InvalidArgumentError("ID alignment needs one list per party");
   }
   std::vector<std::vector<std::string>> full(job.ring.size());
   size_t own_index = job.ring.size();
   for (size_t i = 0; i < job.ring.size(); ++i) {
     if (job.ring[i] == options_.name) own_index = i;
-    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(slot, lists[static_cast<int>(i)], round,
-                                                   absl::StrCat("id-full:", job.ring[i])));
+    const int at = static_cast<int>(i);
+    ASSIGN_OR_RETURN(std::string bytes,
+                     OpenPayload(slot, chunked ? fedanon::v1::SealedPayload() : lists[at],
+                                 chunked ? refs[at] : fedanon::v1::ChunkRef(), round,
+                                 absl::StrCat("id-full:", job.ring[i]), nullptr));
     fedanon::v1::IdList list;
     if (!list.ParseFromString(bytes)) {
       return absl::InvalidArgumentError("an ID digest list does not parse");
@@ -1496,10 +1806,11 @@ absl::Status PartyAgent::VerticalWinner(JobSlot& slot, const fedanon::v1::Vertic
                    slot.job->vertical->MakeInstruction(winner.candidate()));
   // Before the verdict the children go to the judges only (the other holders of sensitive
   // values); everyone else gets them from VerticalPublish once every judge accepted.
+  std::vector<std::string> receivers;
   for (const auto& party : slot.job->vertical->judges()) {
     if (party == options_.name) continue;
-    ASSIGN_OR_RETURN(*out->mutable_instructions()->add_for_parties(),
-                     SealFor(slot, party, round, "instruction", instruction));
+    RETURN_IF_ERROR(SealInstruction(slot, party, round, instruction, out->mutable_instructions()));
+    receivers.push_back(party);
   }
   slot.job->pending =
       JobState::PendingInstruction{round, winner.candidate(), std::move(instruction)};
@@ -1507,7 +1818,7 @@ absl::Status PartyAgent::VerticalWinner(JobSlot& slot, const fedanon::v1::Vertic
       slot, round,
       {.kind = kAuditInstruction,
        .form = kAuditSealed,
-       .to = Receivers(out->instructions().for_parties()),
+       .to = receivers,
        .numbers = CandidateNumbers(winner.candidate(),
                                    {{"records", InstructionRecords(slot.job->pending->bytes)}}),
        .texts = {{"stage", "to the judges"}}});
@@ -1521,8 +1832,10 @@ absl::Status PartyAgent::VerticalDeliver(JobSlot& slot, const fedanon::v1::Verti
         "this party holds no sensitive values: it judges no candidate and receives a winner's "
         "instruction only with the commit");
   }
+  std::string owner;
   ASSIGN_OR_RETURN(std::string bytes,
-                   OpenSealed(slot, deliver.instruction(), round, "instruction"));
+                   OpenPayload(slot, deliver.instruction(), deliver.instruction_ref(), round,
+                               "instruction", &owner));
   ASSIGN_OR_RETURN(bool accept, slot.job->vertical->Deliver(bytes));
   if (!accept) {
     spdlog::info("job={} round={} vetoed the winner: it would break a confidence bound",
@@ -1544,14 +1857,13 @@ absl::Status PartyAgent::VerticalDeliver(JobSlot& slot, const fedanon::v1::Verti
       crypto::SignWithSealKey(options_.seal_key_pem,
                               VerdictStatement(slot.job->job_id, slot.job->run_id, round,
                                                instruction.candidate(), accept)));
-  ASSIGN_OR_RETURN(
-      *out->mutable_verdict()->mutable_for_owner(),
-      SealFor(slot, deliver.instruction().sender(), round, "verdict", body.SerializeAsString()));
+  ASSIGN_OR_RETURN(*out->mutable_verdict()->mutable_for_owner(),
+                   SealFor(slot, owner, round, "verdict", body.SerializeAsString()));
   // In plaintext for the leader and sealed for the owner.
   return Audit(slot, round,
                {.kind = kAuditVerdict,
                 .form = "plaintext+sealed",
-                .to = {slot.job->leader, deliver.instruction().sender()},
+                .to = {slot.job->leader, owner},
                 .numbers = CandidateNumbers(instruction.candidate(), {{"accept", accept}})});
 }
 
@@ -1589,12 +1901,14 @@ absl::Status PartyAgent::VerticalPublish(JobSlot& slot, const fedanon::v1::Verti
         absl::StrCat("no acceptance from judge '", *waiting.begin(), "'"));
   }
   const auto& judges = job.vertical->judges();
+  std::vector<std::string> receivers;
   for (const auto& party : job.ring) {
     if (party == options_.name || std::find(judges.begin(), judges.end(), party) != judges.end()) {
       continue;
     }
-    ASSIGN_OR_RETURN(*out->mutable_instructions()->add_for_parties(),
-                     SealFor(slot, party, round, "instruction", job.pending->bytes));
+    RETURN_IF_ERROR(
+        SealInstruction(slot, party, round, job.pending->bytes, out->mutable_instructions()));
+    receivers.push_back(party);
   }
   const uint64_t records = InstructionRecords(job.pending->bytes);
   job.published = std::make_pair(round, job.pending->candidate);
@@ -1602,7 +1916,7 @@ absl::Status PartyAgent::VerticalPublish(JobSlot& slot, const fedanon::v1::Verti
   return Audit(slot, round,
                {.kind = kAuditInstruction,
                 .form = kAuditSealed,
-                .to = Receivers(out->instructions().for_parties()),
+                .to = receivers,
                 .numbers = CandidateNumbers(publish.candidate(), {{"records", records}}),
                 .texts = {{"stage", "after every judge accepted"}}});
 }
@@ -1612,7 +1926,7 @@ absl::Status PartyAgent::VerticalCommit(JobSlot& slot, const fedanon::v1::Vertic
   JobState& job = *slot.job;
   job.pending.reset();
   RETURN_IF_ERROR(CheckCommitEvidence(slot, commit, round));
-  if (commit.has_instruction()) {
+  if (commit.has_instruction() || !commit.instruction_ref().stream().empty()) {
     // A party that did not judge the candidate: its children arrive with the acceptance.
     if (!commit.accept()) {
       return absl::InvalidArgumentError("a rejected candidate comes with no instruction");
@@ -1622,7 +1936,8 @@ absl::Status PartyAgent::VerticalCommit(JobSlot& slot, const fedanon::v1::Vertic
       return absl::InvalidArgumentError("a judge receives the instruction before its verdict");
     }
     ASSIGN_OR_RETURN(std::string bytes,
-                     OpenSealed(slot, commit.instruction(), round, "instruction"));
+                     OpenPayload(slot, commit.instruction(), commit.instruction_ref(), round,
+                                 "instruction", nullptr));
     fedanon::v1::VerticalInstruction instruction;
     if (!instruction.ParseFromString(bytes) ||
         !SameCandidate(instruction.candidate(), commit.candidate())) {
@@ -1693,9 +2008,9 @@ absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::Verti
   ASSIGN_OR_RETURN(const std::vector<size_t> order,
                    crypto::SeededPermutation(job.order_seed, vp.records()));
   ASSIGN_OR_RETURN(const fedanon::v1::VerticalColumns columns, vp.ReleasedColumns(order));
-  ASSIGN_OR_RETURN(
-      *out->mutable_released()->mutable_columns(),
-      SealFor(slot, release.recipient(), round, "columns", columns.SerializeAsString()));
+  RETURN_IF_ERROR(SealPayload(
+      slot, release.recipient(), round, "columns", columns.SerializeAsString(),
+      out->mutable_released()->mutable_columns(), out->mutable_released()->mutable_columns_ref()));
   vp.FillReport("", out->mutable_released()->mutable_report());
   // The columns sealed for the recipient, the order seed sealed for the other data parties, this
   // replica's report in plaintext for the leader.
@@ -1718,7 +2033,15 @@ absl::Status PartyAgent::VerticalAssemble(JobSlot& slot,
                                           uint64_t round, fedanon::v1::VerticalStepResult* out) {
   std::vector<fedanon::v1::VerticalColumns> parts;
   for (const auto& sealed : assemble.columns()) {
-    ASSIGN_OR_RETURN(std::string bytes, OpenSealed(slot, sealed, round, "columns"));
+    ASSIGN_OR_RETURN(std::string bytes,
+                     OpenPayload(slot, sealed, fedanon::v1::ChunkRef(), round, "columns", nullptr));
+    if (!parts.emplace_back().ParseFromString(bytes)) {
+      return absl::InvalidArgumentError("released columns do not parse");
+    }
+  }
+  for (const auto& ref : assemble.column_refs()) {
+    ASSIGN_OR_RETURN(std::string bytes, OpenPayload(slot, fedanon::v1::SealedPayload(), ref, round,
+                                                    "columns", nullptr));
     if (!parts.emplace_back().ParseFromString(bytes)) {
       return absl::InvalidArgumentError("released columns do not parse");
     }

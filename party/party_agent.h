@@ -36,6 +36,9 @@ struct PartyAgentOptions {
   std::string default_data_path;  // the table used when a job names none (relative to data_dir)
   std::string output_dir;         // where integrated tables land when this party is recipient
   uint64_t max_input_bytes = uint64_t{64} << 30;  // the largest table it reads (common/base)
+  // This party's message limit (its transport's, server/transport.h): per-record payloads go in
+  // chunks under min(this, the leader's limit in PrepareJob) (common/wire/payload_chunks.h).
+  uint64_t max_message_bytes = uint64_t{64} << 20;
   std::string ca_pem;         // the federation CA (verifies other parties' seal certs)
   std::string seal_cert_pem;  // this party's sealing certificate and key
   std::string seal_key_pem;
@@ -152,6 +155,8 @@ class PartyAgent {
   // Vertical jobs: one function per step (party/vertical_party.h does the work).
   Reply HandleVertical(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  Reply HandleVerticalStep(JobSlot& slot, const fedanon::v1::VerticalStep& step, uint64_t round)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdEncrypt& step, uint64_t round,
                                  VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::IdReEncrypt& re,
@@ -189,13 +194,42 @@ class PartyAgent {
                                 uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
 
+  // Chunked per-record payloads (protocol 1.2, common/wire/payload_chunks.h): a chunk of one of
+  // this party's payloads for the leader to relay (ChunkGet), and a chunk of a payload sealed for
+  // this party, checked as it arrives and kept until a step names it (ChunkPut).
+  Reply HandleChunkGet(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  Reply HandleChunkPut(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // Seals `bytes` for `receiver`: whole into `whole` when the job does not chunk, else in chunks
+  // kept for ChunkGet (described by `ref`, bound to the producing request's digest).
+  // The stream is named by the producing step's key and the receiver.
+  absl::Status SealPayload(JobSlot& slot, const std::string& receiver, uint64_t round,
+                           const std::string& purpose, const std::string& bytes,
+                           fedanon::v1::SealedPayload* whole, fedanon::v1::ChunkRef* ref) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // A winner's instruction sealed for `receiver` into `out` (whole or as a chunk stream).
+  absl::Status SealInstruction(JobSlot& slot, const std::string& receiver, uint64_t round,
+                               const std::string& instruction,
+                               fedanon::v1::VerticalInstructions* out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // The payload a step names: `ref` (its chunks put here, checked and opened in order) when it
+  // names a stream, else `whole`. Sets `sender` to the party that sealed it.
+  absl::StatusOr<std::string> OpenPayload(JobSlot& slot, const fedanon::v1::SealedPayload& whole,
+                                          const fedanon::v1::ChunkRef& ref, uint64_t round,
+                                          const std::string& purpose, std::string* sender) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+
   // `bytes` sealed for a participant of the current job, and a payload sealed for this party.
   absl::StatusOr<fedanon::v1::SealedPayload> SealFor(JobSlot& slot, const std::string& receiver,
                                                      uint64_t round, const std::string& purpose,
                                                      const std::string& bytes) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // `observe`: tell options_.observe_opened (tests); false for the chunks of a payload, which
+  // is told once, whole.
   absl::StatusOr<std::string> OpenSealed(JobSlot& slot, const fedanon::v1::SealedPayload& payload,
-                                         uint64_t round, const std::string& purpose) const
+                                         uint64_t round, const std::string& purpose,
+                                         bool observe = true) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
 
   const PartyAgentOptions options_;

@@ -9,10 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/base/printable.h"
+#include "common/wire/payload_chunks.h"
 #include "server/logging.h"
 #include "server/transport.h"
 
 namespace fedanon::server {
+
+// Parties chunk per-record payloads under the limit the leader announces (LeaderOptions).
+static_assert(common::kDefaultMessageLimitBytes == static_cast<uint64_t>(kMaxMessageBytes));
 namespace {
 
 std::string DurationText(absl::Duration d) {

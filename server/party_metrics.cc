@@ -40,6 +40,10 @@ std::string RequestKind(const fedanon::v1::LeaderMessage& request) {
       return "vertical";
     case M::kFinalCheck:
       return "final_check";
+    case M::kChunkGet:
+      return "chunk_get";
+    case M::kChunkPut:
+      return "chunk_put";
     case M::BODY_NOT_SET:
       return "none";
   }

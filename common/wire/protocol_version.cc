@@ -56,4 +56,8 @@ bool HoldsSeveralJobs(const ProtocolVersion& party) {
   return party.major > 1 || (party.major == 1 && party.minor >= 1);
 }
 
+bool ChunksPayloads(const ProtocolVersion& party) {
+  return party.major > 1 || (party.major == 1 && party.minor >= 2);
+}
+
 }  // namespace fedanon::common

@@ -6,7 +6,11 @@
 //
 // History: 1.0 — one job at a time per party. 1.1 — versions exchanged at hello; a party holds
 // several prepared jobs at once and answers their requests in parallel (the leader gives a 1.0
-// party one job at a time).
+// party one job at a time). 1.2 — per-record payloads (ID lists, vertical instructions and
+// columns, the secure union's list) travel in chunks under the message limit (ChunkRef, ChunkGet,
+// ChunkPut; common/wire/payload_chunks.h) when the leader's PrepareJob names its message limit,
+// which a 1.2 leader does only when every data party of the job speaks 1.2 (with a 1.1 party the
+// payloads travel whole, as in 1.1).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +27,7 @@ struct ProtocolVersion {
   friend bool operator==(const ProtocolVersion&, const ProtocolVersion&) = default;
 };
 
-inline constexpr ProtocolVersion kProtocolVersion{1, 1};      // what this build speaks
+inline constexpr ProtocolVersion kProtocolVersion{1, 2};      // what this build speaks
 inline constexpr ProtocolVersion kUnversionedProtocol{1, 0};  // a peer that sends none
 
 // "1.1".
@@ -45,5 +49,7 @@ absl::Status CheckLeaderProtocol(const ProtocolVersion& leader,
                                  const ProtocolVersion& party = kProtocolVersion);
 // Whether a party of this version can hold several jobs at once (1.1 and later).
 bool HoldsSeveralJobs(const ProtocolVersion& party);
+// Whether a party of this version sends per-record payloads in chunks (1.2 and later).
+bool ChunksPayloads(const ProtocolVersion& party);
 
 }  // namespace fedanon::common

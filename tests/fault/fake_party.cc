@@ -9,6 +9,7 @@
 
 #include "absl/time/clock.h"
 #include "common/base/version.h"
+#include "common/wire/protocol_version.h"
 #include "fedanon/v1/federation.grpc.pb.h"
 #include "server/transport.h"
 
@@ -121,6 +122,8 @@ void FakeParty::Session() {
   fedanon::v1::PartyMessage hello;
   hello.mutable_hello()->set_version(std::string(common::Version()));
   hello.mutable_hello()->set_seal_certificate(seal_cert_pem_);
+  // This build's protocol (a hello without one is 1.0, which a 1.2 leader no longer serves).
+  *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(common::kProtocolVersion);
   fedanon::v1::LeaderMessage message;
   if (stream->Write(hello) && stream->Read(&message) && message.has_hello_ack()) {
     ++sessions_;

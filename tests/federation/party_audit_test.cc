@@ -82,13 +82,21 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
   } else if (reply.has_sum_step()) {
     s.kind = "secure-sum";
     s.to = {reply.sum_step().sealed().receiver()};
+  } else if (reply.has_chunk()) {  // protocol 1.2: a chunk of a payload, sealed
+    s.kind = "payload-chunk";
+    s.to = {reply.chunk().ref().receiver()};
+  } else if (reply.has_chunk_ack()) {
+    s.kind = "chunk-receipt";
+    s.to = {leader};
   } else if (reply.has_union_step()) {
     if (request.union_step().deliver()) {
       s.kind = "released-table";
       s.to = {leader};
     } else {
       s.kind = "union-rows";
-      s.to = {reply.union_step().list().receiver()};
+      s.to = {reply.union_step().list_ref().stream().empty()
+                  ? reply.union_step().list().receiver()
+                  : reply.union_step().list_ref().receiver()};
     }
   } else if (reply.has_vertical()) {
     const auto& v = reply.vertical();
@@ -99,8 +107,14 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
           s.to = {leader};
         } else {
           s.kind = "id-list";
-          s.to = v.ids().has_list() ? std::vector<std::string>{v.ids().list().receiver()}
-                                    : Receivers(v.ids().for_parties());
+          if (!v.ids().list_ref().stream().empty()) {
+            s.to = {v.ids().list_ref().receiver()};
+          } else if (v.ids().for_parties_refs_size() > 0) {
+            for (const auto& r : v.ids().for_parties_refs()) s.to.push_back(r.receiver());
+          } else {
+            s.to = v.ids().has_list() ? std::vector<std::string>{v.ids().list().receiver()}
+                                      : Receivers(v.ids().for_parties());
+          }
         }
         break;
       case fedanon::v1::VerticalStepResult::kProposal:
@@ -110,6 +124,7 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
       case fedanon::v1::VerticalStepResult::kInstructions:
         s.kind = "instruction";
         s.to = Receivers(v.instructions().for_parties());
+        for (const auto& r : v.instructions().refs()) s.to.push_back(r.receiver());
         break;
       case fedanon::v1::VerticalStepResult::kVerdict:
         s.kind = "verdict";
@@ -117,7 +132,9 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
         break;
       case fedanon::v1::VerticalStepResult::kReleased:
         s.kind = "release";
-        s.to = {v.released().columns().receiver()};
+        s.to = {v.released().columns_ref().stream().empty()
+                    ? v.released().columns().receiver()
+                    : v.released().columns_ref().receiver()};
         break;
       case fedanon::v1::VerticalStepResult::kAssembled:
         s.kind = "released-table";

@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/base/file_io.h"
 #include "common/spec/job_spec_loader.h"
+#include "common/wire/payload_chunks.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
 #include "tests/federation/federation_test_util.h"
@@ -110,10 +111,46 @@ void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job
   auto keys = crypto::SealKeyPairFromPem(fed.leader_seal_key_pem);
   ASSERT_TRUE(keys.ok()) << keys.status();
   const uint64_t round = static_cast<uint64_t>(out->info.report().steps_size()) + 1;
+  // Chunked (protocol 1.2): the columns come in PayloadChunk replies, by stream.
+  std::map<std::string, std::map<uint32_t, fedanon::v1::PayloadChunk>> chunked;
   for (const auto& bytes : out->replies) {
     fedanon::v1::PartyMessage m;
     ASSERT_TRUE(m.ParseFromString(bytes));
-    if (!m.has_vertical() || !m.vertical().has_released()) continue;
+    if (m.has_chunk() && m.chunk().ref().purpose() == "columns") {
+      chunked[m.chunk().ref().stream() + "@" + m.chunk().ref().sender()][m.chunk().index()] =
+          m.chunk();
+    }
+  }
+  for (const auto& [stream, chunks] : chunked) {
+    const fedanon::v1::ChunkRef& ref = chunks.begin()->second.ref();
+    std::unique_ptr<crypto::SealPublicKey> sender;
+    for (const auto& p : fed.channel.Parties()) {
+      if (p.name != ref.sender()) continue;
+      auto key = crypto::VerifiedSealKey(p.seal_cert_pem, fed.ca->cert_pem(),
+                                         {crypto::Role::kParty, p.name});
+      ASSERT_TRUE(key.ok()) << key.status();
+      sender = std::move(*key);
+    }
+    ASSERT_NE(sender, nullptr) << ref.sender();
+    std::vector<fedanon::v1::SealedPayload> sealed;
+    for (const auto& [index, chunk] : chunks) sealed.push_back(chunk.chunk());
+    auto plain = common::OpenChunks(
+        ref, sealed,
+        [&](const fedanon::v1::SealedPayload& c,
+            const std::string& purpose) -> absl::StatusOr<std::string> {
+          return crypto::OpenFrom(**keys, *sender, {job_id, round, ref.sender(), "leader", purpose},
+                                  c.ciphertext());
+        });
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    ASSERT_TRUE(out->released_to_leader[ref.sender()].ParseFromString(*plain));
+  }
+  for (const auto& bytes : out->replies) {
+    fedanon::v1::PartyMessage m;
+    ASSERT_TRUE(m.ParseFromString(bytes));
+    if (!m.has_vertical() || !m.vertical().has_released() ||
+        !m.vertical().released().columns_ref().stream().empty()) {
+      continue;
+    }
     const auto& payload = m.vertical().released().columns();
     std::unique_ptr<crypto::SealPublicKey> sender;
     for (const auto& p : fed.channel.Parties()) {

@@ -192,10 +192,15 @@ class MtlsTest : public ::testing::Test {
     raw->stream = raw->stub->Connect(&raw->context);
     return raw;
   }
-  static bool Hello(Raw& raw, const std::string& seal_cert) {
+  // A hello of this build's protocol version (`versioned`), or one without a version (1.0).
+  static bool Hello(Raw& raw, const std::string& seal_cert, bool versioned = true) {
     PartyMessage hello;
     hello.mutable_hello()->set_version("test");
     hello.mutable_hello()->set_seal_certificate(seal_cert);
+    if (versioned) {
+      *hello.mutable_hello()->mutable_protocol_version() =
+          common::ToProto(common::kProtocolVersion);
+    }
     LeaderMessage ack;
     return raw.stream->Write(hello) && raw.stream->Read(&ack) && ack.has_hello_ack();
   }
@@ -325,8 +330,8 @@ TEST_F(MtlsTest, PartyRefusesALeaderItsRevocationListRevokes) {
 }
 
 // The protocol version of the hello (common/wire/protocol_version.h): one minor version of skew
-// is served, an old party (1.0) against this leader works; anything else is refused with both
-// versions named.
+// is served, an old party (the previous minor version) against this leader works; anything else
+// is refused with both versions named.
 TEST(ProtocolVersionTest, TheLeaderServesItsMinorVersionAndTheOneBefore) {
   EXPECT_OK(common::CheckPartyProtocol("p", {1, 1}, {1, 1}));
   EXPECT_OK(common::CheckPartyProtocol("p", {1, 0}, {1, 1}));
@@ -348,19 +353,25 @@ TEST(ProtocolVersionTest, TheLeaderServesItsMinorVersionAndTheOneBefore) {
 }
 
 TEST_F(MtlsTest, AnOldPartyIsServedAndAnUnversionedHelloIsProtocolOneZero) {
-  auto old = StartParty("hospital-a", Echo, nullptr, common::ProtocolVersion{1, 0});
+  const common::ProtocolVersion previous{common::kProtocolVersion.major,
+                                         common::kProtocolVersion.minor - 1};
+  auto old = StartParty("hospital-a", Echo, nullptr, previous);
   ASSERT_TRUE(WaitForParty("hospital-a"));
   ASSERT_OK_AND_ASSIGN(PartyMessage pong,
                        connections_.Call("hospital-a", Ping(7), absl::Seconds(10)));
   EXPECT_EQ(pong.pong().echoed_unix_nanos(), 7);
-  // A hello without a version (a party from before versions were exchanged) speaks 1.0.
-  auto raw = OpenRaw(pki_->Party("hospital-b"));
-  ASSERT_TRUE(Hello(*raw, pki_->SealCert("hospital-b")));
-  ASSERT_TRUE(WaitForParty("hospital-b"));
   for (const common::ConnectedParty& p : connections_.Parties()) {
-    EXPECT_EQ(p.protocol, (common::ProtocolVersion{1, 0})) << p.name;
+    EXPECT_EQ(p.protocol, previous) << p.name;
   }
-  raw->context.TryCancel();
+  // A hello without a version (a party from before versions were exchanged) speaks 1.0: more
+  // than one minor version behind this leader (1.2), so it is refused naming both.
+  auto raw = OpenRaw(pki_->Party("hospital-b"));
+  EXPECT_FALSE(Hello(*raw, pki_->SealCert("hospital-b"), /*versioned=*/false));
+  const grpc::Status status = raw->stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(status.error_message(),
+            "party 'hospital-b' speaks protocol 1.0; this leader supports 1.1-1.2");
+  EXPECT_FALSE(connections_.IsConnected("hospital-b"));
 }
 
 TEST_F(MtlsTest, APartyOfTheNextMajorVersionIsRefusedWithBothVersionsNamed) {

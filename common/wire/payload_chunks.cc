@@ -1,0 +1,189 @@
+#include "common/wire/payload_chunks.h"
+
+#include <algorithm>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "crypto/hash.h"
+#include "crypto/sealed_box.h"
+
+namespace fedanon::common {
+
+absl::StatusOr<uint64_t> NegotiatedMessageLimit(uint64_t leader_limit, uint64_t party_limit) {
+  const uint64_t limit = std::min(leader_limit, party_limit);
+  if (limit < kMinMessageLimitBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("message limit of ", limit, " bytes is below the smallest usable (",
+                     kMinMessageLimitBytes, " bytes): no room for a payload chunk"));
+  }
+  return limit;
+}
+
+uint64_t ChunkHeadroom(uint64_t message_limit) {
+  return std::max<uint64_t>(uint64_t{2} << 10, message_limit / 16);
+}
+
+uint64_t ChunkBytesForLimit(uint64_t message_limit) {
+  const uint64_t headroom = ChunkHeadroom(message_limit);
+  return message_limit > headroom ? message_limit - headroom : 1;
+}
+
+std::string RequestDigest(uint64_t round, const google::protobuf::Message& request) {
+  std::string bytes = absl::StrCat("fedanon request digest v1/round ", round, "/");
+  request.AppendToString(&bytes);
+  return crypto::Sha256(bytes);
+}
+
+std::string ChunkPurpose(const fedanon::v1::ChunkRef& ref, uint32_t index) {
+  return absl::StrCat(ref.purpose(), "/chunk ", index, " of ", ref.chunks(), "/stream ",
+                      ref.stream(), "/from ", ref.sender(), "/for ", ref.receiver(), "/bytes ",
+                      ref.total_bytes(), "/request ", absl::BytesToHexString(ref.request_digest()));
+}
+
+std::vector<std::string_view> SplitPayload(std::string_view bytes, uint64_t chunk_bytes) {
+  chunk_bytes = std::max<uint64_t>(chunk_bytes, 1);
+  std::vector<std::string_view> out;
+  for (size_t at = 0; at < bytes.size(); at += chunk_bytes)
+    out.push_back(bytes.substr(at, chunk_bytes));
+  if (out.empty()) out.emplace_back();
+  return out;
+}
+
+absl::Status CheckChunkFits(const fedanon::v1::ChunkRef& ref, uint32_t index,
+                            const fedanon::v1::SealedPayload& chunk, uint64_t message_limit) {
+  fedanon::v1::PayloadChunk message;
+  *message.mutable_ref() = ref;
+  message.set_index(index);
+  *message.mutable_chunk() = chunk;
+  const uint64_t size = message.ByteSizeLong() + kChunkEnvelopeSlackBytes;
+  if (size > message_limit) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(DescribeStream(ref), ": chunk ", index, " needs ", size,
+                     " bytes with its envelope, over the message limit of ", message_limit));
+  }
+  return absl::OkStatus();
+}
+
+bool SameChunkRef(const fedanon::v1::ChunkRef& a, const fedanon::v1::ChunkRef& b) {
+  return a.stream() == b.stream() && a.sender() == b.sender() && a.receiver() == b.receiver() &&
+         a.purpose() == b.purpose() && a.chunks() == b.chunks() &&
+         a.total_bytes() == b.total_bytes() && a.request_digest() == b.request_digest();
+}
+
+std::string DescribeStream(const fedanon::v1::ChunkRef& ref) {
+  return absl::StrCat("chunked payload '", ref.stream(), "' from '", ref.sender(), "'");
+}
+
+absl::StatusOr<ChunkReceiver> ChunkReceiver::Start(const fedanon::v1::ChunkRef& ref,
+                                                   uint64_t max_total_bytes) {
+  if (ref.stream().empty()) return absl::InvalidArgumentError("a chunked payload without a name");
+  if (ref.chunks() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(DescribeStream(ref), " declares no chunks"));
+  }
+  if (ref.total_bytes() > max_total_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(DescribeStream(ref), " declares ", ref.total_bytes(),
+                     " bytes, over the limit of ", max_total_bytes));
+  }
+  if (ref.chunks() > std::max<uint64_t>(ref.total_bytes(), 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(DescribeStream(ref), " declares ", ref.chunks(),
+                                                   " chunks for ", ref.total_bytes(), " bytes"));
+  }
+  return ChunkReceiver(ref);
+}
+
+absl::Status ChunkReceiver::Add(const fedanon::v1::ChunkRef& ref, uint32_t index,
+                                const fedanon::v1::SealedPayload& chunk) {
+  const std::string what = DescribeStream(ref_);
+  if (!SameChunkRef(ref, ref_)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": chunk ", index, " declares another payload shape"));
+  }
+  if (index >= ref_.chunks()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": chunk ", index, " is beyond the declared count of ", ref_.chunks()));
+  }
+  if (chunk.sender() != ref_.sender() || chunk.receiver() != ref_.receiver()) {
+    return absl::PermissionDeniedError(absl::StrCat(what, ": chunk ", index, " names '",
+                                                    chunk.sender(), "' -> '", chunk.receiver(),
+                                                    "', not the stream's sender and receiver"));
+  }
+  if (index < chunks_.size()) {
+    if (chunks_[index].SerializeAsString() == chunk.SerializeAsString()) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": duplicate chunk ", index, " with other content"));
+  }
+  if (index > chunks_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": gap: chunk ", index, " arrived before chunk ", chunks_.size()));
+  }
+  if (chunk.ciphertext().size() < crypto::kSealOverhead) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": chunk ", index, " is malformed"));
+  }
+  const uint64_t holds = chunk.ciphertext().size() - crypto::kSealOverhead;
+  if (holds > ref_.total_bytes() - sealed_bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": oversize: chunk ", index,
+                                                   " takes the payload over its declared ",
+                                                   ref_.total_bytes(), " bytes"));
+  }
+  sealed_bytes_ += holds;
+  chunks_.push_back(chunk);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> ChunkReceiver::Take() && {
+  if (!complete()) {
+    return absl::FailedPreconditionError(absl::StrCat(DescribeStream(ref_),
+                                                      " is incomplete: ", chunks_.size(), " of ",
+                                                      ref_.chunks(), " chunks received"));
+  }
+  if (sealed_bytes_ != ref_.total_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(DescribeStream(ref_), " holds ", sealed_bytes_,
+                                                   " bytes, not the declared ",
+                                                   ref_.total_bytes()));
+  }
+  return std::move(chunks_);
+}
+
+absl::StatusOr<std::string> OpenChunks(
+    const fedanon::v1::ChunkRef& ref, const std::vector<fedanon::v1::SealedPayload>& chunks,
+    const std::function<absl::StatusOr<std::string>(const fedanon::v1::SealedPayload&,
+                                                    const std::string& purpose)>& open) {
+  if (chunks.size() != ref.chunks()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DescribeStream(ref), ": ", chunks.size(), " chunks, declared ", ref.chunks()));
+  }
+  std::string out;
+  out.reserve(ref.total_bytes());
+  for (uint32_t i = 0; i < chunks.size(); ++i) {
+    ASSIGN_OR_RETURN(std::string piece, open(chunks[i], ChunkPurpose(ref, i)));
+    if (piece.size() > ref.total_bytes() - out.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          DescribeStream(ref), ": oversize: more bytes than the declared ", ref.total_bytes()));
+    }
+    out += piece;
+  }
+  if (out.size() != ref.total_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(DescribeStream(ref), ": ", out.size(),
+                                                   " bytes, declared ", ref.total_bytes()));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> SealChunks(
+    std::string_view bytes, uint64_t chunk_bytes, fedanon::v1::ChunkRef* ref,
+    const std::function<absl::StatusOr<fedanon::v1::SealedPayload>(
+        std::string_view piece, const std::string& purpose)>& seal) {
+  const std::vector<std::string_view> pieces = SplitPayload(bytes, chunk_bytes);
+  ref->set_chunks(static_cast<uint32_t>(pieces.size()));
+  ref->set_total_bytes(bytes.size());
+  std::vector<fedanon::v1::SealedPayload> out;
+  out.reserve(pieces.size());
+  for (uint32_t i = 0; i < pieces.size(); ++i) {
+    ASSIGN_OR_RETURN(out.emplace_back(), seal(pieces[i], ChunkPurpose(*ref, i)));
+  }
+  return out;
+}
+
+}  // namespace fedanon::common

@@ -1,0 +1,103 @@
+// Chunked per-record payloads (protocol 1.2): no message grows with the table. A payload whose
+// size grows with the number of records (an ID list, a vertical instruction, released columns,
+// the secure union's list) is split into chunks of at most ChunkBytesForLimit(limit) bytes, each
+// sealed on its own for the receiver with a purpose that binds (purpose, stream, chunk index,
+// chunk count, total size, digest of the producing request). The producer answers its step with
+// a ChunkRef; the leader fetches each chunk (ChunkGet) and hands it to the receiver (ChunkPut);
+// the receiver checks every chunk as it arrives (ChunkReceiver) and opens the whole payload only
+// when the consuming step names the ChunkRef (OpenChunks). Shared by the leader and the parties.
+// docs/federation-runtime.md, "Chunked payloads".
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fedanon/v1/federation.pb.h"
+#include "google/protobuf/message.h"
+
+namespace fedanon::common {
+
+// The transport's message limit (server/transport.h kMaxMessageBytes), each way.
+inline constexpr uint64_t kDefaultMessageLimitBytes = uint64_t{64} << 20;
+// Below this a message limit leaves too little room for a chunk next to its envelope.
+inline constexpr uint64_t kMinMessageLimitBytes = uint64_t{4} << 10;
+// What a chunk's message may hold besides the ChunkRef and the chunk (request id, job id, round,
+// index, field tags): checked by the producer against the limit.
+inline constexpr uint64_t kChunkEnvelopeSlackBytes = 512;
+// The largest chunked payload a receiver accepts (plaintext), whatever a ChunkRef declares.
+inline constexpr uint64_t kMaxChunkedPayloadBytes = uint64_t{64} << 30;
+
+// The limit both sides honour: min(leader's, party's). InvalidArgument below
+// kMinMessageLimitBytes.
+absl::StatusOr<uint64_t> NegotiatedMessageLimit(uint64_t leader_limit, uint64_t party_limit);
+// Headroom left in every chunk's message for the envelope (message framing, job id, names,
+// stream, ChunkRef, the sealed box's 94 bytes; about 0.5 KiB with names of a few dozen
+// characters): max(2 KiB, limit / 16). 64 MiB -> 60 MiB chunks; 64 KiB -> 60 KiB; 4 KiB -> 2 KiB.
+uint64_t ChunkHeadroom(uint64_t message_limit);
+// Plaintext bytes per chunk under `message_limit`: the limit minus the headroom.
+uint64_t ChunkBytesForLimit(uint64_t message_limit);
+
+// SHA-256 over the round and the serialized request that produced a payload.
+std::string RequestDigest(uint64_t round, const google::protobuf::Message& request);
+// The purpose chunk `index` of `ref` is sealed under: binds ref's purpose, stream, sender,
+// receiver, chunk count, total size and request digest, and the index.
+std::string ChunkPurpose(const fedanon::v1::ChunkRef& ref, uint32_t index);
+// `bytes` cut into pieces of at most `chunk_bytes` (one empty piece for an empty payload).
+std::vector<std::string_view> SplitPayload(std::string_view bytes, uint64_t chunk_bytes);
+// OK when chunk `index` of `ref` travels in one message under `message_limit` (its ChunkRef, the
+// sealed chunk and kChunkEnvelopeSlackBytes); ResourceExhausted naming the stream otherwise (names
+// too long for the headroom).
+absl::Status CheckChunkFits(const fedanon::v1::ChunkRef& ref, uint32_t index,
+                            const fedanon::v1::SealedPayload& chunk, uint64_t message_limit);
+
+// Receives the chunks of one stream, in order, checking each as it arrives. Errors name the
+// stream and the reason: a chunk beyond the declared count, one that came before its
+// predecessors (a gap), a second different chunk at an index (a duplicate), a chunk that
+// declares another stream shape, or more bytes than declared (oversize). The same chunk again
+// (identical bytes) is accepted as a repeat and changes nothing (one request, one answer).
+class ChunkReceiver {
+ public:
+  // Checks the declared shape: at least one chunk, no more chunks than bytes (one for an empty
+  // payload), total at most `max_total_bytes`.
+  static absl::StatusOr<ChunkReceiver> Start(const fedanon::v1::ChunkRef& ref,
+                                             uint64_t max_total_bytes);
+  absl::Status Add(const fedanon::v1::ChunkRef& ref, uint32_t index,
+                   const fedanon::v1::SealedPayload& chunk);
+  uint32_t received() const { return static_cast<uint32_t>(chunks_.size()); }
+  bool complete() const { return chunks_.size() == ref_.chunks(); }
+  const fedanon::v1::ChunkRef& ref() const { return ref_; }
+  // The chunks in order; FailedPrecondition naming the stream when some are missing.
+  absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> Take() &&;
+
+ private:
+  explicit ChunkReceiver(fedanon::v1::ChunkRef ref) : ref_(std::move(ref)) {}
+  fedanon::v1::ChunkRef ref_;
+  std::vector<fedanon::v1::SealedPayload> chunks_;
+  uint64_t sealed_bytes_ = 0;  // plaintext bytes the chunks so far can hold
+};
+
+// Whether two refs describe the same stream (every field).
+bool SameChunkRef(const fedanon::v1::ChunkRef& a, const fedanon::v1::ChunkRef& b);
+// "stream 'x' from 'p'", for messages.
+std::string DescribeStream(const fedanon::v1::ChunkRef& ref);
+
+// Opens the chunks of a complete stream in order with `open(chunk, purpose)` (the purpose is
+// ChunkPurpose(ref, i)) and joins them; InvalidArgument when the plaintexts do not add up to
+// the declared total.
+absl::StatusOr<std::string> OpenChunks(
+    const fedanon::v1::ChunkRef& ref, const std::vector<fedanon::v1::SealedPayload>& chunks,
+    const std::function<absl::StatusOr<std::string>(const fedanon::v1::SealedPayload&,
+                                                    const std::string& purpose)>& open);
+
+// Splits `bytes` and seals each piece with `seal(piece, purpose)`; fills `ref` (its stream,
+// sender, receiver, purpose and request digest set by the caller) with the count and total.
+absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> SealChunks(
+    std::string_view bytes, uint64_t chunk_bytes, fedanon::v1::ChunkRef* ref,
+    const std::function<absl::StatusOr<fedanon::v1::SealedPayload>(
+        std::string_view piece, const std::string& purpose)>& seal);
+
+}  // namespace fedanon::common
