@@ -21,6 +21,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/table/dataset.h"
+#include "common/table/postgres_sink.h"
+#include "common/table/postgres_source.h"
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
 #include "party/audit_log.h"
@@ -36,6 +38,12 @@ struct PartyAgentOptions {
   std::string default_data_path;  // the table used when a job names none (relative to data_dir)
   std::string output_dir;         // where integrated tables land when this party is recipient
   uint64_t max_input_bytes = uint64_t{64} << 30;  // the largest table it reads (common/base)
+  // Tables read from PostgreSQL (party.yaml `tables:`), by the name jobs use: a job's table name
+  // found here is read from the database, any other from data_dir (docs/postgres.md).
+  std::map<std::string, common::PostgresSource> postgres_tables;
+  // Where the released table goes when this party is the recipient (party.yaml `sink:`);
+  // nullopt: the file <output_dir>/<job_id>.csv.
+  std::optional<common::PostgresSink> postgres_sink;
   std::string ca_pem;         // the federation CA (verifies other parties' seal certs)
   std::string seal_cert_pem;  // this party's sealing certificate and key
   std::string seal_key_pem;
@@ -124,8 +132,13 @@ class PartyAgent {
   absl::StatusOr<std::map<std::string, std::string>> ReadTaxonomies(const JobState& job) const;
   absl::Status LoadVerticalTable(const common::Dataset& schema, const std::string& table,
                                  JobState* job) const;
+  // `postgres`: the table is that PostgreSQL source (else the CSV file `table`).
   absl::Status LoadHorizontalTable(const common::Dataset& schema, const std::string& table,
-                                   JobState* job) const;
+                                   const common::PostgresSource* postgres, JobState* job) const;
+  // Writes the released table where this party keeps them (CSV file or PostgreSQL sink);
+  // returns where it went, for the log and the audit file.
+  absl::StatusOr<std::string> WriteReleasedTable(const std::string& job_id,
+                                                 const std::string& csv) const;
 
   // Horizontal jobs: instructions and splits riding along a secure sum, a secure-sum hop, and a
   // hop (or the delivery) of the secure set union. Both follow the ring agreed at Prepare: input

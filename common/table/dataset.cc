@@ -274,9 +274,8 @@ void RowEncoder::PrepareScans() {
 absl::Status RowEncoder::EncodeRow(const std::vector<std::string_view>& fields, size_t line) {
   ++ds_->records_in;
   if (fields.size() != width_) {
-    return absl::InvalidArgumentError(absl::StrCat(At(line), ": expected ", width_,
-                                                   " fields as in the header, found ",
-                                                   fields.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        At(line), ": expected ", width_, " fields as in the header, found ", fields.size()));
   }
   const bool has_missing = std::any_of(listed_columns_.begin(), listed_columns_.end(),
                                        [&](int c) { return fields[c] == spec_.missing_token(); });
@@ -344,9 +343,9 @@ absl::Status RowEncoder::EncodeContinuous(QidColumn& col, Scan& scan, std::strin
     if (cell < 0 || cell >= static_cast<double>(col.sorted_values.size()) ||
         std::fabs(snapped - x) > 1e-9 * std::max(1.0, std::fabs(x))) {
       return absl::InvalidArgumentError(absl::StrCat(
-          At(line), ": column ", col.csv_column + 1, " (", col.name,
-          "): ", std::string(v), " is not on the grid ", col.range_lo, " + i * ", col.precision,
-          " inside the range [", col.range_lo, ", ", col.range_hi, ")"));
+          At(line), ": column ", col.csv_column + 1, " (", col.name, "): ", std::string(v),
+          " is not on the grid ", col.range_lo, " + i * ", col.precision, " inside the range [",
+          col.range_lo, ", ", col.range_hi, ")"));
     }
     col.codes.push_back(static_cast<int32_t>(cell));
   } else {
@@ -571,8 +570,8 @@ absl::StatusOr<std::unique_ptr<DatasetEncoder>> DatasetEncoder::Create(const Job
                                                                        const Dataset* schema) {
   ASSIGN_OR_RETURN(Dataset ds, SchemaOrOwn(spec, schema));
   ds.source_path = source_name;
-  return std::unique_ptr<DatasetEncoder>(new DatasetEncoder(
-      std::make_unique<State>(spec, std::move(source_name), std::move(ds))));
+  return std::unique_ptr<DatasetEncoder>(
+      new DatasetEncoder(std::make_unique<State>(spec, std::move(source_name), std::move(ds))));
 }
 
 absl::Status DatasetEncoder::SetHeader(const std::vector<std::string_view>& header) {

@@ -10,12 +10,16 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& 
                                                              const std::string& label) {
   PGconn* conn = PQconnectdb(conninfo.c_str());
   if (conn == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(label, ": libpq cannot allocate a connection"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(label, ": libpq cannot allocate a connection"));
   }
   std::unique_ptr<Connection> c(new Connection(conn, label));
   if (PQstatus(conn) != CONNECTION_OK) {
     return absl::UnavailableError(absl::StrCat(label, ": cannot connect: ", c->LastError()));
   }
+  // The server's notices ("table ... does not exist, skipping") are not errors: not printed.
+  PQsetNoticeProcessor(
+      conn, [](void*, const char*) {}, nullptr);
   if (PQsetClientEncoding(conn, "UTF8") != 0) {
     return absl::UnavailableError(
         absl::StrCat(label, ": cannot set the client encoding to UTF8: ", c->LastError()));
@@ -44,15 +48,15 @@ absl::StatusOr<Result> Connection::Exec(const std::string& sql, std::string_view
                                         const std::vector<std::string>& params) {
   std::vector<const char*> values;
   for (const auto& p : params) values.push_back(p.c_str());
-  Result r(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
-                        values.data(), nullptr, nullptr, 0));
+  Result r(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
+                        nullptr, nullptr, 0));
   const ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     std::string message = r ? PQresultErrorMessage(r.get()) : "";
     absl::StripTrailingAsciiWhitespace(&message);
     if (message.empty()) message = LastError();
-    return absl::InvalidArgumentError(absl::StrCat(label_, ": ", std::string(what), " failed: ",
-                                                   absl::StrReplaceAll(message, {{"\n", " "}})));
+    return absl::InvalidArgumentError(absl::StrCat(
+        label_, ": ", std::string(what), " failed: ", absl::StrReplaceAll(message, {{"\n", " "}})));
   }
   return r;
 }
@@ -76,8 +80,8 @@ absl::StatusOr<std::vector<std::string>> ParseQualifiedName(Connection& conn,
   if (!parts.ok()) return parts.status();
   const int n = PQntuples(parts->get());
   if (n < 1 || n > 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        conn.label(), ": table name '", name, "' must be `table` or `schema.table`"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(conn.label(), ": table name '", name, "' must be `table` or `schema.table`"));
   }
   std::vector<std::string> out;
   for (int i = 0; i < n; ++i) out.emplace_back(PQgetvalue(parts->get(), i, 0));

@@ -23,11 +23,20 @@ constexpr std::string_view kNewSuffix = "_fedanon_new";
 void AppendCopyText(std::string_view field, std::string* out) {
   for (char c : field) {
     switch (c) {
-      case '\\': *out += "\\\\"; break;
-      case '\t': *out += "\\t"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      default: *out += c;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      default:
+        *out += c;
     }
   }
 }
@@ -43,8 +52,8 @@ absl::Status CopyRows(Connection& conn, CsvReader& reader, size_t width) {
     if (!more.ok()) failure = more.status();
     if (failure.ok() && *more) failure = reader.CheckFieldCount(fields, width);
     if (!failure.ok() || !*more || chunk.size() >= kChunkBytes) {
-      if (!chunk.empty() && PQputCopyData(conn.get(), chunk.data(),
-                                          static_cast<int>(chunk.size())) != 1) {
+      if (!chunk.empty() &&
+          PQputCopyData(conn.get(), chunk.data(), static_cast<int>(chunk.size())) != 1) {
         if (failure.ok()) {
           failure = absl::InvalidArgumentError(
               absl::StrCat(conn.label(), ": sending rows failed: ", conn.LastError()));
@@ -106,8 +115,8 @@ absl::Status Replace(Connection& conn, const std::string& target, std::string_vi
                                          absl::StrJoin(columns, ", "), ")"),
                             "creating the new table")
                       .status());
-  postgres::Result copy(PQexec(conn.get(), absl::StrCat("COPY ", schema, quoted_new,
-                                                        " FROM STDIN").c_str()));
+  postgres::Result copy(
+      PQexec(conn.get(), absl::StrCat("COPY ", schema, quoted_new, " FROM STDIN").c_str()));
   if (!copy || PQresultStatus(copy.get()) != PGRES_COPY_IN) {
     return absl::InvalidArgumentError(
         absl::StrCat(conn.label(), ": starting COPY failed: ", conn.LastError()));
@@ -116,10 +125,10 @@ absl::Status Replace(Connection& conn, const std::string& target, std::string_vi
   RETURN_IF_ERROR(conn.Exec(absl::StrCat("DROP TABLE IF EXISTS ", schema, quoted_name),
                             "dropping the previous table")
                       .status());
-  RETURN_IF_ERROR(conn.Exec(absl::StrCat("ALTER TABLE ", schema, quoted_new, " RENAME TO ",
-                                         quoted_name),
-                            "renaming the new table")
-                      .status());
+  RETURN_IF_ERROR(
+      conn.Exec(absl::StrCat("ALTER TABLE ", schema, quoted_new, " RENAME TO ", quoted_name),
+                "renaming the new table")
+          .status());
   return conn.Exec("COMMIT", "committing").status();
 }
 

@@ -41,20 +41,36 @@ bool ParseCopyTextRow(std::string_view row, std::vector<std::string>* fields,
       }
       const char c = raw[++i];
       switch (c) {
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'v':
+          out += '\v';
+          break;
         case 'x': {
           int value = 0, digits = 0;
           while (digits < 2 && i + 1 < raw.size() && absl::ascii_isxdigit(raw[i + 1])) {
             const char h = raw[++i];
-            value = value * 16 + (absl::ascii_isdigit(h) ? h - '0' : absl::ascii_tolower(h) - 'a' + 10);
+            value =
+                value * 16 + (absl::ascii_isdigit(h) ? h - '0' : absl::ascii_tolower(h) - 'a' + 10);
             ++digits;
           }
-          if (digits == 0) out += 'x'; else out += static_cast<char>(value);
+          if (digits == 0)
+            out += 'x';
+          else
+            out += static_cast<char>(value);
           break;
         }
         default:
@@ -134,8 +150,8 @@ absl::Status CheckColumnTypes(Connection& conn, const fedanon::v1::JobSpec& spec
       if (it == types.end() || it->second.first != 'N') {
         return absl::InvalidArgumentError(absl::StrCat(
             conn.label(), ": column '", c.name, "' has type ",
-            it == types.end() ? absl::StrCat("oid ", c.type) : it->second.second,
-            "; attribute '", a.name(),
+            it == types.end() ? absl::StrCat("oid ", c.type) : it->second.second, "; attribute '",
+            a.name(),
             "' is continuous and needs a numeric column (integer, numeric, real, double "
             "precision)"));
       }
@@ -156,9 +172,9 @@ absl::StatusOr<std::string> SourceQuery(Connection& conn, const PostgresSource& 
     return query;
   }
   // regclass resolves the name as SQL does (search_path, case folding) and quotes it.
-  ASSIGN_OR_RETURN(Result r, conn.Exec("SELECT $1::regclass::text",
-                                       absl::StrCat("finding the table '", source.table, "'"),
-                                       {source.table}));
+  ASSIGN_OR_RETURN(
+      Result r, conn.Exec("SELECT $1::regclass::text",
+                          absl::StrCat("finding the table '", source.table, "'"), {source.table}));
   return absl::StrCat("SELECT * FROM ", PQgetvalue(r.get(), 0, 0));
 }
 
@@ -169,8 +185,7 @@ std::string PostgresSourceLabel(const PostgresSource& source) {
 }
 
 absl::StatusOr<Dataset> LoadDatasetFromPostgres(const fedanon::v1::JobSpec& spec,
-                                                const PostgresSource& source,
-                                                const Dataset* schema,
+                                                const PostgresSource& source, const Dataset* schema,
                                                 const LoadDatasetOptions& options) {
   const std::string label = PostgresSourceLabel(source);
   if (source.table.empty() == source.query.empty()) {
@@ -210,9 +225,8 @@ absl::StatusOr<Dataset> LoadDatasetFromPostgres(const fedanon::v1::JobSpec& spec
     const int n = PQgetCopyData(conn->get(), &buffer, /*async=*/0);
     if (n == -1) break;  // end of the rows
     if (n < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(label, ": reading the rows failed after row ", row, ": ",
-                       conn->LastError()));
+      return absl::InvalidArgumentError(absl::StrCat(label, ": reading the rows failed after row ",
+                                                     row, ": ", conn->LastError()));
     }
     std::unique_ptr<char, decltype(&PQfreemem)> owned(buffer, &PQfreemem);
     ++row;
@@ -233,9 +247,8 @@ absl::StatusOr<Dataset> LoadDatasetFromPostgres(const fedanon::v1::JobSpec& spec
     for (size_t i = 0; i < columns.size(); ++i) views[i] = fields[i];
     AppendCsvRecord(views, ',', text.get());
     if (text->size() > options.max_input_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(label, " is larger than the limit of ",
-                                                     options.max_input_bytes,
-                                                     " bytes for a table"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          label, " is larger than the limit of ", options.max_input_bytes, " bytes for a table"));
     }
     RETURN_IF_ERROR(encoder->AddRow(views, row));
   }
@@ -244,8 +257,8 @@ absl::StatusOr<Dataset> LoadDatasetFromPostgres(const fedanon::v1::JobSpec& spec
     Result end(PQgetResult(conn->get()));
     if (!end) break;
     if (PQresultStatus(end.get()) != PGRES_COMMAND_OK) {
-      return absl::InvalidArgumentError(absl::StrCat(label, ": the query failed after row ", row,
-                                                     ": ", conn->LastError()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(label, ": the query failed after row ", row, ": ", conn->LastError()));
     }
   }
   RETURN_IF_ERROR(conn->Exec("COMMIT", "ending the transaction").status());

@@ -1,4 +1,5 @@
-// A party's table read from PostgreSQL instead of a CSV file (party.yaml `tables:`, docs/postgres.md).
+// A party's table read from PostgreSQL instead of a CSV file (party.yaml `tables:`,
+// docs/postgres.md).
 //
 // The source is the party's own configuration: a libpq connection string (passed to libpq as it
 // is, so service files, passfiles and sslmode work as everywhere else; never logged) and either a
