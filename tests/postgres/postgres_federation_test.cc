@@ -4,10 +4,12 @@
 // sequence and the same rows. UCI Adult (../shared/datasets/adult) when present, else gen-data's
 // Adult-like table; a private PostgreSQL server (tests/postgres/postgres_cluster.h), skipped
 // without the server binaries.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -184,6 +186,50 @@ TEST(PostgresFederation, OnePartyFromPostgresReleasesWhatAllCsvReleases) {
   EXPECT_EQ(pg.released.rows.size(), csv.released.rows.size());
   EXPECT_EQ(RowsByColumns(pg.released, csv.released.header),
             RowsByColumns(csv.released, csv.released.header));
+}
+
+// Vertical jobs read CSV tables only: a party whose table is a PostgreSQL source refuses the job
+// at prepare, by name (before any connection is tried).
+TEST(PostgresFederation, AVerticalJobOnAPostgresSourceIsRefusedByName) {
+  const std::string dir = FreshDir("pg_vertical_data");
+  common::DatagenOptions o;
+  o.rows = 300;
+  o.seed = 3;
+  o.out_dir = dir;
+  o.parties = 2;
+  o.partition = common::DatagenOptions::Partition::kVertical;
+  ASSERT_OK(common::GenerateDataset(o));
+  std::string spec_yaml = Slurp(dir + "/vertical.yaml");
+  spec_yaml = std::regex_replace(spec_yaml, std::regex("party: party1\\b"), "party: hospital-a");
+  spec_yaml = std::regex_replace(spec_yaml, std::regex("party: party2\\b"), "party: hospital-b");
+  std::map<std::string, std::string> tax;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/tax")) {
+    tax["tax/" + e.path().filename().string()] = Slurp(e.path().string());
+  }
+  std::vector<std::map<std::string, std::string>> files(2, tax);
+  files[0]["table.csv"] = Slurp(dir + "/party1.csv");
+  auto fed = InProcessFederation::Create("pg_vertical", files, [](party::PartyAgentOptions& p) {
+    if (p.name != "hospital-b") return;
+    p.postgres_tables["patients"] = {.name = "patients",
+                                     .conninfo = "host=/nonexistent dbname=x",
+                                     .table = "patients",
+                                     .query = ""};
+    p.default_data_path = "patients";
+  });
+  ASSERT_OK(fed);
+  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(spec_yaml, "vertical.yaml"));
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  for (const auto& n : (*fed)->names) req.add_parties(n);
+  for (const auto& a : spec.attributes()) {
+    if (!a.taxonomy().empty()) (*req.mutable_taxonomies())[a.name()] = tax.at(a.taxonomy());
+  }
+  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->Submit(req));
+  const auto done = (*fed)->Wait(info.job_id());
+  EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(done.failure_reason(),
+              ::testing::HasSubstr("table 'patients' is a PostgreSQL source; vertical jobs read "
+                                   "CSV tables only"));
 }
 
 }  // namespace
