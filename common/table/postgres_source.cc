@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
@@ -131,8 +132,9 @@ absl::StatusOr<absl::flat_hash_map<Oid, std::pair<char, std::string>>> TypesOf(
                                        {absl::StrCat("{", absl::StrJoin(oids, ","), "}")}));
   absl::flat_hash_map<Oid, std::pair<char, std::string>> types;
   for (int i = 0; i < PQntuples(r.get()); ++i) {
-    const Oid oid = static_cast<Oid>(std::stoul(PQgetvalue(r.get(), i, 0)));
-    types[oid] = {PQgetvalue(r.get(), i, 1)[0], PQgetvalue(r.get(), i, 2)};
+    uint32_t oid = 0;
+    if (!absl::SimpleAtoi(PQgetvalue(r.get(), i, 0), &oid)) continue;
+    types[static_cast<Oid>(oid)] = {PQgetvalue(r.get(), i, 1)[0], PQgetvalue(r.get(), i, 2)};
   }
   return types;
 }
