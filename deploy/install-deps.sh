@@ -11,7 +11,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libssl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev libyaml-cpp-dev libsqlite3-dev nlohmann-json3-dev prometheus-cpp-dev
+  libcli11-dev libyaml-cpp-dev libsqlite3-dev nlohmann-json3-dev prometheus-cpp-dev libpq-dev
   openssl iproute2 ccache
 )
 # Used only by tests: deploy/check-compose.sh validates docker-compose.yml with `docker-compose
@@ -19,8 +19,9 @@ PACKAGES=(
 # no daemon); with --no-install-recommends below it does not pull the Docker engine (docker.io).
 # python3 runs tests/lint/check_architecture.py; clang-16 with libclang-rt-16-dev (libFuzzer, ASan
 # and UBSan runtimes) builds the `fuzz` preset that CI runs: the fuzz targets and -Wthread-safety
-# (docs/fuzzing.md).
-TEST_TOOLS=(docker-compose python3 clang-16 libclang-rt-16-dev)
+# (docs/fuzzing.md). postgresql (the server: initdb, pg_ctl) runs the `postgres` tests' private
+# clusters (docs/postgres.md); the party itself needs only libpq.
+TEST_TOOLS=(docker-compose python3 clang-16 libclang-rt-16-dev postgresql)
 
 case "${1:-}" in
   "") PACKAGES+=("${TEST_TOOLS[@]}") ;;

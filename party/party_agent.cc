@@ -442,8 +442,15 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot,
   const std::string& table_name = request.prepare().data_path().empty()
                                       ? options_.default_data_path
                                       : request.prepare().data_path();
-  auto resolved_table =
-      ResolveInDataDir(options_.data_dir, table_name, absl::StrCat("table '", table_name, "'"));
+  // A name the party configured as a PostgreSQL source is read from there (its ledger key says
+  // so); any other is a file in the data directory.
+  const auto pg = options_.postgres_tables.find(table_name);
+  const common::PostgresSource* postgres =
+      pg == options_.postgres_tables.end() ? nullptr : &pg->second;
+  auto resolved_table = postgres != nullptr
+                            ? absl::StatusOr<std::string>(absl::StrCat("postgres:", table_name))
+                            : ResolveInDataDir(options_.data_dir, table_name,
+                                               absl::StrCat("table '", table_name, "'"));
   if (!resolved_table.ok()) {
     return absl::Status(
         resolved_table.status().code(),
@@ -467,11 +474,16 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot,
   }
   PartyMessage reply;
   if (job->spec.partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
+    if (postgres != nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("party '", options_.name, "': table '", table_name,
+                       "' is a PostgreSQL source; vertical jobs read CSV tables only"));
+    }
     RETURN_IF_ERROR(LoadVerticalTable(*schema, table, job.get()));
     spdlog::info("job={} run={} prepared (vertical): {} records loaded", job->job_id,
                  authorized.run_id(), job->vertical->ids().size());
   } else {
-    RETURN_IF_ERROR(LoadHorizontalTable(*schema, table, job.get()));
+    RETURN_IF_ERROR(LoadHorizontalTable(*schema, table, postgres, job.get()));
     spdlog::info("job={} run={} prepared: {} records loaded", job->job_id, authorized.run_id(),
                  job->data->num_records);
   }
@@ -644,17 +656,44 @@ absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const 
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> PartyAgent::WriteReleasedTable(const std::string& job_id,
+                                                           const std::string& csv) const {
+  if (options_.postgres_sink.has_value()) {
+    absl::Status st = common::WriteTableToPostgres(*options_.postgres_sink, job_id, csv);
+    if (!st.ok()) {
+      spdlog::error("job={} released table not written: {}", job_id, std::string(st.message()));
+      return absl::Status(st.code(),
+                          absl::StrCat("party '", options_.name,
+                                       "' cannot write the released table into its PostgreSQL "
+                                       "sink (details in the party's log)"));
+    }
+    return absl::StrCat("postgres:", common::PostgresSinkTable(*options_.postgres_sink, job_id));
+  }
+  const std::string path =
+      (std::filesystem::path(options_.output_dir) / absl::StrCat(job_id, ".csv")).string();
+  std::error_code ec;
+  std::filesystem::create_directories(options_.output_dir, ec);
+  RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
+  return path;
+}
+
 absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
-                                             const std::string& table, JobState* job) const {
-  auto data =
-      common::LoadDataset(job->spec, table, &schema, {.max_input_bytes = options_.max_input_bytes});
+                                             const std::string& table,
+                                             const common::PostgresSource* postgres,
+                                             JobState* job) const {
+  const common::LoadDatasetOptions load{.max_input_bytes = options_.max_input_bytes};
+  auto data = postgres != nullptr
+                  ? common::LoadDatasetFromPostgres(job->spec, *postgres, &schema, load)
+                  : common::LoadDataset(job->spec, table, &schema, load);
   if (!data.ok()) {
-    // The detailed message may quote raw values: it stays in the party's log.
+    // The detailed message may quote raw values (or name database hosts): it stays in the
+    // party's log.
     spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
                   std::string(data.status().message()));
     return absl::FailedPreconditionError(
-        absl::StrCat("party '", options_.name,
-                     "': its table does not match the job's schema (details in the party's log)"));
+        absl::StrCat("party '", options_.name, "': its table ",
+                     postgres != nullptr ? "(a PostgreSQL source) cannot be read or " : "",
+                     "does not match the job's schema (details in the party's log)"));
   }
   for (const std::string& warning : data->warnings) {
     spdlog::warn("job={} {}", job->job_id, warning);
@@ -954,11 +993,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
     ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
     std::string csv = CsvLine(step.header());
     for (size_t i : perm) csv += rows[i];
-    const std::string path =
-        (std::filesystem::path(options_.output_dir) / absl::StrCat(job.job_id, ".csv")).string();
-    std::error_code ec;
-    std::filesystem::create_directories(options_.output_dir, ec);
-    RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
+    ASSIGN_OR_RETURN(const std::string path, WriteReleasedTable(job.job_id, csv));
     spdlog::info("job={} integrated table ({} rows) written to {}", job.job_id, rows.size(), path);
     out->set_rows_written(rows.size());
     RETURN_IF_ERROR(Audit(slot, request.round(),
@@ -2048,12 +2083,7 @@ absl::Status PartyAgent::VerticalAssemble(JobSlot& slot,
   }
   std::vector<std::string> header(assemble.header().begin(), assemble.header().end());
   ASSIGN_OR_RETURN(std::string csv, JoinReleasedColumns(parts, header));
-  const std::string path =
-      (std::filesystem::path(options_.output_dir) / absl::StrCat(slot.job->job_id, ".csv"))
-          .string();
-  std::error_code ec;
-  std::filesystem::create_directories(options_.output_dir, ec);
-  RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
+  ASSIGN_OR_RETURN(const std::string path, WriteReleasedTable(slot.job->job_id, csv));
   const uint64_t records = slot.job->vertical->records();
   spdlog::info("job={} joined table ({} rows) written to {}", slot.job->job_id, records, path);
   out->mutable_assembled()->set_rows_written(records);

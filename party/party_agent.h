@@ -21,6 +21,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/table/dataset.h"
+#include "common/table/postgres_sink.h"
+#include "common/table/postgres_source.h"
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
 #include "party/audit_log.h"
@@ -39,6 +41,12 @@ struct PartyAgentOptions {
   // This party's message limit (its transport's, server/transport.h): per-record payloads go in
   // chunks under min(this, the leader's limit in PrepareJob) (common/wire/payload_chunks.h).
   uint64_t max_message_bytes = uint64_t{64} << 20;
+  // Tables read from PostgreSQL (party.yaml `tables:`), by the name jobs use: a job's table name
+  // found here is read from the database, any other from data_dir (docs/postgres.md).
+  std::map<std::string, common::PostgresSource> postgres_tables;
+  // Where the released table goes when this party is the recipient (party.yaml `sink:`);
+  // nullopt: the file <output_dir>/<job_id>.csv.
+  std::optional<common::PostgresSink> postgres_sink;
   std::string ca_pem;         // the federation CA (verifies other parties' seal certs)
   std::string seal_cert_pem;  // this party's sealing certificate and key
   std::string seal_key_pem;
@@ -127,8 +135,13 @@ class PartyAgent {
   absl::StatusOr<std::map<std::string, std::string>> ReadTaxonomies(const JobState& job) const;
   absl::Status LoadVerticalTable(const common::Dataset& schema, const std::string& table,
                                  JobState* job) const;
+  // `postgres`: the table is that PostgreSQL source (else the CSV file `table`).
   absl::Status LoadHorizontalTable(const common::Dataset& schema, const std::string& table,
-                                   JobState* job) const;
+                                   const common::PostgresSource* postgres, JobState* job) const;
+  // Writes the released table where this party keeps them (CSV file or PostgreSQL sink);
+  // returns where it went, for the log and the audit file.
+  absl::StatusOr<std::string> WriteReleasedTable(const std::string& job_id,
+                                                 const std::string& csv) const;
 
   // Horizontal jobs: instructions and splits riding along a secure sum, a secure-sum hop, and a
   // hop (or the delivery) of the secure set union. Both follow the ring agreed at Prepare: input

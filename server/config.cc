@@ -244,6 +244,68 @@ class ConfigReader {
   YAML::Node root_;
 };
 
+// ---- PostgreSQL sources and sink of a party (party.yaml `tables:`, `sink:`; docs/postgres.md)
+
+// `postgres: {conninfo: ..., table: ... | query: ...}` under `where` ("tables.patients.").
+absl::StatusOr<common::PostgresSource> PostgresSourceAt(const ConfigReader& reader,
+                                                        const YAML::Node& entry,
+                                                        const std::string& where) {
+  if (!entry.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(reader.Where(entry.Mark()), ": key '", where.substr(0, where.size() - 1),
+                     "' must be a mapping: {postgres: {conninfo: ..., table: ... or query: ...}}"));
+  }
+  RETURN_IF_ERROR(reader.CheckKeys(entry, {"postgres"}, where));
+  const YAML::Node pg = entry["postgres"];
+  if (!pg.IsDefined() || !pg.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(reader.Where(entry.Mark()), ": key '", where, "postgres' must be a mapping"));
+  }
+  const std::string prefix = where + "postgres.";
+  RETURN_IF_ERROR(reader.CheckKeys(pg, {"conninfo", "table", "query"}, prefix));
+  common::PostgresSource source;
+  ASSIGN_OR_RETURN(source.conninfo, reader.String(pg, "conninfo", prefix, true));
+  ASSIGN_OR_RETURN(source.table, reader.String(pg, "table", prefix, false));
+  ASSIGN_OR_RETURN(source.query, reader.String(pg, "query", prefix, false));
+  if (source.table.empty() == source.query.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(reader.Where(pg.Mark()), ": '", prefix,
+                                                   "' needs exactly one of 'table' and 'query'"));
+  }
+  return source;
+}
+
+absl::Status ReadPostgresSettings(const ConfigReader& reader, PartyConfig* config) {
+  const YAML::Node tables = reader.root()["tables"];
+  if (tables.IsDefined() && !tables.IsNull()) {
+    if (!tables.IsMap()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          reader.Where(tables.Mark()), ": key 'tables' must be a mapping of table names"));
+    }
+    for (auto it = tables.begin(); it != tables.end(); ++it) {
+      const std::string name = it->first.IsScalar() ? it->first.Scalar() : "";
+      if (name.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(reader.Where(it->first.Mark()), ": a table name must be a string"));
+      }
+      ASSIGN_OR_RETURN(common::PostgresSource source,
+                       PostgresSourceAt(reader, it->second, absl::StrCat("tables.", name, ".")));
+      source.name = name;
+      config->postgres_tables[name] = std::move(source);
+    }
+  }
+  const YAML::Node sink = reader.root()["sink"];
+  if (sink.IsDefined() && !sink.IsNull()) {
+    ASSIGN_OR_RETURN(common::PostgresSource parsed, PostgresSourceAt(reader, sink, "sink."));
+    if (!parsed.query.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          reader.Where(sink.Mark()), ": 'sink.postgres' names a 'table', not a 'query'"));
+    }
+    config->postgres_sink =
+        common::PostgresSink{.conninfo = parsed.conninfo, .table = parsed.table};
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string ResolvePath(const std::string& base_dir, const std::string& path) {
@@ -297,12 +359,12 @@ absl::Status ValidateMetricsAddress(const std::string& address, bool allow_non_l
 
 absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
-  RETURN_IF_ERROR(reader.CheckKeys(
-      reader.root(),
-      {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format", "crl",
-       "all_jobs_admins", "max_concurrent_jobs", "max_queued_jobs", "metrics_listen",
-       "metrics_allow_non_loopback"},
-      ""));
+  RETURN_IF_ERROR(
+      reader.CheckKeys(reader.root(),
+                       {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds",
+                        "log_format", "crl", "all_jobs_admins", "max_concurrent_jobs",
+                        "max_queued_jobs", "metrics_listen", "metrics_allow_non_loopback"},
+                       ""));
   LeaderConfig config;
   config.path = reader.path();
   ASSIGN_OR_RETURN(config.name, reader.Name());
@@ -355,7 +417,9 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   RETURN_IF_ERROR(
       reader.CheckKeys(reader.root(),
                        {"name", "leader", "data_dir", "data", "output_dir", "max_input_bytes",
-                        "tls", "seal", "log_format", "admins", "policy", "crl", "metrics_listen"},
+                        "tls", "seal", "log_format", "admins", "policy", "crl", "metrics_listen",
+                        // PostgreSQL (ReadPostgresSettings)
+                        "tables", "sink"},
                        ""));
   PartyConfig config;
   config.path = reader.path();
@@ -383,6 +447,7 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   ASSIGN_OR_RETURN(config.metrics_listen,
                    reader.MetricsAddress(/*allow_non_loopback=*/false,
                                          " (a party listens on nothing on its network side)"));
+  RETURN_IF_ERROR(ReadPostgresSettings(reader, &config));
   return config;
 }
 

@@ -18,6 +18,10 @@
 //                                           qid_attributes: [...], released_attributes: [...],
 //                                           recipients: [...], max_releases: 3} (optional;
 //                                           each key optional, docs/operations.md)
+//                                         tables: {patients: {postgres: {conninfo: ...,
+//                                           table: ... or query: ...}}} (optional)
+//                                         sink: {postgres: {conninfo: ..., table: ...}}
+//                                           (optional; docs/postgres.md)
 //
 // Metrics (docs/operations.md, "Metrics and health"; off unless configured): the leader's
 // `metrics_listen: 127.0.0.1:9464` serves Prometheus metrics over plain HTTP and must be a
@@ -33,11 +37,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/table/postgres_sink.h"
+#include "common/table/postgres_source.h"
 #include "party/party_policy.h"
 #include "server/logging.h"
 
@@ -94,6 +101,12 @@ struct PartyConfig {
   // and every job participant's sealing certificate; fails closed. "": none.
   std::string crl;
   std::string metrics_listen;  // loopback host:port of the metrics endpoint; "": none
+  // PostgreSQL (docs/postgres.md): tables read from a database, by the name jobs use
+  // (`tables: {patients: {postgres: {conninfo: ..., table: ... | query: ...}}}`), and where the
+  // released tables go when this party is the recipient (`sink: {postgres: {conninfo: ...,
+  // table: ...}}`). Empty / nullopt: CSV files in data_dir and output_dir.
+  std::map<std::string, common::PostgresSource> postgres_tables;
+  std::optional<common::PostgresSink> postgres_sink;
 };
 
 struct AdminConfig {

@@ -69,6 +69,8 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   options.default_data_path = config.data;
   options.output_dir = config.output_dir;
   options.max_input_bytes = config.max_input_bytes;
+  options.postgres_tables = config.postgres_tables;
+  options.postgres_sink = config.postgres_sink;
   options.misbehave = misbehave;
   options.admins = config.admins;
   options.policy = config.policy;

@@ -142,8 +142,11 @@ absl::StatusOr<Dataset> BuildSchema(const JobSpec& spec, LoadTaxonomy load_taxon
 // a declared domain or taxonomy once every row has been read.
 class RowEncoder {
  public:
-  RowEncoder(const JobSpec& spec, const std::string& csv_path, Dataset* ds)
-      : spec_(spec), csv_path_(csv_path), ds_(ds) {}
+  // `numbered_rows`: `line` is a data row number (a database source), not a file line, and
+  // errors say "<source>, row N" instead of "<file>:N".
+  RowEncoder(const JobSpec& spec, const std::string& csv_path, Dataset* ds,
+             bool numbered_rows = false)
+      : spec_(spec), csv_path_(csv_path), ds_(ds), numbered_rows_(numbered_rows) {}
 
   // Reads the header (`fields`) into ds->header and resolves every column the job uses.
   absl::Status ResolveColumns(const std::vector<std::string_view>& fields);
@@ -174,10 +177,16 @@ class RowEncoder {
   uint64_t SensitiveBits(const std::vector<std::string_view>& fields) const;
   absl::Status FinishQid(size_t q);
   absl::Status RankContinuous(QidColumn& col, const Scan& scan) const;
+  // Where record `line` is, for messages: "t.csv:12" or "PostgreSQL source 'x', row 12".
+  std::string At(size_t line) const {
+    return numbered_rows_ ? absl::StrCat(csv_path_, ", row ", line)
+                          : absl::StrCat(csv_path_, ":", line);
+  }
 
   const JobSpec& spec_;
   const std::string& csv_path_;
   Dataset* ds_;
+  bool numbered_rows_;
   size_t width_ = 0;
   std::vector<int> listed_columns_;
   std::string class_name_;
@@ -265,9 +274,8 @@ void RowEncoder::PrepareScans() {
 absl::Status RowEncoder::EncodeRow(const std::vector<std::string_view>& fields, size_t line) {
   ++ds_->records_in;
   if (fields.size() != width_) {
-    return absl::InvalidArgumentError(absl::StrCat(csv_path_, ":", line, ": expected ", width_,
-                                                   " fields as in the header, found ",
-                                                   fields.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        At(line), ": expected ", width_, " fields as in the header, found ", fields.size()));
   }
   const bool has_missing = std::any_of(listed_columns_.begin(), listed_columns_.end(),
                                        [&](int c) { return fields[c] == spec_.missing_token(); });
@@ -323,7 +331,7 @@ absl::Status RowEncoder::EncodeContinuous(QidColumn& col, Scan& scan, std::strin
   double x;
   if (!absl::SimpleAtod(absl::string_view(v.data(), v.size()), &x) || !std::isfinite(x)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(csv_path_, ":", line, ": column ", col.csv_column + 1, " (", col.name, "): '",
+        absl::StrCat(At(line), ": column ", col.csv_column + 1, " (", col.name, "): '",
                      std::string(v), "' is not a number",
                      v == spec_.missing_token()
                          ? " (missing values in continuous attributes need `missing: drop`)"
@@ -335,9 +343,9 @@ absl::Status RowEncoder::EncodeContinuous(QidColumn& col, Scan& scan, std::strin
     if (cell < 0 || cell >= static_cast<double>(col.sorted_values.size()) ||
         std::fabs(snapped - x) > 1e-9 * std::max(1.0, std::fabs(x))) {
       return absl::InvalidArgumentError(absl::StrCat(
-          csv_path_, ":", line, ": column ", col.csv_column + 1, " (", col.name,
-          "): ", std::string(v), " is not on the grid ", col.range_lo, " + i * ", col.precision,
-          " inside the range [", col.range_lo, ", ", col.range_hi, ")"));
+          At(line), ": column ", col.csv_column + 1, " (", col.name, "): ", std::string(v),
+          " is not on the grid ", col.range_lo, " + i * ", col.precision, " inside the range [",
+          col.range_lo, ", ", col.range_hi, ")"));
     }
     col.codes.push_back(static_cast<int32_t>(cell));
   } else {
@@ -532,17 +540,61 @@ absl::StatusOr<Dataset> BuildPublicSchema(const JobSpec& spec,
       /*require_public=*/true);
 }
 
+namespace {
+
+// `*schema`, or the schema of `spec` with its taxonomies read from disk.
+absl::StatusOr<Dataset> SchemaOrOwn(const JobSpec& spec, const Dataset* schema) {
+  if (schema != nullptr) return *schema;
+  return BuildSchema(
+      spec, [](const Attribute& a) { return Taxonomy::LoadArx(a.taxonomy(), a.name()); },
+      /*require_public=*/false);
+}
+
+}  // namespace
+
+struct DatasetEncoder::State {
+  State(const JobSpec& s, std::string name, Dataset schema)
+      : spec(s), source_name(std::move(name)), ds(std::move(schema)) {}
+  JobSpec spec;
+  std::string source_name;
+  Dataset ds;
+  RowEncoder encoder{spec, source_name, &ds, /*numbered_rows=*/true};
+  bool has_header = false;
+};
+
+DatasetEncoder::DatasetEncoder(std::unique_ptr<State> state) : state_(std::move(state)) {}
+DatasetEncoder::~DatasetEncoder() = default;
+
+absl::StatusOr<std::unique_ptr<DatasetEncoder>> DatasetEncoder::Create(const JobSpec& spec,
+                                                                       std::string source_name,
+                                                                       const Dataset* schema) {
+  ASSIGN_OR_RETURN(Dataset ds, SchemaOrOwn(spec, schema));
+  ds.source_path = source_name;
+  return std::unique_ptr<DatasetEncoder>(
+      new DatasetEncoder(std::make_unique<State>(spec, std::move(source_name), std::move(ds))));
+}
+
+absl::Status DatasetEncoder::SetHeader(const std::vector<std::string_view>& header) {
+  if (state_->has_header) return absl::FailedPreconditionError("SetHeader called twice");
+  state_->has_header = true;
+  return state_->encoder.ResolveColumns(header);
+}
+
+absl::Status DatasetEncoder::AddRow(const std::vector<std::string_view>& fields, size_t row) {
+  if (!state_->has_header) return absl::FailedPreconditionError("AddRow before SetHeader");
+  return state_->encoder.EncodeRow(fields, row);
+}
+
+absl::StatusOr<Dataset> DatasetEncoder::Finish(std::shared_ptr<const std::string> source_text) {
+  if (!state_->has_header) return absl::FailedPreconditionError("Finish before SetHeader");
+  RETURN_IF_ERROR(state_->encoder.Finish());
+  state_->ds.source_text = std::move(source_text);
+  return std::move(state_->ds);
+}
+
 absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_path,
                                     const Dataset* schema, const LoadDatasetOptions& options) {
-  Dataset ds;
-  if (schema != nullptr) {
-    ds = *schema;
-  } else {
-    ASSIGN_OR_RETURN(
-        ds, BuildSchema(
-                spec, [](const Attribute& a) { return Taxonomy::LoadArx(a.taxonomy(), a.name()); },
-                /*require_public=*/false));
-  }
+  ASSIGN_OR_RETURN(Dataset ds, SchemaOrOwn(spec, schema));
   ds.source_path = csv_path;
   ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader,
                    CsvReader::Open(csv_path, CsvOptions{.max_bytes = options.max_input_bytes,

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -100,6 +101,31 @@ struct LoadDatasetOptions {
 absl::StatusOr<Dataset> LoadDataset(const fedanon::v1::JobSpec& spec, const std::string& csv_path,
                                     const Dataset* schema = nullptr,
                                     const LoadDatasetOptions& options = {});
+
+// Builds a Dataset row by row from a source other than a CSV file (a PostgreSQL COPY stream,
+// common/table/postgres_source.h), with LoadDataset's checks and messages: `source_name` takes
+// the file's place in them and rows are numbered from 1 ("PostgreSQL source 'x', row 12: column
+// 1 (age): 'abc' is not a number"). The caller keeps the rows' CSV text in source_text.
+class DatasetEncoder {
+ public:
+  // As LoadDataset: `schema` null builds one from the spec (taxonomy files read from disk).
+  static absl::StatusOr<std::unique_ptr<DatasetEncoder>> Create(const fedanon::v1::JobSpec& spec,
+                                                                std::string source_name,
+                                                                const Dataset* schema = nullptr);
+  ~DatasetEncoder();
+  // The column names, once, before the first row: missing or repeated columns are errors.
+  absl::Status SetHeader(const std::vector<std::string_view>& header);
+  // One data row (`row`: 1-based, for messages).
+  absl::Status AddRow(const std::vector<std::string_view>& fields, size_t row);
+  // After the last row: the checks that need every row (no records, unknown values); the
+  // Dataset, with `source_text` as its kept text (ReopenSource).
+  absl::StatusOr<Dataset> Finish(std::shared_ptr<const std::string> source_text);
+
+ private:
+  struct State;
+  explicit DatasetEncoder(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 // A reader over the rows of `data`'s CSV text again (the text kept in memory, else the file at
 // source_path).

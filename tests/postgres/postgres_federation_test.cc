@@ -1,0 +1,236 @@
+// A 3-party horizontal federation where one hospital reads its table from PostgreSQL and the
+// recipient writes the released table into PostgreSQL (docs/postgres.md) releases exactly what
+// the same federation releases from CSV files and into a CSV file: the same specialization
+// sequence and the same rows. UCI Adult (../shared/datasets/adult) when present, else gen-data's
+// Adult-like table; a private PostgreSQL server (tests/postgres/postgres_cluster.h), skipped
+// without the server binaries.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/spec/job_spec_loader.h"
+#include "tests/federation/federation_test_util.h"
+#include "tests/postgres/postgres_cluster.h"
+#include "tests/postgres/postgres_test_data.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_paths.h"
+
+namespace fedanon::testing {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// The mohammed2010 §6 setting with the domains a federation needs declared (as
+// tests/federation/adult_federation_test.cc).
+constexpr char kAdultSpec[] = R"(name: adult-horizontal
+attributes:
+  - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1}
+  - {name: workclass, role: qid, taxonomy: workclass.csv}
+  - {name: education, role: qid, taxonomy: education.csv}
+  - {name: education-num, role: qid, type: continuous, range: [0, 20], precision: 1}
+  - {name: marital-status, role: sensitive, values: [Married-civ-spouse, Divorced, Never-married, Separated, Widowed, Married-spouse-absent, Married-AF-spouse]}
+  - {name: occupation, role: qid, taxonomy: occupation.csv}
+  - {name: relationship, role: qid, taxonomy: relationship.csv}
+  - {name: race, role: qid, taxonomy: race.csv}
+  - {name: sex, role: qid, taxonomy: sex.csv}
+  - {name: capital-gain, role: qid, type: continuous, range: [0, 100000], precision: 1}
+  - {name: capital-loss, role: qid, type: continuous, range: [0, 5000], precision: 1}
+  - {name: hours-per-week, role: qid, type: continuous, range: [0, 100], precision: 1}
+  - {name: native-country, role: qid, taxonomy: native-country.csv}
+  - {name: income, role: class, values: ["<=50K", ">50K"]}
+privacy: {model: lkc, L: 4, K: 20, C: 0.2, sensitive_values: [Divorced, Separated]}
+partitioning: horizontal
+)";
+
+struct FedData {
+  std::string what;  // for the log: which data
+  std::string spec_yaml;
+  std::map<std::string, std::string> taxonomies;  // file name in the spec -> content
+  std::vector<std::string> parts;                 // per party: its CSV table
+};
+
+// UCI Adult split round robin over 3 hospitals, or gen-data's 3-party split.
+FedData MakeSetup() {
+  FedData s;
+  const std::string adult_dir = SharedDir() + "/datasets/adult";
+  if (std::filesystem::exists(adult_dir + "/adult_clean.csv")) {
+    s.what = "UCI Adult (" + adult_dir + ")";
+    s.spec_yaml = kAdultSpec;
+    for (const char* attr :
+         {"workclass", "education", "occupation", "race", "sex", "native-country"}) {
+      s.taxonomies[absl::StrCat(attr, ".csv")] =
+          Slurp(absl::StrCat(adult_dir, "/arx-hierarchies/adult_hierarchy_", attr, ".csv"));
+    }
+    s.taxonomies["relationship.csv"] =
+        Slurp(adult_dir + "/extra-hierarchies/adult_hierarchy_relationship.csv");
+    auto table = ReadCsvTable(adult_dir + "/adult_clean.csv");
+    EXPECT_TRUE(table.ok()) << table.status();
+    std::vector<Table> parts(3);
+    for (auto& p : parts) p.header = table->header;
+    for (size_t r = 0; r < table->rows.size(); ++r) parts[r % 3].rows.push_back(table->rows[r]);
+    for (const auto& p : parts) s.parts.push_back(ToCsv(p));
+    return s;
+  }
+  s.what = "gen-data's Adult-like table (UCI Adult not found at " + adult_dir + ")";
+  const std::string dir = GenerateAdultLike("pg_fed_data", 6000, 3);
+  s.spec_yaml = Slurp(dir + "/horizontal.yaml");
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/tax")) {
+    s.taxonomies["tax/" + e.path().filename().string()] = Slurp(e.path().string());
+  }
+  for (int p = 1; p <= 3; ++p) s.parts.push_back(Slurp(absl::StrCat(dir, "/party", p, ".csv")));
+  return s;
+}
+
+struct FedRun {
+  fedanon::v1::JobInfo info;
+  Table released;
+};
+
+// One horizontal job over 3 in-process hospitals, hospital-a the recipient. With `cluster`:
+// hospital-b reads its table from the PostgreSQL table `hospital_b` (no CSV file in its data
+// directory) and hospital-a writes the release into PostgreSQL.
+FedRun RunFederation(const FedData& s, const std::string& name, const PostgresCluster* cluster) {
+  FedRun run;
+  std::vector<std::map<std::string, std::string>> files(3, s.taxonomies);
+  for (int p = 0; p < 3; ++p) {
+    if (cluster == nullptr || p != 1) files[p]["table.csv"] = s.parts[p];
+  }
+  auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& o) {
+    if (cluster == nullptr) return;
+    if (o.name == "hospital-b") {
+      o.postgres_tables["patients"] = {
+          .name = "patients", .conninfo = cluster->conninfo(), .table = "hospital_b", .query = ""};
+      o.default_data_path = "patients";
+    }
+    if (o.name == "hospital-a") {
+      o.postgres_sink =
+          common::PostgresSink{.conninfo = cluster->conninfo(), .table = "released.\"{job_id}\""};
+    }
+  });
+  EXPECT_TRUE(fed.ok()) << fed.status();
+  if (!fed.ok()) return run;
+  auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = *spec;
+  for (const auto& n : (*fed)->names) req.add_parties(n);
+  req.set_recipient("hospital-a");
+  for (const auto& a : spec->attributes()) {
+    if (!a.taxonomy().empty())
+      (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
+  }
+  auto info = (*fed)->Submit(req);
+  EXPECT_TRUE(info.ok()) << info.status();
+  if (!info.ok()) return run;
+  run.info = (*fed)->Wait(info->job_id());
+  EXPECT_EQ(run.info.state(), fedanon::v1::JOB_STATE_DONE) << run.info.failure_reason();
+  const std::string csv_path =
+      absl::StrCat((*fed)->dir, "/hospital-a/output/", info->job_id(), ".csv");
+  if (cluster == nullptr) {
+    auto t = ReadCsvTable(csv_path);
+    EXPECT_TRUE(t.ok()) << t.status();
+    if (t.ok()) run.released = *t;
+    return run;
+  }
+  EXPECT_FALSE(std::filesystem::exists(csv_path)) << "the release went to PostgreSQL only";
+  const std::string table = absl::StrCat("released.\"", info->job_id(), "\"");
+  auto header = cluster->Query(absl::StrCat("SELECT attname FROM pg_attribute WHERE attrelid = '",
+                                            table, "'::regclass AND attnum > 0 ORDER BY attnum"));
+  EXPECT_TRUE(header.ok()) << header.status();
+  auto rows = cluster->Query(absl::StrCat("SELECT * FROM ", table));
+  EXPECT_TRUE(rows.ok()) << rows.status();
+  if (!header.ok() || !rows.ok()) return run;
+  run.released.header = *header;
+  for (const auto& r : *rows) run.released.rows.push_back(absl::StrSplit(r, '|'));
+  return run;
+}
+
+TEST(PostgresFederation, OnePartyFromPostgresReleasesWhatAllCsvReleases) {
+  auto cluster = PostgresCluster::Start();
+  if (!cluster.ok()) GTEST_SKIP() << cluster.status().message();
+  const FedData s = MakeSetup();
+  std::cerr << "data: " << s.what << "\n";
+  ASSERT_OK((*cluster)->Sql("CREATE SCHEMA released"));
+  {
+    const std::string path = FreshDir("pg_fed_b") + "/b.csv";
+    WriteText(path, s.parts[1]);
+    auto b = ReadCsvTable(path);
+    ASSERT_OK(b);
+    ASSERT_OK((*cluster)->LoadCsv("hospital_b", AdultSqlColumns(b->header), s.parts[1]));
+  }
+
+  const FedRun csv = RunFederation(s, "pg_fed_csv", nullptr);
+  const FedRun pg = RunFederation(s, "pg_fed_pg", cluster->get());
+  ASSERT_EQ(csv.info.state(), fedanon::v1::JOB_STATE_DONE);
+  ASSERT_EQ(pg.info.state(), fedanon::v1::JOB_STATE_DONE);
+  const auto& a = csv.info.report();
+  const auto& b = pg.info.report();
+  ASSERT_EQ(b.steps_size(), a.steps_size());
+  for (int i = 0; i < a.steps_size(); ++i) {
+    EXPECT_EQ(b.steps(i).attribute(), a.steps(i).attribute());
+    EXPECT_EQ(b.steps(i).value(), a.steps(i).value());
+    EXPECT_DOUBLE_EQ(b.steps(i).score(), a.steps(i).score());
+  }
+  EXPECT_GT(a.steps_size(), 0);
+  EXPECT_EQ(pg.released.header, csv.released.header);
+  EXPECT_FALSE(csv.released.rows.empty());
+  EXPECT_EQ(pg.released.rows.size(), csv.released.rows.size());
+  EXPECT_EQ(RowsByColumns(pg.released, csv.released.header),
+            RowsByColumns(csv.released, csv.released.header));
+}
+
+// Vertical jobs read CSV tables only: a party whose table is a PostgreSQL source refuses the job
+// at prepare, by name (before any connection is tried).
+TEST(PostgresFederation, AVerticalJobOnAPostgresSourceIsRefusedByName) {
+  const std::string dir = FreshDir("pg_vertical_data");
+  common::DatagenOptions o;
+  o.rows = 300;
+  o.seed = 3;
+  o.out_dir = dir;
+  o.parties = 2;
+  o.partition = common::DatagenOptions::Partition::kVertical;
+  ASSERT_OK(common::GenerateDataset(o));
+  std::string spec_yaml = Slurp(dir + "/vertical.yaml");
+  spec_yaml = std::regex_replace(spec_yaml, std::regex("party: party1\\b"), "party: hospital-a");
+  spec_yaml = std::regex_replace(spec_yaml, std::regex("party: party2\\b"), "party: hospital-b");
+  std::map<std::string, std::string> tax;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/tax")) {
+    tax["tax/" + e.path().filename().string()] = Slurp(e.path().string());
+  }
+  std::vector<std::map<std::string, std::string>> files(2, tax);
+  files[0]["table.csv"] = Slurp(dir + "/party1.csv");
+  auto fed = InProcessFederation::Create("pg_vertical", files, [](party::PartyAgentOptions& p) {
+    if (p.name != "hospital-b") return;
+    p.postgres_tables["patients"] = {.name = "patients",
+                                     .conninfo = "host=/nonexistent dbname=x",
+                                     .table = "patients",
+                                     .query = ""};
+    p.default_data_path = "patients";
+  });
+  ASSERT_OK(fed);
+  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(spec_yaml, "vertical.yaml"));
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  for (const auto& n : (*fed)->names) req.add_parties(n);
+  for (const auto& a : spec.attributes()) {
+    if (!a.taxonomy().empty()) (*req.mutable_taxonomies())[a.name()] = tax.at(a.taxonomy());
+  }
+  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->Submit(req));
+  const auto done = (*fed)->Wait(info.job_id());
+  EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(done.failure_reason(),
+              ::testing::HasSubstr("table 'patients' is a PostgreSQL source; vertical jobs read "
+                                   "CSV tables only"));
+}
+
+}  // namespace
+}  // namespace fedanon::testing
