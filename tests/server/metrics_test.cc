@@ -124,7 +124,8 @@ TEST(MetricsAddress, LeaderNeedsAnExplicitOptInForOtherAddresses) {
 
 TEST(MetricsEndpoint, ServesTheRegistryOnLoopbackHttp) {
   MetricsRegistry registry;
-  LeaderMetrics metrics(&registry, {.jobs = {}, .connected_parties = [] { return size_t{2}; }});
+  LeaderMetrics metrics(&registry,
+                        {.job_counts = {}, .connected_parties = [] { return size_t{2}; }});
   metrics.RoundDone();
   metrics.RoundDone();
   metrics.PhaseDone(leader::Phase::kSecureSum, absl::Milliseconds(3));
