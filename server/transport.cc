@@ -6,7 +6,7 @@
 namespace fedanon::server {
 
 void ApplyServerTransportSettings(grpc::ServerBuilder& builder) {
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(kMaxServerReceiveBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   // An unauthenticated connection holds a descriptor for at most this long (guarded_listener.h).
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, kHandshakeTimeoutMs);
