@@ -35,8 +35,10 @@ inline constexpr int kHandshakeTimeoutMs = 10'000;
 // Applies the message-size and keepalive settings to a server under construction.
 void ApplyServerTransportSettings(grpc::ServerBuilder& builder);
 
-// Channel arguments for parties and admins dialling the leader.
-grpc::ChannelArguments ClientChannelArguments();
+// Channel arguments for parties and admins dialling the leader. `max_send_message_bytes` -1:
+// no send limit (tests only: a party that sends oversized replies; gRPC keeps the first value
+// of a repeated argument, so it cannot be overridden afterwards).
+grpc::ChannelArguments ClientChannelArguments(int max_send_message_bytes = kMaxMessageBytes);
 
 // A new mTLS channel to the leader at `address` (host:port). Each channel uses its own
 // subchannel pool, so a new channel makes a fresh connection attempt immediately.

@@ -151,6 +151,10 @@ TEST_F(RotationTest, LeaderCertificateIsReloadedWithoutARestartWhileAJobRuns) {
   const double picked_up_s = absl::ToDoubleSeconds(absl::Now() - swapped);
   EXPECT_EQ(now_presented, renewed) << "new handshakes still get the old certificate";
   EXPECT_NE(renewed, before);
+  // The job was still running when new handshakes got the new certificate.
+  absl::StatusOr<JobInfo> during = fed_->Get(*job);
+  ASSERT_TRUE(during.ok()) << during.status();
+  EXPECT_EQ(during->state(), fedanon::v1::JOB_STATE_RUNNING) << during->failure_reason();
 
   // The job that ran across the swap ends done, with every row; nobody reconnected.
   absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
@@ -243,7 +247,7 @@ TEST_F(RotationTest, CaOverlapOldAndNewCertificatesWorkUntilTheOldCaIsRemoved) {
   // (the leader every tls_reload_seconds, a party at each connection), but the checks of sealing
   // certificates and admin signatures read the CA at start: each daemon is restarted once, while
   // it is idle (docs/operations.md).
-  for (const std::string& who : {"leader", "admin"}) Replace(Kit(who) + "/ca.crt", bundle, false);
+  for (const char* who : {"leader", "admin"}) Replace(Kit(who) + "/ca.crt", bundle, false);
   for (int i = 0; i < 3; ++i) Replace(fed_->party_dir(i) + "/ca.crt", bundle, false);
   // Step 2 (in part): the leader, the admin and hospital-c get certificates of the new CA;
   // hospital-a and hospital-b keep the old CA's.
