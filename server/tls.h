@@ -59,9 +59,9 @@ std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const TlsMaterial
 // The same, re-reading the files of `paths` every `refresh_seconds` (> 0; gRPC's
 // FileWatcherCertificateProvider): new handshakes use the certificate, key and CA bundle the
 // files hold now, established connections (running jobs' streams) keep theirs. Files that do
-// not load (mid-copy, or a key that does not belong to the certificate) are skipped and the
-// previous set kept (gRPC logs the error); replace them with rename(2). Not checked again: the
-// key file's mode and the certificate's identity (CheckOwnCertificate at start).
+// not load are skipped and the previous set kept (gRPC logs the error); replace them with
+// rename(2), key and certificate one right after the other. Not checked again: the key file's
+// mode and the certificate's identity (CheckOwnCertificate at start).
 std::shared_ptr<grpc::ServerCredentials> MakeReloadingServerCredentials(const TlsPaths& paths,
                                                                         int refresh_seconds);
 // Channel credentials for parties and admins (root = CA, own key and certificate).
