@@ -166,6 +166,7 @@ TEST_F(RotationTest, LeaderCertificateIsReloadedWithoutARestartWhileAJobRuns) {
   fed_->proxy(0).SetDelay(absl::ZeroDuration());
   // The parties' next handshakes verify the new certificate: a cut link reconnects.
   fed_->proxy(1).Cut();
+  EXPECT_TRUE(fed_->WaitForPartyGone(fed_->parties()[1], absl::Seconds(10)));
   EXPECT_TRUE(fed_->WaitForParties(fed_->parties()));
   absl::StatusOr<JobInfo> again = RunJob({});
   ASSERT_TRUE(again.ok()) << again.status();
@@ -209,6 +210,7 @@ TEST_F(RotationTest, ARevokedCertificateStopsAtItsNextHandshakeAndARenewedOneWor
   const absl::Time cut = absl::Now();
   fed_->proxy(0).Cut();
   fed_->proxy(1).Cut();
+  EXPECT_TRUE(fed_->WaitForPartyGone(a, absl::Seconds(10)));  // reconnects after >= 0.4 s
   EXPECT_TRUE(fed_->WaitForPartyGone(b, absl::Seconds(10)));
   EXPECT_TRUE(fed_->WaitForParties({a}, absl::Seconds(20)));
   const double a_back_s = absl::ToDoubleSeconds(absl::Now() - cut);
@@ -282,6 +284,7 @@ TEST_F(RotationTest, CaOverlapOldAndNewCertificatesWorkUntilTheOldCaIsRemoved) {
   const absl::Time cut = absl::Now();
   fed_->proxy(0).Cut();
   fed_->proxy(2).Cut();
+  EXPECT_TRUE(fed_->WaitForPartyGone(c, absl::Seconds(10)));  // reconnects after >= 0.4 s
   EXPECT_TRUE(fed_->WaitForPartyGone(fed_->parties()[0], absl::Seconds(10)));
   EXPECT_TRUE(fed_->WaitForParties({c}, absl::Seconds(20)));
   const double c_back_s = absl::ToDoubleSeconds(absl::Now() - cut);
