@@ -93,6 +93,25 @@ absl::StatusOr<X509Ptr> ParseCertificatePem(std::string_view pem, std::string_vi
   return cert;
 }
 
+// Every certificate of a CA file: one CA, or during a CA rotation the old and the new one
+// (each a trust anchor of its own). InvalidArgument when it holds none.
+absl::StatusOr<std::vector<X509Ptr>> ParseCaBundle(std::string_view pem) {
+  RETURN_IF_ERROR(CheckPemSize(pem, "CA certificate"));
+  BioPtr bio = ReadOnlyBio(pem);
+  if (bio == nullptr) return OpenSslInternal("BIO_new_mem_buf");
+  std::vector<X509Ptr> cas;
+  for (;;) {
+    X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, NoPassphrase, nullptr));
+    if (cert == nullptr) break;
+    cas.push_back(std::move(cert));
+  }
+  ERR_clear_error();  // the end of the bundle
+  if (cas.empty()) {
+    return absl::InvalidArgumentError("CA certificate: not a PEM X.509 certificate");
+  }
+  return cas;
+}
+
 absl::StatusOr<EvpPkeyPtr> ParsePrivateKeyPem(std::string_view pem, std::string_view what) {
   RETURN_IF_ERROR(CheckPemSize(pem, what));
   BioPtr bio = ReadOnlyBio(pem);
@@ -398,6 +417,18 @@ absl::Status VerifyLeaf(X509* cert, X509* ca, Usage usage) {
   return absl::OkStatus();
 }
 
+// VerifyLeaf against each CA of a bundle: OK when one of them issued `cert` (the error of the
+// last otherwise). Each CA is tried alone, so two CAs of the same name during a rotation cannot
+// shadow each other.
+absl::Status VerifyLeafAgainstAny(X509* cert, const std::vector<X509Ptr>& cas, Usage usage) {
+  absl::Status last = absl::InvalidArgumentError("no CA certificate");
+  for (const X509Ptr& ca : cas) {
+    last = VerifyLeaf(cert, ca.get(), usage);
+    if (last.ok()) return last;
+  }
+  return last;
+}
+
 }  // namespace
 
 std::string_view RoleName(Role role) {
@@ -628,11 +659,21 @@ absl::StatusOr<X509CrlPtr> VerifiedCrl(std::string_view crl_pem, X509* ca) {
 
 }  // namespace
 
+// The CRL verified against the CA of the bundle that signed it (InvalidArgument: none did).
+absl::StatusOr<X509CrlPtr> VerifiedCrlOfBundle(std::string_view crl_pem, std::string_view ca_pem) {
+  ASSIGN_OR_RETURN(std::vector<X509Ptr> cas, ParseCaBundle(ca_pem));
+  absl::StatusOr<X509CrlPtr> crl = absl::InvalidArgumentError("no CA certificate");
+  for (const X509Ptr& ca : cas) {
+    crl = VerifiedCrl(crl_pem, ca.get());
+    if (crl.ok()) break;
+  }
+  return crl;
+}
+
 absl::Status CheckNotRevoked(std::string_view cert_pem, std::string_view crl_pem,
                              std::string_view ca_pem) {
-  ASSIGN_OR_RETURN(X509Ptr ca, ParseCertificatePem(ca_pem, "CA certificate"));
   ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(cert_pem, "certificate"));
-  ASSIGN_OR_RETURN(X509CrlPtr crl, VerifiedCrl(crl_pem, ca.get()));
+  ASSIGN_OR_RETURN(X509CrlPtr crl, VerifiedCrlOfBundle(crl_pem, ca_pem));
   const ASN1_TIME* next = X509_CRL_get0_nextUpdate(crl.get());
   if (next == nullptr || X509_cmp_current_time(next) <= 0) {
     return absl::PermissionDeniedError(
@@ -648,8 +689,7 @@ absl::Status CheckNotRevoked(std::string_view cert_pem, std::string_view crl_pem
 
 absl::StatusOr<std::vector<std::string>> RevokedSerials(std::string_view crl_pem,
                                                         std::string_view ca_pem) {
-  ASSIGN_OR_RETURN(X509Ptr ca, ParseCertificatePem(ca_pem, "CA certificate"));
-  ASSIGN_OR_RETURN(X509CrlPtr crl, VerifiedCrl(crl_pem, ca.get()));
+  ASSIGN_OR_RETURN(X509CrlPtr crl, VerifiedCrlOfBundle(crl_pem, ca_pem));
   std::vector<std::string> serials;
   const STACK_OF(X509_REVOKED)* revoked = X509_CRL_get_REVOKED(crl.get());
   for (int i = 0; i < sk_X509_REVOKED_num(revoked); ++i) {
@@ -665,9 +705,9 @@ absl::StatusOr<std::vector<std::string>> RevokedSerials(std::string_view crl_pem
 }
 
 absl::StatusOr<Identity> VerifiedTlsIdentity(std::string_view cert_pem, std::string_view ca_pem) {
-  ASSIGN_OR_RETURN(X509Ptr ca, ParseCertificatePem(ca_pem, "CA certificate"));
+  ASSIGN_OR_RETURN(std::vector<X509Ptr> cas, ParseCaBundle(ca_pem));
   ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(cert_pem, "certificate"));
-  RETURN_IF_ERROR(VerifyLeaf(cert.get(), ca.get(), Usage::kTls));
+  RETURN_IF_ERROR(VerifyLeafAgainstAny(cert.get(), cas, Usage::kTls));
   return ExtractIdentity(cert.get(), kTlsScheme);
 }
 
@@ -702,9 +742,9 @@ absl::StatusOr<absl::Time> CertificateNotAfter(std::string_view cert_pem) {
 absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedSealKey(std::string_view seal_cert_pem,
                                                                std::string_view ca_pem,
                                                                const Identity& expected) {
-  ASSIGN_OR_RETURN(X509Ptr ca, ParseCertificatePem(ca_pem, "CA certificate"));
+  ASSIGN_OR_RETURN(std::vector<X509Ptr> cas, ParseCaBundle(ca_pem));
   ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(seal_cert_pem, "sealing certificate"));
-  RETURN_IF_ERROR(VerifyLeaf(cert.get(), ca.get(), Usage::kSeal));
+  RETURN_IF_ERROR(VerifyLeafAgainstAny(cert.get(), cas, Usage::kSeal));
   ASSIGN_OR_RETURN(const Identity identity, ExtractIdentity(cert.get(), kSealScheme));
   if (!(identity == expected)) {
     return absl::PermissionDeniedError(absl::StrCat("sealing certificate belongs to ",

@@ -72,6 +72,9 @@ class CertificateAuthority {
   std::string cert_pem_;
 };
 
+// `ca_pem` may hold several CA certificates (a CA rotation's overlap: the old and the new CA);
+// a certificate or CRL of any of them is accepted, each CA being a trust anchor of its own.
+//
 // Verifies `cert_pem` (chain: `ca_pem` only; validity period; TLS key usage) and returns the
 // identity in its `fedanon://` SAN URI. PermissionDenied for another CA, expired or malformed
 // identities.

@@ -645,4 +645,61 @@ absl::StatusOr<int> JobStore::RecoverAfterRestart() {
   return static_cast<int>(in_flight.size());
 }
 
+// --- For metrics and retention ---------------------------------------------------------------
+
+absl::StatusOr<std::map<JobState, int64_t>> JobStore::CountByState() const {
+  std::map<JobState, int64_t> counts;
+  for (int s = fedanon::v1::JOB_STATE_SUBMITTED; s <= fedanon::v1::JOB_STATE_CANCELLED; ++s) {
+    if (fedanon::v1::JobState_IsValid(s)) counts[static_cast<JobState>(s)] = 0;
+  }
+  absl::MutexLock lock(&mu_);
+  Stmt s(db_, "SELECT state, COUNT(*) FROM jobs GROUP BY state");
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    counts[static_cast<JobState>(s.Int(0))] += s.Int(1);
+  }
+  return counts;
+}
+
+absl::StatusOr<std::vector<FinishedJob>> JobStore::FinishedBefore(int64_t cutoff_unix,
+                                                                  int limit) const {
+  absl::MutexLock lock(&mu_);
+  Stmt s(db_,
+         "SELECT job_id, state, updated_unix, has_result, report IS NOT NULL FROM jobs "
+         "WHERE state IN (?1, ?2, ?3) AND updated_unix <= ?4 AND NOT EXISTS (SELECT 1 FROM audit "
+         "WHERE audit.job_id = jobs.job_id AND audit.action = 'retention:deleted') "
+         "ORDER BY updated_unix, seq LIMIT ?5");
+  s.Bind(1, static_cast<int64_t>(fedanon::v1::JOB_STATE_DONE))
+      .Bind(2, static_cast<int64_t>(fedanon::v1::JOB_STATE_FAILED))
+      .Bind(3, static_cast<int64_t>(fedanon::v1::JOB_STATE_CANCELLED))
+      .Bind(4, cutoff_unix)
+      .Bind(5, static_cast<int64_t>(limit));
+  std::vector<FinishedJob> jobs;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    jobs.push_back(
+        {s.Text(0), static_cast<JobState>(s.Int(1)), s.Int(2), s.Int(3) != 0, s.Int(4) != 0});
+  }
+  return jobs;
+}
+
+absl::Status JobStore::ForgetOutputs(const std::string& job_id, const std::string& detail) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  absl::MutexLock lock(&mu_);
+  WriteTxn txn(db_);
+  RETURN_IF_ERROR(txn.Begin());
+  ASSIGN_OR_RETURN(const JobState state, CurrentState(db_, job_id));
+  if (!IsFinal(state)) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is ", StateName(state),
+                                                      ": retention touches only finished jobs"));
+  }
+  Stmt s(db_, "UPDATE jobs SET report = NULL, has_result = 0 WHERE job_id = ?1");
+  s.Bind(1, job_id);
+  RETURN_IF_ERROR(s.Run());
+  RETURN_IF_ERROR(InsertAudit(db_, job_id, NowUnix(), "leader", "retention:deleted", detail));
+  return txn.Commit();
+}
+
 }  // namespace fedanon::leader

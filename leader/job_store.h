@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,15 @@ namespace fedanon::leader {
 
 // The schema version this build writes (and the newest it opens). docs/leader.md lists them.
 inline constexpr int kJobStoreSchemaVersion = 2;
+
+// A finished job whose outputs retention may delete (JobStore::FinishedBefore).
+struct FinishedJob {
+  std::string job_id;
+  fedanon::v1::JobState state = fedanon::v1::JOB_STATE_UNSPECIFIED;
+  int64_t finished_unix = 0;  // updated_unix of the final state
+  bool has_result = false;    // results/<job>.csv is recorded
+  bool has_report = false;
+};
 
 struct AuditEntry {
   int64_t unix_time = 0;
@@ -70,6 +80,21 @@ class JobStore {
   // the file that was opened (not deleted or replaced, e.g. by a lost volume), it can be read,
   // and the write lock can be taken (BEGIN IMMEDIATE; ROLLBACK). Unavailable naming what failed.
   absl::Status CheckAvailable() const;
+
+  // --- For metrics and retention (no schema change) ---
+  // Jobs by state, every state of the enum present (0 when none): one GROUP BY query, cheap
+  // enough for every metrics scrape.
+  absl::StatusOr<std::map<fedanon::v1::JobState, int64_t>> CountByState() const;
+  // Jobs in a final state (done, failed, cancelled) whose last update is at or before
+  // `cutoff_unix` and whose outputs retention has not deleted yet (no "retention:deleted" audit
+  // entry), oldest first, at most `limit`.
+  absl::StatusOr<std::vector<FinishedJob>> FinishedBefore(int64_t cutoff_unix, int limit) const;
+  // Retention: forgets a finished job's report and result in the record (report NULL,
+  // has_result 0; updated_unix kept) and audits "retention:deleted" by "leader" with `detail`
+  // (what was deleted, the age). Deleting the files is the caller's. FailedPrecondition for a
+  // job that is not final, NotFound for an unknown one.
+  absl::Status ForgetOutputs(const std::string& job_id, const std::string& detail);
+  const std::string& data_dir() const { return data_dir_; }
 
  private:
   JobStore(sqlite3* db, std::string data_dir);

@@ -99,6 +99,8 @@ class Leader {
   QueueStats Queue() const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the job store answers (JobStore::CheckAvailable): cheap, for health checks.
   absl::Status CheckStore() const { return store_->CheckAvailable(); }
+  // The job store, for the daemon's metrics (JobStore::CountByState) and retention sweeps.
+  JobStore* store() const { return store_.get(); }
 
  private:
   struct JobRun;

@@ -159,9 +159,17 @@ absl::Status SecureSumCountSource::CollectChunks(const fedanon::v1::StatsRequest
     if (carried.sealed().sender() != ring_.back() || carried.sealed().receiver() != leader_name_) {
       return absl::InternalError("the secure sum's last hop is not from the ring's last party");
     }
-    ASSIGN_OR_RETURN(std::string opened, crypto::OpenFrom(*leader_keys_, *last_party_key_, context,
-                                                          carried.sealed().ciphertext()));
-    ASSIGN_OR_RETURN(std::vector<uint64_t> total, common::DecodeWords(opened));
+    absl::StatusOr<std::string> opened =
+        crypto::OpenFrom(*leader_keys_, *last_party_key_, context, carried.sealed().ciphertext());
+    if (!opened.ok()) {
+      // The ring's last party sealed this hop for the leader: name it (the sealed box's own
+      // error alone does not say whose reply was garbage).
+      return absl::Status(opened.status().code(),
+                          absl::StrCat("party '", ring_.back(),
+                                       "' sent a secure-sum reply the leader cannot open: ",
+                                       opened.status().message()));
+    }
+    ASSIGN_OR_RETURN(std::vector<uint64_t> total, common::DecodeWords(*opened));
     if (total.size() != len) return absl::InternalError("secure-sum chunk has the wrong length");
     RETURN_IF_ERROR(crypto::SubtractInPlace(absl::MakeSpan(total), absl::MakeConstSpan(slice)));
     std::copy(total.begin(), total.end(), sum.begin() + offset);

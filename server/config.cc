@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -357,14 +358,52 @@ absl::Status ValidateMetricsAddress(const std::string& address, bool allow_non_l
       "or [::1]"));
 }
 
+absl::StatusOr<int64_t> ParseRetentionPeriod(const std::string& text, const std::string& what) {
+  int64_t n = 0;
+  int64_t unit = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 's':
+        unit = 1;
+        break;
+      case 'm':
+        unit = 60;
+        break;
+      case 'h':
+        unit = 3600;
+        break;
+      case 'd':
+        unit = 86400;
+        break;
+      case 'w':
+        unit = 7 * 86400;
+        break;
+      default:
+        break;
+    }
+  }
+  // At most about 100 years: anything longer is a typo, and the product must not overflow.
+  if (unit == 0 || !absl::SimpleAtoi(text.substr(0, text.size() - 1), &n) || n <= 0 ||
+      n > int64_t{3'200'000'000} / unit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " must be a positive whole number with a unit s, m, h, d or w (e.g. 30d), not '",
+        text, "'"));
+  }
+  return n * unit;
+}
+
+std::string UnixSocketPath(const std::string& address) {
+  return absl::StartsWith(address, "unix:") ? address.substr(5) : std::string();
+}
+
 absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
-  RETURN_IF_ERROR(
-      reader.CheckKeys(reader.root(),
-                       {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds",
-                        "log_format", "crl", "all_jobs_admins", "max_concurrent_jobs",
-                        "max_queued_jobs", "metrics_listen", "metrics_allow_non_loopback"},
-                       ""));
+  RETURN_IF_ERROR(reader.CheckKeys(
+      reader.root(),
+      {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format", "crl",
+       "all_jobs_admins", "max_concurrent_jobs", "max_queued_jobs", "metrics_listen",
+       "metrics_allow_non_loopback", "retention", "tls_reload_seconds"},
+      ""));
   LeaderConfig config;
   config.path = reader.path();
   ASSIGN_OR_RETURN(config.name, reader.Name());
@@ -408,6 +447,18 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(config.max_queued_jobs,
                    BoundedInt(reader, "max_queued_jobs", config.max_queued_jobs, 0,
                               leader::kMaxQueuedJobsLimit));
+  ASSIGN_OR_RETURN(config.tls_reload_seconds,
+                   BoundedInt(reader, "tls_reload_seconds", config.tls_reload_seconds, 0, 86400));
+  ASSIGN_OR_RETURN(const std::string retention,
+                   reader.String(reader.root(), "retention", "", false));
+  if (!retention.empty()) {
+    absl::StatusOr<int64_t> seconds = ParseRetentionPeriod(retention, "key 'retention'");
+    if (!seconds.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          reader.Where(reader.root()["retention"].Mark()), ": ", seconds.status().message()));
+    }
+    config.retention_seconds = *seconds;
+  }
   ASSIGN_OR_RETURN(config.log_format, reader.Format());
   return config;
 }
@@ -444,9 +495,23 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   ASSIGN_OR_RETURN(config.admins, reader.StringList(reader.root(), "admins", ""));
   ASSIGN_OR_RETURN(config.policy, reader.Policy());
   ASSIGN_OR_RETURN(config.crl, reader.Path(reader.root(), "crl", "", false));
-  ASSIGN_OR_RETURN(config.metrics_listen,
-                   reader.MetricsAddress(/*allow_non_loopback=*/false,
-                                         " (a party listens on nothing on its network side)"));
+  ASSIGN_OR_RETURN(const std::string metrics,
+                   reader.String(reader.root(), "metrics_listen", "", false));
+  if (absl::StartsWith(metrics, "unix:")) {
+    // A unix socket: a path on this host, never a network address.
+    const std::string socket = metrics.substr(5);
+    if (socket.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(reader.Where(reader.root()["metrics_listen"].Mark()),
+                       ": key 'metrics_listen': 'unix:' needs a socket path"));
+    }
+    config.metrics_listen = absl::StrCat("unix:", ResolvePath(reader.dir(), socket));
+  } else {
+    ASSIGN_OR_RETURN(config.metrics_listen,
+                     reader.MetricsAddress(/*allow_non_loopback=*/false,
+                                           " (a party listens on nothing on its network side; "
+                                           "use a loopback address or unix:/path/to.sock)"));
+  }
   RETURN_IF_ERROR(ReadPostgresSettings(reader, &config));
   return config;
 }

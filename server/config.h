@@ -11,6 +11,9 @@
 //   round_timeout_seconds: 60 (optional)  seal: {...}
 //   max_concurrent_jobs: 4 (optional)
 //   max_queued_jobs: 64 (optional)
+//   retention: 30d (optional; s, m, h, d or
+//     w; absent: outputs are kept)
+//   tls_reload_seconds: 60 (optional; 0: never)
 //                                         max_input_bytes: 68719476736 (optional; 64 GiB)
 //                                         admins: [alice] (optional; absent: every admin
 //                                           the CA certified may authorize jobs)
@@ -27,8 +30,9 @@
 // `metrics_listen: 127.0.0.1:9464` serves Prometheus metrics over plain HTTP and must be a
 // loopback address unless `metrics_allow_non_loopback: true` (then protect the port yourself: a
 // firewall, or a TLS-terminating proxy with client certificates in front of it). A party's
-// `metrics_listen` must be loopback (127.0.0.0/8 or [::1]), without exception: a party listens
-// on nothing on its network side.
+// `metrics_listen` must be loopback (127.0.0.0/8 or [::1]), without exception, or a unix socket
+// (`unix:/run/fedanon/party-metrics.sock`, created mode 0660): a party listens on nothing on its
+// network side.
 //
 // Every file may also carry `log_format: text|json` (default text). Relative paths are resolved
 // against the directory of the config file and returned absolute, except the party's `data`,
@@ -79,6 +83,12 @@ struct LeaderConfig {
   int max_queued_jobs = 64;
   std::string metrics_listen;  // host:port of the metrics endpoint; "": no endpoint
   bool metrics_allow_non_loopback = false;
+  // Finished jobs' results, reports and view logs are deleted this long after the job ended
+  // (leader/retention.h); 0: kept forever.
+  int64_t retention_seconds = 0;
+  // How often the TLS files (tls.ca, tls.cert, tls.key) are re-read so that new handshakes use
+  // renewed certificates without a restart (server/tls.h); 0: read once at start.
+  int tls_reload_seconds = 60;
 };
 
 struct PartyConfig {
@@ -100,7 +110,9 @@ struct PartyConfig {
   // Certificate revocation list (fedanonctl revoke), checked for the leader's TLS certificate
   // and every job participant's sealing certificate; fails closed. "": none.
   std::string crl;
-  std::string metrics_listen;  // loopback host:port of the metrics endpoint; "": none
+  // Loopback host:port of the metrics endpoint, or "unix:" + an absolute path of a unix socket
+  // (relative paths in the file are resolved against its directory); "": none.
+  std::string metrics_listen;
   // PostgreSQL (docs/postgres.md): tables read from a database, by the name jobs use
   // (`tables: {patients: {postgres: {conninfo: ..., table: ... | query: ...}}}`), and where the
   // released tables go when this party is the recipient (`sink: {postgres: {conninfo: ...,
@@ -131,6 +143,13 @@ absl::Status ValidateHostPort(const std::string& address, const std::string& wha
 // `allow_non_loopback`; InvalidArgument naming `what` otherwise.
 absl::Status ValidateMetricsAddress(const std::string& address, bool allow_non_loopback,
                                     const std::string& what);
+
+// "30d", "12h", "90m", "3600s", "2w" (a positive whole number and one unit) in seconds;
+// InvalidArgument naming `what` otherwise.
+absl::StatusOr<int64_t> ParseRetentionPeriod(const std::string& text, const std::string& what);
+
+// The socket path of a "unix:PATH" metrics address; "" when `address` is not one.
+std::string UnixSocketPath(const std::string& address);
 
 // `path` made absolute against `base_dir` (unchanged when already absolute), lexically normal.
 std::string ResolvePath(const std::string& base_dir, const std::string& path);

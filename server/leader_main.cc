@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "common/wire/protocol_version.h"
 #include "crypto/secret_bytes.h"
 #include "leader/leader.h"
+#include "leader/retention.h"
 #include "server/command_line.h"
 #include "server/config.h"
 #include "server/guarded_listener.h"
@@ -85,10 +87,13 @@ absl::Status Run(const LeaderConfig& config) {
   PartyConnections connections;
   leader::Leader* leader_for_metrics = nullptr;  // set below, before the endpoint starts
   LeaderMetricsSources sources;
-  sources.jobs = [&leader_for_metrics]() -> absl::StatusOr<std::vector<fedanon::v1::JobInfo>> {
+  // One GROUP BY query per scrape (not the job list) and the in-memory queue length.
+  sources.job_counts =
+      [&leader_for_metrics]() -> absl::StatusOr<std::map<fedanon::v1::JobState, int64_t>> {
     if (absl::Status st = leader_for_metrics->CheckStore(); !st.ok()) return st;
-    return leader_for_metrics->List();
+    return leader_for_metrics->store()->CountByState();
   };
+  sources.queued_jobs = [&leader_for_metrics] { return leader_for_metrics->Queue().queued; };
   sources.connected_parties = [&connections] { return connections.size(); };
   LeaderMetrics metrics(&registry, std::move(sources));
   connections.set_traffic(&metrics);
@@ -96,11 +101,29 @@ absl::Status Run(const LeaderConfig& config) {
   ASSIGN_OR_RETURN(std::unique_ptr<leader::Leader> leader,
                    leader::Leader::Create(std::move(options), &connections));
   leader_for_metrics = leader.get();
+  // Results and view logs at rest: the leader's user only (also for files an older release or an
+  // operator left with wider modes).
+  ASSIGN_OR_RETURN(const int tightened, leader::SecureLeaderDataDir(config.data_dir));
+  if (tightened > 0)
+    spdlog::warn("{} modes in {} tightened to 0700/0600", tightened, config.data_dir);
+  std::unique_ptr<leader::PeriodicRetention> retention;
+  if (config.retention_seconds > 0) {
+    const absl::Duration period = absl::Seconds(config.retention_seconds);
+    spdlog::info(
+        "retention: finished jobs' results, reports and view logs are deleted {} after "
+        "the job ended (sweep now and every {})",
+        absl::FormatDuration(period), absl::FormatDuration(leader::RetentionSweepInterval(period)));
+    retention = std::make_unique<leader::PeriodicRetention>(
+        leader->store(), leader::RetentionOptions{.period = period},
+        leader::RetentionSweepInterval(period));
+  }
   std::unique_ptr<AdminBackend> backend = NewLeaderAdminBackend(leader.get());
   LeaderServerOptions server_options;
   server_options.name = config.name;
   server_options.listen = config.listen;
   server_options.tls = tls;
+  server_options.tls_paths = config.tls;
+  server_options.tls_reload_seconds = config.tls_reload_seconds;
   server_options.crl_path = config.crl;
   server_options.all_jobs_admins = config.all_jobs_admins;
   server_options.store_check = [&leader] { return leader->CheckStore(); };
@@ -124,6 +147,7 @@ absl::Status Run(const LeaderConfig& config) {
   metrics_endpoint.reset();
   server->Shutdown(kShutdownGrace);
   server.reset();
+  retention.reset();
   backend.reset();
   leader.reset();
   spdlog::info("stopped");

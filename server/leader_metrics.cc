@@ -59,30 +59,30 @@ std::string StateLabel(fedanon::v1::JobState state) {
 
 std::vector<MetricFamily> ScrapeTime(const LeaderMetricsSources& sources) {
   std::vector<MetricFamily> out;
-  if (sources.jobs) {
-    const absl::StatusOr<std::vector<fedanon::v1::JobInfo>> jobs = sources.jobs();
+  if (sources.job_counts) {
+    const absl::StatusOr<std::map<fedanon::v1::JobState, int64_t>> counts = sources.job_counts();
     MetricFamily up = GaugeFamily("fedanon_leader_job_store_up",
                                   "1 while the job store answers, 0 while it is unavailable");
-    up.metric.push_back(GaugeValue(jobs.ok() ? 1 : 0));
+    up.metric.push_back(GaugeValue(counts.ok() ? 1 : 0));
     out.push_back(std::move(up));
-    if (jobs.ok()) {
-      std::map<fedanon::v1::JobState, int64_t> by_state;
-      for (int s = fedanon::v1::JOB_STATE_SUBMITTED; s <= fedanon::v1::JOB_STATE_CANCELLED; ++s) {
-        by_state[static_cast<fedanon::v1::JobState>(s)] = 0;
-      }
-      for (const auto& job : *jobs) ++by_state[job.state()];
+    if (counts.ok()) {
       MetricFamily states =
           GaugeFamily("fedanon_leader_jobs", "Jobs the job store holds, by state");
-      for (const auto& [state, n] : by_state) {
-        states.metric.push_back(GaugeValue(static_cast<double>(n), {{"state", StateLabel(state)}}));
+      for (int s = fedanon::v1::JOB_STATE_SUBMITTED; s <= fedanon::v1::JOB_STATE_CANCELLED; ++s) {
+        const auto state = static_cast<fedanon::v1::JobState>(s);
+        const auto it = counts->find(state);
+        states.metric.push_back(
+            GaugeValue(static_cast<double>(it == counts->end() ? 0 : it->second),
+                       {{"state", StateLabel(state)}}));
       }
       out.push_back(std::move(states));
-      MetricFamily queued = GaugeFamily("fedanon_leader_queued_jobs",
-                                        "Jobs submitted and waiting for the job worker");
-      queued.metric.push_back(
-          GaugeValue(static_cast<double>(by_state[fedanon::v1::JOB_STATE_SUBMITTED])));
-      out.push_back(std::move(queued));
     }
+  }
+  if (sources.queued_jobs) {
+    MetricFamily queued = GaugeFamily("fedanon_leader_queued_jobs",
+                                      "Jobs submitted and waiting for a free job worker");
+    queued.metric.push_back(GaugeValue(static_cast<double>(sources.queued_jobs())));
+    out.push_back(std::move(queued));
   }
   if (sources.connected_parties) {
     MetricFamily parties = GaugeFamily("fedanon_leader_connected_parties",

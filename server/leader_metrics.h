@@ -1,13 +1,14 @@
 // The leader daemon's Prometheus metrics (names and labels in docs/operations.md, "Metrics and
 // health"): leader::LeaderObserver for rounds, phases, secure-sum sizes, ID matching and job
 // outcomes; PartyTraffic for the bytes on each party's stream; and families computed at scrape
-// time from the job store (jobs by state, queued jobs, store up) and the connected parties.
+// time from the job store (jobs by state, store up), the leader's queue and the connected parties.
 // Labels are bounded: a phase, a failure category, a job state, or a party's certificate name
 // (a participant the federation CA provisioned) — never data or free text. Thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,10 @@ namespace fedanon::server {
 
 // Where the scrape-time families come from (each may be empty: the family is then left out).
 struct LeaderMetricsSources {
-  std::function<absl::StatusOr<std::vector<fedanon::v1::JobInfo>>()> jobs;
+  // Jobs by state from the job store (leader::JobStore::CountByState: one GROUP BY query, not
+  // the job list); an error means the store is unavailable.
+  std::function<absl::StatusOr<std::map<fedanon::v1::JobState, int64_t>>()> job_counts;
+  std::function<int()> queued_jobs;  // the leader's queue length (leader::Leader::Queue)
   std::function<size_t()> connected_parties;
 };
 

@@ -66,7 +66,10 @@ absl::StatusOr<std::unique_ptr<LeaderServer>> LeaderServer::Start(LeaderServerOp
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor =
       builder.experimental().AddExternalConnectionAcceptor(
           grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
-          MakeServerCredentials(server->options_.tls));
+          server->options_.tls_reload_seconds > 0
+              ? MakeReloadingServerCredentials(server->options_.tls_paths,
+                                               server->options_.tls_reload_seconds)
+              : MakeServerCredentials(server->options_.tls));
   builder.RegisterService(&server->party_link_);
   builder.RegisterService(&server->admin_);
   server->server_ = builder.BuildAndStart();

@@ -36,6 +36,10 @@ struct LeaderServerOptions {
   std::string name = "leader";  // announced in HelloAck
   std::string listen;           // host:port; port 0 picks a free port (see port())
   TlsMaterial tls;
+  // With tls_reload_seconds > 0 the TLS files are re-read that often and new handshakes use
+  // what they hold (MakeReloadingServerCredentials); 0: `tls` as read at start.
+  TlsPaths tls_paths;
+  int tls_reload_seconds = 0;
   std::string crl_path;  // a CRL file (fedanonctl revoke); "": no revocation check
   // Admins that may act on every job (AdminService::set_all_jobs_admins); others: own jobs only.
   std::vector<std::string> all_jobs_admins;

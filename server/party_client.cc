@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -287,7 +288,26 @@ void PartyClient::LogFailure(const absl::Status& status, bool established,
 }
 
 absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch) {
-  const std::shared_ptr<grpc::Channel> channel = DialLeader(options_.leader_address, options_.tls);
+  // The files are read outside the lock (connected() must not wait on a disk).
+  std::optional<absl::StatusOr<TlsMaterial>> fresh;
+  if (options_.reload_tls) fresh = options_.reload_tls();
+  TlsMaterial tls;
+  {
+    absl::MutexLock lock(&mu_);
+    if (current_tls_.cert_pem.empty()) current_tls_ = options_.tls;
+    if (fresh.has_value() && !fresh->ok()) {
+      spdlog::error("cannot reload the TLS files, dialling with the ones loaded before: {}",
+                    std::string(fresh->status().message()));
+    } else if (fresh.has_value()) {
+      if ((*fresh)->cert_pem != current_tls_.cert_pem || (*fresh)->ca_pem != current_tls_.ca_pem) {
+        spdlog::info(
+            "TLS certificate or CA bundle changed on disk: this connection uses the new files");
+      }
+      current_tls_ = **std::move(fresh);
+    }
+    tls = current_tls_;
+  }
+  const std::shared_ptr<grpc::Channel> channel = DialLeader(options_.leader_address, tls);
   const std::unique_ptr<fedanon::v1::PartyLink::Stub> stub =
       fedanon::v1::PartyLink::NewStub(channel);
   grpc::ClientContext context;

@@ -63,6 +63,10 @@ struct PartyClientOptions {
   std::string name;            // our party name (logs only; the leader reads our certificate)
   std::string leader_address;  // host:port
   TlsMaterial tls;
+  // When set, called before each connection: the TLS material to dial with (the files as they
+  // are now, so a renewed certificate is used from the next connection on without a restart).
+  // An error is logged and `tls` (or the last material that loaded) is used instead.
+  std::function<absl::StatusOr<TlsMaterial>()> reload_tls;
   std::string seal_cert_pem;  // sent in the hello
   // The party's revocation list (party.yaml `crl:`; not owned, may be null): a leader whose TLS
   // certificate it revokes (or a list it cannot use: fails closed) is refused after the hello.
@@ -110,6 +114,7 @@ class PartyClient {
   bool connected_ ABSL_GUARDED_BY(mu_) = false;
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;  // of the current session
+  TlsMaterial current_tls_ ABSL_GUARDED_BY(mu_);  // what the last connection dialled with
   std::thread thread_;
 };
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/base/printable.h"
 #include "common/wire/payload_chunks.h"
@@ -86,8 +87,15 @@ void PartyConnections::Deliver(ConnectionId connection, fedanon::v1::PartyMessag
     return;
   }
   Pending& p = *it->second;
-  if (traffic_ != nullptr) traffic_->Received(p.party, message.ByteSizeLong());
-  if (message.has_error()) {
+  const size_t size = message.ByteSizeLong();
+  if (traffic_ != nullptr) traffic_->Received(p.party, size);
+  if (size > static_cast<size_t>(kMaxMessageBytes)) {
+    // The server reads up to kMaxServerReceiveBytes so that this can be said by name and size.
+    p.result = absl::ResourceExhaustedError(absl::StrFormat(
+        "party '%s' sent a reply of %.1f MiB (%d bytes), over the %d MiB message limit", p.party,
+        static_cast<double>(size) / (1024 * 1024), size, kMaxMessageBytes / (1024 * 1024)));
+    spdlog::warn("{}", std::string(p.result.status().message()));
+  } else if (message.has_error()) {
     p.result = ErrorReplyToStatus(p.party, message.error());
   } else {
     p.result = std::move(message);

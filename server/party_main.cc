@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "common/base/status_macros.h"
@@ -26,6 +27,7 @@
 #include "server/revocation.h"
 #include "server/signals.h"
 #include "server/tls.h"
+#include "server/unix_metrics_endpoint.h"
 
 namespace fedanon::server {
 namespace {
@@ -92,6 +94,14 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   client_options.name = config.name;
   client_options.leader_address = config.leader;
   client_options.tls = tls;
+  // Each connection re-reads the TLS files: a renewed certificate (or CA bundle) is used from
+  // the next connection on, e.g. when the leader closes the stream as the old one expires.
+  client_options.reload_tls = [paths = config.tls,
+                               name = config.name]() -> absl::StatusOr<TlsMaterial> {
+    ASSIGN_OR_RETURN(TlsMaterial fresh, LoadTlsMaterial(paths));
+    RETURN_IF_ERROR(CheckOwnCertificate(fresh, crypto::Identity{crypto::Role::kParty, name}));
+    return fresh;
+  };
   client_options.seal_cert_pem = options.seal_cert_pem;
   ASSIGN_OR_RETURN(std::unique_ptr<party::PartyAgent> agent,
                    party::PartyAgent::Create(std::move(options)));
@@ -100,7 +110,8 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   MetricsRegistry registry;
   PartyMetrics metrics(&registry);
   std::unique_ptr<MetricsEndpoint> metrics_endpoint;
-  if (!config.metrics_listen.empty()) {
+  const std::string metrics_socket = UnixSocketPath(config.metrics_listen);
+  if (!config.metrics_listen.empty() && metrics_socket.empty()) {
     ASSIGN_OR_RETURN(metrics_endpoint, MetricsEndpoint::Start(config.metrics_listen, registry));
     spdlog::info("metrics on http://{}/metrics (port {}, loopback only)", config.metrics_listen,
                  metrics_endpoint->port());
@@ -112,6 +123,19 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   PartyClient client(
       std::move(client_options),
       [&agent](const fedanon::v1::LeaderMessage& request) { return agent->Handle(request); });
+  // Metrics and health on a unix socket (mode 0660): after the client exists, for /health.
+  std::unique_ptr<UnixMetricsEndpoint> socket_endpoint;
+  if (!metrics_socket.empty()) {
+    ASSIGN_OR_RETURN(
+        socket_endpoint,
+        UnixMetricsEndpoint::Start(metrics_socket, registry, [&client, leader = config.leader] {
+          return client.connected()
+                     ? std::make_pair(true, "linked: connected to the leader at " + leader)
+                     : std::make_pair(false, "running, not linked to the leader at " + leader);
+        }));
+    spdlog::info("metrics and health on unix socket {} (/metrics, /health, /live; mode 0660)",
+                 metrics_socket);
+  }
   spdlog::info("{} '{}' starting (config {}, leader {})", common::VersionLine(kProgram),
                config.name, config.path, config.leader);
   if (!misbehave.empty()) {
@@ -126,6 +150,7 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   client.Start();
   const int signal = WaitForTerminationSignal();
   spdlog::info("received signal {}, stopping", signal);
+  socket_endpoint.reset();
   client.Stop();
   reporter.Stop();
   spdlog::info("stopped");

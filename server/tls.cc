@@ -1,6 +1,8 @@
 #include "server/tls.h"
 
 #include <grpc/grpc_security_constants.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -114,6 +116,17 @@ std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const TlsMaterial
   options.pem_root_certs = tls.ca_pem;
   options.pem_key_cert_pairs.push_back({tls.key_pem, tls.cert_pem});
   return grpc::SslServerCredentials(options);
+}
+
+std::shared_ptr<grpc::ServerCredentials> MakeReloadingServerCredentials(const TlsPaths& paths,
+                                                                        int refresh_seconds) {
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      paths.key, paths.cert, paths.ca, static_cast<unsigned int>(refresh_seconds));
+  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  return grpc::experimental::TlsServerCredentials(options);
 }
 
 std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(const TlsMaterial& tls) {

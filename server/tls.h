@@ -2,6 +2,10 @@
 // of the federation CA, and identities (role + name) are read from the verified peer certificate
 // (crypto/certificates.h), never from message fields.
 //
+// The CA file may hold several CA certificates (a CA rotation's overlap, docs/operations.md
+// "Rotating keys and certificates"): the TLS layer and crypto/certificates.h accept a
+// certificate of any of them.
+//
 // Server side (the leader): the client must present a certificate chaining to the CA
 // (GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY); otherwise the handshake fails
 // before any RPC runs. Client side (parties, admins): the leader's certificate must chain to the
@@ -52,6 +56,14 @@ absl::Status CheckOwnCertificate(const TlsMaterial& tls, const crypto::Identity&
 
 // Server credentials for the leader (client certificates required and verified against the CA).
 std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const TlsMaterial& tls);
+// The same, re-reading the files of `paths` every `refresh_seconds` (> 0; gRPC's
+// FileWatcherCertificateProvider): new handshakes use the certificate, key and CA bundle the
+// files hold now, established connections (running jobs' streams) keep theirs. Files that do
+// not load are skipped and the previous set kept (gRPC logs the error); replace them with
+// rename(2), key and certificate one right after the other. Not checked again: the key file's
+// mode and the certificate's identity (CheckOwnCertificate at start).
+std::shared_ptr<grpc::ServerCredentials> MakeReloadingServerCredentials(const TlsPaths& paths,
+                                                                        int refresh_seconds);
 // Channel credentials for parties and admins (root = CA, own key and certificate).
 std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(const TlsMaterial& tls);
 

@@ -6,7 +6,7 @@
 namespace fedanon::server {
 
 void ApplyServerTransportSettings(grpc::ServerBuilder& builder) {
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(kMaxServerReceiveBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   // An unauthenticated connection holds a descriptor for at most this long (guarded_listener.h).
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, kHandshakeTimeoutMs);
@@ -17,10 +17,10 @@ void ApplyServerTransportSettings(grpc::ServerBuilder& builder) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
 }
 
-grpc::ChannelArguments ClientChannelArguments() {
+grpc::ChannelArguments ClientChannelArguments(int max_send_message_bytes) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(max_send_message_bytes);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

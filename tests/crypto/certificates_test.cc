@@ -659,5 +659,42 @@ TEST(RevocationTest, AnExpiredListFailsClosed) {
               ::fedanon::testing::StatusIs(absl::StatusCode::kPermissionDenied, "expired"));
 }
 
+// ---- CA bundles (a CA rotation's overlap) -------------------------------------------------------
+
+TEST_F(CertificatesTest, ABundleOfTwoCasAcceptsCertificatesAndListsOfEither) {
+  const std::string bundle = ca_->cert_pem() + other_ca_->cert_pem();
+  const Identity a{Role::kParty, "hospital-a"};
+  const Identity b{Role::kParty, "hospital-b"};
+  ASSERT_OK_AND_ASSIGN(IssuedCertificate old_tls, ca_->IssueTls(a, {}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(IssuedCertificate new_tls, other_ca_->IssueTls(b, {}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(IssuedCertificate new_seal, other_ca_->IssueSeal(b, absl::Hours(1)));
+  // Each CA is a trust anchor of the bundle, in either order.
+  for (const std::string& cas : {bundle, other_ca_->cert_pem() + ca_->cert_pem()}) {
+    ASSERT_OK_AND_ASSIGN(const Identity got_a, VerifiedTlsIdentity(old_tls.cert_pem, cas));
+    EXPECT_TRUE(got_a == a);
+    ASSERT_OK_AND_ASSIGN(const Identity got_b, VerifiedTlsIdentity(new_tls.cert_pem, cas));
+    EXPECT_TRUE(got_b == b);
+    EXPECT_OK(VerifiedSealKey(new_seal.cert_pem, cas, b).status());
+  }
+  // Without the new CA its certificates are refused, as before.
+  EXPECT_THAT(VerifiedTlsIdentity(new_tls.cert_pem, ca_->cert_pem()),
+              StatusIs(absl::StatusCode::kPermissionDenied, "certificate verification failed"));
+  EXPECT_THAT(VerifiedSealKey(new_seal.cert_pem, ca_->cert_pem(), b),
+              StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  // A list of either CA is recognised by its signer.
+  ASSERT_OK_AND_ASSIGN(std::string old_crl, ca_->IssueCrl({old_tls.cert_pem}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(std::string new_crl,
+                       other_ca_->IssueCrl({new_tls.cert_pem}, absl::Hours(1)));
+  EXPECT_THAT(CheckNotRevoked(old_tls.cert_pem, old_crl, bundle),
+              StatusIs(absl::StatusCode::kPermissionDenied, "certificate revoked"));
+  EXPECT_THAT(CheckNotRevoked(new_tls.cert_pem, new_crl, bundle),
+              StatusIs(absl::StatusCode::kPermissionDenied, "certificate revoked"));
+  EXPECT_OK(CheckNotRevoked(new_tls.cert_pem, old_crl, bundle));
+  EXPECT_THAT(CheckNotRevoked(new_tls.cert_pem, new_crl, ca_->cert_pem()),
+              StatusIs(absl::StatusCode::kInvalidArgument, "not signed by the federation CA"));
+  EXPECT_THAT(VerifiedTlsIdentity(old_tls.cert_pem, "no PEM here"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "CA certificate"));
+}
+
 }  // namespace
 }  // namespace fedanon::crypto

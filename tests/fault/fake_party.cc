@@ -107,8 +107,8 @@ fedanon::v1::PartyMessage FakeParty::Corrupt(fedanon::v1::PartyMessage reply) {
 
 void FakeParty::Session() {
   // The transport's settings, without the send limit (the leader's receive limit is the point).
-  grpc::ChannelArguments args = server::ClientChannelArguments();
-  args.SetMaxSendMessageSize(-1);
+  // (A second SetMaxSendMessageSize would be ignored: gRPC keeps the first value.)
+  grpc::ChannelArguments args = server::ClientChannelArguments(/*max_send_message_bytes=*/-1);
   const auto channel =
       grpc::CreateCustomChannel(leader_address_, server::MakeChannelCredentials(tls_), args);
   const auto stub = fedanon::v1::PartyLink::NewStub(channel);

@@ -502,12 +502,13 @@ TEST_F(FaultTest, MalformedAndOversizedRepliesFailTheJobButNotTheLeader) {
     std::string reason;  // expected in the failure reason
   };
   const std::vector<Case> cases = {
-      // The leader cannot open the last hop (sealed for it by the ring's last party). The reason
-      // is the sealed box's own error and does NOT name the party, although the leader knows who
-      // sealed the last hop (docs/operations.md, Faults: "not covered yet").
-      {Corruption::kGarbageCiphertext, "garbage_ciphertext", "sealed box"},
+      // The leader cannot open the last hop (sealed for it by the ring's last party): the reason
+      // names that party, then the sealed box's own error.
+      {Corruption::kGarbageCiphertext, "garbage_ciphertext",
+       "party '" + name + "' sent a secure-sum reply the leader cannot open: "},
       {Corruption::kWrongReplyKind, "wrong_reply_kind", "party '" + name + "'"},
-      {Corruption::kOversized, "oversized_65MiB", "party '" + name + "' disconnected"},
+      // Read (the leader's server reads up to twice the limit) and refused by name and size.
+      {Corruption::kOversized, "oversized_65MiB", "party '" + name + "' sent a reply of 65.0 MiB"},
   };
   std::string figures;
   for (const Case& c : cases) {
@@ -522,6 +523,9 @@ TEST_F(FaultTest, MalformedAndOversizedRepliesFailTheJobButNotTheLeader) {
     EXPECT_TRUE((*fake)->corrupted());
     EXPECT_EQ(end->state(), JOB_STATE_FAILED);
     EXPECT_THAT(end->failure_reason(), HasSubstr(c.reason));
+    if (c.corruption == Corruption::kOversized) {
+      EXPECT_THAT(end->failure_reason(), HasSubstr("over the 64 MiB message limit"));
+    }
     fed_->ExpectNothingReleased(*job);
     EXPECT_TRUE(fed_->LeaderRunning()) << fed_->Log("leader");
     EXPECT_TRUE(fed_->Health().ok());

@@ -81,10 +81,11 @@ struct MeteredFederation {
   absl::Status Start(const std::string& name, const Generated& g) {
     ASSIGN_OR_RETURN(fed, InProcessFederation::Create(name, g.files));
     server::LeaderMetricsSources sources;
-    sources.jobs = [this]() -> absl::StatusOr<std::vector<fedanon::v1::JobInfo>> {
+    sources.job_counts = [this]() -> absl::StatusOr<std::map<fedanon::v1::JobState, int64_t>> {
       RETURN_IF_ERROR(fed->leader->CheckStore());
-      return fed->leader->List();
+      return fed->leader->store()->CountByState();
     };
+    sources.queued_jobs = [this] { return fed->leader->Queue().queued; };
     sources.connected_parties = [this] { return fed->names.size(); };
     metrics = std::make_unique<server::LeaderMetrics>(&registry, std::move(sources));
     // The leader again, now reporting to the metrics (as fedanon-leader wires it).

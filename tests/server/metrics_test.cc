@@ -124,7 +124,9 @@ TEST(MetricsAddress, LeaderNeedsAnExplicitOptInForOtherAddresses) {
 
 TEST(MetricsEndpoint, ServesTheRegistryOnLoopbackHttp) {
   MetricsRegistry registry;
-  LeaderMetrics metrics(&registry, {.jobs = {}, .connected_parties = [] { return size_t{2}; }});
+  LeaderMetrics metrics(&registry, {.job_counts = {}, .queued_jobs = {}, .connected_parties = [] {
+                                      return size_t{2};
+                                    }});
   metrics.RoundDone();
   metrics.RoundDone();
   metrics.PhaseDone(leader::Phase::kSecureSum, absl::Milliseconds(3));
