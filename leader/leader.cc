@@ -553,8 +553,10 @@ void Leader::RecordOutcome(const std::string& job_id, const absl::Status& status
   const absl::StatusOr<JobInfo> info = store_->Get(job_id);
   const uint32_t round = info.ok() ? info->round() : 0;
   if (status.ok()) {
-    WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE), job_id,
-                "cannot record the job as done");
+    if (!info.ok() || info->state() != fedanon::v1::JOB_STATE_DONE) {  // FinishJob records it
+      WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE), job_id,
+                  "cannot record the job as done");
+    }
     spdlog::info("job={} round={} done", job_id, round);
     observer_->JobDone();
   } else if (status.code() == absl::StatusCode::kCancelled) {
@@ -978,6 +980,10 @@ absl::Status Leader::FinishJob(const JobRun& job, const common::TopDownSpecializ
   }
   RETURN_IF_ERROR(store_->SetReport(job.job_id, report));
   RETURN_IF_ERROR(store_->SetProgress(job.job_id, round, "done", job.elapsed()));
+  // Done before the parties drop the job: a leader restarted from here on never resumes a job
+  // whose parties let its state go.
+  RETURN_IF_ERROR(job.view_log->Sync());
+  RETURN_IF_ERROR(store_->SetState(job.job_id, fedanon::v1::JOB_STATE_DONE));
   EndJobAtParties(job);
   return absl::OkStatus();
 }
