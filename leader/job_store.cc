@@ -824,6 +824,19 @@ absl::StatusOr<Recovery> JobStore::RecoverForResume() {
       out.failed.push_back(r.job_id);
     }
   }
+  {
+    Stmt s(db_,
+           "SELECT DISTINCT c.job_id FROM collects c JOIN jobs j ON j.job_id = c.job_id "
+           "WHERE j.state IN (?1, ?2, ?3) ORDER BY c.job_id");
+    s.Bind(1, static_cast<int64_t>(fedanon::v1::JOB_STATE_DONE))
+        .Bind(2, static_cast<int64_t>(fedanon::v1::JOB_STATE_FAILED))
+        .Bind(3, static_cast<int64_t>(fedanon::v1::JOB_STATE_CANCELLED));
+    for (;;) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      out.unended.push_back(s.Text(0));
+    }
+  }
   RETURN_IF_ERROR(txn.Commit());
   return out;
 }

@@ -48,6 +48,9 @@ struct Recovery {
   std::vector<std::string> resume;   // RUNNING horizontal jobs: resume once the parties reconnect
   std::vector<std::string> requeue;  // SUBMITTED: back in the queue
   std::vector<std::string> failed;   // marked FAILED with the reason (tell their parties)
+  // Jobs that ended (done, failed, cancelled) while their parties were still being told: they
+  // still have recorded collects (deleted once the parties were told). Tell them again.
+  std::vector<std::string> unended;
 };
 
 class JobStore {
@@ -89,7 +92,8 @@ class JobStore {
 
   // After a restart: SUBMITTED jobs stay queued, RUNNING horizontal jobs are to be resumed
   // (audited "resuming"), VALIDATING and RUNNING vertical jobs become FAILED with the reason why
-  // they cannot resume. Idempotent for the failed ones.
+  // they cannot resume; ended jobs that still have recorded collects are listed as `unended`.
+  // Idempotent for the failed ones.
   absl::StatusOr<Recovery> RecoverForResume();
 
   // Durable jobs (schema v3). Records collect `collect`'s request (digest and masks) before it is

@@ -48,6 +48,10 @@ absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> PartySealKey(common::Part
   return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
 }
 
+// Why the workers stop when the leader is destroyed; jobs stopped for it stay as they are in the
+// job store (running ones resume at the next start, like after kill -9).
+constexpr char kShuttingDown[] = "leader shutting down";
+
 void WarnIfError(const absl::Status& status, const std::string& job_id, std::string_view what) {
   if (!status.ok()) spdlog::warn("job={} {}: {}", job_id, what, status.ToString());
 }
@@ -277,6 +281,10 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
         "cannot resume)",
         recovery.resume.size(), recovery.requeue.size(), recovery.failed.size());
   }
+  if (!recovery.unended.empty()) {
+    spdlog::warn("{} job(s) ended while their parties were being told; telling them again",
+                 recovery.unended.size());
+  }
   if (!options.seal_key_pem.empty()) {
     RETURN_IF_ERROR(crypto::SealKeyPairFromPem(options.seal_key_pem).status());
   }
@@ -285,9 +293,12 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
     absl::MutexLock lock(&leader->mu_);
     leader->queue_ = std::move(recovered);
   }
-  if (!recovery.failed.empty()) {
-    leader->recovery_ = std::thread(
-        [l = leader.get(), ids = std::move(recovery.failed)] { l->EndRecoveredJobs(ids); });
+  // Jobs that cannot resume, and jobs that ended while their parties were being told.
+  std::vector<std::string> to_end = std::move(recovery.failed);
+  to_end.insert(to_end.end(), recovery.unended.begin(), recovery.unended.end());
+  if (!to_end.empty()) {
+    leader->recovery_ =
+        std::thread([l = leader.get(), ids = std::move(to_end)] { l->EndRecoveredJobs(ids); });
   }
   for (int i = 0; i < leader->options_.max_concurrent_jobs; ++i) {
     leader->workers_.emplace_back([l = leader.get()] { l->WorkerLoop(); });
@@ -307,8 +318,9 @@ Leader::~Leader() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     for (auto& [id, run] : running_) {
+      if (run.cancel) continue;  // an admin's cancellation stands
       run.cancel = true;
-      run.cancel_reason = "leader shutting down";
+      run.cancel_reason = kShuttingDown;
     }
   }
   changed_.SignalAll();
@@ -339,14 +351,17 @@ void Leader::EndRecoveredJobs(std::vector<std::string> job_ids) {
                      std::string(connected.message()));
         continue;
       }
+      const bool done = info->state() == fedanon::v1::JOB_STATE_DONE;
       fedanon::v1::LeaderMessage msg;
       msg.set_job_id(job_id);
-      msg.mutable_end_job()->set_success(false);
-      msg.mutable_end_job()->set_reason(info->failure_reason());
+      msg.mutable_end_job()->set_success(done);
+      msg.mutable_end_job()->set_reason(done ? "done" : info->failure_reason());
       WarnIfError(channel_->Call(party, msg, job.timeout).status(), job_id,
                   absl::StrCat("party '", party, "' did not acknowledge the end of the job"));
     }
-    spdlog::info("job={} its parties were told that it failed: {}", job_id, info->failure_reason());
+    WarnIfError(store_->DeleteCollects(job_id), job_id, "cannot delete the recorded collects");
+    spdlog::info("job={} its parties were told that it ended ({})", job_id,
+                 fedanon::v1::JobState_Name(info->state()));
   }
 }
 
@@ -530,9 +545,13 @@ void Leader::WorkerLoop() {
       running_.erase(job_id);
       stopping = stopping_;
     }
+    if (stopping && absl::IsCancelled(status) && cancel_reason == kShuttingDown) {
+      // A stop (SIGTERM) is a restart like any other: the job stays in the store as it was and
+      // is resumed at the next start where it can be (Create, RecoverForResume).
+      spdlog::info("job={} left for the next start of the leader", job_id);
+      continue;
+    }
     RecordOutcome(job_id, status, cancel_reason);
-    // The recorded collects served resuming only (the sums are in the view log).
-    WarnIfError(store_->DeleteCollects(job_id), job_id, "cannot delete the recorded collects");
     Notify();
     // The parties learn that a job they prepared will not go on (a done job told them already),
     // and drop what they hold for it. Bounded: a party that does not answer delays this worker's
@@ -543,6 +562,11 @@ void Leader::WorkerLoop() {
                       status.code() == absl::StatusCode::kCancelled
                           ? absl::StrCat("cancelled: ", cancel_reason)
                           : std::string(status.message()));
+    }
+    // The recorded collects served resuming (the sums are in the view log); kept until the
+    // parties were told, so that a leader restarted before that tells them again.
+    if (!stopping) {
+      WarnIfError(store_->DeleteCollects(job_id), job_id, "cannot delete the recorded collects");
     }
   }
 }

@@ -81,7 +81,9 @@ class Leader {
   // `channel` is not owned and must outlive the leader. Recovers the job store after a restart.
   static absl::StatusOr<std::unique_ptr<Leader>> Create(LeaderOptions options,
                                                         common::PartyChannel* channel);
-  ~Leader();  // stops the workers (running jobs end cancelled: "leader shutting down")
+  // Stops the workers; jobs they were running stay in the job store as they were (running
+  // horizontal jobs resume at the next start), unless an admin had cancelled them.
+  ~Leader();
 
   // Admin operations; `admin` is the identity read from the caller's certificate. Submit refuses
   // with ResourceExhausted "job queue is full (N queued, limit M)" when max_queued_jobs jobs wait.
