@@ -131,19 +131,25 @@ class FaultTest : public ::testing::Test {
   int SeededParty() { return static_cast<int>(rng_() % fed_->parties().size()); }
 
   // The released table of a done job equals the centralized engine's on the union of the
-  // parties' tables (`fedanon anonymize` with gen-data's job.yaml, as a multiset of rows), and it
-  // exists once: one file at the leader, none at any party, no party holds the job's durable
-  // state any more.
+  // parties' tables (`fedanon anonymize` of gen-data's table.csv with the job's own spec, minus
+  // `partitioning:`, as a multiset of rows), and it exists once: one file at the leader, none at
+  // any party.
   void ExpectReleasedOnceAsCentralized(const std::string& job_id) {
     absl::StatusOr<std::string> csv = fed_->Result(job_id);
     ASSERT_TRUE(csv.ok()) << csv.status();
     const std::string central = fed_->dir() + "/capture/central.csv";
     if (!std::filesystem::exists(central)) {
-      const CliResult run =
-          RunBinary(BinaryDir() + "/bin/fedanon",
-                    {"anonymize", "--spec", fed_->gen_dir() + "/job.yaml", "--input",
-                     fed_->gen_dir() + "/table.csv", "--output", central},
-                    fed_->dir() + "/capture");
+      std::ifstream federated(fed_->spec_path());
+      std::string spec, line;
+      while (std::getline(federated, line)) {
+        if (!absl::StartsWith(line, "partitioning:")) spec += line + "\n";
+      }
+      const std::string spec_path = fed_->gen_dir() + "/central.yaml";  // beside tax/
+      std::ofstream(spec_path) << spec;
+      const CliResult run = RunBinary(BinaryDir() + "/bin/fedanon",
+                                      {"anonymize", "--spec", spec_path, "--input",
+                                       fed_->gen_dir() + "/table.csv", "--output", central},
+                                      fed_->dir() + "/capture");
       ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
     }
     std::ifstream in(central);
@@ -160,16 +166,22 @@ class FaultTest : public ::testing::Test {
       for (const auto& e : std::filesystem::directory_iterator(fed_->party_output_dir(i))) {
         const std::string file = e.path().filename().string();
         EXPECT_FALSE(absl::StrContains(file, job_id + ".csv")) << file;
-        EXPECT_FALSE(absl::StrContains(file, ".tmp.")) << file;
+        // A table's temporary file never; the ledger's may be there while a party rewrites it.
+        EXPECT_FALSE(absl::StrContains(file, job_id) && absl::StrContains(file, ".tmp.")) << file;
       }
     }
   }
-  // Every party has let the job's durable state go (it was told that the job ended).
+  // Every party has let the job's durable state go: it was told that the job ended (the leader
+  // tells the parties after it recorded the outcome; waited for, at most 10 s).
   void ExpectNoDurableStateLeft(const std::string& job_id, int except = -1) {
     for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
       if (i == except) continue;
-      EXPECT_FALSE(std::filesystem::exists(fed_->party_output_dir(i) + "/" + job_id + ".state"))
-          << fed_->parties()[static_cast<size_t>(i)];
+      const std::string state = fed_->party_output_dir(i) + "/" + job_id + ".state";
+      for (int t = 0;
+           t < 1000 && (std::filesystem::exists(state) || fed_->AuditEnd(i, job_id).empty()); ++t) {
+        absl::SleepFor(absl::Milliseconds(10));
+      }
+      EXPECT_FALSE(std::filesystem::exists(state)) << fed_->parties()[static_cast<size_t>(i)];
     }
   }
   // Header first, then the data lines sorted.
