@@ -453,7 +453,8 @@ TEST_F(FaultTest, LinkDownLongerThanTheRoundTimeoutFailsTheJobNamingTheParty) {
   fed_->proxy(victim).BlackHole(false);
   DelayAll(absl::ZeroDuration());
   ASSERT_TRUE(end.ok()) << end.status();
-  // RESUME: unchanged — a link down past the deadline fails the job by design.
+  // A link down past the round timeout fails the job by design: a request that is not answered
+  // in time is not repeated (only a dropped connection is waited for).
   EXPECT_EQ(end->state(), JOB_STATE_FAILED);
   EXPECT_THAT(end->failure_reason(), HasSubstr("party '" + name + "' did not answer within " +
                                                std::to_string(kRoundTimeoutSeconds) + " s"));
