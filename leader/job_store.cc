@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -784,10 +785,13 @@ absl::StatusOr<Recovery> JobStore::RecoverForResume() {
     std::string job_id;
     JobState state;
     bool vertical;
+    bool finished;  // its report is stored: it was telling its parties that it is done
   };
   std::vector<Row> in_flight;
   {
-    Stmt s(db_, "SELECT job_id, state, request FROM jobs WHERE state IN (?1, ?2, ?3) ORDER BY seq");
+    Stmt s(db_,
+           "SELECT job_id, state, request, report IS NOT NULL FROM jobs WHERE state IN (?1, ?2, "
+           "?3) ORDER BY seq");
     s.Bind(1, static_cast<int64_t>(fedanon::v1::JOB_STATE_SUBMITTED))
         .Bind(2, static_cast<int64_t>(fedanon::v1::JOB_STATE_VALIDATING))
         .Bind(3, static_cast<int64_t>(fedanon::v1::JOB_STATE_RUNNING));
@@ -798,7 +802,8 @@ absl::StatusOr<Recovery> JobStore::RecoverForResume() {
       const bool parsed = request.ParseFromString(s.Blob(2));
       in_flight.push_back(
           {s.Text(0), static_cast<JobState>(s.Int(1)),
-           !parsed || request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL});
+           !parsed || request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL,
+           s.Int(3) != 0});
     }
   }
   const int64_t now = NowUnix();
@@ -808,6 +813,9 @@ absl::StatusOr<Recovery> JobStore::RecoverForResume() {
       RETURN_IF_ERROR(
           InsertAudit(db_, r.job_id, now, "leader", "requeued", "leader restarted; queued again"));
       out.requeue.push_back(r.job_id);
+    } else if (r.state == fedanon::v1::JOB_STATE_RUNNING && !r.vertical && r.finished) {
+      RETURN_IF_ERROR(WriteState(db_, r.job_id, fedanon::v1::JOB_STATE_DONE, "", "leader", now));
+      out.unended.push_back(r.job_id);
     } else if (r.state == fedanon::v1::JOB_STATE_RUNNING && !r.vertical) {
       RETURN_IF_ERROR(InsertAudit(db_, r.job_id, now, "leader", "resuming",
                                   "leader restarted; resuming once its parties reconnect"));
@@ -834,7 +842,9 @@ absl::StatusOr<Recovery> JobStore::RecoverForResume() {
     for (;;) {
       ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) break;
-      out.unended.push_back(s.Text(0));
+      if (std::find(out.unended.begin(), out.unended.end(), s.Text(0)) == out.unended.end()) {
+        out.unended.push_back(s.Text(0));
+      }
     }
   }
   RETURN_IF_ERROR(txn.Commit());

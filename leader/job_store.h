@@ -92,7 +92,9 @@ class JobStore {
 
   // After a restart: SUBMITTED jobs stay queued, RUNNING horizontal jobs are to be resumed
   // (audited "resuming"), VALIDATING and RUNNING vertical jobs become FAILED with the reason why
-  // they cannot resume; ended jobs that still have recorded collects are listed as `unended`.
+  // they cannot resume; a RUNNING horizontal job whose report is stored (it was telling its
+  // parties that it is done) becomes DONE; it and ended jobs that still have recorded collects are
+  // listed as `unended` (their parties are to be told again).
   // Idempotent for the failed ones.
   absl::StatusOr<Recovery> RecoverForResume();
 

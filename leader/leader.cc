@@ -1004,10 +1004,8 @@ absl::Status Leader::FinishJob(const JobRun& job, const common::TopDownSpecializ
   }
   RETURN_IF_ERROR(store_->SetReport(job.job_id, report));
   RETURN_IF_ERROR(store_->SetProgress(job.job_id, round, "done", job.elapsed()));
-  // Done before the parties drop the job: a leader restarted from here on never resumes a job
-  // whose parties let its state go.
-  RETURN_IF_ERROR(job.view_log->Sync());
-  RETURN_IF_ERROR(store_->SetState(job.job_id, fedanon::v1::JOB_STATE_DONE));
+  // From here on (the report stored) a restarted leader records the job done and tells the
+  // parties again instead of resuming it (JobStore::RecoverForResume).
   EndJobAtParties(job);
   return absl::OkStatus();
 }

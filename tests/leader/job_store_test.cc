@@ -685,7 +685,7 @@ TEST_F(JobStoreTest, CollectsAreRecordedInOrderAndSurviveReopening) {
 // After a restart: queued jobs stay queued, running horizontal jobs are to resume, validating and
 // running vertical jobs fail with the reason why they cannot resume; finished jobs are untouched.
 TEST_F(JobStoreTest, RecoverForResumeSortsInFlightJobs) {
-  std::string submitted, validating, running, vertical, done;
+  std::string submitted, validating, running, vertical, done, finished;
   {
     auto store = OpenStore();
     ASSERT_NE(store, nullptr);
@@ -696,6 +696,9 @@ TEST_F(JobStoreTest, RecoverForResumeSortsInFlightJobs) {
     ASSERT_OK_AND_ASSIGN(running, store->Create(MakeRequest("r"), "a"));
     ASSERT_OK_AND_ASSIGN(vertical, store->Create(v, "a"));
     ASSERT_OK_AND_ASSIGN(done, store->Create(MakeRequest("d"), "a"));
+    ASSERT_OK_AND_ASSIGN(finished, store->Create(MakeRequest("fi"), "a"));
+    ASSERT_OK(store->SetState(finished, kRunning));
+    ASSERT_OK(store->SetReport(finished, fedanon::v1::Report()));  // then killed during EndJob
     ASSERT_OK(store->SetState(validating, kValidating));
     ASSERT_OK(store->SetState(running, kRunning));
     ASSERT_OK(store->SetState(vertical, kRunning));
@@ -707,6 +710,9 @@ TEST_F(JobStoreTest, RecoverForResumeSortsInFlightJobs) {
   EXPECT_THAT(recovery.resume, ElementsAre(running));
   EXPECT_THAT(recovery.requeue, ElementsAre(submitted));
   EXPECT_THAT(recovery.failed, ElementsAre(validating, vertical));
+  EXPECT_THAT(recovery.unended, ElementsAre(finished));
+  ASSERT_OK_AND_ASSIGN(JobInfo finished_info, store->Get(finished));
+  EXPECT_EQ(finished_info.state(), kDone);
   ASSERT_OK_AND_ASSIGN(JobInfo info, store->Get(running));
   EXPECT_EQ(info.state(), kRunning);
   ASSERT_OK_AND_ASSIGN(auto trail, store->AuditTrail(running));
