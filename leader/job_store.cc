@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -30,7 +31,7 @@ using ::fedanon::v1::SubmitJobRequest;
 
 // Bump together with a migration step in Migrate().
 constexpr int kSchemaVersion = kJobStoreSchemaVersion;
-static_assert(kJobStoreSchemaVersion == 2, "add the migration step to Migrate()");
+static_assert(kJobStoreSchemaVersion == 3, "add the migration step to Migrate()");
 constexpr int kBusyTimeoutMs = 10000;
 constexpr char kRestartReason[] = "leader restarted";
 
@@ -67,6 +68,22 @@ CREATE INDEX audit_by_job ON audit(job_id, id);
 // jobs of version 1).
 constexpr char kMigrateToV2[] = R"sql(
 ALTER TABLE jobs ADD COLUMN started_unix INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// Version 3 (durable jobs): each secure-sum collect of a running job — the digest of its
+// request and the masks drawn for it (recorded before the first hop is sent, so that a restarted
+// leader re-sends the request byte-identical), then its unmasked sum (what the leader
+// legitimately learns; the masks are dropped then) — and how often the job was resumed.
+constexpr char kMigrateToV3[] = R"sql(
+CREATE TABLE collects (
+  job_id  TEXT    NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+  collect INTEGER NOT NULL,
+  digest  BLOB    NOT NULL,
+  masks   BLOB,
+  sum     BLOB,
+  PRIMARY KEY (job_id, collect)
+);
+ALTER TABLE jobs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 int64_t NowUnix() {
@@ -329,6 +346,10 @@ absl::Status Migrate(sqlite3* db, const std::string& path) {
   if (version < 2) {
     RETURN_IF_ERROR(Exec(db, kMigrateToV2));
     version = 2;
+  }
+  if (version < 3) {
+    RETURN_IF_ERROR(Exec(db, kMigrateToV3));
+    version = 3;
   }
   RETURN_IF_ERROR(Exec(db, "DELETE FROM schema_version"));
   Stmt s(db, "INSERT INTO schema_version (version) VALUES (?1)");
@@ -645,6 +666,191 @@ absl::StatusOr<int> JobStore::RecoverAfterRestart() {
   return static_cast<int>(in_flight.size());
 }
 
+absl::Status JobStore::RecordCollectRequest(const std::string& job_id, uint64_t collect,
+                                            const std::string& digest, const std::string& masks) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  absl::MutexLock lock(&mu_);
+  WriteTxn txn(db_);
+  RETURN_IF_ERROR(txn.Begin());
+  RETURN_IF_ERROR(RequireJob(db_, job_id));
+  {
+    Stmt old(db_, "SELECT digest, masks, sum FROM collects WHERE job_id = ?1 AND collect = ?2");
+    old.Bind(1, job_id).Bind(2, static_cast<int64_t>(collect));
+    ASSIGN_OR_RETURN(bool row, old.Step());
+    if (row) {
+      // A request is recorded once: a second, different one would give the parties two requests
+      // under one key (one request, one answer).
+      if (old.Blob(0) != digest || old.Blob(1) != masks || !old.IsNull(2)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "job store: collect ", collect, " of ", job_id, " is recorded with another request"));
+      }
+      return txn.Commit();
+    }
+  }
+  Stmt s(db_, "INSERT INTO collects (job_id, collect, digest, masks) VALUES (?1, ?2, ?3, ?4)");
+  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(collect)).BindBlob(3, digest).BindBlob(4, masks);
+  RETURN_IF_ERROR(s.Run());
+  return txn.Commit();
+}
+
+absl::Status JobStore::RecordCollectSum(const std::string& job_id, uint64_t collect,
+                                        const std::string& sum) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  absl::MutexLock lock(&mu_);
+  Stmt s(db_,
+         "UPDATE collects SET sum = ?3, masks = NULL WHERE job_id = ?1 AND collect = ?2 AND "
+         "sum IS NULL");
+  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(collect)).BindBlob(3, sum);
+  RETURN_IF_ERROR(s.Run());
+  if (sqlite3_changes(db_) == 0) {
+    return absl::FailedPreconditionError(absl::StrCat("job store: collect ", collect, " of ",
+                                                      job_id, " has no open request to complete"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<RecordedCollect>> JobStore::Collects(const std::string& job_id) const {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(RequireJob(db_, job_id));
+  Stmt s(db_,
+         "SELECT collect, digest, masks, sum FROM collects WHERE job_id = ?1 ORDER BY collect");
+  s.Bind(1, job_id);
+  std::vector<RecordedCollect> out;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (!row) break;
+    RecordedCollect c;
+    c.collect = static_cast<uint64_t>(s.Int(0));
+    c.digest = s.Blob(1);
+    c.masks = s.Blob(2);
+    c.done = !s.IsNull(3);
+    c.sum = s.Blob(3);
+    if (c.collect != out.size()) {
+      return absl::DataLossError(
+          absl::StrCat("job store: the collects of ", job_id, " are not numbered 0, 1, ..."));
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::Status JobStore::DeleteCollects(const std::string& job_id) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  absl::MutexLock lock(&mu_);
+  Stmt s(db_, "DELETE FROM collects WHERE job_id = ?1");
+  s.Bind(1, job_id);
+  return s.Run();
+}
+
+absl::StatusOr<int> JobStore::RecordResume(const std::string& job_id, uint32_t round) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  absl::MutexLock lock(&mu_);
+  WriteTxn txn(db_);
+  RETURN_IF_ERROR(txn.Begin());
+  RETURN_IF_ERROR(RequireJob(db_, job_id));
+  {
+    Stmt s(db_, "UPDATE jobs SET resumes = resumes + 1, updated_unix = ?2 WHERE job_id = ?1");
+    s.Bind(1, job_id).Bind(2, NowUnix());
+    RETURN_IF_ERROR(s.Run());
+  }
+  int resumes = 0;
+  {
+    Stmt s(db_, "SELECT resumes FROM jobs WHERE job_id = ?1");
+    s.Bind(1, job_id);
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (row) resumes = static_cast<int>(s.Int(0));
+  }
+  RETURN_IF_ERROR(InsertAudit(db_, job_id, NowUnix(), "leader", "resumed",
+                              absl::StrCat("resume ", resumes, " from round ", round)));
+  RETURN_IF_ERROR(txn.Commit());
+  return resumes;
+}
+
+absl::StatusOr<int> JobStore::Resumes(const std::string& job_id) const {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  absl::MutexLock lock(&mu_);
+  Stmt s(db_, "SELECT resumes FROM jobs WHERE job_id = ?1");
+  s.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("unknown job ", job_id));
+  return static_cast<int>(s.Int(0));
+}
+
+absl::StatusOr<Recovery> JobStore::RecoverForResume() {
+  absl::MutexLock lock(&mu_);
+  WriteTxn txn(db_);
+  RETURN_IF_ERROR(txn.Begin());
+  struct Row {
+    std::string job_id;
+    JobState state;
+    bool vertical;
+    bool finished;  // its report is stored: it was telling its parties that it is done
+  };
+  std::vector<Row> in_flight;
+  {
+    Stmt s(db_,
+           "SELECT job_id, state, request, report IS NOT NULL FROM jobs WHERE state IN (?1, ?2, "
+           "?3) ORDER BY seq");
+    s.Bind(1, static_cast<int64_t>(fedanon::v1::JOB_STATE_SUBMITTED))
+        .Bind(2, static_cast<int64_t>(fedanon::v1::JOB_STATE_VALIDATING))
+        .Bind(3, static_cast<int64_t>(fedanon::v1::JOB_STATE_RUNNING));
+    for (;;) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      SubmitJobRequest request;
+      const bool parsed = request.ParseFromString(s.Blob(2));
+      in_flight.push_back(
+          {s.Text(0), static_cast<JobState>(s.Int(1)),
+           !parsed || request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL,
+           s.Int(3) != 0});
+    }
+  }
+  const int64_t now = NowUnix();
+  Recovery out;
+  for (const Row& r : in_flight) {
+    if (r.state == fedanon::v1::JOB_STATE_SUBMITTED) {
+      RETURN_IF_ERROR(
+          InsertAudit(db_, r.job_id, now, "leader", "requeued", "leader restarted; queued again"));
+      out.requeue.push_back(r.job_id);
+    } else if (r.state == fedanon::v1::JOB_STATE_RUNNING && !r.vertical && r.finished) {
+      RETURN_IF_ERROR(WriteState(db_, r.job_id, fedanon::v1::JOB_STATE_DONE, "", "leader", now));
+      out.unended.push_back(r.job_id);
+    } else if (r.state == fedanon::v1::JOB_STATE_RUNNING && !r.vertical) {
+      RETURN_IF_ERROR(InsertAudit(db_, r.job_id, now, "leader", "resuming",
+                                  "leader restarted; resuming once its parties reconnect"));
+      out.resume.push_back(r.job_id);
+    } else {
+      const std::string reason =
+          r.state == fedanon::v1::JOB_STATE_VALIDATING
+              ? "leader restarted while validating the job: it cannot resume (the parties may "
+                "have prepared its run); starting over is a new run an admin authorizes"
+              : "leader restarted: a vertical job cannot resume (its ID matching and rounds keep "
+                "no durable state); starting over is a new run an admin authorizes";
+      RETURN_IF_ERROR(
+          WriteState(db_, r.job_id, fedanon::v1::JOB_STATE_FAILED, reason, "leader", now));
+      out.failed.push_back(r.job_id);
+    }
+  }
+  {
+    Stmt s(db_,
+           "SELECT DISTINCT c.job_id FROM collects c JOIN jobs j ON j.job_id = c.job_id "
+           "WHERE j.state IN (?1, ?2, ?3) ORDER BY c.job_id");
+    s.Bind(1, static_cast<int64_t>(fedanon::v1::JOB_STATE_DONE))
+        .Bind(2, static_cast<int64_t>(fedanon::v1::JOB_STATE_FAILED))
+        .Bind(3, static_cast<int64_t>(fedanon::v1::JOB_STATE_CANCELLED));
+    for (;;) {
+      ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      if (std::find(out.unended.begin(), out.unended.end(), s.Text(0)) == out.unended.end()) {
+        out.unended.push_back(s.Text(0));
+      }
+    }
+  }
+  RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
 // --- For metrics and retention ---------------------------------------------------------------
 
 absl::StatusOr<std::map<JobState, int64_t>> JobStore::CountByState() const {
@@ -701,5 +907,6 @@ absl::Status JobStore::ForgetOutputs(const std::string& job_id, const std::strin
   RETURN_IF_ERROR(InsertAudit(db_, job_id, NowUnix(), "leader", "retention:deleted", detail));
   return txn.Commit();
 }
+
 
 }  // namespace fedanon::leader

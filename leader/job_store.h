@@ -2,8 +2,10 @@
 // (<data_dir>/jobs.db) holding every job (request, state, progress, failure reason, report),
 // an audit trail of who submitted or cancelled what and when, and the integrated tables of
 // finished jobs whose recipient is the leader (<data_dir>/results/<job>.csv, written
-// atomically). Job records survive restarts; RecoverAfterRestart() marks jobs that were in
-// flight as failed with reason "leader restarted". Thread-safe.
+// atomically). Job records survive restarts; for durable jobs (docs/operations.md) the store
+// also keeps each secure-sum collect of a running horizontal job (request digest and masks before
+// it is sent, its sum once complete), so that a restarted leader can resume it
+// (RecoverForResume()). Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +24,7 @@ struct sqlite3;
 namespace fedanon::leader {
 
 // The schema version this build writes (and the newest it opens). docs/leader.md lists them.
-inline constexpr int kJobStoreSchemaVersion = 2;
+inline constexpr int kJobStoreSchemaVersion = 3;
 
 // A finished job whose outputs retention may delete (JobStore::FinishedBefore).
 struct FinishedJob {
@@ -38,6 +40,27 @@ struct AuditEntry {
   std::string actor;   // identity from a certificate, or "leader"
   std::string action;  // "submitted", "cancelled", "state:running", ...
   std::string detail;
+};
+
+// One secure-sum collect of a running horizontal job (schema v3): the digest of its request and
+// the masks the leader drew for it, recorded before the first hop left; once complete, the
+// unmasked sum (masks dropped). Opaque bytes for the store (leader/secure_sum_source.h encodes).
+struct RecordedCollect {
+  uint64_t collect = 0;
+  std::string digest;
+  std::string masks;  // empty once done
+  bool done = false;
+  std::string sum;
+};
+
+// What RecoverForResume() found in flight.
+struct Recovery {
+  std::vector<std::string> resume;   // RUNNING horizontal jobs: resume once the parties reconnect
+  std::vector<std::string> requeue;  // SUBMITTED: back in the queue
+  std::vector<std::string> failed;   // marked FAILED with the reason (tell their parties)
+  // Jobs that ended (done, failed, cancelled) while their parties were still being told: they
+  // still have recorded collects (deleted once the parties were told). Tell them again.
+  std::vector<std::string> unended;
 };
 
 class JobStore {
@@ -73,8 +96,31 @@ class JobStore {
   absl::StatusOr<std::vector<AuditEntry>> AuditTrail(const std::string& job_id) const;
 
   // Marks every job in SUBMITTED, VALIDATING or RUNNING as FAILED with reason
-  // "leader restarted"; returns how many.
+  // "leader restarted"; returns how many. (For a leader that resumes nothing; the leader uses
+  // RecoverForResume.)
   absl::StatusOr<int> RecoverAfterRestart();
+
+  // After a restart: SUBMITTED jobs stay queued, RUNNING horizontal jobs are to be resumed
+  // (audited "resuming"), VALIDATING and RUNNING vertical jobs become FAILED with the reason why
+  // they cannot resume; a RUNNING horizontal job whose report is stored (it was telling its
+  // parties that it is done) becomes DONE; it and ended jobs that still have recorded collects are
+  // listed as `unended` (their parties are to be told again).
+  // Idempotent for the failed ones.
+  absl::StatusOr<Recovery> RecoverForResume();
+
+  // Durable jobs (schema v3). Records collect `collect`'s request (digest and masks) before it is
+  // sent; the same again is accepted, a different one refused (FailedPrecondition).
+  absl::Status RecordCollectRequest(const std::string& job_id, uint64_t collect,
+                                    const std::string& digest, const std::string& masks);
+  // Records the collect's unmasked sum and drops its masks.
+  absl::Status RecordCollectSum(const std::string& job_id, uint64_t collect,
+                                const std::string& sum);
+  // The job's collects in order (0, 1, ...); the last may be open (not done).
+  absl::StatusOr<std::vector<RecordedCollect>> Collects(const std::string& job_id) const;
+  absl::Status DeleteCollects(const std::string& job_id);
+  // Counts one more resume of the job (audited "resumed": "resume N from round R"); returns N.
+  absl::StatusOr<int> RecordResume(const std::string& job_id, uint32_t round);
+  absl::StatusOr<int> Resumes(const std::string& job_id) const;
 
   // Cheap check that the store still works (for the leader's health service): jobs.db is still
   // the file that was opened (not deleted or replaced, e.g. by a lost volume), it can be read,

@@ -27,6 +27,7 @@
 #include "crypto/shuffle.h"
 #include "leader/final_check_ring.h"
 #include "leader/payload_relay.h"
+#include "leader/rejoining_channel.h"
 #include "leader/secure_sum_source.h"
 #include "leader/vertical_job.h"
 #include "leader/view_log.h"
@@ -47,6 +48,10 @@ absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> PartySealKey(common::Part
   }
   return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
 }
+
+// Why the workers stop when the leader is destroyed; jobs stopped for it stay as they are in the
+// job store (running ones resume at the next start, like after kill -9).
+constexpr char kShuttingDown[] = "leader shutting down";
 
 void WarnIfError(const absl::Status& status, const std::string& job_id, std::string_view what) {
   if (!status.ok()) spdlog::warn("job={} {}: {}", job_id, what, status.ToString());
@@ -239,6 +244,8 @@ struct Leader::JobRun {
   absl::Duration timeout;             // for every call to a party
   std::function<double()> elapsed;    // seconds since the run started
   std::unique_ptr<ViewLog> view_log;  // every statistic the leader decodes for this job
+  bool resume = false;                // resumed after a leader restart (durable jobs)
+  int resumes = 0;                    // how often this job was resumed so far
 };
 
 absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
@@ -252,13 +259,48 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
     return absl::InvalidArgumentError(absl::StrCat(
         "max_queued_jobs must be in 0..", kMaxQueuedJobsLimit, ", not ", options.max_queued_jobs));
   }
+  if (options.resume_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("resume_timeout must be positive");
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<JobStore> store, JobStore::Open(options.data_dir));
-  ASSIGN_OR_RETURN(int recovered, store->RecoverAfterRestart());
-  if (recovered > 0) spdlog::warn("{} job(s) were in flight when the leader stopped", recovered);
+  // Durable jobs: queued jobs stay queued, running horizontal jobs resume, the rest fail with
+  // the reason (and their parties are told below).
+  ASSIGN_OR_RETURN(Recovery recovery, store->RecoverForResume());
+  std::deque<QueuedJob> recovered;
+  for (const auto& [ids, resume] :
+       {std::pair{&recovery.resume, true}, std::pair{&recovery.requeue, false}}) {
+    for (const std::string& id : *ids) {
+      ASSIGN_OR_RETURN(const fedanon::v1::SubmitJobRequest request, store->Request(id));
+      recovered.push_back(
+          QueuedJob{id, {request.parties().begin(), request.parties().end()}, resume});
+    }
+  }
+  // Resumed jobs first (they were running), then the queue in its order.
+  if (!recovered.empty() || !recovery.failed.empty()) {
+    spdlog::warn(
+        "leader restarted with jobs in flight: {} to resume, {} queued again, {} failed (they "
+        "cannot resume)",
+        recovery.resume.size(), recovery.requeue.size(), recovery.failed.size());
+  }
+  if (!recovery.unended.empty()) {
+    spdlog::warn("{} job(s) ended while their parties were being told; telling them again",
+                 recovery.unended.size());
+  }
   if (!options.seal_key_pem.empty()) {
     RETURN_IF_ERROR(crypto::SealKeyPairFromPem(options.seal_key_pem).status());
   }
   std::unique_ptr<Leader> leader(new Leader(std::move(options), channel, std::move(store)));
+  {
+    absl::MutexLock lock(&leader->mu_);
+    leader->queue_ = std::move(recovered);
+  }
+  // Jobs that cannot resume, and jobs that ended while their parties were being told.
+  std::vector<std::string> to_end = std::move(recovery.failed);
+  to_end.insert(to_end.end(), recovery.unended.begin(), recovery.unended.end());
+  if (!to_end.empty()) {
+    leader->recovery_ =
+        std::thread([l = leader.get(), ids = std::move(to_end)] { l->EndRecoveredJobs(ids); });
+  }
   for (int i = 0; i < leader->options_.max_concurrent_jobs; ++i) {
     leader->workers_.emplace_back([l = leader.get()] { l->WorkerLoop(); });
   }
@@ -277,12 +319,59 @@ Leader::~Leader() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     for (auto& [id, run] : running_) {
+      if (run.cancel) continue;  // an admin's cancellation stands
       run.cancel = true;
-      run.cancel_reason = "leader shutting down";
+      run.cancel_reason = kShuttingDown;
     }
   }
   changed_.SignalAll();
   for (std::thread& worker : workers_) worker.join();
+  if (recovery_.joinable()) recovery_.join();
+}
+
+void Leader::EndRecoveredJobs(std::vector<std::string> job_ids) {
+  for (const std::string& job_id : job_ids) {
+    absl::StatusOr<fedanon::v1::SubmitJobRequest> request = store_->Request(job_id);
+    absl::StatusOr<JobInfo> info = store_->Get(job_id);
+    if (!request.ok() || !info.ok()) continue;
+    JobRun job;
+    job.job_id = job_id;
+    job.ring.assign(request->parties().begin(), request->parties().end());
+    job.timeout = absl::Seconds(5);
+    // Each party as soon as it is connected (parties reconnect on their own after a restart).
+    const absl::Time deadline = absl::Now() + options_.resume_timeout;
+    RejoiningChannel waiter(channel_, options_.resume_timeout, [this] {
+      absl::MutexLock lock(&mu_);
+      return stopping_ ? absl::CancelledError("leader shutting down") : absl::OkStatus();
+    });
+    for (const std::string& party : job.ring) {
+      absl::Status connected = waiter.WaitForParties({party});
+      if (absl::IsCancelled(connected)) return;
+      if (!connected.ok() || absl::Now() > deadline) {
+        spdlog::warn("job={} {}: it was not told that the job ended", job_id,
+                     std::string(connected.message()));
+        continue;
+      }
+      const bool done = info->state() == fedanon::v1::JOB_STATE_DONE;
+      fedanon::v1::LeaderMessage msg;
+      msg.set_job_id(job_id);
+      msg.mutable_end_job()->set_success(done);
+      msg.mutable_end_job()->set_reason(done ? "done" : info->failure_reason());
+      WarnIfError(channel_->Call(party, msg, job.timeout).status(), job_id,
+                  absl::StrCat("party '", party, "' did not acknowledge the end of the job"));
+    }
+    WarnIfError(store_->DeleteCollects(job_id), job_id, "cannot delete the recorded collects");
+    spdlog::info("job={} its parties were told that it ended ({})", job_id,
+                 fedanon::v1::JobState_Name(info->state()));
+  }
+}
+
+absl::Status Leader::StoreResultOnce(const std::string& job_id, const std::string& csv) {
+  if (store_->LoadResult(job_id).ok()) {
+    spdlog::info("job={} its released table was stored before the restart; kept as it is", job_id);
+    return absl::OkStatus();
+  }
+  return store_->StoreResult(job_id, csv);
 }
 
 void Leader::Notify() const { changed_.SignalAll(); }
@@ -430,6 +519,7 @@ std::deque<Leader::QueuedJob>::iterator Leader::NextStartable() {
 void Leader::WorkerLoop() {
   while (true) {
     std::string job_id;
+    bool resume = false;
     {
       absl::MutexLock lock(&mu_);
       auto next = queue_.end();
@@ -439,12 +529,14 @@ void Leader::WorkerLoop() {
       }
       if (stopping_) return;
       job_id = next->job_id;
+      resume = next->resume;
       running_[job_id] = RunningJob{false, "", std::move(next->parties)};
       queue_.erase(next);
     }
     Notify();  // the queue positions of the others moved
     JobRun job;
     job.job_id = job_id;
+    job.resume = resume;
     const absl::Status status = RunJob(&job);
     std::string cancel_reason;
     bool stopping = false;
@@ -453,6 +545,12 @@ void Leader::WorkerLoop() {
       cancel_reason = running_[job_id].cancel_reason;
       running_.erase(job_id);
       stopping = stopping_;
+    }
+    if (stopping && absl::IsCancelled(status) && cancel_reason == kShuttingDown) {
+      // A stop (SIGTERM) is a restart like any other: the job stays in the store as it was and
+      // is resumed at the next start where it can be (Create, RecoverForResume).
+      spdlog::info("job={} left for the next start of the leader", job_id);
+      continue;
     }
     RecordOutcome(job_id, status, cancel_reason);
     Notify();
@@ -466,6 +564,11 @@ void Leader::WorkerLoop() {
                           ? absl::StrCat("cancelled: ", cancel_reason)
                           : std::string(status.message()));
     }
+    // The recorded collects served resuming (the sums are in the view log); kept until the
+    // parties were told, so that a leader restarted before that tells them again.
+    if (!stopping) {
+      WarnIfError(store_->DeleteCollects(job_id), job_id, "cannot delete the recorded collects");
+    }
   }
 }
 
@@ -475,8 +578,10 @@ void Leader::RecordOutcome(const std::string& job_id, const absl::Status& status
   const absl::StatusOr<JobInfo> info = store_->Get(job_id);
   const uint32_t round = info.ok() ? info->round() : 0;
   if (status.ok()) {
-    WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE), job_id,
-                "cannot record the job as done");
+    if (!info.ok() || info->state() != fedanon::v1::JOB_STATE_DONE) {  // FinishJob records it
+      WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE), job_id,
+                  "cannot record the job as done");
+    }
     spdlog::info("job={} round={} done", job_id, round);
     observer_->JobDone();
   } else if (status.code() == absl::StatusCode::kCancelled) {
@@ -506,7 +611,9 @@ absl::Status Leader::RunJob(JobRun* run) {
   JobRun& job = *run;
   const std::string& job_id = job.job_id;
   ASSIGN_OR_RETURN(job.request, store_->Request(job_id));
-  RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_VALIDATING));
+  if (!job.resume) {
+    RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_VALIDATING));
+  }
   Notify();
   const auto start = std::chrono::steady_clock::now();
   job.elapsed = [start] {
@@ -531,9 +638,24 @@ absl::Status Leader::RunJob(JobRun* run) {
   ASSIGN_OR_RETURN(common::Dataset schema, common::BuildPublicSchema(request.spec(), texts));
   const std::string expected_digest =
       crypto::Sha256(common::CanonicalJobBytes(request.spec(), texts));
-  RETURN_IF_ERROR(PrepareParties(job, expected_digest));
-
-  RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_RUNNING));
+  if (job.resume) {
+    // Prepared before the restart (a second Prepare of the run would be refused): the parties
+    // keep the job, in memory or in their durable state. Wait for them to reconnect.
+    const RejoiningChannel waiter(channel_, options_.resume_timeout,
+                                  [this, id = job_id] { return CheckCancelled(id); });
+    if (absl::Status back = waiter.WaitForParties(job.ring); !back.ok()) {
+      if (absl::IsCancelled(back)) return back;
+      return absl::UnavailableError(
+          absl::StrCat("the job cannot resume after the leader restarted: ", back.message()));
+    }
+    ASSIGN_OR_RETURN(const JobInfo info, store_->Get(job_id));
+    ASSIGN_OR_RETURN(job.resumes, store_->RecordResume(job_id, info.round()));
+    spdlog::warn("job={} round={} resuming after a leader restart (resume {})", job_id,
+                 info.round(), job.resumes);
+  } else {
+    RETURN_IF_ERROR(PrepareParties(job, expected_digest));
+    RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_RUNNING));
+  }
   Notify();
   // Nothing is decoded without being logged: the job fails if its view log cannot be written.
   ASSIGN_OR_RETURN(job.view_log, ViewLog::Open(options_.data_dir, job_id));
@@ -623,10 +745,28 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
   std::vector<common::AttributeHierarchy> hier;
   for (const auto& q : schema.qids) hier.emplace_back(&q);
   uint32_t round = 0;
+  // A party whose connection drops is waited for and asked the same request again.
+  RejoiningChannel channel(channel_, options_.resume_timeout,
+                           [this, id = job.job_id] { return CheckCancelled(id); });
   SecureSumCountSource source(
-      channel_, job.job_id, job.ring, job.timeout, &hier, std::max(1, schema.num_classes()),
+      &channel, job.job_id, job.ring, job.timeout, &hier, std::max(1, schema.num_classes()),
       schema.tracked.size(), [&round] { return round; },
       [this, id = job.job_id] { return CheckCancelled(id); });
+  // Every collect recorded before it is sent and once complete; after a restart, replayed.
+  SecureSumCountSource::Journal journal;
+  journal.record_request = [this, id = job.job_id](uint64_t collect, const std::string& digest,
+                                                   const std::string& masks) {
+    return store_->RecordCollectRequest(id, collect, digest, masks);
+  };
+  journal.record_sum = [this, id = job.job_id](uint64_t collect, const std::string& sum) {
+    return store_->RecordCollectSum(id, collect, sum);
+  };
+  if (job.resume) {
+    ASSIGN_OR_RETURN(journal.recorded, store_->Collects(job.job_id));
+    spdlog::info("job={} replaying {} recorded secure sum(s) without the network", job.job_id,
+                 journal.recorded.size());
+  }
+  source.set_journal(std::move(journal));
   source.set_share_group_sizes(job.ring.size() >= 3);
   source.set_view_log(job.view_log.get());
   source.set_observer(observer_);
@@ -667,7 +807,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
     ASSIGN_OR_RETURN(const common::FinalCheckLayout layout,
                      common::BuildFinalCheckLayout(model, schema, hier, spec.suppression_token()));
     FinalCheckRing ring;
-    ring.channel = channel_;
+    ring.channel = &channel;
     ring.job_id = job.job_id;
     ring.ring = job.ring;
     ring.round = round;
@@ -704,15 +844,16 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
     ASSIGN_OR_RETURN(std::vector<uint64_t> counts, source.Collect(released));
     ASSIGN_OR_RETURN(std::string csv, ReleasedTableFromCounts(spec, schema, hier, final_groups,
                                                               counts, engine->total_records()));
-    RETURN_IF_ERROR(store_->StoreResult(job.job_id, csv));
+    RETURN_IF_ERROR(StoreResultOnce(job.job_id, csv));
   } else {
-    RETURN_IF_ERROR(RunSecureUnion(job, round));
+    RETURN_IF_ERROR(RunSecureUnion(job, round, &channel));
   }
   return FinishJob(job, *engine, source, stop_reason, round, rounds_start, union_start,
                    final_check);
 }
 
-absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round) {
+absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round,
+                                    common::PartyChannel* channel) {
   std::vector<std::string> union_ring;
   for (const auto& p : job.ring) {
     if (p != job.recipient) union_ring.push_back(p);
@@ -724,7 +865,7 @@ absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round) {
   }
   // The set travels whole (protocol 1.1) or in chunks under the message limit (1.2): fetched
   // from each hop and handed to the next before its step (leader/payload_relay.h).
-  const PayloadRelay relay(channel_, job.job_id,
+  const PayloadRelay relay(channel, job.job_id,
                            [this, id = job.job_id] { return CheckCancelled(id); });
   CarriedPayload carried;
   for (size_t i = 0; i < union_ring.size(); ++i) {
@@ -739,7 +880,7 @@ absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round) {
     step->set_recipient(job.recipient);
     step->set_next(i + 1 < union_ring.size() ? union_ring[i + 1] : job.recipient);
     ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply,
-                     channel_->Call(union_ring[i], msg, job.timeout));
+                     channel->Call(union_ring[i], msg, job.timeout));
     if (!reply.has_union_step() ||
         (!reply.union_step().has_list() && reply.union_step().list_ref().stream().empty())) {
       return absl::InternalError(absl::StrCat("party '", union_ring[i], "' sent no union reply"));
@@ -758,7 +899,7 @@ absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round) {
   step->set_recipient(job.recipient);
   step->set_deliver(true);
   for (const auto& h : header) step->add_header(h);
-  return channel_->Call(job.recipient, msg, job.timeout).status();
+  return channel->Call(job.recipient, msg, job.timeout).status();
 }
 
 absl::Status Leader::StoreUnionAtLeader(const JobRun& job, uint32_t round,
@@ -791,7 +932,7 @@ absl::Status Leader::StoreUnionAtLeader(const JobRun& job, uint32_t round,
   std::vector<std::string_view> header_views(header.begin(), header.end());
   std::string csv = common::CsvLine(header_views);
   for (size_t i : perm) csv += rows[i];
-  return store_->StoreResult(job.job_id, csv);
+  return StoreResultOnce(job.job_id, csv);
 }
 
 absl::Status Leader::RunVertical(const JobRun& job) {
@@ -888,8 +1029,16 @@ absl::Status Leader::FinishJob(const JobRun& job, const common::TopDownSpecializ
   if (absl::StartsWith(final_check, "skipped")) {
     report.add_warnings(absl::StrCat("final check ", final_check));
   }
+  if (job.resumes > 0) {
+    report.add_warnings(absl::StrCat(
+        "resumed ", job.resumes, " time(s) after a leader restart (", source.replayed(),
+        " secure sum(s) replayed from the job store this time; timings count from the last "
+        "resume; the job's audit trail names each resume and its round)"));
+  }
   RETURN_IF_ERROR(store_->SetReport(job.job_id, report));
   RETURN_IF_ERROR(store_->SetProgress(job.job_id, round, "done", job.elapsed()));
+  // From here on (the report stored) a restarted leader records the job done and tells the
+  // parties again instead of resuming it (JobStore::RecoverForResume).
   EndJobAtParties(job);
   return absl::OkStatus();
 }

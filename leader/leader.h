@@ -9,6 +9,15 @@
 // own cancellation flag; further submissions wait in a FIFO queue of at most max_queued_jobs
 // (beyond it Submit answers ResourceExhausted). A party that stops answering fails the job within
 // the round timeout, naming the party; no partial result is ever delivered. Thread-safe.
+//
+// Durable jobs (docs/operations.md "Durable jobs"): a horizontal job records each secure-sum
+// collect in the job store (request digest and masks before it is sent, the sum once complete).
+// After a restart, Create() queues the jobs that were running again; each resumes once its
+// parties are connected, rebuilding its state by replaying the recorded collects without the
+// network and re-sending the interrupted round's requests byte-identical; the parties answer
+// repeated requests with their stored replies. A party whose connection drops mid-job is waited
+// for (resume_timeout) and asked the same request again. Jobs that cannot resume (validating,
+// vertical) fail with the reason and their parties are told (EndJob success=false).
 #pragma once
 
 #include <deque>
@@ -47,6 +56,10 @@ struct LeaderOptions {
   // (0..kMaxQueuedJobsLimit); Create refuses values outside those ranges.
   int max_concurrent_jobs = 4;
   int max_queued_jobs = 64;
+  // Durable jobs (docs/operations.md): how long a running horizontal job waits for a party to
+  // (re)connect — after the leader restarted, or when a party's connection drops mid-job — before
+  // it fails naming the party (leader.yaml `resume_timeout_seconds`).
+  absl::Duration resume_timeout = absl::Seconds(120);
   // Told about rounds, phases and job outcomes (not owned; null: nobody). Must outlive the leader.
   LeaderObserver* observer = nullptr;
   // The message limit of the transport (server/transport.h), announced to the parties in
@@ -73,7 +86,9 @@ class Leader {
   // `channel` is not owned and must outlive the leader. Recovers the job store after a restart.
   static absl::StatusOr<std::unique_ptr<Leader>> Create(LeaderOptions options,
                                                         common::PartyChannel* channel);
-  ~Leader();  // stops the workers (running jobs end cancelled: "leader shutting down")
+  // Stops the workers; jobs they were running stay in the job store as they were (running
+  // horizontal jobs resume at the next start), unless an admin had cancelled them.
+  ~Leader();
 
   // Admin operations; `admin` is the identity read from the caller's certificate. Submit refuses
   // with ResourceExhausted "job queue is full (N queued, limit M)" when max_queued_jobs jobs wait.
@@ -114,6 +129,7 @@ class Leader {
   struct QueuedJob {
     std::string job_id;
     std::vector<std::string> parties;
+    bool resume = false;  // a running horizontal job recovered after a restart
   };
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Records how a job ended (done, cancelled with `cancel_reason`, or failed with `status`).
@@ -135,7 +151,8 @@ class Leader {
   absl::Status RunHorizontal(const JobRun& job, const common::Dataset& schema)
       ABSL_LOCKS_EXCLUDED(mu_);
   // The secure set union of the parties' sealed rows, opened by (or delivered to) the recipient.
-  absl::Status RunSecureUnion(const JobRun& job, uint32_t round) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RunSecureUnion(const JobRun& job, uint32_t round, common::PartyChannel* channel)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status StoreUnionAtLeader(const JobRun& job, uint32_t round,
                                   const std::vector<std::string>& header,
                                   const CarriedPayload& carried);
@@ -145,6 +162,12 @@ class Leader {
   // each party closes its run (audit `job-end`, run ledger: a run that released nothing is
   // freed).
   void EndJobAtParties(const JobRun& job, bool success = true, const std::string& reason = "done");
+  // After a restart: tells the parties of each job that could not resume that it ended
+  // (EndJob success=false with the job's failure reason), waiting for each party to connect at
+  // most resume_timeout. Runs on its own thread.
+  void EndRecoveredJobs(std::vector<std::string> job_ids) ABSL_LOCKS_EXCLUDED(mu_);
+  // Stores the released table unless the job has one already (a resumed job releases once).
+  absl::Status StoreResultOnce(const std::string& job_id, const std::string& csv);
   // The report and final progress of a horizontal job; then EndJobAtParties.
   absl::Status FinishJob(const JobRun& job, const common::TopDownSpecializer& engine,
                          const SecureSumCountSource& source, const std::string& stop_reason,
@@ -170,6 +193,7 @@ class Leader {
   std::map<std::string, RunningJob> running_ ABSL_GUARDED_BY(mu_);  // by job id
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
+  std::thread recovery_;  // EndRecoveredJobs
 };
 
 }  // namespace fedanon::leader

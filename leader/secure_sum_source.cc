@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/types/span.h"
 #include "common/base/status_macros.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/secure_sum_masks.h"
@@ -64,11 +65,41 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
   const size_t words = common::StatsLength(*hier_, num_classes_, num_tracked_, request);
   const uint64_t collect = collects_++;
   ++stats_.collects;
-  ASSIGN_OR_RETURN(std::vector<uint64_t> masks, crypto::MaskVector(words));
-  std::vector<uint64_t> sum(words, 0);
-  const size_t chunks = std::max<size_t>(1, (words + chunk_words_ - 1) / chunk_words_);
   const fedanon::v1::StatsRequest request_proto = common::ToProto(request);
   const std::string request_digest = common::SumRequestDigest(request_proto, update_chain_);
+  std::vector<uint64_t> masks;
+  if (collect < journal_.recorded.size()) {
+    // Recorded before a restart: the same request again (else the replay diverged).
+    const RecordedCollect& rec = journal_.recorded[collect];
+    if (rec.digest != request_digest) {
+      return absl::DataLossError(absl::StrCat(
+          "resume: the replayed secure sum ", collect,
+          " differs from the request recorded before the restart; the job cannot resume"));
+    }
+    if (rec.done) {
+      ASSIGN_OR_RETURN(std::vector<uint64_t> sum, common::DecodeWords(rec.sum));
+      if (sum.size() != words) {
+        return absl::DataLossError(
+            absl::StrCat("resume: the recorded sum of collect ", collect, " has the wrong length"));
+      }
+      pending_.clear();  // the parties applied them with that collect
+      ++replayed_;
+      return sum;
+    }
+    ASSIGN_OR_RETURN(masks, common::DecodeWords(rec.masks));
+    if (masks.size() != words) {
+      return absl::DataLossError(absl::StrCat("resume: the recorded masks of collect ", collect,
+                                              " have the wrong length"));
+    }
+  } else {
+    ASSIGN_OR_RETURN(masks, crypto::MaskVector(words));
+    // Before any hop leaves: a restarted leader re-sends exactly this request.
+    if (journal_.record_request) {
+      RETURN_IF_ERROR(journal_.record_request(collect, request_digest, common::EncodeWords(masks)));
+    }
+  }
+  std::vector<uint64_t> sum(words, 0);
+  const size_t chunks = std::max<size_t>(1, (words + chunk_words_ - 1) / chunk_words_);
   size_t decoded = 0;  // words of `sum` the leader has unmasked so far
   const absl::Time start = absl::Now();
   const absl::Status status =
@@ -76,6 +107,9 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
   if (observer_ != nullptr && status.ok()) {
     observer_->SecureSumVector(words);
     observer_->PhaseDone(Phase::kSecureSum, absl::Now() - start);
+  }
+  if (status.ok() && journal_.record_sum) {
+    RETURN_IF_ERROR(journal_.record_sum(collect, common::EncodeWords(sum)));
   }
   if (view_log_ == nullptr) {
     RETURN_IF_ERROR(status);

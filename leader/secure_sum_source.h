@@ -8,6 +8,13 @@
 // Instructions and split decisions ride along with the next secure sum, numbered so that each
 // party applies each exactly once. Vectors longer than one chunk are sent in several rings, so a
 // million-record job never hits a message-size limit. Not thread-safe (one job at a time).
+//
+// Durable jobs (docs/operations.md): with set_journal(), every collect's request digest and masks
+// are recorded before its first hop leaves and its unmasked sum once complete; a source created
+// after a leader restart with the recorded collects replays them without the network (checking
+// that each replayed request has the recorded digest, so a diverging replay fails instead of
+// asking the parties something new) and re-sends the open one with its recorded masks, so every
+// request is byte-identical to the one sent before the restart.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +28,7 @@
 #include "common/wire/party_channel.h"
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
+#include "leader/job_store.h"
 #include "leader/leader_observer.h"
 #include "leader/view_log.h"
 
@@ -64,6 +72,20 @@ class SecureSumCountSource : public common::CountSource {
 
   const SecureSumStats& stats() const { return stats_; }
 
+  // Where collects are recorded (both called before Collect goes on; an error fails it), and the
+  // collects recorded before a restart, replayed first.
+  struct Journal {
+    std::function<absl::Status(uint64_t collect, const std::string& digest,
+                               const std::string& masks)>
+        record_request;
+    std::function<absl::Status(uint64_t collect, const std::string& sum)> record_sum;
+    std::vector<RecordedCollect> recorded;
+  };
+  void set_journal(Journal journal) { journal_ = std::move(journal); }
+  // Collects answered from the journal without the network so far, and whether the source has
+  // gone past them (the first collect sent to the parties after a restart).
+  uint64_t replayed() const { return replayed_; }
+
   // The state updates not yet delivered to the parties (they ride along with the final check,
   // leader/final_check_ring.h); none are pending afterwards.
   std::vector<fedanon::v1::StateUpdate> TakePendingUpdates() { return std::exchange(pending_, {}); }
@@ -102,6 +124,8 @@ class SecureSumCountSource : public common::CountSource {
   LeaderObserver* observer_ = nullptr;
   uint64_t collects_ = 0;
   SecureSumStats stats_;
+  Journal journal_;
+  uint64_t replayed_ = 0;
 };
 
 }  // namespace fedanon::leader

@@ -38,6 +38,7 @@
 #include "crypto/shuffle.h"
 #include "crypto/signature.h"
 #include "party/id_matching.h"
+#include "party/job_journal.h"
 #include "party/vertical_party.h"
 #include "party/vertical_statement.h"
 #include "spdlog/spdlog.h"
@@ -148,6 +149,10 @@ std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t rou
 
 }  // namespace
 
+constexpr char kNoJobState[] =
+    "no prepared job with this id (this party holds no state of the job: it was not prepared "
+    "here, or the party restarted without its durable state, so the job cannot resume)";
+
 // Everything the party holds for the job it is taking part in.
 struct PartyAgent::JobState {
   std::string job_id;
@@ -223,6 +228,19 @@ struct PartyAgent::JobState {
   std::map<std::string, std::pair<std::string, PartyMessage>> step_answers;
   // The producing step being handled: its key (names its streams) and request digest.
   std::pair<std::string, std::string> producing;
+  // The secure union: this party's hop and (recipient) the delivery, each answered once: the
+  // request's bytes and the reply.
+  std::optional<std::pair<std::string, PartyMessage>> union_answer;
+  std::optional<std::pair<std::string, PartyMessage>> deliver_answer;
+  // Durable state (party/job_journal.h; null without a state directory). A handler that computed
+  // a new answer sets `fresh_answer` (and `journal_extra`); HandleLocked records the request and
+  // the reply before it leaves. While `replaying` (reloading after a restart) nothing is audited
+  // or recorded again, and the final check takes `restored_mask` instead of drawing one.
+  std::unique_ptr<JobJournal> journal;
+  bool fresh_answer = false;
+  std::string journal_extra;
+  bool replaying = false;
+  std::optional<std::vector<uint64_t>> restored_mask;
 };
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
@@ -243,6 +261,9 @@ absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions
   if (options.audit_dir.empty() && !options.ledger_path.empty()) {
     options.audit_dir = std::filesystem::path(options.ledger_path).parent_path().string();
   }
+  if (options.state_dir.empty() && !options.ledger_path.empty()) {
+    options.state_dir = std::filesystem::path(options.ledger_path).parent_path().string();
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<RunLedger> ledger, RunLedger::Open(options.ledger_path));
   return std::unique_ptr<PartyAgent>(
       new PartyAgent(std::move(options), std::move(keys), std::move(ledger)));
@@ -258,6 +279,7 @@ PartyAgent::PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKe
 PartyAgent::~PartyAgent() = default;
 
 absl::Status PartyAgent::Audit(JobSlot& slot, uint64_t round, AuditEntry entry) const {
+  if (slot.job->replaying) return absl::OkStatus();  // recorded before the restart
   entry.round = round;
   absl::Status st = audit_.Append(slot.job->job_id, entry);
   if (!st.ok()) {
@@ -345,12 +367,43 @@ PartyMessage PartyAgent::HandleLocked(JobSlot& slot, const LeaderMessage& reques
     }
     return error;
   }
+  if (slot.job && slot.job->job_id == request.job_id() && slot.job->fresh_answer) {
+    // Durable before it leaves: a restarted party answers this request again with these bytes.
+    slot.job->fresh_answer = false;
+    const std::string extra = std::exchange(slot.job->journal_extra, "");
+    if (slot.job->journal) {
+      const absl::Status recorded = slot.job->journal->Append(
+          {request.SerializeAsString(), reply->SerializeAsString(), extra});
+      if (!recorded.ok()) {
+        // An answer that could not be made durable does not leave, and the party stops taking
+        // part in the job (it could not keep "one request, one answer" across a restart).
+        spdlog::error(
+            "job={} round={} cannot record the job's durable state: {}; the party "
+            "leaves the job",
+            request.job_id(), request.round(), std::string(recorded.message()));
+        slot.job.reset();
+        PartyMessage error;
+        error.set_request_id(request.request_id());
+        error.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kDataLoss));
+        error.mutable_error()->set_message(
+            absl::StrCat("cannot record the job's durable state: ", recorded.message()));
+        return error;
+      }
+    }
+  }
   reply->set_request_id(request.request_id());
   return *std::move(reply);
 }
 
 absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMessage& request) {
   PartyMessage reply;
+  const bool horizontal_step = request.body_case() == LeaderMessage::kSumStep ||
+                               request.body_case() == LeaderMessage::kUnionStep ||
+                               request.body_case() == LeaderMessage::kFinalCheck;
+  if (horizontal_step && !slot.job) {
+    // After a restart of this party: the job goes on from its durable state, if it has one.
+    RETURN_IF_ERROR(ReloadJob(slot, request.job_id()));
+  }
   // From the first answer computed from its data on, the run counts as a release of this party's
   // table whatever the leader later says (a released table may be rebuilt from sums, rows or
   // columns); only a job that fails before that frees its release (party policy max_releases).
@@ -396,6 +449,10 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMes
                      common::Printable(request.end_job().reason()));
         slot.job.reset();
       }
+      // Its durable state goes with it (also when this party restarted and never reloaded it).
+      if (!options_.state_dir.empty() && common::ValidateJobId(request.job_id()).ok()) {
+        RETURN_IF_ERROR(JobJournal::Remove(options_.state_dir, request.job_id()));
+      }
       // A failed run no longer counts as a release of the table (party policy max_releases),
       // unless this party already let its rows go (the ledger remembers; RunLedger::Finish).
       RETURN_IF_ERROR(ledger_->Finish(request.job_id(), request.end_job().success()));
@@ -406,8 +463,8 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMes
   }
 }
 
-absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot,
-                                                       const LeaderMessage& request) {
+absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const LeaderMessage& request,
+                                                       bool reload) {
   slot.job.reset();
   // The job id names this party's output file when it is the recipient.
   RETURN_IF_ERROR(common::ValidateJobId(request.job_id()));
@@ -424,7 +481,14 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot,
   ASSIGN_OR_RETURN(const fedanon::v1::AuthorizedJob authorized,
                    authorizer_.Verify(request.prepare(), announced_leader, absl::Now()));
   job->run_id = authorized.run_id();
-  if (ledger_->Used(authorized.run_id())) {
+  if (reload) {
+    // The same run going on after this party restarted: it must still be open in the ledger.
+    if (!ledger_->Continuable(authorized.run_id(), job->job_id)) {
+      return absl::FailedPreconditionError(
+          "job state: the run of this job has ended at this party (run ledger); it cannot "
+          "resume");
+    }
+  } else if (ledger_->Used(authorized.run_id())) {
     return absl::PermissionDeniedError(
         "job not authorized: run id already used; starting over needs a new authorization from "
         "an admin");
@@ -467,7 +531,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot,
   }
   // This party's own policy, whatever the admin signed.
   RETURN_IF_ERROR(CheckPartyPolicy(options_.policy, job->spec, options_.name, job->recipient));
-  if (options_.policy.max_releases && ledger_->Releases(table) >= *options_.policy.max_releases) {
+  if (!reload && options_.policy.max_releases &&
+      ledger_->Releases(table) >= *options_.policy.max_releases) {
     return absl::PermissionDeniedError(absl::StrCat(
         "party policy: table '", table_name, "' was released ", ledger_->Releases(table),
         " times; the party allows at most ", *options_.policy.max_releases, " (max_releases)"));
@@ -487,11 +552,29 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot,
     spdlog::info("job={} run={} prepared: {} records loaded", job->job_id, authorized.run_id(),
                  job->data->num_records);
   }
+  reply.mutable_prepared()->set_digest(digest);
+  if (reload) {
+    slot.job = std::move(job);
+    return reply;
+  }
+  // Horizontal jobs keep durable state from here on (the Prepare first).
+  if (!options_.state_dir.empty() && job->data) {
+    ASSIGN_OR_RETURN(job->journal, JobJournal::Start(options_.state_dir, job->job_id,
+                                                     {request.SerializeAsString(), "", ""}));
+  }
   // The run id is used from here on, and the run counts as a release of the table (checked and
   // recorded atomically, durably).
-  RETURN_IF_ERROR(
-      ledger_->Reserve(authorized.run_id(), job->job_id, table, options_.policy.max_releases));
-  reply.mutable_prepared()->set_digest(digest);
+  if (absl::Status reserved =
+          ledger_->Reserve(authorized.run_id(), job->job_id, table, options_.policy.max_releases);
+      !reserved.ok()) {
+    if (job->journal) {
+      job->journal.reset();
+      if (absl::Status st = JobJournal::Remove(options_.state_dir, job->job_id); !st.ok()) {
+        spdlog::warn("job={} {}", job->job_id, std::string(st.message()));
+      }
+    }
+    return reserved;
+  }
   absl::StatusOr<crypto::Identity> admin =
       crypto::IdentityOfCertificate(request.prepare().authorization().admin_certificate());
   RETURN_IF_ERROR(audit_.Append(
@@ -511,6 +594,91 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot,
                  {"table", std::filesystem::path(table).filename().string()}}}));
   slot.job = std::move(job);
   return reply;
+}
+
+absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
+  if (options_.state_dir.empty() || !common::ValidateJobId(job_id).ok() ||
+      !JobJournal::Exists(options_.state_dir, job_id)) {
+    return absl::OkStatus();
+  }
+  const absl::Time start = absl::Now();
+  auto lost = [&](absl::string_view why) {
+    return absl::DataLossError(absl::StrCat("the durable state of the job at party '",
+                                            options_.name, "' cannot be reloaded (", why,
+                                            "); the job cannot resume"));
+  };
+  absl::StatusOr<std::vector<JournalRecord>> records = JobJournal::Read(options_.state_dir, job_id);
+  if (!records.ok()) return lost(records.status().message());
+  std::vector<std::pair<LeaderMessage, PartyMessage>> answered;
+  LeaderMessage prepare;
+  if (!prepare.ParseFromString((*records)[0].request) || !prepare.has_prepare() ||
+      prepare.job_id() != job_id) {
+    return lost("its first record is not this job's Prepare");
+  }
+  uint64_t last_collect = 0;
+  for (size_t i = 1; i < records->size(); ++i) {
+    LeaderMessage req;
+    PartyMessage rep;
+    if (!req.ParseFromString((*records)[i].request) || !rep.ParseFromString((*records)[i].reply) ||
+        req.job_id() != job_id) {
+      return lost(absl::StrCat("record ", i, " does not parse"));
+    }
+    if (req.has_sum_step()) last_collect = std::max(last_collect, req.sum_step().collect());
+    answered.emplace_back(std::move(req), std::move(rep));
+  }
+  RETURN_IF_ERROR(HandlePrepare(slot, prepare, /*reload=*/true).status());
+  JobState& job = *slot.job;
+  job.replaying = true;
+  job.released = !answered.empty();
+  auto replay = [&]() -> absl::Status {
+    for (size_t i = 0; i < answered.size(); ++i) {
+      const LeaderMessage& req = answered[i].first;
+      const PartyMessage& stored = answered[i].second;
+      if (req.has_sum_step()) {
+        const auto& step = req.sum_step();
+        if (step.collect() < last_collect) {
+          // An older secure sum: only its state updates matter now.
+          if (step.chunk() == 0) RETURN_IF_ERROR(ApplyUpdates(slot, step.updates()));
+          continue;
+        }
+        RETURN_IF_ERROR(HandleSumStep(slot, req).status());
+        job.answered[step.chunk()].second = stored;  // the bytes that left
+      } else if (req.has_final_check()) {
+        if (!(*records)[i + 1].extra.empty()) {
+          ASSIGN_OR_RETURN(job.restored_mask, DecodeWords((*records)[i + 1].extra));
+        }
+        RETURN_IF_ERROR(HandleFinalCheck(slot, req).status());
+        const auto& step = req.final_check();
+        const uint64_t key = (uint64_t{static_cast<uint32_t>(step.phase())} << 32) | step.chunk();
+        job.final_check->answered[key].second = stored;
+      } else if (req.has_union_step()) {
+        (req.union_step().deliver() ? job.deliver_answer : job.union_answer) =
+            std::pair{absl::StrCat(req.round(), "/", req.union_step().SerializeAsString()), stored};
+      }
+    }
+    return absl::OkStatus();
+  };
+  absl::Status replayed = replay();
+  job.replaying = false;
+  job.fresh_answer = false;
+  job.journal_extra.clear();
+  job.restored_mask.reset();
+  if (replayed.ok()) {
+    absl::StatusOr<std::unique_ptr<JobJournal>> journal =
+        JobJournal::Reopen(options_.state_dir, job_id);
+    if (journal.ok()) job.journal = *std::move(journal);
+    replayed = journal.status();
+  }
+  if (!replayed.ok()) {
+    slot.job.reset();
+    return lost(replayed.message());
+  }
+  spdlog::warn(
+      "job={} run={} reloaded from its durable state after a restart of this party: {} answered "
+      "request(s), {} state update(s) ({} ms)",
+      job_id, job.run_id, answered.size(), job.applied_updates,
+      absl::ToInt64Milliseconds(absl::Now() - start));
+  return absl::OkStatus();
 }
 
 absl::Status PartyAgent::VerifyParticipants(const fedanon::v1::PrepareJob& prepare,
@@ -673,7 +841,16 @@ absl::StatusOr<std::string> PartyAgent::WriteReleasedTable(const std::string& jo
       (std::filesystem::path(options_.output_dir) / absl::StrCat(job_id, ".csv")).string();
   std::error_code ec;
   std::filesystem::create_directories(options_.output_dir, ec);
-  RETURN_IF_ERROR(common::WriteFileAtomically(path, csv));
+  // Written once: a file of this job already there was written before a restart of this party
+  // (its reply never left); it is kept, never replaced or appended to.
+  const absl::Status written = common::WriteFileAtomically(
+      path, csv, {.mode = common::kPrivateFileMode, .replace_existing = false});
+  if (absl::IsAlreadyExists(written)) {
+    spdlog::warn("job={} integrated table {} was written before a restart; kept as it is", job_id,
+                 path);
+    return path;
+  }
+  RETURN_IF_ERROR(written);
   return path;
 }
 
@@ -750,7 +927,7 @@ absl::Status PartyAgent::ApplyUpdates(
 absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
                                                        const LeaderMessage& request) {
   if (!slot.job || slot.job->job_id != request.job_id()) {
-    return absl::FailedPreconditionError("no prepared job with this id");
+    return absl::FailedPreconditionError(kNoJobState);
   }
   if (!slot.job->data || !slot.job->tips) {
     return absl::FailedPreconditionError("no prepared horizontal job with this id");
@@ -890,6 +1067,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
   out->set_purpose(purpose);
   out->set_ciphertext(std::move(sealed));
   job.answered[step.chunk()] = {purpose, reply};
+  job.fresh_answer = true;
   // This party's own counts of the chunk, in plaintext; they left masked and sealed.
   RETURN_IF_ERROR(Audit(
       slot, request.round(),
@@ -911,7 +1089,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
 absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
                                                          const LeaderMessage& request) {
   if (!slot.job || slot.job->job_id != request.job_id()) {
-    return absl::FailedPreconditionError("no prepared job with this id");
+    return absl::FailedPreconditionError(kNoJobState);
   }
   if (!slot.job->tips) {
     return absl::FailedPreconditionError("no prepared horizontal job with this id");
@@ -919,6 +1097,17 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
   JobState& job = *slot.job;
   RETURN_IF_ERROR(ReleaseAllowed(slot, "secure union"));
   const auto& step = request.union_step();
+  // One request, one answer: this party's hop and its delivery are each answered once.
+  const std::string union_key = absl::StrCat(request.round(), "/", step.SerializeAsString());
+  std::optional<std::pair<std::string, PartyMessage>>& answer =
+      step.deliver() ? job.deliver_answer : job.union_answer;
+  if (answer && answer->first == union_key) return answer->second;
+  // Another request after an answer is refused once the routing checks below have spoken.
+  const absl::Status answered_already =
+      answer ? absl::PermissionDeniedError(
+                   "secure union: already answered for a different request (one request, one "
+                   "answer)")
+             : absl::OkStatus();
   // The union's order: the agreed ring without the recipient, then the recipient when it is a
   // data party (so that it only ever sees the complete, shuffled set).
   if (step.recipient() != job.recipient) {
@@ -974,6 +1163,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
     if (order.empty() || order.back() != options_.name) {
       return absl::PermissionDeniedError("asked to deliver a union meant for another party");
     }
+    RETURN_IF_ERROR(answered_already);
     RETURN_IF_ERROR(open_list(options_.name));
   } else if (pos == 0) {
     if ((step.has_list() && !step.list().ciphertext().empty()) || chunked_input) {
@@ -1002,6 +1192,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
                            .to = {job.leader},
                            .numbers = {{"rows", rows.size()}},
                            .texts = {{"recipient", options_.name}, {"file", path}}}));
+    answer = {union_key, reply};
+    job.fresh_answer = true;
     return reply;
   }
   const std::string successor = pos + 1 < order.size() ? order[pos + 1] : job.recipient;
@@ -1010,6 +1202,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
         absl::StrCat("secure union: next is '", step.next(),
                      "' but this party's successor agreed at Prepare is '", successor, "'"));
   }
+  RETURN_IF_ERROR(answered_already);
   auto recipient = job.seal_keys.find(job.recipient);
   auto next = job.seal_keys.find(successor);
   if (recipient == job.seal_keys.end() || next == job.seal_keys.end()) {
@@ -1064,6 +1257,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
        .numbers = {{"rows", lines.size()}, {"list_rows", static_cast<uint64_t>(list.rows_size())}},
        .texts = {{"rows_sealed_for", job.recipient}}}));
   if (!key.empty() && job.chunk_bytes > 0) job.step_answers[key] = {digest, reply};
+  answer = {union_key, reply};
+  job.fresh_answer = true;
   return reply;
 }
 
@@ -1090,7 +1285,10 @@ absl::Status PartyAgent::ReleaseAllowed(JobSlot& slot, const std::string& what) 
 absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(JobSlot& slot,
                                                           const LeaderMessage& request) {
   using Step = fedanon::v1::FinalCheckStep;
-  if (!slot.job || slot.job->job_id != request.job_id() || !slot.job->data || !slot.job->tips) {
+  if (!slot.job || slot.job->job_id != request.job_id()) {
+    return absl::FailedPreconditionError(kNoJobState);
+  }
+  if (!slot.job->data || !slot.job->tips) {
     return absl::FailedPreconditionError("no prepared horizontal job with this id");
   }
   JobState& job = *slot.job;
@@ -1145,7 +1343,15 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(JobSlot& slot,
     ASSIGN_OR_RETURN(check.counts,
                      common::LocalFinalCheckCounts(check.layout, *job.data, job.hier, *job.tips));
     if (first) {
-      ASSIGN_OR_RETURN(check.mask, crypto::MaskVector(check.layout.words));
+      if (job.restored_mask) {
+        check.mask = *std::exchange(job.restored_mask, std::nullopt);  // drawn before a restart
+        if (check.mask.size() != check.layout.words) {
+          return absl::DataLossError("final check: the recorded mask has the wrong length");
+        }
+      } else {
+        ASSIGN_OR_RETURN(check.mask, crypto::MaskVector(check.layout.words));
+      }
+      job.journal_extra = EncodeWords(check.mask);  // durable with this first answer
     }
     check.chain = job.update_chain;
     check.chunk_words = step.chunk_words();
@@ -1272,6 +1478,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(JobSlot& slot,
       return absl::InvalidArgumentError("final check: unknown phase");
   }
   check.answered[key] = {request_bytes, reply};
+  job.fresh_answer = true;
   // This party's own final-cut counts of the chunk (PHASE_SUM: they left masked and sealed), the
   // totals it sealed (PHASE_UNMASK), or its verdict to the leader (PHASE_VERIFY).
   AuditEntry entry{.kind = kAuditFinalCheck,

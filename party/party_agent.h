@@ -7,6 +7,10 @@
 // different jobs run in parallel (no state is shared between jobs but the thread-safe run ledger
 // and audit files, one file per job). It holds at most kMaxHeldJobs jobs; beyond that the one
 // the leader used least recently (a job whose end it never announced) is dropped.
+//
+// Durable jobs: a horizontal job's state is kept in a file (party/job_journal.h) written before
+// each reply leaves; after a restart the party reloads it at the job's next request and answers
+// a repeated request with the reply it gave before (one request, one answer), so the job goes on.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +68,10 @@ struct PartyAgentOptions {
   // Where the per-job audit files `<job_id>.audit.jsonl` go (party/audit_log.h). Empty: the
   // directory of ledger_path (the party's state directory), or none when that is empty too.
   std::string audit_dir;
+  // Where a horizontal job's durable state `<job_id>.state` lives (party/job_journal.h), so that
+  // the job goes on after this party restarts. Empty: the directory of ledger_path, or no durable
+  // state when that is empty too (a restarted party then cannot continue a job).
+  std::string state_dir;
   // Tests and demonstrations of mohammed2011 §6 only: "" (default), "never-participate" or
   // "under-declare" — this party then misbehaves in vertical jobs (loudly logged).
   std::string misbehave;
@@ -125,8 +133,15 @@ class PartyAgent {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
 
   // PrepareJob: verifies the participants' sealing certificates, reads the taxonomies and the
-  // table, and replies with the digest of the job as this party loaded it.
-  Reply HandlePrepare(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
+  // table, and replies with the digest of the job as this party loaded it. With `reload` (the
+  // Prepare read back from the job's durable state after a restart), the run must be open in the
+  // ledger and nothing is reserved, recorded or audited again.
+  Reply HandlePrepare(JobSlot& slot, const fedanon::v1::LeaderMessage& request, bool reload = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // After a restart: rebuilds the job's state from its durable state file, if there is one (OK
+  // and nothing done when there is none): the Prepare again, the state updates, the current
+  // secure sum, the final check and the union, each answered request with the reply that left.
+  absl::Status ReloadJob(JobSlot& slot, const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerifyParticipants(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
   // Checks and stores the ring order, the leader and the recipient fixed at Prepare.

@@ -130,6 +130,13 @@ bool RunLedger::Used(const std::string& run_id) const {
   return runs_.count(run_id) > 0;
 }
 
+bool RunLedger::Continuable(const std::string& run_id, const std::string& job_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = runs_.find(run_id);
+  return it != runs_.end() && it->second.job_id == job_id &&
+         (it->second.state == State::kPrepared || it->second.state == State::kReleased);
+}
+
 uint64_t RunLedger::Releases(const std::string& table) const {
   absl::MutexLock lock(&mu_);
   return ReleasesLocked(table);

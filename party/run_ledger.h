@@ -2,7 +2,8 @@
 // atomically under a mutex): each admin-chosen run id with the leader's job id, the table it
 // released from and whether the run is prepared, released, done or failed. It answers the two
 // questions that must survive a restart: was this run id used already (a job starts over from round
-// 0 only under a new admin authorization), and how many releases of a table exist (party policy
+// 0 only under a new admin authorization; a run that has not ended may continue from the party's
+// durable job state, party/job_journal.h), and how many releases of a table exist (party policy
 // max_releases: every run prepared and not failed counts, reserved at Prepare, freed when the
 // job fails before the party answered anything from its data). Thread-safe.
 #pragma once
@@ -40,6 +41,11 @@ class RunLedger {
   absl::Status Finish(const std::string& job_id, bool success) ABSL_LOCKS_EXCLUDED(mu_);
 
   bool Used(const std::string& run_id) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether run `run_id` was prepared for `job_id` and has not ended (prepared or released): a
+  // party that restarted mid-job may go on with that run from its durable state (never a fresh
+  // second Prepare of it).
+  bool Continuable(const std::string& run_id, const std::string& job_id) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Runs of `table` prepared and not failed.
   uint64_t Releases(const std::string& table) const ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -402,7 +402,8 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
       reader.root(),
       {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format", "crl",
        "all_jobs_admins", "max_concurrent_jobs", "max_queued_jobs", "metrics_listen",
-       "metrics_allow_non_loopback", "retention", "tls_reload_seconds"},
+       "metrics_allow_non_loopback", "retention", "tls_reload_seconds",
+       "resume_timeout_seconds"},
       ""));
   LeaderConfig config;
   config.path = reader.path();
@@ -441,6 +442,9 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
                        timeout, "'"));
     }
   }
+  ASSIGN_OR_RETURN(
+      config.resume_timeout_seconds,
+      BoundedInt(reader, "resume_timeout_seconds", config.resume_timeout_seconds, 1, 86400));
   ASSIGN_OR_RETURN(config.max_concurrent_jobs,
                    BoundedInt(reader, "max_concurrent_jobs", config.max_concurrent_jobs, 1,
                               leader::kMaxConcurrentJobsLimit));

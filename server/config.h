@@ -14,6 +14,7 @@
 //   retention: 30d (optional; s, m, h, d or
 //     w; absent: outputs are kept)
 //   tls_reload_seconds: 60 (optional; 0: never)
+//   resume_timeout_seconds: 120 (optional)
 //                                         max_input_bytes: 68719476736 (optional; 64 GiB)
 //                                         admins: [alice] (optional; absent: every admin
 //                                           the CA certified may authorize jobs)
@@ -81,6 +82,9 @@ struct LeaderConfig {
   // submissions are refused (leader/leader.h).
   int max_concurrent_jobs = 4;
   int max_queued_jobs = 64;
+  // Durable jobs: how long a running job waits for a party to (re)connect (after a leader
+  // restart, or a party's dropped connection) before it fails naming it (1..86400).
+  int resume_timeout_seconds = 120;
   std::string metrics_listen;  // host:port of the metrics endpoint; "": no endpoint
   bool metrics_allow_non_loopback = false;
   // Finished jobs' results, reports and view logs are deleted this long after the job ended

@@ -76,6 +76,7 @@ absl::Status Run(const LeaderConfig& config) {
   options.round_timeout = absl::Seconds(config.round_timeout_seconds);
   options.max_concurrent_jobs = config.max_concurrent_jobs;
   options.max_queued_jobs = config.max_queued_jobs;
+  options.resume_timeout = absl::Seconds(config.resume_timeout_seconds);
   options.ca_pem = tls.ca_pem;
   ASSIGN_OR_RETURN(options.seal_cert_pem,
                    ReadCertificateFile(config.seal.cert, "seal certificate"));

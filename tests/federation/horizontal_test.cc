@@ -247,7 +247,10 @@ TEST(HorizontalFederation, APartyThatDisappearsFailsTheJobWithoutAResult) {
   std::string victim;
   int replies = 0;
   InProcessFederation* fed_ptr = nullptr;
-  auto fed = InProcessFederation::Create("fed_kill", PartyFiles(s));
+  // The leader waits this long for the party to come back (durable jobs), then fails the job.
+  auto fed = InProcessFederation::Create(
+      "fed_kill", PartyFiles(s), nullptr,
+      [](leader::LeaderOptions& o) { o.resume_timeout = absl::Seconds(1); });
   ASSERT_OK(fed);
   fed_ptr = fed->get();
   victim = fed_ptr->names[1];
@@ -259,6 +262,7 @@ TEST(HorizontalFederation, APartyThatDisappearsFailsTheJobWithoutAResult) {
   const auto done = fed_ptr->Wait(info.job_id());
   EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_FAILED);
   EXPECT_NE(done.failure_reason().find(victim), std::string::npos) << done.failure_reason();
+  EXPECT_THAT(done.failure_reason(), ::testing::HasSubstr("did not come back within 1 s"));
   EXPECT_FALSE(fed_ptr->leader->Result(info.job_id()).ok());
 }
 
@@ -271,9 +275,8 @@ TEST(HorizontalFederation, AFailedJobIsEndedAtThePartiesAndFreesTheirUnusedRelea
   auto files = PartyFiles(s);
   const std::string good_sex = files[2]["sex.csv"];
   files[2]["sex.csv"] = "M;ANY\nF;ANY\n";  // hospital-c refuses the job at Prepare
-  auto fed = InProcessFederation::Create("fed_end_failed", files, [](party::PartyAgentOptions& o) {
-    o.policy.max_releases = 1;
-  });
+  auto fed = InProcessFederation::Create(
+      "fed_end_failed", files, [](party::PartyAgentOptions& o) { o.policy.max_releases = 1; });
   ASSERT_OK(fed);
   ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, (*fed)->names));
   ASSERT_OK_AND_ASSIGN(auto failed, (*fed)->Submit(req));

@@ -26,6 +26,7 @@ using ::fedanon::v1::JobInfo;
 using ::fedanon::v1::JobState;
 using ::fedanon::v1::SubmitJobRequest;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
@@ -638,4 +639,160 @@ TEST_F(JobStoreTest, SchemaIsVersioned) {
 }
 
 }  // namespace
+// Durable jobs (schema v3): each collect's request (digest, masks) recorded before it is sent, its
+// sum once complete (masks dropped then); the same request again is accepted, another refused.
+TEST_F(JobStoreTest, CollectsAreRecordedInOrderAndSurviveReopening) {
+  std::string id;
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_OK_AND_ASSIGN(id, store->Create(MakeRequest("durable"), "a"));
+    ASSERT_OK(store->SetState(id, kValidating));
+    ASSERT_OK(store->SetState(id, kRunning));
+    ASSERT_OK(store->RecordCollectRequest(id, 0, "digest-0", "masks-0"));
+    ASSERT_OK(store->RecordCollectSum(id, 0, "sum-0"));
+    ASSERT_OK(store->RecordCollectRequest(id, 1, "digest-1", "masks-1"));
+    // The same request again (a re-send): accepted; a different one under the same key: refused.
+    ASSERT_OK(store->RecordCollectRequest(id, 1, "digest-1", "masks-1"));
+    EXPECT_THAT(store->RecordCollectRequest(id, 1, "digest-1", "other masks"),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "another request"));
+    EXPECT_THAT(store->RecordCollectRequest(id, 0, "digest-0", "masks-0"),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "another request"));
+    // A sum is recorded once, and only for a recorded request.
+    EXPECT_THAT(store->RecordCollectSum(id, 0, "sum-0 again"),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "no open request"));
+    EXPECT_THAT(store->RecordCollectSum(id, 5, "sum-5"),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "no open request"));
+  }
+  auto store = OpenStore();  // as after a restart
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::vector<RecordedCollect> collects, store->Collects(id));
+  ASSERT_THAT(collects, SizeIs(2));
+  EXPECT_EQ(collects[0].collect, 0u);
+  EXPECT_TRUE(collects[0].done);
+  EXPECT_EQ(collects[0].digest, "digest-0");
+  EXPECT_EQ(collects[0].sum, "sum-0");
+  EXPECT_EQ(collects[0].masks, "") << "the masks of a complete collect are dropped";
+  EXPECT_FALSE(collects[1].done);
+  EXPECT_EQ(collects[1].masks, "masks-1");
+  ASSERT_OK(store->DeleteCollects(id));
+  ASSERT_OK_AND_ASSIGN(collects, store->Collects(id));
+  EXPECT_THAT(collects, SizeIs(0));
+  EXPECT_THAT(store->Collects("job-000000000000"),
+              StatusIs(absl::StatusCode::kNotFound, "unknown job"));
+}
+
+// After a restart: queued jobs stay queued, running horizontal jobs are to resume, validating and
+// running vertical jobs fail with the reason why they cannot resume; finished jobs are untouched.
+TEST_F(JobStoreTest, RecoverForResumeSortsInFlightJobs) {
+  std::string submitted, validating, running, vertical, done, finished;
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    SubmitJobRequest v = MakeRequest("v");
+    v.mutable_spec()->set_partitioning(fedanon::v1::PARTITIONING_VERTICAL);
+    ASSERT_OK_AND_ASSIGN(submitted, store->Create(MakeRequest("s"), "a"));
+    ASSERT_OK_AND_ASSIGN(validating, store->Create(MakeRequest("va"), "a"));
+    ASSERT_OK_AND_ASSIGN(running, store->Create(MakeRequest("r"), "a"));
+    ASSERT_OK_AND_ASSIGN(vertical, store->Create(v, "a"));
+    ASSERT_OK_AND_ASSIGN(done, store->Create(MakeRequest("d"), "a"));
+    ASSERT_OK_AND_ASSIGN(finished, store->Create(MakeRequest("fi"), "a"));
+    ASSERT_OK(store->SetState(finished, kRunning));
+    ASSERT_OK(store->SetReport(finished, fedanon::v1::Report()));  // then killed during EndJob
+    ASSERT_OK(store->SetState(validating, kValidating));
+    ASSERT_OK(store->SetState(running, kRunning));
+    ASSERT_OK(store->SetState(vertical, kRunning));
+    ASSERT_OK(store->SetState(done, kDone));
+  }
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(Recovery recovery, store->RecoverForResume());
+  EXPECT_THAT(recovery.resume, ElementsAre(running));
+  EXPECT_THAT(recovery.requeue, ElementsAre(submitted));
+  EXPECT_THAT(recovery.failed, ElementsAre(validating, vertical));
+  EXPECT_THAT(recovery.unended, ElementsAre(finished));
+  ASSERT_OK_AND_ASSIGN(JobInfo finished_info, store->Get(finished));
+  EXPECT_EQ(finished_info.state(), kDone);
+  ASSERT_OK_AND_ASSIGN(JobInfo info, store->Get(running));
+  EXPECT_EQ(info.state(), kRunning);
+  ASSERT_OK_AND_ASSIGN(auto trail, store->AuditTrail(running));
+  EXPECT_EQ(trail.back().action, "resuming");
+  ASSERT_OK_AND_ASSIGN(info, store->Get(submitted));
+  EXPECT_EQ(info.state(), kSubmitted);
+  ASSERT_OK_AND_ASSIGN(info, store->Get(validating));
+  EXPECT_EQ(info.state(), kFailed);
+  EXPECT_THAT(info.failure_reason(), HasSubstr("while validating the job: it cannot resume"));
+  ASSERT_OK_AND_ASSIGN(info, store->Get(vertical));
+  EXPECT_EQ(info.state(), kFailed);
+  EXPECT_THAT(info.failure_reason(), HasSubstr("a vertical job cannot resume"));
+  ASSERT_OK_AND_ASSIGN(info, store->Get(done));
+  EXPECT_EQ(info.state(), kDone);
+  // Each resume is counted and audited with its round.
+  ASSERT_OK_AND_ASSIGN(int n, store->RecordResume(running, 4));
+  EXPECT_EQ(n, 1);
+  ASSERT_OK_AND_ASSIGN(n, store->RecordResume(running, 9));
+  EXPECT_EQ(n, 2);
+  ASSERT_OK_AND_ASSIGN(trail, store->AuditTrail(running));
+  EXPECT_EQ(trail.back().action, "resumed");
+  EXPECT_EQ(trail.back().detail, "resume 2 from round 9");
+  ASSERT_OK_AND_ASSIGN(n, store->Resumes(running));
+  EXPECT_EQ(n, 2);
+}
+
+// A hand-made version-2 database (as the leader before durable jobs wrote it) gains the collects
+// table and the resume count; its jobs read as before.
+TEST_F(JobStoreTest, MigratesAVersionTwoDatabaseToVersionThree) {
+  {
+    auto store = OpenStore();  // creates the current schema; turned back into version 2 below
+    ASSERT_NE(store, nullptr);
+  }
+  const std::string path = dir_ + "/jobs.db";
+  SubmitJobRequest request = MakeRequest("v2 job");
+  std::string blob;
+  ASSERT_TRUE(request.SerializeToString(&blob));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  // Version 2 exactly: no collects table, no resumes column.
+  ASSERT_EQ(sqlite3_exec(db,
+                         "DROP TABLE collects; ALTER TABLE jobs DROP COLUMN resumes; "
+                         "UPDATE schema_version SET version = 2;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_stmt* insert = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "INSERT INTO jobs (job_id, request, state, submitted_by, "
+                               "created_unix, updated_unix, round, started_unix) VALUES "
+                               "('job-0123456789ab', ?1, 3, 'alice', 1700000000, 1700000100, 5, "
+                               "1700000010)",
+                               -1, &insert, nullptr),
+            SQLITE_OK);
+  sqlite3_bind_blob(insert, 1, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  ASSERT_EQ(sqlite3_step(insert), SQLITE_DONE);
+  sqlite3_finalize(insert);
+  sqlite3_close(db);
+
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(JobInfo old, store->Get("job-0123456789ab"));
+  EXPECT_EQ(old.state(), kRunning);
+  EXPECT_EQ(old.round(), 5u);
+  EXPECT_EQ(old.started_unix(), 1700000010);
+  ASSERT_OK_AND_ASSIGN(int resumes, store->Resumes("job-0123456789ab"));
+  EXPECT_EQ(resumes, 0);
+  // A running job of a version-2 leader recorded no collects: it resumes by replaying none.
+  ASSERT_OK_AND_ASSIGN(auto collects, store->Collects("job-0123456789ab"));
+  EXPECT_THAT(collects, SizeIs(0));
+  ASSERT_OK(store->RecordCollectRequest("job-0123456789ab", 0, "d", "m"));
+  store.reset();
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT MAX(version) FROM schema_version", -1, &stmt, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 3);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
 }  // namespace fedanon::leader

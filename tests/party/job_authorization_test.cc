@@ -399,20 +399,25 @@ TEST(PartyAgentAuthorization, RunIdIsUsedOnceAcrossRestarts) {
   const fedanon::v1::PartyMessage reply = restarted->Handle(again);
   ASSERT_TRUE(reply.has_error());
   EXPECT_THAT(reply.error().message(), ::testing::HasSubstr("run id already used"));
-  // Nor does it answer any further request of the run it took part in before the restart: one
-  // request, one answer holds across restarts (the cost is that the job fails; resuming it is the
-  // durable-jobs work of the operations issue).
+  // Nor does it take a fresh Prepare of the run it took part in before the restart; it may only
+  // go on with that run from its durable state (party/job_journal.h, PartyDurableState.*).
+  const fedanon::v1::PartyMessage reprepared = restarted->Handle(msg);
+  ASSERT_TRUE(reprepared.has_error());
+  EXPECT_THAT(reprepared.error().message(), ::testing::HasSubstr("run id already used"));
+  // Without that state (the file lost) it answers nothing more of the run: one request, one
+  // answer holds across restarts, at the cost of the job.
+  std::filesystem::remove(o.output_dir + "/" + msg.job_id() + ".state");
+  ASSERT_OK_AND_ASSIGN(auto without_state, party::PartyAgent::Create(o));
   LeaderMessage sum;
   sum.set_request_id(7);
   sum.set_job_id(msg.job_id());
   sum.set_round(1);
   sum.mutable_sum_step()->set_chunks(1);
-  const fedanon::v1::PartyMessage after = restarted->Handle(sum);
+  const fedanon::v1::PartyMessage after = without_state->Handle(sum);
   ASSERT_TRUE(after.has_error());
   EXPECT_THAT(after.error().message(), ::testing::HasSubstr("no prepared job with this id"));
-  const fedanon::v1::PartyMessage reprepared = restarted->Handle(msg);
-  ASSERT_TRUE(reprepared.has_error());
-  EXPECT_THAT(reprepared.error().message(), ::testing::HasSubstr("run id already used"));
+  EXPECT_THAT(without_state->Handle(msg).error().message(),
+              ::testing::HasSubstr("run id already used"));
 }
 
 TEST(PartyAgentAuthorization, MaxReleasesCountsPreparedJobsAndFreesFailedOnes) {

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +26,7 @@
 #include "common/wire/released_union.h"
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
+#include "party/job_journal.h"
 #include "party/vertical_statement.h"
 #include "tests/party/party_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -524,6 +527,181 @@ TEST(PartyAgent, RequestsForAnUnknownOrEndedJobAreRefused) {
   EXPECT_TRUE(ended.has_pong());
   EXPECT_THAT(f->Call("hospital-a", sum),
               StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Durable state (party/job_journal.h): what a party needs to go on with a horizontal job after
+// its own restart, written before each reply leaves.
+
+// Prepares `job_id` at every party with one signed Prepare, returned (to send it again).
+LeaderMessage PrepareEveryParty(PartyFixture& f, const std::string& job_id) {
+  absl::StatusOr<LeaderMessage> prepare = f.Prepare(job_id, kSpec);
+  EXPECT_TRUE(prepare.ok()) << prepare.status();
+  for (const std::string& name : f.names) EXPECT_OK(f.Call(name, *prepare));
+  return *prepare;
+}
+
+TEST(PartyDurableState, RestartedPartyAnswersARepeatedRequestWithTheStoredBytes) {
+  std::map<std::string, party::PartyAgentOptions> options;
+  ASSERT_OK_AND_ASSIGN(
+      auto f, PartyFixture::Create("durable_repeat", TwoHospitals(),
+                                   [&](party::PartyAgentOptions& o) { options[o.name] = o; }));
+  const std::string job = "job-000000000001";
+  const LeaderMessage prepare = PrepareEveryParty(*f, job);
+  // The state file lives beside the run ledger, private to the party.
+  const std::string state = options["hospital-a"].output_dir + "/" + job + ".state";
+  ASSERT_TRUE(std::filesystem::exists(state));
+  EXPECT_EQ(std::filesystem::status(state).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  LeaderMessage first = SexClassCountsStep(job, "hospital-b");
+  first.mutable_sum_step()->set_masked(common::EncodeWords({10, 20, 30, 40}));
+  ASSERT_OK_AND_ASSIGN(PartyMessage before, f->Call("hospital-a", first));
+
+  // kill -9 and restart: a new process over the same directories, nothing in memory.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<party::PartyAgent> restarted,
+                       party::PartyAgent::Create(options["hospital-a"]));
+  PartyMessage again = restarted->Handle(first);
+  ASSERT_FALSE(again.has_error()) << again.error().message();
+  before.clear_request_id();
+  again.clear_request_id();
+  EXPECT_EQ(again.SerializeAsString(), before.SerializeAsString())
+      << "the same request must get the same reply, byte for byte";
+  // Another request under the same key (collect 0, chunk 0) is refused by name.
+  LeaderMessage other = first;
+  other.mutable_sum_step()->mutable_request()->mutable_node_class_counts(0)->set_attribute(1);
+  const PartyMessage refused = restarted->Handle(other);
+  ASSERT_TRUE(refused.has_error());
+  EXPECT_THAT(refused.error().message(),
+              HasSubstr("already answered for a different request (one request, one answer)"));
+  // The run goes on: hospital-b takes the (identical) hop and seals the total for the leader.
+  LeaderMessage last = SexClassCountsStep(job, "");
+  *last.mutable_sum_step()->mutable_sealed() = again.sum_step().sealed();
+  ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", last));
+  ASSERT_OK_AND_ASSIGN(const std::string total,
+                       f->OpenForLeader(1, job, b_reply.sum_step().sealed()));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
+  EXPECT_EQ(sum, (std::vector<uint64_t>{11, 22, 31, 41}));
+  // Never a fresh second Prepare of the used run, not even after the restart; the refusal keeps
+  // the durable state, and the next request of the run reloads it again.
+  const PartyMessage second_prepare = restarted->Handle(prepare);
+  ASSERT_TRUE(second_prepare.has_error());
+  EXPECT_THAT(second_prepare.error().message(), HasSubstr("run id already used"));
+  EXPECT_TRUE(std::filesystem::exists(state));
+  again = restarted->Handle(first);
+  ASSERT_FALSE(again.has_error()) << again.error().message();
+  again.clear_request_id();
+  EXPECT_EQ(again.SerializeAsString(), before.SerializeAsString());
+  // The job's end deletes it.
+  const PartyMessage ended = restarted->Handle(EndJob(job));
+  ASSERT_FALSE(ended.has_error()) << ended.error().message();
+  EXPECT_FALSE(std::filesystem::exists(state));
+  const PartyMessage after_end = restarted->Handle(first);
+  ASSERT_TRUE(after_end.has_error());
+  EXPECT_THAT(after_end.error().message(), HasSubstr("no prepared job with this id"));
+}
+
+TEST(PartyDurableState, StateUpdatesAreReappliedAfterARestart) {
+  std::map<std::string, party::PartyAgentOptions> options;
+  ASSERT_OK_AND_ASSIGN(
+      auto f, PartyFixture::Create("durable_updates", TwoHospitals(),
+                                   [&](party::PartyAgentOptions& o) { options[o.name] = o; }));
+  const std::string job = "job-000000000002";
+  PrepareEveryParty(*f, job);
+  // Collect 0 at hospital-a; collect 1 carries the instruction that specializes ANY_Sex and asks
+  // for the statistics of group (Sex = M), which exists only once the instruction is applied.
+  LeaderMessage c0 = SexClassCountsStep(job, "hospital-b");
+  c0.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
+  ASSERT_OK(f->Call("hospital-a", c0));
+  std::unique_ptr<PublicState> pub = MakePublicState();
+  const std::vector<common::NodeIndex> sex_children = pub->hier[0].Specialize(0, 0);
+  common::StatsRequest group;
+  group.group_keys = {{sex_children[0], 0}};
+  const size_t words = common::StatsLength(pub->hier, 2, 0, group);
+  LeaderMessage c1;
+  c1.set_job_id(job);
+  c1.set_round(2);
+  auto* step = c1.mutable_sum_step();
+  step->set_collect(1);
+  *step->mutable_request() = common::ToProto(group);
+  step->set_masked(common::EncodeWords(std::vector<uint64_t>(words, 7)));
+  step->set_chunks(1);
+  step->set_total_words(words);
+  step->set_next("hospital-b");
+  auto* u = step->add_updates();
+  u->set_sequence(0);
+  u->mutable_instruction()->set_attribute(0);
+  u->mutable_instruction()->set_node(0);
+  u->mutable_instruction()->set_candidate(0);
+  ASSERT_OK_AND_ASSIGN(PartyMessage before, f->Call("hospital-a", c1));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<party::PartyAgent> restarted,
+                       party::PartyAgent::Create(options["hospital-a"]));
+  PartyMessage again = restarted->Handle(c1);
+  ASSERT_FALSE(again.has_error()) << again.error().message();
+  before.clear_request_id();
+  again.clear_request_id();
+  EXPECT_EQ(again.SerializeAsString(), before.SerializeAsString());
+  // The reloaded cut goes on: collect 2 over the same group (no new update) is answered.
+  LeaderMessage c2 = c1;
+  c2.mutable_sum_step()->set_collect(2);
+  c2.mutable_sum_step()->clear_updates();
+  const PartyMessage next = restarted->Handle(c2);
+  EXPECT_FALSE(next.has_error()) << next.error().message();
+  // An older collect is refused after the restart as before it (one request, one answer).
+  const PartyMessage old = restarted->Handle(c0);
+  ASSERT_TRUE(old.has_error());
+  EXPECT_THAT(old.error().message(), HasSubstr("is older than collect"));
+}
+
+TEST(PartyDurableState, APartyThatLostItsStateFileCannotResume) {
+  std::map<std::string, party::PartyAgentOptions> options;
+  ASSERT_OK_AND_ASSIGN(
+      auto f, PartyFixture::Create("durable_lost", TwoHospitals(),
+                                   [&](party::PartyAgentOptions& o) { options[o.name] = o; }));
+  const std::string job = "job-000000000003";
+  PrepareEveryParty(*f, job);
+  LeaderMessage first = SexClassCountsStep(job, "hospital-b");
+  first.mutable_sum_step()->set_masked(common::EncodeWords({1, 2, 3, 4}));
+  ASSERT_OK(f->Call("hospital-a", first));
+  std::filesystem::remove(options["hospital-a"].output_dir + "/" + job + ".state");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<party::PartyAgent> restarted,
+                       party::PartyAgent::Create(options["hospital-a"]));
+  const PartyMessage reply = restarted->Handle(first);
+  ASSERT_TRUE(reply.has_error());
+  EXPECT_THAT(reply.error().message(),
+              HasSubstr("the party restarted without its durable state, so the job cannot resume"));
+}
+
+TEST(JobJournal, KeepsCompleteRecordsIgnoresATornTailAndRefusesLooseModes) {
+  const std::string dir = FreshDir("job_journal");
+  const std::string job = "job-0000000000aa";
+  ASSERT_OK_AND_ASSIGN(auto journal, party::JobJournal::Start(dir, job, {"prepare", "", ""}));
+  ASSERT_OK(journal->Append({"request", "reply", std::string("extra\0bytes", 11)}));
+  journal.reset();
+  const std::string path = dir + "/" + job + ".state";
+  EXPECT_EQ(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  // A crash in the middle of an append leaves a torn record: that reply never left.
+  {
+    std::ofstream torn(path, std::ios::app | std::ios::binary);
+    torn << std::string("\x07\0\0\0\0\0\0\0req", 11);
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<party::JournalRecord> records,
+                       party::JobJournal::Read(dir, job));
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].request, "prepare");
+  EXPECT_EQ(records[1].reply, "reply");
+  EXPECT_EQ(records[1].extra, std::string("extra\0bytes", 11));
+  // Readable by others: refused, never trusted.
+  std::filesystem::permissions(path, std::filesystem::perms::others_read,
+                               std::filesystem::perm_options::add);
+  EXPECT_THAT(party::JobJournal::Read(dir, job),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "mode is not 0600"));
+  ASSERT_OK(party::JobJournal::Remove(dir, job));
+  EXPECT_FALSE(party::JobJournal::Exists(dir, job));
+  EXPECT_THAT(party::JobJournal::Read(dir, job),
+              StatusIs(absl::StatusCode::kNotFound, "no state file"));
+  EXPECT_THAT(party::JobJournal::PathFor(dir, "../etc/passwd"),
+              StatusIs(absl::StatusCode::kInvalidArgument, ""));
 }
 
 }  // namespace

@@ -1,0 +1,48 @@
+// A PartyChannel in front of the leader's own for one durable (horizontal) job: a call that
+// fails because the party is not connected or its connection dropped (Unavailable: a party that
+// was killed, restarted, or whose link was cut) waits for the party to connect again, at most the
+// job's rejoin deadline, and sends the same request again unchanged. The party answers a
+// repeated request with the reply it stored (one request, one answer; a restarted party reloads
+// it from its durable state), so a hop lost with a connection costs one round trip, never a
+// second, different answer. A party that stays away past the deadline fails the call:
+// Unavailable "party 'x' did not come back within N s: <why it left>". The party's own errors
+// and missed deadlines pass through unchanged. Thread-safe like the channel it wraps.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/wire/party_channel.h"
+
+namespace fedanon::leader {
+
+class RejoiningChannel : public common::PartyChannel {
+ public:
+  // `inner` is not owned. `check` is called while waiting (e.g. the job's cancellation) and ends
+  // the wait with its error. `on_rejoin(party, waited)` is told each time a party came back.
+  RejoiningChannel(common::PartyChannel* inner, absl::Duration rejoin_timeout,
+                   std::function<absl::Status()> check,
+                   std::function<void(const std::string&, absl::Duration)> on_rejoin = nullptr);
+
+  absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
+                                                 const fedanon::v1::LeaderMessage& request,
+                                                 absl::Duration timeout) override;
+  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+
+  // Waits until every one of `parties` is connected (OK), the deadline passes (Unavailable
+  // naming the first party still away) or `check` fails.
+  absl::Status WaitForParties(const std::vector<std::string>& parties) const;
+
+ private:
+  bool Connected(const std::string& party) const;
+
+  common::PartyChannel* inner_;
+  absl::Duration rejoin_timeout_;
+  std::function<absl::Status()> check_;
+  std::function<void(const std::string&, absl::Duration)> on_rejoin_;
+};
+
+}  // namespace fedanon::leader

@@ -1,0 +1,153 @@
+#include "party/job_journal.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/file_io.h"
+#include "common/base/status_macros.h"
+
+namespace fedanon::party {
+namespace {
+
+// "FDJS1\n", then records: three (u64 little-endian length, bytes) fields and the marker "\n".
+constexpr std::string_view kMagic = "FDJS1\n";
+// A state file holds at most one job's requests and replies; beyond this it is not ours.
+constexpr uint64_t kMaxStateBytes = uint64_t{16} << 30;
+
+void PutLength(std::string* out, uint64_t n) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+}
+
+std::string Encode(const JournalRecord& r) {
+  std::string out;
+  out.reserve(24 + r.request.size() + r.reply.size() + r.extra.size() + 1);
+  for (const std::string* field : {&r.request, &r.reply, &r.extra}) {
+    PutLength(&out, field->size());
+    out += *field;
+  }
+  out.push_back('\n');
+  return out;
+}
+
+// Reads a length-prefixed field at `*pos`; false when the data ends first.
+bool GetField(std::string_view data, size_t* pos, std::string* out) {
+  if (data.size() - *pos < 8) return false;
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) {
+    n |= uint64_t{static_cast<unsigned char>(data[*pos + static_cast<size_t>(i)])} << (8 * i);
+  }
+  *pos += 8;
+  if (n > data.size() - *pos) return false;
+  out->assign(data.substr(*pos, n));
+  *pos += n;
+  return true;
+}
+
+absl::Status CheckPrivate(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return common::ErrnoStatus(errno, "cannot stat the state file", path);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the job state file '", path, "' is not a regular file"));
+  }
+  if ((st.st_mode & 0777) != common::kPrivateFileMode) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the job state file '", path, "' is readable by others than the party (mode is not 0600)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> JobJournal::PathFor(const std::string& dir, const std::string& job_id) {
+  RETURN_IF_ERROR(common::ValidateJobId(job_id));
+  if (dir.empty()) return absl::FailedPreconditionError("the party keeps no durable job state");
+  return (std::filesystem::path(dir) / absl::StrCat(job_id, ".state")).string();
+}
+
+absl::StatusOr<std::unique_ptr<JobJournal>> JobJournal::Start(const std::string& dir,
+                                                              const std::string& job_id,
+                                                              const JournalRecord& prepare) {
+  ASSIGN_OR_RETURN(const std::string path, PathFor(dir, job_id));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  // The first record is written atomically with the file (0600, never through a symlink).
+  std::string contents(kMagic);
+  contents += Encode(prepare);
+  RETURN_IF_ERROR(common::WriteFileAtomically(path, contents, {.mode = common::kPrivateFileMode}));
+  return Reopen(dir, job_id);
+}
+
+absl::StatusOr<std::unique_ptr<JobJournal>> JobJournal::Reopen(const std::string& dir,
+                                                               const std::string& job_id) {
+  ASSIGN_OR_RETURN(const std::string path, PathFor(dir, job_id));
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return common::ErrnoStatus(errno, "cannot open the job state file", path);
+  if (absl::Status st = CheckPrivate(fd, path); !st.ok()) {
+    ::close(fd);
+    return st;
+  }
+  return std::unique_ptr<JobJournal>(new JobJournal(fd, path));
+}
+
+JobJournal::~JobJournal() { ::close(fd_); }
+
+absl::Status JobJournal::Append(const JournalRecord& record) {
+  RETURN_IF_ERROR(common::WriteAll(fd_, Encode(record), path_));
+  if (::fdatasync(fd_) != 0) return common::ErrnoStatus(errno, "cannot sync the state file", path_);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<JournalRecord>> JobJournal::Read(const std::string& dir,
+                                                            const std::string& job_id) {
+  ASSIGN_OR_RETURN(const std::string path, PathFor(dir, job_id));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no state file ", path));
+    return common::ErrnoStatus(errno, "cannot open the job state file", path);
+  }
+  const absl::Status private_file = CheckPrivate(fd, path);
+  ::close(fd);
+  RETURN_IF_ERROR(private_file);
+  ASSIGN_OR_RETURN(const std::string data, common::ReadFile(path, {.follow_symlinks = false,
+                                                                   .max_bytes = kMaxStateBytes,
+                                                                   .what = "job state file"}));
+  if (!std::string_view(data).starts_with(kMagic)) {
+    return absl::DataLossError(absl::StrCat("'", path, "' is not a job state file"));
+  }
+  std::vector<JournalRecord> records;
+  size_t pos = kMagic.size();
+  while (pos < data.size()) {
+    JournalRecord r;
+    size_t at = pos;
+    if (!GetField(data, &at, &r.request) || !GetField(data, &at, &r.reply) ||
+        !GetField(data, &at, &r.extra) || at >= data.size() || data[at] != '\n') {
+      break;  // cut short by a crash while appending: that reply never left
+    }
+    records.push_back(std::move(r));
+    pos = at + 1;
+  }
+  if (records.empty()) return absl::DataLossError(absl::StrCat("'", path, "' holds no Prepare"));
+  return records;
+}
+
+bool JobJournal::Exists(const std::string& dir, const std::string& job_id) {
+  absl::StatusOr<std::string> path = PathFor(dir, job_id);
+  std::error_code ec;
+  return path.ok() && std::filesystem::is_regular_file(std::filesystem::symlink_status(*path, ec));
+}
+
+absl::Status JobJournal::Remove(const std::string& dir, const std::string& job_id) {
+  ASSIGN_OR_RETURN(const std::string path, PathFor(dir, job_id));
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return common::ErrnoStatus(errno, "cannot delete the job state file", path);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fedanon::party
