@@ -908,5 +908,4 @@ absl::Status JobStore::ForgetOutputs(const std::string& job_id, const std::strin
   return txn.Commit();
 }
 
-
 }  // namespace fedanon::leader

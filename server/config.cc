@@ -402,8 +402,7 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
       reader.root(),
       {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format", "crl",
        "all_jobs_admins", "max_concurrent_jobs", "max_queued_jobs", "metrics_listen",
-       "metrics_allow_non_loopback", "retention", "tls_reload_seconds",
-       "resume_timeout_seconds"},
+       "metrics_allow_non_loopback", "retention", "tls_reload_seconds", "resume_timeout_seconds"},
       ""));
   LeaderConfig config;
   config.path = reader.path();
