@@ -218,7 +218,7 @@ TEST_P(DurableJob, LeaderKilledMidJobResumesAfterItsRestart) {
           const fedanon::v1::LeaderMessage& request) -> absl::StatusOr<fedanon::v1::PartyMessage> {
         // The party answers (and keeps its answer), the leader dies before it reads the reply: its
         // directory as of now is what a restarted leader finds.
-        (void)d->fed->channel.Call(party, request, absl::Seconds(20));
+        d->fed->channel.Call(party, request, absl::Seconds(20)).IgnoreError();
         fs::copy(d->leader_options.data_dir, snapshot, fs::copy_options::recursive);
         d->crashing->Die();
         crashed.Notify();
@@ -262,7 +262,7 @@ TEST_P(DurableJob, PartyKilledAfterAnsweringResumesFromItsDurableState) {
       PartyCrashCall(),
       [&](const std::string& party,
           const fedanon::v1::LeaderMessage& request) -> absl::StatusOr<fedanon::v1::PartyMessage> {
-        (void)d->fed->channel.Call(party, request, absl::Seconds(20));
+        d->fed->channel.Call(party, request, absl::Seconds(20)).IgnoreError();
         victim = party;
         RETURN_IF_ERROR(d->RestartParty(party));
         return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));
