@@ -1226,7 +1226,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
     return absl::OkStatus();
   }));
   RETURN_IF_ERROR(ShuffleRows(list.mutable_rows()));
-  if (job.chunk_bytes > 0) {
+  // A list that fits in one chunk travels whole, inside the reply (and so in the party's durable
+  // state: a restarted party answers the repeated hop with it); a larger one goes in chunks.
+  if (job.chunk_bytes > 0 && list.ByteSizeLong() > job.chunk_bytes) {
     // In chunks sealed for the successor (each under UnionListContext's purpose + chunk).
     job.producing = {key, digest};
     fedanon::v1::SealedPayload unused;
