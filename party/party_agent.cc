@@ -631,6 +631,7 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
   job.replaying = true;
   job.released = !answered.empty();
   auto replay = [&]() -> absl::Status {
+    slot.mu.AssertHeld();  // for -Wthread-safety: the lambda runs under the caller's lock
     for (size_t i = 0; i < answered.size(); ++i) {
       const LeaderMessage& req = answered[i].first;
       const PartyMessage& stored = answered[i].second;
@@ -1139,6 +1140,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
   const bool chunked_input = !step.list_ref().stream().empty();
   // The list so far, from `sender` (the agreed predecessor, or this party itself to deliver).
   auto open_list = [&](const std::string& sender) -> absl::Status {
+    slot.mu.AssertHeld();  // for -Wthread-safety: the lambda runs under the caller's lock
     if (!chunked_input) {
       const crypto::SealPublicKey& key =
           sender == options_.name ? seal_keys_->public_key() : *job.seal_keys.at(sender);
@@ -1568,10 +1570,12 @@ absl::Status PartyAgent::SealPayload(JobSlot& slot, const std::string& receiver,
   out.set_request_digest(request_digest);
   ASSIGN_OR_RETURN(
       std::vector<fedanon::v1::SealedPayload> chunks,
-      common::SealChunks(bytes, job.chunk_bytes, &out,
-                         [&](std::string_view piece, const std::string& chunk_purpose) {
-                           return SealFor(slot, receiver, round, chunk_purpose, std::string(piece));
-                         }));
+      common::SealChunks(
+          bytes, job.chunk_bytes, &out,
+          [&](std::string_view piece, const std::string& chunk_purpose) {
+            slot.mu.AssertHeld();  // for -Wthread-safety: the lambda runs under the caller's lock
+            return SealFor(slot, receiver, round, chunk_purpose, std::string(piece));
+          }));
   // The SealedPayload names the payload's purpose; the chunk's purpose is bound in the box.
   for (uint32_t i = 0; i < chunks.size(); ++i) {
     chunks[i].set_purpose(purpose);
@@ -1619,6 +1623,7 @@ absl::StatusOr<std::string> PartyAgent::OpenPayload(JobSlot& slot,
       common::OpenChunks(
           ref, chunks,
           [&](const fedanon::v1::SealedPayload& chunk, const std::string& chunk_purpose) {
+            slot.mu.AssertHeld();  // for -Wthread-safety: the lambda runs under the caller's lock
             return OpenSealed(slot, chunk, round, chunk_purpose, /*observe=*/false);
           }));
   if (options_.observe_opened) options_.observe_opened(ref.sender(), purpose, plain);
