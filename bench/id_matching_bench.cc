@@ -8,6 +8,7 @@
 // constant-time scalar) in the same run and prints the ratio hash-to-curve / multiplication.
 // Usage: id_matching_bench [ids=1000000] [overlap=0.9]
 //        id_matching_bench --micro [ids=3000]
+//        id_matching_bench --steps [ids=3000]   (the steps of one hash-to-curve / Encrypt)
 #include <openssl/bn.h>
 #include <openssl/ec.h>
 #include <openssl/obj_mac.h>
@@ -171,9 +172,121 @@ int Micro(size_t n) {
   return 0;
 }
 
+#ifdef FEDANON_HAVE_P256_POINT
+// --steps: thread-CPU cost of each step of one hash-to-curve and Encrypt, single thread, next to
+// one EC_POINT_mul in the same run (issue #30 work item 1: where the hash's time goes).
+int Steps(size_t n) {
+  namespace fc = fedanon::crypto;
+  namespace p2 = fedanon::crypto::p256;
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < n; ++i) ids.push_back(absl::StrCat("patient-", i));
+  std::vector<std::string> uniform(n);
+  std::vector<p2::Fe> u0(n), u1(n), hx(n), hy(n);
+  for (size_t i = 0; i < n; ++i) {
+    uniform[i] = OrDie(fc::ExpandMessageXmdSha256(ids[i], fc::kIdHashDst, 96), "xmd");
+    const auto* b = reinterpret_cast<const uint8_t*>(uniform[i].data());
+    p2::FeFromWideBytes(&u0[i], b);
+    p2::FeFromWideBytes(&u1[i], b + 48);
+    Check(p2::MapTwoToCurve(u0[i], u1[i], &hx[i], &hy[i]), "map");
+  }
+  EC_GROUP* group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+  EC_POINT* pt = EC_POINT_new(group);
+  EC_POINT* r = EC_POINT_new(group);
+  BN_CTX* ctx = BN_CTX_new();
+  BIGNUM* k = BN_new();
+  Check(group && pt && r && ctx && k && BN_rand_range(k, EC_GROUP_get0_order(group)) == 1,
+        "OpenSSL setup");
+  BN_set_flags(k, BN_FLG_CONSTTIME);
+  std::vector<std::string> unc(n);
+  for (size_t i = 0; i < n; ++i) {
+    unc[i].assign(65, '\4');
+    p2::FeToBytes(reinterpret_cast<uint8_t*>(unc[i].data()) + 1, hx[i]);
+    p2::FeToBytes(reinterpret_cast<uint8_t*>(unc[i].data()) + 33, hy[i]);
+  }
+  volatile uint64_t sink = 0;
+  p2::Fe acc = u0[0];
+  const double xmd = MicrosPerCall(n, [&](size_t i) {
+    Check(fc::ExpandMessageXmdSha256(ids[i], fc::kIdHashDst, 96).ok(), "x");
+  });
+  const double wide = MicrosPerCall(n, [&](size_t i) {
+    p2::Fe a, b;
+    const auto* in = reinterpret_cast<const uint8_t*>(uniform[i].data());
+    p2::FeFromWideBytes(&a, in);
+    p2::FeFromWideBytes(&b, in + 48);
+    sink = sink + a.v[0] + b.v[0];
+  });
+  const double sqr = MicrosPerCall(n,
+                                   [&](size_t) {
+                                     for (int j = 0; j < 100; ++j) p2::FeSqr(&acc, acc);
+                                   }) /
+                     100;
+  const double mul = MicrosPerCall(n,
+                                   [&](size_t i) {
+                                     for (int j = 0; j < 100; ++j) p2::FeMul(&acc, acc, u1[i]);
+                                   }) /
+                     100;
+  const double pow2 = MicrosPerCall(n, [&](size_t i) {
+    p2::Fe in[2] = {u0[i], u1[i]}, out[2];
+    p2::FePowC1x2(out, in);
+    sink = sink + out[0].v[0];
+  });
+  const double map = MicrosPerCall(n, [&](size_t i) {
+    p2::Fe x, y;
+    Check(p2::MapTwoToCurve(u0[i], u1[i], &x, &y), "map");
+  });
+  const double on_curve =
+      MicrosPerCall(n, [&](size_t i) { Check(p2::IsOnCurve(hx[i], hy[i]), "on curve"); });
+  const double encode = MicrosPerCall(n, [&](size_t i) {
+    uint8_t out[65];
+    p2::FeToBytes(out + 1, hx[i]);
+    p2::FeToBytes(out + 33, hy[i]);
+    sink = sink + out[5];
+  });
+  const double load = MicrosPerCall(n, [&](size_t i) {
+    Check(EC_POINT_oct2point(group, pt, reinterpret_cast<const uint8_t*>(unc[i].data()), 65, ctx) ==
+              1,
+          "oct2point");
+  });
+  const double ecmul = MicrosPerCall(
+      n, [&](size_t) { Check(EC_POINT_mul(group, r, nullptr, pt, k, ctx) == 1, "mul"); });
+  const double compress = MicrosPerCall(n, [&](size_t) {
+    uint8_t out[33];
+    Check(EC_POINT_point2oct(group, r, POINT_CONVERSION_COMPRESSED, out, 33, ctx) == 33, "o");
+  });
+  const double h2c = MicrosPerCall(
+      n, [&](size_t i) { Check(fc::HashToCurve(ids[i], fc::kIdHashDst).ok(), "hash"); });
+  sink = sink + acc.v[0];
+  std::printf("single thread, %zu ids, thread CPU time, best of 3 passes (us per call)\n", n);
+  std::printf("  expand_message_xmd (96 bytes, SHA-256)     %7.3f\n", xmd);
+  std::printf("  hash_to_field reductions (2 x 48 bytes)    %7.3f\n", wide);
+  std::printf("  FeSqr                                      %7.4f\n", sqr);
+  std::printf("  FeMul                                      %7.4f\n", mul);
+  std::printf("  FePowC1x2 (two (p-3)/4 chains, lanes)      %7.3f\n", pow2);
+  std::printf("  MapTwoToCurve (2 maps + add, affine)       %7.3f\n", map);
+  std::printf("  IsOnCurve                                  %7.3f\n", on_curve);
+  std::printf("  affine -> 65 bytes (2 x FeToBytes)         %7.3f\n", encode);
+  std::printf("  EC_POINT_oct2point, 65 bytes               %7.3f\n", load);
+  std::printf("  EC_POINT_mul, variable point               %7.3f\n", ecmul);
+  std::printf("  EC_POINT_point2oct, compressed             %7.3f\n", compress);
+  std::printf("  HashToCurve (whole, 65 bytes out)          %7.3f\n", h2c);
+  std::printf("hash_to_curve_over_mul %.3f  squarings_per_mul %.0f\n", h2c / ecmul, ecmul / sqr);
+  EC_POINT_free(pt);
+  EC_POINT_free(r);
+  BN_free(k);
+  BN_CTX_free(ctx);
+  EC_GROUP_free(group);
+  return 0;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef FEDANON_HAVE_P256_POINT
+  if (argc > 1 && std::string(argv[1]) == "--steps") {
+    return Steps(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 3000);
+  }
+#endif
   if (argc > 1 && std::string(argv[1]) == "--micro") {
     return Micro(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 3000);
   }

@@ -1,5 +1,230 @@
 #include "crypto/p256_field.h"
 
+#if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__)
+#define FEDANON_P256_ADX 1
+#else
+#define FEDANON_P256_ADX 0
+#endif
+
+// ---- x86-64 BMI2 + ADX: MULX / ADCX / ADOX Montgomery multiplication and squaring ------------
+//
+// Straight-line SysV functions in a top-level asm block: no branch or memory index depends on a
+// value (the final correction is a CMOV; sqr_n's loop counts a public n). Each computes the 512-bit
+// product t = a·b (or a²) in r8..r15, Montgomery-reduces its low half,
+// R = (t_low + M·p) / 2^256 <= p (M: the reduction's four multipliers, each the lowest limb at
+// its round, since -p^-1 = 1 mod 2^64), adds the high half (< p when a, b < p) and subtracts p once
+// if that sum (< 2p) is >= p. A round with m = the lowest limb adds
+// m·p = m·2^256 - m·2^224 + m·2^192 + m·2^96 - m: the lowest limb becomes 0 with a carry of m, so
+// the round adds m<<32 and m>>32 to the next two limbs and one MULX of m by p's top limb to the two
+// after that (the last into a fresh limb, which takes the register of the limb just cleared).
+#if FEDANON_P256_ADX
+// clang-format off
+extern "C" {
+void fedanon_p256_mul_mont_adx(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]);
+void fedanon_p256_sqr_mont_adx(uint64_t r[4], const uint64_t a[4]);
+// n >= 1 squarings in a row: r = a^(2^n).
+void fedanon_p256_sqr_n_mont_adx(uint64_t r[4], const uint64_t a[4], uint64_t n);
+}
+
+// One reduction round: m (cleared limb, then the fresh limb), l1..l3 the next three limbs.
+#define FEDANON_P256_ROUND(m, l1, l2, l3)    \
+  "  movq " m ", %rdx\n"                     \
+  "  mulxq .Lfedanon_p256_p3(%rip), %rax, %rbx\n" \
+  "  movq " m ", %rbp\n"                     \
+  "  shlq $32, %rbp\n"                       \
+  "  shrq $32, " m "\n"                      \
+  "  addq %rbp, " l1 "\n"                    \
+  "  adcq " m ", " l2 "\n"                   \
+  "  adcq %rax, " l3 "\n"                    \
+  "  adcq $0, %rbx\n"                        \
+  "  movq %rbx, " m "\n"
+
+// t = r8..r15 -> reduced result stored at (%rdi). Clobbers everything but rdi, rsi, rsp.
+#define FEDANON_P256_REDUCE_AND_STORE                     \
+  FEDANON_P256_ROUND("%r8", "%r9", "%r10", "%r11")        \
+  FEDANON_P256_ROUND("%r9", "%r10", "%r11", "%r8")        \
+  FEDANON_P256_ROUND("%r10", "%r11", "%r8", "%r9")        \
+  FEDANON_P256_ROUND("%r11", "%r8", "%r9", "%r10")        \
+  /* R = r8..r11; + t_high (r12..r15), carry in rbp */    \
+  "  xorl %ebp, %ebp\n"                                   \
+  "  addq %r12, %r8\n"                                    \
+  "  adcq %r13, %r9\n"                                    \
+  "  adcq %r14, %r10\n"                                   \
+  "  adcq %r15, %r11\n"                                   \
+  "  adcq $0, %rbp\n"                                     \
+  /* sum - p; keep the sum if that borrows */             \
+  "  movq %r8, %rax\n"                                    \
+  "  movq %r9, %rbx\n"                                    \
+  "  movq %r10, %rcx\n"                                   \
+  "  movq %r11, %rdx\n"                                   \
+  "  subq $-1, %rax\n"                                    \
+  "  sbbq .Lfedanon_p256_p1(%rip), %rbx\n"                \
+  "  sbbq $0, %rcx\n"                                     \
+  "  sbbq .Lfedanon_p256_p3(%rip), %rdx\n"                \
+  "  sbbq $0, %rbp\n"                                     \
+  "  cmovncq %rax, %r8\n"                                 \
+  "  cmovncq %rbx, %r9\n"                                 \
+  "  cmovncq %rcx, %r10\n"                                \
+  "  cmovncq %rdx, %r11\n"                                \
+  "  movq %r8, 0(%rdi)\n"                                 \
+  "  movq %r9, 8(%rdi)\n"                                 \
+  "  movq %r10, 16(%rdi)\n"                               \
+  "  movq %r11, 24(%rdi)\n"
+
+// a² of (%rsi) into r8..r15: the six cross products once (MULX with two carry chains), doubled,
+// plus the four squares.
+#define FEDANON_P256_SQUARE                  \
+  "  movq 0(%rsi), %rdx\n"                   \
+  "  mulxq 8(%rsi), %r9, %r10\n"             \
+  "  mulxq 16(%rsi), %rax, %r11\n"           \
+  "  mulxq 24(%rsi), %rbx, %r12\n"           \
+  "  addq %rax, %r10\n"                      \
+  "  adcq %rbx, %r11\n"                      \
+  "  adcq $0, %r12\n"                        \
+  "  movq 8(%rsi), %rdx\n"                   \
+  "  xorl %r13d, %r13d\n"                    \
+  "  mulxq 16(%rsi), %rax, %rbx\n"           \
+  "  adcxq %rax, %r11\n"                     \
+  "  adoxq %rbx, %r12\n"                     \
+  "  mulxq 24(%rsi), %rax, %rbx\n"           \
+  "  adcxq %rax, %r12\n"                     \
+  "  adoxq %rbx, %r13\n"                     \
+  "  movl $0, %eax\n"                        \
+  "  adcxq %rax, %r13\n"                     \
+  "  movq 16(%rsi), %rdx\n"                  \
+  "  mulxq 24(%rsi), %rax, %r14\n"           \
+  "  addq %rax, %r13\n"                      \
+  "  adcq $0, %r14\n"                        \
+  "  xorl %r15d, %r15d\n"                    \
+  "  addq %r9, %r9\n"                        \
+  "  adcq %r10, %r10\n"                      \
+  "  adcq %r11, %r11\n"                      \
+  "  adcq %r12, %r12\n"                      \
+  "  adcq %r13, %r13\n"                      \
+  "  adcq %r14, %r14\n"                      \
+  "  adcq %r15, %r15\n"                      \
+  "  movq 0(%rsi), %rdx\n"                   \
+  "  mulxq %rdx, %r8, %rax\n"                \
+  "  addq %rax, %r9\n"                       \
+  "  movq 8(%rsi), %rdx\n"                   \
+  "  mulxq %rdx, %rax, %rbx\n"               \
+  "  adcq %rax, %r10\n"                      \
+  "  adcq %rbx, %r11\n"                      \
+  "  movq 16(%rsi), %rdx\n"                  \
+  "  mulxq %rdx, %rax, %rbx\n"               \
+  "  adcq %rax, %r12\n"                      \
+  "  adcq %rbx, %r13\n"                      \
+  "  movq 24(%rsi), %rdx\n"                  \
+  "  mulxq %rdx, %rax, %rbx\n"               \
+  "  adcq %rax, %r14\n"                      \
+  "  adcq %rbx, %r15\n"
+
+// Row i >= 1 of the product a·b: (%rsi)·(8i(%rcx)) added into t_i..t_{i+4}, t_{i+4} fresh.
+#define FEDANON_P256_ROW(off, t0, t1, t2, t3, t4) \
+  "  movq " off "(%rcx), %rdx\n"                  \
+  "  xorl " t4 "d, " t4 "d\n"                     \
+  "  mulxq 0(%rsi), %rax, %rbx\n"                 \
+  "  adcxq %rax, " t0 "\n"                        \
+  "  adoxq %rbx, " t1 "\n"                        \
+  "  mulxq 8(%rsi), %rax, %rbx\n"                 \
+  "  adcxq %rax, " t1 "\n"                        \
+  "  adoxq %rbx, " t2 "\n"                        \
+  "  mulxq 16(%rsi), %rax, %rbx\n"                \
+  "  adcxq %rax, " t2 "\n"                        \
+  "  adoxq %rbx, " t3 "\n"                        \
+  "  mulxq 24(%rsi), %rax, %rbx\n"                \
+  "  adcxq %rax, " t3 "\n"                        \
+  "  adoxq %rbx, " t4 "\n"                        \
+  "  movl $0, %eax\n"                             \
+  "  adcxq %rax, " t4 "\n"
+
+#define FEDANON_P256_PUSH \
+  "  pushq %rbx\n"        \
+  "  pushq %rbp\n"        \
+  "  pushq %r12\n"        \
+  "  pushq %r13\n"        \
+  "  pushq %r14\n"        \
+  "  pushq %r15\n"
+#define FEDANON_P256_POP_RET \
+  "  popq %r15\n"            \
+  "  popq %r14\n"            \
+  "  popq %r13\n"            \
+  "  popq %r12\n"            \
+  "  popq %rbp\n"            \
+  "  popq %rbx\n"            \
+  "  ret\n"
+
+__asm__(
+    "  .pushsection .rodata\n"
+    "  .p2align 3\n"
+    ".Lfedanon_p256_p1:\n"
+    "  .quad 0x00000000ffffffff\n"
+    ".Lfedanon_p256_p3:\n"
+    "  .quad 0xffffffff00000001\n"
+    "  .popsection\n"
+    "  .pushsection .text\n"
+    "  .p2align 4\n"
+    "  .globl fedanon_p256_mul_mont_adx\n"
+    "  .hidden fedanon_p256_mul_mont_adx\n"
+    "  .type fedanon_p256_mul_mont_adx, @function\n"
+    "fedanon_p256_mul_mont_adx:\n"
+    FEDANON_P256_PUSH
+    "  movq %rdx, %rcx\n"
+    // Row 0: a·b[0] into r8..r12.
+    "  movq 0(%rcx), %rdx\n"
+    "  mulxq 0(%rsi), %r8, %r9\n"
+    "  mulxq 8(%rsi), %rax, %r10\n"
+    "  addq %rax, %r9\n"
+    "  mulxq 16(%rsi), %rax, %r11\n"
+    "  adcq %rax, %r10\n"
+    "  mulxq 24(%rsi), %rax, %r12\n"
+    "  adcq %rax, %r11\n"
+    "  adcq $0, %r12\n"
+    FEDANON_P256_ROW("8", "%r9", "%r10", "%r11", "%r12", "%r13")
+    FEDANON_P256_ROW("16", "%r10", "%r11", "%r12", "%r13", "%r14")
+    FEDANON_P256_ROW("24", "%r11", "%r12", "%r13", "%r14", "%r15")
+    FEDANON_P256_REDUCE_AND_STORE
+    FEDANON_P256_POP_RET
+    "  .size fedanon_p256_mul_mont_adx, .-fedanon_p256_mul_mont_adx\n"
+
+    "  .p2align 4\n"
+    "  .globl fedanon_p256_sqr_mont_adx\n"
+    "  .hidden fedanon_p256_sqr_mont_adx\n"
+    "  .type fedanon_p256_sqr_mont_adx, @function\n"
+    "fedanon_p256_sqr_mont_adx:\n"
+    FEDANON_P256_PUSH
+    FEDANON_P256_SQUARE
+    FEDANON_P256_REDUCE_AND_STORE
+    FEDANON_P256_POP_RET
+    "  .size fedanon_p256_sqr_mont_adx, .-fedanon_p256_sqr_mont_adx\n"
+
+    "  .p2align 4\n"
+    "  .globl fedanon_p256_sqr_n_mont_adx\n"
+    "  .hidden fedanon_p256_sqr_n_mont_adx\n"
+    "  .type fedanon_p256_sqr_n_mont_adx, @function\n"
+    "fedanon_p256_sqr_n_mont_adx:\n"
+    FEDANON_P256_PUSH
+    "  pushq %rdx\n"  // the count
+    ".Lfedanon_p256_sqr_n_loop:\n"
+    FEDANON_P256_SQUARE
+    FEDANON_P256_REDUCE_AND_STORE
+    "  movq %rdi, %rsi\n"
+    "  decq (%rsp)\n"
+    "  jnz .Lfedanon_p256_sqr_n_loop\n"
+    "  popq %rdx\n"
+    FEDANON_P256_POP_RET
+    "  .size fedanon_p256_sqr_n_mont_adx, .-fedanon_p256_sqr_n_mont_adx\n"
+    "  .popsection\n");
+
+#undef FEDANON_P256_ROUND
+#undef FEDANON_P256_REDUCE_AND_STORE
+#undef FEDANON_P256_SQUARE
+#undef FEDANON_P256_ROW
+#undef FEDANON_P256_PUSH
+#undef FEDANON_P256_POP_RET
+// clang-format on
+#endif  // FEDANON_P256_ADX
+
 namespace fedanon::crypto::p256 {
 namespace {
 
@@ -45,8 +270,9 @@ inline void ReduceOnce(uint64_t r[4], const uint64_t t[4], uint64_t t4) {
 // Montgomery reduction of the 512-bit t = (t7 ... t0) < 2^256·p: r = t·2^-256 mod p. Each of the
 // four rounds adds m·p with m = the lowest limb, using p's form (m·p = m·2^256 - m·2^224 + m·2^192
 // + m·2^96 - m): the lowest limb cancels into a carry of m, so a round costs one multiplication.
-inline void MontReduce(uint64_t r[4], uint64_t t0, uint64_t t1, uint64_t t2, uint64_t t3,
-                       uint64_t t4, uint64_t t5, uint64_t t6, uint64_t t7) {
+__attribute__((always_inline)) inline void MontReduce(uint64_t r[4], uint64_t t0, uint64_t t1,
+                                                      uint64_t t2, uint64_t t3, uint64_t t4,
+                                                      uint64_t t5, uint64_t t6, uint64_t t7) {
   uint64_t top = 0;  // carry out of the highest limb touched so far
   auto round = [&top](uint64_t m, uint64_t& l1, uint64_t& l2, uint64_t& l3, uint64_t& l4) {
     u128 y = static_cast<u128>(l1) + (m << 32);
@@ -69,7 +295,7 @@ inline void MontReduce(uint64_t r[4], uint64_t t0, uint64_t t1, uint64_t t2, uin
 
 // Montgomery multiplication a·b·2^-256 mod p; a < 2^256, b < p. Schoolbook product, then
 // MontReduce.
-inline void MontMul(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+inline void MontMulC(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
   // Row i adds a[i]·b at limb i; written out so that every limb stays in a register.
   uint64_t t0, t1, t2, t3, t4, t5, t6, t7;
   u128 x = static_cast<u128>(a[0]) * b[0];
@@ -112,7 +338,7 @@ inline void MontMul(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
 }
 
 // Montgomery squaring: the 6 cross products once, doubled, plus the 4 squares.
-inline void MontSqr(uint64_t r[4], const uint64_t a[4]) {
+inline void MontSqrC(uint64_t r[4], const uint64_t a[4]) {
   uint64_t t0, t1, t2, t3, t4, t5, t6, t7, c;
   u128 x = static_cast<u128>(a[0]) * a[1];
   t1 = static_cast<uint64_t>(x);
@@ -151,18 +377,51 @@ inline void MontSqr(uint64_t r[4], const uint64_t a[4]) {
   MontReduce(r, t0, t1, t2, t3, t4, t5, t6, t7);
 }
 
-void SqrN(Fe* r, const Fe& a, int n) {
-  *r = a;
-  for (int i = 0; i < n; ++i) FeSqr(r, *r);
+// The assembly needs BMI2 (MULX) and ADX (ADCX/ADOX): CPUID at startup, read-only afterwards.
+// Until this initializer has run (other static initializers), the portable code is used; both
+// give the same results.
+bool DetectAdx() {
+#if FEDANON_P256_ADX
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("adx");
+#else
+  return false;
+#endif
+}
+const bool kUseAdx = DetectAdx();
+
+inline void MontMul(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+#if FEDANON_P256_ADX
+  if (kUseAdx) return fedanon_p256_mul_mont_adx(r, a, b);
+#endif
+  MontMulC(r, a, b);
+}
+
+inline void MontSqr(uint64_t r[4], const uint64_t a[4]) {
+#if FEDANON_P256_ADX
+  if (kUseAdx) return fedanon_p256_sqr_mont_adx(r, a);
+#endif
+  MontSqrC(r, a);
 }
 
 // Exponentiations of N independent elements in lock step ("lanes"): the loops over the lanes put
 // N independent multiplication chains side by side, which the processor overlaps.
 template <int N>
 inline void SqrNLanes(Fe* r, int n) {
+#if FEDANON_P256_ADX
+  if (kUseAdx && n > 0) {
+    for (int l = 0; l < N; ++l) fedanon_p256_sqr_n_mont_adx(r[l].v, r[l].v, n);
+    return;
+  }
+#endif
   for (int i = 0; i < n; ++i) {
     for (int l = 0; l < N; ++l) MontSqr(r[l].v, r[l].v);
   }
+}
+
+void SqrN(Fe* r, const Fe& a, int n) {
+  *r = a;
+  SqrNLanes<1>(r, n);
 }
 
 template <int N>
@@ -223,6 +482,9 @@ void PowC1Lanes(Fe* r, const Fe* a) {
 
 void FeMul(Fe* r, const Fe& a, const Fe& b) { MontMul(r->v, a.v, b.v); }
 void FeSqr(Fe* r, const Fe& a) { MontSqr(r->v, a.v); }
+void FeMulPortable(Fe* r, const Fe& a, const Fe& b) { MontMulC(r->v, a.v, b.v); }
+void FeSqrPortable(Fe* r, const Fe& a) { MontSqrC(r->v, a.v); }
+bool FeUsesAsm() { return kUseAdx; }
 
 void FeAdd(Fe* r, const Fe& a, const Fe& b) {
   uint64_t t[4];

@@ -2,7 +2,8 @@
 // hash-to-curve and point decompression (crypto/p256_hash_to_curve.*). Internal to crypto/.
 //
 // Elements are 4 x 64-bit little-endian limbs in Montgomery form (a·2^256 mod p), always fully
-// reduced (< p). Multiplication is word-by-word Montgomery reduction with unsigned __int128;
+// reduced (< p). Multiplication and squaring are MULX/ADCX/ADOX assembly on x86-64 CPUs with BMI2
+// and ADX (CPUID at startup), else portable Montgomery reduction with unsigned __int128;
 // inversion and square roots are fixed addition chains (Fermat), so every function here runs in
 // time independent of the values (no branches or memory indices depending on them), except
 // FeFromBytes's range check, whose result is public in every caller (a received point or an RFC
@@ -22,6 +23,11 @@ inline uint64_t MaskFromBit(uint64_t bit) { return 0 - bit; }
 
 void FeMul(Fe* r, const Fe& a, const Fe& b);
 void FeSqr(Fe* r, const Fe& a);
+// On x86-64 CPUs with BMI2 and ADX (checked once at startup), FeMul, FeSqr and the exponentiations
+// run on MULX/ADCX/ADOX assembly; elsewhere on the portable C below. FeUsesAsm says which.
+bool FeUsesAsm();
+void FeMulPortable(Fe* r, const Fe& a, const Fe& b);
+void FeSqrPortable(Fe* r, const Fe& a);
 void FeAdd(Fe* r, const Fe& a, const Fe& b);
 void FeSub(Fe* r, const Fe& a, const Fe& b);
 void FeNeg(Fe* r, const Fe& a);

@@ -134,6 +134,62 @@ TEST_F(P256FieldTest, MulSqrAddSubNegMatchBignum) {
   }
 }
 
+// The assembly (when the CPU has BMI2 and ADX) against the portable C on random values, the edge
+// values, and products whose reductions hit the final correction and its carries: operands near p
+// and near 2^255, powers of two and values with long runs of ones.
+TEST_F(P256FieldTest, AsmMulSqrMatchPortable) {
+  if (!FeUsesAsm()) GTEST_SKIP() << "no BMI2/ADX assembly on this CPU";
+  std::vector<Bn> xs = Values(21);
+  const char* kHex[] = {
+      "ffffffff00000001000000000000000000000000fffffffffffffffffffffffe",  // p - 1
+      "ffffffff00000001000000000000000000000000fffffffffffffffffffffff0",
+      "ffffffff00000000ffffffffffffffffffffffffffffffffffffffffffffffff",  // p - 2^192 - ...
+      "8000000000000000000000000000000000000000000000000000000000000000",
+      "7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+      "00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+      "fffffffeffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+      "0000000000000000000000000000000000000000000000010000000000000000",
+      "ffffffff000000000000000000000000000000000000000000000000ffffffff",
+  };
+  for (const char* hex : kHex) {
+    BIGNUM* v = nullptr;
+    ASSERT_GT(BN_hex2bn(&v, hex), 0);
+    xs.emplace_back(v);
+  }
+  Bn want = NewBn();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    for (size_t j = i; j < xs.size(); j += 1 + (j >= xs.size() - 20 ? 0 : 97)) {
+      const Fe a = FromBn(xs[i].get()), b = FromBn(xs[j].get());
+      Fe fast, slow;
+      FeMul(&fast, a, b);
+      FeMulPortable(&slow, a, b);
+      ASSERT_EQ(FeEqual(fast, slow), 1u) << "mul " << i << " " << j;
+      BN_mod_mul(want.get(), xs[i].get(), xs[j].get(), p_.get(), ctx_);
+      ASSERT_TRUE(Same(fast, want.get())) << "mul " << i << " " << j;
+    }
+    const Fe a = FromBn(xs[i].get());
+    Fe fast, slow;
+    FeSqr(&fast, a);
+    FeSqrPortable(&slow, a);
+    ASSERT_EQ(FeEqual(fast, slow), 1u) << "sqr " << i;
+    // In-place use (r aliasing an operand), as the exponentiations do.
+    Fe in_place = a;
+    FeSqr(&in_place, in_place);
+    EXPECT_EQ(FeEqual(in_place, slow), 1u) << "sqr in place " << i;
+    in_place = a;
+    FeMul(&in_place, in_place, in_place);
+    EXPECT_EQ(FeEqual(in_place, slow), 1u) << "mul in place " << i;
+  }
+  // Raw Montgomery representations at the top of the range (the asm sees these limbs directly).
+  Fe top{{0xfffffffffffffffeULL, 0x00000000ffffffffULL, 0, 0xffffffff00000001ULL}};  // p - 1
+  Fe x = top, y = top;
+  for (int k = 0; k < 200; ++k) {  // a long squaring chain agrees step by step
+    FeSqr(&x, x);
+    FeSqrPortable(&y, y);
+    ASSERT_EQ(FeEqual(x, y), 1u) << k;
+  }
+}
+
 TEST_F(P256FieldTest, InverseMatchesBignum) {
   Bn want = NewBn();
   for (const Bn& v : Values(4)) {
