@@ -1,10 +1,14 @@
 #include "crypto/ec_commutative_cipher.h"
 
+// expand_message_xmd uses the low-level SHA256_* functions (deprecated in OpenSSL 3, see
+// ZPadState).
+#define OPENSSL_SUPPRESS_DEPRECATED 1
 #include <openssl/bn.h>
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <thread>
@@ -73,6 +77,21 @@ absl::StatusOr<const P256Params*> GetParams() {
 
 // ---- RFC 9380 building blocks -----------------------------------------------------------------
 
+// SHA-256 state after the all-zero Z_pad block every b_0 starts with (computed once, then only
+// copied). The low-level SHA256_* API is deprecated in OpenSSL 3 but is the one with a plain,
+// copyable context: EVP would fetch or duplicate a provider context per hash (issue #30: the
+// EVP calls were about half of expand_message_xmd's time).
+const SHA256_CTX& ZPadState() {
+  static const SHA256_CTX state = [] {
+    SHA256_CTX c;
+    static constexpr uint8_t kZPad[kSha256Block] = {};
+    SHA256_Init(&c);
+    SHA256_Update(&c, kZPad, sizeof(kZPad));
+    return c;
+  }();
+  return state;
+}
+
 absl::Status ExpandMessageXmdInto(std::string_view msg, std::string_view dst,
                                   absl::Span<uint8_t> out) {
   const size_t len_in_bytes = out.size();
@@ -82,58 +101,46 @@ absl::Status ExpandMessageXmdInto(std::string_view msg, std::string_view dst,
     return absl::InvalidArgumentError(
         absl::StrCat("expand_message_xmd: unsupported output length ", len_in_bytes));
   }
-  const EVP_MD* md = internal::Sha256();
-  EvpMdCtxPtr h(EVP_MD_CTX_new());
-  if (md == nullptr || h == nullptr) return OpenSslInternal("SHA-256 unavailable");
-
   // §5.3.3: DSTs longer than 255 bytes are replaced by H("H2C-OVERSIZE-DST-" || DST).
   uint8_t short_dst[kSha256Bytes];
+  SHA256_CTX h;
   if (dst.size() > 255) {
-    if (EVP_DigestInit_ex2(h.get(), md, nullptr) != 1 ||
-        EVP_DigestUpdate(h.get(), kOversizeDstPrefix.data(), kOversizeDstPrefix.size()) != 1 ||
-        EVP_DigestUpdate(h.get(), dst.data(), dst.size()) != 1 ||
-        EVP_DigestFinal_ex(h.get(), short_dst, nullptr) != 1) {
-      return OpenSslInternal("SHA-256");
-    }
+    SHA256_Init(&h);
+    SHA256_Update(&h, kOversizeDstPrefix.data(), kOversizeDstPrefix.size());
+    SHA256_Update(&h, dst.data(), dst.size());
+    SHA256_Final(short_dst, &h);
     dst = std::string_view(reinterpret_cast<const char*>(short_dst), sizeof(short_dst));
   }
-  const uint8_t dst_len = static_cast<uint8_t>(dst.size());
-
-  static constexpr uint8_t kZPad[kSha256Block] = {};
-  const uint8_t lib_str[2] = {static_cast<uint8_t>(len_in_bytes >> 8),
-                              static_cast<uint8_t>(len_in_bytes & 0xff)};
-  const uint8_t zero = 0;
+  // DST_prime = DST || I2OSP(len(DST), 1); the b_i inputs are built whole in one buffer.
+  uint8_t bi_in[kSha256Bytes + 1 + 255 + 1];
+  std::copy_n(reinterpret_cast<const uint8_t*>(dst.data()), dst.size(), bi_in + kSha256Bytes + 1);
+  bi_in[kSha256Bytes + 1 + dst.size()] = static_cast<uint8_t>(dst.size());
+  const size_t bi_len = kSha256Bytes + 1 + dst.size() + 1;
+  const uint8_t* dst_prime = bi_in + kSha256Bytes + 1;
+  const uint8_t tail[3] = {static_cast<uint8_t>(len_in_bytes >> 8),
+                           static_cast<uint8_t>(len_in_bytes & 0xff), 0};
   uint8_t b0[kSha256Bytes];
   uint8_t bi[kSha256Bytes];
   // b_0 = H(Z_pad || msg || I2OSP(len_in_bytes, 2) || I2OSP(0, 1) || DST_prime)
-  if (EVP_DigestInit_ex2(h.get(), md, nullptr) != 1 ||
-      EVP_DigestUpdate(h.get(), kZPad, sizeof(kZPad)) != 1 ||
-      EVP_DigestUpdate(h.get(), msg.data(), msg.size()) != 1 ||
-      EVP_DigestUpdate(h.get(), lib_str, sizeof(lib_str)) != 1 ||
-      EVP_DigestUpdate(h.get(), &zero, 1) != 1 ||
-      EVP_DigestUpdate(h.get(), dst.data(), dst.size()) != 1 ||
-      EVP_DigestUpdate(h.get(), &dst_len, 1) != 1 ||
-      EVP_DigestFinal_ex(h.get(), b0, nullptr) != 1) {
-    return OpenSslInternal("SHA-256");
-  }
+  h = ZPadState();
+  SHA256_Update(&h, msg.data(), msg.size());
+  SHA256_Update(&h, tail, sizeof(tail));
+  SHA256_Update(&h, dst_prime, dst.size() + 1);
+  SHA256_Final(b0, &h);
   // b_1 = H(b_0 || I2OSP(1, 1) || DST_prime); b_i = H(strxor(b_0, b_(i-1)) || I2OSP(i, 1) || ...)
   for (size_t i = 1; i <= ell; ++i) {
-    uint8_t in[kSha256Bytes];
-    for (size_t j = 0; j < kSha256Bytes; ++j) in[j] = i == 1 ? b0[j] : (b0[j] ^ bi[j]);
-    const uint8_t counter = static_cast<uint8_t>(i);
-    if (EVP_DigestInit_ex2(h.get(), md, nullptr) != 1 ||
-        EVP_DigestUpdate(h.get(), in, sizeof(in)) != 1 ||
-        EVP_DigestUpdate(h.get(), &counter, 1) != 1 ||
-        EVP_DigestUpdate(h.get(), dst.data(), dst.size()) != 1 ||
-        EVP_DigestUpdate(h.get(), &dst_len, 1) != 1 ||
-        EVP_DigestFinal_ex(h.get(), bi, nullptr) != 1) {
-      return OpenSslInternal("SHA-256");
-    }
+    for (size_t j = 0; j < kSha256Bytes; ++j) bi_in[j] = i == 1 ? b0[j] : (b0[j] ^ bi[j]);
+    bi_in[kSha256Bytes] = static_cast<uint8_t>(i);
+    SHA256_Init(&h);  // not the one-shot SHA256(): in OpenSSL 3 it fetches the digest per call
+    SHA256_Update(&h, bi_in, bi_len);
+    SHA256_Final(bi, &h);
     const size_t offset = (i - 1) * kSha256Bytes;
     std::copy_n(bi, std::min(kSha256Bytes, len_in_bytes - offset), out.data() + offset);
   }
+  OPENSSL_cleanse(&h, sizeof(h));
   OPENSSL_cleanse(b0, sizeof(b0));
   OPENSSL_cleanse(bi, sizeof(bi));
+  OPENSSL_cleanse(bi_in, kSha256Bytes);
   return absl::OkStatus();
 }
 
