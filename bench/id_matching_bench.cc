@@ -9,6 +9,7 @@
 // Usage: id_matching_bench [ids=1000000] [overlap=0.9]
 //        id_matching_bench --micro [ids=3000]
 //        id_matching_bench --steps [ids=3000]   (the steps of one hash-to-curve / Encrypt)
+#define OPENSSL_SUPPRESS_DEPRECATED 1  // EC_POINT_{get,set}_Jprojective_coordinates_GFp
 #include <openssl/bn.h>
 #include <openssl/ec.h>
 #include <openssl/obj_mac.h>
@@ -101,6 +102,18 @@ int Micro(size_t n) {
       MicrosPerCall(n, [&](size_t i) { Check(cipher->Encrypt(ids[i]).ok(), "e"); });
   const double reencrypt =
       MicrosPerCall(n, [&](size_t i) { Check(cipher->ReEncrypt(enc[i]).ok(), "re"); });
+  // The batch paths on one thread (blocks of 128 encoded with one inversion), per id.
+  double encrypt_batch = 1e300, reencrypt_batch = 1e300;
+  for (int pass = 0; pass < 3; ++pass) {
+    double t = ThreadCpuSeconds();
+    Check(cipher->EncryptBatch(ids, 1).ok(), "encrypt batch");
+    encrypt_batch =
+        std::min(encrypt_batch, 1e6 * (ThreadCpuSeconds() - t) / static_cast<double>(n));
+    t = ThreadCpuSeconds();
+    Check(cipher->ReEncryptBatch(enc, 1).ok(), "re-encrypt batch");
+    reencrypt_batch =
+        std::min(reencrypt_batch, 1e6 * (ThreadCpuSeconds() - t) / static_cast<double>(n));
+  }
   const double decompress = MicrosPerCall(n, [&](size_t i) {
     Check(EC_POINT_oct2point(group, pt, reinterpret_cast<const uint8_t*>(enc[i].data()),
                              enc[i].size(), ctx) == 1,
@@ -152,6 +165,8 @@ int Micro(size_t n) {
   std::printf("  hash_to_curve (P256_XMD:SHA-256_SSWU_RO_)   %7.2f\n", h2c);
   std::printf("  Encrypt (hash + mul + compress)            %7.2f\n", encrypt);
   std::printf("  ReEncrypt (decode + mul + compress)        %7.2f\n", reencrypt);
+  std::printf("  EncryptBatch, 1 thread, per id             %7.2f\n", encrypt_batch);
+  std::printf("  ReEncryptBatch, 1 thread, per id           %7.2f\n", reencrypt_batch);
   std::printf("  OpenSSL decompression (EC_POINT_oct2point) %7.2f\n", decompress);
   std::printf("  OpenSSL decode of a 65-byte uncompressed   %7.2f\n", decode_uncompressed);
   if (own_decompress > 0) {
@@ -163,6 +178,8 @@ int Micro(size_t n) {
       "hash_to_curve_over_mul_paired %.3f (median of %zu blocks of %zu, min %.3f, max %.3f)\n",
       ratios[ratios.size() / 2], ratios.size(), block, ratios.front(), ratios.back());
   std::printf("encrypt_minus_mul_over_mul %.3f\n", (encrypt - mul) / mul);
+  std::printf("batch_encrypt_minus_mul_over_mul %.3f  batch_reencrypt_minus_mul_over_mul %.3f\n",
+              (encrypt_batch - mul) / mul, (reencrypt_batch - mul) / mul);
   for (EC_POINT* p : points) EC_POINT_free(p);
   EC_POINT_free(pt);
   EC_POINT_free(r);
@@ -253,6 +270,28 @@ int Steps(size_t n) {
     uint8_t out[33];
     Check(EC_POINT_point2oct(group, r, POINT_CONVERSION_COMPRESSED, out, 33, ctx) == 33, "o");
   });
+  BIGNUM* bx = BN_new();
+  BIGNUM* by = BN_new();
+  BIGNUM* bz = BN_new();
+  const double get_jacobian = MicrosPerCall(n, [&](size_t) {
+    Check(EC_POINT_get_Jprojective_coordinates_GFp(group, r, bx, by, bz, ctx) == 1, "getJ");
+    uint8_t b[3][32];
+    p2::Fe f[3];
+    Check(BN_bn2binpad(bx, b[0], 32) == 32 && BN_bn2binpad(by, b[1], 32) == 32 &&
+              BN_bn2binpad(bz, b[2], 32) == 32,
+          "bn2bin");
+    for (int c = 0; c < 3; ++c) Check(p2::FeFromBytes(&f[c], b[c]), "fe");
+    sink = sink + f[0].v[0];
+  });
+  const double set_jacobian = MicrosPerCall(n, [&](size_t i) {
+    const auto* u = reinterpret_cast<const uint8_t*>(unc[i].data());
+    Check(BN_bin2bn(u + 1, 32, bx) != nullptr && BN_bin2bn(u + 33, 32, by) != nullptr &&
+              EC_POINT_set_Jprojective_coordinates_GFp(group, pt, bx, by, BN_value_one(), ctx) == 1,
+          "setJ");
+  });
+  BN_free(bx);
+  BN_free(by);
+  BN_free(bz);
   const double h2c = MicrosPerCall(
       n, [&](size_t i) { Check(fc::HashToCurve(ids[i], fc::kIdHashDst).ok(), "hash"); });
   sink = sink + acc.v[0];
@@ -268,6 +307,8 @@ int Steps(size_t n) {
   std::printf("  EC_POINT_oct2point, 65 bytes               %7.3f\n", load);
   std::printf("  EC_POINT_mul, variable point               %7.3f\n", ecmul);
   std::printf("  EC_POINT_point2oct, compressed             %7.3f\n", compress);
+  std::printf("  Jacobian X, Y, Z out of OpenSSL -> Fe       %7.3f\n", get_jacobian);
+  std::printf("  affine bytes -> OpenSSL (set Jacobian, Z=1) %7.3f\n", set_jacobian);
   std::printf("  HashToCurve (whole, 65 bytes out)          %7.3f\n", h2c);
   std::printf("hash_to_curve_over_mul %.3f  squarings_per_mul %.0f\n", h2c / ecmul, ecmul / sqr);
   EC_POINT_free(pt);

@@ -537,6 +537,34 @@ void FeInv(Fe* r, const Fe& a) {
   FeMul(r, t, a);  // fffffffd
 }
 
+void FeBatchInv(Fe* r, const Fe* a, size_t n, Fe* scratch) {
+  if (n == 0) return;
+  // scratch[i] = a'[0]·...·a'[i], with a' = a but 1 for 0 (so one zero does not zero the rest).
+  const Fe one = kOne;
+  Fe acc = one;
+  for (size_t i = 0; i < n; ++i) {
+    Fe x;
+    FeSelect(&x, MaskFromBit(FeIsZero(a[i])), one, a[i]);
+    FeMul(&acc, acc, x);
+    scratch[i] = acc;
+  }
+  Fe inv;
+  FeInv(&inv, acc);  // 1 / (a'[0]·...·a'[n-1])
+  for (size_t i = n; i-- > 0;) {
+    // inv = 1 / (a'[0]·...·a'[i]): a'[i]^-1 = inv·scratch[i-1]; then drop a'[i] from inv.
+    Fe x, ri;
+    const uint64_t zero = MaskFromBit(FeIsZero(a[i]));
+    FeSelect(&x, zero, one, a[i]);
+    if (i > 0) {
+      FeMul(&ri, inv, scratch[i - 1]);
+    } else {
+      ri = inv;
+    }
+    FeMul(&inv, inv, x);
+    FeSelect(&r[i], zero, FeZero(), ri);
+  }
+}
+
 void FePowC1(Fe* r, const Fe& a) { PowC1Lanes<1>(r, &a); }
 
 void FePowC1x2(Fe r[2], const Fe a[2]) { PowC1Lanes<2>(r, a); }

@@ -10,6 +10,7 @@
 // test input). Selection is by masks.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace fedanon::crypto::p256 {
@@ -38,6 +39,10 @@ uint64_t FeIsZero(const Fe& a);
 uint64_t FeEqual(const Fe& a, const Fe& b);
 // r = a^-1 (a^(p-2); 0 maps to 0).
 void FeInv(Fe* r, const Fe& a);
+// r[i] = a[i]^-1 for i < n with one inversion in all (Montgomery's trick: 3 multiplications per
+// element); zeros map to zero like FeInv, selected by masks. `scratch` holds n elements; r may
+// alias a.
+void FeBatchInv(Fe* r, const Fe* a, size_t n, Fe* scratch);
 // r = a^((p-3)/4), the exponentiation of RFC 9380's sqrt_ratio for p = 3 mod 4.
 void FePowC1(Fe* r, const Fe& a);
 // r[i] = a[i]^((p-3)/4) for two independent elements, interleaved (faster than two calls).

@@ -204,6 +204,33 @@ TEST_F(P256FieldTest, InverseMatchesBignum) {
   }
 }
 
+TEST_F(P256FieldTest, BatchInverseEqualsSingleInverses) {
+  const std::vector<Bn> vs = Values(12);  // random, then 0, 1, 2, p-1, p-2
+  std::vector<Fe> a;
+  for (const Bn& v : vs) a.push_back(FromBn(v.get()));
+  // Zeros in the middle and at both ends as well.
+  a.insert(a.begin(), FeZero());
+  a.insert(a.begin() + 100, FeZero());
+  a.push_back(FeZero());
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, a.size()}) {
+    std::vector<Fe> r(n), scratch(n);
+    FeBatchInv(r.data(), a.data(), n, scratch.data());
+    for (size_t i = 0; i < n; ++i) {
+      Fe want;
+      FeInv(&want, a[i]);
+      ASSERT_EQ(FeEqual(r[i], want), 1u) << "n " << n << " i " << i;
+    }
+  }
+  // In place.
+  std::vector<Fe> r = a, scratch(a.size());
+  FeBatchInv(r.data(), r.data(), r.size(), scratch.data());
+  for (size_t i = 0; i < a.size(); ++i) {
+    Fe check;
+    FeMul(&check, r[i], a[i]);
+    EXPECT_EQ(FeEqual(check, FeIsZero(a[i]) ? FeZero() : FeOne()), 1u) << i;
+  }
+}
+
 TEST_F(P256FieldTest, SqrtAndPowC1MatchBignum) {
   Bn c1(BN_dup(p_.get()));
   BN_sub_word(c1.get(), 3);
