@@ -270,6 +270,25 @@ int Steps(size_t n) {
     uint8_t out[33];
     Check(EC_POINT_point2oct(group, r, POINT_CONVERSION_COMPRESSED, out, 33, ctx) == 33, "o");
   });
+  // A received point on the hop: 33-byte compressed (decompression: one exponentiation) against
+  // 65-byte uncompressed (range checks and y^2 = x^3 - 3x + b on our field).
+  std::vector<std::string> comp(n);
+  for (size_t i = 0; i < n; ++i) {
+    comp[i].assign(33, '\0');
+    comp[i][0] = static_cast<char>(0x02 | p2::FeSgn0(hy[i]));
+    p2::FeToBytes(reinterpret_cast<uint8_t*>(comp[i].data()) + 1, hx[i]);
+  }
+  const double decompress = MicrosPerCall(n, [&](size_t i) {
+    p2::Fe x, y;
+    Check(p2::DecompressPoint(reinterpret_cast<const uint8_t*>(comp[i].data()), &x, &y), "dec");
+  });
+  const double parse_uncompressed = MicrosPerCall(n, [&](size_t i) {
+    p2::Fe x, y;
+    const auto* u = reinterpret_cast<const uint8_t*>(unc[i].data());
+    Check(u[0] == 4 && p2::FeFromBytes(&x, u + 1) && p2::FeFromBytes(&y, u + 33) &&
+              p2::IsOnCurve(x, y),
+          "parse");
+  });
   BIGNUM* bx = BN_new();
   BIGNUM* by = BN_new();
   BIGNUM* bz = BN_new();
@@ -307,6 +326,8 @@ int Steps(size_t n) {
   std::printf("  EC_POINT_oct2point, 65 bytes               %7.3f\n", load);
   std::printf("  EC_POINT_mul, variable point               %7.3f\n", ecmul);
   std::printf("  EC_POINT_point2oct, compressed             %7.3f\n", compress);
+  std::printf("  received 33-byte point: DecompressPoint    %7.3f\n", decompress);
+  std::printf("  received 65-byte point: parse + on-curve   %7.3f\n", parse_uncompressed);
   std::printf("  Jacobian X, Y, Z out of OpenSSL -> Fe       %7.3f\n", get_jacobian);
   std::printf("  affine bytes -> OpenSSL (set Jacobian, Z=1) %7.3f\n", set_jacobian);
   std::printf("  HashToCurve (whole, 65 bytes out)          %7.3f\n", h2c);

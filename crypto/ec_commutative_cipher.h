@@ -19,8 +19,12 @@
 //     BN_priv_rand_range;
 //   - hash_to_curve runs on crypto/p256_field (fixed 4x64-bit limbs, Montgomery multiplication,
 //     fixed addition chains, masked selects): no branch or memory index depends on the id (but
-//     for a fallback taken with probability about 2^-254). Encrypt loads the hashed point into
-//     OpenSSL (EC_POINT_oct2point, BIGNUM field code not documented as constant time);
+//     for a fallback taken with probability about 2^-254); its multiplications are MULX/ADX
+//     assembly where the CPU has it. Encrypt loads the hashed point into OpenSSL
+//     (EC_POINT_set_Jprojective_coordinates_GFp: BIN2BN and BIGNUM Montgomery encoding, not
+//     documented as constant time);
+//   - products are encoded from their Jacobian coordinates with one field inversion per block of
+//     128 (batches) on crypto/p256_field;
 //   - decoding of received points (a public value) rejects invalid input early.
 // Security assumptions: semi-honest parties; the leader only relays ciphertexts; identifiers are
 // low-entropy, so ciphertexts must never leave the protocol without a second party's layer.
