@@ -2,6 +2,7 @@
 
 #if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__)
 #define FEDANON_P256_ADX 1
+#include <cpuid.h>
 #else
 #define FEDANON_P256_ADX 0
 #endif
@@ -382,8 +383,11 @@ inline void MontSqrC(uint64_t r[4], const uint64_t a[4]) {
 // give the same results.
 bool DetectAdx() {
 #if FEDANON_P256_ADX
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("adx");
+  // CPUID leaf 7, subleaf 0: EBX bit 8 = BMI2, bit 19 = ADX (cpuid.h works in GCC and clang;
+  // clang's __builtin_cpu_supports does not know "adx").
+  unsigned int eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return ((ebx >> 8) & 1) != 0 && ((ebx >> 19) & 1) != 0;
 #else
   return false;
 #endif
