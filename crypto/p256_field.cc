@@ -1,5 +1,7 @@
 #include "crypto/p256_field.h"
 
+#include <atomic>
+
 #if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__)
 #define FEDANON_P256_ADX 1
 #include <cpuid.h>
@@ -392,18 +394,22 @@ bool DetectAdx() {
   return false;
 #endif
 }
-const bool kUseAdx = DetectAdx();
+const bool kHaveAdx = DetectAdx();
+// Whether FeMul/FeSqr use the assembly: kHaveAdx, unless a test turned it off
+// (FeSetAsmForTesting). Relaxed loads: a plain load on x86-64.
+std::atomic<bool> g_use_adx{kHaveAdx};
+inline bool UseAdx() { return g_use_adx.load(std::memory_order_relaxed); }
 
 inline void MontMul(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
 #if FEDANON_P256_ADX
-  if (kUseAdx) return fedanon_p256_mul_mont_adx(r, a, b);
+  if (UseAdx()) return fedanon_p256_mul_mont_adx(r, a, b);
 #endif
   MontMulC(r, a, b);
 }
 
 inline void MontSqr(uint64_t r[4], const uint64_t a[4]) {
 #if FEDANON_P256_ADX
-  if (kUseAdx) return fedanon_p256_sqr_mont_adx(r, a);
+  if (UseAdx()) return fedanon_p256_sqr_mont_adx(r, a);
 #endif
   MontSqrC(r, a);
 }
@@ -413,7 +419,7 @@ inline void MontSqr(uint64_t r[4], const uint64_t a[4]) {
 template <int N>
 inline void SqrNLanes(Fe* r, int n) {
 #if FEDANON_P256_ADX
-  if (kUseAdx && n > 0) {
+  if (n > 0 && UseAdx()) {
     for (int l = 0; l < N; ++l) fedanon_p256_sqr_n_mont_adx(r[l].v, r[l].v, n);
     return;
   }
@@ -488,7 +494,8 @@ void FeMul(Fe* r, const Fe& a, const Fe& b) { MontMul(r->v, a.v, b.v); }
 void FeSqr(Fe* r, const Fe& a) { MontSqr(r->v, a.v); }
 void FeMulPortable(Fe* r, const Fe& a, const Fe& b) { MontMulC(r->v, a.v, b.v); }
 void FeSqrPortable(Fe* r, const Fe& a) { MontSqrC(r->v, a.v); }
-bool FeUsesAsm() { return kUseAdx; }
+bool FeUsesAsm() { return UseAdx(); }
+void FeSetAsmForTesting(bool on) { g_use_adx.store(on && kHaveAdx, std::memory_order_relaxed); }
 
 void FeAdd(Fe* r, const Fe& a, const Fe& b) {
   uint64_t t[4];

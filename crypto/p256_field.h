@@ -27,6 +27,9 @@ void FeSqr(Fe* r, const Fe& a);
 // On x86-64 CPUs with BMI2 and ADX (checked once at startup), FeMul, FeSqr and the exponentiations
 // run on MULX/ADCX/ADOX assembly; elsewhere on the portable C below. FeUsesAsm says which.
 bool FeUsesAsm();
+// Tests only: turns the assembly off (false) or back on where the CPU has it (true), so that the
+// portable path is exercised end to end on any machine. Not for concurrent use with other calls.
+void FeSetAsmForTesting(bool on);
 void FeMulPortable(Fe* r, const Fe& a, const Fe& b);
 void FeSqrPortable(Fe* r, const Fe& a);
 void FeAdd(Fe* r, const Fe& a, const Fe& b);

@@ -204,6 +204,67 @@ TEST_F(P256FieldTest, InverseMatchesBignum) {
   }
 }
 
+// Everything built on FeMul/FeSqr (exponentiation chains, inversions, batch inversion, square
+// roots, the maps and their sum, decompression) gives the same results on the portable C and on
+// the assembly.
+TEST_F(P256FieldTest, PortableAndAsmPathsAgreeEndToEnd) {
+  if (!FeUsesAsm()) GTEST_SKIP() << "no BMI2/ADX assembly on this CPU";
+  const std::vector<Bn> vs = Values(31);
+  std::vector<Fe> a;
+  for (const Bn& v : vs) a.push_back(FromBn(v.get()));
+  struct Results {
+    std::vector<Fe> inv, pow, sqrt, batch, mx, my;
+    std::vector<uint64_t> is_square;
+    std::vector<bool> finite;
+  };
+  auto run = [&]() {
+    Results r;
+    for (size_t i = 0; i < a.size(); ++i) {
+      Fe x, y;
+      FeInv(&x, a[i]);
+      r.inv.push_back(x);
+      const Fe in[2] = {a[i], a[(i + 1) % a.size()]};
+      Fe out[2];
+      FePowC1x2(out, in);
+      r.pow.push_back(out[0]);
+      r.pow.push_back(out[1]);
+      r.is_square.push_back(FeSqrt(&x, a[i]));
+      r.sqrt.push_back(x);
+      if (i % 8 == 0) {
+        r.finite.push_back(MapTwoToCurve(a[i], a[(i + 3) % a.size()], &x, &y));
+        r.mx.push_back(x);
+        r.my.push_back(y);
+      }
+    }
+    r.batch.resize(a.size());
+    std::vector<Fe> scratch(a.size());
+    FeBatchInv(r.batch.data(), a.data(), a.size(), scratch.data());
+    return r;
+  };
+  const Results fast = run();
+  FeSetAsmForTesting(false);
+  ASSERT_FALSE(FeUsesAsm());
+  const Results slow = run();
+  FeSetAsmForTesting(true);
+  ASSERT_TRUE(FeUsesAsm());
+  auto same = [](const std::vector<Fe>& x, const std::vector<Fe>& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (FeEqual(x[i], y[i]) != 1) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(same(fast.inv, slow.inv));
+  EXPECT_TRUE(same(fast.pow, slow.pow));
+  EXPECT_TRUE(same(fast.sqrt, slow.sqrt));
+  EXPECT_EQ(fast.is_square, slow.is_square);
+  EXPECT_TRUE(same(fast.batch, slow.batch));
+  EXPECT_TRUE(same(fast.batch, fast.inv));
+  EXPECT_EQ(fast.finite, slow.finite);
+  EXPECT_TRUE(same(fast.mx, slow.mx));
+  EXPECT_TRUE(same(fast.my, slow.my));
+}
+
 TEST_F(P256FieldTest, BatchInverseEqualsSingleInverses) {
   const std::vector<Bn> vs = Values(12);  // random, then 0, 1, 2, p-1, p-2
   std::vector<Fe> a;
