@@ -40,6 +40,7 @@
 #include "common/base/file_io.h"
 #include "crypto/certificates.h"
 #include "fedanon/v1/federation.grpc.pb.h"
+#include "server/admin_client.h"
 #include "server/tls.h"
 #include "server/transport.h"
 #include "tests/fault/fault_federation.h"
@@ -466,6 +467,37 @@ TEST_F(RotationTest, AdminRemovedFromAPartysAdminsIsRefusedThereWithoutARestart)
   PrintFigures(absl::StrFormat("%s admins_change_picked_up_s=%.2f refused=%d kept_on_invalid=%d",
                                Name(), picked_up_s, refused->state() == JOB_STATE_FAILED ? 1 : 0,
                                still_refused->state() == JOB_STATE_FAILED ? 1 : 0));
+}
+
+// leader.yaml's all_jobs_admins re-read on SIGHUP, without a restart: bob may then see the job
+// another admin submitted; an invalid leader.yaml keeps the list in use.
+TEST_F(RotationTest, LeaderAllJobsAdminsIsReloadedOnSighup) {
+  spdlog::set_level(spdlog::level::warn);
+  FaultFederationOptions options;
+  options.admins = {"admin", "bob"};
+  StartFederation(options);
+  if (HasFatalFailure()) return;
+  absl::StatusOr<JobInfo> job = RunJob({});
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<std::unique_ptr<server::AdminClient>> bob =
+      server::AdminClient::FromConfig(fed_->admin_config("bob"));
+  ASSERT_TRUE(bob.ok()) << bob.status();
+  EXPECT_EQ((*bob)->GetJob(job->job_id()).status().code(), absl::StatusCode::kPermissionDenied);
+  const pid_t leader_pid = fed_->leader_pid();
+  const std::string yaml = ReadText(Kit("leader/leader.yaml"));
+  Replace(Kit("leader/leader.yaml"), yaml + "\nall_jobs_admins: [bob]\n", false);
+  ASSERT_EQ(::kill(leader_pid, SIGHUP), 0);
+  ASSERT_TRUE(WaitForLog(*fed_, "leader", "reload (SIGHUP): all_jobs_admins [bob]"))
+      << fed_->Log("leader");
+  absl::StatusOr<JobInfo> seen = (*bob)->GetJob(job->job_id());
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  EXPECT_EQ(seen->job_id(), job->job_id());
+  Replace(Kit("leader/leader.yaml"), yaml + "\nall_jobs_admins: [bob\n", false);
+  ASSERT_EQ(::kill(leader_pid, SIGHUP), 0);
+  ASSERT_TRUE(WaitForLog(*fed_, "leader", "RELOAD FAILED (SIGHUP)")) << fed_->Log("leader");
+  EXPECT_TRUE((*bob)->GetJob(job->job_id()).ok());
+  EXPECT_EQ(fed_->leader_pid(), leader_pid);
+  EXPECT_TRUE(fed_->LeaderRunning());
 }
 
 TEST_F(RotationTest, AdminCertificateRevokedInAPartysCrlIsRefusedAtItsNextJob) {
