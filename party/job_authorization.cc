@@ -25,20 +25,43 @@ bool IsRunId(std::string_view id) {
 
 }  // namespace
 
+void JobAuthorizer::Update(std::string ca_pem, std::optional<std::vector<std::string>> admins) {
+  absl::MutexLock lock(&mu_);
+  auto next = std::make_shared<AuthorizationOptions>(*options_);
+  next->ca_pem = std::move(ca_pem);
+  next->admins = std::move(admins);
+  options_ = std::move(next);
+}
+
+std::string JobAuthorizer::ca_pem() const { return Snapshot()->ca_pem; }
+
+std::shared_ptr<const AuthorizationOptions> JobAuthorizer::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  return options_;
+}
+
 absl::StatusOr<fedanon::v1::AuthorizedJob> JobAuthorizer::Verify(
     const fedanon::v1::PrepareJob& prepare, const std::string& leader, absl::Time now) const {
   if (!prepare.has_authorization() || prepare.authorization().body().empty()) {
     return NotAuthorized("the Prepare carries no admin authorization");
   }
+  const std::shared_ptr<const AuthorizationOptions> options = Snapshot();
   const fedanon::v1::JobAuthorization& auth = prepare.authorization();
   absl::StatusOr<crypto::Identity> admin =
-      crypto::VerifySignature(auth.admin_certificate(), options_.ca_pem, crypto::Role::kAdmin,
+      crypto::VerifySignature(auth.admin_certificate(), options->ca_pem, crypto::Role::kAdmin,
                               auth.body(), auth.signature());
   if (!admin.ok()) return NotAuthorized(std::string(admin.status().message()));
-  if (options_.admins && std::find(options_.admins->begin(), options_.admins->end(), admin->name) ==
-                             options_.admins->end()) {
+  if (options->admins && std::find(options->admins->begin(), options->admins->end(), admin->name) ==
+                             options->admins->end()) {
     return NotAuthorized(
         absl::StrCat("admin '", admin->name, "' is not one this party accepts (admins)"));
+  }
+  if (options->revocation_check) {
+    if (absl::Status st = options->revocation_check(auth.admin_certificate()); !st.ok()) {
+      return NotAuthorized(
+          absl::StrCat("the certificate of admin '", admin->name,
+                       "' is refused by this party's revocation list: ", st.message()));
+    }
   }
   fedanon::v1::AuthorizedJob job;
   if (!job.ParseFromString(auth.body()) || !IsRunId(job.run_id()) ||
@@ -65,7 +88,7 @@ absl::StatusOr<fedanon::v1::AuthorizedJob> JobAuthorizer::Verify(
   if (prepare.leader_party() != job.leader_party()) {
     return NotAuthorized("leader_party differs from the admin's signed job");
   }
-  auto path = job.data_paths().find(options_.party);
+  auto path = job.data_paths().find(options->party);
   const std::string signed_path = path == job.data_paths().end() ? "" : path->second;
   if (prepare.data_path() != signed_path) {
     return NotAuthorized("this party's data path differs from the admin's signed job");

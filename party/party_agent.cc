@@ -161,6 +161,9 @@ struct PartyAgent::JobState {
   std::vector<common::AttributeHierarchy> hier;
   std::unique_ptr<common::Tips> tips;
   std::map<std::string, std::unique_ptr<crypto::SealPublicKey>> seal_keys;  // by party name
+  // This party's own sealing key pair for the job: the one whose certificate the Prepare names
+  // for it, held until the job ends (party/seal_key_ring.h), whatever is rotated meanwhile.
+  std::shared_ptr<const SealKeyRing::Entry> own_seal;
   uint64_t applied_updates = 0;
   std::string update_chain;  // common::ChainStateUpdate over every applied update
   // The local counts of the secure sum in progress (kept across its chunks), the digest of the
@@ -253,8 +256,8 @@ absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions
   if (options.seal_key_pem.empty() || options.seal_cert_pem.empty() || options.ca_pem.empty()) {
     return absl::InvalidArgumentError("a party needs the CA certificate and its sealing key pair");
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<crypto::SealKeyPair> keys,
-                   crypto::SealKeyPairFromPem(options.seal_key_pem));
+  ASSIGN_OR_RETURN(std::shared_ptr<const SealKeyRing::Entry> seal,
+                   SealKeyRing::MakeEntry(options.seal_cert_pem, options.seal_key_pem));
   if (options.ledger_path.empty() && !options.output_dir.empty()) {
     options.ledger_path = (std::filesystem::path(options.output_dir) / "runs.ledger").string();
   }
@@ -266,17 +269,31 @@ absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions
   }
   ASSIGN_OR_RETURN(std::unique_ptr<RunLedger> ledger, RunLedger::Open(options.ledger_path));
   return std::unique_ptr<PartyAgent>(
-      new PartyAgent(std::move(options), std::move(keys), std::move(ledger)));
+      new PartyAgent(std::move(options), std::move(seal), std::move(ledger)));
 }
 
-PartyAgent::PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKeyPair> seal_keys,
+PartyAgent::PartyAgent(PartyAgentOptions options, std::shared_ptr<const SealKeyRing::Entry> seal,
                        std::unique_ptr<RunLedger> ledger)
     : options_(std::move(options)),
-      seal_keys_(std::move(seal_keys)),
-      authorizer_(AuthorizationOptions{options_.name, options_.ca_pem, options_.admins}),
+      seal_ring_(std::move(seal), options_.retired_seal_grace),
+      authorizer_(AuthorizationOptions{options_.name, options_.ca_pem, options_.admins,
+                                       options_.revocation_check}),
       ledger_(std::move(ledger)),
       audit_(options_.audit_dir) {}
 PartyAgent::~PartyAgent() = default;
+
+std::string PartyAgent::seal_cert_pem() const { return seal_ring_.current()->cert_pem; }
+
+absl::StatusOr<bool> PartyAgent::UpdateSettings(const PartyLiveSettings& settings) {
+  if (settings.ca_pem.empty()) return absl::InvalidArgumentError("an empty CA bundle");
+  ASSIGN_OR_RETURN(std::shared_ptr<const SealKeyRing::Entry> seal,
+                   SealKeyRing::MakeEntry(settings.seal_cert_pem, settings.seal_key_pem));
+  RETURN_IF_ERROR(crypto::VerifiedSealKey(seal->cert_pem, settings.ca_pem,
+                                          {crypto::Role::kParty, options_.name})
+                      .status());
+  authorizer_.Update(settings.ca_pem, settings.admins);
+  return seal_ring_.Rotate(std::move(seal), absl::Now());
+}
 
 absl::Status PartyAgent::Audit(JobSlot& slot, uint64_t round, AuditEntry entry) const {
   if (slot.job->replaying) return absl::OkStatus();  // recorded before the restart
@@ -464,7 +481,8 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMes
 }
 
 absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const LeaderMessage& request,
-                                                       bool reload) {
+                                                       bool reload,
+                                                       std::string_view journaled_seal_key) {
   slot.job.reset();
   // The job id names this party's output file when it is the recipient.
   RETURN_IF_ERROR(common::ValidateJobId(request.job_id()));
@@ -493,6 +511,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
         "job not authorized: run id already used; starting over needs a new authorization from "
         "an admin");
   }
+  // This party's own key for the job: the one the Prepare names its certificate of.
+  RETURN_IF_ERROR(ChooseOwnSealKey(reload, journaled_seal_key, job.get()));
   // Load the taxonomies named by the spec from our data directory, then our table.
   ASSIGN_OR_RETURN(const auto texts, ReadTaxonomies(*job));
   const std::string digest = crypto::Sha256(common::CanonicalJobBytes(job->spec, texts));
@@ -559,8 +579,12 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
   }
   // Horizontal jobs keep durable state from here on (the Prepare first).
   if (!options_.state_dir.empty() && job->data) {
-    ASSIGN_OR_RETURN(job->journal, JobJournal::Start(options_.state_dir, job->job_id,
-                                                     {request.SerializeAsString(), "", ""}));
+    // The job's own sealing key goes with it (0600, deleted with the job): after a restart of
+    // this party the job goes on with the key it was prepared with, even if seal.key was
+    // rotated meanwhile.
+    ASSIGN_OR_RETURN(job->journal,
+                     JobJournal::Start(options_.state_dir, job->job_id,
+                                       {request.SerializeAsString(), "", job->own_seal->key_pem}));
   }
   // The run id is used from here on, and the run counts as a release of the table (checked and
   // recorded atomically, durably).
@@ -626,7 +650,7 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
     if (req.has_sum_step()) last_collect = std::max(last_collect, req.sum_step().collect());
     answered.emplace_back(std::move(req), std::move(rep));
   }
-  RETURN_IF_ERROR(HandlePrepare(slot, prepare, /*reload=*/true).status());
+  RETURN_IF_ERROR(HandlePrepare(slot, prepare, /*reload=*/true, (*records)[0].extra).status());
   JobState& job = *slot.job;
   job.replaying = true;
   job.released = !answered.empty();
@@ -682,15 +706,62 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
   return absl::OkStatus();
 }
 
+absl::Status PartyAgent::ChooseOwnSealKey(bool reload, std::string_view journaled_seal_key,
+                                          JobState* job) const {
+  const auto named = job->seal_keys.find(options_.name);
+  if (named == job->seal_keys.end()) {  // not a participant by name: nothing is sealed for it
+    job->own_seal = seal_ring_.current();
+    return absl::OkStatus();
+  }
+  const std::string& point = named->second->UncompressedPoint();
+  if (!reload) {
+    absl::StatusOr<std::shared_ptr<const SealKeyRing::Entry>> own =
+        seal_ring_.ForNewJob(point, absl::Now());
+    if (!own.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("party '", options_.name, "': ", own.status().message()));
+    }
+    job->own_seal = *std::move(own);
+    if (job->own_seal != seal_ring_.current()) {
+      spdlog::warn(
+          "job={} is prepared with this party's previous sealing key (the leader had not yet "
+          "learned the new certificate)",
+          job->job_id);
+    }
+    return absl::OkStatus();
+  }
+  // After a restart: the key the job was prepared with, held still or kept in its durable state.
+  job->own_seal = seal_ring_.Find(point);
+  if (job->own_seal == nullptr && !journaled_seal_key.empty()) {
+    // Matched by public key against the certificate the journaled Prepare names.
+    absl::StatusOr<std::unique_ptr<crypto::SealKeyPair>> keys =
+        crypto::SealKeyPairFromPem(journaled_seal_key);
+    if (keys.ok() && (*keys)->public_key().UncompressedPoint() == point) {
+      auto entry = std::make_shared<SealKeyRing::Entry>();
+      entry->key_pem = std::string(journaled_seal_key);
+      entry->keys = *std::move(keys);
+      job->own_seal = std::move(entry);
+    }
+  }
+  if (job->own_seal == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "party '", options_.name,
+        "': the job was prepared with a sealing key this party no longer holds (rotated, and "
+        "not kept in the job's durable state); the job cannot resume"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PartyAgent::VerifyParticipants(const fedanon::v1::PrepareJob& prepare,
                                             JobState* job) const {
+  const std::string ca_pem = authorizer_.ca_pem();
   // Sealing keys of the other participants: verified against the CA for the announced name,
   // so the relaying leader cannot substitute a key of its own.
   for (const auto& p : prepare.participants()) {
     // The leader announces itself (as a possible recipient) with index UINT32_MAX.
     const crypto::Identity id{
         p.index() == UINT32_MAX ? crypto::Role::kLeader : crypto::Role::kParty, p.name()};
-    ASSIGN_OR_RETURN(auto key, crypto::VerifiedSealKey(p.seal_certificate(), options_.ca_pem, id));
+    ASSIGN_OR_RETURN(auto key, crypto::VerifiedSealKey(p.seal_certificate(), ca_pem, id));
     // A revoked sealing certificate (party.yaml `crl:`; fails closed) is refused like a forged
     // one: nothing is sealed for, or accepted from, its holder.
     if (options_.revocation_check) {
@@ -1037,7 +1108,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
     }
     const crypto::SealContext context{job.job_id, request.round(), predecessor, options_.name,
                                       purpose};
-    auto opened = crypto::OpenFrom(*seal_keys_, *job.seal_keys.at(predecessor), context,
+    auto opened = crypto::OpenFrom(*job.own_seal->keys, *job.seal_keys.at(predecessor), context,
                                    step.sealed().ciphertext());
     if (!opened.ok()) {
       return absl::PermissionDeniedError(
@@ -1059,8 +1130,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
   // Sealed for the agreed successor, the last party's for the leader.
   const std::string receiver = successor.empty() ? job.leader : successor;
   const crypto::SealContext context{job.job_id, request.round(), options_.name, receiver, purpose};
-  ASSIGN_OR_RETURN(std::string sealed, crypto::SealFrom(*seal_keys_, *job.seal_keys.at(receiver),
-                                                        context, EncodeWords(acc)));
+  ASSIGN_OR_RETURN(std::string sealed,
+                   crypto::SealFrom(*job.own_seal->keys, *job.seal_keys.at(receiver), context,
+                                    EncodeWords(acc)));
   PartyMessage reply;
   auto* out = reply.mutable_sum_step()->mutable_sealed();
   out->set_sender(options_.name);
@@ -1143,9 +1215,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
     slot.mu.AssertHeld();  // for -Wthread-safety: the lambda runs under the caller's lock
     if (!chunked_input) {
       const crypto::SealPublicKey& key =
-          sender == options_.name ? seal_keys_->public_key() : *job.seal_keys.at(sender);
-      ASSIGN_OR_RETURN(list, OpenUnionList(*seal_keys_, job.job_id, request.round(), options_.name,
-                                           sender, key, step.list()));
+          sender == options_.name ? job.own_seal->keys->public_key() : *job.seal_keys.at(sender);
+      ASSIGN_OR_RETURN(list, OpenUnionList(*job.own_seal->keys, job.job_id, request.round(),
+                                           options_.name, sender, key, step.list()));
       return absl::OkStatus();
     }
     if (step.list_ref().sender() != sender) {
@@ -1179,9 +1251,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
   auto* out = reply.mutable_union_step();
   if (step.deliver()) {
     // This party is the recipient: open every row, shuffle, write the integrated table.
-    ASSIGN_OR_RETURN(
-        std::vector<std::string> rows,
-        OpenUnionRows(*seal_keys_, job.job_id, request.round(), options_.name, list.rows()));
+    ASSIGN_OR_RETURN(std::vector<std::string> rows,
+                     OpenUnionRows(*job.own_seal->keys, job.job_id, request.round(), options_.name,
+                                   list.rows()));
     ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
     std::string csv = CsvLine(step.header());
     for (size_t i : perm) csv += rows[i];
@@ -1242,7 +1314,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
   } else {
     ASSIGN_OR_RETURN(
         std::string sealed,
-        crypto::SealFrom(*seal_keys_, *next->second,
+        crypto::SealFrom(*job.own_seal->keys, *next->second,
                          UnionListContext(job.job_id, request.round(), options_.name, successor),
                          list.SerializeAsString()));
     auto* payload = out->mutable_list();
@@ -1391,7 +1463,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(JobSlot& slot,
                            : std::string(", got none")));
     }
     const crypto::SealContext context{job.job_id, round, sender, options_.name, purpose};
-    auto opened = crypto::OpenFrom(*seal_keys_, *job.seal_keys.at(sender), context,
+    auto opened = crypto::OpenFrom(*job.own_seal->keys, *job.seal_keys.at(sender), context,
                                    step.input().ciphertext());
     if (!opened.ok()) {
       return absl::PermissionDeniedError(
@@ -1518,7 +1590,8 @@ absl::StatusOr<fedanon::v1::SealedPayload> PartyAgent::SealFor(JobSlot& slot,
     return absl::InvalidArgumentError(absl::StrCat("'", receiver, "' is not a participant"));
   }
   const crypto::SealContext context{slot.job->job_id, round, options_.name, receiver, purpose};
-  ASSIGN_OR_RETURN(std::string sealed, crypto::SealFrom(*seal_keys_, *it->second, context, bytes));
+  ASSIGN_OR_RETURN(std::string sealed,
+                   crypto::SealFrom(*slot.job->own_seal->keys, *it->second, context, bytes));
   fedanon::v1::SealedPayload out;
   out.set_sender(options_.name);
   out.set_receiver(receiver);
@@ -1539,9 +1612,9 @@ absl::StatusOr<std::string> PartyAgent::OpenSealed(JobSlot& slot,
   }
   const crypto::SealContext context{slot.job->job_id, round, payload.sender(), options_.name,
                                     purpose};
-  ASSIGN_OR_RETURN(std::string plain,
-                   crypto::OpenFrom(*seal_keys_, *slot.job->seal_keys.at(payload.sender()), context,
-                                    payload.ciphertext()));
+  ASSIGN_OR_RETURN(std::string plain, crypto::OpenFrom(*slot.job->own_seal->keys,
+                                                       *slot.job->seal_keys.at(payload.sender()),
+                                                       context, payload.ciphertext()));
   if (observe && options_.observe_opened) options_.observe_opened(payload.sender(), purpose, plain);
   return plain;
 }

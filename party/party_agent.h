@@ -19,11 +19,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/table/dataset.h"
 #include "common/table/postgres_sink.h"
 #include "common/table/postgres_source.h"
@@ -33,6 +35,7 @@
 #include "party/job_authorization.h"
 #include "party/party_policy.h"
 #include "party/run_ledger.h"
+#include "party/seal_key_ring.h"
 
 namespace fedanon::party {
 
@@ -52,8 +55,11 @@ struct PartyAgentOptions {
   // nullopt: the file <output_dir>/<job_id>.csv.
   std::optional<common::PostgresSink> postgres_sink;
   std::string ca_pem;         // the federation CA (verifies other parties' seal certs)
-  std::string seal_cert_pem;  // this party's sealing certificate and key
+  std::string seal_cert_pem;  // this party's sealing certificate and key (at start; UpdateSettings)
   std::string seal_key_pem;
+  // How long a replaced sealing key still serves a Prepare that names its certificate (the
+  // leader learns the new one from the party's announcement; party/seal_key_ring.h).
+  absl::Duration retired_seal_grace = SealKeyRing::kDefaultRetiredGrace;
   // The party's certificate revocation check (party.yaml `crl:`, server/revocation.h): called
   // with every participant's sealing certificate at Prepare; unset: no revocation check.
   std::function<absl::Status(const std::string& cert_pem)> revocation_check;
@@ -85,6 +91,15 @@ struct PartyAgentOptions {
   std::function<void(const std::vector<std::string>& ids)> observe_canonical_ids;
 };
 
+// What a party re-reads without a restart (server/party_main.cc: every reload_seconds and on
+// SIGHUP; docs/operations.md "Rotating keys and certificates").
+struct PartyLiveSettings {
+  std::string ca_pem;  // the CA bundle: participants' sealing certificates, admin signatures
+  std::optional<std::vector<std::string>> admins;  // party.yaml `admins:` (nullopt: every admin)
+  std::string seal_cert_pem;                       // seal.crt / seal.key as they are now
+  std::string seal_key_pem;
+};
+
 class PartyAgent {
  public:
   static constexpr size_t kMaxHeldJobs = 64;  // the leader's largest max_concurrent_jobs
@@ -97,7 +112,15 @@ class PartyAgent {
       ABSL_LOCKS_EXCLUDED(jobs_mu_);
 
   const std::string& name() const { return options_.name; }
-  const std::string& seal_cert_pem() const { return options_.seal_cert_pem; }
+  // The current sealing certificate (what the hello and an announcement carry).
+  std::string seal_cert_pem() const;
+  // Applies re-read settings: jobs prepared from now on are authorized with this CA bundle and
+  // admins list and, when the sealing key pair changed, use the new one (a job already prepared
+  // keeps the key it was prepared with until it ends; the replaced key still serves a Prepare
+  // naming it for retired_seal_grace). True when the sealing certificate changed (announce it to
+  // the leader). InvalidArgument (and nothing changes) when the pair does not belong together or
+  // the certificate is not this party's under the new CA bundle.
+  absl::StatusOr<bool> UpdateSettings(const PartyLiveSettings& settings);
   // The jobs this party holds (prepared and not yet ended).
   size_t held_jobs() const ABSL_LOCKS_EXCLUDED(jobs_mu_);
 
@@ -116,7 +139,7 @@ class PartyAgent {
     uint64_t last_used = 0;
   };
 
-  PartyAgent(PartyAgentOptions options, std::unique_ptr<crypto::SealKeyPair> seal_keys,
+  PartyAgent(PartyAgentOptions options, std::shared_ptr<const SealKeyRing::Entry> seal,
              std::unique_ptr<RunLedger> ledger);
   // The slot of `job_id` (created when absent), counted as in use until ReleaseSlot.
   std::shared_ptr<JobSlot> AcquireSlot(const std::string& job_id) ABSL_LOCKS_EXCLUDED(jobs_mu_);
@@ -136,7 +159,9 @@ class PartyAgent {
   // table, and replies with the digest of the job as this party loaded it. With `reload` (the
   // Prepare read back from the job's durable state after a restart), the run must be open in the
   // ledger and nothing is reserved, recorded or audited again.
-  Reply HandlePrepare(JobSlot& slot, const fedanon::v1::LeaderMessage& request, bool reload = false)
+  // `journaled_seal_key`: the job's own sealing key as its durable state kept it (reload only).
+  Reply HandlePrepare(JobSlot& slot, const fedanon::v1::LeaderMessage& request, bool reload = false,
+                      std::string_view journaled_seal_key = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   // After a restart: rebuilds the job's state from its durable state file, if there is one (OK
   // and nothing done when there is none): the Prepare again, the state updates, the current
@@ -144,6 +169,10 @@ class PartyAgent {
   absl::Status ReloadJob(JobSlot& slot, const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerifyParticipants(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
+  // The job's own sealing key pair: the one whose public key the Prepare names for this party
+  // (after VerifyParticipants), from the ring or, on reload, from `journaled_seal_key`.
+  absl::Status ChooseOwnSealKey(bool reload, std::string_view journaled_seal_key,
+                                JobState* job) const;
   // Checks and stores the ring order, the leader and the recipient fixed at Prepare.
   absl::Status CheckRing(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
   // The spec's taxonomy files (resolved against data_dir), by attribute name.
@@ -261,8 +290,8 @@ class PartyAgent {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
 
   const PartyAgentOptions options_;
-  const std::unique_ptr<crypto::SealKeyPair> seal_keys_;  // parsed once from the seal key PEM
-  const JobAuthorizer authorizer_;
+  SealKeyRing seal_ring_;                    // thread-safe on its own
+  JobAuthorizer authorizer_;                 // thread-safe on its own
   const std::unique_ptr<RunLedger> ledger_;  // thread-safe on its own
   const AuditLog audit_;                     // thread-safe on its own
   // Lock order: a slot's mu, then jobs_mu_ (never the other way round).

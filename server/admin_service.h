@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/wire/party_channel.h"
 #include "crypto/certificates.h"
@@ -60,8 +62,12 @@ class AdminService final : public fedanon::v1::Admin::Service {
 
   // Admins (identities from their verified certificates) that may act on every job; any other
   // admin sees, watches, cancels and fetches the result or view log only of the jobs it
-  // submitted itself (PERMISSION_DENIED otherwise). From leader.yaml `all_jobs_admins:`.
-  void set_all_jobs_admins(std::set<std::string> admins) { all_jobs_admins_ = std::move(admins); }
+  // submitted itself (PERMISSION_DENIED otherwise). From leader.yaml `all_jobs_admins:`; may be
+  // replaced while calls run (a reloaded leader.yaml): each call sees one list.
+  void set_all_jobs_admins(std::set<std::string> admins) ABSL_LOCKS_EXCLUDED(admins_mu_) {
+    absl::MutexLock lock(&admins_mu_);
+    all_jobs_admins_ = std::move(admins);
+  }
 
   // Ends WatchJob streams (within ~0.5 s) with UNAVAILABLE "leader shutting down".
   void BeginShutdown() { shutting_down_ = true; }
@@ -94,12 +100,14 @@ class AdminService final : public fedanon::v1::Admin::Service {
   // NotFound for an unknown job; PermissionDenied naming the admin and the method otherwise.
   absl::Status CheckOwnJob(const crypto::Identity& admin, const std::string& job_id,
                            const char* method) const;
-  bool ActsOnAllJobs(const crypto::Identity& admin) const {
+  bool ActsOnAllJobs(const crypto::Identity& admin) const ABSL_LOCKS_EXCLUDED(admins_mu_) {
+    absl::MutexLock lock(&admins_mu_);
     return all_jobs_admins_.count(admin.name) > 0;
   }
 
   AdminBackend* backend_;  // not owned, may be null
-  std::set<std::string> all_jobs_admins_;
+  mutable absl::Mutex admins_mu_;
+  std::set<std::string> all_jobs_admins_ ABSL_GUARDED_BY(admins_mu_);
   const RevocationCheck* revocation_ = nullptr;
   std::atomic<bool> shutting_down_{false};
 };

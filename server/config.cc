@@ -402,7 +402,8 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
       reader.root(),
       {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format", "crl",
        "all_jobs_admins", "max_concurrent_jobs", "max_queued_jobs", "metrics_listen",
-       "metrics_allow_non_loopback", "retention", "tls_reload_seconds", "resume_timeout_seconds"},
+       "metrics_allow_non_loopback", "retention", "tls_reload_seconds", "resume_timeout_seconds",
+       "reload_seconds"},
       ""));
   LeaderConfig config;
   config.path = reader.path();
@@ -452,6 +453,8 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
                               leader::kMaxQueuedJobsLimit));
   ASSIGN_OR_RETURN(config.tls_reload_seconds,
                    BoundedInt(reader, "tls_reload_seconds", config.tls_reload_seconds, 0, 86400));
+  ASSIGN_OR_RETURN(config.reload_seconds,
+                   BoundedInt(reader, "reload_seconds", config.reload_seconds, 0, 86400));
   ASSIGN_OR_RETURN(const std::string retention,
                    reader.String(reader.root(), "retention", "", false));
   if (!retention.empty()) {
@@ -468,13 +471,13 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
 
 absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
-  RETURN_IF_ERROR(
-      reader.CheckKeys(reader.root(),
-                       {"name", "leader", "data_dir", "data", "output_dir", "max_input_bytes",
-                        "tls", "seal", "log_format", "admins", "policy", "crl", "metrics_listen",
-                        // PostgreSQL (ReadPostgresSettings)
-                        "tables", "sink"},
-                       ""));
+  RETURN_IF_ERROR(reader.CheckKeys(
+      reader.root(),
+      {"name", "leader", "data_dir", "data", "output_dir", "max_input_bytes", "tls", "seal",
+       "log_format", "admins", "policy", "crl", "metrics_listen", "reload_seconds",
+       // PostgreSQL (ReadPostgresSettings)
+       "tables", "sink"},
+      ""));
   PartyConfig config;
   config.path = reader.path();
   ASSIGN_OR_RETURN(config.name, reader.Name());
@@ -516,6 +519,8 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
                                            "use a loopback address or unix:/path/to.sock)"));
   }
   RETURN_IF_ERROR(ReadPostgresSettings(reader, &config));
+  ASSIGN_OR_RETURN(config.reload_seconds,
+                   BoundedInt(reader, "reload_seconds", config.reload_seconds, 0, 86400));
   return config;
 }
 

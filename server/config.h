@@ -15,6 +15,7 @@
 //     w; absent: outputs are kept)
 //   tls_reload_seconds: 60 (optional; 0: never)
 //   resume_timeout_seconds: 120 (optional)
+//   reload_seconds: 60 (optional)         reload_seconds: 60 (optional; both: 0 = only on SIGHUP)
 //                                         max_input_bytes: 68719476736 (optional; 64 GiB)
 //                                         admins: [alice] (optional; absent: every admin
 //                                           the CA certified may authorize jobs)
@@ -93,6 +94,9 @@ struct LeaderConfig {
   // How often the TLS files (tls.ca, tls.cert, tls.key) are re-read so that new handshakes use
   // renewed certificates without a restart (server/tls.h); 0: read once at start.
   int tls_reload_seconds = 60;
+  // How often leader.yaml's `all_jobs_admins:` and the CA bundle (sealing certificates in hellos,
+  // the CRL's signature) are re-read (server/config_reload.h); also on SIGHUP. 0: SIGHUP only.
+  int reload_seconds = 60;
 };
 
 struct PartyConfig {
@@ -123,6 +127,9 @@ struct PartyConfig {
   // table: ...}}`). Empty / nullopt: CSV files in data_dir and output_dir.
   std::map<std::string, common::PostgresSource> postgres_tables;
   std::optional<common::PostgresSink> postgres_sink;
+  // How often `admins:`, the CA bundle and the sealing key pair are re-read
+  // (server/config_reload.h); also on SIGHUP. 0: SIGHUP only.
+  int reload_seconds = 60;
 };
 
 struct AdminConfig {

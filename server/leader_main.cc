@@ -1,5 +1,6 @@
 // fedanon-leader: the leader daemon. Listens for party streams and admin calls (mTLS), drives
-// federated jobs, stops gracefully on SIGTERM / SIGINT.
+// federated jobs, stops gracefully on SIGTERM / SIGINT. Re-reads all_jobs_admins and its CA bundle
+// every reload_seconds and on SIGHUP (server/config_reload.h).
 // Exit codes: 0 clean stop, 1 startup error (bad config, unreadable certificate, port in use),
 // 2 usage error.
 #include <spdlog/spdlog.h>
@@ -13,6 +14,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "common/wire/protocol_version.h"
@@ -21,6 +24,7 @@
 #include "leader/retention.h"
 #include "server/command_line.h"
 #include "server/config.h"
+#include "server/config_reload.h"
 #include "server/guarded_listener.h"
 #include "server/leader_admin_backend.h"
 #include "server/leader_metrics.h"
@@ -28,6 +32,7 @@
 #include "server/logging.h"
 #include "server/metrics.h"
 #include "server/party_connections.h"
+#include "server/periodic_reloader.h"
 #include "server/signals.h"
 #include "server/tls.h"
 
@@ -45,8 +50,8 @@ struct Flags {
   std::string metrics_listen;
 };
 
-absl::StatusOr<LeaderConfig> LoadConfig(const Flags& flags) {
-  ASSIGN_OR_RETURN(LeaderConfig config, LoadLeaderConfig(flags.config));
+// leader.yaml with the command line's overrides applied to `config` (the file as loaded).
+absl::StatusOr<LeaderConfig> ApplyFlags(const Flags& flags, LeaderConfig config) {
   if (!flags.listen.empty()) {
     RETURN_IF_ERROR(ValidateHostPort(flags.listen, "--listen"));
     config.listen = flags.listen;
@@ -67,7 +72,8 @@ absl::StatusOr<LeaderConfig> LoadConfig(const Flags& flags) {
 }
 
 // Runs until a termination signal; returns the startup error if there is one.
-absl::Status Run(const LeaderConfig& config) {
+// `file_config`: leader.yaml as loaded at start, before the command line's overrides.
+absl::Status Run(const LeaderConfig& config, const LeaderConfig& file_config) {
   ASSIGN_OR_RETURN(const TlsMaterial tls, LoadTlsMaterial(config.tls));
   RETURN_IF_ERROR(CheckOwnCertificate(tls, crypto::Identity{crypto::Role::kLeader, config.name}));
   leader::LeaderOptions options;
@@ -143,8 +149,48 @@ absl::Status Run(const LeaderConfig& config) {
       common::ProtocolVersionText(common::kProtocolVersion), config.max_concurrent_jobs,
       config.max_queued_jobs);
 
-  const int signal = WaitForTerminationSignal();
+  // Without a restart: all_jobs_admins and the CA bundle of the sealing-certificate and CRL
+  // checks. A file that does not load changes nothing (logged as an error).
+  std::string applied_ca = tls.ca_pem;
+  std::vector<std::string> applied_admins = config.all_jobs_admins;
+  std::vector<std::string> restart_needed;
+  std::string last_error;
+  auto reload = [&](const std::string& why) {
+    absl::StatusOr<LeaderReload> loaded = ReloadLeaderSettings(file_config);
+    if (!loaded.ok()) {
+      const std::string message(loaded.status().message());
+      if (why != "periodic check" || message != last_error) {
+        spdlog::error(
+            "RELOAD FAILED ({}): {}; the leader keeps the all_jobs_admins list and CA bundle it "
+            "uses now",
+            why, message);
+      }
+      last_error = message;
+      return;
+    }
+    last_error.clear();
+    if (loaded->restart_needed != restart_needed && !loaded->restart_needed.empty()) {
+      spdlog::warn(
+          "{} changed in {}: it takes effect at the next restart (reloaded now: all_jobs_admins, "
+          "the CA bundle)",
+          absl::StrJoin(loaded->restart_needed, ", "), config.path);
+    }
+    restart_needed = loaded->restart_needed;
+    if (loaded->ca_pem == applied_ca && loaded->all_jobs_admins == applied_admins) {
+      if (why != "periodic check") spdlog::info("reload ({}): nothing changed", why);
+      return;
+    }
+    server->UpdateSettings(loaded->ca_pem, loaded->all_jobs_admins);
+    spdlog::warn("reload ({}): all_jobs_admins [{}]{}", why,
+                 absl::StrJoin(loaded->all_jobs_admins, ", "),
+                 loaded->ca_pem == applied_ca ? "" : "; CA bundle replaced");
+    applied_ca = loaded->ca_pem;
+    applied_admins = loaded->all_jobs_admins;
+  };
+  auto reloader = std::make_unique<PeriodicReloader>(absl::Seconds(config.reload_seconds), reload);
+  const int signal = WaitForTerminationSignal([&reloader] { reloader->Trigger("SIGHUP"); });
   spdlog::info("received signal {}, shutting down", signal);
+  reloader.reset();
   metrics_endpoint.reset();
   server->Shutdown(kShutdownGrace);
   server.reset();
@@ -182,10 +228,12 @@ int Main(int argc, char** argv) {
                  "metrics_allow_non_loopback: true)");
   if (std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
 
-  absl::StatusOr<LeaderConfig> config = LoadConfig(flags);
+  absl::StatusOr<LeaderConfig> file_config = LoadLeaderConfig(flags.config);
+  if (!file_config.ok()) return ExitCode(file_config.status(), kProgram);
+  absl::StatusOr<LeaderConfig> config = ApplyFlags(flags, *file_config);
   if (!config.ok()) return ExitCode(config.status(), kProgram);
   InitLogging(kProgram, config->log_format);
-  if (absl::Status st = Run(*config); !st.ok()) {
+  if (absl::Status st = Run(*config, *file_config); !st.ok()) {
     spdlog::critical("cannot start: {}", std::string(st.message()));
     return kExitFailure;
   }

@@ -41,6 +41,13 @@ LeaderServer::LeaderServer(LeaderServerOptions options, PartyConnections* connec
       std::set<std::string>(options_.all_jobs_admins.begin(), options_.all_jobs_admins.end()));
 }
 
+void LeaderServer::UpdateSettings(const std::string& ca_pem,
+                                  const std::vector<std::string>& all_jobs_admins) {
+  party_link_.set_ca_pem(ca_pem);
+  revocation_.SetCaPem(ca_pem);
+  admin_.set_all_jobs_admins(std::set<std::string>(all_jobs_admins.begin(), all_jobs_admins.end()));
+}
+
 absl::StatusOr<std::unique_ptr<LeaderServer>> LeaderServer::Start(LeaderServerOptions options,
                                                                   PartyConnections* connections,
                                                                   AdminBackend* admin) {

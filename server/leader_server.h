@@ -65,6 +65,11 @@ class LeaderServer {
   // Idempotent.
   void Shutdown(absl::Duration deadline);
 
+  // Settings re-read without a restart (server/config_reload.h): the CA bundle that verifies the
+  // sealing certificates in parties' hellos and announcements and the CRL's signature, and
+  // leader.yaml's all_jobs_admins. Calls and streams already running finish with the old ones.
+  void UpdateSettings(const std::string& ca_pem, const std::vector<std::string>& all_jobs_admins);
+
   // The last store check's outcome (true before the first and without a check).
   bool store_available() const;
 

@@ -169,9 +169,9 @@ fedanon::v1::PartyMessage Answer(const PartyHandler& handler, const std::string&
 
 // Until the stream ends: this thread reads requests and queues them in their job's lane; each
 // lane's worker answers them, writes each reply under the write mutex and tells the observers.
+// `write_mu` serializes the workers' writes and the client's announcements (the reader only reads).
 void ServeRequests(Stream* stream, const PartyHandler& handler, const std::string& party,
-                   const std::vector<PartyLinkObserver*>& observers) {
-  absl::Mutex write_mu;  // serializes the workers' writes (the reader only reads)
+                   const std::vector<PartyLinkObserver*>& observers, absl::Mutex& write_mu) {
   RequestLanes lanes([&](const fedanon::v1::LeaderMessage& request) {
     const fedanon::v1::PartyMessage reply = Answer(handler, party, request);
     absl::MutexLock lock(&write_mu);
@@ -190,7 +190,25 @@ void ServeRequests(Stream* stream, const PartyHandler& handler, const std::strin
 }  // namespace
 
 PartyClient::PartyClient(PartyClientOptions options, PartyHandler handler)
-    : options_(std::move(options)), handler_(std::move(handler)) {}
+    : options_(std::move(options)), handler_(std::move(handler)) {
+  absl::MutexLock lock(&mu_);
+  seal_cert_pem_ = options_.seal_cert_pem;
+}
+
+bool PartyClient::AnnounceSealCertificate(std::string seal_cert_pem) {
+  fedanon::v1::PartyMessage hello;
+  hello.set_request_id(0);
+  hello.mutable_hello()->set_version(std::string(common::Version()));
+  hello.mutable_hello()->set_seal_certificate(seal_cert_pem);
+  *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(options_.protocol_version);
+  {
+    absl::MutexLock lock(&mu_);
+    seal_cert_pem_ = std::move(seal_cert_pem);
+  }
+  absl::MutexLock lock(&write_mu_);
+  if (live_stream_ == nullptr) return false;
+  return live_stream_->Write(hello);
+}
 
 PartyClient::~PartyClient() { Stop(); }
 
@@ -325,7 +343,10 @@ absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch)
   std::unique_ptr<Stream> stream = stub->Connect(&context);
   fedanon::v1::PartyMessage hello;
   hello.mutable_hello()->set_version(std::string(common::Version()));
-  hello.mutable_hello()->set_seal_certificate(options_.seal_cert_pem);
+  {
+    absl::MutexLock lock(&mu_);
+    hello.mutable_hello()->set_seal_certificate(seal_cert_pem_);
+  }
   *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(options_.protocol_version);
   fedanon::v1::LeaderMessage ack;
   if (!stream->Write(hello) || !stream->Read(&ack)) {
@@ -368,7 +389,22 @@ absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch)
   for (PartyLinkObserver* o : options_.observers) {
     o->LinkUp(common::Printable(ack.hello_ack().leader(), 128));
   }
-  ServeRequests(stream.get(), handler_, options_.name, options_.observers);
+  {
+    absl::MutexLock lock(&write_mu_);
+    live_stream_ = stream.get();
+  }
+  // A rotation between our hello and now: the leader learns the certificate at once.
+  std::string announced;
+  {
+    absl::MutexLock lock(&mu_);
+    announced = seal_cert_pem_;
+  }
+  if (announced != hello.hello().seal_certificate()) AnnounceSealCertificate(announced);
+  ServeRequests(stream.get(), handler_, options_.name, options_.observers, write_mu_);
+  {
+    absl::MutexLock lock(&write_mu_);
+    live_stream_ = nullptr;
+  }
   const grpc::Status status = stream->Finish();
   forget_context();
   if (status.ok()) return absl::UnavailableError("the leader closed the stream");

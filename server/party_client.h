@@ -17,6 +17,10 @@
 //    error naming both versions and retried only after the longest backoff: an operator must
 //    upgrade one side.
 // Stop() cancels the stream, lets the request in progress finish, and returns.
+// A sealing key rotated while the party runs is announced with AnnounceSealCertificate(): a
+// PartyHello with request_id 0 on the open stream (the leader then puts the new certificate into
+// the jobs it prepares from then on; a leader that predates announcements logs and drops it),
+// and every later hello carries it.
 // Thread-safe.
 #pragma once
 
@@ -67,7 +71,7 @@ struct PartyClientOptions {
   // are now, so a renewed certificate is used from the next connection on without a restart).
   // An error is logged and `tls` (or the last material that loaded) is used instead.
   std::function<absl::StatusOr<TlsMaterial>()> reload_tls;
-  std::string seal_cert_pem;  // sent in the hello
+  std::string seal_cert_pem;  // sent in the hello (AnnounceSealCertificate replaces it)
   // The party's revocation list (party.yaml `crl:`; not owned, may be null): a leader whose TLS
   // certificate it revokes (or a list it cannot use: fails closed) is refused after the hello.
   const RevocationCheck* revocation = nullptr;
@@ -90,6 +94,11 @@ class PartyClient {
   // Ends the link promptly: cancels the stream and any backoff wait, waits for the request being
   // handled (if any), joins the threads. Idempotent.
   void Stop();
+
+  // The party's sealing certificate changed (a rotated seal.crt): sent now on the open stream,
+  // if there is one, and in every later hello. False when no stream took it now (the next
+  // hello carries it).
+  bool AnnounceSealCertificate(std::string seal_cert_pem) ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
 
   bool connected() const;
   // Number of sessions that completed the hello so far.
@@ -114,7 +123,13 @@ class PartyClient {
   bool connected_ ABSL_GUARDED_BY(mu_) = false;
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;  // of the current session
-  TlsMaterial current_tls_ ABSL_GUARDED_BY(mu_);  // what the last connection dialled with
+  TlsMaterial current_tls_ ABSL_GUARDED_BY(mu_);    // what the last connection dialled with
+  std::string seal_cert_pem_ ABSL_GUARDED_BY(mu_);  // what hellos carry
+  // Serializes writes on the open stream (replies and announcements); the stream while its
+  // requests are served, else null.
+  absl::Mutex write_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  grpc::ClientReaderWriter<fedanon::v1::PartyMessage, fedanon::v1::LeaderMessage>* live_stream_
+      ABSL_GUARDED_BY(write_mu_) = nullptr;
   std::thread thread_;
 };
 

@@ -105,6 +105,18 @@ void PartyConnections::Deliver(ConnectionId connection, fedanon::v1::PartyMessag
   pending_.erase(it);
 }
 
+bool PartyConnections::UpdateSealCertificate(ConnectionId connection,
+                                             const std::string& seal_cert_pem) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, c] : by_name_) {
+    if (c.id == connection) {
+      c.info.seal_cert_pem = seal_cert_pem;
+      return true;
+    }
+  }
+  return false;
+}
+
 void PartyConnections::Disconnected(ConnectionId connection) {
   absl::MutexLock lock(&mu_);
   for (auto it = by_name_.begin(); it != by_name_.end(); ++it) {

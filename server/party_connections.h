@@ -76,6 +76,9 @@ class PartyConnections final : public common::PartyChannel {
   // A message read from `connection`: completes the pending call with its request_id (replies
   // to unknown or timed-out requests are logged and dropped).
   void Deliver(ConnectionId connection, fedanon::v1::PartyMessage message);
+  // The party on `connection` announced a new sealing certificate (already verified): jobs
+  // prepared from now on record it. False when the connection is gone (replaced or ended).
+  bool UpdateSealCertificate(ConnectionId connection, const std::string& seal_cert_pem);
   // The stream of `connection` ended: unregisters it (unless already replaced) and fails its
   // pending calls with Unavailable "party 'x' disconnected".
   void Disconnected(ConnectionId connection);

@@ -67,6 +67,30 @@ PartyLinkService::PartyLinkService(std::string leader_name, std::string ca_pem,
                                    PartyConnections* connections)
     : leader_name_(std::move(leader_name)), ca_pem_(std::move(ca_pem)), connections_(connections) {}
 
+void PartyLinkService::Reannounced(const std::string& party, const std::string& peer,
+                                   PartyConnections::ConnectionId id,
+                                   const fedanon::v1::PartyHello& hello) {
+  absl::Status st = crypto::VerifiedSealKey(hello.seal_certificate(), ca_pem(),
+                                            crypto::Identity{crypto::Role::kParty, party})
+                        .status();
+  if (st.ok() && revocation_ != nullptr && revocation_->enabled()) {
+    st = revocation_->Check(hello.seal_certificate());
+  }
+  if (!st.ok()) {
+    spdlog::error(
+        "party '{}' from {} announced a sealing certificate the leader refuses ({}); jobs go on "
+        "recording the one it had",
+        party, peer, std::string(st.message()));
+    return;
+  }
+  if (connections_->UpdateSealCertificate(id, hello.seal_certificate())) {
+    spdlog::info(
+        "party '{}' from {} announced a new sealing certificate (a rotated key): jobs prepared "
+        "from now on record it",
+        party, peer);
+  }
+}
+
 grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWriter* stream) {
   const std::string peer = context->peer();
   absl::StatusOr<crypto::Identity> identity = PeerIdentity(*context);
@@ -101,7 +125,7 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
   }
   const fedanon::v1::PartyHello& hello = first.hello();
   if (absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> seal = crypto::VerifiedSealKey(
-          hello.seal_certificate(), ca_pem_, crypto::Identity{crypto::Role::kParty, party});
+          hello.seal_certificate(), ca_pem(), crypto::Identity{crypto::Role::kParty, party});
       !seal.ok()) {
     spdlog::warn("PartyLink: party '{}' from {} sent an unusable seal certificate: {}", party, peer,
                  seal.status().ToString());
@@ -157,6 +181,10 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
   while (true) {
     fedanon::v1::PartyMessage message;
     if (!stream->Read(&message)) break;
+    if (message.request_id() == 0 && message.has_hello()) {
+      Reannounced(party, peer, id, message.hello());
+      continue;
+    }
     connections_->Deliver(id, std::move(message));
   }
   const bool cancelled = context->IsCancelled();

@@ -15,6 +15,8 @@
 
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "fedanon/v1/federation.grpc.pb.h"
 #include "server/deadline_watchdog.h"
 #include "server/party_connections.h"
@@ -28,14 +30,30 @@ class PartyLinkService final : public fedanon::v1::PartyLink::Service {
   PartyLinkService(std::string leader_name, std::string ca_pem, PartyConnections* connections);
   // Refuse parties whose certificates it revokes (not owned; may stay unset).
   void set_revocation(const RevocationCheck* revocation) { revocation_ = revocation; }
+  // Replaces the CA bundle that verifies sealing certificates (a reloaded ca.crt).
+  void set_ca_pem(std::string ca_pem) ABSL_LOCKS_EXCLUDED(ca_mu_) {
+    absl::MutexLock lock(&ca_mu_);
+    ca_pem_ = std::move(ca_pem);
+  }
 
   grpc::Status Connect(grpc::ServerContext* context,
                        grpc::ServerReaderWriter<fedanon::v1::LeaderMessage,
                                                 fedanon::v1::PartyMessage>* stream) override;
 
  private:
+  std::string ca_pem() const ABSL_LOCKS_EXCLUDED(ca_mu_) {
+    absl::MutexLock lock(&ca_mu_);
+    return ca_pem_;
+  }
+  // A PartyHello with request_id 0 on an open stream: the party's rotated sealing certificate,
+  // checked like the hello's (CA, identity, revocation); a good one replaces the one the jobs
+  // prepared from now on record, a bad one is logged and ignored (the party keeps the old one).
+  void Reannounced(const std::string& party, const std::string& peer,
+                   PartyConnections::ConnectionId id, const fedanon::v1::PartyHello& hello);
+
   std::string leader_name_;
-  std::string ca_pem_;
+  mutable absl::Mutex ca_mu_;
+  std::string ca_pem_ ABSL_GUARDED_BY(ca_mu_);
   PartyConnections* connections_;  // not owned
   const RevocationCheck* revocation_ = nullptr;
   DeadlineWatchdog certificate_expiry_;  // ends a party's stream when its certificate expires

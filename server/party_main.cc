@@ -1,5 +1,7 @@
 // fedanon-party: the party daemon (one per institution). Dials out to the leader over mTLS, holds
 // one stream and answers the leader's requests from the local table; stops on SIGTERM / SIGINT.
+// Re-reads its admins list, CA bundle and sealing key pair every reload_seconds and on SIGHUP
+// (server/config_reload.h; docs/operations.md "Rotating keys and certificates").
 // Exit codes: 0 clean stop, 1 startup error (bad config, unreadable certificate or data dir),
 // 2 usage error.
 #include <spdlog/spdlog.h>
@@ -13,17 +15,21 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "crypto/secret_bytes.h"
 #include "party/party_agent.h"
 #include "server/command_line.h"
 #include "server/config.h"
+#include "server/config_reload.h"
 #include "server/logging.h"
 #include "server/metrics.h"
 #include "server/party_client.h"
 #include "server/party_link_reporter.h"
 #include "server/party_metrics.h"
+#include "server/periodic_reloader.h"
 #include "server/revocation.h"
 #include "server/signals.h"
 #include "server/tls.h"
@@ -43,8 +49,8 @@ struct Flags {
   std::string misbehave;  // tests and demonstrations of mohammed2011 §6 only
 };
 
-absl::StatusOr<PartyConfig> LoadConfig(const Flags& flags) {
-  ASSIGN_OR_RETURN(PartyConfig config, LoadPartyConfig(flags.config));
+// party.yaml with the command line's overrides applied to `config` (the file as loaded).
+absl::StatusOr<PartyConfig> ApplyFlags(const Flags& flags, PartyConfig config) {
   if (!flags.leader.empty()) {
     RETURN_IF_ERROR(ValidateHostPort(flags.leader, "--leader"));
     config.leader = flags.leader;
@@ -62,7 +68,21 @@ absl::StatusOr<PartyConfig> LoadConfig(const Flags& flags) {
   return config;
 }
 
-absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
+// What the reloader last applied and said, so that a periodic check logs only news.
+struct ReloadState {
+  party::PartyLiveSettings applied;
+  std::vector<std::string> restart_needed;
+  std::string last_error;
+};
+
+bool SameSettings(const party::PartyLiveSettings& a, const party::PartyLiveSettings& b) {
+  return a.ca_pem == b.ca_pem && a.admins == b.admins && a.seal_cert_pem == b.seal_cert_pem &&
+         a.seal_key_pem == b.seal_key_pem;
+}
+
+// `file_config`: party.yaml as loaded at start, before the command line's overrides.
+absl::Status Run(const PartyConfig& config, const PartyConfig& file_config,
+                 const std::string& misbehave) {
   ASSIGN_OR_RETURN(const TlsMaterial tls, LoadTlsMaterial(config.tls));
   RETURN_IF_ERROR(CheckOwnCertificate(tls, crypto::Identity{crypto::Role::kParty, config.name}));
   party::PartyAgentOptions options;
@@ -80,9 +100,11 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   ASSIGN_OR_RETURN(options.seal_cert_pem,
                    ReadCertificateFile(config.seal.cert, "seal certificate"));
   ASSIGN_OR_RETURN(options.seal_key_pem, ReadPrivateKeyFile(config.seal.key, "seal key"));
+  const party::PartyLiveSettings at_start{tls.ca_pem, config.admins, options.seal_cert_pem,
+                                          options.seal_key_pem};
   // party.yaml `crl:`: the leader's certificate at each connection, every participant's sealing
   // certificate at each Prepare (re-read each time; fails closed).
-  const RevocationCheck revocation(config.crl, tls.ca_pem, "the party");
+  RevocationCheck revocation(config.crl, tls.ca_pem, "the party");
   if (revocation.enabled()) {
     options.revocation_check = [&revocation](const std::string& cert_pem) {
       return revocation.Check(cert_pem);
@@ -148,7 +170,64 @@ absl::Status Run(const PartyConfig& config, const std::string& misbehave) {
   // dialled, so that a leader that is down never makes systemd restart the party.
   RETURN_IF_ERROR(reporter.Ready());
   client.Start();
-  const int signal = WaitForTerminationSignal();
+
+  // Rotation without a restart: admins, CA bundle, sealing key pair. A file that does not load
+  // or fit changes nothing (logged as an error); the settings in use stay.
+  ReloadState state;
+  state.applied = at_start;
+  auto reload = [&](const std::string& why) {
+    absl::StatusOr<PartyReload> loaded = ReloadPartySettings(file_config);
+    absl::Status st = loaded.status();
+    absl::StatusOr<bool> rotated = false;
+    if (st.ok() && !SameSettings(loaded->settings, state.applied)) {
+      rotated = agent->UpdateSettings(loaded->settings);
+      st = rotated.status();
+    }
+    if (!st.ok()) {
+      const std::string message(st.message());
+      if (why != "periodic check" || message != state.last_error) {
+        spdlog::error(
+            "RELOAD FAILED ({}): {}; this party keeps the admins list, CA bundle and sealing key "
+            "it uses now",
+            why, message);
+      }
+      state.last_error = message;
+      return;
+    }
+    state.last_error.clear();
+    if (loaded->restart_needed != state.restart_needed && !loaded->restart_needed.empty()) {
+      spdlog::warn(
+          "{} changed in {}: it takes effect at the next restart (reloaded now: admins, "
+          "the CA bundle, the sealing key pair)",
+          absl::StrJoin(loaded->restart_needed, ", "), config.path);
+    }
+    state.restart_needed = loaded->restart_needed;
+    if (SameSettings(loaded->settings, state.applied)) {
+      if (why != "periodic check") spdlog::info("reload ({}): nothing changed", why);
+      return;
+    }
+    revocation.SetCaPem(loaded->settings.ca_pem);
+    spdlog::warn(
+        "reload ({}): {}{}{}", why,
+        loaded->settings.admins == state.applied.admins
+            ? ""
+            : absl::StrCat(
+                  "admins now ",
+                  loaded->settings.admins
+                      ? absl::StrCat("[", absl::StrJoin(*loaded->settings.admins, ", "), "]")
+                      : std::string("every admin the CA certified"),
+                  "; "),
+        loaded->settings.ca_pem == state.applied.ca_pem ? "" : "CA bundle replaced; ",
+        *rotated ? "sealing key rotated: new jobs use the new key, running jobs keep "
+                   "theirs"
+                 : "");
+    if (*rotated && !client.AnnounceSealCertificate(agent->seal_cert_pem())) {
+      spdlog::info("the new sealing certificate goes to the leader with the next hello");
+    }
+    state.applied = loaded->settings;
+  };
+  PeriodicReloader reloader(absl::Seconds(config.reload_seconds), reload);
+  const int signal = WaitForTerminationSignal([&reloader] { reloader.Trigger("SIGHUP"); });
   spdlog::info("received signal {}, stopping", signal);
   socket_endpoint.reset();
   client.Stop();
@@ -186,10 +265,12 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"never-participate", "under-declare"}));
   if (std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
 
-  absl::StatusOr<PartyConfig> config = LoadConfig(flags);
+  absl::StatusOr<PartyConfig> file_config = LoadPartyConfig(flags.config);
+  if (!file_config.ok()) return ExitCode(file_config.status(), kProgram);
+  absl::StatusOr<PartyConfig> config = ApplyFlags(flags, *file_config);
   if (!config.ok()) return ExitCode(config.status(), kProgram);
   InitLogging(kProgram, config->log_format);
-  if (absl::Status st = Run(*config, flags.misbehave); !st.ok()) {
+  if (absl::Status st = Run(*config, *file_config, flags.misbehave); !st.ok()) {
     spdlog::critical("cannot start: {}", std::string(st.message()));
     return kExitFailure;
   }

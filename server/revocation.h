@@ -10,7 +10,9 @@
 
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 
 namespace fedanon::server {
 
@@ -22,12 +24,16 @@ class RevocationCheck {
 
   bool enabled() const { return !crl_path_.empty(); }
   // OK, or PermissionDenied naming the reason (revoked, list unreadable / invalid / expired).
-  absl::Status Check(const std::string& cert_pem) const;
+  absl::Status Check(const std::string& cert_pem) const ABSL_LOCKS_EXCLUDED(mu_);
+  // The CA bundle that must have signed the list, replaced when the daemon re-reads its CA file
+  // (a CA rotation: docs/operations.md "Rotating keys and certificates").
+  void SetCaPem(std::string ca_pem) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  std::string crl_path_;
-  std::string ca_pem_;
-  std::string holder_;
+  const std::string crl_path_;
+  mutable absl::Mutex mu_;
+  std::string ca_pem_ ABSL_GUARDED_BY(mu_);
+  const std::string holder_;
 };
 
 }  // namespace fedanon::server

@@ -11,6 +11,7 @@ sigset_t TerminationSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   return set;
 }
 
@@ -21,12 +22,14 @@ void BlockTerminationSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-int WaitForTerminationSignal() {
+int WaitForTerminationSignal(const std::function<void()>& on_hangup) {
   const sigset_t set = TerminationSignals();
-  int signal = 0;
-  while (sigwait(&set, &signal) != 0) {
+  while (true) {
+    int signal = 0;
+    if (sigwait(&set, &signal) != 0) continue;
+    if (signal != SIGHUP) return signal;
+    if (on_hangup) on_hangup();
   }
-  return signal;
 }
 
 }  // namespace fedanon::server

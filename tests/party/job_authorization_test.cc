@@ -72,7 +72,8 @@ class JobAuthorizerTest : public ::testing::Test {
   }
 
   JobAuthorizer Authorizer(std::optional<std::vector<std::string>> admins = std::nullopt) const {
-    return JobAuthorizer(AuthorizationOptions{"hospital-a", ca_->cert_pem(), std::move(admins)});
+    return JobAuthorizer(
+        AuthorizationOptions{"hospital-a", ca_->cert_pem(), std::move(admins), {}});
   }
   absl::StatusOr<AuthorizedJob> Verify(const LeaderMessage& msg,
                                        absl::Time now = absl::Now()) const {
@@ -184,6 +185,42 @@ TEST_F(JobAuthorizerTest, AdminNotInTheAllowListIsRefused) {
               StatusIs(kDenied, "job not authorized: admin 'alice' is not one this party accepts"));
   EXPECT_THAT(Authorizer(std::vector<std::string>{}).Verify(msg_.prepare(), "leader", absl::Now()),
               StatusIs(kDenied, "admin 'alice'"));
+}
+
+// The admins list and the CA bundle replaced while the party runs (a reloaded party.yaml):
+// the next Verify uses the new ones; nothing else changes.
+TEST_F(JobAuthorizerTest, UpdatedAdminsListAppliesToTheNextVerify) {
+  JobAuthorizer authorizer(AuthorizationOptions{"hospital-a", ca_->cert_pem(), {{"alice"}}, {}});
+  ASSERT_OK(authorizer.Verify(msg_.prepare(), "leader", absl::Now()).status());
+  authorizer.Update(ca_->cert_pem(), std::vector<std::string>{"bob"});
+  EXPECT_THAT(authorizer.Verify(msg_.prepare(), "leader", absl::Now()),
+              StatusIs(kDenied, "admin 'alice' is not one this party accepts (admins)"));
+  authorizer.Update(ca_->cert_pem(), std::nullopt);  // `admins:` removed: every certified admin
+  EXPECT_OK(authorizer.Verify(msg_.prepare(), "leader", absl::Now()).status());
+  // A CA bundle without the admin's CA: the signature no longer verifies.
+  ASSERT_OK_AND_ASSIGN(auto other, crypto::CertificateAuthority::Create("other", absl::Hours(24)));
+  authorizer.Update(other->cert_pem(), std::nullopt);
+  EXPECT_EQ(authorizer.ca_pem(), other->cert_pem());
+  EXPECT_THAT(authorizer.Verify(msg_.prepare(), "leader", absl::Now()),
+              StatusIs(kDenied, "job not authorized"));
+}
+
+// The party's revocation list is asked about the admin's certificate at every Verify.
+TEST_F(JobAuthorizerTest, RevokedAdminCertificateIsRefused) {
+  bool revoked = false;
+  std::string asked;
+  JobAuthorizer authorizer(AuthorizationOptions{
+      "hospital-a", ca_->cert_pem(), std::nullopt, [&](const std::string& pem) {
+        asked = pem;
+        return revoked ? absl::PermissionDeniedError("certificate revoked") : absl::OkStatus();
+      }});
+  ASSERT_OK(authorizer.Verify(msg_.prepare(), "leader", absl::Now()).status());
+  EXPECT_EQ(asked, msg_.prepare().authorization().admin_certificate());
+  revoked = true;
+  EXPECT_THAT(authorizer.Verify(msg_.prepare(), "leader", absl::Now()),
+              StatusIs(kDenied,
+                       "job not authorized: the certificate of admin 'alice' is refused "
+                       "by this party's revocation list: certificate revoked"));
 }
 
 // ---- The run ledger ----

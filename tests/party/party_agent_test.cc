@@ -600,6 +600,49 @@ TEST(PartyDurableState, RestartedPartyAnswersARepeatedRequestWithTheStoredBytes)
   EXPECT_THAT(after_end.error().message(), HasSubstr("no prepared job with this id"));
 }
 
+// A party whose sealing key pair was replaced on disk before it restarted mid-job: the job goes on
+// with the key it was prepared with (kept in its durable state), so what it seals still verifies
+// against the certificate the job recorded for it. The new pair serves jobs prepared afterwards.
+TEST(PartyDurableState, AJobResumedAfterARestartKeepsTheSealingKeyItWasPreparedWith) {
+  std::map<std::string, party::PartyAgentOptions> options;
+  ASSERT_OK_AND_ASSIGN(
+      auto f, PartyFixture::Create("durable_rotated", TwoHospitals(),
+                                   [&](party::PartyAgentOptions& o) { options[o.name] = o; }));
+  const std::string job = "job-000000000004";
+  PrepareEveryParty(*f, job);
+  LeaderMessage c0 = SexClassCountsStep(job, "hospital-b");
+  c0.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
+  ASSERT_OK(f->Call("hospital-a", c0));
+  // seal.key / seal.crt replaced, then the restart.
+  party::PartyAgentOptions rotated = options["hospital-a"];
+  ASSERT_OK_AND_ASSIGN(auto seal,
+                       f->ca->IssueSeal({crypto::Role::kParty, "hospital-a"}, absl::Hours(1)));
+  rotated.seal_cert_pem = seal.cert_pem;
+  rotated.seal_key_pem = seal.key_pem;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<party::PartyAgent> restarted,
+                       party::PartyAgent::Create(rotated));
+  EXPECT_EQ(restarted->seal_cert_pem(), seal.cert_pem);
+  // A fresh answer (collect 1) after the reload, sealed for hospital-b with the job's own key.
+  LeaderMessage c1 = c0;
+  c1.set_round(2);
+  c1.mutable_sum_step()->set_collect(1);
+  const PartyMessage a_reply = restarted->Handle(c1);
+  ASSERT_FALSE(a_reply.has_error()) << a_reply.error().message();
+  LeaderMessage last = SexClassCountsStep(job, "");
+  last.set_round(2);
+  last.mutable_sum_step()->set_collect(1);
+  *last.mutable_sum_step()->mutable_sealed() = a_reply.sum_step().sealed();
+  ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", last));
+  ASSERT_OK_AND_ASSIGN(const std::string total,
+                       f->OpenForLeader(2, job, b_reply.sum_step().sealed()));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
+  EXPECT_EQ(sum, (std::vector<uint64_t>{1, 2, 1, 1}));
+  // The state file keeps the job's key until the job ends (0600, deleted with it).
+  const std::string state = rotated.output_dir + "/" + job + ".state";
+  ASSERT_FALSE(restarted->Handle(EndJob(job)).has_error());
+  EXPECT_FALSE(std::filesystem::exists(state));
+}
+
 TEST(PartyDurableState, StateUpdatesAreReappliedAfterARestart) {
   std::map<std::string, party::PartyAgentOptions> options;
   ASSERT_OK_AND_ASSIGN(

@@ -190,6 +190,22 @@ TEST(PartyConnectionsTest, DisconnectFailsPendingCalls) {
               StatusIs(absl::StatusCode::kUnavailable, "not connected"));
 }
 
+// A party's announced sealing certificate (a rotated key) replaces the one its hello carried in
+// what jobs prepared from then on see; an announcement on a replaced connection changes nothing.
+TEST(PartyConnectionsTest, AnnouncedSealCertificateReplacesTheHellosForLaterJobs) {
+  PartyConnections connections;
+  const auto old_id = connections.Connected("a", "p", "SEAL-1", std::make_shared<FakeStream>());
+  ASSERT_EQ(connections.Parties().size(), 1u);
+  EXPECT_EQ(connections.Parties()[0].seal_cert_pem, "SEAL-1");
+  EXPECT_TRUE(connections.UpdateSealCertificate(old_id, "SEAL-2"));
+  EXPECT_EQ(connections.Parties()[0].seal_cert_pem, "SEAL-2");
+  const auto new_id = connections.Connected("a", "p", "SEAL-3", std::make_shared<FakeStream>());
+  EXPECT_FALSE(connections.UpdateSealCertificate(old_id, "SEAL-4"));
+  EXPECT_EQ(connections.Parties()[0].seal_cert_pem, "SEAL-3");
+  connections.Disconnected(new_id);
+  EXPECT_FALSE(connections.UpdateSealCertificate(new_id, "SEAL-5"));
+}
+
 TEST(PartyConnectionsTest, BrokenStreamFailsTheCallAtOnce) {
   PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
