@@ -103,10 +103,10 @@ class JobStore {
 
   // After a restart: SUBMITTED jobs stay queued, RUNNING jobs (horizontal and vertical) are to be
   // resumed (audited "resuming"), VALIDATING jobs (and a job whose request does not parse) become
-  // FAILED with the reason why they cannot resume; a RUNNING job whose report is stored (it was telling its
-  // parties that it is done) becomes DONE; it and ended jobs that still have recorded collects are
-  // listed as `unended` (their parties are to be told again).
-  // Idempotent for the failed ones.
+  // FAILED with the reason why they cannot resume; a RUNNING job whose report is stored (it was
+  // telling its parties that it is done) becomes DONE; it and ended jobs that still have recorded
+  // collects are listed as `unended` (their parties are to be told again). Idempotent for the
+  // failed ones.
   absl::StatusOr<Recovery> RecoverForResume();
 
   // Durable jobs (schema v3). Records collect `collect`'s request (digest and masks) before it is

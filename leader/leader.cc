@@ -7,8 +7,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "common/engine/final_check.h"
@@ -1038,8 +1038,8 @@ absl::Status Leader::RunVertical(const JobRun& job) {
     for (absl::string_view line : absl::StrSplit(logged, '\n', absl::SkipEmpty())) {
       options.logged_before.emplace_back(line);
     }
-    spdlog::info("job={} replaying {} recorded vertical repl(ies) without the network",
-                 job.job_id, options.recorded.size());
+    spdlog::info("job={} replaying {} recorded vertical repl(ies) without the network", job.job_id,
+                 options.recorded.size());
   }
   RejoiningChannel channel(channel_, options_.resume_timeout,
                            [this, id = job.job_id] { return CheckCancelled(id); });

@@ -200,7 +200,7 @@ class Leader {
   std::map<std::string, RunningJob> running_ ABSL_GUARDED_BY(mu_);  // by job id
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
-  std::thread recovery_;  // EndRecoveredJobs
+  std::thread recovery_;                                   // EndRecoveredJobs
   std::vector<std::thread> tellers_ ABSL_GUARDED_BY(mu_);  // TellWhenBack
 };
 

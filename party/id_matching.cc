@@ -55,8 +55,9 @@ absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Build(const std::vector<st
   m->ids_ = ids;
   m->threads_ = threads;
   const std::string_view all = secret.AsStringView();
-  ASSIGN_OR_RETURN(m->cipher_, crypto::EcCommutativeCipher::CreateFromKey(crypto::SecretBytes::CopyFrom(
-                                   all.substr(0, crypto::kP256ScalarSize))));
+  ASSIGN_OR_RETURN(m->cipher_,
+                   crypto::EcCommutativeCipher::CreateFromKey(
+                       crypto::SecretBytes::CopyFrom(all.substr(0, crypto::kP256ScalarSize))));
   m->order_seed_ = crypto::SecretBytes::CopyFrom(all.substr(crypto::kP256ScalarSize));
   ASSIGN_OR_RETURN(m->order_, crypto::SeededPermutation(m->order_seed_.AsStringView(), ids.size()));
   return m;
@@ -66,7 +67,8 @@ crypto::SecretBytes IdMatcher::DurableSecret() const {
   const crypto::SecretBytes key = cipher_->GetPrivateKeyBytes();
   crypto::SecretBytes secret(kDurableSecretBytes);
   std::copy(key.data(), key.data() + key.size(), secret.data());
-  std::copy(order_seed_.data(), order_seed_.data() + order_seed_.size(), secret.data() + key.size());
+  std::copy(order_seed_.data(), order_seed_.data() + order_seed_.size(),
+            secret.data() + key.size());
   return secret;
 }
 

@@ -9,8 +9,9 @@
 // the leader used least recently (a job whose end it never announced) is dropped.
 //
 // Durable jobs: a job's state (horizontal or vertical) is kept in a file (party/job_journal.h)
-// written before each reply leaves; after a restart the party reloads it at the job's next request and answers
-// a repeated request with the reply it gave before (one request, one answer), so the job goes on.
+// written before each reply leaves; after a restart the party reloads it at the job's next request
+// and answers a repeated request with the reply it gave before (one request, one answer), so the
+// job goes on.
 #pragma once
 
 #include <cstdint>

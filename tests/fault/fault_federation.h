@@ -86,7 +86,7 @@ class FaultFederation {
   std::string party_dir(int i) const;         // its bundle (party.yaml, tls, seal keys)
   std::string party_output_dir(int i) const;  // runs.ledger, audit files, received tables
   std::string party_data_dir(int i) const;
-  std::string gen_dir() const { return dir_ + "/gen"; }      // gen-data output: specs, tax/, CSVs
+  std::string gen_dir() const { return dir_ + "/gen"; }  // gen-data output: specs, tax/, CSVs
   std::string spec_path() const { return spec_path_; }  // gen_dir()/horizontal.yaml (vertical.yaml)
   std::string admin_config(const std::string& admin) const;  // kit/<admin>/admin.yaml
   std::string log_of(const std::string& name) const;         // "leader" or a party's name

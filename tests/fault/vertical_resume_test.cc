@@ -70,7 +70,8 @@ class VerticalResumeTest : public ::testing::Test {
     FaultFederationOptions options;
     options.vertical = true;
     options.rows = 300;
-    options.leader_yaml_extra = absl::StrCat("resume_timeout_seconds: ", kResumeTimeoutSeconds, "\n");
+    options.leader_yaml_extra =
+        absl::StrCat("resume_timeout_seconds: ", kResumeTimeoutSeconds, "\n");
     fed_ = std::make_unique<FaultFederation>(options);
     const absl::Status st = fed_->Start();
     ASSERT_TRUE(st.ok()) << st << "\n" << fed_->Log("leader");
@@ -141,9 +142,9 @@ class VerticalResumeTest : public ::testing::Test {
     const absl::Time deadline = absl::Now() + kJobBound;
     while (absl::Now() < deadline) {
       absl::StatusOr<JobInfo> info = fed_->Get(job_id);
-      if (info.ok() && (info->state() == fedanon::v1::JOB_STATE_RUNNING ||
-                        info->state() == JOB_STATE_DONE || info->state() == JOB_STATE_FAILED ||
-                        info->state() == JOB_STATE_CANCELLED)) {
+      if (info.ok() &&
+          (info->state() == fedanon::v1::JOB_STATE_RUNNING || info->state() == JOB_STATE_DONE ||
+           info->state() == JOB_STATE_FAILED || info->state() == JOB_STATE_CANCELLED)) {
         return info;
       }
       absl::SleepFor(absl::Milliseconds(5));
@@ -174,11 +175,21 @@ TEST_F(VerticalResumeTest, PartiesKilledDuringIdMatchingAndAtARoundResumeWithThe
   DelayAll(absl::Milliseconds(15));
   absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
   ASSERT_TRUE(job.ok()) << job.status();
-  // 1. During the ID matching (round 0: the job is running, no specialization yet).
+  // 1. During the ID matching, once the party sent its own encrypted list (so the restarted
+  //    process must re-encrypt the others' lists with the same key, and align in the same order).
   absl::StatusOr<JobInfo> running = WaitRunning(*job);
   ASSERT_TRUE(running.ok()) << running.status();
+  for (int t = 0; t < 2000; ++t) {
+    const std::vector<std::string> kinds = fed_->AuditKinds(first, *job);
+    if (std::count(kinds.begin(), kinds.end(), "id-list") >= 1) break;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  running = fed_->Get(*job);
+  ASSERT_TRUE(running.ok()) << running.status();
   ASSERT_EQ(running->state(), fedanon::v1::JOB_STATE_RUNNING) << running->ShortDebugString();
-  ASSERT_EQ(running->round(), 0u);
+  ASSERT_EQ(running->round(), 0u) << "the ID matching ended before the kill";
+  const std::vector<std::string> sent_before = fed_->AuditKinds(first, *job);
+  ASSERT_GE(std::count(sent_before.begin(), sent_before.end(), "id-list"), 1);
   const absl::Time killed_first = absl::Now();
   KillAndRestartParty(first);
   const double restart_first = Seconds(absl::Now() - killed_first);
@@ -198,19 +209,23 @@ TEST_F(VerticalResumeTest, PartiesKilledDuringIdMatchingAndAtARoundResumeWithThe
   DelayAll(absl::ZeroDuration());
   const std::string first_name = fed_->parties()[static_cast<size_t>(first)];
   const std::string second_name = fed_->parties()[static_cast<size_t>(second)];
-  ASSERT_EQ(end->state(), JOB_STATE_DONE)
-      << end->failure_reason() << "\n"
-      << fed_->Log(first_name) << "\n"
-      << fed_->Log(second_name) << "\n"
-      << fed_->Log("leader");
+  ASSERT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason() << "\n"
+                                          << fed_->Log(first_name) << "\n"
+                                          << fed_->Log(second_name) << "\n"
+                                          << fed_->Log("leader");
   ExpectSameTableOnce(*job);
   ExpectNoStateLeft(*job);
   for (int i : {first, second}) {
     EXPECT_EQ(fed_->AuditEnd(i, *job), "success=true reason=done");
   }
-  // The restarted processes reloaded the job from their state files when asked for it.
+  // The restarted processes reloaded the job from their state files when asked for it: the first
+  // with its ID-matching key and order (it had answered at least its own encryption).
   EXPECT_TRUE(absl::StrContains(fed_->Log(second_name), "reloaded from its durable state"))
       << fed_->Log(second_name);
+  EXPECT_FALSE(absl::StrContains(fed_->Log(first_name),
+                                 "reloaded from its durable state after "
+                                 "a restart of this party: 0 answered"))
+      << fed_->Log(first_name);
   PrintFigures(absl::StrFormat(
       "%s seed=%u first=%s (ID matching) second=%s kill_round=%u of %u restart_s=%.3f "
       "first_kill_to_round_s=%.3f second_kill_to_next_round_s=%.3f clean_job_s=%.2f",
@@ -317,10 +332,10 @@ TEST_F(VerticalResumeTest, CancelWhileTheRestartedLeaderWaitsForAPartyEndsCancel
   ASSERT_TRUE(waiting.ok()) << waiting.status();
   EXPECT_EQ(waiting->state(), fedanon::v1::JOB_STATE_RUNNING) << "resuming: waits for its ring";
   const absl::Time cancel_at = absl::Now();
-  const CliResult cancel = RunBinary(BinaryDir() + "/bin/fedanonctl",
-                                     {"--config", fed_->admin_config("admin"), "cancel", *job,
-                                      "--reason", "operator stop"},
-                                     fed_->dir() + "/capture");
+  const CliResult cancel = RunBinary(
+      BinaryDir() + "/bin/fedanonctl",
+      {"--config", fed_->admin_config("admin"), "cancel", *job, "--reason", "operator stop"},
+      fed_->dir() + "/capture");
   EXPECT_EQ(cancel.exit_code, 0) << cancel.out << cancel.err;
   absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
   ASSERT_TRUE(end.ok()) << end.status();
