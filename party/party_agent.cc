@@ -1729,7 +1729,7 @@ absl::Status PartyAgent::SealInstruction(JobSlot& slot, const std::string& recei
 absl::StatusOr<PartyMessage> PartyAgent::HandleChunkGet(JobSlot& slot,
                                                         const LeaderMessage& request) {
   if (!slot.job || slot.job->job_id != request.job_id()) {
-    return absl::FailedPreconditionError("no prepared job with this id");
+    return absl::FailedPreconditionError(kNoJobState);
   }
   const auto& get = request.chunk_get();
   auto it = slot.job->outbox.find(get.stream());
@@ -1762,7 +1762,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleChunkGet(JobSlot& slot,
 absl::StatusOr<PartyMessage> PartyAgent::HandleChunkPut(JobSlot& slot,
                                                         const LeaderMessage& request) {
   if (!slot.job || slot.job->job_id != request.job_id()) {
-    return absl::FailedPreconditionError("no prepared job with this id");
+    return absl::FailedPreconditionError(kNoJobState);
   }
   JobState& job = *slot.job;
   if (job.chunk_bytes == 0) {
@@ -1802,7 +1802,11 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleChunkPut(JobSlot& slot,
 
 absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(JobSlot& slot,
                                                         const LeaderMessage& request) {
-  if (!slot.job || slot.job->job_id != request.job_id() || !slot.job->vertical) {
+  if (!slot.job || slot.job->job_id != request.job_id()) {
+    // Also a party restarted without the job's state file: it cannot resume (named reason).
+    return absl::FailedPreconditionError(kNoJobState);
+  }
+  if (!slot.job->vertical) {
     return absl::FailedPreconditionError("no prepared vertical job with this id");
   }
   const auto& step = request.vertical();

@@ -353,6 +353,33 @@ TEST_P(VerticalDurablePartyBefore, KilledBeforeAnsweringResumesFromItsDurableSta
   ExpectSameAsClean(*d, info, clean);
 }
 
+// A party that lost its state file mid vertical job cannot resume: the job fails naming it and
+// why, and nothing is released.
+TEST(VerticalDurableLimits, APartyWithoutItsStateFailsTheJobByName) {
+  auto d = DurableFederation::Create("vdurable_lost_state", /*chunked=*/false);
+  ASSERT_NE(d, nullptr);
+  std::string victim;
+  d->crashing->CrashAt(
+      30,
+      [&](const std::string& party,
+          const fedanon::v1::LeaderMessage&) -> absl::StatusOr<fedanon::v1::PartyMessage> {
+        victim = party;
+        const party::PartyAgentOptions& o = d->party_options.at(party);
+        for (const auto& entry : fs::directory_iterator(o.output_dir)) {
+          if (entry.path().extension() == ".state") fs::remove(entry.path());
+        }
+        RETURN_IF_ERROR(d->RestartParty(party));
+        return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));
+      });
+  ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
+  const JobInfo info = d->fed->Wait(job_id);
+  ASSERT_FALSE(victim.empty());
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr("without its durable state"));
+  EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr(victim));
+  EXPECT_FALSE(d->fed->leader->Result(job_id).ok());
+}
+
 // Spread over the ID matching (about the first half of the calls), the rounds and the release.
 INSTANTIATE_TEST_SUITE_P(CrashPoints, VerticalDurableLeader, ::testing::Values(0.3, 0.85));
 INSTANTIATE_TEST_SUITE_P(CrashPoints, VerticalDurablePartyAfter, ::testing::Values(0.15, 0.6));
