@@ -184,6 +184,9 @@ TEST_F(VerticalResumeTest, PartiesKilledDuringIdMatchingAndAtARoundResumeWithThe
     if (std::count(kinds.begin(), kinds.end(), "id-list") >= 1) break;
     absl::SleepFor(absl::Milliseconds(2));
   }
+  // The audit line is written as the reply is built, the state file's record just after (synced
+  // before the reply leaves): give it that moment, so that the kill comes after the answer.
+  absl::SleepFor(absl::Milliseconds(200));
   running = fed_->Get(*job);
   ASSERT_TRUE(running.ok()) << running.status();
   ASSERT_EQ(running->state(), fedanon::v1::JOB_STATE_RUNNING) << running->ShortDebugString();
