@@ -709,6 +709,19 @@ absl::Status JobStore::RecordCollectSum(const std::string& job_id, uint64_t coll
   return absl::OkStatus();
 }
 
+absl::Status JobStore::RecordVerticalReply(const std::string& job_id, uint64_t index,
+                                           const std::string& key, const std::string& reply) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(RequireJob(db_, job_id));
+  // One row, complete at once (the reply is what the leader received; no masks).
+  Stmt s(db_,
+         "INSERT INTO collects (job_id, collect, digest, masks, sum) VALUES (?1, ?2, ?3, NULL, "
+         "?4)");
+  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(index)).BindBlob(3, key).BindBlob(4, reply);
+  return s.Run();
+}
+
 absl::StatusOr<std::vector<RecordedCollect>> JobStore::Collects(const std::string& job_id) const {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   absl::MutexLock lock(&mu_);
@@ -784,7 +797,7 @@ absl::StatusOr<Recovery> JobStore::RecoverForResume() {
   struct Row {
     std::string job_id;
     JobState state;
-    bool vertical;
+    bool parsed;
     bool finished;  // its report is stored: it was telling its parties that it is done
   };
   std::vector<Row> in_flight;
@@ -800,10 +813,7 @@ absl::StatusOr<Recovery> JobStore::RecoverForResume() {
       if (!row) break;
       SubmitJobRequest request;
       const bool parsed = request.ParseFromString(s.Blob(2));
-      in_flight.push_back(
-          {s.Text(0), static_cast<JobState>(s.Int(1)),
-           !parsed || request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL,
-           s.Int(3) != 0});
+      in_flight.push_back({s.Text(0), static_cast<JobState>(s.Int(1)), parsed, s.Int(3) != 0});
     }
   }
   const int64_t now = NowUnix();
@@ -813,10 +823,10 @@ absl::StatusOr<Recovery> JobStore::RecoverForResume() {
       RETURN_IF_ERROR(
           InsertAudit(db_, r.job_id, now, "leader", "requeued", "leader restarted; queued again"));
       out.requeue.push_back(r.job_id);
-    } else if (r.state == fedanon::v1::JOB_STATE_RUNNING && !r.vertical && r.finished) {
+    } else if (r.state == fedanon::v1::JOB_STATE_RUNNING && r.finished) {
       RETURN_IF_ERROR(WriteState(db_, r.job_id, fedanon::v1::JOB_STATE_DONE, "", "leader", now));
       out.unended.push_back(r.job_id);
-    } else if (r.state == fedanon::v1::JOB_STATE_RUNNING && !r.vertical) {
+    } else if (r.state == fedanon::v1::JOB_STATE_RUNNING && r.parsed) {
       RETURN_IF_ERROR(InsertAudit(db_, r.job_id, now, "leader", "resuming",
                                   "leader restarted; resuming once its parties reconnect"));
       out.resume.push_back(r.job_id);
@@ -825,8 +835,8 @@ absl::StatusOr<Recovery> JobStore::RecoverForResume() {
           r.state == fedanon::v1::JOB_STATE_VALIDATING
               ? "leader restarted while validating the job: it cannot resume (the parties may "
                 "have prepared its run); starting over is a new run an admin authorizes"
-              : "leader restarted: a vertical job cannot resume (its ID matching and rounds keep "
-                "no durable state); starting over is a new run an admin authorizes";
+              : "leader restarted: the job's stored request does not parse, so it cannot resume; "
+                "starting over is a new run an admin authorizes";
       RETURN_IF_ERROR(
           WriteState(db_, r.job_id, fedanon::v1::JOB_STATE_FAILED, reason, "leader", now));
       out.failed.push_back(r.job_id);

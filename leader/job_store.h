@@ -4,7 +4,8 @@
 // finished jobs whose recipient is the leader (<data_dir>/results/<job>.csv, written
 // atomically). Job records survive restarts; for durable jobs (docs/operations.md) the store
 // also keeps each secure-sum collect of a running horizontal job (request digest and masks before
-// it is sent, its sum once complete), so that a restarted leader can resume it
+// it is sent, its sum once complete) and each reply of a running vertical job, so that a
+// restarted leader can resume it
 // (RecoverForResume()). Thread-safe.
 #pragma once
 
@@ -55,7 +56,7 @@ struct RecordedCollect {
 
 // What RecoverForResume() found in flight.
 struct Recovery {
-  std::vector<std::string> resume;   // RUNNING horizontal jobs: resume once the parties reconnect
+  std::vector<std::string> resume;   // RUNNING jobs: resume once the parties reconnect
   std::vector<std::string> requeue;  // SUBMITTED: back in the queue
   std::vector<std::string> failed;   // marked FAILED with the reason (tell their parties)
   // Jobs that ended (done, failed, cancelled) while their parties were still being told: they
@@ -100,18 +101,24 @@ class JobStore {
   // RecoverForResume.)
   absl::StatusOr<int> RecoverAfterRestart();
 
-  // After a restart: SUBMITTED jobs stay queued, RUNNING horizontal jobs are to be resumed
-  // (audited "resuming"), VALIDATING and RUNNING vertical jobs become FAILED with the reason why
-  // they cannot resume; a RUNNING horizontal job whose report is stored (it was telling its
-  // parties that it is done) becomes DONE; it and ended jobs that still have recorded collects are
-  // listed as `unended` (their parties are to be told again).
-  // Idempotent for the failed ones.
+  // After a restart: SUBMITTED jobs stay queued, RUNNING jobs (horizontal and vertical) are to be
+  // resumed (audited "resuming"), VALIDATING jobs (and a job whose request does not parse) become
+  // FAILED with the reason why they cannot resume; a RUNNING job whose report is stored (it was
+  // telling its parties that it is done) becomes DONE; it and ended jobs that still have recorded
+  // collects are listed as `unended` (their parties are to be told again). Idempotent for the
+  // failed ones.
   absl::StatusOr<Recovery> RecoverForResume();
 
   // Durable jobs (schema v3). Records collect `collect`'s request (digest and masks) before it is
   // sent; the same again is accepted, a different one refused (FailedPrecondition).
   absl::Status RecordCollectRequest(const std::string& job_id, uint64_t collect,
                                     const std::string& digest, const std::string& masks);
+  // A vertical job's reply (leader/vertical_job.h), recorded complete in the same table (schema
+  // v3 unchanged): row `index` (0, 1, ... in recording order), `key` in the digest column (the
+  // party, the call's number, the request's digest) and the reply in the sum column. Read back
+  // with Collects (digest = key, sum = reply); deleted with them. A second row at `index` fails.
+  absl::Status RecordVerticalReply(const std::string& job_id, uint64_t index,
+                                   const std::string& key, const std::string& reply);
   // Records the collect's unmasked sum and drops its masks.
   absl::Status RecordCollectSum(const std::string& job_id, uint64_t collect,
                                 const std::string& sum);

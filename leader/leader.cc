@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "common/engine/final_check.h"
@@ -327,6 +328,43 @@ Leader::~Leader() {
   changed_.SignalAll();
   for (std::thread& worker : workers_) worker.join();
   if (recovery_.joinable()) recovery_.join();
+  std::vector<std::thread> tellers;
+  {
+    absl::MutexLock lock(&mu_);
+    tellers.swap(tellers_);
+  }
+  for (std::thread& teller : tellers) teller.join();
+}
+
+void Leader::TellWhenBack(const std::string& job_id, std::vector<std::string> parties,
+                          const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  tellers_.emplace_back([this, job_id, parties = std::move(parties), reason] {
+    const RejoiningChannel waiter(channel_, options_.resume_timeout, [this] {
+      absl::MutexLock lock(&mu_);
+      return stopping_ ? absl::CancelledError("leader shutting down") : absl::OkStatus();
+    });
+    for (const std::string& party : parties) {
+      absl::Status back = waiter.WaitForParties({party});
+      if (absl::IsCancelled(back)) return;
+      if (!back.ok()) {
+        spdlog::warn("job={} {}: it was not told that the job ended", job_id,
+                     std::string(back.message()));
+        continue;
+      }
+      fedanon::v1::LeaderMessage msg;
+      msg.set_job_id(job_id);
+      msg.mutable_end_job()->set_success(false);
+      msg.mutable_end_job()->set_reason(reason);
+      const absl::Status told = channel_->Call(party, msg, absl::Seconds(5)).status();
+      WarnIfError(told, job_id,
+                  absl::StrCat("party '", party, "' did not acknowledge the end of the job"));
+      if (told.ok()) {
+        spdlog::info("job={} party '{}' is back and was told that the job ended", job_id, party);
+      }
+    }
+  });
 }
 
 void Leader::EndRecoveredJobs(std::vector<std::string> job_ids) {
@@ -444,6 +482,7 @@ absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::str
   RETURN_IF_ERROR(store_->Audit(job_id, admin, "cancelled", reason));
   const std::string why = absl::StrCat("cancelled by ", admin, reason.empty() ? "" : ": ", reason);
   bool running = false;
+  std::vector<std::string> prepared;  // a resumed job still queued: its parties hold its run
   {
     absl::MutexLock lock(&mu_);
     if (auto it = running_.find(job_id); it != running_.end()) {
@@ -451,10 +490,25 @@ absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::str
       it->second.cancel_reason = why;
       running = true;
     } else {
+      for (const QueuedJob& q : queue_) {
+        if (q.job_id == job_id && q.resume) prepared = q.parties;
+      }
       std::erase_if(queue_, [&](const QueuedJob& q) { return q.job_id == job_id; });
     }
   }
   if (!running) RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, why));
+  if (!prepared.empty()) {
+    // Recovered after a restart and cancelled before a worker took it: its parties prepared it
+    // and keep its durable state until told (now, or when each comes back).
+    JobRun job;
+    job.job_id = job_id;
+    job.ring = std::move(prepared);
+    job.timeout = absl::Seconds(5);
+    const std::string reason = absl::StrCat("cancelled: ", why);
+    std::vector<std::string> away = EndJobAtParties(job, /*success=*/false, reason);
+    if (!away.empty()) TellWhenBack(job_id, std::move(away), reason);
+    WarnIfError(store_->DeleteCollects(job_id), job_id, "cannot delete the recorded collects");
+  }
   Notify();
   // A running job notices the flag before its next message; wait for it briefly.
   for (int i = 0; running && i < 100; ++i) {
@@ -559,10 +613,13 @@ void Leader::WorkerLoop() {
     // next job by at most 5 s. Not while the leader shuts down (its streams are being cancelled).
     if (!status.ok() && !stopping && !job.ring.empty()) {
       job.timeout = std::min(job.timeout, absl::Seconds(5));
-      EndJobAtParties(job, /*success=*/false,
-                      status.code() == absl::StatusCode::kCancelled
-                          ? absl::StrCat("cancelled: ", cancel_reason)
-                          : std::string(status.message()));
+      const std::string reason = status.code() == absl::StatusCode::kCancelled
+                                     ? absl::StrCat("cancelled: ", cancel_reason)
+                                     : std::string(status.message());
+      std::vector<std::string> away = EndJobAtParties(job, /*success=*/false, reason);
+      // A party away now (e.g. the job was cancelled while waiting for it) is told when it
+      // comes back, so that it drops the job's durable state too.
+      if (!away.empty()) TellWhenBack(job_id, std::move(away), reason);
     }
     // The recorded collects served resuming (the sums are in the view log); kept until the
     // parties were told, so that a leader restarted before that tells them again.
@@ -967,10 +1024,29 @@ absl::Status Leader::RunVertical(const JobRun& job) {
     observer_->RoundDone();
     Notify();
   };
+  // Durable: every reply recorded before it is used; after a restart, replayed without the
+  // network up to where the job stopped (leader/vertical_job.h). A party whose connection drops
+  // is waited for and asked the same request again.
+  options.record_reply = [this, id = job.job_id](uint64_t index, const std::string& key,
+                                                 const std::string& reply) {
+    return store_->RecordVerticalReply(id, index, key, reply);
+  };
+  if (job.resume) {
+    ASSIGN_OR_RETURN(const std::vector<RecordedCollect> recorded, store_->Collects(job.job_id));
+    for (const RecordedCollect& r : recorded) options.recorded.emplace_back(r.digest, r.sum);
+    ASSIGN_OR_RETURN(const std::string logged, ViewLog::Read(options_.data_dir, job.job_id));
+    for (absl::string_view line : absl::StrSplit(logged, '\n', absl::SkipEmpty())) {
+      options.logged_before.emplace_back(line);
+    }
+    spdlog::info("job={} replaying {} recorded vertical repl(ies) without the network", job.job_id,
+                 options.recorded.size());
+  }
+  RejoiningChannel channel(channel_, options_.resume_timeout,
+                           [this, id = job.job_id] { return CheckCancelled(id); });
   const double rounds_start = job.elapsed();
-  ASSIGN_OR_RETURN(VerticalJobResult result, RunVerticalJob(channel_, options));
+  ASSIGN_OR_RETURN(VerticalJobResult result, RunVerticalJob(&channel, options));
   if (job.recipient == options_.name) {
-    RETURN_IF_ERROR(store_->StoreResult(job.job_id, result.csv));
+    RETURN_IF_ERROR(StoreResultOnce(job.job_id, result.csv));
   }
   fedanon::v1::Report report = result.report;
   if (std::find(job.ring.begin(), job.ring.end(), job.recipient) != job.ring.end()) {
@@ -979,6 +1055,12 @@ absl::Status Leader::RunVertical(const JobRun& job) {
         "' holds data of this job (release: allow_data_holding_recipient): it knows the secret "
         "release order, so it can link every released row to its own identified record, and "
         "thereby see the other parties' released values of its own people"));
+  }
+  if (job.resumes > 0) {
+    report.add_warnings(absl::StrCat(
+        "resumed ", job.resumes, " time(s) after a leader restart (", result.replayed_calls,
+        " recorded repl(ies) replayed from the job store this time; timings count from the last "
+        "resume; the job's audit trail names each resume and its round)"));
   }
   report.set_job_name(request.spec().name());
   report.set_version(common::VersionLine("fedanon-leader"));
@@ -995,17 +1077,22 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   return absl::OkStatus();
 }
 
-void Leader::EndJobAtParties(const JobRun& job, bool success, const std::string& reason) {
+std::vector<std::string> Leader::EndJobAtParties(const JobRun& job, bool success,
+                                                 const std::string& reason) {
   // Best effort: the job's outcome is recorded already; a party that misses EndJob is logged (it
   // drops the job when it holds too many, party/party_agent.h).
+  std::vector<std::string> away;
   for (const auto& party : job.ring) {
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job.job_id);
     msg.mutable_end_job()->set_success(success);
     msg.mutable_end_job()->set_reason(reason);
-    WarnIfError(channel_->Call(party, msg, job.timeout).status(), job.job_id,
+    const absl::Status told = channel_->Call(party, msg, job.timeout).status();
+    WarnIfError(told, job.job_id,
                 absl::StrCat("party '", party, "' did not acknowledge the end of the job"));
+    if (absl::IsUnavailable(told)) away.push_back(party);
   }
+  return away;
 }
 
 absl::Status Leader::FinishJob(const JobRun& job, const common::TopDownSpecializer& engine,

@@ -129,7 +129,7 @@ class Leader {
   struct QueuedJob {
     std::string job_id;
     std::vector<std::string> parties;
-    bool resume = false;  // a running horizontal job recovered after a restart
+    bool resume = false;  // a running job recovered after a restart
   };
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Records how a job ended (done, cancelled with `cancel_reason`, or failed with `status`).
@@ -161,7 +161,14 @@ class Leader {
   // false with the failure or cancellation `reason` for a job that did not end done, so that
   // each party closes its run (audit `job-end`, run ledger: a run that released nothing is
   // freed).
-  void EndJobAtParties(const JobRun& job, bool success = true, const std::string& reason = "done");
+  // Returns the parties that did not acknowledge (e.g. not connected).
+  std::vector<std::string> EndJobAtParties(const JobRun& job, bool success = true,
+                                           const std::string& reason = "done");
+  // A job that ended failed or cancelled while some of its parties were away (e.g. cancelled
+  // while it waited for them to come back): tells each of `parties` once it connects again, at
+  // most resume_timeout later, so that it deletes the job's durable state. On its own thread.
+  void TellWhenBack(const std::string& job_id, std::vector<std::string> parties,
+                    const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
   // After a restart: tells the parties of each job that could not resume that it ended
   // (EndJob success=false with the job's failure reason), waiting for each party to connect at
   // most resume_timeout. Runs on its own thread.
@@ -193,7 +200,8 @@ class Leader {
   std::map<std::string, RunningJob> running_ ABSL_GUARDED_BY(mu_);  // by job id
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
-  std::thread recovery_;  // EndRecoveredJobs
+  std::thread recovery_;                                   // EndRecoveredJobs
+  std::vector<std::thread> tellers_ ABSL_GUARDED_BY(mu_);  // TellWhenBack
 };
 
 }  // namespace fedanon::leader

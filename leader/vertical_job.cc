@@ -8,9 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "common/base/status_macros.h"
 #include "common/engine/tds_engine.h"
 #include "common/spec/proto_json.h"
+#include "common/wire/payload_chunks.h"
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
@@ -27,6 +29,79 @@ using fedanon::v1::VerticalStepResult;
 double Since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
+
+// The calls of one vertical job, recorded and (after a leader restart) replayed: each call is
+// the n-th to its party (the driver calls a party in a fixed order; calls to different parties
+// may interleave), keyed by "party#n" with the digest of its request.
+class RecordingChannel : public common::PartyChannel {
+ public:
+  RecordingChannel(common::PartyChannel* inner, const VerticalJobOptions& options)
+      : inner_(inner), options_(options), next_index_(options.recorded.size()) {
+    for (const auto& [key, reply] : options.recorded) recorded_.emplace(SplitKey(key));
+    for (size_t i = 0; i < options.recorded.size(); ++i) {
+      replies_[SplitKey(options.recorded[i].first).first] = i;
+    }
+  }
+
+  absl::StatusOr<PartyMessage> Call(const std::string& party, const LeaderMessage& request,
+                                    absl::Duration timeout) override {
+    uint64_t n = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      n = calls_[party]++;
+    }
+    const std::string key = absl::StrCat(party, "#", n);
+    LeaderMessage bare = request;
+    bare.clear_request_id();
+    const std::string digest = common::RequestDigest(request.round(), bare);
+    if (auto it = recorded_.find(key); it != recorded_.end()) {
+      if (it->second != digest) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the replayed call ", n, " to party '", party, "' (round ", request.round(),
+            ") differs from the request recorded before the leader restarted"));
+      }
+      PartyMessage reply;
+      if (!reply.ParseFromString(options_.recorded[replies_.at(key)].second)) {
+        return absl::DataLossError(absl::StrCat("the recorded reply of call ", n, " to party '",
+                                                party, "' does not parse"));
+      }
+      absl::MutexLock lock(&mu_);
+      ++replayed_;
+      return reply;
+    }
+    ASSIGN_OR_RETURN(PartyMessage reply, inner_->Call(party, request, timeout));
+    if (options_.record_reply && !reply.has_error()) {
+      absl::MutexLock lock(&mu_);  // records numbered in the order they are written
+      RETURN_IF_ERROR(options_.record_reply(next_index_, absl::StrCat(key, "\n", digest),
+                                            reply.SerializeAsString()));
+      ++next_index_;
+    }
+    return reply;
+  }
+  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+
+  // True while recorded replies remain to be replayed.
+  uint64_t replayed() const {
+    absl::MutexLock lock(&mu_);
+    return replayed_;
+  }
+
+ private:
+  static std::pair<std::string, std::string> SplitKey(const std::string& key) {
+    const size_t nl = key.find('\n');
+    if (nl == std::string::npos) return {key, ""};
+    return {key.substr(0, nl), key.substr(nl + 1)};
+  }
+
+  common::PartyChannel* inner_;
+  const VerticalJobOptions& options_;
+  std::map<std::string, std::string> recorded_;  // "party#n" -> request digest
+  std::map<std::string, size_t> replies_;        // "party#n" -> index in options_.recorded
+  mutable absl::Mutex mu_;
+  std::map<std::string, uint64_t> calls_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_index_ ABSL_GUARDED_BY(mu_);
+  uint64_t replayed_ ABSL_GUARDED_BY(mu_) = 0;
+};
 
 class Driver {
  public:
@@ -208,6 +283,14 @@ class Driver {
   // Appends to the view log, if any.
   absl::Status Log(ViewEntry e) {
     if (options_.view_log == nullptr) return absl::OkStatus();
+    // A resumed job logs again what it replays: the lines written before the restart are a
+    // prefix of it, and are not written twice.
+    if (logged_ < options_.logged_before.size() &&
+        options_.logged_before[logged_] == ViewEntryToJson(e)) {
+      ++logged_;
+      return absl::OkStatus();
+    }
+    logged_ = options_.logged_before.size();  // past the prefix: every line is new
     return options_.view_log->Append(e);
   }
 
@@ -547,13 +630,15 @@ class Driver {
   // Per party: rounds won and declined (with why), misbehaviour, contribution.
   std::map<std::string, fedanon::v1::PartyParticipation> participation_;
   std::string stop_reason_;  // of the last round in which every party declined
+  size_t logged_ = 0;        // lines of options_.logged_before matched so far
 };
 
 }  // namespace
 
 absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
                                                  const VerticalJobOptions& options) {
-  Driver driver(channel, options);
+  RecordingChannel recording(channel, options);
+  Driver driver(&recording, options);
   if (options.ring.size() < 2) {
     return absl::InvalidArgumentError("a vertical job needs at least 2 data parties");
   }
@@ -576,6 +661,7 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
   start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(driver.Release(result.rounds + 1, stop_reason, &result));
   result.release_seconds = Since(start);
+  result.replayed_calls = recording.replayed();
   return result;
 }
 

@@ -7,6 +7,8 @@
 // sealed verdicts, seals it for the remaining parties, who get it with the commit — and finally
 // the release of the joined table to the recipient, in a permutation of the canonical order the
 // data parties agree in secret. The leader sees proposals (scores), verdict bits and sealed bytes.
+// Durable: with a recorder, every reply is recorded before it is used, and a restarted leader
+// replays the job from the recorded replies, then goes on over the network (VerticalJobOptions).
 #pragma once
 
 #include <cstdint>
@@ -47,6 +49,22 @@ struct VerticalJobOptions {
   ViewLog* view_log = nullptr;
   // Told the ID-matching and round latencies (not owned; null: nobody).
   LeaderObserver* observer = nullptr;
+
+  // Durable jobs (docs/operations.md): every reply a party sends the leader in this job (steps,
+  // chunks fetched or acknowledged) is handed to `record_reply` before the leader uses it, under
+  // a key that names the party, the call's number among the calls to that party and the digest
+  // of the request (`index` numbers the records 0, 1, ...). A leader restarted mid-job passes
+  // them back in `recorded` (index order): the job runs again from its start, each call that
+  // finds its reply recorded takes it without the network (its request must be the recorded one,
+  // else the job fails: the replay would ask the parties something new), and the first call
+  // without one is sent — the same bytes as before the restart, which the party answers with its
+  // stored reply if it had answered. Null / empty: nothing recorded, nothing replayed.
+  std::function<absl::Status(uint64_t index, const std::string& key, const std::string& reply)>
+      record_reply;
+  std::vector<std::pair<std::string, std::string>> recorded;  // (key, reply), index order
+  // The lines of the job's view log written before the restart: the replay writes each again
+  // only if it differs (the run before the restart wrote a prefix of what the replay logs).
+  std::vector<std::string> logged_before;
 };
 
 struct VerticalJobResult {
@@ -58,6 +76,7 @@ struct VerticalJobResult {
   double id_matching_seconds = 0;
   double rounds_seconds = 0;
   double release_seconds = 0;
+  uint64_t replayed_calls = 0;  // replies taken from `recorded` (a resumed job)
 };
 
 absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,

@@ -16,6 +16,33 @@ constexpr size_t kDigestBytes = 16;
 
 absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Create(const std::vector<std::string>& ids,
                                                              int threads) {
+  // A fresh key uniform in [1, n-1] and a fresh 32-byte seed of the secret order (OpenSSL
+  // CSPRNG), kept together as the matcher's durable secret.
+  ASSIGN_OR_RETURN(auto cipher, crypto::EcCommutativeCipher::CreateWithNewKey());
+  ASSIGN_OR_RETURN(crypto::SecretBytes seed, crypto::RandomBytes(crypto::kPermutationSeedBytes));
+  crypto::SecretBytes secret(kDurableSecretBytes);
+  const crypto::SecretBytes key = cipher->GetPrivateKeyBytes();
+  if (key.size() != crypto::kP256ScalarSize || seed.size() != kDurableSecretBytes - key.size()) {
+    return absl::InternalError("unexpected ID matching key or seed size");
+  }
+  std::copy(key.data(), key.data() + key.size(), secret.data());
+  std::copy(seed.data(), seed.data() + seed.size(), secret.data() + key.size());
+  return Build(ids, secret, threads);
+}
+
+absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Restore(const std::vector<std::string>& ids,
+                                                              std::string_view secret,
+                                                              int threads) {
+  if (secret.size() != kDurableSecretBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("an ID matching secret has ", secret.size(),
+                                                   " bytes, not ", kDurableSecretBytes));
+  }
+  return Build(ids, crypto::SecretBytes::CopyFrom(secret), threads);
+}
+
+absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Build(const std::vector<std::string>& ids,
+                                                            const crypto::SecretBytes& secret,
+                                                            int threads) {
   absl::flat_hash_set<std::string> seen;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i].empty())
@@ -27,9 +54,22 @@ absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Create(const std::vector<s
   auto m = std::unique_ptr<IdMatcher>(new IdMatcher());
   m->ids_ = ids;
   m->threads_ = threads;
-  ASSIGN_OR_RETURN(m->order_, crypto::SecurePermutation(ids.size()));
-  ASSIGN_OR_RETURN(m->cipher_, crypto::EcCommutativeCipher::CreateWithNewKey());
+  const std::string_view all = secret.AsStringView();
+  ASSIGN_OR_RETURN(m->cipher_,
+                   crypto::EcCommutativeCipher::CreateFromKey(
+                       crypto::SecretBytes::CopyFrom(all.substr(0, crypto::kP256ScalarSize))));
+  m->order_seed_ = crypto::SecretBytes::CopyFrom(all.substr(crypto::kP256ScalarSize));
+  ASSIGN_OR_RETURN(m->order_, crypto::SeededPermutation(m->order_seed_.AsStringView(), ids.size()));
   return m;
+}
+
+crypto::SecretBytes IdMatcher::DurableSecret() const {
+  const crypto::SecretBytes key = cipher_->GetPrivateKeyBytes();
+  crypto::SecretBytes secret(kDurableSecretBytes);
+  std::copy(key.data(), key.data() + key.size(), secret.data());
+  std::copy(order_seed_.data(), order_seed_.data() + order_seed_.size(),
+            secret.data() + key.size());
+  return secret;
 }
 
 absl::StatusOr<std::vector<std::string>> IdMatcher::EncryptOwn() const {

@@ -1,6 +1,8 @@
 // Private ID matching for vertical jobs (commutative encryption round the ring; see
 // docs/crypto.md): each party's list is sent in a secret random order, encrypted by every party,
-// and the fully encrypted lists give the common records and their canonical order.
+// and the fully encrypted lists give the common records and their canonical order. A matcher's
+// secrets (its commutative-encryption key and the seed of its secret order) can be kept durably
+// (DurableSecret) and restored after a restart of the party (Restore): same key, same order.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "crypto/ec_commutative_cipher.h"
+#include "crypto/secret_bytes.h"
 
 namespace fedanon::party {
 
@@ -25,6 +28,16 @@ class IdMatcher {
   // hardware thread); the results do not depend on it.
   static absl::StatusOr<std::unique_ptr<IdMatcher>> Create(const std::vector<std::string>& ids,
                                                            int threads = 0);
+  // The matcher whose DurableSecret() is `secret`, over the same ids (a party reloading a
+  // vertical job from its durable state): the same key and the same secret order, so that its
+  // lists are the ones it sent before. InvalidArgument for a secret of another form.
+  static absl::StatusOr<std::unique_ptr<IdMatcher>> Restore(const std::vector<std::string>& ids,
+                                                            std::string_view secret,
+                                                            int threads = 0);
+  // kDurableSecretBytes: the 32-byte key, then the 32-byte seed of the secret order
+  // (crypto::SeededPermutation). Keep it like a key (0600), and delete it with the job.
+  crypto::SecretBytes DurableSecret() const;
+  static constexpr size_t kDurableSecretBytes = 64;
   void set_threads(int threads) { threads_ = threads; }
   // This party's ids under its key, in a secret random order drawn at Create (OpenSSL CSPRNG);
   // later hops keep the order, so `full[own_index]` of Align comes back in the same order.
@@ -44,7 +57,12 @@ class IdMatcher {
 
  private:
   std::vector<std::string> ids_;
+  // Validates the ids; the key and order come from `secret` (kDurableSecretBytes).
+  static absl::StatusOr<std::unique_ptr<IdMatcher>> Build(const std::vector<std::string>& ids,
+                                                          const crypto::SecretBytes& secret,
+                                                          int threads);
   std::vector<size_t> order_;  // item j of EncryptOwn's list is ids_[order_[j]]
+  crypto::SecretBytes order_seed_;
   std::unique_ptr<crypto::EcCommutativeCipher> cipher_;
   int threads_ = 0;
 };

@@ -244,6 +244,13 @@ struct PartyAgent::JobState {
   std::string journal_extra;
   bool replaying = false;
   std::optional<std::vector<uint64_t>> restored_mask;
+  // Vertical jobs (durable like horizontal ones): the last vertical step answered, by the digest
+  // of its request, with the reply that left (the leader repeats only its last request to a
+  // party: one request, one answer). While replaying, the ID matcher's key and order seed and the
+  // ID alignment come back from the journal instead of being drawn or computed again.
+  std::optional<std::pair<std::string, PartyMessage>> vertical_last;
+  std::string restored_matcher_secret;
+  std::optional<IdAlignment> restored_alignment;
 };
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
@@ -361,6 +368,11 @@ PartyMessage PartyAgent::Handle(const LeaderMessage& request) {
 
 PartyMessage PartyAgent::HandleLocked(JobSlot& slot, const LeaderMessage& request) {
   absl::StatusOr<PartyMessage> reply = Dispatch(slot, request);
+  if (!reply.ok() && slot.job) {
+    // Nothing of a failed step is recorded (nor left for the next answer's record).
+    slot.job->fresh_answer = false;
+    slot.job->journal_extra.clear();
+  }
   if (!reply.ok()) {
     PartyMessage error;
     error.set_request_id(request.request_id());
@@ -414,10 +426,13 @@ PartyMessage PartyAgent::HandleLocked(JobSlot& slot, const LeaderMessage& reques
 
 absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMessage& request) {
   PartyMessage reply;
-  const bool horizontal_step = request.body_case() == LeaderMessage::kSumStep ||
-                               request.body_case() == LeaderMessage::kUnionStep ||
-                               request.body_case() == LeaderMessage::kFinalCheck;
-  if (horizontal_step && !slot.job) {
+  const bool job_step = request.body_case() == LeaderMessage::kSumStep ||
+                        request.body_case() == LeaderMessage::kUnionStep ||
+                        request.body_case() == LeaderMessage::kFinalCheck ||
+                        request.body_case() == LeaderMessage::kVertical ||
+                        request.body_case() == LeaderMessage::kChunkGet ||
+                        request.body_case() == LeaderMessage::kChunkPut;
+  if (job_step && !slot.job) {
     // After a restart of this party: the job goes on from its durable state, if it has one.
     RETURN_IF_ERROR(ReloadJob(slot, request.job_id()));
   }
@@ -577,8 +592,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
     slot.job = std::move(job);
     return reply;
   }
-  // Horizontal jobs keep durable state from here on (the Prepare first).
-  if (!options_.state_dir.empty() && job->data) {
+  // Horizontal and vertical jobs keep durable state from here on (the Prepare first).
+  if (!options_.state_dir.empty() && (job->data || job->vertical)) {
     // The job's own sealing key goes with it (0600, deleted with the job): after a restart of
     // this party the job goes on with the key it was prepared with, even if seal.key was
     // rotated meanwhile.
@@ -640,6 +655,9 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
     return lost("its first record is not this job's Prepare");
   }
   uint64_t last_collect = 0;
+  // A vertical job whose ID matching ended here: its alignment is in the journal, so the
+  // matching's hops need not be replayed (they cost elliptic-curve work per id).
+  bool aligned = false;
   for (size_t i = 1; i < records->size(); ++i) {
     LeaderMessage req;
     PartyMessage rep;
@@ -648,6 +666,7 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
       return lost(absl::StrCat("record ", i, " does not parse"));
     }
     if (req.has_sum_step()) last_collect = std::max(last_collect, req.sum_step().collect());
+    if (req.has_vertical() && req.vertical().has_id_align()) aligned = true;
     answered.emplace_back(std::move(req), std::move(rep));
   }
   RETURN_IF_ERROR(HandlePrepare(slot, prepare, /*reload=*/true, (*records)[0].extra).status());
@@ -679,6 +698,8 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
       } else if (req.has_union_step()) {
         (req.union_step().deliver() ? job.deliver_answer : job.union_answer) =
             std::pair{absl::StrCat(req.round(), "/", req.union_step().SerializeAsString()), stored};
+      } else if (req.has_vertical() || req.has_chunk_put()) {
+        RETURN_IF_ERROR(ReplayVertical(slot, req, stored, (*records)[i + 1].extra, aligned));
       }
     }
     return absl::OkStatus();
@@ -688,6 +709,8 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
   job.fresh_answer = false;
   job.journal_extra.clear();
   job.restored_mask.reset();
+  job.restored_matcher_secret.clear();
+  job.restored_alignment.reset();
   if (replayed.ok()) {
     absl::StatusOr<std::unique_ptr<JobJournal>> journal =
         JobJournal::Reopen(options_.state_dir, job_id);
@@ -749,6 +772,65 @@ absl::Status PartyAgent::ChooseOwnSealKey(bool reload, std::string_view journale
         "': the job was prepared with a sealing key this party no longer holds (rotated, and "
         "not kept in the job's durable state); the job cannot resume"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status PartyAgent::ReplayVertical(JobSlot& slot, const LeaderMessage& request,
+                                        const PartyMessage& stored, const std::string& extra,
+                                        bool aligned) {
+  JobState& job = *slot.job;
+  if (!job.vertical) return absl::DataLossError("vertical records in a horizontal job's state");
+  if (request.has_chunk_put()) {
+    // A chunk of a payload sealed for this party (an ID list, an instruction, columns): back in
+    // the inbox until the step that names it is replayed. The ID matching's are not needed once
+    // the alignment is recorded.
+    if (aligned && request.round() == 0) return absl::OkStatus();
+    return HandleChunkPut(slot, request).status();
+  }
+  const fedanon::v1::VerticalStep& step = request.vertical();
+  const uint64_t round = request.round();
+  switch (step.step_case()) {
+    case fedanon::v1::VerticalStep::kIdEncrypt:
+    case fedanon::v1::VerticalStep::kIdReencrypt:
+      if (aligned) break;  // the alignment below stands for the whole matching
+      if (step.has_id_encrypt()) job.restored_matcher_secret = extra;
+      RETURN_IF_ERROR(HandleVertical(slot, request).status());
+      break;
+    case fedanon::v1::VerticalStep::kIdAlign: {
+      ASSIGN_OR_RETURN(const std::vector<uint64_t> words, DecodeWords(extra));
+      if (words.empty() || words.size() - 1 != job.vertical->ids().size()) {
+        return absl::DataLossError("the recorded ID alignment does not match this party's table");
+      }
+      IdAlignment alignment;
+      alignment.common = words[0];
+      for (size_t i = 1; i < words.size(); ++i) {
+        alignment.canonical.push_back(static_cast<int64_t>(words[i]));
+      }
+      job.restored_alignment = std::move(alignment);
+      RETURN_IF_ERROR(HandleVertical(slot, request).status());
+      break;
+    }
+    case fedanon::v1::VerticalStep::kPropose:
+    case fedanon::v1::VerticalStep::kAssemble:
+      // No state: a proposal changes nothing, and the released table is written already.
+      break;
+    case fedanon::v1::VerticalStep::kRelease:
+      if (!extra.empty()) job.order_seed = extra;  // the ring's first party drew it
+      RETURN_IF_ERROR(HandleVertical(slot, request).status());
+      break;
+    default:
+      // Winner, deliver, publish, commit: every instruction applied and every verdict as before.
+      RETURN_IF_ERROR(HandleVertical(slot, request).status());
+      break;
+  }
+  job.restored_matcher_secret.clear();
+  job.restored_alignment.reset();
+  // The bytes that left answer a repeated request; a chunked step's chunks are derived again
+  // (the same plaintext, sealed afresh, under the same stream description).
+  const std::string digest = common::RequestDigest(round, step);
+  job.vertical_last = std::pair{digest, stored};
+  const std::string key = ProducingStepKey(step, round);
+  if (!key.empty() && job.chunk_bytes > 0) job.step_answers[key] = {digest, stored};
   return absl::OkStatus();
 }
 
@@ -1720,7 +1802,7 @@ absl::Status PartyAgent::SealInstruction(JobSlot& slot, const std::string& recei
 absl::StatusOr<PartyMessage> PartyAgent::HandleChunkGet(JobSlot& slot,
                                                         const LeaderMessage& request) {
   if (!slot.job || slot.job->job_id != request.job_id()) {
-    return absl::FailedPreconditionError("no prepared job with this id");
+    return absl::FailedPreconditionError(kNoJobState);
   }
   const auto& get = request.chunk_get();
   auto it = slot.job->outbox.find(get.stream());
@@ -1753,7 +1835,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleChunkGet(JobSlot& slot,
 absl::StatusOr<PartyMessage> PartyAgent::HandleChunkPut(JobSlot& slot,
                                                         const LeaderMessage& request) {
   if (!slot.job || slot.job->job_id != request.job_id()) {
-    return absl::FailedPreconditionError("no prepared job with this id");
+    return absl::FailedPreconditionError(kNoJobState);
   }
   JobState& job = *slot.job;
   if (job.chunk_bytes == 0) {
@@ -1777,6 +1859,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleChunkPut(JobSlot& slot,
     it = job.inbox.emplace(key, std::move(started)).first;
   }
   RETURN_IF_ERROR(it->second.Add(ref, put.index(), put.chunk()));
+  // A vertical job keeps the chunks it received durably (a restarted party still has them when
+  // the step that names them comes).
+  if (job.vertical && !job.replaying) job.fresh_answer = true;
   PartyMessage reply;
   reply.mutable_chunk_ack()->set_received(it->second.received());
   RETURN_IF_ERROR(Audit(slot, request.round(),
@@ -1790,12 +1875,22 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleChunkPut(JobSlot& slot,
 
 absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(JobSlot& slot,
                                                         const LeaderMessage& request) {
-  if (!slot.job || slot.job->job_id != request.job_id() || !slot.job->vertical) {
+  if (!slot.job || slot.job->job_id != request.job_id()) {
+    // Also a party restarted without the job's state file: it cannot resume (named reason).
+    return absl::FailedPreconditionError(kNoJobState);
+  }
+  if (!slot.job->vertical) {
     return absl::FailedPreconditionError("no prepared vertical job with this id");
   }
   const auto& step = request.vertical();
   const uint64_t round = request.round();
   JobState& job = *slot.job;
+  // One request, one answer across a lost connection or a restart of the leader or of this party:
+  // the leader repeats only the last request it sent here, which gets the reply that left.
+  const std::string request_digest = common::RequestDigest(round, step);
+  if (job.vertical_last && job.vertical_last->first == request_digest) {
+    return job.vertical_last->second;
+  }
   // Chunked payloads of earlier rounds were relayed: drop them (bounded memory).
   for (auto it = job.outbox.begin(); it != job.outbox.end();) {
     it = it->second.round < round ? job.outbox.erase(it) : std::next(it);
@@ -1818,6 +1913,11 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVertical(JobSlot& slot,
   absl::StatusOr<PartyMessage> reply = HandleVerticalStep(slot, step, round);
   job.producing = {};
   if (reply.ok() && !key.empty() && job.chunk_bytes > 0) job.step_answers[key] = {digest, *reply};
+  if (reply.ok()) {
+    job.vertical_last = std::pair{request_digest, *reply};
+    // Durable (with its journal_extra) before the reply leaves (HandleLocked).
+    if (!job.replaying) job.fresh_answer = true;
+  }
   return reply;
 }
 
@@ -1877,7 +1977,15 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
 absl::Status PartyAgent::VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdEncrypt& step,
                                            uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
-  ASSIGN_OR_RETURN(job.matcher, IdMatcher::Create(job.vertical->ids()));
+  if (job.replaying && !job.restored_matcher_secret.empty()) {
+    ASSIGN_OR_RETURN(job.matcher,
+                     IdMatcher::Restore(job.vertical->ids(), job.restored_matcher_secret));
+  } else {
+    ASSIGN_OR_RETURN(job.matcher, IdMatcher::Create(job.vertical->ids()));
+  }
+  // The key and the secret order are durable with this first reply that depends on them, so a
+  // restarted party re-encrypts with the same key and answers in the same order.
+  if (!job.replaying) job.journal_extra = std::string(job.matcher->DurableSecret().AsStringView());
   ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwn());
   RETURN_IF_ERROR(SealPayload(slot, step.next(), round, "id-list", SerializeIdList(points),
                               out->mutable_ids()->mutable_list(),
@@ -1937,6 +2045,13 @@ absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAli
                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
   VerticalParty& vp = *job.vertical;
+  if (job.replaying && job.restored_alignment) {
+    // Reloading after a restart: the alignment this party computed before (its journal).
+    job.matcher.reset();
+    RETURN_IF_ERROR(vp.Start(job.restored_alignment->canonical, job.restored_alignment->common));
+    out->mutable_ids()->set_common_records(job.restored_alignment->common);
+    return absl::OkStatus();
+  }
   if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
   const auto& lists = align.lists();
   const auto& refs = align.list_refs();
@@ -1964,6 +2079,12 @@ absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAli
   }
   ASSIGN_OR_RETURN(IdAlignment alignment, job.matcher->Align(own_index, full));
   job.matcher.reset();
+  if (!job.replaying) {
+    // The matched-id result, durable with this reply: common count, then each record's position.
+    std::vector<uint64_t> words{alignment.common};
+    for (int64_t c : alignment.canonical) words.push_back(static_cast<uint64_t>(c));
+    job.journal_extra = EncodeWords(words);
+  }
   RETURN_IF_ERROR(vp.Start(alignment.canonical, alignment.common));
   if (options_.observe_canonical_ids) options_.observe_canonical_ids(vp.ids());
   spdlog::info("job={} ID matching: {} of {} records are common to every party", job.job_id,
@@ -2313,6 +2434,9 @@ absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::Verti
                        crypto::RandomBytes(crypto::kPermutationSeedBytes));
       job.order_seed = std::string(seed.AsStringView());
     }
+    // Durable with the reply that carries it sealed: a restarted first party releases in the
+    // same order as the others.
+    if (!job.replaying) job.journal_extra = job.order_seed;
     for (const auto& party : job.ring) {
       if (party == options_.name) continue;
       ASSIGN_OR_RETURN(*out->mutable_released()->add_order_seeds(),

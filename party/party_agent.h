@@ -8,9 +8,10 @@
 // and audit files, one file per job). It holds at most kMaxHeldJobs jobs; beyond that the one
 // the leader used least recently (a job whose end it never announced) is dropped.
 //
-// Durable jobs: a horizontal job's state is kept in a file (party/job_journal.h) written before
-// each reply leaves; after a restart the party reloads it at the job's next request and answers
-// a repeated request with the reply it gave before (one request, one answer), so the job goes on.
+// Durable jobs: a job's state (horizontal or vertical) is kept in a file (party/job_journal.h)
+// written before each reply leaves; after a restart the party reloads it at the job's next request
+// and answers a repeated request with the reply it gave before (one request, one answer), so the
+// job goes on.
 #pragma once
 
 #include <cstdint>
@@ -168,6 +169,13 @@ class PartyAgent {
   // secure sum, the final check and the union, each answered request with the reply that left.
   absl::Status ReloadJob(JobSlot& slot, const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // ReloadJob's step for a vertical job's record (a vertical step or a chunk put with the reply
+  // that left and its extra: the ID matcher's secret, the alignment, the release-order seed):
+  // rebuilds the same replica state and keeps the reply for a repeated request. `aligned`: the
+  // journal holds the ID alignment, so the matching's hops are skipped.
+  absl::Status ReplayVertical(JobSlot& slot, const fedanon::v1::LeaderMessage& request,
+                              const fedanon::v1::PartyMessage& stored, const std::string& extra,
+                              bool aligned) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerifyParticipants(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
   // The job's own sealing key pair: the one whose public key the Prepare names for this party
   // (after VerifyParticipants), from the ring or, on reload, from `journaled_seal_key`.

@@ -22,6 +22,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "cli/provision.h"
 #include "tests/support/run_binary.h"
@@ -205,13 +206,25 @@ absl::Status FaultFederation::Start() {
                                                                    << options_.leader_yaml_extra;
   }
   const std::string gen = gen_dir();
-  const CliResult data = RunBinary(BinaryDir() + "/bin/fedanon",
-                                   {"gen-data", "--rows", std::to_string(options_.rows), "--seed",
-                                    std::to_string(options_.data_seed), "--parties",
-                                    std::to_string(options_.parties), "--out", gen},
-                                   dir_ + "/capture");
+  const CliResult data =
+      RunBinary(BinaryDir() + "/bin/fedanon",
+                {"gen-data", "--rows", std::to_string(options_.rows), "--seed",
+                 std::to_string(options_.data_seed), "--parties", std::to_string(options_.parties),
+                 "--out", gen, "--partition", options_.vertical ? "vertical" : "horizontal"},
+                dir_ + "/capture");
   if (data.exit_code != 0) return absl::InternalError("fedanon gen-data failed: " + data.err);
   spec_path_ = gen + "/horizontal.yaml";
+  if (options_.vertical) {
+    // The attributes' owners by this federation's names (gen-data names them party1, ...).
+    std::string spec = ReadFile(gen + "/vertical.yaml");
+    for (int i = options_.parties; i >= 1; --i) {
+      spec = absl::StrReplaceAll(spec,
+                                 {{absl::StrCat("party: party", i),
+                                   absl::StrCat("party: ", parties_[static_cast<size_t>(i - 1)])}});
+    }
+    spec_path_ = gen + "/vertical-federation.yaml";
+    std::ofstream(spec_path_) << spec;
+  }
   for (int i = 0; i < options_.parties; ++i) {
     const fs::path data_dir = party_data_dir(i);
     fs::create_directories(data_dir / "tax");

@@ -63,6 +63,10 @@ struct FaultFederationOptions {
   // Parties dial the leader directly instead of through their proxies (no relay in the test
   // process: the load test measures the daemons, not the proxy).
   bool direct = false;
+  // A vertical job (gen-data --partition vertical): each party holds some columns of every
+  // record; spec_path() is gen-data's vertical.yaml with its `party:` keys naming this
+  // federation's parties (party1 -> the first party, ...). Submit signs that job.
+  bool vertical = false;
 };
 
 class FaultFederation {
@@ -82,8 +86,8 @@ class FaultFederation {
   std::string party_dir(int i) const;         // its bundle (party.yaml, tls, seal keys)
   std::string party_output_dir(int i) const;  // runs.ledger, audit files, received tables
   std::string party_data_dir(int i) const;
-  std::string gen_dir() const { return dir_ + "/gen"; }      // gen-data output: specs, tax/, CSVs
-  std::string spec_path() const { return spec_path_; }       // gen_dir()/horizontal.yaml
+  std::string gen_dir() const { return dir_ + "/gen"; }  // gen-data output: specs, tax/, CSVs
+  std::string spec_path() const { return spec_path_; }  // gen_dir()/horizontal.yaml (vertical.yaml)
   std::string admin_config(const std::string& admin) const;  // kit/<admin>/admin.yaml
   std::string log_of(const std::string& name) const;         // "leader" or a party's name
   std::string Log(const std::string& name) const;            // its content

@@ -134,6 +134,45 @@ TEST(IdMatchingTest, ThreadedAndSingleThreadedListsAreEqual) {
   }
 }
 
+// A party reloading a vertical job after a restart (party/job_journal.h): the matcher restored
+// from its durable secret encrypts its ids to the same list in the same secret order, re-encrypts
+// another's list alike and aligns alike; a fresh matcher draws another key and order.
+TEST(IdMatchingTest, ARestoredMatcherSendsTheSameListAndReEncryptsAlike) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 50; ++i) ids.push_back("person-" + std::to_string(i));
+  ASSERT_OK_AND_ASSIGN(auto original, IdMatcher::Create(ids, 1));
+  ASSERT_OK_AND_ASSIGN(auto other, IdMatcher::Create(ids, 1));
+  const crypto::SecretBytes secret = original->DurableSecret();
+  ASSERT_EQ(secret.size(), IdMatcher::kDurableSecretBytes);
+  ASSERT_OK_AND_ASSIGN(auto restored, IdMatcher::Restore(ids, secret.AsStringView(), 1));
+  EXPECT_TRUE(restored->DurableSecret() == secret);
+  ASSERT_OK_AND_ASSIGN(const auto sent, original->EncryptOwn());
+  ASSERT_OK_AND_ASSIGN(const auto again, restored->EncryptOwn());
+  EXPECT_EQ(sent, again);
+  ASSERT_OK_AND_ASSIGN(const auto theirs, other->EncryptOwn());
+  ASSERT_OK_AND_ASSIGN(const auto by_original, original->ReEncrypt(theirs));
+  ASSERT_OK_AND_ASSIGN(const auto by_restored, restored->ReEncrypt(theirs));
+  EXPECT_EQ(by_original, by_restored);
+  // Alignment after the full ring: the same canonical positions.
+  ASSERT_OK_AND_ASSIGN(const auto own_full, other->ReEncrypt(sent));
+  ASSERT_OK_AND_ASSIGN(auto own_digests,
+                       IdMatcher::SplitDigests(IdMatcher::FinalDigests(own_full)));
+  ASSERT_OK_AND_ASSIGN(auto their_digests,
+                       IdMatcher::SplitDigests(IdMatcher::FinalDigests(by_original)));
+  const std::vector<std::vector<std::string>> full = {own_digests, their_digests};
+  ASSERT_OK_AND_ASSIGN(const IdAlignment a, original->Align(0, full));
+  ASSERT_OK_AND_ASSIGN(const IdAlignment b, restored->Align(0, full));
+  EXPECT_EQ(a.canonical, b.canonical);
+  EXPECT_EQ(a.common, 50u);
+  // Another matcher: another key (and, with overwhelming probability, another order).
+  ASSERT_OK_AND_ASSIGN(const auto fresh, IdMatcher::Create(ids, 1));
+  ASSERT_OK_AND_ASSIGN(const auto fresh_list, fresh->EncryptOwn());
+  EXPECT_NE(fresh_list, sent);
+  // A secret of another form is refused.
+  EXPECT_FALSE(IdMatcher::Restore(ids, std::string(63, 'x')).ok());
+  EXPECT_FALSE(IdMatcher::Restore(ids, std::string(64, '\0')).ok());  // key 0 is no scalar
+}
+
 TEST(IdMatchingTest, RepeatedOrEmptyIdsAreRefused) {
   EXPECT_FALSE(IdMatcher::Create({"a", "b", "a"}).ok());
   EXPECT_FALSE(IdMatcher::Create({"a", ""}).ok());

@@ -683,7 +683,7 @@ TEST_F(JobStoreTest, CollectsAreRecordedInOrderAndSurviveReopening) {
 }
 
 // After a restart: queued jobs stay queued, running horizontal jobs are to resume, validating and
-// running vertical jobs fail with the reason why they cannot resume; finished jobs are untouched.
+// running vertical jobs resume too; finished jobs are untouched.
 TEST_F(JobStoreTest, RecoverForResumeSortsInFlightJobs) {
   std::string submitted, validating, running, vertical, done, finished;
   {
@@ -707,9 +707,9 @@ TEST_F(JobStoreTest, RecoverForResumeSortsInFlightJobs) {
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
   ASSERT_OK_AND_ASSIGN(Recovery recovery, store->RecoverForResume());
-  EXPECT_THAT(recovery.resume, ElementsAre(running));
+  EXPECT_THAT(recovery.resume, ElementsAre(running, vertical));
   EXPECT_THAT(recovery.requeue, ElementsAre(submitted));
-  EXPECT_THAT(recovery.failed, ElementsAre(validating, vertical));
+  EXPECT_THAT(recovery.failed, ElementsAre(validating));
   EXPECT_THAT(recovery.unended, ElementsAre(finished));
   ASSERT_OK_AND_ASSIGN(JobInfo finished_info, store->Get(finished));
   EXPECT_EQ(finished_info.state(), kDone);
@@ -722,9 +722,11 @@ TEST_F(JobStoreTest, RecoverForResumeSortsInFlightJobs) {
   ASSERT_OK_AND_ASSIGN(info, store->Get(validating));
   EXPECT_EQ(info.state(), kFailed);
   EXPECT_THAT(info.failure_reason(), HasSubstr("while validating the job: it cannot resume"));
+  // A vertical job resumes like a horizontal one (its replies are recorded; leader/vertical_job.h).
   ASSERT_OK_AND_ASSIGN(info, store->Get(vertical));
-  EXPECT_EQ(info.state(), kFailed);
-  EXPECT_THAT(info.failure_reason(), HasSubstr("a vertical job cannot resume"));
+  EXPECT_EQ(info.state(), kRunning);
+  ASSERT_OK_AND_ASSIGN(trail, store->AuditTrail(vertical));
+  EXPECT_EQ(trail.back().action, "resuming");
   ASSERT_OK_AND_ASSIGN(info, store->Get(done));
   EXPECT_EQ(info.state(), kDone);
   // Each resume is counted and audited with its round.
@@ -737,6 +739,35 @@ TEST_F(JobStoreTest, RecoverForResumeSortsInFlightJobs) {
   EXPECT_EQ(trail.back().detail, "resume 2 from round 9");
   ASSERT_OK_AND_ASSIGN(n, store->Resumes(running));
   EXPECT_EQ(n, 2);
+}
+
+// A vertical job's replies: recorded complete in the collects table, read back in order with
+// their keys, refused twice at one index, deleted with the collects.
+TEST_F(JobStoreTest, VerticalRepliesAreRecordedInOrderAndSurviveReopening) {
+  std::string id;
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    SubmitJobRequest v = MakeRequest("v");
+    v.mutable_spec()->set_partitioning(fedanon::v1::PARTITIONING_VERTICAL);
+    ASSERT_OK_AND_ASSIGN(id, store->Create(v, "a"));
+    ASSERT_OK(store->RecordVerticalReply(id, 0, "hospital-a#0\nd0", "reply0"));
+    ASSERT_OK(store->RecordVerticalReply(id, 1, "hospital-b#0\nd1", std::string("r\0e", 3)));
+    EXPECT_FALSE(store->RecordVerticalReply(id, 1, "hospital-b#1\nd2", "other").ok());
+    EXPECT_FALSE(store->RecordVerticalReply("job-000000000000", 0, "k", "r").ok());
+  }
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::vector<RecordedCollect> recorded, store->Collects(id));
+  ASSERT_EQ(recorded.size(), 2u);
+  EXPECT_EQ(recorded[0].digest, "hospital-a#0\nd0");
+  EXPECT_EQ(recorded[0].sum, "reply0");
+  EXPECT_TRUE(recorded[0].done);
+  EXPECT_EQ(recorded[1].digest, "hospital-b#0\nd1");
+  EXPECT_EQ(recorded[1].sum, std::string("r\0e", 3));
+  ASSERT_OK(store->DeleteCollects(id));
+  ASSERT_OK_AND_ASSIGN(recorded, store->Collects(id));
+  EXPECT_TRUE(recorded.empty());
 }
 
 // A hand-made version-2 database (as the leader before durable jobs wrote it) gains the collects
