@@ -828,6 +828,28 @@ absl::Status ValidateNumericSplit(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
+// recoding: local runs on one data holder only (docs/engine.md, "Local recoding").
+absl::Status ValidateRecoding(const JobSpec& spec) {
+  const fedanon::v1::Recoding recoding = spec.recoding();
+  if (recoding != fedanon::v1::RECODING_UNSPECIFIED && recoding != fedanon::v1::RECODING_GLOBAL &&
+      recoding != fedanon::v1::RECODING_LOCAL) {
+    return absl::InvalidArgumentError(Cat("recoding has the unknown value ", recoding));
+  }
+  if (recoding != fedanon::v1::RECODING_LOCAL) return absl::OkStatus();
+  if (spec.partitioning() == fedanon::v1::PARTITIONING_HORIZONTAL ||
+      spec.partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
+    return absl::InvalidArgumentError(
+        "recoding: local is not supported in federated jobs yet (partitioning: horizontal or "
+        "vertical); it runs centralized only (fedanon anonymize, no partitioning key)");
+  }
+  if (spec.has_sequential()) {
+    return absl::InvalidArgumentError(
+        "recoding: local does not apply to sequential releases (their join is checked against "
+        "one global cut)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateJobSpec(const JobSpec& spec) {
@@ -835,6 +857,7 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   RETURN_IF_ERROR(ValidateScore(spec, index));
   RETURN_IF_ERROR(ValidateParticipation(spec));
   RETURN_IF_ERROR(ValidateNumericSplit(spec));
+  RETURN_IF_ERROR(ValidateRecoding(spec));
   if (spec.has_sequential()) return ValidateSequentialSpec(spec);
   const Privacy& privacy = spec.privacy();
   switch (privacy.model()) {
