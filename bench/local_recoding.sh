@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build/default}"
 what="${2:-all}"
-fedanon="$(pwd)/$build/bin/fedanon"
+case "$build" in /*) fedanon="$build/bin/fedanon" ;; *) fedanon="$(pwd)/$build/bin/fedanon" ;; esac
 [ -x "$fedanon" ] || { echo "build first: $fedanon not found" >&2; exit 1; }
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 work="$(mktemp -d -t fedanon-local.XXXXXX)"

@@ -61,6 +61,14 @@ class LocalFineMap {
   int FineCount(int a, const LocalValue& v) const;
   // Fine child of a record with code `code` (valid only when FineCount > 0).
   int FineOf(int a, const LocalValue& v, int32_t code) const;
+  // Taxonomy: the fine child, under a node at depth `depth`, of every taxonomy node below it
+  // (indexed by node id; -1 elsewhere): FineOf without per-record arithmetic.
+  const std::vector<int32_t>& TaxonomyFineTable(int a, int depth) const {
+    return fine_at_depth_[a][depth];
+  }
+  // Continuous, binned: the bin of every rank.
+  const std::vector<int32_t>& BinOfRank(int a) const { return bin_of_rank_[a]; }
+  bool binned() const { return binned_; }
   // Continuous: the rank at the start of fine child `f` of `v`.
   int32_t FineStartRank(int a, const LocalValue& v, int f) const;
   const std::vector<int32_t>& bins(int a) const { return bins_[a]; }
@@ -71,9 +79,8 @@ class LocalFineMap {
   std::vector<std::vector<int32_t>> bins_;         // [attr] rank bounds
   std::vector<std::vector<int32_t>> bin_of_rank_;  // [attr][rank] -> bin index
   // Taxonomy: per attribute, the node's depth and, per leaf, its ancestors by depth.
-  std::vector<int> max_depth_;
-  std::vector<std::vector<int32_t>> ancestors_;    // [attr][node * (max_depth + 1) + depth]
-  std::vector<std::vector<int32_t>> child_index_;  // [attr][node] -> index among its siblings
+  // [attr][depth][node]: index among its siblings of the node's ancestor at depth + 1.
+  std::vector<std::vector<std::vector<int32_t>>> fine_at_depth_;
 };
 
 // Where a local-recoding run's statistics come from. Groups are numbered by the engine (the
@@ -119,8 +126,14 @@ class InProcessLocalSource : public LocalGroupSource {
   const LocalFineMap* fine_ = nullptr;
   std::vector<uint32_t> perm_;
   std::vector<uint32_t> scratch_;
+  std::vector<uint16_t> cls_buffer_;                  // GroupStats: the group's classes
+  std::vector<uint64_t> sens_buffer_;                 // GroupStats: the group's sensitive bits
   std::vector<std::pair<uint32_t, uint32_t>> range_;  // [group] -> [begin, end) in perm_
 };
+
+// The report lists at most this many steps of a local-recoding run (its stop_reason gives the
+// total).
+inline constexpr size_t kMaxReportedLocalSteps = 1000;
 
 class LocalRecoder {
  public:

@@ -835,14 +835,7 @@ absl::Status ValidateRecoding(const JobSpec& spec) {
       recoding != fedanon::v1::RECODING_LOCAL) {
     return absl::InvalidArgumentError(Cat("recoding has the unknown value ", recoding));
   }
-  if (recoding != fedanon::v1::RECODING_LOCAL) return absl::OkStatus();
-  if (spec.partitioning() == fedanon::v1::PARTITIONING_HORIZONTAL ||
-      spec.partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
-    return absl::InvalidArgumentError(
-        "recoding: local is not supported in federated jobs yet (partitioning: horizontal or "
-        "vertical); it runs centralized only (fedanon anonymize, no partitioning key)");
-  }
-  if (spec.has_sequential()) {
+  if (recoding == fedanon::v1::RECODING_LOCAL && spec.has_sequential()) {
     return absl::InvalidArgumentError(
         "recoding: local does not apply to sequential releases (their join is checked against "
         "one global cut)");
@@ -870,6 +863,11 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
       return absl::InvalidArgumentError(
           Cat("privacy.model has the unknown value ", privacy.model()));
   }
+}
+
+absl::Status CheckFederatedRecoding(const JobSpec& spec) {
+  if (spec.recoding() != fedanon::v1::RECODING_LOCAL) return absl::OkStatus();
+  return absl::InvalidArgumentError(kLocalRecodingNotFederated);
 }
 
 std::string JobSpecToYaml(const JobSpec& spec) {
