@@ -311,10 +311,10 @@ TEST(LocalRecodingSpecTest, ParsesAndRefusesFederatedJobs) {
   // A centralized run may keep the partitioning key (gen-data's job.yaml has one); federated
   // jobs refuse local recoding (the leader's submission check and every party's Prepare).
   for (const char* partitioning : {"horizontal", "vertical"}) {
-    ASSERT_OK_AND_ASSIGN(spec, common::ParseJobSpecYaml(
-                                   absl::StrCat(base, "recoding: local\npartitioning: ",
-                                                partitioning, "\n"),
-                                   "spec.yaml"));
+    ASSERT_OK_AND_ASSIGN(
+        spec, common::ParseJobSpecYaml(
+                  absl::StrCat(base, "recoding: local\npartitioning: ", partitioning, "\n"),
+                  "spec.yaml"));
     EXPECT_OK(common::ValidateJobSpec(spec));
     EXPECT_THAT(common::CheckFederatedRecoding(spec),
                 StatusIs(absl::StatusCode::kInvalidArgument,
