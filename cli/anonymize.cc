@@ -13,6 +13,7 @@
 #include "common/base/version.h"
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
+#include "common/engine/local_recoding.h"
 #include "common/engine/numeric_split.h"
 #include "common/engine/privacy_model.h"
 #include "common/engine/released_rows.h"
@@ -50,17 +51,21 @@ absl::Status CheckOutputDirectory(const std::string& path, const char* what) {
 // are copied verbatim) and returns the writer uncommitted: the caller commits it once every other
 // output is written, so that a failure leaves nothing behind.
 absl::StatusOr<std::unique_ptr<CsvWriter>> WriteOutput(const fedanon::v1::JobSpec& spec,
-                                                       const Dataset& data, const Tips& tips,
+                                                       const Dataset& data, const Tips* tips,
                                                        const std::vector<AttributeHierarchy>& hier,
+                                                       const LocalRecoder* local,
                                                        const std::string& output_path) {
   const std::vector<int> columns = ReleasedColumns(spec, data, /*spec_order=*/false);
   ASSIGN_OR_RETURN(std::unique_ptr<CsvWriter> writer, CsvWriter::Create(output_path, ','));
   std::vector<std::string_view> header;
   for (int c : columns) header.push_back(data.header[c]);
   writer->WriteRow(header);
-  RETURN_IF_ERROR(
-      ForEachReleasedRow(spec, data, tips, hier, columns,
-                         [&](const std::vector<std::string_view>& row) { writer->WriteRow(row); }));
+  auto emit = [&](const std::vector<std::string_view>& row) { writer->WriteRow(row); };
+  if (local != nullptr) {
+    RETURN_IF_ERROR(ForEachLocalReleasedRow(spec, data, *local, columns, emit));
+  } else {
+    RETURN_IF_ERROR(ForEachReleasedRow(spec, data, *tips, hier, columns, emit));
+  }
   return writer;
 }
 
@@ -116,15 +121,18 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   const auto anon_start = Clock::now();
   std::vector<AttributeHierarchy> hier;
   for (const QidColumn& q : data.qids) hier.emplace_back(&q);
-  Tips tips(&data, &hier);
+  // Local recoding keeps its own groups (local_recoding.h): no TIPS.
+  const bool local = spec.recoding() == fedanon::v1::RECODING_LOCAL;
+  std::unique_ptr<Tips> tips = local ? nullptr : std::make_unique<Tips>(&data, &hier);
   std::string stop_reason;
   std::unique_ptr<TopDownSpecializer> engine;
+  std::unique_ptr<LocalRecoder> local_engine;
   PrivacyModel model;
-  LocalCountSource source(&tips);
+  LocalCountSource source(tips.get());
   auto last_progress = Clock::now();
   if (spec.has_sequential()) {
     RETURN_IF_ERROR(RunSequentialRelease(spec, data, options.previous_release_paths,
-                                         options.max_rounds, options.progress, &hier, &tips,
+                                         options.max_rounds, options.progress, &hier, tips.get(),
                                          &report));
   } else {
     ASSIGN_OR_RETURN(model, BuildPrivacyModel(spec, data));
@@ -143,19 +151,27 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
                                       groups, " groups, ", SecondsSince(start), " s"));
       };
     }
-    ASSIGN_OR_RETURN(engine, TopDownSpecializer::Create(&data, &model, &hier, &source,
-                                                        std::move(engine_options)));
-    ASSIGN_OR_RETURN(stop_reason, engine->Run());
+    if (local) {
+      ASSIGN_OR_RETURN(local_engine,
+                       LocalRecoder::Create(&data, &model, std::move(engine_options)));
+      ASSIGN_OR_RETURN(stop_reason, local_engine->Run());
+    } else {
+      ASSIGN_OR_RETURN(engine, TopDownSpecializer::Create(&data, &model, &hier, &source,
+                                                          std::move(engine_options)));
+      ASSIGN_OR_RETURN(stop_reason, engine->Run());
+    }
   }
   (*report.mutable_timings_seconds())["anonymize"] = SecondsSince(anon_start);
 
   const auto write_start = Clock::now();
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvWriter> output,
-                   WriteOutput(spec, data, tips, hier, options.output_path));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<CsvWriter> output,
+      WriteOutput(spec, data, tips.get(), hier, local_engine.get(), options.output_path));
   (*report.mutable_timings_seconds())["write"] = SecondsSince(write_start);
 
   report.set_records_out(data.num_records);
   if (engine) engine->FillReport(stop_reason, &report);
+  if (local_engine) local_engine->FillReport(stop_reason, &report);
   (*report.mutable_timings_seconds())["total"] = SecondsSince(start);
   // The report first, the table last: if the report cannot be written, the table's temporary
   // file is removed by the writer's destructor; if the table cannot be committed, the report is

@@ -39,15 +39,45 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<UtilityEvaluator> evaluator,
                    UtilityEvaluator::Create(spec, options.raw_path, evaluation));
   const RawBaselines& b = evaluator->baselines();
-  std::optional<AnonymizedUtility> u;
+  std::optional<AnonymizedUtility> u, local;
   if (!options.anonymized_path.empty()) {
     ASSIGN_OR_RETURN(u, evaluator->Evaluate(options.anonymized_path));
   }
-  if (options.json) return EvaluationToJson(b, u ? &*u : nullptr, options.seed);
+  if (!options.local_path.empty()) {
+    ASSIGN_OR_RETURN(local, evaluator->Evaluate(options.local_path));
+  }
+  if (options.json) {
+    return EvaluationToJson(b, u ? &*u : nullptr, options.seed, local ? &*local : nullptr);
+  }
   std::string out =
       absl::StrCat(b.records, " records: C4.5-style tree trained on ", b.train_records,
                    ", tested on ", b.test_records, " (seed ", options.seed, ")\n");
   absl::StrAppend(&out, "BE  baseline error, raw data            ", Pct(b.baseline_error), "\n");
+  if (local) {
+    // Global and local recoding side by side (a column per release given).
+    auto row = [&](const std::string& label, const std::string& global_value,
+                   const std::string& local_value) {
+      absl::StrAppend(&out, label, absl::StrFormat("%12s", global_value),
+                      absl::StrFormat("%12s", local_value), "\n");
+    };
+    row("                                       ", u ? "global" : "", "local");
+    row("CE  classification error, anonymized   ", u ? Pct(u->classification_error) : "",
+        Pct(local->classification_error));
+    row("CE - BE                                ",
+        u ? absl::StrFormat("%+.2f", 100 * (u->classification_error - b.baseline_error)) : "",
+        absl::StrFormat("%+.2f", 100 * (local->classification_error - b.baseline_error)));
+    row("DR  discernibility ratio               ",
+        u ? absl::StrFormat("%.6f", u->discernibility_ratio) : "",
+        absl::StrFormat("%.6f", local->discernibility_ratio));
+    row("    QID groups                         ", u ? absl::StrCat(u->groups) : "",
+        absl::StrCat(local->groups));
+    absl::StrAppend(&out, "UE  upper-bound error, QIDs removed     ", Pct(b.upper_bound_error),
+                    "\n");
+    for (const SourceError& s : b.source_errors) {
+      absl::StrAppend(&out, "SE  source error, party ", s.party, " only: ", Pct(s.error), "\n");
+    }
+    return out;
+  }
   if (u) {
     absl::StrAppend(&out, "CE  classification error, anonymized    ", Pct(u->classification_error),
                     "\n");
@@ -72,6 +102,9 @@ server::CommandAction DeclareEvaluateCommand(CLI::App* command) {
   command->add_option("--anonymized", options->anonymized_path,
                       "The anonymized table (CSV; same records in the same order). Without it "
                       "only BE, UE and SE are measured");
+  command->add_option("--local", options->local_path,
+                      "A `recoding: local` release of the same table (CSV), shown beside "
+                      "--anonymized (global recoding): CE, CE - BE, DR and groups per column");
   command->add_option("--seed", options->seed, "Seed of the 2/3 training, 1/3 test split");
   command->add_flag("--json", options->json, "Print JSON instead of text");
   // yang2010 §7: the evaluation of a randomized release (docs/random-anonymization.md).
@@ -80,7 +113,8 @@ server::CommandAction DeclareEvaluateCommand(CLI::App* command) {
           "--randomized", options->randomized_path,
           "A `fedanon randomize` release of the raw table: report yang2010 §7's COUNT-query "
           "relative error and Apriori association recovery, against an Anatomy baseline")
-      ->excludes("--anonymized");
+      ->excludes("--anonymized")
+      ->excludes("--local");
   command
       ->add_option("--queries", options->ra.queries,
                    "With --randomized: random COUNT queries per number of QID attributes")

@@ -18,6 +18,8 @@ struct UtilityReportOptions {
   std::string spec_path;
   std::string raw_path;
   std::string anonymized_path;  // empty: only the baselines
+  // A `recoding: local` release of the same table, shown beside the (global) anonymized one.
+  std::string local_path;
   uint64_t seed = 1;            // of the 2/3 training, 1/3 test split
   bool json = false;            // JSON instead of text
   std::string randomized_path;  // non-empty: the RA evaluation (yang2010 §7) of this release

@@ -304,6 +304,7 @@ absl::StatusOr<SweepResult> RunSweep(const SweepOptions& options) {
   result.raw_path = options.raw_path;
   result.grid = options.grid;
   result.naive_parties = options.naive_parties;
+  result.local = options.local;
   result.seed = options.evaluation.seed;
 
   progress(
@@ -332,10 +333,21 @@ absl::StatusOr<SweepResult> RunSweep(const SweepOptions& options) {
       for (double c : grid.C) {
         ++cell;
         const std::string spec_path = dir->File("cell.yaml");
-        RETURN_IF_ERROR(WriteFileAtomically(spec_path, JobSpecToYaml(CellSpec(spec, l, k, c))));
-        for (const char* method : {"centralized", "naive"}) {
+        const std::string local_spec_path = dir->File("cell-local.yaml");
+        fedanon::v1::JobSpec cell_spec = CellSpec(spec, l, k, c);
+        if (options.local) {
+          // Global beside local: the "centralized" points are global recoding.
+          cell_spec.set_recoding(fedanon::v1::RECODING_UNSPECIFIED);
+          fedanon::v1::JobSpec local_spec = cell_spec;
+          local_spec.set_recoding(fedanon::v1::RECODING_LOCAL);
+          RETURN_IF_ERROR(WriteFileAtomically(local_spec_path, JobSpecToYaml(local_spec)));
+        }
+        RETURN_IF_ERROR(WriteFileAtomically(spec_path, JobSpecToYaml(cell_spec)));
+        for (const char* method : {"centralized", "naive", "local"}) {
           if (std::string(method) == "naive" && inputs.parts.empty()) continue;
-          ASSIGN_OR_RETURN(SweepPoint point, MeasurePoint(method, l, k, c, spec_path, inputs));
+          if (std::string(method) == "local" && !options.local) continue;
+          const std::string& path = std::string(method) == "local" ? local_spec_path : spec_path;
+          ASSIGN_OR_RETURN(SweepPoint point, MeasurePoint(method, l, k, c, path, inputs));
           progress(PointProgressLine(point, cell, grid.cells()));
           result.points.push_back(std::move(point));
         }
@@ -401,6 +413,9 @@ server::CommandAction DeclareSweepCommand(CLI::App* command) {
                    "Also run the naive generalize-then-integrate baseline with N parties "
                    "(the table cut into N contiguous parts)")
       ->check(CLI::Range(2, 1000));
+  command->add_flag("--local", o.local,
+                    "Also run every cell with recoding: local (method \"local\"), beside global "
+                    "recoding (method \"centralized\")");
   command->add_option("--html", flags->html_path, "HTML report to write")->capture_default_str();
   command->add_option("--csv", flags->csv_path, "CSV of the points to write")
       ->capture_default_str();

@@ -38,12 +38,14 @@ struct SweepOptions {
   std::string raw_path;
   std::string grid;
   uint32_t naive_parties = 0;  // 0: no naive baseline; else >= 2
+  // Also run every cell with `recoding: local` (method "local"); "centralized" is then global.
+  bool local = false;
   EvaluationOptions evaluation;
   std::function<void(const std::string&)> progress;  // one line per step; may be empty
 };
 
 struct SweepPoint {
-  std::string method;  // "centralized" or "naive"
+  std::string method;  // "centralized" (the spec's recoding; global with --local), "naive", "local"
   uint32_t L = 0;
   uint32_t K = 0;
   double C = 0;
@@ -61,6 +63,7 @@ struct SweepResult {
   std::string raw_path;
   std::string grid;
   uint32_t naive_parties = 0;
+  bool local = false;  // "local" points (recoding: local) beside the global ones
   uint64_t seed = 0;
   RawBaselines baselines;
   std::vector<SweepPoint> points;  // per cell (L, then K, then C): centralized, then naive

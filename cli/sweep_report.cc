@@ -93,13 +93,16 @@ std::vector<Series> GroupSeries(const SweepResult& result, const XAxis& axis) {
   }
   for (const SweepPoint& p : result.points) {
     const bool naive = p.method == "naive";
-    Series& s = by_key[{naive ? 1 : 0, p.L, axis.Other(p)}];
+    const bool local = p.method == "local";
+    Series& s = by_key[{naive ? 1 : local ? 2 : 0, p.L, axis.Other(p)}];
     if (s.points.empty()) {
       s.method = p.method;
       s.label = absl::StrCat("L=", p.L);
       if (others.size() > 1)
         absl::StrAppend(&s.label, ", ", axis.other_name(), "=", Num(axis.Other(p)));
       if (naive) absl::StrAppend(&s.label, " naive (", result.naive_parties, " parties)");
+      if (local) absl::StrAppend(&s.label, " local recoding");
+      if (!local && !naive && result.local) absl::StrAppend(&s.label, " global recoding");
       const size_t shade =
           (std::find(ls.begin(), ls.end(), p.L) - ls.begin()) * others.size() +
           (std::find(others.begin(), others.end(), axis.Other(p)) - others.begin());
@@ -197,13 +200,16 @@ class Legend {
   double y_ = kTop + 6;
 };
 
-// The line of one series (dashed for the naive method), its points (each a
+// The line of one series (dashed for the naive method, dotted for local recoding), its points
+// (each a
 // `<circle class="point">` with the data attributes of sweep_report.h) and its legend entry.
 void AppendSeries(const std::string& chart, const Series& s, const XAxis& axis,
                   const ChartScale& scale, const std::function<double(const SweepPoint&)>& value,
                   Legend* legend, std::string* svg) {
   const bool naive = s.method == "naive";
-  const std::string dash = naive ? " stroke-dasharray=\"6 4\"" : "";
+  const std::string dash = naive                 ? " stroke-dasharray=\"6 4\""
+                           : s.method == "local" ? " stroke-dasharray=\"2 3\""
+                                                 : "";
   std::string path;
   for (const SweepPoint* p : s.points) {
     if (!p->ok) continue;
@@ -303,6 +309,11 @@ std::string SweepHtml(const SweepResult& r) {
     absl::StrAppend(&html, "; naive: the table cut into ", r.naive_parties,
                     " contiguous parts, each anonymized alone, then concatenated "
                     "(generalize-then-integrate)");
+  }
+  if (r.local) {
+    absl::StrAppend(&html,
+                    "; local: the same cells with <code>recoding: local</code> (each group "
+                    "specialized on its own; dotted lines), global recoding solid");
   }
   absl::StrAppend(&html, ".</p>\n");
 

@@ -72,6 +72,7 @@ constexpr uint32_t kMaxRoundTimeoutSeconds = 86'400;
 // Checks what can be checked before anything is exchanged with the parties.
 absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
   RETURN_IF_ERROR(common::ValidateJobSpec(request.spec()));
+  RETURN_IF_ERROR(common::CheckFederatedRecoding(request.spec()));
   if (request.spec().partitioning() != fedanon::v1::PARTITIONING_HORIZONTAL &&
       request.spec().partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
     return absl::InvalidArgumentError(

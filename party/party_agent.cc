@@ -504,6 +504,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
   auto job = std::make_unique<JobState>();
   job->job_id = request.job_id();
   job->spec = request.prepare().spec();
+  RETURN_IF_ERROR(common::CheckFederatedRecoding(job->spec));
   RETURN_IF_ERROR(VerifyParticipants(request.prepare(), job.get()));
   // The admin's signature over ring, recipient, leader_party and our data path first: a job no
   // admin authorized reads nothing (docs/threat-model.md, "Job authorization").

@@ -308,7 +308,7 @@ absl::StatusOr<AnonymizedUtility> UtilityEvaluator::Evaluate(
 }
 
 std::string EvaluationToJson(const RawBaselines& baselines, const AnonymizedUtility* anonymized,
-                             uint64_t seed) {
+                             uint64_t seed, const AnonymizedUtility* local) {
   nlohmann::ordered_json j;
   j["records"] = baselines.records;
   j["train_records"] = baselines.train_records;
@@ -325,6 +325,13 @@ std::string EvaluationToJson(const RawBaselines& baselines, const AnonymizedUtil
   if (anonymized != nullptr) {
     j["DR"] = anonymized->discernibility_ratio;
     j["groups"] = anonymized->groups;
+  }
+  if (local != nullptr) {
+    nlohmann::ordered_json l;
+    l["CE"] = local->classification_error;
+    l["DR"] = local->discernibility_ratio;
+    l["groups"] = local->groups;
+    j["local"] = l;
   }
   return j.dump(2) + "\n";
 }

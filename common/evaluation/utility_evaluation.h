@@ -97,8 +97,10 @@ double DiscernibilityRatio(const std::vector<uint64_t>& group_sizes);
 std::vector<uint32_t> ShuffledRecords(size_t n, uint64_t seed);
 
 // The evaluation as a JSON object: records, train_records, test_records, seed, BE, UE, SE (a map
-// party -> error, vertical jobs), and when `anonymized` is given CE, DR and groups.
+// party -> error, vertical jobs), when `anonymized` is given CE, DR and groups, and when `local`
+// (a `recoding: local` release of the same table) is given an object "local" with its CE, DR and
+// groups.
 std::string EvaluationToJson(const RawBaselines& baselines, const AnonymizedUtility* anonymized,
-                             uint64_t seed);
+                             uint64_t seed, const AnonymizedUtility* local = nullptr);
 
 }  // namespace fedanon::common

@@ -828,6 +828,21 @@ absl::Status ValidateNumericSplit(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
+// recoding: local runs on one data holder only (docs/engine.md, "Local recoding").
+absl::Status ValidateRecoding(const JobSpec& spec) {
+  const fedanon::v1::Recoding recoding = spec.recoding();
+  if (recoding != fedanon::v1::RECODING_UNSPECIFIED && recoding != fedanon::v1::RECODING_GLOBAL &&
+      recoding != fedanon::v1::RECODING_LOCAL) {
+    return absl::InvalidArgumentError(Cat("recoding has the unknown value ", recoding));
+  }
+  if (recoding == fedanon::v1::RECODING_LOCAL && spec.has_sequential()) {
+    return absl::InvalidArgumentError(
+        "recoding: local does not apply to sequential releases (their join is checked against "
+        "one global cut)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateJobSpec(const JobSpec& spec) {
@@ -835,6 +850,7 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   RETURN_IF_ERROR(ValidateScore(spec, index));
   RETURN_IF_ERROR(ValidateParticipation(spec));
   RETURN_IF_ERROR(ValidateNumericSplit(spec));
+  RETURN_IF_ERROR(ValidateRecoding(spec));
   if (spec.has_sequential()) return ValidateSequentialSpec(spec);
   const Privacy& privacy = spec.privacy();
   switch (privacy.model()) {
@@ -847,6 +863,11 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
       return absl::InvalidArgumentError(
           Cat("privacy.model has the unknown value ", privacy.model()));
   }
+}
+
+absl::Status CheckFederatedRecoding(const JobSpec& spec) {
+  if (spec.recoding() != fedanon::v1::RECODING_LOCAL) return absl::OkStatus();
+  return absl::InvalidArgumentError(kLocalRecodingNotFederated);
 }
 
 std::string JobSpecToYaml(const JobSpec& spec) {

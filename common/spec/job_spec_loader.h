@@ -30,6 +30,13 @@ absl::StatusOr<fedanon::v1::JobSpec> LoadJobSpec(const std::string& path);
 // continuous range has two values with range[0] < range[1]. Errors name the offending field.
 absl::Status ValidateJobSpec(const fedanon::v1::JobSpec& spec);
 
+// `recoding: local` runs centralized only (`fedanon anonymize`): federated jobs refuse it, at the
+// leader's submission check and at every party's Prepare (docs/engine.md, "Local recoding").
+inline constexpr char kLocalRecodingNotFederated[] =
+    "recoding: local is not supported in federated jobs yet (horizontal or vertical); it runs "
+    "centralized only (fedanon anonymize)";
+absl::Status CheckFederatedRecoding(const fedanon::v1::JobSpec& spec);
+
 // Writes the spec back as YAML (for generated specs and round-trip tests).
 std::string JobSpecToYaml(const fedanon::v1::JobSpec& spec);
 

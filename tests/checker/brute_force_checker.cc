@@ -888,4 +888,167 @@ absl::Status CheckMaximal(const CheckerInput& in) {
   return absl::OkStatus();
 }
 
+// ---------------------------------------------------------------------------------------------
+// Local recoding: covering semantics.
+
+namespace {
+
+// Whether released value `released` of column `col` may stand for raw value `raw`.
+bool Covers(const Prepared& p, size_t col, const std::string& released, const std::string& raw) {
+  if (released == raw) return true;
+  switch (p.kind[col]) {
+    case Kind::kTaxonomy: {
+      const auto& paths = p.taxonomy[col].paths;
+      auto it = paths.find(raw);
+      return it != paths.end() &&
+             std::find(it->second.begin(), it->second.end(), released) != it->second.end();
+    }
+    case Kind::kSuppression:
+      return released == p.token;
+    case Kind::kContinuous: {
+      auto interval = ParseInterval(released);
+      std::optional<double> value = ParseNumber(raw);
+      return interval.ok() && value.has_value() && interval->lo <= *value && *value < interval->hi;
+    }
+    case Kind::kNonQid:
+      return false;
+  }
+  return false;
+}
+
+// For each constraint and each combination of raw values on its columns occurring in the raw
+// table: the released records covering it (all of them, by brute force over the distinct released
+// combinations, with a bit set per raw value and column).
+PrivacyCheck CoveringCheck(const Prepared& p, const std::vector<Constraint>& constraints) {
+  const Table& raw = p.in->raw;
+  const Table& out = p.in->anonymized;
+  PrivacyCheck check;
+  check.satisfied = true;
+  uint64_t smallest = std::numeric_limits<uint64_t>::max();
+  // Per column: (released, raw) -> covers, computed once.
+  std::map<size_t, std::map<std::pair<std::string, std::string>, bool>> cache;
+  auto covers = [&](size_t col, const std::string& released, const std::string& value) {
+    auto& per_column = cache[col];
+    auto [it, inserted] = per_column.emplace(std::make_pair(released, value), false);
+    if (inserted) it->second = Covers(p, col, released, value);
+    return it->second;
+  };
+  for (const Constraint& c : constraints) {
+    ++check.subsets_checked;
+    const size_t width = c.columns.size();
+    // The distinct released combinations on the columns, with sizes and sensitive counts.
+    std::map<std::vector<std::string>, size_t> index;
+    std::vector<std::vector<std::string>> released;
+    std::vector<uint64_t> size;
+    std::vector<std::vector<uint64_t>> sensitive;
+    std::set<std::vector<std::string>> known;  // raw combinations that occur
+    for (size_t r = 0; r < out.size(); ++r) {
+      std::vector<std::string> key, raw_key;
+      for (size_t col : c.columns) {
+        key.push_back(out[r][col]);
+        raw_key.push_back(raw[r][col]);
+      }
+      known.insert(raw_key);
+      auto [it, inserted] = index.emplace(key, released.size());
+      if (inserted) {
+        released.push_back(key);
+        size.push_back(0);
+        sensitive.emplace_back(c.sensitive_values.size(), 0);
+      }
+      ++size[it->second];
+      if (c.has_confidence) {
+        for (size_t s = 0; s < c.sensitive_values.size(); ++s) {
+          if (raw[r][c.sensitive_column] == c.sensitive_values[s]) ++sensitive[it->second][s];
+        }
+      }
+    }
+    const size_t words = (released.size() + 63) / 64;
+    std::vector<std::map<std::string, std::vector<uint64_t>>> bits(width);
+    for (const auto& x : known) {
+      for (size_t i = 0; i < width; ++i) {
+        auto [it, inserted] = bits[i].emplace(x[i], std::vector<uint64_t>(words, 0));
+        if (!inserted) continue;
+        for (size_t j = 0; j < released.size(); ++j) {
+          if (covers(c.columns[i], released[j][i], x[i]))
+            it->second[j / 64] |= uint64_t{1} << j % 64;
+        }
+      }
+    }
+    std::vector<uint64_t> acc(words);
+    for (const auto& x : known) {
+      std::fill(acc.begin(), acc.end(), ~uint64_t{0});
+      for (size_t i = 0; i < width; ++i) {
+        const std::vector<uint64_t>& b = bits[i].at(x[i]);
+        for (size_t w = 0; w < words; ++w) acc[w] &= b[w];
+      }
+      uint64_t n = 0;
+      std::vector<uint64_t> s(c.sensitive_values.size(), 0);
+      for (size_t j = 0; j < released.size(); ++j) {
+        if (!(acc[j / 64] >> j % 64 & 1)) continue;
+        n += size[j];
+        for (size_t v = 0; v < s.size(); ++v) s[v] += sensitive[j][v];
+      }
+      smallest = std::min(smallest, n);
+      auto describe = [&] { return absl::StrCat("raw <", absl::StrJoin(x, ", "), ">"); };
+      if (n < c.k && check.satisfied) {
+        check.satisfied = false;
+        check.violation =
+            absl::StrCat(c.description, " (covering): ", describe(), " is consistent with only ", n,
+                         " released record(s) < K=", c.k);
+      }
+      for (size_t v = 0; v < s.size() && n > 0; ++v) {
+        const double confidence = static_cast<double>(s[v]) / static_cast<double>(n);
+        check.largest_confidence = std::max(check.largest_confidence, confidence);
+        if (confidence > c.max_confidence + kConfidenceTolerance && check.satisfied) {
+          check.satisfied = false;
+          check.violation =
+              absl::StrCat(c.description, " (covering): P(", p.in->header[c.sensitive_column], "=",
+                           c.sensitive_values[v], " | ", describe(), ") = ", s[v], "/", n, " = ",
+                           confidence, " > C=", c.max_confidence);
+        }
+      }
+    }
+  }
+  check.smallest_group = smallest == std::numeric_limits<uint64_t>::max() ? 0 : smallest;
+  return check;
+}
+
+}  // namespace
+
+PrivacyCheck CheckLocalPrivacy(const CheckerInput& in) {
+  auto prepared = Prepare(in);
+  if (!prepared.ok()) return Invalid(prepared.status());
+  auto constraints = BuildConstraints(*prepared);
+  if (!constraints.ok()) return Invalid(constraints.status());
+  const PrivacyCheck literal = Evaluate(*prepared, *constraints, in.anonymized, false);
+  std::vector<Constraint> covering;
+  const auto& privacy = in.spec.privacy();
+  if (privacy.model() == fedanon::v1::PRIVACY_MODEL_LKC) {
+    // Every size 1..m, whatever |QID| (BuildConstraints skips the smaller sizes above 8 QIDs).
+    const Constraint& any = constraints->front();
+    const size_t m = std::min<size_t>(privacy.l(), prepared->qid.size());
+    for (size_t size = 1; size <= m; ++size) {
+      std::vector<std::vector<size_t>> subsets;
+      std::vector<size_t> current;
+      Combinations(prepared->qid, size, 0, &current, &subsets);
+      for (auto& subset : subsets) {
+        Constraint c = any;
+        c.description = absl::StrCat("LKC (L=", privacy.l(), ") subset ", Names(*prepared, subset));
+        c.columns = std::move(subset);
+        covering.push_back(std::move(c));
+      }
+    }
+  } else {
+    covering = *constraints;
+  }
+  const PrivacyCheck cover = CoveringCheck(*prepared, covering);
+  PrivacyCheck check;
+  check.satisfied = literal.satisfied && cover.satisfied;
+  check.violation = !literal.satisfied ? literal.violation : cover.violation;
+  check.smallest_group = std::min(literal.smallest_group, cover.smallest_group);
+  check.largest_confidence = std::max(literal.largest_confidence, cover.largest_confidence);
+  check.subsets_checked = literal.subsets_checked + cover.subsets_checked;
+  return check;
+}
+
 }  // namespace fedanon::testing

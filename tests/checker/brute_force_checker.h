@@ -64,6 +64,20 @@ struct PrivacyCheck {
 // Checks the privacy model of `in.spec` on `in.anonymized` (sensitive values from `in.raw`).
 PrivacyCheck CheckPrivacy(const CheckerInput& in);
 
+// Local recoding (docs/engine.md, "Local recoding"): records of different groups may carry
+// different generalizations of the same raw value, so released values overlap. A released value
+// *covers* a raw value when it equals it, lies on its taxonomy path, is an interval `[lo-hi)`
+// containing it, or is the suppression token (a suppressed value may hide any value). The check
+// is the conjunction of
+//  * released classes: CheckPrivacy's literal grouping (every class on each checked subset or
+//    template has >= k records and confidence <= the bound), and
+//  * covering: for every subset of 1..min(L, |QID|) QID attributes (LKC; all sizes, no
+//    shortcut) or each template's qid (templates), and every combination of raw values on it
+//    that occurs in the raw table, the records whose released values all cover it number >= k
+//    (K, the template's k) and hold each listed sensitive value with confidence <= the bound.
+// `smallest_group` / `largest_confidence` are over both parts; `subsets_checked` counts both.
+PrivacyCheck CheckLocalPrivacy(const CheckerInput& in);
+
 // Every output QID value generalizes its raw value; every other column is byte-identical.
 absl::Status CheckTruthful(const CheckerInput& in);
 

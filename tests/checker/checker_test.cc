@@ -707,5 +707,79 @@ TEST(CheckerInputTest, BeneficialNeedsAClass) {
   EXPECT_THAT(CheckMaximal(in), StatusIs(absl::StatusCode::kInvalidArgument, "beneficial"));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Local recoding: released values overlap ([0-50) covers what [0-30) and [30-50) cover).
+
+constexpr char kLocalSpec[] = R"pb(
+  attributes { name: "Age" role: ROLE_QID type: ATTRIBUTE_TYPE_CONTINUOUS }
+  attributes { name: "Sex" role: ROLE_QID type: ATTRIBUTE_TYPE_CATEGORICAL }
+  attributes { name: "S" role: ROLE_SENSITIVE }
+  privacy { model: PRIVACY_MODEL_LKC L: 2 K: 2 C: 0.6 sensitive_values: "x" }
+)pb";
+
+const Rows kLocalRaw = {
+    {"20", "M", "x"}, {"25", "M", "y"}, {"30", "F", "y"},
+    {"35", "F", "x"}, {"40", "M", "y"}, {"45", "F", "y"},
+};
+
+CheckerInput LocalInput(const Rows& anonymized) {
+  CheckerInput in;
+  in.spec = Spec(kLocalSpec);
+  in.header = {"Age", "Sex", "S"};
+  in.raw = kLocalRaw;
+  in.anonymized = anonymized;
+  return in;
+}
+
+// Three groups of two generalized to overlapping intervals and different levels of Sex.
+const Rows kLocalGood = {
+    {"[0-30)", "M", "x"}, {"[0-30)", "M", "y"},  {"[0-50)", "F", "y"},
+    {"[0-50)", "F", "x"}, {"[30-50)", "*", "y"}, {"[30-50)", "*", "y"},
+};
+
+TEST(CheckerLocalTest, OverlappingGroupsOfTwoSatisfyLkc) {
+  const CheckerInput in = LocalInput(kLocalGood);
+  EXPECT_OK(CheckTruthful(in));
+  const PrivacyCheck check = CheckLocalPrivacy(in);
+  EXPECT_TRUE(check.satisfied) << check.violation;
+  EXPECT_EQ(check.smallest_group, 2u);
+  // Literal classes: {Age, Sex}, {Age}, {Sex}; covering: the same three subsets.
+  EXPECT_EQ(check.subsets_checked, 6u);
+  // A victim (45, F) is consistent with [0-50) F and [30-50) *: 4 records, one of them x.
+  EXPECT_THAT(check.largest_confidence, DoubleEq(0.5));
+}
+
+TEST(CheckerLocalTest, ClassBelowKFailsEvenWhenEveryVictimHasKConsistentRecords) {
+  Rows out = kLocalGood;
+  out[1][0] = "[20-30)";  // (25, M) alone in its class; (20, M) and (25, M) still match 2 records
+  const PrivacyCheck check = CheckLocalPrivacy(LocalInput(out));
+  EXPECT_FALSE(check.satisfied);
+  EXPECT_THAT(check.violation, HasSubstr("has 1 record(s) < K=2"));
+}
+
+TEST(CheckerLocalTest, CoveringConfidenceAboveCFails) {
+  Rows out = kLocalGood;
+  // Rows 1 and 4 (both x) form a class of two; the victim (20, M) matches only it.
+  out[0] = {"[0-50)", "*", "x"};
+  out[3] = {"[0-50)", "*", "x"};
+  out[1] = {"[0-50)", "M", "y"};
+  out[2] = {"[0-50)", "M", "y"};
+  const PrivacyCheck check = CheckLocalPrivacy(LocalInput(out));
+  EXPECT_FALSE(check.satisfied);
+  EXPECT_THAT(check.violation, HasSubstr("P(S=x"));
+}
+
+TEST(CheckerLocalTest, VictimMatchingFewerThanKRecordsFails) {
+  Rows out = kLocalGood;
+  // (20, M) released as itself: only one released record covers (20, M).
+  out[0] = {"20", "M", "x"};
+  out[1] = {"[21-30)", "M", "y"};
+  const PrivacyCheck check = CheckLocalPrivacy(LocalInput(out));
+  EXPECT_FALSE(check.satisfied);
+  // The literal class check finds it first; the covering part alone fails too.
+  EXPECT_THAT(check.violation, HasSubstr("< K=2"));
+  EXPECT_EQ(check.smallest_group, 1u);
+}
+
 }  // namespace
 }  // namespace fedanon::testing

@@ -58,6 +58,35 @@ TEST_F(EvaluateCliTest, PrintsTheFiguresAsTextAndJson) {
   EXPECT_NEAR(j.at("DR").get<double>(), report.at("discernibility_ratio").get<double>(), 1e-12);
 }
 
+// --local: a recoding: local release of the same table beside the global one.
+TEST_F(EvaluateCliTest, GlobalAndLocalSideBySide) {
+  WriteText(dir_ + "/local.yaml", ReadAll(dir_ + "/job.yaml") + "recoding: local\n");
+  const CliResult anon =
+      RunFedanon({"anonymize", "--spec", dir_ + "/local.yaml", "--input", dir_ + "/table.csv",
+                  "--output", dir_ + "/local.csv", "--report", dir_ + "/local.json", "--quiet"});
+  ASSERT_EQ(anon.exit_code, 0) << anon.err;
+  const CliResult text =
+      RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv",
+                  "--anonymized", dir_ + "/anon.csv", "--local", dir_ + "/local.csv"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("global       local"));
+  EXPECT_THAT(text.out, HasSubstr("CE - BE"));
+  EXPECT_THAT(text.out, HasSubstr("QID groups"));
+
+  const CliResult json =
+      RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv",
+                  "--anonymized", dir_ + "/anon.csv", "--local", dir_ + "/local.csv", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  const nlohmann::json local_report = nlohmann::json::parse(ReadAll(dir_ + "/local.json"));
+  EXPECT_NEAR(j.at("local").at("DR").get<double>(),
+              local_report.at("discernibility_ratio").get<double>(), 1e-12);
+  EXPECT_EQ(j.at("local").at("groups").get<uint64_t>(),
+            std::stoull(local_report.at("groups").get<std::string>()));
+  EXPECT_LT(j.at("local").at("DR").get<double>(), j.at("DR").get<double>());
+  EXPECT_GE(j.at("local").at("CE").get<double>(), 0.0);
+}
+
 TEST_F(EvaluateCliTest, WithoutAnAnonymizedTableOnlyTheRawBaselines) {
   const CliResult r = RunFedanon(
       {"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv", "--json"});

@@ -195,6 +195,51 @@ TEST_F(SweepTest, CentralizedPointEqualsAnonymizeThenEvaluate) {
   EXPECT_EQ(result.baselines.baseline_error, evaluator->baselines().baseline_error);
 }
 
+// --local: every cell also with recoding: local, drawn dotted beside the global (solid) line; a
+// local point equals anonymizing the cell with recoding: local by hand.
+TEST_F(SweepTest, LocalRecodingBesideGlobal) {
+  SweepOptions options;
+  options.spec_path = spec_path_;
+  options.raw_path = raw_path_;
+  options.grid = "L=2 K=10,40";
+  options.local = true;
+  ASSERT_OK_AND_ASSIGN(SweepResult result, RunSweep(options));
+  ASSERT_EQ(result.points.size(), 4u);  // 2 cells x (centralized = global, local)
+  EXPECT_EQ(result.points[0].method, "centralized");
+  EXPECT_EQ(result.points[1].method, "local");
+  for (const SweepPoint& p : result.points) ASSERT_TRUE(p.ok) << p.method << " " << p.error;
+  // Local recoding releases more, smaller groups on the same requirement.
+  EXPECT_GT(result.points[1].groups, result.points[0].groups);
+  EXPECT_LT(result.points[1].discernibility_ratio, result.points[0].discernibility_ratio);
+
+  fedanon::v1::JobSpec cell = spec_;
+  cell.mutable_privacy()->set_l(2);
+  cell.mutable_privacy()->set_k(10);
+  cell.set_recoding(fedanon::v1::RECODING_LOCAL);
+  WriteText(dir_ + "/local.yaml", JobSpecToYaml(cell));
+  AnonymizeOptions anon;
+  anon.spec_path = dir_ + "/local.yaml";
+  anon.input_path = raw_path_;
+  anon.output_path = dir_ + "/local.csv";
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::Report report, Anonymize(anon));
+  EXPECT_EQ(report.recoding(), fedanon::v1::RECODING_LOCAL);
+  ASSERT_OK_AND_ASSIGN(auto evaluator, UtilityEvaluator::Create(cell, raw_path_));
+  ASSERT_OK_AND_ASSIGN(AnonymizedUtility u, evaluator->Evaluate(anon.output_path));
+  EXPECT_EQ(result.points[1].classification_error, u.classification_error);
+  EXPECT_EQ(result.points[1].groups, report.groups());
+
+  const std::string html = SweepHtml(result);
+  EXPECT_EQ(WellFormedProblem(html), "");
+  EXPECT_EQ(Count(html, "data-chart=\"ce\" data-method=\"local\""), 2u);
+  EXPECT_EQ(Count(html, "data-chart=\"ce\" data-method=\"centralized\""), 2u);
+  EXPECT_THAT(html, HasSubstr("L=2 local recoding"));
+  EXPECT_THAT(html, HasSubstr("L=2 global recoding"));
+  EXPECT_THAT(html, HasSubstr("stroke-dasharray=\"2 3\""));
+  const std::vector<std::string> lines = absl::StrSplit(SweepCsv(result), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_THAT(lines[2], ::testing::StartsWith("local,2,10,0.2,ok,"));
+}
+
 TEST(SweepHtmlTest, AgainstCWhenOnlyCVaries) {
   SweepResult r;
   r.baselines.baseline_error = 0.15;
