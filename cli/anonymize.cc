@@ -59,8 +59,10 @@ absl::StatusOr<std::unique_ptr<CsvWriter>> WriteOutput(const fedanon::v1::JobSpe
   for (int c : columns) header.push_back(data.header[c]);
   writer->WriteRow(header);
   RETURN_IF_ERROR(
-      ForEachReleasedRow(spec, data, tips, hier, columns,
-                         [&](const std::vector<std::string_view>& row) { writer->WriteRow(row); }));
+      WriteReleasedRows(spec, data, tips, hier, columns, ',', [&](std::string_view text) {
+        writer->WriteFormatted(text);
+        return absl::OkStatus();
+      }));
   return writer;
 }
 
