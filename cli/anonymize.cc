@@ -60,11 +60,15 @@ absl::StatusOr<std::unique_ptr<CsvWriter>> WriteOutput(const fedanon::v1::JobSpe
   std::vector<std::string_view> header;
   for (int c : columns) header.push_back(data.header[c]);
   writer->WriteRow(header);
-  auto emit = [&](const std::vector<std::string_view>& row) { writer->WriteRow(row); };
   if (local != nullptr) {
+    auto emit = [&](const std::vector<std::string_view>& row) { writer->WriteRow(row); };
     RETURN_IF_ERROR(ForEachLocalReleasedRow(spec, data, *local, columns, emit));
   } else {
-    RETURN_IF_ERROR(ForEachReleasedRow(spec, data, *tips, hier, columns, emit));
+    RETURN_IF_ERROR(
+        WriteReleasedRows(spec, data, *tips, hier, columns, ',', [&](std::string_view text) {
+          writer->WriteFormatted(text);
+          return absl::OkStatus();
+        }));
   }
   return writer;
 }

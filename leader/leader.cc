@@ -20,6 +20,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
 #include "common/wire/federation_wire.h"
+#include "common/wire/payload_chunks.h"
 #include "common/wire/protocol_version.h"
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
@@ -806,10 +807,15 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
   // A party whose connection drops is waited for and asked the same request again.
   RejoiningChannel channel(channel_, options_.resume_timeout,
                            [this, id = job.job_id] { return CheckCancelled(id); });
+  // Secure-sum and final-check vectors go in chunks that fit the message limit (the limit minus
+  // the chunk headroom, in 8-byte words), at most 2^20 words (8 MiB) a chunk.
+  const size_t sum_chunk_words = static_cast<size_t>(std::clamp<uint64_t>(
+      common::ChunkBytesForLimit(options_.max_message_bytes) / sizeof(uint64_t), 1,
+      uint64_t{1} << 20));
   SecureSumCountSource source(
       &channel, job.job_id, job.ring, job.timeout, &hier, std::max(1, schema.num_classes()),
       schema.tracked.size(), [&round] { return round; },
-      [this, id = job.job_id] { return CheckCancelled(id); });
+      [this, id = job.job_id] { return CheckCancelled(id); }, sum_chunk_words);
   // Every collect recorded before it is sent and once complete; after a restart, replayed.
   SecureSumCountSource::Journal journal;
   journal.record_request = [this, id = job.job_id](uint64_t collect, const std::string& digest,
@@ -871,6 +877,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
     ring.round = round;
     ring.timeout = job.timeout;
     ring.check = [this, id = job.job_id] { return CheckCancelled(id); };
+    ring.chunk_words = sum_chunk_words;
     RETURN_IF_ERROR(RunFinalCheck(ring, source.TakePendingUpdates(), layout.words));
     final_check = absl::StrCat("passed at every data party: ", job.ring.size(),
                                " parties re-checked ", layout.constraints.size(),

@@ -1,5 +1,10 @@
 #include "common/engine/released_rows.h"
 
+#include <sys/stat.h>
+
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
 #include "common/base/status_macros.h"
 #include "common/table/csv.h"
 
@@ -26,49 +31,172 @@ std::vector<int> ReleasedColumns(const fedanon::v1::JobSpec& spec, const Dataset
   return out;
 }
 
+namespace {
+
+absl::Status InputChanged() { return absl::InternalError("the input changed while anonymizing"); }
+
+// What every released row needs: the QID of each input column, the group of each record and
+// the label of every node.
+struct ReleasePlan {
+  std::vector<int> qid_of_column;
+  std::vector<int32_t> part_of;
+  std::vector<std::vector<std::string>> labels;
+
+  ReleasePlan(const fedanon::v1::JobSpec& spec, const Dataset& data, const Tips& tips,
+              const std::vector<AttributeHierarchy>& hier)
+      : qid_of_column(data.header.size(), -1), part_of(data.num_records, -1), labels(hier.size()) {
+    for (size_t q = 0; q < data.qids.size(); ++q) {
+      qid_of_column[data.qids[q].csv_column] = static_cast<int>(q);
+    }
+    for (size_t p = 0; p < tips.partition_count(); ++p) {
+      if (!tips.alive(static_cast<int32_t>(p))) continue;
+      for (uint32_t r : tips.records(static_cast<int32_t>(p))) part_of[r] = static_cast<int32_t>(p);
+    }
+    for (size_t a = 0; a < hier.size(); ++a) {
+      for (size_t n = 0; n < hier[a].size(); ++n) {
+        labels[a].push_back(hier[a].Label(static_cast<NodeIndex>(n), spec.suppression_token()));
+      }
+    }
+  }
+
+  // The released values of `record` (input `fields`) for `columns`, into `row`.
+  void Row(const Tips& tips, const std::vector<int>& columns,
+           const std::vector<std::string_view>& fields, size_t record,
+           std::vector<std::string_view>* row) const {
+    row->clear();
+    const int32_t p = part_of[record];
+    for (int c : columns) {
+      const int q = qid_of_column[c];
+      row->push_back(q < 0 ? fields[c] : std::string_view(labels[q][tips.key(p)[q]]));
+    }
+  }
+};
+
+}  // namespace
+
 absl::Status ForEachReleasedRow(
     const fedanon::v1::JobSpec& spec, const Dataset& data, const Tips& tips,
     const std::vector<AttributeHierarchy>& hier, const std::vector<int>& columns,
     const std::function<void(const std::vector<std::string_view>&)>& emit) {
-  std::vector<int> qid_of_column(data.header.size(), -1);
-  for (size_t q = 0; q < data.qids.size(); ++q) {
-    qid_of_column[data.qids[q].csv_column] = static_cast<int>(q);
-  }
-  std::vector<int32_t> part_of(data.num_records, -1);
-  for (size_t p = 0; p < tips.partition_count(); ++p) {
-    if (!tips.alive(static_cast<int32_t>(p))) continue;
-    for (uint32_t r : tips.records(static_cast<int32_t>(p))) part_of[r] = static_cast<int32_t>(p);
-  }
-  std::vector<std::vector<std::string>> labels(hier.size());
-  for (size_t a = 0; a < hier.size(); ++a) {
-    for (size_t n = 0; n < hier[a].size(); ++n) {
-      labels[a].push_back(hier[a].Label(static_cast<NodeIndex>(n), spec.suppression_token()));
-    }
-  }
+  const ReleasePlan plan(spec, data, tips, hier);
   ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, ReopenSource(data));
   std::vector<std::string_view> fields, row;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
-  if (!has_header) return absl::InternalError("the input changed while anonymizing");
+  if (!has_header) return InputChanged();
   size_t line = 0, record = 0;
   while (true) {
     ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
     if (!more) break;
-    if (line >= data.kept.size() || fields.size() != data.header.size()) {
-      return absl::InternalError("the input changed while anonymizing");
-    }
+    if (line >= data.kept.size() || fields.size() != data.header.size()) return InputChanged();
     if (!data.kept[line++]) continue;
-    if (record >= data.num_records)
-      return absl::InternalError("the input changed while anonymizing");
-    row.clear();
-    const int32_t p = part_of[record++];
-    for (int c : columns) {
-      const int q = qid_of_column[c];
-      row.push_back(q < 0 ? fields[c] : std::string_view(labels[q][tips.key(p)[q]]));
-    }
+    if (record >= data.num_records) return InputChanged();
+    plan.Row(tips, columns, fields, record++, &row);
     emit(row);
   }
-  if (record != data.num_records) return absl::InternalError("the input changed while anonymizing");
+  if (record != data.num_records) return InputChanged();
   return absl::OkStatus();
+}
+
+absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& data,
+                               const Tips& tips, const std::vector<AttributeHierarchy>& hier,
+                               const std::vector<int>& columns, char separator,
+                               const std::function<absl::Status(std::string_view)>& write) {
+  if (data.source_text != nullptr || data.checkpoints.empty()) {
+    std::string text;
+    absl::Status status;
+    RETURN_IF_ERROR(ForEachReleasedRow(spec, data, tips, hier, columns,
+                                       [&](const std::vector<std::string_view>& row) {
+                                         AppendCsvRecord(row, separator, &text);
+                                         if (text.size() < (1 << 20) || !status.ok()) return;
+                                         status = write(text);
+                                         text.clear();
+                                       }));
+    RETURN_IF_ERROR(status);
+    return write(text);
+  }
+  const ReleasePlan plan(spec, data, tips, hier);
+  // The input's separator, as the load detected it.
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> probe, CsvReader::Open(data.source_path));
+  const char input_separator = probe->separator();
+  probe.reset();
+  struct stat st;
+  if (::stat(data.source_path.c_str(), &st) != 0) return InputChanged();
+  const auto& cps = data.checkpoints;
+  const size_t blocks = cps.size();
+  // Block b: the rows from checkpoint b to the next (the file's end after the last).
+  auto format_block = [&](size_t b, std::string* text) -> absl::Status {
+    const uint64_t end = b + 1 < blocks ? cps[b + 1].offset : static_cast<uint64_t>(st.st_size);
+    const uint64_t row_end = b + 1 < blocks ? cps[b + 1].row : data.kept.size();
+    const uint64_t record_end = b + 1 < blocks ? cps[b + 1].record : data.num_records;
+    ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader,
+                     CsvReader::OpenRange(data.source_path, cps[b].offset, end, 1,
+                                          {.separator = input_separator, .max_line_bytes = 0}));
+    std::vector<std::string_view> fields, row;
+    uint64_t r = cps[b].row, record = cps[b].record;
+    for (;;) {
+      ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
+      if (!more) break;
+      if (r >= row_end || fields.size() != data.header.size()) return InputChanged();
+      if (!data.kept[r++]) continue;
+      if (record >= record_end) return InputChanged();
+      plan.Row(tips, columns, fields, record++, &row);
+      AppendCsvRecord(row, separator, text);
+    }
+    if (r != row_end || record != record_end) return InputChanged();
+    return absl::OkStatus();
+  };
+  // Two threads format blocks (each the next one not taken, at most kAhead beyond the one being
+  // written); this thread writes them in order.
+  constexpr size_t kAhead = 3;
+  std::vector<std::string> texts(blocks);
+  std::vector<absl::Status> statuses(blocks);
+  std::vector<char> done(blocks, 0);
+  size_t next_block = 0, taken_by_writer = 0;
+  bool stop = false;
+  absl::Mutex mu;
+  absl::CondVar changed;
+  auto work = [&] {
+    for (;;) {
+      size_t b;
+      {
+        absl::MutexLock lock(&mu);
+        while (!stop && next_block < blocks && next_block >= taken_by_writer + kAhead) {
+          changed.Wait(&mu);
+        }
+        if (stop || next_block >= blocks) return;
+        b = next_block++;
+      }
+      std::string text;
+      absl::Status status = format_block(b, &text);
+      absl::MutexLock lock(&mu);
+      texts[b] = std::move(text);
+      statuses[b] = std::move(status);
+      done[b] = 1;
+      changed.SignalAll();
+    }
+  };
+  std::thread first(work), second(work);
+  absl::Status result;
+  for (size_t b = 0; b < blocks && result.ok(); ++b) {
+    std::string text;
+    {
+      absl::MutexLock lock(&mu);
+      while (!done[b]) changed.Wait(&mu);
+      result = statuses[b];
+      text = std::move(texts[b]);
+      taken_by_writer = b + 1;
+      changed.SignalAll();
+    }
+    if (result.ok()) result = write(text);
+  }
+  {
+    absl::MutexLock lock(&mu);
+    stop = true;
+    changed.SignalAll();
+  }
+  first.join();
+  second.join();
+  return result;
 }
 
 }  // namespace fedanon::common

@@ -26,4 +26,12 @@ absl::Status ForEachReleasedRow(
     const std::vector<AttributeHierarchy>& hier, const std::vector<int>& columns,
     const std::function<void(const std::vector<std::string_view>&)>& emit);
 
+// The same rows as CSV text (AppendCsvRecord with `separator`), handed to `write` in consecutive
+// pieces in input order. A file streamed at load (Dataset::checkpoints) is re-read and formatted
+// in blocks by two threads, a few blocks ahead of `write` at most (memory stays bounded).
+absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& data,
+                               const Tips& tips, const std::vector<AttributeHierarchy>& hier,
+                               const std::vector<int>& columns, char separator,
+                               const std::function<absl::Status(std::string_view)>& write);
+
 }  // namespace fedanon::common

@@ -145,12 +145,28 @@ void Tips::AppendGroupStats(const std::vector<NodeIndex>& key, std::vector<uint6
   const size_t m = data_->tracked.size();
   const size_t stride = 1 + m;
   const size_t base = out->size();
-  // The refinable attributes of this key, each with its record codes and fine-child offset.
+  // The refinable attributes of this key, each with its record codes, fine-child offset and a
+  // direct way to the fine child of a code (a table over the taxonomy, the split rank, or the
+  // hierarchy's own lookup for a ⊥ node).
   struct Active {
     const AttributeHierarchy* h;
     NodeIndex node;
     const int32_t* codes;
     size_t offset;
+    QidKind kind;
+    int32_t split;
+    std::vector<int32_t> table;
+    int Fine(int32_t code) const {
+      switch (kind) {
+        case QidKind::kTaxonomy:
+          return table[code];
+        case QidKind::kContinuous:
+          return code < split ? 0 : 1;
+        case QidKind::kSuppression:
+          break;
+      }
+      return h->FineChildOf(node, code);
+    }
   };
   std::vector<Active> active;
   size_t words = stride;
@@ -158,7 +174,15 @@ void Tips::AppendGroupStats(const std::vector<NodeIndex>& key, std::vector<uint6
     const AttributeHierarchy& h = (*hier_)[a];
     const int fine = h.FineChildCount(key[a]);
     if (fine == 0) continue;
-    active.push_back({&h, key[a], data_->qids[a].codes.data(), words});
+    Active act{&h, key[a], data_->qids[a].codes.data(), words, h.kind(), h.node(key[a]).split_rank,
+               {}};
+    if (act.kind == QidKind::kTaxonomy) {
+      act.table.resize(h.column().taxonomy->size());
+      for (size_t t = 0; t < act.table.size(); ++t) {
+        act.table[t] = h.FineChildOf(key[a], static_cast<int32_t>(t));
+      }
+    }
+    active.push_back(std::move(act));
     words += stride * fine;
   }
   out->resize(base + words, 0);
@@ -167,18 +191,13 @@ void Tips::AppendGroupStats(const std::vector<NodeIndex>& key, std::vector<uint6
   uint64_t* w = out->data() + base;
   const uint64_t* bits_of = data_->sensitive_bits.data();
   for (uint32_t r : parts_[p].records) {
-    const uint64_t bits = bits_of[r];
+    const uint64_t bits = m == 0 ? 0 : bits_of[r];
     w[0] += 1;
+    for (uint64_t b = bits; b != 0; b &= b - 1) w[1 + __builtin_ctzll(b)] += 1;
     for (const Active& act : active) {
-      w[act.offset + stride * act.h->FineChildOf(act.node, act.codes[r])] += 1;
-    }
-    if (m == 0 || bits == 0) continue;
-    for (size_t s = 0; s < m; ++s) {
-      if (!(bits >> s & 1)) continue;
-      w[1 + s] += 1;
-      for (const Active& act : active) {
-        w[act.offset + stride * act.h->FineChildOf(act.node, act.codes[r]) + 1 + s] += 1;
-      }
+      uint64_t* cell = w + act.offset + stride * act.Fine(act.codes[r]);
+      cell[0] += 1;
+      for (uint64_t b = bits; b != 0; b &= b - 1) cell[1 + __builtin_ctzll(b)] += 1;
     }
   }
 }

@@ -1,5 +1,10 @@
 #include "common/table/csv.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -12,6 +17,7 @@ namespace fedanon::common {
 namespace {
 
 constexpr size_t kFlushThreshold = size_t{1} << 20;  // 1 MiB
+constexpr size_t kStreamBuffer = size_t{4} << 20;    // 4 MiB, grown for a longer record
 constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
 
 // `;` if the first non-blank line has more `;` than `,`, else `,`.
@@ -44,17 +50,198 @@ CsvReader::CsvReader(std::shared_ptr<const std::string> text, std::string source
   if (text_.starts_with(kUtf8Bom)) pos_ = line_start_ = kUtf8Bom.size();
 }
 
+CsvReader::CsvReader(int fd, uint64_t begin, uint64_t end, std::string source_name, char separator,
+                     size_t first_line, size_t max_line_bytes)
+    : fd_(fd),
+      file_pos_(begin),
+      file_end_(end),
+      base_offset_(begin),
+      eof_(begin >= end),
+      max_line_bytes_(max_line_bytes),
+      source_name_(std::move(source_name)),
+      separator_(separator),
+      line_(first_line) {
+  buffer_.resize(kStreamBuffer);
+}
+
+CsvReader::~CsvReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+namespace {
+
+// Opens `path` read-only; `*regular` tells whether it is a regular file (of `*size` bytes).
+absl::StatusOr<int> OpenForReading(const std::string& path, bool* regular, uint64_t* size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  struct stat st;
+  *regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  *size = *regular ? static_cast<uint64_t>(st.st_size) : 0;
+  return fd;
+}
+
+absl::StatusOr<size_t> PreadSome(int fd, char* out, size_t n, uint64_t at,
+                                 const std::string& path) {
+  for (;;) {
+    const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(at));
+    if (got >= 0) return static_cast<size_t>(got);
+    if (errno != EINTR) return ErrnoStatus(errno, "cannot read", path);
+  }
+}
+
+// Whether the bytes [0, size) of `fd` are only CR and LF.
+absl::StatusOr<bool> OnlyLineEnds(int fd, uint64_t size, const std::string& path) {
+  std::string chunk(1 << 16, '\0');
+  for (uint64_t at = 0; at < size;) {
+    ASSIGN_OR_RETURN(size_t got, PreadSome(fd, chunk.data(), chunk.size(), at, path));
+    if (got == 0) break;
+    if (std::string_view(chunk.data(), got).find_first_not_of("\r\n") != std::string_view::npos) {
+      return false;
+    }
+    at += got;
+  }
+  return true;
+}
+
+absl::Status CheckSeparator(char separator, const std::string& source_name) {
+  if (separator == '"' || separator == '\n' || separator == '\r') {
+    return absl::InvalidArgumentError(absl::StrCat(source_name, ": invalid CSV separator '",
+                                                   absl::CHexEscape(std::string(1, separator)),
+                                                   "'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path,
                                                            CsvOptions options) {
-  ASSIGN_OR_RETURN(std::string text, ReadFile(path, ReadFileOptions{
-                                                        .max_bytes = options.max_bytes,
-                                                        .max_line_bytes = options.max_line_bytes,
-                                                        .what = "table",
-                                                    }));
-  if (text.find_first_not_of("\r\n") == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": file is empty"));
+  // Decided before opening: a FIFO's writer must see one open only.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    ASSIGN_OR_RETURN(std::string text, ReadFile(path, ReadFileOptions{
+                                                          .max_bytes = options.max_bytes,
+                                                          .max_line_bytes = options.max_line_bytes,
+                                                          .what = "table",
+                                                      }));
+    if (text.find_first_not_of("\r\n") == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": file is empty"));
+    }
+    return FromString(std::move(text), path, options);
   }
-  return FromString(std::move(text), path, options);
+  bool regular = false;
+  uint64_t size = 0;
+  ASSIGN_OR_RETURN(int fd, OpenForReading(path, &regular, &size));
+  std::unique_ptr<CsvReader> reader(
+      new CsvReader(fd, 0, size, path, options.separator, 1, options.max_line_bytes));
+  if (!regular) return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  if (size > options.max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is larger than the limit of ",
+                                                   options.max_bytes, " bytes for a table"));
+  }
+  RETURN_IF_ERROR(CheckSeparator(options.separator, path));
+  ASSIGN_OR_RETURN(bool empty, OnlyLineEnds(fd, size, path));
+  if (empty) return absl::InvalidArgumentError(absl::StrCat(path, ": file is empty"));
+  RETURN_IF_ERROR(reader->Refill(0).status());
+  // The lines of the first buffer are checked now (a small file fails to open, as one read whole
+  // does); longer lines further on when the reader reaches them.
+  if (options.max_line_bytes > 0) {
+    const std::string_view text = reader->text_;
+    size_t line = 1, line_start = 0;
+    for (size_t nl = text.find('\n'); nl != std::string_view::npos; nl = text.find('\n', nl + 1)) {
+      if (nl - line_start > options.max_line_bytes) break;
+      ++line;
+      line_start = nl + 1;
+    }
+    const size_t end = std::min(text.size(), text.find('\n', line_start));
+    if (end - line_start > options.max_line_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", line, ": line longer than ", options.max_line_bytes, " bytes"));
+    }
+  }
+  if (reader->separator_ == 0) reader->separator_ = DetectSeparator(reader->text_);
+  if (reader->text_.starts_with(kUtf8Bom)) reader->pos_ = reader->line_start_ = kUtf8Bom.size();
+  return reader;
+}
+
+absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::OpenRange(const std::string& path,
+                                                                uint64_t begin, uint64_t end,
+                                                                size_t first_line,
+                                                                CsvOptions options) {
+  RETURN_IF_ERROR(CheckSeparator(options.separator, path));
+  if (options.separator == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": a range needs its separator"));
+  }
+  bool regular = false;
+  uint64_t size = 0;
+  ASSIGN_OR_RETURN(int fd, OpenForReading(path, &regular, &size));
+  std::unique_ptr<CsvReader> reader(new CsvReader(
+      fd, begin, std::min(end, size), path, options.separator, first_line, options.max_line_bytes));
+  if (!regular) return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  RETURN_IF_ERROR(reader->Refill(0).status());
+  if (begin == 0 && reader->text_.starts_with(kUtf8Bom)) {
+    reader->pos_ = reader->line_start_ = kUtf8Bom.size();
+  }
+  return reader;
+}
+
+absl::StatusOr<bool> CsvReader::Refill(size_t keep_from) {
+  if (eof_) return false;
+  if (keep_from > 0) {
+    std::memmove(buffer_.data(), buffer_.data() + keep_from, filled_ - keep_from);
+    filled_ -= keep_from;
+    pos_ -= keep_from;
+    line_start_ -= std::min(line_start_, keep_from);
+    base_offset_ += keep_from;
+  }
+  // Bytes before `complete` end with a '\n' (or are none): the line after them is the tail.
+  const size_t old_visible = text_.empty() ? 0 : text_.size() - std::min(text_.size(), keep_from);
+  size_t complete = old_visible;
+  for (;;) {
+    if (filled_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+    const size_t want =
+        static_cast<size_t>(std::min<uint64_t>(buffer_.size() - filled_, file_end_ - file_pos_));
+    ASSIGN_OR_RETURN(size_t got,
+                     PreadSome(fd_, buffer_.data() + filled_, want, file_pos_, source_name_));
+    const size_t scan_from = filled_;
+    filled_ += got;
+    file_pos_ += got;
+    if (got == 0 || file_pos_ >= file_end_) {  // the end of the range (or a file that shrank)
+      eof_ = true;
+      text_ = std::string_view(buffer_.data(), filled_);
+      return true;
+    }
+    const void* nl = memrchr(buffer_.data() + scan_from, '\n', filled_ - scan_from);
+    if (nl != nullptr) {
+      complete = static_cast<const char*>(nl) - buffer_.data() + 1;
+      break;
+    }
+    if (max_line_bytes_ > 0 && filled_ - complete > max_line_bytes_) {
+      const size_t line =
+          line_ + static_cast<size_t>(std::count(buffer_.data() + std::min(pos_, complete),
+                                                 buffer_.data() + complete, '\n'));
+      failed_ = true;
+      return absl::InvalidArgumentError(
+          absl::StrCat(source_name_, ":", line, ": line longer than ", max_line_bytes_, " bytes"));
+    }
+  }
+  text_ = std::string_view(buffer_.data(), complete);
+  return true;
+}
+
+absl::Status CsvReader::CheckLineLengths(size_t begin, size_t line) {
+  size_t line_begin = begin;
+  for (size_t p = begin; p < pos_; ++p) {
+    if (text_[p] != '\n') continue;
+    if (p - line_begin > max_line_bytes_) break;
+    ++line;
+    line_begin = p + 1;
+  }
+  const size_t end = std::min(pos_, text_.find('\n', line_begin));
+  if (end - line_begin <= max_line_bytes_) return absl::OkStatus();
+  failed_ = true;
+  return absl::InvalidArgumentError(
+      absl::StrCat(source_name_, ":", line, ": line longer than ", max_line_bytes_, " bytes"));
 }
 
 absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::FromString(std::string text,
@@ -67,11 +254,7 @@ absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::FromString(std::string tex
 absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::FromShared(
     std::shared_ptr<const std::string> text, std::string source_name, CsvOptions options) {
   if (text == nullptr) return absl::InvalidArgumentError(Cat(source_name, ": no text"));
-  if (options.separator == '"' || options.separator == '\n' || options.separator == '\r') {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source_name, ": invalid CSV separator '",
-                     absl::CHexEscape(std::string(1, options.separator)), "'"));
-  }
+  RETURN_IF_ERROR(CheckSeparator(options.separator, source_name));
   const char separator = options.separator != 0 ? options.separator : DetectSeparator(*text);
   return std::unique_ptr<CsvReader>(
       new CsvReader(std::move(text), std::move(source_name), separator));
@@ -93,6 +276,7 @@ void CsvReader::ConsumeLineEnd() {
 
 absl::Status CsvReader::ErrorAt(size_t line, size_t column, std::string_view what) {
   pos_ = text_.size();  // errors are final: later calls report end of input
+  failed_ = true;
   return absl::InvalidArgumentError(
       absl::StrCat(source_name_, ":", line, ":", column, ": ", Av(what)));
 }
@@ -137,7 +321,13 @@ absl::Status CsvReader::ParseQuoted(std::vector<std::string_view>* fields, size_
       ++line_;
       line_start_ = nl + 1 - data;
     }
-    if (found == nullptr) return ErrorAt(quote_line, quote_column, "unterminated quote");
+    if (found == nullptr) {
+      if (fd_ >= 0 && !eof_) {  // the field goes on past the text read so far
+        need_more_ = true;
+        return absl::OkStatus();
+      }
+      return ErrorAt(quote_line, quote_column, "unterminated quote");
+    }
     if (quote + 1 < n && data[quote + 1] == '"') {
       doubled = true;
       pos_ = quote + 2;
@@ -174,24 +364,51 @@ absl::Status CsvReader::ParseQuoted(std::vector<std::string_view>* fields, size_
 absl::StatusOr<bool> CsvReader::Next(std::vector<std::string_view>* fields) {
   fields->clear();
   unescaped_fields_.clear();
-  const size_t n = text_.size();
-  while (AtLineEnd(pos_)) ConsumeLineEnd();  // blank lines
-  if (pos_ >= n) return false;
-  record_line_ = line_;
-  size_t unescaped_used = 0;
+  if (failed_) return false;
   for (;;) {
-    if (pos_ < n && text_[pos_] == '"') {
-      RETURN_IF_ERROR(ParseQuoted(fields, &unescaped_used));
-    } else {
-      ScanUnquoted(fields);
+    while (AtLineEnd(pos_)) ConsumeLineEnd();  // blank lines
+    if (pos_ < text_.size()) break;
+    if (fd_ < 0) return false;
+    ASSIGN_OR_RETURN(bool more, Refill(pos_));
+    if (!more) return false;
+  }
+  size_t record_start = pos_;
+  const size_t record_line = line_;
+  size_t record_line_start = line_start_;
+  record_line_ = line_;
+  for (;;) {
+    const size_t n = text_.size();
+    size_t unescaped_used = 0;
+    for (;;) {
+      if (pos_ < n && text_[pos_] == '"') {
+        RETURN_IF_ERROR(ParseQuoted(fields, &unescaped_used));
+        if (need_more_) break;
+      } else {
+        ScanUnquoted(fields);
+      }
+      if (pos_ >= n) break;
+      if (text_[pos_] == separator_) {
+        ++pos_;
+        continue;
+      }
+      ConsumeLineEnd();
+      break;
     }
-    if (pos_ >= n) break;
-    if (text_[pos_] == separator_) {
-      ++pos_;
-      continue;
-    }
-    ConsumeLineEnd();
-    break;
+    if (!need_more_) break;
+    // Streaming: a quoted field runs past the text read so far; read more and parse again.
+    need_more_ = false;
+    fields->clear();
+    unescaped_fields_.clear();
+    pos_ = record_start;
+    line_ = record_line;
+    line_start_ = record_line_start;
+    ASSIGN_OR_RETURN(bool more, Refill(record_start));
+    if (!more) return absl::InternalError("CSV reader: no more input inside a quoted field");
+    record_start = pos_;
+    record_line_start = line_start_;
+  }
+  if (fd_ >= 0 && max_line_bytes_ > 0 && pos_ - record_start > max_line_bytes_) {
+    RETURN_IF_ERROR(CheckLineLengths(record_start, record_line));
   }
   for (const auto& [field, storage] : unescaped_fields_) (*fields)[field] = unescaped_[storage];
   return true;
@@ -227,6 +444,16 @@ CsvWriter::~CsvWriter() = default;
 void CsvWriter::WriteRow(const std::vector<std::string_view>& fields) {
   AppendCsvRecord(fields, separator_, &buffer_);
   if (buffer_.size() >= kFlushThreshold && deferred_error_.ok()) deferred_error_ = FlushBuffer();
+}
+
+void CsvWriter::WriteFormatted(std::string_view records) {
+  if (!deferred_error_.ok()) return;
+  if (buffer_.size() + records.size() < kFlushThreshold) {
+    buffer_.append(records);
+    return;
+  }
+  deferred_error_ = FlushBuffer();
+  if (deferred_error_.ok()) deferred_error_ = file_->Write(records);
 }
 
 absl::Status CsvWriter::FlushBuffer() {

@@ -1,7 +1,9 @@
 // CSV input and atomic CSV output for tables (RFC 4180 quoting, `,` or `;` separators).
 //
-// CsvReader loads a whole file into memory and hands out one record at a time as string_views,
-// so that a million-row table can be dictionary-encoded without materializing a string per cell.
+// CsvReader hands out one record at a time as string_views, so that a table can be
+// dictionary-encoded without materializing a string per cell. A regular file is streamed through
+// a bounded buffer (memory independent of the file size; OpenRange reads a byte range of it, for
+// parsing one file with several threads); a FIFO or a pipe is read whole, once.
 // Errors name the file, the 1-based line and column (e.g. "t.csv:12:7: unterminated quote").
 // CsvWriter writes through common/base/file_io.h's AtomicFileWriter (a temporary file beside the
 // target, renamed on Commit()); if Commit() is never reached the temporary file is removed, so a
@@ -46,10 +48,20 @@ struct CsvOptions {
 
 class CsvReader {
  public:
-  // Reads `path` fully, once (a FIFO or a pipe works). NotFound if it does not exist;
-  // InvalidArgument if empty or beyond the limits of `options`.
+  // Reads `path`: a regular file is streamed (re-read from disk, never held whole), anything
+  // else (a FIFO or a pipe) is read fully, once, and kept (shared_text()). NotFound if it does not
+  // exist; InvalidArgument if empty or beyond the limits of `options` (a streamed file's long line
+  // is reported when the reader reaches it).
   static absl::StatusOr<std::unique_ptr<CsvReader>> Open(const std::string& path,
                                                          CsvOptions options = {});
+  // Streams the bytes [begin, end) of the regular file `path`, which must start a record (0, or
+  // just after a '\n'); lines are numbered from `first_line`. `options.separator` must be set.
+  // The end of the range is the end of input for the parser: a quoted field that crosses it is an
+  // unterminated quote.
+  static absl::StatusOr<std::unique_ptr<CsvReader>> OpenRange(const std::string& path,
+                                                              uint64_t begin, uint64_t end,
+                                                              size_t first_line,
+                                                              CsvOptions options);
   // Reads text already in memory (shared, e.g. kept by a Dataset to read its rows again).
   static absl::StatusOr<std::unique_ptr<CsvReader>> FromShared(
       std::shared_ptr<const std::string> text, std::string source_name, CsvOptions options = {});
@@ -58,6 +70,10 @@ class CsvReader {
                                                                std::string source_name,
                                                                CsvOptions options = {});
 
+  ~CsvReader();
+  CsvReader(const CsvReader&) = delete;
+  CsvReader& operator=(const CsvReader&) = delete;
+
   // Reads the next record into `fields` (views stay valid until the next call). Returns false at
   // end of input. Blank lines are skipped; CRLF and LF are accepted; a final line without newline
   // is read. InvalidArgument with file:line:column for malformed quoting.
@@ -65,8 +81,13 @@ class CsvReader {
 
   // 1-based line number where the record last returned by Next() starts.
   size_t line() const { return record_line_; }
+  // 1-based line number where the next record would start.
+  size_t next_line() const { return line_; }
+  // Byte offset (in the file or text) just past the input consumed so far.
+  uint64_t offset() const { return base_offset_ + pos_; }
   const std::string& source_name() const { return source_name_; }
-  // The whole text being read (shared, so that it can be read again without the file).
+  // The whole text being read (shared, so that it can be read again without the file); null for
+  // a streamed regular file.
   const std::shared_ptr<const std::string>& shared_text() const { return owned_text_; }
   char separator() const { return separator_; }
 
@@ -77,6 +98,14 @@ class CsvReader {
 
  private:
   CsvReader(std::shared_ptr<const std::string> text, std::string source_name, char separator);
+  CsvReader(int fd, uint64_t begin, uint64_t end, std::string source_name, char separator,
+            size_t first_line, size_t max_line_bytes);
+  // Streaming: moves the unconsumed bytes from `keep_from` to the front of the buffer and reads
+  // more, exposing the text up to the last complete line. False at the end of the range.
+  absl::StatusOr<bool> Refill(size_t keep_from);
+  // Streaming: the physical lines of the record [begin, pos_) starting at line `line` are within
+  // max_line_bytes (as ReadFile checks a whole file).
+  absl::Status CheckLineLengths(size_t begin, size_t line);
   absl::Status ParseQuoted(std::vector<std::string_view>* fields, size_t* unescaped_used);
   void ScanUnquoted(std::vector<std::string_view>* fields);
   bool AtLineEnd(size_t pos) const;  // `pos` starts "\n", "\r\n" or a final "\r"
@@ -84,7 +113,18 @@ class CsvReader {
   absl::Status ErrorAt(size_t line, size_t column, std::string_view what);
 
   std::shared_ptr<const std::string> owned_text_;
-  std::string_view text_;  // *owned_text_
+  std::string_view text_;  // *owned_text_, or the complete lines of buffer_ when streaming
+  // Streaming a regular file: the descriptor, the byte range left to read, the buffer.
+  int fd_ = -1;
+  uint64_t file_pos_ = 0;
+  uint64_t file_end_ = 0;
+  uint64_t base_offset_ = 0;  // offset of buffer_[0] (or of the text) in the file
+  std::string buffer_;
+  size_t filled_ = 0;
+  bool eof_ = true;         // no more bytes beyond buffer_[0, filled_)
+  bool need_more_ = false;  // streaming: the record runs past the text exposed so far
+  size_t max_line_bytes_ = 0;
+  bool failed_ = false;  // an error was returned: later calls report end of input
   std::string source_name_;
   char separator_;
   size_t pos_ = 0;
@@ -108,6 +148,8 @@ class CsvWriter {
 
   // Buffers one record (AppendCsvRecord).
   void WriteRow(const std::vector<std::string_view>& fields);
+  // Buffers records already formatted with AppendCsvRecord (and this writer's separator).
+  void WriteFormatted(std::string_view records);
   // Flushes, fsyncs and renames the temporary file onto the target path.
   absl::Status Commit();
 

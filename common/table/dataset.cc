@@ -1,8 +1,15 @@
 #include "common/table/dataset.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <optional>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -140,6 +147,12 @@ absl::StatusOr<Dataset> BuildSchema(const JobSpec& spec, LoadTaxonomy load_taxon
 // Encodes the data rows of a CSV file into a Dataset that holds the job's schema: resolves the
 // spec's attributes against the header, encodes one row at a time, and reports the values outside
 // a declared domain or taxonomy once every row has been read.
+//
+// The per-record columns are written at [base, base + written()) of the Dataset's vectors
+// (SetOutput), and the dictionaries the data grows (undeclared values, class labels, the distinct
+// numbers of a continuous column without a grid) are the encoder's own: two encoders can fill two
+// parts of one Dataset at once, from two byte ranges of one file, and Merge() then joins the
+// second into the first exactly as if one encoder had read both parts in order.
 class RowEncoder {
  public:
   // `numbered_rows`: `line` is a data row number (a database source), not a file line, and
@@ -150,11 +163,27 @@ class RowEncoder {
 
   // Reads the header (`fields`) into ds->header and resolves every column the job uses.
   absl::Status ResolveColumns(const std::vector<std::string_view>& fields);
+  // For a second encoder of the same Dataset: the columns `first` resolved.
+  void CopyColumnsFrom(const RowEncoder& first);
+  // Records go to index `base` on, below `limit` (the vectors sized beforehand; a record beyond
+  // is an error: the input changed since its lines were counted). By default the vectors grow.
+  void SetOutput(size_t base, size_t limit) {
+    base_ = base;
+    limit_ = limit;
+    grow_ = false;
+  }
   // Encodes the data row `fields` (file line `line`); rows with a missing value may be dropped.
   absl::Status EncodeRow(const std::vector<std::string_view>& fields, size_t line);
-  // After the last row: no records, values outside declared domains, the ranks of continuous
-  // columns without a grid.
+  // Joins `second` (which wrote after this encoder's records) into this one: its records move
+  // right after this one's, its dictionary codes are mapped onto this one's.
+  void Merge(RowEncoder& second);
+  // After the last row (and Merge): trims the vectors to the records; no records, values outside
+  // declared domains, the ranks of continuous columns without a grid.
   absl::Status Finish();
+
+  uint64_t rows() const { return records_in_; }
+  // Notes that the next data row starts at byte `offset` of the file (Dataset::checkpoints).
+  void AddCheckpoint(uint64_t offset) { checkpoints_.push_back({offset, records_in_, written_}); }
 
  private:
   struct SensitiveColumn {
@@ -164,19 +193,22 @@ class RowEncoder {
   // Per QID column scratch state.
   struct Scan {
     absl::flat_hash_map<std::string, int32_t> value_ids;  // kSuppression
+    std::vector<std::string> values;                      // kSuppression: id -> value
     std::map<std::string, uint64_t> unknown;              // values outside taxonomy / domain
-    std::vector<double> numbers;                          // kContinuous without grid
+    absl::flat_hash_map<double, int32_t> number_ids;      // kContinuous without grid
+    std::vector<double> numbers;                          // its distinct values: id -> value
   };
 
   absl::Status ResolveSensitiveColumns(const absl::flat_hash_map<std::string, int>& column_of);
   void PrepareScans();
-  absl::Status EncodeQid(size_t q, std::string_view v, size_t line);
-  absl::Status EncodeContinuous(QidColumn& col, Scan& scan, std::string_view v, size_t line);
-  absl::Status EncodeClass(std::string_view v);
-  void EncodeValueColumns(const std::vector<std::string_view>& fields);
+  bool Reserve();  // room for one more record at base_ + written_
+  absl::Status EncodeQid(size_t q, std::string_view v, size_t line, size_t at);
+  absl::Status EncodeContinuous(size_t q, std::string_view v, size_t line, size_t at);
+  absl::Status EncodeClass(std::string_view v, size_t at);
+  void EncodeValueColumns(const std::vector<std::string_view>& fields, size_t at);
   uint64_t SensitiveBits(const std::vector<std::string_view>& fields) const;
   absl::Status FinishQid(size_t q);
-  absl::Status RankContinuous(QidColumn& col, const Scan& scan) const;
+  absl::Status RankContinuous(size_t q);
   // Where record `line` is, for messages: "t.csv:12" or "PostgreSQL source 'x', row 12".
   std::string At(size_t line) const {
     return numbered_rows_ ? absl::StrCat(csv_path_, ", row ", line)
@@ -187,6 +219,14 @@ class RowEncoder {
   const std::string& csv_path_;
   Dataset* ds_;
   bool numbered_rows_;
+  size_t base_ = 0;
+  size_t limit_ = SIZE_MAX;
+  bool grow_ = true;
+  size_t written_ = 0;
+  uint64_t records_in_ = 0;
+  uint64_t records_dropped_ = 0;
+  std::vector<bool> kept_;
+  std::vector<Dataset::SourceCheckpoint> checkpoints_;
   size_t width_ = 0;
   std::vector<int> listed_columns_;
   std::string class_name_;
@@ -195,6 +235,7 @@ class RowEncoder {
   std::vector<SensitiveColumn> sensitive_columns_;
   std::vector<Scan> scans_;  // per QID column
   absl::flat_hash_map<std::string, uint16_t> class_ids_;
+  std::vector<std::string> class_labels_;
   std::map<std::string, uint64_t> unknown_classes_;
 };
 
@@ -223,19 +264,24 @@ absl::Status RowEncoder::ResolveColumns(const std::vector<std::string_view>& fie
     }
   }
   for (QidColumn& col : ds_->qids) col.csv_column = column_of.at(col.name);
-  value_ids_.resize(ds_->value_columns.size());
-  unknown_values_.resize(ds_->value_columns.size());
-  for (size_t v = 0; v < ds_->value_columns.size(); ++v) {
-    auto& vc = ds_->value_columns[v];
+  for (auto& vc : ds_->value_columns) {
     vc.csv_column = column_of.at(vc.name);
     vc.codes.clear();
-    for (size_t i = 0; i < vc.values.size(); ++i) {
-      value_ids_[v].emplace(vc.values[i], static_cast<int32_t>(i));
-    }
   }
+  for (QidColumn& col : ds_->qids) col.codes.clear();
+  ds_->class_codes.clear();
+  ds_->sensitive_bits.clear();
   RETURN_IF_ERROR(ResolveSensitiveColumns(column_of));
   PrepareScans();
   return absl::OkStatus();
+}
+
+void RowEncoder::CopyColumnsFrom(const RowEncoder& first) {
+  width_ = first.width_;
+  listed_columns_ = first.listed_columns_;
+  class_name_ = first.class_name_;
+  sensitive_columns_ = first.sensitive_columns_;
+  PrepareScans();
 }
 
 absl::Status RowEncoder::ResolveSensitiveColumns(
@@ -259,20 +305,42 @@ absl::Status RowEncoder::ResolveSensitiveColumns(
 }
 
 void RowEncoder::PrepareScans() {
-  scans_.resize(ds_->qids.size());
+  scans_.assign(ds_->qids.size(), Scan{});
   for (size_t q = 0; q < ds_->qids.size(); ++q) {
+    scans_[q].values = ds_->qids[q].values;
     for (size_t v = 0; v < ds_->qids[q].values.size(); ++v) {
       scans_[q].value_ids.emplace(ds_->qids[q].values[v], static_cast<int32_t>(v));
     }
-    ds_->qids[q].codes.clear();
   }
-  for (size_t c = 0; c < ds_->class_labels.size(); ++c) {
-    class_ids_.emplace(ds_->class_labels[c], static_cast<uint16_t>(c));
+  class_labels_ = ds_->class_labels;
+  class_ids_.clear();
+  for (size_t c = 0; c < class_labels_.size(); ++c) {
+    class_ids_.emplace(class_labels_[c], static_cast<uint16_t>(c));
+  }
+  value_ids_.assign(ds_->value_columns.size(), {});
+  unknown_values_.assign(ds_->value_columns.size(), {});
+  for (size_t v = 0; v < ds_->value_columns.size(); ++v) {
+    const auto& vc = ds_->value_columns[v];
+    for (size_t i = 0; i < vc.values.size(); ++i) {
+      value_ids_[v].emplace(vc.values[i], static_cast<int32_t>(i));
+    }
   }
 }
 
+bool RowEncoder::Reserve() {
+  const size_t at = base_ + written_;
+  if (!grow_) return at < limit_ && at < ds_->sensitive_bits.size();
+  if (at < ds_->sensitive_bits.size()) return true;
+  const size_t n = std::max<size_t>(1024, 2 * ds_->sensitive_bits.size());
+  for (QidColumn& col : ds_->qids) col.codes.resize(n);
+  if (ds_->class_column >= 0) ds_->class_codes.resize(n);
+  for (auto& vc : ds_->value_columns) vc.codes.resize(n);
+  ds_->sensitive_bits.resize(n);
+  return true;
+}
+
 absl::Status RowEncoder::EncodeRow(const std::vector<std::string_view>& fields, size_t line) {
-  ++ds_->records_in;
+  ++records_in_;
   if (fields.size() != width_) {
     return absl::InvalidArgumentError(absl::StrCat(
         At(line), ": expected ", width_, " fields as in the header, found ", fields.size()));
@@ -280,45 +348,49 @@ absl::Status RowEncoder::EncodeRow(const std::vector<std::string_view>& fields, 
   const bool has_missing = std::any_of(listed_columns_.begin(), listed_columns_.end(),
                                        [&](int c) { return fields[c] == spec_.missing_token(); });
   if (has_missing && spec_.missing() != fedanon::v1::MISSING_KEEP) {
-    ds_->kept.push_back(false);
-    ++ds_->records_dropped;
+    kept_.push_back(false);
+    ++records_dropped_;
     return absl::OkStatus();
   }
-  ds_->kept.push_back(true);
-  for (size_t q = 0; q < ds_->qids.size(); ++q) {
-    RETURN_IF_ERROR(EncodeQid(q, fields[ds_->qids[q].csv_column], line));
+  if (!Reserve()) {
+    return absl::InternalError(absl::StrCat(csv_path_, " changed while it was read"));
   }
-  if (ds_->class_column >= 0) RETURN_IF_ERROR(EncodeClass(fields[ds_->class_column]));
-  EncodeValueColumns(fields);
-  ds_->sensitive_bits.push_back(SensitiveBits(fields));
-  ++ds_->num_records;
+  const size_t at = base_ + written_;
+  kept_.push_back(true);
+  for (size_t q = 0; q < ds_->qids.size(); ++q) {
+    RETURN_IF_ERROR(EncodeQid(q, fields[ds_->qids[q].csv_column], line, at));
+  }
+  if (ds_->class_column >= 0) RETURN_IF_ERROR(EncodeClass(fields[ds_->class_column], at));
+  EncodeValueColumns(fields, at);
+  ds_->sensitive_bits[at] = SensitiveBits(fields);
+  ++written_;
   return absl::OkStatus();
 }
 
-absl::Status RowEncoder::EncodeQid(size_t q, std::string_view v, size_t line) {
+absl::Status RowEncoder::EncodeQid(size_t q, std::string_view v, size_t line, size_t at) {
   QidColumn& col = ds_->qids[q];
   Scan& scan = scans_[q];
   switch (col.kind) {
     case QidKind::kTaxonomy: {
       auto leaf = col.taxonomy->FindLeaf(v);
       if (!leaf) ++scan.unknown[std::string(v)];
-      col.codes.push_back(leaf ? *leaf : 0);
+      col.codes[at] = leaf ? *leaf : 0;
       break;
     }
     case QidKind::kContinuous:
-      return EncodeContinuous(col, scan, v, line);
+      return EncodeContinuous(q, v, line, at);
     case QidKind::kSuppression: {
-      auto it = scan.value_ids.find(std::string(v));
+      auto it = scan.value_ids.find(absl::string_view(v.data(), v.size()));
       if (it != scan.value_ids.end()) {
-        col.codes.push_back(it->second);
+        col.codes[at] = it->second;
       } else if (col.values_declared) {
         ++scan.unknown[std::string(v)];
-        col.codes.push_back(0);
+        col.codes[at] = 0;
       } else {
-        const auto id = static_cast<int32_t>(col.values.size());
+        const auto id = static_cast<int32_t>(scan.values.size());
         scan.value_ids.emplace(std::string(v), id);
-        col.values.emplace_back(v);
-        col.codes.push_back(id);
+        scan.values.emplace_back(v);
+        col.codes[at] = id;
       }
       break;
     }
@@ -326,10 +398,34 @@ absl::Status RowEncoder::EncodeQid(size_t q, std::string_view v, size_t line) {
   return absl::OkStatus();
 }
 
-absl::Status RowEncoder::EncodeContinuous(QidColumn& col, Scan& scan, std::string_view v,
-                                          size_t line) {
+// Parses a number as absl::SimpleAtod does; plain integers of up to 15 digits (exact in a
+// double, the common case) without it.
+bool ParseNumber(std::string_view v, double* x) {
+  const bool negative = !v.empty() && v[0] == '-';
+  const size_t digits = v.size() - (negative ? 1 : 0);
+  if (digits > 0 && digits <= 15) {
+    int64_t n = 0;
+    bool all_digits = true;
+    for (size_t i = negative ? 1 : 0; i < v.size(); ++i) {
+      const unsigned d = static_cast<unsigned char>(v[i]) - '0';
+      if (d > 9) {
+        all_digits = false;
+        break;
+      }
+      n = n * 10 + d;
+    }
+    if (all_digits) {
+      *x = negative ? -static_cast<double>(n) : static_cast<double>(n);
+      return true;
+    }
+  }
+  return absl::SimpleAtod(absl::string_view(v.data(), v.size()), x);
+}
+
+absl::Status RowEncoder::EncodeContinuous(size_t q, std::string_view v, size_t line, size_t at) {
+  QidColumn& col = ds_->qids[q];
   double x;
-  if (!absl::SimpleAtod(absl::string_view(v.data(), v.size()), &x) || !std::isfinite(x)) {
+  if (!ParseNumber(v, &x) || !std::isfinite(x)) {
     return absl::InvalidArgumentError(
         absl::StrCat(At(line), ": column ", col.csv_column + 1, " (", col.name, "): '",
                      std::string(v), "' is not a number",
@@ -347,41 +443,46 @@ absl::Status RowEncoder::EncodeContinuous(QidColumn& col, Scan& scan, std::strin
           " is not on the grid ", col.range_lo, " + i * ", col.precision, " inside the range [",
           col.range_lo, ", ", col.range_hi, ")"));
     }
-    col.codes.push_back(static_cast<int32_t>(cell));
+    col.codes[at] = static_cast<int32_t>(cell);
   } else {
-    scan.numbers.push_back(x);  // ranked by RankContinuous once every value is known
+    // The id of the value among the distinct values seen; ranked by RankContinuous at the end.
+    Scan& scan = scans_[q];
+    auto [it, inserted] = scan.number_ids.try_emplace(x, static_cast<int32_t>(scan.numbers.size()));
+    if (inserted) scan.numbers.push_back(x);
+    col.codes[at] = it->second;
   }
   return absl::OkStatus();
 }
 
-absl::Status RowEncoder::EncodeClass(std::string_view v) {
-  auto it = class_ids_.find(std::string(v));
+absl::Status RowEncoder::EncodeClass(std::string_view v, size_t at) {
+  auto it = class_ids_.find(absl::string_view(v.data(), v.size()));
   if (it != class_ids_.end()) {
-    ds_->class_codes.push_back(it->second);
+    ds_->class_codes[at] = it->second;
   } else if (ds_->class_declared) {
     ++unknown_classes_[std::string(v)];
-    ds_->class_codes.push_back(0);
+    ds_->class_codes[at] = 0;
   } else {
     if (class_ids_.size() >= 65535) {
       return absl::InvalidArgumentError("the class attribute has more than 65535 values");
     }
     const auto id = static_cast<uint16_t>(class_ids_.size());
     class_ids_.emplace(std::string(v), id);
-    ds_->class_labels.emplace_back(v);
-    ds_->class_codes.push_back(id);
+    class_labels_.emplace_back(v);
+    ds_->class_codes[at] = id;
   }
   return absl::OkStatus();
 }
 
-void RowEncoder::EncodeValueColumns(const std::vector<std::string_view>& fields) {
+void RowEncoder::EncodeValueColumns(const std::vector<std::string_view>& fields, size_t at) {
   for (size_t v = 0; v < ds_->value_columns.size(); ++v) {
     auto& vc = ds_->value_columns[v];
-    auto it = value_ids_[v].find(std::string(fields[vc.csv_column]));
+    const std::string_view field = fields[vc.csv_column];
+    auto it = value_ids_[v].find(absl::string_view(field.data(), field.size()));
     if (it == value_ids_[v].end()) {
-      ++unknown_values_[v][std::string(fields[vc.csv_column])];
-      vc.codes.push_back(0);
+      ++unknown_values_[v][std::string(field)];
+      vc.codes[at] = 0;
     } else {
-      vc.codes.push_back(it->second);
+      vc.codes[at] = it->second;
     }
   }
 }
@@ -396,7 +497,99 @@ uint64_t RowEncoder::SensitiveBits(const std::vector<std::string_view>& fields) 
   return bits;
 }
 
+// Adds the counts of `from` to `into`.
+void MergeCounts(const std::map<std::string, uint64_t>& from,
+                 std::map<std::string, uint64_t>* into) {
+  for (const auto& [value, n] : from) (*into)[value] += n;
+}
+
+// Rewrites codes[0, n) through `remap` (unless it is the identity).
+template <typename T>
+void Remap(const std::vector<int32_t>& remap, T* codes, size_t n) {
+  bool identity = true;
+  for (size_t i = 0; i < remap.size(); ++i) identity = identity && remap[i] == static_cast<int>(i);
+  if (identity) return;
+  for (size_t r = 0; r < n; ++r) codes[r] = static_cast<T>(remap[codes[r]]);
+}
+
+// Moves n elements of `v` from `from` down to `to` (to <= from).
+template <typename T>
+void MoveDown(std::vector<T>& v, size_t from, size_t to, size_t n) {
+  if (from != to && n > 0) std::memmove(v.data() + to, v.data() + from, n * sizeof(T));
+}
+
+void RowEncoder::Merge(RowEncoder& second) {
+  const size_t n2 = second.written_, from = second.base_, to = base_ + written_;
+  for (size_t q = 0; q < ds_->qids.size(); ++q) {
+    QidColumn& col = ds_->qids[q];
+    Scan& mine = scans_[q];
+    Scan& theirs = second.scans_[q];
+    MergeCounts(theirs.unknown, &mine.unknown);
+    std::vector<int32_t> remap;
+    if (col.kind == QidKind::kSuppression && !col.values_declared) {
+      for (const std::string& v : theirs.values) {
+        auto [it, inserted] =
+            mine.value_ids.try_emplace(v, static_cast<int32_t>(mine.values.size()));
+        if (inserted) mine.values.push_back(v);
+        remap.push_back(it->second);
+      }
+    } else if (col.kind == QidKind::kContinuous && col.precision <= 0) {
+      for (double x : theirs.numbers) {
+        auto [it, inserted] =
+            mine.number_ids.try_emplace(x, static_cast<int32_t>(mine.numbers.size()));
+        if (inserted) mine.numbers.push_back(x);
+        remap.push_back(it->second);
+      }
+    }
+    Remap(remap, col.codes.data() + from, n2);
+    MoveDown(col.codes, from, to, n2);
+  }
+  if (ds_->class_column >= 0) {
+    MergeCounts(second.unknown_classes_, &unknown_classes_);
+    std::vector<int32_t> remap;
+    if (!ds_->class_declared) {
+      for (const std::string& label : second.class_labels_) {
+        auto [it, inserted] =
+            class_ids_.try_emplace(label, static_cast<uint16_t>(class_labels_.size()));
+        if (inserted) class_labels_.push_back(label);
+        remap.push_back(it->second);
+      }
+    }
+    Remap(remap, ds_->class_codes.data() + from, n2);
+    MoveDown(ds_->class_codes, from, to, n2);
+  }
+  for (size_t v = 0; v < ds_->value_columns.size(); ++v) {
+    MergeCounts(second.unknown_values_[v], &unknown_values_[v]);
+    MoveDown(ds_->value_columns[v].codes, from, to, n2);
+  }
+  MoveDown(ds_->sensitive_bits, from, to, n2);
+  kept_.insert(kept_.end(), second.kept_.begin(), second.kept_.end());
+  for (Dataset::SourceCheckpoint c : second.checkpoints_) {
+    c.row += records_in_;
+    c.record += written_;
+    checkpoints_.push_back(c);
+  }
+  records_in_ += second.records_in_;
+  records_dropped_ += second.records_dropped_;
+  written_ += n2;
+  second.written_ = 0;
+}
+
 absl::Status RowEncoder::Finish() {
+  const size_t n = base_ + written_;
+  for (QidColumn& col : ds_->qids) col.codes.resize(n);
+  if (ds_->class_column >= 0) ds_->class_codes.resize(n);
+  for (auto& vc : ds_->value_columns) vc.codes.resize(n);
+  ds_->sensitive_bits.resize(n);
+  ds_->num_records = n;
+  ds_->records_in = records_in_;
+  ds_->records_dropped = records_dropped_;
+  ds_->kept = std::move(kept_);
+  ds_->checkpoints = std::move(checkpoints_);
+  ds_->class_labels = class_labels_;
+  for (size_t q = 0; q < ds_->qids.size(); ++q) {
+    if (ds_->qids[q].kind == QidKind::kSuppression) ds_->qids[q].values = scans_[q].values;
+  }
   if (ds_->num_records == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(csv_path_, ": no records",
@@ -445,12 +638,14 @@ absl::Status RowEncoder::FinishQid(size_t q) {
                      total == 1 ? " record): " : " records): ", FormatUnknownValues(scan.unknown)));
   }
   if (col.kind != QidKind::kContinuous || col.precision > 0) return absl::OkStatus();
-  return RankContinuous(col, scan);
+  return RankContinuous(q);
 }
 
 // A continuous column without a grid: its distinct values become the ranks, its range is the
 // spec's (which must hold them) or the smallest one that holds them.
-absl::Status RowEncoder::RankContinuous(QidColumn& col, const Scan& scan) const {
+absl::Status RowEncoder::RankContinuous(size_t q) {
+  QidColumn& col = ds_->qids[q];
+  const Scan& scan = scans_[q];
   const Attribute* attr = nullptr;
   for (const Attribute& a : spec_.attributes()) {
     if (a.name() == col.name) attr = &a;
@@ -474,12 +669,13 @@ absl::Status RowEncoder::RankContinuous(QidColumn& col, const Scan& scan) const 
     col.range_lo = lo;
     col.range_hi = integral ? hi + 1 : std::nextafter(hi, HUGE_VAL);
   }
-  col.codes.resize(scan.numbers.size());
-  for (size_t r = 0; r < scan.numbers.size(); ++r) {
-    col.codes[r] = static_cast<int32_t>(
-        std::lower_bound(col.sorted_values.begin(), col.sorted_values.end(), scan.numbers[r]) -
+  std::vector<int32_t> rank(scan.numbers.size());
+  for (size_t i = 0; i < scan.numbers.size(); ++i) {
+    rank[i] = static_cast<int32_t>(
+        std::lower_bound(col.sorted_values.begin(), col.sorted_values.end(), scan.numbers[i]) -
         col.sorted_values.begin());
   }
+  for (int32_t& code : col.codes) code = rank[code];
   return absl::OkStatus();
 }
 
@@ -592,24 +788,151 @@ absl::StatusOr<Dataset> DatasetEncoder::Finish(std::shared_ptr<const std::string
   return std::move(state_->ds);
 }
 
+namespace {
+
+// Scans the bytes [begin, end) of the regular file `path` in blocks: `fn(block, offset)` returns
+// false to stop.
+template <typename Fn>
+absl::Status ScanBytes(const std::string& path, uint64_t begin, uint64_t end, Fn fn) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  std::string block(size_t{1} << 20, '\0');
+  absl::Status status;
+  for (uint64_t at = begin; at < end;) {
+    const ssize_t got = ::pread(fd, block.data(), std::min<uint64_t>(block.size(), end - at),
+                                static_cast<off_t>(at));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) status = ErrnoStatus(errno, "cannot read", path);
+    if (got <= 0) break;
+    if (!fn(std::string_view(block.data(), static_cast<size_t>(got)), at)) break;
+    at += static_cast<uint64_t>(got);
+  }
+  ::close(fd);
+  return status;
+}
+
+absl::StatusOr<uint64_t> CountNewlines(const std::string& path, uint64_t begin, uint64_t end) {
+  uint64_t n = 0;
+  RETURN_IF_ERROR(ScanBytes(path, begin, end, [&](std::string_view block, uint64_t) {
+    n += static_cast<uint64_t>(std::count(block.begin(), block.end(), '\n'));
+    return true;
+  }));
+  return n;
+}
+
+// The offset just after the first '\n' at or after `at` (`end` if none).
+absl::StatusOr<uint64_t> NextLineStart(const std::string& path, uint64_t at, uint64_t end) {
+  uint64_t found = end;
+  RETURN_IF_ERROR(ScanBytes(path, at, end, [&](std::string_view block, uint64_t offset) {
+    const size_t nl = block.find('\n');
+    if (nl == std::string_view::npos) return true;
+    found = offset + nl + 1;
+    return false;
+  }));
+  return found;
+}
+
+// Encodes the data rows of `reader` (whose header has been read) with `encoder`; a streamed
+// file's rows get checkpoints.
+absl::Status EncodeRows(CsvReader& reader, RowEncoder& encoder) {
+  std::vector<std::string_view> fields;
+  const bool streamed = reader.shared_text() == nullptr;
+  for (;;) {
+    if (streamed && encoder.rows() % Dataset::kCheckpointRows == 0) {
+      encoder.AddCheckpoint(reader.offset());
+    }
+    ASSIGN_OR_RETURN(bool more, reader.Next(&fields));
+    if (!more) return absl::OkStatus();
+    RETURN_IF_ERROR(encoder.EncodeRow(fields, reader.line()));
+  }
+}
+
+// Loads a streamed regular file with two threads, each encoding one half of its rows (split at
+// a line start) into its own part of the Dataset's vectors, sized from the halves' line counts.
+// Nullopt when it does not apply (a small file, a pipe) or when either half fails: the caller then
+// reads the file in one pass, which also gives the exact error (a half that starts inside a
+// quoted field, a line number in the second half).
+absl::StatusOr<std::optional<Dataset>> LoadInTwoParts(const JobSpec& spec,
+                                                      const std::string& csv_path,
+                                                      const Dataset& schema, const CsvOptions& csv,
+                                                      uint64_t min_bytes) {
+  auto header_reader = CsvReader::Open(csv_path, csv);
+  if (!header_reader.ok() || (*header_reader)->shared_text() != nullptr) return std::nullopt;
+  CsvReader& reader = **header_reader;
+  std::vector<std::string_view> fields;
+  auto has_header = reader.Next(&fields);
+  if (!has_header.ok() || !*has_header) return std::nullopt;
+  Dataset ds = schema;
+  RowEncoder first(spec, csv_path, &ds);
+  if (!first.ResolveColumns(fields).ok()) return std::nullopt;
+  const uint64_t begin = reader.offset();
+  const size_t first_line = reader.next_line();
+  const CsvOptions range{.separator = reader.separator(), .max_line_bytes = csv.max_line_bytes};
+  header_reader->reset();
+  struct stat st;
+  if (::stat(csv_path.c_str(), &st) != 0) return std::nullopt;
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size < begin || size - begin < min_bytes) return std::nullopt;
+  auto mid = NextLineStart(csv_path, begin + (size - begin) / 2, size);
+  if (!mid.ok() || *mid >= size) return std::nullopt;
+  absl::StatusOr<uint64_t> lines1 = 0, lines2 = 0;
+  {
+    std::thread count([&] { lines2 = CountNewlines(csv_path, *mid, size); });
+    lines1 = CountNewlines(csv_path, begin, *mid);
+    count.join();
+  }
+  if (!lines1.ok() || !lines2.ok()) return std::nullopt;
+  // The first half ends with a '\n', so it holds at most lines1 records; the second one more.
+  const size_t cap1 = *lines1, total = cap1 + *lines2 + 1;
+  for (QidColumn& col : ds.qids) col.codes.resize(total);
+  if (ds.class_column >= 0) ds.class_codes.resize(total);
+  for (auto& vc : ds.value_columns) vc.codes.resize(total);
+  ds.sensitive_bits.resize(total);
+  RowEncoder second(spec, csv_path, &ds);
+  second.CopyColumnsFrom(first);
+  first.SetOutput(0, cap1);
+  second.SetOutput(cap1, total);
+  auto run = [&](RowEncoder& encoder, uint64_t from, uint64_t to, size_t line) -> absl::Status {
+    ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> part,
+                     CsvReader::OpenRange(csv_path, from, to, line, range));
+    return EncodeRows(*part, encoder);
+  };
+  absl::Status second_status;
+  std::thread worker([&] { second_status = run(second, *mid, size, /*line=*/1); });
+  const absl::Status first_status = run(first, begin, *mid, first_line);
+  worker.join();
+  if (!first_status.ok() || !second_status.ok()) return std::nullopt;
+  first.Merge(second);
+  RETURN_IF_ERROR(first.Finish());
+  return ds;
+}
+
+}  // namespace
+
 absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_path,
                                     const Dataset* schema, const LoadDatasetOptions& options) {
   ASSIGN_OR_RETURN(Dataset ds, SchemaOrOwn(spec, schema));
   ds.source_path = csv_path;
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader,
-                   CsvReader::Open(csv_path, CsvOptions{.max_bytes = options.max_input_bytes,
-                                                        .max_line_bytes = options.max_line_bytes}));
-  ds.source_text = reader->shared_text();
+  const CsvOptions csv{.max_bytes = options.max_input_bytes,
+                       .max_line_bytes = options.max_line_bytes};
+  const unsigned threads = options.threads > 0
+                               ? static_cast<unsigned>(options.threads)
+                               : std::min(2u, std::max(1u, std::thread::hardware_concurrency()));
+  struct stat st;
+  const bool regular = ::stat(csv_path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (threads >= 2 && regular) {  // a FIFO can be opened (and read) once only
+    ASSIGN_OR_RETURN(std::optional<Dataset> parallel,
+                     LoadInTwoParts(spec, csv_path, ds, csv, options.parallel_min_bytes));
+    if (parallel.has_value()) return *std::move(parallel);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(csv_path, csv));
+  ds.source_text = reader->shared_text();  // null for a regular file: re-read from disk
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return absl::InvalidArgumentError(absl::StrCat(csv_path, ": file is empty"));
   RowEncoder encoder(spec, csv_path, &ds);
   RETURN_IF_ERROR(encoder.ResolveColumns(fields));
-  for (;;) {
-    ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
-    if (!more) break;
-    RETURN_IF_ERROR(encoder.EncodeRow(fields, reader->line()));
-  }
+  RETURN_IF_ERROR(EncodeRows(*reader, encoder));
   RETURN_IF_ERROR(encoder.Finish());
   return ds;
 }

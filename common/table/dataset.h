@@ -45,7 +45,8 @@ struct TrackedSensitive {
 struct Dataset {
   std::string source_path;
   // The CSV text as read (once: a FIFO or stdin cannot be read again), for the writers that copy
-  // the released rows' other columns verbatim (ReopenSource). Null for a schema.
+  // the released rows' other columns verbatim (ReopenSource). Null for a schema and for a regular
+  // file, which is read again from disk (memory then does not grow with the text).
   std::shared_ptr<const std::string> source_text;
   // What a user should know but that does not stop the job, e.g. "sensitive value 'x' of
   // attribute 'y' does not occur in the data". The CLI prints these to stderr, a party logs them.
@@ -55,6 +56,15 @@ struct Dataset {
   uint64_t records_in = 0;       // data rows in the file
   uint64_t records_dropped = 0;  // rows dropped for missing values (`missing: drop`)
   std::vector<bool> kept;        // per data row of the file: kept (true) or dropped
+  // A streamed regular file: where data rows start, every kCheckpointRows rows and at the start of
+  // each part a load thread read, so that the released rows can be written by several threads.
+  struct SourceCheckpoint {
+    uint64_t offset = 0;  // byte offset in the file where data row `row` (or a blank line) starts
+    uint64_t row = 0;     // index into `kept`
+    uint64_t record = 0;  // records (kept rows) before it
+  };
+  std::vector<SourceCheckpoint> checkpoints;  // ascending; empty for text kept in memory
+  static constexpr uint64_t kCheckpointRows = uint64_t{1} << 17;
 
   std::vector<QidColumn> qids;  // spec order of the QID attributes
 
@@ -93,9 +103,13 @@ absl::StatusOr<std::vector<TrackedSensitive>> TrackedSensitiveValues(
 struct LoadDatasetOptions {
   uint64_t max_input_bytes = kDefaultMaxTableBytes;  // the CSV file (CsvOptions::max_bytes)
   size_t max_line_bytes = kMaxLineBytes;
+  // Threads encoding a regular file: 0 uses two when the machine has them (the two halves of the
+  // file at once, then joined: the same Dataset as one pass), 1 reads in one pass.
+  int threads = 0;
+  uint64_t parallel_min_bytes = uint64_t{16} << 20;  // smaller files are read in one pass
 };
 
-// Reads `csv_path` (once) and encodes it for `spec` (which must have passed ValidateJobSpec;
+// Reads `csv_path` and encodes it for `spec` (which must have passed ValidateJobSpec;
 // taxonomy paths resolved). With `schema` (see BuildPublicSchema) the table is encoded against
 // that public schema instead, so that every party of a federated job uses identical codes.
 absl::StatusOr<Dataset> LoadDataset(const fedanon::v1::JobSpec& spec, const std::string& csv_path,

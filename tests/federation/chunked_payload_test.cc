@@ -157,8 +157,8 @@ constexpr uint64_t kSmallLimit = uint64_t{4} << 10;  // 2 KiB chunks
 // Every request and reply of a job, checked against the limit; the chunked streams by purpose.
 struct Traffic {
   // Count only the per-record payloads' messages (union steps and chunks): a horizontal job's
-  // secure-sum vectors grow with the model's groups, not the records, and go in chunks of 2^20
-  // words whatever the limit (docs/federation-runtime.md).
+  // secure-sum vectors grow with the model's groups, not the records (their chunks follow the
+  // limit, but the statistics request with the first one does not; docs/federation-runtime.md).
   bool only_payloads = false;
   absl::Mutex mu;
   uint64_t largest_request = 0;
