@@ -36,7 +36,9 @@ for n in "${NAMES[@]}"; do
   esac
   COLS+="${COLS:+, }\"$n\" $t"
 done
-psql "$CONN" -v ON_ERROR_STOP=1 -q -c "DROP TABLE IF EXISTS adult; CREATE TABLE adult ($COLS)"
-psql "$CONN" -v ON_ERROR_STOP=1 -q -c "\\copy adult FROM '$DIR/data/table.csv' WITH (FORMAT csv, HEADER true)"
-psql "$CONN" -v ON_ERROR_STOP=1 -q -c "VACUUM ANALYZE adult"
+if [ "$(psql "$CONN" -At -c "SELECT to_regclass('adult') IS NOT NULL")" != t ]; then
+  psql "$CONN" -v ON_ERROR_STOP=1 -q -c "CREATE TABLE adult ($COLS)"
+  psql "$CONN" -v ON_ERROR_STOP=1 -q -c "\\copy adult FROM '$DIR/data/table.csv' WITH (FORMAT csv, HEADER true)"
+  psql "$CONN" -v ON_ERROR_STOP=1 -q -c "VACUUM ANALYZE adult"
+fi
 psql "$CONN" -At -c "SELECT count(*), pg_size_pretty(pg_total_relation_size('adult')) FROM adult"

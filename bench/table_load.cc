@@ -29,7 +29,11 @@ int main(int argc, char** argv) {
       kind == "csv"
           ? fedanon::common::LoadDataset(*spec, argv[3])
           : fedanon::common::LoadDatasetFromPostgres(
-                *spec, {.name = "bench", .conninfo = argv[3], .table = argv[4], .query = ""});
+                *spec, {.name = "bench",
+                        .conninfo = argv[3],
+                        .table = argv[4],
+                        .query = "",
+                        .push_down = false});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!data.ok()) {

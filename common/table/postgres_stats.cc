@@ -185,164 +185,179 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
   return p;
 }
 
-// The one check at job start: NULLs, values off a grid, outside a taxonomy or a declared domain,
-// and the record counts.
+// The check at job start, in three scans: the record counts and NULLs; the continuous values
+// off their grid; the distinct values of every categorical column (a hashed GROUPING SETS), which
+// are checked against their taxonomy or declared domain here, with the reader's messages.
 absl::Status PostgresPushdown::Check() {
   Dataset& ds = *data_;
+  auto column_of = [&](const std::string& name) {
+    return static_cast<int>(std::find(ds.header.begin(), ds.header.end(), name) -
+                            ds.header.begin());
+  };
+  auto number = [](const Result& r, int row, int col) -> uint64_t {
+    uint64_t v = 0;
+    if (PQgetisnull(r.get(), row, col)) return 0;
+    if (!absl::SimpleAtoi(PQgetvalue(r.get(), row, col), &v)) return 0;
+    return v;
+  };
+  // 1. Rows, kept rows, NULLs per column the spec names.
   std::vector<std::string> cols = {"count(*)", absl::StrCat("count(*) FILTER (WHERE ", kept_, ")")};
   std::vector<int> spec_columns;
   for (const auto& a : spec_.attributes()) {
-    const int c = static_cast<int>(std::find(ds.header.begin(), ds.header.end(), a.name()) -
-                                   ds.header.begin());
-    spec_columns.push_back(c);
-    cols.push_back(absl::StrCat("count(*) FILTER (WHERE ", Text(c), " IS NULL)"));
+    spec_columns.push_back(column_of(a.name()));
+    cols.push_back(absl::StrCat("count(", Text(spec_columns.back()), ")"));
   }
-  // Per categorical column checked: (label for the message, column, domain).
-  struct Domain {
-    std::string what;
-    int column;
-    const std::vector<std::string>* values;
-  };
-  std::vector<Domain> domains;
-  std::vector<std::string> tax_leaves_storage;
-  for (const auto& vc : ds.value_columns) {
-    domains.push_back({absl::StrCat("attribute '", vc.name, "': values not among its declared "
-                                    "values: "),
-                       vc.csv_column, &vc.values});
-  }
-  if (ds.class_column >= 0 && ds.class_declared) {
-    std::string name = ds.header[ds.class_column];
-    domains.push_back(
-        {absl::StrCat("class attribute '", name, "': values not among its declared values: "),
-         ds.class_column, &ds.class_labels});
-  }
-  std::vector<int> bad_grid_col;  // per continuous QID: index of its first check column
-  for (size_t q = 0; q < ds.qids.size(); ++q) {
-    const QidColumn& col = ds.qids[q];
-    if (col.kind == QidKind::kContinuous) {
-      const std::string x = absl::StrCat(Text(col.csv_column), "::float8");
-      const std::string cell = absl::StrCat("round((", x, " - ", Float8(col.range_lo), ") / ",
-                                            Float8(col.precision), ")");
-      const std::string bad = absl::StrCat(
-          "(CASE WHEN ", x, " IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8) THEN ",
-          "TRUE ELSE ", cell, " < 0 OR ", cell, " >= ", col.sorted_values.size(), " OR abs((",
-          Float8(col.range_lo), " + ", cell, " * ", Float8(col.precision), ") - ", x, ") > ",
-          Float8(1e-9), " * greatest(1::float8, abs(", x, ")) END)");
-      bad_grid_col.push_back(static_cast<int>(cols.size()));
-      cols.push_back(absl::StrCat("count(*) FILTER (WHERE ", kept_, " AND ", bad, ")"));
-      cols.push_back(absl::StrCat("min(", Text(col.csv_column), ") FILTER (WHERE ", kept_,
-                                  " AND ", bad, ")"));
-    } else {
-      bad_grid_col.push_back(-1);
-    }
-  }
-  // QIDs last (the encoder reports value columns, then the class, then the QIDs).
-  std::vector<std::vector<std::string>> qid_domains(ds.qids.size());
-  for (size_t q = 0; q < ds.qids.size(); ++q) {
-    const QidColumn& col = ds.qids[q];
-    if (col.kind == QidKind::kContinuous) continue;
-    qid_domains[q] = code_text_[q];
-    std::string what = " not among the attribute's declared values";
-    for (const auto& a : spec_.attributes()) {
-      if (a.name() == col.name && col.kind == QidKind::kTaxonomy) {
-        what = absl::StrCat(" not a leaf of taxonomy ", a.taxonomy());
-      }
-    }
-    domains.push_back({absl::StrCat("\x01", col.name, "\x02", what), col.csv_column,
-                       &qid_domains[q]});
-  }
-  const size_t first_domain = cols.size();
-  auto in_domain = [&](const Domain& d) {
-    std::vector<std::string> lits;
-    for (const auto& v : *d.values) lits.push_back(Lit(v));
-    if (lits.empty()) return std::string("FALSE");
-    return absl::StrCat(Text(d.column), " IN (", absl::StrJoin(lits, ", "), ")");
-  };
-  for (const Domain& d : domains) {
-    cols.push_back(absl::StrCat("count(*) FILTER (WHERE ", kept_, " AND NOT (", in_domain(d), "))"));
-  }
-  const size_t first_sensitive = cols.size();
-  for (const auto& s : sensitive_expr_) {
-    cols.push_back(absl::StrCat("count(*) FILTER (WHERE ", kept_, " AND ", s, " = 1)"));
-  }
-  ASSIGN_OR_RETURN(
-      Result r, conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(cols, ", "), " FROM (", query_,
-                                         ") AS fedanon_src"),
-                            "checking the table"));
-  auto number = [&](size_t i) -> uint64_t {
-    uint64_t v = 0;
-    if (PQgetisnull(r.get(), 0, static_cast<int>(i))) return 0;
-    if (!absl::SimpleAtoi(PQgetvalue(r.get(), 0, static_cast<int>(i)), &v)) return 0;
-    return v;
-  };
+  ASSIGN_OR_RETURN(Result counts,
+                   conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(cols, ", "), " FROM (",
+                                            query_, ") AS fedanon_src"),
+                               "checking the table"));
+  const uint64_t rows = number(counts, 0, 0);
   for (size_t i = 0; i < spec_columns.size(); ++i) {
-    if (const uint64_t nulls = number(2 + i); nulls > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          label_, ": column ", spec_columns[i] + 1, " (", ds.header[spec_columns[i]], ") is NULL in ",
-          nulls, nulls == 1 ? " row" : " rows",
-          "; leave NULLs out in the query (WHERE ... IS NOT NULL) or map them to the job's missing "
-          "token '",
-          spec_.missing_token(), "' (COALESCE)"));
-    }
-  }
-  for (size_t q = 0; q < ds.qids.size(); ++q) {
-    if (bad_grid_col[q] < 0) continue;
-    const uint64_t bad = number(bad_grid_col[q]);
-    if (bad == 0) continue;
-    const QidColumn& col = ds.qids[q];
-    const std::string v = PQgetvalue(r.get(), 0, bad_grid_col[q] + 1);
-    double x = 0;
-    const bool is_number = absl::SimpleAtod(v, &x) && std::isfinite(x);
-    const std::string rows = absl::StrCat(" (", bad, bad == 1 ? " row)" : " rows)");
-    if (!is_number) {
-      return absl::InvalidArgumentError(absl::StrCat(label_, ": column ", col.csv_column + 1, " (",
-                                                     col.name, "): '", v, "' is not a number",
-                                                     rows));
-    }
+    const uint64_t nulls = rows - number(counts, 0, static_cast<int>(2 + i));
+    if (nulls == 0) continue;
     return absl::InvalidArgumentError(absl::StrCat(
-        label_, ": column ", col.csv_column + 1, " (", col.name, "): ", v, " is not on the grid ",
-        col.range_lo, " + i * ", col.precision, " inside the range [", col.range_lo, ", ",
-        col.range_hi, ")", rows));
+        label_, ": column ", spec_columns[i] + 1, " (", ds.header[spec_columns[i]], ") is NULL in ",
+        nulls, nulls == 1 ? " row" : " rows",
+        "; leave NULLs out in the query (WHERE ... IS NOT NULL) or map them to the job's missing "
+        "token '",
+        spec_.missing_token(), "' (COALESCE)"));
   }
-  ds.records_in = number(0);
-  ds.num_records = number(1);
+  // 2. Continuous values off the grid (the reader's test, in the same double arithmetic).
+  cols.clear();
+  std::vector<int> continuous;
+  for (size_t q = 0; q < ds.qids.size(); ++q) {
+    const QidColumn& col = ds.qids[q];
+    if (col.kind != QidKind::kContinuous) continue;
+    const std::string x = absl::StrCat(Text(col.csv_column), "::float8");
+    const std::string cell = absl::StrCat("round((", x, " - ", Float8(col.range_lo), ") / ",
+                                          Float8(col.precision), ")");
+    const std::string bad = absl::StrCat(
+        "(CASE WHEN ", x, " IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8) THEN ",
+        "TRUE ELSE ", cell, " < 0 OR ", cell, " >= ", col.sorted_values.size(), " OR abs((",
+        Float8(col.range_lo), " + ", cell, " * ", Float8(col.precision), ") - ", x, ") > ",
+        Float8(1e-9), " * greatest(1::float8, abs(", x, ")) END)");
+    continuous.push_back(static_cast<int>(q));
+    cols.push_back(absl::StrCat("count(*) FILTER (WHERE ", bad, ")"));
+    cols.push_back(absl::StrCat("min(", Text(col.csv_column), ") FILTER (WHERE ", bad, ")"));
+  }
+  if (!cols.empty()) {
+    ASSIGN_OR_RETURN(Result grid, conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(cols, ", "),
+                                                           " FROM (", query_,
+                                                           ") AS fedanon_src WHERE ", kept_),
+                                              "checking the continuous values"));
+    for (size_t i = 0; i < continuous.size(); ++i) {
+      const uint64_t bad = number(grid, 0, static_cast<int>(2 * i));
+      if (bad == 0) continue;
+      const QidColumn& col = ds.qids[continuous[i]];
+      const std::string v = PQgetvalue(grid.get(), 0, static_cast<int>(2 * i + 1));
+      double x = 0;
+      const bool is_number = absl::SimpleAtod(v, &x) && std::isfinite(x);
+      const std::string where = absl::StrCat(" (", bad, bad == 1 ? " row)" : " rows)");
+      if (!is_number) {
+        return absl::InvalidArgumentError(absl::StrCat(label_, ": column ", col.csv_column + 1,
+                                                       " (", col.name, "): '", v,
+                                                       "' is not a number", where));
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          label_, ": column ", col.csv_column + 1, " (", col.name, "): ", v, " is not on the grid ",
+          col.range_lo, " + i * ", col.precision, " inside the range [", col.range_lo, ", ",
+          col.range_hi, ")", where));
+    }
+  }
+  ds.records_in = rows;
+  ds.num_records = number(counts, 0, 1);
   ds.records_dropped = ds.records_in - ds.num_records;
   if (ds.num_records == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(label_, ": no records",
                      ds.records_dropped ? " left after dropping missing values" : ""));
   }
-  for (size_t d = 0; d < domains.size(); ++d) {
-    if (number(first_domain + d) == 0) continue;
-    // Which values, how often: a second query, only when the check fails.
-    ASSIGN_OR_RETURN(
-        Result u,
-        conn_->Exec(absl::StrCat("SELECT ", Text(domains[d].column), ", count(*) FROM (", query_,
-                                 ") AS fedanon_src WHERE ", kept_, " AND NOT (",
-                                 in_domain(domains[d]), ") GROUP BY 1"),
-                    "listing the unknown values"));
-    std::map<std::string, uint64_t> unknown;
-    uint64_t total = 0;
-    for (int i = 0; i < PQntuples(u.get()); ++i) {
-      uint64_t n = 0;
-      if (!absl::SimpleAtoi(PQgetvalue(u.get(), i, 1), &n)) n = 0;
-      unknown[PQgetvalue(u.get(), i, 0)] += n;
-      total += n;
+  // 3. The distinct values (with counts) of every categorical column the job reads.
+  std::vector<int> categorical;
+  auto want = [&](int c) {
+    if (std::find(categorical.begin(), categorical.end(), c) == categorical.end()) {
+      categorical.push_back(c);
     }
-    const std::string& what = domains[d].what;
-    if (!what.empty() && what[0] == '\x01') {  // a QID: the encoder's FinishQid message
-      const size_t sep = what.find('\x02');
-      return absl::InvalidArgumentError(absl::StrCat(
-          "attribute '", what.substr(1, sep - 1), "': ", unknown.size(),
-          unknown.size() == 1 ? " value is" : " values are", what.substr(sep + 1), " (", total,
-          total == 1 ? " record): " : " records): ", FormatUnknown(unknown)));
-    }
-    return absl::InvalidArgumentError(absl::StrCat(what, FormatUnknown(unknown)));
+  };
+  for (const auto& vc : ds.value_columns) want(vc.csv_column);
+  if (ds.class_column >= 0) want(ds.class_column);
+  for (const auto& q : ds.qids) {
+    if (q.kind != QidKind::kContinuous) want(q.csv_column);
   }
-  for (size_t b = 0; b < ds.tracked.size(); ++b) {
-    if (number(first_sensitive + b) > 0) continue;
-    ds.warnings.push_back(absl::StrCat("sensitive value '", ds.tracked[b].value, "' of attribute '",
-                                       ds.tracked[b].attribute, "' does not occur in ", label_,
+  for (const auto& t : ds.tracked) want(column_of(t.attribute));
+  std::vector<std::map<std::string, uint64_t>> seen(categorical.size());
+  if (!categorical.empty()) {
+    std::vector<std::string> select, sets;
+    for (size_t i = 0; i < categorical.size(); ++i) {
+      select.push_back(absl::StrCat(Text(categorical[i]), " AS t", i));
+      sets.push_back(absl::StrCat("(t", i, ")"));
+    }
+    std::vector<std::string> names;
+    for (size_t i = 0; i < categorical.size(); ++i) names.push_back(absl::StrCat("t", i));
+    ASSIGN_OR_RETURN(
+        Result values,
+        conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(names, ", "), ", count(*) FROM (SELECT ",
+                                 absl::StrJoin(select, ", "), " FROM (", query_,
+                                 ") AS fedanon_src WHERE ", kept_,
+                                 ") AS fedanon_t GROUP BY GROUPING SETS (",
+                                 absl::StrJoin(sets, ", "), ")"),
+                    "listing the values"));
+    const int width = static_cast<int>(categorical.size());
+    for (int r = 0; r < PQntuples(values.get()); ++r) {
+      for (int i = 0; i < width; ++i) {
+        if (PQgetisnull(values.get(), r, i)) continue;
+        seen[i][PQgetvalue(values.get(), r, i)] += number(values, r, width);
+        break;
+      }
+    }
+  }
+  auto values_of = [&](int column) -> const std::map<std::string, uint64_t>& {
+    return seen[std::find(categorical.begin(), categorical.end(), column) - categorical.begin()];
+  };
+  auto unknown_in = [&](int column, const std::vector<std::string>& domain) {
+    std::map<std::string, uint64_t> unknown;
+    for (const auto& [v, n] : values_of(column)) {
+      if (std::find(domain.begin(), domain.end(), v) == domain.end()) unknown[v] = n;
+    }
+    return unknown;
+  };
+  for (const auto& vc : ds.value_columns) {
+    const auto unknown = unknown_in(vc.csv_column, vc.values);
+    if (unknown.empty()) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute '", vc.name, "': values not among its declared values: ", FormatUnknown(unknown)));
+  }
+  if (ds.class_column >= 0 && ds.class_declared) {
+    const auto unknown = unknown_in(ds.class_column, ds.class_labels);
+    if (!unknown.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("class attribute '",
+                                                     ds.header[ds.class_column],
+                                                     "': values not among its declared values: ",
+                                                     FormatUnknown(unknown)));
+    }
+  }
+  for (size_t q = 0; q < ds.qids.size(); ++q) {
+    const QidColumn& col = ds.qids[q];
+    if (col.kind == QidKind::kContinuous) continue;
+    const auto unknown = unknown_in(col.csv_column, code_text_[q]);
+    if (unknown.empty()) continue;
+    uint64_t total = 0;
+    for (const auto& [v, n] : unknown) total += n;
+    std::string what = " not among the attribute's declared values";
+    for (const auto& a : spec_.attributes()) {
+      if (a.name() == col.name && col.kind == QidKind::kTaxonomy) {
+        what = absl::StrCat(" not a leaf of taxonomy ", a.taxonomy());
+      }
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute '", col.name, "': ", unknown.size(),
+                     unknown.size() == 1 ? " value is" : " values are", what, " (", total,
+                     total == 1 ? " record): " : " records): ", FormatUnknown(unknown)));
+  }
+  for (const TrackedSensitive& t : ds.tracked) {
+    if (values_of(column_of(t.attribute)).count(t.value) > 0) continue;
+    ds.warnings.push_back(absl::StrCat("sensitive value '", t.value, "' of attribute '",
+                                       t.attribute, "' does not occur in ", label_,
                                        " (a misspelling in the spec?)"));
   }
   return absl::OkStatus();
