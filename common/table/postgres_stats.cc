@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 
 #include "absl/strings/numbers.h"
@@ -58,6 +59,21 @@ std::string PostgresPushdown::Lit(std::string_view text) const {
   return out;
 }
 
+std::string PostgresPushdown::Rank(int attr) const {
+  const QidColumn& col = data_->qids[attr];
+  // The number as the reader parses it: a `real` column's text (its shortest form) read as a
+  // double; any other numeric type converts to double exactly as its text would.
+  char* quoted = PQescapeIdentifier(conn_->get(), data_->header[col.csv_column].data(),
+                                    data_->header[col.csv_column].size());
+  const std::string name = quoted == nullptr ? "\"\"" : quoted;
+  if (quoted != nullptr) PQfreemem(quoted);
+  const std::string x = column_types_[col.csv_column] == 700
+                            ? absl::StrCat("(", name, ")::text::float8")
+                            : absl::StrCat("(", name, ")::float8");
+  return absl::StrCat("round((", x, " - ", Float8(col.range_lo), ") / ", Float8(col.precision),
+                      ")");
+}
+
 std::string PostgresPushdown::Text(int column) const {
   char* quoted = PQescapeIdentifier(conn_->get(), data_->header[column].data(),
                                     data_->header[column].size());
@@ -88,7 +104,10 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
   Dataset& ds = *p->data_;
   ds.source_path = p->label_;
   ds.header.clear();
-  for (const auto& c : columns) ds.header.push_back(c.name);
+  for (const auto& c : columns) {
+    ds.header.push_back(c.name);
+    p->column_types_.push_back(c.type);
+  }
   auto column_of = [&](const std::string& name) -> int {
     const auto it = std::find(ds.header.begin(), ds.header.end(), name);
     return it == ds.header.end() ? -1 : static_cast<int>(it - ds.header.begin());
@@ -185,9 +204,9 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
   return p;
 }
 
-// The check at job start, in three scans: the record counts and NULLs; the continuous values
-// off their grid; the distinct values of every categorical column (a hashed GROUPING SETS), which
-// are checked against their taxonomy or declared domain here, with the reader's messages.
+// The check at job start, in two scans: the record counts and NULLs; the distinct values of every
+// column the job reads (a hashed GROUPING SETS), checked here as the reader checks each value
+// (taxonomy, declared domain, continuous grid), with its messages.
 absl::Status PostgresPushdown::Check() {
   Dataset& ds = *data_;
   auto column_of = [&](const std::string& name) {
@@ -222,48 +241,6 @@ absl::Status PostgresPushdown::Check() {
         "token '",
         spec_.missing_token(), "' (COALESCE)"));
   }
-  // 2. Continuous values off the grid (the reader's test, in the same double arithmetic).
-  cols.clear();
-  std::vector<int> continuous;
-  for (size_t q = 0; q < ds.qids.size(); ++q) {
-    const QidColumn& col = ds.qids[q];
-    if (col.kind != QidKind::kContinuous) continue;
-    const std::string x = absl::StrCat(Text(col.csv_column), "::float8");
-    const std::string cell = absl::StrCat("round((", x, " - ", Float8(col.range_lo), ") / ",
-                                          Float8(col.precision), ")");
-    const std::string bad = absl::StrCat(
-        "(CASE WHEN ", x, " IN ('NaN'::float8, 'Infinity'::float8, '-Infinity'::float8) THEN ",
-        "TRUE ELSE ", cell, " < 0 OR ", cell, " >= ", col.sorted_values.size(), " OR abs((",
-        Float8(col.range_lo), " + ", cell, " * ", Float8(col.precision), ") - ", x, ") > ",
-        Float8(1e-9), " * greatest(1::float8, abs(", x, ")) END)");
-    continuous.push_back(static_cast<int>(q));
-    cols.push_back(absl::StrCat("count(*) FILTER (WHERE ", bad, ")"));
-    cols.push_back(absl::StrCat("min(", Text(col.csv_column), ") FILTER (WHERE ", bad, ")"));
-  }
-  if (!cols.empty()) {
-    ASSIGN_OR_RETURN(Result grid, conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(cols, ", "),
-                                                           " FROM (", query_,
-                                                           ") AS fedanon_src WHERE ", kept_),
-                                              "checking the continuous values"));
-    for (size_t i = 0; i < continuous.size(); ++i) {
-      const uint64_t bad = number(grid, 0, static_cast<int>(2 * i));
-      if (bad == 0) continue;
-      const QidColumn& col = ds.qids[continuous[i]];
-      const std::string v = PQgetvalue(grid.get(), 0, static_cast<int>(2 * i + 1));
-      double x = 0;
-      const bool is_number = absl::SimpleAtod(v, &x) && std::isfinite(x);
-      const std::string where = absl::StrCat(" (", bad, bad == 1 ? " row)" : " rows)");
-      if (!is_number) {
-        return absl::InvalidArgumentError(absl::StrCat(label_, ": column ", col.csv_column + 1,
-                                                       " (", col.name, "): '", v,
-                                                       "' is not a number", where));
-      }
-      return absl::InvalidArgumentError(absl::StrCat(
-          label_, ": column ", col.csv_column + 1, " (", col.name, "): ", v, " is not on the grid ",
-          col.range_lo, " + i * ", col.precision, " inside the range [", col.range_lo, ", ",
-          col.range_hi, ")", where));
-    }
-  }
   ds.records_in = rows;
   ds.num_records = number(counts, 0, 1);
   ds.records_dropped = ds.records_in - ds.num_records;
@@ -272,7 +249,7 @@ absl::Status PostgresPushdown::Check() {
         absl::StrCat(label_, ": no records",
                      ds.records_dropped ? " left after dropping missing values" : ""));
   }
-  // 3. The distinct values (with counts) of every categorical column the job reads.
+  // 2. The distinct values (with counts) of every QID, class, sensitive and released column.
   std::vector<int> categorical;
   auto want = [&](int c) {
     if (std::find(categorical.begin(), categorical.end(), c) == categorical.end()) {
@@ -281,9 +258,7 @@ absl::Status PostgresPushdown::Check() {
   };
   for (const auto& vc : ds.value_columns) want(vc.csv_column);
   if (ds.class_column >= 0) want(ds.class_column);
-  for (const auto& q : ds.qids) {
-    if (q.kind != QidKind::kContinuous) want(q.csv_column);
-  }
+  for (const auto& q : ds.qids) want(q.csv_column);
   for (const auto& t : ds.tracked) want(column_of(t.attribute));
   std::vector<std::map<std::string, uint64_t>> seen(categorical.size());
   if (!categorical.empty()) {
@@ -321,6 +296,42 @@ absl::Status PostgresPushdown::Check() {
     }
     return unknown;
   };
+  // Continuous values: the reader's test (a number, on the grid, inside the range) on each
+  // distinct value.
+  for (const QidColumn& col : ds.qids) {
+    if (col.kind != QidKind::kContinuous) continue;
+    uint64_t bad = 0;
+    std::string first;
+    bool first_is_number = true;
+    for (const auto& [v, n] : values_of(col.csv_column)) {
+      double x = 0;
+      const bool is_number = absl::SimpleAtod(v, &x) && std::isfinite(x);
+      bool ok = is_number;
+      if (ok) {
+        const double cell = std::round((x - col.range_lo) / col.precision);
+        const double snapped = col.range_lo + cell * col.precision;
+        ok = cell >= 0 && cell < static_cast<double>(col.sorted_values.size()) &&
+             std::fabs(snapped - x) <= 1e-9 * std::max(1.0, std::fabs(x));
+      }
+      if (ok) continue;
+      if (bad == 0) {
+        first = v;
+        first_is_number = is_number;
+      }
+      bad += n;
+    }
+    if (bad == 0) continue;
+    const std::string where = absl::StrCat(" (", bad, bad == 1 ? " row)" : " rows)");
+    if (!first_is_number) {
+      return absl::InvalidArgumentError(absl::StrCat(label_, ": column ", col.csv_column + 1, " (",
+                                                     col.name, "): '", first, "' is not a number",
+                                                     where));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        label_, ": column ", col.csv_column + 1, " (", col.name, "): ", first,
+        " is not on the grid ", col.range_lo, " + i * ", col.precision, " inside the range [",
+        col.range_lo, ", ", col.range_hi, ")", where));
+  }
   for (const auto& vc : ds.value_columns) {
     const auto unknown = unknown_in(vc.csv_column, vc.values);
     if (unknown.empty()) continue;
@@ -382,9 +393,7 @@ std::string PostgresPushdown::CodeCase(int attr, const std::vector<int64_t>& per
   const QidColumn& col = data_->qids[attr];
   if (col.kind == QidKind::kContinuous) {
     // Runs of equal values over consecutive grid indices: one WHEN per run.
-    const std::string rank =
-        absl::StrCat("round((", Text(col.csv_column), "::float8 - ", Float8(col.range_lo), ") / ",
-                     Float8(col.precision), ")");
+    const std::string rank = Rank(attr);
     std::string sql = "CASE";
     size_t i = 0;
     while (i < per_code.size()) {
@@ -489,10 +498,7 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
       const RangeCountRequest& rq = request.range_counts[j];
       if (rq.bounds.size() < 2) continue;
       ranges[j].assign((rq.bounds.size() - 1) * (rq.labelled ? nc : 1), 0);
-      const QidColumn& col = ds.qids[rq.attr];
-      const std::string rank =
-          absl::StrCat("round((", Text(col.csv_column), "::float8 - ", Float8(col.range_lo), ") / ",
-                       Float8(col.precision), ")");
+      const std::string rank = Rank(rq.attr);
       std::string e = absl::StrCat("CASE WHEN ", rank, " < ", rq.bounds.front(), " THEN -1");
       for (size_t i = 1; i < rq.bounds.size(); ++i) {
         absl::StrAppend(&e, " WHEN ", rank, " < ", rq.bounds[i], " THEN ", i - 1);
@@ -538,10 +544,7 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
       cols.push_back({absl::StrCat("k", a), CutExpr(hier, a)});
       meaning.push_back({0, a});
       if (rank_attr[a]) {
-        const QidColumn& col = ds.qids[a];
-        cols.push_back({absl::StrCat("r", a),
-                        absl::StrCat("round((", Text(col.csv_column), "::float8 - ",
-                                     Float8(col.range_lo), ") / ", Float8(col.precision), ")")});
+        cols.push_back({absl::StrCat("r", a), Rank(a)});
         meaning.push_back({1, a});
         sets.push_back(absl::StrCat("(k", a, ", r", a, ", cls)"));
       }

@@ -81,6 +81,7 @@ class PostgresPushdown {
   absl::Status Check();
   std::string Lit(std::string_view text) const;
   std::string Text(int column) const;  // the column's text
+  std::string Rank(int attr) const;    // a continuous attribute's grid index
   // Per QID attribute: the SQL of a per-code integer function (codes: leaves / values / ranks).
   std::string CodeCase(int attr, const std::vector<int64_t>& per_code) const;
   std::string CutExpr(const std::vector<AttributeHierarchy>& hier, int attr) const;
@@ -98,6 +99,7 @@ class PostgresPushdown {
   std::string query_;
   std::unique_ptr<Dataset> data_;
   std::vector<int> qid_column_;            // per QID: its column in the source
+  std::vector<unsigned> column_types_;     // per source column: its type oid
   std::vector<std::vector<int32_t>> codes_;  // per QID: every code (leaf ids / values / ranks)
   std::vector<std::vector<std::string>> code_text_;  // categorical: the text of each code
   std::string kept_;                                 // SQL condition of a kept row
