@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/engine/count_source.h"
@@ -21,7 +22,6 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/table/postgres_source.h"
 #include "common/table/postgres_stats.h"
-#include "absl/strings/escaping.h"
 #include "crypto/hash.h"
 
 namespace {
@@ -38,9 +38,7 @@ class PushdownSource : public fedanon::common::CountSource {
     pd_->Specialize(attr, node, c);
     return absl::OkStatus();
   }
-  absl::Status Split(int, fedanon::common::NodeIndex, int32_t) override {
-    return absl::OkStatus();
-  }
+  absl::Status Split(int, fedanon::common::NodeIndex, int32_t) override { return absl::OkStatus(); }
   absl::StatusOr<std::vector<uint64_t>> Collect(
       const fedanon::common::StatsRequest& request) override {
     std::vector<uint64_t> out;

@@ -1,7 +1,5 @@
 #include "party/vertical_party.h"
 
-#include "common/table/postgres_source.h"
-
 #include <algorithm>
 #include <map>
 
@@ -9,6 +7,7 @@
 #include "common/base/status_macros.h"
 #include "common/engine/numeric_split.h"
 #include "common/table/csv.h"
+#include "common/table/postgres_source.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/shuffle.h"
 #include "spdlog/spdlog.h"
@@ -137,7 +136,8 @@ absl::StatusOr<common::Dataset> LoadOwnColumns(const JobSpec& party_spec,
   }
   ASSIGN_OR_RETURN(own_schema.tracked, common::TrackedSensitiveValues(party_spec));
   own_schema.value_columns.clear();
-  if (postgres != nullptr) return common::LoadDatasetFromPostgres(party_spec, *postgres, &own_schema);
+  if (postgres != nullptr)
+    return common::LoadDatasetFromPostgres(party_spec, *postgres, &own_schema);
   return common::LoadDataset(party_spec, csv_path, &own_schema);
 }
 
@@ -177,11 +177,9 @@ class VerticalParty::Source : public common::CountSource {
 
 VerticalParty::~VerticalParty() = default;
 
-absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec& spec,
-                                                                   const common::Dataset& schema,
-                                                                   const std::string& csv_path,
-                                                                   VerticalPartyOptions options,
-                                                                   const common::PostgresSource* postgres) {
+absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(
+    const JobSpec& spec, const common::Dataset& schema, const std::string& csv_path,
+    VerticalPartyOptions options, const common::PostgresSource* postgres) {
   // A replica that could not score its own candidates as the centralized engine does (PrivLoss
   // out of its reach) refuses the job rather than run a different algorithm.
   RETURN_IF_ERROR(common::CheckVerticalScoreComputable(spec));

@@ -296,8 +296,10 @@ absl::Status ReadPostgresSettings(const ConfigReader& reader, PartyConfig* confi
       ASSIGN_OR_RETURN(const std::string mode, reader.String(it->second, "mode", where, false));
       if (mode != "" && mode != "load" && mode != "push-down") {
         return absl::InvalidArgumentError(absl::StrCat(reader.Where(it->second.Mark()), ": '",
-                                                       where, "mode' is 'load' (the default) or "
-                                                       "'push-down', not '", mode, "'"));
+                                                       where,
+                                                       "mode' is 'load' (the default) or "
+                                                       "'push-down', not '",
+                                                       mode, "'"));
       }
       source.push_down = mode == "push-down";
       config->postgres_tables[name] = std::move(source);

@@ -1,9 +1,8 @@
 #include "common/engine/final_check.h"
 
-#include <map>
-
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

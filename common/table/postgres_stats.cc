@@ -75,8 +75,8 @@ std::string PostgresPushdown::Rank(int attr) const {
 }
 
 std::string PostgresPushdown::Text(int column) const {
-  char* quoted = PQescapeIdentifier(conn_->get(), data_->header[column].data(),
-                                    data_->header[column].size());
+  char* quoted =
+      PQescapeIdentifier(conn_->get(), data_->header[column].data(), data_->header[column].size());
   std::string out = absl::StrCat("(", quoted == nullptr ? "\"\"" : quoted, ")::text");
   if (quoted != nullptr) PQfreemem(quoted);
   return out;
@@ -157,7 +157,8 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
                            "attribute '",
                            q.name, "' (a federated job)"));
         }
-        for (size_t r = 0; r < q.sorted_values.size(); ++r) codes.push_back(static_cast<int32_t>(r));
+        for (size_t r = 0; r < q.sorted_values.size(); ++r)
+          codes.push_back(static_cast<int32_t>(r));
         break;
     }
     p->codes_.push_back(std::move(codes));
@@ -167,7 +168,8 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
   if (spec.missing() != fedanon::v1::MISSING_KEEP) {
     std::vector<std::string> any;
     for (const auto& a : spec.attributes()) {
-      any.push_back(absl::StrCat(p->Text(column_of(a.name())), " = ", p->Lit(spec.missing_token())));
+      any.push_back(
+          absl::StrCat(p->Text(column_of(a.name())), " = ", p->Lit(spec.missing_token())));
     }
     p->kept_ = absl::StrCat("NOT (", absl::StrJoin(any, " OR "), ")");
   } else {
@@ -197,8 +199,8 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
   for (auto& vc : ds.value_columns) {
     vc.csv_column = column_of(vc.name);
     vc.codes.clear();
-    p->value_index_expr_ = absl::StrCat("(", p->value_index_expr_, ") * ", vc.values.size(),
-                                        " + (", index_of(vc.csv_column, vc.values), ")");
+    p->value_index_expr_ = absl::StrCat("(", p->value_index_expr_, ") * ", vc.values.size(), " + (",
+                                        index_of(vc.csv_column, vc.values), ")");
   }
   RETURN_IF_ERROR(p->Check());
   return p;
@@ -226,10 +228,9 @@ absl::Status PostgresPushdown::Check() {
     spec_columns.push_back(column_of(a.name()));
     cols.push_back(absl::StrCat("count(", Text(spec_columns.back()), ")"));
   }
-  ASSIGN_OR_RETURN(Result counts,
-                   conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(cols, ", "), " FROM (",
-                                            query_, ") AS fedanon_src"),
-                               "checking the table"));
+  ASSIGN_OR_RETURN(Result counts, conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(cols, ", "),
+                                                           " FROM (", query_, ") AS fedanon_src"),
+                                              "checking the table"));
   const uint64_t rows = number(counts, 0, 0);
   for (size_t i = 0; i < spec_columns.size(); ++i) {
     const uint64_t nulls = rows - number(counts, 0, static_cast<int>(2 + i));
@@ -245,9 +246,8 @@ absl::Status PostgresPushdown::Check() {
   ds.num_records = number(counts, 0, 1);
   ds.records_dropped = ds.records_in - ds.num_records;
   if (ds.num_records == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(label_, ": no records",
-                     ds.records_dropped ? " left after dropping missing values" : ""));
+    return absl::InvalidArgumentError(absl::StrCat(
+        label_, ": no records", ds.records_dropped ? " left after dropping missing values" : ""));
   }
   // 2. The distinct values (with counts) of every QID, class, sensitive and released column.
   std::vector<int> categorical;
@@ -271,12 +271,12 @@ absl::Status PostgresPushdown::Check() {
     for (size_t i = 0; i < categorical.size(); ++i) names.push_back(absl::StrCat("t", i));
     ASSIGN_OR_RETURN(
         Result values,
-        conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(names, ", "), ", count(*) FROM (SELECT ",
-                                 absl::StrJoin(select, ", "), " FROM (", query_,
-                                 ") AS fedanon_src WHERE ", kept_,
-                                 ") AS fedanon_t GROUP BY GROUPING SETS (",
-                                 absl::StrJoin(sets, ", "), ")"),
-                    "listing the values"));
+        conn_->Exec(
+            absl::StrCat("SELECT ", absl::StrJoin(names, ", "), ", count(*) FROM (SELECT ",
+                         absl::StrJoin(select, ", "), " FROM (", query_, ") AS fedanon_src WHERE ",
+                         kept_, ") AS fedanon_t GROUP BY GROUPING SETS (",
+                         absl::StrJoin(sets, ", "), ")"),
+            "listing the values"));
     const int width = static_cast<int>(categorical.size());
     for (int r = 0; r < PQntuples(values.get()); ++r) {
       for (int i = 0; i < width; ++i) {
@@ -327,24 +327,24 @@ absl::Status PostgresPushdown::Check() {
                                                      col.name, "): '", first, "' is not a number",
                                                      where));
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        label_, ": column ", col.csv_column + 1, " (", col.name, "): ", first,
-        " is not on the grid ", col.range_lo, " + i * ", col.precision, " inside the range [",
-        col.range_lo, ", ", col.range_hi, ")", where));
+    return absl::InvalidArgumentError(
+        absl::StrCat(label_, ": column ", col.csv_column + 1, " (", col.name, "): ", first,
+                     " is not on the grid ", col.range_lo, " + i * ", col.precision,
+                     " inside the range [", col.range_lo, ", ", col.range_hi, ")", where));
   }
   for (const auto& vc : ds.value_columns) {
     const auto unknown = unknown_in(vc.csv_column, vc.values);
     if (unknown.empty()) continue;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "attribute '", vc.name, "': values not among its declared values: ", FormatUnknown(unknown)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("attribute '", vc.name,
+                     "': values not among its declared values: ", FormatUnknown(unknown)));
   }
   if (ds.class_column >= 0 && ds.class_declared) {
     const auto unknown = unknown_in(ds.class_column, ds.class_labels);
     if (!unknown.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("class attribute '",
-                                                     ds.header[ds.class_column],
-                                                     "': values not among its declared values: ",
-                                                     FormatUnknown(unknown)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("class attribute '", ds.header[ds.class_column],
+                       "': values not among its declared values: ", FormatUnknown(unknown)));
     }
   }
   for (size_t q = 0; q < ds.qids.size(); ++q) {
@@ -376,8 +376,7 @@ absl::Status PostgresPushdown::Check() {
 
 void PostgresPushdown::Specialize(int attr, NodeIndex node, int c) { applied_[{attr, node}] = c; }
 
-NodeIndex PostgresPushdown::CurrentNode(const AttributeHierarchy& h, int attr,
-                                        int32_t code) const {
+NodeIndex PostgresPushdown::CurrentNode(const AttributeHierarchy& h, int attr, int32_t code) const {
   NodeIndex n = h.root();
   while (!h.node(n).children.empty()) {
     const auto it = applied_.find({attr, n});
@@ -400,7 +399,8 @@ std::string PostgresPushdown::CodeCase(int attr, const std::vector<int64_t>& per
       size_t j = i;
       while (j < per_code.size() && per_code[j] == per_code[i]) ++j;
       if (j == per_code.size()) {
-        return i == 0 ? absl::StrCat(per_code[i]) : absl::StrCat(sql, " ELSE ", per_code[i], " END");
+        return i == 0 ? absl::StrCat(per_code[i])
+                      : absl::StrCat(sql, " ELSE ", per_code[i], " END");
       }
       absl::StrAppend(&sql, " WHEN ", rank, " < ", j, " THEN ", per_code[i]);
       i = j;
@@ -410,7 +410,8 @@ std::string PostgresPushdown::CodeCase(int attr, const std::vector<int64_t>& per
   // Categorical: the texts grouped by value; the largest group is the ELSE (every value was
   // checked to be in the domain at Open).
   std::map<int64_t, std::vector<std::string>> by_value;
-  for (size_t i = 0; i < per_code.size(); ++i) by_value[per_code[i]].push_back(Lit(code_text_[attr][i]));
+  for (size_t i = 0; i < per_code.size(); ++i)
+    by_value[per_code[i]].push_back(Lit(code_text_[attr][i]));
   if (by_value.empty()) return "-2";
   auto largest = by_value.begin();
   for (auto it = by_value.begin(); it != by_value.end(); ++it) {
@@ -426,8 +427,7 @@ std::string PostgresPushdown::CodeCase(int attr, const std::vector<int64_t>& per
   return absl::StrCat(sql, " ELSE ", largest->first, " END");
 }
 
-std::string PostgresPushdown::CutExpr(const std::vector<AttributeHierarchy>& hier,
-                                      int attr) const {
+std::string PostgresPushdown::CutExpr(const std::vector<AttributeHierarchy>& hier, int attr) const {
   std::vector<int64_t> per_code;
   for (int32_t code : codes_[attr]) per_code.push_back(CurrentNode(hier[attr], attr, code));
   return CodeCase(attr, per_code);
@@ -470,7 +470,8 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> PostgresPushdown::Rows(const s
     for (int j = 0; j < width; ++j) {
       if (PQgetisnull(r.get(), i, j)) continue;
       if (!absl::SimpleAtoi(PQgetvalue(r.get(), i, j), &rows[i][j])) {
-        return absl::InternalError(absl::StrCat(label_, ": ", std::string(what), " returned a non-integer"));
+        return absl::InternalError(
+            absl::StrCat(label_, ": ", std::string(what), " returned a non-integer"));
       }
     }
   }
@@ -510,11 +511,11 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
     if (!sets.empty()) {
       std::vector<std::string> select;
       for (const auto& c : cols) select.push_back(c.first);
-      ASSIGN_OR_RETURN(auto rows, Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "),
-                                                    ", count(*) FROM ", From(cols),
-                                                    " GROUP BY GROUPING SETS (",
-                                                    absl::StrJoin(sets, ", "), ")"),
-                                       "range counts"));
+      ASSIGN_OR_RETURN(
+          auto rows,
+          Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), ", count(*) FROM ", From(cols),
+                            " GROUP BY GROUPING SETS (", absl::StrJoin(sets, ", "), ")"),
+               "range counts"));
       for (const auto& row : rows) {
         for (size_t c = 1; c + 1 < row.size(); ++c) {
           if (row[c] == kNull || row[c] < 0) continue;
@@ -559,11 +560,11 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
     if (!sets.empty()) {
       std::vector<std::string> select;
       for (const auto& c : cols) select.push_back(c.first);
-      ASSIGN_OR_RETURN(auto rows, Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "),
-                                                    ", count(*) FROM ", From(cols),
-                                                    " GROUP BY GROUPING SETS (",
-                                                    absl::StrJoin(sets, ", "), ")"),
-                                       "node statistics"));
+      ASSIGN_OR_RETURN(
+          auto rows,
+          Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), ", count(*) FROM ", From(cols),
+                            " GROUP BY GROUPING SETS (", absl::StrJoin(sets, ", "), ")"),
+               "node statistics"));
       for (const auto& row : rows) {
         int64_t key = kNull;
         for (size_t c = 1; c + 1 < row.size(); ++c) {
@@ -700,11 +701,11 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
   for (size_t i = 0; i < request.released_groups.size(); ++i) {
     where[request.released_groups[i]].push_back(base + i * combos);
   }
-  ASSIGN_OR_RETURN(auto rows, Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "),
-                                                ", count(*) FROM ", From(cols), " WHERE ",
-                                                KeyFilter(request.released_groups), " GROUP BY ",
-                                                absl::StrJoin(select, ", ")),
-                                   "released counts"));
+  ASSIGN_OR_RETURN(auto rows,
+                   Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), ", count(*) FROM ",
+                                     From(cols), " WHERE ", KeyFilter(request.released_groups),
+                                     " GROUP BY ", absl::StrJoin(select, ", ")),
+                        "released counts"));
   for (const auto& row : rows) {
     const auto it = where.find(std::vector<NodeIndex>(row.begin(), row.begin() + nqid));
     if (it == where.end()) continue;
@@ -730,10 +731,10 @@ PostgresPushdown::GroupCounts(const std::vector<AttributeHierarchy>& hier) {
     cols.push_back({absl::StrCat("s", b), sensitive_expr_[b]});
     select.push_back(absl::StrCat("sum(s", b, ")"));
   }
-  ASSIGN_OR_RETURN(auto rows, Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), " FROM ",
-                                                From(cols), " GROUP BY ",
-                                                absl::StrJoin(keys, ", ")),
-                                   "group counts"));
+  ASSIGN_OR_RETURN(auto rows,
+                   Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), " FROM ", From(cols),
+                                     " GROUP BY ", absl::StrJoin(keys, ", ")),
+                        "group counts"));
   std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups;
   for (const auto& row : rows) {
     std::vector<uint64_t> counts;
@@ -776,11 +777,10 @@ absl::Status PostgresPushdown::ForEachReleasedRow(
   for (size_t i = 0; i < select.size(); ++i) named.push_back(absl::StrCat(select[i], " AS c", i));
   ++queries_;
   ASSIGN_OR_RETURN(
-      Result r,
-      conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(named, ", "), ", count(*) FROM (", query_,
-                               ") AS fedanon_src WHERE ", kept_, " GROUP BY ",
-                               absl::StrJoin(positions, ", ")),
-                  "released rows"));
+      Result r, conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(named, ", "), ", count(*) FROM (",
+                                         query_, ") AS fedanon_src WHERE ", kept_, " GROUP BY ",
+                                         absl::StrJoin(positions, ", ")),
+                            "released rows"));
   const int width = static_cast<int>(select.size());
   std::vector<std::string_view> row(width);
   for (int i = 0; i < PQntuples(r.get()); ++i) {

@@ -58,8 +58,8 @@ class PostgresPushdown {
 
   // Appends the answer to `request` over the current cut of `hier` (built over data().qids),
   // word for word what AppendLocalStats gives on the loaded table.
-  absl::Status AppendStats(const std::vector<AttributeHierarchy>& hier,
-                           const StatsRequest& request, std::vector<uint64_t>* out);
+  absl::Status AppendStats(const std::vector<AttributeHierarchy>& hier, const StatsRequest& request,
+                           std::vector<uint64_t>* out);
 
   // The non-empty groups of the current cut: key -> [count, tracked_1..m] (the final check).
   absl::StatusOr<std::map<std::vector<NodeIndex>, std::vector<uint64_t>>> GroupCounts(
@@ -98,13 +98,13 @@ class PostgresPushdown {
   std::unique_ptr<postgres::Connection> conn_;
   std::string query_;
   std::unique_ptr<Dataset> data_;
-  std::vector<int> qid_column_;            // per QID: its column in the source
-  std::vector<unsigned> column_types_;     // per source column: its type oid
+  std::vector<int> qid_column_;              // per QID: its column in the source
+  std::vector<unsigned> column_types_;       // per source column: its type oid
   std::vector<std::vector<int32_t>> codes_;  // per QID: every code (leaf ids / values / ranks)
   std::vector<std::vector<std::string>> code_text_;  // categorical: the text of each code
   std::string kept_;                                 // SQL condition of a kept row
   std::string class_expr_, value_index_expr_;
-  std::vector<std::string> sensitive_expr_;  // per tracked value: 1 or 0
+  std::vector<std::string> sensitive_expr_;           // per tracked value: 1 or 0
   std::map<std::pair<int, NodeIndex>, int> applied_;  // (attr, node) -> candidate
   uint64_t queries_ = 0;
 };

@@ -206,8 +206,8 @@ TEST(PostgresFederation, OnePartyFromPostgresReleasesWhatAllCsvReleases) {
   // loaded table is read once). The server counts a scan when the job's connection has ended.
   int64_t scans = 0;
   for (int i = 0; i < 50 && scans < 10; ++i) {
-    auto r = (*cluster)->Query(
-        "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'hospital_c'");
+    auto r =
+        (*cluster)->Query("SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'hospital_c'");
     ASSERT_OK(r);
     scans = r->empty() ? 0 : std::stoll(r->front());
     if (scans < 10) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -250,12 +250,12 @@ fedanon::v1::JobInfo RunVertical(const std::string& name, const std::string& dir
   if (!postgres) files[1]["table.csv"] = Slurp(dir + "/party2.csv");
   auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& p) {
     if (p.name != "hospital-b" || !postgres) return;
-    p.postgres_tables["patients"] = {.name = "patients",
-                                     .conninfo = cluster != nullptr ? cluster->conninfo()
-                                                                    : "host=/nonexistent dbname=x",
-                                     .table = "vertical_b",
-                                     .query = "",
-                                     .push_down = push_down};
+    p.postgres_tables["patients"] = {
+        .name = "patients",
+        .conninfo = cluster != nullptr ? cluster->conninfo() : "host=/nonexistent dbname=x",
+        .table = "vertical_b",
+        .query = "",
+        .push_down = push_down};
     p.default_data_path = "patients";
   });
   EXPECT_TRUE(fed.ok()) << fed.status();

@@ -148,7 +148,8 @@ TEST_F(PostgresPushdownTest, AnswersEveryRequestWordForWordAsTheLoadedTable) {
       if (hm[a].kind() != common::QidKind::kContinuous) continue;
       const auto& root = hm[a].node(0);
       std::vector<int32_t> bounds = {static_cast<int32_t>(rng() % 5)};
-      while (bounds.size() < 6) bounds.push_back(bounds.back() + 1 + static_cast<int32_t>(rng() % 20));
+      while (bounds.size() < 6)
+        bounds.push_back(bounds.back() + 1 + static_cast<int32_t>(rng() % 20));
       if (bounds.back() > root.rank_hi) continue;
       request.range_counts.push_back({static_cast<int>(a), bounds, (rng() & 1) == 1});
     }
@@ -236,8 +237,8 @@ TEST_F(PostgresPushdownTest, AnswersEveryRequestWordForWordAsTheLoadedTable) {
 }
 
 TEST_F(PostgresPushdownTest, RefusesANullWithTheReadersAdvice) {
-  auto pd = common::PostgresPushdown::Open(
-      spec_, Source(SelectWith("workclass", "NULL", "n = 7")), *schema_);
+  auto pd = common::PostgresPushdown::Open(spec_, Source(SelectWith("workclass", "NULL", "n = 7")),
+                                           *schema_);
   ASSERT_FALSE(pd.ok());
   EXPECT_THAT(pd.status().message(),
               HasSubstr("PostgreSQL source 'patients': column 2 (workclass) is NULL in 1 row; "
@@ -265,8 +266,8 @@ TEST_F(PostgresPushdownTest, RefusesAValueOffTheGrid) {
 
 // The class is also a released value column: the reader names it as such, and so does push-down.
 TEST_F(PostgresPushdownTest, RefusesAnUndeclaredClassValue) {
-  auto pd = common::PostgresPushdown::Open(
-      spec_, Source(SelectWith("income", "'maybe'", "n = 11")), *schema_);
+  auto pd = common::PostgresPushdown::Open(spec_, Source(SelectWith("income", "'maybe'", "n = 11")),
+                                           *schema_);
   ASSERT_FALSE(pd.ok());
   EXPECT_THAT(pd.status().message(),
               HasSubstr("attribute 'income': values not among its declared values: "
