@@ -236,7 +236,10 @@ TEST_F(PostgresPushdownTest, AnswersEveryRequestWordForWordAsTheLoadedTable) {
   EXPECT_EQ(rows_pd, rows_mem);
 }
 
-TEST_F(PostgresPushdownTest, RefusesANullWithTheReadersAdvice) {
+// One test (each test of this file starts its own server under CTest): every refusal of the
+// check at job start, with the reader's messages.
+TEST_F(PostgresPushdownTest, RefusesBadInputWithTheReadersMessages) {
+  // A NULL, with the reader's advice.
   auto pd = common::PostgresPushdown::Open(spec_, Source(SelectWith("workclass", "NULL", "n = 7")),
                                            *schema_);
   ASSERT_FALSE(pd.ok());
@@ -244,30 +247,24 @@ TEST_F(PostgresPushdownTest, RefusesANullWithTheReadersAdvice) {
               HasSubstr("PostgreSQL source 'patients': column 2 (workclass) is NULL in 1 row; "
                         "leave NULLs out in the query (WHERE ... IS NOT NULL) or map them to the "
                         "job's missing token '?' (COALESCE)"));
-}
-
-TEST_F(PostgresPushdownTest, RefusesAValueOutsideTheTaxonomyAsTheReaderDoes) {
-  auto pd = common::PostgresPushdown::Open(
-      spec_, Source(SelectWith("race", "'Martian'", "n IN (3, 9)")), *schema_);
+  // A value outside the taxonomy, counted as the reader counts it.
+  pd = common::PostgresPushdown::Open(spec_, Source(SelectWith("race", "'Martian'", "n IN (3, 9)")),
+                                      *schema_);
   ASSERT_FALSE(pd.ok());
   EXPECT_THAT(pd.status().message(),
               HasSubstr("attribute 'race': 1 value is not a leaf of taxonomy "));
   EXPECT_THAT(pd.status().message(), HasSubstr("(2 records): 'Martian' (2 records)"));
-}
-
-TEST_F(PostgresPushdownTest, RefusesAValueOffTheGrid) {
-  auto pd = common::PostgresPushdown::Open(
+  // A value off the continuous grid.
+  pd = common::PostgresPushdown::Open(
       spec_, Source(SelectWith("age", "(\"age\" + 0.5)::numeric", "n = 5")), *schema_);
   ASSERT_FALSE(pd.ok());
   EXPECT_THAT(pd.status().message(), HasSubstr("(age): "));
   EXPECT_THAT(pd.status().message(), HasSubstr(".5 is not on the grid 0 + i * 1 inside the range "
                                                "[0, 100) (1 row)"));
-}
-
-// The class is also a released value column: the reader names it as such, and so does push-down.
-TEST_F(PostgresPushdownTest, RefusesAnUndeclaredClassValue) {
-  auto pd = common::PostgresPushdown::Open(spec_, Source(SelectWith("income", "'maybe'", "n = 11")),
-                                           *schema_);
+  // An undeclared class value: the class is also a released value column, and the reader names
+  // it as such.
+  pd = common::PostgresPushdown::Open(spec_, Source(SelectWith("income", "'maybe'", "n = 11")),
+                                      *schema_);
   ASSERT_FALSE(pd.ok());
   EXPECT_THAT(pd.status().message(),
               HasSubstr("attribute 'income': values not among its declared values: "
