@@ -26,10 +26,12 @@ int main(int argc, char** argv) {
   }
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<fedanon::common::Dataset> data =
-      kind == "csv"
-          ? fedanon::common::LoadDataset(*spec, argv[3])
-          : fedanon::common::LoadDatasetFromPostgres(
-                *spec, {.name = "bench", .conninfo = argv[3], .table = argv[4], .query = ""});
+      kind == "csv" ? fedanon::common::LoadDataset(*spec, argv[3])
+                    : fedanon::common::LoadDatasetFromPostgres(*spec, {.name = "bench",
+                                                                       .conninfo = argv[3],
+                                                                       .table = argv[4],
+                                                                       .query = "",
+                                                                       .push_down = false});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!data.ok()) {

@@ -27,6 +27,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/table/csv.h"
 #include "common/table/dataset.h"
+#include "common/table/postgres_stats.h"
 #include "common/wire/federation_wire.h"
 #include "common/wire/payload_chunks.h"
 #include "common/wire/released_union.h"
@@ -160,6 +161,9 @@ struct PartyAgent::JobState {
   std::unique_ptr<common::Dataset> data;  // stable address: hierarchies point into it
   std::vector<common::AttributeHierarchy> hier;
   std::unique_ptr<common::Tips> tips;
+  // A push-down table (party.yaml `mode: push-down`): the statistics come from SQL and there are
+  // no records in memory (tips stays null).
+  std::unique_ptr<common::PostgresPushdown> pushdown;
   std::map<std::string, std::unique_ptr<crypto::SealPublicKey>> seal_keys;  // by party name
   // This party's own sealing key pair for the job: the one whose certificate the Prepare names
   // for it, held until the job ends (party/seal_key_ring.h), whatever is rotated meanwhile.
@@ -575,12 +579,14 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
   }
   PartyMessage reply;
   if (job->spec.partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
-    if (postgres != nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("party '", options_.name, "': table '", table_name,
-                       "' is a PostgreSQL source; vertical jobs read CSV tables only"));
+    if (postgres != nullptr && postgres->push_down) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "party '", options_.name, "': table '", table_name,
+          "' is configured push-down, which covers horizontal jobs with global recoding only: a "
+          "vertical party keeps per-record partition state, so it reads its table into memory "
+          "(configure the table without `mode: push-down` for vertical jobs)"));
     }
-    RETURN_IF_ERROR(LoadVerticalTable(*schema, table, job.get()));
+    RETURN_IF_ERROR(LoadVerticalTable(*schema, table, postgres, job.get()));
     spdlog::info("job={} run={} prepared (vertical): {} records loaded", job->job_id,
                  authorized.run_id(), job->vertical->ids().size());
   } else {
@@ -955,6 +961,7 @@ absl::StatusOr<std::map<std::string, std::string>> PartyAgent::ReadTaxonomies(
 }
 
 absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const std::string& table,
+                                           const common::PostgresSource* postgres,
                                            JobState* job) const {
   VerticalPartyOptions vopts;
   vopts.name = options_.name;
@@ -967,13 +974,14 @@ absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const 
   }
   // A job this replica could not score as the centralized engine does is refused by name.
   RETURN_IF_ERROR(common::CheckVerticalScoreComputable(job->spec));
-  auto vp = VerticalParty::Load(job->spec, schema, table, vopts);
+  auto vp = VerticalParty::Load(job->spec, schema, table, vopts, postgres);
   if (!vp.ok()) {
     spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
                   std::string(vp.status().message()));
     return absl::FailedPreconditionError(
-        absl::StrCat("party '", options_.name,
-                     "': its table does not match the job's schema (details in the party's log)"));
+        absl::StrCat("party '", options_.name, "': its table ",
+                     postgres != nullptr ? "(a PostgreSQL source) cannot be read or " : "",
+                     "does not match the job's schema (details in the party's log)"));
   }
   job->vertical = *std::move(vp);
   return absl::OkStatus();
@@ -1013,6 +1021,27 @@ absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
                                              const std::string& table,
                                              const common::PostgresSource* postgres,
                                              JobState* job) const {
+  if (postgres != nullptr && postgres->push_down) {
+    // Push-down: one check of the table now, then every statistic by SQL (no records here).
+    auto pushdown = common::PostgresPushdown::Open(job->spec, *postgres, schema);
+    if (!pushdown.ok()) {
+      spdlog::error("job={} table {} (push-down) does not match the job: {}", job->job_id, table,
+                    std::string(pushdown.status().message()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("party '", options_.name,
+                       "': its table (a PostgreSQL source) cannot be read or does not match the "
+                       "job's schema (details in the party's log)"));
+    }
+    job->pushdown = *std::move(pushdown);
+    for (const std::string& warning : job->pushdown->data().warnings) {
+      spdlog::warn("job={} {}", job->job_id, warning);
+    }
+    job->data = std::make_unique<common::Dataset>(job->pushdown->data());
+    for (const auto& q : job->data->qids) job->hier.emplace_back(&q);
+    spdlog::info("job={} table {} in push-down mode: statistics computed by the database",
+                 job->job_id, table);
+    return absl::OkStatus();
+  }
   const common::LoadDatasetOptions load{.max_input_bytes = options_.max_input_bytes};
   auto data = postgres != nullptr
                   ? common::LoadDatasetFromPostgres(job->spec, *postgres, &schema, load)
@@ -1059,7 +1088,12 @@ absl::Status PartyAgent::ApplyUpdates(
         return absl::InvalidArgumentError("instruction names no candidate of the current cut");
       }
       job.hier[in.attribute()].Specialize(in.node(), in.candidate());
-      job.tips->Specialize(static_cast<int>(in.attribute()), in.node(), in.candidate());
+      if (job.tips) {
+        job.tips->Specialize(static_cast<int>(in.attribute()), in.node(), in.candidate());
+      }
+      if (job.pushdown) {
+        job.pushdown->Specialize(static_cast<int>(in.attribute()), in.node(), in.candidate());
+      }
     } else if (u.has_split()) {
       const auto& sp = u.split();
       if (sp.attribute() >= job.hier.size() ||
@@ -1084,7 +1118,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
   if (!slot.job || slot.job->job_id != request.job_id()) {
     return absl::FailedPreconditionError(kNoJobState);
   }
-  if (!slot.job->data || !slot.job->tips) {
+  if (!slot.job->data || (!slot.job->tips && !slot.job->pushdown)) {
     return absl::FailedPreconditionError("no prepared horizontal job with this id");
   }
   JobState& job = *slot.job;
@@ -1135,7 +1169,19 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
       return absl::InvalidArgumentError("released counts requested over an undeclared domain");
     }
     job.counts.clear();
-    common::AppendLocalStats(*job.tips, stats_request, &job.counts);
+    if (job.pushdown) {
+      // The same request checks as above; only the computation moves into the database.
+      if (absl::Status st = job.pushdown->AppendStats(job.hier, stats_request, &job.counts);
+          !st.ok()) {
+        spdlog::error("job={} push-down statistics failed: {}", job.job_id,
+                      std::string(st.message()));
+        return absl::UnavailableError(absl::StrCat(
+            "party '", options_.name,
+            "': its database could not compute the statistics (details in the party's log)"));
+      }
+    } else {
+      common::AppendLocalStats(*job.tips, stats_request, &job.counts);
+    }
     job.counts_release = !stats_request.released_groups.empty();
     job.counts_collect = step.collect();
     job.counts_digest = common::SumRequestDigest(step.request(), job.update_chain);
@@ -1247,7 +1293,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
   if (!slot.job || slot.job->job_id != request.job_id()) {
     return absl::FailedPreconditionError(kNoJobState);
   }
-  if (!slot.job->tips) {
+  if (!slot.job->tips && !slot.job->pushdown) {
     return absl::FailedPreconditionError("no prepared horizontal job with this id");
   }
   JobState& job = *slot.job;
@@ -1370,9 +1416,21 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
   std::vector<std::string> lines;
   const std::vector<int> columns =
       common::ReleasedColumns(job.spec, *job.data, /*spec_order=*/true);
-  RETURN_IF_ERROR(common::ForEachReleasedRow(
-      job.spec, *job.data, *job.tips, job.hier, columns,
-      [&](const std::vector<std::string_view>& row) { lines.push_back(CsvLine(row)); }));
+  const auto add_line = [&](const std::vector<std::string_view>& row) {
+    lines.push_back(CsvLine(row));
+  };
+  if (job.pushdown) {
+    if (absl::Status st = job.pushdown->ForEachReleasedRow(job.hier, columns, add_line); !st.ok()) {
+      spdlog::error("job={} push-down released rows failed: {}", job.job_id,
+                    std::string(st.message()));
+      return absl::UnavailableError(absl::StrCat(
+          "party '", options_.name,
+          "': its database could not compute the released rows (details in the party's log)"));
+    }
+  } else {
+    RETURN_IF_ERROR(
+        common::ForEachReleasedRow(job.spec, *job.data, *job.tips, job.hier, columns, add_line));
+  }
   const size_t before = list.rows_size();
   for (size_t i = 0; i < lines.size(); ++i) list.add_rows();
   const crypto::SealContext row_context =
@@ -1447,7 +1505,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(JobSlot& slot,
   if (!slot.job || slot.job->job_id != request.job_id()) {
     return absl::FailedPreconditionError(kNoJobState);
   }
-  if (!slot.job->data || !slot.job->tips) {
+  if (!slot.job->data || (!slot.job->tips && !slot.job->pushdown)) {
     return absl::FailedPreconditionError("no prepared horizontal job with this id");
   }
   JobState& job = *slot.job;
@@ -1499,8 +1557,21 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(JobSlot& slot,
           "final check: the request has ", step.total_words(),
           " words but the privacy model over this party's cut needs ", check.layout.words));
     }
-    ASSIGN_OR_RETURN(check.counts,
-                     common::LocalFinalCheckCounts(check.layout, *job.data, job.hier, *job.tips));
+    if (job.pushdown) {
+      auto groups = job.pushdown->GroupCounts(job.hier);
+      if (!groups.ok()) {
+        spdlog::error("job={} push-down group counts failed: {}", job.job_id,
+                      std::string(groups.status().message()));
+        return absl::UnavailableError(absl::StrCat(
+            "party '", options_.name,
+            "': its database could not compute the group counts (details in the party's log)"));
+      }
+      ASSIGN_OR_RETURN(check.counts, common::FinalCheckCountsOfGroups(check.layout, *job.data,
+                                                                      job.hier, *groups));
+    } else {
+      ASSIGN_OR_RETURN(check.counts,
+                       common::LocalFinalCheckCounts(check.layout, *job.data, job.hier, *job.tips));
+    }
     if (first) {
       if (job.restored_mask) {
         check.mask = *std::exchange(job.restored_mask, std::nullopt);  // drawn before a restart

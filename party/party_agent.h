@@ -185,8 +185,9 @@ class PartyAgent {
   absl::Status CheckRing(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
   // The spec's taxonomy files (resolved against data_dir), by attribute name.
   absl::StatusOr<std::map<std::string, std::string>> ReadTaxonomies(const JobState& job) const;
+  // `postgres`: the table is that PostgreSQL source, read into memory (else the CSV file).
   absl::Status LoadVerticalTable(const common::Dataset& schema, const std::string& table,
-                                 JobState* job) const;
+                                 const common::PostgresSource* postgres, JobState* job) const;
   // `postgres`: the table is that PostgreSQL source (else the CSV file `table`).
   absl::Status LoadHorizontalTable(const common::Dataset& schema, const std::string& table,
                                    const common::PostgresSource* postgres, JobState* job) const;

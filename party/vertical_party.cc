@@ -7,6 +7,7 @@
 #include "common/base/status_macros.h"
 #include "common/engine/numeric_split.h"
 #include "common/table/csv.h"
+#include "common/table/postgres_source.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/shuffle.h"
 #include "spdlog/spdlog.h"
@@ -124,7 +125,8 @@ JobSpec PartySpec(const JobSpec& spec, const std::string& party, bool* holds_sen
 // This party's columns of the table, encoded against the job's public schema (its taxonomies).
 absl::StatusOr<common::Dataset> LoadOwnColumns(const JobSpec& party_spec,
                                                const common::Dataset& schema,
-                                               const std::string& csv_path) {
+                                               const std::string& csv_path,
+                                               const common::PostgresSource* postgres) {
   std::map<std::string, const common::QidColumn*> schema_qid;
   for (const auto& q : schema.qids) schema_qid[q.name] = &q;
   common::Dataset own_schema = schema;
@@ -134,6 +136,8 @@ absl::StatusOr<common::Dataset> LoadOwnColumns(const JobSpec& party_spec,
   }
   ASSIGN_OR_RETURN(own_schema.tracked, common::TrackedSensitiveValues(party_spec));
   own_schema.value_columns.clear();
+  if (postgres != nullptr)
+    return common::LoadDatasetFromPostgres(party_spec, *postgres, &own_schema);
   return common::LoadDataset(party_spec, csv_path, &own_schema);
 }
 
@@ -173,10 +177,9 @@ class VerticalParty::Source : public common::CountSource {
 
 VerticalParty::~VerticalParty() = default;
 
-absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec& spec,
-                                                                   const common::Dataset& schema,
-                                                                   const std::string& csv_path,
-                                                                   VerticalPartyOptions options) {
+absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(
+    const JobSpec& spec, const common::Dataset& schema, const std::string& csv_path,
+    VerticalPartyOptions options, const common::PostgresSource* postgres) {
   // A replica that could not score its own candidates as the centralized engine does (PrivLoss
   // out of its reach) refuses the job rather than run a different algorithm.
   RETURN_IF_ERROR(common::CheckVerticalScoreComputable(spec));
@@ -186,8 +189,8 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec
   bool holds_sensitive = false;
   const JobSpec party_spec = PartySpec(spec, p->options_.name, &holds_sensitive);
   p->holds_sensitive_ = holds_sensitive;
-  ASSIGN_OR_RETURN(common::Dataset own, LoadOwnColumns(party_spec, schema, csv_path));
-  RETURN_IF_ERROR(p->ReadIdsAndValues(party_spec, own, csv_path));
+  ASSIGN_OR_RETURN(common::Dataset own, LoadOwnColumns(party_spec, schema, csv_path, postgres));
+  RETURN_IF_ERROR(p->ReadIdsAndValues(party_spec, own));
   p->BuildJoinedData(schema, csv_path, std::move(own));
   for (const auto& q : p->data_->qids) {
     for (const Attribute& a : spec.attributes()) {
@@ -207,8 +210,8 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(const JobSpec
   return p;
 }
 
-absl::Status VerticalParty::ReadIdsAndValues(const JobSpec& party_spec, const common::Dataset& own,
-                                             const std::string& csv_path) {
+absl::Status VerticalParty::ReadIdsAndValues(const JobSpec& party_spec,
+                                             const common::Dataset& own) {
   int id_column = -1;
   std::vector<int> value_columns;
   for (const Attribute& a : party_spec.attributes()) {
@@ -227,7 +230,8 @@ absl::Status VerticalParty::ReadIdsAndValues(const JobSpec& party_spec, const co
     return absl::InvalidArgumentError("a vertical job needs an attribute with role id");
   }
   value_cells_.resize(value_columns.size());
-  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::CsvReader::Open(csv_path));
+  // The rows as read when they were encoded (the file's or the database's text kept in memory).
+  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::ReopenSource(own));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool more, reader->Next(&fields));  // header
   size_t row = 0;

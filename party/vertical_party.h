@@ -27,6 +27,7 @@
 #include "common/engine/tds_engine.h"
 #include "common/engine/tips.h"
 #include "common/table/dataset.h"
+#include "common/table/postgres_source.h"
 #include "fedanon/v1/federation.pb.h"
 #include "fedanon/v1/job.pb.h"
 
@@ -60,11 +61,11 @@ struct VerticalProposalView {
 class VerticalParty {
  public:
   // Loads this party's table: the spec's ID column, the class column and the attributes whose
-  // `party` is this party. `schema` is the job's public schema (BuildPublicSchema).
-  static absl::StatusOr<std::unique_ptr<VerticalParty>> Load(const fedanon::v1::JobSpec& spec,
-                                                             const common::Dataset& schema,
-                                                             const std::string& csv_path,
-                                                             VerticalPartyOptions options);
+  // `party` is this party. `schema` is the job's public schema (BuildPublicSchema). With
+  // `postgres` the table is read from that PostgreSQL source into memory (csv_path only names it).
+  static absl::StatusOr<std::unique_ptr<VerticalParty>> Load(
+      const fedanon::v1::JobSpec& spec, const common::Dataset& schema, const std::string& csv_path,
+      VerticalPartyOptions options, const common::PostgresSource* postgres = nullptr);
   ~VerticalParty();
 
   // The ID of every loaded record (file order; rows dropped for missing values excluded).
@@ -120,8 +121,7 @@ class VerticalParty {
   // Load's steps: the IDs and the raw released values of this party's non-QID columns, per kept
   // row of `own` (this party's columns, encoded); then the full joined schema with this party's
   // codes where it has the column.
-  absl::Status ReadIdsAndValues(const fedanon::v1::JobSpec& party_spec, const common::Dataset& own,
-                                const std::string& csv_path);
+  absl::Status ReadIdsAndValues(const fedanon::v1::JobSpec& party_spec, const common::Dataset& own);
   void BuildJoinedData(const common::Dataset& schema, const std::string& csv_path,
                        common::Dataset own);
   bool IsOwner(const fedanon::v1::VerticalCandidate& c) const;

@@ -256,7 +256,7 @@ absl::StatusOr<common::PostgresSource> PostgresSourceAt(const ConfigReader& read
         absl::StrCat(reader.Where(entry.Mark()), ": key '", where.substr(0, where.size() - 1),
                      "' must be a mapping: {postgres: {conninfo: ..., table: ... or query: ...}}"));
   }
-  RETURN_IF_ERROR(reader.CheckKeys(entry, {"postgres"}, where));
+  RETURN_IF_ERROR(reader.CheckKeys(entry, {"postgres", "mode"}, where));
   const YAML::Node pg = entry["postgres"];
   if (!pg.IsDefined() || !pg.IsMap()) {
     return absl::InvalidArgumentError(
@@ -291,11 +291,26 @@ absl::Status ReadPostgresSettings(const ConfigReader& reader, PartyConfig* confi
       ASSIGN_OR_RETURN(common::PostgresSource source,
                        PostgresSourceAt(reader, it->second, absl::StrCat("tables.", name, ".")));
       source.name = name;
+      // `mode: push-down` (docs/postgres.md): statistics computed inside the database.
+      const std::string where = absl::StrCat("tables.", name, ".");
+      ASSIGN_OR_RETURN(const std::string mode, reader.String(it->second, "mode", where, false));
+      if (mode != "" && mode != "load" && mode != "push-down") {
+        return absl::InvalidArgumentError(absl::StrCat(reader.Where(it->second.Mark()), ": '",
+                                                       where,
+                                                       "mode' is 'load' (the default) or "
+                                                       "'push-down', not '",
+                                                       mode, "'"));
+      }
+      source.push_down = mode == "push-down";
       config->postgres_tables[name] = std::move(source);
     }
   }
   const YAML::Node sink = reader.root()["sink"];
   if (sink.IsDefined() && !sink.IsNull()) {
+    if (sink.IsMap() && sink["mode"].IsDefined()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(reader.Where(sink.Mark()), ": unknown key 'sink.mode'"));
+    }
     ASSIGN_OR_RETURN(common::PostgresSource parsed, PostgresSourceAt(reader, sink, "sink."));
     if (!parsed.query.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(

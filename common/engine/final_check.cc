@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -98,24 +99,36 @@ absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model
 absl::StatusOr<std::vector<uint64_t>> LocalFinalCheckCounts(
     const FinalCheckLayout& layout, const Dataset& data,
     const std::vector<AttributeHierarchy>& hier, const Tips& tips) {
+  std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups;
+  const size_t m = layout.tracked.size();
+  for (size_t p = 0; p < tips.partition_count(); ++p) {
+    const int32_t part = static_cast<int32_t>(p);
+    if (!tips.alive(part) || tips.records(part).empty()) continue;
+    // Sensitive counts of the partition.
+    std::vector<uint64_t>& local = groups[tips.key(part)];
+    local.assign(1 + m, 0);
+    for (uint32_t r : tips.records(part)) {
+      local[0] += 1;
+      const uint64_t bits = data.sensitive_bits.empty() ? 0 : data.sensitive_bits[r];
+      for (size_t b = 0; b < m; ++b) local[1 + b] += bits >> b & 1;
+    }
+  }
+  return FinalCheckCountsOfGroups(layout, data, hier, groups);
+}
+
+absl::StatusOr<std::vector<uint64_t>> FinalCheckCountsOfGroups(
+    const FinalCheckLayout& layout, const Dataset& data,
+    const std::vector<AttributeHierarchy>& hier,
+    const std::map<std::vector<NodeIndex>, std::vector<uint64_t>>& groups) {
   const auto positions = CutPositions(hier);
   std::vector<uint64_t> out(layout.words, 0);
   const size_t m = layout.tracked.size();
   if (data.tracked.size() != m) {
     return absl::InvalidArgumentError("final check: tracked sensitive values differ");
   }
-  for (size_t p = 0; p < tips.partition_count(); ++p) {
-    const int32_t part = static_cast<int32_t>(p);
-    if (!tips.alive(part) || tips.records(part).empty()) continue;
-    const std::vector<NodeIndex>& key = tips.key(part);
+  for (const auto& [key, local] : groups) {
     if (key.size() != hier.size()) return absl::InternalError("final check: key of wrong size");
-    // Sensitive counts of the partition.
-    std::vector<uint64_t> local(1 + m, 0);
-    for (uint32_t r : tips.records(part)) {
-      local[0] += 1;
-      const uint64_t bits = data.sensitive_bits.empty() ? 0 : data.sensitive_bits[r];
-      for (size_t b = 0; b < m; ++b) local[1 + b] += bits >> b & 1;
-    }
+    if (local.size() != 1 + m) return absl::InternalError("final check: counts of wrong size");
     for (const FinalCheckConstraint& c : layout.constraints) {
       uint64_t index = 0;
       for (size_t i = 0; i < c.attrs.size(); ++i) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,13 @@ absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model
 absl::StatusOr<std::vector<uint64_t>> LocalFinalCheckCounts(
     const FinalCheckLayout& layout, const Dataset& data,
     const std::vector<AttributeHierarchy>& hier, const Tips& tips);
+
+// The same from each non-empty group's counts (key over the cut -> [count, tracked_1..m]), when
+// the records are not in memory (push-down, common/table/postgres_stats.h).
+absl::StatusOr<std::vector<uint64_t>> FinalCheckCountsOfGroups(
+    const FinalCheckLayout& layout, const Dataset& data,
+    const std::vector<AttributeHierarchy>& hier,
+    const std::map<std::vector<NodeIndex>, std::vector<uint64_t>>& groups);
 
 // Checks the model on the global `counts`. OK, or FailedPrecondition whose message names the
 // constraint, the group (its cut values) and its size or confidence: "final check failed:

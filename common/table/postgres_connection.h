@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "fedanon/v1/job.pb.h"
 
 namespace fedanon::common::postgres {
 
@@ -57,4 +58,24 @@ class Connection {
 absl::StatusOr<std::vector<std::string>> ParseQualifiedName(Connection& conn,
                                                             const std::string& name);
 
+// What postgres_source.cc and postgres_stats.cc share about a source (postgres_source.h).
+struct Column {
+  std::string name;
+  Oid type = 0;
+};
+// The result columns of `query`, without running it (prepared and described).
+absl::StatusOr<std::vector<Column>> DescribeQuery(Connection& conn, const std::string& query);
+// A continuous attribute needs a numeric column (integer, numeric, real, double precision);
+// every other attribute is read as its text.
+absl::Status CheckColumnTypes(Connection& conn, const fedanon::v1::JobSpec& spec,
+                              const std::vector<Column>& columns);
+
 }  // namespace fedanon::common::postgres
+
+namespace fedanon::common {
+struct PostgresSource;
+namespace postgres {
+// The SELECT that reads `source`: its query (without a final `;`) or every column of its table.
+absl::StatusOr<std::string> SourceQuery(Connection& conn, const PostgresSource& source);
+}  // namespace postgres
+}  // namespace fedanon::common

@@ -94,12 +94,10 @@ bool ParseCopyTextRow(std::string_view row, std::vector<std::string>* fields,
   return f == fields->size();
 }
 
-struct Column {
-  std::string name;
-  Oid type = 0;
-};
+}  // namespace
 
-// The result columns of `query`, without running it (prepared and described).
+namespace postgres {
+
 absl::StatusOr<std::vector<Column>> DescribeQuery(Connection& conn, const std::string& query) {
   Result prepared(PQprepare(conn.get(), "", query.c_str(), 0, nullptr));
   if (!prepared || PQresultStatus(prepared.get()) != PGRES_COMMAND_OK) {
@@ -121,6 +119,8 @@ absl::StatusOr<std::vector<Column>> DescribeQuery(Connection& conn, const std::s
   return columns;
 }
 
+namespace {
+
 // Type oid -> {category (pg_type.typcategory, 'N' numeric), SQL name}.
 absl::StatusOr<absl::flat_hash_map<Oid, std::pair<char, std::string>>> TypesOf(
     Connection& conn, const std::vector<Column>& columns) {
@@ -139,8 +139,8 @@ absl::StatusOr<absl::flat_hash_map<Oid, std::pair<char, std::string>>> TypesOf(
   return types;
 }
 
-// A continuous attribute needs a numeric column (integer, numeric, real, double precision);
-// every other attribute is read as its text.
+}  // namespace
+
 absl::Status CheckColumnTypes(Connection& conn, const fedanon::v1::JobSpec& spec,
                               const std::vector<Column>& columns) {
   ASSIGN_OR_RETURN(const auto types, TypesOf(conn, columns));
@@ -162,7 +162,6 @@ absl::Status CheckColumnTypes(Connection& conn, const fedanon::v1::JobSpec& spec
   return absl::OkStatus();
 }
 
-// The SELECT that reads `source`: its query (without a final `;`) or every column of its table.
 absl::StatusOr<std::string> SourceQuery(Connection& conn, const PostgresSource& source) {
   if (!source.query.empty()) {
     std::string query = source.query;
@@ -180,7 +179,12 @@ absl::StatusOr<std::string> SourceQuery(Connection& conn, const PostgresSource& 
   return absl::StrCat("SELECT * FROM ", PQgetvalue(r.get(), 0, 0));
 }
 
-}  // namespace
+}  // namespace postgres
+
+using postgres::CheckColumnTypes;
+using postgres::Column;
+using postgres::DescribeQuery;
+using postgres::SourceQuery;
 
 std::string PostgresSourceLabel(const PostgresSource& source) {
   return absl::StrCat("PostgreSQL source '", source.name, "'");

@@ -27,6 +27,9 @@ struct PostgresSource {
   // to lower case), or a query whose result is the table (SELECT, VALUES, TABLE, WITH ...).
   std::string table;
   std::string query;
+  // `mode: push-down` (common/table/postgres_stats.h): a horizontal job computes its count
+  // statistics inside the database and never loads the table; vertical jobs are refused.
+  bool push_down = false;
 };
 
 // "PostgreSQL source 'patients'", the name errors and logs use.

@@ -21,8 +21,8 @@ import tempfile
 LAYERS = {
     "base": 0, "proto": 0,
     "crypto": 1, "table": 1, "datagen": 1, "proto_grpc": 1,
-    "spec": 2, "engine": 2, "randomization": 2, "evaluation": 2, "table_postgres": 2,
-    "sequential": 3, "wire": 3,
+    "spec": 2, "engine": 2, "randomization": 2, "evaluation": 2,
+    "sequential": 3, "wire": 3, "table_postgres": 3,
     "party": 4, "leader": 4,
     "server": 5,
     "cli": 6,
@@ -40,7 +40,8 @@ ALLOWED = {
     "engine": {"base", "table", "proto"},
     "randomization": {"base", "crypto"},
     "evaluation": {"base", "table"},
-    "table_postgres": {"base", "table"},
+    # push-down statistics (postgres_stats) answer the engine's StatsRequests
+    "table_postgres": {"base", "table", "engine"},
     "sequential": {"base", "table", "spec", "engine"},
     "wire": {"base", "table", "engine", "crypto", "proto"},
     "party": {"base", "table", "table_postgres", "spec", "engine", "wire", "crypto", "proto"},

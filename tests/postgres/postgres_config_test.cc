@@ -61,6 +61,28 @@ sink:
   EXPECT_EQ(c.postgres_sink->table, "released.\"adult_{job_id}\"");
 }
 
+// `mode: push-down` is the party's own choice per table (docs/postgres.md, "Push-down").
+TEST(PostgresConfig, PushDownModeParses) {
+  ASSERT_OK_AND_ASSIGN(const PartyConfig c, Load(R"(tables:
+  big:
+    mode: push-down
+    postgres: {conninfo: "service=hospital", table: records.big}
+  small:
+    mode: load
+    postgres: {conninfo: "service=hospital", table: records.small}
+  other:
+    postgres: {conninfo: "service=hospital", table: records.other}
+)"));
+  EXPECT_TRUE(c.postgres_tables.at("big").push_down);
+  EXPECT_FALSE(c.postgres_tables.at("small").push_down);
+  EXPECT_FALSE(c.postgres_tables.at("other").push_down);
+  EXPECT_THAT(Load("tables:\n  p:\n    mode: pushdown\n    postgres: {conninfo: x, table: t}\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "'tables.p.mode' is 'load' (the default) or 'push-down', not 'pushdown'"));
+  EXPECT_THAT(Load("sink:\n  mode: push-down\n  postgres: {conninfo: x, table: t}\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "unknown key 'sink.mode'"));
+}
+
 TEST(PostgresConfig, WithoutThemCsvOnly) {
   ASSERT_OK_AND_ASSIGN(const PartyConfig c, Load(""));
   EXPECT_TRUE(c.postgres_tables.empty());

@@ -3,13 +3,16 @@
 // the same federation releases from CSV files and into a CSV file: the same specialization
 // sequence and the same rows. UCI Adult (../shared/datasets/adult) when present, else gen-data's
 // Adult-like table; a private PostgreSQL server (tests/postgres/postgres_cluster.h), skipped
-// without the server binaries.
+// without the server binaries. The same with two of the three hospitals in push-down mode
+// (common/table/postgres_stats.h); a vertical party reading from PostgreSQL; push-down refused
+// for a vertical job.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -97,21 +100,30 @@ struct FedRun {
 
 // One horizontal job over 3 in-process hospitals, hospital-a the recipient. With `cluster`:
 // hospital-b reads its table from the PostgreSQL table `hospital_b` (no CSV file in its data
-// directory) and hospital-a writes the release into PostgreSQL.
-FedRun RunFederation(const FedData& s, const std::string& name, const PostgresCluster* cluster) {
+// directory) and hospital-a writes the release into PostgreSQL. With `push_down` as well,
+// hospital-b and hospital-c (table `hospital_c`) compute their statistics in PostgreSQL
+// (`mode: push-down`) and the release goes to a CSV file.
+FedRun RunFederation(const FedData& s, const std::string& name, const PostgresCluster* cluster,
+                     bool push_down = false) {
   FedRun run;
   std::vector<std::map<std::string, std::string>> files(3, s.taxonomies);
   for (int p = 0; p < 3; ++p) {
-    if (cluster == nullptr || p != 1) files[p]["table.csv"] = s.parts[p];
+    if (cluster == nullptr || (p != 1 && !(push_down && p == 2))) {
+      files[p]["table.csv"] = s.parts[p];
+    }
   }
   auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& o) {
     if (cluster == nullptr) return;
-    if (o.name == "hospital-b") {
+    if (o.name == "hospital-b" || (push_down && o.name == "hospital-c")) {
       o.postgres_tables["patients"] = {
-          .name = "patients", .conninfo = cluster->conninfo(), .table = "hospital_b", .query = ""};
+          .name = "patients",
+          .conninfo = cluster->conninfo(),
+          .table = o.name == "hospital-b" ? "hospital_b" : "hospital_c",
+          .query = "",
+          .push_down = push_down};
       o.default_data_path = "patients";
     }
-    if (o.name == "hospital-a") {
+    if (o.name == "hospital-a" && !push_down) {
       o.postgres_sink =
           common::PostgresSink{.conninfo = cluster->conninfo(), .table = "released.\"{job_id}\""};
     }
@@ -135,7 +147,7 @@ FedRun RunFederation(const FedData& s, const std::string& name, const PostgresCl
   EXPECT_EQ(run.info.state(), fedanon::v1::JOB_STATE_DONE) << run.info.failure_reason();
   const std::string csv_path =
       absl::StrCat((*fed)->dir, "/hospital-a/output/", info->job_id(), ".csv");
-  if (cluster == nullptr) {
+  if (cluster == nullptr || push_down) {
     auto t = ReadCsvTable(csv_path);
     EXPECT_TRUE(t.ok()) << t.status();
     if (t.ok()) run.released = *t;
@@ -154,24 +166,56 @@ FedRun RunFederation(const FedData& s, const std::string& name, const PostgresCl
   return run;
 }
 
+void ExpectSameRelease(const FedRun& csv, const FedRun& pg);
+
 TEST(PostgresFederation, OnePartyFromPostgresReleasesWhatAllCsvReleases) {
   auto cluster = PostgresCluster::Start();
   if (!cluster.ok()) GTEST_SKIP() << cluster.status().message();
   const FedData s = MakeSetup();
   std::cerr << "data: " << s.what << "\n";
   ASSERT_OK((*cluster)->Sql("CREATE SCHEMA released"));
-  {
+  for (int p : {1, 2}) {
     const std::string path = FreshDir("pg_fed_b") + "/b.csv";
-    WriteText(path, s.parts[1]);
+    WriteText(path, s.parts[p]);
     auto b = ReadCsvTable(path);
     ASSERT_OK(b);
-    ASSERT_OK((*cluster)->LoadCsv("hospital_b", AdultSqlColumns(b->header), s.parts[1]));
+    ASSERT_OK((*cluster)->LoadCsv(p == 1 ? "hospital_b" : "hospital_c", AdultSqlColumns(b->header),
+                                  s.parts[p]));
   }
 
+  const auto csv_started = std::chrono::steady_clock::now();
   const FedRun csv = RunFederation(s, "pg_fed_csv", nullptr);
+  std::cerr << "csv run: "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - csv_started).count()
+            << " s\n";
   const FedRun pg = RunFederation(s, "pg_fed_pg", cluster->get());
   ASSERT_EQ(csv.info.state(), fedanon::v1::JOB_STATE_DONE);
   ASSERT_EQ(pg.info.state(), fedanon::v1::JOB_STATE_DONE);
+  ExpectSameRelease(csv, pg);
+
+  // Push-down (docs/postgres.md): hospital-b and hospital-c never load their tables; every
+  // statistic, the final check's counts and the released counts come from SQL.
+  const auto started = std::chrono::steady_clock::now();
+  const FedRun pushed = RunFederation(s, "pg_fed_push", cluster->get(), /*push_down=*/true);
+  std::cerr << "push-down run: "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+            << " s, " << pushed.info.report().steps_size() << " steps\n";
+  ASSERT_EQ(pushed.info.state(), fedanon::v1::JOB_STATE_DONE) << pushed.info.failure_reason();
+  ExpectSameRelease(csv, pushed);
+  // It really was pushed down: hospital_c was scanned by the statistics queries, many times (a
+  // loaded table is read once). The server counts a scan when the job's connection has ended.
+  int64_t scans = 0;
+  for (int i = 0; i < 50 && scans < 10; ++i) {
+    auto r =
+        (*cluster)->Query("SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'hospital_c'");
+    ASSERT_OK(r);
+    scans = r->empty() ? 0 : std::stoll(r->front());
+    if (scans < 10) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GE(scans, 10);
+}
+
+void ExpectSameRelease(const FedRun& csv, const FedRun& pg) {
   const auto& a = csv.info.report();
   const auto& b = pg.info.report();
   ASSERT_EQ(b.steps_size(), a.steps_size());
@@ -188,17 +232,11 @@ TEST(PostgresFederation, OnePartyFromPostgresReleasesWhatAllCsvReleases) {
             RowsByColumns(csv.released, csv.released.header));
 }
 
-// Vertical jobs read CSV tables only: a party whose table is a PostgreSQL source refuses the job
-// at prepare, by name (before any connection is tried).
-TEST(PostgresFederation, AVerticalJobOnAPostgresSourceIsRefusedByName) {
-  const std::string dir = FreshDir("pg_vertical_data");
-  common::DatagenOptions o;
-  o.rows = 300;
-  o.seed = 3;
-  o.out_dir = dir;
-  o.parties = 2;
-  o.partition = common::DatagenOptions::Partition::kVertical;
-  ASSERT_OK(common::GenerateDataset(o));
+// A 2-party vertical job on gen-data's vertical split; with `cluster`, hospital-b's table is the
+// PostgreSQL table `vertical_b` (read into memory, or configured push-down when `push_down`).
+fedanon::v1::JobInfo RunVertical(const std::string& name, const std::string& dir,
+                                 const PostgresCluster* cluster, bool push_down,
+                                 std::string* released) {
   std::string spec_yaml = Slurp(dir + "/vertical.yaml");
   spec_yaml = std::regex_replace(spec_yaml, std::regex("party: party1\\b"), "party: hospital-a");
   spec_yaml = std::regex_replace(spec_yaml, std::regex("party: party2\\b"), "party: hospital-b");
@@ -208,28 +246,95 @@ TEST(PostgresFederation, AVerticalJobOnAPostgresSourceIsRefusedByName) {
   }
   std::vector<std::map<std::string, std::string>> files(2, tax);
   files[0]["table.csv"] = Slurp(dir + "/party1.csv");
-  auto fed = InProcessFederation::Create("pg_vertical", files, [](party::PartyAgentOptions& p) {
-    if (p.name != "hospital-b") return;
-    p.postgres_tables["patients"] = {.name = "patients",
-                                     .conninfo = "host=/nonexistent dbname=x",
-                                     .table = "patients",
-                                     .query = ""};
+  const bool postgres = cluster != nullptr || push_down;
+  if (!postgres) files[1]["table.csv"] = Slurp(dir + "/party2.csv");
+  auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& p) {
+    if (p.name != "hospital-b" || !postgres) return;
+    p.postgres_tables["patients"] = {
+        .name = "patients",
+        .conninfo = cluster != nullptr ? cluster->conninfo() : "host=/nonexistent dbname=x",
+        .table = "vertical_b",
+        .query = "",
+        .push_down = push_down};
     p.default_data_path = "patients";
   });
-  ASSERT_OK(fed);
-  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(spec_yaml, "vertical.yaml"));
+  EXPECT_TRUE(fed.ok()) << fed.status();
+  if (!fed.ok()) return {};
+  auto spec = common::ParseJobSpecYaml(spec_yaml, "vertical.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (!spec.ok()) return {};
   fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = spec;
+  *req.mutable_spec() = *spec;
   for (const auto& n : (*fed)->names) req.add_parties(n);
-  for (const auto& a : spec.attributes()) {
+  for (const auto& a : spec->attributes()) {
     if (!a.taxonomy().empty()) (*req.mutable_taxonomies())[a.name()] = tax.at(a.taxonomy());
   }
-  ASSERT_OK_AND_ASSIGN(auto info, (*fed)->Submit(req));
-  const auto done = (*fed)->Wait(info.job_id());
+  auto info = (*fed)->Submit(req);
+  EXPECT_TRUE(info.ok()) << info.status();
+  if (!info.ok()) return {};
+  const auto done = (*fed)->Wait(info->job_id());
+  if (done.state() == fedanon::v1::JOB_STATE_DONE) {
+    auto csv = (*fed)->leader->Result(info->job_id());
+    EXPECT_TRUE(csv.ok()) << csv.status();
+    if (csv.ok()) *released = *csv;
+  }
+  return done;
+}
+
+// gen-data's 2-party vertical split; hospital-b's part loaded into `cluster` as `vertical_b`.
+std::string VerticalData(const PostgresCluster* cluster) {
+  const std::string dir = FreshDir("pg_vertical_data");
+  common::DatagenOptions o;
+  o.rows = 300;
+  o.seed = 3;
+  o.out_dir = dir;
+  o.parties = 2;
+  o.partition = common::DatagenOptions::Partition::kVertical;
+  EXPECT_TRUE(common::GenerateDataset(o).ok());
+  auto b = ReadCsvTable(dir + "/party2.csv");
+  EXPECT_TRUE(b.ok()) << b.status();
+  if (b.ok() && cluster != nullptr) {
+    EXPECT_TRUE(
+        cluster->LoadCsv("vertical_b", AdultSqlColumns(b->header), Slurp(dir + "/party2.csv"))
+            .ok());
+  }
+  return dir;
+}
+
+// A vertical party reads its PostgreSQL table into memory (the same encoder as a CSV file) and
+// the job releases exactly what the all-CSV job releases.
+TEST(PostgresFederation, AVerticalPartyReadsItsTableFromPostgres) {
+  auto cluster = PostgresCluster::Start();
+  if (!cluster.ok()) GTEST_SKIP() << cluster.status().message();
+  const std::string dir = VerticalData(cluster->get());
+  std::string from_csv, from_pg;
+  const auto csv = RunVertical("pg_vertical_csv", dir, nullptr, false, &from_csv);
+  ASSERT_EQ(csv.state(), fedanon::v1::JOB_STATE_DONE) << csv.failure_reason();
+  const auto pg = RunVertical("pg_vertical_pg", dir, cluster->get(), false, &from_pg);
+  ASSERT_EQ(pg.state(), fedanon::v1::JOB_STATE_DONE) << pg.failure_reason();
+  ASSERT_GT(csv.report().steps_size(), 0);
+  ASSERT_EQ(pg.report().steps_size(), csv.report().steps_size());
+  for (int i = 0; i < csv.report().steps_size(); ++i) {
+    EXPECT_EQ(pg.report().steps(i).value(), csv.report().steps(i).value());
+  }
+  const std::string tmp = FreshDir("pg_vertical_cmp");
+  ASSERT_OK_AND_ASSIGN(Table a, ParseCsvText(from_csv, tmp));
+  ASSERT_OK_AND_ASSIGN(Table b, ParseCsvText(from_pg, tmp));
+  EXPECT_FALSE(a.rows.empty());
+  EXPECT_EQ(b.header, a.header);
+  EXPECT_EQ(RowsByColumns(b, a.header), RowsByColumns(a, a.header));
+}
+
+// Push-down covers horizontal jobs only: a vertical job on a push-down table is refused at
+// prepare with the reason, before any connection is tried (no server needed).
+TEST(PostgresFederation, AVerticalJobOnAPushDownTableIsRefusedByName) {
+  const std::string dir = VerticalData(nullptr);
+  std::string unused;
+  const auto done = RunVertical("pg_vertical_push", dir, nullptr, true, &unused);
   EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_FAILED);
   EXPECT_THAT(done.failure_reason(),
-              ::testing::HasSubstr("table 'patients' is a PostgreSQL source; vertical jobs read "
-                                   "CSV tables only"));
+              ::testing::HasSubstr("table 'patients' is configured push-down, which covers "
+                                   "horizontal jobs with global recoding only"));
 }
 
 }  // namespace

@@ -64,7 +64,11 @@ class PostgresTable : public ::testing::Test {
     return std::string((std::istreambuf_iterator<char>(in)), {});
   }
   common::PostgresSource Source(const std::string& query) const {
-    return {.name = "patients", .conninfo = cluster_->conninfo(), .table = "", .query = query};
+    return {.name = "patients",
+            .conninfo = cluster_->conninfo(),
+            .table = "",
+            .query = query,
+            .push_down = false};
   }
   // SELECT of every column of `adult` in order, numbered rows (n), with `replace` swapping a
   // column for an expression over the numbered rows.

@@ -1,0 +1,112 @@
+// Push-down mode of a PostgreSQL source (party.yaml `tables: {x: {mode: push-down, ...}}`,
+// docs/postgres.md): a horizontal party's count statistics computed inside the database with
+// plain SQL aggregation, so that the party never loads its table.
+//
+// The job's public cut (the hierarchies the party keeps up to date) becomes, per QID attribute, a
+// CASE expression mapping each raw value (text of a categorical column, grid index of a
+// continuous one) to its current cut node and to its fine child under that node. Each answer is
+// then at most four GROUP BY / GROUPING SETS queries over the source (range counts; node class
+// counts and rank histograms; group statistics of the requested keys; released counts of the
+// requested keys), whose rows fill exactly the words common::AppendLocalStats writes from a TIPS
+// over the same records (count_source.h). Standard SQL only (no extension, no function created),
+// so it runs unchanged on PostgreSQL-compatible distributed engines such as Citus.
+//
+// The job's queries run in one REPEATABLE READ READ ONLY transaction opened at Open and kept until
+// the object is destroyed: every round sees the same snapshot. Open checks the table once (column
+// types, NULLs, values outside a taxonomy or declared domain, values off a continuous grid) with
+// the in-memory reader's messages. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/engine/count_source.h"
+#include "common/engine/hierarchy.h"
+#include "common/table/dataset.h"
+#include "common/table/postgres_source.h"
+#include "fedanon/v1/job.pb.h"
+
+namespace fedanon::common {
+
+namespace postgres {
+class Connection;
+}
+
+class PostgresPushdown {
+ public:
+  // Connects, opens the job's snapshot, checks the source against `spec` encoded with the public
+  // `schema` (a federated job: every domain declared, continuous attributes on a grid).
+  // Unavailable (cannot connect); InvalidArgument with the reader's message otherwise.
+  static absl::StatusOr<std::unique_ptr<PostgresPushdown>> Open(const fedanon::v1::JobSpec& spec,
+                                                                const PostgresSource& source,
+                                                                const Dataset& schema);
+  ~PostgresPushdown();
+
+  // The schema with the source's header and record counts (no per-record codes): the party's
+  // hierarchies are built over its QID columns.
+  const Dataset& data() const { return *data_; }
+
+  // Candidate `c` of (attr, node) was applied to the hierarchies (needed for ⊥ nodes, whose
+  // children depend on the disclosed value).
+  void Specialize(int attr, NodeIndex node, int c);
+
+  // Appends the answer to `request` over the current cut of `hier` (built over data().qids),
+  // word for word what AppendLocalStats gives on the loaded table.
+  absl::Status AppendStats(const std::vector<AttributeHierarchy>& hier, const StatsRequest& request,
+                           std::vector<uint64_t>* out);
+
+  // The non-empty groups of the current cut: key -> [count, tracked_1..m] (the final check).
+  absl::StatusOr<std::map<std::vector<NodeIndex>, std::vector<uint64_t>>> GroupCounts(
+      const std::vector<AttributeHierarchy>& hier);
+
+  // Calls `emit` once per kept record with its released values for `columns` (indices into
+  // data().header), QID values replaced by the label of their cut node, as ForEachReleasedRow
+  // does; in no particular order (the caller shuffles).
+  absl::Status ForEachReleasedRow(
+      const std::vector<AttributeHierarchy>& hier, const std::vector<int>& columns,
+      const std::function<void(const std::vector<std::string_view>&)>& emit);
+
+  // Queries run for statistics so far (the bound per round is four).
+  uint64_t queries() const { return queries_; }
+
+ private:
+  PostgresPushdown() = default;
+  struct Sets;
+  absl::Status Check();
+  std::string Lit(std::string_view text) const;
+  std::string Text(int column) const;  // the column's text
+  std::string Rank(int attr) const;    // a continuous attribute's grid index
+  // Per QID attribute: the SQL of a per-code integer function (codes: leaves / values / ranks).
+  std::string CodeCase(int attr, const std::vector<int64_t>& per_code) const;
+  std::string CutExpr(const std::vector<AttributeHierarchy>& hier, int attr) const;
+  std::string FineExpr(const std::vector<AttributeHierarchy>& hier, int attr) const;
+  std::string KeyFilter(const std::vector<std::vector<NodeIndex>>& keys) const;
+  std::string From(const std::vector<std::pair<std::string, std::string>>& columns) const;
+  NodeIndex CurrentNode(const AttributeHierarchy& h, int attr, int32_t code) const;
+  absl::StatusOr<std::vector<std::vector<int64_t>>> Rows(const std::string& sql,
+                                                         std::string_view what);
+
+  fedanon::v1::JobSpec spec_;
+  PostgresSource source_;
+  std::string label_;
+  std::unique_ptr<postgres::Connection> conn_;
+  std::string query_;
+  std::unique_ptr<Dataset> data_;
+  std::vector<int> qid_column_;              // per QID: its column in the source
+  std::vector<unsigned> column_types_;       // per source column: its type oid
+  std::vector<std::vector<int32_t>> codes_;  // per QID: every code (leaf ids / values / ranks)
+  std::vector<std::vector<std::string>> code_text_;  // categorical: the text of each code
+  std::string kept_;                                 // SQL condition of a kept row
+  std::string class_expr_, value_index_expr_;
+  std::vector<std::string> sensitive_expr_;           // per tracked value: 1 or 0
+  std::map<std::pair<int, NodeIndex>, int> applied_;  // (attr, node) -> candidate
+  uint64_t queries_ = 0;
+};
+
+}  // namespace fedanon::common
