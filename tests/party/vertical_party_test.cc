@@ -156,8 +156,12 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
   ASSERT_OK_AND_ASSIGN(VerticalStepResult instructions, CallStep(*f, winner_party, 1, publish));
   ASSERT_EQ(instructions.instructions().for_parties_size(), 1);
   EXPECT_EQ(instructions.instructions().for_parties(0).receiver(), other_party);
-  // Published once: a second publish (e.g. a replay by the leader) is refused.
-  EXPECT_THAT(CallStep(*f, winner_party, 1, publish),
+  // Published once. The leader's byte-identical repeat (its reply was lost) gets the stored
+  // answer again, nothing recomputed (one request, one answer); the same publish as a new
+  // request (another round) is refused.
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult repeated, CallStep(*f, winner_party, 1, publish));
+  EXPECT_EQ(repeated.SerializeAsString(), instructions.SerializeAsString());
+  EXPECT_THAT(CallStep(*f, winner_party, 2, publish),
               StatusIs(absl::StatusCode::kFailedPrecondition, "did not just instruct"));
 
   {  // The other party cannot commit the winner without its children.
