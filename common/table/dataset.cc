@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "common/table/csv.h"
+#include "common/table/unknown_values.h"
 
 namespace fedanon::common {
 namespace {
@@ -31,19 +32,6 @@ std::string SensitiveAttributeFor(const JobSpec& spec, const std::string& named)
     if (a.role() == fedanon::v1::ROLE_SENSITIVE) return a.name();
   }
   return "";
-}
-
-std::string FormatUnknownValues(const std::map<std::string, uint64_t>& unknown) {
-  std::vector<std::pair<std::string, uint64_t>> sorted(unknown.begin(), unknown.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < sorted.size() && i < 20; ++i) {
-    parts.push_back(absl::StrCat("'", sorted[i].first, "' (", sorted[i].second,
-                                 sorted[i].second == 1 ? " record)" : " records)"));
-  }
-  if (sorted.size() > 20) parts.push_back(absl::StrCat("and ", sorted.size() - 20, " more"));
-  return absl::StrJoin(parts, ", ");
 }
 
 // The public grid of a continuous attribute with `precision` (and its `range`).

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "common/table/postgres_connection.h"
+#include "common/table/unknown_values.h"
 
 namespace fedanon::common {
 namespace {
@@ -32,19 +33,6 @@ std::string Float8(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", x);
   return absl::StrCat("'", buf, "'::float8");
-}
-
-std::string FormatUnknown(const std::map<std::string, uint64_t>& unknown) {
-  std::vector<std::pair<std::string, uint64_t>> sorted(unknown.begin(), unknown.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < sorted.size() && i < 20; ++i) {
-    parts.push_back(absl::StrCat("'", sorted[i].first, "' (", sorted[i].second,
-                                 sorted[i].second == 1 ? " record)" : " records)"));
-  }
-  if (sorted.size() > 20) parts.push_back(absl::StrCat("and ", sorted.size() - 20, " more"));
-  return absl::StrJoin(parts, ", ");
 }
 
 }  // namespace
@@ -337,14 +325,14 @@ absl::Status PostgresPushdown::Check() {
     if (unknown.empty()) continue;
     return absl::InvalidArgumentError(
         absl::StrCat("attribute '", vc.name,
-                     "': values not among its declared values: ", FormatUnknown(unknown)));
+                     "': values not among its declared values: ", FormatUnknownValues(unknown)));
   }
   if (ds.class_column >= 0 && ds.class_declared) {
     const auto unknown = unknown_in(ds.class_column, ds.class_labels);
     if (!unknown.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("class attribute '", ds.header[ds.class_column],
-                       "': values not among its declared values: ", FormatUnknown(unknown)));
+                       "': values not among its declared values: ", FormatUnknownValues(unknown)));
     }
   }
   for (size_t q = 0; q < ds.qids.size(); ++q) {
@@ -363,7 +351,7 @@ absl::Status PostgresPushdown::Check() {
     return absl::InvalidArgumentError(
         absl::StrCat("attribute '", col.name, "': ", unknown.size(),
                      unknown.size() == 1 ? " value is" : " values are", what, " (", total,
-                     total == 1 ? " record): " : " records): ", FormatUnknown(unknown)));
+                     total == 1 ? " record): " : " records): ", FormatUnknownValues(unknown)));
   }
   for (const TrackedSensitive& t : ds.tracked) {
     if (values_of(column_of(t.attribute)).count(t.value) > 0) continue;
