@@ -143,6 +143,8 @@ std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t rou
                           "/others");
     case fedanon::v1::VerticalStep::kRelease:
       return "columns";
+    case fedanon::v1::VerticalStep::kLocalWinners:
+      return absl::StrCat("local-instruction/r", round);
     default:
       return "";
   }
@@ -2041,6 +2043,15 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
     case fedanon::v1::VerticalStep::kAssemble:
       RETURN_IF_ERROR(VerticalAssemble(slot, step.assemble(), round, out));
       return reply;
+    case fedanon::v1::VerticalStep::kLocalPropose:
+      RETURN_IF_ERROR(VerticalLocalPropose(slot, round, out));
+      return reply;
+    case fedanon::v1::VerticalStep::kLocalWinners:
+      RETURN_IF_ERROR(VerticalLocalWinners(slot, step.local_winners(), round, out));
+      return reply;
+    case fedanon::v1::VerticalStep::kLocalCommit:
+      RETURN_IF_ERROR(VerticalLocalCommit(slot, step.local_commit(), round, out));
+      return reply;
     default:
       return absl::InvalidArgumentError("unknown vertical step");
   }
@@ -2481,6 +2492,87 @@ absl::Status PartyAgent::VerticalCommit(JobSlot& slot, const fedanon::v1::Vertic
                 .form = kAuditPlaintext,
                 .to = {job.leader},
                 .numbers = CandidateNumbers(commit.candidate(), {{"accept", commit.accept()}})});
+}
+
+namespace {
+
+absl::StatusOr<VerticalLocalReplica*> LocalReplicaOf(VerticalParty& vp) {
+  if (vp.local() == nullptr) {
+    return absl::FailedPreconditionError(
+        "a local-recoding step in a job without recoding: local (or before the ID matching)");
+  }
+  return vp.local();
+}
+
+}  // namespace
+
+absl::Status PartyAgent::VerticalLocalPropose(JobSlot& slot, uint64_t round,
+                                              fedanon::v1::VerticalStepResult* out) {
+  ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  *out->mutable_local_proposals() = local->Propose(round);
+  return Audit(slot, round,
+               {.kind = kAuditProposal,
+                .form = kAuditPlaintext,
+                .to = {slot.job->leader},
+                .numbers = {{"live_groups", out->local_proposals().live_groups()},
+                            {"proposals", out->local_proposals().proposals_size()}},
+                .texts = {{"recoding", "local"}}});
+}
+
+absl::Status PartyAgent::VerticalLocalWinners(JobSlot& slot, const fedanon::v1::LocalWinners& won,
+                                              uint64_t round,
+                                              fedanon::v1::VerticalStepResult* out) {
+  ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  ASSIGN_OR_RETURN(const fedanon::v1::LocalInstruction instruction,
+                   local->MakeInstruction(round, won));
+  const std::string bytes = instruction.SerializeAsString();
+  std::vector<std::string> receivers;
+  for (const auto& party : slot.job->ring) {
+    if (party == options_.name) continue;
+    RETURN_IF_ERROR(SealInstruction(slot, party, round, bytes, out->mutable_instructions()));
+    receivers.push_back(party);
+  }
+  return Audit(slot, round,
+               {.kind = kAuditInstruction,
+                .form = kAuditSealed,
+                .to = receivers,
+                .numbers = {{"groups", instruction.splits_size()}},
+                .texts = {{"recoding", "local"}}});
+}
+
+absl::Status PartyAgent::VerticalLocalCommit(JobSlot& slot, const fedanon::v1::LocalCommit& commit,
+                                             uint64_t round,
+                                             fedanon::v1::VerticalStepResult* out) {
+  ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>> from_others;
+  auto open = [&](const fedanon::v1::SealedPayload& whole,
+                  const fedanon::v1::ChunkRef& ref) -> absl::Status {
+    slot.mu.AssertHeld();  // for -Wthread-safety: the lambda runs under the caller's lock
+    std::string sender;
+    ASSIGN_OR_RETURN(std::string bytes,
+                     OpenPayload(slot, whole, ref, round, "instruction", &sender));
+    fedanon::v1::LocalInstruction instruction;
+    if (!instruction.ParseFromString(bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the local-recoding instruction of '", sender, "' does not parse"));
+    }
+    from_others.emplace_back(sender, std::move(instruction));
+    return absl::OkStatus();
+  };
+  for (const auto& whole : commit.instructions()) RETURN_IF_ERROR(open(whole, {}));
+  for (const auto& ref : commit.instruction_refs()) RETURN_IF_ERROR(open({}, ref));
+  if (absl::Status st = local->ApplyWave(round, from_others); !st.ok()) {
+    spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(st.message()));
+    return st;
+  }
+  out->set_committed(true);
+  return Audit(slot, round,
+               {.kind = kAuditCommit,
+                .form = kAuditPlaintext,
+                .to = {slot.job->leader},
+                .numbers = {{"instructions", from_others.size()},
+                            {"live_groups", local->live_groups()}},
+                .texts = {{"recoding", "local"}}});
 }
 
 absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::VerticalRelease& release,

@@ -259,6 +259,16 @@ class PartyAgent {
   absl::Status VerticalAssemble(JobSlot& slot, const fedanon::v1::VerticalAssemble& assemble,
                                 uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // `recoding: local` waves (party/vertical_local.h): per-group proposals, the owner's sealed
+  // splits of the groups it won, and the wave's commit.
+  absl::Status VerticalLocalPropose(JobSlot& slot, uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalLocalWinners(JobSlot& slot, const fedanon::v1::LocalWinners& won,
+                                    uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalLocalCommit(JobSlot& slot, const fedanon::v1::LocalCommit& commit,
+                                   uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
 
   // Chunked per-record payloads (protocol 1.2, common/wire/payload_chunks.h): a chunk of one of
   // this party's payloads for the leader to relay (ChunkGet), and a chunk of a payload sealed for

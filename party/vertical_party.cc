@@ -333,6 +333,10 @@ absl::Status VerticalParty::Start(const std::vector<int64_t>& canonical, uint64_
   options.numeric = common::NumericSplitFromSpec(spec_);
   ASSIGN_OR_RETURN(engine_, common::TopDownSpecializer::Create(data_.get(), model_.get(), &hier_,
                                                                source_.get(), options));
+  if (spec_.recoding() == fedanon::v1::RECODING_LOCAL) {
+    ASSIGN_OR_RETURN(local_, VerticalLocalReplica::Create(data_.get(), model_.get(), spec_,
+                                                          options_.name, owner_of_));
+  }
   return absl::OkStatus();
 }
 
@@ -559,6 +563,7 @@ absl::Status VerticalParty::Commit(const fedanon::v1::VerticalCandidate& winner,
 
 absl::Status VerticalParty::CheckRelease() const {
   if (!engine_) return absl::FailedPreconditionError("the vertical job has not started");
+  if (local_) return local_->CheckRelease();
   const size_t bits = data_->tracked.size();
   for (size_t j = 0; j < model_->constraints.size(); ++j) {
     const common::Constraint& con = model_->constraints[j];
@@ -620,7 +625,14 @@ fedanon::v1::VerticalColumns VerticalParty::ReleasedColumns() const {
   }
   const size_t width = columns.size();
   std::vector<std::string> cells(data_->num_records * width);
-  for (size_t p = 0; p < tips_->partition_count(); ++p) {
+  for (size_t i = 0; local_ && i < width; ++i) {
+    const int q = columns[i].first;
+    if (q < 0) continue;
+    for (size_t r = 0; r < data_->num_records; ++r) {
+      cells[r * width + i] = local_->Label(q, static_cast<uint32_t>(r));
+    }
+  }
+  for (size_t p = 0; !local_ && p < tips_->partition_count(); ++p) {
     const int32_t id = static_cast<int32_t>(p);
     if (!tips_->alive(id)) continue;
     const auto& key = tips_->key(id);
@@ -665,6 +677,10 @@ absl::StatusOr<fedanon::v1::VerticalColumns> VerticalParty::ReleasedColumns(
 
 void VerticalParty::FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const {
   if (!engine_) return;
+  if (local_) {
+    local_->FillReport(stop_reason, report);
+    return;
+  }
   report->set_records_out(engine_->total_records());
   engine_->FillReport(stop_reason, report);
 }

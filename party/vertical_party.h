@@ -30,6 +30,7 @@
 #include "common/table/postgres_source.h"
 #include "fedanon/v1/federation.pb.h"
 #include "fedanon/v1/job.pb.h"
+#include "party/vertical_local.h"
 
 namespace fedanon::party {
 
@@ -107,6 +108,10 @@ class VerticalParty {
   // The replica's view of the result (steps, cut, smallest group, confidence if it can tell).
   void FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const;
 
+  // `recoding: local` (docs/vertical.md "Local recoding"): the replica of the public groups,
+  // built by Start; null for global recoding.
+  VerticalLocalReplica* local() const { return local_.get(); }
+
   bool owns(int attr) const { return owned_[attr]; }
   bool holds_sensitive() const { return holds_sensitive_; }
   // The data parties that hold sensitive values (job order). They judge the other parties'
@@ -158,6 +163,7 @@ class VerticalParty {
   double staged_owner_score_ = 0;      // the owner's score of the delivered candidate
   std::vector<std::string> owner_of_;  // per QID attribute: its party
   std::map<std::string, double> mu_;
+  std::unique_ptr<VerticalLocalReplica> local_;
 };
 
 }  // namespace fedanon::party
