@@ -1017,6 +1017,7 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   options.check_cancelled = [this, id = job.job_id] { return CheckCancelled(id); };
   options.view_log = job.view_log.get();
   options.observer = observer_;
+  options.local_recoding = request.spec().recoding() == fedanon::v1::RECODING_LOCAL;
   std::vector<std::string> qid_names;  // QID attributes in spec order (the engine's indices)
   for (const auto& a : request.spec().attributes()) {
     if (a.role() == fedanon::v1::ROLE_QID) qid_names.push_back(a.name());

@@ -196,6 +196,7 @@ class Driver {
   // 2. Rounds until every party sends Not-participate; returns why they stopped and leaves in
   //    `result` the rounds (specializations applied) and vetoes.
   absl::StatusOr<std::string> RunRounds(VerticalJobResult* result) {
+    if (options_.local_recoding) return RunLocalWaves(result);
     uint32_t round = 1;
     while (true) {
       const auto round_start = std::chrono::steady_clock::now();
@@ -212,6 +213,113 @@ class Driver {
     }
     result->rounds = round - 1;
     return stop_reason_;
+  }
+
+  // 2'. `recoding: local`: waves until no party has a valid candidate in any live group. In each
+  //     wave every party proposes per live group; the leader picks one proposal per group (best
+  //     score, then lower attribute index, then lower candidate: the centralized order); every
+  //     owner seals the splits of the groups it won for every other party; every replica checks
+  //     and applies the whole wave. `result->rounds` counts the waves.
+  absl::StatusOr<std::string> RunLocalWaves(VerticalJobResult* result) {
+    const auto& ring = options_.ring;
+    const size_t n = ring.size();
+    uint32_t wave = 1;
+    while (true) {
+      const auto wave_start = std::chrono::steady_clock::now();
+      ASSIGN_OR_RETURN(auto proposals, CallAll(ring, wave, [](size_t) {
+                         fedanon::v1::VerticalStep step;
+                         step.mutable_local_propose();
+                         return step;
+                       }));
+      // Per group: the winning party and its proposal.
+      std::map<uint32_t, std::pair<size_t, fedanon::v1::LocalGroupProposal>> best;
+      for (size_t i = 0; i < n; ++i) {
+        const auto& list = proposals[i].local_proposals();
+        if (list.proposals().empty()) {
+          ViewEntry e;
+          e.round = wave;
+          e.kind = kViewVerticalDecline;
+          e.party = ring[i];
+          e.counts = {list.live_groups()};
+          e.detail = "no valid candidate in any live group";
+          RETURN_IF_ERROR(Log(std::move(e)));
+        }
+        for (const auto& p : list.proposals()) {
+          ViewEntry e;
+          e.round = wave;
+          e.kind = kViewVerticalScore;
+          e.party = ring[i];
+          e.attribute = AttributeName(p.attribute());
+          e.node = absl::StrCat("group ", p.group());
+          e.counts = {p.group(), static_cast<uint64_t>(p.candidate())};
+          e.score = p.score();
+          RETURN_IF_ERROR(Log(std::move(e)));
+          auto it = best.find(p.group());
+          if (it == best.end()) {
+            best.emplace(p.group(), std::pair{i, p});
+            continue;
+          }
+          const auto& q = it->second.second;
+          const bool beats =
+              p.score() > q.score() ||
+              (p.score() == q.score() &&
+               (p.attribute() < q.attribute() ||
+                (p.attribute() == q.attribute() && p.candidate() < q.candidate())));
+          if (beats) it->second = {i, p};
+        }
+      }
+      if (best.empty()) break;
+      std::vector<std::string> owners;
+      std::map<std::string, fedanon::v1::LocalWinners> won;
+      for (const auto& [group, w] : best) {
+        auto [it, fresh] = won.try_emplace(ring[w.first]);
+        if (fresh) owners.push_back(ring[w.first]);
+        *it->second.add_won() = w.second;
+      }
+      ASSIGN_OR_RETURN(auto sealed, CallAll(owners, wave, [&](size_t i) {
+                         fedanon::v1::VerticalStep step;
+                         *step.mutable_local_winners() = std::move(won[owners[i]]);
+                         return step;
+                       }));
+      // Every owner's instruction, for every other party.
+      std::map<std::string, std::vector<CarriedPayload>> inbox;
+      for (size_t o = 0; o < owners.size(); ++o) {
+        const int owner = static_cast<int>(
+            std::find(ring.begin(), ring.end(), owners[o]) - ring.begin());
+        std::set<std::string> seen;
+        ASSIGN_OR_RETURN(auto to, ByReceiver(sealed[o].instructions(), owner, wave, &seen));
+        if (seen.size() + 1 != n) {
+          return absl::InternalError(absl::StrCat("party '", owners[o],
+                                                  "' did not seal its splits for every party"));
+        }
+        for (size_t r = 0; r < to.first.size(); ++r) {
+          inbox[to.first[r]].push_back(std::move(to.second[r]));
+        }
+      }
+      std::vector<fedanon::v1::VerticalStep> commits(n);
+      for (size_t i = 0; i < n; ++i) {
+        auto* commit = commits[i].mutable_local_commit();
+        for (const auto& payload : inbox[ring[i]]) {
+          RETURN_IF_ERROR(HandInto(payload, wave, options_.timeout, commit->mutable_instructions(),
+                                   commit->mutable_instruction_refs()));
+        }
+      }
+      inbox.clear();
+      RETURN_IF_ERROR(
+          CallAll(ring, wave, [&](size_t i) { return std::move(commits[i]); }).status());
+      for (const auto& [group, w] : best) {
+        auto& p = participation_[ring[w.first]];
+        p.set_rounds_won(p.rounds_won() + 1);
+      }
+      if (options_.observer != nullptr) {
+        options_.observer->PhaseDone(Phase::kInstruction, absl::Seconds(Since(wave_start)));
+      }
+      spdlog::info("job={} wave={} local recoding: {} groups split", options_.job_id, wave,
+                   best.size());
+      ++wave;
+    }
+    result->rounds = wave - 1;
+    return std::string("no party has a valid candidate in any live group");
   }
 
   // 3. Release: every party's columns sealed for the recipient, joined there; the report.

@@ -35,6 +35,9 @@ struct VerticalJobOptions {
   std::string ca_pem;               // verifies the parties' sealing certificates (their senders)
   std::vector<std::string> header;  // released columns in spec order
   std::map<std::string, std::string> attribute_party;  // QID attribute -> the party holding it
+  // `recoding: local` (docs/vertical.md "Local recoding"): waves of per-group proposals and
+  // splits instead of Algorithm 1's rounds.
+  bool local_recoding = false;
   absl::Duration timeout = absl::Seconds(60);
   // The ID-matching calls: elliptic-curve work proportional to a party's records (about 150 us
   // of CPU per id and hop), so they get far more than a round (see docs/federation.md).

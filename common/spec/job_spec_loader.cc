@@ -867,7 +867,18 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
 
 absl::Status CheckFederatedRecoding(const JobSpec& spec) {
   if (spec.recoding() != fedanon::v1::RECODING_LOCAL) return absl::OkStatus();
-  return absl::InvalidArgumentError(kLocalRecodingNotFederated);
+  if (spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
+    return absl::InvalidArgumentError(kLocalRecodingNotFederated);
+  }
+  const auto& privacy = spec.privacy();
+  bool bound = false;
+  if (privacy.model() == fedanon::v1::PRIVACY_MODEL_LKC) {
+    bound = !privacy.sensitive_values().empty() && privacy.c() < 1.0;
+  } else {
+    for (const auto& t : privacy.confidence()) bound = bound || t.max() < 1.0;
+  }
+  if (bound) return absl::InvalidArgumentError(kLocalRecodingNeedsJudge);
+  return absl::OkStatus();
 }
 
 std::string JobSpecToYaml(const JobSpec& spec) {

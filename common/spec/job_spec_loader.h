@@ -30,11 +30,17 @@ absl::StatusOr<fedanon::v1::JobSpec> LoadJobSpec(const std::string& path);
 // continuous range has two values with range[0] < range[1]. Errors name the offending field.
 absl::Status ValidateJobSpec(const fedanon::v1::JobSpec& spec);
 
-// `recoding: local` runs centralized only (`fedanon anonymize`): federated jobs refuse it, at the
-// leader's submission check and at every party's Prepare (docs/engine.md, "Local recoding").
+// `recoding: local` runs centralized (`fedanon anonymize`) and in vertical federated jobs without
+// a confidence bound (docs/vertical.md "Local recoding"). Horizontal jobs (push-down included)
+// and vertical jobs with a confidence bound (they would need per-group judges) refuse it, at the
+// leader's submission check and at every party's Prepare.
 inline constexpr char kLocalRecodingNotFederated[] =
-    "recoding: local is not supported in federated jobs yet (horizontal or vertical); it runs "
-    "centralized only (fedanon anonymize)";
+    "recoding: local is not supported in horizontal federated jobs yet (nor with push-down); it "
+    "runs centralized (fedanon anonymize) and in vertical jobs";
+inline constexpr char kLocalRecodingNeedsJudge[] =
+    "recoding: local in a vertical job supports group-size constraints only (k-anonymity "
+    "templates, or LKC without sensitive values or with C = 1): a confidence bound would need the "
+    "holders of the sensitive values to veto per group, which is not built yet";
 absl::Status CheckFederatedRecoding(const fedanon::v1::JobSpec& spec);
 
 // Writes the spec back as YAML (for generated specs and round-trip tests).
