@@ -1184,3 +1184,90 @@ TEST(CheatingParty, ReleasedCountsThatDoNotSumToTheRecordsAreRefused) {
 }
 }  // namespace
 }  // namespace fedanon::testing
+
+namespace fedanon::testing {
+namespace {
+
+// Vertical local recoding (docs/vertical.md "Local recoding"), q0 at hospital-a, q1 at
+// hospital-b, k = 5: the leader names a group that is not live as hospital-a's winner, or alters
+// the won candidate (a split of q0 that no honest party proposed). hospital-a, the owner, finds
+// neither among its own proposals of the wave and refuses; nothing is released.
+constexpr char kLocalSpec[] = R"(name: vertical-local-k
+attributes:
+  - {name: id, role: id}
+  - {name: q0, role: qid, taxonomy: q0.csv, party: hospital-a}
+  - {name: q1, role: qid, taxonomy: q1.csv, party: hospital-b}
+  - {name: cls, role: class, values: [yes, no]}
+privacy:
+  model: templates
+  templates:
+    - {qid: [q0, q1], k: 5}
+partitioning: vertical
+recoding: local
+)";
+
+std::vector<std::string> LocalTables() {
+  std::string a = "id,cls,q0\n", b = "id,cls,q1\n";
+  for (int i = 0; i < 40; ++i) {
+    const char* cls = i < 20 ? "yes" : "no";
+    absl::StrAppend(&a, "id", i, ",", cls, ",", i < 12 ? "r1" : "r0", "\n");
+    absl::StrAppend(&b, "id", i, ",", cls, ",", i % 2 ? "w0" : "w1", "\n");
+  }
+  return {a, b};
+}
+
+TEST(MaliciousLeader, VerticalLocalWinnerOfAnotherGroupIsRefusedByItsOwner) {
+  const std::map<std::string, std::string> tax = {{"q0.csv", "r0;ANY\nr1;ANY\n"},
+                                                  {"q1.csv", "w0;ANY\nw1;ANY\n"}};
+  const VerticalAttack honest =
+      RunVerticalAttack("vlocal_honest", kLocalSpec, LocalTables(), tax, nullptr);
+  ASSERT_EQ(honest.info.state(), fedanon::v1::JOB_STATE_DONE) << honest.info.failure_reason();
+  ASSERT_GT(honest.info.report().steps_size(), 0);
+
+  const VerticalAttack wrong_group = RunVerticalAttack(
+      "vlocal_group", kLocalSpec, LocalTables(), tax, [](const std::string&, LeaderMessage* msg) {
+        if (msg->has_vertical() && msg->vertical().has_local_winners()) {
+          for (auto& w : *msg->mutable_vertical()->mutable_local_winners()->mutable_won()) {
+            w.set_group(w.group() + 1000);
+          }
+        }
+      });
+  ExpectNothingReleased(wrong_group);
+  EXPECT_NE(wrong_group.info.failure_reason().find("refused to apply a local-recoding wave"),
+            std::string::npos)
+      << wrong_group.info.failure_reason();
+
+  const VerticalAttack altered = RunVerticalAttack(
+      "vlocal_altered", kLocalSpec, LocalTables(), tax, [](const std::string&, LeaderMessage* msg) {
+        if (msg->has_vertical() && msg->vertical().has_local_winners()) {
+          for (auto& w : *msg->mutable_vertical()->mutable_local_winners()->mutable_won()) {
+            w.set_candidate(w.candidate() + 1);
+            w.set_score(1e9);
+          }
+        }
+      });
+  ExpectNothingReleased(altered);
+  EXPECT_NE(altered.info.failure_reason().find("is not this party's proposal of the wave"),
+            std::string::npos)
+      << altered.info.failure_reason();
+
+  // The leader relays an owner's instruction twice in one commit (its groups split twice).
+  const VerticalAttack twice = RunVerticalAttack(
+      "vlocal_twice", kLocalSpec, LocalTables(), tax, [](const std::string&, LeaderMessage* msg) {
+        if (msg->has_vertical() && msg->vertical().has_local_commit()) {
+          auto* c = msg->mutable_vertical()->mutable_local_commit();
+          if (c->instructions_size() > 0) *c->add_instructions() = c->instructions(0);
+          if (c->instruction_refs_size() > 0) *c->add_instruction_refs() = c->instruction_refs(0);
+        }
+      });
+  ExpectNothingReleased(twice);
+  // Whole payloads reach the replica's check (two instructions from one owner); chunked ones
+  // (the in-process default) are refused by the chunk inbox, which opens a stream once.
+  const std::string& why = twice.info.failure_reason();
+  EXPECT_TRUE(why.find("refused to apply a local-recoding wave") != std::string::npos ||
+              why.find("no chunk of it was received") != std::string::npos)
+      << why;
+}
+
+}  // namespace
+}  // namespace fedanon::testing

@@ -308,18 +308,20 @@ TEST(LocalRecodingSpecTest, ParsesAndRefusesFederatedJobs) {
   EXPECT_OK(common::ValidateJobSpec(spec));
   ASSERT_OK_AND_ASSIGN(spec, common::ParseJobSpecYaml(base, "spec.yaml"));
   EXPECT_EQ(spec.recoding(), fedanon::v1::RECODING_UNSPECIFIED);  // global
-  // A centralized run may keep the partitioning key (gen-data's job.yaml has one); federated
-  // jobs refuse local recoding (the leader's submission check and every party's Prepare).
-  for (const char* partitioning : {"horizontal", "vertical"}) {
-    ASSERT_OK_AND_ASSIGN(
-        spec, common::ParseJobSpecYaml(
-                  absl::StrCat(base, "recoding: local\npartitioning: ", partitioning, "\n"),
-                  "spec.yaml"));
-    EXPECT_OK(common::ValidateJobSpec(spec));
-    EXPECT_THAT(common::CheckFederatedRecoding(spec),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         "recoding: local is not supported in federated jobs yet"));
-  }
+  // A centralized run may keep the partitioning key (gen-data's job.yaml has one); horizontal
+  // jobs refuse local recoding (the leader's submission check and every party's Prepare);
+  // vertical jobs accept it (tests/federation/vertical_local_test.cc has the other refusals).
+  ASSERT_OK_AND_ASSIGN(
+      spec, common::ParseJobSpecYaml(
+                absl::StrCat(base, "recoding: local\npartitioning: horizontal\n"), "spec.yaml"));
+  EXPECT_OK(common::ValidateJobSpec(spec));
+  EXPECT_THAT(common::CheckFederatedRecoding(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "recoding: local is not supported in horizontal federated jobs yet"));
+  ASSERT_OK_AND_ASSIGN(
+      spec, common::ParseJobSpecYaml(
+                absl::StrCat(base, "recoding: local\npartitioning: vertical\n"), "spec.yaml"));
+  EXPECT_OK(common::CheckFederatedRecoding(spec));
   spec.set_recoding(fedanon::v1::RECODING_GLOBAL);
   EXPECT_OK(common::CheckFederatedRecoding(spec));
 }

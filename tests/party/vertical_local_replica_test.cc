@@ -1,0 +1,134 @@
+// A data party's replica of a vertical local-recoding job (party/vertical_local.h) against a
+// deviating leader: winners that are not this party's proposals (a wrong group, an altered
+// candidate) are refused by the owner, and instructions that break the local rule (a child below
+// k), split a group twice or split on another party's attribute are refused before anything is
+// applied; an honest instruction is applied and numbers the children as every replica does.
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/engine/privacy_model.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/table/dataset.h"
+#include "party/vertical_local.h"
+#include "tests/common/engine/engine_test_util.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::testing {
+namespace {
+
+constexpr char kSpec[] = R"(name: vertical-local-replica
+attributes:
+  - {name: q0, role: qid, taxonomy: q0.csv, party: hospital-a}
+  - {name: q1, role: qid, taxonomy: q1.csv, party: hospital-b}
+  - {name: cls, role: class, values: [yes, no]}
+privacy:
+  model: templates
+  templates:
+    - {qid: [q0, q1], k: 5}
+partitioning: vertical
+recoding: local
+)";
+
+struct Fixture {
+  common::Dataset data;
+  std::unique_ptr<common::PrivacyModel> model;
+  std::unique_ptr<party::VerticalLocalReplica> replica;  // hospital-a's
+};
+
+// 40 records: q0 = r1 on 2 of them (so splitting q0 breaks k = 5), q1 balanced; the class
+// follows q0 most.
+void Build(Fixture* f) {
+  Table t;
+  t.header = {"q0", "q1", "cls"};
+  for (int i = 0; i < 40; ++i) {
+    t.rows.push_back({i < 12 ? "r1" : "r0", i % 2 ? "w0" : "w1", i < 20 ? "yes" : "no"});
+  }
+  const Job job = WriteJob("vlocal_replica", kSpec, t,
+                           {{"q0.csv", "r0;ANY\nr1;ANY\n"}, {"q1.csv", "w0;ANY\nw1;ANY\n"}});
+  ASSERT_OK_AND_ASSIGN(auto spec, common::LoadJobSpec(job.spec_path));
+  ASSERT_OK_AND_ASSIGN(f->data, common::LoadDataset(spec, job.input_path));
+  ASSERT_OK_AND_ASSIGN(auto model, common::BuildPrivacyModel(spec, f->data));
+  f->model = std::make_unique<common::PrivacyModel>(std::move(model));
+  ASSERT_OK_AND_ASSIGN(
+      f->replica, party::VerticalLocalReplica::Create(&f->data, f->model.get(), spec, "hospital-a",
+                                                      {"hospital-a", "hospital-b"}));
+}
+
+// hospital-b's split of group `group` on q1 (attribute 1) with `child` per record.
+fedanon::v1::LocalInstruction SplitOnQ1(uint64_t wave, uint32_t group,
+                                        const std::vector<uint32_t>& child, uint32_t attr = 1) {
+  fedanon::v1::LocalInstruction ins;
+  ins.set_wave(wave);
+  auto* split = ins.add_splits();
+  split->mutable_proposal()->set_group(group);
+  split->mutable_proposal()->set_attribute(attr);
+  split->mutable_proposal()->set_score(1);
+  // Taxonomy children of ANY: node ids 1 and 2 in file order (w0, w1 / r0, r1).
+  split->add_children()->set_node(1);
+  split->add_children()->set_node(2);
+  for (uint32_t c : child) split->add_child_of_record(c);
+  return ins;
+}
+
+TEST(VerticalLocalReplica, OwnerRefusesWinnersThatAreNotItsProposals) {
+  Fixture f;
+  ASSERT_NO_FATAL_FAILURE(Build(&f));
+  const fedanon::v1::LocalProposals mine = f.replica->Propose(1);
+  ASSERT_EQ(mine.live_groups(), 1u);
+  // q0 is hospital-a's; r1 has 12 records, r0 28: valid for k = 5.
+  ASSERT_EQ(mine.proposals_size(), 1);
+  ASSERT_EQ(mine.proposals(0).attribute(), 0u);
+
+  fedanon::v1::LocalWinners wrong_group;
+  *wrong_group.add_won() = mine.proposals(0);
+  wrong_group.mutable_won(0)->set_group(7);
+  EXPECT_THAT(f.replica->MakeInstruction(1, wrong_group).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "which is not a live group"));
+
+  fedanon::v1::LocalWinners altered;
+  *altered.add_won() = mine.proposals(0);
+  altered.mutable_won(0)->set_score(1e9);
+  EXPECT_THAT(f.replica->MakeInstruction(1, altered).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "is not this party's proposal"));
+
+  EXPECT_THAT(f.replica->MakeInstruction(2, wrong_group).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "but this party proposed in wave 1"));
+
+  fedanon::v1::LocalWinners honest;
+  *honest.add_won() = mine.proposals(0);
+  ASSERT_OK_AND_ASSIGN(const auto instruction, f.replica->MakeInstruction(1, honest));
+  ASSERT_EQ(instruction.splits_size(), 1);
+  EXPECT_EQ(instruction.splits(0).child_of_record_size(), 40);
+}
+
+TEST(VerticalLocalReplica, InstructionsThatBreakTheRuleAreRefusedBeforeAnythingApplies) {
+  Fixture f;
+  ASSERT_NO_FATAL_FAILURE(Build(&f));
+  f.replica->Propose(1);
+  std::vector<uint32_t> small(40, 0);  // child 1 (w1) gets 2 records: below k = 5
+  small[0] = small[1] = 1;
+  EXPECT_THAT(
+      f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 0, small)}}),
+      StatusIs(absl::StatusCode::kPermissionDenied, "leaves a group of 2 records, fewer than 5"));
+  std::vector<uint32_t> halves(40);
+  for (int i = 0; i < 40; ++i) halves[i] = i % 2;
+  EXPECT_THAT(f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 0, halves, /*attr=*/0)}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "which it does not hold"));
+  EXPECT_THAT(f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 3, halves)}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "not a live group"));
+  fedanon::v1::LocalInstruction twice = SplitOnQ1(1, 0, halves);
+  *twice.add_splits() = twice.splits(0);
+  EXPECT_THAT(f.replica->ApplyWave(1, {{"hospital-b", twice}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "is split twice in one wave"));
+  EXPECT_THAT(f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(2, 0, halves)}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "instructed wave 2"));
+  EXPECT_EQ(f.replica->live_groups(), 1u);  // nothing applied
+
+  ASSERT_OK(f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 0, halves)}}));
+  EXPECT_EQ(f.replica->live_groups(), 2u);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(f.replica->group_of()[i], 1 + i % 2) << i;
+  EXPECT_OK(f.replica->CheckRelease());
+}
+
+}  // namespace
+}  // namespace fedanon::testing
