@@ -175,7 +175,7 @@ absl::Status VerticalLocalReplica::CheckSplit(const std::string& sender,
   const LocalValue key = keys_[g][a];
   const common::QidColumn& col = data_->qids[a];
   const int children = split.children_size();
-  bool shape_ok = children >= 2;
+  bool shape_ok = children >= 1;  // a taxonomy node may have a single child
   switch (col.kind) {
     case QidKind::kTaxonomy: {
       const auto& kids = col.taxonomy->children(key.node);
