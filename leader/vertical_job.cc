@@ -260,11 +260,10 @@ class Driver {
             continue;
           }
           const auto& q = it->second.second;
-          const bool beats =
-              p.score() > q.score() ||
-              (p.score() == q.score() &&
-               (p.attribute() < q.attribute() ||
-                (p.attribute() == q.attribute() && p.candidate() < q.candidate())));
+          const bool beats = p.score() > q.score() ||
+                             (p.score() == q.score() &&
+                              (p.attribute() < q.attribute() ||
+                               (p.attribute() == q.attribute() && p.candidate() < q.candidate())));
           if (beats) it->second = {i, p};
         }
       }
@@ -284,13 +283,13 @@ class Driver {
       // Every owner's instruction, for every other party.
       std::map<std::string, std::vector<CarriedPayload>> inbox;
       for (size_t o = 0; o < owners.size(); ++o) {
-        const int owner = static_cast<int>(
-            std::find(ring.begin(), ring.end(), owners[o]) - ring.begin());
+        const int owner =
+            static_cast<int>(std::find(ring.begin(), ring.end(), owners[o]) - ring.begin());
         std::set<std::string> seen;
         ASSIGN_OR_RETURN(auto to, ByReceiver(sealed[o].instructions(), owner, wave, &seen));
         if (seen.size() + 1 != n) {
-          return absl::InternalError(absl::StrCat("party '", owners[o],
-                                                  "' did not seal its splits for every party"));
+          return absl::InternalError(
+              absl::StrCat("party '", owners[o], "' did not seal its splits for every party"));
         }
         for (size_t r = 0; r < to.first.size(); ++r) {
           inbox[to.first[r]].push_back(std::move(to.second[r]));

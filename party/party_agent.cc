@@ -2541,8 +2541,7 @@ absl::Status PartyAgent::VerticalLocalWinners(JobSlot& slot, const fedanon::v1::
 }
 
 absl::Status PartyAgent::VerticalLocalCommit(JobSlot& slot, const fedanon::v1::LocalCommit& commit,
-                                             uint64_t round,
-                                             fedanon::v1::VerticalStepResult* out) {
+                                             uint64_t round, fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
   std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>> from_others;
   auto open = [&](const fedanon::v1::SealedPayload& whole,
@@ -2566,13 +2565,13 @@ absl::Status PartyAgent::VerticalLocalCommit(JobSlot& slot, const fedanon::v1::L
     return st;
   }
   out->set_committed(true);
-  return Audit(slot, round,
-               {.kind = kAuditCommit,
-                .form = kAuditPlaintext,
-                .to = {slot.job->leader},
-                .numbers = {{"instructions", from_others.size()},
-                            {"live_groups", local->live_groups()}},
-                .texts = {{"recoding", "local"}}});
+  return Audit(
+      slot, round,
+      {.kind = kAuditCommit,
+       .form = kAuditPlaintext,
+       .to = {slot.job->leader},
+       .numbers = {{"instructions", from_others.size()}, {"live_groups", local->live_groups()}},
+       .texts = {{"recoding", "local"}}});
 }
 
 absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::VerticalRelease& release,
