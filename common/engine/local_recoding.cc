@@ -437,6 +437,48 @@ std::vector<LocalValue> LocalRootKey(const Dataset& data) {
   return root;
 }
 
+absl::StatusOr<FinalCheckLayout> LocalFinalCheckLayout(const PrivacyModel& model,
+                                                       const Dataset& data, uint64_t groups) {
+  FinalCheckLayout layout;
+  for (const auto& t : data.tracked) layout.tracked.push_back(t.value);
+  layout.stride = 1 + layout.tracked.size();
+  if (groups > kMaxFinalCheckWords / layout.stride) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "final check: ", groups, " local groups need more than ", kMaxFinalCheckWords, " words"));
+  }
+  layout.words = groups * layout.stride;
+  uint64_t kmin = 1;
+  std::vector<double> bound(layout.tracked.size(), 1.0);
+  for (const Constraint& c : model.constraints) {
+    kmin = std::max(kmin, c.k);
+    for (size_t b = 0; b < bound.size(); ++b) {
+      if (c.sensitive_mask >> b & 1) bound[b] = std::min(bound[b], c.max_conf);
+    }
+  }
+  FinalCheckConstraint size;
+  size.description = absl::StrCat("local groups k=", kmin);
+  size.k = kmin;
+  size.groups = groups;
+  layout.constraints.push_back(size);
+  std::vector<double> distinct;
+  for (double b : bound) {
+    if (b < 1.0 && std::find(distinct.begin(), distinct.end(), b) == distinct.end()) {
+      distinct.push_back(b);
+    }
+  }
+  for (double d : distinct) {
+    FinalCheckConstraint conf;
+    conf.description = absl::StrCat("local groups confidence <= ", d);
+    conf.max_conf = d;
+    conf.groups = groups;
+    for (size_t b = 0; b < bound.size(); ++b) {
+      if (bound[b] == d) conf.sensitive_mask |= uint64_t{1} << b;
+    }
+    layout.constraints.push_back(conf);
+  }
+  return layout;
+}
+
 // ---------------------------------------------------------------------------------------------
 // LocalRecoder
 

@@ -32,6 +32,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/engine/final_check.h"
 #include "common/engine/privacy_model.h"
 #include "common/engine/tds_engine.h"
 #include "common/table/dataset.h"
@@ -198,6 +199,13 @@ class InProcessLocalSource : public LocalGroupSource {
   // range queries that follow read them instead of another pass over the records).
   std::vector<std::pair<int32_t, std::vector<uint64_t>>> full_cache_;
 };
+
+// The final check of a local-recoding job (docs/threat-model.md): `groups` final groups, words
+// [count, tracked_1..m] each (stride 1 + m), and the rule LocalRecoder enforces — every non-empty
+// group >= the largest k, and per tracked value the smallest confidence bound on it — as
+// constraints over those words (one for the size, one per distinct bound).
+absl::StatusOr<FinalCheckLayout> LocalFinalCheckLayout(const PrivacyModel& model,
+                                                       const Dataset& data, uint64_t groups);
 
 // The report lists at most this many steps of a local-recoding run (its stop_reason gives the
 // total).

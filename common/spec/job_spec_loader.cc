@@ -866,7 +866,10 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
 }
 
 absl::Status CheckFederatedRecoding(const JobSpec& spec) {
-  if (spec.recoding() != fedanon::v1::RECODING_LOCAL) return absl::OkStatus();
+  if (spec.recoding() != fedanon::v1::RECODING_LOCAL ||
+      spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
+    return absl::OkStatus();
+  }
   return absl::InvalidArgumentError(kLocalRecodingNotFederated);
 }
 

@@ -33,8 +33,13 @@ absl::Status ValidateJobSpec(const fedanon::v1::JobSpec& spec);
 // `recoding: local` runs centralized only (`fedanon anonymize`): federated jobs refuse it, at the
 // leader's submission check and at every party's Prepare (docs/engine.md, "Local recoding").
 inline constexpr char kLocalRecodingNotFederated[] =
-    "recoding: local is not supported in federated jobs yet (horizontal or vertical); it runs "
-    "centralized only (fedanon anonymize)";
+    "recoding: local is not supported in vertical federated jobs yet; it runs centralized "
+    "(fedanon anonymize) and in horizontal federations";
+// A party whose table is pushed down to PostgreSQL (party.yaml `mode: push-down`) refuses it:
+// local recoding runs on the compact in-memory form only.
+inline constexpr char kLocalRecodingNotPushdown[] =
+    "recoding: local is not supported on a push-down table (it runs on the records in memory; "
+    "push-down covers global recoding only)";
 absl::Status CheckFederatedRecoding(const fedanon::v1::JobSpec& spec);
 
 // Writes the spec back as YAML (for generated specs and round-trip tests).

@@ -308,20 +308,31 @@ TEST(LocalRecodingSpecTest, ParsesAndRefusesFederatedJobs) {
   EXPECT_OK(common::ValidateJobSpec(spec));
   ASSERT_OK_AND_ASSIGN(spec, common::ParseJobSpecYaml(base, "spec.yaml"));
   EXPECT_EQ(spec.recoding(), fedanon::v1::RECODING_UNSPECIFIED);  // global
-  // A centralized run may keep the partitioning key (gen-data's job.yaml has one); federated
-  // jobs refuse local recoding (the leader's submission check and every party's Prepare).
+  // A centralized run may keep the partitioning key (gen-data's job.yaml has one); horizontal
+  // federated jobs run local recoding, vertical ones refuse it (the leader's submission check
+  // and every party's Prepare).
   for (const char* partitioning : {"horizontal", "vertical"}) {
     ASSERT_OK_AND_ASSIGN(
         spec, common::ParseJobSpecYaml(
                   absl::StrCat(base, "recoding: local\npartitioning: ", partitioning, "\n"),
                   "spec.yaml"));
     EXPECT_OK(common::ValidateJobSpec(spec));
-    EXPECT_THAT(common::CheckFederatedRecoding(spec),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         "recoding: local is not supported in federated jobs yet"));
+    if (std::string(partitioning) == "horizontal") {
+      EXPECT_OK(common::CheckFederatedRecoding(spec));
+    } else {
+      EXPECT_THAT(common::CheckFederatedRecoding(spec),
+                  StatusIs(absl::StatusCode::kInvalidArgument, common::kLocalRecodingNotFederated));
+    }
   }
   spec.set_recoding(fedanon::v1::RECODING_GLOBAL);
   EXPECT_OK(common::CheckFederatedRecoding(spec));
+  // Sequential releases refuse local recoding (their join is checked against one global cut).
+  ASSERT_OK_AND_ASSIGN(spec, common::ParseJobSpecYaml(
+                                 base + "recoding: local\nnumeric_split: exact\n", "spec.yaml"));
+  spec.mutable_sequential();
+  EXPECT_THAT(
+      common::ValidateJobSpec(spec),
+      StatusIs(absl::StatusCode::kInvalidArgument, "recoding: local does not apply to sequential"));
 }
 
 }  // namespace
