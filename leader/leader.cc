@@ -28,6 +28,7 @@
 #include "crypto/sealed_box.h"
 #include "crypto/shuffle.h"
 #include "leader/final_check_ring.h"
+#include "leader/local_job.h"
 #include "leader/payload_relay.h"
 #include "leader/rejoining_channel.h"
 #include "leader/secure_sum_source.h"
@@ -855,6 +856,42 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
     observer_->RoundDone();
     Notify();
   };
+  if (spec.recoding() == fedanon::v1::RECODING_LOCAL) {
+    // Local recoding (leader/local_job.h): per-group secure sums, then the secure union.
+    const double local_start = job.elapsed();
+    ASSIGN_OR_RETURN(LocalRounds local,
+                     RunLocalRounds(spec, schema, model, &source, job.view_log.get(), &round,
+                                    std::move(engine_options.on_step)));
+    const double local_union_start = job.elapsed();
+    std::string local_check =
+        "skipped: with two data parties the summed counts would reveal the other party's, so "
+        "the parties did not re-check the final groups; their sizes rest on the leader's word "
+        "(docs/threat-model.md)";
+    if (job.ring.size() >= 3) {
+      // Every party re-checks each final group's size and confidences on the summed counts.
+      ASSIGN_OR_RETURN(
+          const common::FinalCheckLayout layout,
+          common::LocalFinalCheckLayout(model, schema, local.engine->final_groups().size()));
+      FinalCheckRing ring;
+      ring.channel = &channel;
+      ring.job_id = job.job_id;
+      ring.ring = job.ring;
+      ring.round = round;
+      ring.timeout = job.timeout;
+      ring.check = [this, id = job.job_id] { return CheckCancelled(id); };
+      ring.chunk_words = sum_chunk_words;
+      RETURN_IF_ERROR(RunFinalCheck(ring, source.TakePendingUpdates(), layout.words));
+      local_check =
+          absl::StrCat("passed at every data party: ", job.ring.size(), " parties re-checked ",
+                       local.engine->final_groups().size(),
+                       " local group(s) on their global counts (", layout.words, " words)");
+    }
+    RETURN_IF_ERROR(RunSecureUnion(job, round, &channel));
+    return FinishJob(
+        job, local.engine->total_records(),
+        [&local](fedanon::v1::Report* r) { local.engine->FillReport(local.stop_reason, r); },
+        source, round, local_start, local_union_start, local_check);
+  }
   ASSIGN_OR_RETURN(auto engine, common::TopDownSpecializer::Create(&schema, &model, &hier, &source,
                                                                    std::move(engine_options)));
   const double rounds_start = job.elapsed();
@@ -913,8 +950,10 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
   } else {
     RETURN_IF_ERROR(RunSecureUnion(job, round, &channel));
   }
-  return FinishJob(job, *engine, source, stop_reason, round, rounds_start, union_start,
-                   final_check);
+  return FinishJob(
+      job, engine->total_records(),
+      [&](fedanon::v1::Report* r) { engine->FillReport(stop_reason, r); }, source, round,
+      rounds_start, union_start, final_check);
 }
 
 absl::Status Leader::RunSecureUnion(const JobRun& job, uint32_t round,
@@ -1104,16 +1143,17 @@ std::vector<std::string> Leader::EndJobAtParties(const JobRun& job, bool success
   return away;
 }
 
-absl::Status Leader::FinishJob(const JobRun& job, const common::TopDownSpecializer& engine,
-                               const SecureSumCountSource& source, const std::string& stop_reason,
-                               uint32_t round, double rounds_start, double union_start,
+absl::Status Leader::FinishJob(const JobRun& job, uint64_t total_records,
+                               const std::function<void(fedanon::v1::Report*)>& fill_result,
+                               const SecureSumCountSource& source, uint32_t round,
+                               double rounds_start, double union_start,
                                const std::string& final_check) {
   fedanon::v1::Report report;
   report.set_job_name(job.request.spec().name());
   report.set_version(common::VersionLine("fedanon-leader"));
-  report.set_records_in(engine.total_records());
-  report.set_records_out(engine.total_records());
-  engine.FillReport(stop_reason, &report);
+  report.set_records_in(total_records);
+  report.set_records_out(total_records);
+  fill_result(&report);
   (*report.mutable_timings_seconds())["validate"] = rounds_start;
   (*report.mutable_timings_seconds())["rounds"] = union_start - rounds_start;
   (*report.mutable_timings_seconds())["union"] = job.elapsed() - union_start;

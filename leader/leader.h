@@ -176,10 +176,11 @@ class Leader {
   // Stores the released table unless the job has one already (a resumed job releases once).
   absl::Status StoreResultOnce(const std::string& job_id, const std::string& csv);
   // The report and final progress of a horizontal job; then EndJobAtParties.
-  absl::Status FinishJob(const JobRun& job, const common::TopDownSpecializer& engine,
-                         const SecureSumCountSource& source, const std::string& stop_reason,
-                         uint32_t round, double rounds_start, double union_start,
-                         const std::string& final_check);
+  // `fill_result` fills the engine's part (global or local recoding).
+  absl::Status FinishJob(const JobRun& job, uint64_t total_records,
+                         const std::function<void(fedanon::v1::Report*)>& fill_result,
+                         const SecureSumCountSource& source, uint32_t round, double rounds_start,
+                         double union_start, const std::string& final_check);
   void Notify() const;
 
   LeaderOptions options_;

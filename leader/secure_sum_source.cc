@@ -56,16 +56,36 @@ absl::Status SecureSumCountSource::Split(int attr, common::NodeIndex node, int32
   return absl::OkStatus();
 }
 
+void SecureSumCountSource::AddUpdate(fedanon::v1::StateUpdate update) {
+  update.set_sequence(next_sequence_++);
+  update_chain_ = common::ChainStateUpdate(update_chain_, update);
+  pending_.push_back(std::move(update));
+}
+
 absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
     const common::StatsRequest& request) {
+  const size_t words = common::StatsLength(*hier_, num_classes_, num_tracked_, request);
+  ASSIGN_OR_RETURN(std::vector<uint64_t> sum, CollectVector(common::ToProto(request), words));
+  if (view_log_ != nullptr) {
+    RETURN_IF_ERROR(
+        view_log_->AppendStats(round_(), *hier_, num_classes_, num_tracked_, request, sum));
+  }
+  return sum;
+}
+
+absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectProto(
+    const fedanon::v1::StatsRequest& request, size_t words) {
+  return CollectVector(request, words);
+}
+
+absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
+    const fedanon::v1::StatsRequest& request_proto, size_t words) {
   if (leader_keys_ == nullptr || last_party_key_ == nullptr || ring_.empty()) {
     return absl::FailedPreconditionError(
         "secure sum: the leader's sealing keys are not set (the last hop is sealed for it)");
   }
-  const size_t words = common::StatsLength(*hier_, num_classes_, num_tracked_, request);
   const uint64_t collect = collects_++;
   ++stats_.collects;
-  const fedanon::v1::StatsRequest request_proto = common::ToProto(request);
   const std::string request_digest = common::SumRequestDigest(request_proto, update_chain_);
   std::vector<uint64_t> masks;
   if (collect < journal_.recorded.size()) {
@@ -128,8 +148,6 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
     }
     return status;
   }
-  RETURN_IF_ERROR(
-      view_log_->AppendStats(round_(), *hier_, num_classes_, num_tracked_, request, sum));
   return sum;
 }
 

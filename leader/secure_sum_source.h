@@ -60,6 +60,13 @@ class SecureSumCountSource : public common::CountSource {
   void set_share_group_sizes(bool share) { share_group_sizes_ = share; }
   absl::Status Split(int attr, common::NodeIndex node, int32_t split_rank) override;
   absl::StatusOr<std::vector<uint64_t>> Collect(const common::StatsRequest& request) override;
+  // Local recoding (leader/local_group_source.h): a state update of another kind (its sequence is
+  // set here) to ride along with the next secure sum, and a secure sum of a request that
+  // common::StatsRequest cannot express, whose answer has `words` words. The caller appends the
+  // decoded vector to the view log (a failed sum's decoded prefix is logged here).
+  void AddUpdate(fedanon::v1::StateUpdate update);
+  absl::StatusOr<std::vector<uint64_t>> CollectProto(const fedanon::v1::StatsRequest& request,
+                                                     size_t words);
 
   // Required before Collect: the leader's name and sealing key pair (to open the last hop) and
   // the certified sealing key of the ring's last party (its sender). Not owned.
@@ -96,6 +103,9 @@ class SecureSumCountSource : public common::CountSource {
   void set_observer(LeaderObserver* observer) { observer_ = observer; }
 
  private:
+  // One collect of `request_proto` (`words` long), up to the decoded vector.
+  absl::StatusOr<std::vector<uint64_t>> CollectVector(
+      const fedanon::v1::StatsRequest& request_proto, size_t words);
   // The rings of one Collect; leaves in `sum` the unmasked words and in `decoded` how many of
   // them (a prefix) were unmasked before an error.
   absl::Status CollectChunks(const fedanon::v1::StatsRequest& request_proto,

@@ -35,6 +35,15 @@ inline constexpr char kViewVerticalDecline[] = "vertical_decline";
 inline constexpr char kViewVerticalVerdict[] = "vertical_verdict";
 inline constexpr char kViewVerticalReport[] = "vertical_report";
 inline constexpr char kViewPartialSum[] = "partial_sum";
+// Local recoding (leader/local_group_source.h), per group ("group N"): its own words; per
+// taxonomy / suppression attribute, the words per child / value; binned continuous attributes,
+// the unlabelled record count per global bin inside the group; then the labelled words per
+// within-group bin (each >= K records); exact search: the words per rank.
+inline constexpr char kViewLocalGroup[] = "local_group";
+inline constexpr char kViewLocalCandidateCounts[] = "local_candidate_counts";
+inline constexpr char kViewLocalBinCounts[] = "local_bin_counts";
+inline constexpr char kViewLocalNumericSplit[] = "local_numeric_split";
+inline constexpr char kViewLocalRankHistogram[] = "local_rank_histogram";
 
 struct ViewEntry {
   uint32_t round = 0;

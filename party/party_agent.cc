@@ -40,6 +40,7 @@
 #include "crypto/signature.h"
 #include "party/id_matching.h"
 #include "party/job_journal.h"
+#include "party/local_party.h"
 #include "party/vertical_party.h"
 #include "party/vertical_statement.h"
 #include "spdlog/spdlog.h"
@@ -166,6 +167,8 @@ struct PartyAgent::JobState {
   // A push-down table (party.yaml `mode: push-down`): the statistics come from SQL and there are
   // no records in memory (tips stays null).
   std::unique_ptr<common::PostgresPushdown> pushdown;
+  // `recoding: local` (party/local_party.h): this party's groups; null for global recoding.
+  std::unique_ptr<LocalParty> local;
   std::map<std::string, std::unique_ptr<crypto::SealPublicKey>> seal_keys;  // by party name
   // This party's own sealing key pair for the job: the one whose certificate the Prepare names
   // for it, held until the job ends (party/seal_key_ring.h), whatever is rotated meanwhile.
@@ -1024,6 +1027,9 @@ absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
                                              const common::PostgresSource* postgres,
                                              JobState* job) const {
   if (postgres != nullptr && postgres->push_down) {
+    if (job->spec.recoding() == fedanon::v1::RECODING_LOCAL) {
+      return absl::FailedPreconditionError(common::kLocalRecodingNotPushdown);
+    }
     // Push-down: one check of the table now, then every statistic by SQL (no records here).
     auto pushdown = common::PostgresPushdown::Open(job->spec, *postgres, schema);
     if (!pushdown.ok()) {
@@ -1064,6 +1070,9 @@ absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
   job->data = std::make_unique<common::Dataset>(*std::move(data));
   for (const auto& q : job->data->qids) job->hier.emplace_back(&q);
   job->tips = std::make_unique<common::Tips>(job->data.get(), &job->hier);
+  if (job->spec.recoding() == fedanon::v1::RECODING_LOCAL) {
+    job->local = std::make_unique<LocalParty>(job->data.get(), job->spec);
+  }
   return absl::OkStatus();
 }
 
@@ -1082,7 +1091,17 @@ absl::Status PartyAgent::ApplyUpdates(
                        " after the final check: the cut was fixed when the parties re-checked "
                        "the privacy model"));
     }
-    if (u.has_instruction()) {
+    if (u.has_local_setup() || u.has_local_split()) {
+      if (!job.local) {
+        return absl::PermissionDeniedError(
+            "a local-recoding update in a job without recoding: local");
+      }
+      RETURN_IF_ERROR(u.has_local_setup() ? job.local->ApplySetup(u.local_setup())
+                                          : job.local->ApplySplit(u.local_split()));
+    } else if (job.local) {
+      return absl::PermissionDeniedError(
+          "a global instruction in a job with recoding: local (only group splits apply)");
+    } else if (u.has_instruction()) {
       const auto& in = u.instruction();
       if (in.attribute() >= job.hier.size() || in.node() < 0 ||
           static_cast<size_t>(in.node()) >= job.hier[in.attribute()].size() || in.candidate() < 0 ||
@@ -1158,6 +1177,18 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
     if (!stats_request.released_groups.empty()) {
       RETURN_IF_ERROR(ReleaseAllowed(slot, "released counts"));
     }
+    if (step.request().has_local() && !job.local) {
+      return absl::PermissionDeniedError(
+          "secure sum: local-recoding statistics in a job without recoding: local");
+    }
+    if (job.local &&
+        (step.request().has_local() != stats_request.empty() ||
+         !stats_request.rank_histograms.empty() || !stats_request.node_class_counts.empty() ||
+         !stats_request.group_keys.empty() || !stats_request.released_groups.empty())) {
+      return absl::PermissionDeniedError(
+          "secure sum: a job with recoding: local is asked only for its groups' statistics or "
+          "public-cell range counts");
+    }
     if (job.final_check &&
         (stats_request.released_groups.empty() || !stats_request.rank_histograms.empty() ||
          !stats_request.node_class_counts.empty() || !stats_request.group_keys.empty() ||
@@ -1171,7 +1202,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
       return absl::InvalidArgumentError("released counts requested over an undeclared domain");
     }
     job.counts.clear();
-    if (job.pushdown) {
+    if (step.request().has_local()) {
+      ASSIGN_OR_RETURN(job.counts, job.local->Answer(step.request().local()));
+    } else if (job.pushdown) {
       // The same request checks as above; only the computation moves into the database.
       if (absl::Status st = job.pushdown->AppendStats(job.hier, stats_request, &job.counts);
           !st.ok()) {
@@ -1429,6 +1462,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
           "party '", options_.name,
           "': its database could not compute the released rows (details in the party's log)"));
     }
+  } else if (job.local) {
+    RETURN_IF_ERROR(job.local->ForEachReleasedRow(columns, add_line));
   } else {
     RETURN_IF_ERROR(
         common::ForEachReleasedRow(job.spec, *job.data, *job.tips, job.hier, columns, add_line));
@@ -1552,14 +1587,22 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(JobSlot& slot,
     ASSIGN_OR_RETURN(const common::PrivacyModel model,
                      common::BuildPrivacyModel(job.spec, *job.data));
     JobState::FinalCheck check;
-    ASSIGN_OR_RETURN(check.layout, common::BuildFinalCheckLayout(model, *job.data, job.hier,
-                                                                 job.spec.suppression_token()));
+    if (job.local) {
+      // Local recoding: this party's live groups (party/local_party.h).
+      ASSIGN_OR_RETURN(check.layout,
+                       common::LocalFinalCheckLayout(model, *job.data, job.local->live_groups()));
+    } else {
+      ASSIGN_OR_RETURN(check.layout, common::BuildFinalCheckLayout(model, *job.data, job.hier,
+                                                                   job.spec.suppression_token()));
+    }
     if (check.layout.words != step.total_words()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "final check: the request has ", step.total_words(),
           " words but the privacy model over this party's cut needs ", check.layout.words));
     }
-    if (job.pushdown) {
+    if (job.local) {
+      check.counts = job.local->FinalCheckCounts();
+    } else if (job.pushdown) {
       auto groups = job.pushdown->GroupCounts(job.hier);
       if (!groups.ok()) {
         spdlog::error("job={} push-down group counts failed: {}", job.job_id,

@@ -117,8 +117,9 @@ absl::StatusOr<std::vector<uint64_t>> InProcessLocalSource::RangeCounts(
   return out;
 }
 
-absl::StatusOr<std::vector<uint64_t>> InProcessLocalSource::GroupStats(
+absl::StatusOr<std::vector<uint64_t>> InProcessLocalSource::FullStats(
     int32_t group, const std::vector<LocalValue>& key) {
+  if (fine_ == nullptr) return absl::FailedPreconditionError("local recoding: no fine map yet");
   if (group < 0 || static_cast<size_t>(group) >= range_.size()) {
     return absl::InternalError("unknown local-recoding group");
   }
@@ -191,9 +192,13 @@ absl::StatusOr<std::vector<uint64_t>> InProcessLocalSource::GroupStats(
   return out;
 }
 
-absl::Status InProcessLocalSource::SplitGroup(int32_t group, const std::vector<LocalValue>& key,
-                                              int attr, const std::vector<int>& child_of_fine,
-                                              const std::vector<int32_t>& new_ids) {
+absl::Status InProcessLocalSource::SplitGroup(const LocalSplit& split) {
+  const int32_t group = split.group;
+  const std::vector<LocalValue>& key = split.key;
+  const int attr = split.attr;
+  const std::vector<int>& child_of_fine = split.child_of_fine;
+  const std::vector<int32_t>& new_ids = split.new_ids;
+  if (fine_ == nullptr) return absl::FailedPreconditionError("local recoding: no fine map yet");
   if (group < 0 || static_cast<size_t>(group) >= range_.size()) {
     return absl::InternalError("unknown local-recoding group");
   }
@@ -227,13 +232,251 @@ absl::Status InProcessLocalSource::SplitGroup(int32_t group, const std::vector<L
   return absl::OkStatus();
 }
 
+absl::Status InProcessLocalSource::SplitGroups(const std::vector<LocalSplit>& splits) {
+  for (const LocalSplit& split : splits) RETURN_IF_ERROR(SplitGroup(split));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<uint64_t>>> InProcessLocalSource::GroupStatsBatch(
+    const std::vector<LocalGroupRef>& groups) {
+  full_cache_.clear();
+  const size_t width =
+      1 + static_cast<size_t>(std::max(1, data_->num_classes())) + data_->tracked.size();
+  std::vector<std::vector<uint64_t>> out;
+  out.reserve(groups.size());
+  for (const LocalGroupRef& ref : groups) {
+    ASSIGN_OR_RETURN(std::vector<uint64_t> full, FullStats(ref.group, ref.key));
+    // Binned continuous blocks: the record count per bin only.
+    std::vector<uint64_t> words(full.begin(), full.begin() + static_cast<ptrdiff_t>(width));
+    size_t off = width;
+    bool cached = false;
+    for (size_t a = 0; a < data_->qids.size(); ++a) {
+      const int fine = fine_->FineCount(static_cast<int>(a), ref.key[a]);
+      const bool counts_only =
+          fine_->binned() && data_->qids[a].kind == QidKind::kContinuous && fine > 0;
+      for (int f = 0; f < fine; ++f) {
+        const uint64_t* w = full.data() + off + static_cast<size_t>(f) * width;
+        if (counts_only) {
+          words.push_back(w[0]);
+        } else {
+          words.insert(words.end(), w, w + width);
+        }
+      }
+      off += static_cast<size_t>(fine) * width;
+      cached |= counts_only;
+    }
+    if (cached) full_cache_.emplace_back(ref.group, std::move(full));
+    out.push_back(std::move(words));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::vector<uint64_t>>> InProcessLocalSource::RangeStatsBatch(
+    const std::vector<LocalRangeQuery>& queries) {
+  const size_t width =
+      1 + static_cast<size_t>(std::max(1, data_->num_classes())) + data_->tracked.size();
+  std::vector<std::vector<uint64_t>> out;
+  out.reserve(queries.size());
+  std::vector<uint64_t> computed;
+  for (const LocalRangeQuery& q : queries) {
+    const std::vector<uint64_t>* full = nullptr;
+    for (const auto& [g, words] : full_cache_) {
+      if (g == q.group) full = &words;
+    }
+    if (full == nullptr) {
+      ASSIGN_OR_RETURN(computed, FullStats(q.group, q.key));
+      full = &computed;
+    }
+    if (q.attr < 0 || static_cast<size_t>(q.attr) >= data_->qids.size() ||
+        q.key.size() != data_->qids.size()) {
+      return absl::InvalidArgumentError("local range query names no attribute of the group");
+    }
+    size_t off = width;
+    for (int a = 0; a < q.attr; ++a) {
+      off += static_cast<size_t>(fine_->FineCount(a, q.key[a])) * width;
+    }
+    const int fine = fine_->FineCount(q.attr, q.key[q.attr]);
+    if (q.bounds.size() < 2 || q.bounds.front() != 0 || q.bounds.back() != fine) {
+      return absl::InvalidArgumentError("local range query does not cover the group's interval");
+    }
+    std::vector<uint64_t> words((q.bounds.size() - 1) * width, 0);
+    for (size_t i = 0; i + 1 < q.bounds.size(); ++i) {
+      if (q.bounds[i] >= q.bounds[i + 1]) {
+        return absl::InvalidArgumentError("local range query bounds are not increasing");
+      }
+      for (int32_t f = q.bounds[i]; f < q.bounds[i + 1]; ++f) {
+        for (size_t w = 0; w < width; ++w) {
+          words[i * width + w] += (*full)[off + static_cast<size_t>(f) * width + w];
+        }
+      }
+    }
+    out.push_back(std::move(words));
+  }
+  return out;
+}
+
 std::vector<int32_t> InProcessLocalSource::GroupOfRecords(
     const std::vector<int32_t>& groups) const {
   std::vector<int32_t> out(data_->num_records, -1);
   for (int32_t g : groups) {
+    if (g < 0 || static_cast<size_t>(g) >= range_.size()) continue;
     for (uint32_t i = range_[g].first; i < range_[g].second; ++i) out[perm_[i]] = g;
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared helpers
+
+size_t LocalGroupStatsLength(const Dataset& data, const LocalFineMap& fine,
+                             const std::vector<LocalValue>& key) {
+  const size_t width =
+      1 + static_cast<size_t>(std::max(1, data.num_classes())) + data.tracked.size();
+  size_t words = width;
+  for (size_t a = 0; a < data.qids.size(); ++a) {
+    const int f = fine.FineCount(static_cast<int>(a), key[a]);
+    const bool counts_only = fine.binned() && data.qids[a].kind == QidKind::kContinuous;
+    words += static_cast<size_t>(f) * (counts_only ? 1 : width);
+  }
+  return words;
+}
+
+absl::StatusOr<std::vector<LocalValue>> LocalChildValues(const Dataset& data,
+                                                         const LocalFineMap& fine, int a,
+                                                         const LocalValue& v,
+                                                         const std::vector<int>& child_of_fine) {
+  if (a < 0 || static_cast<size_t>(a) >= data.qids.size()) {
+    return absl::InvalidArgumentError("local split names no QID attribute");
+  }
+  const int count = fine.FineCount(a, v);
+  if (count == 0 || child_of_fine.size() != static_cast<size_t>(count)) {
+    return absl::InvalidArgumentError("local split is no candidate of the group's value");
+  }
+  const QidColumn& col = data.qids[a];
+  switch (col.kind) {
+    case QidKind::kTaxonomy: {
+      std::vector<LocalValue> out;
+      for (int f = 0; f < count; ++f) {
+        if (child_of_fine[f] != f) {
+          return absl::InvalidArgumentError("local split does not map a node to its children");
+        }
+        LocalValue c = v;
+        c.node = col.taxonomy->children(v.node)[f];
+        out.push_back(c);
+      }
+      return out;
+    }
+    case QidKind::kContinuous: {
+      int t = 0;
+      while (t < count && child_of_fine[t] == 0) ++t;
+      for (int f = t; f < count; ++f) {
+        if (child_of_fine[f] != 1) {
+          return absl::InvalidArgumentError("local split is not a threshold of the interval");
+        }
+      }
+      if (t <= 0 || t >= count) {
+        return absl::InvalidArgumentError("local split threshold lies outside the interval");
+      }
+      LocalValue left = v, right = v;
+      left.hi = right.lo = fine.FineStartRank(a, v, t);
+      return std::vector<LocalValue>{left, right};
+    }
+    case QidKind::kSuppression: {
+      int u = -1;
+      for (int f = 0; f < count; ++f) {
+        if (child_of_fine[f] == 0 && u < 0) {
+          u = f;
+        } else if (child_of_fine[f] != 1) {
+          return absl::InvalidArgumentError("local split discloses not exactly one value");
+        }
+      }
+      if (u < 0) return absl::InvalidArgumentError("local split discloses no value");
+      LocalValue disclosed = v, rest = v;
+      disclosed.node = u;
+      rest.node = -1;
+      return std::vector<LocalValue>{disclosed, rest};
+    }
+  }
+  return absl::InvalidArgumentError("local split on an unknown attribute kind");
+}
+
+std::string LocalLabel(const Dataset& data, const std::string& suppression_token, int a,
+                       const LocalValue& v) {
+  const QidColumn& col = data.qids[a];
+  switch (col.kind) {
+    case QidKind::kTaxonomy:
+      return col.taxonomy->label(v.node);
+    case QidKind::kSuppression:
+      return v.node < 0 ? suppression_token : col.values[v.node];
+    case QidKind::kContinuous: {
+      const int32_t ranks = static_cast<int32_t>(col.sorted_values.size());
+      const double lo = v.lo == 0 ? col.range_lo : col.sorted_values[v.lo];
+      const double hi = v.hi == ranks ? col.range_hi : col.sorted_values[v.hi];
+      return IntervalLabel(lo, hi);
+    }
+  }
+  return "";
+}
+
+std::vector<LocalValue> LocalRootKey(const Dataset& data) {
+  std::vector<LocalValue> root(data.qids.size());
+  for (size_t a = 0; a < data.qids.size(); ++a) {
+    const QidColumn& col = data.qids[a];
+    switch (col.kind) {
+      case QidKind::kTaxonomy:
+        root[a].node = col.taxonomy->root();
+        break;
+      case QidKind::kSuppression:
+        root[a].node = -1;
+        break;
+      case QidKind::kContinuous:
+        root[a] = {0, 0, static_cast<int32_t>(col.sorted_values.size())};
+        break;
+    }
+  }
+  return root;
+}
+
+absl::StatusOr<FinalCheckLayout> LocalFinalCheckLayout(const PrivacyModel& model,
+                                                       const Dataset& data, uint64_t groups) {
+  FinalCheckLayout layout;
+  for (const auto& t : data.tracked) layout.tracked.push_back(t.value);
+  layout.stride = 1 + layout.tracked.size();
+  if (groups > kMaxFinalCheckWords / layout.stride) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "final check: ", groups, " local groups need more than ", kMaxFinalCheckWords, " words"));
+  }
+  layout.words = groups * layout.stride;
+  uint64_t kmin = 1;
+  std::vector<double> bound(layout.tracked.size(), 1.0);
+  for (const Constraint& c : model.constraints) {
+    kmin = std::max(kmin, c.k);
+    for (size_t b = 0; b < bound.size(); ++b) {
+      if (c.sensitive_mask >> b & 1) bound[b] = std::min(bound[b], c.max_conf);
+    }
+  }
+  FinalCheckConstraint size;
+  size.description = absl::StrCat("local groups k=", kmin);
+  size.k = kmin;
+  size.groups = groups;
+  layout.constraints.push_back(size);
+  std::vector<double> distinct;
+  for (double b : bound) {
+    if (b < 1.0 && std::find(distinct.begin(), distinct.end(), b) == distinct.end()) {
+      distinct.push_back(b);
+    }
+  }
+  for (double d : distinct) {
+    FinalCheckConstraint conf;
+    conf.description = absl::StrCat("local groups confidence <= ", d);
+    conf.max_conf = d;
+    conf.groups = groups;
+    for (size_t b = 0; b < bound.size(); ++b) {
+      if (bound[b] == d) conf.sensitive_mask |= uint64_t{1} << b;
+    }
+    layout.constraints.push_back(conf);
+  }
+  return layout;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,8 +494,14 @@ LocalRecoder::LocalRecoder(const Dataset* data, const PrivacyModel* model, Engin
 
 absl::StatusOr<std::unique_ptr<LocalRecoder>> LocalRecoder::Create(const Dataset* data,
                                                                    const PrivacyModel* model,
-                                                                   EngineOptions options) {
+                                                                   EngineOptions options,
+                                                                   LocalGroupSource* source) {
   std::unique_ptr<LocalRecoder> r(new LocalRecoder(data, model, std::move(options)));
+  if (source == nullptr) {
+    r->owned_source_ = std::make_unique<InProcessLocalSource>(data);
+    source = r->owned_source_.get();
+  }
+  r->source_ = source;
   RETURN_IF_ERROR(r->Initialize());
   return r;
 }
@@ -275,10 +524,12 @@ absl::Status LocalRecoder::Initialize() {
       if (c.sensitive_mask >> b & 1) bound_[b] = std::min(bound_[b], c.max_conf);
     }
   }
-  source_ = std::make_unique<InProcessLocalSource>(data_);
   std::vector<std::vector<int32_t>> bins(q_);
   if (options_.numeric.binned()) {
     const uint64_t min_records = SplitBinBound(*model_, options_.numeric.min_split_bin);
+    // Within a group, labelled counts only per within-group bin of >= K records (K = kmin), and
+    // never finer than the global bins' own bound.
+    within_bin_ = std::max(kmin_, min_records);
     for (int a = 0; a < q_; ++a) {
       const QidColumn& col = data_->qids[a];
       if (col.kind != QidKind::kContinuous) continue;
@@ -289,29 +540,14 @@ absl::Status LocalRecoder::Initialize() {
     }
   }
   fine_ = std::make_unique<LocalFineMap>(data_, options_.numeric.binned(), std::move(bins));
-  source_->set_fine_map(fine_.get());
+  RETURN_IF_ERROR(source_->UseFineMap(fine_.get()));
 
-  std::vector<LocalValue> root(q_);
-  for (int a = 0; a < q_; ++a) {
-    const QidColumn& col = data_->qids[a];
-    switch (col.kind) {
-      case QidKind::kTaxonomy:
-        root[a].node = col.taxonomy->root();
-        break;
-      case QidKind::kSuppression:
-        root[a].node = -1;
-        break;
-      case QidKind::kContinuous:
-        root[a] = {0, 0, static_cast<int32_t>(col.sorted_values.size())};
-        break;
-    }
-  }
-  keys_.push_back(std::move(root));
+  keys_.push_back(LocalRootKey(*data_));
   sizes_.push_back(0);
   own_.emplace_back();
   best_.emplace_back();
-  // The root's statistics (counted once, by Consider) must satisfy the rule.
-  RETURN_IF_ERROR(Consider(0));
+  // The root's statistics (counted once, by ConsiderBatch) must satisfy the rule.
+  RETURN_IF_ERROR(ConsiderBatch({0}));
   const std::vector<uint64_t>& stats = own_[0];
   total_records_ = stats[0];
   if (total_records_ == 0) return absl::FailedPreconditionError("the table has no records");
@@ -333,14 +569,72 @@ absl::Status LocalRecoder::Initialize() {
   return absl::OkStatus();
 }
 
-absl::Status LocalRecoder::Consider(int32_t g) {
-  ASSIGN_OR_RETURN(const std::vector<uint64_t> stats, source_->GroupStats(g, keys_[g]));
+absl::Status LocalRecoder::ConsiderBatch(const std::vector<int32_t>& groups) {
+  if (groups.empty()) return absl::OkStatus();
+  std::vector<LocalGroupRef> refs;
+  refs.reserve(groups.size());
+  for (int32_t g : groups) refs.push_back({g, keys_[g]});
+  ASSIGN_OR_RETURN(const std::vector<std::vector<uint64_t>> stats, source_->GroupStatsBatch(refs));
+  if (stats.size() != groups.size()) {
+    return absl::InternalError("local recoding: a statistics batch has the wrong length");
+  }
+  // Binned continuous attributes: merge the group's bins into within-group bins of >= K records
+  // (left to right, a short tail joins the last), then ask for their labelled words.
+  std::vector<LocalRangeQuery> queries;
+  std::vector<std::pair<size_t, int>> query_of;  // (index in groups, attribute)
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const int32_t g = groups[i];
+    if (stats[i].size() != LocalGroupStatsLength(*data_, *fine_, keys_[g])) {
+      return absl::InternalError("local recoding: group statistics have the wrong length");
+    }
+    if (!fine_->binned() || stats[i][0] == 0) continue;
+    size_t off = width_;
+    for (int a = 0; a < q_; ++a) {
+      const int fine = fine_->FineCount(a, keys_[g][a]);
+      const bool counts_only = data_->qids[a].kind == QidKind::kContinuous;
+      if (counts_only && fine > 0) {
+        std::vector<int32_t> cells(static_cast<size_t>(fine) + 1);
+        for (int f = 0; f <= fine; ++f) cells[f] = f;
+        const std::vector<uint64_t> counts(stats[i].begin() + static_cast<ptrdiff_t>(off),
+                                           stats[i].begin() + static_cast<ptrdiff_t>(off + fine));
+        std::vector<int32_t> bounds = MergeCellsIntoBins(cells, counts, within_bin_);
+        if (bounds.size() >= 3) {
+          queries.push_back({g, keys_[g], a, std::move(bounds)});
+          query_of.emplace_back(i, a);
+        }
+      }
+      off += static_cast<size_t>(fine) * (counts_only ? 1 : width_);
+    }
+  }
+  std::vector<std::vector<std::pair<std::vector<int32_t>, std::vector<uint64_t>>>> ranges(
+      groups.size());
+  if (!queries.empty()) {
+    ASSIGN_OR_RETURN(std::vector<std::vector<uint64_t>> words, source_->RangeStatsBatch(queries));
+    if (words.size() != queries.size()) {
+      return absl::InternalError("local recoding: a range batch has the wrong length");
+    }
+    for (size_t j = 0; j < queries.size(); ++j) {
+      const auto [i, a] = query_of[j];
+      if (words[j].size() != (queries[j].bounds.size() - 1) * width_) {
+        return absl::InternalError("local recoding: range statistics have the wrong length");
+      }
+      if (ranges[i].empty()) ranges[i].resize(q_);
+      ranges[i][a] = {std::move(queries[j].bounds), std::move(words[j])};
+    }
+  }
+  for (size_t i = 0; i < groups.size(); ++i) Consider(groups[i], stats[i], ranges[i]);
+  return absl::OkStatus();
+}
+
+void LocalRecoder::Consider(
+    int32_t g, const std::vector<uint64_t>& stats,
+    const std::vector<std::pair<std::vector<int32_t>, std::vector<uint64_t>>>& ranges) {
   const uint64_t n = stats[0];
   sizes_[g] = n;
   own_[g].assign(stats.begin(), stats.begin() + static_cast<ptrdiff_t>(width_));
   if (n == 0) {
     final_.push_back(g);
-    return absl::OkStatus();
+    return;
   }
   const int nc = num_classes_;
   const std::vector<uint64_t> parent(stats.begin() + 1, stats.begin() + 1 + nc);
@@ -389,8 +683,9 @@ absl::Status LocalRecoder::Consider(int32_t g) {
   size_t off = width_;
   for (int a = 0; a < q_ && allowed; ++a) {
     const int fine = fine_->FineCount(a, keys_[g][a]);
+    const bool binned_continuous = fine_->binned() && data_->qids[a].kind == QidKind::kContinuous;
     const uint64_t* block = stats.data() + off;
-    off += static_cast<size_t>(fine) * width_;
+    off += static_cast<size_t>(fine) * (binned_continuous ? 1 : width_);
     if (fine == 0) continue;
     switch (data_->qids[a].kind) {
       case QidKind::kTaxonomy: {
@@ -404,22 +699,34 @@ absl::Status LocalRecoder::Consider(int32_t g) {
         break;
       }
       case QidKind::kContinuous: {
-        std::vector<uint64_t> hist(static_cast<size_t>(fine) * nc);
-        for (int f = 0; f < fine; ++f) {
-          for (int k = 0; k < nc; ++k) hist[f * nc + k] = block[f * width_ + 1 + k];
+        // Binned: the within-group bins (their labelled words); exact: one unit per rank.
+        std::vector<int32_t> unit_start;
+        const uint64_t* words = block;
+        if (binned_continuous) {
+          if (ranges.empty() || ranges[a].first.size() < 3) break;
+          unit_start = ranges[a].first;
+          words = ranges[a].second.data();
+        } else {
+          for (int f = 0; f <= fine; ++f) unit_start.push_back(f);
+        }
+        const int units = static_cast<int>(unit_start.size()) - 1;
+        std::vector<uint64_t> hist(static_cast<size_t>(units) * nc);
+        for (int u = 0; u < units; ++u) {
+          for (int k = 0; k < nc; ++k) hist[u * nc + k] = words[u * width_ + 1 + k];
           // Without a class attribute the class words are the counts (one class).
-          if (!has_class_) hist[f * nc] = block[f * width_];
+          if (!has_class_) hist[u * nc] = words[u * width_];
         }
         const int32_t split = ChooseSplitRank(hist, nc, 0, has_class_);
         if (split < 0) break;
         std::vector<uint64_t> left(width_, 0), right(width_, 0);
-        std::vector<int> map(fine);
-        for (int f = 0; f < fine; ++f) {
-          map[f] = f < split ? 0 : 1;
-          std::vector<uint64_t>& side = f < split ? left : right;
-          for (size_t w = 0; w < width_; ++w) side[w] += block[f * width_ + w];
+        for (int u = 0; u < units; ++u) {
+          std::vector<uint64_t>& side = u < split ? left : right;
+          for (size_t w = 0; w < width_; ++w) side[w] += words[u * width_ + w];
         }
-        consider(a, split, {left.data(), right.data()}, std::move(map));
+        const int threshold = unit_start[split];  // a fine index
+        std::vector<int> map(fine);
+        for (int f = 0; f < fine; ++f) map[f] = f < threshold ? 0 : 1;
+        consider(a, threshold, {left.data(), right.data()}, std::move(map));
         break;
       }
       case QidKind::kSuppression: {
@@ -438,34 +745,14 @@ absl::Status LocalRecoder::Consider(int32_t g) {
   }
   if (best.attr < 0) {
     final_.push_back(g);
-    return absl::OkStatus();
+    return;
   }
-  heap_.push_back({best.score, g});
+  queue_.push_back(g);
   best_[g] = std::move(best);
-  std::push_heap(heap_.begin(), heap_.end(), [](const QueueEntry& x, const QueueEntry& y) {
-    return x.score < y.score || (x.score == y.score && x.group > y.group);
-  });
-  return absl::OkStatus();
 }
 
-std::string LocalRecoder::Label(int a, const LocalValue& v) const {
-  const QidColumn& col = data_->qids[a];
-  switch (col.kind) {
-    case QidKind::kTaxonomy:
-      return col.taxonomy->label(v.node);
-    case QidKind::kSuppression:
-      return v.node < 0 ? options_.suppression_token : col.values[v.node];
-    case QidKind::kContinuous: {
-      const int32_t ranks = static_cast<int32_t>(col.sorted_values.size());
-      const double lo = v.lo == 0 ? col.range_lo : col.sorted_values[v.lo];
-      const double hi = v.hi == ranks ? col.range_hi : col.sorted_values[v.hi];
-      return IntervalLabel(lo, hi);
-    }
-  }
-  return "";
-}
-
-absl::Status LocalRecoder::ApplyBest(int32_t g) {
+void LocalRecoder::ApplyBest(int32_t g, std::vector<LocalSplit>* splits,
+                             std::vector<int32_t>* created) {
   Best best = std::move(best_[g]);
   best_[g] = Best();
   const int a = best.attr;
@@ -494,6 +781,7 @@ absl::Status LocalRecoder::ApplyBest(int32_t g) {
   for (size_t c = 0; c < children; ++c) {
     if (best.child_sizes[c] == 0) continue;
     new_ids[c] = static_cast<int32_t>(keys_.size());
+    created->push_back(new_ids[c]);
     std::vector<LocalValue> key = keys_[g];
     key[a] = child_values[c];
     keys_.push_back(std::move(key));
@@ -501,7 +789,7 @@ absl::Status LocalRecoder::ApplyBest(int32_t g) {
     own_.emplace_back();
     best_.emplace_back();
   }
-  RETURN_IF_ERROR(source_->SplitGroup(g, keys_[g], a, best.child_of_fine, new_ids));
+  splits->push_back({g, keys_[g], a, best.child_of_fine, new_ids});
 
   fedanon::v1::SpecializationStep step;
   step.set_round(static_cast<uint32_t>(steps_.size() + 1));
@@ -516,29 +804,41 @@ absl::Status LocalRecoder::ApplyBest(int32_t g) {
   step.set_info_gain(best.info_gain);
   step.set_records(sizes_[g]);
   steps_.push_back(step);
-  for (int32_t id : new_ids) {
-    if (id >= 0) RETURN_IF_ERROR(Consider(id));
-  }
-  if (options_.on_step) options_.on_step(step, final_.size() + heap_.size());
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> LocalRecoder::Run() {
-  auto less = [](const QueueEntry& x, const QueueEntry& y) {
-    return x.score < y.score || (x.score == y.score && x.group > y.group);
-  };
   std::string reason = "no valid candidate left";
-  while (!heap_.empty()) {
-    if (options_.max_rounds && steps_.size() >= options_.max_rounds) {
-      reason = "reached max_rounds";
-      for (const QueueEntry& e : heap_) final_.push_back(e.group);
-      heap_.clear();
-      break;
+  while (!queue_.empty()) {
+    // One wave: every queued group, best score first, ties to the older group.
+    std::vector<int32_t> wave = std::exchange(queue_, {});
+    std::sort(wave.begin(), wave.end(), [this](int32_t x, int32_t y) {
+      return best_[x].score > best_[y].score || (best_[x].score == best_[y].score && x < y);
+    });
+    std::vector<LocalSplit> splits;
+    std::vector<int32_t> created;
+    for (int32_t g : wave) {
+      if (options_.max_rounds && steps_.size() >= options_.max_rounds) {
+        reason = "reached max_rounds";
+        best_[g] = Best();
+        final_.push_back(g);
+        continue;
+      }
+      ApplyBest(g, &splits, &created);
     }
-    std::pop_heap(heap_.begin(), heap_.end(), less);
-    const int32_t g = heap_.back().group;
-    heap_.pop_back();
-    RETURN_IF_ERROR(ApplyBest(g));
+    if (!splits.empty()) RETURN_IF_ERROR(source_->SplitGroups(splits));
+    RETURN_IF_ERROR(ConsiderBatch(created));
+    if (options_.on_step) {
+      for (size_t i = steps_.size() - splits.size(); i < steps_.size(); ++i) {
+        options_.on_step(steps_[i], final_.size() + queue_.size());
+      }
+    }
+    if (reason == "reached max_rounds") {
+      for (int32_t g : queue_) {
+        best_[g] = Best();
+        final_.push_back(g);
+      }
+      queue_.clear();
+    }
   }
   std::sort(final_.begin(), final_.end());
   return reason;
@@ -601,11 +901,21 @@ absl::Status ForEachLocalReleasedRow(
     const fedanon::v1::JobSpec& /*spec*/, const Dataset& data, const LocalRecoder& recoder,
     const std::vector<int>& columns,
     const std::function<void(const std::vector<std::string_view>&)>& emit) {
+  return ForEachLocalReleasedRow(
+      data, recoder.suppression_token(), recoder.final_groups(),
+      [&recoder](int32_t g) -> const std::vector<LocalValue>& { return recoder.Key(g); },
+      recoder.GroupOfRecords(), columns, emit);
+}
+
+absl::Status ForEachLocalReleasedRow(
+    const Dataset& data, const std::string& suppression_token, const std::vector<int32_t>& groups,
+    const std::function<const std::vector<LocalValue>&(int32_t)>& key_of,
+    const std::vector<int32_t>& group_of, const std::vector<int>& columns,
+    const std::function<void(const std::vector<std::string_view>&)>& emit) {
   const size_t q = data.qids.size();
   std::vector<int> qid_of_column(data.header.size(), -1);
   for (size_t a = 0; a < q; ++a) qid_of_column[data.qids[a].csv_column] = static_cast<int>(a);
-  // Labels per final group, and each record's final group.
-  const std::vector<int32_t>& groups = recoder.final_groups();
+  // Labels per final group.
   std::vector<int32_t> index_of_group;
   std::vector<std::string> labels(groups.size() * q);
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -614,10 +924,10 @@ absl::Status ForEachLocalReleasedRow(
     }
     index_of_group[groups[i]] = static_cast<int32_t>(i);
     for (size_t a = 0; a < q; ++a) {
-      labels[i * q + a] = recoder.Label(static_cast<int>(a), recoder.Key(groups[i])[a]);
+      labels[i * q + a] =
+          LocalLabel(data, suppression_token, static_cast<int>(a), key_of(groups[i])[a]);
     }
   }
-  const std::vector<int32_t> group_of = recoder.GroupOfRecords();
   ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, ReopenSource(data));
   std::vector<std::string_view> fields, row;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
@@ -630,7 +940,9 @@ absl::Status ForEachLocalReleasedRow(
       return absl::InternalError("the input changed while anonymizing");
     }
     if (!data.kept[line++]) continue;
-    if (record >= data.num_records || group_of[record] < 0) {
+    if (record >= data.num_records || group_of[record] < 0 ||
+        static_cast<size_t>(group_of[record]) >= index_of_group.size() ||
+        index_of_group[group_of[record]] < 0) {
       return absl::InternalError("the input changed while anonymizing");
     }
     const size_t i = static_cast<size_t>(index_of_group[group_of[record++]]);

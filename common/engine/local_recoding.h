@@ -13,13 +13,14 @@
 // consistent with it form a union of whole groups containing the victim's group, so it has at
 // least kmin records and no larger confidence (docs/engine.md gives the proof).
 //
-// The loop is greedy: repeatedly apply the best valid (group, candidate) until none is valid.
-// Validity and the choice in a group depend only on that group's records, so the result equals
-// specializing each group independently; a priority queue keeps the global order for the report
-// and for max_rounds (anytime: stopping early is still private).
+// The loop is greedy and runs in waves: every queued group applies its best valid candidate, then
+// the statistics of all new groups are fetched in one batch. Validity and the choice in a group
+// depend only on that group's records, so the result equals specializing each group
+// independently; the steps are reported in the order (wave, score, group id), and max_rounds caps
+// them in that order (anytime: stopping early is still private).
 //
-// Statistics come through LocalGroupSource (the seam a federation would implement with secure
-// sums; only the in-process source exists today).
+// Statistics come through LocalGroupSource: in process (InProcessLocalSource) or, in a horizontal
+// federation, by ring secure sums (leader/local_group_source.h).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/engine/final_check.h"
 #include "common/engine/privacy_model.h"
 #include "common/engine/tds_engine.h"
 #include "common/table/dataset.h"
@@ -83,11 +85,64 @@ class LocalFineMap {
   std::vector<std::vector<std::vector<int32_t>>> fine_at_depth_;
 };
 
+// The words of one group's statistics, each of width W = 1 + C + m (C = number of classes, at
+// least 1; m = number of tracked sensitive values), [count, class_1..C, sensitive_1..m]: first the
+// group's own, then for each QID attribute a in order, one per fine child f of key[a]
+// (LocalFineMap) — except a continuous attribute under binned search, which gets ONE word per
+// fine child (the unlabelled record count per global bin inside the group): the leader then merges
+// adjacent bins into within-group bins of at least K records and asks for their labelled words
+// separately (LocalRangeQuery), the numeric split rule applied per group (docs/threat-model.md).
+size_t LocalGroupStatsLength(const Dataset& data, const LocalFineMap& fine,
+                             const std::vector<LocalValue>& key);
+
+// A group named in a statistics batch: its id and its key (a federation's parties check the key
+// against their own record of the group).
+struct LocalGroupRef {
+  int32_t group = 0;
+  std::vector<LocalValue> key;
+};
+
+// The labelled words (W each) of continuous attribute `attr` of a group per range of its fine
+// children [bounds[i], bounds[i+1]) (fine-child indices, 0 = b_0 < ... < b_m = FineCount: unions
+// of whole global bins).
+struct LocalRangeQuery {
+  int32_t group = 0;
+  std::vector<LocalValue> key;
+  int attr = 0;
+  std::vector<int32_t> bounds;
+};
+
+// Splits `group` on attribute `attr`: a record whose fine child of key[attr] is f goes to child
+// child_of_fine[f], which becomes group new_ids[child] (-1: an empty child, no record may go
+// there). The group is then retired.
+struct LocalSplit {
+  int32_t group = 0;
+  std::vector<LocalValue> key;
+  int attr = 0;
+  std::vector<int> child_of_fine;
+  std::vector<int32_t> new_ids;
+};
+
+// The values of the children of value `v` of attribute `a` under a split by `child_of_fine`, if it
+// is a candidate of `v`: taxonomy, the identity (child i = the node's i-th child); continuous, a
+// threshold strictly inside the interval (0..0 1..1); suppression of the suppressed value, one
+// value disclosed (all 1 but one 0). InvalidArgument otherwise (a party's check of an instruction).
+absl::StatusOr<std::vector<LocalValue>> LocalChildValues(const Dataset& data,
+                                                         const LocalFineMap& fine, int a,
+                                                         const LocalValue& v,
+                                                         const std::vector<int>& child_of_fine);
+
+// The label written for value `v` of attribute `a`.
+std::string LocalLabel(const Dataset& data, const std::string& suppression_token, int a,
+                       const LocalValue& v);
+
+// The root key (the most general value of every attribute).
+std::vector<LocalValue> LocalRootKey(const Dataset& data);
+
 // Where a local-recoding run's statistics come from. Groups are numbered by the engine (the
-// whole table is group 0). GroupStats answers with words of width W = 1 + C + m (C = number of
-// classes, at least 1; m = number of tracked sensitive values), each [count, class_1..C,
-// sensitive_1..m]: first the group's own, then for each QID attribute a in order, one per fine
-// child f of key[a] (LocalFineMap).
+// whole table is group 0). Batched: the loop runs in waves (every queued group applies its best
+// candidate, then the statistics of all new groups are fetched at once), so a federation needs a
+// few secure sums per wave instead of one per group.
 class LocalGroupSource {
  public:
   virtual ~LocalGroupSource() = default;
@@ -95,41 +150,62 @@ class LocalGroupSource {
   // records over the whole table (the public cells of binned search).
   virtual absl::StatusOr<std::vector<uint64_t>> RangeCounts(int attr,
                                                             const std::vector<int32_t>& bounds) = 0;
-  virtual absl::StatusOr<std::vector<uint64_t>> GroupStats(int32_t group,
-                                                           const std::vector<LocalValue>& key) = 0;
-  // Splits `group` on attribute `attr`: a record whose fine child of key[attr] is f goes to
-  // child child_of_fine[f], which becomes group new_ids[child] (every child a record goes to
-  // has an id). The group is then retired.
-  virtual absl::Status SplitGroup(int32_t group, const std::vector<LocalValue>& key, int attr,
-                                  const std::vector<int>& child_of_fine,
-                                  const std::vector<int32_t>& new_ids) = 0;
+  // The fine map (with the bins, fixed from RangeCounts) every later request uses: called once,
+  // before any other request below (a federation announces the bins to the parties).
+  virtual absl::Status UseFineMap(const LocalFineMap* fine) = 0;
+  // Per group, its words (LocalGroupStatsLength).
+  virtual absl::StatusOr<std::vector<std::vector<uint64_t>>> GroupStatsBatch(
+      const std::vector<LocalGroupRef>& groups) = 0;
+  // Per query, (bounds.size() - 1) * W labelled words.
+  virtual absl::StatusOr<std::vector<std::vector<uint64_t>>> RangeStatsBatch(
+      const std::vector<LocalRangeQuery>& queries) = 0;
+  virtual absl::Status SplitGroups(const std::vector<LocalSplit>& splits) = 0;
 };
 
-// The in-process source over one data holder's records (centralized run): groups are contiguous
-// ranges of one permutation of the record indices, split in place.
+// The in-process source over one data holder's records (centralized run, and each party of a
+// federation over its own records): groups are contiguous ranges of one permutation of the record
+// indices, split in place.
 class InProcessLocalSource : public LocalGroupSource {
  public:
   explicit InProcessLocalSource(const Dataset* data);
-  void set_fine_map(const LocalFineMap* fine) { fine_ = fine; }  // before GroupStats / SplitGroup
   absl::StatusOr<std::vector<uint64_t>> RangeCounts(int attr,
                                                     const std::vector<int32_t>& bounds) override;
-  absl::StatusOr<std::vector<uint64_t>> GroupStats(int32_t group,
-                                                   const std::vector<LocalValue>& key) override;
-  absl::Status SplitGroup(int32_t group, const std::vector<LocalValue>& key, int attr,
-                          const std::vector<int>& child_of_fine,
-                          const std::vector<int32_t>& new_ids) override;
-  // The group of every record (only the final groups' ranges remain meaningful).
+  absl::Status UseFineMap(const LocalFineMap* fine) override {
+    fine_ = fine;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<std::vector<uint64_t>>> GroupStatsBatch(
+      const std::vector<LocalGroupRef>& groups) override;
+  absl::StatusOr<std::vector<std::vector<uint64_t>>> RangeStatsBatch(
+      const std::vector<LocalRangeQuery>& queries) override;
+  absl::Status SplitGroups(const std::vector<LocalSplit>& splits) override;
+  // The group of every record (only the given groups' ranges count; -1 elsewhere).
   std::vector<int32_t> GroupOfRecords(const std::vector<int32_t>& groups) const;
 
  private:
+  // Every word W wide, continuous ones too (the old single-group layout).
+  absl::StatusOr<std::vector<uint64_t>> FullStats(int32_t group,
+                                                  const std::vector<LocalValue>& key);
+  absl::Status SplitGroup(const LocalSplit& split);
+
   const Dataset* data_;
   const LocalFineMap* fine_ = nullptr;
   std::vector<uint32_t> perm_;
   std::vector<uint32_t> scratch_;
-  std::vector<uint16_t> cls_buffer_;                  // GroupStats: the group's classes
-  std::vector<uint64_t> sens_buffer_;                 // GroupStats: the group's sensitive bits
+  std::vector<uint16_t> cls_buffer_;                  // FullStats: the group's classes
+  std::vector<uint64_t> sens_buffer_;                 // FullStats: the group's sensitive bits
   std::vector<std::pair<uint32_t, uint32_t>> range_;  // [group] -> [begin, end) in perm_
+  // The full words of the last batch's groups that have a binned continuous attribute (the
+  // range queries that follow read them instead of another pass over the records).
+  std::vector<std::pair<int32_t, std::vector<uint64_t>>> full_cache_;
 };
+
+// The final check of a local-recoding job (docs/threat-model.md): `groups` final groups, words
+// [count, tracked_1..m] each (stride 1 + m), and the rule LocalRecoder enforces — every non-empty
+// group >= the largest k, and per tracked value the smallest confidence bound on it — as
+// constraints over those words (one for the size, one per distinct bound).
+absl::StatusOr<FinalCheckLayout> LocalFinalCheckLayout(const PrivacyModel& model,
+                                                       const Dataset& data, uint64_t groups);
 
 // The report lists at most this many steps of a local-recoding run (its stop_reason gives the
 // total).
@@ -138,10 +214,15 @@ inline constexpr size_t kMaxReportedLocalSteps = 1000;
 class LocalRecoder {
  public:
   // Fails with FailedPrecondition when even the most general table violates the rule above.
+  // `source`: where the statistics come from (not owned; null: the in-process source over
+  // `data`'s records).
   static absl::StatusOr<std::unique_ptr<LocalRecoder>> Create(const Dataset* data,
                                                               const PrivacyModel* model,
-                                                              EngineOptions options);
-  // Runs until no (group, candidate) is valid (or max_rounds); returns the stop reason.
+                                                              EngineOptions options,
+                                                              LocalGroupSource* source = nullptr);
+  // Runs in waves until no (group, candidate) is valid: in each wave every queued group applies
+  // its best candidate, in the order (score descending, group id ascending); max_rounds caps the
+  // applied steps taken in the order (wave, score, group id). Returns the stop reason.
   absl::StatusOr<std::string> Run();
 
   // The final groups, in creation order.
@@ -149,10 +230,17 @@ class LocalRecoder {
   const std::vector<LocalValue>& Key(int32_t g) const { return keys_[g]; }
   uint64_t GroupSize(int32_t g) const { return sizes_[g]; }
   // The label written for value `v` of attribute `a`.
-  std::string Label(int a, const LocalValue& v) const;
-  // The final group of every record.
-  std::vector<int32_t> GroupOfRecords() const { return source_->GroupOfRecords(final_); }
+  std::string Label(int a, const LocalValue& v) const {
+    return LocalLabel(*data_, options_.suppression_token, a, v);
+  }
+  // The final group of every record (in-process source only).
+  std::vector<int32_t> GroupOfRecords() const { return owned_source_->GroupOfRecords(final_); }
   uint64_t min_group_size() const { return kmin_; }
+  const std::string& suppression_token() const { return options_.suppression_token; }
+  // Records a within-group bin must hold before its labelled counts are asked for.
+  uint64_t within_group_bin() const { return within_bin_; }
+  uint64_t total_records() const { return total_records_; }
+  const LocalFineMap& fine_map() const { return *fine_; }
   const std::vector<fedanon::v1::SpecializationStep>& steps() const { return steps_; }
   double DiscernibilityRatio() const;
   // Fills the result part of a report (steps, cut, groups, smallest group = smallest final group,
@@ -168,16 +256,19 @@ class LocalRecoder {
     std::vector<uint64_t> child_sizes;  // per child
     std::vector<int> child_of_fine;
   };
-  struct QueueEntry {
-    double score;
-    int32_t group;
-  };
 
   LocalRecoder(const Dataset* data, const PrivacyModel* model, EngineOptions options);
   absl::Status Initialize();
-  // Computes the best valid candidate of a new group; queues it or marks the group final.
-  absl::Status Consider(int32_t g);
-  absl::Status ApplyBest(int32_t g);
+  // Fetches the statistics of new groups (one batch, then one batch of within-group bins) and
+  // computes each one's best valid candidate: queued for the next wave, or the group is final.
+  absl::Status ConsiderBatch(const std::vector<int32_t>& groups);
+  // `stats`: the group's words; `ranges[a]`: for a binned continuous attribute, the within-group
+  // bin bounds (fine units) and their labelled words (empty: not refinable).
+  void Consider(int32_t g, const std::vector<uint64_t>& stats,
+                const std::vector<std::pair<std::vector<int32_t>, std::vector<uint64_t>>>& ranges);
+  // Creates the children of `g` by its best candidate; appends the split to `splits` and the new
+  // ids to `created`.
+  void ApplyBest(int32_t g, std::vector<LocalSplit>* splits, std::vector<int32_t>* created);
   // Whether child statistics (count + sensitive counts at `w`) meet the rule.
   bool ChildOk(const uint64_t* w) const;
 
@@ -191,14 +282,16 @@ class LocalRecoder {
   bool has_class_;
   uint64_t kmin_ = 1;
   std::vector<double> bound_;  // per tracked value: the smallest confidence bound (1: none)
+  uint64_t within_bin_ = 1;
   std::unique_ptr<LocalFineMap> fine_;
-  std::unique_ptr<InProcessLocalSource> source_;
+  std::unique_ptr<InProcessLocalSource> owned_source_;
+  LocalGroupSource* source_ = nullptr;
 
   std::vector<std::vector<LocalValue>> keys_;  // [group]
   std::vector<uint64_t> sizes_;                // [group]
   std::vector<std::vector<uint64_t>> own_;     // [group] its words [count, classes, sensitive]
   std::vector<Best> best_;                     // [group] (queued groups)
-  std::vector<QueueEntry> heap_;
+  std::vector<int32_t> queue_;                 // the groups of the next wave
   std::vector<int32_t> final_;
   uint64_t total_records_ = 0;
   std::vector<fedanon::v1::SpecializationStep> steps_;
@@ -209,6 +302,14 @@ class LocalRecoder {
 absl::Status ForEachLocalReleasedRow(
     const fedanon::v1::JobSpec& spec, const Dataset& data, const LocalRecoder& recoder,
     const std::vector<int>& columns,
+    const std::function<void(const std::vector<std::string_view>&)>& emit);
+// The same from the final groups' keys and each record's final group (a federation's party,
+// which holds its own records' groups).
+absl::Status ForEachLocalReleasedRow(
+    const Dataset& data, const std::string& suppression_token,
+    const std::vector<int32_t>& final_groups,
+    const std::function<const std::vector<LocalValue>&(int32_t)>& key_of,
+    const std::vector<int32_t>& group_of_record, const std::vector<int>& columns,
     const std::function<void(const std::vector<std::string_view>&)>& emit);
 
 }  // namespace fedanon::common

@@ -866,9 +866,9 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
 }
 
 absl::Status CheckFederatedRecoding(const JobSpec& spec) {
-  if (spec.recoding() != fedanon::v1::RECODING_LOCAL) return absl::OkStatus();
-  if (spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
-    return absl::InvalidArgumentError(kLocalRecodingNotFederated);
+  if (spec.recoding() != fedanon::v1::RECODING_LOCAL ||
+      spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
+    return absl::OkStatus();
   }
   const auto& privacy = spec.privacy();
   bool bound = false;

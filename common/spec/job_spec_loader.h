@@ -30,17 +30,19 @@ absl::StatusOr<fedanon::v1::JobSpec> LoadJobSpec(const std::string& path);
 // continuous range has two values with range[0] < range[1]. Errors name the offending field.
 absl::Status ValidateJobSpec(const fedanon::v1::JobSpec& spec);
 
-// `recoding: local` runs centralized (`fedanon anonymize`) and in vertical federated jobs without
-// a confidence bound (docs/vertical.md "Local recoding"). Horizontal jobs (push-down included)
-// and vertical jobs with a confidence bound (they would need per-group judges) refuse it, at the
+// `recoding: local` runs centralized (`fedanon anonymize`), in horizontal federated jobs, and in
+// vertical federated jobs without a confidence bound (docs/vertical.md "Local recoding"). A
+// vertical job with a confidence bound (it would need per-group judges) refuses it, at the
 // leader's submission check and at every party's Prepare.
-inline constexpr char kLocalRecodingNotFederated[] =
-    "recoding: local is not supported in horizontal federated jobs yet (nor with push-down); it "
-    "runs centralized (fedanon anonymize) and in vertical jobs";
 inline constexpr char kLocalRecodingNeedsJudge[] =
     "recoding: local in a vertical job supports group-size constraints only (k-anonymity "
     "templates, or LKC without sensitive values or with C = 1): a confidence bound would need the "
     "holders of the sensitive values to veto per group, which is not built yet";
+// A party whose table is pushed down to PostgreSQL (party.yaml `mode: push-down`) refuses it:
+// local recoding runs on the compact in-memory form only.
+inline constexpr char kLocalRecodingNotPushdown[] =
+    "recoding: local is not supported on a push-down table (it runs on the records in memory; "
+    "push-down covers global recoding only)";
 absl::Status CheckFederatedRecoding(const fedanon::v1::JobSpec& spec);
 
 // Writes the spec back as YAML (for generated specs and round-trip tests).

@@ -259,22 +259,16 @@ INSTANTIATE_TEST_SUITE_P(ScoresAndParties, VerticalLocal,
                                                "parties");
                          });
 
-// A continuous QID: the federated release is private (checker) in any case. The vertical search
-// uses the per-group numeric rule (thresholds among within-group bins of >= K records merged from
-// the global bins); until the centralized recoder has that rule (branch localh) the two may
-// differ, and the comparison is skipped with that reason.
-TEST(VerticalLocalContinuous, ReleasesTheCentralizedLocalTableOrSkips) {
-  int differ = 0;
+// A continuous QID: the vertical search uses the per-group numeric rule (thresholds among
+// within-group bins of >= K records merged from the global bins), as the centralized
+// LocalRecoder does, so the releases are equal.
+TEST(VerticalLocalContinuous, ReleasesTheCentralizedLocalTable) {
   for (uint64_t seed = 1; seed <= 3; ++seed) {
+    SCOPED_TRACE(absl::StrCat("seed ", seed));
     const Scenario s = MakeScenario(seed, 2, 0, /*continuous=*/true);
     Outcome out;
     RunBoth(s, absl::StrCat("vlocal_cont_", seed), seed, &out);
-    differ += !out.same_rows;
-  }
-  if (differ > 0) {
-    GTEST_SKIP() << differ << " of 3 continuous tables differ from the centralized local run: "
-                 << "the vertical search uses the per-group numeric rule (within-group bins of "
-                 << ">= K records), which the centralized LocalRecoder does not have yet";
+    EXPECT_TRUE(out.same_rows);
   }
 }
 
@@ -298,20 +292,12 @@ TEST(VerticalLocalViewLog, RecordsEveryPerGroupProposal) {
 }
 
 // What the federation refuses, at the leader's submission check (every party's Prepare runs the
-// same CheckFederatedRecoding): local recoding in a horizontal job, and in a vertical job with a
-// confidence bound (it would need per-group judges).
-TEST(VerticalLocalRefusals, HorizontalAndConfidenceBoundsAreRefused) {
+// same CheckFederatedRecoding): local recoding in a vertical job with a confidence bound (it
+// would need per-group judges).
+TEST(VerticalLocalRefusals, ConfidenceBoundsAreRefused) {
   const Scenario s = MakeScenario(1, 2, 0, /*continuous=*/false);
   auto fed = InProcessFederation::Create("vlocal_refuse", PartyFiles(s, 1));
   ASSERT_TRUE(fed.ok()) << fed.status();
-  std::string horizontal = s.spec_yaml;
-  horizontal.replace(horizontal.find("partitioning: vertical"), 22, "partitioning: horizontal");
-  auto refused = (*fed)->Submit(Request(horizontal, s.taxonomies, **fed));
-  ASSERT_FALSE(refused.ok());
-  EXPECT_THAT(refused.status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "recoding: local is not supported in horizontal federated jobs yet"));
-
   std::string bounded = s.spec_yaml;
   bounded = absl::StrCat(
       bounded.substr(0, bounded.find("privacy:")),
@@ -323,7 +309,7 @@ TEST(VerticalLocalRefusals, HorizontalAndConfidenceBoundsAreRefused) {
   EXPECT_THAT(common::CheckFederatedRecoding(*spec),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "recoding: local in a vertical job supports group-size constraints only"));
-  refused = (*fed)->Submit(Request(bounded, s.taxonomies, **fed));
+  auto refused = (*fed)->Submit(Request(bounded, s.taxonomies, **fed));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(std::string(refused.status().message())
                 .find("recoding: local in a vertical job supports group-size constraints only"),

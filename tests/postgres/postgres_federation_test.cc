@@ -104,7 +104,7 @@ struct FedRun {
 // hospital-b and hospital-c (table `hospital_c`) compute their statistics in PostgreSQL
 // (`mode: push-down`) and the release goes to a CSV file.
 FedRun RunFederation(const FedData& s, const std::string& name, const PostgresCluster* cluster,
-                     bool push_down = false) {
+                     bool push_down = false, bool expect_done = true) {
   FedRun run;
   std::vector<std::map<std::string, std::string>> files(3, s.taxonomies);
   for (int p = 0; p < 3; ++p) {
@@ -144,6 +144,7 @@ FedRun RunFederation(const FedData& s, const std::string& name, const PostgresCl
   EXPECT_TRUE(info.ok()) << info.status();
   if (!info.ok()) return run;
   run.info = (*fed)->Wait(info->job_id());
+  if (!expect_done) return run;
   EXPECT_EQ(run.info.state(), fedanon::v1::JOB_STATE_DONE) << run.info.failure_reason();
   const std::string csv_path =
       absl::StrCat((*fed)->dir, "/hospital-a/output/", info->job_id(), ".csv");
@@ -213,6 +214,27 @@ TEST(PostgresFederation, OnePartyFromPostgresReleasesWhatAllCsvReleases) {
     if (scans < 10) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_GE(scans, 10);
+}
+
+// Local recoding runs on the records in memory only: a push-down party refuses it at Prepare.
+TEST(PostgresFederation, PushDownPartiesRefuseLocalRecoding) {
+  auto cluster = PostgresCluster::Start();
+  if (!cluster.ok()) GTEST_SKIP() << cluster.status().message();
+  FedData s = MakeSetup();
+  s.spec_yaml += "\nrecoding: local\n";
+  for (int p : {1, 2}) {
+    const std::string path = FreshDir("pg_fed_local") + "/b.csv";
+    WriteText(path, s.parts[p]);
+    auto b = ReadCsvTable(path);
+    ASSERT_OK(b);
+    ASSERT_OK((*cluster)->LoadCsv(p == 1 ? "hospital_b" : "hospital_c", AdultSqlColumns(b->header),
+                                  s.parts[p]));
+  }
+  const FedRun run = RunFederation(s, "pg_fed_local", cluster->get(), /*push_down=*/true,
+                                   /*expect_done=*/false);
+  EXPECT_EQ(run.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(run.info.failure_reason(),
+              ::testing::HasSubstr("recoding: local is not supported on a push-down table"));
 }
 
 void ExpectSameRelease(const FedRun& csv, const FedRun& pg) {

@@ -309,21 +309,25 @@ TEST(LocalRecodingSpecTest, ParsesAndRefusesFederatedJobs) {
   ASSERT_OK_AND_ASSIGN(spec, common::ParseJobSpecYaml(base, "spec.yaml"));
   EXPECT_EQ(spec.recoding(), fedanon::v1::RECODING_UNSPECIFIED);  // global
   // A centralized run may keep the partitioning key (gen-data's job.yaml has one); horizontal
-  // jobs refuse local recoding (the leader's submission check and every party's Prepare);
-  // vertical jobs accept it (tests/federation/vertical_local_test.cc has the other refusals).
-  ASSERT_OK_AND_ASSIGN(
-      spec, common::ParseJobSpecYaml(
-                absl::StrCat(base, "recoding: local\npartitioning: horizontal\n"), "spec.yaml"));
-  EXPECT_OK(common::ValidateJobSpec(spec));
-  EXPECT_THAT(common::CheckFederatedRecoding(spec),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "recoding: local is not supported in horizontal federated jobs yet"));
-  ASSERT_OK_AND_ASSIGN(
-      spec, common::ParseJobSpecYaml(
-                absl::StrCat(base, "recoding: local\npartitioning: vertical\n"), "spec.yaml"));
-  EXPECT_OK(common::CheckFederatedRecoding(spec));
+  // and vertical federated jobs run local recoding (a vertical one with a confidence bound is
+  // refused: tests/federation/vertical_local_test.cc).
+  for (const char* partitioning : {"horizontal", "vertical"}) {
+    ASSERT_OK_AND_ASSIGN(
+        spec, common::ParseJobSpecYaml(
+                  absl::StrCat(base, "recoding: local\npartitioning: ", partitioning, "\n"),
+                  "spec.yaml"));
+    EXPECT_OK(common::ValidateJobSpec(spec));
+    EXPECT_OK(common::CheckFederatedRecoding(spec));
+  }
   spec.set_recoding(fedanon::v1::RECODING_GLOBAL);
   EXPECT_OK(common::CheckFederatedRecoding(spec));
+  // Sequential releases refuse local recoding (their join is checked against one global cut).
+  ASSERT_OK_AND_ASSIGN(spec, common::ParseJobSpecYaml(
+                                 base + "recoding: local\nnumeric_split: exact\n", "spec.yaml"));
+  spec.mutable_sequential();
+  EXPECT_THAT(
+      common::ValidateJobSpec(spec),
+      StatusIs(absl::StatusCode::kInvalidArgument, "recoding: local does not apply to sequential"));
 }
 
 }  // namespace

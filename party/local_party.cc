@@ -1,0 +1,198 @@
+#include "party/local_party.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "common/engine/numeric_split.h"
+#include "common/engine/tds_engine.h"
+
+namespace fedanon::party {
+
+LocalParty::LocalParty(const common::Dataset* data, const fedanon::v1::JobSpec& spec)
+    : data_(data),
+      suppression_token_(spec.suppression_token()),
+      binned_(common::NumericSplitFromSpec(spec).binned()),
+      cells_(common::NumericSplitFromSpec(spec).cells),
+      source_(data) {
+  keys_.push_back(common::LocalRootKey(*data));
+  live_.push_back(true);
+}
+
+size_t LocalParty::live_groups() const {
+  return static_cast<size_t>(std::count(live_.begin(), live_.end(), true));
+}
+
+absl::Status LocalParty::ApplySetup(const fedanon::v1::LocalSetup& setup) {
+  if (fine_ != nullptr) {
+    return absl::PermissionDeniedError("local recoding: the bins were announced already");
+  }
+  if (static_cast<size_t>(setup.bins_size()) != data_->qids.size()) {
+    return absl::InvalidArgumentError("local recoding: the bins name the wrong attributes");
+  }
+  std::vector<std::vector<int32_t>> bins(data_->qids.size());
+  for (size_t a = 0; a < data_->qids.size(); ++a) {
+    const auto& b = setup.bins(static_cast<int>(a)).bounds();
+    if (b.empty()) continue;
+    const common::QidColumn& col = data_->qids[a];
+    if (!binned_ || col.kind != common::QidKind::kContinuous) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("local recoding: bins announced for '", col.name, "', which is not binned"));
+    }
+    // A subsequence of the public cells from the first to the last bound.
+    const std::vector<int32_t> cells = common::PublicCellBounds(col, cells_);
+    size_t j = 0;
+    for (int32_t bound : b) {
+      while (j < cells.size() && cells[j] < bound) ++j;
+      if (j == cells.size() || cells[j] != bound) {
+        return absl::PermissionDeniedError(absl::StrCat("local recoding: the bins of '", col.name,
+                                                        "' are not unions of public cells"));
+      }
+    }
+    if (b.size() < 2 || b[0] != cells.front() || b[b.size() - 1] != cells.back()) {
+      return absl::PermissionDeniedError(absl::StrCat("local recoding: the bins of '", col.name,
+                                                      "' do not cover the attribute's range"));
+    }
+    bins[a].assign(b.begin(), b.end());
+  }
+  fine_ = std::make_unique<common::LocalFineMap>(data_, binned_, std::move(bins));
+  return source_.UseFineMap(fine_.get());
+}
+
+absl::StatusOr<common::LocalGroupRef> LocalParty::LiveGroup(
+    const fedanon::v1::LocalGroupRef& ref) const {
+  if (fine_ == nullptr) {
+    return absl::FailedPreconditionError("local recoding: the bins were not announced");
+  }
+  const int32_t g = ref.group();
+  if (g < 0 || static_cast<size_t>(g) >= keys_.size() || !live_[g]) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "local recoding: group ", g, " is not a live group of this job (unknown or retired)"));
+  }
+  common::LocalGroupRef out{g, {}};
+  for (const auto& v : ref.key()) out.key.push_back({v.node(), v.lo(), v.hi()});
+  if (out.key != keys_[g]) {
+    return absl::PermissionDeniedError(absl::StrCat("local recoding: the key of group ", g,
+                                                    " differs from this party's record of it"));
+  }
+  return out;
+}
+
+absl::Status LocalParty::ApplySplit(const fedanon::v1::LocalSplitInstruction& split) {
+  ASSIGN_OR_RETURN(const common::LocalGroupRef group, LiveGroup(split.group()));
+  const int a = static_cast<int>(split.attribute());
+  if (split.attribute() >= data_->qids.size()) {
+    return absl::InvalidArgumentError("local split names no QID attribute");
+  }
+  const std::vector<int> child_of_fine(split.child_of_fine().begin(), split.child_of_fine().end());
+  ASSIGN_OR_RETURN(const std::vector<common::LocalValue> values,
+                   common::LocalChildValues(*data_, *fine_, a, group.key[a], child_of_fine));
+  if (static_cast<size_t>(split.new_ids_size()) != values.size()) {
+    return absl::InvalidArgumentError("local split: one id per child");
+  }
+  // Fresh ids: the next ones, in order (-1 for an empty child), at least one child.
+  int32_t next = static_cast<int32_t>(keys_.size());
+  std::vector<int32_t> new_ids(split.new_ids().begin(), split.new_ids().end());
+  for (int32_t id : new_ids) {
+    if (id == -1) continue;
+    if (id != next++) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("local split: child id ", id, " is not the next fresh group id"));
+    }
+  }
+  if (next == static_cast<int32_t>(keys_.size())) {
+    return absl::InvalidArgumentError("local split: no child");
+  }
+  RETURN_IF_ERROR(source_.SplitGroups({{group.group, group.key, a, child_of_fine, new_ids}}));
+  for (size_t c = 0; c < values.size(); ++c) {
+    if (new_ids[c] < 0) continue;
+    std::vector<common::LocalValue> key = group.key;
+    key[a] = values[c];
+    keys_.push_back(std::move(key));
+    live_.push_back(true);
+  }
+  live_[group.group] = false;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> LocalParty::Answer(
+    const fedanon::v1::LocalStatsRequest& request) {
+  if (request.groups_size() > 0 && request.ranges_size() > 0) {
+    return absl::InvalidArgumentError(
+        "local recoding: a request asks for groups or for ranges, not both");
+  }
+  std::vector<uint64_t> out;
+  if (request.groups_size() > 0) {
+    std::vector<common::LocalGroupRef> refs;
+    for (const auto& r : request.groups()) {
+      ASSIGN_OR_RETURN(common::LocalGroupRef ref, LiveGroup(r));
+      refs.push_back(std::move(ref));
+    }
+    ASSIGN_OR_RETURN(const std::vector<std::vector<uint64_t>> words, source_.GroupStatsBatch(refs));
+    for (const auto& w : words) out.insert(out.end(), w.begin(), w.end());
+    return out;
+  }
+  std::vector<common::LocalRangeQuery> queries;
+  for (const auto& r : request.ranges()) {
+    ASSIGN_OR_RETURN(common::LocalGroupRef ref, LiveGroup(r.group()));
+    const int a = static_cast<int>(r.attribute());
+    if (r.attribute() >= data_->qids.size() ||
+        data_->qids[a].kind != common::QidKind::kContinuous || !binned_) {
+      return absl::PermissionDeniedError(
+          "local recoding: labelled ranges only of a continuous attribute under binned search");
+    }
+    // Ranges of whole global bins (fine children), covering the group's interval.
+    const int fine = fine_->FineCount(a, ref.key[a]);
+    const std::vector<int32_t> bounds(r.bounds().begin(), r.bounds().end());
+    bool ok = fine > 0 && bounds.size() >= 2 && bounds.front() == 0 && bounds.back() == fine;
+    for (size_t i = 0; ok && i + 1 < bounds.size(); ++i) ok = bounds[i] < bounds[i + 1];
+    if (!ok) {
+      return absl::PermissionDeniedError(
+          "local recoding: labelled ranges must be unions of whole bins covering the group");
+    }
+    queries.push_back({ref.group, std::move(ref.key), a, bounds});
+  }
+  ASSIGN_OR_RETURN(const std::vector<std::vector<uint64_t>> words,
+                   source_.RangeStatsBatch(queries));
+  for (const auto& w : words) out.insert(out.end(), w.begin(), w.end());
+  return out;
+}
+
+std::vector<uint64_t> LocalParty::FinalCheckCounts() const {
+  std::vector<int32_t> live;
+  std::vector<int32_t> index(live_.size(), -1);
+  for (size_t g = 0; g < live_.size(); ++g) {
+    if (!live_[g]) continue;
+    index[g] = static_cast<int32_t>(live.size());
+    live.push_back(static_cast<int32_t>(g));
+  }
+  const size_t stride = 1 + data_->tracked.size();
+  std::vector<uint64_t> out(live.size() * stride, 0);
+  const std::vector<int32_t> group_of = source_.GroupOfRecords(live);
+  for (size_t r = 0; r < group_of.size(); ++r) {
+    if (group_of[r] < 0) continue;
+    uint64_t* w = out.data() + static_cast<size_t>(index[group_of[r]]) * stride;
+    ++w[0];
+    if (data_->tracked.empty()) continue;
+    for (uint64_t bits = data_->sensitive_bits[r]; bits != 0; bits &= bits - 1) {
+      ++w[1 + static_cast<size_t>(__builtin_ctzll(bits))];
+    }
+  }
+  return out;
+}
+
+absl::Status LocalParty::ForEachReleasedRow(
+    const std::vector<int>& columns,
+    const std::function<void(const std::vector<std::string_view>&)>& emit) const {
+  std::vector<int32_t> live;
+  for (size_t g = 0; g < live_.size(); ++g) {
+    if (live_[g]) live.push_back(static_cast<int32_t>(g));
+  }
+  return common::ForEachLocalReleasedRow(
+      *data_, suppression_token_, live,
+      [this](int32_t g) -> const std::vector<common::LocalValue>& { return keys_[g]; },
+      source_.GroupOfRecords(live), columns, emit);
+}
+
+}  // namespace fedanon::party

@@ -1,0 +1,67 @@
+// A party's side of a horizontal federated job with `recoding: local` (docs/federation.md, "Local
+// recoding"): its own records' groups (an InProcessLocalSource over its records), the keys of the
+// groups as it derived them from the instructions it applied, and the checks that keep a deviating
+// leader to the protocol (docs/threat-model.md):
+//  * the bins (StateUpdate.local_setup) are announced once and are unions of whole public cells;
+//  * a split (StateUpdate.local_split) names a live group with the key this party holds for it, is
+//    a candidate of that key (LocalChildValues: the node's children, a threshold inside the
+//    interval, one disclosed value) and gives the children fresh ids, in order;
+//  * statistics (StatsRequest.local) are answered only for live groups with matching keys, and
+//    labelled continuous counts only per within-group range of whole global bins covering the
+//    group's interval (never per public cell or per rank under binned search).
+// One request, one answer and the ordering of updates are the agent's (HandleSumStep /
+// ApplyUpdates); this class only answers and applies.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/engine/local_recoding.h"
+#include "common/table/dataset.h"
+#include "fedanon/v1/federation.pb.h"
+#include "fedanon/v1/job.pb.h"
+
+namespace fedanon::party {
+
+class LocalParty {
+ public:
+  // `data`: this party's records (not owned; must outlive this).
+  LocalParty(const common::Dataset* data, const fedanon::v1::JobSpec& spec);
+
+  absl::Status ApplySetup(const fedanon::v1::LocalSetup& setup);
+  absl::Status ApplySplit(const fedanon::v1::LocalSplitInstruction& split);
+  // This party's words for `request` (the layout the leader's LocalRecoder expects).
+  absl::StatusOr<std::vector<uint64_t>> Answer(const fedanon::v1::LocalStatsRequest& request);
+  // This party's released rows: each record with its live group's values.
+  absl::Status ForEachReleasedRow(
+      const std::vector<int>& columns,
+      const std::function<void(const std::vector<std::string_view>&)>& emit) const;
+
+  // This party's words of the final check (LocalFinalCheckLayout over its live groups, in id
+  // order): per group [count, tracked_1..m].
+  std::vector<uint64_t> FinalCheckCounts() const;
+
+  bool set_up() const { return fine_ != nullptr; }
+  size_t live_groups() const;
+
+ private:
+  // The key of a live group named by `ref`, checked against this party's record of it.
+  absl::StatusOr<common::LocalGroupRef> LiveGroup(const fedanon::v1::LocalGroupRef& ref) const;
+
+  const common::Dataset* data_;
+  std::string suppression_token_;
+  bool binned_;
+  uint32_t cells_;
+  std::unique_ptr<common::LocalFineMap> fine_;
+  common::InProcessLocalSource source_;
+  std::vector<std::vector<common::LocalValue>> keys_;  // [group id]
+  std::vector<bool> live_;                             // [group id]
+};
+
+}  // namespace fedanon::party

@@ -1,0 +1,213 @@
+// A party's checks of a deviating leader in a horizontal job with `recoding: local`
+// (party/local_party.h): statistics only for live groups with the key the party holds, labelled
+// continuous counts only over ranges of whole global bins, splits only as candidates of the
+// group's key with fresh ids, bins announced once as unions of public cells; and that the honest
+// sequence answers with the centralized words.
+#include "party/local_party.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/engine/local_recoding.h"
+#include "common/engine/numeric_split.h"
+#include "common/spec/job_spec_loader.h"
+#include "tests/common/engine/engine_test_util.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::testing {
+namespace {
+
+// Job (taxonomy), Age (continuous on a grid: 41 ranks, public cells of 2 ranks with
+// numeric_cells 20), class; 60 records.
+struct Fixture {
+  fedanon::v1::JobSpec spec;
+  common::Dataset data;
+};
+
+Fixture Make(const std::string& name) {
+  Table t;
+  t.header = {"Job", "Age", "cls"};
+  for (int r = 0; r < 60; ++r) {
+    t.rows.push_back({r % 3 == 0 ? "Eng" : (r % 3 == 1 ? "Law" : "Doc"), absl::StrCat(r % 40),
+                      r % 2 ? "y" : "n"});
+  }
+  const Job job =
+      WriteJob(name,
+               "name: lp\nattributes:\n  - {name: Job, role: qid, taxonomy: tax/job.csv}\n"
+               "  - {name: Age, role: qid, type: continuous, range: [0, 40], precision: 1}\n"
+               "  - {name: cls, role: class, values: [y, n]}\n"
+               "privacy: {model: lkc, L: 2, K: 5}\nnumeric_cells: 20\npartitioning: horizontal\n"
+               "recoding: local\n",
+               t, {{"tax/job.csv", "Eng;Tech;ANY\nLaw;Prof;ANY\nDoc;Prof;ANY\n"}});
+  Fixture f;
+  auto spec = common::LoadJobSpec(job.spec_path);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  f.spec = *spec;
+  auto data = common::LoadDataset(f.spec, job.input_path);
+  EXPECT_TRUE(data.ok()) << data.status();
+  f.data = *std::move(data);
+  return f;
+}
+
+fedanon::v1::LocalGroupRef Ref(int32_t group, const std::vector<common::LocalValue>& key) {
+  fedanon::v1::LocalGroupRef r;
+  r.set_group(group);
+  for (const auto& v : key) {
+    auto* p = r.add_key();
+    p->set_node(v.node);
+    p->set_lo(v.lo);
+    p->set_hi(v.hi);
+  }
+  return r;
+}
+
+// Bins: the public cells 0,2,4,...,40 merged pairwise: 0,4,8,...,40 (10 bins).
+fedanon::v1::LocalSetup BinsSetup() {
+  fedanon::v1::LocalSetup s;
+  s.add_bins();  // Job: none
+  auto* b = s.add_bins();
+  for (int r = 0; r <= 40; r += 4) b->add_bounds(r);
+  return s;
+}
+
+TEST(LocalPartyTest, AnswersLiveGroupsAndRefusesUnknownOrRetiredOnes) {
+  Fixture f = Make("lp_live");
+  party::LocalParty party(&f.data, f.spec);
+  const auto root = common::LocalRootKey(f.data);
+  fedanon::v1::LocalStatsRequest req;
+  *req.add_groups() = Ref(0, root);
+  // Before the bins: nothing is answered.
+  EXPECT_THAT(party.Answer(req).status(), StatusIs(absl::StatusCode::kFailedPrecondition, ""));
+  ASSERT_OK(party.ApplySetup(BinsSetup()));
+  EXPECT_THAT(party.ApplySetup(BinsSetup()), StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> words, party.Answer(req));
+  // [count, y, n], 2 taxonomy children x 3 words, 10 bins x 1 word (unlabelled).
+  ASSERT_EQ(words.size(), 3u + 2 * 3 + 10);
+  EXPECT_EQ(words[0], 60u);
+  // An unknown group, and the root with a forged key.
+  fedanon::v1::LocalStatsRequest unknown;
+  *unknown.add_groups() = Ref(7, root);
+  EXPECT_THAT(party.Answer(unknown).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "not a live group"));
+  auto forged_key = root;
+  forged_key[1].hi = 20;
+  fedanon::v1::LocalStatsRequest forged;
+  *forged.add_groups() = Ref(0, forged_key);
+  EXPECT_THAT(party.Answer(forged).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "differs"));
+  // Split the root on Job (children 1, 2); then the root is retired.
+  fedanon::v1::LocalSplitInstruction split;
+  *split.mutable_group() = Ref(0, root);
+  split.set_attribute(0);
+  split.add_child_of_fine(0);
+  split.add_child_of_fine(1);
+  split.add_new_ids(1);
+  split.add_new_ids(2);
+  ASSERT_OK(party.ApplySplit(split));
+  EXPECT_EQ(party.live_groups(), 2u);
+  EXPECT_THAT(party.Answer(req).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "not a live group"));
+  // The same split again: the root is no longer live.
+  EXPECT_THAT(party.ApplySplit(split), StatusIs(absl::StatusCode::kPermissionDenied, ""));
+}
+
+TEST(LocalPartyTest, LabelledCountsOnlyOverWholeBinsCoveringTheGroup) {
+  Fixture f = Make("lp_ranges");
+  party::LocalParty party(&f.data, f.spec);
+  ASSERT_OK(party.ApplySetup(BinsSetup()));
+  const auto root = common::LocalRootKey(f.data);
+  auto range = [&](std::vector<int32_t> bounds, uint32_t attr = 1) {
+    fedanon::v1::LocalStatsRequest req;
+    auto* r = req.add_ranges();
+    *r->mutable_group() = Ref(0, root);
+    r->set_attribute(attr);
+    for (int32_t b : bounds) r->add_bounds(b);
+    return party.Answer(req);
+  };
+  // Whole bins covering the interval: answered, 3 words per range.
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> words, range({0, 5, 10}));
+  ASSERT_EQ(words.size(), 2u * 3);
+  EXPECT_EQ(words[0] + words[3], 60u);
+  // Not covering the interval, not increasing, past the last bin, or a taxonomy attribute.
+  EXPECT_THAT(range({0, 5}).status(), StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  EXPECT_THAT(range({0, 5, 5, 10}).status(), StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  EXPECT_THAT(range({0, 5, 20}).status(), StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  EXPECT_THAT(range({0, 1, 2}, 0).status(), StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  // Groups and ranges in one request.
+  fedanon::v1::LocalStatsRequest both;
+  *both.add_groups() = Ref(0, root);
+  auto* r = both.add_ranges();
+  *r->mutable_group() = Ref(0, root);
+  r->set_attribute(1);
+  r->add_bounds(0);
+  r->add_bounds(10);
+  EXPECT_THAT(party.Answer(both).status(), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+}
+
+TEST(LocalPartyTest, BinsMustBeUnionsOfPublicCells) {
+  Fixture f = Make("lp_bins");
+  party::LocalParty party(&f.data, f.spec);
+  fedanon::v1::LocalSetup per_rank;
+  per_rank.add_bins();
+  auto* b = per_rank.add_bins();
+  for (int r = 0; r <= 40; ++r) b->add_bounds(r);  // per rank: finer than the cells
+  EXPECT_THAT(party.ApplySetup(per_rank),
+              StatusIs(absl::StatusCode::kPermissionDenied, "public cells"));
+  fedanon::v1::LocalSetup on_taxonomy = BinsSetup();
+  on_taxonomy.mutable_bins(0)->add_bounds(0);
+  on_taxonomy.mutable_bins(0)->add_bounds(1);
+  EXPECT_THAT(party.ApplySetup(on_taxonomy), StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  fedanon::v1::LocalSetup partial = BinsSetup();
+  partial.mutable_bins(1)->mutable_bounds()->RemoveLast();  // does not reach the range's end
+  EXPECT_THAT(party.ApplySetup(partial), StatusIs(absl::StatusCode::kPermissionDenied, ""));
+}
+
+TEST(LocalPartyTest, SplitsMustBeCandidatesWithFreshIds) {
+  Fixture f = Make("lp_split");
+  party::LocalParty party(&f.data, f.spec);
+  ASSERT_OK(party.ApplySetup(BinsSetup()));
+  const auto root = common::LocalRootKey(f.data);
+  auto split = [&](uint32_t attr, std::vector<int> map, std::vector<int32_t> ids) {
+    fedanon::v1::LocalSplitInstruction s;
+    *s.mutable_group() = Ref(0, root);
+    s.set_attribute(attr);
+    for (int m : map) s.add_child_of_fine(m);
+    for (int32_t id : ids) s.add_new_ids(id);
+    return party.ApplySplit(s);
+  };
+  // Taxonomy children swapped; an interval "split" that is not a threshold; a threshold at the
+  // interval's edge; ids that are not the next fresh ones; an attribute that does not exist.
+  EXPECT_THAT(split(0, {1, 0}, {1, 2}), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+  EXPECT_THAT(split(1, {0, 1, 0, 1, 1, 1, 1, 1, 1, 1}, {1, 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument, ""));
+  EXPECT_THAT(split(1, std::vector<int>(10, 1), {1, 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument, ""));
+  EXPECT_THAT(split(0, {0, 1}, {5, 6}), StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  EXPECT_THAT(split(0, {0, 1}, {0, 1}), StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  EXPECT_THAT(split(9, {0, 1}, {1, 2}), StatusIs(absl::StatusCode::kInvalidArgument, ""));
+  // A threshold inside the interval with fresh ids is applied.
+  EXPECT_OK(split(1, {0, 0, 0, 1, 1, 1, 1, 1, 1, 1}, {1, 2}));
+  EXPECT_EQ(party.live_groups(), 2u);
+}
+
+// One party holding every record answers as the centralized source does.
+TEST(LocalPartyTest, HonestSequenceAnswersTheCentralizedWords) {
+  Fixture f = Make("lp_honest");
+  party::LocalParty party(&f.data, f.spec);
+  ASSERT_OK(party.ApplySetup(BinsSetup()));
+  common::InProcessLocalSource central(&f.data);
+  std::vector<std::vector<int32_t>> bins(2);
+  for (int r = 0; r <= 40; r += 4) bins[1].push_back(r);
+  common::LocalFineMap fine(&f.data, true, bins);
+  ASSERT_OK(central.UseFineMap(&fine));
+  const auto root = common::LocalRootKey(f.data);
+  fedanon::v1::LocalStatsRequest req;
+  *req.add_groups() = Ref(0, root);
+  ASSERT_OK_AND_ASSIGN(const auto got, party.Answer(req));
+  ASSERT_OK_AND_ASSIGN(const auto want, central.GroupStatsBatch({{0, root}}));
+  EXPECT_EQ(got, want[0]);
+}
+
+}  // namespace
+}  // namespace fedanon::testing
