@@ -1,6 +1,7 @@
 // TIPS count statistics on a table large enough to be counted by two threads, with 0, 2 and 6
 // tracked sensitive values (the last beyond the small-set fast path): every statistic equals a
-// direct count over each partition's records with the hierarchy's own FineChildOf.
+// direct count over each partition's records with the hierarchy's own FineChildOf, and
+// specializing puts every record in the partition of its generalized record, in input order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -141,6 +142,29 @@ TEST_P(TipsStatsTest, EveryStatisticEqualsADirectCount) {
     if (p >= 0) records += tips.records(p).size();
   }
   EXPECT_EQ(records, ds->num_records);
+  // Specializing (two threads route the halves of a large partition) put every record under its
+  // key's nodes, each partition's records in input order.
+  for (const auto& key : keys) {
+    const int32_t p = tips.FindPartition(key);
+    if (p < 0) continue;
+    const std::vector<uint32_t>& recs = tips.records(p);
+    EXPECT_TRUE(std::is_sorted(recs.begin(), recs.end()));
+    EXPECT_TRUE(std::adjacent_find(recs.begin(), recs.end()) == recs.end());
+    const HierarchyNode& t = hier[0].node(key[0]);
+    const HierarchyNode& s = hier[1].node(key[1]);
+    const HierarchyNode& c = hier[2].node(key[2]);
+    size_t misplaced = 0;
+    for (uint32_t r : recs) {
+      const int32_t sc = ds->qids[1].codes[r], cc = ds->qids[2].codes[r];
+      const bool in_s =
+          s.suppressed ? std::count(s.hidden.begin(), s.hidden.end(), sc) == 1 : s.value == sc;
+      if (!ds->qids[0].taxonomy->Generalizes(t.tax, ds->qids[0].codes[r]) || !in_s ||
+          cc < c.rank_lo || cc >= c.rank_hi) {
+        ++misplaced;
+      }
+    }
+    EXPECT_EQ(misplaced, 0u);
+  }
 
   // Class counts per fine child of every refinable node of the current cut.
   for (size_t a = 0; a < hier.size(); ++a) {
