@@ -2,8 +2,8 @@
 # Benchmark of `fedanon anonymize` on large generated tables (prints figures; not a test): the
 # blow-up of Adult with all 13 QID attributes (fnlwgt a QID too), L=4, K=20, C=0.2 — the papers'
 # scalability setting (issue 29, "Compact memory, linear time"). Per size: wall time and peak RSS
-# of the whole process (read + anonymize + write; /usr/bin/time), the phases from the report,
-# and the load average when it ran (the machine may be shared).
+# of the whole process (read + anonymize + write; /usr/bin/time), its user CPU time, the phases
+# from the report, and the load average when it ran (the machine may be shared).
 # Tables are generated under a temporary directory (deleted afterwards, also on failure).
 # Usage: bench/large_tables.sh [build-dir=build/default] [sizes=1000000,10000000]
 #   e.g. bench/large_tables.sh build/default 1000000,10000000,100000000
@@ -22,8 +22,8 @@ trap 'rm -rf "$work"' EXIT
 echo "fedanon anonymize on generated Adult-like tables, 13 QIDs, L=4 K=20 C=0.2;" \
   "$(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
 "$fedanon" --version
-printf "%-12s %9s %10s %8s %8s %8s %8s %6s  %s\n" records wall "peak RSS" read anonym write \
-  steps groups "load average (1, 5, 15 min)"
+printf "%-12s %9s %10s %8s %8s %8s %8s %8s %6s  %s\n" records wall "peak RSS" "user CPU" read \
+  anonym write steps groups "load average (1, 5, 15 min)"
 for rows in ${sizes//,/ }; do
   # About 110 bytes per row of CSV, read once and written once (the output is about as large).
   need_kb=$(( rows * 230 / 1024 ))
@@ -39,14 +39,14 @@ for rows in ${sizes//,/ }; do
     "$dir/job.yaml" > "$dir/job13.yaml"
   [ "$(grep -c 'role: qid' "$dir/job13.yaml")" = 13 ] || { echo "expected 13 QIDs" >&2; exit 1; }
   load="$(cut -d' ' -f1-3 /proc/loadavg)"
-  /usr/bin/time -f "%e %M" -o "$dir/time" "$fedanon" anonymize --quiet --spec "$dir/job13.yaml" \
+  /usr/bin/time -f "%e %M %U" -o "$dir/time" "$fedanon" anonymize --quiet --spec "$dir/job13.yaml" \
     --input "$dir/table.csv" --output "$dir/out.csv" --report "$dir/report.json"
-  read -r secs kb < "$dir/time"
-  python3 - "$dir/report.json" "$rows" "$secs" "$kb" "$load" <<'PY'
+  read -r secs kb user < "$dir/time"
+  python3 - "$dir/report.json" "$rows" "$secs" "$kb" "$load" "$user" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); t = r["timings_seconds"]
-rows, secs, kb, load = sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-print(f"{int(rows):>12,} {secs:8.1f}s {kb / 1024:7.0f}MiB {t['read']:7.1f}s {t['anonymize']:7.1f}s "
+rows, secs, kb, load, user = sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5], float(sys.argv[6])
+print(f"{int(rows):>12,} {secs:8.1f}s {kb / 1024:7.0f}MiB {user:7.1f}s {t['read']:7.1f}s {t['anonymize']:7.1f}s "
       f"{t['write']:7.1f}s {len(r['steps']):8} {int(r['groups']):6}  {load}")
 PY
   rm -rf "$dir"

@@ -48,6 +48,9 @@ class AttributeHierarchy {
   int FineChildCount(NodeIndex n) const;
   // Fine child of a record with attribute code `code` (leaf id / value code / rank) under `n`.
   int FineChildOf(NodeIndex n, int32_t code) const;
+  // Taxonomy: taxonomy node id -> fine child of `n` (-1 outside `n`). Built on first use and kept
+  // (building is not thread-safe; a built table keeps its storage).
+  const std::vector<int32_t>& TaxonomyFineTable(NodeIndex n) const;
   // Candidate refinements of `n` (0 if none): 1 for taxonomy/continuous, |hidden| for ⊥.
   int CandidateCount(NodeIndex n) const;
   // Number of actual children of candidate `c` of `n` and the child index of fine child `f`.
@@ -73,7 +76,6 @@ class AttributeHierarchy {
   const QidColumn* column_;
   std::vector<HierarchyNode> nodes_;
   void IndexHidden(NodeIndex bottom);
-  const std::vector<int32_t>& TaxonomyFineTable(NodeIndex n) const;
 
   // Suppression: for the current ⊥ node, value code -> fine child index (or -1).
   std::vector<int32_t> hidden_index_;

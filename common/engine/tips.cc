@@ -1,6 +1,7 @@
 #include "common/engine/tips.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "common/engine/count_source.h"
 
@@ -21,6 +22,14 @@ size_t SatAdd(size_t a, size_t b) {
 size_t SatMul(size_t a, size_t b) {
   size_t r;
   return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+// Below this many records, a statistic is counted by one thread.
+constexpr size_t kParallelRecords = size_t{1} << 16;
+
+bool HasTwoCores() {
+  static const bool two = std::thread::hardware_concurrency() >= 2;
+  return two;
 }
 
 }  // namespace
@@ -111,16 +120,43 @@ void Tips::AppendRangeCounts(const RangeCountRequest& request, std::vector<uint6
   const size_t base = out->size();
   if (bounds.size() < 2) return;
   out->resize(base + (bounds.size() - 1) * nc, 0);
-  uint64_t* w = out->data() + base;
   const std::vector<int32_t>& codes = data_->qids[request.attr].codes;
-  for (size_t r = 0; r < data_->num_records; ++r) {
-    const int32_t code = codes[r];
-    if (code < bounds.front() || code >= bounds.back()) continue;
-    const size_t range = static_cast<size_t>(std::upper_bound(bounds.begin(), bounds.end(), code) -
-                                             bounds.begin() - 1);
-    const size_t cls = request.labelled && !data_->class_codes.empty() ? data_->class_codes[r] : 0;
-    ++w[range * nc + cls];
+  const uint16_t* classes =
+      request.labelled && !data_->class_codes.empty() ? data_->class_codes.data() : nullptr;
+  // The range of each rank in [bounds.front(), bounds.back()) looked up in a table when it is
+  // not too large, else found by binary search.
+  const int64_t span = int64_t{bounds.back()} - bounds.front();
+  std::vector<uint32_t> range_of;
+  if (span > 0 && span <= (int64_t{1} << 22) && std::is_sorted(bounds.begin(), bounds.end())) {
+    range_of.resize(static_cast<size_t>(span));
+    for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+      for (int64_t x = bounds[i]; x < bounds[i + 1]; ++x) {
+        range_of[static_cast<size_t>(x - bounds.front())] = static_cast<uint32_t>(i);
+      }
+    }
   }
+  auto count = [&](size_t begin, size_t end, uint64_t* w) {
+    for (size_t r = begin; r < end; ++r) {
+      const int32_t code = codes[r];
+      if (code < bounds.front() || code >= bounds.back()) continue;
+      const size_t range =
+          !range_of.empty()
+              ? range_of[static_cast<size_t>(code - bounds.front())]
+              : static_cast<size_t>(std::upper_bound(bounds.begin(), bounds.end(), code) -
+                                    bounds.begin() - 1);
+      ++w[range * nc + (classes != nullptr ? classes[r] : 0)];
+    }
+  };
+  const size_t n = data_->num_records, words = (bounds.size() - 1) * nc;
+  if (n < kParallelRecords || !HasTwoCores()) {
+    count(0, n, out->data() + base);
+    return;
+  }
+  std::vector<uint64_t> second(words, 0);
+  std::thread worker([&] { count(n / 2, n, second.data()); });
+  count(0, n / 2, out->data() + base);
+  worker.join();
+  for (size_t i = 0; i < words; ++i) (*out)[base + i] += second[i];
 }
 
 std::vector<uint64_t> Tips::NodeClassCounts(int attr, NodeIndex node) const {
@@ -131,75 +167,222 @@ std::vector<uint64_t> Tips::NodeClassCounts(int attr, NodeIndex node) const {
   const auto* link = LinkOrNull(attr, node);
   if (link == nullptr || fine == 0) return counts;
   const std::vector<int32_t>& codes = data_->qids[attr].codes;
+  const int32_t* table =
+      h.kind() == QidKind::kTaxonomy ? h.TaxonomyFineTable(node).data() : nullptr;
+  const uint16_t* classes = data_->class_codes.empty() ? nullptr : data_->class_codes.data();
+  size_t total = 0;
   for (int32_t p : *link) {
-    if (!parts_[p].alive) continue;
-    for (uint32_t r : parts_[p].records) {
-      const int cls = data_->class_codes.empty() ? 0 : data_->class_codes[r];
-      ++counts[static_cast<size_t>(h.FineChildOf(node, codes[r])) * nc + cls];
-    }
+    if (parts_[p].alive) total += parts_[p].records.size();
   }
+  // Each thread counts its share of every partition's records.
+  auto count = [&](int part, int parts, uint64_t* w) {
+    for (int32_t p : *link) {
+      if (!parts_[p].alive) continue;
+      const std::vector<uint32_t>& recs = parts_[p].records;
+      const size_t n = recs.size();
+      for (size_t i = n * part / parts; i < n * (part + 1) / parts; ++i) {
+        const uint32_t r = recs[i];
+        const int cls = classes == nullptr ? 0 : classes[r];
+        const int f = table != nullptr ? table[codes[r]] : h.FineChildOf(node, codes[r]);
+        ++w[static_cast<size_t>(f) * nc + cls];
+      }
+    }
+  };
+  if (total < kParallelRecords || !HasTwoCores()) {
+    count(0, 1, counts.data());
+    return counts;
+  }
+  std::vector<uint64_t> second(counts.size(), 0);
+  std::thread worker([&] { count(1, 2, second.data()); });
+  count(0, 2, counts.data());
+  worker.join();
+  for (size_t i = 0; i < counts.size(); ++i) counts[i] += second[i];
   return counts;
 }
 
-void Tips::AppendGroupStats(const std::vector<NodeIndex>& key, std::vector<uint64_t>* out) const {
-  const size_t m = data_->tracked.size();
+namespace {
+
+// One refinable attribute of a group key: where its fine children's cells start in the key's
+// statistics and a direct way from a record's code to its fine child (a table over the taxonomy,
+// the split rank, or the hierarchy's own lookup for a ⊥ node). Built before any thread starts:
+// AttributeHierarchy's taxonomy tables are a lazily filled cache.
+struct ActiveAttr {
+  const AttributeHierarchy* h;
+  NodeIndex node;
+  const int32_t* codes;
+  size_t offset;
+  QidKind kind;
+  int32_t split;
+  const int32_t* table;
+};
+
+// The statistics of one key: its partition's records (may be empty), where its words start in
+// the output, and its refinable attributes.
+struct GroupPlan {
+  const std::vector<uint32_t>* records = nullptr;
+  size_t base = 0;
+  std::vector<ActiveAttr> active;
+};
+
+// Tracked-value sets up to this many values are counted as one small index per record (the set
+// of its tracked values) and expanded into per-value counts at the end.
+constexpr size_t kMaxComboBits = 4;
+constexpr size_t kChunk = 2048;  // records per pass over the attributes
+
+// Adds the statistics of records [begin, end) of `plan` into `w` (the key's words).
+void CountGroupRange(const GroupPlan& plan, size_t begin, size_t end, const uint64_t* bits_of,
+                     size_t m, uint64_t* w) {
   const size_t stride = 1 + m;
-  const size_t base = out->size();
-  // The refinable attributes of this key, each with its record codes, fine-child offset and a
-  // direct way to the fine child of a code (a table over the taxonomy, the split rank, or the
-  // hierarchy's own lookup for a ⊥ node).
-  struct Active {
-    const AttributeHierarchy* h;
-    NodeIndex node;
-    const int32_t* codes;
-    size_t offset;
-    QidKind kind;
-    int32_t split;
-    std::vector<int32_t> table;
-    int Fine(int32_t code) const {
-      switch (kind) {
-        case QidKind::kTaxonomy:
-          return table[code];
-        case QidKind::kContinuous:
-          return code < split ? 0 : 1;
-        case QidKind::kSuppression:
-          break;
+  const uint32_t* rec = plan.records->data();
+  if (m > kMaxComboBits) {
+    for (size_t i = begin; i < end; ++i) {
+      const uint32_t r = rec[i];
+      const uint64_t bits = bits_of[r];
+      w[0] += 1;
+      for (uint64_t b = bits; b != 0; b &= b - 1) w[1 + __builtin_ctzll(b)] += 1;
+      for (const ActiveAttr& act : plan.active) {
+        int fine;
+        switch (act.kind) {
+          case QidKind::kTaxonomy:
+            fine = act.table[act.codes[r]];
+            break;
+          case QidKind::kContinuous:
+            fine = act.codes[r] < act.split ? 0 : 1;
+            break;
+          default:
+            fine = act.h->FineChildOf(act.node, act.codes[r]);
+        }
+        uint64_t* cell = w + act.offset + stride * static_cast<size_t>(fine);
+        cell[0] += 1;
+        for (uint64_t b = bits; b != 0; b &= b - 1) cell[1 + __builtin_ctzll(b)] += 1;
       }
-      return h->FineChildOf(node, code);
+    }
+    return;
+  }
+  // Few tracked values: count (fine child, set of tracked values) per attribute, one increment
+  // per record and attribute, over chunks of records whose sets are gathered once.
+  const size_t combos = size_t{1} << m;
+  std::vector<uint64_t> total(combos, 0);
+  std::vector<std::vector<uint64_t>> hist(plan.active.size());
+  for (size_t k = 0; k < plan.active.size(); ++k) {
+    const ActiveAttr& act = plan.active[k];
+    hist[k].assign(static_cast<size_t>(act.h->FineChildCount(act.node)) * combos, 0);
+  }
+  uint8_t set[kChunk];
+  for (size_t c0 = begin; c0 < end; c0 += kChunk) {
+    const size_t n = std::min(kChunk, end - c0);
+    const uint32_t* rs = rec + c0;
+    if (m == 0) {
+      std::fill(set, set + n, 0);
+    } else {
+      for (size_t i = 0; i < n; ++i) set[i] = static_cast<uint8_t>(bits_of[rs[i]]);
+    }
+    for (size_t i = 0; i < n; ++i) ++total[set[i]];
+    for (size_t k = 0; k < plan.active.size(); ++k) {
+      const ActiveAttr& act = plan.active[k];
+      uint64_t* hk = hist[k].data();
+      const int32_t* codes = act.codes;
+      switch (act.kind) {
+        case QidKind::kTaxonomy: {
+          const int32_t* table = act.table;
+          for (size_t i = 0; i < n; ++i)
+            ++hk[(static_cast<size_t>(table[codes[rs[i]]]) << m) | set[i]];
+          break;
+        }
+        case QidKind::kContinuous: {
+          const int32_t split = act.split;
+          for (size_t i = 0; i < n; ++i) {
+            ++hk[(static_cast<size_t>(codes[rs[i]] >= split) << m) | set[i]];
+          }
+          break;
+        }
+        default:
+          for (size_t i = 0; i < n; ++i) {
+            ++hk[(static_cast<size_t>(act.h->FineChildOf(act.node, codes[rs[i]])) << m) | set[i]];
+          }
+      }
+    }
+  }
+  auto expand = [&](const uint64_t* counts, uint64_t* cell) {
+    for (size_t s = 0; s < combos; ++s) {
+      const uint64_t c = counts[s];
+      if (c == 0) continue;
+      cell[0] += c;
+      for (size_t b = 0; b < m; ++b) {
+        if (s >> b & 1) cell[1 + b] += c;
+      }
     }
   };
-  std::vector<Active> active;
-  size_t words = stride;
-  for (size_t a = 0; a < key.size(); ++a) {
-    const AttributeHierarchy& h = (*hier_)[a];
-    const int fine = h.FineChildCount(key[a]);
-    if (fine == 0) continue;
-    Active act{&h, key[a], data_->qids[a].codes.data(), words, h.kind(), h.node(key[a]).split_rank,
-               {}};
-    if (act.kind == QidKind::kTaxonomy) {
-      act.table.resize(h.column().taxonomy->size());
-      for (size_t t = 0; t < act.table.size(); ++t) {
-        act.table[t] = h.FineChildOf(key[a], static_cast<int32_t>(t));
-      }
+  expand(total.data(), w);
+  for (size_t k = 0; k < plan.active.size(); ++k) {
+    const ActiveAttr& act = plan.active[k];
+    const size_t fine = static_cast<size_t>(act.h->FineChildCount(act.node));
+    for (size_t f = 0; f < fine; ++f) {
+      expand(hist[k].data() + f * combos, w + act.offset + stride * f);
     }
-    active.push_back(std::move(act));
-    words += stride * fine;
   }
-  out->resize(base + words, 0);
-  const int32_t p = FindPartition(key);
-  if (p < 0) return;
-  uint64_t* w = out->data() + base;
+}
+
+}  // namespace
+
+void Tips::AppendGroupStats(const std::vector<NodeIndex>& key, std::vector<uint64_t>* out) const {
+  AppendGroupStats(std::vector<std::vector<NodeIndex>>{key}, out);
+}
+
+void Tips::AppendGroupStats(const std::vector<std::vector<NodeIndex>>& keys,
+                            std::vector<uint64_t>* out) const {
+  const size_t m = data_->tracked.size();
+  const size_t stride = 1 + m;
+  const size_t region_base = out->size();
+  std::vector<GroupPlan> plans;
+  plans.reserve(keys.size());
+  size_t words = 0;
+  size_t total_records = 0;
+  for (const std::vector<NodeIndex>& key : keys) {
+    GroupPlan plan;
+    plan.base = words;
+    size_t key_words = stride;
+    for (size_t a = 0; a < key.size(); ++a) {
+      const AttributeHierarchy& h = (*hier_)[a];
+      const int fine = h.FineChildCount(key[a]);
+      if (fine == 0) continue;
+      ActiveAttr act{&h,        key[a],   data_->qids[a].codes.data(),
+                     key_words, h.kind(), h.node(key[a]).split_rank,
+                     nullptr};
+      if (act.kind == QidKind::kTaxonomy) act.table = h.TaxonomyFineTable(key[a]).data();
+      plan.active.push_back(act);
+      key_words += stride * static_cast<size_t>(fine);
+    }
+    words += key_words;
+    const int32_t p = FindPartition(key);
+    if (p >= 0) {
+      plan.records = &parts_[p].records;
+      total_records += plan.records->size();
+    }
+    plans.push_back(std::move(plan));
+  }
+  out->resize(region_base + words, 0);
   const uint64_t* bits_of = data_->sensitive_bits.data();
-  for (uint32_t r : parts_[p].records) {
-    const uint64_t bits = m == 0 ? 0 : bits_of[r];
-    w[0] += 1;
-    for (uint64_t b = bits; b != 0; b &= b - 1) w[1 + __builtin_ctzll(b)] += 1;
-    for (const Active& act : active) {
-      uint64_t* cell = w + act.offset + stride * act.Fine(act.codes[r]);
-      cell[0] += 1;
-      for (uint64_t b = bits; b != 0; b &= b - 1) cell[1 + __builtin_ctzll(b)] += 1;
+  // Each thread counts its share of every key's records: the first half into `out`, the second
+  // into its own words, added afterwards (counts are sums, so the result does not depend on it).
+  auto count = [&](int part, int parts, uint64_t* region) {
+    for (const GroupPlan& plan : plans) {
+      if (plan.records == nullptr) continue;
+      const size_t n = plan.records->size();
+      CountGroupRange(plan, n * part / parts, n * (part + 1) / parts, bits_of, m,
+                      region + plan.base);
     }
+  };
+  if (total_records < kParallelRecords || !HasTwoCores()) {
+    count(0, 1, out->data() + region_base);
+    return;
   }
+  std::vector<uint64_t> second(words, 0);
+  std::thread worker([&] { count(1, 2, second.data()); });
+  count(0, 2, out->data() + region_base);
+  worker.join();
+  uint64_t* w = out->data() + region_base;
+  for (size_t i = 0; i < words; ++i) w[i] += second[i];
 }
 
 size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes, size_t num_tracked,
@@ -237,7 +420,7 @@ void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector
     const auto c = tips.NodeClassCounts(a, n);
     out->insert(out->end(), c.begin(), c.end());
   }
-  for (const auto& key : request.group_keys) tips.AppendGroupStats(key, out);
+  tips.AppendGroupStats(request.group_keys, out);
   if (SatMul(request.released_groups.size(), static_cast<size_t>(request.released_combinations)) >
       kMaxReleasedWords) {
     return;  // beyond any legitimate request: the caller's length check fails

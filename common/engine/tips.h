@@ -42,6 +42,10 @@ class Tips {
   // Appends the group statistics of partition `p` (see GroupStatsLayout in count_source.h);
   // appends zeros for a key this holder has no partition for.
   void AppendGroupStats(const std::vector<NodeIndex>& key, std::vector<uint64_t>* out) const;
+  // The same for several keys, one after the other; a large request is counted by two threads
+  // (each half of every partition's records), with the same result as one.
+  void AppendGroupStats(const std::vector<std::vector<NodeIndex>>& keys,
+                        std::vector<uint64_t>* out) const;
 
   // Appends, for the partition with `key`, its record count per combination of the declared
   // values of Dataset::value_columns (zeros if none).

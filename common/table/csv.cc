@@ -472,8 +472,15 @@ absl::Status CsvWriter::Commit() {
 // Quoting
 
 void AppendCsvField(std::string_view field, char separator, std::string* out) {
-  const char specials[] = {separator, '"', '\r', '\n'};
-  if (field.find_first_of(std::string_view(specials, sizeof(specials))) == std::string_view::npos) {
+  // One pass over the field (find_first_of would search the specials once per character).
+  bool plain = true;
+  for (const char c : field) {
+    if (c == separator || c == '"' || c == '\r' || c == '\n') {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) {
     out->append(field);
     return;
   }

@@ -185,6 +185,26 @@ class RowEncoder {
     std::map<std::string, uint64_t> unknown;              // values outside taxonomy / domain
     absl::flat_hash_map<double, int32_t> number_ids;      // kContinuous without grid
     std::vector<double> numbers;                          // its distinct values: id -> value
+    // The ids of whole numbers in [0, kDirectNumbers), the common case, without hashing: value ->
+    // id + 1 (0: not seen). Grows with the largest such value seen.
+    std::vector<int32_t> direct_ids;
+    static constexpr double kDirectNumbers = size_t{1} << 21;
+    int32_t NumberId(double x) {
+      if (x >= 0 && x < kDirectNumbers && x == std::floor(x)) {
+        const auto i = static_cast<size_t>(x);
+        if (i >= direct_ids.size()) {
+          direct_ids.resize(std::clamp(2 * direct_ids.size(), i + 1, size_t{1} << 21), 0);
+        }
+        if (direct_ids[i] == 0) {
+          numbers.push_back(x);
+          direct_ids[i] = static_cast<int32_t>(numbers.size());
+        }
+        return direct_ids[i] - 1;
+      }
+      auto [it, inserted] = number_ids.try_emplace(x, static_cast<int32_t>(numbers.size()));
+      if (inserted) numbers.push_back(x);
+      return it->second;
+    }
   };
 
   absl::Status ResolveSensitiveColumns(const absl::flat_hash_map<std::string, int>& column_of);
@@ -434,10 +454,7 @@ absl::Status RowEncoder::EncodeContinuous(size_t q, std::string_view v, size_t l
     col.codes[at] = static_cast<int32_t>(cell);
   } else {
     // The id of the value among the distinct values seen; ranked by RankContinuous at the end.
-    Scan& scan = scans_[q];
-    auto [it, inserted] = scan.number_ids.try_emplace(x, static_cast<int32_t>(scan.numbers.size()));
-    if (inserted) scan.numbers.push_back(x);
-    col.codes[at] = it->second;
+    col.codes[at] = scans_[q].NumberId(x);
   }
   return absl::OkStatus();
 }
@@ -522,12 +539,7 @@ void RowEncoder::Merge(RowEncoder& second) {
         remap.push_back(it->second);
       }
     } else if (col.kind == QidKind::kContinuous && col.precision <= 0) {
-      for (double x : theirs.numbers) {
-        auto [it, inserted] =
-            mine.number_ids.try_emplace(x, static_cast<int32_t>(mine.numbers.size()));
-        if (inserted) mine.numbers.push_back(x);
-        remap.push_back(it->second);
-      }
+      for (double x : theirs.numbers) remap.push_back(mine.NumberId(x));
     }
     Remap(remap, col.codes.data() + from, n2);
     MoveDown(col.codes, from, to, n2);
