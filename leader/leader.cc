@@ -814,7 +814,10 @@ absl::Status Leader::PrepareParties(const JobRun& job, const std::string& expect
   ASSIGN_OR_RETURN(const fedanon::v1::PrepareJob prepare, MakePrepare(job));
   RETURN_IF_ERROR(CheckCancelled(job.job_id));
   // Each party loads its table on Prepare; they do so at the same time (one request each, as
-  // before, on one thread per party). The first failure in ring order is the job's.
+  // before, on one thread per party). The first failure in ring order is the job's. Loading tens
+  // of millions of records takes longer than a round: Prepare waits 10 round timeouts, at least
+  // 10 minutes (like the ID matching's longer wait, a step that follows the table's size).
+  const absl::Duration prepare_timeout = std::max(job.timeout * 10, absl::Minutes(10));
   auto prepare_one = [&](const std::string& party) -> absl::Status {
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job.job_id);
@@ -822,7 +825,7 @@ absl::Status Leader::PrepareParties(const JobRun& job, const std::string& expect
     auto path = job.request.data_paths().find(party);
     msg.mutable_prepare()->set_data_path(path == job.request.data_paths().end() ? ""
                                                                                 : path->second);
-    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(party, msg, job.timeout));
+    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(party, msg, prepare_timeout));
     if (!reply.has_prepared()) {
       return absl::InternalError(absl::StrCat("party '", party, "' did not prepare the job"));
     }
