@@ -97,7 +97,7 @@ fw, fm, fu, fs = open(f"{work}/fed.time").read().split()[-4:]
 cw, cu, cs, fw, fu, fs = map(float, (cw, cu, cs, fw, fu, fs))
 ft = f["timings_seconds"]; steps = len(f["steps"]); g = lambda k: ft.get(k, 0.0)
 peaks = dict(p.split("=") for p in rss.split())
-print(f"  centralized anonymize on the union    {cw:8.2f} s wall, {cu:7.1f} s user, "
+print(f"  centralized anonymize on the union    {cw:8.2f} s wall, {cu:7.1f} s user + {cs:.1f} s sys, "
       f"{int(cm) / 1024:6.0f} MiB peak RSS ({len(c['steps'])} specializations); load {load0}")
 print(f"  federated job (leader's clock)        {g('total'):8.2f} s ({steps} specializations, "
       f"{g('total') / cw:.2f}x centralized)")
