@@ -647,11 +647,11 @@ void Leader::WorkerLoop() {
       spdlog::info("job={} left for the next start of the leader", job_id);
       continue;
     }
-    RecordOutcome(job_id, status, cancel_reason);
-    Notify();
     // The parties learn that a job they prepared will not go on (a done job told them already),
-    // and drop what they hold for it. Bounded: a party that does not answer delays this worker's
-    // next job by at most 5 s. Not while the leader shuts down (its streams are being cancelled).
+    // and drop what they hold for it, before the outcome is recorded: a job submitted once this
+    // one shows as failed finds the parties' releases of it freed (all parties prepare at once).
+    // Bounded: a party that does not answer delays the outcome and this worker's next job by at
+    // most 5 s. Not while the leader shuts down (its streams are being cancelled).
     if (!status.ok() && !stopping && !job.ring.empty()) {
       job.timeout = std::min(job.timeout, absl::Seconds(5));
       const std::string reason = status.code() == absl::StatusCode::kCancelled
@@ -662,6 +662,8 @@ void Leader::WorkerLoop() {
       // comes back, so that it drops the job's durable state too.
       if (!away.empty()) TellWhenBack(job_id, std::move(away), reason);
     }
+    RecordOutcome(job_id, status, cancel_reason);
+    Notify();
     // The recorded collects served resuming (the sums are in the view log); kept until the
     // parties were told, so that a leader restarted before that tells them again.
     if (!stopping) {
