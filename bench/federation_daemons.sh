@@ -1,41 +1,119 @@
 #!/usr/bin/env bash
 # Benchmark of a horizontal job through real daemons (prints figures; not a test): a leader and
-# three party daemons on loopback with mutual TLS (`fedanon federation up`), 1,000,000 generated
-# records split 333,334 / 333,333 / 333,333, L=4, K=20, C=1 — next to `fedanon anonymize` on the
-# union with the same spec. Per-round latency and bytes come from the job report.
-# Usage: bench/federation_daemons.sh [rows=1000000] [build-dir=build/default]
+# three party daemons on loopback with mutual TLS (`fedanon federation up`), each party holding N
+# generated Adult-like records (3N in all), next to `fedanon anonymize` on the 3N-record union
+# with the same spec. The set-up is issue 29's (the papers' scalability setting): the Adult
+# blow-up with all 13 QID attributes (fnlwgt a continuous QID on a public grid), L=4, K=20,
+# C=0.2 (C is the LKC model's confidence bound on the sensitive values Divorced and Separated;
+# C=1 would switch that constraint off).
+# Prints: wall time, user CPU and peak RSS of both runs; per-party and leader peak RSS; the
+# job's phases, rounds, secure sums and bytes from the job report; the ratio federated /
+# centralized; whether the two released tables hold the same rows (SHA-256 of the sorted rows);
+# and the load average (the machine may be shared).
+# Usage: bench/federation_daemons.sh [rows-per-party=333334] [build-dir=build/default]
+#   e.g. bench/federation_daemons.sh 1000000; bench/federation_daemons.sh 10000000
+# FEDANON_BENCH_TMP chooses where the tables go (default: $TMPDIR or /tmp); 3 × 10M needs about
+# 12 GB (the union, the party tables, each daemon's copy and both outputs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rows="${1:-1000000}"
-bin="${2:-build/default}/bin"
-work="$(mktemp -d -t fedanon-fbench.XXXXXX)"
+per_party="${1:-333334}"
+build="${2:-build/default}"
+bin="$build/bin"
+rows=$((3 * per_party))
+[ -x "$bin/fedanon" ] || { echo "build first: $bin/fedanon not found" >&2; exit 1; }
+command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+work="$(mktemp -d "${FEDANON_BENCH_TMP:-${TMPDIR:-/tmp}}/fedanon-fbench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-"$bin/fedanon" gen-data --rows "$rows" --seed 1 --parties 3 --out "$work/data" 2>/dev/null
-sed -e 's/C: 0.2/C: 1/' "$work/data/horizontal.yaml" > "$work/data/h.yaml"
-mv "$work/data/h.yaml" "$work/data/horizontal.yaml"
-t0=$(date +%s.%N)
-"$bin/fedanon" anonymize --quiet --spec "$work/data/horizontal.yaml" --input "$work/data/table.csv" \
+
+"$bin/fedanon" gen-data --rows "$rows" --seed 1 --parties 3 --out "$work/data" >/dev/null 2>&1
+# The papers' 13 QIDs: fnlwgt is a QID too (gen-data's federated spec leaves it out). A federated
+# spec needs a public grid for it; gen-data draws fnlwgt from [0, 1500000].
+python3 - "$work/data/horizontal.yaml" <<'PY'
+import sys
+path = sys.argv[1]
+y = open(path).read()
+anchor = "  - {name: education,"
+y = y.replace(anchor, "  - {name: fnlwgt, role: qid, type: continuous, range: [0, 1500000], "
+              "precision: 1}\n" + anchor, 1)
+assert y.count("role: qid") == 13, "expected 13 QIDs"
+assert "L: 4, K: 20, C: 0.2" in y, "expected L=4 K=20 C=0.2"
+open(path, "w").write(y)
+PY
+for p in 1 2 3; do
+  n=$(($(wc -l < "$work/data/party$p.csv") - 1))
+  [ "$n" = "$per_party" ] || echo "note: party$p holds $n records (gen-data's split of $rows)"
+done
+
+echo "horizontal job, 3 party daemons + leader on loopback mTLS; $rows records" \
+  "($per_party per party); 13 QIDs, L=4 K=20 C=0.2; $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
+"$bin/fedanon" --version
+load0="$(cut -d' ' -f1-3 /proc/loadavg)"
+/usr/bin/time -f "%e %M %U %S" -o "$work/central.time" "$bin/fedanon" anonymize --quiet \
+  --spec "$work/data/horizontal.yaml" --input "$work/data/table.csv" \
   --output "$work/central.csv" --report "$work/central.json"
-t1=$(date +%s.%N)
-"$bin/fedanon" federation up --spec "$work/data/horizontal.yaml" \
+rm -f "$work/data/table.csv"  # the daemons get their own copies of the party tables
+
+# The federation runs in the background; its daemons' peak RSS (VmHWM) is sampled until it ends.
+load1="$(cut -d' ' -f1-3 /proc/loadavg)"
+/usr/bin/time -f "%e %M %U %S" -o "$work/fed.time" "$bin/fedanon" federation up \
+  --spec "$work/data/horizontal.yaml" \
   --party-data "$work/data/party1.csv,$work/data/party2.csv,$work/data/party3.csv" \
-  --wait --result "$work/fed.csv" --report "$work/fed.json" > "$work/up.log" 2>&1
-t2=$(date +%s.%N)
-python3 - "$work/central.json" "$work/fed.json" "$t0" "$t1" "$t2" "$rows" <<'PY'
+  --dir "$work/fed" --wait --result "$work/fed.csv" --report "$work/fed.json" \
+  > "$work/up.log" 2>&1 &
+timer=$!
+declare -A hwm
+while kill -0 "$timer" 2>/dev/null; do
+  for up in $(pgrep -P "$timer" 2>/dev/null || true); do
+    for pid in $(pgrep -P "$up" 2>/dev/null || true); do
+      cmd="$( { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null || true)"
+      kb="$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)"
+      [ -n "$kb" ] || continue
+      case "$cmd" in
+        *fedanon-leader*) name=leader ;;
+        *fedanon-party*) name="$(basename "$(dirname "${cmd##*--config }")")" ;;
+        *) continue ;;
+      esac
+      hwm[$name]=$kb
+    done
+  done
+  sleep 0.5
+done
+wait "$timer" || { echo "federation up failed:"; tail -30 "$work/up.log"; exit 1; }
+load2="$(cut -d' ' -f1-3 /proc/loadavg)"
+rss=""
+for name in "${!hwm[@]}"; do rss+="$name=${hwm[$name]} "; done
+
+# Same released rows: SHA-256 of the sorted data rows (the header is compared on its own).
+digest() { tail -n +2 "$1" | LC_ALL=C sort -S 2G --parallel=2 -T "$work" | sha256sum | cut -c1-16; }
+cd_=$(digest "$work/central.csv"); fd_=$(digest "$work/fed.csv")
+same_header=$([ "$(head -1 "$work/central.csv")" = "$(head -1 "$work/fed.csv")" ] && echo yes || echo no)
+
+python3 - "$work" "$rows" "$cd_" "$fd_" "$same_header" "$rss" "$load0" "$load1" "$load2" <<'PY'
 import json, sys
-c = json.load(open(sys.argv[1])); f = json.load(open(sys.argv[2]))
-t0, t1, t2, rows = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
-ft = f["timings_seconds"]; steps = len(f["steps"])
-print(f"horizontal job, 3 party daemons + leader on loopback mTLS, {rows} records, L=4 K=20 C=1")
-print(f"  centralized anonymize on the union    {t1 - t0:8.2f} s ({len(c['steps'])} specializations)")
-print(f"  federated job (leader's clock)        {ft['total']:8.2f} s ({steps} specializations, "
-      f"{ft['total'] / (t1 - t0):.2f}x centralized)")
-print(f"    validate + parties load data        {ft['validate']:8.2f} s")
-print(f"    rounds                              {ft['rounds']:8.2f} s ({1000 * ft['rounds'] / max(1, steps):.1f} ms per round)")
-print(f"    integration                         {ft['union']:8.2f} s")
-print(f"  federation up end to end              {t2 - t1:8.2f} s (incl. provisioning and daemon start/stop)")
-to, fr = int(f["bytes_to_parties"]), int(f["bytes_from_parties"])
-print(f"  secure sums {f['secure_sums']}, {to / 1e6:.1f} MB to parties, {fr / 1e6:.1f} MB from parties "
-      f"({(to + fr) / 1e3 / max(1, steps):.0f} KB per round)")
-print(f"  same specialization sequence: {[s['value'] for s in c['steps']] == [s['value'] for s in f['steps']]}")
+work, rows, cd, fd, same_header, rss, load0, load1, load2 = sys.argv[1:10]
+c = json.load(open(f"{work}/central.json")); f = json.load(open(f"{work}/fed.json"))
+cw, cm, cu, cs = open(f"{work}/central.time").read().split()[-4:]
+fw, fm, fu, fs = open(f"{work}/fed.time").read().split()[-4:]
+cw, cu, cs, fw, fu, fs = map(float, (cw, cu, cs, fw, fu, fs))
+ft = f["timings_seconds"]; steps = len(f["steps"]); g = lambda k: ft.get(k, 0.0)
+peaks = dict(p.split("=") for p in rss.split())
+print(f"  centralized anonymize on the union    {cw:8.2f} s wall, {cu:7.1f} s user + {cs:.1f} s sys, "
+      f"{int(cm) / 1024:6.0f} MiB peak RSS ({len(c['steps'])} specializations); load {load0}")
+print(f"  federated job (leader's clock)        {g('total'):8.2f} s ({steps} specializations, "
+      f"{g('total') / cw:.2f}x centralized)")
+print(f"    validate + parties load data        {g('validate'):8.2f} s")
+print(f"    rounds                              {g('rounds'):8.2f} s ({1000 * g('rounds') / max(1, steps):.1f} ms per round)")
+for k in sorted(ft):
+    if k not in ("total", "validate", "rounds", "union"):
+        print(f"    {k:<35} {ft[k]:8.2f} s")
+print(f"    integration                         {g('union'):8.2f} s")
+print(f"  federation up end to end              {fw:8.2f} s wall ({fw / cw:.2f}x centralized), "
+      f"{fu:7.1f} s user + {fs:.1f} s sys for all daemons; load {load1} -> {load2}")
+print("  peak RSS: " + ", ".join(f"{n} {int(k) / 1024:.0f} MiB" for n, k in sorted(peaks.items())))
+to, fr = int(f.get("bytes_to_parties", 0)), int(f.get("bytes_from_parties", 0))
+print(f"  secure sums {f.get('secure_sums', 0)}, {to / 1e6:.1f} MB to parties, {fr / 1e6:.1f} MB "
+      f"from parties ({(to + fr) / 1e3 / max(1, steps):.0f} KB per round); final check: "
+      f"{f.get('final_check', '?')}")
+print(f"  same specialization sequence: {[s['value'] for s in c['steps']] == [s['value'] for s in f['steps']]}; "
+      f"same released rows: {cd == fd} (sorted SHA-256 {cd} / {fd}, same header: {same_header})")
 PY

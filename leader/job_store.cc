@@ -560,6 +560,35 @@ absl::Status JobStore::StoreResult(const std::string& job_id, const std::string&
   return s.Run();
 }
 
+absl::Status JobStore::StoreResultStreamed(
+    const std::string& job_id, const std::function<absl::Status(const ResultWriter&)>& produce) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(RequireJob(db_, job_id));
+  }
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<common::AtomicFileWriter> file,
+      common::AtomicFileWriter::Open(absl::StrCat(data_dir_, "/results/", job_id, ".csv"),
+                                     {.mode = common::kPrivateFileMode}));
+  RETURN_IF_ERROR(produce([&file](std::string_view bytes) { return file->Write(bytes); }));
+  RETURN_IF_ERROR(file->Commit());
+  absl::MutexLock lock(&mu_);
+  Stmt s(db_, "UPDATE jobs SET has_result = 1, updated_unix = ?2 WHERE job_id = ?1");
+  s.Bind(1, job_id).Bind(2, NowUnix());
+  return s.Run();
+}
+
+absl::StatusOr<bool> JobStore::HasResult(const std::string& job_id) const {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  struct stat st;
+  const std::string path = absl::StrCat(data_dir_, "/results/", job_id, ".csv");
+  // A regular file only: anything else (a symbolic link put there) is not a stored result.
+  if (::lstat(path.c_str(), &st) == 0) return S_ISREG(st.st_mode);
+  if (errno == ENOENT) return false;
+  return common::ErrnoStatus(errno, "cannot look at the result file", path);
+}
+
 absl::StatusOr<std::string> JobStore::LoadResult(const std::string& job_id) const {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   {

@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -86,7 +88,15 @@ class JobStore {
                            const std::string& current_best, double elapsed_seconds);
   absl::Status SetReport(const std::string& job_id, const fedanon::v1::Report& report);
   absl::Status StoreResult(const std::string& job_id, const std::string& csv);
+  // The same, for a table too large to build in memory first: `produce` hands its bytes, in
+  // order and in pieces, to the writer it is given (the file is committed, synced and marked
+  // only when `produce` and every write succeed; otherwise nothing is stored).
+  using ResultWriter = std::function<absl::Status(std::string_view)>;
+  absl::Status StoreResultStreamed(const std::string& job_id,
+                                   const std::function<absl::Status(const ResultWriter&)>& produce);
   absl::StatusOr<std::string> LoadResult(const std::string& job_id) const;  // NotFound if none
+  // Whether the job's result is stored: a regular file (not read; a symbolic link is not one).
+  absl::StatusOr<bool> HasResult(const std::string& job_id) const;
 
   absl::StatusOr<fedanon::v1::JobInfo> Get(const std::string& job_id) const;
   absl::StatusOr<fedanon::v1::SubmitJobRequest> Request(const std::string& job_id) const;

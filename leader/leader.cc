@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -158,13 +159,35 @@ absl::Status CheckRequest(const fedanon::v1::SubmitJobRequest& request) {
   return absl::OkStatus();
 }
 
-// Rebuilds the released table from the summed counts per (group, value combination), in a
-// random order (OpenSSL CSPRNG), with columns in spec order (the record id excluded).
-absl::StatusOr<std::string> ReleasedTableFromCounts(
-    const fedanon::v1::JobSpec& spec, const common::Dataset& schema,
-    const std::vector<common::AttributeHierarchy>& hier,
-    const std::vector<std::vector<common::NodeIndex>>& groups, const std::vector<uint64_t>& counts,
-    uint64_t total_records) {
+// Hands `write` the bytes of a table in pieces of about 4 MiB: the header line, then
+// `line(i)` for i = 0 .. n-1.
+absl::Status WriteTableBuffered(const std::string& header_line, size_t n,
+                                const std::function<std::string_view(size_t)>& line,
+                                const JobStore::ResultWriter& write) {
+  constexpr size_t kBuffer = size_t{4} << 20;
+  std::string buffer = header_line;
+  buffer.reserve(kBuffer + 4096);
+  for (size_t i = 0; i < n; ++i) {
+    buffer += line(i);
+    if (buffer.size() >= kBuffer) {
+      RETURN_IF_ERROR(write(buffer));
+      buffer.clear();
+    }
+  }
+  return buffer.empty() ? absl::OkStatus() : write(buffer);
+}
+
+// Writes the released table rebuilt from the summed counts per (group, value combination), in
+// a random order (OpenSSL CSPRNG), with columns in spec order (the record id excluded). Each
+// distinct row is formatted once and a record costs 12 bytes (its row's number and its place in
+// the permutation), so that a table of tens of millions of rows is never held as text.
+absl::Status WriteReleasedTableFromCounts(const fedanon::v1::JobSpec& spec,
+                                          const common::Dataset& schema,
+                                          const std::vector<common::AttributeHierarchy>& hier,
+                                          const std::vector<std::vector<common::NodeIndex>>& groups,
+                                          const std::vector<uint64_t>& counts,
+                                          uint64_t total_records,
+                                          const JobStore::ResultWriter& write) {
   const uint64_t combos = schema.ValueCombinations();
   if (counts.size() != groups.size() * combos) {
     return absl::InternalError("released counts have the wrong length");
@@ -203,7 +226,11 @@ absl::StatusOr<std::string> ReleasedTableFromCounts(
     if (!found) return absl::InternalError("released column without a source");
     source.push_back(src);
   }
+  // The distinct rows (at most the 50M released words, so their numbers fit 32 bits), and per
+  // record the number of its row.
   std::vector<std::string> lines;
+  std::vector<uint32_t> line_of;
+  line_of.reserve(total_records);
   std::vector<std::string_view> row(source.size());
   std::vector<int32_t> value_index(schema.value_columns.size());
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -227,14 +254,14 @@ absl::StatusOr<std::string> ReleasedTableFromCounts(
                 : std::string_view(
                       schema.value_columns[-1 - source[i]].values[value_index[-1 - source[i]]]);
       }
-      const std::string line = common::CsvLine(row);
-      for (uint64_t k = 0; k < n; ++k) lines.push_back(line);
+      lines.push_back(common::CsvLine(row));
+      line_of.insert(line_of.end(), n, static_cast<uint32_t>(lines.size() - 1));
     }
   }
-  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(lines.size()));
-  std::string csv = common::CsvLine(header);
-  for (size_t i : perm) csv += lines[i];
-  return csv;
+  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(line_of.size()));
+  return WriteTableBuffered(
+      common::CsvLine(header), perm.size(),
+      [&](size_t i) -> std::string_view { return lines[line_of[perm[i]]]; }, write);
 }
 
 }  // namespace
@@ -408,11 +435,23 @@ void Leader::EndRecoveredJobs(std::vector<std::string> job_ids) {
 }
 
 absl::Status Leader::StoreResultOnce(const std::string& job_id, const std::string& csv) {
-  if (store_->LoadResult(job_id).ok()) {
+  ASSIGN_OR_RETURN(const bool stored, store_->HasResult(job_id));
+  if (stored) {
     spdlog::info("job={} its released table was stored before the restart; kept as it is", job_id);
     return absl::OkStatus();
   }
   return store_->StoreResult(job_id, csv);
+}
+
+absl::Status Leader::StoreResultOnce(
+    const std::string& job_id,
+    const std::function<absl::Status(const JobStore::ResultWriter&)>& produce) {
+  ASSIGN_OR_RETURN(const bool stored, store_->HasResult(job_id));
+  if (stored) {
+    spdlog::info("job={} its released table was stored before the restart; kept as it is", job_id);
+    return absl::OkStatus();
+  }
+  return store_->StoreResultStreamed(job_id, produce);
 }
 
 void Leader::Notify() const { changed_.SignalAll(); }
@@ -609,11 +648,11 @@ void Leader::WorkerLoop() {
       spdlog::info("job={} left for the next start of the leader", job_id);
       continue;
     }
-    RecordOutcome(job_id, status, cancel_reason);
-    Notify();
     // The parties learn that a job they prepared will not go on (a done job told them already),
-    // and drop what they hold for it. Bounded: a party that does not answer delays this worker's
-    // next job by at most 5 s. Not while the leader shuts down (its streams are being cancelled).
+    // and drop what they hold for it, before the outcome is recorded: a job submitted once this
+    // one shows as failed finds the parties' releases of it freed (all parties prepare at once).
+    // Bounded: a party that does not answer delays the outcome and this worker's next job by at
+    // most 5 s. Not while the leader shuts down (its streams are being cancelled).
     if (!status.ok() && !stopping && !job.ring.empty()) {
       job.timeout = std::min(job.timeout, absl::Seconds(5));
       const std::string reason = status.code() == absl::StatusCode::kCancelled
@@ -624,6 +663,8 @@ void Leader::WorkerLoop() {
       // comes back, so that it drops the job's durable state too.
       if (!away.empty()) TellWhenBack(job_id, std::move(away), reason);
     }
+    RecordOutcome(job_id, status, cancel_reason);
+    Notify();
     // The recorded collects served resuming (the sums are in the view log); kept until the
     // parties were told, so that a leader restarted before that tells them again.
     if (!stopping) {
@@ -774,15 +815,20 @@ absl::StatusOr<fedanon::v1::PrepareJob> Leader::MakePrepare(const JobRun& job) c
 
 absl::Status Leader::PrepareParties(const JobRun& job, const std::string& expected_digest) {
   ASSIGN_OR_RETURN(const fedanon::v1::PrepareJob prepare, MakePrepare(job));
-  for (const auto& party : job.ring) {
-    RETURN_IF_ERROR(CheckCancelled(job.job_id));
+  RETURN_IF_ERROR(CheckCancelled(job.job_id));
+  // Each party loads its table on Prepare; they do so at the same time (one request each, as
+  // before, on one thread per party). The first failure in ring order is the job's. Loading tens
+  // of millions of records takes longer than a round: Prepare waits 10 round timeouts, at least
+  // 10 minutes (like the ID matching's longer wait, a step that follows the table's size).
+  const absl::Duration prepare_timeout = std::max(job.timeout * 10, absl::Minutes(10));
+  auto prepare_one = [&](const std::string& party) -> absl::Status {
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job.job_id);
     *msg.mutable_prepare() = prepare;
     auto path = job.request.data_paths().find(party);
     msg.mutable_prepare()->set_data_path(path == job.request.data_paths().end() ? ""
                                                                                 : path->second);
-    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(party, msg, job.timeout));
+    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(party, msg, prepare_timeout));
     if (!reply.has_prepared()) {
       return absl::InternalError(absl::StrCat("party '", party, "' did not prepare the job"));
     }
@@ -794,7 +840,18 @@ absl::Status Leader::PrepareParties(const JobRun& job, const std::string& expect
                        crypto::ToHex(reply.prepared().digest()).substr(0, 16), " vs ",
                        crypto::ToHex(expected_digest).substr(0, 16), ")"));
     }
+    return absl::OkStatus();
+  };
+  std::vector<absl::Status> prepared(job.ring.size());
+  {
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < job.ring.size(); ++i) {
+      threads.emplace_back([&, i] { prepared[i] = prepare_one(job.ring[i]); });
+    }
+    if (!job.ring.empty()) prepared[0] = prepare_one(job.ring[0]);
+    for (std::thread& t : threads) t.join();
   }
+  for (const absl::Status& st : prepared) RETURN_IF_ERROR(st);
   return absl::OkStatus();
 }
 
@@ -944,9 +1001,10 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
     released.released_groups = final_groups;
     released.released_combinations = combinations;
     ASSIGN_OR_RETURN(std::vector<uint64_t> counts, source.Collect(released));
-    ASSIGN_OR_RETURN(std::string csv, ReleasedTableFromCounts(spec, schema, hier, final_groups,
-                                                              counts, engine->total_records()));
-    RETURN_IF_ERROR(StoreResultOnce(job.job_id, csv));
+    RETURN_IF_ERROR(StoreResultOnce(job.job_id, [&](const JobStore::ResultWriter& write) {
+      return WriteReleasedTableFromCounts(spec, schema, hier, final_groups, counts,
+                                          engine->total_records(), write);
+    }));
   } else {
     RETURN_IF_ERROR(RunSecureUnion(job, round, &channel));
   }
@@ -1033,10 +1091,12 @@ absl::Status Leader::StoreUnionAtLeader(const JobRun& job, uint32_t round,
   // The released table itself is the job's result; the view log records its size.
   RETURN_IF_ERROR(job.view_log->Append(round, kViewReleasedRows, "", false, {rows.size()}));
   ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
-  std::vector<std::string_view> header_views(header.begin(), header.end());
-  std::string csv = common::CsvLine(header_views);
-  for (size_t i : perm) csv += rows[i];
-  return StoreResultOnce(job.job_id, csv);
+  const std::vector<std::string_view> header_views(header.begin(), header.end());
+  return StoreResultOnce(job.job_id, [&](const JobStore::ResultWriter& write) {
+    return WriteTableBuffered(
+        common::CsvLine(header_views), perm.size(),
+        [&](size_t i) -> std::string_view { return rows[perm[i]]; }, write);
+  });
 }
 
 absl::Status Leader::RunVertical(const JobRun& job) {

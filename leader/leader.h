@@ -175,6 +175,10 @@ class Leader {
   void EndRecoveredJobs(std::vector<std::string> job_ids) ABSL_LOCKS_EXCLUDED(mu_);
   // Stores the released table unless the job has one already (a resumed job releases once).
   absl::Status StoreResultOnce(const std::string& job_id, const std::string& csv);
+  // The same for a table written in pieces by `produce` (never held whole in memory).
+  absl::Status StoreResultOnce(
+      const std::string& job_id,
+      const std::function<absl::Status(const JobStore::ResultWriter&)>& produce);
   // The report and final progress of a horizontal job; then EndJobAtParties.
   // `fill_result` fills the engine's part (global or local recoding).
   absl::Status FinishJob(const JobRun& job, uint64_t total_records,

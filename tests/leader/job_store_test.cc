@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::leader {
@@ -237,6 +239,48 @@ TEST_F(JobStoreTest, ResultStoreAndLoad) {
   EXPECT_FALSE(fs::exists(dir_ + "/results/job-000000000000.csv"));
 }
 
+// A table written in pieces (the leader's released table of tens of millions of rows) is stored
+// whole once every piece is written, and not at all when producing it fails.
+TEST_F(JobStoreTest, ResultStreamedInPiecesIsStoredOnlyWhenComplete) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::string id, store->Create(MakeRequest("p"), "a"));
+  ASSERT_OK_AND_ASSIGN(bool has, store->HasResult(id));
+  EXPECT_FALSE(has);
+  EXPECT_THAT(store->StoreResultStreamed(id,
+                                         [](const JobStore::ResultWriter& write) {
+                                           EXPECT_OK(write("age,class\n"));
+                                           return absl::DataLossError("the counts do not add up");
+                                         }),
+              StatusIs(absl::StatusCode::kDataLoss, "the counts do not add up"));
+  ASSERT_OK_AND_ASSIGN(has, store->HasResult(id));
+  EXPECT_FALSE(has);
+  EXPECT_THAT(store->LoadResult(id), StatusIs(absl::StatusCode::kNotFound, ""));
+
+  std::string expected = "age,class\n";
+  ASSERT_OK(store->StoreResultStreamed(id, [&](const JobStore::ResultWriter& write) {
+    RETURN_IF_ERROR(write("age,class\n"));
+    for (int i = 0; i < 1000; ++i) {
+      const std::string row = absl::StrCat("[", i, "-", i + 1, "),yes\n");
+      expected += row;
+      RETURN_IF_ERROR(write(row));
+    }
+    return absl::OkStatus();
+  }));
+  ASSERT_OK_AND_ASSIGN(has, store->HasResult(id));
+  EXPECT_TRUE(has);
+  ASSERT_OK_AND_ASSIGN(std::string back, store->LoadResult(id));
+  EXPECT_EQ(back, expected);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_ + "/results/" + id + ".csv").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir_ + "/results")) {
+    files.push_back(e.path().filename().string());
+  }
+  EXPECT_THAT(files, ElementsAre(id + ".csv"));  // no temporary file left behind
+}
+
 // A result file replaced by a symbolic link (e.g. to another job's or a system file) is not read.
 TEST_F(JobStoreTest, ResultBehindASymlinkIsNotRead) {
   auto store = OpenStore();
@@ -254,6 +298,9 @@ TEST_F(JobStoreTest, ResultBehindASymlinkIsNotRead) {
   const absl::StatusOr<std::string> result = store->LoadResult(id);
   EXPECT_FALSE(result.ok());
   EXPECT_THAT(result.status().message(), ::testing::HasSubstr(path));
+  // Nor is it taken for a stored result.
+  ASSERT_OK_AND_ASSIGN(const bool has, store->HasResult(id));
+  EXPECT_FALSE(has);
 }
 
 TEST_F(JobStoreTest, AuditTrailOrderAndContent) {
