@@ -1,6 +1,9 @@
 #include "party/id_matching.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <fstream>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -13,6 +16,24 @@ namespace fedanon::party {
 namespace {
 constexpr size_t kDigestBytes = 16;
 }  // namespace
+
+ProcessUsage CurrentProcessUsage() {
+  ProcessUsage out;
+  struct rusage ru {};
+  if (getrusage(RUSAGE_SELF, &ru) == 0) {
+    out.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                      1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  }
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      out.peak_rss_mb = std::strtod(line.c_str() + 6, nullptr) / 1024.0;  // kB
+      break;
+    }
+  }
+  return out;
+}
 
 absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Create(const std::vector<std::string>& ids,
                                                              int threads) {
@@ -77,12 +98,13 @@ absl::StatusOr<std::vector<std::string>> IdMatcher::EncryptOwn() const {
   std::vector<std::string> shuffled;
   shuffled.reserve(ids_.size());
   for (size_t i : order_) shuffled.push_back(ids_[i]);
-  return cipher_->EncryptBatch(shuffled, threads_);
+  return cipher_->EncryptBatch(shuffled, threads_, hop_encoding_);
 }
 
 absl::StatusOr<std::vector<std::string>> IdMatcher::ReEncrypt(
-    const std::vector<std::string>& points) const {
-  return cipher_->ReEncryptBatch(points, threads_);
+    const std::vector<std::string>& points, bool last_hop) const {
+  return cipher_->ReEncryptBatch(points, threads_,
+                                 last_hop ? crypto::PointEncoding::kCompressed : hop_encoding_);
 }
 
 absl::StatusOr<IdAlignment> IdMatcher::Align(

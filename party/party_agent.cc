@@ -187,6 +187,7 @@ struct PartyAgent::JobState {
   // Vertical jobs: this party's replica and its ID matcher.
   std::unique_ptr<VerticalParty> vertical;
   std::unique_ptr<IdMatcher> matcher;
+  double id_matching_cpu_start = 0;  // process CPU seconds at IdEncrypt (for the log)
   // The owner's instruction of the round it won, kept until the judges accepted it (then sealed
   // for the other parties) or the round ends.
   struct PendingInstruction {
@@ -2049,6 +2050,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
 absl::Status PartyAgent::VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdEncrypt& step,
                                            uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
+  job.id_matching_cpu_start = CurrentProcessUsage().cpu_seconds;
   if (job.replaying && !job.restored_matcher_secret.empty()) {
     ASSIGN_OR_RETURN(job.matcher,
                      IdMatcher::Restore(job.vertical->ids(), job.restored_matcher_secret));
@@ -2078,7 +2080,8 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
                    OpenPayload(slot, re.list(), re.list_ref(), round, "id-list", nullptr));
   ASSIGN_OR_RETURN(std::vector<std::string> points, ParseIdList(bytes));
   bytes.clear();
-  ASSIGN_OR_RETURN(std::vector<std::string> again, job.matcher->ReEncrypt(points));
+  ASSIGN_OR_RETURN(std::vector<std::string> again,
+                   job.matcher->ReEncrypt(points, /*last_hop=*/re.next().empty()));
   if (!re.next().empty()) {
     RETURN_IF_ERROR(SealPayload(slot, re.next(), round, "id-list", SerializeIdList(again),
                                 out->mutable_ids()->mutable_list(),
@@ -2159,8 +2162,12 @@ absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAli
   }
   RETURN_IF_ERROR(vp.Start(alignment.canonical, alignment.common));
   if (options_.observe_canonical_ids) options_.observe_canonical_ids(vp.ids());
-  spdlog::info("job={} ID matching: {} of {} records are common to every party", job.job_id,
-               alignment.common, vp.ids().size());
+  const ProcessUsage usage = CurrentProcessUsage();
+  spdlog::info(
+      "job={} ID matching: {} of {} records are common to every party; process CPU {:.2f} s "
+      "since IdEncrypt, peak RSS {:.0f} MB",
+      job.job_id, alignment.common, vp.ids().size(), usage.cpu_seconds - job.id_matching_cpu_start,
+      usage.peak_rss_mb);
   out->mutable_ids()->set_common_records(alignment.common);
   return Audit(slot, round,
                {.kind = kAuditIdCommon,
