@@ -90,10 +90,17 @@ absl::StatusOr<std::string> ResolveInDataDir(const std::string& data_dir, const 
 }
 
 // The points of an ID list as the ID-matching steps carry them (serialized IdList).
-absl::StatusOr<std::vector<std::string>> ParseIdList(const std::string& bytes) {
+// Parses an ID list and frees `bytes`; the points are moved out of the message, not copied
+// (bounded memory: at 1M ids each copy of a list is about 100 MB).
+absl::StatusOr<std::vector<std::string>> ParseIdList(std::string& bytes) {
   fedanon::v1::IdList list;
-  if (!list.ParseFromString(bytes)) return absl::InvalidArgumentError("an ID list does not parse");
-  return std::vector<std::string>(list.points().begin(), list.points().end());
+  const bool parsed = list.ParseFromString(bytes);
+  std::string().swap(bytes);
+  if (!parsed) return absl::InvalidArgumentError("an ID list does not parse");
+  std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(list.points_size()));
+  for (std::string& p : *list.mutable_points()) out.push_back(std::move(p));
+  return out;
 }
 
 std::string SerializeIdList(const std::vector<std::string>& points) {
@@ -2061,14 +2068,17 @@ absl::Status PartyAgent::VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdE
   // restarted party re-encrypts with the same key and answers in the same order.
   if (!job.replaying) job.journal_extra = std::string(job.matcher->DurableSecret().AsStringView());
   ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwn());
-  RETURN_IF_ERROR(SealPayload(slot, step.next(), round, "id-list", SerializeIdList(points),
+  const uint64_t count = points.size();
+  std::string serialized = SerializeIdList(points);
+  std::vector<std::string>().swap(points);  // one copy of the list at a time
+  RETURN_IF_ERROR(SealPayload(slot, step.next(), round, "id-list", serialized,
                               out->mutable_ids()->mutable_list(),
                               out->mutable_ids()->mutable_list_ref()));
   return Audit(slot, round,
                {.kind = kAuditIdList,
                 .form = kAuditSealed,
                 .to = {step.next()},
-                .numbers = {{"ids", points.size()}},
+                .numbers = {{"ids", count}},
                 .texts = {{"origin", options_.name}}});
 }
 
@@ -2079,23 +2089,28 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
   ASSIGN_OR_RETURN(std::string bytes,
                    OpenPayload(slot, re.list(), re.list_ref(), round, "id-list", nullptr));
   ASSIGN_OR_RETURN(std::vector<std::string> points, ParseIdList(bytes));
-  bytes.clear();
   ASSIGN_OR_RETURN(std::vector<std::string> again,
                    job.matcher->ReEncrypt(points, /*last_hop=*/re.next().empty()));
+  std::vector<std::string>().swap(points);
   if (!re.next().empty()) {
-    RETURN_IF_ERROR(SealPayload(slot, re.next(), round, "id-list", SerializeIdList(again),
+    const uint64_t count = again.size();
+    std::string serialized = SerializeIdList(again);
+    std::vector<std::string>().swap(again);
+    RETURN_IF_ERROR(SealPayload(slot, re.next(), round, "id-list", serialized,
                                 out->mutable_ids()->mutable_list(),
                                 out->mutable_ids()->mutable_list_ref()));
     return Audit(slot, round,
                  {.kind = kAuditIdList,
                   .form = kAuditSealed,
                   .to = {re.next()},
-                  .numbers = {{"ids", again.size()}},
+                  .numbers = {{"ids", count}},
                   .texts = {{"origin", re.origin()}}});
   }
   // The last hop: the fully encrypted list, as digests, for every party.
   fedanon::v1::IdList digests;
   digests.set_digests(IdMatcher::FinalDigests(again));
+  const uint64_t count = again.size();
+  std::vector<std::string>().swap(again);
   const std::string serialized = digests.SerializeAsString();
   for (const auto& party : job.ring) {
     fedanon::v1::SealedPayload whole;
@@ -2112,7 +2127,7 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
                {.kind = kAuditIdList,
                 .form = kAuditSealed,
                 .to = job.ring,
-                .numbers = {{"ids", again.size()}},
+                .numbers = {{"ids", count}},
                 .texts = {{"origin", re.origin()}, {"list", "fully-encrypted digests"}}});
 }
 
