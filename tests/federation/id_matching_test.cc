@@ -159,6 +159,21 @@ TEST(IdMatchingTest, HopEncodingDoesNotChangeTheFullLists) {
   EXPECT_EQ(IdMatcher::FinalDigests(full_unc), IdMatcher::FinalDigests(full_comp));
 }
 
+// What a party logs at the end of ID matching (bench/vertical_daemons.sh reads it): this
+// process's CPU time grows with work, and its peak RSS covers memory it has touched.
+TEST(IdMatchingTest, ProcessUsageCountsCpuAndPeakMemory) {
+  const ProcessUsage before = CurrentProcessUsage();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 200; ++i) ids.push_back("person-" + std::to_string(i));
+  ASSERT_OK_AND_ASSIGN(auto a, IdMatcher::Create(ids, 1));
+  ASSERT_OK_AND_ASSIGN(const auto sent, a->EncryptOwn());
+  std::vector<char> touched(64 << 20, 1);  // 64 MiB, written
+  const ProcessUsage after = CurrentProcessUsage();
+  EXPECT_GT(after.cpu_seconds, before.cpu_seconds);
+  EXPECT_GE(after.peak_rss_mb, 64.0);
+  EXPECT_EQ(touched[touched.size() - 1], 1);
+}
+
 // A party reloading a vertical job after a restart (party/job_journal.h): the matcher restored
 // from its durable secret encrypts its ids to the same list in the same secret order, re-encrypts
 // another's list alike and aligns alike; a fresh matcher draws another key and order.
