@@ -54,7 +54,7 @@ up=$!
 declare -A hwm ticks
 while kill -0 "$up" 2>/dev/null; do
   for c in $(pgrep -P "$up" || true); do
-    name="$(tr '\0' ' ' < "/proc/$c/cmdline" 2>/dev/null | awk '{n=$1; sub(".*/", "", n); for (i = 2; i <= NF; ++i) if ($i == "--config") {m=$(i+1); sub("/[^/]*$", "", m); sub(".*/", "", m); n=n"("m")"} print n}')" || continue
+    name="$({ tr '\0' ' ' < "/proc/$c/cmdline"; } 2>/dev/null | awk '{n=$1; sub(".*/", "", n); for (i = 2; i <= NF; ++i) if ($i == "--config") {m=$(i+1); sub("/[^/]*$", "", m); sub(".*/", "", m); n=n"("m")"} print n}')" || continue
     [ -n "$name" ] || continue
     h="$(awk '/^VmHWM:/ {print $2}' "/proc/$c/status" 2>/dev/null)" || true
     t="$(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null)" || true
