@@ -6,11 +6,27 @@
 # near-unique weight, left out) with k = 50 — mohammed2011 §7.3's AllAttQID setting — next to
 # `fedanon anonymize` on the joined table with the same spec. The job report separates the ID
 # matching from the anonymization rounds.
+# Also printed, for issue #30's targets on a shared machine: the load average before and after;
+# `openssl speed -multi <cores> ecdhp256` before and after the job (its mean gives the limit: 4
+# scalar multiplications per matched id, 2 parties); ID matching's and the whole job's fraction of
+# that limit by the wall clock; the same by CPU time (each party logs its process CPU during ID
+# matching; one multiplication's thread CPU cost comes from `id_matching_bench --micro`); and each
+# daemon's peak RSS (VmHWM, polled from /proc every 0.2 s) and CPU time, per process.
 # Usage: bench/vertical_daemons.sh [rows=200000] [build-dir=build/default]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows="${1:-200000}"
-bin="${2:-build/default}/bin"
+build="${2:-build/default}"
+bin="$build/bin"
+cores="$(nproc)"
+load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+openssl_speed() {
+  openssl speed -seconds 5 -multi "$cores" ecdhp256 2>/dev/null |
+    awk '/ecdh \(nistp256\)/ {print $NF}' | tail -1
+}
+mul_us="$("$build/bench/id_matching_bench" --micro 2000 |
+  awk '/EC_POINT_mul, variable point/ {print $NF}')"
+ops_before="$(openssl_speed)"
 work="$(mktemp -d -t fedanon-vbench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 "$bin/fedanon" gen-data --rows "$rows" --seed 1 --parties 2 --partition vertical \
@@ -30,15 +46,38 @@ t0=$(date +%s.%N)
 "$bin/fedanon" anonymize --quiet --spec "$work/data/vertical.yaml" --input "$work/data/table.csv" \
   --output "$work/central.csv" --report "$work/central.json"
 t1=$(date +%s.%N)
-"$bin/fedanon" federation up --spec "$work/data/vertical.yaml" \
+"$bin/fedanon" federation up --spec "$work/data/vertical.yaml" --dir "$work/fed" --keep \
   --party-data "$work/data/party1.csv,$work/data/party2.csv" \
-  --wait --result "$work/fed.csv" --report "$work/fed.json" > "$work/up.log" 2>&1 || {
-  cat "$work/up.log"; exit 1; }
+  --wait --result "$work/fed.csv" --report "$work/fed.json" > "$work/up.log" 2>&1 &
+up=$!
+# Per daemon: the last VmHWM (monotone) and CPU ticks seen while it ran.
+declare -A hwm ticks
+while kill -0 "$up" 2>/dev/null; do
+  for c in $(pgrep -P "$up" || true); do
+    name="$({ tr '\0' ' ' < "/proc/$c/cmdline"; } 2>/dev/null | awk '{n=$1; sub(".*/", "", n); for (i = 2; i <= NF; ++i) if ($i == "--config") {m=$(i+1); sub("/[^/]*$", "", m); sub(".*/", "", m); n=n"("m")"} print n}')" || continue
+    [ -n "$name" ] || continue
+    h="$(awk '/^VmHWM:/ {print $2}' "/proc/$c/status" 2>/dev/null)" || true
+    t="$(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null)" || true
+    [ -n "$h" ] && hwm[$name]="$h"
+    [ -n "$t" ] && ticks[$name]="$t"
+  done
+  sleep 0.2
+done
+wait "$up" || { cat "$work/up.log"; exit 1; }
 t2=$(date +%s.%N)
-python3 - "$work/central.json" "$work/fed.json" "$t0" "$t1" "$t2" "$rows" "$work/central.csv" "$work/fed.csv" <<'PY'
+ops_after="$(openssl_speed)"
+load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+usage="$(for n in "${!hwm[@]}"; do echo "$n ${hwm[$n]} ${ticks[$n]:-0}"; done | sort)"
+idcpu="$(grep -ho 'process CPU [0-9.]* s since IdEncrypt, peak RSS [0-9]* MB' "$work"/fed/logs/*.log |
+  awk '{print $3, $9}' || true)"
+python3 - "$work/central.json" "$work/fed.json" "$t0" "$t1" "$t2" "$rows" "$work/central.csv" "$work/fed.csv" \
+  "$ops_before" "$ops_after" "$cores" "$mul_us" "$load_before" "$load_after" "$usage" "$idcpu" \
+  "$(getconf CLK_TCK)" <<'PY'
 import collections, csv, json, sys
 c = json.load(open(sys.argv[1])); f = json.load(open(sys.argv[2]))
 t0, t1, t2, rows = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
+ops_before, ops_after, cores, mul_us = float(sys.argv[9]), float(sys.argv[10]), int(sys.argv[11]), float(sys.argv[12])
+load_before, load_after, usage, idcpu, tck = sys.argv[13], sys.argv[14], sys.argv[15], sys.argv[16], float(sys.argv[17])
 ft = f["timings_seconds"]; steps = len(f["steps"])
 print(f"vertical job, 2 party daemons + leader on loopback mTLS, {rows} records, one QID of "
       f"13 attributes, k=50")
@@ -57,4 +96,25 @@ idx = [hf.index(h) for h in hc]
 same = collections.Counter(map(tuple, rc)) == collections.Counter(tuple(r[i] for i in idx) for r in rf)
 print(f"  same specialization sequence: {[s['value'] for s in c['steps']] == [s['value'] for s in f['steps']]}, "
       f"same joined table: {same}")
+ops = (ops_before + ops_after) / 2
+limit_s = 4 * rows / ops  # 4 multiplications per matched id (2 parties), every core
+print(f"load average before {load_before}, after {load_after}; {cores} cores")
+print(f"  openssl speed -multi {cores} ecdhp256: {ops:.0f} multiplications/s (mean of {ops_before:.0f} "
+      f"before and {ops_after:.0f} after)")
+print(f"  limit: {4 * rows} multiplications = {limit_s:.2f} s ({ops / 4:.0f} ids/s)")
+print(f"  ID matching: {rows / ft['id_matching']:.0f} ids/s, {limit_s / ft['id_matching']:.2f} of the limit "
+      f"(wall; target >= 0.75)")
+print(f"  whole job: {limit_s / ft['total']:.2f} of the limit by the leader's clock, "
+      f"{limit_s / (t2 - t1):.2f} by federation up end to end (wall; target >= 0.65)")
+cpu = [tuple(map(float, l.split())) for l in idcpu.splitlines() if l.strip()]
+if cpu:
+    spent = sum(s for s, _ in cpu)
+    ideal = 4 * rows * mul_us * 1e-6
+    print(f"  ID matching by CPU time: the parties used {spent:.1f} s of CPU "
+          f"({', '.join(f'{s:.1f} s' for s, _ in cpu)}); 4 x {rows} multiplications at {mul_us:.1f} us "
+          f"(id_matching_bench --micro, thread CPU) = {ideal:.1f} s: {ideal / spent:.2f} of the limit")
+    print(f"  peak RSS at the end of ID matching: {', '.join(f'{m:.0f} MB' for _, m in cpu)}")
+for line in usage.splitlines():
+    name, kb, t = line.split()
+    print(f"  {name:40s} peak RSS {int(kb) / 1024:7.0f} MB, CPU {float(t) / tck:8.1f} s")
 PY

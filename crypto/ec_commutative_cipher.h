@@ -4,7 +4,9 @@
 //   re-encrypt each other's encrypted IDs and compare the doubly encrypted values without
 //   revealing IDs that are not in common (under DDH in P-256, with H a random oracle).
 //
-// Encodings: ciphertexts are 33-byte compressed SEC1 points (0x02/0x03 || x). HashToCurve and
+// Encodings: ciphertexts are SEC1 points, 33-byte compressed (0x02/0x03 || x) or, from the batch
+// methods on request, 65-byte uncompressed (0x04 || x || y: 32 more bytes, but the receiver skips
+// a 4.5 us decompression); every method that takes a point accepts both. HashToCurve and
 // the RFC 9380 building blocks return 65-byte uncompressed points / 32-byte field elements
 // (big-endian) so that they can be checked against the RFC's test vectors.
 //
@@ -48,6 +50,10 @@ namespace fedanon::crypto {
 // Domain separation tag used by EcCommutativeCipher::Encrypt.
 inline constexpr std::string_view kIdHashDst = "FEDANON-V01-CS01-with-P256_XMD:SHA-256_SSWU_RO_";
 inline constexpr size_t kCompressedPointSize = 33;
+inline constexpr size_t kUncompressedPointSize = 65;
+
+// How the batch methods encode their output points.
+enum class PointEncoding { kCompressed, kUncompressed };
 inline constexpr size_t kP256ScalarSize = 32;
 
 // RFC 9380 §5.3.1 expand_message_xmd with SHA-256. DSTs longer than 255 bytes are hashed as in
@@ -84,19 +90,22 @@ class EcCommutativeCipher {
 
   // HashToCurve(id, kIdHashDst) * k, as a 33-byte compressed point.
   absl::StatusOr<std::string> Encrypt(std::string_view id) const;
-  // point * k. kInvalidArgument unless `point` is a valid 33-byte compressed P-256 point that is
-  // not the point at infinity.
+  // point * k, compressed. kInvalidArgument unless `point` is a valid 33-byte compressed or
+  // 65-byte uncompressed P-256 point (validated once, here) that is not the point at infinity.
   absl::StatusOr<std::string> ReEncrypt(std::string_view point) const;
   // point * k^-1 (undoes this key's layer). Same input rules as ReEncrypt.
   absl::StatusOr<std::string> Decrypt(std::string_view point) const;
 
-  // Encrypt/ReEncrypt of every element, split over `threads` std::threads (<= 0: one per
-  // hardware thread). Output order matches input order; the first error (lowest index among the
-  // failing chunks) is returned.
-  absl::StatusOr<std::vector<std::string>> EncryptBatch(absl::Span<const std::string> ids,
-                                                        int threads) const;
-  absl::StatusOr<std::vector<std::string>> ReEncryptBatch(absl::Span<const std::string> points,
-                                                          int threads) const;
+  // Encrypt/ReEncrypt of every element, encoded as `encoding`, on `threads` std::threads (<= 0:
+  // one per hardware thread) that take pieces of 1024 items in turn (a slow thread on a loaded
+  // machine holds back one piece, not a fixed share). Output order matches input order; the
+  // first error (lowest failing index) is returned.
+  absl::StatusOr<std::vector<std::string>> EncryptBatch(
+      absl::Span<const std::string> ids, int threads,
+      PointEncoding encoding = PointEncoding::kCompressed) const;
+  absl::StatusOr<std::vector<std::string>> ReEncryptBatch(
+      absl::Span<const std::string> points, int threads,
+      PointEncoding encoding = PointEncoding::kCompressed) const;
 
  private:
   struct Impl;

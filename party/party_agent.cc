@@ -91,10 +91,17 @@ absl::StatusOr<std::string> ResolveInDataDir(const std::string& data_dir, const 
 }
 
 // The points of an ID list as the ID-matching steps carry them (serialized IdList).
-absl::StatusOr<std::vector<std::string>> ParseIdList(const std::string& bytes) {
+// Parses an ID list and frees `bytes`; the points are moved out of the message, not copied
+// (bounded memory: at 1M ids each copy of a list is about 100 MB).
+absl::StatusOr<std::vector<std::string>> ParseIdList(std::string& bytes) {
   fedanon::v1::IdList list;
-  if (!list.ParseFromString(bytes)) return absl::InvalidArgumentError("an ID list does not parse");
-  return std::vector<std::string>(list.points().begin(), list.points().end());
+  const bool parsed = list.ParseFromString(bytes);
+  std::string().swap(bytes);
+  if (!parsed) return absl::InvalidArgumentError("an ID list does not parse");
+  std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(list.points_size()));
+  for (std::string& p : *list.mutable_points()) out.push_back(std::move(p));
+  return out;
 }
 
 std::string SerializeIdList(const std::vector<std::string>& points) {
@@ -192,6 +199,7 @@ struct PartyAgent::JobState {
   // Vertical jobs: this party's replica and its ID matcher.
   std::unique_ptr<VerticalParty> vertical;
   std::unique_ptr<IdMatcher> matcher;
+  double id_matching_cpu_start = 0;  // process CPU seconds at IdEncrypt (for the log)
   // The owner's instruction of the round it won, kept until the judges accepted it (then sealed
   // for the other parties) or the round ends.
   struct PendingInstruction {
@@ -2103,6 +2111,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
 absl::Status PartyAgent::VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdEncrypt& step,
                                            uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
+  job.id_matching_cpu_start = CurrentProcessUsage().cpu_seconds;
   if (job.replaying && !job.restored_matcher_secret.empty()) {
     ASSIGN_OR_RETURN(job.matcher,
                      IdMatcher::Restore(job.vertical->ids(), job.restored_matcher_secret));
@@ -2113,14 +2122,17 @@ absl::Status PartyAgent::VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdE
   // restarted party re-encrypts with the same key and answers in the same order.
   if (!job.replaying) job.journal_extra = std::string(job.matcher->DurableSecret().AsStringView());
   ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwn());
-  RETURN_IF_ERROR(SealPayload(slot, step.next(), round, "id-list", SerializeIdList(points),
+  const uint64_t count = points.size();
+  std::string serialized = SerializeIdList(points);
+  std::vector<std::string>().swap(points);  // one copy of the list at a time
+  RETURN_IF_ERROR(SealPayload(slot, step.next(), round, "id-list", serialized,
                               out->mutable_ids()->mutable_list(),
                               out->mutable_ids()->mutable_list_ref()));
   return Audit(slot, round,
                {.kind = kAuditIdList,
                 .form = kAuditSealed,
                 .to = {step.next()},
-                .numbers = {{"ids", points.size()}},
+                .numbers = {{"ids", count}},
                 .texts = {{"origin", options_.name}}});
 }
 
@@ -2131,22 +2143,28 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
   ASSIGN_OR_RETURN(std::string bytes,
                    OpenPayload(slot, re.list(), re.list_ref(), round, "id-list", nullptr));
   ASSIGN_OR_RETURN(std::vector<std::string> points, ParseIdList(bytes));
-  bytes.clear();
-  ASSIGN_OR_RETURN(std::vector<std::string> again, job.matcher->ReEncrypt(points));
+  ASSIGN_OR_RETURN(std::vector<std::string> again,
+                   job.matcher->ReEncrypt(points, /*last_hop=*/re.next().empty()));
+  std::vector<std::string>().swap(points);
   if (!re.next().empty()) {
-    RETURN_IF_ERROR(SealPayload(slot, re.next(), round, "id-list", SerializeIdList(again),
+    const uint64_t count = again.size();
+    std::string serialized = SerializeIdList(again);
+    std::vector<std::string>().swap(again);
+    RETURN_IF_ERROR(SealPayload(slot, re.next(), round, "id-list", serialized,
                                 out->mutable_ids()->mutable_list(),
                                 out->mutable_ids()->mutable_list_ref()));
     return Audit(slot, round,
                  {.kind = kAuditIdList,
                   .form = kAuditSealed,
                   .to = {re.next()},
-                  .numbers = {{"ids", again.size()}},
+                  .numbers = {{"ids", count}},
                   .texts = {{"origin", re.origin()}}});
   }
   // The last hop: the fully encrypted list, as digests, for every party.
   fedanon::v1::IdList digests;
   digests.set_digests(IdMatcher::FinalDigests(again));
+  const uint64_t count = again.size();
+  std::vector<std::string>().swap(again);
   const std::string serialized = digests.SerializeAsString();
   for (const auto& party : job.ring) {
     fedanon::v1::SealedPayload whole;
@@ -2163,7 +2181,7 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
                {.kind = kAuditIdList,
                 .form = kAuditSealed,
                 .to = job.ring,
-                .numbers = {{"ids", again.size()}},
+                .numbers = {{"ids", count}},
                 .texts = {{"origin", re.origin()}, {"list", "fully-encrypted digests"}}});
 }
 
@@ -2213,8 +2231,12 @@ absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAli
   }
   RETURN_IF_ERROR(vp.Start(alignment.canonical, alignment.common));
   if (options_.observe_canonical_ids) options_.observe_canonical_ids(vp.ids());
-  spdlog::info("job={} ID matching: {} of {} records are common to every party", job.job_id,
-               alignment.common, vp.ids().size());
+  const ProcessUsage usage = CurrentProcessUsage();
+  spdlog::info(
+      "job={} ID matching: {} of {} records are common to every party; process CPU {:.2f} s "
+      "since IdEncrypt, peak RSS {:.0f} MB",
+      job.job_id, alignment.common, vp.ids().size(), usage.cpu_seconds - job.id_matching_cpu_start,
+      usage.peak_rss_mb);
   out->mutable_ids()->set_common_records(alignment.common);
   return Audit(slot, round,
                {.kind = kAuditIdCommon,

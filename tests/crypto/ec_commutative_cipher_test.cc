@@ -207,14 +207,15 @@ TEST(EcCommutativeCipherTest, InvalidPointEncodingsAreRejected) {
 
   std::vector<std::string> bad = {
       "",
-      std::string(1, '\0'),                     // SEC1 encoding of the point at infinity
-      std::string(33, '\0'),                    // zero prefix
-      good.substr(0, 32),                       // truncated
-      good + '\0',                              // too long
-      uncompressed,                             // 65-byte uncompressed form is not accepted
-      std::string("\x04", 1) + good.substr(1),  // uncompressed prefix on 33 bytes
-      std::string("\x05", 1) + good.substr(1),  // unknown prefix
-      std::string("\x02", 1) + off_x,           // x not on the curve
+      std::string(1, '\0'),                                // SEC1 encoding of the point at infinity
+      std::string(33, '\0'),                               // zero prefix
+      good.substr(0, 32),                                  // truncated
+      good + '\0',                                         // too long
+      uncompressed.substr(0, 33) + std::string(32, '\0'),  // uncompressed, y = 0: off the curve
+      std::string("\x06", 1) + uncompressed.substr(1),     // hybrid prefix: not accepted
+      std::string("\x04", 1) + good.substr(1),             // uncompressed prefix on 33 bytes
+      std::string("\x05", 1) + good.substr(1),             // unknown prefix
+      std::string("\x02", 1) + off_x,                      // x not on the curve
       std::string("\x03", 1) + off_x,
       std::string("\x02", 1) + absl::HexStringToBytes(kPrimeHex),  // x = p
       std::string("\x02", 1) + std::string(32, '\xff'),            // x > p
@@ -223,10 +224,11 @@ TEST(EcCommutativeCipherTest, InvalidPointEncodingsAreRejected) {
     EXPECT_THAT(a->ReEncrypt(b), StatusIs(kInvalid, "")) << absl::BytesToHexString(b);
     EXPECT_THAT(a->Decrypt(b), StatusIs(kInvalid, "")) << absl::BytesToHexString(b);
   }
-  // Both parities of a valid x are valid points.
+  // Both parities of a valid x are valid points, and the 65-byte uncompressed form is accepted.
   std::string flipped = good;
   flipped[0] = static_cast<char>(flipped[0] ^ 0x01);
   ASSERT_OK(a->ReEncrypt(flipped));
+  ASSERT_OK(a->ReEncrypt(uncompressed));
 }
 
 TEST(EcCommutativeCipherTest, BatchesMatchSequentialResults) {
@@ -253,6 +255,63 @@ TEST(EcCommutativeCipherTest, BatchReportsInvalidElement) {
   for (int i = 0; i < 10; ++i) points.push_back(*a->Encrypt(std::to_string(i)));
   points[7] = "garbage";
   EXPECT_THAT(a->ReEncryptBatch(points, 2), StatusIs(kInvalid, "item 7"));
+}
+
+// Batches longer than one piece of work (1024 items): every thread count gives the sequential
+// results, and the reported error is the lowest failing index even when a later piece fails too.
+TEST(EcCommutativeCipherTest, BatchesOverSeveralPiecesKeepOrderAndFirstError) {
+  const Cipher a = NewCipher();
+  const std::vector<std::string> ids = RandomIds(2600);
+  ASSERT_OK_AND_ASSIGN(const std::vector<std::string> one, a->EncryptBatch(ids, 1));
+  for (size_t i : {size_t{0}, size_t{1023}, size_t{1024}, size_t{2599}}) {
+    ASSERT_OK_AND_ASSIGN(const std::string single, a->Encrypt(ids[i]));
+    EXPECT_EQ(one[i], single) << i;
+  }
+  for (int threads : {2, 3}) {
+    ASSERT_OK_AND_ASSIGN(const std::vector<std::string> got, a->EncryptBatch(ids, threads));
+    EXPECT_EQ(got, one) << threads;
+  }
+  std::vector<std::string> bad = one;
+  bad[2500] = "garbage";
+  bad[1100] = std::string(65, '\x04');
+  EXPECT_THAT(a->ReEncryptBatch(bad, 3), StatusIs(kInvalid, "item 1100"));
+}
+
+// The uncompressed encoding (the cheaper one on the hops between parties): the same points as the
+// compressed one, accepted as input with the same results, and validated (prefix, range, curve).
+TEST(EcCommutativeCipherTest, UncompressedPointsEncodeTheSamePoints) {
+  const Cipher a = NewCipher();
+  const Cipher b = NewCipher();
+  const std::vector<std::string> ids = RandomIds(300);
+  ASSERT_OK_AND_ASSIGN(const std::vector<std::string> comp, a->EncryptBatch(ids, 2));
+  ASSERT_OK_AND_ASSIGN(const std::vector<std::string> unc,
+                       a->EncryptBatch(ids, 2, crypto::PointEncoding::kUncompressed));
+  ASSERT_EQ(unc.size(), comp.size());
+  for (size_t i = 0; i < unc.size(); ++i) {
+    ASSERT_EQ(unc[i].size(), crypto::kUncompressedPointSize);
+    EXPECT_EQ(unc[i][0], '\x04');
+    EXPECT_EQ(unc[i].substr(1, 32), comp[i].substr(1)) << i;  // same x
+    // sgn0(y) is the parity of y's last byte.
+    EXPECT_EQ(static_cast<uint8_t>(comp[i][0]), 0x02 | (static_cast<uint8_t>(unc[i][64]) & 1));
+  }
+  ASSERT_OK_AND_ASSIGN(const std::vector<std::string> from_comp, b->ReEncryptBatch(comp, 2));
+  ASSERT_OK_AND_ASSIGN(const std::vector<std::string> from_unc, b->ReEncryptBatch(unc, 2));
+  EXPECT_EQ(from_unc, from_comp);
+  ASSERT_OK_AND_ASSIGN(const std::string single, b->ReEncrypt(unc[0]));
+  EXPECT_EQ(single, from_comp[0]);
+  ASSERT_OK_AND_ASSIGN(const std::vector<std::string> unc_out,
+                       b->ReEncryptBatch(comp, 1, crypto::PointEncoding::kUncompressed));
+  EXPECT_EQ(unc_out[0].substr(1, 32), from_comp[0].substr(1));
+
+  std::string off_curve = unc[0];
+  off_curve[64] = static_cast<char>(off_curve[64] ^ 0x01);
+  std::string wrong_prefix = unc[0];
+  wrong_prefix[0] = '\x02';
+  std::string x_too_big = unc[0];
+  std::fill(x_too_big.begin() + 1, x_too_big.begin() + 33, '\xff');
+  for (const std::string& bad : {off_curve, wrong_prefix, x_too_big, unc[0].substr(0, 64)}) {
+    EXPECT_THAT(b->ReEncrypt(bad), StatusIs(kInvalid, "")) << bad.size();
+  }
 }
 
 TEST(EcCommutativeCipherTest, ConcurrentUseOfOneCipher) {

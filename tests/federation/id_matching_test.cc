@@ -29,7 +29,9 @@ std::vector<IdAlignment> Match(const std::vector<std::vector<std::string>>& list
   for (size_t i = 0; i < n; ++i) {
     auto points = m[i]->EncryptOwn();
     EXPECT_TRUE(points.ok());
-    for (size_t hop = 1; hop < n; ++hop) points = m[(i + hop) % n]->ReEncrypt(*points);
+    for (size_t hop = 1; hop < n; ++hop) {
+      points = m[(i + hop) % n]->ReEncrypt(*points, /*last_hop=*/hop + 1 == n);
+    }
     auto digests = IdMatcher::SplitDigests(IdMatcher::FinalDigests(*points));
     EXPECT_TRUE(digests.ok());
     full[i] = *digests;
@@ -132,6 +134,44 @@ TEST(IdMatchingTest, ThreadedAndSingleThreadedListsAreEqual) {
     ASSERT_OK_AND_ASSIGN(const auto b_threaded, b->ReEncrypt(a_single));
     EXPECT_EQ(b_threaded, b_single) << threads << " threads";
   }
+}
+
+// The hop encoding is each party's choice (uncompressed by default: cheaper to receive) and
+// either is accepted; the last hop is compressed whatever it is, so the fully encrypted lists,
+// and their digests, do not depend on it.
+TEST(IdMatchingTest, HopEncodingDoesNotChangeTheFullLists) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 50; ++i) ids.push_back("person-" + std::to_string(i));
+  ASSERT_OK_AND_ASSIGN(auto a, IdMatcher::Create(ids, 2));
+  ASSERT_OK_AND_ASSIGN(auto b, IdMatcher::Create(ids, 2));
+  ASSERT_OK_AND_ASSIGN(const auto sent_unc, a->EncryptOwn());
+  a->set_hop_encoding(crypto::PointEncoding::kCompressed);
+  ASSERT_OK_AND_ASSIGN(const auto sent_comp, a->EncryptOwn());
+  ASSERT_EQ(sent_unc.size(), ids.size());
+  EXPECT_EQ(sent_unc[0].size(), crypto::kUncompressedPointSize);
+  EXPECT_EQ(sent_comp[0].size(), crypto::kCompressedPointSize);
+  ASSERT_OK_AND_ASSIGN(const auto middle, b->ReEncrypt(sent_comp));
+  EXPECT_EQ(middle[0].size(), crypto::kUncompressedPointSize);
+  ASSERT_OK_AND_ASSIGN(const auto full_unc, b->ReEncrypt(sent_unc, /*last_hop=*/true));
+  ASSERT_OK_AND_ASSIGN(const auto full_comp, b->ReEncrypt(sent_comp, /*last_hop=*/true));
+  EXPECT_EQ(full_unc, full_comp);
+  EXPECT_EQ(full_unc[0].size(), crypto::kCompressedPointSize);
+  EXPECT_EQ(IdMatcher::FinalDigests(full_unc), IdMatcher::FinalDigests(full_comp));
+}
+
+// What a party logs at the end of ID matching (bench/vertical_daemons.sh reads it): this
+// process's CPU time grows with work, and its peak RSS covers memory it has touched.
+TEST(IdMatchingTest, ProcessUsageCountsCpuAndPeakMemory) {
+  const ProcessUsage before = CurrentProcessUsage();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 200; ++i) ids.push_back("person-" + std::to_string(i));
+  ASSERT_OK_AND_ASSIGN(auto a, IdMatcher::Create(ids, 1));
+  ASSERT_OK_AND_ASSIGN(const auto sent, a->EncryptOwn());
+  std::vector<char> touched(64 << 20, 1);  // 64 MiB, written
+  const ProcessUsage after = CurrentProcessUsage();
+  EXPECT_GT(after.cpu_seconds, before.cpu_seconds);
+  EXPECT_GE(after.peak_rss_mb, 64.0);
+  EXPECT_EQ(touched[touched.size() - 1], 1);
 }
 
 // A party reloading a vertical job after a restart (party/job_journal.h): the matcher restored
