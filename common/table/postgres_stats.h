@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,12 +81,31 @@ class PostgresPushdown {
   struct Sets;
   absl::Status Check();
   std::string Lit(std::string_view text) const;
-  std::string Text(int column) const;  // the column's text
-  std::string Rank(int attr) const;    // a continuous attribute's grid index
+  std::string Text(int column) const;                // the column's text
+  std::string Rank(int attr) const;                  // a continuous attribute's grid index
+  std::string RankBelow(int attr, int64_t j) const;  // SQL of "grid index < j"
   // Per QID attribute: the SQL of a per-code integer function (codes: leaves / values / ranks).
   std::string CodeCase(int attr, const std::vector<int64_t>& per_code) const;
   std::string CutExpr(const std::vector<AttributeHierarchy>& hier, int attr) const;
   std::string FineExpr(const std::vector<AttributeHierarchy>& hier, int attr) const;
+  // The current cut's group key packed into BIGINT columns g0, g1, ... (usually one).
+  struct PackedCut {
+    std::vector<std::string> columns;           // SQL of each packed column
+    std::vector<int> chunk;                     // per attribute: its column
+    std::vector<uint64_t> mult;                 // per attribute: its multiplier in that column
+    std::vector<std::vector<NodeIndex>> nodes;  // per attribute: position -> cut node
+    std::vector<std::map<NodeIndex, int64_t>> position;  // per attribute: cut node -> position
+  };
+  PackedCut Pack(const std::vector<AttributeHierarchy>& hier) const;
+  // The fine children (+1) of the refinable attributes packed the same way.
+  PackedCut PackFine(const std::vector<AttributeHierarchy>& hier,
+                     const std::vector<bool>& refinable) const;
+  std::optional<std::vector<int64_t>> Encode(const PackedCut& p,
+                                             const std::vector<NodeIndex>& key) const;
+  std::vector<NodeIndex> Decode(const PackedCut& p, const int64_t* packed) const;
+  std::string PackedFilter(const PackedCut& p,
+                           const std::vector<std::vector<NodeIndex>>& keys) const;
+  bool Occurs(int attr, int32_t code) const;  // the code has a kept record
   std::string KeyFilter(const std::vector<std::vector<NodeIndex>>& keys) const;
   std::string From(const std::vector<std::pair<std::string, std::string>>& columns) const;
   NodeIndex CurrentNode(const AttributeHierarchy& h, int attr, int32_t code) const;
@@ -106,6 +126,7 @@ class PostgresPushdown {
   std::string class_expr_, value_index_expr_;
   std::vector<std::string> sensitive_expr_;           // per tracked value: 1 or 0
   std::map<std::pair<int, NodeIndex>, int> applied_;  // (attr, node) -> candidate
+  std::vector<std::vector<uint64_t>> hist_;  // per QID: [code * classes + class] kept records
   uint64_t queries_ = 0;
 };
 
