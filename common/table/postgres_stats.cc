@@ -24,9 +24,6 @@ using postgres::Result;
 // caller fails, as it does for the loaded table).
 constexpr uint64_t kMaxReleasedWords = 50'000'000;
 constexpr int64_t kNull = INT64_MIN;
-// Group statistics are one plain GROUP BY over (key, every fine child) up to this many cells, so
-// that the party never sums more rows than this; beyond, GROUPING SETS per attribute.
-constexpr uint64_t kMaxCombinedCells = 1 << 20;
 
 size_t SatAdd(size_t a, size_t b) {
   size_t r;
@@ -549,7 +546,7 @@ PostgresPushdown::PackedCut PostgresPushdown::Pack(
   // mixed radix: sum of position * multiplier, as few BIGINT columns as keep every product below
   // 2^62 (one column unless the cut is very fine). Hashing one or two integers per row instead of
   // one per attribute is most of the gain over grouping by the node of each attribute.
-  constexpr uint64_t kLimit = uint64_t{1} << 62;
+  const uint64_t limit = limits_.pack_limit;
   const int nqid = static_cast<int>(data_->qids.size());
   PackedCut p;
   p.chunk.assign(nqid, 0);
@@ -569,7 +566,7 @@ PostgresPushdown::PackedCut PostgresPushdown::Pack(
       p.position[a][static_cast<NodeIndex>(sorted[i])] = static_cast<int64_t>(i);
     }
     const uint64_t radix = std::max<uint64_t>(1, sorted.size());
-    if (radix > 1 && product > kLimit / radix) {  // a new column
+    if (radix > 1 && !terms.empty() && product > limit / radix) {  // a new column
       p.columns.push_back(terms.empty() ? "0" : absl::StrJoin(terms, " + "));
       terms.clear();
       product = 1;
@@ -593,7 +590,7 @@ PostgresPushdown::PackedCut PostgresPushdown::PackFine(const std::vector<Attribu
                                                        const std::vector<bool>& refinable) const {
   // Per refinable attribute, its fine child under the current node plus one (0: the node has no
   // fine children), in mixed radix; `nodes[a]` only records the radix (its size).
-  constexpr uint64_t kLimit = uint64_t{1} << 62;
+  const uint64_t limit = limits_.pack_limit;
   const int nqid = static_cast<int>(data_->qids.size());
   PackedCut p;
   p.chunk.assign(nqid, 0);
@@ -613,7 +610,7 @@ PostgresPushdown::PackedCut PostgresPushdown::PackFine(const std::vector<Attribu
     }
     const uint64_t radix = static_cast<uint64_t>(top) + 1;
     p.nodes[a].assign(radix, 0);
-    if (radix > 1 && product > kLimit / radix) {
+    if (radix > 1 && !terms.empty() && product > limit / radix) {
       p.columns.push_back(terms.empty() ? "0" : absl::StrJoin(terms, " + "));
       terms.clear();
       product = 1;
@@ -817,7 +814,7 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
       keys.push_back(absl::StrCat("g", i));
     }
     const std::string filter = PackedFilter(packed, request.group_keys);
-    if (combinations <= kMaxCombinedCells) {
+    if (combinations <= limits_.max_combined_cells) {
       // One plain GROUP BY over the packed key and the packed fine children of every refinable
       // attribute (one hash aggregate, parallel where the server allows), summed up here.
       const PackedCut fine = PackFine(hier, refinable);

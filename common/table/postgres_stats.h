@@ -76,6 +76,17 @@ class PostgresPushdown {
   // Queries run for statistics so far (the bound per round is four).
   uint64_t queries() const { return queries_; }
 
+  // Sizes that choose the SQL's shape (tests set small ones to run the other shapes).
+  struct Limits {
+    // Group statistics: one plain GROUP BY over (key, every fine child) while the requested keys
+    // have at most this many such cells, else GROUPING SETS per refinable attribute.
+    uint64_t max_combined_cells = uint64_t{1} << 20;
+    // A packed key column holds attributes while the product of their radices stays below this;
+    // the next attribute starts a new BIGINT column.
+    uint64_t pack_limit = uint64_t{1} << 62;
+  };
+  void set_limits(const Limits& limits) { limits_ = limits; }
+
  private:
   PostgresPushdown() = default;
   struct Sets;
@@ -128,6 +139,7 @@ class PostgresPushdown {
   std::map<std::pair<int, NodeIndex>, int> applied_;  // (attr, node) -> candidate
   std::vector<std::vector<uint64_t>> hist_;  // per QID: [code * classes + class] kept records
   uint64_t queries_ = 0;
+  Limits limits_;
 };
 
 }  // namespace fedanon::common
