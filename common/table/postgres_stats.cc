@@ -413,6 +413,30 @@ absl::Status PostgresPushdown::Check() {
                      unknown.size() == 1 ? " value is" : " values are", what, " (", total,
                      total == 1 ? " record): " : " records): ", FormatUnknownValues(unknown)));
   }
+  // The snapshot's fingerprint: FNV-1a over the row counts and every (column, value, class,
+  // count) the job reads, in order.
+  {
+    uint64_t h = 14695981039346656037ull;
+    auto mix = [&h](std::string_view bytes) {
+      for (unsigned char c : bytes) {
+        h ^= c;
+        h *= 1099511628211ull;
+      }
+      h ^= 0xff;  // a separator no text byte sequence ends with by accident
+      h *= 1099511628211ull;
+    };
+    mix(absl::StrCat(ds.records_in, " ", ds.num_records));
+    for (size_t i = 0; i < categorical.size(); ++i) {
+      mix(ds.header[categorical[i]]);
+      for (const auto& [v, per_class] : by_class[i]) {
+        mix(v);
+        for (const auto& [cls, n] : per_class) mix(absl::StrCat(cls, ":", n));
+      }
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    fingerprint_ = hex;
+  }
   // Every value is known now: each QID's (code, class) histogram over the kept rows, from which
   // range counts, rank histograms and node class counts are computed without another scan (the
   // snapshot does not change during the job).

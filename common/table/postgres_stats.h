@@ -73,6 +73,13 @@ class PostgresPushdown {
       const std::vector<AttributeHierarchy>& hier, const std::vector<int>& columns,
       const std::function<void(const std::vector<std::string_view>&)>& emit);
 
+  // A fingerprint of the job's snapshot (16 hex digits): a hash of the row counts and of every
+  // value, with its count per class, of every column the job reads, taken by the check at Open
+  // (no extra scan). Two Opens of an unchanged table give the same; a restarted party could
+  // compare it with the one recorded at prepare to name a table that changed under the job.
+  // A change that keeps every column's value counts (values swapped between rows) is not seen.
+  const std::string& fingerprint() const { return fingerprint_; }
+
   // Queries run for statistics so far (the bound per round is four).
   uint64_t queries() const { return queries_; }
 
@@ -140,6 +147,7 @@ class PostgresPushdown {
   std::vector<std::vector<uint64_t>> hist_;  // per QID: [code * classes + class] kept records
   uint64_t queries_ = 0;
   Limits limits_;
+  std::string fingerprint_;
 };
 
 }  // namespace fedanon::common

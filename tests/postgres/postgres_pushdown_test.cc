@@ -251,6 +251,27 @@ TEST_F(PostgresPushdownTest, AnswersEveryRequestWordForWordWithGroupingSetsAndSe
   AnswersEveryRequest({.max_combined_cells = 0, .pack_limit = 8});
 }
 
+// The snapshot's fingerprint: equal for two Opens of the same rows (by table and by query),
+// different when one value changes or a row goes.
+TEST_F(PostgresPushdownTest, TheFingerprintChangesWithTheTable) {
+  ASSERT_OK_AND_ASSIGN(auto a, common::PostgresPushdown::Open(spec_, Source(""), *schema_));
+  ASSERT_OK_AND_ASSIGN(auto b, common::PostgresPushdown::Open(spec_, Source(""), *schema_));
+  ASSERT_OK_AND_ASSIGN(
+      auto same, common::PostgresPushdown::Open(spec_, Source("SELECT * FROM adult"), *schema_));
+  EXPECT_EQ(a->fingerprint().size(), 16u);
+  EXPECT_EQ(a->fingerprint(), b->fingerprint());
+  EXPECT_EQ(a->fingerprint(), same->fingerprint());
+  ASSERT_OK_AND_ASSIGN(
+      auto relabelled,
+      common::PostgresPushdown::Open(
+          spec_, Source(SelectWith("marital-status", "'Divorced'", "n <= 50")), *schema_));
+  ASSERT_OK_AND_ASSIGN(auto fewer, common::PostgresPushdown::Open(
+                                       spec_, Source("SELECT * FROM adult LIMIT 2000"), *schema_));
+  EXPECT_NE(relabelled->fingerprint(), a->fingerprint());
+  EXPECT_NE(fewer->fingerprint(), a->fingerprint());
+  EXPECT_NE(fewer->fingerprint(), relabelled->fingerprint());
+}
+
 // One test (each test of this file starts its own server under CTest): every refusal of the
 // check at job start, with the reader's messages.
 TEST_F(PostgresPushdownTest, RefusesBadInputWithTheReadersMessages) {
