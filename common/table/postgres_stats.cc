@@ -249,9 +249,18 @@ absl::Status PostgresPushdown::Check() {
   // tests only those (a text comparison per row and column is a large part of a scan's cost).
   const bool drop = spec_.missing() != fedanon::v1::MISSING_KEEP;
   if (drop) {
+    // A numeric column's text is a number (or NaN, Infinity): a token that does not parse as
+    // one never matches, and the column is not converted to text for nothing.
+    double unused = 0;
+    const bool token_is_number = absl::SimpleAtod(spec_.missing_token(), &unused);
     for (int c : spec_columns) {
-      cols.push_back(
-          absl::StrCat("count(*) FILTER (WHERE ", Text(c), " = ", Lit(spec_.missing_token()), ")"));
+      const unsigned type = column_types_[c];
+      const bool numeric =
+          type == 20 || type == 21 || type == 23 || type == 700 || type == 701 || type == 1700;
+      cols.push_back(numeric && !token_is_number
+                         ? std::string("0")
+                         : absl::StrCat("count(*) FILTER (WHERE ", Text(c), " = ",
+                                        Lit(spec_.missing_token()), ")"));
     }
   }
   ASSIGN_OR_RETURN(Result counts, conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(cols, ", "),
