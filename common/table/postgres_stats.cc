@@ -573,21 +573,44 @@ bool PostgresPushdown::Occurs(int attr, int32_t code) const {
   return false;
 }
 
-PostgresPushdown::PackedCut PostgresPushdown::Pack(
-    const std::vector<AttributeHierarchy>& hier) const {
-  // Each attribute's current cut nodes numbered 0..R-1 (in node order), and the key written in
-  // mixed radix: sum of position * multiplier, as few BIGINT columns as keep every product below
-  // 2^62 (one column unless the cut is very fine). Hashing one or two integers per row instead of
-  // one per attribute is most of the gain over grouping by the node of each attribute.
-  const uint64_t limit = limits_.pack_limit;
-  const int nqid = static_cast<int>(data_->qids.size());
-  PackedCut p;
-  p.chunk.assign(nqid, 0);
-  p.mult.assign(nqid, 1);
-  p.nodes.resize(nqid);
-  p.position.resize(nqid);
+void PostgresPushdown::PackColumns(const std::vector<std::vector<int64_t>>& digits,
+                                   PackedCut* p) const {
+  // Mixed radix: attribute a's digit (0 .. radix-1, radix = nodes[a].size()) times the product of
+  // the radices before it in its column; a new BIGINT column when the product would pass the
+  // limit (2^62: one column unless the cut is very fine). Hashing one or two integers per row
+  // instead of one per attribute is most of the gain over grouping by each attribute's node.
+  const int nqid = static_cast<int>(digits.size());
+  p->chunk.assign(nqid, 0);
+  p->mult.assign(nqid, 1);
   std::vector<std::string> terms;
   uint64_t product = 1;
+  for (int a = 0; a < nqid; ++a) {
+    const uint64_t radix = std::max<uint64_t>(1, p->nodes[a].size());
+    if (radix > 1 && !terms.empty() && product > limits_.pack_limit / radix) {
+      p->columns.push_back(absl::StrJoin(terms, " + "));
+      terms.clear();
+      product = 1;
+    }
+    p->chunk[a] = static_cast<int>(p->columns.size());
+    p->mult[a] = product;
+    if (radix > 1) {
+      std::string term = absl::StrCat("CAST(", CodeCase(a, digits[a]), " AS BIGINT)");
+      if (product > 1) absl::StrAppend(&term, " * ", product);
+      terms.push_back(std::move(term));
+      product *= radix;
+    }
+  }
+  p->columns.push_back(terms.empty() ? "0" : absl::StrJoin(terms, " + "));
+}
+
+PostgresPushdown::PackedCut PostgresPushdown::Pack(
+    const std::vector<AttributeHierarchy>& hier) const {
+  // Each attribute's current cut nodes numbered 0..R-1 (in node order).
+  const int nqid = static_cast<int>(data_->qids.size());
+  PackedCut p;
+  p.nodes.resize(nqid);
+  p.position.resize(nqid);
+  std::vector<std::vector<int64_t>> digits(nqid);
   for (int a = 0; a < nqid; ++a) {
     std::vector<int64_t> node_of;
     for (int32_t code : codes_[a]) node_of.push_back(CurrentNode(hier[a], a, code));
@@ -598,66 +621,32 @@ PostgresPushdown::PackedCut PostgresPushdown::Pack(
       p.nodes[a].push_back(static_cast<NodeIndex>(sorted[i]));
       p.position[a][static_cast<NodeIndex>(sorted[i])] = static_cast<int64_t>(i);
     }
-    const uint64_t radix = std::max<uint64_t>(1, sorted.size());
-    if (radix > 1 && !terms.empty() && product > limit / radix) {  // a new column
-      p.columns.push_back(terms.empty() ? "0" : absl::StrJoin(terms, " + "));
-      terms.clear();
-      product = 1;
-    }
-    p.chunk[a] = static_cast<int>(p.columns.size());
-    p.mult[a] = product;
-    if (radix > 1) {
-      std::vector<int64_t> positions;
-      for (int64_t n : node_of) positions.push_back(p.position[a][static_cast<NodeIndex>(n)]);
-      std::string term = absl::StrCat("CAST(", CodeCase(a, positions), " AS BIGINT)");
-      if (product > 1) absl::StrAppend(&term, " * ", product);
-      terms.push_back(std::move(term));
-      product *= radix;
-    }
+    for (int64_t n : node_of) digits[a].push_back(p.position[a][static_cast<NodeIndex>(n)]);
   }
-  p.columns.push_back(terms.empty() ? "0" : absl::StrJoin(terms, " + "));
+  PackColumns(digits, &p);
   return p;
 }
 
 PostgresPushdown::PackedCut PostgresPushdown::PackFine(const std::vector<AttributeHierarchy>& hier,
                                                        const std::vector<bool>& refinable) const {
   // Per refinable attribute, its fine child under the current node plus one (0: the node has no
-  // fine children), in mixed radix; `nodes[a]` only records the radix (its size).
-  const uint64_t limit = limits_.pack_limit;
+  // fine children); `nodes[a]` only records the radix (its size).
   const int nqid = static_cast<int>(data_->qids.size());
   PackedCut p;
-  p.chunk.assign(nqid, 0);
-  p.mult.assign(nqid, 1);
   p.nodes.resize(nqid);
   p.position.resize(nqid);
-  std::vector<std::string> terms;
-  uint64_t product = 1;
+  std::vector<std::vector<int64_t>> digits(nqid);
   for (int a = 0; a < nqid; ++a) {
     if (!refinable[a]) continue;
-    std::vector<int64_t> shifted;
     int64_t top = 0;
     for (int32_t code : codes_[a]) {
       const NodeIndex n = CurrentNode(hier[a], a, code);
-      shifted.push_back(hier[a].FineChildCount(n) > 0 ? hier[a].FineChildOf(n, code) + 1 : 0);
-      top = std::max(top, shifted.back());
+      digits[a].push_back(hier[a].FineChildCount(n) > 0 ? hier[a].FineChildOf(n, code) + 1 : 0);
+      top = std::max(top, digits[a].back());
     }
-    const uint64_t radix = static_cast<uint64_t>(top) + 1;
-    p.nodes[a].assign(radix, 0);
-    if (radix > 1 && !terms.empty() && product > limit / radix) {
-      p.columns.push_back(terms.empty() ? "0" : absl::StrJoin(terms, " + "));
-      terms.clear();
-      product = 1;
-    }
-    p.chunk[a] = static_cast<int>(p.columns.size());
-    p.mult[a] = product;
-    if (radix > 1) {
-      std::string term = absl::StrCat("CAST(", CodeCase(a, shifted), " AS BIGINT)");
-      if (product > 1) absl::StrAppend(&term, " * ", product);
-      terms.push_back(std::move(term));
-      product *= radix;
-    }
+    p.nodes[a].assign(static_cast<size_t>(top) + 1, 0);
   }
-  p.columns.push_back(terms.empty() ? "0" : absl::StrJoin(terms, " + "));
+  PackColumns(digits, &p);
   return p;
 }
 

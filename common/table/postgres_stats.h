@@ -115,6 +115,8 @@ class PostgresPushdown {
     std::vector<std::map<NodeIndex, int64_t>> position;  // per attribute: cut node -> position
   };
   PackedCut Pack(const std::vector<AttributeHierarchy>& hier) const;
+  // Fills p->columns, chunk and mult from each attribute's per-code digit (radix: nodes[a].size()).
+  void PackColumns(const std::vector<std::vector<int64_t>>& digits, PackedCut* p) const;
   // The fine children (+1) of the refinable attributes packed the same way.
   PackedCut PackFine(const std::vector<AttributeHierarchy>& hier,
                      const std::vector<bool>& refinable) const;
