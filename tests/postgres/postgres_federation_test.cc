@@ -273,9 +273,10 @@ FedRun RunPushDownWithRestart(const FedData& s, const std::string& name,
 }
 
 // A push-down party restarted mid-job opens a new snapshot of its table (docs/postgres.md, "One
-// snapshot"). Unchanged, the job completes with the release of the uninterrupted run; with rows
-// deleted while the party was down, the job fails and releases nothing; with sensitive values
-// rewritten (every record count kept), the job completes: today's gap, recorded here.
+// snapshot") and compares its fingerprint with the one its journal kept from the Prepare.
+// Unchanged, the job completes with the release of the uninterrupted run; with rows deleted, or
+// with sensitive values rewritten (every record count kept), while the party was down, the job
+// fails naming the changed table and releases nothing.
 TEST(PostgresFederation, APushDownPartyRestartedMidJob) {
   auto cluster = PostgresCluster::Start();
   if (!cluster.ok()) GTEST_SKIP() << cluster.status().message();
@@ -297,20 +298,10 @@ TEST(PostgresFederation, APushDownPartyRestartedMidJob) {
   ASSERT_EQ(same.info.state(), fedanon::v1::JOB_STATE_DONE) << same.info.failure_reason();
   ExpectSameRelease(csv, same);
 
-  restarted = false;
-  const FedRun changed = RunPushDownWithRestart(
-      s, "pg_restart_changed", cluster->get(), 8,
-      "DELETE FROM hospital_c WHERE ctid IN (SELECT ctid FROM hospital_c LIMIT 500)", &restarted);
-  ASSERT_TRUE(restarted) << "the restart point was not reached";
-  std::cerr << "rows deleted: state " << fedanon::v1::JobState_Name(changed.info.state())
-            << ", reason: " << changed.info.failure_reason() << "\n";
-  // Today's detection: the first answer from the new snapshot disagrees with the counts the
-  // leader already holds, so the job fails and nothing is released. The reason does not say that
-  // the table changed (no fingerprint of the snapshot is kept in the party's journal).
-  EXPECT_EQ(changed.info.state(), fedanon::v1::JOB_STATE_FAILED);
-  EXPECT_THAT(changed.info.failure_reason(), ::testing::HasSubstr("disagree"));
-  EXPECT_TRUE(changed.released.rows.empty());
-
+  const std::string changed_reason =
+      "party 'hospital-c': table 'patients' changed while the party was down (push-down snapshot "
+      "fingerprint differs";
+  // The relabelling runs first: the deletion below also changes the table the next runs see.
   // A change that keeps every record count: some sensitive values rewritten.
   restarted = false;
   const FedRun relabelled = RunPushDownWithRestart(
@@ -319,13 +310,24 @@ TEST(PostgresFederation, APushDownPartyRestartedMidJob) {
       "hospital_c WHERE \"marital-status\" = 'Never-married' LIMIT 300)",
       &restarted);
   ASSERT_TRUE(restarted) << "the restart point was not reached";
-  // Not detected today: the rounds before the restart counted the old sensitive values, those
-  // after it the new ones, and the job completes (the final check, on the new snapshot, passes).
-  // PostgresPushdown::fingerprint() differs for such a change (postgres_pushdown_test); once the
-  // party records it at prepare and compares it after a restart, this job must fail by name.
-  EXPECT_EQ(relabelled.info.state(), fedanon::v1::JOB_STATE_DONE)
-      << relabelled.info.failure_reason();
-  EXPECT_FALSE(relabelled.released.rows.empty());
+  std::cerr << "sensitive values rewritten: state "
+            << fedanon::v1::JobState_Name(relabelled.info.state())
+            << ", reason: " << relabelled.info.failure_reason() << "\n";
+  EXPECT_EQ(relabelled.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(relabelled.info.failure_reason(), ::testing::HasSubstr(changed_reason));
+  EXPECT_TRUE(relabelled.released.rows.empty());
+
+  restarted = false;
+  const FedRun changed = RunPushDownWithRestart(
+      s, "pg_restart_changed", cluster->get(), 8,
+      "DELETE FROM hospital_c WHERE ctid IN (SELECT ctid FROM hospital_c LIMIT 500)", &restarted);
+  ASSERT_TRUE(restarted) << "the restart point was not reached";
+  std::cerr << "rows deleted: state " << fedanon::v1::JobState_Name(changed.info.state())
+            << ", reason: " << changed.info.failure_reason() << "\n";
+  EXPECT_EQ(changed.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(changed.info.failure_reason(), ::testing::HasSubstr(changed_reason));
+  EXPECT_THAT(changed.info.failure_reason(), ::testing::Not(::testing::HasSubstr("disagree")));
+  EXPECT_TRUE(changed.released.rows.empty());
 }
 
 TEST(PostgresFederation, OnePartyFromPostgresReleasesWhatAllCsvReleases) {
