@@ -14,8 +14,12 @@
 namespace fedanon::party {
 namespace {
 
-// "FDJS1\n", then records: three (u64 little-endian length, bytes) fields and the marker "\n".
-constexpr std::string_view kMagic = "FDJS1\n";
+// Version 2 (written since the push-down snapshot check): "FDJS2\n", one (u64 little-endian
+// length, bytes) field, the snapshot fingerprint (empty for a job without push-down), then records:
+// three such fields and the marker "\n". Version 1 ("FDJS1\n", no snapshot field, the same
+// records) is still read: a journal of a party that ran an older build.
+constexpr std::string_view kMagic = "FDJS2\n";
+constexpr std::string_view kMagicV1 = "FDJS1\n";
 // A state file holds at most one job's requests and replies; beyond this it is not ours.
 constexpr uint64_t kMaxStateBytes = uint64_t{16} << 30;
 
@@ -72,12 +76,15 @@ absl::StatusOr<std::string> JobJournal::PathFor(const std::string& dir, const st
 
 absl::StatusOr<std::unique_ptr<JobJournal>> JobJournal::Start(const std::string& dir,
                                                               const std::string& job_id,
-                                                              const JournalRecord& prepare) {
+                                                              const JournalRecord& prepare,
+                                                              std::string_view snapshot) {
   ASSIGN_OR_RETURN(const std::string path, PathFor(dir, job_id));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   // The first record is written atomically with the file (0600, never through a symlink).
   std::string contents(kMagic);
+  PutLength(&contents, snapshot.size());
+  contents += snapshot;
   contents += Encode(prepare);
   RETURN_IF_ERROR(common::WriteFileAtomically(path, contents, {.mode = common::kPrivateFileMode}));
   return Reopen(dir, job_id);
@@ -104,7 +111,8 @@ absl::Status JobJournal::Append(const JournalRecord& record) {
 }
 
 absl::StatusOr<std::vector<JournalRecord>> JobJournal::Read(const std::string& dir,
-                                                            const std::string& job_id) {
+                                                            const std::string& job_id,
+                                                            std::string* snapshot) {
   ASSIGN_OR_RETURN(const std::string path, PathFor(dir, job_id));
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
@@ -117,11 +125,16 @@ absl::StatusOr<std::vector<JournalRecord>> JobJournal::Read(const std::string& d
   ASSIGN_OR_RETURN(const std::string data, common::ReadFile(path, {.follow_symlinks = false,
                                                                    .max_bytes = kMaxStateBytes,
                                                                    .what = "job state file"}));
-  if (!std::string_view(data).starts_with(kMagic)) {
+  size_t pos = kMagic.size();
+  std::string recorded_snapshot;
+  if (std::string_view(data).starts_with(kMagic)) {
+    if (!GetField(data, &pos, &recorded_snapshot)) {
+      return absl::DataLossError(absl::StrCat("'", path, "' holds no snapshot field"));
+    }
+  } else if (!std::string_view(data).starts_with(kMagicV1)) {
     return absl::DataLossError(absl::StrCat("'", path, "' is not a job state file"));
   }
   std::vector<JournalRecord> records;
-  size_t pos = kMagic.size();
   while (pos < data.size()) {
     JournalRecord r;
     size_t at = pos;
@@ -133,6 +146,7 @@ absl::StatusOr<std::vector<JournalRecord>> JobJournal::Read(const std::string& d
     pos = at + 1;
   }
   if (records.empty()) return absl::DataLossError(absl::StrCat("'", path, "' holds no Prepare"));
+  if (snapshot != nullptr) *snapshot = std::move(recorded_snapshot);
   return records;
 }
 

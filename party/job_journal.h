@@ -6,12 +6,15 @@
 // ring's first party, the mask of its final check. Records are appended and synced to disk
 // before the reply leaves (a reply that was not recorded was never sent); a record cut short by
 // a crash is ignored on reading. The file is deleted when the job ends (EndJob: done, failed or
-// cancelled). Not thread-safe: the job's lock serializes its use.
+// cancelled). The file also keeps, from its start, the fingerprint of a push-down job's snapshot
+// (common/table/postgres_stats.h), so that a restarted party can tell that its table changed.
+// Not thread-safe: the job's lock serializes its use.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,17 +31,21 @@ class JobJournal {
  public:
   // The job's state file in `dir` (InvalidArgument for a job id that cannot name a file).
   static absl::StatusOr<std::string> PathFor(const std::string& dir, const std::string& job_id);
-  // Starts the job's file afresh (replacing an old one) with `prepare` as its first record.
+  // Starts the job's file afresh (replacing an old one) with `prepare` as its first record and
+  // `snapshot` (the push-down snapshot's fingerprint; empty without push-down) in its header.
   static absl::StatusOr<std::unique_ptr<JobJournal>> Start(const std::string& dir,
                                                            const std::string& job_id,
-                                                           const JournalRecord& prepare);
+                                                           const JournalRecord& prepare,
+                                                           std::string_view snapshot = "");
   // Opens an existing file to append to it.
   static absl::StatusOr<std::unique_ptr<JobJournal>> Reopen(const std::string& dir,
                                                             const std::string& job_id);
   // Every complete record, in order; NotFound when the job has no state file; DataLoss when it
-  // does not parse, FailedPrecondition when it is not a private (0600) regular file.
+  // does not parse, FailedPrecondition when it is not a private (0600) regular file. With
+  // `snapshot`, also the snapshot fingerprint given to Start (empty for a version-1 file).
   static absl::StatusOr<std::vector<JournalRecord>> Read(const std::string& dir,
-                                                         const std::string& job_id);
+                                                         const std::string& job_id,
+                                                         std::string* snapshot = nullptr);
   static bool Exists(const std::string& dir, const std::string& job_id);
   // Deletes the job's file (OK when there is none).
   static absl::Status Remove(const std::string& dir, const std::string& job_id);

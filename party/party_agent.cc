@@ -619,7 +619,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
     // rotated meanwhile.
     ASSIGN_OR_RETURN(job->journal,
                      JobJournal::Start(options_.state_dir, job->job_id,
-                                       {request.SerializeAsString(), "", job->own_seal->key_pem}));
+                                       {request.SerializeAsString(), "", job->own_seal->key_pem},
+                                       job->pushdown ? job->pushdown->fingerprint() : ""));
   }
   // The run id is used from here on, and the run counts as a release of the table (checked and
   // recorded atomically, durably).
@@ -666,7 +667,9 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
                                             options_.name, "' cannot be reloaded (", why,
                                             "); the job cannot resume"));
   };
-  absl::StatusOr<std::vector<JournalRecord>> records = JobJournal::Read(options_.state_dir, job_id);
+  std::string snapshot;  // the push-down snapshot's fingerprint at prepare (empty: none)
+  absl::StatusOr<std::vector<JournalRecord>> records =
+      JobJournal::Read(options_.state_dir, job_id, &snapshot);
   if (!records.ok()) return lost(records.status().message());
   std::vector<std::pair<LeaderMessage, PartyMessage>> answered;
   LeaderMessage prepare;
@@ -691,6 +694,32 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
   }
   RETURN_IF_ERROR(HandlePrepare(slot, prepare, /*reload=*/true, (*records)[0].extra).status());
   JobState& job = *slot.job;
+  // A push-down table was opened again, as a new snapshot: the rounds answered before the restart
+  // counted the old one, so it must be the same data (docs/postgres.md, "One snapshot").
+  const std::string reopened = job.pushdown ? job.pushdown->fingerprint() : "";
+  if (!snapshot.empty() && reopened != snapshot) {
+    const std::string& table_name = prepare.prepare().data_path().empty()
+                                        ? options_.default_data_path
+                                        : prepare.prepare().data_path();
+    // The fingerprints stay in the party's log: a hash of per-class counts is not for the leader.
+    spdlog::error(
+        "job={} table '{}' changed while the party was down: snapshot fingerprint {} at "
+        "prepare, {} now",
+        job_id, table_name, snapshot, reopened.empty() ? "(not push-down)" : reopened);
+    slot.job.reset();
+    // (The leader names the party.)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table '", table_name,
+        "' changed while the party was down (push-down snapshot fingerprint differs: its row "
+        "counts or per-class value counts of the columns the job reads are not those the job was "
+        "prepared on and answered from before the restart); the job cannot resume"));
+  }
+  if (snapshot.empty() && !reopened.empty()) {
+    spdlog::warn(
+        "job={} push-down table reopened after a restart with no fingerprint of its "
+        "snapshot at prepare (a state file of an older build): a change is not detected",
+        job_id);
+  }
   job.replaying = true;
   job.released = !answered.empty();
   auto replay = [&]() -> absl::Status {

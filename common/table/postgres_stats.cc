@@ -4,6 +4,8 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -22,6 +24,11 @@ using postgres::Result;
 // caller fails, as it does for the loaded table).
 constexpr uint64_t kMaxReleasedWords = 50'000'000;
 constexpr int64_t kNull = INT64_MIN;
+
+size_t SatAdd(size_t a, size_t b) {
+  size_t r;
+  return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
+}
 
 size_t SatMul(size_t a, size_t b) {
   size_t r;
@@ -60,6 +67,28 @@ std::string PostgresPushdown::Rank(int attr) const {
                             : absl::StrCat("(", name, ")::float8");
   return absl::StrCat("round((", x, " - ", Float8(col.range_lo), ") / ", Float8(col.precision),
                       ")");
+}
+
+std::string PostgresPushdown::RankBelow(int attr, int64_t j) const {
+  const QidColumn& col = data_->qids[attr];
+  const unsigned type = column_types_[col.csv_column];
+  // An integer column on an integer grid: every value is lo + r * precision exactly (checked at
+  // Open), so `r < j` is `x <= lo + (j - 1) * precision`, an integer comparison without the
+  // float conversion and rounding of the grid index.
+  constexpr double kExact = 1e15;
+  const bool integer_type = type == 20 || type == 21 || type == 23;  // int8, int2, int4
+  if (integer_type && col.precision >= 1 && col.precision == std::floor(col.precision) &&
+      col.range_lo == std::floor(col.range_lo) && std::fabs(col.range_lo) < kExact &&
+      col.precision * static_cast<double>(j) < kExact) {
+    char* quoted = PQescapeIdentifier(conn_->get(), data_->header[col.csv_column].data(),
+                                      data_->header[col.csv_column].size());
+    const std::string name = quoted == nullptr ? "\"\"" : quoted;
+    if (quoted != nullptr) PQfreemem(quoted);
+    const int64_t last =
+        static_cast<int64_t>(col.range_lo) + (j - 1) * static_cast<int64_t>(col.precision);
+    return absl::StrCat(name, " <= ", last);
+  }
+  return absl::StrCat(Rank(attr), " < ", j);
 }
 
 std::string PostgresPushdown::Text(int column) const {
@@ -216,6 +245,24 @@ absl::Status PostgresPushdown::Check() {
     spec_columns.push_back(column_of(a.name()));
     cols.push_back(absl::StrCat("count(", Text(spec_columns.back()), ")"));
   }
+  // Which columns hold the missing token at all: the kept-row condition of every later query
+  // tests only those (a text comparison per row and column is a large part of a scan's cost).
+  const bool drop = spec_.missing() != fedanon::v1::MISSING_KEEP;
+  if (drop) {
+    // A numeric column's text is a number (or NaN, Infinity): a token that does not parse as
+    // one never matches, and the column is not converted to text for nothing.
+    double unused = 0;
+    const bool token_is_number = absl::SimpleAtod(spec_.missing_token(), &unused);
+    for (int c : spec_columns) {
+      const unsigned type = column_types_[c];
+      const bool numeric =
+          type == 20 || type == 21 || type == 23 || type == 700 || type == 701 || type == 1700;
+      cols.push_back(numeric && !token_is_number
+                         ? std::string("0")
+                         : absl::StrCat("count(*) FILTER (WHERE ", Text(c), " = ",
+                                        Lit(spec_.missing_token()), ")"));
+    }
+  }
   ASSIGN_OR_RETURN(Result counts, conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(cols, ", "),
                                                            " FROM (", query_, ") AS fedanon_src"),
                                               "checking the table"));
@@ -229,6 +276,14 @@ absl::Status PostgresPushdown::Check() {
         "; leave NULLs out in the query (WHERE ... IS NOT NULL) or map them to the job's missing "
         "token '",
         spec_.missing_token(), "' (COALESCE)"));
+  }
+  if (drop) {
+    std::vector<std::string> any;
+    for (size_t i = 0; i < spec_columns.size(); ++i) {
+      if (number(counts, 0, static_cast<int>(2 + spec_columns.size() + i)) == 0) continue;
+      any.push_back(absl::StrCat(Text(spec_columns[i]), " = ", Lit(spec_.missing_token())));
+    }
+    kept_ = any.empty() ? "TRUE" : absl::StrCat("NOT (", absl::StrJoin(any, " OR "), ")");
   }
   ds.records_in = rows;
   ds.num_records = number(counts, 0, 1);
@@ -249,14 +304,19 @@ absl::Status PostgresPushdown::Check() {
   for (const auto& q : ds.qids) want(q.csv_column);
   for (const auto& t : ds.tracked) want(column_of(t.attribute));
   std::vector<std::map<std::string, uint64_t>> seen(categorical.size());
+  // Per column: value -> class index -> records (the QIDs' histograms below).
+  std::vector<std::map<std::string, std::map<int, uint64_t>>> by_class(categorical.size());
+  const bool classed = ds.class_column >= 0 && !ds.class_labels.empty();
   if (!categorical.empty()) {
     std::vector<std::string> select, sets;
     for (size_t i = 0; i < categorical.size(); ++i) {
       select.push_back(absl::StrCat(Text(categorical[i]), " AS t", i));
-      sets.push_back(absl::StrCat("(t", i, ")"));
+      sets.push_back(absl::StrCat("(t", i, classed ? ", tc)" : ")"));
     }
+    if (classed) select.push_back(absl::StrCat(Text(ds.class_column), " AS tc"));
     std::vector<std::string> names;
     for (size_t i = 0; i < categorical.size(); ++i) names.push_back(absl::StrCat("t", i));
+    if (classed) names.push_back("tc");
     ASSIGN_OR_RETURN(
         Result values,
         conn_->Exec(
@@ -266,10 +326,19 @@ absl::Status PostgresPushdown::Check() {
                          absl::StrJoin(sets, ", "), ")"),
             "listing the values"));
     const int width = static_cast<int>(categorical.size());
+    const int count_col = width + (classed ? 1 : 0);
     for (int r = 0; r < PQntuples(values.get()); ++r) {
+      int cls = 0;
+      if (classed) {
+        const auto it = std::find(ds.class_labels.begin(), ds.class_labels.end(),
+                                  std::string(PQgetvalue(values.get(), r, width)));
+        if (it != ds.class_labels.end()) cls = static_cast<int>(it - ds.class_labels.begin());
+      }
       for (int i = 0; i < width; ++i) {
         if (PQgetisnull(values.get(), r, i)) continue;
-        seen[i][PQgetvalue(values.get(), r, i)] += number(values, r, width);
+        const uint64_t n = number(values, r, count_col);
+        seen[i][PQgetvalue(values.get(), r, i)] += n;
+        by_class[i][PQgetvalue(values.get(), r, i)][cls] += n;
         break;
       }
     }
@@ -353,6 +422,69 @@ absl::Status PostgresPushdown::Check() {
                      unknown.size() == 1 ? " value is" : " values are", what, " (", total,
                      total == 1 ? " record): " : " records): ", FormatUnknownValues(unknown)));
   }
+  // The snapshot's fingerprint: FNV-1a over the row counts and every (column, value, class,
+  // count) the job reads, in order.
+  {
+    uint64_t h = 14695981039346656037ull;
+    auto mix = [&h](std::string_view bytes) {
+      for (unsigned char c : bytes) {
+        h ^= c;
+        h *= 1099511628211ull;
+      }
+      h ^= 0xff;  // a separator no text byte sequence ends with by accident
+      h *= 1099511628211ull;
+    };
+    mix(absl::StrCat(ds.records_in, " ", ds.num_records));
+    for (size_t i = 0; i < categorical.size(); ++i) {
+      mix(ds.header[categorical[i]]);
+      for (const auto& [v, per_class] : by_class[i]) {
+        mix(v);
+        for (const auto& [cls, n] : per_class) mix(absl::StrCat(cls, ":", n));
+      }
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    fingerprint_ = hex;
+  }
+  // Every value is known now: each QID's (code, class) histogram over the kept rows, from which
+  // range counts, rank histograms and node class counts are computed without another scan (the
+  // snapshot does not change during the job).
+  const size_t nc = std::max(1, ds.num_classes());
+  hist_.assign(ds.qids.size(), {});
+  for (size_t q = 0; q < ds.qids.size(); ++q) {
+    const QidColumn& col = ds.qids[q];
+    const size_t i =
+        std::find(categorical.begin(), categorical.end(), col.csv_column) - categorical.begin();
+    size_t space = 0;
+    switch (col.kind) {
+      case QidKind::kTaxonomy:
+        space = col.taxonomy->size();
+        break;
+      case QidKind::kSuppression:
+        space = col.values.size();
+        break;
+      case QidKind::kContinuous:
+        space = col.sorted_values.size();
+        break;
+    }
+    hist_[q].assign(space * nc, 0);
+    for (const auto& [v, per_class] : by_class[i]) {
+      int64_t code = -1;
+      if (col.kind == QidKind::kContinuous) {
+        double x = 0;
+        if (absl::SimpleAtod(v, &x)) {
+          code = static_cast<int64_t>(std::round((x - col.range_lo) / col.precision));
+        }
+      } else {
+        const auto it = std::find(code_text_[q].begin(), code_text_[q].end(), v);
+        if (it != code_text_[q].end()) code = codes_[q][it - code_text_[q].begin()];
+      }
+      if (code < 0 || static_cast<size_t>(code) >= space) {
+        return absl::InternalError(absl::StrCat(label_, ": value of '", col.name, "' unmapped"));
+      }
+      for (const auto& [cls, n] : per_class) hist_[q][static_cast<size_t>(code) * nc + cls] += n;
+    }
+  }
   for (const TrackedSensitive& t : ds.tracked) {
     if (values_of(column_of(t.attribute)).count(t.value) > 0) continue;
     ds.warnings.push_back(absl::StrCat("sensitive value '", t.value, "' of attribute '",
@@ -380,7 +512,6 @@ std::string PostgresPushdown::CodeCase(int attr, const std::vector<int64_t>& per
   const QidColumn& col = data_->qids[attr];
   if (col.kind == QidKind::kContinuous) {
     // Runs of equal values over consecutive grid indices: one WHEN per run.
-    const std::string rank = Rank(attr);
     std::string sql = "CASE";
     size_t i = 0;
     while (i < per_code.size()) {
@@ -390,7 +521,8 @@ std::string PostgresPushdown::CodeCase(int attr, const std::vector<int64_t>& per
         return i == 0 ? absl::StrCat(per_code[i])
                       : absl::StrCat(sql, " ELSE ", per_code[i], " END");
       }
-      absl::StrAppend(&sql, " WHEN ", rank, " < ", j, " THEN ", per_code[i]);
+      absl::StrAppend(&sql, " WHEN ", RankBelow(attr, static_cast<int64_t>(j)), " THEN ",
+                      per_code[i]);
       i = j;
     }
     return absl::StrCat(sql, " ELSE -2 END");
@@ -429,6 +561,133 @@ std::string PostgresPushdown::FineExpr(const std::vector<AttributeHierarchy>& hi
     per_code.push_back(hier[attr].FineChildCount(n) > 0 ? hier[attr].FineChildOf(n, code) : -1);
   }
   return CodeCase(attr, per_code);
+}
+
+bool PostgresPushdown::Occurs(int attr, int32_t code) const {
+  const size_t nc = std::max(1, data_->num_classes());
+  const std::vector<uint64_t>& h = hist_[attr];
+  if (code < 0 || static_cast<size_t>(code) * nc >= h.size()) return false;
+  for (size_t cls = 0; cls < nc; ++cls) {
+    if (h[static_cast<size_t>(code) * nc + cls] != 0) return true;
+  }
+  return false;
+}
+
+void PostgresPushdown::PackColumns(const std::vector<std::vector<int64_t>>& digits,
+                                   PackedCut* p) const {
+  // Mixed radix: attribute a's digit (0 .. radix-1, radix = nodes[a].size()) times the product of
+  // the radices before it in its column; a new BIGINT column when the product would pass the
+  // limit (2^62: one column unless the cut is very fine). Hashing one or two integers per row
+  // instead of one per attribute is most of the gain over grouping by each attribute's node.
+  const int nqid = static_cast<int>(digits.size());
+  p->chunk.assign(nqid, 0);
+  p->mult.assign(nqid, 1);
+  std::vector<std::string> terms;
+  uint64_t product = 1;
+  for (int a = 0; a < nqid; ++a) {
+    const uint64_t radix = std::max<uint64_t>(1, p->nodes[a].size());
+    if (radix > 1 && !terms.empty() && product > limits_.pack_limit / radix) {
+      p->columns.push_back(absl::StrJoin(terms, " + "));
+      terms.clear();
+      product = 1;
+    }
+    p->chunk[a] = static_cast<int>(p->columns.size());
+    p->mult[a] = product;
+    if (radix > 1) {
+      std::string term = absl::StrCat("CAST(", CodeCase(a, digits[a]), " AS BIGINT)");
+      if (product > 1) absl::StrAppend(&term, " * ", product);
+      terms.push_back(std::move(term));
+      product *= radix;
+    }
+  }
+  p->columns.push_back(terms.empty() ? "0" : absl::StrJoin(terms, " + "));
+}
+
+PostgresPushdown::PackedCut PostgresPushdown::Pack(
+    const std::vector<AttributeHierarchy>& hier) const {
+  // Each attribute's current cut nodes numbered 0..R-1 (in node order).
+  const int nqid = static_cast<int>(data_->qids.size());
+  PackedCut p;
+  p.nodes.resize(nqid);
+  p.position.resize(nqid);
+  std::vector<std::vector<int64_t>> digits(nqid);
+  for (int a = 0; a < nqid; ++a) {
+    std::vector<int64_t> node_of;
+    for (int32_t code : codes_[a]) node_of.push_back(CurrentNode(hier[a], a, code));
+    std::vector<int64_t> sorted = node_of;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      p.nodes[a].push_back(static_cast<NodeIndex>(sorted[i]));
+      p.position[a][static_cast<NodeIndex>(sorted[i])] = static_cast<int64_t>(i);
+    }
+    for (int64_t n : node_of) digits[a].push_back(p.position[a][static_cast<NodeIndex>(n)]);
+  }
+  PackColumns(digits, &p);
+  return p;
+}
+
+PostgresPushdown::PackedCut PostgresPushdown::PackFine(const std::vector<AttributeHierarchy>& hier,
+                                                       const std::vector<bool>& refinable) const {
+  // Per refinable attribute, its fine child under the current node plus one (0: the node has no
+  // fine children); `nodes[a]` only records the radix (its size).
+  const int nqid = static_cast<int>(data_->qids.size());
+  PackedCut p;
+  p.nodes.resize(nqid);
+  p.position.resize(nqid);
+  std::vector<std::vector<int64_t>> digits(nqid);
+  for (int a = 0; a < nqid; ++a) {
+    if (!refinable[a]) continue;
+    int64_t top = 0;
+    for (int32_t code : codes_[a]) {
+      const NodeIndex n = CurrentNode(hier[a], a, code);
+      digits[a].push_back(hier[a].FineChildCount(n) > 0 ? hier[a].FineChildOf(n, code) + 1 : 0);
+      top = std::max(top, digits[a].back());
+    }
+    p.nodes[a].assign(static_cast<size_t>(top) + 1, 0);
+  }
+  PackColumns(digits, &p);
+  return p;
+}
+
+std::optional<std::vector<int64_t>> PostgresPushdown::Encode(
+    const PackedCut& p, const std::vector<NodeIndex>& key) const {
+  std::vector<int64_t> packed(p.columns.size(), 0);
+  if (key.size() != p.nodes.size()) return std::nullopt;
+  for (size_t a = 0; a < key.size(); ++a) {
+    const auto it = p.position[a].find(key[a]);
+    if (it == p.position[a].end()) return std::nullopt;  // no record can have this key
+    packed[p.chunk[a]] += it->second * static_cast<int64_t>(p.mult[a]);
+  }
+  return packed;
+}
+
+std::vector<NodeIndex> PostgresPushdown::Decode(const PackedCut& p, const int64_t* packed) const {
+  std::vector<NodeIndex> key(p.nodes.size(), -1);
+  for (size_t a = 0; a < key.size(); ++a) {
+    const uint64_t radix = std::max<size_t>(1, p.nodes[a].size());
+    const uint64_t pos = static_cast<uint64_t>(packed[p.chunk[a]]) / p.mult[a] % radix;
+    if (pos < p.nodes[a].size()) key[a] = p.nodes[a][pos];
+  }
+  return key;
+}
+
+std::string PostgresPushdown::PackedFilter(const PackedCut& p,
+                                           const std::vector<std::vector<NodeIndex>>& keys) const {
+  std::set<std::vector<int64_t>> wanted;
+  for (const auto& key : keys) {
+    if (auto packed = Encode(p, key)) wanted.insert(*std::move(packed));
+  }
+  if (wanted.empty()) return "FALSE";
+  std::vector<std::string> names, rows;
+  for (size_t i = 0; i < p.columns.size(); ++i) names.push_back(absl::StrCat("g", i));
+  for (const auto& w : wanted) {
+    rows.push_back(p.columns.size() == 1 ? absl::StrCat(w[0])
+                                         : absl::StrCat("(", absl::StrJoin(w, ", "), ")"));
+  }
+  if (p.columns.size() == 1) return absl::StrCat("g0 IN (", absl::StrJoin(rows, ", "), ")");
+  return absl::StrCat("(", absl::StrJoin(names, ", "), ") IN (VALUES ", absl::StrJoin(rows, ", "),
+                      ")");
 }
 
 std::string PostgresPushdown::KeyFilter(const std::vector<std::vector<NodeIndex>>& keys) const {
@@ -478,114 +737,52 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
   std::vector<std::string> sums;  // sum(s0), sum(s1), ...
   for (size_t b = 0; b < m; ++b) sums.push_back(absl::StrCat("sum(s", b, ")"));
 
-  // 1. Range counts over all records: one query, a grouping set per request.
-  std::vector<std::vector<uint64_t>> ranges(request.range_counts.size());
-  {
-    std::vector<std::pair<std::string, std::string>> cols = {{"cls", class_expr_}};
-    std::vector<std::string> sets;
-    for (size_t j = 0; j < request.range_counts.size(); ++j) {
-      const RangeCountRequest& rq = request.range_counts[j];
-      if (rq.bounds.size() < 2) continue;
-      ranges[j].assign((rq.bounds.size() - 1) * (rq.labelled ? nc : 1), 0);
-      const std::string rank = Rank(rq.attr);
-      std::string e = absl::StrCat("CASE WHEN ", rank, " < ", rq.bounds.front(), " THEN -1");
-      for (size_t i = 1; i < rq.bounds.size(); ++i) {
-        absl::StrAppend(&e, " WHEN ", rank, " < ", rq.bounds[i], " THEN ", i - 1);
-      }
-      absl::StrAppend(&e, " ELSE -1 END");
-      cols.push_back({absl::StrCat("g", j), e});
-      sets.push_back(absl::StrCat("(g", j, ", cls)"));
-    }
-    if (!sets.empty()) {
-      std::vector<std::string> select;
-      for (const auto& c : cols) select.push_back(c.first);
-      ASSIGN_OR_RETURN(
-          auto rows,
-          Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), ", count(*) FROM ", From(cols),
-                            " GROUP BY GROUPING SETS (", absl::StrJoin(sets, ", "), ")"),
-               "range counts"));
-      for (const auto& row : rows) {
-        for (size_t c = 1; c + 1 < row.size(); ++c) {
-          if (row[c] == kNull || row[c] < 0) continue;
-          const size_t j = std::stoul(cols[c].first.substr(1));
-          const RangeCountRequest& rq = request.range_counts[j];
-          const size_t idx =
-              static_cast<size_t>(row[c]) * (rq.labelled ? nc : 1) + (rq.labelled ? row[0] : 0);
-          if (idx < ranges[j].size()) ranges[j][idx] += static_cast<uint64_t>(row.back());
-        }
+  // 1-3. Range counts, rank histograms and node class counts: from the QIDs' (code, class)
+  // histograms taken at Open (each depends on one attribute's codes and the class only).
+  for (const RangeCountRequest& rq : request.range_counts) {
+    if (rq.bounds.size() < 2) continue;
+    const size_t per = rq.labelled ? nc : 1;
+    const size_t base = out->size();
+    out->resize(base + (rq.bounds.size() - 1) * per, 0);
+    const std::vector<uint64_t>& h = hist_[rq.attr];
+    for (size_t code = 0; code * nc < h.size(); ++code) {
+      const int32_t c = static_cast<int32_t>(code);
+      if (c < rq.bounds.front() || c >= rq.bounds.back()) continue;
+      const size_t range = static_cast<size_t>(
+          std::upper_bound(rq.bounds.begin(), rq.bounds.end(), c) - rq.bounds.begin() - 1);
+      for (size_t cls = 0; cls < nc; ++cls) {
+        (*out)[base + range * per + (rq.labelled ? cls : 0)] += h[code * nc + cls];
       }
     }
   }
-  for (const auto& r : ranges) out->insert(out->end(), r.begin(), r.end());
-
-  // 2-3. Rank histograms and node class counts: one query, grouping sets (k_a, r_a, cls) and
-  // (k_a, f_a, cls).
-  {
-    std::vector<bool> rank_attr(nqid, false), fine_attr(nqid, false);
-    for (const auto& [a, n] : request.rank_histograms) rank_attr[a] = true;
-    for (const auto& [a, n] : request.node_class_counts) fine_attr[a] = true;
-    std::vector<std::pair<std::string, std::string>> cols = {{"cls", class_expr_}};
-    std::vector<std::string> sets;
-    // Result column -> (kind, attr): kind 0 key, 1 rank, 2 fine.
-    std::vector<std::pair<int, int>> meaning = {{-1, -1}};
-    for (int a = 0; a < nqid; ++a) {
-      if (!rank_attr[a] && !fine_attr[a]) continue;
-      cols.push_back({absl::StrCat("k", a), CutExpr(hier, a)});
-      meaning.push_back({0, a});
-      if (rank_attr[a]) {
-        cols.push_back({absl::StrCat("r", a), Rank(a)});
-        meaning.push_back({1, a});
-        sets.push_back(absl::StrCat("(k", a, ", r", a, ", cls)"));
-      }
-      if (fine_attr[a]) {
-        cols.push_back({absl::StrCat("f", a), FineExpr(hier, a)});
-        meaning.push_back({2, a});
-        sets.push_back(absl::StrCat("(k", a, ", f", a, ", cls)"));
+  for (const auto& [a, n] : request.rank_histograms) {
+    const HierarchyNode& node = hier[a].node(n);
+    const size_t base = out->size();
+    out->resize(base + static_cast<size_t>(node.rank_hi - node.rank_lo) * nc, 0);
+    const std::vector<uint64_t>& h = hist_[a];
+    for (int32_t code = std::max(0, node.rank_lo);
+         code < node.rank_hi && static_cast<size_t>(code) * nc < h.size(); ++code) {
+      if (!Occurs(a, code) || CurrentNode(hier[a], a, code) != n) continue;
+      for (size_t cls = 0; cls < nc; ++cls) {
+        (*out)[base + static_cast<size_t>(code - node.rank_lo) * nc + cls] +=
+            h[static_cast<size_t>(code) * nc + cls];
       }
     }
-    // (kind, attr, node) -> (value, class) -> count
-    std::map<std::tuple<int, int, int64_t>, std::map<std::pair<int64_t, int64_t>, uint64_t>> got;
-    if (!sets.empty()) {
-      std::vector<std::string> select;
-      for (const auto& c : cols) select.push_back(c.first);
-      ASSIGN_OR_RETURN(
-          auto rows,
-          Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), ", count(*) FROM ", From(cols),
-                            " GROUP BY GROUPING SETS (", absl::StrJoin(sets, ", "), ")"),
-               "node statistics"));
-      for (const auto& row : rows) {
-        int64_t key = kNull;
-        for (size_t c = 1; c + 1 < row.size(); ++c) {
-          if (row[c] == kNull) continue;
-          if (meaning[c].first == 0) key = row[c];
-        }
-        for (size_t c = 1; c + 1 < row.size(); ++c) {
-          if (row[c] == kNull || meaning[c].first == 0) continue;
-          got[{meaning[c].first, meaning[c].second, key}][{row[c], row[0]}] +=
-              static_cast<uint64_t>(row.back());
-        }
+  }
+  for (const auto& [a, n] : request.node_class_counts) {
+    const int fine = hier[a].FineChildCount(n);
+    const size_t base = out->size();
+    out->resize(base + static_cast<size_t>(fine) * nc, 0);
+    if (fine == 0) continue;
+    const std::vector<uint64_t>& h = hist_[a];
+    for (int32_t code : codes_[a]) {
+      if (!Occurs(a, code) || CurrentNode(hier[a], a, code) != n) {
+        continue;
       }
-    }
-    for (const auto& [a, n] : request.rank_histograms) {
-      const HierarchyNode& node = hier[a].node(n);
-      const size_t base = out->size();
-      out->resize(base + static_cast<size_t>(node.rank_hi - node.rank_lo) * nc, 0);
-      const auto it = got.find({1, a, n});
-      if (it == got.end()) continue;
-      for (const auto& [vc, count] : it->second) {
-        const int64_t idx = (vc.first - node.rank_lo) * static_cast<int64_t>(nc) + vc.second;
-        if (vc.first >= node.rank_lo && vc.first < node.rank_hi) (*out)[base + idx] += count;
-      }
-    }
-    for (const auto& [a, n] : request.node_class_counts) {
-      const int fine = hier[a].FineChildCount(n);
-      const size_t base = out->size();
-      out->resize(base + static_cast<size_t>(fine) * nc, 0);
-      const auto it = got.find({2, a, n});
-      if (it == got.end() || fine == 0) continue;
-      for (const auto& [vc, count] : it->second) {
-        if (vc.first < 0 || vc.first >= fine) continue;
-        (*out)[base + static_cast<size_t>(vc.first) * nc + vc.second] += count;
+      const int f = hier[a].FineChildOf(n, code);
+      if (f < 0 || f >= fine) continue;
+      for (size_t cls = 0; cls < nc; ++cls) {
+        (*out)[base + static_cast<size_t>(f) * nc + cls] += h[static_cast<size_t>(code) * nc + cls];
       }
     }
   }
@@ -598,71 +795,113 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
         if (hier[a].FineChildCount(key[a]) > 0) refinable[a] = true;
       }
     }
-    std::vector<std::pair<std::string, std::string>> cols;
-    std::vector<std::string> keys, sets;
-    for (int a = 0; a < nqid; ++a) {
-      cols.push_back({absl::StrCat("k", a), CutExpr(hier, a)});
-      keys.push_back(absl::StrCat("k", a));
-    }
-    const std::string all = absl::StrJoin(keys, ", ");
-    sets.push_back(absl::StrCat("(", all, ")"));
-    std::vector<int> fine_col(nqid, -1);
-    for (int a = 0; a < nqid; ++a) {
-      if (!refinable[a]) continue;
-      fine_col[a] = static_cast<int>(cols.size());
-      cols.push_back({absl::StrCat("f", a), FineExpr(hier, a)});
-      sets.push_back(absl::StrCat("(", all, ", f", a, ")"));
-    }
-    for (size_t b = 0; b < m; ++b) cols.push_back({absl::StrCat("s", b), sensitive_expr_[b]});
-    std::vector<std::string> select;  // the keys and the fine children (the first columns)
-    for (const auto& c : cols) {
-      if (c.first[0] == 'k' || c.first[0] == 'f') select.push_back(c.first);
-    }
-    const size_t grouped = select.size();
-    select.push_back("count(*)");
-    for (const auto& s : sums) select.push_back(s);
+    const PackedCut packed = Pack(hier);
+    const int ng = static_cast<int>(packed.columns.size());
     // The layout of each requested key (as Tips::AppendGroupStats).
     const size_t base = out->size();
     std::map<std::vector<NodeIndex>, std::vector<std::pair<size_t, std::vector<int64_t>>>> where;
     size_t at = base;
+    uint64_t combinations = 0;  // (key, fine child of every refinable attribute) cells at most
     for (const auto& key : request.group_keys) {
       std::vector<int64_t> offsets(nqid, -1);
       size_t words = stride;
+      uint64_t cells = 1;
       for (size_t a = 0; a < key.size(); ++a) {
         const int fine = hier[a].FineChildCount(key[a]);
         if (fine == 0) continue;
         offsets[a] = static_cast<int64_t>(words);
         words += stride * fine;
+        cells = SatMul(cells, static_cast<size_t>(fine));
       }
+      if (where.find(key) == where.end()) combinations = SatAdd(combinations, cells);
       where[key].push_back({at, offsets});
       at += words;
     }
     out->resize(at, 0);
-    ASSIGN_OR_RETURN(auto rows,
-                     Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), " FROM ", From(cols),
-                                       " WHERE ", KeyFilter(request.group_keys),
-                                       " GROUP BY GROUPING SETS (", absl::StrJoin(sets, ", "), ")"),
-                          "group statistics"));
-    for (const auto& row : rows) {
-      std::vector<NodeIndex> key(row.begin(), row.begin() + nqid);
-      const auto it = where.find(key);
-      if (it == where.end()) continue;
-      int fine_attr = -1;
-      int64_t fine = -1;
-      for (int a = 0; a < nqid; ++a) {
-        if (fine_col[a] >= 0 && row[fine_col[a]] != kNull) {
-          fine_attr = a;
-          fine = row[fine_col[a]];
+    auto add = [&](const std::vector<std::pair<size_t, std::vector<int64_t>>>& places, int attr,
+                   int64_t fine, const int64_t* counts) {
+      for (const auto& [offset, attr_offsets] : places) {
+        uint64_t* w = out->data() + offset;
+        if (attr >= 0) {
+          if (attr_offsets[attr] < 0 || fine < 0) continue;
+          w += attr_offsets[attr] + stride * static_cast<size_t>(fine);
+        }
+        for (size_t b = 0; b <= m; ++b) w[b] += static_cast<uint64_t>(counts[b]);
+      }
+    };
+    std::vector<std::pair<std::string, std::string>> cols;
+    std::vector<std::string> keys;
+    for (int i = 0; i < ng; ++i) {
+      cols.push_back({absl::StrCat("g", i), packed.columns[i]});
+      keys.push_back(absl::StrCat("g", i));
+    }
+    const std::string filter = PackedFilter(packed, request.group_keys);
+    if (combinations <= limits_.max_combined_cells) {
+      // One plain GROUP BY over the packed key and the packed fine children of every refinable
+      // attribute (one hash aggregate, parallel where the server allows), summed up here.
+      const PackedCut fine = PackFine(hier, refinable);
+      for (size_t i = 0; i < fine.columns.size(); ++i) {
+        cols.push_back({absl::StrCat("h", i), fine.columns[i]});
+        keys.push_back(absl::StrCat("h", i));
+      }
+      for (size_t b = 0; b < m; ++b) cols.push_back({absl::StrCat("s", b), sensitive_expr_[b]});
+      ASSIGN_OR_RETURN(
+          auto rows,
+          Rows(absl::StrCat("SELECT ", absl::StrJoin(keys, ", "), ", count(*)",
+                            sums.empty() ? "" : ", ", absl::StrJoin(sums, ", "), " FROM ",
+                            From(cols), " WHERE ", filter, " GROUP BY ", absl::StrJoin(keys, ", ")),
+               "group statistics"));
+      const size_t grouped = keys.size();
+      for (const auto& row : rows) {
+        const auto it = where.find(Decode(packed, row.data()));
+        if (it == where.end()) continue;
+        add(it->second, -1, -1, row.data() + grouped);
+        for (int a = 0; a < nqid; ++a) {
+          if (!refinable[a]) continue;
+          const uint64_t radix = fine.nodes[a].size();
+          const int64_t f = static_cast<int64_t>(static_cast<uint64_t>(row[ng + fine.chunk[a]]) /
+                                                 fine.mult[a] % radix) -
+                            1;
+          add(it->second, a, f, row.data() + grouped);
         }
       }
-      for (const auto& [offset, attr_offsets] : it->second) {
-        uint64_t* w = out->data() + offset;
-        if (fine_attr >= 0) {
-          if (attr_offsets[fine_attr] < 0 || fine < 0) continue;
-          w += attr_offsets[fine_attr] + stride * static_cast<size_t>(fine);
+    } else {
+      // Very many cells: GROUPING SETS (key) and (key, f_a) per refinable attribute instead.
+      std::vector<std::string> sets;
+      const std::string all = absl::StrJoin(keys, ", ");
+      sets.push_back(absl::StrCat("(", all, ")"));
+      std::vector<int> fine_col(nqid, -1);
+      for (int a = 0; a < nqid; ++a) {
+        if (!refinable[a]) continue;
+        fine_col[a] = static_cast<int>(cols.size());
+        cols.push_back({absl::StrCat("f", a), FineExpr(hier, a)});
+        sets.push_back(absl::StrCat("(", all, ", f", a, ")"));
+      }
+      for (size_t b = 0; b < m; ++b) cols.push_back({absl::StrCat("s", b), sensitive_expr_[b]});
+      std::vector<std::string> select;  // the keys and the fine children (the first columns)
+      for (const auto& c : cols) {
+        if (c.first[0] == 'g' || c.first[0] == 'f') select.push_back(c.first);
+      }
+      const size_t grouped = select.size();
+      select.push_back("count(*)");
+      for (const auto& s : sums) select.push_back(s);
+      ASSIGN_OR_RETURN(
+          auto rows,
+          Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), " FROM ", From(cols), " WHERE ",
+                            filter, " GROUP BY GROUPING SETS (", absl::StrJoin(sets, ", "), ")"),
+               "group statistics"));
+      for (const auto& row : rows) {
+        const auto it = where.find(Decode(packed, row.data()));
+        if (it == where.end()) continue;
+        int fine_attr = -1;
+        int64_t f = -1;
+        for (int a = 0; a < nqid; ++a) {
+          if (fine_col[a] >= 0 && row[fine_col[a]] != kNull) {
+            fine_attr = a;
+            f = row[fine_col[a]];
+          }
         }
-        w[0] += static_cast<uint64_t>(row[grouped]);
-        for (size_t b = 0; b < m; ++b) w[1 + b] += static_cast<uint64_t>(row[grouped + 1 + b]);
+        add(it->second, fine_attr, f, row.data() + grouped);
       }
     }
   }
@@ -677,11 +916,13 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
   const size_t base = out->size();
   out->resize(base + request.released_groups.size() * combos, 0);
   if (combos != ds.ValueCombinations()) return absl::OkStatus();
+  const PackedCut packed = Pack(hier);
+  const int ng = static_cast<int>(packed.columns.size());
   std::vector<std::pair<std::string, std::string>> cols;
   std::vector<std::string> select;
-  for (int a = 0; a < nqid; ++a) {
-    cols.push_back({absl::StrCat("k", a), CutExpr(hier, a)});
-    select.push_back(absl::StrCat("k", a));
+  for (int i = 0; i < ng; ++i) {
+    cols.push_back({absl::StrCat("g", i), packed.columns[i]});
+    select.push_back(absl::StrCat("g", i));
   }
   cols.push_back({"v", value_index_expr_});
   select.push_back("v");
@@ -689,29 +930,30 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
   for (size_t i = 0; i < request.released_groups.size(); ++i) {
     where[request.released_groups[i]].push_back(base + i * combos);
   }
-  ASSIGN_OR_RETURN(auto rows,
-                   Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), ", count(*) FROM ",
-                                     From(cols), " WHERE ", KeyFilter(request.released_groups),
-                                     " GROUP BY ", absl::StrJoin(select, ", ")),
-                        "released counts"));
+  ASSIGN_OR_RETURN(auto rows, Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "),
+                                                ", count(*) FROM ", From(cols), " WHERE ",
+                                                PackedFilter(packed, request.released_groups),
+                                                " GROUP BY ", absl::StrJoin(select, ", ")),
+                                   "released counts"));
   for (const auto& row : rows) {
-    const auto it = where.find(std::vector<NodeIndex>(row.begin(), row.begin() + nqid));
+    const auto it = where.find(Decode(packed, row.data()));
     if (it == where.end()) continue;
-    const int64_t v = row[nqid];
+    const int64_t v = row[ng];
     if (v < 0 || static_cast<uint64_t>(v) >= combos) continue;
-    for (size_t offset : it->second) (*out)[offset + v] += static_cast<uint64_t>(row[nqid + 1]);
+    for (size_t offset : it->second) (*out)[offset + v] += static_cast<uint64_t>(row[ng + 1]);
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::map<std::vector<NodeIndex>, std::vector<uint64_t>>>
 PostgresPushdown::GroupCounts(const std::vector<AttributeHierarchy>& hier) {
-  const int nqid = static_cast<int>(data_->qids.size());
+  const PackedCut packed = Pack(hier);
+  const int ng = static_cast<int>(packed.columns.size());
   std::vector<std::pair<std::string, std::string>> cols;
   std::vector<std::string> keys, select;
-  for (int a = 0; a < nqid; ++a) {
-    cols.push_back({absl::StrCat("k", a), CutExpr(hier, a)});
-    keys.push_back(absl::StrCat("k", a));
+  for (int i = 0; i < ng; ++i) {
+    cols.push_back({absl::StrCat("g", i), packed.columns[i]});
+    keys.push_back(absl::StrCat("g", i));
   }
   select = keys;
   select.push_back("count(*)");
@@ -726,8 +968,8 @@ PostgresPushdown::GroupCounts(const std::vector<AttributeHierarchy>& hier) {
   std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups;
   for (const auto& row : rows) {
     std::vector<uint64_t> counts;
-    for (size_t i = nqid; i < row.size(); ++i) counts.push_back(static_cast<uint64_t>(row[i]));
-    groups[std::vector<NodeIndex>(row.begin(), row.begin() + nqid)] = std::move(counts);
+    for (size_t i = ng; i < row.size(); ++i) counts.push_back(static_cast<uint64_t>(row[i]));
+    groups[Decode(packed, row.data())] = std::move(counts);
   }
   return groups;
 }

@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,20 +73,59 @@ class PostgresPushdown {
       const std::vector<AttributeHierarchy>& hier, const std::vector<int>& columns,
       const std::function<void(const std::vector<std::string_view>&)>& emit);
 
+  // A fingerprint of the job's snapshot (16 hex digits): a hash of the row counts and of every
+  // value, with its count per class, of every column the job reads, taken by the check at Open
+  // (no extra scan). Two Opens of an unchanged table give the same; a restarted party could
+  // compare it with the one recorded at prepare to name a table that changed under the job.
+  // A change that keeps every column's value counts (values swapped between rows) is not seen.
+  const std::string& fingerprint() const { return fingerprint_; }
+
   // Queries run for statistics so far (the bound per round is four).
   uint64_t queries() const { return queries_; }
+
+  // Sizes that choose the SQL's shape (tests set small ones to run the other shapes).
+  struct Limits {
+    // Group statistics: one plain GROUP BY over (key, every fine child) while the requested keys
+    // have at most this many such cells, else GROUPING SETS per refinable attribute.
+    uint64_t max_combined_cells = uint64_t{1} << 20;
+    // A packed key column holds attributes while the product of their radices stays below this;
+    // the next attribute starts a new BIGINT column.
+    uint64_t pack_limit = uint64_t{1} << 62;
+  };
+  void set_limits(const Limits& limits) { limits_ = limits; }
 
  private:
   PostgresPushdown() = default;
   struct Sets;
   absl::Status Check();
   std::string Lit(std::string_view text) const;
-  std::string Text(int column) const;  // the column's text
-  std::string Rank(int attr) const;    // a continuous attribute's grid index
+  std::string Text(int column) const;                // the column's text
+  std::string Rank(int attr) const;                  // a continuous attribute's grid index
+  std::string RankBelow(int attr, int64_t j) const;  // SQL of "grid index < j"
   // Per QID attribute: the SQL of a per-code integer function (codes: leaves / values / ranks).
   std::string CodeCase(int attr, const std::vector<int64_t>& per_code) const;
   std::string CutExpr(const std::vector<AttributeHierarchy>& hier, int attr) const;
   std::string FineExpr(const std::vector<AttributeHierarchy>& hier, int attr) const;
+  // The current cut's group key packed into BIGINT columns g0, g1, ... (usually one).
+  struct PackedCut {
+    std::vector<std::string> columns;           // SQL of each packed column
+    std::vector<int> chunk;                     // per attribute: its column
+    std::vector<uint64_t> mult;                 // per attribute: its multiplier in that column
+    std::vector<std::vector<NodeIndex>> nodes;  // per attribute: position -> cut node
+    std::vector<std::map<NodeIndex, int64_t>> position;  // per attribute: cut node -> position
+  };
+  PackedCut Pack(const std::vector<AttributeHierarchy>& hier) const;
+  // Fills p->columns, chunk and mult from each attribute's per-code digit (radix: nodes[a].size()).
+  void PackColumns(const std::vector<std::vector<int64_t>>& digits, PackedCut* p) const;
+  // The fine children (+1) of the refinable attributes packed the same way.
+  PackedCut PackFine(const std::vector<AttributeHierarchy>& hier,
+                     const std::vector<bool>& refinable) const;
+  std::optional<std::vector<int64_t>> Encode(const PackedCut& p,
+                                             const std::vector<NodeIndex>& key) const;
+  std::vector<NodeIndex> Decode(const PackedCut& p, const int64_t* packed) const;
+  std::string PackedFilter(const PackedCut& p,
+                           const std::vector<std::vector<NodeIndex>>& keys) const;
+  bool Occurs(int attr, int32_t code) const;  // the code has a kept record
   std::string KeyFilter(const std::vector<std::vector<NodeIndex>>& keys) const;
   std::string From(const std::vector<std::pair<std::string, std::string>>& columns) const;
   NodeIndex CurrentNode(const AttributeHierarchy& h, int attr, int32_t code) const;
@@ -106,7 +146,10 @@ class PostgresPushdown {
   std::string class_expr_, value_index_expr_;
   std::vector<std::string> sensitive_expr_;           // per tracked value: 1 or 0
   std::map<std::pair<int, NodeIndex>, int> applied_;  // (attr, node) -> candidate
+  std::vector<std::vector<uint64_t>> hist_;  // per QID: [code * classes + class] kept records
   uint64_t queries_ = 0;
+  Limits limits_;
+  std::string fingerprint_;
 };
 
 }  // namespace fedanon::common

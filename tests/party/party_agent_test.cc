@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/base/file_io.h"
 #include "common/engine/hierarchy.h"
 #include "common/spec/job_digest.h"
 #include "common/table/dataset.h"
@@ -745,6 +746,51 @@ TEST(JobJournal, KeepsCompleteRecordsIgnoresATornTailAndRefusesLooseModes) {
               StatusIs(absl::StatusCode::kNotFound, "no state file"));
   EXPECT_THAT(party::JobJournal::PathFor(dir, "../etc/passwd"),
               StatusIs(absl::StatusCode::kInvalidArgument, ""));
+}
+
+// The push-down snapshot's fingerprint is kept in the file's header (version 2); a version-1
+// file, written by an older build, is still read, with no fingerprint.
+TEST(JobJournal, KeepsTheSnapshotFingerprintAndReadsVersionOneFiles) {
+  const std::string dir = FreshDir("job_journal_v2");
+  const std::string job = "job-0000000000ab";
+  ASSERT_OK_AND_ASSIGN(auto journal,
+                       party::JobJournal::Start(dir, job, {"prepare", "", "key"}, "0123abcd"));
+  ASSERT_OK(journal->Append({"request", "reply", ""}));
+  journal.reset();
+  std::string snapshot = "stale";
+  ASSERT_OK_AND_ASSIGN(std::vector<party::JournalRecord> records,
+                       party::JobJournal::Read(dir, job, &snapshot));
+  EXPECT_EQ(snapshot, "0123abcd");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].request, "prepare");
+  EXPECT_EQ(records[0].extra, "key");
+  EXPECT_EQ(records[1].reply, "reply");
+
+  // Version 1: "FDJS1\n", then records of three length-prefixed fields and "\n".
+  const std::string path = dir + "/" + job + ".state";
+  auto field = [](const std::string& f) {
+    std::string out;
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((f.size() >> (8 * i)) & 0xff));
+    return out + f;
+  };
+  const std::string v1 = "FDJS1\n" + field("prepare") + field("") + field("key") + "\n" +
+                         field("request") + field("reply") + field("x") + "\n";
+  ASSERT_OK(common::WriteFileAtomically(path, v1, {.mode = common::kPrivateFileMode}));
+  snapshot = "stale";
+  ASSERT_OK_AND_ASSIGN(records, party::JobJournal::Read(dir, job, &snapshot));
+  EXPECT_EQ(snapshot, "");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].request, "prepare");
+  EXPECT_EQ(records[0].extra, "key");
+  EXPECT_EQ(records[1].request, "request");
+  EXPECT_EQ(records[1].extra, "x");
+  // Appending to it keeps its records readable (an older job going on after an upgrade).
+  ASSERT_OK_AND_ASSIGN(journal, party::JobJournal::Reopen(dir, job));
+  ASSERT_OK(journal->Append({"request2", "reply2", ""}));
+  journal.reset();
+  ASSERT_OK_AND_ASSIGN(records, party::JobJournal::Read(dir, job));
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[2].request, "request2");
 }
 
 }  // namespace

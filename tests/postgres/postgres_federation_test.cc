@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -17,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "common/base/status_macros.h"
 #include "common/spec/job_spec_loader.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/postgres/postgres_cluster.h"
@@ -93,6 +96,23 @@ FedData MakeSetup() {
   return s;
 }
 
+// The job of `s` over `names`, hospital-a the recipient.
+fedanon::v1::SubmitJobRequest HorizontalRequest(const FedData& s,
+                                                const std::vector<std::string>& names) {
+  fedanon::v1::SubmitJobRequest req;
+  auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (!spec.ok()) return req;
+  *req.mutable_spec() = *spec;
+  for (const auto& n : names) req.add_parties(n);
+  req.set_recipient("hospital-a");
+  for (const auto& a : spec->attributes()) {
+    if (!a.taxonomy().empty())
+      (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
+  }
+  return req;
+}
+
 struct FedRun {
   fedanon::v1::JobInfo info;
   Table released;
@@ -130,17 +150,7 @@ FedRun RunFederation(const FedData& s, const std::string& name, const PostgresCl
   });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return run;
-  auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = *spec;
-  for (const auto& n : (*fed)->names) req.add_parties(n);
-  req.set_recipient("hospital-a");
-  for (const auto& a : spec->attributes()) {
-    if (!a.taxonomy().empty())
-      (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
-  }
-  auto info = (*fed)->Submit(req);
+  auto info = (*fed)->Submit(HorizontalRequest(s, (*fed)->names));
   EXPECT_TRUE(info.ok()) << info.status();
   if (!info.ok()) return run;
   run.info = (*fed)->Wait(info->job_id());
@@ -168,6 +178,158 @@ FedRun RunFederation(const FedData& s, const std::string& name, const PostgresCl
 }
 
 void ExpectSameRelease(const FedRun& csv, const FedRun& pg);
+
+// Forwards to the parties; before the `at`-th call to `victim` runs `restart` once (which starts
+// a new PartyAgent of `victim` over the same directories, as a restarted daemon).
+class RestartingChannel : public common::PartyChannel {
+ public:
+  RestartingChannel(common::PartyChannel* inner, std::string victim, int at,
+                    std::function<absl::Status()> restart)
+      : inner_(inner), victim_(std::move(victim)), at_(at), restart_(std::move(restart)) {}
+  absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
+                                                 const fedanon::v1::LeaderMessage& request,
+                                                 absl::Duration timeout) override {
+    if (party == victim_) {
+      absl::MutexLock lock(&mu_);
+      if (++calls_ == at_) {
+        restarted_ = true;
+        if (absl::Status st = restart_(); !st.ok()) return st;
+      }
+    }
+    return inner_->Call(party, request, timeout);
+  }
+  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+  bool restarted() const {
+    absl::MutexLock lock(&mu_);
+    return restarted_;
+  }
+
+ private:
+  common::PartyChannel* inner_;
+  const std::string victim_;
+  const int at_;
+  std::function<absl::Status()> restart_;
+  mutable absl::Mutex mu_;
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;
+  bool restarted_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// The push-down federation of RunFederation, with hospital-c (push-down, table `hospital_c`)
+// restarted before its `at`-th call: `change` runs on the server first (the table changing while
+// the party was down), then a new PartyAgent over hospital-c's directories takes its place.
+FedRun RunPushDownWithRestart(const FedData& s, const std::string& name,
+                              const PostgresCluster* cluster, int at, const std::string& change,
+                              bool* restarted) {
+  FedRun run;
+  std::vector<std::map<std::string, std::string>> files(3, s.taxonomies);
+  files[0]["table.csv"] = s.parts[0];
+  std::map<std::string, party::PartyAgentOptions> options;
+  leader::LeaderOptions leader_options;
+  auto fed = InProcessFederation::Create(
+      name, files,
+      [&](party::PartyAgentOptions& o) {
+        if (o.name != "hospital-a") {
+          o.postgres_tables["patients"] = {
+              .name = "patients",
+              .conninfo = cluster->conninfo(),
+              .table = o.name == "hospital-b" ? "hospital_b" : "hospital_c",
+              .query = "",
+              .push_down = true};
+          o.default_data_path = "patients";
+        }
+        options[o.name] = o;
+      },
+      [&](leader::LeaderOptions& o) {
+        o.resume_timeout = absl::Seconds(10);
+        leader_options = o;
+      });
+  EXPECT_TRUE(fed.ok()) << fed.status();
+  if (!fed.ok()) return run;
+  std::vector<std::unique_ptr<party::PartyAgent>> replacements;
+  RestartingChannel channel(&(*fed)->channel, "hospital-c", at, [&]() -> absl::Status {
+    if (!change.empty()) RETURN_IF_ERROR(cluster->Sql(change));
+    ASSIGN_OR_RETURN(auto agent, party::PartyAgent::Create(options.at("hospital-c")));
+    (*fed)->channel.Add(agent.get());
+    replacements.push_back(std::move(agent));
+    return absl::OkStatus();
+  });
+  (*fed)->leader.reset();
+  leader_options.data_dir = (*fed)->dir + "/leader-1";
+  auto leader = leader::Leader::Create(leader_options, &channel);
+  EXPECT_TRUE(leader.ok()) << leader.status();
+  if (!leader.ok()) return run;
+  (*fed)->leader = *std::move(leader);
+  auto info = (*fed)->Submit(HorizontalRequest(s, (*fed)->names));
+  EXPECT_TRUE(info.ok()) << info.status();
+  if (!info.ok()) return run;
+  run.info = (*fed)->Wait(info->job_id());
+  *restarted = channel.restarted();
+  (*fed)->leader.reset();  // before the channel it calls through goes
+  if (run.info.state() == fedanon::v1::JOB_STATE_DONE) {
+    auto t = ReadCsvTable(absl::StrCat((*fed)->dir, "/hospital-a/output/", info->job_id(), ".csv"));
+    EXPECT_TRUE(t.ok()) << t.status();
+    if (t.ok()) run.released = *t;
+  }
+  return run;
+}
+
+// A push-down party restarted mid-job opens a new snapshot of its table (docs/postgres.md, "One
+// snapshot") and compares its fingerprint with the one its journal kept from the Prepare.
+// Unchanged, the job completes with the release of the uninterrupted run; with rows deleted, or
+// with sensitive values rewritten (every record count kept), while the party was down, the job
+// fails naming the changed table and releases nothing.
+TEST(PostgresFederation, APushDownPartyRestartedMidJob) {
+  auto cluster = PostgresCluster::Start();
+  if (!cluster.ok()) GTEST_SKIP() << cluster.status().message();
+  const FedData s = MakeSetup();
+  for (int p : {1, 2}) {
+    const std::string path = FreshDir("pg_fed_r") + "/b.csv";
+    WriteText(path, s.parts[p]);
+    auto b = ReadCsvTable(path);
+    ASSERT_OK(b);
+    ASSERT_OK((*cluster)->LoadCsv(p == 1 ? "hospital_b" : "hospital_c", AdultSqlColumns(b->header),
+                                  s.parts[p]));
+  }
+  const FedRun csv = RunFederation(s, "pg_restart_csv", nullptr);
+  ASSERT_EQ(csv.info.state(), fedanon::v1::JOB_STATE_DONE);
+  bool restarted = false;
+  const FedRun same =
+      RunPushDownWithRestart(s, "pg_restart_same", cluster->get(), 8, "", &restarted);
+  ASSERT_TRUE(restarted) << "the restart point was not reached";
+  ASSERT_EQ(same.info.state(), fedanon::v1::JOB_STATE_DONE) << same.info.failure_reason();
+  ExpectSameRelease(csv, same);
+
+  const std::string changed_reason =
+      "party 'hospital-c': table 'patients' changed while the party was down (push-down snapshot "
+      "fingerprint differs";
+  // The relabelling runs first: the deletion below also changes the table the next runs see.
+  // A change that keeps every record count: some sensitive values rewritten.
+  restarted = false;
+  const FedRun relabelled = RunPushDownWithRestart(
+      s, "pg_restart_relabelled", cluster->get(), 8,
+      "UPDATE hospital_c SET \"marital-status\" = 'Divorced' WHERE ctid IN (SELECT ctid FROM "
+      "hospital_c WHERE \"marital-status\" = 'Never-married' LIMIT 300)",
+      &restarted);
+  ASSERT_TRUE(restarted) << "the restart point was not reached";
+  std::cerr << "sensitive values rewritten: state "
+            << fedanon::v1::JobState_Name(relabelled.info.state())
+            << ", reason: " << relabelled.info.failure_reason() << "\n";
+  EXPECT_EQ(relabelled.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(relabelled.info.failure_reason(), ::testing::HasSubstr(changed_reason));
+  EXPECT_TRUE(relabelled.released.rows.empty());
+
+  restarted = false;
+  const FedRun changed = RunPushDownWithRestart(
+      s, "pg_restart_changed", cluster->get(), 8,
+      "DELETE FROM hospital_c WHERE ctid IN (SELECT ctid FROM hospital_c LIMIT 500)", &restarted);
+  ASSERT_TRUE(restarted) << "the restart point was not reached";
+  std::cerr << "rows deleted: state " << fedanon::v1::JobState_Name(changed.info.state())
+            << ", reason: " << changed.info.failure_reason() << "\n";
+  EXPECT_EQ(changed.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(changed.info.failure_reason(), ::testing::HasSubstr(changed_reason));
+  EXPECT_THAT(changed.info.failure_reason(), ::testing::Not(::testing::HasSubstr("disagree")));
+  EXPECT_TRUE(changed.released.rows.empty());
+}
 
 TEST(PostgresFederation, OnePartyFromPostgresReleasesWhatAllCsvReleases) {
   auto cluster = PostgresCluster::Start();

@@ -83,6 +83,10 @@ class PostgresPushdownTest : public ::testing::Test {
                         " FROM (SELECT *, row_number() OVER () AS n FROM adult) AS t");
   }
 
+  // 14 random specializations with random requests of every kind: every word equals
+  // AppendLocalStats on the loaded table; then the final check's counts and the released rows.
+  void AnswersEveryRequest(const common::PostgresPushdown::Limits& limits);
+
   static PostgresCluster* cluster_;
   static std::string* skip_reason_;
   static std::string* dir_;
@@ -119,10 +123,11 @@ int32_t RandomSplit(const common::HierarchyNode& n, std::mt19937_64& rng) {
   return n.rank_lo + 1 + static_cast<int32_t>(rng() % width);
 }
 
-TEST_F(PostgresPushdownTest, AnswersEveryRequestWordForWordAsTheLoadedTable) {
+void PostgresPushdownTest::AnswersEveryRequest(const common::PostgresPushdown::Limits& limits) {
   ASSERT_OK_AND_ASSIGN(common::Dataset mem,
                        common::LoadDataset(spec_, *dir_ + "/table.csv", schema_.get()));
   ASSERT_OK_AND_ASSIGN(auto pd, common::PostgresPushdown::Open(spec_, Source(""), *schema_));
+  pd->set_limits(limits);
   ASSERT_GT(mem.records_dropped, 0u) << "the test wants rows with missing values";
   EXPECT_EQ(pd->data().num_records, mem.num_records);
   EXPECT_EQ(pd->data().records_dropped, mem.records_dropped);
@@ -234,6 +239,37 @@ TEST_F(PostgresPushdownTest, AnswersEveryRequestWordForWordAsTheLoadedTable) {
   std::sort(rows_pd.begin(), rows_pd.end());
   EXPECT_EQ(rows_pd.size(), mem.num_records);
   EXPECT_EQ(rows_pd, rows_mem);
+}
+
+TEST_F(PostgresPushdownTest, AnswersEveryRequestWordForWordAsTheLoadedTable) {
+  AnswersEveryRequest({});
+}
+
+// The other shapes of the SQL: group statistics by GROUPING SETS per attribute (more cells than
+// the plain GROUP BY takes), and group keys packed into several BIGINT columns.
+TEST_F(PostgresPushdownTest, AnswersEveryRequestWordForWordWithGroupingSetsAndSeveralKeyColumns) {
+  AnswersEveryRequest({.max_combined_cells = 0, .pack_limit = 8});
+}
+
+// The snapshot's fingerprint: equal for two Opens of the same rows (by table and by query),
+// different when one value changes or a row goes.
+TEST_F(PostgresPushdownTest, TheFingerprintChangesWithTheTable) {
+  ASSERT_OK_AND_ASSIGN(auto a, common::PostgresPushdown::Open(spec_, Source(""), *schema_));
+  ASSERT_OK_AND_ASSIGN(auto b, common::PostgresPushdown::Open(spec_, Source(""), *schema_));
+  ASSERT_OK_AND_ASSIGN(
+      auto same, common::PostgresPushdown::Open(spec_, Source("SELECT * FROM adult"), *schema_));
+  EXPECT_EQ(a->fingerprint().size(), 16u);
+  EXPECT_EQ(a->fingerprint(), b->fingerprint());
+  EXPECT_EQ(a->fingerprint(), same->fingerprint());
+  ASSERT_OK_AND_ASSIGN(
+      auto relabelled,
+      common::PostgresPushdown::Open(
+          spec_, Source(SelectWith("marital-status", "'Divorced'", "n <= 50")), *schema_));
+  ASSERT_OK_AND_ASSIGN(auto fewer, common::PostgresPushdown::Open(
+                                       spec_, Source("SELECT * FROM adult LIMIT 2000"), *schema_));
+  EXPECT_NE(relabelled->fingerprint(), a->fingerprint());
+  EXPECT_NE(fewer->fingerprint(), a->fingerprint());
+  EXPECT_NE(fewer->fingerprint(), relabelled->fingerprint());
 }
 
 // One test (each test of this file starts its own server under CTest): every refusal of the
