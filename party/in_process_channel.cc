@@ -34,9 +34,15 @@ absl::StatusOr<fedanon::v1::PartyMessage> InProcessPartyChannel::Call(
   if (!wire_request.ParseFromString(request.SerializeAsString())) {
     return absl::InternalError("request does not round-trip");
   }
-  if (tamper) tamper(party, &wire_request);
+  if (tamper) {
+    absl::MutexLock lock(&callback_mu_);
+    tamper(party, &wire_request);
+  }
   const std::string bytes = agent->Handle(wire_request).SerializeAsString();
-  if (observer) observer(party, bytes);
+  if (observer) {
+    absl::MutexLock lock(&callback_mu_);
+    observer(party, bytes);
+  }
   fedanon::v1::PartyMessage reply;
   if (!reply.ParseFromString(bytes)) return absl::InternalError("reply does not parse");
   if (reply.has_error()) {

@@ -1,6 +1,7 @@
 // A PartyChannel that calls PartyAgents in the same process: N-party protocol tests without
 // sockets. Every request and reply is serialized and parsed as on the wire, and an optional
-// observer sees each party's outgoing bytes (for leakage tests). Thread-safe.
+// observer sees each party's outgoing bytes (for leakage tests). Thread-safe; the observer and
+// tamper callbacks are never run concurrently.
 #pragma once
 
 #include <functional>
@@ -45,6 +46,9 @@ class InProcessPartyChannel : public common::PartyChannel {
 
  private:
   mutable absl::Mutex mu_;
+  // The leader calls parties from several threads (Prepare runs in parallel): the observer and
+  // the tamper hook are called one at a time, so a test's callback needs no lock of its own.
+  absl::Mutex callback_mu_;
   std::map<std::string, PartyAgent*> agents_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> disconnected_ ABSL_GUARDED_BY(mu_);
   std::function<void(const std::string&, const std::string&)> observer_ ABSL_GUARDED_BY(mu_);

@@ -65,7 +65,10 @@ absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> VerticalLocalReplica::Crea
                                          common::SplitBinBound(*model, numeric.min_split_bin));
   }
   if (numeric.binned()) {
-    r->rule_.within_group_min_bin = common::SplitBinBound(*model, numeric.min_split_bin);
+    // As the centralized LocalRecoder: within a group, bins of at least kmin records (the
+    // largest k), never finer than the global bins' own bound.
+    r->rule_.within_group_min_bin =
+        std::max<uint64_t>(r->rule_.kmin, common::SplitBinBound(*model, numeric.min_split_bin));
   }
   r->fine_ = std::make_unique<common::LocalFineMap>(data, numeric.binned(), std::move(bins));
   std::vector<LocalValue> root(q);

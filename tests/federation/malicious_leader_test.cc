@@ -576,9 +576,15 @@ class TamperingChannel : public common::PartyChannel {
   absl::StatusOr<PartyMessage> Call(const std::string& party, const LeaderMessage& request,
                                     absl::Duration timeout) override {
     LeaderMessage sent = request;
-    if (tamper_) tamper_(party, &sent);
+    if (tamper_) {
+      absl::MutexLock lock(&mu_);  // the leader prepares its parties in parallel
+      tamper_(party, &sent);
+    }
     absl::StatusOr<PartyMessage> reply = inner_->Call(party, sent, timeout);
-    if (reply.ok() && tamper_reply_) tamper_reply_(party, &*reply);
+    if (reply.ok() && tamper_reply_) {
+      absl::MutexLock lock(&mu_);
+      tamper_reply_(party, &*reply);
+    }
     return reply;
   }
   std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
@@ -587,6 +593,7 @@ class TamperingChannel : public common::PartyChannel {
   common::PartyChannel* inner_;
   Tamper tamper_;
   TamperReply tamper_reply_;
+  absl::Mutex mu_;  // the tamper callbacks run one at a time
 };
 
 struct VerticalAttack {

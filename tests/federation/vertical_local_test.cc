@@ -354,10 +354,11 @@ TEST(VerticalLocalAdult, SevenCategoricalQidsK50EqualCentralized) {
   EXPECT_GT(central.groups(), 20u);
   EXPECT_EQ(RowsByColumns(released, central_out.header),
             RowsByColumns(central_out, central_out.header));
-  std::printf("Adult/3 vertical local, 7 categorical QIDs, k=50: %llu groups, %u splits (report), DR %.4f\n",
-              static_cast<unsigned long long>(info.report().groups()),
-              static_cast<unsigned>(info.report().steps_size()),
-              info.report().discernibility_ratio());
+  std::printf(
+      "Adult/3 vertical local, 7 categorical QIDs, k=50: %llu groups, %u splits (report), DR "
+      "%.4f\n",
+      static_cast<unsigned long long>(info.report().groups()),
+      static_cast<unsigned>(info.report().steps_size()), info.report().discernibility_ratio());
 }
 
 }  // namespace
