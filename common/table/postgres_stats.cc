@@ -224,8 +224,8 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
 }
 
 // The check at job start, in two scans: the record counts and NULLs; the distinct values of every
-// column the job reads (a hashed GROUPING SETS), checked here as the reader checks each value
-// (taxonomy, declared domain, continuous grid), with its messages.
+// column the job reads (a plain GROUP BY per column, joined by UNION ALL), checked here as the
+// reader checks each value (taxonomy, declared domain, continuous grid), with its messages.
 absl::Status PostgresPushdown::Check() {
   Dataset& ds = *data_;
   auto column_of = [&](const std::string& name) {
@@ -239,7 +239,8 @@ absl::Status PostgresPushdown::Check() {
     return v;
   };
   // 1. Rows, kept rows, NULLs per column the spec names.
-  std::vector<std::string> cols = {"count(*)", absl::StrCat("count(*) FILTER (WHERE ", kept_, ")")};
+  std::vector<std::string> cols = {"count(*)",
+                                   absl::StrCat("sum(CASE WHEN ", kept_, " THEN 1 ELSE 0 END)")};
   std::vector<int> spec_columns;
   for (const auto& a : spec_.attributes()) {
     spec_columns.push_back(column_of(a.name()));
@@ -259,8 +260,8 @@ absl::Status PostgresPushdown::Check() {
           type == 20 || type == 21 || type == 23 || type == 700 || type == 701 || type == 1700;
       cols.push_back(numeric && !token_is_number
                          ? std::string("0")
-                         : absl::StrCat("count(*) FILTER (WHERE ", Text(c), " = ",
-                                        Lit(spec_.missing_token()), ")"));
+                         : absl::StrCat("sum(CASE WHEN ", Text(c), " = ",
+                                        Lit(spec_.missing_token()), " THEN 1 ELSE 0 END)"));
     }
   }
   ASSIGN_OR_RETURN(Result counts, conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(cols, ", "),
@@ -308,23 +309,29 @@ absl::Status PostgresPushdown::Check() {
   std::vector<std::map<std::string, std::map<int, uint64_t>>> by_class(categorical.size());
   const bool classed = ds.class_column >= 0 && !ds.class_labels.empty();
   if (!categorical.empty()) {
-    std::vector<std::string> select, sets;
+    // One plain GROUP BY (value, class) per column, joined by UNION ALL into one statement (no
+    // GROUPING SETS: Citus runs those on a single shard only). Each part fills its own column
+    // t<i> and leaves the others NULL, so a row names its column by its one non-NULL value.
+    std::vector<std::string> parts;
     for (size_t i = 0; i < categorical.size(); ++i) {
-      select.push_back(absl::StrCat(Text(categorical[i]), " AS t", i));
-      sets.push_back(absl::StrCat("(t", i, classed ? ", tc)" : ")"));
+      std::vector<std::string> out;
+      for (size_t j = 0; j < categorical.size(); ++j) {
+        out.push_back(j == i ? absl::StrCat("t", j) : absl::StrCat("CAST(NULL AS TEXT) AS t", j));
+      }
+      std::vector<std::string> select = {absl::StrCat(Text(categorical[i]), " AS t", i)};
+      std::string group = absl::StrCat("t", i);
+      if (classed) {
+        out.push_back("tc");
+        select.push_back(absl::StrCat(Text(ds.class_column), " AS tc"));
+        absl::StrAppend(&group, ", tc");
+      }
+      parts.push_back(absl::StrCat("SELECT ", absl::StrJoin(out, ", "), ", count(*) FROM (SELECT ",
+                                   absl::StrJoin(select, ", "), " FROM (", query_,
+                                   ") AS fedanon_src WHERE ", kept_, ") AS fedanon_t", i,
+                                   " GROUP BY ", group));
     }
-    if (classed) select.push_back(absl::StrCat(Text(ds.class_column), " AS tc"));
-    std::vector<std::string> names;
-    for (size_t i = 0; i < categorical.size(); ++i) names.push_back(absl::StrCat("t", i));
-    if (classed) names.push_back("tc");
-    ASSIGN_OR_RETURN(
-        Result values,
-        conn_->Exec(
-            absl::StrCat("SELECT ", absl::StrJoin(names, ", "), ", count(*) FROM (SELECT ",
-                         absl::StrJoin(select, ", "), " FROM (", query_, ") AS fedanon_src WHERE ",
-                         kept_, ") AS fedanon_t GROUP BY GROUPING SETS (",
-                         absl::StrJoin(sets, ", "), ")"),
-            "listing the values"));
+    ASSIGN_OR_RETURN(Result values,
+                     conn_->Exec(absl::StrJoin(parts, " UNION ALL "), "listing the values"));
     const int width = static_cast<int>(categorical.size());
     const int count_col = width + (classed ? 1 : 0);
     for (int r = 0; r < PQntuples(values.get()); ++r) {
@@ -866,30 +873,43 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
         }
       }
     } else {
-      // Very many cells: GROUPING SETS (key) and (key, f_a) per refinable attribute instead.
-      std::vector<std::string> sets;
-      const std::string all = absl::StrJoin(keys, ", ");
-      sets.push_back(absl::StrCat("(", all, ")"));
-      std::vector<int> fine_col(nqid, -1);
+      // Very many cells: a plain GROUP BY (key) and one GROUP BY (key, f_a) per refinable
+      // attribute, each with fewer rows than the combined one, joined by UNION ALL into one
+      // statement (no GROUPING SETS: Citus runs those on a single shard only). Each part fills
+      // its own f_a and leaves the others NULL, so a row names its attribute.
+      std::vector<int> fine_attrs;
       for (int a = 0; a < nqid; ++a) {
-        if (!refinable[a]) continue;
-        fine_col[a] = static_cast<int>(cols.size());
-        cols.push_back({absl::StrCat("f", a), FineExpr(hier, a)});
-        sets.push_back(absl::StrCat("(", all, ", f", a, ")"));
+        if (refinable[a]) fine_attrs.push_back(a);
       }
-      for (size_t b = 0; b < m; ++b) cols.push_back({absl::StrCat("s", b), sensitive_expr_[b]});
-      std::vector<std::string> select;  // the keys and the fine children (the first columns)
-      for (const auto& c : cols) {
-        if (c.first[0] == 'g' || c.first[0] == 'f') select.push_back(c.first);
+      std::vector<int> fine_col(nqid, -1);
+      for (size_t i = 0; i < fine_attrs.size(); ++i) {
+        fine_col[fine_attrs[i]] = ng + static_cast<int>(i);
       }
-      const size_t grouped = select.size();
-      select.push_back("count(*)");
-      for (const auto& s : sums) select.push_back(s);
-      ASSIGN_OR_RETURN(
-          auto rows,
-          Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), " FROM ", From(cols), " WHERE ",
-                            filter, " GROUP BY GROUPING SETS (", absl::StrJoin(sets, ", "), ")"),
-               "group statistics"));
+      const size_t grouped = keys.size() + fine_attrs.size();
+      std::vector<std::string> parts;
+      for (int part = -1; part < static_cast<int>(fine_attrs.size()); ++part) {
+        std::vector<std::pair<std::string, std::string>> part_cols = cols;
+        std::vector<std::string> select = keys, group = keys;
+        for (size_t i = 0; i < fine_attrs.size(); ++i) {
+          const int a = fine_attrs[i];
+          if (static_cast<int>(i) != part) {
+            select.push_back(absl::StrCat("CAST(NULL AS BIGINT) AS f", a));
+            continue;
+          }
+          part_cols.push_back({absl::StrCat("f", a), FineExpr(hier, a)});
+          select.push_back(absl::StrCat("f", a));
+          group.push_back(absl::StrCat("f", a));
+        }
+        for (size_t b = 0; b < m; ++b) {
+          part_cols.push_back({absl::StrCat("s", b), sensitive_expr_[b]});
+        }
+        select.push_back("count(*)");
+        for (const auto& s : sums) select.push_back(s);
+        parts.push_back(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), " FROM ",
+                                     From(part_cols), " WHERE ", filter, " GROUP BY ",
+                                     absl::StrJoin(group, ", ")));
+      }
+      ASSIGN_OR_RETURN(auto rows, Rows(absl::StrJoin(parts, " UNION ALL "), "group statistics"));
       for (const auto& row : rows) {
         const auto it = where.find(Decode(packed, row.data()));
         if (it == where.end()) continue;

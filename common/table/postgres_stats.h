@@ -5,11 +5,13 @@
 // The job's public cut (the hierarchies the party keeps up to date) becomes, per QID attribute, a
 // CASE expression mapping each raw value (text of a categorical column, grid index of a
 // continuous one) to its current cut node and to its fine child under that node. Each answer is
-// then at most four GROUP BY / GROUPING SETS queries over the source (range counts; node class
+// then at most four plain GROUP BY statements over the source (range counts; node class
 // counts and rank histograms; group statistics of the requested keys; released counts of the
 // requested keys), whose rows fill exactly the words common::AppendLocalStats writes from a TIPS
-// over the same records (count_source.h). Standard SQL only (no extension, no function created),
-// so it runs unchanged on PostgreSQL-compatible distributed engines such as Citus.
+// over the same records (count_source.h). Standard SQL only (no extension, no function created,
+// no GROUPING SETS / ROLLUP / CUBE, which Citus runs on a single shard only: several GROUP BYs
+// are joined by UNION ALL instead), so it can run unchanged on PostgreSQL-compatible distributed
+// engines such as Citus (not tested against Citus itself).
 //
 // The job's queries run in one REPEATABLE READ READ ONLY transaction opened at Open and kept until
 // the object is destroyed: every round sees the same snapshot. Open checks the table once (column
@@ -86,7 +88,8 @@ class PostgresPushdown {
   // Sizes that choose the SQL's shape (tests set small ones to run the other shapes).
   struct Limits {
     // Group statistics: one plain GROUP BY over (key, every fine child) while the requested keys
-    // have at most this many such cells, else GROUPING SETS per refinable attribute.
+    // have at most this many such cells, else one GROUP BY (key) and one GROUP BY (key, fine
+    // child) per refinable attribute, joined by UNION ALL.
     uint64_t max_combined_cells = uint64_t{1} << 20;
     // A packed key column holds attributes while the product of their radices stays below this;
     // the next attribute starts a new BIGINT column.
