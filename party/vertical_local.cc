@@ -71,21 +71,7 @@ absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> VerticalLocalReplica::Crea
         std::max<uint64_t>(r->rule_.kmin, common::SplitBinBound(*model, numeric.min_split_bin));
   }
   r->fine_ = std::make_unique<common::LocalFineMap>(data, numeric.binned(), std::move(bins));
-  std::vector<LocalValue> root(q);
-  for (int a = 0; a < q; ++a) {
-    const common::QidColumn& col = data->qids[a];
-    switch (col.kind) {
-      case QidKind::kTaxonomy:
-        root[a].node = col.taxonomy->root();
-        break;
-      case QidKind::kSuppression:
-        root[a].node = -1;
-        break;
-      case QidKind::kContinuous:
-        root[a] = {0, 0, static_cast<int32_t>(col.sorted_values.size())};
-        break;
-    }
-  }
+  std::vector<LocalValue> root = common::LocalRootKey(*data);
   const uint64_t n = data->num_records;
   if (n < r->rule_.kmin) {
     return absl::FailedPreconditionError(

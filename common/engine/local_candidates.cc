@@ -30,6 +30,45 @@ bool LocalRuleHasConfidenceBound(const LocalRule& rule) {
   return false;
 }
 
+std::optional<LocalChildrenScore> ScoreLocalChildren(const LocalRule& rule, size_t nc, size_t m,
+                                                     const uint64_t* stats,
+                                                     const std::vector<const uint64_t*>& kids,
+                                                     int attr, int c) {
+  const uint64_t n = stats[0];
+  const std::vector<uint64_t> parent(stats + 1, stats + 1 + nc);
+  std::vector<std::vector<uint64_t>> classes;
+  LocalChildrenScore out;
+  uint64_t min_child = std::numeric_limits<uint64_t>::max();
+  double max_conf_rise = 0;
+  uint64_t squares = 0;
+  for (const uint64_t* w : kids) {
+    out.sizes.push_back(w[0]);
+    if (w[0] == 0) continue;
+    if (w[0] < rule.kmin) return std::nullopt;
+    for (size_t b = 0; b < m; ++b) {
+      const double conf = static_cast<double>(w[1 + nc + b]) / static_cast<double>(w[0]);
+      if (conf > rule.bound[b] + kConfidenceEpsilon) return std::nullopt;
+    }
+    classes.emplace_back(w + 1, w + 1 + nc);
+    min_child = std::min(min_child, w[0]);
+    squares += w[0] * w[0];
+    for (size_t b = 0; b < m; ++b) {
+      if (rule.bound[b] >= 1.0) continue;
+      const double rise = static_cast<double>(w[1 + nc + b]) / static_cast<double>(w[0]) -
+                          static_cast<double>(stats[1 + nc + b]) / static_cast<double>(n);
+      max_conf_rise = std::max(max_conf_rise, rise);
+    }
+  }
+  ScoreInputs in;
+  in.info_gain = InfoGain(parent, classes);
+  in.split_info = SplitInfo(out.sizes);
+  in.priv_loss = rule.has_anonymity ? static_cast<double>(n - min_child) : max_conf_rise;
+  in.discernibility = n * n - squares;
+  out.rank = CandidateRank{CandidateScore(rule.score, in), attr, 0, c};
+  out.info_gain = in.info_gain;
+  return out;
+}
+
 namespace {
 
 // Per-fine-child words [count, class_1..C, sensitive_1..m] of attribute a over the records.
@@ -71,51 +110,21 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
   for (uint64_t c : parent) classes_present += c > 0;
   if (rule.beneficial && classes_present <= 1) return std::nullopt;
 
-  auto child_ok = [&](const uint64_t* w) {
-    if (w[0] < rule.kmin) return false;
-    for (size_t b = 0; b < m; ++b) {
-      const double conf = static_cast<double>(w[1 + nc + b]) / static_cast<double>(w[0]);
-      if (conf > rule.bound[b] + kConfidenceEpsilon) return false;
-    }
-    return true;
-  };
   std::optional<LocalCandidate> best;
   CandidateRank best_rank;
   auto consider = [&](int a, int c, const std::vector<const uint64_t*>& kids,
                       std::vector<int> child_of_fine) {
-    std::vector<std::vector<uint64_t>> classes;
-    std::vector<uint64_t> sizes;
-    uint64_t min_child = std::numeric_limits<uint64_t>::max();
-    double max_conf_rise = 0;
-    uint64_t squares = 0;
-    for (const uint64_t* w : kids) {
-      sizes.push_back(w[0]);
-      if (w[0] == 0) continue;
-      if (!child_ok(w)) return;
-      classes.emplace_back(w + 1, w + 1 + nc);
-      min_child = std::min(min_child, w[0]);
-      squares += w[0] * w[0];
-      for (size_t b = 0; b < m; ++b) {
-        if (rule.bound[b] >= 1.0) continue;
-        const double rise = static_cast<double>(w[1 + nc + b]) / static_cast<double>(w[0]) -
-                            static_cast<double>(stats[1 + nc + b]) / static_cast<double>(n);
-        max_conf_rise = std::max(max_conf_rise, rise);
-      }
-    }
-    ScoreInputs in;
-    in.info_gain = InfoGain(parent, classes);
-    in.split_info = SplitInfo(sizes);
-    in.priv_loss = rule.has_anonymity ? static_cast<double>(n - min_child) : max_conf_rise;
-    in.discernibility = n * n - squares;
-    const CandidateRank rank{CandidateScore(rule.score, in), a, 0, c};
-    if (!best || RanksAbove(rank, best_rank)) {
-      best_rank = rank;
+    std::optional<LocalChildrenScore> scored =
+        ScoreLocalChildren(rule, nc, m, stats.data(), kids, a, c);
+    if (!scored) return;
+    if (!best || RanksAbove(scored->rank, best_rank)) {
+      best_rank = scored->rank;
       best.emplace();
       best->attr = a;
       best->c = c;
-      best->score = rank.score;
-      best->info_gain = in.info_gain;
-      best->child_sizes = std::move(sizes);
+      best->score = scored->rank.score;
+      best->info_gain = scored->info_gain;
+      best->child_sizes = std::move(scored->sizes);
       best->child_of_fine = std::move(child_of_fine);
     }
   };

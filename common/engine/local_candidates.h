@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "common/engine/candidate_score.h"
 #include "common/engine/local_recoding.h"
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
@@ -39,6 +40,20 @@ LocalRule LocalRuleFromModel(const PrivacyModel& model, size_t tracked);
 // True when some tracked sensitive value carries a confidence bound (< 1): then a candidate's
 // validity depends on the sensitive values, not only on the children's sizes.
 bool LocalRuleHasConfidenceBound(const LocalRule& rule);
+
+// One candidate's children scored under `rule` on a group: `stats` are the group's words and
+// `kids` each child's words, both [count, class_1..nc, sensitive_1..m]. Nullopt when a non-empty
+// child breaks the rule (fewer than kmin records, or a confidence above its bound). The one
+// scoring the centralized LocalRecoder and a vertical party's search share.
+struct LocalChildrenScore {
+  CandidateRank rank;  // score and tie-break (attribute, value code)
+  double info_gain = 0;
+  std::vector<uint64_t> sizes;  // per child (may be 0)
+};
+std::optional<LocalChildrenScore> ScoreLocalChildren(const LocalRule& rule, size_t nc, size_t m,
+                                                     const uint64_t* stats,
+                                                     const std::vector<const uint64_t*>& kids,
+                                                     int attr, int c);
 
 struct LocalCandidate {
   int attr = -1;

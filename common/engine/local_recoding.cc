@@ -9,6 +9,7 @@
 #include "common/base/status_macros.h"
 #include "common/engine/candidate_score.h"
 #include "common/engine/hierarchy.h"
+#include "common/engine/local_candidates.h"
 #include "common/engine/numeric_split.h"
 #include "common/engine/scores.h"
 #include "common/table/csv.h"
@@ -642,40 +643,23 @@ void LocalRecoder::Consider(
   for (uint64_t c : parent) classes_present += c > 0;
   Best best;
   CandidateRank best_rank;
+  LocalRule rule;
+  rule.kmin = kmin_;
+  rule.bound = bound_;
+  rule.has_anonymity = model_->has_anonymity;
+  rule.score = options_.score;
   auto consider = [&](int a, int c, const std::vector<const uint64_t*>& kids,
                       std::vector<int> child_of_fine) {
-    std::vector<std::vector<uint64_t>> classes;
-    std::vector<uint64_t> sizes;
-    uint64_t min_child = std::numeric_limits<uint64_t>::max();
-    double max_conf_rise = 0;
-    uint64_t squares = 0;
-    for (const uint64_t* w : kids) {
-      sizes.push_back(w[0]);
-      if (w[0] == 0) continue;
-      if (!ChildOk(w)) return;
-      classes.emplace_back(w + 1, w + 1 + nc);
-      min_child = std::min(min_child, w[0]);
-      squares += w[0] * w[0];
-      for (size_t b = 0; b < m_; ++b) {
-        if (bound_[b] >= 1.0) continue;
-        const double rise = static_cast<double>(w[1 + nc + b]) / static_cast<double>(w[0]) -
-                            static_cast<double>(stats[1 + nc + b]) / static_cast<double>(n);
-        max_conf_rise = std::max(max_conf_rise, rise);
-      }
-    }
-    ScoreInputs in;
-    in.info_gain = InfoGain(parent, classes);
-    in.split_info = SplitInfo(sizes);
-    in.priv_loss = model_->has_anonymity ? static_cast<double>(n - min_child) : max_conf_rise;
-    in.discernibility = n * n - squares;
-    const CandidateRank rank{CandidateScore(options_.score, in), a, 0, c};
-    if (best.attr < 0 || RanksAbove(rank, best_rank)) {
-      best_rank = rank;
+    std::optional<LocalChildrenScore> scored =
+        ScoreLocalChildren(rule, static_cast<size_t>(nc), m_, stats.data(), kids, a, c);
+    if (!scored) return;
+    if (best.attr < 0 || RanksAbove(scored->rank, best_rank)) {
+      best_rank = scored->rank;
       best.attr = a;
       best.c = c;
-      best.score = rank.score;
-      best.info_gain = in.info_gain;
-      best.child_sizes = std::move(sizes);
+      best.score = scored->rank.score;
+      best.info_gain = scored->info_gain;
+      best.child_sizes = std::move(scored->sizes);
       best.child_of_fine = std::move(child_of_fine);
     }
   };
