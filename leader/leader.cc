@@ -913,6 +913,19 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
     observer_->RoundDone();
     Notify();
   };
+  // The final check's ring (docs/threat-model.md): every data party re-checks `words` summed
+  // counts around the ring without the leader.
+  auto run_final_check = [&](uint64_t words) {
+    FinalCheckRing ring;
+    ring.channel = &channel;
+    ring.job_id = job.job_id;
+    ring.ring = job.ring;
+    ring.round = round;
+    ring.timeout = job.timeout;
+    ring.check = [this, id = job.job_id] { return CheckCancelled(id); };
+    ring.chunk_words = sum_chunk_words;
+    return RunFinalCheck(ring, source.TakePendingUpdates(), words);
+  };
   if (spec.recoding() == fedanon::v1::RECODING_LOCAL) {
     // Local recoding (leader/local_job.h): per-group secure sums, then the secure union.
     const double local_start = job.elapsed();
@@ -929,15 +942,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
       ASSIGN_OR_RETURN(
           const common::FinalCheckLayout layout,
           common::LocalFinalCheckLayout(model, schema, local.engine->final_groups().size()));
-      FinalCheckRing ring;
-      ring.channel = &channel;
-      ring.job_id = job.job_id;
-      ring.ring = job.ring;
-      ring.round = round;
-      ring.timeout = job.timeout;
-      ring.check = [this, id = job.job_id] { return CheckCancelled(id); };
-      ring.chunk_words = sum_chunk_words;
-      RETURN_IF_ERROR(RunFinalCheck(ring, source.TakePendingUpdates(), layout.words));
+      RETURN_IF_ERROR(run_final_check(layout.words));
       local_check =
           absl::StrCat("passed at every data party: ", job.ring.size(), " parties re-checked ",
                        local.engine->final_groups().size(),
@@ -964,15 +969,7 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
   if (job.ring.size() >= 3) {
     ASSIGN_OR_RETURN(const common::FinalCheckLayout layout,
                      common::BuildFinalCheckLayout(model, schema, hier, spec.suppression_token()));
-    FinalCheckRing ring;
-    ring.channel = &channel;
-    ring.job_id = job.job_id;
-    ring.ring = job.ring;
-    ring.round = round;
-    ring.timeout = job.timeout;
-    ring.check = [this, id = job.job_id] { return CheckCancelled(id); };
-    ring.chunk_words = sum_chunk_words;
-    RETURN_IF_ERROR(RunFinalCheck(ring, source.TakePendingUpdates(), layout.words));
+    RETURN_IF_ERROR(run_final_check(layout.words));
     final_check = absl::StrCat("passed at every data party: ", job.ring.size(),
                                " parties re-checked ", layout.constraints.size(),
                                " constraint(s) on the global counts of the final cut (",
