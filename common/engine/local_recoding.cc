@@ -1,11 +1,16 @@
 #include "common/engine/local_recoding.h"
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <limits>
+#include <thread>
 #include <tuple>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/parallel_for.h"
 #include "common/base/status_macros.h"
 #include "common/engine/candidate_score.h"
 #include "common/engine/hierarchy.h"
@@ -120,39 +125,67 @@ absl::StatusOr<std::vector<uint64_t>> InProcessLocalSource::RangeCounts(
 
 absl::StatusOr<std::vector<uint64_t>> InProcessLocalSource::FullStats(
     int32_t group, const std::vector<LocalValue>& key) {
+  ASSIGN_OR_RETURN(auto batch, FullStatsBatch({{group, &key}}));
+  return std::move(batch[0]);
+}
+
+namespace {
+
+// Runs fn(i) for i in [0, n) on every core, each thread taking the next index from a shared
+// counter (tasks of very different sizes stay balanced when the largest come first). Integer
+// counts only: the result does not depend on which thread ran what.
+void RunTasks(size_t n, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  std::atomic<size_t> next{0};
+  const size_t threads = std::min<size_t>(n, std::max(1U, std::thread::hardware_concurrency()));
+  ParallelFor(threads, [&](size_t) -> absl::Status {
+    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+    return absl::OkStatus();
+  }).IgnoreError();  // fn returns nothing: no error to report
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::vector<uint64_t>>> InProcessLocalSource::FullStatsBatch(
+    const std::vector<std::pair<int32_t, const std::vector<LocalValue>*>>& groups) {
   if (fine_ == nullptr) return absl::FailedPreconditionError("local recoding: no fine map yet");
-  if (group < 0 || static_cast<size_t>(group) >= range_.size()) {
-    return absl::InternalError("unknown local-recoding group");
-  }
   const size_t q = data_->qids.size();
   const size_t nc = static_cast<size_t>(std::max(1, data_->num_classes()));
   const size_t width = 1 + nc + data_->tracked.size();
-  std::vector<size_t> offset(q, 0);
-  std::vector<int> refinable;
-  size_t words = width;
-  for (size_t a = 0; a < q; ++a) {
-    offset[a] = words;
-    const int fine = fine_->FineCount(static_cast<int>(a), key[a]);
-    if (fine > 0) refinable.push_back(static_cast<int>(a));
-    words += static_cast<size_t>(fine) * width;
-  }
-  std::vector<uint64_t> out(words, 0);
   const bool has_class = !data_->class_codes.empty();
   const bool has_sensitive = !data_->tracked.empty();
-  // Column by column over the group's records (one code column at a time stays in cache), with
-  // the group's classes and sensitive bits gathered once.
-  const auto [begin, end] = range_[group];
-  const size_t n = end - begin;
-  // Reused buffers: a fresh pair per group fragmented the heap (peak RSS +45% at 1M records).
+  // Layout of every group's words, and where its records' classes and sensitive bits are
+  // gathered in the shared buffers (one slice per group).
+  struct Layout {
+    uint32_t begin = 0, end = 0;  // the group's range of perm_
+    size_t gathered = 0;          // first slot of the group's slice in cls/sens
+    std::vector<size_t> offset;   // per attribute, its first word
+  };
+  std::vector<Layout> layout(groups.size());
+  std::vector<std::vector<uint64_t>> out(groups.size());
+  size_t total = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto [group, key] = groups[g];
+    if (group < 0 || static_cast<size_t>(group) >= range_.size()) {
+      return absl::InternalError("unknown local-recoding group");
+    }
+    Layout& l = layout[g];
+    std::tie(l.begin, l.end) = range_[group];
+    l.gathered = total;
+    total += l.end - l.begin;
+    l.offset.assign(q, 0);
+    size_t words = width;
+    for (size_t a = 0; a < q; ++a) {
+      l.offset[a] = words;
+      words += static_cast<size_t>(fine_->FineCount(static_cast<int>(a), (*key)[a])) * width;
+    }
+    out[g].assign(words, 0);
+  }
+  // Reused buffers: fresh ones per group fragmented the heap (peak RSS +45% at 1M records).
   std::vector<uint16_t>& cls = cls_buffer_;
   std::vector<uint64_t>& sens = sens_buffer_;
-  if (has_class && cls.size() < n) cls.resize(n);
-  if (has_sensitive && sens.size() < n) sens.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t r = perm_[begin + i];
-    if (has_class) cls[i] = data_->class_codes[r];
-    if (has_sensitive) sens[i] = data_->sensitive_bits[r];
-  }
+  if (has_class && cls.size() < total) cls.resize(total);
+  if (has_sensitive && sens.size() < total) sens.resize(total);
   auto add = [&](uint64_t* w, size_t i) {
     ++w[0];
     if (has_class) ++w[1 + cls[i]];
@@ -162,79 +195,145 @@ absl::StatusOr<std::vector<uint64_t>> InProcessLocalSource::FullStats(
       }
     }
   };
-  for (size_t i = 0; i < n; ++i) add(out.data(), i);
-  for (int a : refinable) {
+  // Tasks: per group, gather and count the group's own words; then per (group, refinable
+  // attribute), one column over the group's records (one code column at a time stays in cache)
+  // into that attribute's block. Blocks are disjoint, so tasks need no lock; the largest first.
+  std::vector<size_t> by_size(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) by_size[g] = g;
+  std::sort(by_size.begin(), by_size.end(), [&](size_t x, size_t y) {
+    return layout[x].end - layout[x].begin > layout[y].end - layout[y].begin;
+  });
+  // Small batches run on this thread: starting threads would cost more than the counting.
+  const bool parallel = total >= (1U << 15);
+  auto run = [&](size_t n, const std::function<void(size_t)>& fn) {
+    if (parallel) {
+      RunTasks(n, fn);
+    } else {
+      for (size_t i = 0; i < n; ++i) fn(i);
+    }
+  };
+  run(by_size.size(), [&](size_t t) {
+    const size_t g = by_size[t];
+    const Layout& l = layout[g];
+    for (uint32_t i = l.begin; i < l.end; ++i) {
+      const uint32_t r = perm_[i];
+      const size_t at = l.gathered + (i - l.begin);
+      if (has_class) cls[at] = data_->class_codes[r];
+      if (has_sensitive) sens[at] = data_->sensitive_bits[r];
+    }
+    for (size_t i = 0; i < l.end - l.begin; ++i) add(out[g].data(), l.gathered + i);
+  });
+  std::vector<std::pair<size_t, int>> tasks;
+  for (size_t g : by_size) {
+    for (size_t a = 0; a < q; ++a) {
+      if (fine_->FineCount(static_cast<int>(a), (*groups[g].second)[a]) > 0) {
+        tasks.emplace_back(g, static_cast<int>(a));
+      }
+    }
+  }
+  run(tasks.size(), [&](size_t t) {
+    const auto [g, a] = tasks[t];
+    const Layout& l = layout[g];
+    const LocalValue& v = (*groups[g].second)[a];
     const QidColumn& col = data_->qids[a];
     const auto& codes = col.codes;
-    uint64_t* block = out.data() + offset[a];
-    const uint32_t* p = perm_.data() + begin;
+    uint64_t* block = out[g].data() + l.offset[a];
+    const uint32_t* p = perm_.data() + l.begin;
+    const size_t n = l.end - l.begin;
+    const size_t s = l.gathered;
     switch (col.kind) {
       case QidKind::kTaxonomy: {
         const std::vector<int32_t>& table =
-            fine_->TaxonomyFineTable(a, col.taxonomy->depth(key[a].node));
-        for (size_t i = 0; i < n; ++i) add(block + table[codes[p[i]]] * width, i);
+            fine_->TaxonomyFineTable(a, col.taxonomy->depth(v.node));
+        for (size_t i = 0; i < n; ++i) add(block + table[codes[p[i]]] * width, s + i);
         break;
       }
       case QidKind::kContinuous:
         if (fine_->binned()) {
           const std::vector<int32_t>& bin = fine_->BinOfRank(a);
-          const int32_t base = bin[key[a].lo];
-          for (size_t i = 0; i < n; ++i) add(block + (bin[codes[p[i]]] - base) * width, i);
+          const int32_t base = bin[v.lo];
+          for (size_t i = 0; i < n; ++i) add(block + (bin[codes[p[i]]] - base) * width, s + i);
         } else {
-          const int32_t base = key[a].lo;
-          for (size_t i = 0; i < n; ++i) add(block + (codes[p[i]] - base) * width, i);
+          const int32_t base = v.lo;
+          for (size_t i = 0; i < n; ++i) add(block + (codes[p[i]] - base) * width, s + i);
         }
         break;
       case QidKind::kSuppression:
-        for (size_t i = 0; i < n; ++i) add(block + codes[p[i]] * width, i);
+        for (size_t i = 0; i < n; ++i) add(block + codes[p[i]] * width, s + i);
         break;
     }
-  }
+  });
   return out;
 }
 
-absl::Status InProcessLocalSource::SplitGroup(const LocalSplit& split) {
+absl::Status InProcessLocalSource::PartitionGroup(const LocalSplit& split,
+                                                  std::vector<uint32_t>* count) {
   const int32_t group = split.group;
   const std::vector<LocalValue>& key = split.key;
   const int attr = split.attr;
   const std::vector<int>& child_of_fine = split.child_of_fine;
   const std::vector<int32_t>& new_ids = split.new_ids;
-  if (fine_ == nullptr) return absl::FailedPreconditionError("local recoding: no fine map yet");
-  if (group < 0 || static_cast<size_t>(group) >= range_.size()) {
-    return absl::InternalError("unknown local-recoding group");
-  }
   const auto [begin, end] = range_[group];
   const size_t children = new_ids.size();
-  std::vector<uint32_t> count(children + 1, 0);
-  if (scratch_.size() < perm_.size()) scratch_.resize(perm_.size());
+  count->assign(children + 1, 0);
   const auto& codes = data_->qids[attr].codes;
-  auto child_of = [&](uint32_t r) {
-    return child_of_fine[fine_->FineOf(attr, key[attr], codes[r])];
-  };
-  for (uint32_t i = begin; i < end; ++i) ++count[child_of(perm_[i]) + 1];
+  // Each record's child, worked out once (in the group's slice of child_buffer_) for the count
+  // and the placement.
+  uint32_t* child = child_buffer_.data() + begin;
+  for (uint32_t i = begin; i < end; ++i) {
+    const int c = child_of_fine[fine_->FineOf(attr, key[attr], codes[perm_[i]])];
+    child[i - begin] = static_cast<uint32_t>(c);
+    ++(*count)[c + 1];
+  }
   for (size_t c = 0; c < children; ++c) {
-    if (count[c + 1] > 0 && new_ids[c] < 0) {
+    if ((*count)[c + 1] > 0 && new_ids[c] < 0) {
       return absl::InternalError("a record goes to a child without a group");
     }
-    count[c + 1] += count[c];
+    (*count)[c + 1] += (*count)[c];
   }
-  std::vector<uint32_t> pos(count.begin(), count.end() - 1);
-  for (uint32_t i = begin; i < end; ++i) {
-    const uint32_t r = perm_[i];
-    scratch_[begin + pos[child_of(r)]++] = r;
-  }
+  std::vector<uint32_t> pos(count->begin(), count->end() - 1);
+  for (uint32_t i = begin; i < end; ++i) scratch_[begin + pos[child[i - begin]]++] = perm_[i];
   std::copy(scratch_.begin() + begin, scratch_.begin() + end, perm_.begin() + begin);
-  for (size_t c = 0; c < children; ++c) {
-    if (new_ids[c] < 0) continue;
-    if (range_.size() <= static_cast<size_t>(new_ids[c])) range_.resize(new_ids[c] + 1, {0, 0});
-    range_[new_ids[c]] = {begin + count[c], begin + count[c + 1]};
-  }
-  range_[group] = {0, 0};
   return absl::OkStatus();
 }
 
 absl::Status InProcessLocalSource::SplitGroups(const std::vector<LocalSplit>& splits) {
-  for (const LocalSplit& split : splits) RETURN_IF_ERROR(SplitGroup(split));
+  if (fine_ == nullptr) return absl::FailedPreconditionError("local recoding: no fine map yet");
+  absl::flat_hash_set<int32_t> seen;
+  size_t total = 0;
+  for (const LocalSplit& split : splits) {
+    if (split.group < 0 || static_cast<size_t>(split.group) >= range_.size()) {
+      return absl::InternalError("unknown local-recoding group");
+    }
+    if (!seen.insert(split.group).second) {
+      return absl::InternalError("a local-recoding group split twice in one batch");
+    }
+    total += range_[split.group].second - range_[split.group].first;
+  }
+  if (scratch_.size() < perm_.size()) scratch_.resize(perm_.size());
+  if (child_buffer_.size() < perm_.size()) child_buffer_.resize(perm_.size());
+  // The groups' ranges of perm_ are disjoint, so their partitions run on every core at once;
+  // the new ranges are then recorded in the splits' order.
+  std::vector<std::vector<uint32_t>> counts(splits.size());
+  std::vector<absl::Status> status(splits.size());
+  auto partition = [&](size_t i) { status[i] = PartitionGroup(splits[i], &counts[i]); };
+  if (total >= (1U << 15)) {
+    RunTasks(splits.size(), partition);
+  } else {
+    for (size_t i = 0; i < splits.size(); ++i) partition(i);
+  }
+  for (const absl::Status& st : status) RETURN_IF_ERROR(st);
+  for (size_t i = 0; i < splits.size(); ++i) {
+    const LocalSplit& split = splits[i];
+    const uint32_t begin = range_[split.group].first;
+    for (size_t c = 0; c < split.new_ids.size(); ++c) {
+      const int32_t id = split.new_ids[c];
+      if (id < 0) continue;
+      if (range_.size() <= static_cast<size_t>(id)) range_.resize(id + 1, {0, 0});
+      range_[id] = {begin + counts[i][c], begin + counts[i][c + 1]};
+    }
+    range_[split.group] = {0, 0};
+  }
   return absl::OkStatus();
 }
 
@@ -243,10 +342,15 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> InProcessLocalSource::GroupSt
   full_cache_.clear();
   const size_t width =
       1 + static_cast<size_t>(std::max(1, data_->num_classes())) + data_->tracked.size();
+  std::vector<std::pair<int32_t, const std::vector<LocalValue>*>> refs;
+  refs.reserve(groups.size());
+  for (const LocalGroupRef& ref : groups) refs.emplace_back(ref.group, &ref.key);
+  ASSIGN_OR_RETURN(std::vector<std::vector<uint64_t>> fulls, FullStatsBatch(refs));
   std::vector<std::vector<uint64_t>> out;
   out.reserve(groups.size());
-  for (const LocalGroupRef& ref : groups) {
-    ASSIGN_OR_RETURN(std::vector<uint64_t> full, FullStats(ref.group, ref.key));
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const LocalGroupRef& ref = groups[g];
+    std::vector<uint64_t> full = std::move(fulls[g]);
     // Binned continuous blocks: the record count per bin only.
     std::vector<uint64_t> words(full.begin(), full.begin() + static_cast<ptrdiff_t>(width));
     size_t off = width;

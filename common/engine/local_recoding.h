@@ -186,14 +186,21 @@ class InProcessLocalSource : public LocalGroupSource {
   // Every word W wide, continuous ones too (the old single-group layout).
   absl::StatusOr<std::vector<uint64_t>> FullStats(int32_t group,
                                                   const std::vector<LocalValue>& key);
-  absl::Status SplitGroup(const LocalSplit& split);
+  // FullStats of several groups at once, on every core (per group, then per group and attribute).
+  absl::StatusOr<std::vector<std::vector<uint64_t>>> FullStatsBatch(
+      const std::vector<std::pair<int32_t, const std::vector<LocalValue>*>>& groups);
+  // Reorders the group's slice of perm_ by child and leaves the children's offsets in `count`
+  // (children + 1 entries); touches only the group's slices of perm_, scratch_ and child_buffer_,
+  // so several groups may be partitioned at once.
+  absl::Status PartitionGroup(const LocalSplit& split, std::vector<uint32_t>* count);
 
   const Dataset* data_;
   const LocalFineMap* fine_ = nullptr;
   std::vector<uint32_t> perm_;
   std::vector<uint32_t> scratch_;
-  std::vector<uint16_t> cls_buffer_;                  // FullStats: the group's classes
-  std::vector<uint64_t> sens_buffer_;                 // FullStats: the group's sensitive bits
+  std::vector<uint32_t> child_buffer_;                // PartitionGroup: each record's child
+  std::vector<uint16_t> cls_buffer_;                  // FullStatsBatch: the groups' classes
+  std::vector<uint64_t> sens_buffer_;                 // FullStatsBatch: their sensitive bits
   std::vector<std::pair<uint32_t, uint32_t>> range_;  // [group] -> [begin, end) in perm_
   // The full words of the last batch's groups that have a binned continuous attribute (the
   // range queries that follow read them instead of another pass over the records).
