@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -103,6 +104,27 @@ class RecordingChannel : public common::PartyChannel {
   uint64_t replayed_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Seconds the leader's ID-matching threads spent in each kind of call, summed over the threads
+// (for the log line that breaks down where ID matching's time goes).
+struct IdMatchingClock {
+  double encrypt = 0, reencrypt = 0, align = 0, fetch = 0, hand = 0;
+};
+class IdMatchingClocks {
+ public:
+  void Add(double IdMatchingClock::*field, double seconds) {
+    absl::MutexLock lock(&mu_);
+    sums_.*field += seconds;
+  }
+  IdMatchingClock Get() const {
+    absl::MutexLock lock(&mu_);
+    return sums_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  IdMatchingClock sums_ ABSL_GUARDED_BY(mu_);
+};
+
 class Driver {
  public:
   Driver(common::PartyChannel* channel, const VerticalJobOptions& options)
@@ -150,32 +172,55 @@ class Driver {
   // 1. Private ID matching. List i starts at party i, gets every other party's layer on its way
   //    round the ring (i+1, ..., i+n-1), and the last hop seals the full list for every party.
   //    Returns the number of records common to every party.
+  //    Each phase runs one thread per list (per receiver for the alignment), so one list's relay
+  //    overlaps another list's encryption and no party waits for the leader to move every list:
+  //    within a phase each party is called by one thread only, so its calls keep the fixed order
+  //    that RecordingChannel replays after a leader restart.
   absl::StatusOr<uint64_t> MatchIds() {
     const auto& ring = options_.ring;
     const size_t n = ring.size();
     const absl::Duration timeout = options_.id_matching_timeout;
     std::vector<CarriedPayload> carried(n);
-    {
-      ASSIGN_OR_RETURN(auto replies, CallAll(ring, 0, [&](size_t i) {
-                         fedanon::v1::VerticalStep step;
-                         step.mutable_id_encrypt()->set_next(ring[(i + 1) % n]);
-                         return step;
-                       }));
-      for (size_t i = 0; i < n; ++i) {
-        ASSIGN_OR_RETURN(carried[i], relay_.Fetch(ring[i], 0, timeout, replies[i].ids().list(),
-                                                  replies[i].ids().list_ref()));
-      }
-    }
+    const auto phase_start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(ForEachList(n, [&](size_t i) -> absl::Status {
+      fedanon::v1::VerticalStep step;
+      step.mutable_id_encrypt()->set_next(ring[(i + 1) % n]);
+      const auto t = std::chrono::steady_clock::now();
+      ASSIGN_OR_RETURN(VerticalStepResult reply, Call(ring[i], 0, std::move(step)));
+      id_clock_.Add(&IdMatchingClock::encrypt, Since(t));
+      const auto f = std::chrono::steady_clock::now();
+      ASSIGN_OR_RETURN(carried[i], relay_.Fetch(ring[i], 0, timeout, reply.ids().list(),
+                                                reply.ids().list_ref()));
+      id_clock_.Add(&IdMatchingClock::fetch, Since(f));
+      return absl::OkStatus();
+    }));
+    const double encrypt_phase = Since(phase_start);
+    const auto ring_start = std::chrono::steady_clock::now();
     ASSIGN_OR_RETURN(auto full, ReEncryptAroundRing(std::move(carried)));
-    std::vector<fedanon::v1::VerticalStep> align(n);
-    for (size_t r = 0; r < n; ++r) {
+    const double ring_phase = Since(ring_start);
+    const auto align_start = std::chrono::steady_clock::now();
+    std::vector<VerticalStepResult> replies(n);
+    RETURN_IF_ERROR(ForEachList(n, [&](size_t r) -> absl::Status {
+      fedanon::v1::VerticalStep align;
+      const auto h = std::chrono::steady_clock::now();
       for (const auto& list : full[r]) {
-        RETURN_IF_ERROR(HandInto(list, 0, timeout, align[r].mutable_id_align()->mutable_lists(),
-                                 align[r].mutable_id_align()->mutable_list_refs()));
+        RETURN_IF_ERROR(HandInto(list, 0, timeout, align.mutable_id_align()->mutable_lists(),
+                                 align.mutable_id_align()->mutable_list_refs()));
       }
       full[r].clear();
-    }
-    ASSIGN_OR_RETURN(auto replies, CallAll(ring, 0, [&](size_t r) { return std::move(align[r]); }));
+      id_clock_.Add(&IdMatchingClock::hand, Since(h));
+      const auto t = std::chrono::steady_clock::now();
+      ASSIGN_OR_RETURN(replies[r], Call(ring[r], 0, std::move(align)));
+      id_clock_.Add(&IdMatchingClock::align, Since(t));
+      return absl::OkStatus();
+    }));
+    const IdMatchingClock sums = id_clock_.Get();
+    spdlog::info(
+        "job={} round=0 ID matching phases (wall): encrypt+fetch {:.2f} s, re-encrypt hops "
+        "{:.2f} s, hand+align {:.2f} s; summed over the per-list threads: IdEncrypt {:.2f} s, "
+        "IdReEncrypt {:.2f} s, IdAlign {:.2f} s, ChunkGet {:.2f} s, ChunkPut {:.2f} s",
+        options_.job_id, encrypt_phase, ring_phase, Since(align_start), sums.encrypt,
+        sums.reencrypt, sums.align, sums.fetch, sums.hand);
     for (size_t r = 0; r < n; ++r) {
       ViewEntry e;
       e.kind = kViewIdIntersection;
@@ -445,58 +490,81 @@ class Driver {
   enum class RoundOutcome { kApplied, kVetoed, kEveryoneDeclined };
 
   // The hops of the ID matching after the first encryption: in hop h, party (i + h) % n
-  // re-encrypts list i, so every party works on one list at once. Returns, per receiver, the
-  // fully encrypted list of every origin.
+  // re-encrypts list i, so every party works on one list at once. One thread per list hands it
+  // to its worker, asks for the re-encryption and fetches the result, while the other lists do
+  // the same (each worker serves one list per hop, so its calls keep their order). Returns, per
+  // receiver, the fully encrypted list of every origin.
   absl::StatusOr<std::vector<std::vector<CarriedPayload>>> ReEncryptAroundRing(
       std::vector<CarriedPayload> carried) {
     const auto& ring = options_.ring;
     const size_t n = ring.size();
     const absl::Duration timeout = options_.id_matching_timeout;
-    std::vector<std::vector<CarriedPayload>> full(n);  // [receiver][origin]
+    // [origin][receiver]; turned into [receiver][origin] at the end.
+    std::vector<std::vector<CarriedPayload>> by_origin(n);
     for (size_t hop = 1; hop < n; ++hop) {
-      std::vector<std::string> workers(n);
-      for (size_t i = 0; i < n; ++i) workers[i] = ring[(i + hop) % n];
-      std::vector<fedanon::v1::VerticalStep> steps(n);
-      for (size_t i = 0; i < n; ++i) {
-        auto* re = steps[i].mutable_id_reencrypt();
+      RETURN_IF_ERROR(ForEachList(n, [&](size_t i) -> absl::Status {
+        const std::string& worker = ring[(i + hop) % n];
+        fedanon::v1::VerticalStep step;
+        auto* re = step.mutable_id_reencrypt();
+        const auto h = std::chrono::steady_clock::now();
         RETURN_IF_ERROR(
             relay_.Hand(carried[i], 0, timeout, re->mutable_list(), re->mutable_list_ref()));
         carried[i] = CarriedPayload();
+        id_clock_.Add(&IdMatchingClock::hand, Since(h));
         re->set_origin(ring[i]);
         if (hop + 1 < n) re->set_next(ring[(i + hop + 1) % n]);
-      }
-      ASSIGN_OR_RETURN(auto replies,
-                       CallAll(workers, 0, [&](size_t i) { return std::move(steps[i]); }));
-      for (size_t i = 0; i < n; ++i) {
-        const auto& ids = replies[i].ids();
+        const auto t = std::chrono::steady_clock::now();
+        ASSIGN_OR_RETURN(VerticalStepResult reply, Call(worker, 0, std::move(step)));
+        id_clock_.Add(&IdMatchingClock::reencrypt, Since(t));
+        const auto f = std::chrono::steady_clock::now();
+        const auto& ids = reply.ids();
         if (hop + 1 < n) {
           ASSIGN_OR_RETURN(carried[i],
-                           relay_.Fetch(workers[i], 0, timeout, ids.list(), ids.list_ref()));
-          continue;
+                           relay_.Fetch(worker, 0, timeout, ids.list(), ids.list_ref()));
+          id_clock_.Add(&IdMatchingClock::fetch, Since(f));
+          return absl::OkStatus();
         }
         const bool chunked = ids.for_parties_refs_size() > 0;
         if (static_cast<size_t>(chunked ? ids.for_parties_refs_size() : ids.for_parties_size()) !=
             n) {
           return absl::InternalError(
-              absl::StrCat("party '", workers[i], "' did not seal the full list for every party"));
+              absl::StrCat("party '", worker, "' did not seal the full list for every party"));
         }
         for (size_t r = 0; r < n; ++r) {
           const int at = static_cast<int>(r);
           ASSIGN_OR_RETURN(
               CarriedPayload list,
-              relay_.Fetch(workers[i], 0, timeout,
+              relay_.Fetch(worker, 0, timeout,
                            chunked ? fedanon::v1::SealedPayload() : ids.for_parties(at),
                            chunked ? ids.for_parties_refs(at) : fedanon::v1::ChunkRef()));
           if (list.receiver() != ring[r]) {
-            return absl::InternalError(absl::StrCat("party '", workers[i],
+            return absl::InternalError(absl::StrCat("party '", worker,
                                                     "' sealed the full list for '", list.receiver(),
                                                     "' in place of '", ring[r], "'"));
           }
-          full[r].push_back(std::move(list));
+          by_origin[i].push_back(std::move(list));
         }
-      }
+        id_clock_.Add(&IdMatchingClock::fetch, Since(f));
+        return absl::OkStatus();
+      }));
+    }
+    std::vector<std::vector<CarriedPayload>> full(n);  // [receiver][origin]
+    for (size_t r = 0; r < n; ++r) {
+      for (size_t i = 0; i < n; ++i) full[r].push_back(std::move(by_origin[i][r]));
     }
     return full;
+  }
+
+  // Runs `fn(0)`, ..., `fn(n - 1)` on a thread each and waits for all; the error of the lowest
+  // index wins.
+  static absl::Status ForEachList(size_t n, const std::function<absl::Status(size_t)>& fn) {
+    std::vector<absl::Status> status(n);
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    for (size_t i = 0; i < n; ++i) threads.emplace_back([&, i] { status[i] = fn(i); });
+    for (auto& t : threads) t.join();
+    for (auto& st : status) RETURN_IF_ERROR(st);
+    return absl::OkStatus();
   }
 
   // Hands `carried` to its receiver as the next element of a step's repeated field: whole, or
@@ -734,6 +802,7 @@ class Driver {
   common::PartyChannel* channel_;
   const VerticalJobOptions& options_;
   PayloadRelay relay_;  // per-record payloads, whole or in chunks
+  IdMatchingClocks id_clock_;
   // Per party: rounds won and declined (with why), misbehaviour, contribution.
   std::map<std::string, fedanon::v1::PartyParticipation> participation_;
   std::string stop_reason_;  // of the last round in which every party declined

@@ -107,24 +107,59 @@ absl::StatusOr<std::vector<std::string>> IdMatcher::ReEncrypt(
                                  last_hop ? crypto::PointEncoding::kCompressed : hop_encoding_);
 }
 
+namespace {
+
+// A 16-byte digest as two big-endian words: the pairs order as the digests' bytes do, and
+// sorting them moves 16-byte values instead of comparing strings through pointers.
+struct Digest128 {
+  uint64_t hi = 0;
+  uint64_t lo = 0;
+  friend bool operator<(const Digest128& a, const Digest128& b) {
+    return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo;
+  }
+  friend bool operator==(const Digest128& a, const Digest128& b) = default;
+};
+
+uint64_t LoadBigEndian64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+absl::StatusOr<Digest128> LoadDigest(std::string_view d) {
+  if (d.size() != kDigestBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an ID digest of ", d.size(), " bytes, not ", kDigestBytes));
+  }
+  return Digest128{LoadBigEndian64(d.data()), LoadBigEndian64(d.data() + 8)};
+}
+
+// The list's digests sorted, each once (a digest repeated within one list counts once).
+absl::StatusOr<std::vector<Digest128>> SortedUniqueDigests(const std::vector<std::string>& list) {
+  std::vector<Digest128> v;
+  v.reserve(list.size());
+  for (const auto& d : list) {
+    ASSIGN_OR_RETURN(v.emplace_back(), LoadDigest(d));
+  }
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+}  // namespace
+
 absl::StatusOr<IdAlignment> IdMatcher::Align(
     size_t own_index, const std::vector<std::vector<std::string>>& full) const {
   if (own_index >= full.size() || full[own_index].size() != ids_.size()) {
     return absl::InvalidArgumentError("our fully encrypted list does not match our ids");
   }
-  // Sorted views instead of hash maps of strings: 16 bytes per digest besides the lists
+  // Sorted 16-byte values instead of hash maps of strings: 16 bytes per digest besides the lists
   // themselves (a hash map of 2M strings took several hundred MB at 1M x 1M ids), and sorting
-  // gives the canonical order directly. A digest repeated within one list counts once.
-  auto sorted_unique = [](const std::vector<std::string>& list) {
-    std::vector<std::string_view> v(list.begin(), list.end());
-    std::sort(v.begin(), v.end());
-    v.erase(std::unique(v.begin(), v.end()), v.end());
-    return v;
-  };
-  std::vector<std::string_view> common = sorted_unique(full[0]);
+  // gives the canonical order directly.
+  ASSIGN_OR_RETURN(std::vector<Digest128> common, SortedUniqueDigests(full[0]));
   for (size_t i = 1; i < full.size(); ++i) {
-    const std::vector<std::string_view> other = sorted_unique(full[i]);
-    std::vector<std::string_view> both;
+    ASSIGN_OR_RETURN(const std::vector<Digest128> other, SortedUniqueDigests(full[i]));
+    std::vector<Digest128> both;
     std::set_intersection(common.begin(), common.end(), other.begin(), other.end(),
                           std::back_inserter(both));
     common = std::move(both);
@@ -132,10 +167,24 @@ absl::StatusOr<IdAlignment> IdMatcher::Align(
   IdAlignment out;
   out.common = common.size();
   out.canonical.resize(ids_.size(), -1);
-  for (size_t j = 0; j < ids_.size(); ++j) {  // item j of our list is record order_[j]
-    const std::string_view d = full[own_index][j];
-    const auto it = std::lower_bound(common.begin(), common.end(), d);
-    if (it != common.end() && *it == d) out.canonical[order_[j]] = it - common.begin();
+  // Our list sorted by digest (with each item's place in our list), then one merge with the
+  // common digests: item j of our list is record order_[j].
+  struct Own {
+    Digest128 digest;
+    size_t item;
+  };
+  std::vector<Own> own;
+  own.reserve(ids_.size());
+  for (size_t j = 0; j < ids_.size(); ++j) {
+    ASSIGN_OR_RETURN(const Digest128 d, LoadDigest(full[own_index][j]));
+    own.push_back({d, j});
+  }
+  std::sort(own.begin(), own.end(), [](const Own& a, const Own& b) { return a.digest < b.digest; });
+  size_t c = 0;
+  for (const Own& o : own) {
+    while (c < common.size() && common[c] < o.digest) ++c;
+    if (c == common.size()) break;
+    if (common[c] == o.digest) out.canonical[order_[o.item]] = static_cast<int64_t>(c);
   }
   return out;
 }

@@ -62,7 +62,8 @@ class IdMatcher {
                                                      bool last_hop = false) const;
   // `full[i]`: party i's list with every party's layer on, as FinalDigests (one per record of
   // party i, in the order of its EncryptOwn). Records whose digest is in every list are common;
-  // their sorted digests give the canonical order.
+  // their sorted digests give the canonical order. InvalidArgument for a digest that is not 16
+  // bytes (FinalDigests' form).
   absl::StatusOr<IdAlignment> Align(size_t own_index,
                                     const std::vector<std::vector<std::string>>& full) const;
 

@@ -1,6 +1,7 @@
 #include "party/party_agent.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -2137,6 +2138,13 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
   }
 }
 
+namespace {
+// Wall seconds since `t`, for the ID-matching steps' timing log lines.
+double WallSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
 absl::Status PartyAgent::VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdEncrypt& step,
                                            uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
@@ -2150,13 +2158,18 @@ absl::Status PartyAgent::VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdE
   // The key and the secret order are durable with this first reply that depends on them, so a
   // restarted party re-encrypts with the same key and answers in the same order.
   if (!job.replaying) job.journal_extra = std::string(job.matcher->DurableSecret().AsStringView());
+  const auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwn());
+  const double crypto_s = WallSince(t0);
+  const auto t1 = std::chrono::steady_clock::now();
   const uint64_t count = points.size();
   std::string serialized = SerializeIdList(points);
   std::vector<std::string>().swap(points);  // one copy of the list at a time
   RETURN_IF_ERROR(SealPayload(slot, step.next(), round, "id-list", serialized,
                               out->mutable_ids()->mutable_list(),
                               out->mutable_ids()->mutable_list_ref()));
+  spdlog::info("job={} IdEncrypt of {} ids: encrypt {:.2f} s, serialize + seal {:.2f} s (wall)",
+               job.job_id, count, crypto_s, WallSince(t1));
   return Audit(slot, round,
                {.kind = kAuditIdList,
                 .form = kAuditSealed,
@@ -2169,19 +2182,31 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
                                              uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
   if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
+  const auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(std::string bytes,
                    OpenPayload(slot, re.list(), re.list_ref(), round, "id-list", nullptr));
   ASSIGN_OR_RETURN(std::vector<std::string> points, ParseIdList(bytes));
+  const double open_s = WallSince(t0);
+  const auto t1 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(std::vector<std::string> again,
                    job.matcher->ReEncrypt(points, /*last_hop=*/re.next().empty()));
   std::vector<std::string>().swap(points);
+  const double crypto_s = WallSince(t1);
+  const auto t2 = std::chrono::steady_clock::now();
+  const auto log_times = [&] {
+    spdlog::info(
+        "job={} IdReEncrypt of {} ids from '{}': open + parse {:.2f} s, re-encrypt {:.2f} s, "
+        "seal {:.2f} s (wall)",
+        job.job_id, again.size(), re.origin(), open_s, crypto_s, WallSince(t2));
+  };
   if (!re.next().empty()) {
     const uint64_t count = again.size();
     std::string serialized = SerializeIdList(again);
-    std::vector<std::string>().swap(again);
     RETURN_IF_ERROR(SealPayload(slot, re.next(), round, "id-list", serialized,
                                 out->mutable_ids()->mutable_list(),
                                 out->mutable_ids()->mutable_list_ref()));
+    log_times();
+    std::vector<std::string>().swap(again);
     return Audit(slot, round,
                  {.kind = kAuditIdList,
                   .form = kAuditSealed,
@@ -2193,7 +2218,6 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
   fedanon::v1::IdList digests;
   digests.set_digests(IdMatcher::FinalDigests(again));
   const uint64_t count = again.size();
-  std::vector<std::string>().swap(again);
   const std::string serialized = digests.SerializeAsString();
   for (const auto& party : job.ring) {
     fedanon::v1::SealedPayload whole;
@@ -2206,6 +2230,8 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
       *out->mutable_ids()->add_for_parties_refs() = std::move(ref);
     }
   }
+  log_times();
+  std::vector<std::string>().swap(again);
   return Audit(slot, round,
                {.kind = kAuditIdList,
                 .form = kAuditSealed,
@@ -2232,6 +2258,7 @@ absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAli
   if (static_cast<size_t>(chunked ? refs.size() : lists.size()) != job.ring.size()) {
     return absl::InvalidArgumentError("ID alignment needs one list per party");
   }
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::vector<std::string>> full(job.ring.size());
   size_t own_index = job.ring.size();
   for (size_t i = 0; i < job.ring.size(); ++i) {
@@ -2250,7 +2277,11 @@ absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAli
   if (own_index == job.ring.size()) {
     return absl::InvalidArgumentError("this party is not in the job's ring");
   }
+  const double open_s = WallSince(t0);
+  const auto t1 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(IdAlignment alignment, job.matcher->Align(own_index, full));
+  spdlog::info("job={} IdAlign: open + parse {:.2f} s, align {:.2f} s (wall)", job.job_id, open_s,
+               WallSince(t1));
   job.matcher.reset();
   if (!job.replaying) {
     // The matched-id result, durable with this reply: common count, then each record's position.

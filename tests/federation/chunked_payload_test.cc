@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -164,6 +165,10 @@ struct Traffic {
   uint64_t largest_request = 0;
   uint64_t largest_reply = 0;
   std::map<std::string, uint32_t> most_chunks;  // purpose -> largest chunk count of a stream
+  // Per party, the ID-matching calls (round 0) in the order they reached it: "IdEncrypt",
+  // "IdReEncrypt", "IdAlign", "get" or "put" (a chunk), each chunk's index in `chunk_index`.
+  std::map<std::string, std::vector<std::string>> id_calls;
+  std::map<std::string, std::vector<uint32_t>> chunk_index;
 };
 
 struct JobRelease {
@@ -172,8 +177,21 @@ struct JobRelease {
 };
 
 void Watch(InProcessFederation& fed, Traffic* traffic) {
-  fed.channel.set_tamper([traffic](const std::string&, fedanon::v1::LeaderMessage* m) {
+  fed.channel.set_tamper([traffic](const std::string& party, fedanon::v1::LeaderMessage* m) {
     absl::MutexLock lock(&traffic->mu);
+    if (m->round() == 0 && (m->has_vertical() || m->has_chunk_get() || m->has_chunk_put())) {
+      std::string what = m->has_chunk_get() ? "get" : m->has_chunk_put() ? "put" : "";
+      if (m->has_vertical()) {
+        if (m->vertical().has_id_encrypt()) what = "IdEncrypt";
+        if (m->vertical().has_id_reencrypt()) what = "IdReEncrypt";
+        if (m->vertical().has_id_align()) what = "IdAlign";
+      }
+      if (!what.empty()) {
+        traffic->id_calls[party].push_back(what);
+        if (m->has_chunk_get()) traffic->chunk_index[party].push_back(m->chunk_get().index());
+        if (m->has_chunk_put()) traffic->chunk_index[party].push_back(m->chunk_put().index());
+      }
+    }
     if (traffic->only_payloads && !m->has_union_step() && !m->has_chunk_get() &&
         !m->has_chunk_put()) {
       return;
@@ -342,6 +360,41 @@ TEST(ChunkedPayloads, AVerticalJobOverManyChunksReleasesWhatTheDefaultAndCentral
             << traffic.largest_reply << " bytes\n";
 }
 
+TEST(ChunkedPayloads, IdMatchingRelaysListsInParallelButEachPartySeesAFixedCallOrder) {
+  // The leader moves the lists on a thread per list (leader/vertical_job.cc, MatchIds), yet a
+  // restarted leader replays "the n-th call to party p" (RecordingChannel): so each party must
+  // get its ID-matching calls in one fixed order — its own list's encryption and chunks out, the
+  // other list's chunks in and its re-encryption, the full lists' chunks out and in, the
+  // alignment — with the chunks of each stream in index order.
+  const Generated g =
+      Generate("chunk_id_order", 3000, 2, common::DatagenOptions::Partition::kVertical);
+  Traffic traffic;
+  const JobRelease small = RunGenerated(g, "chunk_id_order_small", kSmallLimit, &traffic);
+  const JobRelease whole = RunGenerated(g, "chunk_id_order_default", 0, nullptr);
+  ExpectSameRelease(small, whole, "small limit vs default limit");
+  absl::MutexLock lock(&traffic.mu);
+  ASSERT_EQ(traffic.id_calls.size(), 2u);
+  const std::vector<std::string> expected = {"IdEncrypt", "get", "put",    "IdReEncrypt",
+                                             "get",       "put", "IdAlign"};
+  for (const auto& [party, calls] : traffic.id_calls) {
+    std::vector<std::string> runs;  // consecutive repeats collapsed
+    for (const auto& c : calls) {
+      if (runs.empty() || runs.back() != c) runs.push_back(c);
+    }
+    EXPECT_EQ(runs, expected) << party;
+    // Within each run of chunks, one stream after another, each from index 0 up.
+    const auto& index = traffic.chunk_index[party];
+    ASSERT_FALSE(index.empty()) << party;
+    EXPECT_EQ(index.front(), 0u) << party;
+    for (size_t i = 1; i < index.size(); ++i) {
+      EXPECT_TRUE(index[i] == index[i - 1] + 1 || index[i] == 0)
+          << party << ": chunk " << index[i] << " after " << index[i - 1];
+    }
+    // The ID list (3000 ids, 65 bytes each) spans many 2 KiB chunks.
+    EXPECT_GE(std::count(calls.begin(), calls.end(), "get"), 50) << party;
+  }
+}
+
 TEST(ChunkedPayloads,
      AHorizontalSecureUnionOverManyChunksReleasesWhatTheDefaultAndCentralizedRelease) {
   // The union runs when the recipient is a party (the leader as recipient takes released counts
@@ -431,7 +484,8 @@ TEST(ChunkedPayloads, AChunkAheadOfItsTurnIsRefused) {
 
 TEST(ChunkedPayloads, AChunkReplayedAtAnotherPositionDoesNotOpen) {
   // The leader puts chunk 0's sealed bytes again in place of chunk 1: the checks on arrival pass
-  // (same size, same stream), but the box binds its index, so it does not open as chunk 1.
+  // (same size, same stream), but the box binds its index, so it does not open as chunk 1. Only
+  // hospital-b's chunks: the lists travel to their receivers in parallel.
   absl::Mutex mu;
   std::map<std::string, fedanon::v1::SealedPayload> first;  // stream -> chunk 0
   bool done = false;
@@ -440,7 +494,7 @@ TEST(ChunkedPayloads, AChunkReplayedAtAnotherPositionDoesNotOpen) {
     absl::MutexLock lock(&mu);
     if (done || !m->has_chunk_put()) return;
     const auto& put = m->chunk_put();
-    if (put.ref().chunks() < 3) return;
+    if (put.ref().chunks() < 3 || put.ref().receiver() != "hospital-b") return;
     if (put.index() == 0) first[put.ref().stream()] = put.chunk();
     if (put.index() == 1 && first.count(put.ref().stream())) {
       *m->mutable_chunk_put()->mutable_chunk() = first[put.ref().stream()];

@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "crypto/shuffle.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::party {
@@ -211,6 +214,54 @@ TEST(IdMatchingTest, ARestoredMatcherSendsTheSameListAndReEncryptsAlike) {
   // A secret of another form is refused.
   EXPECT_FALSE(IdMatcher::Restore(ids, std::string(63, 'x')).ok());
   EXPECT_FALSE(IdMatcher::Restore(ids, std::string(64, '\0')).ok());  // key 0 is no scalar
+}
+
+TEST(IdMatchingTest, AlignEqualsASortedStringReferenceOnRandomDigests) {
+  // Align compares digests as pairs of big-endian words and merges our sorted list with the
+  // common digests; the reference sorts the digests as strings and looks each item up. Random
+  // 16-byte digests (every byte value, so the order of bytes >= 0x80 matters) over three lists
+  // drawn with replacement from one pool: partial overlap and repeats within a list.
+  std::mt19937_64 rng(20261126);
+  std::vector<std::string> pool(8000);
+  for (auto& d : pool) {
+    d.resize(16);
+    for (auto& c : d) c = static_cast<char>(rng() & 0xff);
+  }
+  const size_t n = 5000;
+  std::vector<std::vector<std::string>> full(3);
+  for (auto& list : full) {
+    for (size_t j = 0; j < n; ++j) list.push_back(pool[rng() % pool.size()]);
+  }
+  std::vector<std::string> ids;
+  for (size_t j = 0; j < n; ++j) ids.push_back("id-" + std::to_string(j));
+  ASSERT_OK_AND_ASSIGN(auto matcher, IdMatcher::Create(ids));
+  // Item j of our list is record order[j] (the seed is the second half of the durable secret).
+  const std::string secret(matcher->DurableSecret().AsStringView());
+  ASSERT_OK_AND_ASSIGN(const std::vector<size_t> order,
+                       crypto::SeededPermutation(secret.substr(32), n));
+  ASSERT_OK_AND_ASSIGN(const IdAlignment got, matcher->Align(1, full));
+
+  std::set<std::string> common(full[0].begin(), full[0].end());
+  for (size_t i = 1; i < full.size(); ++i) {
+    const std::set<std::string> other(full[i].begin(), full[i].end());
+    std::set<std::string> both;
+    std::set_intersection(common.begin(), common.end(), other.begin(), other.end(),
+                          std::inserter(both, both.end()));
+    common = std::move(both);
+  }
+  const std::vector<std::string> sorted(common.begin(), common.end());
+  std::vector<int64_t> expected(n, -1);
+  for (size_t j = 0; j < n; ++j) {
+    const auto it = std::lower_bound(sorted.begin(), sorted.end(), full[1][j]);
+    if (it != sorted.end() && *it == full[1][j]) expected[order[j]] = it - sorted.begin();
+  }
+  EXPECT_GT(sorted.size(), 300u);  // the pool gives about 800 common digests
+  EXPECT_EQ(got.common, sorted.size());
+  EXPECT_EQ(got.canonical, expected);
+
+  // A digest that is not 16 bytes is refused.
+  full[2][7] = full[2][7].substr(0, 15);
+  EXPECT_FALSE(matcher->Align(1, full).ok());
 }
 
 TEST(IdMatchingTest, RepeatedOrEmptyIdsAreRefused) {
