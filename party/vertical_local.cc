@@ -98,6 +98,7 @@ absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> VerticalLocalReplica::Crea
   for (uint32_t i = 0; i < n; ++i) r->records_[0][i] = i;
   r->live_ = {0};
   r->group_of_.assign(n, 0);
+  r->order_id_ = {0};
   return r;
 }
 
@@ -400,7 +401,16 @@ absl::Status VerticalLocalReplica::ApplyWave(
                                  ", is missing (withheld from this party)"));
     }
   }
-  // Apply in group order; children numbered in that order (every replica alike).
+  // Apply in group order; children numbered in that order (every replica alike). The report's
+  // steps come in the centralized order instead: best score first, ties to the group the
+  // centralized recoder created first (its id, tracked in order_id_).
+  struct WaveStep {
+    double score;
+    uint32_t parent_order;
+    std::vector<int32_t> children;  // public ids of the non-empty children, in child order
+    fedanon::v1::SpecializationStep step;
+  };
+  std::vector<WaveStep> wave_steps;
   std::vector<int32_t> next_live;
   for (int32_t g : live_) {
     auto found = splits.find(g);
@@ -415,7 +425,6 @@ absl::Status VerticalLocalReplica::ApplyWave(
     std::vector<uint64_t> sizes(children, 0);
     for (uint32_t c : split.child_of_record()) ++sizes[c];
     fedanon::v1::SpecializationStep step;
-    step.set_round(static_cast<uint32_t>(steps_.size() + 1));
     step.set_attribute(data_->qids[a].name);
     const LocalValue parent = keys_[g][a];
     const common::QidColumn& col = data_->qids[a];
@@ -443,7 +452,23 @@ absl::Status VerticalLocalReplica::ApplyWave(
       records_[child].push_back(members[i]);
       group_of_[members[i]] = child;
     }
-    steps_.push_back(std::move(step));
+    std::vector<int32_t> kids;
+    for (int32_t c : id) {
+      if (c >= 0) kids.push_back(c);
+    }
+    wave_steps.push_back(
+        {split.proposal().score(), order_id_[g], std::move(kids), std::move(step)});
+  }
+  std::stable_sort(wave_steps.begin(), wave_steps.end(), [](const WaveStep& x, const WaveStep& y) {
+    return x.score > y.score || (x.score == y.score && x.parent_order < y.parent_order);
+  });
+  for (WaveStep& w : wave_steps) {
+    for (int32_t c : w.children) {
+      if (order_id_.size() <= static_cast<size_t>(c)) order_id_.resize(c + 1, 0);
+      order_id_[c] = next_order_id_++;
+    }
+    w.step.set_round(static_cast<uint32_t>(steps_.size() + 1));
+    steps_.push_back(std::move(w.step));
   }
   std::sort(next_live.begin(), next_live.end());
   live_ = std::move(next_live);

@@ -108,7 +108,9 @@ class VerticalLocalReplica {
   uint64_t checked_wave_ = 0;
   std::map<uint32_t, std::pair<std::string, fedanon::v1::LocalGroupProposal>> winners_;
   bool closed_ = false;
-  std::vector<fedanon::v1::SpecializationStep> steps_;
+  std::vector<fedanon::v1::SpecializationStep> steps_;  // centralized order (wave, score, group)
+  std::vector<uint32_t> order_id_;  // [group] the id the centralized LocalRecoder gives it
+  uint32_t next_order_id_ = 1;
   uint64_t waves_ = 0;
 };
 
