@@ -305,14 +305,31 @@ class Driver {
             continue;
           }
           const auto& q = it->second.second;
-          const bool beats = p.score() > q.score() ||
-                             (p.score() == q.score() &&
-                              (p.attribute() < q.attribute() ||
-                               (p.attribute() == q.attribute() && p.candidate() < q.candidate())));
-          if (beats) it->second = {i, p};
+          const common::CandidateRank rp{p.score(), static_cast<int>(p.attribute()), 0,
+                                         p.candidate()};
+          const common::CandidateRank rq{q.score(), static_cast<int>(q.attribute()), 0,
+                                         q.candidate()};
+          if (common::RanksAbove(rp, rq)) it->second = {i, p};
         }
       }
-      if (best.empty()) break;
+      // Every party's signed proposals, relayed unchanged: each party recomputes the winners.
+      google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalProposals> signed_all;
+      for (size_t i = 0; i < n; ++i) {
+        auto* s = signed_all.Add();
+        s->set_party(ring[i]);
+        *s->mutable_proposals() = std::move(*proposals[i].mutable_local_proposals());
+      }
+      if (best.empty()) {
+        // The closing wave: the parties compare their final state digests (and that no one
+        // proposed) before any release.
+        RETURN_IF_ERROR(CallAll(ring, wave, [&](size_t) {
+                          fedanon::v1::VerticalStep step;
+                          step.mutable_local_commit()->set_closing(true);
+                          *step.mutable_local_commit()->mutable_proposals() = signed_all;
+                          return step;
+                        }).status());
+        break;
+      }
       std::vector<std::string> owners;
       std::map<std::string, fedanon::v1::LocalWinners> won;
       for (const auto& [group, w] : best) {
@@ -323,6 +340,7 @@ class Driver {
       ASSIGN_OR_RETURN(auto sealed, CallAll(owners, wave, [&](size_t i) {
                          fedanon::v1::VerticalStep step;
                          *step.mutable_local_winners() = std::move(won[owners[i]]);
+                         *step.mutable_local_winners()->mutable_proposals() = signed_all;
                          return step;
                        }));
       // Every owner's instruction, for every other party.
@@ -343,6 +361,7 @@ class Driver {
       std::vector<fedanon::v1::VerticalStep> commits(n);
       for (size_t i = 0; i < n; ++i) {
         auto* commit = commits[i].mutable_local_commit();
+        *commit->mutable_proposals() = signed_all;
         for (const auto& payload : inbox[ring[i]]) {
           RETURN_IF_ERROR(HandInto(payload, wave, options_.timeout, commit->mutable_instructions(),
                                    commit->mutable_instruction_refs()));

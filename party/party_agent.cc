@@ -2634,7 +2634,14 @@ absl::StatusOr<VerticalLocalReplica*> LocalReplicaOf(VerticalParty& vp) {
 absl::Status PartyAgent::VerticalLocalPropose(JobSlot& slot, uint64_t round,
                                               fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
-  *out->mutable_local_proposals() = local->Propose(round);
+  auto* proposals = out->mutable_local_proposals();
+  *proposals = local->Propose(round);
+  // Signed, so every party can recompute the winners the leader announces from them.
+  ASSIGN_OR_RETURN(
+      *proposals->mutable_signature(),
+      crypto::SignWithSealKey(
+          options_.seal_key_pem,
+          LocalProposalsStatement(slot.job->job_id, slot.job->run_id, round, *proposals)));
   return Audit(slot, round,
                {.kind = kAuditProposal,
                 .form = kAuditPlaintext,
@@ -2644,10 +2651,55 @@ absl::Status PartyAgent::VerticalLocalPropose(JobSlot& slot, uint64_t round,
                 .texts = {{"recoding", "local"}}});
 }
 
+absl::Status PartyAgent::CheckSignedLocalProposals(
+    JobSlot& slot,
+    const google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalProposals>& relayed,
+    uint64_t round) const {
+  ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  const JobState& job = *slot.job;
+  std::vector<std::pair<std::string, fedanon::v1::LocalProposals>> all;
+  std::set<std::string> heard;
+  for (const auto& s : relayed) {
+    auto key = job.seal_keys.find(s.party());
+    if (key == job.seal_keys.end() ||
+        std::find(job.ring.begin(), job.ring.end(), s.party()) == job.ring.end()) {
+      return absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave,
+                                                      ": forged local proposals: '", s.party(),
+                                                      "' is not a data party of the job"));
+    }
+    if (!heard.insert(s.party()).second) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          kRefusedLocalWave, ": forged local proposals: two proposal lists of '", s.party(), "'"));
+    }
+    const absl::Status st = crypto::VerifyWithSealKey(
+        *key->second, LocalProposalsStatement(job.job_id, job.run_id, round, s.proposals()),
+        s.proposals().signature());
+    if (!st.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(kRefusedLocalWave, ": forged local proposals: the proposals of '", s.party(),
+                       "' as relayed by the leader do not carry its signature for wave ", round,
+                       " (altered, or replayed from another wave) (", st.message(), ")"));
+    }
+    all.emplace_back(s.party(), s.proposals());
+  }
+  if (heard.size() != job.ring.size()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(kRefusedLocalWave,
+                     ": the leader did not relay every party's signed "
+                     "proposals of wave ",
+                     round));
+  }
+  return local->CheckProposals(round, all);
+}
+
 absl::Status PartyAgent::VerticalLocalWinners(JobSlot& slot, const fedanon::v1::LocalWinners& won,
                                               uint64_t round,
                                               fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  if (absl::Status st = CheckSignedLocalProposals(slot, won.proposals(), round); !st.ok()) {
+    spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(st.message()));
+    return st;
+  }
   ASSIGN_OR_RETURN(const fedanon::v1::LocalInstruction instruction,
                    local->MakeInstruction(round, won));
   const std::string bytes = instruction.SerializeAsString();
@@ -2668,6 +2720,29 @@ absl::Status PartyAgent::VerticalLocalWinners(JobSlot& slot, const fedanon::v1::
 absl::Status PartyAgent::VerticalLocalCommit(JobSlot& slot, const fedanon::v1::LocalCommit& commit,
                                              uint64_t round, fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  // Before opening anything: every party's signed proposals (digests, recomputed winners).
+  absl::Status checked = CheckSignedLocalProposals(slot, commit.proposals(), round);
+  if (checked.ok() && commit.closing()) {
+    if (!commit.instructions().empty() || !commit.instruction_refs().empty()) {
+      checked = absl::PermissionDeniedError(
+          absl::StrCat(kRefusedLocalWave, ": the closing wave carries instructions"));
+    } else {
+      checked = local->CloseWaves(round);
+    }
+  }
+  if (!checked.ok()) {
+    spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(checked.message()));
+    return checked;
+  }
+  if (commit.closing()) {
+    out->set_committed(true);
+    return Audit(slot, round,
+                 {.kind = kAuditCommit,
+                  .form = kAuditPlaintext,
+                  .to = {slot.job->leader},
+                  .numbers = {{"instructions", 0}, {"live_groups", local->live_groups()}},
+                  .texts = {{"recoding", "local"}, {"wave", "closing"}}});
+  }
   std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>> from_others;
   auto open = [&](const fedanon::v1::SealedPayload& whole,
                   const fedanon::v1::ChunkRef& ref) -> absl::Status {

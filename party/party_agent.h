@@ -263,6 +263,14 @@ class PartyAgent {
   // splits of the groups it won, and the wave's commit.
   absl::Status VerticalLocalPropose(JobSlot& slot, uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // The wave's signed proposals as the leader relays them: one per data party of the ring, each
+  // with a valid signature for this wave (else PermissionDenied, "forged local proposals"); then
+  // the replica's own checks (state digests, recomputed winners: VerticalLocalReplica::
+  // CheckProposals).
+  absl::Status CheckSignedLocalProposals(
+      JobSlot& slot,
+      const google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalProposals>& relayed,
+      uint64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerticalLocalWinners(JobSlot& slot, const fedanon::v1::LocalWinners& won,
                                     uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);

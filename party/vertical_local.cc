@@ -8,6 +8,7 @@
 #include "common/engine/hierarchy.h"
 #include "common/engine/numeric_split.h"
 #include "common/engine/tds_engine.h"
+#include "crypto/hash.h"
 
 namespace fedanon::party {
 
@@ -22,6 +23,20 @@ absl::Status Refuse(const std::string& why) {
 
 LocalValue FromMessage(const fedanon::v1::LocalValueMessage& m) {
   return {m.node(), m.lo(), m.hi()};
+}
+
+bool SameProposal(const fedanon::v1::LocalGroupProposal& a,
+                  const fedanon::v1::LocalGroupProposal& b) {
+  return a.group() == b.group() && a.attribute() == b.attribute() &&
+         a.candidate() == b.candidate() && a.score() == b.score();
+}
+
+common::CandidateRank RankOf(const fedanon::v1::LocalGroupProposal& p) {
+  return {p.score(), static_cast<int>(p.attribute()), 0, p.candidate()};
+}
+
+void PutWord(uint64_t v, std::string* out) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
 }  // namespace
@@ -83,13 +98,17 @@ absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> VerticalLocalReplica::Crea
   for (uint32_t i = 0; i < n; ++i) r->records_[0][i] = i;
   r->live_ = {0};
   r->group_of_.assign(n, 0);
+  r->order_id_ = {0};
   return r;
 }
 
 fedanon::v1::LocalProposals VerticalLocalReplica::Propose(uint64_t wave) {
   fedanon::v1::LocalProposals out;
   out.set_live_groups(live_.size());
+  out.set_state_digest(StateDigest());
   proposed_wave_ = wave;
+  checked_wave_ = 0;
+  winners_.clear();
   proposed_.assign(live_.size(), std::nullopt);
   for (size_t i = 0; i < live_.size(); ++i) {
     const int32_t g = live_[i];
@@ -102,7 +121,99 @@ fedanon::v1::LocalProposals VerticalLocalReplica::Propose(uint64_t wave) {
     p->set_candidate(proposed_[i]->c);
     p->set_score(proposed_[i]->score);
   }
+  proposed_msg_ = out;
   return out;
+}
+
+std::string VerticalLocalReplica::StateDigest() const {
+  std::string bytes;
+  const size_t key_words = keys_.empty() ? 0 : keys_[0].size() * 3;
+  bytes.reserve(64 + live_.size() * 8 * (2 + key_words) + group_of_.size() * 4);
+  bytes.append("fedanon vertical local state v1");
+  PutWord(waves_, &bytes);
+  PutWord(live_.size(), &bytes);
+  for (int32_t g : live_) {
+    PutWord(static_cast<uint64_t>(g), &bytes);
+    PutWord(records_[g].size(), &bytes);
+    for (const LocalValue& v : keys_[g]) {
+      PutWord(static_cast<uint64_t>(static_cast<int64_t>(v.node)), &bytes);
+      PutWord(static_cast<uint64_t>(static_cast<int64_t>(v.lo)), &bytes);
+      PutWord(static_cast<uint64_t>(static_cast<int64_t>(v.hi)), &bytes);
+    }
+  }
+  PutWord(group_of_.size(), &bytes);
+  for (int32_t g : group_of_) {
+    const uint32_t u = static_cast<uint32_t>(g);
+    for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+  }
+  return crypto::Sha256(bytes);
+}
+
+absl::Status VerticalLocalReplica::CheckProposals(
+    uint64_t wave,
+    const std::vector<std::pair<std::string, fedanon::v1::LocalProposals>>& proposals) {
+  if (wave != proposed_wave_ || proposed_.size() != live_.size()) {
+    return Refuse(absl::StrCat("the proposals of wave ", wave, ", but this party proposed in wave ",
+                               proposed_wave_));
+  }
+  checked_wave_ = 0;
+  winners_.clear();
+  const std::string own_digest = proposed_msg_.state_digest();
+  bool heard_self = false;
+  std::map<uint32_t, std::pair<std::string, fedanon::v1::LocalGroupProposal>> best;
+  for (const auto& [party, list] : proposals) {
+    if (list.state_digest() != own_digest || list.live_groups() != live_.size()) {
+      return Refuse(absl::StrCat("the replicas diverged: the public state of '", party,
+                                 "' before wave ", wave, " (", list.live_groups(),
+                                 " live groups) differs from this party's (", live_.size(),
+                                 " live groups)"));
+    }
+    if (party == self_) {
+      fedanon::v1::LocalProposals mine = list;
+      mine.clear_signature();
+      if (mine.SerializeAsString() != proposed_msg_.SerializeAsString()) {
+        return Refuse(absl::StrCat("the relayed proposals of this party for wave ", wave,
+                                   " are not the ones it made"));
+      }
+      heard_self = true;
+    }
+    int64_t last = -1;
+    for (const auto& p : list.proposals()) {
+      const int32_t g = static_cast<int32_t>(p.group());
+      if (!std::binary_search(live_.begin(), live_.end(), g) || g <= last) {
+        return Refuse(absl::StrCat("'", party, "' proposes for group ", p.group(),
+                                   ", which is not a live group (or is named twice)"));
+      }
+      last = g;
+      const size_t a = p.attribute();
+      if (a >= owner_of_.size() || owner_of_[a] != party) {
+        return Refuse(absl::StrCat("'", party, "' proposes a split of group ", g, " on attribute ",
+                                   a, ", which it does not hold"));
+      }
+      auto [it, fresh] = best.try_emplace(p.group(), party, p);
+      if (!fresh && common::RanksAbove(RankOf(p), RankOf(it->second.second))) {
+        it->second = {party, p};
+      }
+    }
+  }
+  if (!heard_self) {
+    return Refuse(absl::StrCat("the proposals of wave ", wave, " lack this party's own"));
+  }
+  winners_ = std::move(best);
+  checked_wave_ = wave;
+  return absl::OkStatus();
+}
+
+absl::Status VerticalLocalReplica::CloseWaves(uint64_t wave) {
+  if (checked_wave_ != wave || wave == 0) {
+    return Refuse(absl::StrCat("the closing wave ", wave, " comes without checked proposals"));
+  }
+  if (!winners_.empty()) {
+    return Refuse(absl::StrCat("the leader closes the waves at wave ", wave, ", but ",
+                               winners_.size(), " groups have a valid signed proposal"));
+  }
+  closed_ = true;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<fedanon::v1::LocalInstruction> VerticalLocalReplica::MakeInstruction(
@@ -110,6 +221,29 @@ absl::StatusOr<fedanon::v1::LocalInstruction> VerticalLocalReplica::MakeInstruct
   if (wave != proposed_wave_) {
     return Refuse(absl::StrCat("winners of wave ", wave, ", but this party proposed in wave ",
                                proposed_wave_));
+  }
+  if (checked_wave_ != wave) {
+    return Refuse(absl::StrCat("winners of wave ", wave,
+                               " without every party's signed proposals of the wave"));
+  }
+  // The leader's announcement must be exactly the groups this party's proposal wins.
+  std::vector<const fedanon::v1::LocalGroupProposal*> should_win;
+  for (const auto& [group, w] : winners_) {
+    if (w.first == self_) should_win.push_back(&w.second);
+  }
+  for (size_t i = 0; i < should_win.size() || i < static_cast<size_t>(won.won_size()); ++i) {
+    if (i >= should_win.size() || i >= static_cast<size_t>(won.won_size()) ||
+        !SameProposal(*should_win[i], won.won(static_cast<int>(i)))) {
+      const uint32_t g =
+          i < should_win.size() ? should_win[i]->group() : won.won(static_cast<int>(i)).group();
+      const auto found = winners_.find(g);
+      return Refuse(absl::StrCat(
+          "the leader's winners differ from the best signed proposals: group ", g,
+          found == winners_.end() ? " has no signed proposal"
+                                  : absl::StrCat(" is won by '", found->second.first,
+                                                 "' (attribute ", found->second.second.attribute(),
+                                                 ", score ", found->second.second.score(), ")")));
+    }
   }
   fedanon::v1::LocalInstruction out;
   out.set_wave(wave);
@@ -242,7 +376,41 @@ absl::Status VerticalLocalReplica::ApplyWave(
       splits[g] = {sender, &split};
     }
   }
-  // Apply in group order; children numbered in that order (every replica alike).
+  // Exactly the recomputed winners: a won group's split from its winner, with its signed
+  // proposal; nothing else.
+  if (checked_wave_ != wave) {
+    return Refuse(absl::StrCat("the commit of wave ", wave,
+                               " comes without every party's signed proposals of the wave"));
+  }
+  for (const auto& [g, split] : splits) {
+    const auto w = winners_.find(static_cast<uint32_t>(g));
+    if (w == winners_.end()) {
+      return Refuse(absl::StrCat("'", split.first, "' instructs a split of group ", g,
+                                 ", which no signed proposal of the wave wins"));
+    }
+    if (w->second.first != split.first ||
+        !SameProposal(w->second.second, split.second->proposal())) {
+      return Refuse(absl::StrCat("'", split.first, "' instructs a split of group ", g,
+                                 ", which the signed proposal of '", w->second.first, "' wins"));
+    }
+  }
+  for (const auto& [g, w] : winners_) {
+    if (!splits.count(static_cast<int32_t>(g))) {
+      return Refuse(absl::StrCat("the instruction of '", w.first, "' for group ", g,
+                                 ", which it won in wave ", wave,
+                                 ", is missing (withheld from this party)"));
+    }
+  }
+  // Apply in group order; children numbered in that order (every replica alike). The report's
+  // steps come in the centralized order instead: best score first, ties to the group the
+  // centralized recoder created first (its id, tracked in order_id_).
+  struct WaveStep {
+    double score;
+    uint32_t parent_order;
+    std::vector<int32_t> children;  // public ids of the non-empty children, in child order
+    fedanon::v1::SpecializationStep step;
+  };
+  std::vector<WaveStep> wave_steps;
   std::vector<int32_t> next_live;
   for (int32_t g : live_) {
     auto found = splits.find(g);
@@ -257,7 +425,6 @@ absl::Status VerticalLocalReplica::ApplyWave(
     std::vector<uint64_t> sizes(children, 0);
     for (uint32_t c : split.child_of_record()) ++sizes[c];
     fedanon::v1::SpecializationStep step;
-    step.set_round(static_cast<uint32_t>(steps_.size() + 1));
     step.set_attribute(data_->qids[a].name);
     const LocalValue parent = keys_[g][a];
     const common::QidColumn& col = data_->qids[a];
@@ -285,17 +452,40 @@ absl::Status VerticalLocalReplica::ApplyWave(
       records_[child].push_back(members[i]);
       group_of_[members[i]] = child;
     }
-    steps_.push_back(std::move(step));
+    std::vector<int32_t> kids;
+    for (int32_t c : id) {
+      if (c >= 0) kids.push_back(c);
+    }
+    wave_steps.push_back(
+        {split.proposal().score(), order_id_[g], std::move(kids), std::move(step)});
+  }
+  std::stable_sort(wave_steps.begin(), wave_steps.end(), [](const WaveStep& x, const WaveStep& y) {
+    return x.score > y.score || (x.score == y.score && x.parent_order < y.parent_order);
+  });
+  for (WaveStep& w : wave_steps) {
+    for (int32_t c : w.children) {
+      if (order_id_.size() <= static_cast<size_t>(c)) order_id_.resize(c + 1, 0);
+      order_id_[c] = next_order_id_++;
+    }
+    w.step.set_round(static_cast<uint32_t>(steps_.size() + 1));
+    steps_.push_back(std::move(w.step));
   }
   std::sort(next_live.begin(), next_live.end());
   live_ = std::move(next_live);
   proposed_.clear();
   own_instruction_.reset();
+  checked_wave_ = 0;
+  winners_.clear();
   ++waves_;
   return absl::OkStatus();
 }
 
 absl::Status VerticalLocalReplica::CheckRelease() const {
+  if (!closed_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        kRefusedLocalWave,
+        ": refused to release: the replicas' final states were not compared (no closing wave)"));
+  }
   // Coded apart from the group bookkeeping: count the records per distinct released key, each
   // record's key read through its group (the public partition every replica shares).
   std::map<std::vector<std::tuple<int32_t, int32_t, int32_t>>, uint64_t> classes;

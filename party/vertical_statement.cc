@@ -46,6 +46,21 @@ std::string ProposalStatement(std::string_view job_id, std::string_view run_id, 
   return out;
 }
 
+std::string LocalProposalsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
+                                    const fedanon::v1::LocalProposals& proposals) {
+  std::string out = Header(job_id, run_id, wave, "local-proposals");
+  PutU64(proposals.live_groups(), &out);
+  PutBytes(proposals.state_digest(), &out);
+  PutU64(static_cast<uint64_t>(proposals.proposals_size()), &out);
+  for (const auto& p : proposals.proposals()) {
+    PutU64(p.group(), &out);
+    PutU64(p.attribute(), &out);
+    PutU64(static_cast<uint64_t>(static_cast<int64_t>(p.candidate())), &out);
+    PutU64(absl::bit_cast<uint64_t>(p.score()), &out);
+  }
+  return out;
+}
+
 std::string VerdictStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
                              const fedanon::v1::VerticalCandidate& candidate, bool accept) {
   std::string out = Header(job_id, run_id, round, "verdict");

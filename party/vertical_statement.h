@@ -1,7 +1,8 @@
 // The exact bytes a party signs for the statements it makes to the other parties through the
 // leader in a vertical job — its proposal of a round (participate or Not-participate, with the
 // candidate and score) and, as a judge, its verdict on the winner — so that the leader can read
-// them but cannot forge or alter them (docs/crypto.md "Signed vertical statements"). Each field is
+// them but cannot forge or alter them; in a local-recoding job, its per-group proposals of a wave
+// with its replica's state digest (docs/crypto.md "Signed vertical statements"). Each field is
 // length-prefixed and the whole is bound to the job, the run and the round, so a statement cannot
 // be replayed into another job, run or round or passed off as the other kind.
 #pragma once
@@ -17,6 +18,12 @@ namespace fedanon::party {
 // Fields 1-4 of `proposal` (its signature is not part of it).
 std::string ProposalStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
                               const fedanon::v1::VerticalProposal& proposal);
+
+// Fields 1, 2 and 80 of a vertical local-recoding wave's `proposals` (its signature is not part of
+// it): every group proposal, the live-group count and the replica's state digest, bound to the
+// wave.
+std::string LocalProposalsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
+                                    const fedanon::v1::LocalProposals& proposals);
 
 // The candidate's attribute, node and candidate index (what identifies it) and the verdict.
 std::string VerdictStatement(std::string_view job_id, std::string_view run_id, uint64_t round,

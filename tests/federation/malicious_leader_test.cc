@@ -1254,7 +1254,8 @@ TEST(MaliciousLeader, VerticalLocalWinnerOfAnotherGroupIsRefusedByItsOwner) {
         }
       });
   ExpectNothingReleased(altered);
-  EXPECT_NE(altered.info.failure_reason().find("is not this party's proposal of the wave"),
+  EXPECT_NE(altered.info.failure_reason().find(
+                "the leader's winners differ from the best signed proposals"),
             std::string::npos)
       << altered.info.failure_reason();
 
@@ -1274,6 +1275,101 @@ TEST(MaliciousLeader, VerticalLocalWinnerOfAnotherGroupIsRefusedByItsOwner) {
   EXPECT_TRUE(why.find("refused to apply a local-recoding wave") != std::string::npos ||
               why.find("no chunk of it was received") != std::string::npos)
       << why;
+}
+
+// Issue 31, signed local proposals: every party signs its wave's per-group proposals with its
+// replica's state digest; the leader relays them all with the winners and the commit, and every
+// party recomputes the winners and checks the instructions before applying anything.
+struct LocalAttackCase {
+  std::string name;
+  std::string expected;  // in the failure reason
+  TamperingChannel::Tamper tamper;
+};
+
+TEST(MaliciousLeader, VerticalLocalDeviationsAreRefusedByName) {
+  const std::map<std::string, std::string> tax = {{"q0.csv", "r0;ANY\nr1;ANY\n"},
+                                                  {"q1.csv", "w0;ANY\nw1;ANY\n"}};
+  // Each cheat counts how often it changed a message: a cheat that never fired proves nothing.
+  auto fired = std::make_shared<std::atomic<int>>(0);
+  auto replayed = std::make_shared<std::map<std::string, fedanon::v1::SignedLocalProposals>>();
+  auto first_round = std::make_shared<uint32_t>(0);
+  const std::vector<LocalAttackCase> cases = {
+      // The leader withholds the owner's instruction from the other party (hospital-a wins the
+      // root on q0; hospital-b would apply nothing and the replicas would diverge).
+      {"vlocal_withhold", "is missing (withheld from this party)",
+       [fired](const std::string& party, LeaderMessage* msg) {
+         if (party != "hospital-b" || !msg->has_vertical() || !msg->vertical().has_local_commit()) {
+           return;
+         }
+         auto* c = msg->mutable_vertical()->mutable_local_commit();
+         if (c->instructions_size() + c->instruction_refs_size() == 0) return;
+         c->clear_instructions();
+         c->clear_instruction_refs();
+         ++*fired;
+       }},
+      // The leader announces another (lower-scoring) party's proposal as a group's winner: it
+      // drops the group from its real winner's list.
+      {"vlocal_lower", "is won by 'hospital-",
+       [fired](const std::string& party, LeaderMessage* msg) {
+         if (!msg->has_vertical() || !msg->vertical().has_local_winners()) return;
+         auto* w = msg->mutable_vertical()->mutable_local_winners();
+         std::set<uint32_t> contested;
+         for (const auto& s : w->proposals()) {
+           if (s.party() == party) continue;
+           for (const auto& p : s.proposals().proposals()) contested.insert(p.group());
+         }
+         for (int i = 0; i < w->won_size(); ++i) {
+           if (!contested.count(w->won(i).group())) continue;
+           w->mutable_won()->DeleteSubrange(i, 1);
+           ++*fired;
+           return;
+         }
+       }},
+      // The leader raises the score of a relayed proposal.
+      {"vlocal_score", "do not carry its signature for wave",
+       [fired](const std::string&, LeaderMessage* msg) {
+         if (!msg->has_vertical() || !msg->vertical().has_local_commit()) return;
+         for (auto& s : *msg->mutable_vertical()->mutable_local_commit()->mutable_proposals()) {
+           if (s.proposals().proposals_size() == 0) continue;
+           auto* p = s.mutable_proposals()->mutable_proposals(0);
+           p->set_score(p->score() + 1);
+           ++*fired;
+           return;
+         }
+       }},
+      // The leader replays hospital-b's signed proposals of the first wave in a later wave.
+      {"vlocal_replay", "(altered, or replayed from another wave)",
+       [fired, replayed, first_round](const std::string&, LeaderMessage* msg) {
+         if (!msg->has_vertical()) return;
+         auto* v = msg->mutable_vertical();
+         google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalProposals>* list = nullptr;
+         if (v->has_local_winners()) list = v->mutable_local_winners()->mutable_proposals();
+         if (v->has_local_commit()) list = v->mutable_local_commit()->mutable_proposals();
+         if (list == nullptr) return;
+         if (*first_round == 0) *first_round = msg->round();
+         for (auto& s : *list) {
+           if (s.party() != "hospital-b") continue;
+           if (msg->round() == *first_round) {
+             (*replayed)[s.party()] = s;
+           } else if (replayed->count(s.party())) {
+             s = replayed->at(s.party());
+             ++*fired;
+           }
+         }
+       }},
+  };
+  for (const auto& c : cases) {
+    *fired = 0;
+    const VerticalAttack attack =
+        RunVerticalAttack(c.name, kLocalSpec, LocalTables(), tax, c.tamper);
+    EXPECT_GT(fired->load(), 0) << c.name << ": the cheat never fired";
+    ExpectNothingReleased(attack);
+    EXPECT_NE(attack.info.failure_reason().find("refused to apply a local-recoding wave"),
+              std::string::npos)
+        << c.name << ": " << attack.info.failure_reason();
+    EXPECT_NE(attack.info.failure_reason().find(c.expected), std::string::npos)
+        << c.name << ": " << attack.info.failure_reason();
+  }
 }
 
 }  // namespace

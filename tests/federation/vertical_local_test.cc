@@ -226,6 +226,17 @@ void RunBoth(const Scenario& s, const std::string& name, uint64_t seed, Outcome*
     EXPECT_EQ(info.report().groups(), central.groups());
     EXPECT_EQ(info.report().smallest_group(), central.smallest_group());
     EXPECT_DOUBLE_EQ(info.report().discernibility_ratio(), central.discernibility_ratio());
+    // The steps in the centralized order (wave, score, group), numbered alike.
+    ASSERT_EQ(info.report().steps_size(), central.steps_size());
+    for (int i = 0; i < central.steps_size(); ++i) {
+      const auto& f = info.report().steps(i);
+      const auto& c = central.steps(i);
+      EXPECT_EQ(f.round(), c.round()) << i;
+      EXPECT_EQ(f.attribute(), c.attribute()) << i;
+      EXPECT_EQ(f.value(), c.value()) << i;
+      EXPECT_EQ(f.records(), c.records()) << i;
+      EXPECT_DOUBLE_EQ(f.score(), c.score()) << i;
+    }
   }
 }
 

@@ -1,8 +1,10 @@
 // A data party's replica of a vertical local-recoding job (party/vertical_local.h) against a
-// deviating leader: winners that are not this party's proposals (a wrong group, an altered
-// candidate) are refused by the owner, and instructions that break the local rule (a child below
-// k), split a group twice or split on another party's attribute are refused before anything is
-// applied; an honest instruction is applied and numbers the children as every replica does.
+// deviating leader: winners that are not the best of every party's (signed) proposals (a wrong
+// group, an altered candidate, a lower-scoring proposal) are refused by the owner, a diverged
+// replica's state digest is refused, a withheld or extra instruction is refused, and instructions
+// that break the local rule (a child below k), split a group twice or split on another party's
+// attribute are refused before anything is applied; an honest instruction is applied and numbers
+// the children as every replica does.
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
 #include "party/vertical_local.h"
+#include "party/vertical_statement.h"
 #include "tests/common/engine/engine_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -54,6 +57,25 @@ void Build(Fixture* f) {
                                                       {"hospital-a", "hospital-b"}));
 }
 
+constexpr double kBScore = 100;  // hospital-b's proposal: above any information gain
+
+// hospital-b's proposals of a wave for the replica's state `mine` (same digest): group 0 on q1
+// with score `score`, or none.
+fedanon::v1::LocalProposals BProposals(const fedanon::v1::LocalProposals& mine, bool propose,
+                                       double score = kBScore) {
+  fedanon::v1::LocalProposals b;
+  b.set_live_groups(mine.live_groups());
+  b.set_state_digest(mine.state_digest());
+  if (propose) {
+    auto* p = b.add_proposals();
+    p->set_group(0);
+    p->set_attribute(1);
+    p->set_candidate(0);
+    p->set_score(score);
+  }
+  return b;
+}
+
 // hospital-b's split of group `group` on q1 (attribute 1) with `child` per record.
 fedanon::v1::LocalInstruction SplitOnQ1(uint64_t wave, uint32_t group,
                                         const std::vector<uint32_t>& child, uint32_t attr = 1) {
@@ -62,7 +84,7 @@ fedanon::v1::LocalInstruction SplitOnQ1(uint64_t wave, uint32_t group,
   auto* split = ins.add_splits();
   split->mutable_proposal()->set_group(group);
   split->mutable_proposal()->set_attribute(attr);
-  split->mutable_proposal()->set_score(1);
+  split->mutable_proposal()->set_score(kBScore);
   // Taxonomy children of ANY: node ids 1 and 2 in file order (w0, w1 / r0, r1).
   split->add_children()->set_node(1);
   split->add_children()->set_node(2);
@@ -78,18 +100,28 @@ TEST(VerticalLocalReplica, OwnerRefusesWinnersThatAreNotItsProposals) {
   // q0 is hospital-a's; r1 has 12 records, r0 28: valid for k = 5.
   ASSERT_EQ(mine.proposals_size(), 1);
   ASSERT_EQ(mine.proposals(0).attribute(), 0u);
+  ASSERT_EQ(mine.state_digest().size(), 32u);
 
   fedanon::v1::LocalWinners wrong_group;
   *wrong_group.add_won() = mine.proposals(0);
   wrong_group.mutable_won(0)->set_group(7);
+  // Without every party's proposals of the wave, no winner is accepted.
   EXPECT_THAT(f.replica->MakeInstruction(1, wrong_group).status(),
-              StatusIs(absl::StatusCode::kPermissionDenied, "which is not a live group"));
+              StatusIs(absl::StatusCode::kPermissionDenied, "without every party's signed"));
+  ASSERT_OK(f.replica->CheckProposals(
+      1, {{"hospital-a", mine}, {"hospital-b", BProposals(mine, /*propose=*/false)}}));
+  EXPECT_THAT(f.replica->MakeInstruction(1, wrong_group).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "the leader's winners differ from the best signed proposals"));
 
   fedanon::v1::LocalWinners altered;
   *altered.add_won() = mine.proposals(0);
   altered.mutable_won(0)->set_score(1e9);
   EXPECT_THAT(f.replica->MakeInstruction(1, altered).status(),
-              StatusIs(absl::StatusCode::kPermissionDenied, "is not this party's proposal"));
+              StatusIs(absl::StatusCode::kPermissionDenied, "differ from the best signed"));
+  // Withholding the won group from its owner is refused too.
+  EXPECT_THAT(f.replica->MakeInstruction(1, fedanon::v1::LocalWinners()).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "group 0 is won by 'hospital-a'"));
 
   EXPECT_THAT(f.replica->MakeInstruction(2, wrong_group).status(),
               StatusIs(absl::StatusCode::kPermissionDenied, "but this party proposed in wave 1"));
@@ -101,10 +133,102 @@ TEST(VerticalLocalReplica, OwnerRefusesWinnersThatAreNotItsProposals) {
   EXPECT_EQ(instruction.splits(0).child_of_record_size(), 40);
 }
 
+// The signed bytes of a wave's proposals bind the job, run, wave, digest and every proposal.
+TEST(VerticalLocalReplica, ProposalsStatementBindsWaveDigestAndEveryProposal) {
+  Fixture f;
+  ASSERT_NO_FATAL_FAILURE(Build(&f));
+  const fedanon::v1::LocalProposals mine = f.replica->Propose(1);
+  const std::string base = party::LocalProposalsStatement("job-1", "run-1", 1, mine);
+  EXPECT_NE(base, party::LocalProposalsStatement("job-2", "run-1", 1, mine));
+  EXPECT_NE(base, party::LocalProposalsStatement("job-1", "run-2", 1, mine));
+  EXPECT_NE(base, party::LocalProposalsStatement("job-1", "run-1", 2, mine));
+  fedanon::v1::LocalProposals q = mine;
+  q.set_state_digest(std::string(32, 'x'));
+  EXPECT_NE(base, party::LocalProposalsStatement("job-1", "run-1", 1, q));
+  q = mine;
+  q.mutable_proposals(0)->set_score(mine.proposals(0).score() + 1e-12);
+  EXPECT_NE(base, party::LocalProposalsStatement("job-1", "run-1", 1, q));
+  q = mine;
+  q.set_signature("ignored");
+  EXPECT_EQ(base, party::LocalProposalsStatement("job-1", "run-1", 1, q));
+}
+
+TEST(VerticalLocalReplica, LowerScoringWinnerDivergedReplicaAndForeignEntriesAreRefused) {
+  Fixture f;
+  ASSERT_NO_FATAL_FAILURE(Build(&f));
+  const fedanon::v1::LocalProposals mine = f.replica->Propose(1);
+  ASSERT_EQ(mine.proposals_size(), 1);
+  // hospital-b's proposal scores higher: the leader announcing hospital-a's as the winner is
+  // refused by hospital-a (it would pick a non-best proposal).
+  ASSERT_OK(
+      f.replica->CheckProposals(1, {{"hospital-a", mine}, {"hospital-b", BProposals(mine, true)}}));
+  fedanon::v1::LocalWinners lower;
+  *lower.add_won() = mine.proposals(0);
+  EXPECT_THAT(f.replica->MakeInstruction(1, lower).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "group 0 is won by 'hospital-b' (attribute 1, score 100)"));
+
+  // A replica whose public state differs (another digest) is refused.
+  fedanon::v1::LocalProposals diverged = BProposals(mine, true);
+  diverged.set_state_digest(std::string(32, 'x'));
+  EXPECT_THAT(f.replica->CheckProposals(1, {{"hospital-a", mine}, {"hospital-b", diverged}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "the replicas diverged"));
+  // hospital-b cannot propose on hospital-a's attribute; this party's own entry must be its own.
+  fedanon::v1::LocalProposals foreign = BProposals(mine, true);
+  foreign.mutable_proposals(0)->set_attribute(0);
+  EXPECT_THAT(f.replica->CheckProposals(1, {{"hospital-a", mine}, {"hospital-b", foreign}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "which it does not hold"));
+  fedanon::v1::LocalProposals not_mine = mine;
+  not_mine.mutable_proposals(0)->set_score(0.5);
+  EXPECT_THAT(f.replica->CheckProposals(
+                  1, {{"hospital-a", not_mine}, {"hospital-b", BProposals(mine, false)}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "are not the ones it made"));
+  EXPECT_THAT(f.replica->CheckProposals(1, {{"hospital-b", BProposals(mine, false)}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "lack this party's own"));
+  // A closing wave while a group has a valid proposal (the leader stopping early) is refused.
+  ASSERT_OK(f.replica->CheckProposals(
+      1, {{"hospital-a", mine}, {"hospital-b", BProposals(mine, false)}}));
+  EXPECT_THAT(f.replica->CloseWaves(1),
+              StatusIs(absl::StatusCode::kPermissionDenied, "1 groups have a valid signed"));
+}
+
+TEST(VerticalLocalReplica, WithheldOrExtraInstructionsAreRefused) {
+  Fixture f;
+  ASSERT_NO_FATAL_FAILURE(Build(&f));
+  const fedanon::v1::LocalProposals mine = f.replica->Propose(1);
+  std::vector<uint32_t> halves(40);
+  for (int i = 0; i < 40; ++i) halves[i] = i % 2;
+  // hospital-a wins group 0, yet hospital-b's instruction for it is relayed.
+  ASSERT_OK(f.replica->CheckProposals(
+      1, {{"hospital-a", mine}, {"hospital-b", BProposals(mine, false)}}));
+  EXPECT_THAT(f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 0, halves)}}),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "which the signed proposal of 'hospital-a' wins"));
+  // hospital-a was never asked for its instruction of the group it won.
+  EXPECT_THAT(f.replica->ApplyWave(1, {}),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "the instruction of 'hospital-a' for group 0, which it won in wave 1, is "
+                       "missing (withheld from this party)"));
+  // hospital-b wins, and the leader withholds its instruction.
+  ASSERT_OK(
+      f.replica->CheckProposals(1, {{"hospital-a", mine}, {"hospital-b", BProposals(mine, true)}}));
+  EXPECT_THAT(f.replica->ApplyWave(1, {}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "'hospital-b' for group 0"));
+  EXPECT_EQ(f.replica->live_groups(), 1u);  // nothing applied
+  const std::string before = f.replica->StateDigest();
+  ASSERT_OK(f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 0, halves)}}));
+  EXPECT_NE(f.replica->StateDigest(), before);
+  // Without a closing wave that compared the final digests, nothing is released.
+  EXPECT_THAT(f.replica->CheckRelease(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "final states were not compared"));
+}
+
 TEST(VerticalLocalReplica, InstructionsThatBreakTheRuleAreRefusedBeforeAnythingApplies) {
   Fixture f;
   ASSERT_NO_FATAL_FAILURE(Build(&f));
-  f.replica->Propose(1);
+  const fedanon::v1::LocalProposals mine = f.replica->Propose(1);
+  ASSERT_OK(
+      f.replica->CheckProposals(1, {{"hospital-a", mine}, {"hospital-b", BProposals(mine, true)}}));
   std::vector<uint32_t> small(40, 0);  // child 1 (w1) gets 2 records: below k = 5
   small[0] = small[1] = 1;
   EXPECT_THAT(
@@ -127,7 +251,6 @@ TEST(VerticalLocalReplica, InstructionsThatBreakTheRuleAreRefusedBeforeAnythingA
   ASSERT_OK(f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 0, halves)}}));
   EXPECT_EQ(f.replica->live_groups(), 2u);
   for (int i = 0; i < 40; ++i) EXPECT_EQ(f.replica->group_of()[i], 1 + i % 2) << i;
-  EXPECT_OK(f.replica->CheckRelease());
 }
 
 }  // namespace
