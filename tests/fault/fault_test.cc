@@ -23,20 +23,17 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "spdlog/spdlog.h"
 #include "tests/fault/fake_party.h"
 #include "tests/fault/fault_federation.h"
+#include "tests/support/fault_scenario.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_paths.h"
 
@@ -53,12 +50,6 @@ using ::testing::HasSubstr;
 // succeed get kCleanRoundTimeoutSeconds, so that load alone never fails them.
 constexpr uint32_t kRoundTimeoutSeconds = 3;
 constexpr uint32_t kCleanRoundTimeoutSeconds = 10;
-constexpr absl::Duration kJobBound = absl::Seconds(60);
-// How long a running job waits for a party (or, after a leader restart, every party) to come
-// back (leader.yaml resume_timeout_seconds; the default is 120 s).
-constexpr uint32_t kResumeTimeoutSeconds = 4;
-
-double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
 // Data rows of a CSV file (lines after the header).
 size_t CsvRows(const std::string& text) {
@@ -72,31 +63,11 @@ size_t FileRows(const std::string& path) {
   return CsvRows(std::string(std::istreambuf_iterator<char>(in), {}));
 }
 
-class FaultTest : public ::testing::Test {
+// The fixture (seed, federation, the scenarios' common steps): tests/support/fault_scenario.h.
+class FaultTest : public FaultScenarioTest {
  protected:
   void SetUp() override {
-    for (const char* bin : {"fedanon", "fedanon-leader", "fedanon-party"}) {
-      if (!std::filesystem::exists(BinaryDir() + "/bin/" + bin)) {
-        GTEST_SKIP() << "build fedanon, fedanon-leader and fedanon-party first";
-      }
-    }
-    seed_ = FaultSeed();
-    rng_.seed(seed_);
-    std::cout << "[ fault ] " << Name() << " seed=" << seed_
-              << " (replay: FEDANON_FAULT_SEED=" << seed_ << ")" << std::endl;
-  }
-
-  static std::string Name() {
-    return ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  }
-
-  // Starts the federation (a fatal failure stops the test).
-  void StartFederation(FaultFederationOptions options = {}) {
-    options.leader_yaml_extra +=
-        absl::StrCat("resume_timeout_seconds: ", kResumeTimeoutSeconds, "\n");
-    fed_ = std::make_unique<FaultFederation>(options);
-    const absl::Status st = fed_->Start();
-    ASSERT_TRUE(st.ok()) << st << "\n" << fed_->Log("leader");
+    SkipUnlessBuiltThenDrawSeed({"fedanon", "fedanon-leader", "fedanon-party"});
   }
 
   // A job over `ring` (all parties when empty) that must end DONE with every row of the ring's
@@ -128,7 +99,6 @@ class FaultTest : public ::testing::Test {
     if (rounds <= 2) return 1;
     return 1 + static_cast<uint32_t>(rng_() % (rounds - 1));
   }
-  int SeededParty() { return static_cast<int>(rng_() % fed_->parties().size()); }
 
   // The released table of a done job equals the centralized engine's on the union of the
   // parties' tables (`fedanon anonymize` of gen-data's table.csv with the job's own spec, minus
@@ -156,12 +126,7 @@ class FaultTest : public ::testing::Test {
     const std::string expected((std::istreambuf_iterator<char>(in)), {});
     EXPECT_EQ(SortedLines(*csv), SortedLines(expected))
         << "the released table differs from the centralized one";
-    size_t results = 0;
-    for (const auto& e :
-         std::filesystem::directory_iterator(fed_->leader_data_dir() + "/results")) {
-      results += absl::StrContains(e.path().filename().string(), job_id) ? 1 : 0;
-    }
-    EXPECT_EQ(results, 1u) << "the released table must be written exactly once";
+    ExpectStoredOnceAtTheLeader(job_id);
     for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
       for (const auto& e : std::filesystem::directory_iterator(fed_->party_output_dir(i))) {
         const std::string file = e.path().filename().string();
@@ -171,35 +136,6 @@ class FaultTest : public ::testing::Test {
       }
     }
   }
-  // Every party has let the job's durable state go: it was told that the job ended (the leader
-  // tells the parties after it recorded the outcome; waited for, at most 10 s).
-  void ExpectNoDurableStateLeft(const std::string& job_id, int except = -1) {
-    for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
-      if (i == except) continue;
-      const std::string state = fed_->party_output_dir(i) + "/" + job_id + ".state";
-      for (int t = 0;
-           t < 1000 && (std::filesystem::exists(state) || fed_->AuditEnd(i, job_id).empty()); ++t) {
-        absl::SleepFor(absl::Milliseconds(10));
-      }
-      EXPECT_FALSE(std::filesystem::exists(state)) << fed_->parties()[static_cast<size_t>(i)];
-    }
-  }
-  // Header first, then the data lines sorted.
-  static std::vector<std::string> SortedLines(const std::string& text) {
-    std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
-    if (!lines.empty()) std::sort(lines.begin() + 1, lines.end());
-    return lines;
-  }
-
-  // Every proxy adds `d` per chunk (so that a round lasts long enough to be hit).
-  void DelayAll(absl::Duration d) {
-    for (size_t i = 0; i < fed_->parties().size(); ++i)
-      fed_->proxy(static_cast<int>(i)).SetDelay(d);
-  }
-
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
-  std::unique_ptr<FaultFederation> fed_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -232,32 +168,16 @@ TEST_F(FaultTest, PartyKilledAndNotRestartedFailsTheJobPastItsRejoinDeadline) {
   const int victim = SeededParty();
   const uint32_t at_round = SeededRound(rounds);
   const std::string name = fed_->parties()[static_cast<size_t>(victim)];
-  DelayAll(absl::Milliseconds(15));
-  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
-  ASSERT_TRUE(reached.ok()) << reached.status();
-  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING)
-      << "the job ended before round " << at_round << ": " << reached->ShortDebugString();
-  fed_->KillParty(victim);
-  const absl::Time killed = absl::Now();
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
-  ASSERT_TRUE(end.ok()) << end.status();
-  const double detect = Seconds(absl::Now() - killed);
-  DelayAll(absl::ZeroDuration());
-  // The leader waits for it up to the rejoin deadline (seen when its socket closes, or at the
-  // leader's next request to it), then fails the job naming it.
-  EXPECT_EQ(end->state(), JOB_STATE_FAILED);
-  EXPECT_THAT(end->failure_reason(), HasSubstr("party '" + name + "' did not come back within " +
-                                               std::to_string(kResumeTimeoutSeconds) + " s"));
-  EXPECT_GE(detect, kResumeTimeoutSeconds - 0.1);
+  RunningJob job;
+  double detect = 0;
+  ASSERT_NO_FATAL_FAILURE(KillAPartyForGood(kRoundTimeoutSeconds, at_round, victim, &job, &detect));
   EXPECT_LT(detect, kResumeTimeoutSeconds + kRoundTimeoutSeconds + 2.0);
-  fed_->ExpectNothingReleased(*job);
   EXPECT_TRUE(fed_->Health().ok());
   // What an operator sees: `fedanonctl watch` exits 1 with the reason.
-  const CliResult watch = RunBinary(
-      BinaryDir() + "/bin/fedanonctl",
-      {"--config", fed_->dir() + "/kit/admin/admin.yaml", "watch", *job}, fed_->dir() + "/capture");
+  const CliResult watch =
+      RunBinary(BinaryDir() + "/bin/fedanonctl",
+                {"--config", fed_->dir() + "/kit/admin/admin.yaml", "watch", job.id},
+                fed_->dir() + "/capture");
   EXPECT_EQ(watch.exit_code, 1) << watch.out << watch.err;
   EXPECT_THAT(watch.out + watch.err, HasSubstr("party '" + name + "'"));
 
@@ -268,7 +188,7 @@ TEST_F(FaultTest, PartyKilledAndNotRestartedFailsTheJobPastItsRejoinDeadline) {
   ASSERT_TRUE(refused.ok()) << refused.status();
   EXPECT_EQ(refused->state(), JOB_STATE_FAILED);
   EXPECT_THAT(refused->failure_reason(), HasSubstr("party '" + name + "' is not connected"));
-  // ... and the survivors run a new job to the end.
+  // ... and the survivors run a new job to the job.end.
   std::vector<std::string> survivors;
   for (const std::string& p : fed_->parties()) {
     if (p != name) survivors.push_back(p);
@@ -279,17 +199,17 @@ TEST_F(FaultTest, PartyKilledAndNotRestartedFailsTheJobPastItsRejoinDeadline) {
   // before the leader took the next job), and recorded it in their audit files.
   for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
     if (i == victim) continue;
-    const std::vector<std::string> kinds = fed_->AuditKinds(i, *job);
+    const std::vector<std::string> kinds = fed_->AuditKinds(i, job.id);
     ASSERT_FALSE(kinds.empty());
     EXPECT_EQ(kinds.front(), "job-start");
     EXPECT_THAT(kinds, ::testing::Not(::testing::Contains("released-table")));
-    EXPECT_EQ(fed_->AuditEnd(i, *job), "success=false reason=" + end->failure_reason())
+    EXPECT_EQ(fed_->AuditEnd(i, job.id), "success=false reason=" + job.end.failure_reason())
         << fed_->parties()[static_cast<size_t>(i)];
   }
-  ExpectNoDurableStateLeft(*job, /*except=*/victim);
+  ExpectNoDurableStateLeft(job.id, /*except=*/victim);
   PrintFigures(absl::StrFormat(
       "%s seed=%u victim=%s kill_round=%u of %u detect_s=%.3f reason=\"%s\" new_job_s=%.2f", Name(),
-      seed_, name, reached->round(), rounds, detect, end->failure_reason(), again));
+      seed_, name, job.reached.round(), rounds, detect, job.end.failure_reason(), again));
 }
 
 TEST_F(FaultTest, PartyKilledAtASeededRoundAndRestartedResumesTheJob) {
@@ -301,35 +221,31 @@ TEST_F(FaultTest, PartyKilledAtASeededRoundAndRestartedResumesTheJob) {
   const int victim = SeededParty();
   const uint32_t at_round = SeededRound(rounds);
   const std::string name = fed_->parties()[static_cast<size_t>(victim)];
-  DelayAll(absl::Milliseconds(15));
-  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
-  ASSERT_TRUE(reached.ok()) << reached.status();
-  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  RunningJob job;
+  ASSERT_NO_FATAL_FAILURE(StartJobAtRound(kRoundTimeoutSeconds, at_round, &job));
   fed_->KillParty(victim);
   const absl::Time killed = absl::Now();
   // Restarted at once: it reconnects, the leader repeats the request it lost (or sends the next
   // one), and the party goes on from its durable state.
   ASSERT_TRUE(fed_->StartParty(victim).ok());
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(job.id, kJobBound);
   ASSERT_TRUE(end.ok()) << end.status();
   const double resume = Seconds(absl::Now() - killed);
   DelayAll(absl::ZeroDuration());
   EXPECT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason() << "\n" << fed_->Log(name);
-  ExpectReleasedOnceAsCentralized(*job);
-  ExpectNoDurableStateLeft(*job);
+  ExpectReleasedOnceAsCentralized(job.id);
+  ExpectNoDurableStateLeft(job.id);
   // The restarted process went on writing the job's audit file, up to its end.
-  const std::vector<std::string> kinds = fed_->AuditKinds(victim, *job);
+  const std::vector<std::string> kinds = fed_->AuditKinds(victim, job.id);
   ASSERT_FALSE(kinds.empty());
   EXPECT_EQ(kinds.front(), "job-start");
-  EXPECT_EQ(fed_->AuditEnd(victim, *job), "success=true reason=done");
+  EXPECT_EQ(fed_->AuditEnd(victim, job.id), "success=true reason=done");
   // Whether the new process had to reload the job (it was asked something of it after the kill).
   const bool reloaded = absl::StrContains(fed_->Log(name), "reloaded from its durable state");
   PrintFigures(absl::StrFormat(
       "%s seed=%u victim=%s kill_round=%u of %u outcome=%s reloaded=%s kill_to_done_s=%.3f "
       "clean_job_s=%.2f",
-      Name(), seed_, name, reached->round(), rounds, fedanon::v1::JobState_Name(end->state()),
+      Name(), seed_, name, job.reached.round(), rounds, fedanon::v1::JobState_Name(end->state()),
       reloaded ? "yes" : "no", resume, clean));
 }
 
@@ -345,20 +261,16 @@ TEST_F(FaultTest, PartyHostCrashAndRestartReplacesTheStaleStreamAndResumesTheJob
   const int victim = SeededParty();
   const uint32_t at_round = SeededRound(rounds);
   const std::string name = fed_->parties()[static_cast<size_t>(victim)];
-  DelayAll(absl::Milliseconds(15));
   // A long round timeout, so that an end caused by the new connection cannot be mistaken for
   // the timeout (the restarted process's start-up counts in the time to detect).
   constexpr uint32_t kTimeout = 10;
-  absl::StatusOr<std::string> job = fed_->Submit({}, kTimeout);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
-  ASSERT_TRUE(reached.ok()) << reached.status();
-  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  RunningJob job;
+  ASSERT_NO_FATAL_FAILURE(StartJobAtRound(kTimeout, at_round, &job));
   fed_->proxy(victim).BlackHole(true);
   fed_->KillParty(victim);
   const absl::Time killed = absl::Now();
   ASSERT_TRUE(fed_->StartParty(victim, /*direct=*/true).ok());
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, absl::Seconds(30));
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(job.id, absl::Seconds(30));
   const double detect = Seconds(absl::Now() - killed);
   fed_->proxy(victim).BlackHole(false);
   DelayAll(absl::ZeroDuration());
@@ -368,14 +280,14 @@ TEST_F(FaultTest, PartyHostCrashAndRestartReplacesTheStaleStreamAndResumesTheJob
   // durable state: never the round timeout.
   EXPECT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason();
   EXPECT_LT(detect, kTimeout - 2.0);
-  ExpectReleasedOnceAsCentralized(*job);
-  ExpectNoDurableStateLeft(*job);
+  ExpectReleasedOnceAsCentralized(job.id);
+  ExpectNoDurableStateLeft(job.id);
   ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
   double again = 0;
   RunCleanJob({}, &again, nullptr);
   PrintFigures(absl::StrFormat(
       "%s seed=%u victim=%s kill_round=%u of %u outcome=%s kill_to_done_s=%.3f new_job_s=%.2f",
-      Name(), seed_, name, reached->round(), rounds, fedanon::v1::JobState_Name(end->state()),
+      Name(), seed_, name, job.reached.round(), rounds, fedanon::v1::JobState_Name(end->state()),
       detect, again));
 }
 
@@ -389,43 +301,25 @@ TEST_F(FaultTest, LeaderKilledMidJobAndRestartedResumesTheJob) {
   RunCleanJob({}, &clean, &rounds);
   if (HasFatalFailure()) return;
   const uint32_t at_round = SeededRound(rounds);
-  DelayAll(absl::Milliseconds(15));
-  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
-  ASSERT_TRUE(reached.ok()) << reached.status();
-  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
-  fed_->KillLeader();
-  fed_->ResetAdmin();
-  DelayAll(absl::ZeroDuration());
-  const absl::Time restart = absl::Now();
-  ASSERT_TRUE(fed_->StartLeader().ok());
-  ASSERT_TRUE(fed_->WaitForParties(fed_->parties())) << fed_->Log("leader");
-  const double reconnect = Seconds(absl::Now() - restart);
+  RunningJob job;
+  ASSERT_NO_FATAL_FAILURE(StartJobAtRound(kRoundTimeoutSeconds, at_round, &job));
+  absl::Time restart;
+  double reconnect = 0;
+  ASSERT_NO_FATAL_FAILURE(KillAndRestartLeader(&restart, &reconnect));
   // The job resumes by itself once its parties are back: replayed from the job store, the
   // interrupted round re-sent byte-identical, answered from the parties' stored replies.
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(job.id, kJobBound);
   ASSERT_TRUE(end.ok()) << end.status();
   const double resume = Seconds(absl::Now() - restart);
   EXPECT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason() << "\n" << fed_->Log("leader");
-  ExpectReleasedOnceAsCentralized(*job);
-  ExpectNoDurableStateLeft(*job);
-  EXPECT_THAT(end->report().warnings(),
-              ::testing::Contains(HasSubstr("resumed 1 time(s) after a leader restart")));
-  // The parties: one job from start to end, told that it is done.
-  for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
-    const std::vector<std::string> kinds = fed_->AuditKinds(i, *job);
-    ASSERT_FALSE(kinds.empty()) << fed_->parties()[static_cast<size_t>(i)];
-    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "job-start"), 1);
-    EXPECT_EQ(fed_->AuditEnd(i, *job), "success=true reason=done")
-        << fed_->parties()[static_cast<size_t>(i)];
-  }
+  ExpectDoneAfterOneLeaderRestart(job.id, *end);
+  ExpectReleasedOnceAsCentralized(job.id);
   double again = 0;
   RunCleanJob({}, &again, nullptr);
   PrintFigures(
       absl::StrFormat("%s seed=%u kill_round=%u of %u parties_reconnected_s=%.2f outcome=%s "
                       "restart_to_done_s=%.3f clean_job_s=%.2f new_job_s=%.2f",
-                      Name(), seed_, reached->round(), rounds, reconnect,
+                      Name(), seed_, job.reached.round(), rounds, reconnect,
                       fedanon::v1::JobState_Name(end->state()), resume, clean, again));
 }
 
@@ -440,15 +334,11 @@ TEST_F(FaultTest, LinkDownLongerThanTheRoundTimeoutFailsTheJobNamingTheParty) {
   const int victim = SeededParty();
   const std::string name = fed_->parties()[static_cast<size_t>(victim)];
   const uint32_t at_round = SeededRound(rounds);
-  DelayAll(absl::Milliseconds(15));
-  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
-  ASSERT_TRUE(reached.ok()) << reached.status();
-  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  RunningJob job;
+  ASSERT_NO_FATAL_FAILURE(StartJobAtRound(kRoundTimeoutSeconds, at_round, &job));
   fed_->proxy(victim).BlackHole(true);
   const absl::Time down = absl::Now();
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, absl::Seconds(30));
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(job.id, absl::Seconds(30));
   const double detect = Seconds(absl::Now() - down);
   fed_->proxy(victim).BlackHole(false);
   DelayAll(absl::ZeroDuration());
@@ -462,7 +352,7 @@ TEST_F(FaultTest, LinkDownLongerThanTheRoundTimeoutFailsTheJobNamingTheParty) {
   // timeout, plus the other parties' hops of the round before it turns to this one.
   EXPECT_GE(detect, kRoundTimeoutSeconds - 0.1);
   EXPECT_LT(detect, 2.0 * kRoundTimeoutSeconds + 2.0);
-  fed_->ExpectNothingReleased(*job);
+  fed_->ExpectNothingReleased(job.id);
   // The link is back: the party's stream survived (its late reply is dropped by the leader) and
   // the next job runs.
   ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
@@ -471,7 +361,7 @@ TEST_F(FaultTest, LinkDownLongerThanTheRoundTimeoutFailsTheJobNamingTheParty) {
   PrintFigures(absl::StrFormat(
       "%s seed=%u victim=%s down_at_round=%u round_timeout_s=%u detect_s=%.2f reason=\"%s\" "
       "new_job_s=%.2f proxy_connections=%d",
-      Name(), seed_, name, reached->round(), kRoundTimeoutSeconds, detect, end->failure_reason(),
+      Name(), seed_, name, job.reached.round(), kRoundTimeoutSeconds, detect, end->failure_reason(),
       again, fed_->proxy(victim).accepted()));
 }
 
@@ -486,17 +376,13 @@ TEST_F(FaultTest, LinkDownShorterThanTheRoundTimeoutDoesNotFailTheJob) {
   const uint32_t at_round = SeededRound(rounds);
   constexpr uint32_t kTimeout = 6;
   const absl::Duration outage = absl::Milliseconds(2500);
-  DelayAll(absl::Milliseconds(15));
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::string> job = fed_->Submit({}, kTimeout);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
-  ASSERT_TRUE(reached.ok()) << reached.status();
-  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  RunningJob job;
+  ASSERT_NO_FATAL_FAILURE(StartJobAtRound(kTimeout, at_round, &job));
   fed_->proxy(victim).BlackHole(true);
   absl::SleepFor(outage);
   fed_->proxy(victim).BlackHole(false);
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(job.id, kJobBound);
   const double total = Seconds(absl::Now() - start);
   DelayAll(absl::ZeroDuration());
   ASSERT_TRUE(end.ok()) << end.status();
@@ -504,13 +390,13 @@ TEST_F(FaultTest, LinkDownShorterThanTheRoundTimeoutDoesNotFailTheJob) {
   // (20 s / 10 s) does not fire in 2.5 s; the pending call's deadline is not reached.
   EXPECT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason();
   EXPECT_EQ(fed_->proxy(victim).accepted(), 1) << "the party had to reconnect";
-  absl::StatusOr<std::string> csv = fed_->Result(*job);
+  absl::StatusOr<std::string> csv = fed_->Result(job.id);
   ASSERT_TRUE(csv.ok()) << csv.status();
   EXPECT_EQ(CsvRows(*csv), static_cast<size_t>(fed_->total_rows()));
   PrintFigures(absl::StrFormat(
       "%s seed=%u victim=%s down_at_round=%u outage_s=%.1f round_timeout_s=%u job_s=%.2f "
       "clean_job_s=%.2f",
-      Name(), seed_, name, reached->round(), Seconds(outage), kTimeout, total, plain));
+      Name(), seed_, name, job.reached.round(), Seconds(outage), kTimeout, total, plain));
 }
 
 TEST_F(FaultTest, LinkCutMidJobIsAbsorbedAndTheJobFinishes) {
@@ -521,15 +407,11 @@ TEST_F(FaultTest, LinkCutMidJobIsAbsorbedAndTheJobFinishes) {
   const int victim = SeededParty();
   const std::string name = fed_->parties()[static_cast<size_t>(victim)];
   const uint32_t at_round = SeededRound(rounds);
-  DelayAll(absl::Milliseconds(15));
-  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
-  ASSERT_TRUE(reached.ok()) << reached.status();
-  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  RunningJob job;
+  ASSERT_NO_FATAL_FAILURE(StartJobAtRound(kRoundTimeoutSeconds, at_round, &job));
   fed_->proxy(victim).Cut();
   const absl::Time cut = absl::Now();
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, absl::Seconds(30));
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(job.id, absl::Seconds(30));
   const double detect = Seconds(absl::Now() - cut);
   DelayAll(absl::ZeroDuration());
   ASSERT_TRUE(end.ok()) << end.status();
@@ -537,8 +419,8 @@ TEST_F(FaultTest, LinkCutMidJobIsAbsorbedAndTheJobFinishes) {
   // the cut lost: the job ends done, well within the rejoin deadline.
   EXPECT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason();
   EXPECT_LT(detect, kResumeTimeoutSeconds + kRoundTimeoutSeconds + 2.0);
-  ExpectReleasedOnceAsCentralized(*job);
-  ExpectNoDurableStateLeft(*job);
+  ExpectReleasedOnceAsCentralized(job.id);
+  ExpectNoDurableStateLeft(job.id);
   const absl::Time back = absl::Now();
   ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
   const double rejoin = Seconds(absl::Now() - back);
@@ -548,7 +430,7 @@ TEST_F(FaultTest, LinkCutMidJobIsAbsorbedAndTheJobFinishes) {
   PrintFigures(
       absl::StrFormat("%s seed=%u victim=%s cut_at_round=%u outcome=%s cut_to_done_s=%.3f "
                       "listed_again_after_s=%.2f new_job_s=%.2f",
-                      Name(), seed_, name, reached->round(),
+                      Name(), seed_, name, job.reached.round(),
                       fedanon::v1::JobState_Name(end->state()), detect, rejoin, again));
 }
 

@@ -18,18 +18,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <iostream>
-#include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "tests/fault/fault_federation.h"
+#include "tests/support/fault_scenario.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_paths.h"
 
@@ -43,42 +39,17 @@ using fedanon::v1::JobInfo;
 using ::testing::HasSubstr;
 
 constexpr uint32_t kRoundTimeoutSeconds = 5;
-constexpr uint32_t kResumeTimeoutSeconds = 4;
-constexpr absl::Duration kJobBound = absl::Seconds(60);
 
-double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
-
-// Header first, then the data lines sorted (the release order is secret and random).
-std::vector<std::string> SortedLines(const std::string& text) {
-  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
-  if (!lines.empty()) std::sort(lines.begin() + 1, lines.end());
-  return lines;
-}
-
-class VerticalResumeTest : public ::testing::Test {
+// The fixture (seed, federation, the scenarios' common steps): tests/support/fault_scenario.h.
+class VerticalResumeTest : public FaultScenarioTest {
  protected:
   void SetUp() override {
-    for (const char* bin : {"fedanon", "fedanon-leader", "fedanon-party", "fedanonctl"}) {
-      if (!std::filesystem::exists(BinaryDir() + "/bin/" + bin)) {
-        GTEST_SKIP() << "build fedanon, fedanonctl, fedanon-leader and fedanon-party first";
-      }
-    }
-    seed_ = FaultSeed();
-    rng_.seed(seed_);
-    std::cout << "[ fault ] " << Name() << " seed=" << seed_
-              << " (replay: FEDANON_FAULT_SEED=" << seed_ << ")" << std::endl;
+    SkipUnlessBuiltThenDrawSeed({"fedanon", "fedanonctl", "fedanon-leader", "fedanon-party"});
+    if (IsSkipped()) return;
     FaultFederationOptions options;
     options.vertical = true;
     options.rows = 300;
-    options.leader_yaml_extra =
-        absl::StrCat("resume_timeout_seconds: ", kResumeTimeoutSeconds, "\n");
-    fed_ = std::make_unique<FaultFederation>(options);
-    const absl::Status st = fed_->Start();
-    ASSERT_TRUE(st.ok()) << st << "\n" << fed_->Log("leader");
-  }
-
-  static std::string Name() {
-    return ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    StartFederation(options);
   }
 
   // An uninterrupted run: its released table (the reference) and its rounds.
@@ -100,40 +71,15 @@ class VerticalResumeTest : public ::testing::Test {
 
   // A round in [1, rounds - 1], drawn from the seed.
   uint32_t SeededRound() { return 1 + static_cast<uint32_t>(rng_() % (rounds_ - 1)); }
-  int SeededParty() { return static_cast<int>(rng_() % fed_->parties().size()); }
-
-  void DelayAll(absl::Duration d) {
-    for (size_t i = 0; i < fed_->parties().size(); ++i) {
-      fed_->proxy(static_cast<int>(i)).SetDelay(d);
-    }
-  }
 
   // The job is DONE with the reference table, stored once at the leader, none at any party.
   void ExpectSameTableOnce(const std::string& job_id) {
     absl::StatusOr<std::string> csv = fed_->Result(job_id);
     ASSERT_TRUE(csv.ok()) << csv.status();
     EXPECT_EQ(SortedLines(*csv), reference_) << "the resumed job released another table";
-    size_t results = 0;
-    for (const auto& e :
-         std::filesystem::directory_iterator(fed_->leader_data_dir() + "/results")) {
-      results += absl::StrContains(e.path().filename().string(), job_id) ? 1 : 0;
-    }
-    EXPECT_EQ(results, 1u);
+    ExpectStoredOnceAtTheLeader(job_id);
     for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
       EXPECT_FALSE(std::filesystem::exists(fed_->party_output_dir(i) + "/" + job_id + ".csv"));
-    }
-  }
-
-  // Every party was told the job's end and deleted its state file (waited for, at most 10 s).
-  void ExpectNoStateLeft(const std::string& job_id, int except = -1) {
-    for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
-      if (i == except) continue;
-      const std::string state = fed_->party_output_dir(i) + "/" + job_id + ".state";
-      for (int t = 0;
-           t < 1000 && (std::filesystem::exists(state) || fed_->AuditEnd(i, job_id).empty()); ++t) {
-        absl::SleepFor(absl::Milliseconds(10));
-      }
-      EXPECT_FALSE(std::filesystem::exists(state)) << fed_->parties()[static_cast<size_t>(i)];
     }
   }
 
@@ -158,9 +104,6 @@ class VerticalResumeTest : public ::testing::Test {
     ASSERT_TRUE(fed_->StartParty(i).ok());
   }
 
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
-  std::unique_ptr<FaultFederation> fed_;
   std::vector<std::string> reference_;
   uint32_t rounds_ = 0;
   double clean_seconds_ = 0;
@@ -217,7 +160,7 @@ TEST_F(VerticalResumeTest, PartiesKilledDuringIdMatchingAndAtARoundResumeWithThe
                                           << fed_->Log(second_name) << "\n"
                                           << fed_->Log("leader");
   ExpectSameTableOnce(*job);
-  ExpectNoStateLeft(*job);
+  ExpectNoDurableStateLeft(*job);
   for (int i : {first, second}) {
     EXPECT_EQ(fed_->AuditEnd(i, *job), "success=true reason=done");
   }
@@ -240,40 +183,26 @@ TEST_F(VerticalResumeTest, LeaderKilledAtARoundAndRestartedResumesWithTheSameTab
   RunReference();
   if (HasFatalFailure()) return;
   const uint32_t at_round = SeededRound();
-  DelayAll(absl::Milliseconds(15));
-  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
-  ASSERT_TRUE(reached.ok()) << reached.status();
-  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
-  fed_->KillLeader();
-  fed_->ResetAdmin();
-  DelayAll(absl::ZeroDuration());
-  const absl::Time restart = absl::Now();
-  ASSERT_TRUE(fed_->StartLeader().ok());
-  ASSERT_TRUE(fed_->WaitForParties(fed_->parties())) << fed_->Log("leader");
-  const double reconnect = Seconds(absl::Now() - restart);
-  absl::StatusOr<JobInfo> next = fed_->WaitForRound(*job, reached->round() + 1, kJobBound);
+  RunningJob job;
+  ASSERT_NO_FATAL_FAILURE(StartJobAtRound(kRoundTimeoutSeconds, at_round, &job));
+  absl::Time restart;
+  double reconnect = 0;
+  ASSERT_NO_FATAL_FAILURE(KillAndRestartLeader(&restart, &reconnect));
+  absl::StatusOr<JobInfo> next = fed_->WaitForRound(job.id, job.reached.round() + 1, kJobBound);
   ASSERT_TRUE(next.ok()) << next.status();
   const double to_next_round = Seconds(absl::Now() - restart);
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(job.id, kJobBound);
   ASSERT_TRUE(end.ok()) << end.status();
   const double resume = Seconds(absl::Now() - restart);
   ASSERT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason() << "\n" << fed_->Log("leader");
-  ExpectSameTableOnce(*job);
-  ExpectNoStateLeft(*job);
-  EXPECT_THAT(end->report().warnings(),
-              ::testing::Contains(HasSubstr("resumed 1 time(s) after a leader restart")));
-  for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
-    const std::vector<std::string> kinds = fed_->AuditKinds(i, *job);
-    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "job-start"), 1);
-    EXPECT_EQ(fed_->AuditEnd(i, *job), "success=true reason=done");
-  }
+  ExpectSameTableOnce(job.id);
+  ExpectDoneAfterOneLeaderRestart(job.id, *end);
   // The view log holds no line twice from the replay: as many proposals as an uninterrupted run.
   PrintFigures(absl::StrFormat(
       "%s seed=%u kill_round=%u of %u parties_reconnected_s=%.2f restart_to_next_round_s=%.3f "
       "restart_to_done_s=%.3f clean_job_s=%.2f",
-      Name(), seed_, reached->round(), rounds_, reconnect, to_next_round, resume, clean_seconds_));
+      Name(), seed_, job.reached.round(), rounds_, reconnect, to_next_round, resume,
+      clean_seconds_));
 }
 
 TEST_F(VerticalResumeTest, PartyAwayPastTheRejoinDeadlineFailsTheJobNamingIt) {
@@ -282,30 +211,16 @@ TEST_F(VerticalResumeTest, PartyAwayPastTheRejoinDeadlineFailsTheJobNamingIt) {
   const int victim = SeededParty();
   const uint32_t at_round = SeededRound();
   const std::string name = fed_->parties()[static_cast<size_t>(victim)];
-  DelayAll(absl::Milliseconds(15));
-  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
-  ASSERT_TRUE(reached.ok()) << reached.status();
-  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
-  fed_->KillParty(victim);
-  const absl::Time killed = absl::Now();
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
-  ASSERT_TRUE(end.ok()) << end.status();
-  const double detect = Seconds(absl::Now() - killed);
-  DelayAll(absl::ZeroDuration());
-  EXPECT_EQ(end->state(), JOB_STATE_FAILED);
-  EXPECT_THAT(end->failure_reason(), HasSubstr("party '" + name + "' did not come back within " +
-                                               std::to_string(kResumeTimeoutSeconds) + " s"));
-  EXPECT_GE(detect, kResumeTimeoutSeconds - 0.1);
-  fed_->ExpectNothingReleased(*job);
-  ExpectNoStateLeft(*job, /*except=*/victim);
+  RunningJob job;
+  double detect = 0;
+  ASSERT_NO_FATAL_FAILURE(KillAPartyForGood(kRoundTimeoutSeconds, at_round, victim, &job, &detect));
+  ExpectNoDurableStateLeft(job.id, /*except=*/victim);
   for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
     if (i == victim) continue;
-    EXPECT_EQ(fed_->AuditEnd(i, *job), "success=false reason=" + end->failure_reason());
+    EXPECT_EQ(fed_->AuditEnd(i, job.id), "success=false reason=" + job.end.failure_reason());
   }
   PrintFigures(absl::StrFormat("%s seed=%u victim=%s kill_round=%u of %u detect_s=%.3f", Name(),
-                               seed_, name, reached->round(), rounds_, detect));
+                               seed_, name, job.reached.round(), rounds_, detect));
 }
 
 TEST_F(VerticalResumeTest, CancelWhileTheRestartedLeaderWaitsForAPartyEndsCancelled) {
@@ -314,12 +229,8 @@ TEST_F(VerticalResumeTest, CancelWhileTheRestartedLeaderWaitsForAPartyEndsCancel
   const int victim = SeededParty();
   const uint32_t at_round = SeededRound();
   const std::string name = fed_->parties()[static_cast<size_t>(victim)];
-  DelayAll(absl::Milliseconds(15));
-  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
-  ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
-  ASSERT_TRUE(reached.ok()) << reached.status();
-  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  RunningJob job;
+  ASSERT_NO_FATAL_FAILURE(StartJobAtRound(kRoundTimeoutSeconds, at_round, &job));
   // The leader and one party go down; the leader comes back, the party does not (yet).
   fed_->KillLeader();
   fed_->KillParty(victim);
@@ -331,31 +242,31 @@ TEST_F(VerticalResumeTest, CancelWhileTheRestartedLeaderWaitsForAPartyEndsCancel
     if (p != name) others.push_back(p);
   }
   ASSERT_TRUE(fed_->WaitForParties(others)) << fed_->Log("leader");
-  absl::StatusOr<JobInfo> waiting = fed_->Get(*job);
+  absl::StatusOr<JobInfo> waiting = fed_->Get(job.id);
   ASSERT_TRUE(waiting.ok()) << waiting.status();
   EXPECT_EQ(waiting->state(), fedanon::v1::JOB_STATE_RUNNING) << "resuming: waits for its ring";
   const absl::Time cancel_at = absl::Now();
   const CliResult cancel = RunBinary(
       BinaryDir() + "/bin/fedanonctl",
-      {"--config", fed_->admin_config("admin"), "cancel", *job, "--reason", "operator stop"},
+      {"--config", fed_->admin_config("admin"), "cancel", job.id, "--reason", "operator stop"},
       fed_->dir() + "/capture");
   EXPECT_EQ(cancel.exit_code, 0) << cancel.out << cancel.err;
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(job.id, kJobBound);
   ASSERT_TRUE(end.ok()) << end.status();
   const double cancel_s = Seconds(absl::Now() - cancel_at);
   EXPECT_EQ(end->state(), JOB_STATE_CANCELLED) << end->failure_reason();
-  fed_->ExpectNothingReleased(*job);
+  fed_->ExpectNothingReleased(job.id);
   // The parties that are there are told at once; the absent one when it comes back.
-  ExpectNoStateLeft(*job, /*except=*/victim);
-  EXPECT_TRUE(std::filesystem::exists(fed_->party_output_dir(victim) + "/" + *job + ".state"));
+  ExpectNoDurableStateLeft(job.id, /*except=*/victim);
+  EXPECT_TRUE(std::filesystem::exists(fed_->party_output_dir(victim) + "/" + job.id + ".state"));
   ASSERT_TRUE(fed_->StartParty(victim).ok());
-  ExpectNoStateLeft(*job);
+  ExpectNoDurableStateLeft(job.id);
   for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
-    EXPECT_THAT(fed_->AuditEnd(i, *job), HasSubstr("success=false reason=cancelled"))
+    EXPECT_THAT(fed_->AuditEnd(i, job.id), HasSubstr("success=false reason=cancelled"))
         << fed_->parties()[static_cast<size_t>(i)];
   }
   PrintFigures(absl::StrFormat("%s seed=%u victim=%s kill_round=%u of %u cancel_to_end_s=%.3f",
-                               Name(), seed_, name, reached->round(), rounds_, cancel_s));
+                               Name(), seed_, name, job.reached.round(), rounds_, cancel_s));
 }
 
 }  // namespace

@@ -4,49 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/spec/job_spec_loader.h"
 #include "tests/federation/federation_test_util.h"
+#include "tests/support/adult_data.h"
 #include "tests/support/status_matchers.h"
-#include "tests/support/test_paths.h"
 
 namespace fedanon::testing {
 namespace {
-
-std::string AdultDir() { return ::fedanon::testing::SharedDir() + "/datasets/adult"; }
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The mohammed2010 §6 setting with the domains a federation needs declared; fnlwgt (a near-unique
-// weight, not a quasi-identifier anyone links on) is left out of the release, which also lets the
-// integration run as a secure sum over the declared value domains.
-constexpr char kSpec[] = R"(name: adult-horizontal
-attributes:
-  - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1}
-  - {name: workclass, role: qid, taxonomy: workclass.csv}
-  - {name: education, role: qid, taxonomy: education.csv}
-  - {name: education-num, role: qid, type: continuous, range: [0, 20], precision: 1}
-  - {name: marital-status, role: sensitive, values: [Married-civ-spouse, Divorced, Never-married, Separated, Widowed, Married-spouse-absent, Married-AF-spouse]}
-  - {name: occupation, role: qid, taxonomy: occupation.csv}
-  - {name: relationship, role: qid, taxonomy: relationship.csv}
-  - {name: race, role: qid, taxonomy: race.csv}
-  - {name: sex, role: qid, taxonomy: sex.csv}
-  - {name: capital-gain, role: qid, type: continuous, range: [0, 100000], precision: 1}
-  - {name: capital-loss, role: qid, type: continuous, range: [0, 5000], precision: 1}
-  - {name: hours-per-week, role: qid, type: continuous, range: [0, 100], precision: 1}
-  - {name: native-country, role: qid, taxonomy: native-country.csv}
-  - {name: income, role: class, values: ["<=50K", ">50K"]}
-privacy: {model: lkc, L: 4, K: 20, C: 0.2, sensitive_values: [Divorced, Separated]}
-partitioning: horizontal
-)";
 
 class AdultFederation : public ::testing::TestWithParam<int> {};
 
@@ -56,18 +25,12 @@ TEST_P(AdultFederation, EqualsCentralizedOnTheUnion) {
     GTEST_SKIP() << "UCI Adult not found at " << adult << " (../shared/datasets/adult)";
   }
   const int parties = GetParam();
-  std::map<std::string, std::string> taxonomies;
-  for (const char* attr :
-       {"workclass", "education", "occupation", "race", "sex", "native-country"}) {
-    taxonomies[absl::StrCat(attr, ".csv")] =
-        Slurp(absl::StrCat(AdultDir(), "/arx-hierarchies/adult_hierarchy_", attr, ".csv"));
-  }
-  taxonomies["relationship.csv"] =
-      Slurp(AdultDir() + "/extra-hierarchies/adult_hierarchy_relationship.csv");
+  const std::map<std::string, std::string> taxonomies = AdultTaxonomies();
   ASSERT_OK_AND_ASSIGN(Table table, ReadCsvTable(adult));
 
   // Centralized on the union.
-  const Job job = WriteJob(absl::StrCat("adult_central_", parties), kSpec, table, taxonomies);
+  const Job job =
+      WriteJob(absl::StrCat("adult_central_", parties), kAdultHorizontalSpec, table, taxonomies);
   ASSERT_OK_AND_ASSIGN(fedanon::v1::Report central, RunJob(job));
   ASSERT_OK_AND_ASSIGN(Table central_out, ReadCsvTable(job.output_path));
 
@@ -79,7 +42,8 @@ TEST_P(AdultFederation, EqualsCentralizedOnTheUnion) {
   for (int p = 0; p < parties; ++p) files[p]["table.csv"] = ToCsv(parts[p]);
   ASSERT_OK_AND_ASSIGN(auto fed,
                        InProcessFederation::Create(absl::StrCat("adult_fed_", parties), files));
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(kSpec, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec,
+                       common::ParseJobSpecYaml(kAdultHorizontalSpec, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& n : fed->names) req.add_parties(n);

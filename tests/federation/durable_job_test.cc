@@ -9,125 +9,33 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <filesystem>
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "common/base/status_macros.h"
 #include "tests/federation/example_a.h"
 #include "tests/federation/federation_test_util.h"
+#include "tests/support/durable_federation.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::testing {
 namespace {
 
-namespace fs = std::filesystem;
 using fedanon::v1::JobInfo;
 
-// Forwards to the in-process parties; at call number `crash_at` (1-based) runs `crash` instead,
-// which decides what the caller gets. Counts every call.
-class CrashingChannel : public common::PartyChannel {
- public:
-  explicit CrashingChannel(common::PartyChannel* inner) : inner_(inner) {}
-  using Crash = std::function<absl::StatusOr<fedanon::v1::PartyMessage>(
-      const std::string& party, const fedanon::v1::LeaderMessage& request)>;
-  void CrashAt(int call, Crash crash) {
-    absl::MutexLock lock(&mu_);
-    crash_at_ = call;
-    crash_ = std::move(crash);
-  }
-  // From now on nobody is connected and every call fails (a leader that was killed).
-  void Die() { dead_ = true; }
-  int calls() const {
-    absl::MutexLock lock(&mu_);
-    return calls_;
-  }
-
-  absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
-                                                 const fedanon::v1::LeaderMessage& request,
-                                                 absl::Duration timeout) override {
-    if (dead_) return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
-    Crash crash;
-    {
-      absl::MutexLock lock(&mu_);
-      if (++calls_ == crash_at_) crash = std::move(crash_);
-    }
-    if (crash) return crash(party, request);
-    return inner_->Call(party, request, timeout);
-  }
-  std::vector<common::ConnectedParty> Parties() const override {
-    if (dead_) return {};
-    return inner_->Parties();
-  }
-
- private:
-  common::PartyChannel* inner_;
-  std::atomic<bool> dead_{false};
-  mutable absl::Mutex mu_;
-  int calls_ ABSL_GUARDED_BY(mu_) = 0;
-  int crash_at_ ABSL_GUARDED_BY(mu_) = -1;
-  Crash crash_ ABSL_GUARDED_BY(mu_);
-};
-
-// The federation of worked example A with the leader behind a CrashingChannel; the parties'
-// options are kept (to restart one) and the leader's (to restart it on a copy of its directory).
-struct DurableFederation {
-  std::unique_ptr<InProcessFederation> fed;
-  std::map<std::string, party::PartyAgentOptions> party_options;
-  leader::LeaderOptions leader_options;
-  std::unique_ptr<CrashingChannel> crashing;
-  std::vector<std::unique_ptr<party::PartyAgent>> restarted;  // replacements (old ones stay alive)
-
-  // The leader first: it calls through `crashing` into the parties.
-  ~DurableFederation() {
-    if (fed) fed->leader.reset();
-  }
-
-  static std::unique_ptr<DurableFederation> Create(const std::string& name) {
-    auto d = std::make_unique<DurableFederation>();
-    auto fed = InProcessFederation::Create(
-        name, PartyFiles(ExampleA()),
-        [&](party::PartyAgentOptions& o) { d->party_options[o.name] = o; },
-        [&](leader::LeaderOptions& o) {
-          o.resume_timeout = absl::Seconds(10);
-          d->leader_options = o;
-        });
-    EXPECT_TRUE(fed.ok()) << fed.status();
-    if (!fed.ok()) return nullptr;
-    d->fed = *std::move(fed);
-    // The leader the tests use talks through the crashing channel (its own data directory).
-    d->fed->leader.reset();
-    d->crashing = std::make_unique<CrashingChannel>(&d->fed->channel);
-    d->leader_options.data_dir = d->fed->dir + "/leader-1";
-    auto leader = leader::Leader::Create(d->leader_options, d->crashing.get());
-    EXPECT_TRUE(leader.ok()) << leader.status();
-    if (!leader.ok()) return nullptr;
-    d->fed->leader = *std::move(leader);
-    return d;
-  }
-
-  // A new process of `party` over the same directories (nothing in memory), now the connected one.
-  absl::Status RestartParty(const std::string& party) {
-    ASSIGN_OR_RETURN(std::unique_ptr<party::PartyAgent> agent,
-                     party::PartyAgent::Create(party_options.at(party)));
-    fed->channel.Add(agent.get());
-    restarted.push_back(std::move(agent));
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<std::string> Submit() {
-    ASSIGN_OR_RETURN(auto req, MakeRequest(ExampleA(), fed->names));
-    ASSIGN_OR_RETURN(JobInfo info, fed->Submit(req));
-    return info.job_id();
-  }
-};
+// The federation of worked example A with the leader behind a CrashingChannel
+// (tests/support/durable_federation.h).
+std::unique_ptr<DurableFederation> CreateFederation(const std::string& name) {
+  return DurableFederation::Create(
+      name, PartyFiles(ExampleA()),
+      [](const std::vector<std::string>& names) { return MakeRequest(ExampleA(), names); });
+}
 
 struct Central {
   fedanon::v1::Report report;
@@ -148,16 +56,6 @@ Central RunCentral(const std::string& name) {
   return c;
 }
 
-// Every party's durable state goes with the job (once the leader told it, after recording the
-// job as done: waited for, at most 10 s).
-void ExpectDurableStateGone(DurableFederation& d, const std::string& job_id) {
-  for (const auto& [name, o] : d.party_options) {
-    const std::string state = o.output_dir + "/" + job_id + ".state";
-    for (int i = 0; i < 1000 && fs::exists(state); ++i) absl::SleepFor(absl::Milliseconds(10));
-    EXPECT_FALSE(fs::exists(state)) << name;
-  }
-}
-
 // The job ended DONE with the centralized run's specializations and table, stored once.
 void ExpectSameAsCentralized(DurableFederation& d, const JobInfo& info, const Central& central) {
   ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
@@ -175,7 +73,7 @@ void ExpectSameAsCentralized(DurableFederation& d, const JobInfo& info, const Ce
 
 // Calls an uninterrupted run makes (the crash points are fractions of it).
 int CallsOfACleanRun() {
-  auto d = DurableFederation::Create("durable_clean");
+  auto d = CreateFederation("durable_clean");
   if (d == nullptr) return 0;
   auto id = d->Submit();
   EXPECT_TRUE(id.ok()) << id.status();
@@ -208,29 +106,18 @@ Central* DurableJob::central_ = nullptr;
 // data directory as the crash left it: the job resumes once the parties are connected.
 TEST_P(DurableJob, LeaderKilledMidJobResumesAfterItsRestart) {
   ASSERT_GT(clean_calls_, 10);
-  auto d = DurableFederation::Create(absl::StrCat("durable_leader_", CrashCall()));
+  auto d = CreateFederation(absl::StrCat("durable_leader_", CrashCall()));
   ASSERT_NE(d, nullptr);
   const std::string snapshot = d->fed->dir + "/leader-2";
   absl::Notification crashed;
-  d->crashing->CrashAt(
-      CrashCall(),
-      [&](const std::string& party,
-          const fedanon::v1::LeaderMessage& request) -> absl::StatusOr<fedanon::v1::PartyMessage> {
-        // The party answers (and keeps its answer), the leader dies before it reads the reply: its
-        // directory as of now is what a restarted leader finds.
-        d->fed->channel.Call(party, request, absl::Seconds(20)).IgnoreError();
-        fs::copy(d->leader_options.data_dir, snapshot, fs::copy_options::recursive);
-        d->crashing->Die();
-        crashed.Notify();
-        return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));
-      });
+  // The party answers (and keeps its answer), the leader dies before it reads the reply: its
+  // directory as of now is what a restarted leader finds.
+  d->crashing->CrashAt(CrashCall(), d->LeaderDiesAfterTheReply(snapshot, &crashed));
   ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
   ASSERT_TRUE(crashed.WaitForNotificationWithTimeout(absl::Seconds(120)));
   d->fed->leader.reset();  // the old process is gone
   const absl::Time restart = absl::Now();
-  leader::LeaderOptions options = d->leader_options;
-  options.data_dir = snapshot;
-  ASSERT_OK_AND_ASSIGN(d->fed->leader, leader::Leader::Create(options, &d->fed->channel));
+  ASSERT_OK(d->StartLeaderOn(snapshot));
   ASSERT_OK_AND_ASSIGN(const JobInfo at_restart, d->fed->leader->Get(job_id));
   const JobInfo info = d->fed->Wait(job_id);
   const double resume_s = absl::ToDoubleSeconds(absl::Now() - restart);
@@ -255,41 +142,22 @@ TEST_P(DurableJob, LeaderKilledMidJobResumesAfterItsRestart) {
 // directories: the leader repeats the request, the party answers from its durable state.
 TEST_P(DurableJob, PartyKilledAfterAnsweringResumesFromItsDurableState) {
   ASSERT_GT(clean_calls_, 10);
-  auto d = DurableFederation::Create(absl::StrCat("durable_party_after_", PartyCrashCall()));
+  auto d = CreateFederation(absl::StrCat("durable_party_after_", PartyCrashCall()));
   ASSERT_NE(d, nullptr);
-  std::string victim;
-  d->crashing->CrashAt(
-      PartyCrashCall(),
-      [&](const std::string& party,
-          const fedanon::v1::LeaderMessage& request) -> absl::StatusOr<fedanon::v1::PartyMessage> {
-        d->fed->channel.Call(party, request, absl::Seconds(20)).IgnoreError();
-        victim = party;
-        RETURN_IF_ERROR(d->RestartParty(party));
-        return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));
-      });
-  ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
-  const JobInfo info = d->fed->Wait(job_id);
-  ASSERT_FALSE(victim.empty()) << "the crash point was not reached";
+  ASSERT_OK_AND_ASSIGN(
+      const JobInfo info,
+      d->RunWithCrash(PartyCrashCall(), d->PartyRestarts(/*after_answering=*/true)));
   ExpectSameAsCentralized(*d, info, *central_);
 }
 
 // kill -9 of a party before it read the request, restarted at once: the request is its first.
 TEST_P(DurableJob, PartyKilledBeforeAnsweringResumesFromItsDurableState) {
   ASSERT_GT(clean_calls_, 10);
-  auto d = DurableFederation::Create(absl::StrCat("durable_party_before_", PartyCrashCall()));
+  auto d = CreateFederation(absl::StrCat("durable_party_before_", PartyCrashCall()));
   ASSERT_NE(d, nullptr);
-  std::string victim;
-  d->crashing->CrashAt(
-      PartyCrashCall(),
-      [&](const std::string& party,
-          const fedanon::v1::LeaderMessage&) -> absl::StatusOr<fedanon::v1::PartyMessage> {
-        victim = party;
-        RETURN_IF_ERROR(d->RestartParty(party));
-        return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));
-      });
-  ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
-  const JobInfo info = d->fed->Wait(job_id);
-  ASSERT_FALSE(victim.empty()) << "the crash point was not reached";
+  ASSERT_OK_AND_ASSIGN(
+      const JobInfo info,
+      d->RunWithCrash(PartyCrashCall(), d->PartyRestarts(/*after_answering=*/false)));
   ExpectSameAsCentralized(*d, info, *central_);
 }
 
@@ -298,24 +166,12 @@ INSTANTIATE_TEST_SUITE_P(CrashPoints, DurableJob, ::testing::Values(0.05, 0.3, 0
 // A party that lost its state file cannot resume: the job fails naming it and why, nothing is
 // released, and the other parties are told.
 TEST(DurableJobLimits, APartyWithoutItsStateFailsTheJobByName) {
-  auto d = DurableFederation::Create("durable_lost_state");
+  auto d = CreateFederation("durable_lost_state");
   ASSERT_NE(d, nullptr);
-  d->crashing->CrashAt(
-      12,
-      [&](const std::string& party,
-          const fedanon::v1::LeaderMessage&) -> absl::StatusOr<fedanon::v1::PartyMessage> {
-        const party::PartyAgentOptions& o = d->party_options.at(party);
-        for (const auto& entry : fs::directory_iterator(o.output_dir)) {
-          if (entry.path().extension() == ".state") fs::remove(entry.path());
-        }
-        RETURN_IF_ERROR(d->RestartParty(party));
-        return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));
-      });
-  ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
-  const JobInfo info = d->fed->Wait(job_id);
+  ASSERT_OK_AND_ASSIGN(const JobInfo info, d->RunWithCrash(12, d->PartyLosesItsState()));
   EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
   EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr("without its durable state"));
-  EXPECT_FALSE(d->fed->leader->Result(job_id).ok());
+  EXPECT_FALSE(d->fed->leader->Result(info.job_id()).ok());
 }
 
 }  // namespace

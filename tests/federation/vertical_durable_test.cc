@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -21,14 +21,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "common/base/status_macros.h"
 #include "common/datagen/datagen.h"
 #include "common/spec/job_spec_loader.h"
 #include "tests/federation/adult_vertical_util.h"
 #include "tests/federation/federation_test_util.h"
+#include "tests/support/durable_federation.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::testing {
@@ -38,48 +37,6 @@ namespace fs = std::filesystem;
 using fedanon::v1::JobInfo;
 
 constexpr uint64_t kSmallLimit = 4096;
-
-// Forwards to the in-process parties; at call number `crash_at` (1-based) runs `crash` instead.
-class CrashingChannel : public common::PartyChannel {
- public:
-  explicit CrashingChannel(common::PartyChannel* inner) : inner_(inner) {}
-  using Crash = std::function<absl::StatusOr<fedanon::v1::PartyMessage>(
-      const std::string& party, const fedanon::v1::LeaderMessage& request)>;
-  void CrashAt(int call, Crash crash) {
-    absl::MutexLock lock(&mu_);
-    crash_at_ = call;
-    crash_ = std::move(crash);
-  }
-  void Die() { dead_ = true; }
-  int calls() const {
-    absl::MutexLock lock(&mu_);
-    return calls_;
-  }
-  absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
-                                                 const fedanon::v1::LeaderMessage& request,
-                                                 absl::Duration timeout) override {
-    if (dead_) return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
-    Crash crash;
-    {
-      absl::MutexLock lock(&mu_);
-      if (++calls_ == crash_at_) crash = std::move(crash_);
-    }
-    if (crash) return crash(party, request);
-    return inner_->Call(party, request, timeout);
-  }
-  std::vector<common::ConnectedParty> Parties() const override {
-    if (dead_) return {};
-    return inner_->Parties();
-  }
-
- private:
-  common::PartyChannel* inner_;
-  std::atomic<bool> dead_{false};
-  mutable absl::Mutex mu_;
-  int calls_ ABSL_GUARDED_BY(mu_) = 0;
-  int crash_at_ ABSL_GUARDED_BY(mu_) = -1;
-  Crash crash_ ABSL_GUARDED_BY(mu_);
-};
 
 // Generated vertical data over hospital-a, -b, -c (party2 = hospital-b holds the sensitive
 // column: it judges the others' candidates).
@@ -134,52 +91,15 @@ fedanon::v1::SubmitJobRequest Request(const std::vector<std::string>& parties) {
   return req;
 }
 
-struct DurableFederation {
-  std::unique_ptr<InProcessFederation> fed;
-  std::map<std::string, party::PartyAgentOptions> party_options;
-  leader::LeaderOptions leader_options;
-  std::unique_ptr<CrashingChannel> crashing;
-  std::vector<std::unique_ptr<party::PartyAgent>> restarted;
-
-  ~DurableFederation() {
-    if (fed) fed->leader.reset();
-  }
-
-  static std::unique_ptr<DurableFederation> Create(const std::string& name, bool chunked) {
-    auto d = std::make_unique<DurableFederation>();
-    auto fed = InProcessFederation::Create(
-        name, Data().files, [&](party::PartyAgentOptions& o) { d->party_options[o.name] = o; },
-        [&](leader::LeaderOptions& o) {
-          o.resume_timeout = absl::Seconds(10);
-          if (chunked) o.max_message_bytes = kSmallLimit;
-          d->leader_options = o;
-        });
-    EXPECT_TRUE(fed.ok()) << fed.status();
-    if (!fed.ok()) return nullptr;
-    d->fed = *std::move(fed);
-    d->fed->leader.reset();
-    d->crashing = std::make_unique<CrashingChannel>(&d->fed->channel);
-    d->leader_options.data_dir = d->fed->dir + "/leader-1";
-    auto leader = leader::Leader::Create(d->leader_options, d->crashing.get());
-    EXPECT_TRUE(leader.ok()) << leader.status();
-    if (!leader.ok()) return nullptr;
-    d->fed->leader = *std::move(leader);
-    return d;
-  }
-
-  absl::Status RestartParty(const std::string& party) {
-    ASSIGN_OR_RETURN(std::unique_ptr<party::PartyAgent> agent,
-                     party::PartyAgent::Create(party_options.at(party)));
-    fed->channel.Add(agent.get());
-    restarted.push_back(std::move(agent));
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<std::string> Submit() {
-    ASSIGN_OR_RETURN(JobInfo info, fed->Submit(Request(fed->names)));
-    return info.job_id();
-  }
-};
+// The generated federation with the leader behind a CrashingChannel
+// (tests/support/durable_federation.h); `chunked`: a 4 KiB message limit.
+std::unique_ptr<DurableFederation> CreateFederation(const std::string& name, bool chunked) {
+  return DurableFederation::Create(
+      name, Data().files, [](const std::vector<std::string>& names) { return Request(names); },
+      [chunked](leader::LeaderOptions& o) {
+        if (chunked) o.max_message_bytes = kSmallLimit;
+      });
+}
 
 struct Reference {
   int calls = 0;
@@ -204,8 +124,7 @@ std::vector<std::string> SortedRows(const std::string& csv) {
 
 Reference RunClean(bool chunked) {
   Reference r;
-  auto d =
-      DurableFederation::Create(chunked ? "vdurable_clean_chunked" : "vdurable_clean", chunked);
+  auto d = CreateFederation(chunked ? "vdurable_clean_chunked" : "vdurable_clean", chunked);
   if (d == nullptr) return r;
   auto id = d->Submit();
   EXPECT_TRUE(id.ok()) << id.status();
@@ -230,11 +149,7 @@ void ExpectSameAsClean(DurableFederation& d, const JobInfo& info, const Referenc
   EXPECT_EQ(Steps(info.report()), clean.steps);
   ASSERT_OK_AND_ASSIGN(const std::string csv, d.fed->leader->Result(info.job_id()));
   EXPECT_EQ(SortedRows(csv), clean.rows);
-  for (const auto& [name, o] : d.party_options) {
-    const std::string state = o.output_dir + "/" + info.job_id() + ".state";
-    for (int i = 0; i < 1000 && fs::exists(state); ++i) absl::SleepFor(absl::Milliseconds(10));
-    EXPECT_FALSE(fs::exists(state)) << name;
-  }
+  ExpectDurableStateGone(d, info.job_id());
 }
 
 // The crash point as a fraction of the calls of an uninterrupted run. Payloads travel in chunks
@@ -268,30 +183,18 @@ class VerticalDurablePartyBefore : public VerticalDurable {};
 TEST_P(VerticalDurableLeader, KilledMidJobResumesAfterItsRestart) {
   const Reference& clean = Clean(chunked());
   ASSERT_GT(clean.calls, 20);
-  auto d = DurableFederation::Create(Name("leader"), chunked());
+  auto d = CreateFederation(Name("leader"), chunked());
   ASSERT_NE(d, nullptr);
   const std::string snapshot = d->fed->dir + "/leader-2";
   absl::Notification crashed;
   std::string at;
-  d->crashing->CrashAt(
-      CrashCall(),
-      [&](const std::string& party,
-          const fedanon::v1::LeaderMessage& request) -> absl::StatusOr<fedanon::v1::PartyMessage> {
-        // The party answers (and keeps its answer); the leader dies before it reads the reply.
-        d->fed->channel.Call(party, request, absl::Seconds(20)).IgnoreError();
-        at = absl::StrCat(party, " round ", request.round(), " ", request.body_case());
-        fs::copy(d->leader_options.data_dir, snapshot, fs::copy_options::recursive);
-        d->crashing->Die();
-        crashed.Notify();
-        return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));
-      });
+  // The party answers (and keeps its answer); the leader dies before it reads the reply.
+  d->crashing->CrashAt(CrashCall(), d->LeaderDiesAfterTheReply(snapshot, &crashed, &at));
   ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
   ASSERT_TRUE(crashed.WaitForNotificationWithTimeout(absl::Seconds(120)));
   d->fed->leader.reset();
   const absl::Time restart = absl::Now();
-  leader::LeaderOptions options = d->leader_options;
-  options.data_dir = snapshot;
-  ASSERT_OK_AND_ASSIGN(d->fed->leader, leader::Leader::Create(options, &d->fed->channel));
+  ASSERT_OK(d->StartLeaderOn(snapshot));
   ASSERT_OK_AND_ASSIGN(const JobInfo at_restart, d->fed->leader->Get(job_id));
   const JobInfo info = d->fed->Wait(job_id);
   const double resume_s = absl::ToDoubleSeconds(absl::Now() - restart);
@@ -315,69 +218,37 @@ TEST_P(VerticalDurableLeader, KilledMidJobResumesAfterItsRestart) {
 TEST_P(VerticalDurablePartyAfter, KilledAfterAnsweringResumesFromItsDurableState) {
   const Reference& clean = Clean(chunked());
   ASSERT_GT(clean.calls, 20);
-  auto d = DurableFederation::Create(Name("party_after"), chunked());
+  auto d = CreateFederation(Name("party_after"), chunked());
   ASSERT_NE(d, nullptr);
-  std::string victim;
-  d->crashing->CrashAt(
-      PartyCrashCall(),
-      [&](const std::string& party,
-          const fedanon::v1::LeaderMessage& request) -> absl::StatusOr<fedanon::v1::PartyMessage> {
-        d->fed->channel.Call(party, request, absl::Seconds(20)).IgnoreError();
-        victim = party;
-        RETURN_IF_ERROR(d->RestartParty(party));
-        return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));
-      });
-  ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
-  const JobInfo info = d->fed->Wait(job_id);
-  ASSERT_FALSE(victim.empty()) << "the crash point was not reached";
+  ASSERT_OK_AND_ASSIGN(
+      const JobInfo info,
+      d->RunWithCrash(PartyCrashCall(), d->PartyRestarts(/*after_answering=*/true)));
   ExpectSameAsClean(*d, info, clean);
 }
 
 TEST_P(VerticalDurablePartyBefore, KilledBeforeAnsweringResumesFromItsDurableState) {
   const Reference& clean = Clean(chunked());
   ASSERT_GT(clean.calls, 20);
-  auto d = DurableFederation::Create(Name("party_before"), chunked());
+  auto d = CreateFederation(Name("party_before"), chunked());
   ASSERT_NE(d, nullptr);
-  std::string victim;
-  d->crashing->CrashAt(
-      PartyCrashCall(),
-      [&](const std::string& party,
-          const fedanon::v1::LeaderMessage&) -> absl::StatusOr<fedanon::v1::PartyMessage> {
-        victim = party;
-        RETURN_IF_ERROR(d->RestartParty(party));
-        return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));
-      });
-  ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
-  const JobInfo info = d->fed->Wait(job_id);
-  ASSERT_FALSE(victim.empty()) << "the crash point was not reached";
+  ASSERT_OK_AND_ASSIGN(
+      const JobInfo info,
+      d->RunWithCrash(PartyCrashCall(), d->PartyRestarts(/*after_answering=*/false)));
   ExpectSameAsClean(*d, info, clean);
 }
 
 // A party that lost its state file mid vertical job cannot resume: the job fails naming it and
 // why, and nothing is released.
 TEST(VerticalDurableLimits, APartyWithoutItsStateFailsTheJobByName) {
-  auto d = DurableFederation::Create("vdurable_lost_state", /*chunked=*/false);
+  auto d = CreateFederation("vdurable_lost_state", /*chunked=*/false);
   ASSERT_NE(d, nullptr);
   std::string victim;
-  d->crashing->CrashAt(
-      30,
-      [&](const std::string& party,
-          const fedanon::v1::LeaderMessage&) -> absl::StatusOr<fedanon::v1::PartyMessage> {
-        victim = party;
-        const party::PartyAgentOptions& o = d->party_options.at(party);
-        for (const auto& entry : fs::directory_iterator(o.output_dir)) {
-          if (entry.path().extension() == ".state") fs::remove(entry.path());
-        }
-        RETURN_IF_ERROR(d->RestartParty(party));
-        return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));
-      });
-  ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
-  const JobInfo info = d->fed->Wait(job_id);
+  ASSERT_OK_AND_ASSIGN(const JobInfo info, d->RunWithCrash(30, d->PartyLosesItsState(&victim)));
   ASSERT_FALSE(victim.empty());
   EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
   EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr("without its durable state"));
   EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr(victim));
-  EXPECT_FALSE(d->fed->leader->Result(job_id).ok());
+  EXPECT_FALSE(d->fed->leader->Result(info.job_id()).ok());
 }
 
 // Spread over the ID matching (about the first half of the calls), the rounds and the release.

@@ -24,8 +24,8 @@
 #include "tests/federation/federation_test_util.h"
 #include "tests/postgres/postgres_cluster.h"
 #include "tests/postgres/postgres_test_data.h"
+#include "tests/support/adult_data.h"
 #include "tests/support/status_matchers.h"
-#include "tests/support/test_paths.h"
 
 namespace fedanon::testing {
 namespace {
@@ -34,28 +34,6 @@ std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), {});
 }
-
-// The mohammed2010 §6 setting with the domains a federation needs declared (as
-// tests/federation/adult_federation_test.cc).
-constexpr char kAdultSpec[] = R"(name: adult-horizontal
-attributes:
-  - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1}
-  - {name: workclass, role: qid, taxonomy: workclass.csv}
-  - {name: education, role: qid, taxonomy: education.csv}
-  - {name: education-num, role: qid, type: continuous, range: [0, 20], precision: 1}
-  - {name: marital-status, role: sensitive, values: [Married-civ-spouse, Divorced, Never-married, Separated, Widowed, Married-spouse-absent, Married-AF-spouse]}
-  - {name: occupation, role: qid, taxonomy: occupation.csv}
-  - {name: relationship, role: qid, taxonomy: relationship.csv}
-  - {name: race, role: qid, taxonomy: race.csv}
-  - {name: sex, role: qid, taxonomy: sex.csv}
-  - {name: capital-gain, role: qid, type: continuous, range: [0, 100000], precision: 1}
-  - {name: capital-loss, role: qid, type: continuous, range: [0, 5000], precision: 1}
-  - {name: hours-per-week, role: qid, type: continuous, range: [0, 100], precision: 1}
-  - {name: native-country, role: qid, taxonomy: native-country.csv}
-  - {name: income, role: class, values: ["<=50K", ">50K"]}
-privacy: {model: lkc, L: 4, K: 20, C: 0.2, sensitive_values: [Divorced, Separated]}
-partitioning: horizontal
-)";
 
 struct FedData {
   std::string what;  // for the log: which data
@@ -67,17 +45,11 @@ struct FedData {
 // UCI Adult split round robin over 3 hospitals, or gen-data's 3-party split.
 FedData MakeSetup() {
   FedData s;
-  const std::string adult_dir = SharedDir() + "/datasets/adult";
+  const std::string adult_dir = AdultDir();
   if (std::filesystem::exists(adult_dir + "/adult_clean.csv")) {
     s.what = "UCI Adult (" + adult_dir + ")";
-    s.spec_yaml = kAdultSpec;
-    for (const char* attr :
-         {"workclass", "education", "occupation", "race", "sex", "native-country"}) {
-      s.taxonomies[absl::StrCat(attr, ".csv")] =
-          Slurp(absl::StrCat(adult_dir, "/arx-hierarchies/adult_hierarchy_", attr, ".csv"));
-    }
-    s.taxonomies["relationship.csv"] =
-        Slurp(adult_dir + "/extra-hierarchies/adult_hierarchy_relationship.csv");
+    s.spec_yaml = kAdultHorizontalSpec;
+    s.taxonomies = AdultTaxonomies();
     auto table = ReadCsvTable(adult_dir + "/adult_clean.csv");
     EXPECT_TRUE(table.ok()) << table.status();
     std::vector<Table> parts(3);

@@ -23,6 +23,7 @@
 #include "server/party_metrics.h"
 #include "server/party_status.h"
 #include "server/sd_notify.h"
+#include "tests/support/config_dir.h"
 #include "tests/support/http_get.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -31,30 +32,12 @@ namespace fedanon::server {
 namespace {
 
 namespace fs = std::filesystem;
+using ::fedanon::testing::ConfigDir;
 using ::fedanon::testing::HttpGet;
 using ::fedanon::testing::MetricValue;
 using ::fedanon::testing::StatusIs;
 using ::fedanon::testing::TempDir;
 using ::testing::HasSubstr;
-
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& text) {
-  const std::string path = dir + "/" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
-constexpr char kParty[] = R"(name: hospital-a
-leader: 10.0.0.1:7443
-data_dir: data
-tls: {ca: ca.crt, cert: tls.crt, key: tls.key}
-seal: {cert: seal.crt, key: seal.key}
-)";
-constexpr char kLeader[] = R"(name: leader
-listen: 0.0.0.0:7443
-data_dir: data
-tls: {ca: ca.crt, cert: tls.crt, key: tls.key}
-seal: {cert: seal.crt, key: seal.key}
-)";
 
 TEST(MetricsAddress, LoopbackLiteralsOnly) {
   EXPECT_TRUE(IsLoopbackAddress("127.0.0.1:9464"));
@@ -68,21 +51,18 @@ TEST(MetricsAddress, LoopbackLiteralsOnly) {
 }
 
 TEST(MetricsAddress, PartyConfigAcceptsOnlyLoopback) {
-  TempDir dir;
-  ASSERT_OK_AND_ASSIGN(PartyConfig off, LoadPartyConfig(WriteFile(dir.path(), "off.yaml", kParty)));
+  ConfigDir dir;
+  ASSERT_OK_AND_ASSIGN(PartyConfig off, LoadPartyConfig(dir.Party("off.yaml")));
   EXPECT_EQ(off.metrics_listen, "");  // off by default
-  ASSERT_OK_AND_ASSIGN(
-      PartyConfig v4,
-      LoadPartyConfig(WriteFile(dir.path(), "v4.yaml",
-                                std::string(kParty) + "metrics_listen: 127.0.0.1:9464\n")));
+  ASSERT_OK_AND_ASSIGN(PartyConfig v4,
+                       LoadPartyConfig(dir.Party("v4.yaml", "metrics_listen: 127.0.0.1:9464\n")));
   EXPECT_EQ(v4.metrics_listen, "127.0.0.1:9464");
-  ASSERT_OK_AND_ASSIGN(PartyConfig v6, LoadPartyConfig(WriteFile(
-                                           dir.path(), "v6.yaml",
-                                           std::string(kParty) + "metrics_listen: '[::1]:9'\n")));
+  ASSERT_OK_AND_ASSIGN(PartyConfig v6,
+                       LoadPartyConfig(dir.Party("v6.yaml", "metrics_listen: '[::1]:9'\n")));
   EXPECT_EQ(v6.metrics_listen, "[::1]:9");
   for (const char* bad : {"0.0.0.0:9464", "10.0.0.7:9464", "'[::]:9464'", "localhost:9464"}) {
-    const absl::StatusOr<PartyConfig> c = LoadPartyConfig(
-        WriteFile(dir.path(), "bad.yaml", std::string(kParty) + "metrics_listen: " + bad + "\n"));
+    const absl::StatusOr<PartyConfig> c =
+        LoadPartyConfig(dir.Party("bad.yaml", std::string("metrics_listen: ") + bad + "\n"));
     EXPECT_THAT(c.status(), StatusIs(absl::StatusCode::kInvalidArgument, "")) << bad;
     EXPECT_THAT(std::string(c.status().message()), HasSubstr("bad.yaml:6:")) << bad;
     EXPECT_THAT(std::string(c.status().message()), HasSubstr("is not a loopback address")) << bad;
@@ -91,34 +71,30 @@ TEST(MetricsAddress, PartyConfigAcceptsOnlyLoopback) {
         << bad;
   }
   // A party has no opt-in.
-  EXPECT_THAT(LoadPartyConfig(WriteFile(dir.path(), "optin.yaml",
-                                        std::string(kParty) + "metrics_listen: 0.0.0.0:9\n"
-                                                              "metrics_allow_non_loopback: true\n"))
+  EXPECT_THAT(LoadPartyConfig(dir.Party("optin.yaml",
+                                        "metrics_listen: 0.0.0.0:9\n"
+                                        "metrics_allow_non_loopback: true\n"))
                   .status(),
               StatusIs(absl::StatusCode::kInvalidArgument, ""));
 }
 
 TEST(MetricsAddress, LeaderNeedsAnExplicitOptInForOtherAddresses) {
-  TempDir dir;
-  ASSERT_OK_AND_ASSIGN(LeaderConfig off,
-                       LoadLeaderConfig(WriteFile(dir.path(), "off.yaml", kLeader)));
+  ConfigDir dir;
+  ASSERT_OK_AND_ASSIGN(LeaderConfig off, LoadLeaderConfig(dir.Leader("off.yaml")));
   EXPECT_EQ(off.metrics_listen, "");
   EXPECT_FALSE(off.metrics_allow_non_loopback);
-  const absl::StatusOr<LeaderConfig> refused = LoadLeaderConfig(WriteFile(
-      dir.path(), "refused.yaml", std::string(kLeader) + "metrics_listen: 0.0.0.0:9464\n"));
+  const absl::StatusOr<LeaderConfig> refused =
+      LoadLeaderConfig(dir.Leader("refused.yaml", "metrics_listen: 0.0.0.0:9464\n"));
   EXPECT_THAT(refused.status(), StatusIs(absl::StatusCode::kInvalidArgument, ""));
   EXPECT_THAT(std::string(refused.status().message()),
               HasSubstr("metrics_allow_non_loopback: true"));
-  ASSERT_OK_AND_ASSIGN(
-      LeaderConfig opted,
-      LoadLeaderConfig(WriteFile(dir.path(), "opted.yaml",
-                                 std::string(kLeader) + "metrics_listen: 0.0.0.0:9464\n"
-                                                        "metrics_allow_non_loopback: true\n")));
+  ASSERT_OK_AND_ASSIGN(LeaderConfig opted,
+                       LoadLeaderConfig(dir.Leader("opted.yaml",
+                                                   "metrics_listen: 0.0.0.0:9464\n"
+                                                   "metrics_allow_non_loopback: true\n")));
   EXPECT_EQ(opted.metrics_listen, "0.0.0.0:9464");
   EXPECT_THAT(
-      LoadLeaderConfig(WriteFile(dir.path(), "notbool.yaml",
-                                 std::string(kLeader) + "metrics_allow_non_loopback: yes\n"))
-          .status(),
+      LoadLeaderConfig(dir.Leader("notbool.yaml", "metrics_allow_non_loopback: yes\n")).status(),
       StatusIs(absl::StatusCode::kInvalidArgument, ""));
 }
 

@@ -23,6 +23,7 @@
 #include "server/config.h"
 #include "server/leader_metrics.h"
 #include "server/party_metrics.h"
+#include "tests/support/config_dir.h"
 #include "tests/support/http_get.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -30,6 +31,7 @@
 namespace fedanon::server {
 namespace {
 
+using ::fedanon::testing::ConfigDir;
 using ::fedanon::testing::MetricValue;
 using ::fedanon::testing::StatusIs;
 using ::fedanon::testing::TempDir;
@@ -63,25 +65,6 @@ std::string Body(const std::string& response) {
   const size_t at = response.find("\r\n\r\n");
   return at == std::string::npos ? "" : response.substr(at + 4);
 }
-
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& text) {
-  const std::string path = dir + "/" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
-constexpr char kParty[] = R"(name: hospital-a
-leader: 10.0.0.1:7443
-data_dir: data
-tls: {ca: ca.crt, cert: tls.crt, key: tls.key}
-seal: {cert: seal.crt, key: seal.key}
-)";
-constexpr char kLeader[] = R"(name: leader
-listen: 0.0.0.0:7443
-data_dir: data
-tls: {ca: ca.crt, cert: tls.crt, key: tls.key}
-seal: {cert: seal.crt, key: seal.key}
-)";
 
 TEST(UnixMetricsEndpoint, ServesMetricsAndHealthOnASocketOfMode0660) {
   TempDir dir("unix_metrics");
@@ -147,7 +130,8 @@ TEST(UnixMetricsEndpoint, ReplacesAStaleSocketButNoOtherFile) {
   ASSERT_OK_AND_ASSIGN(auto endpoint, UnixMetricsEndpoint::Start(path, registry, nullptr));
   EXPECT_THAT(Get(path, "/live"), StartsWith("HTTP/1.1 200 OK"));
   endpoint.reset();
-  const std::string regular = WriteFile(dir.path(), "not-a-socket", "data");
+  const std::string regular = dir.File("not-a-socket");
+  std::ofstream(regular) << "data";
   EXPECT_THAT(UnixMetricsEndpoint::Start(regular, registry, nullptr),
               StatusIs(absl::StatusCode::kFailedPrecondition, "is not a socket"));
   EXPECT_THAT(UnixMetricsEndpoint::Start("relative.sock", registry, nullptr),
@@ -155,42 +139,32 @@ TEST(UnixMetricsEndpoint, ReplacesAStaleSocketButNoOtherFile) {
 }
 
 TEST(UnixMetricsEndpoint, PartyConfigTakesAUnixSocketButStillNoNetworkAddress) {
-  TempDir dir("unix_metrics_config");
-  ASSERT_OK_AND_ASSIGN(
-      PartyConfig absolute,
-      LoadPartyConfig(WriteFile(
-          dir.path(), "a.yaml",
-          std::string(kParty) + "metrics_listen: unix:/run/fedanon/party-metrics.sock\n")));
+  ConfigDir dir("unix_metrics_config");
+  ASSERT_OK_AND_ASSIGN(PartyConfig absolute,
+                       LoadPartyConfig(dir.Party(
+                           "a.yaml", "metrics_listen: unix:/run/fedanon/party-metrics.sock\n")));
   EXPECT_EQ(absolute.metrics_listen, "unix:/run/fedanon/party-metrics.sock");
   EXPECT_EQ(UnixSocketPath(absolute.metrics_listen), "/run/fedanon/party-metrics.sock");
-  ASSERT_OK_AND_ASSIGN(
-      PartyConfig relative,
-      LoadPartyConfig(
-          WriteFile(dir.path(), "r.yaml", std::string(kParty) + "metrics_listen: unix:m.sock\n")));
+  ASSERT_OK_AND_ASSIGN(PartyConfig relative,
+                       LoadPartyConfig(dir.Party("r.yaml", "metrics_listen: unix:m.sock\n")));
   EXPECT_EQ(relative.metrics_listen, "unix:" + dir.File("m.sock"));
   EXPECT_EQ(UnixSocketPath("127.0.0.1:9"), "");
-  EXPECT_THAT(LoadPartyConfig(WriteFile(dir.path(), "e.yaml",
-                                        std::string(kParty) + "metrics_listen: 'unix:'\n")),
+  EXPECT_THAT(LoadPartyConfig(dir.Party("e.yaml", "metrics_listen: 'unix:'\n")),
               StatusIs(absl::StatusCode::kInvalidArgument, "needs a socket path"));
-  EXPECT_THAT(LoadPartyConfig(WriteFile(dir.path(), "n.yaml",
-                                        std::string(kParty) + "metrics_listen: 0.0.0.0:9\n")),
+  EXPECT_THAT(LoadPartyConfig(dir.Party("n.yaml", "metrics_listen: 0.0.0.0:9\n")),
               StatusIs(absl::StatusCode::kInvalidArgument, "not a loopback address"));
   // The leader's metrics stay TCP (loopback unless opted out).
-  EXPECT_THAT(LoadLeaderConfig(WriteFile(dir.path(), "l.yaml",
-                                         std::string(kLeader) + "metrics_listen: unix:/x.sock\n")),
+  EXPECT_THAT(LoadLeaderConfig(dir.Leader("l.yaml", "metrics_listen: unix:/x.sock\n")),
               StatusIs(absl::StatusCode::kInvalidArgument, "metrics_listen"));
 }
 
 TEST(LeaderConfigOperations, RetentionAndTlsReload) {
-  TempDir dir("ops_config");
-  ASSERT_OK_AND_ASSIGN(LeaderConfig off,
-                       LoadLeaderConfig(WriteFile(dir.path(), "off.yaml", kLeader)));
+  ConfigDir dir("ops_config");
+  ASSERT_OK_AND_ASSIGN(LeaderConfig off, LoadLeaderConfig(dir.Leader("off.yaml")));
   EXPECT_EQ(off.retention_seconds, 0);  // off unless set
   EXPECT_EQ(off.tls_reload_seconds, 60);
-  ASSERT_OK_AND_ASSIGN(LeaderConfig on,
-                       LoadLeaderConfig(WriteFile(
-                           dir.path(), "on.yaml",
-                           std::string(kLeader) + "retention: 30d\ntls_reload_seconds: 0\n")));
+  ASSERT_OK_AND_ASSIGN(LeaderConfig on, LoadLeaderConfig(dir.Leader(
+                                            "on.yaml", "retention: 30d\ntls_reload_seconds: 0\n")));
   EXPECT_EQ(on.retention_seconds, 30 * 86400);
   EXPECT_EQ(on.tls_reload_seconds, 0);
   EXPECT_EQ(*ParseRetentionPeriod("90m", "r"), 5400);
@@ -202,11 +176,9 @@ TEST(LeaderConfigOperations, RetentionAndTlsReload) {
                 StatusIs(absl::StatusCode::kInvalidArgument, "key 'retention' must be"))
         << bad;
   }
-  EXPECT_THAT(LoadLeaderConfig(
-                  WriteFile(dir.path(), "bad.yaml", std::string(kLeader) + "retention: 30 days\n")),
+  EXPECT_THAT(LoadLeaderConfig(dir.Leader("bad.yaml", "retention: 30 days\n")),
               StatusIs(absl::StatusCode::kInvalidArgument, "bad.yaml:6:12: key 'retention'"));
-  EXPECT_THAT(LoadLeaderConfig(WriteFile(dir.path(), "bad2.yaml",
-                                         std::string(kLeader) + "tls_reload_seconds: -1\n")),
+  EXPECT_THAT(LoadLeaderConfig(dir.Leader("bad2.yaml", "tls_reload_seconds: -1\n")),
               StatusIs(absl::StatusCode::kInvalidArgument, "tls_reload_seconds"));
 }
 

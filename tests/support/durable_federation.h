@@ -1,0 +1,106 @@
+// Tests only: an in-process federation whose leader calls the parties through a channel that
+// "crashes" at a chosen call (the leader or a party killed, the reply lost or not), with the
+// restarts a durable-job test needs; shared by tests/federation/durable_job_test.cc (horizontal)
+// and vertical_durable_test.cc (vertical).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "tests/federation/federation_test_util.h"
+
+namespace fedanon::testing {
+
+// Forwards to the in-process parties; at call number `crash_at` (1-based) runs `crash` instead,
+// which decides what the caller gets. Counts every call.
+class CrashingChannel : public common::PartyChannel {
+ public:
+  using Crash = std::function<absl::StatusOr<fedanon::v1::PartyMessage>(
+      const std::string& party, const fedanon::v1::LeaderMessage& request)>;
+
+  explicit CrashingChannel(common::PartyChannel* inner) : inner_(inner) {}
+  void CrashAt(int call, Crash crash);
+  // Whether the crash set by CrashAt has run.
+  bool crashed() const;
+  // From now on nobody is connected and every call fails (a leader that was killed).
+  void Die() { dead_ = true; }
+  int calls() const;
+
+  absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
+                                                 const fedanon::v1::LeaderMessage& request,
+                                                 absl::Duration timeout) override;
+  std::vector<common::ConnectedParty> Parties() const override;
+
+ private:
+  common::PartyChannel* inner_;
+  std::atomic<bool> dead_{false};
+  mutable absl::Mutex mu_;
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;
+  int crash_at_ ABSL_GUARDED_BY(mu_) = -1;
+  Crash crash_ ABSL_GUARDED_BY(mu_);
+};
+
+// The federation with the leader behind a CrashingChannel; the parties' options are kept (to
+// restart one) and the leader's (to restart it on a copy of its directory).
+struct DurableFederation {
+  // The job the federation runs, for the parties `names`.
+  using MakeRequest = std::function<absl::StatusOr<fedanon::v1::SubmitJobRequest>(
+      const std::vector<std::string>& names)>;
+
+  std::unique_ptr<InProcessFederation> fed;
+  std::map<std::string, party::PartyAgentOptions> party_options;
+  leader::LeaderOptions leader_options;
+  std::unique_ptr<CrashingChannel> crashing;
+  std::vector<std::unique_ptr<party::PartyAgent>> restarted;  // replacements (old ones stay alive)
+  MakeRequest make_request;
+
+  // The leader first: it calls through `crashing` into the parties.
+  ~DurableFederation();
+
+  // Parties holding `party_files` (as InProcessFederation::Create), a leader with a 10 s resume
+  // timeout, then `customize_leader`. nullptr (and a test failure) when it cannot start.
+  static std::unique_ptr<DurableFederation> Create(
+      const std::string& name, const std::vector<std::map<std::string, std::string>>& party_files,
+      MakeRequest make_request,
+      const std::function<void(leader::LeaderOptions&)>& customize_leader = nullptr);
+
+  // A new process of `party` over the same directories (nothing in memory), now the connected one.
+  absl::Status RestartParty(const std::string& party);
+  // A new leader process on `data_dir` (the old one must be gone), talking to the parties directly.
+  absl::Status StartLeaderOn(const std::string& data_dir);
+  // Submits the job; its id.
+  absl::StatusOr<std::string> Submit();
+  // Submits the job with `crash` at call `call` (CrashingChannel::CrashAt) and waits for its end;
+  // an error if the job could not be submitted or ended before that call.
+  absl::StatusOr<fedanon::v1::JobInfo> RunWithCrash(int call, CrashingChannel::Crash crash);
+
+  // Crashes for CrashingChannel::CrashAt. All return "disconnected" to the leader.
+  // The party answers (and keeps its answer), the leader dies before it reads the reply: its
+  // directory as of now is copied to `snapshot`, `crashed` notified; `at` (if given) gets the
+  // party, round and request kind.
+  CrashingChannel::Crash LeaderDiesAfterTheReply(const std::string& snapshot,
+                                                 absl::Notification* crashed,
+                                                 std::string* at = nullptr);
+  // The party is killed (after answering, its reply lost, or before reading the request) and
+  // restarted at once; `victim` (if given) gets its name.
+  CrashingChannel::Crash PartyRestarts(bool after_answering, std::string* victim = nullptr);
+  // The party loses its state files and is restarted; `victim` (if given) gets its name.
+  CrashingChannel::Crash PartyLosesItsState(std::string* victim = nullptr);
+};
+
+// Every party's durable state goes with the job (once the leader told it, after recording the
+// job as done: waited for, at most 10 s).
+void ExpectDurableStateGone(const DurableFederation& d, const std::string& job_id);
+
+}  // namespace fedanon::testing
