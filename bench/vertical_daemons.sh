@@ -12,11 +12,18 @@
 # that limit by the wall clock; the same by CPU time (each party logs its process CPU during ID
 # matching; one multiplication's thread CPU cost comes from `id_matching_bench --micro`); and each
 # daemon's peak RSS (VmHWM, polled from /proc every 0.2 s) and CPU time, per process.
-# Usage: bench/vertical_daemons.sh [rows=200000] [build-dir=build/default]
+# Each daemon also logs its memory (RSS and peak RSS) at the phase boundaries (ID matching done,
+# rounds done, release sealed / joined, release done); those lines are printed per daemon.
+# With overlap F < 1 (issue 30's "1M x 1M ids, half overlapping"), each party holds `rows` ids of
+# which round(rows * F) are common to both (`fedanon gen-data --overlap F`); the centralized run
+# is on the join (the common records), and the limit still counts 4 multiplications per party id.
+# Usage: bench/vertical_daemons.sh [rows=200000] [build-dir=build/default] [overlap=1]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows="${1:-200000}"
 build="${2:-build/default}"
+overlap="${3:-1}"
+common_rows="$(python3 -c "print(round($rows * $overlap))")"
 bin="$build/bin"
 cores="$(nproc)"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -29,8 +36,8 @@ mul_us="$("$build/bench/id_matching_bench" --micro 2000 |
 ops_before="$(openssl_speed)"
 work="$(mktemp -d -t fedanon-vbench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
-"$bin/fedanon" gen-data --rows "$rows" --seed 1 --parties 2 --partition vertical \
-  --out "$work/data" 2>/dev/null
+"$bin/fedanon" gen-data --rows "$common_rows" --seed 1 --parties 2 --partition vertical \
+  --overlap "$overlap" --out "$work/data" 2>/dev/null
 python3 - "$work/data/vertical.yaml" <<'PY'
 import re, sys
 path = sys.argv[1]
@@ -70,17 +77,22 @@ load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 usage="$(for n in "${!hwm[@]}"; do echo "$n ${hwm[$n]} ${ticks[$n]:-0}"; done | sort)"
 idcpu="$(grep -ho 'process CPU [0-9.]* s since IdEncrypt, peak RSS [0-9]* MB' "$work"/fed/logs/*.log |
   awk '{print $3, $9}' || true)"
+phases="$(for f in "$work"/fed/logs/*.log; do
+  grep -ho 'memory at [a-zA-Z ]*: RSS [0-9]* MB, peak RSS [0-9]* MB' "$f" |
+    sed "s|^|$(basename "$f" .log): |" || true
+done)"
 python3 - "$work/central.json" "$work/fed.json" "$t0" "$t1" "$t2" "$rows" "$work/central.csv" "$work/fed.csv" \
   "$ops_before" "$ops_after" "$cores" "$mul_us" "$load_before" "$load_after" "$usage" "$idcpu" \
-  "$(getconf CLK_TCK)" <<'PY'
+  "$(getconf CLK_TCK)" "$common_rows" "$phases" <<'PY'
 import collections, csv, json, sys
 c = json.load(open(sys.argv[1])); f = json.load(open(sys.argv[2]))
 t0, t1, t2, rows = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
 ops_before, ops_after, cores, mul_us = float(sys.argv[9]), float(sys.argv[10]), int(sys.argv[11]), float(sys.argv[12])
 load_before, load_after, usage, idcpu, tck = sys.argv[13], sys.argv[14], sys.argv[15], sys.argv[16], float(sys.argv[17])
+common_rows, phases = int(sys.argv[18]), sys.argv[19]
 ft = f["timings_seconds"]; steps = len(f["steps"])
-print(f"vertical job, 2 party daemons + leader on loopback mTLS, {rows} records, one QID of "
-      f"13 attributes, k=50")
+print(f"vertical job, 2 party daemons + leader on loopback mTLS, {rows} records per party "
+      f"({common_rows} common), one QID of 13 attributes, k=50")
 print(f"  centralized anonymize on the joined table {t1 - t0:8.2f} s ({len(c['steps'])} specializations)")
 print(f"  federated job (leader's clock)            {ft['total']:8.2f} s ({steps} specializations)")
 print(f"    validate + parties load data            {ft['validate']:8.2f} s")
@@ -114,6 +126,10 @@ if cpu:
           f"({', '.join(f'{s:.1f} s' for s, _ in cpu)}); 4 x {rows} multiplications at {mul_us:.1f} us "
           f"(id_matching_bench --micro, thread CPU) = {ideal:.1f} s: {ideal / spent:.2f} of the limit")
     print(f"  peak RSS at the end of ID matching: {', '.join(f'{m:.0f} MB' for _, m in cpu)}")
+if phases.strip():
+    print("  memory at phase boundaries (each daemon's log):")
+    for line in phases.splitlines():
+        print(f"    {line}")
 for line in usage.splitlines():
     name, kb, t = line.split()
     print(f"  {name:40s} peak RSS {int(kb) / 1024:7.0f} MB, CPU {float(t) / tck:8.1f} s")

@@ -36,6 +36,13 @@ server::CommandAction DeclareGenDataCommand(CLI::App* command) {
       ->check(CLI::Range(1, 256));
   command->add_option("--partition", flags->partition, "horizontal | vertical")
       ->check(CLI::IsMember({"horizontal", "vertical"}));
+  command
+      ->add_option("--overlap", o.overlap,
+                   "Vertical only: the share of each party's ids that every party has "
+                   "(0.01..1, default 1). Below 1, each party file also gets "
+                   "rows*(1-F)/F records with ids of its own; table.csv stays the rows "
+                   "common records (the join)")
+      ->check(CLI::Range(0.01, 1.0));
   return [flags] { return server::ExitCode(RunGenDataCommand(*flags), "fedanon gen-data"); };
 }
 

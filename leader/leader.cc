@@ -1149,10 +1149,15 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   RejoiningChannel channel(channel_, options_.resume_timeout,
                            [this, id = job.job_id] { return CheckCancelled(id); });
   const double rounds_start = job.elapsed();
-  ASSIGN_OR_RETURN(VerticalJobResult result, RunVerticalJob(&channel, options));
   if (job.recipient == options_.name) {
-    RETURN_IF_ERROR(StoreResultOnce(job.job_id, result.csv));
+    // The joined table goes to the result file piece by piece, never whole in memory.
+    options.store_result =
+        [this, id = job.job_id](
+            const std::function<absl::Status(const JobStore::ResultWriter&)>& produce) {
+          return StoreResultOnce(id, produce);
+        };
   }
+  ASSIGN_OR_RETURN(VerticalJobResult result, RunVerticalJob(&channel, options));
   fedanon::v1::Report report = result.report;
   if (std::find(job.ring.begin(), job.ring.end(), job.recipient) != job.ring.end()) {
     report.add_warnings(absl::StrCat(

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "common/base/process_usage.h"
 #include "common/base/status_macros.h"
 #include "common/engine/tds_engine.h"
 #include "common/spec/proto_json.h"
@@ -423,14 +424,12 @@ class Driver {
     }
     released.clear();
     if (options_.recipient == options_.leader_name) {
-      ASSIGN_OR_RETURN(result->csv, JoinAtLeader(columns, round));
       // The joined table is the job's result; the view log records its size.
-      const auto lines =
-          static_cast<uint64_t>(std::count(result->csv.begin(), result->csv.end(), '\n'));
+      ASSIGN_OR_RETURN(const uint64_t rows, JoinAtLeader(columns, round, &result->csv));
       ViewEntry e;
       e.round = round;
       e.kind = kViewReleasedRows;
-      e.counts = {lines > 0 ? lines - 1 : 0};
+      e.counts = {rows};
       return Log(std::move(e));
     }
     fedanon::v1::VerticalStep step;
@@ -800,22 +799,39 @@ class Driver {
     return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
   }
 
-  // The leader is the recipient: opens every party's columns and joins them.
-  absl::StatusOr<std::string> JoinAtLeader(const std::vector<CarriedPayload>& columns,
-                                           uint32_t round) const {
+  // The leader is the recipient: opens every party's columns (freeing each sealed copy once
+  // open, reading the columns in place) and joins them into options_.store_result, or into *csv
+  // without one. Returns the number of rows.
+  absl::StatusOr<uint64_t> JoinAtLeader(std::vector<CarriedPayload>& columns, uint32_t round,
+                                        std::string* csv) const {
     ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.leader_seal_key_pem));
-    std::vector<fedanon::v1::VerticalColumns> parts;
-    for (const auto& payload : columns) {
+    std::vector<common::VerticalColumnsView> parts;
+    for (auto& payload : columns) {
       ASSIGN_OR_RETURN(std::unique_ptr<crypto::SealPublicKey> sender_key,
                        SenderKey(payload.sender()));
       ASSIGN_OR_RETURN(std::string bytes,
                        OpenCarriedAtLeader(payload, *keys, *sender_key, options_.job_id, round,
                                            options_.leader_name, "columns"));
-      if (!parts.emplace_back().ParseFromString(bytes)) {
-        return absl::InvalidArgumentError("released columns do not parse");
-      }
+      payload = CarriedPayload();
+      ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
     }
-    return common::JoinReleasedColumns(parts, options_.header);
+    uint64_t rows = 0;
+    for (const auto& part : parts) {
+      if (!part.names().empty()) rows = part.rows();
+    }
+    auto produce = [&](const common::CsvSink& sink) {
+      return common::JoinReleasedColumnsTo(parts, options_.header, sink);
+    };
+    if (options_.store_result) {
+      RETURN_IF_ERROR(options_.store_result(produce));
+    } else {
+      csv->clear();
+      RETURN_IF_ERROR(produce([csv](std::string_view piece) {
+        csv->append(piece);
+        return absl::OkStatus();
+      }));
+    }
+    return rows;
   }
 
   common::PartyChannel* channel_;
@@ -827,6 +843,13 @@ class Driver {
   std::string stop_reason_;  // of the last round in which every party declined
   size_t logged_ = 0;        // lines of options_.logged_before matched so far
 };
+
+// The leader's memory at a phase boundary (bench/vertical_daemons.sh prints these lines).
+void LogUsage(const std::string& job_id, std::string_view phase) {
+  const common::ProcessUsage usage = common::CurrentProcessUsage();
+  spdlog::info("job={} leader memory at {}: RSS {:.0f} MB, peak RSS {:.0f} MB", job_id, phase,
+               usage.rss_mb, usage.peak_rss_mb);
+}
 
 }  // namespace
 
@@ -848,14 +871,17 @@ absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
   }
   spdlog::info("job={} round=0 ID matching done: {} common records ({:.2f} s)", options.job_id,
                result.common_records, result.id_matching_seconds);
+  LogUsage(options.job_id, "ID matching done");
 
   start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(const std::string stop_reason, driver.RunRounds(&result));
   result.rounds_seconds = Since(start);
+  LogUsage(options.job_id, "rounds done");
 
   start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(driver.Release(result.rounds + 1, stop_reason, &result));
   result.release_seconds = Since(start);
+  LogUsage(options.job_id, "release done");
   result.replayed_calls = recording.replayed();
   return result;
 }

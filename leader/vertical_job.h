@@ -68,11 +68,17 @@ struct VerticalJobOptions {
   // The lines of the job's view log written before the restart: the replay writes each again
   // only if it differs (the run before the restart wrote a prefix of what the replay logs).
   std::vector<std::string> logged_before;
+  // When the leader is the recipient: where the joined table goes, written piece by piece by the
+  // producer it is given (the job store's result file), so that the leader never holds the whole
+  // table. Null: the table is returned in VerticalJobResult::csv (tests, small jobs).
+  std::function<absl::Status(
+      const std::function<absl::Status(const std::function<absl::Status(std::string_view)>&)>&)>
+      store_result;
 };
 
 struct VerticalJobResult {
   fedanon::v1::Report report;
-  std::string csv;  // the joined table when the leader is the recipient
+  std::string csv;  // the joined table when the leader is the recipient (without store_result)
   uint64_t common_records = 0;
   uint32_t rounds = 0;
   uint32_t vetoes = 0;

@@ -1,9 +1,6 @@
 #include "party/id_matching.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
-#include <fstream>
 #include <iterator>
 
 #include "absl/container/flat_hash_set.h"
@@ -16,24 +13,6 @@ namespace fedanon::party {
 namespace {
 constexpr size_t kDigestBytes = 16;
 }  // namespace
-
-ProcessUsage CurrentProcessUsage() {
-  ProcessUsage out;
-  struct rusage ru {};
-  if (getrusage(RUSAGE_SELF, &ru) == 0) {
-    out.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-                      1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-  }
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
-      out.peak_rss_mb = std::strtod(line.c_str() + 6, nullptr) / 1024.0;  // kB
-      break;
-    }
-  }
-  return out;
-}
 
 absl::StatusOr<std::unique_ptr<IdMatcher>> IdMatcher::Create(const std::vector<std::string>& ids,
                                                              int threads) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/base/process_usage.h"
 #include "crypto/ec_commutative_cipher.h"
 #include "crypto/secret_bytes.h"
 
@@ -22,14 +23,10 @@ struct IdAlignment {
   uint64_t common = 0;
 };
 
-// This process's CPU time (user + system, every thread) and peak resident set (VmHWM), for the
-// party's log line at the end of ID matching (bench/vertical_daemons.sh reads it): the parties
-// are separate processes, so each reports its own.
-struct ProcessUsage {
-  double cpu_seconds = 0;
-  double peak_rss_mb = 0;
-};
-ProcessUsage CurrentProcessUsage();
+// The party's log line at the end of ID matching reports these (bench/vertical_daemons.sh reads
+// it): the parties are separate processes, so each reports its own.
+using common::CurrentProcessUsage;
+using common::ProcessUsage;
 
 class IdMatcher {
  public:

@@ -56,7 +56,6 @@ using common::CsvLine;
 using common::DecodeWords;
 using common::EncodeWords;
 using common::FromProto;
-using common::JoinReleasedColumns;
 using common::OpenUnionList;
 using common::OpenUnionRows;
 using common::ParallelFor;
@@ -157,6 +156,14 @@ std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t rou
     default:
       return "";
   }
+}
+
+// This process's memory at a phase boundary of a vertical job (bench/vertical_daemons.sh prints
+// these lines: where each party peaks).
+void LogUsage(const std::string& job_id, std::string_view phase) {
+  const ProcessUsage usage = CurrentProcessUsage();
+  spdlog::info("job={} memory at {}: RSS {:.0f} MB, peak RSS {:.0f} MB, process CPU {:.2f} s",
+               job_id, phase, usage.rss_mb, usage.peak_rss_mb, usage.cpu_seconds);
 }
 
 }  // namespace
@@ -2778,6 +2785,7 @@ absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::Verti
                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
   VerticalParty& vp = *job.vertical;
+  LogUsage(job.job_id, "rounds done");
   // Issue 26: before anything leaves, this party checks the model on the final joined groups it
   // can see (group sizes at every party, confidences where it holds the sensitive values).
   if (absl::Status check = vp.CheckRelease(); !check.ok()) {
@@ -2816,11 +2824,18 @@ absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::Verti
   }
   ASSIGN_OR_RETURN(const std::vector<size_t> order,
                    crypto::SeededPermutation(job.order_seed, vp.records()));
-  ASSIGN_OR_RETURN(const fedanon::v1::VerticalColumns columns, vp.ReleasedColumns(order));
-  RETURN_IF_ERROR(SealPayload(
-      slot, release.recipient(), round, "columns", columns.SerializeAsString(),
-      out->mutable_released()->mutable_columns(), out->mutable_released()->mutable_columns_ref()));
+  uint64_t column_count = 0;
+  {
+    // The columns as bytes, straight from the codes (no message of strings per cell), freed
+    // once sealed.
+    ASSIGN_OR_RETURN(const std::string columns, vp.SerializedReleasedColumns(order));
+    column_count = vp.released_column_count();
+    RETURN_IF_ERROR(SealPayload(slot, release.recipient(), round, "columns", columns,
+                                out->mutable_released()->mutable_columns(),
+                                out->mutable_released()->mutable_columns_ref()));
+  }
   vp.FillReport("", out->mutable_released()->mutable_report());
+  LogUsage(job.job_id, "release sealed");
   // The columns sealed for the recipient, the order seed sealed for the other data parties, this
   // replica's report in plaintext for the leader.
   const auto& report = out->released().report();
@@ -2830,7 +2845,7 @@ absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::Verti
        .form = kAuditSealed,
        .to = {release.recipient()},
        .numbers = {{"records", vp.records()},
-                   {"columns", static_cast<uint64_t>(columns.names_size())},
+                   {"columns", column_count},
                    {"report_groups", report.groups()},
                    {"report_smallest_group", report.smallest_group()}},
        .texts = {{"order_seed_for", absl::StrJoin(Receivers(out->released().order_seeds()), ",")},
@@ -2840,26 +2855,29 @@ absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::Verti
 absl::Status PartyAgent::VerticalAssemble(JobSlot& slot,
                                           const fedanon::v1::VerticalAssemble& assemble,
                                           uint64_t round, fedanon::v1::VerticalStepResult* out) {
-  std::vector<fedanon::v1::VerticalColumns> parts;
+  // Each part read in place (no string per cell); the sealed copies are the leader's request.
+  std::vector<common::VerticalColumnsView> parts;
   for (const auto& sealed : assemble.columns()) {
     ASSIGN_OR_RETURN(std::string bytes,
                      OpenPayload(slot, sealed, fedanon::v1::ChunkRef(), round, "columns", nullptr));
-    if (!parts.emplace_back().ParseFromString(bytes)) {
-      return absl::InvalidArgumentError("released columns do not parse");
-    }
+    ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
   }
   for (const auto& ref : assemble.column_refs()) {
     ASSIGN_OR_RETURN(std::string bytes, OpenPayload(slot, fedanon::v1::SealedPayload(), ref, round,
                                                     "columns", nullptr));
-    if (!parts.emplace_back().ParseFromString(bytes)) {
-      return absl::InvalidArgumentError("released columns do not parse");
-    }
+    ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
   }
   std::vector<std::string> header(assemble.header().begin(), assemble.header().end());
-  ASSIGN_OR_RETURN(std::string csv, JoinReleasedColumns(parts, header));
+  std::string csv;
+  RETURN_IF_ERROR(common::JoinReleasedColumnsTo(parts, header, [&csv](std::string_view piece) {
+    csv.append(piece);
+    return absl::OkStatus();
+  }));
+  parts.clear();
   ASSIGN_OR_RETURN(const std::string path, WriteReleasedTable(slot.job->job_id, csv));
   const uint64_t records = slot.job->vertical->records();
   spdlog::info("job={} joined table ({} rows) written to {}", slot.job->job_id, records, path);
+  LogUsage(slot.job->job_id, "joined table written");
   out->mutable_assembled()->set_rows_written(records);
   return Audit(slot, round,
                {.kind = kAuditReleasedTable,

@@ -606,8 +606,44 @@ absl::Status VerticalParty::CheckRelease() const {
   return absl::OkStatus();
 }
 
-fedanon::v1::VerticalColumns VerticalParty::ReleasedColumns() const {
-  fedanon::v1::VerticalColumns out;
+namespace {
+
+// Protobuf's encoding of one length-delimited field (a string of VerticalColumns): its tag byte,
+// the length as a varint, the bytes.
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+void AppendVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+constexpr char kNamesTag = 0x0a;  // VerticalColumns.names: field 1, length-delimited
+constexpr char kCellsTag = 0x12;  // VerticalColumns.cells: field 2, length-delimited
+
+}  // namespace
+
+absl::StatusOr<std::string> VerticalParty::SerializedReleasedColumns(
+    const std::vector<size_t>& order) const {
+  if (order.size() != data_->num_records) {
+    return absl::InvalidArgumentError("the release order does not cover the common records");
+  }
+  {
+    std::vector<bool> used(order.size(), false);
+    for (size_t r : order) {
+      if (r >= order.size() || used[r]) {
+        return absl::InvalidArgumentError("the release order is not a permutation");
+      }
+      used[r] = true;
+    }
+  }
   // Columns in spec order: own QIDs (generalized) and own released values.
   std::vector<std::pair<int, int>> columns;  // (qid index or -1, value column or -1)
   for (const Attribute& a : spec_.attributes()) {
@@ -620,57 +656,81 @@ fedanon::v1::VerticalColumns VerticalParty::ReleasedColumns() const {
       if (value_names_[v] == a.name()) columns.emplace_back(-1, static_cast<int>(v));
     }
   }
-  for (const auto& [q, v] : columns) {
-    out.add_names(q >= 0 ? data_->qids[q].name : value_names_[v]);
-  }
   const size_t width = columns.size();
-  std::vector<std::string> cells(data_->num_records * width);
-  for (size_t i = 0; local_ && i < width; ++i) {
-    const int q = columns[i].first;
-    if (q < 0) continue;
-    for (size_t r = 0; r < data_->num_records; ++r) {
-      cells[r * width + i] = local_->Label(q, static_cast<uint32_t>(r));
+  // Global recoding: one label per (final group, QID column), and each record's group; nothing
+  // per record as a string (issue 30: the release stays within the party's memory bound).
+  std::vector<uint32_t> group_of;
+  std::vector<std::vector<std::string>> group_labels;
+  if (!local_) {
+    group_of.assign(data_->num_records, 0);
+    for (size_t p = 0; p < tips_->partition_count(); ++p) {
+      const int32_t id = static_cast<int32_t>(p);
+      if (!tips_->alive(id)) continue;
+      const auto& key = tips_->key(id);
+      std::vector<std::string>& labels = group_labels.emplace_back(width);
+      for (size_t i = 0; i < width; ++i) {
+        const int q = columns[i].first;
+        if (q >= 0) labels[i] = hier_[q].Label(key[q], spec_.suppression_token());
+      }
+      const auto g = static_cast<uint32_t>(group_labels.size() - 1);
+      for (uint32_t r : tips_->records(id)) group_of[r] = g;
     }
   }
-  for (size_t p = 0; !local_ && p < tips_->partition_count(); ++p) {
-    const int32_t id = static_cast<int32_t>(p);
-    if (!tips_->alive(id)) continue;
-    const auto& key = tips_->key(id);
+  // The cell of canonical record r in column i (a local label is made per call).
+  std::string local_label;
+  auto cell = [&](size_t r, size_t i) -> std::string_view {
+    const auto& [q, v] = columns[i];
+    if (v >= 0) return value_cells_[v][r];
+    if (local_) {
+      local_label = local_->Label(q, static_cast<uint32_t>(r));
+      return local_label;
+    }
+    return group_labels[group_of[r]][i];
+  };
+  // The exact size first (one allocation), then the bytes: the same as serializing a
+  // VerticalColumns with these names and cells, record-major in the release order.
+  size_t size = 0;
+  for (const auto& [q, v] : columns) {
+    const std::string& name = q >= 0 ? data_->qids[q].name : value_names_[v];
+    size += 1 + VarintSize(name.size()) + name.size();
+  }
+  for (size_t r = 0; r < order.size(); ++r) {
     for (size_t i = 0; i < width; ++i) {
-      const auto& [q, v] = columns[i];
-      if (q < 0) continue;
-      const std::string label = hier_[q].Label(key[q], spec_.suppression_token());
-      for (uint32_t r : tips_->records(id)) cells[r * width + i] = label;
+      const size_t n = cell(r, i).size();
+      size += 1 + VarintSize(n) + n;
     }
   }
-  for (size_t r = 0; r < data_->num_records; ++r) {
+  std::string out;
+  out.reserve(size);
+  for (const auto& [q, v] : columns) {
+    const std::string& name = q >= 0 ? data_->qids[q].name : value_names_[v];
+    out.push_back(kNamesTag);
+    AppendVarint(&out, name.size());
+    out.append(name);
+  }
+  for (size_t r : order) {
     for (size_t i = 0; i < width; ++i) {
-      const auto& [q, v] = columns[i];
-      if (v >= 0) cells[r * width + i] = value_cells_[v][r];
+      const std::string_view c = cell(r, i);
+      out.push_back(kCellsTag);
+      AppendVarint(&out, c.size());
+      out.append(c);
     }
   }
-  for (auto& c : cells) *out.add_cells() = std::move(c);
   return out;
+}
+
+fedanon::v1::VerticalColumns VerticalParty::ReleasedColumns() const {
+  std::vector<size_t> identity(data_->num_records);
+  for (size_t r = 0; r < identity.size(); ++r) identity[r] = r;
+  return *ReleasedColumns(identity);
 }
 
 absl::StatusOr<fedanon::v1::VerticalColumns> VerticalParty::ReleasedColumns(
     const std::vector<size_t>& order) const {
-  fedanon::v1::VerticalColumns canonical = ReleasedColumns();
-  const size_t width = static_cast<size_t>(canonical.names_size());
-  if (order.size() != data_->num_records) {
-    return absl::InvalidArgumentError("the release order does not cover the common records");
-  }
+  ASSIGN_OR_RETURN(const std::string bytes, SerializedReleasedColumns(order));
   fedanon::v1::VerticalColumns out;
-  *out.mutable_names() = canonical.names();
-  std::vector<bool> used(order.size(), false);
-  for (size_t r : order) {
-    if (r >= order.size() || used[r]) {
-      return absl::InvalidArgumentError("the release order is not a permutation");
-    }
-    used[r] = true;
-    for (size_t i = 0; i < width; ++i) {
-      *out.add_cells() = std::move(*canonical.mutable_cells(static_cast<int>(r * width + i)));
-    }
+  if (!out.ParseFromString(bytes)) {
+    return absl::InternalError("the released columns do not parse back");
   }
   return out;
 }

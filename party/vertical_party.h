@@ -13,6 +13,7 @@
 // except this party's released (generalized or released-as-is) columns for the recipient.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -105,6 +106,9 @@ class VerticalParty {
   // the common records, the same at every party, so the recipient can still join the columns).
   absl::StatusOr<fedanon::v1::VerticalColumns> ReleasedColumns(
       const std::vector<size_t>& order) const;
+  // The same as ReleasedColumns(order).SerializeAsString(), written straight from the codes and
+  // the group labels: no VerticalColumns of strings per cell in memory (issue 30).
+  absl::StatusOr<std::string> SerializedReleasedColumns(const std::vector<size_t>& order) const;
   // The replica's view of the result (steps, cut, smallest group, confidence if it can tell).
   void FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const;
 
@@ -119,6 +123,11 @@ class VerticalParty {
   // every other party only once the judges accepted.
   const std::vector<std::string>& judges() const { return judges_; }
   uint64_t records() const { return data_ ? data_->num_records : 0; }
+  // How many columns this party releases (its QIDs and its released values).
+  uint64_t released_column_count() const {
+    return static_cast<uint64_t>(std::count(owned_.begin(), owned_.end(), true)) +
+           value_names_.size();
+  }
 
  private:
   class Source;

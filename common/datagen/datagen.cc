@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <span>
@@ -937,6 +938,14 @@ std::string FederatedYaml(const DatagenOptions& options, bool vertical) {
   return y;
 }
 
+// Vertical with overlap < 1: the records each party has on its own (ids nobody else has), so that
+// the `rows` common records are `overlap` of each party's ids.
+uint64_t ExtraRecords(const DatagenOptions& options) {
+  if (!(options.overlap >= 0.01 && options.overlap < 1.0)) return 0;
+  const double rows = static_cast<double>(options.rows);
+  return static_cast<uint64_t>(std::llround(rows * (1.0 - options.overlap) / options.overlap));
+}
+
 // Options a generation can run with (rows, parties, a vertical split's size, an output dir).
 absl::Status ValidateOptions(const DatagenOptions& options, bool vertical) {
   constexpr int kMaxParties = 256;
@@ -953,6 +962,19 @@ absl::Status ValidateOptions(const DatagenOptions& options, bool vertical) {
     return absl::InvalidArgumentError(
         absl::StrCat("gen-data: a vertical split needs at most ", kAttributeCount,
                      " parties (one attribute each), got ", options.parties));
+  }
+  if (!(options.overlap >= 0.01 && options.overlap <= 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gen-data: overlap must be between 0.01 and 1, got ", options.overlap));
+  }
+  if (options.overlap < 1.0 && !(vertical && options.parties > 1)) {
+    return absl::InvalidArgumentError(
+        "gen-data: an overlap below 1 needs --partition vertical and more than one party");
+  }
+  if (ExtraRecords(options) * static_cast<uint64_t>(options.parties) >
+      kMaxDatagenRows - options.rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gen-data: the parties' own records would exceed ", kMaxDatagenRows, " ids in all"));
   }
   if (options.out_dir.empty()) return absl::InvalidArgumentError("gen-data: no output directory");
   return absl::OkStatus();
@@ -1017,8 +1039,13 @@ absl::Status WriteTables(const std::filesystem::path& dir, const DatagenOptions&
     RETURN_IF_ERROR(party_files[i].Open(dir / absl::StrCat("party", i + 1, ".csv")));
   }
   const std::vector<int> blocks = VerticalBlocks(vertical ? std::max(parties, 1) : 1);
+  // Vertical with overlap < 1: each party's own records, ids rows + 1 + i * extra + j, sampled
+  // from a stream of their own so that table.csv (the common records) does not change.
+  const uint64_t extra = vertical && parties > 0 ? ExtraRecords(options) : 0;
   int id_width = 6;
-  for (uint64_t r = options.rows; r >= 1000000; r /= 10) ++id_width;
+  for (uint64_t r = options.rows + extra * static_cast<uint64_t>(parties); r >= 1000000; r /= 10) {
+    ++id_width;
+  }
 
   AppendHeader(table.buffer(), 0, kAttributeCount, vertical);
   for (int i = 0; i < parties; ++i) {
@@ -1031,6 +1058,11 @@ absl::Status WriteTables(const std::filesystem::path& dir, const DatagenOptions&
 
   static const Model* const model = new Model();
   Rng rng(options.seed);
+  std::vector<Rng> own_rng;
+  for (int i = 0; i < (extra > 0 ? parties : 0); ++i) {
+    own_rng.emplace_back(options.seed ^ (0x6f776e2d72656373ULL + static_cast<uint64_t>(i)));
+  }
+  uint64_t extras_done = 0;  // per party (every party gets its j-th own record at the same place)
   for (uint64_t r = 0; r < options.rows; ++r) {
     const Person p = model->Sample(rng);
     std::string& out = table.buffer();
@@ -1051,6 +1083,16 @@ absl::Status WriteTables(const std::filesystem::path& dir, const DatagenOptions&
       for (int i = 0; i < parties; ++i) {
         AppendVerticalRow(party_files[i].buffer(), p, r + 1, id_width, blocks[i], blocks[i + 1]);
         RETURN_IF_ERROR(party_files[i].MaybeFlush());
+      }
+      // The own records spread evenly: after common record r, those with j * rows < (r + 1) *
+      // extra. (Both products stay below 2^63: rows and extra are at most kMaxDatagenRows.)
+      for (; extras_done < extra && extras_done * options.rows < (r + 1) * extra; ++extras_done) {
+        for (int i = 0; i < parties; ++i) {
+          const Person own = model->Sample(own_rng[i]);
+          const uint64_t id = options.rows + 1 + static_cast<uint64_t>(i) * extra + extras_done;
+          AppendVerticalRow(party_files[i].buffer(), own, id, id_width, blocks[i], blocks[i + 1]);
+          RETURN_IF_ERROR(party_files[i].MaybeFlush());
+        }
       }
     }
     RETURN_IF_ERROR(table.MaybeFlush());
@@ -1079,6 +1121,10 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
   if (parties > 0) {
     absl::StrAppend(&summary, ", party1.csv..party", parties, ".csv (",
                     vertical ? "vertical" : "horizontal", ")");
+    if (vertical && ExtraRecords(options) > 0) {
+      absl::StrAppend(&summary, "; each party also has ", ExtraRecords(options),
+                      " records of its own (overlap ", options.overlap, ")");
+    }
   }
   return summary;
 }

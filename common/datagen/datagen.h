@@ -6,7 +6,7 @@
 // (a logistic score over education, age, household, occupation, workclass, hours and race; capital
 // gain/loss drawn given the class) are hand-rounded approximations of Adult's summary statistics.
 // No record, value list or hierarchy file of the real data is embedded.
-// The output depends only on (rows, seed, parties, partition): sampling uses a private
+// The output depends only on (rows, seed, parties, partition, overlap): sampling uses a private
 // xoshiro256** generator and integer-only arithmetic, so the same options give byte-identical files
 // with every compiler, standard library and platform.
 #pragma once
@@ -24,6 +24,11 @@ struct DatagenOptions {
   std::string out_dir;  // created if missing
   int parties = 1;      // > 1: also write per-party files
   enum class Partition { kHorizontal, kVertical } partition = Partition::kHorizontal;
+  // Vertical with parties > 1 only: the share of each party's ids that every party has, in
+  // [0.01, 1]. Below 1 each party file also gets round(rows * (1 - overlap) / overlap) records of
+  // its own (ids no other party has, drawn from a separate stream, interleaved with the common
+  // ones); table.csv stays the `rows` common records, i.e. the join.
+  double overlap = 1.0;
 };
 
 // Writes into out_dir:
@@ -36,10 +41,12 @@ struct DatagenOptions {
 //   job.yaml           an LKC job spec (L=4, K=20, C=0.2, sensitive Divorced/Separated) over it;
 //   party<i>.csv       (parties > 1, i = 1..parties) horizontal: the rows with index % parties ==
 //                      i - 1 (round robin), same header; vertical: `id`, a contiguous block of the
-//                      14 attributes, and `income`.
+//                      14 attributes, and `income` (with overlap < 1 also its own extra
+//                      records, whose ids follow the common ids r..rows; see `overlap`).
 // Returns a one-line summary (row count and files written).
 // Errors: rows == 0 or above kMaxDatagenRows, parties < 1, an empty out_dir, or (vertical) more
-// parties than the 14 attributes -> InvalidArgument; a directory or file that cannot be created or
+// parties than the 14 attributes, an overlap outside [0.01, 1] or below 1 without a vertical
+// split over several parties -> InvalidArgument; a directory or file that cannot be created or
 // written -> an error naming the path.
 inline constexpr uint64_t kMaxDatagenRows = 100'000'000;  // about 10 GB of CSV
 absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options);

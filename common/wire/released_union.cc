@@ -6,6 +6,7 @@
 #include "common/table/csv.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/shuffle.h"
+#include "google/protobuf/stubs/common.h"
 
 namespace fedanon::common {
 
@@ -53,24 +54,104 @@ absl::StatusOr<fedanon::v1::UnionList> OpenUnionList(const crypto::SealKeyPair& 
   return list;
 }
 
-absl::StatusOr<std::string> JoinReleasedColumns(
-    const std::vector<fedanon::v1::VerticalColumns>& parts,
-    const std::vector<std::string>& header) {
+namespace {
+
+constexpr char kNamesTag = 0x0a;  // VerticalColumns.names: field 1, length-delimited
+constexpr char kCellsTag = 0x12;  // VerticalColumns.cells: field 2, length-delimited
+
+// A varint at bytes[*pos] (advancing *pos); false past the end or beyond 10 bytes.
+bool ReadVarint(std::string_view bytes, size_t* pos, uint64_t* value) {
+  *value = 0;
+  for (int shift = 0; shift < 70 && *pos < bytes.size(); shift += 7) {
+    const auto b = static_cast<uint8_t>(bytes[(*pos)++]);
+    *value |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<VerticalColumnsView> VerticalColumnsView::Parse(std::string bytes) {
+  VerticalColumnsView view;
+  const std::string_view in(bytes);
+  size_t pos = 0;
+  bool canonical = true;
+  while (pos < in.size()) {
+    const char tag = in[pos];
+    if (tag != kNamesTag && tag != kCellsTag) {
+      canonical = false;  // another field or encoding: read as a message below
+      break;
+    }
+    if (tag == kNamesTag && view.cells_ > 0) {
+      canonical = false;  // a name after the cells
+      break;
+    }
+    const size_t tag_pos = pos++;
+    uint64_t n = 0;
+    if (!ReadVarint(in, &pos, &n) || n > in.size() - pos) {
+      return absl::InvalidArgumentError("released columns do not parse");
+    }
+    const std::string_view text = in.substr(pos, n);
+    pos += n;
+    if (!google::protobuf::internal::IsStructurallyValidUTF8(text.data(),
+                                                             static_cast<int>(text.size()))) {
+      return absl::InvalidArgumentError("released columns do not parse (a string is not UTF-8)");
+    }
+    if (tag == kNamesTag) {
+      view.names_.emplace_back(text);
+      continue;
+    }
+    if (!view.names_.empty() && view.cells_ % view.names_.size() == 0) {
+      view.row_start_.push_back(tag_pos);
+    }
+    ++view.cells_;
+  }
+  if (!canonical) {
+    fedanon::v1::VerticalColumns message;
+    if (!message.ParseFromString(bytes)) {
+      return absl::InvalidArgumentError("released columns do not parse");
+    }
+    message.DiscardUnknownFields();
+    std::string again = message.SerializeAsString();
+    std::string().swap(bytes);
+    return Parse(std::move(again));  // the serializer writes the names, then the cells
+  }
+  // A last, incomplete row is no row (the join calls the columns ragged).
+  if (!view.names_.empty() && view.cells_ % view.names_.size() != 0) view.row_start_.pop_back();
+  view.bytes_ = std::move(bytes);
+  return view;
+}
+
+void VerticalColumnsView::Row(size_t r, std::vector<std::string_view>* out) const {
+  out->resize(names_.size());
+  const std::string_view in(bytes_);
+  size_t pos = row_start_[r];
+  for (auto& cell : *out) {
+    ++pos;  // the tag (checked by Parse)
+    uint64_t n = 0;
+    ReadVarint(in, &pos, &n);
+    cell = in.substr(pos, n);
+    pos += n;
+  }
+}
+
+absl::Status JoinReleasedColumnsTo(const std::vector<VerticalColumnsView>& parts,
+                                   const std::vector<std::string>& header, const CsvSink& sink) {
   struct Source {
-    const fedanon::v1::VerticalColumns* part;
+    size_t part;
     size_t column;
-    size_t width;
   };
   std::vector<Source> sources;
   size_t rows = 0;
   bool first = true;
   for (const auto& part : parts) {
-    const size_t width = static_cast<size_t>(part.names_size());
+    const size_t width = part.names().size();
     if (width == 0) continue;
-    if (static_cast<size_t>(part.cells_size()) % width != 0) {
+    if (part.cells() % width != 0) {
       return absl::InvalidArgumentError("released columns are ragged");
     }
-    const size_t n = static_cast<size_t>(part.cells_size()) / width;
+    const size_t n = part.rows();
     if (!first && n != rows) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the parties released different numbers of records (", rows, " vs ", n, ")"));
@@ -80,13 +161,14 @@ absl::StatusOr<std::string> JoinReleasedColumns(
   }
   for (const auto& name : header) {
     bool found = false;
-    for (const auto& part : parts) {
-      for (int i = 0; i < part.names_size(); ++i) {
-        if (part.names(i) != name) continue;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const auto& names = parts[p].names();
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (names[i] != name) continue;
         if (found) {
           return absl::InvalidArgumentError(absl::StrCat("column '", name, "' released twice"));
         }
-        sources.push_back({&part, static_cast<size_t>(i), static_cast<size_t>(part.names_size())});
+        sources.push_back({p, i});
         found = true;
       }
     }
@@ -94,16 +176,41 @@ absl::StatusOr<std::string> JoinReleasedColumns(
       return absl::InvalidArgumentError(absl::StrCat("no party released column '", name, "'"));
     }
   }
+  constexpr size_t kPiece = size_t{1} << 20;
   std::vector<std::string_view> views(header.begin(), header.end());
   std::string csv = CsvLine(views);
   ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows));
+  std::vector<std::vector<std::string_view>> part_row(parts.size());
   std::vector<std::string_view> row(sources.size());
   for (size_t r : perm) {
-    for (size_t i = 0; i < sources.size(); ++i) {
-      row[i] = sources[i].part->cells(static_cast<int>(r * sources[i].width + sources[i].column));
+    for (size_t p = 0; p < parts.size(); ++p) {
+      if (!parts[p].names().empty()) parts[p].Row(r, &part_row[p]);
     }
-    csv += CsvLine(row);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      row[i] = part_row[sources[i].part][sources[i].column];
+    }
+    AppendCsvRecord(row, ',', &csv);
+    if (csv.size() >= kPiece) {
+      RETURN_IF_ERROR(sink(csv));
+      csv.clear();
+    }
   }
+  if (!csv.empty()) RETURN_IF_ERROR(sink(csv));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> JoinReleasedColumns(
+    const std::vector<fedanon::v1::VerticalColumns>& parts,
+    const std::vector<std::string>& header) {
+  std::vector<VerticalColumnsView> views;
+  for (const auto& part : parts) {
+    ASSIGN_OR_RETURN(views.emplace_back(), VerticalColumnsView::Parse(part.SerializeAsString()));
+  }
+  std::string csv;
+  RETURN_IF_ERROR(JoinReleasedColumnsTo(views, header, [&csv](std::string_view piece) {
+    csv.append(piece);
+    return absl::OkStatus();
+  }));
   return csv;
 }
 

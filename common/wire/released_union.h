@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,10 +37,37 @@ absl::StatusOr<std::vector<std::string>> OpenUnionRows(
     const crypto::SealKeyPair& keys, const std::string& job_id, uint64_t round,
     const std::string& recipient, const google::protobuf::RepeatedPtrField<std::string>& rows);
 
+// A serialized VerticalColumns read in place (issue 30: a 1M-record release within bounded
+// memory): the names, and where each row's cells start in the bytes, with no string per cell.
+// Accepts exactly what VerticalColumns::ParseFromString accepts (any other field layout is parsed
+// as a message once and read back in the canonical one); strings must be valid UTF-8.
+class VerticalColumnsView {
+ public:
+  static absl::StatusOr<VerticalColumnsView> Parse(std::string bytes);
+  const std::vector<std::string>& names() const { return names_; }
+  uint64_t cells() const { return cells_; }  // every cell, of every row
+  // Whole rows (cells() / names().size(); 0 without names).
+  size_t rows() const { return row_start_.size(); }
+  // Row r's cells, names().size() of them, as views into the bytes.
+  void Row(size_t r, std::vector<std::string_view>* out) const;
+
+ private:
+  std::string bytes_;
+  std::vector<std::string> names_;
+  uint64_t cells_ = 0;
+  std::vector<uint64_t> row_start_;  // offset of each row's first cell (its tag byte)
+};
+
+// Where a joined table goes, piece by piece (e.g. the job store's result file).
+using CsvSink = std::function<absl::Status(std::string_view)>;
+
 // The joined table from every party's released columns: the columns in `header` order, one row
 // per common record, rows in a random order (OpenSSL CSPRNG). Fails when a column is missing or
-// the parts disagree on the number of records.
+// the parts disagree on the number of records. JoinReleasedColumnsTo writes it to `sink` in
+// pieces of about 1 MiB (never the whole table in memory).
 absl::StatusOr<std::string> JoinReleasedColumns(
     const std::vector<fedanon::v1::VerticalColumns>& parts, const std::vector<std::string>& header);
+absl::Status JoinReleasedColumnsTo(const std::vector<VerticalColumnsView>& parts,
+                                   const std::vector<std::string>& header, const CsvSink& sink);
 
 }  // namespace fedanon::common

@@ -6,10 +6,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/wire/released_union.h"
 #include "crypto/sealed_box.h"
@@ -426,6 +428,102 @@ TEST(VerticalPartyAgent, NeverParticipateModeDeclinesLoudly) {
   ASSERT_OK_AND_ASSIGN(VerticalStepResult b, CallStep(*f, "hospital-b", 1, propose));
   EXPECT_TRUE(b.proposal().participate());
   EXPECT_FALSE(b.proposal().misbehaving());
+}
+
+// The recipient reads released columns in place (issue 30); what it reads must be what the
+// message parser reads, whatever the field layout.
+TEST(VerticalColumnsView, ReadsWhatTheMessageHoldsInAnyFieldLayout) {
+  fedanon::v1::VerticalColumns message;
+  message.add_names("a");
+  message.add_names("b");
+  const std::vector<std::string> cells = {"x",
+                                          "",
+                                          "with,comma \"and\" quote",
+                                          std::string(300, 'y'),
+                                          "line\nbreak",
+                                          "\xC3\xA9t\xC3\xA9"};
+  for (const auto& c : cells) message.add_cells(c);
+  auto check = [&](const std::string& bytes) {
+    ASSERT_OK_AND_ASSIGN(common::VerticalColumnsView view,
+                         common::VerticalColumnsView::Parse(bytes));
+    EXPECT_EQ(view.names(), std::vector<std::string>({"a", "b"}));
+    EXPECT_EQ(view.cells(), 6u);
+    ASSERT_EQ(view.rows(), 3u);
+    std::vector<std::string_view> row;
+    for (size_t r = 0; r < 3; ++r) {
+      view.Row(r, &row);
+      ASSERT_EQ(row.size(), 2u);
+      EXPECT_EQ(row[0], cells[2 * r]);
+      EXPECT_EQ(row[1], cells[2 * r + 1]);
+    }
+  };
+  check(message.SerializeAsString());
+  // The cells before the names (a merge of two messages), and an unknown field in between.
+  fedanon::v1::VerticalColumns only_cells = message;
+  only_cells.clear_names();
+  fedanon::v1::VerticalColumns only_names = message;
+  only_names.clear_cells();
+  check(only_cells.SerializeAsString() + std::string("\x18\x01", 2) +
+        only_names.SerializeAsString());
+  // What the parser refuses, the view refuses: truncated, a length past the end, not UTF-8.
+  const std::string whole = message.SerializeAsString();
+  for (const std::string& bad : {whole.substr(0, whole.size() - 1), std::string("\x12\x05x", 3),
+                                 std::string("\x0a\x01"
+                                             "a\x12\x01\xff",
+                                             6)}) {
+    fedanon::v1::VerticalColumns parsed;
+    EXPECT_FALSE(parsed.ParseFromString(bad));
+    EXPECT_THAT(common::VerticalColumnsView::Parse(bad),
+                StatusIs(absl::StatusCode::kInvalidArgument, "do not parse"));
+  }
+  // A last row short of a cell: the join calls the columns ragged.
+  message.add_cells("z");
+  std::vector<common::VerticalColumnsView> parts;
+  ASSERT_OK_AND_ASSIGN(parts.emplace_back(),
+                       common::VerticalColumnsView::Parse(message.SerializeAsString()));
+  EXPECT_EQ(parts[0].rows(), 3u);
+  EXPECT_THAT(common::JoinReleasedColumnsTo(parts, {"a"},
+                                            [](std::string_view) { return absl::OkStatus(); }),
+              StatusIs(absl::StatusCode::kInvalidArgument, "ragged"));
+}
+
+// Joined into a sink, a large release arrives in pieces (never whole) and is the same table.
+TEST(VerticalColumnsView, JoinIntoASinkComesInPiecesAndIsTheJoinedTable) {
+  fedanon::v1::VerticalColumns a, b;
+  a.add_names("id-free");
+  a.add_names("age");
+  b.add_names("job");
+  constexpr int kRows = 40000;
+  for (int r = 0; r < kRows; ++r) {
+    a.add_cells(absl::StrCat("row ", r, " of a, \"quoted\""));
+    a.add_cells(absl::StrCat(r % 90));
+    b.add_cells(absl::StrCat("job-", r));
+  }
+  const std::vector<std::string> header = {"job", "age", "id-free"};
+  ASSERT_OK_AND_ASSIGN(const std::string whole, common::JoinReleasedColumns({a, b}, header));
+  std::vector<common::VerticalColumnsView> parts;
+  for (const auto* m : {&a, &b}) {
+    ASSERT_OK_AND_ASSIGN(parts.emplace_back(),
+                         common::VerticalColumnsView::Parse(m->SerializeAsString()));
+  }
+  std::string streamed;
+  int pieces = 0;
+  ASSERT_OK(common::JoinReleasedColumnsTo(parts, header, [&](std::string_view piece) {
+    EXPECT_LE(piece.size(), (size_t{1} << 20) + 4096);
+    streamed.append(piece);
+    ++pieces;
+    return absl::OkStatus();
+  }));
+  EXPECT_GT(pieces, 1);
+  std::vector<std::string> x = absl::StrSplit(whole, '\n', absl::SkipEmpty());
+  std::vector<std::string> y = absl::StrSplit(streamed, '\n', absl::SkipEmpty());
+  ASSERT_EQ(x.size(), kRows + 1u);
+  EXPECT_EQ(x[0], "job,age,id-free");
+  EXPECT_EQ(y[0], x[0]);
+  std::sort(x.begin() + 1, x.end());
+  std::sort(y.begin() + 1, y.end());
+  EXPECT_EQ(x, y);
+  EXPECT_NE(std::find(x.begin(), x.end(), "job-7,7,\"row 7 of a, \"\"quoted\"\"\""), x.end());
 }
 
 }  // namespace

@@ -391,6 +391,74 @@ TEST(DatagenPartitionTest, VerticalPartiesShareIdsAndSplitTheAttributes) {
   fs::remove_all(dir);
 }
 
+// --overlap F: each party keeps the `rows` common records (table.csv, the join) and gets
+// round(rows * (1 - F) / F) records with ids of its own, so that the common share of its ids is F.
+TEST(DatagenPartitionTest, VerticalOverlapAddsOwnRecordsWithIdsNoOtherPartyHas) {
+  const fs::path dir = TestDir("overlap");
+  const fs::path again = TestDir("overlap_again");
+  const fs::path full = TestDir("overlap_full");
+  auto generate = [](const fs::path& d, double overlap) {
+    DatagenOptions options;
+    options.rows = 600;
+    options.seed = 5;
+    options.out_dir = d.string();
+    options.parties = 2;
+    options.partition = DatagenOptions::Partition::kVertical;
+    options.overlap = overlap;
+    return GenerateDataset(options);
+  };
+  ASSERT_OK_AND_ASSIGN(const std::string summary, generate(dir, 0.4));
+  EXPECT_NE(summary.find("900 records of its own"), std::string::npos) << summary;
+  ASSERT_OK(generate(again, 0.4));
+  ASSERT_OK(generate(full, 1.0));
+  const Table table = ParseCsv(ReadFile(dir / "table.csv"));
+  ASSERT_EQ(table.size(), 601u);
+  // The join does not change with the overlap (the own records come from another stream).
+  EXPECT_EQ(ReadFile(dir / "table.csv"), ReadFile(full / "table.csv"));
+  std::map<std::string, const std::vector<std::string>*> common;
+  for (size_t r = 1; r < table.size(); ++r) common.emplace(table[r][0], &table[r]);
+  std::vector<std::set<std::string>> ids(2);
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    const std::string name = absl::StrCat("party", i + 1, ".csv");
+    EXPECT_EQ(ReadFile(dir / name), ReadFile(again / name));  // deterministic by seed
+    const Table party = ParseCsv(ReadFile(dir / name));
+    ASSERT_EQ(party.size(), 1u + 600 + 900);  // 600 / 1500 = 0.4 of its ids are common
+    EXPECT_EQ(party[0], ParseCsv(ReadFile(full / name))[0]);
+    size_t in_common = 0;
+    for (size_t r = 1; r < party.size(); ++r) {
+      EXPECT_TRUE(ids[i].insert(party[r][0]).second) << party[r][0];
+      auto it = common.find(party[r][0]);
+      if (it == common.end()) continue;
+      ++in_common;
+      for (size_t c = 1; c < party[0].size(); ++c) {
+        ASSERT_EQ(party[r][c], (*it->second)[Column(table, party[0][c])]) << party[0][c];
+      }
+    }
+    EXPECT_EQ(in_common, 600u);
+    // Interleaved: some own record comes before the last common one.
+    EXPECT_EQ(common.count(party[2][0]), 0u) << party[2][0];
+  }
+  size_t shared = 0;
+  for (const auto& id : ids[0]) shared += ids[1].count(id);
+  EXPECT_EQ(shared, 600u);  // exactly the common records: the own ids differ between parties
+  EXPECT_NE(ReadFile(dir / "party1.csv"), ReadFile(full / "party1.csv"));
+
+  DatagenOptions bad;
+  bad.rows = 10;
+  bad.out_dir = dir.string();
+  bad.parties = 2;
+  bad.partition = DatagenOptions::Partition::kVertical;
+  bad.overlap = 0.0;
+  EXPECT_THAT(GenerateDataset(bad), StatusIs(absl::StatusCode::kInvalidArgument, "overlap"));
+  bad.overlap = 1.5;
+  EXPECT_THAT(GenerateDataset(bad), StatusIs(absl::StatusCode::kInvalidArgument, "overlap"));
+  bad.overlap = 0.5;
+  bad.partition = DatagenOptions::Partition::kHorizontal;
+  EXPECT_THAT(GenerateDataset(bad), StatusIs(absl::StatusCode::kInvalidArgument, "overlap"));
+  for (const fs::path& d : {dir, again, full}) fs::remove_all(d);
+}
+
 TEST(DatagenErrorsTest, RejectsBadOptionsAndUnwritablePaths) {
   const fs::path dir = TestDir("errors");
   EXPECT_THAT(Generate(dir, 0, 1), StatusIs(absl::StatusCode::kInvalidArgument, "rows"));
