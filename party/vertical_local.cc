@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -267,6 +268,7 @@ absl::Status VerticalLocalReplica::ApplyWave(
             : ValueLabel(a, parent));
     step.set_score(split.proposal().score());
     step.set_records(records_[g].size());
+    step_origin_.push_back({waves_, g, static_cast<int32_t>(keys_.size())});
     for (size_t c = 0; c < children; ++c) {
       if (sizes[c] == 0) continue;
       id[c] = static_cast<int32_t>(keys_.size());
@@ -346,8 +348,39 @@ void VerticalLocalReplica::FillReport(const std::string& stop_reason,
   report->set_recoding(fedanon::v1::RECODING_LOCAL);
   report->set_records_out(data_->num_records);
   report->set_groups(live_.size());
+  // The steps in the centralized run's order (LocalRecoder::Run): wave by wave, best score first,
+  // ties to the group the centralized run numbered first. That run numbers new groups in the
+  // order it applies the splits, this replica in group order, so the centralized ids are
+  // recomputed here wave by wave (the root is 0 in both).
+  std::vector<int32_t> central(keys_.size(), -1);
+  central[0] = 0;
+  int32_t next_id = 1;
+  std::vector<size_t> order;
+  order.reserve(steps_.size());
+  for (size_t begin = 0; begin < steps_.size();) {
+    size_t end = begin;
+    while (end < steps_.size() && step_origin_[end].wave == step_origin_[begin].wave) ++end;
+    std::vector<size_t> wave(end - begin);
+    std::iota(wave.begin(), wave.end(), begin);
+    std::sort(wave.begin(), wave.end(), [&](size_t x, size_t y) {
+      const double sx = steps_[x].score(), sy = steps_[y].score();
+      return sx > sy ||
+             (sx == sy && central[step_origin_[x].group] < central[step_origin_[y].group]);
+    });
+    for (size_t i : wave) {
+      order.push_back(i);
+      for (int c = 0; c < steps_[i].children_size(); ++c) {
+        central[step_origin_[i].first_child + c] = next_id++;
+      }
+    }
+    begin = end;
+  }
   const size_t listed = std::min<size_t>(steps_.size(), common::kMaxReportedLocalSteps);
-  for (size_t i = 0; i < listed; ++i) *report->add_steps() = steps_[i];
+  for (size_t i = 0; i < listed; ++i) {
+    auto* step = report->add_steps();
+    *step = steps_[order[i]];
+    step->set_round(static_cast<uint32_t>(i + 1));
+  }
   uint64_t smallest = data_->num_records;
   long double squares = 0;
   for (int32_t g : live_) {

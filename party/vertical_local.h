@@ -82,7 +82,15 @@ class VerticalLocalReplica {
   uint64_t proposed_wave_ = 0;
   std::vector<std::optional<common::LocalCandidate>> proposed_;  // [index in live_]
   std::optional<std::pair<uint64_t, fedanon::v1::LocalInstruction>> own_instruction_;
-  std::vector<fedanon::v1::SpecializationStep> steps_;
+  std::vector<fedanon::v1::SpecializationStep> steps_;  // in the order applied (wave, group)
+  // Per step: its wave, the group it split and the id of its first child (the others follow);
+  // FillReport puts the steps in the centralized order with them.
+  struct StepOrigin {
+    uint64_t wave = 0;
+    int32_t group = 0;
+    int32_t first_child = 0;
+  };
+  std::vector<StepOrigin> step_origin_;
   uint64_t waves_ = 0;
 };
 

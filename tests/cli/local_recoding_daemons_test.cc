@@ -10,7 +10,8 @@
 //   the independent checker CheckLocalPrivacy, so the equal federated release does too; the final
 //   check ran at every party;
 // * vertical, 2 parties, k-anonymity (one template over every QID): the joined table equals
-//   `fedanon anonymize` on the joined table, checked by CheckLocalPrivacy the same way.
+//   `fedanon anonymize` on the joined table, checked by CheckLocalPrivacy the same way, and its
+//   report's steps are the centralized steps in the same (wave, score, group id) order.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -201,6 +202,7 @@ TEST(LocalRecodingDaemons, VerticalTwoPartiesKAnonymityEqualsCentralized) {
   const std::string dir = Generate("local_daemons_v", 2000, 2, "vertical", kVerticalSpec);
   const Runs runs = RunBoth(dir, 2);
   ExpectSameRelease(runs, 2000);
+  ExpectSameSteps(runs);
   std::filesystem::remove_all(dir);
 }
 

@@ -4,6 +4,7 @@
 // for every score and 2 and 3 parties; the release passes the independent local-recoding checker
 // (CheckLocalPrivacy); the leader's view log holds every per-group proposal; the jobs local
 // recoding does not support in a federation are refused at submission.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -166,6 +167,21 @@ fedanon::v1::SubmitJobRequest Request(const std::string& spec_yaml,
   return req;
 }
 
+// The federated report's steps are the centralized report's, in the same (wave, score, group id)
+// order.
+void ExpectSameSteps(const fedanon::v1::Report& fed, const fedanon::v1::Report& central) {
+  ASSERT_EQ(fed.steps_size(), central.steps_size());
+  for (int i = 0; i < fed.steps_size(); ++i) {
+    SCOPED_TRACE(absl::StrCat("step ", i));
+    EXPECT_EQ(fed.steps(i).round(), central.steps(i).round());
+    EXPECT_EQ(fed.steps(i).attribute(), central.steps(i).attribute());
+    EXPECT_EQ(fed.steps(i).value(), central.steps(i).value());
+    EXPECT_THAT(fed.steps(i).children(), ::testing::ElementsAreArray(central.steps(i).children()));
+    EXPECT_DOUBLE_EQ(fed.steps(i).score(), central.steps(i).score());
+    EXPECT_EQ(fed.steps(i).records(), central.steps(i).records());
+  }
+}
+
 struct Outcome {
   bool same_rows = false;
   std::string view_log;
@@ -226,6 +242,7 @@ void RunBoth(const Scenario& s, const std::string& name, uint64_t seed, Outcome*
     EXPECT_EQ(info.report().groups(), central.groups());
     EXPECT_EQ(info.report().smallest_group(), central.smallest_group());
     EXPECT_DOUBLE_EQ(info.report().discernibility_ratio(), central.discernibility_ratio());
+    ExpectSameSteps(info.report(), central);
   }
 }
 
@@ -354,6 +371,7 @@ TEST(VerticalLocalAdult, SevenCategoricalQidsK50EqualCentralized) {
   EXPECT_GT(central.groups(), 20u);
   EXPECT_EQ(RowsByColumns(released, central_out.header),
             RowsByColumns(central_out, central_out.header));
+  ExpectSameSteps(info.report(), central);
   std::printf(
       "Adult/3 vertical local, 7 categorical QIDs, k=50: %llu groups, %u splits (report), DR "
       "%.4f\n",
