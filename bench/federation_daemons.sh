@@ -13,7 +13,8 @@
 # Mode `local` (issue #31): the same through daemons with `recoding: local`, on gen-data's own
 # horizontal job (12 QIDs, L=4, K=20, C=0.2: the setting of bench/local_recoding.sh's 1M speed
 # figure), against `fedanon anonymize` with `recoding: local` on the union; also prints the waves
-# (distinct rounds of the leader's `local_group` view-log lines, less the root's).
+# (distinct rounds of the leader's `local_group` view-log lines, less the root's). It passes
+# `--round-timeout 3600`: the integration (the sealed-row union) outlasts the default 60 s.
 # Usage: bench/federation_daemons.sh [rows-per-party=333334] [build-dir=build/default] [global|local]
 #   e.g. bench/federation_daemons.sh 1000000; bench/federation_daemons.sh 10000000;
 #        bench/federation_daemons.sh 333334 build/default local
@@ -33,8 +34,12 @@ work="$(mktemp -d "${FEDANON_BENCH_TMP:-${TMPDIR:-/tmp}}/fedanon-fbench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 "$bin/fedanon" gen-data --rows "$rows" --seed 1 --parties 3 --out "$work/data" >/dev/null 2>&1
+timeout_args=()
 if [ "$mode" = local ]; then
   echo "recoding: local" >> "$work/data/horizontal.yaml"
+  # Local recoding integrates by the sealed-row union: one hop over 333,334 rows takes minutes
+  # on 2 shared cores, past the leader's default 60 s per request.
+  timeout_args=(--round-timeout 3600)
   setting="gen-data's 12 QIDs, L=4 K=20 C=0.2, recoding: local"
 else
   setting="13 QIDs, L=4 K=20 C=0.2"
@@ -72,7 +77,7 @@ load1="$(cut -d' ' -f1-3 /proc/loadavg)"
   --spec "$work/data/horizontal.yaml" \
   --party-data "$work/data/party1.csv,$work/data/party2.csv,$work/data/party3.csv" \
   --dir "$work/fed" --wait --result "$work/fed.csv" --report "$work/fed.json" \
-  --leader-view "$work/view.jsonl" \
+  --leader-view "$work/view.jsonl" "${timeout_args[@]}" \
   > "$work/up.log" 2>&1 &
 timer=$!
 declare -A hwm

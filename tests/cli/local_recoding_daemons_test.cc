@@ -121,9 +121,9 @@ Runs RunBoth(const std::string& dir, int parties) {
   for (int p = 1; p <= parties; ++p) {
     data += (p > 1 ? "," : "") + dir + "/party" + std::to_string(p) + ".csv";
   }
-  const CliResult up =
-      RunFedanon({"federation", "up", "--spec", dir + "/local.yaml", "--party-data", data, "--wait",
-                  "--result", dir + "/fed.csv", "--report", dir + "/fed.json"});
+  const CliResult up = RunFedanon({"federation", "up", "--spec", dir + "/local.yaml",
+                                   "--party-data", data, "--wait", "--result", dir + "/fed.csv",
+                                   "--report", dir + "/fed.json", "--round-timeout", "120"});
   EXPECT_EQ(up.exit_code, 0) << "stdout:\n" << up.out << "stderr:\n" << up.err;
   runs.up_out = up.out;
 
@@ -204,6 +204,18 @@ TEST(LocalRecodingDaemons, VerticalTwoPartiesKAnonymityEqualsCentralized) {
   ExpectSameRelease(runs, 2000);
   ExpectSameSteps(runs);
   std::filesystem::remove_all(dir);
+}
+
+// `--round-timeout` (the seconds a party may take per request, which a 1M-record local job's
+// row union needs beyond the leader's 60 s) takes 1 to 86,400 seconds; outside that range is a
+// usage error, before anything is provisioned.
+TEST(LocalRecodingDaemons, RoundTimeoutOutsideItsRangeIsAUsageError) {
+  for (const char* bad : {"0", "86401", "soon"}) {
+    const CliResult r =
+        RunFedanon({"federation", "up", "--party-data", "a.csv,b.csv", "--round-timeout", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_THAT(r.err, ::testing::HasSubstr("--round-timeout")) << bad;
+  }
 }
 
 }  // namespace
