@@ -108,16 +108,20 @@ cd_=$(digest "$work/central.csv"); fd_=$(digest "$work/fed.csv")
 same_header=$([ "$(head -1 "$work/central.csv")" = "$(head -1 "$work/fed.csv")" ] && echo yes || echo no)
 
 python3 - "$work" "$rows" "$cd_" "$fd_" "$same_header" "$rss" "$load0" "$load1" "$load2" <<'PY'
-import json, sys
+import json, re, sys
 work, rows, cd, fd, same_header, rss, load0, load1, load2 = sys.argv[1:10]
 c = json.load(open(f"{work}/central.json")); f = json.load(open(f"{work}/fed.json"))
 cw, cm, cu, cs = open(f"{work}/central.time").read().split()[-4:]
 fw, fm, fu, fs = open(f"{work}/fed.time").read().split()[-4:]
 cw, cu, cs, fw, fu, fs = map(float, (cw, cu, cs, fw, fu, fs))
-ft = f["timings_seconds"]; steps = len(f["steps"]); g = lambda k: ft.get(k, 0.0)
+# A local report lists the first 1,000 steps; its stop_reason gives the total.
+def total_steps(r):
+    m = re.search(r"\((\d+) specializations; the report lists", r.get("stop_reason", ""))
+    return int(m.group(1)) if m else len(r["steps"])
+ft = f["timings_seconds"]; steps = total_steps(f); g = lambda k: ft.get(k, 0.0)
 peaks = dict(p.split("=") for p in rss.split())
 print(f"  centralized anonymize on the union    {cw:8.2f} s wall, {cu:7.1f} s user + {cs:.1f} s sys, "
-      f"{int(cm) / 1024:6.0f} MiB peak RSS ({len(c['steps'])} specializations); load {load0}")
+      f"{int(cm) / 1024:6.0f} MiB peak RSS ({total_steps(c)} specializations); load {load0}")
 print(f"  federated job (leader's clock)        {g('total'):8.2f} s ({steps} specializations, "
       f"{g('total') / cw:.2f}x centralized)")
 print(f"    validate + parties load data        {g('validate'):8.2f} s")
@@ -140,6 +144,6 @@ for line in open(view):
         rounds.add(json.loads(line)["round"])
 if rounds:
     print(f"  waves {len(rounds) - 1} (local recoding: every live group splits once per wave)")
-print(f"  same specialization sequence: {[s['value'] for s in c['steps']] == [s['value'] for s in f['steps']]}; "
+print(f"  same specialization sequence (listed steps): {[s['value'] for s in c['steps']] == [s['value'] for s in f['steps']]}; "
       f"same released rows: {cd == fd} (sorted SHA-256 {cd} / {fd}, same header: {same_header})")
 PY
