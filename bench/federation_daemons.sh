@@ -10,14 +10,22 @@
 # job's phases, rounds, secure sums and bytes from the job report; the ratio federated /
 # centralized; whether the two released tables hold the same rows (SHA-256 of the sorted rows);
 # and the load average (the machine may be shared).
-# Usage: bench/federation_daemons.sh [rows-per-party=333334] [build-dir=build/default]
-#   e.g. bench/federation_daemons.sh 1000000; bench/federation_daemons.sh 10000000
+# Mode `local` (issue #31): the same through daemons with `recoding: local`, on gen-data's own
+# horizontal job (12 QIDs, L=4, K=20, C=0.2: the setting of bench/local_recoding.sh's 1M speed
+# figure), against `fedanon anonymize` with `recoding: local` on the union; also prints the waves
+# (distinct rounds of the leader's `local_group` view-log lines, less the root's). It passes
+# `--round-timeout 3600`: the integration (the sealed-row union) outlasts the default 60 s.
+# Usage: bench/federation_daemons.sh [rows-per-party=333334] [build-dir=build/default] [global|local]
+#   e.g. bench/federation_daemons.sh 1000000; bench/federation_daemons.sh 10000000;
+#        bench/federation_daemons.sh 333334 build/default local
 # FEDANON_BENCH_TMP chooses where the tables go (default: $TMPDIR or /tmp); 3 × 10M needs about
 # 12 GB (the union, the party tables, each daemon's copy and both outputs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 per_party="${1:-333334}"
 build="${2:-build/default}"
+mode="${3:-global}"
+case "$mode" in global | local) ;; *) echo "mode: global or local, not '$mode'" >&2; exit 2 ;; esac
 bin="$build/bin"
 rows=$((3 * per_party))
 [ -x "$bin/fedanon" ] || { echo "build first: $bin/fedanon not found" >&2; exit 1; }
@@ -26,6 +34,15 @@ work="$(mktemp -d "${FEDANON_BENCH_TMP:-${TMPDIR:-/tmp}}/fedanon-fbench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 "$bin/fedanon" gen-data --rows "$rows" --seed 1 --parties 3 --out "$work/data" >/dev/null 2>&1
+timeout_args=()
+if [ "$mode" = local ]; then
+  echo "recoding: local" >> "$work/data/horizontal.yaml"
+  # Local recoding integrates by the sealed-row union: one hop over 333,334 rows takes minutes
+  # on 2 shared cores, past the leader's default 60 s per request.
+  timeout_args=(--round-timeout 3600)
+  setting="gen-data's 12 QIDs, L=4 K=20 C=0.2, recoding: local"
+else
+  setting="13 QIDs, L=4 K=20 C=0.2"
 # The papers' 13 QIDs: fnlwgt is a QID too (gen-data's federated spec leaves it out). A federated
 # spec needs a public grid for it; gen-data draws fnlwgt from [0, 1500000].
 python3 - "$work/data/horizontal.yaml" <<'PY'
@@ -39,13 +56,14 @@ assert y.count("role: qid") == 13, "expected 13 QIDs"
 assert "L: 4, K: 20, C: 0.2" in y, "expected L=4 K=20 C=0.2"
 open(path, "w").write(y)
 PY
+fi
 for p in 1 2 3; do
   n=$(($(wc -l < "$work/data/party$p.csv") - 1))
   [ "$n" = "$per_party" ] || echo "note: party$p holds $n records (gen-data's split of $rows)"
 done
 
 echo "horizontal job, 3 party daemons + leader on loopback mTLS; $rows records" \
-  "($per_party per party); 13 QIDs, L=4 K=20 C=0.2; $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  "($per_party per party); $setting; $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
 "$bin/fedanon" --version
 load0="$(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/time -f "%e %M %U %S" -o "$work/central.time" "$bin/fedanon" anonymize --quiet \
@@ -59,6 +77,7 @@ load1="$(cut -d' ' -f1-3 /proc/loadavg)"
   --spec "$work/data/horizontal.yaml" \
   --party-data "$work/data/party1.csv,$work/data/party2.csv,$work/data/party3.csv" \
   --dir "$work/fed" --wait --result "$work/fed.csv" --report "$work/fed.json" \
+  --leader-view "$work/view.jsonl" "${timeout_args[@]}" \
   > "$work/up.log" 2>&1 &
 timer=$!
 declare -A hwm
@@ -89,16 +108,20 @@ cd_=$(digest "$work/central.csv"); fd_=$(digest "$work/fed.csv")
 same_header=$([ "$(head -1 "$work/central.csv")" = "$(head -1 "$work/fed.csv")" ] && echo yes || echo no)
 
 python3 - "$work" "$rows" "$cd_" "$fd_" "$same_header" "$rss" "$load0" "$load1" "$load2" <<'PY'
-import json, sys
+import json, re, sys
 work, rows, cd, fd, same_header, rss, load0, load1, load2 = sys.argv[1:10]
 c = json.load(open(f"{work}/central.json")); f = json.load(open(f"{work}/fed.json"))
 cw, cm, cu, cs = open(f"{work}/central.time").read().split()[-4:]
 fw, fm, fu, fs = open(f"{work}/fed.time").read().split()[-4:]
 cw, cu, cs, fw, fu, fs = map(float, (cw, cu, cs, fw, fu, fs))
-ft = f["timings_seconds"]; steps = len(f["steps"]); g = lambda k: ft.get(k, 0.0)
+# A local report lists the first 1,000 steps; its stop_reason gives the total.
+def total_steps(r):
+    m = re.search(r"\((\d+) specializations; the report lists", r.get("stop_reason", ""))
+    return int(m.group(1)) if m else len(r["steps"])
+ft = f["timings_seconds"]; steps = total_steps(f); g = lambda k: ft.get(k, 0.0)
 peaks = dict(p.split("=") for p in rss.split())
 print(f"  centralized anonymize on the union    {cw:8.2f} s wall, {cu:7.1f} s user + {cs:.1f} s sys, "
-      f"{int(cm) / 1024:6.0f} MiB peak RSS ({len(c['steps'])} specializations); load {load0}")
+      f"{int(cm) / 1024:6.0f} MiB peak RSS ({total_steps(c)} specializations); load {load0}")
 print(f"  federated job (leader's clock)        {g('total'):8.2f} s ({steps} specializations, "
       f"{g('total') / cw:.2f}x centralized)")
 print(f"    validate + parties load data        {g('validate'):8.2f} s")
@@ -114,6 +137,13 @@ to, fr = int(f.get("bytes_to_parties", 0)), int(f.get("bytes_from_parties", 0))
 print(f"  secure sums {f.get('secure_sums', 0)}, {to / 1e6:.1f} MB to parties, {fr / 1e6:.1f} MB "
       f"from parties ({(to + fr) / 1e3 / max(1, steps):.0f} KB per round); final check: "
       f"{f.get('final_check', '?')}")
-print(f"  same specialization sequence: {[s['value'] for s in c['steps']] == [s['value'] for s in f['steps']]}; "
+view = f"{work}/view.jsonl"
+rounds = set()
+for line in open(view):
+    if '"kind":"local_group"' in line:
+        rounds.add(json.loads(line)["round"])
+if rounds:
+    print(f"  waves {len(rounds) - 1} (local recoding: every live group splits once per wave)")
+print(f"  same specialization sequence (listed steps): {[s['value'] for s in c['steps']] == [s['value'] for s in f['steps']]}; "
       f"same released rows: {cd == fd} (sorted SHA-256 {cd} / {fd}, same header: {same_header})")
 PY

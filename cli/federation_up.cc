@@ -67,6 +67,7 @@ struct Options {
   std::string leader_view;
   bool keep = false;
   std::string dir;
+  uint32_t round_timeout = 0;  // seconds a party may take per request; 0: the leader's default
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -348,6 +349,7 @@ class FederationUp {
         LoadSubmitRequest(o_.spec, &taxonomy_files_);
     if (!request.ok()) return Fail(request.status());
     request_ = *std::move(request);
+    request_.set_round_timeout_seconds(o_.round_timeout);
     for (const TaxonomyFile& t : taxonomy_files_) {
       inputs.emplace_back(absl::StrCat("the taxonomy of attribute '", t.attribute, "'"),
                           t.local_path);
@@ -717,6 +719,10 @@ void DeclareUpOptions(CLI::App* up, Options* o) {
                  "Write the leader's view log of the job here (JSON lines: every statistic it "
                  "decoded; needs --wait)")
       ->needs(wait);
+  up->add_option("--round-timeout", o->round_timeout,
+                 "Seconds a party may take per request (default: the leader's, 60 s; a 1M-record "
+                 "local-recoding job's row union needs more)")
+      ->check(CLI::Range(1, 86400));
   up->add_flag("--keep", o->keep, "Keep the federation's directory (configs, keys, logs)");
   up->add_option("--dir", o->dir,
                  "Provision into this directory (must be empty or missing; default: a new "

@@ -1,0 +1,360 @@
+// The leader's view log is complete for local recoding (`recoding: local`, issue #31): a
+// horizontal 3-party local job runs with the leader behind the capturing PartyChannel of
+// tests/federation/leader_capture.h, which records, independently of the leader, every vector the
+// leader decodes (secure sums opened with the leader's keys and unmasked). The test splits each
+// captured vector into parts with its own walk of the local layout (docs/threat-model.md, the five
+// local kinds: per group `local_group`, then per QID `local_candidate_counts`, `local_bin_counts`
+// or `local_rank_histogram`; per range query `local_numeric_split`), naming the group from the
+// request, and checks that the view log holds exactly these parts (round, kind, attribute,
+// labelled, group, counts) — every value the leader learned is logged, nothing logged is missing
+// from the capture. Both numeric searches: binned (the default) and exact.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "common/engine/count_source.h"
+#include "common/engine/local_recoding.h"
+#include "common/engine/numeric_split.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/table/dataset.h"
+#include "tests/federation/federation_test_util.h"
+#include "tests/federation/leader_capture.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::testing {
+namespace {
+
+constexpr uint64_t kK = 10;
+
+// One part of what the leader learned, as the view log states it or as the capture implies it.
+struct Part {
+  uint32_t round = 0;
+  std::string kind;
+  std::string attribute;
+  bool labelled = false;
+  std::string node;  // "group N" for the local kinds
+  std::vector<uint64_t> counts;
+  auto Key() const { return std::tie(round, kind, attribute, labelled, node, counts); }
+  bool operator<(const Part& o) const { return Key() < o.Key(); }
+  bool operator==(const Part& o) const { return Key() == o.Key(); }
+};
+
+std::string Describe(const Part& p) {
+  std::ostringstream s;
+  s << "round " << p.round << " " << p.kind << " attribute '" << p.attribute << "' labelled "
+    << p.labelled << " node '" << p.node << "' counts[" << p.counts.size() << "]";
+  return s.str();
+}
+
+std::vector<Part> ParseViewLog(const std::string& text) {
+  std::vector<Part> parts;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    EXPECT_TRUE(j.is_object()) << line;
+    if (!j.is_object()) continue;
+    Part p;
+    p.round = j.value("round", 0u);
+    p.kind = j.value("kind", "");
+    p.attribute = j.value("attribute", "");
+    p.labelled = j.value("labelled", false);
+    p.node = j.value("node", "");
+    for (const auto& c : j.value("counts", nlohmann::json::array())) {
+      EXPECT_TRUE(c.is_number_unsigned()) << line;
+      p.counts.push_back(c.get<uint64_t>());
+    }
+    parts.push_back(std::move(p));
+  }
+  return parts;
+}
+
+void ExpectSameParts(std::vector<Part> logged, std::vector<Part> expected) {
+  std::sort(logged.begin(), logged.end());
+  std::sort(expected.begin(), expected.end());
+  std::vector<Part> missing, extra;
+  std::set_difference(expected.begin(), expected.end(), logged.begin(), logged.end(),
+                      std::back_inserter(missing));
+  std::set_difference(logged.begin(), logged.end(), expected.begin(), expected.end(),
+                      std::back_inserter(extra));
+  EXPECT_TRUE(missing.empty()) << missing.size() << " decoded part(s) not in the view log, e.g. "
+                               << Describe(missing.front());
+  EXPECT_TRUE(extra.empty()) << extra.size() << " view-log line(s) the leader did not decode, e.g. "
+                             << Describe(extra.front());
+  EXPECT_EQ(logged.size(), expected.size());
+}
+
+common::LocalValue FromProto(const fedanon::v1::LocalValue& v) {
+  return {v.node(), v.lo(), v.hi()};
+}
+
+// The parts of the captured secure sums. The fine map is rebuilt from the bins the leader
+// announced (StateUpdate.local_setup, riding along with a sum) as a party rebuilds it; each local
+// request's vector is walked group by group with the layout of docs/threat-model.md.
+std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common::Dataset& schema,
+                              bool binned) {
+  std::vector<Part> parts;
+  std::unique_ptr<common::LocalFineMap> fine;
+  const size_t width =
+      1 + static_cast<size_t>(std::max(1, schema.num_classes())) + schema.tracked.size();
+  std::vector<common::AttributeHierarchy> hier;
+  for (const auto& q : schema.qids) hier.emplace_back(&q);
+  for (const DecodedSum& sum : sums) {
+    for (const auto& u : sum.updates) {
+      if (!u.has_local_setup()) continue;
+      EXPECT_EQ(fine, nullptr) << "bins announced twice";
+      std::vector<std::vector<int32_t>> bins(schema.qids.size());
+      for (int a = 0; a < u.local_setup().bins_size(); ++a) {
+        bins[a].assign(u.local_setup().bins(a).bounds().begin(),
+                       u.local_setup().bins(a).bounds().end());
+      }
+      fine = std::make_unique<common::LocalFineMap>(&schema, binned, std::move(bins));
+    }
+    size_t pos = 0;
+    auto add = [&](std::string kind, std::string attribute, bool labelled, std::string node,
+                   size_t words) {
+      Part p{sum.round, std::move(kind), std::move(attribute), labelled, std::move(node), {}};
+      EXPECT_LE(pos + words, sum.total.size());
+      if (pos + words > sum.total.size()) return;
+      p.counts.assign(sum.total.begin() + static_cast<ptrdiff_t>(pos),
+                      sum.total.begin() + static_cast<ptrdiff_t>(pos + words));
+      pos += words;
+      parts.push_back(std::move(p));
+    };
+    if (sum.request.has_local()) {
+      EXPECT_NE(fine, nullptr) << "a local request before the bins were announced";
+      if (fine == nullptr) continue;
+      for (const auto& g : sum.request.local().groups()) {
+        const std::string node = absl::StrCat("group ", g.group());
+        add("local_group", "", true, node, width);
+        EXPECT_EQ(static_cast<size_t>(g.key_size()), schema.qids.size());
+        for (int a = 0; a < g.key_size(); ++a) {
+          const int count = fine->FineCount(a, FromProto(g.key(a)));
+          if (count == 0) continue;
+          const bool continuous = schema.qids[a].kind == common::QidKind::kContinuous;
+          if (continuous && binned) {
+            add("local_bin_counts", schema.qids[a].name, false, node, static_cast<size_t>(count));
+          } else {
+            add(continuous ? "local_rank_histogram" : "local_candidate_counts", schema.qids[a].name,
+                true, node, static_cast<size_t>(count) * width);
+          }
+        }
+      }
+      for (const auto& r : sum.request.local().ranges()) {
+        EXPECT_GE(r.bounds_size(), 2);
+        add("local_numeric_split", schema.qids[r.attribute()].name, true,
+            absl::StrCat("group ", r.group().group()),
+            static_cast<size_t>(r.bounds_size() - 1) * width);
+      }
+    } else {  // the public-cell counts of a continuous attribute (RangeCounts)
+      auto request = common::FromProto(sum.request, hier);
+      EXPECT_TRUE(request.ok()) << request.status();
+      if (!request.ok()) continue;
+      EXPECT_TRUE(request->node_class_counts.empty() && request->group_keys.empty() &&
+                  request->rank_histograms.empty())
+          << "a global statistic in a local job";
+      for (const auto& r : request->range_counts) {
+        EXPECT_FALSE(r.labelled) << "labelled global bins in a local job";
+        add("numeric_split_cells", schema.qids[r.attr].name, false, "", r.bounds.size() - 1);
+      }
+      for (size_t g = 0; g < request->released_groups.size(); ++g) {
+        add("released_counts", "", request->released_combinations > 1, "",
+            request->released_combinations);
+      }
+    }
+    EXPECT_EQ(pos, sum.total.size()) << "a decoded vector longer than its request";
+  }
+  return parts;
+}
+
+uint64_t Next(uint64_t* state) {
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return *state;
+}
+
+const std::map<std::string, std::string>& Taxonomies() {
+  static const auto* t = new std::map<std::string, std::string>{
+      {"sex.csv", "Male;ANY_Sex\nFemale;ANY_Sex\n"},
+      {"job.csv",
+       "Janitor;Non-Technical;Blue-collar;ANY_Job\nMover;Non-Technical;Blue-collar;ANY_Job\n"
+       "Carpenter;Technical;Blue-collar;ANY_Job\nTechnician;Technical;Blue-collar;ANY_Job\n"
+       "Manager;White-collar;ANY_Job\nAccountant;Professional;White-collar;ANY_Job\n"
+       "Lawyer;Professional;White-collar;ANY_Job\n"}};
+  return *t;
+}
+
+// Two continuous QIDs, two taxonomies, a suppression attribute (`region`, no taxonomy), a
+// sensitive attribute with a confidence bound.
+constexpr char kSpec[] = R"(name: local-view-log
+attributes:
+  - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1}
+  - {name: sex, role: qid, taxonomy: sex.csv}
+  - {name: job, role: qid, taxonomy: job.csv}
+  - {name: region, role: qid, values: [north, south, east]}
+  - {name: hours, role: qid, type: continuous, range: [0, 80], precision: 1}
+  - {name: disease, role: sensitive, values: [flu, hiv, none]}
+  - {name: class, role: class, values: [Y, N]}
+privacy: {model: lkc, L: 2, K: 10, C: 0.6, sensitive_values: [hiv]}
+partitioning: horizontal
+recoding: local
+)";
+
+// 900 records dealt over 3 parties; the class depends on age and job.
+Table MakeTable() {
+  static const char* jobs[] = {"Janitor", "Mover",      "Carpenter", "Technician",
+                               "Manager", "Accountant", "Lawyer"};
+  static const char* regions[] = {"north", "south", "east"};
+  uint64_t state = 0x31d1f00dULL;
+  Table t;
+  t.header = {"age", "sex", "job", "region", "hours", "disease", "class"};
+  for (int r = 0; r < 900; ++r) {
+    const int age = 18 + static_cast<int>(Next(&state) % 60);
+    const int job = static_cast<int>(Next(&state) % 7);
+    const int hours = 10 + static_cast<int>(Next(&state) % 60);
+    const uint64_t d = Next(&state) % 10;
+    const bool y = (age > 40) != (job >= 4) ? Next(&state) % 4 == 0 : Next(&state) % 4 != 0;
+    t.rows.push_back({absl::StrCat(age), Next(&state) % 2 ? "Male" : "Female", jobs[job],
+                      regions[Next(&state) % 3], absl::StrCat(hours),
+                      d == 0 ? "hiv" : (d < 4 ? "flu" : "none"), y ? "Y" : "N"});
+  }
+  return t;
+}
+
+// Runs the local job behind the capture and compares the view log with what was captured;
+// returns how many lines of each kind the log held.
+std::map<std::string, int> RunAndCompare(const std::string& name, const std::string& extra_spec) {
+  std::map<std::string, int> kinds;
+  const Table table = MakeTable();
+  std::vector<std::map<std::string, std::string>> files(3, Taxonomies());
+  std::vector<Table> parts(3);
+  for (auto& p : parts) p.header = table.header;
+  for (size_t r = 0; r < table.rows.size(); ++r) parts[r % 3].rows.push_back(table.rows[r]);
+  for (int p = 0; p < 3; ++p) files[p]["table.csv"] = ToCsv(parts[p]);
+  auto fed_or = InProcessFederation::Create(name, files);
+  EXPECT_TRUE(fed_or.ok()) << fed_or.status();
+  if (!fed_or.ok()) return kinds;
+  auto& fed = *fed_or;
+
+  RecordingChannel recorder(&fed->channel);
+  auto seal = fed->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(24));
+  EXPECT_TRUE(seal.ok()) << seal.status();
+  if (!seal.ok()) return kinds;
+  leader::LeaderOptions lo;
+  lo.name = "leader";
+  lo.data_dir = fed->dir + "/captured-leader";
+  lo.round_timeout = absl::Seconds(60);
+  lo.ca_pem = fed->ca->cert_pem();
+  lo.seal_cert_pem = seal->cert_pem;
+  lo.seal_key_pem = seal->key_pem;
+  auto captured = leader::Leader::Create(lo, &recorder);
+  EXPECT_TRUE(captured.ok()) << captured.status();
+  if (!captured.ok()) return kinds;
+  fed->leader = std::move(*captured);
+  auto leader_keys = crypto::SealKeyPairFromPem(seal->key_pem);
+  EXPECT_TRUE(leader_keys.ok());
+  if (!leader_keys.ok()) return kinds;
+  recorder.set_leader_keys(std::move(*leader_keys), fed->ca->cert_pem());
+  std::map<std::string, std::string> party_certs;
+  for (size_t i = 0; i < fed->names.size(); ++i) {
+    party_certs[fed->names[i]] = fed->agents[i]->seal_cert_pem();
+  }
+  recorder.set_party_certificates(std::move(party_certs));
+
+  auto spec = common::ParseJobSpecYaml(std::string(kSpec) + extra_spec, "job.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  if (!spec.ok()) return kinds;
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = *spec;
+  for (const auto& n : fed->names) req.add_parties(n);
+  std::map<std::string, std::string> texts;
+  for (const auto& a : spec->attributes()) {
+    if (a.taxonomy().empty()) continue;
+    (*req.mutable_taxonomies())[a.name()] = Taxonomies().at(a.taxonomy());
+    texts[a.name()] = Taxonomies().at(a.taxonomy());
+  }
+  auto submitted = fed->Submit(req);
+  EXPECT_TRUE(submitted.ok()) << submitted.status();
+  if (!submitted.ok()) return kinds;
+  const fedanon::v1::JobInfo info = fed->Wait(submitted->job_id());
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
+  EXPECT_EQ(info.report().recoding(), fedanon::v1::RECODING_LOCAL);
+  auto view_log = fed->leader->ViewLogText(submitted->job_id());
+  EXPECT_TRUE(view_log.ok()) << view_log.status();
+  auto csv = fed->leader->Result(submitted->job_id());
+  EXPECT_TRUE(csv.ok()) << csv.status();
+  if (!view_log.ok() || !csv.ok()) return kinds;
+  auto released = ParseCsvText(*csv, fed->dir);
+  EXPECT_TRUE(released.ok()) << released.status();
+  fed->leader.reset();  // before the recorder goes away
+
+  auto schema = common::BuildPublicSchema(*spec, texts);
+  EXPECT_TRUE(schema.ok()) << schema.status();
+  if (!schema.ok()) return kinds;
+  const bool binned = common::NumericSplitFromSpec(*spec).binned();
+  const std::vector<DecodedSum> sums = recorder.Sums();
+  EXPECT_GT(sums.size(), 3u);
+  std::vector<Part> expected = PartsOfSums(sums, *schema, binned);
+  // The released table, integrated by secure set union and opened by the leader: its row count
+  // (a local job releases the rows themselves, not per-combination counts).
+  const auto steps = static_cast<uint32_t>(info.report().steps_size());
+  EXPECT_GT(steps, 5u);
+  if (released.ok()) {
+    EXPECT_EQ(released->rows.size(), table.rows.size());
+    expected.push_back({steps + 1, "released_rows", "", false, "", {released->rows.size()}});
+  }
+  const std::vector<Part> logged = ParseViewLog(*view_log);
+  ExpectSameParts(logged, expected);
+
+  for (const Part& p : logged) {
+    ++kinds[p.kind];
+    // The numeric split rule inside a group: every labelled within-group bin holds >= K records.
+    if (p.kind == "local_numeric_split") {
+      for (size_t i = 0; i < p.counts.size(); i += 4) EXPECT_GE(p.counts[i], kK) << Describe(p);
+    }
+    // Every group the leader learned is a group of >= K records, its words [count, classes (2),
+    // sensitive (1)] consistent.
+    if (p.kind == "local_group") {
+      EXPECT_EQ(p.counts.size(), 4u) << Describe(p);
+      if (p.counts.size() != 4) continue;
+      EXPECT_GE(p.counts[0], kK) << Describe(p);
+      EXPECT_EQ(p.counts[1] + p.counts[2], p.counts[0]) << Describe(p);
+    }
+  }
+  return kinds;
+}
+
+TEST(LocalViewLog, BinnedLocalJobLogsExactlyWhatTheLeaderDecoded) {
+  std::map<std::string, int> kinds = RunAndCompare("local_view_binned", "");
+  EXPECT_EQ(kinds["numeric_split_cells"], 2) << "once per continuous attribute";
+  EXPECT_GT(kinds["local_group"], 1);
+  EXPECT_GT(kinds["local_candidate_counts"], 0);
+  EXPECT_GT(kinds["local_bin_counts"], 0);
+  EXPECT_GT(kinds["local_numeric_split"], 0);
+  EXPECT_EQ(kinds["local_rank_histogram"], 0) << "the binned search decodes no per-rank counts";
+  EXPECT_EQ(kinds["released_rows"], 1);
+  for (const char* global : {"candidate_counts", "group_counts", "numeric_split",
+                             "numeric_rank_histogram", "released_counts"}) {
+    EXPECT_EQ(kinds[global], 0) << global << " in a local job";
+  }
+}
+
+TEST(LocalViewLog, ExactLocalJobLogsExactlyWhatTheLeaderDecoded) {
+  std::map<std::string, int> kinds = RunAndCompare("local_view_exact", "numeric_split: exact\n");
+  EXPECT_GT(kinds["local_group"], 1);
+  EXPECT_GT(kinds["local_candidate_counts"], 0);
+  EXPECT_GT(kinds["local_rank_histogram"], 0);
+  EXPECT_EQ(kinds["local_bin_counts"], 0);
+  EXPECT_EQ(kinds["local_numeric_split"], 0);
+  EXPECT_EQ(kinds["released_rows"], 1);
+}
+
+}  // namespace
+}  // namespace fedanon::testing
