@@ -1,10 +1,8 @@
 #include "common/engine/local_recoding.h"
 
 #include <algorithm>
-#include <atomic>
 #include <functional>
 #include <limits>
-#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -129,23 +127,6 @@ absl::StatusOr<std::vector<uint64_t>> InProcessLocalSource::FullStats(
   return std::move(batch[0]);
 }
 
-namespace {
-
-// Runs fn(i) for i in [0, n) on every core, each thread taking the next index from a shared
-// counter (tasks of very different sizes stay balanced when the largest come first). Integer
-// counts only: the result does not depend on which thread ran what.
-void RunTasks(size_t n, const std::function<void(size_t)>& fn) {
-  if (n == 0) return;
-  std::atomic<size_t> next{0};
-  const size_t threads = std::min<size_t>(n, std::max(1U, std::thread::hardware_concurrency()));
-  ParallelFor(threads, [&](size_t) -> absl::Status {
-    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
-    return absl::OkStatus();
-  }).IgnoreError();  // fn returns nothing: no error to report
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<std::vector<uint64_t>>> InProcessLocalSource::FullStatsBatch(
     const std::vector<std::pair<int32_t, const std::vector<LocalValue>*>>& groups) {
   if (fine_ == nullptr) return absl::FailedPreconditionError("local recoding: no fine map yet");
@@ -206,11 +187,14 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> InProcessLocalSource::FullSta
   // Small batches run on this thread: starting threads would cost more than the counting.
   const bool parallel = total >= (1U << 15);
   auto run = [&](size_t n, const std::function<void(size_t)>& fn) {
-    if (parallel) {
-      RunTasks(n, fn);
-    } else {
+    if (!parallel) {
       for (size_t i = 0; i < n; ++i) fn(i);
+      return;
     }
+    ParallelFor(n, [&](size_t i) {
+      fn(i);
+      return absl::OkStatus();
+    }).IgnoreError();  // fn reports no error
   };
   run(by_size.size(), [&](size_t t) {
     const size_t g = by_size[t];
@@ -315,14 +299,12 @@ absl::Status InProcessLocalSource::SplitGroups(const std::vector<LocalSplit>& sp
   // The groups' ranges of perm_ are disjoint, so their partitions run on every core at once;
   // the new ranges are then recorded in the splits' order.
   std::vector<std::vector<uint32_t>> counts(splits.size());
-  std::vector<absl::Status> status(splits.size());
-  auto partition = [&](size_t i) { status[i] = PartitionGroup(splits[i], &counts[i]); };
+  auto partition = [&](size_t i) { return PartitionGroup(splits[i], &counts[i]); };
   if (total >= (1U << 15)) {
-    RunTasks(splits.size(), partition);
+    RETURN_IF_ERROR(ParallelFor(splits.size(), partition));
   } else {
-    for (size_t i = 0; i < splits.size(); ++i) partition(i);
+    for (size_t i = 0; i < splits.size(); ++i) RETURN_IF_ERROR(partition(i));
   }
-  for (const absl::Status& st : status) RETURN_IF_ERROR(st);
   for (size_t i = 0; i < splits.size(); ++i) {
     const LocalSplit& split = splits[i];
     const uint32_t begin = range_[split.group].first;
