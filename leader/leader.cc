@@ -760,9 +760,11 @@ absl::Status Leader::RunJob(JobRun* run) {
   Notify();
   // Nothing is decoded without being logged: the job fails if its view log cannot be written.
   ASSIGN_OR_RETURN(job.view_log, ViewLog::Open(options_.data_dir, job_id));
-  const absl::Status status = request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL
-                                  ? RunVertical(job)
-                                  : RunHorizontal(job, schema);
+  const bool vertical = request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL;
+  // A resumed horizontal job decodes its recorded secure sums again: logged once (a vertical job
+  // skips its replayed lines itself, VerticalJobOptions::logged_before).
+  if (job.resume && !vertical) RETURN_IF_ERROR(job.view_log->ExpectReplayOfItsLines());
+  const absl::Status status = vertical ? RunVertical(job) : RunHorizontal(job, schema);
   RETURN_IF_ERROR(status);
   return job.view_log->Sync();
 }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/base/file_io.h"
 #include "common/base/json_string.h"
 #include "common/base/status_macros.h"
@@ -78,9 +79,26 @@ ViewLog::~ViewLog() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-absl::Status ViewLog::Append(const ViewEntry& entry) {
-  const std::string line = ViewEntryToJson(entry) + "\n";
+absl::Status ViewLog::ExpectReplayOfItsLines() {
   absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(const std::string text, common::ReadFile(path_, /*follow_symlinks=*/false));
+  replayed_ = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  replay_next_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status ViewLog::Append(const ViewEntry& entry) {
+  const std::string json = ViewEntryToJson(entry);
+  absl::MutexLock lock(&mu_);
+  if (replay_next_ < replayed_.size()) {
+    if (replayed_[replay_next_] == json) {
+      ++replay_next_;  // logged before the restart
+      return absl::OkStatus();
+    }
+    replayed_.clear();  // past the replay: every entry is new
+    replay_next_ = 0;
+  }
+  const std::string line = json + "\n";
   // O_APPEND: each write lands at the end as a whole; WriteAll only loops on a short write.
   return common::WriteAll(fd_, line, path_);
 }

@@ -85,6 +85,12 @@ class ViewLog {
   absl::Status AppendStats(uint32_t round, const std::vector<common::AttributeHierarchy>& hier,
                            int num_classes, size_t num_tracked, const common::StatsRequest& request,
                            const std::vector<uint64_t>& sum) ABSL_LOCKS_EXCLUDED(mu_);
+  // A job resumed after a leader restart replays what it decoded before (a horizontal job's
+  // recorded secure sums): the lines already in the file are what it logs again first. From now
+  // on an entry equal to the next of those lines is not written again; the first entry that
+  // differs (the job going on past the restart) ends the replay, and it and every later entry are
+  // appended. So the log holds each decoded part once, as after an uninterrupted run.
+  absl::Status ExpectReplayOfItsLines() ABSL_LOCKS_EXCLUDED(mu_);
   // fsyncs the file (the job's end).
   absl::Status Sync() ABSL_LOCKS_EXCLUDED(mu_);
   const std::string& path() const { return path_; }
@@ -94,6 +100,8 @@ class ViewLog {
   std::string path_;
   absl::Mutex mu_;
   int fd_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> replayed_ ABSL_GUARDED_BY(mu_);  // lines logged before a restart
+  size_t replay_next_ ABSL_GUARDED_BY(mu_) = 0;             // the next one a replay must equal
 };
 
 }  // namespace fedanon::leader

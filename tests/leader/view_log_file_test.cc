@@ -1,5 +1,6 @@
 // leader::ViewLog on its own: the JSON line of an entry (escaping, optional fields), the file
-// (path from a validated job id, mode 0600, appended across reopenings), and the split of a
+// (path from a validated job id, mode 0600, appended across reopenings, a resumed job's replayed
+// lines written once), and the split of a
 // decoded secure sum into its parts (checked against a captured run in
 // tests/federation/view_log_test.cc).
 #include <gtest/gtest.h>
@@ -66,6 +67,47 @@ TEST(ViewLogTest, FileIsPrivateAndAppended) {
   // A job that decoded nothing yet has an empty log.
   ASSERT_OK_AND_ASSIGN(std::string none, ViewLog::Read(dir.path(), "job-000000000000"));
   EXPECT_EQ(none, "");
+}
+
+// A job resumed after a leader restart logs again what it replays: the lines already in the file
+// are not written twice; from the first entry that differs on, everything is appended (also an
+// entry equal to an earlier line).
+TEST(ViewLogTest, AResumedJobLogsItsReplayedPrefixOnce) {
+  testing::TempDir dir("view_log_resume");
+  {
+    ASSERT_OK_AND_ASSIGN(auto log, ViewLog::Open(dir.path(), kJob));
+    ASSERT_OK(log->Append(1, "group_counts", "", false, {5}));
+    ASSERT_OK(log->Append(2, "group_counts", "", false, {6}));
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string before, ViewLog::Read(dir.path(), kJob));
+  {
+    ASSERT_OK_AND_ASSIGN(auto log, ViewLog::Open(dir.path(), kJob));
+    ASSERT_OK(log->ExpectReplayOfItsLines());
+    ASSERT_OK(log->Append(1, "group_counts", "", false, {5}));  // replayed
+    ASSERT_OK(log->Append(2, "group_counts", "", false, {6}));  // replayed
+    ASSERT_OK_AND_ASSIGN(const std::string replayed, ViewLog::Read(dir.path(), kJob));
+    EXPECT_EQ(replayed, before);
+    ASSERT_OK(log->Append(3, "group_counts", "", false, {7}));  // new
+    ASSERT_OK(log->Append(1, "group_counts", "", false, {5}));  // new, though equal to line 1
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string after, ViewLog::Read(dir.path(), kJob));
+  EXPECT_EQ(after,
+            before +
+                "{\"round\":3,\"kind\":\"group_counts\",\"attribute\":\"\",\"labelled\":false,"
+                "\"counts\":[7]}\n"
+                "{\"round\":1,\"kind\":\"group_counts\",\"attribute\":\"\",\"labelled\":false,"
+                "\"counts\":[5]}\n");
+  // A replay that differs at once appends everything.
+  {
+    ASSERT_OK_AND_ASSIGN(auto log, ViewLog::Open(dir.path(), kJob));
+    ASSERT_OK(log->ExpectReplayOfItsLines());
+    ASSERT_OK(log->Append(2, "group_counts", "", false, {6}));
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string differing, ViewLog::Read(dir.path(), kJob));
+  EXPECT_EQ(differing,
+            after +
+                "{\"round\":2,\"kind\":\"group_counts\",\"attribute\":\"\",\"labelled\":false,"
+                "\"counts\":[6]}\n");
 }
 
 TEST(ViewLogTest, JobIdsThatAreNotTheLeadersFormNeverFormAPath) {
