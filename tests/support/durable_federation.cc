@@ -13,6 +13,52 @@ namespace fedanon::testing {
 
 namespace fs = std::filesystem;
 
+std::string CallKind(const fedanon::v1::LeaderMessage& request) {
+  const auto* body = request.GetDescriptor()->FindFieldByNumber(request.body_case());
+  if (body == nullptr) return "none";
+  if (request.has_sum_step()) return absl::StrCat(body->name(), " ", request.sum_step().collect());
+  if (request.has_vertical()) {
+    const auto* step =
+        request.vertical().GetDescriptor()->FindFieldByNumber(request.vertical().step_case());
+    return absl::StrCat(body->name(), "/", step == nullptr ? "none" : step->name());
+  }
+  return body->name();
+}
+
+absl::StatusOr<fedanon::v1::PartyMessage> AnswerLedger::Call(
+    const std::string& party, const fedanon::v1::LeaderMessage& request, absl::Duration timeout) {
+  absl::StatusOr<fedanon::v1::PartyMessage> reply = inner_->Call(party, request, timeout);
+  if (!reply.ok()) return reply;
+  fedanon::v1::LeaderMessage asked = request;
+  asked.clear_request_id();
+  fedanon::v1::PartyMessage answered = *reply;
+  answered.clear_request_id();
+  std::string key = absl::StrCat(party, std::string(1, '\0'));
+  if (!asked.AppendToString(&key)) return reply;
+  std::string bytes;
+  if (!answered.SerializeToString(&bytes)) return reply;
+  absl::MutexLock lock(&mu_);
+  const auto [it, first] = answers_.emplace(std::move(key), bytes);
+  if (!first) {
+    ++repeated_;
+    if (it->second != bytes) {
+      differing_.push_back(
+          absl::StrCat(party, ": ", CallKind(request), " (round ", request.round(), ")"));
+    }
+  }
+  return reply;
+}
+
+int AnswerLedger::repeated() const {
+  absl::MutexLock lock(&mu_);
+  return repeated_;
+}
+
+std::vector<std::string> AnswerLedger::differing() const {
+  absl::MutexLock lock(&mu_);
+  return differing_;
+}
+
 void CrashingChannel::CrashAt(int call, Crash crash) {
   absl::MutexLock lock(&mu_);
   crash_at_ = call;
@@ -29,12 +75,18 @@ int CrashingChannel::calls() const {
   return calls_;
 }
 
+std::vector<std::string> CrashingChannel::kinds() const {
+  absl::MutexLock lock(&mu_);
+  return kinds_;
+}
+
 absl::StatusOr<fedanon::v1::PartyMessage> CrashingChannel::Call(
     const std::string& party, const fedanon::v1::LeaderMessage& request, absl::Duration timeout) {
   if (dead_) return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
   Crash crash;
   {
     absl::MutexLock lock(&mu_);
+    kinds_.push_back(CallKind(request));
     if (++calls_ == crash_at_) crash = std::move(crash_);
   }
   if (crash) return crash(party, request);
@@ -67,7 +119,8 @@ std::unique_ptr<DurableFederation> DurableFederation::Create(
   d->fed = *std::move(fed);
   // The leader the tests use talks through the crashing channel (its own data directory).
   d->fed->leader.reset();
-  d->crashing = std::make_unique<CrashingChannel>(&d->fed->channel);
+  d->answers = std::make_unique<AnswerLedger>(&d->fed->channel);
+  d->crashing = std::make_unique<CrashingChannel>(d->answers.get());
   d->leader_options.data_dir = d->fed->dir + "/leader-1";
   auto leader = leader::Leader::Create(d->leader_options, d->crashing.get());
   EXPECT_TRUE(leader.ok()) << leader.status();
@@ -87,7 +140,7 @@ absl::Status DurableFederation::RestartParty(const std::string& party) {
 absl::Status DurableFederation::StartLeaderOn(const std::string& data_dir) {
   leader::LeaderOptions options = leader_options;
   options.data_dir = data_dir;
-  ASSIGN_OR_RETURN(fed->leader, leader::Leader::Create(options, &fed->channel));
+  ASSIGN_OR_RETURN(fed->leader, leader::Leader::Create(options, answers.get()));
   return absl::OkStatus();
 }
 
@@ -113,9 +166,9 @@ CrashingChannel::Crash DurableFederation::LeaderDiesAfterTheReply(const std::str
       [this, snapshot, crashed, at](
           const std::string& party,
           const fedanon::v1::LeaderMessage& request) -> absl::StatusOr<fedanon::v1::PartyMessage> {
-        fed->channel.Call(party, request, absl::Seconds(20)).IgnoreError();
+        answers->Call(party, request, absl::Seconds(20)).IgnoreError();
         if (at != nullptr)
-          *at = absl::StrCat(party, " round ", request.round(), " ", request.body_case());
+          *at = absl::StrCat(party, " round ", request.round(), " ", CallKind(request));
         fs::copy(leader_options.data_dir, snapshot, fs::copy_options::recursive);
         crashing->Die();
         crashed->Notify();
@@ -128,7 +181,7 @@ CrashingChannel::Crash DurableFederation::PartyRestarts(bool after_answering, st
       [this, after_answering, victim](
           const std::string& party,
           const fedanon::v1::LeaderMessage& request) -> absl::StatusOr<fedanon::v1::PartyMessage> {
-        if (after_answering) fed->channel.Call(party, request, absl::Seconds(20)).IgnoreError();
+        if (after_answering) answers->Call(party, request, absl::Seconds(20)).IgnoreError();
         if (victim != nullptr) *victim = party;
         RETURN_IF_ERROR(RestartParty(party));
         return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));

@@ -1,7 +1,9 @@
 // Tests only: an in-process federation whose leader calls the parties through a channel that
 // "crashes" at a chosen call (the leader or a party killed, the reply lost or not), with the
-// restarts a durable-job test needs; shared by tests/federation/durable_job_test.cc (horizontal)
-// and vertical_durable_test.cc (vertical).
+// restarts a durable-job test needs, and a ledger of every answer the parties gave (a request
+// asked again after a restart must get the same bytes); shared by
+// tests/federation/durable_job_test.cc (horizontal), vertical_durable_test.cc (vertical) and
+// local_durable_test.cc (local recoding).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -22,6 +24,36 @@
 
 namespace fedanon::testing {
 
+// What a leader's request is, for choosing crash points: the body's field name ("sum_step",
+// "union_step", "final_check", "chunk_get", ...; a vertical step as "vertical/<step>", e.g.
+// "vertical/local_propose"), a secure-sum hop with its collect number ("sum_step 3").
+std::string CallKind(const fedanon::v1::LeaderMessage& request);
+
+// Between the leaders and the parties: keeps each party's answer to every distinct request
+// (request_id aside). A request asked again — the replay of a restarted leader, the repeat after a
+// lost reply — is counted, and an answer that differs from the first one is named.
+class AnswerLedger : public common::PartyChannel {
+ public:
+  explicit AnswerLedger(common::PartyChannel* inner) : inner_(inner) {}
+
+  absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
+                                                 const fedanon::v1::LeaderMessage& request,
+                                                 absl::Duration timeout) override;
+  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+
+  // Requests a party answered again after answering them once.
+  int repeated() const;
+  // "party: kind (round R)" of each repeated request whose answer differed from the first.
+  std::vector<std::string> differing() const;
+
+ private:
+  common::PartyChannel* inner_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::string> answers_ ABSL_GUARDED_BY(mu_);  // party + request -> reply
+  int repeated_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> differing_ ABSL_GUARDED_BY(mu_);
+};
+
 // Forwards to the in-process parties; at call number `crash_at` (1-based) runs `crash` instead,
 // which decides what the caller gets. Counts every call.
 class CrashingChannel : public common::PartyChannel {
@@ -36,6 +68,8 @@ class CrashingChannel : public common::PartyChannel {
   // From now on nobody is connected and every call fails (a leader that was killed).
   void Die() { dead_ = true; }
   int calls() const;
+  // CallKind of every call so far, in call order (call n at index n - 1).
+  std::vector<std::string> kinds() const;
 
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
@@ -49,10 +83,12 @@ class CrashingChannel : public common::PartyChannel {
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
   int crash_at_ ABSL_GUARDED_BY(mu_) = -1;
   Crash crash_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> kinds_ ABSL_GUARDED_BY(mu_);
 };
 
-// The federation with the leader behind a CrashingChannel; the parties' options are kept (to
-// restart one) and the leader's (to restart it on a copy of its directory).
+// The federation with the leader behind a CrashingChannel, and every leader (the first and a
+// restarted one) behind the AnswerLedger; the parties' options are kept (to restart one) and the
+// leader's (to restart it on a copy of its directory).
 struct DurableFederation {
   // The job the federation runs, for the parties `names`.
   using MakeRequest = std::function<absl::StatusOr<fedanon::v1::SubmitJobRequest>(
@@ -61,7 +97,8 @@ struct DurableFederation {
   std::unique_ptr<InProcessFederation> fed;
   std::map<std::string, party::PartyAgentOptions> party_options;
   leader::LeaderOptions leader_options;
-  std::unique_ptr<CrashingChannel> crashing;
+  std::unique_ptr<AnswerLedger> answers;      // in front of fed->channel
+  std::unique_ptr<CrashingChannel> crashing;  // in front of `answers` (the first leader's)
   std::vector<std::unique_ptr<party::PartyAgent>> restarted;  // replacements (old ones stay alive)
   MakeRequest make_request;
 
@@ -77,7 +114,8 @@ struct DurableFederation {
 
   // A new process of `party` over the same directories (nothing in memory), now the connected one.
   absl::Status RestartParty(const std::string& party);
-  // A new leader process on `data_dir` (the old one must be gone), talking to the parties directly.
+  // A new leader process on `data_dir` (the old one must be gone), talking to the parties through
+  // `answers` only.
   absl::Status StartLeaderOn(const std::string& data_dir);
   // Submits the job; its id.
   absl::StatusOr<std::string> Submit();
