@@ -9,8 +9,10 @@
 //   a later wave (its commit), at the closing wave and during the release.
 // Each resumed job must end DONE with the steps, groups and released rows of an uninterrupted run
 // and of the centralized `recoding: local` run on the union / join, the view log must hold no
-// line twice, every party's state file must go, and no request the restarted leader asked again
-// may have been answered differently (AnswerLedger).
+// line twice, every party's state file must go, the parties' audit files and run ledgers must
+// record what an uninterrupted run's do (besides repeats of answers), and no request the
+// restarted leader asked again may have been answered differently (AnswerLedger). A party killed
+// after answering (and restarted over its directories) at four of these points, likewise.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -444,6 +446,49 @@ INSTANTIATE_TEST_SUITE_P(CrashPoints, LocalDurable, ::testing::ValuesIn(Points()
                          [](const ::testing::TestParamInfo<CrashPoint>& info) {
                            return info.param.name;
                          });
+
+class LocalDurableParty : public ::testing::TestWithParam<CrashPoint> {};
+
+// kill -9 of the party at the crash point after it answered (its reply lost), restarted at once
+// over its directories: the leader asks it again, it reloads the local job from its state file
+// (the splits applied so far, its groups) and answers with what it had answered.
+TEST_P(LocalDurableParty, KilledAfterAnsweringResumesToTheSameRelease) {
+  const CrashPoint& p = GetParam();
+  const Clean& clean = CleanRun(p.vertical);
+  ASSERT_FALSE(clean.kinds.empty());
+  const int call = CallOf(p, clean.kinds);
+  ASSERT_GT(call, 0) << p.name;
+  auto d = CreateFederation(absl::StrCat("ldurable_party_", p.name), p.vertical);
+  ASSERT_NE(d, nullptr);
+  std::string victim;
+  ASSERT_OK_AND_ASSIGN(const JobInfo info,
+                       d->RunWithCrash(call, d->PartyRestarts(/*after_answering=*/true, &victim)));
+  ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
+  ASSERT_FALSE(victim.empty());
+  const Release got = Released(*d, info, p.vertical);
+  ExpectSameRelease(got, clean.release, "after a party restart vs uninterrupted run");
+  ExpectSameRelease(got, Central(p.vertical), "after a party restart vs centralized");
+  EXPECT_GE(d->answers->repeated(), 1);
+  EXPECT_THAT(d->answers->differing(), ::testing::IsEmpty());
+  ExpectDurableStateGone(*d, info.job_id());
+  if (!HasFailure()) {
+    const std::string dir = d->fed->dir;
+    d.reset();
+    fs::remove_all(dir);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CrashPoints, LocalDurableParty,
+    ::testing::Values(CrashPoint{"h_mid_waves", false,
+                                 [](const std::string& k) {
+                                   return k == absl::StrCat("sum_step ", std::max<uint64_t>(
+                                                                             5, LastCollect() / 2));
+                                 }},
+                      CrashPoint{"h_union_first_hop", false, Kind("union_step")},
+                      CrashPoint{"v_first_wave", true, Kind("vertical/local_propose"), 2},
+                      CrashPoint{"v_later_commit", true, Kind("vertical/local_commit"), 3}),
+    [](const ::testing::TestParamInfo<CrashPoint>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace fedanon::testing
