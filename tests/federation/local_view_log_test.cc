@@ -26,6 +26,7 @@
 #include "tests/federation/federation_test_util.h"
 #include "tests/federation/leader_capture.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/view_log_parts.h"
 
 namespace fedanon::testing {
 namespace {
@@ -52,42 +53,20 @@ std::string Describe(const Part& p) {
   return s.str();
 }
 
+// The view log as parts (tests/support/view_log_parts.h), the group named by `node`.
 std::vector<Part> ParseViewLog(const std::string& text) {
   std::vector<Part> parts;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    EXPECT_TRUE(j.is_object()) << line;
-    if (!j.is_object()) continue;
+  for (const ViewLogLine& l : ReadViewLogLines(text)) {
     Part p;
-    p.round = j.value("round", 0u);
-    p.kind = j.value("kind", "");
-    p.attribute = j.value("attribute", "");
-    p.labelled = j.value("labelled", false);
-    p.node = j.value("node", "");
-    for (const auto& c : j.value("counts", nlohmann::json::array())) {
-      EXPECT_TRUE(c.is_number_unsigned()) << line;
-      p.counts.push_back(c.get<uint64_t>());
-    }
+    p.round = l.round;
+    p.kind = l.kind;
+    p.attribute = l.attribute;
+    p.labelled = l.labelled;
+    p.node = l.json.value("node", "");
+    p.counts = l.counts;
     parts.push_back(std::move(p));
   }
   return parts;
-}
-
-void ExpectSameParts(std::vector<Part> logged, std::vector<Part> expected) {
-  std::sort(logged.begin(), logged.end());
-  std::sort(expected.begin(), expected.end());
-  std::vector<Part> missing, extra;
-  std::set_difference(expected.begin(), expected.end(), logged.begin(), logged.end(),
-                      std::back_inserter(missing));
-  std::set_difference(logged.begin(), logged.end(), expected.begin(), expected.end(),
-                      std::back_inserter(extra));
-  EXPECT_TRUE(missing.empty()) << missing.size() << " decoded part(s) not in the view log, e.g. "
-                               << Describe(missing.front());
-  EXPECT_TRUE(extra.empty()) << extra.size() << " view-log line(s) the leader did not decode, e.g. "
-                             << Describe(extra.front());
-  EXPECT_EQ(logged.size(), expected.size());
 }
 
 common::LocalValue FromProto(const fedanon::v1::LocalValue& v) {
@@ -116,16 +95,13 @@ std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common:
       }
       fine = std::make_unique<common::LocalFineMap>(&schema, binned, std::move(bins));
     }
-    size_t pos = 0;
+    DecodedWords decoded(sum.total);
     auto add = [&](std::string kind, std::string attribute, bool labelled, std::string node,
                    size_t words) {
-      Part p{sum.round, std::move(kind), std::move(attribute), labelled, std::move(node), {}};
-      EXPECT_LE(pos + words, sum.total.size());
-      if (pos + words > sum.total.size()) return;
-      p.counts.assign(sum.total.begin() + static_cast<ptrdiff_t>(pos),
-                      sum.total.begin() + static_cast<ptrdiff_t>(pos + words));
-      pos += words;
-      parts.push_back(std::move(p));
+      std::optional<std::vector<uint64_t>> counts = decoded.Take(words);
+      if (!counts) return;
+      parts.push_back({sum.round, std::move(kind), std::move(attribute), labelled, std::move(node),
+                       *std::move(counts)});
     };
     if (sum.request.has_local()) {
       EXPECT_NE(fine, nullptr) << "a local request before the bins were announced";
@@ -168,27 +144,9 @@ std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common:
             request->released_combinations);
       }
     }
-    EXPECT_EQ(pos, sum.total.size()) << "a decoded vector longer than its request";
+    EXPECT_EQ(decoded.taken(), sum.total.size()) << "a decoded vector longer than its request";
   }
   return parts;
-}
-
-uint64_t Next(uint64_t* state) {
-  *state ^= *state << 13;
-  *state ^= *state >> 7;
-  *state ^= *state << 17;
-  return *state;
-}
-
-const std::map<std::string, std::string>& Taxonomies() {
-  static const auto* t = new std::map<std::string, std::string>{
-      {"sex.csv", "Male;ANY_Sex\nFemale;ANY_Sex\n"},
-      {"job.csv",
-       "Janitor;Non-Technical;Blue-collar;ANY_Job\nMover;Non-Technical;Blue-collar;ANY_Job\n"
-       "Carpenter;Technical;Blue-collar;ANY_Job\nTechnician;Technical;Blue-collar;ANY_Job\n"
-       "Manager;White-collar;ANY_Job\nAccountant;Professional;White-collar;ANY_Job\n"
-       "Lawyer;Professional;White-collar;ANY_Job\n"}};
-  return *t;
 }
 
 // Two continuous QIDs, two taxonomies, a suppression attribute (`region`, no taxonomy), a
@@ -216,13 +174,14 @@ Table MakeTable() {
   Table t;
   t.header = {"age", "sex", "job", "region", "hours", "disease", "class"};
   for (int r = 0; r < 900; ++r) {
-    const int age = 18 + static_cast<int>(Next(&state) % 60);
-    const int job = static_cast<int>(Next(&state) % 7);
-    const int hours = 10 + static_cast<int>(Next(&state) % 60);
-    const uint64_t d = Next(&state) % 10;
-    const bool y = (age > 40) != (job >= 4) ? Next(&state) % 4 == 0 : Next(&state) % 4 != 0;
-    t.rows.push_back({absl::StrCat(age), Next(&state) % 2 ? "Male" : "Female", jobs[job],
-                      regions[Next(&state) % 3], absl::StrCat(hours),
+    const int age = 18 + static_cast<int>(NextRandom(&state) % 60);
+    const int job = static_cast<int>(NextRandom(&state) % 7);
+    const int hours = 10 + static_cast<int>(NextRandom(&state) % 60);
+    const uint64_t d = NextRandom(&state) % 10;
+    const bool y =
+        (age > 40) != (job >= 4) ? NextRandom(&state) % 4 == 0 : NextRandom(&state) % 4 != 0;
+    t.rows.push_back({absl::StrCat(age), NextRandom(&state) % 2 ? "Male" : "Female", jobs[job],
+                      regions[NextRandom(&state) % 3], absl::StrCat(hours),
                       d == 0 ? "hiv" : (d < 4 ? "flu" : "none"), y ? "Y" : "N"});
   }
   return t;
@@ -233,53 +192,26 @@ Table MakeTable() {
 std::map<std::string, int> RunAndCompare(const std::string& name, const std::string& extra_spec) {
   std::map<std::string, int> kinds;
   const Table table = MakeTable();
-  std::vector<std::map<std::string, std::string>> files(3, Taxonomies());
-  std::vector<Table> parts(3);
-  for (auto& p : parts) p.header = table.header;
-  for (size_t r = 0; r < table.rows.size(); ++r) parts[r % 3].rows.push_back(table.rows[r]);
-  for (int p = 0; p < 3; ++p) files[p]["table.csv"] = ToCsv(parts[p]);
-  auto fed_or = InProcessFederation::Create(name, files);
+  auto fed_or = InProcessFederation::Create(name, DealRows(table, 3));
   EXPECT_TRUE(fed_or.ok()) << fed_or.status();
   if (!fed_or.ok()) return kinds;
   auto& fed = *fed_or;
 
   RecordingChannel recorder(&fed->channel);
-  auto seal = fed->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(24));
-  EXPECT_TRUE(seal.ok()) << seal.status();
-  if (!seal.ok()) return kinds;
-  leader::LeaderOptions lo;
-  lo.name = "leader";
-  lo.data_dir = fed->dir + "/captured-leader";
-  lo.round_timeout = absl::Seconds(60);
-  lo.ca_pem = fed->ca->cert_pem();
-  lo.seal_cert_pem = seal->cert_pem;
-  lo.seal_key_pem = seal->key_pem;
-  auto captured = leader::Leader::Create(lo, &recorder);
+  crypto::IssuedCertificate seal;
+  auto captured = CapturedLeader(*fed, &recorder, &seal);
   EXPECT_TRUE(captured.ok()) << captured.status();
   if (!captured.ok()) return kinds;
   fed->leader = std::move(*captured);
-  auto leader_keys = crypto::SealKeyPairFromPem(seal->key_pem);
-  EXPECT_TRUE(leader_keys.ok());
-  if (!leader_keys.ok()) return kinds;
-  recorder.set_leader_keys(std::move(*leader_keys), fed->ca->cert_pem());
-  std::map<std::string, std::string> party_certs;
-  for (size_t i = 0; i < fed->names.size(); ++i) {
-    party_certs[fed->names[i]] = fed->agents[i]->seal_cert_pem();
-  }
-  recorder.set_party_certificates(std::move(party_certs));
+  const absl::Status opens = OpenSumsAsTheLeader(*fed, seal, &recorder);
+  EXPECT_TRUE(opens.ok()) << opens;
+  if (!opens.ok()) return kinds;
 
   auto spec = common::ParseJobSpecYaml(std::string(kSpec) + extra_spec, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return kinds;
-  fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = *spec;
-  for (const auto& n : fed->names) req.add_parties(n);
   std::map<std::string, std::string> texts;
-  for (const auto& a : spec->attributes()) {
-    if (a.taxonomy().empty()) continue;
-    (*req.mutable_taxonomies())[a.name()] = Taxonomies().at(a.taxonomy());
-    texts[a.name()] = Taxonomies().at(a.taxonomy());
-  }
+  const fedanon::v1::SubmitJobRequest req = ViewLogRequest(*spec, fed->names, &texts);
   auto submitted = fed->Submit(req);
   EXPECT_TRUE(submitted.ok()) << submitted.status();
   if (!submitted.ok()) return kinds;
@@ -311,7 +243,7 @@ std::map<std::string, int> RunAndCompare(const std::string& name, const std::str
     expected.push_back({steps + 1, "released_rows", "", false, "", {released->rows.size()}});
   }
   const std::vector<Part> logged = ParseViewLog(*view_log);
-  ExpectSameParts(logged, expected);
+  ExpectSameParts(logged, expected, Describe);
 
   for (const Part& p : logged) {
     ++kinds[p.kind];

@@ -24,6 +24,7 @@
 #include "tests/federation/federation_test_util.h"
 #include "tests/federation/leader_capture.h"
 #include "tests/support/status_matchers.h"
+#include "tests/support/view_log_parts.h"
 
 namespace fedanon::testing {
 namespace {
@@ -52,50 +53,29 @@ std::string Describe(const Part& p) {
   return s.str();
 }
 
-// Parses the view log; every line must be an object with the required fields and types.
+// Parses the view log (tests/support/view_log_parts.h); every line must be an object with the
+// required fields and types.
 std::vector<Part> ParseViewLog(const std::string& text) {
   std::vector<Part> parts;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    EXPECT_TRUE(j.is_object()) << line;
-    if (!j.is_object()) continue;
+  for (const ViewLogLine& l : ReadViewLogLines(text)) {
+    const nlohmann::json& j = l.json;
+    const std::string& line = l.text;
     EXPECT_TRUE(j.contains("round") && j["round"].is_number_unsigned()) << line;
     EXPECT_TRUE(j.contains("kind") && j["kind"].is_string()) << line;
     EXPECT_TRUE(j.contains("attribute") && j["attribute"].is_string()) << line;
     EXPECT_TRUE(j.contains("labelled") && j["labelled"].is_boolean()) << line;
     EXPECT_TRUE(j.contains("counts") && j["counts"].is_array()) << line;
     Part p;
-    p.round = j.value("round", 0u);
-    p.kind = j.value("kind", "");
-    p.attribute = j.value("attribute", "");
-    p.labelled = j.value("labelled", false);
-    for (const auto& c : j.value("counts", nlohmann::json::array())) {
-      EXPECT_TRUE(c.is_number_unsigned()) << line;
-      p.counts.push_back(c.get<uint64_t>());
-    }
+    p.round = l.round;
+    p.kind = l.kind;
+    p.attribute = l.attribute;
+    p.labelled = l.labelled;
+    p.counts = l.counts;
     p.party = j.value("party", "");
     if (j.contains("score")) p.score = j["score"].get<double>();
     parts.push_back(std::move(p));
   }
   return parts;
-}
-
-// Every expected part is logged and every logged part is expected (as multisets).
-void ExpectSameParts(std::vector<Part> logged, std::vector<Part> expected) {
-  std::sort(logged.begin(), logged.end());
-  std::sort(expected.begin(), expected.end());
-  std::vector<Part> missing, extra;
-  std::set_difference(expected.begin(), expected.end(), logged.begin(), logged.end(),
-                      std::back_inserter(missing));
-  std::set_difference(logged.begin(), logged.end(), expected.begin(), expected.end(),
-                      std::back_inserter(extra));
-  EXPECT_TRUE(missing.empty()) << missing.size() << " decoded part(s) not in the view log, e.g. "
-                               << Describe(missing.front());
-  EXPECT_TRUE(extra.empty()) << extra.size() << " view-log line(s) the leader did not decode, e.g. "
-                             << Describe(extra.front());
-  EXPECT_EQ(logged.size(), expected.size());
 }
 
 // The parts of the captured secure sums, walked with a replica of the public hierarchies
@@ -118,14 +98,12 @@ std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common:
     auto request = common::FromProto(sum.request, hier);
     EXPECT_TRUE(request.ok()) << request.status();
     if (!request.ok()) continue;
-    size_t pos = 0;
+    DecodedWords decoded(sum.total);
     auto add = [&](std::string kind, std::string attribute, bool labelled, size_t words) {
-      Part p{sum.round, std::move(kind), std::move(attribute), labelled, {}, "", std::nullopt};
-      EXPECT_LE(pos + words, sum.total.size());
-      if (pos + words > sum.total.size()) return;
-      p.counts.assign(sum.total.begin() + pos, sum.total.begin() + pos + words);
-      pos += words;
-      parts.push_back(std::move(p));
+      std::optional<std::vector<uint64_t>> counts = decoded.Take(words);
+      if (!counts) return;
+      parts.push_back({sum.round, std::move(kind), std::move(attribute), labelled,
+                       *std::move(counts), "", std::nullopt});
     };
     for (const auto& r : request->range_counts) {
       add(r.labelled ? "numeric_split" : "numeric_split_cells", schema.qids[r.attr].name,
@@ -149,27 +127,9 @@ std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common:
       add("released_counts", "", request->released_combinations > 1,
           request->released_combinations);
     }
-    EXPECT_EQ(pos, sum.total.size()) << "a decoded vector longer than its request";
+    EXPECT_EQ(decoded.taken(), sum.total.size()) << "a decoded vector longer than its request";
   }
   return parts;
-}
-
-uint64_t Next(uint64_t* state) {
-  *state ^= *state << 13;
-  *state ^= *state >> 7;
-  *state ^= *state << 17;
-  return *state;
-}
-
-const std::map<std::string, std::string>& Taxonomies() {
-  static const auto* t = new std::map<std::string, std::string>{
-      {"sex.csv", "Male;ANY_Sex\nFemale;ANY_Sex\n"},
-      {"job.csv",
-       "Janitor;Non-Technical;Blue-collar;ANY_Job\nMover;Non-Technical;Blue-collar;ANY_Job\n"
-       "Carpenter;Technical;Blue-collar;ANY_Job\nTechnician;Technical;Blue-collar;ANY_Job\n"
-       "Manager;White-collar;ANY_Job\nAccountant;Professional;White-collar;ANY_Job\n"
-       "Lawyer;Professional;White-collar;ANY_Job\n"}};
-  return *t;
 }
 
 // --------------------------------------------------------------------------------------------
@@ -198,14 +158,15 @@ Table HorizontalTable(bool with_note) {
   t.header = {"age", "sex", "job", "hours", "disease", "class"};
   if (with_note) t.header.push_back("note");
   for (int r = 0; r < 900; ++r) {
-    const int age = 18 + static_cast<int>(Next(&state) % 60);
-    const int job = static_cast<int>(Next(&state) % 7);
-    const int hours = 10 + static_cast<int>(Next(&state) % 60);
-    const uint64_t d = Next(&state) % 10;
-    const bool y = (age > 40) != (job >= 4) ? Next(&state) % 4 == 0 : Next(&state) % 4 != 0;
+    const int age = 18 + static_cast<int>(NextRandom(&state) % 60);
+    const int job = static_cast<int>(NextRandom(&state) % 7);
+    const int hours = 10 + static_cast<int>(NextRandom(&state) % 60);
+    const uint64_t d = NextRandom(&state) % 10;
+    const bool y =
+        (age > 40) != (job >= 4) ? NextRandom(&state) % 4 == 0 : NextRandom(&state) % 4 != 0;
     std::vector<std::string> row = {
-        absl::StrCat(age),   Next(&state) % 2 ? "Male" : "Female",      jobs[job],
-        absl::StrCat(hours), d == 0 ? "hiv" : (d < 4 ? "flu" : "none"), y ? "Y" : "N"};
+        absl::StrCat(age),   NextRandom(&state) % 2 ? "Male" : "Female", jobs[job],
+        absl::StrCat(hours), d == 0 ? "hiv" : (d < 4 ? "flu" : "none"),  y ? "Y" : "N"};
     if (with_note) row.push_back(absl::StrCat("note-", r % 5));
     t.rows.push_back(std::move(row));
   }
@@ -219,21 +180,6 @@ struct LeaderRun {
   std::string view_log_path;
   Table result;
 };
-
-// A leader on `channel` (the capture) with its own data directory in `fed`.
-absl::StatusOr<std::unique_ptr<leader::Leader>> CapturedLeader(InProcessFederation& fed,
-                                                               common::PartyChannel* channel,
-                                                               crypto::IssuedCertificate* seal) {
-  ASSIGN_OR_RETURN(*seal, fed.ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(24)));
-  leader::LeaderOptions lo;
-  lo.name = "leader";
-  lo.data_dir = fed.dir + "/captured-leader";
-  lo.round_timeout = absl::Seconds(60);
-  lo.ca_pem = fed.ca->cert_pem();
-  lo.seal_cert_pem = seal->cert_pem;
-  lo.seal_key_pem = seal->key_pem;
-  return leader::Leader::Create(lo, channel);
-}
 
 void SubmitAndWait(InProcessFederation& fed, const fedanon::v1::SubmitJobRequest& req,
                    LeaderRun* out) {
@@ -261,36 +207,18 @@ void ExpectPrivateFile(const std::string& path, const std::string& content) {
 // table is integrated by secure set union (opened by the leader) instead of summed counts.
 void RunHorizontal(const std::string& name, bool with_note) {
   const Table table = HorizontalTable(with_note);
-  std::vector<std::map<std::string, std::string>> files(3, Taxonomies());
-  std::vector<Table> parts(3);
-  for (auto& p : parts) p.header = table.header;
-  for (size_t r = 0; r < table.rows.size(); ++r) parts[r % 3].rows.push_back(table.rows[r]);
-  for (int p = 0; p < 3; ++p) files[p]["table.csv"] = ToCsv(parts[p]);
-  ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(name, files));
+  ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(name, DealRows(table, 3)));
 
   RecordingChannel recorder(&fed->channel);
   crypto::IssuedCertificate seal;
   ASSERT_OK_AND_ASSIGN(fed->leader, CapturedLeader(*fed, &recorder, &seal));
-  ASSERT_OK_AND_ASSIGN(auto leader_keys, crypto::SealKeyPairFromPem(seal.key_pem));
-  recorder.set_leader_keys(std::move(leader_keys), fed->ca->cert_pem());
-  std::map<std::string, std::string> party_certs;
-  for (size_t i = 0; i < fed->names.size(); ++i) {
-    party_certs[fed->names[i]] = fed->agents[i]->seal_cert_pem();
-  }
-  recorder.set_party_certificates(std::move(party_certs));
+  ASSERT_OK(OpenSumsAsTheLeader(*fed, seal, &recorder));
 
   const std::string spec_text = absl::StrReplaceAll(
       kHorizontalSpec, {{"NOTE", with_note ? "  - {name: note, role: other}" : ""}});
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(spec_text, "job.yaml"));
-  fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = spec;
-  for (const auto& n : fed->names) req.add_parties(n);
   std::map<std::string, std::string> texts;
-  for (const auto& a : spec.attributes()) {
-    if (a.taxonomy().empty()) continue;
-    (*req.mutable_taxonomies())[a.name()] = Taxonomies().at(a.taxonomy());
-    texts[a.name()] = Taxonomies().at(a.taxonomy());
-  }
+  const fedanon::v1::SubmitJobRequest req = ViewLogRequest(spec, fed->names, &texts);
   LeaderRun run;
   SubmitAndWait(*fed, req, &run);
   if (::testing::Test::HasFatalFailure()) return;
@@ -304,7 +232,7 @@ void RunHorizontal(const std::string& name, bool with_note) {
     expected.push_back({steps + 1, "released_rows", "", false, {run.result.rows.size()}, "", {}});
   }
   const std::vector<Part> logged = ParseViewLog(run.view_log);
-  ExpectSameParts(logged, expected);
+  ExpectSameParts(logged, expected, Describe);
 
   // Every kind of part a binned horizontal job decodes is there.
   std::map<std::string, int> kinds;
@@ -405,7 +333,7 @@ std::vector<std::map<std::string, std::string>> VerticalFiles() {
     }
   }
   b.rows.push_back({"only-b", "Y", "Mover", "31"});  // not common: never counted
-  std::vector<std::map<std::string, std::string>> files(2, Taxonomies());
+  std::vector<std::map<std::string, std::string>> files(2, ViewLogTaxonomies());
   files[0]["table.csv"] = ToCsv(a);
   files[1]["table.csv"] = ToCsv(b);
   return files;
@@ -460,9 +388,7 @@ void RunVertical(const std::string& name, const std::string& recipient) {
   ASSERT_OK_AND_ASSIGN(fed->leader, CapturedLeader(*fed, &recorder, &seal));
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec,
                        common::ParseJobSpecYaml(kVerticalSpec, "job.yaml"));
-  fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = spec;
-  for (const auto& n : fed->names) req.add_parties(n);
+  fedanon::v1::SubmitJobRequest req = ViewLogRequest(spec, fed->names);
   req.set_recipient(recipient);
   // A data party as recipient could link the rows to its records: the spec must opt in.
   if (!recipient.empty())
@@ -470,9 +396,6 @@ void RunVertical(const std::string& name, const std::string& recipient) {
   std::vector<std::string> qid_names;
   for (const auto& a : spec.attributes()) {
     if (a.role() == fedanon::v1::ROLE_QID) qid_names.push_back(a.name());
-    if (!a.taxonomy().empty()) {
-      (*req.mutable_taxonomies())[a.name()] = Taxonomies().at(a.taxonomy());
-    }
   }
   LeaderRun run;
   if (recipient.empty()) {
@@ -501,7 +424,7 @@ void RunVertical(const std::string& name, const std::string& recipient) {
     EXPECT_EQ(run.result.rows.size(), 34u);
   }
   const std::vector<Part> logged = ParseViewLog(run.view_log);
-  ExpectSameParts(logged, expected);
+  ExpectSameParts(logged, expected, Describe);
 
   std::map<std::string, int> kinds;
   for (const Part& p : logged) ++kinds[p.kind];
