@@ -399,7 +399,9 @@ TEST_P(LocalDurable, LeaderKilledResumesToTheUninterruptedAndCentralizedRelease)
   }
   EXPECT_LE(repeats, d->answers->repeated());
   EXPECT_EQ(parties, clean.parties);
-  for (const auto& [name, r] : parties) {
+  for (const auto& party : parties) {
+    const std::string& name = party.first;
+    const std::map<std::string, int>& r = party.second;
     auto n = [&r](const std::string& key) {
       const auto it = r.find(key);
       return it == r.end() ? 0 : it->second;
