@@ -4,7 +4,8 @@
 // leader decodes (secure sums opened with the leader's keys and unmasked). The test splits each
 // captured vector into parts with its own walk of the local layout (docs/threat-model.md, the five
 // local kinds: per group `local_group`, then per QID `local_candidate_counts`, `local_bin_counts`
-// or `local_rank_histogram`; per range query `local_numeric_split`), naming the group from the
+// or `local_rank_histogram`; per range query `local_numeric_split`; the integration's
+// `released_counts` per final group, every non-QID value being declared), naming the group from the
 // request, and checks that the view log holds exactly these parts (round, kind, attribute,
 // labelled, group, counts) — every value the leader learned is logged, nothing logged is missing
 // from the capture. Both numeric searches: binned (the default) and exact.
