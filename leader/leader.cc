@@ -181,15 +181,15 @@ absl::Status WriteTableBuffered(const std::string& header_line, size_t n,
 // a random order (OpenSSL CSPRNG), with columns in spec order (the record id excluded). Each
 // distinct row is formatted once and a record costs 12 bytes (its row's number and its place in
 // the permutation), so that a table of tens of millions of rows is never held as text.
-absl::Status WriteReleasedTableFromCounts(const fedanon::v1::JobSpec& spec,
-                                          const common::Dataset& schema,
-                                          const std::vector<common::AttributeHierarchy>& hier,
-                                          const std::vector<std::vector<common::NodeIndex>>& groups,
-                                          const std::vector<uint64_t>& counts,
-                                          uint64_t total_records,
-                                          const JobStore::ResultWriter& write) {
+// `groups` groups; `labels_of(g)` gives group g's released value of every QID attribute (global
+// recoding: the cut's labels of its key; local recoding: its LocalValue labels).
+absl::Status WriteReleasedTableFromCounts(
+    const fedanon::v1::JobSpec& spec, const common::Dataset& schema, size_t groups,
+    const std::function<std::vector<std::string>(size_t)>& labels_of,
+    const std::vector<uint64_t>& counts, uint64_t total_records,
+    const JobStore::ResultWriter& write) {
   const uint64_t combos = schema.ValueCombinations();
-  if (counts.size() != groups.size() * combos) {
+  if (counts.size() != groups * combos) {
     return absl::InternalError("released counts have the wrong length");
   }
   // The counts are the parties' sums: before writing one row per record they must add up to the
@@ -233,10 +233,10 @@ absl::Status WriteReleasedTableFromCounts(const fedanon::v1::JobSpec& spec,
   line_of.reserve(total_records);
   std::vector<std::string_view> row(source.size());
   std::vector<int32_t> value_index(schema.value_columns.size());
-  for (size_t g = 0; g < groups.size(); ++g) {
-    std::vector<std::string> labels(hier.size());
-    for (size_t a = 0; a < hier.size(); ++a) {
-      labels[a] = hier[a].Label(groups[g][a], spec.suppression_token());
+  for (size_t g = 0; g < groups; ++g) {
+    const std::vector<std::string> labels = labels_of(g);
+    if (labels.size() != schema.qids.size()) {
+      return absl::InternalError("a released group without a label per QID attribute");
     }
     for (uint64_t c = 0; c < combos; ++c) {
       const uint64_t n = counts[g * combos + c];
@@ -929,7 +929,8 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
     return RunFinalCheck(ring, source.TakePendingUpdates(), words);
   };
   if (spec.recoding() == fedanon::v1::RECODING_LOCAL) {
-    // Local recoding (leader/local_job.h): per-group secure sums, then the secure union.
+    // Local recoding (leader/local_job.h): per-group secure sums, the final check, then the
+    // released counts or the secure union.
     const double local_start = job.elapsed();
     ASSIGN_OR_RETURN(LocalRounds local,
                      RunLocalRounds(spec, schema, model, &source, job.view_log.get(), &round,
@@ -950,7 +951,30 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
                        local.engine->final_groups().size(),
                        " local group(s) on their global counts (", layout.words, " words)");
     }
-    RETURN_IF_ERROR(RunSecureUnion(job, round, &channel));
+    // Integration as for global recoding: one secure sum of the released counts per (final
+    // group, value combination) when the leader is the recipient and every released non-QID
+    // value is declared (leader/local_job.h); otherwise the sealed-row secure union.
+    if (job.recipient == options_.name && LocalReleasedCountsApply(*local.engine, schema)) {
+      ASSIGN_OR_RETURN(
+          const std::vector<uint64_t> counts,
+          CollectLocalReleasedCounts(*local.engine, schema, &source, job.view_log.get(), round));
+      const common::LocalRecoder& engine = *local.engine;
+      RETURN_IF_ERROR(StoreResultOnce(job.job_id, [&](const JobStore::ResultWriter& write) {
+        return WriteReleasedTableFromCounts(
+            spec, schema, engine.final_groups().size(),
+            [&](size_t g) {
+              const std::vector<common::LocalValue>& key = engine.Key(engine.final_groups()[g]);
+              std::vector<std::string> labels(key.size());
+              for (size_t a = 0; a < key.size(); ++a) {
+                labels[a] = engine.Label(static_cast<int>(a), key[a]);
+              }
+              return labels;
+            },
+            counts, engine.total_records(), write);
+      }));
+    } else {
+      RETURN_IF_ERROR(RunSecureUnion(job, round, &channel));
+    }
     return FinishJob(
         job, local.engine->total_records(),
         [&local](fedanon::v1::Report* r) { local.engine->FillReport(local.stop_reason, r); },
@@ -1001,8 +1025,16 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
     released.released_combinations = combinations;
     ASSIGN_OR_RETURN(std::vector<uint64_t> counts, source.Collect(released));
     RETURN_IF_ERROR(StoreResultOnce(job.job_id, [&](const JobStore::ResultWriter& write) {
-      return WriteReleasedTableFromCounts(spec, schema, hier, final_groups, counts,
-                                          engine->total_records(), write);
+      return WriteReleasedTableFromCounts(
+          spec, schema, final_groups.size(),
+          [&](size_t g) {
+            std::vector<std::string> labels(hier.size());
+            for (size_t a = 0; a < hier.size(); ++a) {
+              labels[a] = hier[a].Label(final_groups[g][a], spec.suppression_token());
+            }
+            return labels;
+          },
+          counts, engine->total_records(), write);
     }));
   } else {
     RETURN_IF_ERROR(RunSecureUnion(job, round, &channel));

@@ -1,15 +1,18 @@
 // The rounds of a horizontal federated job with `recoding: local` (docs/federation.md, "Local
 // recoding"): the centralized LocalRecoder on the leader's public schema, its statistics from
 // FederatedLocalSource (ring secure sums) — so the groups, steps and released values equal the
-// centralized run on the union. The leader's job code (leader.cc) then integrates the parties'
-// rows by the secure set union (each party releases its records with its groups' values) and
-// writes the report.
+// centralized run on the union. The leader's job code (leader.cc) then integrates: when it is
+// the recipient and every released non-QID value is declared (LocalReleasedCountsApply), by ONE
+// secure sum of the released counts per (final group, value combination)
+// (CollectLocalReleasedCounts), from which it writes the released rows; otherwise by the secure
+// set union (each party releases its records with its groups' values). Then the report.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/engine/local_recoding.h"
@@ -32,5 +35,25 @@ absl::StatusOr<LocalRounds> RunLocalRounds(
     const fedanon::v1::JobSpec& spec, const common::Dataset& schema,
     const common::PrivacyModel& model, SecureSumCountSource* sums, ViewLog* view_log,
     uint32_t* round, std::function<void(const fedanon::v1::SpecializationStep&, size_t)> on_step);
+
+// Whether the released counts of the final groups fit: every released non-QID attribute has a
+// declared domain, final groups x combinations <= common::kMaxLocalReleasedWords, and the request
+// naming every final group with its key stays under kMaxLocalReleaseRequestBytes. (The caller
+// also requires the leader to be the recipient.)
+inline constexpr size_t kMaxLocalReleaseRequestBytes = size_t{16} << 20;
+bool LocalReleasedCountsApply(const common::LocalRecoder& engine, const common::Dataset& schema);
+
+// The request of the released counts: every final group (in final_groups() order) with its key,
+// and the job's value combinations.
+fedanon::v1::StatsRequest LocalReleasedCountsRequest(const common::LocalRecoder& engine,
+                                                     const common::Dataset& schema);
+
+// One secure sum of the released counts: per final group (final_groups() order),
+// schema.ValueCombinations() words. Each group's words go to the view log as a
+// kViewReleasedCounts entry ("group N").
+absl::StatusOr<std::vector<uint64_t>> CollectLocalReleasedCounts(const common::LocalRecoder& engine,
+                                                                 const common::Dataset& schema,
+                                                                 SecureSumCountSource* sums,
+                                                                 ViewLog* view_log, uint32_t round);
 
 }  // namespace fedanon::leader

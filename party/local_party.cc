@@ -116,8 +116,54 @@ absl::Status LocalParty::ApplySplit(const fedanon::v1::LocalSplitInstruction& sp
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<uint64_t>> LocalParty::ReleasedCounts(
+    const fedanon::v1::LocalStatsRequest& request) const {
+  if (request.groups_size() > 0 || request.ranges_size() > 0) {
+    return absl::InvalidArgumentError(
+        "local recoding: released counts are asked alone, not with group statistics or ranges");
+  }
+  const uint64_t combos = data_->ValueCombinations();
+  if (!data_->all_values_declared || request.released_combinations() != combos) {
+    return absl::InvalidArgumentError("released counts requested over an undeclared domain");
+  }
+  if (static_cast<uint64_t>(request.released_groups_size()) >
+      common::kMaxLocalReleasedWords / std::max<uint64_t>(1, combos)) {
+    return absl::InvalidArgumentError(absl::StrCat("local recoding: released counts of more than ",
+                                                   common::kMaxLocalReleasedWords, " words"));
+  }
+  // Exactly the live groups: each named one is live with this party's key, named once, and as
+  // many are named as are live.
+  std::vector<bool> named(keys_.size(), false);
+  std::vector<int32_t> groups;
+  groups.reserve(static_cast<size_t>(request.released_groups_size()));
+  for (const auto& r : request.released_groups()) {
+    ASSIGN_OR_RETURN(const common::LocalGroupRef ref, LiveGroup(r));
+    if (named[ref.group]) {
+      return absl::PermissionDeniedError(absl::StrCat("local recoding: released counts name group ",
+                                                      ref.group, " twice (one count each)"));
+    }
+    named[ref.group] = true;
+    groups.push_back(ref.group);
+  }
+  for (size_t g = 0; g < live_.size(); ++g) {
+    if (live_[g] && !named[g]) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("local recoding: released counts omit final group ", g,
+                       " (every final group must be named, its records in exactly one)"));
+    }
+  }
+  std::vector<uint64_t> out = source_.ReleasedCounts(groups);
+  if (out.size() != groups.size() * combos) {
+    return absl::InternalError("local recoding: the released counts have the wrong length");
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<uint64_t>> LocalParty::Answer(
     const fedanon::v1::LocalStatsRequest& request) {
+  if (request.released_groups_size() > 0 || request.released_combinations() != 0) {
+    return ReleasedCounts(request);
+  }
   if (request.groups_size() > 0 && request.ranges_size() > 0) {
     return absl::InvalidArgumentError(
         "local recoding: a request asks for groups or for ranges, not both");

@@ -8,7 +8,10 @@
 //    interval, one disclosed value) and gives the children fresh ids, in order;
 //  * statistics (StatsRequest.local) are answered only for live groups with matching keys, and
 //    labelled continuous counts only per within-group range of whole global bins covering the
-//    group's interval (never per public cell or per rank under binned search).
+//    group's interval (never per public cell or per rank under binned search);
+//  * released counts (LocalStatsRequest.released_groups, the integration by a secure sum) only
+//    over a declared domain and for exactly this party's live groups: every one named once, with
+//    its key, and no other (the agent adds the final check's gate, party_agent.cc).
 // One request, one answer and the ordering of updates are the agent's (HandleSumStep /
 // ApplyUpdates); this class only answers and applies.
 #pragma once
@@ -38,6 +41,12 @@ class LocalParty {
   absl::Status ApplySplit(const fedanon::v1::LocalSplitInstruction& split);
   // This party's words for `request` (the layout the leader's LocalRecoder expects).
   absl::StatusOr<std::vector<uint64_t>> Answer(const fedanon::v1::LocalStatsRequest& request);
+  // This party's released counts (request.released_groups / released_combinations): refused by
+  // name unless the groups named are exactly its live groups (ids and keys; none missing, none
+  // extra, none repeated) and the combinations are the job's declared ones; per group in the
+  // request's order, its records per value combination (InProcessLocalSource::ReleasedCounts).
+  absl::StatusOr<std::vector<uint64_t>> ReleasedCounts(
+      const fedanon::v1::LocalStatsRequest& request) const;
   // This party's released rows: each record with its live group's values.
   absl::Status ForEachReleasedRow(
       const std::vector<int>& columns,

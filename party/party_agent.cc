@@ -1219,7 +1219,12 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
     ASSIGN_OR_RETURN(common::StatsRequest stats_request, FromProto(step.request(), job.hier));
     RETURN_IF_ERROR(common::CheckNumericRequest(stats_request, job.hier,
                                                 common::NumericSplitFromSpec(job.spec)));
-    if (!stats_request.released_groups.empty()) {
+    // A local job's released counts (LocalStatsRequest.released_groups): LocalParty::Answer
+    // checks the groups are exactly this party's final ones; released like global counts.
+    const bool local_release =
+        step.request().has_local() && (step.request().local().released_groups_size() > 0 ||
+                                       step.request().local().released_combinations() != 0);
+    if (!stats_request.released_groups.empty() || local_release) {
       RETURN_IF_ERROR(ReleaseAllowed(slot, "released counts"));
     }
     if (step.request().has_local() && !job.local) {
@@ -1235,9 +1240,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
           "public-cell range counts");
     }
     if (job.final_check &&
-        (stats_request.released_groups.empty() || !stats_request.rank_histograms.empty() ||
-         !stats_request.node_class_counts.empty() || !stats_request.group_keys.empty() ||
-         !stats_request.range_counts.empty())) {
+        ((stats_request.released_groups.empty() && !local_release) ||
+         !stats_request.rank_histograms.empty() || !stats_request.node_class_counts.empty() ||
+         !stats_request.group_keys.empty() || !stats_request.range_counts.empty())) {
       return absl::PermissionDeniedError(
           "secure sum: after the final check only the released counts may be summed");
     }
@@ -1262,7 +1267,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
     } else {
       common::AppendLocalStats(*job.tips, stats_request, &job.counts);
     }
-    job.counts_release = !stats_request.released_groups.empty();
+    job.counts_release = !stats_request.released_groups.empty() || local_release;
     job.counts_collect = step.collect();
     job.counts_digest = common::SumRequestDigest(step.request(), job.update_chain);
     job.answered.clear();

@@ -412,6 +412,28 @@ std::vector<int32_t> InProcessLocalSource::GroupOfRecords(
   return out;
 }
 
+std::vector<uint64_t> InProcessLocalSource::ReleasedCounts(
+    const std::vector<int32_t>& groups) const {
+  const uint64_t combos = data_->ValueCombinations();
+  if (!data_->all_values_declared || combos > kMaxLocalReleasedWords ||
+      groups.size() > kMaxLocalReleasedWords / std::max<uint64_t>(1, combos)) {
+    return {};
+  }
+  std::vector<uint64_t> out(groups.size() * combos, 0);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const int32_t g = groups[i];
+    if (g < 0 || static_cast<size_t>(g) >= range_.size()) continue;
+    uint64_t* w = out.data() + i * combos;
+    for (uint32_t p = range_[g].first; p < range_[g].second; ++p) {
+      const uint32_t r = perm_[p];
+      uint64_t index = 0;
+      for (const auto& vc : data_->value_columns) index = index * vc.values.size() + vc.codes[r];
+      ++w[index];
+    }
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Shared helpers
 

@@ -181,6 +181,12 @@ class InProcessLocalSource : public LocalGroupSource {
   absl::Status SplitGroups(const std::vector<LocalSplit>& splits) override;
   // The group of every record (only the given groups' ranges count; -1 elsewhere).
   std::vector<int32_t> GroupOfRecords(const std::vector<int32_t>& groups) const;
+  // The released counts (integration by a secure sum, docs/federation.md "Local recoding"): per
+  // group of `groups` in order, data.ValueCombinations() words, the number of its records per
+  // combination of the declared non-QID values (the first value column most significant, as
+  // Tips::AppendReleasedCounts). Empty when the domain is not declared or the vector would exceed
+  // kMaxLocalReleasedWords.
+  std::vector<uint64_t> ReleasedCounts(const std::vector<int32_t>& groups) const;
 
  private:
   // Every word W wide, continuous ones too (the old single-group layout).
@@ -206,6 +212,10 @@ class InProcessLocalSource : public LocalGroupSource {
   // range queries that follow read them instead of another pass over the records).
   std::vector<std::pair<int32_t, std::vector<uint64_t>>> full_cache_;
 };
+
+// The largest released-counts vector (final groups x value combinations) a local job asks for:
+// the same bound as global recoding's released counts (common/engine/tips.cc).
+inline constexpr uint64_t kMaxLocalReleasedWords = 50'000'000;
 
 // The final check of a local-recoding job (docs/threat-model.md): `groups` final groups, words
 // [count, tracked_1..m] each (stride 1 + m), and the rule LocalRecoder enforces — every non-empty

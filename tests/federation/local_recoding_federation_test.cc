@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -80,6 +81,27 @@ size_t CheckWithinGroupBins(const std::string& view_log, size_t width, uint64_t 
   return vectors;
 }
 
+// How many view-log lines of each kind, and the sum of the released counts' words.
+struct ViewKinds {
+  std::map<std::string, size_t> lines;
+  uint64_t released_count_sum = 0;
+};
+ViewKinds KindsOf(const std::string& view_log) {
+  ViewKinds out;
+  for (absl::string_view line : absl::StrSplit(view_log, '\n', absl::SkipEmpty())) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(j.is_discarded()) << line;
+    if (j.is_discarded()) continue;
+    const std::string kind = j.value("kind", "");
+    ++out.lines[kind];
+    if (kind != "released_counts") continue;
+    for (const auto& c : j.value("counts", nlohmann::json::array())) {
+      out.released_count_sum += c.get<uint64_t>();
+    }
+  }
+  return out;
+}
+
 // Runs the centralized engine on the union, checks it with the independent checker, and checks
 // the federated run against it.
 Outcome ExpectSameAsCentralized(const Scenario& s, const std::string& name) {
@@ -133,6 +155,11 @@ TEST(LocalRecodingFederation, ExampleAThreeHospitalsEqualsCentralized) {
   const Outcome fed = ExpectSameAsCentralized(LocalExampleA(), "fed_local_a");
   EXPECT_THAT(fed.info.report().final_check(),
               ::testing::StartsWith("passed at every data party: 3 parties re-checked"));
+  // Surgery declares no values: the released counts do not apply, the sealed rows travel the
+  // secure union.
+  const ViewKinds kinds = KindsOf(fed.view_log);
+  EXPECT_EQ(kinds.lines.count("released_counts"), 0u);
+  EXPECT_EQ(kinds.lines.count("released_rows"), 1u);
 }
 
 // Random tables with every kind of attribute, both numeric searches, split at random over 2-5
@@ -214,6 +241,38 @@ TEST_P(LocalRecodingFederationRandom, EqualsCentralizedOnTheUnion) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, LocalRecodingFederationRandom, ::testing::Range(1, 25));
+
+// Every non-QID value declared and the leader the recipient: ONE secure sum of the released
+// counts per (final group, value combination) integrates the table (one view-log line per final
+// group, no sealed rows), and the rows equal the centralized run's, over 3 parties and over 2
+// (where no final check runs).
+TEST(LocalRecodingFederation, DeclaredDomainsIntegrateByReleasedCountsOverThreeAndTwoParties) {
+  for (const int parties : {3, 2}) {
+    for (const int seed : {4, 7}) {
+      Scenario s = RandomScenario(seed);
+      s.split.assign(parties, {});
+      for (size_t r = 0; r < s.table.rows.size(); ++r) {
+        s.split[r % parties].push_back(static_cast<int>(r));
+      }
+      SCOPED_TRACE(absl::StrCat(parties, " parties, seed ", seed, "\n", s.spec_yaml));
+      const Outcome fed =
+          ExpectSameAsCentralized(s, absl::StrCat("fed_local_counts_", parties, "_", seed));
+      ASSERT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_DONE) << fed.info.failure_reason();
+      const ViewKinds kinds = KindsOf(fed.view_log);
+      EXPECT_EQ(kinds.lines.count("released_rows"), 0u) << "sealed rows although counts apply";
+      ASSERT_EQ(kinds.lines.count("released_counts"), 1u);
+      EXPECT_EQ(kinds.lines.at("released_counts"), fed.info.report().groups())
+          << "one line per final group";
+      EXPECT_EQ(kinds.released_count_sum, s.table.rows.size());
+      if (parties == 3) {
+        EXPECT_THAT(fed.info.report().final_check(),
+                    ::testing::StartsWith("passed at every data party: 3 parties"));
+      } else {
+        EXPECT_THAT(fed.info.report().final_check(), ::testing::StartsWith("skipped"));
+      }
+    }
+  }
+}
 
 // UCI Adult, the 8-QID task at k = 50, split over 3 parties (skipped without the data).
 TEST(LocalRecodingFederation, AdultEightQidsEqualsCentralized) {

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/engine/final_check.h"
 #include "common/engine/hierarchy.h"
+#include "common/engine/local_recoding.h"
 #include "common/engine/privacy_model.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
@@ -1370,6 +1371,164 @@ TEST(MaliciousLeader, VerticalLocalDeviationsAreRefusedByName) {
     EXPECT_NE(attack.info.failure_reason().find(c.expected), std::string::npos)
         << c.name << ": " << attack.info.failure_reason();
   }
+}
+
+// ---- Horizontal local recoding: the integration by released counts (docs/federation.md). ----
+
+// Every non-QID value declared: the leader (recipient) asks one secure sum of the released
+// counts per (final group, value combination) after the final check.
+constexpr char kHorizontalLocalSpec[] = R"(name: local-counts
+attributes:
+  - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1}
+  - {name: q, role: qid, values: [qa, qb, qc, qd]}
+  - {name: cls, role: class, values: [yes, no]}
+  - {name: s, role: sensitive, values: [d0, d1, d2]}
+privacy: {model: lkc, L: 2, K: 4, C: 0.9, sensitive_values: [d0]}
+partitioning: horizontal
+recoding: local
+)";
+
+std::vector<std::string> HorizontalLocalTables() {
+  std::vector<std::string> tables(3, "age,q,cls,s\n");
+  uint64_t state = 0x5eed1234abcdULL;
+  auto next = [&state](int n) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<int>(state % static_cast<uint64_t>(n));
+  };
+  for (int r = 0; r < 180; ++r) {
+    const int age = 18 + next(60);
+    const int q = next(4);
+    const bool yes = (age < 45) == (next(10) < 8);
+    absl::StrAppend(&tables[r % 3], age, ",q", std::string(1, static_cast<char>('a' + q)), ",",
+                    yes ? "yes" : "no", ",d", next(3), "\n");
+  }
+  return tables;
+}
+
+// The released-counts request of a local job, if `msg` carries it.
+fedanon::v1::LocalStatsRequest* ReleasedCountsRequest(LeaderMessage* msg) {
+  if (!msg->has_sum_step() || !msg->sum_step().request().has_local() ||
+      msg->sum_step().request().local().released_groups_size() == 0) {
+    return nullptr;
+  }
+  return msg->mutable_sum_step()->mutable_request()->mutable_local();
+}
+
+// Honest: the same job through the same channel without a cheat releases the table by counts.
+TEST(MaliciousLeader, HorizontalLocalReleasedCountsHonestRun) {
+  auto asked = std::make_shared<std::atomic<int>>(0);
+  const VerticalAttack run =
+      RunVerticalAttack("hlocal_honest", kHorizontalLocalSpec, HorizontalLocalTables(), {},
+                        [asked](const std::string&, LeaderMessage* msg) {
+                          if (ReleasedCountsRequest(msg) != nullptr) ++*asked;
+                        });
+  EXPECT_EQ(run.info.state(), fedanon::v1::JOB_STATE_DONE) << run.info.failure_reason();
+  EXPECT_TRUE(run.leader_has_result);
+  EXPECT_EQ(asked->load(), 3) << "one released-counts request per party";
+  EXPECT_GT(run.info.report().groups(), 2u);
+}
+
+// A leader that names, in the released-counts request, a group that is not final, omits a final
+// group, repeats one, or splits a group's key to learn finer counts: every party refuses by name,
+// the job fails and nothing is released (no counts summed, no rows, no result).
+TEST(MaliciousLeader, HorizontalLocalReleasedCountsDeviationsAreRefusedByName) {
+  auto fired = std::make_shared<std::atomic<int>>(0);
+  // Applies `cheat` to the released-counts request (each party gets the same cheat).
+  auto on_release = [fired](std::function<void(fedanon::v1::LocalStatsRequest*)> cheat) {
+    return [fired, cheat](const std::string&, LeaderMessage* msg) {
+      fedanon::v1::LocalStatsRequest* r = ReleasedCountsRequest(msg);
+      if (r == nullptr) return;
+      cheat(r);
+      ++*fired;
+    };
+  };
+  const std::vector<LocalAttackCase> cases = {
+      // Group 0 (the whole table) was split: it is not a final group.
+      {"hlocal_not_final", "group 0 is not a live group of this job",
+       on_release(
+           [](fedanon::v1::LocalStatsRequest* r) { r->mutable_released_groups(0)->set_group(0); })},
+      {"hlocal_omit", "released counts omit final group",
+       on_release(
+           [](fedanon::v1::LocalStatsRequest* r) { r->mutable_released_groups()->RemoveLast(); })},
+      {"hlocal_repeat", "twice (one count each)", on_release([](fedanon::v1::LocalStatsRequest* r) {
+         *r->add_released_groups() = r->released_groups(0);
+       })},
+      // The first group with an age interval of >= 2 ranks is named twice, each with half of its
+      // interval (the counts of its two halves).
+      {"hlocal_split_key", "differs from this party's record of it",
+       on_release([](fedanon::v1::LocalStatsRequest* r) {
+         for (int i = 0; i < r->released_groups_size(); ++i) {
+           auto* age = r->mutable_released_groups(i)->mutable_key(0);
+           if (age->hi() - age->lo() < 2) continue;
+           const int32_t mid = age->lo() + (age->hi() - age->lo()) / 2;
+           fedanon::v1::LocalGroupRef upper = r->released_groups(i);
+           upper.mutable_key(0)->set_lo(mid);
+           age->set_hi(mid);
+           *r->add_released_groups() = upper;
+           return;
+         }
+       })},
+  };
+  for (const auto& c : cases) {
+    *fired = 0;
+    const VerticalAttack attack =
+        RunVerticalAttack(c.name, kHorizontalLocalSpec, HorizontalLocalTables(), {}, c.tamper);
+    EXPECT_GT(fired->load(), 0) << c.name << ": the cheat never fired";
+    EXPECT_EQ(attack.info.state(), fedanon::v1::JOB_STATE_FAILED) << c.name;
+    EXPECT_FALSE(attack.leader_has_result) << c.name;
+    EXPECT_FALSE(attack.party_wrote_output) << c.name;
+    EXPECT_NE(attack.info.failure_reason().find(c.expected), std::string::npos)
+        << c.name << ": " << attack.info.failure_reason();
+    // No party answered the released counts or sent rows: the only sum answers are the rounds'.
+    for (const auto& bytes : attack.replies) {
+      PartyMessage m;
+      ASSERT_TRUE(m.ParseFromString(bytes));
+      EXPECT_FALSE(m.has_union_step()) << c.name << ": a party sent rows";
+    }
+  }
+}
+
+// Before the final check (three parties) no party answers a released-counts request, even for
+// the one live group with its true key; a global released-counts request in a local job is refused
+// as well.
+TEST(MaliciousLeader, HorizontalLocalReleasedCountsBeforeTheFinalCheckAreRefused) {
+  auto m =
+      MaliciousLeader::Create("hlocal_early", 0, kHorizontalLocalSpec, HorizontalLocalTables());
+  ASSERT_NE(m, nullptr);
+  ASSERT_OK(m->PrepareAll(m->names()));
+  const auto& n = m->names();
+  const uint64_t combos = m->schema().ValueCombinations();
+  ASSERT_EQ(combos, 6u);
+  for (size_t i = 0; i < n.size(); ++i) {
+    LeaderMessage msg;
+    msg.set_job_id(kJob);
+    msg.set_round(1);
+    auto* step = msg.mutable_sum_step();
+    auto* local = step->mutable_request()->mutable_local();
+    auto* g = local->add_released_groups();
+    g->set_group(0);
+    for (const common::LocalValue& v : common::LocalRootKey(m->schema())) {
+      auto* k = g->add_key();
+      k->set_node(v.node);
+      k->set_lo(v.lo);
+      k->set_hi(v.hi);
+    }
+    local->set_released_combinations(combos);
+    step->set_collect(0);
+    step->set_chunk(0);
+    step->set_chunks(1);
+    step->set_total_words(combos);
+    step->set_next(i + 1 < n.size() ? n[i + 1] : "");
+    if (i == 0) step->set_masked(Zeros(combos));
+    EXPECT_THAT(m->Send(n[i], msg),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         absl::StrCat("party '", n[i],
+                                      "': released counts: refuses to release before the final "
+                                      "check of the privacy model passed")));
+  }
+  for (const auto& line : m->seen()) EXPECT_EQ(line.rfind("error: ", 0), 0u) << line;
 }
 
 }  // namespace

@@ -209,5 +209,59 @@ TEST(LocalPartyTest, HonestSequenceAnswersTheCentralizedWords) {
   EXPECT_EQ(got, want[0]);
 }
 
+// The released counts (integration by a secure sum): only for exactly the live groups, each once
+// with its key, over the declared combinations; per group its records per class value.
+TEST(LocalPartyTest, ReleasedCountsOnlyForExactlyTheLiveGroups) {
+  Fixture f = Make("lp_released");
+  party::LocalParty party(&f.data, f.spec);
+  ASSERT_OK(party.ApplySetup(BinsSetup()));
+  const auto root = common::LocalRootKey(f.data);
+  // Age split at rank 12 (the first three bins): group 1 = ages 0..11, group 2 = ages 12..40.
+  fedanon::v1::LocalSplitInstruction s;
+  *s.mutable_group() = Ref(0, root);
+  s.set_attribute(1);
+  for (int m : {0, 0, 0, 1, 1, 1, 1, 1, 1, 1}) s.add_child_of_fine(m);
+  s.add_new_ids(1);
+  s.add_new_ids(2);
+  ASSERT_OK(party.ApplySplit(s));
+  std::vector<common::LocalValue> low = root, high = root;
+  low[1].hi = 12;
+  high[1].lo = 12;
+  ASSERT_EQ(f.data.ValueCombinations(), 2u);  // cls: y, n
+  auto released = [&](std::vector<fedanon::v1::LocalGroupRef> refs, uint64_t combos = 2) {
+    fedanon::v1::LocalStatsRequest req;
+    for (auto& r : refs) *req.add_released_groups() = std::move(r);
+    req.set_released_combinations(combos);
+    return party.Answer(req);
+  };
+  // Expected from the table itself: age = r % 40, cls = y for odd r.
+  std::vector<uint64_t> want(4, 0);
+  for (int r = 0; r < 60; ++r) ++want[(r % 40 < 12 ? 0 : 2) + (r % 2 ? 0 : 1)];
+  ASSERT_OK_AND_ASSIGN(const auto got, released({Ref(1, low), Ref(2, high)}));
+  EXPECT_EQ(got, want);
+  ASSERT_OK_AND_ASSIGN(const auto swapped, released({Ref(2, high), Ref(1, low)}));
+  EXPECT_EQ(swapped, (std::vector<uint64_t>{want[2], want[3], want[0], want[1]}));
+  // Refused: a group left out, one named twice, the retired root, a key that is not the
+  // party's, the wrong number of combinations, and released counts mixed with statistics.
+  EXPECT_THAT(released({Ref(1, low)}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "omit final group 2"));
+  EXPECT_THAT(released({Ref(1, low), Ref(2, high), Ref(1, low)}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "name group 1 twice"));
+  EXPECT_THAT(released({Ref(0, root), Ref(1, low), Ref(2, high)}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "group 0 is not a live group"));
+  std::vector<common::LocalValue> half = low;
+  half[1].hi = 6;
+  EXPECT_THAT(released({Ref(1, half), Ref(2, high)}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "key of group 1 differs"));
+  EXPECT_THAT(released({Ref(1, low), Ref(2, high)}, 3),
+              StatusIs(absl::StatusCode::kInvalidArgument, "undeclared domain"));
+  fedanon::v1::LocalStatsRequest mixed;
+  *mixed.add_released_groups() = Ref(1, low);
+  *mixed.add_released_groups() = Ref(2, high);
+  mixed.set_released_combinations(2);
+  *mixed.add_groups() = Ref(1, low);
+  EXPECT_THAT(party.Answer(mixed), StatusIs(absl::StatusCode::kInvalidArgument, "asked alone"));
+}
+
 }  // namespace
 }  // namespace fedanon::testing
