@@ -5,9 +5,9 @@
 //
 // - horizontal (3 parties, LKC with C < 1): the leader killed mid-waves (at a seeded step);
 // - horizontal: a party killed mid-waves (seeded party and step) and restarted at once;
-// - vertical (2 parties, k-anonymity): the leader killed after the ID matching, after a seeded
-//   wave (JobInfo.round stays 0 during a vertical local job's waves, so the wave is read from the
-//   leader's log line "job=J wave=W local recoding").
+// - vertical (2 parties, k-anonymity): the leader, and in another case a seeded party, killed
+//   after the ID matching, after a seeded wave (JobInfo.round stays 0 during a vertical local
+//   job's waves, so the wave is read from the leader's log line "job=J wave=W local recoding").
 //
 // Each job must end DONE with the release of an uninterrupted run on the same federation and of
 // `fedanon anonymize` on the union (the joined table) with the same spec, as a multiset of rows,
@@ -169,6 +169,52 @@ class LocalResumeTest : public FaultScenarioTest {
     return absl::StrCat("job=", job_id, " wave=", wave, " local recoding");
   }
 
+  // With every proxy 15 ms per chunk, submits the vertical job and waits until the leader logged
+  // the end of a seeded wave in [1, waves - 1] (the ID matching over, the closing wave not yet
+  // run) and the job is still RUNNING; returns the job id and that wave.
+  void StartVerticalJobAfterAWave(std::string* job_id, uint32_t* at_wave) {
+    *at_wave = 1 + static_cast<uint32_t>(rng_() % (waves_ - 1));
+    DelayAll(absl::Milliseconds(15));
+    absl::StatusOr<std::string> id = fed_->Submit({}, kRoundTimeoutSeconds);
+    ASSERT_TRUE(id.ok()) << id.status();
+    *job_id = *id;
+    const absl::Time deadline = absl::Now() + kJobBound;
+    while (!absl::StrContains(fed_->Log("leader"), WaveLine(*id, *at_wave)) &&
+           absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    ASSERT_TRUE(absl::StrContains(fed_->Log("leader"), WaveLine(*id, *at_wave)))
+        << "wave " << *at_wave << " never ended\n"
+        << fed_->Log("leader");
+    absl::StatusOr<JobInfo> reached = fed_->Get(*id);
+    ASSERT_TRUE(reached.ok()) << reached.status();
+    ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  }
+
+  // Party `victim` killed and restarted at once during `job_id`: the job ends DONE with the
+  // reference release, the restarted process went on with it (one job-start, told it is done)
+  // and no party keeps its state file. `*resume_s`: kill to done; `*reloaded`: the new process
+  // reloaded the job from its state file.
+  void KillAndRestartPartyExpectSameRelease(const std::string& job_id, int victim, double* resume_s,
+                                            bool* reloaded) {
+    const std::string name = fed_->parties()[static_cast<size_t>(victim)];
+    fed_->KillParty(victim);
+    const absl::Time killed = absl::Now();
+    ASSERT_TRUE(fed_->StartParty(victim).ok());
+    absl::StatusOr<JobInfo> end = fed_->WaitForEnd(job_id, kJobBound);
+    ASSERT_TRUE(end.ok()) << end.status();
+    *resume_s = Seconds(absl::Now() - killed);
+    DelayAll(absl::ZeroDuration());
+    ASSERT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason() << "\n" << fed_->Log(name);
+    ExpectSameReleaseOnce(job_id, *end);
+    ExpectNoDurableStateLeft(job_id);
+    const std::vector<std::string> kinds = fed_->AuditKinds(victim, job_id);
+    ASSERT_FALSE(kinds.empty());
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "job-start"), 1);
+    EXPECT_EQ(fed_->AuditEnd(victim, job_id), "success=true reason=done");
+    *reloaded = absl::StrContains(fed_->Log(name), "reloaded from its durable state");
+  }
+
   // A step in [1, steps / 2], drawn from the seed (well inside the waves: a wave may take
   // several steps at once).
   uint32_t SeededStep() {
@@ -235,64 +281,53 @@ TEST_F(LocalResumeTest, HorizontalLeaderKilledMidWavesResumesToTheSameRelease) {
 TEST_F(LocalResumeTest, HorizontalPartyKilledMidWavesAndRestartedResumesToTheSameRelease) {
   ASSERT_NO_FATAL_FAILURE(StartWithReferences(/*vertical=*/false));
   const int victim = SeededParty();
-  const std::string name = fed_->parties()[static_cast<size_t>(victim)];
   const uint32_t at_step = SeededStep();
   RunningJob job;
   ASSERT_NO_FATAL_FAILURE(StartJobAtRound(kRoundTimeoutSeconds, at_step, &job));
   ASSERT_LT(job.reached.round(), reference_steps_.size()) << "the waves ended before the kill";
-  fed_->KillParty(victim);
-  const absl::Time killed = absl::Now();
-  ASSERT_TRUE(fed_->StartParty(victim).ok());
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(job.id, kJobBound);
-  ASSERT_TRUE(end.ok()) << end.status();
-  const double resume = Seconds(absl::Now() - killed);
-  DelayAll(absl::ZeroDuration());
-  ASSERT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason() << "\n" << fed_->Log(name);
-  ExpectSameReleaseOnce(job.id, *end);
-  ExpectNoDurableStateLeft(job.id);
-  // The restarted process went on with the job: one job-start, told that it is done.
-  const std::vector<std::string> kinds = fed_->AuditKinds(victim, job.id);
-  ASSERT_FALSE(kinds.empty());
-  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "job-start"), 1);
-  EXPECT_EQ(fed_->AuditEnd(victim, job.id), "success=true reason=done");
-  const bool reloaded = absl::StrContains(fed_->Log(name), "reloaded from its durable state");
+  double resume = 0;
+  bool reloaded = false;
+  ASSERT_NO_FATAL_FAILURE(KillAndRestartPartyExpectSameRelease(job.id, victim, &resume, &reloaded));
   PrintFigures(absl::StrFormat(
       "%s seed=%u victim=%s kill_step=%u of %u reloaded=%s kill_to_done_s=%.3f clean_job_s=%.2f",
-      Name(), seed_, name, job.reached.round(), reference_steps_.size(), reloaded ? "yes" : "no",
-      resume, clean_seconds_));
+      Name(), seed_, fed_->parties()[static_cast<size_t>(victim)], job.reached.round(),
+      reference_steps_.size(), reloaded ? "yes" : "no", resume, clean_seconds_));
 }
 
 TEST_F(LocalResumeTest, VerticalLeaderKilledAfterIdMatchingDuringTheWavesResumes) {
   ASSERT_NO_FATAL_FAILURE(StartWithReferences(/*vertical=*/true));
-  // After a wave in [1, waves - 1]: the ID matching is over, the closing wave not yet run.
-  const uint32_t at_wave = 1 + static_cast<uint32_t>(rng_() % (waves_ - 1));
-  DelayAll(absl::Milliseconds(15));
-  absl::StatusOr<std::string> id = fed_->Submit({}, kRoundTimeoutSeconds);
-  ASSERT_TRUE(id.ok()) << id.status();
-  const absl::Time deadline = absl::Now() + kJobBound;
-  while (!absl::StrContains(fed_->Log("leader"), WaveLine(*id, at_wave)) &&
-         absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  ASSERT_TRUE(absl::StrContains(fed_->Log("leader"), WaveLine(*id, at_wave)))
-      << "wave " << at_wave << " never ended\n"
-      << fed_->Log("leader");
-  absl::StatusOr<JobInfo> reached = fed_->Get(*id);
-  ASSERT_TRUE(reached.ok()) << reached.status();
-  ASSERT_EQ(reached->state(), fedanon::v1::JOB_STATE_RUNNING) << reached->ShortDebugString();
+  std::string id;
+  uint32_t at_wave = 0;
+  ASSERT_NO_FATAL_FAILURE(StartVerticalJobAfterAWave(&id, &at_wave));
   absl::Time restart;
   double reconnect = 0;
   ASSERT_NO_FATAL_FAILURE(KillAndRestartLeader(&restart, &reconnect));
-  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*id, kJobBound);
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(id, kJobBound);
   ASSERT_TRUE(end.ok()) << end.status();
   const double resume = Seconds(absl::Now() - restart);
   ASSERT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason() << "\n" << fed_->Log("leader");
-  ExpectDoneAfterOneLeaderRestart(*id, *end);
-  ExpectSameReleaseOnce(*id, *end);
+  ExpectDoneAfterOneLeaderRestart(id, *end);
+  ExpectSameReleaseOnce(id, *end);
   PrintFigures(absl::StrFormat(
       "%s seed=%u kill_after_wave>=%u of %u parties_reconnected_s=%.2f restart_to_done_s=%.3f "
       "clean_job_s=%.2f",
       Name(), seed_, at_wave, waves_, reconnect, resume, clean_seconds_));
+}
+
+TEST_F(LocalResumeTest, VerticalPartyKilledDuringTheWavesAndRestartedResumesToTheSameRelease) {
+  ASSERT_NO_FATAL_FAILURE(StartWithReferences(/*vertical=*/true));
+  const int victim = SeededParty();
+  std::string id;
+  uint32_t at_wave = 0;
+  ASSERT_NO_FATAL_FAILURE(StartVerticalJobAfterAWave(&id, &at_wave));
+  double resume = 0;
+  bool reloaded = false;
+  ASSERT_NO_FATAL_FAILURE(KillAndRestartPartyExpectSameRelease(id, victim, &resume, &reloaded));
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u victim=%s kill_after_wave>=%u of %u reloaded=%s kill_to_done_s=%.3f "
+      "clean_job_s=%.2f",
+      Name(), seed_, fed_->parties()[static_cast<size_t>(victim)], at_wave, waves_,
+      reloaded ? "yes" : "no", resume, clean_seconds_));
 }
 
 }  // namespace
