@@ -214,15 +214,17 @@ absl::Status FaultFederation::Start() {
                 dir_ + "/capture");
   if (data.exit_code != 0) return absl::InternalError("fedanon gen-data failed: " + data.err);
   spec_path_ = gen + "/horizontal.yaml";
-  if (options_.vertical) {
-    // The attributes' owners by this federation's names (gen-data names them party1, ...).
-    std::string spec = ReadFile(gen + "/vertical.yaml");
-    for (int i = options_.parties; i >= 1; --i) {
-      spec = absl::StrReplaceAll(spec,
-                                 {{absl::StrCat("party: party", i),
-                                   absl::StrCat("party: ", parties_[static_cast<size_t>(i - 1)])}});
+  if (options_.vertical || !options_.spec.empty()) {
+    std::string spec = options_.spec.empty() ? ReadFile(gen + "/vertical.yaml") : options_.spec;
+    if (options_.vertical) {
+      // The attributes' owners by this federation's names (gen-data names them party1, ...).
+      for (int i = options_.parties; i >= 1; --i) {
+        spec = absl::StrReplaceAll(
+            spec, {{absl::StrCat("party: party", i),
+                    absl::StrCat("party: ", parties_[static_cast<size_t>(i - 1)])}});
+      }
     }
-    spec_path_ = gen + "/vertical-federation.yaml";
+    spec_path_ = gen + (options_.spec.empty() ? "/vertical-federation.yaml" : "/fault-job.yaml");
     std::ofstream(spec_path_) << spec;
   }
   for (int i = 0; i < options_.parties; ++i) {

@@ -67,6 +67,10 @@ struct FaultFederationOptions {
   // record; spec_path() is gen-data's vertical.yaml with its `party:` keys naming this
   // federation's parties (party1 -> the first party, ...). Submit signs that job.
   bool vertical = false;
+  // The job's spec instead of gen-data's (e.g. one with `recoding: local`), written to
+  // gen_dir()/fault-job.yaml beside gen-data's tax/; with `vertical`, its `party: partyN` keys
+  // are renamed to this federation's parties as gen-data's are. Empty: gen-data's spec.
+  std::string spec;
 };
 
 class FaultFederation {
@@ -86,8 +90,8 @@ class FaultFederation {
   std::string party_dir(int i) const;         // its bundle (party.yaml, tls, seal keys)
   std::string party_output_dir(int i) const;  // runs.ledger, audit files, received tables
   std::string party_data_dir(int i) const;
-  std::string gen_dir() const { return dir_ + "/gen"; }  // gen-data output: specs, tax/, CSVs
-  std::string spec_path() const { return spec_path_; }  // gen_dir()/horizontal.yaml (vertical.yaml)
+  std::string gen_dir() const { return dir_ + "/gen"; }      // gen-data output: specs, tax/, CSVs
+  std::string spec_path() const { return spec_path_; }       // the job's spec (see options' spec)
   std::string admin_config(const std::string& admin) const;  // kit/<admin>/admin.yaml
   std::string log_of(const std::string& name) const;         // "leader" or a party's name
   std::string Log(const std::string& name) const;            // its content
