@@ -6,9 +6,9 @@
 // * horizontal, 3 parties, LKC with a confidence bound: the released table equals, as a multiset
 //   of rows (the federated rows arrive shuffled by the secure union), the table `fedanon
 //   anonymize` gives on the union with the same spec; the report's steps are the centralized
-//   steps in the same order (attribute, value, score, records); the centralized release passes
-//   the independent checker CheckLocalPrivacy, so the equal federated release does too; the final
-//   check ran at every party;
+//   steps in the same order (attribute, value, score, info_gain, records); the centralized release
+//   passes the independent checker CheckLocalPrivacy, so the equal federated release does too; the
+//   final check ran at every party;
 // * vertical, 2 parties, k-anonymity (one template over every QID): the joined table equals
 //   `fedanon anonymize` on the joined table, checked by CheckLocalPrivacy the same way, and its
 //   report's steps are the centralized steps in the same (wave, score, group id) order.
@@ -184,6 +184,8 @@ void ExpectSameSteps(const Runs& runs) {
     EXPECT_EQ(fed[i]["children"], central[i]["children"]) << "step " << i;
     EXPECT_EQ(fed[i]["records"], central[i]["records"]) << "step " << i;
     EXPECT_DOUBLE_EQ(fed[i].value("score", -1.0), central[i].value("score", -2.0)) << "step " << i;
+    EXPECT_DOUBLE_EQ(fed[i].value("info_gain", 0.0), central[i].value("info_gain", 0.0))
+        << "step " << i;
   }
 }
 
