@@ -459,5 +459,79 @@ TEST(VerticalLocalAdult, SevenCategoricalQidsK50EqualCentralized) {
       static_cast<unsigned>(info.report().steps_size()), info.report().discernibility_ratio());
 }
 
+// The same Adult task with a confidence bound: relationship (at hospital-b) is sensitive, and no
+// value of the QIDs may infer Husband with confidence above 0.6 — marital-status and sex, which
+// predict it, are at hospital-a and hospital-b, so hospital-b judges hospital-a's splits and vetoes
+// many. Federated == centralized local (rows, steps, largest confidence), checked by
+// CheckLocalPrivacy.
+TEST(VerticalLocalAdult, SevenCategoricalQidsK50WithAConfidenceBoundEqualCentralized) {
+  if (!std::filesystem::exists(AdultCsv())) {
+    GTEST_SKIP() << "UCI Adult not found at " << AdultCsv() << " (../shared/datasets/adult)";
+  }
+  const std::vector<std::vector<std::string>> columns = {
+      {"age", "workclass", "education", "education-num", "marital-status", "occupation",
+       "capital-gain"},
+      {"relationship", "race", "sex", "capital-loss", "hours-per-week", "native-country"}};
+  const std::vector<std::string> qid = {"workclass", "education", "marital-status", "occupation",
+                                        "race",      "sex",       "native-country"};
+  const std::map<std::string, std::string> taxonomies = AdultTaxonomies();
+  ASSERT_OK_AND_ASSIGN(Table table, AdultWithIds(3));
+  std::string spec_yaml =
+      AdultVerticalSpec(columns, qid, 50, "recoding: local\n", /*others_raw=*/true);
+  const std::string other = "{name: relationship, role: other, party: hospital-b}";
+  ASSERT_NE(spec_yaml.find(other), std::string::npos) << spec_yaml;
+  spec_yaml.replace(spec_yaml.find(other), other.size(),
+                    "{name: relationship, role: sensitive, values: [Husband, Not-in-family, "
+                    "Own-child, Unmarried, Wife, Other-relative], party: hospital-b}");
+  spec_yaml.replace(spec_yaml.find("score:"), 0,
+                    "  confidence:\n    - {qid: [marital-status, sex], sensitive_values: "
+                    "[Husband], max: 0.6}\n");
+  const Job job = WriteJob("adult_vlocal_conf_central", spec_yaml, table, taxonomies);
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::Report central, RunJob(job));
+  ASSERT_OK_AND_ASSIGN(Table central_out, ReadCsvTable(job.output_path));
+  ASSERT_OK_AND_ASSIGN(CheckerInput in, MakeCheckerInput(job));
+  const PrivacyCheck check = CheckLocalPrivacy(in);
+  EXPECT_TRUE(check.satisfied) << check.violation;
+
+  ASSERT_OK_AND_ASSIGN(auto fed,
+                       InProcessFederation::Create("adult_vlocal_conf",
+                                                   AdultPartyFiles(table, columns, taxonomies)));
+  auto mu = std::make_shared<absl::Mutex>();
+  auto vetoes = std::make_shared<uint64_t>(0);
+  fed->channel.set_observer([vetoes, mu](const std::string&, const std::string& bytes) {
+    fedanon::v1::PartyMessage m;
+    if (!m.ParseFromString(bytes) || !m.has_vertical() || !m.vertical().has_local_verdicts()) {
+      return;
+    }
+    absl::MutexLock lock(mu.get());
+    for (const auto& v : m.vertical().local_verdicts().verdicts()) *vetoes += v.accept() ? 0 : 1;
+  });
+  ASSERT_OK_AND_ASSIGN(auto submitted, fed->Submit(Request(spec_yaml, taxonomies, *fed)));
+  const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+  ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
+  ASSERT_OK_AND_ASSIGN(std::string csv, fed->leader->Result(submitted.job_id()));
+  ASSERT_OK_AND_ASSIGN(Table released, ParseCsvText(csv, fed->dir));
+  EXPECT_EQ(info.report().groups(), central.groups());
+  EXPECT_DOUBLE_EQ(info.report().largest_confidence(), central.largest_confidence());
+  EXPECT_LE(central.largest_confidence(), 0.6 + 1e-9);
+  EXPECT_GT(central.groups(), 5u);
+  ASSERT_EQ(info.report().steps_size(), central.steps_size());
+  for (int i = 0; i < central.steps_size(); ++i) {
+    EXPECT_EQ(info.report().steps(i).round(), central.steps(i).round()) << i;
+    EXPECT_EQ(info.report().steps(i).value(), central.steps(i).value()) << i;
+    EXPECT_EQ(info.report().steps(i).records(), central.steps(i).records()) << i;
+    EXPECT_DOUBLE_EQ(info.report().steps(i).info_gain(), central.steps(i).info_gain()) << i;
+  }
+  EXPECT_EQ(RowsByColumns(released, central_out.header),
+            RowsByColumns(central_out, central_out.header));
+  EXPECT_GT(*vetoes, 0u);
+  std::printf(
+      "Adult/3 vertical local, 7 categorical QIDs, k=50, conf(Husband | marital-status, sex) <= "
+      "0.6: %llu groups, %u splits, %llu vetoes, largest confidence %.4f, DR %.4f\n",
+      static_cast<unsigned long long>(info.report().groups()),
+      static_cast<unsigned>(info.report().steps_size()), static_cast<unsigned long long>(*vetoes),
+      info.report().largest_confidence(), info.report().discernibility_ratio());
+}
+
 }  // namespace
 }  // namespace fedanon::testing
