@@ -208,6 +208,29 @@ TEST(LocalRecodingDaemons, VerticalTwoPartiesKAnonymityEqualsCentralized) {
   std::filesystem::remove_all(dir);
 }
 
+// The vertical job with a confidence bound: LKC L = 2, K = 20, C = 0.3 on marital-status (at
+// party1, the judge of party2's splits per group).
+TEST(LocalRecodingDaemons, VerticalTwoPartiesLkcWithJudgesEqualsCentralized) {
+  std::string spec = kVerticalSpec;
+  const std::string templates =
+      spec.substr(spec.find("privacy:"), spec.find("score:") - spec.find("privacy:"));
+  spec.replace(spec.find(templates), templates.size(),
+               "privacy: {model: lkc, L: 2, K: 20, C: 0.3, sensitive_values: [Divorced, "
+               "Separated]}\n");
+  const std::string dir = Generate("local_daemons_vc", 2000, 2, "vertical", spec);
+  const Runs runs = RunBoth(dir, 2);
+  ExpectSameRelease(runs, 2000);
+  ExpectSameSteps(runs);
+  EXPECT_EQ(runs.fed_report["largest_confidence"], runs.central_report["largest_confidence"]);
+  // Filled by the judge (the bound is in force): above 0, at most C.
+  const double conf = runs.fed_report.value("largest_confidence", 0.0);
+  EXPECT_GT(conf, 0.0);
+  EXPECT_LE(conf, 0.3 + 1e-9);
+  std::printf("vertical local through daemons, LKC C = 0.3: %s groups, largest confidence %.4f\n",
+              runs.fed_report["groups"].dump().c_str(), conf);
+  std::filesystem::remove_all(dir);
+}
+
 // `--round-timeout` (the seconds a party may take per request, which a 1M-record local job's
 // row union needs beyond the leader's 60 s) takes 1 to 86,400 seconds; outside that range is a
 // usage error, before anything is provisioned.
