@@ -1148,6 +1148,7 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   options.view_log = job.view_log.get();
   options.observer = observer_;
   options.local_recoding = request.spec().recoding() == fedanon::v1::RECODING_LOCAL;
+  options.local_judges = common::VerticalLocalJudges(request.spec());
   std::vector<std::string> qid_names;  // QID attributes in spec order (the engine's indices)
   for (const auto& a : request.spec().attributes()) {
     if (a.role() == fedanon::v1::ROLE_QID) qid_names.push_back(a.name());

@@ -344,25 +344,84 @@ class Driver {
                          *step.mutable_local_winners()->mutable_proposals() = signed_all;
                          return step;
                        }));
-      // Every owner's instruction, for every other party.
+      // Every owner's instruction, for every other party; with judges, first for the other
+      // judges only, and after their verdicts the accepted splits for the remaining parties.
+      const auto& judges = options_.local_judges;
+      auto is_judge = [&](const std::string& p) {
+        return std::binary_search(judges.begin(), judges.end(), p);
+      };
       std::map<std::string, std::vector<CarriedPayload>> inbox;
-      for (size_t o = 0; o < owners.size(); ++o) {
-        const int owner =
-            static_cast<int>(std::find(ring.begin(), ring.end(), owners[o]) - ring.begin());
-        std::set<std::string> seen;
-        ASSIGN_OR_RETURN(auto to, ByReceiver(sealed[o].instructions(), owner, wave, &seen));
-        if (seen.size() + 1 != n) {
-          return absl::InternalError(
-              absl::StrCat("party '", owners[o], "' did not seal its splits for every party"));
+      google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalVerdicts> verdicts;
+      auto collect = [&](std::vector<VerticalStepResult>& replies, size_t expected_of_owner_judge,
+                         size_t expected_of_owner_other) -> absl::Status {
+        for (size_t o = 0; o < owners.size(); ++o) {
+          const int owner =
+              static_cast<int>(std::find(ring.begin(), ring.end(), owners[o]) - ring.begin());
+          std::set<std::string> seen;
+          ASSIGN_OR_RETURN(auto to, ByReceiver(replies[o].instructions(), owner, wave, &seen));
+          const size_t expected =
+              is_judge(owners[o]) ? expected_of_owner_judge : expected_of_owner_other;
+          if (seen.size() != expected) {
+            return absl::InternalError(
+                absl::StrCat("party '", owners[o], "' did not seal its splits for every party"));
+          }
+          for (size_t r = 0; r < to.first.size(); ++r) {
+            inbox[to.first[r]].push_back(std::move(to.second[r]));
+          }
         }
-        for (size_t r = 0; r < to.first.size(); ++r) {
-          inbox[to.first[r]].push_back(std::move(to.second[r]));
+        return absl::OkStatus();
+      };
+      if (judges.empty()) {
+        RETURN_IF_ERROR(collect(sealed, n - 1, n - 1));
+      } else {
+        RETURN_IF_ERROR(collect(sealed, judges.size() - 1, judges.size()));
+        std::vector<fedanon::v1::VerticalStep> to_judge(judges.size());
+        for (size_t j = 0; j < judges.size(); ++j) {
+          auto* step = to_judge[j].mutable_local_judge();
+          *step->mutable_proposals() = signed_all;
+          for (const auto& payload : inbox[judges[j]]) {
+            RETURN_IF_ERROR(HandInto(payload, wave, options_.timeout, step->mutable_instructions(),
+                                     step->mutable_instruction_refs()));
+          }
         }
+        inbox.clear();
+        ASSIGN_OR_RETURN(auto judged,
+                         CallAll(judges, wave, [&](size_t j) { return std::move(to_judge[j]); }));
+        std::set<uint32_t> vetoed;
+        for (size_t j = 0; j < judges.size(); ++j) {
+          auto* v = verdicts.Add();
+          v->set_judge(judges[j]);
+          *v->mutable_verdicts() = std::move(*judged[j].mutable_local_verdicts());
+          uint64_t rejected = 0;
+          for (const auto& one : v->verdicts().verdicts()) {
+            if (one.accept()) continue;
+            ++rejected;
+            vetoed.insert(one.group());
+          }
+          ViewEntry e;
+          e.round = wave;
+          e.kind = kViewVerticalVerdict;
+          e.party = judges[j];
+          e.counts = {static_cast<uint64_t>(v->verdicts().verdicts_size()) - rejected, rejected};
+          e.detail = "local: groups accepted, vetoed";
+          RETURN_IF_ERROR(Log(std::move(e)));
+        }
+        result->vetoes += static_cast<uint32_t>(vetoed.size());
+        for (uint32_t g : vetoed) best.erase(g);
+        ASSIGN_OR_RETURN(auto published, CallAll(owners, wave, [&](size_t) {
+                           fedanon::v1::VerticalStep step;
+                           *step.mutable_local_publish()->mutable_verdicts() = verdicts;
+                           *step.mutable_local_publish()->mutable_proposals() = signed_all;
+                           return step;
+                         }));
+        const size_t others = n - judges.size();
+        RETURN_IF_ERROR(collect(published, others, others - 1));
       }
       std::vector<fedanon::v1::VerticalStep> commits(n);
       for (size_t i = 0; i < n; ++i) {
         auto* commit = commits[i].mutable_local_commit();
         *commit->mutable_proposals() = signed_all;
+        *commit->mutable_verdicts() = verdicts;
         for (const auto& payload : inbox[ring[i]]) {
           RETURN_IF_ERROR(HandInto(payload, wave, options_.timeout, commit->mutable_instructions(),
                                    commit->mutable_instruction_refs()));
@@ -378,8 +437,8 @@ class Driver {
       if (options_.observer != nullptr) {
         options_.observer->PhaseDone(Phase::kInstruction, absl::Seconds(Since(wave_start)));
       }
-      spdlog::info("job={} wave={} local recoding: {} groups split", options_.job_id, wave,
-                   best.size());
+      spdlog::info("job={} wave={} local recoding: {} groups split, {} vetoes so far",
+                   options_.job_id, wave, best.size(), result->vetoes);
       ++wave;
     }
     result->rounds = wave - 1;

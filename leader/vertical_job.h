@@ -38,6 +38,9 @@ struct VerticalJobOptions {
   // `recoding: local` (docs/vertical.md "Local recoding"): waves of per-group proposals and
   // splits instead of Algorithm 1's rounds.
   bool local_recoding = false;
+  // With a confidence bound (common::VerticalLocalJudges): the judges of every wave's winning
+  // splits (sorted by name); empty: no verdicts.
+  std::vector<std::string> local_judges;
   absl::Duration timeout = absl::Seconds(60);
   // The ID-matching calls: elliptic-curve work proportional to a party's records (about 150 us
   // of CPU per id and hop), so they get far more than a round (see docs/federation.md).

@@ -153,6 +153,8 @@ std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t rou
       return "columns";
     case fedanon::v1::VerticalStep::kLocalWinners:
       return absl::StrCat("local-instruction/r", round);
+    case fedanon::v1::VerticalStep::kLocalPublish:
+      return absl::StrCat("local-instruction/r", round, "/others");
     default:
       return "";
   }
@@ -2145,6 +2147,12 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
     case fedanon::v1::VerticalStep::kLocalCommit:
       RETURN_IF_ERROR(VerticalLocalCommit(slot, step.local_commit(), round, out));
       return reply;
+    case fedanon::v1::VerticalStep::kLocalJudge:
+      RETURN_IF_ERROR(VerticalLocalJudge(slot, step.local_judge(), round, out));
+      return reply;
+    case fedanon::v1::VerticalStep::kLocalPublish:
+      RETURN_IF_ERROR(VerticalLocalPublish(slot, step.local_publish(), round, out));
+      return reply;
     default:
       return absl::InvalidArgumentError("unknown vertical step");
   }
@@ -2715,9 +2723,13 @@ absl::Status PartyAgent::VerticalLocalWinners(JobSlot& slot, const fedanon::v1::
   ASSIGN_OR_RETURN(const fedanon::v1::LocalInstruction instruction,
                    local->MakeInstruction(round, won));
   const std::string bytes = instruction.SerializeAsString();
+  // With judges (confidence bounds) the splits go to the other judges only; the parties that are
+  // not judges receive the accepted ones after the verdicts (VerticalLocalPublish).
+  const std::vector<std::string>& judges = local->judges();
   std::vector<std::string> receivers;
   for (const auto& party : slot.job->ring) {
     if (party == options_.name) continue;
+    if (!judges.empty() && !std::binary_search(judges.begin(), judges.end(), party)) continue;
     RETURN_IF_ERROR(SealInstruction(slot, party, round, bytes, out->mutable_instructions()));
     receivers.push_back(party);
   }
@@ -2734,6 +2746,9 @@ absl::Status PartyAgent::VerticalLocalCommit(JobSlot& slot, const fedanon::v1::L
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
   // Before opening anything: every party's signed proposals (digests, recomputed winners).
   absl::Status checked = CheckSignedLocalProposals(slot, commit.proposals(), round);
+  if (checked.ok() && !commit.closing() && !local->judges().empty()) {
+    checked = CheckSignedLocalVerdicts(slot, commit.verdicts(), round);
+  }
   if (checked.ok() && commit.closing()) {
     if (!commit.instructions().empty() || !commit.instruction_refs().empty()) {
       checked = absl::PermissionDeniedError(
@@ -2784,6 +2799,113 @@ absl::Status PartyAgent::VerticalLocalCommit(JobSlot& slot, const fedanon::v1::L
        .to = {slot.job->leader},
        .numbers = {{"instructions", from_others.size()}, {"live_groups", local->live_groups()}},
        .texts = {{"recoding", "local"}}});
+}
+
+absl::Status PartyAgent::CheckSignedLocalVerdicts(
+    JobSlot& slot,
+    const google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalVerdicts>& relayed,
+    uint64_t round) const {
+  ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  const JobState& job = *slot.job;
+  std::vector<std::pair<std::string, fedanon::v1::LocalVerdicts>> all;
+  for (const auto& v : relayed) {
+    auto key = job.seal_keys.find(v.judge());
+    if (key == job.seal_keys.end() ||
+        !std::binary_search(local->judges().begin(), local->judges().end(), v.judge())) {
+      return absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave,
+                                                      ": forged local verdicts: '", v.judge(),
+                                                      "' is not a judge of the job"));
+    }
+    const absl::Status st = crypto::VerifyWithSealKey(
+        *key->second, LocalVerdictsStatement(job.job_id, job.run_id, round, v.verdicts()),
+        v.verdicts().signature());
+    if (!st.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(kRefusedLocalWave, ": forged local verdicts: the verdicts of judge '",
+                       v.judge(), "' as relayed by the leader do not carry its signature for wave ",
+                       round, " (altered, or replayed from another wave) (", st.message(), ")"));
+    }
+    all.emplace_back(v.judge(), v.verdicts());
+  }
+  return local->CheckVerdicts(round, all);
+}
+
+absl::Status PartyAgent::VerticalLocalJudge(JobSlot& slot, const fedanon::v1::LocalJudge& judge,
+                                            uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  if (absl::Status st = CheckSignedLocalProposals(slot, judge.proposals(), round); !st.ok()) {
+    spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(st.message()));
+    return st;
+  }
+  std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>> from_owners;
+  auto open = [&](const fedanon::v1::SealedPayload& whole,
+                  const fedanon::v1::ChunkRef& ref) -> absl::Status {
+    slot.mu.AssertHeld();  // for -Wthread-safety: the lambda runs under the caller's lock
+    std::string sender;
+    ASSIGN_OR_RETURN(std::string bytes,
+                     OpenPayload(slot, whole, ref, round, "instruction", &sender));
+    fedanon::v1::LocalInstruction instruction;
+    if (!instruction.ParseFromString(bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the local-recoding instruction of '", sender, "' does not parse"));
+    }
+    from_owners.emplace_back(sender, std::move(instruction));
+    return absl::OkStatus();
+  };
+  for (const auto& whole : judge.instructions()) RETURN_IF_ERROR(open(whole, {}));
+  for (const auto& ref : judge.instruction_refs()) RETURN_IF_ERROR(open({}, ref));
+  absl::StatusOr<fedanon::v1::LocalVerdicts> verdicts = local->Judge(round, from_owners);
+  if (!verdicts.ok()) {
+    spdlog::error("job={} round={} {}", slot.job->job_id, round,
+                  std::string(verdicts.status().message()));
+    return verdicts.status();
+  }
+  auto* signed_verdicts = out->mutable_local_verdicts();
+  *signed_verdicts = *std::move(verdicts);
+  ASSIGN_OR_RETURN(
+      *signed_verdicts->mutable_signature(),
+      crypto::SignWithSealKey(
+          options_.seal_key_pem,
+          LocalVerdictsStatement(slot.job->job_id, slot.job->run_id, round, *signed_verdicts)));
+  uint64_t rejected = 0;
+  for (const auto& v : signed_verdicts->verdicts()) rejected += v.accept() ? 0 : 1;
+  return Audit(slot, round,
+               {.kind = kAuditVerdict,
+                .form = kAuditPlaintext,
+                .to = {slot.job->leader},
+                .numbers = {{"groups", signed_verdicts->verdicts_size()}, {"vetoed", rejected}},
+                .texts = {{"recoding", "local"}}});
+}
+
+absl::Status PartyAgent::VerticalLocalPublish(JobSlot& slot,
+                                              const fedanon::v1::LocalPublish& publish,
+                                              uint64_t round,
+                                              fedanon::v1::VerticalStepResult* out) {
+  ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  absl::Status checked = CheckSignedLocalProposals(slot, publish.proposals(), round);
+  if (checked.ok()) checked = CheckSignedLocalVerdicts(slot, publish.verdicts(), round);
+  if (!checked.ok()) {
+    spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(checked.message()));
+    return checked;
+  }
+  ASSIGN_OR_RETURN(const fedanon::v1::LocalInstruction instruction,
+                   local->PublishInstruction(round));
+  const std::string bytes = instruction.SerializeAsString();
+  const std::vector<std::string>& judges = local->judges();
+  std::vector<std::string> receivers;
+  for (const auto& party : slot.job->ring) {
+    if (party == options_.name || std::binary_search(judges.begin(), judges.end(), party)) {
+      continue;
+    }
+    RETURN_IF_ERROR(SealInstruction(slot, party, round, bytes, out->mutable_instructions()));
+    receivers.push_back(party);
+  }
+  return Audit(slot, round,
+               {.kind = kAuditInstruction,
+                .form = kAuditSealed,
+                .to = receivers,
+                .numbers = {{"groups", instruction.splits_size()}},
+                .texts = {{"recoding", "local"}, {"after", "verdicts"}}});
 }
 
 absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::VerticalRelease& release,

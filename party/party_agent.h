@@ -277,6 +277,22 @@ class PartyAgent {
   absl::Status VerticalLocalCommit(JobSlot& slot, const fedanon::v1::LocalCommit& commit,
                                    uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // Confidence bounds: a judge's signed per-group verdicts on the other owners' splits of the
+  // wave (sealed for it); an owner's accepted splits, sealed for the parties that are not judges,
+  // once it checked every judge's signed verdicts.
+  absl::Status VerticalLocalJudge(JobSlot& slot, const fedanon::v1::LocalJudge& judge,
+                                  uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalLocalPublish(JobSlot& slot, const fedanon::v1::LocalPublish& publish,
+                                    uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // Every judge's signed verdicts of the wave as the leader relays them: each from a judge of the
+  // job, once, with a valid signature for this wave (else PermissionDenied, "forged local
+  // verdicts"); then the replica's checks (VerticalLocalReplica::CheckVerdicts).
+  absl::Status CheckSignedLocalVerdicts(
+      JobSlot& slot,
+      const google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalVerdicts>& relayed,
+      uint64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
 
   // Chunked per-record payloads (protocol 1.2, common/wire/payload_chunks.h): a chunk of one of
   // this party's payloads for the leader to relay (ChunkGet), and a chunk of a payload sealed for

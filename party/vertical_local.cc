@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "common/engine/hierarchy.h"
 #include "common/engine/numeric_split.h"
 #include "common/engine/tds_engine.h"
+#include "common/spec/job_spec_loader.h"
 #include "crypto/hash.h"
 
 namespace fedanon::party {
@@ -51,12 +53,10 @@ absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> VerticalLocalReplica::Crea
   r->self_ = std::move(self);
   r->owner_of_ = std::move(owner_of);
   r->rule_ = common::LocalRuleFromModel(*model, data->tracked.size());
-  if (common::LocalRuleHasConfidenceBound(r->rule_)) {
-    return absl::UnimplementedError(
-        "a vertical job with recoding: local and a confidence bound needs judges (the holders of "
-        "the sensitive values) to veto per group; that is not built: use recoding: global, or a "
-        "model without confidence bounds (k-anonymity templates)");
-  }
+  // The holders of the bounded sensitive values judge every wave's winning splits; a proposer
+  // checks the bounds only on the sensitive values it holds itself (its data's other bits are 0).
+  r->judges_ = common::VerticalLocalJudges(spec);
+  RETURN_IF_ERROR(common::CheckFederatedRecoding(spec));
   r->rule_.score = spec.score();
   r->rule_.beneficial = spec.beneficial();
   const common::NumericSplitConfig numeric = common::NumericSplitFromSpec(spec);
@@ -98,7 +98,7 @@ absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> VerticalLocalReplica::Crea
   for (uint32_t i = 0; i < n; ++i) r->records_[0][i] = i;
   r->live_ = {0};
   r->group_of_.assign(n, 0);
-  r->order_id_ = {0};
+  r->depth_ = {0};
   return r;
 }
 
@@ -112,8 +112,10 @@ fedanon::v1::LocalProposals VerticalLocalReplica::Propose(uint64_t wave) {
   proposed_.assign(live_.size(), std::nullopt);
   for (size_t i = 0; i < live_.size(); ++i) {
     const int32_t g = live_[i];
-    proposed_[i] =
-        common::BestLocalCandidate(*data_, *fine_, rule_, keys_[g], records_[g], own_attrs_);
+    const auto vetoed = vetoed_.find(g);
+    proposed_[i] = common::BestLocalCandidate(
+        *data_, *fine_, rule_, keys_[g], records_[g], own_attrs_,
+        vetoed == vetoed_.end() ? absl::Span<const std::pair<int, int>>() : vetoed->second);
     if (!proposed_[i]) continue;
     auto* p = out.add_proposals();
     p->set_group(static_cast<uint32_t>(g));
@@ -139,6 +141,16 @@ std::string VerticalLocalReplica::StateDigest() const {
       PutWord(static_cast<uint64_t>(static_cast<int64_t>(v.node)), &bytes);
       PutWord(static_cast<uint64_t>(static_cast<int64_t>(v.lo)), &bytes);
       PutWord(static_cast<uint64_t>(static_cast<int64_t>(v.hi)), &bytes);
+    }
+  }
+  // The vetoed candidates of live groups (public: every party excludes them alike).
+  PutWord(vetoed_.size(), &bytes);
+  for (const auto& [g, list] : vetoed_) {
+    PutWord(static_cast<uint64_t>(g), &bytes);
+    PutWord(list.size(), &bytes);
+    for (const auto& [a, c] : list) {
+      PutWord(static_cast<uint64_t>(a), &bytes);
+      PutWord(static_cast<uint64_t>(static_cast<int64_t>(c)), &bytes);
     }
   }
   PutWord(group_of_.size(), &bytes);
@@ -189,6 +201,14 @@ absl::Status VerticalLocalReplica::CheckProposals(
       if (a >= owner_of_.size() || owner_of_[a] != party) {
         return Refuse(absl::StrCat("'", party, "' proposes a split of group ", g, " on attribute ",
                                    a, ", which it does not hold"));
+      }
+      const auto vetoed = vetoed_.find(g);
+      if (vetoed != vetoed_.end() &&
+          std::find(vetoed->second.begin(), vetoed->second.end(),
+                    std::pair<int, int>{static_cast<int>(a), p.candidate()}) !=
+              vetoed->second.end()) {
+        return Refuse(absl::StrCat("'", party, "' proposes for group ", g,
+                                   " a candidate a judge vetoed in an earlier wave"));
       }
       auto [it, fresh] = best.try_emplace(p.group(), party, p);
       if (!fresh && common::RanksAbove(RankOf(p), RankOf(it->second.second))) {
@@ -264,6 +284,7 @@ absl::StatusOr<fedanon::v1::LocalInstruction> VerticalLocalReplica::MakeInstruct
     }
     auto* split = out.add_splits();
     *split->mutable_proposal() = w;
+    split->set_info_gain(mine->info_gain);
     for (const LocalValue& v : mine->child_values) {
       auto* m = split->add_children();
       m->set_node(v.node);
@@ -347,37 +368,198 @@ absl::Status VerticalLocalReplica::CheckSplit(const std::string& sender,
   return absl::OkStatus();
 }
 
-absl::Status VerticalLocalReplica::ApplyWave(
+bool VerticalLocalReplica::is_judge() const {
+  return std::find(judges_.begin(), judges_.end(), self_) != judges_.end();
+}
+
+absl::StatusOr<fedanon::v1::LocalVerdicts> VerticalLocalReplica::Judge(
     uint64_t wave,
-    const std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>>& from_others) {
-  std::vector<std::pair<std::string, const fedanon::v1::LocalInstruction*>> all;
-  if (own_instruction_ && own_instruction_->first == wave) {
-    all.emplace_back(self_, &own_instruction_->second);
+    const std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>>& from_owners) {
+  if (!is_judge()) return Refuse(absl::StrCat("asked to judge wave ", wave, ", but not a judge"));
+  if (checked_wave_ != wave) {
+    return Refuse(
+        absl::StrCat("the splits of wave ", wave,
+                     " to judge come without every party's signed proposals of the wave"));
   }
-  for (const auto& [sender, instruction] : from_others) {
-    if (sender == self_) return Refuse("an instruction from this party itself was relayed");
-    for (const auto& [s, unused] : all) {
-      if (s == sender) return Refuse(absl::StrCat("two instructions from '", sender, "'"));
+  std::vector<bool> split_this_wave(live_.size(), false);
+  std::map<int32_t, const fedanon::v1::LocalSplit*> splits;
+  std::set<std::string> senders;
+  for (const auto& [sender, instruction] : from_owners) {
+    if (sender == self_ || !senders.insert(sender).second) {
+      return Refuse(absl::StrCat("two instructions from '", sender, "' to judge"));
     }
     if (instruction.wave() != wave) {
       return Refuse(
           absl::StrCat("'", sender, "' instructed wave ", instruction.wave(), ", not wave ", wave));
     }
-    all.emplace_back(sender, &instruction);
+    for (const auto& split : instruction.splits()) {
+      RETURN_IF_ERROR(CheckSplit(sender, split, split_this_wave));
+      const int32_t g = static_cast<int32_t>(split.proposal().group());
+      split_this_wave[std::lower_bound(live_.begin(), live_.end(), g) - live_.begin()] = true;
+      const auto w = winners_.find(static_cast<uint32_t>(g));
+      if (w == winners_.end() || w->second.first != sender ||
+          !SameProposal(w->second.second, split.proposal())) {
+        return Refuse(absl::StrCat("'", sender, "' sends a split of group ", g,
+                                   " to judge that is not the wave's signed winner"));
+      }
+      splits[g] = &split;
+    }
+  }
+  fedanon::v1::LocalVerdicts out;
+  const size_t m = data_->tracked.size();
+  for (const auto& [group, w] : winners_) {
+    if (w.first == self_) continue;
+    const auto found = splits.find(static_cast<int32_t>(group));
+    if (found == splits.end()) {
+      return Refuse(
+          absl::StrCat("the split of group ", group, " won by '", w.first,
+                       "' is missing from the splits to judge (withheld from this judge)"));
+    }
+    const fedanon::v1::LocalSplit& split = *found->second;
+    const std::vector<uint32_t>& members = records_[static_cast<int32_t>(group)];
+    // Per child: [records, then per tracked value its count] on the values this party holds.
+    std::vector<std::vector<uint64_t>> kids(static_cast<size_t>(split.children_size()),
+                                            std::vector<uint64_t>(1 + m, 0));
+    for (size_t i = 0; i < members.size(); ++i) {
+      std::vector<uint64_t>& k = kids[split.child_of_record(static_cast<int>(i))];
+      ++k[0];
+      for (uint64_t bits = data_->sensitive_bits[members[i]]; bits != 0; bits &= bits - 1) {
+        ++k[1 + static_cast<size_t>(__builtin_ctzll(bits))];
+      }
+    }
+    bool accept = true;
+    for (const auto& k : kids) {
+      if (k[0] == 0) continue;
+      for (size_t b = 0; b < m && accept; ++b) {
+        const double conf = static_cast<double>(k[1 + b]) / static_cast<double>(k[0]);
+        accept = conf <= rule_.bound[b] + common::kConfidenceEpsilon;
+      }
+    }
+    auto* v = out.add_verdicts();
+    v->set_group(group);
+    v->set_attribute(w.second.attribute());
+    v->set_candidate(w.second.candidate());
+    v->set_accept(accept);
+  }
+  judged_ = from_owners;
+  judged_wave_ = wave;
+  return out;
+}
+
+absl::Status VerticalLocalReplica::CheckVerdicts(
+    uint64_t wave,
+    const std::vector<std::pair<std::string, fedanon::v1::LocalVerdicts>>& verdicts) {
+  verdicts_wave_ = 0;
+  vetoed_now_.clear();
+  if (checked_wave_ != wave) {
+    return Refuse(absl::StrCat("the verdicts of wave ", wave,
+                               " come without every party's signed proposals of the wave"));
+  }
+  std::map<uint32_t, bool> vetoed;
+  for (const auto& [group, w] : winners_) vetoed[group] = false;
+  std::set<std::string> heard;
+  for (const auto& [judge, list] : verdicts) {
+    if (!std::binary_search(judges_.begin(), judges_.end(), judge) || !heard.insert(judge).second) {
+      return Refuse(absl::StrCat("forged local verdicts: '", judge,
+                                 "' is not a judge of the job (or is named twice)"));
+    }
+    int i = 0;
+    for (const auto& [group, w] : winners_) {
+      if (w.first == judge) continue;
+      if (i >= list.verdicts_size() || list.verdicts(i).group() != group ||
+          list.verdicts(i).attribute() != w.second.attribute() ||
+          list.verdicts(i).candidate() != w.second.candidate()) {
+        return Refuse(absl::StrCat("the signed verdicts of judge '", judge,
+                                   "' do not cover the winner of group ", group, " of wave ", wave,
+                                   " (a verdict dropped, or about another candidate)"));
+      }
+      if (!list.verdicts(i).accept()) vetoed[group] = true;
+      ++i;
+    }
+    if (i != list.verdicts_size()) {
+      return Refuse(absl::StrCat("the signed verdicts of judge '", judge,
+                                 "' name groups that no other party won in wave ", wave));
+    }
+  }
+  if (heard.size() != judges_.size()) {
+    return Refuse(absl::StrCat("the verdicts of wave ", wave,
+                               " lack a judge's signed verdicts (a veto dropped)"));
+  }
+  vetoed_now_ = std::move(vetoed);
+  verdicts_wave_ = wave;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<fedanon::v1::LocalInstruction> VerticalLocalReplica::PublishInstruction(
+    uint64_t wave) {
+  if (verdicts_wave_ != wave || !own_instruction_ || own_instruction_->first != wave) {
+    return Refuse(absl::StrCat("asked to publish the splits of wave ", wave,
+                               " without this party's instruction and the judges' verdicts"));
+  }
+  fedanon::v1::LocalInstruction out;
+  out.set_wave(wave);
+  for (const auto& split : own_instruction_->second.splits()) {
+    if (!vetoed_now_.at(split.proposal().group())) *out.add_splits() = split;
+  }
+  return out;
+}
+
+absl::Status VerticalLocalReplica::ApplyWave(
+    uint64_t wave,
+    const std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>>& from_others) {
+  const bool judging = !judges_.empty();
+  if (judging && verdicts_wave_ != wave) {
+    return Refuse(absl::StrCat("the commit of wave ", wave, " comes without the judges' verdicts"));
+  }
+  // (sender, instruction, whether it may hold vetoed splits: this party's own, and those it
+  // judged, hold every winner; relayed ones only the accepted).
+  struct Source {
+    std::string sender;
+    const fedanon::v1::LocalInstruction* instruction;
+    bool whole;
+  };
+  std::vector<Source> all;
+  if (own_instruction_ && own_instruction_->first == wave) {
+    all.push_back({self_, &own_instruction_->second, true});
+  }
+  if (judging && judged_wave_ == wave) {
+    for (const auto& [sender, instruction] : judged_) all.push_back({sender, &instruction, true});
+  }
+  for (const auto& [sender, instruction] : from_others) {
+    if (sender == self_) return Refuse("an instruction from this party itself was relayed");
+    for (const auto& other : all) {
+      if (other.sender == sender)
+        return Refuse(absl::StrCat("two instructions from '", sender, "'"));
+    }
+    if (instruction.wave() != wave) {
+      return Refuse(
+          absl::StrCat("'", sender, "' instructed wave ", instruction.wave(), ", not wave ", wave));
+    }
+    all.push_back({sender, &instruction, false});
   }
   // Check every split before applying any.
   std::vector<bool> split_this_wave(live_.size(), false);
   std::map<int32_t, std::pair<std::string, const fedanon::v1::LocalSplit*>> splits;
-  for (const auto& [sender, instruction] : all) {
-    for (const auto& split : instruction->splits()) {
-      RETURN_IF_ERROR(CheckSplit(sender, split, split_this_wave));
+  for (const auto& source : all) {
+    for (const auto& split : source.instruction->splits()) {
       const int32_t g = static_cast<int32_t>(split.proposal().group());
+      if (judging) {
+        const auto v = vetoed_now_.find(static_cast<uint32_t>(g));
+        if (v != vetoed_now_.end() && v->second) {
+          if (!source.whole) {
+            return Refuse(absl::StrCat("'", source.sender, "' instructs a split of group ", g,
+                                       " that a judge vetoed in wave ", wave));
+          }
+          continue;  // vetoed: not applied
+        }
+      }
+      RETURN_IF_ERROR(CheckSplit(source.sender, split, split_this_wave));
       split_this_wave[std::lower_bound(live_.begin(), live_.end(), g) - live_.begin()] = true;
-      splits[g] = {sender, &split};
+      splits[g] = {source.sender, &split};
     }
   }
-  // Exactly the recomputed winners: a won group's split from its winner, with its signed
-  // proposal; nothing else.
+  // Exactly the recomputed winners (with judges: the accepted ones): a won group's split from its
+  // winner, with its signed proposal; nothing else.
   if (checked_wave_ != wave) {
     return Refuse(absl::StrCat("the commit of wave ", wave,
                                " comes without every party's signed proposals of the wave"));
@@ -395,22 +577,23 @@ absl::Status VerticalLocalReplica::ApplyWave(
     }
   }
   for (const auto& [g, w] : winners_) {
+    if (judging && vetoed_now_.at(g)) continue;
     if (!splits.count(static_cast<int32_t>(g))) {
-      return Refuse(absl::StrCat("the instruction of '", w.first, "' for group ", g,
-                                 ", which it won in wave ", wave,
-                                 ", is missing (withheld from this party)"));
+      return Refuse(absl::StrCat(
+          "the instruction of '", w.first, "' for group ", g, ", which it won in wave ", wave,
+          judging ? " and every judge accepted" : "", ", is missing (withheld from this party)"));
     }
   }
-  // Apply in group order; children numbered in that order (every replica alike). The report's
-  // steps come in the centralized order instead: best score first, ties to the group the
-  // centralized recoder created first (its id, tracked in order_id_).
-  struct WaveStep {
-    double score;
-    uint32_t parent_order;
-    std::vector<int32_t> children;  // public ids of the non-empty children, in child order
-    fedanon::v1::SpecializationStep step;
-  };
-  std::vector<WaveStep> wave_steps;
+  if (judging) {
+    for (const auto& [g, vetoed] : vetoed_now_) {
+      if (!vetoed) continue;
+      const auto& p = winners_.at(g).second;
+      vetoed_[static_cast<int32_t>(g)].emplace_back(static_cast<int>(p.attribute()), p.candidate());
+      ++vetoes_;
+    }
+  }
+  // Apply in group order; children numbered in that order (every replica alike). The report
+  // orders the steps as the centralized recoder would (FillReport).
   std::vector<int32_t> next_live;
   for (int32_t g : live_) {
     auto found = splits.find(g);
@@ -433,6 +616,7 @@ absl::Status VerticalLocalReplica::ApplyWave(
             ? absl::StrCat(spec_.suppression_token(), " -> ", col.values[split.children(0).node()])
             : ValueLabel(a, parent));
     step.set_score(split.proposal().score());
+    step.set_info_gain(split.info_gain());
     step.set_records(records_[g].size());
     for (size_t c = 0; c < children; ++c) {
       if (sizes[c] == 0) continue;
@@ -443,6 +627,7 @@ absl::Status VerticalLocalReplica::ApplyWave(
       keys_.push_back(std::move(key));
       records_.emplace_back();
       records_.back().reserve(sizes[c]);
+      depth_.push_back(depth_[g] + 1);
       next_live.push_back(id[c]);
     }
     const std::vector<uint32_t> members = std::move(records_[g]);
@@ -456,19 +641,8 @@ absl::Status VerticalLocalReplica::ApplyWave(
     for (int32_t c : id) {
       if (c >= 0) kids.push_back(c);
     }
-    wave_steps.push_back(
-        {split.proposal().score(), order_id_[g], std::move(kids), std::move(step)});
-  }
-  std::stable_sort(wave_steps.begin(), wave_steps.end(), [](const WaveStep& x, const WaveStep& y) {
-    return x.score > y.score || (x.score == y.score && x.parent_order < y.parent_order);
-  });
-  for (WaveStep& w : wave_steps) {
-    for (int32_t c : w.children) {
-      if (order_id_.size() <= static_cast<size_t>(c)) order_id_.resize(c + 1, 0);
-      order_id_[c] = next_order_id_++;
-    }
-    w.step.set_round(static_cast<uint32_t>(steps_.size() + 1));
-    steps_.push_back(std::move(w.step));
+    vetoed_.erase(g);
+    applied_.push_back({depth_[g], split.proposal().score(), g, std::move(kids), std::move(step)});
   }
   std::sort(next_live.begin(), next_live.end());
   live_ = std::move(next_live);
@@ -476,6 +650,10 @@ absl::Status VerticalLocalReplica::ApplyWave(
   own_instruction_.reset();
   checked_wave_ = 0;
   winners_.clear();
+  judged_.clear();
+  judged_wave_ = 0;
+  verdicts_wave_ = 0;
+  vetoed_now_.clear();
   ++waves_;
   return absl::OkStatus();
 }
@@ -488,22 +666,40 @@ absl::Status VerticalLocalReplica::CheckRelease() const {
   }
   // Coded apart from the group bookkeeping: count the records per distinct released key, each
   // record's key read through its group (the public partition every replica shares).
-  std::map<std::vector<std::tuple<int32_t, int32_t, int32_t>>, uint64_t> classes;
+  // Per class: [records, then per tracked value its count among the values this party holds].
+  const size_t m = data_->tracked.size();
+  std::map<std::vector<std::tuple<int32_t, int32_t, int32_t>>, std::vector<uint64_t>> classes;
   uint64_t covered = 0;
   for (int32_t g : live_) {
     std::vector<std::tuple<int32_t, int32_t, int32_t>> k;
     for (const LocalValue& v : keys_[g]) k.emplace_back(v.node, v.lo, v.hi);
-    classes[k] += records_[g].size();
+    std::vector<uint64_t>& c = classes[k];
+    c.resize(1 + m, 0);
+    c[0] += records_[g].size();
+    for (uint32_t r : records_[g]) {
+      for (uint64_t bits = data_->sensitive_bits[r]; bits != 0; bits &= bits - 1) {
+        ++c[1 + static_cast<size_t>(__builtin_ctzll(bits))];
+      }
+    }
     covered += records_[g].size();
   }
   if (covered != data_->num_records) {
     return absl::InternalError("the final groups do not cover every common record");
   }
-  for (const auto& [k, n] : classes) {
-    if (n < rule_.kmin) {
+  for (const auto& [k, c] : classes) {
+    if (c[0] < rule_.kmin) {
       return absl::FailedPreconditionError(
-          absl::StrCat("refused to release: a final local-recoding group has ", n,
+          absl::StrCat("refused to release: a final local-recoding group has ", c[0],
                        " records, fewer than ", rule_.kmin));
+    }
+    for (size_t b = 0; b < m; ++b) {
+      const double conf = static_cast<double>(c[1 + b]) / static_cast<double>(c[0]);
+      if (conf > rule_.bound[b] + common::kConfidenceEpsilon) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("refused to release: in a final local-recoding group of ", c[0],
+                         " records the confidence of sensitive value ", b + 1, " is ", conf,
+                         ", above its bound ", rule_.bound[b]));
+      }
     }
   }
   return absl::OkStatus();
@@ -536,15 +732,71 @@ void VerticalLocalReplica::FillReport(const std::string& stop_reason,
   report->set_recoding(fedanon::v1::RECODING_LOCAL);
   report->set_records_out(data_->num_records);
   report->set_groups(live_.size());
-  const size_t listed = std::min<size_t>(steps_.size(), common::kMaxReportedLocalSteps);
-  for (size_t i = 0; i < listed; ++i) *report->add_steps() = steps_[i];
+  // The steps in the centralized order: by logical wave (the parent's depth; a split delayed by
+  // vetoes keeps its group's depth), then score descending, then the parent's centralized id —
+  // the centralized recoder numbers the groups in that order of creation, from 1.
+  std::vector<size_t> order(applied_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return applied_[x].depth < applied_[y].depth; });
+  std::vector<uint32_t> central_id(keys_.size(), 0);
+  uint32_t next_id = 1;
+  size_t listed = 0;
+  for (size_t begin = 0; begin < order.size();) {
+    size_t end = begin;
+    while (end < order.size() && applied_[order[end]].depth == applied_[order[begin]].depth) ++end;
+    std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin),
+                     order.begin() + static_cast<std::ptrdiff_t>(end), [&](size_t x, size_t y) {
+                       const Applied& a = applied_[x];
+                       const Applied& b = applied_[y];
+                       return a.score > b.score ||
+                              (a.score == b.score && central_id[a.parent] < central_id[b.parent]);
+                     });
+    for (size_t i = begin; i < end; ++i) {
+      const Applied& a = applied_[order[i]];
+      for (int32_t c : a.children) central_id[c] = next_id++;
+      if (listed < common::kMaxReportedLocalSteps) {
+        auto* step = report->add_steps();
+        *step = a.step;
+        step->set_round(static_cast<uint32_t>(i + 1));
+        ++listed;
+      }
+    }
+    begin = end;
+  }
   uint64_t smallest = data_->num_records;
   long double squares = 0;
+  // As the centralized report: the largest confidence of a bounded sensitive value in a final
+  // group — over the values this party holds (the others' bits are 0 here; the leader keeps the
+  // report with the largest).
+  const size_t m = data_->tracked.size();
+  std::vector<bool> bounded(m, false);
+  for (size_t b = 0; b < m; ++b) {
+    if (rule_.bound[b] >= 1.0 && !model_->has_confidence) continue;
+    for (const common::Constraint& c : model_->constraints) {
+      bounded[b] = bounded[b] || (c.sensitive_mask >> b & 1) != 0;
+    }
+  }
+  double largest_conf = 0;
+  std::vector<uint64_t> counts(m);
   for (int32_t g : live_) {
     const uint64_t s = records_[g].size();
     smallest = std::min(smallest, s);
     squares += static_cast<long double>(s) * static_cast<long double>(s);
+    if (m == 0 || s == 0) continue;
+    std::fill(counts.begin(), counts.end(), 0);
+    for (uint32_t r : records_[g]) {
+      for (uint64_t bits = data_->sensitive_bits[r]; bits != 0; bits &= bits - 1) {
+        ++counts[static_cast<size_t>(__builtin_ctzll(bits))];
+      }
+    }
+    for (size_t b = 0; b < m; ++b) {
+      if (!bounded[b]) continue;
+      largest_conf =
+          std::max(largest_conf, static_cast<double>(counts[b]) / static_cast<double>(s));
+    }
   }
+  report->set_largest_confidence(largest_conf);
   for (size_t a = 0; a < data_->qids.size(); ++a) {
     std::vector<std::tuple<int32_t, int32_t, int32_t>> values;
     for (int32_t g : live_) {
@@ -565,9 +817,9 @@ void VerticalLocalReplica::FillReport(const std::string& stop_reason,
   report->set_smallest_group(smallest);
   report->set_discernibility_ratio(n > 0 ? static_cast<double>(squares / (n * n)) : 0);
   report->set_constraints_checked(model_->constraints.size());
-  report->set_stop_reason(listed == steps_.size()
+  report->set_stop_reason(listed == applied_.size()
                               ? stop_reason
-                              : absl::StrCat(stop_reason, " (", steps_.size(),
+                              : absl::StrCat(stop_reason, " (", applied_.size(),
                                              " specializations; the report lists the first ",
                                              listed, ")"));
 }

@@ -3,7 +3,10 @@
 // in canonical order), this party's per-group proposals on its own attributes, the instruction
 // for the groups it won, and the checked application of a wave's instructions. Groups are public
 // to the data parties (every applied split reaches every replica); a party knows the values of
-// its own attributes only. No gRPC types.
+// its own attributes only. With a confidence bound the holders of the bounded sensitive values
+// (the judges) check every winning split of a wave on their values and sign per-group verdicts;
+// only accepted splits are applied and a vetoed candidate is excluded from its group's later
+// proposals. No gRPC types.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +34,7 @@ class VerticalLocalReplica {
  public:
   // `data`: the joined schema with this party's codes (canonical order; not owned);
   // `owner_of`: per QID attribute, the party that holds it. Fails when even the whole table
-  // breaks the local rule, or when the job needs a judge (a confidence bound: not supported).
+  // breaks the local rule. The judges come from the spec (common::VerticalLocalJudges).
   static absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> Create(
       const common::Dataset* data, const common::PrivacyModel* model,
       const fedanon::v1::JobSpec& spec, std::string self, std::vector<std::string> owner_of);
@@ -55,13 +58,34 @@ class VerticalLocalReplica {
   absl::StatusOr<fedanon::v1::LocalInstruction> MakeInstruction(
       uint64_t wave, const fedanon::v1::LocalWinners& won);
   // Applies the wave: this party's own instruction (if it won groups) and every other owner's
-  // (sender, instruction). Every split is checked first (live group split once, attribute of its
-  // sender, children consistent with the key and the public hierarchy, every non-empty child of
-  // at least kmin records), then the splits must be exactly the recomputed winners (none
-  // withheld, none for a group no one or someone else won); nothing is applied if one fails.
+  // (sender, instruction); a judge also the instructions it judged. With judges (after
+  // CheckVerdicts) exactly the accepted winners are applied: a relayed split of a vetoed group,
+  // or an accepted winner's split missing, is refused; a vetoed candidate is remembered. Every
+  // split is checked first (live group split once, attribute of its sender, children consistent
+  // with the key and the public hierarchy, every non-empty child of at least kmin records), then
+  // the splits must be exactly the recomputed winners (none withheld, none for a group no one or
+  // someone else won); nothing is applied if one fails.
   absl::Status ApplyWave(
       uint64_t wave,
       const std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>>& from_others);
+
+  // A judge (after CheckProposals of `wave`): the other owners' instructions of the wave as
+  // (sender, instruction). Refuses unless their splits are exactly the recomputed winners of the
+  // other parties (each checked as ApplyWave does); kept for ApplyWave. Returns one verdict per
+  // such group (group order): reject when a non-empty child's confidence in a sensitive value
+  // this party holds exceeds its bound (the centralized rule, kConfidenceEpsilon). Unsigned.
+  absl::StatusOr<fedanon::v1::LocalVerdicts> Judge(
+      uint64_t wave,
+      const std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>>& from_owners);
+  // Every judge's verdicts of `wave` (signatures checked by the caller): exactly one list per
+  // judge, each naming exactly the winners of the other parties (group, attribute, candidate, in
+  // group order). Fixes the wave's vetoed groups (any judge's reject).
+  absl::Status CheckVerdicts(
+      uint64_t wave,
+      const std::vector<std::pair<std::string, fedanon::v1::LocalVerdicts>>& verdicts);
+  // The owner, after CheckVerdicts: its instruction of the wave without the vetoed splits (what
+  // the parties that are not judges receive).
+  absl::StatusOr<fedanon::v1::LocalInstruction> PublishInstruction(uint64_t wave);
 
   // The closing wave: after CheckProposals of `wave`, no party proposed anything. Refuses
   // otherwise (the leader would stop the job early). The replicas' final digests then agreed.
@@ -79,6 +103,10 @@ class VerticalLocalReplica {
   void FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const;
 
   size_t live_groups() const { return live_.size(); }
+  const std::vector<std::string>& judges() const { return judges_; }
+  bool is_judge() const;
+  // Winners vetoed so far (every wave).
+  uint64_t vetoes() const { return vetoes_; }
   uint64_t kmin() const { return rule_.kmin; }
   const std::vector<int32_t>& group_of() const { return group_of_; }
 
@@ -108,10 +136,27 @@ class VerticalLocalReplica {
   uint64_t checked_wave_ = 0;
   std::map<uint32_t, std::pair<std::string, fedanon::v1::LocalGroupProposal>> winners_;
   bool closed_ = false;
-  std::vector<fedanon::v1::SpecializationStep> steps_;  // centralized order (wave, score, group)
-  std::vector<uint32_t> order_id_;  // [group] the id the centralized LocalRecoder gives it
-  uint32_t next_order_id_ = 1;
+  // Every applied split: the report orders them as the centralized recoder would (FillReport).
+  struct Applied {
+    uint32_t depth;  // the parent's depth: the split's logical (centralized) wave - 1
+    double score;
+    int32_t parent;
+    std::vector<int32_t> children;  // public ids of the non-empty children, in child order
+    fedanon::v1::SpecializationStep step;
+  };
+  std::vector<Applied> applied_;
+  std::vector<uint32_t> depth_;  // [group] number of splits from the root
   uint64_t waves_ = 0;
+  // Confidence bounds (judges_ non-empty): the vetoed candidates (attribute, candidate) of live
+  // groups, the instructions this judge judged in `judged_wave_`, and the vetoed groups of the
+  // wave whose verdicts CheckVerdicts accepted.
+  std::vector<std::string> judges_;
+  std::map<int32_t, std::vector<std::pair<int, int>>> vetoed_;
+  uint64_t judged_wave_ = 0;
+  std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>> judged_;
+  uint64_t verdicts_wave_ = 0;
+  std::map<uint32_t, bool> vetoed_now_;  // winning group -> vetoed
+  uint64_t vetoes_ = 0;
 };
 
 }  // namespace fedanon::party

@@ -61,6 +61,19 @@ std::string LocalProposalsStatement(std::string_view job_id, std::string_view ru
   return out;
 }
 
+std::string LocalVerdictsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
+                                   const fedanon::v1::LocalVerdicts& verdicts) {
+  std::string out = Header(job_id, run_id, wave, "local-verdicts");
+  PutU64(static_cast<uint64_t>(verdicts.verdicts_size()), &out);
+  for (const auto& v : verdicts.verdicts()) {
+    PutU64(v.group(), &out);
+    PutU64(v.attribute(), &out);
+    PutU64(static_cast<uint64_t>(static_cast<int64_t>(v.candidate())), &out);
+    PutU64(v.accept() ? 1 : 0, &out);
+  }
+  return out;
+}
+
 std::string VerdictStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
                              const fedanon::v1::VerticalCandidate& candidate, bool accept) {
   std::string out = Header(job_id, run_id, round, "verdict");

@@ -2,9 +2,10 @@
 // leader in a vertical job — its proposal of a round (participate or Not-participate, with the
 // candidate and score) and, as a judge, its verdict on the winner — so that the leader can read
 // them but cannot forge or alter them; in a local-recoding job, its per-group proposals of a wave
-// with its replica's state digest (docs/crypto.md "Signed vertical statements"). Each field is
-// length-prefixed and the whole is bound to the job, the run and the round, so a statement cannot
-// be replayed into another job, run or round or passed off as the other kind.
+// with its replica's state digest, and as a judge its per-group verdicts of a wave (docs/crypto.md
+// "Signed vertical statements"). Each field is length-prefixed and the whole is bound to the job,
+// the run and the round, so a statement cannot be replayed into another job, run or round or passed
+// off as the other kind.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,11 @@ std::string ProposalStatement(std::string_view job_id, std::string_view run_id, 
 // wave.
 std::string LocalProposalsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
                                     const fedanon::v1::LocalProposals& proposals);
+
+// Field 1 of a judge's `verdicts` of a vertical local-recoding wave (its signature is not part of
+// it): per winning group its group, attribute, candidate and the verdict, bound to the wave.
+std::string LocalVerdictsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
+                                   const fedanon::v1::LocalVerdicts& verdicts);
 
 // The candidate's attribute, node and candidate index (what identifies it) and the verdict.
 std::string VerdictStatement(std::string_view job_id, std::string_view run_id, uint64_t round,

@@ -95,7 +95,8 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
                                                  const LocalRule& rule,
                                                  const std::vector<LocalValue>& key,
                                                  absl::Span<const uint32_t> records,
-                                                 absl::Span<const int> attrs) {
+                                                 absl::Span<const int> attrs,
+                                                 absl::Span<const std::pair<int, int>> excluded) {
   const size_t nc = static_cast<size_t>(std::max(1, data.num_classes()));
   const size_t m = data.tracked.size();
   const size_t width = 1 + nc + m;
@@ -114,6 +115,9 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
   CandidateRank best_rank;
   auto consider = [&](int a, int c, const std::vector<const uint64_t*>& kids,
                       std::vector<int> child_of_fine) {
+    if (std::find(excluded.begin(), excluded.end(), std::pair<int, int>{a, c}) != excluded.end()) {
+      return;
+    }
     std::optional<LocalChildrenScore> scored =
         ScoreLocalChildren(rule, nc, m, stats.data(), kids, a, c);
     if (!scored) return;

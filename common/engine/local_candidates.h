@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -68,11 +69,11 @@ struct LocalCandidate {
 
 // The best valid candidate of a group over `attrs` (ascending attribute indices), or nullopt.
 // `records` are indices into `data` (its codes of `attrs`, class codes, sensitive bits).
-std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const LocalFineMap& fine,
-                                                 const LocalRule& rule,
-                                                 const std::vector<LocalValue>& key,
-                                                 absl::Span<const uint32_t> records,
-                                                 absl::Span<const int> attrs);
+// `excluded`: (attribute, candidate) pairs never chosen (a vertical group's vetoed candidates).
+std::optional<LocalCandidate> BestLocalCandidate(
+    const Dataset& data, const LocalFineMap& fine, const LocalRule& rule,
+    const std::vector<LocalValue>& key, absl::Span<const uint32_t> records,
+    absl::Span<const int> attrs, absl::Span<const std::pair<int, int>> excluded = {});
 
 // The child of every record of `records` (in order) under candidate `c` of key[c.attr].
 std::vector<int32_t> LocalChildrenOf(const Dataset& data, const LocalFineMap& fine,

@@ -9,6 +9,7 @@
 #include <exception>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <type_traits>
 #include <utility>
 
@@ -865,20 +866,59 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   }
 }
 
-absl::Status CheckFederatedRecoding(const JobSpec& spec) {
+std::vector<std::string> VerticalLocalJudges(const JobSpec& spec) {
+  std::vector<std::string> judges;
   if (spec.recoding() != fedanon::v1::RECODING_LOCAL ||
       spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
-    return absl::OkStatus();
+    return judges;
   }
   const auto& privacy = spec.privacy();
-  bool bound = false;
-  if (privacy.model() == fedanon::v1::PRIVACY_MODEL_LKC) {
-    bound = !privacy.sensitive_values().empty() && privacy.c() < 1.0;
-  } else {
-    for (const auto& t : privacy.confidence()) bound = bound || t.max() < 1.0;
+  std::string single_sensitive;
+  std::map<std::string, std::string> party_of;
+  for (const auto& a : spec.attributes()) {
+    party_of[a.name()] = a.party();
+    if (a.role() == fedanon::v1::ROLE_SENSITIVE) single_sensitive = a.name();
   }
-  if (bound) return absl::InvalidArgumentError(kLocalRecodingNeedsJudge);
-  return absl::OkStatus();
+  auto add = [&](const std::string& attribute) {
+    const std::string& party = party_of[attribute];
+    if (!party.empty() && std::find(judges.begin(), judges.end(), party) == judges.end()) {
+      judges.push_back(party);
+    }
+  };
+  const std::string lkc_attr =
+      privacy.sensitive_attribute().empty() ? single_sensitive : privacy.sensitive_attribute();
+  if (privacy.model() == fedanon::v1::PRIVACY_MODEL_LKC) {
+    if (!privacy.sensitive_values().empty() && privacy.c() < 1.0) add(lkc_attr);
+  } else {
+    for (const auto& t : privacy.confidence()) {
+      if (t.max() < 1.0) add(t.attribute().empty() ? lkc_attr : t.attribute());
+    }
+  }
+  // Job order (the order of the attributes' parties in the spec) is not the ring's; sort so the
+  // leader and every party list them alike.
+  std::sort(judges.begin(), judges.end());
+  return judges;
+}
+
+absl::Status CheckFederatedRecoding(const JobSpec& spec) {
+  const std::vector<std::string> judges = VerticalLocalJudges(spec);
+  if (judges.empty() || spec.score() != fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS) {
+    return absl::OkStatus();
+  }
+  // Without an anonymity threshold the local rule's PrivLoss is the rise of the confidence
+  // (thesis Eq. 5.1) over every bounded sensitive value, for a split on any QID attribute: the
+  // proposer of a split needs every bounded sensitive value. Only one party holding every QID
+  // attribute and every bounded sensitive attribute can score alone.
+  const auto& p = spec.privacy();
+  bool has_anonymity = p.model() == fedanon::v1::PRIVACY_MODEL_LKC && p.k() > 1;
+  for (const auto& t : p.templates()) has_anonymity = has_anonymity || t.k() > 1;
+  if (has_anonymity) return absl::OkStatus();
+  bool alone = judges.size() == 1;
+  for (const auto& a : spec.attributes()) {
+    if (a.role() == fedanon::v1::ROLE_QID && a.party() != judges[0]) alone = false;
+  }
+  if (alone) return absl::OkStatus();
+  return absl::InvalidArgumentError(kLocalPrivLossNeedsSensitive);
 }
 
 std::string JobSpecToYaml(const JobSpec& spec) {

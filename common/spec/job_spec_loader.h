@@ -31,13 +31,20 @@ absl::StatusOr<fedanon::v1::JobSpec> LoadJobSpec(const std::string& path);
 absl::Status ValidateJobSpec(const fedanon::v1::JobSpec& spec);
 
 // `recoding: local` runs centralized (`fedanon anonymize`), in horizontal federated jobs, and in
-// vertical federated jobs without a confidence bound (docs/vertical.md "Local recoding"). A
-// vertical job with a confidence bound (it would need per-group judges) refuses it, at the
-// leader's submission check and at every party's Prepare.
-inline constexpr char kLocalRecodingNeedsJudge[] =
-    "recoding: local in a vertical job supports group-size constraints only (k-anonymity "
-    "templates, or LKC without sensitive values or with C = 1): a confidence bound would need the "
-    "holders of the sensitive values to veto per group, which is not built yet";
+// vertical federated jobs; with a confidence bound the holders of the bounded sensitive values
+// judge every wave's winning splits per group (docs/vertical.md "Local recoding"). One vertical
+// combination is refused, at the leader's submission check and at every party's Prepare: score
+// infogain_privloss without an anonymity threshold (k > 1) and a confidence bound, unless one
+// party holds every QID attribute and every bounded sensitive attribute — PrivLoss is then the
+// rise of the confidence, which a proposer cannot compute without the sensitive values.
+inline constexpr char kLocalPrivLossNeedsSensitive[] =
+    "recoding: local in a vertical job cannot score infogain_privloss without an anonymity "
+    "threshold when a confidence bound's sensitive values are at another party than a QID "
+    "attribute (PrivLoss is the rise of the confidence, which needs the sensitive values): use "
+    "another score (infogain, gainratio, discernibility), or add an anonymity threshold (k > 1)";
+// The judges of a vertical `recoding: local` job: the parties holding a sensitive attribute some
+// confidence bound (< 1) covers, sorted by name; empty when no bound (no verdicts are needed).
+std::vector<std::string> VerticalLocalJudges(const fedanon::v1::JobSpec& spec);
 // A party whose table is pushed down to PostgreSQL (party.yaml `mode: push-down`) refuses it:
 // local recoding runs on the compact in-memory form only.
 inline constexpr char kLocalRecodingNotPushdown[] =

@@ -6,9 +6,9 @@
 // * horizontal, 3 parties, LKC with a confidence bound: the released table equals, as a multiset
 //   of rows (the federated rows arrive shuffled by the secure union), the table `fedanon
 //   anonymize` gives on the union with the same spec; the report's steps are the centralized
-//   steps in the same order (attribute, value, score, records); the centralized release passes
-//   the independent checker CheckLocalPrivacy, so the equal federated release does too; the final
-//   check ran at every party;
+//   steps in the same order (attribute, value, score, info_gain, records); the centralized release
+//   passes the independent checker CheckLocalPrivacy, so the equal federated release does too; the
+//   final check ran at every party;
 // * vertical, 2 parties, k-anonymity (one template over every QID): the joined table equals
 //   `fedanon anonymize` on the joined table, checked by CheckLocalPrivacy the same way, and its
 //   report's steps are the centralized steps in the same (wave, score, group id) order.
@@ -184,6 +184,8 @@ void ExpectSameSteps(const Runs& runs) {
     EXPECT_EQ(fed[i]["children"], central[i]["children"]) << "step " << i;
     EXPECT_EQ(fed[i]["records"], central[i]["records"]) << "step " << i;
     EXPECT_DOUBLE_EQ(fed[i].value("score", -1.0), central[i].value("score", -2.0)) << "step " << i;
+    EXPECT_DOUBLE_EQ(fed[i].value("info_gain", 0.0), central[i].value("info_gain", 0.0))
+        << "step " << i;
   }
 }
 
@@ -203,6 +205,29 @@ TEST(LocalRecodingDaemons, VerticalTwoPartiesKAnonymityEqualsCentralized) {
   const Runs runs = RunBoth(dir, 2);
   ExpectSameRelease(runs, 2000);
   ExpectSameSteps(runs);
+  std::filesystem::remove_all(dir);
+}
+
+// The vertical job with a confidence bound: LKC L = 2, K = 20, C = 0.3 on marital-status (at
+// party1, the judge of party2's splits per group).
+TEST(LocalRecodingDaemons, VerticalTwoPartiesLkcWithJudgesEqualsCentralized) {
+  std::string spec = kVerticalSpec;
+  const std::string templates =
+      spec.substr(spec.find("privacy:"), spec.find("score:") - spec.find("privacy:"));
+  spec.replace(spec.find(templates), templates.size(),
+               "privacy: {model: lkc, L: 2, K: 20, C: 0.3, sensitive_values: [Divorced, "
+               "Separated]}\n");
+  const std::string dir = Generate("local_daemons_vc", 2000, 2, "vertical", spec);
+  const Runs runs = RunBoth(dir, 2);
+  ExpectSameRelease(runs, 2000);
+  ExpectSameSteps(runs);
+  EXPECT_EQ(runs.fed_report["largest_confidence"], runs.central_report["largest_confidence"]);
+  // Filled by the judge (the bound is in force): above 0, at most C.
+  const double conf = runs.fed_report.value("largest_confidence", 0.0);
+  EXPECT_GT(conf, 0.0);
+  EXPECT_LE(conf, 0.3 + 1e-9);
+  std::printf("vertical local through daemons, LKC C = 0.3: %s groups, largest confidence %.4f\n",
+              runs.fed_report["groups"].dump().c_str(), conf);
   std::filesystem::remove_all(dir);
 }
 

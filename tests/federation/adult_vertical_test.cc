@@ -65,6 +65,7 @@ TEST_P(AdultVertical, EqualsCentralizedOnTheJoinedTable) {
     EXPECT_EQ(done.report().steps(i).attribute(), central.steps(i).attribute()) << i;
     EXPECT_EQ(done.report().steps(i).value(), central.steps(i).value()) << i;
     EXPECT_DOUBLE_EQ(done.report().steps(i).score(), central.steps(i).score()) << i;
+    EXPECT_DOUBLE_EQ(done.report().steps(i).info_gain(), central.steps(i).info_gain()) << i;
   }
   EXPECT_EQ(done.report().smallest_group(), central.smallest_group());
   ASSERT_OK_AND_ASSIGN(std::string csv, fed->leader->Result(info.job_id()));

@@ -360,6 +360,31 @@ TEST(ChunkedPayloads, AVerticalJobOverManyChunksReleasesWhatTheDefaultAndCentral
             << traffic.largest_reply << " bytes\n";
 }
 
+// Vertical local recoding with a confidence bound (the generated job: LKC C = 0.2 on
+// marital-status at the first party, the judge) over small chunks: the splits to judge, the
+// published splits and the commits travel in chunks, and the release and steps equal the default
+// limit's and the centralized run's.
+TEST(ChunkedPayloads, AVerticalLocalJobWithJudgesOverSmallChunksReleasesTheCentralizedTable) {
+  Generated g = Generate("chunk_vlocal", 3000, 2, common::DatagenOptions::Partition::kVertical);
+  ASSERT_EQ(g.spec.find("recoding:"), std::string::npos);
+  ASSERT_NE(g.spec.find("C: 0.2"), std::string::npos) << g.spec;
+  g.spec += "recoding: local\n";
+  // Only the per-record payloads follow the limit: a wave's signed proposals and verdicts grow
+  // with the live groups (not chunked; about 7 KiB in the largest wave here).
+  Traffic traffic;
+  traffic.only_payloads = true;
+  const JobRelease small = RunGenerated(g, "chunk_vlocal_small", kSmallLimit, &traffic);
+  const JobRelease whole = RunGenerated(g, "chunk_vlocal_default", 0, nullptr);
+  const JobRelease central = RunCentralized(g, "chunk_vlocal");
+  ExpectSameRelease(small, whole, "small limit vs default limit");
+  ExpectSameRelease(small, central, "small limit vs centralized");
+  EXPECT_EQ(small.result.rows.size(), 3000u);
+  absl::MutexLock lock(&traffic.mu);
+  EXPECT_LE(traffic.largest_request, kSmallLimit);
+  EXPECT_LE(traffic.largest_reply, kSmallLimit);
+  EXPECT_GE(traffic.most_chunks["instruction"], 2u);
+}
+
 TEST(ChunkedPayloads, IdMatchingRelaysListsInParallelButEachPartySeesAFixedCallOrder) {
   // The leader moves the lists on a thread per list (leader/vertical_job.cc, MatchIds), yet a
   // restarted leader replays "the n-th call to party p" (RecordingChannel): so each party must

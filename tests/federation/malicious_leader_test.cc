@@ -1531,5 +1531,135 @@ TEST(MaliciousLeader, HorizontalLocalReleasedCountsBeforeTheFinalCheckAreRefused
   for (const auto& line : m->seen()) EXPECT_EQ(line.rfind("error: ", 0), 0u) << line;
 }
 
+// Vertical local recoding with a confidence bound: hospital-b holds q1 and the sensitive s (the
+// judge), hospital-a q0 and hospital-c q2. s = d0 follows q0 = r1 (14 of its 20 records), so
+// hospital-a's split of the root on q0 breaks C = 0.5 and the judge vetoes it; the other splits
+// are accepted and published to the parties that are not judges.
+constexpr char kLocalVetoSpec[] = R"(name: vertical-local-veto
+attributes:
+  - {name: id, role: id}
+  - {name: q0, role: qid, taxonomy: q0.csv, party: hospital-a}
+  - {name: q1, role: qid, taxonomy: q1.csv, party: hospital-b}
+  - {name: q2, role: qid, taxonomy: q2.csv, party: hospital-c}
+  - {name: s, role: sensitive, values: [d0, d1], party: hospital-b}
+  - {name: cls, role: class, values: [yes, no]}
+privacy: {model: lkc, L: 2, K: 5, C: 0.5, sensitive_values: [d0]}
+partitioning: vertical
+recoding: local
+)";
+
+std::vector<std::string> LocalVetoTables() {
+  std::string a = "id,cls,q0\n", b = "id,cls,q1,s\n", c = "id,cls,q2\n";
+  for (int i = 0; i < 60; ++i) {
+    const char* cls = i < 24 ? "yes" : "no";
+    absl::StrAppend(&a, "id", i, ",", cls, ",", i < 20 ? "r1" : "r0", "\n");
+    absl::StrAppend(&b, "id", i, ",", cls, ",", i % 2 ? "w0" : "w1", ",", i < 14 ? "d0" : "d1",
+                    "\n");
+    absl::StrAppend(&c, "id", i, ",", cls, ",", i % 3 ? "u0" : "u1", "\n");
+  }
+  return {a, b, c};
+}
+
+// The verdict lists of a vertical step (publish or commit), or null.
+google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalVerdicts>* VerdictsOf(
+    LeaderMessage* msg) {
+  if (!msg->has_vertical()) return nullptr;
+  auto* v = msg->mutable_vertical();
+  if (v->has_local_publish()) return v->mutable_local_publish()->mutable_verdicts();
+  if (v->has_local_commit()) return v->mutable_local_commit()->mutable_verdicts();
+  return nullptr;
+}
+
+bool HasVeto(const fedanon::v1::SignedLocalVerdicts& s) {
+  for (const auto& v : s.verdicts().verdicts()) {
+    if (!v.accept()) return true;
+  }
+  return false;
+}
+
+TEST(MaliciousLeader, VerticalLocalVerdictDeviationsAreRefusedByName) {
+  const std::map<std::string, std::string> tax = {{"q0.csv", "r0;ANY\nr1;ANY\n"},
+                                                  {"q1.csv", "w0;ANY\nw1;ANY\n"},
+                                                  {"q2.csv", "u0;ANY\nu1;ANY\n"}};
+  // The honest run: the judge vetoes at least one split, and the job releases.
+  const VerticalAttack honest =
+      RunVerticalAttack("vlocal_veto_honest", kLocalVetoSpec, LocalVetoTables(), tax, nullptr);
+  ASSERT_EQ(honest.info.state(), fedanon::v1::JOB_STATE_DONE) << honest.info.failure_reason();
+  uint64_t vetoes = 0;
+  for (const auto& bytes : honest.replies) {
+    PartyMessage m;
+    ASSERT_TRUE(m.ParseFromString(bytes));
+    if (!m.has_vertical() || !m.vertical().has_local_verdicts()) continue;
+    for (const auto& v : m.vertical().local_verdicts().verdicts()) vetoes += v.accept() ? 0 : 1;
+  }
+  ASSERT_GT(vetoes, 0u) << "the honest run has no veto: the attacks below would prove nothing";
+  EXPECT_LE(honest.info.report().largest_confidence(), 0.5 + 1e-9);
+
+  auto fired = std::make_shared<std::atomic<int>>(0);
+  const std::vector<LocalAttackCase> cases = {
+      // The leader drops the judge's verdicts that carry a veto (from the owner's publish step
+      // and the commit), so that the vetoed split would be published and applied.
+      {"vlocal_drop_veto", "lack a judge's signed verdicts (a veto dropped)",
+       [fired](const std::string&, LeaderMessage* msg) {
+         auto* list = VerdictsOf(msg);
+         if (list == nullptr) return;
+         for (int i = 0; i < list->size(); ++i) {
+           if (!HasVeto(list->Get(i))) continue;
+           list->DeleteSubrange(i, 1);
+           ++*fired;
+           return;
+         }
+       }},
+      // The leader turns a veto into an acceptance.
+      {"vlocal_flip_veto", "forged local verdicts: the verdicts of judge 'hospital-b'",
+       [fired](const std::string&, LeaderMessage* msg) {
+         auto* list = VerdictsOf(msg);
+         if (list == nullptr) return;
+         for (auto& s : *list) {
+           for (auto& v : *s.mutable_verdicts()->mutable_verdicts()) {
+             if (v.accept()) continue;
+             v.set_accept(true);
+             ++*fired;
+             return;
+           }
+         }
+       }},
+      // The leader forges a verdict list in the name of a party that is not a judge.
+      {"vlocal_forged_judge", "forged local verdicts: 'hospital-a' is not a judge of the job",
+       [fired](const std::string&, LeaderMessage* msg) {
+         auto* list = VerdictsOf(msg);
+         if (list == nullptr || list->empty()) return;
+         fedanon::v1::SignedLocalVerdicts forged = list->Get(0);
+         forged.set_judge("hospital-a");
+         *list->Add() = std::move(forged);
+         ++*fired;
+       }},
+      // The leader withholds an accepted split from a party that is not a judge.
+      {"vlocal_drop_accepted", "and every judge accepted, is missing (withheld from this party)",
+       [fired](const std::string& party, LeaderMessage* msg) {
+         if (party != "hospital-c" || !msg->has_vertical() || !msg->vertical().has_local_commit()) {
+           return;
+         }
+         auto* c = msg->mutable_vertical()->mutable_local_commit();
+         if (c->instructions_size() + c->instruction_refs_size() == 0) return;
+         c->clear_instructions();
+         c->clear_instruction_refs();
+         ++*fired;
+       }},
+  };
+  for (const auto& c : cases) {
+    *fired = 0;
+    const VerticalAttack attack =
+        RunVerticalAttack(c.name, kLocalVetoSpec, LocalVetoTables(), tax, c.tamper);
+    EXPECT_GT(fired->load(), 0) << c.name << ": the cheat never fired";
+    ExpectNothingReleased(attack);
+    EXPECT_NE(attack.info.failure_reason().find("refused to apply a local-recoding wave"),
+              std::string::npos)
+        << c.name << ": " << attack.info.failure_reason();
+    EXPECT_NE(attack.info.failure_reason().find(c.expected), std::string::npos)
+        << c.name << ": " << attack.info.failure_reason();
+  }
+}
+
 }  // namespace
 }  // namespace fedanon::testing

@@ -2,8 +2,9 @@
 // in-process federation (the classes the daemons run) releases exactly the table the centralized
 // `fedanon anonymize` with `recoding: local` releases on the joined table, on random seeded tables
 // for every score and 2 and 3 parties; the release passes the independent local-recoding checker
-// (CheckLocalPrivacy); the leader's view log holds every per-group proposal; the jobs local
-// recoding does not support in a federation are refused at submission.
+// (CheckLocalPrivacy); with confidence bounds the judges veto per group and the release is still
+// the centralized one; the leader's view log holds every per-group proposal; the one combination
+// vertical local recoding cannot score is refused at submission.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "common/engine/privacy_model.h"
 #include "common/spec/job_spec_loader.h"
 #include "tests/checker/brute_force_checker.h"
 #include "tests/federation/adult_vertical_util.h"
@@ -51,8 +53,11 @@ std::string PartyName(int p) { return absl::StrCat("hospital-", std::string(1, '
 // A random table: 3-5 QID attributes (taxonomies of depth 3 and suppression attributes; with
 // `continuous` q0 is continuous), a class following two of them, and `tag` (role other, at the
 // first party: a unique value per record, so the shuffled release can be matched to its raw
-// rows for the checker). The model is k-anonymity templates or LKC without sensitive values.
-Scenario MakeScenario(uint64_t seed, int parties, int score, bool continuous) {
+// rows for the checker). The model is k-anonymity templates or LKC without sensitive values; with
+// `bound` 1 LKC with a sensitive attribute `s` at the last party and C < 1, with `bound` 2
+// k-anonymity templates and a confidence template on s. Then d0 follows q0 (at the first party),
+// so that splits the first party proposes break the bound and the judge vetoes them.
+Scenario MakeScenario(uint64_t seed, int parties, int score, bool continuous, int bound = 0) {
   Rng next(seed * 7919 + static_cast<uint64_t>(parties) * 31 + static_cast<uint64_t>(score));
   Scenario s;
   s.columns.assign(parties, {});
@@ -87,6 +92,12 @@ Scenario MakeScenario(uint64_t seed, int parties, int score, bool continuous) {
                       PartyName(owner), "}\n");
     }
   }
+  if (bound > 0) {
+    absl::StrAppend(&attrs, "  - {name: s, role: sensitive, values: [d0, d1, d2], party: ",
+                    PartyName(parties - 1), "}\n");
+    s.joined.header.push_back("s");
+    s.columns[parties - 1].push_back("s");
+  }
   const int rows = 150 + next(250);
   for (int r = 0; r < rows; ++r) {
     std::vector<std::string> row = {absl::StrCat("p", seed, "-", r), "", absl::StrCat("t", r)};
@@ -107,10 +118,23 @@ Scenario MakeScenario(uint64_t seed, int parties, int score, bool continuous) {
     const bool yes =
         next(10) < 8 ? (value[0] > (kinds[0] == 2 ? 30 : 3)) != (value[1] % 2 == 1) : next(2) == 0;
     row[1] = yes ? "yes" : "no";
+    if (bound > 0) {
+      // About 40% of the records (q0 low) carry d0 at 70%, the rest at 15%: about 0.37 overall.
+      const bool low = value[0] < (kinds[0] == 2 ? 24 : kinds[0] == 0 ? 3 : 1);
+      row.push_back(next(100) < (low ? 70 : 15) ? "d0" : absl::StrCat("d", 1 + next(2)));
+    }
     s.joined.rows.push_back(std::move(row));
   }
   std::string privacy;
-  if (next(2) == 0) {
+  if (bound == 1) {
+    privacy = absl::StrCat("privacy: {model: lkc, L: ", 1 + next(2), ", K: ", 3 + next(8),
+                           ", C: 0.", 45 + next(20), ", sensitive_values: [d0]}\n");
+  } else if (bound == 2) {
+    privacy = absl::StrCat(
+        "privacy:\n  model: templates\n  templates:\n    - {qid: [q0, q1], k: ", 3 + next(8),
+        "}\n  confidence:\n    - {qid: [q0, q1], sensitive_values: [d0], max: 0.", 45 + next(20),
+        "}\n");
+  } else if (next(2) == 0) {
     privacy = absl::StrCat("privacy:\n  model: templates\n  templates:\n    - {qid: [q0, q1], k: ",
                            3 + next(8), "}\n    - {qid: [q1, q2], k: ", 2 + next(12), "}\n");
   } else {
@@ -170,6 +194,7 @@ struct Outcome {
   bool same_rows = false;
   std::string view_log;
   uint64_t proposals_sent = 0;  // per-group proposals in the parties' replies
+  uint64_t vetoes_sent = 0;     // per-group vetoes in the judges' replies
   uint64_t groups = 0;
 };
 
@@ -181,13 +206,17 @@ void RunBoth(const Scenario& s, const std::string& name, uint64_t seed, Outcome*
   ASSERT_TRUE(fed.ok()) << fed.status();
   auto mu = std::make_shared<absl::Mutex>();
   uint64_t* sent = &out->proposals_sent;
-  (*fed)->channel.set_observer([sent, mu](const std::string&, const std::string& bytes) {
+  uint64_t* vetoes = &out->vetoes_sent;
+  (*fed)->channel.set_observer([sent, vetoes, mu](const std::string&, const std::string& bytes) {
     fedanon::v1::PartyMessage m;
-    if (!m.ParseFromString(bytes) || !m.has_vertical() || !m.vertical().has_local_proposals()) {
-      return;
-    }
+    if (!m.ParseFromString(bytes) || !m.has_vertical()) return;
     absl::MutexLock lock(mu.get());
-    *sent += static_cast<uint64_t>(m.vertical().local_proposals().proposals_size());
+    if (m.vertical().has_local_proposals()) {
+      *sent += static_cast<uint64_t>(m.vertical().local_proposals().proposals_size());
+    }
+    if (m.vertical().has_local_verdicts()) {
+      for (const auto& v : m.vertical().local_verdicts().verdicts()) *vetoes += v.accept() ? 0 : 1;
+    }
   });
   ASSERT_OK_AND_ASSIGN(auto submitted, (*fed)->Submit(Request(s.spec_yaml, s.taxonomies, **fed)));
   const fedanon::v1::JobInfo info = (*fed)->Wait(submitted.job_id());
@@ -226,6 +255,7 @@ void RunBoth(const Scenario& s, const std::string& name, uint64_t seed, Outcome*
     EXPECT_EQ(info.report().groups(), central.groups());
     EXPECT_EQ(info.report().smallest_group(), central.smallest_group());
     EXPECT_DOUBLE_EQ(info.report().discernibility_ratio(), central.discernibility_ratio());
+    EXPECT_DOUBLE_EQ(info.report().largest_confidence(), central.largest_confidence());
     // The steps in the centralized order (wave, score, group), numbered alike.
     ASSERT_EQ(info.report().steps_size(), central.steps_size());
     for (int i = 0; i < central.steps_size(); ++i) {
@@ -236,6 +266,10 @@ void RunBoth(const Scenario& s, const std::string& name, uint64_t seed, Outcome*
       EXPECT_EQ(f.value(), c.value()) << i;
       EXPECT_EQ(f.records(), c.records()) << i;
       EXPECT_DOUBLE_EQ(f.score(), c.score()) << i;
+      EXPECT_DOUBLE_EQ(f.info_gain(), c.info_gain()) << i;
+      EXPECT_EQ(std::vector<std::string>(f.children().begin(), f.children().end()),
+                std::vector<std::string>(c.children().begin(), c.children().end()))
+          << i;
     }
   }
 }
@@ -302,34 +336,87 @@ TEST(VerticalLocalViewLog, RecordsEveryPerGroupProposal) {
   EXPECT_GE(declines, 1u);  // the last wave: nobody has a candidate left
 }
 
+// Confidence bounds (LKC with C < 1, a confidence template): the holder of the sensitive values
+// judges every wave's winning splits per group; vetoed splits are retried with the proposer's next
+// best. The release, the report's steps (numbered by logical wave), info_gain and the largest
+// confidence equal the centralized run's, for every score, 2 and 3 parties, several seeds; and
+// vetoes happen.
+struct BoundCase {
+  int score;
+  int parties;
+  int bound;  // 1 LKC, 2 confidence template
+};
+
+class VerticalLocalBounded : public ::testing::TestWithParam<BoundCase> {};
+
+TEST_P(VerticalLocalBounded, JudgesVetoAndTheReleaseIsTheCentralizedOne) {
+  const BoundCase c = GetParam();
+  uint64_t groups = 0, vetoes = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    const Scenario s = MakeScenario(seed, c.parties, c.score, seed == 4, c.bound);
+    Outcome out;
+    RunBoth(s, absl::StrCat("vlocal_bound_", c.score, "_", c.parties, "_", c.bound, "_", seed),
+            seed, &out);
+    EXPECT_TRUE(out.same_rows) << "federated local recoding differs from the centralized run";
+    groups += out.groups;
+    vetoes += out.vetoes_sent;
+  }
+  EXPECT_GT(groups, 4u) << "no scenario split its table: the comparison is vacuous";
+  EXPECT_GT(vetoes, 0u) << "no judge vetoed anything: the veto path is untested";
+  std::printf("%s, %d parties, %s: %llu final groups, %llu vetoes over 4 seeds\n", kScores[c.score],
+              c.parties, c.bound == 1 ? "LKC" : "confidence template",
+              static_cast<unsigned long long>(groups), static_cast<unsigned long long>(vetoes));
+}
+
+INSTANTIATE_TEST_SUITE_P(ScoresPartiesBounds, VerticalLocalBounded,
+                         ::testing::Values(BoundCase{0, 2, 1}, BoundCase{1, 2, 2},
+                                           BoundCase{2, 2, 1}, BoundCase{3, 2, 2},
+                                           BoundCase{0, 3, 1}, BoundCase{1, 3, 2},
+                                           BoundCase{2, 3, 2}, BoundCase{3, 3, 1}),
+                         [](const ::testing::TestParamInfo<BoundCase>& info) {
+                           return absl::StrCat(
+                               kScores[info.param.score], "_", info.param.parties, "parties_",
+                               info.param.bound == 1 ? "lkc" : "confidence_template");
+                         });
+
 // What the federation refuses, at the leader's submission check (every party's Prepare runs the
-// same CheckFederatedRecoding): local recoding in a vertical job with a confidence bound (it
-// would need per-group judges).
-TEST(VerticalLocalRefusals, ConfidenceBoundsAreRefused) {
-  const Scenario s = MakeScenario(1, 2, 0, /*continuous=*/false);
+// same CheckFederatedRecoding): infogain_privloss without an anonymity threshold when a bounded
+// sensitive attribute is at another party than a QID attribute (PrivLoss is then the rise of the
+// confidence, which a proposer cannot compute without the sensitive values).
+TEST(VerticalLocalRefusals, PrivLossWithoutAnonymityIsRefusedByName) {
+  const Scenario s = MakeScenario(1, 2, 2, /*continuous=*/false, /*bound=*/2);
   auto fed = InProcessFederation::Create("vlocal_refuse", PartyFiles(s, 1));
   ASSERT_TRUE(fed.ok()) << fed.status();
-  std::string bounded = s.spec_yaml;
-  bounded = absl::StrCat(
-      bounded.substr(0, bounded.find("privacy:")),
-      "  - {name: s, role: sensitive, values: [d0, d1], party: hospital-b}\n",
-      "privacy: {model: lkc, L: 1, K: 3, C: 0.5, sensitive_values: [d0]}\nscore: infogain\n",
-      "partitioning: vertical\nrecoding: local\n");
+  // Only a confidence template (no k > 1), on q1 (at the holder of s): the global rounds could
+  // score it, local recoding splits on q0 (at hospital-a) too.
+  std::string bounded = absl::StrCat(
+      s.spec_yaml.substr(0, s.spec_yaml.find("privacy:")),
+      "privacy:\n  model: templates\n  confidence:\n    - {qid: [q1], sensitive_values: [d0], "
+      "max: 0.6}\nscore: infogain_privloss\npartitioning: vertical\nrecoding: local\n");
   auto spec = common::ParseJobSpecYaml(bounded, "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status() << "\n" << bounded;
+  EXPECT_OK(common::CheckVerticalScoreComputable(*spec));
   EXPECT_THAT(common::CheckFederatedRecoding(*spec),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "recoding: local in a vertical job supports group-size constraints only"));
+              StatusIs(absl::StatusCode::kInvalidArgument, common::kLocalPrivLossNeedsSensitive));
   auto refused = (*fed)->Submit(Request(bounded, s.taxonomies, **fed));
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(std::string(refused.status().message())
-                .find("recoding: local in a vertical job supports group-size constraints only"),
+  EXPECT_NE(std::string(refused.status().message()).find(common::kLocalPrivLossNeedsSensitive),
             std::string::npos)
       << refused.status();
-  // C = 1 bounds nothing: accepted.
-  bounded.replace(bounded.find("C: 0.5"), 6, "C: 1");
-  ASSERT_OK_AND_ASSIGN(*spec, common::ParseJobSpecYaml(bounded, "job.yaml"));
+  // Another score, or an anonymity threshold: accepted.
+  std::string other = bounded;
+  other.replace(other.find("infogain_privloss"), 17, "infogain");
+  ASSERT_OK_AND_ASSIGN(*spec, common::ParseJobSpecYaml(other, "job.yaml"));
   EXPECT_OK(common::CheckFederatedRecoding(*spec));
+  std::string with_k = bounded;
+  with_k.replace(with_k.find("  confidence:"), 0, "  templates:\n    - {qid: [q0], k: 3}\n");
+  ASSERT_OK_AND_ASSIGN(*spec, common::ParseJobSpecYaml(with_k, "job.yaml"));
+  EXPECT_OK(common::CheckFederatedRecoding(*spec));
+  // Judges: the holder of s, only with a bound below 1.
+  EXPECT_EQ(common::VerticalLocalJudges(*spec), std::vector<std::string>{"hospital-b"});
+  with_k.replace(with_k.find("max: 0.6"), 8, "max: 1");
+  ASSERT_OK_AND_ASSIGN(*spec, common::ParseJobSpecYaml(with_k, "job.yaml"));
+  EXPECT_TRUE(common::VerticalLocalJudges(*spec).empty());
 }
 
 // UCI Adult (every 3rd record) split over 2 parties, the task without age (its 7
@@ -370,6 +457,80 @@ TEST(VerticalLocalAdult, SevenCategoricalQidsK50EqualCentralized) {
       "%.4f\n",
       static_cast<unsigned long long>(info.report().groups()),
       static_cast<unsigned>(info.report().steps_size()), info.report().discernibility_ratio());
+}
+
+// The same Adult task with a confidence bound: relationship (at hospital-b) is sensitive, and no
+// value of the QIDs may infer Husband with confidence above 0.6 — marital-status and sex, which
+// predict it, are at hospital-a and hospital-b, so hospital-b judges hospital-a's splits and vetoes
+// many. Federated == centralized local (rows, steps, largest confidence), checked by
+// CheckLocalPrivacy.
+TEST(VerticalLocalAdult, SevenCategoricalQidsK50WithAConfidenceBoundEqualCentralized) {
+  if (!std::filesystem::exists(AdultCsv())) {
+    GTEST_SKIP() << "UCI Adult not found at " << AdultCsv() << " (../shared/datasets/adult)";
+  }
+  const std::vector<std::vector<std::string>> columns = {
+      {"age", "workclass", "education", "education-num", "marital-status", "occupation",
+       "capital-gain"},
+      {"relationship", "race", "sex", "capital-loss", "hours-per-week", "native-country"}};
+  const std::vector<std::string> qid = {"workclass", "education", "marital-status", "occupation",
+                                        "race",      "sex",       "native-country"};
+  const std::map<std::string, std::string> taxonomies = AdultTaxonomies();
+  ASSERT_OK_AND_ASSIGN(Table table, AdultWithIds(3));
+  std::string spec_yaml =
+      AdultVerticalSpec(columns, qid, 50, "recoding: local\n", /*others_raw=*/true);
+  const std::string other = "{name: relationship, role: other, party: hospital-b}";
+  ASSERT_NE(spec_yaml.find(other), std::string::npos) << spec_yaml;
+  spec_yaml.replace(spec_yaml.find(other), other.size(),
+                    "{name: relationship, role: sensitive, values: [Husband, Not-in-family, "
+                    "Own-child, Unmarried, Wife, Other-relative], party: hospital-b}");
+  spec_yaml.replace(spec_yaml.find("score:"), 0,
+                    "  confidence:\n    - {qid: [marital-status, sex], sensitive_values: "
+                    "[Husband], max: 0.6}\n");
+  const Job job = WriteJob("adult_vlocal_conf_central", spec_yaml, table, taxonomies);
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::Report central, RunJob(job));
+  ASSERT_OK_AND_ASSIGN(Table central_out, ReadCsvTable(job.output_path));
+  ASSERT_OK_AND_ASSIGN(CheckerInput in, MakeCheckerInput(job));
+  const PrivacyCheck check = CheckLocalPrivacy(in);
+  EXPECT_TRUE(check.satisfied) << check.violation;
+
+  ASSERT_OK_AND_ASSIGN(auto fed,
+                       InProcessFederation::Create("adult_vlocal_conf",
+                                                   AdultPartyFiles(table, columns, taxonomies)));
+  auto mu = std::make_shared<absl::Mutex>();
+  auto vetoes = std::make_shared<uint64_t>(0);
+  fed->channel.set_observer([vetoes, mu](const std::string&, const std::string& bytes) {
+    fedanon::v1::PartyMessage m;
+    if (!m.ParseFromString(bytes) || !m.has_vertical() || !m.vertical().has_local_verdicts()) {
+      return;
+    }
+    absl::MutexLock lock(mu.get());
+    for (const auto& v : m.vertical().local_verdicts().verdicts()) *vetoes += v.accept() ? 0 : 1;
+  });
+  ASSERT_OK_AND_ASSIGN(auto submitted, fed->Submit(Request(spec_yaml, taxonomies, *fed)));
+  const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+  ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
+  ASSERT_OK_AND_ASSIGN(std::string csv, fed->leader->Result(submitted.job_id()));
+  ASSERT_OK_AND_ASSIGN(Table released, ParseCsvText(csv, fed->dir));
+  EXPECT_EQ(info.report().groups(), central.groups());
+  EXPECT_DOUBLE_EQ(info.report().largest_confidence(), central.largest_confidence());
+  EXPECT_LE(central.largest_confidence(), 0.6 + 1e-9);
+  EXPECT_GT(central.groups(), 5u);
+  ASSERT_EQ(info.report().steps_size(), central.steps_size());
+  for (int i = 0; i < central.steps_size(); ++i) {
+    EXPECT_EQ(info.report().steps(i).round(), central.steps(i).round()) << i;
+    EXPECT_EQ(info.report().steps(i).value(), central.steps(i).value()) << i;
+    EXPECT_EQ(info.report().steps(i).records(), central.steps(i).records()) << i;
+    EXPECT_DOUBLE_EQ(info.report().steps(i).info_gain(), central.steps(i).info_gain()) << i;
+  }
+  EXPECT_EQ(RowsByColumns(released, central_out.header),
+            RowsByColumns(central_out, central_out.header));
+  EXPECT_GT(*vetoes, 0u);
+  std::printf(
+      "Adult/3 vertical local, 7 categorical QIDs, k=50, conf(Husband | marital-status, sex) <= "
+      "0.6: %llu groups, %u splits, %llu vetoes, largest confidence %.4f, DR %.4f\n",
+      static_cast<unsigned long long>(info.report().groups()),
+      static_cast<unsigned>(info.report().steps_size()), static_cast<unsigned long long>(*vetoes),
+      info.report().largest_confidence(), info.report().discernibility_ratio());
 }
 
 }  // namespace

@@ -254,6 +254,7 @@ void ExpectSameAsCentralized(const VScenario& s, const std::string& name,
     EXPECT_EQ(report.steps(i).attribute(), central.steps(i).attribute()) << "step " << i;
     EXPECT_EQ(report.steps(i).value(), central.steps(i).value()) << "step " << i;
     EXPECT_DOUBLE_EQ(report.steps(i).score(), central.steps(i).score()) << "step " << i;
+    EXPECT_DOUBLE_EQ(report.steps(i).info_gain(), central.steps(i).info_gain()) << "step " << i;
     EXPECT_EQ(report.steps(i).records(), central.steps(i).records()) << "step " << i;
   }
   EXPECT_EQ(report.smallest_group(), central.smallest_group());

@@ -4,7 +4,8 @@
 // replica's state digest is refused, a withheld or extra instruction is refused, and instructions
 // that break the local rule (a child below k), split a group twice or split on another party's
 // attribute are refused before anything is applied; an honest instruction is applied and numbers
-// the children as every replica does.
+// the children as every replica does. With a confidence bound the judge's replica vetoes a split
+// that breaks it, refuses incomplete or foreign verdicts, and keeps the veto as public state.
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -251,6 +252,101 @@ TEST(VerticalLocalReplica, InstructionsThatBreakTheRuleAreRefusedBeforeAnythingA
   ASSERT_OK(f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 0, halves)}}));
   EXPECT_EQ(f.replica->live_groups(), 2u);
   for (int i = 0; i < 40; ++i) EXPECT_EQ(f.replica->group_of()[i], 1 + i % 2) << i;
+}
+
+// Confidence bounds: hospital-b holds q1 and the sensitive s (the judge). hospital-a's split of
+// the root on q0 puts 10 of r1's 12 records on d0 (0.83 > C = 0.5): hospital-b's replica vetoes
+// it, refuses verdicts that drop a judge or come from a non-judge, applies nothing for the vetoed
+// group, and refuses hospital-a's proposal of the vetoed candidate in the next wave.
+constexpr char kBoundSpec[] = R"(name: vertical-local-judge
+attributes:
+  - {name: q0, role: qid, taxonomy: q0.csv, party: hospital-a}
+  - {name: q1, role: qid, taxonomy: q1.csv, party: hospital-b}
+  - {name: s, role: sensitive, values: [d0, d1], party: hospital-b}
+  - {name: cls, role: class, values: [yes, no]}
+privacy: {model: lkc, L: 1, K: 5, C: 0.5, sensitive_values: [d0]}
+partitioning: vertical
+recoding: local
+)";
+
+TEST(VerticalLocalReplica, JudgeVetoesASplitBreakingTheBoundAndTheVetoIsPublicState) {
+  Table t;
+  t.header = {"q0", "q1", "s", "cls"};
+  for (int i = 0; i < 40; ++i) {
+    t.rows.push_back(
+        {i < 12 ? "r1" : "r0", i % 2 ? "w0" : "w1", i < 10 ? "d0" : "d1", i < 20 ? "yes" : "no"});
+  }
+  const Job job = WriteJob("vlocal_judge", kBoundSpec, t,
+                           {{"q0.csv", "r0;ANY\nr1;ANY\n"}, {"q1.csv", "w0;ANY\nw1;ANY\n"}});
+  ASSERT_OK_AND_ASSIGN(auto spec, common::LoadJobSpec(job.spec_path));
+  ASSERT_OK_AND_ASSIGN(common::Dataset data, common::LoadDataset(spec, job.input_path));
+  ASSERT_OK_AND_ASSIGN(common::PrivacyModel model, common::BuildPrivacyModel(spec, data));
+  ASSERT_OK_AND_ASSIGN(auto judge,
+                       party::VerticalLocalReplica::Create(&data, &model, spec, "hospital-b",
+                                                           {"hospital-a", "hospital-b"}));
+  EXPECT_EQ(judge->judges(), std::vector<std::string>{"hospital-b"});
+  const fedanon::v1::LocalProposals mine = judge->Propose(1);
+  fedanon::v1::LocalProposals a;
+  a.set_live_groups(mine.live_groups());
+  a.set_state_digest(mine.state_digest());
+  auto* p = a.add_proposals();
+  p->set_group(0);
+  p->set_attribute(0);
+  p->set_candidate(0);
+  p->set_score(kBScore);  // above any information gain: hospital-a wins the root
+  ASSERT_OK(judge->CheckProposals(1, {{"hospital-a", a}, {"hospital-b", mine}}));
+  std::vector<uint32_t> by_q0(40);
+  for (int i = 0; i < 40; ++i) by_q0[i] = i < 12 ? 1 : 0;
+  const fedanon::v1::LocalInstruction split = SplitOnQ1(1, 0, by_q0, /*attr=*/0);
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::LocalVerdicts verdicts,
+                       judge->Judge(1, {{"hospital-a", split}}));
+  ASSERT_EQ(verdicts.verdicts_size(), 1);
+  EXPECT_EQ(verdicts.verdicts(0).group(), 0u);
+  EXPECT_FALSE(verdicts.verdicts(0).accept());
+
+  EXPECT_THAT(judge->CheckVerdicts(1, {}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "(a veto dropped)"));
+  EXPECT_THAT(judge->CheckVerdicts(1, {{"hospital-a", verdicts}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "'hospital-a' is not a judge"));
+  fedanon::v1::LocalVerdicts other = verdicts;
+  other.mutable_verdicts(0)->set_candidate(3);
+  EXPECT_THAT(judge->CheckVerdicts(1, {{"hospital-b", other}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "do not cover the winner of group 0"));
+  ASSERT_OK(judge->CheckVerdicts(1, {{"hospital-b", verdicts}}));
+  const std::string before = judge->StateDigest();
+  ASSERT_OK(judge->ApplyWave(1, {}));
+  EXPECT_EQ(judge->live_groups(), 1u);  // the vetoed split is not applied
+  EXPECT_EQ(judge->vetoes(), 1u);
+  EXPECT_NE(judge->StateDigest(), before);  // the veto is part of the public state
+
+  // Wave 2: proposing the vetoed candidate again is refused.
+  const fedanon::v1::LocalProposals mine2 = judge->Propose(2);
+  a.set_state_digest(mine2.state_digest());
+  EXPECT_THAT(judge->CheckProposals(2, {{"hospital-a", a}, {"hospital-b", mine2}}),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "a candidate a judge vetoed in an earlier wave"));
+}
+
+// The signed verdicts bind the job, run, wave and every verdict.
+TEST(VerticalLocalReplica, VerdictsStatementBindsWaveAndEveryVerdict) {
+  fedanon::v1::LocalVerdicts v;
+  auto* one = v.add_verdicts();
+  one->set_group(3);
+  one->set_attribute(1);
+  one->set_candidate(0);
+  one->set_accept(false);
+  const std::string base = party::LocalVerdictsStatement("job", "run", 2, v);
+  EXPECT_NE(base, party::LocalVerdictsStatement("job", "run", 3, v));
+  EXPECT_NE(base, party::LocalVerdictsStatement("job2", "run", 2, v));
+  fedanon::v1::LocalVerdicts flipped = v;
+  flipped.mutable_verdicts(0)->set_accept(true);
+  EXPECT_NE(base, party::LocalVerdictsStatement("job", "run", 2, flipped));
+  fedanon::v1::LocalVerdicts moved = v;
+  moved.mutable_verdicts(0)->set_group(4);
+  EXPECT_NE(base, party::LocalVerdictsStatement("job", "run", 2, moved));
+  fedanon::v1::LocalVerdicts signed_copy = v;
+  signed_copy.set_signature("sig");
+  EXPECT_EQ(base, party::LocalVerdictsStatement("job", "run", 2, signed_copy));
 }
 
 }  // namespace
