@@ -213,6 +213,20 @@ absl::Status CheckBatchPoints(const std::string& origin, uint32_t batch, uint32_
   return absl::OkStatus();
 }
 
+// A batch's reply must fit the message limit this party negotiated (0: none announced): the
+// leader sizes the batches for its own limit, which may be larger than this party's.
+absl::Status CheckBatchFits(const fedanon::v1::VerticalStepResult& out, uint64_t message_limit,
+                            uint32_t batch_ids) {
+  constexpr uint64_t kEnvelopeSlack = 512;  // request id, job id and framing around the result
+  const uint64_t bytes = out.ByteSizeLong() + kEnvelopeSlack;
+  if (message_limit > 0 && bytes > message_limit) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("a batch of ", batch_ids, " ids makes a reply of ", bytes,
+                     " bytes, over this party's message limit of ", message_limit, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
 // This process's memory at a phase boundary of a vertical job (bench/vertical_daemons.sh prints
 // these lines: where each party peaks).
 void LogUsage(const std::string& job_id, std::string_view phase) {
@@ -2382,6 +2396,7 @@ absl::Status PartyAgent::VerticalIdEncryptBatch(JobSlot& slot, const fedanon::v1
                            IdBatchPurpose(job.run_id, options_.name, 0, step.batch(), batches),
                            SerializeIdList(points)));
   out->mutable_ids()->set_batches(batches);
+  RETURN_IF_ERROR(CheckBatchFits(*out, job.message_limit, job.id_batch_ids));
   job.id_batch_answered[key] = digest;
   spdlog::debug("job={} IdEncrypt batch {} of {} ({} ids): encrypt {:.3f} s (wall)", job.job_id,
                 step.batch(), batches, count, crypto_s);
@@ -2472,6 +2487,7 @@ absl::Status PartyAgent::VerticalIdReencryptBatch(JobSlot& slot, const fedanon::
                   IdDigestsPurpose(job.run_id, re.origin(), re.batch(), re.batches()), serialized));
     }
   }
+  RETURN_IF_ERROR(CheckBatchFits(*out, job.message_limit, job.id_batch_ids));
   job.id_batch_answered[key] = digest;
   return Audit(slot, round,
                {.kind = kAuditIdList,

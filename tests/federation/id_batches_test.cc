@@ -116,12 +116,17 @@ using Tamper =
     std::function<void(InProcessFederation&, const std::string&, fedanon::v1::LeaderMessage*)>;
 
 // Runs the job with batches of `batch` ids (0: whole lists); `old_party` announces protocol 1.2.
-// `limit` > 0: the leader's message limit.
+// `limit` > 0: the leader's message limit; `party_limit` > 0: every party's.
 JobRun RunJob(const Generated& g, const std::string& name, uint32_t batch,
-              const Tamper& tamper = {}, const std::string& old_party = "", uint64_t limit = 0) {
+              const Tamper& tamper = {}, const std::string& old_party = "", uint64_t limit = 0,
+              uint64_t party_limit = 0) {
   JobRun out;
-  auto fed =
-      InProcessFederation::Create(name, g.files, nullptr, [batch, limit](leader::LeaderOptions& o) {
+  auto fed = InProcessFederation::Create(
+      name, g.files,
+      [party_limit](party::PartyAgentOptions& o) {
+        if (party_limit > 0) o.max_message_bytes = party_limit;
+      },
+      [batch, limit](leader::LeaderOptions& o) {
         o.id_batch_ids = batch;
         if (limit > 0) o.max_message_bytes = limit;
       });
@@ -223,6 +228,15 @@ TEST(IdBatches, UnderASmallMessageLimitEachBatchFitsOneMessage) {
   EXPECT_LE(small.largest_id_reply, kLimit);
   EXPECT_GT(small.largest_id_request, kLimit / 8);  // batches, not a handful of ids
   for (const auto& [party, calls] : small.calls) EXPECT_GE(Count(calls, "E "), 5u) << party;
+}
+
+void ExpectRefused(const JobRun& r, const std::string& reason);
+
+TEST(IdBatches, ABatchOverAPartysOwnMessageLimitIsRefused) {
+  // The leader sizes batches for its own 64 MiB limit (240 ids, 16 KB a batch here) but the
+  // parties accept 4 KiB: each refuses to send a reply over its limit, by name.
+  const JobRun r = RunJob(TwoParties(), "idb_party_limit", 65536, {}, "", 0, 4096);
+  ExpectRefused(r, "over this party's message limit of 4096 bytes");
 }
 
 TEST(IdBatches, EachPartyGetsItsCallsInOneFixedOrder) {
