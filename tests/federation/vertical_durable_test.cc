@@ -285,11 +285,13 @@ TEST(VerticalDurableBatches, LeaderKilledMidIdMatchingResumesAfterItsRestart) {
   EXPECT_NE(at_restart.state(), fedanon::v1::JOB_STATE_DONE);
   const JobInfo info = d->fed->Wait(job_id);
   ExpectSameAsClean(*d, info, clean);
-  EXPECT_THAT(info.report().warnings(),
-              ::testing::Contains(::testing::HasSubstr("resumed 1 time(s) after a leader restart")));
-  std::printf("[ durable ] vertical, ID matching in batches of %u: leader crash at call 150 of %d "
-              "(%s)\n",
-              kTinyBatch, clean.calls, at.c_str());
+  EXPECT_THAT(
+      info.report().warnings(),
+      ::testing::Contains(::testing::HasSubstr("resumed 1 time(s) after a leader restart")));
+  std::printf(
+      "[ durable ] vertical, ID matching in batches of %u: leader crash at call 150 of %d "
+      "(%s)\n",
+      kTinyBatch, clean.calls, at.c_str());
 }
 
 TEST(VerticalDurableBatches, PartyKilledMidIdMatchingResumesFromItsDurableState) {
