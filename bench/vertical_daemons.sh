@@ -77,6 +77,9 @@ load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 usage="$(for n in "${!hwm[@]}"; do echo "$n ${hwm[$n]} ${ticks[$n]:-0}"; done | sort)"
 idcpu="$(grep -ho 'process CPU [0-9.]* s since IdEncrypt, peak RSS [0-9]* MB' "$work"/fed/logs/*.log |
   awk '{print $3, $9}' || true)"
+# The leader's ID-matching breakdown (whole lists: per phase; protocol 1.3: batches).
+grep -ho 'ID matching phases.*\|ID matching in [0-9]* batches.*' "$work"/fed/logs/*.log |
+  sed 's/^/leader: /' || true
 phases="$(for f in "$work"/fed/logs/*.log; do
   grep -ho 'memory at [a-zA-Z ]*: RSS [0-9]* MB, peak RSS [0-9]* MB' "$f" |
     sed "s|^|$(basename "$f" .log): |" || true
@@ -126,6 +129,9 @@ if cpu:
           f"({', '.join(f'{s:.1f} s' for s, _ in cpu)}); 4 x {rows} multiplications at {mul_us:.1f} us "
           f"(id_matching_bench --micro, thread CPU) = {ideal:.1f} s: {ideal / spent:.2f} of the limit")
     print(f"  peak RSS at the end of ID matching: {', '.join(f'{m:.0f} MB' for _, m in cpu)}")
+    busy = spent / (cores * ft['id_matching'])
+    print(f"  parties' CPU during ID matching / ({cores} cores x its wall {ft['id_matching']:.2f} s): "
+          f"{busy:.2f} busy, {1 - busy:.2f} idle (includes the leader's and other processes' share)")
 if phases.strip():
     print("  memory at phase boundaries (each daemon's log):")
     for line in phases.splitlines():

@@ -1144,6 +1144,17 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   }
   options.timeout = job.timeout;
   options.id_matching_timeout = std::max(job.timeout * 20, absl::Minutes(20));
+  // Protocol 1.3: ID matching in batches when every data party speaks it. A batch travels inline:
+  // its points (65 bytes and 2 of framing each) fit half the message limit.
+  options.id_batch_ids = static_cast<uint32_t>(std::min<uint64_t>(
+      options_.id_batch_ids,
+      std::max<uint64_t>(1, common::ChunkBytesForLimit(options_.max_message_bytes) / (2 * 67))));
+  for (const auto& p : channel_->Parties()) {
+    if (std::find(job.ring.begin(), job.ring.end(), p.name) != job.ring.end() &&
+        !common::BatchesIdMatching(p.protocol)) {
+      options.id_batch_ids = 0;
+    }
+  }
   options.check_cancelled = [this, id = job.job_id] { return CheckCancelled(id); };
   options.view_log = job.view_log.get();
   options.observer = observer_;

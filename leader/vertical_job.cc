@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -180,6 +183,34 @@ class Driver {
   absl::StatusOr<uint64_t> MatchIds() {
     const auto& ring = options_.ring;
     const size_t n = ring.size();
+    std::vector<VerticalStepResult> replies;
+    if (options_.id_batch_ids > 0) {
+      ASSIGN_OR_RETURN(replies, MatchIdsInBatches());
+    } else {
+      ASSIGN_OR_RETURN(replies, MatchWholeLists());
+    }
+    for (size_t r = 0; r < n; ++r) {
+      ViewEntry e;
+      e.kind = kViewIdIntersection;
+      e.party = ring[r];
+      e.counts = {replies[r].ids().common_records()};
+      RETURN_IF_ERROR(Log(std::move(e)));
+    }
+    const uint64_t common_records = replies[0].ids().common_records();
+    for (size_t r = 1; r < n; ++r) {
+      if (replies[r].ids().common_records() != common_records) {
+        return absl::InternalError(absl::StrCat("parties disagree on the ID intersection ('",
+                                                ring[0], "' vs '", ring[r], "')"));
+      }
+    }
+    return common_records;
+  }
+
+  // Protocol 1.2 (and a job with a 1.2 party): each list whole, chunked under the message limit.
+  // Returns every party's IdAlign reply, in ring order.
+  absl::StatusOr<std::vector<VerticalStepResult>> MatchWholeLists() {
+    const auto& ring = options_.ring;
+    const size_t n = ring.size();
     const absl::Duration timeout = options_.id_matching_timeout;
     std::vector<CarriedPayload> carried(n);
     const auto phase_start = std::chrono::steady_clock::now();
@@ -222,21 +253,212 @@ class Driver {
         "IdReEncrypt {:.2f} s, IdAlign {:.2f} s, ChunkGet {:.2f} s, ChunkPut {:.2f} s",
         options_.job_id, encrypt_phase, ring_phase, Since(align_start), sums.encrypt,
         sums.reencrypt, sums.align, sums.fetch, sums.hand);
-    for (size_t r = 0; r < n; ++r) {
-      ViewEntry e;
-      e.kind = kViewIdIntersection;
-      e.party = ring[r];
-      e.counts = {replies[r].ids().common_records()};
-      RETURN_IF_ERROR(Log(std::move(e)));
+    return replies;
+  }
+
+  // Protocol 1.3: ID matching in batches of options_.id_batch_ids ids (docs/crypto.md, "ID
+  // matching in batches"). Item (origin o, batch b, hop h) is party (o + h) % n's work on batch b
+  // of o's list: h = 0 its owner's IdEncrypt, 0 < h < n an IdReEncrypt, and h = n the delivery
+  // of the last hop's digests (IdDigests) to a party. Each party has one thread that runs its
+  // items in one fixed order, by (b + h, h, o): an item only needs (o, b, h - 1), whose key is
+  // one less, so every party progresses, each works on a batch while the leader relays the
+  // others, and the n-th call to a party is the same in every run (RecordingChannel's replay).
+  // Batches travel inline (no ChunkRef): the leader picks the batch size under the message limit.
+  absl::StatusOr<std::vector<VerticalStepResult>> MatchIdsInBatches() {
+    const size_t n = options_.ring.size();
+    BatchBoard board;
+    board.batches.assign(n, 0);
+    std::vector<VerticalStepResult> replies(n);
+    const auto start = std::chrono::steady_clock::now();
+    const absl::Status done = ForEachList(n, [&](size_t k) -> absl::Status {
+      absl::Status st = RunBatchWorker(k, board, &replies[k]);
+      if (!st.ok()) board.Fail(st);
+      return st;
+    });
+    if (!done.ok()) {
+      // The first failure, not a thread that stopped because of it.
+      std::lock_guard<std::mutex> lock(board.mu);
+      return board.failed.ok() ? done : board.failed;
     }
-    const uint64_t common_records = replies[0].ids().common_records();
-    for (size_t r = 1; r < n; ++r) {
-      if (replies[r].ids().common_records() != common_records) {
-        return absl::InternalError(absl::StrCat("parties disagree on the ID intersection ('",
-                                                ring[0], "' vs '", ring[r], "')"));
+    const IdMatchingClock sums = id_clock_.Get();
+    uint64_t batches = 0;
+    for (uint32_t b : board.batches) batches += b;
+    spdlog::info(
+        "job={} round=0 ID matching in {} batches of up to {} ids (wall {:.2f} s); summed over "
+        "the per-party threads: IdEncrypt {:.2f} s, IdReEncrypt {:.2f} s, IdDigests {:.2f} s, "
+        "IdAlign {:.2f} s, waiting for input {:.2f} s",
+        options_.job_id, batches, options_.id_batch_ids, Since(start), sums.encrypt, sums.reencrypt,
+        sums.hand, sums.align, sums.fetch);
+    return replies;
+  }
+
+  // What the per-party threads of MatchIdsInBatches share: each list's batch count (from its
+  // owner's first reply), the sealed batches between hops, the last hops' digests per receiver,
+  // and the first failure (which stops every thread).
+  struct BatchBoard {
+    std::mutex mu;
+    std::condition_variable changed;
+    absl::Status failed;
+    std::vector<uint32_t> batches;  // per origin; 0 until known
+    size_t known = 0;
+    std::map<std::tuple<size_t, uint32_t, size_t>, fedanon::v1::SealedPayload> hops;
+    std::map<std::tuple<size_t, uint32_t, size_t>, fedanon::v1::SealedPayload> digests;
+    void Fail(const absl::Status& st) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (failed.ok()) failed = st;
+      }
+      changed.notify_all();
+    }
+  };
+
+  // Waits until `ready` holds (under board.mu) or the job fails or is cancelled.
+  absl::Status AwaitBoard(BatchBoard& board, std::unique_lock<std::mutex>& lock,
+                          const std::function<bool()>& ready) {
+    while (!ready()) {
+      if (!board.failed.ok()) return absl::AbortedError("another ID-matching thread failed");
+      board.changed.wait_for(lock, std::chrono::milliseconds(500));
+      if (options_.check_cancelled) {
+        lock.unlock();
+        const absl::Status cancelled = options_.check_cancelled();
+        lock.lock();
+        RETURN_IF_ERROR(cancelled);
       }
     }
-    return common_records;
+    return absl::OkStatus();
+  }
+
+  absl::Status RunBatchWorker(size_t k, BatchBoard& board, VerticalStepResult* align_reply) {
+    const auto& ring = options_.ring;
+    const size_t n = ring.size();
+    const uint32_t size = options_.id_batch_ids;
+    const std::string& party = ring[k];
+    // Batch `b` of this party's own list; its reply names the list's batch count.
+    auto encrypt = [&](uint32_t b) -> absl::StatusOr<uint32_t> {
+      fedanon::v1::VerticalStep step;
+      auto* e = step.mutable_id_encrypt();
+      e->set_next(ring[(k + 1) % n]);
+      e->set_batch(b);
+      e->set_batch_ids(size);
+      const auto t = std::chrono::steady_clock::now();
+      ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, 0, std::move(step)));
+      id_clock_.Add(&IdMatchingClock::encrypt, Since(t));
+      const auto& ids = reply.ids();
+      if (ids.batches() == 0 || b >= ids.batches() || ids.list().sender() != party ||
+          ids.list().receiver() != ring[(k + 1) % n]) {
+        return absl::InternalError(
+            absl::StrCat("party '", party, "' sent no batch ", b, " of its ID list"));
+      }
+      std::lock_guard<std::mutex> lock(board.mu);
+      board.hops[{k, b, 0}] = ids.list();
+      board.changed.notify_all();
+      return ids.batches();
+    };
+    ASSIGN_OR_RETURN(const uint32_t own_batches, encrypt(0));
+    std::vector<uint32_t> batches;
+    {
+      std::unique_lock<std::mutex> lock(board.mu);
+      board.batches[k] = own_batches;
+      ++board.known;
+      board.changed.notify_all();
+      RETURN_IF_ERROR(AwaitBoard(board, lock, [&] { return board.known == n; }));
+      batches = board.batches;
+    }
+    struct Item {
+      uint64_t key;
+      size_t hop;
+      size_t origin;
+      uint32_t batch;
+    };
+    std::vector<Item> items;
+    for (size_t h = 0; h < n; ++h) {
+      const size_t o = (k + n - h) % n;
+      for (uint32_t b = (h == 0 ? 1 : 0); b < batches[o]; ++b) items.push_back({b + h, h, o, b});
+    }
+    for (size_t o = 0; o < n; ++o) {
+      for (uint32_t b = 0; b < batches[o]; ++b) items.push_back({b + n, n, o, b});
+    }
+    std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+      return std::tie(a.key, a.hop, a.origin) < std::tie(b.key, b.hop, b.origin);
+    });
+    // Takes the sealed payload under `key` from `from` once it is there.
+    auto take =
+        [&](std::map<std::tuple<size_t, uint32_t, size_t>, fedanon::v1::SealedPayload>& from,
+            std::tuple<size_t, uint32_t, size_t> key)
+        -> absl::StatusOr<fedanon::v1::SealedPayload> {
+      const auto w = std::chrono::steady_clock::now();
+      std::unique_lock<std::mutex> lock(board.mu);
+      RETURN_IF_ERROR(AwaitBoard(board, lock, [&] { return from.count(key) > 0; }));
+      auto node = from.extract(key);
+      lock.unlock();
+      id_clock_.Add(&IdMatchingClock::fetch, Since(w));
+      return std::move(node.mapped());
+    };
+    for (const Item& item : items) {
+      const std::string& origin = ring[item.origin];
+      if (item.hop == 0) {
+        ASSIGN_OR_RETURN(const uint32_t count, encrypt(item.batch));
+        if (count != batches[k]) {
+          return absl::InternalError(absl::StrCat("party '", party, "' changed its batch count"));
+        }
+        continue;
+      }
+      if (item.hop < n) {
+        ASSIGN_OR_RETURN(fedanon::v1::SealedPayload input,
+                         take(board.hops, {item.origin, item.batch, item.hop - 1}));
+        fedanon::v1::VerticalStep step;
+        auto* re = step.mutable_id_reencrypt();
+        *re->mutable_list() = std::move(input);
+        re->set_origin(origin);
+        const bool last = item.hop + 1 == n;
+        if (!last) re->set_next(ring[(item.origin + item.hop + 1) % n]);
+        re->set_batch(item.batch);
+        re->set_batches(batches[item.origin]);
+        re->set_batch_ids(size);
+        const auto t = std::chrono::steady_clock::now();
+        ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, 0, std::move(step)));
+        id_clock_.Add(&IdMatchingClock::reencrypt, Since(t));
+        auto* ids = reply.mutable_ids();
+        std::lock_guard<std::mutex> lock(board.mu);
+        if (!last) {
+          board.hops[{item.origin, item.batch, item.hop}] = std::move(*ids->mutable_list());
+        } else {
+          if (static_cast<size_t>(ids->for_parties_size()) != n) {
+            return absl::InternalError(
+                absl::StrCat("party '", party, "' did not seal the full list for every party"));
+          }
+          for (size_t r = 0; r < n; ++r) {
+            auto& sealed = *ids->mutable_for_parties(static_cast<int>(r));
+            if (sealed.receiver() != ring[r]) {
+              return absl::InternalError(
+                  absl::StrCat("party '", party, "' sealed the full list for '", sealed.receiver(),
+                               "' in place of '", ring[r], "'"));
+            }
+            board.digests[{item.origin, item.batch, r}] = std::move(sealed);
+          }
+        }
+        board.changed.notify_all();
+        continue;
+      }
+      ASSIGN_OR_RETURN(fedanon::v1::SealedPayload sealed,
+                       take(board.digests, {item.origin, item.batch, k}));
+      fedanon::v1::VerticalStep step;
+      auto* d = step.mutable_id_digests();
+      d->set_origin(origin);
+      d->set_batch(item.batch);
+      d->set_batches(batches[item.origin]);
+      d->set_batch_ids(size);
+      *d->mutable_digests() = std::move(sealed);
+      const auto t = std::chrono::steady_clock::now();
+      RETURN_IF_ERROR(Call(party, 0, std::move(step)).status());
+      id_clock_.Add(&IdMatchingClock::hand, Since(t));
+    }
+    fedanon::v1::VerticalStep align;
+    align.mutable_id_align()->set_batch_ids(size);
+    const auto t = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(*align_reply, Call(party, 0, std::move(align)));
+    id_clock_.Add(&IdMatchingClock::align, Since(t));
+    return absl::OkStatus();
   }
 
   // 2. Rounds until every party sends Not-participate; returns why they stopped and leaves in

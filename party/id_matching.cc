@@ -80,6 +80,19 @@ absl::StatusOr<std::vector<std::string>> IdMatcher::EncryptOwn() const {
   return cipher_->EncryptBatch(shuffled, threads_, hop_encoding_);
 }
 
+absl::StatusOr<std::vector<std::string>> IdMatcher::EncryptOwnRange(size_t first,
+                                                                    size_t count) const {
+  if (first > ids_.size() || count > ids_.size() - first) {
+    return absl::InvalidArgumentError(absl::StrCat("items ", first, "..", first + count,
+                                                   " are past the end of a list of ", ids_.size(),
+                                                   " ids"));
+  }
+  std::vector<std::string> shuffled;
+  shuffled.reserve(count);
+  for (size_t j = first; j < first + count; ++j) shuffled.push_back(ids_[order_[j]]);
+  return cipher_->EncryptBatch(shuffled, threads_, hop_encoding_);
+}
+
 absl::StatusOr<std::vector<std::string>> IdMatcher::ReEncrypt(
     const std::vector<std::string>& points, bool last_hop) const {
   return cipher_->ReEncryptBatch(points, threads_,

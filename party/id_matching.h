@@ -53,6 +53,10 @@ class IdMatcher {
   // This party's ids under its key, in a secret random order drawn at Create (OpenSSL CSPRNG);
   // later hops keep the order, so `full[own_index]` of Align comes back in the same order.
   absl::StatusOr<std::vector<std::string>> EncryptOwn() const;
+  // Items [first, first + count) of EncryptOwn's list (the same points): one batch of the list
+  // (protocol 1.3, docs/crypto.md "ID matching in batches"). InvalidArgument past the list's end.
+  absl::StatusOr<std::vector<std::string>> EncryptOwnRange(size_t first, size_t count) const;
+  size_t size() const { return ids_.size(); }
   // `last_hop`: the output is compressed whatever the hop encoding, so that FinalDigests hash one
   // canonical form.
   absl::StatusOr<std::vector<std::string>> ReEncrypt(const std::vector<std::string>& points,

@@ -139,9 +139,11 @@ std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t rou
     return absl::StrCat(c.attribute(), ".", c.node(), ".", c.candidate());
   };
   switch (step.step_case()) {
+    // Batches (protocol 1.3) travel inline: one request, one answer per (origin, batch) instead.
     case fedanon::v1::VerticalStep::kIdEncrypt:
-      return "ids/own";
+      return step.id_encrypt().batch_ids() > 0 ? "" : "ids/own";
     case fedanon::v1::VerticalStep::kIdReencrypt:
+      if (step.id_reencrypt().batch_ids() > 0) return "";
       return absl::StrCat("ids/", step.id_reencrypt().origin());
     case fedanon::v1::VerticalStep::kWinner:
       return absl::StrCat("instruction/r", round, "/", candidate(step.winner().candidate()),
@@ -158,6 +160,73 @@ std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t rou
     default:
       return "";
   }
+}
+
+// ---- ID matching in batches (protocol 1.3; docs/crypto.md, "ID matching in batches") ----
+
+// What a batch's sealed box is bound to, besides job, round, sender and receiver: the run, the
+// list's origin, the hop that produced it (0: the owner's encryption), the batch and the count.
+std::string IdBatchPurpose(const std::string& run, const std::string& origin, size_t hop,
+                           uint32_t batch, uint32_t batches) {
+  return absl::StrCat("id-batch:", origin, ":run ", run, ":hop ", hop, ":", batch, "/", batches);
+}
+// The last hop's digests of a batch, sealed for every party.
+std::string IdDigestsPurpose(const std::string& run, const std::string& origin, uint32_t batch,
+                             uint32_t batches) {
+  return absl::StrCat("id-full:", origin, ":run ", run, ":", batch, "/", batches);
+}
+
+// The batch size a batched request names: fixed by the first one of the job.
+absl::Status CheckBatchSize(uint32_t* fixed, uint32_t named) {
+  if (named == 0) return absl::InvalidArgumentError("a batched ID-matching step names no size");
+  if (*fixed == 0) *fixed = named;
+  if (*fixed != named) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ID batch size changed from ", *fixed, " to ", named, " ids"));
+  }
+  return absl::OkStatus();
+}
+
+// `batch` < `batches`, and one count per origin's list for the whole job.
+absl::Status CheckBatchCount(std::map<std::string, uint32_t>& counts, const std::string& origin,
+                             uint32_t batch, uint32_t batches) {
+  if (batches == 0 || batch >= batches) {
+    return absl::InvalidArgumentError(absl::StrCat("batch ", batch, " of ", batches, " of '",
+                                                   origin, "''s list is out of range"));
+  }
+  const auto [it, inserted] = counts.emplace(origin, batches);
+  if (!inserted && it->second != batches) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the batch count of '", origin, "''s list changed from ", it->second, " to ", batches));
+  }
+  return absl::OkStatus();
+}
+
+// Every batch but the last holds exactly `size` ids, the last 1 to `size` (0 only when the list
+// is empty: one empty batch).
+absl::Status CheckBatchPoints(const std::string& origin, uint32_t batch, uint32_t batches,
+                              uint32_t size, size_t count) {
+  const bool last = batch + 1 == batches;
+  if ((!last && count != size) || (last && (count > size || (count == 0 && batches > 1)))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch ", batch, " of ", batches, " of '", origin, "''s list holds ", count,
+                     " ids; every batch but the last holds ", size, " and the last 1 to ", size));
+  }
+  return absl::OkStatus();
+}
+
+// A batch's reply must fit the message limit this party negotiated (0: none announced): the
+// leader sizes the batches for its own limit, which may be larger than this party's.
+absl::Status CheckBatchFits(const fedanon::v1::VerticalStepResult& out, uint64_t message_limit,
+                            uint32_t batch_ids) {
+  constexpr uint64_t kEnvelopeSlack = 512;  // request id, job id and framing around the result
+  const uint64_t bytes = out.ByteSizeLong() + kEnvelopeSlack;
+  if (message_limit > 0 && bytes > message_limit) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("a batch of ", batch_ids, " ids makes a reply of ", bytes,
+                     " bytes, over this party's message limit of ", message_limit, " bytes"));
+  }
+  return absl::OkStatus();
 }
 
 // This process's memory at a phase boundary of a vertical job (bench/vertical_daemons.sh prints
@@ -278,6 +347,15 @@ struct PartyAgent::JobState {
   std::optional<std::pair<std::string, PartyMessage>> vertical_last;
   std::string restored_matcher_secret;
   std::optional<IdAlignment> restored_alignment;
+  // ID matching in batches (protocol 1.3): the batch size, fixed by the first batched step (0:
+  // the lists go whole); each origin's batch count; per (origin, batch) the digest of the request
+  // answered (a byte-identical repeat is answered again, another request refused) and of the
+  // digests delivered; the delivered digests (packed 16-byte digests), until IdAlign.
+  uint32_t id_batch_ids = 0;
+  std::map<std::string, uint32_t> id_batches;
+  std::map<std::pair<std::string, uint32_t>, std::string> id_batch_answered;
+  std::map<std::pair<std::string, uint32_t>, std::string> id_digests_delivered;
+  std::map<std::pair<std::string, uint32_t>, std::string> id_digests;
 };
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
@@ -851,6 +929,7 @@ absl::Status PartyAgent::ReplayVertical(JobSlot& slot, const LeaderMessage& requ
   switch (step.step_case()) {
     case fedanon::v1::VerticalStep::kIdEncrypt:
     case fedanon::v1::VerticalStep::kIdReencrypt:
+    case fedanon::v1::VerticalStep::kIdDigests:
       if (aligned) break;  // the alignment below stands for the whole matching
       if (step.has_id_encrypt()) job.restored_matcher_secret = extra;
       RETURN_IF_ERROR(HandleVertical(slot, request).status());
@@ -2097,10 +2176,21 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
   auto* out = reply.mutable_vertical();
   switch (step.step_case()) {
     case fedanon::v1::VerticalStep::kIdEncrypt:
-      RETURN_IF_ERROR(VerticalIdEncrypt(slot, step.id_encrypt(), round, out));
+      if (step.id_encrypt().batch_ids() > 0) {
+        RETURN_IF_ERROR(VerticalIdEncryptBatch(slot, step.id_encrypt(), round, out));
+      } else {
+        RETURN_IF_ERROR(VerticalIdEncrypt(slot, step.id_encrypt(), round, out));
+      }
       return reply;
     case fedanon::v1::VerticalStep::kIdReencrypt:
-      RETURN_IF_ERROR(VerticalIdReencrypt(slot, step.id_reencrypt(), round, out));
+      if (step.id_reencrypt().batch_ids() > 0) {
+        RETURN_IF_ERROR(VerticalIdReencryptBatch(slot, step.id_reencrypt(), round, out));
+      } else {
+        RETURN_IF_ERROR(VerticalIdReencrypt(slot, step.id_reencrypt(), round, out));
+      }
+      return reply;
+    case fedanon::v1::VerticalStep::kIdDigests:
+      RETURN_IF_ERROR(VerticalIdDigests(slot, step.id_digests(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kIdAlign:
       RETURN_IF_ERROR(VerticalIdAlign(slot, step.id_align(), round, out));
@@ -2168,6 +2258,9 @@ double WallSince(std::chrono::steady_clock::time_point t) {
 absl::Status PartyAgent::VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdEncrypt& step,
                                            uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
+  if (job.id_batch_ids > 0) {
+    return absl::FailedPreconditionError("this job's ID matching runs in batches");
+  }
   job.id_matching_cpu_start = CurrentProcessUsage().cpu_seconds;
   if (job.replaying && !job.restored_matcher_secret.empty()) {
     ASSIGN_OR_RETURN(job.matcher,
@@ -2202,6 +2295,9 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
                                              uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
   if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
+  if (job.id_batch_ids > 0) {
+    return absl::FailedPreconditionError("this job's ID matching runs in batches");
+  }
   const auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(std::string bytes,
                    OpenPayload(slot, re.list(), re.list_ref(), round, "id-list", nullptr));
@@ -2260,6 +2356,221 @@ absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::I
                 .texts = {{"origin", re.origin()}, {"list", "fully-encrypted digests"}}});
 }
 
+absl::Status PartyAgent::VerticalIdEncryptBatch(JobSlot& slot, const fedanon::v1::IdEncrypt& step,
+                                                uint64_t round,
+                                                fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *slot.job;
+  if (job.matcher && job.id_batch_ids == 0) {
+    return absl::FailedPreconditionError("this job's ID matching runs on whole lists");
+  }
+  RETURN_IF_ERROR(CheckBatchSize(&job.id_batch_ids, step.batch_ids()));
+  const size_t n = job.ring.size();
+  const size_t own = static_cast<size_t>(
+      std::find(job.ring.begin(), job.ring.end(), options_.name) - job.ring.begin());
+  if (own == n) return absl::InvalidArgumentError("this party is not in the job's ring");
+  const std::string& successor = job.ring[(own + 1) % n];
+  if (step.next() != successor) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "IdEncrypt names '", step.next(), "' as next, not the ring's successor '", successor, "'"));
+  }
+  if (!job.matcher) {
+    job.id_matching_cpu_start = CurrentProcessUsage().cpu_seconds;
+    if (job.replaying && !job.restored_matcher_secret.empty()) {
+      ASSIGN_OR_RETURN(job.matcher,
+                       IdMatcher::Restore(job.vertical->ids(), job.restored_matcher_secret));
+    } else {
+      ASSIGN_OR_RETURN(job.matcher, IdMatcher::Create(job.vertical->ids()));
+    }
+    // Durable with this first reply that depends on them (as for a whole list).
+    if (!job.replaying) {
+      job.journal_extra = std::string(job.matcher->DurableSecret().AsStringView());
+    }
+  }
+  const uint64_t size = job.id_batch_ids;
+  const uint64_t total = job.matcher->size();
+  const uint32_t batches = static_cast<uint32_t>(std::max<uint64_t>(1, (total + size - 1) / size));
+  RETURN_IF_ERROR(CheckBatchCount(job.id_batches, options_.name, step.batch(), batches));
+  const std::string digest = crypto::Sha256(step.SerializeAsString());
+  const std::pair<std::string, uint32_t> key{options_.name, step.batch()};
+  if (auto it = job.id_batch_answered.find(key);
+      it != job.id_batch_answered.end() && it->second != digest) {
+    return absl::FailedPreconditionError(absl::StrCat("one request, one answer: batch ",
+                                                      step.batch(),
+                                                      " of this party's list was already "
+                                                      "encrypted for another request"));
+  }
+  const uint64_t first = uint64_t{step.batch()} * size;
+  const uint64_t count = std::min<uint64_t>(size, total - first);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwnRange(first, count));
+  const double crypto_s = WallSince(t0);
+  ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
+                   SealFor(slot, step.next(), round,
+                           IdBatchPurpose(job.run_id, options_.name, 0, step.batch(), batches),
+                           SerializeIdList(points)));
+  out->mutable_ids()->set_batches(batches);
+  RETURN_IF_ERROR(CheckBatchFits(*out, job.message_limit, job.id_batch_ids));
+  job.id_batch_answered[key] = digest;
+  spdlog::debug("job={} IdEncrypt batch {} of {} ({} ids): encrypt {:.3f} s (wall)", job.job_id,
+                step.batch(), batches, count, crypto_s);
+  return Audit(slot, round,
+               {.kind = kAuditIdList,
+                .form = kAuditSealed,
+                .to = {step.next()},
+                .numbers = {{"ids", count}, {"batch", step.batch()}, {"batches", batches}},
+                .texts = {{"origin", options_.name}}});
+}
+
+absl::Status PartyAgent::VerticalIdReencryptBatch(JobSlot& slot, const fedanon::v1::IdReEncrypt& re,
+                                                  uint64_t round,
+                                                  fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *slot.job;
+  if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
+  if (job.id_batch_ids == 0) {
+    return absl::FailedPreconditionError("this job's ID matching runs on whole lists");
+  }
+  RETURN_IF_ERROR(CheckBatchSize(&job.id_batch_ids, re.batch_ids()));
+  const size_t n = job.ring.size();
+  const auto index = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(job.ring.begin(), job.ring.end(), name) -
+                               job.ring.begin());
+  };
+  const size_t own = index(options_.name);
+  const size_t origin = index(re.origin());
+  if (own == n || origin == n || origin == own) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", re.origin(), "' is not another data party of the job"));
+  }
+  // This party is hop `hop` of origin's walk round the ring: its input comes from the party
+  // before it on that walk and goes to the one after it (none after the last hop).
+  const size_t hop = (own + n - origin) % n;
+  const std::string& predecessor = job.ring[(origin + hop - 1) % n];
+  const std::string successor = hop + 1 < n ? job.ring[(origin + hop + 1) % n] : "";
+  if (re.next() != successor) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("IdReEncrypt of '", re.origin(), "''s list names '", re.next(),
+                     "' as next, not '", successor, "' (the ring's order)"));
+  }
+  RETURN_IF_ERROR(CheckBatchCount(job.id_batches, re.origin(), re.batch(), re.batches()));
+  if (re.list().sender() != predecessor) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "batch ", re.batch(), " of '", re.origin(), "''s list is sealed by '", re.list().sender(),
+        "', not by its predecessor '", predecessor, "' on the ring"));
+  }
+  const std::string digest = crypto::Sha256(re.SerializeAsString());
+  const std::pair<std::string, uint32_t> key{re.origin(), re.batch()};
+  if (auto it = job.id_batch_answered.find(key);
+      it != job.id_batch_answered.end() && it->second != digest) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("one request, one answer: batch ", re.batch(), " of '", re.origin(),
+                     "''s list was already re-encrypted from another payload"));
+  }
+  absl::StatusOr<std::string> bytes =
+      OpenSealed(slot, re.list(), round,
+                 IdBatchPurpose(job.run_id, re.origin(), hop - 1, re.batch(), re.batches()));
+  if (!bytes.ok()) {
+    return absl::PermissionDeniedError(absl::StrCat("batch ", re.batch(), " of ", re.batches(),
+                                                    " of '", re.origin(),
+                                                    "''s list does not open as hop ", hop - 1,
+                                                    "'s (sealed for another origin, hop, batch or "
+                                                    "count): ",
+                                                    bytes.status().message()));
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> points, ParseIdList(*bytes));
+  RETURN_IF_ERROR(
+      CheckBatchPoints(re.origin(), re.batch(), re.batches(), job.id_batch_ids, points.size()));
+  const uint64_t count = points.size();
+  const bool last_hop = successor.empty();
+  ASSIGN_OR_RETURN(std::vector<std::string> again, job.matcher->ReEncrypt(points, last_hop));
+  std::vector<std::string>().swap(points);
+  if (!last_hop) {
+    ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
+                     SealFor(slot, successor, round,
+                             IdBatchPurpose(job.run_id, re.origin(), hop, re.batch(), re.batches()),
+                             SerializeIdList(again)));
+  } else {
+    // The last hop: the batch fully encrypted, as digests, for every party.
+    fedanon::v1::IdList digests;
+    digests.set_digests(IdMatcher::FinalDigests(again));
+    const std::string serialized = digests.SerializeAsString();
+    for (const auto& party : job.ring) {
+      ASSIGN_OR_RETURN(
+          *out->mutable_ids()->add_for_parties(),
+          SealFor(slot, party, round,
+                  IdDigestsPurpose(job.run_id, re.origin(), re.batch(), re.batches()), serialized));
+    }
+  }
+  RETURN_IF_ERROR(CheckBatchFits(*out, job.message_limit, job.id_batch_ids));
+  job.id_batch_answered[key] = digest;
+  return Audit(slot, round,
+               {.kind = kAuditIdList,
+                .form = kAuditSealed,
+                .to = last_hop ? job.ring : std::vector<std::string>{successor},
+                .numbers = {{"ids", count}, {"batch", re.batch()}, {"batches", re.batches()}},
+                .texts = {{"origin", re.origin()}}});
+}
+
+absl::Status PartyAgent::VerticalIdDigests(JobSlot& slot, const fedanon::v1::IdDigests& d,
+                                           uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *slot.job;
+  if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
+  if (job.id_batch_ids == 0) {
+    return absl::FailedPreconditionError("this job's ID matching runs on whole lists");
+  }
+  RETURN_IF_ERROR(CheckBatchSize(&job.id_batch_ids, d.batch_ids()));
+  const size_t n = job.ring.size();
+  const size_t origin = static_cast<size_t>(
+      std::find(job.ring.begin(), job.ring.end(), d.origin()) - job.ring.begin());
+  if (origin == n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", d.origin(), "' is not a data party of the job"));
+  }
+  const std::string& last = job.ring[(origin + n - 1) % n];
+  if (d.digests().sender() != last) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the digests of batch ", d.batch(), " of '", d.origin(), "''s list are sealed by '",
+        d.digests().sender(), "', not by its last hop '", last, "'"));
+  }
+  RETURN_IF_ERROR(CheckBatchCount(job.id_batches, d.origin(), d.batch(), d.batches()));
+  const std::string digest = crypto::Sha256(d.SerializeAsString());
+  const std::pair<std::string, uint32_t> key{d.origin(), d.batch()};
+  out->mutable_ids();
+  // The reply is a receipt to the leader (nothing sealed, no data).
+  const auto receipt = [&] {
+    slot.mu.AssertHeld();  // for -Wthread-safety: the lambda runs under the caller's lock
+    return Audit(slot, round,
+                 {.kind = kAuditChunkReceipt,
+                  .form = kAuditPlaintext,
+                  .to = {job.leader},
+                  .numbers = {{"batch", d.batch()}, {"batches", d.batches()}},
+                  .texts = {{"origin", d.origin()}, {"list", "fully-encrypted digests"}}});
+  };
+  if (auto it = job.id_digests_delivered.find(key); it != job.id_digests_delivered.end()) {
+    if (it->second == digest) return receipt();  // the same delivery again
+    return absl::FailedPreconditionError(
+        absl::StrCat("one request, one answer: the digests of batch ", d.batch(), " of '",
+                     d.origin(), "''s list were already delivered with other content"));
+  }
+  absl::StatusOr<std::string> bytes = OpenSealed(
+      slot, d.digests(), round, IdDigestsPurpose(job.run_id, d.origin(), d.batch(), d.batches()));
+  if (!bytes.ok()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("the digests of batch ", d.batch(), " of ", d.batches(), " of '", d.origin(),
+                     "''s list do not open (sealed for another origin, batch or count): ",
+                     bytes.status().message()));
+  }
+  fedanon::v1::IdList list;
+  if (!list.ParseFromString(*bytes)) {
+    return absl::InvalidArgumentError("an ID digest list does not parse");
+  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> split, IdMatcher::SplitDigests(list.digests()));
+  RETURN_IF_ERROR(
+      CheckBatchPoints(d.origin(), d.batch(), d.batches(), job.id_batch_ids, split.size()));
+  job.id_digests[key] = std::move(*list.mutable_digests());
+  job.id_digests_delivered[key] = digest;
+  return receipt();
+}
+
 absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAlign& align,
                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
@@ -2275,14 +2586,47 @@ absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAli
   const auto& lists = align.lists();
   const auto& refs = align.list_refs();
   const bool chunked = !refs.empty();
-  if (static_cast<size_t>(chunked ? refs.size() : lists.size()) != job.ring.size()) {
+  const bool batched = job.id_batch_ids > 0;
+  if (batched != (align.batch_ids() > 0)) {
+    return absl::FailedPreconditionError(batched ? "this job's ID matching runs in batches"
+                                                 : "this job's ID matching runs on whole lists");
+  }
+  if (batched && align.batch_ids() != job.id_batch_ids) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ID batch size changed from ", job.id_batch_ids, " to ", align.batch_ids(), " ids"));
+  }
+  if (!batched && static_cast<size_t>(chunked ? refs.size() : lists.size()) != job.ring.size()) {
     return absl::InvalidArgumentError("ID alignment needs one list per party");
+  }
+  if (batched && (!lists.empty() || !refs.empty())) {
+    return absl::InvalidArgumentError("ID alignment in batches takes the delivered digests only");
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::vector<std::string>> full(job.ring.size());
   size_t own_index = job.ring.size();
   for (size_t i = 0; i < job.ring.size(); ++i) {
     if (job.ring[i] == options_.name) own_index = i;
+    if (batched) {
+      // Every batch of every list, delivered (IdDigests) and checked: none may be missing.
+      const std::string& origin = job.ring[i];
+      const auto count = job.id_batches.find(origin);
+      if (count == job.id_batches.end()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "IdAlign: no batch of '", origin, "''s fully encrypted list was delivered"));
+      }
+      std::string packed;
+      for (uint32_t b = 0; b < count->second; ++b) {
+        const auto it = job.id_digests.find({origin, b});
+        if (it == job.id_digests.end()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("IdAlign: batch ", b, " of ", count->second, " of '", origin,
+                           "''s fully encrypted list was not delivered"));
+        }
+        packed += it->second;
+      }
+      ASSIGN_OR_RETURN(full[i], IdMatcher::SplitDigests(packed));
+      continue;
+    }
     const int at = static_cast<int>(i);
     ASSIGN_OR_RETURN(std::string bytes,
                      OpenPayload(slot, chunked ? fedanon::v1::SealedPayload() : lists[at],
@@ -2303,6 +2647,9 @@ absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAli
   spdlog::info("job={} IdAlign: open + parse {:.2f} s, align {:.2f} s (wall)", job.job_id, open_s,
                WallSince(t1));
   job.matcher.reset();
+  job.id_digests.clear();
+  job.id_digests_delivered.clear();
+  job.id_batch_answered.clear();
   if (!job.replaying) {
     // The matched-id result, durable with this reply: common count, then each record's position.
     std::vector<uint64_t> words{alignment.common};

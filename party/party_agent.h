@@ -230,6 +230,15 @@ class PartyAgent {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAlign& align, uint64_t round,
                                VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // Protocol 1.3, ID matching in batches (docs/crypto.md, "ID matching in batches").
+  absl::Status VerticalIdEncryptBatch(JobSlot& slot, const fedanon::v1::IdEncrypt& step,
+                                      uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalIdReencryptBatch(JobSlot& slot, const fedanon::v1::IdReEncrypt& re,
+                                        uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalIdDigests(JobSlot& slot, const fedanon::v1::IdDigests& d, uint64_t round,
+                                 VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerticalPropose(JobSlot& slot, uint64_t round, VerticalResult* out) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   // Signed statements relayed by the leader (party/vertical_statement.h): OK only if `signed_`

@@ -60,4 +60,8 @@ bool ChunksPayloads(const ProtocolVersion& party) {
   return party.major > 1 || (party.major == 1 && party.minor >= 2);
 }
 
+bool BatchesIdMatching(const ProtocolVersion& party) {
+  return party.major > 1 || (party.major == 1 && party.minor >= 3);
+}
+
 }  // namespace fedanon::common

@@ -10,7 +10,10 @@
 // columns, the secure union's list) travel in chunks under the message limit (ChunkRef, ChunkGet,
 // ChunkPut; common/wire/payload_chunks.h) when the leader's PrepareJob names its message limit,
 // which a 1.2 leader does only when every data party of the job speaks 1.2 (with a 1.1 party the
-// payloads travel whole, as in 1.1).
+// payloads travel whole, as in 1.1). 1.3 — vertical ID matching in batches (IdEncrypt /
+// IdReEncrypt per batch, IdDigests, IdAlign on the delivered batches; docs/crypto.md), which a
+// 1.3 leader uses only when every data party of the job speaks 1.3 (with a 1.2 party each list
+// goes whole, in chunks, as in 1.2).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +30,7 @@ struct ProtocolVersion {
   friend bool operator==(const ProtocolVersion&, const ProtocolVersion&) = default;
 };
 
-inline constexpr ProtocolVersion kProtocolVersion{1, 2};      // what this build speaks
+inline constexpr ProtocolVersion kProtocolVersion{1, 3};      // what this build speaks
 inline constexpr ProtocolVersion kUnversionedProtocol{1, 0};  // a peer that sends none
 
 // "1.1".
@@ -51,5 +54,7 @@ absl::Status CheckLeaderProtocol(const ProtocolVersion& leader,
 bool HoldsSeveralJobs(const ProtocolVersion& party);
 // Whether a party of this version sends per-record payloads in chunks (1.2 and later).
 bool ChunksPayloads(const ProtocolVersion& party);
+// Whether a party of this version matches ids in batches (1.3 and later).
+bool BatchesIdMatching(const ProtocolVersion& party);
 
 }  // namespace fedanon::common

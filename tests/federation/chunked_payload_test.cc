@@ -296,8 +296,10 @@ fedanon::v1::SubmitJobRequest Request(const Generated& g, const std::vector<std:
 // Runs the generated job with the leader's message limit `limit` (0: the default).
 JobRelease RunGenerated(const Generated& g, const std::string& name, uint64_t limit,
                         Traffic* traffic, const std::string& recipient = "") {
+  // Whole ID lists (protocol 1.2's way, which these tests check); batches: id_batches_test.cc.
   auto fed = InProcessFederation::Create(name, g.files, nullptr, [limit](leader::LeaderOptions& o) {
     if (limit > 0) o.max_message_bytes = limit;
+    o.id_batch_ids = 0;
   });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return {};
@@ -458,8 +460,10 @@ Tampered RunTampered(const std::string& name,
   static const Generated g =
       Generate("chunk_tamper", 1500, 2, common::DatagenOptions::Partition::kVertical);
   Tampered out;
-  auto fed = InProcessFederation::Create(
-      name, g.files, nullptr, [](leader::LeaderOptions& o) { o.max_message_bytes = kSmallLimit; });
+  auto fed = InProcessFederation::Create(name, g.files, nullptr, [](leader::LeaderOptions& o) {
+    o.max_message_bytes = kSmallLimit;
+    o.id_batch_ids = 0;  // whole ID lists, in chunks
+  });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;
   InProcessFederation* f = fed->get();

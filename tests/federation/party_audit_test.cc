@@ -105,6 +105,9 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
         if (request.vertical().has_id_align()) {
           s.kind = "id-common";
           s.to = {leader};
+        } else if (request.vertical().has_id_digests()) {  // protocol 1.3: a receipt
+          s.kind = "chunk-receipt";
+          s.to = {leader};
         } else {
           s.kind = "id-list";
           if (!v.ids().list_ref().stream().empty()) {

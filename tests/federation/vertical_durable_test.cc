@@ -93,11 +93,15 @@ fedanon::v1::SubmitJobRequest Request(const std::vector<std::string>& parties) {
 
 // The generated federation with the leader behind a CrashingChannel
 // (tests/support/durable_federation.h); `chunked`: a 4 KiB message limit.
-std::unique_ptr<DurableFederation> CreateFederation(const std::string& name, bool chunked) {
+// `id_batch`: ID matching in batches of at most this many ids (protocol 1.3; under the 4 KiB
+// limit the leader caps it at 15).
+std::unique_ptr<DurableFederation> CreateFederation(const std::string& name, bool chunked,
+                                                    uint32_t id_batch = 65536) {
   return DurableFederation::Create(
       name, Data().files, [](const std::vector<std::string>& names) { return Request(names); },
-      [chunked](leader::LeaderOptions& o) {
+      [chunked, id_batch](leader::LeaderOptions& o) {
         if (chunked) o.max_message_bytes = kSmallLimit;
+        o.id_batch_ids = id_batch;
       });
 }
 
@@ -122,9 +126,11 @@ std::vector<std::string> SortedRows(const std::string& csv) {
   return lines;
 }
 
-Reference RunClean(bool chunked) {
+Reference RunClean(bool chunked, uint32_t id_batch = 65536) {
   Reference r;
-  auto d = CreateFederation(chunked ? "vdurable_clean_chunked" : "vdurable_clean", chunked);
+  auto d = CreateFederation(
+      absl::StrCat(chunked ? "vdurable_clean_chunked" : "vdurable_clean", "_", id_batch), chunked,
+      id_batch);
   if (d == nullptr) return r;
   auto id = d->Submit();
   EXPECT_TRUE(id.ok()) << id.status();
@@ -249,6 +255,54 @@ TEST(VerticalDurableLimits, APartyWithoutItsStateFailsTheJobByName) {
   EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr("without its durable state"));
   EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr(victim));
   EXPECT_FALSE(d->fed->leader->Result(info.job_id()).ok());
+}
+
+// ID matching in batches of 7 ids (protocol 1.3): 200 ids a party, 29 batches a list, so with
+// three parties each party gets 29 IdEncrypt, 58 IdReEncrypt and 87 IdDigests calls (522 in
+// all) before its IdAlign. A crash at call 150 or 300 lands amid them: the leader restarted there
+// replays the per-party call order, a party restarted there reloads its key, order and the
+// batches it answered or received.
+constexpr uint32_t kTinyBatch = 7;
+const Reference& CleanInTinyBatches() {
+  static const Reference* r = new Reference(RunClean(/*chunked=*/false, kTinyBatch));
+  return *r;
+}
+
+TEST(VerticalDurableBatches, LeaderKilledMidIdMatchingResumesAfterItsRestart) {
+  const Reference& clean = CleanInTinyBatches();
+  ASSERT_GT(clean.calls, 530);
+  auto d = CreateFederation("vdurable_batches_leader", false, kTinyBatch);
+  ASSERT_NE(d, nullptr);
+  const std::string snapshot = d->fed->dir + "/leader-2";
+  absl::Notification crashed;
+  std::string at;
+  d->crashing->CrashAt(150, d->LeaderDiesAfterTheReply(snapshot, &crashed, &at));
+  ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
+  ASSERT_TRUE(crashed.WaitForNotificationWithTimeout(absl::Seconds(120)));
+  d->fed->leader.reset();
+  ASSERT_OK(d->StartLeaderOn(snapshot));
+  ASSERT_OK_AND_ASSIGN(const JobInfo at_restart, d->fed->leader->Get(job_id));
+  EXPECT_NE(at_restart.state(), fedanon::v1::JOB_STATE_DONE);
+  const JobInfo info = d->fed->Wait(job_id);
+  ExpectSameAsClean(*d, info, clean);
+  EXPECT_THAT(
+      info.report().warnings(),
+      ::testing::Contains(::testing::HasSubstr("resumed 1 time(s) after a leader restart")));
+  std::printf(
+      "[ durable ] vertical, ID matching in batches of %u: leader crash at call 150 of %d "
+      "(%s)\n",
+      kTinyBatch, clean.calls, at.c_str());
+}
+
+TEST(VerticalDurableBatches, PartyKilledMidIdMatchingResumesFromItsDurableState) {
+  const Reference& clean = CleanInTinyBatches();
+  for (const bool after : {true, false}) {
+    auto d = CreateFederation(absl::StrCat("vdurable_batches_party_", after), false, kTinyBatch);
+    ASSERT_NE(d, nullptr);
+    ASSERT_OK_AND_ASSIGN(const JobInfo info,
+                         d->RunWithCrash(after ? 300 : 150, d->PartyRestarts(after)));
+    ExpectSameAsClean(*d, info, clean);
+  }
 }
 
 // Spread over the ID matching (about the first half of the calls), the rounds and the release.
