@@ -1175,6 +1175,15 @@ absl::Status Leader::RunVertical(const JobRun& job) {
     observer_->RoundDone();
     Notify();
   };
+  options.on_wave = [&](uint32_t wave, size_t groups_split) {
+    WarnIfError(store_->SetProgress(
+                    job.job_id, wave,
+                    absl::StrCat("local wave ", wave, ": ", groups_split, " group(s) split"),
+                    job.elapsed()),
+                job.job_id, "cannot record progress");
+    observer_->RoundDone();
+    Notify();
+  };
   // Durable: every reply recorded before it is used; after a restart, replayed without the
   // network up to where the job stopped (leader/vertical_job.h). A party whose connection drops
   // is waited for and asked the same request again.

@@ -661,6 +661,7 @@ class Driver {
       }
       spdlog::info("job={} wave={} local recoding: {} groups split, {} vetoes so far",
                    options_.job_id, wave, best.size(), result->vetoes);
+      if (options_.on_wave) options_.on_wave(wave, best.size());
       ++wave;
     }
     result->rounds = wave - 1;

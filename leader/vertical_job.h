@@ -52,6 +52,8 @@ struct VerticalJobOptions {
   std::function<absl::Status()> check_cancelled;
   // Called after every committed specialization with the round, the owner and the QID index.
   std::function<void(uint32_t, const std::string&, uint32_t)> on_step;
+  // Local recoding: called after every committed wave with the wave and the groups it split.
+  std::function<void(uint32_t, size_t)> on_wave;
   // QID attribute names by the engine's index (names the attribute of a proposal).
   std::vector<std::string> qid_names;
   // Everything the leader reads from the parties' replies is appended here (not owned; null:

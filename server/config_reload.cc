@@ -76,6 +76,7 @@ absl::StatusOr<LeaderReload> ReloadLeaderSettings(const LeaderConfig& at_start) 
   Changed(now.retention_seconds != at_start.retention_seconds, "retention", &r);
   Changed(now.tls_reload_seconds != at_start.tls_reload_seconds, "tls_reload_seconds", &r);
   Changed(now.reload_seconds != at_start.reload_seconds, "reload_seconds", &r);
+  Changed(now.id_batch_ids != at_start.id_batch_ids, "id_batch_ids", &r);
   return reload;
 }
 

@@ -6,8 +6,8 @@
 // - horizontal (3 parties, LKC with C < 1): the leader killed mid-waves (at a seeded step);
 // - horizontal: a party killed mid-waves (seeded party and step) and restarted at once;
 // - vertical (2 parties, k-anonymity): the leader, and in another case a seeded party, killed
-//   after the ID matching, after a seeded wave (JobInfo.round stays 0 during a vertical local
-//   job's waves, so the wave is read from the leader's log line "job=J wave=W local recoding").
+//   after the ID matching, after a seeded wave (read from the leader's log line "job=J wave=W
+//   local recoding", written when the wave is committed).
 //
 // Each job must end DONE with the release of an uninterrupted run on the same federation and of
 // `fedanon anonymize` on the union (the joined table) with the same spec, as a multiset of rows,

@@ -516,6 +516,13 @@ TEST(VerticalLocalAdult, SevenCategoricalQidsK50WithAConfidenceBoundEqualCentral
   EXPECT_LE(central.largest_confidence(), 0.6 + 1e-9);
   EXPECT_GT(central.groups(), 5u);
   ASSERT_EQ(info.report().steps_size(), central.steps_size());
+  // Progress: the job's round is its last committed wave (0 before the first), so an operator
+  // sees the waves go by; every wave split a group or had a split vetoed.
+  EXPECT_GE(info.round(), 1u);
+  {
+    absl::MutexLock lock(mu.get());
+    EXPECT_LE(info.round(), static_cast<uint64_t>(central.steps_size()) + *vetoes);
+  }
   for (int i = 0; i < central.steps_size(); ++i) {
     EXPECT_EQ(info.report().steps(i).round(), central.steps(i).round()) << i;
     EXPECT_EQ(info.report().steps(i).value(), central.steps(i).value()) << i;

@@ -117,6 +117,27 @@ TEST_F(ConfigTest, JobLimitsAreBounded) {
                "c.yaml:8:18: key 'max_queued_jobs' must be a whole number in 0..100000"));
 }
 
+TEST_F(ConfigTest, IdBatchIdsIsBoundedAndZeroMeansWholeLists) {
+  ASSERT_OK_AND_ASSIGN(const LeaderConfig d,
+                       LoadLeaderConfig(Write("leader.yaml", std::string(kLeaderYaml))));
+  EXPECT_EQ(d.id_batch_ids, 65536);
+  ASSERT_OK_AND_ASSIGN(
+      const LeaderConfig c,
+      LoadLeaderConfig(Write("leader2.yaml", std::string(kLeaderYaml) + "id_batch_ids: 4096\n")));
+  EXPECT_EQ(c.id_batch_ids, 4096);
+  ASSERT_OK_AND_ASSIGN(
+      const LeaderConfig whole,
+      LoadLeaderConfig(Write("leader3.yaml", std::string(kLeaderYaml) + "id_batch_ids: 0\n")));
+  EXPECT_EQ(whole.id_batch_ids, 0);
+  EXPECT_THAT(
+      LoadLeaderConfig(Write("a.yaml", std::string(kLeaderYaml) + "id_batch_ids: 16777217\n")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "a.yaml:8:15: key 'id_batch_ids' must be a whole number in 0..16777216, not "
+               "'16777217'"));
+  EXPECT_THAT(LoadLeaderConfig(Write("b.yaml", std::string(kLeaderYaml) + "id_batch_ids: -1\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "in 0..16777216, not '-1'"));
+}
+
 TEST_F(ConfigTest, PartyConfigParses) {
   ASSERT_OK_AND_ASSIGN(const PartyConfig c, LoadPartyConfig(Write("party.yaml", R"(
 name: hospital-a
