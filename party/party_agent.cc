@@ -3117,23 +3117,8 @@ absl::Status PartyAgent::VerticalLocalCommit(JobSlot& slot, const fedanon::v1::L
                   .numbers = {{"instructions", 0}, {"live_groups", local->live_groups()}},
                   .texts = {{"recoding", "local"}, {"wave", "closing"}}});
   }
-  std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>> from_others;
-  auto open = [&](const fedanon::v1::SealedPayload& whole,
-                  const fedanon::v1::ChunkRef& ref) -> absl::Status {
-    slot.mu.AssertHeld();  // for -Wthread-safety: the lambda runs under the caller's lock
-    std::string sender;
-    ASSIGN_OR_RETURN(std::string bytes,
-                     OpenPayload(slot, whole, ref, round, "instruction", &sender));
-    fedanon::v1::LocalInstruction instruction;
-    if (!instruction.ParseFromString(bytes)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the local-recoding instruction of '", sender, "' does not parse"));
-    }
-    from_others.emplace_back(sender, std::move(instruction));
-    return absl::OkStatus();
-  };
-  for (const auto& whole : commit.instructions()) RETURN_IF_ERROR(open(whole, {}));
-  for (const auto& ref : commit.instruction_refs()) RETURN_IF_ERROR(open({}, ref));
+  ASSIGN_OR_RETURN(const auto from_others, OpenLocalInstructions(slot, commit.instructions(),
+                                                                 commit.instruction_refs(), round));
   if (absl::Status st = local->ApplyWave(round, from_others); !st.ok()) {
     spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(st.message()));
     return st;
@@ -3146,6 +3131,30 @@ absl::Status PartyAgent::VerticalLocalCommit(JobSlot& slot, const fedanon::v1::L
        .to = {slot.job->leader},
        .numbers = {{"instructions", from_others.size()}, {"live_groups", local->live_groups()}},
        .texts = {{"recoding", "local"}}});
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>>>
+PartyAgent::OpenLocalInstructions(
+    JobSlot& slot, const google::protobuf::RepeatedPtrField<fedanon::v1::SealedPayload>& wholes,
+    const google::protobuf::RepeatedPtrField<fedanon::v1::ChunkRef>& refs, uint64_t round) const {
+  std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>> out;
+  auto open = [&](const fedanon::v1::SealedPayload& whole,
+                  const fedanon::v1::ChunkRef& ref) -> absl::Status {
+    slot.mu.AssertHeld();  // for -Wthread-safety: the lambda runs under the caller's lock
+    std::string sender;
+    ASSIGN_OR_RETURN(std::string bytes,
+                     OpenPayload(slot, whole, ref, round, "instruction", &sender));
+    fedanon::v1::LocalInstruction instruction;
+    if (!instruction.ParseFromString(bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the local-recoding instruction of '", sender, "' does not parse"));
+    }
+    out.emplace_back(sender, std::move(instruction));
+    return absl::OkStatus();
+  };
+  for (const auto& whole : wholes) RETURN_IF_ERROR(open(whole, {}));
+  for (const auto& ref : refs) RETURN_IF_ERROR(open({}, ref));
+  return out;
 }
 
 absl::Status PartyAgent::CheckSignedLocalVerdicts(
@@ -3184,23 +3193,8 @@ absl::Status PartyAgent::VerticalLocalJudge(JobSlot& slot, const fedanon::v1::Lo
     spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(st.message()));
     return st;
   }
-  std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>> from_owners;
-  auto open = [&](const fedanon::v1::SealedPayload& whole,
-                  const fedanon::v1::ChunkRef& ref) -> absl::Status {
-    slot.mu.AssertHeld();  // for -Wthread-safety: the lambda runs under the caller's lock
-    std::string sender;
-    ASSIGN_OR_RETURN(std::string bytes,
-                     OpenPayload(slot, whole, ref, round, "instruction", &sender));
-    fedanon::v1::LocalInstruction instruction;
-    if (!instruction.ParseFromString(bytes)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the local-recoding instruction of '", sender, "' does not parse"));
-    }
-    from_owners.emplace_back(sender, std::move(instruction));
-    return absl::OkStatus();
-  };
-  for (const auto& whole : judge.instructions()) RETURN_IF_ERROR(open(whole, {}));
-  for (const auto& ref : judge.instruction_refs()) RETURN_IF_ERROR(open({}, ref));
+  ASSIGN_OR_RETURN(const auto from_owners, OpenLocalInstructions(slot, judge.instructions(),
+                                                                 judge.instruction_refs(), round));
   absl::StatusOr<fedanon::v1::LocalVerdicts> verdicts = local->Judge(round, from_owners);
   if (!verdicts.ok()) {
     spdlog::error("job={} round={} {}", slot.job->job_id, round,

@@ -329,6 +329,14 @@ class PartyAgent {
                                           const std::string& purpose, std::string* sender) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
 
+  // A local-recoding wave's instructions as a step carries them (whole or as chunk streams),
+  // opened and parsed, each with the party that sealed it.
+  absl::StatusOr<std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>>>
+  OpenLocalInstructions(
+      JobSlot& slot, const google::protobuf::RepeatedPtrField<fedanon::v1::SealedPayload>& wholes,
+      const google::protobuf::RepeatedPtrField<fedanon::v1::ChunkRef>& refs, uint64_t round) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+
   // `bytes` sealed for a participant of the current job, and a payload sealed for this party.
   absl::StatusOr<fedanon::v1::SealedPayload> SealFor(JobSlot& slot, const std::string& receiver,
                                                      uint64_t round, const std::string& purpose,
