@@ -6,13 +6,15 @@
 //   sums, in the middle of the waves, at the final check's ring and during the sealed-row union
 //   (the local job's integration);
 // * vertical, 2 parties, k-anonymity: in the first wave after the ID matching (its proposals), in
-//   a later wave (its commit), at the closing wave and during the release.
+//   a later wave (its commit), at the closing wave and during the release;
+// * vertical, 2 parties, LKC with C < 1 on a sensitive attribute of one party (that party judges
+//   the other's splits): at a judge's verdicts and at a wave's publication of the verdicts.
 // Each resumed job must end DONE with the steps, groups and released rows of an uninterrupted run
 // and of the centralized `recoding: local` run on the union / join, the view log must hold no
 // line twice, every party's state file must go, the parties' audit files and run ledgers must
 // record what an uninterrupted run's do (besides repeats of answers), and no request the
 // restarted leader asked again may have been answered differently (AnswerLedger). A party killed
-// after answering (and restarted over its directories) at four of these points, likewise.
+// after answering (and restarted over its directories) at five of these points, likewise.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -87,6 +89,43 @@ missing: drop
 recoding: local
 )";
 
+// The vertical job with a confidence bound: marital-status (at hospital-a) is sensitive, so
+// hospital-a judges every wave's winning splits of hospital-b per group (LocalJudge, its signed
+// verdicts published with LocalPublish); the crash points below fall on those calls.
+constexpr char kJudgedSpec[] = R"(name: durable-local-judged
+partitioning: vertical
+attributes:
+  - {name: id, role: id}
+  - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1, party: hospital-a}
+  - {name: education, role: qid, taxonomy: tax/education.csv, party: hospital-a}
+  - {name: marital-status, role: sensitive, party: hospital-a}
+  - {name: occupation, role: qid, taxonomy: tax/occupation.csv, party: hospital-a}
+  - {name: sex, role: qid, taxonomy: tax/sex.csv, party: hospital-b}
+  - {name: hours-per-week, role: qid, type: continuous, range: [0, 100], precision: 1, party: hospital-b}
+  - {name: native-country, role: qid, taxonomy: tax/native-country.csv, party: hospital-b}
+  - {name: income, role: class, values: ["<=50K", ">50K"]}
+privacy: {model: lkc, L: 2, K: 10, C: 0.3, sensitive_values: [Divorced, Separated]}
+score: infogain
+missing: drop
+recoding: local
+)";
+
+// Which job: horizontal (3 parties), vertical (2), or vertical with a judge (the same 2 parties'
+// data as kVertical, kJudgedSpec).
+enum class Variant { kHorizontal, kVertical, kJudged };
+
+const char* Tag(Variant v) {
+  switch (v) {
+    case Variant::kHorizontal:
+      return "h";
+    case Variant::kVertical:
+      return "v";
+    case Variant::kJudged:
+      return "j";
+  }
+  return "?";
+}
+
 // A generated job: its spec, taxonomies, each party's files and the union (horizontal) or the
 // join (vertical) the centralized run anonymizes.
 struct Generated {
@@ -123,10 +162,23 @@ Generated Generate(bool vertical) {
   return g;
 }
 
-const Generated& Data(bool vertical) {
+const Generated& Data(Variant v) {
   static const Generated* horizontal = new Generated(Generate(false));
   static const Generated* joined = new Generated(Generate(true));
-  return vertical ? *joined : *horizontal;
+  static const Generated* judged = [] {
+    auto* g = new Generated(*joined);
+    g->spec = kJudgedSpec;
+    return g;
+  }();
+  switch (v) {
+    case Variant::kHorizontal:
+      return *horizontal;
+    case Variant::kVertical:
+      return *joined;
+    case Variant::kJudged:
+      return *judged;
+  }
+  return *horizontal;
 }
 
 absl::StatusOr<fedanon::v1::SubmitJobRequest> Request(const Generated& g,
@@ -143,10 +195,10 @@ absl::StatusOr<fedanon::v1::SubmitJobRequest> Request(const Generated& g,
   return req;
 }
 
-std::unique_ptr<DurableFederation> CreateFederation(const std::string& name, bool vertical) {
-  return DurableFederation::Create(
-      name, Data(vertical).files,
-      [vertical](const std::vector<std::string>& names) { return Request(Data(vertical), names); });
+std::unique_ptr<DurableFederation> CreateFederation(const std::string& name, Variant v) {
+  return DurableFederation::Create(name, Data(v).files, [v](const std::vector<std::string>& names) {
+    return Request(Data(v), names);
+  });
 }
 
 // Every step as "round attribute value records score".
@@ -180,13 +232,13 @@ Release FromReport(const fedanon::v1::Report& report) {
 }
 
 // The centralized `recoding: local` run on the union / join.
-const Release& Central(bool vertical) {
-  static std::map<bool, Release>* runs = new std::map<bool, Release>;
-  if (auto it = runs->find(vertical); it != runs->end()) return it->second;
-  const Generated& g = Data(vertical);
+const Release& Central(Variant v) {
+  static std::map<Variant, Release>* runs = new std::map<Variant, Release>;
+  if (auto it = runs->find(v); it != runs->end()) return it->second;
+  const Generated& g = Data(v);
   const Job job =
-      WriteJob(vertical ? "ldurable_vcentral" : "ldurable_hcentral", g.spec, g.table, g.taxonomies);
-  Release& r = (*runs)[vertical];
+      WriteJob(absl::StrCat("ldurable_", Tag(v), "central"), g.spec, g.table, g.taxonomies);
+  Release& r = (*runs)[v];
   auto report = RunJob(job);
   EXPECT_TRUE(report.ok()) << report.status();
   if (!report.ok()) return r;
@@ -201,7 +253,7 @@ const Release& Central(bool vertical) {
 }
 
 // The job's release as the leader stored it (rows over the centralized run's columns).
-Release Released(DurableFederation& d, const JobInfo& info, bool vertical) {
+Release Released(DurableFederation& d, const JobInfo& info, Variant v) {
   Release r = FromReport(info.report());
   auto csv = d.fed->leader->Result(info.job_id());
   EXPECT_TRUE(csv.ok()) << csv.status();
@@ -209,7 +261,7 @@ Release Released(DurableFederation& d, const JobInfo& info, bool vertical) {
   auto table = ParseCsvText(*csv, d.fed->dir);
   EXPECT_TRUE(table.ok()) << table.status();
   if (!table.ok()) return r;
-  r.header = Central(vertical).header;
+  r.header = Central(v).header;
   r.rows = RowsByColumns(*table, r.header);
   return r;
 }
@@ -270,11 +322,11 @@ struct Clean {
   PartyRecords parties;
 };
 
-const Clean& CleanRun(bool vertical) {
-  static std::map<bool, Clean>* runs = new std::map<bool, Clean>;
-  if (auto it = runs->find(vertical); it != runs->end()) return it->second;
-  Clean& c = (*runs)[vertical];
-  auto d = CreateFederation(vertical ? "ldurable_vclean" : "ldurable_hclean", vertical);
+const Clean& CleanRun(Variant v) {
+  static std::map<Variant, Clean>* runs = new std::map<Variant, Clean>;
+  if (auto it = runs->find(v); it != runs->end()) return it->second;
+  Clean& c = (*runs)[v];
+  auto d = CreateFederation(absl::StrCat("ldurable_", Tag(v), "clean"), v);
   if (d == nullptr) return c;
   auto id = d->Submit();
   EXPECT_TRUE(id.ok()) << id.status();
@@ -282,7 +334,7 @@ const Clean& CleanRun(bool vertical) {
   const JobInfo info = d->fed->Wait(*id);
   EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
   EXPECT_EQ(info.report().recoding(), fedanon::v1::RECODING_LOCAL);
-  c.release = Released(*d, info, vertical);
+  c.release = Released(*d, info, v);
   c.kinds = d->crashing->kinds();
   auto view = d->fed->leader->ViewLogText(*id);
   EXPECT_TRUE(view.ok()) << view.status();
@@ -299,7 +351,7 @@ const Clean& CleanRun(bool vertical) {
 // uninterrupted run.
 struct CrashPoint {
   std::string name;
-  bool vertical = false;
+  Variant variant = Variant::kHorizontal;
   std::function<bool(const std::string& kind)> matches;
   int nth = 1;
 };
@@ -328,7 +380,7 @@ std::function<bool(const std::string&)> Kind(const std::string& kind) {
 // The last secure sum of the uninterrupted horizontal run (its collect number).
 uint64_t LastCollect() {
   uint64_t last = 0;
-  for (const std::string& k : CleanRun(false).kinds) {
+  for (const std::string& k : CleanRun(Variant::kHorizontal).kinds) {
     if (absl::StartsWith(k, "sum_step ")) last = std::max<uint64_t>(last, std::stoull(k.substr(9)));
   }
   return last;
@@ -342,15 +394,15 @@ class LocalDurable : public ::testing::TestWithParam<CrashPoint> {};
 // with the leader), then a new leader on the data directory as the crash left it.
 TEST_P(LocalDurable, LeaderKilledResumesToTheUninterruptedAndCentralizedRelease) {
   const CrashPoint& p = GetParam();
-  const Clean& clean = CleanRun(p.vertical);
+  const Clean& clean = CleanRun(p.variant);
   ASSERT_FALSE(clean.kinds.empty());
-  ExpectSameRelease(clean.release, Central(p.vertical), "uninterrupted run vs centralized");
+  ExpectSameRelease(clean.release, Central(p.variant), "uninterrupted run vs centralized");
   ASSERT_GT(clean.release.groups, 3u) << "the job split nothing: the test would be vacuous";
   const int call = CallOf(p, clean.kinds);
   ASSERT_GT(call, 0) << "an uninterrupted run makes no such call: " << p.name << "\n"
                      << absl::StrJoin(clean.kinds, ", ");
 
-  auto d = CreateFederation(absl::StrCat("ldurable_", p.name), p.vertical);
+  auto d = CreateFederation(absl::StrCat("ldurable_", p.name), p.variant);
   ASSERT_NE(d, nullptr);
   const std::string snapshot = d->fed->dir + "/leader-2";
   absl::Notification crashed;
@@ -371,9 +423,9 @@ TEST_P(LocalDurable, LeaderKilledResumesToTheUninterruptedAndCentralizedRelease)
       info.report().warnings(),
       ::testing::Contains(::testing::HasSubstr("resumed 1 time(s) after a leader restart")));
 
-  const Release got = Released(*d, info, p.vertical);
+  const Release got = Released(*d, info, p.variant);
   ExpectSameRelease(got, clean.release, "resumed run vs uninterrupted run");
-  ExpectSameRelease(got, Central(p.vertical), "resumed run vs centralized");
+  ExpectSameRelease(got, Central(p.variant), "resumed run vs centralized");
   // The replay logged no line twice: as many lines as an uninterrupted run.
   ASSERT_OK_AND_ASSIGN(const std::string view, d->fed->leader->ViewLogText(job_id));
   EXPECT_EQ(Lines(view), clean.view_lines);
@@ -427,20 +479,24 @@ std::vector<CrashPoint> Points() {
       // Horizontal: after three secure sums (the numeric bins, the first wave's statistics), in
       // the middle of the waves, at the final check's ring, and in the union (the first and the
       // last hop: the integration of a local job).
-      {"h_after_3_sums", false, Collect(4)},
-      {"h_mid_waves", false,
+      {"h_after_3_sums", Variant::kHorizontal, Collect(4)},
+      {"h_mid_waves", Variant::kHorizontal,
        [](const std::string& k) {
          return k == absl::StrCat("sum_step ", std::max<uint64_t>(5, LastCollect() / 2));
        }},
-      {"h_final_check", false, Kind("final_check")},
-      {"h_union_first_hop", false, Kind("union_step")},
-      {"h_union_last_hop", false, Kind("union_step"), 3},
+      {"h_final_check", Variant::kHorizontal, Kind("final_check")},
+      {"h_union_first_hop", Variant::kHorizontal, Kind("union_step")},
+      {"h_union_last_hop", Variant::kHorizontal, Kind("union_step"), 3},
       // Vertical: the first wave after the ID matching (a party's proposals), a later wave's
       // commit, the closing wave, the release.
-      {"v_first_wave", true, Kind("vertical/local_propose"), 2},
-      {"v_later_commit", true, Kind("vertical/local_commit"), 3},
-      {"v_closing_wave", true, Kind("vertical/local_commit"), -1},
-      {"v_release", true, Kind("vertical/release"), 1},
+      {"v_first_wave", Variant::kVertical, Kind("vertical/local_propose"), 2},
+      {"v_later_commit", Variant::kVertical, Kind("vertical/local_commit"), 3},
+      {"v_closing_wave", Variant::kVertical, Kind("vertical/local_commit"), -1},
+      {"v_release", Variant::kVertical, Kind("vertical/release"), 1},
+      // Vertical with a judge: a judge's verdicts on the second wave it judges, and the
+      // publication of a later wave's verdicts to the parties.
+      {"j_judge", Variant::kJudged, Kind("vertical/local_judge"), 2},
+      {"j_publish", Variant::kJudged, Kind("vertical/local_publish"), 3},
   };
 }
 
@@ -456,20 +512,20 @@ class LocalDurableParty : public ::testing::TestWithParam<CrashPoint> {};
 // (the splits applied so far, its groups) and answers with what it had answered.
 TEST_P(LocalDurableParty, KilledAfterAnsweringResumesToTheSameRelease) {
   const CrashPoint& p = GetParam();
-  const Clean& clean = CleanRun(p.vertical);
+  const Clean& clean = CleanRun(p.variant);
   ASSERT_FALSE(clean.kinds.empty());
   const int call = CallOf(p, clean.kinds);
   ASSERT_GT(call, 0) << p.name;
-  auto d = CreateFederation(absl::StrCat("ldurable_party_", p.name), p.vertical);
+  auto d = CreateFederation(absl::StrCat("ldurable_party_", p.name), p.variant);
   ASSERT_NE(d, nullptr);
   std::string victim;
   ASSERT_OK_AND_ASSIGN(const JobInfo info,
                        d->RunWithCrash(call, d->PartyRestarts(/*after_answering=*/true, &victim)));
   ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
   ASSERT_FALSE(victim.empty());
-  const Release got = Released(*d, info, p.vertical);
+  const Release got = Released(*d, info, p.variant);
   ExpectSameRelease(got, clean.release, "after a party restart vs uninterrupted run");
-  ExpectSameRelease(got, Central(p.vertical), "after a party restart vs centralized");
+  ExpectSameRelease(got, Central(p.variant), "after a party restart vs centralized");
   EXPECT_GE(d->answers->repeated(), 1);
   EXPECT_THAT(d->answers->differing(), ::testing::IsEmpty());
   ExpectDurableStateGone(*d, info.job_id());
@@ -482,14 +538,16 @@ TEST_P(LocalDurableParty, KilledAfterAnsweringResumesToTheSameRelease) {
 
 INSTANTIATE_TEST_SUITE_P(
     CrashPoints, LocalDurableParty,
-    ::testing::Values(CrashPoint{"h_mid_waves", false,
-                                 [](const std::string& k) {
-                                   return k == absl::StrCat("sum_step ", std::max<uint64_t>(
-                                                                             5, LastCollect() / 2));
-                                 }},
-                      CrashPoint{"h_union_first_hop", false, Kind("union_step")},
-                      CrashPoint{"v_first_wave", true, Kind("vertical/local_propose"), 2},
-                      CrashPoint{"v_later_commit", true, Kind("vertical/local_commit"), 3}),
+    ::testing::Values(
+        CrashPoint{"h_mid_waves", Variant::kHorizontal,
+                   [](const std::string& k) {
+                     return k ==
+                            absl::StrCat("sum_step ", std::max<uint64_t>(5, LastCollect() / 2));
+                   }},
+        CrashPoint{"h_union_first_hop", Variant::kHorizontal, Kind("union_step")},
+        CrashPoint{"v_first_wave", Variant::kVertical, Kind("vertical/local_propose"), 2},
+        CrashPoint{"v_later_commit", Variant::kVertical, Kind("vertical/local_commit"), 3},
+        CrashPoint{"j_judge", Variant::kJudged, Kind("vertical/local_judge"), 2}),
     [](const ::testing::TestParamInfo<CrashPoint>& info) { return info.param.name; });
 
 }  // namespace
