@@ -305,10 +305,13 @@ TEST(VerticalLocalPages, TwoPartiesUnderASmallLimitReleaseTheCentralizedTable) {
   EXPECT_LE(r.largest_request, kLimit) << r.largest_request_kind;
   EXPECT_LE(r.largest_reply, kLimit) << r.largest_reply_kind;
   EXPECT_LE(r.largest_wave_message, kLimit);
-  std::printf("2 parties: most pages %u, largest request %llu, reply %llu, wave message %llu\n",
-              r.most_pages, static_cast<unsigned long long>(r.largest_request),
-              static_cast<unsigned long long>(r.largest_reply),
-              static_cast<unsigned long long>(r.largest_wave_message));
+  std::printf(
+      "2 parties: most pages %u, largest request %llu, reply %llu, wave message %llu, release "
+      "reply %llu\n",
+      r.most_pages, static_cast<unsigned long long>(r.largest_request),
+      static_cast<unsigned long long>(r.largest_reply),
+      static_cast<unsigned long long>(r.largest_wave_message),
+      static_cast<unsigned long long>(r.largest_release_reply));
 }
 
 TEST(VerticalLocalPages, ThreePartiesWithAJudgeUnderASmallLimitReleaseTheCentralizedTable) {
