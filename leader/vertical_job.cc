@@ -719,6 +719,13 @@ class Driver {
       }
       got->clear_page();
       if (p == 0) {
+        // At most one page per byte (one for an empty list), the whole bounded.
+        if (got->list_bytes() > common::kMaxChunkedPayloadBytes ||
+            got->pages() > std::max<uint64_t>(1, got->list_bytes())) {
+          return absl::InternalError(absl::StrCat("party '", party, "' declares ", got->pages(),
+                                                  " pages of ", got->list_bytes(),
+                                                  " bytes for its proposals of wave ", wave));
+        }
         pages = got->pages();
         out->head = *got;
       } else if (got->SerializeAsString() != out->head.SerializeAsString()) {

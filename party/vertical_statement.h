@@ -1,11 +1,11 @@
 // The exact bytes a party signs for the statements it makes to the other parties through the
 // leader in a vertical job — its proposal of a round (participate or Not-participate, with the
 // candidate and score) and, as a judge, its verdict on the winner — so that the leader can read
-// them but cannot forge or alter them; in a local-recoding job, its per-group proposals of a wave
-// with its replica's state digest, and as a judge its per-group verdicts of a wave (docs/crypto.md
-// "Signed vertical statements"). Each field is length-prefixed and the whole is bound to the job,
-// the run and the round, so a statement cannot be replayed into another job, run or round or passed
-// off as the other kind.
+// them but cannot forge or alter them; in a local-recoding job, the digest of its per-group
+// proposals of a wave (paged from protocol 1.4) with its replica's state digest, and as a judge its
+// per-group verdicts of a wave (docs/crypto.md "Signed vertical statements"). Each field is
+// length-prefixed and the whole is bound to the job, the run and the round, so a statement cannot
+// be replayed into another job, run or round or passed off as the other kind.
 #pragma once
 
 #include <cstdint>
