@@ -816,6 +816,18 @@ absl::StatusOr<fedanon::v1::PrepareJob> Leader::MakePrepare(const JobRun& job) c
 }
 
 absl::Status Leader::PrepareParties(const JobRun& job, const std::string& expected_digest) {
+  // Protocol 1.4: vertical local recoding's waves travel in pages; a 1.3 party cannot take part.
+  if (job.request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL &&
+      job.request.spec().recoding() == fedanon::v1::RECODING_LOCAL) {
+    for (const auto& p : channel_->Parties()) {
+      if (std::find(job.ring.begin(), job.ring.end(), p.name) != job.ring.end() &&
+          !common::PagesLocalWaves(p.protocol)) {
+        return absl::FailedPreconditionError(absl::StrCat(common::kLocalWavesNeedProtocol,
+                                                          ": party '", p.name, "' speaks ",
+                                                          common::ProtocolVersionText(p.protocol)));
+      }
+    }
+  }
   ASSIGN_OR_RETURN(const fedanon::v1::PrepareJob prepare, MakePrepare(job));
   RETURN_IF_ERROR(CheckCancelled(job.job_id));
   // Each party loads its table on Prepare; they do so at the same time (one request each, as

@@ -20,6 +20,7 @@
 #include "common/wire/payload_chunks.h"
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
+#include "crypto/hash.h"
 #include "crypto/sealed_box.h"
 #include "leader/payload_relay.h"
 #include "spdlog/spdlog.h"
@@ -494,11 +495,20 @@ class Driver {
     uint32_t wave = 1;
     while (true) {
       const auto wave_start = std::chrono::steady_clock::now();
-      ASSIGN_OR_RETURN(auto proposals, CallAll(ring, wave, [](size_t) {
-                         fedanon::v1::VerticalStep step;
-                         step.mutable_local_propose();
-                         return step;
-                       }));
+      // Every party's signed list of the wave, page by page (protocol 1.4: no message grows
+      // with the number of groups), reassembled here to pick the winners.
+      std::vector<ProposalPages> pages(n);
+      RETURN_IF_ERROR(
+          PerParty(ring, [&](size_t i) { return FetchProposals(ring[i], wave, &pages[i]); }));
+      std::vector<VerticalStepResult> proposals(n);
+      for (size_t i = 0; i < n; ++i) {
+        auto* list = proposals[i].mutable_local_proposals();
+        if (!list->ParseFromString(pages[i].Whole())) {
+          return absl::InternalError(
+              absl::StrCat("the proposals of party '", ring[i], "' do not parse"));
+        }
+        list->set_live_groups(pages[i].head.live_groups());
+      }
       // Per group: the winning party and its proposal.
       std::map<uint32_t, std::pair<size_t, fedanon::v1::LocalGroupProposal>> best;
       for (size_t i = 0; i < n; ++i) {
@@ -535,20 +545,34 @@ class Driver {
           if (common::RanksAbove(rp, rq)) it->second = {i, p};
         }
       }
-      // Every party's signed proposals, relayed unchanged: each party recomputes the winners.
-      google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalProposals> signed_all;
-      for (size_t i = 0; i < n; ++i) {
-        auto* s = signed_all.Add();
-        s->set_party(ring[i]);
-        *s->mutable_proposals() = std::move(*proposals[i].mutable_local_proposals());
-      }
+      // Every party's signed list, delivered unchanged to every other party page by page before
+      // any later step of the wave: each party recomputes the winners from them.
+      RETURN_IF_ERROR(PerParty(ring, [&](size_t r) -> absl::Status {
+        for (size_t i = 0; i < n; ++i) {
+          if (i == r) continue;
+          for (size_t p = 0; p < pages[i].pages.size(); ++p) {
+            fedanon::v1::VerticalStep step;
+            auto* put = step.mutable_local_proposals_put();
+            put->set_party(ring[i]);
+            put->set_page(static_cast<uint32_t>(p));
+            put->set_pages(static_cast<uint32_t>(pages[i].pages.size()));
+            put->set_page_bytes(pages[i].pages[p]);
+            put->set_list_bytes(pages[i].head.list_bytes());
+            put->set_list_digest(pages[i].head.list_digest());
+            put->set_live_groups(pages[i].head.live_groups());
+            put->set_state_digest(pages[i].head.state_digest());
+            put->set_signature(pages[i].head.signature());
+            RETURN_IF_ERROR(Call(ring[r], wave, std::move(step)).status());
+          }
+        }
+        return absl::OkStatus();
+      }));
       if (best.empty()) {
         // The closing wave: the parties compare their final state digests (and that no one
         // proposed) before any release.
         RETURN_IF_ERROR(CallAll(ring, wave, [&](size_t) {
                           fedanon::v1::VerticalStep step;
                           step.mutable_local_commit()->set_closing(true);
-                          *step.mutable_local_commit()->mutable_proposals() = signed_all;
                           return step;
                         }).status());
         break;
@@ -560,12 +584,15 @@ class Driver {
         if (fresh) owners.push_back(ring[w.first]);
         *it->second.add_won() = w.second;
       }
-      ASSIGN_OR_RETURN(auto sealed, CallAll(owners, wave, [&](size_t i) {
-                         fedanon::v1::VerticalStep step;
-                         *step.mutable_local_winners() = std::move(won[owners[i]]);
-                         *step.mutable_local_winners()->mutable_proposals() = signed_all;
-                         return step;
-                       }));
+      ASSIGN_OR_RETURN(
+          auto sealed, CallAll(owners, wave, [&](size_t i) {
+            fedanon::v1::VerticalStep step;
+            // Only the count and digest: the owner recomputes its groups.
+            const fedanon::v1::LocalWinners& list = won[owners[i]];
+            step.mutable_local_winners()->set_won_count(static_cast<uint64_t>(list.won_size()));
+            step.mutable_local_winners()->set_won_digest(crypto::Sha256(list.SerializeAsString()));
+            return step;
+          }));
       // Every owner's instruction, for every other party; with judges, first for the other
       // judges only, and after their verdicts the accepted splits for the remaining parties.
       const auto& judges = options_.local_judges;
@@ -600,7 +627,6 @@ class Driver {
         std::vector<fedanon::v1::VerticalStep> to_judge(judges.size());
         for (size_t j = 0; j < judges.size(); ++j) {
           auto* step = to_judge[j].mutable_local_judge();
-          *step->mutable_proposals() = signed_all;
           for (const auto& payload : inbox[judges[j]]) {
             RETURN_IF_ERROR(HandInto(payload, wave, options_.timeout, step->mutable_instructions(),
                                      step->mutable_instruction_refs()));
@@ -633,7 +659,6 @@ class Driver {
         ASSIGN_OR_RETURN(auto published, CallAll(owners, wave, [&](size_t) {
                            fedanon::v1::VerticalStep step;
                            *step.mutable_local_publish()->mutable_verdicts() = verdicts;
-                           *step.mutable_local_publish()->mutable_proposals() = signed_all;
                            return step;
                          }));
         const size_t others = n - judges.size();
@@ -642,7 +667,6 @@ class Driver {
       std::vector<fedanon::v1::VerticalStep> commits(n);
       for (size_t i = 0; i < n; ++i) {
         auto* commit = commits[i].mutable_local_commit();
-        *commit->mutable_proposals() = signed_all;
         *commit->mutable_verdicts() = verdicts;
         for (const auto& payload : inbox[ring[i]]) {
           RETURN_IF_ERROR(HandInto(payload, wave, options_.timeout, commit->mutable_instructions(),
@@ -666,6 +690,76 @@ class Driver {
     }
     result->rounds = wave - 1;
     return std::string("no party has a valid candidate in any live group");
+  }
+
+  // One party's signed proposal list of a wave as fetched page by page (protocol 1.4).
+  struct ProposalPages {
+    fedanon::v1::LocalProposals head;  // the description every page repeats (no page bytes)
+    std::vector<std::string> pages;
+    std::string Whole() const { return absl::StrJoin(pages, ""); }
+  };
+
+  // Asks `party` for every page of its proposals of `wave`, in order; checks every page repeats
+  // the first's description and the whole matches its digest (a party that does not is named).
+  absl::Status FetchProposals(const std::string& party, uint32_t wave, ProposalPages* out) {
+    uint32_t pages = 1;
+    uint64_t bytes = 0;
+    for (uint32_t p = 0; p < pages; ++p) {
+      fedanon::v1::VerticalStep step;
+      step.mutable_local_propose()->set_page(p);
+      ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, wave, std::move(step)));
+      fedanon::v1::LocalProposals* got = reply.mutable_local_proposals();
+      std::string page = std::move(*got->mutable_page_bytes());
+      got->clear_page_bytes();
+      if (got->page() != p || got->pages() == 0 || got->proposals_size() != 0 ||
+          (p > 0 && got->pages() != pages)) {
+        return absl::InternalError(absl::StrCat("party '", party, "' answered page ", got->page(),
+                                                " of ", got->pages(), " for page ", p, " of ",
+                                                pages, " of its proposals of wave ", wave));
+      }
+      got->clear_page();
+      if (p == 0) {
+        // At most one page per byte (one for an empty list), the whole bounded.
+        if (got->list_bytes() > common::kMaxChunkedPayloadBytes ||
+            got->pages() > std::max<uint64_t>(1, got->list_bytes())) {
+          return absl::InternalError(absl::StrCat("party '", party, "' declares ", got->pages(),
+                                                  " pages of ", got->list_bytes(),
+                                                  " bytes for its proposals of wave ", wave));
+        }
+        pages = got->pages();
+        out->head = *got;
+      } else if (got->SerializeAsString() != out->head.SerializeAsString()) {
+        return absl::InternalError(
+            absl::StrCat("party '", party, "' changed the description of its proposals of wave ",
+                         wave, " between pages"));
+      }
+      bytes += page.size();
+      if (bytes > out->head.list_bytes()) {
+        return absl::InternalError(
+            absl::StrCat("the proposal pages of party '", party, "' exceed their declared size"));
+      }
+      out->pages.push_back(std::move(page));
+    }
+    if (bytes != out->head.list_bytes() ||
+        crypto::Sha256(out->Whole()) != out->head.list_digest()) {
+      return absl::InternalError(absl::StrCat("the proposal pages of party '", party,
+                                              "' do not match their size and digest"));
+    }
+    return absl::OkStatus();
+  }
+
+  // `run(i)` for every party of `parties` at once, one thread each (each party's calls keep
+  // their order, which a restarted leader replays); the first error.
+  absl::Status PerParty(const std::vector<std::string>& parties,
+                        const std::function<absl::Status(size_t)>& run) {
+    std::vector<absl::Status> done(parties.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < parties.size(); ++i) {
+      threads.emplace_back([&, i] { done[i] = run(i); });
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& st : done) RETURN_IF_ERROR(st);
+    return absl::OkStatus();
   }
 
   // 3. Release: every party's columns sealed for the recipient, joined there; the report.

@@ -356,6 +356,28 @@ struct PartyAgent::JobState {
   std::map<std::pair<std::string, uint32_t>, std::string> id_batch_answered;
   std::map<std::pair<std::string, uint32_t>, std::string> id_digests_delivered;
   std::map<std::pair<std::string, uint32_t>, std::string> id_digests;
+  // Vertical local recoding in pages (protocol 1.4; docs/vertical.md "Local recoding"): this
+  // party's proposal list of the current wave, serialized and signed once (every page request of
+  // the wave is answered from it), and every other party's signed list of the wave as its pages
+  // arrive (LocalProposalsPut).
+  struct LocalOwnList {
+    uint64_t wave = 0;
+    std::string list;  // LocalProposalsList of the wave's proposals
+    std::string digest;
+    std::string signature;
+    uint64_t live_groups = 0;
+    std::string state_digest;
+    uint64_t page_bytes = 0;
+  };
+  std::optional<LocalOwnList> local_own;
+  struct LocalDelivery {
+    fedanon::v1::LocalProposalsPut head;  // the description every page repeats (no page bytes)
+    std::map<uint32_t, std::string> pages;
+    uint64_t bytes = 0;
+    bool verified = false;
+    fedanon::v1::LocalProposals list;  // once verified: the list with live_groups, state_digest
+  };
+  std::map<std::string, LocalDelivery> local_delivered;  // of the wave local_own->wave
 };
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
@@ -951,6 +973,15 @@ absl::Status PartyAgent::ReplayVertical(JobSlot& slot, const LeaderMessage& requ
     case fedanon::v1::VerticalStep::kPropose:
     case fedanon::v1::VerticalStep::kAssemble:
       // No state: a proposal changes nothing, and the released table is written already.
+      break;
+    case fedanon::v1::VerticalStep::kLocalPropose:
+      RETURN_IF_ERROR(HandleVertical(slot, request).status());
+      // The list is derived again; its signature is the one that left (a signature is drawn
+      // afresh each time, and every page of the wave must carry the same).
+      if (job.local_own && job.local_own->wave == round &&
+          stored.vertical().has_local_proposals()) {
+        job.local_own->signature = stored.vertical().local_proposals().signature();
+      }
       break;
     case fedanon::v1::VerticalStep::kRelease:
       if (!extra.empty()) job.order_seed = extra;  // the ring's first party drew it
@@ -2229,7 +2260,10 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
       RETURN_IF_ERROR(VerticalAssemble(slot, step.assemble(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kLocalPropose:
-      RETURN_IF_ERROR(VerticalLocalPropose(slot, round, out));
+      RETURN_IF_ERROR(VerticalLocalPropose(slot, step.local_propose(), round, out));
+      return reply;
+    case fedanon::v1::VerticalStep::kLocalProposalsPut:
+      RETURN_IF_ERROR(VerticalLocalProposalsPut(slot, step.local_proposals_put(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kLocalWinners:
       RETURN_IF_ERROR(VerticalLocalWinners(slot, step.local_winners(), round, out));
@@ -2998,63 +3032,189 @@ absl::StatusOr<VerticalLocalReplica*> LocalReplicaOf(VerticalParty& vp) {
 
 }  // namespace
 
-absl::Status PartyAgent::VerticalLocalPropose(JobSlot& slot, uint64_t round,
+absl::Status PartyAgent::VerticalLocalPropose(JobSlot& slot,
+                                              const fedanon::v1::LocalPropose& propose,
+                                              uint64_t round,
                                               fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  JobState& job = *slot.job;
+  const bool fresh = !job.local_own || job.local_own->wave != round;
+  if (fresh) {
+    // Once per wave: every page request of the wave is answered from the same signed bytes.
+    const fedanon::v1::LocalProposals proposals = local->Propose(round);
+    JobState::LocalOwnList own;
+    own.wave = round;
+    own.list = LocalProposalsList(proposals);
+    own.digest = crypto::Sha256(own.list);
+    own.live_groups = proposals.live_groups();
+    own.state_digest = proposals.state_digest();
+    // Pages of half a chunk: a page and its description fit one message either way.
+    const uint64_t limit =
+        job.message_limit > 0 ? job.message_limit : common::kDefaultMessageLimitBytes;
+    own.page_bytes = std::max<uint64_t>(1, common::ChunkBytesForLimit(limit) / 2);
+    // Signed, so every party can recompute the winners the leader announces from them.
+    ASSIGN_OR_RETURN(
+        own.signature,
+        crypto::SignWithSealKey(options_.seal_key_pem,
+                                LocalProposalsStatement(job.job_id, job.run_id, round, own.digest,
+                                                        own.live_groups, own.state_digest)));
+    job.local_own = std::move(own);
+    job.local_delivered.clear();
+  }
+  const JobState::LocalOwnList& own = *job.local_own;
+  const std::vector<std::string_view> pages = common::SplitPayload(own.list, own.page_bytes);
+  if (propose.page() >= pages.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("page ", propose.page(), " of this party's ",
+                                                   pages.size(), " proposal pages of wave ", round,
+                                                   " does not exist"));
+  }
   auto* proposals = out->mutable_local_proposals();
-  *proposals = local->Propose(round);
-  // Signed, so every party can recompute the winners the leader announces from them.
-  ASSIGN_OR_RETURN(
-      *proposals->mutable_signature(),
-      crypto::SignWithSealKey(
-          options_.seal_key_pem,
-          LocalProposalsStatement(slot.job->job_id, slot.job->run_id, round, *proposals)));
+  proposals->set_live_groups(own.live_groups);
+  proposals->set_state_digest(own.state_digest);
+  proposals->set_signature(own.signature);
+  proposals->set_page(propose.page());
+  proposals->set_pages(static_cast<uint32_t>(pages.size()));
+  proposals->set_page_bytes(std::string(pages[propose.page()]));
+  proposals->set_list_bytes(own.list.size());
+  proposals->set_list_digest(own.digest);
+  if (!fresh) return absl::OkStatus();
   return Audit(slot, round,
                {.kind = kAuditProposal,
                 .form = kAuditPlaintext,
-                .to = {slot.job->leader},
-                .numbers = {{"live_groups", out->local_proposals().live_groups()},
-                            {"proposals", out->local_proposals().proposals_size()}},
+                .to = {job.leader},
+                .numbers = {{"live_groups", own.live_groups},
+                            {"proposals", local->proposed_count()},
+                            {"pages", pages.size()}},
                 .texts = {{"recoding", "local"}}});
 }
 
-absl::Status PartyAgent::CheckSignedLocalProposals(
-    JobSlot& slot,
-    const google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalProposals>& relayed,
-    uint64_t round) const {
-  ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
-  const JobState& job = *slot.job;
-  std::vector<std::pair<std::string, fedanon::v1::LocalProposals>> all;
-  std::set<std::string> heard;
-  for (const auto& s : relayed) {
-    auto key = job.seal_keys.find(s.party());
-    if (key == job.seal_keys.end() ||
-        std::find(job.ring.begin(), job.ring.end(), s.party()) == job.ring.end()) {
-      return absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave,
-                                                      ": forged local proposals: '", s.party(),
-                                                      "' is not a data party of the job"));
+absl::Status PartyAgent::VerticalLocalProposalsPut(JobSlot& slot,
+                                                   const fedanon::v1::LocalProposalsPut& put,
+                                                   uint64_t round,
+                                                   fedanon::v1::VerticalStepResult* out) {
+  RETURN_IF_ERROR(LocalReplicaOf(*slot.job->vertical).status());
+  JobState& job = *slot.job;
+  auto refuse = [&](const std::string& why) {
+    const absl::Status st = absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave, ": ", why));
+    spdlog::error("job={} round={} {}", job.job_id, round, std::string(st.message()));
+    return st;
+  };
+  const std::string& from = put.party();
+  if (from == options_.name ||
+      std::find(job.ring.begin(), job.ring.end(), from) == job.ring.end() ||
+      job.seal_keys.find(from) == job.seal_keys.end()) {
+    return refuse(absl::StrCat("a proposal page of '", from,
+                               "', which is not another data party of the job"));
+  }
+  if (!job.local_own || job.local_own->wave != round) {
+    return refuse(absl::StrCat("a proposal page of '", from, "' for wave ", round,
+                               ", but the current wave is ",
+                               job.local_own ? job.local_own->wave : 0));
+  }
+  if (put.pages() == 0 || put.page() >= put.pages() ||
+      put.pages() > std::max<uint64_t>(1, put.list_bytes())) {
+    return refuse(absl::StrCat("page ", put.page(), " of ", put.pages(), " of the proposals of '",
+                               from, "' (", put.list_bytes(), " bytes) is out of range"));
+  }
+  if (put.list_bytes() > common::kMaxChunkedPayloadBytes) {
+    return refuse(absl::StrCat("the proposals of '", from, "' declare ", put.list_bytes(),
+                               " bytes, over the bound of ", common::kMaxChunkedPayloadBytes));
+  }
+  fedanon::v1::LocalProposalsPut head = put;
+  head.clear_page();
+  head.clear_page_bytes();
+  auto [it, fresh] = job.local_delivered.try_emplace(from);
+  JobState::LocalDelivery& d = it->second;
+  if (fresh) {
+    d.head = head;
+  } else if (d.head.SerializeAsString() != head.SerializeAsString()) {
+    return refuse(absl::StrCat("the description of the proposals of '", from,
+                               "' (pages, size, digest, live groups, state digest or signature) "
+                               "changed between pages of wave ",
+                               round));
+  }
+  if (auto page = d.pages.find(put.page()); page != d.pages.end()) {
+    if (page->second != put.page_bytes()) {
+      return refuse(absl::StrCat("different content for page ", put.page(),
+                                 " of the proposals of '", from, "', already delivered in wave ",
+                                 round));
     }
-    if (!heard.insert(s.party()).second) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          kRefusedLocalWave, ": forged local proposals: two proposal lists of '", s.party(), "'"));
+    out->set_committed(true);  // the same page again: one request, one answer
+    return absl::OkStatus();
+  }
+  if (d.bytes + put.page_bytes().size() > put.list_bytes()) {
+    return refuse(absl::StrCat("the proposal pages of '", from, "' exceed their declared size of ",
+                               put.list_bytes(), " bytes"));
+  }
+  d.bytes += put.page_bytes().size();
+  d.pages.emplace(put.page(), put.page_bytes());
+  if (d.pages.size() == put.pages()) {
+    if (d.bytes != put.list_bytes()) {
+      return refuse(absl::StrCat("the proposal pages of '", from, "' hold ", d.bytes,
+                                 " bytes, not the declared ", put.list_bytes()));
+    }
+    std::string whole;
+    whole.reserve(d.bytes);
+    for (const auto& [i, bytes] : d.pages) whole.append(bytes);
+    if (crypto::Sha256(whole) != put.list_digest()) {
+      return refuse(absl::StrCat("an altered proposal page: the proposals of '", from,
+                                 "' as delivered by the leader do not match their digest"));
     }
     const absl::Status st = crypto::VerifyWithSealKey(
-        *key->second, LocalProposalsStatement(job.job_id, job.run_id, round, s.proposals()),
-        s.proposals().signature());
+        *job.seal_keys.at(from),
+        LocalProposalsStatement(job.job_id, job.run_id, round, put.list_digest(), put.live_groups(),
+                                put.state_digest()),
+        put.signature());
     if (!st.ok()) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(kRefusedLocalWave, ": forged local proposals: the proposals of '", s.party(),
-                       "' as relayed by the leader do not carry its signature for wave ", round,
+      return refuse(
+          absl::StrCat("forged local proposals: the proposals of '", from,
+                       "' as delivered by the leader do not carry its signature for wave ", round,
                        " (altered, or replayed from another wave) (", st.message(), ")"));
     }
-    all.emplace_back(s.party(), s.proposals());
+    if (!d.list.ParseFromString(whole) || d.list.live_groups() != 0 ||
+        !d.list.state_digest().empty() || !d.list.signature().empty()) {
+      return refuse(absl::StrCat("the proposals of '", from, "' do not parse as a list"));
+    }
+    d.list.set_live_groups(put.live_groups());
+    d.list.set_state_digest(put.state_digest());
+    d.verified = true;
   }
-  if (heard.size() != job.ring.size()) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(kRefusedLocalWave,
-                     ": the leader did not relay every party's signed "
-                     "proposals of wave ",
-                     round));
+  out->set_committed(true);
+  return Audit(slot, round,
+               {.kind = kAuditChunkReceipt,
+                .form = kAuditPlaintext,
+                .to = {job.leader},
+                .numbers = {{"page", put.page()}, {"pages", put.pages()}},
+                .texts = {{"stream", "local-proposals"}, {"from", from}}});
+}
+
+absl::Status PartyAgent::CheckDeliveredLocalProposals(JobSlot& slot, uint64_t round) const {
+  ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  const JobState& job = *slot.job;
+  if (!job.local_own || job.local_own->wave != round) {
+    return absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave, ": a step of wave ", round,
+                                                    " before this party proposed in it"));
+  }
+  std::vector<std::pair<std::string, fedanon::v1::LocalProposals>> all;
+  for (const auto& party : job.ring) {
+    if (party == options_.name) {
+      fedanon::v1::LocalProposals mine;
+      if (!mine.ParseFromString(job.local_own->list)) {
+        return absl::InternalError("this party's own proposal list does not parse");
+      }
+      mine.set_live_groups(job.local_own->live_groups);
+      mine.set_state_digest(job.local_own->state_digest);
+      all.emplace_back(party, std::move(mine));
+      continue;
+    }
+    const auto it = job.local_delivered.find(party);
+    if (it == job.local_delivered.end() || !it->second.verified) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          kRefusedLocalWave, ": a step of wave ", round, " before the proposals of '", party,
+          "' were delivered (", it == job.local_delivered.end() ? 0 : it->second.pages.size(),
+          " of ", it == job.local_delivered.end() ? 0 : it->second.head.pages(), " pages)"));
+    }
+    all.emplace_back(party, it->second.list);
   }
   return local->CheckProposals(round, all);
 }
@@ -3063,12 +3223,27 @@ absl::Status PartyAgent::VerticalLocalWinners(JobSlot& slot, const fedanon::v1::
                                               uint64_t round,
                                               fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
-  if (absl::Status st = CheckSignedLocalProposals(slot, won.proposals(), round); !st.ok()) {
-    spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(st.message()));
-    return st;
+  absl::Status checked = CheckDeliveredLocalProposals(slot, round);
+  // The leader names only the count and digest of the groups this party won: it recomputes them
+  // from the delivered proposals and refuses a different announcement.
+  fedanon::v1::LocalWinners mine;
+  if (checked.ok()) {
+    mine = local->OwnWinners();
+    const std::string digest = crypto::Sha256(mine.SerializeAsString());
+    if (static_cast<uint64_t>(mine.won_size()) != won.won_count() || digest != won.won_digest()) {
+      checked = absl::PermissionDeniedError(absl::StrCat(
+          kRefusedLocalWave,
+          ": the leader's winners differ from the best signed proposals: it announces ",
+          won.won_count(), " won groups (or another digest of them), the delivered proposals give ",
+          mine.won_size()));
+    }
+  }
+  if (!checked.ok()) {
+    spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(checked.message()));
+    return checked;
   }
   ASSIGN_OR_RETURN(const fedanon::v1::LocalInstruction instruction,
-                   local->MakeInstruction(round, won));
+                   local->MakeInstruction(round, mine));
   const std::string bytes = instruction.SerializeAsString();
   // With judges (confidence bounds) the splits go to the other judges only; the parties that are
   // not judges receive the accepted ones after the verdicts (VerticalLocalPublish).
@@ -3092,7 +3267,7 @@ absl::Status PartyAgent::VerticalLocalCommit(JobSlot& slot, const fedanon::v1::L
                                              uint64_t round, fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
   // Before opening anything: every party's signed proposals (digests, recomputed winners).
-  absl::Status checked = CheckSignedLocalProposals(slot, commit.proposals(), round);
+  absl::Status checked = CheckDeliveredLocalProposals(slot, round);
   if (checked.ok() && !commit.closing() && !local->judges().empty()) {
     checked = CheckSignedLocalVerdicts(slot, commit.verdicts(), round);
   }
@@ -3189,7 +3364,7 @@ absl::Status PartyAgent::CheckSignedLocalVerdicts(
 absl::Status PartyAgent::VerticalLocalJudge(JobSlot& slot, const fedanon::v1::LocalJudge& judge,
                                             uint64_t round, fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
-  if (absl::Status st = CheckSignedLocalProposals(slot, judge.proposals(), round); !st.ok()) {
+  if (absl::Status st = CheckDeliveredLocalProposals(slot, round); !st.ok()) {
     spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(st.message()));
     return st;
   }
@@ -3223,7 +3398,7 @@ absl::Status PartyAgent::VerticalLocalPublish(JobSlot& slot,
                                               uint64_t round,
                                               fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
-  absl::Status checked = CheckSignedLocalProposals(slot, publish.proposals(), round);
+  absl::Status checked = CheckDeliveredLocalProposals(slot, round);
   if (checked.ok()) checked = CheckSignedLocalVerdicts(slot, publish.verdicts(), round);
   if (!checked.ok()) {
     spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(checked.message()));

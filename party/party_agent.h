@@ -269,17 +269,24 @@ class PartyAgent {
                                 uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   // `recoding: local` waves (party/vertical_local.h): per-group proposals, the owner's sealed
-  // splits of the groups it won, and the wave's commit.
-  absl::Status VerticalLocalPropose(JobSlot& slot, uint64_t round, VerticalResult* out)
+  // splits of the groups it won, and the wave's commit. The proposals are computed, serialized
+  // and signed once per wave and answered page by page (protocol 1.4).
+  absl::Status VerticalLocalPropose(JobSlot& slot, const fedanon::v1::LocalPropose& propose,
+                                    uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
-  // The wave's signed proposals as the leader relays them: one per data party of the ring, each
-  // with a valid signature for this wave (else PermissionDenied, "forged local proposals"); then
+  // One page of another party's signed proposal list of the current wave (protocol 1.4): the
+  // party is another data party of the ring, the wave the current one, the page in range, the
+  // description the same on every page, no different content for a page already delivered, the
+  // total bounded; once complete, the list's digest and its party's signature are checked.
+  absl::Status VerticalLocalProposalsPut(JobSlot& slot, const fedanon::v1::LocalProposalsPut& put,
+                                         uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // The wave's delivered proposals: every other data party's list complete and verified for this
+  // wave (else PermissionDenied naming the party and what is missing), with this party's own; then
   // the replica's own checks (state digests, recomputed winners: VerticalLocalReplica::
   // CheckProposals).
-  absl::Status CheckSignedLocalProposals(
-      JobSlot& slot,
-      const google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalProposals>& relayed,
-      uint64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status CheckDeliveredLocalProposals(JobSlot& slot, uint64_t round) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerticalLocalWinners(JobSlot& slot, const fedanon::v1::LocalWinners& won,
                                     uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);

@@ -236,6 +236,14 @@ absl::Status VerticalLocalReplica::CloseWaves(uint64_t wave) {
   return absl::OkStatus();
 }
 
+fedanon::v1::LocalWinners VerticalLocalReplica::OwnWinners() const {
+  fedanon::v1::LocalWinners out;
+  for (const auto& [group, w] : winners_) {
+    if (w.first == self_) *out.add_won() = w.second;
+  }
+  return out;
+}
+
 absl::StatusOr<fedanon::v1::LocalInstruction> VerticalLocalReplica::MakeInstruction(
     uint64_t wave, const fedanon::v1::LocalWinners& won) {
   if (wave != proposed_wave_) {

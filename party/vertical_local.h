@@ -53,6 +53,11 @@ class VerticalLocalReplica {
   absl::Status CheckProposals(
       uint64_t wave,
       const std::vector<std::pair<std::string, fedanon::v1::LocalProposals>>& proposals);
+  // The groups whose recomputed winner (CheckProposals of the current wave) is this party's
+  // proposal, in group order (`won` only): what the leader's count and digest must match.
+  fedanon::v1::LocalWinners OwnWinners() const;
+  // How many groups this party's proposals of the current wave name.
+  size_t proposed_count() const { return static_cast<size_t>(proposed_msg_.proposals_size()); }
   // The owner: the splits of the groups the leader says it won. Refuses unless they are exactly
   // the groups whose recomputed winner is this party's proposal (CheckProposals of this wave).
   absl::StatusOr<fedanon::v1::LocalInstruction> MakeInstruction(

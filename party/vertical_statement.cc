@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/base/casts.h"
+#include "crypto/hash.h"
 
 namespace fedanon::party {
 namespace {
@@ -46,18 +47,26 @@ std::string ProposalStatement(std::string_view job_id, std::string_view run_id, 
   return out;
 }
 
+std::string LocalProposalsList(const fedanon::v1::LocalProposals& proposals) {
+  fedanon::v1::LocalProposals list;
+  *list.mutable_proposals() = proposals.proposals();
+  return list.SerializeAsString();
+}
+
 std::string LocalProposalsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
                                     const fedanon::v1::LocalProposals& proposals) {
+  return LocalProposalsStatement(job_id, run_id, wave,
+                                 crypto::Sha256(LocalProposalsList(proposals)),
+                                 proposals.live_groups(), proposals.state_digest());
+}
+
+std::string LocalProposalsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
+                                    std::string_view list_digest, uint64_t live_groups,
+                                    std::string_view state_digest) {
   std::string out = Header(job_id, run_id, wave, "local-proposals");
-  PutU64(proposals.live_groups(), &out);
-  PutBytes(proposals.state_digest(), &out);
-  PutU64(static_cast<uint64_t>(proposals.proposals_size()), &out);
-  for (const auto& p : proposals.proposals()) {
-    PutU64(p.group(), &out);
-    PutU64(p.attribute(), &out);
-    PutU64(static_cast<uint64_t>(static_cast<int64_t>(p.candidate())), &out);
-    PutU64(absl::bit_cast<uint64_t>(p.score()), &out);
-  }
+  PutBytes(list_digest, &out);
+  PutU64(live_groups, &out);
+  PutBytes(state_digest, &out);
   return out;
 }
 

@@ -1,11 +1,11 @@
 // The exact bytes a party signs for the statements it makes to the other parties through the
 // leader in a vertical job — its proposal of a round (participate or Not-participate, with the
 // candidate and score) and, as a judge, its verdict on the winner — so that the leader can read
-// them but cannot forge or alter them; in a local-recoding job, its per-group proposals of a wave
-// with its replica's state digest, and as a judge its per-group verdicts of a wave (docs/crypto.md
-// "Signed vertical statements"). Each field is length-prefixed and the whole is bound to the job,
-// the run and the round, so a statement cannot be replayed into another job, run or round or passed
-// off as the other kind.
+// them but cannot forge or alter them; in a local-recoding job, the digest of its per-group
+// proposals of a wave (paged from protocol 1.4) with its replica's state digest, and as a judge its
+// per-group verdicts of a wave (docs/crypto.md "Signed vertical statements"). Each field is
+// length-prefixed and the whole is bound to the job, the run and the round, so a statement cannot
+// be replayed into another job, run or round or passed off as the other kind.
 #pragma once
 
 #include <cstdint>
@@ -20,11 +20,18 @@ namespace fedanon::party {
 std::string ProposalStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
                               const fedanon::v1::VerticalProposal& proposal);
 
-// Fields 1, 2 and 80 of a vertical local-recoding wave's `proposals` (its signature is not part of
-// it): every group proposal, the live-group count and the replica's state digest, bound to the
-// wave.
+// A vertical local-recoding wave's proposal list as it is signed and paged (protocol 1.4): the
+// serialized LocalProposals holding field 1 only (every group proposal, group order).
+std::string LocalProposalsList(const fedanon::v1::LocalProposals& proposals);
+
+// What a party signs for its proposals of a wave (protocol 1.4): the SHA-256 of the serialized list
+// (LocalProposalsList), the live-group count and the replica's state digest, bound to the wave.
+// The first form computes the digest from `proposals` (fields 1, 2 and 80; not its signature).
 std::string LocalProposalsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
                                     const fedanon::v1::LocalProposals& proposals);
+std::string LocalProposalsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
+                                    std::string_view list_digest, uint64_t live_groups,
+                                    std::string_view state_digest);
 
 // Field 1 of a judge's `verdicts` of a vertical local-recoding wave (its signature is not part of
 // it): per winning group its group, attribute, candidate and the verdict, bound to the wave.

@@ -64,4 +64,8 @@ bool BatchesIdMatching(const ProtocolVersion& party) {
   return party.major > 1 || (party.major == 1 && party.minor >= 3);
 }
 
+bool PagesLocalWaves(const ProtocolVersion& party) {
+  return party.major > 1 || (party.major == 1 && party.minor >= 4);
+}
+
 }  // namespace fedanon::common

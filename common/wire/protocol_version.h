@@ -13,7 +13,11 @@
 // payloads travel whole, as in 1.1). 1.3 — vertical ID matching in batches (IdEncrypt /
 // IdReEncrypt per batch, IdDigests, IdAlign on the delivered batches; docs/crypto.md), which a
 // 1.3 leader uses only when every data party of the job speaks 1.3 (with a 1.2 party each list
-// goes whole, in chunks, as in 1.2).
+// goes whole, in chunks, as in 1.2). 1.4 — vertical local recoding's waves in pages: a party's
+// proposals are fetched page by page (LocalPropose.page) and delivered to the other parties page
+// by page (LocalProposalsPut) under the message limit; LocalWinners names a count and digest of
+// the won groups. A 1.4 leader refuses a vertical `recoding: local` job when a data party of it
+// speaks 1.3 (kLocalWavesNeedProtocol); every other job kind still runs with 1.3 parties.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +34,7 @@ struct ProtocolVersion {
   friend bool operator==(const ProtocolVersion&, const ProtocolVersion&) = default;
 };
 
-inline constexpr ProtocolVersion kProtocolVersion{1, 3};      // what this build speaks
+inline constexpr ProtocolVersion kProtocolVersion{1, 4};      // what this build speaks
 inline constexpr ProtocolVersion kUnversionedProtocol{1, 0};  // a peer that sends none
 
 // "1.1".
@@ -56,5 +60,10 @@ bool HoldsSeveralJobs(const ProtocolVersion& party);
 bool ChunksPayloads(const ProtocolVersion& party);
 // Whether a party of this version matches ids in batches (1.3 and later).
 bool BatchesIdMatching(const ProtocolVersion& party);
+// Whether a party of this version runs vertical local recoding's waves in pages (1.4 and later).
+bool PagesLocalWaves(const ProtocolVersion& party);
+// The named reason a leader refuses a vertical local-recoding job with a party older than 1.4.
+inline constexpr char kLocalWavesNeedProtocol[] =
+    "vertical local recoding needs protocol 1.4 (waves in pages) at every data party";
 
 }  // namespace fedanon::common

@@ -1232,12 +1232,12 @@ TEST(MaliciousLeader, VerticalLocalWinnerOfAnotherGroupIsRefusedByItsOwner) {
   ASSERT_EQ(honest.info.state(), fedanon::v1::JOB_STATE_DONE) << honest.info.failure_reason();
   ASSERT_GT(honest.info.report().steps_size(), 0);
 
+  // Protocol 1.4: the leader names only the count and digest of an owner's won groups.
   const VerticalAttack wrong_group = RunVerticalAttack(
       "vlocal_group", kLocalSpec, LocalTables(), tax, [](const std::string&, LeaderMessage* msg) {
         if (msg->has_vertical() && msg->vertical().has_local_winners()) {
-          for (auto& w : *msg->mutable_vertical()->mutable_local_winners()->mutable_won()) {
-            w.set_group(w.group() + 1000);
-          }
+          auto* w = msg->mutable_vertical()->mutable_local_winners();
+          w->set_won_count(w->won_count() + 1);
         }
       });
   ExpectNothingReleased(wrong_group);
@@ -1248,10 +1248,10 @@ TEST(MaliciousLeader, VerticalLocalWinnerOfAnotherGroupIsRefusedByItsOwner) {
   const VerticalAttack altered = RunVerticalAttack(
       "vlocal_altered", kLocalSpec, LocalTables(), tax, [](const std::string&, LeaderMessage* msg) {
         if (msg->has_vertical() && msg->vertical().has_local_winners()) {
-          for (auto& w : *msg->mutable_vertical()->mutable_local_winners()->mutable_won()) {
-            w.set_candidate(w.candidate() + 1);
-            w.set_score(1e9);
-          }
+          auto* w = msg->mutable_vertical()->mutable_local_winners();
+          std::string digest = w->won_digest();
+          if (!digest.empty()) digest[0] ^= 0x01;
+          w->set_won_digest(digest);
         }
       });
   ExpectNothingReleased(altered);
@@ -1279,8 +1279,9 @@ TEST(MaliciousLeader, VerticalLocalWinnerOfAnotherGroupIsRefusedByItsOwner) {
 }
 
 // Issue 31, signed local proposals: every party signs its wave's per-group proposals with its
-// replica's state digest; the leader relays them all with the winners and the commit, and every
-// party recomputes the winners and checks the instructions before applying anything.
+// replica's state digest; the leader delivers them all page by page before the wave's later steps
+// (protocol 1.4), and every party recomputes the winners and checks the instructions before
+// applying anything.
 struct LocalAttackCase {
   std::string name;
   std::string expected;  // in the failure reason
@@ -1292,7 +1293,7 @@ TEST(MaliciousLeader, VerticalLocalDeviationsAreRefusedByName) {
                                                   {"q1.csv", "w0;ANY\nw1;ANY\n"}};
   // Each cheat counts how often it changed a message: a cheat that never fired proves nothing.
   auto fired = std::make_shared<std::atomic<int>>(0);
-  auto replayed = std::make_shared<std::map<std::string, fedanon::v1::SignedLocalProposals>>();
+  auto replayed = std::make_shared<std::map<std::string, fedanon::v1::LocalProposalsPut>>();
   auto first_round = std::make_shared<uint32_t>(0);
   const std::vector<LocalAttackCase> cases = {
       // The leader withholds the owner's instruction from the other party (hospital-a wins the
@@ -1308,54 +1309,46 @@ TEST(MaliciousLeader, VerticalLocalDeviationsAreRefusedByName) {
          c->clear_instruction_refs();
          ++*fired;
        }},
-      // The leader announces another (lower-scoring) party's proposal as a group's winner: it
-      // drops the group from its real winner's list.
-      {"vlocal_lower", "is won by 'hospital-",
-       [fired](const std::string& party, LeaderMessage* msg) {
+      // The leader announces fewer won groups to an owner (it would hand a group to another,
+      // lower-scoring party's proposal).
+      {"vlocal_lower", "the leader's winners differ from the best signed proposals",
+       [fired](const std::string&, LeaderMessage* msg) {
          if (!msg->has_vertical() || !msg->vertical().has_local_winners()) return;
          auto* w = msg->mutable_vertical()->mutable_local_winners();
-         std::set<uint32_t> contested;
-         for (const auto& s : w->proposals()) {
-           if (s.party() == party) continue;
-           for (const auto& p : s.proposals().proposals()) contested.insert(p.group());
-         }
-         for (int i = 0; i < w->won_size(); ++i) {
-           if (!contested.count(w->won(i).group())) continue;
-           w->mutable_won()->DeleteSubrange(i, 1);
-           ++*fired;
-           return;
-         }
+         if (w->won_count() == 0) return;
+         w->set_won_count(w->won_count() - 1);
+         ++*fired;
        }},
-      // The leader raises the score of a relayed proposal.
+      // The leader raises the score of a delivered proposal (and fixes the list's digest and
+      // size to match): the proposer's signature no longer covers it.
       {"vlocal_score", "do not carry its signature for wave",
        [fired](const std::string&, LeaderMessage* msg) {
-         if (!msg->has_vertical() || !msg->vertical().has_local_commit()) return;
-         for (auto& s : *msg->mutable_vertical()->mutable_local_commit()->mutable_proposals()) {
-           if (s.proposals().proposals_size() == 0) continue;
-           auto* p = s.mutable_proposals()->mutable_proposals(0);
-           p->set_score(p->score() + 1);
-           ++*fired;
+         if (!msg->has_vertical() || !msg->vertical().has_local_proposals_put()) return;
+         auto* put = msg->mutable_vertical()->mutable_local_proposals_put();
+         fedanon::v1::LocalProposals list;
+         if (put->pages() != 1 || !list.ParseFromString(put->page_bytes()) ||
+             list.proposals_size() == 0) {
            return;
          }
+         auto* p = list.mutable_proposals(0);
+         p->set_score(p->score() + 1);
+         put->set_page_bytes(list.SerializeAsString());
+         put->set_list_bytes(put->page_bytes().size());
+         put->set_list_digest(crypto::Sha256(put->page_bytes()));
+         ++*fired;
        }},
       // The leader replays hospital-b's signed proposals of the first wave in a later wave.
       {"vlocal_replay", "(altered, or replayed from another wave)",
        [fired, replayed, first_round](const std::string&, LeaderMessage* msg) {
-         if (!msg->has_vertical()) return;
-         auto* v = msg->mutable_vertical();
-         google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalProposals>* list = nullptr;
-         if (v->has_local_winners()) list = v->mutable_local_winners()->mutable_proposals();
-         if (v->has_local_commit()) list = v->mutable_local_commit()->mutable_proposals();
-         if (list == nullptr) return;
+         if (!msg->has_vertical() || !msg->vertical().has_local_proposals_put()) return;
+         auto* put = msg->mutable_vertical()->mutable_local_proposals_put();
+         if (put->party() != "hospital-b") return;
          if (*first_round == 0) *first_round = msg->round();
-         for (auto& s : *list) {
-           if (s.party() != "hospital-b") continue;
-           if (msg->round() == *first_round) {
-             (*replayed)[s.party()] = s;
-           } else if (replayed->count(s.party())) {
-             s = replayed->at(s.party());
-             ++*fired;
-           }
+         if (msg->round() == *first_round) {
+           (*replayed)[put->party()] = *put;
+         } else if (replayed->count(put->party())) {
+           *put = replayed->at(put->party());
+           ++*fired;
          }
        }},
   };

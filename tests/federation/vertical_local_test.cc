@@ -207,17 +207,28 @@ void RunBoth(const Scenario& s, const std::string& name, uint64_t seed, Outcome*
   auto mu = std::make_shared<absl::Mutex>();
   uint64_t* sent = &out->proposals_sent;
   uint64_t* vetoes = &out->vetoes_sent;
-  (*fed)->channel.set_observer([sent, vetoes, mu](const std::string&, const std::string& bytes) {
-    fedanon::v1::PartyMessage m;
-    if (!m.ParseFromString(bytes) || !m.has_vertical()) return;
-    absl::MutexLock lock(mu.get());
-    if (m.vertical().has_local_proposals()) {
-      *sent += static_cast<uint64_t>(m.vertical().local_proposals().proposals_size());
-    }
-    if (m.vertical().has_local_verdicts()) {
-      for (const auto& v : m.vertical().local_verdicts().verdicts()) *vetoes += v.accept() ? 0 : 1;
-    }
-  });
+  // Protocol 1.4: a party's list travels in pages (in order; one under the default limit).
+  auto lists = std::make_shared<std::map<std::string, std::string>>();
+  (*fed)->channel.set_observer(
+      [sent, vetoes, mu, lists](const std::string& party, const std::string& bytes) {
+        fedanon::v1::PartyMessage m;
+        if (!m.ParseFromString(bytes) || !m.has_vertical()) return;
+        absl::MutexLock lock(mu.get());
+        if (m.vertical().has_local_proposals()) {
+          const auto& page = m.vertical().local_proposals();
+          std::string& list = (*lists)[party];
+          if (page.page() == 0) list.clear();
+          list += page.page_bytes();
+          fedanon::v1::LocalProposals whole;
+          if (page.page() + 1 == page.pages() && whole.ParseFromString(list)) {
+            *sent += static_cast<uint64_t>(whole.proposals_size());
+          }
+        }
+        if (m.vertical().has_local_verdicts()) {
+          for (const auto& v : m.vertical().local_verdicts().verdicts())
+            *vetoes += v.accept() ? 0 : 1;
+        }
+      });
   ASSERT_OK_AND_ASSIGN(auto submitted, (*fed)->Submit(Request(s.spec_yaml, s.taxonomies, **fed)));
   const fedanon::v1::JobInfo info = (*fed)->Wait(submitted.job_id());
   ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();

@@ -12,6 +12,7 @@
 #include "common/engine/privacy_model.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
+#include "crypto/hash.h"
 #include "party/vertical_local.h"
 #include "party/vertical_statement.h"
 #include "tests/common/engine/engine_test_util.h"
@@ -150,8 +151,15 @@ TEST(VerticalLocalReplica, ProposalsStatementBindsWaveDigestAndEveryProposal) {
   q.mutable_proposals(0)->set_score(mine.proposals(0).score() + 1e-12);
   EXPECT_NE(base, party::LocalProposalsStatement("job-1", "run-1", 1, q));
   q = mine;
+  q.set_live_groups(mine.live_groups() + 1);
+  EXPECT_NE(base, party::LocalProposalsStatement("job-1", "run-1", 1, q));
+  q = mine;
   q.set_signature("ignored");
   EXPECT_EQ(base, party::LocalProposalsStatement("job-1", "run-1", 1, q));
+  // Protocol 1.4: what is signed is the digest of the serialized list (the pages' content).
+  EXPECT_EQ(base, party::LocalProposalsStatement("job-1", "run-1", 1,
+                                                 crypto::Sha256(party::LocalProposalsList(mine)),
+                                                 mine.live_groups(), mine.state_digest()));
 }
 
 TEST(VerticalLocalReplica, LowerScoringWinnerDivergedReplicaAndForeignEntriesAreRefused) {

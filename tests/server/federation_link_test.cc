@@ -1,8 +1,8 @@
 // Whole jobs over real mTLS streams: a LeaderServer with a leader::Leader and three PartyClients
 // each answering with a party::PartyAgent, as the daemons run them. Two jobs at once over the
 // same three parties release what each releases alone (and take less wall time than one after
-// the other), and a party speaking the previous protocol minor version (1.2) takes part (a vertical
-// job with it would match ids by whole lists, as 1.2 expects).
+// the other), and a party speaking the previous protocol minor version (1.3) takes part (a vertical
+// local-recoding job with it would be refused: its waves travel in pages from 1.4).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -221,16 +221,16 @@ TEST_F(FederationLinkTest, TwoJobsAtOnceOverRealStreamsReleaseWhatEachReleasesAl
 }
 
 TEST_F(FederationLinkTest, APartyOfThePreviousMinorProtocolVersionTakesPart) {
-  Start(common::ProtocolVersion{1, 2});
+  Start(common::ProtocolVersion{1, 3});
   bool found = false;
   for (const common::ConnectedParty& p : connections_.Parties()) {
     if (p.name == "hospital-a") {
       found = true;
-      EXPECT_EQ(p.protocol, (common::ProtocolVersion{1, 2}));
+      EXPECT_EQ(p.protocol, (common::ProtocolVersion{1, 3}));
     }
   }
   ASSERT_TRUE(found);
-  // Two jobs at once with the 1.2 party (it holds several jobs): both end done with their
+  // Two jobs at once with the 1.3 party (it holds several jobs): both end done with their
   // releases.
   ASSERT_OK_AND_ASSIGN(const JobInfo k2_submitted, Submit(ExampleA()));
   ASSERT_OK_AND_ASSIGN(const JobInfo k3_submitted, Submit(ExampleAWithK3()));

@@ -364,13 +364,13 @@ TEST_F(MtlsTest, AnOldPartyIsServedAndAnUnversionedHelloIsProtocolOneZero) {
     EXPECT_EQ(p.protocol, previous) << p.name;
   }
   // A hello without a version (a party from before versions were exchanged) speaks 1.0: more
-  // than one minor version behind this leader (1.3), so it is refused naming both.
+  // than one minor version behind this leader (1.4), so it is refused naming both.
   auto raw = OpenRaw(pki_->Party("hospital-b"));
   EXPECT_FALSE(Hello(*raw, pki_->SealCert("hospital-b"), /*versioned=*/false));
   const grpc::Status status = raw->stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(status.error_message(),
-            "party 'hospital-b' speaks protocol 1.0; this leader supports 1.2-1.3");
+            "party 'hospital-b' speaks protocol 1.0; this leader supports 1.3-1.4");
   EXPECT_FALSE(connections_.IsConnected("hospital-b"));
 }
 
