@@ -748,6 +748,51 @@ class Driver {
     return absl::OkStatus();
   }
 
+  // A release report in pages (protocol 1.4): asks `party` for pages 1.. of its report's steps,
+  // checks each is the page asked for and that all of them are the declared count and digest,
+  // and leaves the whole report in `released` (as a report that fit one message).
+  absl::Status FetchReportPages(const std::string& party, uint32_t round,
+                                fedanon::v1::VerticalReleased* released) {
+    const uint32_t pages = released->report_pages();
+    if (pages == 0) return absl::OkStatus();  // the whole report (or a party before 1.4)
+    const uint64_t total = released->report_steps();
+    fedanon::v1::Report* report = released->mutable_report();
+    if (pages < 2 || total > kMaxReportSteps || pages > total || report->steps_size() == 0 ||
+        static_cast<uint64_t>(report->steps_size()) > total) {
+      return absl::InternalError(absl::StrCat(kReportPagesAbsurd, ": party '", party, "' declares ",
+                                              pages, " pages of ", total, " steps, page 0 holding ",
+                                              report->steps_size()));
+    }
+    for (uint32_t p = 1; p < pages; ++p) {
+      fedanon::v1::VerticalStep step;
+      step.mutable_release_report_page()->set_page(p);
+      ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, round, std::move(step)));
+      fedanon::v1::ReleaseReportSteps* got = reply.mutable_report_page();
+      if (!reply.has_report_page() || got->page() != p || got->pages() != pages ||
+          got->steps_size() == 0) {
+        return absl::InternalError(absl::StrCat(kReportPageWrong, ": party '", party,
+                                                "' answered page ", got->page(), " of ",
+                                                got->pages(), " for page ", p, " of ", pages));
+      }
+      if (static_cast<uint64_t>(report->steps_size() + got->steps_size()) > total) {
+        return absl::InternalError(absl::StrCat(kReportPagesMismatch, ": party '", party,
+                                                "' sent more than its ", total, " steps"));
+      }
+      for (auto& s : *got->mutable_steps()) *report->add_steps() = std::move(s);
+    }
+    fedanon::v1::Report steps;
+    *steps.mutable_steps() = report->steps();
+    if (static_cast<uint64_t>(report->steps_size()) != total ||
+        crypto::Sha256(steps.SerializeAsString()) != released->report_digest()) {
+      return absl::InternalError(absl::StrCat(kReportPagesMismatch, ": party '", party, "' sent ",
+                                              report->steps_size(), " steps of ", total));
+    }
+    released->clear_report_pages();
+    released->clear_report_steps();
+    released->clear_report_digest();
+    return absl::OkStatus();
+  }
+
   // `run(i)` for every party of `parties` at once, one thread each (each party's calls keep
   // their order, which a restarted leader replays); the first error.
   absl::Status PerParty(const std::vector<std::string>& parties,
@@ -787,6 +832,9 @@ class Driver {
                        return step;
                      }));
     for (auto& r : others) released.push_back(std::move(r));
+    for (size_t i = 0; i < ring.size(); ++i) {
+      RETURN_IF_ERROR(FetchReportPages(ring[i], round, released[i].mutable_released()));
+    }
     for (size_t i = 0; i < ring.size(); ++i) {
       RETURN_IF_ERROR(LogReport(round, ring[i], released[i].released().report()));
     }

@@ -20,6 +20,7 @@ absl::StatusOr<fedanon::v1::PartyMessage> InProcessPartyChannel::Call(
   PartyAgent* agent;
   std::function<void(const std::string&, const std::string&)> observer;
   std::function<void(const std::string&, fedanon::v1::LeaderMessage*)> tamper;
+  std::function<void(const std::string&, fedanon::v1::PartyMessage*)> reply_tamper;
   {
     absl::MutexLock lock(&mu_);
     auto it = agents_.find(party);
@@ -29,6 +30,7 @@ absl::StatusOr<fedanon::v1::PartyMessage> InProcessPartyChannel::Call(
     agent = it->second;
     observer = observer_;
     tamper = tamper_;
+    reply_tamper = reply_tamper_;
   }
   fedanon::v1::LeaderMessage wire_request;
   if (!wire_request.ParseFromString(request.SerializeAsString())) {
@@ -45,6 +47,10 @@ absl::StatusOr<fedanon::v1::PartyMessage> InProcessPartyChannel::Call(
   }
   fedanon::v1::PartyMessage reply;
   if (!reply.ParseFromString(bytes)) return absl::InternalError("reply does not parse");
+  if (reply_tamper) {
+    absl::MutexLock lock(&callback_mu_);
+    reply_tamper(party, &reply);
+  }
   if (reply.has_error()) {
     return absl::Status(static_cast<absl::StatusCode>(reply.error().code()),
                         absl::StrCat("party '", party, "': ", reply.error().message()));

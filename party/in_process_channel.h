@@ -44,6 +44,14 @@ class InProcessPartyChannel : public common::PartyChannel {
     tamper_ = std::move(tamper);
   }
 
+  // Tests of a deviating party (the leader's checks): called with (party, reply) after the
+  // observer, and may alter the reply the leader receives.
+  void set_reply_tamper(std::function<void(const std::string&, fedanon::v1::PartyMessage*)> tamper)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    reply_tamper_ = std::move(tamper);
+  }
+
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override
@@ -60,6 +68,8 @@ class InProcessPartyChannel : public common::PartyChannel {
   std::map<std::string, common::ProtocolVersion> protocols_ ABSL_GUARDED_BY(mu_);
   std::function<void(const std::string&, const std::string&)> observer_ ABSL_GUARDED_BY(mu_);
   std::function<void(const std::string&, fedanon::v1::LeaderMessage*)> tamper_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const std::string&, fedanon::v1::PartyMessage*)> reply_tamper_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace fedanon::party

@@ -291,6 +291,10 @@ struct PartyAgent::JobState {
   // it commits its own candidate only after that, whatever the leader says.
   std::optional<std::pair<uint64_t, fedanon::v1::VerticalCandidate>> published;
   std::string order_seed;  // the secret seed of the release order, once drawn or received
+  // The release report's steps (protocol 1.4): a report too large for one message is answered
+  // in pages of these (ReleaseReportPage); derived again on a replayed release (the steps are the
+  // replica's state, so the pages are the same bytes).
+  std::optional<std::vector<fedanon::v1::SpecializationStep>> release_steps;
   // Horizontal jobs with three or more data parties: the final check of the privacy model on the
   // global counts of the final cut (HandleFinalCheck). Once started, the cut is fixed.
   struct FinalCheck {
@@ -2259,6 +2263,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
     case fedanon::v1::VerticalStep::kAssemble:
       RETURN_IF_ERROR(VerticalAssemble(slot, step.assemble(), round, out));
       return reply;
+    case fedanon::v1::VerticalStep::kReleaseReportPage:
+      RETURN_IF_ERROR(VerticalReleaseReportPage(slot, step.release_report_page(), round, out));
+      return reply;
     case fedanon::v1::VerticalStep::kLocalPropose:
       RETURN_IF_ERROR(VerticalLocalPropose(slot, step.local_propose(), round, out));
       return reply;
@@ -3424,6 +3431,51 @@ absl::Status PartyAgent::VerticalLocalPublish(JobSlot& slot,
                 .texts = {{"recoding", "local"}, {"after", "verdicts"}}});
 }
 
+namespace {
+// Pages of the release report's steps: half a chunk of the job's message limit, as the local
+// waves' proposal pages, so that a page and the reply around it fit one message.
+uint64_t ReleaseReportPageBytes(uint64_t message_limit) {
+  const uint64_t limit = message_limit > 0 ? message_limit : common::kDefaultMessageLimitBytes;
+  return std::max<uint64_t>(1, common::ChunkBytesForLimit(limit) / 2);
+}
+
+// The first step of every page: steps in order, as many as fit `page_bytes` (their encoding in a
+// repeated field), at least one per page. Deterministic in the steps.
+std::vector<size_t> ReleaseReportPageStarts(
+    const std::vector<fedanon::v1::SpecializationStep>& steps, uint64_t page_bytes) {
+  std::vector<size_t> starts = {0};
+  uint64_t used = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const uint64_t size = steps[i].ByteSizeLong() + 6;  // tag and length
+    if (used > 0 && used + size > page_bytes) {
+      starts.push_back(i);
+      used = 0;
+    }
+    used += size;
+  }
+  return starts;
+}
+
+// Keeps the report's steps for ReleaseReportPage and, when they need more than one page, leaves
+// only page 0's in the reply with the count and digest of all of them.
+void PageReleaseReport(uint64_t message_limit,
+                       std::optional<std::vector<fedanon::v1::SpecializationStep>>* steps,
+                       fedanon::v1::VerticalReleased* released) {
+  auto* report = released->mutable_report();
+  steps->emplace(report->steps().begin(), report->steps().end());
+  const std::vector<size_t> starts =
+      ReleaseReportPageStarts(**steps, ReleaseReportPageBytes(message_limit));
+  if (starts.size() < 2) return;
+  fedanon::v1::Report all;
+  *all.mutable_steps() = report->steps();
+  released->set_report_pages(static_cast<uint32_t>(starts.size()));
+  released->set_report_steps((*steps)->size());
+  released->set_report_digest(crypto::Sha256(all.SerializeAsString()));
+  report->mutable_steps()->DeleteSubrange(static_cast<int>(starts[1]),
+                                          report->steps_size() - static_cast<int>(starts[1]));
+}
+}  // namespace
+
 absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::VerticalRelease& release,
                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
@@ -3478,6 +3530,7 @@ absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::Verti
                                 out->mutable_released()->mutable_columns_ref()));
   }
   vp.FillReport("", out->mutable_released()->mutable_report());
+  PageReleaseReport(job.message_limit, &job.release_steps, out->mutable_released());
   LogUsage(job.job_id, "release sealed");
   // The columns sealed for the recipient, the order seed sealed for the other data parties, this
   // replica's report in plaintext for the leader.
@@ -3493,6 +3546,40 @@ absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::Verti
                    {"report_smallest_group", report.smallest_group()}},
        .texts = {{"order_seed_for", absl::StrJoin(Receivers(out->released().order_seeds()), ",")},
                  {"report_to", job.leader}}});
+}
+
+absl::Status PartyAgent::VerticalReleaseReportPage(JobSlot& slot,
+                                                   const fedanon::v1::ReleaseReportPage& ask,
+                                                   uint64_t round,
+                                                   fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *slot.job;
+  if (!job.release_steps) {
+    // Not released in this process (a state reloaded without the release replayed): the steps
+    // are the replica's, derived again.
+    if (!job.vertical) {
+      return absl::FailedPreconditionError("the release report's pages come after the release");
+    }
+    fedanon::v1::Report report;
+    job.vertical->FillReport("", &report);
+    job.release_steps.emplace(report.steps().begin(), report.steps().end());
+  }
+  const std::vector<size_t> starts =
+      ReleaseReportPageStarts(*job.release_steps, ReleaseReportPageBytes(job.message_limit));
+  if (ask.page() == 0 || ask.page() >= starts.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("page ", ask.page(), " of this party's ",
+                                                   starts.size(),
+                                                   " release report pages does not exist (page 0 "
+                                                   "travels with the release)"));
+  }
+  const size_t end =
+      ask.page() + 1 < starts.size() ? starts[ask.page() + 1] : job.release_steps->size();
+  auto* page = out->mutable_report_page();
+  page->set_page(ask.page());
+  page->set_pages(static_cast<uint32_t>(starts.size()));
+  for (size_t i = starts[ask.page()]; i < end; ++i) *page->add_steps() = (*job.release_steps)[i];
+  spdlog::debug("job={} round={} release report page {} of {}", job.job_id, round, ask.page(),
+                starts.size());
+  return absl::OkStatus();
 }
 
 absl::Status PartyAgent::VerticalAssemble(JobSlot& slot,

@@ -265,6 +265,9 @@ class PartyAgent {
   absl::Status VerticalRelease(JobSlot& slot, const fedanon::v1::VerticalRelease& release,
                                uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalReleaseReportPage(JobSlot& slot, const fedanon::v1::ReleaseReportPage& ask,
+                                         uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerticalAssemble(JobSlot& slot, const fedanon::v1::VerticalAssemble& assemble,
                                 uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);

@@ -16,7 +16,9 @@
 // goes whole, in chunks, as in 1.2). 1.4 — vertical local recoding's waves in pages: a party's
 // proposals are fetched page by page (LocalPropose.page) and delivered to the other parties page
 // by page (LocalProposalsPut) under the message limit; LocalWinners names a count and digest of
-// the won groups. A 1.4 leader refuses a vertical `recoding: local` job when a data party of it
+// the won groups; a vertical release report too large for one message comes in pages
+// (VerticalReleased.report_pages, ReleaseReportPage), which a 1.3 party never declares. A 1.4
+// leader refuses a vertical `recoding: local` job when a data party of it
 // speaks 1.3 (kLocalWavesNeedProtocol); every other job kind still runs with 1.3 parties.
 #pragma once
 

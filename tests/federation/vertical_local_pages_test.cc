@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/wire/protocol_version.h"
+#include "leader/vertical_job.h"
 #include "tests/checker/brute_force_checker.h"
 #include "tests/federation/adult_vertical_util.h"
 #include "tests/federation/federation_test_util.h"
@@ -153,6 +154,9 @@ fedanon::v1::SubmitJobRequest Request(const Scenario& s, const InProcessFederati
 using Tamper =
     std::function<void(InProcessFederation&, const std::string&, fedanon::v1::LeaderMessage*)>;
 
+// Tests of the leader's checks: alters a party's reply before the leader reads it.
+using ReplyTamper = std::function<void(const std::string&, fedanon::v1::PartyMessage*)>;
+
 struct PagedRun {
   fedanon::v1::JobInfo info;
   Table released;
@@ -160,10 +164,11 @@ struct PagedRun {
   uint64_t largest_request = 0;  // bytes, every leader -> party message of the job
   uint64_t largest_reply = 0;    // bytes, every party -> leader message of the job
   std::string largest_request_kind, largest_reply_kind;  // body case / step or result case
-  uint64_t largest_release_reply = 0;  // VerticalReleased (with the report), not in largest_reply
-  uint64_t largest_wave_message = 0;   // either way, the local-recoding waves' steps only
-  uint32_t most_pages = 0;             // the most proposal pages of one party in one wave
-  uint64_t puts = 0;                   // LocalProposalsPut requests
+  uint32_t report_pages = 0;          // the most release report pages one party declared
+  uint64_t report_page_requests = 0;  // ReleaseReportPage requests
+  uint64_t largest_wave_message = 0;  // either way, the local-recoding waves' steps only
+  uint32_t most_pages = 0;            // the most proposal pages of one party in one wave
+  uint64_t puts = 0;                  // LocalProposalsPut requests
   // What the relay of protocol 1.3 would have sent in each wave's LocalCommit: every party's
   // signed whole list (SignedLocalProposals), rebuilt from the pages; the largest wave's bytes.
   uint64_t largest_whole_relay = 0;
@@ -175,7 +180,8 @@ bool IsWaveStep(const fedanon::v1::VerticalStep& v) {
 }
 
 PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uint64_t limit,
-                  const Tamper& tamper = {}, const std::string& old_party = "") {
+                  const Tamper& tamper = {}, const std::string& old_party = "",
+                  const ReplyTamper& reply_tamper = {}) {
   PagedRun out;
   auto fed = InProcessFederation::Create(
       name, PartyFiles(s, seed),
@@ -189,6 +195,7 @@ PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uin
   if (!fed.ok()) return out;
   InProcessFederation* f = fed->get();
   if (!old_party.empty()) f->channel.set_protocol(old_party, common::ProtocolVersion{1, 3});
+  if (reply_tamper) f->channel.set_reply_tamper(reply_tamper);
   // The channel runs the hooks one at a time; the leader's threads call them.
   absl::Mutex mu;
   std::map<std::string, uint64_t> asked_wave;  // party -> wave of its last LocalPropose
@@ -207,6 +214,7 @@ PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uin
       out.largest_wave_message = std::max<uint64_t>(out.largest_wave_message, m->ByteSizeLong());
     }
     if (m->has_vertical() && m->vertical().has_local_proposals_put()) ++out.puts;
+    if (m->has_vertical() && m->vertical().has_release_report_page()) ++out.report_page_requests;
     if (m->has_vertical() && m->vertical().has_local_propose()) asked_wave[party] = m->round();
   });
   f->channel.set_observer([&](const std::string& party, const std::string& bytes) {
@@ -214,10 +222,10 @@ PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uin
     if (!m.ParseFromString(bytes)) return;
     absl::MutexLock lock(&mu);
     if (m.has_vertical() && m.vertical().has_released()) {
-      // The release's report lists every applied split: it grows with the groups (not a wave
-      // message; see docs/vertical.md "Local recoding", known gaps).
-      out.largest_release_reply = std::max<uint64_t>(out.largest_release_reply, bytes.size());
-    } else if (bytes.size() > out.largest_reply) {
+      // The release's report lists every applied split: it travels in pages (protocol 1.4).
+      out.report_pages = std::max(out.report_pages, m.vertical().released().report_pages());
+    }
+    if (bytes.size() > out.largest_reply) {
       out.largest_reply = bytes.size();
       out.largest_reply_kind =
           absl::StrCat(m.body_case(), "/", m.has_vertical() ? m.vertical().result_case() : 0);
@@ -241,6 +249,7 @@ PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uin
   out.info = f->Wait(info->job_id());
   f->channel.set_tamper(nullptr);
   f->channel.set_observer(nullptr);
+  f->channel.set_reply_tamper(nullptr);
   for (const auto& [wave, by_party] : lists) {
     fedanon::v1::LocalCommit relay;
     for (const auto& [party, list] : by_party) {
@@ -276,7 +285,18 @@ void ExpectCentralized(const Scenario& s, const std::string& name, const PagedRu
   EXPECT_EQ(RowsByColumns(r.released, central_out.header),
             RowsByColumns(central_out, central_out.header));
   EXPECT_EQ(r.info.report().groups(), central.groups());
-  EXPECT_EQ(r.info.report().steps_size(), central.steps_size());
+  // The released report's steps (reassembled from the release report's pages) are the
+  // centralized report's.
+  ASSERT_EQ(r.info.report().steps_size(), central.steps_size());
+  for (int i = 0; i < central.steps_size(); ++i) {
+    const auto& f = r.info.report().steps(i);
+    const auto& c = central.steps(i);
+    EXPECT_EQ(f.round(), c.round()) << i;
+    EXPECT_EQ(f.attribute(), c.attribute()) << i;
+    EXPECT_EQ(f.value(), c.value()) << i;
+    EXPECT_EQ(f.records(), c.records()) << i;
+    EXPECT_DOUBLE_EQ(f.info_gain(), c.info_gain()) << i;
+  }
   EXPECT_GT(central.groups(), 100u) << "too few groups: the proposals would fit one page";
 }
 
@@ -305,13 +325,15 @@ TEST(VerticalLocalPages, TwoPartiesUnderASmallLimitReleaseTheCentralizedTable) {
   EXPECT_LE(r.largest_request, kLimit) << r.largest_request_kind;
   EXPECT_LE(r.largest_reply, kLimit) << r.largest_reply_kind;
   EXPECT_LE(r.largest_wave_message, kLimit);
+  // The release reply (the report) is under the limit too: it used several pages.
+  EXPECT_GT(r.report_pages, 1u) << "the release report fit one page: its paging untested";
+  EXPECT_GT(r.report_page_requests, 0u);
   std::printf(
       "2 parties: most pages %u, largest request %llu, reply %llu, wave message %llu, release "
-      "reply %llu\n",
+      "report pages %u\n",
       r.most_pages, static_cast<unsigned long long>(r.largest_request),
       static_cast<unsigned long long>(r.largest_reply),
-      static_cast<unsigned long long>(r.largest_wave_message),
-      static_cast<unsigned long long>(r.largest_release_reply));
+      static_cast<unsigned long long>(r.largest_wave_message), r.report_pages);
 }
 
 TEST(VerticalLocalPages, ThreePartiesWithAJudgeUnderASmallLimitReleaseTheCentralizedTable) {
@@ -321,6 +343,7 @@ TEST(VerticalLocalPages, ThreePartiesWithAJudgeUnderASmallLimitReleaseTheCentral
   EXPECT_LE(r.largest_request, kLimit) << r.largest_request_kind;
   EXPECT_LE(r.largest_reply, kLimit) << r.largest_reply_kind;
   EXPECT_LE(r.largest_wave_message, kLimit);
+  EXPECT_GT(r.report_pages, 1u) << "the release report fit one page: its paging untested";
   std::printf("3 parties, judge: most pages %u, largest request %llu, reply %llu, wave %llu\n",
               r.most_pages, static_cast<unsigned long long>(r.largest_request),
               static_cast<unsigned long long>(r.largest_reply),
@@ -360,6 +383,64 @@ TEST(VerticalLocalPages, APartyOfProtocolOneThreeIsRefusedByName) {
   EXPECT_EQ(r.info.state(), fedanon::v1::JOB_STATE_FAILED);
   EXPECT_THAT(r.info.failure_reason(), HasSubstr(common::kLocalWavesNeedProtocol));
   EXPECT_THAT(r.info.failure_reason(), HasSubstr("'hospital-b' speaks 1.3"));
+}
+
+// ---- A deviating party: the leader checks the release report's pages ----
+
+void ExpectReportRefused(const PagedRun& r, const std::string& reason) {
+  EXPECT_EQ(r.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(r.info.failure_reason(), HasSubstr(reason));
+  EXPECT_THAT(r.info.failure_reason(), HasSubstr("party 'hospital-b'"));
+  EXPECT_FALSE(r.has_result) << "the leader holds a result";
+}
+
+TEST(VerticalLocalPages, TheLeaderRefusesAReportPageThatBreaksTheDigest) {
+  bool fired = false;
+  const PagedRun r = RunPaged(TwoSmall(), "vrep_digest", 3, kCheatLimit, {}, "",
+                              [&](const std::string& party, fedanon::v1::PartyMessage* m) {
+                                if (fired || party != "hospital-b" || !m->has_vertical() ||
+                                    !m->vertical().has_report_page()) {
+                                  return;
+                                }
+                                auto* step =
+                                    m->mutable_vertical()->mutable_report_page()->mutable_steps(0);
+                                step->set_records(step->records() + 1);
+                                fired = true;
+                              });
+  EXPECT_TRUE(fired) << "no release report page asked for: paging untested";
+  ExpectReportRefused(r, leader::kReportPagesMismatch);
+}
+
+TEST(VerticalLocalPages, TheLeaderRefusesAHugeReportPageCount) {
+  bool fired = false;
+  const PagedRun r = RunPaged(
+      TwoSmall(), "vrep_huge", 3, kCheatLimit, {}, "",
+      [&](const std::string& party, fedanon::v1::PartyMessage* m) {
+        if (fired || party != "hospital-b" || !m->has_vertical() || !m->vertical().has_released() ||
+            m->vertical().released().report_pages() == 0) {
+          return;
+        }
+        m->mutable_vertical()->mutable_released()->set_report_pages(1u << 30);
+        fired = true;
+      });
+  EXPECT_TRUE(fired) << "the release report fit one page: paging untested";
+  ExpectReportRefused(r, leader::kReportPagesAbsurd);
+}
+
+TEST(VerticalLocalPages, TheLeaderRefusesAReportPageOtherThanTheOneAsked) {
+  bool fired = false;
+  const PagedRun r = RunPaged(TwoSmall(), "vrep_wrong", 3, kCheatLimit, {}, "",
+                              [&](const std::string& party, fedanon::v1::PartyMessage* m) {
+                                if (fired || party != "hospital-b" || !m->has_vertical() ||
+                                    !m->vertical().has_report_page()) {
+                                  return;
+                                }
+                                auto* page = m->mutable_vertical()->mutable_report_page();
+                                page->set_page(page->page() + 1);
+                                fired = true;
+                              });
+  EXPECT_TRUE(fired) << "no release report page asked for: paging untested";
+  ExpectReportRefused(r, leader::kReportPageWrong);
 }
 
 // ---- A deviating leader ----
