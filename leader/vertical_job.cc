@@ -600,7 +600,6 @@ class Driver {
         return std::binary_search(judges.begin(), judges.end(), p);
       };
       std::map<std::string, std::vector<CarriedPayload>> inbox;
-      google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalVerdicts> verdicts;
       auto collect = [&](std::vector<VerticalStepResult>& replies, size_t expected_of_owner_judge,
                          size_t expected_of_owner_other) -> absl::Status {
         for (size_t o = 0; o < owners.size(); ++o) {
@@ -635,13 +634,22 @@ class Driver {
         inbox.clear();
         ASSIGN_OR_RETURN(auto judged,
                          CallAll(judges, wave, [&](size_t j) { return std::move(to_judge[j]); }));
+        // Every judge's signed verdict list, page by page (page 0 answered LocalJudge; no message
+        // grows with the number of groups), reassembled here for the vetoes and the view log.
+        std::vector<VerdictPages> vpages(judges.size());
+        RETURN_IF_ERROR(PerParty(judges, [&](size_t j) {
+          return FetchVerdicts(judges[j], wave, std::move(*judged[j].mutable_local_verdicts()),
+                               &vpages[j]);
+        }));
         std::set<uint32_t> vetoed;
         for (size_t j = 0; j < judges.size(); ++j) {
-          auto* v = verdicts.Add();
-          v->set_judge(judges[j]);
-          *v->mutable_verdicts() = std::move(*judged[j].mutable_local_verdicts());
+          fedanon::v1::LocalVerdicts list;
+          if (!list.ParseFromString(vpages[j].Whole())) {
+            return absl::InternalError(
+                absl::StrCat("the verdicts of judge '", judges[j], "' do not parse"));
+          }
           uint64_t rejected = 0;
-          for (const auto& one : v->verdicts().verdicts()) {
+          for (const auto& one : list.verdicts()) {
             if (one.accept()) continue;
             ++rejected;
             vetoed.insert(one.group());
@@ -650,15 +658,35 @@ class Driver {
           e.round = wave;
           e.kind = kViewVerticalVerdict;
           e.party = judges[j];
-          e.counts = {static_cast<uint64_t>(v->verdicts().verdicts_size()) - rejected, rejected};
+          e.counts = {static_cast<uint64_t>(list.verdicts_size()) - rejected, rejected};
           e.detail = "local: groups accepted, vetoed";
           RETURN_IF_ERROR(Log(std::move(e)));
         }
         result->vetoes += static_cast<uint32_t>(vetoed.size());
         for (uint32_t g : vetoed) best.erase(g);
+        // Every judge's signed list, delivered unchanged to every other party page by page
+        // before LocalPublish and LocalCommit, which carry no verdicts.
+        RETURN_IF_ERROR(PerParty(ring, [&](size_t r) -> absl::Status {
+          for (size_t j = 0; j < judges.size(); ++j) {
+            if (judges[j] == ring[r]) continue;
+            for (size_t p = 0; p < vpages[j].pages.size(); ++p) {
+              fedanon::v1::VerticalStep step;
+              auto* put = step.mutable_local_verdicts_put();
+              put->set_judge(judges[j]);
+              put->set_page(static_cast<uint32_t>(p));
+              put->set_pages(static_cast<uint32_t>(vpages[j].pages.size()));
+              put->set_page_bytes(vpages[j].pages[p]);
+              put->set_list_bytes(vpages[j].head.list_bytes());
+              put->set_list_digest(vpages[j].head.list_digest());
+              put->set_signature(vpages[j].head.signature());
+              RETURN_IF_ERROR(Call(ring[r], wave, std::move(step)).status());
+            }
+          }
+          return absl::OkStatus();
+        }));
         ASSIGN_OR_RETURN(auto published, CallAll(owners, wave, [&](size_t) {
                            fedanon::v1::VerticalStep step;
-                           *step.mutable_local_publish()->mutable_verdicts() = verdicts;
+                           step.mutable_local_publish();
                            return step;
                          }));
         const size_t others = n - judges.size();
@@ -667,7 +695,6 @@ class Driver {
       std::vector<fedanon::v1::VerticalStep> commits(n);
       for (size_t i = 0; i < n; ++i) {
         auto* commit = commits[i].mutable_local_commit();
-        *commit->mutable_verdicts() = verdicts;
         for (const auto& payload : inbox[ring[i]]) {
           RETURN_IF_ERROR(HandInto(payload, wave, options_.timeout, commit->mutable_instructions(),
                                    commit->mutable_instruction_refs()));
@@ -790,6 +817,68 @@ class Driver {
     released->clear_report_pages();
     released->clear_report_steps();
     released->clear_report_digest();
+    return absl::OkStatus();
+  }
+
+  // One judge's signed verdict list of a wave as fetched page by page.
+  struct VerdictPages {
+    fedanon::v1::LocalVerdicts head;  // the description every page repeats (no page bytes)
+    std::vector<std::string> pages;
+    std::string Whole() const { return absl::StrJoin(pages, ""); }
+  };
+
+  // From page 0 (`first`, the judge's LocalJudge answer), asks `judge` for every further page of
+  // its verdicts of `wave` (LocalVerdictsPage), in order; checks as FetchProposals does.
+  absl::Status FetchVerdicts(const std::string& judge, uint32_t wave,
+                             fedanon::v1::LocalVerdicts first, VerdictPages* out) {
+    uint32_t pages = 1;
+    uint64_t bytes = 0;
+    for (uint32_t p = 0; p < pages; ++p) {
+      fedanon::v1::LocalVerdicts got;
+      if (p == 0) {
+        got = std::move(first);
+      } else {
+        fedanon::v1::VerticalStep step;
+        step.mutable_local_verdicts_page()->set_page(p);
+        ASSIGN_OR_RETURN(VerticalStepResult reply, Call(judge, wave, std::move(step)));
+        got = std::move(*reply.mutable_local_verdicts());
+      }
+      std::string page = std::move(*got.mutable_page_bytes());
+      got.clear_page_bytes();
+      if (got.page() != p || got.pages() == 0 || got.verdicts_size() != 0 ||
+          (p > 0 && got.pages() != pages)) {
+        return absl::InternalError(absl::StrCat("judge '", judge, "' answered page ", got.page(),
+                                                " of ", got.pages(), " for page ", p, " of ", pages,
+                                                " of its verdicts of wave ", wave));
+      }
+      got.clear_page();
+      if (p == 0) {
+        // At most one page per byte (one for an empty list), the whole bounded.
+        if (got.list_bytes() > common::kMaxChunkedPayloadBytes ||
+            got.pages() > std::max<uint64_t>(1, got.list_bytes())) {
+          return absl::InternalError(absl::StrCat("judge '", judge, "' declares ", got.pages(),
+                                                  " pages of ", got.list_bytes(),
+                                                  " bytes for its verdicts of wave ", wave));
+        }
+        pages = got.pages();
+        out->head = got;
+      } else if (got.SerializeAsString() != out->head.SerializeAsString()) {
+        return absl::InternalError(
+            absl::StrCat("judge '", judge, "' changed the description of its verdicts of wave ",
+                         wave, " between pages"));
+      }
+      bytes += page.size();
+      if (bytes > out->head.list_bytes()) {
+        return absl::InternalError(
+            absl::StrCat("the verdict pages of judge '", judge, "' exceed their declared size"));
+      }
+      out->pages.push_back(std::move(page));
+    }
+    if (bytes != out->head.list_bytes() ||
+        crypto::Sha256(out->Whole()) != out->head.list_digest()) {
+      return absl::InternalError(absl::StrCat("the verdict pages of judge '", judge,
+                                              "' do not match their size and digest"));
+    }
     return absl::OkStatus();
   }
 

@@ -382,6 +382,27 @@ struct PartyAgent::JobState {
     fedanon::v1::LocalProposals list;  // once verified: the list with live_groups, state_digest
   };
   std::map<std::string, LocalDelivery> local_delivered;  // of the wave local_own->wave
+  // As a judge: its verdict list of the wave, computed, serialized and signed once at LocalJudge
+  // (page 0 answers it, LocalVerdictsPage the others); and every other judge's signed verdict
+  // list of the wave as its pages arrive (LocalVerdictsPut).
+  struct LocalOwnVerdicts {
+    uint64_t wave = 0;
+    std::string list;  // LocalVerdictsList of the wave's verdicts
+    std::string digest;
+    std::string signature;
+    uint64_t page_bytes = 0;
+    uint64_t groups = 0;
+    uint64_t vetoed = 0;
+  };
+  std::optional<LocalOwnVerdicts> local_verdicts_own;
+  struct VerdictDelivery {
+    fedanon::v1::LocalVerdictsPut head;  // the description every page repeats (no page bytes)
+    std::map<uint32_t, std::string> pages;
+    uint64_t bytes = 0;
+    bool verified = false;
+    fedanon::v1::LocalVerdicts list;  // once verified
+  };
+  std::map<std::string, VerdictDelivery> local_verdicts_delivered;  // of the wave local_own->wave
 };
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
@@ -985,6 +1006,14 @@ absl::Status PartyAgent::ReplayVertical(JobSlot& slot, const LeaderMessage& requ
       if (job.local_own && job.local_own->wave == round &&
           stored.vertical().has_local_proposals()) {
         job.local_own->signature = stored.vertical().local_proposals().signature();
+      }
+      break;
+    case fedanon::v1::VerticalStep::kLocalJudge:
+      RETURN_IF_ERROR(HandleVertical(slot, request).status());
+      // As for the proposals: the verdict list's signature is the one that left.
+      if (job.local_verdicts_own && job.local_verdicts_own->wave == round &&
+          stored.vertical().has_local_verdicts()) {
+        job.local_verdicts_own->signature = stored.vertical().local_verdicts().signature();
       }
       break;
     case fedanon::v1::VerticalStep::kRelease:
@@ -2272,6 +2301,12 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
     case fedanon::v1::VerticalStep::kLocalProposalsPut:
       RETURN_IF_ERROR(VerticalLocalProposalsPut(slot, step.local_proposals_put(), round, out));
       return reply;
+    case fedanon::v1::VerticalStep::kLocalVerdictsPage:
+      RETURN_IF_ERROR(VerticalLocalVerdictsPage(slot, step.local_verdicts_page(), round, out));
+      return reply;
+    case fedanon::v1::VerticalStep::kLocalVerdictsPut:
+      RETURN_IF_ERROR(VerticalLocalVerdictsPut(slot, step.local_verdicts_put(), round, out));
+      return reply;
     case fedanon::v1::VerticalStep::kLocalWinners:
       RETURN_IF_ERROR(VerticalLocalWinners(slot, step.local_winners(), round, out));
       return reply;
@@ -3067,6 +3102,7 @@ absl::Status PartyAgent::VerticalLocalPropose(JobSlot& slot,
                                                         own.live_groups, own.state_digest)));
     job.local_own = std::move(own);
     job.local_delivered.clear();
+    job.local_verdicts_delivered.clear();
   }
   const JobState::LocalOwnList& own = *job.local_own;
   const std::vector<std::string_view> pages = common::SplitPayload(own.list, own.page_bytes);
@@ -3276,7 +3312,7 @@ absl::Status PartyAgent::VerticalLocalCommit(JobSlot& slot, const fedanon::v1::L
   // Before opening anything: every party's signed proposals (digests, recomputed winners).
   absl::Status checked = CheckDeliveredLocalProposals(slot, round);
   if (checked.ok() && !commit.closing() && !local->judges().empty()) {
-    checked = CheckSignedLocalVerdicts(slot, commit.verdicts(), round);
+    checked = CheckDeliveredLocalVerdicts(slot, commit.verdicts(), round);
   }
   if (checked.ok() && commit.closing()) {
     if (!commit.instructions().empty() || !commit.instruction_refs().empty()) {
@@ -3339,65 +3375,222 @@ PartyAgent::OpenLocalInstructions(
   return out;
 }
 
-absl::Status PartyAgent::CheckSignedLocalVerdicts(
+absl::Status PartyAgent::CheckDeliveredLocalVerdicts(
     JobSlot& slot,
     const google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalVerdicts>& relayed,
     uint64_t round) const {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
   const JobState& job = *slot.job;
+  if (!relayed.empty()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(kRefusedLocalWave, ": verdicts relayed inside the step of wave ", round,
+                     " (they travel in pages: LocalVerdictsPut)"));
+  }
   std::vector<std::pair<std::string, fedanon::v1::LocalVerdicts>> all;
-  for (const auto& v : relayed) {
-    auto key = job.seal_keys.find(v.judge());
-    if (key == job.seal_keys.end() ||
-        !std::binary_search(local->judges().begin(), local->judges().end(), v.judge())) {
-      return absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave,
-                                                      ": forged local verdicts: '", v.judge(),
-                                                      "' is not a judge of the job"));
+  for (const auto& judge : local->judges()) {
+    if (judge == options_.name) {
+      fedanon::v1::LocalVerdicts mine;
+      if (!job.local_verdicts_own || job.local_verdicts_own->wave != round ||
+          !mine.ParseFromString(job.local_verdicts_own->list)) {
+        return absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave, ": a step of wave ",
+                                                        round, " before this judge's verdicts"));
+      }
+      all.emplace_back(judge, std::move(mine));
+      continue;
     }
-    const absl::Status st = crypto::VerifyWithSealKey(
-        *key->second, LocalVerdictsStatement(job.job_id, job.run_id, round, v.verdicts()),
-        v.verdicts().signature());
-    if (!st.ok()) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(kRefusedLocalWave, ": forged local verdicts: the verdicts of judge '",
-                       v.judge(), "' as relayed by the leader do not carry its signature for wave ",
-                       round, " (altered, or replayed from another wave) (", st.message(), ")"));
+    const auto it = job.local_verdicts_delivered.find(judge);
+    if (it == job.local_verdicts_delivered.end() || !it->second.verified) {
+      const bool any = it != job.local_verdicts_delivered.end();
+      return absl::PermissionDeniedError(absl::StrCat(
+          kRefusedLocalWave, ": a step of wave ", round, " before the verdicts of judge '", judge,
+          "' were delivered (", any ? it->second.pages.size() : 0, " of ",
+          any ? it->second.head.pages() : 0, " pages)"));
     }
-    all.emplace_back(v.judge(), v.verdicts());
+    all.emplace_back(judge, it->second.list);
   }
   return local->CheckVerdicts(round, all);
 }
 
+namespace {
+
+// Page `page` of a judge's cached verdict list, with the description every page repeats.
+absl::Status AnswerVerdictsPage(const std::string& list, const std::string& digest,
+                                const std::string& signature, uint64_t page_bytes, uint32_t page,
+                                uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  const std::vector<std::string_view> pages = common::SplitPayload(list, page_bytes);
+  if (page >= pages.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("page ", page, " of this judge's ", pages.size(),
+                                                   " verdict pages of wave ", round,
+                                                   " does not exist"));
+  }
+  auto* v = out->mutable_local_verdicts();
+  v->set_signature(signature);
+  v->set_page(page);
+  v->set_pages(static_cast<uint32_t>(pages.size()));
+  v->set_page_bytes(std::string(pages[page]));
+  v->set_list_bytes(list.size());
+  v->set_list_digest(digest);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status PartyAgent::VerticalLocalJudge(JobSlot& slot, const fedanon::v1::LocalJudge& judge,
                                             uint64_t round, fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  JobState& job = *slot.job;
   if (absl::Status st = CheckDeliveredLocalProposals(slot, round); !st.ok()) {
-    spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(st.message()));
+    spdlog::error("job={} round={} {}", job.job_id, round, std::string(st.message()));
     return st;
   }
-  ASSIGN_OR_RETURN(const auto from_owners, OpenLocalInstructions(slot, judge.instructions(),
-                                                                 judge.instruction_refs(), round));
-  absl::StatusOr<fedanon::v1::LocalVerdicts> verdicts = local->Judge(round, from_owners);
-  if (!verdicts.ok()) {
-    spdlog::error("job={} round={} {}", slot.job->job_id, round,
-                  std::string(verdicts.status().message()));
-    return verdicts.status();
+  const bool fresh = !job.local_verdicts_own || job.local_verdicts_own->wave != round;
+  if (fresh) {
+    // Once per wave: every page request of the wave is answered from the same signed bytes.
+    ASSIGN_OR_RETURN(
+        const auto from_owners,
+        OpenLocalInstructions(slot, judge.instructions(), judge.instruction_refs(), round));
+    absl::StatusOr<fedanon::v1::LocalVerdicts> verdicts = local->Judge(round, from_owners);
+    if (!verdicts.ok()) {
+      spdlog::error("job={} round={} {}", job.job_id, round,
+                    std::string(verdicts.status().message()));
+      return verdicts.status();
+    }
+    JobState::LocalOwnVerdicts own;
+    own.wave = round;
+    own.list = LocalVerdictsList(*verdicts);
+    own.digest = crypto::Sha256(own.list);
+    own.groups = static_cast<uint64_t>(verdicts->verdicts_size());
+    for (const auto& v : verdicts->verdicts()) own.vetoed += v.accept() ? 0 : 1;
+    const uint64_t limit =
+        job.message_limit > 0 ? job.message_limit : common::kDefaultMessageLimitBytes;
+    own.page_bytes = std::max<uint64_t>(1, common::ChunkBytesForLimit(limit) / 2);
+    ASSIGN_OR_RETURN(
+        own.signature,
+        crypto::SignWithSealKey(options_.seal_key_pem,
+                                LocalVerdictsStatement(job.job_id, job.run_id, round, own.digest)));
+    job.local_verdicts_own = std::move(own);
   }
-  auto* signed_verdicts = out->mutable_local_verdicts();
-  *signed_verdicts = *std::move(verdicts);
-  ASSIGN_OR_RETURN(
-      *signed_verdicts->mutable_signature(),
-      crypto::SignWithSealKey(
-          options_.seal_key_pem,
-          LocalVerdictsStatement(slot.job->job_id, slot.job->run_id, round, *signed_verdicts)));
-  uint64_t rejected = 0;
-  for (const auto& v : signed_verdicts->verdicts()) rejected += v.accept() ? 0 : 1;
+  const JobState::LocalOwnVerdicts& own = *job.local_verdicts_own;
+  RETURN_IF_ERROR(
+      AnswerVerdictsPage(own.list, own.digest, own.signature, own.page_bytes, 0, round, out));
+  if (!fresh) return absl::OkStatus();
   return Audit(slot, round,
                {.kind = kAuditVerdict,
                 .form = kAuditPlaintext,
-                .to = {slot.job->leader},
-                .numbers = {{"groups", signed_verdicts->verdicts_size()}, {"vetoed", rejected}},
+                .to = {job.leader},
+                .numbers = {{"groups", own.groups},
+                            {"vetoed", own.vetoed},
+                            {"pages", out->local_verdicts().pages()}},
                 .texts = {{"recoding", "local"}}});
+}
+
+absl::Status PartyAgent::VerticalLocalVerdictsPage(JobSlot& slot,
+                                                   const fedanon::v1::LocalVerdictsPage& page,
+                                                   uint64_t round,
+                                                   fedanon::v1::VerticalStepResult* out) {
+  RETURN_IF_ERROR(LocalReplicaOf(*slot.job->vertical).status());
+  const JobState& job = *slot.job;
+  if (!job.local_verdicts_own || job.local_verdicts_own->wave != round) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        kRefusedLocalWave, ": a verdict page of wave ", round, " before this judge judged it"));
+  }
+  const JobState::LocalOwnVerdicts& own = *job.local_verdicts_own;
+  return AnswerVerdictsPage(own.list, own.digest, own.signature, own.page_bytes, page.page(), round,
+                            out);
+}
+
+absl::Status PartyAgent::VerticalLocalVerdictsPut(JobSlot& slot,
+                                                  const fedanon::v1::LocalVerdictsPut& put,
+                                                  uint64_t round,
+                                                  fedanon::v1::VerticalStepResult* out) {
+  ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
+  JobState& job = *slot.job;
+  auto refuse = [&](const std::string& why) {
+    const absl::Status st = absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave, ": ", why));
+    spdlog::error("job={} round={} {}", job.job_id, round, std::string(st.message()));
+    return st;
+  };
+  const std::string& from = put.judge();
+  if (from == options_.name ||
+      !std::binary_search(local->judges().begin(), local->judges().end(), from) ||
+      job.seal_keys.find(from) == job.seal_keys.end()) {
+    return refuse(
+        absl::StrCat("a verdict page of '", from, "', which is not another judge of the job"));
+  }
+  if (!job.local_own || job.local_own->wave != round) {
+    return refuse(absl::StrCat("a verdict page of '", from, "' for wave ", round,
+                               ", but the current wave is ",
+                               job.local_own ? job.local_own->wave : 0));
+  }
+  if (put.pages() == 0 || put.page() >= put.pages() ||
+      put.pages() > std::max<uint64_t>(1, put.list_bytes())) {
+    return refuse(absl::StrCat("page ", put.page(), " of ", put.pages(), " of the verdicts of '",
+                               from, "' (", put.list_bytes(), " bytes) is out of range"));
+  }
+  if (put.list_bytes() > common::kMaxChunkedPayloadBytes) {
+    return refuse(absl::StrCat("the verdicts of '", from, "' declare ", put.list_bytes(),
+                               " bytes, over the bound of ", common::kMaxChunkedPayloadBytes));
+  }
+  fedanon::v1::LocalVerdictsPut head = put;
+  head.clear_page();
+  head.clear_page_bytes();
+  auto [it, fresh] = job.local_verdicts_delivered.try_emplace(from);
+  JobState::VerdictDelivery& d = it->second;
+  if (fresh) {
+    d.head = head;
+  } else if (d.head.SerializeAsString() != head.SerializeAsString()) {
+    return refuse(
+        absl::StrCat("the description of the verdicts of '", from,
+                     "' (pages, size, digest or signature) changed between pages of wave ", round));
+  }
+  if (auto page = d.pages.find(put.page()); page != d.pages.end()) {
+    if (page->second != put.page_bytes()) {
+      return refuse(absl::StrCat("different content for page ", put.page(), " of the verdicts of '",
+                                 from, "', already delivered in wave ", round));
+    }
+    out->set_committed(true);  // the same page again: one request, one answer
+    return absl::OkStatus();
+  }
+  if (d.bytes + put.page_bytes().size() > put.list_bytes()) {
+    return refuse(absl::StrCat("the verdict pages of '", from, "' exceed their declared size of ",
+                               put.list_bytes(), " bytes"));
+  }
+  d.bytes += put.page_bytes().size();
+  d.pages.emplace(put.page(), put.page_bytes());
+  if (d.pages.size() == put.pages()) {
+    if (d.bytes != put.list_bytes()) {
+      return refuse(absl::StrCat("the verdict pages of '", from, "' hold ", d.bytes,
+                                 " bytes, not the declared ", put.list_bytes()));
+    }
+    std::string whole;
+    whole.reserve(d.bytes);
+    for (const auto& [i, bytes] : d.pages) whole.append(bytes);
+    if (crypto::Sha256(whole) != put.list_digest()) {
+      return refuse(absl::StrCat("an altered verdict page: the verdicts of '", from,
+                                 "' as delivered by the leader do not match their digest"));
+    }
+    const absl::Status st = crypto::VerifyWithSealKey(
+        *job.seal_keys.at(from),
+        LocalVerdictsStatement(job.job_id, job.run_id, round, put.list_digest()), put.signature());
+    if (!st.ok()) {
+      return refuse(
+          absl::StrCat("forged local verdicts: the verdicts of judge '", from,
+                       "' as delivered by the leader do not carry its signature for wave ", round,
+                       " (altered, or replayed from another wave) (", st.message(), ")"));
+    }
+    if (!d.list.ParseFromString(whole) || !d.list.signature().empty() || d.list.pages() != 0 ||
+        !d.list.page_bytes().empty()) {
+      return refuse(absl::StrCat("the verdicts of '", from, "' do not parse as a list"));
+    }
+    d.verified = true;
+  }
+  out->set_committed(true);
+  return Audit(slot, round,
+               {.kind = kAuditChunkReceipt,
+                .form = kAuditPlaintext,
+                .to = {job.leader},
+                .numbers = {{"page", put.page()}, {"pages", put.pages()}},
+                .texts = {{"stream", "local-verdicts"}, {"from", from}}});
 }
 
 absl::Status PartyAgent::VerticalLocalPublish(JobSlot& slot,
@@ -3406,7 +3599,7 @@ absl::Status PartyAgent::VerticalLocalPublish(JobSlot& slot,
                                               fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(*slot.job->vertical));
   absl::Status checked = CheckDeliveredLocalProposals(slot, round);
-  if (checked.ok()) checked = CheckSignedLocalVerdicts(slot, publish.verdicts(), round);
+  if (checked.ok()) checked = CheckDeliveredLocalVerdicts(slot, publish.verdicts(), round);
   if (!checked.ok()) {
     spdlog::error("job={} round={} {}", slot.job->job_id, round, std::string(checked.message()));
     return checked;

@@ -297,18 +297,30 @@ class PartyAgent {
                                    uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   // Confidence bounds: a judge's signed per-group verdicts on the other owners' splits of the
-  // wave (sealed for it); an owner's accepted splits, sealed for the parties that are not judges,
-  // once it checked every judge's signed verdicts.
+  // wave (sealed for it), computed, serialized and signed once per wave and answered page by page
+  // (page 0 here, the others VerticalLocalVerdictsPage); an owner's accepted splits, sealed for
+  // the parties that are not judges, once it checked every judge's delivered verdicts.
   absl::Status VerticalLocalJudge(JobSlot& slot, const fedanon::v1::LocalJudge& judge,
                                   uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalLocalVerdictsPage(JobSlot& slot, const fedanon::v1::LocalVerdictsPage& page,
+                                         uint64_t round, VerticalResult* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // One page of another judge's signed verdict list of the current wave: the sender a judge of
+  // the job, the wave the current one, the page in range, the description the same on every
+  // page, no different content for a page already delivered, the total bounded; once complete,
+  // the list's digest and its judge's signature are checked.
+  absl::Status VerticalLocalVerdictsPut(JobSlot& slot, const fedanon::v1::LocalVerdictsPut& put,
+                                        uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerticalLocalPublish(JobSlot& slot, const fedanon::v1::LocalPublish& publish,
                                     uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
-  // Every judge's signed verdicts of the wave as the leader relays them: each from a judge of the
-  // job, once, with a valid signature for this wave (else PermissionDenied, "forged local
-  // verdicts"); then the replica's checks (VerticalLocalReplica::CheckVerdicts).
-  absl::Status CheckSignedLocalVerdicts(
+  // The wave's delivered verdicts: every other judge's list complete and verified for this wave
+  // (else PermissionDenied naming the judge and the pages missing), with this judge's own; none
+  // relayed inside the step (`relayed` must be empty); then the replica's checks
+  // (VerticalLocalReplica::CheckVerdicts).
+  absl::Status CheckDeliveredLocalVerdicts(
       JobSlot& slot,
       const google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalVerdicts>& relayed,
       uint64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);

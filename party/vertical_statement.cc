@@ -70,16 +70,21 @@ std::string LocalProposalsStatement(std::string_view job_id, std::string_view ru
   return out;
 }
 
+std::string LocalVerdictsList(const fedanon::v1::LocalVerdicts& verdicts) {
+  fedanon::v1::LocalVerdicts list;
+  *list.mutable_verdicts() = verdicts.verdicts();
+  return list.SerializeAsString();
+}
+
 std::string LocalVerdictsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
                                    const fedanon::v1::LocalVerdicts& verdicts) {
+  return LocalVerdictsStatement(job_id, run_id, wave, crypto::Sha256(LocalVerdictsList(verdicts)));
+}
+
+std::string LocalVerdictsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
+                                   std::string_view list_digest) {
   std::string out = Header(job_id, run_id, wave, "local-verdicts");
-  PutU64(static_cast<uint64_t>(verdicts.verdicts_size()), &out);
-  for (const auto& v : verdicts.verdicts()) {
-    PutU64(v.group(), &out);
-    PutU64(v.attribute(), &out);
-    PutU64(static_cast<uint64_t>(static_cast<int64_t>(v.candidate())), &out);
-    PutU64(v.accept() ? 1 : 0, &out);
-  }
+  PutBytes(list_digest, &out);
   return out;
 }
 

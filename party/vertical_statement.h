@@ -2,10 +2,11 @@
 // leader in a vertical job — its proposal of a round (participate or Not-participate, with the
 // candidate and score) and, as a judge, its verdict on the winner — so that the leader can read
 // them but cannot forge or alter them; in a local-recoding job, the digest of its per-group
-// proposals of a wave (paged from protocol 1.4) with its replica's state digest, and as a judge its
-// per-group verdicts of a wave (docs/crypto.md "Signed vertical statements"). Each field is
-// length-prefixed and the whole is bound to the job, the run and the round, so a statement cannot
-// be replayed into another job, run or round or passed off as the other kind.
+// proposals of a wave (paged from protocol 1.4) with its replica's state digest, and as a judge the
+// digest of its per-group verdicts of a wave (paged too) (docs/crypto.md "Signed vertical
+// statements"). Each field is length-prefixed and the whole is bound to the job, the run and the
+// round, so a statement cannot be replayed into another job, run or round or passed off as the
+// other kind.
 #pragma once
 
 #include <cstdint>
@@ -33,10 +34,18 @@ std::string LocalProposalsStatement(std::string_view job_id, std::string_view ru
                                     std::string_view list_digest, uint64_t live_groups,
                                     std::string_view state_digest);
 
-// Field 1 of a judge's `verdicts` of a vertical local-recoding wave (its signature is not part of
-// it): per winning group its group, attribute, candidate and the verdict, bound to the wave.
+// A judge's verdict list of a vertical local-recoding wave as it is signed and paged: the
+// serialized LocalVerdicts holding field 1 only (per winning group of another party its group,
+// attribute, candidate and the verdict, group order).
+std::string LocalVerdictsList(const fedanon::v1::LocalVerdicts& verdicts);
+
+// What a judge signs for its verdicts of a wave (paged verdicts): the SHA-256 of the serialized
+// list (LocalVerdictsList), bound to the wave. The first form computes the digest from field 1 of
+// `verdicts` (not its signature or page fields).
 std::string LocalVerdictsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
                                    const fedanon::v1::LocalVerdicts& verdicts);
+std::string LocalVerdictsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
+                                   std::string_view list_digest);
 
 // The candidate's attribute, node and candidate index (what identifies it) and the verdict.
 std::string VerdictStatement(std::string_view job_id, std::string_view run_id, uint64_t round,

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_join.h"
@@ -1553,21 +1554,24 @@ std::vector<std::string> LocalVetoTables() {
   return {a, b, c};
 }
 
-// The verdict lists of a vertical step (publish or commit), or null.
-google::protobuf::RepeatedPtrField<fedanon::v1::SignedLocalVerdicts>* VerdictsOf(
-    LeaderMessage* msg) {
-  if (!msg->has_vertical()) return nullptr;
-  auto* v = msg->mutable_vertical();
-  if (v->has_local_publish()) return v->mutable_local_publish()->mutable_verdicts();
-  if (v->has_local_commit()) return v->mutable_local_commit()->mutable_verdicts();
-  return nullptr;
+// A judge's verdict page delivered by the leader (LocalVerdictsPut), or null.
+fedanon::v1::LocalVerdictsPut* VerdictPutOf(LeaderMessage* msg) {
+  if (!msg->has_vertical() || !msg->vertical().has_local_verdicts_put()) return nullptr;
+  return msg->mutable_vertical()->mutable_local_verdicts_put();
 }
 
-bool HasVeto(const fedanon::v1::SignedLocalVerdicts& s) {
-  for (const auto& v : s.verdicts().verdicts()) {
-    if (!v.accept()) return true;
-  }
-  return false;
+// The verdict list of a one-page put, or nullopt.
+std::optional<fedanon::v1::LocalVerdicts> WholeList(const fedanon::v1::LocalVerdictsPut& put) {
+  fedanon::v1::LocalVerdicts list;
+  if (put.pages() != 1 || !list.ParseFromString(put.page_bytes())) return std::nullopt;
+  return list;
+}
+
+// Replaces a one-page put's list, with the size and digest to match (not the judge's signature).
+void SetList(const fedanon::v1::LocalVerdicts& list, fedanon::v1::LocalVerdictsPut* put) {
+  put->set_page_bytes(list.SerializeAsString());
+  put->set_list_bytes(put->page_bytes().size());
+  put->set_list_digest(crypto::Sha256(put->page_bytes()));
 }
 
 TEST(MaliciousLeader, VerticalLocalVerdictDeviationsAreRefusedByName) {
@@ -1583,48 +1587,62 @@ TEST(MaliciousLeader, VerticalLocalVerdictDeviationsAreRefusedByName) {
     PartyMessage m;
     ASSERT_TRUE(m.ParseFromString(bytes));
     if (!m.has_vertical() || !m.vertical().has_local_verdicts()) continue;
-    for (const auto& v : m.vertical().local_verdicts().verdicts()) vetoes += v.accept() ? 0 : 1;
+    // Paged verdicts: one page here (a small table), the list in page_bytes.
+    fedanon::v1::LocalVerdicts list;
+    ASSERT_EQ(m.vertical().local_verdicts().pages(), 1u);
+    ASSERT_TRUE(list.ParseFromString(m.vertical().local_verdicts().page_bytes()));
+    for (const auto& v : list.verdicts()) vetoes += v.accept() ? 0 : 1;
   }
   ASSERT_GT(vetoes, 0u) << "the honest run has no veto: the attacks below would prove nothing";
   EXPECT_LE(honest.info.report().largest_confidence(), 0.5 + 1e-9);
 
   auto fired = std::make_shared<std::atomic<int>>(0);
   const std::vector<LocalAttackCase> cases = {
-      // The leader drops the judge's verdicts that carry a veto (from the owner's publish step
-      // and the commit), so that the vetoed split would be published and applied.
-      {"vlocal_drop_veto", "lack a judge's signed verdicts (a veto dropped)",
+      // The leader drops the judge's verdicts that carry a veto: in place of their page, the
+      // wave's commit, so that the vetoed split would be applied.
+      {"vlocal_drop_veto", "before the verdicts of judge 'hospital-b' were delivered",
        [fired](const std::string&, LeaderMessage* msg) {
-         auto* list = VerdictsOf(msg);
-         if (list == nullptr) return;
-         for (int i = 0; i < list->size(); ++i) {
-           if (!HasVeto(list->Get(i))) continue;
-           list->DeleteSubrange(i, 1);
+         auto* put = VerdictPutOf(msg);
+         if (put == nullptr) return;
+         const auto list = WholeList(*put);
+         if (!list) return;
+         bool veto = false;
+         for (const auto& v : list->verdicts()) veto |= !v.accept();
+         if (!veto) return;
+         msg->mutable_vertical()->mutable_local_commit();
+         ++*fired;
+       }},
+      // The leader turns a veto into an acceptance (and fixes the list's size and digest).
+      {"vlocal_flip_veto", "forged local verdicts: the verdicts of judge 'hospital-b'",
+       [fired](const std::string&, LeaderMessage* msg) {
+         auto* put = VerdictPutOf(msg);
+         if (put == nullptr) return;
+         auto list = WholeList(*put);
+         if (!list) return;
+         for (auto& v : *list->mutable_verdicts()) {
+           if (v.accept()) continue;
+           v.set_accept(true);
+           SetList(*list, put);
            ++*fired;
            return;
          }
        }},
-      // The leader turns a veto into an acceptance.
-      {"vlocal_flip_veto", "forged local verdicts: the verdicts of judge 'hospital-b'",
+      // The leader delivers a verdict list in the name of a party that is not a judge.
+      {"vlocal_forged_judge", "a verdict page of 'hospital-a', which is not another judge",
        [fired](const std::string&, LeaderMessage* msg) {
-         auto* list = VerdictsOf(msg);
-         if (list == nullptr) return;
-         for (auto& s : *list) {
-           for (auto& v : *s.mutable_verdicts()->mutable_verdicts()) {
-             if (v.accept()) continue;
-             v.set_accept(true);
-             ++*fired;
-             return;
-           }
-         }
+         auto* put = VerdictPutOf(msg);
+         if (put == nullptr) return;
+         put->set_judge("hospital-a");
+         ++*fired;
        }},
-      // The leader forges a verdict list in the name of a party that is not a judge.
-      {"vlocal_forged_judge", "forged local verdicts: 'hospital-a' is not a judge of the job",
+      // The leader relays verdicts inside the commit (as before paged verdicts).
+      {"vlocal_relayed_verdicts", "verdicts relayed inside the step",
        [fired](const std::string&, LeaderMessage* msg) {
-         auto* list = VerdictsOf(msg);
-         if (list == nullptr || list->empty()) return;
-         fedanon::v1::SignedLocalVerdicts forged = list->Get(0);
-         forged.set_judge("hospital-a");
-         *list->Add() = std::move(forged);
+         if (!msg->has_vertical() || !msg->vertical().has_local_commit() ||
+             msg->vertical().local_commit().closing()) {
+           return;
+         }
+         msg->mutable_vertical()->mutable_local_commit()->add_verdicts()->set_judge("hospital-b");
          ++*fired;
        }},
       // The leader withholds an accepted split from a party that is not a judge.

@@ -6,7 +6,10 @@
 // same bytes. A 1.3 party is refused by name. A deviating leader (in-process, altering requests in
 // flight) is refused by name: a page altered, a page of another party or of another wave, a page
 // missing before a step, different content for a page already delivered, a step of the wave
-// before any page arrived, a wrong won-count.
+// before any page arrived, a wrong won-count. The judge's verdicts travel in pages too (more than
+// one in the judged job), and their cheats are refused by name: an altered verdict page, a page
+// of a party that is not a judge or of another wave, a step before the verdicts are complete,
+// different content for a delivered verdict page.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -169,6 +172,8 @@ struct PagedRun {
   uint64_t largest_wave_message = 0;  // either way, the local-recoding waves' steps only
   uint32_t most_pages = 0;            // the most proposal pages of one party in one wave
   uint64_t puts = 0;                  // LocalProposalsPut requests
+  uint32_t most_verdict_pages = 0;    // the most verdict pages of one judge in one wave
+  uint64_t verdict_puts = 0;          // LocalVerdictsPut requests
   // What the relay of protocol 1.3 would have sent in each wave's LocalCommit: every party's
   // signed whole list (SignedLocalProposals), rebuilt from the pages; the largest wave's bytes.
   uint64_t largest_whole_relay = 0;
@@ -176,7 +181,8 @@ struct PagedRun {
 
 bool IsWaveStep(const fedanon::v1::VerticalStep& v) {
   return v.has_local_propose() || v.has_local_proposals_put() || v.has_local_winners() ||
-         v.has_local_judge() || v.has_local_publish() || v.has_local_commit();
+         v.has_local_judge() || v.has_local_publish() || v.has_local_commit() ||
+         v.has_local_verdicts_page() || v.has_local_verdicts_put();
 }
 
 PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uint64_t limit,
@@ -215,6 +221,7 @@ PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uin
     }
     if (m->has_vertical() && m->vertical().has_local_proposals_put()) ++out.puts;
     if (m->has_vertical() && m->vertical().has_release_report_page()) ++out.report_page_requests;
+    if (m->has_vertical() && m->vertical().has_local_verdicts_put()) ++out.verdict_puts;
     if (m->has_vertical() && m->vertical().has_local_propose()) asked_wave[party] = m->round();
   });
   f->channel.set_observer([&](const std::string& party, const std::string& bytes) {
@@ -234,6 +241,10 @@ PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uin
         (m.vertical().has_local_proposals() || m.vertical().has_local_verdicts() ||
          m.vertical().has_committed() || m.vertical().has_instructions())) {
       out.largest_wave_message = std::max<uint64_t>(out.largest_wave_message, bytes.size());
+    }
+    if (m.has_vertical() && m.vertical().has_local_verdicts()) {
+      out.most_verdict_pages =
+          std::max(out.most_verdict_pages, m.vertical().local_verdicts().pages());
     }
     if (m.has_vertical() && m.vertical().has_local_proposals()) {
       const auto& got = m.vertical().local_proposals();
@@ -337,17 +348,22 @@ TEST(VerticalLocalPages, TwoPartiesUnderASmallLimitReleaseTheCentralizedTable) {
 }
 
 TEST(VerticalLocalPages, ThreePartiesWithAJudgeUnderASmallLimitReleaseTheCentralizedTable) {
-  const PagedRun r = RunPaged(ThreeJudged(), "vpages3j", 4, kLimit);
+  // The smallest limit (pages of 1 KiB): a judge's verdicts of a wave take more than one page.
+  const PagedRun r = RunPaged(ThreeJudged(), "vpages3j", 4, kCheatLimit);
   ExpectCentralized(ThreeJudged(), "vpages3j", r);
   EXPECT_GT(r.most_pages, 1u) << "every party's proposals fit one page: paging untested";
-  EXPECT_LE(r.largest_request, kLimit) << r.largest_request_kind;
-  EXPECT_LE(r.largest_reply, kLimit) << r.largest_reply_kind;
-  EXPECT_LE(r.largest_wave_message, kLimit);
+  EXPECT_GT(r.most_verdict_pages, 1u) << "every judge's verdicts fit one page: paging untested";
+  EXPECT_GT(r.verdict_puts, 0u);
+  EXPECT_LE(r.largest_request, kCheatLimit) << r.largest_request_kind;
+  EXPECT_LE(r.largest_reply, kCheatLimit) << r.largest_reply_kind;
+  EXPECT_LE(r.largest_wave_message, kCheatLimit);
   EXPECT_GT(r.report_pages, 1u) << "the release report fit one page: its paging untested";
-  std::printf("3 parties, judge: most pages %u, largest request %llu, reply %llu, wave %llu\n",
-              r.most_pages, static_cast<unsigned long long>(r.largest_request),
-              static_cast<unsigned long long>(r.largest_reply),
-              static_cast<unsigned long long>(r.largest_wave_message));
+  std::printf(
+      "3 parties, judge: most pages %u, most verdict pages %u, largest request %llu, reply %llu, "
+      "wave %llu, report pages %u\n",
+      r.most_pages, r.most_verdict_pages, static_cast<unsigned long long>(r.largest_request),
+      static_cast<unsigned long long>(r.largest_reply),
+      static_cast<unsigned long long>(r.largest_wave_message), r.report_pages);
 }
 
 TEST(VerticalLocalPages, ARepeatedPageRequestGetsTheSameBytes) {
@@ -455,6 +471,11 @@ void ExpectRefused(const PagedRun& r, const std::string& reason) {
 fedanon::v1::LocalProposalsPut* PutOf(fedanon::v1::LeaderMessage* m) {
   if (!m->has_vertical() || !m->vertical().has_local_proposals_put()) return nullptr;
   return m->mutable_vertical()->mutable_local_proposals_put();
+}
+
+fedanon::v1::LocalVerdictsPut* VerdictPutOf(fedanon::v1::LeaderMessage* m) {
+  if (!m->has_vertical() || !m->vertical().has_local_verdicts_put()) return nullptr;
+  return m->mutable_vertical()->mutable_local_verdicts_put();
 }
 
 TEST(VerticalLocalPages, AnAlteredPageIsRefused) {
@@ -588,6 +609,88 @@ TEST(VerticalLocalPages, AWrongWonDigestIsRefused) {
       });
   EXPECT_TRUE(fired);
   ExpectRefused(r, "the leader's winners differ from the best signed proposals");
+}
+
+// ---- Verdict pages (the judge is hospital-c, which holds the sensitive attribute) ----
+
+TEST(VerticalLocalPages, AnAlteredVerdictPageIsRefused) {
+  bool fired = false;
+  const PagedRun r = RunPaged(
+      ThreeSmall(), "vverd_alter", 4, kCheatLimit,
+      [&](InProcessFederation&, const std::string& party, fedanon::v1::LeaderMessage* m) {
+        auto* put = VerdictPutOf(m);
+        if (fired || put == nullptr || party != "hospital-a" || put->page_bytes().empty()) {
+          return;
+        }
+        std::string bytes = put->page_bytes();
+        bytes[bytes.size() / 2] ^= 0x01;
+        put->set_page_bytes(bytes);
+        fired = true;
+      });
+  EXPECT_TRUE(fired);
+  ExpectRefused(r, "an altered verdict page: the verdicts of 'hospital-c'");
+}
+
+TEST(VerticalLocalPages, AVerdictPageOfAnotherJudgeIsRefused) {
+  // hospital-c's verdict pages reach hospital-a as hospital-b's, which is not a judge.
+  bool fired = false;
+  const PagedRun r =
+      RunPaged(ThreeSmall(), "vverd_other_judge", 4, kCheatLimit,
+               [&](InProcessFederation&, const std::string& party, fedanon::v1::LeaderMessage* m) {
+                 auto* put = VerdictPutOf(m);
+                 if (put == nullptr || party != "hospital-a") return;
+                 put->set_judge("hospital-b");
+                 fired = true;
+               });
+  EXPECT_TRUE(fired);
+  ExpectRefused(r, "a verdict page of 'hospital-b', which is not another judge of the job");
+}
+
+TEST(VerticalLocalPages, AVerdictPageOfAnotherWaveIsRefused) {
+  // Wave 1's first verdict page reaches hospital-a marked as a page of wave 2.
+  bool fired = false;
+  const PagedRun r = RunPaged(
+      ThreeSmall(), "vverd_other_wave", 4, kCheatLimit,
+      [&](InProcessFederation&, const std::string& party, fedanon::v1::LeaderMessage* m) {
+        if (fired || VerdictPutOf(m) == nullptr || party != "hospital-a" || m->round() != 1) {
+          return;
+        }
+        m->set_round(2);
+        fired = true;
+      });
+  EXPECT_TRUE(fired);
+  ExpectRefused(r, "a verdict page of 'hospital-c' for wave 2, but the current wave is 1");
+}
+
+TEST(VerticalLocalPages, AStepBeforeTheVerdictsAreCompleteIsRefused) {
+  // hospital-a gets the wave's commit in place of the first page of the judge's verdicts.
+  bool fired = false;
+  const PagedRun r =
+      RunPaged(ThreeSmall(), "vverd_early", 4, kCheatLimit,
+               [&](InProcessFederation&, const std::string& party, fedanon::v1::LeaderMessage* m) {
+                 if (fired || VerdictPutOf(m) == nullptr || party != "hospital-a") return;
+                 m->mutable_vertical()->mutable_local_commit();
+                 fired = true;
+               });
+  EXPECT_TRUE(fired);
+  ExpectRefused(r, "before the verdicts of judge 'hospital-c' were delivered (0 of 0 pages)");
+}
+
+TEST(VerticalLocalPages, DifferentContentForADeliveredVerdictPageIsRefused) {
+  bool fired = false;
+  const PagedRun r =
+      RunPaged(ThreeJudged(), "vverd_dup", 4, kCheatLimit,
+               [&](InProcessFederation&, const std::string& party, fedanon::v1::LeaderMessage* m) {
+                 auto* put = VerdictPutOf(m);
+                 if (fired || put == nullptr || party != "hospital-a" || put->pages() < 2 ||
+                     put->page() != 1) {
+                   return;
+                 }
+                 put->set_page(0);  // page 1's bytes under index 0, delivered before
+                 fired = true;
+               });
+  EXPECT_TRUE(fired) << "the judge's verdicts fit one page: the cheat is untested";
+  ExpectRefused(r, "different content for page 0 of the verdicts of 'hospital-c'");
 }
 
 // The figure of docs/vertical.md (not a check: run with --gtest_also_run_disabled_tests): a

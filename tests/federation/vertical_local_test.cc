@@ -225,8 +225,15 @@ void RunBoth(const Scenario& s, const std::string& name, uint64_t seed, Outcome*
           }
         }
         if (m.vertical().has_local_verdicts()) {
-          for (const auto& v : m.vertical().local_verdicts().verdicts())
-            *vetoes += v.accept() ? 0 : 1;
+          // A judge's verdicts travel in pages too (in order).
+          const auto& page = m.vertical().local_verdicts();
+          std::string& list = (*lists)["verdicts:" + party];
+          if (page.page() == 0) list.clear();
+          list += page.page_bytes();
+          fedanon::v1::LocalVerdicts whole;
+          if (page.page() + 1 == page.pages() && whole.ParseFromString(list)) {
+            for (const auto& v : whole.verdicts()) *vetoes += v.accept() ? 0 : 1;
+          }
         }
       });
   ASSERT_OK_AND_ASSIGN(auto submitted, (*fed)->Submit(Request(s.spec_yaml, s.taxonomies, **fed)));
@@ -509,14 +516,24 @@ TEST(VerticalLocalAdult, SevenCategoricalQidsK50WithAConfidenceBoundEqualCentral
                                                    AdultPartyFiles(table, columns, taxonomies)));
   auto mu = std::make_shared<absl::Mutex>();
   auto vetoes = std::make_shared<uint64_t>(0);
-  fed->channel.set_observer([vetoes, mu](const std::string&, const std::string& bytes) {
-    fedanon::v1::PartyMessage m;
-    if (!m.ParseFromString(bytes) || !m.has_vertical() || !m.vertical().has_local_verdicts()) {
-      return;
-    }
-    absl::MutexLock lock(mu.get());
-    for (const auto& v : m.vertical().local_verdicts().verdicts()) *vetoes += v.accept() ? 0 : 1;
-  });
+  auto lists = std::make_shared<std::map<std::string, std::string>>();
+  fed->channel.set_observer(
+      [vetoes, mu, lists](const std::string& party, const std::string& bytes) {
+        fedanon::v1::PartyMessage m;
+        if (!m.ParseFromString(bytes) || !m.has_vertical() || !m.vertical().has_local_verdicts()) {
+          return;
+        }
+        absl::MutexLock lock(mu.get());
+        // A judge's verdicts travel in pages (in order).
+        const auto& page = m.vertical().local_verdicts();
+        std::string& list = (*lists)[party];
+        if (page.page() == 0) list.clear();
+        list += page.page_bytes();
+        fedanon::v1::LocalVerdicts whole;
+        if (page.page() + 1 == page.pages() && whole.ParseFromString(list)) {
+          for (const auto& v : whole.verdicts()) *vetoes += v.accept() ? 0 : 1;
+        }
+      });
   ASSERT_OK_AND_ASSIGN(auto submitted, fed->Submit(Request(spec_yaml, taxonomies, *fed)));
   const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
   ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
