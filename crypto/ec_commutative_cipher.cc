@@ -530,6 +530,27 @@ absl::StatusOr<std::unique_ptr<EcCommutativeCipher>> EcCommutativeCipher::Create
   return std::unique_ptr<EcCommutativeCipher>(new EcCommutativeCipher(std::move(impl)));
 }
 
+absl::StatusOr<std::unique_ptr<EcCommutativeCipher>> EcCommutativeCipher::Unblinding(
+    const EcCommutativeCipher& key, const EcCommutativeCipher& blind) {
+  const P256Params& prm = *key.impl_->prm;
+  BnCtxPtr ctx(BN_CTX_secure_new());
+  SecretBnPtr product(BN_secure_new());
+  if (ctx == nullptr || product == nullptr) return OpenSslInternal("BN alloc");
+  BN_set_flags(product.get(), BN_FLG_CONSTTIME);
+  if (BN_mod_mul(product.get(), key.impl_->k.get(), blind.impl_->k_inv.get(), prm.n.get(),
+                 ctx.get()) != 1) {
+    return OpenSslInternal("scalar product");
+  }
+  // k and r^-1 are in [1, n-1] and n is prime, so their product mod n is too.
+  absl::StatusOr<SecretBnPtr> inverse = InvertScalar(prm, product.get());
+  if (!inverse.ok()) return inverse.status();
+  auto impl = std::make_unique<Impl>();
+  impl->prm = &prm;
+  impl->k = std::move(product);
+  impl->k_inv = *std::move(inverse);
+  return std::unique_ptr<EcCommutativeCipher>(new EcCommutativeCipher(std::move(impl)));
+}
+
 SecretBytes EcCommutativeCipher::GetPrivateKeyBytes() const {
   SecretBytes out(kP256ScalarSize);
   BN_bn2binpad(impl_->k.get(), out.data(), static_cast<int>(out.size()));

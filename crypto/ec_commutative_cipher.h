@@ -80,6 +80,13 @@ class EcCommutativeCipher {
   static absl::StatusOr<std::unique_ptr<EcCommutativeCipher>> CreateWithNewKey();
   // A 32-byte big-endian scalar in [1, n-1]; kInvalidArgument otherwise.
   static absl::StatusOr<std::unique_ptr<EcCommutativeCipher>> CreateFromKey(const SecretBytes& key);
+  // The cipher of scalar k * r^-1 mod n, for `key` with scalar k and `blind` with scalar r: it
+  // turns a point blinded with r into the same point under k in one multiplication
+  // (Unblinding(k, r).ReEncrypt(r.Encrypt(id)) == k.Encrypt(id)). An ID list's owner blinds its
+  // list with r before it goes round the ring and applies this last, so that no other party ever
+  // holds the list under every party's key (docs/crypto.md, "ID matching").
+  static absl::StatusOr<std::unique_ptr<EcCommutativeCipher>> Unblinding(
+      const EcCommutativeCipher& key, const EcCommutativeCipher& blind);
 
   ~EcCommutativeCipher();
   EcCommutativeCipher(const EcCommutativeCipher&) = delete;

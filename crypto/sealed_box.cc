@@ -34,7 +34,7 @@ using internal::OpenSslError;
 using internal::OpenSslInternal;
 using internal::U8;
 
-constexpr std::string_view kContextTag = "fedanon-seal-ctx-v1";
+constexpr std::string_view kContextTag = "fedanon-seal-ctx-v2";
 constexpr std::string_view kHkdfInfo = "fedanon sealed box v1";
 constexpr std::string_view kHkdfInfoAuthenticated = "fedanon sealed box v2 sender-authenticated";
 constexpr size_t kKeySize = 32;
@@ -202,10 +202,11 @@ absl::StatusOr<SecretBytes> BoxKey(const KeyInputs& in) {
 
 std::string EncodeSealContext(const SealContext& context) {
   std::string out;
-  out.reserve(kContextTag.size() + 4 * 4 + 8 + context.job_id.size() + context.sender.size() +
-              context.receiver.size() + context.purpose.size());
+  out.reserve(kContextTag.size() + 5 * 4 + 8 + context.job_id.size() + context.run_id.size() +
+              context.sender.size() + context.receiver.size() + context.purpose.size());
   out.append(kContextTag);
   AppendField(&out, context.job_id);
+  AppendField(&out, context.run_id);
   AppendU64(&out, context.round);
   AppendField(&out, context.sender);
   AppendField(&out, context.receiver);

@@ -34,8 +34,8 @@
 //                       or a sender-authenticated box given to the anonymous Open.
 //   kPermissionDenied - authentication failed: wrong recipient key, wrong sender (OpenFrom), an
 //                       anonymous box given to OpenFrom, any modified byte, or a different
-//                       SealContext (other job, round, sender, receiver or purpose, i.e. a replay
-//                       into another round or a delivery to the wrong party). No partial
+//                       SealContext (other job, run, round, sender, receiver or purpose, i.e. a
+//                       replay into another round or a delivery to the wrong party). No partial
 //                       plaintext is ever returned.
 //
 // Thread-safety: SealKeyPair and SealPublicKey are immutable after creation and may be shared
@@ -66,15 +66,16 @@ namespace fedanon::crypto {
 // What a sealed message is for; bound into the AEAD as associated data.
 struct SealContext {
   std::string job_id;
+  std::string run_id;  // the admin's run of the job: a box of an earlier run never opens in another
   uint64_t round = 0;
   std::string sender;
   std::string receiver;
   std::string purpose;
 };
 
-// Canonical, injective encoding: "fedanon-seal-ctx-v1" || u32be(len(job_id)) || job_id ||
-// u64be(round) || u32be(len(sender)) || sender || u32be(len(receiver)) || receiver ||
-// u32be(len(purpose)) || purpose.
+// Canonical, injective encoding: "fedanon-seal-ctx-v2" || u32be(len(job_id)) || job_id ||
+// u32be(len(run_id)) || run_id || u64be(round) || u32be(len(sender)) || sender ||
+// u32be(len(receiver)) || receiver || u32be(len(purpose)) || purpose.
 std::string EncodeSealContext(const SealContext& context);
 
 inline constexpr uint8_t kSealedBoxVersion = 0x01;               // anonymous

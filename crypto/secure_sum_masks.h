@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,6 +26,15 @@ namespace fedanon::crypto {
 
 // `n` fresh uniform masks from the CSPRNG. kInternal if the DRBG fails.
 absl::StatusOr<std::vector<uint64_t>> MaskVector(size_t n);
+
+// A mask vector given by a 32-byte seed, so that the ring's first party can hand its whole mask
+// to the leader as one small sealed value: word i is the i-th little-endian 64-bit word of the
+// AES-256-CTR keystream under key `seed` with an all-zero initial counter block (a PRG: the
+// words are indistinguishable from uniform without the seed). Returns words [offset, offset +
+// count). kInvalidArgument unless the seed is kMaskSeedBytes long.
+inline constexpr size_t kMaskSeedBytes = 32;
+absl::StatusOr<std::vector<uint64_t>> MaskWordsFromSeed(std::string_view seed, uint64_t offset,
+                                                        size_t count);
 
 // acc[i] = acc[i] + v[i] mod 2^64. kInvalidArgument (acc untouched) if the sizes differ.
 absl::Status AddInPlace(absl::Span<uint64_t> acc, absl::Span<const uint64_t> v);

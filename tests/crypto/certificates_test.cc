@@ -570,6 +570,7 @@ TEST_F(CertificatesTest, SealingKeyRoundTrip) {
   EXPECT_EQ(pub->UncompressedPoint(), pair->public_key().UncompressedPoint());
 
   const SealContext ctx{.job_id = "job-1",
+                        .run_id = "run-1",
                         .round = 7,
                         .sender = "hospital-a",
                         .receiver = "hospital-b",

@@ -137,6 +137,30 @@ TEST(EcCommutativeCipherTest, DecryptInvertsEncryptAndReEncrypt) {
   }
 }
 
+// The owner's unblinding layer: a list blinded with r, re-encrypted by the others, then
+// unblinded with Unblinding(k, r) equals the list under k and the others' keys; and with known
+// scalars (k = 6, r = 3: k * r^-1 = 2) it is plain multiplication by 2.
+TEST(EcCommutativeCipherTest, UnblindingTurnsABlindedPointIntoTheKeyedOne) {
+  const Cipher k = NewCipher();
+  const Cipher r = NewCipher();
+  const Cipher other = NewCipher();
+  ASSERT_OK_AND_ASSIGN(const Cipher unblind, EcCommutativeCipher::Unblinding(*k, *r));
+  for (const std::string& id : RandomIds(20)) {
+    ASSERT_OK_AND_ASSIGN(const std::string blinded, r->Encrypt(id));
+    ASSERT_OK_AND_ASSIGN(const std::string hop, other->ReEncrypt(blinded));
+    ASSERT_OK_AND_ASSIGN(const std::string full, unblind->ReEncrypt(hop));
+    ASSERT_OK_AND_ASSIGN(const std::string expected, other->ReEncrypt(*k->Encrypt(id)));
+    EXPECT_EQ(full, expected);
+    EXPECT_NE(blinded, *k->Encrypt(id));
+  }
+  const Cipher six = CipherFromHex(std::string(63, '0') + "6");
+  const Cipher three = CipherFromHex(std::string(63, '0') + "3");
+  const Cipher two = CipherFromHex(std::string(63, '0') + "2");
+  ASSERT_OK_AND_ASSIGN(const Cipher six_over_three, EcCommutativeCipher::Unblinding(*six, *three));
+  EXPECT_EQ(six_over_three->GetPrivateKeyBytes().AsStringView(),
+            two->GetPrivateKeyBytes().AsStringView());
+}
+
 TEST(EcCommutativeCipherTest, DifferentKeysAndIdsGiveDifferentCiphertexts) {
   std::vector<Cipher> keys;
   for (int i = 0; i < 5; ++i) keys.push_back(NewCipher());

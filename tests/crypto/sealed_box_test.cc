@@ -30,6 +30,7 @@ constexpr char kP256Hex[] = "ffffffff00000001000000000000000000000000fffffffffff
 
 SealContext Ctx() {
   return SealContext{.job_id = "job-42",
+                     .run_id = "run-1",
                      .round = 3,
                      .sender = "party-a",
                      .receiver = "party-b",
@@ -110,9 +111,12 @@ TEST_F(SealedBoxTest, EveryContextFieldIsBound) {
   ASSERT_OK_AND_ASSIGN(const std::string sealed, Seal(bob_->public_key(), Ctx(), "payload"));
   ASSERT_OK(Open(*bob_, Ctx(), sealed));
   std::vector<SealContext> others;
-  for (int field = 0; field < 5; ++field) {
+  for (int field = 0; field < 6; ++field) {
     SealContext c = Ctx();
     switch (field) {
+      case 5:
+        c.run_id = "run-2";  // the same job run again under a new authorization
+        break;
       case 0:
         c.job_id = "job-43";
         break;
@@ -260,8 +264,10 @@ TEST_F(SealedBoxTest, KeysOnOtherCurvesAreRejected) {
 }
 
 TEST(SealContextTest, CanonicalEncoding) {
-  const SealContext c{.job_id = "j", .round = 2, .sender = "a", .receiver = "bc", .purpose = ""};
-  const std::string expected = std::string("fedanon-seal-ctx-v1") + std::string("\0\0\0\x01j", 5) +
+  const SealContext c{
+      .job_id = "j", .run_id = "r7", .round = 2, .sender = "a", .receiver = "bc", .purpose = ""};
+  const std::string expected = std::string("fedanon-seal-ctx-v2") + std::string("\0\0\0\x01j", 5) +
+                               std::string("\0\0\0\x02r7", 6) +
                                std::string("\0\0\0\0\0\0\0\x02", 8) +
                                std::string(
                                    "\0\0\0\x01"
@@ -505,8 +511,12 @@ TEST_F(SealedBoxTest, AuthenticatedKeyScheduleMatchesDocumentation) {
 
 // Union rows stay anonymous: they open without naming any sender.
 TEST_F(SealedBoxTest, AnonymousRowsStillOpen) {
-  const SealContext row{
-      .job_id = "job-42", .round = 3, .sender = "", .receiver = "party-b", .purpose = "union"};
+  const SealContext row{.job_id = "job-42",
+                        .run_id = "run-1",
+                        .round = 3,
+                        .sender = "",
+                        .receiver = "party-b",
+                        .purpose = "union"};
   ASSERT_OK_AND_ASSIGN(const std::string sealed, Seal(bob_->public_key(), row, "a,b,c\n"));
   EXPECT_EQ(static_cast<uint8_t>(sealed[0]), kSealedBoxVersion);
   ASSERT_OK_AND_ASSIGN(const std::string opened, Open(*bob_, row, sealed));

@@ -4,8 +4,11 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "crypto/secret_bytes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
@@ -107,6 +110,42 @@ TEST(MaskVectorTest, BytesLookUniform) {
   for (int b = 0; b < 64; ++b) {
     EXPECT_NEAR(static_cast<double>(bit_counts[b]), kWords / 2.0, 1280.0) << "bit " << b;
   }
+}
+
+// Known answer: AES-256 of the all-zero block under the all-zero key is
+// dc95c078a2408989ad48a21492842087 (a published AES test value), so the all-zero seed's first two
+// mask words are those 16 bytes read as little-endian 64-bit words.
+TEST(MaskWordsFromSeedTest, KnownAnswerOfTheZeroSeed) {
+  const std::string seed(kMaskSeedBytes, '\0');
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> w, MaskWordsFromSeed(seed, 0, 2));
+  EXPECT_EQ(w, (std::vector<uint64_t>{0x898940a278c095dcULL, 0x8720849214a248adULL}));
+}
+
+// Every slice of the keystream, at odd and even offsets and across the 1 MiB pieces the
+// implementation uses, is the same words as the whole.
+TEST(MaskWordsFromSeedTest, AnySliceEqualsTheWholeStream) {
+  ASSERT_OK_AND_ASSIGN(const SecretBytes seed, RandomBytes(kMaskSeedBytes));
+  const size_t total = (size_t{1} << 17) + 37;  // more than one 1 MiB piece of keystream
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> whole,
+                       MaskWordsFromSeed(seed.AsStringView(), 0, total));
+  for (const auto& [offset, count] : std::vector<std::pair<uint64_t, size_t>>{
+           {0, 1}, {1, 1}, {1, 2}, {3, 1000}, {130000, 1000}, {131071, 38}, {total, 0}}) {
+    ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> part,
+                         MaskWordsFromSeed(seed.AsStringView(), offset, count));
+    EXPECT_EQ(part, std::vector<uint64_t>(whole.begin() + static_cast<ptrdiff_t>(offset),
+                                          whole.begin() + static_cast<ptrdiff_t>(offset + count)))
+        << offset << "+" << count;
+  }
+  // Another seed gives other words.
+  ASSERT_OK_AND_ASSIGN(const SecretBytes other, RandomBytes(kMaskSeedBytes));
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> again,
+                       MaskWordsFromSeed(other.AsStringView(), 0, 4));
+  EXPECT_NE(again, std::vector<uint64_t>(whole.begin(), whole.begin() + 4));
+}
+
+TEST(MaskWordsFromSeedTest, RefusesASeedOfTheWrongLength) {
+  EXPECT_THAT(MaskWordsFromSeed(std::string(31, 'x'), 0, 1),
+              StatusIs(absl::StatusCode::kInvalidArgument, "32 bytes"));
 }
 
 }  // namespace
