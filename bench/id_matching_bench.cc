@@ -9,8 +9,9 @@
 // Usage: id_matching_bench [ids=1000000] [overlap=0.9]
 //        id_matching_bench --micro [ids=3000]
 //        id_matching_bench --steps [ids=3000]   (the steps of one hash-to-curve / Encrypt)
-//        id_matching_bench --align [ids=1000000] (IdMatcher::Align alone: random 16-byte digests,
-//                                                 two lists, 90% common; best of 3, thread CPU)
+//        id_matching_bench --align [ids=1000000] (the leader's intersection and one party's
+//                                                 alignment alone: random 16-byte digests, two
+//                                                 lists, 90% common; best of 3, thread CPU)
 #define OPENSSL_SUPPRESS_DEPRECATED 1  // EC_POINT_{get,set}_Jprojective_coordinates_GFp
 #include <openssl/bn.h>
 #include <openssl/ec.h>
@@ -30,6 +31,7 @@
 #include "crypto/p256_point.h"            // internal: to time the decompression alone
 #define FEDANON_HAVE_P256_POINT 1
 #endif
+#include "common/wire/id_digests.h"
 #include "party/id_matching.h"
 
 namespace {
@@ -371,10 +373,11 @@ int Steps(size_t n) {
 }
 #endif
 
-// IdMatcher::Align alone (the step of ID matching after the crypto, single-threaded in each
-// party): two lists of n random 16-byte digests, 90% common, as a party with n ids sees them.
+// The steps of ID matching after the crypto, single-threaded: the leader's intersection of two
+// lists of n random 16-byte digests (90% common) and one party's alignment on it.
 int AlignOnly(size_t n) {
-  std::vector<std::string> ids, a, b;
+  std::vector<std::string> ids;
+  std::string a, b;
   for (size_t i = 0; i < n; ++i) ids.push_back(absl::StrCat("patient-", i));
   uint64_t x = 0x9e3779b97f4a7c15ULL;  // splitmix64: fixed, fast pseudo-random digests
   auto next = [&x] {
@@ -391,23 +394,27 @@ int AlignOnly(size_t n) {
     }
     return d;
   };
-  for (size_t i = 0; i < n; ++i) a.push_back(digest());
+  std::vector<std::string> a_digests;
+  for (size_t i = 0; i < n; ++i) a_digests.push_back(digest());
+  for (const auto& d : a_digests) a += d;
   const size_t shared = n * 9 / 10;
-  for (size_t i = 0; i < n; ++i) b.push_back(i < shared ? a[(i * 7919) % n] : digest());
+  for (size_t i = 0; i < n; ++i) b += i < shared ? a_digests[(i * 7919) % n] : digest();
   auto m = OrDie(fedanon::party::IdMatcher::Create(ids), "create");
   double best_cpu = 1e30, best_wall = 1e30;
   uint64_t common = 0;
   for (int rep = 0; rep < 3; ++rep) {
     const double c = ThreadCpuSeconds();
     const auto t = std::chrono::steady_clock::now();
-    const auto al = OrDie(m->Align(0, {a, b}), "align");
+    const std::string both = OrDie(fedanon::common::CommonDigests({a, b}), "intersect");
+    const auto al = OrDie(m->AlignToCommon(a, both), "align");
     best_wall = std::min(best_wall, Seconds(t));
     best_cpu = std::min(best_cpu, ThreadCpuSeconds() - c);
     common = al.common;
   }
   std::printf(
-      "Align of 2 x %zu digests (%llu common): %.3f s thread CPU, %.3f s wall (best of 3)\n", n,
-      static_cast<unsigned long long>(common), best_cpu, best_wall);
+      "Intersection and alignment of 2 x %zu digests (%llu common): %.3f s thread CPU, %.3f s "
+      "wall (best of 3)\n",
+      n, static_cast<unsigned long long>(common), best_cpu, best_wall);
   return 0;
 }
 
@@ -446,23 +453,22 @@ int main(int argc, char** argv) {
 
   const auto start = std::chrono::steady_clock::now();
   auto t = std::chrono::steady_clock::now();
-  const auto a1 = OrDie(a->EncryptOwn(), "A encrypts");
-  const auto b1 = OrDie(b->EncryptOwn(), "B encrypts");
+  const auto a1 = OrDie(a->EncryptOwnRange(0, n, /*blinded=*/false), "A encrypts");
+  const auto b1 = OrDie(b->EncryptOwnRange(0, n, /*blinded=*/false), "B encrypts");
   const double encrypt = Seconds(t);
   t = std::chrono::steady_clock::now();
-  // The last hop: re-encrypt, then keep 16-byte digests (what goes back to the parties).
-  const auto a2 =
-      OrDie(fedanon::party::IdMatcher::SplitDigests(fedanon::party::IdMatcher::FinalDigests(
-                OrDie(b->ReEncrypt(a1, /*last_hop=*/true), "B re-encrypts A's list"))),
-            "digests");
-  const auto b2 =
-      OrDie(fedanon::party::IdMatcher::SplitDigests(fedanon::party::IdMatcher::FinalDigests(
-                OrDie(a->ReEncrypt(b1, /*last_hop=*/true), "A re-encrypts B's list"))),
-            "digests");
+  // The last hop (two parties): re-encrypt, then keep 16-byte digests (what goes to the leader
+  // and back to the list's owner).
+  const std::string a2 = fedanon::party::IdMatcher::FinalDigests(
+      OrDie(b->ReEncrypt(a1, /*last_hop=*/true), "B re-encrypts A's list"));
+  const std::string b2 = fedanon::party::IdMatcher::FinalDigests(
+      OrDie(a->ReEncrypt(b1, /*last_hop=*/true), "A re-encrypts B's list"));
   const double reencrypt = Seconds(t);
   t = std::chrono::steady_clock::now();
-  const auto al = OrDie(a->Align(0, {a2, b2}), "A aligns");
-  const auto bl = OrDie(b->Align(1, {a2, b2}), "B aligns");
+  // The leader intersects; each party aligns on the common digests.
+  const std::string both = OrDie(fedanon::common::CommonDigests({a2, b2}), "intersect");
+  const auto al = OrDie(a->AlignToCommon(a2, both), "A aligns");
+  const auto bl = OrDie(b->AlignToCommon(b2, both), "B aligns");
   const double align = Seconds(t);
   const double total = Seconds(start);
   const double cpu = ProcessCpuSeconds() - cpu_start;

@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "crypto/certificates.h"
+#include "crypto/sealed_box.h"
 #include "server/leader_server.h"
 #include "server/party_client.h"
 #include "server/party_connections.h"
-#include "crypto/certificates.h"
-#include "crypto/sealed_box.h"
 #include "tests/server/test_pki.h"
 
 namespace fedanon::server {
@@ -31,7 +31,7 @@ fedanon::v1::PartyMessage Echo(const fedanon::v1::LeaderMessage& m) {
   if (m.has_ping()) {
     r.mutable_pong()->set_echoed_unix_nanos(m.ping().sent_unix_nanos());
   } else {
-    r.mutable_sum_step()->set_masked(m.sum_step().masked());
+    r.mutable_sum_step()->mutable_sealed()->set_ciphertext(m.sum_step().sealed().ciphertext());
   }
   return r;
 }
@@ -98,10 +98,10 @@ void BM_Echo16MiB(benchmark::State& state) {
   Link& link = TheLink();
   constexpr size_t kPayload = 16 * 1024 * 1024;
   fedanon::v1::LeaderMessage step;
-  step.mutable_sum_step()->set_masked(std::string(kPayload, 'x'));
+  step.mutable_sum_step()->mutable_sealed()->set_ciphertext(std::string(kPayload, 'x'));
   for (auto _ : state) {
     auto reply = link.connections.Call("hospital-a", step, absl::Seconds(60));
-    if (!reply.ok() || reply->sum_step().masked().size() != kPayload) {
+    if (!reply.ok() || reply->sum_step().sealed().ciphertext().size() != kPayload) {
       state.SkipWithError("echo failed");
       break;
     }
@@ -126,7 +126,7 @@ struct Relay {
                                                  {crypto::Role::kParty, "hospital-b"}))
                    .value();
     b_keys = std::move(crypto::SealKeyPairFromPem(issued_b.key_pem)).value();
-    const crypto::SealContext context{"job-relay", 1, "hospital-a", "hospital-b", "bench"};
+    const crypto::SealContext context{"job-relay", "run-1", 1, "hospital-a", "hospital-b", "bench"};
     auto seal_for_b = [this, context](const fedanon::v1::LeaderMessage& m) {
       // The payload originates at party a (only its size travels in the request).
       static const std::string payload(m.sum_step().total_words(), 'y');
@@ -138,12 +138,12 @@ struct Relay {
     auto open_at_b = [this, context](const fedanon::v1::LeaderMessage& m) {
       fedanon::v1::PartyMessage r;
       auto opened = crypto::Open(*b_keys, context, m.sum_step().sealed().ciphertext());
-      r.mutable_sum_step()->set_masked(opened.ok() ? std::to_string(opened->size()) : "error");
+      r.mutable_sum_step()->mutable_sealed()->set_ciphertext(
+          opened.ok() ? std::to_string(opened->size()) : "error");
       return r;
     };
-    for (const auto& [name, handler] :
-         std::vector<std::pair<std::string, PartyHandler>>{{"hospital-a", seal_for_b},
-                                                          {"hospital-b", open_at_b}}) {
+    for (const auto& [name, handler] : std::vector<std::pair<std::string, PartyHandler>>{
+             {"hospital-a", seal_for_b}, {"hospital-b", open_at_b}}) {
       PartyClientOptions party;
       party.name = name;
       party.leader_address = "127.0.0.1:" + std::to_string(server->port());
@@ -180,7 +180,7 @@ void BM_SealedRelay16MiB(benchmark::State& state) {
     fedanon::v1::LeaderMessage to_b;
     *to_b.mutable_sum_step()->mutable_sealed() = sealed->sum_step().sealed();
     auto opened = relay->connections.Call("hospital-b", to_b, absl::Seconds(60));
-    if (!opened.ok() || opened->sum_step().masked() != std::to_string(kPayload)) {
+    if (!opened.ok() || opened->sum_step().sealed().ciphertext() != std::to_string(kPayload)) {
       state.SkipWithError("relay failed");
       break;
     }

@@ -21,6 +21,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
 #include "common/wire/federation_wire.h"
+#include "common/wire/job_authorization.h"
 #include "common/wire/payload_chunks.h"
 #include "common/wire/protocol_version.h"
 #include "common/wire/released_union.h"
@@ -270,6 +271,7 @@ absl::Status WriteReleasedTableFromCounts(
 struct Leader::JobRun {
   std::string job_id;
   fedanon::v1::SubmitJobRequest request;
+  std::string run_id;                 // the admin's run (bound into every sealed box of the job)
   std::vector<std::string> ring;      // the data parties in ring order
   std::string recipient;              // a party, or the leader's own name
   absl::Duration timeout;             // for every call to a party
@@ -724,7 +726,7 @@ absl::Status Leader::RunJob(JobRun* run) {
   job.timeout = request.round_timeout_seconds() > 0 ? absl::Seconds(request.round_timeout_seconds())
                                                     : options_.round_timeout;
   job.ring.assign(request.parties().begin(), request.parties().end());
-  // A data-holding leader's party goes first: it takes the leader's masks, which it knows anyway;
+  // A data-holding leader's party goes first: its own mask is one the leader learns anyway;
   // placed later it would learn its predecessor's counts (the parties check this at Prepare).
   if (auto lp = std::find(job.ring.begin(), job.ring.end(), request.leader_party());
       lp != job.ring.end()) {
@@ -732,6 +734,7 @@ absl::Status Leader::RunJob(JobRun* run) {
   }
   job.recipient = request.recipient().empty() ? options_.name : request.recipient();
   RETURN_IF_ERROR(CheckRequest(request));
+  ASSIGN_OR_RETURN(job.run_id, common::RunIdOf(request.authorization()));
 
   // The public schema the leader scores with, from the taxonomies the admin submitted.
   std::map<std::string, std::string> texts;
@@ -890,9 +893,9 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
       [this, id = job.job_id] { return CheckCancelled(id); }, sum_chunk_words);
   // Every collect recorded before it is sent and once complete; after a restart, replayed.
   SecureSumCountSource::Journal journal;
-  journal.record_request = [this, id = job.job_id](uint64_t collect, const std::string& digest,
-                                                   const std::string& masks) {
-    return store_->RecordCollectRequest(id, collect, digest, masks);
+  journal.record_request = [this, id = job.job_id](uint64_t collect, const std::string& digest) {
+    // No masks: the ring's first party draws them (and keeps them durably).
+    return store_->RecordCollectRequest(id, collect, digest, "");
   };
   journal.record_sum = [this, id = job.job_id](uint64_t collect, const std::string& sum) {
     return store_->RecordCollectSum(id, collect, sum);
@@ -908,9 +911,12 @@ absl::Status Leader::RunHorizontal(const JobRun& job, const common::Dataset& sch
   source.set_observer(observer_);
   ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealKeyPair> leader_keys,
                    crypto::SealKeyPairFromPem(options_.seal_key_pem));
+  ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealPublicKey> first_party_key,
+                   PartySealKey(channel_, options_.ca_pem, job.ring.front()));
   ASSIGN_OR_RETURN(const std::unique_ptr<crypto::SealPublicKey> last_party_key,
                    PartySealKey(channel_, options_.ca_pem, job.ring.back()));
-  source.set_sealing(options_.name, leader_keys.get(), last_party_key.get());
+  source.set_sealing(options_.name, job.run_id, leader_keys.get(), first_party_key.get(),
+                     last_party_key.get());
   common::EngineOptions engine_options;
   engine_options.score = spec.score();
   engine_options.beneficial = spec.beneficial();
@@ -1116,21 +1122,23 @@ absl::Status Leader::StoreUnionAtLeader(const JobRun& job, uint32_t round,
   ASSIGN_OR_RETURN(auto last_key, PartySealKey(channel_, options_.ca_pem, last));
   fedanon::v1::UnionList list;
   if (!carried.chunked()) {
-    ASSIGN_OR_RETURN(list, common::OpenUnionList(*keys, job.job_id, round, options_.name, last,
-                                                 *last_key, carried.whole));
+    ASSIGN_OR_RETURN(list, common::OpenUnionList(*keys, job.job_id, job.run_id, round,
+                                                 options_.name, last, *last_key, carried.whole));
   } else {
     if (carried.sender() != last) {
       return absl::PermissionDeniedError(absl::StrCat("the union list must come from '", last,
                                                       "', not from '", carried.sender(), "'"));
     }
-    ASSIGN_OR_RETURN(std::string bytes, OpenCarriedAtLeader(carried, *keys, *last_key, job.job_id,
-                                                            round, options_.name, "union-list"));
+    ASSIGN_OR_RETURN(std::string bytes,
+                     OpenCarriedAtLeader(carried, *keys, *last_key, job.job_id, job.run_id, round,
+                                         options_.name, "union-list"));
     if (!list.ParseFromString(bytes)) {
       return absl::InvalidArgumentError("the union list does not parse");
     }
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> rows,
-                   common::OpenUnionRows(*keys, job.job_id, round, options_.name, list.rows()));
+  ASSIGN_OR_RETURN(
+      std::vector<std::string> rows,
+      common::OpenUnionRows(*keys, job.job_id, job.run_id, round, options_.name, list.rows()));
   // The released table itself is the job's result; the view log records its size.
   RETURN_IF_ERROR(job.view_log->Append(round, kViewReleasedRows, "", false, {rows.size()}));
   ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
@@ -1146,6 +1154,7 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   const fedanon::v1::SubmitJobRequest& request = job.request;
   VerticalJobOptions options;
   options.job_id = job.job_id;
+  options.run_id = job.run_id;
   options.ring = job.ring;
   options.recipient = job.recipient;
   options.leader_name = options_.name;
@@ -1156,17 +1165,11 @@ absl::Status Leader::RunVertical(const JobRun& job) {
   }
   options.timeout = job.timeout;
   options.id_matching_timeout = std::max(job.timeout * 20, absl::Minutes(20));
-  // Protocol 1.3: ID matching in batches when every data party speaks it. A batch travels inline:
-  // its points (65 bytes and 2 of framing each) fit half the message limit.
+  // ID matching in batches; a batch travels inline: its points (65 bytes and 2 of framing each)
+  // fit half the message limit.
   options.id_batch_ids = static_cast<uint32_t>(std::min<uint64_t>(
-      options_.id_batch_ids,
+      options_.id_batch_ids == 0 ? LeaderOptions::kDefaultIdBatchIds : options_.id_batch_ids,
       std::max<uint64_t>(1, common::ChunkBytesForLimit(options_.max_message_bytes) / (2 * 67))));
-  for (const auto& p : channel_->Parties()) {
-    if (std::find(job.ring.begin(), job.ring.end(), p.name) != job.ring.end() &&
-        !common::BatchesIdMatching(p.protocol)) {
-      options.id_batch_ids = 0;
-    }
-  }
   options.check_cancelled = [this, id = job.job_id] { return CheckCancelled(id); };
   options.view_log = job.view_log.get();
   options.observer = observer_;

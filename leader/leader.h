@@ -66,10 +66,11 @@ struct LeaderOptions {
   // PrepareJob: per-record payloads travel in chunks under it (protocol 1.2,
   // common/wire/payload_chunks.h). Tests lower it to make payloads span several chunks.
   uint64_t max_message_bytes = uint64_t{64} << 20;
-  // Vertical ID matching in batches of at most this many ids (protocol 1.3, docs/crypto.md "ID
-  // matching in batches"), fewer if a batch would not fit half the message limit; 0: whole lists
-  // (as with a party of protocol 1.2). Tests set it tiny to run many batches.
-  uint32_t id_batch_ids = 65536;
+  // Vertical ID matching in batches of at most this many ids (docs/crypto.md "ID matching"),
+  // fewer if a batch would not fit half the message limit; 0: kDefaultIdBatchIds. Tests set it
+  // tiny to run many batches.
+  static constexpr uint32_t kDefaultIdBatchIds = 65536;
+  uint32_t id_batch_ids = kDefaultIdBatchIds;
   // Sealing certificates of the parties, by name (from their bundles or announced on connect).
   // Parties present their own in PrepareResult too; see party/party_agent.h.
 };

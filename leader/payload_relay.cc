@@ -67,18 +67,17 @@ absl::Status PayloadRelay::Hand(const CarriedPayload& carried, uint32_t round,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> OpenCarriedAtLeader(const CarriedPayload& carried,
-                                                const crypto::SealKeyPair& keys,
-                                                const crypto::SealPublicKey& sender_key,
-                                                const std::string& job_id, uint32_t round,
-                                                const std::string& leader_name,
-                                                const std::string& purpose) {
+absl::StatusOr<std::string> OpenCarriedAtLeader(
+    const CarriedPayload& carried, const crypto::SealKeyPair& keys,
+    const crypto::SealPublicKey& sender_key, const std::string& job_id, const std::string& run_id,
+    uint32_t round, const std::string& leader_name, const std::string& purpose) {
   if (carried.receiver() != leader_name) {
     return absl::PermissionDeniedError(
         absl::StrCat("a '", purpose, "' payload for '", carried.receiver(), "', not the leader"));
   }
   if (!carried.chunked()) {
-    const crypto::SealContext context{job_id, round, carried.whole.sender(), leader_name, purpose};
+    const crypto::SealContext context{job_id,      run_id, round, carried.whole.sender(),
+                                      leader_name, purpose};
     return crypto::OpenFrom(keys, sender_key, context, carried.whole.ciphertext());
   }
   if (carried.ref.purpose() != purpose) {
@@ -86,14 +85,14 @@ absl::StatusOr<std::string> OpenCarriedAtLeader(const CarriedPayload& carried,
                                                     carried.ref.purpose(), "' payload, not '",
                                                     purpose, "'"));
   }
-  return common::OpenChunks(carried.ref, carried.chunks,
-                            [&](const fedanon::v1::SealedPayload& chunk,
-                                const std::string& chunk_purpose) -> absl::StatusOr<std::string> {
-                              const crypto::SealContext context{job_id, round, carried.ref.sender(),
-                                                                leader_name, chunk_purpose};
-                              return crypto::OpenFrom(keys, sender_key, context,
-                                                      chunk.ciphertext());
-                            });
+  return common::OpenChunks(
+      carried.ref, carried.chunks,
+      [&](const fedanon::v1::SealedPayload& chunk,
+          const std::string& chunk_purpose) -> absl::StatusOr<std::string> {
+        const crypto::SealContext context{job_id,      run_id,       round, carried.ref.sender(),
+                                          leader_name, chunk_purpose};
+        return crypto::OpenFrom(keys, sender_key, context, chunk.ciphertext());
+      });
 }
 
 }  // namespace fedanon::leader

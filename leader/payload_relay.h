@@ -56,11 +56,9 @@ class PayloadRelay {
 
 // The leader as receiver: opens `carried` (sealed for `leader_name` by its sender, whose
 // certified key is `sender_key`) under `purpose`, whole or chunk by chunk.
-absl::StatusOr<std::string> OpenCarriedAtLeader(const CarriedPayload& carried,
-                                                const crypto::SealKeyPair& keys,
-                                                const crypto::SealPublicKey& sender_key,
-                                                const std::string& job_id, uint32_t round,
-                                                const std::string& leader_name,
-                                                const std::string& purpose);
+absl::StatusOr<std::string> OpenCarriedAtLeader(
+    const CarriedPayload& carried, const crypto::SealKeyPair& keys,
+    const crypto::SealPublicKey& sender_key, const std::string& job_id, const std::string& run_id,
+    uint32_t round, const std::string& leader_name, const std::string& purpose);
 
 }  // namespace fedanon::leader

@@ -80,14 +80,15 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectProto(
 
 absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
     const fedanon::v1::StatsRequest& request_proto, size_t words) {
-  if (leader_keys_ == nullptr || last_party_key_ == nullptr || ring_.empty()) {
+  if (leader_keys_ == nullptr || first_party_key_ == nullptr || last_party_key_ == nullptr ||
+      ring_.empty()) {
     return absl::FailedPreconditionError(
-        "secure sum: the leader's sealing keys are not set (the last hop is sealed for it)");
+        "secure sum: the leader's sealing keys are not set (the last hop and the first party's "
+        "mask are sealed for it)");
   }
   const uint64_t collect = collects_++;
   ++stats_.collects;
   const std::string request_digest = common::SumRequestDigest(request_proto, update_chain_);
-  std::vector<uint64_t> masks;
   if (collect < journal_.recorded.size()) {
     // Recorded before a restart: the same request again (else the replay diverged).
     const RecordedCollect& rec = journal_.recorded[collect];
@@ -106,64 +107,33 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
       ++replayed_;
       return sum;
     }
-    ASSIGN_OR_RETURN(masks, common::DecodeWords(rec.masks));
-    if (masks.size() != words) {
-      return absl::DataLossError(absl::StrCat("resume: the recorded masks of collect ", collect,
-                                              " have the wrong length"));
-    }
-  } else {
-    ASSIGN_OR_RETURN(masks, crypto::MaskVector(words));
+  } else if (journal_.record_request) {
     // Before any hop leaves: a restarted leader re-sends exactly this request.
-    if (journal_.record_request) {
-      RETURN_IF_ERROR(journal_.record_request(collect, request_digest, common::EncodeWords(masks)));
-    }
+    RETURN_IF_ERROR(journal_.record_request(collect, request_digest));
   }
   std::vector<uint64_t> sum(words, 0);
   const size_t chunks = std::max<size_t>(1, (words + chunk_words_ - 1) / chunk_words_);
-  size_t decoded = 0;  // words of `sum` the leader has unmasked so far
   const absl::Time start = absl::Now();
-  const absl::Status status =
-      CollectChunks(request_proto, request_digest, collect, masks, words, chunks, &sum, &decoded);
-  if (observer_ != nullptr && status.ok()) {
+  RETURN_IF_ERROR(CollectChunks(request_proto, request_digest, collect, words, chunks, &sum));
+  RETURN_IF_ERROR(Unmask(request_digest, collect, &sum));
+  if (observer_ != nullptr) {
     observer_->SecureSumVector(words);
     observer_->PhaseDone(Phase::kSecureSum, absl::Now() - start);
   }
-  if (status.ok() && journal_.record_sum) {
+  if (journal_.record_sum) {
     RETURN_IF_ERROR(journal_.record_sum(collect, common::EncodeWords(sum)));
-  }
-  if (view_log_ == nullptr) {
-    RETURN_IF_ERROR(status);
-    return sum;
-  }
-  if (!status.ok()) {
-    // Chunks unmasked before the failure are in the leader's view too.
-    if (decoded > 0) {
-      sum.resize(decoded);
-      ViewEntry partial;
-      partial.round = round_();
-      partial.kind = kViewPartialSum;
-      partial.counts = std::move(sum);
-      partial.detail = std::string(status.message());
-      RETURN_IF_ERROR(view_log_->Append(partial));
-    }
-    return status;
   }
   return sum;
 }
 
 absl::Status SecureSumCountSource::CollectChunks(const fedanon::v1::StatsRequest& request_proto,
                                                  const std::string& request_digest,
-                                                 uint64_t collect,
-                                                 const std::vector<uint64_t>& masks, size_t words,
-                                                 size_t chunks, std::vector<uint64_t>* sum_out,
-                                                 size_t* decoded) {
-  std::vector<uint64_t>& sum = *sum_out;
+                                                 uint64_t collect, size_t words, size_t chunks,
+                                                 std::vector<uint64_t>* sum) {
   for (size_t chunk = 0; chunk < chunks; ++chunk) {
     const size_t offset = chunk * chunk_words_;
     const size_t len = std::min(chunk_words_, words - std::min(words, offset));
-    std::vector<uint64_t> slice(masks.begin() + offset, masks.begin() + offset + len);
-    fedanon::v1::SumStepResult carried;
-    carried.set_masked(common::EncodeWords(slice));
+    fedanon::v1::SumStepResult carried;  // none into the first hop: it starts from its mask
     for (size_t i = 0; i < ring_.size(); ++i) {
       RETURN_IF_ERROR(check_());
       fedanon::v1::LeaderMessage msg;
@@ -179,25 +149,18 @@ absl::Status SecureSumCountSource::CollectChunks(const fedanon::v1::StatsRequest
       step->set_chunks(static_cast<uint32_t>(chunks));
       step->set_chunk_offset(offset);
       step->set_total_words(words);
-      if (carried.has_sealed()) {
-        *step->mutable_sealed() = carried.sealed();
-      } else {
-        step->set_masked(carried.masked());
-      }
+      step->set_chunk_words(chunk_words_);
+      if (i > 0) *step->mutable_sealed() = carried.sealed();
       step->set_next(i + 1 < ring_.size() ? ring_[i + 1] : "");
       stats_.bytes_sent += msg.ByteSizeLong();
       ++stats_.hops;
       auto reply = channel_->Call(ring_[i], msg, timeout_);
       if (!reply.ok()) return reply.status();
       stats_.bytes_received += reply->ByteSizeLong();
-      if (!reply->has_sum_step()) {
+      if (!reply->has_sum_step() || !reply->sum_step().has_sealed()) {
         return absl::InternalError(absl::StrCat("party '", ring_[i], "' sent no secure-sum reply"));
       }
       carried = reply->sum_step();
-      if (!carried.has_sealed()) {
-        return absl::InternalError(
-            absl::StrCat("party '", ring_[i], "' answered the secure sum in the wrong form"));
-      }
     }
     // The last hop, sealed by the ring's last party for the leader.
     fedanon::v1::SumStep last_step;
@@ -206,8 +169,10 @@ absl::Status SecureSumCountSource::CollectChunks(const fedanon::v1::StatsRequest
     last_step.set_chunks(static_cast<uint32_t>(chunks));
     last_step.set_chunk_offset(offset);
     last_step.set_total_words(words);
-    const crypto::SealContext context{job_id_, round_(), ring_.back(), leader_name_,
-                                      common::SumHopPurpose(last_step, round_(), request_digest)};
+    last_step.set_chunk_words(chunk_words_);
+    const crypto::SealContext context{
+        job_id_,      run_id_,      round_(),
+        ring_.back(), leader_name_, common::SumHopPurpose(last_step, round_(), request_digest)};
     if (carried.sealed().sender() != ring_.back() || carried.sealed().receiver() != leader_name_) {
       return absl::InternalError("the secure sum's last hop is not from the ring's last party");
     }
@@ -223,12 +188,42 @@ absl::Status SecureSumCountSource::CollectChunks(const fedanon::v1::StatsRequest
     }
     ASSIGN_OR_RETURN(std::vector<uint64_t> total, common::DecodeWords(*opened));
     if (total.size() != len) return absl::InternalError("secure-sum chunk has the wrong length");
-    RETURN_IF_ERROR(crypto::SubtractInPlace(absl::MakeSpan(total), absl::MakeConstSpan(slice)));
-    std::copy(total.begin(), total.end(), sum.begin() + offset);
-    *decoded = offset + len;
+    std::copy(total.begin(), total.end(), sum->begin() + static_cast<ptrdiff_t>(offset));
     if (chunk == 0) pending_.clear();  // every party has applied them
   }
   return absl::OkStatus();
+}
+
+absl::Status SecureSumCountSource::Unmask(const std::string& request_digest, uint64_t collect,
+                                          std::vector<uint64_t>* sum) {
+  RETURN_IF_ERROR(check_());
+  fedanon::v1::LeaderMessage msg;
+  msg.set_job_id(job_id_);
+  msg.set_round(round_());
+  msg.mutable_sum_unmask()->set_collect(collect);
+  const std::string& first = ring_.front();
+  stats_.bytes_sent += msg.ByteSizeLong();
+  ASSIGN_OR_RETURN(const fedanon::v1::PartyMessage reply, channel_->Call(first, msg, timeout_));
+  stats_.bytes_received += reply.ByteSizeLong();
+  if (!reply.has_sum_mask() || reply.sum_mask().seed().sender() != first ||
+      reply.sum_mask().seed().receiver() != leader_name_) {
+    return absl::InternalError(
+        absl::StrCat("party '", first, "' sent no mask of secure sum ", collect));
+  }
+  const crypto::SealContext context{
+      job_id_, run_id_,      round_(),
+      first,   leader_name_, common::SumMaskPurpose(collect, round_(), request_digest)};
+  absl::StatusOr<std::string> seed = crypto::OpenFrom(*leader_keys_, *first_party_key_, context,
+                                                      reply.sum_mask().seed().ciphertext());
+  if (!seed.ok()) {
+    return absl::Status(
+        seed.status().code(),
+        absl::StrCat("party '", first,
+                     "' sent a secure-sum mask the leader cannot open: ", seed.status().message()));
+  }
+  ASSIGN_OR_RETURN(const std::vector<uint64_t> mask,
+                   crypto::MaskWordsFromSeed(*seed, 0, sum->size()));
+  return crypto::SubtractInPlace(absl::MakeSpan(*sum), absl::MakeConstSpan(mask));
 }
 
 }  // namespace fedanon::leader

@@ -1,20 +1,24 @@
 // The horizontal federation's CountSource (mohammed2010 §5.1): every Collect is a ring secure
-// sum over the data parties. The leader draws fresh masks (OpenSSL CSPRNG, arithmetic mod 2^64)
-// for the whole count vector, the vector visits every party once in the ring order fixed at
-// Prepare — each hop sealed (sender-authenticated) for the next party and relayed by the leader,
-// the last one sealed for the leader — and the leader removes the masks from what comes back.
+// sum over the data parties. The ring's first party masks the whole count vector with a mask it
+// draws itself (arithmetic mod 2^64, from a seed: crypto::MaskWordsFromSeed), the vector visits
+// every party once in the ring order fixed at Prepare — each hop sealed (sender-authenticated)
+// for the next party and relayed by the leader, the last one sealed for the leader — and once
+// every chunk went round, the leader asks the first party for its mask (SumUnmask, the seed
+// sealed for the leader) and removes it from what came back. No choice of the leader's exposes
+// one party's counts to another party.
 // Every sealed hop binds a digest of the request and of all state updates so far
 // (common::SumHopPurpose), so parties handed different requests cannot combine their counts.
 // Instructions and split decisions ride along with the next secure sum, numbered so that each
 // party applies each exactly once. Vectors longer than one chunk are sent in several rings, so a
 // million-record job never hits a message-size limit. Not thread-safe (one job at a time).
 //
-// Durable jobs (docs/operations.md): with set_journal(), every collect's request digest and masks
-// are recorded before its first hop leaves and its unmasked sum once complete; a source created
+// Durable jobs (docs/operations.md): with set_journal(), every collect's request digest is
+// recorded before its first hop leaves and its unmasked sum once complete; a source created
 // after a leader restart with the recorded collects replays them without the network (checking
 // that each replayed request has the recorded digest, so a diverging replay fails instead of
-// asking the parties something new) and re-sends the open one with its recorded masks, so every
-// request is byte-identical to the one sent before the restart.
+// asking the parties something new) and re-sends the open one, byte-identical to the requests
+// sent before the restart (the parties answer them as before, the first party with the same
+// mask).
 #pragma once
 
 #include <cstdint>
@@ -68,12 +72,17 @@ class SecureSumCountSource : public common::CountSource {
   absl::StatusOr<std::vector<uint64_t>> CollectProto(const fedanon::v1::StatsRequest& request,
                                                      size_t words);
 
-  // Required before Collect: the leader's name and sealing key pair (to open the last hop) and
-  // the certified sealing key of the ring's last party (its sender). Not owned.
-  void set_sealing(std::string leader_name, const crypto::SealKeyPair* leader_keys,
+  // Required before Collect: the leader's name, the job's run id and the leader's sealing key
+  // pair (to open the last hop and the mask), and the certified sealing keys of the ring's first
+  // party (the mask's sender) and last party (the last hop's sender). Not owned.
+  void set_sealing(std::string leader_name, std::string run_id,
+                   const crypto::SealKeyPair* leader_keys,
+                   const crypto::SealPublicKey* first_party_key,
                    const crypto::SealPublicKey* last_party_key) {
     leader_name_ = std::move(leader_name);
+    run_id_ = std::move(run_id);
     leader_keys_ = leader_keys;
+    first_party_key_ = first_party_key;
     last_party_key_ = last_party_key;
   }
 
@@ -82,9 +91,7 @@ class SecureSumCountSource : public common::CountSource {
   // Where collects are recorded (both called before Collect goes on; an error fails it), and the
   // collects recorded before a restart, replayed first.
   struct Journal {
-    std::function<absl::Status(uint64_t collect, const std::string& digest,
-                               const std::string& masks)>
-        record_request;
+    std::function<absl::Status(uint64_t collect, const std::string& digest)> record_request;
     std::function<absl::Status(uint64_t collect, const std::string& sum)> record_sum;
     std::vector<RecordedCollect> recorded;
   };
@@ -106,15 +113,18 @@ class SecureSumCountSource : public common::CountSource {
   // One collect of `request_proto` (`words` long), up to the decoded vector.
   absl::StatusOr<std::vector<uint64_t>> CollectVector(
       const fedanon::v1::StatsRequest& request_proto, size_t words);
-  // The rings of one Collect; leaves in `sum` the unmasked words and in `decoded` how many of
-  // them (a prefix) were unmasked before an error.
+  // The rings of one Collect: leaves in `sum` the totals the last hops carried, still masked.
   absl::Status CollectChunks(const fedanon::v1::StatsRequest& request_proto,
-                             const std::string& request_digest, uint64_t collect,
-                             const std::vector<uint64_t>& masks, size_t words, size_t chunks,
-                             std::vector<uint64_t>* sum, size_t* decoded);
+                             const std::string& request_digest, uint64_t collect, size_t words,
+                             size_t chunks, std::vector<uint64_t>* sum);
+  // The ring's first party's mask of `collect` (its seed, sealed for the leader), removed from
+  // `sum`.
+  absl::Status Unmask(const std::string& request_digest, uint64_t collect,
+                      std::vector<uint64_t>* sum);
 
   common::PartyChannel* channel_;
   std::string job_id_;
+  std::string run_id_;
   std::vector<std::string> ring_;
   absl::Duration timeout_;
   const std::vector<common::AttributeHierarchy>* hier_;
@@ -128,6 +138,7 @@ class SecureSumCountSource : public common::CountSource {
   std::string update_chain_;  // common::ChainStateUpdate over every update made so far
   std::string leader_name_;
   const crypto::SealKeyPair* leader_keys_ = nullptr;
+  const crypto::SealPublicKey* first_party_key_ = nullptr;
   const crypto::SealPublicKey* last_party_key_ = nullptr;
   bool share_group_sizes_ = false;
   ViewLog* view_log_ = nullptr;

@@ -17,6 +17,8 @@
 #include "common/base/status_macros.h"
 #include "common/engine/tds_engine.h"
 #include "common/spec/proto_json.h"
+#include "common/wire/federation_wire.h"
+#include "common/wire/id_digests.h"
 #include "common/wire/payload_chunks.h"
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
@@ -174,136 +176,119 @@ class Driver {
     return out;
   }
 
-  // 1. Private ID matching. List i starts at party i, gets every other party's layer on its way
-  //    round the ring (i+1, ..., i+n-1), and the last hop seals the full list for every party.
-  //    Returns the number of records common to every party.
-  //    Each phase runs one thread per list (per receiver for the alignment), so one list's relay
-  //    overlaps another list's encryption and no party waits for the leader to move every list:
-  //    within a phase each party is called by one thread only, so its calls keep the fixed order
-  //    that RecordingChannel replays after a leader restart.
+  // 1. Private ID matching (docs/crypto.md, "ID matching"): every list in batches of
+  //    options_.id_batch_ids ids round the ring (MatchIdBatches), the leader's intersection of the
+  //    lists' digests handed to every party (IdCommon), and the alignment once every party's
+  //    signed statement on that intersection agrees (IdAlign). Returns the number of records
+  //    common to every party.
   absl::StatusOr<uint64_t> MatchIds() {
     const auto& ring = options_.ring;
     const size_t n = ring.size();
-    std::vector<VerticalStepResult> replies;
-    if (options_.id_batch_ids > 0) {
-      ASSIGN_OR_RETURN(replies, MatchIdsInBatches());
-    } else {
-      ASSIGN_OR_RETURN(replies, MatchWholeLists());
+    const auto start = std::chrono::steady_clock::now();
+    IdBoard board;
+    board.batches.assign(n, 0);
+    board.lists.assign(n, {});
+    const absl::Status walked = ForEachList(n, [&](size_t k) -> absl::Status {
+      absl::Status st = RunIdWorker(k, board);
+      if (!st.ok()) board.Fail(st);
+      return st;
+    });
+    if (!walked.ok()) {
+      // The first failure, not a thread that stopped because of it.
+      std::lock_guard<std::mutex> lock(board.mu);
+      return board.failed.ok() ? walked : board.failed;
     }
+    const double walk_s = Since(start);
+    // The intersection of every list, sorted: what the leader learns of the lists is their
+    // digests (pseudorandom values; the sizes of the intersections of any of them).
+    std::vector<std::string> lists(n);
+    for (size_t o = 0; o < n; ++o) {
+      for (auto& [b, packed] : board.lists[o]) lists[o] += packed;
+      board.lists[o].clear();
+      ViewEntry e;
+      e.kind = kViewIdDigests;
+      e.party = ring[o];
+      e.counts = {lists[o].size() / common::kIdDigestBytes};
+      RETURN_IF_ERROR(Log(std::move(e)));
+    }
+    ASSIGN_OR_RETURN(const std::string common, common::CommonDigests(lists));
+    lists.clear();
+    // Every party gets the common digests in batches and answers the last with its signed
+    // statement; every party then aligns on every party's statement.
+    std::vector<fedanon::v1::SignedIdCommon> statements(n);
+    const uint32_t size = options_.id_batch_ids;
+    const size_t count = common.size() / common::kIdDigestBytes;
+    const auto batches = static_cast<uint32_t>(std::max<size_t>(1, (count + size - 1) / size));
+    const auto common_start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(ForEachList(n, [&](size_t k) -> absl::Status {
+      for (uint32_t b = 0; b < batches; ++b) {
+        fedanon::v1::VerticalStep step;
+        auto* c = step.mutable_id_common();
+        c->set_batch(b);
+        c->set_batches(batches);
+        c->set_batch_ids(size);
+        const size_t first = size_t{b} * size;
+        c->set_digests(
+            common.substr(first * common::kIdDigestBytes,
+                          std::min<size_t>(size, count - first) * common::kIdDigestBytes));
+        ASSIGN_OR_RETURN(VerticalStepResult reply, Call(ring[k], 0, std::move(step)));
+        if (b + 1 == batches) {
+          if (!reply.ids().has_common()) {
+            return absl::InternalError(
+                absl::StrCat("party '", ring[k], "' sent no statement on the common ids"));
+          }
+          statements[k].set_party(ring[k]);
+          *statements[k].mutable_statement() = reply.ids().common();
+        }
+      }
+      return absl::OkStatus();
+    }));
+    std::vector<VerticalStepResult> replies(n);
+    const auto align_start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(ForEachList(n, [&](size_t k) -> absl::Status {
+      fedanon::v1::VerticalStep step;
+      for (const auto& s : statements) *step.mutable_id_align()->add_statements() = s;
+      ASSIGN_OR_RETURN(replies[k], Call(ring[k], 0, std::move(step)));
+      return absl::OkStatus();
+    }));
+    const IdMatchingClock sums = id_clock_.Get();
+    uint64_t list_batches = 0;
+    for (uint32_t b : board.batches) list_batches += b;
+    spdlog::info(
+        "job={} round=0 ID matching in {} batches of up to {} ids: lists round the ring {:.2f} s, "
+        "common ids {:.2f} s, alignment {:.2f} s (wall); summed over the per-party threads: "
+        "IdEncrypt {:.2f} s, IdReEncrypt {:.2f} s, IdDigests {:.2f} s, waiting for input {:.2f} s",
+        options_.job_id, list_batches, size, walk_s,
+        std::chrono::duration<double>(align_start - common_start).count(), Since(align_start),
+        sums.encrypt, sums.reencrypt, sums.hand, sums.fetch);
     for (size_t r = 0; r < n; ++r) {
       ViewEntry e;
       e.kind = kViewIdIntersection;
       e.party = ring[r];
       e.counts = {replies[r].ids().common_records()};
       RETURN_IF_ERROR(Log(std::move(e)));
-    }
-    const uint64_t common_records = replies[0].ids().common_records();
-    for (size_t r = 1; r < n; ++r) {
-      if (replies[r].ids().common_records() != common_records) {
-        return absl::InternalError(absl::StrCat("parties disagree on the ID intersection ('",
-                                                ring[0], "' vs '", ring[r], "')"));
+      if (replies[r].ids().common_records() != count) {
+        return absl::InternalError(absl::StrCat("party '", ring[r], "' aligned ",
+                                                replies[r].ids().common_records(),
+                                                " common records, not the ", count, " handed out"));
       }
     }
-    return common_records;
+    return count;
   }
 
-  // Protocol 1.2 (and a job with a 1.2 party): each list whole, chunked under the message limit.
-  // Returns every party's IdAlign reply, in ring order.
-  absl::StatusOr<std::vector<VerticalStepResult>> MatchWholeLists() {
-    const auto& ring = options_.ring;
-    const size_t n = ring.size();
-    const absl::Duration timeout = options_.id_matching_timeout;
-    std::vector<CarriedPayload> carried(n);
-    const auto phase_start = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(ForEachList(n, [&](size_t i) -> absl::Status {
-      fedanon::v1::VerticalStep step;
-      step.mutable_id_encrypt()->set_next(ring[(i + 1) % n]);
-      const auto t = std::chrono::steady_clock::now();
-      ASSIGN_OR_RETURN(VerticalStepResult reply, Call(ring[i], 0, std::move(step)));
-      id_clock_.Add(&IdMatchingClock::encrypt, Since(t));
-      const auto f = std::chrono::steady_clock::now();
-      ASSIGN_OR_RETURN(carried[i], relay_.Fetch(ring[i], 0, timeout, reply.ids().list(),
-                                                reply.ids().list_ref()));
-      id_clock_.Add(&IdMatchingClock::fetch, Since(f));
-      return absl::OkStatus();
-    }));
-    const double encrypt_phase = Since(phase_start);
-    const auto ring_start = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(auto full, ReEncryptAroundRing(std::move(carried)));
-    const double ring_phase = Since(ring_start);
-    const auto align_start = std::chrono::steady_clock::now();
-    std::vector<VerticalStepResult> replies(n);
-    RETURN_IF_ERROR(ForEachList(n, [&](size_t r) -> absl::Status {
-      fedanon::v1::VerticalStep align;
-      const auto h = std::chrono::steady_clock::now();
-      for (const auto& list : full[r]) {
-        RETURN_IF_ERROR(HandInto(list, 0, timeout, align.mutable_id_align()->mutable_lists(),
-                                 align.mutable_id_align()->mutable_list_refs()));
-      }
-      full[r].clear();
-      id_clock_.Add(&IdMatchingClock::hand, Since(h));
-      const auto t = std::chrono::steady_clock::now();
-      ASSIGN_OR_RETURN(replies[r], Call(ring[r], 0, std::move(align)));
-      id_clock_.Add(&IdMatchingClock::align, Since(t));
-      return absl::OkStatus();
-    }));
-    const IdMatchingClock sums = id_clock_.Get();
-    spdlog::info(
-        "job={} round=0 ID matching phases (wall): encrypt+fetch {:.2f} s, re-encrypt hops "
-        "{:.2f} s, hand+align {:.2f} s; summed over the per-list threads: IdEncrypt {:.2f} s, "
-        "IdReEncrypt {:.2f} s, IdAlign {:.2f} s, ChunkGet {:.2f} s, ChunkPut {:.2f} s",
-        options_.job_id, encrypt_phase, ring_phase, Since(align_start), sums.encrypt,
-        sums.reencrypt, sums.align, sums.fetch, sums.hand);
-    return replies;
-  }
-
-  // Protocol 1.3: ID matching in batches of options_.id_batch_ids ids (docs/crypto.md, "ID
-  // matching in batches"). Item (origin o, batch b, hop h) is party (o + h) % n's work on batch b
-  // of o's list: h = 0 its owner's IdEncrypt, 0 < h < n an IdReEncrypt, and h = n the delivery
-  // of the last hop's digests (IdDigests) to a party. Each party has one thread that runs its
-  // items in one fixed order, by (b + h, h, o): an item only needs (o, b, h - 1), whose key is
-  // one less, so every party progresses, each works on a batch while the leader relays the
-  // others, and the n-th call to a party is the same in every run (RecordingChannel's replay).
-  // Batches travel inline (no ChunkRef): the leader picks the batch size under the message limit.
-  absl::StatusOr<std::vector<VerticalStepResult>> MatchIdsInBatches() {
-    const size_t n = options_.ring.size();
-    BatchBoard board;
-    board.batches.assign(n, 0);
-    std::vector<VerticalStepResult> replies(n);
-    const auto start = std::chrono::steady_clock::now();
-    const absl::Status done = ForEachList(n, [&](size_t k) -> absl::Status {
-      absl::Status st = RunBatchWorker(k, board, &replies[k]);
-      if (!st.ok()) board.Fail(st);
-      return st;
-    });
-    if (!done.ok()) {
-      // The first failure, not a thread that stopped because of it.
-      std::lock_guard<std::mutex> lock(board.mu);
-      return board.failed.ok() ? done : board.failed;
-    }
-    const IdMatchingClock sums = id_clock_.Get();
-    uint64_t batches = 0;
-    for (uint32_t b : board.batches) batches += b;
-    spdlog::info(
-        "job={} round=0 ID matching in {} batches of up to {} ids (wall {:.2f} s); summed over "
-        "the per-party threads: IdEncrypt {:.2f} s, IdReEncrypt {:.2f} s, IdDigests {:.2f} s, "
-        "IdAlign {:.2f} s, waiting for input {:.2f} s",
-        options_.job_id, batches, options_.id_batch_ids, Since(start), sums.encrypt, sums.reencrypt,
-        sums.hand, sums.align, sums.fetch);
-    return replies;
-  }
-
-  // What the per-party threads of MatchIdsInBatches share: each list's batch count (from its
-  // owner's first reply), the sealed batches between hops, the last hops' digests per receiver,
-  // and the first failure (which stops every thread).
-  struct BatchBoard {
+  // What the per-party threads of the list walks share: each list's batch count (from its
+  // owner's first reply), the sealed batches between hops, the digests sealed for an owner by
+  // the other of two parties, the leader's own digests of every list (opened), and the first
+  // failure (which stops every thread).
+  struct IdBoard {
     std::mutex mu;
     std::condition_variable changed;
     absl::Status failed;
     std::vector<uint32_t> batches;  // per origin; 0 until known
     size_t known = 0;
     std::map<std::tuple<size_t, uint32_t, size_t>, fedanon::v1::SealedPayload> hops;
-    std::map<std::tuple<size_t, uint32_t, size_t>, fedanon::v1::SealedPayload> digests;
+    std::map<std::pair<size_t, uint32_t>, fedanon::v1::SealedPayload> owner_digests;
+    std::vector<std::map<uint32_t, std::string>> lists;  // [origin][batch] packed digests
     void Fail(const absl::Status& st) {
       {
         std::lock_guard<std::mutex> lock(mu);
@@ -314,7 +299,7 @@ class Driver {
   };
 
   // Waits until `ready` holds (under board.mu) or the job fails or is cancelled.
-  absl::Status AwaitBoard(BatchBoard& board, std::unique_lock<std::mutex>& lock,
+  absl::Status AwaitBoard(IdBoard& board, std::unique_lock<std::mutex>& lock,
                           const std::function<bool()>& ready) {
     while (!ready()) {
       if (!board.failed.ok()) return absl::AbortedError("another ID-matching thread failed");
@@ -329,9 +314,50 @@ class Driver {
     return absl::OkStatus();
   }
 
-  absl::Status RunBatchWorker(size_t k, BatchBoard& board, VerticalStepResult* align_reply) {
+  // Opens a last hop's digests of batch `b` of list `o`, sealed for the leader by `sender`.
+  absl::StatusOr<std::string> OpenDigestsAtLeader(const fedanon::v1::SealedPayload& sealed,
+                                                  const std::string& sender, size_t o, uint32_t b,
+                                                  uint32_t batches) const {
+    if (sealed.sender() != sender || sealed.receiver() != options_.leader_name) {
+      return absl::InternalError(absl::StrCat("party '", sender,
+                                              "' did not seal the digests of a batch of '",
+                                              options_.ring[o], "''s list for the leader"));
+    }
+    ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.leader_seal_key_pem));
+    ASSIGN_OR_RETURN(std::unique_ptr<crypto::SealPublicKey> sender_key, SenderKey(sender));
+    const crypto::SealContext context{
+        options_.job_id,
+        options_.run_id,
+        0,
+        sender,
+        options_.leader_name,
+        common::IdDigestsPurpose(options_.run_id, options_.ring[o], b, batches)};
+    absl::StatusOr<std::string> bytes =
+        crypto::OpenFrom(*keys, *sender_key, context, sealed.ciphertext());
+    if (!bytes.ok()) {
+      return absl::Status(
+          bytes.status().code(),
+          absl::StrCat("party '", sender,
+                       "' sent ID digests the leader cannot open: ", bytes.status().message()));
+    }
+    fedanon::v1::IdList list;
+    if (!list.ParseFromString(*bytes) || list.digests().size() % common::kIdDigestBytes != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("party '", sender, "' sent ID digests that do not parse"));
+    }
+    return std::move(*list.mutable_digests());
+  }
+
+  // Party k's thread: item (origin o, batch b, hop h) is party (o + h) % n's work on batch b of
+  // o's list (common::IdLastHop): h = 0 its owner's IdEncrypt, then IdReEncrypt hops; with two
+  // parties, h = n stands for the delivery of the owner's digests (IdDigests). Each party runs
+  // its items in one fixed order, by (b + h, h, o): an item only needs (o, b, h - 1), whose key is
+  // one less, so every party progresses, each works on a batch while the leader relays the
+  // others, and the n-th call to a party is the same in every run (RecordingChannel's replay).
+  absl::Status RunIdWorker(size_t k, IdBoard& board) {
     const auto& ring = options_.ring;
     const size_t n = ring.size();
+    const size_t last = common::IdLastHop(n);
     const uint32_t size = options_.id_batch_ids;
     const std::string& party = ring[k];
     // Batch `b` of this party's own list; its reply names the list's batch count.
@@ -372,21 +398,19 @@ class Driver {
       uint32_t batch;
     };
     std::vector<Item> items;
-    for (size_t h = 0; h < n; ++h) {
-      const size_t o = (k + n - h) % n;
+    for (size_t h = 0; h <= last; ++h) {
+      const size_t o = (k + n - h % n) % n;
       for (uint32_t b = (h == 0 ? 1 : 0); b < batches[o]; ++b) items.push_back({b + h, h, o, b});
     }
-    for (size_t o = 0; o < n; ++o) {
-      for (uint32_t b = 0; b < batches[o]; ++b) items.push_back({b + n, n, o, b});
+    if (!common::IdListsBlinded(n)) {
+      // The other party's last hop sealed this party's digests for it too.
+      for (uint32_t b = 0; b < batches[k]; ++b) items.push_back({b + n, n, k, b});
     }
     std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
       return std::tie(a.key, a.hop, a.origin) < std::tie(b.key, b.hop, b.origin);
     });
     // Takes the sealed payload under `key` from `from` once it is there.
-    auto take =
-        [&](std::map<std::tuple<size_t, uint32_t, size_t>, fedanon::v1::SealedPayload>& from,
-            std::tuple<size_t, uint32_t, size_t> key)
-        -> absl::StatusOr<fedanon::v1::SealedPayload> {
+    auto take = [&](auto& from, auto key) -> absl::StatusOr<fedanon::v1::SealedPayload> {
       const auto w = std::chrono::steady_clock::now();
       std::unique_lock<std::mutex> lock(board.mu);
       RETURN_IF_ERROR(AwaitBoard(board, lock, [&] { return from.count(key) > 0; }));
@@ -404,61 +428,64 @@ class Driver {
         }
         continue;
       }
-      if (item.hop < n) {
-        ASSIGN_OR_RETURN(fedanon::v1::SealedPayload input,
-                         take(board.hops, {item.origin, item.batch, item.hop - 1}));
+      if (item.hop == n && !common::IdListsBlinded(n)) {
+        ASSIGN_OR_RETURN(fedanon::v1::SealedPayload sealed,
+                         take(board.owner_digests, std::pair{item.origin, item.batch}));
         fedanon::v1::VerticalStep step;
-        auto* re = step.mutable_id_reencrypt();
-        *re->mutable_list() = std::move(input);
-        re->set_origin(origin);
-        const bool last = item.hop + 1 == n;
-        if (!last) re->set_next(ring[(item.origin + item.hop + 1) % n]);
-        re->set_batch(item.batch);
-        re->set_batches(batches[item.origin]);
-        re->set_batch_ids(size);
+        auto* d = step.mutable_id_digests();
+        d->set_origin(origin);
+        d->set_batch(item.batch);
+        d->set_batches(batches[item.origin]);
+        d->set_batch_ids(size);
+        *d->mutable_digests() = std::move(sealed);
         const auto t = std::chrono::steady_clock::now();
-        ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, 0, std::move(step)));
-        id_clock_.Add(&IdMatchingClock::reencrypt, Since(t));
-        auto* ids = reply.mutable_ids();
+        RETURN_IF_ERROR(Call(party, 0, std::move(step)).status());
+        id_clock_.Add(&IdMatchingClock::hand, Since(t));
+        continue;
+      }
+      ASSIGN_OR_RETURN(fedanon::v1::SealedPayload input,
+                       take(board.hops, std::tuple{item.origin, item.batch, item.hop - 1}));
+      fedanon::v1::VerticalStep step;
+      auto* re = step.mutable_id_reencrypt();
+      *re->mutable_list() = std::move(input);
+      re->set_origin(origin);
+      const bool is_last = item.hop == last;
+      if (!is_last) re->set_next(ring[(item.origin + item.hop + 1) % n]);
+      re->set_batch(item.batch);
+      re->set_batches(batches[item.origin]);
+      re->set_batch_ids(size);
+      const auto t = std::chrono::steady_clock::now();
+      ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, 0, std::move(step)));
+      id_clock_.Add(&IdMatchingClock::reencrypt, Since(t));
+      auto* ids = reply.mutable_ids();
+      if (!is_last) {
         std::lock_guard<std::mutex> lock(board.mu);
-        if (!last) {
-          board.hops[{item.origin, item.batch, item.hop}] = std::move(*ids->mutable_list());
-        } else {
-          if (static_cast<size_t>(ids->for_parties_size()) != n) {
-            return absl::InternalError(
-                absl::StrCat("party '", party, "' did not seal the full list for every party"));
-          }
-          for (size_t r = 0; r < n; ++r) {
-            auto& sealed = *ids->mutable_for_parties(static_cast<int>(r));
-            if (sealed.receiver() != ring[r]) {
-              return absl::InternalError(
-                  absl::StrCat("party '", party, "' sealed the full list for '", sealed.receiver(),
-                               "' in place of '", ring[r], "'"));
-            }
-            board.digests[{item.origin, item.batch, r}] = std::move(sealed);
-          }
-        }
+        board.hops[{item.origin, item.batch, item.hop}] = std::move(*ids->mutable_list());
         board.changed.notify_all();
         continue;
       }
-      ASSIGN_OR_RETURN(fedanon::v1::SealedPayload sealed,
-                       take(board.digests, {item.origin, item.batch, k}));
-      fedanon::v1::VerticalStep step;
-      auto* d = step.mutable_id_digests();
-      d->set_origin(origin);
-      d->set_batch(item.batch);
-      d->set_batches(batches[item.origin]);
-      d->set_batch_ids(size);
-      *d->mutable_digests() = std::move(sealed);
-      const auto t = std::chrono::steady_clock::now();
-      RETURN_IF_ERROR(Call(party, 0, std::move(step)).status());
-      id_clock_.Add(&IdMatchingClock::hand, Since(t));
+      // The last hop: the digests for the leader, and for the owner when it is another party.
+      const size_t expected = common::IdListsBlinded(n) ? 1 : 2;
+      if (static_cast<size_t>(ids->for_parties_size()) != expected) {
+        return absl::InternalError(
+            absl::StrCat("party '", party, "' sealed the digests of a batch of '", origin,
+                         "''s list for ", ids->for_parties_size(), " receivers, not ", expected));
+      }
+      ASSIGN_OR_RETURN(std::string digests,
+                       OpenDigestsAtLeader(ids->for_parties(0), party, item.origin, item.batch,
+                                           batches[item.origin]));
+      std::lock_guard<std::mutex> lock(board.mu);
+      board.lists[item.origin][item.batch] = std::move(digests);
+      if (expected == 2) {
+        auto& sealed = *ids->mutable_for_parties(1);
+        if (sealed.receiver() != origin) {
+          return absl::InternalError(absl::StrCat("party '", party, "' sealed '", origin,
+                                                  "''s digests for '", sealed.receiver(), "'"));
+        }
+        board.owner_digests[{item.origin, item.batch}] = std::move(sealed);
+      }
+      board.changed.notify_all();
     }
-    fedanon::v1::VerticalStep align;
-    align.mutable_id_align()->set_batch_ids(size);
-    const auto t = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(*align_reply, Call(party, 0, std::move(align)));
-    id_clock_.Add(&IdMatchingClock::align, Since(t));
     return absl::OkStatus();
   }
 
@@ -1020,72 +1047,6 @@ class Driver {
 
   enum class RoundOutcome { kApplied, kVetoed, kEveryoneDeclined };
 
-  // The hops of the ID matching after the first encryption: in hop h, party (i + h) % n
-  // re-encrypts list i, so every party works on one list at once. One thread per list hands it
-  // to its worker, asks for the re-encryption and fetches the result, while the other lists do
-  // the same (each worker serves one list per hop, so its calls keep their order). Returns, per
-  // receiver, the fully encrypted list of every origin.
-  absl::StatusOr<std::vector<std::vector<CarriedPayload>>> ReEncryptAroundRing(
-      std::vector<CarriedPayload> carried) {
-    const auto& ring = options_.ring;
-    const size_t n = ring.size();
-    const absl::Duration timeout = options_.id_matching_timeout;
-    // [origin][receiver]; turned into [receiver][origin] at the end.
-    std::vector<std::vector<CarriedPayload>> by_origin(n);
-    for (size_t hop = 1; hop < n; ++hop) {
-      RETURN_IF_ERROR(ForEachList(n, [&](size_t i) -> absl::Status {
-        const std::string& worker = ring[(i + hop) % n];
-        fedanon::v1::VerticalStep step;
-        auto* re = step.mutable_id_reencrypt();
-        const auto h = std::chrono::steady_clock::now();
-        RETURN_IF_ERROR(
-            relay_.Hand(carried[i], 0, timeout, re->mutable_list(), re->mutable_list_ref()));
-        carried[i] = CarriedPayload();
-        id_clock_.Add(&IdMatchingClock::hand, Since(h));
-        re->set_origin(ring[i]);
-        if (hop + 1 < n) re->set_next(ring[(i + hop + 1) % n]);
-        const auto t = std::chrono::steady_clock::now();
-        ASSIGN_OR_RETURN(VerticalStepResult reply, Call(worker, 0, std::move(step)));
-        id_clock_.Add(&IdMatchingClock::reencrypt, Since(t));
-        const auto f = std::chrono::steady_clock::now();
-        const auto& ids = reply.ids();
-        if (hop + 1 < n) {
-          ASSIGN_OR_RETURN(carried[i],
-                           relay_.Fetch(worker, 0, timeout, ids.list(), ids.list_ref()));
-          id_clock_.Add(&IdMatchingClock::fetch, Since(f));
-          return absl::OkStatus();
-        }
-        const bool chunked = ids.for_parties_refs_size() > 0;
-        if (static_cast<size_t>(chunked ? ids.for_parties_refs_size() : ids.for_parties_size()) !=
-            n) {
-          return absl::InternalError(
-              absl::StrCat("party '", worker, "' did not seal the full list for every party"));
-        }
-        for (size_t r = 0; r < n; ++r) {
-          const int at = static_cast<int>(r);
-          ASSIGN_OR_RETURN(
-              CarriedPayload list,
-              relay_.Fetch(worker, 0, timeout,
-                           chunked ? fedanon::v1::SealedPayload() : ids.for_parties(at),
-                           chunked ? ids.for_parties_refs(at) : fedanon::v1::ChunkRef()));
-          if (list.receiver() != ring[r]) {
-            return absl::InternalError(absl::StrCat("party '", worker,
-                                                    "' sealed the full list for '", list.receiver(),
-                                                    "' in place of '", ring[r], "'"));
-          }
-          by_origin[i].push_back(std::move(list));
-        }
-        id_clock_.Add(&IdMatchingClock::fetch, Since(f));
-        return absl::OkStatus();
-      }));
-    }
-    std::vector<std::vector<CarriedPayload>> full(n);  // [receiver][origin]
-    for (size_t r = 0; r < n; ++r) {
-      for (size_t i = 0; i < n; ++i) full[r].push_back(std::move(by_origin[i][r]));
-    }
-    return full;
-  }
-
   // Runs `fn(0)`, ..., `fn(n - 1)` on a thread each and waits for all; the error of the lowest
   // index wins.
   static absl::Status ForEachList(size_t n, const std::function<absl::Status(size_t)>& fn) {
@@ -1322,9 +1283,10 @@ class Driver {
     for (auto& payload : columns) {
       ASSIGN_OR_RETURN(std::unique_ptr<crypto::SealPublicKey> sender_key,
                        SenderKey(payload.sender()));
-      ASSIGN_OR_RETURN(std::string bytes,
-                       OpenCarriedAtLeader(payload, *keys, *sender_key, options_.job_id, round,
-                                           options_.leader_name, "columns"));
+      ASSIGN_OR_RETURN(
+          std::string bytes,
+          OpenCarriedAtLeader(payload, *keys, *sender_key, options_.job_id, options_.run_id, round,
+                              options_.leader_name, common::ReleasePurpose(options_.leader_name)));
       payload = CarriedPayload();
       ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
     }

@@ -37,6 +37,7 @@ inline constexpr uint64_t kMaxReportSteps = uint64_t{1} << 26;
 
 struct VerticalJobOptions {
   std::string job_id;
+  std::string run_id;             // the admin's run, bound into every box the leader opens
   std::vector<std::string> ring;  // data parties in ring order
   std::string recipient;          // a party, or the leader's own name
   std::string leader_name;
@@ -54,10 +55,9 @@ struct VerticalJobOptions {
   // The ID-matching calls: elliptic-curve work proportional to a party's records (about 150 us
   // of CPU per id and hop), so they get far more than a round (see docs/federation.md).
   absl::Duration id_matching_timeout = absl::Minutes(20);
-  // Protocol 1.3: match ids in batches of this many (docs/crypto.md, "ID matching in batches");
-  // 0: each list whole (a job with a party of protocol 1.2). The leader sets it only when every
-  // data party speaks 1.3, at most what fits the message limit.
-  uint32_t id_batch_ids = 0;
+  // Match ids in batches of this many (docs/crypto.md, "ID matching"), at most what fits the
+  // message limit.
+  uint32_t id_batch_ids = 65536;
   std::function<absl::Status()> check_cancelled;
   // Called after every committed specialization with the round, the owner and the QID index.
   std::function<void(uint32_t, const std::string&, uint32_t)> on_step;

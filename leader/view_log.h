@@ -30,11 +30,13 @@ inline constexpr char kViewGroupCounts[] = "group_counts";
 inline constexpr char kViewReleasedCounts[] = "released_counts";
 inline constexpr char kViewReleasedRows[] = "released_rows";
 inline constexpr char kViewIdIntersection[] = "id_intersection";
+// ID matching: a list's digests (16-byte values of its fully encrypted ids, pseudorandom to the
+// leader), `counts` = [number of digests]; the leader intersects them.
+inline constexpr char kViewIdDigests[] = "id_digests";
 inline constexpr char kViewVerticalScore[] = "vertical_score";
 inline constexpr char kViewVerticalDecline[] = "vertical_decline";
 inline constexpr char kViewVerticalVerdict[] = "vertical_verdict";
 inline constexpr char kViewVerticalReport[] = "vertical_report";
-inline constexpr char kViewPartialSum[] = "partial_sum";
 // Local recoding (leader/local_group_source.h), per group ("group N"): its own words; per
 // taxonomy / suppression attribute, the words per child / value; binned continuous attributes,
 // the unlabelled record count per global bin inside the group; then the labelled words per

@@ -40,6 +40,7 @@ inline constexpr char kAuditJobStart[] = "job-start";
 inline constexpr char kAuditJobEnd[] = "job-end";
 inline constexpr char kAuditError[] = "error";
 inline constexpr char kAuditSecureSum[] = "secure-sum";
+inline constexpr char kAuditSumMask[] = "secure-sum-mask";
 inline constexpr char kAuditUnionRows[] = "union-rows";
 inline constexpr char kAuditReleasedTable[] = "released-table";
 inline constexpr char kAuditIdList[] = "id-list";

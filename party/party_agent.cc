@@ -30,6 +30,7 @@
 #include "common/table/dataset.h"
 #include "common/table/postgres_stats.h"
 #include "common/wire/federation_wire.h"
+#include "common/wire/id_digests.h"
 #include "common/wire/payload_chunks.h"
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
@@ -42,6 +43,7 @@
 #include "party/id_matching.h"
 #include "party/job_journal.h"
 #include "party/local_party.h"
+#include "party/table_fingerprint.h"
 #include "party/vertical_party.h"
 #include "party/vertical_statement.h"
 #include "spdlog/spdlog.h"
@@ -139,12 +141,6 @@ std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t rou
     return absl::StrCat(c.attribute(), ".", c.node(), ".", c.candidate());
   };
   switch (step.step_case()) {
-    // Batches (protocol 1.3) travel inline: one request, one answer per (origin, batch) instead.
-    case fedanon::v1::VerticalStep::kIdEncrypt:
-      return step.id_encrypt().batch_ids() > 0 ? "" : "ids/own";
-    case fedanon::v1::VerticalStep::kIdReencrypt:
-      if (step.id_reencrypt().batch_ids() > 0) return "";
-      return absl::StrCat("ids/", step.id_reencrypt().origin());
     case fedanon::v1::VerticalStep::kWinner:
       return absl::StrCat("instruction/r", round, "/", candidate(step.winner().candidate()),
                           "/judges");
@@ -162,19 +158,10 @@ std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t rou
   }
 }
 
-// ---- ID matching in batches (protocol 1.3; docs/crypto.md, "ID matching in batches") ----
+// ---- ID matching in batches (docs/crypto.md, "ID matching") ----
 
-// What a batch's sealed box is bound to, besides job, round, sender and receiver: the run, the
-// list's origin, the hop that produced it (0: the owner's encryption), the batch and the count.
-std::string IdBatchPurpose(const std::string& run, const std::string& origin, size_t hop,
-                           uint32_t batch, uint32_t batches) {
-  return absl::StrCat("id-batch:", origin, ":run ", run, ":hop ", hop, ":", batch, "/", batches);
-}
-// The last hop's digests of a batch, sealed for every party.
-std::string IdDigestsPurpose(const std::string& run, const std::string& origin, uint32_t batch,
-                             uint32_t batches) {
-  return absl::StrCat("id-full:", origin, ":run ", run, ":", batch, "/", batches);
-}
+using common::IdBatchPurpose;
+using common::IdDigestsPurpose;
 
 // The batch size a batched request names: fixed by the first one of the job.
 absl::Status CheckBatchSize(uint32_t* fixed, uint32_t named) {
@@ -261,10 +248,19 @@ struct PartyAgent::JobState {
   std::shared_ptr<const SealKeyRing::Entry> own_seal;
   uint64_t applied_updates = 0;
   std::string update_chain;  // common::ChainStateUpdate over every applied update
+  // Continuous intervals (attribute, node) whose split the leader decided (once each).
+  std::set<std::pair<uint32_t, int32_t>> split_decided;
   // The local counts of the secure sum in progress (kept across its chunks), the digest of the
   // request they answer, and the reply given to each chunk (one request, one answer).
   uint64_t counts_collect = UINT64_MAX;
   std::string counts_digest;
+  uint32_t counts_chunks = 0;
+  // The ring's first party: the seed of its mask over the current collect's vector
+  // (crypto::MaskWordsFromSeed), handed to the leader sealed once the ring is done (SumUnmask),
+  // and that answer (one request, one answer); after a restart, the seed recorded before it.
+  std::string sum_seed;
+  std::optional<std::pair<std::string, PartyMessage>> unmask_answer;
+  std::optional<std::string> restored_sum_seed;
   std::vector<uint64_t> counts;
   bool counts_release = false;  // the counts are those of the released table
   std::map<uint32_t, std::pair<std::string, PartyMessage>> answered;  // chunk -> (purpose, reply)
@@ -313,6 +309,9 @@ struct PartyAgent::JobState {
   };
   std::optional<FinalCheck> final_check;
   std::string run_id;  // from the admin's authorization (bound into signed statements)
+  // The table this job answers from, as read at Prepare (party/table_fingerprint.h; a push-down
+  // table: its snapshot's fingerprint).
+  std::string table_fingerprint;
   // Chunked per-record payloads (protocol 1.2; common/wire/payload_chunks.h). 0: the leader did
   // not ask for chunks (payloads travel whole, protocol 1.1).
   uint64_t chunk_bytes = 0;
@@ -351,15 +350,23 @@ struct PartyAgent::JobState {
   std::optional<std::pair<std::string, PartyMessage>> vertical_last;
   std::string restored_matcher_secret;
   std::optional<IdAlignment> restored_alignment;
-  // ID matching in batches (protocol 1.3): the batch size, fixed by the first batched step (0:
-  // the lists go whole); each origin's batch count; per (origin, batch) the digest of the request
-  // answered (a byte-identical repeat is answered again, another request refused) and of the
-  // digests delivered; the delivered digests (packed 16-byte digests), until IdAlign.
+  // ID matching (in batches): the batch size, fixed by the first step; each origin's batch count;
+  // per (origin and hop, batch) the digest of the request answered (a byte-identical repeat is
+  // answered again, another request refused); this party's own list as digests per batch (from
+  // its own last hop, or delivered by the other of two parties: id_digests_delivered holds the
+  // digest of each delivery); the leader's common ids as they arrive, with the answer to each
+  // batch; the alignment on them once complete (until IdAlign); after a restart, the signature
+  // of the statement on them that left.
   uint32_t id_batch_ids = 0;
   std::map<std::string, uint32_t> id_batches;
   std::map<std::pair<std::string, uint32_t>, std::string> id_batch_answered;
-  std::map<std::pair<std::string, uint32_t>, std::string> id_digests_delivered;
-  std::map<std::pair<std::string, uint32_t>, std::string> id_digests;
+  std::map<uint32_t, std::string> id_own_digests;
+  std::map<uint32_t, std::string> id_digests_delivered;
+  std::string id_common;
+  uint32_t id_common_batches = 0;
+  std::map<uint32_t, std::pair<std::string, VerticalResult>> id_common_answered;
+  std::optional<IdAlignment> id_alignment;
+  std::string restored_id_common_signature;
   // Vertical local recoding in pages (protocol 1.4; docs/vertical.md "Local recoding"): this
   // party's proposal list of the current wave, serialized and signed once (every page request of
   // the wave is answered from it), and every other party's signed list of the wave as its pages
@@ -408,9 +415,10 @@ struct PartyAgent::JobState {
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
   RETURN_IF_ERROR(crypto::ValidateParticipantName(options.name));
   if (!options.misbehave.empty() && options.misbehave != "never-participate" &&
-      options.misbehave != "under-declare") {
-    return absl::InvalidArgumentError(absl::StrCat("unknown misbehaviour '", options.misbehave,
-                                                   "' (never-participate or under-declare)"));
+      options.misbehave != "under-declare" && options.misbehave != "inflate-released-counts") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown misbehaviour '", options.misbehave,
+                     "' (never-participate, under-declare or inflate-released-counts)"));
   }
   if (options.seal_key_pem.empty() || options.seal_cert_pem.empty() || options.ca_pem.empty()) {
     return absl::InvalidArgumentError("a party needs the CA certificate and its sealing key pair");
@@ -579,6 +587,7 @@ PartyMessage PartyAgent::HandleLocked(JobSlot& slot, const LeaderMessage& reques
 absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMessage& request) {
   PartyMessage reply;
   const bool job_step = request.body_case() == LeaderMessage::kSumStep ||
+                        request.body_case() == LeaderMessage::kSumUnmask ||
                         request.body_case() == LeaderMessage::kUnionStep ||
                         request.body_case() == LeaderMessage::kFinalCheck ||
                         request.body_case() == LeaderMessage::kVertical ||
@@ -592,6 +601,7 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMes
   // table whatever the leader later says (a released table may be rebuilt from sums, rows or
   // columns); only a job that fails before that frees its release (party policy max_releases).
   const bool data_step = request.body_case() == LeaderMessage::kSumStep ||
+                         request.body_case() == LeaderMessage::kSumUnmask ||
                          request.body_case() == LeaderMessage::kUnionStep ||
                          request.body_case() == LeaderMessage::kVertical ||
                          request.body_case() == LeaderMessage::kFinalCheck;
@@ -607,6 +617,8 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMes
       return HandlePrepare(slot, request);
     case LeaderMessage::kSumStep:
       return HandleSumStep(slot, request);
+    case LeaderMessage::kSumUnmask:
+      return HandleSumUnmask(slot, request);
     case LeaderMessage::kUnionStep:
       return HandleUnionStep(slot, request);
     case LeaderMessage::kVertical:
@@ -650,7 +662,13 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMes
 absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const LeaderMessage& request,
                                                        bool reload,
                                                        std::string_view journaled_seal_key) {
-  slot.job.reset();
+  // A job held here is never replaced by a Prepare (signed or not): a job id names one run.
+  if (slot.job) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", request.job_id(),
+                     " is already prepared at this party; a Prepare does not "
+                     "replace a job"));
+  }
   // The job id names this party's output file when it is the recipient.
   RETURN_IF_ERROR(common::ValidateJobId(request.job_id()));
   auto job = std::make_unique<JobState>();
@@ -755,7 +773,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
     ASSIGN_OR_RETURN(job->journal,
                      JobJournal::Start(options_.state_dir, job->job_id,
                                        {request.SerializeAsString(), "", job->own_seal->key_pem},
-                                       job->pushdown ? job->pushdown->fingerprint() : ""));
+                                       job->table_fingerprint));
   }
   // The run id is used from here on, and the run counts as a release of the table (checked and
   // recorded atomically, durably).
@@ -831,29 +849,26 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
   JobState& job = *slot.job;
   // A push-down table was opened again, as a new snapshot: the rounds answered before the restart
   // counted the old one, so it must be the same data (docs/postgres.md, "One snapshot").
-  const std::string reopened = job.pushdown ? job.pushdown->fingerprint() : "";
-  if (!snapshot.empty() && reopened != snapshot) {
+  // Every table (a file, a table read into memory, a push-down snapshot) was read again: the
+  // requests answered before the restart came from the old one, so it must be the same data.
+  if (snapshot != job.table_fingerprint) {
     const std::string& table_name = prepare.prepare().data_path().empty()
                                         ? options_.default_data_path
                                         : prepare.prepare().data_path();
-    // The fingerprints stay in the party's log: a hash of per-class counts is not for the leader.
+    // The fingerprints stay in the party's log: they are hashes of the party's table.
     spdlog::error(
-        "job={} table '{}' changed while the party was down: snapshot fingerprint {} at "
-        "prepare, {} now",
-        job_id, table_name, snapshot, reopened.empty() ? "(not push-down)" : reopened);
-    slot.job.reset();
+        "job={} table '{}' changed while the party was down: fingerprint {} at prepare, {} now",
+        job_id, table_name, snapshot.empty() ? "(none recorded)" : snapshot, job.table_fingerprint);
+    const bool pushdown = job.pushdown != nullptr;
+    slot.job.reset();  // (`job` is gone from here on)
     // (The leader names the party.)
     return absl::FailedPreconditionError(absl::StrCat(
-        "table '", table_name,
-        "' changed while the party was down (push-down snapshot fingerprint differs: its row "
-        "counts or per-class value counts of the columns the job reads are not those the job was "
-        "prepared on and answered from before the restart); the job cannot resume"));
-  }
-  if (snapshot.empty() && !reopened.empty()) {
-    spdlog::warn(
-        "job={} push-down table reopened after a restart with no fingerprint of its "
-        "snapshot at prepare (a state file of an older build): a change is not detected",
-        job_id);
+        "table '", table_name, "' changed while the party was down (",
+        pushdown ? "push-down snapshot fingerprint differs: the row counts or per-class value "
+                   "counts of the columns the job reads"
+                 : "its fingerprint differs from the one taken at prepare: its bytes",
+        " are not those the job was prepared on and answered from before the restart); the job "
+        "cannot resume"));
   }
   job.replaying = true;
   job.released = !answered.empty();
@@ -869,8 +884,17 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
           if (step.chunk() == 0) RETURN_IF_ERROR(ApplyUpdates(slot, step.updates()));
           continue;
         }
+        // The ring's first party's mask seed was recorded with the collect's first answer.
+        if (step.chunk() == 0 && !(*records)[i + 1].extra.empty()) {
+          job.restored_sum_seed = (*records)[i + 1].extra;
+        }
         RETURN_IF_ERROR(HandleSumStep(slot, req).status());
         job.answered[step.chunk()].second = stored;  // the bytes that left
+      } else if (req.has_sum_unmask()) {
+        if (req.sum_unmask().collect() == last_collect) {
+          job.unmask_answer =
+              std::pair{absl::StrCat(req.round(), "/", req.sum_unmask().collect()), stored};
+        }
       } else if (req.has_final_check()) {
         if (!(*records)[i + 1].extra.empty()) {
           ASSIGN_OR_RETURN(job.restored_mask, DecodeWords((*records)[i + 1].extra));
@@ -893,6 +917,7 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
   job.fresh_answer = false;
   job.journal_extra.clear();
   job.restored_mask.reset();
+  job.restored_sum_seed.reset();
   job.restored_matcher_secret.clear();
   job.restored_alignment.reset();
   if (replayed.ok()) {
@@ -977,9 +1002,16 @@ absl::Status PartyAgent::ReplayVertical(JobSlot& slot, const LeaderMessage& requ
     case fedanon::v1::VerticalStep::kIdEncrypt:
     case fedanon::v1::VerticalStep::kIdReencrypt:
     case fedanon::v1::VerticalStep::kIdDigests:
+    case fedanon::v1::VerticalStep::kIdCommon:
       if (aligned) break;  // the alignment below stands for the whole matching
       if (step.has_id_encrypt()) job.restored_matcher_secret = extra;
+      // The statement on the common ids carries the signature that left (a signature is drawn
+      // afresh each time).
+      if (step.has_id_common() && stored.vertical().ids().has_common()) {
+        job.restored_id_common_signature = stored.vertical().ids().common().signature();
+      }
       RETURN_IF_ERROR(HandleVertical(slot, request).status());
+      job.restored_id_common_signature.clear();
       break;
     case fedanon::v1::VerticalStep::kIdAlign: {
       ASSIGN_OR_RETURN(const std::vector<uint64_t> words, DecodeWords(extra));
@@ -1179,6 +1211,7 @@ absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const 
                      "does not match the job's schema (details in the party's log)"));
   }
   job->vertical = *std::move(vp);
+  job->table_fingerprint = job->vertical->table_fingerprint();
   return absl::OkStatus();
 }
 
@@ -1235,6 +1268,7 @@ absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
       spdlog::warn("job={} {}", job->job_id, warning);
     }
     job->data = std::make_unique<common::Dataset>(job->pushdown->data());
+    job->table_fingerprint = job->pushdown->fingerprint();
     for (const auto& q : job->data->qids) job->hier.emplace_back(&q);
     spdlog::info("job={} table {} in push-down mode: statistics computed by the database",
                  job->job_id, table);
@@ -1258,6 +1292,15 @@ absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
     spdlog::warn("job={} {}", job->job_id, warning);
   }
   job->data = std::make_unique<common::Dataset>(*std::move(data));
+  absl::StatusOr<std::string> fingerprint = TableFingerprint(*job->data);
+  if (!fingerprint.ok()) {
+    spdlog::error("job={} table {}: {}", job->job_id, table,
+                  std::string(fingerprint.status().message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("party '", options_.name,
+                     "': its table cannot be read again (details in the party's log)"));
+  }
+  job->table_fingerprint = *std::move(fingerprint);
   for (const auto& q : job->data->qids) job->hier.emplace_back(&q);
   job->tips = std::make_unique<common::Tips>(job->data.get(), &job->hier);
   if (job->spec.recoding() == fedanon::v1::RECODING_LOCAL) {
@@ -1269,6 +1312,7 @@ absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
 absl::Status PartyAgent::ApplyUpdates(
     JobSlot& slot, const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates) {
   JobState& job = *slot.job;
+  const common::NumericSplitConfig numeric = common::NumericSplitFromSpec(job.spec);
   for (const auto& u : updates) {
     if (u.sequence() < job.applied_updates) continue;
     if (u.sequence() != job.applied_updates) {
@@ -1316,6 +1360,26 @@ absl::Status PartyAgent::ApplyUpdates(
       if (sp.split() != -1 && (sp.split() <= node.rank_lo || sp.split() >= node.rank_hi)) {
         return absl::InvalidArgumentError("split threshold lies outside its interval");
       }
+      // Each interval is split once: a second threshold for the same node would let the leader
+      // difference the class counts of its two sides between thresholds.
+      if (job.split_decided.count({sp.attribute(), sp.node()}) > 0) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("the split of interval ", sp.node(), " of attribute ", sp.attribute(),
+                         " was decided already; an interval is split once"));
+      }
+      // Binned search: thresholds only on public-cell boundaries, so that no statistic that
+      // follows a threshold (class counts of the node's sides, group counts) is finer than the
+      // public cells (docs/threat-model.md, "Numeric split search").
+      if (sp.split() != -1 && numeric.binned()) {
+        const std::vector<int32_t> cells =
+            common::PublicCellBounds(job.hier[sp.attribute()].column(), numeric.cells);
+        if (!std::binary_search(cells.begin(), cells.end(), sp.split())) {
+          return absl::PermissionDeniedError(
+              absl::StrCat("split threshold ", sp.split(), " of attribute ", sp.attribute(),
+                           " is not a public-cell boundary (numeric_split: binned)"));
+        }
+      }
+      job.split_decided.insert({sp.attribute(), sp.node()});
       job.hier[sp.attribute()].SetSplit(sp.node(), sp.split());
     }
     job.update_chain = common::ChainStateUpdate(job.update_chain, u);
@@ -1344,10 +1408,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
                      "Prepare is ",
                      successor.empty() ? "the leader (empty next)" : "'" + successor + "'"));
   }
-  if (step.chunks() == 0 || step.chunk() >= step.chunks()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("secure sum: chunk ", step.chunk(), " of ", step.chunks(), " does not exist"));
-  }
+  ASSIGN_OR_RETURN(const uint64_t chunk_len, common::SumChunkLength(step));
   if (job.counts_collect != UINT64_MAX && step.collect() < job.counts_collect) {
     return absl::PermissionDeniedError(
         absl::StrCat("secure sum: collect ", step.collect(), " is older than collect ",
@@ -1370,6 +1431,13 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
         step.request().has_local() && (step.request().local().released_groups_size() > 0 ||
                                        step.request().local().released_combinations() != 0);
     if (!stats_request.released_groups.empty() || local_release) {
+      // The released table as counts is the result itself: only for a leader the admin signed
+      // as the recipient (a party recipient gets the rows through the union, sealed for it).
+      if (job.recipient != job.leader) {
+        return absl::PermissionDeniedError(absl::StrCat(
+            "released counts: the admin signed '", job.recipient,
+            "' as the recipient, not the leader; the released table goes only to its recipient"));
+      }
       RETURN_IF_ERROR(ReleaseAllowed(slot, "released counts"));
     }
     if (step.request().has_local() && !job.local) {
@@ -1413,9 +1481,35 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
       common::AppendLocalStats(*job.tips, stats_request, &job.counts);
     }
     job.counts_release = !stats_request.released_groups.empty() || local_release;
+    if (job.counts_release && !job.counts.empty() &&
+        options_.misbehave == "inflate-released-counts") {
+      spdlog::warn(
+          "job={} MISBEHAVING (test mode): one record that does not exist is added to "
+          "the released counts",
+          job.job_id);
+      ++job.counts[0];
+    }
     job.counts_collect = step.collect();
     job.counts_digest = common::SumRequestDigest(step.request(), job.update_chain);
+    job.counts_chunks = step.chunks();
     job.answered.clear();
+    job.unmask_answer.reset();
+    job.sum_seed.clear();
+    if (pos == 0) {
+      // The ring's first party masks the whole vector with its own mask, drawn once per collect
+      // (or the one drawn before a restart), durable with this first answer.
+      if (job.restored_sum_seed) {
+        job.sum_seed = *std::exchange(job.restored_sum_seed, std::nullopt);
+      } else {
+        ASSIGN_OR_RETURN(const crypto::SecretBytes seed,
+                         crypto::RandomBytes(crypto::kMaskSeedBytes));
+        job.sum_seed = std::string(seed.AsStringView());
+      }
+      if (job.sum_seed.size() != crypto::kMaskSeedBytes) {
+        return absl::DataLossError("secure sum: the recorded mask seed has the wrong length");
+      }
+      if (!job.replaying) job.journal_extra = job.sum_seed;
+    }
   } else if (step.chunk() == 0) {
     // The same collect again: it must be the same request (the updates were applied already,
     // so applying them again changes nothing unless they differ).
@@ -1448,13 +1542,18 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
                .numbers = {{"collect", step.collect()}, {"chunk", step.chunk()}, {"repeat", 1}}}));
     return done->second.second;  // the same request: the same answer
   }
-  std::string input;
+  if (step.chunks() != job.counts_chunks) {
+    return absl::InvalidArgumentError("secure sum: the chunking changed within a collect");
+  }
+  std::vector<uint64_t> acc;
   if (pos == 0) {
-    if (!step.has_masked()) {
+    if (step.has_sealed()) {
       return absl::PermissionDeniedError(
-          "secure sum: the first party of the ring takes only the leader's masks");
+          "secure sum: the ring's first party starts from its own mask, not from an input of the "
+          "leader's");
     }
-    input = step.masked();
+    ASSIGN_OR_RETURN(acc, crypto::MaskWordsFromSeed(job.sum_seed, step.chunk_offset(),
+                                                    static_cast<size_t>(chunk_len)));
   } else {
     const std::string& predecessor = job.ring[pos - 1];
     if (!step.has_sealed() || step.sealed().sender() != predecessor ||
@@ -1463,10 +1562,10 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
           "secure sum: input must be sealed by '", predecessor,
           "' (the predecessor agreed at Prepare) for '", options_.name, "'",
           step.has_sealed() ? absl::StrCat(", got one from '", step.sealed().sender(), "'")
-                            : std::string(", got plaintext")));
+                            : std::string(", got none")));
     }
-    const crypto::SealContext context{job.job_id, request.round(), predecessor, options_.name,
-                                      purpose};
+    const crypto::SealContext context{job.job_id,  job.run_id,    request.round(),
+                                      predecessor, options_.name, purpose};
     auto opened = crypto::OpenFrom(*job.own_seal->keys, *job.seal_keys.at(predecessor), context,
                                    step.sealed().ciphertext());
     if (!opened.ok()) {
@@ -1475,20 +1574,21 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
                        "' for this request (forged sender, other request or other round): ",
                        opened.status().message()));
     }
-    input = *std::move(opened);
-    if (options_.observe_opened) options_.observe_opened(predecessor, purpose, input);
-  }
-  ASSIGN_OR_RETURN(std::vector<uint64_t> acc, DecodeWords(input));
-  if (step.chunk_offset() > job.counts.size() ||
-      acc.size() > job.counts.size() - step.chunk_offset()) {
-    return absl::InvalidArgumentError("secure-sum chunk lies outside the vector");
+    if (options_.observe_opened) options_.observe_opened(predecessor, purpose, *opened);
+    ASSIGN_OR_RETURN(acc, DecodeWords(*opened));
+    if (acc.size() != chunk_len) {
+      return absl::InvalidArgumentError(absl::StrCat("secure sum: the input of chunk ",
+                                                     step.chunk(), " has ", acc.size(),
+                                                     " words, not ", chunk_len));
+    }
   }
   RETURN_IF_ERROR(
       crypto::AddInPlace(absl::MakeSpan(acc),
                          absl::MakeConstSpan(job.counts.data() + step.chunk_offset(), acc.size())));
   // Sealed for the agreed successor, the last party's for the leader.
   const std::string receiver = successor.empty() ? job.leader : successor;
-  const crypto::SealContext context{job.job_id, request.round(), options_.name, receiver, purpose};
+  const crypto::SealContext context{job.job_id,    job.run_id, request.round(),
+                                    options_.name, receiver,   purpose};
   ASSIGN_OR_RETURN(std::string sealed,
                    crypto::SealFrom(*job.own_seal->keys, *job.seal_keys.at(receiver), context,
                                     EncodeWords(acc)));
@@ -1515,6 +1615,53 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleSumStep(JobSlot& slot,
        .has_counts = true,
        .counts = {job.counts.begin() + static_cast<ptrdiff_t>(step.chunk_offset()),
                   job.counts.begin() + static_cast<ptrdiff_t>(step.chunk_offset() + acc.size())}}));
+  return reply;
+}
+
+absl::StatusOr<PartyMessage> PartyAgent::HandleSumUnmask(JobSlot& slot,
+                                                         const LeaderMessage& request) {
+  if (!slot.job || slot.job->job_id != request.job_id()) {
+    return absl::FailedPreconditionError(kNoJobState);
+  }
+  if (!slot.job->data || (!slot.job->tips && !slot.job->pushdown)) {
+    return absl::FailedPreconditionError("no prepared horizontal job with this id");
+  }
+  JobState& job = *slot.job;
+  if (job.ring.front() != options_.name) {
+    return absl::PermissionDeniedError(
+        "secure sum: only the ring's first party masks the sum; this party holds no mask");
+  }
+  const uint64_t collect = request.sum_unmask().collect();
+  const std::string key = absl::StrCat(request.round(), "/", collect);
+  if (job.unmask_answer) {
+    if (job.unmask_answer->first == key) return job.unmask_answer->second;
+    return absl::PermissionDeniedError(absl::StrCat(
+        "secure sum: the mask of collect ", collect,
+        " is not held, or was handed over already for another request (one request, one answer)"));
+  }
+  if (collect != job.counts_collect || job.sum_seed.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "secure sum: no mask of collect ", collect, " is held (the current collect is ",
+        job.counts_collect == UINT64_MAX ? std::string("none") : absl::StrCat(job.counts_collect),
+        ")"));
+  }
+  if (job.answered.size() != job.counts_chunks) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "secure sum: the mask of collect ", collect, " goes to the leader only after every chunk ",
+        "went round the ring (", job.answered.size(), " of ", job.counts_chunks, " answered)"));
+  }
+  PartyMessage reply;
+  ASSIGN_OR_RETURN(
+      *reply.mutable_sum_mask()->mutable_seed(),
+      SealFor(slot, job.leader, request.round(),
+              common::SumMaskPurpose(collect, request.round(), job.counts_digest), job.sum_seed));
+  job.unmask_answer = {key, reply};
+  job.fresh_answer = true;
+  RETURN_IF_ERROR(Audit(slot, request.round(),
+                        {.kind = kAuditSumMask,
+                         .form = kAuditSealed,
+                         .to = {job.leader},
+                         .numbers = {{"collect", collect}, {"words", job.counts.size()}}}));
   return reply;
 }
 
@@ -1575,8 +1722,9 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
     if (!chunked_input) {
       const crypto::SealPublicKey& key =
           sender == options_.name ? job.own_seal->keys->public_key() : *job.seal_keys.at(sender);
-      ASSIGN_OR_RETURN(list, OpenUnionList(*job.own_seal->keys, job.job_id, request.round(),
-                                           options_.name, sender, key, step.list()));
+      ASSIGN_OR_RETURN(list,
+                       OpenUnionList(*job.own_seal->keys, job.job_id, job.run_id, request.round(),
+                                     options_.name, sender, key, step.list()));
       return absl::OkStatus();
     }
     if (step.list_ref().sender() != sender) {
@@ -1611,8 +1759,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
   if (step.deliver()) {
     // This party is the recipient: open every row, shuffle, write the integrated table.
     ASSIGN_OR_RETURN(std::vector<std::string> rows,
-                     OpenUnionRows(*job.own_seal->keys, job.job_id, request.round(), options_.name,
-                                   list.rows()));
+                     OpenUnionRows(*job.own_seal->keys, job.job_id, job.run_id, request.round(),
+                                   options_.name, list.rows()));
     ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
     std::string csv = CsvLine(step.header());
     for (size_t i : perm) csv += rows[i];
@@ -1641,6 +1789,19 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
   if (recipient == job.seal_keys.end() || next == job.seal_keys.end()) {
     return absl::InvalidArgumentError("the union names someone who is not a participant");
   }
+  // The released rows copy non-QID columns from the file, read again: it must be the table the
+  // job was prepared on.
+  if (!job.pushdown && job.data->source_text == nullptr) {
+    absl::StatusOr<std::string> now = TableFingerprint(*job.data);
+    if (!now.ok() || *now != job.table_fingerprint) {
+      spdlog::error("job={} table changed since prepare: fingerprint {} then, {} now", job.job_id,
+                    job.table_fingerprint, now.ok() ? *now : std::string(now.status().message()));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "party '", options_.name,
+          "': its table changed since the job was prepared; its released rows would not be "
+          "those the job anonymized (details in the party's log)"));
+    }
+  }
   // Our released rows, each sealed on its own for the recipient (no two rows share a key, so the
   // recipient cannot tell which rows came from the same party), added to the set and shuffled.
   std::vector<std::string> lines;
@@ -1666,10 +1827,10 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
   const size_t before = list.rows_size();
   for (size_t i = 0; i < lines.size(); ++i) list.add_rows();
   const crypto::SealContext row_context =
-      UnionRowContext(job.job_id, request.round(), step.recipient());
+      UnionRowContext(job.job_id, job.run_id, request.round(), step.recipient());
   RETURN_IF_ERROR(ParallelFor(lines.size(), [&](size_t i) -> absl::Status {
     ASSIGN_OR_RETURN(*list.mutable_rows(static_cast<int>(before + i)),
-                     crypto::Seal(*recipient->second, row_context, lines[i]));
+                     crypto::Seal(*recipient->second, row_context, common::PadUnionRow(lines[i])));
     return absl::OkStatus();
   }));
   RETURN_IF_ERROR(ShuffleRows(list.mutable_rows()));
@@ -1685,11 +1846,11 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleUnionStep(JobSlot& slot,
     job.producing = {};
     RETURN_IF_ERROR(sealed);
   } else {
-    ASSIGN_OR_RETURN(
-        std::string sealed,
-        crypto::SealFrom(*job.own_seal->keys, *next->second,
-                         UnionListContext(job.job_id, request.round(), options_.name, successor),
-                         list.SerializeAsString()));
+    ASSIGN_OR_RETURN(std::string sealed,
+                     crypto::SealFrom(*job.own_seal->keys, *next->second,
+                                      UnionListContext(job.job_id, job.run_id, request.round(),
+                                                       options_.name, successor),
+                                      list.SerializeAsString()));
     auto* payload = out->mutable_list();
     payload->set_sender(options_.name);
     payload->set_receiver(successor);
@@ -1856,7 +2017,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleFinalCheck(JobSlot& slot,
           step.has_input() ? absl::StrCat(", got one from '", step.input().sender(), "'")
                            : std::string(", got none")));
     }
-    const crypto::SealContext context{job.job_id, round, sender, options_.name, purpose};
+    const crypto::SealContext context{job.job_id, job.run_id,    round,
+                                      sender,     options_.name, purpose};
     auto opened = crypto::OpenFrom(*job.own_seal->keys, *job.seal_keys.at(sender), context,
                                    step.input().ciphertext());
     if (!opened.ok()) {
@@ -1983,7 +2145,8 @@ absl::StatusOr<fedanon::v1::SealedPayload> PartyAgent::SealFor(JobSlot& slot,
   if (it == slot.job->seal_keys.end()) {
     return absl::InvalidArgumentError(absl::StrCat("'", receiver, "' is not a participant"));
   }
-  const crypto::SealContext context{slot.job->job_id, round, options_.name, receiver, purpose};
+  const crypto::SealContext context{slot.job->job_id, slot.job->run_id, round,
+                                    options_.name,    receiver,         purpose};
   ASSIGN_OR_RETURN(std::string sealed,
                    crypto::SealFrom(*slot.job->own_seal->keys, *it->second, context, bytes));
   fedanon::v1::SealedPayload out;
@@ -2004,8 +2167,8 @@ absl::StatusOr<std::string> PartyAgent::OpenSealed(JobSlot& slot,
     return absl::PermissionDeniedError(absl::StrCat("a sealed payload names '", payload.sender(),
                                                     "', not a data party, as sender"));
   }
-  const crypto::SealContext context{slot.job->job_id, round, payload.sender(), options_.name,
-                                    purpose};
+  const crypto::SealContext context{slot.job->job_id, slot.job->run_id, round,
+                                    payload.sender(), options_.name,    purpose};
   ASSIGN_OR_RETURN(std::string plain, crypto::OpenFrom(*slot.job->own_seal->keys,
                                                        *slot.job->seal_keys.at(payload.sender()),
                                                        context, payload.ciphertext()));
@@ -2240,21 +2403,16 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleVerticalStep(JobSlot& slot,
   auto* out = reply.mutable_vertical();
   switch (step.step_case()) {
     case fedanon::v1::VerticalStep::kIdEncrypt:
-      if (step.id_encrypt().batch_ids() > 0) {
-        RETURN_IF_ERROR(VerticalIdEncryptBatch(slot, step.id_encrypt(), round, out));
-      } else {
-        RETURN_IF_ERROR(VerticalIdEncrypt(slot, step.id_encrypt(), round, out));
-      }
+      RETURN_IF_ERROR(VerticalIdEncryptBatch(slot, step.id_encrypt(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kIdReencrypt:
-      if (step.id_reencrypt().batch_ids() > 0) {
-        RETURN_IF_ERROR(VerticalIdReencryptBatch(slot, step.id_reencrypt(), round, out));
-      } else {
-        RETURN_IF_ERROR(VerticalIdReencrypt(slot, step.id_reencrypt(), round, out));
-      }
+      RETURN_IF_ERROR(VerticalIdReencryptBatch(slot, step.id_reencrypt(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kIdDigests:
       RETURN_IF_ERROR(VerticalIdDigests(slot, step.id_digests(), round, out));
+      return reply;
+    case fedanon::v1::VerticalStep::kIdCommon:
+      RETURN_IF_ERROR(VerticalIdCommon(slot, step.id_common(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kIdAlign:
       RETURN_IF_ERROR(VerticalIdAlign(slot, step.id_align(), round, out));
@@ -2329,116 +2487,48 @@ namespace {
 double WallSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
-}  // namespace
 
-absl::Status PartyAgent::VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdEncrypt& step,
-                                           uint64_t round, fedanon::v1::VerticalStepResult* out) {
-  JobState& job = *slot.job;
-  if (job.id_batch_ids > 0) {
-    return absl::FailedPreconditionError("this job's ID matching runs in batches");
-  }
-  job.id_matching_cpu_start = CurrentProcessUsage().cpu_seconds;
-  if (job.replaying && !job.restored_matcher_secret.empty()) {
-    ASSIGN_OR_RETURN(job.matcher,
-                     IdMatcher::Restore(job.vertical->ids(), job.restored_matcher_secret));
-  } else {
-    ASSIGN_OR_RETURN(job.matcher, IdMatcher::Create(job.vertical->ids()));
-  }
-  // The key and the secret order are durable with this first reply that depends on them, so a
-  // restarted party re-encrypts with the same key and answers in the same order.
-  if (!job.replaying) job.journal_extra = std::string(job.matcher->DurableSecret().AsStringView());
-  const auto t0 = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwn());
-  const double crypto_s = WallSince(t0);
-  const auto t1 = std::chrono::steady_clock::now();
-  const uint64_t count = points.size();
-  std::string serialized = SerializeIdList(points);
-  std::vector<std::string>().swap(points);  // one copy of the list at a time
-  RETURN_IF_ERROR(SealPayload(slot, step.next(), round, "id-list", serialized,
-                              out->mutable_ids()->mutable_list(),
-                              out->mutable_ids()->mutable_list_ref()));
-  spdlog::info("job={} IdEncrypt of {} ids: encrypt {:.2f} s, serialize + seal {:.2f} s (wall)",
-               job.job_id, count, crypto_s, WallSince(t1));
-  return Audit(slot, round,
-               {.kind = kAuditIdList,
-                .form = kAuditSealed,
-                .to = {step.next()},
-                .numbers = {{"ids", count}},
-                .texts = {{"origin", options_.name}}});
-}
-
-absl::Status PartyAgent::VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::IdReEncrypt& re,
-                                             uint64_t round, fedanon::v1::VerticalStepResult* out) {
-  JobState& job = *slot.job;
-  if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
-  if (job.id_batch_ids > 0) {
-    return absl::FailedPreconditionError("this job's ID matching runs in batches");
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(std::string bytes,
-                   OpenPayload(slot, re.list(), re.list_ref(), round, "id-list", nullptr));
-  ASSIGN_OR_RETURN(std::vector<std::string> points, ParseIdList(bytes));
-  const double open_s = WallSince(t0);
-  const auto t1 = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(std::vector<std::string> again,
-                   job.matcher->ReEncrypt(points, /*last_hop=*/re.next().empty()));
-  std::vector<std::string>().swap(points);
-  const double crypto_s = WallSince(t1);
-  const auto t2 = std::chrono::steady_clock::now();
-  const auto log_times = [&] {
-    spdlog::info(
-        "job={} IdReEncrypt of {} ids from '{}': open + parse {:.2f} s, re-encrypt {:.2f} s, "
-        "seal {:.2f} s (wall)",
-        job.job_id, again.size(), re.origin(), open_s, crypto_s, WallSince(t2));
+// Where this party stands in a list's walk round the ring (common::IdLastHop): `hop` is its hop
+// in origin's walk, and the parties it takes the batch from and hands it to ("" after the last).
+struct IdHop {
+  size_t hop = 0;
+  std::string predecessor;
+  std::string successor;
+  bool last = false;
+};
+absl::StatusOr<IdHop> HopInWalk(const std::vector<std::string>& ring, const std::string& self,
+                                const std::string& origin) {
+  const size_t n = ring.size();
+  const auto index = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(ring.begin(), ring.end(), name) - ring.begin());
   };
-  if (!re.next().empty()) {
-    const uint64_t count = again.size();
-    std::string serialized = SerializeIdList(again);
-    RETURN_IF_ERROR(SealPayload(slot, re.next(), round, "id-list", serialized,
-                                out->mutable_ids()->mutable_list(),
-                                out->mutable_ids()->mutable_list_ref()));
-    log_times();
-    std::vector<std::string>().swap(again);
-    return Audit(slot, round,
-                 {.kind = kAuditIdList,
-                  .form = kAuditSealed,
-                  .to = {re.next()},
-                  .numbers = {{"ids", count}},
-                  .texts = {{"origin", re.origin()}}});
+  const size_t own = index(self);
+  const size_t o = index(origin);
+  if (own == n || o == n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", origin, "' is not a data party of the job"));
   }
-  // The last hop: the fully encrypted list, as digests, for every party.
-  fedanon::v1::IdList digests;
-  digests.set_digests(IdMatcher::FinalDigests(again));
-  const uint64_t count = again.size();
-  const std::string serialized = digests.SerializeAsString();
-  for (const auto& party : job.ring) {
-    fedanon::v1::SealedPayload whole;
-    fedanon::v1::ChunkRef ref;
-    RETURN_IF_ERROR(SealPayload(slot, party, round, absl::StrCat("id-full:", re.origin()),
-                                serialized, &whole, &ref));
-    if (ref.stream().empty()) {
-      *out->mutable_ids()->add_for_parties() = std::move(whole);
-    } else {
-      *out->mutable_ids()->add_for_parties_refs() = std::move(ref);
+  IdHop h;
+  h.hop = (own + n - o) % n;
+  if (h.hop == 0) {
+    // The owner re-encrypts its own list only to remove its blinding (three or more parties).
+    if (!common::IdListsBlinded(n)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", origin, "' is not another data party of the job"));
     }
+    h.hop = n;
   }
-  log_times();
-  std::vector<std::string>().swap(again);
-  return Audit(slot, round,
-               {.kind = kAuditIdList,
-                .form = kAuditSealed,
-                .to = job.ring,
-                .numbers = {{"ids", count}},
-                .texts = {{"origin", re.origin()}, {"list", "fully-encrypted digests"}}});
+  h.predecessor = ring[(o + h.hop - 1) % n];
+  h.last = h.hop == common::IdLastHop(n);
+  if (!h.last) h.successor = ring[(o + h.hop + 1) % n];
+  return h;
 }
+}  // namespace
 
 absl::Status PartyAgent::VerticalIdEncryptBatch(JobSlot& slot, const fedanon::v1::IdEncrypt& step,
                                                 uint64_t round,
                                                 fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
-  if (job.matcher && job.id_batch_ids == 0) {
-    return absl::FailedPreconditionError("this job's ID matching runs on whole lists");
-  }
   RETURN_IF_ERROR(CheckBatchSize(&job.id_batch_ids, step.batch_ids()));
   const size_t n = job.ring.size();
   const size_t own = static_cast<size_t>(
@@ -2457,7 +2547,8 @@ absl::Status PartyAgent::VerticalIdEncryptBatch(JobSlot& slot, const fedanon::v1
     } else {
       ASSIGN_OR_RETURN(job.matcher, IdMatcher::Create(job.vertical->ids()));
     }
-    // Durable with this first reply that depends on them (as for a whole list).
+    // The keys and the secret order are durable with this first reply that depends on them, so
+    // a restarted party re-encrypts with the same keys and answers in the same order.
     if (!job.replaying) {
       job.journal_extra = std::string(job.matcher->DurableSecret().AsStringView());
     }
@@ -2478,7 +2569,8 @@ absl::Status PartyAgent::VerticalIdEncryptBatch(JobSlot& slot, const fedanon::v1
   const uint64_t first = uint64_t{step.batch()} * size;
   const uint64_t count = std::min<uint64_t>(size, total - first);
   const auto t0 = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(std::vector<std::string> points, job.matcher->EncryptOwnRange(first, count));
+  ASSIGN_OR_RETURN(std::vector<std::string> points,
+                   job.matcher->EncryptOwnRange(first, count, common::IdListsBlinded(n)));
   const double crypto_s = WallSince(t0);
   ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
                    SealFor(slot, step.next(), round,
@@ -2494,7 +2586,8 @@ absl::Status PartyAgent::VerticalIdEncryptBatch(JobSlot& slot, const fedanon::v1
                 .form = kAuditSealed,
                 .to = {step.next()},
                 .numbers = {{"ids", count}, {"batch", step.batch()}, {"batches", batches}},
-                .texts = {{"origin", options_.name}}});
+                .texts = {{"origin", options_.name},
+                          {"layer", common::IdListsBlinded(n) ? "blinding" : "key"}}});
 }
 
 absl::Status PartyAgent::VerticalIdReencryptBatch(JobSlot& slot, const fedanon::v1::IdReEncrypt& re,
@@ -2502,39 +2595,21 @@ absl::Status PartyAgent::VerticalIdReencryptBatch(JobSlot& slot, const fedanon::
                                                   fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
   if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
-  if (job.id_batch_ids == 0) {
-    return absl::FailedPreconditionError("this job's ID matching runs on whole lists");
-  }
   RETURN_IF_ERROR(CheckBatchSize(&job.id_batch_ids, re.batch_ids()));
-  const size_t n = job.ring.size();
-  const auto index = [&](const std::string& name) {
-    return static_cast<size_t>(std::find(job.ring.begin(), job.ring.end(), name) -
-                               job.ring.begin());
-  };
-  const size_t own = index(options_.name);
-  const size_t origin = index(re.origin());
-  if (own == n || origin == n || origin == own) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", re.origin(), "' is not another data party of the job"));
-  }
-  // This party is hop `hop` of origin's walk round the ring: its input comes from the party
-  // before it on that walk and goes to the one after it (none after the last hop).
-  const size_t hop = (own + n - origin) % n;
-  const std::string& predecessor = job.ring[(origin + hop - 1) % n];
-  const std::string successor = hop + 1 < n ? job.ring[(origin + hop + 1) % n] : "";
-  if (re.next() != successor) {
+  ASSIGN_OR_RETURN(const IdHop at, HopInWalk(job.ring, options_.name, re.origin()));
+  if (re.next() != at.successor) {
     return absl::PermissionDeniedError(
         absl::StrCat("IdReEncrypt of '", re.origin(), "''s list names '", re.next(),
-                     "' as next, not '", successor, "' (the ring's order)"));
+                     "' as next, not '", at.successor, "' (the ring's order)"));
   }
   RETURN_IF_ERROR(CheckBatchCount(job.id_batches, re.origin(), re.batch(), re.batches()));
-  if (re.list().sender() != predecessor) {
+  if (re.list().sender() != at.predecessor) {
     return absl::PermissionDeniedError(absl::StrCat(
         "batch ", re.batch(), " of '", re.origin(), "''s list is sealed by '", re.list().sender(),
-        "', not by its predecessor '", predecessor, "' on the ring"));
+        "', not by its predecessor '", at.predecessor, "' on the ring"));
   }
   const std::string digest = crypto::Sha256(re.SerializeAsString());
-  const std::pair<std::string, uint32_t> key{re.origin(), re.batch()};
+  const std::pair<std::string, uint32_t> key{absl::StrCat(re.origin(), "#", at.hop), re.batch()};
   if (auto it = job.id_batch_answered.find(key);
       it != job.id_batch_answered.end() && it->second != digest) {
     return absl::FailedPreconditionError(
@@ -2543,11 +2618,11 @@ absl::Status PartyAgent::VerticalIdReencryptBatch(JobSlot& slot, const fedanon::
   }
   absl::StatusOr<std::string> bytes =
       OpenSealed(slot, re.list(), round,
-                 IdBatchPurpose(job.run_id, re.origin(), hop - 1, re.batch(), re.batches()));
+                 IdBatchPurpose(job.run_id, re.origin(), at.hop - 1, re.batch(), re.batches()));
   if (!bytes.ok()) {
     return absl::PermissionDeniedError(absl::StrCat("batch ", re.batch(), " of ", re.batches(),
                                                     " of '", re.origin(),
-                                                    "''s list does not open as hop ", hop - 1,
+                                                    "''s list does not open as hop ", at.hop - 1,
                                                     "'s (sealed for another origin, hop, batch or "
                                                     "count): ",
                                                     bytes.status().message()));
@@ -2556,60 +2631,74 @@ absl::Status PartyAgent::VerticalIdReencryptBatch(JobSlot& slot, const fedanon::
   RETURN_IF_ERROR(
       CheckBatchPoints(re.origin(), re.batch(), re.batches(), job.id_batch_ids, points.size()));
   const uint64_t count = points.size();
-  const bool last_hop = successor.empty();
-  ASSIGN_OR_RETURN(std::vector<std::string> again, job.matcher->ReEncrypt(points, last_hop));
+  const bool own_list = re.origin() == options_.name;
+  ASSIGN_OR_RETURN(std::vector<std::string> again, own_list
+                                                       ? job.matcher->Unblind(points)
+                                                       : job.matcher->ReEncrypt(points, at.last));
   std::vector<std::string>().swap(points);
-  if (!last_hop) {
-    ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
-                     SealFor(slot, successor, round,
-                             IdBatchPurpose(job.run_id, re.origin(), hop, re.batch(), re.batches()),
-                             SerializeIdList(again)));
+  std::vector<std::string> to;
+  if (!at.last) {
+    ASSIGN_OR_RETURN(
+        *out->mutable_ids()->mutable_list(),
+        SealFor(slot, at.successor, round,
+                IdBatchPurpose(job.run_id, re.origin(), at.hop, re.batch(), re.batches()),
+                SerializeIdList(again)));
+    to.push_back(at.successor);
   } else {
-    // The last hop: the batch fully encrypted, as digests, for every party.
-    fedanon::v1::IdList digests;
-    digests.set_digests(IdMatcher::FinalDigests(again));
-    const std::string serialized = digests.SerializeAsString();
-    for (const auto& party : job.ring) {
-      ASSIGN_OR_RETURN(
-          *out->mutable_ids()->add_for_parties(),
-          SealFor(slot, party, round,
-                  IdDigestsPurpose(job.run_id, re.origin(), re.batch(), re.batches()), serialized));
+    // The last hop: the batch fully encrypted, as digests, for the leader (which intersects
+    // the lists) and for the list's owner (which aligns on them); with three or more parties
+    // this party is the owner.
+    std::string digests = IdMatcher::FinalDigests(again);
+    fedanon::v1::IdList list;
+    list.set_digests(digests);
+    const std::string serialized = list.SerializeAsString();
+    const std::string purpose = IdDigestsPurpose(job.run_id, re.origin(), re.batch(), re.batches());
+    to.push_back(job.leader);
+    if (!own_list) to.push_back(re.origin());
+    for (const std::string& receiver : to) {
+      ASSIGN_OR_RETURN(*out->mutable_ids()->add_for_parties(),
+                       SealFor(slot, receiver, round, purpose, serialized));
     }
+    if (own_list) job.id_own_digests[re.batch()] = std::move(digests);
   }
   RETURN_IF_ERROR(CheckBatchFits(*out, job.message_limit, job.id_batch_ids));
   job.id_batch_answered[key] = digest;
   return Audit(slot, round,
                {.kind = kAuditIdList,
                 .form = kAuditSealed,
-                .to = last_hop ? job.ring : std::vector<std::string>{successor},
-                .numbers = {{"ids", count}, {"batch", re.batch()}, {"batches", re.batches()}},
-                .texts = {{"origin", re.origin()}}});
+                .to = to,
+                .numbers = {{"ids", count},
+                            {"batch", re.batch()},
+                            {"batches", re.batches()},
+                            {"hop", at.hop}},
+                .texts = {{"origin", re.origin()},
+                          {"list", at.last ? "fully-encrypted digests" : "points"}}});
 }
 
 absl::Status PartyAgent::VerticalIdDigests(JobSlot& slot, const fedanon::v1::IdDigests& d,
                                            uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
   if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
-  if (job.id_batch_ids == 0) {
-    return absl::FailedPreconditionError("this job's ID matching runs on whole lists");
-  }
   RETURN_IF_ERROR(CheckBatchSize(&job.id_batch_ids, d.batch_ids()));
   const size_t n = job.ring.size();
-  const size_t origin = static_cast<size_t>(
-      std::find(job.ring.begin(), job.ring.end(), d.origin()) - job.ring.begin());
-  if (origin == n) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", d.origin(), "' is not a data party of the job"));
+  // Only this party's own list comes back to it as digests, and only where another party applied
+  // the last layer (two data parties).
+  if (d.origin() != options_.name || common::IdListsBlinded(n)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("the digests of '", d.origin(),
+                     "''s list are not for this party (a party receives only "
+                     "its own list's digests, and only from the other of two data parties)"));
   }
-  const std::string& last = job.ring[(origin + n - 1) % n];
+  const size_t own = static_cast<size_t>(
+      std::find(job.ring.begin(), job.ring.end(), options_.name) - job.ring.begin());
+  const std::string& last = job.ring[(own + common::IdLastHop(n)) % n];
   if (d.digests().sender() != last) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "the digests of batch ", d.batch(), " of '", d.origin(), "''s list are sealed by '",
-        d.digests().sender(), "', not by its last hop '", last, "'"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("the digests of batch ", d.batch(), " of this party's list are sealed by '",
+                     d.digests().sender(), "', not by its last hop '", last, "'"));
   }
   RETURN_IF_ERROR(CheckBatchCount(job.id_batches, d.origin(), d.batch(), d.batches()));
   const std::string digest = crypto::Sha256(d.SerializeAsString());
-  const std::pair<std::string, uint32_t> key{d.origin(), d.batch()};
   out->mutable_ids();
   // The reply is a receipt to the leader (nothing sealed, no data).
   const auto receipt = [&] {
@@ -2621,30 +2710,110 @@ absl::Status PartyAgent::VerticalIdDigests(JobSlot& slot, const fedanon::v1::IdD
                   .numbers = {{"batch", d.batch()}, {"batches", d.batches()}},
                   .texts = {{"origin", d.origin()}, {"list", "fully-encrypted digests"}}});
   };
-  if (auto it = job.id_digests_delivered.find(key); it != job.id_digests_delivered.end()) {
+  if (auto it = job.id_digests_delivered.find(d.batch()); it != job.id_digests_delivered.end()) {
     if (it->second == digest) return receipt();  // the same delivery again
     return absl::FailedPreconditionError(
-        absl::StrCat("one request, one answer: the digests of batch ", d.batch(), " of '",
-                     d.origin(), "''s list were already delivered with other content"));
+        absl::StrCat("one request, one answer: the digests of batch ", d.batch(),
+                     " of this party's list were already delivered with other content"));
   }
   absl::StatusOr<std::string> bytes = OpenSealed(
       slot, d.digests(), round, IdDigestsPurpose(job.run_id, d.origin(), d.batch(), d.batches()));
   if (!bytes.ok()) {
     return absl::PermissionDeniedError(
-        absl::StrCat("the digests of batch ", d.batch(), " of ", d.batches(), " of '", d.origin(),
-                     "''s list do not open (sealed for another origin, batch or count): ",
+        absl::StrCat("the digests of batch ", d.batch(), " of ", d.batches(),
+                     " of this party's list do not open (sealed for another origin, batch or "
+                     "count): ",
                      bytes.status().message()));
   }
   fedanon::v1::IdList list;
-  if (!list.ParseFromString(*bytes)) {
+  if (!list.ParseFromString(*bytes) || list.digests().size() % common::kIdDigestBytes != 0) {
     return absl::InvalidArgumentError("an ID digest list does not parse");
   }
-  ASSIGN_OR_RETURN(const std::vector<std::string> split, IdMatcher::SplitDigests(list.digests()));
-  RETURN_IF_ERROR(
-      CheckBatchPoints(d.origin(), d.batch(), d.batches(), job.id_batch_ids, split.size()));
-  job.id_digests[key] = std::move(*list.mutable_digests());
-  job.id_digests_delivered[key] = digest;
+  RETURN_IF_ERROR(CheckBatchPoints(d.origin(), d.batch(), d.batches(), job.id_batch_ids,
+                                   list.digests().size() / common::kIdDigestBytes));
+  job.id_own_digests[d.batch()] = std::move(*list.mutable_digests());
+  job.id_digests_delivered[d.batch()] = digest;
   return receipt();
+}
+
+absl::Status PartyAgent::VerticalIdCommon(JobSlot& slot, const fedanon::v1::IdCommon& c,
+                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  JobState& job = *slot.job;
+  if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
+  RETURN_IF_ERROR(CheckBatchSize(&job.id_batch_ids, c.batch_ids()));
+  const std::string digest = crypto::Sha256(c.SerializeAsString());
+  if (auto it = job.id_common_answered.find(c.batch()); it != job.id_common_answered.end()) {
+    if (it->second.first != digest) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("one request, one answer: batch ", c.batch(),
+                       " of the common ids was already delivered with other content"));
+    }
+    *out = it->second.second;  // the same delivery again: the same answer
+    return absl::OkStatus();
+  }
+  if (c.batches() == 0 || c.batch() >= c.batches() ||
+      (job.id_common_batches != 0 && c.batches() != job.id_common_batches)) {
+    return absl::InvalidArgumentError(absl::StrCat("batch ", c.batch(), " of ", c.batches(),
+                                                   " of the common ids is out of range"));
+  }
+  if (c.batch() != job.id_common_answered.size()) {
+    return absl::FailedPreconditionError(absl::StrCat("batch ", c.batch(),
+                                                      " of the common ids arrived before batch ",
+                                                      job.id_common_answered.size()));
+  }
+  const size_t n_digests = c.digests().size() / common::kIdDigestBytes;
+  const bool last = c.batch() + 1 == c.batches();
+  if (c.digests().size() % common::kIdDigestBytes != 0 ||
+      (!last && n_digests != job.id_batch_ids) || n_digests > job.id_batch_ids ||
+      (last && n_digests == 0 && c.batches() > 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch ", c.batch(), " of ", c.batches(), " of the common ids holds ",
+                     c.digests().size(), " bytes; every batch but the last holds ",
+                     job.id_batch_ids, " digests and the last 1 to ", job.id_batch_ids));
+  }
+  job.id_common_batches = c.batches();
+  job.id_common += c.digests();
+  fedanon::v1::VerticalStepResult reply;
+  reply.mutable_ids();
+  if (last) {
+    // Every batch of this party's own list must be back before it can check the intersection.
+    const auto own_batches = job.id_batches.find(options_.name);
+    if (own_batches == job.id_batches.end() || job.id_own_digests.size() != own_batches->second) {
+      return absl::FailedPreconditionError(
+          "the common ids arrived before every batch of this party's own list came back");
+    }
+    std::string own;
+    for (const auto& [b, packed] : job.id_own_digests) own += packed;
+    // Each common digest in this party's own list, strictly ascending: a party never signs an
+    // intersection it cannot be part of.
+    absl::StatusOr<IdAlignment> alignment = job.matcher->AlignToCommon(own, job.id_common);
+    if (!alignment.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("the leader's common ids are refused: ", alignment.status().message()));
+    }
+    job.id_alignment = *std::move(alignment);
+    const std::string common_digest = crypto::Sha256(job.id_common);
+    const uint64_t count = job.id_common.size() / common::kIdDigestBytes;
+    auto* statement = reply.mutable_ids()->mutable_common();
+    statement->set_digest(common_digest);
+    statement->set_count(count);
+    if (job.replaying && !job.restored_id_common_signature.empty()) {
+      statement->set_signature(job.restored_id_common_signature);  // the one that left
+    } else {
+      ASSIGN_OR_RETURN(
+          *statement->mutable_signature(),
+          crypto::SignWithSealKey(options_.seal_key_pem,
+                                  IdCommonStatement(job.job_id, job.run_id, common_digest, count)));
+    }
+  }
+  job.id_common_answered[c.batch()] = {digest, reply};
+  *out = reply;
+  return Audit(slot, round,
+               {.kind = kAuditChunkReceipt,
+                .form = kAuditPlaintext,
+                .to = {job.leader},
+                .numbers = {{"batch", c.batch()}, {"batches", c.batches()}, {"digests", n_digests}},
+                .texts = {{"list", "common ids"}}});
 }
 
 absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAlign& align,
@@ -2659,71 +2828,47 @@ absl::Status PartyAgent::VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAli
     return absl::OkStatus();
   }
   if (!job.matcher) return absl::FailedPreconditionError("ID matching has not started");
-  const auto& lists = align.lists();
-  const auto& refs = align.list_refs();
-  const bool chunked = !refs.empty();
-  const bool batched = job.id_batch_ids > 0;
-  if (batched != (align.batch_ids() > 0)) {
-    return absl::FailedPreconditionError(batched ? "this job's ID matching runs in batches"
-                                                 : "this job's ID matching runs on whole lists");
+  if (!job.id_alignment) {
+    return absl::FailedPreconditionError("IdAlign before every batch of the common ids arrived");
   }
-  if (batched && align.batch_ids() != job.id_batch_ids) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the ID batch size changed from ", job.id_batch_ids, " to ", align.batch_ids(), " ids"));
-  }
-  if (!batched && static_cast<size_t>(chunked ? refs.size() : lists.size()) != job.ring.size()) {
-    return absl::InvalidArgumentError("ID alignment needs one list per party");
-  }
-  if (batched && (!lists.empty() || !refs.empty())) {
-    return absl::InvalidArgumentError("ID alignment in batches takes the delivered digests only");
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::vector<std::string>> full(job.ring.size());
-  size_t own_index = job.ring.size();
-  for (size_t i = 0; i < job.ring.size(); ++i) {
-    if (job.ring[i] == options_.name) own_index = i;
-    if (batched) {
-      // Every batch of every list, delivered (IdDigests) and checked: none may be missing.
-      const std::string& origin = job.ring[i];
-      const auto count = job.id_batches.find(origin);
-      if (count == job.id_batches.end()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "IdAlign: no batch of '", origin, "''s fully encrypted list was delivered"));
-      }
-      std::string packed;
-      for (uint32_t b = 0; b < count->second; ++b) {
-        const auto it = job.id_digests.find({origin, b});
-        if (it == job.id_digests.end()) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("IdAlign: batch ", b, " of ", count->second, " of '", origin,
-                           "''s fully encrypted list was not delivered"));
-        }
-        packed += it->second;
-      }
-      ASSIGN_OR_RETURN(full[i], IdMatcher::SplitDigests(packed));
-      continue;
+  // Every party's signed statement on the common ids it received, each the same as this one's:
+  // the leader cannot hand parties different intersections.
+  const std::string common_digest = crypto::Sha256(job.id_common);
+  const uint64_t count = job.id_alignment->common;
+  std::set<std::string> signed_by;
+  for (const auto& s : align.statements()) {
+    const auto key = job.seal_keys.find(s.party());
+    if (std::find(job.ring.begin(), job.ring.end(), s.party()) == job.ring.end() ||
+        key == job.seal_keys.end() || !signed_by.insert(s.party()).second) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("IdAlign: a statement on the common ids from '", s.party(),
+                       "', which is not a data party of the job or signed twice"));
     }
-    const int at = static_cast<int>(i);
-    ASSIGN_OR_RETURN(std::string bytes,
-                     OpenPayload(slot, chunked ? fedanon::v1::SealedPayload() : lists[at],
-                                 chunked ? refs[at] : fedanon::v1::ChunkRef(), round,
-                                 absl::StrCat("id-full:", job.ring[i]), nullptr));
-    fedanon::v1::IdList list;
-    if (!list.ParseFromString(bytes)) {
-      return absl::InvalidArgumentError("an ID digest list does not parse");
+    const absl::Status valid = crypto::VerifyWithSealKey(
+        *key->second,
+        IdCommonStatement(job.job_id, job.run_id, s.statement().digest(), s.statement().count()),
+        s.statement().signature());
+    if (!valid.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("IdAlign: the statement on the common ids of '", s.party(),
+                       "' does not carry its signature (", valid.message(), ")"));
     }
-    ASSIGN_OR_RETURN(full[i], IdMatcher::SplitDigests(list.digests()));
+    if (s.statement().digest() != common_digest || s.statement().count() != count) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("IdAlign: '", s.party(), "' received other common ids (",
+                       s.statement().count(), ") than this party (", count,
+                       "): the leader handed the parties different intersections"));
+    }
   }
-  if (own_index == job.ring.size()) {
-    return absl::InvalidArgumentError("this party is not in the job's ring");
+  if (signed_by.size() != job.ring.size()) {
+    return absl::PermissionDeniedError(
+        "IdAlign: the leader did not relay every data party's statement on the common ids");
   }
-  const double open_s = WallSince(t0);
-  const auto t1 = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(IdAlignment alignment, job.matcher->Align(own_index, full));
-  spdlog::info("job={} IdAlign: open + parse {:.2f} s, align {:.2f} s (wall)", job.job_id, open_s,
-               WallSince(t1));
+  IdAlignment alignment = *std::exchange(job.id_alignment, std::nullopt);
   job.matcher.reset();
-  job.id_digests.clear();
+  job.id_own_digests.clear();
+  job.id_common.clear();
+  job.id_common_answered.clear();
   job.id_digests_delivered.clear();
   job.id_batch_answered.clear();
   if (!job.replaying) {
@@ -3673,6 +3818,14 @@ absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::Verti
                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
   JobState& job = *slot.job;
   VerticalParty& vp = *job.vertical;
+  // The columns go only to the recipient the admin signed (Prepare checked it against the
+  // spec's release rules and this party's policy), whoever the leader names now.
+  if (release.recipient() != job.recipient) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("vertical release: the leader names '", release.recipient(),
+                     "' as recipient, not the one the admin signed ('", job.recipient,
+                     "'); nothing is released"));
+  }
   LogUsage(job.job_id, "rounds done");
   // Issue 26: before anything leaves, this party checks the model on the final joined groups it
   // can see (group sizes at every party, confidences where it holds the sensitive values).
@@ -3718,8 +3871,8 @@ absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::Verti
     // once sealed.
     ASSIGN_OR_RETURN(const std::string columns, vp.SerializedReleasedColumns(order));
     column_count = vp.released_column_count();
-    RETURN_IF_ERROR(SealPayload(slot, release.recipient(), round, "columns", columns,
-                                out->mutable_released()->mutable_columns(),
+    RETURN_IF_ERROR(SealPayload(slot, job.recipient, round, common::ReleasePurpose(job.recipient),
+                                columns, out->mutable_released()->mutable_columns(),
                                 out->mutable_released()->mutable_columns_ref()));
   }
   vp.FillReport("", out->mutable_released()->mutable_report());
@@ -3732,7 +3885,7 @@ absl::Status PartyAgent::VerticalRelease(JobSlot& slot, const fedanon::v1::Verti
       slot, round,
       {.kind = kAuditRelease,
        .form = kAuditSealed,
-       .to = {release.recipient()},
+       .to = {job.recipient},
        .numbers = {{"records", vp.records()},
                    {"columns", column_count},
                    {"report_groups", report.groups()},
@@ -3778,16 +3931,22 @@ absl::Status PartyAgent::VerticalReleaseReportPage(JobSlot& slot,
 absl::Status PartyAgent::VerticalAssemble(JobSlot& slot,
                                           const fedanon::v1::VerticalAssemble& assemble,
                                           uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  if (slot.job->recipient != options_.name) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("vertical assemble: this party is not the recipient the admin signed ('",
+                     slot.job->recipient, "'); it writes no joined table"));
+  }
+  const std::string purpose = common::ReleasePurpose(options_.name);
   // Each part read in place (no string per cell); the sealed copies are the leader's request.
   std::vector<common::VerticalColumnsView> parts;
   for (const auto& sealed : assemble.columns()) {
     ASSIGN_OR_RETURN(std::string bytes,
-                     OpenPayload(slot, sealed, fedanon::v1::ChunkRef(), round, "columns", nullptr));
+                     OpenPayload(slot, sealed, fedanon::v1::ChunkRef(), round, purpose, nullptr));
     ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
   }
   for (const auto& ref : assemble.column_refs()) {
-    ASSIGN_OR_RETURN(std::string bytes, OpenPayload(slot, fedanon::v1::SealedPayload(), ref, round,
-                                                    "columns", nullptr));
+    ASSIGN_OR_RETURN(std::string bytes,
+                     OpenPayload(slot, fedanon::v1::SealedPayload(), ref, round, purpose, nullptr));
     ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
   }
   std::vector<std::string> header(assemble.header().begin(), assemble.header().end());

@@ -79,8 +79,9 @@ struct PartyAgentOptions {
   // the job goes on after this party restarts. Empty: the directory of ledger_path, or no durable
   // state when that is empty too (a restarted party then cannot continue a job).
   std::string state_dir;
-  // Tests and demonstrations of mohammed2011 §6 only: "" (default), "never-participate" or
-  // "under-declare" — this party then misbehaves in vertical jobs (loudly logged).
+  // Tests and demonstrations only: "" (default); "never-participate" or "under-declare" (vertical
+  // jobs, mohammed2011 §6); "inflate-released-counts" (a horizontal party that adds a record
+  // that does not exist to the released counts). The party then misbehaves, loudly logged.
   std::string misbehave;
   // Tests only: called with (sender, purpose, plaintext) of every sealed payload this party opens
   // in a secure sum or a vertical job — what it learns from the others.
@@ -208,6 +209,10 @@ class PartyAgent {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   Reply HandleUnionStep(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  // The ring's first party's mask of the current collect, sealed for the leader, once every chunk
+  // of the collect went round the ring.
+  Reply HandleSumUnmask(JobSlot& slot, const fedanon::v1::LeaderMessage& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   // The final check (three or more data parties): one more ring sum, without the leader, of the
   // global group counts of the final cut; every party re-checks the signed privacy model on it and
   // refuses to release unless it holds (common/engine/final_check.h, docs/threat-model.md).
@@ -223,14 +228,11 @@ class PartyAgent {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   Reply HandleVerticalStep(JobSlot& slot, const fedanon::v1::VerticalStep& step, uint64_t round)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
-  absl::Status VerticalIdEncrypt(JobSlot& slot, const fedanon::v1::IdEncrypt& step, uint64_t round,
-                                 VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
-  absl::Status VerticalIdReencrypt(JobSlot& slot, const fedanon::v1::IdReEncrypt& re,
-                                   uint64_t round, VerticalResult* out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerticalIdAlign(JobSlot& slot, const fedanon::v1::IdAlign& align, uint64_t round,
                                VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
-  // Protocol 1.3, ID matching in batches (docs/crypto.md, "ID matching in batches").
+  // ID matching in batches (docs/crypto.md, "ID matching"): a batch of this party's list, a hop
+  // of a batch of any list (its own last one with three or more parties), its own list's digests
+  // (two parties), the leader's common ids, and the alignment on them.
   absl::Status VerticalIdEncryptBatch(JobSlot& slot, const fedanon::v1::IdEncrypt& step,
                                       uint64_t round, VerticalResult* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
@@ -239,6 +241,8 @@ class PartyAgent {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerticalIdDigests(JobSlot& slot, const fedanon::v1::IdDigests& d, uint64_t round,
                                  VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
+  absl::Status VerticalIdCommon(JobSlot& slot, const fedanon::v1::IdCommon& c, uint64_t round,
+                                VerticalResult* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   absl::Status VerticalPropose(JobSlot& slot, uint64_t round, VerticalResult* out) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot.mu);
   // Signed statements relayed by the leader (party/vertical_statement.h): OK only if `signed_`

@@ -10,6 +10,7 @@
 #include "common/table/postgres_source.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/shuffle.h"
+#include "party/table_fingerprint.h"
 #include "spdlog/spdlog.h"
 
 namespace fedanon::party {
@@ -190,6 +191,7 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(
   const JobSpec party_spec = PartySpec(spec, p->options_.name, &holds_sensitive);
   p->holds_sensitive_ = holds_sensitive;
   ASSIGN_OR_RETURN(common::Dataset own, LoadOwnColumns(party_spec, schema, csv_path, postgres));
+  ASSIGN_OR_RETURN(p->table_fingerprint_, TableFingerprint(own));
   RETURN_IF_ERROR(p->ReadIdsAndValues(party_spec, own));
   p->BuildJoinedData(schema, csv_path, std::move(own));
   for (const auto& q : p->data_->qids) {

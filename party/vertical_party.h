@@ -72,6 +72,8 @@ class VerticalParty {
 
   // The ID of every loaded record (file order; rows dropped for missing values excluded).
   const std::vector<std::string>& ids() const { return ids_; }
+  // The table as read at Load (party/table_fingerprint.h).
+  const std::string& table_fingerprint() const { return table_fingerprint_; }
 
   // Keeps the records common to every party in canonical order (`canonical[i]` is the position
   // of loaded record i, or -1), then builds the replica of the specialization loop. Fails when
@@ -157,6 +159,7 @@ class VerticalParty {
   uint64_t held_bits_ = 0;  // bits of data_->tracked whose values this party holds
   std::vector<std::string> judges_;
   std::vector<std::string> ids_;
+  std::string table_fingerprint_;
   // Released non-QID columns this party writes: name and raw values per record.
   std::vector<std::string> value_names_;
   std::vector<std::vector<std::string>> value_cells_;  // [column][record]

@@ -47,6 +47,14 @@ std::string ProposalStatement(std::string_view job_id, std::string_view run_id, 
   return out;
 }
 
+std::string IdCommonStatement(std::string_view job_id, std::string_view run_id,
+                              std::string_view common_digest, uint64_t count) {
+  std::string out = Header(job_id, run_id, 0, "id-common");
+  PutBytes(common_digest, &out);
+  PutU64(count, &out);
+  return out;
+}
+
 std::string LocalProposalsList(const fedanon::v1::LocalProposals& proposals) {
   fedanon::v1::LocalProposals list;
   *list.mutable_proposals() = proposals.proposals();

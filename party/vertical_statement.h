@@ -47,6 +47,12 @@ std::string LocalVerdictsStatement(std::string_view job_id, std::string_view run
 std::string LocalVerdictsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,
                                    std::string_view list_digest);
 
+// What a party signs once it has received the common digests of ID matching (round 0): their
+// SHA-256 and their count. Every party checks every other party's before it aligns, so the leader
+// cannot hand parties different intersections.
+std::string IdCommonStatement(std::string_view job_id, std::string_view run_id,
+                              std::string_view common_digest, uint64_t count);
+
 // The candidate's attribute, node and candidate index (what identifies it) and the verdict.
 std::string VerdictStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
                              const fedanon::v1::VerticalCandidate& candidate, bool accept);

@@ -99,8 +99,8 @@ struct LeaderConfig {
   // How often leader.yaml's `all_jobs_admins:` and the CA bundle (sealing certificates in hellos,
   // the CRL's signature) are re-read (server/config_reload.h); also on SIGHUP. 0: SIGHUP only.
   int reload_seconds = 60;
-  // Vertical jobs: ids per ID-matching batch (protocol 1.3; docs/crypto.md), 0..kMaxIdBatchIds;
-  // 0: whole lists, as with a party of protocol 1.2.
+  // Vertical jobs: ids per ID-matching batch (docs/crypto.md "ID matching"), 0..kMaxIdBatchIds;
+  // 0: the default, 65536 (whole lists are gone: every list goes in batches).
   // The leader lowers it further so that a batch fits half the message limit. Changing it
   // between a leader's stop and restart makes a resumed vertical job's replayed calls differ
   // (the job then fails naming the call).

@@ -44,6 +44,8 @@ std::string RequestKind(const fedanon::v1::LeaderMessage& request) {
       return "chunk_get";
     case M::kChunkPut:
       return "chunk_put";
+    case M::kSumUnmask:
+      return "sum_unmask";
     case M::BODY_NOT_SET:
       return "none";
   }

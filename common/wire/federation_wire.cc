@@ -121,6 +121,10 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
   return request;
 }
 
+std::string ReleasePurpose(const std::string& recipient) {
+  return absl::StrCat("columns for ", recipient);
+}
+
 std::string SumPurpose(const fedanon::v1::SumStep& step) {
   return absl::StrCat("secure-sum/", step.collect(), "/", step.chunk());
 }
@@ -157,13 +161,33 @@ std::string SumRequestDigest(const fedanon::v1::StatsRequest& request,
 
 std::string SumHopPurpose(const fedanon::v1::SumStep& step, uint64_t round,
                           const std::string& request_digest) {
-  std::string in = "fedanon-sum-hop-v1";
+  std::string in = "fedanon-sum-hop-v2";
   for (uint64_t v : {round, step.collect(), uint64_t{step.chunk()}, uint64_t{step.chunks()},
-                     step.chunk_offset(), step.total_words()}) {
+                     step.chunk_offset(), step.total_words(), step.chunk_words()}) {
     AppendU64(&in, v);
   }
   in += request_digest;
   return absl::StrCat(SumPurpose(step), "/", crypto::ToHex(crypto::Sha256(in)));
+}
+
+std::string SumMaskPurpose(uint64_t collect, uint64_t round, const std::string& request_digest) {
+  std::string in = "fedanon-sum-mask-v1";
+  AppendU64(&in, round);
+  AppendU64(&in, collect);
+  in += request_digest;
+  return absl::StrCat("secure-sum-mask/", collect, "/", crypto::ToHex(crypto::Sha256(in)));
+}
+
+absl::StatusOr<uint64_t> SumChunkLength(const fedanon::v1::SumStep& step) {
+  const uint64_t cw = step.chunk_words();
+  if (cw == 0 || step.total_words() == 0 || step.chunks() == 0 ||
+      step.chunks() != (step.total_words() + cw - 1) / cw || step.chunk() >= step.chunks() ||
+      step.chunk_offset() != uint64_t{step.chunk()} * cw) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "secure sum: chunk ", step.chunk(), " of ", step.chunks(), " at word ", step.chunk_offset(),
+        " (", cw, " words each, ", step.total_words(), " in all) does not exist"));
+  }
+  return std::min(cw, step.total_words() - step.chunk_offset());
 }
 
 std::string FinalCheckPurpose(const std::string& kind, const fedanon::v1::FinalCheckStep& step,

@@ -28,6 +28,9 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
 // "secure-sum/<collect>/<chunk>"
 std::string SumPurpose(const fedanon::v1::SumStep& step);
 inline constexpr char kUnionPurpose[] = "union";
+// "columns for <recipient>": a vertical release's columns are sealed under the recipient the
+// admin signed, and only that recipient opens them under its own name.
+std::string ReleasePurpose(const std::string& recipient);
 
 // Binding of a secure-sum hop to the request it carries (docs/threat-model.md): parties handed
 // different requests or different state updates fail to open each other's hops.
@@ -38,6 +41,13 @@ std::string SumRequestDigest(const fedanon::v1::StatsRequest& request,
                              const std::string& update_chain);
 // "secure-sum/<collect>/<chunk>/<hex SHA-256 of (round, collect, chunk, chunks, chunk_offset,
 // total_words, request_digest)>": the purpose both ends of every sealed hop bind.
+// "secure-sum-mask/<collect>/<hex SHA-256 of (round, collect, request_digest)>": the ring's first
+// party's mask seed of one collect, sealed for the leader.
+std::string SumMaskPurpose(uint64_t collect, uint64_t round, const std::string& request_digest);
+// The words of `step`'s chunk, once its chunking is checked: chunks = ceil(total_words /
+// chunk_words), chunk < chunks, chunk_offset = chunk * chunk_words (nothing else is the leader's
+// choice). InvalidArgument naming the chunk otherwise.
+absl::StatusOr<uint64_t> SumChunkLength(const fedanon::v1::SumStep& step);
 std::string SumHopPurpose(const fedanon::v1::SumStep& step, uint64_t round,
                           const std::string& request_digest);
 

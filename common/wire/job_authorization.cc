@@ -26,6 +26,14 @@ absl::StatusOr<std::string> NewRunId() {
   return crypto::ToHex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
+absl::StatusOr<std::string> RunIdOf(const fedanon::v1::JobAuthorization& authorization) {
+  fedanon::v1::AuthorizedJob job;
+  if (!job.ParseFromString(authorization.body()) || job.run_id().empty()) {
+    return absl::InvalidArgumentError("the job's authorization names no run id");
+  }
+  return job.run_id();
+}
+
 absl::StatusOr<fedanon::v1::JobAuthorization> SignAuthorizedJob(
     const fedanon::v1::AuthorizedJob& body, const AdminSigner& signer) {
   std::string bytes;

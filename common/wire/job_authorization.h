@@ -31,6 +31,11 @@ std::vector<std::string> RingOrder(const std::vector<std::string>& parties,
 // 32 lower-case hex digits from the CSPRNG.
 absl::StatusOr<std::string> NewRunId();
 
+// The run id an authorization's body names (the leader binds it into every box it seals or
+// opens for the job); InvalidArgument when the body does not parse or names none. The body's
+// signature is checked by the parties, not here.
+absl::StatusOr<std::string> RunIdOf(const fedanon::v1::JobAuthorization& authorization);
+
 // Signs `body` (serialized deterministically) with the admin's key.
 absl::StatusOr<fedanon::v1::JobAuthorization> SignAuthorizedJob(
     const fedanon::v1::AuthorizedJob& body, const AdminSigner& signer);

@@ -20,6 +20,14 @@
 // (VerticalReleased.report_pages, ReleaseReportPage), which a 1.3 party never declares. A 1.4
 // leader refuses a vertical `recoding: local` job when a data party of it
 // speaks 1.3 (kLocalWavesNeedProtocol); every other job kind still runs with 1.3 parties.
+// 2.0 — every field a party acts on bound to the signed job (incompatible with 1.x, which no 2.0
+// peer serves): the ring's first party masks every secure sum itself and hands its mask to the
+// leader (SumUnmask; the leader's masks are gone); a split threshold only on a public cell
+// boundary, once per interval (numeric_split: binned); a vertical release sealed only for the
+// signed recipient, under a purpose naming it; released counts only for a leader that is the
+// signed recipient; ID matching in batches only, each list blinded by its owner with three or more
+// parties and intersected by the leader (IdCommon), every party signing the intersection it was
+// handed (IdAlign); every sealed box bound to the admin's run id; union rows padded to one length.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +44,7 @@ struct ProtocolVersion {
   friend bool operator==(const ProtocolVersion&, const ProtocolVersion&) = default;
 };
 
-inline constexpr ProtocolVersion kProtocolVersion{1, 4};      // what this build speaks
+inline constexpr ProtocolVersion kProtocolVersion{2, 0};      // what this build speaks
 inline constexpr ProtocolVersion kUnversionedProtocol{1, 0};  // a peer that sends none
 
 // "1.1".

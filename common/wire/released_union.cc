@@ -10,34 +10,68 @@
 
 namespace fedanon::common {
 
-crypto::SealContext UnionRowContext(const std::string& job_id, uint64_t round,
-                                    const std::string& recipient) {
-  return crypto::SealContext{job_id, round, "", recipient, kUnionPurpose};
+crypto::SealContext UnionRowContext(const std::string& job_id, const std::string& run_id,
+                                    uint64_t round, const std::string& recipient) {
+  return crypto::SealContext{job_id, run_id, round, "", recipient, kUnionPurpose};
 }
 
-crypto::SealContext UnionListContext(const std::string& job_id, uint64_t round,
-                                     const std::string& sender, const std::string& receiver) {
-  return crypto::SealContext{job_id, round, sender, receiver, "union-list"};
+crypto::SealContext UnionListContext(const std::string& job_id, const std::string& run_id,
+                                     uint64_t round, const std::string& sender,
+                                     const std::string& receiver) {
+  return crypto::SealContext{job_id, run_id, round, sender, receiver, "union-list"};
+}
+
+std::string PadUnionRow(std::string_view line) {
+  const size_t used = 4 + line.size();
+  const size_t size = used <= kUnionRowFloorBytes ? kUnionRowFloorBytes
+                                                  : (used + kUnionRowStepBytes - 1) /
+                                                        kUnionRowStepBytes * kUnionRowStepBytes;
+  std::string out(size, '\0');
+  const auto n = static_cast<uint32_t>(line.size());
+  out[0] = static_cast<char>(n >> 24);
+  out[1] = static_cast<char>(n >> 16);
+  out[2] = static_cast<char>(n >> 8);
+  out[3] = static_cast<char>(n);
+  line.copy(out.data() + 4, line.size());
+  return out;
+}
+
+absl::StatusOr<std::string> UnpadUnionRow(std::string_view padded) {
+  if (padded.size() < 4)
+    return absl::InvalidArgumentError("a union row is shorter than its length");
+  const uint64_t n = (uint64_t{static_cast<uint8_t>(padded[0])} << 24) |
+                     (uint64_t{static_cast<uint8_t>(padded[1])} << 16) |
+                     (uint64_t{static_cast<uint8_t>(padded[2])} << 8) |
+                     uint64_t{static_cast<uint8_t>(padded[3])};
+  if (n > padded.size() - 4) {
+    return absl::InvalidArgumentError("a union row's length runs past its end");
+  }
+  const std::string_view rest = padded.substr(4 + n);
+  if (rest.find_first_not_of('\0') != std::string_view::npos) {
+    return absl::InvalidArgumentError("a union row's padding is not zero");
+  }
+  return std::string(padded.substr(4, n));
 }
 
 absl::StatusOr<std::vector<std::string>> OpenUnionRows(
-    const crypto::SealKeyPair& keys, const std::string& job_id, uint64_t round,
-    const std::string& recipient, const google::protobuf::RepeatedPtrField<std::string>& rows) {
+    const crypto::SealKeyPair& keys, const std::string& job_id, const std::string& run_id,
+    uint64_t round, const std::string& recipient,
+    const google::protobuf::RepeatedPtrField<std::string>& rows) {
   std::vector<std::string> out(rows.size());
-  const crypto::SealContext context = UnionRowContext(job_id, round, recipient);
+  const crypto::SealContext context = UnionRowContext(job_id, run_id, round, recipient);
   RETURN_IF_ERROR(ParallelFor(out.size(), [&](size_t i) -> absl::Status {
-    ASSIGN_OR_RETURN(out[i], crypto::Open(keys, context, rows[static_cast<int>(i)]));
+    ASSIGN_OR_RETURN(const std::string padded,
+                     crypto::Open(keys, context, rows[static_cast<int>(i)]));
+    ASSIGN_OR_RETURN(out[i], UnpadUnionRow(padded));
     return absl::OkStatus();
   }));
   return out;
 }
 
-absl::StatusOr<fedanon::v1::UnionList> OpenUnionList(const crypto::SealKeyPair& keys,
-                                                     const std::string& job_id, uint64_t round,
-                                                     const std::string& receiver,
-                                                     const std::string& sender,
-                                                     const crypto::SealPublicKey& sender_key,
-                                                     const fedanon::v1::SealedPayload& sealed) {
+absl::StatusOr<fedanon::v1::UnionList> OpenUnionList(
+    const crypto::SealKeyPair& keys, const std::string& job_id, const std::string& run_id,
+    uint64_t round, const std::string& receiver, const std::string& sender,
+    const crypto::SealPublicKey& sender_key, const fedanon::v1::SealedPayload& sealed) {
   if (sealed.sender() != sender || sealed.receiver() != receiver) {
     return absl::PermissionDeniedError(absl::StrCat(
         "the union list must come from '", sender, "' (the agreed predecessor) for '", receiver,
@@ -46,7 +80,7 @@ absl::StatusOr<fedanon::v1::UnionList> OpenUnionList(const crypto::SealKeyPair& 
   fedanon::v1::UnionList list;
   ASSIGN_OR_RETURN(
       std::string bytes,
-      crypto::OpenFrom(keys, sender_key, UnionListContext(job_id, round, sender, receiver),
+      crypto::OpenFrom(keys, sender_key, UnionListContext(job_id, run_id, round, sender, receiver),
                        sealed.ciphertext()));
   if (!list.ParseFromString(bytes)) {
     return absl::InvalidArgumentError("the union list does not parse");

@@ -15,27 +15,40 @@
 
 namespace fedanon::common {
 
+// A union row's plaintext is padded before it is sealed, so that the leader, which relays the
+// sealed rows, cannot tell rows (and so their origin party) apart by length: u32be(length of the
+// CSV line) || the line || zeros, to kUnionRowFloorBytes, or beyond that to the next multiple of
+// kUnionRowStepBytes. Rows up to the floor (most generalized rows) all have one length; a longer
+// row shows only its 64-byte bucket.
+inline constexpr size_t kUnionRowFloorBytes = 256;
+inline constexpr size_t kUnionRowStepBytes = 64;
+std::string PadUnionRow(std::string_view line);
+// The CSV line of a padded row; InvalidArgument for a length prefix past the end or padding that
+// is not zero.
+absl::StatusOr<std::string> UnpadUnionRow(std::string_view padded);
+
 // Union rows are sealed ANONYMOUSLY (crypto::Seal, no sender name): the recipient must not learn
 // their origin (mohammed2010 §5.4).
-crypto::SealContext UnionRowContext(const std::string& job_id, uint64_t round,
-                                    const std::string& recipient);
+crypto::SealContext UnionRowContext(const std::string& job_id, const std::string& run_id,
+                                    uint64_t round, const std::string& recipient);
 // The union list is sealed hop to hop, sender-authenticated (crypto::SealFrom), from `sender` to
 // `receiver`.
-crypto::SealContext UnionListContext(const std::string& job_id, uint64_t round,
-                                     const std::string& sender, const std::string& receiver);
+crypto::SealContext UnionListContext(const std::string& job_id, const std::string& run_id,
+                                     uint64_t round, const std::string& sender,
+                                     const std::string& receiver);
 
 // The secure union's wire format: opens the set sealed for `receiver` by `sender` (whose
 // certified key is `sender_key`; PermissionDenied when the payload names or was sealed by anyone
-// else), then the rows sealed anonymously for `recipient` (one CSV line each).
-absl::StatusOr<fedanon::v1::UnionList> OpenUnionList(const crypto::SealKeyPair& keys,
-                                                     const std::string& job_id, uint64_t round,
-                                                     const std::string& receiver,
-                                                     const std::string& sender,
-                                                     const crypto::SealPublicKey& sender_key,
-                                                     const fedanon::v1::SealedPayload& sealed);
+// else), then the rows sealed anonymously for `recipient` (one padded CSV line each, returned
+// without its padding).
+absl::StatusOr<fedanon::v1::UnionList> OpenUnionList(
+    const crypto::SealKeyPair& keys, const std::string& job_id, const std::string& run_id,
+    uint64_t round, const std::string& receiver, const std::string& sender,
+    const crypto::SealPublicKey& sender_key, const fedanon::v1::SealedPayload& sealed);
 absl::StatusOr<std::vector<std::string>> OpenUnionRows(
-    const crypto::SealKeyPair& keys, const std::string& job_id, uint64_t round,
-    const std::string& recipient, const google::protobuf::RepeatedPtrField<std::string>& rows);
+    const crypto::SealKeyPair& keys, const std::string& job_id, const std::string& run_id,
+    uint64_t round, const std::string& recipient,
+    const google::protobuf::RepeatedPtrField<std::string>& rows);
 
 // A serialized VerticalColumns read in place (issue 30: a 1M-record release within bounded
 // memory): the names, and where each row's cells start in the bytes, with no string per cell.

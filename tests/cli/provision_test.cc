@@ -147,7 +147,7 @@ TEST_F(ProvisionTest, WritesAVerifiableKit) {
                          crypto::VerifiedSealKey(ReadFile(dir / "seal.crt"), ca_pem, who));
     ASSERT_OK_AND_ASSIGN(auto pair, crypto::SealKeyPairFromPem(ReadFile(dir / "seal.key")));
     const crypto::SealContext ctx{
-        .job_id = "j", .round = 1, .sender = "x", .receiver = name, .purpose = "t"};
+        .job_id = "j", .run_id = "r", .round = 1, .sender = "x", .receiver = name, .purpose = "t"};
     ASSERT_OK_AND_ASSIGN(const std::string box, crypto::Seal(*pub, ctx, "hello"));
     ASSERT_OK_AND_ASSIGN(const std::string opened, crypto::Open(*pair, ctx, box));
     EXPECT_EQ(opened, "hello");

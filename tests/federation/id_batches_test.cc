@@ -1,10 +1,10 @@
-// Vertical ID matching in batches (protocol 1.3; docs/crypto.md "ID matching in batches"): with a
-// tiny batch size (many batches per list) the job releases what whole lists release, over two and
-// three parties with half-overlapping ids; each party gets its calls in one fixed order (what a
-// restarted leader replays); a party announcing protocol 1.2 gets whole lists. A deviating leader
-// (in-process, tampering with requests in flight) is refused by name: a batch replayed with
-// another payload, sealed by the wrong party, for another origin or hop, a skipped batch, a
-// duplicated batch, a batch count changed mid-list, a batch larger than the batch size.
+// Vertical ID matching in batches (docs/crypto.md "ID matching"): with a tiny batch size (many
+// batches per list) the job releases what one batch per list releases, over two and three parties
+// with half-overlapping ids; each party gets its calls in one fixed order (what a restarted leader
+// replays). A deviating leader (in-process, tampering with requests in flight) is refused by
+// name: a batch replayed with another payload, sealed by the wrong party, for another origin or
+// hop, a skipped batch, a duplicated batch, a batch count changed mid-list, a batch larger than
+// the batch size, an alignment before the common ids.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -99,6 +99,7 @@ std::string Describe(const fedanon::v1::VerticalStep& s) {
   if (s.has_id_digests()) {
     return absl::StrCat("D ", s.id_digests().origin(), " b", s.id_digests().batch());
   }
+  if (s.has_id_common()) return absl::StrCat("C b", s.id_common().batch());
   if (s.has_id_align()) return "A";
   return "";
 }
@@ -115,11 +116,10 @@ struct JobRun {
 using Tamper =
     std::function<void(InProcessFederation&, const std::string&, fedanon::v1::LeaderMessage*)>;
 
-// Runs the job with batches of `batch` ids (0: whole lists); `old_party` announces protocol 1.2.
-// `limit` > 0: the leader's message limit; `party_limit` > 0: every party's.
+// Runs the job with batches of `batch` ids. `limit` > 0: the leader's message limit;
+// `party_limit` > 0: every party's.
 JobRun RunJob(const Generated& g, const std::string& name, uint32_t batch,
-              const Tamper& tamper = {}, const std::string& old_party = "", uint64_t limit = 0,
-              uint64_t party_limit = 0) {
+              const Tamper& tamper = {}, uint64_t limit = 0, uint64_t party_limit = 0) {
   JobRun out;
   auto fed = InProcessFederation::Create(
       name, g.files,
@@ -133,7 +133,6 @@ JobRun RunJob(const Generated& g, const std::string& name, uint32_t batch,
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;
   InProcessFederation* f = fed->get();
-  if (!old_party.empty()) f->channel.set_protocol(old_party, common::ProtocolVersion{1, 2});
   absl::Mutex mu;
   f->channel.set_tamper([&](const std::string& party, fedanon::v1::LeaderMessage* m) {
     if (tamper) tamper(*f, party, m);
@@ -187,33 +186,43 @@ size_t Count(const std::vector<std::string>& calls, const std::string& prefix) {
       calls.begin(), calls.end(), [&](const std::string& c) { return c.rfind(prefix, 0) == 0; }));
 }
 
-TEST(IdBatches, TwoPartiesInTinyBatchesReleaseWhatWholeListsRelease) {
+TEST(IdBatches, TwoPartiesInTinyBatchesReleaseWhatOneBatchReleases) {
   const JobRun batched = RunJob(TwoParties(), "idb2_batched", kTinyBatch);
-  const JobRun whole = RunJob(TwoParties(), "idb2_whole", 0);
+  const JobRun whole = RunJob(TwoParties(), "idb2_whole", 65536);
   ExpectSameRelease(batched, whole, 120);
-  // 240 ids a party in batches of 7: 35 batches a list, each re-encrypted once and its digests
-  // delivered to both parties; whole lists: one call each.
+  // 240 ids a party in batches of 7: 35 batches a list, each re-encrypted once by the other party,
+  // which seals its digests for the leader and the owner (delivered to it); the 120 common ids
+  // come back in 18 batches. One batch: one call of each.
   for (const auto& [party, calls] : batched.calls) {
     EXPECT_EQ(Count(calls, "E "), 35u) << party;
     EXPECT_EQ(Count(calls, "R "), 35u) << party;
-    EXPECT_EQ(Count(calls, "D "), 70u) << party;
+    EXPECT_EQ(Count(calls, "D "), 35u) << party;
+    EXPECT_EQ(Count(calls, "C "), 18u) << party;
     EXPECT_EQ(calls.back(), "A") << party;
   }
   for (const auto& [party, calls] : whole.calls) {
-    EXPECT_EQ(Count(calls, "D "), 0u) << party;
-    EXPECT_EQ(Count(calls, "E "), 1u) << party;
+    EXPECT_EQ(
+        calls,
+        (std::vector<std::string>{
+            "E b0", "R " + std::string(party == "hospital-a" ? "hospital-b" : "hospital-a") + " b0",
+            "D " + party + " b0", "C b0", "A"}))
+        << party;
   }
 }
 
-TEST(IdBatches, ThreePartiesInTinyBatchesReleaseWhatWholeListsRelease) {
+TEST(IdBatches, ThreePartiesInTinyBatchesReleaseWhatOneBatchReleases) {
   const JobRun batched = RunJob(ThreeParties(), "idb3_batched", kTinyBatch);
-  const JobRun whole = RunJob(ThreeParties(), "idb3_whole", 0);
+  const JobRun whole = RunJob(ThreeParties(), "idb3_whole", 65536);
   ExpectSameRelease(batched, whole, 90);
-  // 180 ids a party: 26 batches a list; each party re-encrypts the two other lists.
+  // 180 ids a party: 26 batches a list; each party re-encrypts the two other lists and removes
+  // its blinding from its own (the last hop: no digests come to it), and the 90 common ids come
+  // back in 13 batches.
   for (const auto& [party, calls] : batched.calls) {
     EXPECT_EQ(Count(calls, "E "), 26u) << party;
-    EXPECT_EQ(Count(calls, "R "), 52u) << party;
-    EXPECT_EQ(Count(calls, "D "), 78u) << party;
+    EXPECT_EQ(Count(calls, "R "), 78u) << party;
+    EXPECT_EQ(Count(calls, "R " + party + " "), 26u) << party;
+    EXPECT_EQ(Count(calls, "D "), 0u) << party;
+    EXPECT_EQ(Count(calls, "C "), 13u) << party;
   }
 }
 
@@ -221,8 +230,8 @@ TEST(IdBatches, UnderASmallMessageLimitEachBatchFitsOneMessage) {
   // 4 KiB: the leader picks batches of (4 KiB less the chunk headroom) / 134 ids, so no
   // ID-matching request or reply crosses the limit, and the release is the same.
   constexpr uint64_t kLimit = 4096;
-  const JobRun small = RunJob(TwoParties(), "idb2_small", 65536, {}, "", kLimit);
-  const JobRun whole = RunJob(TwoParties(), "idb2_small_ref", 0);
+  const JobRun small = RunJob(TwoParties(), "idb2_small", 65536, {}, kLimit);
+  const JobRun whole = RunJob(TwoParties(), "idb2_small_ref", 65536);
   ExpectSameRelease(small, whole, 120);
   EXPECT_LE(small.largest_id_request, kLimit);
   EXPECT_LE(small.largest_id_reply, kLimit);
@@ -235,7 +244,7 @@ void ExpectRefused(const JobRun& r, const std::string& reason);
 TEST(IdBatches, ABatchOverAPartysOwnMessageLimitIsRefused) {
   // The leader sizes batches for its own 64 MiB limit (240 ids, 16 KB a batch here) but the
   // parties accept 4 KiB: each refuses to send a reply over its limit, by name.
-  const JobRun r = RunJob(TwoParties(), "idb_party_limit", 65536, {}, "", 0, 4096);
+  const JobRun r = RunJob(TwoParties(), "idb_party_limit", 65536, {}, 0, 4096);
   ExpectRefused(r, "over this party's message limit of 4096 bytes");
 }
 
@@ -255,16 +264,6 @@ TEST(IdBatches, EachPartyGetsItsCallsInOneFixedOrder) {
   EXPECT_EQ(std::vector<std::string>(a.begin(), a.begin() + 6),
             (std::vector<std::string>{"E b0", "E b1", "R hospital-c b0", "E b2", "R hospital-c b1",
                                       "R hospital-b b0"}));
-}
-
-TEST(IdBatches, APartyOfProtocolOneTwoGetsWholeLists) {
-  const JobRun old = RunJob(TwoParties(), "idb2_old", kTinyBatch, {}, "hospital-b");
-  const JobRun whole = RunJob(TwoParties(), "idb2_old_ref", 0);
-  ExpectSameRelease(old, whole, 120);
-  for (const auto& [party, calls] : old.calls) {
-    EXPECT_EQ(Count(calls, "D "), 0u) << party;
-    EXPECT_EQ(Count(calls, "E "), 1u) << party;
-  }
 }
 
 // ---- A deviating leader ----
@@ -352,15 +351,16 @@ TEST(IdBatches, ABatchOfAnotherOriginOrHopDoesNotOpen) {
                 "another origin, hop, batch or count)");
 }
 
-TEST(IdBatches, ASkippedBatchIsRefusedAtAlignment) {
-  // The leader delivers batch 0's digests of hospital-a's list again in place of batch 1's:
-  // answered again (the same request), but IdAlign finds batch 1 missing.
+TEST(IdBatches, ASkippedBatchIsRefusedBeforeTheCommonIds) {
+  // The leader delivers batch 0's digests of hospital-b's own list again in place of batch 1's:
+  // answered again (the same request), but hospital-b finds batch 1 missing when the common ids
+  // come, and signs nothing.
   Seen seen;
   const JobRun r =
       RunJob(TwoParties(), "idb_skip", kTinyBatch,
              [&](InProcessFederation&, const std::string& party, fedanon::v1::LeaderMessage* m) {
                if (party != "hospital-b" || !m->has_vertical() || !m->vertical().has_id_digests() ||
-                   m->vertical().id_digests().origin() != "hospital-a") {
+                   m->vertical().id_digests().origin() != "hospital-b") {
                  return;
                }
                const uint32_t b = m->vertical().id_digests().batch();
@@ -371,9 +371,7 @@ TEST(IdBatches, ASkippedBatchIsRefusedAtAlignment) {
                }
              });
   EXPECT_TRUE(seen.done);
-  ExpectRefused(r,
-                "IdAlign: batch 1 of 35 of 'hospital-a''s fully encrypted list was not "
-                "delivered");
+  ExpectRefused(r, "the common ids arrived before every batch of this party's own list came back");
 }
 
 TEST(IdBatches, ADuplicatedBatchWithOtherContentIsRefused) {
@@ -393,7 +391,7 @@ TEST(IdBatches, ADuplicatedBatchWithOtherContentIsRefused) {
              });
   EXPECT_TRUE(done);
   ExpectRefused(r,
-                "one request, one answer: the digests of batch 0 of 'hospital-a''s list were "
+                "one request, one answer: the digests of batch 0 of this party's list were "
                 "already delivered with other content");
 }
 
@@ -425,14 +423,14 @@ TEST(IdBatches, ABatchLargerThanTheBatchSizeIsRefused) {
                if (s->has_id_encrypt()) s->mutable_id_encrypt()->set_batch_ids(6);
                if (s->has_id_reencrypt()) s->mutable_id_reencrypt()->set_batch_ids(6);
                if (s->has_id_digests()) s->mutable_id_digests()->set_batch_ids(6);
-               if (s->has_id_align()) s->mutable_id_align()->set_batch_ids(6);
+               if (s->has_id_common()) s->mutable_id_common()->set_batch_ids(6);
              });
   // hospital-b refuses hospital-a's 7-id batches, or hospital-a hospital-b's 6-id ones (the two
   // run at once): either way by the batch's size.
   ExpectRefused(r, "ids; every batch but the last holds");
 }
 
-TEST(IdBatches, AlignmentBeforeEveryBatchArrivedIsRefused) {
+TEST(IdBatches, AlignmentBeforeTheCommonIdsIsRefused) {
   // The leader turns hospital-b's first digest delivery into IdAlign.
   bool done = false;
   const JobRun r =
@@ -442,11 +440,71 @@ TEST(IdBatches, AlignmentBeforeEveryBatchArrivedIsRefused) {
                    !m->vertical().has_id_digests()) {
                  return;
                }
-               m->mutable_vertical()->mutable_id_align()->set_batch_ids(kTinyBatch);
+               m->mutable_vertical()->mutable_id_align();
                done = true;
              });
   EXPECT_TRUE(done);
-  ExpectRefused(r, "fully encrypted list was not delivered");
+  ExpectRefused(r, "IdAlign before every batch of the common ids arrived");
+}
+
+}  // namespace
+}  // namespace fedanon::testing
+
+namespace fedanon::testing {
+namespace {
+
+// Three parties where hospital-a and hospital-b share six people and hospital-c only three of
+// them: each party may learn which of its own records are common to all three, never that p4-p6
+// are in both hospital-a's and hospital-b's lists. No party opens another list's digests (with
+// three parties a list's digests exist only at its owner and the leader), every party aligns on
+// the three common to all, and the leader's view log says what it learned of the lists.
+TEST(IdBatches, NoPartyLearnsAPairwiseIntersection) {
+  constexpr char kSpec3[] = R"(name: pairwise
+attributes:
+  - {name: id, role: id}
+  - {name: qa, role: qid, values: [x, y], party: hospital-a}
+  - {name: qb, role: qid, values: [x, y], party: hospital-b}
+  - {name: qc, role: qid, values: [x, y], party: hospital-c}
+  - {name: cls, role: class, values: [yes, no]}
+privacy: {model: lkc, L: 1, K: 1}
+partitioning: vertical
+)";
+  auto table = [](const std::string& col, const std::vector<std::string>& ids) {
+    std::string t = "id,cls," + col + "\n";
+    for (size_t i = 0; i < ids.size(); ++i) t += ids[i] + (i % 2 ? ",yes,x\n" : ",no,y\n");
+    return t;
+  };
+  const std::vector<std::map<std::string, std::string>> files = {
+      {{"table.csv", table("qa", {"p1", "p2", "p3", "p4", "p5", "p6", "a1"})}},
+      {{"table.csv", table("qb", {"p6", "p5", "p4", "p3", "p2", "p1", "b1"})}},
+      {{"table.csv", table("qc", {"p3", "c1", "p1", "c2", "p2", "c3"})}}};
+  absl::Mutex mu;
+  std::map<std::string, std::vector<std::string>> opened;  // receiver -> purposes
+  ASSERT_OK_AND_ASSIGN(
+      auto fed,
+      InProcessFederation::Create("idb_pairwise", files, [&](party::PartyAgentOptions& o) {
+        o.observe_opened = [&, receiver = o.name](const std::string&, const std::string& purpose,
+                                                  const std::string&) {
+          absl::MutexLock lock(&mu);
+          opened[receiver].push_back(purpose);
+        };
+      }));
+  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpec3, "job.yaml"));
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  for (const auto& p : fed->names) req.add_parties(p);
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, fed->Submit(req));
+  const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+  ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
+  ASSERT_OK_AND_ASSIGN(const std::string csv, fed->leader->Result(submitted.job_id()));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << csv;  // header and p1, p2, p3
+  absl::MutexLock lock(&mu);
+  for (const auto& [receiver, purposes] : opened) {
+    for (const std::string& purpose : purposes) {
+      EXPECT_EQ(purpose.rfind("id-full:", 0), std::string::npos)
+          << receiver << " opened the digests of a list: " << purpose;
+    }
+  }
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
-// Private ID matching (party/id_matching.h) between matchers with their own keys: ids in any
-// order, partially overlapping; every party finds the same common records and the same canonical
-// order; the digests of the last hop are checked for framing.
+// Private ID matching (party/id_matching.h, common/wire/id_digests.h) between matchers with their
+// own keys: ids in any order, partially overlapping; each list walks the ring (with three or more
+// parties blinded by its owner and brought back to it), the leader intersects the digests, and
+// every party finds the same common records in the same canonical order — learning of its own
+// records only which are common to all; the digests' framing and the intersection a party is
+// handed are checked.
 #include "party/id_matching.h"
 
 #include <gtest/gtest.h>
@@ -12,14 +15,35 @@
 #include <string>
 #include <vector>
 
+#include "common/wire/id_digests.h"
 #include "crypto/shuffle.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::party {
 namespace {
 
-// Runs the ring for `lists` (one id list per party): each list is encrypted by its owner,
-// re-encrypted by every other party, and digested at the last hop.
+// One list's walk round the ring as the parties run it (common::IdLastHop): owner `o` encrypts
+// (blinded with three or more parties), the others re-encrypt, the owner removes its blinding
+// last; returns the last hop's digests, and in `held_by_others` the digests of what each hop was
+// handed (what the parties saw of the list before its last layer).
+std::string Walk(const std::vector<std::unique_ptr<IdMatcher>>& m, size_t o,
+                 std::vector<std::string>* held_by_others = nullptr) {
+  const size_t n = m.size();
+  const bool blinded = common::IdListsBlinded(n);
+  auto points = m[o]->EncryptOwnRange(0, m[o]->size(), blinded);
+  EXPECT_TRUE(points.ok()) << points.status();
+  const size_t last = common::IdLastHop(n);
+  for (size_t h = 1; h <= last; ++h) {
+    const size_t worker = (o + h) % n;
+    if (held_by_others != nullptr) held_by_others->push_back(IdMatcher::FinalDigests(*points));
+    points = worker == o ? m[o]->Unblind(*points) : m[worker]->ReEncrypt(*points, h == last);
+    EXPECT_TRUE(points.ok()) << points.status();
+  }
+  return IdMatcher::FinalDigests(*points);
+}
+
+// The whole protocol for `lists` (one id list per party): every list's walk, the leader's
+// intersection, every party's alignment on it.
 std::vector<IdAlignment> Match(const std::vector<std::vector<std::string>>& lists) {
   std::vector<std::unique_ptr<IdMatcher>> m;
   for (const auto& ids : lists) {
@@ -27,21 +51,13 @@ std::vector<IdAlignment> Match(const std::vector<std::vector<std::string>>& list
     EXPECT_TRUE(matcher.ok()) << matcher.status();
     m.push_back(std::move(*matcher));
   }
-  const size_t n = lists.size();
-  std::vector<std::vector<std::string>> full(n);
-  for (size_t i = 0; i < n; ++i) {
-    auto points = m[i]->EncryptOwn();
-    EXPECT_TRUE(points.ok());
-    for (size_t hop = 1; hop < n; ++hop) {
-      points = m[(i + hop) % n]->ReEncrypt(*points, /*last_hop=*/hop + 1 == n);
-    }
-    auto digests = IdMatcher::SplitDigests(IdMatcher::FinalDigests(*points));
-    EXPECT_TRUE(digests.ok());
-    full[i] = *digests;
-  }
+  std::vector<std::string> digests;
+  for (size_t o = 0; o < m.size(); ++o) digests.push_back(Walk(m, o));
+  auto common = common::CommonDigests(digests);
+  EXPECT_TRUE(common.ok()) << common.status();
   std::vector<IdAlignment> out;
-  for (size_t i = 0; i < n; ++i) {
-    auto a = m[i]->Align(i, full);
+  for (size_t i = 0; i < m.size(); ++i) {
+    auto a = m[i]->AlignToCommon(digests[i], *common);
     EXPECT_TRUE(a.ok()) << a.status();
     out.push_back(*a);
   }
@@ -73,6 +89,37 @@ TEST(IdMatchingTest, ThreePartiesAgreeOnTheCommonRecordsAndTheirOrder) {
   EXPECT_EQ(slots, (std::set<int64_t>{0, 1, 2}));
 }
 
+// With three parties, p2 is in A's and B's lists but not C's. No party but a list's owner ever
+// holds that list under every key: what the others hold of A's list (blinded by A) matches none
+// of the fully encrypted digests, so B cannot learn that its record p2 is also A's customer.
+TEST(IdMatchingTest, WithThreePartiesOnlyTheOwnerHoldsItsListFullyEncrypted) {
+  const std::vector<std::vector<std::string>> lists = {
+      {"p1", "p2", "p3"}, {"p2", "p1", "p3", "b-only"}, {"p3", "p1", "c-only"}};
+  std::vector<std::unique_ptr<IdMatcher>> m;
+  for (const auto& ids : lists) m.push_back(*IdMatcher::Create(ids));
+  std::vector<std::string> full;
+  std::vector<std::vector<std::string>> held(3);
+  for (size_t o = 0; o < 3; ++o) full.push_back(Walk(m, o, &held[o]));
+  std::set<std::string> every_full_digest;
+  for (const std::string& packed : full) {
+    for (size_t i = 0; i < packed.size(); i += common::kIdDigestBytes) {
+      every_full_digest.insert(packed.substr(i, common::kIdDigestBytes));
+    }
+  }
+  for (size_t o = 0; o < 3; ++o) {
+    ASSERT_EQ(held[o].size(), 3u);  // A's blinded list, then B's and C's layers on it
+    for (const std::string& packed : held[o]) {
+      for (size_t i = 0; i < packed.size(); i += common::kIdDigestBytes) {
+        EXPECT_FALSE(every_full_digest.count(packed.substr(i, common::kIdDigestBytes)))
+            << "a party other than the owner held list " << o << " fully encrypted";
+      }
+    }
+  }
+  // And the intersection the leader hands out holds p1 and p3 only (p2 is not C's).
+  ASSERT_OK_AND_ASSIGN(const std::string common, common::CommonDigests(full));
+  EXPECT_EQ(common.size(), 2 * common::kIdDigestBytes);
+}
+
 // The owner sends its list in a secret order. Two parties with the same 200 ids in the same
 // table order: after both layers the points are equal as sets, so position j of A's list and of
 // B's list hold the same id only where their secret orders agree — about once, never 200 times
@@ -82,8 +129,8 @@ TEST(IdMatchingTest, EachOwnerSendsItsListInASecretOrder) {
   for (int i = 0; i < 200; ++i) ids.push_back("person-" + std::to_string(i));
   ASSERT_OK_AND_ASSIGN(auto a, IdMatcher::Create(ids));
   ASSERT_OK_AND_ASSIGN(auto b, IdMatcher::Create(ids));
-  ASSERT_OK_AND_ASSIGN(auto a_sent, a->EncryptOwn());  // what A's first hop sends
-  ASSERT_OK_AND_ASSIGN(auto b_sent, b->EncryptOwn());
+  ASSERT_OK_AND_ASSIGN(auto a_sent, a->EncryptOwnRange(0, 200, false));  // A's first hop
+  ASSERT_OK_AND_ASSIGN(auto b_sent, b->EncryptOwnRange(0, 200, false));
   ASSERT_OK_AND_ASSIGN(auto a_full, b->ReEncrypt(a_sent));
   ASSERT_OK_AND_ASSIGN(auto b_full, a->ReEncrypt(b_sent));
   ASSERT_EQ(std::set<std::string>(a_full.begin(), a_full.end()),
@@ -91,15 +138,6 @@ TEST(IdMatchingTest, EachOwnerSendsItsListInASecretOrder) {
   size_t same_position = 0;
   for (size_t j = 0; j < ids.size(); ++j) same_position += a_full[j] == b_full[j];
   EXPECT_LT(same_position, 20u) << "the lists are sent in table order";
-  // And a second list of the same owner is in another order (drawn per matcher).
-  ASSERT_OK_AND_ASSIGN(auto a2, IdMatcher::Create(ids));
-  ASSERT_OK_AND_ASSIGN(auto a2_sent, a2->EncryptOwn());
-  ASSERT_OK_AND_ASSIGN(auto a2_full, b->ReEncrypt(a2_sent));
-  ASSERT_OK_AND_ASSIGN(auto a_again, b->ReEncrypt(a_sent));
-  EXPECT_EQ(a_again, a_full);  // re-encryption keeps the order and is deterministic
-  size_t a2_same = 0;
-  for (size_t j = 0; j < ids.size(); ++j) a2_same += a2_full[j] == b_full[j];
-  EXPECT_LT(a2_same, 20u);
   // Matching is unchanged: every id common, the same canonical position at both parties.
   const auto aligned = Match({ids, ids});
   ASSERT_EQ(aligned.size(), 2u);
@@ -111,14 +149,26 @@ TEST(IdMatchingTest, EachOwnerSendsItsListInASecretOrder) {
   EXPECT_EQ(*slots.rbegin(), 199);
 }
 
-TEST(IdMatchingTest, DigestsAreSixteenBytesEachAndFramingIsChecked) {
+// A batch is a range of the same secret-ordered list.
+TEST(IdMatchingTest, RangesAreSlicesOfTheWholeList) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 37; ++i) ids.push_back("person-" + std::to_string(i));
+  ASSERT_OK_AND_ASSIGN(auto a, IdMatcher::Create(ids, 1));
+  for (const bool blinded : {false, true}) {
+    ASSERT_OK_AND_ASSIGN(const auto whole, a->EncryptOwnRange(0, 37, blinded));
+    ASSERT_OK_AND_ASSIGN(const auto part, a->EncryptOwnRange(10, 20, blinded));
+    EXPECT_EQ(part, std::vector<std::string>(whole.begin() + 10, whole.begin() + 30));
+  }
+  EXPECT_NE(*a->EncryptOwnRange(0, 1, true), *a->EncryptOwnRange(0, 1, false));
+  EXPECT_FALSE(a->EncryptOwnRange(30, 8, false).ok());
+}
+
+TEST(IdMatchingTest, DigestsAreSixteenBytesEach) {
   const std::string packed = IdMatcher::FinalDigests({"point-a", "point-b", "point-a"});
   ASSERT_EQ(packed.size(), 48u);
-  ASSERT_OK_AND_ASSIGN(auto digests, IdMatcher::SplitDigests(packed));
-  ASSERT_EQ(digests.size(), 3u);
-  EXPECT_EQ(digests[0], digests[2]);
-  EXPECT_NE(digests[0], digests[1]);
-  EXPECT_FALSE(IdMatcher::SplitDigests(packed.substr(1)).ok());
+  EXPECT_EQ(packed.substr(0, 16), packed.substr(32, 16));
+  EXPECT_NE(packed.substr(0, 16), packed.substr(16, 16));
+  EXPECT_FALSE(common::CommonDigests({packed.substr(1)}).ok());
 }
 
 // The lists are split over threads; the result is the same for every thread count, in order.
@@ -127,12 +177,12 @@ TEST(IdMatchingTest, ThreadedAndSingleThreadedListsAreEqual) {
   for (int i = 0; i < 301; ++i) ids.push_back("person-" + std::to_string(i));
   ASSERT_OK_AND_ASSIGN(auto a, IdMatcher::Create(ids, 1));
   ASSERT_OK_AND_ASSIGN(auto b, IdMatcher::Create(ids, 1));
-  ASSERT_OK_AND_ASSIGN(const auto a_single, a->EncryptOwn());
+  ASSERT_OK_AND_ASSIGN(const auto a_single, a->EncryptOwnRange(0, 301, false));
   ASSERT_OK_AND_ASSIGN(const auto b_single, b->ReEncrypt(a_single));
   for (int threads : {0, 2, 3, 8}) {
     a->set_threads(threads);
     b->set_threads(threads);
-    ASSERT_OK_AND_ASSIGN(const auto a_threaded, a->EncryptOwn());
+    ASSERT_OK_AND_ASSIGN(const auto a_threaded, a->EncryptOwnRange(0, 301, false));
     EXPECT_EQ(a_threaded, a_single) << threads << " threads";
     ASSERT_OK_AND_ASSIGN(const auto b_threaded, b->ReEncrypt(a_single));
     EXPECT_EQ(b_threaded, b_single) << threads << " threads";
@@ -147,10 +197,9 @@ TEST(IdMatchingTest, HopEncodingDoesNotChangeTheFullLists) {
   for (int i = 0; i < 50; ++i) ids.push_back("person-" + std::to_string(i));
   ASSERT_OK_AND_ASSIGN(auto a, IdMatcher::Create(ids, 2));
   ASSERT_OK_AND_ASSIGN(auto b, IdMatcher::Create(ids, 2));
-  ASSERT_OK_AND_ASSIGN(const auto sent_unc, a->EncryptOwn());
+  ASSERT_OK_AND_ASSIGN(const auto sent_unc, a->EncryptOwnRange(0, 50, false));
   a->set_hop_encoding(crypto::PointEncoding::kCompressed);
-  ASSERT_OK_AND_ASSIGN(const auto sent_comp, a->EncryptOwn());
-  ASSERT_EQ(sent_unc.size(), ids.size());
+  ASSERT_OK_AND_ASSIGN(const auto sent_comp, a->EncryptOwnRange(0, 50, false));
   EXPECT_EQ(sent_unc[0].size(), crypto::kUncompressedPointSize);
   EXPECT_EQ(sent_comp[0].size(), crypto::kCompressedPointSize);
   ASSERT_OK_AND_ASSIGN(const auto middle, b->ReEncrypt(sent_comp));
@@ -159,7 +208,10 @@ TEST(IdMatchingTest, HopEncodingDoesNotChangeTheFullLists) {
   ASSERT_OK_AND_ASSIGN(const auto full_comp, b->ReEncrypt(sent_comp, /*last_hop=*/true));
   EXPECT_EQ(full_unc, full_comp);
   EXPECT_EQ(full_unc[0].size(), crypto::kCompressedPointSize);
-  EXPECT_EQ(IdMatcher::FinalDigests(full_unc), IdMatcher::FinalDigests(full_comp));
+  // The owner's unblinding layer is compressed too (it is a last hop).
+  ASSERT_OK_AND_ASSIGN(const auto blinded, a->EncryptOwnRange(0, 50, true));
+  ASSERT_OK_AND_ASSIGN(const auto unblinded, a->Unblind(*b->ReEncrypt(blinded)));
+  EXPECT_EQ(unblinded[0].size(), crypto::kCompressedPointSize);
 }
 
 // What a party logs at the end of ID matching (bench/vertical_daemons.sh reads it): this
@@ -169,7 +221,7 @@ TEST(IdMatchingTest, ProcessUsageCountsCpuAndPeakMemory) {
   std::vector<std::string> ids;
   for (int i = 0; i < 200; ++i) ids.push_back("person-" + std::to_string(i));
   ASSERT_OK_AND_ASSIGN(auto a, IdMatcher::Create(ids, 1));
-  ASSERT_OK_AND_ASSIGN(const auto sent, a->EncryptOwn());
+  ASSERT_OK_AND_ASSIGN(const auto sent, a->EncryptOwnRange(0, 200, false));
   std::vector<char> touched(64 << 20, 1);  // 64 MiB, written
   const ProcessUsage after = CurrentProcessUsage();
   EXPECT_GT(after.cpu_seconds, before.cpu_seconds);
@@ -178,8 +230,8 @@ TEST(IdMatchingTest, ProcessUsageCountsCpuAndPeakMemory) {
 }
 
 // A party reloading a vertical job after a restart (party/job_journal.h): the matcher restored
-// from its durable secret encrypts its ids to the same list in the same secret order, re-encrypts
-// another's list alike and aligns alike; a fresh matcher draws another key and order.
+// from its durable secret encrypts and blinds its ids to the same lists in the same secret order,
+// re-encrypts and unblinds alike, and aligns alike; a fresh matcher draws other keys and order.
 TEST(IdMatchingTest, ARestoredMatcherSendsTheSameListAndReEncryptsAlike) {
   std::vector<std::string> ids;
   for (int i = 0; i < 50; ++i) ids.push_back("person-" + std::to_string(i));
@@ -189,38 +241,39 @@ TEST(IdMatchingTest, ARestoredMatcherSendsTheSameListAndReEncryptsAlike) {
   ASSERT_EQ(secret.size(), IdMatcher::kDurableSecretBytes);
   ASSERT_OK_AND_ASSIGN(auto restored, IdMatcher::Restore(ids, secret.AsStringView(), 1));
   EXPECT_TRUE(restored->DurableSecret() == secret);
-  ASSERT_OK_AND_ASSIGN(const auto sent, original->EncryptOwn());
-  ASSERT_OK_AND_ASSIGN(const auto again, restored->EncryptOwn());
-  EXPECT_EQ(sent, again);
-  ASSERT_OK_AND_ASSIGN(const auto theirs, other->EncryptOwn());
+  for (const bool blinded : {false, true}) {
+    ASSERT_OK_AND_ASSIGN(const auto sent, original->EncryptOwnRange(0, 50, blinded));
+    ASSERT_OK_AND_ASSIGN(const auto again, restored->EncryptOwnRange(0, 50, blinded));
+    EXPECT_EQ(sent, again);
+  }
+  ASSERT_OK_AND_ASSIGN(const auto theirs, other->EncryptOwnRange(0, 50, false));
   ASSERT_OK_AND_ASSIGN(const auto by_original, original->ReEncrypt(theirs));
   ASSERT_OK_AND_ASSIGN(const auto by_restored, restored->ReEncrypt(theirs));
   EXPECT_EQ(by_original, by_restored);
-  // Alignment after the full ring: the same canonical positions.
-  ASSERT_OK_AND_ASSIGN(const auto own_full, other->ReEncrypt(sent));
-  ASSERT_OK_AND_ASSIGN(auto own_digests,
-                       IdMatcher::SplitDigests(IdMatcher::FinalDigests(own_full)));
-  ASSERT_OK_AND_ASSIGN(auto their_digests,
-                       IdMatcher::SplitDigests(IdMatcher::FinalDigests(by_original)));
-  const std::vector<std::vector<std::string>> full = {own_digests, their_digests};
-  ASSERT_OK_AND_ASSIGN(const IdAlignment a, original->Align(0, full));
-  ASSERT_OK_AND_ASSIGN(const IdAlignment b, restored->Align(0, full));
+  ASSERT_OK_AND_ASSIGN(const auto blinded, original->EncryptOwnRange(0, 50, true));
+  ASSERT_OK_AND_ASSIGN(const auto hop, other->ReEncrypt(blinded));
+  EXPECT_EQ(*original->Unblind(hop), *restored->Unblind(hop));
+  // Alignment on the same intersection: the same canonical positions.
+  const std::string own = IdMatcher::FinalDigests(*original->Unblind(hop));
+  const std::string their =
+      IdMatcher::FinalDigests(*original->ReEncrypt(theirs, /*last_hop=*/true));
+  ASSERT_OK_AND_ASSIGN(const std::string common, common::CommonDigests({own, their}));
+  ASSERT_OK_AND_ASSIGN(const IdAlignment a, original->AlignToCommon(own, common));
+  ASSERT_OK_AND_ASSIGN(const IdAlignment b, restored->AlignToCommon(own, common));
   EXPECT_EQ(a.canonical, b.canonical);
   EXPECT_EQ(a.common, 50u);
   // Another matcher: another key (and, with overwhelming probability, another order).
   ASSERT_OK_AND_ASSIGN(const auto fresh, IdMatcher::Create(ids, 1));
-  ASSERT_OK_AND_ASSIGN(const auto fresh_list, fresh->EncryptOwn());
-  EXPECT_NE(fresh_list, sent);
+  EXPECT_NE(*fresh->EncryptOwnRange(0, 50, false), *original->EncryptOwnRange(0, 50, false));
   // A secret of another form is refused.
-  EXPECT_FALSE(IdMatcher::Restore(ids, std::string(63, 'x')).ok());
-  EXPECT_FALSE(IdMatcher::Restore(ids, std::string(64, '\0')).ok());  // key 0 is no scalar
+  EXPECT_FALSE(IdMatcher::Restore(ids, std::string(95, 'x')).ok());
+  EXPECT_FALSE(IdMatcher::Restore(ids, std::string(96, '\0')).ok());  // key 0 is no scalar
 }
 
-TEST(IdMatchingTest, AlignEqualsASortedStringReferenceOnRandomDigests) {
-  // Align compares digests as pairs of big-endian words and merges our sorted list with the
-  // common digests; the reference sorts the digests as strings and looks each item up. Random
-  // 16-byte digests (every byte value, so the order of bytes >= 0x80 matters) over three lists
-  // drawn with replacement from one pool: partial overlap and repeats within a list.
+// The leader's intersection and a party's alignment on it, against a reference that sorts the
+// digests as strings and looks each item up: random 16-byte digests (every byte value, so the
+// order of bytes >= 0x80 matters) over three lists drawn with replacement from one pool.
+TEST(IdMatchingTest, IntersectionAndAlignmentEqualASortedStringReference) {
   std::mt19937_64 rng(20261126);
   std::vector<std::string> pool(8000);
   for (auto& d : pool) {
@@ -228,40 +281,55 @@ TEST(IdMatchingTest, AlignEqualsASortedStringReferenceOnRandomDigests) {
     for (auto& c : d) c = static_cast<char>(rng() & 0xff);
   }
   const size_t n = 5000;
-  std::vector<std::vector<std::string>> full(3);
-  for (auto& list : full) {
-    for (size_t j = 0; j < n; ++j) list.push_back(pool[rng() % pool.size()]);
+  std::vector<std::vector<std::string>> lists(3);
+  std::vector<std::string> packed(3);
+  for (size_t l = 0; l < 3; ++l) {
+    std::set<std::string> seen;  // one party's list holds each digest once (its ids are unique)
+    while (lists[l].size() < n) {
+      const std::string& d = pool[rng() % pool.size()];
+      if (!seen.insert(d).second) continue;
+      lists[l].push_back(d);
+      packed[l] += d;
+    }
   }
-  std::vector<std::string> ids;
-  for (size_t j = 0; j < n; ++j) ids.push_back("id-" + std::to_string(j));
-  ASSERT_OK_AND_ASSIGN(auto matcher, IdMatcher::Create(ids));
-  // Item j of our list is record order[j] (the seed is the second half of the durable secret).
-  const std::string secret(matcher->DurableSecret().AsStringView());
-  ASSERT_OK_AND_ASSIGN(const std::vector<size_t> order,
-                       crypto::SeededPermutation(secret.substr(32), n));
-  ASSERT_OK_AND_ASSIGN(const IdAlignment got, matcher->Align(1, full));
-
-  std::set<std::string> common(full[0].begin(), full[0].end());
-  for (size_t i = 1; i < full.size(); ++i) {
-    const std::set<std::string> other(full[i].begin(), full[i].end());
+  std::set<std::string> common(lists[0].begin(), lists[0].end());
+  for (size_t i = 1; i < lists.size(); ++i) {
+    const std::set<std::string> other(lists[i].begin(), lists[i].end());
     std::set<std::string> both;
     std::set_intersection(common.begin(), common.end(), other.begin(), other.end(),
                           std::inserter(both, both.end()));
     common = std::move(both);
   }
   const std::vector<std::string> sorted(common.begin(), common.end());
-  std::vector<int64_t> expected(n, -1);
+  std::string expected_common;
+  for (const auto& d : sorted) expected_common += d;
+  ASSERT_OK_AND_ASSIGN(const std::string got_common, common::CommonDigests(packed));
+  EXPECT_GT(sorted.size(), 300u);
+  EXPECT_EQ(got_common, expected_common);
+  ASSERT_OK_AND_ASSIGN(const std::vector<int64_t> positions,
+                       common::PositionsInCommon(packed[1], got_common));
   for (size_t j = 0; j < n; ++j) {
-    const auto it = std::lower_bound(sorted.begin(), sorted.end(), full[1][j]);
-    if (it != sorted.end() && *it == full[1][j]) expected[order[j]] = it - sorted.begin();
+    const auto it = std::lower_bound(sorted.begin(), sorted.end(), lists[1][j]);
+    const int64_t expected = it != sorted.end() && *it == lists[1][j] ? it - sorted.begin() : -1;
+    ASSERT_EQ(positions[j], expected) << j;
   }
-  EXPECT_GT(sorted.size(), 300u);  // the pool gives about 800 common digests
-  EXPECT_EQ(got.common, sorted.size());
-  EXPECT_EQ(got.canonical, expected);
+}
 
-  // A digest that is not 16 bytes is refused.
-  full[2][7] = full[2][7].substr(0, 15);
-  EXPECT_FALSE(matcher->Align(1, full).ok());
+// A party refuses an intersection it cannot have been part of: a digest not in its own list, an
+// order that is not strictly ascending (a repeated digest), a length that is not 16-byte framed.
+TEST(IdMatchingTest, AForeignOrUnorderedIntersectionIsRefused) {
+  const std::string a(16, 'a'), b(16, 'b'), c(16, 'c'), z(16, 'z');
+  const std::string own = c + a + b;
+  ASSERT_OK_AND_ASSIGN(const std::vector<int64_t> ok, common::PositionsInCommon(own, a + c));
+  EXPECT_EQ(ok, (std::vector<int64_t>{1, 0, -1}));
+  EXPECT_THAT(
+      common::PositionsInCommon(own, a + z),
+      testing::StatusIs(absl::StatusCode::kInvalidArgument, "not in this party's own list"));
+  EXPECT_THAT(common::PositionsInCommon(own, c + a),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument, "not strictly ascending"));
+  EXPECT_THAT(common::PositionsInCommon(own, a + a),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument, "not strictly ascending"));
+  EXPECT_FALSE(common::PositionsInCommon(own, a.substr(1)).ok());
 }
 
 TEST(IdMatchingTest, RepeatedOrEmptyIdsAreRefused) {

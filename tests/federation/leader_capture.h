@@ -1,7 +1,7 @@
 // What the leader decodes, captured from outside the leader (tests only): PartyChannel wrappers
 // between the leader and the parties. RecordingChannel records every secure-sum request, the
-// leader's masks (the first hop's input) and the masked total the last party seals for the
-// leader, and subtracts one from the other — exactly the vectors the leader decodes.
+// masked total the last party seals for the leader and the first party's mask the leader asks
+// for (SumUnmask), and subtracts one from the other — exactly the vectors the leader decodes.
 // VerticalRecordingChannel keeps every vertical step and the party's reply in plaintext fields
 // (ID-intersection sizes, proposals, verdicts, released reports, assembled row counts). Used by
 // the numeric-split and view-log tests to check what the leader learns and what it logs.
@@ -18,9 +18,11 @@
 
 #include "common/base/status_macros.h"
 #include "common/wire/federation_wire.h"
+#include "common/wire/job_authorization.h"
 #include "common/wire/party_channel.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
+#include "crypto/secure_sum_masks.h"
 #include "fedanon/v1/federation.pb.h"
 
 namespace fedanon::testing {
@@ -52,6 +54,11 @@ class RecordingChannel : public common::PartyChannel {
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override {
+    if (request.has_prepare() && request.prepare().has_authorization()) {
+      auto run = common::RunIdOf(request.prepare().authorization());
+      std::lock_guard<std::mutex> lock(mu_);
+      if (run.ok()) run_ids_[request.job_id()] = *run;
+    }
     if (request.has_sum_step()) Before(request.round(), request.sum_step());
     auto reply = inner_->Call(party, request, timeout);
     if (reply.ok() && request.has_sum_step() && reply->has_sum_step() &&
@@ -60,6 +67,11 @@ class RecordingChannel : public common::PartyChannel {
       auto masked = OpenForLeader(request, sealed);
       EXPECT_TRUE(masked.ok()) << masked.status();
       if (masked.ok()) After(request.sum_step(), *masked);
+    }
+    if (reply.ok() && request.has_sum_unmask() && reply->has_sum_mask()) {
+      auto seed = OpenForLeader(request, reply->sum_mask().seed());
+      EXPECT_TRUE(seed.ok()) << seed.status();
+      if (seed.ok()) Unmask(request.sum_unmask().collect(), *seed);
     }
     return reply;
   }
@@ -82,20 +94,23 @@ class RecordingChannel : public common::PartyChannel {
       sum.updates.assign(step.updates().begin(), step.updates().end());
     }
     sum.total.resize(step.total_words(), 0);
-    if (step.has_masked()) {  // the first hop: the leader's masks for this chunk
-      auto masks = common::DecodeWords(step.masked());
-      if (masks.ok()) masks_[{step.collect(), step.chunk()}] = *masks;
-    }
   }
+  // The masked total of a chunk, as the ring's last party sealed it for the leader.
   void After(const fedanon::v1::SumStep& step, const std::string& masked) {
     std::lock_guard<std::mutex> lock(mu_);
     auto words = common::DecodeWords(masked);
-    const auto it = masks_.find({step.collect(), step.chunk()});
-    if (!words.ok() || it == masks_.end() || it->second.size() != words->size()) return;
+    if (!words.ok()) return;
     DecodedSum& sum = sums_[step.collect()];
-    for (size_t i = 0; i < words->size(); ++i) {
-      sum.total[step.chunk_offset() + i] = (*words)[i] - it->second[i];  // mod 2^64
-    }
+    for (size_t i = 0; i < words->size(); ++i) sum.total[step.chunk_offset() + i] = (*words)[i];
+  }
+  // The first party's mask of the collect, removed from the whole vector.
+  void Unmask(uint64_t collect, const std::string& seed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    DecodedSum& sum = sums_[collect];
+    auto mask = crypto::MaskWordsFromSeed(seed, 0, sum.total.size());
+    EXPECT_TRUE(mask.ok()) << mask.status();
+    if (!mask.ok()) return;
+    for (size_t i = 0; i < sum.total.size(); ++i) sum.total[i] -= (*mask)[i];  // mod 2^64
   }
 
   absl::StatusOr<std::string> OpenForLeader(const fedanon::v1::LeaderMessage& request,
@@ -106,8 +121,13 @@ class RecordingChannel : public common::PartyChannel {
     ASSIGN_OR_RETURN(
         auto sender_key,
         crypto::VerifiedSealKey(cert->second, ca_pem_, {crypto::Role::kParty, sealed.sender()}));
-    const crypto::SealContext context{request.job_id(), request.round(), sealed.sender(), "leader",
-                                      sealed.purpose()};
+    std::string run_id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = run_ids_.find(request.job_id()); it != run_ids_.end()) run_id = it->second;
+    }
+    const crypto::SealContext context{request.job_id(), run_id,   request.round(),
+                                      sealed.sender(),  "leader", sealed.purpose()};
     return crypto::OpenFrom(*leader_keys_, *sender_key, context, sealed.ciphertext());
   }
 
@@ -117,7 +137,7 @@ class RecordingChannel : public common::PartyChannel {
   common::PartyChannel* inner_;
   mutable std::mutex mu_;
   std::map<uint64_t, DecodedSum> sums_;
-  std::map<std::pair<uint64_t, uint32_t>, std::vector<uint64_t>> masks_;
+  std::map<std::string, std::string> run_ids_;  // job id -> the run its Prepare carried
 };
 
 // One vertical exchange as the leader sees it.

@@ -82,6 +82,9 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
   } else if (reply.has_sum_step()) {
     s.kind = "secure-sum";
     s.to = {reply.sum_step().sealed().receiver()};
+  } else if (reply.has_sum_mask()) {  // the ring's first party's mask, sealed for the leader
+    s.kind = "secure-sum-mask";
+    s.to = {reply.sum_mask().seed().receiver()};
   } else if (reply.has_chunk()) {  // protocol 1.2: a chunk of a payload, sealed
     s.kind = "payload-chunk";
     s.to = {reply.chunk().ref().receiver()};
@@ -105,19 +108,13 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
         if (request.vertical().has_id_align()) {
           s.kind = "id-common";
           s.to = {leader};
-        } else if (request.vertical().has_id_digests()) {  // protocol 1.3: a receipt
-          s.kind = "chunk-receipt";
+        } else if (request.vertical().has_id_digests() || request.vertical().has_id_common()) {
+          s.kind = "chunk-receipt";  // a receipt (the last common batch: a signed statement)
           s.to = {leader};
         } else {
           s.kind = "id-list";
-          if (!v.ids().list_ref().stream().empty()) {
-            s.to = {v.ids().list_ref().receiver()};
-          } else if (v.ids().for_parties_refs_size() > 0) {
-            for (const auto& r : v.ids().for_parties_refs()) s.to.push_back(r.receiver());
-          } else {
-            s.to = v.ids().has_list() ? std::vector<std::string>{v.ids().list().receiver()}
-                                      : Receivers(v.ids().for_parties());
-          }
+          s.to = v.ids().has_list() ? std::vector<std::string>{v.ids().list().receiver()}
+                                    : Receivers(v.ids().for_parties());
         }
         break;
       case fedanon::v1::VerticalStepResult::kProposal:

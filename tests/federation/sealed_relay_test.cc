@@ -48,6 +48,7 @@ class SealedRelayTest : public ::testing::Test {
       l->set_index(UINT32_MAX);
       l->set_seal_certificate(leader_seal.cert_pem);
       ASSERT_OK(AuthorizePrepare(&msg, fed_->admin));
+      ASSERT_OK_AND_ASSIGN(run_id_, common::RunIdOf(msg.prepare().authorization()));
       ASSERT_OK(fed_->channel.Call(fed_->names[i], msg, absl::Seconds(5)));
     }
   }
@@ -62,8 +63,8 @@ class SealedRelayTest : public ::testing::Test {
     step->mutable_request()->add_groups()->add_nodes(0);
     step->set_total_words(3);  // [count, then the 2 fine children of the root of g]
     step->set_chunks(1);
-    step->set_masked(common::EncodeWords({11, 22, 33}));
-    step->set_next(fed_->names[1]);
+    step->set_chunk_words(3);
+    step->set_next(fed_->names[1]);  // the first party starts from its own mask
     return msg;
   }
 
@@ -78,6 +79,7 @@ class SealedRelayTest : public ::testing::Test {
   static constexpr char kJob[] = "job-0000000000aa";
   std::unique_ptr<InProcessFederation> fed_;
   fedanon::v1::JobSpec spec_;
+  std::string run_id_;
 };
 
 TEST_F(SealedRelayTest, HonestRelayWorksAndReplaysAreRejected) {
@@ -116,7 +118,7 @@ TEST_F(SealedRelayTest, TheLeaderCannotOpenAHop) {
                                             fed_->agents[0]->seal_cert_pem(), fed_->ca->cert_pem(),
                                             {crypto::Role::kParty, fed_->names[0]}));
   for (const std::string& receiver : {std::string("leader"), fed_->names[1]}) {
-    const crypto::SealContext context{kJob, 1, fed_->names[0], receiver, sealed.purpose()};
+    const crypto::SealContext context{kJob, run_id_, 1, fed_->names[0], receiver, sealed.purpose()};
     EXPECT_FALSE(crypto::OpenFrom(*leader_keys, *sender_key, context, sealed.ciphertext()).ok())
         << receiver;
   }

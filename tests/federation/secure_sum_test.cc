@@ -1,12 +1,13 @@
-// What the leader receives from the ring before removing its masks is uniformly distributed and
-// independent of the data: over many secure sums on two different data sets, each bit of the
-// received words is 1 about half of the time, while the unmasked sums differ.
+// What the leader receives from the ring before it removes the first party's mask is uniformly
+// distributed and independent of the data: over many secure sums on two different data sets,
+// each bit of the received words is 1 about half of the time, while the unmasked sums differ.
 #include <gtest/gtest.h>
 
 #include "common/engine/hierarchy.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
 #include "common/wire/federation_wire.h"
+#include "common/wire/job_authorization.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
 #include "leader/secure_sum_source.h"
@@ -46,7 +47,13 @@ Received RunSums(const std::vector<std::string>& party_tables, int runs, const s
       crypto::VerifiedSealKey((*fed)->agents.back()->seal_cert_pem(), (*fed)->ca->cert_pem(),
                               {crypto::Role::kParty, (*fed)->names.back()});
   EXPECT_TRUE(last_key.ok());
-  // Prepare every party for the job, as the leader would.
+  auto first_key =
+      crypto::VerifiedSealKey((*fed)->agents.front()->seal_cert_pem(), (*fed)->ca->cert_pem(),
+                              {crypto::Role::kParty, (*fed)->names.front()});
+  EXPECT_TRUE(first_key.ok());
+  // Prepare every party for the job, as the leader would (one authorization, one run).
+  std::string run_id;
+  fedanon::v1::JobAuthorization authorization;
   for (size_t i = 0; i < (*fed)->names.size(); ++i) {
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id("job-000000000001");
@@ -62,9 +69,15 @@ Received RunSums(const std::vector<std::string>& party_tables, int runs, const s
     l->set_name("leader");
     l->set_index(UINT32_MAX);
     l->set_seal_certificate(leader_seal->cert_pem);
-    EXPECT_TRUE(AuthorizePrepare(&msg, (*fed)->admin,
-                                 TaxonomyTexts(*spec, (*fed)->dir + "/" + (*fed)->names[i]))
-                    .ok());
+    if (i == 0) {
+      EXPECT_TRUE(AuthorizePrepare(&msg, (*fed)->admin,
+                                   TaxonomyTexts(*spec, (*fed)->dir + "/" + (*fed)->names[i]))
+                      .ok());
+      authorization = msg.prepare().authorization();
+      run_id = *common::RunIdOf(authorization);
+    } else {
+      *msg.mutable_prepare()->mutable_authorization() = authorization;
+    }
     auto reply = (*fed)->channel.Call((*fed)->names[i], msg, absl::Seconds(5));
     EXPECT_TRUE(reply.ok()) << reply.status();
   }
@@ -74,8 +87,8 @@ Received RunSums(const std::vector<std::string>& party_tables, int runs, const s
     if (!m.ParseFromString(bytes) || !m.has_sum_step() || !m.sum_step().has_sealed()) return;
     const auto& sealed = m.sum_step().sealed();
     if (sealed.receiver() != "leader") return;
-    const crypto::SealContext context{"job-000000000001", 1, sealed.sender(), "leader",
-                                      sealed.purpose()};
+    const crypto::SealContext context{"job-000000000001", run_id,   1,
+                                      sealed.sender(),    "leader", sealed.purpose()};
     auto opened = crypto::OpenFrom(**leader_keys, **last_key, context, sealed.ciphertext());
     EXPECT_TRUE(opened.ok()) << opened.status();
     if (!opened.ok()) return;
@@ -90,7 +103,7 @@ Received RunSums(const std::vector<std::string>& party_tables, int runs, const s
       &(*fed)->channel, "job-000000000001", (*fed)->names, absl::Seconds(5), &hier,
       schema->num_classes(), schema->tracked.size(), [] { return 1u; },
       [] { return absl::OkStatus(); });
-  source.set_sealing("leader", leader_keys->get(), last_key->get());
+  source.set_sealing("leader", run_id, leader_keys->get(), first_key->get(), last_key->get());
   common::StatsRequest request;
   request.group_keys.push_back({0});
   request.node_class_counts.push_back({0, 0});

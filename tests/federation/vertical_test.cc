@@ -12,6 +12,8 @@
 #include "absl/synchronization/mutex.h"
 #include "common/base/file_io.h"
 #include "common/spec/job_spec_loader.h"
+#include "common/wire/federation_wire.h"
+#include "common/wire/job_authorization.h"
 #include "common/wire/payload_chunks.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
@@ -102,6 +104,7 @@ struct VOutcome {
   std::map<std::string, std::vector<std::string>> canonical_ids;
   // With the leader as recipient: each party's released columns as the leader opens them.
   std::map<std::string, fedanon::v1::VerticalColumns> released_to_leader;
+  std::string run_id;  // the run the admin signed (bound into every sealed box)
 };
 
 // The leader's view of the release: opens every released-columns payload sealed for it among the
@@ -116,7 +119,7 @@ void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job
   for (const auto& bytes : out->replies) {
     fedanon::v1::PartyMessage m;
     ASSERT_TRUE(m.ParseFromString(bytes));
-    if (m.has_chunk() && m.chunk().ref().purpose() == "columns") {
+    if (m.has_chunk() && m.chunk().ref().purpose() == common::ReleasePurpose("leader")) {
       chunked[m.chunk().ref().stream() + "@" + m.chunk().ref().sender()][m.chunk().index()] =
           m.chunk();
     }
@@ -138,7 +141,8 @@ void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job
         ref, sealed,
         [&](const fedanon::v1::SealedPayload& c,
             const std::string& purpose) -> absl::StatusOr<std::string> {
-          return crypto::OpenFrom(**keys, *sender, {job_id, round, ref.sender(), "leader", purpose},
+          return crypto::OpenFrom(**keys, *sender,
+                                  {job_id, out->run_id, round, ref.sender(), "leader", purpose},
                                   c.ciphertext());
         });
     ASSERT_TRUE(plain.ok()) << plain.status();
@@ -161,9 +165,10 @@ void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job
       sender = std::move(*key);
     }
     ASSERT_NE(sender, nullptr) << payload.sender();
-    auto plain =
-        crypto::OpenFrom(**keys, *sender, {job_id, round, payload.sender(), "leader", "columns"},
-                         payload.ciphertext());
+    auto plain = crypto::OpenFrom(
+        **keys, *sender,
+        {job_id, out->run_id, round, payload.sender(), "leader", common::ReleasePurpose("leader")},
+        payload.ciphertext());
     ASSERT_TRUE(plain.ok()) << plain.status();
     ASSERT_TRUE(out->released_to_leader[payload.sender()].ParseFromString(*plain));
   }
@@ -194,6 +199,11 @@ VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::
   (*fed)->channel.set_observer([&out, mu](const std::string&, const std::string& bytes) {
     absl::MutexLock lock(mu.get());
     out.replies.push_back(bytes);
+  });
+  (*fed)->channel.set_tamper([&out, mu](const std::string&, fedanon::v1::LeaderMessage* m) {
+    if (!m->has_prepare()) return;  // read, not changed: the run the Prepare carries
+    absl::MutexLock lock(mu.get());
+    out.run_id = common::RunIdOf(m->prepare().authorization()).value_or("");
   });
   auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();

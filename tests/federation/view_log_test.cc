@@ -414,6 +414,14 @@ void RunVertical(const std::string& name, const std::string& recipient) {
 
   const std::vector<VerticalExchange> exchanges = recorder.Exchanges();
   std::vector<Part> expected = PartsOfExchanges(exchanges, qid_names);
+  // The leader intersects the lists' digests (sealed for it by each list's last hop): one per id
+  // of each party's table.
+  const auto files = VerticalFiles();
+  for (size_t i = 0; i < fed->names.size(); ++i) {
+    const std::string& table = files[i].at("table.csv");
+    const uint64_t ids = static_cast<uint64_t>(std::count(table.begin(), table.end(), '\n')) - 1;
+    expected.push_back({0, "id_digests", "", false, {ids}, fed->names[i], {}});
+  }
   if (recipient.empty()) {  // the leader joined the released columns itself
     uint32_t release_round = 0;
     for (const auto& x : exchanges) {
@@ -429,6 +437,7 @@ void RunVertical(const std::string& name, const std::string& recipient) {
   std::map<std::string, int> kinds;
   for (const Part& p : logged) ++kinds[p.kind];
   EXPECT_EQ(kinds["id_intersection"], 2);
+  EXPECT_EQ(kinds["id_digests"], 2);
   EXPECT_GT(kinds["vertical_score"], 0);
   EXPECT_GT(kinds["vertical_decline"], 0);  // the last round: every party declines
   // No sensitive values in this spec: no party judges another's candidate (docs/vertical.md).

@@ -15,8 +15,9 @@
 //   - a Participant with an empty seal_certificate gets the certificate of the party it names
 //     (hospital-a, hospital-b or the leader: all issued by this process's CA);
 //   - a SealedPayload whose ciphertext starts with "plain:" is sealed for hospital-a, bound to the
-//     message's job id and round and the payload's own sender, receiver and purpose fields (union
-//     rows: to the union's recipient, no sender, purpose "union"), the rest being the plaintext.
+//     message's job id and round, the run of the job prepared in the chosen state, and the
+//     payload's own sender, receiver and purpose fields (union rows: to the union's recipient, no
+//     sender, purpose "union"), the rest being the plaintext.
 // Messages that name a taxonomy or table by an absolute path or through ".." are skipped: they
 // would make the fuzzer read the machine's files (the party reads what its leader names).
 //
@@ -38,6 +39,9 @@
 #include "absl/time/time.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/wire/federation_wire.h"
+#include "common/wire/id_digests.h"
+#include "common/wire/job_authorization.h"
+#include "common/wire/released_union.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
@@ -128,7 +132,8 @@ struct World {
   // Every participant's sealing keys: hop payloads are sealed sender-authenticated by the sender
   // they name (crypto::SealFrom), as the party checks.
   std::map<std::string, std::unique_ptr<crypto::SealKeyPair>> keys;
-  LeaderMessage horizontal, vertical;  // prepare
+  LeaderMessage horizontal, vertical;        // prepare
+  std::string horizontal_run, vertical_run;  // the run ids their authorizations name
   common::AdminSigner admin;  // authorizes the prepares (and every fuzzed one that carries none)
 };
 
@@ -160,7 +165,7 @@ LeaderMessage Prepare(const World& w, std::string_view spec_yaml, const std::str
     p->set_index(std::string_view(name) == kLeader ? kLeaderIndex : index++);
     p->set_seal_certificate(w.seal_certs.at(name));
   }
-  // The ring fixed at Prepare: hospital-a first, so it takes the leader's masks.
+  // The ring fixed at Prepare: hospital-a first, so it masks every secure sum itself.
   msg.mutable_prepare()->add_ring(kA);
   msg.mutable_prepare()->add_ring(kB);
   if (!fedanon::testing::AuthorizePrepare(&msg, w.admin,
@@ -213,6 +218,8 @@ const World& TheWorld() {
     w->admin = *std::move(admin);
     w->horizontal = Prepare(*w, kHorizontalSpec, "table.csv");
     w->vertical = Prepare(*w, kVerticalSpec, "vtable.csv");
+    w->horizontal_run = common::RunIdOf(w->horizontal.prepare().authorization()).value_or("");
+    w->vertical_run = common::RunIdOf(w->vertical.prepare().authorization()).value_or("");
     return w;
   }();
   return *world;
@@ -231,11 +238,11 @@ void SealIfPlain(std::string* ciphertext, const crypto::SealContext& context) {
 
 // Hop payloads: sealed by the participant the payload names as its sender (sender-authenticated,
 // as the party requires); a payload naming no known participant is sealed anonymously.
-void SealPayload(const LeaderMessage& msg, SealedPayload* payload) {
+void SealPayload(const LeaderMessage& msg, const std::string& run, SealedPayload* payload) {
   std::string* ciphertext = payload->mutable_ciphertext();
   if (!std::string_view(*ciphertext).starts_with(kPlain)) return;
-  const crypto::SealContext context{msg.job_id(), msg.round(), payload->sender(),
-                                    payload->receiver(), payload->purpose()};
+  const crypto::SealContext context{
+      msg.job_id(), run, msg.round(), payload->sender(), payload->receiver(), payload->purpose()};
   const auto sender = TheWorld().keys.find(payload->sender());
   if (sender == TheWorld().keys.end()) {
     SealIfPlain(ciphertext, context);
@@ -251,8 +258,8 @@ bool UnsafePath(const std::string& path) {
   return path.starts_with("/") || path.find("..") != std::string::npos;
 }
 
-// False: skip the message.
-bool Rewrite(LeaderMessage* msg) {
+// False: skip the message. `run`: the run of the job the chosen state prepared.
+bool Rewrite(LeaderMessage* msg, const std::string& run) {
   if (msg->has_prepare()) {
     auto* prepare = msg->mutable_prepare();
     if (UnsafePath(prepare->data_path())) return false;
@@ -283,7 +290,7 @@ bool Rewrite(LeaderMessage* msg) {
       step->mutable_sealed()->set_purpose(common::SumHopPurpose(
           *step, msg->round(), common::SumRequestDigest(step->request(), "")));
     }
-    SealPayload(*msg, msg->mutable_sum_step()->mutable_sealed());
+    SealPayload(*msg, run, msg->mutable_sum_step()->mutable_sealed());
   }
   if (msg->has_union_step()) {
     auto* step = msg->mutable_union_step();
@@ -292,19 +299,23 @@ bool Rewrite(LeaderMessage* msg) {
     if (std::string_view(*ciphertext).starts_with(kPlain) &&
         list.ParseFromString(ciphertext->substr(kPlainSize))) {
       for (std::string& row : *list.mutable_rows()) {
-        SealIfPlain(
-            &row, crypto::SealContext{msg->job_id(), msg->round(), "", step->recipient(), "union"});
+        SealIfPlain(&row,
+                    common::UnionRowContext(msg->job_id(), run, msg->round(), step->recipient()));
       }
       *ciphertext = absl::StrCat(kPlain, list.SerializeAsString());
     }
-    SealPayload(*msg, step->mutable_list());
+    SealPayload(*msg, run, step->mutable_list());
   }
   if (msg->has_vertical()) {
     auto* step = msg->mutable_vertical();
-    if (step->has_id_reencrypt()) SealPayload(*msg, step->mutable_id_reencrypt()->mutable_list());
-    for (auto& p : *step->mutable_id_align()->mutable_lists()) SealPayload(*msg, &p);
-    if (step->has_deliver()) SealPayload(*msg, step->mutable_deliver()->mutable_instruction());
-    for (auto& p : *step->mutable_assemble()->mutable_columns()) SealPayload(*msg, &p);
+    if (step->has_id_reencrypt()) {
+      SealPayload(*msg, run, step->mutable_id_reencrypt()->mutable_list());
+    }
+    if (step->has_id_digests()) {
+      SealPayload(*msg, run, step->mutable_id_digests()->mutable_digests());
+    }
+    if (step->has_deliver()) SealPayload(*msg, run, step->mutable_deliver()->mutable_instruction());
+    for (auto& p : *step->mutable_assemble()->mutable_columns()) SealPayload(*msg, run, &p);
   }
   return true;
 }
@@ -360,28 +371,64 @@ LeaderMessage Vertical(const fedanon::v1::VerticalStep& step) {
   return msg;
 }
 
-// Private ID matching between a and b, driven as the leader drives it (leader/vertical_job.cc).
+constexpr uint32_t kBatchIds = 100;
+
+// Private ID matching between a and b, driven as the leader drives it (leader/vertical_job.cc):
+// each list in one batch, re-encrypted by the other party (the last hop: digests for the leader
+// and the owner), the leader's intersection, every party's signed statement on it.
 void MatchIds(party::PartyAgent& a, party::PartyAgent& b) {
-  fedanon::v1::VerticalStep step;
-  step.mutable_id_encrypt()->set_next(kB);
-  const SealedPayload a_for_b = Expect(a, Vertical(step), "a encrypts").vertical().ids().list();
-  step.mutable_id_encrypt()->set_next(kA);
-  const SealedPayload b_for_a = Expect(b, Vertical(step), "b encrypts").vertical().ids().list();
-  step.Clear();
-  auto* re = step.mutable_id_reencrypt();
-  *re->mutable_list() = b_for_a;
-  re->set_origin(kB);
-  const auto b_full = Expect(a, Vertical(step), "a re-encrypts").vertical().ids().for_parties();
-  *re->mutable_list() = a_for_b;
-  re->set_origin(kA);
-  const auto a_full = Expect(b, Vertical(step), "b re-encrypts").vertical().ids().for_parties();
-  if (a_full.size() != 2 || b_full.size() != 2) FuzzFail("re-encryption for both parties");
-  for (int i = 0; i < 2; ++i) {
-    step.Clear();
-    *step.mutable_id_align()->add_lists() = a_full[i];
-    *step.mutable_id_align()->add_lists() = b_full[i];
-    Expect(i == 0 ? a : b, Vertical(step), "alignment");
+  const World& w = TheWorld();
+  party::PartyAgent* agents[] = {&a, &b};
+  const char* names[] = {kA, kB};
+  std::vector<std::string> lists(2);
+  // Each party encrypts its own list before it re-encrypts another's (its key is drawn then).
+  std::vector<SealedPayload> sent(2);
+  for (int o = 0; o < 2; ++o) {
+    fedanon::v1::VerticalStep step;
+    step.mutable_id_encrypt()->set_next(names[1 - o]);
+    step.mutable_id_encrypt()->set_batch_ids(kBatchIds);
+    sent[o] = Expect(*agents[o], Vertical(step), "encrypts").vertical().ids().list();
   }
+  for (int o = 0; o < 2; ++o) {
+    fedanon::v1::VerticalStep step;
+    auto* re = step.mutable_id_reencrypt();
+    *re->mutable_list() = sent[o];
+    re->set_origin(names[o]);
+    re->set_batches(1);
+    re->set_batch_ids(kBatchIds);
+    const auto full =
+        Expect(*agents[1 - o], Vertical(step), "re-encrypts").vertical().ids().for_parties();
+    if (full.size() != 2) FuzzFail("digests for the leader and the owner");
+    absl::StatusOr<std::string> bytes = crypto::OpenFrom(
+        *w.keys.at(kLeader), w.keys.at(names[1 - o])->public_key(),
+        crypto::SealContext{kJob, w.vertical_run, 1, names[1 - o], kLeader,
+                            common::IdDigestsPurpose(w.vertical_run, names[o], 0, 1)},
+        full[0].ciphertext());
+    fedanon::v1::IdList list;
+    if (!bytes.ok() || !list.ParseFromString(*bytes)) FuzzFail("the leader's digests");
+    lists[o] = list.digests();
+    step.Clear();
+    auto* d = step.mutable_id_digests();
+    d->set_origin(names[o]);
+    d->set_batches(1);
+    d->set_batch_ids(kBatchIds);
+    *d->mutable_digests() = full[1];
+    Expect(*agents[o], Vertical(step), "own digests");
+  }
+  absl::StatusOr<std::string> common_digests = common::CommonDigests(lists);
+  if (!common_digests.ok()) FuzzFail("the intersection");
+  fedanon::v1::VerticalStep align;
+  for (int k = 0; k < 2; ++k) {
+    fedanon::v1::VerticalStep step;
+    step.mutable_id_common()->set_batches(1);
+    step.mutable_id_common()->set_batch_ids(kBatchIds);
+    step.mutable_id_common()->set_digests(*common_digests);
+    auto* s = align.mutable_id_align()->add_statements();
+    s->set_party(names[k]);
+    *s->mutable_statement() =
+        Expect(*agents[k], Vertical(step), "common ids").vertical().ids().common();
+  }
+  for (int k = 0; k < 2; ++k) Expect(*agents[k], Vertical(align), "alignment");
 }
 
 // The agent under test, in the chosen state; `peer` is hospital-b's agent in state 3.
@@ -411,12 +458,14 @@ bool Verbose() {
 }
 
 void FuzzPartyAgent(FuzzInput in) {
-  const Setup setup = MakeSetup(in.Byte() % 4);
+  const int state = in.Byte() % 4;
+  const Setup setup = MakeSetup(state);
+  const std::string& run = state == 1 ? TheWorld().horizontal_run : TheWorld().vertical_run;
   for (size_t i = 0; i < kMaxMessages && !in.empty(); ++i) {
     const std::string_view piece = in.Piece();
     LeaderMessage msg;
     if (!msg.ParseFromArray(piece.data(), static_cast<int>(piece.size()))) continue;
-    if (!Rewrite(&msg)) continue;
+    if (!Rewrite(&msg, run)) continue;
     const PartyMessage reply = setup.agent->Handle(msg);
     if (Verbose()) {
       std::fprintf(stderr, "request %d -> reply %d %s\n", static_cast<int>(msg.body_case()),
@@ -460,9 +509,9 @@ LeaderMessage FirstHop(const std::vector<fedanon::v1::StateUpdate>& updates) {
   hist->set_attribute(2);
   step->set_chunks(1);
   step->set_next(kB);
-  for (uint64_t words = 0; words < 2000; ++words) {
+  for (uint64_t words = 1; words < 2000; ++words) {
     step->set_total_words(words);
-    step->set_masked(common::EncodeWords(std::vector<uint64_t>(words, 0x0123456789abcdefULL)));
+    step->set_chunk_words(words);
     if (MakeSetup(1).agent->Handle(msg).has_sum_step()) return msg;
   }
   FuzzFail("no length of the secure sum fits");
@@ -494,9 +543,14 @@ std::vector<std::pair<std::string, std::string>> HorizontalSeeds() {
   sealed->set_sender(kB);
   sealed->set_receiver(kA);
   sealed->set_purpose("auto");  // see Rewrite
-  sealed->set_ciphertext(absl::StrCat(kPlain, first.sum_step().masked()));
+  sealed->set_ciphertext(absl::StrCat(
+      kPlain, common::EncodeWords(std::vector<uint64_t>(first.sum_step().total_words(), 7))));
   step->set_next("");
   seeds.emplace_back("sum-sealed-hop", Input(1, {first, second}));
+  // The mask of the sum, once its one chunk went round.
+  LeaderMessage unmask = Message(7);
+  unmask.mutable_sum_unmask()->set_collect(0);
+  seeds.emplace_back("sum-unmask", Input(1, {first, unmask}));
 
   // Specializations before the sum: the root of edu, then a split of age's root interval.
   fedanon::v1::StateUpdate specialize;
@@ -535,34 +589,48 @@ std::vector<std::pair<std::string, std::string>> HorizontalSeeds() {
 
 std::vector<std::pair<std::string, std::string>> VerticalSeeds() {
   std::vector<std::pair<std::string, std::string>> seeds;
+  const std::string& run = TheWorld().vertical_run;
   fedanon::v1::VerticalStep step;
   step.mutable_id_encrypt()->set_next(kB);
+  step.mutable_id_encrypt()->set_batch_ids(kBatchIds);
+  const fedanon::v1::VerticalStep encrypt = step;
   seeds.emplace_back("vertical-id-encrypt", Input(2, {Vertical(step)}));
 
-  // A re-encryption and an alignment whose lists come as plaintext for the harness to seal.
+  // A re-encryption and the owner's digests whose payloads come as plaintext for the harness to
+  // seal; the common ids and an alignment.
   fedanon::v1::IdList ids;
   ids.add_points(std::string(33, '\x02'));
   step.Clear();
   auto* re = step.mutable_id_reencrypt();
   re->mutable_list()->set_sender(kB);
   re->mutable_list()->set_receiver(kA);
-  re->mutable_list()->set_purpose("id-list");
+  re->mutable_list()->set_purpose(common::IdBatchPurpose(run, kB, 0, 0, 1));
   re->mutable_list()->set_ciphertext(absl::StrCat(kPlain, ids.SerializeAsString()));
   re->set_origin(kB);
-  fedanon::v1::VerticalStep encrypt;
-  encrypt.mutable_id_encrypt()->set_next(kB);
+  re->set_batches(1);
+  re->set_batch_ids(kBatchIds);
   seeds.emplace_back("vertical-id-reencrypt", Input(2, {Vertical(encrypt), Vertical(step)}));
   fedanon::v1::IdList digests;
   digests.set_digests(std::string(32, '\x11'));
   step.Clear();
-  for (const char* origin : {kA, kB}) {
-    auto* list = step.mutable_id_align()->add_lists();
-    list->set_sender(origin);
-    list->set_receiver(kA);
-    list->set_purpose(absl::StrCat("id-full:", origin));
-    list->set_ciphertext(absl::StrCat(kPlain, digests.SerializeAsString()));
-  }
-  seeds.emplace_back("vertical-id-align", Input(2, {Vertical(encrypt), Vertical(step)}));
+  auto* d = step.mutable_id_digests();
+  d->set_origin(kA);
+  d->set_batches(1);
+  d->set_batch_ids(kBatchIds);
+  d->mutable_digests()->set_sender(kB);
+  d->mutable_digests()->set_receiver(kA);
+  d->mutable_digests()->set_purpose(common::IdDigestsPurpose(run, kA, 0, 1));
+  d->mutable_digests()->set_ciphertext(absl::StrCat(kPlain, digests.SerializeAsString()));
+  fedanon::v1::VerticalStep common_ids;
+  common_ids.mutable_id_common()->set_batches(1);
+  common_ids.mutable_id_common()->set_batch_ids(kBatchIds);
+  common_ids.mutable_id_common()->set_digests(std::string(16, '\x11'));
+  fedanon::v1::VerticalStep align;
+  auto* statement = align.mutable_id_align()->add_statements();
+  statement->set_party(kB);
+  statement->mutable_statement()->set_count(1);
+  seeds.emplace_back("vertical-id-common", Input(2, {Vertical(encrypt), Vertical(step),
+                                                     Vertical(common_ids), Vertical(align)}));
 
   // After ID matching: a round where a proposes and wins, commits; and one where b's winner's
   // instruction is delivered (made by b here, opened with a's key and given as plaintext).
@@ -577,7 +645,7 @@ std::vector<std::pair<std::string, std::string>> VerticalSeeds() {
   *commit.mutable_commit()->mutable_candidate() = proposal.vertical().proposal().candidate();
   commit.mutable_commit()->set_accept(true);
   fedanon::v1::VerticalStep release;
-  release.mutable_release()->set_recipient(kA);
+  release.mutable_release()->set_recipient(kLeader);
   seeds.emplace_back("vertical-round-a",
                      Input(3, {propose, Vertical(winner), Vertical(commit), Vertical(release)}));
 
@@ -586,9 +654,9 @@ std::vector<std::pair<std::string, std::string>> VerticalSeeds() {
   const PartyMessage instructions = s.peer->Handle(Vertical(winner));
   for (const SealedPayload& p : instructions.vertical().instructions().for_parties()) {
     if (p.receiver() != kA) continue;
-    absl::StatusOr<std::string> plain =
-        crypto::OpenFrom(*TheWorld().a_keys, TheWorld().keys.at(kB)->public_key(),
-                         crypto::SealContext{kJob, 1, p.sender(), kA, p.purpose()}, p.ciphertext());
+    absl::StatusOr<std::string> plain = crypto::OpenFrom(
+        *TheWorld().a_keys, TheWorld().keys.at(kB)->public_key(),
+        crypto::SealContext{kJob, run, 1, p.sender(), kA, p.purpose()}, p.ciphertext());
     if (!plain.ok()) FuzzFail("cannot open b's instruction");
     step.Clear();
     *step.mutable_deliver()->mutable_instruction() = p;
@@ -607,7 +675,7 @@ std::vector<std::pair<std::string, std::string>> VerticalSeeds() {
   auto* sealed = assemble->add_columns();
   sealed->set_sender(kB);
   sealed->set_receiver(kA);
-  sealed->set_purpose("columns");
+  sealed->set_purpose(common::ReleasePurpose(kA));
   sealed->set_ciphertext(absl::StrCat(kPlain, columns.SerializeAsString()));
   assemble->add_header("Class");
   assemble->add_header("Sex");

@@ -41,8 +41,8 @@ const SealKeyPair& Keys() {
 }
 
 const SealContext& Context() {
-  static const SealContext context{"job-0123456789ab", 7, "hospital-a", "hospital-b",
-                                   "secure-sum/3/0"};
+  static const SealContext context{"job-0123456789ab", "run",        7,
+                                   "hospital-a",       "hospital-b", "secure-sum/3/0"};
   return context;
 }
 

@@ -38,6 +38,7 @@ namespace {
 constexpr char kPlain[] = "plain:";
 constexpr size_t kPlainSize = sizeof(kPlain) - 1;
 constexpr char kJob[] = "job-00000000f022";
+constexpr char kRun[] = "0123456789abcdef0123456789abcdef";
 constexpr uint64_t kRound = 3;
 constexpr char kRecipient[] = "leader";
 
@@ -203,23 +204,27 @@ void CheckUnion(std::string_view bytes) {
     fedanon::v1::UnionList list;
     if (list.ParseFromString(payload.ciphertext().substr(kPlainSize))) {
       for (std::string& row : *list.mutable_rows()) {
-        SealIfPlain(&row, common::UnionRowContext(kJob, kRound, kRecipient));
+        // A plain row is padded as a party pads it (common::PadUnionRow) before it is sealed.
+        if (std::string_view(row).starts_with(kPlain)) {
+          row = std::string(kPlain) + common::PadUnionRow(row.substr(kPlainSize));
+        }
+        SealIfPlain(&row, common::UnionRowContext(kJob, kRun, kRound, kRecipient));
       }
       payload.set_ciphertext(std::string(kPlain) + list.SerializeAsString());
     }
     // The list hop is sender-authenticated: sealed by kUnionSender's key.
-    absl::StatusOr<std::string> sealed = crypto::SealFrom(
-        SenderKeys(), Keys().public_key(),
-        common::UnionListContext(kJob, kRound, kUnionSender, kRecipient),
-        payload.ciphertext().substr(kPlainSize));
+    absl::StatusOr<std::string> sealed =
+        crypto::SealFrom(SenderKeys(), Keys().public_key(),
+                         common::UnionListContext(kJob, kRun, kRound, kUnionSender, kRecipient),
+                         payload.ciphertext().substr(kPlainSize));
     if (!sealed.ok()) FuzzFail("SealFrom failed");
     payload.set_ciphertext(*std::move(sealed));
   }
   absl::StatusOr<fedanon::v1::UnionList> list = common::OpenUnionList(
-      Keys(), kJob, kRound, kRecipient, kUnionSender, SenderKeys().public_key(), payload);
+      Keys(), kJob, kRun, kRound, kRecipient, kUnionSender, SenderKeys().public_key(), payload);
   if (!list.ok()) return;
   absl::StatusOr<std::vector<std::string>> rows =
-      common::OpenUnionRows(Keys(), kJob, kRound, kRecipient, list->rows());
+      common::OpenUnionRows(Keys(), kJob, kRun, kRound, kRecipient, list->rows());
   if (rows.ok() && rows->size() != static_cast<size_t>(list->rows_size())) {
     FuzzFail("OpenUnionRows lost rows");
   }

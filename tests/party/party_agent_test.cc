@@ -93,6 +93,7 @@ LeaderMessage SexClassCountsStep(const std::string& job_id, const std::string& n
   step->set_next(next);
   step->set_chunks(1);
   step->set_total_words(total_words);
+  step->set_chunk_words(total_words);
   return msg;
 }
 
@@ -278,11 +279,9 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
         };
       }));
   ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
-  const std::vector<uint64_t> masks = {10, 20, 30, 40};
 
-  // First hop: the leader's masks in the clear, output sealed for hospital-b.
+  // First hop: hospital-a masks its counts with its own mask, output sealed for hospital-b.
   LeaderMessage first = SexClassCountsStep("job-000000000001", "hospital-b");
-  first.mutable_sum_step()->set_masked(common::EncodeWords(masks));
   ASSERT_OK_AND_ASSIGN(PartyMessage a_reply, f->Call("hospital-a", first));
   ASSERT_TRUE(a_reply.sum_step().has_sealed());
   const fedanon::v1::SealedPayload& sealed = a_reply.sum_step().sealed();
@@ -298,17 +297,25 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
   ASSERT_OK_AND_ASSIGN(const std::string total,
                        f->OpenForLeader(1, "job-000000000001", b_reply.sum_step().sealed()));
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
-  ASSERT_EQ(sum.size(), masks.size());
+  // The leader removes hospital-a's mask, which it asks for once the ring is done.
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> mask,
+                       f->FirstPartyMask("job-000000000001", 1, 0, sum.size()));
+  ASSERT_EQ(sum.size(), mask.size());
   std::vector<uint64_t> counts(sum.size());
-  for (size_t i = 0; i < sum.size(); ++i) counts[i] = sum[i] - masks[i];
+  for (size_t i = 0; i < sum.size(); ++i) counts[i] = sum[i] - mask[i];
   // (M, Y), (M, N), (F, Y), (F, N) over both tables.
   EXPECT_EQ(counts, (std::vector<uint64_t>{1, 2, 1, 1}));
 
-  // hospital-b saw only hospital-a's masked partial sum.
+  // hospital-b saw only hospital-a's counts under hospital-a's mask (which it never sees).
   absl::MutexLock lock(&mu);
   ASSERT_EQ(opened["hospital-b"].size(), 1u);
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> partial, common::DecodeWords(opened["hospital-b"][0]));
-  EXPECT_EQ(partial, (std::vector<uint64_t>{11, 21, 31, 40}));
+  ASSERT_EQ(partial.size(), 4u);
+  const std::vector<uint64_t> a_counts = {1, 1, 1, 0};
+  for (size_t i = 0; i < partial.size(); ++i) {
+    EXPECT_EQ(partial[i] - mask[i], a_counts[i]);
+    EXPECT_NE(partial[i], a_counts[i]);  // a zero mask word: probability 2^-64
+  }
   EXPECT_TRUE(opened["hospital-a"].empty());
 }
 
@@ -317,13 +324,11 @@ TEST(PartyAgent, SecureSumErrors) {
   ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
   LeaderMessage wrong_length =
       SexClassCountsStep("job-000000000001", "hospital-b", /*total_words=*/5);
-  wrong_length.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0, 0}));
   EXPECT_THAT(f->Call("hospital-a", wrong_length),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "the secure sum has 5 words but this request needs 4"));
 
   LeaderMessage stranger = SexClassCountsStep("job-000000000001", "hospital-z");
-  stranger.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
   EXPECT_THAT(f->Call("hospital-a", stranger),
               StatusIs(absl::StatusCode::kPermissionDenied,
                        "next is 'hospital-z' but this party's successor in the ring agreed at "
@@ -331,15 +336,23 @@ TEST(PartyAgent, SecureSumErrors) {
 
   LeaderMessage outside = SexClassCountsStep("job-000000000001", "hospital-b");
   outside.mutable_sum_step()->set_collect(1);
-  outside.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
   outside.mutable_sum_step()->set_chunk_offset(2);
-  EXPECT_THAT(f->Call("hospital-a", outside), StatusIs(absl::StatusCode::kInvalidArgument,
-                                                       "secure-sum chunk lies outside the vector"));
+  EXPECT_THAT(f->Call("hospital-a", outside),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "secure sum: chunk 0 of 1 at word 2 (4 words each, 4 in all) does not "
+                       "exist"));
+  // The ring's first party starts from its own mask: an input from the leader is refused.
+  LeaderMessage input = SexClassCountsStep("job-000000000001", "hospital-b");
+  input.mutable_sum_step()->set_collect(2);
+  input.mutable_sum_step()->mutable_sealed()->set_sender("hospital-b");
+  EXPECT_THAT(f->Call("hospital-a", input),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "the ring's first party starts from its own mask"));
 }
 
 // The statistics of group (Sex = M, ANY_Job) after the instruction that specializes ANY_Sex.
 TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
-  // hospital-a's statistics (plus zero masks) as hospital-b opens them.
+  // hospital-a's statistics: what hospital-b opens, less hospital-a's mask (the leader's view).
   absl::Mutex mu;
   std::vector<std::string> opened_by_b;
   ASSERT_OK_AND_ASSIGN(
@@ -368,9 +381,9 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
     auto* step = msg.mutable_sum_step();
     step->set_collect(collect);
     *step->mutable_request() = common::ToProto(group);
-    step->set_masked(common::EncodeWords(std::vector<uint64_t>(words, 0)));
     step->set_chunks(1);
     step->set_total_words(words);
+    step->set_chunk_words(words);
     step->set_next("hospital-b");
     return msg;
   };
@@ -382,8 +395,13 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
     *hop.mutable_sum_step()->mutable_sealed() = a_reply.sum_step().sealed();
     auto b_reply = f->Call("hospital-b", hop);
     if (!b_reply.ok()) return b_reply.status();
+    auto mask = f->FirstPartyMask("job-000000000001", 2, sent.sum_step().collect(), words);
+    if (!mask.ok()) return mask.status();
     absl::MutexLock lock(&mu);
-    return common::DecodeWords(opened_by_b.back());
+    auto words_b_opened = common::DecodeWords(opened_by_b.back());
+    if (!words_b_opened.ok()) return words_b_opened.status();
+    for (size_t i = 0; i < words_b_opened->size(); ++i) (*words_b_opened)[i] -= (*mask)[i];
+    return words_b_opened;
   };
   auto instruction = [](uint64_t sequence, uint32_t attribute) {
     fedanon::v1::StateUpdate u;
@@ -444,12 +462,19 @@ TEST(PartyAgent, SecureUnionSealsGeneralizedRowsForTheRecipient) {
 
   ASSERT_OK_AND_ASSIGN(auto keys, crypto::SealKeyPairFromPem(f->leader_seal.key_pem));
   ASSERT_OK_AND_ASSIGN(auto b_key, f->PartyKey("hospital-b"));
+  const std::string& run = f->run_ids.at("job-000000000001");
   ASSERT_OK_AND_ASSIGN(fedanon::v1::UnionList list,
-                       common::OpenUnionList(*keys, "job-000000000001", 1, "leader", "hospital-b",
-                                             *b_key, b_reply.union_step().list()));
-  ASSERT_OK_AND_ASSIGN(std::vector<std::string> rows,
-                       common::OpenUnionRows(*keys, "job-000000000001", 1, "leader", list.rows()));
+                       common::OpenUnionList(*keys, "job-000000000001", run, 1, "leader",
+                                             "hospital-b", *b_key, b_reply.union_step().list()));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<std::string> rows,
+      common::OpenUnionRows(*keys, "job-000000000001", run, 1, "leader", list.rows()));
   ASSERT_EQ(rows.size(), 5u);
+  // Every sealed row has one length, whatever its content: the relaying leader cannot tell rows
+  // (or the parties they come from) apart by length.
+  for (const auto& sealed : list.rows()) {
+    EXPECT_EQ(sealed.size(), common::kUnionRowFloorBytes + crypto::kSealOverhead);
+  }
   // Nothing is specialized yet: every row is generalized to the root of Sex and Job.
   for (const auto& row : rows) EXPECT_TRUE(absl::StartsWith(row, "ANY_Sex,ANY_Job,")) << row;
 
@@ -521,13 +546,93 @@ TEST(PartyAgent, RequestsForAnUnknownOrEndedJobAreRefused) {
 
   // EndJob of another job keeps this one; EndJob of this one drops it.
   LeaderMessage sum = SexClassCountsStep("job-000000000001", "hospital-b");
-  sum.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
   ASSERT_OK(f->Call("hospital-a", EndJob("job-000000000002")));
   EXPECT_OK(f->Call("hospital-a", sum));
   ASSERT_OK_AND_ASSIGN(PartyMessage ended, f->Call("hospital-a", EndJob("job-000000000001")));
   EXPECT_TRUE(ended.has_pong());
   EXPECT_THAT(f->Call("hospital-a", sum),
               StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Boxes and jobs bound to their run: a box of an earlier run of the same job id never opens in a
+// later run, and a Prepare (signed or not) never replaces a job a party holds.
+
+TEST(PartyAgent, ABoxOfAnEarlierRunOfTheSameJobDoesNotOpen) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("run_bound", TwoHospitals()));
+  const std::string job = "job-000000000001";
+  ASSERT_OK(f->PrepareAll(job, kSpec));
+  ASSERT_OK_AND_ASSIGN(PartyMessage old_hop,
+                       f->Call("hospital-a", SexClassCountsStep(job, "hospital-b")));
+  for (const auto& name : f->names) ASSERT_OK(f->Call(name, EndJob(job)));
+  // The admin signs the same job again: a new run under the same job id.
+  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare(job, kSpec));
+  ASSERT_OK(SignInto(
+      &prepare,
+      AuthorizedJobOf(prepare, TaxonomyTexts(prepare.prepare().spec(), f->dir + "/hospital-a")),
+      f->admin));
+  for (const auto& name : f->names) ASSERT_OK(f->Call(name, prepare));
+  // The leader hands hospital-b the earlier run's hop (same job, round, collect, purpose).
+  LeaderMessage replay = SexClassCountsStep(job, "");
+  *replay.mutable_sum_step()->mutable_sealed() = old_hop.sum_step().sealed();
+  EXPECT_THAT(f->Call("hospital-b", replay),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "the input does not open as sealed by 'hospital-a'"));
+}
+
+TEST(PartyAgent, APrepareNeverReplacesAJobThePartyHolds) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_twice", TwoHospitals()));
+  const std::string job = "job-000000000001";
+  ASSERT_OK(f->PrepareAll(job, kSpec));
+  // Unsigned, with the running job's id: refused before anything is touched.
+  ASSERT_OK_AND_ASSIGN(LeaderMessage unsigned_prepare, f->Prepare(job, kSpec));
+  unsigned_prepare.mutable_prepare()->clear_authorization();
+  EXPECT_THAT(f->Call("hospital-a", unsigned_prepare),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "is already prepared at this party; a Prepare does not replace a job"));
+  // The job goes on as prepared.
+  EXPECT_OK(f->Call("hospital-a", SexClassCountsStep(job, "hospital-b")));
+}
+
+// A party restarted during a job reads its table again: a table that changed meanwhile (here the
+// same rows re-sorted, so every count is the same) is refused by name instead of answering a
+// repeated request differently or attaching later answers to other records.
+TEST(PartyDurableState, ATableChangedWhileThePartyWasDownIsRefused) {
+  std::map<std::string, party::PartyAgentOptions> options;
+  ASSERT_OK_AND_ASSIGN(
+      auto f, PartyFixture::Create("durable_changed", TwoHospitals(),
+                                   [&](party::PartyAgentOptions& o) { options[o.name] = o; }));
+  const std::string job = "job-000000000005";
+  ASSERT_OK(f->PrepareAll(job, kSpec));
+  LeaderMessage first = SexClassCountsStep(job, "hospital-b");
+  ASSERT_OK(f->Call("hospital-a", first));
+  WriteText(options["hospital-a"].data_dir + "/table.csv",
+            "Sex,Job,Class\nF,Janitor,Y\nM,Lawyer,N\nM,Janitor,Y\n");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<party::PartyAgent> restarted,
+                       party::PartyAgent::Create(options["hospital-a"]));
+  const PartyMessage again = restarted->Handle(first);
+  ASSERT_TRUE(again.has_error());
+  EXPECT_THAT(again.error().message(),
+              HasSubstr("table 'table.csv' changed while the party was down (its fingerprint "
+                        "differs from the one taken at prepare: its bytes are not those the job "
+                        "was prepared on"));
+}
+
+// The released rows copy non-QID columns from the file, read again at the union: a file changed
+// since Prepare is refused there too.
+TEST(PartyAgent, ATableChangedBeforeTheUnionIsRefused) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("union_changed", TwoHospitals()));
+  const std::string job = "job-000000000006";
+  ASSERT_OK(f->PrepareAll(job, kSpec));
+  WriteText(f->dir + "/hospital-a/table.csv",
+            "Sex,Job,Class\nM,Janitor,N\nM,Lawyer,N\nF,Janitor,Y\n");
+  LeaderMessage msg;
+  msg.set_job_id(job);
+  msg.set_round(1);
+  msg.mutable_union_step()->set_recipient("leader");
+  msg.mutable_union_step()->set_next("hospital-b");
+  EXPECT_THAT(f->Call("hospital-a", msg), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                   "its table changed since the job was prepared"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -555,7 +660,6 @@ TEST(PartyDurableState, RestartedPartyAnswersARepeatedRequestWithTheStoredBytes)
   EXPECT_EQ(std::filesystem::status(state).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   LeaderMessage first = SexClassCountsStep(job, "hospital-b");
-  first.mutable_sum_step()->set_masked(common::EncodeWords({10, 20, 30, 40}));
   ASSERT_OK_AND_ASSIGN(PartyMessage before, f->Call("hospital-a", first));
 
   // kill -9 and restart: a new process over the same directories, nothing in memory.
@@ -581,12 +685,30 @@ TEST(PartyDurableState, RestartedPartyAnswersARepeatedRequestWithTheStoredBytes)
   ASSERT_OK_AND_ASSIGN(const std::string total,
                        f->OpenForLeader(1, job, b_reply.sum_step().sealed()));
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
-  EXPECT_EQ(sum, (std::vector<uint64_t>{11, 22, 31, 41}));
-  // Never a fresh second Prepare of the used run, not even after the restart; the refusal keeps
-  // the durable state, and the next request of the run reloads it again.
+  // The restarted party hands over the mask it drew before the restart: the sum comes out right.
+  const PartyMessage unmask = [&] {
+    LeaderMessage msg;
+    msg.set_job_id(job);
+    msg.set_round(1);
+    msg.mutable_sum_unmask()->set_collect(0);
+    return restarted->Handle(msg);
+  }();
+  ASSERT_FALSE(unmask.has_error()) << unmask.error().message();
+  ASSERT_OK_AND_ASSIGN(const std::string seed, f->OpenForLeader(1, job, unmask.sum_mask().seed()));
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> mask, crypto::MaskWordsFromSeed(seed, 0, 4));
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] -= mask[i];
+  EXPECT_EQ(sum, (std::vector<uint64_t>{1, 2, 1, 1}));
+  // Never a fresh second Prepare of the job it holds, not even after the restart; the refusal
+  // keeps the durable state, and the next request of the run is answered from it.
   const PartyMessage second_prepare = restarted->Handle(prepare);
   ASSERT_TRUE(second_prepare.has_error());
-  EXPECT_THAT(second_prepare.error().message(), HasSubstr("run id already used"));
+  EXPECT_THAT(second_prepare.error().message(), HasSubstr("already prepared at this party"));
+  // Another process that has not reloaded the job yet refuses the used run id.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<party::PartyAgent> fresh,
+                       party::PartyAgent::Create(options["hospital-a"]));
+  const PartyMessage used_run = fresh->Handle(prepare);
+  ASSERT_TRUE(used_run.has_error());
+  EXPECT_THAT(used_run.error().message(), HasSubstr("run id already used"));
   EXPECT_TRUE(std::filesystem::exists(state));
   again = restarted->Handle(first);
   ASSERT_FALSE(again.has_error()) << again.error().message();
@@ -612,7 +734,6 @@ TEST(PartyDurableState, AJobResumedAfterARestartKeepsTheSealingKeyItWasPreparedW
   const std::string job = "job-000000000004";
   PrepareEveryParty(*f, job);
   LeaderMessage c0 = SexClassCountsStep(job, "hospital-b");
-  c0.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
   ASSERT_OK(f->Call("hospital-a", c0));
   // seal.key / seal.crt replaced, then the restart.
   party::PartyAgentOptions rotated = options["hospital-a"];
@@ -637,6 +758,16 @@ TEST(PartyDurableState, AJobResumedAfterARestartKeepsTheSealingKeyItWasPreparedW
   ASSERT_OK_AND_ASSIGN(const std::string total,
                        f->OpenForLeader(2, job, b_reply.sum_step().sealed()));
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
+  LeaderMessage unmask;
+  unmask.set_job_id(job);
+  unmask.set_round(2);
+  unmask.mutable_sum_unmask()->set_collect(1);
+  const PartyMessage mask_reply = restarted->Handle(unmask);
+  ASSERT_FALSE(mask_reply.has_error()) << mask_reply.error().message();
+  ASSERT_OK_AND_ASSIGN(const std::string seed,
+                       f->OpenForLeader(2, job, mask_reply.sum_mask().seed()));
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> mask, crypto::MaskWordsFromSeed(seed, 0, 4));
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] -= mask[i];
   EXPECT_EQ(sum, (std::vector<uint64_t>{1, 2, 1, 1}));
   // The state file keeps the job's key until the job ends (0600, deleted with it).
   const std::string state = rotated.output_dir + "/" + job + ".state";
@@ -654,7 +785,6 @@ TEST(PartyDurableState, StateUpdatesAreReappliedAfterARestart) {
   // Collect 0 at hospital-a; collect 1 carries the instruction that specializes ANY_Sex and asks
   // for the statistics of group (Sex = M), which exists only once the instruction is applied.
   LeaderMessage c0 = SexClassCountsStep(job, "hospital-b");
-  c0.mutable_sum_step()->set_masked(common::EncodeWords({0, 0, 0, 0}));
   ASSERT_OK(f->Call("hospital-a", c0));
   std::unique_ptr<PublicState> pub = MakePublicState();
   const std::vector<common::NodeIndex> sex_children = pub->hier[0].Specialize(0, 0);
@@ -667,9 +797,9 @@ TEST(PartyDurableState, StateUpdatesAreReappliedAfterARestart) {
   auto* step = c1.mutable_sum_step();
   step->set_collect(1);
   *step->mutable_request() = common::ToProto(group);
-  step->set_masked(common::EncodeWords(std::vector<uint64_t>(words, 7)));
   step->set_chunks(1);
   step->set_total_words(words);
+  step->set_chunk_words(words);
   step->set_next("hospital-b");
   auto* u = step->add_updates();
   u->set_sequence(0);
@@ -704,7 +834,6 @@ TEST(PartyDurableState, APartyThatLostItsStateFileCannotResume) {
   const std::string job = "job-000000000003";
   PrepareEveryParty(*f, job);
   LeaderMessage first = SexClassCountsStep(job, "hospital-b");
-  first.mutable_sum_step()->set_masked(common::EncodeWords({1, 2, 3, 4}));
   ASSERT_OK(f->Call("hospital-a", first));
   std::filesystem::remove(options["hospital-a"].output_dir + "/" + job + ".state");
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<party::PartyAgent> restarted,

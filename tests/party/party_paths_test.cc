@@ -127,7 +127,7 @@ class PartyPathsTest : public ::testing::Test {
 TEST_F(PartyPathsTest, FilesInsideTheDataDirectoryAreRead) {
   const fedanon::v1::PartyMessage reply = Prepare("age.csv");
   EXPECT_TRUE(reply.has_prepared()) << reply.error().message();
-  EXPECT_TRUE(Prepare(data_dir_ + "/age.csv", "./table.csv").has_prepared());
+  EXPECT_TRUE(Prepare(data_dir_ + "/age.csv", "./table.csv", "job-0123456789ac").has_prepared());
 }
 
 TEST_F(PartyPathsTest, TaxonomyOutsideTheDataDirectoryIsRefused) {

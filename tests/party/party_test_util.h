@@ -18,8 +18,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/spec/job_spec_loader.h"
+#include "common/wire/id_digests.h"
+#include "common/wire/job_authorization.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
+#include "crypto/secure_sum_masks.h"
 #include "fedanon/v1/federation.pb.h"
 #include "party/in_process_channel.h"
 #include "party/party_agent.h"
@@ -55,6 +58,7 @@ struct PartyFixture {
   std::vector<std::unique_ptr<party::PartyAgent>> agents;
   std::vector<std::string> names;
   party::InProcessPartyChannel channel;
+  std::map<std::string, std::string> run_ids;  // job id -> the run its Prepare was signed for
 
   static absl::StatusOr<std::unique_ptr<PartyFixture>> Create(
       const std::string& name, const std::vector<std::map<std::string, std::string>>& party_files,
@@ -97,7 +101,7 @@ struct PartyFixture {
   // recipient, as the leader sends it, signed by the fixture's admin.
   absl::StatusOr<fedanon::v1::LeaderMessage> Prepare(const std::string& job_id,
                                                      const std::string& spec_yaml,
-                                                     const std::string& recipient = "") const {
+                                                     const std::string& recipient = "") {
     auto spec = common::ParseJobSpecYaml(spec_yaml, "job.yaml");
     if (!spec.ok()) return spec.status();
     fedanon::v1::LeaderMessage msg;
@@ -121,6 +125,9 @@ struct PartyFixture {
     for (const auto& name : names) texts.merge(TaxonomyTexts(prepare->spec(), dir + "/" + name));
     absl::Status signed_job = AuthorizePrepare(&msg, admin, texts);
     if (!signed_job.ok()) return signed_job;
+    auto run = common::RunIdOf(msg.prepare().authorization());
+    if (!run.ok()) return run.status();
+    run_ids[job_id] = *run;
     return msg;
   }
 
@@ -157,14 +164,135 @@ struct PartyFixture {
     if (!keys.ok()) return keys.status();
     auto sender = PartyKey(sealed.sender());
     if (!sender.ok()) return sender.status();
+    const auto run = run_ids.find(job_id);
     return crypto::OpenFrom(**keys, **sender,
-                            {job_id, round, sealed.sender(), "leader", sealed.purpose()},
+                            {job_id, run == run_ids.end() ? "" : run->second, round,
+                             sealed.sender(), "leader", sealed.purpose()},
                             sealed.ciphertext());
+  }
+
+  // The mask the ring's first party put on secure sum `collect` (over `words` words), as the
+  // leader asks for it once the ring is done (SumUnmask).
+  absl::StatusOr<std::vector<uint64_t>> FirstPartyMask(const std::string& job_id, uint32_t round,
+                                                       uint64_t collect, size_t words) {
+    fedanon::v1::LeaderMessage msg;
+    msg.set_job_id(job_id);
+    msg.set_round(round);
+    msg.mutable_sum_unmask()->set_collect(collect);
+    auto reply = channel.Call(names.front(), msg, absl::Seconds(30));
+    if (!reply.ok()) return reply.status();
+    auto seed = OpenForLeader(round, job_id, reply->sum_mask().seed());
+    if (!seed.ok()) return seed.status();
+    return crypto::MaskWordsFromSeed(*seed, 0, words);
   }
 
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& msg) {
     return channel.Call(party, msg, absl::Seconds(30));
+  }
+
+  // A vertical step of `job_id` in `round` to `party`, and its result.
+  absl::StatusOr<fedanon::v1::VerticalStepResult> Vertical(const std::string& party,
+                                                           const std::string& job_id,
+                                                           uint32_t round,
+                                                           fedanon::v1::VerticalStep step) {
+    fedanon::v1::LeaderMessage msg;
+    msg.set_job_id(job_id);
+    msg.set_round(round);
+    *msg.mutable_vertical() = std::move(step);
+    auto reply = Call(party, msg);
+    if (!reply.ok()) return reply.status();
+    return reply->vertical();
+  }
+
+  // The ID matching of a vertical job as an honest leader drives it, every party's list in one
+  // batch of `batch_ids` ids (docs/crypto.md "ID matching"): each list round the ring (blinded
+  // and brought back to its owner with three or more parties), the last hops' digests opened as
+  // the leader opens them and intersected, the common digests handed to every party, and every
+  // party's signed statement on them relayed for the alignment. Returns each party's common count.
+  absl::StatusOr<std::vector<uint64_t>> MatchIds(const std::string& job_id,
+                                                 uint32_t batch_ids = 1000) {
+    const size_t n = names.size();
+    const size_t last = common::IdLastHop(n);
+    const auto run = run_ids.find(job_id);
+    if (run == run_ids.end()) return absl::FailedPreconditionError("job not prepared");
+    auto leader_keys = crypto::SealKeyPairFromPem(leader_seal.key_pem);
+    if (!leader_keys.ok()) return leader_keys.status();
+    std::vector<std::string> lists(n);
+    // Every party's own batch first (its first call starts its matcher), then each list's walk.
+    std::vector<fedanon::v1::SealedPayload> first_hops(n);
+    for (size_t o = 0; o < n; ++o) {
+      fedanon::v1::VerticalStep encrypt;
+      encrypt.mutable_id_encrypt()->set_next(names[(o + 1) % n]);
+      encrypt.mutable_id_encrypt()->set_batch(0);
+      encrypt.mutable_id_encrypt()->set_batch_ids(batch_ids);
+      auto hop = Vertical(names[o], job_id, 0, encrypt);
+      if (!hop.ok()) return hop.status();
+      if (hop->ids().batches() != 1) return absl::InternalError("a list of more than one batch");
+      first_hops[o] = hop->ids().list();
+    }
+    for (size_t o = 0; o < n; ++o) {
+      fedanon::v1::SealedPayload carried = first_hops[o];
+      for (size_t h = 1; h <= last; ++h) {
+        fedanon::v1::VerticalStep re;
+        *re.mutable_id_reencrypt()->mutable_list() = carried;
+        re.mutable_id_reencrypt()->set_origin(names[o]);
+        if (h < last) re.mutable_id_reencrypt()->set_next(names[(o + h + 1) % n]);
+        re.mutable_id_reencrypt()->set_batch(0);
+        re.mutable_id_reencrypt()->set_batches(1);
+        re.mutable_id_reencrypt()->set_batch_ids(batch_ids);
+        const std::string& worker = names[(o + h) % n];
+        auto reply = Vertical(worker, job_id, 0, re);
+        if (!reply.ok()) return reply.status();
+        if (h < last) {
+          carried = reply->ids().list();
+          continue;
+        }
+        auto sender = PartyKey(worker);
+        if (!sender.ok()) return sender.status();
+        const auto& for_leader = reply->ids().for_parties(0);
+        auto bytes = crypto::OpenFrom(**leader_keys, **sender,
+                                      {job_id, run->second, 0, worker, "leader",
+                                       common::IdDigestsPurpose(run->second, names[o], 0, 1)},
+                                      for_leader.ciphertext());
+        if (!bytes.ok()) return bytes.status();
+        fedanon::v1::IdList list;
+        if (!list.ParseFromString(*bytes)) return absl::InternalError("digests do not parse");
+        lists[o] = list.digests();
+        if (!common::IdListsBlinded(n)) {
+          fedanon::v1::VerticalStep d;
+          d.mutable_id_digests()->set_origin(names[o]);
+          d.mutable_id_digests()->set_batch(0);
+          d.mutable_id_digests()->set_batches(1);
+          d.mutable_id_digests()->set_batch_ids(batch_ids);
+          *d.mutable_id_digests()->mutable_digests() = reply->ids().for_parties(1);
+          auto delivered = Vertical(names[o], job_id, 0, d);
+          if (!delivered.ok()) return delivered.status();
+        }
+      }
+    }
+    auto common_digests = common::CommonDigests(lists);
+    if (!common_digests.ok()) return common_digests.status();
+    fedanon::v1::VerticalStep align;
+    for (size_t k = 0; k < n; ++k) {
+      fedanon::v1::VerticalStep c;
+      c.mutable_id_common()->set_batch(0);
+      c.mutable_id_common()->set_batches(1);
+      c.mutable_id_common()->set_batch_ids(batch_ids);
+      c.mutable_id_common()->set_digests(*common_digests);
+      auto reply = Vertical(names[k], job_id, 0, c);
+      if (!reply.ok()) return reply.status();
+      auto* s = align.mutable_id_align()->add_statements();
+      s->set_party(names[k]);
+      *s->mutable_statement() = reply->ids().common();
+    }
+    std::vector<uint64_t> common_records;
+    for (size_t k = 0; k < n; ++k) {
+      auto reply = Vertical(names[k], job_id, 0, align);
+      if (!reply.ok()) return reply.status();
+      common_records.push_back(reply->ids().common_records());
+    }
+    return common_records;
   }
 };
 

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/wire/federation_wire.h"
 #include "common/wire/released_union.h"
 #include "crypto/sealed_box.h"
 #include "tests/party/party_test_util.h"
@@ -72,39 +73,9 @@ absl::StatusOr<VerticalStepResult> CallStep(PartyFixture& f, const std::string& 
   return reply->vertical();
 }
 
-// The ID matching of two parties as the leader drives it; returns each party's common count.
+// The ID matching of the parties as an honest leader drives it; each party's common count.
 absl::StatusOr<std::vector<uint64_t>> MatchIds(PartyFixture& f) {
-  const std::vector<std::string>& ring = f.names;
-  std::vector<fedanon::v1::SealedPayload> encrypted;
-  for (size_t i = 0; i < 2; ++i) {
-    VerticalStep step;
-    step.mutable_id_encrypt()->set_next(ring[1 - i]);
-    auto reply = CallStep(f, ring[i], 0, step);
-    if (!reply.ok()) return reply.status();
-    encrypted.push_back(reply->ids().list());
-  }
-  // The other party adds its layer to list i (the last hop: sealed for every party).
-  std::vector<VerticalStepResult> full(2);
-  for (size_t i = 0; i < 2; ++i) {
-    VerticalStep step;
-    *step.mutable_id_reencrypt()->mutable_list() = encrypted[i];
-    step.mutable_id_reencrypt()->set_origin(ring[i]);
-    auto reply = CallStep(f, ring[1 - i], 0, step);
-    if (!reply.ok()) return reply.status();
-    if (reply->ids().for_parties_size() != 2) return absl::InternalError("not for every party");
-    full[i] = *reply;
-  }
-  std::vector<uint64_t> common;
-  for (size_t r = 0; r < 2; ++r) {
-    VerticalStep step;
-    for (size_t i = 0; i < 2; ++i) {
-      *step.mutable_id_align()->add_lists() = full[i].ids().for_parties(static_cast<int>(r));
-    }
-    auto reply = CallStep(f, ring[r], 0, step);
-    if (!reply.ok()) return reply.status();
-    common.push_back(reply->ids().common_records());
-  }
-  return common;
+  return f.MatchIds("job-00000000000f");
 }
 
 TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
@@ -210,10 +181,11 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
     EXPECT_EQ(payload.sender(), party);
     EXPECT_EQ(released.released().report().steps_size(), 1);
     ASSERT_OK_AND_ASSIGN(auto sender_key, f->PartyKey(party));
-    ASSERT_OK_AND_ASSIGN(
-        std::string bytes,
-        crypto::OpenFrom(*keys, *sender_key, {"job-00000000000f", 2, party, "leader", "columns"},
-                         payload.ciphertext()));
+    ASSERT_OK_AND_ASSIGN(std::string bytes,
+                         crypto::OpenFrom(*keys, *sender_key,
+                                          {"job-00000000000f", f->run_ids.at("job-00000000000f"), 2,
+                                           party, "leader", common::ReleasePurpose("leader")},
+                                          payload.ciphertext()));
     ASSERT_TRUE(parts.emplace_back().ParseFromString(bytes));
   }
   ASSERT_OK_AND_ASSIGN(std::string csv,
@@ -378,13 +350,18 @@ TEST(VerticalPartyAgent, StepsOutOfOrderAreRefused) {
   EXPECT_THAT(CallStep(*f, "hospital-a", 1, commit),
               StatusIs(absl::StatusCode::kPermissionDenied, "forged vertical proposal"));
 
-  // An alignment needs one list per party of the ring.
-  VerticalStep encrypt;
-  encrypt.mutable_id_encrypt()->set_next("hospital-b");
+  // A list goes in batches only (whole lists are gone), and an alignment comes after the common
+  // ids.
+  VerticalStep whole;
+  whole.mutable_id_encrypt()->set_next("hospital-b");
+  EXPECT_THAT(CallStep(*f, "hospital-a", 0, whole),
+              StatusIs(absl::StatusCode::kInvalidArgument, "names no size"));
+  VerticalStep encrypt = whole;
+  encrypt.mutable_id_encrypt()->set_batch_ids(100);
   ASSERT_OK(CallStep(*f, "hospital-a", 0, encrypt));
-  EXPECT_THAT(
-      CallStep(*f, "hospital-a", 0, align),
-      StatusIs(absl::StatusCode::kInvalidArgument, "ID alignment needs one list per party"));
+  EXPECT_THAT(CallStep(*f, "hospital-a", 0, align),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "IdAlign before every batch of the common ids arrived"));
 
   // A step the agent does not know.
   EXPECT_THAT(CallStep(*f, "hospital-a", 1, VerticalStep()),
@@ -398,7 +375,7 @@ TEST(VerticalPartyAgent, HorizontalStepsForAVerticalJobAreRefused) {
   ASSERT_OK(f->PrepareAll("job-00000000000f", kSpec));
   LeaderMessage sum;
   sum.set_job_id("job-00000000000f");
-  sum.mutable_sum_step()->set_masked("");
+  sum.mutable_sum_step()->set_chunks(1);
   EXPECT_THAT(f->Call("hospital-a", sum),
               StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared horizontal job"));
   LeaderMessage union_step;

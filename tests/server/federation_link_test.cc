@@ -220,27 +220,5 @@ TEST_F(FederationLinkTest, TwoJobsAtOnceOverRealStreamsReleaseWhatEachReleasesAl
   for (const auto& agent : agents_) EXPECT_EQ(agent->held_jobs(), 0u) << agent->name();
 }
 
-TEST_F(FederationLinkTest, APartyOfThePreviousMinorProtocolVersionTakesPart) {
-  Start(common::ProtocolVersion{1, 3});
-  bool found = false;
-  for (const common::ConnectedParty& p : connections_.Parties()) {
-    if (p.name == "hospital-a") {
-      found = true;
-      EXPECT_EQ(p.protocol, (common::ProtocolVersion{1, 3}));
-    }
-  }
-  ASSERT_TRUE(found);
-  // Two jobs at once with the 1.3 party (it holds several jobs): both end done with their
-  // releases.
-  ASSERT_OK_AND_ASSIGN(const JobInfo k2_submitted, Submit(ExampleA()));
-  ASSERT_OK_AND_ASSIGN(const JobInfo k3_submitted, Submit(ExampleAWithK3()));
-  const JobInfo k2 = Wait(k2_submitted.job_id());
-  const JobInfo k3 = Wait(k3_submitted.job_id());
-  EXPECT_EQ(k2.state(), fedanon::v1::JOB_STATE_DONE) << k2.failure_reason();
-  EXPECT_EQ(k3.state(), fedanon::v1::JOB_STATE_DONE) << k3.failure_reason();
-  EXPECT_FALSE(Released(k2).empty());
-  EXPECT_NE(Released(k2), Released(k3));
-}
-
 }  // namespace
 }  // namespace fedanon::server

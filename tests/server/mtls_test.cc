@@ -57,9 +57,9 @@ PartyMessage Echo(const LeaderMessage& m) {
   if (m.has_ping()) {
     r.mutable_pong()->set_echoed_unix_nanos(m.ping().sent_unix_nanos());
   } else if (m.has_sum_step()) {
-    r.mutable_sum_step()->set_masked(m.sum_step().masked());
+    r.mutable_sum_step()->mutable_sealed()->set_ciphertext(m.sum_step().sealed().ciphertext());
   } else if (m.has_end_job() && m.end_job().reason() == "oversize") {
-    r.mutable_sum_step()->set_masked(std::string(kOverLimit, 'r'));
+    r.mutable_sum_step()->mutable_sealed()->set_ciphertext(std::string(kOverLimit, 'r'));
   } else {
     r.mutable_error()->set_code(static_cast<int>(absl::StatusCode::kInvalidArgument));
     r.mutable_error()->set_message("unsupported request");
@@ -352,25 +352,21 @@ TEST(ProtocolVersionTest, TheLeaderServesItsMinorVersionAndTheOneBefore) {
   EXPECT_EQ(common::ProtocolVersionOf(unversioned), (common::ProtocolVersion{1, 0}));
 }
 
-TEST_F(MtlsTest, AnOldPartyIsServedAndAnUnversionedHelloIsProtocolOneZero) {
-  const common::ProtocolVersion previous{common::kProtocolVersion.major,
-                                         common::kProtocolVersion.minor - 1};
-  auto old = StartParty("hospital-a", Echo, nullptr, previous);
-  ASSERT_TRUE(WaitForParty("hospital-a"));
-  ASSERT_OK_AND_ASSIGN(PartyMessage pong,
-                       connections_.Call("hospital-a", Ping(7), absl::Seconds(10)));
-  EXPECT_EQ(pong.pong().echoed_unix_nanos(), 7);
-  for (const common::ConnectedParty& p : connections_.Parties()) {
-    EXPECT_EQ(p.protocol, previous) << p.name;
-  }
-  // A hello without a version (a party from before versions were exchanged) speaks 1.0: more
-  // than one minor version behind this leader (1.4), so it is refused naming both.
+// 2.0 is a major version: a party of the last 1.x version never gets in (it backs off), and a
+// hello without a version (a party from before versions were exchanged) speaks 1.0: both are
+// refused naming both versions.
+TEST_F(MtlsTest, APartyOfTheLastMajorVersionOrWithoutVersionIsRefused) {
+  ASSERT_EQ(common::kProtocolVersion, (common::ProtocolVersion{2, 0}));
+  auto old = StartParty("hospital-a", Echo, nullptr, common::ProtocolVersion{1, 4});
+  EXPECT_FALSE(old->WaitUntilConnected(absl::Seconds(1)));
+  EXPECT_EQ(old->sessions(), 0);
+  EXPECT_FALSE(connections_.IsConnected("hospital-a"));
   auto raw = OpenRaw(pki_->Party("hospital-b"));
   EXPECT_FALSE(Hello(*raw, pki_->SealCert("hospital-b"), /*versioned=*/false));
   const grpc::Status status = raw->stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(status.error_message(),
-            "party 'hospital-b' speaks protocol 1.0; this leader supports 1.3-1.4");
+            "party 'hospital-b' speaks protocol 1.0; this leader supports 2.0-2.0");
   EXPECT_FALSE(connections_.IsConnected("hospital-b"));
 }
 
@@ -379,19 +375,17 @@ TEST_F(MtlsTest, APartyOfTheNextMajorVersionIsRefusedWithBothVersionsNamed) {
   PartyMessage hello;
   hello.mutable_hello()->set_version("future");
   hello.mutable_hello()->set_seal_certificate(pki_->SealCert("hospital-a"));
-  hello.mutable_hello()->mutable_protocol_version()->set_major(2);
+  hello.mutable_hello()->mutable_protocol_version()->set_major(common::kProtocolVersion.major + 1);
   hello.mutable_hello()->mutable_protocol_version()->set_minor(0);
   LeaderMessage ack;
   EXPECT_TRUE(raw->stream->Write(hello));
   EXPECT_FALSE(raw->stream->Read(&ack));
   const grpc::Status status = raw->stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_EQ(
-      status.error_message(),
-      absl::StrCat("party 'hospital-a' speaks protocol 2.0; this leader supports 1.",
-                   common::kProtocolVersion.minor - 1, "-1.", common::kProtocolVersion.minor));
+  EXPECT_EQ(status.error_message(),
+            "party 'hospital-a' speaks protocol 3.0; this leader supports 2.0-2.0");
   // A PartyClient advertising it never gets in, and backs off (no reconnect loop).
-  auto future = StartParty("hospital-c", Echo, nullptr, common::ProtocolVersion{2, 0});
+  auto future = StartParty("hospital-c", Echo, nullptr, common::ProtocolVersion{3, 0});
   EXPECT_FALSE(future->WaitUntilConnected(absl::Seconds(1)));
   EXPECT_EQ(future->sessions(), 0);
   EXPECT_FALSE(connections_.IsConnected("hospital-a"));
@@ -737,7 +731,7 @@ TEST_F(MtlsTest, OversizeMessagesAreRejectedCleanly) {
   ASSERT_TRUE(WaitForParty("hospital-a"));
   // Leader -> party: refused before sending.
   LeaderMessage big;
-  big.mutable_sum_step()->set_masked(std::string(kOverLimit, 'x'));
+  big.mutable_sum_step()->mutable_sealed()->set_ciphertext(std::string(kOverLimit, 'x'));
   EXPECT_THAT(connections_.Call("hospital-a", big, absl::Seconds(10)),
               StatusIs(absl::StatusCode::kResourceExhausted, "64 MiB message limit"));
   // Party -> leader: the party answers with an error instead of breaking its stream.

@@ -242,7 +242,7 @@ TEST(PartyConnectionsTest, OversizeRequestIsRefusedBeforeWriting) {
   auto stream = std::make_shared<FakeStream>();
   connections.Connected("a", "p", "", stream);
   LeaderMessage big;
-  big.mutable_sum_step()->set_masked(std::string(64 * 1024 * 1024, 'x'));
+  big.mutable_sum_step()->mutable_sealed()->set_ciphertext(std::string(64 * 1024 * 1024, 'x'));
   EXPECT_THAT(connections.Call("a", big, absl::Seconds(1)),
               StatusIs(absl::StatusCode::kResourceExhausted, "64 MiB message limit"));
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -72,11 +73,30 @@ inline absl::Status SignInto(fedanon::v1::LeaderMessage* msg, const fedanon::v1:
   return absl::OkStatus();
 }
 
-// Signs what the Prepare in `msg` names, under a fresh run id.
+// Signs what the Prepare in `msg` names. One job is one run, as when a leader forwards one admin
+// authorization to every party: the same job (job id, Prepare and taxonomies) signed again in
+// this process gets the same authorization, so parties prepared one by one share the run id
+// bound into every sealed box. A test that wants a new run signs AuthorizedJobOf itself.
 inline absl::Status AuthorizePrepare(
     fedanon::v1::LeaderMessage* msg, const common::AdminSigner& admin,
     const std::map<std::string, std::string>& taxonomy_texts = {}) {
-  return SignInto(msg, AuthorizedJobOf(*msg, taxonomy_texts), admin);
+  static std::mutex mu;
+  static std::map<std::string, fedanon::v1::JobAuthorization> signed_jobs;
+  fedanon::v1::PrepareJob bare = msg->prepare();
+  bare.clear_authorization();
+  bare.clear_participants();  // the seal certificates the leader announces are not signed
+  std::string key = msg->job_id() + "\n" + bare.SerializeAsString() + "\n" + admin.cert_pem;
+  for (const auto& [attr, text] : taxonomy_texts) key += "\n" + attr + "=" + text;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = signed_jobs.find(key);
+  if (it == signed_jobs.end()) {
+    fedanon::v1::LeaderMessage signed_msg = *msg;
+    const absl::Status st = SignInto(&signed_msg, AuthorizedJobOf(*msg, taxonomy_texts), admin);
+    if (!st.ok()) return st;
+    it = signed_jobs.emplace(key, signed_msg.prepare().authorization()).first;
+  }
+  *msg->mutable_prepare()->mutable_authorization() = it->second;
+  return absl::OkStatus();
 }
 
 }  // namespace fedanon::testing
