@@ -137,10 +137,12 @@ inline absl::StatusOr<CheckerInput> MakeCheckerInput(const Job& job) {
   }
   in.anonymized = out->rows;
   for (const auto& a : spec->attributes()) {
-    if (a.role() != fedanon::v1::ROLE_QID || a.taxonomy().empty()) continue;
+    const bool sensitive = a.role() == fedanon::v1::ROLE_SENSITIVE;
+    if ((a.role() != fedanon::v1::ROLE_QID && !sensitive) || a.taxonomy().empty()) continue;
     auto tax = common::Taxonomy::LoadArx(a.taxonomy(), a.name());
     if (!tax.ok()) return tax.status();
-    auto& paths = in.taxonomy_paths[a.name()];
+    // A sensitive attribute's taxonomy: t-closeness's hierarchical distance.
+    auto& paths = sensitive ? in.sensitive_taxonomy : in.taxonomy_paths[a.name()];
     for (size_t n = 0; n < tax->size(); ++n) {
       const auto id = static_cast<common::Taxonomy::NodeId>(n);
       if (!tax->is_leaf(id)) continue;
