@@ -262,24 +262,13 @@ TEST(DistributionModelsRequests, HistogramsOnlyOfChildrenThatCanBeValid) {
 
 // Random tables: every release meets its model by the checker's count, is truthful and maximal,
 // and the report's figures are the checker's.
-struct Rng {
-  uint64_t s;
-  uint64_t Next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  int Uniform(int lo, int hi) { return lo + static_cast<int>(Next() % (hi - lo + 1)); }
-};
-
 struct RandomDistributionJob {
   Job job;
   std::string spec;
 };
 
 RandomDistributionJob MakeRandomJob(int seed) {
-  Rng rng{static_cast<uint64_t>(seed) * 104729 + 5};
+  SplitMix64 rng{static_cast<uint64_t>(seed) * 104729 + 5};
   Table t;
   std::map<std::string, std::string> files;
   std::string attrs;
