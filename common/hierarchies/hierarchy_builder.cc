@@ -199,6 +199,28 @@ absl::StatusOr<std::string> BuildFromDefinition(const HierarchyDefinition& d) {
   return BuildHierarchyText(d, nullptr);
 }
 
+absl::Status CheckFederatedHierarchies(
+    const fedanon::v1::JobSpec& spec,
+    const std::map<std::string, std::string>& taxonomy_by_attribute) {
+  for (const HierarchyDefinition& d : spec.hierarchy()) {
+    absl::StatusOr<std::string> built = BuildFromDefinition(d);
+    if (!built.ok()) {
+      return absl::FailedPreconditionError(
+          Cat("a federated job builds its hierarchies from public definitions only: ",
+              built.status().message()));
+    }
+    auto it = taxonomy_by_attribute.find(d.attribute());
+    if (it == taxonomy_by_attribute.end() || it->second != *built) {
+      return absl::FailedPreconditionError(
+          Cat("the taxonomy file of attribute '", d.attribute(),
+              "' is not what the spec's hierarchy definition builds (a federated job takes "
+              "hierarchies built from public definitions only, never from one party's table): "
+              "write it with `fedanon hierarchy spec --spec JOB.yaml`"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 HierarchyShape ShapeOf(const std::string& text) {
   HierarchyShape shape;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {

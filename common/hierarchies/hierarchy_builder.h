@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +61,15 @@ absl::StatusOr<std::string> BuildHierarchyText(const fedanon::v1::HierarchyDefin
 // The hierarchy from public definitions only: the definition's own leaves, or its `values` file;
 // FailedPrecondition when it has neither (it would need a table).
 absl::StatusOr<std::string> BuildFromDefinition(const fedanon::v1::HierarchyDefinition& definition);
+
+// A federated job's check (docs/hierarchies.md): every hierarchy the spec's `hierarchy` section
+// defines, rebuilt from its public definition, must equal the taxonomy text the job ships for
+// that attribute (`taxonomy_by_attribute`: attribute -> file content). FailedPrecondition naming
+// the attribute when a definition needs a table, or when the shipped file differs (e.g. it was
+// built from one party's data).
+absl::Status CheckFederatedHierarchies(
+    const fedanon::v1::JobSpec& spec,
+    const std::map<std::string, std::string>& taxonomy_by_attribute);
 
 // What a built text contains, for summaries: leaves and levels below the root.
 struct HierarchyShape {
