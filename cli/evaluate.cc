@@ -3,18 +3,56 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/risk_command.h"
 #include "common/base/status_macros.h"
 #include "common/evaluation/utility_evaluation.h"
 #include "common/spec/job_spec_loader.h"
+#include "common/spec/proto_json.h"
 
 namespace fedanon::common {
 namespace {
 
 std::string Pct(double x) { return absl::StrFormat("%6.2f%%", 100 * x); }
+
+// The headline risk figures of the raw table and the release side by side (the full summary is
+// `fedanon risk`'s).
+std::string RiskLines(const fedanon::v1::RiskSummary& raw, const fedanon::v1::RiskSummary* anon) {
+  std::string out = absl::StrFormat(
+      "Re-identification risk (QIDs of the spec; threshold %g)%s\n", raw.threshold(),
+      anon != nullptr ? "          raw   anonymized" : "          raw");
+  auto row = [&](const std::string& label, const std::string& a, const std::string& b) {
+    absl::StrAppend(&out, absl::StrFormat("  %-38s %10s", label, a));
+    if (anon != nullptr) absl::StrAppend(&out, absl::StrFormat(" %12s", b));
+    out += "\n";
+  };
+  auto p4 = [](double x) { return absl::StrFormat("%.4f", x); };
+  row("equivalence classes", absl::StrCat(raw.classes()),
+      anon ? absl::StrCat(anon->classes()) : "");
+  row("sample uniques", Pct(raw.sample_uniques_fraction()),
+      anon ? Pct(anon->sample_uniques_fraction()) : "");
+  row("prosecutor: records at risk", Pct(raw.prosecutor().records_at_risk()),
+      anon ? Pct(anon->prosecutor().records_at_risk()) : "");
+  row("prosecutor: highest risk", p4(raw.prosecutor().highest()),
+      anon ? p4(anon->prosecutor().highest()) : "");
+  row("prosecutor/marketer: success rate", p4(raw.prosecutor().average()),
+      anon ? p4(anon->prosecutor().average()) : "");
+  for (int i = 0; i < raw.uniqueness_size(); ++i) {
+    const auto& r = raw.uniqueness(i);
+    const auto* a = anon != nullptr && i < anon->uniqueness_size() ? &anon->uniqueness(i) : nullptr;
+    auto shown = [](const fedanon::v1::PopulationUniqueness& p) {
+      return p.available() ? absl::StrFormat("%.4g%%", 100 * p.fraction()) : std::string("n/a");
+    };
+    row(absl::StrCat("population uniques, ", r.model(),
+                     r.chosen_model().empty() ? "" : absl::StrCat(" (", r.chosen_model(), ")")),
+        shown(r), a ? shown(*a) : "");
+  }
+  return out;
+}
 
 absl::Status RunEvaluateCommand(const UtilityReportOptions& options) {
   ASSIGN_OR_RETURN(const std::string report, UtilityReport(options));
@@ -46,9 +84,26 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
   if (!options.local_path.empty()) {
     ASSIGN_OR_RETURN(local, evaluator->Evaluate(options.local_path));
   }
-  if (options.json) {
-    return EvaluationToJson(b, u ? &*u : nullptr, options.seed, local ? &*local : nullptr);
+  const fedanon::v1::RiskOptions risk = EffectiveRiskOptions(spec, options.risk);
+  ASSIGN_OR_RETURN(const fedanon::v1::RiskSummary raw_risk,
+                   AssessTableRisk(spec, options.raw_path, risk, options.raw_path));
+  std::optional<fedanon::v1::RiskSummary> anon_risk;
+  if (u) {
+    ASSIGN_OR_RETURN(anon_risk,
+                     AssessTableRisk(spec, options.anonymized_path, risk, options.anonymized_path));
   }
+  if (options.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(
+        EvaluationToJson(b, u ? &*u : nullptr, options.seed, local ? &*local : nullptr));
+    ASSIGN_OR_RETURN(const std::string raw_json, ProtoToJson(raw_risk));
+    j["risk_before"] = nlohmann::ordered_json::parse(raw_json);
+    if (anon_risk) {
+      ASSIGN_OR_RETURN(const std::string anon_json, ProtoToJson(*anon_risk));
+      j["risk_after"] = nlohmann::ordered_json::parse(anon_json);
+    }
+    return j.dump(2) + "\n";
+  }
+  const std::string risk_lines = RiskLines(raw_risk, anon_risk ? &*anon_risk : nullptr);
   std::string out =
       absl::StrCat(b.records, " records: C4.5-style tree trained on ", b.train_records,
                    ", tested on ", b.test_records, " (seed ", options.seed, ")\n");
@@ -76,7 +131,7 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
     for (const SourceError& s : b.source_errors) {
       absl::StrAppend(&out, "SE  source error, party ", s.party, " only: ", Pct(s.error), "\n");
     }
-    return out;
+    return out + risk_lines;
   }
   if (u) {
     absl::StrAppend(&out, "CE  classification error, anonymized    ", Pct(u->classification_error),
@@ -91,7 +146,7 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
                     absl::StrFormat("%.6f", u->discernibility_ratio), " (", u->groups,
                     " QID groups)\n");
   }
-  return out;
+  return out + risk_lines;
 }
 
 server::CommandAction DeclareEvaluateCommand(CLI::App* command) {
@@ -107,6 +162,7 @@ server::CommandAction DeclareEvaluateCommand(CLI::App* command) {
                       "--anonymized (global recoding): CE, CE - BE, DR and groups per column");
   command->add_option("--seed", options->seed, "Seed of the 2/3 training, 1/3 test split");
   command->add_flag("--json", options->json, "Print JSON instead of text");
+  AddRiskOptions(command, &options->risk);
   // yang2010 §7: the evaluation of a randomized release (docs/random-anonymization.md).
   command
       ->add_option(

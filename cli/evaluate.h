@@ -1,8 +1,9 @@
 // `fedanon evaluate`: the utility of an anonymized release (classification errors BE/CE/UE, SE
 // per party of a vertical job, the discernibility ratio DR; common/evaluation does the
-// measuring) or, without a release, the raw baselines BE, UE and SE; with `--randomized`, the
-// yang2010 §7 evaluation of a `fedanon randomize` release (COUNT-query relative error and
-// Apriori association recovery, against an Anatomy baseline) instead.
+// measuring) and the re-identification risk before and after (common/risk, the figures of
+// `fedanon risk`), or, without a release, the raw baselines BE, UE and SE and the raw risk; with
+// `--randomized`, the yang2010 §7 evaluation of a `fedanon randomize` release (COUNT-query relative
+// error and Apriori association recovery, against an Anatomy baseline) instead.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,9 @@ struct UtilityReportOptions {
   bool json = false;            // JSON instead of text
   std::string randomized_path;  // non-empty: the RA evaluation (yang2010 §7) of this release
   RaEvaluationOptions ra;
+  // Re-identification risk of the raw table and of the anonymized one (docs/risk.md): the
+  // command line's settings over the spec's risk section.
+  fedanon::v1::RiskOptions risk;
 };
 
 // The report `fedanon evaluate` prints on stdout.

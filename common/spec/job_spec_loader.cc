@@ -996,6 +996,11 @@ absl::StatusOr<JobSpec> LoadJobSpec(const std::string& path) {
     if (taxonomy.empty() || taxonomy.is_absolute() || dir.empty()) continue;
     attribute.set_taxonomy((dir / taxonomy).lexically_normal().string());
   }
+  for (fedanon::v1::HierarchyDefinition& h : *spec.mutable_hierarchy()) {
+    const std::filesystem::path values(h.values());
+    if (values.empty() || values.is_absolute() || dir.empty()) continue;
+    h.set_values((dir / values).lexically_normal().string());
+  }
   return spec;
 }
 
@@ -1066,10 +1071,58 @@ absl::Status ValidateRecoding(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
+// The `risk` section (docs/risk.md): at most one population input, a threshold in [0, 1].
+absl::Status ValidateRiskOptions(const JobSpec& spec) {
+  const fedanon::v1::RiskOptions& risk = spec.risk();
+  if (risk.population_size() > 0 && risk.sampling_fraction() != 0) {
+    return absl::InvalidArgumentError("risk: give population_size or sampling_fraction, not both");
+  }
+  if (risk.sampling_fraction() != 0 &&
+      !(risk.sampling_fraction() > 0 && risk.sampling_fraction() <= 1)) {
+    return absl::InvalidArgumentError(
+        Cat("risk.sampling_fraction must lie in (0, 1], got ", risk.sampling_fraction()));
+  }
+  if (!(risk.threshold() >= 0 && risk.threshold() <= 1)) {
+    return absl::InvalidArgumentError(
+        Cat("risk.threshold is a probability in (0, 1], got ", risk.threshold()));
+  }
+  return absl::OkStatus();
+}
+
+// The `hierarchy` section's structure (docs/hierarchies.md): each definition names a QID with a
+// taxonomy path, once, and one kind; the kinds' parameters are checked where the hierarchies are
+// built (common/hierarchies).
+absl::Status ValidateHierarchySection(const JobSpec& spec, const Attributes& index) {
+  absl::flat_hash_set<std::string> defined;
+  for (const fedanon::v1::HierarchyDefinition& h : spec.hierarchy()) {
+    auto it = index.by_name.find(h.attribute());
+    if (it == index.by_name.end() || it->second->role() != fedanon::v1::ROLE_QID) {
+      return absl::InvalidArgumentError(
+          Cat("hierarchy: '", h.attribute(), "' is not a QID attribute of the spec"));
+    }
+    if (it->second->taxonomy().empty()) {
+      return absl::InvalidArgumentError(
+          Cat("hierarchy: attribute '", h.attribute(),
+              "' has no taxonomy path to write the hierarchy to (taxonomy: FILE.csv)"));
+    }
+    if (h.kind_case() == fedanon::v1::HierarchyDefinition::KIND_NOT_SET) {
+      return absl::InvalidArgumentError(Cat("hierarchy for '", h.attribute(),
+                                            "': give one of interval, masking, date or ordered"));
+    }
+    if (!defined.insert(h.attribute()).second) {
+      return absl::InvalidArgumentError(
+          Cat("hierarchy: attribute '", h.attribute(), "' is defined twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateJobSpec(const JobSpec& spec) {
   ASSIGN_OR_RETURN(const Attributes index, IndexAttributes(spec));
+  RETURN_IF_ERROR(ValidateRiskOptions(spec));
+  RETURN_IF_ERROR(ValidateHierarchySection(spec, index));
   RETURN_IF_ERROR(ValidateScore(spec, index));
   RETURN_IF_ERROR(ValidateParticipation(spec));
   RETURN_IF_ERROR(ValidateNumericSplit(spec));
