@@ -134,12 +134,13 @@ def claim_values(claim, R):
                 d.append(float(r["value"]) - c)
         shared = []
         for r in R.get("m10-naive-shared", "naive, shared public cells", "DR"):
-            c = R.one("m10-K", "centralized L=4", "DR", x=r["x"])
+            c = R.one("m10-naive-shared", "centralized, public cells", "DR", x=r["x"])
             if c is not None:
                 shared.append(float(r["value"]) - c)
         text, lo, hi = span(d)
         if shared:
-            text += f" (per-party cut points); {span(shared)[0]} (shared public cells)"
+            text += (f" (per-party cut points); {span(shared)[0]} (shared public cells, against "
+                     "the centralized run on the same cells)")
         return text, lo, hi, None
     if claim == "m10-blood-tradk":
         d = []
