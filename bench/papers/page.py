@@ -399,7 +399,7 @@ FIGURES = [
                  "Fig. 5(a) and 5(b) cannot be rerun. The same measure on Adult is shown."]},
     {"id": "l2-grid", "title": "The L = 2 claim: CE − BE by setting (C = 20%)",
      "refs": "mohammed2010 §6.1.1 Fig. 6(a) ('For L = 2, CE − BE is less than 1%')",
-     "charts": [("CE − BE", None, "K", "CE − BE (points)", [])],
+     "charts": [("CE − BE", None, "K", "CE − BE (points)", [], [("paper: below", 1.0)])],
      "claims": [],
      "effects": True,
      "explain": ["Only the exact rule, which lets the leader see record-level counts in a "
@@ -408,7 +408,9 @@ FIGURES = [
     {"id": "l2-seeds", "title": "The L = 2 claim: CE − BE under other train/test splits",
      "refs": "mohammed2010 §6.1 (a random 2/3 – 1/3 split of the generalized records)",
      "charts": [("CE − BE", lambda s: s.endswith("mean over seeds"), "K",
-                 "CE − BE (points), mean over seeds", [])],
+                 "CE − BE (points), mean over seeds", [], [("paper: below", 1.0)]),
+                ("CE − BE", lambda s: s.startswith("exact seed"), "K",
+                 "CE − BE (points), exact rule, per seed", [], [("paper: below", 1.0)])],
      "claims": [], "explain": []},
     {"id": "m11-8", "title": "k-anonymity on TopN, gain ratio (integration error IE)",
      "refs": "mohammed2011 §7.1 Fig. 8 (semi-honest; vertical == centralized)",
@@ -510,7 +512,7 @@ FIGURES = [
 ]
 
 
-def svg_chart(R, figure, metric, series_filter, xlabel, ylabel, refs):
+def svg_chart(R, figure, metric, series_filter, xlabel, ylabel, refs, lines=()):
     rows = [r for r in R.get(figure, series_filter, metric) if number(r["value"]) is not None
             and number(r["x"]) is not None]
     if not rows:
@@ -526,14 +528,15 @@ def svg_chart(R, figure, metric, series_filter, xlabel, ylabel, refs):
         v = R.one(figure, "baseline", ref)
         if v is not None:
             ref_values.append((ref.split()[0], v))
+    ref_values += list(lines)  # published figures drawn as reference lines
     lo = min(ys + [v for _, v in ref_values])
     hi = max(ys + [v for _, v in ref_values])
     if hi == lo:
         hi, lo = hi + 1, lo - 1
     pad = 0.08 * (hi - lo)
     lo, hi = lo - pad, hi + pad
-    W, H, L, T, B = 640, 300, 60, 16, 44
-    right = 190
+    right = 40 + 6 * max(len(s) for s in series)  # the legend's labels in full
+    W, H, L, T, B = 450 + right, 300, 60, 16, 44
     pw, ph = W - L - right, H - T - B
     log_x = xs[0] > 0 and xs[-1] / xs[0] >= 20
 
@@ -689,8 +692,9 @@ def write_page(out_dir, published_path):
             parts.append('<table class="claims"><thead><tr><th>where</th><th>published</th>'
                          '<th>compared quantity</th><th>ours</th><th>verdict</th></tr></thead>'
                          f'<tbody>{"".join(trs)}</tbody></table>')
-        for metric, filt, xlabel, ylabel, refs in fig["charts"]:
-            parts.append(svg_chart(R, fid, metric, filt, xlabel, ylabel, refs))
+        for metric, filt, xlabel, ylabel, refs, *lines in fig["charts"]:
+            parts.append(svg_chart(R, fid, metric, filt, xlabel, ylabel, refs,
+                                   lines[0] if lines else ()))
         if fig.get("effects"):
             parts.append(effects_table(R))
         for line in fig["explain"]:
