@@ -564,6 +564,7 @@ void TopDownSpecializer::Evaluate(Candidate& cand, const std::vector<int32_t>& g
 
 double TopDownSpecializer::Score(const Candidate& cand) const {
   ScoreInputs in;
+  in.records = cand.records;
   in.info_gain = cand.info_gain;
   in.split_info = cand.split_info;
   if (ScoreNeedsPrivLoss(options_.score)) in.priv_loss = PrivLoss(cand);

@@ -515,7 +515,8 @@ absl::StatusOr<Attributes> IndexAttributes(const JobSpec& spec) {
 
 absl::Status ValidateScore(const JobSpec& spec, const Attributes& index) {
   const fedanon::v1::ScoreFunction score = spec.score();
-  if (score == fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY || !index.classes.empty()) {
+  if (score == fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY ||
+      score == fedanon::v1::SCORE_FUNCTION_DISTORTION || !index.classes.empty()) {
     return absl::OkStatus();
   }
   const std::string name = score == fedanon::v1::SCORE_FUNCTION_UNSPECIFIED
