@@ -17,6 +17,8 @@
 #include "cli/provision.h"
 #include "cli/watch_progress.h"
 #include "common/base/status_macros.h"
+#include "common/hierarchies/hierarchy_builder.h"
+#include "common/spec/job_spec_loader.h"
 #include "common/spec/proto_json.h"
 #include "google/protobuf/struct.pb.h"
 #include "server/admin_client.h"
@@ -33,7 +35,9 @@ absl::Status PrintJson(const google::protobuf::Message& message, bool pretty = t
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<AdminClient>> Connect(const AdminGlobals& g) {
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AdminClient>> ConnectToLeader(const AdminGlobals& g) {
   std::string path = g.config;
   if (path.empty()) {
     const char* env = std::getenv("FEDANON_ADMIN_CONFIG");
@@ -46,6 +50,12 @@ absl::StatusOr<std::unique_ptr<AdminClient>> Connect(const AdminGlobals& g) {
                      " (name the admin config with --config FILE or FEDANON_ADMIN_CONFIG)"));
   }
   return client;
+}
+
+namespace {
+
+absl::StatusOr<std::unique_ptr<AdminClient>> Connect(const AdminGlobals& g) {
+  return ConnectToLeader(g);
 }
 
 std::string Age(int64_t since_unix) {
@@ -147,6 +157,12 @@ struct SubmitFlags {
 
 absl::Status RunSubmit(const AdminGlobals& g, const SubmitFlags& f) {
   ASSIGN_OR_RETURN(fedanon::v1::SubmitJobRequest request, LoadSubmitRequest(f.spec));
+  // Hierarchies the spec defines must be the ones its public definitions build
+  // (docs/hierarchies.md), never ones built from a party's table.
+  ASSIGN_OR_RETURN(const fedanon::v1::JobSpec resolved, common::LoadJobSpec(f.spec));
+  RETURN_IF_ERROR(common::CheckFederatedHierarchies(
+      resolved, std::map<std::string, std::string>(request.taxonomies().begin(),
+                                                   request.taxonomies().end())));
   for (const std::string& d : f.data) {
     const size_t eq = d.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == d.size()) {

@@ -9,6 +9,8 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "cli/job_assessment.h"
+#include "cli/risk_command.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "common/engine/count_source.h"
@@ -19,6 +21,8 @@
 #include "common/engine/released_rows.h"
 #include "common/engine/tds_engine.h"
 #include "common/engine/tips.h"
+#include "common/risk/risk_analysis.h"
+#include "common/risk/risk_table.h"
 #include "common/sequential/sequential_anonymize.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/spec/proto_json.h"
@@ -73,6 +77,31 @@ absl::StatusOr<std::unique_ptr<CsvWriter>> WriteOutput(const fedanon::v1::JobSpe
   return writer;
 }
 
+// The steward's figures (AnonymizeOptions::assess): the input's risk from the records the job
+// kept, the release's from the table written (read back before it is committed), and BE / CE /
+// UE when the input is a file that can be read again.
+absl::Status AssessRun(const fedanon::v1::JobSpec& spec, const Dataset& data,
+                       const std::string& input_path, const AnonymizeOptions& options,
+                       CsvWriter* output, fedanon::v1::Report* report) {
+  const fedanon::v1::RiskOptions risk = EffectiveRiskOptions(spec, options.risk);
+  ASSIGN_OR_RETURN(*report->mutable_risk_before(),
+                   AnalyzeRisk(QidCodesOf(data), risk, options.input_path));
+  ASSIGN_OR_RETURN(const std::string released, output->FlushForReading());
+  LossContext context;
+  for (const QidColumn& q : data.qids) {
+    if (q.taxonomy) context.taxonomies[q.name] = q.taxonomy;
+    if (q.kind == QidKind::kContinuous) context.ranges[q.name] = {q.range_lo, q.range_hi};
+  }
+  fedanon::v1::JobSpec assessed = spec;
+  *assessed.mutable_risk() = risk;
+  RETURN_IF_ERROR(AssessRelease(assessed, released, context, report));
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(input_path, ec)) {
+    RETURN_IF_ERROR(AssessClassification(spec, input_path, released, report));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ReportToJson(const fedanon::v1::Report& report) {
@@ -92,7 +121,8 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
     inputs.push_back({"--previous-release", path});
   }
   const std::vector<NamedPath> outputs = {{"--output", options.output_path},
-                                          {"--report", options.report_path}};
+                                          {"--report", options.report_path},
+                                          {"--html", options.html_path}};
   RETURN_IF_ERROR(CheckDistinctOutputs(outputs, inputs));
   ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, LoadJobSpec(options.spec_path));
   RETURN_IF_ERROR(ValidateJobSpec(spec));
@@ -112,6 +142,9 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   RETURN_IF_ERROR(CheckOutputDirectory(options.output_path, "output"));
   if (!options.report_path.empty()) {
     RETURN_IF_ERROR(CheckOutputDirectory(options.report_path, "report"));
+  }
+  if (!options.html_path.empty()) {
+    RETURN_IF_ERROR(CheckOutputDirectory(options.html_path, "page"));
   }
   ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec, input_path, /*schema=*/nullptr,
                                              {.max_input_bytes = options.max_input_bytes}));
@@ -176,16 +209,34 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   report.set_records_out(data.num_records);
   if (engine) engine->FillReport(stop_reason, &report);
   if (local_engine) local_engine->FillReport(stop_reason, &report);
+  if (options.assess || !options.html_path.empty() || spec.has_risk()) {
+    const auto assess_start = Clock::now();
+    RETURN_IF_ERROR(AssessRun(spec, data, input_path, options, output.get(), &report));
+    (*report.mutable_timings_seconds())["assess"] = SecondsSince(assess_start);
+  }
   (*report.mutable_timings_seconds())["total"] = SecondsSince(start);
-  // The report first, the table last: if the report cannot be written, the table's temporary
-  // file is removed by the writer's destructor; if the table cannot be committed, the report is
-  // removed again.
+  // The report and the page first, the table last: if they cannot be written, the table's
+  // temporary file is removed by the writer's destructor; if the table cannot be committed, they
+  // are removed again.
   if (!options.report_path.empty()) {
     ASSIGN_OR_RETURN(std::string report_json, ReportToJson(report));
     RETURN_IF_ERROR(WriteFileAtomically(options.report_path, report_json));
   }
+  if (!options.html_path.empty()) {
+    ReportPage page;
+    page.report = report;
+    page.spec = spec;
+    for (const QidColumn& q : data.qids) {
+      if (q.taxonomy) page.taxonomies[q.name] = q.taxonomy;
+    }
+    if (absl::Status written = WriteReportHtml(options.html_path, page); !written.ok()) {
+      if (!options.report_path.empty()) ::unlink(options.report_path.c_str());
+      return written;
+    }
+  }
   if (absl::Status committed = output->Commit(); !committed.ok()) {
     if (!options.report_path.empty()) ::unlink(options.report_path.c_str());
+    if (!options.html_path.empty()) ::unlink(options.html_path.c_str());
     return committed;
   }
   return report;
@@ -240,6 +291,12 @@ server::CommandAction DeclareAnonymizeCommand(CLI::App* command) {
       ->add_option("--max-input-bytes", o.max_input_bytes,
                    "Refuse an input table larger than this many bytes (default 64 GiB)")
       ->check(CLI::PositiveNumber);
+  command->add_flag("--assess", o.assess,
+                    "Add the steward's figures to the report: risk before and after, per-attribute "
+                    "loss, the model measured on the release, BE/CE/UE (docs/steward-guide.md)");
+  command->add_option("--html", o.html_path,
+                      "Write the job's page here (one self-contained HTML file; implies --assess)");
+  AddRiskOptions(command, &o.risk);
   command->add_flag("--quiet", flags->quiet, "No progress messages on stderr");
   return [flags] { return server::ExitCode(RunAnonymizeCommand(*flags), "fedanon anonymize"); };
 }

@@ -1,9 +1,10 @@
 // `fedanon anonymize`: centralized anonymization of one table — load and validate the spec and
 // the data, run top-down specialization with the in-process count source, write the anonymized
-// CSV (same rows and order; QID values generalized; unlisted columns dropped) and the JSON
-// report. On any error nothing is written (outputs are committed atomically at the very end), and
-// no output may name a file the run reads (the input, the spec, its taxonomies, the previous
-// release) or another output: that is refused before anything is read.
+// CSV (same rows and order; QID values generalized; unlisted columns dropped), the JSON report
+// and, with --html, the job's page (cli/job_assessment.h). On any error nothing is written (outputs
+// are committed atomically at the very end), and no output may name a file the run reads (the
+// input, the spec, its taxonomies, the previous release) or another output: that is refused before
+// anything is read.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,13 @@ struct AnonymizeOptions {
   std::function<void(const std::string&)> progress;
   // Warnings that do not stop the run (a sensitive value absent from the data); may be empty.
   std::function<void(const std::string&)> warn;
+  // The steward's figures in the report (docs/steward-guide.md): risk before (the input) and
+  // after (the release), per-attribute loss, the model measured again on the release and, when
+  // the input can be read again and the spec has a class, BE / CE / UE. Also when the spec has a
+  // `risk` section or html_path is set.
+  bool assess = false;
+  std::string html_path;          // the job's page (HTML); empty: none
+  fedanon::v1::RiskOptions risk;  // the command line's settings over the spec's risk section
 };
 
 absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options);

@@ -3,18 +3,57 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/risk_command.h"
 #include "common/base/status_macros.h"
+#include "common/evaluation/distortion.h"
 #include "common/evaluation/utility_evaluation.h"
 #include "common/spec/job_spec_loader.h"
+#include "common/spec/proto_json.h"
 
 namespace fedanon::common {
 namespace {
 
 std::string Pct(double x) { return absl::StrFormat("%6.2f%%", 100 * x); }
+
+// The headline risk figures of the raw table and the release side by side (the full summary is
+// `fedanon risk`'s).
+std::string RiskLines(const fedanon::v1::RiskSummary& raw, const fedanon::v1::RiskSummary* anon) {
+  std::string out = absl::StrFormat(
+      "Re-identification risk (QIDs of the spec; threshold %g)%s\n", raw.threshold(),
+      anon != nullptr ? "          raw   anonymized" : "          raw");
+  auto row = [&](const std::string& label, const std::string& a, const std::string& b) {
+    absl::StrAppend(&out, absl::StrFormat("  %-38s %10s", label, a));
+    if (anon != nullptr) absl::StrAppend(&out, absl::StrFormat(" %12s", b));
+    out += "\n";
+  };
+  auto p4 = [](double x) { return absl::StrFormat("%.4f", x); };
+  row("equivalence classes", absl::StrCat(raw.classes()),
+      anon ? absl::StrCat(anon->classes()) : "");
+  row("sample uniques", Pct(raw.sample_uniques_fraction()),
+      anon ? Pct(anon->sample_uniques_fraction()) : "");
+  row("prosecutor: records at risk", Pct(raw.prosecutor().records_at_risk()),
+      anon ? Pct(anon->prosecutor().records_at_risk()) : "");
+  row("prosecutor: highest risk", p4(raw.prosecutor().highest()),
+      anon ? p4(anon->prosecutor().highest()) : "");
+  row("prosecutor/marketer: success rate", p4(raw.prosecutor().average()),
+      anon ? p4(anon->prosecutor().average()) : "");
+  for (int i = 0; i < raw.uniqueness_size(); ++i) {
+    const auto& r = raw.uniqueness(i);
+    const auto* a = anon != nullptr && i < anon->uniqueness_size() ? &anon->uniqueness(i) : nullptr;
+    auto shown = [](const fedanon::v1::PopulationUniqueness& p) {
+      return p.available() ? absl::StrFormat("%.4g%%", 100 * p.fraction()) : std::string("n/a");
+    };
+    row(absl::StrCat("population uniques, ", r.model(),
+                     r.chosen_model().empty() ? "" : absl::StrCat(" (", r.chosen_model(), ")")),
+        shown(r), a ? shown(*a) : "");
+  }
+  return out;
+}
 
 absl::Status RunEvaluateCommand(const UtilityReportOptions& options) {
   ASSIGN_OR_RETURN(const std::string report, UtilityReport(options));
@@ -36,6 +75,14 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
   }
   EvaluationOptions evaluation;
   evaluation.seed = options.seed;
+  evaluation.folds = options.folds;
+  evaluation.removed_attributes = options.removed_attributes;
+  if (options.classifier == "naive-bayes") {
+    evaluation.classifier = Classifier::kNaiveBayes;
+  } else if (options.classifier != "c45") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--classifier: '", options.classifier, "' is not one of c45, naive-bayes"));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<UtilityEvaluator> evaluator,
                    UtilityEvaluator::Create(spec, options.raw_path, evaluation));
   const RawBaselines& b = evaluator->baselines();
@@ -46,12 +93,42 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
   if (!options.local_path.empty()) {
     ASSIGN_OR_RETURN(local, evaluator->Evaluate(options.local_path));
   }
-  if (options.json) {
-    return EvaluationToJson(b, u ? &*u : nullptr, options.seed, local ? &*local : nullptr);
+  std::optional<Distortion> distortion;
+  if (options.distortion) {
+    if (options.anonymized_path.empty()) {
+      return absl::InvalidArgumentError("--distortion needs --anonymized");
+    }
+    ASSIGN_OR_RETURN(distortion,
+                     MeasureDistortion(spec, options.raw_path, options.anonymized_path));
   }
+  const fedanon::v1::RiskOptions risk = EffectiveRiskOptions(spec, options.risk);
+  ASSIGN_OR_RETURN(const fedanon::v1::RiskSummary raw_risk,
+                   AssessTableRisk(spec, options.raw_path, risk, options.raw_path));
+  std::optional<fedanon::v1::RiskSummary> anon_risk;
+  if (u) {
+    ASSIGN_OR_RETURN(anon_risk,
+                     AssessTableRisk(spec, options.anonymized_path, risk, options.anonymized_path));
+  }
+  if (options.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(
+        EvaluationToJson(b, u ? &*u : nullptr, options.seed, local ? &*local : nullptr,
+                         &evaluation, distortion ? &*distortion : nullptr));
+    ASSIGN_OR_RETURN(const std::string raw_json, ProtoToJson(raw_risk));
+    j["risk_before"] = nlohmann::ordered_json::parse(raw_json);
+    if (anon_risk) {
+      ASSIGN_OR_RETURN(const std::string anon_json, ProtoToJson(*anon_risk));
+      j["risk_after"] = nlohmann::ordered_json::parse(anon_json);
+    }
+    return j.dump(2) + "\n";
+  }
+  const std::string risk_lines = RiskLines(raw_risk, anon_risk ? &*anon_risk : nullptr);
+  const std::string model = options.classifier == "naive-bayes" ? "naive Bayes" : "C4.5-style tree";
   std::string out =
-      absl::StrCat(b.records, " records: C4.5-style tree trained on ", b.train_records,
-                   ", tested on ", b.test_records, " (seed ", options.seed, ")\n");
+      options.folds >= 2
+          ? absl::StrCat(b.records, " records: ", model, ", ", options.folds,
+                         "-fold cross-validation (seed ", options.seed, ")\n")
+          : absl::StrCat(b.records, " records: ", model, " trained on ", b.train_records,
+                         ", tested on ", b.test_records, " (seed ", options.seed, ")\n");
   absl::StrAppend(&out, "BE  baseline error, raw data            ", Pct(b.baseline_error), "\n");
   if (local) {
     // Global and local recoding side by side (a column per release given).
@@ -76,7 +153,7 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
     for (const SourceError& s : b.source_errors) {
       absl::StrAppend(&out, "SE  source error, party ", s.party, " only: ", Pct(s.error), "\n");
     }
-    return out;
+    return out + risk_lines;
   }
   if (u) {
     absl::StrAppend(&out, "CE  classification error, anonymized    ", Pct(u->classification_error),
@@ -86,12 +163,20 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
   for (const SourceError& s : b.source_errors) {
     absl::StrAppend(&out, "SE  source error, party ", s.party, " only: ", Pct(s.error), "\n");
   }
+  if (b.removal_error) {
+    absl::StrAppend(&out, "RE  removal error, attributes removed   ", Pct(*b.removal_error), "\n");
+  }
   if (u) {
     absl::StrAppend(&out, "DR  discernibility ratio                ",
                     absl::StrFormat("%.6f", u->discernibility_ratio), " (", u->groups,
                     " QID groups)\n");
   }
-  return out;
+  if (distortion) {
+    absl::StrAppend(&out, "distortion per record: categorical ",
+                    absl::StrFormat("%.4f", distortion->categorical), ", continuous ",
+                    absl::StrFormat("%.4f", distortion->continuous), "\n");
+  }
+  return out + risk_lines;
 }
 
 server::CommandAction DeclareEvaluateCommand(CLI::App* command) {
@@ -106,7 +191,22 @@ server::CommandAction DeclareEvaluateCommand(CLI::App* command) {
                       "A `recoding: local` release of the same table (CSV), shown beside "
                       "--anonymized (global recoding): CE, CE - BE, DR and groups per column");
   command->add_option("--seed", options->seed, "Seed of the 2/3 training, 1/3 test split");
+  command->add_option("--classifier", options->classifier,
+                      "c45 (the C4.5-style tree, default) or naive-bayes (thesis §4.4.1)");
+  command
+      ->add_option("--folds", options->folds,
+                   "k-fold cross-validation instead of the 2/3-1/3 split (0: the split)")
+      ->check(CLI::Range(0, 1000));
+  command
+      ->add_option("--remove", options->removed_attributes,
+                   "Attributes removed for RE, the removal error (thesis §5.4 RE, §6.4 RJE and "
+                   "RSE); repeat or comma-separate")
+      ->delimiter(',');
+  command->add_flag("--distortion", options->distortion,
+                    "With --anonymized: the thesis's distortion metric per record (§6.4), "
+                    "categorical and continuous");
   command->add_flag("--json", options->json, "Print JSON instead of text");
+  AddRiskOptions(command, &options->risk);
   // yang2010 §7: the evaluation of a randomized release (docs/random-anonymization.md).
   command
       ->add_option(
@@ -140,6 +240,12 @@ server::CommandAction DeclareEvaluateCommand(CLI::App* command) {
       ->check(CLI::Range(0, 1000000));
   command->add_option("--anatomy-seed", options->ra.anatomy_seed,
                       "With --randomized: seed of the Anatomy grouping and permutation");
+  command
+      ->add_option("--ldiversity-l", options->ra.ldiversity_l,
+                   "With --randomized: l of the entropy l-diverse generalization baseline "
+                   "answered with Eq. 12 (0: none, the default; -1: 10, or the largest l the "
+                   "table is entropy l-diverse for if smaller)")
+      ->check(CLI::Range(-1, 1000000));
   return [options] { return server::ExitCode(RunEvaluateCommand(*options), "fedanon evaluate"); };
 }
 

@@ -9,8 +9,10 @@
 #include "cli/evaluate.h"
 #include "cli/federation_up.h"
 #include "cli/gen_data.h"
+#include "cli/hierarchy_command.h"
 #include "cli/party_audit.h"
 #include "cli/randomize_command.h"
+#include "cli/risk_command.h"
 #include "cli/sweep.h"
 #include "common/base/version.h"
 #include "server/command_line.h"
@@ -43,12 +45,22 @@ int Main(int argc, char** argv) {
            "Anonymize over a grid of L, K, C and report CE and DR against K (HTML with SVG charts, "
            "and CSV)",
            common::DeclareSweepCommand);
+  tree.Add("hierarchy",
+           "Build a generalization hierarchy (ARX CSV): interval, masking, date, ordered, or "
+           "every one a spec's hierarchy section defines",
+           common::DeclareHierarchyCommand);
+  tree.Add("risk",
+           "Re-identification risk of a table (raw or released): prosecutor, journalist and "
+           "marketer risk, sample and population uniques (Pitman, Zayatz, SNB, Dankar), QID "
+           "combinations' distinction and separation",
+           common::DeclareRiskCommand);
   tree.Add("randomize",
            "Random anonymization (yang2010): replace QID values by draws from their distributions",
            common::DeclareRandomizeCommand);
   tree.Add("party",
            "A party's own records: `party audit JOB_ID` prints what this party sent in a job; "
-           "`party status` whether the party daemon runs and is linked to the leader",
+           "`party status` whether the party daemon runs and is linked to the leader; `party "
+           "risk` the re-identification risk of its own table",
            server::DeclarePartyCommand);
   // Not listed among the subcommands (the footer names it).
   tree.Add("federation", "", server::DeclareFederationCommand);

@@ -9,6 +9,9 @@
 //     status JOB | list | watch JOB [--expect-rounds N] | cancel JOB [--reason TEXT]
 //     result JOB -o FILE [--force]
 //     view-log JOB                               what the leader decoded (JSON lines)
+//     report JOB --html PAGE.html [--spec JOB.yaml] [--result RELEASE.csv]
+//                [--party-risk PARTY=FILE.json ...] [--report REPORT.json]
+//                                                the job's page (cli/report_command.h)
 //     health [--service NAME] [--bundle DIR --leader HOST:PORT]
 //                                                the leader's gRPC health service (probes)
 //
@@ -24,6 +27,7 @@
 #include <string>
 
 #include "cli/admin_commands.h"
+#include "cli/report_command.h"
 #include "common/base/version.h"
 #include "server/command_line.h"
 
@@ -63,6 +67,11 @@ int Main(int argc, char** argv) {
            bind_front(server::DeclareResultCommand, &g));
   tree.Add("view-log", "Print what the leader decoded during a job (JSON lines)",
            bind_front(server::DeclareViewLogCommand, &g));
+  tree.Add("report",
+           "Write a done job's page (HTML): its report, what the leader decoded, and with "
+           "--spec/--result/--party-risk the cut on its taxonomies, the release's risk and loss, "
+           "each party's own risk",
+           bind_front(server::DeclareReportCommand, &g));
   tree.Add("health", "Check the leader's gRPC health service (exit 0 if SERVING, 1 otherwise)",
            bind_front(server::DeclareHealthCommand, &g));
 

@@ -37,9 +37,14 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cli/job_assessment.h"
 #include "cli/provision.h"
+#include "cli/risk_command.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
+#include "common/hierarchies/hierarchy_builder.h"
+#include "common/html_report/view_log_summary.h"
+#include "common/spec/job_spec_loader.h"
 #include "common/spec/proto_json.h"
 #include "crypto/certificates.h"
 #include "server/admin_client.h"
@@ -65,6 +70,7 @@ struct Options {
   std::string result;
   std::string report;
   std::string leader_view;
+  std::string html;  // the job's page (cli/job_assessment.h)
   bool keep = false;
   std::string dir;
   uint32_t round_timeout = 0;  // seconds a party may take per request; 0: the leader's default
@@ -341,8 +347,10 @@ class FederationUp {
     // The outputs never replace a table, the spec or a taxonomy, nor each other.
     std::vector<common::NamedPath> inputs = {{"--spec", o_.spec}};
     for (const std::string& f : o_.party_data) inputs.emplace_back("a --party-data table", f);
-    const std::vector<common::NamedPath> outputs = {
-        {"--result", o_.result}, {"--report", o_.report}, {"--leader-view", o_.leader_view}};
+    const std::vector<common::NamedPath> outputs = {{"--result", o_.result},
+                                                    {"--report", o_.report},
+                                                    {"--leader-view", o_.leader_view},
+                                                    {"--html", o_.html}};
     if (absl::Status st = common::CheckDistinctOutputs(outputs, inputs); !st.ok()) return Fail(st);
     if (o_.spec.empty()) return 0;
     absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
@@ -350,6 +358,15 @@ class FederationUp {
     if (!request.ok()) return Fail(request.status());
     request_ = *std::move(request);
     request_.set_round_timeout_seconds(o_.round_timeout);
+    // The spec with its paths resolved (taxonomies and values files, for the checks and the page).
+    absl::StatusOr<fedanon::v1::JobSpec> local_spec = common::LoadJobSpec(o_.spec);
+    if (!local_spec.ok()) return Fail(local_spec.status());
+    spec_ = *std::move(local_spec);
+    const std::map<std::string, std::string> shipped(request_.taxonomies().begin(),
+                                                     request_.taxonomies().end());
+    if (absl::Status st = common::CheckFederatedHierarchies(spec_, shipped); !st.ok()) {
+      return Fail(st);
+    }
     for (const TaxonomyFile& t : taxonomy_files_) {
       inputs.emplace_back(absl::StrCat("the taxonomy of attribute '", t.attribute, "'"),
                           t.local_path);
@@ -572,9 +589,12 @@ class FederationUp {
                                last->failure_reason().empty() ? "" : ": ", last->failure_reason()));
     }
 
-    if (!o_.result.empty()) {
+    fedanon::v1::Report report = last->report();
+    std::string result_path = o_.result;
+    if (result_path.empty() && !o_.html.empty()) result_path = (dir_ / "result.csv").string();
+    if (!result_path.empty()) {
       absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
-          AtomicFileWriter::Open(o_.result, /*overwrite=*/true);
+          AtomicFileWriter::Open(result_path, /*overwrite=*/true);
       if (!writer.ok()) return Fail(writer.status());
       absl::StatusOr<uint64_t> bytes = client->GetResult(
           job_id, [&writer](std::string_view data) { return (*writer)->Write(data); });
@@ -584,23 +604,95 @@ class FederationUp {
             absl::StrCat("cannot fetch the result of ", job_id, ": ", bytes.status().message()));
       }
       if (absl::Status st = (*writer)->Commit(); !st.ok()) return Fail(st);
-      std::cerr << kPrefix << "wrote the integrated table to " << o_.result << " (" << *bytes
-                << " bytes)\n";
+      if (!o_.result.empty()) {
+        std::cerr << kPrefix << "wrote the integrated table to " << o_.result << " (" << *bytes
+                  << " bytes)\n";
+      }
+    }
+    std::optional<common::ViewLogSummary> leader_view;
+    if (!o_.html.empty()) {
+      absl::StatusOr<common::ViewLogSummary> view = AssessJob(client, job_id, result_path, &report);
+      if (signals_.signal() != 0) return Interrupted();
+      if (!view.ok()) return Fail(view.status());
+      leader_view = *std::move(view);
     }
     if (!o_.report.empty()) {
       absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
           AtomicFileWriter::Open(o_.report, /*overwrite=*/true);
       if (!writer.ok()) return Fail(writer.status());
-      absl::StatusOr<std::string> json = common::ProtoToJson(last->report());
+      absl::StatusOr<std::string> json = common::ProtoToJson(report);
       if (!json.ok()) return Fail(json.status());
       absl::Status st = (*writer)->Write(*json + "\n");
       if (st.ok()) st = (*writer)->Commit();
       if (!st.ok()) return Fail(st);
       std::cerr << kPrefix << "wrote the report to " << o_.report << "\n";
     }
+    if (!o_.html.empty()) {
+      common::ReportPage page;
+      page.report = report;
+      page.kind =
+          spec_.partitioning() == fedanon::v1::PARTITIONING_VERTICAL ? "vertical" : "horizontal";
+      page.job_id = job_id;
+      page.parties = names_;
+      page.spec = spec_;
+      page.taxonomies = taxonomies_;
+      page.leader_view = std::move(leader_view);
+      if (absl::Status st = common::WriteReportHtml(o_.html, page); !st.ok()) return Fail(st);
+      std::cerr << kPrefix << "wrote the job's page to " << o_.html << "\n";
+    }
     if (int code = WriteLeaderView(client, job_id); code != 0) return code;
-    std::cout << "job " << job_id << " done\n" << ReportSummary(last->report());
+    std::cout << "job " << job_id << " done\n" << ReportSummary(report);
     return 0;
+  }
+
+  // The steward's figures of a done job (cli/job_assessment.h), each computed where its data is
+  // in this local federation: the release's risk, loss and model checks on the integrated table
+  // the leader (the recipient) serves; each party's risk on its own table, as `fedanon party
+  // risk` computes it at that party; and a summary of the leader's view log.
+  absl::StatusOr<common::ViewLogSummary> AssessJob(AdminClient* client, const std::string& job_id,
+                                                   const std::string& result_path,
+                                                   fedanon::v1::Report* report) {
+    absl::StatusOr<std::map<std::string, std::shared_ptr<const common::Taxonomy>>> taxonomies =
+        common::LoadSpecTaxonomies(spec_);
+    if (!taxonomies.ok()) return taxonomies.status();
+    taxonomies_ = *std::move(taxonomies);
+    common::LossContext context;
+    context.taxonomies = taxonomies_;
+    if (absl::Status st = common::AssessRelease(spec_, result_path, context, report); !st.ok()) {
+      return st;
+    }
+    const bool vertical = spec_.partitioning() == fedanon::v1::PARTITIONING_VERTICAL;
+    for (size_t i = 0; i < names_.size(); ++i) {
+      // A vertical party holds only its own attributes: its risk is over its own QIDs.
+      fedanon::v1::JobSpec own = spec_;
+      if (vertical) {
+        own.clear_attributes();
+        for (const auto& a : spec_.attributes()) {
+          if (a.party() == names_[i]) *own.add_attributes() = a;
+        }
+        const bool has_qid =
+            std::any_of(own.attributes().begin(), own.attributes().end(),
+                        [](const auto& a) { return a.role() == fedanon::v1::ROLE_QID; });
+        if (!has_qid) continue;
+      }
+      absl::StatusOr<fedanon::v1::RiskSummary> risk = common::AssessTableRisk(
+          own, o_.party_data[i], common::EffectiveRiskOptions(spec_, {}), names_[i]);
+      if (!risk.ok()) return risk.status();
+      fedanon::v1::PartyRisk* p = report->add_party_risk();
+      p->set_party(names_[i]);
+      *p->mutable_risk() = *std::move(risk);
+    }
+    std::string view;
+    absl::StatusOr<uint64_t> bytes = client->GetViewLog(job_id, [&view](std::string_view data) {
+      view.append(data);
+      return absl::OkStatus();
+    });
+    if (!bytes.ok()) {
+      return absl::Status(
+          bytes.status().code(),
+          absl::StrCat("cannot fetch the view log of ", job_id, ": ", bytes.status().message()));
+    }
+    return common::SummarizeViewLog(view);
   }
 
   // --leader-view: the leader's view log of the ended job, written atomically (0 when done or
@@ -673,6 +765,8 @@ class FederationUp {
   Options o_;
   SignalWatcher& signals_;
   fedanon::v1::SubmitJobRequest request_;
+  fedanon::v1::JobSpec spec_;  // the spec with its paths resolved
+  std::map<std::string, std::shared_ptr<const common::Taxonomy>> taxonomies_;
   std::vector<TaxonomyFile> taxonomy_files_;
   std::vector<std::string> names_;
   std::string address_;
@@ -687,7 +781,7 @@ class FederationUp {
 constexpr char kUsage[] =
     "usage: fedanon federation up --party-data a.csv,b.csv[,...] [--spec JOB.yaml] [--port P]\n"
     "                             [--wait] [--result OUT.csv] [--report REPORT.json] [--keep]\n"
-    "                             [--leader-view VIEW.jsonl] [--dir DIR]\n"
+    "                             [--leader-view VIEW.jsonl] [--html PAGE.html] [--dir DIR]\n"
     "Runs a throwaway local federation (leader + one party per table) on 127.0.0.1.\n"
     "See 'fedanon federation up --help'.\n";
 
@@ -718,6 +812,11 @@ void DeclareUpOptions(CLI::App* up, Options* o) {
   up->add_option("--leader-view", o->leader_view,
                  "Write the leader's view log of the job here (JSON lines: every statistic it "
                  "decoded; needs --wait)")
+      ->needs(wait);
+  up->add_option("--html", o->html,
+                 "Write the job's page here (HTML: the cut, utility, the release's risk, each "
+                 "party's risk on its own table, what the leader decoded; also into --report; "
+                 "needs --wait)")
       ->needs(wait);
   up->add_option("--round-timeout", o->round_timeout,
                  "Seconds a party may take per request (default: the leader's, 60 s; a 1M-record "

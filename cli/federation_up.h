@@ -2,7 +2,7 @@
 //
 //   fedanon federation up --party-data a.csv,b.csv[,...] [--spec JOB.yaml] [--port P] [--wait]
 //                         [--result OUT.csv] [--report REPORT.json]
-//                         [--leader-view VIEW.jsonl] [--keep] [--dir DIR]
+//                         [--leader-view VIEW.jsonl] [--html PAGE.html] [--keep] [--dir DIR]
 //
 // 1. Provisions a federation (server::ProvisionLocal) in a temporary directory (or --dir): a
 //    leader on 127.0.0.1:P (P free unless --port), one party per table (named after the files
@@ -16,7 +16,11 @@
 //    With --spec: submits the job (all parties, the leader as recipient); with --wait follows it
 //    (progress on stderr) and, when done, writes --result and --report (the JobInfo's report as
 //    JSON) and --leader-view (the leader's view log of the job, JSON lines: every statistic it
-//    decoded, leader/view_log.h) atomically and prints a summary (exit 0); a failed or cancelled
+//    decoded, leader/view_log.h) atomically and prints a summary (exit 0); with --html also the
+//    job's page (cli/job_assessment.h: the release's risk, loss and model checks, each party's
+//    risk on its own table, a summary of the view log; the same figures go into --report); a
+//    spec's `hierarchy` definitions must match the taxonomy files it ships (built from public
+//    definitions only, common/hierarchies) or the job is not submitted; a failed or cancelled
 //    job exits 1 and writes only --leader-view (what the leader decoded before the job ended).
 //    Without --wait it prints the job id and stays up like (4).
 // Children are always stopped before returning (SIGTERM, up to 5 s, then SIGKILL; they also get

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/party_risk.h"
 #include "cli/party_status.h"
 #include "common/base/status_macros.h"
 #include "party/audit_log.h"
@@ -113,8 +114,11 @@ CommandAction DeclarePartyCommand(CLI::App* party) {
                     "The party's state directory (output_dir) instead of --config");
   audit->add_flag("--json", flags->json, "Print the raw JSON lines");
   const CommandAction status = DeclarePartyStatusCommand(party);
+  CommandAction risk_action;
+  CLI::App* risk = DeclarePartyRiskCommand(party, &risk_action);
   party->require_subcommand(1);
-  return [flags, audit, status] {
+  return [flags, audit, status, risk, risk_action] {
+    if (risk->parsed()) return risk_action();
     if (!audit->parsed()) return status();
     return ExitCode(RunAudit(*flags), "fedanon party audit");
   };

@@ -165,6 +165,16 @@ absl::StatusOr<RandomizeSummary> RandomizeTable(const RandomizeOptions& options)
                      MeasureRelativeBias(original, released, summary.plan, length));
     summary.relative_bias.push_back(bias);
   }
+  if (options.amplification) {
+    ASSIGN_OR_RETURN(summary.amplification, CAmplification(original, released, summary.plan));
+  }
+  for (int length : options.variance_lengths) {
+    // The measured variance redraws from seeds of its own (seed + 1, ...), never the release's.
+    ASSIGN_OR_RETURN(RelativeVariance v,
+                     MeasureRelativeVariance(original, summary.plan, length, options.variance_runs,
+                                             options.seed.value_or(0) + 1000003));
+    summary.relative_variance.push_back(v);
+  }
   summary.timings_seconds["measure"] = SecondsSince(measure_start);
 
   const auto write_start = Clock::now();
@@ -217,6 +227,20 @@ std::string RandomizeSummaryToJson(const RandomizeSummary& summary) {
                     {"predicted", b.predicted}});
   }
   j["relative_bias"] = std::move(bias);
+  if (summary.amplification.has_value()) {
+    j["c_amplification"] = {{"max", summary.amplification->max},
+                            {"mean", summary.amplification->mean}};
+  }
+  nlohmann::ordered_json variance = nlohmann::ordered_json::array();
+  for (const RelativeVariance& v : summary.relative_variance) {
+    variance.push_back({{"length", v.length},
+                        {"combinations", v.combinations},
+                        {"runs", v.runs},
+                        {"eq11", v.eq11},
+                        {"independent", v.independent},
+                        {"measured", v.measured}});
+  }
+  if (!summary.relative_variance.empty()) j["relative_variance"] = std::move(variance);
   j["timings_seconds"] = summary.timings_seconds;
   return j.dump(2) + "\n";
 }
@@ -245,6 +269,16 @@ std::string RandomizeSummaryToText(const RandomizeSummary& summary) {
                           "combinations): measured %.3f%%, predicted %.3f%%\n",
                           b.length, b.attribute_sets, b.combinations, 100 * b.measured,
                           100 * b.predicted);
+  }
+  if (summary.amplification.has_value()) {
+    absl::StrAppendFormat(&text, "c-amplification (Definition 8): max %.4f, mean %.4f\n",
+                          summary.amplification->max, summary.amplification->mean);
+  }
+  for (const RelativeVariance& v : summary.relative_variance) {
+    absl::StrAppendFormat(&text,
+                          "variance of R(q), length %d (%u combinations): Eq. 11 %.6g, "
+                          "independent records %.6g, measured over %d runs %.6g\n",
+                          v.length, v.combinations, v.eq11, v.independent, v.runs, v.measured);
   }
   absl::StrAppendFormat(&text, "%.3f s", summary.timings_seconds.at("total"));
   return text;
@@ -321,6 +355,18 @@ server::CommandAction DeclareRandomizeCommand(CLI::App* command) {
                    "Report the relative bias of supports of value combinations of this length "
                    "(repeatable)")
       ->check(CLI::PositiveNumber);
+  command->add_flag("--c-amplification", o.amplification,
+                    "Report the c-amplification of Definition 8 (1 attribute per record only)");
+  command
+      ->add_option("--variance-length", o.variance_lengths,
+                   "Report the variance of R(q) for value combinations of this length: Eq. 11, "
+                   "exact for independent records, and measured (1 attribute per record only; "
+                   "repeatable)")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--variance-runs", o.variance_runs,
+                   "Randomizations behind the measured variance (default 20)")
+      ->check(CLI::Range(2, 100000));
   command->add_flag("--quiet", flags->quiet, "No summary on stderr");
   return [flags, seed] {
     flags->seed_given = seed->count() > 0;

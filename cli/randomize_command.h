@@ -33,6 +33,9 @@ struct RandomizeOptions {
   std::optional<AttributeSelection> selection;
   bool prior_knowledge_bound = false;  // compute Proposition10Bound (k == 1 only)
   std::vector<int> bias_lengths;       // compute MeasureRelativeBias for each
+  bool amplification = false;          // compute CAmplification (Definition 8; k == 1 only)
+  std::vector<int> variance_lengths;   // compute MeasureRelativeVariance for each (k == 1 only)
+  int variance_runs = 20;              // randomizations of the measured variance
 };
 
 struct RandomizeSummary {
@@ -47,6 +50,8 @@ struct RandomizeSummary {
   double probabilistic_anonymity = 0;
   std::optional<PriorKnowledgeBound> prior_knowledge_bound;
   std::vector<RelativeBias> relative_bias;
+  std::optional<Amplification> amplification;
+  std::vector<RelativeVariance> relative_variance;
   std::map<std::string, double> timings_seconds;
 };
 

@@ -367,6 +367,7 @@ struct SweepFlags {
   std::string html_path = "sweep.html";
   std::string csv_path = "sweep.csv";
   bool quiet = false;
+  std::string classifier = "c45";
 };
 
 // Fails early (before the sweep, which may take long) when `path`'s directory is missing.
@@ -381,6 +382,12 @@ absl::Status CheckDirectoryOf(const std::string& path) {
 }
 
 absl::Status RunSweepCommand(SweepFlags flags) {
+  if (flags.classifier == "naive-bayes") {
+    flags.options.evaluation.classifier = Classifier::kNaiveBayes;
+  } else if (flags.classifier != "c45") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--classifier: '", flags.classifier, "' is not one of c45, naive-bayes"));
+  }
   if (!flags.quiet) flags.options.progress = [](const std::string& m) { std::cerr << m << "\n"; };
   RETURN_IF_ERROR(CheckDirectoryOf(flags.html_path));
   RETURN_IF_ERROR(CheckDirectoryOf(flags.csv_path));
@@ -420,6 +427,12 @@ server::CommandAction DeclareSweepCommand(CLI::App* command) {
   command->add_option("--csv", flags->csv_path, "CSV of the points to write")
       ->capture_default_str();
   command->add_option("--seed", o.evaluation.seed, "Seed of the 2/3 training, 1/3 test split");
+  command->add_option("--classifier", flags->classifier,
+                      "c45 (the C4.5-style tree, default) or naive-bayes (thesis §4.4.1)");
+  command
+      ->add_option("--folds", o.evaluation.folds,
+                   "k-fold cross-validation instead of the 2/3-1/3 split (0: the split)")
+      ->check(CLI::Range(0, 1000));
   command->add_flag("--quiet", flags->quiet, "No progress messages on stderr");
   return [flags] { return server::ExitCode(RunSweepCommand(*flags), "fedanon sweep"); };
 }

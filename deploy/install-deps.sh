@@ -20,8 +20,10 @@ PACKAGES=(
 # python3 runs tests/lint/check_architecture.py; clang-16 with libclang-rt-16-dev (libFuzzer, ASan
 # and UBSan runtimes) builds the `fuzz` preset that CI runs: the fuzz targets and -Wthread-safety
 # (docs/fuzzing.md). postgresql (the server: initdb, pg_ctl) runs the `postgres` tests' private
-# clusters (docs/postgres.md); the party itself needs only libpq.
-TEST_TOOLS=(docker-compose python3 clang-16 libclang-rt-16-dev postgresql)
+# clusters (docs/postgres.md); the party itself needs only libpq. chromium (headless, driven over
+# its DevTools pipe by tests/browser/check_page.py) opens the HTML pages in the `browser` tests;
+# chromium-driver serves WebDriver clients of the same browser.
+TEST_TOOLS=(docker-compose python3 clang-16 libclang-rt-16-dev postgresql chromium chromium-driver)
 
 case "${1:-}" in
   "") PACKAGES+=("${TEST_TOOLS[@]}") ;;

@@ -180,6 +180,18 @@ absl::Status ViewLog::AppendStats(uint32_t round,
     e.node = GroupLabel(hier, key);
     RETURN_IF_ERROR(take(std::move(e), static_cast<size_t>(request.released_combinations)));
   }
+  for (const common::HistogramQuery& q : request.histograms) {
+    ViewEntry e;
+    e.kind = kViewSensitiveHistogram;
+    e.labelled = true;
+    e.node = GroupLabel(hier, q.key);
+    if (q.attr >= 0) {
+      const common::AttributeHierarchy& h = hier[static_cast<size_t>(q.attr)];
+      e.attribute = h.column().name;
+      e.detail = h.CandidateLabel(q.key[static_cast<size_t>(q.attr)], q.candidate, "");
+    }
+    RETURN_IF_ERROR(take(std::move(e), common::HistogramWords(hier, q, request.histogram_domain)));
+  }
   if (pos != sum.size()) {
     return absl::InternalError("view log: a decoded vector is longer than its request");
   }

@@ -37,6 +37,10 @@ inline constexpr char kViewVerticalScore[] = "vertical_score";
 inline constexpr char kViewVerticalDecline[] = "vertical_decline";
 inline constexpr char kViewVerticalVerdict[] = "vertical_verdict";
 inline constexpr char kViewVerticalReport[] = "vertical_report";
+// ldiversity / tcloseness: a group's counts of each declared value of the sensitive attribute,
+// per child of one candidate (`attribute`, `detail` = the candidate) or for the whole group
+// (`attribute` empty); `node` = the group's labels.
+inline constexpr char kViewSensitiveHistogram[] = "sensitive_histogram";
 // Local recoding (leader/local_group_source.h), per group ("group N"): its own words; per
 // taxonomy / suppression attribute, the words per child / value; binned continuous attributes,
 // the unlabelled record count per global bin inside the group; then the labelled words per

@@ -46,6 +46,10 @@ void PutWord(uint64_t v, std::string* out) {
 absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> VerticalLocalReplica::Create(
     const common::Dataset* data, const common::PrivacyModel* model,
     const fedanon::v1::JobSpec& spec, std::string self, std::vector<std::string> owner_of) {
+  if (model->distribution.has_value()) {
+    return absl::InvalidArgumentError(
+        "local recoding does not support privacy.model ldiversity or tcloseness (global only)");
+  }
   std::unique_ptr<VerticalLocalReplica> r(new VerticalLocalReplica());
   r->data_ = data;
   r->model_ = model;

@@ -120,6 +120,12 @@ JobSpec PartySpec(const JobSpec& spec, const std::string& party, bool* holds_sen
     t->clear_qid();
     *holds_sensitive = true;
   }
+  // ldiversity / tcloseness: the holder of the model's sensitive attribute judges (§8).
+  if ((p.model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ||
+       p.model() == fedanon::v1::PRIVACY_MODEL_TCLOSENESS) &&
+      is_own(lkc_attr)) {
+    *holds_sensitive = true;
+  }
   return out;
 }
 
@@ -149,8 +155,8 @@ absl::StatusOr<common::Dataset> LoadOwnColumns(const JobSpec& party_spec,
 class VerticalParty::Source : public common::CountSource {
  public:
   Source(common::Tips* tips, std::vector<common::AttributeHierarchy>* hier,
-         const std::vector<bool>* owned)
-      : tips_(tips), hier_(hier), owned_(owned) {}
+         const std::vector<bool>* owned, bool holds_distribution)
+      : tips_(tips), hier_(hier), owned_(owned), holds_distribution_(holds_distribution) {}
   absl::Status Specialize(int attr, NodeIndex node, int c,
                           const std::vector<uint64_t>& /*new_group_sizes*/) override {
     tips_->Specialize(attr, node, c);
@@ -169,11 +175,15 @@ class VerticalParty::Source : public common::CountSource {
     const auto& n = (*hier_)[attr].node(node);
     return n.rank_hi - n.rank_lo >= 2 ? n.rank_lo + 1 : -1;
   }
+  // Only the holder of the ldiversity / tcloseness attribute counts its histograms; the others
+  // leave that part of the model to its verdicts (mohammed2011 §8).
+  bool HoldsSensitiveDistribution() const override { return holds_distribution_; }
 
  private:
   common::Tips* tips_;
   std::vector<common::AttributeHierarchy>* hier_;
   const std::vector<bool>* owned_;
+  bool holds_distribution_;
 };
 
 VerticalParty::~VerticalParty() = default;
@@ -193,7 +203,7 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(
   ASSIGN_OR_RETURN(common::Dataset own, LoadOwnColumns(party_spec, schema, csv_path, postgres));
   ASSIGN_OR_RETURN(p->table_fingerprint_, TableFingerprint(own));
   RETURN_IF_ERROR(p->ReadIdsAndValues(party_spec, own));
-  p->BuildJoinedData(schema, csv_path, std::move(own));
+  RETURN_IF_ERROR(p->BuildJoinedData(schema, csv_path, std::move(own)));
   for (const auto& q : p->data_->qids) {
     for (const Attribute& a : spec.attributes()) {
       if (a.name() == q.name) p->owner_of_.push_back(a.party());
@@ -254,8 +264,8 @@ absl::Status VerticalParty::ReadIdsAndValues(const JobSpec& party_spec,
   return absl::OkStatus();
 }
 
-void VerticalParty::BuildJoinedData(const common::Dataset& schema, const std::string& csv_path,
-                                    common::Dataset own) {
+absl::Status VerticalParty::BuildJoinedData(const common::Dataset& schema,
+                                            const std::string& csv_path, common::Dataset own) {
   auto data = std::make_unique<common::Dataset>(schema);
   data->source_path = csv_path;
   data->num_records = own.num_records;
@@ -284,7 +294,32 @@ void VerticalParty::BuildJoinedData(const common::Dataset& schema, const std::st
       }
     }
   }
+  // ldiversity / tcloseness: the holder of the sensitive attribute encodes it against its
+  // declared values (the sensitive histograms its replica counts).
+  if (data->distribution_column >= 0) {
+    common::Dataset::ValueColumn& column =
+        data->value_columns[static_cast<size_t>(data->distribution_column)];
+    for (size_t v = 0; v < value_names_.size(); ++v) {
+      if (value_names_[v] != column.name) continue;
+      std::map<std::string, int32_t> code_of;
+      for (size_t i = 0; i < column.values.size(); ++i) {
+        code_of.emplace(column.values[i], static_cast<int32_t>(i));
+      }
+      column.codes.reserve(value_cells_[v].size());
+      for (const std::string& cell : value_cells_[v]) {
+        auto it = code_of.find(cell);
+        if (it == code_of.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("a value of sensitive attribute '", column.name,
+                           "' is not among the values the job declares for it"));
+        }
+        column.codes.push_back(it->second);
+      }
+      holds_distribution_ = true;
+    }
+  }
   data_ = std::move(data);
+  return absl::OkStatus();
 }
 
 absl::Status VerticalParty::Start(const std::vector<int64_t>& canonical, uint64_t common_records) {
@@ -305,6 +340,9 @@ absl::Status VerticalParty::Start(const std::vector<int64_t>& canonical, uint64_
   }
   if (!data_->class_codes.empty()) permute(data_->class_codes);
   permute(data_->sensitive_bits);
+  for (auto& column : data_->value_columns) {
+    if (!column.codes.empty()) permute(column.codes);
+  }
   for (auto& cells : value_cells_) permute(cells);
   std::vector<std::string> common_ids(common_records);
   for (size_t i = 0; i < canonical.size(); ++i) {
@@ -327,7 +365,7 @@ absl::Status VerticalParty::Start(const std::vector<int64_t>& canonical, uint64_
   ASSIGN_OR_RETURN(common::PrivacyModel model, common::BuildPrivacyModel(spec_, *data_));
   model_ = std::make_unique<common::PrivacyModel>(std::move(model));
   tips_ = std::make_unique<common::Tips>(data_.get(), &hier_);
-  source_ = std::make_unique<Source>(tips_.get(), &hier_, &owned_);
+  source_ = std::make_unique<Source>(tips_.get(), &hier_, &owned_, holds_distribution_);
   common::EngineOptions options;
   options.score = spec_.score();
   options.beneficial = spec_.beneficial();
@@ -592,6 +630,7 @@ absl::Status VerticalParty::CheckRelease() const {
     if (records != data_->num_records) {
       return absl::InternalError("the final partition does not cover every common record");
     }
+    if (con.distribution && holds_distribution_) RETURN_IF_ERROR(CheckReleaseDistribution(j));
     for (const auto& [key, g] : groups) {
       bool ok = g[0] >= con.k;
       for (size_t b = 0; ok && b < bits; ++b) {
@@ -603,6 +642,29 @@ absl::Status VerticalParty::CheckRelease() const {
         return absl::FailedPreconditionError(absl::StrCat(
             kRefusedRelease, ": a group fails ", model_->Describe(static_cast<int>(j), *data_)));
       }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerticalParty::CheckReleaseDistribution(size_t constraint) const {
+  // Every final group (all QID attributes: the constraint's) against the model's requirement,
+  // from this party's own sensitive column; the whole table's histogram for t-closeness.
+  const common::SensitiveDistribution& d = *model_->distribution;
+  const std::vector<int32_t>& codes =
+      data_->value_columns[static_cast<size_t>(data_->distribution_column)].codes;
+  std::vector<uint64_t> overall(d.domain, 0);
+  for (int32_t code : codes) ++overall[static_cast<size_t>(code)];
+  std::vector<uint64_t> hist(d.domain);
+  for (size_t p = 0; p < tips_->partition_count(); ++p) {
+    const int32_t id = static_cast<int32_t>(p);
+    if (!tips_->alive(id) || tips_->records(id).empty()) continue;
+    std::fill(hist.begin(), hist.end(), 0);
+    for (uint32_t r : tips_->records(id)) ++hist[static_cast<size_t>(codes[r])];
+    if (!d.Holds(hist, overall)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(kRefusedRelease, ": a group fails ",
+                       model_->Describe(static_cast<int>(constraint), *data_)));
     }
   }
   return absl::OkStatus();

@@ -138,8 +138,11 @@ class VerticalParty {
   // row of `own` (this party's columns, encoded); then the full joined schema with this party's
   // codes where it has the column.
   absl::Status ReadIdsAndValues(const fedanon::v1::JobSpec& party_spec, const common::Dataset& own);
-  void BuildJoinedData(const common::Dataset& schema, const std::string& csv_path,
-                       common::Dataset own);
+  absl::Status BuildJoinedData(const common::Dataset& schema, const std::string& csv_path,
+                               common::Dataset own);
+  // CheckRelease's part for an ldiversity / tcloseness constraint (index `constraint`), at the
+  // holder of the sensitive attribute.
+  absl::Status CheckReleaseDistribution(size_t constraint) const;
   bool IsOwner(const fedanon::v1::VerticalCandidate& c) const;
   absl::Status CheckCandidate(const fedanon::v1::VerticalCandidate& c) const;
   // The participation game (mohammed2011 §6): whether `party` owns a QID attribute (only those
@@ -157,6 +160,8 @@ class VerticalParty {
   std::vector<bool> owned_;                // per QID attribute
   bool holds_sensitive_ = false;
   uint64_t held_bits_ = 0;  // bits of data_->tracked whose values this party holds
+  // This party holds the sensitive attribute of an ldiversity / tcloseness model.
+  bool holds_distribution_ = false;
   std::vector<std::string> judges_;
   std::vector<std::string> ids_;
   std::string table_fingerprint_;

@@ -91,6 +91,9 @@ double CandidateScore(fedanon::v1::ScoreFunction score, const ScoreInputs& in) {
       return in.info_gain / (in.priv_loss + 1);
     case fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY:
       return static_cast<double>(in.discernibility);
+    case fedanon::v1::SCORE_FUNCTION_DISTORTION:
+      // Thesis Eq. 6.1: specializing v removes one unit of distortion from each of its records.
+      return static_cast<double>(in.records);
     default:
       return in.info_gain;
   }

@@ -5,7 +5,7 @@
 //    beneficial, InfoGain, SplitInfo; scores.h has the information measures).
 //  * CandidateScore: the score of a candidate under the job's score function (mohammed2010,
 //    mohammed2011 §4, thesis Eq. 4.4 / 5.1): infogain, gainratio (InfoGain alone when SplitInfo is
-//    0), infogain / (privloss + 1), discernibility.
+//    0), infogain / (privloss + 1), discernibility, distortion (thesis Eq. 6.1: |T[v]|).
 //  * RanksAbove: the deterministic choice between two candidates from public information only:
 //    higher score, then lower attribute index (spec order), then lower node order key (taxonomy
 //    file order / interval start / disclosed value order), then lower candidate index of the node.
@@ -56,6 +56,7 @@ std::vector<uint64_t> ParentClassCounts(absl::Span<const uint64_t> fine_counts, 
 // docs/engine.md) only by those for which ScoreNeedsDiscernibility holds, so a caller may leave
 // them 0 otherwise.
 struct ScoreInputs {
+  uint64_t records = 0;  // |T[v]|: the records generalized to the node (the distortion score)
   double info_gain = 0;
   double split_info = 0;
   double priv_loss = 0;

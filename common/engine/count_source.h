@@ -15,7 +15,11 @@
 //     attribute a, for each fine child f of key[a]: [count, sensitive_1..m];
 //  5. for each released group key: the number of records per combination of the declared values
 //     of Dataset::value_columns (mixed radix, first column most significant) — the released
-//     table as a multiset, for integration by secure sum.
+//     table as a multiset, for integration by secure sum;
+//  6. for each sensitive histogram query (ldiversity, tcloseness): per child of the candidate in
+//     the group (child-major; one histogram for the whole group when attr < 0), the number of
+//     records holding each declared value of the model's sensitive attribute
+//     (Dataset::distribution_column): (child, value), histogram_domain values.
 // The layout depends only on public state (the hierarchies and the request), so sums over holders
 // line up.
 #pragma once
@@ -39,6 +43,15 @@ struct RangeCountRequest {
   bool operator==(const RangeCountRequest&) const = default;
 };
 
+// The sensitive histogram of the group `key` split by the children of candidate `candidate` of
+// key[attr] (attr < 0: the whole group).
+struct HistogramQuery {
+  std::vector<NodeIndex> key;
+  int attr = -1;
+  int candidate = 0;
+  bool operator==(const HistogramQuery&) const = default;
+};
+
 struct StatsRequest {
   std::vector<RangeCountRequest> range_counts;
   std::vector<std::pair<int, NodeIndex>> rank_histograms;
@@ -46,11 +59,21 @@ struct StatsRequest {
   std::vector<std::vector<NodeIndex>> group_keys;
   std::vector<std::vector<NodeIndex>> released_groups;
   uint64_t released_combinations = 0;  // Dataset::ValueCombinations() of the job
+  std::vector<HistogramQuery> histograms;
+  uint32_t histogram_domain = 0;  // the sensitive attribute's number of declared values
   bool empty() const {
     return range_counts.empty() && rank_histograms.empty() && node_class_counts.empty() &&
-           group_keys.empty() && released_groups.empty();
+           group_keys.empty() && released_groups.empty() && histograms.empty();
   }
 };
+
+// The most words of sensitive histograms one request may ask for (the engine splits larger
+// batches; a holder refuses more).
+inline constexpr size_t kMaxHistogramWords = size_t{1} << 24;
+
+// Words of one histogram query's answer: children (1 for a whole group) times `domain`.
+size_t HistogramWords(const std::vector<AttributeHierarchy>& hier, const HistogramQuery& query,
+                      uint32_t domain);
 
 // Number of words the answer to `request` has.
 size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes, size_t num_tracked,
@@ -79,6 +102,9 @@ class CountSource {
   // The threshold of a continuous node this holder does not own: the owner's choice when it has
   // been announced, otherwise a placeholder that keeps the node refinable.
   virtual int32_t AnnouncedSplit(int /*attr*/, NodeIndex /*node*/) { return -1; }
+  // Whether this holder can answer sensitive histogram queries (a vertical party without the
+  // model's sensitive attribute cannot: it leaves that check to the attribute's holder).
+  virtual bool HoldsSensitiveDistribution() const { return true; }
 };
 
 // In-process source over one TIPS that shares the engine's hierarchies (centralized run).

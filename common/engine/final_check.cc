@@ -50,6 +50,10 @@ absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model
   FinalCheckLayout layout;
   for (const auto& t : data.tracked) layout.tracked.push_back(t.value);
   layout.stride = 1 + layout.tracked.size();
+  if (model.distribution.has_value()) {
+    layout.distribution = model.distribution;
+    layout.hist_words = model.distribution->domain;
+  }
   const auto positions = CutPositions(hier);
   for (size_t j = 0; j < model.constraints.size(); ++j) {
     const Constraint& con = model.constraints[j];
@@ -59,6 +63,7 @@ absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model
     c.k = con.k;
     c.sensitive_mask = con.sensitive_mask;
     c.max_conf = con.max_conf;
+    c.distribution = con.distribution && layout.distribution.has_value();
     c.offset = layout.words;
     uint64_t groups = 1;
     for (int a : con.attrs) {
@@ -83,7 +88,7 @@ absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model
     }
     c.groups = groups;
     uint64_t words = 0;
-    if (!MulWithin(groups, layout.stride, kMaxFinalCheckWords, &words) ||
+    if (!MulWithin(groups, layout.Slot(c), kMaxFinalCheckWords, &words) ||
         words > kMaxFinalCheckWords - layout.words) {
       return absl::ResourceExhaustedError(
           absl::StrCat("final check: the count vector exceeds the cap of ", kMaxFinalCheckWords,
@@ -101,16 +106,27 @@ absl::StatusOr<std::vector<uint64_t>> LocalFinalCheckCounts(
     const std::vector<AttributeHierarchy>& hier, const Tips& tips) {
   std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups;
   const size_t m = layout.tracked.size();
+  const int32_t* values = nullptr;  // the sensitive attribute's value codes (a histogram)
+  if (layout.hist_words > 0) {
+    const int col = data.distribution_column;
+    if (col < 0 ||
+        data.value_columns[static_cast<size_t>(col)].values.size() != layout.hist_words ||
+        data.value_columns[static_cast<size_t>(col)].codes.size() != data.num_records) {
+      return absl::InvalidArgumentError("final check: the table lacks the sensitive histogram");
+    }
+    values = data.value_columns[static_cast<size_t>(col)].codes.data();
+  }
   for (size_t p = 0; p < tips.partition_count(); ++p) {
     const int32_t part = static_cast<int32_t>(p);
     if (!tips.alive(part) || tips.records(part).empty()) continue;
     // Sensitive counts of the partition.
     std::vector<uint64_t>& local = groups[tips.key(part)];
-    local.assign(1 + m, 0);
+    local.assign(1 + m + layout.hist_words, 0);
     for (uint32_t r : tips.records(part)) {
       local[0] += 1;
       const uint64_t bits = data.sensitive_bits.empty() ? 0 : data.sensitive_bits[r];
       for (size_t b = 0; b < m; ++b) local[1 + b] += bits >> b & 1;
+      if (values != nullptr) ++local[1 + m + static_cast<size_t>(values[r])];
     }
   }
   return FinalCheckCountsOfGroups(layout, data, hier, groups);
@@ -128,7 +144,14 @@ absl::StatusOr<std::vector<uint64_t>> FinalCheckCountsOfGroups(
   }
   for (const auto& [key, local] : groups) {
     if (key.size() != hier.size()) return absl::InternalError("final check: key of wrong size");
-    if (local.size() != 1 + m) return absl::InternalError("final check: counts of wrong size");
+    if (layout.hist_words > 0 && local.size() == 1 + m) {
+      return absl::FailedPreconditionError(
+          "final check: this table's group counts carry no sensitive histograms (a push-down "
+          "table cannot re-check ldiversity or tcloseness)");
+    }
+    if (local.size() != 1 + m + layout.hist_words) {
+      return absl::InternalError("final check: counts of wrong size");
+    }
     for (const FinalCheckConstraint& c : layout.constraints) {
       uint64_t index = 0;
       for (size_t i = 0; i < c.attrs.size(); ++i) {
@@ -141,8 +164,8 @@ absl::StatusOr<std::vector<uint64_t>> FinalCheckCountsOfGroups(
         }
         index = index * c.cut_labels[i].size() + static_cast<uint64_t>(positions[a][node]);
       }
-      uint64_t* w = out.data() + c.offset + index * layout.stride;
-      for (size_t i = 0; i < local.size(); ++i) w[i] += local[i];
+      uint64_t* w = out.data() + c.offset + index * layout.Slot(c);
+      for (size_t i = 0; i < layout.Slot(c); ++i) w[i] += local[i];
     }
   }
   return out;
@@ -154,10 +177,31 @@ absl::Status CheckFinalCounts(const FinalCheckLayout& layout, const std::vector<
         "final check: the summed vector has ", counts.size(), " words, the layout ", layout.words));
   }
   for (const FinalCheckConstraint& c : layout.constraints) {
+    // t-closeness compares each group with the whole table: the sum of the groups' histograms.
+    std::vector<uint64_t> overall(c.distribution ? layout.hist_words : 0, 0);
+    for (uint64_t g = 0; g < c.groups && c.distribution; ++g) {
+      const uint64_t* h = counts.data() + c.offset + g * layout.Slot(c) + layout.stride;
+      for (size_t v = 0; v < overall.size(); ++v) overall[v] += h[v];
+    }
     for (uint64_t g = 0; g < c.groups; ++g) {
-      const uint64_t* w = counts.data() + c.offset + g * layout.stride;
+      const uint64_t* w = counts.data() + c.offset + g * layout.Slot(c);
       const uint64_t size = w[0];
       if (size == 0) continue;  // no record has these cut values
+      if (c.distribution) {
+        const absl::Span<const uint64_t> hist(w + layout.stride, layout.hist_words);
+        uint64_t in_hist = 0;
+        for (uint64_t v : hist) in_hist += v;
+        if (in_hist != size) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("final check failed: ", c.description, ": group ", GroupName(c, g),
+                           " holds ", size, " records but its sensitive histogram ", in_hist));
+        }
+        if (!layout.distribution->Holds(hist, overall)) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("final check failed: ", c.description, ": group ", GroupName(c, g),
+                           " of ", size, " records fails ", layout.distribution->Describe()));
+        }
+      }
       if (size < c.k) {
         return absl::FailedPreconditionError(absl::StrCat("final check failed: ", c.description,
                                                           ": group ", GroupName(c, g), " holds ",

@@ -10,11 +10,15 @@
 //  * a holder's local vector in that layout (from the partitions of its TIPS), which the ring
 //    sums;
 //  * the check of the model on the summed vector: every non-empty group holds at least k
-//    records and no bounded sensitive value exceeds its confidence bound.
+//    records and no bounded sensitive value exceeds its confidence bound;
+//  * ldiversity / tcloseness: the model's constraint's slots also hold the group's count of each
+//    declared value of the sensitive attribute, and every non-empty group must meet the model's
+//    requirement (t-closeness against the sum of those histograms: the whole table's).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "common/engine/hierarchy.h"
 #include "common/engine/privacy_model.h"
+#include "common/engine/sensitive_distribution.h"
 #include "common/engine/tips.h"
 #include "common/table/dataset.h"
 
@@ -40,8 +45,9 @@ struct FinalCheckConstraint {
   uint64_t k = 1;
   uint64_t sensitive_mask = 0;
   double max_conf = 1.0;
-  uint64_t offset = 0;  // first word of this constraint's groups in the vector
-  uint64_t groups = 1;  // product of the attributes' cut sizes
+  uint64_t offset = 0;        // first word of this constraint's groups in the vector
+  uint64_t groups = 1;        // product of the attributes' cut sizes
+  bool distribution = false;  // its groups also hold their sensitive histogram (hist_words)
 };
 
 struct FinalCheckLayout {
@@ -49,6 +55,14 @@ struct FinalCheckLayout {
   std::vector<std::string> tracked;  // the tracked sensitive values (bit order)
   uint64_t stride = 1;               // words per group: 1 + tracked.size()
   uint64_t words = 0;                // the whole vector
+  // ldiversity / tcloseness: the requirement, and its histogram's words (the sensitive
+  // attribute's declared values) after the stride in a distribution constraint's slots.
+  std::optional<SensitiveDistribution> distribution;
+  uint64_t hist_words = 0;
+  // Words per group of `c`: the stride, and the histogram for a distribution constraint.
+  uint64_t Slot(const FinalCheckConstraint& c) const {
+    return stride + (c.distribution ? hist_words : 0);
+  }
 };
 
 // The layout for `model` over the current cut of `hier` (nodes without children, in node order).
@@ -64,8 +78,10 @@ absl::StatusOr<std::vector<uint64_t>> LocalFinalCheckCounts(
     const FinalCheckLayout& layout, const Dataset& data,
     const std::vector<AttributeHierarchy>& hier, const Tips& tips);
 
-// The same from each non-empty group's counts (key over the cut -> [count, tracked_1..m]), when
-// the records are not in memory (push-down, common/table/postgres_stats.h).
+// The same from each non-empty group's counts (key over the cut -> [count, tracked_1..m], then
+// its sensitive histogram when the layout has one), when the records are not in memory
+// (push-down, common/table/postgres_stats.h). FailedPrecondition when the layout needs
+// histograms the counts lack (a push-down table cannot give them).
 absl::StatusOr<std::vector<uint64_t>> FinalCheckCountsOfGroups(
     const FinalCheckLayout& layout, const Dataset& data,
     const std::vector<AttributeHierarchy>& hier,

@@ -60,6 +60,7 @@ std::optional<LocalChildrenScore> ScoreLocalChildren(const LocalRule& rule, size
     }
   }
   ScoreInputs in;
+  in.records = n;
   in.info_gain = InfoGain(parent, classes);
   in.split_info = SplitInfo(out.sizes);
   in.priv_loss = rule.has_anonymity ? static_cast<double>(n - min_child) : max_conf_rise;

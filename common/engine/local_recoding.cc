@@ -605,6 +605,12 @@ absl::StatusOr<std::unique_ptr<LocalRecoder>> LocalRecoder::Create(const Dataset
                                                                    const PrivacyModel* model,
                                                                    EngineOptions options,
                                                                    LocalGroupSource* source) {
+  if (model->distribution.has_value()) {
+    // ValidateJobSpec refuses the combination; a model built otherwise is refused here too.
+    return absl::InvalidArgumentError(
+        absl::StrCat("local recoding does not support ", model->distribution->Describe(),
+                     " (privacy.model ldiversity / tcloseness run with global recoding)"));
+  }
   std::unique_ptr<LocalRecoder> r(new LocalRecoder(data, model, std::move(options)));
   if (source == nullptr) {
     r->owned_source_ = std::make_unique<InProcessLocalSource>(data);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/status_macros.h"
 
 namespace fedanon::common {
 namespace {
@@ -60,6 +61,9 @@ std::string PrivacyModel::Describe(int constraint, const Dataset& data) const {
   for (int a : c.attrs) names.push_back(data.qids[a].name);
   std::string out = absl::StrCat("{", absl::StrJoin(names, ", "), "}");
   if (c.k > 1) absl::StrAppend(&out, " k=", c.k);
+  if (c.distribution && distribution.has_value()) {
+    absl::StrAppend(&out, " ", distribution->Describe());
+  }
   if (c.sensitive_mask != 0) {
     std::vector<std::string> vals;
     for (size_t b = 0; b < data.tracked.size(); ++b) {
@@ -75,7 +79,19 @@ absl::StatusOr<PrivacyModel> BuildPrivacyModel(const fedanon::v1::JobSpec& spec,
   PrivacyModel model;
   const int q = static_cast<int>(data.qids.size());
   const auto& p = spec.privacy();
-  if (p.model() == fedanon::v1::PRIVACY_MODEL_TEMPLATES) {
+  if (p.model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ||
+      p.model() == fedanon::v1::PRIVACY_MODEL_TCLOSENESS) {
+    ASSIGN_OR_RETURN(SensitiveDistribution d, BuildSensitiveDistribution(spec, data));
+    Constraint c;
+    for (int a = 0; a < q; ++a) c.attrs.push_back(a);
+    // Every group the requirement accepts holds at least ImpliedGroupSize() records, so raising
+    // k to it changes nothing; it is the least size of a group whose histogram the leader of a
+    // horizontal job may decode (docs/threat-model.md).
+    c.k = std::max<uint64_t>({1, p.k(), d.ImpliedGroupSize()});
+    c.distribution = true;
+    model.constraints.push_back(std::move(c));
+    model.distribution = std::move(d);
+  } else if (p.model() == fedanon::v1::PRIVACY_MODEL_TEMPLATES) {
     for (int i = 0; i < p.templates_size(); ++i) {
       auto attrs = QidIndices(p.templates(i).qid(), data, absl::StrCat("template ", i + 1));
       if (!attrs.ok()) return attrs.status();

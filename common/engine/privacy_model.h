@@ -8,14 +8,22 @@
 //  * Templates: one constraint per anonymity template <QID_j, k_j> (mohammed2011 Def. 1) and per
 //    confidence template <X, Y, max> (thesis Def. 5.1.1). k-anonymity, confidence bounding and
 //    (alpha, k)-anonymity are the special cases with a single template.
-// Every constraint is anti-monotone under specialization, which the engine relies on.
+//  * ldiversity / tcloseness: one constraint over every QID attribute (the equivalence classes)
+//    with k = max(K, the least size the requirement implies) whose groups must also meet the
+//    model's requirement on their distribution of one sensitive attribute
+//    (sensitive_distribution.h).
+// Every constraint is anti-monotone under specialization: a group made of two parts that each
+// meet it meets it too (for the distribution requirements: union closure, see
+// sensitive_distribution.h), which the engine relies on.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/engine/sensitive_distribution.h"
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
@@ -26,6 +34,7 @@ struct Constraint {
   uint64_t k = 1;               // minimum group size
   uint64_t sensitive_mask = 0;  // bits of Dataset::tracked bounded by max_conf
   double max_conf = 1.0;
+  bool distribution = false;  // groups must meet PrivacyModel::distribution
 };
 
 struct PrivacyModel {
@@ -33,6 +42,8 @@ struct PrivacyModel {
   std::vector<std::vector<int>> by_attr;  // QID index -> ids of constraints containing it
   bool has_anonymity = false;             // some constraint has k > 1
   bool has_confidence = false;            // some constraint bounds a sensitive value
+  // ldiversity / tcloseness: the requirement on each group's sensitive distribution.
+  std::optional<SensitiveDistribution> distribution;
 
   // "{age, sex} k=20" / "{job, country} conf(Discharged) <= 0.5"
   std::string Describe(int constraint, const Dataset& data) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -77,7 +78,12 @@ TopDownSpecializer::TopDownSpecializer(const Dataset* data, const PrivacyModel* 
       group_links_(q_),
       node_cands_(q_),
       a_(model->constraints.size(), 0),
-      c_(model->constraints.size(), 0) {}
+      c_(model->constraints.size(), 0) {
+  if (model->distribution.has_value()) {
+    dist_ = &*model->distribution;
+    dist_checked_ = source->HoldsSensitiveDistribution();
+  }
+}
 
 absl::StatusOr<std::unique_ptr<TopDownSpecializer>> TopDownSpecializer::Create(
     const Dataset* data, const PrivacyModel* model, std::vector<AttributeHierarchy>* hierarchies,
@@ -240,6 +246,8 @@ absl::Status TopDownSpecializer::AddGroups(const std::vector<std::vector<NodeInd
     }
     keys_.insert(keys_.end(), key.begin(), key.end());
     group_alive_.push_back(true);
+    group_hist_.emplace_back();
+    child_hist_.emplace_back();
     ++alive_groups_;
     for (int a = 0; a < q_; ++a) GroupLink(a, key[a]).push_back(g);
     ForgetDiscernibility(g);
@@ -288,8 +296,136 @@ absl::Status TopDownSpecializer::Initialize() {
       }
     }
   }
+  RETURN_IF_ERROR(InitializeDistribution());
   for (size_t i = 0; i < refinable.size(); ++i) {
     RETURN_IF_ERROR(AddCandidates(refinable[i].first, refinable[i].second, counts[i]));
+  }
+  return ResolveHistograms();
+}
+
+absl::Status TopDownSpecializer::InitializeDistribution() {
+  if (dist_ == nullptr || !dist_checked_) return absl::OkStatus();
+  StatsRequest request;
+  request.histogram_domain = static_cast<uint32_t>(dist_->domain);
+  request.histograms.push_back({std::vector<NodeIndex>(q_, 0), -1, 0});
+  ASSIGN_OR_RETURN(overall_, source_->Collect(request));
+  if (overall_.size() != dist_->domain) {
+    return absl::InternalError("the whole table's sensitive histogram has the wrong length");
+  }
+  uint64_t n = 0;
+  for (uint64_t c : overall_) n += c;
+  if (n != total_records_) {
+    return absl::InternalError(
+        absl::StrCat("the sensitive histogram counts ", n, " records, the table ", total_records_));
+  }
+  group_hist_[0] = overall_;
+  if (dist_->Holds(overall_, overall_)) return absl::OkStatus();
+  // Thesis Thm. 5.1.3 for these models: the most general table is the most diverse one.
+  const DistributionSummary best = SummarizeGroups(*dist_, overall_, overall_);
+  std::string achievable;
+  switch (dist_->kind) {
+    case SensitiveDistribution::Kind::kRecursive:
+      achievable =
+          absl::StrCat("r_1 / (r_", dist_->l, " + ... + r_m) = ", best.largest_recursive_ratio,
+                       ", not below c = ", dist_->c);
+      break;
+    case SensitiveDistribution::Kind::kEntropy:
+      achievable = absl::StrCat("the best achievable is entropy ", best.smallest_diversity,
+                                "-diversity (e^entropy of the whole table)");
+      break;
+    default:
+      achievable =
+          absl::StrCat("the best achievable is ", best.smallest_diversity, " distinct values");
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("privacy requirement ", dist_->Describe(),
+                   " cannot be met: even the most general table (every record in one group) "
+                   "fails it: ",
+                   achievable));
+}
+
+void TopDownSpecializer::NoteHistogramsNeeded(const Candidate& cand,
+                                              const std::vector<int32_t>& groups) {
+  const AttributeHierarchy& h = (*hier_)[cand.attr];
+  const int fine = h.FineChildCount(cand.node);
+  const int children = h.ChildCount(cand.node, cand.c);
+  const bool disclosure = h.kind() == QidKind::kSuppression;
+  std::vector<uint64_t> sizes(children);
+  for (int32_t g : groups) {
+    std::fill(sizes.begin(), sizes.end(), 0);
+    const uint64_t* fs = FineStats(g, cand.attr);
+    if (disclosure) {  // value c and the rest (see Evaluate)
+      sizes[0] = fs[static_cast<size_t>(cand.c) * stride_];
+      sizes[1] = GroupSize(g) - std::min(GroupSize(g), sizes[0]);
+    } else {
+      for (int f = 0; f < fine; ++f) {
+        sizes[h.ChildOfFine(cand.node, cand.c, f)] += fs[static_cast<size_t>(f) * stride_];
+      }
+    }
+    int nonempty = 0, only = -1;
+    for (int ch = 0; ch < children; ++ch) {
+      if (sizes[ch] > 0) ++nonempty, only = ch;
+    }
+    if (nonempty == 1 && !group_hist_[g].empty()) {
+      // The one child is the whole group: its histogram is the group's, nothing to ask.
+      std::vector<uint64_t> hist(static_cast<size_t>(children) * dist_->domain, 0);
+      std::copy(group_hist_[g].begin(), group_hist_[g].end(),
+                hist.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(only) * dist_->domain));
+      child_hist_[g][cand.id] = std::move(hist);
+      continue;
+    }
+    pending_hist_.emplace_back(cand.id, g);
+  }
+}
+
+absl::Status TopDownSpecializer::ResolveHistograms() {
+  const std::vector<std::pair<int, int32_t>> pending = std::exchange(pending_hist_, {});
+  size_t next = 0;
+  while (next < pending.size()) {
+    // One Collect per kMaxHistogramWords words of answers (a holder refuses more).
+    StatsRequest request;
+    request.histogram_domain = static_cast<uint32_t>(dist_->domain);
+    std::vector<std::pair<int, int32_t>> asked;
+    size_t words = 0;
+    for (; next < pending.size(); ++next) {
+      const auto [id, g] = pending[next];
+      const Candidate& c = cands_[id];
+      // A candidate found invalid since (another group's child too small) needs no histogram.
+      if (!c.alive || !c.valid || !group_alive_[g]) continue;
+      HistogramQuery query{std::vector<NodeIndex>(keys_.begin() + static_cast<size_t>(g) * q_,
+                                                  keys_.begin() + static_cast<size_t>(g + 1) * q_),
+                           c.attr, c.c};
+      const size_t w = HistogramWords(*hier_, query, request.histogram_domain);
+      if (!asked.empty() && words + w > kMaxHistogramWords) break;
+      words += w;
+      request.histograms.push_back(std::move(query));
+      asked.emplace_back(id, g);
+    }
+    if (asked.empty()) break;
+    RETURN_IF_ERROR(CollectHistograms(request, asked));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TopDownSpecializer::CollectHistograms(
+    const StatsRequest& request, const std::vector<std::pair<int, int32_t>>& asked) {
+  ASSIGN_OR_RETURN(const std::vector<uint64_t> hist, source_->Collect(request));
+  if (hist.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
+    return absl::InternalError("sensitive histograms have the wrong length");
+  }
+  size_t pos = 0;
+  for (size_t i = 0; i < asked.size(); ++i) {
+    const auto [id, g] = asked[i];
+    const size_t words = HistogramWords(*hier_, request.histograms[i], request.histogram_domain);
+    std::vector<uint64_t> one(hist.begin() + static_cast<ptrdiff_t>(pos),
+                              hist.begin() + static_cast<ptrdiff_t>(pos + words));
+    pos += words;
+    Candidate& cand = cands_[id];
+    for (size_t at = 0; at < words && cand.valid; at += dist_->domain) {
+      const absl::Span<const uint64_t> child(one.data() + at, dist_->domain);
+      if (!dist_->Holds(child, overall_)) cand.valid = false;  // stays invalid (union closure)
+    }
+    child_hist_[g][id] = std::move(one);
   }
   return absl::OkStatus();
 }
@@ -314,6 +450,7 @@ absl::Status TopDownSpecializer::AddCandidates(int attr, NodeIndex node,
   work_ += disclosure ? fine_counts.size() : 0;
   for (int c = 0; c < count; ++c) {
     Candidate cand;
+    cand.id = static_cast<int>(cands_.size());
     cand.attr = attr;
     cand.node = node;
     cand.c = c;
@@ -420,11 +557,14 @@ void TopDownSpecializer::Evaluate(Candidate& cand, const std::vector<int32_t>& g
       cand.valid = false;
       return;  // anti-monotone: it stays invalid for the rest of the run
     }
+    // Every child in these groups holds >= k records: its sensitive histogram may be asked.
+    if (con.distribution && dist_checked_) NoteHistogramsNeeded(cand, groups);
   }
 }
 
 double TopDownSpecializer::Score(const Candidate& cand) const {
   ScoreInputs in;
+  in.records = cand.records;
   in.info_gain = cand.info_gain;
   in.split_info = cand.split_info;
   if (ScoreNeedsPrivLoss(options_.score)) in.priv_loss = PrivLoss(cand);
@@ -551,6 +691,7 @@ void TopDownSpecializer::RetireGroups(const std::vector<int32_t>& groups) {
     group_alive_[g] = false;
     --alive_groups_;
     ForgetDiscernibility(g);
+    child_hist_[g].clear();
   }
 }
 
@@ -622,6 +763,20 @@ absl::Status TopDownSpecializer::Apply(int cand_id, std::optional<double> score_
     key[a] = kids[p.child];
     keys.push_back(std::move(key));
   }
+  // The new groups' histograms: the applied candidate's children's, fetched when it was checked.
+  std::vector<std::vector<uint64_t>> new_hist(pending.size());
+  if (dist_ != nullptr) {
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const auto& per_cand = child_hist_[pending[i].parent];
+      auto it = per_cand.find(best.id);
+      if (it == per_cand.end()) continue;
+      const size_t at = static_cast<size_t>(pending[i].child) * dist_->domain;
+      if (at + dist_->domain <= it->second.size()) {
+        new_hist[i].assign(it->second.begin() + static_cast<ptrdiff_t>(at),
+                           it->second.begin() + static_cast<ptrdiff_t>(at + dist_->domain));
+      }
+    }
+  }
   RetireGroups(old_groups);
   std::vector<std::pair<int, NodeIndex>> refinable;
   for (NodeIndex kid : kids) {
@@ -630,6 +785,9 @@ absl::Status TopDownSpecializer::Apply(int cand_id, std::optional<double> score_
   std::vector<int32_t> new_groups;
   std::vector<std::vector<uint64_t>> kid_counts;
   RETURN_IF_ERROR(CollectNodesAndGroups(refinable, keys, sizes, &kid_counts, &new_groups));
+  for (size_t i = 0; i < new_groups.size() && i < new_hist.size(); ++i) {
+    group_hist_[new_groups[i]] = std::move(new_hist[i]);
+  }
 
   // The current table's A(X_j), C(X_j) after applying `best`.
   const auto& ids = model_->by_attr[a];
@@ -643,6 +801,7 @@ absl::Status TopDownSpecializer::Apply(int cand_id, std::optional<double> score_
   for (size_t i = 0; i < refinable.size(); ++i) {
     RETURN_IF_ERROR(AddCandidates(a, refinable[i].second, kid_counts[i]));
   }
+  RETURN_IF_ERROR(ResolveHistograms());
   RecordStep(best, label, kids, score);
 
   // Drop dead / invalid candidates from the active list now and then.
@@ -720,7 +879,9 @@ absl::StatusOr<bool> TopDownSpecializer::Recheck(int attr, NodeIndex node, int c
   const std::vector<int> all_positions = AllPositions(attr);
   cand.min_child.assign(all_positions.size(), std::numeric_limits<uint64_t>::max());
   cand.max_conf.assign(all_positions.size(), 0.0);
+  for (int32_t g : groups) child_hist_[g].erase(id);  // from the refreshed records only
   if (cand.valid) Evaluate(cand, groups, all_positions);
+  RETURN_IF_ERROR(ResolveHistograms());
   return cand.valid;
 }
 
@@ -808,6 +969,15 @@ void TopDownSpecializer::FillReport(const std::string& stop_reason,
   report->set_constraints_checked(model_->constraints.size());
   report->set_stop_reason(stop_reason);
   report->set_numeric_split(options_.numeric.mode);
+  if (dist_ != nullptr && dist_checked_) {
+    std::vector<uint64_t> groups;
+    for (size_t g = 0; g < group_alive_.size(); ++g) {
+      if (!group_alive_[g]) continue;
+      if (group_hist_[g].size() != dist_->domain) return;  // not known here
+      groups.insert(groups.end(), group_hist_[g].begin(), group_hist_[g].end());
+    }
+    FillDistributionReport(*dist_, SummarizeGroups(*dist_, groups, overall_), report);
+  }
 }
 
 std::vector<std::vector<NodeIndex>> TopDownSpecializer::GroupKeys() const {

@@ -146,6 +146,7 @@ class TopDownSpecializer {
 
  private:
   struct Candidate {
+    int id = -1;  // index in cands_
     int attr;
     NodeIndex node;
     int c;
@@ -189,6 +190,20 @@ class TopDownSpecializer {
   static void SetSplitMeasures(const SplitMeasures& m, Candidate& cand);
   void Evaluate(Candidate& cand, const std::vector<int32_t>& groups,
                 const std::vector<int>& positions);
+  // Sensitive-distribution models: after the size checks of a distribution constraint passed on
+  // `groups`, notes which of them need the candidate's children's histograms (a group whose
+  // records all go to one child has that child's histogram already: its own).
+  void NoteHistogramsNeeded(const Candidate& cand, const std::vector<int32_t>& groups);
+  // Asks the source, in one Collect, for the histograms noted since the last call (only of
+  // candidates still valid) and marks invalid every candidate with a child that fails the
+  // requirement. Called before any candidate is picked.
+  absl::Status ResolveHistograms();
+  // One Collect of `request` (the histograms of `asked`: (candidate id, group)) and its checks.
+  absl::Status CollectHistograms(const StatsRequest& request,
+                                 const std::vector<std::pair<int, int32_t>>& asked);
+  // The whole table's histogram (one Collect at the root) and the check that it meets the
+  // requirement.
+  absl::Status InitializeDistribution();
   double Score(const Candidate& cand) const;
   // Σ over the current groups holding the candidate's node of |group|² − Σ |child group|²: the
   // discernibility cost applying the candidate removes (cached in the candidate).
@@ -256,6 +271,18 @@ class TopDownSpecializer {
   std::vector<Candidate> cands_;
   std::vector<std::vector<std::vector<int>>> node_cands_;  // [attr][node] -> candidate ids
   std::vector<int> active_;                                // candidate ids possibly pickable
+
+  // Sensitive-distribution models (ldiversity, tcloseness; sensitive_distribution.h). The
+  // requirement is checked here only when the source answers histogram queries (in a vertical job,
+  // at the sensitive attribute's holder; the others leave it to its verdicts).
+  const SensitiveDistribution* dist_ = nullptr;
+  bool dist_checked_ = false;
+  std::vector<uint64_t> overall_;  // the whole table's histogram
+  // Per group: its histogram (empty while unknown), and per candidate id the histograms of the
+  // candidate's children in that group (child-major), fetched when the candidate was evaluated.
+  std::vector<std::vector<uint64_t>> group_hist_;
+  std::vector<absl::flat_hash_map<int, std::vector<uint64_t>>> child_hist_;
+  std::vector<std::pair<int, int32_t>> pending_hist_;  // (candidate id, group) to fetch
 
   std::vector<uint64_t> a_;  // per constraint: A(X_j) of the current table
   std::vector<double> c_;    // per constraint: C(X_j) of the current table

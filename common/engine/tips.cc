@@ -406,8 +406,20 @@ size_t StatsLength(const std::vector<AttributeHierarchy>& hier, int num_classes,
       words = SatAdd(words, SatMul(stride, static_cast<size_t>(hier[a].FineChildCount(key[a]))));
     }
   }
-  return SatAdd(words, SatMul(request.released_groups.size(),
-                              static_cast<size_t>(request.released_combinations)));
+  words = SatAdd(words, SatMul(request.released_groups.size(),
+                               static_cast<size_t>(request.released_combinations)));
+  for (const HistogramQuery& q : request.histograms) {
+    words = SatAdd(words, HistogramWords(hier, q, request.histogram_domain));
+  }
+  return words;
+}
+
+size_t HistogramWords(const std::vector<AttributeHierarchy>& hier, const HistogramQuery& query,
+                      uint32_t domain) {
+  if (query.attr < 0) return domain;
+  const AttributeHierarchy& h = hier[static_cast<size_t>(query.attr)];
+  return SatMul(static_cast<size_t>(h.ChildCount(query.key[query.attr], query.candidate)),
+                static_cast<size_t>(domain));
 }
 
 void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector<uint64_t>* out) {
@@ -427,6 +439,34 @@ void AppendLocalStats(const Tips& tips, const StatsRequest& request, std::vector
   }
   for (const auto& key : request.released_groups) {
     tips.AppendReleasedCounts(key, request.released_combinations, out);
+  }
+  for (const HistogramQuery& q : request.histograms) {
+    const size_t words = HistogramWords(tips.hierarchies(), q, request.histogram_domain);
+    if (words > kMaxReleasedWords) return;  // beyond any legitimate request
+    tips.AppendSensitiveHistogram(q, request.histogram_domain, words, out);
+  }
+}
+
+void Tips::AppendSensitiveHistogram(const HistogramQuery& query, uint32_t domain, size_t words,
+                                    std::vector<uint64_t>* out) const {
+  const int col = data_->distribution_column;
+  if (col < 0 || static_cast<size_t>(col) >= data_->value_columns.size()) return;
+  const Dataset::ValueColumn& column = data_->value_columns[static_cast<size_t>(col)];
+  if (column.values.size() != domain || column.codes.size() != data_->num_records) return;
+  const size_t base = out->size();
+  out->resize(base + words, 0);
+  const int32_t p = FindPartition(query.key);
+  if (p < 0) return;
+  const bool split = query.attr >= 0;
+  const AttributeHierarchy* h = split ? &(*hier_)[static_cast<size_t>(query.attr)] : nullptr;
+  const NodeIndex node = split ? query.key[static_cast<size_t>(query.attr)] : 0;
+  const int32_t* codes =
+      split ? data_->qids[static_cast<size_t>(query.attr)].codes.data() : nullptr;
+  for (uint32_t r : parts_[p].records) {
+    const size_t child =
+        split ? static_cast<size_t>(h->ChildOfRecord(node, query.candidate, codes[r])) : 0;
+    const size_t index = child * domain + static_cast<size_t>(column.codes[r]);
+    if (index < words) ++(*out)[base + index];
   }
 }
 

@@ -19,6 +19,7 @@
 namespace fedanon::common {
 
 struct RangeCountRequest;  // count_source.h
+struct HistogramQuery;     // count_source.h
 
 // Packs a generalized record (one node per QID attribute) into a hashable byte string.
 std::string PackKey(const std::vector<NodeIndex>& key);
@@ -52,8 +53,17 @@ class Tips {
   void AppendReleasedCounts(const std::vector<NodeIndex>& key, uint64_t combinations,
                             std::vector<uint64_t>* out) const;
 
+  // Appends, for the partition with `query.key`, the counts of each value of the sensitive
+  // attribute Dataset::distribution_column per child of the query's candidate (child-major; one
+  // histogram when query.attr < 0): `words` words, zeros if this holder has no such partition.
+  // Appends nothing when this table has no such column of `domain` values (the caller's length
+  // check then fails).
+  void AppendSensitiveHistogram(const HistogramQuery& query, uint32_t domain, size_t words,
+                                std::vector<uint64_t>* out) const;
+
   int32_t FindPartition(const std::vector<NodeIndex>& key) const;
   const std::vector<NodeIndex>& key(int32_t p) const { return parts_[p].key; }
+  const std::vector<AttributeHierarchy>& hierarchies() const { return *hier_; }
   size_t partition_count() const { return parts_.size(); }
   bool alive(int32_t p) const { return parts_[p].alive; }
   const std::vector<uint32_t>& records(int32_t p) const { return parts_[p].records; }

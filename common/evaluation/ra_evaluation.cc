@@ -255,6 +255,146 @@ double AnatomyEstimate(const CodedTable& t, const AnatomyGroups& groups, const C
   return estimate;
 }
 
+namespace {
+
+double SensitiveEntropy(const std::vector<uint64_t>& counts, uint64_t total) {
+  double h = 0;
+  for (uint64_t c : counts) {
+    if (c == 0) continue;
+    const double p = static_cast<double>(c) / static_cast<double>(total);
+    h -= p * std::log(p);
+  }
+  return h;
+}
+
+// Whether the records `rows` of `t` are entropy l-diverse (with a small tolerance, so that a
+// table exactly l-diverse in exact arithmetic passes).
+bool EntropyDiverse(const CodedTable& t, const std::vector<uint32_t>& rows, double log_l) {
+  if (rows.empty()) return false;
+  std::vector<uint64_t> counts(t.values[t.sensitive()].size(), 0);
+  for (uint32_t r : rows) ++counts[t.codes[t.sensitive()][r]];
+  return SensitiveEntropy(counts, rows.size()) >= log_l - 1e-12;
+}
+
+}  // namespace
+
+int LargestEntropyL(const CodedTable& t) {
+  std::vector<uint64_t> counts(t.values[t.sensitive()].size(), 0);
+  for (uint32_t code : t.codes[t.sensitive()]) ++counts[code];
+  return static_cast<int>(std::floor(std::exp(SensitiveEntropy(counts, t.records())) + 1e-9));
+}
+
+absl::StatusOr<LDiverseGroups> EntropyLDiverseGrouping(const CodedTable& t, int l) {
+  if (l < 2) return absl::InvalidArgumentError(absl::StrCat("l must be at least 2, not ", l));
+  const double log_l = std::log(static_cast<double>(l));
+  std::vector<uint32_t> all(t.records());
+  for (size_t r = 0; r < all.size(); ++r) all[r] = static_cast<uint32_t>(r);
+  if (!EntropyDiverse(t, all, log_l)) {
+    return absl::InvalidArgumentError(absl::StrCat("the table is not entropy ", l,
+                                                   "-diverse as a whole; the largest l is ",
+                                                   LargestEntropyL(t)));
+  }
+  LDiverseGroups out;
+  out.l = l;
+  out.group_of.assign(t.records(), 0);
+  std::vector<std::vector<uint32_t>> pending = {std::move(all)};
+  while (!pending.empty()) {
+    std::vector<uint32_t> rows = std::move(pending.back());
+    pending.pop_back();
+    // Attributes by the number of distinct values in the partition, most first (lower index on
+    // ties), as Mondrian picks the widest dimension.
+    std::vector<std::pair<size_t, size_t>> order;  // (distinct values, attribute)
+    for (size_t a = 0; a < t.qids(); ++a) {
+      std::vector<bool> seen(t.values[a].size(), false);
+      size_t distinct = 0;
+      for (uint32_t r : rows) {
+        if (!seen[t.codes[a][r]]) {
+          seen[t.codes[a][r]] = true;
+          ++distinct;
+        }
+      }
+      if (distinct > 1) order.emplace_back(distinct, a);
+    }
+    std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+      return x.first != y.first ? x.first > y.first : x.second < y.second;
+    });
+    bool split = false;
+    for (const auto& [distinct, a] : order) {
+      std::vector<uint32_t> sorted = rows;
+      std::stable_sort(sorted.begin(), sorted.end(),
+                       [&](uint32_t x, uint32_t y) { return t.codes[a][x] < t.codes[a][y]; });
+      // Median cut that keeps equal values together: the first value boundary at or after the
+      // middle, else the last one before it.
+      const size_t mid = sorted.size() / 2;
+      size_t cut = mid;
+      while (cut < sorted.size() && cut > 0 &&
+             t.codes[a][sorted[cut]] == t.codes[a][sorted[cut - 1]])
+        ++cut;
+      if (cut == sorted.size()) {
+        cut = mid;
+        while (cut > 0 && t.codes[a][sorted[cut]] == t.codes[a][sorted[cut - 1]]) --cut;
+      }
+      if (cut == 0 || cut == sorted.size()) continue;
+      std::vector<uint32_t> left(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(cut));
+      std::vector<uint32_t> right(sorted.begin() + static_cast<std::ptrdiff_t>(cut), sorted.end());
+      if (!EntropyDiverse(t, left, log_l) || !EntropyDiverse(t, right, log_l)) continue;
+      pending.push_back(std::move(right));
+      pending.push_back(std::move(left));
+      split = true;
+      break;
+    }
+    if (split) continue;
+    for (uint32_t r : rows) out.group_of[r] = out.groups;
+    ++out.groups;
+  }
+  return out;
+}
+
+double LDiversityEstimate(const CodedTable& t, const LDiverseGroups& groups, const CountQuery& q) {
+  const size_t g = groups.groups;
+  std::vector<double> in_rs(g, 0);
+  // Per group and queried QID column: the distinct values held, and those accepted.
+  std::vector<std::vector<double>> held(q.columns.size(), std::vector<double>(g, 0));
+  std::vector<std::vector<double>> accepted(q.columns.size(), std::vector<double>(g, 0));
+  std::vector<std::vector<std::vector<bool>>> seen(q.columns.size());
+  for (size_t i = 0; i < q.columns.size(); ++i) {
+    if (q.columns[i] == t.sensitive()) continue;
+    seen[i].assign(g, std::vector<bool>(t.values[q.columns[i]].size(), false));
+  }
+  for (size_t r = 0; r < t.records(); ++r) {
+    const uint32_t p = groups.group_of[r];
+    for (size_t i = 0; i < q.columns.size(); ++i) {
+      const size_t c = q.columns[i];
+      const uint32_t code = t.codes[c][r];
+      const bool ok = code < q.accepted[i].size() && q.accepted[i][code];
+      if (c == t.sensitive()) {
+        if (ok) in_rs[p] += 1;
+        continue;
+      }
+      if (seen[i][p][code]) continue;
+      seen[i][p][code] = true;
+      held[i][p] += 1;
+      if (ok) accepted[i][p] += 1;
+    }
+  }
+  bool has_sensitive = false;
+  for (size_t c : q.columns) has_sensitive = has_sensitive || c == t.sensitive();
+  std::vector<double> size(g, 0);
+  if (!has_sensitive) {
+    for (uint32_t p : groups.group_of) size[p] += 1;
+  }
+  double estimate = 0;
+  for (size_t p = 0; p < g; ++p) {
+    double e = has_sensitive ? in_rs[p] : size[p];
+    for (size_t i = 0; i < q.columns.size(); ++i) {
+      if (q.columns[i] == t.sensitive()) continue;
+      e *= held[i][p] > 0 ? accepted[i][p] / held[i][p] : 0;
+    }
+    estimate += e;
+  }
+  return estimate;
+}
+
 std::vector<QuasiSensitiveRule> QuasiSensitiveRules(const CodedTable& t,
                                                     const AprioriOptions& options) {
   const size_t n = t.records();
@@ -371,6 +511,14 @@ absl::StatusOr<RaEvaluation> EvaluateRandomization(const CodedTable& original,
     e.anatomy_groups = groups->groups;
     permuted = PermuteWithinGroups(original, *groups, options.anatomy_seed + 1);
   }
+  std::optional<LDiverseGroups> diverse;
+  const int ll = options.ldiversity_l == kAutoAnatomyL ? std::min(10, LargestEntropyL(original))
+                                                       : options.ldiversity_l;
+  if (ll != 0 && (options.ldiversity_l != kAutoAnatomyL || ll >= 2)) {
+    ASSIGN_OR_RETURN(diverse, EntropyLDiverseGrouping(original, ll));
+    e.ldiversity_l = ll;
+    e.ldiverse_groups = diverse->groups;
+  }
   const size_t max_j = std::min(options.max_query_attributes, original.qids());
   for (size_t j = 1; j <= max_j; ++j) {
     ASSIGN_OR_RETURN(std::vector<CountQuery> queries,
@@ -378,7 +526,7 @@ absl::StatusOr<RaEvaluation> EvaluateRandomization(const CodedTable& original,
     QueryErrorRow row;
     row.qid_attributes = j;
     row.queries = queries.size();
-    std::vector<double> ra, an;
+    std::vector<double> ra, an, ld;
     for (const CountQuery& q : queries) {
       const uint64_t truth = AnswerCount(original, q);
       if (truth == 0) {
@@ -388,6 +536,7 @@ absl::StatusOr<RaEvaluation> EvaluateRandomization(const CodedTable& original,
       const double a = static_cast<double>(truth);
       ra.push_back(std::abs(a - static_cast<double>(AnswerCount(randomized, q))) / a);
       if (groups) an.push_back(std::abs(a - AnatomyEstimate(original, *groups, q)) / a);
+      if (diverse) ld.push_back(std::abs(a - LDiversityEstimate(original, *diverse, q)) / a);
     }
     auto mean = [](const std::vector<double>& v) {
       double sum = 0;
@@ -398,6 +547,8 @@ absl::StatusOr<RaEvaluation> EvaluateRandomization(const CodedTable& original,
     row.randomized_median = Median(ra);
     row.anatomy_error = mean(an);
     row.anatomy_median = Median(an);
+    row.ldiverse_error = mean(ld);
+    row.ldiverse_median = Median(ld);
     e.query_errors.push_back(row);
   }
   const std::vector<QuasiSensitiveRule> asso_d = QuasiSensitiveRules(original, options.apriori);
@@ -501,6 +652,9 @@ std::string RaEvaluationToJson(const RaEvaluation& e, const RaEvaluationOptions&
     j["anatomy"] = {
         {"l", e.anatomy_l}, {"groups", e.anatomy_groups}, {"seed", options.anatomy_seed}};
   }
+  if (e.ldiversity_l != 0) {
+    j["ldiversity"] = {{"l", e.ldiversity_l}, {"groups", e.ldiverse_groups}};
+  }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const QueryErrorRow& r : e.query_errors) {
     nlohmann::ordered_json row;
@@ -512,6 +666,10 @@ std::string RaEvaluationToJson(const RaEvaluation& e, const RaEvaluationOptions&
     if (e.anatomy_l != 0) {
       row["anatomy_relative_error"] = r.anatomy_error;
       row["anatomy_median_relative_error"] = r.anatomy_median;
+    }
+    if (e.ldiversity_l != 0) {
+      row["ldiversity_relative_error"] = r.ldiverse_error;
+      row["ldiversity_median_relative_error"] = r.ldiverse_median;
     }
     rows.push_back(row);
   }
@@ -547,17 +705,26 @@ std::string RaEvaluationToText(const RaEvaluation& e, const RaEvaluationOptions&
     absl::StrAppend(&out, "Anatomy baseline: l = ", e.anatomy_l, ", ", e.anatomy_groups,
                     " QI groups (seed ", options.anatomy_seed, ")\n");
   }
+  if (e.ldiversity_l != 0) {
+    absl::StrAppend(&out, "entropy l-diverse generalization baseline: l = ", e.ldiversity_l, ", ",
+                    e.ldiverse_groups, " QI groups\n");
+  }
   absl::StrAppend(&out, "COUNT queries: ", options.queries, " per row (seed ", options.query_seed,
                   "); mean |Ans(D) - Ans(D')| / Ans(D) over the queries with Ans(D) > 0\n");
   absl::StrAppend(&out, "                  randomized       ",
-                  e.anatomy_l != 0 ? "  Anatomy (Eq. 13)" : "", "\n");
+                  e.anatomy_l != 0 ? "  Anatomy (Eq. 13)" : "",
+                  e.ldiversity_l != 0 ? "  l-diverse (Eq. 12)" : "", "\n");
   absl::StrAppend(&out, "  QIDs  Ans(D)=0  mean     median  ",
-                  e.anatomy_l != 0 ? "  mean     median" : "", "\n");
+                  e.anatomy_l != 0 ? "  mean     median" : "",
+                  e.ldiversity_l != 0 ? "  mean     median" : "", "\n");
   for (const QueryErrorRow& r : e.query_errors) {
     absl::StrAppend(&out, absl::StrFormat("  %4d  %8d  %7.4f  %7.4f", r.qid_attributes,
                                           r.zero_answers, r.randomized_error, r.randomized_median));
     if (e.anatomy_l != 0) {
       absl::StrAppend(&out, absl::StrFormat("  %7.4f  %7.4f", r.anatomy_error, r.anatomy_median));
+    }
+    if (e.ldiversity_l != 0) {
+      absl::StrAppend(&out, absl::StrFormat("  %7.4f  %7.4f", r.ldiverse_error, r.ldiverse_median));
     }
     absl::StrAppend(&out, "\n");
   }

@@ -83,6 +83,32 @@ CodedTable PermuteWithinGroups(const CodedTable& t, const AnatomyGroups& groups,
 // those of `t`, whose sensitive column is the group's multiset in any order).
 double AnatomyEstimate(const CodedTable& t, const AnatomyGroups& groups, const CountQuery& q);
 
+// The entropy l-diversity generalization baseline of yang2010 §7.2 (Machanavajjhala et al. 2006
+// on top of Mondrian, LeFevre et al. 2006): a partition is split at the median record of one QID
+// attribute (values in dictionary order; the attribute with the most distinct values in the
+// partition first, then the next) when both halves stay entropy l-diverse (the entropy of the
+// sensitive values at least ln l); a partition no attribute can split is a QI group. Each group
+// publishes, per QID attribute, the set of values it holds, and its sensitive values exactly.
+struct LDiverseGroups {
+  int l = 0;
+  std::vector<uint32_t> group_of;  // per record
+  uint32_t groups = 0;
+};
+
+// InvalidArgument if l < 2 or the whole table is not entropy l-diverse (the message gives the
+// largest l it is).
+absl::StatusOr<LDiverseGroups> EntropyLDiverseGrouping(const CodedTable& t, int l);
+
+// The largest l for which the whole table is entropy l-diverse: floor(e^Entropy(S)).
+int LargestEntropyL(const CodedTable& t);
+
+// Eq. (12) of yang2010 (Xiao & Tao's estimate on a generalized table): sum over groups p of
+// #p(R_s) * prod_i |R_i ∩ Values_p(Q_i)| / |Values_p(Q_i)|, where Values_p(Q_i) is the set of
+// values group p publishes for Q_i (the generalized value) and #p(R_s) the group's records with a
+// sensitive value in R_s: each QID value of a generalized set is taken as equally likely (the
+// uniform assumption the paper names). Attributes the query does not name contribute 1.
+double LDiversityEstimate(const CodedTable& t, const LDiverseGroups& groups, const CountQuery& q);
+
 // Apriori thresholds (fractions of the records).
 struct AprioriOptions {
   double min_support = 0.08;
@@ -134,6 +160,9 @@ struct RaEvaluationOptions {
   // eligible for when that is smaller (none if below 2).
   int anatomy_l = kAutoAnatomyL;
   uint64_t anatomy_seed = 1;
+  // The entropy l-diverse generalization baseline (Eq. 12): 0 none; kAutoAnatomyL the paper's
+  // l = 10, or the largest l the table is entropy l-diverse for when smaller (none below 2).
+  int ldiversity_l = 0;
 };
 
 struct QueryErrorRow {
@@ -145,6 +174,8 @@ struct QueryErrorRow {
   // Medians of the same: the mean is dominated by the few queries with a small Ans(D).
   double randomized_median = 0;
   double anatomy_median = 0;
+  double ldiverse_error = 0;  // mean relative error of Eq. (12) on the l-diverse baseline
+  double ldiverse_median = 0;
 };
 
 struct RaEvaluation {
@@ -153,6 +184,8 @@ struct RaEvaluation {
   std::string sensitive_name;
   int anatomy_l = 0;  // 0: not computed
   uint32_t anatomy_groups = 0;
+  int ldiversity_l = 0;  // 0: not computed
+  uint32_t ldiverse_groups = 0;
   std::vector<QueryErrorRow> query_errors;
   AssociationRecovery randomized_associations;
   AssociationRecovery anatomy_associations;

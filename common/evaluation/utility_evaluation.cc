@@ -104,15 +104,6 @@ bool IsFeature(const Attribute& a) {
 
 bool IsContinuous(const Attribute& a) { return a.type() == fedanon::v1::ATTRIBUTE_TYPE_CONTINUOUS; }
 
-// Trains on `train`, returns the error on `test` (and the tree's leaves).
-absl::StatusOr<std::pair<double, size_t>> TreeError(const ClassificationTable& table,
-                                                    const std::vector<uint32_t>& train,
-                                                    const std::vector<uint32_t>& test,
-                                                    const DecisionTreeOptions& options) {
-  ASSIGN_OR_RETURN(DecisionTree tree, DecisionTree::Train(table, train, options));
-  return std::make_pair(tree.ErrorRate(table, test), tree.num_leaves());
-}
-
 // The raw features by attribute index (empty for the class and ids).
 absl::StatusOr<std::vector<std::optional<FeatureColumn>>> RawFeatures(const JobSpec& spec,
                                                                       const ColumnValues& raw,
@@ -133,7 +124,7 @@ absl::StatusOr<RawBaselines> RawTreeErrors(
     const JobSpec& spec, const std::vector<std::optional<FeatureColumn>>& features,
     const std::vector<int32_t>& labels, const std::vector<std::string>& class_names,
     const std::vector<uint32_t>& train, const std::vector<uint32_t>& test,
-    const DecisionTreeOptions& options) {
+    const EvaluationOptions& options) {
   auto table_of = [&](auto keep) {
     ClassificationTable t;
     t.labels = labels;
@@ -147,14 +138,14 @@ absl::StatusOr<RawBaselines> RawTreeErrors(
   b.records = labels.size();
   b.train_records = train.size();
   b.test_records = test.size();
-  ASSIGN_OR_RETURN(
-      auto be, TreeError(table_of([](const Attribute&) { return true; }), train, test, options));
+  ASSIGN_OR_RETURN(auto be, ClassifierError(table_of([](const Attribute&) { return true; }), train,
+                                            test, options));
   b.baseline_error = be.first;
   b.baseline_leaves = be.second;
-  ASSIGN_OR_RETURN(
-      auto ue,
-      TreeError(table_of([](const Attribute& a) { return a.role() != fedanon::v1::ROLE_QID; }),
-                train, test, options));
+  ASSIGN_OR_RETURN(auto ue, ClassifierError(table_of([](const Attribute& a) {
+                                              return a.role() != fedanon::v1::ROLE_QID;
+                                            }),
+                                            train, test, options));
   b.upper_bound_error = ue.first;
 
   std::vector<std::string> parties;
@@ -166,9 +157,18 @@ absl::StatusOr<RawBaselines> RawTreeErrors(
   }
   for (const std::string& party : parties) {
     ASSIGN_OR_RETURN(
-        auto se, TreeError(table_of([&](const Attribute& a) { return a.party() == party; }), train,
-                           test, options));
+        auto se, ClassifierError(table_of([&](const Attribute& a) { return a.party() == party; }),
+                                 train, test, options));
     b.source_errors.push_back({party, se.first});
+  }
+  if (!options.removed_attributes.empty()) {
+    const std::vector<std::string>& removed = options.removed_attributes;
+    ASSIGN_OR_RETURN(auto re, ClassifierError(table_of([&](const Attribute& a) {
+                                                return std::find(removed.begin(), removed.end(),
+                                                                 a.name()) == removed.end();
+                                              }),
+                                              train, test, options));
+    b.removal_error = re.first;
   }
   return b;
 }
@@ -182,6 +182,51 @@ double DiscernibilityRatio(const std::vector<uint64_t>& group_sizes) {
     squares += static_cast<double>(s) * static_cast<double>(s);
   }
   return total == 0 ? 0 : squares / (total * total);
+}
+
+std::vector<uint32_t> FoldTestRecords(const std::vector<uint32_t>& order, int folds, int fold) {
+  const size_t n = order.size(), k = static_cast<size_t>(folds), f = static_cast<size_t>(fold);
+  const size_t base = n / k, extra = n % k;
+  const size_t begin = f * base + std::min(f, extra);
+  const size_t end = begin + base + (f < extra ? 1 : 0);
+  return std::vector<uint32_t>(order.begin() + begin, order.begin() + end);
+}
+
+absl::StatusOr<std::pair<double, size_t>> ClassifierError(const ClassificationTable& table,
+                                                          const std::vector<uint32_t>& train,
+                                                          const std::vector<uint32_t>& test,
+                                                          const EvaluationOptions& options) {
+  auto one = [&](const std::vector<uint32_t>& tr,
+                 const std::vector<uint32_t>& te) -> absl::StatusOr<std::pair<double, size_t>> {
+    if (options.classifier == Classifier::kNaiveBayes) {
+      ASSIGN_OR_RETURN(NaiveBayes nb, NaiveBayes::Train(table, tr, options.naive_bayes));
+      return std::make_pair(nb.ErrorRate(table, te), size_t{0});
+    }
+    ASSIGN_OR_RETURN(DecisionTree tree, DecisionTree::Train(table, tr, options.tree));
+    return std::make_pair(tree.ErrorRate(table, te), tree.num_leaves());
+  };
+  if (options.folds < 2) return one(train, test);
+  // Cross-validation: `train` followed by `test` is the shuffled order.
+  std::vector<uint32_t> order = train;
+  order.insert(order.end(), test.begin(), test.end());
+  if (order.size() < static_cast<size_t>(options.folds)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(order.size(), " records cannot make ", options.folds, " folds"));
+  }
+  double wrong = 0;
+  for (int f = 0; f < options.folds; ++f) {
+    const std::vector<uint32_t> fold_test = FoldTestRecords(order, options.folds, f);
+    std::vector<uint32_t> fold_train;
+    fold_train.reserve(order.size() - fold_test.size());
+    absl::flat_hash_map<uint32_t, bool> in_test;
+    for (uint32_t r : fold_test) in_test[r] = true;
+    for (uint32_t r : order) {
+      if (!in_test.contains(r)) fold_train.push_back(r);
+    }
+    ASSIGN_OR_RETURN(auto e, one(fold_train, fold_test));
+    wrong += e.first * static_cast<double>(fold_test.size());
+  }
+  return std::make_pair(wrong / static_cast<double>(order.size()), size_t{0});
 }
 
 std::vector<uint32_t> ShuffledRecords(size_t n, uint64_t seed) {
@@ -236,8 +281,22 @@ absl::StatusOr<std::unique_ptr<UtilityEvaluator>> UtilityEvaluator::Create(
   ev->test_rows_.assign(order.begin() + train, order.end());
 
   ASSIGN_OR_RETURN(const auto features, RawFeatures(spec, raw, raw_path));
+  for (const std::string& name : options.removed_attributes) {
+    bool known = false;
+    for (const Attribute& a : spec.attributes())
+      known = known || (a.name() == name && IsFeature(a));
+    if (!known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attribute to remove '", name,
+                       "' is not a QID, sensitive or other attribute of the spec"));
+    }
+  }
+  if (options.folds == 1 || options.folds < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("folds must be 0 (the 2/3-1/3 split) or at least 2, got ", options.folds));
+  }
   ASSIGN_OR_RETURN(ev->baselines_, RawTreeErrors(spec, features, ev->labels_, ev->class_names_,
-                                                 ev->train_rows_, ev->test_rows_, options.tree));
+                                                 ev->train_rows_, ev->test_rows_, options));
   return ev;
 }
 
@@ -299,7 +358,7 @@ absl::StatusOr<AnonymizedUtility> UtilityEvaluator::Evaluate(
   for (const auto& [unused, size] : groups) sizes.push_back(size);
 
   AnonymizedUtility out;
-  ASSIGN_OR_RETURN(auto ce, TreeError(table, train_rows_, test_rows_, options_.tree));
+  ASSIGN_OR_RETURN(auto ce, ClassifierError(table, train_rows_, test_rows_, options_));
   out.classification_error = ce.first;
   out.leaves = ce.second;
   out.discernibility_ratio = DiscernibilityRatio(sizes);
@@ -308,7 +367,8 @@ absl::StatusOr<AnonymizedUtility> UtilityEvaluator::Evaluate(
 }
 
 std::string EvaluationToJson(const RawBaselines& baselines, const AnonymizedUtility* anonymized,
-                             uint64_t seed, const AnonymizedUtility* local) {
+                             uint64_t seed, const AnonymizedUtility* local,
+                             const EvaluationOptions* options, const Distortion* distortion) {
   nlohmann::ordered_json j;
   j["records"] = baselines.records;
   j["train_records"] = baselines.train_records;
@@ -332,6 +392,15 @@ std::string EvaluationToJson(const RawBaselines& baselines, const AnonymizedUtil
     l["DR"] = local->discernibility_ratio;
     l["groups"] = local->groups;
     j["local"] = l;
+  }
+  if (baselines.removal_error) j["RE"] = *baselines.removal_error;
+  if (options != nullptr) {
+    j["classifier"] = options->classifier == Classifier::kNaiveBayes ? "naive-bayes" : "c45";
+    j["folds"] = options->folds;
+  }
+  if (distortion != nullptr) {
+    j["distortion"] = {{"categorical", distortion->categorical},
+                       {"continuous", distortion->continuous}};
   }
   return j.dump(2) + "\n";
 }

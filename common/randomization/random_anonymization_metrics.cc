@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 
 namespace fedanon::common {
 namespace {
@@ -268,6 +270,144 @@ absl::StatusOr<RelativeBias> MeasureRelativeBias(const std::vector<CategoricalCo
   result.measured = measured_sum / norm;
   result.predicted = predicted_sum / norm;
   return result;
+}
+
+absl::StatusOr<Amplification> CAmplification(const std::vector<CategoricalColumn>& original,
+                                             const std::vector<CategoricalColumn>& released,
+                                             const RandomizationPlan& plan) {
+  if (absl::Status st = CheckTables(original, released, plan); !st.ok()) return st;
+  if (plan.attributes_per_record != 1) {
+    return absl::InvalidArgumentError(
+        "the c-amplification of Section 4.2.1 is derived for Algorithm 1 (one attribute per "
+        "record)");
+  }
+  const size_t m = original.size();
+  const size_t n = original[0].codes.size();
+  Amplification a;
+  if (n == 0) return a;
+  const std::vector<std::vector<double>> freq = Frequencies(original);
+  double sum = 0;
+  for (size_t r = 0; r < n; ++r) {
+    double largest = 0, smallest = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < m; ++i) {
+      const double w = plan.probabilities[i] * freq[i][released[i].codes[r]];
+      largest = std::max(largest, w);
+      smallest = std::min(smallest, w);
+    }
+    // A released value always occurs in D (it is drawn from D's column), so smallest > 0.
+    const double c = smallest > 0 ? largest / smallest : std::numeric_limits<double>::infinity();
+    a.max = std::max(a.max, c);
+    sum += c;
+  }
+  a.mean = sum / static_cast<double>(n);
+  return a;
+}
+
+absl::StatusOr<RelativeVariance> MeasureRelativeVariance(
+    const std::vector<CategoricalColumn>& original, const RandomizationPlan& plan, int length,
+    int runs, uint64_t seed) {
+  if (absl::Status st = CheckTables(original, original, plan); !st.ok()) return st;
+  if (plan.attributes_per_record != 1) {
+    return absl::InvalidArgumentError(
+        "Eq. (11) is derived for Algorithm 1 (one attribute per record)");
+  }
+  const int m = static_cast<int>(original.size());
+  if (length < 1 || length > m) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the length of a value combination must be between 1 and the number of QID attributes (", m,
+        "), not ", length));
+  }
+  if (runs < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a sample variance needs at least 2 randomizations, not ", runs));
+  }
+  const double sets = Binomial(m, length);
+  if (sets * (1 + length) > static_cast<double>(kMaxIndexBuilds)) {
+    return absl::InvalidArgumentError(absl::StrCat("relative variance for length ", length,
+                                                   " over ", m, " attributes needs ",
+                                                   sets * (1 + length), " passes over the table"));
+  }
+  const size_t n = original[0].codes.size();
+  RelativeVariance out;
+  out.length = length;
+  out.runs = runs;
+  if (n == 0) return out;
+  const std::vector<std::vector<double>> freq = Frequencies(original);
+  std::vector<std::vector<CategoricalColumn>> released;
+  for (int run = 0; run < runs; ++run) {
+    std::unique_ptr<RandomSource> random = RandomSource::Seeded(seed + static_cast<uint64_t>(run));
+    ASSIGN_OR_RETURN(std::vector<CategoricalColumn> d, Randomize(original, plan, *random));
+    released.push_back(std::move(d));
+  }
+  double weight = 0, eq11 = 0, independent = 0, measured = 0;
+  ForEachSubset(
+      static_cast<size_t>(m), static_cast<size_t>(length), [&](const std::vector<size_t>& set) {
+        const CombinationIndex index(original, set);
+        out.combinations += index.size();
+        std::vector<CombinationIndex> without;  // without[j]: q - q_set[j]
+        for (size_t j = 0; j < set.size(); ++j) {
+          std::vector<size_t> rest = set;
+          rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(j));
+          without.emplace_back(original, std::move(rest));
+        }
+        std::vector<size_t> representative(index.size(), n);
+        for (size_t r = 0; r < n; ++r) {
+          if (representative[index.group(r)] == n) representative[index.group(r)] = r;
+        }
+        // Independent: Var count'(q) = sum of pi (1 - pi) over the records that may hold q after
+        // the randomization: those holding q (here) and those differing in one attribute (below).
+        std::vector<double> var_count(index.size(), 0.0);
+        for (size_t r = 0; r < n; ++r) {
+          double stay = 1;
+          for (size_t i : set) stay -= plan.probabilities[i] * (1 - freq[i][original[i].codes[r]]);
+          var_count[index.group(r)] += stay * (1 - stay);
+        }
+        // Measured: count'(q) in every randomized table.
+        std::vector<std::vector<double>> hits(released.size(),
+                                              std::vector<double>(index.size(), 0));
+        for (size_t run = 0; run < released.size(); ++run) {
+          for (size_t x = 0; x < n; ++x) {
+            if (const int64_t g = index.Find(released[run], x); g >= 0) hits[run][g] += 1;
+          }
+        }
+        for (size_t g = 0; g < index.size(); ++g) {
+          const size_t r = representative[g];
+          const double count = static_cast<double>(index.count(g));
+          double eq = 0;
+          for (size_t j = 0; j < set.size(); ++j) {
+            const size_t i = set[j];
+            const double pi_value = freq[i][original[i].codes[r]];
+            const double rest = set.size() == 1
+                                    ? static_cast<double>(n)
+                                    : static_cast<double>(without[j].count(without[j].group(r)));
+            const double differing = rest - count;  // records holding q - q_j but not q_j
+            const double move = plan.probabilities[i] * pi_value;
+            var_count[g] += differing * move * (1 - move);
+            const double ratio = rest / count;
+            eq += plan.probabilities[i] * plan.probabilities[i] * ratio * ratio *
+                  (pi_value - pi_value * pi_value);
+          }
+          double mean = 0;
+          for (size_t run = 0; run < released.size(); ++run) mean += (hits[run][g] - count) / count;
+          mean /= static_cast<double>(runs);
+          double sample = 0;
+          for (size_t run = 0; run < released.size(); ++run) {
+            const double v = (hits[run][g] - count) / count;
+            sample += (v - mean) * (v - mean);
+          }
+          sample /= static_cast<double>(runs - 1);
+          weight += count;
+          eq11 += count * eq;
+          independent += count * var_count[g] / (count * count);
+          measured += count * sample;
+        }
+      });
+  if (weight > 0) {
+    out.eq11 = eq11 / weight;
+    out.independent = independent / weight;
+    out.measured = measured / weight;
+  }
+  return out;
 }
 
 }  // namespace fedanon::common

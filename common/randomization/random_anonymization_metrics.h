@@ -57,3 +57,53 @@ absl::StatusOr<RelativeBias> MeasureRelativeBias(const std::vector<CategoricalCo
                                                  const RandomizationPlan& plan, int length);
 
 }  // namespace fedanon::common
+
+namespace fedanon::common {
+
+// Definition 8 (c-amplification, after Evfimievski et al. 2003) for Algorithm 1, as §4.2.1
+// derives it: a released combination q' arises from an original that differs from it in
+// attribute i (the randomized one) with probability p_i P(Q_i = q'_i), so the anonymization is at
+// most c(q')-amplifying for q' with
+//   c(q') = max_i p_i P(Q_i = q'_i) / min_i p_i P(Q_i = q'_i)   (P: the distribution in D).
+// c = 1 means every candidate original is equally likely; the release as a whole is at most
+// max c(q')-amplifying.
+struct Amplification {
+  double max = 0;   // over the released records
+  double mean = 0;  // over the released records
+};
+
+// `released` must be `original` randomized under `plan`; InvalidArgument for k > 1 (the
+// derivation is Algorithm 1's) or tables that do not match.
+absl::StatusOr<Amplification> CAmplification(const std::vector<CategoricalColumn>& original,
+                                             const std::vector<CategoricalColumn>& released,
+                                             const RandomizationPlan& plan);
+
+// The variance of the relative difference R(q) over the randomization (Algorithm 1), for the
+// value combinations of `length` attributes occurring in D, as support-weighted means:
+//  * eq11: Eq. (11) as printed, sum_{i in q} p_i^2 (supp_D(q - q_i) / supp_D(q))^2 (P_i - P_i^2)
+//    with P_i = P(Q_i = q_i) (the paper writes 1/m^2 for p_i = 1/m);
+//  * independent: the exact variance when every record is randomized independently, as
+//    Algorithm 1 does: Var count'(q) = sum over records of pi (1 - pi), pi the probability that
+//    the record holds q after randomization (1 - sum_{i in q} p_i (1 - P_i) for a record holding
+//    q, p_j P_j for one differing from q in attribute j only, 0 otherwise), over count(q)^2;
+//  * measured: the sample variance of R(q) over `runs` randomizations of D with seeds seed,
+//    seed + 1, ... (RandomSource::Seeded).
+// Eq. (11) treats the records of q - q_i as moving together, so it does not shrink with the
+// number of records as the independent variance does; the page of the papers' experiments shows
+// both beside the measured one.
+struct RelativeVariance {
+  int length = 0;
+  uint64_t combinations = 0;
+  int runs = 0;
+  double eq11 = 0;
+  double independent = 0;
+  double measured = 0;
+};
+
+// InvalidArgument for k > 1, a length outside [1, m], runs < 2, or too many attribute sets (as
+// MeasureRelativeBias).
+absl::StatusOr<RelativeVariance> MeasureRelativeVariance(
+    const std::vector<CategoricalColumn>& original, const RandomizationPlan& plan, int length,
+    int runs, uint64_t seed);
+
+}  // namespace fedanon::common

@@ -617,6 +617,7 @@ double SequentialSpecializer::Score(const Candidate& cand) const {
                                                ? fedanon::v1::SCORE_FUNCTION_INFOGAIN
                                                : options_.score;
   ScoreInputs in;
+  in.records = cand.records;
   in.info_gain = cand.info_gain;
   in.split_info = cand.split_info;
   in.priv_loss = cand.priv_loss;

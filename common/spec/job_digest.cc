@@ -17,6 +17,16 @@ std::string CanonicalJobBytes(const fedanon::v1::JobSpec& spec,
       canonical.numeric_cells() == 0) {
     canonical.set_numeric_cells(32);  // kDefaultNumericCells (common/engine/numeric_split.h)
   }
+  // ldiversity / tcloseness: the default variant and ground distance, spelled out or not.
+  auto* privacy = canonical.mutable_privacy();
+  if (privacy->model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY &&
+      privacy->variant() == fedanon::v1::DIVERSITY_VARIANT_UNSPECIFIED) {
+    privacy->set_variant(fedanon::v1::DIVERSITY_VARIANT_DISTINCT);
+  }
+  if (privacy->model() == fedanon::v1::PRIVACY_MODEL_TCLOSENESS &&
+      privacy->distance() == fedanon::v1::GROUND_DISTANCE_UNSPECIFIED) {
+    privacy->set_distance(fedanon::v1::GROUND_DISTANCE_EQUAL);
+  }
   for (auto& a : *canonical.mutable_attributes()) a.clear_taxonomy();  // file names are local
   std::string bytes;
   canonical.SerializePartialToString(&bytes);  // deterministic for these message types

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -27,6 +28,7 @@
 #include "common/spec/sequential_spec.h"
 #include "common/spec/yaml_document.h"
 #include "common/table/csv.h"
+#include "common/table/dataset.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/reflection.h"
@@ -443,7 +445,10 @@ absl::Status ValidateAttribute(const Attribute& a) {
         Cat("attribute '", a.name(), "' has no role (role: ",
             absl::StrReplaceAll(EnumChoices(*fedanon::v1::Role_descriptor()), {{", ", "|"}}), ")"));
   }
-  if (!a.taxonomy().empty() && a.role() != fedanon::v1::ROLE_QID) {
+  // A sensitive attribute's taxonomy serves t-closeness's hierarchical distance (checked with the
+  // privacy model, DistributionModelIssue).
+  if (!a.taxonomy().empty() && a.role() != fedanon::v1::ROLE_QID &&
+      a.role() != fedanon::v1::ROLE_SENSITIVE) {
     return absl::InvalidArgumentError(Cat("attribute '", a.name(), "' has a taxonomy but role ",
                                           EnumYamlName(*fedanon::v1::Role_descriptor(), a.role()),
                                           "; taxonomies apply to QID attributes only"));
@@ -510,7 +515,8 @@ absl::StatusOr<Attributes> IndexAttributes(const JobSpec& spec) {
 
 absl::Status ValidateScore(const JobSpec& spec, const Attributes& index) {
   const fedanon::v1::ScoreFunction score = spec.score();
-  if (score == fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY || !index.classes.empty()) {
+  if (score == fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY ||
+      score == fedanon::v1::SCORE_FUNCTION_DISTORTION || !index.classes.empty()) {
     return absl::OkStatus();
   }
   const std::string name = score == fedanon::v1::SCORE_FUNCTION_UNSPECIFIED
@@ -627,6 +633,199 @@ absl::Status ValidateTemplates(const Privacy& p, const Attributes& index) {
     }
   }
   return absl::OkStatus();
+}
+
+// ldiversity and tcloseness (docs/job-spec.md): what is wrong with the privacy section, and
+// where — a key of `privacy` or of one attribute — so that a YAML spec gets its line and column.
+struct SpecIssue {
+  std::string message;
+  std::string privacy_key;    // a key of `privacy`, or empty
+  int attribute = -1;         // else: the attribute (index) ...
+  std::string attribute_key;  // ... and its key (empty: the attribute itself)
+};
+
+std::optional<SpecIssue> DistributionModelIssue(const JobSpec& spec) {
+  const Privacy& p = spec.privacy();
+  auto privacy_issue = [](std::string key, std::string message) {
+    return SpecIssue{std::move(message), std::move(key), -1, ""};
+  };
+  auto attribute_issue = [](int index, std::string key, std::string message) {
+    return SpecIssue{std::move(message), "", index, std::move(key)};
+  };
+  const bool ldiversity = p.model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY;
+  const bool tcloseness = p.model() == fedanon::v1::PRIVACY_MODEL_TCLOSENESS;
+  const bool hierarchical = tcloseness && p.distance() == fedanon::v1::GROUND_DISTANCE_HIERARCHICAL;
+  // The model's sensitive attribute: named, or the single one with role sensitive.
+  int sensitive = -1;
+  int sensitive_count = 0;
+  for (int i = 0; i < spec.attributes_size(); ++i) {
+    const Attribute& a = spec.attributes(i);
+    if (a.role() == fedanon::v1::ROLE_SENSITIVE) ++sensitive_count;
+    if (!p.sensitive_attribute().empty() ? a.name() == p.sensitive_attribute()
+                                         : a.role() == fedanon::v1::ROLE_SENSITIVE) {
+      sensitive = i;
+    }
+  }
+  // A sensitive attribute's taxonomy is only for the hierarchical distance.
+  for (int i = 0; i < spec.attributes_size(); ++i) {
+    const Attribute& a = spec.attributes(i);
+    if (a.role() != fedanon::v1::ROLE_SENSITIVE || a.taxonomy().empty()) continue;
+    if (!hierarchical || i != sensitive) {
+      return attribute_issue(
+          i, "taxonomy",
+          Cat("attribute '", a.name(),
+              "' has a taxonomy but role sensitive; a sensitive attribute's taxonomy is used only "
+              "by privacy.model tcloseness with distance: hierarchical"));
+    }
+  }
+  if (!ldiversity && !tcloseness) {
+    for (const char* key : {"variant", "diversity", "recursive_c", "t", "distance"}) {
+      const pb::FieldDescriptor* f = Privacy::descriptor()->FindFieldByName(key);
+      if (Privacy::GetReflection()->HasField(p, f)) {
+        return privacy_issue(
+            key,
+            Cat("privacy.", key, " is used only with privacy.model: ldiversity or tcloseness"));
+      }
+    }
+    return std::nullopt;
+  }
+  const std::string model = ldiversity ? "ldiversity" : "tcloseness";
+  if (p.l() != 0) {
+    return privacy_issue("L", Cat("privacy.L is not used with privacy.model: ", model,
+                                  " (its groups are those of every QID attribute together)"));
+  }
+  if (p.c() != 0 || p.sensitive_values_size() != 0) {
+    return privacy_issue(
+        p.c() != 0 ? "C" : "sensitive_values",
+        Cat("privacy.C and sensitive_values are not used with privacy.model: ", model,
+            " (it bounds the whole distribution of the sensitive "
+            "attribute)"));
+  }
+  if (p.templates_size() != 0 || p.confidence_size() != 0) {
+    return privacy_issue(p.templates_size() != 0 ? "templates" : "confidence",
+                         Cat("privacy.templates and privacy.confidence are not used with "
+                             "privacy.model: ",
+                             model));
+  }
+  if (sensitive < 0) {
+    if (!p.sensitive_attribute().empty()) {
+      return privacy_issue(
+          "sensitive_attribute",
+          Cat("privacy.sensitive_attribute '", p.sensitive_attribute(), "' is not an attribute"));
+    }
+    return privacy_issue("model",
+                         Cat("privacy.model ", model, " needs an attribute with role sensitive"));
+  }
+  const Attribute& s_attr = spec.attributes(sensitive);
+  if (s_attr.role() != fedanon::v1::ROLE_SENSITIVE) {
+    return privacy_issue("sensitive_attribute", Cat("privacy.sensitive_attribute '", s_attr.name(),
+                                                    "' is not an attribute with role sensitive"));
+  }
+  if (p.sensitive_attribute().empty() && sensitive_count > 1) {
+    return privacy_issue("model", Cat("privacy.model ", model, ": there are ", sensitive_count,
+                                      " sensitive attributes; name one in "
+                                      "privacy.sensitive_attribute"));
+  }
+  const int domain = s_attr.values_size();
+  if (domain == 0) {
+    return attribute_issue(
+        sensitive, "",
+        Cat("privacy.model ", model, " needs the values of sensitive attribute '", s_attr.name(),
+            "' listed (values: [...]): every group's "
+            "distribution is counted over them"));
+  }
+  if (static_cast<size_t>(domain) > kMaxSensitiveDomain) {
+    return attribute_issue(
+        sensitive, "values",
+        Cat("sensitive attribute '", s_attr.name(), "' lists ", domain, " values; privacy.model ",
+            model, " supports at most ", kMaxSensitiveDomain));
+  }
+  if (spec.recoding() == fedanon::v1::RECODING_LOCAL) {
+    return privacy_issue("model", Cat("privacy.model ", model,
+                                      " runs with global recoding only (recoding: local is not "
+                                      "supported for it)"));
+  }
+  if (spec.has_sequential()) {
+    return privacy_issue("model",
+                         Cat("privacy.model ", model, " does not apply to sequential releases"));
+  }
+  if (ldiversity) {
+    if (p.t() != 0 || p.distance() != fedanon::v1::GROUND_DISTANCE_UNSPECIFIED) {
+      return privacy_issue(p.t() != 0 ? "t" : "distance",
+                           "privacy.t and distance are used only with privacy.model: tcloseness");
+    }
+    const bool entropy = p.variant() == fedanon::v1::DIVERSITY_VARIANT_ENTROPY;
+    const bool recursive = p.variant() == fedanon::v1::DIVERSITY_VARIANT_RECURSIVE;
+    const double l = p.diversity();
+    if (entropy ? !(l > 1) : !(l >= 2 && l == std::floor(l))) {
+      return privacy_issue("diversity", Cat("privacy.diversity = ", l, " must be ",
+                                            entropy ? "a number above 1 (entropy >= log(diversity))"
+                                                    : "a whole number of at least 2"));
+    }
+    if (l > domain) {
+      return privacy_issue("diversity", Cat("privacy.diversity = ", l, " exceeds the ", domain,
+                                            " declared values of sensitive attribute '",
+                                            s_attr.name(), "': no group can meet it"));
+    }
+    if (recursive && !(p.recursive_c() > 0)) {
+      return privacy_issue("recursive_c", Cat("privacy.recursive_c = ", p.recursive_c(),
+                                              " must be positive (variant: recursive)"));
+    }
+    if (!recursive && p.recursive_c() != 0) {
+      return privacy_issue("recursive_c",
+                           "privacy.recursive_c is used only with variant: recursive");
+    }
+  } else {
+    if (p.variant() != fedanon::v1::DIVERSITY_VARIANT_UNSPECIFIED || p.diversity() != 0 ||
+        p.recursive_c() != 0) {
+      return privacy_issue(p.variant() != fedanon::v1::DIVERSITY_VARIANT_UNSPECIFIED ? "variant"
+                           : p.diversity() != 0                                      ? "diversity"
+                                                : "recursive_c",
+                           "privacy.variant, diversity and recursive_c are used only with "
+                           "privacy.model: ldiversity");
+    }
+    if (!(p.t() >= 0 && p.t() <= 1)) {
+      return privacy_issue("t", Cat("privacy.t = ", p.t(), " must be in [0, 1]"));
+    }
+    if (hierarchical && s_attr.taxonomy().empty()) {
+      return attribute_issue(sensitive, "",
+                             Cat("distance: hierarchical needs a taxonomy of sensitive attribute '",
+                                 s_attr.name(), "' (taxonomy: FILE, ARX format)"));
+    }
+    if (p.distance() == fedanon::v1::GROUND_DISTANCE_ORDERED) {
+      // Numbers must be listed in their order: the distance is their rank difference.
+      bool numbers = true;
+      std::vector<double> parsed;
+      for (const std::string& v : s_attr.values()) {
+        double x;
+        if (!IsDecimalNumber(v) || !absl::SimpleAtod(v, &x)) {
+          numbers = false;
+          break;
+        }
+        parsed.push_back(x);
+      }
+      for (size_t i = 1; numbers && i < parsed.size(); ++i) {
+        if (!(parsed[i - 1] < parsed[i])) {
+          return attribute_issue(
+              sensitive, "values",
+              Cat("distance: ordered ranks the values of sensitive attribute '", s_attr.name(),
+                  "' in the order listed; these are numbers, so list them ascending ('",
+                  s_attr.values(static_cast<int>(i - 1)), "' comes before '",
+                  s_attr.values(static_cast<int>(i)), "')"));
+        }
+      }
+    }
+    // t-closeness implies no group size: a horizontal job's leader decodes each candidate
+    // group's sensitive histogram only for groups of at least K records.
+    if (spec.partitioning() == fedanon::v1::PARTITIONING_HORIZONTAL && p.k() < 2) {
+      return privacy_issue(
+          p.k() == 0 ? "model" : "K",
+          Cat("privacy.model tcloseness in a horizontal job needs K >= 2: its leader decodes the "
+              "sensitive histograms of candidate groups, only of groups of at least K records "
+              "(docs/threat-model.md)"));
+    }
+  }
+  return std::nullopt;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -756,6 +955,30 @@ absl::StatusOr<JobSpec> ParseJobSpecYaml(std::string_view yaml, std::string_view
     RETURN_IF_ERROR(parser.Message(root, "", &spec));
     FillDefaults(root, &spec);
     RETURN_IF_ERROR(CheckNumericSplitKeys(root, parser, spec));
+    if (std::optional<SpecIssue> issue = DistributionModelIssue(spec)) {
+      // Where the YAML says it: the key, else the map that lacks it (const lookups only: they
+      // never add a key).
+      auto child = [](const YAML::Node& node, const std::string& key) -> std::optional<YAML::Node> {
+        if (!node.IsMap()) return std::nullopt;
+        const YAML::Node value = node[key];
+        if (!value.IsDefined()) return std::nullopt;
+        return value;
+      };
+      YAML::Mark mark = root.Mark();
+      const std::optional<YAML::Node> privacy = child(root, "privacy");
+      const std::optional<YAML::Node> attributes = child(root, "attributes");
+      if (!issue->privacy_key.empty() && privacy.has_value() && privacy->IsMap()) {
+        const std::optional<YAML::Node> key = child(*privacy, issue->privacy_key);
+        mark = key.has_value() ? key->Mark() : privacy->Mark();
+      } else if (issue->attribute >= 0 && attributes.has_value() && attributes->IsSequence() &&
+                 attributes->size() > static_cast<size_t>(issue->attribute)) {
+        const YAML::Node attribute = (*attributes)[static_cast<size_t>(issue->attribute)];
+        std::optional<YAML::Node> key;
+        if (!issue->attribute_key.empty()) key = child(attribute, issue->attribute_key);
+        mark = key.has_value() ? key->Mark() : attribute.Mark();
+      }
+      return parser.Error(mark, issue->message);
+    }
     return spec;
   } catch (const YAML::Exception& e) {
     return parser.Error(e.mark, e.msg);
@@ -773,6 +996,11 @@ absl::StatusOr<JobSpec> LoadJobSpec(const std::string& path) {
     const std::filesystem::path taxonomy(attribute.taxonomy());
     if (taxonomy.empty() || taxonomy.is_absolute() || dir.empty()) continue;
     attribute.set_taxonomy((dir / taxonomy).lexically_normal().string());
+  }
+  for (fedanon::v1::HierarchyDefinition& h : *spec.mutable_hierarchy()) {
+    const std::filesystem::path values(h.values());
+    if (values.empty() || values.is_absolute() || dir.empty()) continue;
+    h.set_values((dir / values).lexically_normal().string());
   }
   return spec;
 }
@@ -844,14 +1072,65 @@ absl::Status ValidateRecoding(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
+// The `risk` section (docs/risk.md): at most one population input, a threshold in [0, 1].
+absl::Status ValidateRiskOptions(const JobSpec& spec) {
+  const fedanon::v1::RiskOptions& risk = spec.risk();
+  if (risk.population_size() > 0 && risk.sampling_fraction() != 0) {
+    return absl::InvalidArgumentError("risk: give population_size or sampling_fraction, not both");
+  }
+  if (risk.sampling_fraction() != 0 &&
+      !(risk.sampling_fraction() > 0 && risk.sampling_fraction() <= 1)) {
+    return absl::InvalidArgumentError(
+        Cat("risk.sampling_fraction must lie in (0, 1], got ", risk.sampling_fraction()));
+  }
+  if (!(risk.threshold() >= 0 && risk.threshold() <= 1)) {
+    return absl::InvalidArgumentError(
+        Cat("risk.threshold is a probability in (0, 1], got ", risk.threshold()));
+  }
+  return absl::OkStatus();
+}
+
+// The `hierarchy` section's structure (docs/hierarchies.md): each definition names a QID with a
+// taxonomy path, once, and one kind; the kinds' parameters are checked where the hierarchies are
+// built (common/hierarchies).
+absl::Status ValidateHierarchySection(const JobSpec& spec, const Attributes& index) {
+  absl::flat_hash_set<std::string> defined;
+  for (const fedanon::v1::HierarchyDefinition& h : spec.hierarchy()) {
+    auto it = index.by_name.find(h.attribute());
+    if (it == index.by_name.end() || it->second->role() != fedanon::v1::ROLE_QID) {
+      return absl::InvalidArgumentError(
+          Cat("hierarchy: '", h.attribute(), "' is not a QID attribute of the spec"));
+    }
+    if (it->second->taxonomy().empty()) {
+      return absl::InvalidArgumentError(
+          Cat("hierarchy: attribute '", h.attribute(),
+              "' has no taxonomy path to write the hierarchy to (taxonomy: FILE.csv)"));
+    }
+    if (h.kind_case() == fedanon::v1::HierarchyDefinition::KIND_NOT_SET) {
+      return absl::InvalidArgumentError(Cat("hierarchy for '", h.attribute(),
+                                            "': give one of interval, masking, date or ordered"));
+    }
+    if (!defined.insert(h.attribute()).second) {
+      return absl::InvalidArgumentError(
+          Cat("hierarchy: attribute '", h.attribute(), "' is defined twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateJobSpec(const JobSpec& spec) {
   ASSIGN_OR_RETURN(const Attributes index, IndexAttributes(spec));
+  RETURN_IF_ERROR(ValidateRiskOptions(spec));
+  RETURN_IF_ERROR(ValidateHierarchySection(spec, index));
   RETURN_IF_ERROR(ValidateScore(spec, index));
   RETURN_IF_ERROR(ValidateParticipation(spec));
   RETURN_IF_ERROR(ValidateNumericSplit(spec));
   RETURN_IF_ERROR(ValidateRecoding(spec));
+  if (std::optional<SpecIssue> issue = DistributionModelIssue(spec)) {
+    return absl::InvalidArgumentError(issue->message);
+  }
   if (spec.has_sequential()) return ValidateSequentialSpec(spec);
   const Privacy& privacy = spec.privacy();
   switch (privacy.model()) {
@@ -860,6 +1139,9 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
       return ValidateLkc(privacy, index);
     case fedanon::v1::PRIVACY_MODEL_TEMPLATES:
       return ValidateTemplates(privacy, index);
+    case fedanon::v1::PRIVACY_MODEL_LDIVERSITY:
+    case fedanon::v1::PRIVACY_MODEL_TCLOSENESS:
+      return absl::OkStatus();  // DistributionModelIssue above
     default:
       return absl::InvalidArgumentError(
           Cat("privacy.model has the unknown value ", privacy.model()));

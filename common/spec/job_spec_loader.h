@@ -19,15 +19,18 @@ namespace fedanon::common {
 // Parses YAML text. `source_name` appears in error messages.
 absl::StatusOr<fedanon::v1::JobSpec> ParseJobSpecYaml(std::string_view yaml,
                                                       std::string_view source_name);
-// Reads and parses a spec file; relative taxonomy paths are resolved against the file's directory
-// (the returned spec holds the resolved paths).
+// Reads and parses a spec file; relative taxonomy paths (and the `values` files of the hierarchy
+// section) are resolved against the file's directory (the returned spec holds the resolved
+// paths).
 absl::StatusOr<fedanon::v1::JobSpec> LoadJobSpec(const std::string& path);
 
 // Checks the spec on its own (no data): attribute names unique and non-empty; exactly one class
 // attribute for infogain / gainratio / infogain_privloss scores; at least one QID; LKC: L >= 1,
 // L <= |QID|, K >= 1, 0 < C <= 1, sensitive values given only with a sensitive attribute;
 // templates: every template names known QID attributes, k >= 1, confidence max in (0, 1];
-// continuous range has two values with range[0] < range[1]. Errors name the offending field.
+// continuous range has two values with range[0] < range[1]; the risk section has at most one
+// population input and a threshold in [0, 1]; each hierarchy definition names a QID with a
+// taxonomy path, once, with one kind. Errors name the offending field.
 absl::Status ValidateJobSpec(const fedanon::v1::JobSpec& spec);
 
 // `recoding: local` runs centralized (`fedanon anonymize`), in horizontal federated jobs, and in

@@ -462,6 +462,12 @@ absl::Status CsvWriter::FlushBuffer() {
   return status;
 }
 
+absl::StatusOr<std::string> CsvWriter::FlushForReading() {
+  RETURN_IF_ERROR(deferred_error_);
+  RETURN_IF_ERROR(FlushBuffer());
+  return file_->temp_path();
+}
+
 absl::Status CsvWriter::Commit() {
   RETURN_IF_ERROR(deferred_error_);
   RETURN_IF_ERROR(FlushBuffer());

@@ -150,6 +150,9 @@ class CsvWriter {
   void WriteRow(const std::vector<std::string_view>& fields);
   // Buffers records already formatted with AppendCsvRecord (and this writer's separator).
   void WriteFormatted(std::string_view records);
+  // Writes what is buffered and returns the temporary file's path, so that the table written so
+  // far can be read before it is committed (e.g. assessed, then committed or dropped).
+  absl::StatusOr<std::string> FlushForReading();
   // Flushes, fsyncs and renames the temporary file onto the target path.
   absl::Status Commit();
 

@@ -110,6 +110,11 @@ absl::StatusOr<Dataset> BuildSchema(const JobSpec& spec, LoadTaxonomy load_taxon
         Dataset::ValueColumn vc;
         vc.name = a.name();
         vc.values.assign(a.values().begin(), a.values().end());
+        // A sensitive attribute's taxonomy: the hierarchical ground distance of t-closeness.
+        if (a.role() == fedanon::v1::ROLE_SENSITIVE && !a.taxonomy().empty()) {
+          ASSIGN_OR_RETURN(Taxonomy tax, load_taxonomy(a));
+          vc.taxonomy = std::make_shared<const Taxonomy>(std::move(tax));
+        }
         ds.value_columns.push_back(std::move(vc));
       } else {
         ds.all_values_declared = false;
@@ -128,6 +133,20 @@ absl::StatusOr<Dataset> BuildSchema(const JobSpec& spec, LoadTaxonomy load_taxon
     if (a.role() != fedanon::v1::ROLE_QID) continue;
     ASSIGN_OR_RETURN(QidColumn col, BuildQidColumn(spec, a, load_taxonomy, require_public));
     ds.qids.push_back(std::move(col));
+  }
+  const auto& privacy = spec.privacy();
+  if (privacy.model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ||
+      privacy.model() == fedanon::v1::PRIVACY_MODEL_TCLOSENESS) {
+    const std::string attribute = SensitiveAttributeFor(spec, privacy.sensitive_attribute());
+    for (size_t i = 0; i < ds.value_columns.size(); ++i) {
+      if (ds.value_columns[i].name == attribute) ds.distribution_column = static_cast<int>(i);
+    }
+    if (ds.distribution_column < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "privacy model ",
+          privacy.model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ? "ldiversity" : "tcloseness",
+          " needs the values of sensitive attribute '", attribute, "' listed (values: [...])"));
+    }
   }
   return ds;
 }

@@ -84,9 +84,14 @@ struct Dataset {
     int csv_column = -1;
     std::vector<std::string> values;
     std::vector<int32_t> codes;  // per record
+    // A sensitive attribute with a `taxonomy` (t-closeness's hierarchical distance); null else.
+    std::shared_ptr<const Taxonomy> taxonomy;
   };
   std::vector<ValueColumn> value_columns;
   bool all_values_declared = false;  // every released non-QID attribute is in value_columns
+  // ldiversity / tcloseness: the index in value_columns of the model's sensitive attribute (whose
+  // distribution per group the model bounds); -1 for other models.
+  int distribution_column = -1;
 
   int num_classes() const { return static_cast<int>(class_labels.size()); }
   // Number of value combinations of value_columns (product of their domain sizes), computed with
@@ -94,6 +99,10 @@ struct Dataset {
   uint64_t ValueCombinations() const;
   static constexpr uint64_t kTooManyCombinations = UINT64_MAX;
 };
+
+// The most declared values the sensitive attribute of an ldiversity or tcloseness job may have
+// (one word per value in every histogram; the final check's vector grows with it).
+inline constexpr size_t kMaxSensitiveDomain = 4096;
 
 // Collects the sensitive values the spec's privacy model refers to (LKC sensitive_values and every
 // confidence template's values), in a fixed order. At most 64.

@@ -738,6 +738,11 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
   const Dataset& ds = *data_;
   const int nqid = static_cast<int>(ds.qids.size());
   if (hier.size() != ds.qids.size()) return absl::InternalError("push-down: hierarchies differ");
+  if (!request.histograms.empty()) {
+    return absl::FailedPreconditionError(
+        "push-down: sensitive histograms (privacy.model ldiversity or tcloseness) are not computed "
+        "in the database; load the table (mode: csv or a PostgreSQL source without push-down)");
+  }
   const size_t nc = std::max(1, ds.num_classes());
   const size_t m = ds.tracked.size();
   const size_t stride = 1 + m;

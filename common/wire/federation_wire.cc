@@ -5,9 +5,11 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "common/engine/sensitive_distribution.h"
 #include "crypto/hash.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/unknown_field_set.h"
 
 namespace fedanon::common {
 
@@ -63,7 +65,47 @@ fedanon::v1::StatsRequest ToProto(const StatsRequest& request) {
     for (NodeIndex n : key) g->add_nodes(n);
   }
   p.set_released_combinations(request.released_combinations);
+  if (!request.histograms.empty()) {
+    fedanon::v1::SensitiveHistogramRequest h;
+    h.set_domain(request.histogram_domain);
+    for (const HistogramQuery& q : request.histograms) {
+      auto* query = h.add_queries();
+      for (NodeIndex n : q.key) query->add_key(n);
+      query->set_attribute(q.attr);
+      query->set_candidate(q.candidate);
+    }
+    SetSensitiveHistograms(h, &p);
+  }
   return p;
+}
+
+void SetSensitiveHistograms(const fedanon::v1::SensitiveHistogramRequest& histograms,
+                            fedanon::v1::StatsRequest* proto) {
+  google::protobuf::UnknownFieldSet* unknown = proto->GetReflection()->MutableUnknownFields(proto);
+  for (int i = unknown->field_count(); i-- > 0;) {
+    if (unknown->field(i).number() == kSensitiveHistogramsField) unknown->DeleteSubrange(i, 1);
+  }
+  std::string bytes;
+  histograms.SerializeToString(&bytes);
+  unknown->AddLengthDelimited(kSensitiveHistogramsField, bytes);
+}
+
+absl::StatusOr<std::optional<fedanon::v1::SensitiveHistogramRequest>> SensitiveHistograms(
+    const fedanon::v1::StatsRequest& proto) {
+  const google::protobuf::UnknownFieldSet& unknown = proto.GetReflection()->GetUnknownFields(proto);
+  std::optional<fedanon::v1::SensitiveHistogramRequest> out;
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField& field = unknown.field(i);
+    if (field.number() != kSensitiveHistogramsField) continue;
+    if (field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED || out.has_value()) {
+      return absl::InvalidArgumentError("sensitive histogram queries are malformed");
+    }
+    out.emplace();
+    if (!out->ParseFromString(field.length_delimited())) {
+      return absl::InvalidArgumentError("sensitive histogram queries do not parse");
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
@@ -118,6 +160,51 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
   if (auto s = read_keys(proto.groups(), &request.group_keys); !s.ok()) return s;
   if (auto s = read_keys(proto.released_groups(), &request.released_groups); !s.ok()) return s;
   request.released_combinations = proto.released_combinations();
+  auto histograms = SensitiveHistograms(proto);
+  if (!histograms.ok()) return histograms.status();
+  if (histograms->has_value()) {
+    const fedanon::v1::SensitiveHistogramRequest& h = **histograms;
+    if (h.domain() == 0 || h.domain() > kMaxSensitiveDomain) {
+      return absl::InvalidArgumentError("sensitive histograms over an impossible domain");
+    }
+    request.histogram_domain = h.domain();
+    size_t words = 0;
+    for (const auto& q : h.queries()) {
+      HistogramQuery query;
+      if (static_cast<size_t>(q.key_size()) != hier.size()) {
+        return absl::InvalidArgumentError("sensitive histogram of a group key of the wrong width");
+      }
+      query.key.assign(q.key().begin(), q.key().end());
+      for (size_t a = 0; a < query.key.size(); ++a) {
+        if (!node_ok(static_cast<uint32_t>(a), query.key[a])) {
+          return absl::InvalidArgumentError("sensitive histogram of a group with an unknown node");
+        }
+      }
+      if (q.attribute() >= 0) {
+        // A candidate of a node of the current cut, as the engine evaluates them.
+        const auto a = static_cast<uint32_t>(q.attribute());
+        if (a >= hier.size()) {
+          return absl::InvalidArgumentError("sensitive histogram split by an unknown attribute");
+        }
+        const NodeIndex n = query.key[a];
+        if (!hier[a].node(n).children.empty() || q.candidate() < 0 ||
+            q.candidate() >= hier[a].CandidateCount(n)) {
+          return absl::InvalidArgumentError(
+              "sensitive histogram split by no candidate of the current cut");
+        }
+        query.attr = static_cast<int>(a);
+        query.candidate = q.candidate();
+      } else if (q.attribute() != -1 || q.candidate() != 0) {
+        return absl::InvalidArgumentError("sensitive histogram of a whole group names a candidate");
+      }
+      words += HistogramWords(hier, query, request.histogram_domain);
+      if (words > kMaxHistogramWords) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sensitive histograms of more than ", kMaxHistogramWords, " words in one request"));
+      }
+      request.histograms.push_back(std::move(query));
+    }
+  }
   return request;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,9 +22,23 @@ std::string EncodeWords(const std::vector<uint64_t>& words);
 absl::StatusOr<std::vector<uint64_t>> DecodeWords(std::string_view bytes);
 
 fedanon::v1::StatsRequest ToProto(const StatsRequest& request);
-// InvalidArgument for attributes or nodes that do not exist in `hier`.
+// InvalidArgument for attributes or nodes that do not exist in `hier`; for a sensitive histogram
+// query, also for a candidate that is not one of a node of the current cut, and for histograms
+// of more than kMaxHistogramWords words in all.
 absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
                                        const std::vector<AttributeHierarchy>& hier);
+
+// Where a StatsRequest carries its sensitive histogram queries (fedanon.v1.
+// SensitiveHistogramRequest, job.proto): field 90 of federation.proto's StatsRequest, which does
+// not name it yet, so the bytes travel (and are bound into the request digest) as that unknown
+// field. Once federation.proto declares `SensitiveHistogramRequest sensitive_histograms = 90;`
+// the wire bytes are the same and these two functions become its accessors.
+inline constexpr int kSensitiveHistogramsField = 90;
+void SetSensitiveHistograms(const fedanon::v1::SensitiveHistogramRequest& histograms,
+                            fedanon::v1::StatsRequest* proto);
+// The queries, if any (InvalidArgument if the field does not parse or appears twice).
+absl::StatusOr<std::optional<fedanon::v1::SensitiveHistogramRequest>> SensitiveHistograms(
+    const fedanon::v1::StatsRequest& proto);
 
 // "secure-sum/<collect>/<chunk>"
 std::string SumPurpose(const fedanon::v1::SumStep& step);

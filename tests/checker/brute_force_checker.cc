@@ -206,6 +206,17 @@ absl::StatusOr<Prepared> Prepare(const CheckerInput& in) {
 // ---------------------------------------------------------------------------------------------
 // Privacy constraints.
 
+// ldiversity / tcloseness: the requirement on a group's sensitive distribution.
+struct DistributionRule {
+  fedanon::v1::PrivacyModel model = fedanon::v1::PRIVACY_MODEL_LDIVERSITY;
+  fedanon::v1::DiversityVariant variant = fedanon::v1::DIVERSITY_VARIANT_DISTINCT;
+  double l = 0, c = 0, t = 0;
+  size_t column = 0;                        // the sensitive column
+  std::vector<std::string> values;          // the spec's declared values, in order
+  std::vector<std::vector<double>> ground;  // ground distance between values i and j
+  std::vector<uint64_t> overall;            // the whole raw table's counts per value
+};
+
 struct Constraint {
   std::string description;      // e.g. "LKC subset {Job, Sex}" or "anonymity template #1"
   std::vector<size_t> columns;  // grouping columns
@@ -214,6 +225,7 @@ struct Constraint {
   size_t sensitive_column = 0;
   std::vector<std::string> sensitive_values;
   double max_confidence = 1;
+  std::optional<DistributionRule> distribution;
 };
 
 absl::StatusOr<size_t> ResolveColumn(const Prepared& p, const std::string& name,
@@ -262,9 +274,172 @@ void Combinations(const std::vector<size_t>& items, size_t size, size_t start,
   }
 }
 
+// The ground distances of a tcloseness model (Li et al. 2007, section 4.2).
+absl::StatusOr<std::vector<std::vector<double>>> GroundDistances(
+    const Prepared& p, const std::vector<std::string>& values) {
+  const size_t m = values.size();
+  std::vector<std::vector<double>> d(m, std::vector<double>(m, 0));
+  const auto distance = p.in->spec.privacy().distance();
+  if (distance == fedanon::v1::GROUND_DISTANCE_ORDERED) {
+    for (size_t i = 0; i < m; ++i) {
+      for (size_t j = 0; j < m; ++j) {
+        d[i][j] = m < 2 ? 0
+                        : std::fabs(static_cast<double>(i) - static_cast<double>(j)) /
+                              static_cast<double>(m - 1);
+      }
+    }
+    return d;
+  }
+  if (distance != fedanon::v1::GROUND_DISTANCE_HIERARCHICAL) {
+    for (size_t i = 0; i < m; ++i) {
+      for (size_t j = 0; j < m; ++j) d[i][j] = i == j ? 0 : 1;
+    }
+    return d;
+  }
+  // Hierarchical: height(lowest common ancestor) / height of the tree, where a node's height is
+  // the longest way down from it to a leaf.
+  auto tax = BuildTaxonomy("(sensitive)", p.in->sensitive_taxonomy);
+  if (!tax.ok()) return tax.status();
+  std::map<std::string, size_t> height;
+  for (const auto& [leaf, path] : tax->paths) {
+    for (size_t i = 0; i < path.size(); ++i) height[path[i]] = std::max(height[path[i]], i);
+  }
+  const size_t tree = tax->paths.empty() ? 0 : height[tax->paths.begin()->second.back()];
+  for (size_t i = 0; i < m; ++i) {
+    for (size_t j = 0; j < m; ++j) {
+      auto a = tax->paths.find(values[i]);
+      auto b = tax->paths.find(values[j]);
+      if (a == tax->paths.end() || b == tax->paths.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sensitive_taxonomy lacks value ",
+                         Quote(a == tax->paths.end() ? values[i] : values[j])));
+      }
+      const std::set<std::string> above_a(a->second.begin(), a->second.end());
+      std::string lca;
+      for (const std::string& label : b->second) {
+        if (above_a.count(label) != 0) {
+          lca = label;
+          break;
+        }
+      }
+      d[i][j] = tree == 0 ? 0 : static_cast<double>(height[lca]) / static_cast<double>(tree);
+    }
+  }
+  return d;
+}
+
+absl::StatusOr<Constraint> DistributionConstraint(const Prepared& p) {
+  const auto& privacy = p.in->spec.privacy();
+  auto sensitive = ResolveSensitive(
+      p, privacy.sensitive_attribute(),
+      privacy.model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ? "ldiversity" : "tcloseness");
+  if (!sensitive.ok()) return sensitive.status();
+  DistributionRule rule;
+  rule.model = privacy.model();
+  rule.variant = privacy.variant() == fedanon::v1::DIVERSITY_VARIANT_UNSPECIFIED
+                     ? fedanon::v1::DIVERSITY_VARIANT_DISTINCT
+                     : privacy.variant();
+  rule.l = privacy.diversity();
+  rule.c = privacy.recursive_c();
+  rule.t = privacy.t();
+  rule.column = *sensitive;
+  for (const auto& a : p.in->spec.attributes()) {
+    if (a.name() == p.in->header[*sensitive])
+      rule.values.assign(a.values().begin(), a.values().end());
+  }
+  if (rule.values.empty()) {
+    return absl::InvalidArgumentError("the sensitive attribute declares no values");
+  }
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < rule.values.size(); ++i) index[rule.values[i]] = i;
+  rule.overall.assign(rule.values.size(), 0);
+  for (size_t r = 0; r < p.in->raw.size(); ++r) {
+    auto it = index.find(p.in->raw[r][*sensitive]);
+    if (it == index.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("raw row ", r + 1, ": sensitive value ",
+                                                     Quote(p.in->raw[r][*sensitive]),
+                                                     " is not declared"));
+    }
+    ++rule.overall[it->second];
+  }
+  if (rule.model == fedanon::v1::PRIVACY_MODEL_TCLOSENESS) {
+    auto ground = GroundDistances(p, rule.values);
+    if (!ground.ok()) return ground.status();
+    rule.ground = *std::move(ground);
+  }
+  Constraint c;
+  c.columns = p.qid;
+  c.k = privacy.k();
+  if (rule.model == fedanon::v1::PRIVACY_MODEL_LDIVERSITY) {
+    c.k = std::max<uint64_t>(c.k, static_cast<uint64_t>(std::ceil(rule.l)));
+  }
+  c.description = absl::StrCat(
+      rule.model == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ? "l-diversity" : "t-closeness", " over ",
+      Names(p, c.columns), " k=", c.k);
+  c.distribution = std::move(rule);
+  return c;
+}
+
+// Whether one group's counts (per declared value) meet the rule; `why` says how it fails. Also
+// folds the group's measures into `check`.
+bool DistributionHolds(const DistributionRule& rule, const std::vector<uint64_t>& counts,
+                       PrivacyCheck* check, bool first, std::string* why) {
+  uint64_t n = 0, distinct = 0;
+  for (uint64_t x : counts) {
+    n += x;
+    distinct += x > 0 ? 1 : 0;
+  }
+  if (rule.model == fedanon::v1::PRIVACY_MODEL_TCLOSENESS) {
+    const double emd = TransportationEmd(counts, rule.overall, rule.ground);
+    check->largest_closeness = std::max(check->largest_closeness, emd);
+    *why = absl::StrCat("its distance to the table's distribution is ", emd, " > t=", rule.t);
+    return emd <= rule.t + 1e-9;
+  }
+  double diversity = static_cast<double>(distinct);
+  bool holds = false;
+  switch (rule.variant) {
+    case fedanon::v1::DIVERSITY_VARIANT_ENTROPY: {
+      double h = 0;
+      for (uint64_t x : counts) {
+        if (x == 0) continue;
+        const double q = static_cast<double>(x) / static_cast<double>(n);
+        h -= q * std::log(q);
+      }
+      diversity = std::exp(h);
+      holds = h >= std::log(rule.l) - 1e-9;
+      *why = absl::StrCat("its entropy ", h, " is below log(", rule.l, ")");
+      break;
+    }
+    case fedanon::v1::DIVERSITY_VARIANT_RECURSIVE: {
+      std::vector<uint64_t> sorted = counts;
+      std::sort(sorted.rbegin(), sorted.rend());
+      uint64_t tail = 0;
+      for (size_t i = static_cast<size_t>(rule.l) - 1; i < sorted.size(); ++i) tail += sorted[i];
+      const double ratio = tail == 0 ? std::numeric_limits<double>::infinity()
+                                     : static_cast<double>(sorted[0]) / static_cast<double>(tail);
+      check->largest_recursive_ratio = std::max(check->largest_recursive_ratio, ratio);
+      holds = static_cast<double>(sorted[0]) < rule.c * static_cast<double>(tail);
+      *why = absl::StrCat("r_1 = ", sorted[0], " is not below c=", rule.c, " times ", tail);
+      break;
+    }
+    default:
+      holds = static_cast<double>(distinct) >= rule.l;
+      *why = absl::StrCat("it has ", distinct, " distinct value(s) < l=", rule.l);
+  }
+  check->smallest_diversity = first ? diversity : std::min(check->smallest_diversity, diversity);
+  return holds;
+}
+
 absl::StatusOr<std::vector<Constraint>> BuildConstraints(const Prepared& p) {
   const auto& privacy = p.in->spec.privacy();
   std::vector<Constraint> out;
+  if (privacy.model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ||
+      privacy.model() == fedanon::v1::PRIVACY_MODEL_TCLOSENESS) {
+    auto c = DistributionConstraint(p);
+    if (!c.ok()) return c.status();
+    out.push_back(*std::move(c));
+    return out;
+  }
   if (privacy.model() == fedanon::v1::PRIVACY_MODEL_LKC) {
     if (privacy.l() == 0) return absl::InvalidArgumentError("LKC: L must be at least 1");
     std::optional<size_t> sensitive;
@@ -352,7 +527,8 @@ absl::StatusOr<std::vector<Constraint>> BuildConstraints(const Prepared& p) {
 
 struct GroupStats {
   uint64_t size = 0;
-  std::vector<uint64_t> sensitive;  // per constraint sensitive value
+  std::vector<uint64_t> sensitive;         // per constraint sensitive value
+  std::map<std::string, uint64_t> values;  // ldiversity / tcloseness: raw sensitive value counts
 };
 
 // Groups the rows of `table` on each constraint's columns and checks the bounds. With
@@ -378,7 +554,9 @@ PrivacyCheck Evaluate(const Prepared& p, const std::vector<Constraint>& constrai
           if (raw[r][c.sensitive_column] == c.sensitive_values[s]) ++g.sensitive[s];
         }
       }
+      if (c.distribution.has_value()) ++g.values[raw[r][c.distribution->column]];
     }
+    bool first_group = true;
     for (const auto& [key, g] : groups) {
       smallest = std::min(smallest, g.size);
       auto describe = [&] { return absl::StrCat("<", absl::StrJoin(key, ", "), ">"); };
@@ -386,6 +564,21 @@ PrivacyCheck Evaluate(const Prepared& p, const std::vector<Constraint>& constrai
         check.satisfied = false;
         check.violation = absl::StrCat(c.description, ": group ", describe(), " has ", g.size,
                                        " record(s) < K=", c.k);
+      }
+      if (c.distribution.has_value()) {
+        std::vector<uint64_t> counts;
+        for (const std::string& v : c.distribution->values) {
+          auto it = g.values.find(v);
+          counts.push_back(it == g.values.end() ? 0 : it->second);
+        }
+        std::string why;
+        const bool holds = DistributionHolds(*c.distribution, counts, &check, first_group, &why);
+        first_group = false;
+        if (!holds && check.satisfied) {
+          check.satisfied = false;
+          check.violation = absl::StrCat(c.description, ": group ", describe(), " of ", g.size,
+                                         " record(s) fails: ", why);
+        }
       }
       for (size_t s = 0; s < g.sensitive.size(); ++s) {
         const double confidence = static_cast<double>(g.sensitive[s]) / g.size;
@@ -554,6 +747,10 @@ uint64_t LeastBinSize(const JobSpec& spec) {
     for (const auto& t : privacy.templates()) {
       if (t.k() > 1 && (k == 0 || t.k() < k)) k = t.k();
     }
+  } else if (privacy.model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY) {
+    // Its constraint's k: K raised to ceil(l) (every l-diverse group holds that many records).
+    k = std::max<uint64_t>(privacy.k(), static_cast<uint64_t>(std::ceil(privacy.diversity())));
+    if (k < 2) k = 0;
   } else if (privacy.k() > 1) {
     k = privacy.k();
   }
@@ -840,6 +1037,73 @@ absl::StatusOr<Interval> ParseInterval(std::string_view std_text) {
   return error("expected two numbers separated by '-'");
 }
 
+double TransportationEmd(const std::vector<uint64_t>& counts, const std::vector<uint64_t>& overall,
+                         const std::vector<std::vector<double>>& distance) {
+  // Masses scaled to integers: value i supplies counts[i] * N, value j takes overall[j] * n (both
+  // sum to n * N). Successive shortest paths (Bellman-Ford over the residual graph: source, the m
+  // supplies, the m demands, sink) move flow until every supply is shipped; the cost over n * N
+  // is the EMD.
+  const size_t m = counts.size();
+  uint64_t n = 0, big_n = 0;
+  for (uint64_t x : counts) n += x;
+  for (uint64_t x : overall) big_n += x;
+  if (n == 0 || big_n == 0) return 0;
+  const size_t nodes = 2 * m + 2, source = 2 * m, sink = 2 * m + 1;
+  struct Edge {
+    size_t to;
+    int64_t cap;
+    double cost;
+    size_t rev;
+  };
+  std::vector<std::vector<Edge>> graph(nodes);
+  auto add = [&](size_t a, size_t b, int64_t cap, double cost) {
+    graph[a].push_back({b, cap, cost, graph[b].size()});
+    graph[b].push_back({a, 0, -cost, graph[a].size() - 1});
+  };
+  for (size_t i = 0; i < m; ++i) {
+    add(source, i, static_cast<int64_t>(counts[i] * big_n), 0);
+    add(m + i, sink, static_cast<int64_t>(overall[i] * n), 0);
+    for (size_t j = 0; j < m; ++j)
+      add(i, m + j, std::numeric_limits<int64_t>::max() / 4, distance[i][j]);
+  }
+  long double cost = 0;
+  int64_t left = static_cast<int64_t>(n * big_n);
+  while (left > 0) {
+    std::vector<double> dist(nodes, std::numeric_limits<double>::infinity());
+    std::vector<std::pair<size_t, size_t>> via(nodes, {nodes, 0});  // (node, edge index)
+    dist[source] = 0;
+    for (size_t round = 0; round < nodes; ++round) {
+      bool changed = false;
+      for (size_t a = 0; a < nodes; ++a) {
+        if (dist[a] == std::numeric_limits<double>::infinity()) continue;
+        for (size_t e = 0; e < graph[a].size(); ++e) {
+          const Edge& edge = graph[a][e];
+          if (edge.cap > 0 && dist[a] + edge.cost < dist[edge.to] - 1e-15) {
+            dist[edge.to] = dist[a] + edge.cost;
+            via[edge.to] = {a, e};
+            changed = true;
+          }
+        }
+      }
+      if (!changed) break;
+    }
+    if (dist[sink] == std::numeric_limits<double>::infinity()) break;
+    int64_t push = left;
+    for (size_t v = sink; v != source; v = via[v].first) {
+      push = std::min(push, graph[via[v].first][via[v].second].cap);
+    }
+    for (size_t v = sink; v != source; v = via[v].first) {
+      Edge& edge = graph[via[v].first][via[v].second];
+      edge.cap -= push;
+      graph[v][edge.rev].cap += push;
+    }
+    cost += static_cast<long double>(push) * dist[sink];
+    left -= push;
+  }
+  return static_cast<double>(cost /
+                             (static_cast<long double>(n) * static_cast<long double>(big_n)));
+}
+
 PrivacyCheck CheckPrivacy(const CheckerInput& in) {
   auto prepared = Prepare(in);
   if (!prepared.ok()) return Invalid(prepared.status());
@@ -1016,6 +1280,11 @@ PrivacyCheck CoveringCheck(const Prepared& p, const std::vector<Constraint>& con
 }  // namespace
 
 PrivacyCheck CheckLocalPrivacy(const CheckerInput& in) {
+  if (in.spec.privacy().model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ||
+      in.spec.privacy().model() == fedanon::v1::PRIVACY_MODEL_TCLOSENESS) {
+    return Invalid(absl::InvalidArgumentError(
+        "ldiversity and tcloseness run with global recoding only (no covering check)"));
+  }
   auto prepared = Prepare(in);
   if (!prepared.ok()) return Invalid(prepared.status());
   auto constraints = BuildConstraints(*prepared);

@@ -25,6 +25,14 @@
 //  * `smallest_group` is the minimum over every group of every checked subset/template (0 when the
 //    table has no rows); `largest_confidence` the maximum P(s|qid) over every group and listed
 //    sensitive value of every constraint that has sensitive values (0 if none).
+//  * ldiversity / tcloseness: one constraint over every QID column (the equivalence classes),
+//    k = max(K, ceil(l)) for ldiversity (K for tcloseness), and every group's distribution of
+//    the sensitive attribute, read from the raw table, must meet the model (Machanavajjhala et
+//    al. 2007 for distinct, entropy, recursive (c, l); Li et al. 2007 for t-closeness). The Earth
+//    Mover's Distance is computed by solving the transportation problem between the group's and
+//    the whole raw table's distributions (a min-cost flow over the ground distances: equal,
+//    ordered by the spec's `values` order, or the height of the lowest common ancestor in
+//    `sensitive_taxonomy` over its height) — not by the papers' closed forms the engine uses.
 //  * Status codes: malformed inputs give InvalidArgument; a table that is checked and found
 //    wanting (untruthful, not maximal, or - for CheckMaximal - not even private) gives
 //    FailedPrecondition. CheckPrivacy reports both through `satisfied = false` + `violation`.
@@ -51,6 +59,9 @@ struct CheckerInput {
   // inclusive). QID attributes absent from this map and of categorical type are suppression
   // attributes.
   std::map<std::string, std::map<std::string, std::vector<std::string>>> taxonomy_paths;
+  // tcloseness with distance: hierarchical: the sensitive attribute's taxonomy (leaf value ->
+  // labels from the leaf up to the root), normalized like taxonomy_paths.
+  std::map<std::string, std::vector<std::string>> sensitive_taxonomy;
 };
 
 struct PrivacyCheck {
@@ -59,7 +70,18 @@ struct PrivacyCheck {
   uint64_t smallest_group = 0;    // min |T[qid]| over all checked attribute subsets / templates
   double largest_confidence = 0;  // max P(s|qid) over all checked confidence constraints
   uint64_t subsets_checked = 0;
+  // ldiversity: the smallest number of distinct sensitive values (entropy variant: e^entropy)
+  // over the groups; recursive: the largest r_1 / (r_l + ... + r_m); tcloseness: the largest EMD.
+  double smallest_diversity = 0;
+  double largest_recursive_ratio = 0;
+  double largest_closeness = 0;
 };
+
+// The Earth Mover's Distance between two distributions given as counts over the same m values,
+// under the ground distance `distance[i][j]`: the transportation problem solved as a min-cost
+// flow (exposed for tests).
+double TransportationEmd(const std::vector<uint64_t>& counts, const std::vector<uint64_t>& overall,
+                         const std::vector<std::vector<double>>& distance);
 
 // Checks the privacy model of `in.spec` on `in.anonymized` (sensitive values from `in.raw`).
 PrivacyCheck CheckPrivacy(const CheckerInput& in);

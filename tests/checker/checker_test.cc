@@ -2,6 +2,7 @@
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -779,6 +780,109 @@ TEST(CheckerLocalTest, VictimMatchingFewerThanKRecordsFails) {
   // The literal class check finds it first; the covering part alone fails too.
   EXPECT_THAT(check.violation, HasSubstr("< K=2"));
   EXPECT_EQ(check.smallest_group, 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ldiversity and tcloseness: the checker's own count of each group's sensitive distribution.
+//
+// Four records (Job, Disease): (A, Flu), (A, HIV), (B, Flu), (B, Flu). Released as they are, the
+// groups are A = {Flu, HIV} and B = {Flu, Flu}; with Job suppressed, one group {Flu 3, HIV 1}.
+// The table: Flu 3/4, HIV 1/4, Cold 0.
+
+CheckerInput DiseaseInput(const std::string& privacy, bool suppressed) {
+  CheckerInput in;
+  in.spec = Spec(std::string(R"pb(
+                   attributes { name: "Job" role: ROLE_QID }
+                   attributes {
+                     name: "Disease"
+                     role: ROLE_SENSITIVE
+                     values: "Flu"
+                     values: "HIV"
+                     values: "Cold"
+                   }
+                 )pb") +
+                 privacy);
+  in.header = {"Job", "Disease"};
+  in.raw = {{"A", "Flu"}, {"A", "HIV"}, {"B", "Flu"}, {"B", "Flu"}};
+  in.anonymized = in.raw;
+  if (suppressed) {
+    for (auto& row : in.anonymized) row[0] = "*";
+  }
+  return in;
+}
+
+TEST(CheckerDistributionModels, DistinctDiversityFindsTheHomogeneousGroup) {
+  const std::string l2 = "privacy { model: PRIVACY_MODEL_LDIVERSITY diversity: 2 }";
+  PrivacyCheck check = CheckPrivacy(DiseaseInput(l2, false));
+  EXPECT_FALSE(check.satisfied);
+  EXPECT_THAT(check.violation, HasSubstr("group <B> of 2 record(s) fails: it has 1 distinct"));
+  check = CheckPrivacy(DiseaseInput(l2, true));
+  EXPECT_TRUE(check.satisfied) << check.violation;
+  EXPECT_EQ(check.smallest_diversity, 2);
+  // l = 3 raises k to 3: the two groups of 2 fail on size first.
+  check =
+      CheckPrivacy(DiseaseInput("privacy { model: PRIVACY_MODEL_LDIVERSITY diversity: 3 }", false));
+  EXPECT_THAT(check.violation, HasSubstr("record(s) < K=3"));
+}
+
+TEST(CheckerDistributionModels, EntropyAndRecursiveDiversity) {
+  // One group {3, 1}: H = -(3/4 ln 3/4 + 1/4 ln 1/4) = 0.562 < ln 2.
+  PrivacyCheck check = CheckPrivacy(DiseaseInput(
+      "privacy { model: PRIVACY_MODEL_LDIVERSITY variant: DIVERSITY_VARIANT_ENTROPY diversity: 2 }",
+      true));
+  EXPECT_FALSE(check.satisfied);
+  EXPECT_THAT(check.violation, HasSubstr("its entropy 0.562"));
+  EXPECT_NEAR(check.smallest_diversity, std::exp(0.5623351446188083), 1e-9);
+  // Recursive (c, 2): r_1 = 3, tail = 1: c = 3 fails (3 < 3 is false), c = 4 holds.
+  const std::string recursive =
+      "privacy { model: PRIVACY_MODEL_LDIVERSITY variant: DIVERSITY_VARIANT_RECURSIVE "
+      "diversity: 2 recursive_c: ";
+  EXPECT_FALSE(CheckPrivacy(DiseaseInput(recursive + "3 }", true)).satisfied);
+  check = CheckPrivacy(DiseaseInput(recursive + "4 }", true));
+  EXPECT_TRUE(check.satisfied) << check.violation;
+  EXPECT_EQ(check.largest_recursive_ratio, 3);
+}
+
+TEST(CheckerDistributionModels, TClosenessEveryGroundDistance) {
+  // Equal: A (1/2, 1/2, 0) against (3/4, 1/4, 0): 1/2 (1/4 + 1/4) = 1/4; B (1, 0, 0): 1/4.
+  PrivacyCheck check =
+      CheckPrivacy(DiseaseInput("privacy { model: PRIVACY_MODEL_TCLOSENESS t: 0.2 }", false));
+  EXPECT_FALSE(check.satisfied);
+  EXPECT_THAT(check.violation, HasSubstr("distance to the table's distribution is 0.25 > t=0.2"));
+  check = CheckPrivacy(DiseaseInput("privacy { model: PRIVACY_MODEL_TCLOSENESS t: 0.25 }", false));
+  EXPECT_TRUE(check.satisfied) << check.violation;
+  EXPECT_NEAR(check.largest_closeness, 0.25, 1e-12);
+  // Ordered (Flu, HIV, Cold): A - Q = (-1/4, 1/4, 0), prefix sums -1/4, 0, 0, over m - 1 = 2.
+  check = CheckPrivacy(DiseaseInput(
+      "privacy { model: PRIVACY_MODEL_TCLOSENESS t: 0.2 distance: GROUND_DISTANCE_ORDERED }",
+      false));
+  EXPECT_TRUE(check.satisfied) << check.violation;
+  EXPECT_NEAR(check.largest_closeness, 0.125, 1e-12);
+  // Hierarchical, * -> {Infection -> {Flu, HIV}, Cold}: d(Flu, HIV) = 1/2; A moves 1/4 from HIV
+  // to Flu: 1/8.
+  CheckerInput in = DiseaseInput(
+      "privacy { model: PRIVACY_MODEL_TCLOSENESS t: 0.2 distance: GROUND_DISTANCE_HIERARCHICAL }",
+      false);
+  in.sensitive_taxonomy = {{"Flu", {"Flu", "Infection", "*"}},
+                           {"HIV", {"HIV", "Infection", "*"}},
+                           {"Cold", {"Cold", "*"}}};
+  check = CheckPrivacy(in);
+  EXPECT_TRUE(check.satisfied) << check.violation;
+  EXPECT_NEAR(check.largest_closeness, 0.125, 1e-12);
+  // A value the taxonomy lacks is an input error, not a pass.
+  in.sensitive_taxonomy.erase("Cold");
+  EXPECT_THAT(CheckPrivacy(in).violation, HasSubstr("sensitive_taxonomy lacks value \"Cold\""));
+}
+
+TEST(CheckerDistributionModels, MaximalityTriesTheRefinements) {
+  // Suppressed Job, l = 2: disclosing A leaves A = {Flu, HIV} and the rest {Flu, Flu}, which
+  // fails; disclosing B gives B = {Flu, Flu}, which fails: the table is maximal. For t = 0.25
+  // disclosing A keeps both groups at distance 1/4: not maximal.
+  EXPECT_OK(
+      CheckMaximal(DiseaseInput("privacy { model: PRIVACY_MODEL_LDIVERSITY diversity: 2 }", true)));
+  EXPECT_THAT(
+      CheckMaximal(DiseaseInput("privacy { model: PRIVACY_MODEL_TCLOSENESS t: 0.25 }", true)),
+      StatusIs(absl::StatusCode::kFailedPrecondition, "not maximal"));
 }
 
 }  // namespace

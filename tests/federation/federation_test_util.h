@@ -3,6 +3,8 @@
 // logic classes the daemons run, without sockets.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -128,6 +130,41 @@ inline std::vector<std::string> RowsByColumns(const Table& t,
   }
   std::sort(rows.begin(), rows.end());
   return rows;
+}
+
+// ldiversity / tcloseness: the independent checker's count of a federated release on its own (the
+// sensitive column is released as it is, so the released table carries each group's distribution
+// and, over all its rows, the whole table's). `sensitive_taxonomy` is the sensitive attribute's
+// ARX file for the hierarchical distance, or empty. Taxonomy QIDs count as released labels. Does
+// nothing for the other models.
+inline void ExpectReleaseMeetsDistributionModel(const fedanon::v1::JobSpec& spec,
+                                                const Table& released,
+                                                const std::string& sensitive_taxonomy) {
+  if (spec.privacy().model() != fedanon::v1::PRIVACY_MODEL_LDIVERSITY &&
+      spec.privacy().model() != fedanon::v1::PRIVACY_MODEL_TCLOSENESS) {
+    return;
+  }
+  CheckerInput in;
+  in.spec = spec;
+  in.header = released.header;
+  in.raw = released.rows;
+  in.anonymized = released.rows;
+  if (!sensitive_taxonomy.empty()) {
+    auto tax = common::Taxonomy::ParseArx(sensitive_taxonomy, "sensitive", "sensitive");
+    ASSERT_TRUE(tax.ok()) << tax.status();
+    for (size_t n = 0; n < tax->size(); ++n) {
+      const auto id = static_cast<common::Taxonomy::NodeId>(n);
+      if (!tax->is_leaf(id)) continue;
+      for (auto x = id; x != common::Taxonomy::kNoNode; x = tax->parent(x)) {
+        in.sensitive_taxonomy[tax->label(id)].push_back(tax->label(x));
+      }
+    }
+  }
+  for (auto& a : *in.spec.mutable_attributes()) {
+    if (a.role() == fedanon::v1::ROLE_QID) a.clear_taxonomy();
+  }
+  const PrivacyCheck check = CheckPrivacy(in);
+  EXPECT_TRUE(check.satisfied) << check.violation;
 }
 
 inline absl::StatusOr<Table> ParseCsvText(const std::string& text, const std::string& dir) {

@@ -127,6 +127,10 @@ std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common:
       add("released_counts", "", request->released_combinations > 1,
           request->released_combinations);
     }
+    for (const auto& q : request->histograms) {
+      add("sensitive_histogram", q.attr >= 0 ? schema.qids[q.attr].name : "", true,
+          common::HistogramWords(hier, q, request->histogram_domain));
+    }
     EXPECT_EQ(decoded.taken(), sum.total.size()) << "a decoded vector longer than its request";
   }
   return parts;
@@ -144,9 +148,11 @@ attributes:
   - {name: disease, role: sensitive, values: [flu, hiv, none]}
   - {name: class, role: class, values: [Y, N]}
 NOTE
-privacy: {model: lkc, L: 2, K: 10, C: 0.6, sensitive_values: [hiv]}
+PRIVACY
 partitioning: horizontal
 )";
+constexpr char kLkcPrivacy[] =
+    "privacy: {model: lkc, L: 2, K: 10, C: 0.6, sensitive_values: [hiv]}";
 
 // 900 records dealt over 3 parties; the class depends on age and job, so there is something to
 // specialize.
@@ -205,7 +211,8 @@ void ExpectPrivateFile(const std::string& path, const std::string& content) {
 
 // Runs the horizontal job; `with_note` adds a released column without declared values, so the
 // table is integrated by secure set union (opened by the leader) instead of summed counts.
-void RunHorizontal(const std::string& name, bool with_note) {
+void RunHorizontal(const std::string& name, bool with_note,
+                   const std::string& privacy = kLkcPrivacy) {
   const Table table = HorizontalTable(with_note);
   ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(name, DealRows(table, 3)));
 
@@ -215,7 +222,8 @@ void RunHorizontal(const std::string& name, bool with_note) {
   ASSERT_OK(OpenSumsAsTheLeader(*fed, seal, &recorder));
 
   const std::string spec_text = absl::StrReplaceAll(
-      kHorizontalSpec, {{"NOTE", with_note ? "  - {name: note, role: other}" : ""}});
+      kHorizontalSpec,
+      {{"NOTE", with_note ? "  - {name: note, role: other}" : ""}, {"PRIVACY", privacy}});
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(spec_text, "job.yaml"));
   std::map<std::string, std::string> texts;
   const fedanon::v1::SubmitJobRequest req = ViewLogRequest(spec, fed->names, &texts);
@@ -241,6 +249,34 @@ void RunHorizontal(const std::string& name, bool with_note) {
   EXPECT_EQ(kinds["numeric_split"], 2);
   EXPECT_GT(kinds["candidate_counts"], 0);
   EXPECT_GT(kinds["group_counts"], 0);
+  const bool distribution = spec.privacy().model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ||
+                            spec.privacy().model() == fedanon::v1::PRIVACY_MODEL_TCLOSENESS;
+  if (distribution) {
+    // ldiversity / tcloseness: the group counts carry no sensitive value; the sensitive
+    // histograms come apart, each child of each one holding K records or none (docs/
+    // threat-model.md), and the first is the whole table's.
+    EXPECT_GT(kinds["sensitive_histogram"], 1);
+    const size_t domain = 3;  // flu, hiv, none
+    bool first = true;
+    for (const Part& p : logged) {
+      if (p.kind == "group_counts") {
+        EXPECT_FALSE(p.labelled);
+      }
+      if (p.kind != "sensitive_histogram") continue;
+      ASSERT_EQ(p.counts.size() % domain, 0u);
+      for (size_t c = 0; c < p.counts.size() / domain; ++c) {
+        const uint64_t n =
+            p.counts[c * domain] + p.counts[c * domain + 1] + p.counts[c * domain + 2];
+        EXPECT_TRUE(n == 0 || n >= kK) << "a histogram of " << n << " records reached the leader";
+        if (first) {
+          EXPECT_EQ(n, table.rows.size()) << "the first is the whole table's";
+        }
+      }
+      first = false;
+    }
+  } else {
+    EXPECT_EQ(kinds["sensitive_histogram"], 0);
+  }
   EXPECT_EQ(kinds["numeric_rank_histogram"], 0) << "the binned search decodes no per-rank counts";
   if (with_note) {
     EXPECT_EQ(kinds["released_rows"], 1);
@@ -285,6 +321,18 @@ TEST(LeaderViewLog, HorizontalJobLogsEverySecureSumItDecodes) {
 
 TEST(LeaderViewLog, HorizontalJobWithUnionLogsTheRowsItOpens) {
   RunHorizontal("view_log_horizontal_union", /*with_note=*/true);
+}
+
+// ldiversity and tcloseness add the sensitive histograms to what the leader decodes: all logged,
+// none of fewer than K records.
+TEST(LeaderViewLog, HorizontalLDiversityJobLogsEverySensitiveHistogram) {
+  RunHorizontal("view_log_ldiversity", /*with_note=*/false,
+                "privacy: {model: ldiversity, variant: entropy, diversity: 1.8, K: 10}");
+}
+
+TEST(LeaderViewLog, HorizontalTClosenessJobLogsEverySensitiveHistogram) {
+  RunHorizontal("view_log_tcloseness", /*with_note=*/true,
+                "privacy: {model: tcloseness, t: 0.2, distance: ordered, K: 10}");
 }
 
 // --------------------------------------------------------------------------------------------

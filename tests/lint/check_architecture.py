@@ -21,7 +21,8 @@ import tempfile
 LAYERS = {
     "base": 0, "proto": 0,
     "crypto": 1, "table": 1, "datagen": 1, "proto_grpc": 1,
-    "spec": 2, "engine": 2, "randomization": 2, "evaluation": 2,
+    "spec": 2, "engine": 2, "randomization": 2, "evaluation": 2, "risk": 2,
+    "hierarchies": 2, "html_report": 2,
     "sequential": 3, "wire": 3, "table_postgres": 3,
     "party": 4, "leader": 4,
     "server": 5,
@@ -40,6 +41,9 @@ ALLOWED = {
     "engine": {"base", "table", "proto"},
     "randomization": {"base", "crypto"},
     "evaluation": {"base", "table"},
+    "risk": {"base", "table", "proto"},
+    "hierarchies": {"base", "table", "proto"},
+    "html_report": {"base", "table", "proto"},
     # push-down statistics (postgres_stats) answer the engine's StatsRequests
     "table_postgres": {"base", "table", "engine"},
     "sequential": {"base", "table", "spec", "engine"},

@@ -350,6 +350,90 @@ TEST(PartyAgent, SecureSumErrors) {
                        "the ring's first party starts from its own mask"));
 }
 
+// ldiversity / tcloseness: a party answers a sensitive histogram query (the counts of each
+// declared value of the sensitive attribute per child of a candidate of the current cut) and
+// refuses one that names no such candidate, a key of the wrong width, or a job without the model.
+constexpr char kLDiversitySpec[] = R"(name: party-ldiversity
+attributes:
+  - {name: Sex, role: qid, taxonomy: sex.csv}
+  - {name: Job, role: qid, taxonomy: job.csv}
+  - {name: Class, role: class, values: [Y, N]}
+  - {name: Disease, role: sensitive, values: [flu, hiv]}
+privacy: {model: ldiversity, diversity: 2}
+partitioning: horizontal
+)";
+
+// hospital-a: (M, Janitor, flu), (M, Lawyer, hiv), (F, Janitor, flu); hospital-b: (F, Lawyer,
+// hiv), (M, Janitor, flu).
+std::vector<std::map<std::string, std::string>> TwoHospitalsWithDisease() {
+  return {
+      {{"table.csv", "Sex,Job,Class,Disease\nM,Janitor,Y,flu\nM,Lawyer,N,hiv\nF,Janitor,Y,flu\n"},
+       {"sex.csv", kSexTaxonomy},
+       {"job.csv", kJobTaxonomy}},
+      {{"table.csv", "Sex,Job,Class,Disease\nF,Lawyer,N,hiv\nM,Janitor,N,flu\n"},
+       {"sex.csv", kSexTaxonomy},
+       {"job.csv", kJobTaxonomy}}};
+}
+
+// A hop asking the histograms of the children of candidate `candidate` of key[attribute] in the
+// root group (`width` nodes in the key).
+LeaderMessage HistogramStep(const std::string& job_id, const std::string& next, int attribute,
+                            int candidate, int width, uint64_t total_words) {
+  LeaderMessage msg;
+  msg.set_job_id(job_id);
+  msg.set_round(1);
+  auto* step = msg.mutable_sum_step();
+  fedanon::v1::SensitiveHistogramRequest h;
+  h.set_domain(2);
+  auto* q = h.add_queries();
+  for (int a = 0; a < width; ++a) q->add_key(0);
+  q->set_attribute(attribute);
+  q->set_candidate(candidate);
+  common::SetSensitiveHistograms(h, step->mutable_request());
+  step->set_next(next);
+  step->set_chunks(1);
+  step->set_total_words(total_words);
+  step->set_masked(common::EncodeWords(std::vector<uint64_t>(total_words, 0)));
+  return msg;
+}
+
+TEST(PartyAgent, SensitiveHistogramsAreSummedAndCheckedByEachParty) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("histograms", TwoHospitalsWithDisease()));
+  ASSERT_OK(f->PrepareAll("job-000000000001", kLDiversitySpec));
+  // Sex's candidate at the root: children M, F; per child (flu, hiv).
+  LeaderMessage first = HistogramStep("job-000000000001", "hospital-b", 0, 0, 2, 4);
+  ASSERT_OK_AND_ASSIGN(PartyMessage a_reply, f->Call("hospital-a", first));
+  LeaderMessage last = HistogramStep("job-000000000001", "", 0, 0, 2, 4);
+  last.mutable_sum_step()->clear_masked();
+  *last.mutable_sum_step()->mutable_sealed() = a_reply.sum_step().sealed();
+  ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", last));
+  ASSERT_OK_AND_ASSIGN(const std::string total,
+                       f->OpenForLeader(1, "job-000000000001", b_reply.sum_step().sealed()));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
+  // M: flu 2 (a, b), hiv 1 (a); F: flu 1 (a), hiv 1 (b).
+  EXPECT_EQ(sum, (std::vector<uint64_t>{2, 1, 1, 1}));
+
+  // Sex's root has one candidate; a second is no candidate of the cut.
+  LeaderMessage no_candidate = HistogramStep("job-000000000001", "hospital-b", 0, 1, 2, 4);
+  no_candidate.mutable_sum_step()->set_collect(1);
+  EXPECT_THAT(f->Call("hospital-a", no_candidate),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "sensitive histogram split by no candidate of the current cut"));
+  LeaderMessage narrow = HistogramStep("job-000000000001", "hospital-b", 0, 0, 1, 4);
+  narrow.mutable_sum_step()->set_collect(1);
+  EXPECT_THAT(f->Call("hospital-a", narrow),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "sensitive histogram of a group key of the wrong width"));
+
+  // A job without the model has no sensitive histogram to give: its answer has no words for
+  // it, and the hop is refused.
+  ASSERT_OK_AND_ASSIGN(auto lkc, PartyFixture::Create("histograms_lkc", TwoHospitals()));
+  ASSERT_OK(lkc->PrepareAll("job-000000000002", kSpec));
+  EXPECT_THAT(lkc->Call("hospital-a", HistogramStep("job-000000000002", "hospital-b", 0, 0, 2, 4)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "the secure sum has 4 words but this request needs 0"));
+}
+
 // The statistics of group (Sex = M, ANY_Job) after the instruction that specializes ANY_Sex.
 TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
   // hospital-a's statistics: what hospital-b opens, less hospital-a's mask (the leader's view).

@@ -32,6 +32,9 @@ TEST(CandidateScoreTest, EachScoreFunction) {
   EXPECT_DOUBLE_EQ(CandidateScore(fedanon::v1::SCORE_FUNCTION_GAINRATIO, in), 0.4);
   EXPECT_DOUBLE_EQ(CandidateScore(fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS, in), 0.2);
   EXPECT_DOUBLE_EQ(CandidateScore(fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY, in), 40);
+  // Thesis Eq. 6.1: InfoGain(v) = |T[v]|, whatever the class counts say.
+  in.records = 17;
+  EXPECT_DOUBLE_EQ(CandidateScore(fedanon::v1::SCORE_FUNCTION_DISTORTION, in), 17);
 }
 
 TEST(CandidateScoreTest, GainRatioWithoutSplitInfoIsInfoGain) {

@@ -137,10 +137,12 @@ inline absl::StatusOr<CheckerInput> MakeCheckerInput(const Job& job) {
   }
   in.anonymized = out->rows;
   for (const auto& a : spec->attributes()) {
-    if (a.role() != fedanon::v1::ROLE_QID || a.taxonomy().empty()) continue;
+    const bool sensitive = a.role() == fedanon::v1::ROLE_SENSITIVE;
+    if ((a.role() != fedanon::v1::ROLE_QID && !sensitive) || a.taxonomy().empty()) continue;
     auto tax = common::Taxonomy::LoadArx(a.taxonomy(), a.name());
     if (!tax.ok()) return tax.status();
-    auto& paths = in.taxonomy_paths[a.name()];
+    // A sensitive attribute's taxonomy: t-closeness's hierarchical distance.
+    auto& paths = sensitive ? in.sensitive_taxonomy : in.taxonomy_paths[a.name()];
     for (size_t n = 0; n < tax->size(); ++n) {
       const auto id = static_cast<common::Taxonomy::NodeId>(n);
       if (!tax->is_leaf(id)) continue;
@@ -153,6 +155,19 @@ inline absl::StatusOr<CheckerInput> MakeCheckerInput(const Job& job) {
   }
   return in;
 }
+
+// splitmix64: a tiny deterministic generator, so random cases are the same on every platform.
+struct SplitMix64 {
+  uint64_t s;
+  uint64_t Next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  int Uniform(int lo, int hi) { return lo + static_cast<int>(Next() % (hi - lo + 1)); }
+  bool Coin(double p) { return static_cast<double>(Next() % 1000000) / 1e6 < p; }
+};
 
 // Expands a compressed table row "<values> x count" with a class frequency like "2Y3N".
 inline void AddCompressed(Table* t, const std::vector<std::string>& values,

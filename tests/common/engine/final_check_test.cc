@@ -158,5 +158,59 @@ TEST(FinalCheck, AVectorAboveTheCapIsANamedError) {
               StatusIs(absl::StatusCode::kResourceExhausted, "exceeds the cap of 16777216 words"));
 }
 
+// ldiversity / tcloseness: the constraint's slots carry each group's sensitive histogram after
+// its size; every non-empty group must meet the requirement, t-closeness against the sum of the
+// histograms (the whole table).
+FinalCheckLayout DistributionLayout(SensitiveDistribution d) {
+  FinalCheckLayout layout;
+  layout.stride = 1;
+  layout.hist_words = 3;
+  d.domain = 3;
+  d.attribute = "disease";
+  layout.distribution = d;
+  FinalCheckConstraint c;
+  c.description = "{g} k=2";
+  c.attrs = {0};
+  c.attr_names = {"g"};
+  c.cut_labels = {{"ga", "gb"}};
+  c.k = 2;
+  c.groups = 2;
+  c.distribution = true;
+  layout.constraints.push_back(c);
+  layout.words = 8;
+  return layout;
+}
+
+TEST(FinalCheck, DistinctDiversityOnTheSummedHistograms) {
+  SensitiveDistribution d;
+  d.kind = SensitiveDistribution::Kind::kDistinct;
+  d.l = 2;
+  const FinalCheckLayout layout = DistributionLayout(d);
+  // ga = {flu 2, hiv 1}: 2 values; gb = {cold 2}: 1 value.
+  EXPECT_OK(CheckFinalCounts(layout, {3, 2, 1, 0, 2, 1, 0, 1}));
+  EXPECT_THAT(CheckFinalCounts(layout, {3, 2, 1, 0, 2, 0, 0, 2}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "final check failed: {g} k=2: group (g=gb) of 2 records fails distinct "
+                       "2-diversity of 'disease'"));
+  // A histogram that does not add up to its group's size: a forged total.
+  EXPECT_THAT(CheckFinalCounts(layout, {3, 2, 2, 0, 2, 1, 0, 1}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "group (g=ga) holds 3 records but its sensitive histogram 4"));
+}
+
+TEST(FinalCheck, TClosenessAgainstTheWholeTable) {
+  SensitiveDistribution d;
+  d.kind = SensitiveDistribution::Kind::kCloseness;
+  d.distance = fedanon::v1::GROUND_DISTANCE_EQUAL;
+  d.t = 0.3;
+  const FinalCheckLayout layout = DistributionLayout(d);
+  // The table: ga {2, 1, 1} + gb {2, 1, 0} = {4, 2, 1} (Q = 4/7, 2/7, 1/7). ga (1/2, 1/4, 1/4):
+  // 1/2 (1/14 + 1/28 + 3/28) = 0.107; gb (2/3, 1/3, 0): 1/2 (2/21 + 1/21 + 3/21) = 1/7 = 0.143.
+  EXPECT_OK(CheckFinalCounts(layout, {4, 2, 1, 1, 3, 2, 1, 0}));
+  // ga {0, 0, 4}, gb {4, 0, 0}: Q = (1/2, 0, 1/2), each group at distance 1/2 > 0.3.
+  EXPECT_THAT(CheckFinalCounts(layout, {4, 0, 0, 4, 4, 4, 0, 0}),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "fails 0.3-closeness"));
+}
+
 }  // namespace
 }  // namespace fedanon::common

@@ -13,18 +13,7 @@
 namespace fedanon::testing {
 namespace {
 
-// splitmix64: a tiny deterministic generator so the cases are the same on every platform.
-struct Rng {
-  uint64_t s;
-  uint64_t Next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  int Uniform(int lo, int hi) { return lo + static_cast<int>(Next() % (hi - lo + 1)); }
-  bool Coin(double p) { return static_cast<double>(Next() % 1000000) / 1e6 < p; }
-};
+using Rng = SplitMix64;
 
 struct RandomJob {
   Job job;

@@ -73,6 +73,32 @@ TEST(AnatomyEstimateTest, Equation13ByHand) {
   EXPECT_NEAR(AnatomyEstimate(permuted, g, q2), 2.0 / 3.0, 1e-12);
 }
 
+// Eq. (12)'s baseline by hand: one QID A with four values, sensitive S with two, 8 records
+//   A: a0 a0 a1 a1 a2 a2 a3 a3,  S: s0 s0 s1 s1 s0 s1 s0 s1   (whole table: entropy ln 2).
+// l = 2: the median cut of A gives {a0, a1} (s0 s0 s1 s1, 2-diverse) and {a2, a3}; {a0, a1}
+// cannot be cut again ({a0} holds s0 s0), {a2, a3} can: groups {a0, a1}, {a2}, {a3}.
+// Query A IN {a0} AND S IN {s0} (truth 2): the {a0, a1} group publishes 2 records with s0 and
+// the value set {a0, a1}, so it contributes 2 * 1/2 = 1; the others 0: estimate 1.
+// Query A IN {a2, a3} AND S IN {s1} (truth 2): 1 * 1 + 1 * 1 = 2.
+TEST(LDiversityEstimateTest, Equation12ByHand) {
+  CodedTable t;
+  t.names = {"A", "S"};
+  t.values = {{"a0", "a1", "a2", "a3"}, {"s0", "s1"}};
+  t.codes = {{0, 0, 1, 1, 2, 2, 3, 3}, {0, 0, 1, 1, 0, 1, 0, 1}};
+  EXPECT_EQ(LargestEntropyL(t), 2);
+  ASSERT_OK_AND_ASSIGN(LDiverseGroups g, EntropyLDiverseGrouping(t, 2));
+  EXPECT_EQ(g.groups, 3u);
+  EXPECT_EQ(g.group_of[0], g.group_of[3]);
+  EXPECT_NE(g.group_of[4], g.group_of[6]);
+  EXPECT_NE(g.group_of[0], g.group_of[4]);
+  EXPECT_DOUBLE_EQ(
+      LDiversityEstimate(t, g, Query({0, 1}, {{true, false, false, false}, {true, false}})), 1.0);
+  EXPECT_DOUBLE_EQ(
+      LDiversityEstimate(t, g, Query({0, 1}, {{false, false, true, true}, {false, true}})), 2.0);
+  EXPECT_THAT(EntropyLDiverseGrouping(t, 3),
+              StatusIs(absl::StatusCode::kInvalidArgument, "the largest l is 2"));
+}
+
 std::string Describe(const CodedTable& t, const QuasiSensitiveRule& r) {
   std::string out;
   for (const auto& [column, code] : r.antecedent) out += t.values[column][code] + " ";

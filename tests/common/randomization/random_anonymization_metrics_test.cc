@@ -215,5 +215,51 @@ TEST(RelativeBiasTest, RejectsLengthsOutOfRange) {
               StatusIs(absl::StatusCode::kInvalidArgument, "(2), not 3"));
 }
 
+// Definition 8 by hand for Algorithm 1 with p_i = 1/2 on D = Tiny() (P(a) = .75, P(b) = .25,
+// P(x) = P(y) = .5), released table (a,x) (a,x) (b,y) (a,y): the weights p_i P(Q_i = q'_i) are
+//   (a,x): .375 and .25 -> c = 1.5;  (b,y): .125 and .25 -> c = 2;  (a,y): .375 and .25 -> 1.5.
+// max 2, mean (1.5 + 1.5 + 2 + 1.5) / 4 = 1.625.
+TEST(CAmplificationTest, WorkedExample) {
+  const auto original = Tiny();
+  const std::vector<CategoricalColumn> released = {{"A", original[0].values, {0, 0, 1, 0}},
+                                                   {"B", original[1].values, {0, 0, 1, 1}}};
+  ASSERT_OK_AND_ASSIGN(Amplification c, CAmplification(original, released, Plan(original, 1)));
+  EXPECT_DOUBLE_EQ(c.max, 2);
+  EXPECT_DOUBLE_EQ(c.mean, 1.625);
+  EXPECT_THAT(CAmplification(original, released, Plan(original, 2)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "Algorithm 1"));
+}
+
+// One attribute (m = 1, p = 1: every record is redrawn) with values x x y y: count'(x) is
+// Binomial(4, 1/2), so Var count' = 1 and Var R(x) = 1 / 2^2 = .25 (the same for y). Eq. (11)
+// as printed gives p^2 (supp(q - q)/supp(q))^2 (P - P^2) = (4/2)^2 * .25 = 1: it treats the
+// records as moving together. The sample variance over 4000 seeded runs is close to .25.
+TEST(RelativeVarianceTest, SingleAttributeBinomial) {
+  const std::vector<CategoricalColumn> d = {Column("A", {"x", "x", "y", "y"})};
+  ASSERT_OK_AND_ASSIGN(RelativeVariance v, MeasureRelativeVariance(d, Plan(d, 1), 1, 4000, 7));
+  EXPECT_EQ(v.combinations, 2u);
+  EXPECT_DOUBLE_EQ(v.independent, 0.25);
+  EXPECT_DOUBLE_EQ(v.eq11, 1.0);
+  EXPECT_NEAR(v.measured, 0.25, 0.03);
+  EXPECT_THAT(MeasureRelativeVariance(d, Plan(d, 1), 1, 1, 7),
+              StatusIs(absl::StatusCode::kInvalidArgument, "at least 2"));
+}
+
+// Two attributes, p_i = 1/2, D = Tiny(), length 1, q = (A = a), count 3: each of its records
+// stays with probability 1 - .5 * (1 - .75) = .875 (variance .109375 each), and the b record
+// becomes a with probability .5 * .75 = .375 (variance .234375): Var count' = .5625, Var R =
+// .5625 / 9 = .0625. q = (A = b), count 1: stays .625 (.234375); each a record moves with
+// .5 * .25 = .125 (.109375 each): Var count' = .5625, Var R = .5625. For B, x and y (count 2):
+// stays .75 (.1875 each), the other two move with .25 (.1875 each): Var count' = .75, Var R =
+// .1875 each. Support-weighted over the 4 combinations of both attribute sets:
+// (3 * .0625 + 1 * .5625 + 2 * .1875 + 2 * .1875) / 8 = .1875.
+TEST(RelativeVarianceTest, TwoAttributesByHand) {
+  const auto d = Tiny();
+  ASSERT_OK_AND_ASSIGN(RelativeVariance v, MeasureRelativeVariance(d, Plan(d, 1), 1, 3000, 11));
+  EXPECT_EQ(v.combinations, 4u);
+  EXPECT_NEAR(v.independent, 0.1875, 1e-12);
+  EXPECT_NEAR(v.measured, 0.1875, 0.02);
+}
+
 }  // namespace
 }  // namespace fedanon::common

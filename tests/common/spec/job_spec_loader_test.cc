@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/spec/job_digest.h"
 #include "common/table/csv.h"
 #include "common/table/dataset.h"
@@ -340,11 +341,21 @@ TEST(ValidateJobSpecTest, AttributeRules) {
       StatusIs(kInvalid, "attribute 'zip' has no role (role: qid|class|sensitive|other|id)"));
   EXPECT_THAT(ValidateJobSpec(LkcWith("{name: zip, role: other}", "{name: zip, role: class}")),
               StatusIs(kInvalid, "attributes 'income', 'zip' all have role class"));
-  EXPECT_THAT(ValidateJobSpec(LkcWith("{name: occupation, role: sensitive}",
-                                      "{name: occupation, role: sensitive, taxonomy: occ.csv}")),
+  EXPECT_THAT(ValidateJobSpec(LkcWith("{name: zip, role: other}",
+                                      "{name: zip, role: other, taxonomy: zip.csv}")),
               StatusIs(kInvalid,
-                       "attribute 'occupation' has a taxonomy but role sensitive; taxonomies "
-                       "apply to QID attributes only"));
+                       "attribute 'zip' has a taxonomy but role other; taxonomies apply to QID "
+                       "attributes only"));
+  // A sensitive attribute's taxonomy serves t-closeness's hierarchical distance only.
+  EXPECT_THAT(
+      ParseJobSpecYaml(absl::StrReplaceAll(kLkcSpec, {{"{name: occupation, role: sensitive}",
+                                                       "{name: occupation, role: sensitive, "
+                                                       "taxonomy: occ.csv}"}}),
+                       "spec.yaml"),
+      StatusIs(kInvalid,
+               "attribute 'occupation' has a taxonomy but role sensitive; a sensitive "
+               "attribute's taxonomy is used only by privacy.model tcloseness with "
+               "distance: hierarchical"));
   EXPECT_THAT(ValidateJobSpec(LkcWith("range: [0, 100]", "range: [100, 0]")),
               StatusIs(kInvalid,
                        "attribute 'age': range must be empty or [low, high] with low < "
@@ -554,7 +565,7 @@ TEST(ValidateJobSpecTest, DocumentedExamplesAreValid) {
     EXPECT_OK(ValidateJobSpec(spec));
     ++examples;
   }
-  EXPECT_EQ(examples, 2u);
+  EXPECT_EQ(examples, 3u);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -658,6 +669,186 @@ TEST(JobSpecLoaderTest, LoadJobSpecIsBounded) {
               StatusIs(kInvalid,
                        "'/dev/zero' is larger than the limit of 16777216 bytes for a "
                        "job spec"));
+}
+
+// ldiversity and tcloseness (docs/job-spec.md): the keys, their defaults, and every mistake named
+// where the YAML makes it.
+constexpr char kDiversityAttributes[] = R"(name: d
+attributes:
+  - {name: job, role: qid, taxonomy: job.csv}
+  - {name: cls, role: class}
+  - {name: disease, role: sensitive, values: [flu, hiv, cold]}
+)";
+
+TEST(DistributionModelSpecTest, ParsesBothModels) {
+  JobSpec spec = Parse(std::string(kDiversityAttributes) +
+                       "privacy: {model: ldiversity, variant: recursive, diversity: 2, "
+                       "recursive_c: 3, K: 5}\n");
+  EXPECT_EQ(spec.privacy().model(), v1::PRIVACY_MODEL_LDIVERSITY);
+  EXPECT_EQ(spec.privacy().variant(), v1::DIVERSITY_VARIANT_RECURSIVE);
+  EXPECT_EQ(spec.privacy().diversity(), 2);
+  EXPECT_EQ(spec.privacy().recursive_c(), 3);
+  EXPECT_EQ(spec.privacy().k(), 5u);
+  EXPECT_OK(ValidateJobSpec(spec));
+  spec = Parse(std::string(kDiversityAttributes) +
+               "privacy: {model: tcloseness, t: 0.15, distance: ordered}\n");
+  EXPECT_EQ(spec.privacy().model(), v1::PRIVACY_MODEL_TCLOSENESS);
+  EXPECT_EQ(spec.privacy().distance(), v1::GROUND_DISTANCE_ORDERED);
+  EXPECT_DOUBLE_EQ(spec.privacy().t(), 0.15);
+  EXPECT_OK(ValidateJobSpec(spec));
+  // The hierarchical distance takes the sensitive attribute's taxonomy.
+  spec = Parse(
+      "attributes:\n  - {name: job, role: qid}\n  - {name: disease, role: sensitive, values: "
+      "[flu, hiv], taxonomy: disease.csv}\nprivacy: {model: tcloseness, t: 0.2, distance: "
+      "hierarchical}\nscore: discernibility\n");
+  EXPECT_OK(ValidateJobSpec(spec));
+  // Round trip through YAML.
+  EXPECT_OK(ParseJobSpecYaml(JobSpecToYaml(spec), "again.yaml"));
+}
+
+TEST(DistributionModelSpecTest, MistakesAreNamedAtTheirLineAndColumn) {
+  auto error = [](std::string_view privacy) {
+    return ParseJobSpecYaml(std::string(kDiversityAttributes) + std::string(privacy), "spec.yaml")
+        .status();
+  };
+  // `privacy:` is line 6; its keys sit at the column written.
+  EXPECT_THAT(error("privacy:\n  model: ldiversity\n  diversity: 1\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:8:14: privacy.diversity = 1 must be a whole number "
+                       "of at least 2"));
+  EXPECT_THAT(error("privacy:\n  model: ldiversity\n  diversity: 2.5\n"),
+              StatusIs(kInvalid, "spec.yaml:8:14: privacy.diversity = 2.5 must be a whole"));
+  EXPECT_THAT(error("privacy:\n  model: ldiversity\n  variant: entropy\n  diversity: 1\n"),
+              StatusIs(kInvalid, "spec.yaml:9:14: privacy.diversity = 1 must be a number above 1"));
+  EXPECT_THAT(error("privacy:\n  model: ldiversity\n  diversity: 4\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:8:14: privacy.diversity = 4 exceeds the 3 declared "
+                       "values of sensitive attribute 'disease'"));
+  EXPECT_THAT(error("privacy:\n  model: ldiversity\n  variant: recursive\n  diversity: 2\n"),
+              StatusIs(kInvalid, "spec.yaml:7:3: privacy.recursive_c = 0 must be positive"));
+  EXPECT_THAT(error("privacy:\n  model: ldiversity\n  diversity: 2\n  recursive_c: 3\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:9:16: privacy.recursive_c is used only with variant: "
+                       "recursive"));
+  EXPECT_THAT(error("privacy:\n  model: ldiversity\n  diversity: 2\n  L: 2\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:9:6: privacy.L is not used with privacy.model: "
+                       "ldiversity"));
+  EXPECT_THAT(error("privacy:\n  model: ldiversity\n  diversity: 2\n  t: 0.3\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:9:6: privacy.t and distance are used only with "
+                       "privacy.model: tcloseness"));
+  EXPECT_THAT(error("privacy:\n  model: tcloseness\n  t: 1.5\n"),
+              StatusIs(kInvalid, "spec.yaml:8:6: privacy.t = 1.5 must be in [0, 1]"));
+  EXPECT_THAT(error("privacy:\n  model: tcloseness\n  t: 0.2\n  diversity: 2\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:9:14: privacy.variant, diversity and recursive_c are "
+                       "used only with privacy.model: ldiversity"));
+  EXPECT_THAT(error("privacy:\n  model: lkc\n  L: 1\n  K: 2\n  t: 0.2\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:10:6: privacy.t is used only with privacy.model: "
+                       "ldiversity or tcloseness"));
+  // No taxonomy for the hierarchical distance: named at the sensitive attribute (line 5).
+  EXPECT_THAT(error("privacy: {model: tcloseness, t: 0.2, distance: hierarchical}\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:5:5: distance: hierarchical needs a taxonomy of "
+                       "sensitive attribute 'disease'"));
+  // A horizontal t-closeness job needs K >= 2.
+  EXPECT_THAT(error("privacy: {model: tcloseness, t: 0.2, K: 1}\npartitioning: horizontal\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:6:41: privacy.model tcloseness in a horizontal job "
+                       "needs K >= 2"));
+  EXPECT_OK(error("privacy: {model: tcloseness, t: 0.2, K: 2}\npartitioning: horizontal\n"));
+  EXPECT_THAT(error("privacy: {model: ldiversity, diversity: 2}\nrecoding: local\n"),
+              StatusIs(kInvalid, "runs with global recoding only"));
+}
+
+TEST(DistributionModelSpecTest, TheSensitiveAttributeAndItsValues) {
+  auto error = [](std::string_view yaml) { return ParseJobSpecYaml(yaml, "spec.yaml").status(); };
+  // No declared values: named at the attribute.
+  EXPECT_THAT(error("attributes:\n  - {name: a, role: qid}\n  - {name: s, role: sensitive}\n"
+                    "privacy: {model: ldiversity, diversity: 2}\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:3:5: privacy.model ldiversity needs the values of "
+                       "sensitive attribute 's' listed"));
+  EXPECT_THAT(error("attributes:\n  - {name: a, role: qid}\n"
+                    "privacy: {model: ldiversity, diversity: 2}\n"),
+              StatusIs(kInvalid, "needs an attribute with role sensitive"));
+  EXPECT_THAT(error("attributes:\n  - {name: a, role: qid}\n  - {name: s, role: sensitive, "
+                    "values: [x, y]}\n  - {name: u, role: sensitive, values: [x, y]}\n"
+                    "privacy: {model: ldiversity, diversity: 2}\n"),
+              StatusIs(kInvalid, "there are 2 sensitive attributes; name one"));
+  EXPECT_THAT(error("attributes:\n  - {name: a, role: qid}\n  - {name: s, role: sensitive, "
+                    "values: [x, y]}\nprivacy: {model: ldiversity, diversity: 2, "
+                    "sensitive_attribute: a}\n"),
+              StatusIs(kInvalid,
+                       "privacy.sensitive_attribute 'a' is not an attribute with role "
+                       "sensitive"));
+  // Ordered distance over numbers: listed ascending, named at `values`.
+  EXPECT_THAT(error("attributes:\n  - {name: a, role: qid}\n  - {name: pay, role: sensitive, "
+                    "values: [10, 30, 20]}\nprivacy: {model: tcloseness, t: 0.3, distance: "
+                    "ordered}\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:3:42: distance: ordered ranks the values of "
+                       "sensitive attribute 'pay' in the order listed; these are "
+                       "numbers, so list them ascending ('30' comes before '20')"));
+  EXPECT_OK(
+      error("attributes:\n  - {name: a, role: qid}\n  - {name: pay, role: sensitive, "
+            "values: [10, 20, 30]}\nprivacy: {model: tcloseness, t: 0.3, distance: "
+            "ordered}\n"));
+  // A sensitive attribute's taxonomy serves the hierarchical distance only.
+  EXPECT_THAT(error("attributes:\n  - {name: a, role: qid}\n  - {name: s, role: sensitive, "
+                    "values: [x, y], taxonomy: s.csv}\nprivacy: {model: ldiversity, diversity: "
+                    "2}\n"),
+              StatusIs(kInvalid,
+                       "spec.yaml:3:58: attribute 's' has a taxonomy but role "
+                       "sensitive; a sensitive attribute's taxonomy is used only by "
+                       "privacy.model tcloseness with distance: hierarchical"));
+}
+
+// A message that never saw the parser gets the same checks, by name.
+TEST(DistributionModelSpecTest, ValidateJobSpecChecksSubmittedMessages) {
+  JobSpec spec =
+      Parse(std::string(kDiversityAttributes) + "privacy: {model: ldiversity, diversity: 2}\n");
+  EXPECT_OK(ValidateJobSpec(spec));
+  spec.mutable_privacy()->set_diversity(7);
+  EXPECT_THAT(ValidateJobSpec(spec), StatusIs(kInvalid, "privacy.diversity = 7 exceeds the 3"));
+  spec.mutable_privacy()->set_diversity(2);
+  spec.mutable_privacy()->add_confidence()->add_qid("job");
+  EXPECT_THAT(ValidateJobSpec(spec),
+              StatusIs(kInvalid, "privacy.templates and privacy.confidence are not used"));
+}
+
+// Parties agree on the model through the job digest: every key of the section changes it, and a
+// spelled-out default does not.
+TEST(JobDigestTest, CoversTheDistributionModels) {
+  const JobSpec l =
+      Parse(std::string(kDiversityAttributes) + "privacy: {model: ldiversity, diversity: 2}\n");
+  const std::string base = CanonicalJobBytes(l, {});
+  auto changed = [&](auto edit) {
+    JobSpec s = l;
+    edit(s.mutable_privacy());
+    return CanonicalJobBytes(s, {});
+  };
+  EXPECT_NE(changed([](v1::Privacy* p) { p->set_diversity(3); }), base);
+  EXPECT_NE(changed([](v1::Privacy* p) { p->set_variant(v1::DIVERSITY_VARIANT_ENTROPY); }), base);
+  EXPECT_NE(changed([](v1::Privacy* p) { p->set_k(9); }), base);
+  EXPECT_EQ(changed([](v1::Privacy* p) { p->set_variant(v1::DIVERSITY_VARIANT_DISTINCT); }), base);
+  const JobSpec t =
+      Parse(std::string(kDiversityAttributes) + "privacy: {model: tcloseness, t: 0.2}\n");
+  const std::string tbase = CanonicalJobBytes(t, {});
+  JobSpec other_t = t;
+  other_t.mutable_privacy()->set_t(0.25);
+  EXPECT_NE(CanonicalJobBytes(other_t, {}), tbase);
+  JobSpec ordered = t;
+  ordered.mutable_privacy()->set_distance(v1::GROUND_DISTANCE_ORDERED);
+  EXPECT_NE(CanonicalJobBytes(ordered, {}), tbase);
+  JobSpec equal = t;
+  equal.mutable_privacy()->set_distance(v1::GROUND_DISTANCE_EQUAL);
+  EXPECT_EQ(CanonicalJobBytes(equal, {}), tbase);
+  // The sensitive attribute's taxonomy text is covered, like a QID's.
+  EXPECT_NE(CanonicalJobBytes(t, {{"disease", "flu;*\nhiv;*\ncold;*\n"}}),
+            CanonicalJobBytes(t, {{"disease", "flu;a;*\nhiv;a;*\ncold;*\n"}}));
 }
 
 }  // namespace

@@ -1,0 +1,959 @@
+#!/usr/bin/env python3
+"""Reruns the seed papers' experiments that public data allows and writes one HTML page.
+
+Usage: bench/papers/reproduce.sh [--quick | --full | --fixture] [--out DIR] [--build DIR]
+                                 [--adult DIR] [--only EXPERIMENT,...]
+
+Every figure comes from the project's own commands (`fedanon sweep`, `anonymize`, `evaluate`,
+`randomize`), run as subprocesses; this script only writes specs and derived inputs, reads the
+commands' CSV/JSON output and lays the numbers out. Outputs in DIR:
+
+  results.csv   every number: id, figure, series, x, metric, value (as shown on the page)
+  claims.csv    every published statement: claim, published, ours, verdict
+  papers.html   the page (inline CSS and SVG, no script, no network fetch): per figure the
+                paper's statements typed in from the paper (published.csv), ours beside them,
+                a chart, the settings and the commands
+  work/         specs, derived tables and the commands' raw outputs
+
+Modes: --quick (the default grid thinned: under 10 minutes on 2 cores), --full (the papers'
+grids; under 90 minutes), --fixture (a 2,000-record gen-data table instead of Adult and the
+smallest grids: the browser test's input, about a minute).
+"""
+import argparse
+import csv
+import html
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+# UCI Adult's attributes in file order; continuous ones with the declared public ranges of the
+# privacy-fidelity Adult case (bench/adult_utility.sh), precision 1.
+CONTINUOUS = {
+    "age": (0, 100), "fnlwgt": (0, 1500000), "education-num": (0, 20),
+    "capital-gain": (0, 100000), "capital-loss": (0, 5000), "hours-per-week": (0, 100),
+}
+ATTRIBUTES = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status",
+              "occupation", "relationship", "race", "sex", "capital-gain", "capital-loss",
+              "hours-per-week", "native-country"]
+CATEGORICAL = [a for a in ATTRIBUTES if a not in CONTINUOUS]
+SHORT = {"age": "Ag", "workclass": "Wc", "fnlwgt": "Fw", "education": "Ed", "education-num": "En",
+         "marital-status": "Ms", "occupation": "Oc", "relationship": "Re", "race": "Ra",
+         "sex": "Sx", "capital-gain": "Cg", "capital-loss": "Cl", "hours-per-week": "Hw",
+         "native-country": "Nc"}
+LONG = {v: k for k, v in SHORT.items()}
+# mohammed2011 §7 / thesis §4.4.1: the top 9 attributes ranked by C4.5.
+TOP9 = [LONG[s] for s in "Cg Ag Ms En Re Hw Sx Ed Oc".split()]
+
+
+def fmt_pct(x):  # a fraction as percent with 2 decimals
+    return f"{100 * float(x):.2f}"
+
+
+def fmt4(x):
+    return f"{float(x):.4f}"
+
+
+class Experiments:
+    def __init__(self, args):
+        self.args = args
+        self.mode = args.mode
+        self.out = os.path.abspath(args.out)
+        self.work = os.path.join(self.out, "work")
+        os.makedirs(self.work, exist_ok=True)
+        self.fedanon = os.path.abspath(args.fedanon) if args.fedanon else \
+            os.path.join(os.path.abspath(args.build), "bin", "fedanon")
+        if not os.access(self.fedanon, os.X_OK):
+            sys.exit(f"reproduce: {self.fedanon} not found: build first (./deploy/build.sh)")
+        self.rows = []          # results: (figure, series, x, metric, value)
+        self.settings = {}      # figure -> list of lines
+        self.commands = {}      # figure -> list of commands
+        self.notes = {}         # figure -> list of lines (not run, data not public, ...)
+        self.timings = {}       # experiment -> seconds
+        self.l2_gaps = {}       # (taxonomies, beneficial, rule, cells) -> CE − BE per K
+        self.started = time.monotonic()
+        self.step = 0
+
+    # ---- running -------------------------------------------------------------------------
+    def progress(self, text):
+        elapsed = time.monotonic() - self.started
+        print(f"[{elapsed:7.1f} s] {text}", file=sys.stderr, flush=True)
+
+    def run(self, figure, argv, capture=True):
+        """Runs fedanon with `argv`; records the command for `figure`; returns stdout."""
+        cmd = [self.fedanon] + argv
+        shown = " ".join(["fedanon"] + [a.replace(self.out + "/", "OUT/") for a in argv])
+        self.commands.setdefault(figure, []).append(shown)
+        done = subprocess.run(cmd, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{shown}\n{done.stderr.strip()}")
+        return done.stdout
+
+    def add(self, figure, series, x, metric, value):
+        self.rows.append((figure, series, str(x), metric, value))
+
+    def setting(self, figure, line):
+        self.settings.setdefault(figure, []).append(line)
+
+    def note(self, figure, line):
+        self.notes.setdefault(figure, []).append(line)
+
+    # ---- data ------------------------------------------------------------------------------
+    def prepare_data(self):
+        if self.mode == "fixture":
+            data = os.path.join(self.work, "gen")
+            self.run("data", ["gen-data", "--rows", "2000", "--seed", "5", "--out", data])
+            self.raw = os.path.join(data, "table.csv")
+            self.arx = {a: os.path.join(data, "tax", f"{a}.csv") for a in CATEGORICAL}
+            self.dataset = "a 2,000-record gen-data table (fixture; not Adult)"
+        else:
+            adult = os.path.abspath(self.args.adult)
+            self.raw = os.path.join(adult, "adult_clean.csv")
+            if not os.path.isfile(self.raw):
+                sys.exit(f"reproduce: UCI Adult not found at {self.raw} (--adult DIR)")
+            self.arx = {a: os.path.join(adult, "arx-hierarchies", f"adult_hierarchy_{a}.csv")
+                        for a in CATEGORICAL}
+            self.arx["relationship"] = os.path.join(adult, "extra-hierarchies",
+                                                    "adult_hierarchy_relationship.csv")
+            self.dataset = "UCI Adult, 45,222 records without missing values (adult_clean.csv)"
+        self.thesis_tax = {a: os.path.join(HERE, "taxonomies", f"{a}.csv") for a in CATEGORICAL}
+        with open(self.raw, newline="") as f:
+            self.records = sum(1 for _ in f) - 1
+
+    # ---- specs -----------------------------------------------------------------------------
+    def spec(self, name, roles, privacy, score="infogain", taxonomies="arx",
+             numeric_split="binned", numeric_cells=None, beneficial=False, party=None,
+             extra=""):
+        """Writes work/specs/NAME.yaml. `roles`: attribute -> role (qid, sensitive, other);
+        attributes not named are left out. Categorical QIDs get the chosen taxonomies ("arx",
+        "thesis") or none ("suppression")."""
+        lines = [f"name: {name}", "attributes:"]
+        for a in ATTRIBUTES:
+            role = roles.get(a)
+            if role is None:
+                continue
+            fields = [f"name: {a}", f"role: {role}"]
+            if a in CONTINUOUS:
+                lo, hi = CONTINUOUS[a]
+                fields += ["type: continuous", f"range: [{lo}, {hi}]", "precision: 1"]
+            elif role == "qid" and taxonomies != "suppression":
+                tax = (self.arx if taxonomies == "arx" else self.thesis_tax)[a]
+                fields.append(f'taxonomy: "{tax}"')
+            if party:
+                fields.append(f"party: {party[a]}")
+            lines.append("  - {" + ", ".join(fields) + "}")
+        lines.append("  - {name: income, role: class}")
+        if privacy:
+            lines.append(f"privacy: {privacy}")
+        lines.append(f"score: {score}")
+        if not extra.startswith("sequential"):
+            lines.append(f"numeric_split: {numeric_split}")
+            if numeric_cells and numeric_split == "binned":
+                lines.append(f"numeric_cells: {numeric_cells}")
+        if beneficial:
+            lines.append("beneficial: true")
+        if extra:
+            lines.append(extra)
+        path = os.path.join(self.work, "specs", f"{name}.yaml")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return path
+
+    def m10_roles(self):
+        return {a: ("sensitive" if a == "marital-status" else "qid") for a in ATTRIBUTES}
+
+    def grid_k(self):
+        return {"fixture": [20, 60], "quick": [20, 40, 60, 80, 100],
+                "full": [20, 40, 60, 80, 100]}[self.mode]
+
+    def sweep(self, figure, spec, grid, raw=None, extra=(), tag=""):
+        """Runs `fedanon sweep` and returns its CSV rows (dicts)."""
+        name = os.path.splitext(os.path.basename(spec))[0] + (f"-{tag}" if tag else "")
+        csv_path = os.path.join(self.work, f"sweep-{name}.csv")
+        html_path = os.path.join(self.work, f"sweep-{name}.html")
+        self.run(figure, ["sweep", "--quiet", "--spec", spec, "--raw", raw or self.raw,
+                          "--grid", grid, "--csv", csv_path, "--html", html_path, *extra])
+        with open(csv_path, newline="") as f:
+            return list(csv.DictReader(f))
+
+    # ---- mohammed2010 ----------------------------------------------------------------------
+    def m10(self):
+        ks = ",".join(map(str, self.grid_k()))
+        spec = self.spec("m10", self.m10_roles(),
+                         "{model: lkc, L: 2, K: 100, C: 0.2, sensitive_values: [Divorced, Separated]}")
+        fig = "m10-K"
+        self.setting(fig, "QID = the 13 attributes other than marital-status; S = {Divorced, "
+                          "Separated} in marital-status; class income; score infogain; ARX's "
+                          "taxonomies (relationship: the shared extra one); continuous attributes "
+                          "by the default binned rule (32 public cells, bins of at least K records)")
+        self.setting(fig, "naive: the table cut into 3 contiguous parts, each anonymized alone "
+                          "with the same spec, the releases concatenated (per-party discretization)")
+        rows = self.sweep(fig, spec, f"L=2,4,6 K={ks}", extra=["--naive-parties", "3"])
+        self.base = {"BE": float(rows[0]["BE"]), "UE": float(rows[0]["UE"])}
+        self.add(fig, "baseline", "", "BE %", fmt_pct(rows[0]["BE"]))
+        self.add(fig, "baseline", "", "UE %", fmt_pct(rows[0]["UE"]))
+        self.add_sweep_points(fig, rows, "K")
+        fig = "m10-C"
+        cs = "0.05,0.1,0.15,0.2,0.25,0.3" if self.mode != "fixture" else "0.15,0.3"
+        self.setting(fig, "as Fig. 6(a) with K = 100 and C = 5%..30%")
+        rows = self.sweep(fig, spec, f"L=2,4,6 K=100 C={cs}", tag="C")
+        self.add_sweep_points(fig, rows, "C")
+        # DR_TradK: traditional K-anonymity on all 13 QID attributes (L = |QID|, no confidence
+        # bound) by the same TDS engine, the Adult analogue of Fig. 5(b)'s Blood figure.
+        fig = "m10-tradk"
+        self.setting(fig, "K-anonymity on all 13 QID attributes (L = 13, C = 100%): TDR's "
+                          "traditional K-anonymous solution, same taxonomies and rule")
+        rows = self.sweep(fig, spec, f"L=13 C=1 K={ks}", tag="tradk")
+        self.add_sweep_points(fig, rows, "K", series_fmt="TradK")
+
+    def add_sweep_points(self, fig, rows, xkey, series_fmt=None):
+        for r in rows:
+            label = series_fmt or f"{r['method']} L={r['L']}"
+            x = f"{float(r['C']):g}" if xkey == "C" else r[xkey]
+            if r["status"] != "ok":
+                self.add(fig, label, x, "status", "no release")
+                continue
+            self.add(fig, label, x, "CE %", fmt_pct(r["CE"]))
+            self.add(fig, label, x, "DR", fmt4(r["DR"]))
+            self.add(fig, label, x, "groups", r["groups"])
+
+    def public_cells_table(self, cells=32):
+        """The raw table with every continuous value replaced by its public cell of the declared
+        range (`cells` equal-width cells, as the binned rule's public cells), and one taxonomy
+        per continuous attribute: a balanced binary tree over the cells. Every party of the naive
+        baseline then uses the same public cut points."""
+        out_csv = os.path.join(self.work, f"public-cells-{cells}.csv")
+        tax_dir = os.path.join(self.work, f"public-cells-{cells}-tax")
+        os.makedirs(tax_dir, exist_ok=True)
+        labels = {}
+        for a, (lo, hi) in CONTINUOUS.items():
+            n = min(cells, hi - lo)  # integer bounds, all distinct
+            bounds = [lo + round(i * (hi - lo) / n) for i in range(n)] + [hi]
+            names = [f"[{bounds[i]}-{bounds[i + 1]})" for i in range(n)]
+            labels[a] = (bounds, names)
+            with open(os.path.join(tax_dir, f"{a}.csv"), "w") as f:
+                for i, leaf in enumerate(names):
+                    path, first, last = [leaf], 0, n
+                    chain = []
+                    while last - first > 1:
+                        chain.append(f"[{bounds[first]}-{bounds[last]})")
+                        mid = (first + last) // 2
+                        first, last = (first, mid) if i < mid else (mid, last)
+                    f.write(";".join(path + list(reversed(chain))) + "\n")
+        with open(self.raw, newline="") as fin, open(out_csv, "w", newline="") as fout:
+            reader, writer = csv.DictReader(fin), None
+            for row in reader:
+                if writer is None:
+                    writer = csv.DictWriter(fout, fieldnames=reader.fieldnames,
+                                            lineterminator="\n")
+                    writer.writeheader()
+                for a, (bounds, names) in labels.items():
+                    v = float(row[a])
+                    i = next((j for j in range(len(names)) if v < bounds[j + 1]), len(names) - 1)
+                    row[a] = names[i]
+                writer.writerow(row)
+        return out_csv, tax_dir
+
+    def m10_naive_shared(self):
+        fig = "m10-naive-shared"
+        ks = ",".join(map(str, self.grid_k()))
+        raw, tax_dir = self.public_cells_table()
+        roles = self.m10_roles()
+        path = self.spec("m10-public-cells", roles,
+                         "{model: lkc, L: 4, K: 100, C: 0.2, sensitive_values: [Divorced, Separated]}")
+        # The continuous attributes become categorical QIDs with the public interval taxonomy.
+        with open(path) as f:
+            text = f.read()
+        for a, (lo, hi) in CONTINUOUS.items():
+            text = text.replace(f"name: {a}, role: qid, type: continuous, range: [{lo}, {hi}], "
+                                f"precision: 1",
+                                f'name: {a}, role: qid, taxonomy: "{tax_dir}/{a}.csv"')
+        with open(path, "w") as f:
+            f.write(text)
+        self.setting(fig, "every continuous value replaced by its public cell (32 equal-width "
+                          "cells of the declared range) and generalized along a public balanced "
+                          "binary tree of those cells, so every party's interval labels agree; "
+                          "L = 4, C = 20%, 3 contiguous parties")
+        rows = self.sweep(fig, path, f"L=4 K={ks}", raw=raw, extra=["--naive-parties", "3"])
+        for r in rows:
+            label = "naive, shared public cells" if r["method"] == "naive" else \
+                "centralized, public cells"
+            if r["status"] != "ok":
+                self.add(fig, label, r["K"], "status", "no release")
+                continue
+            self.add(fig, label, r["K"], "CE %", fmt_pct(r["CE"]))
+            self.add(fig, label, r["K"], "DR", fmt4(r["DR"]))
+            self.add(fig, label, r["K"], "groups", r["groups"])
+
+    # ---- the L = 2 claim -------------------------------------------------------------------
+    def l2_k(self):
+        return {"fixture": [20, 60], "quick": [20, 60, 100], "full": [20, 40, 60, 80, 100]}[self.mode]
+
+    def l2_grid(self):
+        fig = "l2-grid"
+        ks = ",".join(map(str, self.l2_k()))
+        rules = {"fixture": [("exact", None), ("binned", 32)],
+                 "quick": [("exact", None), ("binned", 32), ("binned", 128)],
+                 "full": [("exact", None), ("binned", 32), ("binned", 64), ("binned", 128),
+                          ("binned", 256), ("binned", 1024)]}[self.mode]
+        self.setting(fig, "mohammed2010 §6's setup at L = 2, C = 20%, K over the grid: ARX's "
+                          "taxonomies or ones built to the thesis's Table 4.5 shape (same leaves "
+                          "and levels per attribute, bench/papers/taxonomies); beneficial off or "
+                          "on (thesis §4.2: only where more than one class is involved); the "
+                          "exact per-value numeric rule or the binned rule with N public cells "
+                          "(bins of at least K records)")
+        for tax in ("arx", "thesis"):
+            for beneficial in (False, True):
+                for rule, cells in rules:
+                    label = f"{tax} tax, beneficial {'on' if beneficial else 'off'}, " + \
+                        (f"{rule}" if rule == "exact" else f"binned {cells}")
+                    name = f"l2-{tax}-{int(beneficial)}-{rule}{cells or ''}"
+                    spec = self.spec(name, self.m10_roles(),
+                                     "{model: lkc, L: 2, K: 100, C: 0.2, "
+                                     "sensitive_values: [Divorced, Separated]}",
+                                     taxonomies=tax, numeric_split=rule, numeric_cells=cells,
+                                     beneficial=beneficial)
+                    self.progress(f"  L = 2 grid: {label}")
+                    rows = self.sweep(fig, spec, f"L=2 K={ks}")
+                    for r in rows:
+                        if r["status"] != "ok":
+                            self.add(fig, label, r["K"], "status", "no release")
+                            continue
+                        gap = 100 * (float(r["CE"]) - float(r["BE"]))
+                        self.add(fig, label, r["K"], "CE − BE", f"{gap:.2f}")
+                        self.add(fig, label, r["K"], "groups", r["groups"])
+                        self.l2_gaps.setdefault((tax, beneficial, rule, cells), []).append(gap)
+        self.l2_effects()
+
+    def l2_seeds(self):
+        """The same L = 2 cells under other seeds of the 2/3-1/3 split: how much of CE - BE is the
+        split's noise (BE alone ranges over 14.10-14.76% for seeds 1-5)."""
+        fig = "l2-seeds"
+        ks = ",".join(map(str, self.l2_k()))
+        seeds = {"fixture": [1, 2], "quick": [1, 2, 3], "full": list(range(1, 11))}[self.mode]
+        self.setting(fig, "today's default (ARX taxonomies, binned 32 cells) and the exact rule "
+                          f"at L = 2, C = 20%, under split seeds {seeds[0]}..{seeds[-1]}; the "
+                          "release is the same for every seed, only the training and test "
+                          "records change")
+        for rule, cells in (("binned", 32), ("exact", None)):
+            spec = self.spec(f"l2-seeds-{rule}", self.m10_roles(),
+                             "{model: lkc, L: 2, K: 100, C: 0.2, "
+                             "sensitive_values: [Divorced, Separated]}",
+                             numeric_split=rule, numeric_cells=cells)
+            per_k = {}
+            for seed in seeds:
+                rows = self.sweep(fig, spec, f"L=2 K={ks}", extra=["--seed", str(seed)],
+                                  tag=f"seed{seed}")
+                for r in rows:
+                    if r["status"] == "ok":
+                        gap = 100 * (float(r["CE"]) - float(r["BE"]))
+                        per_k.setdefault(int(r["K"]), []).append(gap)
+                        self.add(fig, f"{rule} seed {seed}", r["K"], "CE − BE", f"{gap:.2f}")
+                self.add(fig, f"{rule} seed {seed}", "", "BE %", fmt_pct(rows[0]["BE"]))
+            for k, gaps in sorted(per_k.items()):
+                self.add(fig, f"{rule}: mean over seeds", k, "CE − BE",
+                         f"{sum(gaps) / len(gaps):.2f}")
+
+    def l2_effects(self):
+        """Per setting, the mean and largest CE − BE over K; then the main effect of each factor
+        (the mean over the other factors of the change when it moves from today's default to the
+        paper's setting)."""
+        fig = "l2-effects"
+        gaps = {k: v for k, v in self.l2_gaps.items() if v}
+        if not gaps:
+            return
+        mean = {k: sum(v) / len(v) for k, v in gaps.items()}
+
+        def effect(changed, frm, to):
+            deltas = []
+            for key, m in mean.items():
+                if key[changed[0]] != frm:
+                    continue
+                other = list(key)
+                for i, value in zip(changed, to if isinstance(to, tuple) else (to,)):
+                    other[i] = value
+                if tuple(other) in mean:
+                    deltas.append(mean[tuple(other)] - m)
+            return sum(deltas) / len(deltas) if deltas else None
+
+        rows = [("taxonomies", "ARX -> thesis-shaped", effect((0,), "arx", "thesis")),
+                ("beneficial", "off -> on", effect((1,), False, True))]
+        for rule in sorted({(k[2], k[3]) for k in mean if k[2:] != ("binned", 32)},
+                           key=lambda r: (r[0], r[1] or 0)):
+            name = "exact" if rule[0] == "exact" else f"binned {rule[1]} cells"
+            d = []
+            for key, m in mean.items():
+                if key[2:] == ("binned", 32) and (key[0], key[1], *rule) in mean:
+                    d.append(mean[(key[0], key[1], *rule)] - m)
+            if d:
+                rows.append(("numeric rule", f"binned 32 cells -> {name}", sum(d) / len(d)))
+        for setting, change, value in rows:
+            if value is not None:
+                self.add(fig, setting, change, "effect", f"{value:+.2f}")
+        best = None
+        for key, v in gaps.items():
+            if key[2] != "binned":
+                continue
+            worst = max(v)
+            if best is None or worst < best[1]:
+                best = (key, worst)
+        if best:
+            (tax, ben, _, cells), worst = best
+            self.add(fig, "best setting without record-level counts",
+                     f"{tax} tax, beneficial {'on' if ben else 'off'}, binned {cells}",
+                     "effect", f"{worst:.2f}")
+
+    # ---- mohammed2011 / thesis ch. 4 -------------------------------------------------------
+    def k_grid(self):
+        return {"fixture": [20, 100], "quick": [20, 100, 200, 500, 1000],
+                "full": [20, 40, 60, 80, 100, 150, 200, 300, 400, 500, 600, 800, 1000]}[self.mode]
+
+    def topn_spec(self, name, n, score, taxonomies):
+        roles = {a: ("qid" if a in TOP9[:n] else "other") for a in ATTRIBUTES}
+        # The thesis's TDR specializes only where more than one class is involved (§4.2).
+        return self.spec(name, roles, f"{{model: lkc, L: {n}, K: 20}}", score=score,
+                         taxonomies=taxonomies, beneficial=score == "infogain_privloss")
+
+    def m11(self):
+        fig = "m11-8"
+        ks = ",".join(map(str, self.k_grid()))
+        self.setting(fig, "k-anonymity on one QID of the top N attributes (Cg Ag Ms En Re Hw Sx "
+                          "Ed Oc), run as LKC with L = N; the other attributes released as they "
+                          "are; score gainratio (mohammed2011 §4); ARX's taxonomies; binned rule. "
+                          "IE is measured on the centralized release, which the vertical "
+                          "federation reproduces exactly (tests/federation: vertical == "
+                          "centralized), not through a federation run")
+        for n in (5, 7, 9):
+            spec = self.topn_spec(f"m11-top{n}", n, "gainratio", "arx")
+            rows = self.sweep(fig, spec, f"K={ks}")
+            self.add(fig, f"Top{n}", "", "UE %", fmt_pct(rows[0]["UE"]))
+            for r in rows:
+                if r["status"] == "ok":
+                    self.add(fig, f"Top{n}", r["K"], "IE %", fmt_pct(r["CE"]))
+            if n == 5:
+                self.add(fig, "baseline", "", "BE %", fmt_pct(rows[0]["BE"]))
+        # Source errors of the vertical splits (§7.1: 2 parties; §7.2: 4 parties, unequal).
+        fig = "m11-se"
+        splits = {
+            "2 parties (§7.1)": {"A": "Ag En Fw Re Ra Sx Ms Nc Ed", "B": "Hw Cg Cl Wc Oc"},
+            "4 parties (§7.2)": {"A": "Ag Wc Fw En", "B": "Ms Re Ra Sx", "C": "Cg Hw Nc",
+                                 "D": "Ed Oc Cl"},
+            "unequal (§7.2)": {"A": "Cg Ag Ms En Re Hw Sx Ed Oc", "B": "Wc Fw Ra Nc Cl"},
+        }
+        self.setting(fig, "SE: the C4.5-style tree on one party's raw attributes only")
+        for label, parts in splits.items():
+            party = {LONG[s]: p for p, attrs in parts.items() for s in attrs.split()}
+            spec = self.spec(f"m11-se-{len(parts)}-{label.split()[0]}",
+                             {a: "qid" for a in ATTRIBUTES}, "{model: lkc, L: 1, K: 20}",
+                             party=party)
+            out = json.loads(self.run(fig, ["evaluate", "--spec", spec, "--raw", self.raw,
+                                            "--json"]))
+            for p, e in out["SE"].items():
+                self.add(fig, label, p, "SE %", fmt_pct(e))
+
+    def ga(self):
+        fig = "ga-cv"
+        qid = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex",
+               "native-country"]
+        ks = {"fixture": "10,100", "quick": "10,50,100,250,500,1000",
+              "full": "10,25,50,75,100,150,200,250,500,750,1000"}[self.mode]
+        self.setting(fig, "Iyengar's QID {Ag, Wc, Ed, Ms, Oc, Ra, Sx, Nc}; only these attributes "
+                          "and the class; k-anonymity on the QID (LKC, L = 8); score gainratio; "
+                          "ARX's taxonomies (not Iyengar's, which are not public here); errors by "
+                          "10-fold cross-validation of the released table (the thesis masks each "
+                          "fold's training data and applies the masking to its test data)")
+        roles = {a: "qid" for a in qid}
+        spec = self.spec("ga", roles, "{model: lkc, L: 8, K: 20}", score="gainratio")
+        rows = self.sweep(fig, spec, f"K={ks}", extra=["--folds", "10"])
+        self.add(fig, "baseline", "", "BE %", fmt_pct(rows[0]["BE"]))
+        self.add(fig, "baseline", "", "UE %", fmt_pct(rows[0]["UE"]))
+        for r in rows:
+            if r["status"] == "ok":
+                self.add(fig, "AE (10-fold CV)", r["K"], "AE %", fmt_pct(r["CE"]))
+
+    def thesis_topn(self):
+        ks = ",".join(map(str, self.k_grid()))
+        for fig, tax, classifier in (("th-45", "suppression", "c45"), ("th-46a", "arx", "c45"),
+                                     ("th-46b", "arx", "naive-bayes")):
+            self.setting(fig, f"anonymity template <TopN, k> (LKC with L = N); categorical QIDs "
+                              f"{'suppressed (no taxonomy)' if tax == 'suppression' else 'generalized by ARX taxonomies'}; "
+                              f"continuous ones discretized (binned rule); score infogain_privloss "
+                              f"(Eq. 4.1); classifier {classifier}")
+            for n in (5, 7, 9):
+                spec = self.topn_spec(f"{fig}-top{n}", n, "infogain_privloss", tax)
+                rows = self.sweep(fig, spec, f"K={ks}", extra=["--classifier", classifier])
+                self.add(fig, f"Top{n}", "", "UE %", fmt_pct(rows[0]["UE"]))
+                if n == 5:
+                    self.add(fig, "baseline", "", "BE %", fmt_pct(rows[0]["BE"]))
+                for r in rows:
+                    if r["status"] == "ok":
+                        self.add(fig, f"Top{n}", r["K"], "AE %", fmt_pct(r["CE"]))
+
+    # ---- yang2010 --------------------------------------------------------------------------
+    def yang(self):
+        qids = ["education", "race", "sex", "workclass", "marital-status", "age", "relationship",
+                "native-country"]
+        n = {"fixture": 2000, "quick": 30162, "full": 30162}[self.mode]
+        raw = os.path.join(self.work, "yang-raw.csv")
+        with open(self.raw, newline="") as fin, open(raw, "w", newline="") as fout:
+            reader = csv.DictReader(fin)
+            writer = csv.writer(fout, lineterminator="\n")
+            writer.writerow(qids + ["salary", "occupation"])
+            for i, row in enumerate(reader):
+                if i >= n:
+                    break
+                writer.writerow([row[q] for q in qids] + [row["income"], row["occupation"]])
+        lines = ["name: yang2010", "attributes:"]
+        lines += [f"  - {{name: {q}, role: qid}}" for q in qids + ["salary"]]
+        lines += ["  - {name: occupation, role: sensitive}", "privacy: {model: lkc, L: 1, K: 1}",
+                  "score: distortion"]
+        spec = os.path.join(self.work, "specs", "yang2010.yaml")
+        with open(spec, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        fig = "y10"
+        self.setting(fig, f"the first {n:,} records of adult_clean.csv (Adult's training file "
+                          "without missing values); QID = education, race, sex, workclass, "
+                          "marital-status, age, relationship, native-country, salary (every "
+                          "value a category); sensitive occupation; Algorithm 1 with the "
+                          "entropy weights of Proposition 7, seed 1")
+        released = os.path.join(self.work, "yang-ra.csv")
+        report = os.path.join(self.work, "yang-ra.json")
+        runs = {"fixture": 4, "quick": 10, "full": 30}[self.mode]
+        self.run(fig, ["randomize", "--quiet", "--spec", spec, "--input", raw, "--output",
+                       released, "--report", report, "--seed", "1", "--c-amplification",
+                       "--variance-length", "1", "--variance-length", "2", "--variance-runs",
+                       str(runs), "--bias-length", "1", "--bias-length", "2"])
+        with open(report) as f:
+            rep = json.load(f)
+        self.add(fig, "Pa(D')", "entropy weights (Prop. 7)", "Pa",
+                 f"{rep['probabilistic_anonymity']:.2f}")
+        uniform = os.path.join(self.work, "yang-ra-uniform.json")
+        self.run(fig, ["randomize", "--quiet", "--spec", spec, "--input", raw, "--output",
+                       os.path.join(self.work, "yang-ra-uniform.csv"), "--report", uniform,
+                       "--seed", "1", "--selection", "uniform"])
+        with open(uniform) as f:
+            self.add(fig, "Pa(D')", "uniform p_i = 1/m (Eq. 3)", "Pa",
+                     f"{json.load(f)['probabilistic_anonymity']:.2f}")
+        self.add(fig, "c-amplification", "", "max", f"{rep['c_amplification']['max']:.3f}")
+        self.add(fig, "c-amplification", "", "mean", f"{rep['c_amplification']['mean']:.3f}")
+        for v in rep["relative_variance"]:
+            for key in ("eq11", "independent", "measured"):
+                self.add(fig, f"Var R(q), length {v['length']}", key, "variance",
+                         f"{v[key]:.3e}")
+        for b in rep["relative_bias"]:
+            self.add(fig, f"relative bias, length {b['length']}", "measured", "%",
+                     f"{100 * b['measured']:.3f}")
+            self.add(fig, f"relative bias, length {b['length']}", "predicted", "%",
+                     f"{100 * b['predicted']:.3f}")
+        queries = {"fixture": 50, "quick": 200, "full": 1000}[self.mode]
+        fig = "y10-6a"
+        self.setting(fig, f"{queries} random COUNT queries per number of QID attributes (seeded); "
+                          "randomized table queried directly; Anatomy (l = 10) by Eq. 13; entropy "
+                          "l-diverse generalization (Mondrian-style median cuts, l = 10) by Eq. 12")
+        out = json.loads(self.run(fig, ["evaluate", "--spec", spec, "--raw", raw, "--randomized",
+                                        released, "--queries", str(queries),
+                                        "--ldiversity-l", "-1", "--json"]))
+        for r in out["query_relative_error"]:
+            j = r["qid_attributes"]
+            self.add(fig, "RA", j, "relative error", fmt4(r["randomized_relative_error"]))
+            if "anatomy_relative_error" in r:
+                self.add(fig, f"permutation (l = {out['anatomy']['l']})", j, "relative error",
+                         fmt4(r["anatomy_relative_error"]))
+            if "ldiversity_relative_error" in r:
+                self.add(fig, f"l-diversity (l = {out['ldiversity']['l']})", j, "relative error",
+                         fmt4(r["ldiversity_relative_error"]))
+        fig = "y10-7"
+        self.setting(fig, "Apriori support 8%, confidence 15%; quasi-sensitive rules X -> "
+                          "occupation; recovered share |Asso_D ∩ Asso_D'| / |Asso_D|")
+        self.add_recovery(fig, "RA", out["randomized_associations"])
+        if "anatomy_associations" in out:
+            self.add_recovery(fig, f"permutation (l = {out['anatomy']['l']})",
+                              out["anatomy_associations"])
+        fig = "y10-6b"
+        self.setting(fig, "queries over 5 QID attributes; the paper's l = 5, 8, 10 where the "
+                          "table allows it: Anatomy needs every occupation in at most n/l records "
+                          "(Craft-repair holds 13.3%, so l <= 7); l = 8 and 10 are run for the "
+                          "l-diverse baseline only")
+        for l in ([5, 7, 8, 10] if self.mode != "fixture" else [2]):
+            anatomy = l if l <= 7 else 0
+            out = json.loads(self.run(fig, ["evaluate", "--spec", spec, "--raw", raw,
+                                            "--randomized", released, "--queries", str(queries),
+                                            "--anatomy-l", str(anatomy), "--ldiversity-l", str(l),
+                                            "--max-query-attributes", "5", "--json"]))
+            r = out["query_relative_error"][-1]
+            self.add(fig, "RA", l, "relative error", fmt4(r["randomized_relative_error"]))
+            if "anatomy_relative_error" in r:
+                self.add(fig, "permutation", l, "relative error",
+                         fmt4(r["anatomy_relative_error"]))
+            self.add(fig, "l-diversity", l, "relative error", fmt4(r["ldiversity_relative_error"]))
+        fig = "y10-8"
+        self.setting(fig, "Algorithm 2 with k attributes per record (uniform selection); "
+                          "association recovery as in Fig. 7")
+        for k in ([1, 3, 5, 7, 9] if self.mode != "fixture" else [1, 3]):
+            rel = os.path.join(self.work, f"yang-ra-k{k}.csv")
+            self.run(fig, ["randomize", "--quiet", "--spec", spec, "--input", raw, "--output", rel,
+                           "--seed", str(k), "--attributes-per-record", str(k),
+                           "--selection", "uniform"])
+            out = json.loads(self.run(fig, ["evaluate", "--spec", spec, "--raw", raw,
+                                            "--randomized", rel, "--queries", "1",
+                                            "--max-query-attributes", "1", "--anatomy-l", "0",
+                                            "--json"]))
+            rec = out["randomized_associations"]
+            for by in rec["by_length"]:
+                self.add(fig, f"k = {k}", by["length"], "recovered %",
+                         f"{100 * by['ratio']:.1f}")
+
+    def add_recovery(self, fig, label, rec):
+        for by in rec["by_length"]:
+            self.add(fig, label, by["length"], "recovered %", f"{100 * by['ratio']:.1f}")
+
+    # ---- scalability -----------------------------------------------------------------------
+    def blowup(self, rows_wanted, seed=1):
+        """Adult blown up as the papers did: alpha - 1 variations of each record, each with
+        random values (drawn from the attribute's values in the data) on q uniformly chosen QID
+        attributes, q uniform in [1, 14]; the original records first."""
+        path = os.path.join(self.work, f"blowup-{rows_wanted}.csv")
+        if os.path.exists(path):
+            return path
+        rng = random.Random(seed)
+        with open(self.raw, newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader)
+            base = list(reader)
+        columns = [i for i, h in enumerate(header) if h in ATTRIBUTES]
+        domains = {i: [r[i] for r in base] for i in columns}
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(header)
+            written = 0
+            for r in base:
+                if written == rows_wanted:
+                    break
+                w.writerow(r)
+                written += 1
+            while written < rows_wanted:
+                for r in base:
+                    if written == rows_wanted:
+                        break
+                    v = list(r)
+                    for i in rng.sample(columns, rng.randint(1, len(columns))):
+                        v[i] = rng.choice(domains[i])
+                    w.writerow(v)
+                    written += 1
+        return path
+
+    def scalability(self):
+        sizes = {"fixture": [4000], "quick": [100000, 200000],
+                 "full": [200000, 400000, 600000, 800000, 1000000]}[self.mode]
+        fig = "scal"
+        self.setting(fig, "Adult blown up (variations with random values on 1..14 attributes); "
+                          "whole `fedanon anonymize` runs, the phases from its report "
+                          "(read, anonymize, write); mohammed2010 Fig. 9: L = 4, K = 20, C = 100% "
+                          "(13 QIDs); mohammed2011 Fig. 12 / thesis Fig. 4.11: AllAtt, one QID of "
+                          "all 14 attributes, k = 50. One run each on a shared 2-core machine: "
+                          "rerun with /usr/bin/time -v for your own figures")
+        m10 = self.spec("scal-m10", self.m10_roles(), "{model: lkc, L: 4, K: 20}")
+        allatt = self.spec("scal-allatt", {a: "qid" for a in ATTRIBUTES},
+                           "{model: lkc, L: 14, K: 50}")
+        for size in sizes:
+            raw = self.blowup(size)
+            for label, spec in (("m10 L=4 K=20", m10), ("AllAtt k=50", allatt)):
+                if label.startswith("AllAtt") and self.mode == "full" and size > 400000:
+                    continue
+                out = os.path.join(self.work, "scal-out.csv")
+                rep = os.path.join(self.work, "scal-report.json")
+                self.progress(f"  scalability: {label}, {size:,} records")
+                self.run(fig, ["anonymize", "--spec", spec, "--input", raw, "--output", out,
+                               "--report", rep])
+                with open(rep) as f:
+                    t = json.load(f)["timings_seconds"]
+                for phase in ("read", "anonymize", "write", "total"):
+                    if phase in t:
+                        self.add(fig, f"{label}: {phase}", size, "seconds", f"{t[phase]:.2f}")
+                os.remove(out)
+
+    # ---- thesis Table 5.3 ------------------------------------------------------------------
+    def inferences(self):
+        """Table 5.3: the number of inferences above k in the raw data, Adult Top4 (Ms, Re, Ed,
+        Sx sensitive, the 50% least frequent values of each, X = the other 4 categorical
+        attributes). An inference is a pair (x, y) of a value x on X and a sensitive value y with
+        confidence a(x, y) / a(x) above k."""
+        fig = "th-53"
+        sens = ["marital-status", "relationship", "education", "sex"]
+        xs = [a for a in CATEGORICAL if a not in sens]
+        self.setting(fig, "counted on the raw table by this script: X = workclass, occupation, "
+                          "race, native-country; y = the 50% least frequent values (by count, "
+                          "rounding the number of values down) of each of Ms, Re, Ed, Sx; an "
+                          "inference is a pair (x, y) with confidence above k. The thesis does not "
+                          "define the count further")
+        with open(self.raw, newline="") as f:
+            rows = list(csv.DictReader(f))
+        ys = []
+        for s in sens:
+            counts = {}
+            for r in rows:
+                counts[r[s]] = counts.get(r[s], 0) + 1
+            ordered = sorted(counts, key=lambda v: (counts[v], v))
+            ys += [(s, v) for v in ordered[:len(ordered) // 2]]
+        ax, axy = {}, {}
+        for r in rows:
+            x = tuple(r[a] for a in xs)
+            ax[x] = ax.get(x, 0) + 1
+            for s, v in ys:
+                if r[s] == v:
+                    axy[(x, s, v)] = axy.get((x, s, v), 0) + 1
+        for k in (10, 30, 50, 70, 90):
+            count = sum(1 for (x, s, v), c in axy.items() if c / ax[x] > k / 100)
+            self.add(fig, "inferences", f"{k}%", "count", str(count))
+
+    # ---- thesis §4.4.1 Fig. 4.8 and §5.4 -------------------------------------------------------
+    def anonymize_and_evaluate(self, fig, spec, raw, extra_eval=()):
+        out = os.path.join(self.work, "tmp-out.csv")
+        try:
+            self.run(fig, ["anonymize", "--spec", spec, "--input", raw, "--output", out])
+        except RuntimeError as error:
+            if "FailedPrecondition" in str(error) or "even the most general" in str(error) or \
+                    "violat" in str(error):
+                return None
+            raise
+        return json.loads(self.run(fig, ["evaluate", "--spec", spec, "--raw", raw,
+                                         "--anonymized", out, "--json", *extra_eval]))
+
+    def templates(self):
+        """Fig. 4.8: random requirements of 3-7 anonymity templates of 2-9 attributes each
+        (k = 100), against the single template on the union of their attributes."""
+        fig = "th-48"
+        count = {"fixture": 2, "quick": 5, "full": 30}[self.mode]
+        self.setting(fig, f"{count} random requirements (seeded): U[3, 7] templates of U[2, 9] "
+                          "attributes drawn from the 14, k = 100, repeats discarded; SingleTmp: "
+                          "one template on the union of their attributes; thesis-shaped "
+                          "taxonomies; score infogain_privloss; C4.5")
+        rng = random.Random(48)
+        for i in range(1, count + 1):
+            n, length = rng.randint(3, 7), rng.randint(2, 9)
+            qids = []
+            while len(qids) < n:
+                q = sorted(rng.sample(ATTRIBUTES, length))
+                if q not in qids:
+                    qids.append(q)
+            union = sorted({a for q in qids for a in q})
+            roles = {a: ("qid" if a in union else "other") for a in ATTRIBUTES}
+            for label, templates in (("MultiTmp", qids), ("SingleTmp", [union])):
+                privacy = "{model: templates, templates: [" + ", ".join(
+                    "{qid: [" + ", ".join(q) + "], k: 100}" for q in templates) + "]}"
+                spec = self.spec(f"th48-{i}-{label}", roles, privacy,
+                                 score="infogain_privloss", taxonomies="thesis",
+                                 beneficial=True)
+                e = self.anonymize_and_evaluate(fig, spec, self.raw)
+                if e is not None:
+                    self.add(fig, label, i, "AE %", fmt_pct(e["CE"]))
+                    if label == "MultiTmp" and i == 1:
+                        self.add(fig, "baseline", "", "BE %", fmt_pct(e["BE"]))
+
+    def confidence(self):
+        """Fig. 5.4: confidence templates on Adult's 8 categorical attributes (suppression):
+        TopN of Ms, Re, Ed, Sx sensitive (their 50% least frequent values), X = the others."""
+        fig = "th-54"
+        ranked = ["marital-status", "relationship", "education", "sex"]
+        ks = {"fixture": [0.5], "quick": [0.5, 0.9], "full": [0.1, 0.3, 0.5, 0.7, 0.9]}[self.mode]
+        tops = {"fixture": [1], "quick": [1, 2, 3, 4], "full": [1, 2, 3, 4]}[self.mode]
+        self.setting(fig, "the 8 categorical attributes only, no taxonomies (suppression); Y = "
+                          "the 50% least frequent values of each of the top N attributes (Ms, Re, "
+                          "Ed, Sx); X = the other categorical attributes; one confidence template "
+                          "per sensitive attribute; score infogain_privloss; SE averaged over k = "
+                          + ", ".join(f"{int(100 * k)}%" for k in ks) +
+                          " (a k whose most general table already violates is left out and "
+                          "listed); RE: the N attributes removed")
+        with open(self.raw, newline="") as f:
+            rows = list(csv.DictReader(f))
+        least = {}
+        for a in ranked:
+            counts = {}
+            for r in rows:
+                counts[r[a]] = counts.get(r[a], 0) + 1
+            ordered = sorted(counts, key=lambda v: (counts[v], v))
+            least[a] = ordered[:max(1, len(ordered) // 2)]
+        for n in tops:
+            sens = ranked[:n]
+            xs = [a for a in CATEGORICAL if a not in sens]
+            roles = {a: ("sensitive" if a in sens else "qid") for a in CATEGORICAL}
+            errors = []
+            re_error = None
+            for k in ks:
+                privacy = "{model: templates, confidence: [" + ", ".join(
+                    "{qid: [" + ", ".join(xs) + f"], attribute: {a}, sensitive_values: [" +
+                    ", ".join(least[a]) + f"], max: {k}}}" for a in sens) + "]}"
+                spec = self.spec(f"th54-top{n}-{int(100 * k)}", roles, privacy,
+                                 score="infogain_privloss", taxonomies="suppression", beneficial=True,
+                                 numeric_split="exact")
+                e = self.anonymize_and_evaluate(fig, spec, self.raw,
+                                                ("--remove", ",".join(sens)))
+                if e is None:
+                    self.add(fig, f"Top{n}", f"{int(100 * k)}%", "status", "no release")
+                    continue
+                errors.append(100 * e["CE"])
+                re_error = e["RE"]
+                if n == tops[0] and not any(r[0] == fig and r[1] == "baseline"
+                                            for r in self.rows):
+                    self.add(fig, "baseline", "", "BE %", fmt_pct(e["BE"]))
+            if errors:
+                self.add(fig, f"Top{n}", "mean over k", "SE %", f"{sum(errors) / len(errors):.2f}")
+                self.add(fig, f"Top{n}", "mean over k", "RE %", fmt_pct(re_error))
+
+    # ---- thesis ch. 6: sequential releases ---------------------------------------------------
+    def project(self, name, columns):
+        path = os.path.join(self.work, f"{name}.csv")
+        with open(self.raw, newline="") as fin, open(path, "w", newline="") as fout:
+            reader = csv.DictReader(fin)
+            w = csv.writer(fout, lineterminator="\n")
+            w.writerow(columns)
+            for row in reader:
+                w.writerow([row[c] for c in columns])
+        return path
+
+    def sequential(self):
+        """Thesis §6.4: T1 for the Taxation Department, T2 (already released) for Immigration,
+        joined on Ms, Re, Sx. Set A: T1 = Ed, Oc, Wc, Ms, Re, Sx and the class; Set B adds the
+        6 continuous attributes; T2 = Ra, Nc, Ms, Re, Sx."""
+        join = ["marital-status", "relationship", "sex"]
+        t2 = self.project("t2", ["race", "native-country"] + join)
+        ks = {"fixture": [40], "quick": [40, 200], "full": [40, 80, 120, 160, 200]}[self.mode]
+        sets = {"A": (["education", "occupation", "workclass"] + join,
+                      ["marital-status", "relationship", "sex", "education", "occupation",
+                       "workclass"], [3, 6] if self.mode != "full" else [3, 4, 5, 6]),
+                "B": (["age", "fnlwgt", "education-num", "capital-gain", "capital-loss",
+                       "hours-per-week", "education", "occupation", "workclass"] + join,
+                      [LONG[x] for x in "Cg Ag Ms En Re Hw Sx".split()],
+                      [7] if self.mode != "full" else [3, 5, 7])}
+        if self.mode == "fixture":
+            sets = {"A": (sets["A"][0], sets["A"][1], [3])}
+        all_ks = ks
+        for set_name, (t1_attrs, ranked, tops) in sets.items():
+            # Set B's exact threshold search over 6 continuous attributes is the slowest run
+            # here: the quick mode runs its smallest k only.
+            ks = all_ks if set_name == "A" or self.mode == "full" else all_ks[:1]
+            fig = f"th-6-{set_name}"
+            self.setting(fig, f"Set {set_name}: T1 = {', '.join(SHORT[a] for a in t1_attrs)} and "
+                              "the class; T2 = Ra, Nc, Ms, Re, Sx (the same records); thesis-shaped "
+                              "taxonomies; X = the top N attributes of T1, the join attributes and "
+                              "T2's Ra and Nc; XYE: Y = the T1 record, XYE(row): Y = the pair of "
+                              "records; KAE/KAD: k-anonymity on all T1 attributes without T2; RJE: "
+                              "T1 without the join attributes; distortion per record (§6.4)")
+            t1 = self.project(f"t1{set_name}", t1_attrs + ["income"])
+            roles = {a: "qid" for a in t1_attrs}
+            base = self.spec(f"seq-{set_name}-base", roles, "{model: lkc, L: 1, K: 1}",
+                             taxonomies="thesis", numeric_split="exact")
+            ev = json.loads(self.run(fig, ["evaluate", "--spec", base, "--raw", t1, "--remove",
+                                           ",".join(join), "--json"]))
+            self.add(fig, "baseline", "", "BLE %", fmt_pct(ev["BE"]))
+            self.add(fig, "baseline", "", "RJE %", fmt_pct(ev["RE"]))
+            for n in tops:
+                x = list(dict.fromkeys(ranked[:n] + join)) + ["previous.race",
+                                                              "previous.native-country"]
+                for k in ks:
+                    for label, y in (("XY", "[current.@record]"),
+                                     ("XY(row)", "[current.@record, previous.@record]")):
+                        extra = ("sequential:\n  anonymity:\n    - x: [" + ", ".join(x) +
+                                 f"]\n      y: {y}\n      k: {k}")
+                        spec = self.spec(f"seq-{set_name}-top{n}-{label}-{k}".replace("(", "")
+                                         .replace(")", ""), roles, None, score="infogain_privloss",
+                                         taxonomies="thesis", extra=extra, beneficial=True)
+                        out = os.path.join(self.work, "seq-out.csv")
+                        self.progress(f"  sequential Set {set_name} Top{n} {label} k = {k}")
+                        self.run(fig, ["anonymize", "--spec", spec, "--input", t1,
+                                       "--previous-release", t2, "--output", out])
+                        e = json.loads(self.run(fig, ["evaluate", "--spec", spec, "--raw", t1,
+                                                      "--anonymized", out, "--distortion",
+                                                      "--json"]))
+                        self.add(fig, f"Top{n} {label}E", k, "error %", fmt_pct(e["CE"]))
+                        if label == "XY":
+                            self.add(fig, f"Top{n} XYD cat", k, "distortion",
+                                     fmt4(e["distortion"]["categorical"]))
+                            self.add(fig, f"Top{n} XYD cont", k, "distortion",
+                                     fmt4(e["distortion"]["continuous"]))
+            for k in ks:
+                spec = self.spec(f"seq-{set_name}-ka-{k}", roles,
+                                 f"{{model: lkc, L: {len(t1_attrs)}, K: {k}}}",
+                                 score="infogain_privloss", taxonomies="thesis",
+                                 numeric_split="exact", beneficial=True)
+                out = os.path.join(self.work, "seq-out.csv")
+                self.run(fig, ["anonymize", "--spec", spec, "--input", t1, "--output", out])
+                e = json.loads(self.run(fig, ["evaluate", "--spec", spec, "--raw", t1,
+                                              "--anonymized", out, "--distortion", "--json"]))
+                self.add(fig, "KAE", k, "error %", fmt_pct(e["CE"]))
+                self.add(fig, "KAD cat", k, "distortion", fmt4(e["distortion"]["categorical"]))
+                self.add(fig, "KAD cont", k, "distortion", fmt4(e["distortion"]["continuous"]))
+
+    # ---- orchestration ---------------------------------------------------------------------
+    EXPERIMENTS = ["m10", "m10_naive_shared", "l2_grid", "l2_seeds", "m11", "ga", "thesis_topn", "yang",
+                   "inferences", "templates", "confidence", "sequential", "scalability"]
+
+    def run_all(self):
+        self.prepare_data()
+        todo = [e for e in self.EXPERIMENTS if not self.args.only or e in self.args.only]
+        for i, name in enumerate(todo, 1):
+            self.progress(f"({i}/{len(todo)}) {name}")
+            start = time.monotonic()
+            try:
+                getattr(self, name)()
+            except RuntimeError as error:
+                self.progress(f"({i}/{len(todo)}) {name} FAILED: {error}")
+                self.note(name, f"failed: {error}")
+            self.timings[name] = time.monotonic() - start
+        self.write_outputs()
+
+    def write_outputs(self):
+        import page  # bench/papers/page.py
+        ids = set()
+        with open(os.path.join(self.out, "results.csv"), "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["id", "figure", "series", "x", "metric", "value"])
+            for fig, series, x, metric, value in self.rows:
+                rid = page.result_id(fig, series, x, metric)
+                if rid in ids:
+                    raise RuntimeError(f"duplicate result {rid}")
+                ids.add(rid)
+                w.writerow([rid, fig, series, x, metric, value])
+        meta = {"mode": self.mode, "dataset": self.dataset, "records": self.records,
+                "version": subprocess.run([self.fedanon, "--version"], stdout=subprocess.PIPE,
+                                          text=True).stdout.strip(),
+                "date": time.strftime("%Y-%m-%d", time.gmtime()),
+                "settings": self.settings, "commands": self.commands, "notes": self.notes,
+                "timings": self.timings}
+        with open(os.path.join(self.out, "run.json"), "w") as f:
+            json.dump(meta, f, indent=1)
+        page.write_page(self.out, os.path.join(HERE, "published.csv"))
+        self.progress(f"wrote {self.out}/papers.html, results.csv, claims.csv "
+                      f"({len(self.rows)} numbers)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const="quick")
+    mode.add_argument("--full", dest="mode", action="store_const", const="full")
+    mode.add_argument("--fixture", dest="mode", action="store_const", const="fixture")
+    p.add_argument("--out", default="papers-out")
+    p.add_argument("--build", default=os.path.join(REPO, "build", "default"))
+    p.add_argument("--fedanon", help="the fedanon program (default: BUILD/bin/fedanon)")
+    p.add_argument("--adult", default=os.path.join(os.path.dirname(REPO), "shared", "datasets",
+                                                   "adult"))
+    p.add_argument("--only", type=lambda s: s.split(","), default=None,
+                   help="comma-separated experiments: " + ",".join(Experiments.EXPERIMENTS))
+    p.set_defaults(mode="quick")
+    args = p.parse_args()
+    sys.path.insert(0, HERE)
+    Experiments(args).run_all()
+
+
+if __name__ == "__main__":
+    main()
