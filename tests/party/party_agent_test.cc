@@ -393,7 +393,7 @@ LeaderMessage HistogramStep(const std::string& job_id, const std::string& next, 
   step->set_next(next);
   step->set_chunks(1);
   step->set_total_words(total_words);
-  step->set_masked(common::EncodeWords(std::vector<uint64_t>(total_words, 0)));
+  step->set_chunk_words(total_words);
   return msg;
 }
 
@@ -404,12 +404,16 @@ TEST(PartyAgent, SensitiveHistogramsAreSummedAndCheckedByEachParty) {
   LeaderMessage first = HistogramStep("job-000000000001", "hospital-b", 0, 0, 2, 4);
   ASSERT_OK_AND_ASSIGN(PartyMessage a_reply, f->Call("hospital-a", first));
   LeaderMessage last = HistogramStep("job-000000000001", "", 0, 0, 2, 4);
-  last.mutable_sum_step()->clear_masked();
   *last.mutable_sum_step()->mutable_sealed() = a_reply.sum_step().sealed();
   ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", last));
   ASSERT_OK_AND_ASSIGN(const std::string total,
                        f->OpenForLeader(1, "job-000000000001", b_reply.sum_step().sealed()));
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
+  // The leader removes hospital-a's own mask, handed over once the ring is done.
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> mask,
+                       f->FirstPartyMask("job-000000000001", 1, 0, sum.size()));
+  ASSERT_EQ(sum.size(), mask.size());
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] -= mask[i];
   // M: flu 2 (a, b), hiv 1 (a); F: flu 1 (a), hiv 1 (b).
   EXPECT_EQ(sum, (std::vector<uint64_t>{2, 1, 1, 1}));
 
