@@ -10,39 +10,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/html_report/html_text.h"
 #include "common/table/csv.h"
 
 namespace fedanon::common {
 namespace {
 
-std::string Escape(std::string_view text) {
-  std::string out;
-  for (char ch : text) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
-
 std::string Num(double x) { return absl::StrFormat("%g", x); }
-std::string Pct(double x) { return absl::StrFormat("%.2f%%", 100 * x); }
 std::string Coord(double x) { return absl::StrFormat("%.1f", x); }
 
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
@@ -134,7 +108,9 @@ struct ChartScale {
   bool percent = false;
   double X(double x) const { return kLeft + (x - x_lo) / (x_hi - x_lo) * (kRight - kLeft); }
   double Y(double y) const { return kBottom - (y - y_lo) / (y_hi - y_lo) * (kBottom - kTop); }
-  std::string YText(double y) const { return percent ? Pct(y) : absl::StrFormat("%.3f", y); }
+  std::string YText(double y) const {
+    return percent ? FormatPercent(y) : absl::StrFormat("%.3f", y);
+  }
 };
 
 // Ranges covering `xs` (sorted) and `ys` (any order), the y range padded by 8% and starting at
@@ -179,7 +155,7 @@ void AppendAxes(const ChartScale& scale, const std::vector<double>& xs, const XA
                   "\" class=\"axis\" text-anchor=\"middle\">", axis.title(), "</text>\n");
   absl::StrAppend(svg, "<text x=\"16\" y=\"", (kTop + kBottom) / 2,
                   "\" class=\"axis\" text-anchor=\"middle\" transform=\"rotate(-90 16 ",
-                  (kTop + kBottom) / 2, ")\">", Escape(y_name), "</text>\n");
+                  (kTop + kBottom) / 2, ")\">", HtmlEscape(y_name), "</text>\n");
 }
 
 // A chart's legend: one entry per line, stacked right of the plot area.
@@ -191,7 +167,7 @@ class Legend {
     absl::StrAppend(svg_, "<line x1=\"", kRight + 16, "\" x2=\"", kRight + 44, "\" y1=\"", y_,
                     "\" y2=\"", y_, "\" stroke=\"", color, "\" stroke-width=\"2\"", dash, "/>\n");
     absl::StrAppend(svg_, "<text x=\"", kRight + 50, "\" y=\"", y_ + 4, "\" class=\"legend\">",
-                    Escape(text), "</text>\n");
+                    HtmlEscape(text), "</text>\n");
     y_ += 20;
   }
 
@@ -226,8 +202,8 @@ void AppendSeries(const std::string& chart, const Series& s, const XAxis& axis,
                     Num(p->C), "\" data-value=\"", absl::StrFormat("%.6g", v), "\" cx=\"",
                     Coord(scale.X(axis.Of(*p))), "\" cy=\"", Coord(scale.Y(v)),
                     "\" r=\"4\" stroke=\"", s.color, "\" fill=\"", naive ? "#ffffff" : s.color,
-                    "\"><title>", Escape(s.label), ", ", axis.name(), "=", Num(axis.Of(*p)), ": ",
-                    scale.YText(v), "</title></circle>\n");
+                    "\"><title>", HtmlEscape(s.label), ", ", axis.name(), "=", Num(axis.Of(*p)),
+                    ": ", scale.YText(v), "</title></circle>\n");
   }
   legend->Add(s.color, dash, s.label);
 }
@@ -255,8 +231,8 @@ std::string Chart(const std::string& chart, const std::string& title, const std:
   std::string svg = absl::StrCat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" id=\"chart-", chart, "\" width=\"",
       kChartWidth, "\" height=\"", height, "\" viewBox=\"0 0 ", kChartWidth, " ", height,
-      "\" role=\"img\" aria-label=\"", Escape(title), "\">\n");
-  absl::StrAppend(&svg, "<text x=\"", kLeft, "\" y=\"22\" class=\"title\">", Escape(title),
+      "\" role=\"img\" aria-label=\"", HtmlEscape(title), "\">\n");
+  absl::StrAppend(&svg, "<text x=\"", kLeft, "\" y=\"22\" class=\"title\">", HtmlEscape(title),
                   "</text>\n");
   AppendAxes(scale, xs, axis, y_name, &svg);
 
@@ -285,7 +261,7 @@ std::string SweepHtml(const SweepResult& r) {
   const std::vector<Series> series = GroupSeries(r, axis);
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>";
-  absl::StrAppend(&html, "fedanon sweep: ", Escape(r.job_name), "</title>\n");
+  absl::StrAppend(&html, "fedanon sweep: ", HtmlEscape(r.job_name), "</title>\n");
   absl::StrAppend(&html,
                   "<style>\n"
                   "body { font-family: sans-serif; margin: 2em; color: #222; }\n"
@@ -298,9 +274,9 @@ std::string SweepHtml(const SweepResult& r) {
                   ".chart text { font-size: 12px; fill: #222; }\n"
                   ".chart .title { font-size: 15px; font-weight: bold; }\n"
                   "</style>\n</head>\n<body>\n");
-  absl::StrAppend(&html, "<h1>Utility sweep: ", Escape(r.job_name), "</h1>\n");
-  absl::StrAppend(&html, "<p>Spec <code>", Escape(r.spec_path), "</code>, raw table <code>",
-                  Escape(r.raw_path), "</code>, grid <code>", Escape(r.grid), "</code>. ",
+  absl::StrAppend(&html, "<h1>Utility sweep: ", HtmlEscape(r.job_name), "</h1>\n");
+  absl::StrAppend(&html, "<p>Spec <code>", HtmlEscape(r.spec_path), "</code>, raw table <code>",
+                  HtmlEscape(r.raw_path), "</code>, grid <code>", HtmlEscape(r.grid), "</code>. ",
                   b.records, " records; C4.5-style tree trained on ", b.train_records,
                   " and tested on ", b.test_records, " (seed ", r.seed,
                   "). Anonymization: centralized top-down specialization (equal to the "
@@ -320,13 +296,13 @@ std::string SweepHtml(const SweepResult& r) {
   absl::StrAppend(&html,
                   "<table id=\"baselines\">\n<tr><th class=\"text\">error</th>"
                   "<th>value</th></tr>\n");
-  absl::StrAppend(&html, "<tr><td class=\"text\">BE (raw data)</td><td>", Pct(b.baseline_error),
-                  "</td></tr>\n");
+  absl::StrAppend(&html, "<tr><td class=\"text\">BE (raw data)</td><td>",
+                  FormatPercent(b.baseline_error), "</td></tr>\n");
   absl::StrAppend(&html, "<tr><td class=\"text\">UE (QID attributes removed)</td><td>",
-                  Pct(b.upper_bound_error), "</td></tr>\n");
+                  FormatPercent(b.upper_bound_error), "</td></tr>\n");
   for (const SourceError& s : b.source_errors) {
-    absl::StrAppend(&html, "<tr><td class=\"text\">SE (party ", Escape(s.party),
-                    "'s attributes)</td><td>", Pct(s.error), "</td></tr>\n");
+    absl::StrAppend(&html, "<tr><td class=\"text\">SE (party ", HtmlEscape(s.party),
+                    "'s attributes)</td><td>", FormatPercent(s.error), "</td></tr>\n");
   }
   absl::StrAppend(&html, "</table>\n");
 
@@ -350,14 +326,14 @@ std::string SweepHtml(const SweepResult& r) {
     absl::StrAppend(&html, "<tr><td class=\"text\">", p.method, "</td><td>", p.L, "</td><td>", p.K,
                     "</td><td>", Num(p.C), "</td>");
     if (p.ok) {
-      absl::StrAppend(&html, "<td>", Pct(p.classification_error), "</td><td>",
+      absl::StrAppend(&html, "<td>", FormatPercent(p.classification_error), "</td><td>",
                       absl::StrFormat("%.4f", p.discernibility_ratio), "</td><td>", p.groups,
                       "</td>");
     } else {
       absl::StrAppend(&html, "<td></td><td></td><td></td>");
     }
     absl::StrAppend(&html, "<td>", absl::StrFormat("%.1f", p.seconds), "</td><td class=\"text\">",
-                    p.ok ? "" : Escape(absl::StrCat("no release: ", p.error)), "</td></tr>\n");
+                    p.ok ? "" : HtmlEscape(absl::StrCat("no release: ", p.error)), "</td></tr>\n");
   }
   absl::StrAppend(&html, "</table>\n</body>\n</html>\n");
   return html;
