@@ -46,7 +46,7 @@
 // drop, reorder, replay or modify messages, which gives it nothing but failed Opens
 // (confidentiality + integrity + binding to the context + sender authentication for
 // SealFrom). A replay of the same box with the same context is accepted (callers answer each
-// request once, see party/party_agent.cc). P-256 ECDH and AES-GCM are OpenSSL's constant-time
+// request once, see party/reply_cache.h). P-256 ECDH and AES-GCM are OpenSSL's constant-time
 // implementations.
 #pragma once
 

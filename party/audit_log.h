@@ -1,4 +1,4 @@
-// The party's own record of what it sent (issue 26, "A party keeps its own record"): per job, an
+// The party's own record of what it sent: per job, an
 // append-only JSON-lines file `<job_id>.audit.jsonl` (0600) in the party's state directory, one
 // line per reply the party sent to the network and in which form — each secure-sum contribution
 // with this party's own counts in plaintext and who the masked, sealed vector went to, union rows,
@@ -35,7 +35,8 @@ struct AuditEntry {
   std::vector<uint64_t> counts = {};  // this party's own counts in the message, in plaintext
 };
 
-// Kinds written by party/party_agent.cc (docs/operations.md, "The party's audit file").
+// Kinds written by the party's protocol classes (party/job_state.h) and its agent
+// (docs/operations.md, "The party's audit file").
 inline constexpr char kAuditJobStart[] = "job-start";
 inline constexpr char kAuditJobEnd[] = "job-end";
 inline constexpr char kAuditError[] = "error";
@@ -51,7 +52,7 @@ inline constexpr char kAuditVerdict[] = "verdict";
 inline constexpr char kAuditCommit[] = "commit";
 inline constexpr char kAuditRelease[] = "release";
 inline constexpr char kAuditFinalCheck[] = "final-check";
-// Chunked payloads (protocol 1.2): one chunk of a payload recorded at the step that produced it,
+// Chunked payloads: one chunk of a payload recorded at the step that produced it,
 // and the receipt of a chunk sealed for this party.
 inline constexpr char kAuditPayloadChunk[] = "payload-chunk";
 inline constexpr char kAuditChunkReceipt[] = "chunk-receipt";

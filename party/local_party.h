@@ -11,9 +11,9 @@
 //    group's interval (never per public cell or per rank under binned search);
 //  * released counts (LocalStatsRequest.released_groups, the integration by a secure sum) only
 //    over a declared domain and for exactly this party's live groups: every one named once, with
-//    its key, and no other (the agent adds the final check's gate, party_agent.cc).
-// One request, one answer and the ordering of updates are the agent's (HandleSumStep /
-// ApplyUpdates); this class only answers and applies.
+//    its key, and no other (the secure sum adds the final check's gate, secure_sum_party.cc).
+// One request, one answer and the ordering of updates are the secure sum's and the table's
+// (SecureSumParty::Step, HorizontalTables::ApplyUpdates); this class only answers and applies.
 #pragma once
 
 #include <cstdint>

@@ -722,7 +722,7 @@ absl::StatusOr<std::string> VerticalParty::SerializedReleasedColumns(
   }
   const size_t width = columns.size();
   // Global recoding: one label per (final group, QID column), and each record's group; nothing
-  // per record as a string (issue 30: the release stays within the party's memory bound).
+  // per record as a string (the release stays within the party's memory bound).
   std::vector<uint32_t> group_of;
   std::vector<std::vector<std::string>> group_labels;
   if (!local_) {

@@ -49,7 +49,7 @@ struct VerticalPartyOptions {
 inline constexpr char kAheadOfAnotherParty[] =
     "contributed more than another party by more than epsilon";
 
-// The named reason a party refuses to release its columns (issue 26): its own check of the model
+// The named reason a party refuses to release its columns: its own check of the model
 // on the final joined groups it can see failed.
 inline constexpr char kRefusedRelease[] =
     "refused to release: the final joined groups break the privacy model";
@@ -95,7 +95,7 @@ class VerticalParty {
   // Applies (accept) or drops (veto: the candidate stays invalid) the round's winner.
   absl::Status Commit(const fedanon::v1::VerticalCandidate& winner, bool accept);
 
-  // The check before any release (issue 26), coded apart from the engine's incremental
+  // The check before any release, coded apart from the engine's incremental
   // bookkeeping: every record's generalized value of every QID attribute at the final cut (the
   // replica's TIPS: known to every party), grouped per constraint of the model; every group must
   // hold at least k records, and for the sensitive values this party holds, none may exceed its
@@ -109,7 +109,7 @@ class VerticalParty {
   absl::StatusOr<fedanon::v1::VerticalColumns> ReleasedColumns(
       const std::vector<size_t>& order) const;
   // The same as ReleasedColumns(order).SerializeAsString(), written straight from the codes and
-  // the group labels: no VerticalColumns of strings per cell in memory (issue 30).
+  // the group labels: no VerticalColumns of strings per cell in memory.
   absl::StatusOr<std::string> SerializedReleasedColumns(const std::vector<size_t>& order) const;
   // The replica's view of the result (steps, cut, smallest group, confidence if it can tell).
   void FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const;

@@ -2,7 +2,7 @@
 // leader in a vertical job — its proposal of a round (participate or Not-participate, with the
 // candidate and score) and, as a judge, its verdict on the winner — so that the leader can read
 // them but cannot forge or alter them; in a local-recoding job, the digest of its per-group
-// proposals of a wave (paged from protocol 1.4) with its replica's state digest, and as a judge the
+// proposals of a wave (paged) with its replica's state digest, and as a judge the
 // digest of its per-group verdicts of a wave (paged too) (docs/crypto.md "Signed vertical
 // statements"). Each field is length-prefixed and the whole is bound to the job, the run and the
 // round, so a statement cannot be replayed into another job, run or round or passed off as the
@@ -21,11 +21,11 @@ namespace fedanon::party {
 std::string ProposalStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
                               const fedanon::v1::VerticalProposal& proposal);
 
-// A vertical local-recoding wave's proposal list as it is signed and paged (protocol 1.4): the
+// A vertical local-recoding wave's proposal list as it is signed and paged: the
 // serialized LocalProposals holding field 1 only (every group proposal, group order).
 std::string LocalProposalsList(const fedanon::v1::LocalProposals& proposals);
 
-// What a party signs for its proposals of a wave (protocol 1.4): the SHA-256 of the serialized list
+// What a party signs for its proposals of a wave: the SHA-256 of the serialized list
 // (LocalProposalsList), the live-group count and the replica's state digest, bound to the wave.
 // The first form computes the digest from `proposals` (fields 1, 2 and 80; not its signature).
 std::string LocalProposalsStatement(std::string_view job_id, std::string_view run_id, uint64_t wave,

@@ -1,0 +1,85 @@
+// The final check at a party (horizontal jobs with three or more data parties): one more ring sum,
+// without the leader, of the global group counts of the final cut; the ring's first party masks
+// and unmasks it, every party re-checks the signed privacy model on the total and refuses to
+// release unless it holds (common/engine/final_check.h, docs/threat-model.md "Final check").
+// Once started, the cut is fixed (HorizontalTables::cut_fixed).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/engine/final_check.h"
+#include "fedanon/v1/federation.pb.h"
+#include "party/horizontal_tables.h"
+#include "party/job_context.h"
+#include "party/reply_cache.h"
+
+namespace fedanon::party {
+
+class FinalCheckParty {
+ public:
+  FinalCheckParty(JobContext& ctx, HorizontalTables& tables) : ctx_(ctx), tables_(tables) {}
+
+  // One chunk of one phase (sum, unmask, verify) of the check.
+  absl::StatusOr<fedanon::v1::PartyMessage> Step(const fedanon::v1::LeaderMessage& request);
+  // OK when this party may release rows or released counts now: the final check passed here, or
+  // the job has two data parties (the check is skipped; docs/threat-model.md).
+  absl::Status ReleaseAllowed(const std::string& what) const;
+  bool started() const { return check_.has_value(); }
+
+  // After a restart: the mask the ring's first party drew before it (the next Step takes it),
+  // and the reply that left for an answered chunk.
+  void RestoreMask(std::vector<uint64_t> mask) { restored_mask_ = std::move(mask); }
+  void RestoreReply(const fedanon::v1::FinalCheckStep& step, fedanon::v1::PartyMessage reply);
+  void ClearRestored() { restored_mask_.reset(); }
+
+ private:
+  struct State {
+    common::FinalCheckLayout layout;
+    std::string chain;             // the update chain (the cut) the check runs on
+    std::vector<uint64_t> counts;  // this party's counts in the layout
+    std::vector<uint64_t> mask;    // the ring's first party: its own random mask
+    std::vector<uint64_t> total;   // the global vector, filled as its chunks arrive
+    std::vector<bool> have;        // chunks of `total` received
+    uint64_t chunk_words = 0;
+    uint32_t chunks = 0;
+    // (phase, chunk) -> (the request's bytes, the reply): one request, one answer.
+    ReplyCache<uint64_t> answered;
+    bool passed = false;
+    std::string failure;  // the named reason when the model does not hold
+  };
+  // One chunk of one phase, as Step checked it: where it lies in the vector and the purposes its
+  // boxes are sealed under.
+  struct Chunk {
+    const fedanon::v1::FinalCheckStep& step;
+    uint64_t round = 0;
+    uint64_t offset = 0;
+    uint64_t len = 0;
+    std::string hop_purpose;
+    std::string total_purpose;
+  };
+  // The sum: this party's counts added to the predecessor's hop (the first party: to its own
+  // mask), sealed for the successor (the last party's for the first).
+  absl::Status SumPhase(const Chunk& chunk, fedanon::v1::FinalCheckResult* out);
+  // The first party removes its mask from the last party's hop and seals the total for the others.
+  absl::Status UnmaskPhase(const Chunk& chunk, fedanon::v1::FinalCheckResult* out);
+  // Every party checks the privacy model on the whole total, once every chunk is there.
+  absl::Status VerifyPhase(const Chunk& chunk, fedanon::v1::FinalCheckResult* out);
+  // `chunk.step.input()`, which must be sealed by `sender` for this party under `purpose`.
+  absl::StatusOr<std::vector<uint64_t>> OpenInput(const Chunk& chunk, const std::string& sender,
+                                                  const std::string& purpose) const;
+  absl::Status AuditChunk(const Chunk& chunk, const fedanon::v1::FinalCheckResult& out) const;
+  // The first sum's chunk 0: fixes the cut and computes this party's counts in the layout.
+  absl::Status Start(const fedanon::v1::FinalCheckStep& step, uint64_t round);
+
+  JobContext& ctx_;
+  HorizontalTables& tables_;
+  std::optional<State> check_;
+  std::optional<std::vector<uint64_t>> restored_mask_;
+};
+
+}  // namespace fedanon::party

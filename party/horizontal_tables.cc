@@ -1,0 +1,91 @@
+#include "party/horizontal_tables.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "common/engine/numeric_split.h"
+#include "common/wire/federation_wire.h"
+
+namespace fedanon::party {
+
+absl::Status HorizontalTables::ApplyUpdates(
+    const fedanon::v1::JobSpec& spec,
+    const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates) {
+  const common::NumericSplitConfig numeric = common::NumericSplitFromSpec(spec);
+  for (const auto& u : updates) {
+    if (u.sequence() < applied_updates) continue;
+    if (u.sequence() != applied_updates) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("state update ", u.sequence(), " arrived before ", applied_updates));
+    }
+    if (cut_fixed) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("state update ", u.sequence(),
+                       " after the final check: the cut was fixed when the parties re-checked "
+                       "the privacy model"));
+    }
+    if (u.has_local_setup() || u.has_local_split()) {
+      if (!local) {
+        return absl::PermissionDeniedError(
+            "a local-recoding update in a job without recoding: local");
+      }
+      RETURN_IF_ERROR(u.has_local_setup() ? local->ApplySetup(u.local_setup())
+                                          : local->ApplySplit(u.local_split()));
+    } else if (local) {
+      return absl::PermissionDeniedError(
+          "a global instruction in a job with recoding: local (only group splits apply)");
+    } else if (u.has_instruction()) {
+      const auto& in = u.instruction();
+      if (in.attribute() >= hier.size() || in.node() < 0 ||
+          static_cast<size_t>(in.node()) >= hier[in.attribute()].size() || in.candidate() < 0 ||
+          in.candidate() >= hier[in.attribute()].CandidateCount(in.node())) {
+        return absl::InvalidArgumentError("instruction names no candidate of the current cut");
+      }
+      hier[in.attribute()].Specialize(in.node(), in.candidate());
+      if (tips) {
+        tips->Specialize(static_cast<int>(in.attribute()), in.node(), in.candidate());
+      }
+      if (pushdown) {
+        pushdown->Specialize(static_cast<int>(in.attribute()), in.node(), in.candidate());
+      }
+    } else if (u.has_split()) {
+      const auto& sp = u.split();
+      if (sp.attribute() >= hier.size() ||
+          hier[sp.attribute()].kind() != common::QidKind::kContinuous || sp.node() < 0 ||
+          static_cast<size_t>(sp.node()) >= hier[sp.attribute()].size()) {
+        return absl::InvalidArgumentError("split names no interval of the current cut");
+      }
+      const auto& node = hier[sp.attribute()].node(sp.node());
+      if (sp.split() != -1 && (sp.split() <= node.rank_lo || sp.split() >= node.rank_hi)) {
+        return absl::InvalidArgumentError("split threshold lies outside its interval");
+      }
+      // Each interval is split once: a second threshold for the same node would let the leader
+      // difference the class counts of its two sides between thresholds.
+      if (split_decided.count({sp.attribute(), sp.node()}) > 0) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("the split of interval ", sp.node(), " of attribute ", sp.attribute(),
+                         " was decided already; an interval is split once"));
+      }
+      // Binned search: thresholds only on public-cell boundaries, so that no statistic that
+      // follows a threshold (class counts of the node's sides, group counts) is finer than the
+      // public cells (docs/threat-model.md, "Numeric split search").
+      if (sp.split() != -1 && numeric.binned()) {
+        const std::vector<int32_t> cells =
+            common::PublicCellBounds(hier[sp.attribute()].column(), numeric.cells);
+        if (!std::binary_search(cells.begin(), cells.end(), sp.split())) {
+          return absl::PermissionDeniedError(
+              absl::StrCat("split threshold ", sp.split(), " of attribute ", sp.attribute(),
+                           " is not a public-cell boundary (numeric_split: binned)"));
+        }
+      }
+      split_decided.insert({sp.attribute(), sp.node()});
+      hier[sp.attribute()].SetSplit(sp.node(), sp.split());
+    }
+    update_chain = common::ChainStateUpdate(update_chain, u);
+    ++applied_updates;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fedanon::party

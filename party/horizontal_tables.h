@@ -1,0 +1,52 @@
+// A horizontal job's table at one party and the cut the leader's instructions made of it: the
+// records (or a push-down connection that computes statistics in the database), the attribute
+// hierarchies with their current cut, the TIPS, a local-recoding job's groups, and the chain of
+// every state update applied. The three horizontal protocols (secure_sum_party.h,
+// final_check_party.h, secure_union_party.h) answer from it; ApplyUpdates is where every
+// instruction and split of the leader is checked against the signed job before it applies.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/tips.h"
+#include "common/table/dataset.h"
+#include "common/table/postgres_stats.h"
+#include "fedanon/v1/federation.pb.h"
+#include "party/local_party.h"
+
+namespace fedanon::party {
+
+struct HorizontalTables {
+  // Applies the leader's state updates in sequence (those applied already are skipped): each
+  // instruction names a candidate of the current cut, each split an interval not split before,
+  // on a public-cell boundary when the signed spec bins numbers; none once the cut is fixed.
+  absl::Status ApplyUpdates(
+      const fedanon::v1::JobSpec& spec,
+      const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates);
+  // True when the table is loaded (records, or a push-down connection).
+  bool loaded() const { return data != nullptr && (tips != nullptr || pushdown != nullptr); }
+
+  std::unique_ptr<common::Dataset> data;  // stable address: hierarchies point into it
+  std::vector<common::AttributeHierarchy> hier;
+  std::unique_ptr<common::Tips> tips;
+  // A push-down table (party.yaml `mode: push-down`): the statistics come from SQL and there are
+  // no records in memory (tips stays null).
+  std::unique_ptr<common::PostgresPushdown> pushdown;
+  // `recoding: local` (party/local_party.h): this party's groups; null for global recoding.
+  std::unique_ptr<LocalParty> local;
+  uint64_t applied_updates = 0;
+  std::string update_chain;  // common::ChainStateUpdate over every applied update
+  // Continuous intervals (attribute, node) whose split the leader decided (once each).
+  std::set<std::pair<uint32_t, int32_t>> split_decided;
+  // Set when the final check started: the cut it checks is the one released, no update after.
+  bool cut_fixed = false;
+};
+
+}  // namespace fedanon::party

@@ -1,0 +1,312 @@
+#include "party/secure_sum_party.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "common/engine/count_source.h"
+#include "common/engine/numeric_split.h"
+#include "common/wire/federation_wire.h"
+#include "crypto/secret_bytes.h"
+#include "crypto/secure_sum_masks.h"
+#include "spdlog/spdlog.h"
+
+namespace fedanon::party {
+
+using common::DecodeWords;
+using common::EncodeWords;
+using common::FromProto;
+using fedanon::v1::LeaderMessage;
+using fedanon::v1::PartyMessage;
+
+absl::Status SecureSumParty::CheckRequest(const fedanon::v1::SumStep& step,
+                                          const common::StatsRequest& stats_request,
+                                          bool local_release) const {
+  if (!stats_request.released_groups.empty() || local_release) {
+    // The released table as counts is the result itself: only for a leader the admin signed
+    // as the recipient (a party recipient gets the rows through the union, sealed for it).
+    if (ctx_.recipient != ctx_.leader) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "released counts: the admin signed '", ctx_.recipient,
+          "' as the recipient, not the leader; the released table goes only to its recipient"));
+    }
+    RETURN_IF_ERROR(final_check_.ReleaseAllowed("released counts"));
+  }
+  if (step.request().has_local() && !tables_.local) {
+    return absl::PermissionDeniedError(
+        "secure sum: local-recoding statistics in a job without recoding: local");
+  }
+  if (tables_.local &&
+      (step.request().has_local() != stats_request.empty() ||
+       !stats_request.rank_histograms.empty() || !stats_request.node_class_counts.empty() ||
+       !stats_request.group_keys.empty() || !stats_request.released_groups.empty())) {
+    return absl::PermissionDeniedError(
+        "secure sum: a job with recoding: local is asked only for its groups' statistics or "
+        "public-cell range counts");
+  }
+  if (final_check_.started() &&
+      ((stats_request.released_groups.empty() && !local_release) ||
+       !stats_request.rank_histograms.empty() || !stats_request.node_class_counts.empty() ||
+       !stats_request.group_keys.empty() || !stats_request.range_counts.empty())) {
+    return absl::PermissionDeniedError(
+        "secure sum: after the final check only the released counts may be summed");
+  }
+  if (!stats_request.released_groups.empty() &&
+      (!tables_.data->all_values_declared ||
+       stats_request.released_combinations != tables_.data->ValueCombinations())) {
+    return absl::InvalidArgumentError("released counts requested over an undeclared domain");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SecureSumParty::StartCollect(const fedanon::v1::SumStep& step, size_t pos) {
+  RETURN_IF_ERROR(tables_.ApplyUpdates(ctx_.spec, step.updates()));
+  ASSIGN_OR_RETURN(common::StatsRequest stats_request, FromProto(step.request(), tables_.hier));
+  RETURN_IF_ERROR(common::CheckNumericRequest(stats_request, tables_.hier,
+                                              common::NumericSplitFromSpec(ctx_.spec)));
+  // A local job's released counts (LocalStatsRequest.released_groups): LocalParty::Answer
+  // checks the groups are exactly this party's final ones; released like global counts.
+  const bool local_release =
+      step.request().has_local() && (step.request().local().released_groups_size() > 0 ||
+                                     step.request().local().released_combinations() != 0);
+  RETURN_IF_ERROR(CheckRequest(step, stats_request, local_release));
+  counts_.clear();
+  if (step.request().has_local()) {
+    ASSIGN_OR_RETURN(counts_, tables_.local->Answer(step.request().local()));
+  } else if (tables_.pushdown) {
+    // The same request checks as above; only the computation moves into the database.
+    if (absl::Status st = tables_.pushdown->AppendStats(tables_.hier, stats_request, &counts_);
+        !st.ok()) {
+      spdlog::error("job={} push-down statistics failed: {}", ctx_.job_id,
+                    std::string(st.message()));
+      return absl::UnavailableError(absl::StrCat(
+          "party '", ctx_.self(),
+          "': its database could not compute the statistics (details in the party's log)"));
+    }
+  } else {
+    common::AppendLocalStats(*tables_.tips, stats_request, &counts_);
+  }
+  counts_release_ = !stats_request.released_groups.empty() || local_release;
+  if (counts_release_ && !counts_.empty() &&
+      ctx_.options().misbehave == "inflate-released-counts") {
+    spdlog::warn(
+        "job={} MISBEHAVING (test mode): one record that does not exist is added to "
+        "the released counts",
+        ctx_.job_id);
+    ++counts_[0];
+  }
+  collect_ = step.collect();
+  digest_ = common::SumRequestDigest(step.request(), tables_.update_chain);
+  chunks_ = step.chunks();
+  answered_.Clear();
+  unmask_.Reset();
+  seed_.clear();
+  if (pos == 0) {
+    // The ring's first party masks the whole vector with its own mask, drawn once per collect
+    // (or the one drawn before a restart), durable with this first answer.
+    if (restored_seed_) {
+      seed_ = *std::exchange(restored_seed_, std::nullopt);
+    } else {
+      ASSIGN_OR_RETURN(const crypto::SecretBytes seed, crypto::RandomBytes(crypto::kMaskSeedBytes));
+      seed_ = std::string(seed.AsStringView());
+    }
+    if (seed_.size() != crypto::kMaskSeedBytes) {
+      return absl::DataLossError("secure sum: the recorded mask seed has the wrong length");
+    }
+    if (!ctx_.replaying) ctx_.journal_extra = seed_;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PartyMessage> SecureSumParty::Step(const LeaderMessage& request) {
+  const auto& step = request.sum_step();
+  // Routing: fixed by the ring agreed at Prepare, whatever the request says.
+  const size_t pos = ctx_.RingPosition();
+  const std::string successor = pos + 1 < ctx_.ring.size() ? ctx_.ring[pos + 1] : "";
+  if (step.next() != successor) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("secure sum: next is '", step.next(),
+                     "' but this party's successor in the ring agreed at "
+                     "Prepare is ",
+                     successor.empty() ? "the leader (empty next)" : "'" + successor + "'"));
+  }
+  ASSIGN_OR_RETURN(const uint64_t chunk_len, common::SumChunkLength(step));
+  if (collect_ != UINT64_MAX && step.collect() < collect_) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("secure sum: collect ", step.collect(), " is older than collect ", collect_,
+                     ", already answered (one request, one answer)"));
+  }
+  if (step.collect() != collect_) {
+    // The request travels with the first chunk only; later chunks reuse the counts.
+    if (step.chunk() != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("secure sum: chunk ", step.chunk(),
+                                                     " of collect ", step.collect(),
+                                                     " arrived before its first chunk"));
+    }
+    RETURN_IF_ERROR(StartCollect(step, pos));
+  } else if (step.chunk() == 0) {
+    // The same collect again: it must be the same request (the updates were applied already,
+    // so applying them again changes nothing unless they differ).
+    RETURN_IF_ERROR(tables_.ApplyUpdates(ctx_.spec, step.updates()));
+    if (common::SumRequestDigest(step.request(), tables_.update_chain) != digest_) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("secure sum: collect ", step.collect(),
+                       " was already answered for a different request (one request, one answer)"));
+    }
+  } else if (step.has_request() || !step.updates().empty()) {
+    return absl::InvalidArgumentError("secure sum: only the first chunk carries the request");
+  }
+  if (counts_.size() != step.total_words()) {
+    return absl::InvalidArgumentError(absl::StrCat("the secure sum has ", step.total_words(),
+                                                   " words but this request needs ",
+                                                   counts_.size()));
+  }
+  const std::string purpose = common::SumHopPurpose(step, request.round(), digest_);
+  if (const auto* done = answered_.Find(step.chunk()); done != nullptr) {
+    if (done->fingerprint != purpose) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("secure sum: chunk ", step.chunk(), " of collect ", step.collect(),
+                       " was already answered for a different request (one request, one answer)"));
+    }
+    RETURN_IF_ERROR(ctx_.Audit(
+        request.round(),
+        {.kind = kAuditSecureSum,
+         .form = kAuditMaskedSealed,
+         .to = {done->reply.sum_step().sealed().receiver()},
+         .numbers = {{"collect", step.collect()}, {"chunk", step.chunk()}, {"repeat", 1}}}));
+    return done->reply;  // the same request: the same answer
+  }
+  if (step.chunks() != chunks_) {
+    return absl::InvalidArgumentError("secure sum: the chunking changed within a collect");
+  }
+  ASSIGN_OR_RETURN(std::vector<uint64_t> acc,
+                   HopInput(step, request.round(), pos, chunk_len, purpose));
+  RETURN_IF_ERROR(crypto::AddInPlace(
+      absl::MakeSpan(acc), absl::MakeConstSpan(counts_.data() + step.chunk_offset(), acc.size())));
+  // Sealed for the agreed successor, the last party's for the leader.
+  return SealHop(step, request.round(), successor.empty() ? ctx_.leader : successor, purpose, acc);
+}
+
+absl::StatusOr<std::vector<uint64_t>> SecureSumParty::HopInput(const fedanon::v1::SumStep& step,
+                                                               uint64_t round, size_t pos,
+                                                               uint64_t chunk_len,
+                                                               const std::string& purpose) const {
+  std::vector<uint64_t> acc;
+  if (pos == 0) {
+    if (step.has_sealed()) {
+      return absl::PermissionDeniedError(
+          "secure sum: the ring's first party starts from its own mask, not from an input of the "
+          "leader's");
+    }
+    ASSIGN_OR_RETURN(
+        acc, crypto::MaskWordsFromSeed(seed_, step.chunk_offset(), static_cast<size_t>(chunk_len)));
+  } else {
+    const std::string& predecessor = ctx_.ring[pos - 1];
+    if (!step.has_sealed() || step.sealed().sender() != predecessor ||
+        step.sealed().receiver() != ctx_.self()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "secure sum: input must be sealed by '", predecessor,
+          "' (the predecessor agreed at Prepare) for '", ctx_.self(), "'",
+          step.has_sealed() ? absl::StrCat(", got one from '", step.sealed().sender(), "'")
+                            : std::string(", got none")));
+    }
+    const crypto::SealContext context{ctx_.job_id, ctx_.run_id, round,
+                                      predecessor, ctx_.self(), purpose};
+    auto opened = crypto::OpenFrom(*ctx_.own_seal->keys, *ctx_.seal_keys.at(predecessor), context,
+                                   step.sealed().ciphertext());
+    if (!opened.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("secure sum: the input does not open as sealed by '", predecessor,
+                       "' for this request (forged sender, other request or other round): ",
+                       opened.status().message()));
+    }
+    ctx_.Observe(predecessor, purpose, *opened);
+    ASSIGN_OR_RETURN(acc, DecodeWords(*opened));
+    if (acc.size() != chunk_len) {
+      return absl::InvalidArgumentError(absl::StrCat("secure sum: the input of chunk ",
+                                                     step.chunk(), " has ", acc.size(),
+                                                     " words, not ", chunk_len));
+    }
+  }
+  return acc;
+}
+
+absl::StatusOr<PartyMessage> SecureSumParty::SealHop(const fedanon::v1::SumStep& step,
+                                                     uint64_t round, const std::string& receiver,
+                                                     const std::string& purpose,
+                                                     const std::vector<uint64_t>& acc) {
+  const crypto::SealContext context{ctx_.job_id, ctx_.run_id, round,
+                                    ctx_.self(), receiver,    purpose};
+  ASSIGN_OR_RETURN(std::string sealed,
+                   crypto::SealFrom(*ctx_.own_seal->keys, *ctx_.seal_keys.at(receiver), context,
+                                    EncodeWords(acc)));
+  PartyMessage reply;
+  auto* out = reply.mutable_sum_step()->mutable_sealed();
+  out->set_sender(ctx_.self());
+  out->set_receiver(receiver);
+  out->set_purpose(purpose);
+  out->set_ciphertext(std::move(sealed));
+  answered_.Put(step.chunk(), purpose, reply);
+  ctx_.fresh_answer = true;
+  // This party's own counts of the chunk, in plaintext; they left masked and sealed.
+  RETURN_IF_ERROR(ctx_.Audit(
+      round,
+      {.kind = kAuditSecureSum,
+       .form = kAuditMaskedSealed,
+       .to = {receiver},
+       .numbers = {{"collect", step.collect()},
+                   {"chunk", step.chunk()},
+                   {"offset", step.chunk_offset()},
+                   {"words", acc.size()},
+                   {"total_words", counts_.size()}},
+       .texts = {{"purpose", counts_release_ ? "released-counts" : "statistics"}},
+       .has_counts = true,
+       .counts = {counts_.begin() + static_cast<ptrdiff_t>(step.chunk_offset()),
+                  counts_.begin() + static_cast<ptrdiff_t>(step.chunk_offset() + acc.size())}}));
+  return reply;
+}
+
+absl::StatusOr<PartyMessage> SecureSumParty::Unmask(const LeaderMessage& request) {
+  if (ctx_.ring.front() != ctx_.self()) {
+    return absl::PermissionDeniedError(
+        "secure sum: only the ring's first party masks the sum; this party holds no mask");
+  }
+  const uint64_t collect = request.sum_unmask().collect();
+  const std::string key = absl::StrCat(request.round(), "/", collect);
+  if (unmask_.has_value()) {
+    if (const PartyMessage* same = unmask_.Same(key)) return *same;
+    return absl::PermissionDeniedError(absl::StrCat(
+        "secure sum: the mask of collect ", collect,
+        " is not held, or was handed over already for another request (one request, one answer)"));
+  }
+  if (collect != collect_ || seed_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "secure sum: no mask of collect ", collect, " is held (the current collect is ",
+        collect_ == UINT64_MAX ? std::string("none") : absl::StrCat(collect_), ")"));
+  }
+  if (answered_.size() != chunks_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "secure sum: the mask of collect ", collect, " goes to the leader only after every chunk ",
+        "went round the ring (", answered_.size(), " of ", chunks_, " answered)"));
+  }
+  PartyMessage reply;
+  ASSIGN_OR_RETURN(*reply.mutable_sum_mask()->mutable_seed(),
+                   ctx_.SealFor(ctx_.leader, request.round(),
+                                common::SumMaskPurpose(collect, request.round(), digest_), seed_));
+  unmask_.Put(key, reply);
+  ctx_.fresh_answer = true;
+  RETURN_IF_ERROR(
+      ctx_.Audit(request.round(), {.kind = kAuditSumMask,
+                                   .form = kAuditSealed,
+                                   .to = {ctx_.leader},
+                                   .numbers = {{"collect", collect}, {"words", counts_.size()}}}));
+  return reply;
+}
+
+void SecureSumParty::RestoreUnmask(const LeaderMessage& request, PartyMessage reply) {
+  if (request.sum_unmask().collect() != collect_) return;  // an older collect's mask
+  unmask_.Put(absl::StrCat(request.round(), "/", request.sum_unmask().collect()), std::move(reply));
+}
+
+}  // namespace fedanon::party

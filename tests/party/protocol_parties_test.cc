@@ -1,0 +1,180 @@
+// The party's protocol classes on their own, each against a scripted peer (the test plays the
+// leader and the other parties): the context's sealing between participants, the payload
+// transfer's chunk receipt, the secure sum's routing and mask hand-over, the final check's
+// release gate. The whole agent is tested in party_agent_test.cc and through federations.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crypto/sealed_box.h"
+#include "party/final_check_party.h"
+#include "party/horizontal_tables.h"
+#include "party/job_context.h"
+#include "party/payload_transfer.h"
+#include "party/secure_sum_party.h"
+
+namespace fedanon::party {
+namespace {
+
+using ::testing::HasSubstr;
+
+// One party's view of a job whose ring is `ring` and whose leader is "leader", with a sealing
+// key pair per participant (shared between the contexts of one test, as certificates would be).
+struct Participants {
+  explicit Participants(std::vector<std::string> ring) : ring(std::move(ring)) {
+    for (const std::string& name : Names()) {
+      auto keys = crypto::SealKeyPair::Generate();
+      EXPECT_TRUE(keys.ok());
+      pairs[name] = *std::move(keys);
+    }
+  }
+  std::vector<std::string> Names() const {
+    std::vector<std::string> out = ring;
+    out.push_back("leader");
+    return out;
+  }
+  std::unique_ptr<JobContext> ContextOf(const std::string& self) {
+    options.push_back(std::make_unique<PartyAgentOptions>());
+    options.back()->name = self;
+    auto ctx = std::make_unique<JobContext>(*options.back(), audit);
+    ctx->job_id = "job-0123456789ab";
+    ctx->run_id = "run-1";
+    ctx->ring = ring;
+    ctx->leader = "leader";
+    ctx->recipient = "leader";
+    for (const std::string& name : Names()) {
+      auto pub = crypto::SealPublicKey::FromUncompressedPoint(
+          pairs[name]->public_key().UncompressedPoint());
+      EXPECT_TRUE(pub.ok());
+      ctx->seal_keys[name] = *std::move(pub);
+    }
+    auto own = std::make_shared<SealKeyRing::Entry>();
+    own->keys = pairs[self];
+    ctx->own_seal = std::move(own);
+    return ctx;
+  }
+  std::vector<std::string> ring;
+  std::map<std::string, std::shared_ptr<crypto::SealKeyPair>> pairs;
+  std::vector<std::unique_ptr<PartyAgentOptions>> options;
+  AuditLog audit{""};  // no state directory: nothing recorded
+};
+
+TEST(JobContext, APayloadSealedForAPartyOpensThereUnderTheSameRoundAndPurposeOnly) {
+  Participants p({"a", "b", "c"});
+  auto a = p.ContextOf("a");
+  auto b = p.ContextOf("b");
+  auto sealed = a->SealFor("b", 4, "instruction", "secret");
+  ASSERT_TRUE(sealed.ok()) << sealed.status();
+  EXPECT_EQ(sealed->sender(), "a");
+  EXPECT_EQ(sealed->receiver(), "b");
+  auto opened = b->OpenSealed(*sealed, 4, "instruction");
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ(*opened, "secret");
+  EXPECT_FALSE(b->OpenSealed(*sealed, 5, "instruction").ok());  // another round
+  EXPECT_FALSE(b->OpenSealed(*sealed, 4, "verdict").ok());      // another purpose
+  auto c = p.ContextOf("c");
+  EXPECT_FALSE(c->OpenSealed(*sealed, 4, "instruction").ok());  // not sealed for c
+  EXPECT_FALSE(a->SealFor("mallory", 4, "instruction", "x").ok());
+}
+
+TEST(JobContext, APayloadNamingTheLeaderAsSenderIsRefused) {
+  Participants p({"a", "b"});
+  auto b = p.ContextOf("b");
+  fedanon::v1::SealedPayload from_leader;
+  from_leader.set_sender("leader");
+  from_leader.set_receiver("b");
+  auto opened = b->OpenSealed(from_leader, 1, "instruction");
+  EXPECT_TRUE(absl::IsPermissionDenied(opened.status()));
+  EXPECT_THAT(opened.status().message(), HasSubstr("not a data party"));
+}
+
+fedanon::v1::LeaderMessage ChunkPutOf(const std::string& sender, const std::string& receiver) {
+  fedanon::v1::LeaderMessage m;
+  m.set_job_id("job-0123456789ab");
+  auto* ref = m.mutable_chunk_put()->mutable_ref();
+  ref->set_stream("s");
+  ref->set_sender(sender);
+  ref->set_receiver(receiver);
+  ref->set_chunks(1);
+  return m;
+}
+
+TEST(PayloadTransfer, ChunksAreTakenOnlyForThisPartyFromADataPartyOfAChunkedJob) {
+  Participants p({"a", "b"});
+  auto b = p.ContextOf("b");
+  PayloadTransfer whole_job(*b);
+  EXPECT_THAT(whole_job.ChunkPut(ChunkPutOf("a", "b"), false).status().message(),
+              HasSubstr("travel whole"));
+  b->chunk_bytes = 1024;
+  PayloadTransfer transfer(*b);
+  EXPECT_THAT(transfer.ChunkPut(ChunkPutOf("a", "c"), false).status().message(),
+              HasSubstr("is for 'c'"));
+  EXPECT_THAT(transfer.ChunkPut(ChunkPutOf("leader", "b"), false).status().message(),
+              HasSubstr("is not a data party of the job"));
+  fedanon::v1::LeaderMessage get;
+  get.mutable_chunk_get()->set_stream("never-produced");
+  EXPECT_TRUE(absl::IsNotFound(transfer.ChunkGet(get).status()));
+}
+
+fedanon::v1::LeaderMessage SumStepTo(const std::string& next) {
+  fedanon::v1::LeaderMessage m;
+  m.set_job_id("job-0123456789ab");
+  m.set_round(1);
+  m.mutable_sum_step()->set_next(next);
+  return m;
+}
+
+TEST(SecureSumParty, AHopIsSealedOnlyForTheSuccessorAgreedAtPrepare) {
+  Participants p({"a", "b", "c"});
+  auto b = p.ContextOf("b");
+  HorizontalTables tables;
+  FinalCheckParty final_check(*b, tables);
+  SecureSumParty sum(*b, tables, final_check);
+  for (const std::string next : {"a", "", "leader", "mallory"}) {
+    auto reply = sum.Step(SumStepTo(next));
+    EXPECT_TRUE(absl::IsPermissionDenied(reply.status())) << next;
+    EXPECT_THAT(reply.status().message(), HasSubstr("this party's successor in the ring"));
+  }
+  auto c = p.ContextOf("c");
+  SecureSumParty last(*c, tables, final_check);
+  EXPECT_THAT(last.Step(SumStepTo("a")).status().message(), HasSubstr("the leader (empty next)"));
+}
+
+TEST(SecureSumParty, OnlyTheRingsFirstPartyHandsAMaskOverAndOnlyOfTheCurrentCollect) {
+  Participants p({"a", "b", "c"});
+  HorizontalTables tables;
+  auto b = p.ContextOf("b");
+  FinalCheckParty fb(*b, tables);
+  SecureSumParty not_first(*b, tables, fb);
+  fedanon::v1::LeaderMessage unmask;
+  unmask.set_round(1);
+  unmask.mutable_sum_unmask()->set_collect(0);
+  EXPECT_THAT(not_first.Unmask(unmask).status().message(),
+              HasSubstr("only the ring's first party masks the sum"));
+  auto a = p.ContextOf("a");
+  FinalCheckParty fa(*a, tables);
+  SecureSumParty first(*a, tables, fa);
+  auto none = first.Unmask(unmask);
+  EXPECT_TRUE(absl::IsFailedPrecondition(none.status()));
+  EXPECT_THAT(none.status().message(), HasSubstr("no mask of collect 0 is held"));
+}
+
+TEST(FinalCheckParty, ThreePartiesReleaseOnlyAfterTheCheckTwoPartiesSkipIt) {
+  HorizontalTables tables;
+  Participants three({"a", "b", "c"});
+  auto a = three.ContextOf("a");
+  FinalCheckParty gate(*a, tables);
+  const absl::Status refused = gate.ReleaseAllowed("secure union");
+  EXPECT_TRUE(absl::IsPermissionDenied(refused));
+  EXPECT_THAT(refused.message(), HasSubstr("before the final check of the privacy model passed"));
+  Participants two({"a", "b"});
+  auto a2 = two.ContextOf("a");
+  FinalCheckParty skipped(*a2, tables);
+  EXPECT_TRUE(skipped.ReleaseAllowed("secure union").ok());
+}
+
+}  // namespace
+}  // namespace fedanon::party
