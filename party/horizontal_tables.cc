@@ -39,7 +39,8 @@ absl::Status HorizontalTables::ApplyUpdates(
       const auto& in = u.instruction();
       if (in.attribute() >= hier.size() || in.node() < 0 ||
           static_cast<size_t>(in.node()) >= hier[in.attribute()].size() || in.candidate() < 0 ||
-          in.candidate() >= hier[in.attribute()].CandidateCount(in.node())) {
+          in.candidate() >= hier[in.attribute()].CandidateCount(in.node()) ||
+          !hier[in.attribute()].node(in.node()).children.empty()) {
         return absl::InvalidArgumentError("instruction names no candidate of the current cut");
       }
       hier[in.attribute()].Specialize(in.node(), in.candidate());

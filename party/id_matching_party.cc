@@ -389,7 +389,7 @@ absl::Status IdMatchingParty::Common(const fedanon::v1::IdCommon& c, uint64_t ro
     } else {
       ASSIGN_OR_RETURN(*statement->mutable_signature(),
                        crypto::SignWithSealKey(
-                           ctx_.options().seal_key_pem,
+                           ctx_.own_seal->key_pem,
                            IdCommonStatement(ctx_.job_id, ctx_.run_id, common_digest, count)));
     }
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "spdlog/spdlog.h"
 
@@ -14,6 +15,20 @@ size_t JobContext::RingPosition() const {
 
 bool JobContext::InRing(const std::string& name) const {
   return std::find(ring.begin(), ring.end(), name) != ring.end();
+}
+
+absl::Status JobContext::CheckReleasedHeader(
+    const google::protobuf::RepeatedPtrField<std::string>& header, const std::string& what) const {
+  std::vector<std::string> expected;
+  for (const auto& a : spec.attributes()) {
+    if (a.role() != fedanon::v1::ROLE_ID) expected.push_back(a.name());
+  }
+  if (std::vector<std::string>(header.begin(), header.end()) != expected) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        what, ": the header the leader sends is not the released attributes of the signed job (",
+        absl::StrJoin(expected, ","), ")"));
+  }
+  return absl::OkStatus();
 }
 
 void JobContext::Observe(const std::string& sender, const std::string& purpose,

@@ -53,6 +53,10 @@ struct JobContext {
   // (tests); false for the chunks of a payload, which is told once, whole.
   absl::StatusOr<std::string> OpenSealed(const fedanon::v1::SealedPayload& payload, uint64_t round,
                                          const std::string& purpose, bool observe = true) const;
+  // The released table's header the signed job fixes (every attribute but the record id, in spec
+  // order); a header a leader sends for a release must be exactly this one.
+  absl::Status CheckReleasedHeader(const google::protobuf::RepeatedPtrField<std::string>& header,
+                                   const std::string& what) const;
   // Tells options().observe_opened (tests) what this party opened from `sender`.
   void Observe(const std::string& sender, const std::string& purpose,
                const std::string& plaintext) const;

@@ -106,8 +106,10 @@ absl::Status ReplayVertical(JobState& job, const LeaderMessage& request, const P
       break;
     }
     case fedanon::v1::VerticalStep::kPropose:
+      break;  // no state: a proposal changes nothing
     case fedanon::v1::VerticalStep::kAssemble:
-      // No state: a proposal changes nothing, and the released table is written already.
+      // The released table is written already (and not again).
+      if (!stored.has_error()) job.vertical->release().RestoreAssembled();
       break;
     case fedanon::v1::VerticalStep::kLocalPropose:
       RETURN_IF_ERROR(job.vertical->Handle(request).status());

@@ -63,9 +63,10 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Step(const LeaderMessage& request
   }
   fedanon::v1::UnionList list;
   if (step.deliver()) {
-    if (order.empty() || order.back() != ctx_.self()) {
+    if (order.empty() || order.back() != ctx_.self() || ctx_.recipient != ctx_.self()) {
       return absl::PermissionDeniedError("asked to deliver a union meant for another party");
     }
+    RETURN_IF_ERROR(ctx_.CheckReleasedHeader(step.header(), "secure union"));
     RETURN_IF_ERROR(answered_already);
     ASSIGN_OR_RETURN(list, OpenList(request, ctx_.self()));
     ASSIGN_OR_RETURN(PartyMessage reply, Deliver(request, list));

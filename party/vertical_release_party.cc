@@ -91,7 +91,7 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
                      "'); nothing is released"));
   }
   LogUsage(ctx_.job_id, "rounds done");
-  // Issue 26: before anything leaves, this party checks the model on the final joined groups it
+  // Before anything leaves, this party checks the model on the final joined groups it
   // can see (group sizes at every party, confidences where it holds the sensitive values).
   if (absl::Status check = vp.CheckRelease(); !check.ok()) {
     spdlog::error("job={} round={} {}", ctx_.job_id, round, std::string(check.message()));
@@ -161,12 +161,11 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
 absl::Status VerticalReleaseParty::ReportPage(const fedanon::v1::ReleaseReportPage& ask,
                                               uint64_t round,
                                               fedanon::v1::VerticalStepResult* out) {
+  // Only after this party's release passed its own check of the model (a reloaded job replays
+  // its release): a refused release leaves no report pages to read.
   if (!release_steps_) {
-    // Not released in this process (a state reloaded without the release replayed): the steps
-    // are the replica's, derived again.
-    fedanon::v1::Report report;
-    replica_.FillReport("", &report);
-    release_steps_.emplace(report.steps().begin(), report.steps().end());
+    return absl::FailedPreconditionError(
+        "the release report's pages come after this party's release (none passed here)");
   }
   const std::vector<size_t> starts =
       ReleaseReportPageStarts(*release_steps_, ReleaseReportPageBytes(ctx_.message_limit));
@@ -194,6 +193,13 @@ absl::Status VerticalReleaseParty::Assemble(const fedanon::v1::VerticalAssemble&
         absl::StrCat("vertical assemble: this party is not the recipient the admin signed ('",
                      ctx_.recipient, "'); it writes no joined table"));
   }
+  // Written once: a second assembly (another round, header or set of parts) would replace or
+  // contradict the released table.
+  if (assembled_) {
+    return absl::PermissionDeniedError(
+        "vertical assemble: the released table was assembled already (one request, one answer)");
+  }
+  RETURN_IF_ERROR(ctx_.CheckReleasedHeader(assemble.header(), "vertical assemble"));
   const std::string purpose = common::ReleasePurpose(ctx_.self());
   // Each part read in place (no string per cell); the sealed copies are the leader's request.
   std::vector<common::VerticalColumnsView> parts;
@@ -215,6 +221,7 @@ absl::Status VerticalReleaseParty::Assemble(const fedanon::v1::VerticalAssemble&
   }));
   parts.clear();
   ASSIGN_OR_RETURN(const std::string path, write_table_(ctx_.job_id, csv));
+  assembled_ = true;
   const uint64_t records = replica_.records();
   spdlog::info("job={} joined table ({} rows) written to {}", ctx_.job_id, records, path);
   LogUsage(ctx_.job_id, "joined table written");

@@ -31,8 +31,10 @@ class VerticalReleaseParty {
   absl::Status Assemble(const fedanon::v1::VerticalAssemble& assemble, uint64_t round,
                         fedanon::v1::VerticalStepResult* out);
 
-  // After a restart: the release order's seed the ring's first party drew before it.
+  // After a restart: the release order's seed the ring's first party drew before it, and that
+  // the released table was assembled here already.
   void RestoreOrderSeed(std::string seed) { order_seed_ = std::move(seed); }
+  void RestoreAssembled() { assembled_ = true; }
 
  private:
   JobContext& ctx_;
@@ -44,6 +46,7 @@ class VerticalReleaseParty {
   // (ReportPage); derived again on a replayed release (the steps are the replica's state, so the
   // pages are the same bytes).
   std::optional<std::vector<fedanon::v1::SpecializationStep>> release_steps_;
+  bool assembled_ = false;  // the recipient wrote the released table
 };
 
 }  // namespace fedanon::party

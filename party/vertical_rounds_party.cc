@@ -62,7 +62,7 @@ absl::Status VerticalRoundsParty::Propose(uint64_t round,
   }
   ASSIGN_OR_RETURN(
       *proposal->mutable_signature(),
-      crypto::SignWithSealKey(ctx_.options().seal_key_pem,
+      crypto::SignWithSealKey(ctx_.own_seal->key_pem,
                               ProposalStatement(ctx_.job_id, ctx_.run_id, round, *proposal)));
   return absl::OkStatus();
 }
@@ -225,7 +225,7 @@ absl::Status VerticalRoundsParty::Deliver(const fedanon::v1::VerticalDeliver& de
   out->mutable_verdict()->set_accept(accept);
   // Signed, so every party can check the leader's commit (or veto) against it.
   ASSIGN_OR_RETURN(*out->mutable_verdict()->mutable_signature(),
-                   crypto::SignWithSealKey(ctx_.options().seal_key_pem,
+                   crypto::SignWithSealKey(ctx_.own_seal->key_pem,
                                            VerdictStatement(ctx_.job_id, ctx_.run_id, round,
                                                             instruction.candidate(), accept)));
   ASSIGN_OR_RETURN(*out->mutable_verdict()->mutable_for_owner(),

@@ -84,7 +84,7 @@ absl::Status VerticalWavesParty::Propose(const fedanon::v1::LocalPropose& propos
     // Signed, so every party can recompute the winners the leader announces from them.
     ASSIGN_OR_RETURN(
         own.signature,
-        crypto::SignWithSealKey(ctx_.options().seal_key_pem,
+        crypto::SignWithSealKey(ctx_.own_seal->key_pem,
                                 LocalProposalsStatement(ctx_.job_id, ctx_.run_id, round, own.digest,
                                                         own.live_groups, own.state_digest)));
     own_ = std::move(own);
@@ -381,7 +381,7 @@ absl::Status VerticalWavesParty::Judge(const fedanon::v1::LocalJudge& judge, uin
     own.page_bytes = std::max<uint64_t>(1, common::ChunkBytesForLimit(limit) / 2);
     ASSIGN_OR_RETURN(own.signature,
                      crypto::SignWithSealKey(
-                         ctx_.options().seal_key_pem,
+                         ctx_.own_seal->key_pem,
                          LocalVerdictsStatement(ctx_.job_id, ctx_.run_id, round, own.digest)));
     own_verdicts_ = std::move(own);
   }

@@ -1161,6 +1161,39 @@ TEST(MaliciousLeader, FinalCheckPassesAnHonestCutAndGatesTheRelease) {
   EXPECT_EQ(carried.receiver(), "leader");
 }
 
+// An instruction names a node of the current cut: a node specialized before (its children made
+// already) is refused, so a leader cannot replay an instruction to rebuild a part of the cut.
+TEST(MaliciousLeader, AnInstructionForANodeSpecializedBeforeIsRefused) {
+  auto m = MaliciousLeader::Create("respecialize", 0, kSpecK3, TablesK3(0));
+  ASSERT_NE(m, nullptr);
+  ASSERT_OK(m->PrepareAll(m->names()));
+  const auto& n = m->names();
+  LeaderMessage step = m->Step(0, n[1], m->Request());
+  *step.mutable_sum_step()->add_updates() = Disclose(2, {});
+  fedanon::v1::StateUpdate again = Disclose(1, {});
+  again.set_sequence(1);
+  *step.mutable_sum_step()->add_updates() = again;
+  EXPECT_THAT(m->Send(n[0], step), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            "instruction names no candidate of the current cut"));
+}
+
+// With the leader as the signed recipient no party delivers a union: a delivery step sent to the
+// last party of the ring is refused by name (it is not the recipient), before any list is opened.
+TEST(MaliciousLeader, AUnionDeliveryToAPartyThatIsNotTheRecipientIsRefused) {
+  auto m = MaliciousLeader::Create("deliver_not_recipient", 0, kSpecK3, TablesK3(0));
+  ASSERT_NE(m, nullptr);
+  ASSERT_OK(m->PrepareAll(m->names()));
+  const auto& n = m->names();
+  const fedanon::v1::StateUpdate honest = Disclose(2, {6, 7});
+  ASSERT_OK(leader::RunFinalCheck(Ring(*m), {honest}, FinalCheckWords(*m, honest)));
+  LeaderMessage deliver = UnionStepFor(*m, n.size() - 1);
+  deliver.mutable_union_step()->set_deliver(true);
+  deliver.mutable_union_step()->clear_next();
+  EXPECT_THAT(m->Send(n.back(), deliver),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "asked to deliver a union meant for another party"));
+}
+
 TEST(MaliciousLeader, FinalCheckBoxesAreForPartiesOnly) {
   // The leader relays the final check's boxes but can open none of them, whatever sender it tries.
   auto m = MaliciousLeader::Create("boxes", 0, kSpecK3, TablesK3(0));

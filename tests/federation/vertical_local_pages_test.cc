@@ -529,6 +529,27 @@ TEST(VerticalLocalPages, APageOfAnotherWaveIsRefused) {
   ExpectRefused(r, "a proposal page of 'hospital-a' for wave 1, but the current wave is 2");
 }
 
+// The release report's pages come after the party's own release passed its check of the model:
+// a page asked instead of the release (or after a refused one) is refused, so the leader reads
+// no applied step a party did not release.
+TEST(VerticalLocalPages, AReportPageBeforeThePartysReleaseIsRefused) {
+  bool fired = false;
+  const PagedRun r = RunPaged(
+      TwoSmall(), "vpages_early_report", 3, kCheatLimit,
+      [&](InProcessFederation&, const std::string& party, fedanon::v1::LeaderMessage* m) {
+        if (fired || party != "hospital-b" || !m->has_vertical() || !m->vertical().has_release()) {
+          return;
+        }
+        m->mutable_vertical()->mutable_release_report_page()->set_page(1);
+        fired = true;
+      });
+  EXPECT_TRUE(fired);
+  EXPECT_EQ(r.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(r.info.failure_reason(),
+              HasSubstr("the release report's pages come after this party's release"));
+  EXPECT_FALSE(r.has_result) << "the leader holds a result";
+}
+
 TEST(VerticalLocalPages, APageMissingBeforeAStepIsRefused) {
   // The last page of hospital-a's list reaches hospital-b as page 0 again (identical: accepted as
   // a repeat), so the list is never complete; the owner's step of the wave is refused.

@@ -344,6 +344,37 @@ TEST(VerticalFederation, WorkedExampleBEqualsCentralized) {
   ExpectSameAsCentralized(ExampleB(), "vert_b");
 }
 
+// A party whose sealing key pair was rotated (PartyLiveSettings, as on SIGHUP) takes part in the
+// next vertical job with the new pair: its signed statements (proposals, the ID statement) carry
+// the signature of the key the job was prepared with, which the other parties verify against the
+// certificate the Prepare names; the job ends done.
+TEST(VerticalFederation, AJobAfterASealingKeyRotationSignsWithTheJobsOwnKey) {
+  const VScenario s = ExampleB();
+  std::set<std::string> common;
+  ASSERT_OK_AND_ASSIGN(auto fed,
+                       InProcessFederation::Create("vert_rotated", PartyFiles(s, &common)));
+  ASSERT_OK_AND_ASSIGN(const crypto::IssuedCertificate renewed,
+                       fed->ca->IssueSeal({crypto::Role::kParty, fed->names[0]}, absl::Hours(24)));
+  ASSERT_OK_AND_ASSIGN(const bool changed,
+                       fed->agents[0]->UpdateSettings({.ca_pem = fed->ca->cert_pem(),
+                                                       .admins = std::nullopt,
+                                                       .seal_cert_pem = renewed.cert_pem,
+                                                       .seal_key_pem = renewed.key_pem}));
+  ASSERT_TRUE(changed);
+  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  for (const auto& p : fed->names) req.add_parties(p);
+  for (const auto& a : spec.attributes()) {
+    if (!a.taxonomy().empty())
+      (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
+  }
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, fed->Submit(req));
+  const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
+  EXPECT_EQ(fed->agents[0]->seal_cert_pem(), renewed.cert_pem);
+}
+
 TEST(VerticalFederation, WorkedExampleBKnownAnswers) {
   std::set<std::string> common;
   const VOutcome fed = RunVertical(ExampleB(), "vert_b_known", &common);

@@ -91,6 +91,32 @@ TEST(JobContext, APayloadNamingTheLeaderAsSenderIsRefused) {
   EXPECT_THAT(opened.status().message(), HasSubstr("not a data party"));
 }
 
+TEST(JobContext, AReleaseHeaderIsExactlyTheSignedJobsReleasedAttributes) {
+  Participants p({"a", "b"});
+  auto a = p.ContextOf("a");
+  for (const auto& [name, role] :
+       std::vector<std::pair<std::string, fedanon::v1::Role>>{{"id", fedanon::v1::ROLE_ID},
+                                                              {"age", fedanon::v1::ROLE_QID},
+                                                              {"cls", fedanon::v1::ROLE_CLASS}}) {
+    auto* attribute = a->spec.add_attributes();
+    attribute->set_name(name);
+    attribute->set_role(role);
+  }
+  auto header = [](std::vector<std::string> names) {
+    google::protobuf::RepeatedPtrField<std::string> out;
+    for (auto& n : names) *out.Add() = std::move(n);
+    return out;
+  };
+  EXPECT_TRUE(a->CheckReleasedHeader(header({"age", "cls"}), "secure union").ok());
+  for (const auto& wrong : std::vector<std::vector<std::string>>{
+           {"cls", "age"}, {"age"}, {"id", "age", "cls"}, {"age", "cls", "age"}, {}}) {
+    const absl::Status st = a->CheckReleasedHeader(header(wrong), "vertical assemble");
+    EXPECT_TRUE(absl::IsPermissionDenied(st)) << wrong.size();
+    EXPECT_THAT(st.message(), HasSubstr("vertical assemble: the header the leader sends is not "
+                                        "the released attributes of the signed job (age,cls)"));
+  }
+}
+
 fedanon::v1::LeaderMessage ChunkPutOf(const std::string& sender, const std::string& receiver) {
   fedanon::v1::LeaderMessage m;
   m.set_job_id("job-0123456789ab");
