@@ -14,7 +14,16 @@ absl::Status HorizontalTables::ApplyUpdates(
     const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates) {
   const common::NumericSplitConfig numeric = common::NumericSplitFromSpec(spec);
   for (const auto& u : updates) {
-    if (u.sequence() < applied_updates) continue;
+    if (u.sequence() < applied_updates) {
+      // Applied already: the leader repeats it (a retried or later step); it must be the same.
+      if (common::ChainStateUpdate("", u) != applied[u.sequence()]) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("state update ", u.sequence(),
+                         " differs from the one applied under that number (one update, one "
+                         "content)"));
+      }
+      continue;
+    }
     if (u.sequence() != applied_updates) {
       return absl::FailedPreconditionError(
           absl::StrCat("state update ", u.sequence(), " arrived before ", applied_updates));
@@ -82,7 +91,11 @@ absl::Status HorizontalTables::ApplyUpdates(
       }
       split_decided.insert({sp.attribute(), sp.node()});
       hier[sp.attribute()].SetSplit(sp.node(), sp.split());
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("state update ", u.sequence(), " names no instruction or split"));
     }
+    applied.push_back(common::ChainStateUpdate("", u));
     update_chain = common::ChainStateUpdate(update_chain, u);
     ++applied_updates;
   }

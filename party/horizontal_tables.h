@@ -24,9 +24,10 @@
 namespace fedanon::party {
 
 struct HorizontalTables {
-  // Applies the leader's state updates in sequence (those applied already are skipped): each
-  // instruction names a candidate of the current cut, each split an interval not split before,
-  // on a public-cell boundary when the signed spec bins numbers; none once the cut is fixed.
+  // Applies the leader's state updates in sequence (those applied already are skipped, and must
+  // be the same): each is an instruction naming a candidate of a node of the current cut, a split
+  // of an interval not split before (on a public-cell boundary when the signed spec bins
+  // numbers), or a local-recoding update of a local job; none once the cut is fixed.
   absl::Status ApplyUpdates(
       const fedanon::v1::JobSpec& spec,
       const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates);
@@ -43,6 +44,8 @@ struct HorizontalTables {
   std::unique_ptr<LocalParty> local;
   uint64_t applied_updates = 0;
   std::string update_chain;  // common::ChainStateUpdate over every applied update
+  // Each applied update's digest, by sequence: a repeated update must be the same.
+  std::vector<std::string> applied;
   // Continuous intervals (attribute, node) whose split the leader decided (once each).
   std::set<std::pair<uint32_t, int32_t>> split_decided;
   // Set when the final check started: the cut it checks is the one released, no update after.

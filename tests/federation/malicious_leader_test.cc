@@ -1177,6 +1177,39 @@ TEST(MaliciousLeader, AnInstructionForANodeSpecializedBeforeIsRefused) {
                                             "instruction names no candidate of the current cut"));
 }
 
+// Every state update is an instruction or a split (or a local job's update), and an update the
+// leader repeats under a number applied already must be the one applied: a leader cannot slip
+// another content under an old number, or chain an empty update.
+TEST(MaliciousLeader, AnEmptyOrRewrittenStateUpdateIsRefused) {
+  auto m = MaliciousLeader::Create("rewritten_update", 0, kSpecK3, TablesK3(0));
+  ASSERT_NE(m, nullptr);
+  ASSERT_OK(m->PrepareAll(m->names()));
+  const auto& n = m->names();
+  LeaderMessage empty = m->Step(0, n[1], m->Request());
+  empty.mutable_sum_step()->add_updates()->set_sequence(0);
+  EXPECT_THAT(m->Send(n[0], empty), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             "state update 0 names no instruction or split"));
+  // The update applies (the request, sized for the cut before it, is then refused for its
+  // length: the updates apply first).
+  auto not_about_updates = [](const absl::StatusOr<PartyMessage>& reply) {
+    return reply.ok() ? std::string() : std::string(reply.status().message());
+  };
+  LeaderMessage first = m->Step(0, n[1], m->Request());
+  *first.mutable_sum_step()->add_updates() = Disclose(2, {});
+  EXPECT_THAT(not_about_updates(m->Send(n[0], first)),
+              ::testing::Not(::testing::HasSubstr("state update")));
+  // The same update again (a later collect) is taken; another content under number 0 is not.
+  LeaderMessage same = m->Step(1, n[1], m->Request());
+  *same.mutable_sum_step()->add_updates() = Disclose(2, {});
+  EXPECT_THAT(not_about_updates(m->Send(n[0], same)),
+              ::testing::Not(::testing::HasSubstr("state update")));
+  LeaderMessage rewritten = m->Step(2, n[1], m->Request());
+  *rewritten.mutable_sum_step()->add_updates() = Disclose(1, {});
+  EXPECT_THAT(m->Send(n[0], rewritten),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "state update 0 differs from the one applied under that number"));
+}
+
 // With the leader as the signed recipient no party delivers a union: a delivery step sent to the
 // last party of the ring is refused by name (it is not the recipient), before any list is opened.
 TEST(MaliciousLeader, AUnionDeliveryToAPartyThatIsNotTheRecipientIsRefused) {
