@@ -26,10 +26,7 @@
 
 namespace fedanon::party {
 
-using common::DecodeWords;
 using common::EncodeWords;
-using fedanon::v1::LeaderMessage;
-using fedanon::v1::PartyMessage;
 
 namespace {
 

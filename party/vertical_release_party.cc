@@ -27,11 +27,6 @@
 
 namespace fedanon::party {
 
-using common::DecodeWords;
-using common::EncodeWords;
-using fedanon::v1::LeaderMessage;
-using fedanon::v1::PartyMessage;
-
 namespace {
 
 // Pages of the release report's steps: half a chunk of the job's message limit, as the local

@@ -26,11 +26,6 @@
 
 namespace fedanon::party {
 
-using common::DecodeWords;
-using common::EncodeWords;
-using fedanon::v1::LeaderMessage;
-using fedanon::v1::PartyMessage;
-
 namespace {
 
 bool SameCandidate(const fedanon::v1::VerticalCandidate& a,

@@ -27,11 +27,6 @@
 
 namespace fedanon::party {
 
-using common::DecodeWords;
-using common::EncodeWords;
-using fedanon::v1::LeaderMessage;
-using fedanon::v1::PartyMessage;
-
 namespace {
 
 absl::StatusOr<VerticalLocalReplica*> LocalReplicaOf(VerticalParty& vp) {
