@@ -12,7 +12,7 @@ PACKAGES=(
   libabsl-dev libssl-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libyaml-cpp-dev libsqlite3-dev nlohmann-json3-dev prometheus-cpp-dev libpq-dev
-  openssl iproute2 ccache
+  openssl iproute2 ccache mold
 )
 # Used only by tests: deploy/check-compose.sh validates docker-compose.yml with `docker-compose
 # config`. Debian's docker-compose 1.29 is pure Python (python3 and ~16 small python3-* packages,
