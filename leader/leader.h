@@ -1,7 +1,8 @@
-// The leader role: accepts jobs from admins, validates them with the parties, drives the
-// federated protocol round by round through a PartyChannel, records everything in the job store
-// and keeps the integrated table when it is the recipient. No gRPC types: server/ adapts the
-// Admin service and the party streams onto this class.
+// The leader's job service: accepts jobs from admins, queues them, runs each on a worker thread
+// (its checks: job_request_check.h; its Prepare: party_preparation.h; then the protocol's driver:
+// horizontal_driver.h or vertical_driver.h, lent a JobHost, job_run.h), records everything in the
+// job store and keeps the integrated table when it is the recipient. No gRPC types: server/
+// adapts the Admin service and the party streams onto this class.
 //
 // Job lifecycle: submitted -> validating (spec checks, party-count rule of mohammed2010 §5.5,
 // every party connected, PrepareJob digests equal) -> running (rounds) -> done | failed |
@@ -37,46 +38,13 @@
 #include "common/table/dataset.h"
 #include "common/wire/party_channel.h"
 #include "fedanon/v1/federation.pb.h"
+#include "leader/job_run.h"
 #include "leader/job_store.h"
 #include "leader/leader_observer.h"
+#include "leader/leader_options.h"
 #include "leader/payload_relay.h"
 
 namespace fedanon::leader {
-
-class SecureSumCountSource;
-
-struct LeaderOptions {
-  std::string name = "leader";
-  std::string data_dir;  // job store and results
-  absl::Duration round_timeout = absl::Seconds(60);
-  std::string ca_pem;         // the federation CA (verifies seal certs)
-  std::string seal_cert_pem;  // the leader's sealing certificate
-  std::string seal_key_pem;   // and key (opens the union when recipient)
-  // Jobs that run at once (1..kMaxConcurrentJobsLimit) and jobs that may wait for a free worker
-  // (0..kMaxQueuedJobsLimit); Create refuses values outside those ranges.
-  int max_concurrent_jobs = 4;
-  int max_queued_jobs = 64;
-  // Durable jobs (docs/operations.md): how long a running horizontal job waits for a party to
-  // (re)connect — after the leader restarted, or when a party's connection drops mid-job — before
-  // it fails naming the party (leader.yaml `resume_timeout_seconds`).
-  absl::Duration resume_timeout = absl::Seconds(120);
-  // Told about rounds, phases and job outcomes (not owned; null: nobody). Must outlive the leader.
-  LeaderObserver* observer = nullptr;
-  // The message limit of the transport (server/transport.h), announced to the parties in
-  // PrepareJob: per-record payloads travel in chunks under it (protocol 1.2,
-  // common/wire/payload_chunks.h). Tests lower it to make payloads span several chunks.
-  uint64_t max_message_bytes = uint64_t{64} << 20;
-  // Vertical ID matching in batches of at most this many ids (docs/crypto.md "ID matching"),
-  // fewer if a batch would not fit half the message limit; 0: kDefaultIdBatchIds. Tests set it
-  // tiny to run many batches.
-  static constexpr uint32_t kDefaultIdBatchIds = 65536;
-  uint32_t id_batch_ids = kDefaultIdBatchIds;
-  // Sealing certificates of the parties, by name (from their bundles or announced on connect).
-  // Parties present their own in PrepareResult too; see party/party_agent.h.
-};
-
-inline constexpr int kMaxConcurrentJobsLimit = 64;
-inline constexpr int kMaxQueuedJobsLimit = 100'000;
 
 // What the job queue holds right now (for metrics and logs).
 struct QueueStats {
@@ -123,7 +91,6 @@ class Leader {
   JobStore* store() const { return store_.get(); }
 
  private:
-  struct JobRun;
   Leader(LeaderOptions options, common::PartyChannel* channel, std::unique_ptr<JobStore> store);
   // Cancellation of one running job (set by Cancel or the destructor, read between messages).
   struct RunningJob {
@@ -146,29 +113,6 @@ class Leader {
   absl::Status CheckCancelled(const std::string& job_id) const ABSL_LOCKS_EXCLUDED(mu_);
   // Sets queue_position from the queue (0 when the job is not waiting).
   void AddQueuePosition(fedanon::v1::JobInfo* info) const ABSL_LOCKS_EXCLUDED(mu_);
-  // The PrepareJob every party of the ring receives: the spec and the participants with their
-  // sealing certificates (Unavailable when a party of the ring is not connected).
-  absl::StatusOr<fedanon::v1::PrepareJob> MakePrepare(const JobRun& job) const;
-  // Sends PrepareJob to every party and checks that each loaded the submitted job.
-  absl::Status PrepareParties(const JobRun& job, const std::string& expected_digest)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // A horizontal job's rounds (secure sums) and integration.
-  absl::Status RunHorizontal(const JobRun& job, const common::Dataset& schema)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // The secure set union of the parties' sealed rows, opened by (or delivered to) the recipient.
-  absl::Status RunSecureUnion(const JobRun& job, uint32_t round, common::PartyChannel* channel)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status StoreUnionAtLeader(const JobRun& job, uint32_t round,
-                                  const std::vector<std::string>& header,
-                                  const CarriedPayload& carried);
-  absl::Status RunVertical(const JobRun& job) ABSL_LOCKS_EXCLUDED(mu_);
-  // Tells every party of the ring that the job ended (best effort, failures logged); `success`
-  // false with the failure or cancellation `reason` for a job that did not end done, so that
-  // each party closes its run (audit `job-end`, run ledger: a run that released nothing is
-  // freed).
-  // Returns the parties that did not acknowledge (e.g. not connected).
-  std::vector<std::string> EndJobAtParties(const JobRun& job, bool success = true,
-                                           const std::string& reason = "done");
   // A job that ended failed or cancelled while some of its parties were away (e.g. cancelled
   // while it waited for them to come back): tells each of `parties` once it connects again, at
   // most resume_timeout later, so that it deletes the job's durable state. On its own thread.
@@ -178,24 +122,13 @@ class Leader {
   // (EndJob success=false with the job's failure reason), waiting for each party to connect at
   // most resume_timeout. Runs on its own thread.
   void EndRecoveredJobs(std::vector<std::string> job_ids) ABSL_LOCKS_EXCLUDED(mu_);
-  // Stores the released table unless the job has one already (a resumed job releases once).
-  absl::Status StoreResultOnce(const std::string& job_id, const std::string& csv);
-  // The same for a table written in pieces by `produce` (never held whole in memory).
-  absl::Status StoreResultOnce(
-      const std::string& job_id,
-      const std::function<absl::Status(const JobStore::ResultWriter&)>& produce);
-  // The report and final progress of a horizontal job; then EndJobAtParties.
-  // `fill_result` fills the engine's part (global or local recoding).
-  absl::Status FinishJob(const JobRun& job, uint64_t total_records,
-                         const std::function<void(fedanon::v1::Report*)>& fill_result,
-                         const SecureSumCountSource& source, uint32_t round, double rounds_start,
-                         double union_start, const std::string& final_check);
   void Notify() const;
 
   LeaderOptions options_;
   LeaderObserver* observer_;  // options_.observer or NoLeaderObserver()
   common::PartyChannel* channel_;
   std::unique_ptr<JobStore> store_;
+  JobHost host_;  // what the drivers of the jobs are lent (job_run.h)
 
   mutable absl::Mutex mu_;
   // Signalled whenever a job's state may have changed (queue, store, cancellation, shutdown);

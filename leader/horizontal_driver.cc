@@ -1,0 +1,354 @@
+#include "leader/horizontal_driver.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "common/base/version.h"
+#include "common/engine/final_check.h"
+#include "common/engine/numeric_split.h"
+#include "common/table/csv.h"
+#include "common/wire/payload_chunks.h"
+#include "common/wire/released_union.h"
+#include "crypto/certificates.h"
+#include "crypto/shuffle.h"
+#include "leader/final_check_ring.h"
+#include "leader/released_table_writer.h"
+#include "spdlog/spdlog.h"
+
+namespace fedanon::leader {
+
+// At most this many released words (final groups x value combinations) in one secure sum of the
+// released counts of a global job; beyond it the secure union releases the rows.
+constexpr uint64_t kMaxReleasedWords = 50'000'000;
+
+absl::Status HorizontalDriver::Run(const JobHost& host, const JobRun& job,
+                                   const common::Dataset& schema) {
+  ASSIGN_OR_RETURN(common::PrivacyModel model,
+                   common::BuildPrivacyModel(job.request.spec(), schema));
+  HorizontalDriver driver(host, job, schema, std::move(model));
+  RETURN_IF_ERROR(driver.SetUpSums());
+  const bool local = job.request.spec().recoding() == fedanon::v1::RECODING_LOCAL;
+  ASSIGN_OR_RETURN(const Rounds rounds, local ? driver.RunLocalRounds() : driver.RunGlobalRounds());
+  ASSIGN_OR_RETURN(const std::string final_check, driver.RunFinalCheck(rounds));
+  RETURN_IF_ERROR(driver.Release(rounds));
+  return driver.Finish(rounds, rounds.end, final_check);
+}
+
+HorizontalDriver::HorizontalDriver(const JobHost& host, const JobRun& job,
+                                   const common::Dataset& schema, common::PrivacyModel model)
+    : host_(host),
+      job_(job),
+      schema_(schema),
+      spec_(job.request.spec()),
+      model_(std::move(model)),
+      channel_(host.channel, host.options->resume_timeout, host.CancelCheck(job.job_id)),
+      // Secure-sum and final-check vectors go in chunks that fit the message limit (the limit
+      // minus the chunk headroom, in 8-byte words), at most 2^20 words (8 MiB) a chunk.
+      sum_chunk_words_(static_cast<size_t>(std::clamp<uint64_t>(
+          common::ChunkBytesForLimit(host.options->max_message_bytes) / sizeof(uint64_t), 1,
+          uint64_t{1} << 20))) {
+  for (const auto& q : schema_.qids) hier_.emplace_back(&q);
+}
+
+absl::Status HorizontalDriver::SetUpSums() {
+  sums_ = std::make_unique<SecureSumCountSource>(
+      &channel_, job_.job_id, job_.ring, job_.timeout, &hier_, std::max(1, schema_.num_classes()),
+      schema_.tracked.size(), [this] { return round_; }, host_.CancelCheck(job_.job_id),
+      sum_chunk_words_);
+  // Every collect recorded before it is sent and once complete; after a restart, replayed.
+  SecureSumCountSource::Journal journal;
+  journal.record_request = [store = host_.store, id = job_.job_id](uint64_t collect,
+                                                                   const std::string& digest) {
+    // No masks: the ring's first party draws them (and keeps them durably).
+    return store->RecordCollectRequest(id, collect, digest, "");
+  };
+  journal.record_sum = [store = host_.store, id = job_.job_id](uint64_t collect,
+                                                               const std::string& sum) {
+    return store->RecordCollectSum(id, collect, sum);
+  };
+  if (job_.resume) {
+    ASSIGN_OR_RETURN(journal.recorded, host_.store->Collects(job_.job_id));
+    spdlog::info("job={} replaying {} recorded secure sum(s) without the network", job_.job_id,
+                 journal.recorded.size());
+  }
+  sums_->set_journal(std::move(journal));
+  sums_->set_share_group_sizes(job_.ring.size() >= 3);
+  sums_->set_view_log(job_.view_log.get());
+  sums_->set_observer(host_.observer);
+  ASSIGN_OR_RETURN(leader_keys_, crypto::SealKeyPairFromPem(host_.options->seal_key_pem));
+  ASSIGN_OR_RETURN(first_party_key_, host_.PartySealKey(job_.ring.front()));
+  ASSIGN_OR_RETURN(last_party_key_, host_.PartySealKey(job_.ring.back()));
+  sums_->set_sealing(host_.options->name, job_.run_id, leader_keys_.get(), first_party_key_.get(),
+                     last_party_key_.get());
+  return absl::OkStatus();
+}
+
+common::EngineOptions HorizontalDriver::EngineOptions() {
+  common::EngineOptions options;
+  options.score = spec_.score();
+  options.beneficial = spec_.beneficial();
+  options.suppression_token = spec_.suppression_token();
+  options.numeric = common::NumericSplitFromSpec(spec_);
+  options.on_step = [this](const fedanon::v1::SpecializationStep& step, size_t groups) {
+    round_ = step.round();
+    host_.RoundDone(job_, step.round(), absl::StrCat(step.attribute(), " ", step.value()));
+    spdlog::info("job={} round={} specialized {} {} ({} groups)", job_.job_id, step.round(),
+                 step.attribute(), step.value(), groups);
+  };
+  return options;
+}
+
+absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunGlobalRounds() {
+  ASSIGN_OR_RETURN(global_, common::TopDownSpecializer::Create(&schema_, &model_, &hier_,
+                                                               sums_.get(), EngineOptions()));
+  Rounds rounds;
+  rounds.start = job_.elapsed();
+  ASSIGN_OR_RETURN(const std::string stop_reason, global_->Run());
+  round_ = static_cast<uint32_t>(global_->steps().size() + 1);
+  rounds.end = job_.elapsed();
+  rounds.total_records = global_->total_records();
+  const common::TopDownSpecializer& engine = *global_;
+  std::vector<std::vector<common::NodeIndex>> keys = engine.GroupKeys();
+  rounds.groups = keys.size();
+  rounds.labels_of = [this, keys](size_t g) {
+    std::vector<std::string> labels(hier_.size());
+    for (size_t a = 0; a < hier_.size(); ++a) {
+      labels[a] = hier_[a].Label(keys[g][a], spec_.suppression_token());
+    }
+    return labels;
+  };
+  rounds.fill_report = [&engine, stop_reason](fedanon::v1::Report* r) {
+    engine.FillReport(stop_reason, r);
+  };
+  rounds.final_check_layout = [this]() -> absl::StatusOr<std::pair<uint64_t, std::string>> {
+    ASSIGN_OR_RETURN(
+        const common::FinalCheckLayout layout,
+        common::BuildFinalCheckLayout(model_, schema_, hier_, spec_.suppression_token()));
+    return std::pair{layout.words,
+                     absl::StrCat(layout.constraints.size(),
+                                  " constraint(s) on the global counts of the final cut")};
+  };
+  rounds.final_check_skipped =
+      "skipped: with two data parties the summed counts would reveal the other party's, so the "
+      "parties did not re-check the privacy model; the final group sizes rest on the leader's "
+      "word (docs/threat-model.md)";
+  // When every released non-QID attribute has a declared domain, the released table is a
+  // multiset over public values: one more secure sum gives the leader (recipient) the count of
+  // every (group, values) combination and nothing else.
+  const uint64_t combinations = schema_.ValueCombinations();
+  rounds.counts_apply = [this, combinations, groups = rounds.groups] {
+    return schema_.all_values_declared && combinations <= kMaxReleasedWords &&
+           // checked: the product below cannot overflow
+           groups * combinations <= kMaxReleasedWords;
+  };
+  rounds.collect_counts = [this, keys = std::move(keys), combinations] {
+    common::StatsRequest released;
+    released.released_groups = keys;
+    released.released_combinations = combinations;
+    return sums_->Collect(released);
+  };
+  return rounds;
+}
+
+absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunLocalRounds() {
+  // Local recoding (leader/local_job.h): per-group secure sums.
+  Rounds rounds;
+  rounds.start = job_.elapsed();
+  ASSIGN_OR_RETURN(local_,
+                   leader::RunLocalRounds(spec_, schema_, model_, sums_.get(), job_.view_log.get(),
+                                          &round_, EngineOptions().on_step));
+  rounds.end = job_.elapsed();
+  const common::LocalRecoder& engine = *local_->engine;
+  rounds.total_records = engine.total_records();
+  rounds.groups = engine.final_groups().size();
+  rounds.labels_of = [&engine](size_t g) {
+    const std::vector<common::LocalValue>& key = engine.Key(engine.final_groups()[g]);
+    std::vector<std::string> labels(key.size());
+    for (size_t a = 0; a < key.size(); ++a) {
+      labels[a] = engine.Label(static_cast<int>(a), key[a]);
+    }
+    return labels;
+  };
+  rounds.fill_report = [&engine, stop_reason = local_->stop_reason](fedanon::v1::Report* r) {
+    engine.FillReport(stop_reason, r);
+  };
+  rounds.final_check_layout = [this,
+                               &engine]() -> absl::StatusOr<std::pair<uint64_t, std::string>> {
+    // Every party re-checks each final group's size and confidences on the summed counts.
+    ASSIGN_OR_RETURN(const common::FinalCheckLayout layout,
+                     common::LocalFinalCheckLayout(model_, schema_, engine.final_groups().size()));
+    return std::pair{layout.words, absl::StrCat(engine.final_groups().size(),
+                                                " local group(s) on their global counts")};
+  };
+  rounds.final_check_skipped =
+      "skipped: with two data parties the summed counts would reveal the other party's, so the "
+      "parties did not re-check the final groups; their sizes rest on the leader's word "
+      "(docs/threat-model.md)";
+  // One secure sum of the released counts per (final group, value combination) when every
+  // released non-QID value is declared and the request fits (leader/local_job.h).
+  rounds.counts_apply = [this, &engine] { return LocalReleasedCountsApply(engine, schema_); };
+  rounds.collect_counts = [this, &engine] {
+    return CollectLocalReleasedCounts(engine, schema_, sums_.get(), job_.view_log.get(), round_);
+  };
+  return rounds;
+}
+
+absl::StatusOr<std::string> HorizontalDriver::RunFinalCheck(const Rounds& rounds) {
+  // The final check (docs/threat-model.md): before any row or released count leaves a party,
+  // every data party re-checks the signed privacy model on the global counts of the final
+  // groups, summed around the ring without the leader. With two data parties the sum would
+  // reveal the other party's counts: it is not run, and the group sizes rest on the leader's
+  // word.
+  if (job_.ring.size() < 3) {
+    spdlog::warn("job={} round={} final check {}", job_.job_id, round_, rounds.final_check_skipped);
+    return rounds.final_check_skipped;
+  }
+  ASSIGN_OR_RETURN(const auto layout, rounds.final_check_layout());
+  FinalCheckRing ring;
+  ring.channel = &channel_;
+  ring.job_id = job_.job_id;
+  ring.ring = job_.ring;
+  ring.round = round_;
+  ring.timeout = job_.timeout;
+  ring.check = host_.CancelCheck(job_.job_id);
+  ring.chunk_words = sum_chunk_words_;
+  RETURN_IF_ERROR(leader::RunFinalCheck(ring, sums_->TakePendingUpdates(), layout.first));
+  const std::string passed =
+      absl::StrCat("passed at every data party: ", job_.ring.size(), " parties re-checked ",
+                   layout.second, " (", layout.first, " words)");
+  spdlog::info("job={} round={} final check {}", job_.job_id, round_, passed);
+  return passed;
+}
+
+absl::Status HorizontalDriver::Release(const Rounds& rounds) {
+  // The released counts when the leader is the recipient and they fit; otherwise the secure set
+  // union of the local anonymous tables (rows sealed for the recipient) travels the ring.
+  if (job_.recipient != host_.options->name || !rounds.counts_apply()) return RunSecureUnion();
+  ASSIGN_OR_RETURN(const std::vector<uint64_t> counts, rounds.collect_counts());
+  return host_.StoreResultOnce(job_.job_id, [&](const JobStore::ResultWriter& write) {
+    return WriteReleasedTableFromCounts(spec_, schema_, rounds.groups, rounds.labels_of, counts,
+                                        rounds.total_records, write);
+  });
+}
+
+absl::Status HorizontalDriver::RunSecureUnion() {
+  // A recipient party goes last, so that it only ever sees the complete, shuffled set.
+  std::vector<std::string> union_ring;
+  for (const auto& p : job_.ring) {
+    if (p != job_.recipient) union_ring.push_back(p);
+  }
+  const bool leader_receives = job_.recipient == host_.options->name;
+  if (!leader_receives) union_ring.push_back(job_.recipient);
+  std::vector<std::string> header;
+  for (const auto& a : spec_.attributes()) {
+    if (a.role() != fedanon::v1::ROLE_ID) header.push_back(a.name());
+  }
+  // The set travels whole or in chunks under the message limit: fetched from each hop and
+  // handed to the next before its step (leader/payload_relay.h).
+  const PayloadRelay relay(&channel_, job_.job_id, host_.CancelCheck(job_.job_id));
+  CarriedPayload carried;
+  for (size_t i = 0; i < union_ring.size(); ++i) {
+    RETURN_IF_ERROR(host_.check_cancelled(job_.job_id));
+    fedanon::v1::LeaderMessage msg;
+    msg.set_job_id(job_.job_id);
+    msg.set_round(round_);
+    auto* step = msg.mutable_union_step();
+    RETURN_IF_ERROR(
+        relay.Hand(carried, round_, job_.timeout, step->mutable_list(), step->mutable_list_ref()));
+    carried = CarriedPayload();
+    step->set_recipient(job_.recipient);
+    step->set_next(i + 1 < union_ring.size() ? union_ring[i + 1] : job_.recipient);
+    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply,
+                     channel_.Call(union_ring[i], msg, job_.timeout));
+    if (!reply.has_union_step() ||
+        (!reply.union_step().has_list() && reply.union_step().list_ref().stream().empty())) {
+      return absl::InternalError(absl::StrCat("party '", union_ring[i], "' sent no union reply"));
+    }
+    ASSIGN_OR_RETURN(carried,
+                     relay.Fetch(union_ring[i], round_, job_.timeout, reply.union_step().list(),
+                                 reply.union_step().list_ref()));
+  }
+  if (leader_receives) return StoreUnionAtLeader(header, carried);
+  fedanon::v1::LeaderMessage msg;
+  msg.set_job_id(job_.job_id);
+  msg.set_round(round_);
+  auto* step = msg.mutable_union_step();
+  RETURN_IF_ERROR(
+      relay.Hand(carried, round_, job_.timeout, step->mutable_list(), step->mutable_list_ref()));
+  step->set_recipient(job_.recipient);
+  step->set_deliver(true);
+  for (const auto& h : header) step->add_header(h);
+  return channel_.Call(job_.recipient, msg, job_.timeout).status();
+}
+
+absl::Status HorizontalDriver::StoreUnionAtLeader(const std::vector<std::string>& header,
+                                                  const CarriedPayload& carried) {
+  const std::string& leader = host_.options->name;
+  // The last party of the union (the ring without the recipient, which is the leader here).
+  const std::string& last = job_.ring.back();
+  fedanon::v1::UnionList list;
+  if (!carried.chunked()) {
+    ASSIGN_OR_RETURN(list, common::OpenUnionList(*leader_keys_, job_.job_id, job_.run_id, round_,
+                                                 leader, last, *last_party_key_, carried.whole));
+  } else {
+    if (carried.sender() != last) {
+      return absl::PermissionDeniedError(absl::StrCat("the union list must come from '", last,
+                                                      "', not from '", carried.sender(), "'"));
+    }
+    ASSIGN_OR_RETURN(std::string bytes,
+                     OpenCarriedAtLeader(carried, *leader_keys_, *last_party_key_, job_.job_id,
+                                         job_.run_id, round_, leader, "union-list"));
+    if (!list.ParseFromString(bytes)) {
+      return absl::InvalidArgumentError("the union list does not parse");
+    }
+  }
+  ASSIGN_OR_RETURN(
+      std::vector<std::string> rows,
+      common::OpenUnionRows(*leader_keys_, job_.job_id, job_.run_id, round_, leader, list.rows()));
+  // The released table itself is the job's result; the view log records its size.
+  RETURN_IF_ERROR(job_.view_log->Append(round_, kViewReleasedRows, "", false, {rows.size()}));
+  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
+  const std::vector<std::string_view> header_views(header.begin(), header.end());
+  return host_.StoreResultOnce(job_.job_id, [&](const JobStore::ResultWriter& write) {
+    return WriteTableBuffered(
+        common::CsvLine(header_views), perm.size(),
+        [&](size_t i) -> std::string_view { return rows[perm[i]]; }, write);
+  });
+}
+
+absl::Status HorizontalDriver::Finish(const Rounds& rounds, double union_start,
+                                      const std::string& final_check) {
+  fedanon::v1::Report report;
+  report.set_job_name(spec_.name());
+  report.set_version(common::VersionLine("fedanon-leader"));
+  report.set_records_in(rounds.total_records);
+  report.set_records_out(rounds.total_records);
+  rounds.fill_report(&report);
+  (*report.mutable_timings_seconds())["validate"] = rounds.start;
+  (*report.mutable_timings_seconds())["rounds"] = union_start - rounds.start;
+  (*report.mutable_timings_seconds())["union"] = job_.elapsed() - union_start;
+  (*report.mutable_timings_seconds())["total"] = job_.elapsed();
+  report.set_secure_sums(sums_->stats().collects);
+  report.set_bytes_to_parties(sums_->stats().bytes_sent);
+  report.set_bytes_from_parties(sums_->stats().bytes_received);
+  report.set_final_check(final_check);
+  if (absl::StartsWith(final_check, "skipped")) {
+    report.add_warnings(absl::StrCat("final check ", final_check));
+  }
+  if (job_.resumes > 0) {
+    report.add_warnings(absl::StrCat(
+        "resumed ", job_.resumes, " time(s) after a leader restart (", sums_->replayed(),
+        " secure sum(s) replayed from the job store this time; timings count from the last "
+        "resume; the job's audit trail names each resume and its round)"));
+  }
+  RETURN_IF_ERROR(host_.store->SetReport(job_.job_id, report));
+  RETURN_IF_ERROR(host_.store->SetProgress(job_.job_id, round_, "done", job_.elapsed()));
+  // From here on (the report stored) a restarted leader records the job done and tells the
+  // parties again instead of resuming it (JobStore::RecoverForResume).
+  host_.EndJobAtParties(job_);
+  return absl::OkStatus();
+}
+
+}  // namespace fedanon::leader

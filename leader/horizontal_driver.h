@@ -1,0 +1,96 @@
+// One horizontal job at the leader, from its first round to its report (mohammed2010 §5): the
+// centralized engine on the public schema (global recoding: top-down specialization; local
+// recoding: leader/local_job.h) fed by ring secure sums (leader/secure_sum_source.h), then the
+// final check around the ring without the leader (leader/final_check_ring.h), then the release:
+// one secure sum of the released counts when the leader is the recipient and every released value
+// is declared, otherwise the secure set union of sealed rows. Global and local recoding differ
+// only in their rounds; the check, the release and the report are shared.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/engine/hierarchy.h"
+#include "common/engine/privacy_model.h"
+#include "common/engine/tds_engine.h"
+#include "common/table/dataset.h"
+#include "crypto/sealed_box.h"
+#include "leader/job_run.h"
+#include "leader/local_job.h"
+#include "leader/payload_relay.h"
+#include "leader/rejoining_channel.h"
+#include "leader/secure_sum_source.h"
+
+namespace fedanon::leader {
+
+class HorizontalDriver {
+ public:
+  // Runs `job` (its parties prepared, its view log open) over `schema`, the public schema of the
+  // signed job; ends with the report stored and the parties told (EndJob).
+  static absl::Status Run(const JobHost& host, const JobRun& job, const common::Dataset& schema);
+
+ private:
+  // What the rounds leave for the final check, the release and the report.
+  struct Rounds {
+    double start = 0;  // job.elapsed() when the rounds began
+    double end = 0;    // and when they ended
+    uint64_t total_records = 0;
+    size_t groups = 0;  // the final groups
+    // Group g's released value of every QID attribute.
+    std::function<std::vector<std::string>(size_t)> labels_of;
+    // The engine's part of the report (steps, stop reason, groups).
+    std::function<void(fedanon::v1::Report*)> fill_report;
+    // The final check's words and what they re-check, worded for the report.
+    std::function<absl::StatusOr<std::pair<uint64_t, std::string>>()> final_check_layout;
+    // The report's words when two parties skip the final check.
+    std::string final_check_skipped;
+    // Whether the released counts fit one secure sum (when the leader is the recipient), and
+    // that sum: per final group, every value combination's count.
+    std::function<bool()> counts_apply;
+    std::function<absl::StatusOr<std::vector<uint64_t>>()> collect_counts;
+  };
+
+  HorizontalDriver(const JobHost& host, const JobRun& job, const common::Dataset& schema,
+                   common::PrivacyModel model);
+  // The secure sums' source: its journal (durable jobs), view log and sealing keys.
+  absl::Status SetUpSums();
+  common::EngineOptions EngineOptions();
+  absl::StatusOr<Rounds> RunGlobalRounds();
+  absl::StatusOr<Rounds> RunLocalRounds();
+  // Every data party re-checks the signed privacy model on the summed counts (3+ parties); the
+  // report's words.
+  absl::StatusOr<std::string> RunFinalCheck(const Rounds& rounds);
+  absl::Status Release(const Rounds& rounds);
+  // The secure set union of the parties' sealed rows, opened by (or delivered to) the recipient.
+  absl::Status RunSecureUnion();
+  absl::Status StoreUnionAtLeader(const std::vector<std::string>& header,
+                                  const CarriedPayload& carried);
+  // The report and the final progress; then EndJob at every party.
+  absl::Status Finish(const Rounds& rounds, double union_start, const std::string& final_check);
+
+  const JobHost& host_;
+  const JobRun& job_;
+  const common::Dataset& schema_;
+  const fedanon::v1::JobSpec& spec_;
+  const common::PrivacyModel model_;
+  std::vector<common::AttributeHierarchy> hier_;  // the leader's copy of the public hierarchies
+  uint32_t round_ = 0;                            // stamped on every message
+  // A party whose connection drops is waited for and asked the same request again.
+  RejoiningChannel channel_;
+  size_t sum_chunk_words_;
+  std::unique_ptr<crypto::SealKeyPair> leader_keys_;
+  std::unique_ptr<crypto::SealPublicKey> first_party_key_;
+  std::unique_ptr<crypto::SealPublicKey> last_party_key_;
+  std::unique_ptr<SecureSumCountSource> sums_;
+  std::unique_ptr<common::TopDownSpecializer> global_;  // global recoding's engine
+  std::optional<LocalRounds> local_;                    // local recoding's engine
+};
+
+}  // namespace fedanon::leader

@@ -1,0 +1,46 @@
+// The leader's settings (leader.yaml, server/config.h): its name and keys, the job store's
+// directory, timeouts, the job queue's limits and the transport's message limit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "leader/leader_observer.h"
+
+namespace fedanon::leader {
+
+struct LeaderOptions {
+  std::string name = "leader";
+  std::string data_dir;  // job store and results
+  absl::Duration round_timeout = absl::Seconds(60);
+  std::string ca_pem;         // the federation CA (verifies seal certs)
+  std::string seal_cert_pem;  // the leader's sealing certificate
+  std::string seal_key_pem;   // and key (opens the union when recipient)
+  // Jobs that run at once (1..kMaxConcurrentJobsLimit) and jobs that may wait for a free worker
+  // (0..kMaxQueuedJobsLimit); Create refuses values outside those ranges.
+  int max_concurrent_jobs = 4;
+  int max_queued_jobs = 64;
+  // Durable jobs (docs/operations.md): how long a running horizontal job waits for a party to
+  // (re)connect — after the leader restarted, or when a party's connection drops mid-job — before
+  // it fails naming the party (leader.yaml `resume_timeout_seconds`).
+  absl::Duration resume_timeout = absl::Seconds(120);
+  // Told about rounds, phases and job outcomes (not owned; null: nobody). Must outlive the leader.
+  LeaderObserver* observer = nullptr;
+  // The message limit of the transport (server/transport.h), announced to the parties in
+  // PrepareJob: per-record payloads travel in chunks under it (protocol 1.2,
+  // common/wire/payload_chunks.h). Tests lower it to make payloads span several chunks.
+  uint64_t max_message_bytes = uint64_t{64} << 20;
+  // Vertical ID matching in batches of at most this many ids (docs/crypto.md "ID matching"),
+  // fewer if a batch would not fit half the message limit; 0: kDefaultIdBatchIds. Tests set it
+  // tiny to run many batches.
+  static constexpr uint32_t kDefaultIdBatchIds = 65536;
+  uint32_t id_batch_ids = kDefaultIdBatchIds;
+  // Sealing certificates of the parties, by name (from their bundles or announced on connect).
+  // Parties present their own in PrepareResult too; see party/party_agent.h.
+};
+
+inline constexpr int kMaxConcurrentJobsLimit = 64;
+inline constexpr int kMaxQueuedJobsLimit = 100'000;
+
+}  // namespace fedanon::leader

@@ -1,0 +1,109 @@
+#include "leader/released_table_writer.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "common/table/csv.h"
+#include "crypto/shuffle.h"
+
+namespace fedanon::leader {
+
+absl::Status WriteTableBuffered(const std::string& header_line, size_t n,
+                                const std::function<std::string_view(size_t)>& line,
+                                const JobStore::ResultWriter& write) {
+  constexpr size_t kBuffer = size_t{4} << 20;
+  std::string buffer = header_line;
+  buffer.reserve(kBuffer + 4096);
+  for (size_t i = 0; i < n; ++i) {
+    buffer += line(i);
+    if (buffer.size() >= kBuffer) {
+      RETURN_IF_ERROR(write(buffer));
+      buffer.clear();
+    }
+  }
+  return buffer.empty() ? absl::OkStatus() : write(buffer);
+}
+
+absl::Status WriteReleasedTableFromCounts(
+    const fedanon::v1::JobSpec& spec, const common::Dataset& schema, size_t groups,
+    const std::function<std::vector<std::string>(size_t)>& labels_of,
+    const std::vector<uint64_t>& counts, uint64_t total_records,
+    const JobStore::ResultWriter& write) {
+  const uint64_t combos = schema.ValueCombinations();
+  if (counts.size() != groups * combos) {
+    return absl::InternalError("released counts have the wrong length");
+  }
+  // The counts are the parties' sums: before writing one row per record they must add up to the
+  // job's records (a wrong sum would make the leader write, and allocate, any number of rows).
+  uint64_t sum = 0;
+  for (uint64_t n : counts) {
+    if (n > total_records - sum) {
+      return absl::DataLossError(
+          absl::StrCat("the released counts add up to more than the job's ", total_records,
+                       " records (a party answered inconsistently); nothing was released"));
+    }
+    sum += n;
+  }
+  if (sum != total_records) {
+    return absl::DataLossError(absl::StrCat("the released counts add up to ", sum,
+                                            ", not the job's ", total_records,
+                                            " records (a party answered inconsistently); nothing "
+                                            "was released"));
+  }
+  // Per released column: a QID index (>= 0) or a value column (-1 - index).
+  std::vector<int> source;
+  std::vector<std::string_view> header;
+  for (const auto& a : spec.attributes()) {
+    if (a.role() == fedanon::v1::ROLE_ID) continue;
+    header.push_back(a.name());
+    int src = 0;
+    bool found = false;
+    for (size_t q = 0; q < schema.qids.size(); ++q) {
+      if (schema.qids[q].name == a.name()) src = static_cast<int>(q), found = true;
+    }
+    for (size_t v = 0; v < schema.value_columns.size() && !found; ++v) {
+      if (schema.value_columns[v].name == a.name()) src = -1 - static_cast<int>(v), found = true;
+    }
+    if (!found) return absl::InternalError("released column without a source");
+    source.push_back(src);
+  }
+  // The distinct rows (at most the 50M released words, so their numbers fit 32 bits), and per
+  // record the number of its row.
+  std::vector<std::string> lines;
+  std::vector<uint32_t> line_of;
+  line_of.reserve(total_records);
+  std::vector<std::string_view> row(source.size());
+  std::vector<int32_t> value_index(schema.value_columns.size());
+  for (size_t g = 0; g < groups; ++g) {
+    const std::vector<std::string> labels = labels_of(g);
+    if (labels.size() != schema.qids.size()) {
+      return absl::InternalError("a released group without a label per QID attribute");
+    }
+    for (uint64_t c = 0; c < combos; ++c) {
+      const uint64_t n = counts[g * combos + c];
+      if (n == 0) continue;
+      uint64_t rest = c;
+      for (size_t v = schema.value_columns.size(); v-- > 0;) {
+        const uint64_t size = std::max<uint64_t>(1, schema.value_columns[v].values.size());
+        value_index[v] = static_cast<int32_t>(rest % size);
+        rest /= size;
+      }
+      for (size_t i = 0; i < source.size(); ++i) {
+        row[i] =
+            source[i] >= 0
+                ? std::string_view(labels[source[i]])
+                : std::string_view(
+                      schema.value_columns[-1 - source[i]].values[value_index[-1 - source[i]]]);
+      }
+      lines.push_back(common::CsvLine(row));
+      line_of.insert(line_of.end(), n, static_cast<uint32_t>(lines.size() - 1));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(line_of.size()));
+  return WriteTableBuffered(
+      common::CsvLine(header), perm.size(),
+      [&](size_t i) -> std::string_view { return lines[line_of[perm[i]]]; }, write);
+}
+
+}  // namespace fedanon::leader
