@@ -1,0 +1,189 @@
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "common/base/process_usage.h"
+#include "common/base/status_macros.h"
+#include "common/engine/tds_engine.h"
+#include "common/spec/proto_json.h"
+#include "common/wire/federation_wire.h"
+#include "common/wire/id_digests.h"
+#include "common/wire/payload_chunks.h"
+#include "common/wire/released_union.h"
+#include "crypto/certificates.h"
+#include "crypto/hash.h"
+#include "crypto/sealed_box.h"
+#include "leader/payload_relay.h"
+#include "leader/vertical_session.h"
+#include "spdlog/spdlog.h"
+
+namespace fedanon::leader {
+
+using fedanon::v1::LeaderMessage;
+using fedanon::v1::PartyMessage;
+using fedanon::v1::VerticalStepResult;
+
+// 3. Release: every party's columns sealed for the recipient, joined there; the report.
+absl::Status VerticalSession::Release(uint32_t round, const std::string& stop_reason,
+                                      VerticalJobResult* result) {
+  const auto& ring = options_.ring;
+  // The first party of the ring draws the secret release order and seals its seed for each
+  // other data party; they release their columns in that order (the leader relays the seeds).
+  fedanon::v1::VerticalStep first;
+  first.mutable_release()->set_recipient(options_.recipient);
+  std::vector<VerticalStepResult> released;
+  ASSIGN_OR_RETURN(released.emplace_back(), Call(ring[0], round, first));
+  std::map<std::string, fedanon::v1::SealedPayload> seeds;
+  for (const auto& seed : released[0].released().order_seeds()) seeds[seed.receiver()] = seed;
+  const std::vector<std::string> rest(ring.begin() + 1, ring.end());
+  for (const auto& p : rest) {
+    if (!seeds.count(p)) {
+      return absl::InternalError(
+          absl::StrCat("party '", ring[0], "' sent no release-order seed for '", p, "'"));
+    }
+  }
+  ASSIGN_OR_RETURN(auto others, CallAll(rest, round, [&](size_t i) {
+                     fedanon::v1::VerticalStep step;
+                     step.mutable_release()->set_recipient(options_.recipient);
+                     *step.mutable_release()->mutable_order_seed() = seeds.at(rest[i]);
+                     return step;
+                   }));
+  for (auto& r : others) released.push_back(std::move(r));
+  for (size_t i = 0; i < ring.size(); ++i) {
+    RETURN_IF_ERROR(FetchReportPages(ring[i], round, released[i].mutable_released()));
+  }
+  for (size_t i = 0; i < ring.size(); ++i) {
+    RETURN_IF_ERROR(LogReport(round, ring[i], released[i].released().report()));
+  }
+  FillReport(released, stop_reason, &result->report);
+  // Every party's columns, sealed for the recipient (whole, or fetched chunk by chunk).
+  std::vector<CarriedPayload> columns;
+  for (size_t i = 0; i < ring.size(); ++i) {
+    ASSIGN_OR_RETURN(columns.emplace_back(), relay_.Fetch(ring[i], round, options_.timeout,
+                                                          released[i].released().columns(),
+                                                          released[i].released().columns_ref()));
+  }
+  released.clear();
+  if (options_.recipient == options_.leader_name) {
+    // The joined table is the job's result; the view log records its size.
+    ASSIGN_OR_RETURN(const uint64_t rows, JoinAtLeader(columns, round, &result->csv));
+    ViewEntry e;
+    e.round = round;
+    e.kind = kViewReleasedRows;
+    e.counts = {rows};
+    return Log(std::move(e));
+  }
+  fedanon::v1::VerticalStep step;
+  for (auto& c : columns) {
+    RETURN_IF_ERROR(HandInto(c, round, options_.timeout, step.mutable_assemble()->mutable_columns(),
+                             step.mutable_assemble()->mutable_column_refs()));
+    c = CarriedPayload();
+  }
+  for (const auto& h : options_.header) step.mutable_assemble()->add_header(h);
+  ASSIGN_OR_RETURN(VerticalStepResult assembled, Call(options_.recipient, round, step));
+  ViewEntry e;
+  e.round = round;
+  e.kind = kViewReleasedRows;
+  e.party = options_.recipient;
+  e.counts = {assembled.assembled().rows_written()};
+  return Log(std::move(e));
+}
+
+// The owner's sealed instructions by receiver (whole, or fetched chunk by chunk): each a data
+// party other than the owner, named once (over `seen` too, which collects them). Returns the
+// receivers and their payloads.
+absl::StatusOr<std::pair<std::vector<std::string>, std::vector<CarriedPayload>>>
+VerticalSession::ByReceiver(const fedanon::v1::VerticalInstructions& instructions, int owner,
+                            uint32_t round, std::set<std::string>* seen) const {
+  const auto& ring = options_.ring;
+  std::vector<CarriedPayload> carried;
+  for (const auto& payload : instructions.for_parties()) {
+    ASSIGN_OR_RETURN(carried.emplace_back(),
+                     relay_.Fetch(ring[owner], round, options_.timeout, payload, {}));
+  }
+  for (const auto& ref : instructions.refs()) {
+    ASSIGN_OR_RETURN(carried.emplace_back(),
+                     relay_.Fetch(ring[owner], round, options_.timeout, {}, ref));
+  }
+  std::pair<std::vector<std::string>, std::vector<CarriedPayload>> out;
+  for (auto& payload : carried) {
+    const std::string to = payload.receiver();
+    if (std::find(ring.begin(), ring.end(), to) == ring.end() || to == ring[owner] ||
+        !seen->insert(to).second) {
+      return absl::InternalError(
+          absl::StrCat("party '", ring[owner], "' sent an instruction for '", to, "'"));
+    }
+    out.first.push_back(to);
+    out.second.push_back(std::move(payload));
+  }
+  return out;
+}
+
+// The report: the replica of a party that holds sensitive values knows the confidences too;
+// any replica knows the steps, the cut and the group sizes. Take the most informative one,
+// and add every party's participation with its contribution (mu): the scores of the applied
+// specializations, summed per owner.
+void VerticalSession::FillReport(const std::vector<VerticalStepResult>& released,
+                                 const std::string& stop_reason, fedanon::v1::Report* report) {
+  *report = released[0].released().report();
+  for (const auto& r : released) {
+    if (r.released().report().largest_confidence() > report->largest_confidence()) {
+      *report = r.released().report();
+    }
+  }
+  report->set_stop_reason(stop_reason);
+  for (const auto& step : report->steps()) {
+    auto it = options_.attribute_party.find(step.attribute());
+    if (it == options_.attribute_party.end()) continue;
+    auto& p = participation_[it->second];
+    p.set_contribution(p.contribution() + step.score());
+  }
+  for (const auto& party : options_.ring) *report->add_participation() = participation_[party];
+}
+
+// The leader is the recipient: opens every party's columns (freeing each sealed copy once
+// open, reading the columns in place) and joins them into options_.store_result, or into *csv
+// without one. Returns the number of rows.
+absl::StatusOr<uint64_t> VerticalSession::JoinAtLeader(std::vector<CarriedPayload>& columns,
+                                                       uint32_t round, std::string* csv) const {
+  ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.leader_seal_key_pem));
+  std::vector<common::VerticalColumnsView> parts;
+  for (auto& payload : columns) {
+    ASSIGN_OR_RETURN(std::unique_ptr<crypto::SealPublicKey> sender_key,
+                     SenderKey(payload.sender()));
+    ASSIGN_OR_RETURN(
+        std::string bytes,
+        OpenCarriedAtLeader(payload, *keys, *sender_key, options_.job_id, options_.run_id, round,
+                            options_.leader_name, common::ReleasePurpose(options_.leader_name)));
+    payload = CarriedPayload();
+    ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
+  }
+  uint64_t rows = 0;
+  for (const auto& part : parts) {
+    if (!part.names().empty()) rows = part.rows();
+  }
+  auto produce = [&](const common::CsvSink& sink) {
+    return common::JoinReleasedColumnsTo(parts, options_.header, sink);
+  };
+  if (options_.store_result) {
+    RETURN_IF_ERROR(options_.store_result(produce));
+  } else {
+    csv->clear();
+    RETURN_IF_ERROR(produce([csv](std::string_view piece) {
+      csv->append(piece);
+      return absl::OkStatus();
+    }));
+  }
+  return rows;
+}
+
+}  // namespace fedanon::leader

@@ -1,0 +1,240 @@
+// The leader's state and steps of one vertical job (leader/vertical_job.h is the entry point):
+// the calls to the parties (recorded by the caller's channel for durable jobs), the view log,
+// the participation record, and one file per phase with its methods:
+//   vertical_session.cc      calls to one or several parties, the view log, sealing keys
+//   vertical_id_matching.cc  1. private ID matching (docs/crypto.md "ID matching")
+//   vertical_rounds.cc       2. Algorithm 1's rounds (mohammed2011 §5), the winner, verdicts
+//   vertical_local_waves.cc  2'. `recoding: local`: waves of per-group proposals and splits
+//   vertical_release.cc      3. the release of the joined table and the report
+// Internal to the leader library: no other library includes it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "common/wire/party_channel.h"
+#include "crypto/sealed_box.h"
+#include "fedanon/v1/federation.pb.h"
+#include "leader/payload_relay.h"
+#include "leader/vertical_job.h"
+#include "leader/view_log.h"
+
+namespace fedanon::leader {
+
+// Seconds the leader's ID-matching threads spent in each kind of call, summed over the threads
+// (for the log line that breaks down where ID matching's time goes).
+struct IdMatchingClock {
+  double encrypt = 0, reencrypt = 0, align = 0, fetch = 0, hand = 0;
+};
+class IdMatchingClocks {
+ public:
+  void Add(double IdMatchingClock::*field, double seconds) {
+    absl::MutexLock lock(&mu_);
+    sums_.*field += seconds;
+  }
+  IdMatchingClock Get() const {
+    absl::MutexLock lock(&mu_);
+    return sums_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  IdMatchingClock sums_ ABSL_GUARDED_BY(mu_);
+};
+
+class VerticalSession {
+ public:
+  using LeaderMessage = fedanon::v1::LeaderMessage;
+  using PartyMessage = fedanon::v1::PartyMessage;
+  using VerticalStepResult = fedanon::v1::VerticalStepResult;
+
+  // Seconds since `t` (the phases' timings).
+  static double Since(std::chrono::steady_clock::time_point t);
+
+  VerticalSession(common::PartyChannel* channel, const VerticalJobOptions& options);
+
+  absl::StatusOr<VerticalStepResult> Call(const std::string& party, uint32_t round,
+                                          fedanon::v1::VerticalStep step);
+
+  // The same step to several parties at once (their replicas work in parallel).
+  absl::StatusOr<std::vector<VerticalStepResult>> CallAll(
+      const std::vector<std::string>& parties, uint32_t round,
+      const std::function<fedanon::v1::VerticalStep(size_t)>& make);
+
+  // 1. Private ID matching (docs/crypto.md, "ID matching"): every list in batches of
+  //    options_.id_batch_ids ids round the ring (MatchIdBatches), the leader's intersection of the
+  //    lists' digests handed to every party (IdCommon), and the alignment once every party's
+  //    signed statement on that intersection agrees (IdAlign). Returns the number of records
+  //    common to every party.
+  absl::StatusOr<uint64_t> MatchIds();
+
+  // What the per-party threads of the list walks share: each list's batch count (from its
+  // owner's first reply), the sealed batches between hops, the digests sealed for an owner by
+  // the other of two parties, the leader's own digests of every list (opened), and the first
+  // failure (which stops every thread).
+  struct IdBoard {
+    std::mutex mu;
+    std::condition_variable changed;
+    absl::Status failed;
+    std::vector<uint32_t> batches;  // per origin; 0 until known
+    size_t known = 0;
+    std::map<std::tuple<size_t, uint32_t, size_t>, fedanon::v1::SealedPayload> hops;
+    std::map<std::pair<size_t, uint32_t>, fedanon::v1::SealedPayload> owner_digests;
+    std::vector<std::map<uint32_t, std::string>> lists;  // [origin][batch] packed digests
+    void Fail(const absl::Status& st) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (failed.ok()) failed = st;
+      }
+      changed.notify_all();
+    }
+  };
+
+  // Waits until `ready` holds (under board.mu) or the job fails or is cancelled.
+  absl::Status AwaitBoard(IdBoard& board, std::unique_lock<std::mutex>& lock,
+                          const std::function<bool()>& ready);
+
+  // Opens a last hop's digests of batch `b` of list `o`, sealed for the leader by `sender`.
+  absl::StatusOr<std::string> OpenDigestsAtLeader(const fedanon::v1::SealedPayload& sealed,
+                                                  const std::string& sender, size_t o, uint32_t b,
+                                                  uint32_t batches) const;
+
+  // Party k's thread: item (origin o, batch b, hop h) is party (o + h) % n's work on batch b of
+  // o's list (common::IdLastHop): h = 0 its owner's IdEncrypt, then IdReEncrypt hops; with two
+  // parties, h = n stands for the delivery of the owner's digests (IdDigests). Each party runs
+  // its items in one fixed order, by (b + h, h, o): an item only needs (o, b, h - 1), whose key is
+  // one less, so every party progresses, each works on a batch while the leader relays the
+  // others, and the n-th call to a party is the same in every run (RecordingChannel's replay).
+  absl::Status RunIdWorker(size_t k, IdBoard& board);
+
+  // 2. Rounds until every party sends Not-participate; returns why they stopped and leaves in
+  //    `result` the rounds (specializations applied) and vetoes.
+  absl::StatusOr<std::string> RunRounds(VerticalJobResult* result);
+
+  // 2'. `recoding: local`: waves until no party has a valid candidate in any live group. In each
+  //     wave every party proposes per live group; the leader picks one proposal per group (best
+  //     score, then lower attribute index, then lower candidate: the centralized order); every
+  //     owner seals the splits of the groups it won for every other party; every replica checks
+  //     and applies the whole wave. `result->rounds` counts the waves.
+  absl::StatusOr<std::string> RunLocalWaves(VerticalJobResult* result);
+
+  // One party's signed proposal list of a wave as fetched page by page (protocol 1.4).
+  struct ProposalPages {
+    fedanon::v1::LocalProposals head;  // the description every page repeats (no page bytes)
+    std::vector<std::string> pages;
+    std::string Whole() const { return absl::StrJoin(pages, ""); }
+  };
+
+  // Asks `party` for every page of its proposals of `wave`, in order; checks every page repeats
+  // the first's description and the whole matches its digest (a party that does not is named).
+  absl::Status FetchProposals(const std::string& party, uint32_t wave, ProposalPages* out);
+
+  // A release report in pages (protocol 1.4): asks `party` for pages 1.. of its report's steps,
+  // checks each is the page asked for and that all of them are the declared count and digest,
+  // and leaves the whole report in `released` (as a report that fit one message).
+  absl::Status FetchReportPages(const std::string& party, uint32_t round,
+                                fedanon::v1::VerticalReleased* released);
+
+  // One judge's signed verdict list of a wave as fetched page by page.
+  struct VerdictPages {
+    fedanon::v1::LocalVerdicts head;  // the description every page repeats (no page bytes)
+    std::vector<std::string> pages;
+    std::string Whole() const { return absl::StrJoin(pages, ""); }
+  };
+
+  // From page 0 (`first`, the judge's LocalJudge answer), asks `judge` for every further page of
+  // its verdicts of `wave` (LocalVerdictsPage), in order; checks as FetchProposals does.
+  absl::Status FetchVerdicts(const std::string& judge, uint32_t wave,
+                             fedanon::v1::LocalVerdicts first, VerdictPages* out);
+
+  // `run(i)` for every party of `parties` at once, one thread each (each party's calls keep
+  // their order, which a restarted leader replays); the first error.
+  absl::Status PerParty(const std::vector<std::string>& parties,
+                        const std::function<absl::Status(size_t)>& run);
+
+  // 3. Release: every party's columns sealed for the recipient, joined there; the report.
+  absl::Status Release(uint32_t round, const std::string& stop_reason, VerticalJobResult* result);
+
+ private:
+  // Appends to the view log, if any.
+  absl::Status Log(ViewEntry e);
+
+  std::string AttributeName(uint32_t attr) const;
+
+  // A replica's report: its group counts and the records of every step it applied, with the
+  // whole report as JSON in `detail`.
+  absl::Status LogReport(uint32_t round, const std::string& party,
+                         const fedanon::v1::Report& report);
+
+  // Every proposal (score, or Not-participate and why) as the leader reads it.
+  absl::Status LogProposals(uint32_t round, const std::vector<VerticalStepResult>& proposals);
+
+  enum class RoundOutcome { kApplied, kVetoed, kEveryoneDeclined };
+
+  // Runs `fn(0)`, ..., `fn(n - 1)` on a thread each and waits for all; the error of the lowest
+  // index wins.
+  static absl::Status ForEachList(size_t n, const std::function<absl::Status(size_t)>& fn);
+
+  // Hands `carried` to its receiver as the next element of a step's repeated field: whole, or
+  // its chunks ahead and the ref in the step.
+  absl::Status HandInto(const CarriedPayload& carried, uint32_t round, absl::Duration timeout,
+                        google::protobuf::RepeatedPtrField<fedanon::v1::SealedPayload>* wholes,
+                        google::protobuf::RepeatedPtrField<fedanon::v1::ChunkRef>* refs);
+
+  // One round: proposals, the winner's instruction relayed to the others, their verdicts, and
+  // the commit (or veto) at every replica.
+  absl::StatusOr<RoundOutcome> RunRound(uint32_t round);
+
+  // The owner's sealed instructions by receiver (whole, or fetched chunk by chunk): each a data
+  // party other than the owner, named once (over `seen` too, which collects them). Returns the
+  // receivers and their payloads.
+  absl::StatusOr<std::pair<std::vector<std::string>, std::vector<CarriedPayload>>> ByReceiver(
+      const fedanon::v1::VerticalInstructions& instructions, int owner, uint32_t round,
+      std::set<std::string>* seen) const;
+
+  // The best proposal (best score, public tie-break): its party's index, or -1 when every party
+  // declined (then stop_reason_ lists their reasons). Counts declines in participation_.
+  int PickWinner(const std::vector<VerticalStepResult>& proposals,
+                 fedanon::v1::VerticalCandidate* winner);
+
+  // The report: the replica of a party that holds sensitive values knows the confidences too;
+  // any replica knows the steps, the cut and the group sizes. Take the most informative one,
+  // and add every party's participation with its contribution (mu): the scores of the applied
+  // specializations, summed per owner.
+  void FillReport(const std::vector<VerticalStepResult>& released, const std::string& stop_reason,
+                  fedanon::v1::Report* report);
+
+  // A data party's sealing key, verified against the CA (released columns are sealed by it).
+  absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> SenderKey(const std::string& party) const;
+
+  // The leader is the recipient: opens every party's columns (freeing each sealed copy once
+  // open, reading the columns in place) and joins them into options_.store_result, or into *csv
+  // without one. Returns the number of rows.
+  absl::StatusOr<uint64_t> JoinAtLeader(std::vector<CarriedPayload>& columns, uint32_t round,
+                                        std::string* csv) const;
+
+  common::PartyChannel* channel_;
+  const VerticalJobOptions& options_;
+  PayloadRelay relay_;  // per-record payloads, whole or in chunks
+  IdMatchingClocks id_clock_;
+  // Per party: rounds won and declined (with why), misbehaviour, contribution.
+  std::map<std::string, fedanon::v1::PartyParticipation> participation_;
+  std::string stop_reason_;  // of the last round in which every party declined
+  size_t logged_ = 0;        // lines of options_.logged_before matched so far
+};
+
+}  // namespace fedanon::leader
