@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/file_io.h"
+#include "common/base/printable.h"
 #include "common/base/status_macros.h"
 #include "common/engine/released_rows.h"
 #include "common/spec/job_digest.h"
@@ -298,12 +299,26 @@ absl::Status PartyAgent::VerifyParticipants(const fedanon::v1::PrepareJob& prepa
   return absl::OkStatus();
 }
 
+void PartyAgent::SetLinkedLeader(std::string name) {
+  absl::MutexLock lock(&linked_leader_mu_);
+  linked_leader_ = std::move(name);
+}
+
+absl::Status PartyAgent::CheckAnnouncedLeader(const std::string& announced) const {
+  absl::MutexLock lock(&linked_leader_mu_);
+  if (linked_leader_.empty() || announced == linked_leader_) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      kAnnouncedLeaderNotLinked, ": Prepare announces leader '", common::Printable(announced, 128),
+      "', but this party is linked to leader '", linked_leader_, "' (its TLS certificate)"));
+}
+
 absl::Status PartyAgent::CheckRing(const fedanon::v1::PrepareJob& prepare, JobState* job) const {
   std::vector<std::string> data_parties;  // in participant-index order
   for (const auto& p : prepare.participants()) {
     if (p.index() == UINT32_MAX) {
       if (!job->leader.empty()) return absl::InvalidArgumentError("Prepare names two leaders");
       job->leader = p.name();
+      RETURN_IF_ERROR(CheckAnnouncedLeader(p.name()));
     } else {
       data_parties.push_back(p.name());
     }

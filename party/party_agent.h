@@ -46,6 +46,10 @@
 
 namespace fedanon::party {
 
+// The refusal of a Prepare that announces another leader than the one the party's link is
+// connected to (PartyAgent::SetLinkedLeader).
+inline constexpr char kAnnouncedLeaderNotLinked[] = "announced leader is not the linked leader";
+
 struct JobState;  // party/job_state.h
 
 class PartyAgent {
@@ -71,6 +75,12 @@ class PartyAgent {
   absl::StatusOr<bool> UpdateSettings(const PartyLiveSettings& settings);
   // The jobs this party holds (prepared and not yet ended).
   size_t held_jobs() const ABSL_LOCKS_EXCLUDED(jobs_mu_);
+  // The name in the TLS certificate of the leader this party's link is connected to (the daemon
+  // tells it at every hello, server/party_client.h). From then on a Prepare must announce that
+  // leader as its leader participant: the released data of a job whose recipient is the leader
+  // is sealed for the leader the party is talking to, not for any leader-role certificate the
+  // Prepare names. Empty (no link yet, or a party in a test harness): not checked.
+  void SetLinkedLeader(std::string name) ABSL_LOCKS_EXCLUDED(linked_leader_mu_);
 
  private:
   using Reply = absl::StatusOr<fedanon::v1::PartyMessage>;
@@ -139,6 +149,9 @@ class PartyAgent {
                                 JobState* job) const;
   // Checks and stores the ring order, the leader and the recipient fixed at Prepare.
   absl::Status CheckRing(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
+  // The leader a Prepare announces is the one this party is linked to (SetLinkedLeader).
+  absl::Status CheckAnnouncedLeader(const std::string& announced) const
+      ABSL_LOCKS_EXCLUDED(linked_leader_mu_);
   // The spec's taxonomy files (resolved against data_dir), by attribute name.
   absl::StatusOr<std::map<std::string, std::string>> ReadTaxonomies(const JobState& job) const;
   // `postgres`: the table is that PostgreSQL source, read into memory (else the CSV file).
@@ -165,6 +178,8 @@ class PartyAgent {
   const std::unique_ptr<RunLedger> ledger_;  // thread-safe on its own
   const AuditLog audit_;                     // thread-safe on its own
   // Lock order: a slot's mu, then jobs_mu_ (never the other way round).
+  mutable absl::Mutex linked_leader_mu_;
+  std::string linked_leader_ ABSL_GUARDED_BY(linked_leader_mu_);
   mutable absl::Mutex jobs_mu_;
   std::map<std::string, std::shared_ptr<JobSlot>> jobs_ ABSL_GUARDED_BY(jobs_mu_);
   uint64_t use_counter_ ABSL_GUARDED_BY(jobs_mu_) = 0;

@@ -374,6 +374,12 @@ absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch)
     forget_context();
     return refused;
   }
+  if (options_.leader_identity) {
+    // CheckHelloAck read it already: a leader-role identity.
+    if (absl::StatusOr<crypto::Identity> leader = ServerIdentity(context); leader.ok()) {
+      options_.leader_identity(leader->name);
+    }
+  }
   {
     absl::MutexLock lock(&mu_);
     connected_ = true;

@@ -78,6 +78,9 @@ struct PartyClientOptions {
   // Tests only: the protocol version the hello advertises (an old or future party).
   common::ProtocolVersion protocol_version = common::kProtocolVersion;
   std::vector<PartyLinkObserver*> observers;  // not owned; must outlive the client
+  // Told the name in the leader's TLS certificate once a hello is accepted, before any request
+  // of the session is handled (the party daemon: PartyAgent::SetLinkedLeader).
+  std::function<void(const std::string&)> leader_identity;
   absl::Duration initial_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(30);
 };

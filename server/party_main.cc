@@ -141,6 +141,9 @@ absl::Status Run(const PartyConfig& config, const PartyConfig& file_config,
   PartyLinkReporter reporter(PartyLinkReporterOptions{
       .output_dir = config.output_dir, .name = config.name, .leader = config.leader});
   client_options.observers = {&metrics, &reporter};
+  client_options.leader_identity = [&agent](const std::string& leader) {
+    agent->SetLinkedLeader(leader);
+  };
 
   PartyClient client(
       std::move(client_options),

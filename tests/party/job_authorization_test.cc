@@ -401,6 +401,30 @@ TEST(PartyAgentAuthorization, PolicyRefusalReachesTheLeaderByName) {
   EXPECT_OK(f->Call("hospital-b", msg));
 }
 
+// A Prepare announces the leader the party's link is connected to (its TLS certificate's name,
+// PartyAgent::SetLinkedLeader): with an empty signed recipient the released data is sealed for the
+// announced leader, which must not be any other leader-role certificate of the CA.
+TEST(PartyAgentAuthorization, APrepareAnnouncingAnotherLeaderThanTheLinkedOneIsRefused) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("agent_linked_leader", Tables(2)));
+  for (auto& agent : f->agents) agent->SetLinkedLeader("leader");
+  ASSERT_OK_AND_ASSIGN(const crypto::IssuedCertificate other_seal,
+                       f->ca->IssueSeal({crypto::Role::kLeader, "leader-b"}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(const LeaderMessage msg, f->Prepare("job-000000000001", kSpec));
+  LeaderMessage other = msg;
+  for (auto& p : *other.mutable_prepare()->mutable_participants()) {
+    if (p.index() != UINT32_MAX) continue;
+    p.set_name("leader-b");
+    p.set_seal_certificate(other_seal.cert_pem);
+  }
+  EXPECT_THAT(f->Call("hospital-a", other),
+              StatusIs(kDenied, std::string(party::kAnnouncedLeaderNotLinked) +
+                                    ": Prepare announces leader 'leader-b', but this party is "
+                                    "linked to leader 'leader'"));
+  // The job as the linked leader announces it prepares (the refusal used up nothing).
+  EXPECT_OK(f->Call("hospital-a", msg));
+  EXPECT_OK(f->Call("hospital-b", msg));
+}
+
 TEST(PartyAgentAuthorization, AdminAllowListFromTheConfig) {
   ASSERT_OK_AND_ASSIGN(
       auto f, PartyFixture::Create("agent_admins", Tables(2), [](party::PartyAgentOptions& o) {
