@@ -161,6 +161,38 @@ class VerticalSession {
   absl::Status FetchVerdicts(const std::string& judge, uint32_t wave,
                              fedanon::v1::LocalVerdicts first, VerdictPages* out);
 
+  // The steps of one wave of RunLocalWaves, in order.
+  // Per group: the winning party's index in the ring and its proposal.
+  using WaveWinners = std::map<uint32_t, std::pair<size_t, fedanon::v1::LocalGroupProposal>>;
+  // Sealed splits on their way, by receiver.
+  using WaveInbox = std::map<std::string, std::vector<CarriedPayload>>;
+  // Every party's signed proposal list of the wave, fetched page by page and parsed.
+  absl::Status FetchWaveProposals(uint32_t wave, std::vector<ProposalPages>* pages,
+                                  std::vector<VerticalStepResult>* proposals);
+  // The best proposal per group (the centralized order), every proposal and decline logged.
+  absl::StatusOr<WaveWinners> PickWaveWinners(uint32_t wave,
+                                              const std::vector<VerticalStepResult>& proposals);
+  // Every party's list to every other party, unchanged, page by page.
+  absl::Status DeliverProposals(uint32_t wave, const std::vector<ProposalPages>& pages);
+  // The winners' sealed splits, by receiver; with judges, the judges' verdicts first (a vetoed
+  // group leaves `best`, counted in `result->vetoes`) and the accepted splits published after.
+  absl::StatusOr<WaveInbox> SealWaveSplits(uint32_t wave, WaveWinners* best,
+                                           VerticalJobResult* result);
+  // Each owner's sealed splits into `inbox`: from an owner that judges, sealed for
+  // `expected_of_owner_judge` parties, from the others for `expected_of_owner_other`.
+  absl::Status CollectSplits(uint32_t wave, const std::vector<std::string>& owners,
+                             std::vector<VerticalStepResult>& replies,
+                             size_t expected_of_owner_judge, size_t expected_of_owner_other,
+                             WaveInbox* inbox);
+  // The judges' verdicts on the splits in `inbox` (which it empties), then DeliverVerdicts.
+  absl::Status JudgeWave(uint32_t wave, WaveInbox* inbox, WaveWinners* best,
+                         VerticalJobResult* result);
+  // Every judge's verdict list to every other party, unchanged, page by page.
+  absl::Status DeliverVerdicts(uint32_t wave, const std::vector<VerdictPages>& vpages);
+  // Every party's commit with the splits sealed for it (`inbox`, which it empties).
+  absl::Status CommitWave(uint32_t wave, WaveInbox* inbox);
+  bool IsLocalJudge(const std::string& party) const;
+
   // `run(i)` for every party of `parties` at once, one thread each (each party's calls keep
   // their order, which a restarted leader replays); the first error.
   absl::Status PerParty(const std::vector<std::string>& parties,
