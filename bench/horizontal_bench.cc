@@ -20,7 +20,7 @@
 #include "common/wire/job_authorization.h"
 #include "crypto/certificates.h"
 #include "leader/leader.h"
-#include "party/in_process_channel.h"
+#include "party/testing/in_process_channel.h"
 #include "party/party_agent.h"
 
 namespace {

@@ -1,7 +1,8 @@
 // The party role's entry point: answers the leader's requests from the party's own table. Raw
 // values never leave a party — it replies only with digests, masked/sealed count vectors and rows
 // sealed for the job's recipient. No gRPC types: server/party_client feeds it the requests that
-// arrive on the party's outbound stream; party/in_process_channel calls it directly in tests.
+// arrive on the party's outbound stream; party/testing/in_process_channel.h calls it directly in
+// tests.
 // The agent is the dispatcher: it keeps the jobs, prepares them (job_setup.cc: participants, the
 // admin's authorization, policy, tables), records every answer durably and in the audit file,
 // and routes each request to the job's protocol class (job_state.h: secure sum, final check and

@@ -2,8 +2,8 @@
 //
 // The gRPC implementation (server/party_connections) writes the request on the party's
 // long-lived stream and waits for the reply with the same request_id; the in-process
-// implementation (party/in_process_channel) calls a PartyAgent directly, so N-party protocol
-// tests run in one process. Implementations are thread-safe.
+// implementation (party/testing/in_process_channel.h) calls a PartyAgent directly, so N-party
+// protocol tests run in one process. Implementations are thread-safe.
 #pragma once
 
 #include <cstdint>

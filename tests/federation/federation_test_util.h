@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "crypto/certificates.h"
 #include "leader/leader.h"
-#include "party/in_process_channel.h"
+#include "party/testing/in_process_channel.h"
 #include "party/party_agent.h"
 #include "tests/common/engine/engine_test_util.h"
 #include "tests/support/job_authorization_util.h"

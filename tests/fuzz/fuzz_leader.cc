@@ -37,7 +37,7 @@
 #include "crypto/certificates.h"
 #include "fedanon/v1/federation.pb.h"
 #include "leader/leader.h"
-#include "party/in_process_channel.h"
+#include "party/testing/in_process_channel.h"
 #include "party/party_agent.h"
 #include "spdlog/spdlog.h"
 #include "tests/fuzz/fuzz_support.h"

@@ -1,7 +1,7 @@
-// InProcessPartyChannel (party/in_process_channel.h): the parties it lists, calls to a party that
-// is unknown or went away, ErrorReplies as statuses naming the party, the request id echoed, and
-// the observer of every serialized reply.
-#include "party/in_process_channel.h"
+// InProcessPartyChannel (party/testing/in_process_channel.h): the parties it lists, calls to a
+// party that is unknown or went away, ErrorReplies as statuses naming the party, the request id
+// echoed, and the observer of every serialized reply.
+#include "party/testing/in_process_channel.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "party/in_process_channel.h"
+#include "party/testing/in_process_channel.h"
 
 #include "absl/strings/str_cat.h"
 
