@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <functional>
@@ -423,6 +424,57 @@ TEST(PartyAgentAuthorization, APrepareAnnouncingAnotherLeaderThanTheLinkedOneIsR
   // The job as the linked leader announces it prepares (the refusal used up nothing).
   EXPECT_OK(f->Call("hospital-a", msg));
   EXPECT_OK(f->Call("hospital-b", msg));
+}
+
+// The ring and participants a Prepare announces, beyond what the admin signed (CheckRing): each
+// deviation refused by name, and the unchanged Prepare accepted by the same party.
+TEST(PartyAgentAuthorization, APrepareNamingTwoLeadersIsRefused) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("agent_two_leaders", Tables(2)));
+  ASSERT_OK_AND_ASSIGN(const crypto::IssuedCertificate other_seal,
+                       f->ca->IssueSeal({crypto::Role::kLeader, "leader-b"}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(const LeaderMessage msg, f->Prepare("job-000000000001", kSpec));
+  LeaderMessage two = msg;
+  auto* second = two.mutable_prepare()->add_participants();
+  second->set_name("leader-b");
+  second->set_index(UINT32_MAX);
+  second->set_seal_certificate(other_seal.cert_pem);
+  EXPECT_THAT(f->Call("hospital-a", two),
+              StatusIs(absl::StatusCode::kInvalidArgument, "Prepare names two leaders"));
+  EXPECT_OK(f->Call("hospital-a", msg));
+}
+
+TEST(PartyAgentAuthorization, AnUnsignedDataHoldingLeaderFlagIsRefused) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("agent_dhl_flag", Tables(2)));
+  ASSERT_OK_AND_ASSIGN(const LeaderMessage msg, f->Prepare("job-000000000001", kSpec));
+  LeaderMessage flagged = msg;
+  flagged.mutable_prepare()->set_data_holding_leader(true);  // with no leader_party signed
+  EXPECT_THAT(f->Call("hospital-a", flagged),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "data_holding_leader and leader_party disagree"));
+  EXPECT_OK(f->Call("hospital-a", msg));
+}
+
+TEST(PartyAgentAuthorization, AHorizontalPrepareWithoutTheLeadersCertificateIsRefused) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("agent_no_leader", Tables(2)));
+  // A party recipient, so that the admin's signature does not need the leader's name.
+  ASSERT_OK_AND_ASSIGN(const LeaderMessage msg,
+                       f->Prepare("job-000000000001", kSpec, "hospital-b"));
+  LeaderMessage bare = msg;
+  auto* participants = bare.mutable_prepare()->mutable_participants();
+  participants->erase(std::remove_if(participants->begin(), participants->end(),
+                                     [](const auto& p) { return p.index() == UINT32_MAX; }),
+                      participants->end());
+  EXPECT_THAT(f->Call("hospital-a", bare),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "Prepare does not announce the leader's sealing certificate"));
+  EXPECT_OK(f->Call("hospital-a", msg));
+}
+
+TEST(PartyAgentAuthorization, ARecipientThatIsNoParticipantIsRefusedEvenWhenSigned) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("agent_outsider", Tables(2)));
+  ASSERT_OK_AND_ASSIGN(const LeaderMessage msg, f->Prepare("job-000000000001", kSpec, "outsider"));
+  EXPECT_THAT(f->Call("hospital-a", msg), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                   "recipient 'outsider' is not a participant"));
 }
 
 TEST(PartyAgentAuthorization, AdminAllowListFromTheConfig) {
