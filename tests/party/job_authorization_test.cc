@@ -19,6 +19,7 @@
 #include "common/spec/job_digest.h"
 #include "common/spec/job_spec_loader.h"
 #include "crypto/hash.h"
+#include "crypto/signature.h"
 #include "party/party_policy.h"
 #include "party/run_ledger.h"
 #include "tests/party/party_test_util.h"
@@ -92,6 +93,25 @@ TEST_F(JobAuthorizerTest, AcceptsTheSignedJob) {
   EXPECT_EQ(got.run_id(), job_.run_id());
   EXPECT_OK(JobAuthorizer::CheckDigest(got, job_.job_digest()));
   EXPECT_OK(Authorizer({{"bob", "alice"}}).Verify(msg_.prepare(), "leader", absl::Now()));
+}
+
+// An admin's valid signature over bytes that are no authorized job (not a protobuf, a run id
+// that is not 32 hex digits, a digest that is not 32 bytes) authorizes nothing.
+TEST_F(JobAuthorizerTest, ASignedBodyThatIsNoAuthorizedJobIsRefused) {
+  AuthorizedJob bad_run = job_;
+  bad_run.set_run_id("not-a-run-id");
+  AuthorizedJob bad_digest = job_;
+  bad_digest.set_job_digest("short");
+  for (const std::string& body : {std::string("\xff\xff not a protobuf"),
+                                  bad_run.SerializeAsString(), bad_digest.SerializeAsString()}) {
+    LeaderMessage msg = msg_;
+    auto* auth = msg.mutable_prepare()->mutable_authorization();
+    auth->set_body(body);
+    ASSERT_OK_AND_ASSIGN(*auth->mutable_signature(), crypto::Sign(alice_.key_pem, body));
+    EXPECT_THAT(Verify(msg),
+                StatusIs(kDenied, "job not authorized: the signed job does not parse"));
+  }
+  EXPECT_OK(Verify(msg_));
 }
 
 TEST_F(JobAuthorizerTest, TamperedSpecIsRefused) {
