@@ -9,16 +9,21 @@
 #include <string>
 #include <vector>
 
+#include "common/engine/numeric_split.h"
+#include "common/spec/job_spec_loader.h"
+#include "common/table/dataset.h"
 #include "crypto/sealed_box.h"
 #include "party/final_check_party.h"
 #include "party/horizontal_tables.h"
 #include "party/job_context.h"
 #include "party/payload_transfer.h"
 #include "party/secure_sum_party.h"
+#include "tests/support/status_matchers.h"
 
 namespace fedanon::party {
 namespace {
 
+using ::fedanon::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // One party's view of a job whose ring is `ring` and whose leader is "leader", with a sealing
@@ -151,6 +156,67 @@ fedanon::v1::LeaderMessage SumStepTo(const std::string& next) {
   m.set_round(1);
   m.mutable_sum_step()->set_next(next);
   return m;
+}
+
+// State updates the job's recoding or current cut does not have (docs/protocol.md listed these
+// refusals untested): a local-recoding update in a global job, a split of an attribute that is
+// no interval, a threshold outside its interval; a threshold inside it applies.
+TEST(HorizontalTables, UpdatesThatTheRecodingOrTheCutDoNotHaveAreRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = common::ParseJobSpecYaml(R"(name: t
+attributes:
+  - {name: Sex, role: qid, values: [M, F]}
+  - {name: Age, role: qid, type: continuous, range: [0, 40], precision: 1}
+  - {name: Disease, role: sensitive, values: [flu, hiv]}
+  - {name: Class, role: class, values: [Y, N]}
+privacy: {model: lkc, L: 2, K: 2, C: 0.5, sensitive_values: [hiv]}
+partitioning: horizontal
+)",
+                                                                       "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<common::Dataset> schema = common::BuildPublicSchema(*spec, {});
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  HorizontalTables tables;
+  tables.data = std::make_unique<common::Dataset>(*std::move(schema));
+  for (const auto& q : tables.data->qids) tables.hier.emplace_back(&q);
+  ASSERT_EQ(tables.hier.size(), 2u);
+  auto apply = [&](fedanon::v1::StateUpdate u) {
+    google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate> updates;
+    u.set_sequence(tables.applied_updates);
+    *updates.Add() = std::move(u);
+    return tables.ApplyUpdates(*spec, updates);
+  };
+  fedanon::v1::StateUpdate local;
+  local.mutable_local_split();
+  EXPECT_THAT(apply(local), StatusIs(absl::StatusCode::kPermissionDenied,
+                                     "a local-recoding update in a job without recoding: local"));
+  fedanon::v1::StateUpdate categorical;  // Sex has no intervals
+  categorical.mutable_split()->set_attribute(0);
+  EXPECT_THAT(apply(categorical), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           "split names no interval of the current cut"));
+  const common::AttributeHierarchy& age = tables.hier[1];
+  const auto& root = age.node(0);
+  fedanon::v1::StateUpdate outside;
+  outside.mutable_split()->set_attribute(1);
+  outside.mutable_split()->set_node(0);
+  outside.mutable_split()->set_split(root.rank_hi);  // its upper end is not inside it
+  EXPECT_THAT(apply(outside), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       "split threshold lies outside its interval"));
+  EXPECT_EQ(tables.applied_updates, 0u);
+  // A threshold inside the interval (on a public-cell boundary when the search is binned).
+  int32_t threshold = root.rank_lo + 1;
+  const common::NumericSplitConfig numeric = common::NumericSplitFromSpec(*spec);
+  if (numeric.binned()) {
+    for (int32_t c : common::PublicCellBounds(age.column(), numeric.cells)) {
+      if (c > root.rank_lo && c < root.rank_hi) {
+        threshold = c;
+        break;
+      }
+    }
+  }
+  fedanon::v1::StateUpdate inside = outside;
+  inside.mutable_split()->set_split(threshold);
+  EXPECT_OK(apply(inside));
+  EXPECT_EQ(tables.applied_updates, 1u);
 }
 
 TEST(SecureSumParty, AHopIsSealedOnlyForTheSuccessorAgreedAtPrepare) {
