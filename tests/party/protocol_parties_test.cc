@@ -235,6 +235,25 @@ TEST(SecureSumParty, AHopIsSealedOnlyForTheSuccessorAgreedAtPrepare) {
   EXPECT_THAT(last.Step(SumStepTo("a")).status().message(), HasSubstr("the leader (empty next)"));
 }
 
+// A local-recoding statistics request in a job with global recoding is refused before anything
+// is counted (docs/protocol.md listed it untested).
+TEST(SecureSumParty, LocalStatisticsInAGlobalJobAreRefused) {
+  Participants p({"a", "b", "c"});
+  auto a = p.ContextOf("a");
+  HorizontalTables tables;
+  FinalCheckParty final_check(*a, tables);
+  SecureSumParty sum(*a, tables, final_check);
+  fedanon::v1::LeaderMessage m = SumStepTo("b");
+  auto* step = m.mutable_sum_step();
+  step->set_chunks(1);  // one chunk of one word
+  step->set_total_words(1);
+  step->set_chunk_words(1);
+  step->mutable_request()->mutable_local();
+  EXPECT_THAT(sum.Step(m),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "secure sum: local-recoding statistics in a job without recoding: local"));
+}
+
 TEST(SecureSumParty, OnlyTheRingsFirstPartyHandsAMaskOverAndOnlyOfTheCurrentCollect) {
   Participants p({"a", "b", "c"});
   HorizontalTables tables;
