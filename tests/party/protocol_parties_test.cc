@@ -150,6 +150,33 @@ TEST(PayloadTransfer, ChunksAreTakenOnlyForThisPartyFromADataPartyOfAChunkedJob)
   EXPECT_TRUE(absl::IsNotFound(transfer.ChunkGet(get).status()));
 }
 
+// A stream this party produced serves its chunks by index, and none beyond its count (listed
+// untested in docs/protocol.md).
+TEST(PayloadTransfer, AChunkBeyondItsStreamsCountIsRefused) {
+  Participants p({"a", "b"});
+  auto b = p.ContextOf("b");
+  b->message_limit = 64 << 10;
+  b->chunk_bytes = 1024;
+  PayloadTransfer transfer(*b);
+  transfer.StartProducing("step-1", std::string(32, 'd'));
+  fedanon::v1::SealedPayload whole;
+  fedanon::v1::ChunkRef ref;
+  const std::string bytes(3000, 'x');  // three chunks of at most 1024 bytes
+  ASSERT_OK(transfer.SealPayload("a", 1, "test-payload", bytes, &whole, &ref));
+  transfer.StopProducing();
+  ASSERT_GE(ref.chunks(), 2u);
+  fedanon::v1::LeaderMessage get;
+  get.mutable_chunk_get()->set_stream(ref.stream());
+  for (uint32_t i = 0; i < ref.chunks(); ++i) {
+    get.mutable_chunk_get()->set_index(i);
+    EXPECT_OK(transfer.ChunkGet(get)) << i;
+  }
+  get.mutable_chunk_get()->set_index(ref.chunks());
+  EXPECT_THAT(transfer.ChunkGet(get),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       absl::StrCat("chunk ", ref.chunks(), " is beyond its count of ")));
+}
+
 fedanon::v1::LeaderMessage SumStepTo(const std::string& next) {
   fedanon::v1::LeaderMessage m;
   m.set_job_id("job-0123456789ab");
