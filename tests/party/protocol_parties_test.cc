@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "common/engine/numeric_split.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
+#include "common/wire/federation_wire.h"
 #include "crypto/sealed_box.h"
 #include "party/final_check_party.h"
 #include "party/horizontal_tables.h"
@@ -244,6 +246,57 @@ partitioning: horizontal
   inside.mutable_split()->set_split(threshold);
   EXPECT_OK(apply(inside));
   EXPECT_EQ(tables.applied_updates, 1u);
+}
+
+// The statistics a request names must exist in the party's current cut (common::FromProto, on
+// the hierarchies of the test above; docs/protocol.md listed these refusals untested).
+TEST(StatsRequestFromTheWire, NodesOutsideTheCurrentCutAreRefusedByName) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = common::ParseJobSpecYaml(R"(name: t
+attributes:
+  - {name: Sex, role: qid, values: [M, F]}
+  - {name: Age, role: qid, type: continuous, range: [0, 40], precision: 1}
+  - {name: Class, role: class, values: [Y, N]}
+privacy: {model: lkc, L: 1, K: 2, C: 1}
+partitioning: horizontal
+)",
+                                                                       "job.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<common::Dataset> schema = common::BuildPublicSchema(*spec, {});
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  std::vector<common::AttributeHierarchy> hier;
+  for (const auto& q : schema->qids) hier.emplace_back(&q);
+  const int32_t beyond = static_cast<int32_t>(hier[1].size());
+  auto refused = [&](const std::function<void(fedanon::v1::StatsRequest*)>& fill) {
+    fedanon::v1::StatsRequest proto;
+    fill(&proto);
+    return common::FromProto(proto, hier).status();
+  };
+  // A rank histogram of a categorical attribute, or of a node the cut does not have.
+  EXPECT_THAT(
+      refused([](auto* r) { r->add_rank_histograms()->set_attribute(0); }),
+      StatusIs(absl::StatusCode::kInvalidArgument, "rank histogram of an unknown interval"));
+  EXPECT_THAT(
+      refused([&](auto* r) {
+        auto* h = r->add_rank_histograms();
+        h->set_attribute(1);
+        h->set_node(beyond);
+      }),
+      StatusIs(absl::StatusCode::kInvalidArgument, "rank histogram of an unknown interval"));
+  EXPECT_THAT(refused([&](auto* r) {
+                auto* c = r->add_node_class_counts();
+                c->set_attribute(1);
+                c->set_node(beyond);
+              }),
+              StatusIs(absl::StatusCode::kInvalidArgument, "class counts of an unknown node"));
+  EXPECT_THAT(refused([](auto* r) { r->add_node_class_counts()->set_attribute(7); }),
+              StatusIs(absl::StatusCode::kInvalidArgument, "class counts of an unknown node"));
+  // The same kinds over existing nodes are read.
+  EXPECT_OK(refused([](auto* r) {
+    auto* h = r->add_rank_histograms();
+    h->set_attribute(1);
+    h->set_node(0);
+    r->add_node_class_counts()->set_attribute(0);
+  }));
 }
 
 TEST(SecureSumParty, AHopIsSealedOnlyForTheSuccessorAgreedAtPrepare) {
