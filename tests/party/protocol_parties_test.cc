@@ -20,6 +20,7 @@
 #include "party/job_context.h"
 #include "party/payload_transfer.h"
 #include "party/secure_sum_party.h"
+#include "party/secure_union_party.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::party {
@@ -365,6 +366,33 @@ TEST(FinalCheckParty, ThreePartiesReleaseOnlyAfterTheCheckTwoPartiesSkipIt) {
   auto a2 = two.ContextOf("a");
   FinalCheckParty skipped(*a2, tables);
   EXPECT_TRUE(skipped.ReleaseAllowed("secure union").ok());
+}
+
+// The secure union's routing against what Prepare fixed (docs/protocol.md listed these refusals
+// untested): the recipient agreed at Prepare, and the ring's first party starts from nothing.
+TEST(SecureUnionParty, AnotherRecipientOrAStartingSetForTheFirstPartyIsRefused) {
+  Participants p({"a", "b"});  // two parties: no final check before the release
+  auto a = p.ContextOf("a");
+  HorizontalTables tables;
+  FinalCheckParty final_check(*a, tables);
+  PayloadTransfer transfer(*a);
+  SecureUnionParty union_party(*a, tables, final_check, transfer, nullptr);
+  fedanon::v1::LeaderMessage m;
+  m.set_job_id("job-0123456789ab");
+  m.set_round(3);
+  auto* step = m.mutable_union_step();
+  step->set_next("b");
+  step->set_recipient("mallory");
+  EXPECT_THAT(union_party.Step(m),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "secure union: recipient 'mallory' is not the one agreed at Prepare "
+                       "('leader')"));
+  step->set_recipient("leader");
+  step->mutable_list()->set_sender("b");
+  step->mutable_list()->set_ciphertext("rows the leader slipped in");
+  EXPECT_THAT(union_party.Step(m),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "secure union: the first party of the ring starts from the empty set"));
 }
 
 }  // namespace
