@@ -110,23 +110,48 @@ absl::StatusOr<VerticalSession::RoundOutcome> VerticalSession::RunRound(uint32_t
                      return step;
                    }));
   RETURN_IF_ERROR(LogProposals(round, proposals));
-  fedanon::v1::VerticalCandidate winner;
-  const int owner = PickWinner(proposals, &winner);
-  if (owner < 0) return RoundOutcome::kEveryoneDeclined;
+  RoundWinner w;
+  w.owner = PickWinner(proposals, &w.candidate);
+  if (w.owner < 0) return RoundOutcome::kEveryoneDeclined;
   // The parties' signed proposals travel with the winner (the owner checks it won) and the
   // owner's with the commit; the judges' signed verdicts too (every party checks them).
-  std::vector<fedanon::v1::SignedProposal> signed_proposals(n);
+  w.proposals.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    signed_proposals[i].set_party(ring[i]);
-    *signed_proposals[i].mutable_proposal() = proposals[i].proposal();
+    w.proposals[i].set_party(ring[i]);
+    *w.proposals[i].mutable_proposal() = proposals[i].proposal();
   }
-  fedanon::v1::VerticalStep win;
-  *win.mutable_winner()->mutable_candidate() = winner;
-  for (const auto& p : signed_proposals) *win.mutable_winner()->add_proposals() = p;
-  // The owner seals the children for the judges only (the other holders of sensitive values).
-  ASSIGN_OR_RETURN(VerticalStepResult to_judges, Call(ring[owner], round, win));
   std::set<std::string> judges;
-  ASSIGN_OR_RETURN(const auto judged, ByReceiver(to_judges.instructions(), owner, round, &judges));
+  std::vector<VerticalStepResult> verdicts;
+  ASSIGN_OR_RETURN(const bool accept, JudgeWinner(round, &w, &judges, &verdicts));
+  // Accepted: the owner, shown every judge's sealed acceptance, seals the children for the
+  // remaining parties; they receive them with the commit. Rejected: they never do.
+  std::map<std::string, CarriedPayload> with_commit;
+  if (accept) {
+    ASSIGN_OR_RETURN(with_commit, PublishWinner(round, w, verdicts, judges));
+  }
+  RETURN_IF_ERROR(CommitRound(round, w, accept, &with_commit));
+  const std::string& owner = ring[w.owner];
+  if (!accept) {
+    spdlog::info("job={} round={} the winner of '{}' was vetoed by a holder of sensitive values",
+                 options_.job_id, round, owner);
+    return RoundOutcome::kVetoed;
+  }
+  auto& won = participation_[owner];
+  won.set_rounds_won(won.rounds_won() + 1);
+  if (options_.on_step) options_.on_step(round, owner, w.candidate.attribute());
+  return RoundOutcome::kApplied;
+}
+
+absl::StatusOr<bool> VerticalSession::JudgeWinner(uint32_t round, RoundWinner* w,
+                                                  std::set<std::string>* judges,
+                                                  std::vector<VerticalStepResult>* verdicts) {
+  fedanon::v1::VerticalStep win;
+  *win.mutable_winner()->mutable_candidate() = w->candidate;
+  for (const auto& p : w->proposals) *win.mutable_winner()->add_proposals() = p;
+  // The owner seals the children for the judges only (the other holders of sensitive values).
+  ASSIGN_OR_RETURN(VerticalStepResult to_judges, Call(options_.ring[w->owner], round, win));
+  ASSIGN_OR_RETURN(const auto judged,
+                   ByReceiver(to_judges.instructions(), w->owner, round, judges));
   std::vector<fedanon::v1::VerticalStep> delivers(judged.first.size());
   for (size_t i = 0; i < delivers.size(); ++i) {
     auto* deliver = delivers[i].mutable_deliver();
@@ -134,65 +159,68 @@ absl::StatusOr<VerticalSession::RoundOutcome> VerticalSession::RunRound(uint32_t
                                 deliver->mutable_instruction(),
                                 deliver->mutable_instruction_ref()));
   }
-  ASSIGN_OR_RETURN(auto verdicts,
+  ASSIGN_OR_RETURN(*verdicts,
                    CallAll(judged.first, round, [&](size_t i) { return std::move(delivers[i]); }));
   bool accept = true;
-  std::vector<fedanon::v1::SignedVerdict> signed_verdicts(verdicts.size());
-  for (size_t i = 0; i < verdicts.size(); ++i) {
-    signed_verdicts[i].set_judge(judged.first[i]);
-    *signed_verdicts[i].mutable_candidate() = winner;
-    signed_verdicts[i].set_accept(verdicts[i].verdict().accept());
-    signed_verdicts[i].set_signature(verdicts[i].verdict().signature());
+  w->verdicts.resize(verdicts->size());
+  for (size_t i = 0; i < verdicts->size(); ++i) {
+    const auto& verdict = (*verdicts)[i].verdict();
+    w->verdicts[i].set_judge(judged.first[i]);
+    *w->verdicts[i].mutable_candidate() = w->candidate;
+    w->verdicts[i].set_accept(verdict.accept());
+    w->verdicts[i].set_signature(verdict.signature());
     ViewEntry e;
     e.round = round;
     e.kind = kViewVerticalVerdict;
     e.party = judged.first[i];
-    e.counts = {verdicts[i].verdict().accept() ? 1u : 0u};
+    e.counts = {verdict.accept() ? 1u : 0u};
     RETURN_IF_ERROR(Log(std::move(e)));
-    accept = accept && verdicts[i].verdict().accept();
+    accept = accept && verdict.accept();
   }
-  // Accepted: the owner, shown every judge's sealed acceptance, seals the children for the
-  // remaining parties; they receive them with the commit. Rejected: they never do.
+  return accept;
+}
+
+absl::StatusOr<std::map<std::string, CarriedPayload>> VerticalSession::PublishWinner(
+    uint32_t round, const RoundWinner& w, const std::vector<VerticalStepResult>& verdicts,
+    const std::set<std::string>& judges) {
+  fedanon::v1::VerticalStep publish;
+  *publish.mutable_publish()->mutable_candidate() = w.candidate;
+  for (const auto& v : verdicts) {
+    *publish.mutable_publish()->add_verdicts() = v.verdict().for_owner();
+  }
+  const std::string& owner = options_.ring[w.owner];
+  ASSIGN_OR_RETURN(VerticalStepResult to_others, Call(owner, round, publish));
+  std::set<std::string> seen = judges;
+  ASSIGN_OR_RETURN(auto others, ByReceiver(to_others.instructions(), w.owner, round, &seen));
+  if (seen.size() + 1 != options_.ring.size()) {
+    return absl::InternalError(
+        absl::StrCat("party '", owner, "' sent instructions for the wrong parties"));
+  }
   std::map<std::string, CarriedPayload> with_commit;
-  if (accept) {
-    fedanon::v1::VerticalStep publish;
-    *publish.mutable_publish()->mutable_candidate() = winner;
-    for (const auto& v : verdicts)
-      *publish.mutable_publish()->add_verdicts() = v.verdict().for_owner();
-    ASSIGN_OR_RETURN(VerticalStepResult to_others, Call(ring[owner], round, publish));
-    std::set<std::string> seen = judges;
-    ASSIGN_OR_RETURN(auto others, ByReceiver(to_others.instructions(), owner, round, &seen));
-    if (seen.size() + 1 != n) {
-      return absl::InternalError(
-          absl::StrCat("party '", ring[owner], "' sent instructions for the wrong parties"));
-    }
-    for (size_t i = 0; i < others.first.size(); ++i)
-      with_commit[others.first[i]] = std::move(others.second[i]);
+  for (size_t i = 0; i < others.first.size(); ++i) {
+    with_commit[others.first[i]] = std::move(others.second[i]);
   }
-  std::vector<fedanon::v1::VerticalStep> commits(n);
-  for (size_t i = 0; i < n; ++i) {
+  return with_commit;
+}
+
+absl::Status VerticalSession::CommitRound(uint32_t round, const RoundWinner& w, bool accept,
+                                          std::map<std::string, CarriedPayload>* with_commit) {
+  const auto& ring = options_.ring;
+  std::vector<fedanon::v1::VerticalStep> commits(ring.size());
+  for (size_t i = 0; i < ring.size(); ++i) {
     auto* commit = commits[i].mutable_commit();
-    *commit->mutable_candidate() = winner;
+    *commit->mutable_candidate() = w.candidate;
     commit->set_accept(accept);
-    *commit->mutable_winner() = signed_proposals[owner];
-    for (const auto& v : signed_verdicts) *commit->add_verdicts() = v;
-    auto it = with_commit.find(ring[i]);
-    if (it != with_commit.end()) {
+    *commit->mutable_winner() = w.proposals[w.owner];
+    for (const auto& v : w.verdicts) *commit->add_verdicts() = v;
+    auto it = with_commit->find(ring[i]);
+    if (it != with_commit->end()) {
       RETURN_IF_ERROR(relay_.Hand(it->second, round, options_.timeout,
                                   commit->mutable_instruction(),
                                   commit->mutable_instruction_ref()));
     }
   }
-  RETURN_IF_ERROR(CallAll(ring, round, [&](size_t i) { return std::move(commits[i]); }).status());
-  if (!accept) {
-    spdlog::info("job={} round={} the winner of '{}' was vetoed by a holder of sensitive values",
-                 options_.job_id, round, ring[owner]);
-    return RoundOutcome::kVetoed;
-  }
-  auto& won = participation_[ring[owner]];
-  won.set_rounds_won(won.rounds_won() + 1);
-  if (options_.on_step) options_.on_step(round, ring[owner], winner.attribute());
-  return RoundOutcome::kApplied;
+  return CallAll(ring, round, [&](size_t i) { return std::move(commits[i]); }).status();
 }
 
 // The best proposal (best score, public tie-break): its party's index, or -1 when every party

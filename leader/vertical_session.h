@@ -230,6 +230,27 @@ class VerticalSession {
   // One round: proposals, the winner's instruction relayed to the others, their verdicts, and
   // the commit (or veto) at every replica.
   absl::StatusOr<RoundOutcome> RunRound(uint32_t round);
+  // A round's winner as the commit carries it: the owner's index in the ring, the candidate, every
+  // party's signed proposal and every judge's signed verdict.
+  struct RoundWinner {
+    int owner = -1;
+    fedanon::v1::VerticalCandidate candidate;
+    std::vector<fedanon::v1::SignedProposal> proposals;
+    std::vector<fedanon::v1::SignedVerdict> verdicts;
+  };
+  // The winner to its owner, its children sealed for the judges relayed to them, their signed
+  // verdicts into `w` (and `verdicts`, as answered); whether every judge accepted. `judges`
+  // collects who the owner sealed for.
+  absl::StatusOr<bool> JudgeWinner(uint32_t round, RoundWinner* w, std::set<std::string>* judges,
+                                   std::vector<VerticalStepResult>* verdicts);
+  // Accepted: the owner, shown every judge's sealed acceptance, seals the children for the
+  // remaining parties (each data party but the owner and the judges, once); by receiver.
+  absl::StatusOr<std::map<std::string, CarriedPayload>> PublishWinner(
+      uint32_t round, const RoundWinner& w, const std::vector<VerticalStepResult>& verdicts,
+      const std::set<std::string>& judges);
+  // The commit (or veto) at every replica, each with the children sealed for it, if any.
+  absl::Status CommitRound(uint32_t round, const RoundWinner& w, bool accept,
+                           std::map<std::string, CarriedPayload>* with_commit);
 
   // The owner's sealed instructions by receiver (whole, or fetched chunk by chunk): each a data
   // party other than the owner, named once (over `seen` too, which collects them). Returns the
