@@ -33,7 +33,7 @@ absl::Status HorizontalDriver::Run(const JobHost& host, const JobRun& job,
   ASSIGN_OR_RETURN(const Rounds rounds, local ? driver.RunLocalRounds() : driver.RunGlobalRounds());
   ASSIGN_OR_RETURN(const std::string final_check, driver.RunFinalCheck(rounds));
   RETURN_IF_ERROR(driver.Release(rounds));
-  return driver.Finish(rounds, rounds.end, final_check);
+  return driver.Finish(rounds, final_check);
 }
 
 HorizontalDriver::HorizontalDriver(const JobHost& host, const JobRun& job,
@@ -91,13 +91,17 @@ common::EngineOptions HorizontalDriver::EngineOptions() {
   options.beneficial = spec_.beneficial();
   options.suppression_token = spec_.suppression_token();
   options.numeric = common::NumericSplitFromSpec(spec_);
-  options.on_step = [this](const fedanon::v1::SpecializationStep& step, size_t groups) {
+  options.on_step = OnStep();
+  return options;
+}
+
+std::function<void(const fedanon::v1::SpecializationStep&, size_t)> HorizontalDriver::OnStep() {
+  return [this](const fedanon::v1::SpecializationStep& step, size_t groups) {
     round_ = step.round();
     host_.RoundDone(job_, step.round(), absl::StrCat(step.attribute(), " ", step.value()));
     spdlog::info("job={} round={} specialized {} {} ({} groups)", job_.job_id, step.round(),
                  step.attribute(), step.value(), groups);
   };
-  return options;
 }
 
 absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunGlobalRounds() {
@@ -156,9 +160,8 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunLocalRounds() {
   // Local recoding (leader/local_job.h): per-group secure sums.
   Rounds rounds;
   rounds.start = job_.elapsed();
-  ASSIGN_OR_RETURN(local_,
-                   leader::RunLocalRounds(spec_, schema_, model_, sums_.get(), job_.view_log.get(),
-                                          &round_, EngineOptions().on_step));
+  ASSIGN_OR_RETURN(local_, leader::RunLocalRounds(spec_, schema_, model_, sums_.get(),
+                                                  job_.view_log.get(), &round_, OnStep()));
   rounds.end = job_.elapsed();
   const common::LocalRecoder& engine = *local_->engine;
   rounds.total_records = engine.total_records();
@@ -248,17 +251,22 @@ absl::Status HorizontalDriver::RunSecureUnion() {
   // The set travels whole or in chunks under the message limit: fetched from each hop and
   // handed to the next before its step (leader/payload_relay.h).
   const PayloadRelay relay(&channel_, job_.job_id, host_.CancelCheck(job_.job_id));
+  // A union step for the recipient that hands `carried` on.
+  auto step_with = [&](const CarriedPayload& carried, fedanon::v1::LeaderMessage* msg) {
+    msg->set_job_id(job_.job_id);
+    msg->set_round(round_);
+    auto* step = msg->mutable_union_step();
+    step->set_recipient(job_.recipient);
+    return relay.Hand(carried, round_, job_.timeout, step->mutable_list(),
+                      step->mutable_list_ref());
+  };
   CarriedPayload carried;
   for (size_t i = 0; i < union_ring.size(); ++i) {
     RETURN_IF_ERROR(host_.check_cancelled(job_.job_id));
     fedanon::v1::LeaderMessage msg;
-    msg.set_job_id(job_.job_id);
-    msg.set_round(round_);
-    auto* step = msg.mutable_union_step();
-    RETURN_IF_ERROR(
-        relay.Hand(carried, round_, job_.timeout, step->mutable_list(), step->mutable_list_ref()));
+    RETURN_IF_ERROR(step_with(carried, &msg));
     carried = CarriedPayload();
-    step->set_recipient(job_.recipient);
+    auto* step = msg.mutable_union_step();
     step->set_next(i + 1 < union_ring.size() ? union_ring[i + 1] : job_.recipient);
     ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply,
                      channel_.Call(union_ring[i], msg, job_.timeout));
@@ -272,12 +280,8 @@ absl::Status HorizontalDriver::RunSecureUnion() {
   }
   if (leader_receives) return StoreUnionAtLeader(header, carried);
   fedanon::v1::LeaderMessage msg;
-  msg.set_job_id(job_.job_id);
-  msg.set_round(round_);
+  RETURN_IF_ERROR(step_with(carried, &msg));
   auto* step = msg.mutable_union_step();
-  RETURN_IF_ERROR(
-      relay.Hand(carried, round_, job_.timeout, step->mutable_list(), step->mutable_list_ref()));
-  step->set_recipient(job_.recipient);
   step->set_deliver(true);
   for (const auto& h : header) step->add_header(h);
   return channel_.Call(job_.recipient, msg, job_.timeout).status();
@@ -318,8 +322,7 @@ absl::Status HorizontalDriver::StoreUnionAtLeader(const std::vector<std::string>
   });
 }
 
-absl::Status HorizontalDriver::Finish(const Rounds& rounds, double union_start,
-                                      const std::string& final_check) {
+absl::Status HorizontalDriver::Finish(const Rounds& rounds, const std::string& final_check) {
   fedanon::v1::Report report;
   report.set_job_name(spec_.name());
   report.set_version(common::VersionLine("fedanon-leader"));
@@ -327,8 +330,8 @@ absl::Status HorizontalDriver::Finish(const Rounds& rounds, double union_start,
   report.set_records_out(rounds.total_records);
   rounds.fill_report(&report);
   (*report.mutable_timings_seconds())["validate"] = rounds.start;
-  (*report.mutable_timings_seconds())["rounds"] = union_start - rounds.start;
-  (*report.mutable_timings_seconds())["union"] = job_.elapsed() - union_start;
+  (*report.mutable_timings_seconds())["rounds"] = rounds.end - rounds.start;
+  (*report.mutable_timings_seconds())["union"] = job_.elapsed() - rounds.end;
   (*report.mutable_timings_seconds())["total"] = job_.elapsed();
   report.set_secure_sums(sums_->stats().collects);
   report.set_bytes_to_parties(sums_->stats().bytes_sent);

@@ -62,6 +62,8 @@ class HorizontalDriver {
   // The secure sums' source: its journal (durable jobs), view log and sealing keys.
   absl::Status SetUpSums();
   common::EngineOptions EngineOptions();
+  // Each step taken: the round stamped on later messages, the progress recorded and logged.
+  std::function<void(const fedanon::v1::SpecializationStep&, size_t)> OnStep();
   absl::StatusOr<Rounds> RunGlobalRounds();
   absl::StatusOr<Rounds> RunLocalRounds();
   // Every data party re-checks the signed privacy model on the summed counts (3+ parties); the
@@ -73,7 +75,7 @@ class HorizontalDriver {
   absl::Status StoreUnionAtLeader(const std::vector<std::string>& header,
                                   const CarriedPayload& carried);
   // The report and the final progress; then EndJob at every party.
-  absl::Status Finish(const Rounds& rounds, double union_start, const std::string& final_check);
+  absl::Status Finish(const Rounds& rounds, const std::string& final_check);
 
   const JobHost& host_;
   const JobRun& job_;

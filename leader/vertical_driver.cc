@@ -30,12 +30,10 @@ VerticalJobOptions OptionsFor(const JobHost& host, const JobRun& job) {
   options.leader_name = leader.name;
   options.leader_seal_key_pem = leader.seal_key_pem;
   options.ca_pem = leader.ca_pem;
-  std::vector<std::string> qid_names;  // QID attributes in spec order (the engine's indices)
   for (const auto& a : spec.attributes()) {
     if (a.role() != fedanon::v1::ROLE_ID) options.header.push_back(a.name());
     if (a.role() != fedanon::v1::ROLE_QID) continue;
-    qid_names.push_back(a.name());
-    options.qid_names.push_back(a.name());
+    options.qid_names.push_back(a.name());  // spec order: the engine's attribute indices
     options.attribute_party[a.name()] = a.party();
   }
   options.timeout = job.timeout;
@@ -50,8 +48,8 @@ VerticalJobOptions OptionsFor(const JobHost& host, const JobRun& job) {
   options.observer = host.observer;
   options.local_recoding = spec.recoding() == fedanon::v1::RECODING_LOCAL;
   options.local_judges = common::VerticalLocalJudges(spec);
-  options.on_step = [&host, &job, qid_names](uint32_t round, const std::string& owner,
-                                             uint32_t attr) {
+  options.on_step = [&host, &job, qid_names = options.qid_names](
+                        uint32_t round, const std::string& owner, uint32_t attr) {
     const std::string what =
         absl::StrCat(attr < qid_names.size() ? qid_names[attr] : "?", " (", owner, ")");
     host.RoundDone(job, round, what);

@@ -121,9 +121,11 @@ double Jitter() {
   return std::uniform_real_distribution<double>(0.8, 1.2)(rng);
 }
 
-// Why the server that answered our hello is not the federation leader (OK when it is).
-absl::Status CheckHelloAck(const fedanon::v1::LeaderMessage& ack,
-                           const grpc::ClientContext& context, const RevocationCheck* revocation) {
+// The leader's identity (its certificate) when the server that answered our hello is the
+// federation leader; else why it is not.
+absl::StatusOr<crypto::Identity> CheckHelloAck(const fedanon::v1::LeaderMessage& ack,
+                                               const grpc::ClientContext& context,
+                                               const RevocationCheck* revocation) {
   if (!ack.has_hello_ack()) {
     return absl::FailedPreconditionError("it did not answer our hello with a hello_ack");
   }
@@ -142,7 +144,7 @@ absl::Status CheckHelloAck(const fedanon::v1::LeaderMessage& ack,
           absl::StrCat("the leader's certificate is refused: ", st.message()));
     }
   }
-  return absl::OkStatus();
+  return *server;
 }
 
 // The handler's reply to one request, with its request_id; a thrown exception or a reply over
@@ -368,18 +370,14 @@ absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch)
       return st;
     }
   }
-  if (absl::Status refused = CheckHelloAck(ack, context, options_.revocation); !refused.ok()) {
+  absl::StatusOr<crypto::Identity> leader = CheckHelloAck(ack, context, options_.revocation);
+  if (!leader.ok()) {
     context.TryCancel();
     stream->Finish();
     forget_context();
-    return refused;
+    return leader.status();
   }
-  if (options_.leader_identity) {
-    // CheckHelloAck read it already: a leader-role identity.
-    if (absl::StatusOr<crypto::Identity> leader = ServerIdentity(context); leader.ok()) {
-      options_.leader_identity(leader->name);
-    }
-  }
+  if (options_.leader_identity) options_.leader_identity(leader->name);
   {
     absl::MutexLock lock(&mu_);
     connected_ = true;

@@ -188,11 +188,9 @@ fedanon::v1::LeaderMessage SumStepTo(const std::string& next) {
   return m;
 }
 
-// State updates the job's recoding or current cut does not have (docs/protocol.md listed these
-// refusals untested): a local-recoding update in a global job, a split of an attribute that is
-// no interval, a threshold outside its interval; a threshold inside it applies.
-TEST(HorizontalTables, UpdatesThatTheRecodingOrTheCutDoNotHaveAreRefused) {
-  absl::StatusOr<fedanon::v1::JobSpec> spec = common::ParseJobSpecYaml(R"(name: t
+// A global horizontal job over one categorical QID (Sex) and one continuous QID (Age).
+absl::StatusOr<fedanon::v1::JobSpec> SexAgeSpec() {
+  return common::ParseJobSpecYaml(R"(name: t
 attributes:
   - {name: Sex, role: qid, values: [M, F]}
   - {name: Age, role: qid, type: continuous, range: [0, 40], precision: 1}
@@ -201,7 +199,14 @@ attributes:
 privacy: {model: lkc, L: 2, K: 2, C: 0.5, sensitive_values: [hiv]}
 partitioning: horizontal
 )",
-                                                                       "job.yaml");
+                                  "job.yaml");
+}
+
+// State updates the job's recoding or current cut does not have (docs/protocol.md listed these
+// refusals untested): a local-recoding update in a global job, a split of an attribute that is
+// no interval, a threshold outside its interval; a threshold inside it applies.
+TEST(HorizontalTables, UpdatesThatTheRecodingOrTheCutDoNotHaveAreRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
   ASSERT_TRUE(spec.ok()) << spec.status();
   absl::StatusOr<common::Dataset> schema = common::BuildPublicSchema(*spec, {});
   ASSERT_TRUE(schema.ok()) << schema.status();
@@ -250,17 +255,9 @@ partitioning: horizontal
 }
 
 // The statistics a request names must exist in the party's current cut (common::FromProto, on
-// the hierarchies of the test above; docs/protocol.md listed these refusals untested).
+// the hierarchies of SexAgeSpec; docs/protocol.md listed these refusals untested).
 TEST(StatsRequestFromTheWire, NodesOutsideTheCurrentCutAreRefusedByName) {
-  absl::StatusOr<fedanon::v1::JobSpec> spec = common::ParseJobSpecYaml(R"(name: t
-attributes:
-  - {name: Sex, role: qid, values: [M, F]}
-  - {name: Age, role: qid, type: continuous, range: [0, 40], precision: 1}
-  - {name: Class, role: class, values: [Y, N]}
-privacy: {model: lkc, L: 1, K: 2, C: 1}
-partitioning: horizontal
-)",
-                                                                       "job.yaml");
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
   ASSERT_TRUE(spec.ok()) << spec.status();
   absl::StatusOr<common::Dataset> schema = common::BuildPublicSchema(*spec, {});
   ASSERT_TRUE(schema.ok()) << schema.status();
