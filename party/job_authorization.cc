@@ -1,10 +1,12 @@
 #include "party/job_authorization.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/wire/job_authorization.h"
 #include "crypto/certificates.h"
 #include "crypto/signature.h"
 
@@ -93,7 +95,27 @@ absl::StatusOr<fedanon::v1::AuthorizedJob> JobAuthorizer::Verify(
   if (prepare.data_path() != signed_path) {
     return NotAuthorized("this party's data path differs from the admin's signed job");
   }
+  RETURN_IF_ERROR(CheckTaxonomyPaths(prepare.spec(), job));
   return job;
+}
+
+absl::Status JobAuthorizer::CheckTaxonomyPaths(const fedanon::v1::JobSpec& spec,
+                                               const fedanon::v1::AuthorizedJob& job) {
+  const std::map<std::string, std::string> named = common::TaxonomyPathsOf(spec);
+  for (const auto& [attribute, path] : named) {
+    auto signed_path = job.taxonomy_paths().find(attribute);
+    if (signed_path == job.taxonomy_paths().end() || signed_path->second != path) {
+      return NotAuthorized(absl::StrCat("the taxonomy path of attribute '", attribute,
+                                        "' differs from the admin's signed job"));
+    }
+  }
+  for (const auto& [attribute, path] : job.taxonomy_paths()) {
+    if (!named.contains(attribute)) {
+      return NotAuthorized(absl::StrCat("the admin signed a taxonomy path for attribute '",
+                                        attribute, "', which the Prepare's spec does not name"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status JobAuthorizer::CheckDigest(const fedanon::v1::AuthorizedJob& job,

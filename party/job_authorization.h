@@ -48,13 +48,20 @@ class JobAuthorizer {
   std::string ca_pem() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Verifies the signature and the admin's certificate and compares everything the Prepare names
-  // except the spec (ring, recipient, leader_party, this party's data path) with the signed job,
-  // at time `now`. `leader` is the name of the participant announced as leader (whose sealing
-  // certificate has the leader role): the recipient when the admin signed none. Returns the
-  // signed job (its run_id and job_digest are for the caller).
+  // except the spec's content (ring, recipient, leader_party, this party's data path, the spec's
+  // taxonomy paths) with the signed job, at time `now`. Nothing is read from disk here: a path
+  // the admin did not sign is refused before any file is opened. `leader` is the name of the
+  // participant announced as leader (whose sealing certificate has the leader role): the recipient
+  // when the admin signed none. Returns the signed job (its run_id and job_digest are for the
+  // caller).
   absl::StatusOr<fedanon::v1::AuthorizedJob> Verify(const fedanon::v1::PrepareJob& prepare,
                                                     const std::string& leader, absl::Time now) const
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Every taxonomy path `spec` names is the one the admin signed for that attribute, and the
+  // admin signed no other ("job not authorized: the taxonomy path of attribute 'a' differs ...").
+  static absl::Status CheckTaxonomyPaths(const fedanon::v1::JobSpec& spec,
+                                         const fedanon::v1::AuthorizedJob& job);
 
   // The digest the party computed from the spec and taxonomies it loaded against the signed one.
   static absl::Status CheckDigest(const fedanon::v1::AuthorizedJob& job, std::string_view digest);

@@ -118,8 +118,9 @@ absl::StatusOr<fedanon::v1::AuthorizedJob> PartyAgent::Authorize(
     JobState* job) const {
   RETURN_IF_ERROR(common::CheckFederatedRecoding(job->spec));
   RETURN_IF_ERROR(VerifyParticipants(prepare, job));
-  // The admin's signature over ring, recipient, leader_party and our data path first: a job no
-  // admin authorized reads nothing (docs/threat-model.md, "Job authorization").
+  // The admin's signature over ring, recipient, leader_party, our data path and the taxonomy
+  // paths first: a job no admin authorized reads nothing (docs/threat-model.md, "Job
+  // authorization").
   std::string announced_leader;
   for (const auto& p : prepare.participants()) {
     if (p.index() == UINT32_MAX) announced_leader = p.name();

@@ -34,6 +34,14 @@ absl::StatusOr<std::string> RunIdOf(const fedanon::v1::JobAuthorization& authori
   return job.run_id();
 }
 
+std::map<std::string, std::string> TaxonomyPathsOf(const fedanon::v1::JobSpec& spec) {
+  std::map<std::string, std::string> paths;
+  for (const auto& a : spec.attributes()) {
+    if (!a.taxonomy().empty()) paths[a.name()] = a.taxonomy();
+  }
+  return paths;
+}
+
 absl::StatusOr<fedanon::v1::JobAuthorization> SignAuthorizedJob(
     const fedanon::v1::AuthorizedJob& body, const AdminSigner& signer) {
   std::string bytes;
@@ -63,6 +71,9 @@ absl::StatusOr<fedanon::v1::JobAuthorization> AuthorizeSubmission(
   body.set_recipient(request.recipient());
   body.set_leader_party(request.leader_party());
   for (const auto& [party, path] : request.data_paths()) (*body.mutable_data_paths())[party] = path;
+  for (const auto& [attribute, path] : TaxonomyPathsOf(request.spec())) {
+    (*body.mutable_taxonomy_paths())[attribute] = path;
+  }
   body.set_issued_unix(absl::ToUnixSeconds(now));
   body.set_expires_unix(absl::ToUnixSeconds(now + validity));
   return SignAuthorizedJob(body, signer);

@@ -4,6 +4,7 @@
 // the tests; the party's checks are in party/job_authorization.h. Thread-safe (no state).
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,11 +37,16 @@ absl::StatusOr<std::string> NewRunId();
 // signature is checked by the parties, not here.
 absl::StatusOr<std::string> RunIdOf(const fedanon::v1::JobAuthorization& authorization);
 
+// Attribute -> `taxonomy` path for every attribute of `spec` that names one: what an admin signs
+// as AuthorizedJob.taxonomy_paths and what a party compares with it before it reads a file.
+std::map<std::string, std::string> TaxonomyPathsOf(const fedanon::v1::JobSpec& spec);
+
 // Signs `body` (serialized deterministically) with the admin's key.
 absl::StatusOr<fedanon::v1::JobAuthorization> SignAuthorizedJob(
     const fedanon::v1::AuthorizedJob& body, const AdminSigner& signer);
 
-// The authorization of `request` as it stands (parties, recipient, leader_party, data_paths) for
+// The authorization of `request` as it stands (parties, recipient, leader_party, data_paths, the
+// spec's taxonomy paths) for
 // the job whose common::CanonicalJobBytes are `canonical_job_bytes` (the request's spec and
 // taxonomies), under a fresh run id, valid from `now` for `validity`.
 absl::StatusOr<fedanon::v1::JobAuthorization> AuthorizeSubmission(

@@ -163,6 +163,36 @@ TEST_F(JobAuthorizerTest, OtherRecipientLeaderPartyOrDataPathIsRefused) {
   EXPECT_THAT(Verify(to_leader), StatusIs(kDenied, "recipient differs"));
 }
 
+// The taxonomy paths the spec names are the signed ones, attribute by attribute, and no more.
+TEST_F(JobAuthorizerTest, ATaxonomyPathOtherThanTheSignedOneIsRefused) {
+  LeaderMessage with_taxonomy = msg_;
+  auto* sex = with_taxonomy.mutable_prepare()->mutable_spec()->mutable_attributes(0);
+  sex->clear_values();
+  sex->set_taxonomy("sex.csv");
+  AuthorizedJob job = AuthorizedJobOf(with_taxonomy);
+  EXPECT_EQ(job.taxonomy_paths().size(), 1u);
+  EXPECT_EQ(job.taxonomy_paths().at("Sex"), "sex.csv");
+  ASSERT_OK(SignInto(&with_taxonomy, job, alice_));
+  EXPECT_OK(Verify(with_taxonomy));
+  LeaderMessage other = with_taxonomy;
+  other.mutable_prepare()->mutable_spec()->mutable_attributes(0)->set_taxonomy("other.csv");
+  EXPECT_THAT(Verify(other), StatusIs(kDenied,
+                                      "job not authorized: the taxonomy path of attribute 'Sex' "
+                                      "differs from the admin's signed job"));
+  other = with_taxonomy;
+  other.mutable_prepare()->mutable_spec()->mutable_attributes(1)->set_taxonomy("sex.csv");
+  EXPECT_THAT(Verify(other), StatusIs(kDenied, "taxonomy path of attribute 'Job' differs"));
+  other = with_taxonomy;
+  other.mutable_prepare()->mutable_spec()->mutable_attributes(0)->clear_taxonomy();
+  EXPECT_THAT(Verify(other),
+              StatusIs(kDenied, "the admin signed a taxonomy path for attribute 'Sex', which the "
+                                "Prepare's spec does not name"));
+  // An authorization from before taxonomy paths were signed names none: refused too.
+  job.clear_taxonomy_paths();
+  ASSERT_OK(SignInto(&with_taxonomy, job, alice_));
+  EXPECT_THAT(Verify(with_taxonomy), StatusIs(kDenied, "taxonomy path of attribute 'Sex'"));
+}
+
 TEST_F(JobAuthorizerTest, ExpiredAuthorizationIsRefused) {
   EXPECT_THAT(Verify(msg_, absl::Now() + absl::Hours(2)),
               StatusIs(kDenied, "job not authorized: the admin's authorization expired"));

@@ -83,6 +83,13 @@ class PartyPathsTest : public ::testing::Test {
   // `data_path` ("" for the party's default); returns the reply the leader gets.
   fedanon::v1::PartyMessage Prepare(const std::string& taxonomy, const std::string& data_path = "",
                                     const std::string& job_id = kJobId) {
+    return agent_->Handle(SignedPrepare(taxonomy, data_path, job_id));
+  }
+
+  // The prepare request Prepare sends, signed by an admin for exactly what it names.
+  fedanon::v1::LeaderMessage SignedPrepare(const std::string& taxonomy,
+                                           const std::string& data_path = "",
+                                           const std::string& job_id = kJobId) {
     auto spec = common::ParseJobSpecYaml(
         "name: t\n"
         "attributes:\n"
@@ -108,7 +115,7 @@ class PartyPathsTest : public ::testing::Test {
     // An admin authorized this job (as the party would load it where the files are readable).
     EXPECT_TRUE(
         testing::AuthorizePrepare(&request, admin_, testing::TaxonomyTexts(*spec, data_dir_)).ok());
-    return agent_->Handle(request);
+    return request;
   }
 
   struct Participant {
@@ -141,6 +148,44 @@ TEST_F(PartyPathsTest, TaxonomyOutsideTheDataDirectoryIsRefused) {
               "party 'hospital-a': taxonomy of attribute 'age' is outside the party's data "
               "directory");
   }
+}
+
+// The admin signed `age.csv`; the leader names another path in the Prepare's spec. Whether that
+// path is outside the data directory, missing, or a readable file that is no taxonomy, the party
+// gives one refusal before it opens any file, so the leader cannot probe the data directory with
+// an authorization it holds (docs/protocol.md, "taxonomy").
+TEST_F(PartyPathsTest, ATaxonomyPathTheAdminDidNotSignIsRefusedBeforeAnyFileIsRead) {
+  const fedanon::v1::LeaderMessage signed_prepare = SignedPrepare("age.csv");
+  for (const std::string path :
+       {"/etc/passwd", "../hospital-b/tls.key", "missing.csv", "key-as-taxonomy.csv", "table.csv",
+        "./age.csv"}) {
+    fedanon::v1::LeaderMessage request = signed_prepare;
+    for (auto& a : *request.mutable_prepare()->mutable_spec()->mutable_attributes()) {
+      if (a.name() == "age") a.set_taxonomy(path);
+    }
+    const fedanon::v1::PartyMessage reply = agent_->Handle(request);
+    ASSERT_TRUE(reply.has_error()) << path;
+    EXPECT_EQ(reply.error().code(), static_cast<int>(absl::StatusCode::kPermissionDenied)) << path;
+    EXPECT_EQ(reply.error().message(),
+              "job not authorized: the taxonomy path of attribute 'age' differs from the admin's "
+              "signed job")
+        << path;
+  }
+  // A taxonomy dropped from the spec (the attribute then needs values) is refused the same way
+  // by the signed map; the Prepare the admin signed is accepted.
+  fedanon::v1::LeaderMessage dropped = signed_prepare;
+  for (auto& a : *dropped.mutable_prepare()->mutable_spec()->mutable_attributes()) {
+    if (a.name() == "age") {
+      a.clear_taxonomy();
+      a.add_values("young");
+      a.add_values("old");
+    }
+  }
+  const fedanon::v1::PartyMessage reply = agent_->Handle(dropped);
+  ASSERT_TRUE(reply.has_error());
+  EXPECT_THAT(reply.error().message(),
+              HasSubstr("job not authorized: the admin signed a taxonomy path for attribute 'age'"));
+  EXPECT_TRUE(agent_->Handle(signed_prepare).has_prepared());
 }
 
 TEST_F(PartyPathsTest, SymbolicLinkOutOfTheDataDirectoryIsRefused) {

@@ -43,8 +43,8 @@ inline std::map<std::string, std::string> TaxonomyTexts(const fedanon::v1::JobSp
 }
 
 // The AuthorizedJob for exactly what the Prepare in `msg` names (an admin who signed this job):
-// its ring, recipient, leader_party, data path (for every ring party), and the digest of its spec
-// with `taxonomy_texts`. Tests that play a deviating leader change `msg` afterwards.
+// its ring, recipient, leader_party, data path (for every ring party), taxonomy paths, and the
+// digest of its spec with `taxonomy_texts`. Tests that play a deviating leader change `msg` afterwards.
 inline fedanon::v1::AuthorizedJob AuthorizedJobOf(
     const fedanon::v1::LeaderMessage& msg,
     const std::map<std::string, std::string>& taxonomy_texts = {}) {
@@ -57,6 +57,9 @@ inline fedanon::v1::AuthorizedJob AuthorizedJobOf(
   job.set_leader_party(prepare.leader_party());
   if (!prepare.data_path().empty()) {
     for (const auto& p : prepare.ring()) (*job.mutable_data_paths())[p] = prepare.data_path();
+  }
+  for (const auto& [attribute, path] : common::TaxonomyPathsOf(prepare.spec())) {
+    (*job.mutable_taxonomy_paths())[attribute] = path;
   }
   const absl::Time now = absl::Now();
   job.set_issued_unix(absl::ToUnixSeconds(now));
