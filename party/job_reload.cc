@@ -143,7 +143,10 @@ absl::Status ReplayVertical(JobState& job, const LeaderMessage& request, const P
   const std::string digest = common::RequestDigest(round, step);
   job.vertical->RestoreLast(digest, stored);
   const std::string key = ProducingStepKey(step, round);
-  if (!key.empty() && job.chunk_bytes > 0) job.transfer.step_answers().Put(key, digest, stored);
+  if (!key.empty()) {
+    job.transfer.step_answers().Put(key, digest,
+                                    job.chunk_bytes > 0 ? stored : fedanon::v1::PartyMessage());
+  }
   return absl::OkStatus();
 }
 

@@ -2,8 +2,9 @@
 // step's reply, or — when the job negotiated chunks (common/wire/payload_chunks.h) — as a chunk
 // stream this party keeps until the leader fetches it (ChunkGet), and chunks sealed for this
 // party kept, checked as they arrive, until the step that names them (ChunkPut). The steps that
-// produce chunked payloads are answered once per step key (`step_answers`): the same request gets
-// the same chunks. No transport: the agent routes ChunkGet and ChunkPut here.
+// produce payloads are answered once per step key (`step_answers`): the same request gets the
+// same chunks (with whole payloads, only the request's fingerprint is kept: another request under
+// the key is refused either way). No transport: the agent routes ChunkGet and ChunkPut here.
 #pragma once
 
 #include <cstdint>

@@ -143,6 +143,9 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Deliver(const LeaderMessage& requ
   ASSIGN_OR_RETURN(std::vector<std::string> rows,
                    OpenUnionRows(*ctx_.own_seal->keys, ctx_.job_id, ctx_.run_id, request.round(),
                                  ctx_.self(), list.rows()));
+  if (ctx_.options().observe_opened) {
+    for (const std::string& row : rows) ctx_.Observe("", "union-row", row);  // anonymous rows
+  }
   ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
   std::string csv = CsvLine(step.header());
   for (size_t i : perm) csv += rows[i];

@@ -19,24 +19,29 @@ absl::StatusOr<PartyMessage> VerticalJobParty::Handle(const LeaderMessage& reque
   if (const PartyMessage* same = last_.Same(request_digest)) return *same;
   // Chunked payloads of earlier rounds were relayed: drop them (bounded memory).
   transfer_.DropBefore(round);
-  // One request, one answer for the steps that produce chunked payloads: the same request again
-  // gets the stored reply (the same chunks), another request under the same step is refused.
+  // One request, one answer for the steps that produce payloads (ID lists, instructions, columns),
+  // whether they travel whole or in chunks: another request under the same step is refused. The
+  // same request again gets the stored reply (the same chunks); with whole payloads the reply,
+  // which holds the payload, is not kept, and the same request is answered again.
   const std::string key = ProducingStepKey(step, round);
   std::string digest;
-  if (!key.empty() && ctx_.chunk_bytes > 0) {
+  if (!key.empty()) {
     digest = common::RequestDigest(round, step);
     if (const auto* answered = transfer_.step_answers().Find(key)) {
-      if (answered->fingerprint == digest) return answered->reply;
-      return absl::FailedPreconditionError(
-          absl::StrCat("one request, one answer: vertical step '", key,
-                       "' was already answered for another request"));
+      if (answered->fingerprint != digest) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("one request, one answer: vertical step '", key,
+                         "' was already answered for another request"));
+      }
+      if (ctx_.chunk_bytes > 0) return answered->reply;
     }
   }
   transfer_.StartProducing(key, digest);
   absl::StatusOr<PartyMessage> reply = Route(step, round);
   transfer_.StopProducing();
-  if (reply.ok() && !key.empty() && ctx_.chunk_bytes > 0)
-    transfer_.step_answers().Put(key, digest, *reply);
+  if (reply.ok() && !key.empty()) {
+    transfer_.step_answers().Put(key, digest, ctx_.chunk_bytes > 0 ? *reply : PartyMessage());
+  }
   if (reply.ok()) {
     last_.Put(request_digest, *reply);
     // Durable (with its journal_extra) before the reply leaves (HandleLocked).

@@ -584,7 +584,9 @@ absl::Status VerticalParty::Commit(const fedanon::v1::VerticalCandidate& winner,
     }
     staged_.clear();
     staged_attr_ = -1;
-    return engine_->Reject(attr, winner.node(), winner.candidate());
+    RETURN_IF_ERROR(engine_->Reject(attr, winner.node(), winner.candidate()));
+    ++decisions_;
+    return absl::OkStatus();
   }
   if (!owned_[attr] && staged_attr_ != attr) {
     return absl::FailedPreconditionError("commit of a winner whose instruction never arrived");
@@ -598,6 +600,7 @@ absl::Status VerticalParty::Commit(const fedanon::v1::VerticalCandidate& winner,
   RETURN_IF_ERROR(engine_->ApplyChosen(attr, winner.node(), winner.candidate(), owner_score));
   // Every replica computes the winner's score from the same counts: its owner's contribution.
   mu_[owner_of_[attr]] += engine_->steps().back().score();
+  ++decisions_;
   return absl::OkStatus();
 }
 

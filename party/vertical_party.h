@@ -125,6 +125,10 @@ class VerticalParty {
   // every other party only once the judges accepted.
   const std::vector<std::string>& judges() const { return judges_; }
   uint64_t records() const { return data_ ? data_->num_records : 0; }
+  // How many winners this replica has committed or dropped (Commit calls that succeeded): the
+  // state a signed proposal or verdict of a round is bound to, so that one signed before a
+  // decision does not verify after it (party/vertical_statement.h).
+  uint64_t decisions() const { return decisions_; }
   // How many columns this party releases (its QIDs and its released values).
   uint64_t released_column_count() const {
     return static_cast<uint64_t>(std::count(owned_.begin(), owned_.end(), true)) +
@@ -177,6 +181,7 @@ class VerticalParty {
   // The delivered instruction of the current round (for a veto): records and their old codes.
   std::vector<std::pair<uint32_t, int32_t>> staged_;
   int staged_attr_ = -1;
+  uint64_t decisions_ = 0;             // see decisions()
   double staged_owner_score_ = 0;      // the owner's score of the delivered candidate
   std::vector<std::string> owner_of_;  // per QID attribute: its party
   std::map<std::string, double> mu_;

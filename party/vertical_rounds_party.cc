@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/casts.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -33,6 +34,18 @@ bool SameCandidate(const fedanon::v1::VerticalCandidate& a,
   return a.attribute() == b.attribute() && a.node() == b.node() && a.candidate() == b.candidate();
 }
 
+// What the leader relays of a signed proposal is that proposal's candidate, every field of it:
+// the score and the order key (bit for bit) too, since the owner's instruction, which the other
+// parties open, carries the candidate it was given.
+bool TheSignedCandidate(const fedanon::v1::VerticalCandidate& relayed,
+                        const fedanon::v1::VerticalCandidate& signed_candidate) {
+  return SameCandidate(relayed, signed_candidate) &&
+         absl::bit_cast<uint64_t>(relayed.score()) ==
+             absl::bit_cast<uint64_t>(signed_candidate.score()) &&
+         absl::bit_cast<uint64_t>(relayed.order_key()) ==
+             absl::bit_cast<uint64_t>(signed_candidate.order_key());
+}
+
 common::TopDownSpecializer::Choice AsChoice(const fedanon::v1::VerticalCandidate& c) {
   return {static_cast<int>(c.attribute()), c.node(), c.candidate(), c.score(), c.order_key()};
 }
@@ -55,10 +68,10 @@ absl::Status VerticalRoundsParty::Propose(uint64_t round,
     c->set_score(choice->score);
     c->set_order_key(choice->order_key);
   }
-  ASSIGN_OR_RETURN(
-      *proposal->mutable_signature(),
-      crypto::SignWithSealKey(ctx_.own_seal->key_pem,
-                              ProposalStatement(ctx_.job_id, ctx_.run_id, round, *proposal)));
+  ASSIGN_OR_RETURN(*proposal->mutable_signature(),
+                   crypto::SignWithSealKey(ctx_.own_seal->key_pem,
+                                           ProposalStatement(ctx_.job_id, ctx_.run_id, round,
+                                                             replica_.decisions(), *proposal)));
   return absl::OkStatus();
 }
 
@@ -71,7 +84,8 @@ absl::Status VerticalRoundsParty::CheckSignedProposal(const fedanon::v1::SignedP
                                                     "' is not a data party of the job"));
   }
   const absl::Status st = crypto::VerifyWithSealKey(
-      *key->second, ProposalStatement(ctx_.job_id, ctx_.run_id, round, signed_.proposal()),
+      *key->second,
+      ProposalStatement(ctx_.job_id, ctx_.run_id, round, replica_.decisions(), signed_.proposal()),
       signed_.proposal().signature());
   if (!st.ok()) {
     return absl::PermissionDeniedError(absl::StrCat(
@@ -86,7 +100,7 @@ absl::Status VerticalRoundsParty::CheckCommitEvidence(const fedanon::v1::Vertica
   const fedanon::v1::SignedProposal& winner = commit.winner();
   RETURN_IF_ERROR(CheckSignedProposal(winner, round));
   if (!winner.proposal().participate() ||
-      !SameCandidate(winner.proposal().candidate(), commit.candidate())) {
+      !TheSignedCandidate(commit.candidate(), winner.proposal().candidate())) {
     return absl::PermissionDeniedError(
         absl::StrCat("forged vertical commit: '", winner.party(),
                      "' did not propose the candidate the leader commits"));
@@ -107,10 +121,11 @@ absl::Status VerticalRoundsParty::CheckCommitEvidence(const fedanon::v1::Vertica
       return absl::PermissionDeniedError(absl::StrCat("forged vertical verdict: the verdict of '",
                                                       v.judge(), "' is about another candidate"));
     }
-    const absl::Status st = crypto::VerifyWithSealKey(
-        *ctx_.seal_keys.at(v.judge()),
-        VerdictStatement(ctx_.job_id, ctx_.run_id, round, v.candidate(), v.accept()),
-        v.signature());
+    const absl::Status st =
+        crypto::VerifyWithSealKey(*ctx_.seal_keys.at(v.judge()),
+                                  VerdictStatement(ctx_.job_id, ctx_.run_id, round,
+                                                   replica_.decisions(), v.candidate(), v.accept()),
+                                  v.signature());
     if (!st.ok()) {
       return absl::PermissionDeniedError(absl::StrCat(
           "forged vertical verdict: the verdict of '", v.judge(),
@@ -167,7 +182,7 @@ absl::Status VerticalRoundsParty::Winner(const fedanon::v1::VerticalWinner& winn
     return absl::PermissionDeniedError(
         "forged vertical winner: the leader did not relay every party's signed proposal");
   }
-  if (best_party != ctx_.self() || !SameCandidate(winner.candidate(), best_candidate)) {
+  if (best_party != ctx_.self() || !TheSignedCandidate(winner.candidate(), best_candidate)) {
     return absl::PermissionDeniedError(
         "forged vertical winner: the candidate is not the best signed proposal of the round");
   }
@@ -220,9 +235,10 @@ absl::Status VerticalRoundsParty::Deliver(const fedanon::v1::VerticalDeliver& de
   out->mutable_verdict()->set_accept(accept);
   // Signed, so every party can check the leader's commit (or veto) against it.
   ASSIGN_OR_RETURN(*out->mutable_verdict()->mutable_signature(),
-                   crypto::SignWithSealKey(ctx_.own_seal->key_pem,
-                                           VerdictStatement(ctx_.job_id, ctx_.run_id, round,
-                                                            instruction.candidate(), accept)));
+                   crypto::SignWithSealKey(
+                       ctx_.own_seal->key_pem,
+                       VerdictStatement(ctx_.job_id, ctx_.run_id, round, replica_.decisions(),
+                                        instruction.candidate(), accept)));
   ASSIGN_OR_RETURN(*out->mutable_verdict()->mutable_for_owner(),
                    ctx_.SealFor(owner, round, "verdict", body.SerializeAsString()));
   // In plaintext for the leader and sealed for the owner.

@@ -33,8 +33,9 @@ std::string Header(std::string_view job_id, std::string_view run_id, uint64_t ro
 }  // namespace
 
 std::string ProposalStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
-                              const fedanon::v1::VerticalProposal& proposal) {
+                              uint64_t decisions, const fedanon::v1::VerticalProposal& proposal) {
   std::string out = Header(job_id, run_id, round, "proposal");
+  PutU64(decisions, &out);
   PutU64(proposal.participate() ? 1 : 0, &out);
   const auto& c = proposal.candidate();
   PutU64(c.attribute(), &out);
@@ -97,8 +98,10 @@ std::string LocalVerdictsStatement(std::string_view job_id, std::string_view run
 }
 
 std::string VerdictStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
-                             const fedanon::v1::VerticalCandidate& candidate, bool accept) {
+                             uint64_t decisions, const fedanon::v1::VerticalCandidate& candidate,
+                             bool accept) {
   std::string out = Header(job_id, run_id, round, "verdict");
+  PutU64(decisions, &out);
   PutU64(candidate.attribute(), &out);
   PutU64(static_cast<uint64_t>(static_cast<int64_t>(candidate.node())), &out);
   PutU64(static_cast<uint64_t>(static_cast<int64_t>(candidate.candidate())), &out);

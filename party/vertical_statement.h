@@ -17,9 +17,11 @@
 
 namespace fedanon::party {
 
-// Fields 1-4 of `proposal` (its signature is not part of it).
+// Fields 1-4 of `proposal` (its signature is not part of it), made after the replica's
+// `decisions`-th decision (VerticalParty::decisions): a proposal signed before a commit does not
+// verify after it, even under the same round number.
 std::string ProposalStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
-                              const fedanon::v1::VerticalProposal& proposal);
+                              uint64_t decisions, const fedanon::v1::VerticalProposal& proposal);
 
 // A vertical local-recoding wave's proposal list as it is signed and paged: the
 // serialized LocalProposals holding field 1 only (every group proposal, group order).
@@ -53,8 +55,10 @@ std::string LocalVerdictsStatement(std::string_view job_id, std::string_view run
 std::string IdCommonStatement(std::string_view job_id, std::string_view run_id,
                               std::string_view common_digest, uint64_t count);
 
-// The candidate's attribute, node and candidate index (what identifies it) and the verdict.
+// The candidate's attribute, node and candidate index (what identifies it) and the verdict, made
+// after the judge's `decisions`-th decision (as for proposals).
 std::string VerdictStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
-                             const fedanon::v1::VerticalCandidate& candidate, bool accept);
+                             uint64_t decisions, const fedanon::v1::VerticalCandidate& candidate,
+                             bool accept);
 
 }  // namespace fedanon::party

@@ -27,7 +27,10 @@
 // signed recipient, under a purpose naming it; released counts only for a leader that is the
 // signed recipient; ID matching in batches only, each list blinded by its owner with three or more
 // parties and intersected by the leader (IdCommon), every party signing the intersection it was
-// handed (IdAlign); every sealed box bound to the admin's run id; union rows padded to one length.
+// handed (IdAlign); every sealed box bound to the admin's run id; union rows padded to one length;
+// the admin's signed job names the taxonomy paths (AuthorizedJob.taxonomy_paths); a signed vertical
+// proposal or verdict binds its author's count of decisions. (The last two came after the first
+// builds that said 2.0, with no release between: docs/operations.md "Upgrades".)
 #pragma once
 
 #include <cstdint>

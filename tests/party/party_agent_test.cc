@@ -197,8 +197,9 @@ TEST(PartyAgent, PrepareRejectsASealCertificateIssuedToSomeoneElse) {
               StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
 }
 
-// The bytes a party signs for a vertical proposal or verdict bind the job, run, round and kind,
-// and every content field: changing any one changes the statement.
+// The bytes a party signs for a vertical proposal or verdict bind the job, run, round, the
+// replica's decisions so far and the kind, and every content field: changing any one changes
+// the statement.
 TEST(VerticalStatement, BindsJobRunRoundKindAndContent) {
   fedanon::v1::VerticalProposal p;
   p.set_participate(true);
@@ -206,25 +207,28 @@ TEST(VerticalStatement, BindsJobRunRoundKindAndContent) {
   p.mutable_candidate()->set_node(2);
   p.mutable_candidate()->set_candidate(3);
   p.mutable_candidate()->set_score(0.5);
-  const std::string base = party::ProposalStatement("job-1", "run-1", 4, p);
-  EXPECT_NE(base, party::ProposalStatement("job-2", "run-1", 4, p));
-  EXPECT_NE(base, party::ProposalStatement("job-1", "run-2", 4, p));
-  EXPECT_NE(base, party::ProposalStatement("job-1", "run-1", 5, p));
+  const std::string base = party::ProposalStatement("job-1", "run-1", 4, 7, p);
+  EXPECT_NE(base, party::ProposalStatement("job-2", "run-1", 4, 7, p));
+  EXPECT_NE(base, party::ProposalStatement("job-1", "run-2", 4, 7, p));
+  EXPECT_NE(base, party::ProposalStatement("job-1", "run-1", 5, 7, p));
+  // The replica's decisions so far: one signed before a commit is not the one after it.
+  EXPECT_NE(base, party::ProposalStatement("job-1", "run-1", 4, 8, p));
   fedanon::v1::VerticalProposal q = p;
   q.mutable_candidate()->set_score(0.25);
-  EXPECT_NE(base, party::ProposalStatement("job-1", "run-1", 4, q));
+  EXPECT_NE(base, party::ProposalStatement("job-1", "run-1", 4, 7, q));
   q = p;
   q.set_participate(false);
-  EXPECT_NE(base, party::ProposalStatement("job-1", "run-1", 4, q));
+  EXPECT_NE(base, party::ProposalStatement("job-1", "run-1", 4, 7, q));
   q = p;
   q.set_signature("ignored");  // the signature is not part of what is signed
-  EXPECT_EQ(base, party::ProposalStatement("job-1", "run-1", 4, q));
-  const std::string accept = party::VerdictStatement("job-1", "run-1", 4, p.candidate(), true);
-  EXPECT_NE(accept, party::VerdictStatement("job-1", "run-1", 4, p.candidate(), false));
+  EXPECT_EQ(base, party::ProposalStatement("job-1", "run-1", 4, 7, q));
+  const std::string accept = party::VerdictStatement("job-1", "run-1", 4, 7, p.candidate(), true);
+  EXPECT_NE(accept, party::VerdictStatement("job-1", "run-1", 4, 7, p.candidate(), false));
+  EXPECT_NE(accept, party::VerdictStatement("job-1", "run-1", 4, 8, p.candidate(), true));
   EXPECT_NE(accept, base);
   // Length-prefixed: moving bytes between job id and run id changes the statement.
-  EXPECT_NE(party::VerdictStatement("ab", "c", 4, p.candidate(), true),
-            party::VerdictStatement("a", "bc", 4, p.candidate(), true));
+  EXPECT_NE(party::VerdictStatement("ab", "c", 4, 7, p.candidate(), true),
+            party::VerdictStatement("a", "bc", 4, 7, p.candidate(), true));
 }
 
 // Issue 26 §4: with a revocation list (party.yaml `crl:`), a party refuses a job whose

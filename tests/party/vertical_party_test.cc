@@ -16,6 +16,7 @@
 #include "common/wire/federation_wire.h"
 #include "common/wire/released_union.h"
 #include "crypto/sealed_box.h"
+#include "common/base/status_macros.h"
 #include "tests/party/party_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -188,6 +189,18 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
                                           payload.ciphertext()));
     ASSERT_TRUE(parts.emplace_back().ParseFromString(bytes));
   }
+  {
+    // Payloads travel whole in this job (no message limit at Prepare): the release is still
+    // answered once. Asked again under another round, the first party refuses; the very same
+    // request gets an answer again (docs/protocol.md, "Fields without a check", item 3).
+    VerticalStep again;
+    again.mutable_release()->set_recipient("leader");
+    EXPECT_THAT(CallStep(*f, f->names[0], 3, again),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         "one request, one answer: vertical step 'columns' was already answered "
+                         "for another request"));
+    EXPECT_OK(CallStep(*f, f->names[0], 2, again).status());
+  }
   ASSERT_OK_AND_ASSIGN(std::string csv,
                        common::JoinReleasedColumns(parts, {"Sex", "Job", "Class"}));
   const std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
@@ -324,6 +337,69 @@ TEST(VerticalPartyAgent, TheOwnerPublishesOnlyOnTheJudgesSealedAcceptance) {
     ASSERT_OK_AND_ASSIGN(VerticalStepResult committed, CallStep(*f, party, 1, commit));
     EXPECT_TRUE(committed.committed());
   }
+}
+
+// Parties keep no round counter: Propose answers any round number. A leader that asks for the
+// proposals of round 2 before it commits round 1, then asks again after the commit, holds two
+// signed proposals of each party for round 2. The older one names a candidate of a cut that no
+// longer is; it is bound to the decisions its replica had made, so relayed in round 2's winner
+// after the commit it does not verify (docs/protocol.md, "Fields without a check", item 4).
+TEST(VerticalPartyAgent, AProposalSignedBeforeACommitDoesNotVerifyAfterIt) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_stale", TwoHospitals()));
+  ASSERT_OK(f->PrepareAll("job-00000000000f", kSpec));
+  ASSERT_OK(MatchIds(*f).status());
+  auto propose_all =
+      [&](uint32_t round) -> absl::StatusOr<std::vector<fedanon::v1::SignedProposal>> {
+    std::vector<fedanon::v1::SignedProposal> out;
+    for (const auto& party : f->names) {
+      VerticalStep step;
+      step.mutable_propose();
+      ASSIGN_OR_RETURN(VerticalStepResult reply, CallStep(*f, party, round, step));
+      out.emplace_back().set_party(party);
+      *out.back().mutable_proposal() = reply.proposal();
+    }
+    return out;
+  };
+  ASSERT_OK_AND_ASSIGN(const auto round1, propose_all(1));
+  ASSERT_OK_AND_ASSIGN(const auto stale_round2, propose_all(2));  // before round 1's commit
+  const size_t owner =
+      round1[1].proposal().candidate().score() >= round1[0].proposal().candidate().score() ? 1 : 0;
+  const fedanon::v1::VerticalCandidate winner = round1[owner].proposal().candidate();
+  VerticalStep win;
+  *win.mutable_winner()->mutable_candidate() = winner;
+  for (const auto& p : round1) *win.mutable_winner()->add_proposals() = p;
+  ASSERT_OK(CallStep(*f, f->names[owner], 1, win).status());
+  VerticalStep publish;
+  *publish.mutable_publish()->mutable_candidate() = winner;
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult instructions, CallStep(*f, f->names[owner], 1, publish));
+  for (const auto& party : f->names) {
+    VerticalStep commit;
+    *commit.mutable_commit()->mutable_candidate() = winner;
+    commit.mutable_commit()->set_accept(true);
+    *commit.mutable_commit()->mutable_winner() = round1[owner];
+    if (party != f->names[owner]) {
+      *commit.mutable_commit()->mutable_instruction() = instructions.instructions().for_parties(0);
+    }
+    ASSERT_OK(CallStep(*f, party, 1, commit).status());
+  }
+  ASSERT_OK_AND_ASSIGN(const auto fresh_round2, propose_all(2));
+  // Round 2's winner at the other party, with the owner's proposal taken before the commit.
+  const size_t other = 1 - owner;
+  ASSERT_TRUE(fresh_round2[other].proposal().participate());
+  VerticalStep stale_win;
+  *stale_win.mutable_winner()->mutable_candidate() = fresh_round2[other].proposal().candidate();
+  *stale_win.mutable_winner()->add_proposals() = stale_round2[owner];
+  *stale_win.mutable_winner()->add_proposals() = fresh_round2[other];
+  EXPECT_THAT(CallStep(*f, f->names[other], 2, stale_win),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       absl::StrCat("forged vertical proposal: the proposal of '", f->names[owner],
+                                    "' as relayed by the leader does not carry its signature")));
+  // The other party's own proposal of before the commit is refused the same way.
+  VerticalStep own_stale = stale_win;
+  *own_stale.mutable_winner()->mutable_proposals(0) = fresh_round2[owner];
+  *own_stale.mutable_winner()->mutable_proposals(1) = stale_round2[other];
+  EXPECT_THAT(CallStep(*f, f->names[other], 2, own_stale),
+              StatusIs(absl::StatusCode::kPermissionDenied, "does not carry its signature"));
 }
 
 TEST(VerticalPartyAgent, StepsOutOfOrderAreRefused) {
