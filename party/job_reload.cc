@@ -143,10 +143,7 @@ absl::Status ReplayVertical(JobState& job, const LeaderMessage& request, const P
   const std::string digest = common::RequestDigest(round, step);
   job.vertical->RestoreLast(digest, stored);
   const std::string key = ProducingStepKey(step, round);
-  if (!key.empty()) {
-    job.transfer.step_answers().Put(key, digest,
-                                    job.chunk_bytes > 0 ? stored : fedanon::v1::PartyMessage());
-  }
+  if (!key.empty()) job.transfer.RecordStepAnswer(key, digest, stored);
   return absl::OkStatus();
 }
 

@@ -59,6 +59,14 @@ class PayloadTransfer {
   // One request, one answer for the steps that produce chunked payloads: step key -> (digest of
   // the request, the reply given).
   ReplyCache<std::string>& step_answers() { return step_answers_; }
+  // Records the answer of a producing step under `key`: the reply itself when payloads travel in
+  // chunks (it names the chunks), only the request's fingerprint when they travel whole (the
+  // reply holds the payload; the same request is answered again).
+  void RecordStepAnswer(const std::string& key, std::string fingerprint,
+                        const fedanon::v1::PartyMessage& reply) {
+    step_answers_.Put(key, std::move(fingerprint),
+                      ctx_.chunk_bytes > 0 ? reply : fedanon::v1::PartyMessage());
+  }
 
  private:
   struct Outgoing {

@@ -39,9 +39,7 @@ absl::StatusOr<PartyMessage> VerticalJobParty::Handle(const LeaderMessage& reque
   transfer_.StartProducing(key, digest);
   absl::StatusOr<PartyMessage> reply = Route(step, round);
   transfer_.StopProducing();
-  if (reply.ok() && !key.empty()) {
-    transfer_.step_answers().Put(key, digest, ctx_.chunk_bytes > 0 ? *reply : PartyMessage());
-  }
+  if (reply.ok() && !key.empty()) transfer_.RecordStepAnswer(key, digest, *reply);
   if (reply.ok()) {
     last_.Put(request_digest, *reply);
     // Durable (with its journal_extra) before the reply leaves (HandleLocked).

@@ -338,7 +338,6 @@ struct RunResult {
   fedanon::v1::JobState state = fedanon::v1::JOB_STATE_UNSPECIFIED;
   std::string failure;
   bool applied = false;  // the mutation's path existed in the instance and was changed
-  bool mutated_instance_seen = false;
   std::vector<PartyRefusal> refusals;  // party error replies, in order
   // Receiver -> (sender, purpose) -> the contents opened (SHA-256), in order.
   std::map<std::string, std::map<std::string, std::multiset<std::string>>> opened;
@@ -388,7 +387,6 @@ RunResult RunJob(const JobKind& kind, const Mutation* mutation, const std::strin
       return;
     }
     if (k == mutation->kind && party == mutation->party) {
-      out.mutated_instance_seen = true;
       out.applied = Apply(*mutation, m);
     }
   });
@@ -398,19 +396,14 @@ RunResult RunJob(const JobKind& kind, const Mutation* mutation, const std::strin
     absl::MutexLock lock(mu.get());
     out.refusals.push_back({party, reply.error().code(), reply.error().message()});
   });
-  auto spec = common::ParseJobSpecYaml(kind.spec_yaml, "job.yaml");
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  if (!spec.ok()) return out;
-  fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = *spec;
-  for (const auto& p : (*fed)->names) req.add_parties(p);
-  for (const auto& a : spec->attributes()) {
-    if (!a.taxonomy().empty()) {
-      (*req.mutable_taxonomies())[a.name()] = kind.taxonomies.at(a.taxonomy());
-    }
-  }
-  req.set_recipient(kind.recipient);
-  auto info = (*fed)->Submit(req);
+  Scenario scenario;
+  scenario.spec_yaml = kind.spec_yaml;
+  scenario.taxonomies = kind.taxonomies;
+  auto req = MakeRequest(scenario, (*fed)->names);
+  EXPECT_TRUE(req.ok()) << req.status();
+  if (!req.ok()) return out;
+  req->set_recipient(kind.recipient);
+  auto info = (*fed)->Submit(*req);
   EXPECT_TRUE(info.ok()) << info.status();
   if (!info.ok()) return out;
   const fedanon::v1::JobInfo done = (*fed)->Wait(info->job_id());
