@@ -419,7 +419,8 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& data
     }
   }
   RETURN_IF_ERROR(Exec(db.get(), "PRAGMA foreign_keys=ON"));
-  RETURN_IF_ERROR(Exec(db.get(), "PRAGMA synchronous=FULL"));
+  RETURN_IF_ERROR(Exec(db.get(), common::DiskSyncsSkipped() ? "PRAGMA synchronous=OFF"
+                                                             : "PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(Migrate(db.get(), path));
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {

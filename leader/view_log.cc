@@ -201,8 +201,7 @@ absl::Status ViewLog::AppendStats(uint32_t round,
 
 absl::Status ViewLog::Sync() {
   absl::MutexLock lock(&mu_);
-  if (::fsync(fd_) != 0) return common::ErrnoStatus(errno, "cannot fsync", path_);
-  return absl::OkStatus();
+  return common::SyncFile(fd_, "cannot fsync", path_, /*data_only=*/false);
 }
 
 }  // namespace fedanon::leader

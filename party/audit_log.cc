@@ -89,8 +89,8 @@ absl::Status AuditLog::Append(const std::string& job_id, const AuditEntry& entry
     status =
         common::WriteAll(fd, FormatAuditLine(job_id, absl::ToUnixNanos(absl::Now()), entry), path);
   }
-  if (status.ok() && ::fdatasync(fd) != 0) {
-    status = common::ErrnoStatus(errno, "cannot sync the audit file", path);
+  if (status.ok()) {
+    status = common::SyncFile(fd, "cannot sync the audit file", path, /*data_only=*/true);
   }
   if (::close(fd) != 0 && status.ok()) {
     status = common::ErrnoStatus(errno, "cannot close the audit file", path);

@@ -106,8 +106,7 @@ JobJournal::~JobJournal() { ::close(fd_); }
 
 absl::Status JobJournal::Append(const JournalRecord& record) {
   RETURN_IF_ERROR(common::WriteAll(fd_, Encode(record), path_));
-  if (::fdatasync(fd_) != 0) return common::ErrnoStatus(errno, "cannot sync the state file", path_);
-  return absl::OkStatus();
+  return common::SyncFile(fd_, "cannot sync the state file", path_, /*data_only=*/true);
 }
 
 absl::StatusOr<std::vector<JournalRecord>> JobJournal::Read(const std::string& dir,

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,8 @@
 namespace fedanon::common {
 namespace {
 
+std::atomic<bool> disk_syncs_skipped{false};
+
 // The directory holding `path` ("." for a bare file name).
 std::string DirectoryOf(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -28,6 +31,7 @@ std::string DirectoryOf(const std::string& path) {
 
 // fsyncs `dir`, so that a rename inside it survives a crash.
 absl::Status SyncDirectory(const std::string& dir) {
+  if (DiskSyncsSkipped()) return absl::OkStatus();
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "cannot open directory", dir);
   const bool synced = ::fsync(fd) == 0;
@@ -75,6 +79,16 @@ absl::Status WriteAll(int fd, std::string_view data, std::string_view path) {
   }
   return absl::OkStatus();
 }
+
+absl::Status SyncFile(int fd, std::string_view what, std::string_view path, bool data_only) {
+  if (DiskSyncsSkipped()) return absl::OkStatus();
+  if ((data_only ? ::fdatasync(fd) : ::fsync(fd)) != 0) return ErrnoStatus(errno, what, path);
+  return absl::OkStatus();
+}
+
+void SkipDiskSyncsInThisProcess() { disk_syncs_skipped.store(true, std::memory_order_relaxed); }
+
+bool DiskSyncsSkipped() { return disk_syncs_skipped.load(std::memory_order_relaxed); }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, bool follow_symlinks) {
   return ReadFile(path, ReadFileOptions{.follow_symlinks = follow_symlinks});
@@ -266,10 +280,10 @@ absl::Status AtomicFileWriter::Commit() {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   failed_ = true;  // until the file is in place
   const int fd = std::exchange(fd_, -1);
-  if (::fsync(fd) != 0) {
-    const int err = errno;
+  if (absl::Status synced = SyncFile(fd, "cannot fsync", temp_path_, /*data_only=*/false);
+      !synced.ok()) {
     ::close(fd);
-    return ErrnoStatus(err, "cannot fsync", temp_path_);
+    return synced;
   }
   if (::close(fd) != 0) return ErrnoStatus(errno, "cannot close", temp_path_);
   if (absl::Status moved = MoveIntoPlace(); !moved.ok()) return moved;

@@ -33,6 +33,19 @@ absl::Status ErrnoStatus(int err, std::string_view what, std::string_view path);
 // in the error ("cannot write '<path>': ...").
 absl::Status WriteAll(int fd, std::string_view data, std::string_view path);
 
+// Flushes what was written to `fd` to stable storage: fdatasync when `data_only` (the file's
+// size and contents), else fsync. "<what> '<path>': <strerror>" on failure, with `what` naming
+// the operation ("cannot sync the state file").
+absl::Status SyncFile(int fd, std::string_view what, std::string_view path, bool data_only);
+
+// Test programs only (tests/support/test_main.cc calls it first thing): every disk sync of this
+// process is skipped from then on — SyncFile, the atomic writer's file and directory syncs, and
+// the leader's job store (SQLite `synchronous=OFF`). A test's crash or restart ends a process,
+// never the machine, so what a restarted component reads is the same with or without them; what
+// is given up is durability across a power loss, which no test observes. Daemons never call it.
+void SkipDiskSyncsInThisProcess();
+bool DiskSyncsSkipped();
+
 // Reads a whole file ("cannot open '<path>': ..." / "cannot read '<path>': ..."). With
 // `follow_symlinks` false a symbolic link at `path` is refused (O_NOFOLLOW).
 absl::StatusOr<std::string> ReadFile(const std::string& path, bool follow_symlinks = true);

@@ -187,6 +187,28 @@ std::string KindOf(const LeaderMessage& m) {
   return kind;
 }
 
+// Whether the numeric field `f` of `m` (element `index` of a repeated one) is 0.
+bool IsZero(const Message& m, const FieldDescriptor* f, int index) {
+  const Reflection* r = m.GetReflection();
+  const bool rep = index >= 0;
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return (rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f)) == 0;
+    case FieldDescriptor::CPPTYPE_INT64:
+      return (rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f)) == 0;
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return (rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f)) == 0;
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return (rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f)) == 0;
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      return (rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f)) == 0;
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      return (rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f)) == 0;
+    default:
+      return false;
+  }
+}
+
 // Every mutation of every set field of `m` (an instance of `kind`), depth first.
 void Enumerate(const Message& m, std::vector<PathStep>& path, const std::string& kind,
                const std::string& party, const std::vector<std::string>& names,
@@ -229,7 +251,7 @@ void Enumerate(const Message& m, std::vector<PathStep>& path, const std::string&
       case FieldDescriptor::CPPTYPE_DOUBLE:
       case FieldDescriptor::CPPTYPE_FLOAT:
         add(index, Mutation::Op::kPlusOne);
-        add(index, Mutation::Op::kZero);  // a no-op when it is 0 already: then "unchanged"
+        if (!IsZero(m, f, index)) add(index, Mutation::Op::kZero);  // 0 already: nothing to try
         break;
       case FieldDescriptor::CPPTYPE_BOOL:
         add(index, Mutation::Op::kNegate);
