@@ -8,6 +8,7 @@
 #include "common/base/version.h"
 #include "common/engine/final_check.h"
 #include "common/engine/numeric_split.h"
+#include "common/spec/job_spec_loader.h"
 #include "common/table/csv.h"
 #include "common/wire/payload_chunks.h"
 #include "common/wire/released_union.h"
@@ -91,6 +92,10 @@ common::EngineOptions HorizontalDriver::EngineOptions() {
   options.beneficial = spec_.beneficial();
   options.suppression_token = spec_.suppression_token();
   options.numeric = common::NumericSplitFromSpec(spec_);
+  // No root count the parties sum may exceed what the signed job lets them hold together.
+  const uint64_t per_party = common::MaxRecordsPerParty(spec_);
+  const uint64_t parties = std::max<uint64_t>(1, job_.ring.size());
+  options.max_records = per_party > UINT64_MAX / parties ? UINT64_MAX : per_party * parties;
   options.on_step = OnStep();
   return options;
 }
@@ -160,8 +165,8 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunLocalRounds() {
   // Local recoding (leader/local_job.h): per-group secure sums.
   Rounds rounds;
   rounds.start = job_.elapsed();
-  ASSIGN_OR_RETURN(local_, leader::RunLocalRounds(spec_, schema_, model_, sums_.get(),
-                                                  job_.view_log.get(), &round_, OnStep()));
+  ASSIGN_OR_RETURN(local_, leader::RunLocalRounds(schema_, model_, sums_.get(), job_.view_log.get(),
+                                                  &round_, EngineOptions()));
   rounds.end = job_.elapsed();
   const common::LocalRecoder& engine = *local_->engine;
   rounds.total_records = engine.total_records();

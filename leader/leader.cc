@@ -493,6 +493,12 @@ absl::Status Leader::RunJob(JobRun* run) {
     }
     ASSIGN_OR_RETURN(const JobInfo info, store_->Get(job_id));
     ASSIGN_OR_RETURN(job.resumes, store_->RecordResume(job_id, info.round()));
+    if (job.resumes > options_.max_resumes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          kResumedTooOften, ": the job was resumed ", job.resumes,
+          " time(s) after leader restarts without ending (max_resumes: ", options_.max_resumes,
+          " in leader.yaml); a reply replayed at every start may be what stops the leader"));
+    }
     spdlog::warn("job={} round={} resuming after a leader restart (resume {})", job_id,
                  info.round(), job.resumes);
   } else {

@@ -10,6 +10,9 @@
 
 namespace fedanon::leader {
 
+// The named reason a job resumed more than LeaderOptions::max_resumes times fails.
+inline constexpr char kResumedTooOften[] = "resumed too often";
+
 struct LeaderOptions {
   std::string name = "leader";
   std::string data_dir;  // job store and results
@@ -25,6 +28,10 @@ struct LeaderOptions {
   // (re)connect — after the leader restarted, or when a party's connection drops mid-job — before
   // it fails naming the party (leader.yaml `resume_timeout_seconds`).
   absl::Duration resume_timeout = absl::Seconds(120);
+  // Durable jobs: a running job resumed after more leader restarts than this fails by name
+  // (kResumedTooOften) instead of running again (leader.yaml `max_resumes`): a party's reply that
+  // stops the leader is recorded before use and replayed at every start.
+  int max_resumes = 5;
   // Told about rounds, phases and job outcomes (not owned; null: nobody). Must outlive the leader.
   LeaderObserver* observer = nullptr;
   // The message limit of the transport (server/transport.h), announced to the parties in

@@ -29,12 +29,13 @@ struct LocalRounds {
   std::string stop_reason;
 };
 
-// Runs the rounds. `round` is the round number the secure sums stamp (updated as steps are
-// taken); `on_step` is told each step as for a global job.
-absl::StatusOr<LocalRounds> RunLocalRounds(
-    const fedanon::v1::JobSpec& spec, const common::Dataset& schema,
-    const common::PrivacyModel& model, SecureSumCountSource* sums, ViewLog* view_log,
-    uint32_t* round, std::function<void(const fedanon::v1::SpecializationStep&, size_t)> on_step);
+// Runs the rounds with the engine `options` a global job would use (score, numeric split, the
+// record limit, `on_step` told each step). `round` is the round number the secure sums stamp
+// (updated as steps are taken).
+absl::StatusOr<LocalRounds> RunLocalRounds(const common::Dataset& schema,
+                                           const common::PrivacyModel& model,
+                                           SecureSumCountSource* sums, ViewLog* view_log,
+                                           uint32_t* round, common::EngineOptions options);
 
 // Whether the released counts of the final groups fit: every released non-QID attribute has a
 // declared domain, final groups x combinations <= common::kMaxLocalReleasedWords, and the request

@@ -1,6 +1,7 @@
 #include "leader/released_table_writer.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -72,7 +73,15 @@ absl::Status WriteReleasedTableFromCounts(
   // record the number of its row.
   std::vector<std::string> lines;
   std::vector<uint32_t> line_of;
-  line_of.reserve(total_records);
+  // One number per record: the records are bounded by the signed job (EngineOptions::max_records);
+  // a leader without the memory for them fails the job, not the process.
+  try {
+    line_of.reserve(total_records);
+  } catch (const std::exception&) {  // std::bad_alloc, std::length_error
+    return absl::ResourceExhaustedError(absl::StrCat("the leader has not the memory to write ",
+                                                     total_records,
+                                                     " released rows; nothing was released"));
+  }
   std::vector<std::string_view> row(source.size());
   std::vector<int32_t> value_index(schema.value_columns.size());
   for (size_t g = 0; g < groups; ++g) {
@@ -100,7 +109,14 @@ absl::Status WriteReleasedTableFromCounts(
       line_of.insert(line_of.end(), n, static_cast<uint32_t>(lines.size() - 1));
     }
   }
-  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(line_of.size()));
+  std::vector<size_t> perm;
+  try {
+    ASSIGN_OR_RETURN(perm, crypto::SecurePermutation(line_of.size()));
+  } catch (const std::exception&) {  // std::bad_alloc
+    return absl::ResourceExhaustedError(absl::StrCat("the leader has not the memory to shuffle ",
+                                                     total_records,
+                                                     " released rows; nothing was released"));
+  }
   return WriteTableBuffered(
       common::CsvLine(header), perm.size(),
       [&](size_t i) -> std::string_view { return lines[line_of[perm[i]]]; }, write);

@@ -43,6 +43,7 @@ VerticalJobOptions OptionsFor(const JobHost& host, const JobRun& job) {
   options.id_batch_ids = static_cast<uint32_t>(std::min<uint64_t>(
       leader.id_batch_ids == 0 ? LeaderOptions::kDefaultIdBatchIds : leader.id_batch_ids,
       std::max<uint64_t>(1, common::ChunkBytesForLimit(leader.max_message_bytes) / (2 * 67))));
+  options.max_records_per_party = common::MaxRecordsPerParty(spec);
   options.check_cancelled = host.CancelCheck(job.job_id);
   options.view_log = job.view_log.get();
   options.observer = host.observer;

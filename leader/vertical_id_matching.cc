@@ -209,6 +209,14 @@ absl::Status VerticalSession::RunIdWorker(size_t k, IdBoard& board) {
       return absl::InternalError(
           absl::StrCat("party '", party, "' sent no batch ", b, " of its ID list"));
     }
+    // The batch count sizes the leader's work lists: never beyond what the signed limit needs.
+    if (const uint64_t most = (options_.max_records_per_party + size - 1) / size;
+        ids.batches() > most) {
+      return absl::DataLossError(absl::StrCat(
+          kIdBatchesAboveLimit, ": party '", party, "' declares its ID list in ", ids.batches(),
+          " batches of ", size, " ids; the job's max_records_per_party of ",
+          options_.max_records_per_party, " needs at most ", most));
+    }
     std::lock_guard<std::mutex> lock(board.mu);
     board.hops[{k, b, 0}] = ids.list();
     board.changed.notify_all();

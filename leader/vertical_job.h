@@ -34,6 +34,9 @@ inline constexpr char kReportPageWrong[] = "release report page not the one aske
 inline constexpr char kReportPagesMismatch[] = "release report pages do not match their digest";
 // At most this many steps in a release report (local recoding: one per group split).
 inline constexpr uint64_t kMaxReportSteps = uint64_t{1} << 26;
+// The leader's refusal of an ID list declared in more batches than the signed job's
+// max_records_per_party needs.
+inline constexpr char kIdBatchesAboveLimit[] = "ID batches above the job's limit";
 
 struct VerticalJobOptions {
   std::string job_id;
@@ -58,6 +61,9 @@ struct VerticalJobOptions {
   // Match ids in batches of this many (docs/crypto.md, "ID matching"), at most what fits the
   // message limit.
   uint32_t id_batch_ids = 65536;
+  // The signed job's max_records_per_party (common::MaxRecordsPerParty): no party's ID list may
+  // declare more batches than this many ids need.
+  uint64_t max_records_per_party = uint64_t{100'000'000};
   std::function<absl::Status()> check_cancelled;
   // Called after every committed specialization with the round, the owner and the QID index.
   std::function<void(uint32_t, const std::string&, uint32_t)> on_step;

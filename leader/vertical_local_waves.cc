@@ -329,9 +329,9 @@ absl::Status VerticalSession::FetchProposals(const std::string& party, uint32_t 
     }
     got->clear_page();
     if (p == 0) {
-      // At most one page per byte (one for an empty list), the whole bounded.
+      // No more pages than an honest party cuts (one for an empty list), the whole bounded.
       if (got->list_bytes() > common::kMaxChunkedPayloadBytes ||
-          got->pages() > std::max<uint64_t>(1, got->list_bytes())) {
+          got->pages() > common::MostPagesFor(got->list_bytes())) {
         return absl::InternalError(absl::StrCat("party '", party, "' declares ", got->pages(),
                                                 " pages of ", got->list_bytes(),
                                                 " bytes for its proposals of wave ", wave));
@@ -383,9 +383,9 @@ absl::Status VerticalSession::FetchVerdicts(const std::string& judge, uint32_t w
     }
     got.clear_page();
     if (p == 0) {
-      // At most one page per byte (one for an empty list), the whole bounded.
+      // No more pages than an honest judge cuts (one for an empty list), the whole bounded.
       if (got.list_bytes() > common::kMaxChunkedPayloadBytes ||
-          got.pages() > std::max<uint64_t>(1, got.list_bytes())) {
+          got.pages() > common::MostPagesFor(got.list_bytes())) {
         return absl::InternalError(absl::StrCat("judge '", judge, "' declares ", got.pages(),
                                                 " pages of ", got.list_bytes(),
                                                 " bytes for its verdicts of wave ", wave));

@@ -104,6 +104,13 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
         " times; the party allows at most ", *options_.policy.max_releases, " (max_releases)"));
   }
   RETURN_IF_ERROR(LoadTable(*schema, table, table_name, postgres, job.get()));
+  if (const uint64_t most = common::MaxRecordsPerParty(job->spec);
+      Records(*job) > most && options_.misbehave != "ignore-record-limit") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("party '", options_.name, "': table '", table_name, "' holds ", Records(*job),
+                     " records, more than the job's max_records_per_party of ", most,
+                     " (the admin signs a larger limit in the spec for a larger table)"));
+  }
   spdlog::info("job={} run={} prepared{}: {} records loaded", job->job_id, authorized.run_id(),
                job->vertical ? " (vertical)" : "", Records(*job));
   PartyMessage reply;

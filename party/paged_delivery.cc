@@ -14,7 +14,7 @@ absl::StatusOr<PagedDelivery::Added> PagedDelivery::Add(const Names& names, cons
                                                         uint64_t list_bytes,
                                                         const std::string& page_bytes,
                                                         const std::string& list_digest) {
-  if (pages == 0 || page >= pages || pages > std::max<uint64_t>(1, list_bytes)) {
+  if (pages == 0 || page >= pages || pages > common::MostPagesFor(list_bytes)) {
     return absl::PermissionDeniedError(absl::StrCat("page ", page, " of ", pages, " of the ",
                                                     names.list, " of '", from, "' (", list_bytes,
                                                     " bytes) is out of range"));

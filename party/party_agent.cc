@@ -20,10 +20,12 @@ using fedanon::v1::PartyMessage;
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
   RETURN_IF_ERROR(crypto::ValidateParticipantName(options.name));
   if (!options.misbehave.empty() && options.misbehave != "never-participate" &&
-      options.misbehave != "under-declare" && options.misbehave != "inflate-released-counts") {
+      options.misbehave != "under-declare" && options.misbehave != "inflate-released-counts" &&
+      options.misbehave != "ignore-record-limit") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown misbehaviour '", options.misbehave,
-                     "' (never-participate, under-declare or inflate-released-counts)"));
+                     "' (never-participate, under-declare, inflate-released-counts or "
+                     "ignore-record-limit)"));
   }
   if (options.seal_key_pem.empty() || options.seal_cert_pem.empty() || options.ca_pem.empty()) {
     return absl::InvalidArgumentError("a party needs the CA certificate and its sealing key pair");

@@ -59,7 +59,8 @@ struct PartyAgentOptions {
   std::string state_dir;
   // Tests and demonstrations only: "" (default); "never-participate" or "under-declare" (vertical
   // jobs, mohammed2011 §6); "inflate-released-counts" (a horizontal party that adds a record
-  // that does not exist to the released counts). The party then misbehaves, loudly logged.
+  // that does not exist to the released counts); "ignore-record-limit" (a party that takes part
+  // with more records than the signed max_records_per_party). The party then misbehaves.
   std::string misbehave;
   // Tests only: called with (sender, purpose, plaintext) of every sealed payload this party opens
   // in a secure sum or a vertical job — what it learns from the others.

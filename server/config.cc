@@ -418,7 +418,7 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
       {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format", "crl",
        "all_jobs_admins", "max_concurrent_jobs", "max_queued_jobs", "metrics_listen",
        "metrics_allow_non_loopback", "retention", "tls_reload_seconds", "resume_timeout_seconds",
-       "reload_seconds", "id_batch_ids"},
+       "reload_seconds", "id_batch_ids", "max_resumes"},
       ""));
   LeaderConfig config;
   config.path = reader.path();
@@ -460,6 +460,8 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(
       config.resume_timeout_seconds,
       BoundedInt(reader, "resume_timeout_seconds", config.resume_timeout_seconds, 1, 86400));
+  ASSIGN_OR_RETURN(config.max_resumes,
+                   BoundedInt(reader, "max_resumes", config.max_resumes, 0, 1000));
   ASSIGN_OR_RETURN(config.id_batch_ids,
                    BoundedInt(reader, "id_batch_ids", config.id_batch_ids, 0, kMaxIdBatchIds));
   ASSIGN_OR_RETURN(config.max_concurrent_jobs,

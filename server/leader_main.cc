@@ -83,6 +83,7 @@ absl::Status Run(const LeaderConfig& config, const LeaderConfig& file_config) {
   options.max_concurrent_jobs = config.max_concurrent_jobs;
   options.max_queued_jobs = config.max_queued_jobs;
   options.resume_timeout = absl::Seconds(config.resume_timeout_seconds);
+  options.max_resumes = config.max_resumes;
   options.id_batch_ids = static_cast<uint32_t>(config.id_batch_ids);
   options.ca_pem = tls.ca_pem;
   ASSIGN_OR_RETURN(options.seal_cert_pem,

@@ -665,6 +665,7 @@ absl::Status LocalRecoder::Initialize() {
   RETURN_IF_ERROR(ConsiderBatch({0}));
   const std::vector<uint64_t>& stats = own_[0];
   total_records_ = stats[0];
+  RETURN_IF_ERROR(CheckRootCount(total_records_, options_.max_records));
   if (total_records_ == 0) return absl::FailedPreconditionError("the table has no records");
   if (total_records_ < kmin_) {
     return absl::FailedPreconditionError(

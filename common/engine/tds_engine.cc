@@ -17,6 +17,14 @@ constexpr double kSplitTieTolerance = 1e-9;
 
 }  // namespace
 
+absl::Status CheckRootCount(uint64_t total, uint64_t max_records) {
+  if (max_records == 0 || total <= max_records) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(
+      kRootCountAboveLimit, " ", total, " exceeds the job's limit of ", max_records,
+      " records (max_records_per_party times the parties): a party's counts do not describe a "
+      "table it may hold; nothing is released"));
+}
+
 int32_t ChooseSplitRank(const std::vector<uint64_t>& histogram, int num_classes, int32_t rank_lo,
                         bool has_class) {
   const int nc = std::max(1, num_classes);
@@ -273,6 +281,7 @@ absl::Status TopDownSpecializer::Initialize() {
   // The most general table must satisfy the model (thesis Thm. 5.1.3); otherwise nothing can.
   const uint64_t* root = stats_.data();
   total_records_ = root[0];
+  RETURN_IF_ERROR(CheckRootCount(total_records_, options_.max_records));
   if (total_records_ == 0) return absl::FailedPreconditionError("the table has no records");
   for (size_t j = 0; j < model_->constraints.size(); ++j) {
     const Constraint& con = model_->constraints[j];

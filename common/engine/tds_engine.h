@@ -43,7 +43,11 @@ struct EngineOptions {
   fedanon::v1::ScoreFunction score = fedanon::v1::SCORE_FUNCTION_INFOGAIN;
   bool beneficial = false;  // only candidates whose records span > 1 class
   std::string suppression_token = "*";
-  uint32_t max_rounds = 0;     // 0: unlimited (anytime: stop early and still be valid)
+  uint32_t max_rounds = 0;  // 0: unlimited (anytime: stop early and still be valid)
+  // Federated jobs: the most records the table may hold (the signed max_records_per_party times
+  // the parties); a root count above it is refused by name (kRootCountAboveLimit), so that the
+  // parties' summed word sizes nothing. 0: unlimited.
+  uint64_t max_records = 0;
   NumericSplitConfig numeric;  // threshold search on continuous attributes
   // Called after every applied specialization.
   std::function<void(const fedanon::v1::SpecializationStep&, size_t groups)> on_step;
@@ -54,6 +58,13 @@ struct EngineOptions {
 // `has_class` false: the most balanced split.
 int32_t ChooseSplitRank(const std::vector<uint64_t>& histogram, int num_classes, int32_t rank_lo,
                         bool has_class);
+
+// The named reason a root count above EngineOptions::max_records is refused.
+inline constexpr char kRootCountAboveLimit[] = "the parties' summed root count";
+
+// DataLoss "the parties' summed root count N exceeds the job's limit of M records (...)" when
+// `max_records` is set and `total` exceeds it; OK otherwise.
+absl::Status CheckRootCount(uint64_t total, uint64_t max_records);
 
 // The named reason a replica refuses to apply a specialization its own check of the privacy model
 // rejects (vertical jobs: issue 26, "parties re-check what they apply").

@@ -1,6 +1,7 @@
 #include "common/spec/job_digest.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/job_spec_loader.h"
 
 namespace fedanon::common {
 
@@ -16,6 +17,9 @@ std::string CanonicalJobBytes(const fedanon::v1::JobSpec& spec,
   if (canonical.numeric_split() == fedanon::v1::NUMERIC_SPLIT_BINNED &&
       canonical.numeric_cells() == 0) {
     canonical.set_numeric_cells(32);  // kDefaultNumericCells (common/engine/numeric_split.h)
+  }
+  if (canonical.max_records_per_party() == 0) {
+    canonical.set_max_records_per_party(kDefaultMaxRecordsPerParty);
   }
   // ldiversity / tcloseness: the default variant and ground distance, spelled out or not.
   auto* privacy = canonical.mutable_privacy();

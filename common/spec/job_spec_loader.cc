@@ -955,6 +955,12 @@ absl::StatusOr<JobSpec> ParseJobSpecYaml(std::string_view yaml, std::string_view
     RETURN_IF_ERROR(parser.Message(root, "", &spec));
     FillDefaults(root, &spec);
     RETURN_IF_ERROR(CheckNumericSplitKeys(root, parser, spec));
+    if (HasKey(root, "max_records_per_party") && spec.max_records_per_party() == 0) {
+      return parser.Error(root["max_records_per_party"].Mark(),
+                          Cat("max_records_per_party = 0 must be at least 1 (omit it for the "
+                              "default of ",
+                              kDefaultMaxRecordsPerParty, ")"));
+    }
     if (std::optional<SpecIssue> issue = DistributionModelIssue(spec)) {
       // Where the YAML says it: the key, else the map that lacks it (const lookups only: they
       // never add a key).
@@ -1146,6 +1152,11 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
       return absl::InvalidArgumentError(
           Cat("privacy.model has the unknown value ", privacy.model()));
   }
+}
+
+uint64_t MaxRecordsPerParty(const JobSpec& spec) {
+  return spec.max_records_per_party() == 0 ? kDefaultMaxRecordsPerParty
+                                           : spec.max_records_per_party();
 }
 
 std::vector<std::string> VerticalLocalJudges(const JobSpec& spec) {

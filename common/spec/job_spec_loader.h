@@ -55,6 +55,13 @@ inline constexpr char kLocalRecodingNotPushdown[] =
     "push-down covers global recoding only)";
 absl::Status CheckFederatedRecoding(const fedanon::v1::JobSpec& spec);
 
+// Federated jobs: the most records any one party holds — `max_records_per_party`, or this default
+// when the spec leaves it out (0). A party refuses the job at Prepare when its own table or ID
+// list is larger; the leader refuses a party's word implying more (a summed root count above
+// parties × this, more ID batches than this many ids need). Part of the signed job.
+inline constexpr uint64_t kDefaultMaxRecordsPerParty = 100'000'000;
+uint64_t MaxRecordsPerParty(const fedanon::v1::JobSpec& spec);
+
 // Writes the spec back as YAML (for generated specs and round-trip tests).
 std::string JobSpecToYaml(const fedanon::v1::JobSpec& spec);
 

@@ -29,6 +29,11 @@ uint64_t ChunkBytesForLimit(uint64_t message_limit) {
   return message_limit > headroom ? message_limit - headroom : 1;
 }
 
+uint64_t MostPagesFor(uint64_t bytes) {
+  const uint64_t smallest = std::max<uint64_t>(1, ChunkBytesForLimit(kMinMessageLimitBytes) / 2);
+  return std::max<uint64_t>(1, (bytes + smallest - 1) / smallest);
+}
+
 std::string RequestDigest(uint64_t round, const google::protobuf::Message& request) {
   std::string bytes = absl::StrCat("fedanon request digest v1/round ", round, "/");
   request.AppendToString(&bytes);
@@ -86,9 +91,13 @@ absl::StatusOr<ChunkReceiver> ChunkReceiver::Start(const fedanon::v1::ChunkRef& 
         absl::StrCat(DescribeStream(ref), " declares ", ref.total_bytes(),
                      " bytes, over the limit of ", max_total_bytes));
   }
-  if (ref.chunks() > std::max<uint64_t>(ref.total_bytes(), 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(DescribeStream(ref), " declares ", ref.chunks(),
-                                                   " chunks for ", ref.total_bytes(), " bytes"));
+  // An honest sender cuts chunks of at least ChunkBytesForLimit(kMinMessageLimitBytes) bytes (all
+  // but the last full): a count above that is the sender's word alone, and it sizes the work.
+  const uint64_t smallest = ChunkBytesForLimit(kMinMessageLimitBytes);
+  if (ref.chunks() > std::max<uint64_t>((ref.total_bytes() + smallest - 1) / smallest, 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DescribeStream(ref), " declares ", ref.chunks(), " chunks for ", ref.total_bytes(),
+        " bytes (chunks hold at least ", smallest, " bytes each but the last)"));
   }
   return ChunkReceiver(ref);
 }
@@ -122,6 +131,9 @@ absl::Status ChunkReceiver::Add(const fedanon::v1::ChunkRef& ref, uint32_t index
     return absl::InvalidArgumentError(absl::StrCat(what, ": chunk ", index, " is malformed"));
   }
   const uint64_t holds = chunk.ciphertext().size() - crypto::kSealOverhead;
+  if (holds == 0 && ref_.total_bytes() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": chunk ", index, " is empty"));
+  }
   if (holds > ref_.total_bytes() - sealed_bytes_) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": oversize: chunk ", index,
                                                    " takes the payload over its declared ",

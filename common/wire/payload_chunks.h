@@ -40,6 +40,10 @@ absl::StatusOr<uint64_t> NegotiatedMessageLimit(uint64_t leader_limit, uint64_t 
 uint64_t ChunkHeadroom(uint64_t message_limit);
 // Plaintext bytes per chunk under `message_limit`: the limit minus the headroom.
 uint64_t ChunkBytesForLimit(uint64_t message_limit);
+// The most pages an honest party cuts a `bytes`-long list into (vertical local recoding's
+// proposal and verdict pages: half a chunk each, so at least half of the smallest chunk): at
+// least 1. A receiver refuses a larger declared count, which would only size its work.
+uint64_t MostPagesFor(uint64_t bytes);
 
 // SHA-256 over the round and the serialized request that produced a payload.
 std::string RequestDigest(uint64_t round, const google::protobuf::Message& request);

@@ -63,6 +63,11 @@ absl::StatusOr<std::string> FakeOpen(const fedanon::v1::SealedPayload& c, const 
   return c.ciphertext().substr(crypto::kSealOverhead);
 }
 
+// Chunks as an honest sender cuts them under the smallest message limit (4 KiB: 2 KiB chunks).
+constexpr uint64_t kPiece = uint64_t{2} << 10;
+constexpr uint64_t kBound = uint64_t{1} << 20;
+std::string Piece(char c) { return std::string(kPiece, c); }
+
 TEST(PayloadChunks, ChunkSizeIsTheLimitMinusHeadroom) {
   EXPECT_EQ(common::ChunkBytesForLimit(uint64_t{64} << 20), uint64_t{60} << 20);
   EXPECT_EQ(common::ChunkBytesForLimit(uint64_t{64} << 10), uint64_t{60} << 10);
@@ -79,49 +84,49 @@ TEST(PayloadChunks, ChunkSizeIsTheLimitMinusHeadroom) {
 }
 
 TEST(PayloadChunks, ChunksInOrderAreTakenAndARepeatChangesNothing) {
-  const auto ref = Ref(3, 9);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, 100));
-  EXPECT_OK(receiver.Add(ref, 0, Chunk("abc")));
-  EXPECT_OK(receiver.Add(ref, 0, Chunk("abc")));  // the same chunk again: one answer
-  EXPECT_OK(receiver.Add(ref, 1, Chunk("def")));
+  const auto ref = Ref(3, 3 * kPiece);
+  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
+  EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));
+  EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));  // the same chunk again: one answer
+  EXPECT_OK(receiver.Add(ref, 1, Chunk(Piece('d'))));
   EXPECT_FALSE(receiver.complete());
-  EXPECT_OK(receiver.Add(ref, 2, Chunk("ghi")));
+  EXPECT_OK(receiver.Add(ref, 2, Chunk(Piece('g'))));
   EXPECT_TRUE(receiver.complete());
   ASSERT_OK_AND_ASSIGN(const auto chunks, std::move(receiver).Take());
   ASSERT_OK_AND_ASSIGN(const std::string joined, common::OpenChunks(ref, chunks, FakeOpen));
-  EXPECT_EQ(joined, "abcdefghi");
+  EXPECT_EQ(joined, Piece('a') + Piece('d') + Piece('g'));
 }
 
 TEST(PayloadChunks, AGapIsRefused) {
-  const auto ref = Ref(3, 9);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, 100));
-  EXPECT_OK(receiver.Add(ref, 0, Chunk("abc")));
-  EXPECT_THAT(receiver.Add(ref, 2, Chunk("ghi")),
+  const auto ref = Ref(3, 3 * kPiece);
+  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
+  EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));
+  EXPECT_THAT(receiver.Add(ref, 2, Chunk(Piece('g'))),
               StatusIs(absl::StatusCode::kInvalidArgument, "gap: chunk 2 arrived before chunk 1"));
 }
 
 TEST(PayloadChunks, ADuplicateWithOtherContentIsRefused) {
-  const auto ref = Ref(3, 9);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, 100));
-  EXPECT_OK(receiver.Add(ref, 0, Chunk("abc")));
-  EXPECT_THAT(receiver.Add(ref, 0, Chunk("xyz")),
+  const auto ref = Ref(3, 3 * kPiece);
+  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
+  EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));
+  EXPECT_THAT(receiver.Add(ref, 0, Chunk(Piece('x'))),
               StatusIs(absl::StatusCode::kInvalidArgument, "duplicate chunk 0 with other content"));
 }
 
 TEST(PayloadChunks, AChunkBeyondTheDeclaredCountIsRefused) {
-  const auto ref = Ref(2, 6);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, 100));
+  const auto ref = Ref(2, 2 * kPiece);
+  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
   EXPECT_THAT(
-      receiver.Add(ref, 2, Chunk("abc")),
+      receiver.Add(ref, 2, Chunk(Piece('a'))),
       StatusIs(absl::StatusCode::kInvalidArgument, "chunk 2 is beyond the declared count of 2"));
 }
 
 TEST(PayloadChunks, OversizeIsRefused) {
   // A chunk holding more than the declared total.
-  const auto ref = Ref(2, 6);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, 100));
-  EXPECT_OK(receiver.Add(ref, 0, Chunk("abc")));
-  EXPECT_THAT(receiver.Add(ref, 1, Chunk("defg")),
+  const auto ref = Ref(2, 2 * kPiece);
+  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
+  EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));
+  EXPECT_THAT(receiver.Add(ref, 1, Chunk(Piece('d') + "g")),
               StatusIs(absl::StatusCode::kInvalidArgument, "oversize"));
   // A declared total over the receiver's bound, and more chunks than bytes.
   EXPECT_THAT(common::ChunkReceiver::Start(Ref(2, 101), 100),
@@ -130,6 +135,21 @@ TEST(PayloadChunks, OversizeIsRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument, "7 chunks for 6 bytes"));
   EXPECT_THAT(common::ChunkReceiver::Start(Ref(0, 0), 100),
               StatusIs(absl::StatusCode::kInvalidArgument, "declares no chunks"));
+  // More chunks than an honest sender cuts (each holds at least 2 KiB but the last): the count
+  // alone would size the receiver's work (issue: a deviating data party, finding 2).
+  EXPECT_THAT(common::ChunkReceiver::Start(Ref(2, kPiece), kBound),
+              StatusIs(absl::StatusCode::kInvalidArgument, "2 chunks for 2048 bytes"));
+  EXPECT_OK(common::ChunkReceiver::Start(Ref(2, kPiece + 1), kBound).status());
+  EXPECT_OK(common::ChunkReceiver::Start(Ref(1, 0), kBound).status());  // an empty payload
+  // An empty chunk of a payload that is not empty.
+  const auto two = Ref(2, kPiece + 1);
+  ASSERT_OK_AND_ASSIGN(auto receiver2, common::ChunkReceiver::Start(two, kBound));
+  EXPECT_THAT(receiver2.Add(two, 0, Chunk("")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "chunk 0 is empty"));
+  // Pages (vertical local recoding): at least 1 KiB each but the last.
+  EXPECT_EQ(common::MostPagesFor(0), 1u);
+  EXPECT_EQ(common::MostPagesFor(1024), 1u);
+  EXPECT_EQ(common::MostPagesFor(1025), 2u);
   // Opened plaintexts that add up to more (or fewer) bytes than declared.
   EXPECT_THAT(common::OpenChunks(Ref(2, 5), {Chunk("abc"), Chunk("def")}, FakeOpen),
               StatusIs(absl::StatusCode::kInvalidArgument, "oversize"));
@@ -138,14 +158,14 @@ TEST(PayloadChunks, OversizeIsRefused) {
 }
 
 TEST(PayloadChunks, AnIncompleteStreamOrAnotherShapeIsRefused) {
-  const auto ref = Ref(3, 9);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, 100));
-  EXPECT_OK(receiver.Add(ref, 0, Chunk("abc")));
+  const auto ref = Ref(3, 3 * kPiece);
+  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
+  EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));
   auto other = ref;
   other.set_request_digest(std::string(32, '\x08'));  // a chunk of another request's payload
-  EXPECT_THAT(receiver.Add(other, 1, Chunk("def")),
+  EXPECT_THAT(receiver.Add(other, 1, Chunk(Piece('d'))),
               StatusIs(absl::StatusCode::kInvalidArgument, "declares another payload shape"));
-  auto from_leader = Chunk("def");
+  auto from_leader = Chunk(Piece('d'));
   from_leader.set_sender("leader");
   EXPECT_THAT(receiver.Add(ref, 1, from_leader), StatusIs(absl::StatusCode::kPermissionDenied,
                                                           "not the stream's sender and receiver"));

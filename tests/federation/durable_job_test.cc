@@ -174,5 +174,30 @@ TEST(DurableJobLimits, APartyWithoutItsStateFailsTheJobByName) {
   EXPECT_FALSE(d->fed->leader->Result(info.job_id()).ok());
 }
 
+// A reply that stops the leader is recorded before use and replayed at every start (issue: a
+// deviating data party, finding 2): a job resumed more than `max_resumes` times fails by name
+// instead of running again, and the parties are told (their durable state goes). Here the limit
+// is 0: the first resume already fails.
+TEST(DurableJobLimits, AJobResumedMoreThanMaxResumesFailsByName) {
+  auto d = DurableFederation::Create(
+      "durable_max_resumes", PartyFiles(ExampleA()),
+      [](const std::vector<std::string>& names) { return MakeRequest(ExampleA(), names); },
+      [](leader::LeaderOptions& o) { o.max_resumes = 0; });
+  ASSERT_NE(d, nullptr);
+  const std::string snapshot = d->fed->dir + "/leader-2";
+  absl::Notification crashed;
+  d->crashing->CrashAt(12, d->LeaderDiesAfterTheReply(snapshot, &crashed));
+  ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
+  ASSERT_TRUE(crashed.WaitForNotificationWithTimeout(absl::Seconds(120)));
+  d->fed->leader.reset();
+  ASSERT_OK(d->StartLeaderOn(snapshot));
+  const JobInfo info = d->fed->Wait(job_id);
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr(leader::kResumedTooOften));
+  EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr("resumed 1 time(s)"));
+  EXPECT_FALSE(d->fed->leader->Result(job_id).ok());
+  ExpectDurableStateGone(*d, job_id);
+}
+
 }  // namespace
 }  // namespace fedanon::testing

@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/datagen/datagen.h"
 #include "common/spec/job_spec_loader.h"
+#include "leader/vertical_job.h"
 #include "tests/federation/adult_vertical_util.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -505,6 +506,48 @@ partitioning: vertical
           << receiver << " opened the digests of a list: " << purpose;
     }
   }
+}
+
+// A deviating data party (issue: a deviating data party, finding 2) declares its ID list in more
+// batches than the signed job's max_records_per_party needs: the count would size the leader's
+// work lists (up to 2^32 batches), so the leader refuses it by name before asking for any further
+// batch.
+TEST(IdBatches, APartyDeclaringMoreBatchesThanTheSignedLimitNeedsIsRefusedByTheLeader) {
+  Generated g = TwoParties();  // 240 ids a party: 35 batches of 7
+  g.spec += "max_records_per_party: 240\n";
+  auto fed =
+      InProcessFederation::Create("idb2_inflated", g.files, nullptr,
+                                  [](leader::LeaderOptions& o) { o.id_batch_ids = kTinyBatch; });
+  ASSERT_OK(fed.status());
+  InProcessFederation* f = fed->get();
+  f->channel.set_reply_tamper([](const std::string& party, fedanon::v1::PartyMessage* m) {
+    if (party == "hospital-a" && m->has_vertical() && m->vertical().has_ids() &&
+        m->vertical().ids().batches() == 35) {
+      m->mutable_vertical()->mutable_ids()->set_batches(36);  // one more than 240 ids need
+    }
+  });
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, f->Submit(Request(g, f->names)));
+  const fedanon::v1::JobInfo info = f->Wait(submitted.job_id());
+  f->channel.set_reply_tamper(nullptr);
+  ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(), HasSubstr(leader::kIdBatchesAboveLimit));
+  EXPECT_THAT(info.failure_reason(), HasSubstr("party 'hospital-a' declares its ID list in 36"));
+  EXPECT_THAT(info.failure_reason(), HasSubstr("needs at most 35"));
+}
+
+// The same limit at the party: a table larger than the signed max_records_per_party is refused by
+// its own party at Prepare, before any ID leaves it.
+TEST(IdBatches, ATableLargerThanTheSignedLimitIsRefusedByItsParty) {
+  Generated g = TwoParties();
+  g.spec += "max_records_per_party: 239\n";
+  auto fed = InProcessFederation::Create("idb2_limit", g.files);
+  ASSERT_OK(fed.status());
+  InProcessFederation* f = fed->get();
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, f->Submit(Request(g, f->names)));
+  const fedanon::v1::JobInfo info = f->Wait(submitted.job_id());
+  ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(),
+              HasSubstr("holds 240 records, more than the job's max_records_per_party of 239"));
 }
 
 }  // namespace

@@ -1461,6 +1461,42 @@ TEST(CheatingParty, ReleasedCountsThatDoNotSumToTheRecordsAreRefused) {
     EXPECT_FALSE(fed->leader->Result(submitted.job_id()).ok());
   }
 }
+
+// A deviating data party (issue: a deviating data party, finding 2): the summed root count sizes
+// the leader's released table (one entry per record), so no party may take part with more records
+// than the admin signed (max_records_per_party). hospital-c holds 9 records under a limit of 6:
+// honest, it refuses the job itself at Prepare; lying about it (ignore-record-limit), its true
+// counts make the root count 21 > 3 x 6, which the leader refuses by name before any release.
+TEST(CheatingParty, ARootCountAboveTheSignedLimitIsRefusedByTheLeader) {
+  for (const bool cheat : {false, true}) {
+    SCOPED_TRACE(cheat ? "cheating" : "honest");
+    std::vector<std::map<std::string, std::string>> files;
+    for (const auto& t : Tables(0)) files.push_back({{"table.csv", t}});
+    ASSERT_OK_AND_ASSIGN(auto fed,
+                         InProcessFederation::Create(cheat ? "root_cheat" : "root_ok", files,
+                                                     [&](party::PartyAgentOptions& o) {
+                                                       if (cheat && o.name == "hospital-c") {
+                                                         o.misbehave = "ignore-record-limit";
+                                                       }
+                                                     }));
+    ASSERT_OK_AND_ASSIGN(auto spec,
+                         common::ParseJobSpecYaml(std::string(kSpec) + "max_records_per_party: 6\n",
+                                                  "malicious.yaml"));
+    fedanon::v1::SubmitJobRequest req;
+    *req.mutable_spec() = spec;
+    for (const auto& p : fed->names) req.add_parties(p);
+    ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, fed->Submit(req));
+    const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+    EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+    EXPECT_THAT(info.failure_reason(),
+                ::testing::HasSubstr(
+                    cheat ? std::string(common::kRootCountAboveLimit) +
+                                " 21 exceeds the job's limit of 18 records"
+                          : "'hospital-c': table 'table.csv' holds 9 records, more than the "
+                            "job's max_records_per_party of 6"));
+    EXPECT_FALSE(fed->leader->Result(submitted.job_id()).ok());
+  }
+}
 }  // namespace
 }  // namespace fedanon::testing
 

@@ -138,6 +138,19 @@ TEST_F(ConfigTest, IdBatchIdsIsBoundedAndZeroMeansWholeLists) {
               StatusIs(absl::StatusCode::kInvalidArgument, "in 0..16777216, not '-1'"));
 }
 
+TEST_F(ConfigTest, MaxResumesIsBounded) {
+  ASSERT_OK_AND_ASSIGN(const LeaderConfig d,
+                       LoadLeaderConfig(Write("leader.yaml", std::string(kLeaderYaml))));
+  EXPECT_EQ(d.max_resumes, 5);
+  ASSERT_OK_AND_ASSIGN(
+      const LeaderConfig c,
+      LoadLeaderConfig(Write("leader2.yaml", std::string(kLeaderYaml) + "max_resumes: 0\n")));
+  EXPECT_EQ(c.max_resumes, 0);
+  EXPECT_THAT(LoadLeaderConfig(Write("a.yaml", std::string(kLeaderYaml) + "max_resumes: 1001\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "a.yaml:8:14: key 'max_resumes' must be a whole number in 0..1000"));
+}
+
 TEST_F(ConfigTest, PartyConfigParses) {
   ASSERT_OK_AND_ASSIGN(const PartyConfig c, LoadPartyConfig(Write("party.yaml", R"(
 name: hospital-a

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
 #include "common/engine/numeric_split.h"
@@ -32,7 +33,7 @@ struct Harness {
   std::unique_ptr<common::TopDownSpecializer> engine;
 };
 
-absl::StatusOr<std::unique_ptr<Harness>> MakeHarness(const Job& job) {
+absl::StatusOr<std::unique_ptr<Harness>> MakeHarness(const Job& job, uint64_t max_records = 0) {
   auto h = std::make_unique<Harness>();
   auto spec = common::LoadJobSpec(job.spec_path);
   if (!spec.ok()) return spec.status();
@@ -50,6 +51,7 @@ absl::StatusOr<std::unique_ptr<Harness>> MakeHarness(const Job& job) {
   opts.score = h->spec.score();
   opts.beneficial = h->spec.beneficial();
   opts.numeric = common::NumericSplitFromSpec(h->spec);
+  opts.max_records = max_records;
   auto engine =
       common::TopDownSpecializer::Create(&h->data, &h->model, &h->hier, h->source.get(), opts);
   if (!engine.ok()) return engine.status();
@@ -153,6 +155,18 @@ TEST(WorkedExampleA, PartyALocalInformationMessage) {
   EXPECT_THAT(h->tips->NodeClassCounts(0, 0), ::testing::ElementsAre(1, 1, 0, 1));
   EXPECT_THAT(h->tips->NodeClassCounts(1, 0), ::testing::ElementsAre(1, 1, 0, 1));
   EXPECT_THAT(h->tips->NodeClassCounts(2, 0), ::testing::ElementsAre(1, 2, 0, 0));
+}
+
+// A federation's root count is the parties' summed word: above the signed limit
+// (EngineOptions::max_records) the engine refuses it by name as it starts, before any round.
+TEST(WorkedExampleA, ARootCountAboveTheRecordLimitIsRefusedByName) {
+  EXPECT_THAT(MakeHarness(JobA("a_limit_over", TableA()), 10).status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       absl::StrCat(common::kRootCountAboveLimit,
+                                    " 11 exceeds the job's limit of 10 records")));
+  ASSERT_OK_AND_ASSIGN(auto at, MakeHarness(JobA("a_limit_at", TableA()), 11));
+  EXPECT_OK(at->engine->Run().status());
+  EXPECT_OK(common::CheckRootCount(uint64_t{1} << 40, 0));  // no limit
 }
 
 TEST(WorkedExampleA, FullRunSatisfiesLkcAndIsMaximal) {

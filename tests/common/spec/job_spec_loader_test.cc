@@ -188,6 +188,22 @@ TEST(JobSpecLoaderTest, NumericSplitErrorsNameThePosition) {
   EXPECT_THAT(error("numeric_cells: -3\n"), StatusIs(kInvalid, "-3 is negative"));
 }
 
+// max_records_per_party: part of the signed job, 0 refused where the YAML says it, the default
+// hashing like the spelled-out value and another value not.
+TEST(JobSpecLoaderTest, MaxRecordsPerPartyIsBoundedAndSigned) {
+  EXPECT_THAT(ParseJobSpecYaml("name: x\nmax_records_per_party: 0\n", "spec.yaml").status(),
+              StatusIs(kInvalid,
+                       "spec.yaml:2:24: max_records_per_party = 0 must be at least 1 (omit it "
+                       "for the default of 100000000)"));
+  const JobSpec omitted = Parse("name: x\n");
+  EXPECT_EQ(MaxRecordsPerParty(omitted), kDefaultMaxRecordsPerParty);
+  const JobSpec spelled = Parse("name: x\nmax_records_per_party: 100000000\n");
+  const JobSpec other = Parse("name: x\nmax_records_per_party: 5000\n");
+  EXPECT_EQ(MaxRecordsPerParty(other), 5000u);
+  EXPECT_EQ(CanonicalJobBytes(omitted, {}), CanonicalJobBytes(spelled, {}));
+  EXPECT_NE(CanonicalJobBytes(omitted, {}), CanonicalJobBytes(other, {}));
+}
+
 TEST(JobSpecLoaderTest, ExplicitEmptyTokensAreKeptNullMeansDefault) {
   JobSpec spec = Parse("missing_token: \"\"\nsuppression_token: ''\n");
   EXPECT_EQ(spec.missing_token(), "");
