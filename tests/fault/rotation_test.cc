@@ -424,6 +424,9 @@ TEST_F(RotationTest, AdminRemovedFromAPartysAdminsIsRefusedThereWithoutARestart)
   // Set-up (not the point): hospital-b with an admins list and a 1 s reload period, restarted
   // once to read the new keys.
   fed_->KillParty(1);
+  // Until the leader drops the old stream it still lists the party: a job submitted then fails
+  // ("not connected") once that stream turns out dead.
+  ASSERT_TRUE(fed_->WaitForPartyGone(b, absl::Seconds(10)));
   RewritePartyYaml(*fed_, 1, {"admins", "reload_seconds"},
                    "admins: [admin, bob]\nreload_seconds: 1\n");
   if (HasFatalFailure()) return;
@@ -509,6 +512,7 @@ TEST_F(RotationTest, AdminCertificateRevokedInAPartysCrlIsRefusedAtItsNextJob) {
   absl::StatusOr<std::string> empty_crl = ca_->IssueCrl({}, absl::Hours(24));
   ASSERT_TRUE(empty_crl.ok()) << empty_crl.status();
   fed_->KillParty(0);
+  ASSERT_TRUE(fed_->WaitForPartyGone(a, absl::Seconds(10)));  // the leader dropped its stream
   Replace(fed_->party_dir(0) + "/crl.pem", *empty_crl, false);
   RewritePartyYaml(*fed_, 0, {"crl"}, "crl: crl.pem\n");
   if (HasFatalFailure()) return;
