@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/spec/job_spec_loader.h"
 #include "common/wire/party_channel.h"
 #include "fedanon/v1/job.pb.h"
 #include "leader/leader_observer.h"
@@ -63,7 +64,7 @@ struct VerticalJobOptions {
   uint32_t id_batch_ids = 65536;
   // The signed job's max_records_per_party (common::MaxRecordsPerParty): no party's ID list may
   // declare more batches than this many ids need.
-  uint64_t max_records_per_party = uint64_t{100'000'000};
+  uint64_t max_records_per_party = common::kDefaultMaxRecordsPerParty;
   std::function<absl::Status()> check_cancelled;
   // Called after every committed specialization with the round, the owner and the QID index.
   std::function<void(uint32_t, const std::string&, uint32_t)> on_step;

@@ -38,6 +38,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/reflection.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "tests/federation/example_a.h"
 #include "tests/federation/federation_test_util.h"
 
@@ -48,6 +49,7 @@ using fedanon::v1::LeaderMessage;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
+using google::protobuf::util::MessageDifferencer;
 
 // ---------------------------------------------------------------------------------------------
 // Job kinds
@@ -187,27 +189,8 @@ std::string KindOf(const LeaderMessage& m) {
   return kind;
 }
 
-// Whether the numeric field `f` of `m` (element `index` of a repeated one) is 0.
-bool IsZero(const Message& m, const FieldDescriptor* f, int index) {
-  const Reflection* r = m.GetReflection();
-  const bool rep = index >= 0;
-  switch (f->cpp_type()) {
-    case FieldDescriptor::CPPTYPE_INT32:
-      return (rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f)) == 0;
-    case FieldDescriptor::CPPTYPE_INT64:
-      return (rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f)) == 0;
-    case FieldDescriptor::CPPTYPE_UINT32:
-      return (rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f)) == 0;
-    case FieldDescriptor::CPPTYPE_UINT64:
-      return (rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f)) == 0;
-    case FieldDescriptor::CPPTYPE_DOUBLE:
-      return (rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f)) == 0;
-    case FieldDescriptor::CPPTYPE_FLOAT:
-      return (rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f)) == 0;
-    default:
-      return false;
-  }
-}
+// Applies `mu` to `m` (below); false when the path does not exist in this instance.
+bool Apply(const Mutation& mu, Message* m);
 
 // Every mutation of every set field of `m` (an instance of `kind`), depth first.
 void Enumerate(const Message& m, std::vector<PathStep>& path, const std::string& kind,
@@ -251,7 +234,12 @@ void Enumerate(const Message& m, std::vector<PathStep>& path, const std::string&
       case FieldDescriptor::CPPTYPE_DOUBLE:
       case FieldDescriptor::CPPTYPE_FLOAT:
         add(index, Mutation::Op::kPlusOne);
-        if (!IsZero(m, f, index)) add(index, Mutation::Op::kZero);  // 0 already: nothing to try
+        {  // "=0" only where it changes something (a repeated element or a field with presence)
+          std::unique_ptr<Message> zeroed(m.New());
+          zeroed->CopyFrom(m);
+          Apply({kind, party, {{f, index}}, Mutation::Op::kZero, ""}, zeroed.get());
+          if (!MessageDifferencer::Equals(*zeroed, m)) add(index, Mutation::Op::kZero);
+        }
         break;
       case FieldDescriptor::CPPTYPE_BOOL:
         add(index, Mutation::Op::kNegate);
