@@ -200,16 +200,25 @@ absl::Status IdMatchingParty::ReencryptBatch(const fedanon::v1::IdReEncrypt& re,
         "batch ", re.batch(), " of '", re.origin(), "''s list is sealed by '", re.list().sender(),
         "', not by its predecessor '", at.predecessor, "' on the ring"));
   }
-  const std::string digest = crypto::Sha256(re.SerializeAsString());
+  // One content, one answer: each (origin, hop, batch) is re-encrypted from one list of points.
+  // The same points sealed anew (the predecessor answers a repeated request with a fresh box, as
+  // after a leader restart) are the same request; other points are refused.
   const std::pair<std::string, uint32_t> key{absl::StrCat(re.origin(), "#", at.hop), re.batch()};
-  if (auto it = batch_answered_.find(key); it != batch_answered_.end() && it->second != digest) {
+  const auto answered = batch_answered_.find(key);
+  const auto another_payload = [&] {
     return absl::FailedPreconditionError(
         absl::StrCat("one request, one answer: batch ", re.batch(), " of '", re.origin(),
                      "''s list was already re-encrypted from another payload"));
-  }
+  };
   absl::StatusOr<std::string> bytes = ctx_.OpenSealed(
       re.list(), round,
       IdBatchPurpose(ctx_.run_id, re.origin(), at.hop - 1, re.batch(), re.batches()));
+  if (!bytes.ok() && answered != batch_answered_.end()) return another_payload();
+  const std::string digest = bytes.ok() ? crypto::Sha256(*bytes) : std::string();
+  if (bytes.ok() && answered != batch_answered_.end() &&
+      answered->second != crypto::Sha256(absl::StrCat(re.batches(), "/", re.next(), "/", digest))) {
+    return another_payload();
+  }
   if (!bytes.ok()) {
     return absl::PermissionDeniedError(absl::StrCat("batch ", re.batch(), " of ", re.batches(),
                                                     " of '", re.origin(),
@@ -253,7 +262,7 @@ absl::Status IdMatchingParty::ReencryptBatch(const fedanon::v1::IdReEncrypt& re,
     if (own_list) own_digests_[re.batch()] = std::move(digests);
   }
   RETURN_IF_ERROR(CheckBatchFits(*out, ctx_.message_limit, batch_ids_));
-  batch_answered_[key] = digest;
+  batch_answered_[key] = crypto::Sha256(absl::StrCat(re.batches(), "/", re.next(), "/", digest));
   return ctx_.Audit(round, {.kind = kAuditIdList,
                             .form = kAuditSealed,
                             .to = to,
