@@ -8,6 +8,7 @@
 #include "common/base/version.h"
 #include "common/engine/final_check.h"
 #include "common/engine/numeric_split.h"
+#include "common/engine/released_table_check.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/csv.h"
 #include "common/wire/payload_chunks.h"
@@ -75,7 +76,6 @@ absl::Status HorizontalDriver::SetUpSums() {
                  journal.recorded.size());
   }
   sums_->set_journal(std::move(journal));
-  sums_->set_share_group_sizes(job_.ring.size() >= 3);
   sums_->set_view_log(job_.view_log.get());
   sums_->set_observer(host_.observer);
   ASSIGN_OR_RETURN(leader_keys_, crypto::SealKeyPairFromPem(host_.options->seal_key_pem));
@@ -152,6 +152,32 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunGlobalRounds() {
            // checked: the product below cannot overflow
            groups * combinations <= kMaxReleasedWords;
   };
+  rounds.group_totals = [this, keys] {
+    const auto totals = global_->GroupTotals();
+    std::vector<std::vector<uint64_t>> out;
+    for (const auto& key : keys) {
+      const auto it = totals.find(key);
+      out.push_back(it == totals.end() ? std::vector<uint64_t>() : it->second);
+    }
+    return out;
+  };
+  rounds.check_table = [this, total = rounds.total_records](
+                           const std::vector<std::string>& header,
+                           const std::vector<std::string>& rows) -> absl::Status {
+    ASSIGN_OR_RETURN(
+        const common::FinalCheckLayout layout,
+        common::BuildFinalCheckLayout(model_, schema_, hier_, spec_.suppression_token()));
+    const auto group_totals = global_->GroupTotals();
+    return common::CheckReleasedTable({.layout = &layout,
+                                       .schema = &schema_,
+                                       .hier = &hier_,
+                                       .suppression_token = spec_.suppression_token(),
+                                       .header = header,
+                                       .rows = total,
+                                       .final_check_totals = nullptr,
+                                       .group_totals = &group_totals},
+                                      rows);
+  };
   rounds.collect_counts = [this, keys = std::move(keys), combinations] {
     common::StatsRequest released;
     released.released_groups = keys;
@@ -200,6 +226,16 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunLocalRounds() {
   rounds.collect_counts = [this, &engine] {
     return CollectLocalReleasedCounts(engine, schema_, sums_.get(), job_.view_log.get(), round_);
   };
+  // Local groups generalize each attribute their own way (no one cut to check cells against):
+  // the row count, and repeated rows (OpenUnionRows).
+  rounds.check_table = [total = rounds.total_records](
+                           const std::vector<std::string>& /*header*/,
+                           const std::vector<std::string>& rows) -> absl::Status {
+    if (rows.size() == total) return absl::OkStatus();
+    return absl::DataLossError(
+        absl::StrCat("the released table holds ", rows.size(), " rows but the parties summed ",
+                     total, " records: a party dropped or added rows in the secure union"));
+  };
   return rounds;
 }
 
@@ -233,15 +269,20 @@ absl::StatusOr<std::string> HorizontalDriver::RunFinalCheck(const Rounds& rounds
 absl::Status HorizontalDriver::Release(const Rounds& rounds) {
   // The released counts when the leader is the recipient and they fit; otherwise the secure set
   // union of the local anonymous tables (rows sealed for the recipient) travels the ring.
-  if (job_.recipient != host_.options->name || !rounds.counts_apply()) return RunSecureUnion();
+  if (job_.recipient != host_.options->name || !rounds.counts_apply()) {
+    return RunSecureUnion(rounds);
+  }
   ASSIGN_OR_RETURN(const std::vector<uint64_t> counts, rounds.collect_counts());
+  std::vector<std::vector<uint64_t>> group_totals;
+  if (rounds.group_totals) group_totals = rounds.group_totals();
   return host_.StoreResultOnce(job_.job_id, [&](const JobStore::ResultWriter& write) {
     return WriteReleasedTableFromCounts(spec_, schema_, rounds.groups, rounds.labels_of, counts,
-                                        rounds.total_records, write);
+                                        rounds.total_records, write,
+                                        rounds.group_totals ? &group_totals : nullptr);
   });
 }
 
-absl::Status HorizontalDriver::RunSecureUnion() {
+absl::Status HorizontalDriver::RunSecureUnion(const Rounds& rounds) {
   // A recipient party goes last, so that it only ever sees the complete, shuffled set.
   std::vector<std::string> union_ring;
   for (const auto& p : job_.ring) {
@@ -283,7 +324,7 @@ absl::Status HorizontalDriver::RunSecureUnion() {
                      relay.Fetch(union_ring[i], round_, job_.timeout, reply.union_step().list(),
                                  reply.union_step().list_ref()));
   }
-  if (leader_receives) return StoreUnionAtLeader(header, carried);
+  if (leader_receives) return StoreUnionAtLeader(rounds, header, carried);
   fedanon::v1::LeaderMessage msg;
   RETURN_IF_ERROR(step_with(carried, &msg));
   auto* step = msg.mutable_union_step();
@@ -292,7 +333,8 @@ absl::Status HorizontalDriver::RunSecureUnion() {
   return channel_.Call(job_.recipient, msg, job_.timeout).status();
 }
 
-absl::Status HorizontalDriver::StoreUnionAtLeader(const std::vector<std::string>& header,
+absl::Status HorizontalDriver::StoreUnionAtLeader(const Rounds& rounds,
+                                                  const std::vector<std::string>& header,
                                                   const CarriedPayload& carried) {
   const std::string& leader = host_.options->name;
   // The last party of the union (the ring without the recipient, which is the leader here).
@@ -313,11 +355,21 @@ absl::Status HorizontalDriver::StoreUnionAtLeader(const std::vector<std::string>
       return absl::InvalidArgumentError("the union list does not parse");
     }
   }
-  ASSIGN_OR_RETURN(
-      std::vector<std::string> rows,
-      common::OpenUnionRows(*leader_keys_, job_.job_id, job_.run_id, round_, leader, list.rows()));
+  absl::StatusOr<std::vector<std::string>> opened =
+      common::OpenUnionRows(*leader_keys_, job_.job_id, job_.run_id, round_, leader, list.rows());
+  if (!opened.ok()) {
+    return absl::Status(opened.status().code(),
+                        absl::StrCat("the leader (recipient) refuses the released table: ",
+                                     opened.status().message()));
+  }
+  std::vector<std::string> rows = *std::move(opened);
   // The released table itself is the job's result; the view log records its size.
   RETURN_IF_ERROR(job_.view_log->Append(round_, kViewReleasedRows, "", false, {rows.size()}));
+  if (absl::Status st = rounds.check_table(header, rows); !st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("the leader (recipient) refuses the released "
+                                                "table: ",
+                                                st.message()));
+  }
   ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
   const std::vector<std::string_view> header_views(header.begin(), header.end());
   return host_.StoreResultOnce(job_.job_id, [&](const JobStore::ResultWriter& write) {

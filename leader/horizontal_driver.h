@@ -55,6 +55,15 @@ class HorizontalDriver {
     // that sum: per final group, every value combination's count.
     std::function<bool()> counts_apply;
     std::function<absl::StatusOr<std::vector<uint64_t>>()> collect_counts;
+    // Per final group (labels_of's order): [size, count of each tracked sensitive value] as the
+    // rounds summed them, which the released counts must add up to; empty: not known.
+    std::function<std::vector<std::vector<uint64_t>>()> group_totals;
+    // The leader as the union's recipient: its check of the rows it opened (the released
+    // attributes in `header` order) against the cut and the counts the parties summed
+    // (common/engine/released_table_check.h).
+    std::function<absl::Status(const std::vector<std::string>& header,
+                               const std::vector<std::string>& rows)>
+        check_table;
   };
 
   HorizontalDriver(const JobHost& host, const JobRun& job, const common::Dataset& schema,
@@ -71,8 +80,8 @@ class HorizontalDriver {
   absl::StatusOr<std::string> RunFinalCheck(const Rounds& rounds);
   absl::Status Release(const Rounds& rounds);
   // The secure set union of the parties' sealed rows, opened by (or delivered to) the recipient.
-  absl::Status RunSecureUnion();
-  absl::Status StoreUnionAtLeader(const std::vector<std::string>& header,
+  absl::Status RunSecureUnion(const Rounds& rounds);
+  absl::Status StoreUnionAtLeader(const Rounds& rounds, const std::vector<std::string>& header,
                                   const CarriedPayload& carried);
   // The report and the final progress; then EndJob at every party.
   absl::Status Finish(const Rounds& rounds, const std::string& final_check);

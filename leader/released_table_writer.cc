@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "common/table/csv.h"
 #include "crypto/shuffle.h"
@@ -30,7 +31,7 @@ absl::Status WriteReleasedTableFromCounts(
     const fedanon::v1::JobSpec& spec, const common::Dataset& schema, size_t groups,
     const std::function<std::vector<std::string>(size_t)>& labels_of,
     const std::vector<uint64_t>& counts, uint64_t total_records,
-    const JobStore::ResultWriter& write) {
+    const JobStore::ResultWriter& write, const std::vector<std::vector<uint64_t>>* group_totals) {
   const uint64_t combos = schema.ValueCombinations();
   if (counts.size() != groups * combos) {
     return absl::InternalError("released counts have the wrong length");
@@ -84,7 +85,24 @@ absl::Status WriteReleasedTableFromCounts(
   }
   std::vector<std::string_view> row(source.size());
   std::vector<int32_t> value_index(schema.value_columns.size());
+  // Per tracked sensitive value: its value column and its index there (-1: not released here).
+  std::vector<std::pair<int, int32_t>> tracked_at;
+  for (const common::TrackedSensitive& t : schema.tracked) {
+    std::pair<int, int32_t> at{-1, -1};
+    for (size_t v = 0; v < schema.value_columns.size(); ++v) {
+      const auto& values = schema.value_columns[v].values;
+      if (schema.value_columns[v].name != t.attribute) continue;
+      const auto it = std::find(values.begin(), values.end(), t.value);
+      if (it != values.end()) at = {static_cast<int>(v), static_cast<int32_t>(it - values.begin())};
+    }
+    tracked_at.push_back(at);
+  }
+  if (group_totals != nullptr && group_totals->size() != groups) {
+    return absl::InternalError("the rounds' group totals do not match the released groups");
+  }
+  std::vector<uint64_t> held(1 + tracked_at.size());
   for (size_t g = 0; g < groups; ++g) {
+    std::fill(held.begin(), held.end(), 0);
     const std::vector<std::string> labels = labels_of(g);
     if (labels.size() != schema.qids.size()) {
       return absl::InternalError("a released group without a label per QID attribute");
@@ -107,6 +125,20 @@ absl::Status WriteReleasedTableFromCounts(
       }
       lines.push_back(common::CsvLine(row));
       line_of.insert(line_of.end(), n, static_cast<uint32_t>(lines.size() - 1));
+      held[0] += n;
+      for (size_t b = 0; b < tracked_at.size(); ++b) {
+        if (tracked_at[b].first >= 0 && value_index[tracked_at[b].first] == tracked_at[b].second) {
+          held[1 + b] += n;
+        }
+      }
+    }
+    if (group_totals != nullptr && (*group_totals)[g] != held) {
+      const std::vector<uint64_t>& agreed = (*group_totals)[g];
+      return absl::DataLossError(
+          absl::StrCat("the released counts of group (", absl::StrJoin(labels, ", "), ") hold ",
+                       held[0], " records (or other sensitive counts) but the rounds summed ",
+                       agreed.empty() ? 0 : agreed[0],
+                       " (a party moved records between groups or values); nothing was released"));
     }
   }
   std::vector<size_t> perm;

@@ -28,11 +28,15 @@ absl::Status WriteTableBuffered(const std::string& header_line, size_t n,
 // formatted once and a record costs 12 bytes (its row's number and its place in the
 // permutation). `groups` groups; `labels_of(g)` gives group g's released value of every QID
 // attribute (global recoding: the cut's labels of its key; local recoding: its LocalValue
-// labels). DataLoss, nothing written, when the counts do not add up to `total_records`.
+// labels). DataLoss, nothing written, when the counts do not add up to `total_records`, or
+// (with `group_totals`: per group, [size, count of each tracked sensitive value] as the rounds
+// summed them) when a group's counts do not add up to its own: a party moved records between
+// groups or values (issue 49, finding 3).
 absl::Status WriteReleasedTableFromCounts(
     const fedanon::v1::JobSpec& spec, const common::Dataset& schema, size_t groups,
     const std::function<std::vector<std::string>(size_t)>& labels_of,
     const std::vector<uint64_t>& counts, uint64_t total_records,
-    const JobStore::ResultWriter& write);
+    const JobStore::ResultWriter& write,
+    const std::vector<std::vector<uint64_t>>* group_totals = nullptr);
 
 }  // namespace fedanon::leader

@@ -29,16 +29,13 @@ SecureSumCountSource::SecureSumCountSource(common::PartyChannel* channel, std::s
       chunk_words_(std::max<size_t>(1, chunk_words)) {}
 
 absl::Status SecureSumCountSource::Specialize(int attr, common::NodeIndex node, int c,
-                                              const std::vector<uint64_t>& new_group_sizes) {
+                                              const std::vector<uint64_t>& /*new_group_sizes*/) {
   fedanon::v1::StateUpdate u;
   u.set_sequence(next_sequence_++);
   auto* in = u.mutable_instruction();
   in->set_attribute(attr);
   in->set_node(node);
   in->set_candidate(c);
-  if (share_group_sizes_) {
-    for (uint64_t size : new_group_sizes) in->add_new_group_sizes(size);
-  }
   update_chain_ = common::ChainStateUpdate(update_chain_, u);
   pending_.push_back(std::move(u));
   return absl::OkStatus();

@@ -56,12 +56,10 @@ class SecureSumCountSource : public common::CountSource {
                        size_t num_tracked, std::function<uint32_t()> round,
                        std::function<absl::Status()> check, size_t chunk_words = 1 << 20);
 
-  // The new global group sizes travel with the instruction as in mohammed2010 §5.2 only when
-  // `share_group_sizes` (three or more data parties): with two, each party could subtract its
-  // own counts and learn the other's.
+  // The instruction carries no group sizes (mohammed2010 §5.2 sends them; a party that lied
+  // about its counts could subtract its own from them and read the others', issue 49 finding 1).
   absl::Status Specialize(int attr, common::NodeIndex node, int c,
                           const std::vector<uint64_t>& new_group_sizes) override;
-  void set_share_group_sizes(bool share) { share_group_sizes_ = share; }
   absl::Status Split(int attr, common::NodeIndex node, int32_t split_rank) override;
   absl::StatusOr<std::vector<uint64_t>> Collect(const common::StatsRequest& request) override;
   // Local recoding (leader/local_group_source.h): a state update of another kind (its sequence is
@@ -140,7 +138,6 @@ class SecureSumCountSource : public common::CountSource {
   const crypto::SealKeyPair* leader_keys_ = nullptr;
   const crypto::SealPublicKey* first_party_key_ = nullptr;
   const crypto::SealPublicKey* last_party_key_ = nullptr;
-  bool share_group_sizes_ = false;
   ViewLog* view_log_ = nullptr;
   LeaderObserver* observer_ = nullptr;
   uint64_t collects_ = 0;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "common/engine/privacy_model.h"
+#include "common/spec/job_spec_loader.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/secure_sum_masks.h"
 #include "party/protocol_util.h"
@@ -72,6 +73,12 @@ absl::Status FinalCheckParty::Start(const fedanon::v1::FinalCheckStep& step, uin
   } else {
     ASSIGN_OR_RETURN(check.counts, common::LocalFinalCheckCounts(check.layout, *tables_.data,
                                                                  tables_.hier, *tables_.tips));
+  }
+  if (ctx_.options().misbehave == "final-check-negative-offset" && !check.counts.empty()) {
+    spdlog::warn(
+        "job={} MISBEHAVING (test mode): 1000 subtracted from the final check's first word",
+        ctx_.job_id);
+    check.counts[0] -= 1000;  // mod 2^64: other parties' records taken away, or a wrapped word
   }
   if (ctx_.RingPosition() == 0) {
     if (restored_mask_) {
@@ -275,7 +282,13 @@ absl::Status FinalCheckParty::VerifyPhase(const Chunk& chunk, fedanon::v1::Final
     }
     return absl::OkStatus();  // more chunks to come
   }
-  const absl::Status holds = common::CheckFinalCounts(check.layout, check.total);
+  // Bounds first: a total no honest ring produces is named as such, not as a privacy failure.
+  const uint64_t per_party = common::MaxRecordsPerParty(ctx_.spec);
+  const uint64_t parties = ctx_.ring.size();
+  absl::Status holds = common::CheckFinalTotalsBounds(
+      check.layout, check.total, check.counts,
+      per_party > UINT64_MAX / parties ? UINT64_MAX : per_party * parties);
+  if (holds.ok()) holds = common::CheckFinalCounts(check.layout, check.total);
   if (!holds.ok()) {
     check.failure = std::string(holds.message());
     spdlog::error("job={} round={} {}; refusing to release", ctx_.job_id, round, check.failure);

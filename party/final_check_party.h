@@ -30,6 +30,15 @@ class FinalCheckParty {
   // the job has two data parties (the check is skipped; docs/threat-model.md).
   absl::Status ReleaseAllowed(const std::string& what) const;
   bool started() const { return check_.has_value(); }
+  // Once the check passed (global recoding, three or more parties): its layout over the final cut
+  // and the summed vector every party re-checked; null otherwise. The recipient compares the
+  // released table with them (common/engine/released_table_check.h).
+  const common::FinalCheckLayout* passed_layout() const {
+    return check_ && check_->passed && !tables_.local ? &check_->layout : nullptr;
+  }
+  const std::vector<uint64_t>* passed_total() const {
+    return check_ && check_->passed && !tables_.local ? &check_->total : nullptr;
+  }
 
   // After a restart: the mask the ring's first party drew before it (the next Step takes it),
   // and the reply that left for an answered chunk.

@@ -1,5 +1,6 @@
 #include "party/party_agent.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 
@@ -19,13 +20,14 @@ using fedanon::v1::PartyMessage;
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
   RETURN_IF_ERROR(crypto::ValidateParticipantName(options.name));
-  if (!options.misbehave.empty() && options.misbehave != "never-participate" &&
-      options.misbehave != "under-declare" && options.misbehave != "inflate-released-counts" &&
-      options.misbehave != "ignore-record-limit") {
+  if (!options.misbehave.empty() && std::find(kMisbehaviours.begin(), kMisbehaviours.end(),
+                                              options.misbehave) == kMisbehaviours.end()) {
+    std::string known;
+    for (std::string_view m : kMisbehaviours) {
+      known += std::string(known.empty() ? "" : ", ") + std::string(m);
+    }
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown misbehaviour '", options.misbehave,
-                     "' (never-participate, under-declare, inflate-released-counts or "
-                     "ignore-record-limit)"));
+        absl::StrCat("unknown misbehaviour '", options.misbehave, "' (one of: ", known, ")"));
   }
   if (options.seal_key_pem.empty() || options.seal_cert_pem.empty() || options.ca_pem.empty()) {
     return absl::InvalidArgumentError("a party needs the CA certificate and its sealing key pair");

@@ -96,6 +96,20 @@ absl::Status SecureSumParty::StartCollect(const fedanon::v1::SumStep& step, size
         ctx_.job_id);
     ++counts_[0];
   }
+  const uint64_t combos = stats_request.released_combinations;
+  if (counts_release_ && ctx_.options().misbehave == "move-released-count" && combos > 0 &&
+      counts_.size() > combos) {
+    // One of its own records moved to the same values in the next group: the total stays right.
+    const auto held =
+        std::find_if(counts_.begin(), counts_.end(), [](uint64_t n) { return n > 0; });
+    if (held != counts_.end()) {
+      spdlog::warn("job={} MISBEHAVING (test mode): a released count moved to another group",
+                   ctx_.job_id);
+      const size_t from = static_cast<size_t>(held - counts_.begin());
+      --counts_[from];
+      ++counts_[(from + combos) % counts_.size()];
+    }
+  }
   collect_ = step.collect();
   digest_ = common::SumRequestDigest(step.request(), tables_.update_chain);
   chunks_ = step.chunks();

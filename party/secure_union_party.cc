@@ -4,10 +4,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/parallel_for.h"
 #include "common/base/status_macros.h"
+#include "common/engine/privacy_model.h"
 #include "common/engine/released_rows.h"
+#include "common/engine/released_table_check.h"
 #include "common/table/csv.h"
 #include "common/wire/federation_wire.h"
 #include "common/wire/released_union.h"
@@ -140,12 +143,19 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Deliver(const LeaderMessage& requ
   PartyMessage reply;
   auto* out = reply.mutable_union_step();
   // This party is the recipient: open every row, shuffle, write the integrated table.
-  ASSIGN_OR_RETURN(std::vector<std::string> rows,
-                   OpenUnionRows(*ctx_.own_seal->keys, ctx_.job_id, ctx_.run_id, request.round(),
-                                 ctx_.self(), list.rows()));
+  absl::StatusOr<std::vector<std::string>> opened = OpenUnionRows(
+      *ctx_.own_seal->keys, ctx_.job_id, ctx_.run_id, request.round(), ctx_.self(), list.rows());
+  if (!opened.ok()) {
+    return absl::Status(
+        opened.status().code(),
+        absl::StrCat("party '", ctx_.self(),
+                     "' (recipient) refuses the released table: ", opened.status().message()));
+  }
+  std::vector<std::string> rows = *std::move(opened);
   if (ctx_.options().observe_opened) {
     for (const std::string& row : rows) ctx_.Observe("", "union-row", row);  // anonymous rows
   }
+  RETURN_IF_ERROR(CheckTable(step, rows));
   ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
   std::string csv = CsvLine(step.header());
   for (size_t i : perm) csv += rows[i];
@@ -159,6 +169,40 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Deliver(const LeaderMessage& requ
                                    .numbers = {{"rows", rows.size()}},
                                    .texts = {{"recipient", ctx_.self()}, {"file", path}}}));
   return reply;
+}
+
+absl::Status SecureUnionParty::CheckTable(const fedanon::v1::UnionStep& step,
+                                          const std::vector<std::string>& rows) const {
+  // A local-recoding table's cells are its groups' own values, not one cut: the rows are
+  // checked for repeats only (OpenUnionRows), its groups by the final check.
+  if (tables_.local) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const common::PrivacyModel model,
+                   common::BuildPrivacyModel(ctx_.spec, *tables_.data));
+  common::FinalCheckLayout built;
+  const common::FinalCheckLayout* layout = final_check_.passed_layout();
+  if (layout == nullptr) {
+    ASSIGN_OR_RETURN(built, common::BuildFinalCheckLayout(model, *tables_.data, tables_.hier,
+                                                          ctx_.spec.suppression_token()));
+    layout = &built;
+  }
+  common::ReleasedTableExpectations expected{
+      .layout = layout,
+      .schema = tables_.data.get(),
+      .hier = &tables_.hier,
+      .suppression_token = ctx_.spec.suppression_token(),
+      .header = {step.header().begin(), step.header().end()},
+      .rows = std::nullopt,
+      // Three or more parties: every group's counts as the final check summed them. Two: the
+      // only rows before this party's are the other party's own, which no one could drop.
+      .final_check_totals = final_check_.passed_total()};
+  if (absl::Status st = common::CheckReleasedTable(expected, rows); !st.ok()) {
+    spdlog::error("job={} the received table is refused: {}", ctx_.job_id,
+                  std::string(st.message()));
+    return absl::Status(st.code(),
+                        absl::StrCat("party '", ctx_.self(),
+                                     "' (recipient) refuses the released table: ", st.message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::string>> SecureUnionParty::OwnRows() const {
@@ -212,7 +256,8 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Hop(const LeaderMessage& request,
   if (recipient == ctx_.seal_keys.end() || next == ctx_.seal_keys.end()) {
     return absl::InvalidArgumentError("the union names someone who is not a participant");
   }
-  ASSIGN_OR_RETURN(const std::vector<std::string> lines, OwnRows());
+  ASSIGN_OR_RETURN(std::vector<std::string> lines, OwnRows());
+  Misbehave(&list, &lines);
   PartyMessage reply;
   auto* out = reply.mutable_union_step();
   const size_t before = list.rows_size();
@@ -258,6 +303,28 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Hop(const LeaderMessage& request,
        .numbers = {{"rows", lines.size()}, {"list_rows", static_cast<uint64_t>(list.rows_size())}},
        .texts = {{"rows_sealed_for", ctx_.recipient}}}));
   return reply;
+}
+
+void SecureUnionParty::Misbehave(fedanon::v1::UnionList* list,
+                                 std::vector<std::string>* lines) const {
+  const std::string& mode = ctx_.options().misbehave;
+  if (mode.empty() || !absl::StartsWith(mode, "union-")) return;
+  spdlog::warn("job={} MISBEHAVING (test mode '{}') in the secure union", ctx_.job_id, mode);
+  if (mode == "union-drop-row" && list->rows_size() > 0) {
+    list->mutable_rows()->RemoveLast();  // one of the earlier parties' rows
+  } else if (mode == "union-repeat-row" && list->rows_size() > 0) {
+    *list->add_rows() = list->rows(0);  // counted twice; this party cannot read it
+  } else if (mode == "union-swap-row" && list->rows_size() > 0 && !lines->empty()) {
+    list->mutable_rows()->RemoveLast();  // another party's row out, one of its own in twice
+    lines->push_back(lines->front());
+  } else if (mode == "union-invent-row" && !lines->empty()) {
+    // One of its own rows replaced by one whose every cell is made up.
+    std::vector<std::string> cells;
+    for (const auto& a : ctx_.spec.attributes()) {
+      if (a.role() != fedanon::v1::ROLE_ID) cells.push_back("invented");
+    }
+    lines->back() = common::CsvLine(std::vector<std::string_view>(cells.begin(), cells.end()));
+  }
 }
 
 void SecureUnionParty::RestoreReply(const LeaderMessage& request, PartyMessage reply) {

@@ -43,6 +43,11 @@ class SecureUnionParty {
   // The recipient's delivery: every row opened, shuffled and written.
   absl::StatusOr<fedanon::v1::PartyMessage> Deliver(const fedanon::v1::LeaderMessage& request,
                                                     const fedanon::v1::UnionList& list);
+  // The recipient's check of the rows it opened before it writes them: no row outside the final
+  // cut, the privacy model on the table itself, and (three or more parties) every group's counts
+  // equal to the final check's.
+  absl::Status CheckTable(const fedanon::v1::UnionStep& step,
+                          const std::vector<std::string>& rows) const;
   // This party's released rows as CSV lines, from the table it was prepared on.
   absl::StatusOr<std::vector<std::string>> OwnRows() const;
   // This party's hop: its rows, each sealed for the recipient, added to `list`, shuffled, and the
@@ -51,6 +56,10 @@ class SecureUnionParty {
                                                 const std::string& successor,
                                                 const std::string& key, const std::string& digest,
                                                 fedanon::v1::UnionList list);
+
+  // Tests only (PartyAgentOptions::misbehave "union-drop-row", "union-repeat-row",
+  // "union-swap-row", "union-invent-row"): this party's hop alters the set it passes on.
+  void Misbehave(fedanon::v1::UnionList* list, std::vector<std::string>* lines) const;
 
   JobContext& ctx_;
   HorizontalTables& tables_;

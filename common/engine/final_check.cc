@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -169,6 +170,45 @@ absl::StatusOr<std::vector<uint64_t>> FinalCheckCountsOfGroups(
     }
   }
   return out;
+}
+
+absl::Status CheckFinalTotalsBounds(const FinalCheckLayout& layout,
+                                    const std::vector<uint64_t>& total,
+                                    const std::vector<uint64_t>& own, uint64_t max_records) {
+  if (total.size() != layout.words || own.size() != layout.words) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "final check: the summed vector has ", total.size(), " words, the layout ", layout.words));
+  }
+  const auto forged = [](const std::string& what) {
+    return absl::DataLossError(absl::StrCat(
+        "final check: the summed counts are not ones honest parties can produce (", what,
+        "): a party added to the sum what it does not hold; nothing is released"));
+  };
+  for (uint64_t w = 0; w < total.size(); ++w) {
+    if (total[w] < own[w]) {
+      return forged(
+          absl::StrCat("word ", w, " is ", total[w], ", below this party's own ", own[w]));
+    }
+  }
+  std::optional<uint64_t> records;
+  for (const FinalCheckConstraint& c : layout.constraints) {
+    uint64_t sum = 0;
+    for (uint64_t g = 0; g < c.groups; ++g) {
+      const uint64_t size = total[c.offset + g * layout.Slot(c)];
+      if (size > max_records - sum) {
+        return forged(absl::StrCat("the groups of ", c.description, " hold more than the job's ",
+                                   max_records, " records at most"));
+      }
+      sum += size;
+    }
+    if (records.has_value() && *records != sum) {
+      return forged(absl::StrCat("the groups of ", c.description, " hold ", sum,
+                                 " records, those of ", layout.constraints.front().description, " ",
+                                 *records));
+    }
+    records = sum;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckFinalCounts(const FinalCheckLayout& layout, const std::vector<uint64_t>& counts) {

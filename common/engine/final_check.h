@@ -87,6 +87,15 @@ absl::StatusOr<std::vector<uint64_t>> FinalCheckCountsOfGroups(
     const std::vector<AttributeHierarchy>& hier,
     const std::map<std::vector<NodeIndex>, std::vector<uint64_t>>& groups);
 
+// The bounds every honest summed vector meets whatever the other holders hold (issue 49, finding
+// 1: a party could add any offset, even a negative one mod 2^64, to the sum): every constraint's
+// groups add up to the same number of records, at most `max_records` (the signed limit times the
+// parties); no word is below this holder's own (`own`, its counts in the layout). DataLoss
+// naming the first word that breaks them.
+absl::Status CheckFinalTotalsBounds(const FinalCheckLayout& layout,
+                                    const std::vector<uint64_t>& total,
+                                    const std::vector<uint64_t>& own, uint64_t max_records);
+
 // Checks the model on the global `counts`. OK, or FailedPrecondition whose message names the
 // constraint, the group (its cut values) and its size or confidence: "final check failed:
 // {g} k=3: group (g=gb) holds 2 records, fewer than 3".

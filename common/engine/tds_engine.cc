@@ -998,6 +998,17 @@ std::vector<std::vector<NodeIndex>> TopDownSpecializer::GroupKeys() const {
   return keys;
 }
 
+std::map<std::vector<NodeIndex>, std::vector<uint64_t>> TopDownSpecializer::GroupTotals() const {
+  std::map<std::vector<NodeIndex>, std::vector<uint64_t>> totals;
+  for (size_t g = 0; g < group_alive_.size(); ++g) {
+    if (!group_alive_[g]) continue;
+    const uint64_t* stats = stats_.data() + stats_off_[g];
+    totals[std::vector<NodeIndex>(keys_.begin() + g * q_, keys_.begin() + (g + 1) * q_)] =
+        std::vector<uint64_t>(stats, stats + stride_);
+  }
+  return totals;
+}
+
 std::vector<std::vector<std::string>> TopDownSpecializer::CutLabels() const {
   std::vector<std::vector<std::string>> out(q_);
   for (int a = 0; a < q_; ++a) {

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -147,6 +148,8 @@ class TopDownSpecializer {
   void FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const;
   // The keys (one node per QID attribute) of the current groups, in creation order.
   std::vector<std::vector<NodeIndex>> GroupKeys() const;
+  // The current groups' statistics by key: [size, count of each tracked sensitive value].
+  std::map<std::vector<NodeIndex>, std::vector<uint64_t>> GroupTotals() const;
   // The candidates of the current cut (not yet specialized), valid or not.
   std::vector<CandidateView> Candidates() const;
   // Distinct node labels per attribute among the current groups (the final cut).

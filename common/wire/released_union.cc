@@ -1,5 +1,8 @@
 #include "common/wire/released_union.h"
 
+#include <string_view>
+
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/parallel_for.h"
 #include "common/base/status_macros.h"
@@ -57,6 +60,17 @@ absl::StatusOr<std::vector<std::string>> OpenUnionRows(
     const crypto::SealKeyPair& keys, const std::string& job_id, const std::string& run_id,
     uint64_t round, const std::string& recipient,
     const google::protobuf::RepeatedPtrField<std::string>& rows) {
+  // An honest party seals each row under a fresh ephemeral key, so no two boxes are alike: a
+  // repeated box is a row a later party replayed (it cannot read it, but can count it twice).
+  absl::flat_hash_set<std::string_view> seen;
+  seen.reserve(static_cast<size_t>(rows.size()));
+  for (int i = 0; i < rows.size(); ++i) {
+    if (!seen.insert(rows[i]).second) {
+      return absl::DataLossError(absl::StrCat("the secure union holds sealed row ", i + 1,
+                                              " twice (of ", rows.size(),
+                                              "): a party repeated another's row on its way"));
+    }
+  }
   std::vector<std::string> out(rows.size());
   const crypto::SealContext context = UnionRowContext(job_id, run_id, round, recipient);
   RETURN_IF_ERROR(ParallelFor(out.size(), [&](size_t i) -> absl::Status {

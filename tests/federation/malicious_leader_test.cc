@@ -1039,16 +1039,14 @@ std::vector<std::string> TablesK3(int variant) {
   return {Table(1, 2, 1), Table(4, 0, 1), Table(0, 0, 4)};
 }
 
-// An instruction disclosing value `value` of g (suppression: candidate = hidden value index),
-// with the group sizes the leader asserts.
-fedanon::v1::StateUpdate Disclose(int value, std::vector<uint64_t> asserted_sizes) {
+// An instruction disclosing value `value` of g (suppression: candidate = hidden value index).
+fedanon::v1::StateUpdate Disclose(int value) {
   fedanon::v1::StateUpdate u;
   u.set_sequence(0);
   auto* in = u.mutable_instruction();
   in->set_attribute(0);
   in->set_node(0);
   in->set_candidate(value);
-  for (uint64_t size : asserted_sizes) in->add_new_group_sizes(size);
   return u;
 }
 
@@ -1092,8 +1090,9 @@ TEST(MaliciousLeader, SpecializationBreakingKIsRefusedByEveryParty) {
     ASSERT_NE(m, nullptr);
     ASSERT_OK(m->PrepareAll(m->names()));
     const auto& n = m->names();
-    // Disclosing gb leaves a global group of 2 records under K=3; the leader asserts 10 and 10.
-    const fedanon::v1::StateUpdate cheat = Disclose(1, {10, 10});
+    // Disclosing gb leaves a global group of 2 records under K=3 (the instruction carries no
+    // group sizes for the leader to misstate: each party sums them itself).
+    const fedanon::v1::StateUpdate cheat = Disclose(1);
     const absl::Status check = leader::RunFinalCheck(Ring(*m), {cheat}, FinalCheckWords(*m, cheat));
     ASSERT_THAT(check, StatusIs(absl::StatusCode::kFailedPrecondition,
                                 "final check: the parties refuse to release: "));
@@ -1122,7 +1121,7 @@ TEST(MaliciousLeader, SpecializationBreakingKIsRefusedByEveryParty) {
     }
     // A new instruction after the check is refused too: the cut is fixed.
     LeaderMessage more = m->Step(1, n[1], m->Request(), 2);
-    fedanon::v1::StateUpdate next = Disclose(0, {});
+    fedanon::v1::StateUpdate next = Disclose(0);
     next.set_sequence(1);
     *more.mutable_sum_step()->add_updates() = next;
     EXPECT_THAT(m->Send(n[0], more),
@@ -1142,7 +1141,7 @@ TEST(MaliciousLeader, FinalCheckPassesAnHonestCutAndGatesTheRelease) {
               StatusIs(absl::StatusCode::kPermissionDenied,
                        "refuses to release before the final check of the privacy model passed"));
   // Disclosing gc: groups of 6 and 7 records, both >= K.
-  const fedanon::v1::StateUpdate honest = Disclose(2, {6, 7});
+  const fedanon::v1::StateUpdate honest = Disclose(2);
   ASSERT_OK(leader::RunFinalCheck(Ring(*m), {honest}, FinalCheckWords(*m, honest)));
   // The same request again gets the same answer; another one is refused.
   leader::FinalCheckRing again = Ring(*m);
@@ -1169,8 +1168,8 @@ TEST(MaliciousLeader, AnInstructionForANodeSpecializedBeforeIsRefused) {
   ASSERT_OK(m->PrepareAll(m->names()));
   const auto& n = m->names();
   LeaderMessage step = m->Step(0, n[1], m->Request());
-  *step.mutable_sum_step()->add_updates() = Disclose(2, {});
-  fedanon::v1::StateUpdate again = Disclose(1, {});
+  *step.mutable_sum_step()->add_updates() = Disclose(2);
+  fedanon::v1::StateUpdate again = Disclose(1);
   again.set_sequence(1);
   *step.mutable_sum_step()->add_updates() = again;
   EXPECT_THAT(m->Send(n[0], step), StatusIs(absl::StatusCode::kInvalidArgument,
@@ -1195,16 +1194,16 @@ TEST(MaliciousLeader, AnEmptyOrRewrittenStateUpdateIsRefused) {
     return reply.ok() ? std::string() : std::string(reply.status().message());
   };
   LeaderMessage first = m->Step(0, n[1], m->Request());
-  *first.mutable_sum_step()->add_updates() = Disclose(2, {});
+  *first.mutable_sum_step()->add_updates() = Disclose(2);
   EXPECT_THAT(not_about_updates(m->Send(n[0], first)),
               ::testing::Not(::testing::HasSubstr("state update")));
   // The same update again (a later collect) is taken; another content under number 0 is not.
   LeaderMessage same = m->Step(1, n[1], m->Request());
-  *same.mutable_sum_step()->add_updates() = Disclose(2, {});
+  *same.mutable_sum_step()->add_updates() = Disclose(2);
   EXPECT_THAT(not_about_updates(m->Send(n[0], same)),
               ::testing::Not(::testing::HasSubstr("state update")));
   LeaderMessage rewritten = m->Step(2, n[1], m->Request());
-  *rewritten.mutable_sum_step()->add_updates() = Disclose(1, {});
+  *rewritten.mutable_sum_step()->add_updates() = Disclose(1);
   EXPECT_THAT(m->Send(n[0], rewritten),
               StatusIs(absl::StatusCode::kPermissionDenied,
                        "state update 0 differs from the one applied under that number"));
@@ -1217,7 +1216,7 @@ TEST(MaliciousLeader, AUnionDeliveryToAPartyThatIsNotTheRecipientIsRefused) {
   ASSERT_NE(m, nullptr);
   ASSERT_OK(m->PrepareAll(m->names()));
   const auto& n = m->names();
-  const fedanon::v1::StateUpdate honest = Disclose(2, {6, 7});
+  const fedanon::v1::StateUpdate honest = Disclose(2);
   ASSERT_OK(leader::RunFinalCheck(Ring(*m), {honest}, FinalCheckWords(*m, honest)));
   LeaderMessage deliver = UnionStepFor(*m, n.size() - 1);
   deliver.mutable_union_step()->set_deliver(true);
@@ -1233,7 +1232,7 @@ TEST(MaliciousLeader, FinalCheckBoxesAreForPartiesOnly) {
   ASSERT_NE(m, nullptr);
   ASSERT_OK(m->PrepareAll(m->names()));
   const auto& n = m->names();
-  const fedanon::v1::StateUpdate honest = Disclose(2, {6, 7});
+  const fedanon::v1::StateUpdate honest = Disclose(2);
   const uint64_t words = FinalCheckWords(*m, honest);
   LeaderMessage msg;
   msg.set_job_id(kJob);
@@ -1496,6 +1495,163 @@ TEST(CheatingParty, ARootCountAboveTheSignedLimitIsRefusedByTheLeader) {
                             "job's max_records_per_party of 6"));
     EXPECT_FALSE(fed->leader->Result(submitted.job_id()).ok());
   }
+}
+
+// A deviating data party in the secure union (issue: a deviating data party, finding 3): the rows
+// are sealed for the recipient, so a later party cannot read an earlier party's rows, but it could
+// drop, repeat or replace them on their way. The recipient checks the table it opens against the
+// counts the parties summed: the leader against the row total and every group's count from its
+// engine, a recipient data party against the final check's vector. `note` has no declared domain,
+// so the leader cannot release from counts and the union carries the rows. hospital-b's first row
+// is gb and hospital-a holds none, so a swapped row always moves a record into gb.
+constexpr char kUnionSpec[] = R"(name: union
+attributes:
+  - {name: g, role: qid, values: [ga, gb, gc]}
+  - {name: cls, role: class, values: [yes, no]}
+  - {name: note, role: other}
+partitioning: horizontal
+privacy: {model: lkc, L: 1, K: 2}
+)";
+
+std::vector<std::string> UnionTables() {
+  const auto rows = [](std::vector<std::pair<std::string, int>> groups) {
+    std::string t = "g,cls,note\n";
+    for (const auto& [g, n] : groups) {
+      for (int i = 0; i < n; ++i) absl::StrAppend(&t, g, ",", g == "gb" ? "no" : "yes", ",n\n");
+    }
+    return t;
+  };
+  return {rows({{"ga", 3}, {"gc", 3}}), rows({{"gb", 4}, {"ga", 2}}), rows({{"gc", 5}, {"ga", 2}})};
+}
+
+fedanon::v1::JobInfo RunUnion(const std::string& name, const std::string& cheat,
+                              const std::string& recipient, InProcessFederation** out_fed,
+                              std::unique_ptr<InProcessFederation>* keep) {
+  std::vector<std::map<std::string, std::string>> files;
+  for (const auto& t : UnionTables()) files.push_back({{"table.csv", t}});
+  auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& o) {
+    if (o.name == "hospital-b") o.misbehave = cheat;
+  });
+  EXPECT_TRUE(fed.ok()) << fed.status();
+  if (!fed.ok()) return {};
+  *keep = std::move(*fed);
+  *out_fed = keep->get();
+  auto spec = common::ParseJobSpecYaml(kUnionSpec, "union.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = *spec;
+  for (const auto& p : (*keep)->names) req.add_parties(p);
+  req.set_recipient(recipient);
+  auto submitted = (*keep)->Submit(req);
+  EXPECT_TRUE(submitted.ok()) << submitted.status();
+  if (!submitted.ok()) return {};
+  return (*keep)->Wait(submitted->job_id());
+}
+
+TEST(CheatingParty, ARowDroppedRepeatedSwappedOrInventedInTheUnionIsRefusedByTheLeader) {
+  struct Case {
+    std::string cheat;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {"", ""},
+      {"union-drop-row",
+       "the released table holds 18 rows but the parties summed 19 records: a party dropped or "
+       "added rows in the secure union"},
+      {"union-repeat-row", "a party repeated another's row on its way"},
+      {"union-swap-row", "but the parties summed"},
+      {"union-invent-row", "value 'invented' of attribute 'g' is not a value of the final cut"},
+  };
+  for (const Case& tc : cases) {
+    SCOPED_TRACE(tc.cheat.empty() ? "honest" : tc.cheat);
+    InProcessFederation* fed = nullptr;
+    std::unique_ptr<InProcessFederation> keep;
+    const fedanon::v1::JobInfo info =
+        RunUnion("union_l_" + (tc.cheat.empty() ? std::string("ok") : tc.cheat.substr(6)), tc.cheat,
+                 "", &fed, &keep);
+    ASSERT_NE(fed, nullptr);
+    if (tc.cheat.empty()) {
+      ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
+      ASSERT_OK_AND_ASSIGN(const std::string csv, fed->leader->Result(info.job_id()));
+      EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 20);  // 19 records and the header
+      continue;
+    }
+    EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+    EXPECT_THAT(info.failure_reason(),
+                ::testing::HasSubstr("the leader (recipient) refuses the released table"))
+        << info.failure_reason();
+    EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr(tc.reason));
+    EXPECT_FALSE(fed->leader->Result(info.job_id()).ok());
+  }
+}
+
+// The same with the released counts (issue: a deviating data party, finding 3): hospital-a moves
+// one of its records to another group; the total is right, but that group's count no longer adds
+// up to what the rounds summed, and the leader writes nothing.
+TEST(CheatingParty, AReleasedCountMovedToAnotherGroupIsRefused) {
+  std::vector<std::map<std::string, std::string>> files;
+  for (const auto& t : Tables(0)) files.push_back({{"table.csv", t}});
+  ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(
+                                     "released_move", files, [&](party::PartyAgentOptions& o) {
+                                       if (o.name == "hospital-a")
+                                         o.misbehave = "move-released-count";
+                                     }));
+  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpec, "malicious.yaml"));
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  for (const auto& p : fed->names) req.add_parties(p);
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, fed->Submit(req));
+  const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(),
+              ::testing::HasSubstr("(a party moved records between groups or values); nothing "
+                                   "was released"))
+      << info.failure_reason();
+  EXPECT_FALSE(fed->leader->Result(submitted.job_id()).ok());
+}
+
+// A deviating data party in the final check (issue: a deviating data party, finding 1): hospital-a
+// subtracts 1000 from the first word it adds, which wraps the sum past 2^64. Every party finds a
+// total no honest ring can produce (more records than the signed limit allows) and refuses to
+// release; the leader gets nothing.
+TEST(CheatingParty, AFinalCheckSumNoHonestRingProducesIsRefusedByEveryParty) {
+  std::vector<std::map<std::string, std::string>> files;
+  for (const auto& t : Tables(0)) files.push_back({{"table.csv", t}});
+  ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(
+                                     "final_offset", files, [&](party::PartyAgentOptions& o) {
+                                       if (o.name == "hospital-a") {
+                                         o.misbehave = "final-check-negative-offset";
+                                       }
+                                     }));
+  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpec, "malicious.yaml"));
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  for (const auto& p : fed->names) req.add_parties(p);
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, fed->Submit(req));
+  const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(),
+              ::testing::HasSubstr("the summed counts are not ones honest parties can produce"))
+      << info.failure_reason();
+  EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr("records at most"));
+  EXPECT_FALSE(fed->leader->Result(submitted.job_id()).ok());
+}
+
+// The same swap with hospital-c as the recipient: three data parties ran the final check, and
+// hospital-c finds a group whose released rows differ from the summed counts. Nothing is written.
+TEST(CheatingParty, ARowSwappedInTheUnionIsRefusedByARecipientPartyAgainstTheFinalCheck) {
+  InProcessFederation* fed = nullptr;
+  std::unique_ptr<InProcessFederation> keep;
+  const fedanon::v1::JobInfo info =
+      RunUnion("union_p_swap", "union-swap-row", "hospital-c", &fed, &keep);
+  ASSERT_NE(fed, nullptr);
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(),
+              ::testing::HasSubstr("'hospital-c' (recipient) refuses the released table"))
+      << info.failure_reason();
+  EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr("but the parties' final check summed"));
+  EXPECT_FALSE(std::filesystem::exists(
+      absl::StrCat(fed->dir, "/hospital-c/output/", info.job_id(), ".csv")));
 }
 }  // namespace
 }  // namespace fedanon::testing

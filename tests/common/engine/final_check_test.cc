@@ -57,6 +57,34 @@ TEST(FinalCheck, ConfidenceAboveCFails) {
               StatusIs(absl::StatusCode::kFailedPrecondition, "counts 4 records with 'flu'"));
 }
 
+TEST(FinalCheck, TotalsNoHonestRingProducesAreRefused) {
+  const FinalCheckLayout layout = HandMade();
+  const std::vector<uint64_t> own = {1, 0, 2, 1};
+  EXPECT_OK(CheckFinalTotalsBounds(layout, {3, 1, 3, 1}, own, 6));
+  // A word below this party's own: someone subtracted records.
+  EXPECT_THAT(CheckFinalTotalsBounds(layout, {3, 1, 1, 1}, own, 6),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       "word 2 is 1, below this party's own 2): a party added to the sum what "
+                       "it does not hold"));
+  // A negative offset mod 2^64: more records than the signed limit allows.
+  EXPECT_THAT(CheckFinalTotalsBounds(layout, {3, 1, UINT64_MAX - 5, 1}, own, 6),
+              StatusIs(absl::StatusCode::kDataLoss, "hold more than the job's 6 records at most"));
+  EXPECT_THAT(CheckFinalTotalsBounds(layout, {3, 1, 4, 1}, own, 6),
+              StatusIs(absl::StatusCode::kDataLoss, "hold more than the job's 6 records at most"));
+  // Two constraints over the same records must count the same total.
+  FinalCheckLayout two = layout;
+  FinalCheckConstraint second = two.constraints[0];
+  second.description = "{g} k=2";
+  second.offset = 4;
+  two.constraints.push_back(second);
+  two.words = 8;
+  EXPECT_OK(CheckFinalTotalsBounds(two, {3, 1, 3, 1, 3, 1, 3, 1}, std::vector<uint64_t>(8, 0), 9));
+  EXPECT_THAT(
+      CheckFinalTotalsBounds(two, {3, 1, 3, 1, 3, 1, 2, 1}, std::vector<uint64_t>(8, 0), 9),
+      StatusIs(absl::StatusCode::kDataLoss,
+               "the groups of {g} k=2 hold 5 records, those of {g} k=3 conf(flu) <= 0.5 6"));
+}
+
 TEST(FinalCheck, AVectorOfTheWrongLengthIsRefused) {
   EXPECT_THAT(CheckFinalCounts(HandMade(), {3, 1, 3}),
               StatusIs(absl::StatusCode::kInvalidArgument, "the layout 4"));
