@@ -33,6 +33,13 @@ namespace fedanon::leader {
 inline constexpr char kReportPagesAbsurd[] = "release report pages out of bounds";
 inline constexpr char kReportPageWrong[] = "release report page not the one asked for";
 inline constexpr char kReportPagesMismatch[] = "release report pages do not match their digest";
+// The leader's refusal of a winning proposal whose node was specialized, or whose candidate was
+// vetoed, in an earlier round: no honest replica proposes one again, and repeated vetoes would
+// otherwise keep a job's rounds going without end (issue 49, finding 2).
+inline constexpr char kProposalDecidedAlready[] = "a proposal decided in an earlier round";
+// The leader's refusal of release reports whose steps, cut or group sizes differ between replicas
+// (every replica computes them alike; issue 49, finding 5).
+inline constexpr char kReportsDisagree[] = "the replicas' release reports disagree";
 // At most this many steps in a release report (local recoding: one per group split).
 inline constexpr uint64_t kMaxReportSteps = uint64_t{1} << 26;
 // The leader's refusal of an ID list declared in more batches than the signed job's

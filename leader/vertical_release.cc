@@ -22,6 +22,7 @@
 #include "crypto/certificates.h"
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "leader/payload_relay.h"
 #include "leader/vertical_session.h"
 #include "spdlog/spdlog.h"
@@ -64,7 +65,7 @@ absl::Status VerticalSession::Release(uint32_t round, const std::string& stop_re
   for (size_t i = 0; i < ring.size(); ++i) {
     RETURN_IF_ERROR(LogReport(round, ring[i], released[i].released().report()));
   }
-  FillReport(released, stop_reason, &result->report);
+  RETURN_IF_ERROR(FillReport(released, stop_reason, &result->report));
   // Every party's columns, sealed for the recipient (whole, or fetched chunk by chunk).
   std::vector<CarriedPayload> columns;
   for (size_t i = 0; i < ring.size(); ++i) {
@@ -128,17 +129,67 @@ VerticalSession::ByReceiver(const fedanon::v1::VerticalInstructions& instruction
   return out;
 }
 
-// The report: the replica of a party that holds sensitive values knows the confidences too;
-// any replica knows the steps, the cut and the group sizes. Take the most informative one,
-// and add every party's participation with its contribution (mu): the scores of the applied
-// specializations, summed per owner.
-void VerticalSession::FillReport(const std::vector<VerticalStepResult>& released,
-                                 const std::string& stop_reason, fedanon::v1::Report* report) {
+namespace {
+
+// What every replica of a vertical job computes alike: the steps, the cut, the groups and the
+// records. The steps' scores (a replica may not know another party's) and the confidences and
+// distribution figures only a holder of sensitive values knows are left out.
+fedanon::v1::Report AgreedPart(const fedanon::v1::Report& report) {
+  fedanon::v1::Report agreed;
+  *agreed.mutable_steps() = report.steps();
+  for (auto& step : *agreed.mutable_steps()) {  // scores: the owner's (below)
+    step.clear_score();
+    step.clear_info_gain();
+  }
+  *agreed.mutable_cut() = report.cut();
+  agreed.set_groups(report.groups());
+  agreed.set_smallest_group(report.smallest_group());
+  agreed.set_records_out(report.records_out());
+  agreed.set_constraints_checked(report.constraints_checked());
+  return agreed;
+}
+
+}  // namespace
+
+// The report: every replica must report the same steps, cut and group sizes (issue 49, finding
+// 5: the leader used to take one party's report whole, chosen by a figure that party states);
+// the replica of a party that holds sensitive values knows the confidences too, so the one with
+// the largest is taken for them, and each step's score is its owner's. Then every party's
+// participation with its contribution (mu): the scores of the applied specializations, summed
+// per owner.
+absl::Status VerticalSession::FillReport(const std::vector<VerticalStepResult>& released,
+                                         const std::string& stop_reason,
+                                         fedanon::v1::Report* report) {
+  const auto& ring = options_.ring;
+  const fedanon::v1::Report agreed = AgreedPart(released[0].released().report());
+  for (size_t i = 1; i < released.size(); ++i) {
+    std::string differences;
+    google::protobuf::util::MessageDifferencer differ;
+    differ.ReportDifferencesToString(&differences);
+    if (!differ.Compare(agreed, AgreedPart(released[i].released().report()))) {
+      if (differences.size() > 300) differences.resize(300);
+      return absl::DataLossError(absl::StrCat(kReportsDisagree, ": party '", ring[i],
+                                              "' reports other steps, cut or group sizes than '",
+                                              ring[0], "' (", differences,
+                                              "); nothing was released"));
+    }
+  }
   *report = released[0].released().report();
   for (const auto& r : released) {
     if (r.released().report().largest_confidence() > report->largest_confidence()) {
       *report = r.released().report();
     }
+  }
+  // Each step's score as its attribute's owner states it (the replica that computed it).
+  for (int i = 0; i < report->steps_size(); ++i) {
+    auto* step = report->mutable_steps(i);
+    auto owner = options_.attribute_party.find(step->attribute());
+    if (owner == options_.attribute_party.end()) continue;
+    const auto at = std::find(ring.begin(), ring.end(), owner->second);
+    if (at == ring.end()) continue;
+    const auto& stated = released[at - ring.begin()].released().report().steps(i);
+    step->set_score(stated.score());
+    step->set_info_gain(stated.info_gain());
   }
   report->set_stop_reason(stop_reason);
   for (const auto& step : report->steps()) {
@@ -148,6 +199,7 @@ void VerticalSession::FillReport(const std::vector<VerticalStepResult>& released
     p.set_contribution(p.contribution() + step.score());
   }
   for (const auto& party : options_.ring) *report->add_participation() = participation_[party];
+  return absl::OkStatus();
 }
 
 // The leader is the recipient: opens every party's columns (freeing each sealed copy once

@@ -113,6 +113,7 @@ absl::StatusOr<VerticalSession::RoundOutcome> VerticalSession::RunRound(uint32_t
   RoundWinner w;
   w.owner = PickWinner(proposals, &w.candidate);
   if (w.owner < 0) return RoundOutcome::kEveryoneDeclined;
+  RETURN_IF_ERROR(CheckUndecided(w));
   // The parties' signed proposals travel with the winner (the owner checks it won) and the
   // owner's with the commit; the judges' signed verdicts too (every party checks them).
   w.proposals.resize(n);
@@ -131,6 +132,12 @@ absl::StatusOr<VerticalSession::RoundOutcome> VerticalSession::RunRound(uint32_t
   }
   RETURN_IF_ERROR(CommitRound(round, w, accept, &with_commit));
   const std::string& owner = ring[w.owner];
+  const auto& c = w.candidate;
+  if (accept) {
+    specialized_[{c.attribute(), c.node()}] = round;
+  } else {
+    vetoed_[{c.attribute(), c.node(), c.candidate()}] = round;
+  }
   if (!accept) {
     spdlog::info("job={} round={} the winner of '{}' was vetoed by a holder of sensitive values",
                  options_.job_id, round, owner);
@@ -221,6 +228,22 @@ absl::Status VerticalSession::CommitRound(uint32_t round, const RoundWinner& w, 
     }
   }
   return CallAll(ring, round, [&](size_t i) { return std::move(commits[i]); }).status();
+}
+
+absl::Status VerticalSession::CheckUndecided(const RoundWinner& w) const {
+  const auto& c = w.candidate;
+  const std::string& owner = options_.ring[w.owner];
+  if (auto it = specialized_.find({c.attribute(), c.node()}); it != specialized_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(kProposalDecidedAlready, ": party '", owner, "' proposed attribute ",
+                     c.attribute(), " node ", c.node(), ", specialized in round ", it->second));
+  }
+  if (auto it = vetoed_.find({c.attribute(), c.node(), c.candidate()}); it != vetoed_.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        kProposalDecidedAlready, ": party '", owner, "' proposed attribute ", c.attribute(),
+        " node ", c.node(), " candidate ", c.candidate(), ", vetoed in round ", it->second));
+  }
+  return absl::OkStatus();
 }
 
 // The best proposal (best score, public tie-break): its party's index, or -1 when every party

@@ -259,17 +259,21 @@ class VerticalSession {
       const fedanon::v1::VerticalInstructions& instructions, int owner, uint32_t round,
       std::set<std::string>* seen) const;
 
+  // OK unless the winner's node was specialized, or its candidate vetoed, in an earlier round
+  // (FailedPrecondition, kProposalDecidedAlready, naming the party and the round).
+  absl::Status CheckUndecided(const RoundWinner& w) const;
   // The best proposal (best score, public tie-break): its party's index, or -1 when every party
   // declined (then stop_reason_ lists their reasons). Counts declines in participation_.
   int PickWinner(const std::vector<VerticalStepResult>& proposals,
                  fedanon::v1::VerticalCandidate* winner);
 
   // The report: the replica of a party that holds sensitive values knows the confidences too;
-  // any replica knows the steps, the cut and the group sizes. Take the most informative one,
-  // and add every party's participation with its contribution (mu): the scores of the applied
-  // specializations, summed per owner.
-  void FillReport(const std::vector<VerticalStepResult>& released, const std::string& stop_reason,
-                  fedanon::v1::Report* report);
+  // any replica knows the steps, the cut and the group sizes, which must agree at every replica
+  // (DataLoss, kReportsDisagree). Take the most informative one, and add every party's
+  // participation with its contribution (mu): the scores of the applied specializations, summed
+  // per owner.
+  absl::Status FillReport(const std::vector<VerticalStepResult>& released,
+                          const std::string& stop_reason, fedanon::v1::Report* report);
 
   // A data party's sealing key, verified against the CA (released columns are sealed by it).
   absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> SenderKey(const std::string& party) const;
@@ -286,6 +290,11 @@ class VerticalSession {
   IdMatchingClocks id_clock_;
   // Per party: rounds won and declined (with why), misbehaviour, contribution.
   std::map<std::string, fedanon::v1::PartyParticipation> participation_;
+  // Rounds decided so far: a node specialized (attribute, node) and a candidate vetoed
+  // (attribute, node, candidate), with the round. A winner among them is refused
+  // (kProposalDecidedAlready), so every round decides something new and the rounds end.
+  std::map<std::pair<uint32_t, int32_t>, uint32_t> specialized_;
+  std::map<std::tuple<uint32_t, int32_t, int32_t>, uint32_t> vetoed_;
   std::string stop_reason_;  // of the last round in which every party declined
   size_t logged_ = 0;        // lines of options_.logged_before matched so far
 };

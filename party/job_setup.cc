@@ -427,6 +427,8 @@ absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const 
     vopts.misbehaviour = Misbehaviour::kNeverParticipate;
   } else if (options_.misbehave == "under-declare") {
     vopts.misbehaviour = Misbehaviour::kUnderDeclare;
+  } else if (options_.misbehave == "repropose-vetoed") {
+    vopts.misbehaviour = Misbehaviour::kReproposeVetoed;
   }
   // A job this replica could not score as the centralized engine does is refused by name.
   RETURN_IF_ERROR(common::CheckVerticalScoreComputable(job->spec));

@@ -402,6 +402,12 @@ VerticalProposalView VerticalParty::Propose() const {
       return out;
     }
   }
+  if (options_.misbehaviour == Misbehaviour::kReproposeVetoed && last_vetoed_) {
+    spdlog::warn("MISBEHAVING (test mode): party {} proposes its vetoed candidate again",
+                 options_.name);
+    out.choice = last_vetoed_;
+    return out;
+  }
   auto best = engine_->BestOwned();
   if (!best) {
     out.reason = "no valid candidate";
@@ -585,6 +591,10 @@ absl::Status VerticalParty::Commit(const fedanon::v1::VerticalCandidate& winner,
     staged_.clear();
     staged_attr_ = -1;
     RETURN_IF_ERROR(engine_->Reject(attr, winner.node(), winner.candidate()));
+    if (options_.misbehaviour == Misbehaviour::kReproposeVetoed && owned_[attr]) {
+      last_vetoed_ = common::TopDownSpecializer::Choice{attr, winner.node(), winner.candidate(),
+                                                        1e300, winner.order_key()};
+    }
     ++decisions_;
     return absl::OkStatus();
   }

@@ -36,7 +36,9 @@
 namespace fedanon::party {
 
 // Misbehaviour modes for tests and demonstrations of mohammed2011 §6 (never on by default).
-enum class Misbehaviour { kNone, kNeverParticipate, kUnderDeclare };
+// Tests only: kReproposeVetoed proposes its own candidate that a judge vetoed again, with a score
+// that wins (issue 49, finding 2: vetoes repeated without end).
+enum class Misbehaviour { kNone, kNeverParticipate, kUnderDeclare, kReproposeVetoed };
 
 struct VerticalPartyOptions {
   std::string name;                  // this party (as named by the spec's `party:` keys)
@@ -181,7 +183,9 @@ class VerticalParty {
   // The delivered instruction of the current round (for a veto): records and their old codes.
   std::vector<std::pair<uint32_t, int32_t>> staged_;
   int staged_attr_ = -1;
-  uint64_t decisions_ = 0;             // see decisions()
+  uint64_t decisions_ = 0;  // see decisions()
+  // kReproposeVetoed: this party's last vetoed candidate.
+  std::optional<common::TopDownSpecializer::Choice> last_vetoed_;
   double staged_owner_score_ = 0;      // the owner's score of the delivered candidate
   std::vector<std::string> owner_of_;  // per QID attribute: its party
   std::map<std::string, double> mu_;

@@ -135,6 +135,14 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
                                           out->mutable_released()->mutable_columns_ref()));
   }
   vp.FillReport("", out->mutable_released()->mutable_report());
+  if (ctx_.options().misbehave == "report-larger-groups") {
+    // Tests only: a report whose smallest group is larger than this replica computed.
+    spdlog::warn("job={} MISBEHAVING (test mode): the release report's smallest group is inflated",
+                 ctx_.job_id);
+    auto* report = out->mutable_released()->mutable_report();
+    report->set_smallest_group(report->smallest_group() + 1000);
+    report->set_largest_confidence(1e9);
+  }
   PageReleaseReport(ctx_.message_limit, &release_steps_, out->mutable_released());
   LogUsage(ctx_.job_id, "release sealed");
   // The columns sealed for the recipient, the order seed sealed for the other data parties, this

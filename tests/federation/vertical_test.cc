@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -17,6 +18,7 @@
 #include "common/wire/payload_chunks.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
+#include "leader/vertical_job.h"
 #include "tests/checker/brute_force_checker.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -177,12 +179,15 @@ void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job
 
 // Runs the job with the leader as recipient, or `recipient` (a party: the table is read from its
 // output directory).
+// `misbehave`: party -> PartyAgentOptions::misbehave.
 VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::string>* common,
-                     const std::string& recipient = "") {
+                     const std::string& recipient = "",
+                     const std::map<std::string, std::string>& misbehave = {}) {
   VOutcome out;
   auto mu = std::make_shared<absl::Mutex>();  // the leader calls parties in parallel
   auto fed = InProcessFederation::Create(
-      name, PartyFiles(s, common), [&out, mu](party::PartyAgentOptions& o) {
+      name, PartyFiles(s, common), [&out, mu, &misbehave](party::PartyAgentOptions& o) {
+        if (auto it = misbehave.find(o.name); it != misbehave.end()) o.misbehave = it->second;
         o.observe_opened = [&out, mu, receiver = o.name](const std::string&,
                                                          const std::string& purpose,
                                                          const std::string& plain) {
@@ -542,6 +547,46 @@ TEST_P(VerticalDistributionModels, EqualsCentralizedOnTheJoinedTable) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, VerticalDistributionModels, ::testing::Range(0, 6));
+
+// A deviating data party (issue: a deviating data party, finding 5): the leader used to take the
+// report of the party stating the largest confidence, whole. hospital-b states a larger smallest
+// group and a confidence of 1e9; the other replicas computed other group sizes, and the leader
+// refuses the reports by name before any column is released.
+TEST(VerticalFederation, ReleaseReportsThatDisagreeAreRefusedByTheLeader) {
+  std::set<std::string> common;
+  const VOutcome fed = RunVertical(ExampleB(), "vert_report_lie", &common, "",
+                                   {{"hospital-b", "report-larger-groups"}});
+  EXPECT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(fed.info.failure_reason(),
+              ::testing::HasSubstr(absl::StrCat(leader::kReportsDisagree, ": party '")))
+      << fed.info.failure_reason();
+  EXPECT_TRUE(fed.result.rows.empty());
+}
+
+// A deviating data party (issue: a deviating data party, finding 2): a party whose winner a judge
+// vetoed proposes the same candidate again with a score that wins. No honest replica does (the
+// veto rejects the candidate everywhere), and repeated vetoes would keep the rounds going without
+// end: the leader refuses the proposal by name. Runs where nothing of theirs was vetoed end
+// normally; at least one of the seeds must veto.
+TEST(VerticalFederation, AProposalOfAVetoedCandidateIsRefusedByTheLeader) {
+  int refused = 0;
+  for (int seed = 1; seed <= 7 && refused == 0; seed += 2) {
+    const VScenario s =
+        RandomScenario(200 + seed, /*judge_apart=*/true, kVerticalDistributionModels[0]);
+    std::set<std::string> common;
+    const VOutcome fed =
+        RunVertical(s, absl::StrCat("vert_repropose_", seed), &common, "",
+                    {{"hospital-b", "repropose-vetoed"}, {"hospital-c", "repropose-vetoed"}});
+    if (fed.info.state() == fedanon::v1::JOB_STATE_DONE) continue;
+    EXPECT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_FAILED);
+    EXPECT_THAT(fed.info.failure_reason(),
+                ::testing::HasSubstr(absl::StrCat(leader::kProposalDecidedAlready, ": party '")))
+        << fed.info.failure_reason();
+    EXPECT_THAT(fed.info.failure_reason(), ::testing::HasSubstr(", vetoed in round "));
+    ++refused;
+  }
+  EXPECT_GT(refused, 0) << "no seed vetoed a candidate of hospital-b or hospital-c";
+}
 
 TEST(VerticalFederation, RepliesCarryNoIdsAndNoUnreleasedRawValues) {
   VScenario s = ExampleB();
