@@ -165,8 +165,8 @@ absl::Status Run(const PartyConfig& config, const PartyConfig& file_config,
                config.name, config.path, config.leader);
   if (!misbehave.empty()) {
     spdlog::warn(
-        "MISBEHAVIOUR MODE '{}' IS ON: this party deviates from the protocol in vertical "
-        "jobs (for tests and demonstrations of the participation strategy only)",
+        "MISBEHAVIOUR MODE '{}' IS ON: this party deviates from the protocol (for tests and "
+        "demonstrations of what the other roles refuse only)",
         misbehave);
   }
   // The local start-up has passed (config, keys, data directory): ready, before the leader is
