@@ -40,6 +40,9 @@ inline constexpr char kProposalDecidedAlready[] = "a proposal decided in an earl
 // The leader's refusal of release reports whose steps, cut or group sizes differ between replicas
 // (every replica computes them alike; issue 49, finding 5).
 inline constexpr char kReportsDisagree[] = "the replicas' release reports disagree";
+// The leader's refusal of a winner's owner that sends more instructions than there are other
+// parties (before any is fetched).
+inline constexpr char kInstructionsAboveParties[] = "more instructions than other parties";
 // At most this many steps in a release report (local recoding: one per group split).
 inline constexpr uint64_t kMaxReportSteps = uint64_t{1} << 26;
 // The leader's refusal of an ID list declared in more batches than the signed job's

@@ -106,6 +106,15 @@ absl::StatusOr<std::pair<std::vector<std::string>, std::vector<CarriedPayload>>>
 VerticalSession::ByReceiver(const fedanon::v1::VerticalInstructions& instructions, int owner,
                             uint32_t round, std::set<std::string>* seen) const {
   const auto& ring = options_.ring;
+  // At most one instruction for each other party: checked before any is fetched, so that a
+  // party's count never sizes the leader's work (issue 49, finding 2).
+  const size_t declared =
+      static_cast<size_t>(instructions.for_parties_size()) + instructions.refs_size();
+  if (declared > ring.size() - 1) {
+    return absl::InternalError(absl::StrCat(kInstructionsAboveParties, ": party '", ring[owner],
+                                            "' sent ", declared, " instructions for at most ",
+                                            ring.size() - 1, " other parties"));
+  }
   std::vector<CarriedPayload> carried;
   for (const auto& payload : instructions.for_parties()) {
     ASSIGN_OR_RETURN(carried.emplace_back(),

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -179,10 +181,12 @@ void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job
 
 // Runs the job with the leader as recipient, or `recipient` (a party: the table is read from its
 // output directory).
-// `misbehave`: party -> PartyAgentOptions::misbehave.
-VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::string>* common,
-                     const std::string& recipient = "",
-                     const std::map<std::string, std::string>& misbehave = {}) {
+// `misbehave`: party -> PartyAgentOptions::misbehave; `reply_tamper`: alters a party's replies
+// before the leader reads them.
+VOutcome RunVertical(
+    const VScenario& s, const std::string& name, std::set<std::string>* common,
+    const std::string& recipient = "", const std::map<std::string, std::string>& misbehave = {},
+    std::function<void(const std::string&, fedanon::v1::PartyMessage*)> reply_tamper = {}) {
   VOutcome out;
   auto mu = std::make_shared<absl::Mutex>();  // the leader calls parties in parallel
   auto fed = InProcessFederation::Create(
@@ -206,6 +210,7 @@ VOutcome RunVertical(const VScenario& s, const std::string& name, std::set<std::
     absl::MutexLock lock(mu.get());
     out.replies.push_back(bytes);
   });
+  if (reply_tamper) (*fed)->channel.set_reply_tamper(reply_tamper);
   (*fed)->channel.set_tamper([&out, mu](const std::string&, fedanon::v1::LeaderMessage* m) {
     if (!m->has_prepare()) return;  // read, not changed: the run the Prepare carries
     absl::MutexLock lock(mu.get());
@@ -560,6 +565,36 @@ TEST(VerticalFederation, ReleaseReportsThatDisagreeAreRefusedByTheLeader) {
   EXPECT_THAT(fed.info.failure_reason(),
               ::testing::HasSubstr(absl::StrCat(leader::kReportsDisagree, ": party '")))
       << fed.info.failure_reason();
+  EXPECT_TRUE(fed.result.rows.empty());
+}
+
+// A deviating data party (issue: a deviating data party, finding 2): the owner of a winner
+// answers with its instruction for the other party three times over. The leader counts the
+// instructions before fetching any and refuses more than there are other parties.
+TEST(VerticalFederation, MoreInstructionsThanOtherPartiesAreRefusedBeforeAnyIsFetched) {
+  std::atomic<int> fired{0};
+  const auto triple = [&](const std::string&, fedanon::v1::PartyMessage* m) {
+    if (fired.load() > 0 || !m->has_vertical() || !m->vertical().has_instructions()) return;
+    auto* ins = m->mutable_vertical()->mutable_instructions();
+    if (ins->for_parties_size() + ins->refs_size() != 1) return;
+    for (int copy = 0; copy < 2; ++copy) {
+      if (ins->for_parties_size() == 1) {
+        *ins->add_for_parties() = ins->for_parties(0);
+      } else {
+        *ins->add_refs() = ins->refs(0);
+      }
+    }
+    ++fired;
+  };
+  std::set<std::string> common;
+  const VOutcome fed = RunVertical(ExampleB(), "vert_many_instructions", &common, "", {}, triple);
+  ASSERT_GT(fired.load(), 0) << "no winner's instruction seen; the job: " << fed.info.state() << " "
+                             << fed.info.failure_reason();
+  EXPECT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(fed.info.failure_reason(),
+              ::testing::HasSubstr(absl::StrCat(leader::kInstructionsAboveParties, ": party '")))
+      << fed.info.failure_reason();
+  EXPECT_THAT(fed.info.failure_reason(), ::testing::HasSubstr("sent 3 instructions for at most 1"));
   EXPECT_TRUE(fed.result.rows.empty());
 }
 
