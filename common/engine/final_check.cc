@@ -18,8 +18,10 @@ bool MulWithin(uint64_t a, uint64_t b, uint64_t cap, uint64_t* out) {
   return *out <= cap;
 }
 
-// Per attribute: node -> cut position (-1 for a node that is not a cut value).
-std::vector<std::vector<int64_t>> CutPositions(const std::vector<AttributeHierarchy>& hier) {
+}  // namespace
+
+std::vector<std::vector<int64_t>> FinalCheckCutPositions(
+    const std::vector<AttributeHierarchy>& hier) {
   std::vector<std::vector<int64_t>> pos(hier.size());
   for (size_t a = 0; a < hier.size(); ++a) {
     pos[a].assign(hier[a].size(), -1);
@@ -31,7 +33,7 @@ std::vector<std::vector<int64_t>> CutPositions(const std::vector<AttributeHierar
   return pos;
 }
 
-std::string GroupName(const FinalCheckConstraint& c, uint64_t group) {
+std::string FinalCheckGroupName(const FinalCheckConstraint& c, uint64_t group) {
   // Mixed radix, the last attribute varying fastest.
   std::vector<std::string> parts(c.attrs.size());
   for (size_t i = c.attrs.size(); i-- > 0;) {
@@ -41,8 +43,6 @@ std::string GroupName(const FinalCheckConstraint& c, uint64_t group) {
   }
   return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
 }
-
-}  // namespace
 
 absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model,
                                                        const Dataset& data,
@@ -55,7 +55,7 @@ absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model
     layout.distribution = model.distribution;
     layout.hist_words = model.distribution->domain;
   }
-  const auto positions = CutPositions(hier);
+  const auto positions = FinalCheckCutPositions(hier);
   for (size_t j = 0; j < model.constraints.size(); ++j) {
     const Constraint& con = model.constraints[j];
     FinalCheckConstraint c;
@@ -137,7 +137,7 @@ absl::StatusOr<std::vector<uint64_t>> FinalCheckCountsOfGroups(
     const FinalCheckLayout& layout, const Dataset& data,
     const std::vector<AttributeHierarchy>& hier,
     const std::map<std::vector<NodeIndex>, std::vector<uint64_t>>& groups) {
-  const auto positions = CutPositions(hier);
+  const auto positions = FinalCheckCutPositions(hier);
   std::vector<uint64_t> out(layout.words, 0);
   const size_t m = layout.tracked.size();
   if (data.tracked.size() != m) {
@@ -232,34 +232,34 @@ absl::Status CheckFinalCounts(const FinalCheckLayout& layout, const std::vector<
         uint64_t in_hist = 0;
         for (uint64_t v : hist) in_hist += v;
         if (in_hist != size) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("final check failed: ", c.description, ": group ", GroupName(c, g),
-                           " holds ", size, " records but its sensitive histogram ", in_hist));
+          return absl::FailedPreconditionError(absl::StrCat(
+              "final check failed: ", c.description, ": group ", FinalCheckGroupName(c, g),
+              " holds ", size, " records but its sensitive histogram ", in_hist));
         }
         if (!layout.distribution->Holds(hist, overall)) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("final check failed: ", c.description, ": group ", GroupName(c, g),
-                           " of ", size, " records fails ", layout.distribution->Describe()));
+          return absl::FailedPreconditionError(absl::StrCat(
+              "final check failed: ", c.description, ": group ", FinalCheckGroupName(c, g), " of ",
+              size, " records fails ", layout.distribution->Describe()));
         }
       }
       if (size < c.k) {
-        return absl::FailedPreconditionError(absl::StrCat("final check failed: ", c.description,
-                                                          ": group ", GroupName(c, g), " holds ",
-                                                          size, " records, fewer than ", c.k));
+        return absl::FailedPreconditionError(
+            absl::StrCat("final check failed: ", c.description, ": group ",
+                         FinalCheckGroupName(c, g), " holds ", size, " records, fewer than ", c.k));
       }
       for (size_t b = 0; b < layout.tracked.size(); ++b) {
         if (!(c.sensitive_mask >> b & 1)) continue;
         if (w[1 + b] > size) {
           return absl::FailedPreconditionError(absl::StrCat(
-              "final check failed: ", c.description, ": group ", GroupName(c, g), " counts ",
-              w[1 + b], " records with '", layout.tracked[b], "' among only ", size));
+              "final check failed: ", c.description, ": group ", FinalCheckGroupName(c, g),
+              " counts ", w[1 + b], " records with '", layout.tracked[b], "' among only ", size));
         }
         const double conf = static_cast<double>(w[1 + b]) / static_cast<double>(size);
         if (conf > c.max_conf + kConfidenceEpsilon) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("final check failed: ", c.description, ": group ", GroupName(c, g),
-                           " infers '", layout.tracked[b], "' with confidence ", w[1 + b], "/",
-                           size, " = ", conf, ", above ", c.max_conf));
+          return absl::FailedPreconditionError(absl::StrCat(
+              "final check failed: ", c.description, ": group ", FinalCheckGroupName(c, g),
+              " infers '", layout.tracked[b], "' with confidence ", w[1 + b], "/", size, " = ",
+              conf, ", above ", c.max_conf));
         }
       }
     }

@@ -65,6 +65,13 @@ struct FinalCheckLayout {
   }
 };
 
+// Per attribute: node -> its position in the current cut of `hier` (-1 for a node that is not a
+// cut value), the numbering every layout uses.
+std::vector<std::vector<int64_t>> FinalCheckCutPositions(
+    const std::vector<AttributeHierarchy>& hier);
+// Group `group` of constraint `c` by its cut values, e.g. "(g=gb, s=*)".
+std::string FinalCheckGroupName(const FinalCheckConstraint& c, uint64_t group);
+
 // The layout for `model` over the current cut of `hier` (nodes without children, in node order).
 // ResourceExhausted, naming the size and the cap, above kMaxFinalCheckWords (checked arithmetic).
 absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model,

@@ -78,35 +78,11 @@ absl::StatusOr<std::vector<absl::flat_hash_map<std::string, NodeIndex>>> CutNode
   return by_label;
 }
 
-// Per attribute: node -> its position in the cut (-1 for a node that is not a cut value), as
-// final_check.cc numbers them.
-std::vector<std::vector<int64_t>> CutPositions(const std::vector<AttributeHierarchy>& hier) {
-  std::vector<std::vector<int64_t>> pos(hier.size());
-  for (size_t a = 0; a < hier.size(); ++a) {
-    pos[a].assign(hier[a].size(), -1);
-    int64_t next = 0;
-    for (size_t n = 0; n < hier[a].size(); ++n) {
-      if (hier[a].node(static_cast<NodeIndex>(n)).children.empty()) pos[a][n] = next++;
-    }
-  }
-  return pos;
-}
-
 std::string KeyName(const ReleasedTableExpectations& e, const std::vector<NodeIndex>& key) {
   std::vector<std::string> parts;
   for (size_t a = 0; a < key.size(); ++a) {
     parts.push_back(
         absl::StrCat(e.schema->qids[a].name, "=", (*e.hier)[a].Label(key[a], e.suppression_token)));
-  }
-  return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
-}
-
-std::string SlotName(const FinalCheckConstraint& c, uint64_t group) {
-  std::vector<std::string> parts(c.attrs.size());
-  for (size_t i = c.attrs.size(); i-- > 0;) {
-    const uint64_t radix = c.cut_labels[i].size();
-    parts[i] = absl::StrCat(c.attr_names[i], "=", c.cut_labels[i][group % radix]);
-    group /= radix;
   }
   return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
 }
@@ -128,9 +104,9 @@ absl::Status CompareWithFinalCheck(const FinalCheckLayout& layout,
             : w < layout.stride ? absl::StrCat("records with '", layout.tracked[w - 1], "'")
                                 : absl::StrCat("records of sensitive value #", w - layout.stride);
         return absl::DataLossError(absl::StrCat(
-            "the released table's group ", SlotName(c, g), " of ", c.description, " holds ",
-            table[at + w], " ", what, " but the parties' final check summed ", agreed[at + w],
-            ": a party dropped, repeated or invented rows in the secure union"));
+            "the released table's group ", FinalCheckGroupName(c, g), " of ", c.description,
+            " holds ", table[at + w], " ", what, " but the parties' final check summed ",
+            agreed[at + w], ": a party dropped, repeated or invented rows in the secure union"));
       }
     }
   }
@@ -152,7 +128,7 @@ absl::Status CheckReleasedTable(const ReleasedTableExpectations& e,
   }
   ASSIGN_OR_RETURN(const ColumnRoles roles, Roles(e));
   ASSIGN_OR_RETURN(const auto by_label, CutNodesByLabel(e));
-  const auto positions = CutPositions(*e.hier);
+  const auto positions = FinalCheckCutPositions(*e.hier);
   const FinalCheckLayout& layout = *e.layout;
   std::vector<uint64_t> counts(layout.words, 0);
   std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups;

@@ -1585,29 +1585,44 @@ TEST(CheatingParty, ARowDroppedRepeatedSwappedOrInventedInTheUnionIsRefusedByThe
   }
 }
 
+// Runs the kSpec job on Tables(0) with `cheater` in misbehaviour `mode`; `keep` holds the
+// federation for the caller's checks.
+fedanon::v1::JobInfo RunWithCheater(const std::string& name, const std::string& cheater,
+                                    const std::string& mode,
+                                    std::unique_ptr<InProcessFederation>* keep) {
+  std::vector<std::map<std::string, std::string>> files;
+  for (const auto& t : Tables(0)) files.push_back({{"table.csv", t}});
+  auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& o) {
+    if (o.name == cheater) o.misbehave = mode;
+  });
+  EXPECT_TRUE(fed.ok()) << fed.status();
+  if (!fed.ok()) return {};
+  *keep = std::move(*fed);
+  auto spec = common::ParseJobSpecYaml(kSpec, "malicious.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = *spec;
+  for (const auto& p : (*keep)->names) req.add_parties(p);
+  auto submitted = (*keep)->Submit(req);
+  EXPECT_TRUE(submitted.ok()) << submitted.status();
+  if (!submitted.ok()) return {};
+  return (*keep)->Wait(submitted->job_id());
+}
+
 // The same with the released counts (issue: a deviating data party, finding 3): hospital-a moves
 // one of its records to another group; the total is right, but that group's count no longer adds
 // up to what the rounds summed, and the leader writes nothing.
 TEST(CheatingParty, AReleasedCountMovedToAnotherGroupIsRefused) {
-  std::vector<std::map<std::string, std::string>> files;
-  for (const auto& t : Tables(0)) files.push_back({{"table.csv", t}});
-  ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(
-                                     "released_move", files, [&](party::PartyAgentOptions& o) {
-                                       if (o.name == "hospital-a")
-                                         o.misbehave = "move-released-count";
-                                     }));
-  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpec, "malicious.yaml"));
-  fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = spec;
-  for (const auto& p : fed->names) req.add_parties(p);
-  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, fed->Submit(req));
-  const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+  std::unique_ptr<InProcessFederation> fed;
+  const fedanon::v1::JobInfo info =
+      RunWithCheater("released_move", "hospital-a", "move-released-count", &fed);
+  ASSERT_NE(fed, nullptr);
   EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
   EXPECT_THAT(info.failure_reason(),
               ::testing::HasSubstr("(a party moved records between groups or values); nothing "
                                    "was released"))
       << info.failure_reason();
-  EXPECT_FALSE(fed->leader->Result(submitted.job_id()).ok());
+  EXPECT_FALSE(fed->leader->Result(info.job_id()).ok());
 }
 
 // A deviating data party in the final check (issue: a deviating data party, finding 1): hospital-a
@@ -1615,26 +1630,16 @@ TEST(CheatingParty, AReleasedCountMovedToAnotherGroupIsRefused) {
 // total no honest ring can produce (more records than the signed limit allows) and refuses to
 // release; the leader gets nothing.
 TEST(CheatingParty, AFinalCheckSumNoHonestRingProducesIsRefusedByEveryParty) {
-  std::vector<std::map<std::string, std::string>> files;
-  for (const auto& t : Tables(0)) files.push_back({{"table.csv", t}});
-  ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(
-                                     "final_offset", files, [&](party::PartyAgentOptions& o) {
-                                       if (o.name == "hospital-a") {
-                                         o.misbehave = "final-check-negative-offset";
-                                       }
-                                     }));
-  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpec, "malicious.yaml"));
-  fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = spec;
-  for (const auto& p : fed->names) req.add_parties(p);
-  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, fed->Submit(req));
-  const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+  std::unique_ptr<InProcessFederation> fed;
+  const fedanon::v1::JobInfo info =
+      RunWithCheater("final_offset", "hospital-a", "final-check-negative-offset", &fed);
+  ASSERT_NE(fed, nullptr);
   EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
   EXPECT_THAT(info.failure_reason(),
               ::testing::HasSubstr("the summed counts are not ones honest parties can produce"))
       << info.failure_reason();
   EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr("records at most"));
-  EXPECT_FALSE(fed->leader->Result(submitted.job_id()).ok());
+  EXPECT_FALSE(fed->leader->Result(info.job_id()).ok());
 }
 
 // The same swap with hospital-c as the recipient: three data parties ran the final check, and
