@@ -54,6 +54,7 @@ absl::StatusOr<std::string> VerticalSession::RunLocalWaves(VerticalJobResult* re
     }
     ASSIGN_OR_RETURN(WaveInbox inbox, SealWaveSplits(wave, &best, result));
     RETURN_IF_ERROR(CommitWave(wave, &inbox));
+    committed_steps_ += best.size();
     for (const auto& [group, w] : best) {
       auto& p = participation_[ring[w.first]];
       p.set_rounds_won(p.rounds_won() + 1);

@@ -18,6 +18,7 @@
 #include "common/wire/federation_wire.h"
 #include "common/wire/id_digests.h"
 #include "common/wire/payload_chunks.h"
+#include "common/wire/release_digests.h"
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
 #include "crypto/hash.h"
@@ -65,7 +66,9 @@ absl::Status VerticalSession::Release(uint32_t round, const std::string& stop_re
   for (size_t i = 0; i < ring.size(); ++i) {
     RETURN_IF_ERROR(LogReport(round, ring[i], released[i].released().report()));
   }
+  RETURN_IF_ERROR(CheckReleaseDigests(released));
   RETURN_IF_ERROR(FillReport(released, stop_reason, &result->report));
+  const std::string groups_digest = released[0].released().groups_digest();
   // Every party's columns, sealed for the recipient (whole, or fetched chunk by chunk).
   std::vector<CarriedPayload> columns;
   for (size_t i = 0; i < ring.size(); ++i) {
@@ -76,7 +79,8 @@ absl::Status VerticalSession::Release(uint32_t round, const std::string& stop_re
   released.clear();
   if (options_.recipient == options_.leader_name) {
     // The joined table is the job's result; the view log records its size.
-    ASSIGN_OR_RETURN(const uint64_t rows, JoinAtLeader(columns, round, &result->csv));
+    ASSIGN_OR_RETURN(const uint64_t rows,
+                     JoinAtLeader(columns, round, result->report, groups_digest, &result->csv));
     ViewEntry e;
     e.round = round;
     e.kind = kViewReleasedRows;
@@ -136,6 +140,37 @@ VerticalSession::ByReceiver(const fedanon::v1::VerticalInstructions& instruction
     out.second.push_back(std::move(payload));
   }
   return out;
+}
+
+absl::Status VerticalSession::CheckReleaseDigests(
+    const std::vector<VerticalStepResult>& released) const {
+  const auto& ring = options_.ring;
+  struct Digest {
+    const char* what;
+    const std::string& (fedanon::v1::VerticalReleased::*get)() const;
+  };
+  const Digest digests[] = {
+      {"final partition of the common records", &fedanon::v1::VerticalReleased::partition_digest},
+      {"final groups", &fedanon::v1::VerticalReleased::groups_digest},
+      {"release-order seed", &fedanon::v1::VerticalReleased::order_seed_digest},
+  };
+  for (const Digest& d : digests) {
+    const std::string& first = (released[0].released().*d.get)();
+    for (size_t i = 0; i < released.size(); ++i) {
+      const std::string& got = (released[i].released().*d.get)();
+      if (got.size() != 32) {
+        return absl::DataLossError(absl::StrCat(kReleasesDisagree, ": party '", ring[i],
+                                                "' reports no digest of its ", d.what,
+                                                "; nothing was released"));
+      }
+      if (got != first) {
+        return absl::DataLossError(absl::StrCat(kReleasesDisagree, ": party '", ring[i],
+                                                "' reports another ", d.what, " than '", ring[0],
+                                                "'; nothing was released"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 namespace {
@@ -215,7 +250,10 @@ absl::Status VerticalSession::FillReport(const std::vector<VerticalStepResult>& 
 // open, reading the columns in place) and joins them into options_.store_result, or into *csv
 // without one. Returns the number of rows.
 absl::StatusOr<uint64_t> VerticalSession::JoinAtLeader(std::vector<CarriedPayload>& columns,
-                                                       uint32_t round, std::string* csv) const {
+                                                       uint32_t round,
+                                                       const fedanon::v1::Report& agreed,
+                                                       const std::string& groups_digest,
+                                                       std::string* csv) const {
   ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.leader_seal_key_pem));
   std::vector<common::VerticalColumnsView> parts;
   for (auto& payload : columns) {
@@ -227,6 +265,10 @@ absl::StatusOr<uint64_t> VerticalSession::JoinAtLeader(std::vector<CarriedPayloa
                             options_.leader_name, common::ReleasePurpose(options_.leader_name)));
     payload = CarriedPayload();
     ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
+  }
+  if (absl::Status st = common::CheckJoinedRelease(parts, agreed.cut(), groups_digest); !st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("the joined vertical release is refused: ",
+                                                st.message(), "; nothing was stored"));
   }
   uint64_t rows = 0;
   for (const auto& part : parts) {

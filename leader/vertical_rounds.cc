@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/base/process_usage.h"
 #include "common/base/status_macros.h"
+#include "common/engine/local_recoding.h"
 #include "common/engine/tds_engine.h"
 #include "common/spec/proto_json.h"
 #include "common/wire/federation_wire.h"
@@ -60,6 +61,18 @@ absl::StatusOr<std::string> VerticalSession::RunRounds(VerticalJobResult* result
 absl::Status VerticalSession::FetchReportPages(const std::string& party, uint32_t round,
                                                fedanon::v1::VerticalReleased* released) {
   const uint32_t pages = released->report_pages();
+  // Exactly the steps the rounds committed (a local-recoding report lists at most the first
+  // common::kMaxReportedLocalSteps of them): a party's count never sizes what the leader fetches.
+  const uint64_t declared = pages == 0 ? static_cast<uint64_t>(released->report().steps_size())
+                                       : released->report_steps();
+  const uint64_t expected =
+      options_.local_recoding ? std::min<uint64_t>(committed_steps_, common::kMaxReportedLocalSteps)
+                              : committed_steps_;
+  if (declared != expected) {
+    return absl::InternalError(absl::StrCat(kReportStepsNotCommitted, ": party '", party,
+                                            "' reports ", declared, " steps, the job committed ",
+                                            committed_steps_, " and its report lists ", expected));
+  }
   if (pages == 0) return absl::OkStatus();  // the whole report (or a party before 1.4)
   const uint64_t total = released->report_steps();
   fedanon::v1::Report* report = released->mutable_report();
@@ -135,6 +148,7 @@ absl::StatusOr<VerticalSession::RoundOutcome> VerticalSession::RunRound(uint32_t
   const auto& c = w.candidate;
   if (accept) {
     specialized_[{c.attribute(), c.node()}] = round;
+    ++committed_steps_;
   } else {
     vetoed_[{c.attribute(), c.node(), c.candidate()}] = round;
   }

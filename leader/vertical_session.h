@@ -274,6 +274,9 @@ class VerticalSession {
   // per owner.
   absl::Status FillReport(const std::vector<VerticalStepResult>& released,
                           const std::string& stop_reason, fedanon::v1::Report* report);
+  // Every replica's partition, groups and release-order seed digests must be present and equal
+  // (DataLoss, kReleasesDisagree, naming the parties and which digest differs).
+  absl::Status CheckReleaseDigests(const std::vector<VerticalStepResult>& released) const;
 
   // A data party's sealing key, verified against the CA (released columns are sealed by it).
   absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> SenderKey(const std::string& party) const;
@@ -281,8 +284,11 @@ class VerticalSession {
   // The leader is the recipient: opens every party's columns (freeing each sealed copy once
   // open, reading the columns in place) and joins them into options_.store_result, or into *csv
   // without one. Returns the number of rows.
+  // The joined rows are checked first against the agreed cut and groups digest
+  // (common::CheckJoinedRelease): nothing is stored when they are not the agreed generalization.
   absl::StatusOr<uint64_t> JoinAtLeader(std::vector<CarriedPayload>& columns, uint32_t round,
-                                        std::string* csv) const;
+                                        const fedanon::v1::Report& agreed,
+                                        const std::string& groups_digest, std::string* csv) const;
 
   common::PartyChannel* channel_;
   const VerticalJobOptions& options_;
@@ -293,6 +299,9 @@ class VerticalSession {
   // Rounds decided so far: a node specialized (attribute, node) and a candidate vetoed
   // (attribute, node, candidate), with the round. A winner among them is refused
   // (kProposalDecidedAlready), so every round decides something new and the rounds end.
+  // Steps committed so far (global: accepted winners; local: applied splits): a release report
+  // must hold exactly these many (kReportStepsNotCommitted).
+  uint64_t committed_steps_ = 0;
   std::map<std::pair<uint32_t, int32_t>, uint32_t> specialized_;
   std::map<std::tuple<uint32_t, int32_t, int32_t>, uint32_t> vetoed_;
   std::string stop_reason_;  // of the last round in which every party declined

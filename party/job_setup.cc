@@ -429,6 +429,10 @@ absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const 
     vopts.misbehaviour = Misbehaviour::kUnderDeclare;
   } else if (options_.misbehave == "repropose-vetoed") {
     vopts.misbehaviour = Misbehaviour::kReproposeVetoed;
+  } else if (options_.misbehave == "overstate-score") {
+    vopts.misbehaviour = Misbehaviour::kOverstateScore;
+  } else if (options_.misbehave == "release-record-tags") {
+    vopts.misbehaviour = Misbehaviour::kReleaseRecordTags;
   }
   // A job this replica could not score as the centralized engine does is refused by name.
   RETURN_IF_ERROR(common::CheckVerticalScoreComputable(job->spec));

@@ -21,11 +21,13 @@
 namespace fedanon::party {
 
 // The misbehaviour modes PartyAgentOptions::misbehave accepts (tests and demonstrations only).
-inline constexpr std::array<std::string_view, 12> kMisbehaviours = {
-    "never-participate",   "under-declare",    "inflate-released-counts",
-    "ignore-record-limit", "union-drop-row",   "union-repeat-row",
-    "union-swap-row",      "union-invent-row", "final-check-negative-offset",
-    "move-released-count", "repropose-vetoed", "report-larger-groups"};
+inline constexpr std::array<std::string_view, 16> kMisbehaviours = {
+    "never-participate",        "under-declare",       "inflate-released-counts",
+    "ignore-record-limit",      "union-drop-row",      "union-repeat-row",
+    "union-swap-row",           "union-invent-row",    "final-check-negative-offset",
+    "move-released-count",      "repropose-vetoed",    "report-larger-groups",
+    "overstate-score",          "release-record-tags", "release-other-order",
+    "other-children-for-others"};
 
 struct PartyAgentOptions {
   std::string name;               // this party's identity (as in its certificate)

@@ -114,12 +114,17 @@ class VerticalLocalReplica {
   uint64_t vetoes() const { return vetoes_; }
   uint64_t kmin() const { return rule_.kmin; }
   const std::vector<int32_t>& group_of() const { return group_of_; }
+  // Tests only (misbehaviour "overstate-score"): every proposal of this replica claims 1e300.
+  void OverstateScoresForTests() { overstate_scores_ = true; }
 
  private:
   VerticalLocalReplica() = default;
   std::string ValueLabel(int a, const common::LocalValue& v) const;
   absl::Status CheckSplit(const std::string& sender, const fedanon::v1::LocalSplit& split,
                           const std::vector<bool>& split_this_wave) const;
+  // Another party's won split of group `g`: its declared score must not exceed what the split
+  // gives on the class (common::OverstatesScore), unless the score needs sensitive values.
+  absl::Status CheckDeclaredScore(int32_t g, const fedanon::v1::LocalSplit& split) const;
 
   const common::Dataset* data_ = nullptr;
   const common::PrivacyModel* model_ = nullptr;
@@ -128,6 +133,7 @@ class VerticalLocalReplica {
   std::vector<std::string> owner_of_;
   std::vector<int> own_attrs_;
   common::LocalRule rule_;
+  bool overstate_scores_ = false;
   std::unique_ptr<common::LocalFineMap> fine_;
   std::vector<std::vector<common::LocalValue>> keys_;  // [group]
   std::vector<std::vector<uint32_t>> records_;         // [group] canonical order (live only)

@@ -9,6 +9,7 @@
 #include "common/table/csv.h"
 #include "common/table/postgres_source.h"
 #include "common/wire/federation_wire.h"
+#include "common/wire/release_digests.h"
 #include "crypto/shuffle.h"
 #include "party/table_fingerprint.h"
 #include "spdlog/spdlog.h"
@@ -376,6 +377,7 @@ absl::Status VerticalParty::Start(const std::vector<int64_t>& canonical, uint64_
   if (spec_.recoding() == fedanon::v1::RECODING_LOCAL) {
     ASSIGN_OR_RETURN(local_, VerticalLocalReplica::Create(data_.get(), model_.get(), spec_,
                                                           options_.name, owner_of_));
+    if (options_.misbehaviour == Misbehaviour::kOverstateScore) local_->OverstateScoresForTests();
   }
   return absl::OkStatus();
 }
@@ -416,6 +418,10 @@ VerticalProposalView VerticalParty::Propose() const {
   if (options_.misbehaviour == Misbehaviour::kUnderDeclare) {
     spdlog::warn("MISBEHAVING (test mode): party {} under-declares its score", options_.name);
     best->score = 0;
+  }
+  if (options_.misbehaviour == Misbehaviour::kOverstateScore) {
+    spdlog::warn("MISBEHAVING (test mode): party {} overstates its score", options_.name);
+    best->score = 1e300;
   }
   out.choice = best;
   return out;
@@ -517,6 +523,55 @@ absl::StatusOr<std::string> VerticalParty::MakeInstruction(
   return in.SerializeAsString();
 }
 
+absl::StatusOr<std::string> VerticalParty::ShiftedInstructionForTests(
+    const std::string& bytes) const {
+  fedanon::v1::VerticalInstruction in;
+  if (!in.ParseFromString(bytes))
+    return absl::InvalidArgumentError("the instruction does not parse");
+  const uint64_t n = in.records();
+  const uint32_t bits = in.bits_per_child();
+  const std::string& packed = in.children();
+  if (bits == 0 || bits > 16 || (n * bits + 7) / 8 != packed.size()) {
+    return absl::InvalidArgumentError("the instruction's packing is malformed");
+  }
+  auto bit_at = [&](uint64_t pos) {
+    return (static_cast<uint8_t>(packed[pos / 8]) >> (pos % 8)) & 1;
+  };
+  std::vector<uint32_t> child(n, 0);
+  for (uint64_t i = 0; i < n; ++i) {
+    for (uint32_t j = 0; j < bits; ++j)
+      child[i] |= static_cast<uint32_t>(bit_at(i * bits + j)) << j;
+  }
+  // The node's records in the instruction's order, grouped by class: each class's children
+  // rotate among that class's records.
+  std::vector<uint32_t> records;
+  for (int32_t part :
+       PartitionsOn(static_cast<int>(in.candidate().attribute()), in.candidate().node())) {
+    for (uint32_t r : tips_->records(part)) records.push_back(r);
+  }
+  if (records.size() != n) return absl::InvalidArgumentError("the instruction is not this node's");
+  std::map<int, std::vector<size_t>> by_class;
+  for (size_t i = 0; i < n; ++i) {
+    by_class[data_->class_codes.empty() ? 0 : data_->class_codes[records[i]]].push_back(i);
+  }
+  for (const auto& [cls, at] : by_class) {
+    if (at.size() < 2) continue;
+    const uint32_t first = child[at[0]];
+    for (size_t k = 0; k + 1 < at.size(); ++k) child[at[k]] = child[at[k + 1]];
+    child[at.back()] = first;
+  }
+  std::string shifted(packed.size(), '\0');
+  for (uint64_t i = 0; i < n; ++i) {
+    for (uint32_t j = 0; j < bits; ++j) {
+      const uint64_t pos = i * bits + j;
+      if (child[i] >> j & 1)
+        shifted[pos / 8] = static_cast<char>(shifted[pos / 8] | (1 << (pos % 8)));
+    }
+  }
+  in.set_children(std::move(shifted));
+  return in.SerializeAsString();
+}
+
 absl::StatusOr<bool> VerticalParty::Deliver(const std::string& instruction_bytes) {
   fedanon::v1::VerticalInstruction in;
   if (!in.ParseFromString(instruction_bytes)) {
@@ -607,7 +662,10 @@ absl::Status VerticalParty::Commit(const fedanon::v1::VerticalCandidate& winner,
   }
   staged_.clear();
   staged_attr_ = -1;
-  RETURN_IF_ERROR(engine_->ApplyChosen(attr, winner.node(), winner.candidate(), owner_score));
+  // The winner's signed score, which chose it among the round's proposals: refused when above
+  // what its split gives, wherever this replica can compute that (issue 49, finding 5).
+  RETURN_IF_ERROR(
+      engine_->ApplyChosen(attr, winner.node(), winner.candidate(), owner_score, winner.score()));
   // Every replica computes the winner's score from the same counts: its owner's contribution.
   mu_[owner_of_[attr]] += engine_->steps().back().score();
   ++decisions_;
@@ -753,11 +811,19 @@ absl::StatusOr<std::string> VerticalParty::SerializedReleasedColumns(
       for (uint32_t r : tips_->records(id)) group_of[r] = g;
     }
   }
+  if (options_.misbehaviour == Misbehaviour::kReleaseRecordTags) {
+    spdlog::warn("MISBEHAVING (test mode): party {} releases a tag per record in its QID columns",
+                 options_.name);
+  }
   // The cell of canonical record r in column i (a local label is made per call).
   std::string local_label;
   auto cell = [&](size_t r, size_t i) -> std::string_view {
     const auto& [q, v] = columns[i];
     if (v >= 0) return value_cells_[v][r];
+    if (options_.misbehaviour == Misbehaviour::kReleaseRecordTags) {
+      local_label = absl::StrCat("record-", r);  // tests only: a tag per record
+      return local_label;
+    }
     if (local_) {
       local_label = local_->Label(q, static_cast<uint32_t>(r));
       return local_label;
@@ -809,6 +875,46 @@ absl::StatusOr<fedanon::v1::VerticalColumns> VerticalParty::ReleasedColumns(
   if (!out.ParseFromString(bytes)) {
     return absl::InternalError("the released columns do not parse back");
   }
+  return out;
+}
+
+VerticalParty::GroupDigests VerticalParty::ReleaseGroupDigests() const {
+  GroupDigests out;
+  if (!engine_) return out;
+  const size_t qids = data_->qids.size();
+  common::ReleasePartitionHasher partition;
+  common::ReleaseGroupTally groups;
+  std::string key;
+  if (local_) {
+    for (size_t r = 0; r < data_->num_records; ++r) {
+      key.clear();
+      for (size_t q = 0; q < qids; ++q) {
+        common::AppendGroupLabel(local_->Label(static_cast<int>(q), static_cast<uint32_t>(r)),
+                                 &key);
+      }
+      partition.Add(key);
+      groups.Add(key);
+    }
+  } else {
+    // One key per final group (the labels every party reports in its cut), then each record's.
+    std::vector<uint32_t> group_of(data_->num_records, 0);
+    std::vector<std::string> keys;
+    for (size_t p = 0; p < tips_->partition_count(); ++p) {
+      const int32_t id = static_cast<int32_t>(p);
+      if (!tips_->alive(id)) continue;
+      const auto& node = tips_->key(id);
+      key.clear();
+      for (size_t q = 0; q < qids; ++q) {
+        common::AppendGroupLabel(hier_[q].Label(node[q], spec_.suppression_token()), &key);
+      }
+      groups.Add(key, tips_->records(id).size());
+      for (uint32_t r : tips_->records(id)) group_of[r] = static_cast<uint32_t>(keys.size());
+      keys.push_back(key);
+    }
+    for (size_t r = 0; r < data_->num_records; ++r) partition.Add(keys[group_of[r]]);
+  }
+  out.partition = partition.Finish();
+  out.groups = groups.Digest();
   return out;
 }
 

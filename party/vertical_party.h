@@ -37,8 +37,17 @@ namespace fedanon::party {
 
 // Misbehaviour modes for tests and demonstrations of mohammed2011 §6 (never on by default).
 // Tests only: kReproposeVetoed proposes its own candidate that a judge vetoed again, with a score
-// that wins (issue 49, finding 2: vetoes repeated without end).
-enum class Misbehaviour { kNone, kNeverParticipate, kUnderDeclare, kReproposeVetoed };
+// that wins (issue 49, finding 2: vetoes repeated without end); kOverstateScore signs its best
+// candidate with the score 1e300 (finding 5); kReleaseRecordTags releases a tag per record in its
+// QID columns instead of the generalized values (finding 4).
+enum class Misbehaviour {
+  kNone,
+  kNeverParticipate,
+  kUnderDeclare,
+  kReproposeVetoed,
+  kOverstateScore,
+  kReleaseRecordTags
+};
 
 struct VerticalPartyOptions {
   std::string name;                  // this party (as named by the spec's `party:` keys)
@@ -91,6 +100,10 @@ class VerticalParty {
   const std::map<std::string, double>& contributions() const { return mu_; }
   // The owner of the winner: the instruction for the others (serialized VerticalInstruction).
   absl::StatusOr<std::string> MakeInstruction(const fedanon::v1::VerticalCandidate& winner);
+  // Tests only (misbehaviour "other-children-for-others"): the owner's instruction with each
+  // record's child moved to the next record of the node of the same class — the same children's
+  // sizes and class counts (so the same score), other members.
+  absl::StatusOr<std::string> ShiftedInstructionForTests(const std::string& bytes) const;
   // Another party's instruction: places the refined records under their children (tentatively)
   // and returns whether this party accepts it (a holder of sensitive values re-checks it).
   absl::StatusOr<bool> Deliver(const std::string& instruction_bytes);
@@ -113,6 +126,14 @@ class VerticalParty {
   // The same as ReleasedColumns(order).SerializeAsString(), written straight from the codes and
   // the group labels: no VerticalColumns of strings per cell in memory.
   absl::StatusOr<std::string> SerializedReleasedColumns(const std::vector<size_t>& order) const;
+  // What the replicas compare before the release (common/wire/release_digests.h): the digest of
+  // every common record's final group (its QID labels) in the canonical order, and of the
+  // groups with their sizes, which the recipient recomputes from the joined table.
+  struct GroupDigests {
+    std::string partition;
+    std::string groups;
+  };
+  GroupDigests ReleaseGroupDigests() const;
   // The replica's view of the result (steps, cut, smallest group, confidence if it can tell).
   void FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const;
 

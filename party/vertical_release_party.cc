@@ -16,6 +16,7 @@
 #include "common/wire/federation_wire.h"
 #include "common/wire/id_digests.h"
 #include "common/wire/payload_chunks.h"
+#include "common/wire/release_digests.h"
 #include "common/wire/released_union.h"
 #include "crypto/hash.h"
 #include "crypto/secret_bytes.h"
@@ -110,8 +111,15 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
     if (!ctx_.replaying) ctx_.journal_extra = order_seed_;
     for (const auto& party : ctx_.ring) {
       if (party == ctx_.self()) continue;
+      std::string seed = order_seed_;
+      if (ctx_.options().misbehave == "release-other-order" && party == ctx_.ring.back()) {
+        // Tests only: the last party of the ring gets another seed than the others.
+        spdlog::warn("job={} MISBEHAVING (test mode): another release order for '{}'", ctx_.job_id,
+                     party);
+        seed[0] = static_cast<char>(seed[0] ^ 1);
+      }
       ASSIGN_OR_RETURN(*out->mutable_released()->add_order_seeds(),
-                       ctx_.SealFor(party, round, "release-order", order_seed_));
+                       ctx_.SealFor(party, round, "release-order", seed));
     }
   } else {
     if (release.order_seed().sender() != ctx_.ring.front()) {
@@ -135,6 +143,15 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
                                           out->mutable_released()->mutable_columns_ref()));
   }
   vp.FillReport("", out->mutable_released()->mutable_report());
+  // What ties the release to what every replica agreed: the leader compares these across the
+  // replicas before it fetches any column (issue 49, finding 4).
+  {
+    const VerticalParty::GroupDigests digests = vp.ReleaseGroupDigests();
+    out->mutable_released()->set_partition_digest(digests.partition);
+    out->mutable_released()->set_groups_digest(digests.groups);
+    out->mutable_released()->set_order_seed_digest(
+        common::OrderSeedDigest(ctx_.job_id, order_seed_));
+  }
   if (ctx_.options().misbehave == "report-larger-groups") {
     // Tests only: a report whose smallest group is larger than this replica computed.
     spdlog::warn("job={} MISBEHAVING (test mode): the release report's smallest group is inflated",
@@ -215,6 +232,22 @@ absl::Status VerticalReleaseParty::Assemble(const fedanon::v1::VerticalAssemble&
     ASSIGN_OR_RETURN(std::string bytes, transfer_.OpenPayload(fedanon::v1::SealedPayload(), ref,
                                                               round, purpose, nullptr));
     ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
+  }
+  // The joined rows must be the agreed generalization of the common records: every QID cell a
+  // value of the cut every replica reported, the groups those of this party's own replica (an
+  // owner could release raw values or per-record tags, or the parts could come in different
+  // orders; issue 49, finding 4). Checked before anything is written.
+  {
+    fedanon::v1::Report agreed;
+    replica_.FillReport("", &agreed);
+    if (absl::Status st =
+            common::CheckJoinedRelease(parts, agreed.cut(), replica_.ReleaseGroupDigests().groups);
+        !st.ok()) {
+      spdlog::error("job={} round={} vertical assemble refused: {}", ctx_.job_id, round,
+                    std::string(st.message()));
+      return absl::Status(
+          st.code(), absl::StrCat("vertical assemble: ", st.message(), "; nothing was written"));
+    }
   }
   std::vector<std::string> header(assemble.header().begin(), assemble.header().end());
   std::string csv;

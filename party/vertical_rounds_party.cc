@@ -282,13 +282,20 @@ absl::Status VerticalRoundsParty::Publish(const fedanon::v1::VerticalPublish& pu
         absl::StrCat("no acceptance from judge '", *waiting.begin(), "'"));
   }
   const auto& judges = replica_.judges();
+  std::string for_others = pending_->bytes;
+  if (ctx_.options().misbehave == "other-children-for-others") {
+    // Tests only: the parties after the judges get other members for the same children.
+    spdlog::warn("job={} MISBEHAVING (test mode): other children for the parties after the judges",
+                 ctx_.job_id);
+    ASSIGN_OR_RETURN(for_others, replica_.ShiftedInstructionForTests(pending_->bytes));
+  }
   std::vector<std::string> receivers;
   for (const auto& party : ctx_.ring) {
     if (party == ctx_.self() || std::find(judges.begin(), judges.end(), party) != judges.end()) {
       continue;
     }
     RETURN_IF_ERROR(
-        transfer_.SealInstruction(party, round, pending_->bytes, out->mutable_instructions()));
+        transfer_.SealInstruction(party, round, for_others, out->mutable_instructions()));
     receivers.push_back(party);
   }
   const uint64_t records = InstructionRecords(pending_->bytes);

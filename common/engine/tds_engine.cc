@@ -912,8 +912,14 @@ bool TopDownSpecializer::ScoreNeedsOwner(int attr, uint64_t held_bits) const {
   return false;
 }
 
+bool OverstatesScore(double declared, double computed) {
+  const double slack = 1e-9 * std::max(1.0, std::fabs(computed));
+  return !(declared <= computed + slack);
+}
+
 absl::Status TopDownSpecializer::ApplyChosen(int attr, NodeIndex node, int c,
-                                             std::optional<double> owner_score) {
+                                             std::optional<double> owner_score,
+                                             std::optional<double> declared_score) {
   // Issue 26: no replica applies what its own check rejects — whoever chose it (a deviating
   // leader may commit a candidate a judge vetoed or that breaks a group-size bound).
   bool valid = false;
@@ -928,6 +934,17 @@ absl::Status TopDownSpecializer::ApplyChosen(int attr, NodeIndex node, int c,
                      (*hier_)[attr].CandidateLabel(node, c, options_.suppression_token)));
   }
   ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
+  if (declared_score && !owner_score) {
+    // The score this replica records for the step (Apply) from the refreshed counts.
+    const double computed = Score(cands_[id]);
+    if (OverstatesScore(*declared_score, computed)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(kScoreOverstated, ": ", data_->qids[attr].name, " ",
+                       (*hier_)[attr].CandidateLabel(node, c, options_.suppression_token),
+                       " was declared at ", *declared_score, ", its split gives ", computed,
+                       " here (every data party must hold the same class column)"));
+    }
+  }
   return Apply(id, owner_score);
 }
 

@@ -72,6 +72,16 @@ absl::Status CheckRootCount(uint64_t total, uint64_t max_records);
 inline constexpr char kRefusedSpecialization[] =
     "refused to apply a specialization that fails this party's own check of the privacy model";
 
+// The named reason a replica refuses a winner whose proposer declared a higher score than the
+// split gives (issue 49, finding 5: a party that signs 1e300 would win every round it enters).
+inline constexpr char kScoreOverstated[] =
+    "refused a winner whose declared score exceeds the score its split gives";
+
+// Whether `declared` is above `computed` beyond rounding (or is not a number): what a replica that
+// computes a winner's score refuses. A lower declared score is the proposer's own loss
+// (mohammed2011 §6's under-declaring party) and is accepted.
+bool OverstatesScore(double declared, double computed);
+
 // A candidate as the leader sees it (for reports, progress and tests).
 struct CandidateView {
   std::string attribute;
@@ -126,8 +136,12 @@ class TopDownSpecializer {
   // candidate that fails is not applied: FailedPrecondition starting with kRefusedSpecialization.
   // `owner_score`: the step's score as the candidate's owner computed it, recorded instead of this
   // replica's when ScoreNeedsOwner(attr) (the replica lacks the sensitive values it depends on).
+  // `declared_score`: the score the candidate's proposer signed; unless `owner_score` is given,
+  // the candidate is not applied when it OverstatesScore against this replica's score
+  // (FailedPrecondition starting with kScoreOverstated).
   absl::Status ApplyChosen(int attr, NodeIndex node, int c,
-                           std::optional<double> owner_score = std::nullopt);
+                           std::optional<double> owner_score = std::nullopt,
+                           std::optional<double> declared_score = std::nullopt);
   // The candidate's score as this replica computes it.
   absl::StatusOr<double> ScoreOf(int attr, NodeIndex node, int c) const;
   // Whether this replica cannot compute the score of candidates on `attr` exactly: the score is

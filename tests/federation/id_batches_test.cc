@@ -470,9 +470,13 @@ attributes:
 privacy: {model: lkc, L: 1, K: 1}
 partitioning: vertical
 )";
+  // The class is the same person's at every party (the shared class: the replicas recompute a
+  // winner's score with their own class column); the QID values follow the row order.
   auto table = [](const std::string& col, const std::vector<std::string>& ids) {
     std::string t = "id,cls," + col + "\n";
-    for (size_t i = 0; i < ids.size(); ++i) t += ids[i] + (i % 2 ? ",yes,x\n" : ",no,y\n");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      t += ids[i] + ((ids[i].back() - '0') % 2 ? ",yes" : ",no") + (i % 2 ? ",x\n" : ",y\n");
+    }
     return t;
   };
   const std::vector<std::map<std::string, std::string>> files = {

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/engine/final_check.h"
 #include "common/engine/hierarchy.h"
@@ -1640,6 +1641,80 @@ TEST(CheatingParty, AFinalCheckSumNoHonestRingProducesIsRefusedByEveryParty) {
       << info.failure_reason();
   EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr("records at most"));
   EXPECT_FALSE(fed->leader->Result(info.job_id()).ok());
+}
+
+// A deviating data party that invents records (issue: a deviating data party, finding 1): no role
+// can tell them from real ones, so this is the bounded, documented outcome (docs/threat-model.md,
+// "A data party that deviates"), not a refusal. hospital-a holds the only real record of gb
+// (class no); hospital-c adds K - 1 = 2 fake gb records (class yes). The job runs; the published
+// table holds K records in every group counting the fakes, and the fakes themselves; and the group
+// holding gb is, once hospital-c takes its two fakes out, the one real record of hospital-a —
+// whose class it thereby reads. Without the fakes that record sits in a group of at least K real
+// records.
+TEST(CheatingParty, InventedRecordsShowInThePublishedTableAndBoundWhatTheLiarReads) {
+  constexpr char kSpecK3[] = R"(name: invented
+attributes:
+  - {name: g, role: qid, values: [ga, gb, gc]}
+  - {name: cls, role: class, values: [yes, no]}
+partitioning: horizontal
+privacy: {model: lkc, L: 1, K: 3}
+)";
+  // Rows of the published table by their g cell: [rows, rows of class yes].
+  auto run = [&](const std::string& name, const std::string& c_table,
+                 std::map<std::string, std::pair<int, int>>* groups) {
+    std::vector<std::map<std::string, std::string>> files = {
+        {{"table.csv", Table(5, 1, 0)}}, {{"table.csv", Table(2, 0, 2)}}, {{"table.csv", c_table}}};
+    ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(name, files));
+    ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpecK3, "invented.yaml"));
+    fedanon::v1::SubmitJobRequest req;
+    *req.mutable_spec() = spec;
+    for (const auto& p : fed->names) req.add_parties(p);
+    ASSERT_OK_AND_ASSIGN(auto submitted, fed->Submit(req));
+    const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+    ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
+    ASSERT_OK_AND_ASSIGN(const std::string csv, fed->leader->Result(submitted.job_id()));
+    std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
+    ASSERT_FALSE(lines.empty());
+    const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
+    const size_t g_at = std::find(header.begin(), header.end(), "g") - header.begin();
+    const size_t cls_at = std::find(header.begin(), header.end(), "cls") - header.begin();
+    ASSERT_LT(g_at, header.size());
+    ASSERT_LT(cls_at, header.size());
+    for (size_t i = 1; i < lines.size(); ++i) {
+      const std::vector<std::string> cells = absl::StrSplit(lines[i], ',');
+      auto& group = (*groups)[cells[g_at]];
+      ++group.first;
+      group.second += cells[cls_at] == "yes" ? 1 : 0;
+    }
+  };
+  std::map<std::string, std::pair<int, int>> honest, lied;
+  run("invented_honest", Table(0, 0, 9), &honest);
+  run("invented_lied", Table(0, 0, 9) + "gb,yes\ngb,yes\n", &lied);
+  int honest_rows = 0, lied_rows = 0;
+  for (const auto& [cell, g] : honest) {
+    EXPECT_GE(g.first, 3) << cell;
+    honest_rows += g.first;
+  }
+  for (const auto& [cell, g] : lied) {
+    EXPECT_GE(g.first, 3) << cell;  // K holds over every row, fakes included
+    lied_rows += g.first;
+  }
+  EXPECT_EQ(honest_rows, 19);
+  EXPECT_EQ(lied_rows, 21);  // the two fakes are in the published table
+  // The group of gb: in the honest run the real gb record shares it with at least K - 1 other real
+  // records; with the fakes it is the fakes and that one record (class no), which hospital-c reads.
+  // The group holding gb: gb disclosed, or the suppressed rest (the one cell other than ga, gc).
+  auto group_of_gb = [](const std::map<std::string, std::pair<int, int>>& groups) {
+    std::vector<std::pair<int, int>> found;
+    for (const auto& [cell, g] : groups) {
+      if (cell != "ga" && cell != "gc") found.push_back(g);
+    }
+    EXPECT_EQ(found.size(), 1u);
+    return found.empty() ? std::make_pair(0, 0) : found[0];
+  };
+  EXPECT_EQ(group_of_gb(lied), std::make_pair(3, 2));  // 2 fakes (yes) and hospital-a's (no)
+  const std::pair<int, int> honest_gb = group_of_gb(honest);
+  EXPECT_GE(honest_gb.first, 3);
 }
 
 // The same swap with hospital-c as the recipient: three data parties ran the final check, and

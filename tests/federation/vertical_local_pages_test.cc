@@ -443,6 +443,25 @@ TEST(VerticalLocalPages, TheLeaderRefusesAHugeReportPageCount) {
   ExpectReportRefused(r, leader::kReportPagesAbsurd);
 }
 
+// A deviating data party (issue: a deviating data party, finding 2): a report that declares more
+// steps than the waves committed is refused before any page beyond the first is fetched.
+TEST(VerticalLocalPages, TheLeaderRefusesAReportOfOtherStepsThanCommitted) {
+  bool fired = false;
+  const PagedRun r = RunPaged(
+      TwoSmall(), "vrep_steps", 3, kCheatLimit, {}, "",
+      [&](const std::string& party, fedanon::v1::PartyMessage* m) {
+        if (fired || party != "hospital-b" || !m->has_vertical() || !m->vertical().has_released() ||
+            m->vertical().released().report_pages() == 0) {
+          return;
+        }
+        auto* released = m->mutable_vertical()->mutable_released();
+        released->set_report_steps(released->report_steps() + (uint64_t{1} << 25));
+        fired = true;
+      });
+  EXPECT_TRUE(fired) << "the release report fit one page: paging untested";
+  ExpectReportRefused(r, leader::kReportStepsNotCommitted);
+}
+
 TEST(VerticalLocalPages, TheLeaderRefusesAReportPageOtherThanTheOneAsked) {
   bool fired = false;
   const PagedRun r = RunPaged(TwoSmall(), "vrep_wrong", 3, kCheatLimit, {}, "",

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/engine/privacy_model.h"
+#include "common/engine/tds_engine.h"
 #include "common/spec/job_spec_loader.h"
 #include "tests/checker/brute_force_checker.h"
 #include "tests/federation/adult_vertical_util.h"
@@ -355,10 +356,11 @@ TEST(VerticalLocalViewLog, RecordsEveryPerGroupProposal) {
 }
 
 // Confidence bounds (LKC with C < 1, a confidence template): the holder of the sensitive values
-// judges every wave's winning splits per group; vetoed splits are retried with the proposer's next
-// best. The release, the report's steps (numbered by logical wave), info_gain and the largest
-// confidence equal the centralized run's, for every score, 2 and 3 parties, several seeds; and
-// vetoes happen.
+// judges every wave's winning splits per group; a vetoed split is retried with the proposer's next
+// best on another attribute (one veto per group and attribute). The release holds the model (the
+// independent checker) for every score, 2 and 3 parties, several seeds; where no judge vetoed, the
+// release, the report's steps (numbered by logical wave), info_gain and the largest confidence
+// equal the centralized run's; and vetoes happen.
 struct BoundCase {
   int score;
   int parties;
@@ -367,23 +369,31 @@ struct BoundCase {
 
 class VerticalLocalBounded : public ::testing::TestWithParam<BoundCase> {};
 
-TEST_P(VerticalLocalBounded, JudgesVetoAndTheReleaseIsTheCentralizedOne) {
+TEST_P(VerticalLocalBounded, JudgesVetoOncePerGroupAndAttributeAndTheReleaseHoldsTheModel) {
   const BoundCase c = GetParam();
-  uint64_t groups = 0, vetoes = 0;
+  uint64_t groups = 0, vetoes = 0, differing = 0;
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     const Scenario s = MakeScenario(seed, c.parties, c.score, seed == 4, c.bound);
     Outcome out;
     RunBoth(s, absl::StrCat("vlocal_bound_", c.score, "_", c.parties, "_", c.bound, "_", seed),
             seed, &out);
-    EXPECT_TRUE(out.same_rows) << "federated local recoding differs from the centralized run";
+    // A veto excludes its attribute for that group (one veto per group and attribute: issue 49,
+    // finding 6), where the centralized recoder may still choose another candidate of it; the
+    // release then holds the model (RunBoth's checker) but may be less specialized.
+    if (out.vetoes_sent == 0) {
+      EXPECT_TRUE(out.same_rows) << "federated local recoding differs from the centralized run";
+    }
+    differing += out.same_rows ? 0 : 1;
     groups += out.groups;
     vetoes += out.vetoes_sent;
   }
   EXPECT_GT(groups, 4u) << "no scenario split its table: the comparison is vacuous";
   EXPECT_GT(vetoes, 0u) << "no judge vetoed anything: the veto path is untested";
-  std::printf("%s, %d parties, %s: %llu final groups, %llu vetoes over 4 seeds\n", kScores[c.score],
-              c.parties, c.bound == 1 ? "LKC" : "confidence template",
-              static_cast<unsigned long long>(groups), static_cast<unsigned long long>(vetoes));
+  std::printf("%s, %d parties, %s: %llu final groups, %llu vetoes, %llu of 4 seeds differ from "
+              "the centralized release\n",
+              kScores[c.score], c.parties, c.bound == 1 ? "LKC" : "confidence template",
+              static_cast<unsigned long long>(groups), static_cast<unsigned long long>(vetoes),
+              static_cast<unsigned long long>(differing));
 }
 
 INSTANTIATE_TEST_SUITE_P(ScoresPartiesBounds, VerticalLocalBounded,
@@ -435,6 +445,27 @@ TEST(VerticalLocalRefusals, PrivLossWithoutAnonymityIsRefusedByName) {
   with_k.replace(with_k.find("max: 0.6"), 8, "max: 1");
   ASSERT_OK_AND_ASSIGN(*spec, common::ParseJobSpecYaml(with_k, "job.yaml"));
   EXPECT_TRUE(common::VerticalLocalJudges(*spec).empty());
+}
+
+// A deviating data party (issue: a deviating data party, finding 5) in local recoding:
+// hospital-b's per-group proposals claim the score 1e300, so it would win every group it proposes
+// for. Every other replica recomputes each won split's score (information gain) from its children
+// and the class, and refuses the wave: the job fails by name and nothing is released.
+TEST(VerticalLocalRefusals, AnOverstatedGroupScoreIsRefusedByTheOtherReplicas) {
+  const Scenario s = MakeScenario(1, 2, 0, /*continuous=*/false);
+  auto fed = InProcessFederation::Create("vlocal_overstate", PartyFiles(s, 1),
+                                         [](party::PartyAgentOptions& o) {
+                                           if (o.name == "hospital-b")
+                                             o.misbehave = "overstate-score";
+                                         });
+  ASSERT_TRUE(fed.ok()) << fed.status();
+  ASSERT_OK_AND_ASSIGN(auto submitted, (*fed)->Submit(Request(s.spec_yaml, s.taxonomies, **fed)));
+  const fedanon::v1::JobInfo info = (*fed)->Wait(submitted.job_id());
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr(common::kScoreOverstated))
+      << info.failure_reason();
+  EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr("was declared at 1e+300"));
+  EXPECT_FALSE((*fed)->leader->Result(submitted.job_id()).ok());
 }
 
 // UCI Adult (every 3rd record) split over 2 parties, the issue's task without age (its 7

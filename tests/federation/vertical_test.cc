@@ -11,9 +11,11 @@
 #include <memory>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/file_io.h"
+#include "common/engine/tds_engine.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/wire/federation_wire.h"
 #include "common/wire/job_authorization.h"
@@ -21,6 +23,7 @@
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
 #include "leader/vertical_job.h"
+#include "party/vertical_party.h"
 #include "tests/checker/brute_force_checker.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -566,6 +569,155 @@ TEST(VerticalFederation, ReleaseReportsThatDisagreeAreRefusedByTheLeader) {
               ::testing::HasSubstr(absl::StrCat(leader::kReportsDisagree, ": party '")))
       << fed.info.failure_reason();
   EXPECT_TRUE(fed.result.rows.empty());
+}
+
+// A deviating data party (issue: a deviating data party, finding 5): hospital-b signs each of its
+// proposals with the score 1e300, so it would win every round it enters. Every replica computes
+// the winner's score (the gain ratio) from the instruction's children and the class, and refuses
+// the commit: the job fails by name and nothing is released. (A score declared lower is the
+// proposer's own loss, accepted: Participation.UnderDeclaringIsReportedAndStillEndsTheJob.)
+TEST(VerticalFederation, AnOverstatedScoreIsRefusedByTheReplicasThatComputeIt) {
+  std::set<std::string> ids;
+  const VOutcome fed =
+      RunVertical(ExampleB(), "vert_overstate", &ids, "", {{"hospital-b", "overstate-score"}});
+  EXPECT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(fed.info.failure_reason(), ::testing::HasSubstr(common::kScoreOverstated))
+      << fed.info.failure_reason();
+  EXPECT_THAT(fed.info.failure_reason(), ::testing::HasSubstr("was declared at 1e+300"));
+  EXPECT_TRUE(fed.result.rows.empty());
+}
+
+// A deviating data party (issue: a deviating data party, finding 4): hospital-b releases a tag per
+// record in its QID columns instead of the generalized values, which would make every joined row
+// unique and link hospital-a's values to it. The recipient checks the joined rows against the cut
+// and groups every replica agreed on before anything is written: the leader as recipient, and a
+// data party as recipient.
+TEST(VerticalFederation, RecordTagsReleasedInsteadOfTheCutAreRefusedByTheRecipient) {
+  std::set<std::string> ids;
+  const VOutcome at_leader =
+      RunVertical(ExampleB(), "vert_tags", &ids, "", {{"hospital-b", "release-record-tags"}});
+  EXPECT_EQ(at_leader.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(at_leader.info.failure_reason(),
+              ::testing::HasSubstr("the joined vertical release is refused: the released table's "
+                                   "QID attribute 'Job' holds, in row 1, a value outside the cut"))
+      << at_leader.info.failure_reason();
+  EXPECT_TRUE(at_leader.result.rows.empty());
+
+  VScenario s = ExampleB();
+  s.spec_yaml += "release: {allow_data_holding_recipient: true}\n";
+  const VOutcome at_party = RunVertical(s, "vert_tags_party", &ids, "hospital-a",
+                                        {{"hospital-b", "release-record-tags"}});
+  EXPECT_EQ(at_party.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(at_party.info.failure_reason(),
+              ::testing::HasSubstr("vertical assemble: the released table's QID attribute 'Job'"))
+      << at_party.info.failure_reason();
+  EXPECT_THAT(at_party.info.failure_reason(), ::testing::HasSubstr("nothing was written"));
+  EXPECT_TRUE(at_party.result.rows.empty());
+}
+
+// A deviating data party (issue: a deviating data party, finding 4): the ring's first party gives
+// the last party another release-order seed than the others, so the joined rows would pair
+// records of different people. Each replica reports the digest of the seed it used; the leader
+// compares them before it fetches any column.
+TEST(VerticalFederation, ReleaseOrderSeedsThatDifferAreRefusedByTheLeader) {
+  std::set<std::string> ids;
+  const VOutcome fed =
+      RunVertical(ExampleB(), "vert_other_order", &ids, "",
+                  {{"hospital-a", "release-other-order"}, {"hospital-b", "release-other-order"}});
+  EXPECT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(fed.info.failure_reason(),
+              ::testing::HasSubstr(absl::StrCat(leader::kReleasesDisagree, ": party '")))
+      << fed.info.failure_reason();
+  EXPECT_THAT(fed.info.failure_reason(), ::testing::HasSubstr("release-order seed"));
+  EXPECT_TRUE(fed.result.rows.empty());
+}
+
+// A deviating data party (issue: a deviating data party, finding 4): the owner of a winner gives
+// the judge the true children and the parties after the judge other members for the same children
+// (each record's child moved to the next record of the same class: the children's sizes and class
+// counts, and so that round's score, are unchanged). The replicas' partitions then differ, and the
+// job fails by name before anything is released: a later winner's score or check at the replicas
+// whose partition differs, or at the latest the leader's comparison of the replicas' partition
+// digests (ReleaseDigestsThatDifferAreRefusedByTheLeader below).
+TEST(VerticalFederation, ChildrenThatDifferBetweenPartiesAreRefusedBeforeTheRelease) {
+  int diverged = 0;
+  for (int seed = 1; seed <= 7 && diverged == 0; seed += 2) {
+    const VScenario s =
+        RandomScenario(200 + seed, /*judge_apart=*/true, kVerticalDistributionModels[0]);
+    std::set<std::string> ids;
+    const VOutcome fed = RunVertical(s, absl::StrCat("vert_other_children_", seed), &ids, "",
+                                     {{"hospital-a", "other-children-for-others"},
+                                      {"hospital-b", "other-children-for-others"},
+                                      {"hospital-c", "other-children-for-others"}});
+    SCOPED_TRACE(fed.info.failure_reason());
+    if (fed.info.state() == fedanon::v1::JOB_STATE_DONE) {
+      // No specialization was instructed to a party after the judges, or moving the children
+      // within a class changed no record's group: nothing to tell apart.
+      continue;
+    }
+    ++diverged;
+    EXPECT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_FAILED);
+    EXPECT_TRUE(fed.result.rows.empty());
+    EXPECT_THAT(
+        fed.info.failure_reason(),
+        ::testing::AnyOf(::testing::HasSubstr(absl::StrCat(leader::kReleasesDisagree, ": party '")),
+                         ::testing::HasSubstr(common::kRefusedSpecialization),
+                         ::testing::HasSubstr(common::kScoreOverstated),
+                         ::testing::HasSubstr(party::kRefusedRelease)));
+  }
+  EXPECT_GT(diverged, 0) << "no seed instructed a party after the judges";
+}
+
+// The leader's comparison of the replicas' release digests (issue: a deviating data party, finding
+// 4), on its own: hospital-b's release reply carries another partition digest, groups digest or
+// release-order seed digest than hospital-a's, or none. The leader refuses before it fetches any
+// column, naming the party and the digest; nothing is released.
+TEST(VerticalFederation, ReleaseDigestsThatDifferAreRefusedByTheLeader) {
+  struct Case {
+    std::string name;
+    std::function<void(fedanon::v1::VerticalReleased*)> change;
+    std::string reason;
+  };
+  auto flip = [](std::string s) {
+    if (!s.empty()) s.back() = static_cast<char>(s.back() ^ 1);
+    return s;
+  };
+  const std::vector<Case> cases = {
+      {"partition",
+       [&](fedanon::v1::VerticalReleased* r) {
+         r->set_partition_digest(flip(r->partition_digest()));
+       },
+       "reports another final partition of the common records than 'hospital-a'"},
+      {"groups",
+       [&](fedanon::v1::VerticalReleased* r) { r->set_groups_digest(flip(r->groups_digest())); },
+       "reports another final groups than 'hospital-a'"},
+      {"seed",
+       [&](fedanon::v1::VerticalReleased* r) {
+         r->set_order_seed_digest(flip(r->order_seed_digest()));
+       },
+       "reports another release-order seed than 'hospital-a'"},
+      {"none", [](fedanon::v1::VerticalReleased* r) { r->clear_partition_digest(); },
+       "reports no digest of its final partition"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::atomic<int> fired{0};
+    std::set<std::string> ids;
+    const VOutcome fed = RunVertical(
+        ExampleB(), "vert_digests_" + c.name, &ids, "", {},
+        [&](const std::string& party, fedanon::v1::PartyMessage* m) {
+          if (party != "hospital-b" || !m->has_vertical() || !m->vertical().has_released()) return;
+          c.change(m->mutable_vertical()->mutable_released());
+          ++fired;
+        });
+    ASSERT_GT(fired.load(), 0) << "no release reply of hospital-b seen";
+    EXPECT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_FAILED);
+    EXPECT_THAT(fed.info.failure_reason(),
+                ::testing::HasSubstr(
+                    absl::StrCat(leader::kReleasesDisagree, ": party 'hospital-b' ", c.reason)))
+        << fed.info.failure_reason();
+    EXPECT_TRUE(fed.result.rows.empty());
+  }
 }
 
 // A deviating data party (issue: a deviating data party, finding 2): the owner of a winner

@@ -59,7 +59,10 @@ void Build(Fixture* f) {
                                                       {"hospital-a", "hospital-b"}));
 }
 
-constexpr double kBScore = 100;  // hospital-b's proposal: above any information gain
+// hospital-b's proposals: the information gain of a split that separates the two balanced
+// classes exactly (1 bit), above any other split of the table. The replicas recompute a won
+// split's score (issue 49, finding 5), so the splits these tests apply separate the class.
+constexpr double kBScore = 1.0;
 
 // hospital-b's proposals of a wave for the replica's state `mine` (same digest): group 0 on q1
 // with score `score`, or none.
@@ -175,7 +178,7 @@ TEST(VerticalLocalReplica, LowerScoringWinnerDivergedReplicaAndForeignEntriesAre
   *lower.add_won() = mine.proposals(0);
   EXPECT_THAT(f.replica->MakeInstruction(1, lower).status(),
               StatusIs(absl::StatusCode::kPermissionDenied,
-                       "group 0 is won by 'hospital-b' (attribute 1, score 100)"));
+                       "group 0 is won by 'hospital-b' (attribute 1, score 1)"));
 
   // A replica whose public state differs (another digest) is refused.
   fedanon::v1::LocalProposals diverged = BProposals(mine, true);
@@ -206,7 +209,7 @@ TEST(VerticalLocalReplica, WithheldOrExtraInstructionsAreRefused) {
   ASSERT_NO_FATAL_FAILURE(Build(&f));
   const fedanon::v1::LocalProposals mine = f.replica->Propose(1);
   std::vector<uint32_t> halves(40);
-  for (int i = 0; i < 40; ++i) halves[i] = i % 2;
+  for (int i = 0; i < 40; ++i) halves[i] = i < 20 ? 0 : 1;  // by class: the gain kBScore
   // hospital-a wins group 0, yet hospital-b's instruction for it is relayed.
   ASSERT_OK(f.replica->CheckProposals(
       1, {{"hospital-a", mine}, {"hospital-b", BProposals(mine, false)}}));
@@ -244,7 +247,7 @@ TEST(VerticalLocalReplica, InstructionsThatBreakTheRuleAreRefusedBeforeAnythingA
       f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 0, small)}}),
       StatusIs(absl::StatusCode::kPermissionDenied, "leaves a group of 2 records, fewer than 5"));
   std::vector<uint32_t> halves(40);
-  for (int i = 0; i < 40; ++i) halves[i] = i % 2;
+  for (int i = 0; i < 40; ++i) halves[i] = i < 20 ? 0 : 1;  // by class: the gain kBScore
   EXPECT_THAT(f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 0, halves, /*attr=*/0)}}),
               StatusIs(absl::StatusCode::kPermissionDenied, "which it does not hold"));
   EXPECT_THAT(f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 3, halves)}}),
@@ -259,7 +262,7 @@ TEST(VerticalLocalReplica, InstructionsThatBreakTheRuleAreRefusedBeforeAnythingA
 
   ASSERT_OK(f.replica->ApplyWave(1, {{"hospital-b", SplitOnQ1(1, 0, halves)}}));
   EXPECT_EQ(f.replica->live_groups(), 2u);
-  for (int i = 0; i < 40; ++i) EXPECT_EQ(f.replica->group_of()[i], 1 + i % 2) << i;
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(f.replica->group_of()[i], i < 20 ? 1 : 2) << i;
 }
 
 // Confidence bounds: hospital-b holds q1 and the sensitive s (the judge). hospital-a's split of
@@ -301,7 +304,7 @@ TEST(VerticalLocalReplica, JudgeVetoesASplitBreakingTheBoundAndTheVetoIsPublicSt
   p->set_group(0);
   p->set_attribute(0);
   p->set_candidate(0);
-  p->set_score(kBScore);  // above any information gain: hospital-a wins the root
+  p->set_score(kBScore);  // the largest information gain: hospital-a wins the root
   ASSERT_OK(judge->CheckProposals(1, {{"hospital-a", a}, {"hospital-b", mine}}));
   std::vector<uint32_t> by_q0(40);
   for (int i = 0; i < 40; ++i) by_q0[i] = i < 12 ? 1 : 0;
@@ -327,12 +330,17 @@ TEST(VerticalLocalReplica, JudgeVetoesASplitBreakingTheBoundAndTheVetoIsPublicSt
   EXPECT_EQ(judge->vetoes(), 1u);
   EXPECT_NE(judge->StateDigest(), before);  // the veto is part of the public state
 
-  // Wave 2: proposing the vetoed candidate again is refused.
+  // Wave 2: proposing the vetoed candidate again is refused, and so is any other candidate of the
+  // same attribute for that group (one veto per group and attribute).
   const fedanon::v1::LocalProposals mine2 = judge->Propose(2);
   a.set_state_digest(mine2.state_digest());
   EXPECT_THAT(judge->CheckProposals(2, {{"hospital-a", a}, {"hospital-b", mine2}}),
               StatusIs(absl::StatusCode::kPermissionDenied,
-                       "a candidate a judge vetoed in an earlier wave"));
+                       "an attribute of which a judge vetoed a candidate for this group in an "
+                       "earlier wave (one veto per group and attribute)"));
+  a.mutable_proposals(0)->set_candidate(1);
+  EXPECT_THAT(judge->CheckProposals(2, {{"hospital-a", a}, {"hospital-b", mine2}}),
+              StatusIs(absl::StatusCode::kPermissionDenied, "one veto per group and attribute"));
 }
 
 // The signed verdicts bind the job, run, wave and every verdict.
