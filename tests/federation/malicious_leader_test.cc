@@ -1652,13 +1652,6 @@ TEST(CheatingParty, AFinalCheckSumNoHonestRingProducesIsRefusedByEveryParty) {
 // whose class it thereby reads. Without the fakes that record sits in a group of at least K real
 // records.
 TEST(CheatingParty, InventedRecordsShowInThePublishedTableAndBoundWhatTheLiarReads) {
-  constexpr char kSpecK3[] = R"(name: invented
-attributes:
-  - {name: g, role: qid, values: [ga, gb, gc]}
-  - {name: cls, role: class, values: [yes, no]}
-partitioning: horizontal
-privacy: {model: lkc, L: 1, K: 3}
-)";
   // Rows of the published table by their g cell: [rows, rows of class yes].
   auto run = [&](const std::string& name, const std::string& c_table,
                  std::map<std::string, std::pair<int, int>>* groups) {
