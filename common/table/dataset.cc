@@ -204,21 +204,34 @@ class RowEncoder {
     std::map<std::string, uint64_t> unknown;              // values outside taxonomy / domain
     absl::flat_hash_map<double, int32_t> number_ids;      // kContinuous without grid
     std::vector<double> numbers;                          // its distinct values: id -> value
-    // The ids of whole numbers in [0, kDirectNumbers), the common case, without hashing: value ->
-    // id + 1 (0: not seen). Grows with the largest such value seen.
+    // The ids of small whole numbers, the common case, without hashing: value -> id + 1 (0: not
+    // seen). The table covers [0, DirectReach()), which grows with the distinct values seen, not
+    // with the largest one (issue 48: a column such as fnlwgt, up to ~1.5M, made it 8 MiB per
+    // column and loading thread, touched page by page); larger values are hashed.
     std::vector<int32_t> direct_ids;
-    static constexpr double kDirectNumbers = size_t{1} << 21;
+    static constexpr size_t kDirectNumbers = size_t{1} << 21;
+    size_t DirectReach() const {
+      return std::min(kDirectNumbers, std::max<size_t>(4096, 16 * numbers.size()));
+    }
     int32_t NumberId(double x) {
-      if (x >= 0 && x < kDirectNumbers && x == std::floor(x)) {
+      if (x >= 0 && x < static_cast<double>(kDirectNumbers) && x == std::floor(x)) {
         const auto i = static_cast<size_t>(x);
-        if (i >= direct_ids.size()) {
-          direct_ids.resize(std::clamp(2 * direct_ids.size(), i + 1, size_t{1} << 21), 0);
+        if (i >= direct_ids.size() && i < DirectReach()) {
+          direct_ids.resize(std::clamp(2 * direct_ids.size(), i + 1, DirectReach()), 0);
         }
-        if (direct_ids[i] == 0) {
-          numbers.push_back(x);
-          direct_ids[i] = static_cast<int32_t>(numbers.size());
+        if (i < direct_ids.size()) {
+          if (direct_ids[i] == 0) {
+            // Seen before the table reached it: it has its id in the hash map.
+            const auto hashed = number_ids.find(x);
+            if (hashed != number_ids.end()) {
+              direct_ids[i] = hashed->second + 1;
+            } else {
+              numbers.push_back(x);
+              direct_ids[i] = static_cast<int32_t>(numbers.size());
+            }
+          }
+          return direct_ids[i] - 1;
         }
-        return direct_ids[i] - 1;
       }
       auto [it, inserted] = number_ids.try_emplace(x, static_cast<int32_t>(numbers.size()));
       if (inserted) numbers.push_back(x);
