@@ -389,11 +389,12 @@ TEST_P(VerticalLocalBounded, JudgesVetoOncePerGroupAndAttributeAndTheReleaseHold
   }
   EXPECT_GT(groups, 4u) << "no scenario split its table: the comparison is vacuous";
   EXPECT_GT(vetoes, 0u) << "no judge vetoed anything: the veto path is untested";
-  std::printf("%s, %d parties, %s: %llu final groups, %llu vetoes, %llu of 4 seeds differ from "
-              "the centralized release\n",
-              kScores[c.score], c.parties, c.bound == 1 ? "LKC" : "confidence template",
-              static_cast<unsigned long long>(groups), static_cast<unsigned long long>(vetoes),
-              static_cast<unsigned long long>(differing));
+  std::printf(
+      "%s, %d parties, %s: %llu final groups, %llu vetoes, %llu of 4 seeds differ from "
+      "the centralized release\n",
+      kScores[c.score], c.parties, c.bound == 1 ? "LKC" : "confidence template",
+      static_cast<unsigned long long>(groups), static_cast<unsigned long long>(vetoes),
+      static_cast<unsigned long long>(differing));
 }
 
 INSTANTIATE_TEST_SUITE_P(ScoresPartiesBounds, VerticalLocalBounded,
