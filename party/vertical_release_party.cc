@@ -149,6 +149,7 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
     const VerticalParty::GroupDigests digests = vp.ReleaseGroupDigests();
     out->mutable_released()->set_partition_digest(digests.partition);
     out->mutable_released()->set_groups_digest(digests.groups);
+    released_groups_digest_ = digests.groups;
     out->mutable_released()->set_order_seed_digest(
         common::OrderSeedDigest(ctx_.job_id, order_seed_));
   }
@@ -240,8 +241,10 @@ absl::Status VerticalReleaseParty::Assemble(const fedanon::v1::VerticalAssemble&
   {
     fedanon::v1::Report agreed;
     replica_.FillReport("", &agreed);
-    if (absl::Status st =
-            common::CheckJoinedRelease(parts, agreed.cut(), replica_.ReleaseGroupDigests().groups);
+    if (released_groups_digest_.empty()) {
+      released_groups_digest_ = replica_.ReleaseGroupDigests().groups;
+    }
+    if (absl::Status st = common::CheckJoinedRelease(parts, agreed.cut(), released_groups_digest_);
         !st.ok()) {
       spdlog::error("job={} round={} vertical assemble refused: {}", ctx_.job_id, round,
                     std::string(st.message()));

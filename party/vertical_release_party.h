@@ -47,6 +47,9 @@ class VerticalReleaseParty {
   // pages are the same bytes).
   std::optional<std::vector<fedanon::v1::SpecializationStep>> release_steps_;
   bool assembled_ = false;  // the recipient wrote the released table
+  // The replica's groups digest as this party's release reported it (one pass over every record),
+  // for the recipient's check of the joined rows; empty before a release.
+  std::string released_groups_digest_;
 };
 
 }  // namespace fedanon::party
