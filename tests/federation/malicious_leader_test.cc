@@ -1525,19 +1525,23 @@ std::vector<std::string> UnionTables() {
   return {rows({{"ga", 3}, {"gc", 3}}), rows({{"gb", 4}, {"ga", 2}}), rows({{"gc", 5}, {"ga", 2}})};
 }
 
-fedanon::v1::JobInfo RunUnion(const std::string& name, const std::string& cheat,
-                              const std::string& recipient, InProcessFederation** out_fed,
-                              std::unique_ptr<InProcessFederation>* keep) {
+// Runs `spec_yaml` on `tables` (one per party) with `cheater` in misbehaviour `mode` (none when
+// empty) and `recipient` (the leader when empty); `keep` holds the federation for the caller's
+// checks.
+fedanon::v1::JobInfo RunJobWithCheater(const std::string& name,
+                                       const std::vector<std::string>& tables,
+                                       const char* spec_yaml, const std::string& cheater,
+                                       const std::string& mode, const std::string& recipient,
+                                       std::unique_ptr<InProcessFederation>* keep) {
   std::vector<std::map<std::string, std::string>> files;
-  for (const auto& t : UnionTables()) files.push_back({{"table.csv", t}});
+  for (const auto& t : tables) files.push_back({{"table.csv", t}});
   auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& o) {
-    if (o.name == "hospital-b") o.misbehave = cheat;
+    if (o.name == cheater) o.misbehave = mode;
   });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return {};
   *keep = std::move(*fed);
-  *out_fed = keep->get();
-  auto spec = common::ParseJobSpecYaml(kUnionSpec, "union.yaml");
+  auto spec = common::ParseJobSpecYaml(spec_yaml, "malicious.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = *spec;
@@ -1547,6 +1551,23 @@ fedanon::v1::JobInfo RunUnion(const std::string& name, const std::string& cheat,
   EXPECT_TRUE(submitted.ok()) << submitted.status();
   if (!submitted.ok()) return {};
   return (*keep)->Wait(submitted->job_id());
+}
+
+// The union tables with hospital-b in misbehaviour `cheat`.
+fedanon::v1::JobInfo RunUnion(const std::string& name, const std::string& cheat,
+                              const std::string& recipient, InProcessFederation** out_fed,
+                              std::unique_ptr<InProcessFederation>* keep) {
+  const fedanon::v1::JobInfo info =
+      RunJobWithCheater(name, UnionTables(), kUnionSpec, "hospital-b", cheat, recipient, keep);
+  *out_fed = keep->get();
+  return info;
+}
+
+// The kSpec job on Tables(0) with `cheater` in misbehaviour `mode`.
+fedanon::v1::JobInfo RunWithCheater(const std::string& name, const std::string& cheater,
+                                    const std::string& mode,
+                                    std::unique_ptr<InProcessFederation>* keep) {
+  return RunJobWithCheater(name, Tables(0), kSpec, cheater, mode, "", keep);
 }
 
 TEST(CheatingParty, ARowDroppedRepeatedSwappedOrInventedInTheUnionIsRefusedByTheLeader) {
@@ -1584,30 +1605,6 @@ TEST(CheatingParty, ARowDroppedRepeatedSwappedOrInventedInTheUnionIsRefusedByThe
     EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr(tc.reason));
     EXPECT_FALSE(fed->leader->Result(info.job_id()).ok());
   }
-}
-
-// Runs the kSpec job on Tables(0) with `cheater` in misbehaviour `mode`; `keep` holds the
-// federation for the caller's checks.
-fedanon::v1::JobInfo RunWithCheater(const std::string& name, const std::string& cheater,
-                                    const std::string& mode,
-                                    std::unique_ptr<InProcessFederation>* keep) {
-  std::vector<std::map<std::string, std::string>> files;
-  for (const auto& t : Tables(0)) files.push_back({{"table.csv", t}});
-  auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& o) {
-    if (o.name == cheater) o.misbehave = mode;
-  });
-  EXPECT_TRUE(fed.ok()) << fed.status();
-  if (!fed.ok()) return {};
-  *keep = std::move(*fed);
-  auto spec = common::ParseJobSpecYaml(kSpec, "malicious.yaml");
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = *spec;
-  for (const auto& p : (*keep)->names) req.add_parties(p);
-  auto submitted = (*keep)->Submit(req);
-  EXPECT_TRUE(submitted.ok()) << submitted.status();
-  if (!submitted.ok()) return {};
-  return (*keep)->Wait(submitted->job_id());
 }
 
 // The same with the released counts (issue: a deviating data party, finding 3): hospital-a moves
@@ -1655,17 +1652,12 @@ TEST(CheatingParty, InventedRecordsShowInThePublishedTableAndBoundWhatTheLiarRea
   // Rows of the published table by their g cell: [rows, rows of class yes].
   auto run = [&](const std::string& name, const std::string& c_table,
                  std::map<std::string, std::pair<int, int>>* groups) {
-    std::vector<std::map<std::string, std::string>> files = {
-        {{"table.csv", Table(5, 1, 0)}}, {{"table.csv", Table(2, 0, 2)}}, {{"table.csv", c_table}}};
-    ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(name, files));
-    ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpecK3, "invented.yaml"));
-    fedanon::v1::SubmitJobRequest req;
-    *req.mutable_spec() = spec;
-    for (const auto& p : fed->names) req.add_parties(p);
-    ASSERT_OK_AND_ASSIGN(auto submitted, fed->Submit(req));
-    const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+    std::unique_ptr<InProcessFederation> fed;
+    const fedanon::v1::JobInfo info = RunJobWithCheater(
+        name, {Table(5, 1, 0), Table(2, 0, 2), c_table}, kSpecK3, "", "", "", &fed);
+    ASSERT_NE(fed, nullptr);
     ASSERT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
-    ASSERT_OK_AND_ASSIGN(const std::string csv, fed->leader->Result(submitted.job_id()));
+    ASSERT_OK_AND_ASSIGN(const std::string csv, fed->leader->Result(info.job_id()));
     std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
     ASSERT_FALSE(lines.empty());
     const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
