@@ -79,6 +79,9 @@ void PrintJob(const fedanon::v1::JobInfo& job) {
     std::cout << "queued:        position " << job.queue_position()
               << " (waiting for a free worker of the leader)\n";
   }
+  for (const std::string& party : job.waiting_for_parties()) {
+    std::cout << "waiting for:   party " << party << " (to connect to the leader)\n";
+  }
   std::cout << "round:         " << job.round() << "\n";
   if (!job.current_best().empty()) std::cout << "current best:  " << job.current_best() << "\n";
   std::cout << "elapsed:       " << absl::StrFormat("%.2f s", job.elapsed_seconds()) << "\n"
@@ -218,8 +221,10 @@ absl::Status RunList(const AdminGlobals& g) {
             << Pad("BY", 12) << "PARTIES\n";
   for (const auto& j : jobs) {
     // A job waiting for a free worker of the leader shows its place in the queue.
+    // A job waiting for parties to connect says so.
     const std::string state = j.queue_position() > 0 ? absl::StrCat("queued #", j.queue_position())
-                                                     : JobStateName(j.state());
+                              : j.waiting_for_parties_size() > 0 ? "waiting"
+                                                                 : JobStateName(j.state());
     std::cout << Pad(j.job_id(), 18) << Pad(state, 12) << Pad(absl::StrCat(j.round()), 7)
               << Pad(FormatUnixTime(j.created_unix()), 22) << Pad(j.submitted_by(), 12)
               << absl::StrJoin(j.parties(), ",") << "\n";

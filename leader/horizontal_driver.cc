@@ -52,6 +52,7 @@ HorizontalDriver::HorizontalDriver(const JobHost& host, const JobRun& job,
           common::ChunkBytesForLimit(host.options->max_message_bytes) / sizeof(uint64_t), 1,
           uint64_t{1} << 20))) {
   for (const auto& q : schema_.qids) hier_.emplace_back(&q);
+  channel_.set_waiting_observer(host.WaitingObserver(job.job_id));
 }
 
 absl::Status HorizontalDriver::SetUpSums() {

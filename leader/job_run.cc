@@ -11,6 +11,13 @@ std::function<absl::Status()> JobHost::CancelCheck(const std::string& job_id) co
   return [check = check_cancelled, job_id] { return check(job_id); };
 }
 
+std::function<void(const std::string&, bool)> JobHost::WaitingObserver(
+    const std::string& job_id) const {
+  return [tell = waiting, job_id](const std::string& party, bool is_waiting) {
+    if (tell) tell(job_id, party, is_waiting);
+  };
+}
+
 void JobHost::RoundDone(const JobRun& job, uint32_t round, const std::string& what) const {
   WarnIfError(store->SetProgress(job.job_id, round, what, job.elapsed()), job.job_id,
               "cannot record progress");
@@ -40,17 +47,14 @@ absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> JobHost::PartySealKey(
   return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
 }
 
-std::vector<std::string> JobHost::EndJobAtParties(const JobRun& job, bool success,
-                                                  const std::string& reason) const {
-  // Best effort: the job's outcome is recorded already; a party that misses EndJob is logged (it
-  // drops the job when it holds too many, party/party_agent.h).
+void JobHost::EndJobAtParties(const JobRun& job, bool success, const std::string& reason) const {
   std::vector<std::string> away;
   for (const auto& party : job.ring) {
     const absl::Status told =
         TellJobEnded(channel, party, job.job_id, success, reason, job.timeout);
-    if (absl::IsUnavailable(told)) away.push_back(party);
+    if (absl::IsUnavailable(told) || absl::IsDeadlineExceeded(told)) away.push_back(party);
   }
-  return away;
+  if (!away.empty() && tell_later) tell_later(job.job_id, away, success, reason);
 }
 
 absl::Status TellJobEnded(common::PartyChannel* channel, const std::string& party,

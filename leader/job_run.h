@@ -49,9 +49,19 @@ struct JobHost {
   std::function<absl::Status(const std::string& job_id)> check_cancelled;
   // Wakes whoever watches the jobs (WatchJob, the queue).
   std::function<void()> notify;
+  // The job waits (true) or no longer waits (false) for `party` to connect: shown to admins in
+  // the job's JobInfo.waiting_for_parties.
+  std::function<void(const std::string& job_id, const std::string& party, bool waiting)> waiting;
+  // Parties of the job that could not be told that it ended (away): told when they connect.
+  std::function<void(const std::string& job_id, const std::vector<std::string>& parties,
+                     bool success, const std::string& reason)>
+      tell_later;
 
   // check_cancelled bound to one job, for the helpers that poll between messages.
   std::function<absl::Status()> CancelCheck(const std::string& job_id) const;
+  // `waiting` bound to one job (a RejoiningChannel's observer); a no-op when `waiting` is unset.
+  std::function<void(const std::string& party, bool waiting)> WaitingObserver(
+      const std::string& job_id) const;
   // A round (or a local wave) is done: its progress `what` recorded in the job store (a failure
   // is logged, never the job's), the observer told, the watchers woken.
   void RoundDone(const JobRun& job, uint32_t round, const std::string& what) const;
@@ -63,12 +73,13 @@ struct JobHost {
   // The sealing key of a connected data party, verified against the federation CA.
   absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> PartySealKey(
       const std::string& party) const;
-  // Tells every party of the ring that the job ended (best effort, failures logged); `success`
-  // false with the failure or cancellation `reason` for a job that did not end done, so that
-  // each party closes its run (audit `job-end`, run ledger: a run that released nothing is
-  // freed). Returns the parties that did not acknowledge (e.g. not connected).
-  std::vector<std::string> EndJobAtParties(const JobRun& job, bool success = true,
-                                           const std::string& reason = "done") const;
+  // Tells every party of the ring that the job ended (failures logged); `success` false with the
+  // failure or cancellation `reason` for a job that did not end done, so that each party closes
+  // its run (audit `job-end`, run ledger: a run that released nothing is freed, state file
+  // deleted). A party not reached (not connected, or no answer in time) is handed to
+  // `tell_later`.
+  void EndJobAtParties(const JobRun& job, bool success = true,
+                       const std::string& reason = "done") const;
 };
 
 // Tells one party that the job ended; the answer's status (Unavailable: not connected).

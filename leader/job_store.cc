@@ -31,7 +31,7 @@ using ::fedanon::v1::SubmitJobRequest;
 
 // Bump together with a migration step in Migrate().
 constexpr int kSchemaVersion = kJobStoreSchemaVersion;
-static_assert(kJobStoreSchemaVersion == 3, "add the migration step to Migrate()");
+static_assert(kJobStoreSchemaVersion == 4, "add the migration step to Migrate()");
 constexpr int kBusyTimeoutMs = 10000;
 constexpr char kRestartReason[] = "leader restarted";
 
@@ -84,6 +84,19 @@ CREATE TABLE collects (
   PRIMARY KEY (job_id, collect)
 );
 ALTER TABLE jobs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// Version 4: the parties of ended jobs that were away when the job ended and are still to be told
+// (the leader tells each when it connects again, across restarts, then deletes the row).
+constexpr char kMigrateToV4[] = R"sql(
+CREATE TABLE untold (
+  seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id  TEXT    NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+  party   TEXT    NOT NULL,
+  success INTEGER NOT NULL,
+  reason  TEXT    NOT NULL,
+  UNIQUE (job_id, party)
+);
 )sql";
 
 int64_t NowUnix() {
@@ -351,6 +364,10 @@ absl::Status Migrate(sqlite3* db, const std::string& path) {
     RETURN_IF_ERROR(Exec(db, kMigrateToV3));
     version = 3;
   }
+  if (version < 4) {
+    RETURN_IF_ERROR(Exec(db, kMigrateToV4));
+    version = 4;
+  }
   RETURN_IF_ERROR(Exec(db, "DELETE FROM schema_version"));
   Stmt s(db, "INSERT INTO schema_version (version) VALUES (?1)");
   s.Bind(1, static_cast<int64_t>(version));
@@ -419,8 +436,8 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& data
     }
   }
   RETURN_IF_ERROR(Exec(db.get(), "PRAGMA foreign_keys=ON"));
-  RETURN_IF_ERROR(Exec(db.get(), common::DiskSyncsSkipped() ? "PRAGMA synchronous=OFF"
-                                                             : "PRAGMA synchronous=FULL"));
+  RETURN_IF_ERROR(Exec(
+      db.get(), common::DiskSyncsSkipped() ? "PRAGMA synchronous=OFF" : "PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(Migrate(db.get(), path));
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
@@ -784,6 +801,43 @@ absl::Status JobStore::DeleteCollects(const std::string& job_id) {
   Stmt s(db_, "DELETE FROM collects WHERE job_id = ?1");
   s.Bind(1, job_id);
   return s.Run();
+}
+
+absl::Status JobStore::RecordUntold(const std::vector<UntoldEnd>& ends) {
+  for (const UntoldEnd& end : ends) RETURN_IF_ERROR(ValidateJobId(end.job_id));
+  absl::MutexLock lock(&mu_);
+  WriteTxn txn(db_);
+  RETURN_IF_ERROR(txn.Begin());
+  for (const UntoldEnd& end : ends) {
+    RETURN_IF_ERROR(RequireJob(db_, end.job_id));
+    Stmt s(db_,
+           "INSERT OR REPLACE INTO untold (job_id, party, success, reason) "
+           "VALUES (?1, ?2, ?3, ?4)");
+    s.Bind(1, end.job_id).Bind(2, end.party);
+    s.Bind(3, static_cast<int64_t>(end.success ? 1 : 0)).Bind(4, end.reason);
+    RETURN_IF_ERROR(s.Run());
+  }
+  return txn.Commit();
+}
+
+absl::Status JobStore::ForgetUntold(const std::string& job_id, const std::string& party) {
+  RETURN_IF_ERROR(ValidateJobId(job_id));
+  absl::MutexLock lock(&mu_);
+  Stmt s(db_, "DELETE FROM untold WHERE job_id = ?1 AND party = ?2");
+  s.Bind(1, job_id).Bind(2, party);
+  return s.Run();
+}
+
+absl::StatusOr<std::vector<UntoldEnd>> JobStore::Untold() const {
+  absl::MutexLock lock(&mu_);
+  Stmt s(db_, "SELECT job_id, party, success, reason FROM untold ORDER BY seq");
+  std::vector<UntoldEnd> out;
+  while (true) {
+    ASSIGN_OR_RETURN(const bool row, s.Step());
+    if (!row) break;
+    out.push_back(UntoldEnd{s.Text(0), s.Text(1), s.Int(2) != 0, s.Text(3)});
+  }
+  return out;
 }
 
 absl::StatusOr<int> JobStore::RecordResume(const std::string& job_id, uint32_t round) {

@@ -27,7 +27,7 @@ struct sqlite3;
 namespace fedanon::leader {
 
 // The schema version this build writes (and the newest it opens). docs/leader.md lists them.
-inline constexpr int kJobStoreSchemaVersion = 3;
+inline constexpr int kJobStoreSchemaVersion = 4;
 
 // A finished job whose outputs retention may delete (JobStore::FinishedBefore).
 struct FinishedJob {
@@ -54,6 +54,16 @@ struct RecordedCollect {
   std::string masks;  // empty once done
   bool done = false;
   std::string sum;
+};
+
+// A party of a job that ended while the party was away (not connected, or not answering): it is
+// to be told the end (EndJob `success`, `reason`) when it connects again, whenever that is, so
+// that it deletes the job's durable state (schema v4).
+struct UntoldEnd {
+  std::string job_id;
+  std::string party;
+  bool success = false;
+  std::string reason;
 };
 
 // What RecoverForResume() found in flight.
@@ -135,6 +145,11 @@ class JobStore {
   // The job's collects in order (0, 1, ...); the last may be open (not done).
   absl::StatusOr<std::vector<RecordedCollect>> Collects(const std::string& job_id) const;
   absl::Status DeleteCollects(const std::string& job_id);
+  // Schema v4: parties to tell that a job ended. Recording a (job, party) again replaces it;
+  // NotFound for an unknown job. Untold() lists every one, oldest first.
+  absl::Status RecordUntold(const std::vector<UntoldEnd>& ends);
+  absl::Status ForgetUntold(const std::string& job_id, const std::string& party);
+  absl::StatusOr<std::vector<UntoldEnd>> Untold() const;
   // Counts one more resume of the job (audited "resumed": "resume N from round R"); returns N.
   absl::StatusOr<int> RecordResume(const std::string& job_id, uint32_t round);
   absl::StatusOr<int> Resumes(const std::string& job_id) const;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "common/spec/job_digest.h"
 #include "common/spec/job_spec_loader.h"
@@ -87,13 +88,31 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
     absl::MutexLock lock(&leader->mu_);
     leader->queue_ = std::move(recovered);
   }
-  // Jobs that cannot resume, and jobs that ended while their parties were being told.
+  // Jobs that cannot resume, and jobs that ended while their parties were being told (stores of
+  // schema v3 kept such jobs' collects until then): every party of their ring is to be told (again)
+  // that the job ended, as soon as it is connected. Recorded first, then the collects go.
   std::vector<std::string> to_end = std::move(recovery.failed);
   to_end.insert(to_end.end(), recovery.unended.begin(), recovery.unended.end());
-  if (!to_end.empty()) {
-    leader->recovery_ =
-        std::thread([l = leader.get(), ids = std::move(to_end)] { l->EndRecoveredJobs(ids); });
+  std::vector<UntoldEnd> ends;
+  for (const std::string& id : to_end) {
+    absl::StatusOr<fedanon::v1::SubmitJobRequest> request = leader->store_->Request(id);
+    absl::StatusOr<JobInfo> info = leader->store_->Get(id);
+    if (!request.ok() || !info.ok()) continue;
+    const bool done = info->state() == fedanon::v1::JOB_STATE_DONE;
+    for (const std::string& party : request->parties()) {
+      ends.push_back(UntoldEnd{id, party, done, done ? "done" : info->failure_reason()});
+    }
   }
+  RETURN_IF_ERROR(leader->store_->RecordUntold(ends));
+  for (const std::string& id : to_end) {
+    WarnIfError(leader->store_->DeleteCollects(id), id, "cannot delete the recorded collects");
+  }
+  {
+    ASSIGN_OR_RETURN(std::vector<UntoldEnd> untold, leader->store_->Untold());
+    absl::MutexLock lock(&leader->mu_);
+    leader->untold_ = std::move(untold);
+  }
+  leader->teller_ = std::thread([l = leader.get()] { l->TellerLoop(); });
   for (int i = 0; i < leader->options_.max_concurrent_jobs; ++i) {
     leader->workers_.emplace_back([l = leader.get()] { l->WorkerLoop(); });
   }
@@ -112,6 +131,13 @@ Leader::Leader(LeaderOptions options, common::PartyChannel* channel,
   host_.store = store_.get();
   host_.check_cancelled = [this](const std::string& job_id) { return CheckCancelled(job_id); };
   host_.notify = [this] { Notify(); };
+  host_.waiting = [this](const std::string& job_id, const std::string& party, bool waiting) {
+    SetWaiting(job_id, party, waiting);
+  };
+  host_.tell_later = [this](const std::string& job_id, const std::vector<std::string>& parties,
+                            bool success, const std::string& reason) {
+    TellLater(job_id, parties, success, reason);
+  };
 }
 
 Leader::~Leader() {
@@ -126,72 +152,66 @@ Leader::~Leader() {
   }
   changed_.SignalAll();
   for (std::thread& worker : workers_) worker.join();
-  if (recovery_.joinable()) recovery_.join();
-  std::vector<std::thread> tellers;
+  if (teller_.joinable()) teller_.join();
+}
+
+void Leader::TellLater(const std::string& job_id, const std::vector<std::string>& parties,
+                       bool success, const std::string& reason) {
+  std::vector<UntoldEnd> ends;
+  for (const std::string& party : parties)
+    ends.push_back(UntoldEnd{job_id, party, success, reason});
+  // Kept in the job store, so that a leader restarted meanwhile still tells them.
+  WarnIfError(store_->RecordUntold(ends), job_id,
+              "cannot record the parties to tell that the job ended");
   {
     absl::MutexLock lock(&mu_);
-    tellers.swap(tellers_);
+    for (UntoldEnd& end : ends) {
+      std::erase_if(untold_, [&](const UntoldEnd& u) {
+        return u.job_id == end.job_id && u.party == end.party;
+      });
+      untold_.push_back(std::move(end));
+    }
   }
-  for (std::thread& teller : tellers) teller.join();
+  spdlog::info("job={} not told that it ended (away): '{}'; each is told when it connects", job_id,
+               absl::StrJoin(parties, "', '"));
+  Notify();
 }
 
-void Leader::TellWhenBack(const std::string& job_id, std::vector<std::string> parties,
-                          const std::string& reason) {
-  absl::MutexLock lock(&mu_);
-  if (stopping_) return;
-  tellers_.emplace_back([this, job_id, parties = std::move(parties), reason] {
-    const RejoiningChannel waiter(channel_, options_.resume_timeout, [this] {
+void Leader::TellerLoop() {
+  while (true) {
+    std::vector<UntoldEnd> untold;
+    {
       absl::MutexLock lock(&mu_);
-      return stopping_ ? absl::CancelledError("leader shutting down") : absl::OkStatus();
-    });
-    for (const std::string& party : parties) {
-      absl::Status back = waiter.WaitForParties({party});
-      if (absl::IsCancelled(back)) return;
-      if (!back.ok()) {
-        spdlog::warn("job={} {}: it was not told that the job ended", job_id,
-                     std::string(back.message()));
-        continue;
+      changed_.WaitWithTimeout(&mu_, absl::Seconds(1));
+      if (stopping_) return;
+      untold = untold_;
+    }
+    if (untold.empty()) continue;
+    std::set<std::string> connected;
+    for (const common::ConnectedParty& p : channel_->Parties()) connected.insert(p.name);
+    for (const UntoldEnd& end : untold) {
+      if (!connected.contains(end.party)) continue;
+      {
+        absl::MutexLock lock(&mu_);
+        if (stopping_) return;
       }
       const absl::Status told =
-          TellJobEnded(channel_, party, job_id, /*success=*/false, reason, absl::Seconds(5));
+          TellJobEnded(channel_, end.party, end.job_id, end.success, end.reason, absl::Seconds(5));
+      // Not reached (gone again, or no answer in time): tried again later.
+      if (absl::IsUnavailable(told) || absl::IsDeadlineExceeded(told)) continue;
+      // Told; or it answered with an error (it holds nothing of the job): nothing more to tell.
       if (told.ok()) {
-        spdlog::info("job={} party '{}' is back and was told that the job ended", job_id, party);
+        spdlog::info("job={} party '{}' is back and was told that the job ended", end.job_id,
+                     end.party);
       }
-    }
-  });
-}
-
-void Leader::EndRecoveredJobs(std::vector<std::string> job_ids) {
-  for (const std::string& job_id : job_ids) {
-    absl::StatusOr<fedanon::v1::SubmitJobRequest> request = store_->Request(job_id);
-    absl::StatusOr<JobInfo> info = store_->Get(job_id);
-    if (!request.ok() || !info.ok()) continue;
-    JobRun job;
-    job.job_id = job_id;
-    job.ring.assign(request->parties().begin(), request->parties().end());
-    job.timeout = absl::Seconds(5);
-    // Each party as soon as it is connected (parties reconnect on their own after a restart).
-    const absl::Time deadline = absl::Now() + options_.resume_timeout;
-    RejoiningChannel waiter(channel_, options_.resume_timeout, [this] {
+      WarnIfError(store_->ForgetUntold(end.job_id, end.party), end.job_id,
+                  "cannot forget a party told that the job ended");
       absl::MutexLock lock(&mu_);
-      return stopping_ ? absl::CancelledError("leader shutting down") : absl::OkStatus();
-    });
-    for (const std::string& party : job.ring) {
-      absl::Status connected = waiter.WaitForParties({party});
-      if (absl::IsCancelled(connected)) return;
-      if (!connected.ok() || absl::Now() > deadline) {
-        spdlog::warn("job={} {}: it was not told that the job ended", job_id,
-                     std::string(connected.message()));
-        continue;
-      }
-      const bool done = info->state() == fedanon::v1::JOB_STATE_DONE;
-      TellJobEnded(channel_, party, job_id, done, done ? "done" : info->failure_reason(),
-                   job.timeout)
-          .IgnoreError();  // TellJobEnded logs a party that did not acknowledge
+      std::erase_if(untold_, [&](const UntoldEnd& u) {
+        return u.job_id == end.job_id && u.party == end.party && u.reason == end.reason &&
+               u.success == end.success;
+      });
     }
-    WarnIfError(store_->DeleteCollects(job_id), job_id, "cannot delete the recorded collects");
-    spdlog::info("job={} its parties were told that it ended ({})", job_id,
-                 fedanon::v1::JobState_Name(info->state()));
   }
 }
 
@@ -230,12 +250,29 @@ absl::StatusOr<JobInfo> Leader::Submit(const fedanon::v1::SubmitJobRequest& requ
   return Get(job_id);
 }
 
-void Leader::AddQueuePosition(JobInfo* info) const {
-  if (info->state() != fedanon::v1::JOB_STATE_SUBMITTED) return;
+void Leader::AddLiveState(JobInfo* info) const {
+  if (IsFinal(info->state())) return;
   absl::MutexLock lock(&mu_);
+  if (const auto run = running_.find(info->job_id()); run != running_.end()) {
+    for (const auto& [party, waits] : run->second.waiting_for) info->add_waiting_for_parties(party);
+    return;
+  }
   const auto it = std::find_if(queue_.begin(), queue_.end(),
                                [&](const QueuedJob& q) { return q.job_id == info->job_id(); });
   if (it != queue_.end()) info->set_queue_position(static_cast<uint32_t>(it - queue_.begin()) + 1);
+}
+
+void Leader::SetWaiting(const std::string& job_id, const std::string& party, bool waiting) {
+  {
+    absl::MutexLock lock(&mu_);
+    const auto run = running_.find(job_id);
+    if (run == running_.end()) return;
+    int& waits = run->second.waiting_for[party];
+    waits += waiting ? 1 : -1;
+    if (waits <= 0) run->second.waiting_for.erase(party);
+  }
+  if (waiting) spdlog::info("job={} waiting for party '{}' to connect", job_id, party);
+  Notify();
 }
 
 QueueStats Leader::Queue() const {
@@ -246,13 +283,13 @@ QueueStats Leader::Queue() const {
 
 absl::StatusOr<JobInfo> Leader::Get(const std::string& job_id) const {
   ASSIGN_OR_RETURN(JobInfo info, store_->Get(job_id));
-  AddQueuePosition(&info);
+  AddLiveState(&info);
   return info;
 }
 
 absl::StatusOr<std::vector<JobInfo>> Leader::List() const {
   ASSIGN_OR_RETURN(std::vector<JobInfo> jobs, store_->List());
-  for (JobInfo& info : jobs) AddQueuePosition(&info);
+  for (JobInfo& info : jobs) AddLiveState(&info);
   return jobs;
 }
 
@@ -288,8 +325,7 @@ absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::str
     job.ring = std::move(prepared);
     job.timeout = absl::Seconds(5);
     const std::string reason = absl::StrCat("cancelled: ", why);
-    std::vector<std::string> away = host_.EndJobAtParties(job, /*success=*/false, reason);
-    if (!away.empty()) TellWhenBack(job_id, std::move(away), reason);
+    host_.EndJobAtParties(job, /*success=*/false, reason);
     WarnIfError(store_->DeleteCollects(job_id), job_id, "cannot delete the recorded collects");
   }
   Notify();
@@ -312,6 +348,8 @@ absl::StatusOr<JobInfo> Leader::WaitForChange(const std::string& job_id, const J
     if (info.state() != last.state() || info.round() != last.round() ||
         info.failure_reason() != last.failure_reason() ||
         info.queue_position() != last.queue_position() ||
+        !std::equal(info.waiting_for_parties().begin(), info.waiting_for_parties().end(),
+                    last.waiting_for_parties().begin(), last.waiting_for_parties().end()) ||
         std::chrono::steady_clock::now() >= deadline) {
       return info;
     }
@@ -367,7 +405,7 @@ void Leader::WorkerLoop() {
       if (stopping_) return;
       job_id = next->job_id;
       resume = next->resume;
-      running_[job_id] = RunningJob{false, "", std::move(next->parties)};
+      running_[job_id] = RunningJob{false, "", std::move(next->parties), {}};
       queue_.erase(next);
     }
     Notify();  // the queue positions of the others moved
@@ -399,10 +437,9 @@ void Leader::WorkerLoop() {
       const std::string reason = status.code() == absl::StatusCode::kCancelled
                                      ? absl::StrCat("cancelled: ", cancel_reason)
                                      : std::string(status.message());
-      std::vector<std::string> away = host_.EndJobAtParties(job, /*success=*/false, reason);
       // A party away now (e.g. the job was cancelled while waiting for it) is told when it
-      // comes back, so that it drops the job's durable state too.
-      if (!away.empty()) TellWhenBack(job_id, std::move(away), reason);
+      // comes back, so that it drops the job's durable state too (JobHost::tell_later).
+      host_.EndJobAtParties(job, /*success=*/false, reason);
     }
     RecordOutcome(job_id, status, cancel_reason);
     Notify();
@@ -484,8 +521,9 @@ absl::Status Leader::RunJob(JobRun* run) {
   if (job.resume) {
     // Prepared before the restart (a second Prepare of the run would be refused): the parties
     // keep the job, in memory or in their durable state. Wait for them to reconnect.
-    const RejoiningChannel waiter(channel_, options_.resume_timeout,
-                                  [this, id = job_id] { return CheckCancelled(id); });
+    RejoiningChannel waiter(channel_, options_.resume_timeout,
+                            [this, id = job_id] { return CheckCancelled(id); });
+    waiter.set_waiting_observer(host_.WaitingObserver(job_id));
     if (absl::Status back = waiter.WaitForParties(job.ring); !back.ok()) {
       if (absl::IsCancelled(back)) return back;
       return absl::UnavailableError(
@@ -502,6 +540,12 @@ absl::Status Leader::RunJob(JobRun* run) {
     spdlog::warn("job={} round={} resuming after a leader restart (resume {})", job_id,
                  info.round(), job.resumes);
   } else {
+    // Parties reconnect on their own (within a second or two after a leader restart, longer
+    // after their own): a new job waits for its ring like a resumed one, at most party_wait.
+    RejoiningChannel waiter(channel_, options_.party_wait,
+                            [this, id = job_id] { return CheckCancelled(id); });
+    waiter.set_waiting_observer(host_.WaitingObserver(job_id));
+    RETURN_IF_ERROR(waiter.WaitForParties(job.ring, "party_wait_seconds"));
     RETURN_IF_ERROR(PrepareParties(host_, job, expected_digest));
     RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_RUNNING));
   }

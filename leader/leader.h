@@ -97,6 +97,9 @@ class Leader {
     bool cancel = false;
     std::string cancel_reason;
     std::vector<std::string> parties;
+    // The parties the job waits for to connect, with how many waits are for each (calls to a
+    // party run in parallel): JobInfo.waiting_for_parties.
+    std::map<std::string, int> waiting_for;
   };
   struct QueuedJob {
     std::string job_id;
@@ -111,17 +114,19 @@ class Leader {
   // in `job` (its ring, timeout) as it goes.
   absl::Status RunJob(JobRun* job) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckCancelled(const std::string& job_id) const ABSL_LOCKS_EXCLUDED(mu_);
-  // Sets queue_position from the queue (0 when the job is not waiting).
-  void AddQueuePosition(fedanon::v1::JobInfo* info) const ABSL_LOCKS_EXCLUDED(mu_);
-  // A job that ended failed or cancelled while some of its parties were away (e.g. cancelled
-  // while it waited for them to come back): tells each of `parties` once it connects again, at
-  // most resume_timeout later, so that it deletes the job's durable state. On its own thread.
-  void TellWhenBack(const std::string& job_id, std::vector<std::string> parties,
-                    const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
-  // After a restart: tells the parties of each job that could not resume that it ended
-  // (EndJob success=false with the job's failure reason), waiting for each party to connect at
-  // most resume_timeout. Runs on its own thread.
-  void EndRecoveredJobs(std::vector<std::string> job_ids) ABSL_LOCKS_EXCLUDED(mu_);
+  // Sets what only the running leader knows: queue_position from the queue (0 when the job is
+  // not queued) and waiting_for_parties of a running job.
+  void AddLiveState(fedanon::v1::JobInfo* info) const ABSL_LOCKS_EXCLUDED(mu_);
+  // A running job waits (or no longer waits) for `party` to connect.
+  void SetWaiting(const std::string& job_id, const std::string& party, bool waiting)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Parties of a job that ended while they were away (JobHost::tell_later): recorded in the job
+  // store (schema v4) and told by the teller thread as soon as each is connected, however long
+  // that takes and across restarts of the leader, so that each deletes the job's durable state.
+  void TellLater(const std::string& job_id, const std::vector<std::string>& parties, bool success,
+                 const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+  // The teller thread: once a second (or on a change), tells the connected parties of untold_.
+  void TellerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   void Notify() const;
 
   LeaderOptions options_;
@@ -143,8 +148,8 @@ class Leader {
   std::map<std::string, RunningJob> running_ ABSL_GUARDED_BY(mu_);  // by job id
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
-  std::thread recovery_;                                   // EndRecoveredJobs
-  std::vector<std::thread> tellers_ ABSL_GUARDED_BY(mu_);  // TellWhenBack
+  std::vector<UntoldEnd> untold_ ABSL_GUARDED_BY(mu_);  // as in the job store, oldest first
+  std::thread teller_;                                  // TellerLoop
 };
 
 }  // namespace fedanon::leader

@@ -28,6 +28,10 @@ struct LeaderOptions {
   // (re)connect — after the leader restarted, or when a party's connection drops mid-job — before
   // it fails naming the party (leader.yaml `resume_timeout_seconds`).
   absl::Duration resume_timeout = absl::Seconds(120);
+  // How long a new job waits for the parties of its ring to connect before it fails naming the
+  // first one still away (leader.yaml `party_wait_seconds`; zero: it fails at once). Parties
+  // reconnect on their own, e.g. within a second or two after a leader restart.
+  absl::Duration party_wait = absl::Seconds(60);
   // Durable jobs: a running job resumed after more leader restarts than this fails by name
   // (kResumedTooOften) instead of running again (leader.yaml `max_resumes`): a party's reply that
   // stops the leader is recorded before use and replayed at every start.

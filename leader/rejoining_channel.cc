@@ -1,8 +1,11 @@
 #include "leader/rejoining_channel.h"
 
 #include <algorithm>
+#include <set>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/base/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -35,6 +38,10 @@ absl::StatusOr<fedanon::v1::PartyMessage> RejoiningChannel::Call(
   const absl::Time left = absl::Now();
   const absl::Time deadline = left + rejoin_timeout_;
   const std::string why(reply.status().message());
+  if (waiting_) waiting_(party, true);
+  const absl::Cleanup waited = [this, &party] {
+    if (waiting_) waiting_(party, false);
+  };
   spdlog::warn("job={} round={} {}; waiting up to {} for it to come back", request.job_id(),
                request.round(), why, absl::FormatDuration(rejoin_timeout_));
   while (true) {
@@ -63,20 +70,43 @@ absl::StatusOr<fedanon::v1::PartyMessage> RejoiningChannel::Call(
   }
 }
 
-absl::Status RejoiningChannel::WaitForParties(const std::vector<std::string>& parties) const {
+absl::Status RejoiningChannel::WaitForParties(const std::vector<std::string>& parties,
+                                              std::string_view deadline_name) const {
   const absl::Time deadline = absl::Now() + rejoin_timeout_;
-  for (const std::string& party : parties) {
-    while (!Connected(party)) {
-      RETURN_IF_ERROR(check_());
-      if (absl::Now() >= deadline) {
-        return absl::UnavailableError(absl::StrCat("party '", party, "' did not connect within ",
-                                                   absl::ToInt64Seconds(rejoin_timeout_),
-                                                   " s (rejoin deadline)"));
-      }
-      absl::SleepFor(kPoll);
+  std::set<std::string> told;  // the parties the observer was told are waited for
+  const absl::Cleanup untell = [this, &told] {
+    for (const std::string& party : told) waiting_(party, false);
+  };
+  while (true) {
+    std::vector<std::string> away;
+    for (const std::string& party : parties) {
+      if (!Connected(party)) away.push_back(party);
     }
+    if (waiting_) {
+      for (auto it = told.begin(); it != told.end();) {
+        if (std::find(away.begin(), away.end(), *it) == away.end()) {
+          waiting_(*it, false);
+          it = told.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      for (const std::string& party : away) {
+        if (told.insert(party).second) waiting_(party, true);
+      }
+    }
+    if (away.empty()) return absl::OkStatus();
+    RETURN_IF_ERROR(check_());
+    if (absl::Now() >= deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          "party '", away.front(), "' did not connect within ",
+          absl::ToInt64Seconds(rejoin_timeout_), " s (", std::string(deadline_name), ")",
+          away.size() > 1 ? absl::StrCat("; nor did '",
+                                         absl::StrJoin(away.begin() + 1, away.end(), "', '"), "'")
+                          : ""));
+    }
+    absl::SleepFor(kPoll);
   }
-  return absl::OkStatus();
 }
 
 }  // namespace fedanon::leader

@@ -7,10 +7,14 @@
 // second, different answer. A party that stays away past the deadline fails the call:
 // Unavailable "party 'x' did not come back within N s: <why it left>". The party's own errors
 // and missed deadlines pass through unchanged. Thread-safe like the channel it wraps.
+// WaitForParties serves a job that starts (or resumes): it waits until every party of its ring is
+// connected. An observer, when set, is told which parties a wait is for while it lasts (shown to
+// admins as "waiting for party x").
 #pragma once
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,14 +31,21 @@ class RejoiningChannel : public common::PartyChannel {
                    std::function<absl::Status()> check,
                    std::function<void(const std::string&, absl::Duration)> on_rejoin = nullptr);
 
+  // Told `(party, true)` when a wait for `party` begins and `(party, false)` when it ends,
+  // however it ends. Called from the waiting thread (several at once when calls run in parallel).
+  using WaitingObserver = std::function<void(const std::string& party, bool waiting)>;
+  void set_waiting_observer(WaitingObserver observer) { waiting_ = std::move(observer); }
+
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override;
   std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
 
   // Waits until every one of `parties` is connected (OK), the deadline passes (Unavailable
-  // naming the first party still away) or `check` fails.
-  absl::Status WaitForParties(const std::vector<std::string>& parties) const;
+  // naming the first party still away: "party 'x' did not connect within N s (<deadline_name>)")
+  // or `check` fails.
+  absl::Status WaitForParties(const std::vector<std::string>& parties,
+                              std::string_view deadline_name = "rejoin deadline") const;
 
  private:
   bool Connected(const std::string& party) const;
@@ -43,6 +54,7 @@ class RejoiningChannel : public common::PartyChannel {
   absl::Duration rejoin_timeout_;
   std::function<absl::Status()> check_;
   std::function<void(const std::string&, absl::Duration)> on_rejoin_;
+  WaitingObserver waiting_;
 };
 
 }  // namespace fedanon::leader

@@ -126,6 +126,7 @@ absl::Status RunVerticalDriver(const JobHost& host, const JobRun& job) {
   // A party whose connection drops is waited for and asked the same request again.
   RejoiningChannel channel(host.channel, host.options->resume_timeout,
                            host.CancelCheck(job.job_id));
+  channel.set_waiting_observer(host.WaitingObserver(job.job_id));
   const double rounds_start = job.elapsed();
   ASSIGN_OR_RETURN(const VerticalJobResult result, RunVerticalJob(&channel, options));
   RETURN_IF_ERROR(host.store->SetReport(job.job_id, ReportOf(job, result, rounds_start)));

@@ -454,6 +454,9 @@ std::string ProgressLine(const JobInfo& job) {
   std::string line = absl::StrCat(job.job_id(), " ", JobStateName(job.state()));
   std::vector<std::string> parts;
   if (job.queue_position() > 0) parts.push_back(absl::StrCat("queued #", job.queue_position()));
+  for (const std::string& party : job.waiting_for_parties()) {
+    parts.push_back(absl::StrCat("waiting for party ", party));
+  }
   if (job.round() > 0) parts.push_back(absl::StrCat("round ", job.round()));
   if (!job.current_best().empty() && !IsFinalState(job.state()))
     parts.push_back(absl::StrCat("best '", job.current_best(), "'"));

@@ -20,7 +20,9 @@ bool IsFinal(fedanon::v1::JobState state) {
 bool Changed(const fedanon::v1::JobInfo& a, const fedanon::v1::JobInfo& b) {
   return a.state() != b.state() || a.round() != b.round() ||
          a.failure_reason() != b.failure_reason() || a.current_best() != b.current_best() ||
-         a.queue_position() != b.queue_position();
+         a.queue_position() != b.queue_position() ||
+         !std::equal(a.waiting_for_parties().begin(), a.waiting_for_parties().end(),
+                     b.waiting_for_parties().begin(), b.waiting_for_parties().end());
 }
 
 const grpc::Status kNoBackend(grpc::StatusCode::UNAVAILABLE,

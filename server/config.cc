@@ -413,13 +413,28 @@ std::string UnixSocketPath(const std::string& address) {
 
 absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
-  RETURN_IF_ERROR(reader.CheckKeys(
-      reader.root(),
-      {"name", "listen", "data_dir", "tls", "seal", "round_timeout_seconds", "log_format", "crl",
-       "all_jobs_admins", "max_concurrent_jobs", "max_queued_jobs", "metrics_listen",
-       "metrics_allow_non_loopback", "retention", "tls_reload_seconds", "resume_timeout_seconds",
-       "reload_seconds", "id_batch_ids", "max_resumes"},
-      ""));
+  RETURN_IF_ERROR(reader.CheckKeys(reader.root(),
+                                   {"name",
+                                    "listen",
+                                    "data_dir",
+                                    "tls",
+                                    "seal",
+                                    "round_timeout_seconds",
+                                    "log_format",
+                                    "crl",
+                                    "all_jobs_admins",
+                                    "max_concurrent_jobs",
+                                    "max_queued_jobs",
+                                    "metrics_listen",
+                                    "metrics_allow_non_loopback",
+                                    "retention",
+                                    "tls_reload_seconds",
+                                    "resume_timeout_seconds",
+                                    "reload_seconds",
+                                    "id_batch_ids",
+                                    "max_resumes",
+                                    "party_wait_seconds"},
+                                   ""));
   LeaderConfig config;
   config.path = reader.path();
   ASSIGN_OR_RETURN(config.name, reader.Name());
@@ -460,6 +475,8 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(
       config.resume_timeout_seconds,
       BoundedInt(reader, "resume_timeout_seconds", config.resume_timeout_seconds, 1, 86400));
+  ASSIGN_OR_RETURN(config.party_wait_seconds,
+                   BoundedInt(reader, "party_wait_seconds", config.party_wait_seconds, 0, 86400));
   ASSIGN_OR_RETURN(config.max_resumes,
                    BoundedInt(reader, "max_resumes", config.max_resumes, 0, 1000));
   ASSIGN_OR_RETURN(config.id_batch_ids,

@@ -15,6 +15,7 @@
 //     w; absent: outputs are kept)
 //   tls_reload_seconds: 60 (optional; 0: never)
 //   resume_timeout_seconds: 120 (optional)
+//   party_wait_seconds: 60 (optional; 0..86400)
 //   max_resumes: 5 (optional)
 //   reload_seconds: 60 (optional)         reload_seconds: 60 (optional; both: 0 = only on SIGHUP)
 //                                         max_input_bytes: 68719476736 (optional; 64 GiB)
@@ -89,6 +90,7 @@ struct LeaderConfig {
   // Durable jobs: how long a running job waits for a party to (re)connect (after a leader
   // restart, or a party's dropped connection) before it fails naming it (1..86400).
   int resume_timeout_seconds = 120;
+  int party_wait_seconds = 60;  // a new job's wait for its parties to connect
   // Durable jobs: how many times a running job is resumed after leader restarts before it fails
   // by name (0..1000): a party's reply that stops the leader is recorded and replayed at every
   // start, so a job that never gets past it must end.

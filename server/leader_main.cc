@@ -84,6 +84,7 @@ absl::Status Run(const LeaderConfig& config, const LeaderConfig& file_config) {
   options.max_queued_jobs = config.max_queued_jobs;
   options.resume_timeout = absl::Seconds(config.resume_timeout_seconds);
   options.max_resumes = config.max_resumes;
+  options.party_wait = absl::Seconds(config.party_wait_seconds);
   options.id_batch_ids = static_cast<uint32_t>(config.id_batch_ids);
   options.ca_pem = tls.ca_pem;
   ASSIGN_OR_RETURN(options.seal_cert_pem,

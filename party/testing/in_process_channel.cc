@@ -15,6 +15,11 @@ void InProcessPartyChannel::Disconnect(const std::string& party) {
   disconnected_.insert(party);
 }
 
+void InProcessPartyChannel::Reconnect(const std::string& party) {
+  absl::MutexLock lock(&mu_);
+  disconnected_.erase(party);
+}
+
 absl::StatusOr<fedanon::v1::PartyMessage> InProcessPartyChannel::Call(
     const std::string& party, const fedanon::v1::LeaderMessage& request, absl::Duration) {
   PartyAgent* agent;

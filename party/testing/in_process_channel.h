@@ -23,6 +23,8 @@ class InProcessPartyChannel : public common::PartyChannel {
   void Add(PartyAgent* agent) ABSL_LOCKS_EXCLUDED(mu_);
   // Simulates a party going away: later calls fail with Unavailable.
   void Disconnect(const std::string& party) ABSL_LOCKS_EXCLUDED(mu_);
+  // The party is back (its agent kept its state, as a party whose link was cut).
+  void Reconnect(const std::string& party) ABSL_LOCKS_EXCLUDED(mu_);
   // The protocol version `party` announces (tests of an older party; default: this build's).
   void set_protocol(const std::string& party, common::ProtocolVersion version)
       ABSL_LOCKS_EXCLUDED(mu_) {

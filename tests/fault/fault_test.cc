@@ -94,6 +94,27 @@ class FaultTest : public FaultScenarioTest {
     EXPECT_EQ(CsvRows(*csv), expected) << "the integrated table lost or gained rows";
   }
 
+  // The job shows (JobInfo and `fedanonctl status`) that it waits for `party` to connect, within
+  // 10 s of its submission.
+  void ExpectWaitingFor(const std::string& job_id, const std::string& party) {
+    absl::StatusOr<JobInfo> info = absl::NotFoundError("not polled");
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (absl::Now() < deadline) {
+      info = fed_->Get(job_id);
+      ASSERT_TRUE(info.ok()) << info.status();
+      if (info->waiting_for_parties_size() > 0) break;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    ASSERT_THAT(info->waiting_for_parties(), ::testing::ElementsAre(party))
+        << info->ShortDebugString();
+    const CliResult status =
+        RunBinary(BinaryDir() + "/bin/fedanonctl",
+                  {"--config", fed_->dir() + "/kit/admin/admin.yaml", "status", job_id},
+                  fed_->dir() + "/capture");
+    EXPECT_EQ(status.exit_code, 0) << status.err;
+    EXPECT_THAT(status.out, HasSubstr("waiting for:   party " + party));
+  }
+
   // A round in [1, rounds - 1] (or 1), drawn from the seed.
   uint32_t SeededRound(uint32_t rounds) {
     if (rounds <= 2) return 1;
@@ -181,14 +202,22 @@ TEST_F(FaultTest, PartyKilledAndNotRestartedFailsTheJobPastItsRejoinDeadline) {
   EXPECT_EQ(watch.exit_code, 1) << watch.out << watch.err;
   EXPECT_THAT(watch.out + watch.err, HasSubstr("party '" + name + "'"));
 
-  // The job is refused at once while the party is away (not connected), naming it ...
+  // A new job naming the party waits for it (party_wait_seconds), showing whom it waits for,
+  // then fails naming it ...
+  const absl::Time submitted = absl::Now();
   absl::StatusOr<std::string> with_dead = fed_->Submit({}, kRoundTimeoutSeconds);
   ASSERT_TRUE(with_dead.ok()) << with_dead.status();
+  ASSERT_NO_FATAL_FAILURE(ExpectWaitingFor(*with_dead, name));
   absl::StatusOr<JobInfo> refused = fed_->WaitForEnd(*with_dead, kJobBound);
   ASSERT_TRUE(refused.ok()) << refused.status();
+  const double waited = Seconds(absl::Now() - submitted);
   EXPECT_EQ(refused->state(), JOB_STATE_FAILED);
-  EXPECT_THAT(refused->failure_reason(), HasSubstr("party '" + name + "' is not connected"));
-  // ... and the survivors run a new job to the job.end.
+  EXPECT_THAT(refused->failure_reason(),
+              HasSubstr(absl::StrCat("party '", name, "' did not connect within ",
+                                     kPartyWaitSeconds, " s (party_wait_seconds)")));
+  EXPECT_GE(waited, kPartyWaitSeconds - 0.1);
+  EXPECT_EQ(refused->waiting_for_parties_size(), 0);
+  // ... and the survivors run a new job to the end.
   std::vector<std::string> survivors;
   for (const std::string& p : fed_->parties()) {
     if (p != name) survivors.push_back(p);
@@ -207,9 +236,79 @@ TEST_F(FaultTest, PartyKilledAndNotRestartedFailsTheJobPastItsRejoinDeadline) {
         << fed_->parties()[static_cast<size_t>(i)];
   }
   ExpectNoDurableStateLeft(job.id, /*except=*/victim);
+  // The victim still holds the job's state file. The leader restarts before the victim is back;
+  // when the victim starts again, the restarted leader tells it that the job failed (issue #47:
+  // the parties to tell are kept in the job store), and it deletes its state file.
+  const std::string victim_state = fed_->party_output_dir(victim) + "/" + job.id + ".state";
+  EXPECT_TRUE(std::filesystem::exists(victim_state));
+  fed_->KillLeader();
+  fed_->ResetAdmin();
+  ASSERT_TRUE(fed_->StartLeader().ok());
+  ASSERT_TRUE(fed_->WaitForParties(survivors)) << fed_->Log("leader");
+  const absl::Time back = absl::Now();
+  ASSERT_TRUE(fed_->StartParty(victim).ok());
+  ExpectNoDurableStateLeft(job.id);
+  const double told_s = Seconds(absl::Now() - back);
+  EXPECT_EQ(fed_->AuditEnd(victim, job.id), "success=false reason=" + job.end.failure_reason());
   PrintFigures(absl::StrFormat(
-      "%s seed=%u victim=%s kill_round=%u of %u detect_s=%.3f reason=\"%s\" new_job_s=%.2f", Name(),
-      seed_, name, job.reached.round(), rounds, detect, job.end.failure_reason(), again));
+      "%s seed=%u victim=%s kill_round=%u of %u detect_s=%.3f reason=\"%s\" "
+      "new_job_with_it_failed_after_s=%.2f new_job_s=%.2f victim_told_after_leader_restart_s=%.2f",
+      Name(), seed_, name, job.reached.round(), rounds, detect, job.end.failure_reason(), waited,
+      again, told_s));
+}
+
+// Issue #47: a job submitted while a party is away, or while the parties reconnect after a
+// leader restart, waits for them (party_wait_seconds) instead of failing at once, and runs.
+TEST_F(FaultTest, ANewJobWaitsForItsPartiesToConnectThenRuns) {
+  FaultFederationOptions options;
+  options.leader_yaml_extra = "party_wait_seconds: 60\n";  // never reached here
+  StartFederation(options);
+  const int victim = SeededParty();
+  const std::string name = fed_->parties()[static_cast<size_t>(victim)];
+  fed_->KillParty(victim);
+  ASSERT_TRUE(fed_->WaitForPartyGone(name));
+  const absl::Time submitted = absl::Now();
+  absl::StatusOr<std::string> id = fed_->Submit({}, kCleanRoundTimeoutSeconds);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_NO_FATAL_FAILURE(ExpectWaitingFor(*id, name));
+  // Back after a while: the job was waiting, not failed.
+  absl::SleepFor(absl::Seconds(1));
+  absl::StatusOr<JobInfo> still = fed_->Get(*id);
+  ASSERT_TRUE(still.ok()) << still.status();
+  EXPECT_FALSE(server::IsFinalState(still->state())) << still->ShortDebugString();
+  ASSERT_TRUE(fed_->StartParty(victim).ok());
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*id, kJobBound);
+  ASSERT_TRUE(end.ok()) << end.status();
+  const double party_case = Seconds(absl::Now() - submitted);
+  EXPECT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason();
+  EXPECT_EQ(end->waiting_for_parties_size(), 0);
+  ExpectReleasedOnceAsCentralized(*id);
+
+  // The leader restarted and a job submitted as soon as it listens, while its parties reconnect
+  // (the issue's case: it failed with "party 'x' is not connected").
+  fed_->KillLeader();
+  fed_->ResetAdmin();
+  const absl::Time restart = absl::Now();
+  ASSERT_TRUE(fed_->StartLeader().ok());
+  absl::StatusOr<std::string> after = absl::UnavailableError("not submitted");
+  while (absl::Now() < restart + absl::Seconds(20)) {
+    after = fed_->Submit({}, kCleanRoundTimeoutSeconds);
+    if (after.ok() || !absl::IsUnavailable(after.status())) break;
+    fed_->ResetAdmin();
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(after.ok()) << after.status();
+  const double submitted_after_restart_s = Seconds(absl::Now() - restart);
+  absl::StatusOr<JobInfo> after_end = fed_->WaitForEnd(*after, kJobBound);
+  ASSERT_TRUE(after_end.ok()) << after_end.status();
+  EXPECT_EQ(after_end->state(), JOB_STATE_DONE) << after_end->failure_reason();
+  // Whether the leader had to wait (parties may reconnect before the first submission lands).
+  const bool waited = absl::StrContains(fed_->Log("leader"), "job=" + *after + " waiting for");
+  PrintFigures(
+      absl::StrFormat("%s seed=%u victim=%s party_back_job_s=%.2f submitted_after_restart_s=%.2f "
+                      "waited_after_restart=%s restart_to_done_s=%.2f",
+                      Name(), seed_, name, party_case, submitted_after_restart_s,
+                      waited ? "yes" : "no", Seconds(absl::Now() - restart)));
 }
 
 TEST_F(FaultTest, PartyKilledAtASeededRoundAndRestartedResumesTheJob) {

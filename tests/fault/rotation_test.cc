@@ -138,7 +138,11 @@ class RotationTest : public ::testing::Test {
   const char* Name() const {
     return ::testing::UnitTest::GetInstance()->current_test_info()->name();
   }
+  // A new job waits this long for a party that is not connected (leader.yaml party_wait_seconds,
+  // 60 s by default): a revoked party never comes back.
+  static constexpr int kPartyWaitSeconds = 3;
   void StartFederation(FaultFederationOptions options) {
+    options.leader_yaml_extra += absl::StrCat("party_wait_seconds: ", kPartyWaitSeconds, "\n");
     fed_ = std::make_unique<FaultFederation>(std::move(options));
     const absl::Status st = fed_->Start();
     ASSERT_TRUE(st.ok()) << st << "\n" << fed_->Log("leader");
@@ -276,7 +280,9 @@ TEST_F(RotationTest, ARevokedCertificateStopsAtItsNextHandshakeAndARenewedOneWor
   absl::StatusOr<JobInfo> refused = RunJob({});
   ASSERT_TRUE(refused.ok()) << refused.status();
   EXPECT_EQ(refused->state(), JOB_STATE_FAILED);
-  EXPECT_THAT(refused->failure_reason(), HasSubstr("party '" + b + "'"));
+  EXPECT_THAT(refused->failure_reason(),
+              HasSubstr(absl::StrCat("party '", b, "' did not connect within ", kPartyWaitSeconds,
+                                     " s (party_wait_seconds)")));
   absl::StatusOr<JobInfo> done = RunJob({a, fed_->parties()[2]});
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(done->state(), JOB_STATE_DONE) << done->failure_reason();

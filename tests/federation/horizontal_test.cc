@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "common/base/file_io.h"
 #include "common/spec/job_spec_loader.h"
 #include "tests/checker/brute_force_checker.h"
 #include "tests/federation/example_a.h"
@@ -351,6 +353,114 @@ TEST(HorizontalFederation, APartyThatDisappearsFailsTheJobWithoutAResult) {
   EXPECT_NE(done.failure_reason().find(victim), std::string::npos) << done.failure_reason();
   EXPECT_THAT(done.failure_reason(), ::testing::HasSubstr("did not come back within 1 s"));
   EXPECT_FALSE(fed_ptr->leader->Result(info.job_id()).ok());
+}
+
+// Issue #47 (resume gaps): a party away when its job fails is told when it connects again, even
+// after the leader restarted meanwhile: the leader keeps the parties it could not tell in its job
+// store (schema v4, `untold`), and the party then records the end and deletes its state file.
+TEST(HorizontalFederation, APartyAwayWhenItsJobFailedIsToldAfterTheLeaderRestarted) {
+  const Scenario s = ExampleA();
+  leader::LeaderOptions leader_options;
+  int replies = 0;
+  InProcessFederation* fed_ptr = nullptr;
+  std::string victim;
+  auto fed = InProcessFederation::Create("fed_untold", PartyFiles(s), nullptr,
+                                         [&leader_options](leader::LeaderOptions& o) {
+                                           o.resume_timeout = absl::Seconds(1);
+                                           leader_options = o;
+                                         });
+  ASSERT_OK(fed);
+  fed_ptr = fed->get();
+  victim = fed_ptr->names[1];
+  fed_ptr->channel.set_observer([&](const std::string&, const std::string&) {
+    if (++replies == 8) fed_ptr->channel.Disconnect(victim);  // mid-job
+  });
+  ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, fed_ptr->names));
+  ASSERT_OK_AND_ASSIGN(auto info, fed_ptr->Submit(req));
+  const auto failed = fed_ptr->Wait(info.job_id());
+  ASSERT_EQ(failed.state(), fedanon::v1::JOB_STATE_FAILED);
+  const std::string output = fed_ptr->dir + "/" + victim + "/output/" + info.job_id();
+  ASSERT_TRUE(std::filesystem::exists(output + ".state")) << "the victim held no state to drop";
+  ASSERT_OK_AND_ASSIGN(std::vector<leader::UntoldEnd> untold, fed_ptr->leader->store()->Untold());
+  ASSERT_EQ(untold.size(), 1u);
+  EXPECT_EQ(untold[0].party, victim);
+  EXPECT_FALSE(untold[0].success);
+  EXPECT_EQ(untold[0].reason, failed.failure_reason());
+
+  // The leader restarts (same data directory) before the party is back; then the party connects.
+  fed_ptr->leader.reset();
+  ASSERT_OK_AND_ASSIGN(fed_ptr->leader, leader::Leader::Create(leader_options, &fed_ptr->channel));
+  fed_ptr->channel.set_observer(nullptr);
+  fed_ptr->channel.Reconnect(victim);
+  for (int i = 0; i < 1000 && std::filesystem::exists(output + ".state"); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_FALSE(std::filesystem::exists(output + ".state")) << "the party was never told";
+  ASSERT_OK_AND_ASSIGN(const std::string audit, common::ReadFile(output + ".audit.jsonl"));
+  EXPECT_THAT(audit, ::testing::HasSubstr("\"kind\":\"job-end\""));
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_OK_AND_ASSIGN(untold, fed_ptr->leader->store()->Untold());
+    if (untold.empty()) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_TRUE(untold.empty()) << "the leader kept a party it told";
+}
+
+// Issue #47: a new job waits for a party of its ring that is not connected (leader.yaml
+// party_wait_seconds), shows whom it waits for, and runs once the party is back; with nobody back
+// within the wait it fails naming the party, and with a wait of zero it fails at once.
+TEST(HorizontalFederation, ANewJobWaitsForItsPartiesToConnect) {
+  const Scenario s = ExampleA();
+  auto fed = InProcessFederation::Create(
+      "fed_party_wait", PartyFiles(s), nullptr,
+      [](leader::LeaderOptions& o) { o.party_wait = absl::Seconds(30); });
+  ASSERT_OK(fed);
+  InProcessFederation& f = **fed;
+  const std::string away = f.names[1];
+  f.channel.Disconnect(away);
+  ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, f.names));
+  ASSERT_OK_AND_ASSIGN(auto info, f.Submit(req));
+  fedanon::v1::JobInfo seen;
+  for (int i = 0; i < 500 && seen.waiting_for_parties_size() == 0; ++i) {
+    ASSERT_OK_AND_ASSIGN(seen, f.leader->Get(info.job_id()));
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_THAT(seen.waiting_for_parties(), ::testing::ElementsAre(away));
+  EXPECT_EQ(seen.state(), fedanon::v1::JOB_STATE_VALIDATING);
+  // WatchJob's wait wakes on the change: the job stops waiting once the party is back.
+  f.channel.Reconnect(away);
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo next,
+                       f.leader->WaitForChange(info.job_id(), seen, absl::Seconds(10)));
+  EXPECT_EQ(next.waiting_for_parties_size(), 0) << next.ShortDebugString();
+  const auto done = f.Wait(info.job_id());
+  EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_DONE) << done.failure_reason();
+  EXPECT_EQ(done.waiting_for_parties_size(), 0);
+}
+
+TEST(HorizontalFederation, ANewJobFailsNamingThePartiesThatDidNotConnectWithinItsWait) {
+  const Scenario s = ExampleA();
+  for (const absl::Duration wait : {absl::ZeroDuration(), absl::Seconds(1)}) {
+    SCOPED_TRACE(absl::FormatDuration(wait));
+    auto fed = InProcessFederation::Create(
+        absl::StrCat("fed_party_wait_fails_", absl::ToInt64Seconds(wait)), PartyFiles(s), nullptr,
+        [wait](leader::LeaderOptions& o) { o.party_wait = wait; });
+    ASSERT_OK(fed);
+    InProcessFederation& f = **fed;
+    f.channel.Disconnect(f.names[2]);
+    f.channel.Disconnect(f.names[1]);
+    ASSERT_OK_AND_ASSIGN(auto req, MakeRequest(s, f.names));
+    const absl::Time start = absl::Now();
+    ASSERT_OK_AND_ASSIGN(auto info, f.Submit(req));
+    const auto done = f.Wait(info.job_id());
+    const absl::Duration took = absl::Now() - start;
+    EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_FAILED);
+    EXPECT_THAT(done.failure_reason(),
+                ::testing::HasSubstr(absl::StrCat(
+                    "party '", f.names[1], "' did not connect within ", absl::ToInt64Seconds(wait),
+                    " s (party_wait_seconds); nor did '", f.names[2], "'")));
+    EXPECT_GE(took, wait);
+    EXPECT_FALSE(f.leader->Result(info.job_id()).ok());
+  }
 }
 
 // A job that fails is ended at every party of its ring (EndJob, success false, the leader's

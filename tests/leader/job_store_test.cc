@@ -688,6 +688,41 @@ TEST_F(JobStoreTest, SchemaIsVersioned) {
 }  // namespace
 // Durable jobs (schema v3): each collect's request (digest, masks) recorded before it is sent, its
 // sum once complete (masks dropped then); the same request again is accepted, another refused.
+// Schema v4: the parties still to be told that a job ended survive reopening, in the order they
+// were recorded; recording one again replaces it; an unknown job is refused.
+TEST_F(JobStoreTest, PartiesToTellThatAJobEndedSurviveReopening) {
+  std::string a, b;
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    ASSERT_OK_AND_ASSIGN(a, store->Create(MakeRequest("a"), "x"));
+    ASSERT_OK_AND_ASSIGN(b, store->Create(MakeRequest("b"), "x"));
+    ASSERT_OK(store->RecordUntold({{a, "hospital-b", false, "cancelled: by x"},
+                                   {a, "hospital-c", false, "cancelled: by x"}}));
+    ASSERT_OK(store->RecordUntold({{b, "hospital-a", true, "done"}}));
+    ASSERT_OK(store->RecordUntold({{a, "hospital-c", false, "failed: later words"}}));
+    EXPECT_THAT(store->RecordUntold({{"job-00000000beef", "hospital-a", true, "done"}}),
+                StatusIs(absl::StatusCode::kNotFound, ""));
+  }
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::vector<UntoldEnd> untold, store->Untold());
+  ASSERT_THAT(untold, SizeIs(3));
+  EXPECT_EQ(untold[0].job_id, a);
+  EXPECT_EQ(untold[0].party, "hospital-b");
+  EXPECT_EQ(untold[1].job_id, b);
+  EXPECT_TRUE(untold[1].success);
+  EXPECT_EQ(untold[1].reason, "done");
+  EXPECT_EQ(untold[2].party, "hospital-c");
+  EXPECT_EQ(untold[2].reason, "failed: later words");
+  EXPECT_FALSE(untold[2].success);
+  ASSERT_OK(store->ForgetUntold(a, "hospital-b"));
+  ASSERT_OK(store->ForgetUntold(a, "hospital-z"));  // nothing to forget: fine
+  ASSERT_OK_AND_ASSIGN(untold, store->Untold());
+  ASSERT_THAT(untold, SizeIs(2));
+  EXPECT_EQ(untold[0].job_id, b);
+}
+
 TEST_F(JobStoreTest, CollectsAreRecordedInOrderAndSurviveReopening) {
   std::string id;
   {
@@ -818,8 +853,8 @@ TEST_F(JobStoreTest, VerticalRepliesAreRecordedInOrderAndSurviveReopening) {
 }
 
 // A hand-made version-2 database (as the leader before durable jobs wrote it) gains the collects
-// table and the resume count; its jobs read as before.
-TEST_F(JobStoreTest, MigratesAVersionTwoDatabaseToVersionThree) {
+// table and the resume count (v3), then the parties to tell (v4); its jobs read as before.
+TEST_F(JobStoreTest, MigratesAVersionTwoDatabaseToVersionThreeAndFour) {
   {
     auto store = OpenStore();  // creates the current schema; turned back into version 2 below
     ASSERT_NE(store, nullptr);
@@ -830,9 +865,10 @@ TEST_F(JobStoreTest, MigratesAVersionTwoDatabaseToVersionThree) {
   ASSERT_TRUE(request.SerializeToString(&blob));
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  // Version 2 exactly: no collects table, no resumes column.
+  // Version 2 exactly: no collects or untold table, no resumes column.
   ASSERT_EQ(sqlite3_exec(db,
-                         "DROP TABLE collects; ALTER TABLE jobs DROP COLUMN resumes; "
+                         "DROP TABLE untold; DROP TABLE collects; "
+                         "ALTER TABLE jobs DROP COLUMN resumes; "
                          "UPDATE schema_version SET version = 2;",
                          nullptr, nullptr, nullptr),
             SQLITE_OK)
@@ -862,13 +898,16 @@ TEST_F(JobStoreTest, MigratesAVersionTwoDatabaseToVersionThree) {
   ASSERT_OK_AND_ASSIGN(auto collects, store->Collects("job-0123456789ab"));
   EXPECT_THAT(collects, SizeIs(0));
   ASSERT_OK(store->RecordCollectRequest("job-0123456789ab", 0, "d", "m"));
+  ASSERT_OK(store->RecordUntold({{"job-0123456789ab", "bob", false, "leader restarted"}}));
+  ASSERT_OK_AND_ASSIGN(auto untold, store->Untold());
+  EXPECT_THAT(untold, SizeIs(1));
   store.reset();
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* stmt = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT MAX(version) FROM schema_version", -1, &stmt, nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 3);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 4);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }

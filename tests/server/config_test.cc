@@ -151,6 +151,20 @@ TEST_F(ConfigTest, MaxResumesIsBounded) {
                        "a.yaml:8:14: key 'max_resumes' must be a whole number in 0..1000"));
 }
 
+TEST_F(ConfigTest, PartyWaitIsBoundedAndMayBeZero) {
+  ASSERT_OK_AND_ASSIGN(const LeaderConfig d,
+                       LoadLeaderConfig(Write("leader.yaml", std::string(kLeaderYaml))));
+  EXPECT_EQ(d.party_wait_seconds, 60);
+  ASSERT_OK_AND_ASSIGN(const LeaderConfig c,
+                       LoadLeaderConfig(Write(
+                           "leader2.yaml", std::string(kLeaderYaml) + "party_wait_seconds: 0\n")));
+  EXPECT_EQ(c.party_wait_seconds, 0);
+  EXPECT_THAT(
+      LoadLeaderConfig(Write("a.yaml", std::string(kLeaderYaml) + "party_wait_seconds: 86401\n")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "a.yaml:8:21: key 'party_wait_seconds' must be a whole number in 0..86400"));
+}
+
 TEST_F(ConfigTest, PartyConfigParses) {
   ASSERT_OK_AND_ASSIGN(const PartyConfig c, LoadPartyConfig(Write("party.yaml", R"(
 name: hospital-a

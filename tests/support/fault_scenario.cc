@@ -43,6 +43,9 @@ void FaultScenarioTest::SkipUnlessBuiltThenDrawSeed(const std::vector<std::strin
 void FaultScenarioTest::StartFederation(FaultFederationOptions options) {
   options.leader_yaml_extra +=
       absl::StrCat("resume_timeout_seconds: ", kResumeTimeoutSeconds, "\n");
+  if (!absl::StrContains(options.leader_yaml_extra, "party_wait_seconds:")) {
+    options.leader_yaml_extra += absl::StrCat("party_wait_seconds: ", kPartyWaitSeconds, "\n");
+  }
   fed_ = std::make_unique<FaultFederation>(options);
   const absl::Status st = fed_->Start();
   ASSERT_TRUE(st.ok()) << st << "\n" << fed_->Log("leader");

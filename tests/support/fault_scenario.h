@@ -25,6 +25,9 @@ class FaultScenarioTest : public ::testing::Test {
   // How long a running job waits for a party (or, after a leader restart, every party) to come
   // back (leader.yaml resume_timeout_seconds; the default is 120 s).
   static constexpr uint32_t kResumeTimeoutSeconds = 4;
+  // How long a new job waits for the parties of its ring to connect (leader.yaml
+  // party_wait_seconds; the default is 60 s), unless a test's options set it.
+  static constexpr uint32_t kPartyWaitSeconds = 4;
 
   // A job hit mid-way: its id and its state when it reached the round asked for.
   struct RunningJob {
@@ -40,7 +43,8 @@ class FaultScenarioTest : public ::testing::Test {
 
   // Skips the test unless `programs` are built (in bin/); otherwise draws the seed and prints it.
   void SkipUnlessBuiltThenDrawSeed(const std::vector<std::string>& programs);
-  // Starts the federation with kResumeTimeoutSeconds (a fatal failure when it does not start).
+  // Starts the federation with kResumeTimeoutSeconds and kPartyWaitSeconds (unless
+  // `options.leader_yaml_extra` sets party_wait_seconds); a fatal failure when it does not start.
   void StartFederation(FaultFederationOptions options = {});
 
   int SeededParty() { return static_cast<int>(rng_() % fed_->parties().size()); }
