@@ -18,9 +18,11 @@
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
 #include "common/spec/yaml_document.h"
+#include "common/wire/payload_chunks.h"
 #include "crypto/certificates.h"
 #include "leader/leader.h"
 #include "server/metrics.h"
+#include "server/transport.h"
 
 namespace fedanon::server {
 namespace {
@@ -433,7 +435,8 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
                                     "reload_seconds",
                                     "id_batch_ids",
                                     "max_resumes",
-                                    "party_wait_seconds"},
+                                    "party_wait_seconds",
+                                    "max_message_bytes"},
                                    ""));
   LeaderConfig config;
   config.path = reader.path();
@@ -481,6 +484,9 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
                    BoundedInt(reader, "max_resumes", config.max_resumes, 0, 1000));
   ASSIGN_OR_RETURN(config.id_batch_ids,
                    BoundedInt(reader, "id_batch_ids", config.id_batch_ids, 0, kMaxIdBatchIds));
+  ASSIGN_OR_RETURN(config.max_message_bytes,
+                   BoundedInt(reader, "max_message_bytes", config.max_message_bytes,
+                              static_cast<int>(common::kMinMessageLimitBytes), kMaxMessageBytes));
   ASSIGN_OR_RETURN(config.max_concurrent_jobs,
                    BoundedInt(reader, "max_concurrent_jobs", config.max_concurrent_jobs, 1,
                               leader::kMaxConcurrentJobsLimit));

@@ -16,6 +16,8 @@
 //   tls_reload_seconds: 60 (optional; 0: never)
 //   resume_timeout_seconds: 120 (optional)
 //   party_wait_seconds: 60 (optional; 0..86400)
+//   max_message_bytes: 67108864 (optional;
+//     4096..67108864: payload chunks)
 //   max_resumes: 5 (optional)
 //   reload_seconds: 60 (optional)         reload_seconds: 60 (optional; both: 0 = only on SIGHUP)
 //                                         max_input_bytes: 68719476736 (optional; 64 GiB)
@@ -112,6 +114,11 @@ struct LeaderConfig {
   // between a leader's stop and restart makes a resumed vertical job's replayed calls differ
   // (the job then fails naming the call).
   int id_batch_ids = 65536;
+  // The message limit announced to the parties in PrepareJob (4096..67108864, default 64 MiB):
+  // per-record payloads travel in chunks under it (docs/federation-runtime.md "Chunked
+  // payloads"), e.g. where a proxy between the sites limits message sizes. Like id_batch_ids,
+  // keep it unchanged across a restart with vertical jobs running.
+  int max_message_bytes = 64 << 20;
 };
 
 struct PartyConfig {

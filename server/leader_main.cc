@@ -85,6 +85,7 @@ absl::Status Run(const LeaderConfig& config, const LeaderConfig& file_config) {
   options.resume_timeout = absl::Seconds(config.resume_timeout_seconds);
   options.max_resumes = config.max_resumes;
   options.party_wait = absl::Seconds(config.party_wait_seconds);
+  options.max_message_bytes = static_cast<uint64_t>(config.max_message_bytes);
   options.id_batch_ids = static_cast<uint32_t>(config.id_batch_ids);
   options.ca_pem = tls.ca_pem;
   ASSIGN_OR_RETURN(options.seal_cert_pem,
@@ -147,10 +148,10 @@ absl::Status Run(const LeaderConfig& config, const LeaderConfig& file_config) {
   }
   spdlog::info(
       "{} ready (config {}, data dir {}, {} descriptors, protocol {}, up to {} jobs at once and {} "
-      "queued)",
+      "queued, payload chunks under {} bytes)",
       common::VersionLine(kProgram), config.path, config.data_dir, RaiseDescriptorLimit(),
       common::ProtocolVersionText(common::kProtocolVersion), config.max_concurrent_jobs,
-      config.max_queued_jobs);
+      config.max_queued_jobs, config.max_message_bytes);
 
   // Without a restart: all_jobs_admins and the CA bundle of the sealing-certificate and CRL
   // checks. A file that does not load changes nothing (logged as an error).

@@ -6,6 +6,9 @@
 // - a party killed (kill -9) during the ID matching, and another at a seeded round, each
 //   restarted at once: the job ends DONE with the table an uninterrupted run released, once;
 // - the leader killed at a seeded round and restarted: the same;
+// - under a 4 KiB message limit (leader.yaml max_message_bytes; ID lists in small batches, the
+//   other per-record payloads in chunks): the leader killed during the ID matching and a party
+//   at a seeded round: the same;
 // - a party killed and kept away past the rejoin deadline: FAILED naming it, nothing released;
 // - the leader killed, restarted while a party stays away, and the job cancelled while it waits
 //   for that party: CANCELLED, nothing released, and every party (the absent one once it is back)
@@ -108,6 +111,64 @@ class VerticalResumeTest : public FaultScenarioTest {
   uint32_t rounds_ = 0;
   double clean_seconds_ = 0;
 };
+
+// Issue #47: chunked payloads resume on real daemons too. Under leader.yaml max_message_bytes:
+// 4096 the ID lists travel in batches that fit half of it, and every instruction and released
+// column in 2 KiB chunks; the leader is killed once a party has sent its first list, and a party
+// at a seeded round; the job ends DONE with the table a run under the default 64 MiB limit
+// released.
+TEST_F(VerticalResumeTest,
+       UnderASmallMessageLimitKillsDuringChunkedTransfersResumeWithTheSameTable) {
+  RunReference();  // 64 MiB: nothing is chunked
+  if (HasFatalFailure()) return;
+  fed_.reset();
+  FaultFederationOptions options;
+  options.vertical = true;
+  options.rows = 300;
+  options.leader_yaml_extra = "max_message_bytes: 4096\n";
+  StartFederation(options);
+  if (HasFatalFailure()) return;
+  EXPECT_THAT(fed_->Log("leader"), HasSubstr("payload chunks under 4096 bytes"));
+  const int victim = SeededParty();
+  const uint32_t at_round = SeededRound();
+  DelayAll(absl::Milliseconds(15));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(WaitRunning(*job).ok());
+  for (int t = 0; t < 2000; ++t) {
+    const std::vector<std::string> kinds = fed_->AuditKinds(victim, *job);
+    if (std::count(kinds.begin(), kinds.end(), "id-list") >= 1) break;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  absl::StatusOr<JobInfo> before = fed_->Get(*job);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_EQ(before->round(), 0u) << "the ID matching ended before the kill";
+  absl::Time restart;
+  double reconnect = 0;
+  ASSERT_NO_FATAL_FAILURE(KillAndRestartLeader(&restart, &reconnect));
+  DelayAll(absl::Milliseconds(15));
+  absl::StatusOr<JobInfo> reached = fed_->WaitForRound(*job, at_round, kJobBound);
+  ASSERT_TRUE(reached.ok()) << reached.status();
+  fed_->KillParty(victim);
+  ASSERT_TRUE(fed_->StartParty(victim).ok());
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+  ASSERT_TRUE(end.ok()) << end.status();
+  DelayAll(absl::ZeroDuration());
+  const std::string name = fed_->parties()[static_cast<size_t>(victim)];
+  ASSERT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason() << "\n"
+                                          << fed_->Log(name) << "\n"
+                                          << fed_->Log("leader");
+  ExpectSameTableOnce(*job);
+  ExpectNoDurableStateLeft(*job);
+  EXPECT_THAT(end->report().warnings(),
+              ::testing::Contains(HasSubstr("resumed 1 time(s) after a leader restart")));
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u victim=%s party_kill_round=%u of %u parties_reconnected_s=%.2f job_s=%.2f "
+      "clean_job_64MiB_s=%.2f",
+      Name(), seed_, name, reached->round(), rounds_, reconnect, Seconds(absl::Now() - start),
+      clean_seconds_));
+}
 
 TEST_F(VerticalResumeTest, PartiesKilledDuringIdMatchingAndAtARoundResumeWithTheSameTable) {
   RunReference();

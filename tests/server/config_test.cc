@@ -165,6 +165,23 @@ TEST_F(ConfigTest, PartyWaitIsBoundedAndMayBeZero) {
                "a.yaml:8:21: key 'party_wait_seconds' must be a whole number in 0..86400"));
 }
 
+TEST_F(ConfigTest, MessageLimitIsBoundedByTheSmallestChunkAndTheTransport) {
+  ASSERT_OK_AND_ASSIGN(const LeaderConfig d,
+                       LoadLeaderConfig(Write("leader.yaml", std::string(kLeaderYaml))));
+  EXPECT_EQ(d.max_message_bytes, 64 << 20);
+  ASSERT_OK_AND_ASSIGN(const LeaderConfig c,
+                       LoadLeaderConfig(Write("leader2.yaml", std::string(kLeaderYaml) +
+                                                                  "max_message_bytes: 4096\n")));
+  EXPECT_EQ(c.max_message_bytes, 4096);
+  EXPECT_THAT(
+      LoadLeaderConfig(Write("a.yaml", std::string(kLeaderYaml) + "max_message_bytes: 4095\n")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "a.yaml:8:20: key 'max_message_bytes' must be a whole number in 4096..67108864"));
+  EXPECT_THAT(
+      LoadLeaderConfig(Write("b.yaml", std::string(kLeaderYaml) + "max_message_bytes: 67108865\n")),
+      StatusIs(absl::StatusCode::kInvalidArgument, "in 4096..67108864"));
+}
+
 TEST_F(ConfigTest, PartyConfigParses) {
   ASSERT_OK_AND_ASSIGN(const PartyConfig c, LoadPartyConfig(Write("party.yaml", R"(
 name: hospital-a
