@@ -348,6 +348,70 @@ TEST_F(FaultTest, PartyKilledAtASeededRoundAndRestartedResumesTheJob) {
       reloaded ? "yes" : "no", resume, clean));
 }
 
+// Issue #47 (resume gaps): kills in the job's last steps on real daemons. A job whose recipient
+// is hospital-a (so its rows travel the secure union): one party is killed as soon as it answered
+// its first final-check hop, another as soon as it sent its union rows; each is started again at
+// once. The job ends DONE at the recipient with every row, written once.
+TEST_F(FaultTest, PartiesKilledDuringTheFinalCheckAndTheUnionResumeTheJob) {
+  StartFederation();
+  RunCleanJob({}, nullptr, nullptr);
+  if (HasFatalFailure()) return;
+  const int recipient = 0;
+  const int in_check = SeededParty();
+  const int in_union = 1 + static_cast<int>(rng_() % (fed_->parties().size() - 1));
+  DelayAll(absl::Milliseconds(15));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> job =
+      fed_->Submit({}, kCleanRoundTimeoutSeconds, fed_->parties()[recipient]);
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Polls party i's audit file until it holds `kind` (bounded); false when the job ended first.
+  auto wait_for_audit = [&](int i, const std::string& kind) {
+    for (int t = 0; t < 5000; ++t) {
+      const std::vector<std::string> kinds = fed_->AuditKinds(i, *job);
+      if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) return true;
+      absl::StatusOr<JobInfo> info = fed_->Get(*job);
+      if (info.ok() && server::IsFinalState(info->state())) return false;
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for_audit(in_check, "final-check")) << "the final check was never reached";
+  fed_->KillParty(in_check);
+  ASSERT_TRUE(fed_->StartParty(in_check).ok());
+  ASSERT_TRUE(wait_for_audit(in_union, "union-rows")) << "the union was never reached";
+  fed_->KillParty(in_union);
+  ASSERT_TRUE(fed_->StartParty(in_union).ok());
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);
+  ASSERT_TRUE(end.ok()) << end.status();
+  const double job_s = Seconds(absl::Now() - start);
+  DelayAll(absl::ZeroDuration());
+  ASSERT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason() << "\n" << fed_->Log("leader");
+  size_t expected = 0;
+  for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
+    expected += FileRows(fed_->party_data_dir(i) + "/table.csv");
+  }
+  EXPECT_EQ(FileRows(fed_->party_output_dir(recipient) + "/" + *job + ".csv"), expected);
+  for (const auto& entry : std::filesystem::directory_iterator(fed_->party_output_dir(recipient))) {
+    EXPECT_FALSE(absl::StrContains(entry.path().filename().string(), ".tmp."))
+        << entry.path() << " left behind";
+  }
+  ExpectNoDurableStateLeft(*job);
+  // Whether each restarted process had to reload the job (it was asked a step of it afterwards).
+  auto reloaded = [&](int i) {
+    return absl::StrContains(fed_->Log(fed_->parties()[static_cast<size_t>(i)]),
+                             "reloaded from its durable state")
+               ? "yes"
+               : "no";
+  };
+  // The party killed in the final check is asked again after it (its next hop, its union step):
+  // the new process went on from its state file.
+  EXPECT_STREQ(reloaded(in_check), "yes") << fed_->Log(fed_->parties()[in_check]);
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u killed_in_final_check=%s reloaded=%s killed_in_union=%s reloaded=%s job_s=%.2f",
+      Name(), seed_, fed_->parties()[static_cast<size_t>(in_check)], reloaded(in_check),
+      fed_->parties()[static_cast<size_t>(in_union)], reloaded(in_union), job_s));
+}
+
 // The party's host crashes (no FIN reaches the leader: its link is black-holed when the party
 // is killed) and the party comes back at once on a fresh connection (here straight to the
 // leader): the leader replaces the stale stream with the new one, and the new process, which
