@@ -88,29 +88,24 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
     absl::MutexLock lock(&leader->mu_);
     leader->queue_ = std::move(recovered);
   }
-  // Jobs that cannot resume, and jobs that ended while their parties were being told (stores of
-  // schema v3 kept such jobs' collects until then): every party of their ring is to be told (again)
-  // that the job ended, as soon as it is connected. Recorded first, then the collects go.
+  // The parties still to tell from before the restart; then, for jobs that cannot resume and jobs
+  // that ended while their parties were being told (stores of schema v3 kept such jobs' collects
+  // until then), every party of their ring (TellLater: recorded first, then the collects go).
+  {
+    ASSIGN_OR_RETURN(std::vector<UntoldEnd> untold, leader->store_->Untold());
+    absl::MutexLock lock(&leader->mu_);
+    leader->untold_ = std::move(untold);
+  }
   std::vector<std::string> to_end = std::move(recovery.failed);
   to_end.insert(to_end.end(), recovery.unended.begin(), recovery.unended.end());
-  std::vector<UntoldEnd> ends;
   for (const std::string& id : to_end) {
     absl::StatusOr<fedanon::v1::SubmitJobRequest> request = leader->store_->Request(id);
     absl::StatusOr<JobInfo> info = leader->store_->Get(id);
     if (!request.ok() || !info.ok()) continue;
     const bool done = info->state() == fedanon::v1::JOB_STATE_DONE;
-    for (const std::string& party : request->parties()) {
-      ends.push_back(UntoldEnd{id, party, done, done ? "done" : info->failure_reason()});
-    }
-  }
-  RETURN_IF_ERROR(leader->store_->RecordUntold(ends));
-  for (const std::string& id : to_end) {
+    RETURN_IF_ERROR(leader->TellLater(id, {request->parties().begin(), request->parties().end()},
+                                      done, done ? "done" : info->failure_reason()));
     WarnIfError(leader->store_->DeleteCollects(id), id, "cannot delete the recorded collects");
-  }
-  {
-    ASSIGN_OR_RETURN(std::vector<UntoldEnd> untold, leader->store_->Untold());
-    absl::MutexLock lock(&leader->mu_);
-    leader->untold_ = std::move(untold);
   }
   leader->teller_ = std::thread([l = leader.get()] { l->TellerLoop(); });
   for (int i = 0; i < leader->options_.max_concurrent_jobs; ++i) {
@@ -136,7 +131,8 @@ Leader::Leader(LeaderOptions options, common::PartyChannel* channel,
   };
   host_.tell_later = [this](const std::string& job_id, const std::vector<std::string>& parties,
                             bool success, const std::string& reason) {
-    TellLater(job_id, parties, success, reason);
+    WarnIfError(TellLater(job_id, parties, success, reason), job_id,
+                "cannot record the parties to tell that the job ended");
   };
 }
 
@@ -155,14 +151,13 @@ Leader::~Leader() {
   if (teller_.joinable()) teller_.join();
 }
 
-void Leader::TellLater(const std::string& job_id, const std::vector<std::string>& parties,
-                       bool success, const std::string& reason) {
+absl::Status Leader::TellLater(const std::string& job_id, const std::vector<std::string>& parties,
+                               bool success, const std::string& reason) {
   std::vector<UntoldEnd> ends;
   for (const std::string& party : parties)
     ends.push_back(UntoldEnd{job_id, party, success, reason});
   // Kept in the job store, so that a leader restarted meanwhile still tells them.
-  WarnIfError(store_->RecordUntold(ends), job_id,
-              "cannot record the parties to tell that the job ended");
+  const absl::Status recorded = store_->RecordUntold(ends);
   {
     absl::MutexLock lock(&mu_);
     for (UntoldEnd& end : ends) {
@@ -172,9 +167,10 @@ void Leader::TellLater(const std::string& job_id, const std::vector<std::string>
       untold_.push_back(std::move(end));
     }
   }
-  spdlog::info("job={} not told that it ended (away): '{}'; each is told when it connects", job_id,
+  spdlog::info("job={} parties to tell that it ended: '{}'; each is told when it connects", job_id,
                absl::StrJoin(parties, "', '"));
   Notify();
+  return recorded;
 }
 
 void Leader::TellerLoop() {

@@ -123,8 +123,9 @@ class Leader {
   // Parties of a job that ended while they were away (JobHost::tell_later): recorded in the job
   // store (schema v4) and told by the teller thread as soon as each is connected, however long
   // that takes and across restarts of the leader, so that each deletes the job's durable state.
-  void TellLater(const std::string& job_id, const std::vector<std::string>& parties, bool success,
-                 const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+  // The error of recording them (they are told by this leader all the same).
+  absl::Status TellLater(const std::string& job_id, const std::vector<std::string>& parties,
+                         bool success, const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
   // The teller thread: once a second (or on a change), tells the connected parties of untold_.
   void TellerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   void Notify() const;

@@ -364,21 +364,10 @@ TEST_F(FaultTest, PartiesKilledDuringTheFinalCheckAndTheUnionResumeTheJob) {
   absl::StatusOr<std::string> job =
       fed_->Submit({}, kCleanRoundTimeoutSeconds, fed_->parties()[recipient]);
   ASSERT_TRUE(job.ok()) << job.status();
-  // Polls party i's audit file until it holds `kind` (bounded); false when the job ended first.
-  auto wait_for_audit = [&](int i, const std::string& kind) {
-    for (int t = 0; t < 5000; ++t) {
-      const std::vector<std::string> kinds = fed_->AuditKinds(i, *job);
-      if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) return true;
-      absl::StatusOr<JobInfo> info = fed_->Get(*job);
-      if (info.ok() && server::IsFinalState(info->state())) return false;
-      absl::SleepFor(absl::Milliseconds(2));
-    }
-    return false;
-  };
-  ASSERT_TRUE(wait_for_audit(in_check, "final-check")) << "the final check was never reached";
+  ASSERT_TRUE(WaitForAudit(in_check, *job, "final-check")) << "the final check was never reached";
   fed_->KillParty(in_check);
   ASSERT_TRUE(fed_->StartParty(in_check).ok());
-  ASSERT_TRUE(wait_for_audit(in_union, "union-rows")) << "the union was never reached";
+  ASSERT_TRUE(WaitForAudit(in_union, *job, "union-rows")) << "the union was never reached";
   fed_->KillParty(in_union);
   ASSERT_TRUE(fed_->StartParty(in_union).ok());
   absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*job, kJobBound);

@@ -136,11 +136,7 @@ TEST_F(VerticalResumeTest,
   absl::StatusOr<std::string> job = fed_->Submit({}, kRoundTimeoutSeconds);
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_TRUE(WaitRunning(*job).ok());
-  for (int t = 0; t < 2000; ++t) {
-    const std::vector<std::string> kinds = fed_->AuditKinds(victim, *job);
-    if (std::count(kinds.begin(), kinds.end(), "id-list") >= 1) break;
-    absl::SleepFor(absl::Milliseconds(2));
-  }
+  WaitForAudit(victim, *job, "id-list", absl::Seconds(4));
   absl::StatusOr<JobInfo> before = fed_->Get(*job);
   ASSERT_TRUE(before.ok()) << before.status();
   ASSERT_EQ(before->round(), 0u) << "the ID matching ended before the kill";
@@ -183,11 +179,7 @@ TEST_F(VerticalResumeTest, PartiesKilledDuringIdMatchingAndAtARoundResumeWithThe
   //    process must re-encrypt the others' lists with the same key, and align in the same order).
   absl::StatusOr<JobInfo> running = WaitRunning(*job);
   ASSERT_TRUE(running.ok()) << running.status();
-  for (int t = 0; t < 2000; ++t) {
-    const std::vector<std::string> kinds = fed_->AuditKinds(first, *job);
-    if (std::count(kinds.begin(), kinds.end(), "id-list") >= 1) break;
-    absl::SleepFor(absl::Milliseconds(2));
-  }
+  WaitForAudit(first, *job, "id-list", absl::Seconds(4));
   // The audit line is written as the reply is built, the state file's record just after (synced
   // before the reply leaves): give it that moment, so that the kill comes after the answer.
   absl::SleepFor(absl::Milliseconds(200));

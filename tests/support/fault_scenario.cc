@@ -125,6 +125,19 @@ void FaultScenarioTest::ExpectStoredOnceAtTheLeader(const std::string& job_id) {
   EXPECT_EQ(results, 1u) << "the released table must be written exactly once";
 }
 
+bool FaultScenarioTest::WaitForAudit(int i, const std::string& job_id, const std::string& kind,
+                                     absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    const std::vector<std::string> kinds = fed_->AuditKinds(i, job_id);
+    if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) return true;
+    absl::StatusOr<JobInfo> info = fed_->Get(job_id);
+    if (info.ok() && server::IsFinalState(info->state())) return false;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return false;
+}
+
 void FaultScenarioTest::ExpectNoDurableStateLeft(const std::string& job_id, int except) {
   for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
     if (i == except) continue;
