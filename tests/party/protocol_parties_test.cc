@@ -10,14 +10,21 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
+#include "common/engine/count_source.h"
+#include "common/engine/final_check.h"
 #include "common/engine/numeric_split.h"
+#include "common/engine/privacy_model.h"
+#include "common/engine/tips.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
 #include "common/wire/federation_wire.h"
+#include "common/wire/released_union.h"
 #include "crypto/sealed_box.h"
 #include "party/final_check_party.h"
 #include "party/horizontal_tables.h"
 #include "party/job_context.h"
+#include "party/local_party.h"
 #include "party/payload_transfer.h"
 #include "party/secure_sum_party.h"
 #include "party/secure_union_party.h"
@@ -390,6 +397,697 @@ TEST(SecureUnionParty, AnotherRecipientOrAStartingSetForTheFirstPartyIsRefused) 
   EXPECT_THAT(union_party.Step(m),
               StatusIs(absl::StatusCode::kPermissionDenied,
                        "secure union: the first party of the ring starts from the empty set"));
+}
+
+// ---- Refusals of a deviating leader (docs/protocol.md, "(b) Checks without a test"). ----
+
+// A party's chunked payload for `receiver`, produced by `producer` under step key "step-1" and
+// put chunk by chunk into `into` (as the leader relays it: ChunkGet at the producer, ChunkPut at
+// the receiver). Returns the stream's ChunkRef.
+fedanon::v1::ChunkRef RelayChunks(PayloadTransfer& producer, PayloadTransfer& into,
+                                  const std::string& receiver, const std::string& purpose,
+                                  const std::string& bytes) {
+  producer.StartProducing("step-1", std::string(32, 'd'));
+  fedanon::v1::SealedPayload whole;
+  fedanon::v1::ChunkRef ref;
+  EXPECT_OK(producer.SealPayload(receiver, 1, purpose, bytes, &whole, &ref));
+  producer.StopProducing();
+  for (uint32_t i = 0; i < ref.chunks(); ++i) {
+    fedanon::v1::LeaderMessage get;
+    get.set_round(1);
+    get.mutable_chunk_get()->set_stream(ref.stream());
+    get.mutable_chunk_get()->set_index(i);
+    absl::StatusOr<fedanon::v1::PartyMessage> chunk = producer.ChunkGet(get);
+    EXPECT_OK(chunk);
+    if (!chunk.ok()) break;
+    fedanon::v1::LeaderMessage put;
+    put.set_round(1);
+    *put.mutable_chunk_put()->mutable_ref() = chunk->chunk().ref();
+    put.mutable_chunk_put()->set_index(i);
+    *put.mutable_chunk_put()->mutable_chunk() = chunk->chunk().chunk();
+    EXPECT_OK(into.ChunkPut(put, false)) << i;
+  }
+  return ref;
+}
+
+// party/payload_transfer.cc OpenPayload: a whole payload where the job negotiated chunks.
+TEST(PayloadTransfer, AWholePayloadInAChunkedJobIsRefused) {
+  Participants p({"a", "b"});
+  auto a = p.ContextOf("a");
+  auto b = p.ContextOf("b");
+  auto whole = a->SealFor("b", 1, "union-list", "the list");
+  ASSERT_OK(whole);
+  b->chunk_bytes = 1024;
+  PayloadTransfer chunked(*b);
+  EXPECT_THAT(chunked.OpenPayload(*whole, fedanon::v1::ChunkRef(), 1, "union-list", nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "a whole 'union-list' payload in a job whose per-record payloads travel "
+                       "in chunks"));
+  // The same payload in a job whose payloads travel whole opens.
+  b->chunk_bytes = 0;
+  PayloadTransfer whole_job(*b);
+  std::string sender;
+  auto opened = whole_job.OpenPayload(*whole, fedanon::v1::ChunkRef(), 1, "union-list", &sender);
+  ASSERT_OK(opened);
+  EXPECT_EQ(*opened, "the list");
+  EXPECT_EQ(sender, "a");
+}
+
+// party/payload_transfer.cc OpenPayload: a step naming a stream meant for another party or of
+// another purpose, a stream none of whose chunks arrived, and a stream under another shape than
+// its chunks declared; the stream as its chunks declared it then opens.
+TEST(PayloadTransfer, AStepNamingAnotherStreamOrShapeThanItsChunksIsRefused) {
+  Participants p({"a", "b", "c"});
+  auto a = p.ContextOf("a");
+  auto b = p.ContextOf("b");
+  for (JobContext* ctx : {a.get(), b.get()}) {
+    ctx->chunk_bytes = 4096;
+    ctx->message_limit = 64 << 10;
+  }
+  PayloadTransfer at_a(*a);
+  PayloadTransfer at_b(*b);
+  const std::string bytes(10000, 'x');  // three chunks
+  const fedanon::v1::ChunkRef ref = RelayChunks(at_a, at_b, "b", "union-list", bytes);
+  ASSERT_GE(ref.chunks(), 2u);
+  const fedanon::v1::SealedPayload none;
+  EXPECT_THAT(at_b.OpenPayload(none, ref, 1, "instruction", nullptr),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "is a 'union-list' payload for 'b', not a 'instruction' payload for this "
+                       "party"));
+  fedanon::v1::ChunkRef for_c = ref;
+  for_c.set_receiver("c");
+  EXPECT_THAT(at_b.OpenPayload(none, for_c, 1, "union-list", nullptr),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "is a 'union-list' payload for 'c', not a 'union-list' payload for this "
+                       "party"));
+  fedanon::v1::ChunkRef never_put = ref;
+  never_put.set_stream("step-2/b");
+  EXPECT_THAT(at_b.OpenPayload(none, never_put, 1, "union-list", nullptr),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "chunked payload 'step-2/b' from 'a': no chunk of it was received"));
+  for (const auto& reshape : std::vector<std::function<void(fedanon::v1::ChunkRef*)>>{
+           [](auto* r) { r->set_chunks(r->chunks() + 1); },
+           [](auto* r) { r->set_total_bytes(r->total_bytes() - 1); },
+           [](auto* r) { r->set_request_digest(std::string(32, 'e')); }}) {
+    fedanon::v1::ChunkRef other = ref;
+    reshape(&other);
+    EXPECT_THAT(at_b.OpenPayload(none, other, 1, "union-list", nullptr),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "the step names another shape than its chunks declared"));
+  }
+  std::string sender;
+  auto opened = at_b.OpenPayload(none, ref, 1, "union-list", &sender);
+  ASSERT_OK(opened);
+  EXPECT_EQ(*opened, bytes);
+  EXPECT_EQ(sender, "a");
+}
+
+// SexAgeSpec with `recoding: local`.
+absl::StatusOr<fedanon::v1::JobSpec> SexAgeLocalSpec() {
+  return common::ParseJobSpecYaml(R"(name: t
+attributes:
+  - {name: Sex, role: qid, values: [M, F]}
+  - {name: Age, role: qid, type: continuous, range: [0, 40], precision: 1}
+  - {name: Disease, role: sensitive, values: [flu, hiv]}
+  - {name: Class, role: class, values: [Y, N]}
+privacy: {model: lkc, L: 2, K: 2, C: 0.5, sensitive_values: [hiv]}
+partitioning: horizontal
+recoding: local
+)",
+                                  "job.yaml");
+}
+
+// A party's table of SexAgeSpec (or SexAgeLocalSpec), loaded as party/job_setup.cc loads it:
+// records, hierarchies, TIPS, and a local-recoding job's groups.
+std::unique_ptr<HorizontalTables> LoadedTables(const fedanon::v1::JobSpec& spec) {
+  static const std::vector<std::vector<std::string>> kRows = {
+      {"M", "25", "flu", "Y"}, {"F", "30", "hiv", "N"}, {"M", "35", "flu", "N"},
+      {"F", "12", "flu", "Y"}, {"M", "8", "hiv", "Y"},  {"F", "39", "flu", "N"}};
+  auto tables = std::make_unique<HorizontalTables>();
+  absl::StatusOr<common::Dataset> schema = common::BuildPublicSchema(spec, {});
+  EXPECT_OK(schema);
+  if (!schema.ok()) return tables;
+  auto encoder = common::DatasetEncoder::Create(spec, "test table", &*schema);
+  EXPECT_OK(encoder);
+  if (!encoder.ok()) return tables;
+  const std::vector<std::string_view> header = {"Sex", "Age", "Disease", "Class"};
+  EXPECT_OK((*encoder)->SetHeader(header));
+  std::string text = "Sex,Age,Disease,Class\n";
+  for (size_t i = 0; i < kRows.size(); ++i) {
+    const std::vector<std::string_view> fields(kRows[i].begin(), kRows[i].end());
+    EXPECT_OK((*encoder)->AddRow(fields, i + 1));
+    text += absl::StrJoin(kRows[i], ",") + "\n";
+  }
+  absl::StatusOr<common::Dataset> data =
+      (*encoder)->Finish(std::make_shared<const std::string>(std::move(text)));
+  EXPECT_OK(data);
+  if (!data.ok()) return tables;
+  tables->data = std::make_unique<common::Dataset>(*std::move(data));
+  for (const auto& q : tables->data->qids) tables->hier.emplace_back(&q);
+  tables->tips = std::make_unique<common::Tips>(tables->data.get(), &tables->hier);
+  if (spec.recoding() == fedanon::v1::RECODING_LOCAL) {
+    tables->local = std::make_unique<LocalParty>(tables->data.get(), spec);
+  }
+  return tables;
+}
+
+// One data party of a horizontal job with its loaded table: its context, final check and secure
+// sum, as the agent wires them.
+struct HorizontalParty {
+  HorizontalParty(Participants& p, const std::string& self, const fedanon::v1::JobSpec& spec)
+      : ctx(p.ContextOf(self)),
+        tables(LoadedTables(spec)),
+        final_check(*ctx, *tables),
+        sum(*ctx, *tables, final_check) {
+    ctx->spec = spec;
+  }
+  std::unique_ptr<JobContext> ctx;
+  std::unique_ptr<HorizontalTables> tables;
+  FinalCheckParty final_check;
+  SecureSumParty sum;
+};
+
+// party/horizontal_tables.cc ApplyUpdates: a global instruction or split in a job with recoding:
+// local.
+TEST(HorizontalTables, AGlobalUpdateInALocalRecodingJobIsRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeLocalSpec();
+  ASSERT_OK(spec);
+  std::unique_ptr<HorizontalTables> tables = LoadedTables(*spec);
+  ASSERT_NE(tables->local, nullptr);
+  auto apply = [&](fedanon::v1::StateUpdate u) {
+    google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate> updates;
+    u.set_sequence(tables->applied_updates);
+    *updates.Add() = std::move(u);
+    return tables->ApplyUpdates(*spec, updates);
+  };
+  fedanon::v1::StateUpdate instruction;  // the first candidate of Sex's root
+  instruction.mutable_instruction()->set_attribute(0);
+  instruction.mutable_instruction()->set_node(0);
+  instruction.mutable_instruction()->set_candidate(0);
+  EXPECT_THAT(apply(instruction),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "a global instruction in a job with recoding: local (only group splits "
+                       "apply)"));
+  fedanon::v1::StateUpdate split;
+  split.mutable_split()->set_attribute(1);
+  split.mutable_split()->set_node(0);
+  split.mutable_split()->set_split(-1);
+  EXPECT_THAT(apply(split), StatusIs(absl::StatusCode::kPermissionDenied,
+                                     "a global instruction in a job with recoding: local"));
+  EXPECT_EQ(tables->applied_updates, 0u);
+  EXPECT_TRUE(tables->hier[0].node(0).children.empty());
+}
+
+// common/wire/federation_wire.cc FromProto: the group keys a request names must be as wide as
+// the QIDs and name nodes of the current cut, both for statistics and for released counts.
+TEST(StatsRequestFromTheWire, GroupKeysOfTheWrongWidthOrWithAnUnknownNodeAreRefusedByName) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  absl::StatusOr<common::Dataset> schema = common::BuildPublicSchema(*spec, {});
+  ASSERT_OK(schema);
+  std::vector<common::AttributeHierarchy> hier;
+  for (const auto& q : schema->qids) hier.emplace_back(&q);
+  ASSERT_EQ(hier.size(), 2u);
+  for (const bool released : {false, true}) {
+    auto key_of = [&](const std::vector<int32_t>& nodes) {
+      fedanon::v1::StatsRequest proto;
+      auto* key = released ? proto.add_released_groups() : proto.add_groups();
+      for (int32_t n : nodes) key->add_nodes(n);
+      return common::FromProto(proto, hier).status();
+    };
+    for (const std::vector<int32_t>& wrong_width :
+         std::vector<std::vector<int32_t>>{{}, {0}, {0, 0, 0}}) {
+      EXPECT_THAT(key_of(wrong_width),
+                  StatusIs(absl::StatusCode::kInvalidArgument, "group key of the wrong width"))
+          << released << " " << wrong_width.size();
+    }
+    const int32_t beyond_sex = static_cast<int32_t>(hier[0].size());
+    const int32_t beyond_age = static_cast<int32_t>(hier[1].size());
+    for (const std::vector<int32_t>& unknown :
+         std::vector<std::vector<int32_t>>{{0, beyond_age}, {beyond_sex, 0}, {-1, 0}}) {
+      EXPECT_THAT(key_of(unknown),
+                  StatusIs(absl::StatusCode::kInvalidArgument, "group key names an unknown node"))
+          << released << " " << unknown[0] << "," << unknown[1];
+    }
+    EXPECT_OK(key_of({0, 0})) << released;
+  }
+}
+
+// The words `request` asks of `tables` (its statistics' length).
+size_t WordsOf(const HorizontalTables& tables, const fedanon::v1::StatsRequest& proto) {
+  absl::StatusOr<common::StatsRequest> request = common::FromProto(proto, tables.hier);
+  EXPECT_OK(request);
+  std::vector<uint64_t> out;
+  if (request.ok()) common::AppendLocalStats(*tables.tips, *request, &out);
+  return out.size();
+}
+
+// A global statistics request: the class counts of both QIDs' roots and the root group's.
+fedanon::v1::StatsRequest RootStatistics() {
+  fedanon::v1::StatsRequest r;
+  r.add_node_class_counts()->set_attribute(0);
+  r.add_node_class_counts()->set_attribute(1);
+  auto* group = r.add_groups();
+  group->add_nodes(0);
+  group->add_nodes(0);
+  return r;
+}
+
+// Chunk `chunk` of collect 0 (round 1), `chunk_words` words each and `total_words` in all,
+// routed to `next`; the first chunk carries `request`.
+fedanon::v1::LeaderMessage SumChunk(const std::string& next,
+                                    const fedanon::v1::StatsRequest& request, uint32_t chunk,
+                                    uint64_t chunk_words, uint64_t total_words) {
+  fedanon::v1::LeaderMessage m = SumStepTo(next);
+  auto* step = m.mutable_sum_step();
+  step->set_collect(0);
+  step->set_chunk(chunk);
+  step->set_chunk_words(chunk_words);
+  step->set_total_words(total_words);
+  step->set_chunks(static_cast<uint32_t>((total_words + chunk_words - 1) / chunk_words));
+  step->set_chunk_offset(uint64_t{chunk} * chunk_words);
+  if (chunk == 0) *step->mutable_request() = request;
+  return m;
+}
+
+// party/secure_sum_party.cc Step: a later chunk of a collect under another chunking than its
+// first chunk's, and a later chunk carrying the request or state updates.
+TEST(SecureSumParty, ALaterChunkUnderAnotherChunkingOrCarryingTheRequestIsRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  Participants p({"a", "b", "c"});
+  HorizontalParty a(p, "a", *spec);
+  const fedanon::v1::StatsRequest request = RootStatistics();
+  const size_t words = WordsOf(*a.tables, request);
+  ASSERT_GE(words, 3u);  // chunk 1 exists both one and two words a chunk
+  ASSERT_OK(a.sum.Step(SumChunk("b", request, 0, 1, words)));
+  // Chunk 1 as if the vector went two words a chunk.
+  EXPECT_THAT(a.sum.Step(SumChunk("b", request, 1, 2, words)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "secure sum: the chunking changed within a collect"));
+  // Chunk 1 with the request, or with an update, again.
+  fedanon::v1::LeaderMessage with_request = SumChunk("b", request, 1, 1, words);
+  *with_request.mutable_sum_step()->mutable_request() = request;
+  EXPECT_THAT(a.sum.Step(with_request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "secure sum: only the first chunk carries the request"));
+  fedanon::v1::LeaderMessage with_update = SumChunk("b", request, 1, 1, words);
+  auto* split = with_update.mutable_sum_step()->add_updates()->mutable_split();
+  split->set_attribute(1);
+  split->set_split(-1);
+  EXPECT_THAT(a.sum.Step(with_update),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "secure sum: only the first chunk carries the request"));
+  EXPECT_EQ(a.tables->applied_updates, 0u);
+  // Chunk 1 as the collect began it is answered.
+  EXPECT_OK(a.sum.Step(SumChunk("b", request, 1, 1, words)));
+}
+
+// party/secure_sum_party.cc HopInput: a predecessor's hop that opens but holds another number of
+// words than its chunk.
+TEST(SecureSumParty, AHopInputOfAnotherLengthThanItsChunkIsRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  Participants p({"a", "b", "c"});
+  HorizontalParty a(p, "a", *spec);
+  HorizontalParty b(p, "b", *spec);
+  const fedanon::v1::StatsRequest request = RootStatistics();
+  const size_t words = WordsOf(*b.tables, request);
+  fedanon::v1::LeaderMessage to_b = SumChunk("c", request, 0, 2, words);
+  const fedanon::v1::SumStep& step = to_b.sum_step();
+  const std::string purpose =
+      common::SumHopPurpose(step, 1, common::SumRequestDigest(request, b.tables->update_chain));
+  const crypto::SealContext context{"job-0123456789ab", "run-1", 1, "a", "b", purpose};
+  for (const std::vector<uint64_t>& input :
+       std::vector<std::vector<uint64_t>>{{7}, {7, 8, 9}, {}}) {
+    auto sealed = crypto::SealFrom(*p.pairs["a"], *b.ctx->seal_keys.at("b"), context,
+                                   common::EncodeWords(input));
+    ASSERT_OK(sealed);
+    auto* box = to_b.mutable_sum_step()->mutable_sealed();
+    box->set_sender("a");
+    box->set_receiver("b");
+    box->set_purpose(purpose);
+    box->set_ciphertext(*sealed);
+    EXPECT_THAT(b.sum.Step(to_b), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           absl::StrCat("secure sum: the input of chunk 0 has ",
+                                                        input.size(), " words, not 2")));
+  }
+  // a's own hop of the chunk is taken.
+  auto hop = a.sum.Step(SumChunk("b", request, 0, 2, words));
+  ASSERT_OK(hop);
+  *to_b.mutable_sum_step()->mutable_sealed() = hop->sum_step().sealed();
+  EXPECT_OK(b.sum.Step(to_b));
+}
+
+// party/secure_sum_party.cc CheckRequest: a job with recoding: local is asked for global
+// statistics (or for nothing) outside LocalStatsRequest; its public-cell range counts are
+// answered.
+TEST(SecureSumParty, GlobalStatisticsInALocalRecodingJobAreRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeLocalSpec();
+  ASSERT_OK(spec);
+  Participants p({"a", "b", "c"});
+  HorizontalParty a(p, "a", *spec);
+  ASSERT_NE(a.tables->local, nullptr);
+  fedanon::v1::StatsRequest group_only;
+  *group_only.add_groups() = RootStatistics().groups(0);
+  for (const fedanon::v1::StatsRequest& global :
+       {RootStatistics(), group_only, fedanon::v1::StatsRequest()}) {
+    EXPECT_THAT(a.sum.Step(SumChunk("b", global, 0, 4, 4)),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         "secure sum: a job with recoding: local is asked only for its groups' "
+                         "statistics or public-cell range counts"))
+        << global.ShortDebugString();
+  }
+  fedanon::v1::StatsRequest cells;
+  auto* ranges = cells.add_range_counts();
+  ranges->set_attribute(1);
+  for (int32_t bound : common::PublicCellBounds(a.tables->hier[1].column(),
+                                                common::NumericSplitFromSpec(*spec).cells)) {
+    ranges->add_bounds(bound);
+  }
+  const size_t words = WordsOf(*a.tables, cells);
+  ASSERT_GT(words, 0u);
+  EXPECT_OK(a.sum.Step(SumChunk("b", cells, 0, words, words)));
+}
+
+// Chunk `chunk` of `phase` of the final check (round 5), `chunk_words` words each and
+// `total_words` in all.
+fedanon::v1::LeaderMessage CheckChunk(fedanon::v1::FinalCheckStep::Phase phase, uint32_t chunk,
+                                      uint64_t chunk_words, uint64_t total_words) {
+  fedanon::v1::LeaderMessage m;
+  m.set_job_id("job-0123456789ab");
+  m.set_round(5);
+  auto* step = m.mutable_final_check();
+  step->set_phase(phase);
+  step->set_chunk(chunk);
+  step->set_chunk_words(chunk_words);
+  step->set_total_words(total_words);
+  step->set_chunks(
+      chunk_words == 0 ? 1 : static_cast<uint32_t>((total_words + chunk_words - 1) / chunk_words));
+  return m;
+}
+
+// The words of the final check over `party`'s current cut.
+uint64_t FinalCheckWords(const HorizontalParty& party) {
+  absl::StatusOr<common::PrivacyModel> model =
+      common::BuildPrivacyModel(party.ctx->spec, *party.tables->data);
+  EXPECT_OK(model);
+  if (!model.ok()) return 0;
+  absl::StatusOr<common::FinalCheckLayout> layout = common::BuildFinalCheckLayout(
+      *model, *party.tables->data, party.tables->hier, party.ctx->spec.suppression_token());
+  EXPECT_OK(layout);
+  return layout.ok() ? layout->words : 0;
+}
+
+using CheckStep = fedanon::v1::FinalCheckStep;
+
+// party/secure_sum_party.cc CheckRequest: once the final check started, statistics (anything
+// but the released counts) are no longer summed.
+TEST(SecureSumParty, StatisticsAfterTheFinalCheckStartedAreRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  Participants p({"a", "b", "c"});
+  HorizontalParty a(p, "a", *spec);
+  const fedanon::v1::StatsRequest request = RootStatistics();
+  const size_t words = WordsOf(*a.tables, request);
+  const uint64_t check_words = FinalCheckWords(a);
+  ASSERT_GT(check_words, 0u);
+  ASSERT_OK(a.final_check.Step(CheckChunk(CheckStep::PHASE_SUM, 0, check_words, check_words)));
+  ASSERT_TRUE(a.final_check.started());
+  EXPECT_THAT(a.sum.Step(SumChunk("b", request, 0, words, words)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "secure sum: after the final check only the released counts may be "
+                       "summed"));
+}
+
+// The released-counts request of collect 0 over SexAgeSpec's root group.
+fedanon::v1::StatsRequest ReleasedRootCounts(uint64_t combinations) {
+  fedanon::v1::StatsRequest r;
+  auto* group = r.add_released_groups();
+  group->add_nodes(0);
+  group->add_nodes(0);
+  r.set_released_combinations(combinations);
+  return r;
+}
+
+// party/secure_sum_party.cc CheckRequest (global recoding): released counts over another number
+// of value combinations than the signed job declares.
+TEST(SecureSumParty, ReleasedCountsOverAnUndeclaredDomainAreRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  Participants p({"a", "b"});  // two parties: the release needs no final check
+  HorizontalParty a(p, "a", *spec);
+  ASSERT_TRUE(a.tables->data->all_values_declared);
+  const uint64_t combinations = a.tables->data->ValueCombinations();
+  const fedanon::v1::StatsRequest honest = ReleasedRootCounts(combinations);
+  const size_t words = WordsOf(*a.tables, honest);
+  ASSERT_GT(words, 0u);
+  for (const uint64_t wrong : {uint64_t{0}, combinations - 1, combinations + 1}) {
+    EXPECT_THAT(a.sum.Step(SumChunk("b", ReleasedRootCounts(wrong), 0, words, words)),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "released counts requested over an undeclared domain"))
+        << wrong;
+  }
+  EXPECT_OK(a.sum.Step(SumChunk("b", honest, 0, words, words)));
+}
+
+// party/secure_sum_party.cc Unmask: the mask before every chunk went round the ring, and the
+// mask asked for under another request once it was handed over.
+TEST(SecureSumParty, TheMaskGoesOnlyAfterEveryChunkAndOnlyForOneRequest) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  Participants p({"a", "b", "c"});
+  HorizontalParty a(p, "a", *spec);
+  const fedanon::v1::StatsRequest request = RootStatistics();
+  const size_t words = WordsOf(*a.tables, request);
+  ASSERT_GE(words, 2u);
+  ASSERT_OK(a.sum.Step(SumChunk("b", request, 0, 1, words)));
+  auto unmask = [](uint64_t round, uint64_t collect) {
+    fedanon::v1::LeaderMessage m;
+    m.set_job_id("job-0123456789ab");
+    m.set_round(round);
+    m.mutable_sum_unmask()->set_collect(collect);
+    return m;
+  };
+  EXPECT_THAT(a.sum.Unmask(unmask(1, 0)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       absl::StrCat("secure sum: the mask of collect 0 goes to the leader only "
+                                    "after every chunk went round the ring (1 of ",
+                                    words, " answered)")));
+  for (uint32_t chunk = 1; chunk < words; ++chunk) {
+    EXPECT_OK(a.sum.Step(SumChunk("b", request, chunk, 1, words))) << chunk;
+  }
+  auto handed = a.sum.Unmask(unmask(1, 0));
+  ASSERT_OK(handed);
+  auto again = a.sum.Unmask(unmask(1, 0));  // the same request: the same answer
+  ASSERT_OK(again);
+  EXPECT_EQ(again->SerializeAsString(), handed->SerializeAsString());
+  for (const auto& [round, collect] : std::vector<std::pair<uint64_t, uint64_t>>{{2, 0}, {1, 1}}) {
+    EXPECT_THAT(a.sum.Unmask(unmask(round, collect)),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         "was handed over already for another request (one request, one "
+                         "answer)"))
+        << round << "/" << collect;
+  }
+}
+
+// party/final_check_party.cc Step: a check in a job of two data parties, a chunk the chunking
+// does not have, a first request of another length than the model over the party's cut, and a
+// check that does not start with the sum of chunk 0. None starts the check.
+TEST(FinalCheckParty, ACheckOfTwoPartiesOrThatDoesNotStartAsAgreedIsRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  Participants two({"a", "b"});
+  HorizontalParty of_two(two, "a", *spec);
+  const uint64_t words = FinalCheckWords(of_two);
+  ASSERT_GT(words, 0u);
+  EXPECT_THAT(of_two.final_check.Step(CheckChunk(CheckStep::PHASE_SUM, 0, words, words)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "final check: with two data parties the summed counts would reveal the "
+                       "other party's"));
+  Participants three({"a", "b", "c"});
+  HorizontalParty a(three, "a", *spec);
+  std::vector<fedanon::v1::LeaderMessage> missing;
+  missing.push_back(CheckChunk(CheckStep::PHASE_SUM, 0, words, 0));      // no words
+  missing.push_back(CheckChunk(CheckStep::PHASE_SUM, 0, 0, words));      // no chunk size
+  missing.push_back(CheckChunk(CheckStep::PHASE_SUM, 1, words, words));  // beyond the chunks
+  missing.push_back(CheckChunk(CheckStep::PHASE_SUM, 0, 1, words));      // another count
+  missing.back().mutable_final_check()->set_chunks(static_cast<uint32_t>(words + 1));
+  missing.push_back(CheckChunk(CheckStep::PHASE_SUM, 0, common::kMaxFinalCheckWords + 1,
+                               common::kMaxFinalCheckWords + 1));  // beyond the cap
+  for (const fedanon::v1::LeaderMessage& m : missing) {
+    EXPECT_THAT(a.final_check.Step(m),
+                StatusIs(absl::StatusCode::kInvalidArgument, ") does not exist"))
+        << m.final_check().ShortDebugString();
+  }
+  EXPECT_THAT(
+      a.final_check.Step(CheckChunk(CheckStep::PHASE_SUM, 0, words + 1, words + 1)),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               absl::StrCat("final check: the request has ", words + 1,
+                            " words but the privacy model over this party's cut needs ", words)));
+  for (const fedanon::v1::LeaderMessage& m :
+       {CheckChunk(CheckStep::PHASE_VERIFY, 0, words, words),
+        CheckChunk(CheckStep::PHASE_UNMASK, 0, words, words),
+        CheckChunk(CheckStep::PHASE_UNSPECIFIED, 0, words, words),
+        CheckChunk(CheckStep::PHASE_SUM, 1, 1, 2)}) {
+    EXPECT_THAT(a.final_check.Step(m), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                "final check: it starts with the sum of chunk 0"))
+        << m.final_check().ShortDebugString();
+  }
+  EXPECT_FALSE(a.final_check.started());
+  EXPECT_FALSE(a.tables->cut_fixed);
+  EXPECT_OK(a.final_check.Step(CheckChunk(CheckStep::PHASE_SUM, 0, words, words)));
+  EXPECT_TRUE(a.final_check.started());
+}
+
+// party/final_check_party.cc Step, once the check started: another chunking, state updates on
+// a step other than the first sum, and a step of no phase.
+TEST(FinalCheckParty, AnotherChunkingLateUpdatesOrAnUnknownPhaseAreRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  Participants p({"a", "b", "c"});
+  HorizontalParty a(p, "a", *spec);
+  const uint64_t words = FinalCheckWords(a);
+  ASSERT_GT(words, 0u);
+  ASSERT_OK(a.final_check.Step(CheckChunk(CheckStep::PHASE_SUM, 0, 1, words)));
+  for (const fedanon::v1::LeaderMessage& m :
+       {CheckChunk(CheckStep::PHASE_UNMASK, 0, 2, words),
+        CheckChunk(CheckStep::PHASE_VERIFY, 0, 1, words + 1),
+        CheckChunk(CheckStep::PHASE_UNMASK, 0, words + 1, words + 1)}) {
+    EXPECT_THAT(a.final_check.Step(m),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "final check: the chunking changed during the check"))
+        << m.final_check().ShortDebugString();
+  }
+  for (const CheckStep::Phase phase : {CheckStep::PHASE_UNMASK, CheckStep::PHASE_VERIFY}) {
+    fedanon::v1::LeaderMessage m = CheckChunk(phase, 0, 1, words);
+    auto* split = m.mutable_final_check()->add_updates()->mutable_split();
+    split->set_attribute(1);
+    split->set_split(-1);
+    EXPECT_THAT(a.final_check.Step(m),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "final check: only the first sum carries state updates"))
+        << phase;
+  }
+  EXPECT_THAT(a.final_check.Step(CheckChunk(CheckStep::PHASE_UNSPECIFIED, 0, 1, words)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "final check: unknown phase"));
+  EXPECT_EQ(a.tables->applied_updates, 0u);
+}
+
+// party/final_check_party.cc UnmaskPhase and VerifyPhase: the unmasking asked of another party
+// than the ring's first, the first party's verification before the total arrived or of a total
+// the leader hands it, and the unmasking's and a verification's inputs from a party other than
+// the agreed sender; the honest ring then passes.
+TEST(FinalCheckParty, TheFirstPartysPhasesAndTheInputsOfTheAgreedSenderOnly) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  Participants p({"a", "b", "c"});
+  HorizontalParty a(p, "a", *spec);
+  HorizontalParty b(p, "b", *spec);
+  HorizontalParty c(p, "c", *spec);
+  const uint64_t words = FinalCheckWords(a);
+  ASSERT_GT(words, 0u);
+  auto step = [&](CheckStep::Phase phase, const fedanon::v1::SealedPayload* input) {
+    fedanon::v1::LeaderMessage m = CheckChunk(phase, 0, words, words);
+    if (input != nullptr) *m.mutable_final_check()->mutable_input() = *input;
+    return m;
+  };
+  auto from_a = a.final_check.Step(step(CheckStep::PHASE_SUM, nullptr));
+  ASSERT_OK(from_a);
+  auto from_b = b.final_check.Step(step(CheckStep::PHASE_SUM, &from_a->final_check().sealed()));
+  ASSERT_OK(from_b);
+  auto from_c = c.final_check.Step(step(CheckStep::PHASE_SUM, &from_b->final_check().sealed()));
+  ASSERT_OK(from_c);
+  const fedanon::v1::SealedPayload& b_to_c = from_b->final_check().sealed();
+  const fedanon::v1::SealedPayload& c_to_a = from_c->final_check().sealed();
+  EXPECT_THAT(b.final_check.Step(step(CheckStep::PHASE_UNMASK, &b_to_c)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "final check: only the ring's first party removes the mask"));
+  EXPECT_THAT(a.final_check.Step(step(CheckStep::PHASE_VERIFY, nullptr)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "final check: asked to verify before every chunk of the total arrived"));
+  EXPECT_THAT(a.final_check.Step(step(CheckStep::PHASE_VERIFY, &c_to_a)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "final check: the ring's first party verifies the total it unmasked "
+                       "itself"));
+  EXPECT_THAT(a.final_check.Step(step(CheckStep::PHASE_UNMASK, &b_to_c)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "final check: input must be sealed by 'c' for 'a', got one from 'b'"));
+  auto totals = a.final_check.Step(step(CheckStep::PHASE_UNMASK, &c_to_a));
+  ASSERT_OK(totals);
+  ASSERT_EQ(totals->final_check().totals_size(), 2);
+  const fedanon::v1::SealedPayload& total_for_b = totals->final_check().totals(0);
+  ASSERT_EQ(total_for_b.receiver(), "b");
+  EXPECT_THAT(b.final_check.Step(step(CheckStep::PHASE_VERIFY, &c_to_a)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "final check: input must be sealed by 'a' for 'b', got one from 'c'"));
+  auto verified_a = a.final_check.Step(step(CheckStep::PHASE_VERIFY, nullptr));
+  ASSERT_OK(verified_a);
+  EXPECT_TRUE(verified_a->final_check().passed());
+  auto verified_b = b.final_check.Step(step(CheckStep::PHASE_VERIFY, &total_for_b));
+  ASSERT_OK(verified_b);
+  EXPECT_TRUE(verified_b->final_check().passed());
+}
+
+// party/secure_union_party.cc OpenList: the list so far, chunked or whole, from another party
+// than the agreed predecessor (the leader, or this party itself), or naming the predecessor but
+// sealed by the leader; the predecessor's list is taken.
+TEST(SecureUnionParty, AListFromAnotherThanTheAgreedPredecessorIsRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  Participants p({"a", "b"});  // two parties: no final check before the release
+  HorizontalParty b(p, "b", *spec);
+  b.ctx->chunk_bytes = 1024;
+  b.ctx->message_limit = 64 << 10;
+  PayloadTransfer transfer(*b.ctx);
+  SecureUnionParty union_party(*b.ctx, *b.tables, b.final_check, transfer, nullptr);
+  auto hop = [](auto fill) {
+    fedanon::v1::LeaderMessage m;
+    m.set_job_id("job-0123456789ab");
+    m.set_round(3);
+    auto* step = m.mutable_union_step();
+    step->set_recipient("leader");
+    step->set_next("leader");  // b is the ring's last: its list goes to the recipient
+    fill(step);
+    return m;
+  };
+  for (const std::string sender : {"leader", "b"}) {
+    auto chunked = hop([&](fedanon::v1::UnionStep* step) {
+      auto* ref = step->mutable_list_ref();
+      ref->set_stream("union/b");
+      ref->set_sender(sender);
+      ref->set_receiver("b");
+      ref->set_purpose("union-list");
+      ref->set_chunks(1);
+      ref->set_total_bytes(16);
+    });
+    EXPECT_THAT(union_party.Step(chunked),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         absl::StrCat("the union list must come from 'a' (the agreed "
+                                      "predecessor), not from '",
+                                      sender, "'")));
+  }
+  const std::string empty_list = fedanon::v1::UnionList().SerializeAsString();
+  auto whole = [&](const std::string& named, const std::string& sealer) {
+    auto sealed = crypto::SealFrom(
+        *p.pairs[sealer], *b.ctx->seal_keys.at("b"),
+        common::UnionListContext("job-0123456789ab", "run-1", 3, named, "b"), empty_list);
+    EXPECT_OK(sealed);
+    return hop([&](fedanon::v1::UnionStep* step) {
+      auto* list = step->mutable_list();
+      list->set_sender(named);
+      list->set_receiver("b");
+      list->set_purpose("union-list");
+      list->set_ciphertext(sealed.ok() ? *sealed : "");
+    });
+  };
+  EXPECT_THAT(union_party.Step(whole("leader", "leader")),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "the union list must come from 'a' (the agreed predecessor) for 'b', not "
+                       "from 'leader' for 'b'"));
+  EXPECT_THAT(union_party.Step(whole("a", "leader")),
+              StatusIs(absl::StatusCode::kPermissionDenied, ""));
+  EXPECT_OK(union_party.Step(whole("a", "a")));
 }
 
 }  // namespace
