@@ -2199,5 +2199,273 @@ TEST(MaliciousLeader, VerticalLocalVerdictDeviationsAreRefusedByName) {
   }
 }
 
+// ---- Steps out of place: the leader's own choices (which step, which page, which round, what it
+// relays), refused by name. Each case is one federation run that fails at the first refusal. ----
+
+// The leader's choice, not the admin's: per-record payloads travel whole (as with a 1.1 party),
+// so that a sealed instruction can be relayed again, or twice, as the leader holds it.
+void WholePayloads(LeaderMessage* msg) {
+  if (msg->has_prepare()) msg->mutable_prepare()->set_max_message_bytes(0);
+}
+
+// Runs each case against honest parties and asserts that it fired, that nothing was released and
+// that the job's failure names the refusal.
+void ExpectRefusedByName(const char* spec, const std::vector<std::string>& tables,
+                         const std::map<std::string, std::string>& tax,
+                         const std::vector<LocalAttackCase>& cases,
+                         const std::shared_ptr<std::atomic<int>>& fired) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    *fired = 0;
+    const VerticalAttack attack = RunVerticalAttack(c.name, spec, tables, tax, c.tamper);
+    EXPECT_GT(fired->load(), 0) << "the cheat never fired";
+    ExpectNothingReleased(attack);
+    EXPECT_THAT(attack.info.failure_reason(), ::testing::HasSubstr(c.expected));
+  }
+}
+
+// party/vertical_party.cc VerticalParty::CheckCandidate (through VerticalParty::Deliver): the
+// leader relays to the judge, again, the owner's sealed instruction of a round whose candidate was
+// committed since (whole payloads open in any later step named with that round): the judge finds
+// the candidate's node split already and refuses.
+TEST(MaliciousLeader, AnInstructionReplayedAfterItsCommitIsRefusedByTheJudge) {
+  std::atomic<int> fired{0};
+  std::optional<LeaderMessage> saved;  // hospital-a's last Deliver
+  bool committed = false;              // its candidate was committed to hospital-a since
+  const auto info =
+      RunTamperedVertical("vreplay_deliver", [&](const std::string& to, LeaderMessage* m) {
+        WholePayloads(m);
+        if (to != "hospital-a" || !m->has_vertical() || fired > 0) return;
+        if (m->vertical().has_deliver()) {
+          saved = *m;
+          committed = false;
+        } else if (m->vertical().has_commit()) {
+          committed = saved && m->round() == saved->round() && m->vertical().commit().accept();
+        } else if (committed) {
+          *m = *saved;  // the next request after the commit: the old delivery again
+          ++fired;
+        }
+      });
+  ASSERT_GT(fired.load(), 0) << "no candidate of hospital-b was accepted and committed";
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(
+      info.failure_reason(),
+      ::testing::HasSubstr("party 'hospital-a': the winner names no candidate of the current cut"));
+}
+
+// party/vertical_waves_party.cc LocalReplicaOf: a local-recoding step (a proposal page) in a job
+// with global recoding.
+TEST(MaliciousLeader, ALocalRecodingStepInAGlobalJobIsRefused) {
+  std::atomic<int> fired{0};
+  const auto info =
+      RunTamperedVertical("vlocal_in_global", [&](const std::string&, LeaderMessage* m) {
+        if (!m->has_vertical() || !m->vertical().has_propose()) return;
+        m->mutable_vertical()->mutable_local_propose()->set_page(0);
+        ++fired;
+      });
+  ASSERT_GT(fired.load(), 0);
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(),
+              ::testing::HasSubstr("a local-recoding step in a job without recoding: local"));
+}
+
+// The taxonomies of kLocalSpec and of kLocalVetoSpec.
+std::map<std::string, std::string> LocalTaxonomies() {
+  return {{"q0.csv", "r0;ANY\nr1;ANY\n"}, {"q1.csv", "w0;ANY\nw1;ANY\n"}};
+}
+std::map<std::string, std::string> LocalVetoTaxonomies() {
+  return {{"q0.csv", "r0;ANY\nr1;ANY\n"},
+          {"q1.csv", "w0;ANY\nw1;ANY\n"},
+          {"q2.csv", "u0;ANY\nu1;ANY\n"}};
+}
+
+// A LocalJudge on its way to kLocalVetoSpec's judge.
+bool ToTheJudge(const std::string& party, const LeaderMessage& msg) {
+  return party == "hospital-b" && msg.has_vertical() && msg.vertical().has_local_judge();
+}
+
+// Checks: party/vertical_waves_party.cc Propose, ProposalsPut and CheckDeliveredProposals.
+// Vertical local recoding without judges (kLocalSpec): a wave's proposal steps out of place.
+TEST(MaliciousLeader, VerticalLocalProposalStepsOutOfPlaceAreRefusedByName) {
+  const auto tax = LocalTaxonomies();
+  auto fired = std::make_shared<std::atomic<int>>(0);
+  const std::vector<LocalAttackCase> cases = {
+      // party/vertical_waves_party.cc Propose: a proposal page past the party's list.
+      {"vlocal_page_range", "page 7 of this party's 1 proposal pages of wave",
+       [fired](const std::string&, LeaderMessage* msg) {
+         if (!msg->has_vertical() || !msg->vertical().has_local_propose()) return;
+         msg->mutable_vertical()->mutable_local_propose()->set_page(7);
+         ++*fired;
+       }},
+      // party/vertical_waves_party.cc ProposalsPut: a page delivered in the name of its receiver.
+      {"vlocal_own_name",
+       "a proposal page of 'hospital-b', which is not another data party of the job",
+       [fired](const std::string& party, LeaderMessage* msg) {
+         if (party != "hospital-b" || !msg->has_vertical() ||
+             !msg->vertical().has_local_proposals_put()) {
+           return;
+         }
+         msg->mutable_vertical()->mutable_local_proposals_put()->set_party(party);
+         ++*fired;
+       }},
+      // party/vertical_waves_party.cc CheckDeliveredProposals: the winners of a wave the party
+      // did not propose in.
+      {"vlocal_winners_of_another_wave", "before this party proposed in it",
+       [fired](const std::string&, LeaderMessage* msg) {
+         if (!msg->has_vertical() || !msg->vertical().has_local_winners()) return;
+         msg->set_round(msg->round() + 7);
+         ++*fired;
+       }},
+  };
+  ExpectRefusedByName(kLocalSpec, LocalTables(), tax, cases, fired);
+}
+
+// Checks: party/vertical_waves_party.cc Commit; party/vertical_local.cc CloseWaves, ApplyWave.
+// Vertical local recoding without judges (kLocalSpec): a wave's commit that closes the waves out
+// of place, or relays an instruction twice.
+TEST(MaliciousLeader, VerticalLocalCommitsThatCloseOrRepeatAreRefusedByName) {
+  const auto tax = LocalTaxonomies();
+  auto fired = std::make_shared<std::atomic<int>>(0);
+  auto first_wave = std::make_shared<uint32_t>(0);
+  const std::vector<LocalAttackCase> cases = {
+      // party/vertical_waves_party.cc Commit: a wave's commit with instructions, marked closing
+      // (the parties would compare final digests and release after splits were handed over).
+      {"vlocal_closing_with_instructions", "the closing wave carries instructions",
+       [fired](const std::string&, LeaderMessage* msg) {
+         if (!msg->has_vertical() || !msg->vertical().has_local_commit()) return;
+         auto* c = msg->mutable_vertical()->mutable_local_commit();
+         if (c->instructions_size() + c->instruction_refs_size() == 0) return;
+         c->set_closing(true);
+         ++*fired;
+       }},
+      // party/vertical_local.cc CloseWaves: the first wave numbered 0 (the number every replica
+      // uses for "no checked wave"), closed right after its proposals: refused although every
+      // signed proposal of it was delivered and checked.
+      {"vlocal_closing_wave_zero", "the closing wave 0 comes without checked proposals",
+       [fired, first_wave](const std::string&, LeaderMessage* msg) {
+         if (!msg->has_vertical()) return;
+         if (*first_wave == 0 && msg->vertical().has_local_propose()) *first_wave = msg->round();
+         if (*first_wave == 0 || msg->round() != *first_wave) return;
+         msg->set_round(0);
+         if (msg->vertical().has_local_winners()) {
+           msg->mutable_vertical()->mutable_local_commit()->set_closing(true);
+           ++*fired;
+         }
+       }},
+      // party/vertical_local.cc ApplyWave: an owner's (whole) instruction relayed twice in one
+      // commit.
+      {"vlocal_twice_whole", "two instructions from 'hospital-a'",
+       [fired](const std::string&, LeaderMessage* msg) {
+         WholePayloads(msg);
+         if (!msg->has_vertical() || !msg->vertical().has_local_commit()) return;
+         auto* c = msg->mutable_vertical()->mutable_local_commit();
+         for (int i = 0; i < c->instructions_size(); ++i) {
+           if (c->instructions(i).sender() != "hospital-a") continue;
+           *c->add_instructions() = c->instructions(i);
+           ++*fired;
+           return;
+         }
+       }},
+  };
+  ExpectRefusedByName(kLocalSpec, LocalTables(), tax, cases, fired);
+}
+
+// Checks: party/vertical_waves_party.cc VerticalWavesParty::VerdictsPage.
+// Vertical local recoding with a judge (kLocalVetoSpec: hospital-b judges the splits of
+// hospital-a and hospital-c): the judge's verdict pages asked out of place.
+TEST(MaliciousLeader, VerticalLocalVerdictPagesOutOfPlaceAreRefusedByName) {
+  const auto tax = LocalVetoTaxonomies();
+  auto fired = std::make_shared<std::atomic<int>>(0);
+  auto judged = std::make_shared<uint32_t>(0);  // the round hospital-b judged in
+  const std::vector<LocalAttackCase> cases = {
+      // party/vertical_waves_party.cc VerdictsPage: the judge's verdict page before it judged.
+      {"vjudge_page_before_judging", "before this judge judged it",
+       [fired](const std::string& party, LeaderMessage* msg) {
+         if (!ToTheJudge(party, *msg)) return;
+         msg->mutable_vertical()->mutable_local_verdicts_page()->set_page(0);
+         ++*fired;
+       }},
+      // party/vertical_waves_party.cc VerdictsPage: a verdict page past the judge's list (the
+      // next request after its judgement).
+      {"vjudge_page_range", "page 5 of this judge's 1 verdict pages of wave",
+       [fired, judged](const std::string& party, LeaderMessage* msg) {
+         if (*fired > 0 || party != "hospital-b" || !msg->has_vertical()) return;
+         if (ToTheJudge(party, *msg)) {
+           *judged = msg->round();
+         } else if (*judged != 0) {
+           msg->set_round(*judged);
+           msg->mutable_vertical()->mutable_local_verdicts_page()->set_page(5);
+           ++*fired;
+         }
+       }},
+  };
+  ExpectRefusedByName(kLocalVetoSpec, LocalVetoTables(), tax, cases, fired);
+}
+
+// Checks: party/vertical_waves_party.cc CheckDeliveredVerdicts; party/vertical_local.cc Judge.
+// Vertical local recoding with a judge (kLocalVetoSpec): the judge skipped (the wave's commit in
+// its place), or a party that is not a judge asked to judge.
+TEST(MaliciousLeader, VerticalLocalJudgementSkippedOrMisdirectedIsRefusedByName) {
+  const auto tax = LocalVetoTaxonomies();
+  auto fired = std::make_shared<std::atomic<int>>(0);
+  const std::vector<LocalAttackCase> cases = {
+      // party/vertical_waves_party.cc CheckDeliveredVerdicts: the wave's commit in place of the
+      // judge's judgement (the judge would apply splits it never judged).
+      {"vjudge_commit_before_judging", "before this judge's verdicts",
+       [fired](const std::string& party, LeaderMessage* msg) {
+         if (!ToTheJudge(party, *msg)) return;
+         msg->mutable_vertical()->mutable_local_commit();
+         ++*fired;
+       }},
+      // party/vertical_local.cc Judge: a party that holds no bounded sensitive value asked to
+      // judge (it would read the splits before the judges accepted them).
+      {"vjudge_not_a_judge", "but not a judge",
+       [fired](const std::string& party, LeaderMessage* msg) {
+         if (party != "hospital-c" || !msg->has_vertical() ||
+             !msg->vertical().has_local_winners()) {
+           return;
+         }
+         msg->mutable_vertical()->mutable_local_judge();
+         ++*fired;
+       }},
+  };
+  ExpectRefusedByName(kLocalVetoSpec, LocalVetoTables(), tax, cases, fired);
+}
+
+// Checks: party/vertical_local.cc VerticalLocalReplica::Judge.
+// Vertical local recoding with a judge (kLocalVetoSpec): an owner's split withheld from the judge,
+// or relayed to it twice.
+TEST(MaliciousLeader, VerticalLocalSplitsToJudgeWithheldOrRepeatedAreRefusedByName) {
+  const auto tax = LocalVetoTaxonomies();
+  auto fired = std::make_shared<std::atomic<int>>(0);
+  const std::vector<LocalAttackCase> cases = {
+      // party/vertical_local.cc Judge: an owner's split withheld from the judge (its veto would
+      // never be asked).
+      {"vjudge_withheld", "is missing from the splits to judge (withheld from this judge)",
+       [fired](const std::string& party, LeaderMessage* msg) {
+         if (!ToTheJudge(party, *msg)) return;
+         auto* j = msg->mutable_vertical()->mutable_local_judge();
+         if (j->instructions_size() + j->instruction_refs_size() == 0) return;
+         j->clear_instructions();
+         j->clear_instruction_refs();
+         ++*fired;
+       }},
+      // party/vertical_local.cc Judge: an owner's (whole) instruction relayed twice to the judge.
+      {"vjudge_twice_whole", "two instructions from 'hospital-a' to judge",
+       [fired](const std::string& party, LeaderMessage* msg) {
+         WholePayloads(msg);
+         if (!ToTheJudge(party, *msg)) return;
+         auto* j = msg->mutable_vertical()->mutable_local_judge();
+         for (int i = 0; i < j->instructions_size(); ++i) {
+           if (j->instructions(i).sender() != "hospital-a") continue;
+           *j->add_instructions() = j->instructions(i);
+           ++*fired;
+           return;
+         }
+       }},
+  };
+  ExpectRefusedByName(kLocalVetoSpec, LocalVetoTables(), tax, cases, fired);
+}
+
 }  // namespace
 }  // namespace fedanon::testing
