@@ -12,7 +12,8 @@
 //   ca/ca.crt, ca/ca.key   the federation CA (ca.key 0600: keep it offline, it is needed only to
 //                          issue certificates)
 //   <name>/             one bundle per participant (leader, parties, admins; names are unique
-//                       across roles): ca.crt, tls.crt, tls.key (0600), seal.crt, seal.key (0600)
+//                       across roles): ca.crt, tls.crt, tls.key (0600), seal.crt, seal.key (0600),
+//                       for a party also sign.crt, sign.key (0600: its statement-signing pair),
 //                       and leader.yaml | party.yaml | admin.yaml (paths relative to the bundle).
 // The kit is built in a temporary sibling directory and renamed into place, so a failure leaves
 // nothing behind. Private keys are never logged nor returned.

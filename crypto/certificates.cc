@@ -53,6 +53,7 @@ using Pkcs8Ptr = std::unique_ptr<PKCS8_PRIV_KEY_INFO, OpenSslDeleter<PKCS8_PRIV_
 
 constexpr std::string_view kTlsScheme = "fedanon";
 constexpr std::string_view kSealScheme = "fedanon-seal";
+constexpr std::string_view kSignScheme = "fedanon-sign";
 constexpr size_t kMaxNameLength = 64;
 constexpr int64_t kNotBeforeSlackSeconds = 5 * 60;
 constexpr int64_t kMaxValiditySeconds = int64_t{100} * 366 * 24 * 3600;  // ~100 years
@@ -369,7 +370,7 @@ absl::StatusOr<Identity> ExtractIdentity(X509* cert, std::string_view scheme) {
   return identity;
 }
 
-enum class Usage { kTls, kSeal };
+enum class Usage { kTls, kSeal, kSign };
 
 // Verifies `cert` against `ca` as the only trust anchor (strict X.509 checks, current time, the
 // leaf must be issued directly by the CA) and checks the leaf's usage. PermissionDenied with
@@ -409,9 +410,16 @@ absl::Status VerifyLeaf(X509* cert, X509* ca, Usage usage) {
           "not a TLS certificate (want keyUsage digitalSignature and extendedKeyUsage "
           "serverAuth, clientAuth)");
     }
-  } else {
+  } else if (usage == Usage::kSeal) {
     if (!(flags & EXFLAG_KUSAGE) || !(ku & KU_KEY_AGREEMENT)) {
       return absl::PermissionDeniedError("not a sealing certificate (want keyUsage keyAgreement)");
+    }
+  } else {
+    // A statement-signing certificate signs and does nothing else: no key agreement, no TLS.
+    if (!(flags & EXFLAG_KUSAGE) || ku != KU_DIGITAL_SIGNATURE || (flags & EXFLAG_XKUSAGE)) {
+      return absl::PermissionDeniedError(
+          "not a statement-signing certificate (want keyUsage digitalSignature only, no "
+          "extendedKeyUsage)");
     }
   }
   return absl::OkStatus();
@@ -501,10 +509,15 @@ struct CertificateAuthority::Impl {
       RETURN_IF_ERROR(
           AddConfExtension(leaf.get(), issuer, NID_ext_key_usage, "serverAuth,clientAuth"));
       RETURN_IF_ERROR(AddSubjectAltName(leaf.get(), IdentityUri(kTlsScheme, identity), hosts));
-    } else {
+    } else if (usage == Usage::kSeal) {
       RETURN_IF_ERROR(AddConfExtension(leaf.get(), issuer, NID_key_usage, "critical,keyAgreement"));
       RETURN_IF_ERROR(
           AddSubjectAltName(leaf.get(), IdentityUri(kSealScheme, identity), /*hosts=*/{}));
+    } else {
+      RETURN_IF_ERROR(
+          AddConfExtension(leaf.get(), issuer, NID_key_usage, "critical,digitalSignature"));
+      RETURN_IF_ERROR(
+          AddSubjectAltName(leaf.get(), IdentityUri(kSignScheme, identity), /*hosts=*/{}));
     }
     RETURN_IF_ERROR(AddConfExtension(leaf.get(), issuer, NID_subject_key_identifier, "hash"));
     RETURN_IF_ERROR(
@@ -592,6 +605,11 @@ absl::StatusOr<IssuedCertificate> CertificateAuthority::IssueTls(
 absl::StatusOr<IssuedCertificate> CertificateAuthority::IssueSeal(const Identity& identity,
                                                                   absl::Duration validity) const {
   return impl_->Issue(identity, Usage::kSeal, /*hosts=*/{}, validity);
+}
+
+absl::StatusOr<IssuedCertificate> CertificateAuthority::IssueStatementSigner(
+    const Identity& identity, absl::Duration validity) const {
+  return impl_->Issue(identity, Usage::kSign, /*hosts=*/{}, validity);
 }
 
 absl::StatusOr<std::string> CertificateAuthority::IssueCrl(const std::vector<std::string>& revoked,
@@ -739,26 +757,46 @@ absl::StatusOr<absl::Time> CertificateNotAfter(std::string_view cert_pem) {
                          absl::UTCTimeZone());
 }
 
-absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedSealKey(std::string_view seal_cert_pem,
-                                                               std::string_view ca_pem,
-                                                               const Identity& expected) {
+namespace {
+
+// The public key of a sealing or statement-signing certificate verified for `expected`.
+absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedKeyOf(std::string_view cert_pem,
+                                                             std::string_view ca_pem,
+                                                             const Identity& expected, Usage usage,
+                                                             std::string_view scheme,
+                                                             std::string_view what) {
   ASSIGN_OR_RETURN(std::vector<X509Ptr> cas, ParseCaBundle(ca_pem));
-  ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(seal_cert_pem, "sealing certificate"));
-  RETURN_IF_ERROR(VerifyLeafAgainstAny(cert.get(), cas, Usage::kSeal));
-  ASSIGN_OR_RETURN(const Identity identity, ExtractIdentity(cert.get(), kSealScheme));
+  ASSIGN_OR_RETURN(X509Ptr cert, ParseCertificatePem(cert_pem, std::string(what)));
+  RETURN_IF_ERROR(VerifyLeafAgainstAny(cert.get(), cas, usage));
+  ASSIGN_OR_RETURN(const Identity identity, ExtractIdentity(cert.get(), scheme));
   if (!(identity == expected)) {
-    return absl::PermissionDeniedError(absl::StrCat("sealing certificate belongs to ",
-                                                    IdentityUri(kSealScheme, identity), ", want ",
-                                                    IdentityUri(kSealScheme, expected)));
+    return absl::PermissionDeniedError(absl::StrCat(std::string(what), " belongs to ",
+                                                    IdentityUri(scheme, identity), ", want ",
+                                                    IdentityUri(scheme, expected)));
   }
   EVP_PKEY* pub = X509_get0_pubkey(cert.get());
   if (pub == nullptr) return OpenSslError(absl::StatusCode::kPermissionDenied, "no public key");
   unsigned char* der = nullptr;
   const int len = i2d_PUBKEY(pub, &der);
-  if (len <= 0) return OpenSslInternal("encoding the sealing public key");
+  if (len <= 0) return OpenSslInternal("encoding the certificate's public key");
   std::string spki(reinterpret_cast<char*>(der), static_cast<size_t>(len));
   OPENSSL_free(der);
   return SealPublicKey::FromSpkiDer(spki);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedSealKey(std::string_view seal_cert_pem,
+                                                               std::string_view ca_pem,
+                                                               const Identity& expected) {
+  return VerifiedKeyOf(seal_cert_pem, ca_pem, expected, Usage::kSeal, kSealScheme,
+                       "sealing certificate");
+}
+
+absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedStatementKey(
+    std::string_view sign_cert_pem, std::string_view ca_pem, const Identity& expected) {
+  return VerifiedKeyOf(sign_cert_pem, ca_pem, expected, Usage::kSign, kSignScheme,
+                       "statement-signing certificate");
 }
 
 absl::StatusOr<std::unique_ptr<SealKeyPair>> SealKeyPairFromPem(std::string_view key_pem) {

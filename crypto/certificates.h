@@ -6,7 +6,11 @@
 //    names / IP addresses it is reached at;
 //  * a sealing certificate (EC P-256, keyAgreement) with SAN URI `fedanon-seal://<role>/<name>`,
 //    whose key seals party-to-party payloads (crypto/sealed_box). Because it is CA-signed, the
-//    relaying leader cannot substitute its own key.
+//    relaying leader cannot substitute its own key;
+//  * a party also holds a statement-signing certificate (EC P-256, keyUsage digitalSignature
+//    only, no extendedKeyUsage) with SAN URI `fedanon-sign://party/<name>`, whose key signs the
+//    statements it makes to the other parties through the leader (crypto/signature.h), so the
+//    sealing key does key agreement only and the TLS key TLS only.
 // Identities are read from verified certificates only, never from what a peer claims.
 // Thread-compatible; keys are returned as PEM (PKCS#8) and never logged.
 #pragma once
@@ -64,6 +68,9 @@ class CertificateAuthority {
                                        absl::Duration validity) const;
   absl::StatusOr<IssuedCertificate> IssueSeal(const Identity& identity,
                                               absl::Duration validity) const;
+  // A party's statement-signing certificate and key (docs/crypto.md, "Which key").
+  absl::StatusOr<IssuedCertificate> IssueStatementSigner(const Identity& identity,
+                                                         absl::Duration validity) const;
 
  private:
   struct Impl;
@@ -106,6 +113,11 @@ absl::StatusOr<absl::Time> CertificateNotAfter(std::string_view cert_pem);
 absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedSealKey(std::string_view seal_cert_pem,
                                                                std::string_view ca_pem,
                                                                const Identity& expected);
+// Verifies a statement-signing certificate for `expected` (chain, validity, keyUsage
+// digitalSignature only, SAN `fedanon-sign://`) and returns its P-256 public key. A sealing or
+// TLS certificate is refused (PermissionDenied "not a statement-signing certificate ...").
+absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedStatementKey(
+    std::string_view sign_cert_pem, std::string_view ca_pem, const Identity& expected);
 // Loads a sealing private key (PKCS#8 PEM, EC P-256).
 absl::StatusOr<std::unique_ptr<SealKeyPair>> SealKeyPairFromPem(std::string_view key_pem);
 

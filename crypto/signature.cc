@@ -109,13 +109,13 @@ absl::StatusOr<Identity> VerifySignature(std::string_view cert_pem, std::string_
   return signer;
 }
 
-absl::StatusOr<std::string> SignWithSealKey(std::string_view seal_key_pem,
-                                            std::string_view message) {
-  return Sign(seal_key_pem, message);
+absl::StatusOr<std::string> SignStatement(std::string_view sign_key_pem,
+                                          std::string_view message) {
+  return Sign(sign_key_pem, message);
 }
 
-absl::Status VerifyWithSealKey(const SealPublicKey& key, std::string_view message,
-                               std::string_view signature) {
+absl::Status VerifyStatement(const SealPublicKey& key, std::string_view message,
+                             std::string_view signature) {
   if (signature.empty() || signature.size() > kMaxSignatureBytes) {
     return absl::PermissionDeniedError("the signature does not verify (malformed)");
   }
@@ -124,7 +124,7 @@ absl::Status VerifyWithSealKey(const SealPublicKey& key, std::string_view messag
   PkeyPtr pub(d2i_PUBKEY(nullptr, &p, static_cast<long>(spki.size())));
   if (pub == nullptr || !IsP256(pub.get())) {
     ERR_clear_error();
-    return absl::PermissionDeniedError("the signer's sealing key is not an EC P-256 key");
+    return absl::PermissionDeniedError("the signer's statement key is not an EC P-256 key");
   }
   EvpMdCtxPtr ctx(EVP_MD_CTX_new());
   if (ctx == nullptr || EVP_DigestVerifyInit_ex(ctx.get(), nullptr, "SHA256", nullptr, nullptr,

@@ -26,17 +26,18 @@ absl::StatusOr<Identity> VerifySignature(std::string_view cert_pem, std::string_
                                          Role expected_role, std::string_view message,
                                          std::string_view signature);
 
-// Statements a party makes to the other parties through the leader (vertical proposals and
-// verdicts, docs/crypto.md "Signed vertical statements") are signed with the party's certified
-// sealing key: every participant already holds the other parties' sealing certificates, verified
-// against the CA (and the CRL) at Prepare, so no further certificate travels. The signed message
-// must carry its own domain-separation prefix (party/vertical_statement.h does).
-// SignWithSealKey is Sign with the sealing key's PEM; VerifyWithSealKey checks an ECDSA P-256 /
-// SHA-256 signature by `key` (already verified by the caller), PermissionDenied "the signature does
-// not verify" otherwise.
-absl::StatusOr<std::string> SignWithSealKey(std::string_view seal_key_pem,
-                                            std::string_view message);
-absl::Status VerifyWithSealKey(const SealPublicKey& key, std::string_view message,
-                               std::string_view signature);
+// Statements a party makes to the other parties through the leader (ID-matching statements,
+// vertical proposals and verdicts; docs/crypto.md "Signed vertical statements") are signed with
+// the party's statement-signing key: its own P-256 key under a certificate with keyUsage
+// digitalSignature only (CertificateAuthority::IssueStatementSigner), which every participant
+// receives in the Prepare and verifies against the CA (and the CRL) for the party's name
+// (VerifiedStatementKey). The sealing key does key agreement only. The signed message must carry
+// its own domain-separation prefix (party/vertical_statement.h does).
+// SignStatement is Sign with the statement key's PEM; VerifyStatement checks an ECDSA P-256 /
+// SHA-256 signature by `key` (already verified by the caller), PermissionDenied "the signature
+// does not verify" otherwise.
+absl::StatusOr<std::string> SignStatement(std::string_view sign_key_pem, std::string_view message);
+absl::Status VerifyStatement(const SealPublicKey& key, std::string_view message,
+                             std::string_view signature);
 
 }  // namespace fedanon::crypto

@@ -13,9 +13,15 @@
 namespace fedanon::leader {
 
 absl::StatusOr<fedanon::v1::PrepareJob> MakePrepare(const JobHost& host, const JobRun& job) {
-  // Announce the participants with their sealing certificates (each party verifies them).
+  // Announce the participants with their sealing and statement-signing certificates (each party
+  // verifies them).
   std::map<std::string, std::string> seal_certs;
-  for (const auto& p : host.channel->Parties()) seal_certs[p.name] = p.seal_cert_pem;
+  std::map<std::string, std::string> sign_certs;
+  for (const auto& p : host.channel->Parties()) {
+    seal_certs[p.name] = p.seal_cert_pem;
+    sign_certs[p.name] = p.sign_cert_pem;
+  }
+  const bool vertical = job.request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL;
   fedanon::v1::PrepareJob prepare;
   *prepare.mutable_spec() = job.request.spec();
   for (size_t i = 0; i < job.ring.size(); ++i) {
@@ -27,6 +33,16 @@ absl::StatusOr<fedanon::v1::PrepareJob> MakePrepare(const JobHost& host, const J
     p->set_name(job.ring[i]);
     p->set_index(static_cast<uint32_t>(i));
     p->set_seal_certificate(it->second);
+    const std::string& sign = sign_certs[job.ring[i]];
+    if (vertical && sign.empty()) {
+      // The parties would refuse the Prepare; say why here, where the operator looks first.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "party '", job.ring[i],
+          "' has no statement-signing certificate (party.yaml `sign:`), which a vertical job "
+          "needs: its kit predates them; issue it one from the federation CA "
+          "(docs/operations.md, Upgrades)"));
+    }
+    p->set_sign_certificate(sign);
   }
   // The leader always: the secure sum's last hop is sealed for it (and the result when it is the
   // recipient).

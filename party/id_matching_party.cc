@@ -394,8 +394,8 @@ absl::Status IdMatchingParty::Common(const fedanon::v1::IdCommon& c, uint64_t ro
       statement->set_signature(restored_common_signature_);  // the one that left
     } else {
       ASSIGN_OR_RETURN(*statement->mutable_signature(),
-                       crypto::SignWithSealKey(
-                           ctx_.own_seal->key_pem,
+                       crypto::SignStatement(
+                           ctx_.own_seal->sign_key_pem,
                            IdCommonStatement(ctx_.job_id, ctx_.run_id, common_digest, count)));
     }
   }
@@ -429,14 +429,14 @@ absl::Status IdMatchingParty::Align(const fedanon::v1::IdAlign& align, uint64_t 
   const uint64_t count = alignment_->common;
   std::set<std::string> signed_by;
   for (const auto& s : align.statements()) {
-    const auto key = ctx_.seal_keys.find(s.party());
+    const auto key = ctx_.statement_keys.find(s.party());
     if (std::find(ctx_.ring.begin(), ctx_.ring.end(), s.party()) == ctx_.ring.end() ||
-        key == ctx_.seal_keys.end() || !signed_by.insert(s.party()).second) {
+        key == ctx_.statement_keys.end() || !signed_by.insert(s.party()).second) {
       return absl::PermissionDeniedError(
           absl::StrCat("IdAlign: a statement on the common ids from '", s.party(),
                        "', which is not a data party of the job or signed twice"));
     }
-    const absl::Status valid = crypto::VerifyWithSealKey(
+    const absl::Status valid = crypto::VerifyStatement(
         *key->second,
         IdCommonStatement(ctx_.job_id, ctx_.run_id, s.statement().digest(), s.statement().count()),
         s.statement().signature());

@@ -73,6 +73,9 @@ struct JobContext {
   std::string leader;
   std::string recipient;
   std::map<std::string, std::unique_ptr<crypto::SealPublicKey>> seal_keys;  // by party name
+  // A vertical job's data parties' statement-signing keys, by party name (verified at Prepare);
+  // empty in a horizontal job, whose parties make no statements.
+  std::map<std::string, std::unique_ptr<crypto::SealPublicKey>> statement_keys;
   // This party's own sealing key pair for the job: the one whose certificate the Prepare names
   // for it, held until the job ends (party/seal_key_ring.h), whatever is rotated meanwhile.
   std::shared_ptr<const SealKeyRing::Entry> own_seal;

@@ -197,12 +197,13 @@ absl::Status PartyAgent::StartJob(const LeaderMessage& request,
                                   JobState* job) const {
   // Horizontal and vertical jobs keep durable state from here on (the Prepare first).
   if (!options_.state_dir.empty() && (job->horizontal || job->vertical)) {
-    // The job's own sealing key goes with it (0600, deleted with the job): after a restart of
-    // this party the job goes on with the key it was prepared with, even if seal.key was
-    // rotated meanwhile.
+    // The job's own sealing key (and statement-signing key) go with it (0600, deleted with the
+    // job): after a restart of this party the job goes on with the keys it was prepared with,
+    // even if seal.key was rotated meanwhile. Two PEM blocks, the sealing key first.
     ASSIGN_OR_RETURN(job->journal,
                      JobJournal::Start(options_.state_dir, job->job_id,
-                                       {request.SerializeAsString(), "", job->own_seal->key_pem},
+                                       {request.SerializeAsString(), "",
+                                        job->own_seal->key_pem + job->own_seal->sign_key_pem},
                                        job->table_fingerprint));
   }
   // The run id is used from here on, and the run counts as a release of the table (checked and
@@ -259,18 +260,31 @@ absl::Status PartyAgent::ChooseOwnSealKey(bool reload, std::string_view journale
           "learned the new certificate)",
           job->job_id);
     }
-    return absl::OkStatus();
+    return CheckOwnStatementKey(*job);
   }
   // After a restart: the key the job was prepared with, held still or kept in its durable state.
   job->own_seal = seal_ring_.Find(point);
   if (job->own_seal == nullptr && !journaled_seal_key.empty()) {
-    // Matched by public key against the certificate the journaled Prepare names.
+    // The sealing key's PEM block, then the statement-signing key's (if any).
+    const size_t second = journaled_seal_key.find("-----BEGIN", 1);
+    const std::string_view seal_pem = journaled_seal_key.substr(0, second);
+    const std::string_view sign_pem =
+        second == std::string_view::npos ? "" : journaled_seal_key.substr(second);
+    // Matched by public key against the certificates the journaled Prepare names.
     absl::StatusOr<std::unique_ptr<crypto::SealKeyPair>> keys =
-        crypto::SealKeyPairFromPem(journaled_seal_key);
+        crypto::SealKeyPairFromPem(seal_pem);
     if (keys.ok() && (*keys)->public_key().UncompressedPoint() == point) {
       auto entry = std::make_shared<SealKeyRing::Entry>();
-      entry->key_pem = std::string(journaled_seal_key);
+      entry->key_pem = std::string(seal_pem);
       entry->keys = *std::move(keys);
+      if (!sign_pem.empty()) {
+        absl::StatusOr<std::unique_ptr<crypto::SealKeyPair>> sign =
+            crypto::SealKeyPairFromPem(sign_pem);
+        if (sign.ok()) {
+          entry->sign_key_pem = std::string(sign_pem);
+          entry->sign_point = (*sign)->public_key().UncompressedPoint();
+        }
+      }
       job->own_seal = std::move(entry);
     }
   }
@@ -279,6 +293,24 @@ absl::Status PartyAgent::ChooseOwnSealKey(bool reload, std::string_view journale
         "party '", options_.name,
         "': the job was prepared with a sealing key this party no longer holds (rotated, and "
         "not kept in the job's durable state); the job cannot resume"));
+  }
+  return CheckOwnStatementKey(*job);
+}
+
+absl::Status PartyAgent::CheckOwnStatementKey(const JobState& job) const {
+  const auto named = job.statement_keys.find(options_.name);
+  if (named == job.statement_keys.end()) return absl::OkStatus();  // makes no statements
+  if (job.own_seal->sign_key_pem.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "party '", options_.name,
+        "': this party holds no statement-signing key (party.yaml `sign:`), which a vertical "
+        "job needs"));
+  }
+  if (job.own_seal->sign_point != named->second->UncompressedPoint()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "party '", options_.name,
+        "': the Prepare names a statement-signing certificate for this party that is not the "
+        "one it holds with its sealing key"));
   }
   return absl::OkStatus();
 }
@@ -303,6 +335,33 @@ absl::Status PartyAgent::VerifyParticipants(const fedanon::v1::PrepareJob& prepa
       }
     }
     job->seal_keys[p.name()] = std::move(key);
+    // A vertical job's data parties sign statements to each other (ID matching, proposals,
+    // verdicts) with their statement-signing keys, never with their sealing keys.
+    if (job->spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL ||
+        p.index() == UINT32_MAX) {
+      continue;
+    }
+    if (p.sign_certificate().empty()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "participant '", p.name(),
+          "' comes without a statement-signing certificate, which every data party of a "
+          "vertical job needs"));
+    }
+    absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> statement_key =
+        crypto::VerifiedStatementKey(p.sign_certificate(), ca_pem, id);
+    if (!statement_key.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("the statement-signing certificate of participant '", p.name(),
+                       "' is refused: ", statement_key.status().message()));
+    }
+    if (options_.revocation_check) {
+      if (absl::Status st = options_.revocation_check(p.sign_certificate()); !st.ok()) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("the statement-signing certificate of participant '", p.name(),
+                         "' is refused by this party's revocation list: ", st.message()));
+      }
+    }
+    job->statement_keys[p.name()] = *std::move(statement_key);
   }
   return absl::OkStatus();
 }

@@ -33,7 +33,8 @@ absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions
     return absl::InvalidArgumentError("a party needs the CA certificate and its sealing key pair");
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const SealKeyRing::Entry> seal,
-                   SealKeyRing::MakeEntry(options.seal_cert_pem, options.seal_key_pem));
+                   SealKeyRing::MakeEntry(options.seal_cert_pem, options.seal_key_pem,
+                                          options.sign_cert_pem, options.sign_key_pem));
   if (options.ledger_path.empty() && !options.output_dir.empty()) {
     options.ledger_path = (std::filesystem::path(options.output_dir) / "runs.ledger").string();
   }
@@ -59,14 +60,21 @@ PartyAgent::PartyAgent(PartyAgentOptions options, std::shared_ptr<const SealKeyR
 PartyAgent::~PartyAgent() = default;
 
 std::string PartyAgent::seal_cert_pem() const { return seal_ring_.current()->cert_pem; }
+std::string PartyAgent::sign_cert_pem() const { return seal_ring_.current()->sign_cert_pem; }
 
 absl::StatusOr<bool> PartyAgent::UpdateSettings(const PartyLiveSettings& settings) {
   if (settings.ca_pem.empty()) return absl::InvalidArgumentError("an empty CA bundle");
   ASSIGN_OR_RETURN(std::shared_ptr<const SealKeyRing::Entry> seal,
-                   SealKeyRing::MakeEntry(settings.seal_cert_pem, settings.seal_key_pem));
+                   SealKeyRing::MakeEntry(settings.seal_cert_pem, settings.seal_key_pem,
+                                          settings.sign_cert_pem, settings.sign_key_pem));
   RETURN_IF_ERROR(crypto::VerifiedSealKey(seal->cert_pem, settings.ca_pem,
                                           {crypto::Role::kParty, options_.name})
                       .status());
+  if (!seal->sign_cert_pem.empty()) {
+    RETURN_IF_ERROR(crypto::VerifiedStatementKey(seal->sign_cert_pem, settings.ca_pem,
+                                                 {crypto::Role::kParty, options_.name})
+                        .status());
+  }
   authorizer_.Update(settings.ca_pem, settings.admins);
   return seal_ring_.Rotate(std::move(seal), absl::Now());
 }

@@ -67,6 +67,8 @@ class PartyAgent {
   const std::string& name() const { return options_.name; }
   // The current sealing certificate (what the hello and an announcement carry).
   std::string seal_cert_pem() const;
+  // Its current statement-signing certificate ("" when it has none).
+  std::string sign_cert_pem() const;
   // Applies re-read settings: jobs prepared from now on are authorized with this CA bundle and
   // admins list and, when the sealing key pair changed, use the new one (a job already prepared
   // keeps the key it was prepared with until it ends; the replaced key still serves a Prepare
@@ -148,6 +150,9 @@ class PartyAgent {
   // (after VerifyParticipants), from the ring or, on reload, from `journaled_seal_key`.
   absl::Status ChooseOwnSealKey(bool reload, std::string_view journaled_seal_key,
                                 JobState* job) const;
+  // A vertical job's data party: the statement-signing key of its chosen pair must be the one
+  // whose certificate the Prepare names for it.
+  absl::Status CheckOwnStatementKey(const JobState& job) const;
   // Checks and stores the ring order, the leader and the recipient fixed at Prepare.
   absl::Status CheckRing(const fedanon::v1::PrepareJob& prepare, JobState* job) const;
   // The leader a Prepare announces is the one this party is linked to (SetLinkedLeader).

@@ -47,6 +47,10 @@ struct PartyAgentOptions {
   std::string ca_pem;         // the federation CA (verifies other parties' seal certs)
   std::string seal_cert_pem;  // this party's sealing certificate and key (at start; UpdateSettings)
   std::string seal_key_pem;
+  // This party's statement-signing certificate and key (party.yaml `sign:`): what its statements
+  // to the other parties of a vertical job are signed with. Empty: no vertical jobs.
+  std::string sign_cert_pem;
+  std::string sign_key_pem;
   // How long a replaced sealing key still serves a Prepare that names its certificate (the
   // leader learns the new one from the party's announcement; party/seal_key_ring.h).
   absl::Duration retired_seal_grace = SealKeyRing::kDefaultRetiredGrace;
@@ -97,6 +101,8 @@ struct PartyLiveSettings {
   std::optional<std::vector<std::string>> admins;  // party.yaml `admins:` (nullopt: every admin)
   std::string seal_cert_pem;                       // seal.crt / seal.key as they are now
   std::string seal_key_pem;
+  std::string sign_cert_pem;  // sign.crt / sign.key as they are now ("" when not configured)
+  std::string sign_key_pem;
 };
 
 }  // namespace fedanon::party

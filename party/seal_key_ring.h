@@ -22,18 +22,25 @@ namespace fedanon::party {
 
 class SealKeyRing {
  public:
-  // One sealing key pair with its certificate.
+  // One sealing key pair with its certificate, and the statement-signing pair that goes with it
+  // (rotated together; empty when the party has none: it then takes no part in vertical jobs).
   struct Entry {
     std::string cert_pem;
     std::string key_pem;  // PEM of the private key: never logged
     std::shared_ptr<const crypto::SealKeyPair> keys;
+    std::string sign_cert_pem;
+    std::string sign_key_pem;  // never logged
+    std::string sign_point;    // the statement-signing public key as an uncompressed point
     // The public key as an uncompressed point (what entries are matched by).
     const std::string& point() const { return keys->public_key().UncompressedPoint(); }
   };
-  // Parses the pair; InvalidArgument when the key is not a P-256 sealing key or does not belong
-  // to the certificate (the certificate's CA and identity are the caller's to check).
+  // Parses the pairs; InvalidArgument when a key is not a P-256 key or does not belong to its
+  // certificate, or only one of the statement-signing pair is given (the certificates' CA and
+  // identity are the caller's to check).
   static absl::StatusOr<std::shared_ptr<const Entry>> MakeEntry(std::string cert_pem,
-                                                                std::string key_pem);
+                                                                std::string key_pem,
+                                                                std::string sign_cert_pem = "",
+                                                                std::string sign_key_pem = "");
 
   // How long a replaced pair still serves new jobs whose Prepare names it.
   static constexpr absl::Duration kDefaultRetiredGrace = absl::Minutes(2);
@@ -45,7 +52,7 @@ class SealKeyRing {
 
   std::shared_ptr<const Entry> current() const ABSL_LOCKS_EXCLUDED(mu_);
   // Makes `next` the current pair and retires the previous one at `now`. False (and nothing
-  // changes) when `next` has the current public key and certificate.
+  // changes) when `next` has the current public key and certificates.
   bool Rotate(std::shared_ptr<const Entry> next, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   // The pair for a job being prepared whose Prepare names the public key `point` for this party:
   // the current pair, or a retired one within its grace period. FailedPrecondition naming the

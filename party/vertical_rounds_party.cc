@@ -69,7 +69,7 @@ absl::Status VerticalRoundsParty::Propose(uint64_t round,
     c->set_order_key(choice->order_key);
   }
   ASSIGN_OR_RETURN(*proposal->mutable_signature(),
-                   crypto::SignWithSealKey(ctx_.own_seal->key_pem,
+                   crypto::SignStatement(ctx_.own_seal->sign_key_pem,
                                            ProposalStatement(ctx_.job_id, ctx_.run_id, round,
                                                              replica_.decisions(), *proposal)));
   return absl::OkStatus();
@@ -77,13 +77,13 @@ absl::Status VerticalRoundsParty::Propose(uint64_t round,
 
 absl::Status VerticalRoundsParty::CheckSignedProposal(const fedanon::v1::SignedProposal& signed_,
                                                       uint64_t round) const {
-  auto key = ctx_.seal_keys.find(signed_.party());
-  if (key == ctx_.seal_keys.end() ||
+  auto key = ctx_.statement_keys.find(signed_.party());
+  if (key == ctx_.statement_keys.end() ||
       std::find(ctx_.ring.begin(), ctx_.ring.end(), signed_.party()) == ctx_.ring.end()) {
     return absl::PermissionDeniedError(absl::StrCat("forged vertical proposal: '", signed_.party(),
                                                     "' is not a data party of the job"));
   }
-  const absl::Status st = crypto::VerifyWithSealKey(
+  const absl::Status st = crypto::VerifyStatement(
       *key->second,
       ProposalStatement(ctx_.job_id, ctx_.run_id, round, replica_.decisions(), signed_.proposal()),
       signed_.proposal().signature());
@@ -122,7 +122,7 @@ absl::Status VerticalRoundsParty::CheckCommitEvidence(const fedanon::v1::Vertica
                                                       v.judge(), "' is about another candidate"));
     }
     const absl::Status st =
-        crypto::VerifyWithSealKey(*ctx_.seal_keys.at(v.judge()),
+        crypto::VerifyStatement(*ctx_.statement_keys.at(v.judge()),
                                   VerdictStatement(ctx_.job_id, ctx_.run_id, round,
                                                    replica_.decisions(), v.candidate(), v.accept()),
                                   v.signature());
@@ -235,8 +235,8 @@ absl::Status VerticalRoundsParty::Deliver(const fedanon::v1::VerticalDeliver& de
   out->mutable_verdict()->set_accept(accept);
   // Signed, so every party can check the leader's commit (or veto) against it.
   ASSIGN_OR_RETURN(*out->mutable_verdict()->mutable_signature(),
-                   crypto::SignWithSealKey(
-                       ctx_.own_seal->key_pem,
+                   crypto::SignStatement(
+                       ctx_.own_seal->sign_key_pem,
                        VerdictStatement(ctx_.job_id, ctx_.run_id, round, replica_.decisions(),
                                         instruction.candidate(), accept)));
   ASSIGN_OR_RETURN(*out->mutable_verdict()->mutable_for_owner(),

@@ -79,7 +79,7 @@ absl::Status VerticalWavesParty::Propose(const fedanon::v1::LocalPropose& propos
     // Signed, so every party can recompute the winners the leader announces from them.
     ASSIGN_OR_RETURN(
         own.signature,
-        crypto::SignWithSealKey(ctx_.own_seal->key_pem,
+        crypto::SignStatement(ctx_.own_seal->sign_key_pem,
                                 LocalProposalsStatement(ctx_.job_id, ctx_.run_id, round, own.digest,
                                                         own.live_groups, own.state_digest)));
     own_ = std::move(own);
@@ -124,7 +124,7 @@ absl::Status VerticalWavesParty::ProposalsPut(const fedanon::v1::LocalProposalsP
   const std::string& from = put.party();
   if (from == ctx_.self() ||
       std::find(ctx_.ring.begin(), ctx_.ring.end(), from) == ctx_.ring.end() ||
-      ctx_.seal_keys.find(from) == ctx_.seal_keys.end()) {
+      ctx_.statement_keys.find(from) == ctx_.statement_keys.end()) {
     return refuse(absl::StrCat("a proposal page of '", from,
                                "', which is not another data party of the job"));
   }
@@ -147,8 +147,8 @@ absl::Status VerticalWavesParty::ProposalsPut(const fedanon::v1::LocalProposalsP
   }
   if (*added == PagedDelivery::Added::kComplete) {
     const std::string whole = d.pages.Whole();
-    const absl::Status st = crypto::VerifyWithSealKey(
-        *ctx_.seal_keys.at(from),
+    const absl::Status st = crypto::VerifyStatement(
+        *ctx_.statement_keys.at(from),
         LocalProposalsStatement(ctx_.job_id, ctx_.run_id, round, put.list_digest(),
                                 put.live_groups(), put.state_digest()),
         put.signature());
@@ -375,8 +375,8 @@ absl::Status VerticalWavesParty::Judge(const fedanon::v1::LocalJudge& judge, uin
         ctx_.message_limit > 0 ? ctx_.message_limit : common::kDefaultMessageLimitBytes;
     own.page_bytes = std::max<uint64_t>(1, common::ChunkBytesForLimit(limit) / 2);
     ASSIGN_OR_RETURN(own.signature,
-                     crypto::SignWithSealKey(
-                         ctx_.own_seal->key_pem,
+                     crypto::SignStatement(
+                         ctx_.own_seal->sign_key_pem,
                          LocalVerdictsStatement(ctx_.job_id, ctx_.run_id, round, own.digest)));
     own_verdicts_ = std::move(own);
   }
@@ -417,7 +417,7 @@ absl::Status VerticalWavesParty::VerdictsPut(const fedanon::v1::LocalVerdictsPut
   const std::string& from = put.judge();
   if (from == ctx_.self() ||
       !std::binary_search(local->judges().begin(), local->judges().end(), from) ||
-      ctx_.seal_keys.find(from) == ctx_.seal_keys.end()) {
+      ctx_.statement_keys.find(from) == ctx_.statement_keys.end()) {
     return refuse(
         absl::StrCat("a verdict page of '", from, "', which is not another judge of the job"));
   }
@@ -440,8 +440,8 @@ absl::Status VerticalWavesParty::VerdictsPut(const fedanon::v1::LocalVerdictsPut
   }
   if (*added == PagedDelivery::Added::kComplete) {
     const std::string whole = d.pages.Whole();
-    const absl::Status st = crypto::VerifyWithSealKey(
-        *ctx_.seal_keys.at(from),
+    const absl::Status st = crypto::VerifyStatement(
+        *ctx_.statement_keys.at(from),
         LocalVerdictsStatement(ctx_.job_id, ctx_.run_id, round, put.list_digest()),
         put.signature());
     if (!st.ok()) {

@@ -121,12 +121,23 @@ class ConfigReader {
     return paths;
   }
 
-  absl::StatusOr<SealPaths> Seal() const {
-    ASSIGN_OR_RETURN(const YAML::Node seal, Map("seal"));
-    RETURN_IF_ERROR(CheckKeys(seal, {"cert", "key"}, "seal."));
+  absl::StatusOr<SealPaths> Seal() const { return KeyPair("seal"); }
+
+  // `sign: {cert, key}` (a party's statement-signing pair): absent gives empty paths.
+  absl::StatusOr<SealPaths> Sign() const {
+    const YAML::Node node = root_["sign"];
+    if (!node.IsDefined() || node.IsNull()) return SealPaths{};
+    return KeyPair("sign");
+  }
+
+  // A `<key>: {cert: ..., key: ...}` block.
+  absl::StatusOr<SealPaths> KeyPair(const std::string& key) const {
+    ASSIGN_OR_RETURN(const YAML::Node pair, Map(key));
+    const std::string prefix = key + ".";
+    RETURN_IF_ERROR(CheckKeys(pair, {"cert", "key"}, prefix));
     SealPaths paths;
-    ASSIGN_OR_RETURN(paths.cert, Path(seal, "cert", "seal.", true));
-    ASSIGN_OR_RETURN(paths.key, Path(seal, "key", "seal.", true));
+    ASSIGN_OR_RETURN(paths.cert, Path(pair, "cert", prefix, true));
+    ASSIGN_OR_RETURN(paths.key, Path(pair, "key", prefix, true));
     return paths;
   }
 
@@ -516,7 +527,7 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   RETURN_IF_ERROR(reader.CheckKeys(
       reader.root(),
       {"name", "leader", "data_dir", "data", "output_dir", "max_input_bytes", "tls", "seal",
-       "log_format", "admins", "policy", "crl", "metrics_listen", "reload_seconds",
+       "sign", "log_format", "admins", "policy", "crl", "metrics_listen", "reload_seconds",
        // PostgreSQL (ReadPostgresSettings)
        "tables", "sink"},
       ""));
@@ -539,6 +550,7 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   }
   ASSIGN_OR_RETURN(config.tls, reader.Tls());
   ASSIGN_OR_RETURN(config.seal, reader.Seal());
+  ASSIGN_OR_RETURN(config.sign, reader.Sign());
   ASSIGN_OR_RETURN(config.log_format, reader.Format());
   ASSIGN_OR_RETURN(config.admins, reader.StringList(reader.root(), "admins", ""));
   ASSIGN_OR_RETURN(config.policy, reader.Policy());

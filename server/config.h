@@ -9,6 +9,8 @@
 //         key: tls.key}                   output_dir: output (optional)       key: tls.key}
 //   seal: {cert: seal.crt, key: seal.key} tls: {...}
 //   round_timeout_seconds: 60 (optional)  seal: {...}
+//                                         sign: {cert: sign.crt, key: sign.key} (optional;
+//                                           absent: no vertical jobs)
 //   max_concurrent_jobs: 4 (optional)
 //   max_queued_jobs: 64 (optional)
 //   retention: 30d (optional; s, m, h, d or
@@ -132,6 +134,9 @@ struct PartyConfig {
   uint64_t max_input_bytes = uint64_t{64} << 30;
   TlsPaths tls;
   SealPaths seal;
+  // The statement-signing pair (`sign: {cert: sign.crt, key: sign.key}`), which vertical jobs
+  // need; empty paths when party.yaml has no `sign:` (a kit made before it: horizontal only).
+  SealPaths sign;
   LogFormat log_format = LogFormat::kText;
   // The admins whose signed jobs this party runs (party/job_authorization.h); nullopt: every
   // admin certified by the federation CA.

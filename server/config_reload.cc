@@ -16,6 +16,26 @@ void Changed(bool differs, const char* key, std::vector<std::string>* out) {
 
 }  // namespace
 
+absl::Status ReadStatementSigner(const PartyConfig& config, const std::string& ca_pem,
+                                 std::string* cert_pem, std::string* key_pem) {
+  cert_pem->clear();
+  key_pem->clear();
+  if (config.sign.cert.empty()) return absl::OkStatus();  // no `sign:`: horizontal jobs only
+  ASSIGN_OR_RETURN(*cert_pem, ReadCertificateFile(config.sign.cert, "sign certificate"));
+  ASSIGN_OR_RETURN(*key_pem, ReadPrivateKeyFile(config.sign.key, "sign key"));
+  if (absl::Status st =
+          crypto::VerifiedStatementKey(*cert_pem, ca_pem, {crypto::Role::kParty, config.name})
+              .status();
+      !st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("sign certificate '", config.sign.cert,
+                                                "' is not this party's under the CA bundle: ",
+                                                st.message()));
+  }
+  return crypto::CheckKeyBelongsToCertificate(
+      *cert_pem, *key_pem, absl::StrCat("sign certificate '", config.sign.cert, "'"),
+      absl::StrCat("sign key '", config.sign.key, "'"));
+}
+
 absl::StatusOr<PartyReload> ReloadPartySettings(const PartyConfig& at_start) {
   ASSIGN_OR_RETURN(const PartyConfig now, LoadPartyConfig(at_start.path));
   if (now.name != at_start.name) {
@@ -39,6 +59,7 @@ absl::StatusOr<PartyReload> ReloadPartySettings(const PartyConfig& at_start) {
   RETURN_IF_ERROR(crypto::CheckKeyBelongsToCertificate(
       s.seal_cert_pem, s.seal_key_pem, absl::StrCat("seal certificate '", now.seal.cert, "'"),
       absl::StrCat("seal key '", now.seal.key, "'")));
+  RETURN_IF_ERROR(ReadStatementSigner(now, s.ca_pem, &s.sign_cert_pem, &s.sign_key_pem));
   s.admins = now.admins;
   std::vector<std::string>& r = reload.restart_needed;
   Changed(now.leader != at_start.leader, "leader", &r);

@@ -26,6 +26,11 @@ struct PartyReload {
 // the file (the config's line:column, or the PEM file and what is wrong with it).
 absl::StatusOr<PartyReload> ReloadPartySettings(const PartyConfig& at_start);
 
+// party.yaml `sign:` read and checked (this party's statement-signing certificate under
+// `ca_pem`, and its key): both empty when the config has no `sign:`. Used at start and at reload.
+absl::Status ReadStatementSigner(const PartyConfig& config, const std::string& ca_pem,
+                                 std::string* cert_pem, std::string* key_pem);
+
 struct LeaderReload {
   std::string ca_pem;                        // tls.ca as it is now
   std::vector<std::string> all_jobs_admins;  // leader.yaml `all_jobs_admins:` as it is now

@@ -195,17 +195,20 @@ PartyClient::PartyClient(PartyClientOptions options, PartyHandler handler)
     : options_(std::move(options)), handler_(std::move(handler)) {
   absl::MutexLock lock(&mu_);
   seal_cert_pem_ = options_.seal_cert_pem;
+  sign_cert_pem_ = options_.sign_cert_pem;
 }
 
-bool PartyClient::AnnounceSealCertificate(std::string seal_cert_pem) {
+bool PartyClient::AnnounceSealCertificate(std::string seal_cert_pem, std::string sign_cert_pem) {
   fedanon::v1::PartyMessage hello;
   hello.set_request_id(0);
   hello.mutable_hello()->set_version(std::string(common::Version()));
   hello.mutable_hello()->set_seal_certificate(seal_cert_pem);
+  hello.mutable_hello()->set_sign_certificate(sign_cert_pem);
   *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(options_.protocol_version);
   {
     absl::MutexLock lock(&mu_);
     seal_cert_pem_ = std::move(seal_cert_pem);
+    sign_cert_pem_ = std::move(sign_cert_pem);
   }
   absl::MutexLock lock(&write_mu_);
   if (live_stream_ == nullptr) return false;
@@ -348,6 +351,7 @@ absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch)
   {
     absl::MutexLock lock(&mu_);
     hello.mutable_hello()->set_seal_certificate(seal_cert_pem_);
+    hello.mutable_hello()->set_sign_certificate(sign_cert_pem_);
   }
   *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(options_.protocol_version);
   fedanon::v1::LeaderMessage ack;
@@ -399,11 +403,16 @@ absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch)
   }
   // A rotation between our hello and now: the leader learns the certificate at once.
   std::string announced;
+  std::string announced_sign;
   {
     absl::MutexLock lock(&mu_);
     announced = seal_cert_pem_;
+    announced_sign = sign_cert_pem_;
   }
-  if (announced != hello.hello().seal_certificate()) AnnounceSealCertificate(announced);
+  if (announced != hello.hello().seal_certificate() ||
+      announced_sign != hello.hello().sign_certificate()) {
+    AnnounceSealCertificate(announced, announced_sign);
+  }
   ServeRequests(stream.get(), handler_, options_.name, options_.observers, write_mu_);
   {
     absl::MutexLock lock(&write_mu_);

@@ -72,6 +72,7 @@ struct PartyClientOptions {
   // An error is logged and `tls` (or the last material that loaded) is used instead.
   std::function<absl::StatusOr<TlsMaterial>()> reload_tls;
   std::string seal_cert_pem;  // sent in the hello (AnnounceSealCertificate replaces it)
+  std::string sign_cert_pem;  // likewise, the statement-signing certificate ("" for none)
   // The party's revocation list (party.yaml `crl:`; not owned, may be null): a leader whose TLS
   // certificate it revokes (or a list it cannot use: fails closed) is refused after the hello.
   const RevocationCheck* revocation = nullptr;
@@ -101,7 +102,8 @@ class PartyClient {
   // The party's sealing certificate changed (a rotated seal.crt): sent now on the open stream,
   // if there is one, and in every later hello. False when no stream took it now (the next
   // hello carries it).
-  bool AnnounceSealCertificate(std::string seal_cert_pem) ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
+  bool AnnounceSealCertificate(std::string seal_cert_pem, std::string sign_cert_pem)
+      ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
 
   bool connected() const;
   // Number of sessions that completed the hello so far.
@@ -128,6 +130,7 @@ class PartyClient {
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;  // of the current session
   TlsMaterial current_tls_ ABSL_GUARDED_BY(mu_);    // what the last connection dialled with
   std::string seal_cert_pem_ ABSL_GUARDED_BY(mu_);  // what hellos carry
+  std::string sign_cert_pem_ ABSL_GUARDED_BY(mu_);
   // Serializes writes on the open stream (replies and announcements); the stream while its
   // requests are served, else null.
   absl::Mutex write_mu_ ABSL_ACQUIRED_AFTER(mu_);

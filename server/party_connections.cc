@@ -45,6 +45,7 @@ absl::Status ErrorReplyToStatus(const std::string& party, const fedanon::v1::Err
 PartyConnections::ConnectionId PartyConnections::Connected(const std::string& party,
                                                            const std::string& peer,
                                                            const std::string& seal_cert_pem,
+                                                           const std::string& sign_cert_pem,
                                                            std::shared_ptr<PartyStream> stream,
                                                            common::ProtocolVersion protocol) {
   std::shared_ptr<PartyStream> replaced;
@@ -67,6 +68,7 @@ PartyConnections::ConnectionId PartyConnections::Connected(const std::string& pa
     c.info.name = party;
     c.info.peer = peer;
     c.info.seal_cert_pem = seal_cert_pem;
+    c.info.sign_cert_pem = sign_cert_pem;
     c.info.protocol = protocol;
     c.info.connected_since_unix = absl::ToUnixSeconds(absl::Now());
     c.stream = std::move(stream);
@@ -106,11 +108,13 @@ void PartyConnections::Deliver(ConnectionId connection, fedanon::v1::PartyMessag
 }
 
 bool PartyConnections::UpdateSealCertificate(ConnectionId connection,
-                                             const std::string& seal_cert_pem) {
+                                             const std::string& seal_cert_pem,
+                                             const std::string& sign_cert_pem) {
   absl::MutexLock lock(&mu_);
   for (auto& [name, c] : by_name_) {
     if (c.id == connection) {
       c.info.seal_cert_pem = seal_cert_pem;
+      c.info.sign_cert_pem = sign_cert_pem;
       return true;
     }
   }

@@ -71,14 +71,17 @@ class PartyConnections final : public common::PartyChannel {
   // Registers `party` (its name from the verified certificate) on `stream`; replaces and cancels
   // an earlier connection of the same party.
   ConnectionId Connected(const std::string& party, const std::string& peer,
-                         const std::string& seal_cert_pem, std::shared_ptr<PartyStream> stream,
+                         const std::string& seal_cert_pem, const std::string& sign_cert_pem,
+                         std::shared_ptr<PartyStream> stream,
                          common::ProtocolVersion protocol = common::kProtocolVersion);
   // A message read from `connection`: completes the pending call with its request_id (replies
   // to unknown or timed-out requests are logged and dropped).
   void Deliver(ConnectionId connection, fedanon::v1::PartyMessage message);
-  // The party on `connection` announced a new sealing certificate (already verified): jobs
-  // prepared from now on record it. False when the connection is gone (replaced or ended).
-  bool UpdateSealCertificate(ConnectionId connection, const std::string& seal_cert_pem);
+  // The party on `connection` announced a new sealing certificate and statement-signing
+  // certificate (already verified): jobs prepared from now on record them. False when the
+  // connection is gone (replaced or ended).
+  bool UpdateSealCertificate(ConnectionId connection, const std::string& seal_cert_pem,
+                             const std::string& sign_cert_pem);
   // The stream of `connection` ended: unregisters it (unless already replaced) and fails its
   // pending calls with Unavailable "party 'x' disconnected".
   void Disconnected(ConnectionId connection);

@@ -67,6 +67,26 @@ PartyLinkService::PartyLinkService(std::string leader_name, std::string ca_pem,
                                    PartyConnections* connections)
     : leader_name_(std::move(leader_name)), ca_pem_(std::move(ca_pem)), connections_(connections) {}
 
+absl::Status PartyLinkService::CheckSignCertificate(const std::string& party,
+                                                   const fedanon::v1::PartyHello& hello) {
+  // A party without one (a kit made before statement-signing certificates) takes part in
+  // horizontal jobs only: the parties of a vertical job refuse a Prepare that lacks it.
+  if (hello.sign_certificate().empty()) return absl::OkStatus();
+  absl::Status st = crypto::VerifiedStatementKey(hello.sign_certificate(), ca_pem(),
+                                                 crypto::Identity{crypto::Role::kParty, party})
+                        .status();
+  if (st.ok() && revocation_ != nullptr && revocation_->enabled()) {
+    st = revocation_->Check(hello.sign_certificate());
+  }
+  if (!st.ok()) {
+    return absl::Status(st.code(),
+                        absl::StrCat("the statement-signing certificate in the hello is not valid "
+                                     "for party '",
+                                     party, "': ", st.message()));
+  }
+  return absl::OkStatus();
+}
+
 void PartyLinkService::Reannounced(const std::string& party, const std::string& peer,
                                    PartyConnections::ConnectionId id,
                                    const fedanon::v1::PartyHello& hello) {
@@ -76,14 +96,16 @@ void PartyLinkService::Reannounced(const std::string& party, const std::string& 
   if (st.ok() && revocation_ != nullptr && revocation_->enabled()) {
     st = revocation_->Check(hello.seal_certificate());
   }
+  if (st.ok()) st = CheckSignCertificate(party, hello);
   if (!st.ok()) {
     spdlog::error(
-        "party '{}' from {} announced a sealing certificate the leader refuses ({}); jobs go on "
-        "recording the one it had",
+        "party '{}' from {} announced a sealing or statement-signing certificate the leader "
+        "refuses ({}); jobs go on recording the ones it had",
         party, peer, std::string(st.message()));
     return;
   }
-  if (connections_->UpdateSealCertificate(id, hello.seal_certificate())) {
+  if (connections_->UpdateSealCertificate(id, hello.seal_certificate(),
+                                          hello.sign_certificate())) {
     spdlog::info(
         "party '{}' from {} announced a new sealing certificate (a rotated key): jobs prepared "
         "from now on record it",
@@ -141,6 +163,11 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
       return ToGrpcStatus(st);
     }
   }
+  if (absl::Status st = CheckSignCertificate(party, hello); !st.ok()) {
+    spdlog::warn("PartyLink: rejected party '{}' from {}: {}", party, peer,
+                 std::string(st.message()));
+    return ToGrpcStatus(st);
+  }
 
   // The protocol version (common/wire/protocol_version.h): a party the leader cannot serve is
   // refused with both versions named (it backs off and retries; its operator must upgrade).
@@ -161,14 +188,17 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
 
   auto writer = std::make_shared<GrpcPartyStream>(context, stream);
   const PartyConnections::ConnectionId id =
-      connections_->Connected(party, peer, hello.seal_certificate(), writer, protocol);
+      connections_->Connected(party, peer, hello.seal_certificate(), hello.sign_certificate(),
+                              writer, protocol);
   spdlog::info("party '{}' connected from {} (version {}, protocol {})", party, peer,
                common::Printable(hello.version(), 128), common::ProtocolVersionText(protocol));
   // The handshake checked the certificates' validity once; the stream may last for weeks. It
   // ends when the TLS or the sealing certificate expires (the party then reconnects with a
   // renewed one, or is refused).
   absl::Time expiry = absl::InfiniteFuture();
-  for (const std::string& pem : {PeerCertificatePem(*context), hello.seal_certificate()}) {
+  std::vector<std::string> certificates = {PeerCertificatePem(*context), hello.seal_certificate()};
+  if (!hello.sign_certificate().empty()) certificates.push_back(hello.sign_certificate());
+  for (const std::string& pem : certificates) {
     absl::StatusOr<absl::Time> not_after = crypto::CertificateNotAfter(pem);
     expiry = std::min(expiry, not_after.ok() ? *not_after : absl::Now());
   }

@@ -45,9 +45,14 @@ class PartyLinkService final : public fedanon::v1::PartyLink::Service {
     absl::MutexLock lock(&ca_mu_);
     return ca_pem_;
   }
-  // A PartyHello with request_id 0 on an open stream: the party's rotated sealing certificate,
-  // checked like the hello's (CA, identity, revocation); a good one replaces the one the jobs
-  // prepared from now on record, a bad one is logged and ignored (the party keeps the old one).
+  // OK when the hello carries no statement-signing certificate or one valid for `party` (CA,
+  // identity, revocation list).
+  absl::Status CheckSignCertificate(const std::string& party,
+                                    const fedanon::v1::PartyHello& hello);
+  // A PartyHello with request_id 0 on an open stream: the party's rotated sealing certificate
+  // (and statement-signing certificate), checked like the hello's (CA, identity, revocation); a
+  // good pair replaces the one the jobs prepared from now on record, a bad one is logged and
+  // ignored (the party keeps the old one).
   void Reannounced(const std::string& party, const std::string& peer,
                    PartyConnections::ConnectionId id, const fedanon::v1::PartyHello& hello);
 

@@ -77,7 +77,8 @@ struct ReloadState {
 
 bool SameSettings(const party::PartyLiveSettings& a, const party::PartyLiveSettings& b) {
   return a.ca_pem == b.ca_pem && a.admins == b.admins && a.seal_cert_pem == b.seal_cert_pem &&
-         a.seal_key_pem == b.seal_key_pem;
+         a.seal_key_pem == b.seal_key_pem && a.sign_cert_pem == b.sign_cert_pem &&
+         a.sign_key_pem == b.sign_key_pem;
 }
 
 // `file_config`: party.yaml as loaded at start, before the command line's overrides.
@@ -100,8 +101,19 @@ absl::Status Run(const PartyConfig& config, const PartyConfig& file_config,
   ASSIGN_OR_RETURN(options.seal_cert_pem,
                    ReadCertificateFile(config.seal.cert, "seal certificate"));
   ASSIGN_OR_RETURN(options.seal_key_pem, ReadPrivateKeyFile(config.seal.key, "seal key"));
-  const party::PartyLiveSettings at_start{tls.ca_pem, config.admins, options.seal_cert_pem,
-                                          options.seal_key_pem};
+  RETURN_IF_ERROR(
+      ReadStatementSigner(config, tls.ca_pem, &options.sign_cert_pem, &options.sign_key_pem));
+  if (options.sign_cert_pem.empty()) {
+    spdlog::warn(
+        "{} has no `sign:` (the statement-signing certificate and key): this party takes part "
+        "in horizontal jobs only and a vertical job naming it fails; its kit predates "
+        "statement-signing certificates: issue it one from the federation CA "
+        "(docs/operations.md, Upgrades)",
+        config.path);
+  }
+  const party::PartyLiveSettings at_start{tls.ca_pem,           config.admins,
+                                          options.seal_cert_pem, options.seal_key_pem,
+                                          options.sign_cert_pem, options.sign_key_pem};
   // party.yaml `crl:`: the leader's certificate at each connection, every participant's sealing
   // certificate at each Prepare (re-read each time; fails closed).
   RevocationCheck revocation(config.crl, tls.ca_pem, "the party");
@@ -125,6 +137,7 @@ absl::Status Run(const PartyConfig& config, const PartyConfig& file_config,
     return fresh;
   };
   client_options.seal_cert_pem = options.seal_cert_pem;
+  client_options.sign_cert_pem = options.sign_cert_pem;
   ASSIGN_OR_RETURN(std::unique_ptr<party::PartyAgent> agent,
                    party::PartyAgent::Create(std::move(options)));
 
@@ -224,7 +237,8 @@ absl::Status Run(const PartyConfig& config, const PartyConfig& file_config,
         *rotated ? "sealing key rotated: new jobs use the new key, running jobs keep "
                    "theirs"
                  : "");
-    if (*rotated && !client.AnnounceSealCertificate(agent->seal_cert_pem())) {
+    if (*rotated &&
+        !client.AnnounceSealCertificate(agent->seal_cert_pem(), agent->sign_cert_pem())) {
       spdlog::info("the new sealing certificate goes to the leader with the next hello");
     }
     state.applied = loaded->settings;

@@ -22,6 +22,7 @@ struct ConnectedParty {
   int64_t connected_since_unix = 0;
   std::string peer;           // transport address, for operators
   std::string seal_cert_pem;  // as presented in the party's hello (verified by the receivers)
+  std::string sign_cert_pem;  // its statement-signing certificate, likewise ("" when it has none)
   ProtocolVersion protocol = kProtocolVersion;  // as announced in its hello
 };
 

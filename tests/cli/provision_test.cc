@@ -15,6 +15,7 @@
 
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
+#include "crypto/signature.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/config.h"
@@ -132,8 +133,9 @@ TEST_F(ProvisionTest, WritesAVerifiableKit) {
     const auto& [role, config] = role_config;
     const fs::path dir = out / name;
     EXPECT_EQ(ModeOf(dir), 0700u);
-    EXPECT_EQ(Entries(dir), (std::set<std::string>{"ca.crt", "tls.crt", "tls.key", "seal.crt",
-                                                   "seal.key", config}));
+    std::set<std::string> files = {"ca.crt", "tls.crt", "tls.key", "seal.crt", "seal.key", config};
+    if (role == Role::kParty) files.insert({"sign.crt", "sign.key"});
+    EXPECT_EQ(Entries(dir), files);
     EXPECT_EQ(ModeOf(dir / "tls.key"), 0600u);
     EXPECT_EQ(ModeOf(dir / "seal.key"), 0600u);
     EXPECT_EQ(ReadFile(dir / "ca.crt"), ca_pem);
@@ -151,6 +153,15 @@ TEST_F(ProvisionTest, WritesAVerifiableKit) {
     ASSERT_OK_AND_ASSIGN(const std::string box, crypto::Seal(*pub, ctx, "hello"));
     ASSERT_OK_AND_ASSIGN(const std::string opened, crypto::Open(*pair, ctx, box));
     EXPECT_EQ(opened, "hello");
+    if (role == Role::kParty) {
+      // A party's statement-signing certificate verifies as one (and its key signs for it).
+      EXPECT_EQ(ModeOf(dir / "sign.key"), 0600u);
+      ASSERT_OK_AND_ASSIGN(auto sign_pub, crypto::VerifiedStatementKey(
+                                              ReadFile(dir / "sign.crt"), ca_pem, who));
+      ASSERT_OK_AND_ASSIGN(const std::string sig,
+                           crypto::SignStatement(ReadFile(dir / "sign.key"), "statement"));
+      EXPECT_OK(crypto::VerifyStatement(*sign_pub, "statement", sig));
+    }
     // The TLS key file holds a PKCS#8 key.
     EXPECT_THAT(ReadFile(dir / "tls.key"), ::testing::StartsWith("-----BEGIN PRIVATE KEY-----"));
 
@@ -169,7 +180,9 @@ TEST_F(ProvisionTest, WritesAVerifiableKit) {
       EXPECT_EQ(cfg["round_timeout_seconds"].as<int>(), 60);
     } else if (role == Role::kParty) {
       EXPECT_EQ(KeysOf(cfg), (std::set<std::string>{"name", "leader", "data_dir", "data",
-                                                    "output_dir", "tls", "seal"}));
+                                                    "output_dir", "tls", "seal", "sign"}));
+      EXPECT_EQ(cfg["sign"]["cert"].as<std::string>(), "sign.crt");
+      EXPECT_EQ(cfg["sign"]["key"].as<std::string>(), "sign.key");
       EXPECT_EQ(cfg["leader"].as<std::string>(), "leader.example.org:7443");
       EXPECT_EQ(cfg["data_dir"].as<std::string>(), "data");
       EXPECT_EQ(cfg["data"].as<std::string>(), "table.csv");
@@ -200,6 +213,8 @@ TEST_F(ProvisionTest, ConfigsLoadWithTheDaemonLoaders) {
   ASSERT_OK_AND_ASSIGN(PartyConfig party, LoadPartyConfig(out / "hospital-a" / "party.yaml"));
   EXPECT_EQ(party.name, "hospital-a");
   EXPECT_EQ(party.leader, "leader.example.org:7443");
+  EXPECT_EQ(ReadFile(party.sign.cert), ReadFile(out / "hospital-a" / "sign.crt"));
+  EXPECT_EQ(ReadFile(party.sign.key), ReadFile(out / "hospital-a" / "sign.key"));
   ASSERT_OK_AND_ASSIGN(AdminConfig admin, LoadAdminConfig(out / "alice" / "admin.yaml"));
   EXPECT_EQ(admin.name, "alice");
 }

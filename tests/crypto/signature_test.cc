@@ -215,32 +215,67 @@ TEST_F(SignatureTest, SignRefusesKeysThatAreNotP256) {
               StatusIs(absl::StatusCode::kInvalidArgument, "not an EC P-256 key"));
 }
 
-// Statements a party signs with its certified sealing key (vertical proposals and verdicts): the
-// holder of the public key verifies them; another key, a changed byte of the message or of the
-// signature, or an empty signature does not verify.
-TEST(SealKeySignature, VerifiesOnlyTheSignersUnchangedStatement) {
+// Statements a party signs with its statement-signing key (ID-matching statements, vertical
+// proposals and verdicts): the holder of the public key verifies them; another key, a changed
+// byte of the message or of the signature, or an empty signature does not verify.
+TEST(StatementSignature, VerifiesOnlyTheSignersUnchangedStatement) {
   ASSERT_OK_AND_ASSIGN(auto ca, CertificateAuthority::Create("sig", absl::Hours(1)));
   ASSERT_OK_AND_ASSIGN(IssuedCertificate a,
-                       ca->IssueSeal({Role::kParty, "hospital-a"}, absl::Hours(1)));
+                       ca->IssueStatementSigner({Role::kParty, "hospital-a"}, absl::Hours(1)));
   ASSERT_OK_AND_ASSIGN(IssuedCertificate b,
-                       ca->IssueSeal({Role::kParty, "hospital-b"}, absl::Hours(1)));
-  ASSERT_OK_AND_ASSIGN(auto key_a,
-                       VerifiedSealKey(a.cert_pem, ca->cert_pem(), {Role::kParty, "hospital-a"}));
-  ASSERT_OK_AND_ASSIGN(auto key_b,
-                       VerifiedSealKey(b.cert_pem, ca->cert_pem(), {Role::kParty, "hospital-b"}));
+                       ca->IssueStatementSigner({Role::kParty, "hospital-b"}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(auto key_a, VerifiedStatementKey(a.cert_pem, ca->cert_pem(),
+                                                        {Role::kParty, "hospital-a"}));
+  ASSERT_OK_AND_ASSIGN(auto key_b, VerifiedStatementKey(b.cert_pem, ca->cert_pem(),
+                                                        {Role::kParty, "hospital-b"}));
   const std::string statement = "round 3: accept candidate 1/0/2";
-  ASSERT_OK_AND_ASSIGN(const std::string sig, SignWithSealKey(a.key_pem, statement));
-  EXPECT_OK(VerifyWithSealKey(*key_a, statement, sig));
-  EXPECT_THAT(VerifyWithSealKey(*key_b, statement, sig),
+  ASSERT_OK_AND_ASSIGN(const std::string sig, SignStatement(a.key_pem, statement));
+  EXPECT_OK(VerifyStatement(*key_a, statement, sig));
+  EXPECT_THAT(VerifyStatement(*key_b, statement, sig),
               StatusIs(absl::StatusCode::kPermissionDenied, "the signature does not verify"));
-  EXPECT_THAT(VerifyWithSealKey(*key_a, "round 3: reject candidate 1/0/2", sig),
+  EXPECT_THAT(VerifyStatement(*key_a, "round 3: reject candidate 1/0/2", sig),
               StatusIs(absl::StatusCode::kPermissionDenied, "the signature does not verify"));
   std::string flipped = sig;
   flipped[flipped.size() / 2] ^= 1;
-  EXPECT_THAT(VerifyWithSealKey(*key_a, statement, flipped),
+  EXPECT_THAT(VerifyStatement(*key_a, statement, flipped),
               StatusIs(absl::StatusCode::kPermissionDenied, "the signature does not verify"));
-  EXPECT_THAT(VerifyWithSealKey(*key_a, statement, ""),
+  EXPECT_THAT(VerifyStatement(*key_a, statement, ""),
               StatusIs(absl::StatusCode::kPermissionDenied, "malformed"));
+}
+
+// The three kinds of a party's certificates are not interchangeable: a statement-signing
+// certificate is neither a sealing nor a TLS certificate, a sealing certificate (keyAgreement)
+// and a TLS certificate do not verify as statement-signing ones, and the identity is checked.
+TEST(StatementSignature, OnlyAStatementSigningCertificateOfTheNamedPartyIsAccepted) {
+  ASSERT_OK_AND_ASSIGN(auto ca, CertificateAuthority::Create("sig", absl::Hours(1)));
+  const Identity a{Role::kParty, "hospital-a"};
+  ASSERT_OK_AND_ASSIGN(IssuedCertificate sign, ca->IssueStatementSigner(a, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(IssuedCertificate seal, ca->IssueSeal(a, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(IssuedCertificate tls, ca->IssueTls(a, {}, absl::Hours(1)));
+  EXPECT_OK(VerifiedStatementKey(sign.cert_pem, ca->cert_pem(), a).status());
+  EXPECT_THAT(VerifiedStatementKey(seal.cert_pem, ca->cert_pem(), a).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "not a statement-signing certificate"));
+  EXPECT_THAT(VerifiedStatementKey(tls.cert_pem, ca->cert_pem(), a).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "not a statement-signing certificate"));
+  EXPECT_THAT(VerifiedSealKey(sign.cert_pem, ca->cert_pem(), a).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "not a sealing certificate"));
+  EXPECT_THAT(VerifiedTlsIdentity(sign.cert_pem, ca->cert_pem()).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "not a TLS certificate"));
+  EXPECT_THAT(VerifiedStatementKey(sign.cert_pem, ca->cert_pem(), {Role::kParty, "hospital-b"})
+                  .status(),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "belongs to fedanon-sign://party/hospital-a, want "
+                       "fedanon-sign://party/hospital-b"));
+  ASSERT_OK_AND_ASSIGN(auto other_ca, CertificateAuthority::Create("other", absl::Hours(1)));
+  EXPECT_THAT(VerifiedStatementKey(sign.cert_pem, other_ca->cert_pem(), a).status(),
+              StatusIs(absl::StatusCode::kPermissionDenied, "certificate verification failed"));
+  // The key signs with the statement-signing certificate's public key, not the sealing one's.
+  ASSERT_OK_AND_ASSIGN(auto sign_key, VerifiedStatementKey(sign.cert_pem, ca->cert_pem(), a));
+  ASSERT_OK_AND_ASSIGN(auto seal_key, VerifiedSealKey(seal.cert_pem, ca->cert_pem(), a));
+  ASSERT_OK_AND_ASSIGN(const std::string sig, SignStatement(sign.key_pem, "statement"));
+  EXPECT_OK(VerifyStatement(*sign_key, "statement", sig));
+  EXPECT_THAT(VerifyStatement(*seal_key, "statement", sig),
+              StatusIs(absl::StatusCode::kPermissionDenied, "the signature does not verify"));
 }
 
 }  // namespace

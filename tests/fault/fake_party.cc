@@ -44,6 +44,16 @@ absl::StatusOr<std::unique_ptr<FakeParty>> FakeParty::Create(const std::string& 
   options.seal_cert_pem = *cert;
   options.seal_key_pem = *std::move(key);
   p->seal_cert_pem_ = *cert;
+  // The statement-signing pair of a party's kit (fedanonctl provision writes one).
+  absl::StatusOr<std::string> sign_cert =
+      server::ReadCertificateFile(bundle + "/sign.crt", "sign certificate");
+  if (!sign_cert.ok()) return sign_cert.status();
+  absl::StatusOr<std::string> sign_key =
+      server::ReadPrivateKeyFile(bundle + "/sign.key", "sign key");
+  if (!sign_key.ok()) return sign_key.status();
+  options.sign_cert_pem = *sign_cert;
+  options.sign_key_pem = *std::move(sign_key);
+  p->sign_cert_pem_ = *sign_cert;
   absl::StatusOr<std::unique_ptr<party::PartyAgent>> agent =
       party::PartyAgent::Create(std::move(options));
   if (!agent.ok()) return agent.status();
@@ -122,6 +132,7 @@ void FakeParty::Session() {
   fedanon::v1::PartyMessage hello;
   hello.mutable_hello()->set_version(std::string(common::Version()));
   hello.mutable_hello()->set_seal_certificate(seal_cert_pem_);
+  hello.mutable_hello()->set_sign_certificate(sign_cert_pem_);
   // This build's protocol (a hello without one is 1.0, which a 1.2 leader no longer serves).
   *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(common::kProtocolVersion);
   fedanon::v1::LeaderMessage message;

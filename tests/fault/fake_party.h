@@ -61,6 +61,7 @@ class FakeParty {
   std::string leader_address_;
   server::TlsMaterial tls_;
   std::string seal_cert_pem_;
+  std::string sign_cert_pem_;
   std::unique_ptr<party::PartyAgent> agent_;
   std::atomic<Corruption> corruption_{Corruption::kNone};
   std::atomic<bool> corrupted_{false};

@@ -50,6 +50,8 @@ struct InProcessFederation {
       const std::string pname = std::string("hospital-") + static_cast<char>('a' + i);
       auto seal = f->ca->IssueSeal({crypto::Role::kParty, pname}, absl::Hours(24));
       if (!seal.ok()) return seal.status();
+      auto sign = f->ca->IssueStatementSigner({crypto::Role::kParty, pname}, absl::Hours(24));
+      if (!sign.ok()) return sign.status();
       party::PartyAgentOptions o;
       o.name = pname;
       o.data_dir = f->dir + "/" + pname;
@@ -58,6 +60,8 @@ struct InProcessFederation {
       o.ca_pem = f->ca->cert_pem();
       o.seal_cert_pem = seal->cert_pem;
       o.seal_key_pem = seal->key_pem;
+      o.sign_cert_pem = sign->cert_pem;
+      o.sign_key_pem = sign->key_pem;
       for (const auto& [file, text] : party_files[i]) WriteText(o.data_dir + "/" + file, text);
       if (customize) customize(o);
       auto agent = party::PartyAgent::Create(o);

@@ -39,6 +39,7 @@ class SealedRelayTest : public ::testing::Test {
         p->set_name(fed_->names[j]);
         p->set_index(static_cast<uint32_t>(j));
         p->set_seal_certificate(fed_->agents[j]->seal_cert_pem());
+        p->set_sign_certificate(fed_->agents[j]->sign_cert_pem());
         msg.mutable_prepare()->add_ring(fed_->names[j]);
       }
       ASSERT_OK_AND_ASSIGN(auto leader_seal,

@@ -357,10 +357,11 @@ TEST(VerticalFederation, WorkedExampleBEqualsCentralized) {
   ExpectSameAsCentralized(ExampleB(), "vert_b");
 }
 
-// A party whose sealing key pair was rotated (PartyLiveSettings, as on SIGHUP) takes part in the
-// next vertical job with the new pair: its signed statements (proposals, the ID statement) carry
-// the signature of the key the job was prepared with, which the other parties verify against the
-// certificate the Prepare names; the job ends done.
+// A party whose sealing and statement-signing key pairs were rotated (PartyLiveSettings, as on
+// SIGHUP) takes part in the next vertical job with the new pairs: its signed statements
+// (proposals, the ID statement) carry the signature of the statement key the job was prepared
+// with, which the other parties verify against the certificate the Prepare names; the job ends
+// done.
 TEST(VerticalFederation, AJobAfterASealingKeyRotationSignsWithTheJobsOwnKey) {
   const VScenario s = ExampleB();
   std::set<std::string> common;
@@ -368,11 +369,16 @@ TEST(VerticalFederation, AJobAfterASealingKeyRotationSignsWithTheJobsOwnKey) {
                        InProcessFederation::Create("vert_rotated", PartyFiles(s, &common)));
   ASSERT_OK_AND_ASSIGN(const crypto::IssuedCertificate renewed,
                        fed->ca->IssueSeal({crypto::Role::kParty, fed->names[0]}, absl::Hours(24)));
+  ASSERT_OK_AND_ASSIGN(
+      const crypto::IssuedCertificate renewed_sign,
+      fed->ca->IssueStatementSigner({crypto::Role::kParty, fed->names[0]}, absl::Hours(24)));
   ASSERT_OK_AND_ASSIGN(const bool changed,
                        fed->agents[0]->UpdateSettings({.ca_pem = fed->ca->cert_pem(),
                                                        .admins = std::nullopt,
                                                        .seal_cert_pem = renewed.cert_pem,
-                                                       .seal_key_pem = renewed.key_pem}));
+                                                       .seal_key_pem = renewed.key_pem,
+                                                       .sign_cert_pem = renewed_sign.cert_pem,
+                                                       .sign_key_pem = renewed_sign.key_pem}));
   ASSERT_TRUE(changed);
   ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
@@ -386,6 +392,35 @@ TEST(VerticalFederation, AJobAfterASealingKeyRotationSignsWithTheJobsOwnKey) {
   const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
   EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
   EXPECT_EQ(fed->agents[0]->seal_cert_pem(), renewed.cert_pem);
+  EXPECT_EQ(fed->agents[0]->sign_cert_pem(), renewed_sign.cert_pem);
+}
+
+// A vertical job naming a party without a statement-signing certificate (a kit made before
+// them) fails at the leader, naming the party and what to do, before any Prepare leaves.
+TEST(VerticalFederation, AJobWithAPartyWithoutAStatementSigningCertificateFailsNamingIt) {
+  const VScenario s = ExampleB();
+  std::set<std::string> common;
+  ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(
+                                     "vert_unsigned", PartyFiles(s, &common),
+                                     [](party::PartyAgentOptions& o) {
+                                       if (o.name != "hospital-b") return;
+                                       o.sign_cert_pem.clear();
+                                       o.sign_key_pem.clear();
+                                     }));
+  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
+  fedanon::v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  for (const auto& p : fed->names) req.add_parties(p);
+  for (const auto& a : spec.attributes()) {
+    if (!a.taxonomy().empty())
+      (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
+  }
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, fed->Submit(req));
+  const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
+  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
+  EXPECT_THAT(info.failure_reason(),
+              ::testing::HasSubstr("party 'hospital-b' has no statement-signing certificate "
+                                   "(party.yaml `sign:`), which a vertical job needs"));
 }
 
 TEST(VerticalFederation, WorkedExampleBKnownAnswers) {

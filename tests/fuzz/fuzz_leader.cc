@@ -134,6 +134,11 @@ const World& TheWorld() {
       o.ca_pem = w->ca->cert_pem();
       o.seal_cert_pem = seal->cert_pem;
       o.seal_key_pem = seal->key_pem;
+      absl::StatusOr<crypto::IssuedCertificate> sign =
+          w->ca->IssueStatementSigner({crypto::Role::kParty, name}, absl::Hours(24 * 365));
+      if (!sign.ok()) FuzzFail("no statement-signing certificate");
+      o.sign_cert_pem = sign->cert_pem;
+      o.sign_key_pem = sign->key_pem;
       WriteTextFile(o.data_dir + "/edu.csv", kEducation);
       WriteTextFile(o.data_dir + "/sex.csv", kSex);
       WriteTextFile(o.data_dir + "/table.csv", HorizontalTable(i));

@@ -127,6 +127,7 @@ std::string VerticalTableB() {
 struct World {
   std::unique_ptr<crypto::CertificateAuthority> ca;
   std::map<std::string, std::string> seal_certs;  // by name
+  std::map<std::string, crypto::IssuedCertificate> sign;  // the data parties' statement signers
   party::PartyAgentOptions a, b;
   std::unique_ptr<crypto::SealKeyPair> a_keys;  // to seal test payloads for hospital-a
   // Every participant's sealing keys: hop payloads are sealed sender-authenticated by the sender
@@ -147,6 +148,8 @@ party::PartyAgentOptions PartyOptions(const World& w, const std::string& name,
   o.ca_pem = w.ca->cert_pem();
   o.seal_cert_pem = seal.cert_pem;
   o.seal_key_pem = seal.key_pem;
+  o.sign_cert_pem = w.sign.at(name).cert_pem;
+  o.sign_key_pem = w.sign.at(name).key_pem;
   return o;
 }
 
@@ -164,6 +167,9 @@ LeaderMessage Prepare(const World& w, std::string_view spec_yaml, const std::str
     p->set_name(name);
     p->set_index(std::string_view(name) == kLeader ? kLeaderIndex : index++);
     p->set_seal_certificate(w.seal_certs.at(name));
+    if (auto it = w.sign.find(name); it != w.sign.end()) {
+      p->set_sign_certificate(it->second.cert_pem);
+    }
   }
   // The ring fixed at Prepare: hospital-a first, so it masks every secure sum itself.
   msg.mutable_prepare()->add_ring(kA);
@@ -198,6 +204,12 @@ const World& TheWorld() {
           crypto::SealKeyPairFromPem(seal->key_pem);
       if (!keys.ok()) FuzzFail("no key pair");
       w->keys[name] = *std::move(keys);
+      if (role == crypto::Role::kParty) {
+        absl::StatusOr<crypto::IssuedCertificate> sign =
+            w->ca->IssueStatementSigner({role, name}, absl::Hours(24 * 365));
+        if (!sign.ok()) FuzzFail("no statement-signing certificate");
+        w->sign[name] = *std::move(sign);
+      }
     }
     w->a = PartyOptions(*w, kA, issued[kA]);
     w->b = PartyOptions(*w, kB, issued[kB]);
@@ -270,6 +282,10 @@ bool Rewrite(LeaderMessage* msg, const std::string& run) {
       auto it = TheWorld().seal_certs.find(p.name());
       if (p.seal_certificate().empty() && it != TheWorld().seal_certs.end()) {
         p.set_seal_certificate(it->second);
+      }
+      auto sign = TheWorld().sign.find(p.name());
+      if (p.sign_certificate().empty() && sign != TheWorld().sign.end()) {
+        p.set_sign_certificate(sign->second.cert_pem);
       }
     }
     // No authorization: the harness plays an admin who signed exactly this job, so that the

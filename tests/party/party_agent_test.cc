@@ -271,6 +271,110 @@ TEST(PartyAgent, PrepareRefusesSealCertificatesItsRevocationListRevokes) {
               StatusIs(absl::StatusCode::kPermissionDenied, "revocation list"));
 }
 
+constexpr char kVerticalSpec[] = R"(name: party-vertical
+attributes:
+  - {name: ID, role: id}
+  - {name: Sex, role: qid, taxonomy: sex.csv, party: hospital-a}
+  - {name: Job, role: qid, taxonomy: job.csv, party: hospital-b}
+  - {name: Class, role: class, values: [Y, N]}
+privacy:
+  model: templates
+  templates:
+    - {qid: [Sex, Job], k: 1}
+partitioning: vertical
+)";
+
+std::vector<std::map<std::string, std::string>> TwoVerticalHospitals() {
+  return {{{"table.csv", "ID,Class,Sex\np1,Y,M\np2,N,F\n"},
+           {"sex.csv", kSexTaxonomy},
+           {"job.csv", kJobTaxonomy}},
+          {{"table.csv", "ID,Class,Job\np2,N,Lawyer\np1,Y,Janitor\n"},
+           {"sex.csv", kSexTaxonomy},
+           {"job.csv", kJobTaxonomy}}};
+}
+
+// A vertical job's statements (ID matching, proposals, verdicts) are signed with each data
+// party's statement-signing key, never its sealing key: a Prepare must name, for every data
+// party, a statement-signing certificate the CA issued to that party — not none, not its
+// sealing certificate, not another party's — and, for the party itself, the one it holds. A
+// horizontal job, whose parties make no statements, needs none.
+TEST(PartyAgent, AVerticalPrepareNamesEachDataPartysOwnStatementSigningCertificate) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_sign", TwoVerticalHospitals()));
+  auto participant_b = [](LeaderMessage& m) {
+    return m.mutable_prepare()->mutable_participants(1);
+  };
+  ASSERT_OK_AND_ASSIGN(LeaderMessage none, f->Prepare("job-000000000001", kVerticalSpec));
+  participant_b(none)->clear_sign_certificate();
+  EXPECT_THAT(f->Call("hospital-a", none),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "participant 'hospital-b' comes without a statement-signing certificate"));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage seal, f->Prepare("job-000000000002", kVerticalSpec));
+  participant_b(seal)->set_sign_certificate(f->agents[1]->seal_cert_pem());
+  EXPECT_THAT(f->Call("hospital-a", seal),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "the statement-signing certificate of participant 'hospital-b' is "
+                       "refused: not a statement-signing certificate"));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage swapped, f->Prepare("job-000000000003", kVerticalSpec));
+  participant_b(swapped)->set_sign_certificate(f->agents[0]->sign_cert_pem());
+  EXPECT_THAT(f->Call("hospital-a", swapped),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "belongs to fedanon-sign://party/hospital-a, want "
+                       "fedanon-sign://party/hospital-b"));
+  // A valid certificate of hospital-b's name that hospital-b does not hold (the leader had one
+  // issued, or kept a replaced one): hospital-a accepts it, hospital-b refuses.
+  ASSERT_OK_AND_ASSIGN(
+      const crypto::IssuedCertificate foreign,
+      f->ca->IssueStatementSigner({crypto::Role::kParty, "hospital-b"}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage not_held, f->Prepare("job-000000000004", kVerticalSpec));
+  participant_b(not_held)->set_sign_certificate(foreign.cert_pem);
+  EXPECT_THAT(f->Call("hospital-b", not_held),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "the Prepare names a statement-signing certificate for this party that "
+                       "is not the one it holds"));
+  // The honest Prepare is taken by both.
+  ASSERT_OK_AND_ASSIGN(LeaderMessage honest, f->Prepare("job-000000000005", kVerticalSpec));
+  EXPECT_OK(f->Call("hospital-a", honest));
+  EXPECT_OK(f->Call("hospital-b", honest));
+  // A horizontal job without any statement-signing certificate is prepared.
+  ASSERT_OK_AND_ASSIGN(auto h, PartyFixture::Create("prepare_sign_h", TwoHospitals()));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage horizontal, h->Prepare("job-000000000006", kSpec));
+  for (auto& p : *horizontal.mutable_prepare()->mutable_participants()) p.clear_sign_certificate();
+  EXPECT_OK(h->Call("hospital-a", horizontal));
+}
+
+// A party configured without a statement-signing pair (a kit made before them) refuses a
+// vertical job by name, and still takes part in horizontal ones.
+TEST(PartyAgent, APartyWithoutAStatementSigningKeyRefusesVerticalJobsOnly) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_unsigned", TwoVerticalHospitals(),
+                                                    [](party::PartyAgentOptions& o) {
+                                                      if (o.name != "hospital-b") return;
+                                                      o.sign_cert_pem.clear();
+                                                      o.sign_key_pem.clear();
+                                                    }));
+  EXPECT_EQ(f->agents[1]->sign_cert_pem(), "");
+  // The leader would name some certificate for it: one the CA issued but hospital-b lacks.
+  ASSERT_OK_AND_ASSIGN(
+      const crypto::IssuedCertificate issued,
+      f->ca->IssueStatementSigner({crypto::Role::kParty, "hospital-b"}, absl::Hours(1)));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare("job-000000000001", kVerticalSpec));
+  prepare.mutable_prepare()->mutable_participants(1)->set_sign_certificate(issued.cert_pem);
+  EXPECT_THAT(f->Call("hospital-b", prepare),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "this party holds no statement-signing key (party.yaml `sign:`), which a "
+                       "vertical job needs"));
+  // Any party given no certificate for it refuses too (as above).
+  ASSERT_OK_AND_ASSIGN(LeaderMessage unnamed, f->Prepare("job-000000000002", kVerticalSpec));
+  EXPECT_THAT(f->Call("hospital-a", unnamed),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "participant 'hospital-b' comes without a statement-signing certificate"));
+  ASSERT_OK_AND_ASSIGN(auto h, PartyFixture::Create("prepare_unsigned_h", TwoHospitals(),
+                                                    [](party::PartyAgentOptions& o) {
+                                                      o.sign_cert_pem.clear();
+                                                      o.sign_key_pem.clear();
+                                                    }));
+  EXPECT_OK(h->PrepareAll("job-000000000003", kSpec).status());
+}
+
 TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
   absl::Mutex mu;
   std::map<std::string, std::vector<std::string>> opened;  // receiver -> plaintexts

@@ -78,6 +78,8 @@ struct PartyFixture {
       const std::string pname = std::string("hospital-") + static_cast<char>('a' + i);
       auto seal = f->ca->IssueSeal({crypto::Role::kParty, pname}, absl::Hours(24));
       if (!seal.ok()) return seal.status();
+      auto sign = f->ca->IssueStatementSigner({crypto::Role::kParty, pname}, absl::Hours(24));
+      if (!sign.ok()) return sign.status();
       party::PartyAgentOptions o;
       o.name = pname;
       o.data_dir = f->dir + "/" + pname;
@@ -86,6 +88,8 @@ struct PartyFixture {
       o.ca_pem = f->ca->cert_pem();
       o.seal_cert_pem = seal->cert_pem;
       o.seal_key_pem = seal->key_pem;
+      o.sign_cert_pem = sign->cert_pem;
+      o.sign_key_pem = sign->key_pem;
       for (const auto& [file, text] : party_files[i]) WriteText(o.data_dir + "/" + file, text);
       if (customize) customize(o);
       auto agent = party::PartyAgent::Create(o);
@@ -113,6 +117,7 @@ struct PartyFixture {
       p->set_name(names[i]);
       p->set_index(static_cast<uint32_t>(i));
       p->set_seal_certificate(agents[i]->seal_cert_pem());
+      p->set_sign_certificate(agents[i]->sign_cert_pem());
       prepare->add_ring(names[i]);
     }
     auto* p = prepare->add_participants();

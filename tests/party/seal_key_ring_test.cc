@@ -79,5 +79,35 @@ TEST_F(SealKeyRingTest, AKeyThatIsNotTheCertificatesIsRefused) {
   EXPECT_OK(SealKeyRing::MakeEntry(a->cert_pem, a->key_pem).status());
 }
 
+// The statement-signing pair goes with the sealing pair: both or neither, each key its own
+// certificate's; a rotation that changes only the statement-signing pair is a rotation.
+TEST_F(SealKeyRingTest, TheStatementSigningPairIsCheckedAndRotatesWithTheSealingPair) {
+  auto seal = ca_->IssueSeal({crypto::Role::kParty, "hospital-a"}, absl::Hours(1));
+  auto sign = ca_->IssueStatementSigner({crypto::Role::kParty, "hospital-a"}, absl::Hours(1));
+  auto other = ca_->IssueStatementSigner({crypto::Role::kParty, "hospital-a"}, absl::Hours(1));
+  ASSERT_TRUE(seal.ok() && sign.ok() && other.ok());
+  EXPECT_THAT(SealKeyRing::MakeEntry(seal->cert_pem, seal->key_pem, sign->cert_pem, ""),
+              StatusIs(absl::StatusCode::kInvalidArgument, "go together"));
+  EXPECT_THAT(SealKeyRing::MakeEntry(seal->cert_pem, seal->key_pem, sign->cert_pem,
+                                     other->key_pem),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "the statement-signing key does not belong to the statement-signing "
+                       "certificate"));
+  ASSERT_OK_AND_ASSIGN(auto entry, SealKeyRing::MakeEntry(seal->cert_pem, seal->key_pem,
+                                                          sign->cert_pem, sign->key_pem));
+  EXPECT_EQ(entry->sign_cert_pem, sign->cert_pem);
+  ASSERT_OK_AND_ASSIGN(auto public_sign, crypto::VerifiedStatementKey(
+                                             sign->cert_pem, ca_->cert_pem(),
+                                             {crypto::Role::kParty, "hospital-a"}));
+  EXPECT_EQ(entry->sign_point, public_sign->UncompressedPoint());
+  EXPECT_NE(entry->sign_point, entry->point());
+  SealKeyRing ring(entry);
+  ASSERT_OK_AND_ASSIGN(auto renewed, SealKeyRing::MakeEntry(seal->cert_pem, seal->key_pem,
+                                                            other->cert_pem, other->key_pem));
+  EXPECT_FALSE(ring.Rotate(entry, absl::Now()));
+  EXPECT_TRUE(ring.Rotate(renewed, absl::Now()));
+  EXPECT_EQ(ring.current()->sign_cert_pem, other->cert_pem);
+}
+
 }  // namespace
 }  // namespace fedanon::testing

@@ -75,6 +75,32 @@ TEST_F(ConfigReloadTest, PartyReloadReturnsTheAdminsCaAndSealingPairAsTheyAreNow
   Write("party.yaml", kPartyYaml);
   ASSERT_OK_AND_ASSIGN(r, ReloadPartySettings(at_start_));
   EXPECT_FALSE(r.settings.admins.has_value());
+  EXPECT_EQ(r.settings.sign_cert_pem, "");  // no `sign:`
+}
+
+// `sign:` is re-read with the sealing pair: a statement-signing pair of this party under the CA
+// is taken; another party's certificate, a sealing certificate in its place or a key of another
+// certificate is an error naming the file.
+TEST_F(ConfigReloadTest, TheStatementSigningPairIsReadAndCheckedWithTheSealingPair) {
+  const std::string with_sign = std::string(kPartyYaml) + "sign: {cert: sign.crt, key: sign.key}\n";
+  Write("party.yaml", with_sign);
+  const crypto::IssuedCertificate sign = pki_.SignIssued("hospital-a");
+  Write("sign.key", sign.key_pem, true);
+  Write("sign.crt", sign.cert_pem);
+  ASSERT_OK_AND_ASSIGN(PartyReload r, ReloadPartySettings(at_start_));
+  EXPECT_EQ(r.settings.sign_cert_pem, sign.cert_pem);
+  EXPECT_EQ(r.settings.sign_key_pem, sign.key_pem);
+  Write("sign.crt", pki_.SignIssued("hospital-b").cert_pem);
+  EXPECT_THAT(ReloadPartySettings(at_start_),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "is not this party's under the CA bundle: statement-signing certificate "
+                       "belongs to fedanon-sign://party/hospital-b"));
+  Write("sign.crt", pki_.SealIssued("hospital-a").cert_pem);
+  EXPECT_THAT(ReloadPartySettings(at_start_),
+              StatusIs(absl::StatusCode::kPermissionDenied, "not a statement-signing certificate"));
+  Write("sign.crt", pki_.SignIssued("hospital-a").cert_pem);
+  EXPECT_THAT(ReloadPartySettings(at_start_),
+              StatusIs(absl::StatusCode::kInvalidArgument, "does not belong to sign certificate"));
 }
 
 TEST_F(ConfigReloadTest, AFileThatDoesNotLoadOrFitIsAnError) {

@@ -199,6 +199,29 @@ seal: {cert: seal.crt, key: seal.key}
   EXPECT_EQ(c.data, "table.csv");  // relative to data_dir, resolved by the party agent
   EXPECT_EQ(c.output_dir, conf + "/output");
   EXPECT_EQ(c.seal.key, conf + "/seal.key");
+  EXPECT_EQ(c.sign.cert, "");  // no `sign:`: horizontal jobs only (the daemon warns)
+}
+
+// `sign: {cert, key}`, the statement-signing pair: both paths resolved like `seal:`'s, both keys
+// required inside it, nothing else allowed.
+TEST_F(ConfigTest, PartySignPairIsOptionalAndCheckedLikeTheSealPair) {
+  const std::string base = R"(name: hospital-a
+leader: 127.0.0.1:7443
+data_dir: data
+tls: {ca: ca.crt, cert: tls.crt, key: tls.key}
+seal: {cert: seal.crt, key: seal.key}
+)";
+  ASSERT_OK_AND_ASSIGN(const PartyConfig c,
+                       LoadPartyConfig(Write("p.yaml", base + "sign: {cert: sign.crt, key: sign.key}\n")));
+  const std::string conf = (dir_ / "conf").string();
+  EXPECT_EQ(c.sign.cert, conf + "/sign.crt");
+  EXPECT_EQ(c.sign.key, conf + "/sign.key");
+  EXPECT_THAT(LoadPartyConfig(Write("q.yaml", base + "sign: {cert: sign.crt}\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "missing required key 'sign.key'"));
+  EXPECT_THAT(LoadPartyConfig(Write("r.yaml", base + "sign: {cert: a, key: b, seal: c}\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "unknown key 'sign.seal'"));
+  EXPECT_THAT(LoadPartyConfig(Write("s.yaml", base + "sign: sign.crt\n")),
+              StatusIs(absl::StatusCode::kInvalidArgument, "key 'sign' must be a mapping"));
 }
 
 TEST_F(ConfigTest, PartyDataAndOutputAreOptional) {

@@ -93,7 +93,7 @@ PartyMessage Pong(uint64_t request_id, int64_t t) {
 TEST(PartyConnectionsTest, CallMatchesTheReplyByRequestId) {
   PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
-  const auto id = connections.Connected("a", "ipv4:1.2.3.4:5", "SEAL", stream);
+  const auto id = connections.Connected("a", "ipv4:1.2.3.4:5", "SEAL", "SIGN", stream);
   auto first = std::async(std::launch::async,
                           [&] { return connections.Call("a", Ping(1), absl::Seconds(10)); });
   auto second = std::async(std::launch::async,
@@ -115,6 +115,7 @@ TEST(PartyConnectionsTest, CallMatchesTheReplyByRequestId) {
   EXPECT_EQ(parties[0].name, "a");
   EXPECT_EQ(parties[0].peer, "ipv4:1.2.3.4:5");
   EXPECT_EQ(parties[0].seal_cert_pem, "SEAL");
+  EXPECT_EQ(parties[0].sign_cert_pem, "SIGN");
   EXPECT_GT(parties[0].connected_since_unix, 0);
 }
 
@@ -127,7 +128,7 @@ TEST(PartyConnectionsTest, UnknownPartyIsUnavailable) {
 TEST(PartyConnectionsTest, TimeoutIsDeadlineExceededAndLateRepliesAreDropped) {
   PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
-  const auto id = connections.Connected("slow", "p", "", stream);
+  const auto id = connections.Connected("slow", "p", "", "", stream);
   EXPECT_THAT(
       connections.Call("slow", Ping(1), absl::Milliseconds(50)),
       StatusIs(absl::StatusCode::kDeadlineExceeded, "party 'slow' did not answer within 50ms"));
@@ -139,7 +140,7 @@ TEST(PartyConnectionsTest, TimeoutIsDeadlineExceededAndLateRepliesAreDropped) {
 TEST(PartyConnectionsTest, ErrorReplyBecomesStatusNamingTheParty) {
   PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
-  const auto id = connections.Connected("a", "p", "", stream);
+  const auto id = connections.Connected("a", "p", "", "", stream);
   auto call = std::async(std::launch::async,
                          [&] { return connections.Call("a", Ping(1), absl::Seconds(10)); });
   PartyMessage error;
@@ -167,7 +168,7 @@ TEST(PartyConnectionsTest, ErrorReplyBecomesStatusNamingTheParty) {
 TEST(PartyConnectionsTest, AWriteThePartyDoesNotTakeEndsAtTheDeadline) {
   PartyConnections connections;
   auto stream = std::make_shared<StuckStream>();
-  connections.Connected("slow", "p", "", stream);
+  connections.Connected("slow", "p", "", "", stream);
   const absl::Time start = absl::Now();
   EXPECT_THAT(connections.Call("slow", Ping(1), absl::Milliseconds(300)),
               StatusIs(absl::StatusCode::kDeadlineExceeded,
@@ -179,7 +180,7 @@ TEST(PartyConnectionsTest, AWriteThePartyDoesNotTakeEndsAtTheDeadline) {
 TEST(PartyConnectionsTest, DisconnectFailsPendingCalls) {
   PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
-  const auto id = connections.Connected("a", "p", "", stream);
+  const auto id = connections.Connected("a", "p", "", "", stream);
   auto call = std::async(std::launch::async,
                          [&] { return connections.Call("a", Ping(1), absl::Seconds(30)); });
   stream->WaitForWrite(0);
@@ -194,23 +195,24 @@ TEST(PartyConnectionsTest, DisconnectFailsPendingCalls) {
 // what jobs prepared from then on see; an announcement on a replaced connection changes nothing.
 TEST(PartyConnectionsTest, AnnouncedSealCertificateReplacesTheHellosForLaterJobs) {
   PartyConnections connections;
-  const auto old_id = connections.Connected("a", "p", "SEAL-1", std::make_shared<FakeStream>());
+  const auto old_id = connections.Connected("a", "p", "SEAL-1", "", std::make_shared<FakeStream>());
   ASSERT_EQ(connections.Parties().size(), 1u);
   EXPECT_EQ(connections.Parties()[0].seal_cert_pem, "SEAL-1");
-  EXPECT_TRUE(connections.UpdateSealCertificate(old_id, "SEAL-2"));
+  EXPECT_TRUE(connections.UpdateSealCertificate(old_id, "SEAL-2", "SIGN-2"));
   EXPECT_EQ(connections.Parties()[0].seal_cert_pem, "SEAL-2");
-  const auto new_id = connections.Connected("a", "p", "SEAL-3", std::make_shared<FakeStream>());
-  EXPECT_FALSE(connections.UpdateSealCertificate(old_id, "SEAL-4"));
+  EXPECT_EQ(connections.Parties()[0].sign_cert_pem, "SIGN-2");
+  const auto new_id = connections.Connected("a", "p", "SEAL-3", "", std::make_shared<FakeStream>());
+  EXPECT_FALSE(connections.UpdateSealCertificate(old_id, "SEAL-4", ""));
   EXPECT_EQ(connections.Parties()[0].seal_cert_pem, "SEAL-3");
   connections.Disconnected(new_id);
-  EXPECT_FALSE(connections.UpdateSealCertificate(new_id, "SEAL-5"));
+  EXPECT_FALSE(connections.UpdateSealCertificate(new_id, "SEAL-5", ""));
 }
 
 TEST(PartyConnectionsTest, BrokenStreamFailsTheCallAtOnce) {
   PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
   stream->Break();
-  connections.Connected("a", "p", "", stream);
+  connections.Connected("a", "p", "", "", stream);
   EXPECT_THAT(connections.Call("a", Ping(1), absl::Seconds(30)),
               StatusIs(absl::StatusCode::kUnavailable, "party 'a' disconnected"));
 }
@@ -218,12 +220,12 @@ TEST(PartyConnectionsTest, BrokenStreamFailsTheCallAtOnce) {
 TEST(PartyConnectionsTest, SecondConnectionReplacesTheFirst) {
   PartyConnections connections;
   auto old_stream = std::make_shared<FakeStream>();
-  const auto old_id = connections.Connected("a", "old", "", old_stream);
+  const auto old_id = connections.Connected("a", "old", "", "", old_stream);
   auto call = std::async(std::launch::async,
                          [&] { return connections.Call("a", Ping(1), absl::Seconds(30)); });
   old_stream->WaitForWrite(0);
   auto new_stream = std::make_shared<FakeStream>();
-  const auto new_id = connections.Connected("a", "new", "", new_stream);
+  const auto new_id = connections.Connected("a", "new", "", "", new_stream);
   EXPECT_TRUE(old_stream->cancelled_);
   EXPECT_THAT(call.get(), StatusIs(absl::StatusCode::kUnavailable, "party 'a' disconnected"));
   // The old reader's end does not unregister the new connection.
@@ -240,7 +242,7 @@ TEST(PartyConnectionsTest, SecondConnectionReplacesTheFirst) {
 TEST(PartyConnectionsTest, OversizeRequestIsRefusedBeforeWriting) {
   PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
-  connections.Connected("a", "p", "", stream);
+  connections.Connected("a", "p", "", "", stream);
   LeaderMessage big;
   big.mutable_sum_step()->mutable_sealed()->set_ciphertext(std::string(64 * 1024 * 1024, 'x'));
   EXPECT_THAT(connections.Call("a", big, absl::Seconds(1)),
@@ -251,8 +253,8 @@ TEST(PartyConnectionsTest, CancelAllCancelsEveryStream) {
   PartyConnections connections;
   auto a = std::make_shared<FakeStream>();
   auto b = std::make_shared<FakeStream>();
-  connections.Connected("a", "p", "", a);
-  connections.Connected("b", "p", "", b);
+  connections.Connected("a", "p", "", "", a);
+  connections.Connected("b", "p", "", "", b);
   connections.CancelAll();
   EXPECT_TRUE(a->cancelled_);
   EXPECT_TRUE(b->cancelled_);

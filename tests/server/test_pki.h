@@ -50,6 +50,11 @@ class TestPki {
   crypto::IssuedCertificate SealIssued(crypto::Role role, const std::string& name) const {
     return ca_->IssueSeal(crypto::Identity{role, name}, absl::Hours(24)).value();
   }
+  // A statement-signing certificate and its key for `party`.
+  crypto::IssuedCertificate SignIssued(const std::string& party) const {
+    return ca_->IssueStatementSigner(crypto::Identity{crypto::Role::kParty, party}, absl::Hours(24))
+        .value();
+  }
   std::string SealCert(const std::string& party) const {
     auto issued = ca_->IssueSeal(crypto::Identity{crypto::Role::kParty, party}, absl::Hours(24));
     if (!issued.ok()) throw std::runtime_error(issued.status().ToString());
