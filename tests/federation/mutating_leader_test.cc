@@ -4,7 +4,11 @@
 // the leader's name, the empty string, a number one higher or zero, a flipped byte, a negated
 // flag, another enum value, a dropped repeated element or a cleared sub-message. The message
 // mutated is the first of its kind to each party (the leader calls parties in parallel; the order
-// per party is the same in every run). Every mutated run must end in one of two ways:
+// per party is the same in every run) and, for a kind sent to a party more than once, also the
+// last one, in every field whose value differs from the first instance's (rounds, collects,
+// chunks, updates, instructions, ciphertexts: what a later round carries that the first does
+// not; a field equal in both is checked by the same code with the same value). Every mutated run
+// must end in one of two ways:
 //   - refused by name: a party answers with a named error (not Internal/Unknown) and the job fails;
 //   - unchanged: the job ends as the honest run did, with the same release and every role's view
 //     the honest run's (or, counted apart, a view reduced: a party opened less, nothing else).
@@ -23,6 +27,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -152,10 +157,11 @@ struct PathStep {
 
 struct Mutation {
   std::string kind;   // the message kind (LeaderMessage body, with the vertical step's name)
-  std::string party;  // the first message of that kind to this party is mutated
+  std::string party;  // the `instance`-th message of that kind to this party is mutated
   std::vector<PathStep> path;
   enum class Op { kSetString, kFlipByte, kPlusOne, kZero, kNegate, kNextEnum, kDrop, kClear } op;
   std::string value;  // for kSetString
+  int instance = 0;   // 0: the first message of the kind to the party; n: the (n+1)-th
 
   std::string Describe() const {
     std::string p;
@@ -166,7 +172,8 @@ struct Mutation {
     }
     static const char* kOps[] = {"=",      "flip byte", "+1",   "=0",
                                  "negate", "next enum", "drop", "clear"};
-    return absl::StrCat(kind, " to ", party, ": ", p, " ", kOps[static_cast<int>(op)],
+    return absl::StrCat(kind, instance == 0 ? "" : absl::StrCat(" #", instance + 1), " to ",
+                        party, ": ", p, " ", kOps[static_cast<int>(op)],
                         op == Op::kSetString ? absl::StrCat(" '", value, "'") : "");
   }
 };
@@ -203,7 +210,7 @@ void Enumerate(const Message& m, std::vector<PathStep>& path, const std::string&
     const int count = f->is_repeated() ? r->FieldSize(m, f) : 1;
     if (f->is_map()) continue;  // maps: mutated through the repeated entries' drop below
     auto add = [&](int index, Mutation::Op op, std::string value = "") {
-      Mutation mu{kind, party, path, op, std::move(value)};
+      Mutation mu{kind, party, path, op, std::move(value), 0};
       mu.path.push_back({f, index});
       out->push_back(std::move(mu));
     };
@@ -237,7 +244,7 @@ void Enumerate(const Message& m, std::vector<PathStep>& path, const std::string&
         {  // "=0" only where it changes something (a repeated element or a field with presence)
           std::unique_ptr<Message> zeroed(m.New());
           zeroed->CopyFrom(m);
-          Apply({kind, party, {{f, index}}, Mutation::Op::kZero, ""}, zeroed.get());
+          Apply({kind, party, {{f, index}}, Mutation::Op::kZero, "", 0}, zeroed.get());
           if (!MessageDifferencer::Equals(*zeroed, m)) add(index, Mutation::Op::kZero);
         }
         break;
@@ -260,6 +267,55 @@ void Enumerate(const Message& m, std::vector<PathStep>& path, const std::string&
       }
     }
   }
+}
+
+// One value of field `f` of `m` (element `index` of a repeated field, or the field), as text.
+std::string FieldText(const Message& m, const FieldDescriptor* f, int index) {
+  const Reflection* r = m.GetReflection();
+  const bool rep = f->is_repeated();
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_STRING:
+      return rep ? r->GetRepeatedString(m, f, index) : r->GetString(m, f);
+    case FieldDescriptor::CPPTYPE_INT32:
+      return absl::StrCat(rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f));
+    case FieldDescriptor::CPPTYPE_INT64:
+      return absl::StrCat(rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f));
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return absl::StrCat(rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f));
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return absl::StrCat(rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f));
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      return absl::StrCat(rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f));
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      return absl::StrCat(rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f));
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return (rep ? r->GetRepeatedBool(m, f, index) : r->GetBool(m, f)) ? "true" : "false";
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return absl::StrCat(rep ? r->GetRepeatedEnumValue(m, f, index) : r->GetEnumValue(m, f));
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      return (rep ? r->GetRepeatedMessage(m, f, index) : r->GetMessage(m, f)).SerializeAsString();
+  }
+  return "";
+}
+
+// The value at `path` in `root` (for a repeated field: its size and the element at the last
+// step's index), as text; nullopt when the path does not exist in `root`.
+std::optional<std::string> ValueAt(const Message& root, const std::vector<PathStep>& path) {
+  const Message* m = &root;
+  for (size_t i = 0; i < path.size(); ++i) {
+    const PathStep& s = path[i];
+    const Reflection* r = m->GetReflection();
+    if (s.field->is_repeated() ? r->FieldSize(*m, s.field) <= std::max(s.index, 0)
+                               : !r->HasField(*m, s.field)) {
+      return std::nullopt;
+    }
+    if (i + 1 == path.size()) {
+      if (!s.field->is_repeated()) return FieldText(*m, s.field, -1);
+      return absl::StrCat(r->FieldSize(*m, s.field), ":", FieldText(*m, s.field, s.index));
+    }
+    m = s.index >= 0 ? &r->GetRepeatedMessage(*m, s.field, s.index) : &r->GetMessage(*m, s.field);
+  }
+  return std::nullopt;
 }
 
 // Applies `mu` to `m`; false when the path does not exist in this instance.
@@ -360,6 +416,9 @@ struct RunResult {
   // The first message of every kind to every party (for enumerating the mutations): the leader
   // calls parties in parallel, so only the order per party is the same in every run.
   std::map<std::pair<std::string, std::string>, LeaderMessage> first;
+  // The last message of every kind to every party and how many of that kind it received.
+  std::map<std::pair<std::string, std::string>, LeaderMessage> last;
+  std::map<std::pair<std::string, std::string>, int> count;
 };
 
 // A purpose with the run id (32 hex digits) and job id in it names the same payload in every run.
@@ -388,15 +447,17 @@ RunResult RunJob(const JobKind& kind, const Mutation* mutation, const std::strin
       [](leader::LeaderOptions& lo) { lo.round_timeout = absl::Seconds(10); });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;
-  std::set<std::pair<std::string, std::string>> seen;  // (kind, party) sent so far
+  std::map<std::pair<std::string, std::string>, int> sent;  // (kind, party) -> sent so far
   (*fed)->channel.set_tamper([&](const std::string& party, LeaderMessage* m) {
     const std::string k = KindOf(*m);
-    if (!seen.insert({k, party}).second) return;  // not the first of its kind to this party
+    const int instance = sent[{k, party}]++;
     if (mutation == nullptr) {
-      out.first[{k, party}] = *m;
+      if (instance == 0) out.first[{k, party}] = *m;
+      out.last[{k, party}] = *m;
+      out.count[{k, party}] = instance + 1;
       return;
     }
-    if (k == mutation->kind && party == mutation->party) {
+    if (k == mutation->kind && party == mutation->party && instance == mutation->instance) {
       out.applied = Apply(*mutation, m);
     }
   });
@@ -666,6 +727,23 @@ void MutateEveryField(const JobKind& kind) {
     std::vector<PathStep> path;
     Enumerate(message, path, kind_and_party.first, kind_and_party.second, names, &mutations);
   }
+  // The last instance of a kind a party receives more than once: the fields whose value differs
+  // from the first instance's.
+  int later = 0;
+  for (const auto& [kind_and_party, message] : honest.run.last) {
+    const int count = honest.run.count.at(kind_and_party);
+    if (count < 2) continue;
+    std::vector<PathStep> path;
+    std::vector<Mutation> of_last;
+    Enumerate(message, path, kind_and_party.first, kind_and_party.second, names, &of_last);
+    const LeaderMessage& first = honest.run.first.at(kind_and_party);
+    for (Mutation& mu : of_last) {
+      if (ValueAt(first, mu.path) == ValueAt(message, mu.path)) continue;
+      mu.instance = count - 1;
+      mutations.push_back(std::move(mu));
+      ++later;
+    }
+  }
 
   // FEDANON_MUTATION_VERBOSE=1: every mutation with its outcome and the first refusal.
   const bool verbose = std::getenv("FEDANON_MUTATION_VERBOSE") != nullptr;
@@ -677,7 +755,7 @@ void MutateEveryField(const JobKind& kind) {
     const RunResult got = RunJob(kind, &mu, absl::StrCat(kind.name, "_m", run++));
     std::string why;
     const Outcome outcome = Judge(honest, got, &why);
-    ++table[mu.kind][OutcomeName(outcome)];
+    ++table[mu.instance == 0 ? mu.kind : mu.kind + " (last)"][OutcomeName(outcome)];
     if (outcome == Outcome::kViolation) violations.push_back(mu.Describe() + ": " + why);
     if (verbose) {
       std::cout << "  " << mu.Describe() << " -> " << OutcomeName(outcome)
@@ -687,7 +765,8 @@ void MutateEveryField(const JobKind& kind) {
                 << (why.empty() ? "" : " (" + why + ")") << "\n";
     }
   }
-  std::string printed = absl::StrCat(kind.name, ": ", mutations.size(), " mutated runs\n");
+  std::string printed = absl::StrCat(kind.name, ": ", mutations.size(), " mutated runs (", later,
+                                     " of them of a later instance)\n");
   for (const auto& [check, n] : looked)
     absl::StrAppend(&printed, "  honest run, ", check, ": ", n, "\n");
   for (const auto& [k, outcomes] : table) {
