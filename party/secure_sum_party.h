@@ -28,8 +28,9 @@ class SecureSumParty {
 
   // One chunk of a collect: the first carries the updates and the request.
   absl::StatusOr<fedanon::v1::PartyMessage> Step(const fedanon::v1::LeaderMessage& request);
-  // The ring's first party's mask of the current collect, sealed for the leader, once every chunk
-  // of the collect went round the ring.
+  // The ring's first party's mask of the current collect, sealed for the leader, once this party
+  // answered every chunk of the collect (the later hops it cannot see: they are sealed for the
+  // other parties, so the seed unmasks nothing the leader holds until the ring's total).
   absl::StatusOr<fedanon::v1::PartyMessage> Unmask(const fedanon::v1::LeaderMessage& request);
 
   // After a restart: the mask seed recorded with the collect's first answer (the next Step takes
