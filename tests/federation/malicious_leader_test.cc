@@ -131,6 +131,7 @@ class MaliciousLeader {
       const size_t agent =
           std::find(fed_->names.begin(), fed_->names.end(), who[j]) - fed_->names.begin();
       p->set_seal_certificate(fed_->agents[agent]->seal_cert_pem());
+      p->set_sign_certificate(fed_->agents[agent]->sign_cert_pem());
     }
     auto* l = prepare->add_participants();
     l->set_name("leader");
