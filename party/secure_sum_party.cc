@@ -159,6 +159,7 @@ absl::StatusOr<PartyMessage> SecureSumParty::Step(const LeaderMessage& request) 
                                                      " arrived before its first chunk"));
     }
     RETURN_IF_ERROR(StartCollect(step, pos));
+    collect_round_ = request.round();
   } else if (step.chunk() == 0) {
     // The same collect again: it must be the same request (the updates were applied already,
     // so applying them again changes nothing unless they differ).
@@ -303,6 +304,13 @@ absl::StatusOr<PartyMessage> SecureSumParty::Unmask(const LeaderMessage& request
     return absl::FailedPreconditionError(absl::StrCat(
         "secure sum: the mask of collect ", collect, " goes to the leader only after every chunk ",
         "went round the ring (", answered_.size(), " of ", chunks_, " answered)"));
+  }
+  // The seed is sealed under the collect's round: another round would seal it where the leader
+  // does not look (found by the mutating leader: the job then failed at the leader, unnamed).
+  if (request.round() != collect_round_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("secure sum: the mask of collect ", collect, " is asked in round ",
+                     request.round(), ", but the collect was summed in round ", collect_round_));
   }
   PartyMessage reply;
   ASSIGN_OR_RETURN(*reply.mutable_sum_mask()->mutable_seed(),

@@ -69,6 +69,7 @@ class SecureSumParty {
   // The local counts of the collect in progress (kept across its chunks), the digest of the
   // request they answer, and the reply given to each chunk (chunk -> (purpose, reply)).
   uint64_t collect_ = UINT64_MAX;
+  uint64_t collect_round_ = 0;  // the round of the collect's first chunk
   std::string digest_;
   uint32_t chunks_ = 0;
   std::vector<uint64_t> counts_;

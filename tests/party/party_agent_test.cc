@@ -342,6 +342,32 @@ TEST(PartyAgent, AVerticalPrepareNamesEachDataPartysOwnStatementSigningCertifica
   EXPECT_OK(h->Call("hospital-a", horizontal));
 }
 
+// A Prepare sent to a party outside the ring its admin signed (the leader names the party's job
+// to it although the ring is the other parties'): refused by name, nothing prepared.
+TEST(PartyAgent, APrepareForARingWithoutThisPartyIsRefused) {
+  std::vector<std::map<std::string, std::string>> files = TwoHospitals();
+  files.push_back(files[0]);
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare_not_in_ring", files));
+  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare("job-000000000001", kSpec));
+  // hospital-c left out of the ring and the participants, and the job signed for that ring.
+  auto* p = prepare.mutable_prepare();
+  p->mutable_ring()->RemoveLast();
+  for (int i = 0; i < p->participants_size(); ++i) {
+    if (p->participants(i).name() == "hospital-c") {
+      p->mutable_participants()->DeleteSubrange(i, 1);
+      break;
+    }
+  }
+  ASSERT_OK(AuthorizePrepare(&prepare, f->admin,
+                             TaxonomyTexts(prepare.prepare().spec(), f->dir + "/hospital-a")));
+  EXPECT_OK(f->Call("hospital-a", prepare));
+  EXPECT_THAT(
+      f->Call("hospital-c", prepare),
+      StatusIs(absl::StatusCode::kInvalidArgument, "party 'hospital-c' is not in the job's ring"));
+  EXPECT_THAT(f->Call("hospital-c", SexClassCountsStep("job-000000000001", "")),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "no prepared job with this id"));
+}
+
 // A party configured without a statement-signing pair (a kit made before them) refuses a
 // vertical job by name, and still takes part in horizontal ones.
 TEST(PartyAgent, APartyWithoutAStatementSigningKeyRefusesVerticalJobsOnly) {

@@ -877,6 +877,14 @@ TEST(SecureSumParty, TheMaskGoesOnlyAfterEveryChunkAndOnlyForOneRequest) {
   for (uint32_t chunk = 1; chunk < words; ++chunk) {
     EXPECT_OK(a.sum.Step(SumChunk("b", request, chunk, 1, words))) << chunk;
   }
+  // Asked in another round than the collect's (found by the mutating leader: the seed was sealed
+  // under the leader's round, which the leader could not open, and the job failed unnamed).
+  for (const uint64_t round : {2u, 0u}) {
+    EXPECT_THAT(a.sum.Unmask(unmask(round, 0)),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         absl::StrCat("secure sum: the mask of collect 0 is asked in round ", round,
+                                      ", but the collect was summed in round 1")));
+  }
   auto handed = a.sum.Unmask(unmask(1, 0));
   ASSERT_OK(handed);
   auto again = a.sum.Unmask(unmask(1, 0));  // the same request: the same answer
@@ -1088,6 +1096,42 @@ TEST(SecureUnionParty, AListFromAnotherThanTheAgreedPredecessorIsRefused) {
   EXPECT_THAT(union_party.Step(whole("a", "leader")),
               StatusIs(absl::StatusCode::kPermissionDenied, ""));
   EXPECT_OK(union_party.Step(whole("a", "a")));
+}
+
+// party/secure_union_party.cc Step: the hop is answered once — the same request again gets the
+// same reply, another one (here: the same hop in another round) is refused by name, with whole
+// payloads and with chunks.
+TEST(SecureUnionParty, AnotherRequestForAnAnsweredHopIsRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  for (const bool chunked : {false, true}) {
+    SCOPED_TRACE(chunked ? "chunked" : "whole");
+    Participants p({"a", "b"});  // two parties: no final check before the release
+    HorizontalParty a(p, "a", *spec);
+    if (chunked) {
+      a.ctx->chunk_bytes = 1024;
+      a.ctx->message_limit = 64 << 10;
+    }
+    PayloadTransfer transfer(*a.ctx);
+    SecureUnionParty union_party(*a.ctx, *a.tables, a.final_check, transfer, nullptr);
+    fedanon::v1::LeaderMessage first;
+    first.set_job_id("job-0123456789ab");
+    first.set_round(3);
+    first.mutable_union_step()->set_recipient("leader");
+    first.mutable_union_step()->set_next("b");
+    ASSERT_OK_AND_ASSIGN(const fedanon::v1::PartyMessage answered, union_party.Step(first));
+    ASSERT_OK_AND_ASSIGN(const fedanon::v1::PartyMessage again, union_party.Step(first));
+    EXPECT_EQ(again.SerializeAsString(), answered.SerializeAsString());
+    fedanon::v1::LeaderMessage other = first;
+    other.set_round(4);
+    EXPECT_THAT(union_party.Step(other),
+                chunked ? StatusIs(absl::StatusCode::kFailedPrecondition,
+                                   "one request, one answer: the secure union hop was already "
+                                   "answered for another request")
+                        : StatusIs(absl::StatusCode::kPermissionDenied,
+                                   "secure union: already answered for a different request (one "
+                                   "request, one answer)"));
+  }
 }
 
 }  // namespace

@@ -14,10 +14,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/base/status_macros.h"
 #include "common/wire/federation_wire.h"
 #include "common/wire/released_union.h"
 #include "crypto/sealed_box.h"
-#include "common/base/status_macros.h"
 #include "tests/party/party_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -1418,6 +1418,33 @@ TEST(VerticalReleaseRefusals, AReportPageOutOfRangeAndAnAssembleAtANonRecipientA
                          "vertical assemble: this party is not the recipient the admin signed "
                          "('leader')"));
   }
+}
+
+// party/vertical_release_party.cc Assemble: the recipient writes the joined table once; a second
+// assembly (here the same parts in another round) would replace it and is refused by name.
+TEST(VerticalReleaseRefusals, ASecondAssemblyAtTheRecipientIsRefused) {
+  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("refuse_assemble_twice", TwoHospitals()));
+  const std::string allowed =
+      std::string(kSpec) + "release: {allow_data_holding_recipient: true}\n";
+  ASSERT_OK(f->PrepareAll(kJob, allowed, "hospital-b"));
+  ASSERT_OK(MatchIds(*f).status());
+  std::vector<fedanon::v1::SealedPayload> columns;
+  fedanon::v1::SealedPayload seed;
+  for (const auto& party : f->names) {
+    VerticalStep release = ReleaseTo("hospital-b");
+    if (party != f->names[0]) *release.mutable_release()->mutable_order_seed() = seed;
+    ASSERT_OK_AND_ASSIGN(VerticalStepResult released, CallStep(*f, party, 2, release));
+    if (party == f->names[0]) seed = released.released().order_seeds(0);
+    columns.push_back(released.released().columns());
+  }
+  VerticalStep assemble;
+  for (const auto& c : columns) *assemble.mutable_assemble()->add_columns() = c;
+  for (const char* h : {"Sex", "Job", "Class"}) assemble.mutable_assemble()->add_header(h);
+  ASSERT_OK(CallStep(*f, "hospital-b", 2, assemble));
+  EXPECT_THAT(CallStep(*f, "hospital-b", 3, assemble),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "vertical assemble: the released table was assembled already (one "
+                       "request, one answer)"));
 }
 
 // common/wire/released_union.cc JoinReleasedColumnsTo: "released twice", "no party released
