@@ -17,12 +17,50 @@
 #include "absl/strings/str_cat.h"
 #include "crypto/certificates.h"
 #include "leader/leader.h"
-#include "party/testing/in_process_channel.h"
 #include "party/party_agent.h"
+#include "party/testing/in_process_channel.h"
 #include "tests/common/engine/engine_test_util.h"
 #include "tests/support/job_authorization_util.h"
 
 namespace fedanon::testing {
+
+// The certificates and keys of a federation (its CA, each party's sealing and statement-signing
+// pair, the admin, the leader's sealing pair), issued once and given to several federations
+// (InProcessFederation::Create's `identities`): the mutating leader runs a job kind hundreds of
+// times, and with the same identities every run's signatures and boxes are the same bytes when
+// the parties' randomness is deterministic too (tests/support/deterministic_random.h).
+struct FederationIdentities {
+  std::string ca_cert_pem, ca_key_pem;
+  std::map<std::string, crypto::IssuedCertificate> seal, sign;  // by party name
+  crypto::IssuedCertificate leader_seal;
+  common::AdminSigner admin;
+
+  static absl::StatusOr<FederationIdentities> Issue(size_t parties) {
+    auto ca = crypto::CertificateAuthority::Create("test", absl::Hours(24));
+    if (!ca.ok()) return ca.status();
+    FederationIdentities ids;
+    ids.ca_cert_pem = (*ca)->cert_pem();
+    auto key = (*ca)->key_pem();
+    if (!key.ok()) return key.status();
+    ids.ca_key_pem = *std::move(key);
+    for (size_t i = 0; i < parties; ++i) {
+      const std::string pname = std::string("hospital-") + static_cast<char>('a' + i);
+      auto seal = (*ca)->IssueSeal({crypto::Role::kParty, pname}, absl::Hours(24));
+      if (!seal.ok()) return seal.status();
+      auto sign = (*ca)->IssueStatementSigner({crypto::Role::kParty, pname}, absl::Hours(24));
+      if (!sign.ok()) return sign.status();
+      ids.seal[pname] = *std::move(seal);
+      ids.sign[pname] = *std::move(sign);
+    }
+    auto leader_seal = (*ca)->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(24));
+    if (!leader_seal.ok()) return leader_seal.status();
+    ids.leader_seal = *std::move(leader_seal);
+    auto admin = IssueTestAdmin(**ca);
+    if (!admin.ok()) return admin.status();
+    ids.admin = *std::move(admin);
+    return ids;
+  }
+};
 
 struct InProcessFederation {
   std::string dir;
@@ -37,21 +75,29 @@ struct InProcessFederation {
   // Parties get data dirs <dir>/<name>/ holding `files` (relative path -> content) each;
   // `customize` may adjust each party's options (e.g. a misbehaviour mode, an observer), and
   // `customize_leader` the leader's (e.g. its job limits).
+  // `identities`: the certificates and keys to use (FederationIdentities::Issue for at least as
+  // many parties); null: a fresh set for this federation.
   static absl::StatusOr<std::unique_ptr<InProcessFederation>> Create(
       const std::string& name, const std::vector<std::map<std::string, std::string>>& party_files,
       const std::function<void(party::PartyAgentOptions&)>& customize = nullptr,
-      const std::function<void(leader::LeaderOptions&)>& customize_leader = nullptr) {
+      const std::function<void(leader::LeaderOptions&)>& customize_leader = nullptr,
+      const FederationIdentities* identities = nullptr) {
     auto f = std::make_unique<InProcessFederation>();
     f->dir = FreshDir(name);
-    auto ca = crypto::CertificateAuthority::Create("test", absl::Hours(24));
+    FederationIdentities fresh;
+    if (identities == nullptr) {
+      auto issued = FederationIdentities::Issue(party_files.size());
+      if (!issued.ok()) return issued.status();
+      fresh = *std::move(issued);
+      identities = &fresh;
+    }
+    auto ca = crypto::CertificateAuthority::Load(identities->ca_cert_pem, identities->ca_key_pem);
     if (!ca.ok()) return ca.status();
     f->ca = std::move(*ca);
     for (size_t i = 0; i < party_files.size(); ++i) {
       const std::string pname = std::string("hospital-") + static_cast<char>('a' + i);
-      auto seal = f->ca->IssueSeal({crypto::Role::kParty, pname}, absl::Hours(24));
-      if (!seal.ok()) return seal.status();
-      auto sign = f->ca->IssueStatementSigner({crypto::Role::kParty, pname}, absl::Hours(24));
-      if (!sign.ok()) return sign.status();
+      const crypto::IssuedCertificate* seal = &identities->seal.at(pname);
+      const crypto::IssuedCertificate* sign = &identities->sign.at(pname);
       party::PartyAgentOptions o;
       o.name = pname;
       o.data_dir = f->dir + "/" + pname;
@@ -70,11 +116,8 @@ struct InProcessFederation {
       f->agents.push_back(std::move(*agent));
       f->names.push_back(pname);
     }
-    auto admin = IssueTestAdmin(*f->ca);
-    if (!admin.ok()) return admin.status();
-    f->admin = *std::move(admin);
-    auto seal = f->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(24));
-    if (!seal.ok()) return seal.status();
+    f->admin = identities->admin;
+    const crypto::IssuedCertificate* seal = &identities->leader_seal;
     leader::LeaderOptions lo;
     lo.name = "leader";
     lo.data_dir = f->dir + "/leader";

@@ -46,6 +46,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "tests/federation/example_a.h"
 #include "tests/federation/federation_test_util.h"
+#include "tests/support/deterministic_random.h"
 
 namespace fedanon::testing {
 namespace {
@@ -172,8 +173,8 @@ struct Mutation {
     }
     static const char* kOps[] = {"=",      "flip byte", "+1",   "=0",
                                  "negate", "next enum", "drop", "clear"};
-    return absl::StrCat(kind, instance == 0 ? "" : absl::StrCat(" #", instance + 1), " to ",
-                        party, ": ", p, " ", kOps[static_cast<int>(op)],
+    return absl::StrCat(kind, instance == 0 ? "" : absl::StrCat(" #", instance + 1), " to ", party,
+                        ": ", p, " ", kOps[static_cast<int>(op)],
                         op == Op::kSetString ? absl::StrCat(" '", value, "'") : "");
   }
 };
@@ -428,8 +429,13 @@ std::string WithoutRunAndJob(std::string purpose) {
   return std::regex_replace(std::regex_replace(purpose, kRun, "<run>"), kJob, "<job>");
 }
 
-RunResult RunJob(const JobKind& kind, const Mutation* mutation, const std::string& dir_name) {
+// One run of `kind` with `identities` (the same in every run of a kind) and the parties'
+// randomness restarted from the kind's seed, so that an unmutated run repeats the last one byte
+// for byte at every party.
+RunResult RunJob(const JobKind& kind, const FederationIdentities& identities,
+                 const Mutation* mutation, const std::string& dir_name) {
   RunResult out;
+  ResetDeterministicRandom(kind.name);
   auto mu = std::make_shared<absl::Mutex>();
   auto fed = InProcessFederation::Create(
       dir_name, kind.files,
@@ -444,11 +450,14 @@ RunResult RunJob(const JobKind& kind, const Mutation* mutation, const std::strin
           if (keep_plaintexts) out.plaintexts[receiver].emplace_back(key, plain);
         };
       },
-      [](leader::LeaderOptions& lo) { lo.round_timeout = absl::Seconds(10); });
+      [](leader::LeaderOptions& lo) { lo.round_timeout = absl::Seconds(10); }, &identities);
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;
   std::map<std::pair<std::string, std::string>, int> sent;  // (kind, party) -> sent so far
   (*fed)->channel.set_tamper([&](const std::string& party, LeaderMessage* m) {
+    // The party handles the request on this thread, right after this hook: its draws come
+    // from its own stream until the observer below (after its reply) clears it.
+    SetRandomParty(party);
     const std::string k = KindOf(*m);
     const int instance = sent[{k, party}]++;
     if (mutation == nullptr) {
@@ -462,6 +471,7 @@ RunResult RunJob(const JobKind& kind, const Mutation* mutation, const std::strin
     }
   });
   (*fed)->channel.set_observer([&out, mu](const std::string& party, const std::string& bytes) {
+    SetRandomParty("");
     fedanon::v1::PartyMessage reply;
     if (!reply.ParseFromString(bytes) || !reply.has_error()) return;
     absl::MutexLock lock(mu.get());
@@ -687,8 +697,10 @@ TEST(MutatingLeaderChecks, TheMaskCheckTellsCountsFromMaskedWords) {
 }
 
 void MutateEveryField(const JobKind& kind) {
+  absl::StatusOr<FederationIdentities> identities = FederationIdentities::Issue(kind.files.size());
+  ASSERT_TRUE(identities.ok()) << identities.status();
   Honest honest;
-  honest.run = RunJob(kind, nullptr, kind.name + "_honest");
+  honest.run = RunJob(kind, *identities, nullptr, kind.name + "_honest");
   ASSERT_EQ(honest.run.state, fedanon::v1::JOB_STATE_DONE) << honest.run.failure;
   ASSERT_FALSE(honest.run.release.empty());
   const std::map<std::string, int> looked = ExpectWhatEveryPartyOpens(kind, honest.run);
@@ -706,7 +718,7 @@ void MutateEveryField(const JobKind& kind) {
     }
     EXPECT_TRUE(found) << "the recipient opened no released row: the row search finds nothing";
   }
-  const RunResult again = RunJob(kind, nullptr, kind.name + "_honest2");
+  const RunResult again = RunJob(kind, *identities, nullptr, kind.name + "_honest2");
   ASSERT_EQ(again.state, fedanon::v1::JOB_STATE_DONE) << again.failure;
   ASSERT_EQ(again.release, honest.run.release) << "two honest runs released different tables";
   for (const auto& [receiver, by_key] : honest.run.opened) {
@@ -717,6 +729,13 @@ void MutateEveryField(const JobKind& kind) {
       }
     }
   }
+  // With the same identities and deterministic randomness, two honest runs show every party the
+  // same bytes: every view is then compared by content.
+  std::vector<std::string> random_views;
+  for (const auto& [receiver, key] : honest.random) random_views.push_back(receiver + ": " + key);
+  EXPECT_TRUE(random_views.empty())
+      << "two honest runs showed these parties different contents (compared by size only):\n"
+      << absl::StrJoin(random_views, "\n");
 
   std::vector<std::string> names;
   for (size_t p = 0; p < kind.files.size(); ++p) {
@@ -752,7 +771,7 @@ void MutateEveryField(const JobKind& kind) {
   std::vector<std::string> violations;
   int run = 0;
   for (const Mutation& mu : mutations) {
-    const RunResult got = RunJob(kind, &mu, absl::StrCat(kind.name, "_m", run++));
+    const RunResult got = RunJob(kind, *identities, &mu, absl::StrCat(kind.name, "_m", run++));
     std::string why;
     const Outcome outcome = Judge(honest, got, &why);
     ++table[mu.instance == 0 ? mu.kind : mu.kind + " (last)"][OutcomeName(outcome)];
