@@ -793,8 +793,9 @@ absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedSealKey(std::string_view 
                        "sealing certificate");
 }
 
-absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedStatementKey(
-    std::string_view sign_cert_pem, std::string_view ca_pem, const Identity& expected) {
+absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedStatementKey(std::string_view sign_cert_pem,
+                                                                    std::string_view ca_pem,
+                                                                    const Identity& expected) {
   return VerifiedKeyOf(sign_cert_pem, ca_pem, expected, Usage::kSign, kSignScheme,
                        "statement-signing certificate");
 }

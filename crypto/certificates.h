@@ -116,8 +116,9 @@ absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedSealKey(std::string_view 
 // Verifies a statement-signing certificate for `expected` (chain, validity, keyUsage
 // digitalSignature only, SAN `fedanon-sign://`) and returns its P-256 public key. A sealing or
 // TLS certificate is refused (PermissionDenied "not a statement-signing certificate ...").
-absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedStatementKey(
-    std::string_view sign_cert_pem, std::string_view ca_pem, const Identity& expected);
+absl::StatusOr<std::unique_ptr<SealPublicKey>> VerifiedStatementKey(std::string_view sign_cert_pem,
+                                                                    std::string_view ca_pem,
+                                                                    const Identity& expected);
 // Loads a sealing private key (PKCS#8 PEM, EC P-256).
 absl::StatusOr<std::unique_ptr<SealKeyPair>> SealKeyPairFromPem(std::string_view key_pem);
 

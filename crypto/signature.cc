@@ -109,8 +109,7 @@ absl::StatusOr<Identity> VerifySignature(std::string_view cert_pem, std::string_
   return signer;
 }
 
-absl::StatusOr<std::string> SignStatement(std::string_view sign_key_pem,
-                                          std::string_view message) {
+absl::StatusOr<std::string> SignStatement(std::string_view sign_key_pem, std::string_view message) {
   return Sign(sign_key_pem, message);
 }
 

@@ -393,10 +393,10 @@ absl::Status IdMatchingParty::Common(const fedanon::v1::IdCommon& c, uint64_t ro
     if (ctx_.replaying && !restored_common_signature_.empty()) {
       statement->set_signature(restored_common_signature_);  // the one that left
     } else {
-      ASSIGN_OR_RETURN(*statement->mutable_signature(),
-                       crypto::SignStatement(
-                           ctx_.own_seal->sign_key_pem,
-                           IdCommonStatement(ctx_.job_id, ctx_.run_id, common_digest, count)));
+      ASSIGN_OR_RETURN(
+          *statement->mutable_signature(),
+          crypto::SignStatement(ctx_.own_seal->sign_key_pem,
+                                IdCommonStatement(ctx_.job_id, ctx_.run_id, common_digest, count)));
     }
   }
   common_answered_[c.batch()] = {digest, reply};

@@ -337,8 +337,7 @@ absl::Status PartyAgent::VerifyParticipants(const fedanon::v1::PrepareJob& prepa
     job->seal_keys[p.name()] = std::move(key);
     // A vertical job's data parties sign statements to each other (ID matching, proposals,
     // verdicts) with their statement-signing keys, never with their sealing keys.
-    if (job->spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL ||
-        p.index() == UINT32_MAX) {
+    if (job->spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL || p.index() == UINT32_MAX) {
       continue;
     }
     if (p.sign_certificate().empty()) {

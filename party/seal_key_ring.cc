@@ -20,9 +20,9 @@ absl::StatusOr<std::shared_ptr<const SealKeyRing::Entry>> SealKeyRing::MakeEntry
         "the statement-signing certificate and key go together: one of them is missing");
   }
   if (!sign_cert_pem.empty()) {
-    RETURN_IF_ERROR(crypto::CheckKeyBelongsToCertificate(
-        sign_cert_pem, sign_key_pem, "the statement-signing certificate",
-        "the statement-signing key"));
+    RETURN_IF_ERROR(crypto::CheckKeyBelongsToCertificate(sign_cert_pem, sign_key_pem,
+                                                         "the statement-signing certificate",
+                                                         "the statement-signing key"));
     // A P-256 key like the sealing one: parsed the same way for its public point.
     ASSIGN_OR_RETURN(std::unique_ptr<crypto::SealKeyPair> sign,
                      crypto::SealKeyPairFromPem(sign_key_pem));

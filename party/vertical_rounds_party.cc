@@ -70,8 +70,8 @@ absl::Status VerticalRoundsParty::Propose(uint64_t round,
   }
   ASSIGN_OR_RETURN(*proposal->mutable_signature(),
                    crypto::SignStatement(ctx_.own_seal->sign_key_pem,
-                                           ProposalStatement(ctx_.job_id, ctx_.run_id, round,
-                                                             replica_.decisions(), *proposal)));
+                                         ProposalStatement(ctx_.job_id, ctx_.run_id, round,
+                                                           replica_.decisions(), *proposal)));
   return absl::OkStatus();
 }
 
@@ -123,9 +123,9 @@ absl::Status VerticalRoundsParty::CheckCommitEvidence(const fedanon::v1::Vertica
     }
     const absl::Status st =
         crypto::VerifyStatement(*ctx_.statement_keys.at(v.judge()),
-                                  VerdictStatement(ctx_.job_id, ctx_.run_id, round,
-                                                   replica_.decisions(), v.candidate(), v.accept()),
-                                  v.signature());
+                                VerdictStatement(ctx_.job_id, ctx_.run_id, round,
+                                                 replica_.decisions(), v.candidate(), v.accept()),
+                                v.signature());
     if (!st.ok()) {
       return absl::PermissionDeniedError(absl::StrCat(
           "forged vertical verdict: the verdict of '", v.judge(),
@@ -234,11 +234,11 @@ absl::Status VerticalRoundsParty::Deliver(const fedanon::v1::VerticalDeliver& de
   body.set_accept(accept);
   out->mutable_verdict()->set_accept(accept);
   // Signed, so every party can check the leader's commit (or veto) against it.
-  ASSIGN_OR_RETURN(*out->mutable_verdict()->mutable_signature(),
-                   crypto::SignStatement(
-                       ctx_.own_seal->sign_key_pem,
-                       VerdictStatement(ctx_.job_id, ctx_.run_id, round, replica_.decisions(),
-                                        instruction.candidate(), accept)));
+  ASSIGN_OR_RETURN(
+      *out->mutable_verdict()->mutable_signature(),
+      crypto::SignStatement(ctx_.own_seal->sign_key_pem,
+                            VerdictStatement(ctx_.job_id, ctx_.run_id, round, replica_.decisions(),
+                                             instruction.candidate(), accept)));
   ASSIGN_OR_RETURN(*out->mutable_verdict()->mutable_for_owner(),
                    ctx_.SealFor(owner, round, "verdict", body.SerializeAsString()));
   // In plaintext for the leader and sealed for the owner.

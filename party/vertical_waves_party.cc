@@ -80,8 +80,8 @@ absl::Status VerticalWavesParty::Propose(const fedanon::v1::LocalPropose& propos
     ASSIGN_OR_RETURN(
         own.signature,
         crypto::SignStatement(ctx_.own_seal->sign_key_pem,
-                                LocalProposalsStatement(ctx_.job_id, ctx_.run_id, round, own.digest,
-                                                        own.live_groups, own.state_digest)));
+                              LocalProposalsStatement(ctx_.job_id, ctx_.run_id, round, own.digest,
+                                                      own.live_groups, own.state_digest)));
     own_ = std::move(own);
     delivered_.clear();
     delivered_verdicts_.clear();
@@ -374,10 +374,10 @@ absl::Status VerticalWavesParty::Judge(const fedanon::v1::LocalJudge& judge, uin
     const uint64_t limit =
         ctx_.message_limit > 0 ? ctx_.message_limit : common::kDefaultMessageLimitBytes;
     own.page_bytes = std::max<uint64_t>(1, common::ChunkBytesForLimit(limit) / 2);
-    ASSIGN_OR_RETURN(own.signature,
-                     crypto::SignStatement(
-                         ctx_.own_seal->sign_key_pem,
-                         LocalVerdictsStatement(ctx_.job_id, ctx_.run_id, round, own.digest)));
+    ASSIGN_OR_RETURN(
+        own.signature,
+        crypto::SignStatement(ctx_.own_seal->sign_key_pem,
+                              LocalVerdictsStatement(ctx_.job_id, ctx_.run_id, round, own.digest)));
     own_verdicts_ = std::move(own);
   }
   const LocalOwnVerdicts& own = *own_verdicts_;

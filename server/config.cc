@@ -526,8 +526,8 @@ absl::StatusOr<PartyConfig> LoadPartyConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
   RETURN_IF_ERROR(reader.CheckKeys(
       reader.root(),
-      {"name", "leader", "data_dir", "data", "output_dir", "max_input_bytes", "tls", "seal",
-       "sign", "log_format", "admins", "policy", "crl", "metrics_listen", "reload_seconds",
+      {"name", "leader", "data_dir", "data", "output_dir", "max_input_bytes", "tls", "seal", "sign",
+       "log_format", "admins", "policy", "crl", "metrics_listen", "reload_seconds",
        // PostgreSQL (ReadPostgresSettings)
        "tables", "sink"},
       ""));

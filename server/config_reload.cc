@@ -27,9 +27,9 @@ absl::Status ReadStatementSigner(const PartyConfig& config, const std::string& c
           crypto::VerifiedStatementKey(*cert_pem, ca_pem, {crypto::Role::kParty, config.name})
               .status();
       !st.ok()) {
-    return absl::Status(st.code(), absl::StrCat("sign certificate '", config.sign.cert,
-                                                "' is not this party's under the CA bundle: ",
-                                                st.message()));
+    return absl::Status(st.code(),
+                        absl::StrCat("sign certificate '", config.sign.cert,
+                                     "' is not this party's under the CA bundle: ", st.message()));
   }
   return crypto::CheckKeyBelongsToCertificate(
       *cert_pem, *key_pem, absl::StrCat("sign certificate '", config.sign.cert, "'"),

@@ -68,7 +68,7 @@ PartyLinkService::PartyLinkService(std::string leader_name, std::string ca_pem,
     : leader_name_(std::move(leader_name)), ca_pem_(std::move(ca_pem)), connections_(connections) {}
 
 absl::Status PartyLinkService::CheckSignCertificate(const std::string& party,
-                                                   const fedanon::v1::PartyHello& hello) {
+                                                    const fedanon::v1::PartyHello& hello) {
   // A party without one (a kit made before statement-signing certificates) takes part in
   // horizontal jobs only: the parties of a vertical job refuse a Prepare that lacks it.
   if (hello.sign_certificate().empty()) return absl::OkStatus();
@@ -104,8 +104,7 @@ void PartyLinkService::Reannounced(const std::string& party, const std::string& 
         party, peer, std::string(st.message()));
     return;
   }
-  if (connections_->UpdateSealCertificate(id, hello.seal_certificate(),
-                                          hello.sign_certificate())) {
+  if (connections_->UpdateSealCertificate(id, hello.seal_certificate(), hello.sign_certificate())) {
     spdlog::info(
         "party '{}' from {} announced a new sealing certificate (a rotated key): jobs prepared "
         "from now on record it",
@@ -187,9 +186,8 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
   }
 
   auto writer = std::make_shared<GrpcPartyStream>(context, stream);
-  const PartyConnections::ConnectionId id =
-      connections_->Connected(party, peer, hello.seal_certificate(), hello.sign_certificate(),
-                              writer, protocol);
+  const PartyConnections::ConnectionId id = connections_->Connected(
+      party, peer, hello.seal_certificate(), hello.sign_certificate(), writer, protocol);
   spdlog::info("party '{}' connected from {} (version {}, protocol {})", party, peer,
                common::Printable(hello.version(), 128), common::ProtocolVersionText(protocol));
   // The handshake checked the certificates' validity once; the stream may last for weeks. It

@@ -47,8 +47,7 @@ class PartyLinkService final : public fedanon::v1::PartyLink::Service {
   }
   // OK when the hello carries no statement-signing certificate or one valid for `party` (CA,
   // identity, revocation list).
-  absl::Status CheckSignCertificate(const std::string& party,
-                                    const fedanon::v1::PartyHello& hello);
+  absl::Status CheckSignCertificate(const std::string& party, const fedanon::v1::PartyHello& hello);
   // A PartyHello with request_id 0 on an open stream: the party's rotated sealing certificate
   // (and statement-signing certificate), checked like the hello's (CA, identity, revocation); a
   // good pair replaces the one the jobs prepared from now on record, a bad one is logged and

@@ -111,9 +111,9 @@ absl::Status Run(const PartyConfig& config, const PartyConfig& file_config,
         "(docs/operations.md, Upgrades)",
         config.path);
   }
-  const party::PartyLiveSettings at_start{tls.ca_pem,           config.admins,
-                                          options.seal_cert_pem, options.seal_key_pem,
-                                          options.sign_cert_pem, options.sign_key_pem};
+  const party::PartyLiveSettings at_start{
+      tls.ca_pem,           config.admins,         options.seal_cert_pem,
+      options.seal_key_pem, options.sign_cert_pem, options.sign_key_pem};
   // party.yaml `crl:`: the leader's certificate at each connection, every participant's sealing
   // certificate at each Prepare (re-read each time; fails closed).
   RevocationCheck revocation(config.crl, tls.ca_pem, "the party");

@@ -156,8 +156,8 @@ TEST_F(ProvisionTest, WritesAVerifiableKit) {
     if (role == Role::kParty) {
       // A party's statement-signing certificate verifies as one (and its key signs for it).
       EXPECT_EQ(ModeOf(dir / "sign.key"), 0600u);
-      ASSERT_OK_AND_ASSIGN(auto sign_pub, crypto::VerifiedStatementKey(
-                                              ReadFile(dir / "sign.crt"), ca_pem, who));
+      ASSERT_OK_AND_ASSIGN(auto sign_pub,
+                           crypto::VerifiedStatementKey(ReadFile(dir / "sign.crt"), ca_pem, who));
       ASSERT_OK_AND_ASSIGN(const std::string sig,
                            crypto::SignStatement(ReadFile(dir / "sign.key"), "statement"));
       EXPECT_OK(crypto::VerifyStatement(*sign_pub, "statement", sig));

@@ -224,10 +224,10 @@ TEST(StatementSignature, VerifiesOnlyTheSignersUnchangedStatement) {
                        ca->IssueStatementSigner({Role::kParty, "hospital-a"}, absl::Hours(1)));
   ASSERT_OK_AND_ASSIGN(IssuedCertificate b,
                        ca->IssueStatementSigner({Role::kParty, "hospital-b"}, absl::Hours(1)));
-  ASSERT_OK_AND_ASSIGN(auto key_a, VerifiedStatementKey(a.cert_pem, ca->cert_pem(),
-                                                        {Role::kParty, "hospital-a"}));
-  ASSERT_OK_AND_ASSIGN(auto key_b, VerifiedStatementKey(b.cert_pem, ca->cert_pem(),
-                                                        {Role::kParty, "hospital-b"}));
+  ASSERT_OK_AND_ASSIGN(
+      auto key_a, VerifiedStatementKey(a.cert_pem, ca->cert_pem(), {Role::kParty, "hospital-a"}));
+  ASSERT_OK_AND_ASSIGN(
+      auto key_b, VerifiedStatementKey(b.cert_pem, ca->cert_pem(), {Role::kParty, "hospital-b"}));
   const std::string statement = "round 3: accept candidate 1/0/2";
   ASSERT_OK_AND_ASSIGN(const std::string sig, SignStatement(a.key_pem, statement));
   EXPECT_OK(VerifyStatement(*key_a, statement, sig));
@@ -261,11 +261,11 @@ TEST(StatementSignature, OnlyAStatementSigningCertificateOfTheNamedPartyIsAccept
               StatusIs(absl::StatusCode::kPermissionDenied, "not a sealing certificate"));
   EXPECT_THAT(VerifiedTlsIdentity(sign.cert_pem, ca->cert_pem()).status(),
               StatusIs(absl::StatusCode::kPermissionDenied, "not a TLS certificate"));
-  EXPECT_THAT(VerifiedStatementKey(sign.cert_pem, ca->cert_pem(), {Role::kParty, "hospital-b"})
-                  .status(),
-              StatusIs(absl::StatusCode::kPermissionDenied,
-                       "belongs to fedanon-sign://party/hospital-a, want "
-                       "fedanon-sign://party/hospital-b"));
+  EXPECT_THAT(
+      VerifiedStatementKey(sign.cert_pem, ca->cert_pem(), {Role::kParty, "hospital-b"}).status(),
+      StatusIs(absl::StatusCode::kPermissionDenied,
+               "belongs to fedanon-sign://party/hospital-a, want "
+               "fedanon-sign://party/hospital-b"));
   ASSERT_OK_AND_ASSIGN(auto other_ca, CertificateAuthority::Create("other", absl::Hours(1)));
   EXPECT_THAT(VerifiedStatementKey(sign.cert_pem, other_ca->cert_pem(), a).status(),
               StatusIs(absl::StatusCode::kPermissionDenied, "certificate verification failed"));

@@ -108,8 +108,8 @@ fedanon::v1::PartyMessage FakeParty::Corrupt(fedanon::v1::PartyMessage reply) {
       break;
     }
     case Corruption::kOversized:
-      reply.mutable_sum_step()->mutable_sealed()->mutable_ciphertext()->append(
-          size_t{65} << 20, 'x');
+      reply.mutable_sum_step()->mutable_sealed()->mutable_ciphertext()->append(size_t{65} << 20,
+                                                                               'x');
       break;
   }
   return reply;

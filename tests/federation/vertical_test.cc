@@ -400,13 +400,13 @@ TEST(VerticalFederation, AJobAfterASealingKeyRotationSignsWithTheJobsOwnKey) {
 TEST(VerticalFederation, AJobWithAPartyWithoutAStatementSigningCertificateFailsNamingIt) {
   const VScenario s = ExampleB();
   std::set<std::string> common;
-  ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create(
-                                     "vert_unsigned", PartyFiles(s, &common),
-                                     [](party::PartyAgentOptions& o) {
-                                       if (o.name != "hospital-b") return;
-                                       o.sign_cert_pem.clear();
-                                       o.sign_key_pem.clear();
-                                     }));
+  ASSERT_OK_AND_ASSIGN(auto fed,
+                       InProcessFederation::Create("vert_unsigned", PartyFiles(s, &common),
+                                                   [](party::PartyAgentOptions& o) {
+                                                     if (o.name != "hospital-b") return;
+                                                     o.sign_cert_pem.clear();
+                                                     o.sign_key_pem.clear();
+                                                   }));
   ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;

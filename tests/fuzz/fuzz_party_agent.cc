@@ -126,7 +126,7 @@ std::string VerticalTableB() {
 // What every input shares: the CA, the parties' options and the prepare messages.
 struct World {
   std::unique_ptr<crypto::CertificateAuthority> ca;
-  std::map<std::string, std::string> seal_certs;  // by name
+  std::map<std::string, std::string> seal_certs;          // by name
   std::map<std::string, crypto::IssuedCertificate> sign;  // the data parties' statement signers
   party::PartyAgentOptions a, b;
   std::unique_ptr<crypto::SealKeyPair> a_keys;  // to seal test payloads for hospital-a

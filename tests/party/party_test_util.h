@@ -24,8 +24,8 @@
 #include "crypto/sealed_box.h"
 #include "crypto/secure_sum_masks.h"
 #include "fedanon/v1/federation.pb.h"
-#include "party/testing/in_process_channel.h"
 #include "party/party_agent.h"
+#include "party/testing/in_process_channel.h"
 #include "tests/support/job_authorization_util.h"
 
 namespace fedanon::testing {

@@ -88,17 +88,16 @@ TEST_F(SealKeyRingTest, TheStatementSigningPairIsCheckedAndRotatesWithTheSealing
   ASSERT_TRUE(seal.ok() && sign.ok() && other.ok());
   EXPECT_THAT(SealKeyRing::MakeEntry(seal->cert_pem, seal->key_pem, sign->cert_pem, ""),
               StatusIs(absl::StatusCode::kInvalidArgument, "go together"));
-  EXPECT_THAT(SealKeyRing::MakeEntry(seal->cert_pem, seal->key_pem, sign->cert_pem,
-                                     other->key_pem),
+  EXPECT_THAT(SealKeyRing::MakeEntry(seal->cert_pem, seal->key_pem, sign->cert_pem, other->key_pem),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "the statement-signing key does not belong to the statement-signing "
                        "certificate"));
   ASSERT_OK_AND_ASSIGN(auto entry, SealKeyRing::MakeEntry(seal->cert_pem, seal->key_pem,
                                                           sign->cert_pem, sign->key_pem));
   EXPECT_EQ(entry->sign_cert_pem, sign->cert_pem);
-  ASSERT_OK_AND_ASSIGN(auto public_sign, crypto::VerifiedStatementKey(
-                                             sign->cert_pem, ca_->cert_pem(),
-                                             {crypto::Role::kParty, "hospital-a"}));
+  ASSERT_OK_AND_ASSIGN(auto public_sign,
+                       crypto::VerifiedStatementKey(sign->cert_pem, ca_->cert_pem(),
+                                                    {crypto::Role::kParty, "hospital-a"}));
   EXPECT_EQ(entry->sign_point, public_sign->UncompressedPoint());
   EXPECT_NE(entry->sign_point, entry->point());
   SealKeyRing ring(entry);

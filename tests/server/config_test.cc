@@ -211,8 +211,9 @@ data_dir: data
 tls: {ca: ca.crt, cert: tls.crt, key: tls.key}
 seal: {cert: seal.crt, key: seal.key}
 )";
-  ASSERT_OK_AND_ASSIGN(const PartyConfig c,
-                       LoadPartyConfig(Write("p.yaml", base + "sign: {cert: sign.crt, key: sign.key}\n")));
+  ASSERT_OK_AND_ASSIGN(
+      const PartyConfig c,
+      LoadPartyConfig(Write("p.yaml", base + "sign: {cert: sign.crt, key: sign.key}\n")));
   const std::string conf = (dir_ / "conf").string();
   EXPECT_EQ(c.sign.cert, conf + "/sign.crt");
   EXPECT_EQ(c.sign.key, conf + "/sign.key");
