@@ -264,6 +264,9 @@ absl::Status PartyAgent::ChooseOwnSealKey(bool reload, std::string_view journale
   }
   // After a restart: the key the job was prepared with, held still or kept in its durable state.
   job->own_seal = seal_ring_.Find(point);
+  // A held sealing pair whose statement-signing pair was rotated since the Prepare is not the
+  // job's: its durable state has the pair the job was prepared with.
+  if (job->own_seal != nullptr && !CheckOwnStatementKey(*job).ok()) job->own_seal = nullptr;
   if (job->own_seal == nullptr && !journaled_seal_key.empty()) {
     // The sealing key's PEM block, then the statement-signing key's (if any).
     const size_t second = journaled_seal_key.find("-----BEGIN", 1);

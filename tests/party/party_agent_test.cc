@@ -27,6 +27,7 @@
 #include "common/wire/released_union.h"
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
+#include "crypto/signature.h"
 #include "party/job_journal.h"
 #include "party/vertical_statement.h"
 #include "tests/party/party_test_util.h"
@@ -860,6 +861,52 @@ TEST(PartyAgent, ATableChangedBeforeTheUnionIsRefused) {
 // ---------------------------------------------------------------------------------------------
 // Durable state (party/job_journal.h): what a party needs to go on with a horizontal job after
 // its own restart, written before each reply leaves.
+
+// A vertical job resumed after its party restarted with a rotated statement-signing pair (the
+// sealing pair unchanged) goes on with the statement key it was prepared with, kept in its
+// durable state: the other parties verify its statements against the certificate the Prepare
+// named.
+TEST(PartyDurableState, AVerticalJobResumesWithTheStatementKeyItWasPreparedWith) {
+  std::map<std::string, party::PartyAgentOptions> options;
+  ASSERT_OK_AND_ASSIGN(
+      auto f, PartyFixture::Create("durable_sign_rotated", TwoVerticalHospitals(),
+                                   [&](party::PartyAgentOptions& o) { options[o.name] = o; }));
+  const std::string job = "job-000000000001";
+  ASSERT_OK_AND_ASSIGN(LeaderMessage prepare, f->Prepare(job, kVerticalSpec));
+  prepare.set_request_id(7);
+  ASSERT_OK_AND_ASSIGN(const PartyMessage first, f->Call("hospital-a", prepare));
+  party::PartyAgentOptions rotated = options["hospital-a"];
+  ASSERT_OK_AND_ASSIGN(
+      const crypto::IssuedCertificate sign,
+      f->ca->IssueStatementSigner({crypto::Role::kParty, "hospital-a"}, absl::Hours(1)));
+  rotated.sign_cert_pem = sign.cert_pem;
+  rotated.sign_key_pem = sign.key_pem;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<party::PartyAgent> restarted,
+                       party::PartyAgent::Create(rotated));
+  EXPECT_EQ(restarted->sign_cert_pem(), sign.cert_pem);
+  // The job's next request reloads it from its state file; its proposal is signed with the
+  // statement key of the certificate the Prepare named, which the new certificate's does not
+  // verify.
+  LeaderMessage propose;
+  propose.set_job_id(job);
+  propose.set_round(1);
+  propose.mutable_vertical()->mutable_propose();
+  const PartyMessage proposed = restarted->Handle(propose);
+  ASSERT_FALSE(proposed.has_error()) << proposed.error().message();
+  const fedanon::v1::VerticalProposal& proposal = proposed.vertical().proposal();
+  EXPECT_EQ(proposal.reason(), "the job has not started");
+  const std::string statement =
+      party::ProposalStatement(job, f->run_ids.at(job), 1, /*decisions=*/0, proposal);
+  ASSERT_OK_AND_ASSIGN(auto prepared_key, crypto::VerifiedStatementKey(
+                                              f->agents[0]->sign_cert_pem(), f->ca->cert_pem(),
+                                              {crypto::Role::kParty, "hospital-a"}));
+  ASSERT_OK_AND_ASSIGN(auto new_key,
+                       crypto::VerifiedStatementKey(sign.cert_pem, f->ca->cert_pem(),
+                                                    {crypto::Role::kParty, "hospital-a"}));
+  EXPECT_OK(crypto::VerifyStatement(*prepared_key, statement, proposal.signature()));
+  EXPECT_FALSE(crypto::VerifyStatement(*new_key, statement, proposal.signature()).ok());
+  EXPECT_TRUE(first.has_prepared());
+}
 
 // Prepares `job_id` at every party with one signed Prepare, returned (to send it again).
 LeaderMessage PrepareEveryParty(PartyFixture& f, const std::string& job_id) {
