@@ -15,9 +15,11 @@
 // The third way the issue allows (accepted as a choice the protocol table gives the leader, with
 // views the table allows) is not accepted here: no single-field mutation needs it.
 // In every case no party may open anything the honest run did not show it (same sender, purpose
-// and content; for payloads whose content differs between two honest runs — masks, shuffles,
-// keys, signatures — the same sender, purpose and size), and the recipient's release is the
-// honest one or none. Payloads are keyed by purpose with the run and job ids taken out.
+// and content), and the recipient's release is the honest one or none. Payloads are keyed by
+// purpose with the run and job ids taken out. Every run of a kind uses the same identities and
+// restarts the parties' randomness from the kind's seed (tests/support/deterministic_random.h),
+// and the test asserts that two honest runs show every party the same bytes; only if they did
+// not would a payload be compared by size (and the test fail on that assertion).
 // The test prints, per message kind, how the mutations ended (FEDANON_MUTATION_VERBOSE=1: each
 // mutation with its outcome and the first refusal).
 #include <gtest/gtest.h>
@@ -537,8 +539,8 @@ const char* OutcomeName(Outcome o) {
 
 struct Honest {
   RunResult run;
-  // (receiver, sender|purpose) whose contents differ between two honest runs: they carry a
-  // party's fresh randomness and are compared by size only.
+  // (receiver, sender|purpose) whose contents differ between two honest runs (none with
+  // deterministic parties, asserted): such a payload would be compared by size only.
   std::set<std::pair<std::string, std::string>> random;
 };
 
