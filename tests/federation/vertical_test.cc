@@ -25,6 +25,7 @@
 #include "leader/vertical_job.h"
 #include "party/vertical_party.h"
 #include "tests/checker/brute_force_checker.h"
+#include "tests/federation/example_a.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -41,6 +42,16 @@ struct VScenario {
   int extra_ids = 0;  // per party: ids the others do not have
   int missing = 0;    // per party: common ids it drops (so they are not common)
 };
+
+// The admin's submission of `s`'s job over `parties`, its taxonomies attached (MakeRequest of
+// example_a.h, which takes the spec and taxonomies alone).
+absl::StatusOr<fedanon::v1::SubmitJobRequest> RequestOf(const VScenario& s,
+                                                        const std::vector<std::string>& parties) {
+  Scenario job;
+  job.spec_yaml = s.spec_yaml;
+  job.taxonomies = s.taxonomies;
+  return MakeRequest(job, parties);
+}
 
 uint64_t Next(uint64_t* state, uint64_t n) {
   *state ^= *state << 13;
@@ -219,18 +230,11 @@ VOutcome RunVertical(
     absl::MutexLock lock(mu.get());
     out.run_id = common::RunIdOf(m->prepare().authorization()).value_or("");
   });
-  auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  if (!spec.ok()) return out;
-  fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = *spec;
-  for (const auto& p : (*fed)->names) req.add_parties(p);
-  for (const auto& a : spec->attributes()) {
-    if (!a.taxonomy().empty())
-      (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
-  }
-  req.set_recipient(recipient);
-  auto info = (*fed)->Submit(req);
+  absl::StatusOr<fedanon::v1::SubmitJobRequest> req = RequestOf(s, (*fed)->names);
+  EXPECT_TRUE(req.ok()) << req.status();
+  if (!req.ok()) return out;
+  req->set_recipient(recipient);
+  auto info = (*fed)->Submit(*req);
   out.submitted = info.status();
   if (recipient.empty()) {
     EXPECT_TRUE(info.ok()) << info.status();
@@ -380,14 +384,7 @@ TEST(VerticalFederation, AJobAfterASealingKeyRotationSignsWithTheJobsOwnKey) {
                                                        .sign_cert_pem = renewed_sign.cert_pem,
                                                        .sign_key_pem = renewed_sign.key_pem}));
   ASSERT_TRUE(changed);
-  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
-  fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = spec;
-  for (const auto& p : fed->names) req.add_parties(p);
-  for (const auto& a : spec.attributes()) {
-    if (!a.taxonomy().empty())
-      (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
-  }
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::SubmitJobRequest req, RequestOf(s, fed->names));
   ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, fed->Submit(req));
   const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
   EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
@@ -407,14 +404,7 @@ TEST(VerticalFederation, AJobWithAPartyWithoutAStatementSigningCertificateFailsN
                                                      o.sign_cert_pem.clear();
                                                      o.sign_key_pem.clear();
                                                    }));
-  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
-  fedanon::v1::SubmitJobRequest req;
-  *req.mutable_spec() = spec;
-  for (const auto& p : fed->names) req.add_parties(p);
-  for (const auto& a : spec.attributes()) {
-    if (!a.taxonomy().empty())
-      (*req.mutable_taxonomies())[a.name()] = s.taxonomies.at(a.taxonomy());
-  }
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::SubmitJobRequest req, RequestOf(s, fed->names));
   ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobInfo submitted, fed->Submit(req));
   const fedanon::v1::JobInfo info = fed->Wait(submitted.job_id());
   EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
