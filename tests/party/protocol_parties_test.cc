@@ -196,8 +196,7 @@ fedanon::v1::LeaderMessage SumStepTo(const std::string& next) {
 }
 
 // A global horizontal job over one categorical QID (Sex) and one continuous QID (Age).
-absl::StatusOr<fedanon::v1::JobSpec> SexAgeSpec() {
-  return common::ParseJobSpecYaml(R"(name: t
+constexpr char kSexAgeYaml[] = R"(name: t
 attributes:
   - {name: Sex, role: qid, values: [M, F]}
   - {name: Age, role: qid, type: continuous, range: [0, 40], precision: 1}
@@ -205,8 +204,10 @@ attributes:
   - {name: Class, role: class, values: [Y, N]}
 privacy: {model: lkc, L: 2, K: 2, C: 0.5, sensitive_values: [hiv]}
 partitioning: horizontal
-)",
-                                  "job.yaml");
+)";
+
+absl::StatusOr<fedanon::v1::JobSpec> SexAgeSpec() {
+  return common::ParseJobSpecYaml(kSexAgeYaml, "job.yaml");
 }
 
 // State updates the job's recoding or current cut does not have (docs/protocol.md listed these
@@ -504,17 +505,7 @@ TEST(PayloadTransfer, AStepNamingAnotherStreamOrShapeThanItsChunksIsRefused) {
 
 // SexAgeSpec with `recoding: local`.
 absl::StatusOr<fedanon::v1::JobSpec> SexAgeLocalSpec() {
-  return common::ParseJobSpecYaml(R"(name: t
-attributes:
-  - {name: Sex, role: qid, values: [M, F]}
-  - {name: Age, role: qid, type: continuous, range: [0, 40], precision: 1}
-  - {name: Disease, role: sensitive, values: [flu, hiv]}
-  - {name: Class, role: class, values: [Y, N]}
-privacy: {model: lkc, L: 2, K: 2, C: 0.5, sensitive_values: [hiv]}
-partitioning: horizontal
-recoding: local
-)",
-                                  "job.yaml");
+  return common::ParseJobSpecYaml(std::string(kSexAgeYaml) + "recoding: local\n", "job.yaml");
 }
 
 // A party's table of SexAgeSpec (or SexAgeLocalSpec), loaded as party/job_setup.cc loads it:
