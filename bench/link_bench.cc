@@ -18,9 +18,9 @@
 #include "absl/time/clock.h"
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
-#include "server/leader_server.h"
-#include "server/party_client.h"
-#include "server/party_connections.h"
+#include "server/leader/leader_server.h"
+#include "server/leader/party_connections.h"
+#include "server/party/party_client.h"
 #include "tests/server/test_pki.h"
 
 namespace fedanon::server {
@@ -40,16 +40,16 @@ fedanon::v1::PartyMessage Echo(const fedanon::v1::LeaderMessage& m) {
 struct Link {
   Link() {
     spdlog::set_level(spdlog::level::warn);
-    LeaderServerOptions options;
+    leader_daemon::LeaderServerOptions options;
     options.listen = "127.0.0.1:0";
     options.tls = pki.Leader();
-    server = std::move(LeaderServer::Start(options, &connections, nullptr)).value();
-    PartyClientOptions party;
+    server = std::move(leader_daemon::LeaderServer::Start(options, &connections, nullptr)).value();
+    party_daemon::PartyClientOptions party;
     party.name = "hospital-a";
     party.leader_address = "127.0.0.1:" + std::to_string(server->port());
     party.tls = pki.Party("hospital-a");
     party.seal_cert_pem = pki.SealCert("hospital-a");
-    client = std::make_unique<PartyClient>(std::move(party), Echo);
+    client = std::make_unique<party_daemon::PartyClient>(std::move(party), Echo);
     client->Start();
     const absl::Time deadline = absl::Now() + absl::Seconds(10);
     while (!connections.IsConnected("hospital-a") && absl::Now() < deadline) {
@@ -61,9 +61,9 @@ struct Link {
     }
   }
   testing::TestPki pki{"bench"};
-  PartyConnections connections;
-  std::unique_ptr<LeaderServer> server;
-  std::unique_ptr<PartyClient> client;
+  leader_daemon::PartyConnections connections;
+  std::unique_ptr<leader_daemon::LeaderServer> server;
+  std::unique_ptr<party_daemon::PartyClient> client;
 };
 
 Link& TheLink() {
@@ -117,10 +117,10 @@ BENCHMARK(BM_Echo16MiB)->MinTime(3.0)->UseRealTime()->Unit(benchmark::kMilliseco
 struct Relay {
   Relay() {
     spdlog::set_level(spdlog::level::warn);
-    LeaderServerOptions options;
+    leader_daemon::LeaderServerOptions options;
     options.listen = "127.0.0.1:0";
     options.tls = pki.Leader();
-    server = std::move(LeaderServer::Start(options, &connections, nullptr)).value();
+    server = std::move(leader_daemon::LeaderServer::Start(options, &connections, nullptr)).value();
     const crypto::IssuedCertificate issued_b = pki.SealIssued("hospital-b");
     b_public = std::move(crypto::VerifiedSealKey(issued_b.cert_pem, pki.ca_pem(),
                                                  {crypto::Role::kParty, "hospital-b"}))
@@ -142,14 +142,15 @@ struct Relay {
           opened.ok() ? std::to_string(opened->size()) : "error");
       return r;
     };
-    for (const auto& [name, handler] : std::vector<std::pair<std::string, PartyHandler>>{
+    for (const auto& [name, handler] :
+         std::vector<std::pair<std::string, party_daemon::PartyHandler>>{
              {"hospital-a", seal_for_b}, {"hospital-b", open_at_b}}) {
-      PartyClientOptions party;
+      party_daemon::PartyClientOptions party;
       party.name = name;
       party.leader_address = "127.0.0.1:" + std::to_string(server->port());
       party.tls = pki.Party(name);
       party.seal_cert_pem = pki.SealCert(name);
-      clients.push_back(std::make_unique<PartyClient>(std::move(party), handler));
+      clients.push_back(std::make_unique<party_daemon::PartyClient>(std::move(party), handler));
       clients.back()->Start();
     }
     const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -161,9 +162,9 @@ struct Relay {
   testing::TestPki pki{"relay"};
   std::unique_ptr<crypto::SealPublicKey> b_public;
   std::unique_ptr<crypto::SealKeyPair> b_keys;
-  PartyConnections connections;
-  std::unique_ptr<LeaderServer> server;
-  std::vector<std::unique_ptr<PartyClient>> clients;
+  leader_daemon::PartyConnections connections;
+  std::unique_ptr<leader_daemon::LeaderServer> server;
+  std::vector<std::unique_ptr<party_daemon::PartyClient>> clients;
 };
 
 void BM_SealedRelay16MiB(benchmark::State& state) {

@@ -21,7 +21,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/spec/proto_json.h"
 #include "google/protobuf/struct.pb.h"
-#include "server/admin_client.h"
+#include "server/admin/admin_client.h"
 
 namespace fedanon::server {
 namespace {
@@ -37,13 +37,13 @@ absl::Status PrintJson(const google::protobuf::Message& message, bool pretty = t
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<AdminClient>> ConnectToLeader(const AdminGlobals& g) {
+absl::StatusOr<std::unique_ptr<admin::AdminClient>> ConnectToLeader(const AdminGlobals& g) {
   std::string path = g.config;
   if (path.empty()) {
     const char* env = std::getenv("FEDANON_ADMIN_CONFIG");
     path = env != nullptr && *env != '\0' ? env : "admin.yaml";
   }
-  absl::StatusOr<std::unique_ptr<AdminClient>> client = AdminClient::FromConfig(path);
+  absl::StatusOr<std::unique_ptr<admin::AdminClient>> client = admin::AdminClient::FromConfig(path);
   if (!client.ok() && absl::IsNotFound(client.status()) && g.config.empty()) {
     return absl::NotFoundError(
         absl::StrCat(client.status().message(),
@@ -54,7 +54,7 @@ absl::StatusOr<std::unique_ptr<AdminClient>> ConnectToLeader(const AdminGlobals&
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<AdminClient>> Connect(const AdminGlobals& g) {
+absl::StatusOr<std::unique_ptr<admin::AdminClient>> Connect(const AdminGlobals& g) {
   return ConnectToLeader(g);
 }
 
@@ -73,7 +73,7 @@ std::string Pad(const std::string& s, size_t width) {
 
 void PrintJob(const fedanon::v1::JobInfo& job) {
   std::cout << "job:           " << job.job_id() << "\n"
-            << "state:         " << JobStateName(job.state()) << "\n";
+            << "state:         " << admin::JobStateName(job.state()) << "\n";
   if (!job.failure_reason().empty()) std::cout << "reason:        " << job.failure_reason() << "\n";
   if (job.queue_position() > 0) {
     std::cout << "queued:        position " << job.queue_position()
@@ -89,12 +89,12 @@ void PrintJob(const fedanon::v1::JobInfo& job) {
             << "recipient:     " << (job.recipient().empty() ? "the leader" : job.recipient())
             << "\n"
             << "submitted by:  " << job.submitted_by() << " at "
-            << FormatUnixTime(job.created_unix()) << "\n"
-            << "updated:       " << FormatUnixTime(job.updated_unix()) << "\n";
+            << admin::FormatUnixTime(job.created_unix()) << "\n"
+            << "updated:       " << admin::FormatUnixTime(job.updated_unix()) << "\n";
   if (job.state() == fedanon::v1::JOB_STATE_DONE && job.has_report()) {
     std::cout << "report:\n";
     for (absl::string_view line :
-         absl::StrSplit(ReportSummary(job.report()), '\n', absl::SkipEmpty())) {
+         absl::StrSplit(admin::ReportSummary(job.report()), '\n', absl::SkipEmpty())) {
       std::cout << "  " << line << "\n";
     }
   }
@@ -126,7 +126,7 @@ absl::Status RunProvision(const AdminGlobals& g, const std::string& federation_y
 }
 
 absl::Status RunParties(const AdminGlobals& g) {
-  ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, Connect(g));
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AdminClient> client, Connect(g));
   ASSIGN_OR_RETURN(std::vector<fedanon::v1::ConnectedParty> parties, client->ListParties());
   if (g.json) {
     fedanon::v1::ListPartiesResponse response;
@@ -140,7 +140,7 @@ absl::Status RunParties(const AdminGlobals& g) {
   std::cout << Pad("PARTY", 20) << Pad("CONNECTED SINCE", 34) << "FROM\n";
   for (const auto& p : parties) {
     std::cout << Pad(p.name(), 20)
-              << Pad(absl::StrCat(FormatUnixTime(p.connected_since_unix()), " (",
+              << Pad(absl::StrCat(admin::FormatUnixTime(p.connected_since_unix()), " (",
                                   Age(p.connected_since_unix()), ")"),
                      34)
               << p.peer() << "\n";
@@ -159,7 +159,7 @@ struct SubmitFlags {
 };
 
 absl::Status RunSubmit(const AdminGlobals& g, const SubmitFlags& f) {
-  ASSIGN_OR_RETURN(fedanon::v1::SubmitJobRequest request, LoadSubmitRequest(f.spec));
+  ASSIGN_OR_RETURN(fedanon::v1::SubmitJobRequest request, admin::LoadSubmitRequest(f.spec));
   // Hierarchies the spec defines must be the ones its public definitions build
   // (docs/hierarchies.md), never ones built from a party's table.
   ASSIGN_OR_RETURN(const fedanon::v1::JobSpec resolved, common::LoadJobSpec(f.spec));
@@ -176,7 +176,7 @@ absl::Status RunSubmit(const AdminGlobals& g, const SubmitFlags& f) {
   request.set_recipient(f.recipient);
   request.set_leader_party(f.leader_party);
   request.set_round_timeout_seconds(f.round_timeout);
-  ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, Connect(g));
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AdminClient> client, Connect(g));
   if (f.parties.empty()) {
     ASSIGN_OR_RETURN(std::vector<fedanon::v1::ConnectedParty> parties, client->ListParties());
     if (parties.empty()) {
@@ -198,7 +198,7 @@ absl::Status RunSubmit(const AdminGlobals& g, const SubmitFlags& f) {
 }
 
 absl::Status RunStatus(const AdminGlobals& g, const std::string& job_id) {
-  ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, Connect(g));
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AdminClient> client, Connect(g));
   ASSIGN_OR_RETURN(fedanon::v1::JobInfo job, client->GetJob(job_id));
   if (g.json) return PrintJson(job);
   PrintJob(job);
@@ -206,7 +206,7 @@ absl::Status RunStatus(const AdminGlobals& g, const std::string& job_id) {
 }
 
 absl::Status RunList(const AdminGlobals& g) {
-  ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, Connect(g));
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AdminClient> client, Connect(g));
   ASSIGN_OR_RETURN(std::vector<fedanon::v1::JobInfo> jobs, client->ListJobs());
   if (g.json) {
     fedanon::v1::ListJobsResponse response;
@@ -224,9 +224,9 @@ absl::Status RunList(const AdminGlobals& g) {
     // A job waiting for parties to connect says so.
     const std::string state = j.queue_position() > 0 ? absl::StrCat("queued #", j.queue_position())
                               : j.waiting_for_parties_size() > 0 ? "waiting"
-                                                                 : JobStateName(j.state());
+                                                                 : admin::JobStateName(j.state());
     std::cout << Pad(j.job_id(), 18) << Pad(state, 12) << Pad(absl::StrCat(j.round()), 7)
-              << Pad(FormatUnixTime(j.created_unix()), 22) << Pad(j.submitted_by(), 12)
+              << Pad(admin::FormatUnixTime(j.created_unix()), 22) << Pad(j.submitted_by(), 12)
               << absl::StrJoin(j.parties(), ",") << "\n";
   }
   return absl::OkStatus();
@@ -234,7 +234,7 @@ absl::Status RunList(const AdminGlobals& g) {
 
 // Until the job ends: OK if it is done, an error if it failed or was cancelled.
 absl::Status RunWatch(const AdminGlobals& g, const std::string& job_id, uint32_t expect_rounds) {
-  ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, Connect(g));
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AdminClient> client, Connect(g));
   WatchProgress progress(expect_rounds);
   ASSIGN_OR_RETURN(const fedanon::v1::JobInfo last,
                    client->WatchJob(job_id, [&g, &progress](const fedanon::v1::JobInfo& job) {
@@ -246,33 +246,34 @@ absl::Status RunWatch(const AdminGlobals& g, const std::string& job_id, uint32_t
                        std::cout.flush();
                      } else {
                        const std::string rate = progress.Update(job);
-                       std::cout << FormatUnixTime(absl::ToUnixSeconds(absl::Now())) << " "
-                                 << ProgressLine(job) << (rate.empty() ? "" : "  ") << rate
+                       std::cout << admin::FormatUnixTime(absl::ToUnixSeconds(absl::Now())) << " "
+                                 << admin::ProgressLine(job) << (rate.empty() ? "" : "  ") << rate
                                  << std::endl;
                      }
                    }));
   if (last.state() == fedanon::v1::JOB_STATE_DONE) {
-    if (!g.json && last.has_report()) std::cout << ReportSummary(last.report());
+    if (!g.json && last.has_report()) std::cout << admin::ReportSummary(last.report());
     return absl::OkStatus();
   }
-  return absl::AbortedError(absl::StrCat("job ", last.job_id(), " ", JobStateName(last.state()),
-                                         last.failure_reason().empty() ? "" : ": ",
-                                         last.failure_reason()));
+  return absl::AbortedError(
+      absl::StrCat("job ", last.job_id(), " ", admin::JobStateName(last.state()),
+                   last.failure_reason().empty() ? "" : ": ", last.failure_reason()));
 }
 
 absl::Status RunCancel(const AdminGlobals& g, const std::string& job_id,
                        const std::string& reason) {
-  ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, Connect(g));
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AdminClient> client, Connect(g));
   ASSIGN_OR_RETURN(fedanon::v1::JobInfo job, client->CancelJob(job_id, reason));
   if (g.json) return PrintJson(job);
-  std::cout << job.job_id() << " " << JobStateName(job.state()) << "\n";
+  std::cout << job.job_id() << " " << admin::JobStateName(job.state()) << "\n";
   return absl::OkStatus();
 }
 
 absl::Status RunResult(const AdminGlobals& g, const std::string& job_id, const std::string& out,
                        bool force) {
-  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> writer, AtomicFileWriter::Open(out, force));
-  ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, Connect(g));
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AtomicFileWriter> writer,
+                   admin::AtomicFileWriter::Open(out, force));
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AdminClient> client, Connect(g));
   const auto sink = [&writer](std::string_view data) { return writer->Write(data); };
   ASSIGN_OR_RETURN(uint64_t bytes, client->GetResult(job_id, sink));
   RETURN_IF_ERROR(writer->Commit());
@@ -289,7 +290,7 @@ absl::Status RunResult(const AdminGlobals& g, const std::string& job_id, const s
 
 // The leader's view log of a job (JSON lines) to stdout, as the leader stores it.
 absl::Status RunViewLog(const AdminGlobals& g, const std::string& job_id) {
-  ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, Connect(g));
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AdminClient> client, Connect(g));
   const auto sink = [](std::string_view data) {
     std::cout.write(data.data(), static_cast<std::streamsize>(data.size()));
     return std::cout ? absl::OkStatus() : absl::InternalError("cannot write to stdout");
@@ -308,9 +309,9 @@ struct HealthFlags {
 // grpc.health.v1 Check on the leader, as the admin of the config, or with any participant's
 // bundle (`--bundle DIR --leader HOST:PORT`: a leader or party probing from its own host).
 absl::Status RunHealth(const AdminGlobals& g, const HealthFlags& f) {
-  absl::StatusOr<std::unique_ptr<AdminClient>> connected =
-      f.bundle.empty() ? Connect(g) : AdminClient::FromBundle(f.bundle, f.leader);
-  ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, std::move(connected));
+  absl::StatusOr<std::unique_ptr<admin::AdminClient>> connected =
+      f.bundle.empty() ? Connect(g) : admin::AdminClient::FromBundle(f.bundle, f.leader);
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AdminClient> client, std::move(connected));
   const absl::Status health = client->CheckHealth(f.service);
   if (g.json) {
     google::protobuf::Struct s;

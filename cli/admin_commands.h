@@ -1,7 +1,7 @@
 // fedanonctl's subcommands (see cli/fedanonctl_main.cc for the tree): provisioning a federation's
 // startup kits, and the admin calls to a running leader (parties, submit, status, list, watch,
 // cancel, result, view-log, health; `report` in cli/report_command.h) through
-// server::AdminClient. Each Declare...Command declares
+// admin::AdminClient. Each Declare...Command declares
 // one subcommand's options and returns its action; output goes to stdout (JSON with --json), errors
 // to stderr as "fedanonctl: <why>" with exit code 1 (watch: 1 for a failed or cancelled job).
 #pragma once
@@ -10,7 +10,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
+
+namespace fedanon::admin {
+class AdminClient;
+}  // namespace fedanon::admin
 
 namespace fedanon::server {
 
@@ -20,11 +24,9 @@ struct AdminGlobals {
   bool json = false;   // machine-readable output
 };
 
-class AdminClient;
-
 // The admin client of the config `globals` names (--config, $FEDANON_ADMIN_CONFIG or
 // ./admin.yaml).
-absl::StatusOr<std::unique_ptr<AdminClient>> ConnectToLeader(const AdminGlobals& globals);
+absl::StatusOr<std::unique_ptr<admin::AdminClient>> ConnectToLeader(const AdminGlobals& globals);
 
 // Each declares its options on `command` and returns its action, which reads `globals` (not
 // owned; must outlive the action) once the command line is parsed.

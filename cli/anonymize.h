@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "fedanon/v1/job.pb.h"
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::common {
 

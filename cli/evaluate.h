@@ -3,8 +3,9 @@
 // measuring; naive Bayes or the tree, a split or k-fold cross-validation, the removal error RE and
 // the thesis's distortion metric on request) or, without a release, the raw baselines BE, UE and
 // SE, and the raw risk; the re-identification risk before and after (common/risk, the figures
-// of `fedanon risk`); with `--randomized`, the yang2010 §7 evaluation of a `fedanon randomize` release (COUNT-query relative error and
-// Apriori association recovery, against an Anatomy baseline) instead.
+// of `fedanon risk`); with `--randomized`, the yang2010 §7 evaluation of a `fedanon randomize`
+// release (COUNT-query relative error and Apriori association recovery, against an Anatomy
+// baseline) instead.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/evaluation/ra_evaluation.h"
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::common {
 

@@ -1,6 +1,7 @@
 // fedanon: the local tool. Its command tree: centralized anonymization, utility evaluation and
 // sweeps, random anonymization, synthetic data, and `federation up` (a throwaway local
-// federation). Each subcommand is declared next to the work it runs (server/command_line.h).
+// federation). Each subcommand is declared next to the work it runs
+// (server/runtime/command_line.h).
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
@@ -15,7 +16,7 @@
 #include "cli/risk_command.h"
 #include "cli/sweep.h"
 #include "common/base/version.h"
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::cli {
 namespace {

@@ -29,7 +29,7 @@
 #include "cli/admin_commands.h"
 #include "cli/report_command.h"
 #include "common/base/version.h"
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::cli {
 namespace {

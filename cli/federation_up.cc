@@ -47,9 +47,9 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/spec/proto_json.h"
 #include "crypto/certificates.h"
-#include "server/admin_client.h"
-#include "server/command_line.h"
-#include "server/signals.h"
+#include "server/admin/admin_client.h"
+#include "server/runtime/command_line.h"
+#include "server/runtime/signals.h"
 
 namespace fedanon::server {
 namespace {
@@ -77,7 +77,7 @@ struct Options {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Termination signals: SIGINT / SIGTERM are blocked in every thread (server/signals.h); one
+// Termination signals: SIGINT / SIGTERM are blocked in every thread (server/runtime/signals.h); one
 // detached thread collects them, records the first and runs a hook (which interrupts a blocking
 // watch).
 
@@ -354,7 +354,7 @@ class FederationUp {
     if (absl::Status st = common::CheckDistinctOutputs(outputs, inputs); !st.ok()) return Fail(st);
     if (o_.spec.empty()) return 0;
     absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
-        LoadSubmitRequest(o_.spec, &taxonomy_files_);
+        admin::LoadSubmitRequest(o_.spec, &taxonomy_files_);
     if (!request.ok()) return Fail(request.status());
     request_ = *std::move(request);
     request_.set_round_timeout_seconds(o_.round_timeout);
@@ -367,12 +367,12 @@ class FederationUp {
     if (absl::Status st = common::CheckFederatedHierarchies(spec_, shipped); !st.ok()) {
       return Fail(st);
     }
-    for (const TaxonomyFile& t : taxonomy_files_) {
+    for (const admin::TaxonomyFile& t : taxonomy_files_) {
       inputs.emplace_back(absl::StrCat("the taxonomy of attribute '", t.attribute, "'"),
                           t.local_path);
     }
     if (absl::Status st = common::CheckDistinctOutputs(outputs, inputs); !st.ok()) return Fail(st);
-    for (const TaxonomyFile& t : taxonomy_files_) {
+    for (const admin::TaxonomyFile& t : taxonomy_files_) {
       const fs::path written(t.spec_path);
       if (written.is_absolute()) {
         // A party reads only files inside its data directory.
@@ -464,7 +464,7 @@ class FederationUp {
         return Fail(absl::StrCat("cannot copy ", o_.party_data[i], " to ",
                                  (data / "table.csv").string(), ": ", ec.message()));
       }
-      for (const TaxonomyFile& t : taxonomy_files_) {
+      for (const admin::TaxonomyFile& t : taxonomy_files_) {
         const fs::path dest = data / fs::path(t.spec_path).lexically_normal();
         fs::create_directories(dest.parent_path(), ec);
         if (!ec) fs::copy_file(t.local_path, dest, fs::copy_options::overwrite_existing, ec);
@@ -489,7 +489,8 @@ class FederationUp {
   }
 
   int WaitForParties() {
-    absl::StatusOr<std::unique_ptr<AdminClient>> client = AdminClient::FromConfig(AdminConfig());
+    absl::StatusOr<std::unique_ptr<admin::AdminClient>> client =
+        admin::AdminClient::FromConfig(AdminConfig());
     if (!client.ok()) return Fail(client.status());
     client_ = *std::move(client);
     const absl::Time deadline = absl::Now() + kConnectWait;
@@ -506,7 +507,7 @@ class FederationUp {
       } else {
         last_problem = std::string(parties.status().message());
         // A fresh channel makes a fresh connection attempt (no reconnect backoff).
-        client_ = std::make_unique<AdminClient>(address_, TlsMaterialOrEmpty());
+        client_ = std::make_unique<admin::AdminClient>(address_, TlsMaterialOrEmpty());
       }
       if (absl::Now() > deadline) {
         std::string tails;
@@ -567,13 +568,13 @@ class FederationUp {
       return StayUp();
     }
 
-    AdminClient* client = client_.get();
+    admin::AdminClient* client = client_.get();
     signals_.SetHook([client] { client->Cancel(); });
     if (signals_.signal() != 0) return Interrupted();
     std::string last_line;
     absl::StatusOr<fedanon::v1::JobInfo> last =
         client->WatchJob(job_id, [&last_line](const fedanon::v1::JobInfo& info) {
-          const std::string line = ProgressLine(info);
+          const std::string line = admin::ProgressLine(info);
           if (line != last_line) std::cerr << "  " << line << "\n";
           last_line = line;
         });
@@ -585,7 +586,7 @@ class FederationUp {
     if (last->state() != fedanon::v1::JOB_STATE_DONE) {
       // What the leader decoded before the job failed is still what it learned.
       if (int code = WriteLeaderView(client, job_id); code != 0) return code;
-      return Fail(absl::StrCat("job ", job_id, " ", JobStateName(last->state()),
+      return Fail(absl::StrCat("job ", job_id, " ", admin::JobStateName(last->state()),
                                last->failure_reason().empty() ? "" : ": ", last->failure_reason()));
     }
 
@@ -593,8 +594,8 @@ class FederationUp {
     std::string result_path = o_.result;
     if (result_path.empty() && !o_.html.empty()) result_path = (dir_ / "result.csv").string();
     if (!result_path.empty()) {
-      absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
-          AtomicFileWriter::Open(result_path, /*overwrite=*/true);
+      absl::StatusOr<std::unique_ptr<admin::AtomicFileWriter>> writer =
+          admin::AtomicFileWriter::Open(result_path, /*overwrite=*/true);
       if (!writer.ok()) return Fail(writer.status());
       absl::StatusOr<uint64_t> bytes = client->GetResult(
           job_id, [&writer](std::string_view data) { return (*writer)->Write(data); });
@@ -617,8 +618,8 @@ class FederationUp {
       leader_view = *std::move(view);
     }
     if (!o_.report.empty()) {
-      absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
-          AtomicFileWriter::Open(o_.report, /*overwrite=*/true);
+      absl::StatusOr<std::unique_ptr<admin::AtomicFileWriter>> writer =
+          admin::AtomicFileWriter::Open(o_.report, /*overwrite=*/true);
       if (!writer.ok()) return Fail(writer.status());
       absl::StatusOr<std::string> json = common::ProtoToJson(report);
       if (!json.ok()) return Fail(json.status());
@@ -641,7 +642,7 @@ class FederationUp {
       std::cerr << kPrefix << "wrote the job's page to " << o_.html << "\n";
     }
     if (int code = WriteLeaderView(client, job_id); code != 0) return code;
-    std::cout << "job " << job_id << " done\n" << ReportSummary(report);
+    std::cout << "job " << job_id << " done\n" << admin::ReportSummary(report);
     return 0;
   }
 
@@ -649,7 +650,8 @@ class FederationUp {
   // in this local federation: the release's risk, loss and model checks on the integrated table
   // the leader (the recipient) serves; each party's risk on its own table, as `fedanon party
   // risk` computes it at that party; and a summary of the leader's view log.
-  absl::StatusOr<common::ViewLogSummary> AssessJob(AdminClient* client, const std::string& job_id,
+  absl::StatusOr<common::ViewLogSummary> AssessJob(admin::AdminClient* client,
+                                                   const std::string& job_id,
                                                    const std::string& result_path,
                                                    fedanon::v1::Report* report) {
     absl::StatusOr<std::map<std::string, std::shared_ptr<const common::Taxonomy>>> taxonomies =
@@ -697,7 +699,7 @@ class FederationUp {
 
   // --leader-view: the leader's view log of the ended job, written atomically (0 when done or
   // not asked for).
-  int WriteLeaderView(AdminClient* client, const std::string& job_id) {
+  int WriteLeaderView(admin::AdminClient* client, const std::string& job_id) {
     if (o_.leader_view.empty()) return 0;
     // Mode 0600 like the leader's own copy: it holds the job's global statistics.
     absl::StatusOr<std::unique_ptr<common::AtomicFileWriter>> writer =
@@ -767,13 +769,13 @@ class FederationUp {
   fedanon::v1::SubmitJobRequest request_;
   fedanon::v1::JobSpec spec_;  // the spec with its paths resolved
   std::map<std::string, std::shared_ptr<const common::Taxonomy>> taxonomies_;
-  std::vector<TaxonomyFile> taxonomy_files_;
+  std::vector<admin::TaxonomyFile> taxonomy_files_;
   std::vector<std::string> names_;
   std::string address_;
   fs::path dir_;
   bool created_dir_ = false;
   std::vector<Child> children_;  // [0] is the leader
-  std::unique_ptr<AdminClient> client_;
+  std::unique_ptr<admin::AdminClient> client_;
   bool admin_tls_loaded_ = false;
   TlsMaterial admin_tls_;
 };

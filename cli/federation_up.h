@@ -28,7 +28,7 @@
 // while waiting stops everything and exits 130 / 143. Exit 2 on usage errors.
 #pragma once
 
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::server {
 

@@ -2,7 +2,7 @@
 // does the work: a table with Adult's schema, its taxonomies, job specs, party splits).
 #pragma once
 
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::common {
 

@@ -18,7 +18,7 @@
 // stderr that the result is for centralized jobs.
 #pragma once
 
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::common {
 

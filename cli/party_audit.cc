@@ -14,7 +14,7 @@
 #include "cli/party_status.h"
 #include "common/base/status_macros.h"
 #include "party/audit_log.h"
-#include "server/config.h"
+#include "server/runtime/config.h"
 
 namespace fedanon::server {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::server {
 

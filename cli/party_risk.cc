@@ -11,7 +11,7 @@
 #include "common/risk/risk_text.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/spec/proto_json.h"
-#include "server/config.h"
+#include "server/runtime/config.h"
 
 namespace fedanon::server {
 namespace {

@@ -7,7 +7,7 @@
 // recipient the release.
 #pragma once
 
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::server {
 

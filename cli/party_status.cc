@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/base/status_macros.h"
-#include "server/config.h"
+#include "server/runtime/config.h"
 
 namespace fedanon::server {
 namespace {
@@ -56,7 +56,7 @@ int Run(const StatusFlags& flags) {
   }
   absl::StatusOr<std::string> dir = StateDir(flags);
   if (!dir.ok()) return ExitCode(dir.status(), "fedanon party status");
-  absl::StatusOr<PartyStatus> status = ReadPartyStatus(*dir);
+  absl::StatusOr<party_daemon::PartyStatus> status = party_daemon::ReadPartyStatus(*dir);
   if (absl::IsNotFound(status.status())) {
     std::cout << "not running: no status file in " << *dir
               << " (the party daemon has not started, or uses another --output-dir)\n";
@@ -72,11 +72,11 @@ int Run(const StatusFlags& flags) {
 
 }  // namespace
 
-PartyStatusVerdict JudgePartyStatus(const PartyStatus& status, int64_t now_unix,
+PartyStatusVerdict JudgePartyStatus(const party_daemon::PartyStatus& status, int64_t now_unix,
                                     int64_t max_age_seconds, bool process_alive,
                                     bool allow_unlinked) {
   const std::string who = absl::StrCat("party '", status.name, "' (pid ", status.pid, ")");
-  if (status.link == PartyLinkState::kStopped) {
+  if (status.link == party_daemon::PartyLinkState::kStopped) {
     return {kExitFailure,
             absl::StrCat("not running: ", who, " stopped ", Ago(now_unix - status.since_unix))};
   }
@@ -91,7 +91,7 @@ PartyStatusVerdict JudgePartyStatus(const PartyStatus& status, int64_t now_unix,
                          " s: the daemon is stuck or its state directory is not writable)")};
   }
   const std::string since = Ago(now_unix - status.since_unix);
-  if (status.link == PartyLinkState::kUp) {
+  if (status.link == party_daemon::PartyLinkState::kUp) {
     return {kExitOk, absl::StrCat("linked: ", who, " ", status.detail, " (since ", since, ")")};
   }
   return {allow_unlinked ? kExitOk : kExitPartyUnlinked,

@@ -1,7 +1,7 @@
 // `fedanon party status [--config party.yaml | --state-dir DIR] [--max-age S] [--allow-unlinked]`:
 // whether this host's party daemon runs and is linked to the leader, from the status file it
-// keeps in its state directory (server/party_status.h); no network, no leader. For operators and
-// container healthchecks. Exit codes (docs/operations.md, "Metrics and health"):
+// keeps in its state directory (server/party/party_status.h); no network, no leader. For operators
+// and container healthchecks. Exit codes (docs/operations.md, "Metrics and health"):
 //   0  the daemon runs and its link to the leader is up (with --allow-unlinked: it runs at all)
 //   3  the daemon runs but is not linked (starting, or reconnecting: the leader is down or
 //      unreachable, or refuses it; the line says why)
@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <string>
 
-#include "server/command_line.h"
-#include "server/party_status.h"
+#include "server/party/party_status.h"
+#include "server/runtime/command_line.h"
 
 namespace CLI {
 class App;
@@ -30,7 +30,7 @@ struct PartyStatusVerdict {
   int exit_code = kExitFailure;
   std::string line;
 };
-PartyStatusVerdict JudgePartyStatus(const PartyStatus& status, int64_t now_unix,
+PartyStatusVerdict JudgePartyStatus(const party_daemon::PartyStatus& status, int64_t now_unix,
                                     int64_t max_age_seconds, bool process_alive,
                                     bool allow_unlinked);
 

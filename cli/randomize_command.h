@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "common/randomization/random_anonymization.h"
 #include "common/randomization/random_anonymization_metrics.h"
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::common {
 

@@ -12,7 +12,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/spec/proto_json.h"
 #include "google/protobuf/util/json_util.h"
-#include "server/admin_client.h"
+#include "server/admin/admin_client.h"
 
 namespace fedanon::server {
 namespace {
@@ -40,7 +40,8 @@ absl::StatusOr<fedanon::v1::RiskSummary> ReadRiskJson(const std::string& path) {
 }
 
 absl::Status WriteOutput(const std::string& path, const std::string& content, bool force) {
-  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> writer, AtomicFileWriter::Open(path, force));
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AtomicFileWriter> writer,
+                   admin::AtomicFileWriter::Open(path, force));
   RETURN_IF_ERROR(writer->Write(content));
   return writer->Commit();
 }
@@ -64,11 +65,11 @@ absl::Status RunReport(const AdminGlobals& g, const ReportFlags& f) {
     ASSIGN_OR_RETURN(fedanon::v1::RiskSummary risk, ReadRiskJson(p.substr(eq + 1)));
     party_risks.emplace_back(p.substr(0, eq), std::move(risk));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<AdminClient> client, ConnectToLeader(g));
+  ASSIGN_OR_RETURN(std::unique_ptr<admin::AdminClient> client, ConnectToLeader(g));
   ASSIGN_OR_RETURN(const fedanon::v1::JobInfo job, client->GetJob(f.job_id));
   if (job.state() != fedanon::v1::JOB_STATE_DONE) {
-    return absl::FailedPreconditionError(absl::StrCat(f.job_id, " is ", JobStateName(job.state()),
-                                                      ": only a done job has a report"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        f.job_id, " is ", admin::JobStateName(job.state()), ": only a done job has a report"));
   }
   std::string view;
   RETURN_IF_ERROR(client

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "cli/admin_commands.h"
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::server {
 

@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "common/evaluation/utility_evaluation.h"
 #include "fedanon/v1/job.pb.h"
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 namespace fedanon::common {
 

@@ -449,7 +449,7 @@ void Leader::WorkerLoop() {
 
 void Leader::RecordOutcome(const std::string& job_id, const absl::Status& status,
                            const std::string& cancel_reason) {
-  // Every line of a job names its round (server/logging.h): here the last one recorded.
+  // Every line of a job names its round (server/runtime/logging.h): here the last one recorded.
   const absl::StatusOr<JobInfo> info = store_->Get(job_id);
   const uint32_t round = info.ok() ? info->round() : 0;
   if (status.ok()) {

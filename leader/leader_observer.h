@@ -1,7 +1,7 @@
 // What the leader reports about its own work to whoever watches it: rounds, phase latencies,
 // secure-sum sizes, ID-matching throughput and why jobs fail. The leader calls it from its job
-// worker; server/leader_metrics.h exports it as Prometheus metrics. The default does nothing, so
-// the protocol logic needs no metrics library. Calls carry sizes, durations and bounded
+// worker; server/leader/leader_metrics.h exports it as Prometheus metrics. The default does
+// nothing, so the protocol logic needs no metrics library. Calls carry sizes, durations and bounded
 // categories only: never record data, party data values or free text.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The leader's settings (leader.yaml, server/config.h): its name and keys, the job store's
+// The leader's settings (leader.yaml, server/runtime/config.h): its name and keys, the job store's
 // directory, timeouts, the job queue's limits and the transport's message limit.
 #pragma once
 
@@ -38,7 +38,7 @@ struct LeaderOptions {
   int max_resumes = 5;
   // Told about rounds, phases and job outcomes (not owned; null: nobody). Must outlive the leader.
   LeaderObserver* observer = nullptr;
-  // The message limit of the transport (server/transport.h), announced to the parties in
+  // The message limit of the transport (server/runtime/transport.h), announced to the parties in
   // PrepareJob: per-record payloads travel in chunks under it (protocol 1.2,
   // common/wire/payload_chunks.h). Tests lower it to make payloads span several chunks.
   uint64_t max_message_bytes = uint64_t{64} << 20;

@@ -79,8 +79,8 @@ class PartyAgent {
   // The jobs this party holds (prepared and not yet ended).
   size_t held_jobs() const ABSL_LOCKS_EXCLUDED(jobs_mu_);
   // The name in the TLS certificate of the leader this party's link is connected to (the daemon
-  // tells it at every hello, server/party_client.h). From then on a Prepare must announce that
-  // leader as its leader participant: the released data of a job whose recipient is the leader
+  // tells it at every hello, server/party/party_client.h). From then on a Prepare must announce
+  // that leader as its leader participant: the released data of a job whose recipient is the leader
   // is sealed for the leader the party is talking to, not for any leader-role certificate the
   // Prepare names. Empty (no link yet, or a party in a test harness): not checked.
   void SetLinkedLeader(std::string name) ABSL_LOCKS_EXCLUDED(linked_leader_mu_);

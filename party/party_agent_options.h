@@ -1,4 +1,4 @@
-// The party's configuration as the agent takes it (server/party_main.cc builds it from
+// The party's configuration as the agent takes it (server/party/party_main.cc builds it from
 // party.yaml): identity, directories, limits, keys, policy, and the hooks tests use.
 #pragma once
 
@@ -35,8 +35,8 @@ struct PartyAgentOptions {
   std::string default_data_path;  // the table used when a job names none (relative to data_dir)
   std::string output_dir;         // where integrated tables land when this party is recipient
   uint64_t max_input_bytes = uint64_t{64} << 30;  // the largest table it reads (common/base)
-  // This party's message limit (its transport's, server/transport.h): per-record payloads go in
-  // chunks under min(this, the leader's limit in PrepareJob) (common/wire/payload_chunks.h).
+  // This party's message limit (its transport's, server/runtime/transport.h): per-record payloads
+  // go in chunks under min(this, the leader's limit in PrepareJob) (common/wire/payload_chunks.h).
   uint64_t max_message_bytes = uint64_t{64} << 20;
   // Tables read from PostgreSQL (party.yaml `tables:`), by the name jobs use: a job's table name
   // found here is read from the database, any other from data_dir (docs/postgres.md).
@@ -54,8 +54,8 @@ struct PartyAgentOptions {
   // How long a replaced sealing key still serves a Prepare that names its certificate (the
   // leader learns the new one from the party's announcement; party/seal_key_ring.h).
   absl::Duration retired_seal_grace = SealKeyRing::kDefaultRetiredGrace;
-  // The party's certificate revocation check (party.yaml `crl:`, server/revocation.h): called
-  // with every participant's sealing certificate at Prepare; unset: no revocation check.
+  // The party's certificate revocation check (party.yaml `crl:`, server/runtime/revocation.h):
+  // called with every participant's sealing certificate at Prepare; unset: no revocation check.
   std::function<absl::Status(const std::string& cert_pem)> revocation_check;
   // Job authorization (party/job_authorization.h): the admins whose signed jobs this party runs;
   // nullopt: every admin the CA certified (party.yaml without `admins:`).
@@ -94,7 +94,7 @@ struct PartyAgentOptions {
   std::function<void(const std::vector<std::string>& ids)> observe_canonical_ids;
 };
 
-// What a party re-reads without a restart (server/party_main.cc: every reload_seconds and on
+// What a party re-reads without a restart (server/party/party_main.cc: every reload_seconds and on
 // SIGHUP; docs/operations.md "Rotating keys and certificates").
 struct PartyLiveSettings {
   std::string ca_pem;  // the CA bundle: participants' sealing certificates, admin signatures

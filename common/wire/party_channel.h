@@ -1,6 +1,6 @@
 // How the leader's protocol logic reaches the parties: one request, one reply, with a deadline.
 //
-// The gRPC implementation (server/party_connections) writes the request on the party's
+// The gRPC implementation (server/leader/party_connections.h) writes the request on the party's
 // long-lived stream and waits for the reply with the same request_id; the in-process
 // implementation (party/testing/in_process_channel.h) calls a PartyAgent directly, so N-party
 // protocol tests run in one process. Implementations are thread-safe.

@@ -21,7 +21,7 @@
 
 namespace fedanon::common {
 
-// The transport's message limit (server/transport.h kMaxMessageBytes), each way.
+// The transport's message limit (server/runtime/transport.h kMaxMessageBytes), each way.
 inline constexpr uint64_t kDefaultMessageLimitBytes = uint64_t{64} << 20;
 // Below this a message limit leaves too little room for a chunk next to its envelope.
 inline constexpr uint64_t kMinMessageLimitBytes = uint64_t{4} << 10;

@@ -1,8 +1,8 @@
-// server/command_line.h, the command-line plumbing every program shares: parsing and its exit
-// codes (0 after --help / --version, 2 for a usage error with CLI11's message), a command's
+// server/runtime/command_line.h, the command-line plumbing every program shares: parsing and its
+// exit codes (0 after --help / --version, 2 for a usage error with CLI11's message), a command's
 // status as exit code and message ("<prefix>: <why>", 1; 2 for UsageError; nothing printed for
 // AlreadyReported), and a CommandTree running the action of the selected subcommand.
-#include "server/command_line.h"
+#include "server/runtime/command_line.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -18,7 +18,7 @@
 #include "crypto/signature.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/config.h"
+#include "server/runtime/config.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::server {

@@ -11,7 +11,7 @@
 #include "common/base/version.h"
 #include "common/wire/protocol_version.h"
 #include "fedanon/v1/federation.grpc.pb.h"
-#include "server/transport.h"
+#include "server/runtime/transport.h"
 
 namespace fedanon::testing {
 

@@ -1,8 +1,8 @@
 // A party played by the test (tests only): the real party logic (party::PartyAgent over the
 // party's own bundle and data directory) on its own PartyLink.Connect stream to the leader, with
 // the party's real certificate, whose replies the test can corrupt one at a time. Unlike
-// server::PartyClient it imposes no size limit of its own on what it sends (the channel's send
-// limit is lifted), so an oversized reply really reaches the leader's gRPC server.
+// party_daemon::PartyClient it imposes no size limit of its own on what it sends (the channel's
+// send limit is lifted), so an oversized reply really reaches the leader's gRPC server.
 //
 // After a session ends (the leader cut the stream) it reconnects within 200 ms until stopped.
 #pragma once
@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "fedanon/v1/federation.pb.h"
 #include "party/party_agent.h"
-#include "server/tls.h"
+#include "server/runtime/tls.h"
 
 namespace grpc {
 class ClientContext;

@@ -52,7 +52,7 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-bool IsFinal(fedanon::v1::JobState s) { return server::IsFinalState(s); }
+bool IsFinal(fedanon::v1::JobState s) { return admin::IsFinalState(s); }
 
 }  // namespace
 
@@ -272,11 +272,11 @@ absl::Status FaultFederation::StartParty(int i, bool direct) {
 void FaultFederation::ResetAdmin() { admin_.reset(); }
 
 namespace {
-absl::StatusOr<server::AdminClient*> Admin(const std::string& admin_yaml,
-                                           std::unique_ptr<server::AdminClient>* admin) {
+absl::StatusOr<admin::AdminClient*> Admin(const std::string& admin_yaml,
+                                          std::unique_ptr<admin::AdminClient>* admin) {
   if (*admin == nullptr) {
-    absl::StatusOr<std::unique_ptr<server::AdminClient>> client =
-        server::AdminClient::FromConfig(admin_yaml);
+    absl::StatusOr<std::unique_ptr<admin::AdminClient>> client =
+        admin::AdminClient::FromConfig(admin_yaml);
     if (!client.ok()) return client.status();
     *admin = *std::move(client);
   }
@@ -288,7 +288,7 @@ bool FaultFederation::WaitForParties(const std::vector<std::string>& names,
                                      absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
-    absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
+    absl::StatusOr<admin::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
     if (admin.ok()) {
       auto listed = (*admin)->ListParties();
       if (listed.ok()) {
@@ -309,7 +309,7 @@ bool FaultFederation::WaitForParties(const std::vector<std::string>& names,
 bool FaultFederation::WaitForPartyGone(const std::string& name, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
-    absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
+    absl::StatusOr<admin::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
     if (admin.ok()) {
       auto listed = (*admin)->ListParties();
       if (listed.ok()) {
@@ -328,12 +328,12 @@ bool FaultFederation::WaitForPartyGone(const std::string& name, absl::Duration t
 absl::StatusOr<std::string> FaultFederation::Submit(const std::vector<std::string>& ring,
                                                     uint32_t round_timeout_seconds,
                                                     const std::string& recipient) {
-  absl::StatusOr<fedanon::v1::SubmitJobRequest> request = server::LoadSubmitRequest(spec_path_);
+  absl::StatusOr<fedanon::v1::SubmitJobRequest> request = admin::LoadSubmitRequest(spec_path_);
   if (!request.ok()) return request.status();
   for (const std::string& p : ring.empty() ? parties_ : ring) request->add_parties(p);
   request->set_round_timeout_seconds(round_timeout_seconds);
   request->set_recipient(recipient);
-  absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
+  absl::StatusOr<admin::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
   if (!admin.ok()) return admin.status();
   if (absl::Status st = (*admin)->AuthorizeJob(&*request); !st.ok()) return st;
   absl::StatusOr<fedanon::v1::JobInfo> job = (*admin)->SubmitJob(*request);
@@ -342,7 +342,7 @@ absl::StatusOr<std::string> FaultFederation::Submit(const std::vector<std::strin
 }
 
 absl::StatusOr<fedanon::v1::JobInfo> FaultFederation::Get(const std::string& job_id) {
-  absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
+  absl::StatusOr<admin::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
   if (!admin.ok()) return admin.status();
   absl::StatusOr<fedanon::v1::JobInfo> info = (*admin)->GetJob(job_id);
   if (!info.ok() && info.status().code() == absl::StatusCode::kUnavailable) admin_.reset();
@@ -382,7 +382,7 @@ absl::StatusOr<fedanon::v1::JobInfo> FaultFederation::WaitForRound(const std::st
 }
 
 absl::StatusOr<std::string> FaultFederation::Result(const std::string& job_id) {
-  absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
+  absl::StatusOr<admin::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
   if (!admin.ok()) return admin.status();
   std::string csv;
   absl::StatusOr<uint64_t> bytes = (*admin)->GetResult(job_id, [&csv](std::string_view data) {
@@ -394,7 +394,7 @@ absl::StatusOr<std::string> FaultFederation::Result(const std::string& job_id) {
 }
 
 absl::Status FaultFederation::Health() {
-  absl::StatusOr<server::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
+  absl::StatusOr<admin::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
   if (!admin.ok()) return admin.status();
   absl::Status st = (*admin)->CheckHealth("");
   if (!st.ok()) admin_.reset();

@@ -2,7 +2,7 @@
 // (cli/provision.h ProvisionLocal, as `fedanonctl provision` writes it), `fedanon gen-data` tables
 // split over the parties, fedanon-leader and one fedanon-party per party as child processes,
 // each party dialling the leader through its own TcpProxy (tests/fault/tcp_proxy.h), and an
-// admin client (server/admin_client.h) to submit and follow jobs.
+// admin client (server/admin/admin_client.h) to submit and follow jobs.
 //
 // Every wait is bounded. Children die with the test process (PR_SET_DEATHSIG SIGKILL), and the
 // destructor kill -9s and reaps every child still running, on success or failure, so no daemon
@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "fedanon/v1/federation.pb.h"
-#include "server/admin_client.h"
+#include "server/admin/admin_client.h"
 #include "tests/fault/tcp_proxy.h"
 
 namespace fedanon::testing {
@@ -151,7 +151,7 @@ class FaultFederation {
   ChildProcess leader_;
   std::vector<std::unique_ptr<ChildProcess>> party_procs_;
   std::vector<std::unique_ptr<TcpProxy>> proxies_;
-  std::unique_ptr<server::AdminClient> admin_;
+  std::unique_ptr<admin::AdminClient> admin_;
 };
 
 // "[ fault ] name key=value ..." on stdout: one line per test with its measured figures.

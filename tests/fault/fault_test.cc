@@ -275,7 +275,7 @@ TEST_F(FaultTest, ANewJobWaitsForItsPartiesToConnectThenRuns) {
   absl::SleepFor(absl::Seconds(1));
   absl::StatusOr<JobInfo> still = fed_->Get(*id);
   ASSERT_TRUE(still.ok()) << still.status();
-  EXPECT_FALSE(server::IsFinalState(still->state())) << still->ShortDebugString();
+  EXPECT_FALSE(admin::IsFinalState(still->state())) << still->ShortDebugString();
   ASSERT_TRUE(fed_->StartParty(victim).ok());
   absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*id, kJobBound);
   ASSERT_TRUE(end.ok()) << end.status();

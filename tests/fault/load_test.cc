@@ -99,13 +99,12 @@ std::vector<Variant> Variants() {
   return v;
 }
 
-bool IsFinal(JobState s) { return server::IsFinalState(s); }
+bool IsFinal(JobState s) { return admin::IsFinalState(s); }
 bool IsStarted(JobState s) { return s == JOB_STATE_VALIDATING || s == JOB_STATE_RUNNING; }
 
 std::string StatesText(const std::vector<JobState>& states) {
   std::string text;
-  for (JobState s : states)
-    absl::StrAppend(&text, text.empty() ? "" : ",", server::JobStateName(s));
+  for (JobState s : states) absl::StrAppend(&text, text.empty() ? "" : ",", admin::JobStateName(s));
   return text;
 }
 
@@ -213,9 +212,9 @@ class LoadTest : public ::testing::Test {
     }
   }
 
-  std::unique_ptr<server::AdminClient> Client(const std::string& admin) {
-    absl::StatusOr<std::unique_ptr<server::AdminClient>> c =
-        server::AdminClient::FromConfig(fed_->admin_config(admin));
+  std::unique_ptr<admin::AdminClient> Client(const std::string& admin) {
+    absl::StatusOr<std::unique_ptr<admin::AdminClient>> c =
+        admin::AdminClient::FromConfig(fed_->admin_config(admin));
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *std::move(c) : nullptr;
   }
@@ -322,10 +321,10 @@ TEST_F(LoadTest, SixteenJobsFromFourAdminsAllEqualTheirCentralizedResults) {
       p = std::max(p, ReadRss(fed_->party_pid(i)).peak_mib);
     }
   };
-  std::unique_ptr<server::AdminClient> monitor = Client(kOperator);
+  std::unique_ptr<admin::AdminClient> monitor = Client(kOperator);
   ASSERT_NE(monitor, nullptr);
-  std::vector<std::unique_ptr<server::AdminClient>> own_lists;  // the monitor's
-  std::vector<std::unique_ptr<server::AdminClient>> clients;    // the submitters'
+  std::vector<std::unique_ptr<admin::AdminClient>> own_lists;  // the monitor's
+  std::vector<std::unique_ptr<admin::AdminClient>> clients;    // the submitters'
   for (const std::string& a : kSubmitters) {
     own_lists.push_back(Client(a));
     clients.push_back(Client(a));
@@ -367,8 +366,8 @@ TEST_F(LoadTest, SixteenJobsFromFourAdminsAllEqualTheirCentralizedResults) {
             // Forward only; a final state never changes.
             if (j.state() < it->second || (IsFinal(it->second) && j.state() != it->second)) {
               seen.backwards.push_back(absl::StrCat(j.job_id(), ": ",
-                                                    server::JobStateName(it->second), " -> ",
-                                                    server::JobStateName(j.state())));
+                                                    admin::JobStateName(it->second), " -> ",
+                                                    admin::JobStateName(j.state())));
             }
             it->second = j.state();
           }
@@ -406,14 +405,14 @@ TEST_F(LoadTest, SixteenJobsFromFourAdminsAllEqualTheirCentralizedResults) {
   std::vector<std::thread> threads;
   for (int a = 0; a < kAdmins; ++a) {
     threads.emplace_back([&, a] {
-      server::AdminClient& client = *clients[static_cast<size_t>(a)];
+      admin::AdminClient& client = *clients[static_cast<size_t>(a)];
       std::vector<Submitted>& mine = jobs[static_cast<size_t>(a)];
       go.arrive_and_wait();
       for (int n = 0; n < kJobsPerAdmin; ++n) {
         Submitted s;
         s.variant = a * kJobsPerAdmin + n;
         absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
-            server::LoadSubmitRequest(specs[static_cast<size_t>(s.variant)]);
+            admin::LoadSubmitRequest(specs[static_cast<size_t>(s.variant)]);
         if (!request.ok()) {
           s.end = request.status();
           mine.push_back(std::move(s));
@@ -484,7 +483,7 @@ TEST_F(LoadTest, SixteenJobsFromFourAdminsAllEqualTheirCentralizedResults) {
       ASSERT_FALSE(s.job_id.empty()) << what << ": not submitted: " << s.end.status();
       all_ids.insert(s.job_id);
       EXPECT_FALSE(IsFinal(s.state_at_submission))
-          << what << " was " << server::JobStateName(s.state_at_submission) << " at submission";
+          << what << " was " << admin::JobStateName(s.state_at_submission) << " at submission";
       ASSERT_TRUE(s.end.ok()) << what << ": " << s.end.status();
       EXPECT_EQ(s.end->state(), JOB_STATE_DONE) << what << ": " << s.end->failure_reason();
       EXPECT_EQ(s.end->submitted_by(), kSubmitters[static_cast<size_t>(a)]) << what;

@@ -40,9 +40,9 @@
 #include "common/base/file_io.h"
 #include "crypto/certificates.h"
 #include "fedanon/v1/federation.grpc.pb.h"
-#include "server/admin_client.h"
-#include "server/tls.h"
-#include "server/transport.h"
+#include "server/admin/admin_client.h"
+#include "server/runtime/tls.h"
+#include "server/runtime/transport.h"
 #include "tests/fault/fault_federation.h"
 
 namespace fedanon::testing {
@@ -488,8 +488,8 @@ TEST_F(RotationTest, LeaderAllJobsAdminsIsReloadedOnSighup) {
   if (HasFatalFailure()) return;
   absl::StatusOr<JobInfo> job = RunJob({});
   ASSERT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<std::unique_ptr<server::AdminClient>> bob =
-      server::AdminClient::FromConfig(fed_->admin_config("bob"));
+  absl::StatusOr<std::unique_ptr<admin::AdminClient>> bob =
+      admin::AdminClient::FromConfig(fed_->admin_config("bob"));
   ASSERT_TRUE(bob.ok()) << bob.status();
   EXPECT_EQ((*bob)->GetJob(job->job_id()).status().code(), absl::StatusCode::kPermissionDenied);
   const pid_t leader_pid = fed_->leader_pid();

@@ -1,7 +1,7 @@
 // The leader's Prometheus metrics after real jobs over the in-process federation: the leader
-// reports to server::LeaderMetrics, whose endpoint is scraped over loopback HTTP with a plain
-// socket. The counters must match the jobs' reports, and the exposition must carry no table value
-// or job id (labels are bounded categories only).
+// reports to leader_daemon::LeaderMetrics, whose endpoint is scraped over loopback HTTP with a
+// plain socket. The counters must match the jobs' reports, and the exposition must carry no table
+// value or job id (labels are bounded categories only).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include "common/base/status_macros.h"
 #include "common/datagen/datagen.h"
 #include "common/spec/job_spec_loader.h"
-#include "server/leader_metrics.h"
-#include "server/metrics.h"
+#include "server/leader/leader_metrics.h"
+#include "server/runtime/metrics.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/http_get.h"
 #include "tests/support/status_matchers.h"
@@ -71,7 +71,7 @@ Generated Generate(const std::string& name, int parties, bool vertical) {
 struct MeteredFederation {
   std::unique_ptr<InProcessFederation> fed;
   server::MetricsRegistry registry;
-  std::unique_ptr<server::LeaderMetrics> metrics;
+  std::unique_ptr<leader_daemon::LeaderMetrics> metrics;
   std::unique_ptr<server::MetricsEndpoint> endpoint;
 
   ~MeteredFederation() {
@@ -80,14 +80,14 @@ struct MeteredFederation {
 
   absl::Status Start(const std::string& name, const Generated& g) {
     ASSIGN_OR_RETURN(fed, InProcessFederation::Create(name, g.files));
-    server::LeaderMetricsSources sources;
+    leader_daemon::LeaderMetricsSources sources;
     sources.job_counts = [this]() -> absl::StatusOr<std::map<fedanon::v1::JobState, int64_t>> {
       RETURN_IF_ERROR(fed->leader->CheckStore());
       return fed->leader->store()->CountByState();
     };
     sources.queued_jobs = [this] { return fed->leader->Queue().queued; };
     sources.connected_parties = [this] { return fed->names.size(); };
-    metrics = std::make_unique<server::LeaderMetrics>(&registry, std::move(sources));
+    metrics = std::make_unique<leader_daemon::LeaderMetrics>(&registry, std::move(sources));
     // The leader again, now reporting to the metrics (as fedanon-leader wires it).
     ASSIGN_OR_RETURN(auto seal,
                      fed->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(24)));

@@ -1,5 +1,6 @@
-// party.yaml's PostgreSQL keys (server/config.h, docs/postgres.md): `tables:` naming sources by
-// table or query, `sink:` naming a table; every mistake named with its file, line and key.
+// party.yaml's PostgreSQL keys (server/runtime/config.h, docs/postgres.md): `tables:` naming
+// sources by table or query, `sink:` naming a table; every mistake named with its file, line and
+// key.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "server/config.h"
+#include "server/runtime/config.h"
 #include "tests/support/status_matchers.h"
 
 namespace fedanon::server {

@@ -1,7 +1,8 @@
-// Re-reading a running daemon's settings (server/config_reload.h) and the thread that runs it
-// (server/periodic_reloader.h): what a reload returns, that a file which does not load or fit is
-// an error (the daemon then keeps what it uses), and which changed keys wait for a restart.
-#include "server/config_reload.h"
+// Re-reading a running daemon's settings (server/runtime/config_reload.h) and the thread that runs
+// it (server/runtime/periodic_reloader.h): what a reload returns, that a file which does not load
+// or fit is an error (the daemon then keeps what it uses), and which changed keys wait for a
+// restart.
+#include "server/runtime/config_reload.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/base/file_io.h"
-#include "server/periodic_reloader.h"
+#include "server/runtime/periodic_reloader.h"
 #include "tests/server/test_pki.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"

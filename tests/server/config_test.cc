@@ -1,4 +1,4 @@
-#include "server/config.h"
+#include "server/runtime/config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "common/base/file_io.h"
-#include "server/logging.h"
-#include "server/tls.h"
+#include "server/runtime/logging.h"
+#include "server/runtime/tls.h"
 #include "tests/server/test_pki.h"
 #include "tests/support/status_matchers.h"
 

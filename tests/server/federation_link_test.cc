@@ -19,10 +19,10 @@
 #include "common/wire/job_authorization.h"
 #include "leader/leader.h"
 #include "party/party_agent.h"
-#include "server/leader_admin_backend.h"
-#include "server/leader_server.h"
-#include "server/party_client.h"
-#include "server/party_connections.h"
+#include "server/leader/leader_admin_backend.h"
+#include "server/leader/leader_server.h"
+#include "server/leader/party_connections.h"
+#include "server/party/party_client.h"
 #include "tests/federation/example_a.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/server/test_pki.h"
@@ -80,11 +80,12 @@ class FederationLinkTest : public ::testing::Test {
     lo.seal_cert_pem = leader_seal.cert_pem;
     lo.seal_key_pem = leader_seal.key_pem;
     ASSERT_OK_AND_ASSIGN(leader_, leader::Leader::Create(lo, &connections_));
-    backend_ = NewLeaderAdminBackend(leader_.get());
-    LeaderServerOptions so;
+    backend_ = leader_daemon::NewLeaderAdminBackend(leader_.get());
+    leader_daemon::LeaderServerOptions so;
     so.listen = "127.0.0.1:0";
     so.tls = pki_.Leader();
-    ASSERT_OK_AND_ASSIGN(server_, LeaderServer::Start(so, &connections_, backend_.get()));
+    ASSERT_OK_AND_ASSIGN(server_,
+                         leader_daemon::LeaderServer::Start(so, &connections_, backend_.get()));
     const TlsMaterial admin_tls = pki_.Admin("admin");
     admin_ = common::AdminSigner{admin_tls.cert_pem, admin_tls.key_pem};
 
@@ -110,7 +111,7 @@ class FederationLinkTest : public ::testing::Test {
         fedanon::testing::WriteText(po.data_dir + "/" + file, text);
       }
       ASSERT_OK_AND_ASSIGN(std::unique_ptr<party::PartyAgent> agent, party::PartyAgent::Create(po));
-      PartyClientOptions co;
+      party_daemon::PartyClientOptions co;
       co.name = name;
       co.leader_address = "127.0.0.1:" + std::to_string(server_->port());
       co.tls = pki_.Party(name);
@@ -118,7 +119,7 @@ class FederationLinkTest : public ::testing::Test {
       co.initial_backoff = absl::Milliseconds(50);
       if (name == "hospital-a") co.protocol_version = a_protocol;
       party::PartyAgent* handler = agent.get();
-      auto client = std::make_unique<PartyClient>(
+      auto client = std::make_unique<party_daemon::PartyClient>(
           co, [handler](const fedanon::v1::LeaderMessage& m) { return handler->Handle(m); });
       client->Start();
       ASSERT_TRUE(client->WaitUntilConnected(absl::Seconds(20))) << name;
@@ -175,14 +176,14 @@ class FederationLinkTest : public ::testing::Test {
 
   TestPki pki_{"federation-link"};
   std::string dir_;
-  PartyConnections connections_;
+  leader_daemon::PartyConnections connections_;
   std::unique_ptr<leader::Leader> leader_;
-  std::unique_ptr<AdminBackend> backend_;
-  std::unique_ptr<LeaderServer> server_;
+  std::unique_ptr<admin::AdminBackend> backend_;
+  std::unique_ptr<leader_daemon::LeaderServer> server_;
   common::AdminSigner admin_;
   std::vector<std::string> names_;
   std::vector<std::unique_ptr<party::PartyAgent>> agents_;
-  std::vector<std::unique_ptr<PartyClient>> clients_;
+  std::vector<std::unique_ptr<party_daemon::PartyClient>> clients_;
 };
 
 double Seconds(std::chrono::steady_clock::time_point since) {

@@ -2,7 +2,7 @@
 // loopback only), the registry's exposition over the loopback HTTP endpoint, the leader's and
 // party's metric families, the sd_notify datagram, the party status file and the verdicts of
 // `fedanon party status`, and the job store's availability check behind the leader's health.
-#include "server/metrics.h"
+#include "server/runtime/metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,11 +18,11 @@
 
 #include "cli/party_status.h"
 #include "leader/job_store.h"
-#include "server/config.h"
-#include "server/leader_metrics.h"
-#include "server/party_metrics.h"
-#include "server/party_status.h"
-#include "server/sd_notify.h"
+#include "server/leader/leader_metrics.h"
+#include "server/party/party_metrics.h"
+#include "server/party/party_status.h"
+#include "server/runtime/config.h"
+#include "server/runtime/sd_notify.h"
 #include "tests/support/config_dir.h"
 #include "tests/support/http_get.h"
 #include "tests/support/status_matchers.h"
@@ -100,9 +100,9 @@ TEST(MetricsAddress, LeaderNeedsAnExplicitOptInForOtherAddresses) {
 
 TEST(MetricsEndpoint, ServesTheRegistryOnLoopbackHttp) {
   MetricsRegistry registry;
-  LeaderMetrics metrics(&registry, {.job_counts = {}, .queued_jobs = {}, .connected_parties = [] {
-                                      return size_t{2};
-                                    }});
+  leader_daemon::LeaderMetrics metrics(
+      &registry,
+      {.job_counts = {}, .queued_jobs = {}, .connected_parties = [] { return size_t{2}; }});
   metrics.RoundDone();
   metrics.RoundDone();
   metrics.PhaseDone(leader::Phase::kSecureSum, absl::Milliseconds(3));
@@ -145,7 +145,7 @@ TEST(MetricsEndpoint, AnAddressInUseIsAStartupError) {
 
 TEST(PartyMetrics, CountsTheLinkRequestsRefusalsRoundsAndBytes) {
   MetricsRegistry registry;
-  PartyMetrics metrics(&registry);
+  party_daemon::PartyMetrics metrics(&registry);
   metrics.LinkDown(absl::UnavailableError("connection refused"), absl::Seconds(1));
   metrics.LinkUp("leader");
   fedanon::v1::LeaderMessage request;
@@ -224,69 +224,70 @@ TEST(SdNotify, SendsOneDatagramToAPathOrAnAbstractSocket) {
 
 TEST(PartyStatusFile, RoundTripsPrivateAndReplacesASymlinkInsteadOfFollowingIt) {
   TempDir dir;
-  PartyStatus s;
+  party_daemon::PartyStatus s;
   s.pid = 4242;
   s.name = "hospital-a";
-  s.link = PartyLinkState::kDown;
+  s.link = party_daemon::PartyLinkState::kDown;
   s.leader = "leader:7443";
   s.since_unix = 100;
   s.updated_unix = 110;
   s.detail = "reconnecting\nin 1s";  // one line in the file
   const std::string victim = dir.path() + "/victim";
   std::ofstream(victim) << "keep me";
-  fs::create_symlink(victim, PartyStatusPath(dir.path()));
-  EXPECT_THAT(ReadPartyStatus(dir.path()).status(),
+  fs::create_symlink(victim, party_daemon::PartyStatusPath(dir.path()));
+  EXPECT_THAT(party_daemon::ReadPartyStatus(dir.path()).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition, ""));
-  ASSERT_OK(WritePartyStatus(dir.path(), s));
+  ASSERT_OK(party_daemon::WritePartyStatus(dir.path(), s));
   std::ifstream in(victim);
   std::string kept;
   std::getline(in, kept);
   EXPECT_EQ(kept, "keep me");
   struct stat st {};
-  ASSERT_EQ(::lstat(PartyStatusPath(dir.path()).c_str(), &st), 0);
+  ASSERT_EQ(::lstat(party_daemon::PartyStatusPath(dir.path()).c_str(), &st), 0);
   EXPECT_TRUE(S_ISREG(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  ASSERT_OK_AND_ASSIGN(const PartyStatus back, ReadPartyStatus(dir.path()));
+  ASSERT_OK_AND_ASSIGN(const party_daemon::PartyStatus back,
+                       party_daemon::ReadPartyStatus(dir.path()));
   EXPECT_EQ(back.pid, 4242);
   EXPECT_EQ(back.name, "hospital-a");
-  EXPECT_EQ(back.link, PartyLinkState::kDown);
+  EXPECT_EQ(back.link, party_daemon::PartyLinkState::kDown);
   EXPECT_EQ(back.leader, "leader:7443");
   EXPECT_EQ(back.since_unix, 100);
   EXPECT_EQ(back.updated_unix, 110);
   EXPECT_EQ(back.detail.find('\n'), std::string::npos);
-  EXPECT_THAT(ParsePartyStatus("pid=1\n").status(),
+  EXPECT_THAT(party_daemon::ParsePartyStatus("pid=1\n").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, ""));
-  EXPECT_THAT(ParsePartyStatus("pid=1\nlink=sideways\nupdated=1\n").status(),
+  EXPECT_THAT(party_daemon::ParsePartyStatus("pid=1\nlink=sideways\nupdated=1\n").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, ""));
-  EXPECT_THAT(ReadPartyStatus(dir.path() + "/none").status(),
+  EXPECT_THAT(party_daemon::ReadPartyStatus(dir.path() + "/none").status(),
               StatusIs(absl::StatusCode::kNotFound, ""));
 }
 
 TEST(PartyStatusVerdict, ExitCodesSayLinkedRunningOrNotRunning) {
-  PartyStatus s;
+  party_daemon::PartyStatus s;
   s.pid = 7;
   s.name = "hospital-a";
   s.since_unix = 1000;
   s.updated_unix = 1000;
-  s.link = PartyLinkState::kUp;
+  s.link = party_daemon::PartyLinkState::kUp;
   s.detail = "connected to leader 'leader' at leader:7443";
   EXPECT_EQ(JudgePartyStatus(s, 1005, 30, true, false).exit_code, 0);
   EXPECT_THAT(JudgePartyStatus(s, 1005, 30, true, false).line, HasSubstr("linked:"));
-  s.link = PartyLinkState::kDown;
+  s.link = party_daemon::PartyLinkState::kDown;
   s.detail = "reconnecting to the leader at leader:7443 in 2s: connection refused";
   EXPECT_EQ(JudgePartyStatus(s, 1005, 30, true, false).exit_code, kExitPartyUnlinked);
   EXPECT_THAT(JudgePartyStatus(s, 1005, 30, true, false).line,
               HasSubstr("running, not linked: party 'hospital-a' (pid 7) reconnecting"));
   EXPECT_EQ(JudgePartyStatus(s, 1005, 30, true, /*allow_unlinked=*/true).exit_code, 0);
-  s.link = PartyLinkState::kStarting;
+  s.link = party_daemon::PartyLinkState::kStarting;
   EXPECT_EQ(JudgePartyStatus(s, 1005, 30, true, false).exit_code, kExitPartyUnlinked);
   // Stale, gone or stopped: not running, whatever the link said.
-  s.link = PartyLinkState::kUp;
+  s.link = party_daemon::PartyLinkState::kUp;
   EXPECT_EQ(JudgePartyStatus(s, 1031, 30, true, true).exit_code, 1);
   EXPECT_THAT(JudgePartyStatus(s, 1031, 30, true, true).line, HasSubstr("not responding"));
   EXPECT_EQ(JudgePartyStatus(s, 1005, 30, false, true).exit_code, 1);
   EXPECT_THAT(JudgePartyStatus(s, 1005, 30, false, true).line, HasSubstr("is gone"));
-  s.link = PartyLinkState::kStopped;
+  s.link = party_daemon::PartyLinkState::kStopped;
   EXPECT_EQ(JudgePartyStatus(s, 1005, 30, true, true).exit_code, 1);
 }
 

@@ -22,12 +22,12 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "fedanon/v1/federation.grpc.pb.h"
-#include "server/admin_client.h"
-#include "server/admin_service.h"
-#include "server/leader_server.h"
-#include "server/party_client.h"
-#include "server/party_connections.h"
-#include "server/transport.h"
+#include "server/admin/admin_client.h"
+#include "server/admin/admin_service.h"
+#include "server/leader/leader_server.h"
+#include "server/leader/party_connections.h"
+#include "server/party/party_client.h"
+#include "server/runtime/transport.h"
 #include "tests/server/test_pki.h"
 #include "tests/support/status_matchers.h"
 
@@ -68,9 +68,10 @@ PartyMessage Echo(const LeaderMessage& m) {
 }
 
 // Scripted leader for the Admin service.
-class FakeAdminBackend final : public AdminBackend {
+class FakeAdminBackend final : public admin::AdminBackend {
  public:
-  explicit FakeAdminBackend(PartyConnections* connections) : connections_(connections) {}
+  explicit FakeAdminBackend(leader_daemon::PartyConnections* connections)
+      : connections_(connections) {}
 
   absl::StatusOr<fedanon::v1::JobInfo> Submit(const fedanon::v1::SubmitJobRequest& request,
                                               const std::string& admin) override {
@@ -109,14 +110,14 @@ class FakeAdminBackend final : public AdminBackend {
   }
   absl::StatusOr<std::string> Result(const std::string& job_id) override {
     if (job_id != "job-1") return absl::NotFoundError("no result");
-    std::string result(2 * kResultChunkBytes + kResultChunkBytes / 2, 'a');
+    std::string result(2 * admin::kResultChunkBytes + admin::kResultChunkBytes / 2, 'a');
     for (size_t i = 0; i < result.size(); ++i) result[i] = static_cast<char>('a' + i % 26);
     return result;
   }
   std::vector<common::ConnectedParty> Parties() override { return connections_->Parties(); }
 
  private:
-  PartyConnections* connections_;
+  leader_daemon::PartyConnections* connections_;
   absl::Mutex mu_;
   int step_ ABSL_GUARDED_BY(mu_) = 0;
 };
@@ -136,23 +137,23 @@ class MtlsTest : public ::testing::Test {
 
   void StartServer(const std::string& listen, const std::string& crl_path = "",
                    const std::vector<std::string>& all_jobs_admins = {}) {
-    LeaderServerOptions options;
+    leader_daemon::LeaderServerOptions options;
     options.listen = listen;
     options.crl_path = crl_path;
     options.all_jobs_admins = all_jobs_admins;
     leader_tls_ = pki_->Leader();
     options.tls = leader_tls_;
-    auto server = LeaderServer::Start(options, &connections_, &backend_);
+    auto server = leader_daemon::LeaderServer::Start(options, &connections_, &backend_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(server).value();
     address_ = "127.0.0.1:" + std::to_string(server_->port());
   }
 
-  std::unique_ptr<PartyClient> StartParty(
-      const std::string& name, PartyHandler handler = Echo,
+  std::unique_ptr<party_daemon::PartyClient> StartParty(
+      const std::string& name, party_daemon::PartyHandler handler = Echo,
       const RevocationCheck* revocation = nullptr,
       common::ProtocolVersion protocol = common::kProtocolVersion) {
-    PartyClientOptions options;
+    party_daemon::PartyClientOptions options;
     options.protocol_version = protocol;
     options.revocation = revocation;
     options.name = name;
@@ -161,7 +162,8 @@ class MtlsTest : public ::testing::Test {
     options.seal_cert_pem = pki_->SealCert(name);
     options.initial_backoff = absl::Milliseconds(100);
     options.max_backoff = absl::Seconds(1);
-    auto client = std::make_unique<PartyClient>(std::move(options), std::move(handler));
+    auto client =
+        std::make_unique<party_daemon::PartyClient>(std::move(options), std::move(handler));
     client->Start();
     return client;
   }
@@ -218,10 +220,10 @@ class MtlsTest : public ::testing::Test {
 
   static TestPki* pki_;
   static TestPki* other_;
-  PartyConnections connections_;
+  leader_daemon::PartyConnections connections_;
   FakeAdminBackend backend_{&connections_};
   TlsMaterial leader_tls_;  // the running server's certificate
-  std::unique_ptr<LeaderServer> server_;
+  std::unique_ptr<leader_daemon::LeaderServer> server_;
   std::string address_;
 };
 
@@ -243,14 +245,14 @@ TEST_F(MtlsTest, PartyConnectsAndIsRegisteredUnderItsCertificateName) {
 // The handshake checks validity once; a party's stream lasts for weeks. It ends when the
 // party's certificate expires, and the party cannot come back with it.
 TEST_F(MtlsTest, AStreamEndsWhenThePartysCertificateExpires) {
-  PartyClientOptions options;
+  party_daemon::PartyClientOptions options;
   options.name = "hospital-a";
   options.leader_address = address_;
   options.tls = pki_->Tls(crypto::Role::kParty, "hospital-a", {}, absl::Seconds(4));
   options.seal_cert_pem = pki_->SealCert("hospital-a");
   options.initial_backoff = absl::Milliseconds(100);
   options.max_backoff = absl::Seconds(1);
-  PartyClient party(std::move(options), Echo);
+  party_daemon::PartyClient party(std::move(options), Echo);
   party.Start();
   ASSERT_TRUE(WaitForParty("hospital-a"));
   EXPECT_TRUE(WaitFor([&] { return !connections_.IsConnected("hospital-a"); }, absl::Seconds(20)));
@@ -448,13 +450,13 @@ TEST_F(MtlsTest, ClientWithCertificateFromAnotherCaIsRejected) {
   EXPECT_EQ(ListParties(*stub, &response).error_code(), grpc::StatusCode::UNAVAILABLE);
 
   // The real client keeps retrying (and logging why) but never gets through.
-  PartyClientOptions options;
+  party_daemon::PartyClientOptions options;
   options.name = "hospital-a";
   options.leader_address = address_;
   options.tls = TlsMaterial{pki_->ca_pem(), foreign.cert_pem, foreign.key_pem};
   options.seal_cert_pem = pki_->SealCert("hospital-a");
   options.initial_backoff = absl::Milliseconds(100);
-  PartyClient client(std::move(options), Echo);
+  party_daemon::PartyClient client(std::move(options), Echo);
   client.Start();
   EXPECT_FALSE(client.WaitUntilConnected(absl::Milliseconds(500)));
   client.Stop();
@@ -634,8 +636,8 @@ TEST_F(MtlsTest, GetResultStreamsOneMebibyteChunks) {
     all += chunk.data();
   }
   ASSERT_TRUE(reader->Finish().ok());
-  EXPECT_THAT(sizes,
-              ::testing::ElementsAre(kResultChunkBytes, kResultChunkBytes, kResultChunkBytes / 2));
+  EXPECT_THAT(sizes, ::testing::ElementsAre(admin::kResultChunkBytes, admin::kResultChunkBytes,
+                                            admin::kResultChunkBytes / 2));
   EXPECT_EQ(all, *backend_.Result("job-1"));
 }
 
@@ -782,11 +784,12 @@ TEST_F(MtlsTest, StopEndsTheLinkPromptly) {
 }
 
 TEST_F(MtlsTest, PartyRefusesAServerThatIsNotTheLeader) {
-  PartyConnections impostor_connections;
-  LeaderServerOptions options;
+  leader_daemon::PartyConnections impostor_connections;
+  leader_daemon::LeaderServerOptions options;
   options.listen = "127.0.0.1:0";
   options.tls = pki_->Tls(crypto::Role::kParty, "mallory", {"127.0.0.1"});
-  ASSERT_OK_AND_ASSIGN(auto impostor, LeaderServer::Start(options, &impostor_connections, nullptr));
+  ASSERT_OK_AND_ASSIGN(auto impostor,
+                       leader_daemon::LeaderServer::Start(options, &impostor_connections, nullptr));
   address_ = "127.0.0.1:" + std::to_string(impostor->port());
   auto party = StartParty("hospital-a");
   absl::SleepFor(absl::Seconds(1));
@@ -795,11 +798,11 @@ TEST_F(MtlsTest, PartyRefusesAServerThatIsNotTheLeader) {
 }
 
 TEST_F(MtlsTest, SecondServerOnTheSamePortFailsToStart) {
-  PartyConnections other;
-  LeaderServerOptions options;
+  leader_daemon::PartyConnections other;
+  leader_daemon::LeaderServerOptions options;
   options.listen = address_;
   options.tls = pki_->Leader();
-  EXPECT_THAT(LeaderServer::Start(options, &other, nullptr),
+  EXPECT_THAT(leader_daemon::LeaderServer::Start(options, &other, nullptr),
               StatusIs(absl::StatusCode::kUnavailable, "cannot listen on " + address_));
 }
 
@@ -830,20 +833,21 @@ TEST_F(MtlsTest, HealthServiceReportsServing) {
 // service needs no admin), refused for another CA's certificate, NOT_FOUND for an unknown service.
 TEST_F(MtlsTest, CheckHealthAcceptsEveryRoleOfTheFederation) {
   for (const TlsMaterial& tls : {pki_->Admin("alice"), pki_->Party("hospital-a"), pki_->Leader()}) {
-    AdminClient client(address_, tls);
+    admin::AdminClient client(address_, tls);
     EXPECT_THAT(client.CheckHealth(""), ::fedanon::testing::IsOk());
     EXPECT_THAT(client.CheckHealth("fedanon.v1.PartyLink"), ::fedanon::testing::IsOk());
     EXPECT_THAT(client.CheckHealth("fedanon.v1.Admin"), ::fedanon::testing::IsOk());
     EXPECT_THAT(client.CheckHealth("no.such.Service"), StatusIs(absl::StatusCode::kNotFound, ""));
   }
   const TlsMaterial foreign = other_->Party("hospital-a");
-  AdminClient impostor(address_, TlsMaterial{pki_->ca_pem(), foreign.cert_pem, foreign.key_pem});
+  admin::AdminClient impostor(address_,
+                              TlsMaterial{pki_->ca_pem(), foreign.cert_pem, foreign.key_pem});
   // (TLS 1.3: the leader's refusal reaches the client after its side of the handshake, as a
   // closed socket.)
   EXPECT_THAT(impostor.CheckHealth(""), StatusIs(absl::StatusCode::kUnavailable, ""));
 
   server_->Shutdown(absl::ZeroDuration());
-  AdminClient late(address_, pki_->Admin("alice"));
+  admin::AdminClient late(address_, pki_->Admin("alice"));
   EXPECT_THAT(late.CheckHealth(""),
               StatusIs(absl::StatusCode::kUnavailable, "cannot reach the leader"));
 }

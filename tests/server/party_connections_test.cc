@@ -1,6 +1,6 @@
 // PartyConnections without sockets: fake streams record what the leader writes, and the test
 // plays the reader loop (Deliver / Disconnected).
-#include "server/party_connections.h"
+#include "server/leader/party_connections.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -23,7 +23,7 @@ using ::fedanon::testing::StatusIs;
 using fedanon::v1::LeaderMessage;
 using fedanon::v1::PartyMessage;
 
-class FakeStream : public PartyStream {
+class FakeStream : public leader_daemon::PartyStream {
  public:
   bool Write(const LeaderMessage& message) override {
     absl::MutexLock lock(&mu_);
@@ -54,7 +54,7 @@ class FakeStream : public PartyStream {
 };
 
 // A party that stopped reading: Write blocks until the stream is cancelled.
-class StuckStream : public PartyStream {
+class StuckStream : public leader_daemon::PartyStream {
  public:
   bool Write(const LeaderMessage&) override {
     absl::MutexLock lock(&mu_);
@@ -91,7 +91,7 @@ PartyMessage Pong(uint64_t request_id, int64_t t) {
 }
 
 TEST(PartyConnectionsTest, CallMatchesTheReplyByRequestId) {
-  PartyConnections connections;
+  leader_daemon::PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
   const auto id = connections.Connected("a", "ipv4:1.2.3.4:5", "SEAL", "SIGN", stream);
   auto first = std::async(std::launch::async,
@@ -120,13 +120,13 @@ TEST(PartyConnectionsTest, CallMatchesTheReplyByRequestId) {
 }
 
 TEST(PartyConnectionsTest, UnknownPartyIsUnavailable) {
-  PartyConnections connections;
+  leader_daemon::PartyConnections connections;
   EXPECT_THAT(connections.Call("ghost", Ping(1), absl::Seconds(1)),
               StatusIs(absl::StatusCode::kUnavailable, "party 'ghost' is not connected"));
 }
 
 TEST(PartyConnectionsTest, TimeoutIsDeadlineExceededAndLateRepliesAreDropped) {
-  PartyConnections connections;
+  leader_daemon::PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
   const auto id = connections.Connected("slow", "p", "", "", stream);
   EXPECT_THAT(
@@ -138,7 +138,7 @@ TEST(PartyConnectionsTest, TimeoutIsDeadlineExceededAndLateRepliesAreDropped) {
 }
 
 TEST(PartyConnectionsTest, ErrorReplyBecomesStatusNamingTheParty) {
-  PartyConnections connections;
+  leader_daemon::PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
   const auto id = connections.Connected("a", "p", "", "", stream);
   auto call = std::async(std::launch::async,
@@ -154,19 +154,19 @@ TEST(PartyConnectionsTest, ErrorReplyBecomesStatusNamingTheParty) {
   fedanon::v1::ErrorReply bogus;
   bogus.set_code(0);
   bogus.set_message("x");
-  EXPECT_EQ(ErrorReplyToStatus("a", bogus).code(), absl::StatusCode::kUnknown);
+  EXPECT_EQ(leader_daemon::ErrorReplyToStatus("a", bogus).code(), absl::StatusCode::kUnknown);
   bogus.set_code(99);
-  EXPECT_EQ(ErrorReplyToStatus("a", bogus).code(), absl::StatusCode::kUnknown);
+  EXPECT_EQ(leader_daemon::ErrorReplyToStatus("a", bogus).code(), absl::StatusCode::kUnknown);
   // A party cannot forge log lines in the leader's log or the admin's view with its message.
   bogus.set_code(static_cast<int>(absl::StatusCode::kInternal));
   bogus.set_message("oops\n2026-01-01T00:00:00Z info fedanon-leader: job=job-1 done\x1b[2J");
-  EXPECT_EQ(ErrorReplyToStatus("a", bogus).message(),
+  EXPECT_EQ(leader_daemon::ErrorReplyToStatus("a", bogus).message(),
             "party 'a': oops\\x0a2026-01-01T00:00:00Z info fedanon-leader: job=job-1 "
             "done\\x1b[2J");
 }
 
 TEST(PartyConnectionsTest, AWriteThePartyDoesNotTakeEndsAtTheDeadline) {
-  PartyConnections connections;
+  leader_daemon::PartyConnections connections;
   auto stream = std::make_shared<StuckStream>();
   connections.Connected("slow", "p", "", "", stream);
   const absl::Time start = absl::Now();
@@ -178,7 +178,7 @@ TEST(PartyConnectionsTest, AWriteThePartyDoesNotTakeEndsAtTheDeadline) {
 }
 
 TEST(PartyConnectionsTest, DisconnectFailsPendingCalls) {
-  PartyConnections connections;
+  leader_daemon::PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
   const auto id = connections.Connected("a", "p", "", "", stream);
   auto call = std::async(std::launch::async,
@@ -194,7 +194,7 @@ TEST(PartyConnectionsTest, DisconnectFailsPendingCalls) {
 // A party's announced sealing certificate (a rotated key) replaces the one its hello carried in
 // what jobs prepared from then on see; an announcement on a replaced connection changes nothing.
 TEST(PartyConnectionsTest, AnnouncedSealCertificateReplacesTheHellosForLaterJobs) {
-  PartyConnections connections;
+  leader_daemon::PartyConnections connections;
   const auto old_id = connections.Connected("a", "p", "SEAL-1", "", std::make_shared<FakeStream>());
   ASSERT_EQ(connections.Parties().size(), 1u);
   EXPECT_EQ(connections.Parties()[0].seal_cert_pem, "SEAL-1");
@@ -209,7 +209,7 @@ TEST(PartyConnectionsTest, AnnouncedSealCertificateReplacesTheHellosForLaterJobs
 }
 
 TEST(PartyConnectionsTest, BrokenStreamFailsTheCallAtOnce) {
-  PartyConnections connections;
+  leader_daemon::PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
   stream->Break();
   connections.Connected("a", "p", "", "", stream);
@@ -218,7 +218,7 @@ TEST(PartyConnectionsTest, BrokenStreamFailsTheCallAtOnce) {
 }
 
 TEST(PartyConnectionsTest, SecondConnectionReplacesTheFirst) {
-  PartyConnections connections;
+  leader_daemon::PartyConnections connections;
   auto old_stream = std::make_shared<FakeStream>();
   const auto old_id = connections.Connected("a", "old", "", "", old_stream);
   auto call = std::async(std::launch::async,
@@ -240,7 +240,7 @@ TEST(PartyConnectionsTest, SecondConnectionReplacesTheFirst) {
 }
 
 TEST(PartyConnectionsTest, OversizeRequestIsRefusedBeforeWriting) {
-  PartyConnections connections;
+  leader_daemon::PartyConnections connections;
   auto stream = std::make_shared<FakeStream>();
   connections.Connected("a", "p", "", "", stream);
   LeaderMessage big;
@@ -250,7 +250,7 @@ TEST(PartyConnectionsTest, OversizeRequestIsRefusedBeforeWriting) {
 }
 
 TEST(PartyConnectionsTest, CancelAllCancelsEveryStream) {
-  PartyConnections connections;
+  leader_daemon::PartyConnections connections;
   auto a = std::make_shared<FakeStream>();
   auto b = std::make_shared<FakeStream>();
   connections.Connected("a", "p", "", "", a);

@@ -1,4 +1,4 @@
-#include "server/status_convert.h"
+#include "server/runtime/status_convert.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 
 #include "absl/time/time.h"
 #include "crypto/certificates.h"
-#include "server/tls.h"
+#include "server/runtime/tls.h"
 
 namespace fedanon::server::testing {
 

@@ -1,8 +1,8 @@
 // Operations settings of issue #28 beyond the first metrics: a party's metrics and health on a
-// unix socket (server/unix_metrics_endpoint.h, party.yaml `metrics_listen: unix:...`), the
+// unix socket (server/runtime/unix_metrics_endpoint.h, party.yaml `metrics_listen: unix:...`), the
 // leader's `retention` and `tls_reload_seconds` keys, and the leader's scrape-time job gauges
 // computed from the job store's count by state over many jobs.
-#include "server/unix_metrics_endpoint.h"
+#include "server/runtime/unix_metrics_endpoint.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,9 +20,9 @@
 
 #include "absl/time/clock.h"
 #include "leader/job_store.h"
-#include "server/config.h"
-#include "server/leader_metrics.h"
-#include "server/party_metrics.h"
+#include "server/leader/leader_metrics.h"
+#include "server/party/party_metrics.h"
+#include "server/runtime/config.h"
 #include "tests/support/config_dir.h"
 #include "tests/support/http_get.h"
 #include "tests/support/status_matchers.h"
@@ -70,7 +70,7 @@ TEST(UnixMetricsEndpoint, ServesMetricsAndHealthOnASocketOfMode0660) {
   TempDir dir("unix_metrics");
   const std::string path = dir.File("party-metrics.sock");
   MetricsRegistry registry;
-  PartyMetrics metrics(&registry);
+  party_daemon::PartyMetrics metrics(&registry);
   metrics.LinkUp("leader");
   fedanon::v1::LeaderMessage request;
   request.mutable_ping();
@@ -201,9 +201,10 @@ TEST(LeaderMetricsScrape, JobGaugesComeFromTheStoresCountByState) {
   }
   for (int i = 0; i < 5; ++i) ASSERT_OK(store->Create(request, "admin/alice").status());
   MetricsRegistry registry;
-  LeaderMetrics metrics(&registry, {.job_counts = [&store] { return store->CountByState(); },
-                                    .queued_jobs = [] { return 5; },
-                                    .connected_parties = [] { return size_t{3}; }});
+  leader_daemon::LeaderMetrics metrics(&registry,
+                                       {.job_counts = [&store] { return store->CountByState(); },
+                                        .queued_jobs = [] { return 5; },
+                                        .connected_parties = [] { return size_t{3}; }});
   const std::string text = registry.Text();
   EXPECT_EQ(MetricValue(text, "fedanon_leader_jobs{state=\"failed\"}"), kFinished / 3) << text;
   EXPECT_EQ(MetricValue(text, "fedanon_leader_jobs{state=\"done\"}"), kFinished / 3);
@@ -223,7 +224,7 @@ TEST(LeaderMetricsScrape, JobGaugesComeFromTheStoresCountByState) {
 
   // A store that fails: store up 0, no job gauges, the queue still told.
   MetricsRegistry broken_registry;
-  LeaderMetrics broken(
+  leader_daemon::LeaderMetrics broken(
       &broken_registry,
       {.job_counts = []() -> absl::StatusOr<std::map<fedanon::v1::JobState, int64_t>> {
          return absl::UnavailableError("gone");

@@ -132,7 +132,7 @@ bool FaultScenarioTest::WaitForAudit(int i, const std::string& job_id, const std
     const std::vector<std::string> kinds = fed_->AuditKinds(i, job_id);
     if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) return true;
     absl::StatusOr<JobInfo> info = fed_->Get(job_id);
-    if (info.ok() && server::IsFinalState(info->state())) return false;
+    if (info.ok() && admin::IsFinalState(info->state())) return false;
     absl::SleepFor(absl::Milliseconds(2));
   }
   return false;
