@@ -65,14 +65,14 @@ absl::Status HorizontalDriver::SetUpSums() {
   journal.record_request = [store = host_.store, id = job_.job_id](uint64_t collect,
                                                                    const std::string& digest) {
     // No masks: the ring's first party draws them (and keeps them durably).
-    return store->RecordCollectRequest(id, collect, digest, "");
+    return store->RecordCallRequest(id, collect, digest, "");
   };
   journal.record_sum = [store = host_.store, id = job_.job_id](uint64_t collect,
                                                                const std::string& sum) {
-    return store->RecordCollectSum(id, collect, sum);
+    return store->RecordCallReply(id, collect, sum);
   };
   if (job_.resume) {
-    ASSIGN_OR_RETURN(journal.recorded, host_.store->Collects(job_.job_id));
+    ASSIGN_OR_RETURN(journal.recorded, host_.store->Calls(job_.job_id));
     spdlog::info("job={} replaying {} recorded secure sum(s) without the network", job_.job_id,
                  journal.recorded.size());
   }

@@ -63,7 +63,7 @@ VerticalJobOptions OptionsFor(const JobHost& host, const JobRun& job) {
   // Durable: every reply recorded before it is used (leader/vertical_job.h).
   options.record_reply = [store = host.store, id = job.job_id](
                              uint64_t index, const std::string& key, const std::string& reply) {
-    return store->RecordVerticalReply(id, index, key, reply);
+    return store->RecordCallReply(id, index, key, reply);
   };
   if (job.recipient == leader.name) {
     // The joined table goes to the result file piece by piece, never whole in memory.
@@ -79,8 +79,8 @@ VerticalJobOptions OptionsFor(const JobHost& host, const JobRun& job) {
 // After a restart: the recorded replies, replayed without the network up to where the job
 // stopped, and the view log's lines written before (not logged twice).
 absl::Status AddReplay(const JobHost& host, const JobRun& job, VerticalJobOptions* options) {
-  ASSIGN_OR_RETURN(const std::vector<RecordedCollect> recorded, host.store->Collects(job.job_id));
-  for (const RecordedCollect& r : recorded) options->recorded.emplace_back(r.digest, r.sum);
+  ASSIGN_OR_RETURN(const std::vector<RecordedCall> recorded, host.store->Calls(job.job_id));
+  for (const RecordedCall& r : recorded) options->recorded.emplace_back(r.digest, r.reply);
   ASSIGN_OR_RETURN(const std::string logged, ViewLog::Read(host.options->data_dir, job.job_id));
   for (absl::string_view line : absl::StrSplit(logged, '\n', absl::SkipEmpty())) {
     options->logged_before.emplace_back(line);
