@@ -99,10 +99,10 @@ CREATE TABLE untold (
 );
 )sql";
 
-// Version 5: `calls`, the recorded calls of every kind of durable job, replaces `collects` (its
-// rows are copied as they are): per call its number, the digest (or key) of its request, the masks
-// drawn for it (NULL once the call has its reply, and for a call recorded complete at once) and its
-// reply (NULL while open).
+// Version 5: `calls`, the recorded calls of every kind of durable job (leader/call_recorder.h),
+// replaces `collects` (its rows are copied as they are): per call its number, the digest (or key)
+// of its request, the masks drawn for it (NULL once the call has its reply, and for a call
+// recorded complete at once) and its reply (NULL while open).
 constexpr char kMigrateToV5[] = R"sql(
 CREATE TABLE calls (
   job_id     TEXT    NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,

@@ -3,7 +3,7 @@
 // an audit trail of who submitted or cancelled what and when, and the integrated tables of
 // finished jobs whose recipient is the leader (<data_dir>/results/<job>.csv, written
 // atomically). Job records survive restarts; for durable jobs (docs/operations.md) the store
-// also keeps the calls of a running job to its parties: a horizontal
+// also keeps the calls of a running job to its parties (leader/call_recorder.h): a horizontal
 // job's secure sums (request digest before the first hop leaves, the sum once complete) and a
 // vertical job's replies, so that a restarted leader can resume it (RecoverForResume()).
 // Thread-safe.
@@ -45,7 +45,7 @@ struct AuditEntry {
   std::string detail;
 };
 
-// One recorded call of a running job to its parties (schema v5): the
+// One recorded call of a running job to its parties (schema v5, leader/call_recorder.h): the
 // digest of its request (for a vertical job, the key naming the party, the call's number and the
 // request's digest) with the masks the leader drew for it, if any; once complete, the reply the
 // leader received (masks dropped). A horizontal job's reply is the unmasked secure sum. Opaque
@@ -131,7 +131,7 @@ class JobStore {
   // ones.
   absl::StatusOr<Recovery> RecoverForResume();
 
-  // Durable jobs: the calls of a running job to its parties.
+  // Durable jobs: the calls of a running job (leader/call_recorder.h records them).
   // Records call `index`'s request (digest and masks) before it is sent; the same again is
   // accepted (a re-send), a different one, or any once the call has its reply, refused
   // (FailedPrecondition).

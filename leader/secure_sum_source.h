@@ -12,7 +12,7 @@
 // party applies each exactly once. Vectors longer than one chunk are sent in several rings, so a
 // million-record job never hits a message-size limit. Not thread-safe (one job at a time).
 //
-// Durable jobs (docs/operations.md): with set_journal(),
+// Durable jobs (docs/operations.md): with set_journal() (callbacks of leader/call_recorder.h),
 // every collect is recorded as a call, its request digest before its first hop leaves and its
 // unmasked sum (the reply) once complete; a source created after a leader restart with the
 // recorded calls replays them without the network (checking that each replayed request has the
@@ -86,9 +86,9 @@ class SecureSumCountSource : public common::CountSource {
 
   const SecureSumStats& stats() const { return stats_; }
 
-  // Where collects are recorded as calls (both called before Collect goes on, an error fails it),
-  // and the calls recorded before a restart (one per collect, the reply the sum), replayed
-  // first.
+  // Where collects are recorded (CallRecorder::RequestRecorder and ReplyRecorder; both called
+  // before Collect goes on, an error fails it), and the calls recorded before a restart
+  // (CallRecorder::Load, one per collect, the reply the sum), replayed first.
   struct Journal {
     std::function<absl::Status(uint64_t collect, const std::string& digest)> record_request;
     std::function<absl::Status(uint64_t collect, const std::string& sum)> record_sum;
