@@ -15,6 +15,7 @@
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
 #include "crypto/shuffle.h"
+#include "leader/call_recorder.h"
 #include "leader/final_check_ring.h"
 #include "leader/released_table_writer.h"
 #include "spdlog/spdlog.h"
@@ -61,18 +62,12 @@ absl::Status HorizontalDriver::SetUpSums() {
       schema_.tracked.size(), [this] { return round_; }, host_.CancelCheck(job_.job_id),
       sum_chunk_words_);
   // Every collect recorded before it is sent and once complete; after a restart, replayed.
+  const CallRecorder recorder(host_.store, job_.job_id);
   SecureSumCountSource::Journal journal;
-  journal.record_request = [store = host_.store, id = job_.job_id](uint64_t collect,
-                                                                   const std::string& digest) {
-    // No masks: the ring's first party draws them (and keeps them durably).
-    return store->RecordCollectRequest(id, collect, digest, "");
-  };
-  journal.record_sum = [store = host_.store, id = job_.job_id](uint64_t collect,
-                                                               const std::string& sum) {
-    return store->RecordCollectSum(id, collect, sum);
-  };
+  journal.record_request = recorder.RequestRecorder();
+  journal.record_sum = recorder.ReplyRecorder();
   if (job_.resume) {
-    ASSIGN_OR_RETURN(journal.recorded, host_.store->Collects(job_.job_id));
+    ASSIGN_OR_RETURN(journal.recorded, recorder.Load());
     spdlog::info("job={} replaying {} recorded secure sum(s) without the network", job_.job_id,
                  journal.recorded.size());
   }

@@ -31,7 +31,7 @@ using ::fedanon::v1::SubmitJobRequest;
 
 // Bump together with a migration step in Migrate().
 constexpr int kSchemaVersion = kJobStoreSchemaVersion;
-static_assert(kJobStoreSchemaVersion == 4, "add the migration step to Migrate()");
+static_assert(kJobStoreSchemaVersion == 5, "add the migration step to Migrate()");
 constexpr int kBusyTimeoutMs = 10000;
 constexpr char kRestartReason[] = "leader restarted";
 
@@ -97,6 +97,24 @@ CREATE TABLE untold (
   reason  TEXT    NOT NULL,
   UNIQUE (job_id, party)
 );
+)sql";
+
+// Version 5: `calls`, the recorded calls of every kind of durable job (leader/call_recorder.h),
+// replaces `collects` (its rows are copied as they are): per call its number, the digest (or key)
+// of its request, the masks drawn for it (NULL once the call has its reply, and for a call
+// recorded complete at once) and its reply (NULL while open).
+constexpr char kMigrateToV5[] = R"sql(
+CREATE TABLE calls (
+  job_id     TEXT    NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+  call_index INTEGER NOT NULL,
+  digest     BLOB    NOT NULL,
+  masks      BLOB,
+  reply      BLOB,
+  PRIMARY KEY (job_id, call_index)
+);
+INSERT INTO calls (job_id, call_index, digest, masks, reply)
+  SELECT job_id, collect, digest, masks, sum FROM collects;
+DROP TABLE collects;
 )sql";
 
 int64_t NowUnix() {
@@ -367,6 +385,10 @@ absl::Status Migrate(sqlite3* db, const std::string& path) {
   if (version < 4) {
     RETURN_IF_ERROR(Exec(db, kMigrateToV4));
     version = 4;
+  }
+  if (version < 5) {
+    RETURN_IF_ERROR(Exec(db, kMigrateToV5));
+    version = 5;
   }
   RETURN_IF_ERROR(Exec(db, "DELETE FROM schema_version"));
   Stmt s(db, "INSERT INTO schema_version (version) VALUES (?1)");
@@ -713,92 +735,93 @@ absl::StatusOr<int> JobStore::RecoverAfterRestart() {
   return static_cast<int>(in_flight.size());
 }
 
-absl::Status JobStore::RecordCollectRequest(const std::string& job_id, uint64_t collect,
-                                            const std::string& digest, const std::string& masks) {
+absl::Status JobStore::RecordCallRequest(const std::string& job_id, uint64_t index,
+                                         const std::string& digest, const std::string& masks) {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   absl::MutexLock lock(&mu_);
   WriteTxn txn(db_);
   RETURN_IF_ERROR(txn.Begin());
   RETURN_IF_ERROR(RequireJob(db_, job_id));
   {
-    Stmt old(db_, "SELECT digest, masks, sum FROM collects WHERE job_id = ?1 AND collect = ?2");
-    old.Bind(1, job_id).Bind(2, static_cast<int64_t>(collect));
+    Stmt old(db_, "SELECT digest, masks, reply FROM calls WHERE job_id = ?1 AND call_index = ?2");
+    old.Bind(1, job_id).Bind(2, static_cast<int64_t>(index));
     ASSIGN_OR_RETURN(bool row, old.Step());
     if (row) {
       // A request is recorded once: a second, different one would give the parties two requests
       // under one key (one request, one answer).
       if (old.Blob(0) != digest || old.Blob(1) != masks || !old.IsNull(2)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "job store: collect ", collect, " of ", job_id, " is recorded with another request"));
+        return absl::FailedPreconditionError(absl::StrCat("job store: call ", index, " of ", job_id,
+                                                          " is recorded with another request"));
       }
       return txn.Commit();
     }
   }
-  Stmt s(db_, "INSERT INTO collects (job_id, collect, digest, masks) VALUES (?1, ?2, ?3, ?4)");
-  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(collect)).BindBlob(3, digest).BindBlob(4, masks);
+  Stmt s(db_, "INSERT INTO calls (job_id, call_index, digest, masks) VALUES (?1, ?2, ?3, ?4)");
+  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(index)).BindBlob(3, digest).BindBlob(4, masks);
   RETURN_IF_ERROR(s.Run());
   return txn.Commit();
 }
 
-absl::Status JobStore::RecordCollectSum(const std::string& job_id, uint64_t collect,
-                                        const std::string& sum) {
+absl::Status JobStore::RecordCallReply(const std::string& job_id, uint64_t index,
+                                       const std::string& reply) {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   absl::MutexLock lock(&mu_);
   Stmt s(db_,
-         "UPDATE collects SET sum = ?3, masks = NULL WHERE job_id = ?1 AND collect = ?2 AND "
-         "sum IS NULL");
-  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(collect)).BindBlob(3, sum);
+         "UPDATE calls SET reply = ?3, masks = NULL WHERE job_id = ?1 AND call_index = ?2 AND "
+         "reply IS NULL");
+  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(index)).BindBlob(3, reply);
   RETURN_IF_ERROR(s.Run());
   if (sqlite3_changes(db_) == 0) {
-    return absl::FailedPreconditionError(absl::StrCat("job store: collect ", collect, " of ",
-                                                      job_id, " has no open request to complete"));
+    return absl::FailedPreconditionError(absl::StrCat("job store: call ", index, " of ", job_id,
+                                                      " has no open request to complete"));
   }
   return absl::OkStatus();
 }
 
-absl::Status JobStore::RecordVerticalReply(const std::string& job_id, uint64_t index,
-                                           const std::string& key, const std::string& reply) {
+absl::Status JobStore::RecordCallReply(const std::string& job_id, uint64_t index,
+                                       const std::string& digest, const std::string& reply) {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(RequireJob(db_, job_id));
   // One row, complete at once (the reply is what the leader received; no masks).
   Stmt s(db_,
-         "INSERT INTO collects (job_id, collect, digest, masks, sum) VALUES (?1, ?2, ?3, NULL, "
+         "INSERT INTO calls (job_id, call_index, digest, masks, reply) VALUES (?1, ?2, ?3, NULL, "
          "?4)");
-  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(index)).BindBlob(3, key).BindBlob(4, reply);
+  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(index)).BindBlob(3, digest).BindBlob(4, reply);
   return s.Run();
 }
 
-absl::StatusOr<std::vector<RecordedCollect>> JobStore::Collects(const std::string& job_id) const {
+absl::StatusOr<std::vector<RecordedCall>> JobStore::Calls(const std::string& job_id) const {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(RequireJob(db_, job_id));
   Stmt s(db_,
-         "SELECT collect, digest, masks, sum FROM collects WHERE job_id = ?1 ORDER BY collect");
+         "SELECT call_index, digest, masks, reply FROM calls WHERE job_id = ?1 "
+         "ORDER BY call_index");
   s.Bind(1, job_id);
-  std::vector<RecordedCollect> out;
+  std::vector<RecordedCall> out;
   for (;;) {
     ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) break;
-    RecordedCollect c;
-    c.collect = static_cast<uint64_t>(s.Int(0));
+    RecordedCall c;
+    c.index = static_cast<uint64_t>(s.Int(0));
     c.digest = s.Blob(1);
     c.masks = s.Blob(2);
     c.done = !s.IsNull(3);
-    c.sum = s.Blob(3);
-    if (c.collect != out.size()) {
+    c.reply = s.Blob(3);
+    if (c.index != out.size()) {
       return absl::DataLossError(
-          absl::StrCat("job store: the collects of ", job_id, " are not numbered 0, 1, ..."));
+          absl::StrCat("job store: the calls of ", job_id, " are not numbered 0, 1, ..."));
     }
     out.push_back(std::move(c));
   }
   return out;
 }
 
-absl::Status JobStore::DeleteCollects(const std::string& job_id) {
+absl::Status JobStore::DeleteCalls(const std::string& job_id) {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   absl::MutexLock lock(&mu_);
-  Stmt s(db_, "DELETE FROM collects WHERE job_id = ?1");
+  Stmt s(db_, "DELETE FROM calls WHERE job_id = ?1");
   s.Bind(1, job_id);
   return s.Run();
 }
@@ -928,7 +951,7 @@ absl::StatusOr<Recovery> JobStore::RecoverForResume() {
   }
   {
     Stmt s(db_,
-           "SELECT DISTINCT c.job_id FROM collects c JOIN jobs j ON j.job_id = c.job_id "
+           "SELECT DISTINCT c.job_id FROM calls c JOIN jobs j ON j.job_id = c.job_id "
            "WHERE j.state IN (?1, ?2, ?3) ORDER BY c.job_id");
     s.Bind(1, static_cast<int64_t>(fedanon::v1::JOB_STATE_DONE))
         .Bind(2, static_cast<int64_t>(fedanon::v1::JOB_STATE_FAILED))

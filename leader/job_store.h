@@ -3,10 +3,10 @@
 // an audit trail of who submitted or cancelled what and when, and the integrated tables of
 // finished jobs whose recipient is the leader (<data_dir>/results/<job>.csv, written
 // atomically). Job records survive restarts; for durable jobs (docs/operations.md) the store
-// also keeps each secure-sum collect of a running horizontal job (request digest and masks before
-// it is sent, its sum once complete) and each reply of a running vertical job, so that a
-// restarted leader can resume it
-// (RecoverForResume()). Thread-safe.
+// also keeps the calls of a running job to its parties (leader/call_recorder.h): a horizontal
+// job's secure sums (request digest before the first hop leaves, the sum once complete) and a
+// vertical job's replies, so that a restarted leader can resume it (RecoverForResume()).
+// Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,7 @@ struct sqlite3;
 namespace fedanon::leader {
 
 // The schema version this build writes (and the newest it opens). docs/leader.md lists them.
-inline constexpr int kJobStoreSchemaVersion = 4;
+inline constexpr int kJobStoreSchemaVersion = 5;
 
 // A finished job whose outputs retention may delete (JobStore::FinishedBefore).
 struct FinishedJob {
@@ -45,15 +45,17 @@ struct AuditEntry {
   std::string detail;
 };
 
-// One secure-sum collect of a running horizontal job (schema v3): the digest of its request and
-// the masks the leader drew for it, recorded before the first hop left; once complete, the
-// unmasked sum (masks dropped). Opaque bytes for the store (leader/secure_sum_source.h encodes).
-struct RecordedCollect {
-  uint64_t collect = 0;
+// One recorded call of a running job to its parties (schema v5, leader/call_recorder.h): the
+// digest of its request (for a vertical job, the key naming the party, the call's number and the
+// request's digest) with the masks the leader drew for it, if any; once complete, the reply the
+// leader received (masks dropped). A horizontal job's reply is the unmasked secure sum. Opaque
+// bytes for the store (the drivers encode them).
+struct RecordedCall {
+  uint64_t index = 0;  // 0, 1, ... per job, in recording order
   std::string digest;
   std::string masks;  // empty once done
   bool done = false;
-  std::string sum;
+  std::string reply;  // empty while open
 };
 
 // A party of a job that ended while the party was away (not connected, or not answering): it is
@@ -72,7 +74,7 @@ struct Recovery {
   std::vector<std::string> requeue;  // SUBMITTED: back in the queue
   std::vector<std::string> failed;   // marked FAILED with the reason (tell their parties)
   // Jobs that ended (done, failed, cancelled) while their parties were still being told: they
-  // still have recorded collects (deleted once the parties were told). Tell them again.
+  // still have recorded calls (deleted once the parties were told). Tell them again.
   std::vector<std::string> unended;
 };
 
@@ -125,26 +127,29 @@ class JobStore {
   // resumed (audited "resuming"), VALIDATING jobs (and a job whose request does not parse) become
   // FAILED with the reason why they cannot resume; a RUNNING job whose report is stored (it was
   // telling its parties that it is done) becomes DONE; it and ended jobs that still have recorded
-  // collects are listed as `unended` (their parties are to be told again). Idempotent for the
-  // failed ones.
+  // calls are listed as `unended` (their parties are to be told again). Idempotent for the failed
+  // ones.
   absl::StatusOr<Recovery> RecoverForResume();
 
-  // Durable jobs (schema v3). Records collect `collect`'s request (digest and masks) before it is
-  // sent; the same again is accepted, a different one refused (FailedPrecondition).
-  absl::Status RecordCollectRequest(const std::string& job_id, uint64_t collect,
-                                    const std::string& digest, const std::string& masks);
-  // A vertical job's reply (leader/vertical_job.h), recorded complete in the same table (schema
-  // v3 unchanged): row `index` (0, 1, ... in recording order), `key` in the digest column (the
-  // party, the call's number, the request's digest) and the reply in the sum column. Read back
-  // with Collects (digest = key, sum = reply); deleted with them. A second row at `index` fails.
-  absl::Status RecordVerticalReply(const std::string& job_id, uint64_t index,
-                                   const std::string& key, const std::string& reply);
-  // Records the collect's unmasked sum and drops its masks.
-  absl::Status RecordCollectSum(const std::string& job_id, uint64_t collect,
-                                const std::string& sum);
-  // The job's collects in order (0, 1, ...); the last may be open (not done).
-  absl::StatusOr<std::vector<RecordedCollect>> Collects(const std::string& job_id) const;
-  absl::Status DeleteCollects(const std::string& job_id);
+  // Durable jobs: the calls of a running job (leader/call_recorder.h records them).
+  // Records call `index`'s request (digest and masks) before it is sent; the same again is
+  // accepted (a re-send), a different one, or any once the call has its reply, refused
+  // (FailedPrecondition).
+  absl::Status RecordCallRequest(const std::string& job_id, uint64_t index,
+                                 const std::string& digest, const std::string& masks);
+  // Records the reply of call `index` before the leader uses it, completing the request recorded
+  // for it (RecordCallRequest) and dropping its masks. A reply is recorded once: FailedPrecondition
+  // unless that request is open (recorded, without a reply).
+  absl::Status RecordCallReply(const std::string& job_id, uint64_t index, const std::string& reply);
+  // The same for a call whose request is not recorded before it is sent (a vertical job: each of
+  // its requests follows from the replies before it): the call is recorded complete at once,
+  // `digest` (the request's digest or key) with its reply, no masks. A second record at `index`
+  // is refused (AlreadyExists).
+  absl::Status RecordCallReply(const std::string& job_id, uint64_t index, const std::string& digest,
+                               const std::string& reply);
+  // The job's calls in index order (0, 1, ...); the last may be open (not done).
+  absl::StatusOr<std::vector<RecordedCall>> Calls(const std::string& job_id) const;
+  absl::Status DeleteCalls(const std::string& job_id);
   // Schema v4: parties to tell that a job ended. Recording a (job, party) again replaces it;
   // NotFound for an unknown job. Untold() lists every one, oldest first.
   absl::Status RecordUntold(const std::vector<UntoldEnd>& ends);

@@ -89,8 +89,8 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
     leader->queue_ = std::move(recovered);
   }
   // The parties still to tell from before the restart; then, for jobs that cannot resume and jobs
-  // that ended while their parties were being told (stores of schema v3 kept such jobs' collects
-  // until then), every party of their ring (TellLater: recorded first, then the collects go).
+  // that ended while their parties were being told (stores of schema v3 kept such jobs' recorded
+  // calls until then), every party of their ring (TellLater: recorded first, then the calls go).
   {
     ASSIGN_OR_RETURN(std::vector<UntoldEnd> untold, leader->store_->Untold());
     absl::MutexLock lock(&leader->mu_);
@@ -105,7 +105,7 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
     const bool done = info->state() == fedanon::v1::JOB_STATE_DONE;
     RETURN_IF_ERROR(leader->TellLater(id, {request->parties().begin(), request->parties().end()},
                                       done, done ? "done" : info->failure_reason()));
-    WarnIfError(leader->store_->DeleteCollects(id), id, "cannot delete the recorded collects");
+    WarnIfError(leader->store_->DeleteCalls(id), id, "cannot delete the recorded calls");
   }
   leader->teller_ = std::thread([l = leader.get()] { l->TellerLoop(); });
   for (int i = 0; i < leader->options_.max_concurrent_jobs; ++i) {
@@ -322,7 +322,7 @@ absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::str
     job.timeout = absl::Seconds(5);
     const std::string reason = absl::StrCat("cancelled: ", why);
     host_.EndJobAtParties(job, /*success=*/false, reason);
-    WarnIfError(store_->DeleteCollects(job_id), job_id, "cannot delete the recorded collects");
+    WarnIfError(store_->DeleteCalls(job_id), job_id, "cannot delete the recorded calls");
   }
   Notify();
   // A running job notices the flag before its next message; wait for it briefly.
@@ -439,10 +439,10 @@ void Leader::WorkerLoop() {
     }
     RecordOutcome(job_id, status, cancel_reason);
     Notify();
-    // The recorded collects served resuming (the sums are in the view log); kept until the
-    // parties were told, so that a leader restarted before that tells them again.
+    // The recorded calls served resuming (what the leader read is in the view log); kept until
+    // the parties were told, so that a leader restarted before that tells them again.
     if (!stopping) {
-      WarnIfError(store_->DeleteCollects(job_id), job_id, "cannot delete the recorded collects");
+      WarnIfError(store_->DeleteCalls(job_id), job_id, "cannot delete the recorded calls");
     }
   }
 }

@@ -11,14 +11,15 @@
 // (beyond it Submit answers ResourceExhausted). A party that stops answering fails the job within
 // the round timeout, naming the party; no partial result is ever delivered. Thread-safe.
 //
-// Durable jobs (docs/operations.md "Durable jobs"): a horizontal job records each secure-sum
-// collect in the job store (request digest and masks before it is sent, the sum once complete).
-// After a restart, Create() queues the jobs that were running again; each resumes once its
-// parties are connected, rebuilding its state by replaying the recorded collects without the
-// network and re-sending the interrupted round's requests byte-identical; the parties answer
-// repeated requests with their stored replies. A party whose connection drops mid-job is waited
-// for (resume_timeout) and asked the same request again. Jobs that cannot resume (validating,
-// vertical) fail with the reason and their parties are told (EndJob success=false).
+// Durable jobs (docs/operations.md "Durable jobs"): a job records its calls to the parties in the
+// job store (leader/call_recorder.h: a horizontal job's secure sums, request digest before it is
+// sent and the sum once complete; a vertical job's replies before they are used). After a
+// restart, Create() queues the jobs that were running again; each resumes once its parties are
+// connected, rebuilding its state by replaying the recorded calls without the network and
+// re-sending the interrupted round's requests byte-identical; the parties answer repeated
+// requests with their stored replies. A party whose connection drops mid-job is waited for
+// (resume_timeout) and asked the same request again. Jobs that cannot resume (validating) fail
+// with the reason and their parties are told (EndJob success=false).
 #pragma once
 
 #include <deque>

@@ -88,14 +88,14 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
   const std::string request_digest = common::SumRequestDigest(request_proto, update_chain_);
   if (collect < journal_.recorded.size()) {
     // Recorded before a restart: the same request again (else the replay diverged).
-    const RecordedCollect& rec = journal_.recorded[collect];
+    const RecordedCall& rec = journal_.recorded[collect];
     if (rec.digest != request_digest) {
       return absl::DataLossError(absl::StrCat(
           "resume: the replayed secure sum ", collect,
           " differs from the request recorded before the restart; the job cannot resume"));
     }
     if (rec.done) {
-      ASSIGN_OR_RETURN(std::vector<uint64_t> sum, common::DecodeWords(rec.sum));
+      ASSIGN_OR_RETURN(std::vector<uint64_t> sum, common::DecodeWords(rec.reply));
       if (sum.size() != words) {
         return absl::DataLossError(
             absl::StrCat("resume: the recorded sum of collect ", collect, " has the wrong length"));

@@ -12,13 +12,13 @@
 // party applies each exactly once. Vectors longer than one chunk are sent in several rings, so a
 // million-record job never hits a message-size limit. Not thread-safe (one job at a time).
 //
-// Durable jobs (docs/operations.md): with set_journal(), every collect's request digest is
-// recorded before its first hop leaves and its unmasked sum once complete; a source created
-// after a leader restart with the recorded collects replays them without the network (checking
-// that each replayed request has the recorded digest, so a diverging replay fails instead of
-// asking the parties something new) and re-sends the open one, byte-identical to the requests
-// sent before the restart (the parties answer them as before, the first party with the same
-// mask).
+// Durable jobs (docs/operations.md): with set_journal() (callbacks of leader/call_recorder.h),
+// every collect is recorded as a call, its request digest before its first hop leaves and its
+// unmasked sum (the reply) once complete; a source created after a leader restart with the
+// recorded calls replays them without the network (checking that each replayed request has the
+// recorded digest, so a diverging replay fails instead of asking the parties something new) and
+// re-sends the open one, byte-identical to the requests sent before the restart (the parties
+// answer them as before, the first party with the same mask).
 #pragma once
 
 #include <cstdint>
@@ -86,12 +86,13 @@ class SecureSumCountSource : public common::CountSource {
 
   const SecureSumStats& stats() const { return stats_; }
 
-  // Where collects are recorded (both called before Collect goes on; an error fails it), and the
-  // collects recorded before a restart, replayed first.
+  // Where collects are recorded (CallRecorder::RequestRecorder and ReplyRecorder; both called
+  // before Collect goes on, an error fails it), and the calls recorded before a restart
+  // (CallRecorder::Load, one per collect, the reply the sum), replayed first.
   struct Journal {
     std::function<absl::Status(uint64_t collect, const std::string& digest)> record_request;
     std::function<absl::Status(uint64_t collect, const std::string& sum)> record_sum;
-    std::vector<RecordedCollect> recorded;
+    std::vector<RecordedCall> recorded;
   };
   void set_journal(Journal journal) { journal_ = std::move(journal); }
   // Collects answered from the journal without the network so far, and whether the source has

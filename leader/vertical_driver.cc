@@ -10,6 +10,7 @@
 #include "common/base/version.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/wire/payload_chunks.h"
+#include "leader/call_recorder.h"
 #include "leader/rejoining_channel.h"
 #include "leader/vertical_job.h"
 #include "spdlog/spdlog.h"
@@ -18,8 +19,10 @@ namespace fedanon::leader {
 namespace {
 
 // The protocol's options from the signed job: ring, recipient, keys, released header, QID owners,
-// timeouts, the ID batches' size, local recoding's judges, and progress reported to the host.
-VerticalJobOptions OptionsFor(const JobHost& host, const JobRun& job) {
+// timeouts, the ID batches' size, local recoding's judges, progress reported to the host, and
+// every reply recorded through `recorder`.
+VerticalJobOptions OptionsFor(const JobHost& host, const JobRun& job,
+                              const CallRecorder& recorder) {
   const LeaderOptions& leader = *host.options;
   const fedanon::v1::JobSpec& spec = job.request.spec();
   VerticalJobOptions options;
@@ -61,10 +64,7 @@ VerticalJobOptions OptionsFor(const JobHost& host, const JobRun& job) {
                    absl::StrCat("local wave ", wave, ": ", groups_split, " group(s) split"));
   };
   // Durable: every reply recorded before it is used (leader/vertical_job.h).
-  options.record_reply = [store = host.store, id = job.job_id](
-                             uint64_t index, const std::string& key, const std::string& reply) {
-    return store->RecordVerticalReply(id, index, key, reply);
-  };
+  options.record_reply = recorder.CompleteCallRecorder();
   if (job.recipient == leader.name) {
     // The joined table goes to the result file piece by piece, never whole in memory.
     options.store_result =
@@ -78,9 +78,9 @@ VerticalJobOptions OptionsFor(const JobHost& host, const JobRun& job) {
 
 // After a restart: the recorded replies, replayed without the network up to where the job
 // stopped, and the view log's lines written before (not logged twice).
-absl::Status AddReplay(const JobHost& host, const JobRun& job, VerticalJobOptions* options) {
-  ASSIGN_OR_RETURN(const std::vector<RecordedCollect> recorded, host.store->Collects(job.job_id));
-  for (const RecordedCollect& r : recorded) options->recorded.emplace_back(r.digest, r.sum);
+absl::Status AddReplay(const JobHost& host, const JobRun& job, const CallRecorder& recorder,
+                       VerticalJobOptions* options) {
+  ASSIGN_OR_RETURN(options->recorded, recorder.Load());
   ASSIGN_OR_RETURN(const std::string logged, ViewLog::Read(host.options->data_dir, job.job_id));
   for (absl::string_view line : absl::StrSplit(logged, '\n', absl::SkipEmpty())) {
     options->logged_before.emplace_back(line);
@@ -121,8 +121,9 @@ fedanon::v1::Report ReportOf(const JobRun& job, const VerticalJobResult& result,
 }  // namespace
 
 absl::Status RunVerticalDriver(const JobHost& host, const JobRun& job) {
-  VerticalJobOptions options = OptionsFor(host, job);
-  if (job.resume) RETURN_IF_ERROR(AddReplay(host, job, &options));
+  const CallRecorder recorder(host.store, job.job_id);
+  VerticalJobOptions options = OptionsFor(host, job, recorder);
+  if (job.resume) RETURN_IF_ERROR(AddReplay(host, job, recorder, &options));
   // A party whose connection drops is waited for and asked the same request again.
   RejoiningChannel channel(host.channel, host.options->resume_timeout,
                            host.CancelCheck(job.job_id));

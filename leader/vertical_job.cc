@@ -41,9 +41,9 @@ class RecordingChannel : public common::PartyChannel {
  public:
   RecordingChannel(common::PartyChannel* inner, const VerticalJobOptions& options)
       : inner_(inner), options_(options), next_index_(options.recorded.size()) {
-    for (const auto& [key, reply] : options.recorded) recorded_.emplace(SplitKey(key));
+    for (const RecordedCall& call : options.recorded) recorded_.emplace(SplitKey(call.digest));
     for (size_t i = 0; i < options.recorded.size(); ++i) {
-      replies_[SplitKey(options.recorded[i].first).first] = i;
+      replies_[SplitKey(options.recorded[i].digest).first] = i;
     }
   }
 
@@ -65,7 +65,7 @@ class RecordingChannel : public common::PartyChannel {
             ") differs from the request recorded before the leader restarted"));
       }
       PartyMessage reply;
-      if (!reply.ParseFromString(options_.recorded[replies_.at(key)].second)) {
+      if (!reply.ParseFromString(options_.recorded[replies_.at(key)].reply)) {
         return absl::DataLossError(absl::StrCat("the recorded reply of call ", n, " to party '",
                                                 party, "' does not parse"));
       }

@@ -22,6 +22,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/wire/party_channel.h"
 #include "fedanon/v1/job.pb.h"
+#include "leader/job_store.h"
 #include "leader/leader_observer.h"
 #include "leader/view_log.h"
 
@@ -96,17 +97,18 @@ struct VerticalJobOptions {
   LeaderObserver* observer = nullptr;
 
   // Durable jobs (docs/operations.md): every reply a party sends the leader in this job (steps,
-  // chunks fetched or acknowledged) is handed to `record_reply` before the leader uses it, under
-  // a key that names the party, the call's number among the calls to that party and the digest
-  // of the request (`index` numbers the records 0, 1, ...). A leader restarted mid-job passes
-  // them back in `recorded` (index order): the job runs again from its start, each call that
+  // chunks fetched or acknowledged) is handed to `record_reply` (a CallRecorder's
+  // CompleteCallRecorder) before the leader uses it, under a key that names the party, the call's
+  // number among the calls to that party and the digest of the request (`index` numbers the
+  // records 0, 1, ...). A leader restarted mid-job passes them back in `recorded` (the recorder's
+  // Load, index order, the key in `digest`): the job runs again from its start, each call that
   // finds its reply recorded takes it without the network (its request must be the recorded one,
   // else the job fails: the replay would ask the parties something new), and the first call
   // without one is sent — the same bytes as before the restart, which the party answers with its
   // stored reply if it had answered. Null / empty: nothing recorded, nothing replayed.
   std::function<absl::Status(uint64_t index, const std::string& key, const std::string& reply)>
       record_reply;
-  std::vector<std::pair<std::string, std::string>> recorded;  // (key, reply), index order
+  std::vector<RecordedCall> recorded;
   // The lines of the job's view log written before the restart: the replay writes each again
   // only if it differs (the run before the restart wrote a prefix of what the replay logs).
   std::vector<std::string> logged_before;

@@ -686,8 +686,6 @@ TEST_F(JobStoreTest, SchemaIsVersioned) {
 }
 
 }  // namespace
-// Durable jobs (schema v3): each collect's request (digest, masks) recorded before it is sent, its
-// sum once complete (masks dropped then); the same request again is accepted, another refused.
 // Schema v4: the parties still to be told that a job ended survive reopening, in the order they
 // were recorded; recording one again replaces it; an unknown job is refused.
 TEST_F(JobStoreTest, PartiesToTellThatAJobEndedSurviveReopening) {
@@ -723,7 +721,10 @@ TEST_F(JobStoreTest, PartiesToTellThatAJobEndedSurviveReopening) {
   EXPECT_EQ(untold[0].job_id, b);
 }
 
-TEST_F(JobStoreTest, CollectsAreRecordedInOrderAndSurviveReopening) {
+// Durable jobs: each call's request (digest, masks) recorded before it is sent, its reply once
+// complete (masks dropped then); the same request again is accepted, another refused; a reply is
+// recorded once, and only for a recorded request.
+TEST_F(JobStoreTest, CallsAreRecordedInOrderAndSurviveReopening) {
   std::string id;
   {
     auto store = OpenStore();
@@ -731,37 +732,45 @@ TEST_F(JobStoreTest, CollectsAreRecordedInOrderAndSurviveReopening) {
     ASSERT_OK_AND_ASSIGN(id, store->Create(MakeRequest("durable"), "a"));
     ASSERT_OK(store->SetState(id, kValidating));
     ASSERT_OK(store->SetState(id, kRunning));
-    ASSERT_OK(store->RecordCollectRequest(id, 0, "digest-0", "masks-0"));
-    ASSERT_OK(store->RecordCollectSum(id, 0, "sum-0"));
-    ASSERT_OK(store->RecordCollectRequest(id, 1, "digest-1", "masks-1"));
+    ASSERT_OK(store->RecordCallRequest(id, 0, "digest-0", "masks-0"));
+    ASSERT_OK(store->RecordCallReply(id, 0, "sum-0"));
+    ASSERT_OK(store->RecordCallRequest(id, 1, "digest-1", "masks-1"));
     // The same request again (a re-send): accepted; a different one under the same key: refused.
-    ASSERT_OK(store->RecordCollectRequest(id, 1, "digest-1", "masks-1"));
-    EXPECT_THAT(store->RecordCollectRequest(id, 1, "digest-1", "other masks"),
+    ASSERT_OK(store->RecordCallRequest(id, 1, "digest-1", "masks-1"));
+    EXPECT_THAT(store->RecordCallRequest(id, 1, "digest-1", "other masks"),
                 StatusIs(absl::StatusCode::kFailedPrecondition, "another request"));
-    EXPECT_THAT(store->RecordCollectRequest(id, 0, "digest-0", "masks-0"),
+    EXPECT_THAT(store->RecordCallRequest(id, 1, "digest-other", "masks-1"),
                 StatusIs(absl::StatusCode::kFailedPrecondition, "another request"));
-    // A sum is recorded once, and only for a recorded request.
-    EXPECT_THAT(store->RecordCollectSum(id, 0, "sum-0 again"),
+    EXPECT_THAT(store->RecordCallRequest(id, 0, "digest-0", "masks-0"),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "another request"));
+    // A reply is recorded once, and only for a recorded request.
+    EXPECT_THAT(store->RecordCallReply(id, 0, "sum-0 again"),
                 StatusIs(absl::StatusCode::kFailedPrecondition, "no open request"));
-    EXPECT_THAT(store->RecordCollectSum(id, 5, "sum-5"),
+    EXPECT_THAT(store->RecordCallReply(id, 0, "sum-0"),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "no open request"));
+    EXPECT_THAT(store->RecordCallReply(id, 5, "sum-5"),
                 StatusIs(absl::StatusCode::kFailedPrecondition, "no open request"));
   }
   auto store = OpenStore();  // as after a restart
   ASSERT_NE(store, nullptr);
-  ASSERT_OK_AND_ASSIGN(std::vector<RecordedCollect> collects, store->Collects(id));
-  ASSERT_THAT(collects, SizeIs(2));
-  EXPECT_EQ(collects[0].collect, 0u);
-  EXPECT_TRUE(collects[0].done);
-  EXPECT_EQ(collects[0].digest, "digest-0");
-  EXPECT_EQ(collects[0].sum, "sum-0");
-  EXPECT_EQ(collects[0].masks, "") << "the masks of a complete collect are dropped";
-  EXPECT_FALSE(collects[1].done);
-  EXPECT_EQ(collects[1].masks, "masks-1");
-  ASSERT_OK(store->DeleteCollects(id));
-  ASSERT_OK_AND_ASSIGN(collects, store->Collects(id));
-  EXPECT_THAT(collects, SizeIs(0));
-  EXPECT_THAT(store->Collects("job-000000000000"),
+  ASSERT_OK_AND_ASSIGN(std::vector<RecordedCall> calls, store->Calls(id));
+  ASSERT_THAT(calls, SizeIs(2));
+  EXPECT_EQ(calls[0].index, 0u);
+  EXPECT_TRUE(calls[0].done);
+  EXPECT_EQ(calls[0].digest, "digest-0");
+  EXPECT_EQ(calls[0].reply, "sum-0");
+  EXPECT_EQ(calls[0].masks, "") << "the masks of a complete call are dropped";
+  EXPECT_EQ(calls[1].index, 1u);
+  EXPECT_FALSE(calls[1].done);
+  EXPECT_EQ(calls[1].digest, "digest-1");
+  EXPECT_EQ(calls[1].masks, "masks-1");
+  EXPECT_EQ(calls[1].reply, "");
+  ASSERT_OK(store->DeleteCalls(id));
+  ASSERT_OK_AND_ASSIGN(calls, store->Calls(id));
+  EXPECT_THAT(calls, SizeIs(0));
+  EXPECT_THAT(store->Calls("job-000000000000"),
               StatusIs(absl::StatusCode::kNotFound, "unknown job"));
+  EXPECT_THAT(store->Calls("../job"), StatusIs(absl::StatusCode::kInvalidArgument, ""));
 }
 
 // After a restart: queued jobs stay queued, running horizontal jobs are to resume, validating and
@@ -823,9 +832,10 @@ TEST_F(JobStoreTest, RecoverForResumeSortsInFlightJobs) {
   EXPECT_EQ(n, 2);
 }
 
-// A vertical job's replies: recorded complete in the collects table, read back in order with
-// their keys, refused twice at one index, deleted with the collects.
-TEST_F(JobStoreTest, VerticalRepliesAreRecordedInOrderAndSurviveReopening) {
+// Calls recorded complete at once (a vertical job's replies, with the key of their request): read
+// back in order with their keys, refused twice at one index and for an unknown job, deleted with
+// the job's other calls.
+TEST_F(JobStoreTest, CallsRecordedCompleteAtOnceAreReadInOrderAndSurviveReopening) {
   std::string id;
   {
     auto store = OpenStore();
@@ -833,28 +843,36 @@ TEST_F(JobStoreTest, VerticalRepliesAreRecordedInOrderAndSurviveReopening) {
     SubmitJobRequest v = MakeRequest("v");
     v.mutable_spec()->set_partitioning(fedanon::v1::PARTITIONING_VERTICAL);
     ASSERT_OK_AND_ASSIGN(id, store->Create(v, "a"));
-    ASSERT_OK(store->RecordVerticalReply(id, 0, "hospital-a#0\nd0", "reply0"));
-    ASSERT_OK(store->RecordVerticalReply(id, 1, "hospital-b#0\nd1", std::string("r\0e", 3)));
-    EXPECT_FALSE(store->RecordVerticalReply(id, 1, "hospital-b#1\nd2", "other").ok());
-    EXPECT_FALSE(store->RecordVerticalReply("job-000000000000", 0, "k", "r").ok());
+    ASSERT_OK(store->RecordCallReply(id, 0, "hospital-a#0\nd0", "reply0"));
+    ASSERT_OK(store->RecordCallReply(id, 1, "hospital-b#0\nd1", std::string("r\0e", 3)));
+    EXPECT_THAT(store->RecordCallReply(id, 1, "hospital-b#1\nd2", "other"),
+                StatusIs(absl::StatusCode::kAlreadyExists, ""));
+    EXPECT_THAT(store->RecordCallReply(id, 1, "hospital-b#0\nd1", std::string("r\0e", 3)),
+                StatusIs(absl::StatusCode::kAlreadyExists, ""));
+    EXPECT_THAT(store->RecordCallReply("job-000000000000", 0, "k", "r"),
+                StatusIs(absl::StatusCode::kNotFound, "unknown job"));
+    // A complete call has no open request: no second reply, no request recorded after it.
+    EXPECT_THAT(store->RecordCallReply(id, 0, "reply0"),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "no open request"));
   }
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
-  ASSERT_OK_AND_ASSIGN(std::vector<RecordedCollect> recorded, store->Collects(id));
+  ASSERT_OK_AND_ASSIGN(std::vector<RecordedCall> recorded, store->Calls(id));
   ASSERT_EQ(recorded.size(), 2u);
   EXPECT_EQ(recorded[0].digest, "hospital-a#0\nd0");
-  EXPECT_EQ(recorded[0].sum, "reply0");
+  EXPECT_EQ(recorded[0].reply, "reply0");
   EXPECT_TRUE(recorded[0].done);
+  EXPECT_EQ(recorded[0].masks, "");
   EXPECT_EQ(recorded[1].digest, "hospital-b#0\nd1");
-  EXPECT_EQ(recorded[1].sum, std::string("r\0e", 3));
-  ASSERT_OK(store->DeleteCollects(id));
-  ASSERT_OK_AND_ASSIGN(recorded, store->Collects(id));
+  EXPECT_EQ(recorded[1].reply, std::string("r\0e", 3));
+  ASSERT_OK(store->DeleteCalls(id));
+  ASSERT_OK_AND_ASSIGN(recorded, store->Calls(id));
   EXPECT_TRUE(recorded.empty());
 }
 
-// A hand-made version-2 database (as the leader before durable jobs wrote it) gains the collects
-// table and the resume count (v3), then the parties to tell (v4); its jobs read as before.
-TEST_F(JobStoreTest, MigratesAVersionTwoDatabaseToVersionThreeAndFour) {
+// A hand-made version-2 database (as the leader before durable jobs wrote it) gains the recorded
+// calls (v3, v5) and the resume count (v3), then the parties to tell (v4); its jobs read as before.
+TEST_F(JobStoreTest, MigratesAVersionTwoDatabaseToTheCurrentVersion) {
   {
     auto store = OpenStore();  // creates the current schema; turned back into version 2 below
     ASSERT_NE(store, nullptr);
@@ -865,9 +883,9 @@ TEST_F(JobStoreTest, MigratesAVersionTwoDatabaseToVersionThreeAndFour) {
   ASSERT_TRUE(request.SerializeToString(&blob));
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  // Version 2 exactly: no collects or untold table, no resumes column.
+  // Version 2 exactly: no recorded calls or untold table, no resumes column.
   ASSERT_EQ(sqlite3_exec(db,
-                         "DROP TABLE untold; DROP TABLE collects; "
+                         "DROP TABLE untold; DROP TABLE calls; "
                          "ALTER TABLE jobs DROP COLUMN resumes; "
                          "UPDATE schema_version SET version = 2;",
                          nullptr, nullptr, nullptr),
@@ -894,10 +912,10 @@ TEST_F(JobStoreTest, MigratesAVersionTwoDatabaseToVersionThreeAndFour) {
   EXPECT_EQ(old.started_unix(), 1700000010);
   ASSERT_OK_AND_ASSIGN(int resumes, store->Resumes("job-0123456789ab"));
   EXPECT_EQ(resumes, 0);
-  // A running job of a version-2 leader recorded no collects: it resumes by replaying none.
-  ASSERT_OK_AND_ASSIGN(auto collects, store->Collects("job-0123456789ab"));
-  EXPECT_THAT(collects, SizeIs(0));
-  ASSERT_OK(store->RecordCollectRequest("job-0123456789ab", 0, "d", "m"));
+  // A running job of a version-2 leader recorded no calls: it resumes by replaying none.
+  ASSERT_OK_AND_ASSIGN(auto calls, store->Calls("job-0123456789ab"));
+  EXPECT_THAT(calls, SizeIs(0));
+  ASSERT_OK(store->RecordCallRequest("job-0123456789ab", 0, "d", "m"));
   ASSERT_OK(store->RecordUntold({{"job-0123456789ab", "bob", false, "leader restarted"}}));
   ASSERT_OK_AND_ASSIGN(auto untold, store->Untold());
   EXPECT_THAT(untold, SizeIs(1));
@@ -907,7 +925,124 @@ TEST_F(JobStoreTest, MigratesAVersionTwoDatabaseToVersionThreeAndFour) {
   ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT MAX(version) FROM schema_version", -1, &stmt, nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 4);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), kJobStoreSchemaVersion);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+}
+
+// A hand-made version-4 database (as the leader before the `calls` table wrote it), with the rows
+// of a horizontal job's collects (one complete, one open) and of a vertical job's replies in
+// `collects`: opened, it is at version 5, `collects` is gone, and every row reads back through
+// Calls() as it was (collect -> index, sum -> reply) and goes on recording.
+TEST_F(JobStoreTest, MigratesAVersionFourDatabaseMovingItsCollectsToCalls) {
+  std::string horizontal, vertical, ended;
+  {
+    auto store = OpenStore();  // creates the current schema; turned back into version 4 below
+    ASSERT_NE(store, nullptr);
+    ASSERT_OK_AND_ASSIGN(horizontal, store->Create(MakeRequest("h"), "a"));
+    ASSERT_OK_AND_ASSIGN(vertical, store->Create(MakeRequest("v"), "a"));
+    ASSERT_OK_AND_ASSIGN(ended, store->Create(MakeRequest("e"), "a"));
+    ASSERT_OK(store->SetState(horizontal, kRunning));
+    ASSERT_OK(store->SetState(vertical, kRunning));
+    ASSERT_OK(store->SetState(ended, kFailed, "cancelled while telling"));
+  }
+  const std::string path = dir_ + "/jobs.db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  // Version 4 exactly: the version-3 `collects` table (its DDL, verbatim) in place of `calls`.
+  ASSERT_EQ(sqlite3_exec(db, R"sql(
+DROP TABLE calls;
+CREATE TABLE collects (
+  job_id  TEXT    NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
+  collect INTEGER NOT NULL,
+  digest  BLOB    NOT NULL,
+  masks   BLOB,
+  sum     BLOB,
+  PRIMARY KEY (job_id, collect)
+);
+UPDATE schema_version SET version = 4;
+)sql",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  // A row as the version-4 leader wrote it (blobs; masks and sum NULL where absent).
+  const auto add_collect = [db](const std::string& job, int collect, const std::string& digest,
+                                const std::string* masks, const std::string* sum) {
+    sqlite3_stmt* insert = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 "INSERT INTO collects (job_id, collect, digest, masks, sum) "
+                                 "VALUES (?1, ?2, ?3, ?4, ?5)",
+                                 -1, &insert, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_bind_text(insert, 1, job.data(), static_cast<int>(job.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_int(insert, 2, collect);
+    sqlite3_bind_blob(insert, 3, digest.data(), static_cast<int>(digest.size()), SQLITE_TRANSIENT);
+    if (masks != nullptr) {
+      sqlite3_bind_blob(insert, 4, masks->data(), static_cast<int>(masks->size()),
+                        SQLITE_TRANSIENT);
+    }
+    if (sum != nullptr) {
+      sqlite3_bind_blob(insert, 5, sum->data(), static_cast<int>(sum->size()), SQLITE_TRANSIENT);
+    }
+    EXPECT_EQ(sqlite3_step(insert), SQLITE_DONE) << sqlite3_errmsg(db);
+    sqlite3_finalize(insert);
+  };
+  const std::string sum0("\x01\0\0\0\0\0\0\0", 8);
+  const std::string masks1 = "masks-1";
+  const std::string reply0("r\0e", 3);
+  const std::string reply1 = "reply1";
+  const std::string sum_e = "sum-e";
+  add_collect(horizontal, 0, "digest-0", nullptr, &sum0);
+  add_collect(horizontal, 1, "digest-1", &masks1, nullptr);
+  add_collect(vertical, 0, "hospital-a#0\nd0", nullptr, &reply0);
+  add_collect(vertical, 1, "hospital-b#0\nd1", nullptr, &reply1);
+  add_collect(ended, 0, "digest-e", nullptr, &sum_e);
+  sqlite3_close(db);
+  ASSERT_FALSE(HasFailure());
+
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::vector<RecordedCall> calls, store->Calls(horizontal));
+  ASSERT_THAT(calls, SizeIs(2));
+  EXPECT_EQ(calls[0].index, 0u);
+  EXPECT_EQ(calls[0].digest, "digest-0");
+  EXPECT_TRUE(calls[0].done);
+  EXPECT_EQ(calls[0].masks, "");
+  EXPECT_EQ(calls[0].reply, sum0);
+  EXPECT_EQ(calls[1].index, 1u);
+  EXPECT_EQ(calls[1].digest, "digest-1");
+  EXPECT_FALSE(calls[1].done);
+  EXPECT_EQ(calls[1].masks, "masks-1");
+  ASSERT_OK_AND_ASSIGN(calls, store->Calls(vertical));
+  ASSERT_THAT(calls, SizeIs(2));
+  EXPECT_EQ(calls[0].digest, "hospital-a#0\nd0");
+  EXPECT_TRUE(calls[0].done);
+  EXPECT_EQ(calls[0].reply, reply0);
+  EXPECT_EQ(calls[1].digest, "hospital-b#0\nd1");
+  EXPECT_EQ(calls[1].reply, reply1);
+  // The open collect goes on as an open call: the same request again, then its reply.
+  ASSERT_OK(store->RecordCallRequest(horizontal, 1, "digest-1", "masks-1"));
+  ASSERT_OK(store->RecordCallReply(horizontal, 1, "sum-1"));
+  ASSERT_OK(store->RecordCallReply(vertical, 2, "hospital-a#1\nd2", "reply2"));
+  // An ended job whose collects were kept (its parties were being told) is still to be told.
+  ASSERT_OK_AND_ASSIGN(Recovery recovery, store->RecoverForResume());
+  EXPECT_THAT(recovery.unended, ElementsAre(ended));
+  store.reset();
+
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT (SELECT MAX(version) FROM schema_version), (SELECT COUNT(*) "
+                               "FROM sqlite_master WHERE name = 'collects'), (SELECT COUNT(*) "
+                               "FROM calls)",
+                               -1, &stmt, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), 5);
+  EXPECT_EQ(sqlite3_column_int(stmt, 1), 0) << "the collects table is dropped";
+  EXPECT_EQ(sqlite3_column_int(stmt, 2), 6);
   sqlite3_finalize(stmt);
   sqlite3_close(db);
 }
