@@ -13,15 +13,15 @@
 #include <map>
 #include <sstream>
 
-#include "cli/anonymize.h"
+#include "app/anonymize.h"
 #include "common/datagen/datagen.h"
 #include "common/spec/job_digest.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/wire/job_authorization.h"
 #include "crypto/certificates.h"
 #include "leader/leader.h"
-#include "party/testing/in_process_channel.h"
 #include "party/party_agent.h"
+#include "party/testing/in_process_channel.h"
 
 namespace {
 
@@ -66,12 +66,12 @@ int main(int argc, char** argv) {
   std::ofstream(dir + "/data/horizontal.yaml") << spec_text;
 
   // Centralized on the union.
-  common::AnonymizeOptions central;
+  app::AnonymizeOptions central;
   central.spec_path = dir + "/data/horizontal.yaml";
   central.input_path = dir + "/data/table.csv";
   central.output_path = dir + "/central.csv";
   auto t0 = std::chrono::steady_clock::now();
-  auto creport = common::Anonymize(central);
+  auto creport = app::Anonymize(central);
   if (!creport.ok()) return Fail(creport.status());
   const double central_s = Since(t0);
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "app/table_risk.h"
 #include "cli/risk_command.h"
 #include "common/base/status_macros.h"
 #include "common/evaluation/distortion.h"
@@ -101,18 +102,18 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
     ASSIGN_OR_RETURN(distortion,
                      MeasureDistortion(spec, options.raw_path, options.anonymized_path));
   }
-  const fedanon::v1::RiskOptions risk = EffectiveRiskOptions(spec, options.risk);
+  const fedanon::v1::RiskOptions risk = app::EffectiveRiskOptions(spec, options.risk);
   ASSIGN_OR_RETURN(const fedanon::v1::RiskSummary raw_risk,
-                   AssessTableRisk(spec, options.raw_path, risk, options.raw_path));
+                   app::AssessTableRisk(spec, options.raw_path, risk, options.raw_path));
   std::optional<fedanon::v1::RiskSummary> anon_risk;
   if (u) {
-    ASSIGN_OR_RETURN(anon_risk,
-                     AssessTableRisk(spec, options.anonymized_path, risk, options.anonymized_path));
+    ASSIGN_OR_RETURN(anon_risk, app::AssessTableRisk(spec, options.anonymized_path, risk,
+                                                     options.anonymized_path));
   }
   if (options.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(
-        EvaluationToJson(b, u ? &*u : nullptr, options.seed, local ? &*local : nullptr,
-                         &evaluation, distortion ? &*distortion : nullptr));
+        EvaluationToJson(b, u ? &*u : nullptr, options.seed, local ? &*local : nullptr, &evaluation,
+                         distortion ? &*distortion : nullptr));
     ASSIGN_OR_RETURN(const std::string raw_json, ProtoToJson(raw_risk));
     j["risk_before"] = nlohmann::ordered_json::parse(raw_json);
     if (anon_risk) {

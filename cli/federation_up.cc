@@ -37,7 +37,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "cli/job_assessment.h"
+#include "app/job_assessment.h"
+#include "app/table_risk.h"
 #include "cli/provision.h"
 #include "cli/risk_command.h"
 #include "common/base/file_io.h"
@@ -70,16 +71,16 @@ struct Options {
   std::string result;
   std::string report;
   std::string leader_view;
-  std::string html;  // the job's page (cli/job_assessment.h)
+  std::string html;  // the job's page (app/job_assessment.h)
   bool keep = false;
   std::string dir;
   uint32_t round_timeout = 0;  // seconds a party may take per request; 0: the leader's default
 };
 
 // ---------------------------------------------------------------------------------------------
-// Termination signals: SIGINT / SIGTERM are blocked in every thread (server/runtime/signals.h); one
-// detached thread collects them, records the first and runs a hook (which interrupts a blocking
-// watch).
+// Termination signals: SIGINT / SIGTERM are blocked in every thread (server/runtime/signals.h);
+// one detached thread collects them, records the first and runs a hook (which interrupts a
+// blocking watch).
 
 class SignalWatcher {
  public:
@@ -358,7 +359,8 @@ class FederationUp {
     if (!request.ok()) return Fail(request.status());
     request_ = *std::move(request);
     request_.set_round_timeout_seconds(o_.round_timeout);
-    // The spec with its paths resolved (taxonomies and values files, for the checks and the page).
+    // The spec with its paths resolved (taxonomies and values files, for the checks and the
+    // page).
     absl::StatusOr<fedanon::v1::JobSpec> local_spec = common::LoadJobSpec(o_.spec);
     if (!local_spec.ok()) return Fail(local_spec.status());
     spec_ = *std::move(local_spec);
@@ -638,7 +640,7 @@ class FederationUp {
       page.spec = spec_;
       page.taxonomies = taxonomies_;
       page.leader_view = std::move(leader_view);
-      if (absl::Status st = common::WriteReportHtml(o_.html, page); !st.ok()) return Fail(st);
+      if (absl::Status st = app::WriteReportHtml(o_.html, page); !st.ok()) return Fail(st);
       std::cerr << kPrefix << "wrote the job's page to " << o_.html << "\n";
     }
     if (int code = WriteLeaderView(client, job_id); code != 0) return code;
@@ -646,7 +648,7 @@ class FederationUp {
     return 0;
   }
 
-  // The steward's figures of a done job (cli/job_assessment.h), each computed where its data is
+  // The steward's figures of a done job (app/job_assessment.h), each computed where its data is
   // in this local federation: the release's risk, loss and model checks on the integrated table
   // the leader (the recipient) serves; each party's risk on its own table, as `fedanon party
   // risk` computes it at that party; and a summary of the leader's view log.
@@ -655,12 +657,12 @@ class FederationUp {
                                                    const std::string& result_path,
                                                    fedanon::v1::Report* report) {
     absl::StatusOr<std::map<std::string, std::shared_ptr<const common::Taxonomy>>> taxonomies =
-        common::LoadSpecTaxonomies(spec_);
+        app::LoadSpecTaxonomies(spec_);
     if (!taxonomies.ok()) return taxonomies.status();
     taxonomies_ = *std::move(taxonomies);
     common::LossContext context;
     context.taxonomies = taxonomies_;
-    if (absl::Status st = common::AssessRelease(spec_, result_path, context, report); !st.ok()) {
+    if (absl::Status st = app::AssessRelease(spec_, result_path, context, report); !st.ok()) {
       return st;
     }
     const bool vertical = spec_.partitioning() == fedanon::v1::PARTITIONING_VERTICAL;
@@ -677,8 +679,8 @@ class FederationUp {
                         [](const auto& a) { return a.role() == fedanon::v1::ROLE_QID; });
         if (!has_qid) continue;
       }
-      absl::StatusOr<fedanon::v1::RiskSummary> risk = common::AssessTableRisk(
-          own, o_.party_data[i], common::EffectiveRiskOptions(spec_, {}), names_[i]);
+      absl::StatusOr<fedanon::v1::RiskSummary> risk = app::AssessTableRisk(
+          own, o_.party_data[i], app::EffectiveRiskOptions(spec_, {}), names_[i]);
       if (!risk.ok()) return risk.status();
       fedanon::v1::PartyRisk* p = report->add_party_risk();
       p->set_party(names_[i]);

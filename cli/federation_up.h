@@ -17,7 +17,7 @@
 //    (progress on stderr) and, when done, writes --result and --report (the JobInfo's report as
 //    JSON) and --leader-view (the leader's view log of the job, JSON lines: every statistic it
 //    decoded, leader/view_log.h) atomically and prints a summary (exit 0); with --html also the
-//    job's page (cli/job_assessment.h: the release's risk, loss and model checks, each party's
+//    job's page (app/job_assessment.h: the release's risk, loss and model checks, each party's
 //    risk on its own table, a summary of the view log; the same figures go into --report); a
 //    spec's `hierarchy` definitions must match the taxonomy files it ships (built from public
 //    definitions only, common/hierarchies) or the job is not submitted; a failed or cancelled

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "app/table_risk.h"
 #include "cli/risk_command.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
@@ -55,8 +56,8 @@ absl::Status RunPartyRisk(const PartyRiskFlags& flags) {
   }
   ASSIGN_OR_RETURN(
       const fedanon::v1::RiskSummary summary,
-      common::AssessTableRisk(spec, path, common::EffectiveRiskOptions(spec, flags.overrides),
-                              config.name.empty() ? table : config.name + ": " + table));
+      app::AssessTableRisk(spec, path, app::EffectiveRiskOptions(spec, flags.overrides),
+                           config.name.empty() ? table : config.name + ": " + table));
   if (flags.json) {
     ASSIGN_OR_RETURN(const std::string json, common::ProtoToJson(summary));
     std::cout << json << "\n";

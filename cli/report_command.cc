@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "cli/job_assessment.h"
+#include "app/job_assessment.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
 #include "common/html_report/view_log_summary.h"
@@ -54,7 +54,7 @@ absl::Status RunReport(const AdminGlobals& g, const ReportFlags& f) {
   if (!f.spec.empty()) {
     ASSIGN_OR_RETURN(page.spec, common::LoadJobSpec(f.spec));
     RETURN_IF_ERROR(common::ValidateJobSpec(*page.spec));
-    ASSIGN_OR_RETURN(page.taxonomies, common::LoadSpecTaxonomies(*page.spec));
+    ASSIGN_OR_RETURN(page.taxonomies, app::LoadSpecTaxonomies(*page.spec));
   }
   std::vector<std::pair<std::string, fedanon::v1::RiskSummary>> party_risks;
   for (const std::string& p : f.party_risk) {
@@ -91,7 +91,7 @@ absl::Status RunReport(const AdminGlobals& g, const ReportFlags& f) {
   if (!f.result.empty()) {
     common::LossContext context;
     context.taxonomies = page.taxonomies;
-    RETURN_IF_ERROR(common::AssessRelease(*page.spec, f.result, context, &page.report));
+    RETURN_IF_ERROR(app::AssessRelease(*page.spec, f.result, context, &page.report));
   }
   for (auto& [party, risk] : party_risks) {
     fedanon::v1::PartyRisk* p = page.report.add_party_risk();

@@ -4,9 +4,8 @@
 #include <iostream>
 #include <memory>
 
+#include "app/table_risk.h"
 #include "common/base/status_macros.h"
-#include "common/risk/risk_analysis.h"
-#include "common/risk/risk_table.h"
 #include "common/risk/risk_text.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/spec/proto_json.h"
@@ -27,7 +26,8 @@ absl::Status RunRiskCommand(const RiskFlags& flags) {
   const std::string input = flags.input_path == "-" ? "/dev/stdin" : flags.input_path;
   ASSIGN_OR_RETURN(
       const fedanon::v1::RiskSummary summary,
-      AssessTableRisk(spec, input, EffectiveRiskOptions(spec, flags.overrides), flags.input_path));
+      app::AssessTableRisk(spec, input, app::EffectiveRiskOptions(spec, flags.overrides),
+                           flags.input_path));
   if (flags.json) {
     ASSIGN_OR_RETURN(const std::string json, ProtoToJson(summary));
     std::cout << json << "\n";
@@ -38,28 +38,6 @@ absl::Status RunRiskCommand(const RiskFlags& flags) {
 }
 
 }  // namespace
-
-fedanon::v1::RiskOptions EffectiveRiskOptions(const fedanon::v1::JobSpec& spec,
-                                              const fedanon::v1::RiskOptions& overrides) {
-  fedanon::v1::RiskOptions options = spec.risk();
-  if (overrides.population_size() > 0 || overrides.sampling_fraction() > 0) {
-    options.set_population_size(overrides.population_size());
-    options.set_sampling_fraction(overrides.sampling_fraction());
-  }
-  if (overrides.threshold() > 0) options.set_threshold(overrides.threshold());
-  if (overrides.max_combination_size() > 0) {
-    options.set_max_combination_size(overrides.max_combination_size());
-  }
-  return options;
-}
-
-absl::StatusOr<fedanon::v1::RiskSummary> AssessTableRisk(const fedanon::v1::JobSpec& spec,
-                                                         const std::string& path,
-                                                         const fedanon::v1::RiskOptions& options,
-                                                         const std::string& name) {
-  ASSIGN_OR_RETURN(const QidCodes table, ReadQidCodes(spec, path));
-  return AnalyzeRisk(table, options, name);
-}
 
 void AddRiskOptions(CLI::App* command, fedanon::v1::RiskOptions* overrides) {
   auto* size =

@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "cli/anonymize.h"
+#include "app/anonymize.h"
 #include "cli/sweep_report.h"
 #include "common/base/status_macros.h"
 #include "common/spec/job_spec_loader.h"
@@ -162,11 +162,11 @@ absl::Status Concatenate(const std::vector<std::string>& parts, const std::strin
 absl::StatusOr<std::string> AnonymizeOrExplain(const std::string& spec_path,
                                                const std::string& input,
                                                const std::string& output) {
-  AnonymizeOptions anon;
+  app::AnonymizeOptions anon;
   anon.spec_path = spec_path;
   anon.input_path = input;
   anon.output_path = output;
-  absl::StatusOr<fedanon::v1::Report> report = Anonymize(anon);
+  absl::StatusOr<fedanon::v1::Report> report = app::Anonymize(anon);
   if (report.ok()) return std::string();
   if (report.status().code() == absl::StatusCode::kFailedPrecondition) {
     return std::string(report.status().message());

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "cli/anonymize.h"
+#include "app/anonymize.h"
 #include "common/base/file_io.h"
 #include "common/datagen/datagen.h"
 #include "crypto/hash.h"
@@ -49,11 +49,11 @@ class ReleaseBytesTest : public ::testing::Test {
   }
 
   std::string Release(const std::string& spec, const std::string& input) {
-    AnonymizeOptions options;
+    app::AnonymizeOptions options;
     options.spec_path = dir_.File(spec);
     options.input_path = input;
     options.output_path = dir_.File("out.csv");
-    auto report = Anonymize(options);
+    auto report = app::Anonymize(options);
     EXPECT_TRUE(report.ok()) << report.status();
     return crypto::ToHex(crypto::Sha256(Slurp(options.output_path)));
   }

@@ -1,7 +1,7 @@
 // `fedanon sweep` in process on a synthetic Adult-like table (gen-data, 1,500 records): the grid
 // parser, one chart point per grid cell and method that produced a table (cells whose requirement
 // cannot be met are listed, not drawn), a well-formed page, a CSV row per point, and the
-// centralized points equal to running Anonymize and UtilityEvaluator by hand.
+// centralized points equal to running app::Anonymize and UtilityEvaluator by hand.
 #include "cli/sweep.h"
 
 #include <gmock/gmock.h>
@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "cli/anonymize.h"
+#include "app/anonymize.h"
 #include "cli/sweep_report.h"
 #include "common/datagen/datagen.h"
 #include "common/spec/job_spec_loader.h"
@@ -181,11 +181,11 @@ TEST_F(SweepTest, CentralizedPointEqualsAnonymizeThenEvaluate) {
   cell.mutable_privacy()->set_l(2);
   cell.mutable_privacy()->set_k(10);
   WriteText(dir_ + "/cell.yaml", JobSpecToYaml(cell));
-  AnonymizeOptions anon;
+  app::AnonymizeOptions anon;
   anon.spec_path = dir_ + "/cell.yaml";
   anon.input_path = raw_path_;
   anon.output_path = dir_ + "/cell.csv";
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::Report report, Anonymize(anon));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::Report report, app::Anonymize(anon));
   ASSERT_OK_AND_ASSIGN(auto evaluator, UtilityEvaluator::Create(cell, raw_path_));
   ASSERT_OK_AND_ASSIGN(AnonymizedUtility u, evaluator->Evaluate(anon.output_path));
   EXPECT_EQ(result.points[0].classification_error, u.classification_error);
@@ -217,11 +217,11 @@ TEST_F(SweepTest, LocalRecodingBesideGlobal) {
   cell.mutable_privacy()->set_k(10);
   cell.set_recoding(fedanon::v1::RECODING_LOCAL);
   WriteText(dir_ + "/local.yaml", JobSpecToYaml(cell));
-  AnonymizeOptions anon;
+  app::AnonymizeOptions anon;
   anon.spec_path = dir_ + "/local.yaml";
   anon.input_path = raw_path_;
   anon.output_path = dir_ + "/local.csv";
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::Report report, Anonymize(anon));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::Report report, app::Anonymize(anon));
   EXPECT_EQ(report.recoding(), fedanon::v1::RECODING_LOCAL);
   ASSERT_OK_AND_ASSIGN(auto evaluator, UtilityEvaluator::Create(cell, raw_path_));
   ASSERT_OK_AND_ASSIGN(AnonymizedUtility u, evaluator->Evaluate(anon.output_path));

@@ -24,7 +24,7 @@ LAYERS = {
     "spec": 2, "engine": 2, "randomization": 2, "evaluation": 2, "risk": 2,
     "hierarchies": 2, "html_report": 2,
     "sequential": 3, "wire": 3, "table_postgres": 3,
-    "party": 4, "leader": 4,
+    "party": 4, "leader": 4, "app": 4,
     "server": 5, "party_testing": 5,
     "admin": 6, "party_daemon": 6,
     "leader_daemon": 7, "cli": 7,
@@ -56,11 +56,13 @@ ALLOWED = {
     "admin": {"base", "proto", "proto_grpc", "crypto", "server"},
     "party_daemon": {"base", "proto", "proto_grpc", "crypto", "wire", "party", "server"},
     "leader_daemon": {"base", "proto", "proto_grpc", "crypto", "wire", "leader", "server", "admin"},
+    "app": {"base", "proto", "table", "spec", "engine", "sequential", "risk", "evaluation",
+            "html_report"},
     "party_testing": {"party"},
     "cli": set(LAYERS) - {"cli", "party_testing", "leader_daemon"},
 }
 # What a daemon must never carry (the data generator, the application commands, test doubles).
-DAEMON_FORBIDDEN = {"datagen", "cli", "sequential", "randomization", "evaluation",
+DAEMON_FORBIDDEN = {"datagen", "cli", "app", "sequential", "randomization", "evaluation",
                     "party_testing"}
 DAEMONS = ("fedanon-party", "fedanon-leader")
 # What each daemon must not carry besides: the other role's daemon code (and the party, the admin

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "cli/anonymize.h"
+#include "app/anonymize.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/table/csv.h"
 #include "common/table/taxonomy.h"
@@ -94,13 +94,13 @@ inline Job WriteJob(const std::string& name, const std::string& spec_yaml, const
 }
 
 inline absl::StatusOr<fedanon::v1::Report> RunJob(const Job& job, uint32_t max_rounds = 0) {
-  common::AnonymizeOptions opts;
+  app::AnonymizeOptions opts;
   opts.spec_path = job.spec_path;
   opts.input_path = job.input_path;
   opts.output_path = job.output_path;
   opts.report_path = job.report_path;
   opts.max_rounds = max_rounds;
-  return common::Anonymize(opts);
+  return app::Anonymize(opts);
 }
 
 // Builds the checker's input from the job's files (raw rows restricted to the output columns,

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cli/anonymize.h"
+#include "app/anonymize.h"
 #include "common/engine/hierarchy.h"
 #include "common/engine/tips.h"
 #include "common/sequential/sequential_release.h"
@@ -36,14 +36,14 @@ inline SeqJob WriteSeqJob(const std::string& name, const std::string& spec_yaml,
 }
 
 inline absl::StatusOr<fedanon::v1::Report> RunSeqJob(const SeqJob& s, uint32_t max_rounds = 0) {
-  common::AnonymizeOptions opts;
+  app::AnonymizeOptions opts;
   opts.spec_path = s.job.spec_path;
   opts.input_path = s.job.input_path;
   opts.output_path = s.job.output_path;
   opts.report_path = s.job.report_path;
   if (!s.previous_path.empty()) opts.previous_release_paths = {s.previous_path};
   opts.max_rounds = max_rounds;
-  return common::Anonymize(opts);
+  return app::Anonymize(opts);
 }
 
 // A job with several previous releases (previous1.csv, previous2.csv, ... in the job directory).
@@ -65,14 +65,14 @@ inline StarJob WriteStarJob(const std::string& name, const std::string& spec_yam
 }
 
 inline absl::StatusOr<fedanon::v1::Report> RunStarJob(const StarJob& s, uint32_t max_rounds = 0) {
-  common::AnonymizeOptions opts;
+  app::AnonymizeOptions opts;
   opts.spec_path = s.job.spec_path;
   opts.input_path = s.job.input_path;
   opts.output_path = s.job.output_path;
   opts.report_path = s.job.report_path;
   opts.previous_release_paths = s.previous_paths;
   opts.max_rounds = max_rounds;
-  return common::Anonymize(opts);
+  return app::Anonymize(opts);
 }
 
 // The pieces of a sequential run, kept alive together (the hierarchies point into the dataset).

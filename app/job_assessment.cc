@@ -1,34 +1,34 @@
-#include "cli/job_assessment.h"
+#include "app/job_assessment.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "cli/risk_command.h"
+#include "app/table_risk.h"
 #include "common/base/status_macros.h"
 #include "common/evaluation/utility_evaluation.h"
 #include "common/risk/risk_analysis.h"
 #include "common/risk/risk_table.h"
 #include "common/table/csv.h"
 
-namespace fedanon::common {
+namespace fedanon::app {
 
-absl::StatusOr<std::map<std::string, std::shared_ptr<const Taxonomy>>> LoadSpecTaxonomies(
+absl::StatusOr<std::map<std::string, std::shared_ptr<const common::Taxonomy>>> LoadSpecTaxonomies(
     const fedanon::v1::JobSpec& spec) {
-  std::map<std::string, std::shared_ptr<const Taxonomy>> taxonomies;
+  std::map<std::string, std::shared_ptr<const common::Taxonomy>> taxonomies;
   for (const auto& a : spec.attributes()) {
     if (a.role() != fedanon::v1::ROLE_QID || a.taxonomy().empty()) continue;
-    ASSIGN_OR_RETURN(Taxonomy t, Taxonomy::LoadArx(a.taxonomy(), a.name()));
+    ASSIGN_OR_RETURN(common::Taxonomy t, common::Taxonomy::LoadArx(a.taxonomy(), a.name()));
     if (spec.missing() == fedanon::v1::MISSING_KEEP && !t.FindLeaf(spec.missing_token())) {
       RETURN_IF_ERROR(t.AddLeafUnderRoot(spec.missing_token()).status());  // as the job does
     }
-    taxonomies[a.name()] = std::make_shared<const Taxonomy>(std::move(t));
+    taxonomies[a.name()] = std::make_shared<const common::Taxonomy>(std::move(t));
   }
   return taxonomies;
 }
 
 std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSpec& spec,
-                                                        const QidCodes& release,
+                                                        const common::QidCodes& release,
                                                         const fedanon::v1::Report& report) {
   std::vector<fedanon::v1::ModelCheck> checks;
   const fedanon::v1::Privacy& p = spec.privacy();
@@ -58,7 +58,7 @@ std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSp
     } else {
       std::vector<int> all(release.names.size());
       for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-      const uint64_t smallest = SmallestClass(release, all);
+      const uint64_t smallest = common::SmallestClass(release, all);
       size.set_measured(absl::StrCat("smallest class ", smallest));
       size.set_passed(smallest >= p.k());
     }
@@ -69,17 +69,16 @@ std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSp
       d.set_requirement(recursive ? absl::StrCat("every group is recursive (", p.recursive_c(),
                                                  ", ", p.diversity(), ")-diverse")
                                   : absl::StrCat("every group is ", p.diversity(), "-diverse"));
-      d.set_measured(
-          recursive
-              ? absl::StrCat("engine's largest r1 / (rl + ... + rm) ",
-                             report.largest_recursive_ratio(), " (not re-measured)")
-              : absl::StrCat("engine's smallest diversity ", report.smallest_diversity(),
-                             " (not re-measured)"));
+      d.set_measured(recursive
+                         ? absl::StrCat("engine's largest r1 / (rl + ... + rm) ",
+                                        report.largest_recursive_ratio(), " (not re-measured)")
+                         : absl::StrCat("engine's smallest diversity ", report.smallest_diversity(),
+                                        " (not re-measured)"));
       d.set_passed(recursive ? report.largest_recursive_ratio() < p.recursive_c()
                              : report.smallest_diversity() + 1e-9 >= p.diversity());
     } else {
-      d.set_requirement(absl::StrCat("every group's distance to the table's distribution is <= ",
-                                     p.t()));
+      d.set_requirement(
+          absl::StrCat("every group's distance to the table's distribution is <= ", p.t()));
       d.set_measured(absl::StrCat("engine's largest distance ", report.largest_closeness(),
                                   " (not re-measured)"));
       d.set_passed(report.largest_closeness() <= p.t() + 1e-12);
@@ -100,7 +99,7 @@ std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSp
         c.set_measured("not re-measured: local recoding's groups are the engine's");
         c.set_passed(report.smallest_group() >= t.k());
       } else {
-        const uint64_t smallest = SmallestClass(release, subset);
+        const uint64_t smallest = common::SmallestClass(release, subset);
         c.set_measured(absl::StrCat("smallest class ", smallest));
         c.set_passed(smallest >= t.k());
       }
@@ -115,8 +114,8 @@ std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSp
       c.set_measured(absl::StrCat("engine's smallest group ", report.smallest_group(),
                                   " (local recoding: not re-measured on the release)"));
       c.set_passed(report.smallest_group() >= p.k());
-    } else if (absl::StatusOr<SmallestOverCombinations> m =
-                   SmallestClassOverCombinations(release, l);
+    } else if (absl::StatusOr<common::SmallestOverCombinations> m =
+                   common::SmallestClassOverCombinations(release, l);
                m.ok()) {
       c.set_measured(absl::StrCat("smallest class ", m->smallest, " over ", m->combinations,
                                   " combinations (e.g. ", names_of(m->attributes), ")"));
@@ -144,12 +143,12 @@ std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSp
 }
 
 absl::Status AssessRelease(const fedanon::v1::JobSpec& spec, const std::string& released_path,
-                           const LossContext& loss_context, fedanon::v1::Report* report) {
-  ASSIGN_OR_RETURN(const QidCodes release, ReadQidCodes(spec, released_path));
+                           const common::LossContext& loss_context, fedanon::v1::Report* report) {
+  ASSIGN_OR_RETURN(const common::QidCodes release, common::ReadQidCodes(spec, released_path));
   ASSIGN_OR_RETURN(*report->mutable_risk_after(),
-                   AnalyzeRisk(release, EffectiveRiskOptions(spec, {}), "release"));
+                   common::AnalyzeRisk(release, EffectiveRiskOptions(spec, {}), "release"));
   ASSIGN_OR_RETURN(const std::vector<fedanon::v1::AttributeLoss> losses,
-                   AttributeLosses(spec, released_path, loss_context));
+                   common::AttributeLosses(spec, released_path, loss_context));
   fedanon::v1::UtilitySummary* utility = report->mutable_utility();
   utility->clear_attribute_loss();
   double total = 0;
@@ -169,9 +168,9 @@ absl::Status AssessClassification(const fedanon::v1::JobSpec& spec, const std::s
       std::any_of(spec.attributes().begin(), spec.attributes().end(),
                   [](const auto& a) { return a.role() == fedanon::v1::ROLE_CLASS; });
   if (!has_class) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::unique_ptr<UtilityEvaluator> evaluator,
-                   UtilityEvaluator::Create(spec, raw_path));
-  ASSIGN_OR_RETURN(const AnonymizedUtility u, evaluator->Evaluate(released_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<common::UtilityEvaluator> evaluator,
+                   common::UtilityEvaluator::Create(spec, raw_path));
+  ASSIGN_OR_RETURN(const common::AnonymizedUtility u, evaluator->Evaluate(released_path));
   fedanon::v1::UtilitySummary* utility = report->mutable_utility();
   utility->set_classification(true);
   utility->set_baseline_error(evaluator->baselines().baseline_error);
@@ -180,8 +179,8 @@ absl::Status AssessClassification(const fedanon::v1::JobSpec& spec, const std::s
   return absl::OkStatus();
 }
 
-absl::Status WriteReportHtml(const std::string& path, const ReportPage& page) {
-  return WriteFileAtomically(path, RenderReportHtml(page));
+absl::Status WriteReportHtml(const std::string& path, const common::ReportPage& page) {
+  return common::WriteFileAtomically(path, common::RenderReportHtml(page));
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::app
