@@ -23,7 +23,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "server/admin/admin_client.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 namespace {
 
 constexpr char kProgram[] = "fedanonctl";
@@ -102,8 +102,8 @@ void PrintJob(const fedanon::v1::JobInfo& job) {
 
 // An action that runs `command` and turns its status into the exit code.
 template <typename Command>
-CommandAction ActionOf(Command command) {
-  return [command] { return ExitCode(command(), kProgram); };
+server::CommandAction ActionOf(Command command) {
+  return [command] { return server::ExitCode(command(), kProgram); };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -169,7 +169,7 @@ absl::Status RunSubmit(const AdminGlobals& g, const SubmitFlags& f) {
   for (const std::string& d : f.data) {
     const size_t eq = d.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == d.size()) {
-      return UsageError(absl::StrCat("--data expects PARTY=PATH, got '", d, "'"));
+      return server::UsageError(absl::StrCat("--data expects PARTY=PATH, got '", d, "'"));
     }
     (*request.mutable_data_paths())[d.substr(0, eq)] = d.substr(eq + 1);
   }
@@ -321,7 +321,7 @@ absl::Status RunHealth(const AdminGlobals& g, const HealthFlags& f) {
     if (!health.ok())
       (*s.mutable_fields())["error"].set_string_value(std::string(health.message()));
     RETURN_IF_ERROR(PrintJson(s, /*pretty=*/false));
-    return AlreadyReported(health);  // the JSON says why it is not serving
+    return server::AlreadyReported(health);  // the JSON says why it is not serving
   }
   RETURN_IF_ERROR(health);
   std::cout << client->leader_address() << " SERVING"
@@ -334,7 +334,7 @@ absl::Status RunHealth(const AdminGlobals& g, const HealthFlags& f) {
 // ---------------------------------------------------------------------------------------------
 // The command line
 
-CommandAction DeclareProvisionCommand(const AdminGlobals* globals, CLI::App* command) {
+server::CommandAction DeclareProvisionCommand(const AdminGlobals* globals, CLI::App* command) {
   auto federation_yaml = std::make_shared<std::string>();
   auto out_dir = std::make_shared<std::string>();
   command->add_option("FEDERATION", *federation_yaml, "federation.yaml")->required();
@@ -342,7 +342,7 @@ CommandAction DeclareProvisionCommand(const AdminGlobals* globals, CLI::App* com
   return ActionOf([=] { return RunProvision(*globals, *federation_yaml, *out_dir); });
 }
 
-CommandAction DeclareRevokeCommand(const AdminGlobals* globals, CLI::App* command) {
+server::CommandAction DeclareRevokeCommand(const AdminGlobals* globals, CLI::App* command) {
   auto ca_dir = std::make_shared<std::string>();
   auto certs = std::make_shared<std::vector<std::string>>();
   auto days = std::make_shared<int>(30);
@@ -362,11 +362,11 @@ CommandAction DeclareRevokeCommand(const AdminGlobals* globals, CLI::App* comman
   });
 }
 
-CommandAction DeclarePartiesCommand(const AdminGlobals* globals, CLI::App*) {
+server::CommandAction DeclarePartiesCommand(const AdminGlobals* globals, CLI::App*) {
   return ActionOf([=] { return RunParties(*globals); });
 }
 
-CommandAction DeclareSubmitCommand(const AdminGlobals* globals, CLI::App* command) {
+server::CommandAction DeclareSubmitCommand(const AdminGlobals* globals, CLI::App* command) {
   auto flags = std::make_shared<SubmitFlags>();
   command->add_option("JOB", flags->spec, "Job spec (YAML)")->required();
   command
@@ -390,17 +390,17 @@ CommandAction DeclareSubmitCommand(const AdminGlobals* globals, CLI::App* comman
   return ActionOf([=] { return RunSubmit(*globals, *flags); });
 }
 
-CommandAction DeclareStatusCommand(const AdminGlobals* globals, CLI::App* command) {
+server::CommandAction DeclareStatusCommand(const AdminGlobals* globals, CLI::App* command) {
   auto job_id = std::make_shared<std::string>();
   command->add_option("JOB", *job_id, "Job id")->required();
   return ActionOf([=] { return RunStatus(*globals, *job_id); });
 }
 
-CommandAction DeclareListCommand(const AdminGlobals* globals, CLI::App*) {
+server::CommandAction DeclareListCommand(const AdminGlobals* globals, CLI::App*) {
   return ActionOf([=] { return RunList(*globals); });
 }
 
-CommandAction DeclareWatchCommand(const AdminGlobals* globals, CLI::App* command) {
+server::CommandAction DeclareWatchCommand(const AdminGlobals* globals, CLI::App* command) {
   auto job_id = std::make_shared<std::string>();
   auto expect_rounds = std::make_shared<uint32_t>(0);
   command->add_option("JOB", *job_id, "Job id")->required();
@@ -410,7 +410,7 @@ CommandAction DeclareWatchCommand(const AdminGlobals* globals, CLI::App* command
   return ActionOf([=] { return RunWatch(*globals, *job_id, *expect_rounds); });
 }
 
-CommandAction DeclareCancelCommand(const AdminGlobals* globals, CLI::App* command) {
+server::CommandAction DeclareCancelCommand(const AdminGlobals* globals, CLI::App* command) {
   auto job_id = std::make_shared<std::string>();
   auto reason = std::make_shared<std::string>();
   command->add_option("JOB", *job_id, "Job id")->required();
@@ -418,7 +418,7 @@ CommandAction DeclareCancelCommand(const AdminGlobals* globals, CLI::App* comman
   return ActionOf([=] { return RunCancel(*globals, *job_id, *reason); });
 }
 
-CommandAction DeclareResultCommand(const AdminGlobals* globals, CLI::App* command) {
+server::CommandAction DeclareResultCommand(const AdminGlobals* globals, CLI::App* command) {
   auto job_id = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   auto force = std::make_shared<bool>(false);
@@ -428,13 +428,13 @@ CommandAction DeclareResultCommand(const AdminGlobals* globals, CLI::App* comman
   return ActionOf([=] { return RunResult(*globals, *job_id, *out, *force); });
 }
 
-CommandAction DeclareViewLogCommand(const AdminGlobals* globals, CLI::App* command) {
+server::CommandAction DeclareViewLogCommand(const AdminGlobals* globals, CLI::App* command) {
   auto job_id = std::make_shared<std::string>();
   command->add_option("JOB", *job_id, "Job id")->required();
   return ActionOf([=] { return RunViewLog(*globals, *job_id); });
 }
 
-CommandAction DeclareHealthCommand(const AdminGlobals* globals, CLI::App* command) {
+server::CommandAction DeclareHealthCommand(const AdminGlobals* globals, CLI::App* command) {
   auto flags = std::make_shared<HealthFlags>();
   command->add_option("--service", flags->service,
                       "Service to check: \"\" (default, the whole server), fedanon.v1.PartyLink "
@@ -448,4 +448,4 @@ CommandAction DeclareHealthCommand(const AdminGlobals* globals, CLI::App* comman
   return ActionOf([=] { return RunHealth(*globals, *flags); });
 }
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

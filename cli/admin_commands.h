@@ -16,7 +16,7 @@ namespace fedanon::admin {
 class AdminClient;
 }  // namespace fedanon::admin
 
-namespace fedanon::server {
+namespace fedanon::cli {
 
 // The options every fedanonctl subcommand reads (given before or after the subcommand).
 struct AdminGlobals {
@@ -30,18 +30,18 @@ absl::StatusOr<std::unique_ptr<admin::AdminClient>> ConnectToLeader(const AdminG
 
 // Each declares its options on `command` and returns its action, which reads `globals` (not
 // owned; must outlive the action) once the command line is parsed.
-CommandAction DeclareProvisionCommand(const AdminGlobals* globals, CLI::App* command);
-CommandAction DeclareRevokeCommand(const AdminGlobals* globals, CLI::App* command);
-CommandAction DeclarePartiesCommand(const AdminGlobals* globals, CLI::App* command);
-CommandAction DeclareSubmitCommand(const AdminGlobals* globals, CLI::App* command);
-CommandAction DeclareStatusCommand(const AdminGlobals* globals, CLI::App* command);
-CommandAction DeclareListCommand(const AdminGlobals* globals, CLI::App* command);
-CommandAction DeclareWatchCommand(const AdminGlobals* globals, CLI::App* command);
-CommandAction DeclareCancelCommand(const AdminGlobals* globals, CLI::App* command);
-CommandAction DeclareResultCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclareProvisionCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclareRevokeCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclarePartiesCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclareSubmitCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclareStatusCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclareListCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclareWatchCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclareCancelCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclareResultCommand(const AdminGlobals* globals, CLI::App* command);
 // Prints the leader's view log of a job: every statistic it decoded, one JSON object per line
 // (the same with or without --json).
-CommandAction DeclareViewLogCommand(const AdminGlobals* globals, CLI::App* command);
-CommandAction DeclareHealthCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclareViewLogCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclareHealthCommand(const AdminGlobals* globals, CLI::App* command);
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

@@ -8,7 +8,7 @@
 #include "cli/risk_command.h"
 #include "common/base/status_macros.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 namespace {
 
 struct AnonymizeFlags {
@@ -65,4 +65,4 @@ server::CommandAction DeclareAnonymizeCommand(CLI::App* command) {
   return [flags] { return server::ExitCode(RunAnonymizeCommand(*flags), "fedanon anonymize"); };
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

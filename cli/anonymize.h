@@ -4,10 +4,10 @@
 
 #include "server/runtime/command_line.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 
 // Declares the options on `command`; the action runs app::Anonymize with progress messages and a
 // summary on stderr (unless --quiet).
 server::CommandAction DeclareAnonymizeCommand(CLI::App* command);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

@@ -16,7 +16,7 @@
 #include "common/evaluation/ra_evaluation.h"
 #include "server/runtime/command_line.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 
 struct UtilityReportOptions {
   std::string spec_path;
@@ -31,7 +31,7 @@ struct UtilityReportOptions {
   bool distortion = false;                      // the thesis's distortion metric (§6.4)
   bool json = false;                            // JSON instead of text
   std::string randomized_path;  // non-empty: the RA evaluation (yang2010 §7) of this release
-  RaEvaluationOptions ra;
+  common::RaEvaluationOptions ra;
   // Re-identification risk of the raw table and of the anonymized one (docs/risk.md): the
   // command line's settings over the spec's risk section.
   fedanon::v1::RiskOptions risk;
@@ -43,4 +43,4 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options);
 // Declares the options on `command`; the action prints UtilityReport.
 server::CommandAction DeclareEvaluateCommand(CLI::App* command);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

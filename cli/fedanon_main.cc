@@ -35,36 +35,36 @@ int Main(int argc, char** argv) {
 
   CommandTree tree(app);
   tree.Add("anonymize", "Anonymize one table with top-down specialization (centralized)",
-           common::DeclareAnonymizeCommand);
+           cli::DeclareAnonymizeCommand);
   tree.Add("gen-data", "Write a synthetic table with Adult's schema, taxonomies and a job spec",
-           common::DeclareGenDataCommand);
+           cli::DeclareGenDataCommand);
   tree.Add("evaluate",
            "Utility of an anonymized table: classification errors BE/CE/UE (and SE per party of a "
            "vertical job) of a C4.5-style tree, and the discernibility ratio DR",
-           common::DeclareEvaluateCommand);
+           cli::DeclareEvaluateCommand);
   tree.Add("sweep",
            "Anonymize over a grid of L, K, C and report CE and DR against K (HTML with SVG charts, "
            "and CSV)",
-           common::DeclareSweepCommand);
+           cli::DeclareSweepCommand);
   tree.Add("hierarchy",
            "Build a generalization hierarchy (ARX CSV): interval, masking, date, ordered, or "
            "every one a spec's hierarchy section defines",
-           common::DeclareHierarchyCommand);
+           cli::DeclareHierarchyCommand);
   tree.Add("risk",
            "Re-identification risk of a table (raw or released): prosecutor, journalist and "
            "marketer risk, sample and population uniques (Pitman, Zayatz, SNB, Dankar), QID "
            "combinations' distinction and separation",
-           common::DeclareRiskCommand);
+           cli::DeclareRiskCommand);
   tree.Add("randomize",
            "Random anonymization (yang2010): replace QID values by draws from their distributions",
-           common::DeclareRandomizeCommand);
+           cli::DeclareRandomizeCommand);
   tree.Add("party",
            "A party's own records: `party audit JOB_ID` prints what this party sent in a job; "
            "`party status` whether the party daemon runs and is linked to the leader; `party "
            "risk` the re-identification risk of its own table",
-           server::DeclarePartyCommand);
+           cli::DeclarePartyCommand);
   // Not listed among the subcommands (the footer names it).
-  tree.Add("federation", "", server::DeclareFederationCommand);
+  tree.Add("federation", "", cli::DeclareFederationCommand);
 
   if (std::optional<int> code = server::ParseCommandLine(app, argc, argv)) return *code;
   if (show_version) {

@@ -44,7 +44,7 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(common::VersionLine(kProgram)));
   app.require_subcommand(1);
   app.fallthrough();
-  server::AdminGlobals g;
+  cli::AdminGlobals g;
   app.add_option("--config", g.config,
                  "Admin config (admin.yaml); default $FEDANON_ADMIN_CONFIG or ./admin.yaml");
   app.add_flag("--json", g.json, "Machine-readable JSON output");
@@ -52,28 +52,28 @@ int Main(int argc, char** argv) {
   server::CommandTree tree(app);
   using std::bind_front;
   tree.Add("provision", "Create the federation's CA and every participant's startup kit",
-           bind_front(server::DeclareProvisionCommand, &g));
+           bind_front(cli::DeclareProvisionCommand, &g));
   tree.Add("revoke", "Revoke certificates: rewrite the CA's revocation list (crl.pem)",
-           bind_front(server::DeclareRevokeCommand, &g));
+           bind_front(cli::DeclareRevokeCommand, &g));
   tree.Add("parties", "List the parties connected to the leader",
-           bind_front(server::DeclarePartiesCommand, &g));
-  tree.Add("submit", "Submit a job; prints its id", bind_front(server::DeclareSubmitCommand, &g));
-  tree.Add("status", "Show a job", bind_front(server::DeclareStatusCommand, &g));
-  tree.Add("list", "List the jobs", bind_front(server::DeclareListCommand, &g));
+           bind_front(cli::DeclarePartiesCommand, &g));
+  tree.Add("submit", "Submit a job; prints its id", bind_front(cli::DeclareSubmitCommand, &g));
+  tree.Add("status", "Show a job", bind_front(cli::DeclareStatusCommand, &g));
+  tree.Add("list", "List the jobs", bind_front(cli::DeclareListCommand, &g));
   tree.Add("watch", "Follow a job until it ends (exit 0 if done, 1 if failed or cancelled)",
-           bind_front(server::DeclareWatchCommand, &g));
-  tree.Add("cancel", "Cancel a job", bind_front(server::DeclareCancelCommand, &g));
+           bind_front(cli::DeclareWatchCommand, &g));
+  tree.Add("cancel", "Cancel a job", bind_front(cli::DeclareCancelCommand, &g));
   tree.Add("result", "Download the integrated table of a done job",
-           bind_front(server::DeclareResultCommand, &g));
+           bind_front(cli::DeclareResultCommand, &g));
   tree.Add("view-log", "Print what the leader decoded during a job (JSON lines)",
-           bind_front(server::DeclareViewLogCommand, &g));
+           bind_front(cli::DeclareViewLogCommand, &g));
   tree.Add("report",
            "Write a done job's page (HTML): its report, what the leader decoded, and with "
            "--spec/--result/--party-risk the cut on its taxonomies, the release's risk and loss, "
            "each party's own risk",
-           bind_front(server::DeclareReportCommand, &g));
+           bind_front(cli::DeclareReportCommand, &g));
   tree.Add("health", "Check the leader's gRPC health service (exit 0 if SERVING, 1 otherwise)",
-           bind_front(server::DeclareHealthCommand, &g));
+           bind_front(cli::DeclareHealthCommand, &g));
 
   if (std::optional<int> code = server::ParseCommandLine(app, argc, argv)) return *code;
   return tree.RunSelected([&app] {

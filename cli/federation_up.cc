@@ -52,7 +52,7 @@
 #include "server/runtime/command_line.h"
 #include "server/runtime/signals.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -89,7 +89,7 @@ class SignalWatcher {
       auto* w = new SignalWatcher();
       std::thread([w] {
         while (true) {
-          const int sig = WaitForTerminationSignal();
+          const int sig = server::WaitForTerminationSignal();
           int expected = 0;
           signal_.compare_exchange_strong(expected, sig);
           // Run under the lock, so that SetHook(nullptr) returns only once no hook is running.
@@ -290,7 +290,7 @@ class FederationUp {
 
  private:
   // "federation up: <why>" on stderr; returns exit code 1.
-  int Fail(const absl::Status& status) { return ExitCode(status, kCommand); }
+  int Fail(const absl::Status& status) { return server::ExitCode(status, kCommand); }
   int Fail(const std::string& message) { return Fail(absl::UnknownError(message)); }
   int Interrupted() {
     const int sig = signals_.signal();
@@ -527,14 +527,14 @@ class FederationUp {
     }
   }
 
-  TlsMaterial TlsMaterialOrEmpty() {
+  server::TlsMaterial TlsMaterialOrEmpty() {
     if (!admin_tls_loaded_) {
-      TlsPaths paths;
+      server::TlsPaths paths;
       const fs::path admin = dir_ / "admin";
       paths.ca = (admin / "ca.crt").string();
       paths.cert = (admin / "tls.crt").string();
       paths.key = (admin / "tls.key").string();
-      absl::StatusOr<TlsMaterial> tls = LoadTlsMaterial(paths);
+      absl::StatusOr<server::TlsMaterial> tls = server::LoadTlsMaterial(paths);
       if (tls.ok()) admin_tls_ = *std::move(tls);
       admin_tls_loaded_ = true;
     }
@@ -779,7 +779,7 @@ class FederationUp {
   std::vector<Child> children_;  // [0] is the leader
   std::unique_ptr<admin::AdminClient> client_;
   bool admin_tls_loaded_ = false;
-  TlsMaterial admin_tls_;
+  server::TlsMaterial admin_tls_;
 };
 
 constexpr char kUsage[] =
@@ -834,7 +834,7 @@ void DeclareUpOptions(CLI::App* up, Options* o) {
 
 }  // namespace
 
-CommandAction DeclareFederationCommand(CLI::App* federation) {
+server::CommandAction DeclareFederationCommand(CLI::App* federation) {
   // A subcommand starts with its parent's settings, so `up` comes first and gets its own.
   CLI::App* up = federation->add_subcommand(
       "up",
@@ -851,12 +851,12 @@ CommandAction DeclareFederationCommand(CLI::App* federation) {
   return [up, options] {
     if (!up->parsed()) {
       std::cerr << kUsage;
-      return kExitUsage;
+      return server::kExitUsage;
     }
     // Before any thread exists, so that every thread (gRPC's too) inherits the mask.
-    BlockTerminationSignals();
+    server::BlockTerminationSignals();
     return FederationUp(*options).Run();
   };
 }
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

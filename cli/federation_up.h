@@ -4,7 +4,7 @@
 //                         [--result OUT.csv] [--report REPORT.json]
 //                         [--leader-view VIEW.jsonl] [--html PAGE.html] [--keep] [--dir DIR]
 //
-// 1. Provisions a federation (server::ProvisionLocal) in a temporary directory (or --dir): a
+// 1. Provisions a federation (cli::ProvisionLocal) in a temporary directory (or --dir): a
 //    leader on 127.0.0.1:P (P free unless --port), one party per table (named after the files
 //    when those names are unique and valid, else hospital-1..N) and the admin "admin".
 // 2. Copies each table to its party's data/table.csv and, with --spec, every taxonomy the spec
@@ -30,11 +30,11 @@
 
 #include "server/runtime/command_line.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 
 // Declares fedanon's subcommand `federation` (created by the caller, hidden from fedanon's help)
 // and its own subcommand `up`; the action runs `up` as above, or prints the usage (exit 2)
 // when the command line does not say `up`.
-CommandAction DeclareFederationCommand(CLI::App* federation);
+server::CommandAction DeclareFederationCommand(CLI::App* federation);
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

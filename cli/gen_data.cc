@@ -8,18 +8,19 @@
 #include "common/base/status_macros.h"
 #include "common/datagen/datagen.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 namespace {
 
 struct GenDataFlags {
-  DatagenOptions options;
+  common::DatagenOptions options;
   std::string partition = "horizontal";
 };
 
 absl::Status RunGenDataCommand(GenDataFlags flags) {
-  flags.options.partition = flags.partition == "vertical" ? DatagenOptions::Partition::kVertical
-                                                          : DatagenOptions::Partition::kHorizontal;
-  ASSIGN_OR_RETURN(const std::string summary, GenerateDataset(flags.options));
+  flags.options.partition = flags.partition == "vertical"
+                                ? common::DatagenOptions::Partition::kVertical
+                                : common::DatagenOptions::Partition::kHorizontal;
+  ASSIGN_OR_RETURN(const std::string summary, common::GenerateDataset(flags.options));
   std::cerr << summary << "\n";
   return absl::OkStatus();
 }
@@ -28,7 +29,7 @@ absl::Status RunGenDataCommand(GenDataFlags flags) {
 
 server::CommandAction DeclareGenDataCommand(CLI::App* command) {
   auto flags = std::make_shared<GenDataFlags>();
-  DatagenOptions& o = flags->options;
+  common::DatagenOptions& o = flags->options;
   command->add_option("--rows", o.rows, "Number of records")->check(CLI::PositiveNumber);
   command->add_option("--seed", o.seed, "Random seed (same seed, same files)");
   command->add_option("--out", o.out_dir, "Output directory (created if missing)")->required();
@@ -46,4 +47,4 @@ server::CommandAction DeclareGenDataCommand(CLI::App* command) {
   return [flags] { return server::ExitCode(RunGenDataCommand(*flags), "fedanon gen-data"); };
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

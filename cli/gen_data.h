@@ -4,9 +4,9 @@
 
 #include "server/runtime/command_line.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 
 // Declares the options on `command`; the action writes the files and a summary line on stderr.
 server::CommandAction DeclareGenDataCommand(CLI::App* command);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

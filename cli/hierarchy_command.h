@@ -20,9 +20,9 @@
 
 #include "server/runtime/command_line.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 
 // Declares `hierarchy` and its subcommands on `command`; the action runs the one selected.
 server::CommandAction DeclareHierarchyCommand(CLI::App* command);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

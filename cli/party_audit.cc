@@ -16,7 +16,7 @@
 #include "party/audit_log.h"
 #include "server/runtime/config.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 namespace {
 
 struct AuditFlags {
@@ -38,14 +38,15 @@ std::string Scalar(const nlohmann::ordered_json& v) {
 
 absl::StatusOr<std::string> StateDir(const AuditFlags& flags) {
   if (!flags.state_dir.empty()) return flags.state_dir;
-  ASSIGN_OR_RETURN(const PartyConfig config, LoadPartyConfig(flags.config));
+  ASSIGN_OR_RETURN(const server::PartyConfig config, server::LoadPartyConfig(flags.config));
   // As fedanon-party: the audit files sit beside the run ledger in output_dir.
-  return config.output_dir.empty() ? ResolvePath(config.data_dir, "output") : config.output_dir;
+  return config.output_dir.empty() ? server::ResolvePath(config.data_dir, "output")
+                                   : config.output_dir;
 }
 
 absl::Status RunAudit(const AuditFlags& flags) {
   if (flags.config.empty() == flags.state_dir.empty()) {
-    return UsageError("give exactly one of --config and --state-dir");
+    return server::UsageError("give exactly one of --config and --state-dir");
   }
   ASSIGN_OR_RETURN(const std::string dir, StateDir(flags));
   absl::StatusOr<std::string> text = party::ReadAuditFile(dir, flags.job_id);
@@ -101,7 +102,7 @@ absl::StatusOr<std::string> FormatAuditText(const std::string& jsonl) {
   return out;
 }
 
-CommandAction DeclarePartyCommand(CLI::App* party) {
+server::CommandAction DeclarePartyCommand(CLI::App* party) {
   CLI::App* audit = party->add_subcommand(
       "audit",
       "Print this party's record of what it sent in a job (its own counts, in which form, to "
@@ -113,15 +114,15 @@ CommandAction DeclarePartyCommand(CLI::App* party) {
   audit->add_option("--state-dir", flags->state_dir,
                     "The party's state directory (output_dir) instead of --config");
   audit->add_flag("--json", flags->json, "Print the raw JSON lines");
-  const CommandAction status = DeclarePartyStatusCommand(party);
-  CommandAction risk_action;
+  const server::CommandAction status = DeclarePartyStatusCommand(party);
+  server::CommandAction risk_action;
   CLI::App* risk = DeclarePartyRiskCommand(party, &risk_action);
   party->require_subcommand(1);
   return [flags, audit, status, risk, risk_action] {
     if (risk->parsed()) return risk_action();
     if (!audit->parsed()) return status();
-    return ExitCode(RunAudit(*flags), "fedanon party audit");
+    return server::ExitCode(RunAudit(*flags), "fedanon party audit");
   };
 }
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

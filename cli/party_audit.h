@@ -9,13 +9,13 @@
 #include "absl/status/statusor.h"
 #include "server/runtime/command_line.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 
 // The readable form of an audit file's text: one line per entry. InvalidArgument naming the line
 // when a line is not an audit entry.
 absl::StatusOr<std::string> FormatAuditText(const std::string& jsonl);
 
 // Declares the subcommands `audit` and `status` (cli/party_status.h) on `party`.
-CommandAction DeclarePartyCommand(CLI::App* party);
+server::CommandAction DeclarePartyCommand(CLI::App* party);
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

@@ -14,7 +14,7 @@
 #include "common/spec/proto_json.h"
 #include "server/runtime/config.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 namespace {
 
 struct PartyRiskFlags {
@@ -26,10 +26,10 @@ struct PartyRiskFlags {
 };
 
 absl::Status RunPartyRisk(const PartyRiskFlags& flags) {
-  ASSIGN_OR_RETURN(const PartyConfig config, LoadPartyConfig(flags.config));
+  ASSIGN_OR_RETURN(const server::PartyConfig config, server::LoadPartyConfig(flags.config));
   const std::string table = flags.table.empty() ? config.data : flags.table;
   if (table.empty()) {
-    return UsageError("the party config names no default table (data:): give --table");
+    return server::UsageError("the party config names no default table (data:): give --table");
   }
   if (config.postgres_tables.contains(table)) {
     return absl::FailedPreconditionError(
@@ -69,7 +69,7 @@ absl::Status RunPartyRisk(const PartyRiskFlags& flags) {
 
 }  // namespace
 
-CLI::App* DeclarePartyRiskCommand(CLI::App* party, CommandAction* action) {
+CLI::App* DeclarePartyRiskCommand(CLI::App* party, server::CommandAction* action) {
   CLI::App* risk = party->add_subcommand(
       "risk",
       "Re-identification risk of this party's own table (its config's data_dir), computed here; "
@@ -80,10 +80,10 @@ CLI::App* DeclarePartyRiskCommand(CLI::App* party, CommandAction* action) {
       ->required();
   risk->add_option("--table", flags->table,
                    "The table, relative to the party's data_dir (default: its `data` table)");
-  common::AddRiskOptions(risk, &flags->overrides);
+  cli::AddRiskOptions(risk, &flags->overrides);
   risk->add_flag("--json", flags->json, "Print the summary as JSON");
-  *action = [flags] { return ExitCode(RunPartyRisk(*flags), "fedanon party risk"); };
+  *action = [flags] { return server::ExitCode(RunPartyRisk(*flags), "fedanon party risk"); };
   return risk;
 }
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

@@ -9,9 +9,9 @@
 
 #include "server/runtime/command_line.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 
 // Adds the subcommand `risk` to `party`; the returned action runs it when it was selected.
-CLI::App* DeclarePartyRiskCommand(CLI::App* party, CommandAction* action);
+CLI::App* DeclarePartyRiskCommand(CLI::App* party, server::CommandAction* action);
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

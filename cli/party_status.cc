@@ -15,7 +15,7 @@
 #include "common/base/status_macros.h"
 #include "server/runtime/config.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 namespace {
 
 struct StatusFlags {
@@ -27,9 +27,10 @@ struct StatusFlags {
 
 absl::StatusOr<std::string> StateDir(const StatusFlags& flags) {
   if (!flags.state_dir.empty()) return flags.state_dir;
-  ASSIGN_OR_RETURN(const PartyConfig config, LoadPartyConfig(flags.config));
+  ASSIGN_OR_RETURN(const server::PartyConfig config, server::LoadPartyConfig(flags.config));
   // As fedanon-party: the status file sits in output_dir, beside the run ledger.
-  return config.output_dir.empty() ? ResolvePath(config.data_dir, "output") : config.output_dir;
+  return config.output_dir.empty() ? server::ResolvePath(config.data_dir, "output")
+                                   : config.output_dir;
 }
 
 // Whether `pid` runs and, where /proc tells, is a fedanon-party (not a reused pid).
@@ -47,22 +48,22 @@ std::string Ago(int64_t seconds) { return absl::StrCat(seconds < 0 ? 0 : seconds
 
 int Run(const StatusFlags& flags) {
   if (flags.config.empty() == flags.state_dir.empty()) {
-    return ExitCode(UsageError("give exactly one of --config and --state-dir"),
-                    "fedanon party status");
+    return server::ExitCode(server::UsageError("give exactly one of --config and --state-dir"),
+                            "fedanon party status");
   }
   if (flags.max_age_seconds <= 0) {
-    return ExitCode(UsageError("--max-age must be a positive number of seconds"),
-                    "fedanon party status");
+    return server::ExitCode(server::UsageError("--max-age must be a positive number of seconds"),
+                            "fedanon party status");
   }
   absl::StatusOr<std::string> dir = StateDir(flags);
-  if (!dir.ok()) return ExitCode(dir.status(), "fedanon party status");
+  if (!dir.ok()) return server::ExitCode(dir.status(), "fedanon party status");
   absl::StatusOr<party_daemon::PartyStatus> status = party_daemon::ReadPartyStatus(*dir);
   if (absl::IsNotFound(status.status())) {
     std::cout << "not running: no status file in " << *dir
               << " (the party daemon has not started, or uses another --output-dir)\n";
-    return kExitFailure;
+    return server::kExitFailure;
   }
-  if (!status.ok()) return ExitCode(status.status(), "fedanon party status");
+  if (!status.ok()) return server::ExitCode(status.status(), "fedanon party status");
   const PartyStatusVerdict verdict =
       JudgePartyStatus(*status, absl::ToUnixSeconds(absl::Now()), flags.max_age_seconds,
                        ProcessAlive(status->pid), flags.allow_unlinked);
@@ -77,28 +78,30 @@ PartyStatusVerdict JudgePartyStatus(const party_daemon::PartyStatus& status, int
                                     bool allow_unlinked) {
   const std::string who = absl::StrCat("party '", status.name, "' (pid ", status.pid, ")");
   if (status.link == party_daemon::PartyLinkState::kStopped) {
-    return {kExitFailure,
+    return {server::kExitFailure,
             absl::StrCat("not running: ", who, " stopped ", Ago(now_unix - status.since_unix))};
   }
   if (!process_alive) {
-    return {kExitFailure, absl::StrCat("not running: ", who, " is gone (its status was written ",
-                                       Ago(now_unix - status.updated_unix), ")")};
+    return {server::kExitFailure,
+            absl::StrCat("not running: ", who, " is gone (its status was written ",
+                         Ago(now_unix - status.updated_unix), ")")};
   }
   if (now_unix - status.updated_unix > max_age_seconds) {
-    return {kExitFailure,
+    return {server::kExitFailure,
             absl::StrCat("not responding: ", who, " last wrote its status ",
                          Ago(now_unix - status.updated_unix), " (more than ", max_age_seconds,
                          " s: the daemon is stuck or its state directory is not writable)")};
   }
   const std::string since = Ago(now_unix - status.since_unix);
   if (status.link == party_daemon::PartyLinkState::kUp) {
-    return {kExitOk, absl::StrCat("linked: ", who, " ", status.detail, " (since ", since, ")")};
+    return {server::kExitOk,
+            absl::StrCat("linked: ", who, " ", status.detail, " (since ", since, ")")};
   }
-  return {allow_unlinked ? kExitOk : kExitPartyUnlinked,
+  return {allow_unlinked ? server::kExitOk : kExitPartyUnlinked,
           absl::StrCat("running, not linked: ", who, " ", status.detail, " (since ", since, ")")};
 }
 
-CommandAction DeclarePartyStatusCommand(CLI::App* party) {
+server::CommandAction DeclarePartyStatusCommand(CLI::App* party) {
   CLI::App* status = party->add_subcommand(
       "status",
       "Whether this host's party daemon runs and is linked to the leader (from party.status in "
@@ -116,4 +119,4 @@ CommandAction DeclarePartyStatusCommand(CLI::App* party) {
   return [flags] { return Run(*flags); };
 }
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

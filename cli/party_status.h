@@ -20,14 +20,14 @@ namespace CLI {
 class App;
 }  // namespace CLI
 
-namespace fedanon::server {
+namespace fedanon::cli {
 
 inline constexpr int kExitPartyUnlinked = 3;
 
 // The verdict on a status read at `now_unix`: the exit code above and the line to print.
 // `process_alive` says whether status.pid is a running fedanon-party.
 struct PartyStatusVerdict {
-  int exit_code = kExitFailure;
+  int exit_code = server::kExitFailure;
   std::string line;
 };
 PartyStatusVerdict JudgePartyStatus(const party_daemon::PartyStatus& status, int64_t now_unix,
@@ -35,6 +35,6 @@ PartyStatusVerdict JudgePartyStatus(const party_daemon::PartyStatus& status, int
                                     bool allow_unlinked);
 
 // Declares `status` on `party` (the `fedanon party` command); returns its action.
-CommandAction DeclarePartyStatusCommand(CLI::App* party);
+server::CommandAction DeclarePartyStatusCommand(CLI::App* party);
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

@@ -27,7 +27,7 @@
 #include "crypto/certificates.h"
 #include "crypto/hash.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 namespace {
 
 namespace fs = std::filesystem;
@@ -613,4 +613,4 @@ absl::StatusOr<std::string> RevokeCertificates(const std::string& ca_dir,
                       " days: copy it to the leader (leader.yaml crl:) and renew it before then\n");
 }
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

@@ -21,7 +21,7 @@
 #include "common/table/csv.h"
 #include "common/table/dataset.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -34,14 +34,14 @@ absl::Status InputChanged() { return absl::InternalError("the input changed whil
 
 // Re-reads the input (which LoadDataset has validated) and dictionary-encodes the raw values of
 // the QID columns of the kept records: RA works on the values as they are, not on hierarchies.
-absl::StatusOr<std::vector<CategoricalColumn>> ReadQidValues(const Dataset& data) {
-  std::vector<CategoricalColumn> columns(data.qids.size());
+absl::StatusOr<std::vector<common::CategoricalColumn>> ReadQidValues(const common::Dataset& data) {
+  std::vector<common::CategoricalColumn> columns(data.qids.size());
   std::vector<absl::flat_hash_map<std::string, uint32_t>> dictionaries(data.qids.size());
   for (size_t q = 0; q < data.qids.size(); ++q) {
     columns[q].name = data.qids[q].name;
     columns[q].codes.reserve(data.num_records);
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, ReopenSource(data));
+  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::ReopenSource(data));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return InputChanged();
@@ -53,7 +53,7 @@ absl::StatusOr<std::vector<CategoricalColumn>> ReadQidValues(const Dataset& data
     if (!data.kept[line++]) continue;
     for (size_t q = 0; q < data.qids.size(); ++q) {
       const std::string_view value = fields[data.qids[q].csv_column];
-      auto it = dictionaries[q].find(Av(value));
+      auto it = dictionaries[q].find(common::Av(value));
       if (it == dictionaries[q].end()) {
         it = dictionaries[q]
                  .emplace(std::string(value), static_cast<uint32_t>(columns[q].values.size()))
@@ -69,9 +69,10 @@ absl::StatusOr<std::vector<CategoricalColumn>> ReadQidValues(const Dataset& data
 
 // Writes the released rows into `writer` (not committed): the input re-read once more, the QID
 // values of each kept record taken from `released`, every other released value copied verbatim.
-absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& data,
-                               const std::vector<CategoricalColumn>& released, CsvWriter& writer) {
-  const std::vector<int> columns = ReleasedColumns(spec, data, /*spec_order=*/false);
+absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const common::Dataset& data,
+                               const std::vector<common::CategoricalColumn>& released,
+                               common::CsvWriter& writer) {
+  const std::vector<int> columns = common::ReleasedColumns(spec, data, /*spec_order=*/false);
   std::vector<int> qid_of_column(data.header.size(), -1);
   for (size_t q = 0; q < data.qids.size(); ++q) {
     qid_of_column[data.qids[q].csv_column] = static_cast<int>(q);
@@ -79,7 +80,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& 
   std::vector<std::string_view> row;
   for (int c : columns) row.push_back(data.header[c]);
   writer.WriteRow(row);
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, ReopenSource(data));
+  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::ReopenSource(data));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return InputChanged();
@@ -103,8 +104,8 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& 
   return absl::OkStatus();
 }
 
-const char* SelectionName(AttributeSelection selection) {
-  return selection == AttributeSelection::kEntropyWeighted ? "entropy" : "uniform";
+const char* SelectionName(common::AttributeSelection selection) {
+  return selection == common::AttributeSelection::kEntropyWeighted ? "entropy" : "uniform";
 }
 
 }  // namespace
@@ -113,45 +114,46 @@ absl::StatusOr<RandomizeSummary> RandomizeTable(const RandomizeOptions& options)
   const auto start = Clock::now();
   RandomizeSummary summary;
   // Outputs never replace what the run reads, nor each other: checked before anything is read.
-  const std::vector<NamedPath> outputs = {{"--output", options.output_path},
-                                          {"--report", options.report_path}};
-  RETURN_IF_ERROR(CheckDistinctOutputs(
+  const std::vector<common::NamedPath> outputs = {{"--output", options.output_path},
+                                                  {"--report", options.report_path}};
+  RETURN_IF_ERROR(common::CheckDistinctOutputs(
       outputs, {{"--input", options.input_path}, {"--spec", options.spec_path}}));
-  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, LoadJobSpec(options.spec_path));
-  RETURN_IF_ERROR(ValidateJobSpec(spec));
-  std::vector<NamedPath> taxonomies;
+  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, common::LoadJobSpec(options.spec_path));
+  RETURN_IF_ERROR(common::ValidateJobSpec(spec));
+  std::vector<common::NamedPath> taxonomies;
   for (const auto& a : spec.attributes()) {
     if (!a.taxonomy().empty()) {
       taxonomies.emplace_back(absl::StrCat("the taxonomy of attribute '", a.name(), "'"),
                               a.taxonomy());
     }
   }
-  RETURN_IF_ERROR(CheckDistinctOutputs(outputs, taxonomies));
+  RETURN_IF_ERROR(common::CheckDistinctOutputs(outputs, taxonomies));
   summary.job_name = spec.name();
-  ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec, options.input_path));
+  ASSIGN_OR_RETURN(common::Dataset data, common::LoadDataset(spec, options.input_path));
   summary.records_in = data.records_in;
   summary.records_dropped = data.records_dropped;
   summary.records_out = data.num_records;
-  ASSIGN_OR_RETURN(std::vector<CategoricalColumn> original, ReadQidValues(data));
+  ASSIGN_OR_RETURN(std::vector<common::CategoricalColumn> original, ReadQidValues(data));
   // Created now so that a missing output directory fails before the work.
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvWriter> output, CsvWriter::Create(options.output_path, ','));
+  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvWriter> output,
+                   common::CsvWriter::Create(options.output_path, ','));
   summary.timings_seconds["read"] = SecondsSince(start);
 
   const auto randomize_start = Clock::now();
   const int k = options.attributes_per_record;
-  const AttributeSelection selection = options.selection.value_or(
-      k == 1 ? AttributeSelection::kEntropyWeighted : AttributeSelection::kUniform);
-  ASSIGN_OR_RETURN(summary.plan, PlanRandomization(original, k, selection));
-  for (const CategoricalColumn& c : original) {
+  const common::AttributeSelection selection = options.selection.value_or(
+      k == 1 ? common::AttributeSelection::kEntropyWeighted : common::AttributeSelection::kUniform);
+  ASSIGN_OR_RETURN(summary.plan, common::PlanRandomization(original, k, selection));
+  for (const common::CategoricalColumn& c : original) {
     summary.qid_names.push_back(c.name);
     summary.distinct_values.push_back(c.values.size());
   }
-  summary.probabilistic_anonymity = ProbabilisticAnonymity(summary.plan);
-  std::unique_ptr<RandomSource> random = options.seed.has_value()
-                                             ? RandomSource::Seeded(*options.seed)
-                                             : RandomSource::Unpredictable();
+  summary.probabilistic_anonymity = common::ProbabilisticAnonymity(summary.plan);
+  std::unique_ptr<common::RandomSource> random = options.seed.has_value()
+                                                     ? common::RandomSource::Seeded(*options.seed)
+                                                     : common::RandomSource::Unpredictable();
   summary.reproducible = random->reproducible();
-  ASSIGN_OR_RETURN(std::vector<CategoricalColumn> released,
+  ASSIGN_OR_RETURN(std::vector<common::CategoricalColumn> released,
                    Randomize(original, summary.plan, *random));
   summary.timings_seconds["randomize"] = SecondsSince(randomize_start);
 
@@ -161,16 +163,17 @@ absl::StatusOr<RandomizeSummary> RandomizeTable(const RandomizeOptions& options)
                      Proposition10Bound(original, released, summary.plan));
   }
   for (int length : options.bias_lengths) {
-    ASSIGN_OR_RETURN(RelativeBias bias,
+    ASSIGN_OR_RETURN(common::RelativeBias bias,
                      MeasureRelativeBias(original, released, summary.plan, length));
     summary.relative_bias.push_back(bias);
   }
   if (options.amplification) {
-    ASSIGN_OR_RETURN(summary.amplification, CAmplification(original, released, summary.plan));
+    ASSIGN_OR_RETURN(summary.amplification,
+                     common::CAmplification(original, released, summary.plan));
   }
   for (int length : options.variance_lengths) {
     // The measured variance redraws from seeds of its own (seed + 1, ...), never the release's.
-    ASSIGN_OR_RETURN(RelativeVariance v,
+    ASSIGN_OR_RETURN(common::RelativeVariance v,
                      MeasureRelativeVariance(original, summary.plan, length, options.variance_runs,
                                              options.seed.value_or(0) + 1000003));
     summary.relative_variance.push_back(v);
@@ -183,7 +186,8 @@ absl::StatusOr<RandomizeSummary> RandomizeTable(const RandomizeOptions& options)
   summary.timings_seconds["total"] = SecondsSince(start);
   // The report first, the table last, as `fedanon anonymize` does: a failure leaves neither.
   if (!options.report_path.empty()) {
-    RETURN_IF_ERROR(WriteFileAtomically(options.report_path, RandomizeSummaryToJson(summary)));
+    RETURN_IF_ERROR(
+        common::WriteFileAtomically(options.report_path, RandomizeSummaryToJson(summary)));
   }
   if (absl::Status committed = output->Commit(); !committed.ok()) {
     if (!options.report_path.empty()) ::unlink(options.report_path.c_str());
@@ -195,7 +199,7 @@ absl::StatusOr<RandomizeSummary> RandomizeTable(const RandomizeOptions& options)
 std::string RandomizeSummaryToJson(const RandomizeSummary& summary) {
   nlohmann::ordered_json j;
   j["job_name"] = summary.job_name;
-  j["version"] = std::string(VersionLine("fedanon"));
+  j["version"] = std::string(common::VersionLine("fedanon"));
   j["method"] = "random anonymization (yang2010)";
   j["records_in"] = summary.records_in;
   j["records_dropped"] = summary.records_dropped;
@@ -219,7 +223,7 @@ std::string RandomizeSummaryToJson(const RandomizeSummary& summary) {
                                   {"mean", summary.prior_knowledge_bound->mean}};
   }
   nlohmann::ordered_json bias = nlohmann::ordered_json::array();
-  for (const RelativeBias& b : summary.relative_bias) {
+  for (const common::RelativeBias& b : summary.relative_bias) {
     bias.push_back({{"length", b.length},
                     {"attribute_sets", b.attribute_sets},
                     {"combinations", b.combinations},
@@ -232,7 +236,7 @@ std::string RandomizeSummaryToJson(const RandomizeSummary& summary) {
                             {"mean", summary.amplification->mean}};
   }
   nlohmann::ordered_json variance = nlohmann::ordered_json::array();
-  for (const RelativeVariance& v : summary.relative_variance) {
+  for (const common::RelativeVariance& v : summary.relative_variance) {
     variance.push_back({{"length", v.length},
                         {"combinations", v.combinations},
                         {"runs", v.runs},
@@ -247,13 +251,14 @@ std::string RandomizeSummaryToJson(const RandomizeSummary& summary) {
 
 std::string RandomizeSummaryToText(const RandomizeSummary& summary) {
   const int k = summary.plan.attributes_per_record;
-  std::string text = absl::StrCat(summary.records_out, " records, ", summary.qid_names.size(),
-                                  " QID attributes, ", k, k == 1 ? " attribute" : " attributes",
-                                  " per record (", k == 1 ? "Algorithm 1, " : "Algorithm 2, ",
-                                  summary.plan.selection == AttributeSelection::kEntropyWeighted
-                                      ? "entropy-weighted selection, Proposition 7"
-                                      : "uniform selection",
-                                  ")\n");
+  std::string text =
+      absl::StrCat(summary.records_out, " records, ", summary.qid_names.size(), " QID attributes, ",
+                   k, k == 1 ? " attribute" : " attributes", " per record (",
+                   k == 1 ? "Algorithm 1, " : "Algorithm 2, ",
+                   summary.plan.selection == common::AttributeSelection::kEntropyWeighted
+                       ? "entropy-weighted selection, Proposition 7"
+                       : "uniform selection",
+                   ")\n");
   absl::StrAppendFormat(&text, "probabilistic anonymity Pa(D') = %.3f (%s)\n",
                         summary.probabilistic_anonymity,
                         k == 1 ? "Eq. 1" : "Eq. 1 over the C(m,k) attribute sets");
@@ -263,7 +268,7 @@ std::string RandomizeSummaryToText(const RandomizeSummary& summary) {
                           "%.4f, mean %.4f\n",
                           summary.prior_knowledge_bound->max, summary.prior_knowledge_bound->mean);
   }
-  for (const RelativeBias& b : summary.relative_bias) {
+  for (const common::RelativeBias& b : summary.relative_bias) {
     absl::StrAppendFormat(&text,
                           "relative bias of support, length %d (%u attribute sets, %u "
                           "combinations): measured %.3f%%, predicted %.3f%%\n",
@@ -274,7 +279,7 @@ std::string RandomizeSummaryToText(const RandomizeSummary& summary) {
     absl::StrAppendFormat(&text, "c-amplification (Definition 8): max %.4f, mean %.4f\n",
                           summary.amplification->max, summary.amplification->mean);
   }
-  for (const RelativeVariance& v : summary.relative_variance) {
+  for (const common::RelativeVariance& v : summary.relative_variance) {
     absl::StrAppendFormat(&text,
                           "variance of R(q), length %d (%u combinations): Eq. 11 %.6g, "
                           "independent records %.6g, measured over %d runs %.6g\n",
@@ -301,11 +306,11 @@ absl::Status RunRandomizeCommand(RandomizeFlags flags) {
   RandomizeOptions& o = flags.options;
   if (flags.seed_given) o.seed = flags.seed;
   if (!flags.selection.empty()) {
-    o.selection = flags.selection == "entropy" ? AttributeSelection::kEntropyWeighted
-                                               : AttributeSelection::kUniform;
+    o.selection = flags.selection == "entropy" ? common::AttributeSelection::kEntropyWeighted
+                                               : common::AttributeSelection::kUniform;
   }
   // Combinations the paper does not define are usage errors.
-  if (o.attributes_per_record > 1 && o.selection == AttributeSelection::kEntropyWeighted) {
+  if (o.attributes_per_record > 1 && o.selection == common::AttributeSelection::kEntropyWeighted) {
     return server::UsageError(
         "--selection entropy picks one attribute per record (Proposition 7); Algorithm 2 selects "
         "its attributes uniformly");
@@ -374,4 +379,4 @@ server::CommandAction DeclareRandomizeCommand(CLI::App* command) {
   };
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

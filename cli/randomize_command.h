@@ -18,7 +18,7 @@
 #include "common/randomization/random_anonymization_metrics.h"
 #include "server/runtime/command_line.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 
 struct RandomizeOptions {
   std::string spec_path;
@@ -30,7 +30,7 @@ struct RandomizeOptions {
   // OpenSSL CSPRNG, so that nobody can redo (and so undo) the randomization.
   std::optional<uint64_t> seed;
   // Unset: entropy-weighted (Proposition 7) for k == 1, uniform for k > 1.
-  std::optional<AttributeSelection> selection;
+  std::optional<common::AttributeSelection> selection;
   bool prior_knowledge_bound = false;  // compute Proposition10Bound (k == 1 only)
   std::vector<int> bias_lengths;       // compute MeasureRelativeBias for each
   bool amplification = false;          // compute CAmplification (Definition 8; k == 1 only)
@@ -45,13 +45,13 @@ struct RandomizeSummary {
   uint64_t records_out = 0;
   std::vector<std::string> qid_names;
   std::vector<size_t> distinct_values;  // per QID attribute
-  RandomizationPlan plan;
+  common::RandomizationPlan plan;
   bool reproducible = false;
   double probabilistic_anonymity = 0;
-  std::optional<PriorKnowledgeBound> prior_knowledge_bound;
-  std::vector<RelativeBias> relative_bias;
-  std::optional<Amplification> amplification;
-  std::vector<RelativeVariance> relative_variance;
+  std::optional<common::PriorKnowledgeBound> prior_knowledge_bound;
+  std::vector<common::RelativeBias> relative_bias;
+  std::optional<common::Amplification> amplification;
+  std::vector<common::RelativeVariance> relative_variance;
   std::map<std::string, double> timings_seconds;
 };
 
@@ -71,4 +71,4 @@ std::string RandomizeSummaryToText(const RandomizeSummary& summary);
 // are usage errors (exit code 2).
 server::CommandAction DeclareRandomizeCommand(CLI::App* command);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

@@ -14,7 +14,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "server/admin/admin_client.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 namespace {
 
 struct ReportFlags {
@@ -48,7 +48,8 @@ absl::Status WriteOutput(const std::string& path, const std::string& content, bo
 
 absl::Status RunReport(const AdminGlobals& g, const ReportFlags& f) {
   if (!f.result.empty() && f.spec.empty()) {
-    return UsageError("--result needs --spec (the QIDs and taxonomies the release is read with)");
+    return server::UsageError(
+        "--result needs --spec (the QIDs and taxonomies the release is read with)");
   }
   common::ReportPage page;
   if (!f.spec.empty()) {
@@ -60,7 +61,7 @@ absl::Status RunReport(const AdminGlobals& g, const ReportFlags& f) {
   for (const std::string& p : f.party_risk) {
     const size_t eq = p.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
-      return UsageError(absl::StrCat("--party-risk expects PARTY=FILE, got '", p, "'"));
+      return server::UsageError(absl::StrCat("--party-risk expects PARTY=FILE, got '", p, "'"));
     }
     ASSIGN_OR_RETURN(fedanon::v1::RiskSummary risk, ReadRiskJson(p.substr(eq + 1)));
     party_risks.emplace_back(p.substr(0, eq), std::move(risk));
@@ -109,7 +110,7 @@ absl::Status RunReport(const AdminGlobals& g, const ReportFlags& f) {
 
 }  // namespace
 
-CommandAction DeclareReportCommand(const AdminGlobals* globals, CLI::App* command) {
+server::CommandAction DeclareReportCommand(const AdminGlobals* globals, CLI::App* command) {
   auto f = std::make_shared<ReportFlags>();
   command->add_option("JOB", f->job_id, "Job id (a done job)")->required();
   command->add_option("--html", f->html, "The page to write (one self-contained HTML file)")
@@ -125,7 +126,7 @@ CommandAction DeclareReportCommand(const AdminGlobals* globals, CLI::App* comman
                       "(repeatable)");
   command->add_option("--report", f->report, "Also write the report with these figures (JSON)");
   command->add_flag("--force", f->force, "Overwrite existing files");
-  return [globals, f] { return ExitCode(RunReport(*globals, *f), "fedanonctl report"); };
+  return [globals, f] { return server::ExitCode(RunReport(*globals, *f), "fedanonctl report"); };
 }
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

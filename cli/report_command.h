@@ -11,8 +11,8 @@
 #include "cli/admin_commands.h"
 #include "server/runtime/command_line.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 
-CommandAction DeclareReportCommand(const AdminGlobals* globals, CLI::App* command);
+server::CommandAction DeclareReportCommand(const AdminGlobals* globals, CLI::App* command);
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

@@ -10,7 +10,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/spec/proto_json.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 namespace {
 
 struct RiskFlags {
@@ -21,18 +21,18 @@ struct RiskFlags {
 };
 
 absl::Status RunRiskCommand(const RiskFlags& flags) {
-  ASSIGN_OR_RETURN(const fedanon::v1::JobSpec spec, LoadJobSpec(flags.spec_path));
-  RETURN_IF_ERROR(ValidateJobSpec(spec));
+  ASSIGN_OR_RETURN(const fedanon::v1::JobSpec spec, common::LoadJobSpec(flags.spec_path));
+  RETURN_IF_ERROR(common::ValidateJobSpec(spec));
   const std::string input = flags.input_path == "-" ? "/dev/stdin" : flags.input_path;
   ASSIGN_OR_RETURN(
       const fedanon::v1::RiskSummary summary,
       app::AssessTableRisk(spec, input, app::EffectiveRiskOptions(spec, flags.overrides),
                            flags.input_path));
   if (flags.json) {
-    ASSIGN_OR_RETURN(const std::string json, ProtoToJson(summary));
+    ASSIGN_OR_RETURN(const std::string json, common::ProtoToJson(summary));
     std::cout << json << "\n";
   } else {
-    std::cout << RiskSummaryToText(summary);
+    std::cout << common::RiskSummaryToText(summary);
   }
   return absl::OkStatus();
 }
@@ -82,4 +82,4 @@ server::CommandAction DeclareRiskCommand(CLI::App* command) {
   return [flags] { return server::ExitCode(RunRiskCommand(*flags), "fedanon risk"); };
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

@@ -11,7 +11,7 @@
 #include "fedanon/v1/job.pb.h"
 #include "server/runtime/command_line.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 
 // Declares the options on `command`: --spec, --input, --population-size | --sampling-fraction,
 // --threshold, --max-combination-size, --json; the action prints the summary (text or JSON).
@@ -21,4 +21,4 @@ server::CommandAction DeclareRiskCommand(CLI::App* command);
 // options to `command`, stored in `overrides` (shared by risk, party risk and evaluate).
 void AddRiskOptions(CLI::App* command, fedanon::v1::RiskOptions* overrides);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

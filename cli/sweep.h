@@ -17,7 +17,7 @@
 #include "fedanon/v1/job.pb.h"
 #include "server/runtime/command_line.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 
 // The parameter values of a sweep; a key the grid does not name keeps the spec's value.
 struct SweepGrid {
@@ -40,7 +40,7 @@ struct SweepOptions {
   uint32_t naive_parties = 0;  // 0: no naive baseline; else >= 2
   // Also run every cell with `recoding: local` (method "local"); "centralized" is then global.
   bool local = false;
-  EvaluationOptions evaluation;
+  common::EvaluationOptions evaluation;
   std::function<void(const std::string&)> progress;  // one line per step; may be empty
 };
 
@@ -65,7 +65,7 @@ struct SweepResult {
   uint32_t naive_parties = 0;
   bool local = false;  // "local" points (recoding: local) beside the global ones
   uint64_t seed = 0;
-  RawBaselines baselines;
+  common::RawBaselines baselines;
   std::vector<SweepPoint> points;  // per cell (L, then K, then C): centralized, then naive
 };
 
@@ -77,4 +77,4 @@ absl::StatusOr<SweepResult> RunSweep(const SweepOptions& options);
 // stderr unless --quiet) and writes its report (sweep_report.h).
 server::CommandAction DeclareSweepCommand(CLI::App* command);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

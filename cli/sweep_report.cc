@@ -13,7 +13,7 @@
 #include "common/html_report/html_text.h"
 #include "common/table/csv.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 namespace {
 
 std::string Num(double x) { return absl::StrFormat("%g", x); }
@@ -109,7 +109,7 @@ struct ChartScale {
   double X(double x) const { return kLeft + (x - x_lo) / (x_hi - x_lo) * (kRight - kLeft); }
   double Y(double y) const { return kBottom - (y - y_lo) / (y_hi - y_lo) * (kBottom - kTop); }
   std::string YText(double y) const {
-    return percent ? FormatPercent(y) : absl::StrFormat("%.3f", y);
+    return percent ? common::FormatPercent(y) : absl::StrFormat("%.3f", y);
   }
 };
 
@@ -155,7 +155,7 @@ void AppendAxes(const ChartScale& scale, const std::vector<double>& xs, const XA
                   "\" class=\"axis\" text-anchor=\"middle\">", axis.title(), "</text>\n");
   absl::StrAppend(svg, "<text x=\"16\" y=\"", (kTop + kBottom) / 2,
                   "\" class=\"axis\" text-anchor=\"middle\" transform=\"rotate(-90 16 ",
-                  (kTop + kBottom) / 2, ")\">", HtmlEscape(y_name), "</text>\n");
+                  (kTop + kBottom) / 2, ")\">", common::HtmlEscape(y_name), "</text>\n");
 }
 
 // A chart's legend: one entry per line, stacked right of the plot area.
@@ -167,7 +167,7 @@ class Legend {
     absl::StrAppend(svg_, "<line x1=\"", kRight + 16, "\" x2=\"", kRight + 44, "\" y1=\"", y_,
                     "\" y2=\"", y_, "\" stroke=\"", color, "\" stroke-width=\"2\"", dash, "/>\n");
     absl::StrAppend(svg_, "<text x=\"", kRight + 50, "\" y=\"", y_ + 4, "\" class=\"legend\">",
-                    HtmlEscape(text), "</text>\n");
+                    common::HtmlEscape(text), "</text>\n");
     y_ += 20;
   }
 
@@ -202,8 +202,8 @@ void AppendSeries(const std::string& chart, const Series& s, const XAxis& axis,
                     Num(p->C), "\" data-value=\"", absl::StrFormat("%.6g", v), "\" cx=\"",
                     Coord(scale.X(axis.Of(*p))), "\" cy=\"", Coord(scale.Y(v)),
                     "\" r=\"4\" stroke=\"", s.color, "\" fill=\"", naive ? "#ffffff" : s.color,
-                    "\"><title>", HtmlEscape(s.label), ", ", axis.name(), "=", Num(axis.Of(*p)),
-                    ": ", scale.YText(v), "</title></circle>\n");
+                    "\"><title>", common::HtmlEscape(s.label), ", ", axis.name(), "=",
+                    Num(axis.Of(*p)), ": ", scale.YText(v), "</title></circle>\n");
   }
   legend->Add(s.color, dash, s.label);
 }
@@ -231,9 +231,9 @@ std::string Chart(const std::string& chart, const std::string& title, const std:
   std::string svg = absl::StrCat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" id=\"chart-", chart, "\" width=\"",
       kChartWidth, "\" height=\"", height, "\" viewBox=\"0 0 ", kChartWidth, " ", height,
-      "\" role=\"img\" aria-label=\"", HtmlEscape(title), "\">\n");
-  absl::StrAppend(&svg, "<text x=\"", kLeft, "\" y=\"22\" class=\"title\">", HtmlEscape(title),
-                  "</text>\n");
+      "\" role=\"img\" aria-label=\"", common::HtmlEscape(title), "\">\n");
+  absl::StrAppend(&svg, "<text x=\"", kLeft, "\" y=\"22\" class=\"title\">",
+                  common::HtmlEscape(title), "</text>\n");
   AppendAxes(scale, xs, axis, y_name, &svg);
 
   // Reference lines, then the series; the legend lists both.
@@ -256,12 +256,12 @@ std::string Chart(const std::string& chart, const std::string& title, const std:
 }  // namespace
 
 std::string SweepHtml(const SweepResult& r) {
-  const RawBaselines& b = r.baselines;
+  const common::RawBaselines& b = r.baselines;
   const XAxis axis = ChooseXAxis(r);
   const std::vector<Series> series = GroupSeries(r, axis);
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>";
-  absl::StrAppend(&html, "fedanon sweep: ", HtmlEscape(r.job_name), "</title>\n");
+  absl::StrAppend(&html, "fedanon sweep: ", common::HtmlEscape(r.job_name), "</title>\n");
   absl::StrAppend(&html,
                   "<style>\n"
                   "body { font-family: sans-serif; margin: 2em; color: #222; }\n"
@@ -274,11 +274,12 @@ std::string SweepHtml(const SweepResult& r) {
                   ".chart text { font-size: 12px; fill: #222; }\n"
                   ".chart .title { font-size: 15px; font-weight: bold; }\n"
                   "</style>\n</head>\n<body>\n");
-  absl::StrAppend(&html, "<h1>Utility sweep: ", HtmlEscape(r.job_name), "</h1>\n");
-  absl::StrAppend(&html, "<p>Spec <code>", HtmlEscape(r.spec_path), "</code>, raw table <code>",
-                  HtmlEscape(r.raw_path), "</code>, grid <code>", HtmlEscape(r.grid), "</code>. ",
-                  b.records, " records; C4.5-style tree trained on ", b.train_records,
-                  " and tested on ", b.test_records, " (seed ", r.seed,
+  absl::StrAppend(&html, "<h1>Utility sweep: ", common::HtmlEscape(r.job_name), "</h1>\n");
+  absl::StrAppend(&html, "<p>Spec <code>", common::HtmlEscape(r.spec_path),
+                  "</code>, raw table <code>", common::HtmlEscape(r.raw_path),
+                  "</code>, grid <code>", common::HtmlEscape(r.grid), "</code>. ", b.records,
+                  " records; C4.5-style tree trained on ", b.train_records, " and tested on ",
+                  b.test_records, " (seed ", r.seed,
                   "). Anonymization: centralized top-down specialization (equal to the "
                   "federated result)");
   if (r.naive_parties > 0) {
@@ -297,12 +298,12 @@ std::string SweepHtml(const SweepResult& r) {
                   "<table id=\"baselines\">\n<tr><th class=\"text\">error</th>"
                   "<th>value</th></tr>\n");
   absl::StrAppend(&html, "<tr><td class=\"text\">BE (raw data)</td><td>",
-                  FormatPercent(b.baseline_error), "</td></tr>\n");
+                  common::FormatPercent(b.baseline_error), "</td></tr>\n");
   absl::StrAppend(&html, "<tr><td class=\"text\">UE (QID attributes removed)</td><td>",
-                  FormatPercent(b.upper_bound_error), "</td></tr>\n");
-  for (const SourceError& s : b.source_errors) {
-    absl::StrAppend(&html, "<tr><td class=\"text\">SE (party ", HtmlEscape(s.party),
-                    "'s attributes)</td><td>", FormatPercent(s.error), "</td></tr>\n");
+                  common::FormatPercent(b.upper_bound_error), "</td></tr>\n");
+  for (const common::SourceError& s : b.source_errors) {
+    absl::StrAppend(&html, "<tr><td class=\"text\">SE (party ", common::HtmlEscape(s.party),
+                    "'s attributes)</td><td>", common::FormatPercent(s.error), "</td></tr>\n");
   }
   absl::StrAppend(&html, "</table>\n");
 
@@ -326,14 +327,15 @@ std::string SweepHtml(const SweepResult& r) {
     absl::StrAppend(&html, "<tr><td class=\"text\">", p.method, "</td><td>", p.L, "</td><td>", p.K,
                     "</td><td>", Num(p.C), "</td>");
     if (p.ok) {
-      absl::StrAppend(&html, "<td>", FormatPercent(p.classification_error), "</td><td>",
+      absl::StrAppend(&html, "<td>", common::FormatPercent(p.classification_error), "</td><td>",
                       absl::StrFormat("%.4f", p.discernibility_ratio), "</td><td>", p.groups,
                       "</td>");
     } else {
       absl::StrAppend(&html, "<td></td><td></td><td></td>");
     }
     absl::StrAppend(&html, "<td>", absl::StrFormat("%.1f", p.seconds), "</td><td class=\"text\">",
-                    p.ok ? "" : HtmlEscape(absl::StrCat("no release: ", p.error)), "</td></tr>\n");
+                    p.ok ? "" : common::HtmlEscape(absl::StrCat("no release: ", p.error)),
+                    "</td></tr>\n");
   }
   absl::StrAppend(&html, "</table>\n</body>\n</html>\n");
   return html;
@@ -352,20 +354,20 @@ std::string SweepCsv(const SweepResult& r) {
     }
     absl::StrAppend(&csv, absl::StrFormat("%.2f", p.seconds), ",",
                     absl::StrFormat("%.6f", r.baselines.baseline_error), ",",
-                    absl::StrFormat("%.6f", r.baselines.upper_bound_error), ",", CsvField(p.error),
-                    "\n");
+                    absl::StrFormat("%.6f", r.baselines.upper_bound_error), ",",
+                    common::CsvField(p.error), "\n");
   }
   return csv;
 }
 
 absl::Status WriteSweepReport(const SweepResult& result, const std::string& html_path,
                               const std::string& csv_path) {
-  if (absl::Status s = WriteFileAtomically(html_path, SweepHtml(result)); !s.ok()) return s;
-  if (absl::Status s = WriteFileAtomically(csv_path, SweepCsv(result)); !s.ok()) {
+  if (absl::Status s = common::WriteFileAtomically(html_path, SweepHtml(result)); !s.ok()) return s;
+  if (absl::Status s = common::WriteFileAtomically(csv_path, SweepCsv(result)); !s.ok()) {
     ::unlink(html_path.c_str());
     return s;
   }
   return absl::OkStatus();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "cli/sweep.h"
 
-namespace fedanon::common {
+namespace fedanon::cli {
 
 // The HTML page. Every point of a chart is one `<circle class="point" ...>` element carrying
 // data-chart ("ce" or "dr"), data-method, data-l, data-k, data-c and data-value attributes;
@@ -23,4 +23,4 @@ std::string SweepCsv(const SweepResult& result);
 absl::Status WriteSweepReport(const SweepResult& result, const std::string& html_path,
                               const std::string& csv_path);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::cli

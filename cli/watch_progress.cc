@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 
 std::string ProgressBar(uint32_t done, uint32_t total, int width) {
   const double fraction =
@@ -40,4 +40,4 @@ std::string WatchProgress::Update(const fedanon::v1::JobInfo& job) {
   return out;
 }
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

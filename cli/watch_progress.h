@@ -14,7 +14,7 @@
 
 #include "fedanon/v1/federation.pb.h"
 
-namespace fedanon::server {
+namespace fedanon::cli {
 
 class WatchProgress {
  public:
@@ -34,4 +34,4 @@ class WatchProgress {
 // "[####----]" with `width` cells, `done` of `total` filled (clamped).
 std::string ProgressBar(uint32_t done, uint32_t total, int width = 20);
 
-}  // namespace fedanon::server
+}  // namespace fedanon::cli

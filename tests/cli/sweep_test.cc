@@ -82,18 +82,18 @@ class SweepTest : public ::testing::Test {
 };
 
 TEST_F(SweepTest, ParsesGrids) {
-  ASSERT_OK_AND_ASSIGN(SweepGrid g, ParseSweepGrid("L=2,4  K=20,40,60", spec_));
+  ASSERT_OK_AND_ASSIGN(cli::SweepGrid g, cli::ParseSweepGrid("L=2,4  K=20,40,60", spec_));
   EXPECT_EQ(g.L, (std::vector<uint32_t>{2, 4}));
   EXPECT_EQ(g.K, (std::vector<uint32_t>{20, 40, 60}));
   EXPECT_EQ(g.C, (std::vector<double>{0.2}));  // the spec's
   EXPECT_EQ(g.cells(), 6u);
-  ASSERT_OK_AND_ASSIGN(g, ParseSweepGrid("C=0.1,0.3", spec_));
+  ASSERT_OK_AND_ASSIGN(g, cli::ParseSweepGrid("C=0.1,0.3", spec_));
   EXPECT_EQ(g.L, (std::vector<uint32_t>{4}));
   EXPECT_EQ(g.K, (std::vector<uint32_t>{20}));
   EXPECT_EQ(g.C, (std::vector<double>{0.1, 0.3}));
 
   auto error = [&](const std::string& grid) {
-    return std::string(ParseSweepGrid(grid, spec_).status().message());
+    return std::string(cli::ParseSweepGrid(grid, spec_).status().message());
   };
   EXPECT_THAT(error("M=1"), HasSubstr("unknown key 'M'"));
   EXPECT_THAT(error("L=2 L=3"), HasSubstr("L is given twice"));
@@ -105,23 +105,23 @@ TEST_F(SweepTest, ParsesGrids) {
   EXPECT_THAT(error("C=1.5"), HasSubstr("privacy.C = 1.5 must be in (0, 1]"));
   fedanon::v1::JobSpec templates = spec_;
   templates.mutable_privacy()->set_model(fedanon::v1::PRIVACY_MODEL_TEMPLATES);
-  EXPECT_THAT(std::string(ParseSweepGrid("L=2", templates).status().message()),
+  EXPECT_THAT(std::string(cli::ParseSweepGrid("L=2", templates).status().message()),
               HasSubstr("privacy.model: lkc"));
 }
 
 TEST_F(SweepTest, OnePointPerCellInAWellFormedReport) {
-  SweepOptions options;
+  cli::SweepOptions options;
   options.spec_path = spec_path_;
   options.raw_path = raw_path_;
   options.grid = "L=1,2 K=10,40,5000";  // K = 5000 exceeds the table: no release
   options.naive_parties = 2;
   std::vector<std::string> progress;
   options.progress = [&](const std::string& line) { progress.push_back(line); };
-  ASSERT_OK_AND_ASSIGN(SweepResult result, RunSweep(options));
+  ASSERT_OK_AND_ASSIGN(cli::SweepResult result, cli::RunSweep(options));
   ASSERT_EQ(result.points.size(), 12u);  // 6 cells x (centralized, naive)
   EXPECT_EQ(progress.size(), 2u + 12u);
   size_t ok = 0;
-  for (const SweepPoint& p : result.points) {
+  for (const cli::SweepPoint& p : result.points) {
     EXPECT_EQ(p.ok, p.K != 5000) << p.method << " L=" << p.L << " K=" << p.K << " " << p.error;
     if (!p.ok) {
       EXPECT_THAT(p.error, HasSubstr("cannot be met"));
@@ -132,14 +132,14 @@ TEST_F(SweepTest, OnePointPerCellInAWellFormedReport) {
   EXPECT_THAT(result.points[5].error, HasSubstr("party 1: "));
   EXPECT_EQ(result.baselines.records, 1500u);
 
-  const std::string html = SweepHtml(result);
+  const std::string html = cli::SweepHtml(result);
   EXPECT_EQ(WellFormedProblem(html), "");
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("http://", 0), html.find("http://www.w3.org/2000/svg"));  // no assets
   EXPECT_EQ(Count(html, "<svg "), 2u);
   EXPECT_EQ(Count(html, "<circle class=\"point\" data-chart=\"ce\""), ok);
   EXPECT_EQ(Count(html, "<circle class=\"point\" data-chart=\"dr\""), ok);
-  for (const SweepPoint& p : result.points) {
+  for (const cli::SweepPoint& p : result.points) {
     if (!p.ok) continue;
     const std::string attrs = absl::StrCat("data-method=\"", p.method, "\" data-l=\"", p.L,
                                            "\" data-k=\"", p.K, "\" data-c=\"0.2\" data-value=\"");
@@ -152,7 +152,7 @@ TEST_F(SweepTest, OnePointPerCellInAWellFormedReport) {
   EXPECT_EQ(Count(html, "class=\"reference\""), 2u);
   EXPECT_EQ(Count(html, "no release: "), 4u);
 
-  const std::string csv = SweepCsv(result);
+  const std::string csv = cli::SweepCsv(result);
   const std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 13u);
   EXPECT_EQ(lines[0], "method,L,K,C,status,CE,DR,groups,seconds,BE,UE,error");
@@ -163,17 +163,17 @@ TEST_F(SweepTest, OnePointPerCellInAWellFormedReport) {
   EXPECT_THAT(lines[5], ::testing::StartsWith("centralized,1,5000,0.2,no release,,,,"));
 
   // Both files, atomically.
-  ASSERT_OK(WriteSweepReport(result, dir_ + "/r.html", dir_ + "/r.csv"));
+  ASSERT_OK(cli::WriteSweepReport(result, dir_ + "/r.html", dir_ + "/r.csv"));
   EXPECT_EQ(testing::ReadAll(dir_ + "/r.html"), html);
   EXPECT_EQ(testing::ReadAll(dir_ + "/r.csv"), csv);
 }
 
 TEST_F(SweepTest, CentralizedPointEqualsAnonymizeThenEvaluate) {
-  SweepOptions options;
+  cli::SweepOptions options;
   options.spec_path = spec_path_;
   options.raw_path = raw_path_;
   options.grid = "L=2 K=10";
-  ASSERT_OK_AND_ASSIGN(SweepResult result, RunSweep(options));
+  ASSERT_OK_AND_ASSIGN(cli::SweepResult result, cli::RunSweep(options));
   ASSERT_EQ(result.points.size(), 1u);
   ASSERT_TRUE(result.points[0].ok);
 
@@ -198,16 +198,16 @@ TEST_F(SweepTest, CentralizedPointEqualsAnonymizeThenEvaluate) {
 // --local: every cell also with recoding: local, drawn dotted beside the global (solid) line; a
 // local point equals anonymizing the cell with recoding: local by hand.
 TEST_F(SweepTest, LocalRecodingBesideGlobal) {
-  SweepOptions options;
+  cli::SweepOptions options;
   options.spec_path = spec_path_;
   options.raw_path = raw_path_;
   options.grid = "L=2 K=10,40";
   options.local = true;
-  ASSERT_OK_AND_ASSIGN(SweepResult result, RunSweep(options));
+  ASSERT_OK_AND_ASSIGN(cli::SweepResult result, cli::RunSweep(options));
   ASSERT_EQ(result.points.size(), 4u);  // 2 cells x (centralized = global, local)
   EXPECT_EQ(result.points[0].method, "centralized");
   EXPECT_EQ(result.points[1].method, "local");
-  for (const SweepPoint& p : result.points) ASSERT_TRUE(p.ok) << p.method << " " << p.error;
+  for (const cli::SweepPoint& p : result.points) ASSERT_TRUE(p.ok) << p.method << " " << p.error;
   // Local recoding releases more, smaller groups on the same requirement.
   EXPECT_GT(result.points[1].groups, result.points[0].groups);
   EXPECT_LT(result.points[1].discernibility_ratio, result.points[0].discernibility_ratio);
@@ -228,24 +228,25 @@ TEST_F(SweepTest, LocalRecodingBesideGlobal) {
   EXPECT_EQ(result.points[1].classification_error, u.classification_error);
   EXPECT_EQ(result.points[1].groups, report.groups());
 
-  const std::string html = SweepHtml(result);
+  const std::string html = cli::SweepHtml(result);
   EXPECT_EQ(WellFormedProblem(html), "");
   EXPECT_EQ(Count(html, "data-chart=\"ce\" data-method=\"local\""), 2u);
   EXPECT_EQ(Count(html, "data-chart=\"ce\" data-method=\"centralized\""), 2u);
   EXPECT_THAT(html, HasSubstr("L=2 local recoding"));
   EXPECT_THAT(html, HasSubstr("L=2 global recoding"));
   EXPECT_THAT(html, HasSubstr("stroke-dasharray=\"2 3\""));
-  const std::vector<std::string> lines = absl::StrSplit(SweepCsv(result), '\n', absl::SkipEmpty());
+  const std::vector<std::string> lines =
+      absl::StrSplit(cli::SweepCsv(result), '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 5u);
   EXPECT_THAT(lines[2], ::testing::StartsWith("local,2,10,0.2,ok,"));
 }
 
 TEST(SweepHtmlTest, AgainstCWhenOnlyCVaries) {
-  SweepResult r;
+  cli::SweepResult r;
   r.baselines.baseline_error = 0.15;
   r.baselines.upper_bound_error = 0.25;
   for (double c : {0.1, 0.2, 0.3}) {
-    SweepPoint p;
+    cli::SweepPoint p;
     p.method = "centralized";
     p.L = 2;
     p.K = 100;
@@ -256,7 +257,7 @@ TEST(SweepHtmlTest, AgainstCWhenOnlyCVaries) {
     p.discernibility_ratio = c;
     r.points.push_back(p);
   }
-  const std::string html = SweepHtml(r);
+  const std::string html = cli::SweepHtml(r);
   EXPECT_EQ(WellFormedProblem(html), "");
   EXPECT_THAT(html, HasSubstr("Classification error CE against C"));
   EXPECT_THAT(html, HasSubstr("C (largest confidence of a sensitive value)"));
@@ -267,9 +268,9 @@ TEST(SweepHtmlTest, AgainstCWhenOnlyCVaries) {
 }
 
 TEST(SweepHtmlTest, ChartGrowsWithItsLegend) {
-  SweepResult r;
+  cli::SweepResult r;
   for (uint32_t l = 1; l <= 30; ++l) {
-    SweepPoint p;
+    cli::SweepPoint p;
     p.method = "centralized";
     p.L = l;
     p.K = 10;
@@ -277,16 +278,16 @@ TEST(SweepHtmlTest, ChartGrowsWithItsLegend) {
     r.points.push_back(p);
   }
   // 2 reference lines + 30 series, 20 px each, below a 46 px top: 696 px.
-  EXPECT_THAT(SweepHtml(r), HasSubstr("height=\"696\""));
+  EXPECT_THAT(cli::SweepHtml(r), HasSubstr("height=\"696\""));
 }
 
 TEST_F(SweepTest, RejectsOneNaiveParty) {
-  SweepOptions options;
+  cli::SweepOptions options;
   options.spec_path = spec_path_;
   options.raw_path = raw_path_;
   options.grid = "K=10";
   options.naive_parties = 1;
-  EXPECT_THAT(std::string(RunSweep(options).status().message()), HasSubstr("at least 2"));
+  EXPECT_THAT(std::string(cli::RunSweep(options).status().message()), HasSubstr("at least 2"));
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ fedanon::v1::JobInfo Running(uint32_t round, double elapsed) {
 }
 
 TEST(WatchProgress, RateFromRoundTimingsAndAnEtaWhenRoundsAreExpected) {
-  WatchProgress progress(/*expected_rounds=*/10);
+  cli::WatchProgress progress(/*expected_rounds=*/10);
   EXPECT_EQ(progress.Update(Running(1, 1.0)), "[##------------------] 1/10");
   EXPECT_EQ(progress.Update(Running(1, 1.2)), "[##------------------] 1/10");  // same round
   EXPECT_EQ(progress.Update(Running(3, 2.0)),
@@ -31,12 +31,12 @@ TEST(WatchProgress, RateFromRoundTimingsAndAnEtaWhenRoundsAreExpected) {
 }
 
 TEST(WatchProgress, WithoutExpectedRoundsOnlyTheRate) {
-  WatchProgress progress;
+  cli::WatchProgress progress;
   EXPECT_EQ(progress.Update(Running(0, 0.1)), "");  // validating
   EXPECT_EQ(progress.Update(Running(1, 1.0)), "");
   EXPECT_EQ(progress.Update(Running(2, 1.25)), "0.25 s/round");
-  EXPECT_EQ(ProgressBar(3, 0, 4), "[----]");
-  EXPECT_EQ(ProgressBar(9, 4, 4), "[####]");
+  EXPECT_EQ(cli::ProgressBar(3, 0, 4), "[----]");
+  EXPECT_EQ(cli::ProgressBar(9, 4, 4), "[####]");
 }
 
 }  // namespace

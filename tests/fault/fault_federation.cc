@@ -182,12 +182,12 @@ absl::Status FaultFederation::Start() {
   fs::create_directories(dir_ + "/capture");
   leader_port_ = FreePort();
   if (options_.admins == std::vector<std::string>{"admin"}) {
-    if (absl::Status st = server::ProvisionLocal(dir_ + "/kit", parties_, leader_port_); !st.ok()) {
+    if (absl::Status st = cli::ProvisionLocal(dir_ + "/kit", parties_, leader_port_); !st.ok()) {
       return st;
     }
   } else {
     // ProvisionLocal's federation with other admins.
-    server::FederationSpec spec;
+    cli::FederationSpec spec;
     spec.federation = "local";
     spec.leader.name = "leader";
     spec.leader.address = absl::StrCat("127.0.0.1:", leader_port_);
@@ -196,7 +196,7 @@ absl::Status FaultFederation::Start() {
     spec.parties = parties_;
     spec.admins = options_.admins;
     spec.validity_days = 30;
-    if (absl::StatusOr<std::string> kit = server::ProvisionFederation(spec, dir_ + "/kit");
+    if (absl::StatusOr<std::string> kit = cli::ProvisionFederation(spec, dir_ + "/kit");
         !kit.ok()) {
       return kit.status();
     }

@@ -153,7 +153,7 @@ TEST(AuditLog, ReadableFormHasOneLinePerEntry) {
                                                    .to = {"hospital-c"},
                                                    .numbers = {{"rows", 300}},
                                                    .texts = {{"rows_sealed_for", "leader"}}});
-  ASSERT_OK_AND_ASSIGN(const std::string readable, server::FormatAuditText(text));
+  ASSERT_OK_AND_ASSIGN(const std::string readable, cli::FormatAuditText(text));
   std::istringstream in(readable);
   std::vector<std::string> lines;
   for (std::string l; std::getline(in, l);) lines.push_back(l);
@@ -168,7 +168,7 @@ TEST(AuditLog, ReadableFormHasOneLinePerEntry) {
   EXPECT_THAT(lines[1], HasSubstr("union-rows"));
   EXPECT_THAT(lines[1], HasSubstr("rows=300"));
   EXPECT_THAT(lines[1], HasSubstr("rows_sealed_for=leader"));
-  EXPECT_THAT(server::FormatAuditText("{\"round\":1}\n"),
+  EXPECT_THAT(cli::FormatAuditText("{\"round\":1}\n"),
               StatusIs(absl::StatusCode::kInvalidArgument, "line 1"));
 }
 

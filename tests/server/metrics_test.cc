@@ -271,24 +271,24 @@ TEST(PartyStatusVerdict, ExitCodesSayLinkedRunningOrNotRunning) {
   s.updated_unix = 1000;
   s.link = party_daemon::PartyLinkState::kUp;
   s.detail = "connected to leader 'leader' at leader:7443";
-  EXPECT_EQ(JudgePartyStatus(s, 1005, 30, true, false).exit_code, 0);
-  EXPECT_THAT(JudgePartyStatus(s, 1005, 30, true, false).line, HasSubstr("linked:"));
+  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, true, false).exit_code, 0);
+  EXPECT_THAT(cli::JudgePartyStatus(s, 1005, 30, true, false).line, HasSubstr("linked:"));
   s.link = party_daemon::PartyLinkState::kDown;
   s.detail = "reconnecting to the leader at leader:7443 in 2s: connection refused";
-  EXPECT_EQ(JudgePartyStatus(s, 1005, 30, true, false).exit_code, kExitPartyUnlinked);
-  EXPECT_THAT(JudgePartyStatus(s, 1005, 30, true, false).line,
+  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, true, false).exit_code, cli::kExitPartyUnlinked);
+  EXPECT_THAT(cli::JudgePartyStatus(s, 1005, 30, true, false).line,
               HasSubstr("running, not linked: party 'hospital-a' (pid 7) reconnecting"));
-  EXPECT_EQ(JudgePartyStatus(s, 1005, 30, true, /*allow_unlinked=*/true).exit_code, 0);
+  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, true, /*allow_unlinked=*/true).exit_code, 0);
   s.link = party_daemon::PartyLinkState::kStarting;
-  EXPECT_EQ(JudgePartyStatus(s, 1005, 30, true, false).exit_code, kExitPartyUnlinked);
+  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, true, false).exit_code, cli::kExitPartyUnlinked);
   // Stale, gone or stopped: not running, whatever the link said.
   s.link = party_daemon::PartyLinkState::kUp;
-  EXPECT_EQ(JudgePartyStatus(s, 1031, 30, true, true).exit_code, 1);
-  EXPECT_THAT(JudgePartyStatus(s, 1031, 30, true, true).line, HasSubstr("not responding"));
-  EXPECT_EQ(JudgePartyStatus(s, 1005, 30, false, true).exit_code, 1);
-  EXPECT_THAT(JudgePartyStatus(s, 1005, 30, false, true).line, HasSubstr("is gone"));
+  EXPECT_EQ(cli::JudgePartyStatus(s, 1031, 30, true, true).exit_code, 1);
+  EXPECT_THAT(cli::JudgePartyStatus(s, 1031, 30, true, true).line, HasSubstr("not responding"));
+  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, false, true).exit_code, 1);
+  EXPECT_THAT(cli::JudgePartyStatus(s, 1005, 30, false, true).line, HasSubstr("is gone"));
   s.link = party_daemon::PartyLinkState::kStopped;
-  EXPECT_EQ(JudgePartyStatus(s, 1005, 30, true, true).exit_code, 1);
+  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, true, true).exit_code, 1);
 }
 
 TEST(JobStoreHealth, UnavailableWhileTheDatabaseFileIsGoneOrReplaced) {

@@ -114,7 +114,7 @@ class ObservabilityDaemonsTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "run");
     port_ = FreePort();
-    const absl::Status st = ProvisionLocal((dir_ / "kit").string(), {"hospital-a"}, port_);
+    const absl::Status st = cli::ProvisionLocal((dir_ / "kit").string(), {"hospital-a"}, port_);
     ASSERT_TRUE(st.ok()) << st;
   }
   void TearDown() override { fs::remove_all(dir_); }
