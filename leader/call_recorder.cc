@@ -16,9 +16,9 @@ absl::Status CallRecorder::RecordReply(uint64_t index, const std::string& reply)
   return store_->RecordCallReply(job_id_, index, reply);
 }
 
-absl::Status CallRecorder::RecordReply(uint64_t index, const std::string& key,
-                                       const std::string& reply) const {
-  return store_->RecordCallReply(job_id_, index, key, reply);
+absl::Status CallRecorder::RecordCompleteCall(uint64_t index, const std::string& key,
+                                              const std::string& reply) const {
+  return store_->RecordCompleteCall(job_id_, index, key, reply);
 }
 
 absl::StatusOr<std::vector<RecordedCall>> CallRecorder::Load() const {
@@ -40,7 +40,7 @@ std::function<absl::Status(uint64_t, const std::string&)> CallRecorder::ReplyRec
 std::function<absl::Status(uint64_t, const std::string&, const std::string&)>
 CallRecorder::CompleteCallRecorder() const {
   return [recorder = *this](uint64_t index, const std::string& key, const std::string& reply) {
-    return recorder.RecordReply(index, key, reply);
+    return recorder.RecordCompleteCall(index, key, reply);
   };
 }
 

@@ -33,7 +33,8 @@ class CallRecorder {
   // Before the reply of a call whose request was not recorded is used (a vertical job: each of its
   // requests follows from the replies before it): the call complete at once, the key of its
   // request with the reply. A second record at `index` is refused (AlreadyExists).
-  absl::Status RecordReply(uint64_t index, const std::string& key, const std::string& reply) const;
+  absl::Status RecordCompleteCall(uint64_t index, const std::string& key,
+                                  const std::string& reply) const;
 
   // The calls recorded so far, in index order (the last may be open): what a restarted leader
   // replays.

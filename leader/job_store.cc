@@ -778,8 +778,8 @@ absl::Status JobStore::RecordCallReply(const std::string& job_id, uint64_t index
   return absl::OkStatus();
 }
 
-absl::Status JobStore::RecordCallReply(const std::string& job_id, uint64_t index,
-                                       const std::string& digest, const std::string& reply) {
+absl::Status JobStore::RecordCompleteCall(const std::string& job_id, uint64_t index,
+                                          const std::string& digest, const std::string& reply) {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(RequireJob(db_, job_id));

@@ -145,8 +145,8 @@ class JobStore {
   // its requests follows from the replies before it): the call is recorded complete at once,
   // `digest` (the request's digest or key) with its reply, no masks. A second record at `index`
   // is refused (AlreadyExists).
-  absl::Status RecordCallReply(const std::string& job_id, uint64_t index, const std::string& digest,
-                               const std::string& reply);
+  absl::Status RecordCompleteCall(const std::string& job_id, uint64_t index,
+                                  const std::string& digest, const std::string& reply);
   // The job's calls in index order (0, 1, ...); the last may be open (not done).
   absl::StatusOr<std::vector<RecordedCall>> Calls(const std::string& job_id) const;
   absl::Status DeleteCalls(const std::string& job_id);

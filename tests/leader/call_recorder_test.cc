@@ -113,9 +113,9 @@ TEST_F(CallRecorderTest, RefusesAConflictingDigestAndASecondReply) {
 // second record at one index is refused.
 TEST_F(CallRecorderTest, RecordsCallsCompleteAtOnce) {
   const CallRecorder recorder(store_.get(), job_);
-  ASSERT_OK(recorder.RecordReply(0, "alice#0\nd0", "reply-0"));
-  ASSERT_OK(recorder.RecordReply(1, "bob#0\nd1", std::string("r\0e", 3)));
-  EXPECT_THAT(recorder.RecordReply(1, "bob#1\nd2", "other"),
+  ASSERT_OK(recorder.RecordCompleteCall(0, "alice#0\nd0", "reply-0"));
+  ASSERT_OK(recorder.RecordCompleteCall(1, "bob#0\nd1", std::string("r\0e", 3)));
+  EXPECT_THAT(recorder.RecordCompleteCall(1, "bob#1\nd2", "other"),
               StatusIs(absl::StatusCode::kAlreadyExists, ""));
   EXPECT_THAT(recorder.RecordRequest(1, "bob#0\nd1"),
               StatusIs(absl::StatusCode::kFailedPrecondition, "another request"));

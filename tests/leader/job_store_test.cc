@@ -843,13 +843,13 @@ TEST_F(JobStoreTest, CallsRecordedCompleteAtOnceAreReadInOrderAndSurviveReopenin
     SubmitJobRequest v = MakeRequest("v");
     v.mutable_spec()->set_partitioning(fedanon::v1::PARTITIONING_VERTICAL);
     ASSERT_OK_AND_ASSIGN(id, store->Create(v, "a"));
-    ASSERT_OK(store->RecordCallReply(id, 0, "hospital-a#0\nd0", "reply0"));
-    ASSERT_OK(store->RecordCallReply(id, 1, "hospital-b#0\nd1", std::string("r\0e", 3)));
-    EXPECT_THAT(store->RecordCallReply(id, 1, "hospital-b#1\nd2", "other"),
+    ASSERT_OK(store->RecordCompleteCall(id, 0, "hospital-a#0\nd0", "reply0"));
+    ASSERT_OK(store->RecordCompleteCall(id, 1, "hospital-b#0\nd1", std::string("r\0e", 3)));
+    EXPECT_THAT(store->RecordCompleteCall(id, 1, "hospital-b#1\nd2", "other"),
                 StatusIs(absl::StatusCode::kAlreadyExists, ""));
-    EXPECT_THAT(store->RecordCallReply(id, 1, "hospital-b#0\nd1", std::string("r\0e", 3)),
+    EXPECT_THAT(store->RecordCompleteCall(id, 1, "hospital-b#0\nd1", std::string("r\0e", 3)),
                 StatusIs(absl::StatusCode::kAlreadyExists, ""));
-    EXPECT_THAT(store->RecordCallReply("job-000000000000", 0, "k", "r"),
+    EXPECT_THAT(store->RecordCompleteCall("job-000000000000", 0, "k", "r"),
                 StatusIs(absl::StatusCode::kNotFound, "unknown job"));
     // A complete call has no open request: no second reply, no request recorded after it.
     EXPECT_THAT(store->RecordCallReply(id, 0, "reply0"),
@@ -1024,7 +1024,7 @@ UPDATE schema_version SET version = 4;
   // The open collect goes on as an open call: the same request again, then its reply.
   ASSERT_OK(store->RecordCallRequest(horizontal, 1, "digest-1", "masks-1"));
   ASSERT_OK(store->RecordCallReply(horizontal, 1, "sum-1"));
-  ASSERT_OK(store->RecordCallReply(vertical, 2, "hospital-a#1\nd2", "reply2"));
+  ASSERT_OK(store->RecordCompleteCall(vertical, 2, "hospital-a#1\nd2", "reply2"));
   // An ended job whose collects were kept (its parties were being told) is still to be told.
   ASSERT_OK_AND_ASSIGN(Recovery recovery, store->RecoverForResume());
   EXPECT_THAT(recovery.unended, ElementsAre(ended));
