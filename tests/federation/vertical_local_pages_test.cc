@@ -1,15 +1,15 @@
-// Vertical local recoding's waves in pages (protocol 1.4; docs/vertical.md "Local recoding"): under
-// a small negotiated message limit, with enough groups that a party's proposals need several
-// pages, a vertical `recoding: local` job (2 parties; 3 parties with a judge, LKC with C < 1 and
-// the sensitive attribute at the last party) releases exactly the centralized `recoding: local`
-// table, and no message in either direction exceeds the limit. A repeated page request gets the
-// same bytes. A 1.3 party is refused by name. A deviating leader (in-process, altering requests in
-// flight) is refused by name: a page altered, a page of another party or of another wave, a page
-// missing before a step, different content for a page already delivered, a step of the wave
-// before any page arrived, a wrong won-count. The judge's verdicts travel in pages too (more than
-// one in the judged job), and their cheats are refused by name: an altered verdict page, a page
-// of a party that is not a judge or of another wave, a step before the verdicts are complete,
-// different content for a delivered verdict page.
+// Vertical local recoding's waves in pages (docs/vertical.md "Local recoding"): under a small
+// negotiated message limit, with enough groups that a party's proposals need several pages, a
+// vertical `recoding: local` job (2 parties; 3 parties with a judge, LKC with C < 1 and the
+// sensitive attribute at the last party) releases exactly the centralized `recoding: local` table,
+// and no message in either direction exceeds the limit. A repeated page request gets the same
+// bytes. A deviating leader (in-process, altering requests in flight) is refused by name: a page
+// altered, a page of another party or of another wave, a page missing before a step, different
+// content for a page already delivered, a step of the wave before any page arrived, a wrong
+// won-count. The judge's verdicts travel in pages too (more than one in the judged job), and their
+// cheats are refused by name: an altered verdict page, a page of a party that is not a judge or of
+// another wave, a step before the verdicts are complete, different content for a delivered verdict
+// page.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -21,7 +21,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/spec/job_spec_loader.h"
-#include "common/wire/protocol_version.h"
 #include "leader/vertical_job.h"
 #include "tests/checker/brute_force_checker.h"
 #include "tests/federation/adult_vertical_util.h"
@@ -186,8 +185,7 @@ bool IsWaveStep(const fedanon::v1::VerticalStep& v) {
 }
 
 PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uint64_t limit,
-                  const Tamper& tamper = {}, const std::string& old_party = "",
-                  const ReplyTamper& reply_tamper = {}) {
+                  const Tamper& tamper = {}, const ReplyTamper& reply_tamper = {}) {
   PagedRun out;
   auto fed = InProcessFederation::Create(
       name, PartyFiles(s, seed),
@@ -200,7 +198,6 @@ PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uin
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;
   InProcessFederation* f = fed->get();
-  if (!old_party.empty()) f->channel.set_protocol(old_party, common::ProtocolVersion{1, 3});
   if (reply_tamper) f->channel.set_reply_tamper(reply_tamper);
   // The channel runs the hooks one at a time; the leader's threads call them.
   absl::Mutex mu;
@@ -397,13 +394,6 @@ TEST(VerticalLocalPages, ARepeatedPageRequestGetsTheSameBytes) {
   EXPECT_EQ(r.info.state(), fedanon::v1::JOB_STATE_DONE) << r.info.failure_reason();
 }
 
-TEST(VerticalLocalPages, APartyOfProtocolOneThreeIsRefusedByName) {
-  const PagedRun r = RunPaged(TwoSmall(), "vpages_old", 3, kCheatLimit, {}, "hospital-b");
-  EXPECT_EQ(r.info.state(), fedanon::v1::JOB_STATE_FAILED);
-  EXPECT_THAT(r.info.failure_reason(), HasSubstr(common::kLocalWavesNeedProtocol));
-  EXPECT_THAT(r.info.failure_reason(), HasSubstr("'hospital-b' speaks 1.3"));
-}
-
 // ---- A deviating party: the leader checks the release report's pages ----
 
 void ExpectReportRefused(const PagedRun& r, const std::string& reason) {
@@ -415,7 +405,7 @@ void ExpectReportRefused(const PagedRun& r, const std::string& reason) {
 
 TEST(VerticalLocalPages, TheLeaderRefusesAReportPageThatBreaksTheDigest) {
   bool fired = false;
-  const PagedRun r = RunPaged(TwoSmall(), "vrep_digest", 3, kCheatLimit, {}, "",
+  const PagedRun r = RunPaged(TwoSmall(), "vrep_digest", 3, kCheatLimit, {},
                               [&](const std::string& party, fedanon::v1::PartyMessage* m) {
                                 if (fired || party != "hospital-b" || !m->has_vertical() ||
                                     !m->vertical().has_report_page()) {
@@ -433,7 +423,7 @@ TEST(VerticalLocalPages, TheLeaderRefusesAReportPageThatBreaksTheDigest) {
 TEST(VerticalLocalPages, TheLeaderRefusesAHugeReportPageCount) {
   bool fired = false;
   const PagedRun r = RunPaged(
-      TwoSmall(), "vrep_huge", 3, kCheatLimit, {}, "",
+      TwoSmall(), "vrep_huge", 3, kCheatLimit, {},
       [&](const std::string& party, fedanon::v1::PartyMessage* m) {
         if (fired || party != "hospital-b" || !m->has_vertical() || !m->vertical().has_released() ||
             m->vertical().released().report_pages() == 0) {
@@ -451,7 +441,7 @@ TEST(VerticalLocalPages, TheLeaderRefusesAHugeReportPageCount) {
 TEST(VerticalLocalPages, TheLeaderRefusesAReportOfOtherStepsThanCommitted) {
   bool fired = false;
   const PagedRun r = RunPaged(
-      TwoSmall(), "vrep_steps", 3, kCheatLimit, {}, "",
+      TwoSmall(), "vrep_steps", 3, kCheatLimit, {},
       [&](const std::string& party, fedanon::v1::PartyMessage* m) {
         if (fired || party != "hospital-b" || !m->has_vertical() || !m->vertical().has_released() ||
             m->vertical().released().report_pages() == 0) {
@@ -467,7 +457,7 @@ TEST(VerticalLocalPages, TheLeaderRefusesAReportOfOtherStepsThanCommitted) {
 
 TEST(VerticalLocalPages, TheLeaderRefusesAReportPageOtherThanTheOneAsked) {
   bool fired = false;
-  const PagedRun r = RunPaged(TwoSmall(), "vrep_wrong", 3, kCheatLimit, {}, "",
+  const PagedRun r = RunPaged(TwoSmall(), "vrep_wrong", 3, kCheatLimit, {},
                               [&](const std::string& party, fedanon::v1::PartyMessage* m) {
                                 if (fired || party != "hospital-b" || !m->has_vertical() ||
                                     !m->vertical().has_report_page()) {
