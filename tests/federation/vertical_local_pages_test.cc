@@ -231,7 +231,7 @@ PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uin
     if (!m.ParseFromString(bytes)) return;
     absl::MutexLock lock(&mu);
     if (m.has_vertical() && m.vertical().has_released()) {
-      // The release's report lists every applied split: it travels in pages (protocol 1.4).
+      // The release's report lists every applied split: it travels in pages.
       out.report_pages = std::max(out.report_pages, m.vertical().released().report_pages());
     }
     if (bytes.size() > out.largest_reply) {
