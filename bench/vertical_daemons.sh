@@ -77,8 +77,8 @@ load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 usage="$(for n in "${!hwm[@]}"; do echo "$n ${hwm[$n]} ${ticks[$n]:-0}"; done | sort)"
 idcpu="$(grep -ho 'process CPU [0-9.]* s since IdEncrypt, peak RSS [0-9]* MB' "$work"/fed/logs/*.log |
   awk '{print $3, $9}' || true)"
-# The leader's ID-matching breakdown (whole lists: per phase; protocol 1.3: batches).
-grep -ho 'ID matching phases.*\|ID matching in [0-9]* batches.*' "$work"/fed/logs/*.log |
+# The leader's ID-matching breakdown (lists in batches).
+grep -ho 'ID matching in [0-9]* batches.*' "$work"/fed/logs/*.log |
   sed 's/^/leader: /' || true
 phases="$(for f in "$work"/fed/logs/*.log; do
   grep -ho 'memory at [a-zA-Z ]*: RSS [0-9]* MB, peak RSS [0-9]* MB' "$f" |

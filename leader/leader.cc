@@ -13,7 +13,6 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
 #include "common/wire/job_authorization.h"
-#include "common/wire/protocol_version.h"
 #include "crypto/certificates.h"
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
@@ -370,39 +369,20 @@ absl::StatusOr<std::string> Leader::Result(const std::string& job_id) const {
   return store_->LoadResult(job_id);
 }
 
-std::deque<Leader::QueuedJob>::iterator Leader::NextStartable() {
-  if (queue_.empty()) return queue_.end();
-  std::set<std::string> single_job_parties_busy;
-  for (const common::ConnectedParty& p : channel_->Parties()) {
-    if (common::HoldsSeveralJobs(p.protocol)) continue;
-    for (const auto& [id, run] : running_) {
-      if (std::find(run.parties.begin(), run.parties.end(), p.name) != run.parties.end()) {
-        single_job_parties_busy.insert(p.name);
-      }
-    }
-  }
-  return std::find_if(queue_.begin(), queue_.end(), [&](const QueuedJob& q) {
-    return std::none_of(q.parties.begin(), q.parties.end(),
-                        [&](const std::string& p) { return single_job_parties_busy.count(p); });
-  });
-}
-
 void Leader::WorkerLoop() {
   while (true) {
     std::string job_id;
     bool resume = false;
     {
       absl::MutexLock lock(&mu_);
-      auto next = queue_.end();
-      // Re-checked on every change and once a second (a 1.0 party may connect or go).
-      while (!stopping_ && (next = NextStartable()) == queue_.end()) {
-        changed_.WaitWithTimeout(&mu_, absl::Seconds(1));
-      }
+      // Every party holds several jobs at once: the oldest queued job starts as soon as a worker
+      // is free. Submit signals changed_ after queueing a job, the destructor after stopping_.
+      while (!stopping_ && queue_.empty()) changed_.Wait(&mu_);
       if (stopping_) return;
-      job_id = next->job_id;
-      resume = next->resume;
-      running_[job_id] = RunningJob{false, "", std::move(next->parties), {}};
-      queue_.erase(next);
+      job_id = queue_.front().job_id;
+      resume = queue_.front().resume;
+      running_[job_id] = RunningJob{};
+      queue_.pop_front();
     }
     Notify();  // the queue positions of the others moved
     JobRun job;

@@ -97,15 +97,14 @@ class Leader {
   struct RunningJob {
     bool cancel = false;
     std::string cancel_reason;
-    std::vector<std::string> parties;
     // The parties the job waits for to connect, with how many waits are for each (calls to a
     // party run in parallel): JobInfo.waiting_for_parties.
     std::map<std::string, int> waiting_for;
   };
   struct QueuedJob {
     std::string job_id;
-    std::vector<std::string> parties;
-    bool resume = false;  // a running job recovered after a restart
+    std::vector<std::string> parties;  // its ring: told when a resumed job is cancelled here
+    bool resume = false;               // a running job recovered after a restart
   };
   void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Records how a job ended (done, cancelled with `cancel_reason`, or failed with `status`).
@@ -141,10 +140,6 @@ class Leader {
   // Signalled whenever a job's state may have changed (queue, store, cancellation, shutdown);
   // waiters re-check what they wait for, most with a timeout.
   mutable absl::CondVar changed_;
-  // The first queued job that may start now: every job may, except that a party speaking
-  // protocol 1.0 (common/wire/protocol_version.h) takes part in one job at a time.
-  std::deque<QueuedJob>::iterator NextStartable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
   std::deque<QueuedJob> queue_ ABSL_GUARDED_BY(mu_);  // waiting jobs, oldest first
   int reserved_ ABSL_GUARDED_BY(mu_) = 0;  // queue places taken by Submits still storing the job
   std::map<std::string, RunningJob> running_ ABSL_GUARDED_BY(mu_);  // by job id

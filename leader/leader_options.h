@@ -39,8 +39,8 @@ struct LeaderOptions {
   // Told about rounds, phases and job outcomes (not owned; null: nobody). Must outlive the leader.
   LeaderObserver* observer = nullptr;
   // The message limit of the transport (server/runtime/transport.h), announced to the parties in
-  // PrepareJob: per-record payloads travel in chunks under it (protocol 1.2,
-  // common/wire/payload_chunks.h). Tests lower it to make payloads span several chunks.
+  // every PrepareJob: per-record payloads travel in chunks under it (common/wire/payload_chunks.h);
+  // 0 announces none and they travel whole. Tests lower it to make payloads span several chunks.
   uint64_t max_message_bytes = uint64_t{64} << 20;
   // Vertical ID matching in batches of at most this many ids (docs/crypto.md "ID matching"),
   // fewer if a batch would not fit half the message limit; 0: kDefaultIdBatchIds. Tests set it

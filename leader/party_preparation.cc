@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
-#include "common/wire/protocol_version.h"
 #include "crypto/hash.h"
 
 namespace fedanon::leader {
@@ -54,16 +53,10 @@ absl::StatusOr<fedanon::v1::PrepareJob> MakePrepare(const JobHost& host, const J
   prepare.set_data_holding_leader(!job.request.leader_party().empty());
   prepare.set_leader_party(job.request.leader_party());
   prepare.set_recipient(job.recipient);
-  // Protocol 1.2: per-record payloads in chunks under the message limit, when every data party
-  // of the job speaks it (with a 1.1 party they travel whole, as 1.1 expects).
-  bool chunked = true;
-  for (const auto& p : host.channel->Parties()) {
-    if (std::find(job.ring.begin(), job.ring.end(), p.name) != job.ring.end() &&
-        !common::ChunksPayloads(p.protocol)) {
-      chunked = false;
-    }
-  }
-  if (chunked) prepare.set_max_message_bytes(host.options->max_message_bytes);
+  // Per-record payloads travel in chunks under the leader's message limit
+  // (common/wire/payload_chunks.h); a limit of 0 (LeaderOptions, never leader.yaml) lets them
+  // travel whole.
+  prepare.set_max_message_bytes(host.options->max_message_bytes);
   // The admin's signature, unchanged: each party checks it against what this Prepare names.
   *prepare.mutable_authorization() = job.request.authorization();
   return prepare;
@@ -71,18 +64,6 @@ absl::StatusOr<fedanon::v1::PrepareJob> MakePrepare(const JobHost& host, const J
 
 absl::Status PrepareParties(const JobHost& host, const JobRun& job,
                             const std::string& expected_digest) {
-  // Protocol 1.4: vertical local recoding's waves travel in pages; a 1.3 party cannot take part.
-  if (job.request.spec().partitioning() == fedanon::v1::PARTITIONING_VERTICAL &&
-      job.request.spec().recoding() == fedanon::v1::RECODING_LOCAL) {
-    for (const auto& p : host.channel->Parties()) {
-      if (std::find(job.ring.begin(), job.ring.end(), p.name) != job.ring.end() &&
-          !common::PagesLocalWaves(p.protocol)) {
-        return absl::FailedPreconditionError(absl::StrCat(common::kLocalWavesNeedProtocol,
-                                                          ": party '", p.name, "' speaks ",
-                                                          common::ProtocolVersionText(p.protocol)));
-      }
-    }
-  }
   ASSIGN_OR_RETURN(const fedanon::v1::PrepareJob prepare, MakePrepare(host, job));
   RETURN_IF_ERROR(host.check_cancelled(job.job_id));
   // Each party loads its table on Prepare; they do so at the same time (one request each, as

@@ -1,10 +1,10 @@
-// The leader's side of chunked per-record payloads (protocol 1.2, common/wire/payload_chunks.h):
-// it fetches every chunk of a payload a party produced (ChunkGet, one request and reply per
-// chunk), checks them as a receiver would, and hands them to the receiving party (ChunkPut, one
-// request per chunk) before the step that names the payload — or opens them itself when it is
-// the receiver. With a party of protocol 1.1 in the job the payloads travel whole and pass
-// through unchanged. The leader only ever relays sealed bytes it cannot open (unless sealed for
-// it).
+// The leader's side of chunked per-record payloads (common/wire/payload_chunks.h): it fetches
+// every chunk of a payload a party produced (ChunkGet, one request and reply per chunk), checks
+// them as a receiver would, and hands them to the receiving party (ChunkPut, one request per
+// chunk) before the step that names the payload — or opens them itself when it is the receiver.
+// A payload a party sends whole (every payload when the Prepare named no message limit; a secure
+// union's list that fits one chunk) passes through unchanged. The leader only ever relays sealed
+// bytes it cannot open (unless sealed for it).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,7 @@
 
 namespace fedanon::leader {
 
-// A payload on its way from one party to another: whole (protocol 1.1) or as its chunks.
+// A payload on its way from one party to another: whole or as its chunks.
 struct CarriedPayload {
   fedanon::v1::SealedPayload whole;
   fedanon::v1::ChunkRef ref;  // chunked: the producer's description

@@ -28,9 +28,9 @@
 
 namespace fedanon::leader {
 
-// The leader's refusals of a party's release report in pages (protocol 1.4, VerticalReleased):
-// a description out of bounds (more pages than steps, or too many steps), a page that is not the
-// one asked for, and pages that do not add up to the declared count and digest.
+// The leader's refusals of a party's release report in pages (VerticalReleased): a description
+// out of bounds (more pages than steps, or too many steps), a page that is not the one asked for,
+// and pages that do not add up to the declared count and digest.
 inline constexpr char kReportPagesAbsurd[] = "release report pages out of bounds";
 inline constexpr char kReportPageWrong[] = "release report page not the one asked for";
 inline constexpr char kReportPagesMismatch[] = "release report pages do not match their digest";

@@ -55,9 +55,9 @@ absl::StatusOr<std::string> VerticalSession::RunRounds(VerticalJobResult* result
   return stop_reason_;
 }
 
-// A release report in pages (protocol 1.4): asks `party` for pages 1.. of its report's steps,
-// checks each is the page asked for and that all of them are the declared count and digest,
-// and leaves the whole report in `released` (as a report that fit one message).
+// A release report in pages: asks `party` for pages 1.. of its report's steps, checks each is the
+// page asked for and that all of them are the declared count and digest, and leaves the whole
+// report in `released` (as a report that fit one message).
 absl::Status VerticalSession::FetchReportPages(const std::string& party, uint32_t round,
                                                fedanon::v1::VerticalReleased* released) {
   const uint32_t pages = released->report_pages();
@@ -73,7 +73,7 @@ absl::Status VerticalSession::FetchReportPages(const std::string& party, uint32_
                                             "' reports ", declared, " steps, the job committed ",
                                             committed_steps_, " and its report lists ", expected));
   }
-  if (pages == 0) return absl::OkStatus();  // the whole report (or a party before 1.4)
+  if (pages == 0) return absl::OkStatus();  // the whole report fit the reply
   const uint64_t total = released->report_steps();
   fedanon::v1::Report* report = released->mutable_report();
   if (pages < 2 || total > kMaxReportSteps || pages > total || report->steps_size() == 0 ||

@@ -132,7 +132,7 @@ class VerticalSession {
   //     and applies the whole wave. `result->rounds` counts the waves.
   absl::StatusOr<std::string> RunLocalWaves(VerticalJobResult* result);
 
-  // One party's signed proposal list of a wave as fetched page by page (protocol 1.4).
+  // One party's signed proposal list of a wave as fetched page by page.
   struct ProposalPages {
     fedanon::v1::LocalProposals head;  // the description every page repeats (no page bytes)
     std::vector<std::string> pages;
@@ -143,9 +143,9 @@ class VerticalSession {
   // the first's description and the whole matches its digest (a party that does not is named).
   absl::Status FetchProposals(const std::string& party, uint32_t wave, ProposalPages* out);
 
-  // A release report in pages (protocol 1.4): asks `party` for pages 1.. of its report's steps,
-  // checks each is the page asked for and that all of them are the declared count and digest,
-  // and leaves the whole report in `released` (as a report that fit one message).
+  // A release report in pages: asks `party` for pages 1.. of its report's steps, checks each is
+  // the page asked for and that all of them are the declared count and digest, and leaves the
+  // whole report in `released` (as a report that fit one message).
   absl::Status FetchReportPages(const std::string& party, uint32_t round,
                                 fedanon::v1::VerticalReleased* released);
 

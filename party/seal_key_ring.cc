@@ -69,8 +69,8 @@ absl::StatusOr<std::shared_ptr<const SealKeyRing::Entry>> SealKeyRing::ForNewJob
         "the Prepare names this party's sealing certificate that was replaced at ",
         absl::FormatTime(r.retired_at, absl::UTCTimeZone()), " (more than ",
         absl::FormatDuration(retired_grace_),
-        " ago); the leader has not learned the new one (a leader older than this party "
-        "ignores the announcement: restart the party while it is idle so that its hello "
+        " ago); the leader has not learned the new one (it refused the announcement, naming why "
+        "in its log, or never received it: restart the party while it is idle so that its hello "
         "carries the new certificate)"));
   }
   return absl::FailedPreconditionError(

@@ -1,12 +1,12 @@
-// Chunked per-record payloads (protocol 1.2): no message grows with the table. A payload whose
-// size grows with the number of records (an ID list, a vertical instruction, released columns,
-// the secure union's list) is split into chunks of at most ChunkBytesForLimit(limit) bytes, each
-// sealed on its own for the receiver with a purpose that binds (purpose, stream, chunk index,
-// chunk count, total size, digest of the producing request). The producer answers its step with
-// a ChunkRef; the leader fetches each chunk (ChunkGet) and hands it to the receiver (ChunkPut);
-// the receiver checks every chunk as it arrives (ChunkReceiver) and opens the whole payload only
-// when the consuming step names the ChunkRef (OpenChunks). Shared by the leader and the parties.
-// docs/federation-runtime.md, "Chunked payloads".
+// Chunked per-record payloads: no message grows with the table. A payload whose size grows with the
+// number of records (a vertical instruction, released columns, the secure union's list) is split
+// into chunks of at most ChunkBytesForLimit(limit) bytes, each sealed on its own for the receiver
+// with a purpose that binds (purpose, stream, chunk index, chunk count, total size, digest of the
+// producing request). The producer answers its step with a ChunkRef; the leader fetches each chunk
+// (ChunkGet) and hands it to the receiver (ChunkPut); the receiver checks every chunk as it arrives
+// (ChunkReceiver) and opens the whole payload only when the consuming step names the ChunkRef
+// (OpenChunks). Shared by the leader and the parties. docs/federation-runtime.md, "Chunked
+// payloads".
 #pragma once
 
 #include <cstdint>

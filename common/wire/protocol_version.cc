@@ -6,7 +6,7 @@ namespace fedanon::common {
 namespace {
 
 ProtocolVersion FromProto(bool present, const fedanon::v1::ProtocolVersion& v) {
-  if (!present) return kUnversionedProtocol;
+  if (!present) return ProtocolVersion{1, 0};  // a build older than the exchange of versions
   return ProtocolVersion{v.major(), v.minor()};
 }
 
@@ -50,22 +50,6 @@ absl::Status CheckLeaderProtocol(const ProtocolVersion& leader, const ProtocolVe
   return absl::FailedPreconditionError(
       absl::StrCat("the leader speaks protocol ", ProtocolVersionText(leader),
                    "; this party speaks ", ProtocolVersionText(party)));
-}
-
-bool HoldsSeveralJobs(const ProtocolVersion& party) {
-  return party.major > 1 || (party.major == 1 && party.minor >= 1);
-}
-
-bool ChunksPayloads(const ProtocolVersion& party) {
-  return party.major > 1 || (party.major == 1 && party.minor >= 2);
-}
-
-bool BatchesIdMatching(const ProtocolVersion& party) {
-  return party.major > 1 || (party.major == 1 && party.minor >= 3);
-}
-
-bool PagesLocalWaves(const ProtocolVersion& party) {
-  return party.major > 1 || (party.major == 1 && party.minor >= 4);
 }
 
 }  // namespace fedanon::common

@@ -68,9 +68,8 @@ std::vector<common::ConnectedParty> InProcessPartyChannel::Parties() const {
   std::vector<common::ConnectedParty> out;
   for (const auto& [name, agent] : agents_) {
     if (disconnected_.count(name)) continue;
-    common::ConnectedParty p{name, 0, "in-process", agent->seal_cert_pem(), agent->sign_cert_pem()};
-    if (auto it = protocols_.find(name); it != protocols_.end()) p.protocol = it->second;
-    out.push_back(std::move(p));
+    out.push_back(common::ConnectedParty{name, 0, "in-process", agent->seal_cert_pem(),
+                                         agent->sign_cert_pem()});
   }
   return out;
 }

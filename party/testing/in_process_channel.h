@@ -25,12 +25,6 @@ class InProcessPartyChannel : public common::PartyChannel {
   void Disconnect(const std::string& party) ABSL_LOCKS_EXCLUDED(mu_);
   // The party is back (its agent kept its state, as a party whose link was cut).
   void Reconnect(const std::string& party) ABSL_LOCKS_EXCLUDED(mu_);
-  // The protocol version `party` announces (tests of an older party; default: this build's).
-  void set_protocol(const std::string& party, common::ProtocolVersion version)
-      ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    protocols_[party] = version;
-  }
   // Called with (party, serialized reply) for every reply a party sends.
   void set_observer(std::function<void(const std::string&, const std::string&)> observer)
       ABSL_LOCKS_EXCLUDED(mu_) {
@@ -67,7 +61,6 @@ class InProcessPartyChannel : public common::PartyChannel {
   absl::Mutex callback_mu_;
   std::map<std::string, PartyAgent*> agents_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> disconnected_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, common::ProtocolVersion> protocols_ ABSL_GUARDED_BY(mu_);
   std::function<void(const std::string&, const std::string&)> observer_ ABSL_GUARDED_BY(mu_);
   std::function<void(const std::string&, fedanon::v1::LeaderMessage*)> tamper_ ABSL_GUARDED_BY(mu_);
   std::function<void(const std::string&, fedanon::v1::PartyMessage*)> reply_tamper_

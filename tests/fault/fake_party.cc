@@ -133,7 +133,7 @@ void FakeParty::Session() {
   hello.mutable_hello()->set_version(std::string(common::Version()));
   hello.mutable_hello()->set_seal_certificate(seal_cert_pem_);
   hello.mutable_hello()->set_sign_certificate(sign_cert_pem_);
-  // This build's protocol (a hello without one is 1.0, which a 1.2 leader no longer serves).
+  // This build's protocol (a hello without one is taken for 1.0, which the leader refuses).
   *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(common::kProtocolVersion);
   fedanon::v1::LeaderMessage message;
   if (stream->Write(hello) && stream->Read(&message) && message.has_hello_ack()) {

@@ -1,11 +1,10 @@
-// Per-record payloads in chunks under the message limit (protocol 1.2,
-// common/wire/payload_chunks.h): the receiver's checks on their own (gap, duplicate, chunk beyond
-// the count, oversize, incomplete, another shape), and whole jobs run with a message limit so small
-// that the instructions, the released columns and the secure union each need several chunks (ID
-// lists travel in batches sized to the limit: id_batches_test.cc). Such a job releases exactly what
-// the default limit and the centralized run release, and no request or reply crosses the limit. A
-// leader that replays, reorders or duplicates chunks, or asks again with another request, is
-// refused by name.
+// Per-record payloads in chunks under the message limit (common/wire/payload_chunks.h): the
+// receiver's checks on their own (gap, duplicate, chunk beyond the count, oversize, incomplete,
+// another shape), and whole jobs run with a message limit so small that the instructions, the
+// released columns and the secure union each need several chunks (ID lists travel in batches sized
+// to the limit: id_batches_test.cc). Such a job releases exactly what the default limit and the
+// centralized run release, and no request or reply crosses the limit. A leader that replays,
+// reorders or duplicates chunks, or asks again with another request, is refused by name.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

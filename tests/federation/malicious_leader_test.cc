@@ -1761,7 +1761,7 @@ TEST(MaliciousLeader, VerticalLocalWinnerOfAnotherGroupIsRefusedByItsOwner) {
   ASSERT_EQ(honest.info.state(), fedanon::v1::JOB_STATE_DONE) << honest.info.failure_reason();
   ASSERT_GT(honest.info.report().steps_size(), 0);
 
-  // Protocol 1.4: the leader names only the count and digest of an owner's won groups.
+  // The leader names only the count and digest of an owner's won groups.
   const VerticalAttack wrong_group = RunVerticalAttack(
       "vlocal_group", kLocalSpec, LocalTables(), tax, [](const std::string&, LeaderMessage* msg) {
         if (msg->has_vertical() && msg->vertical().has_local_winners()) {
@@ -1808,9 +1808,9 @@ TEST(MaliciousLeader, VerticalLocalWinnerOfAnotherGroupIsRefusedByItsOwner) {
 }
 
 // Issue 31, signed local proposals: every party signs its wave's per-group proposals with its
-// replica's state digest; the leader delivers them all page by page before the wave's later steps
-// (protocol 1.4), and every party recomputes the winners and checks the instructions before
-// applying anything.
+// replica's state digest; the leader delivers them all page by page before the wave's later
+// steps, and every party recomputes the winners and checks the instructions before applying
+// anything.
 struct LocalAttackCase {
   std::string name;
   std::string expected;  // in the failure reason
@@ -2203,8 +2203,9 @@ TEST(MaliciousLeader, VerticalLocalVerdictDeviationsAreRefusedByName) {
 // ---- Steps out of place: the leader's own choices (which step, which page, which round, what it
 // relays), refused by name. Each case is one federation run that fails at the first refusal. ----
 
-// The leader's choice, not the admin's: per-record payloads travel whole (as with a 1.1 party),
-// so that a sealed instruction can be relayed again, or twice, as the leader holds it.
+// The leader's choice, not the admin's: per-record payloads travel whole (a Prepare naming no
+// message limit), so that a sealed instruction can be relayed again, or twice, as the leader holds
+// it.
 void WholePayloads(LeaderMessage* msg) {
   if (msg->has_prepare()) msg->mutable_prepare()->set_max_message_bytes(0);
 }

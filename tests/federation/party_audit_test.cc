@@ -85,7 +85,7 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
   } else if (reply.has_sum_mask()) {  // the ring's first party's mask, sealed for the leader
     s.kind = "secure-sum-mask";
     s.to = {reply.sum_mask().seed().receiver()};
-  } else if (reply.has_chunk()) {  // protocol 1.2: a chunk of a payload, sealed
+  } else if (reply.has_chunk()) {  // a chunk of a payload, sealed
     s.kind = "payload-chunk";
     s.to = {reply.chunk().ref().receiver()};
   } else if (reply.has_chunk_ack()) {

@@ -1,15 +1,15 @@
-// Vertical local recoding's waves in pages (protocol 1.4; docs/vertical.md "Local recoding"): under
-// a small negotiated message limit, with enough groups that a party's proposals need several
-// pages, a vertical `recoding: local` job (2 parties; 3 parties with a judge, LKC with C < 1 and
-// the sensitive attribute at the last party) releases exactly the centralized `recoding: local`
-// table, and no message in either direction exceeds the limit. A repeated page request gets the
-// same bytes. A 1.3 party is refused by name. A deviating leader (in-process, altering requests in
-// flight) is refused by name: a page altered, a page of another party or of another wave, a page
-// missing before a step, different content for a page already delivered, a step of the wave
-// before any page arrived, a wrong won-count. The judge's verdicts travel in pages too (more than
-// one in the judged job), and their cheats are refused by name: an altered verdict page, a page
-// of a party that is not a judge or of another wave, a step before the verdicts are complete,
-// different content for a delivered verdict page.
+// Vertical local recoding's waves in pages (docs/vertical.md "Local recoding"): under a small
+// negotiated message limit, with enough groups that a party's proposals need several pages, a
+// vertical `recoding: local` job (2 parties; 3 parties with a judge, LKC with C < 1 and the
+// sensitive attribute at the last party) releases exactly the centralized `recoding: local` table,
+// and no message in either direction exceeds the limit. A repeated page request gets the same
+// bytes. A deviating leader (in-process, altering requests in flight) is refused by name: a page
+// altered, a page of another party or of another wave, a page missing before a step, different
+// content for a page already delivered, a step of the wave before any page arrived, a wrong
+// won-count. The judge's verdicts travel in pages too (more than one in the judged job), and their
+// cheats are refused by name: an altered verdict page, a page of a party that is not a judge or of
+// another wave, a step before the verdicts are complete, different content for a delivered verdict
+// page.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/spec/job_spec_loader.h"
-#include "common/wire/protocol_version.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "leader/vertical_job.h"
 #include "tests/checker/brute_force_checker.h"
 #include "tests/federation/adult_vertical_util.h"
@@ -31,6 +31,7 @@
 namespace fedanon::testing {
 namespace {
 
+using ::google::protobuf::io::CodedOutputStream;
 using ::testing::HasSubstr;
 
 // The jobs that compare with the centralized run: 8 KiB (pages of 3 KiB). The deviations: 4 KiB,
@@ -174,8 +175,8 @@ struct PagedRun {
   uint64_t puts = 0;                  // LocalProposalsPut requests
   uint32_t most_verdict_pages = 0;    // the most verdict pages of one judge in one wave
   uint64_t verdict_puts = 0;          // LocalVerdictsPut requests
-  // What the relay of protocol 1.3 would have sent in each wave's LocalCommit: every party's
-  // signed whole list (SignedLocalProposals), rebuilt from the pages; the largest wave's bytes.
+  // What relaying every party's signed whole list in one message would weigh, the largest wave's:
+  // each list rebuilt from its pages with its description and signature, as a repeated field.
   uint64_t largest_whole_relay = 0;
 };
 
@@ -186,8 +187,7 @@ bool IsWaveStep(const fedanon::v1::VerticalStep& v) {
 }
 
 PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uint64_t limit,
-                  const Tamper& tamper = {}, const std::string& old_party = "",
-                  const ReplyTamper& reply_tamper = {}) {
+                  const Tamper& tamper = {}, const ReplyTamper& reply_tamper = {}) {
   PagedRun out;
   auto fed = InProcessFederation::Create(
       name, PartyFiles(s, seed),
@@ -200,7 +200,6 @@ PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uin
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;
   InProcessFederation* f = fed->get();
-  if (!old_party.empty()) f->channel.set_protocol(old_party, common::ProtocolVersion{1, 3});
   if (reply_tamper) f->channel.set_reply_tamper(reply_tamper);
   // The channel runs the hooks one at a time; the leader's threads call them.
   absl::Mutex mu;
@@ -232,7 +231,7 @@ PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uin
     if (!m.ParseFromString(bytes)) return;
     absl::MutexLock lock(&mu);
     if (m.has_vertical() && m.vertical().has_released()) {
-      // The release's report lists every applied split: it travels in pages (protocol 1.4).
+      // The release's report lists every applied split: it travels in pages.
       out.report_pages = std::max(out.report_pages, m.vertical().released().report_pages());
     }
     if (bytes.size() > out.largest_reply) {
@@ -265,17 +264,21 @@ PagedRun RunPaged(const Scenario& s, const std::string& name, uint64_t seed, uin
   f->channel.set_observer(nullptr);
   f->channel.set_reply_tamper(nullptr);
   for (const auto& [wave, by_party] : lists) {
-    fedanon::v1::LocalCommit relay;
+    uint64_t relay = 0;
     for (const auto& [party, list] : by_party) {
-      auto* signed_list = relay.add_proposals();
-      signed_list->set_party(party);
-      auto* p = signed_list->mutable_proposals();
-      EXPECT_TRUE(p->ParseFromString(list.second));
-      p->set_live_groups(list.first.live_groups());
-      p->set_state_digest(list.first.state_digest());
-      p->set_signature(list.first.signature());
+      fedanon::v1::LocalProposals whole;
+      EXPECT_TRUE(whole.ParseFromString(list.second));
+      whole.set_live_groups(list.first.live_groups());
+      whole.set_state_digest(list.first.state_digest());
+      whole.set_signature(list.first.signature());
+      // The party's name and its list as a message, each a length-delimited field (1-byte tags),
+      // inside one element of a repeated field numbered at least 16 (a 2-byte tag).
+      const uint64_t element = 1 + CodedOutputStream::VarintSize64(party.size()) + party.size() +
+                               1 + CodedOutputStream::VarintSize64(whole.ByteSizeLong()) +
+                               whole.ByteSizeLong();
+      relay += 2 + CodedOutputStream::VarintSize64(element) + element;
     }
-    out.largest_whole_relay = std::max<uint64_t>(out.largest_whole_relay, relay.ByteSizeLong());
+    out.largest_whole_relay = std::max(out.largest_whole_relay, relay);
   }
   auto csv = f->leader->Result(info->job_id());
   if (!csv.ok()) return out;
@@ -397,13 +400,6 @@ TEST(VerticalLocalPages, ARepeatedPageRequestGetsTheSameBytes) {
   EXPECT_EQ(r.info.state(), fedanon::v1::JOB_STATE_DONE) << r.info.failure_reason();
 }
 
-TEST(VerticalLocalPages, APartyOfProtocolOneThreeIsRefusedByName) {
-  const PagedRun r = RunPaged(TwoSmall(), "vpages_old", 3, kCheatLimit, {}, "hospital-b");
-  EXPECT_EQ(r.info.state(), fedanon::v1::JOB_STATE_FAILED);
-  EXPECT_THAT(r.info.failure_reason(), HasSubstr(common::kLocalWavesNeedProtocol));
-  EXPECT_THAT(r.info.failure_reason(), HasSubstr("'hospital-b' speaks 1.3"));
-}
-
 // ---- A deviating party: the leader checks the release report's pages ----
 
 void ExpectReportRefused(const PagedRun& r, const std::string& reason) {
@@ -415,7 +411,7 @@ void ExpectReportRefused(const PagedRun& r, const std::string& reason) {
 
 TEST(VerticalLocalPages, TheLeaderRefusesAReportPageThatBreaksTheDigest) {
   bool fired = false;
-  const PagedRun r = RunPaged(TwoSmall(), "vrep_digest", 3, kCheatLimit, {}, "",
+  const PagedRun r = RunPaged(TwoSmall(), "vrep_digest", 3, kCheatLimit, {},
                               [&](const std::string& party, fedanon::v1::PartyMessage* m) {
                                 if (fired || party != "hospital-b" || !m->has_vertical() ||
                                     !m->vertical().has_report_page()) {
@@ -433,7 +429,7 @@ TEST(VerticalLocalPages, TheLeaderRefusesAReportPageThatBreaksTheDigest) {
 TEST(VerticalLocalPages, TheLeaderRefusesAHugeReportPageCount) {
   bool fired = false;
   const PagedRun r = RunPaged(
-      TwoSmall(), "vrep_huge", 3, kCheatLimit, {}, "",
+      TwoSmall(), "vrep_huge", 3, kCheatLimit, {},
       [&](const std::string& party, fedanon::v1::PartyMessage* m) {
         if (fired || party != "hospital-b" || !m->has_vertical() || !m->vertical().has_released() ||
             m->vertical().released().report_pages() == 0) {
@@ -451,7 +447,7 @@ TEST(VerticalLocalPages, TheLeaderRefusesAHugeReportPageCount) {
 TEST(VerticalLocalPages, TheLeaderRefusesAReportOfOtherStepsThanCommitted) {
   bool fired = false;
   const PagedRun r = RunPaged(
-      TwoSmall(), "vrep_steps", 3, kCheatLimit, {}, "",
+      TwoSmall(), "vrep_steps", 3, kCheatLimit, {},
       [&](const std::string& party, fedanon::v1::PartyMessage* m) {
         if (fired || party != "hospital-b" || !m->has_vertical() || !m->vertical().has_released() ||
             m->vertical().released().report_pages() == 0) {
@@ -467,7 +463,7 @@ TEST(VerticalLocalPages, TheLeaderRefusesAReportOfOtherStepsThanCommitted) {
 
 TEST(VerticalLocalPages, TheLeaderRefusesAReportPageOtherThanTheOneAsked) {
   bool fired = false;
-  const PagedRun r = RunPaged(TwoSmall(), "vrep_wrong", 3, kCheatLimit, {}, "",
+  const PagedRun r = RunPaged(TwoSmall(), "vrep_wrong", 3, kCheatLimit, {},
                               [&](const std::string& party, fedanon::v1::PartyMessage* m) {
                                 if (fired || party != "hospital-b" || !m->has_vertical() ||
                                     !m->vertical().has_report_page()) {
@@ -738,7 +734,7 @@ TEST(VerticalLocalPages, DifferentContentForADeliveredVerdictPageIsRefused) {
 
 // The figure of docs/vertical.md (not a check: run with --gtest_also_run_disabled_tests): a
 // 20,000-record job, 2 parties, k = 5, under a 16 KiB limit; the largest wave message either way,
-// and what protocol 1.3's relay of every whole signed list would have put in one LocalCommit.
+// and what relaying every whole signed list in one message would have weighed.
 TEST(VerticalLocalPages, DISABLED_LargestWaveMessageOfA20kRecordJob) {
   constexpr uint64_t kMeasureLimit = 16384;
   const Scenario s = MakeScenario(7, 2, 20000, 5, false);
@@ -747,8 +743,8 @@ TEST(VerticalLocalPages, DISABLED_LargestWaveMessageOfA20kRecordJob) {
   EXPECT_LE(r.largest_wave_message, kMeasureLimit);
   std::printf(
       "20k records, k=5, 2 parties, limit %llu: %llu groups, %d steps, most pages %u, "
-      "largest wave message %llu bytes, largest request %llu, reply %llu; a 1.3 LocalCommit "
-      "would relay %llu bytes of proposals\n",
+      "largest wave message %llu bytes, largest request %llu, reply %llu; one message relaying "
+      "every whole signed list would hold %llu bytes of proposals\n",
       static_cast<unsigned long long>(kMeasureLimit),
       static_cast<unsigned long long>(r.info.report().groups()), r.info.report().steps_size(),
       r.most_pages, static_cast<unsigned long long>(r.largest_wave_message),

@@ -208,7 +208,7 @@ void RunBoth(const Scenario& s, const std::string& name, uint64_t seed, Outcome*
   auto mu = std::make_shared<absl::Mutex>();
   uint64_t* sent = &out->proposals_sent;
   uint64_t* vetoes = &out->vetoes_sent;
-  // Protocol 1.4: a party's list travels in pages (in order; one under the default limit).
+  // A party's list travels in pages (in order; one under the default limit).
   auto lists = std::make_shared<std::map<std::string, std::string>>();
   (*fed)->channel.set_observer(
       [sent, vetoes, mu, lists](const std::string& party, const std::string& bytes) {

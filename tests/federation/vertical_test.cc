@@ -133,7 +133,7 @@ void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job
   auto keys = crypto::SealKeyPairFromPem(fed.leader_seal_key_pem);
   ASSERT_TRUE(keys.ok()) << keys.status();
   const uint64_t round = static_cast<uint64_t>(out->info.report().steps_size()) + 1;
-  // Chunked (protocol 1.2): the columns come in PayloadChunk replies, by stream.
+  // Chunked: the columns come in PayloadChunk replies, by stream.
   std::map<std::string, std::map<uint32_t, fedanon::v1::PayloadChunk>> chunked;
   for (const auto& bytes : out->replies) {
     fedanon::v1::PartyMessage m;

@@ -159,7 +159,7 @@ TEST(VerticalLocalReplica, ProposalsStatementBindsWaveDigestAndEveryProposal) {
   q = mine;
   q.set_signature("ignored");
   EXPECT_EQ(base, party::LocalProposalsStatement("job-1", "run-1", 1, q));
-  // Protocol 1.4: what is signed is the digest of the serialized list (the pages' content).
+  // What is signed is the digest of the serialized list (the pages' content).
   EXPECT_EQ(base, party::LocalProposalsStatement("job-1", "run-1", 1,
                                                  crypto::Sha256(party::LocalProposalsList(mine)),
                                                  mine.live_groups(), mine.state_digest()));

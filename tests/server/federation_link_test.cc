@@ -1,8 +1,7 @@
 // Whole jobs over real mTLS streams: a LeaderServer with a leader::Leader and three PartyClients
 // each answering with a party::PartyAgent, as the daemons run them. Two jobs at once over the
 // same three parties release what each releases alone (and take less wall time than one after
-// the other), and a party speaking the previous protocol minor version (1.3) takes part (a vertical
-// local-recoding job with it would be refused: its waves travel in pages from 1.4).
+// the other).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -69,8 +68,8 @@ Scenario ExampleAWithK3() {
 
 class FederationLinkTest : public ::testing::Test {
  protected:
-  // hospital-a advertises `a_protocol`; hospital-b's sum-step openings pass through `gate`.
-  void Start(common::ProtocolVersion a_protocol = common::kProtocolVersion, Gate* gate = nullptr) {
+  // hospital-b's sum-step openings pass through `gate`.
+  void Start(Gate* gate = nullptr) {
     dir_ = fedanon::testing::FreshDir("federation_link");
     const crypto::IssuedCertificate leader_seal = pki_.SealIssued(crypto::Role::kLeader, "leader");
     leader::LeaderOptions lo;
@@ -117,7 +116,6 @@ class FederationLinkTest : public ::testing::Test {
       co.tls = pki_.Party(name);
       co.seal_cert_pem = seal.cert_pem;
       co.initial_backoff = absl::Milliseconds(50);
-      if (name == "hospital-a") co.protocol_version = a_protocol;
       party::PartyAgent* handler = agent.get();
       auto client = std::make_unique<party_daemon::PartyClient>(
           co, [handler](const fedanon::v1::LeaderMessage& m) { return handler->Handle(m); });
@@ -192,7 +190,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 
 TEST_F(FederationLinkTest, TwoJobsAtOnceOverRealStreamsReleaseWhatEachReleasesAlone) {
   Gate gate(2);
-  Start(common::kProtocolVersion, &gate);
+  Start(&gate);
   // One after the other (the gate lets a lone request through only when the test says so:
   // it opens by itself once two requests are inside, so alone runs are not gated).
   auto t0 = std::chrono::steady_clock::now();

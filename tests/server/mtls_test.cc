@@ -331,27 +331,54 @@ TEST_F(MtlsTest, PartyRefusesALeaderItsRevocationListRevokes) {
   std::remove(crl_path.c_str());
 }
 
-// The protocol version of the hello (common/wire/protocol_version.h): one minor version of skew
-// is served, an old party (the previous minor version) against this leader works; anything else
-// is refused with both versions named.
+// The protocol version of the hello (common/wire/protocol_version.h): within a major version one
+// minor version of skew is served, an old party (the previous minor version) against a newer
+// leader works; anything else is refused with both versions named.
 TEST(ProtocolVersionTest, TheLeaderServesItsMinorVersionAndTheOneBefore) {
-  EXPECT_OK(common::CheckPartyProtocol("p", {1, 1}, {1, 1}));
-  EXPECT_OK(common::CheckPartyProtocol("p", {1, 0}, {1, 1}));
-  EXPECT_THAT(common::CheckPartyProtocol("p", {1, 2}, {1, 1}),
+  EXPECT_OK(common::CheckPartyProtocol("p", {2, 1}, {2, 1}));
+  EXPECT_OK(common::CheckPartyProtocol("p", {2, 0}, {2, 1}));
+  EXPECT_THAT(common::CheckPartyProtocol("p", {2, 2}, {2, 1}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "party 'p' speaks protocol 1.2; this leader supports 1.0-1.1"));
-  EXPECT_THAT(common::CheckPartyProtocol("p", {1, 0}, {1, 2}),
+                       "party 'p' speaks protocol 2.2; this leader supports 2.0-2.1"));
+  EXPECT_THAT(common::CheckPartyProtocol("p", {2, 0}, {2, 2}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "party 'p' speaks protocol 1.0; this leader supports 1.1-1.2"));
-  EXPECT_THAT(common::CheckPartyProtocol("p", {2, 1}, {1, 1}),
-              StatusIs(absl::StatusCode::kFailedPrecondition, "speaks protocol 2.1"));
-  EXPECT_OK(common::CheckLeaderProtocol({1, 0}, {1, 1}));
-  EXPECT_OK(common::CheckLeaderProtocol({1, 2}, {1, 1}));
-  EXPECT_THAT(common::CheckLeaderProtocol({2, 0}, {1, 1}),
+                       "party 'p' speaks protocol 2.0; this leader supports 2.1-2.2"));
+  EXPECT_THAT(common::CheckPartyProtocol("p", {3, 1}, {2, 1}),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "speaks protocol 3.1"));
+  EXPECT_OK(common::CheckLeaderProtocol({2, 0}, {2, 1}));
+  EXPECT_OK(common::CheckLeaderProtocol({2, 2}, {2, 1}));
+  EXPECT_THAT(common::CheckLeaderProtocol({3, 0}, {2, 1}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "the leader speaks protocol 2.0; this party speaks 1.1"));
-  fedanon::v1::PartyHello unversioned;
-  EXPECT_EQ(common::ProtocolVersionOf(unversioned), (common::ProtocolVersion{1, 0}));
+                       "the leader speaks protocol 3.0; this party speaks 2.1"));
+}
+
+// This build speaks 2.0, a major version: a peer of any 1.x version is refused both ways, and so
+// is a hello or hello_ack without a version (a build older than the exchange of versions: 1.0).
+TEST(ProtocolVersionTest, ThisBuildRefusesEveryOneXPeerAndAPeerWithoutAVersion) {
+  ASSERT_EQ(common::kProtocolVersion, (common::ProtocolVersion{2, 0}));
+  EXPECT_OK(common::CheckPartyProtocol("p", common::kProtocolVersion));
+  EXPECT_OK(common::CheckLeaderProtocol(common::kProtocolVersion));
+  for (const uint32_t minor : {0u, 1u, 2u, 3u, 4u, 9u}) {
+    const common::ProtocolVersion old{1, minor};
+    EXPECT_THAT(common::CheckPartyProtocol("p", old),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         absl::StrCat("party 'p' speaks protocol 1.", minor,
+                                      "; this leader supports 2.0-2.0")));
+    EXPECT_THAT(
+        common::CheckLeaderProtocol(old),
+        StatusIs(absl::StatusCode::kFailedPrecondition,
+                 absl::StrCat("the leader speaks protocol 1.", minor, "; this party speaks 2.0")));
+  }
+  const fedanon::v1::PartyHello unversioned_hello;
+  EXPECT_EQ(common::ProtocolVersionOf(unversioned_hello), (common::ProtocolVersion{1, 0}));
+  EXPECT_THAT(common::CheckPartyProtocol("p", common::ProtocolVersionOf(unversioned_hello)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "party 'p' speaks protocol 1.0; this leader supports 2.0-2.0"));
+  const fedanon::v1::HelloAck unversioned_ack;
+  EXPECT_EQ(common::ProtocolVersionOf(unversioned_ack), (common::ProtocolVersion{1, 0}));
+  EXPECT_THAT(common::CheckLeaderProtocol(common::ProtocolVersionOf(unversioned_ack)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "the leader speaks protocol 1.0; this party speaks 2.0"));
 }
 
 // 2.0 is a major version: a party of the last 1.x version never gets in (it backs off), and a
