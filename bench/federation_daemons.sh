@@ -2,7 +2,7 @@
 # Benchmark of a horizontal job through real daemons (prints figures; not a test): a leader and
 # three party daemons on loopback with mutual TLS (`fedanon federation up`), each party holding N
 # generated Adult-like records (3N in all), next to `fedanon anonymize` on the 3N-record union
-# with the same spec. The set-up is issue 29's (the papers' scalability setting): the Adult
+# with the same spec. The set-up is the papers' scalability setting: the Adult
 # blow-up with all 13 QID attributes (fnlwgt a continuous QID on a public grid), L=4, K=20,
 # C=0.2 (C is the LKC model's confidence bound on the sensitive values Divorced and Separated;
 # C=1 would switch that constraint off).
@@ -10,7 +10,7 @@
 # job's phases, rounds, secure sums and bytes from the job report; the ratio federated /
 # centralized; whether the two released tables hold the same rows (SHA-256 of the sorted rows);
 # and the load average (the machine may be shared).
-# Mode `local` (issue #31): the same through daemons with `recoding: local`, on gen-data's own
+# Mode `local`: the same through daemons with `recoding: local`, on gen-data's own
 # horizontal job (12 QIDs, L=4, K=20, C=0.2: the setting of bench/local_recoding.sh's 1M speed
 # figure), against `fedanon anonymize` with `recoding: local` on the union; also prints the waves
 # (distinct rounds of the leader's `local_group` view-log lines, less the root's) and the

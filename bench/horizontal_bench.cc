@@ -1,6 +1,6 @@
 // Benchmark of the horizontal federation (prints figures; not a test): P parties holding a
-// generated Adult-like table of N records in all, with issue 29's set-up (all 13 QIDs, fnlwgt a
-// continuous QID on a public grid; L=4, K=20, C=0.2), run in one process through the
+// generated Adult-like table of N records in all, with the papers' scalability set-up (all 13 QIDs,
+// fnlwgt a continuous QID on a public grid; L=4, K=20, C=0.2), run in one process through the
 // in-process channel (the protocol logic and all cryptography, without sockets), next to the
 // centralized run on the union. Reports the whole-job time, the time in rounds and in the
 // secure union, secure sums, bytes and per-round latency.

@@ -9,7 +9,7 @@
 # by CPU time (4 multiplications at the micro-benchmark's thread CPU cost against the process's
 # CPU time: what a loaded machine cannot distort); then the same end-to-end run with compressed
 # hops (at most 200,000 ids) to compare the two encodings.
-# Issue #30 target: ratio >= 0.75.
+# Target (docs/crypto.md "ID matching"): ratio >= 0.75.
 # Usage: bench/id_matching.sh [ids=1000000] [build-dir=build/default]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,7 +50,7 @@ print(f"openssl speed -multi {cores} ecdhp256: {ops:.0f} multiplications/s "
       f"(mean of {before:.0f} before and {after:.0f} after fedanon's run)")
 print(f"limit: {limit:.0f} ids/s (4 multiplications per matched id)")
 print(f"fedanon end to end: {rate:.0f} ids/s ({ids} x {ids} ids, half common)")
-print(f"ratio: {rate / limit:.2f} of the limit (wall; issue #30 target >= 0.75)")
+print(f"ratio: {rate / limit:.2f} of the limit (wall; target >= 0.75)")
 ideal = 4 * ids * mul_us * 1e-6
 print(f"ratio by CPU time: 4 x {ids} multiplications at {mul_us:.2f} us = {ideal:.1f} s against "
       f"{cpu:.1f} s of process CPU: {ideal / cpu:.2f}")

@@ -27,7 +27,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "crypto/ec_commutative_cipher.h"
-#if __has_include("crypto/p256_point.h")  // absent before issue #30: lets "before" builds compare
+#if __has_include("crypto/p256_point.h")  // absent from older builds: lets "before" builds compare
 #include "crypto/p256_point.h"            // internal: to time the decompression alone
 #define FEDANON_HAVE_P256_POINT 1
 #endif
@@ -223,7 +223,7 @@ int Micro(size_t n) {
 
 #ifdef FEDANON_HAVE_P256_POINT
 // --steps: thread-CPU cost of each step of one hash-to-curve and Encrypt, single thread, next to
-// one EC_POINT_mul in the same run (issue #30 work item 1: where the hash's time goes).
+// one EC_POINT_mul in the same run (where the hash's time goes).
 int Steps(size_t n) {
   namespace fc = fedanon::crypto;
   namespace p2 = fedanon::crypto::p256;

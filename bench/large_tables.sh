@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of `fedanon anonymize` on large generated tables (prints figures; not a test): the
 # blow-up of Adult with all 13 QID attributes (fnlwgt a QID too), L=4, K=20, C=0.2 — the papers'
-# scalability setting (issue 29, "Compact memory, linear time"). Per size: wall time and peak RSS
+# scalability setting. Per size: wall time and peak RSS
 # of the whole process (read + anonymize + write; /usr/bin/time), its user CPU time, the phases
 # from the report, and the load average when it ran (the machine may be shared).
 # Tables are generated under a temporary directory (deleted afterwards, also on failure).

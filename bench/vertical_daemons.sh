@@ -6,7 +6,7 @@
 # near-unique weight, left out) with k = 50 — mohammed2011 §7.3's AllAttQID setting — next to
 # `fedanon anonymize` on the joined table with the same spec. The job report separates the ID
 # matching from the anonymization rounds.
-# Also printed, for issue #30's targets on a shared machine: the load average before and after;
+# Also printed, for the targets on a shared machine: the load average before and after;
 # `openssl speed -multi <cores> ecdhp256` before and after the job (its mean gives the limit: 4
 # scalar multiplications per matched id, 2 parties); ID matching's and the whole job's fraction of
 # that limit by the wall clock; the same by CPU time (each party logs its process CPU during ID
@@ -14,7 +14,7 @@
 # daemon's peak RSS (VmHWM, polled from /proc every 0.2 s) and CPU time, per process.
 # Each daemon also logs its memory (RSS and peak RSS) at the phase boundaries (ID matching done,
 # rounds done, release sealed / joined, release done); those lines are printed per daemon.
-# With overlap F < 1 (issue 30's "1M x 1M ids, half overlapping"), each party holds `rows` ids of
+# With overlap F < 1 ("1M x 1M ids, half overlapping"), each party holds `rows` ids of
 # which round(rows * F) are common to both (`fedanon gen-data --overlap F`); the centralized run
 # is on the join (the common records), and the limit still counts 4 multiplications per party id.
 # Usage: bench/vertical_daemons.sh [rows=200000] [build-dir=build/default] [overlap=1]

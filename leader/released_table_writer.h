@@ -31,7 +31,7 @@ absl::Status WriteTableBuffered(const std::string& header_line, size_t n,
 // labels). DataLoss, nothing written, when the counts do not add up to `total_records`, or
 // (with `group_totals`: per group, [size, count of each tracked sensitive value] as the rounds
 // summed them) when a group's counts do not add up to its own: a party moved records between
-// groups or values (issue 49, finding 3).
+// groups or values.
 absl::Status WriteReleasedTableFromCounts(
     const fedanon::v1::JobSpec& spec, const common::Dataset& schema, size_t groups,
     const std::function<std::vector<std::string>(size_t)>& labels_of,

@@ -57,7 +57,7 @@ class SecureSumCountSource : public common::CountSource {
                        std::function<absl::Status()> check, size_t chunk_words = 1 << 20);
 
   // The instruction carries no group sizes (mohammed2010 §5.2 sends them; a party that lied
-  // about its counts could subtract its own from them and read the others', issue 49 finding 1).
+  // about its counts could subtract its own from them and read the others').
   absl::Status Specialize(int attr, common::NodeIndex node, int c,
                           const std::vector<uint64_t>& new_group_sizes) override;
   absl::Status Split(int attr, common::NodeIndex node, int32_t split_rank) override;

@@ -35,17 +35,17 @@ inline constexpr char kReportPagesAbsurd[] = "release report pages out of bounds
 inline constexpr char kReportPageWrong[] = "release report page not the one asked for";
 inline constexpr char kReportPagesMismatch[] = "release report pages do not match their digest";
 // The leader's refusal of a release report with more or fewer steps than the rounds committed,
-// before any page beyond the first is fetched (issue 49, finding 2).
+// before any page beyond the first is fetched.
 inline constexpr char kReportStepsNotCommitted[] = "release report steps other than committed";
 // The leader's refusal of a winning proposal whose node was specialized, or whose candidate was
 // vetoed, in an earlier round: no honest replica proposes one again, and repeated vetoes would
-// otherwise keep a job's rounds going without end (issue 49, finding 2).
+// otherwise keep a job's rounds going without end.
 inline constexpr char kProposalDecidedAlready[] = "a proposal decided in an earlier round";
 // The leader's refusal of release reports whose steps, cut or group sizes differ between replicas
-// (every replica computes them alike; issue 49, finding 5).
+// (every replica computes them alike).
 inline constexpr char kReportsDisagree[] = "the replicas' release reports disagree";
 // The leader's refusal of a release whose replicas report different final partitions, groups or
-// release-order seeds (common/wire/release_digests.h; issue 49, finding 4): an owner gave some
+// release-order seeds (common/wire/release_digests.h): an owner gave some
 // party other children than the rest, or the ring's first party gave parties different seeds.
 inline constexpr char kReleasesDisagree[] = "the replicas' releases disagree";
 // The leader's refusal of a winner's owner that sends more instructions than there are other

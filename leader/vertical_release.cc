@@ -111,7 +111,7 @@ VerticalSession::ByReceiver(const fedanon::v1::VerticalInstructions& instruction
                             uint32_t round, std::set<std::string>* seen) const {
   const auto& ring = options_.ring;
   // At most one instruction for each other party: checked before any is fetched, so that a
-  // party's count never sizes the leader's work (issue 49, finding 2).
+  // party's count never sizes the leader's work.
   const size_t declared =
       static_cast<size_t>(instructions.for_parties_size()) + instructions.refs_size();
   if (declared > ring.size() - 1) {
@@ -195,8 +195,8 @@ fedanon::v1::Report AgreedPart(const fedanon::v1::Report& report) {
 
 }  // namespace
 
-// The report: every replica must report the same steps, cut and group sizes (issue 49, finding
-// 5: the leader used to take one party's report whole, chosen by a figure that party states);
+// The report: every replica must report the same steps, cut and group sizes (rather than one
+// party's report taken whole, chosen by a figure that party states);
 // the replica of a party that holds sensitive values knows the confidences too, so the one with
 // the largest is taken for them, and each step's score is its owner's. Then every party's
 // participation with its contribution (mu): the scores of the applied specializations, summed

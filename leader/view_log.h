@@ -1,4 +1,4 @@
-// The leader's view log (issue 27 "Privacy fidelity" §5): every statistic the leader decodes
+// The leader's view log (docs/threat-model.md): every statistic the leader decodes
 // during a job, one JSON object per line in <leader data dir>/<job id>.view.jsonl (mode 0600,
 // appended one whole line per write, never deleted), so that an institution's privacy officer can
 // read exactly what the coordinator learned. Each object has at least `round`, `kind`,

@@ -30,7 +30,7 @@ struct SplitMeasures {
   // False for the disclosure of a value that no record under the node has (⊥ -> {u, ⊥'} with u
   // empty): every record stays where it was, the table does not change, and the engines do not
   // count it as a specialization. Applying such candidates one round each made a long `values:`
-  // list cost a round per declared value and memory quadratic in the list (issue 26 §3).
+  // list cost a round per declared value and memory quadratic in the list.
   bool changes_table = true;
 };
 
@@ -43,7 +43,7 @@ SplitMeasures MeasureSplit(const AttributeHierarchy& h, NodeIndex node, int c,
 // The same measures (bit for bit) for candidate `c` of a suppressed node (⊥ -> {u, ⊥'}, u its
 // c-th hidden value) in O(num_classes), given `parent`, the node's class counts summed over its
 // fine children once per node: a ⊥ node with V hidden values costs O(V) for all its candidates,
-// not O(V²) (a 20,000-entry `values:` list, issue 26 §3).
+// not O(V²) (for a 20,000-entry `values:` list).
 SplitMeasures MeasureDisclosure(absl::Span<const uint64_t> parent,
                                 absl::Span<const uint64_t> fine_counts, int c, int num_classes);
 // The class counts of a node summed over its fine children (`fine_counts` as for MeasureSplit).

@@ -94,8 +94,8 @@ absl::StatusOr<std::vector<uint64_t>> FinalCheckCountsOfGroups(
     const std::vector<AttributeHierarchy>& hier,
     const std::map<std::vector<NodeIndex>, std::vector<uint64_t>>& groups);
 
-// The bounds every honest summed vector meets whatever the other holders hold (issue 49, finding
-// 1: a party could add any offset, even a negative one mod 2^64, to the sum): every constraint's
+// The bounds every honest summed vector meets whatever the other holders hold (a party could add
+// any offset, even a negative one mod 2^64, to the sum): every constraint's
 // groups add up to the same number of records, at most `max_records` (the signed limit times the
 // parties); no word is below this holder's own (`own`, its counts in the layout). DataLoss
 // naming the first word that breaks them.

@@ -1,7 +1,7 @@
-// The recipient's check of a horizontal job's released table before it is written (issue 49,
-// finding 3): the secure union's rows come from every data party, and any party after the first
-// could drop, repeat or invent rows on their way. The recipient (the leader or a data party)
-// reads the table it received on its own, not the engine's bookkeeping:
+// The recipient's check of a horizontal job's released table before it is written: the secure
+// union's rows come from every data party, and any party after the first could drop, repeat or
+// invent rows on their way. The recipient (the leader or a data party) reads the table it received
+// on its own, not the engine's bookkeeping:
 //
 //  * the row count equals the records the parties summed (the root count), when known;
 //  * every row has the released attributes, and every QID cell is a label of the final cut;

@@ -920,7 +920,7 @@ bool OverstatesScore(double declared, double computed) {
 absl::Status TopDownSpecializer::ApplyChosen(int attr, NodeIndex node, int c,
                                              std::optional<double> owner_score,
                                              std::optional<double> declared_score) {
-  // Issue 26: no replica applies what its own check rejects — whoever chose it (a deviating
+  // No replica applies what its own check rejects — whoever chose it (a deviating
   // leader may commit a candidate a judge vetoed or that breaks a group-size bound).
   bool valid = false;
   if (source_->Owns(attr)) {

@@ -68,12 +68,12 @@ inline constexpr char kRootCountAboveLimit[] = "the parties' summed root count";
 absl::Status CheckRootCount(uint64_t total, uint64_t max_records);
 
 // The named reason a replica refuses to apply a specialization its own check of the privacy model
-// rejects (vertical jobs: issue 26, "parties re-check what they apply").
+// rejects (vertical jobs: every replica re-checks what it applies, whoever chose it).
 inline constexpr char kRefusedSpecialization[] =
     "refused to apply a specialization that fails this party's own check of the privacy model";
 
 // The named reason a replica refuses a winner whose proposer declared a higher score than the
-// split gives (issue 49, finding 5: a party that signs 1e300 would win every round it enters).
+// split gives (a party that signed 1e300 would otherwise win every round it enters).
 inline constexpr char kScoreOverstated[] =
     "refused a winner whose declared score exceeds the score its split gives";
 

@@ -206,7 +206,7 @@ class RowEncoder {
     std::vector<double> numbers;                          // its distinct values: id -> value
     // The ids of small whole numbers, the common case, without hashing: value -> id + 1 (0: not
     // seen). The table covers [0, DirectReach()), which grows with the distinct values seen, not
-    // with the largest one (issue 48: a column such as fnlwgt, up to ~1.5M, made it 8 MiB per
+    // with the largest one (a column such as fnlwgt, up to ~1.5M, made it 8 MiB per
     // column and loading thread, touched page by page); larger values are hashed.
     std::vector<int32_t> direct_ids;
     static constexpr size_t kDirectNumbers = size_t{1} << 21;

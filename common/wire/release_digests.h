@@ -1,4 +1,4 @@
-// What ties a vertical job's release to what its replicas agreed (issue 49, finding 4). Every
+// What ties a vertical job's release to what its replicas agreed. Every
 // replica knows every common record's final group (the instructions partition the records alike at
 // every party), so before anything is released each one reports, and the leader compares:
 //

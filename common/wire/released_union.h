@@ -50,7 +50,7 @@ absl::StatusOr<std::vector<std::string>> OpenUnionRows(
     uint64_t round, const std::string& recipient,
     const google::protobuf::RepeatedPtrField<std::string>& rows);
 
-// A serialized VerticalColumns read in place (issue 30: a 1M-record release within bounded
+// A serialized VerticalColumns read in place (so that a 1M-record release fits bounded
 // memory): the names, and where each row's cells start in the bytes, with no string per cell.
 // Accepts exactly what VerticalColumns::ParseFromString accepts (any other field layout is parsed
 // as a message once and read back in the canonical one); strings must be valid UTF-8.
