@@ -74,12 +74,8 @@ absl::Status FinalCheckParty::Start(const fedanon::v1::FinalCheckStep& step, uin
     ASSIGN_OR_RETURN(check.counts, common::LocalFinalCheckCounts(check.layout, *tables_.data,
                                                                  tables_.hier, *tables_.tips));
   }
-  if (ctx_.options().misbehave == "final-check-negative-offset" && !check.counts.empty()) {
-    spdlog::warn(
-        "job={} MISBEHAVING (test mode): 1000 subtracted from the final check's first word",
-        ctx_.job_id);
-    check.counts[0] -= 1000;  // mod 2^64: other parties' records taken away, or a wrapped word
-  }
+  if (ctx_.options().deviation != nullptr)
+    ctx_.options().deviation->FinalCheckCounts(&check.counts);
   if (ctx_.RingPosition() == 0) {
     if (restored_mask_) {
       check.mask = *std::exchange(restored_mask_, std::nullopt);  // drawn before a restart

@@ -105,7 +105,8 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
   }
   RETURN_IF_ERROR(LoadTable(*schema, table, table_name, postgres, job.get()));
   if (const uint64_t most = common::MaxRecordsPerParty(job->spec);
-      Records(*job) > most && options_.misbehave != "ignore-record-limit") {
+      Records(*job) > most &&
+      !(options_.deviation != nullptr && options_.deviation->IgnoresRecordLimit())) {
     return absl::FailedPreconditionError(
         absl::StrCat("party '", options_.name, "': table '", table_name, "' holds ", Records(*job),
                      " records, more than the job's max_records_per_party of ", most,
@@ -484,17 +485,7 @@ absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const 
   vopts.name = options_.name;
   vopts.releases_class = !job->ring.empty() && job->ring.front() == options_.name;
   vopts.parties = job->ring;
-  if (options_.misbehave == "never-participate") {
-    vopts.misbehaviour = Misbehaviour::kNeverParticipate;
-  } else if (options_.misbehave == "under-declare") {
-    vopts.misbehaviour = Misbehaviour::kUnderDeclare;
-  } else if (options_.misbehave == "repropose-vetoed") {
-    vopts.misbehaviour = Misbehaviour::kReproposeVetoed;
-  } else if (options_.misbehave == "overstate-score") {
-    vopts.misbehaviour = Misbehaviour::kOverstateScore;
-  } else if (options_.misbehave == "release-record-tags") {
-    vopts.misbehaviour = Misbehaviour::kReleaseRecordTags;
-  }
+  if (options_.deviation != nullptr) vopts.misbehaviour = options_.deviation->Vertical();
   // A job this replica could not score as the centralized engine does is refused by name.
   RETURN_IF_ERROR(common::CheckVerticalScoreComputable(job->spec));
   auto vp = VerticalParty::Load(job->spec, schema, table, vopts, postgres);

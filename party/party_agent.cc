@@ -20,15 +20,6 @@ using fedanon::v1::PartyMessage;
 
 absl::StatusOr<std::unique_ptr<PartyAgent>> PartyAgent::Create(PartyAgentOptions options) {
   RETURN_IF_ERROR(crypto::ValidateParticipantName(options.name));
-  if (!options.misbehave.empty() && std::find(kMisbehaviours.begin(), kMisbehaviours.end(),
-                                              options.misbehave) == kMisbehaviours.end()) {
-    std::string known;
-    for (std::string_view m : kMisbehaviours) {
-      known += std::string(known.empty() ? "" : ", ") + std::string(m);
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown misbehaviour '", options.misbehave, "' (one of: ", known, ")"));
-  }
   if (options.seal_key_pem.empty() || options.seal_cert_pem.empty() || options.ca_pem.empty()) {
     return absl::InvalidArgumentError("a party needs the CA certificate and its sealing key pair");
   }

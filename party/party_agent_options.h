@@ -2,32 +2,23 @@
 // party.yaml): identity, directories, limits, keys, policy, and the hooks tests use.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/table/postgres_sink.h"
 #include "common/table/postgres_source.h"
+#include "party/party_deviation.h"
 #include "party/party_policy.h"
 #include "party/seal_key_ring.h"
 
 namespace fedanon::party {
-
-// The misbehaviour modes PartyAgentOptions::misbehave accepts (tests and demonstrations only).
-inline constexpr std::array<std::string_view, 16> kMisbehaviours = {
-    "never-participate",        "under-declare",       "inflate-released-counts",
-    "ignore-record-limit",      "union-drop-row",      "union-repeat-row",
-    "union-swap-row",           "union-invent-row",    "final-check-negative-offset",
-    "move-released-count",      "repropose-vetoed",    "report-larger-groups",
-    "overstate-score",          "release-record-tags", "release-other-order",
-    "other-children-for-others"};
 
 struct PartyAgentOptions {
   std::string name;               // this party's identity (as in its certificate)
@@ -72,18 +63,10 @@ struct PartyAgentOptions {
   // the job goes on after this party restarts. Empty: the directory of ledger_path, or no durable
   // state when that is empty too (a restarted party then cannot continue a job).
   std::string state_dir;
-  // Tests and demonstrations only: "" (default); "never-participate" or "under-declare" (vertical
-  // jobs, mohammed2011 §6); "inflate-released-counts" (a horizontal party that adds a record
-  // that does not exist to the released counts); "ignore-record-limit" (a party that takes part
-  // with more records than the signed max_records_per_party); "union-drop-row",
-  // "union-repeat-row", "union-swap-row", "union-invent-row" (a horizontal party's secure-union
-  // hop drops an earlier party's sealed row, repeats one, swaps one for a second copy of its own,
-  // or replaces one of its own rows by made-up cells); "final-check-negative-offset" (a party
-  // subtracts 1000 from the final check's first word); "move-released-count" (a party moves one
-  // of its released counts to the next group); "repropose-vetoed" (a vertical party proposes its
-  // vetoed candidate again); "report-larger-groups" (a vertical party's release report states a
-  // larger smallest group and a confidence of 1e9). The party then misbehaves.
-  std::string misbehave;
+  // How this party deviates from the protocol (party/party_deviation.h); null: it does not. The
+  // daemon's `--misbehave` (mohammed2011 §6's malicious vertical parties) and tests of what the
+  // other roles refuse set one.
+  std::shared_ptr<const PartyDeviation> deviation;
   // Tests only: called with (sender, purpose, plaintext) of every sealed payload this party opens
   // in a secure sum or a vertical job — what it learns from the others.
   std::function<void(const std::string& sender, const std::string& purpose,

@@ -88,27 +88,8 @@ absl::Status SecureSumParty::StartCollect(const fedanon::v1::SumStep& step, size
     common::AppendLocalStats(*tables_.tips, stats_request, &counts_);
   }
   counts_release_ = !stats_request.released_groups.empty() || local_release;
-  if (counts_release_ && !counts_.empty() &&
-      ctx_.options().misbehave == "inflate-released-counts") {
-    spdlog::warn(
-        "job={} MISBEHAVING (test mode): one record that does not exist is added to "
-        "the released counts",
-        ctx_.job_id);
-    ++counts_[0];
-  }
-  const uint64_t combos = stats_request.released_combinations;
-  if (counts_release_ && ctx_.options().misbehave == "move-released-count" && combos > 0 &&
-      counts_.size() > combos) {
-    // One of its own records moved to the same values in the next group: the total stays right.
-    const auto held =
-        std::find_if(counts_.begin(), counts_.end(), [](uint64_t n) { return n > 0; });
-    if (held != counts_.end()) {
-      spdlog::warn("job={} MISBEHAVING (test mode): a released count moved to another group",
-                   ctx_.job_id);
-      const size_t from = static_cast<size_t>(held - counts_.begin());
-      --counts_[from];
-      ++counts_[(from + combos) % counts_.size()];
-    }
+  if (counts_release_ && ctx_.options().deviation != nullptr) {
+    ctx_.options().deviation->ReleasedCounts(stats_request.released_combinations, &counts_);
   }
   collect_ = step.collect();
   digest_ = common::SumRequestDigest(step.request(), tables_.update_chain);

@@ -257,7 +257,9 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Hop(const LeaderMessage& request,
     return absl::InvalidArgumentError("the union names someone who is not a participant");
   }
   ASSIGN_OR_RETURN(std::vector<std::string> lines, OwnRows());
-  Misbehave(&list, &lines);
+  if (ctx_.options().deviation != nullptr) {
+    ctx_.options().deviation->UnionHop(ctx_.spec, &list, &lines);
+  }
   PartyMessage reply;
   auto* out = reply.mutable_union_step();
   const size_t before = list.rows_size();
@@ -303,28 +305,6 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Hop(const LeaderMessage& request,
        .numbers = {{"rows", lines.size()}, {"list_rows", static_cast<uint64_t>(list.rows_size())}},
        .texts = {{"rows_sealed_for", ctx_.recipient}}}));
   return reply;
-}
-
-void SecureUnionParty::Misbehave(fedanon::v1::UnionList* list,
-                                 std::vector<std::string>* lines) const {
-  const std::string& mode = ctx_.options().misbehave;
-  if (mode.empty() || !absl::StartsWith(mode, "union-")) return;
-  spdlog::warn("job={} MISBEHAVING (test mode '{}') in the secure union", ctx_.job_id, mode);
-  if (mode == "union-drop-row" && list->rows_size() > 0) {
-    list->mutable_rows()->RemoveLast();  // one of the earlier parties' rows
-  } else if (mode == "union-repeat-row" && list->rows_size() > 0) {
-    *list->add_rows() = list->rows(0);  // counted twice; this party cannot read it
-  } else if (mode == "union-swap-row" && list->rows_size() > 0 && !lines->empty()) {
-    list->mutable_rows()->RemoveLast();  // another party's row out, one of its own in twice
-    lines->push_back(lines->front());
-  } else if (mode == "union-invent-row" && !lines->empty()) {
-    // One of its own rows replaced by one whose every cell is made up.
-    std::vector<std::string> cells;
-    for (const auto& a : ctx_.spec.attributes()) {
-      if (a.role() != fedanon::v1::ROLE_ID) cells.push_back("invented");
-    }
-    lines->back() = common::CsvLine(std::vector<std::string_view>(cells.begin(), cells.end()));
-  }
 }
 
 void SecureUnionParty::RestoreReply(const LeaderMessage& request, PartyMessage reply) {

@@ -57,10 +57,6 @@ class SecureUnionParty {
                                                 const std::string& key, const std::string& digest,
                                                 fedanon::v1::UnionList list);
 
-  // Tests only (PartyAgentOptions::misbehave "union-drop-row", "union-repeat-row",
-  // "union-swap-row", "union-invent-row"): this party's hop alters the set it passes on.
-  void Misbehave(fedanon::v1::UnionList* list, std::vector<std::string>* lines) const;
-
   JobContext& ctx_;
   HorizontalTables& tables_;
   const FinalCheckParty& final_check_;

@@ -118,7 +118,7 @@ fedanon::v1::LocalProposals VerticalLocalReplica::Propose(uint64_t wave) {
   proposed_.assign(live_.size(), std::nullopt);
   for (size_t i = 0; i < live_.size(); ++i) {
     const int32_t g = live_[i];
-    // One veto per group and attribute (issue 49, finding 6): once a judge vetoed a candidate of
+    // One veto per group and attribute: once a judge vetoed a candidate of
     // an attribute in this group, no other candidate of that attribute is proposed for it, so a
     // judge that vetoes wave after wave cannot see one split after another of the same values.
     const auto vetoed = vetoed_.find(g);
@@ -575,6 +575,44 @@ absl::StatusOr<fedanon::v1::LocalInstruction> VerticalLocalReplica::PublishInstr
 absl::Status VerticalLocalReplica::ApplyWave(
     uint64_t wave,
     const std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>>& from_others) {
+  ASSIGN_OR_RETURN(const WaveSplits splits, CheckedWaveSplits(wave, from_others));
+  RETURN_IF_ERROR(CheckSplitsAreTheWinners(wave, splits));
+  if (!judges_.empty()) {
+    for (const auto& [g, vetoed] : vetoed_now_) {
+      if (!vetoed) continue;
+      const auto& p = winners_.at(g).second;
+      vetoed_[static_cast<int32_t>(g)].emplace_back(static_cast<int>(p.attribute()), p.candidate());
+      ++vetoes_;
+    }
+  }
+  // Apply in group order; children numbered in that order (every replica alike). The report
+  // orders the steps as the centralized recoder would (FillReport).
+  std::vector<int32_t> next_live;
+  for (int32_t g : live_) {
+    auto found = splits.find(g);
+    if (found == splits.end()) {
+      next_live.push_back(g);
+    } else {
+      ApplySplit(g, *found->second.second, &next_live);
+    }
+  }
+  std::sort(next_live.begin(), next_live.end());
+  live_ = std::move(next_live);
+  proposed_.clear();
+  own_instruction_.reset();
+  checked_wave_ = 0;
+  winners_.clear();
+  judged_.clear();
+  judged_wave_ = 0;
+  verdicts_wave_ = 0;
+  vetoed_now_.clear();
+  ++waves_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<VerticalLocalReplica::WaveSplits> VerticalLocalReplica::CheckedWaveSplits(
+    uint64_t wave,
+    const std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>>& from_others) const {
   const bool judging = !judges_.empty();
   if (judging && verdicts_wave_ != wave) {
     return Refuse(absl::StrCat("the commit of wave ", wave, " comes without the judges' verdicts"));
@@ -607,7 +645,7 @@ absl::Status VerticalLocalReplica::ApplyWave(
   }
   // Check every split before applying any.
   std::vector<bool> split_this_wave(live_.size(), false);
-  std::map<int32_t, std::pair<std::string, const fedanon::v1::LocalSplit*>> splits;
+  WaveSplits splits;
   for (const auto& source : all) {
     for (const auto& split : source.instruction->splits()) {
       const int32_t g = static_cast<int32_t>(split.proposal().group());
@@ -626,6 +664,12 @@ absl::Status VerticalLocalReplica::ApplyWave(
       splits[g] = {source.sender, &split};
     }
   }
+  return splits;
+}
+
+absl::Status VerticalLocalReplica::CheckSplitsAreTheWinners(uint64_t wave,
+                                                            const WaveSplits& splits) const {
+  const bool judging = !judges_.empty();
   // Exactly the recomputed winners (with judges: the accepted ones): a won group's split from its
   // winner, with its signed proposal; nothing else.
   if (checked_wave_ != wave) {
@@ -645,7 +689,7 @@ absl::Status VerticalLocalReplica::ApplyWave(
     }
   }
   // Each other party's won split carries the score it signed: refused when above what the split
-  // gives (issue 49, finding 5), wherever this replica can compute that.
+  // gives, wherever this replica can compute that.
   for (const auto& [g, split] : splits) {
     if (split.first != self_) RETURN_IF_ERROR(CheckDeclaredScore(g, *split.second));
   }
@@ -657,244 +701,52 @@ absl::Status VerticalLocalReplica::ApplyWave(
           judging ? " and every judge accepted" : "", ", is missing (withheld from this party)"));
     }
   }
-  if (judging) {
-    for (const auto& [g, vetoed] : vetoed_now_) {
-      if (!vetoed) continue;
-      const auto& p = winners_.at(g).second;
-      vetoed_[static_cast<int32_t>(g)].emplace_back(static_cast<int>(p.attribute()), p.candidate());
-      ++vetoes_;
-    }
-  }
-  // Apply in group order; children numbered in that order (every replica alike). The report
-  // orders the steps as the centralized recoder would (FillReport).
-  std::vector<int32_t> next_live;
-  for (int32_t g : live_) {
-    auto found = splits.find(g);
-    if (found == splits.end()) {
-      next_live.push_back(g);
-      continue;
-    }
-    const fedanon::v1::LocalSplit& split = *found->second.second;
-    const int a = static_cast<int>(split.proposal().attribute());
-    const size_t children = static_cast<size_t>(split.children_size());
-    std::vector<int32_t> id(children, -1);
-    std::vector<uint64_t> sizes(children, 0);
-    for (uint32_t c : split.child_of_record()) ++sizes[c];
-    fedanon::v1::SpecializationStep step;
-    step.set_attribute(data_->qids[a].name);
-    const LocalValue parent = keys_[g][a];
-    const common::QidColumn& col = data_->qids[a];
-    step.set_value(
-        col.kind == QidKind::kSuppression
-            ? absl::StrCat(spec_.suppression_token(), " -> ", col.values[split.children(0).node()])
-            : ValueLabel(a, parent));
-    step.set_score(split.proposal().score());
-    step.set_info_gain(split.info_gain());
-    step.set_records(records_[g].size());
-    for (size_t c = 0; c < children; ++c) {
-      if (sizes[c] == 0) continue;
-      id[c] = static_cast<int32_t>(keys_.size());
-      std::vector<LocalValue> key = keys_[g];
-      key[a] = FromMessage(split.children(static_cast<int>(c)));
-      step.add_children(ValueLabel(a, key[a]));
-      keys_.push_back(std::move(key));
-      records_.emplace_back();
-      records_.back().reserve(sizes[c]);
-      depth_.push_back(depth_[g] + 1);
-      next_live.push_back(id[c]);
-    }
-    const std::vector<uint32_t> members = std::move(records_[g]);
-    records_[g].clear();
-    for (size_t i = 0; i < members.size(); ++i) {
-      const int32_t child = id[split.child_of_record(static_cast<int>(i))];
-      records_[child].push_back(members[i]);
-      group_of_[members[i]] = child;
-    }
-    std::vector<int32_t> kids;
-    for (int32_t c : id) {
-      if (c >= 0) kids.push_back(c);
-    }
-    vetoed_.erase(g);
-    applied_.push_back({depth_[g], split.proposal().score(), g, std::move(kids), std::move(step)});
-  }
-  std::sort(next_live.begin(), next_live.end());
-  live_ = std::move(next_live);
-  proposed_.clear();
-  own_instruction_.reset();
-  checked_wave_ = 0;
-  winners_.clear();
-  judged_.clear();
-  judged_wave_ = 0;
-  verdicts_wave_ = 0;
-  vetoed_now_.clear();
-  ++waves_;
   return absl::OkStatus();
 }
 
-absl::Status VerticalLocalReplica::CheckRelease() const {
-  if (!closed_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        kRefusedLocalWave,
-        ": refused to release: the replicas' final states were not compared (no closing wave)"));
-  }
-  // Coded apart from the group bookkeeping: count the records per distinct released key, each
-  // record's key read through its group (the public partition every replica shares).
-  // Per class: [records, then per tracked value its count among the values this party holds].
-  const size_t m = data_->tracked.size();
-  std::map<std::vector<std::tuple<int32_t, int32_t, int32_t>>, std::vector<uint64_t>> classes;
-  uint64_t covered = 0;
-  for (int32_t g : live_) {
-    std::vector<std::tuple<int32_t, int32_t, int32_t>> k;
-    for (const LocalValue& v : keys_[g]) k.emplace_back(v.node, v.lo, v.hi);
-    std::vector<uint64_t>& c = classes[k];
-    c.resize(1 + m, 0);
-    c[0] += records_[g].size();
-    for (uint32_t r : records_[g]) {
-      for (uint64_t bits = data_->sensitive_bits[r]; bits != 0; bits &= bits - 1) {
-        ++c[1 + static_cast<size_t>(__builtin_ctzll(bits))];
-      }
-    }
-    covered += records_[g].size();
-  }
-  if (covered != data_->num_records) {
-    return absl::InternalError("the final groups do not cover every common record");
-  }
-  for (const auto& [k, c] : classes) {
-    if (c[0] < rule_.kmin) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("refused to release: a final local-recoding group has ", c[0],
-                       " records, fewer than ", rule_.kmin));
-    }
-    for (size_t b = 0; b < m; ++b) {
-      const double conf = static_cast<double>(c[1 + b]) / static_cast<double>(c[0]);
-      if (conf > rule_.bound[b] + common::kConfidenceEpsilon) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("refused to release: in a final local-recoding group of ", c[0],
-                         " records the confidence of sensitive value ", b + 1, " is ", conf,
-                         ", above its bound ", rule_.bound[b]));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-std::string VerticalLocalReplica::ValueLabel(int a, const LocalValue& v) const {
+void VerticalLocalReplica::ApplySplit(int32_t g, const fedanon::v1::LocalSplit& split,
+                                      std::vector<int32_t>* next_live) {
+  const int a = static_cast<int>(split.proposal().attribute());
+  const size_t children = static_cast<size_t>(split.children_size());
+  std::vector<int32_t> id(children, -1);
+  std::vector<uint64_t> sizes(children, 0);
+  for (uint32_t c : split.child_of_record()) ++sizes[c];
+  fedanon::v1::SpecializationStep step;
+  step.set_attribute(data_->qids[a].name);
+  const LocalValue parent = keys_[g][a];
   const common::QidColumn& col = data_->qids[a];
-  switch (col.kind) {
-    case QidKind::kTaxonomy:
-      return col.taxonomy->label(v.node);
-    case QidKind::kSuppression:
-      return v.node < 0 ? spec_.suppression_token() : col.values[v.node];
-    case QidKind::kContinuous: {
-      const int32_t ranks = static_cast<int32_t>(col.sorted_values.size());
-      if (v.lo < 0 || v.hi > ranks) return common::IntervalLabel(col.range_lo, col.range_hi);
-      const double lo = v.lo == 0 ? col.range_lo : col.sorted_values[v.lo];
-      const double hi = v.hi == ranks ? col.range_hi : col.sorted_values[v.hi];
-      return common::IntervalLabel(lo, hi);
-    }
+  step.set_value(
+      col.kind == QidKind::kSuppression
+          ? absl::StrCat(spec_.suppression_token(), " -> ", col.values[split.children(0).node()])
+          : ValueLabel(a, parent));
+  step.set_score(split.proposal().score());
+  step.set_info_gain(split.info_gain());
+  step.set_records(records_[g].size());
+  for (size_t c = 0; c < children; ++c) {
+    if (sizes[c] == 0) continue;
+    id[c] = static_cast<int32_t>(keys_.size());
+    std::vector<LocalValue> key = keys_[g];
+    key[a] = FromMessage(split.children(static_cast<int>(c)));
+    step.add_children(ValueLabel(a, key[a]));
+    keys_.push_back(std::move(key));
+    records_.emplace_back();
+    records_.back().reserve(sizes[c]);
+    depth_.push_back(depth_[g] + 1);
+    next_live->push_back(id[c]);
   }
-  return "";
-}
-
-std::string VerticalLocalReplica::Label(int a, uint32_t r) const {
-  return ValueLabel(a, keys_[group_of_[r]][a]);
-}
-
-void VerticalLocalReplica::FillReport(const std::string& stop_reason,
-                                      fedanon::v1::Report* report) const {
-  report->set_recoding(fedanon::v1::RECODING_LOCAL);
-  report->set_records_out(data_->num_records);
-  report->set_groups(live_.size());
-  // The steps in the centralized order: by logical wave (the parent's depth; a split delayed by
-  // vetoes keeps its group's depth), then score descending, then the parent's centralized id —
-  // the centralized recoder numbers the groups in that order of creation, from 1.
-  std::vector<size_t> order(applied_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t x, size_t y) { return applied_[x].depth < applied_[y].depth; });
-  std::vector<uint32_t> central_id(keys_.size(), 0);
-  uint32_t next_id = 1;
-  size_t listed = 0;
-  for (size_t begin = 0; begin < order.size();) {
-    size_t end = begin;
-    while (end < order.size() && applied_[order[end]].depth == applied_[order[begin]].depth) ++end;
-    std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin),
-                     order.begin() + static_cast<std::ptrdiff_t>(end), [&](size_t x, size_t y) {
-                       const Applied& a = applied_[x];
-                       const Applied& b = applied_[y];
-                       return a.score > b.score ||
-                              (a.score == b.score && central_id[a.parent] < central_id[b.parent]);
-                     });
-    for (size_t i = begin; i < end; ++i) {
-      const Applied& a = applied_[order[i]];
-      for (int32_t c : a.children) central_id[c] = next_id++;
-      if (listed < common::kMaxReportedLocalSteps) {
-        auto* step = report->add_steps();
-        *step = a.step;
-        step->set_round(static_cast<uint32_t>(i + 1));
-        ++listed;
-      }
-    }
-    begin = end;
+  const std::vector<uint32_t> members = std::move(records_[g]);
+  records_[g].clear();
+  for (size_t i = 0; i < members.size(); ++i) {
+    const int32_t child = id[split.child_of_record(static_cast<int>(i))];
+    records_[child].push_back(members[i]);
+    group_of_[members[i]] = child;
   }
-  uint64_t smallest = data_->num_records;
-  long double squares = 0;
-  // As the centralized report: the largest confidence of a bounded sensitive value in a final
-  // group — over the values this party holds (the others' bits are 0 here; the leader keeps the
-  // report with the largest).
-  const size_t m = data_->tracked.size();
-  std::vector<bool> bounded(m, false);
-  for (size_t b = 0; b < m; ++b) {
-    if (rule_.bound[b] >= 1.0 && !model_->has_confidence) continue;
-    for (const common::Constraint& c : model_->constraints) {
-      bounded[b] = bounded[b] || (c.sensitive_mask >> b & 1) != 0;
-    }
+  std::vector<int32_t> kids;
+  for (int32_t c : id) {
+    if (c >= 0) kids.push_back(c);
   }
-  double largest_conf = 0;
-  std::vector<uint64_t> counts(m);
-  for (int32_t g : live_) {
-    const uint64_t s = records_[g].size();
-    smallest = std::min(smallest, s);
-    squares += static_cast<long double>(s) * static_cast<long double>(s);
-    if (m == 0 || s == 0) continue;
-    std::fill(counts.begin(), counts.end(), 0);
-    for (uint32_t r : records_[g]) {
-      for (uint64_t bits = data_->sensitive_bits[r]; bits != 0; bits &= bits - 1) {
-        ++counts[static_cast<size_t>(__builtin_ctzll(bits))];
-      }
-    }
-    for (size_t b = 0; b < m; ++b) {
-      if (!bounded[b]) continue;
-      largest_conf =
-          std::max(largest_conf, static_cast<double>(counts[b]) / static_cast<double>(s));
-    }
-  }
-  report->set_largest_confidence(largest_conf);
-  for (size_t a = 0; a < data_->qids.size(); ++a) {
-    std::vector<std::tuple<int32_t, int32_t, int32_t>> values;
-    for (int32_t g : live_) {
-      const LocalValue& v = keys_[g][a];
-      values.emplace_back(v.node, v.lo, v.hi);
-    }
-    std::sort(values.begin(), values.end());
-    values.erase(std::unique(values.begin(), values.end()), values.end());
-    auto* cut = report->add_cut();
-    cut->set_attribute(data_->qids[a].name);
-    // Labels of attributes this party does not hold: intervals need the ranks' values, which
-    // the public schema carries; taxonomy nodes and disclosed values are public.
-    for (const auto& [node, lo, hi] : values) {
-      cut->add_values(ValueLabel(static_cast<int>(a), LocalValue{node, lo, hi}));
-    }
-  }
-  const long double n = static_cast<long double>(data_->num_records);
-  report->set_smallest_group(smallest);
-  report->set_discernibility_ratio(n > 0 ? static_cast<double>(squares / (n * n)) : 0);
-  report->set_constraints_checked(model_->constraints.size());
-  report->set_stop_reason(listed == applied_.size()
-                              ? stop_reason
-                              : absl::StrCat(stop_reason, " (", applied_.size(),
-                                             " specializations; the report lists the first ",
-                                             listed, ")"));
+  vetoed_.erase(g);
+  applied_.push_back({depth_[g], split.proposal().score(), g, std::move(kids), std::move(step)});
 }
 
 }  // namespace fedanon::party

@@ -125,6 +125,19 @@ class VerticalLocalReplica {
   // Another party's won split of group `g`: its declared score must not exceed what the split
   // gives on the class (common::OverstatesScore), unless the score needs sensitive values.
   absl::Status CheckDeclaredScore(int32_t g, const fedanon::v1::LocalSplit& split) const;
+  // A wave's splits by group, each with the party that instructs it (ApplyWave's phases).
+  using WaveSplits = std::map<int32_t, std::pair<std::string, const fedanon::v1::LocalSplit*>>;
+  // Every instruction of `wave` (this party's own, those it judged, `from_others`) checked and its
+  // splits gathered; a judge's vetoed splits left out. Points into the instructions.
+  absl::StatusOr<WaveSplits> CheckedWaveSplits(
+      uint64_t wave,
+      const std::vector<std::pair<std::string, fedanon::v1::LocalInstruction>>& from_others) const;
+  // The splits are exactly the wave's recomputed winners (with judges: the accepted ones), each
+  // other party's with a score its split can give.
+  absl::Status CheckSplitsAreTheWinners(uint64_t wave, const WaveSplits& splits) const;
+  // Splits group `g`: its children join `next_live`, its records move to them, the step is kept
+  // for the report.
+  void ApplySplit(int32_t g, const fedanon::v1::LocalSplit& split, std::vector<int32_t>* next_live);
 
   const common::Dataset* data_ = nullptr;
   const common::PrivacyModel* model_ = nullptr;

@@ -31,29 +31,16 @@
 #include "common/table/postgres_source.h"
 #include "fedanon/v1/federation.pb.h"
 #include "fedanon/v1/job.pb.h"
+#include "party/party_deviation.h"
 #include "party/vertical_local.h"
 
 namespace fedanon::party {
-
-// Misbehaviour modes for tests and demonstrations of mohammed2011 §6 (never on by default).
-// Tests only: kReproposeVetoed proposes its own candidate that a judge vetoed again, with a score
-// that wins (issue 49, finding 2: vetoes repeated without end); kOverstateScore signs its best
-// candidate with the score 1e300 (finding 5); kReleaseRecordTags releases a tag per record in its
-// QID columns instead of the generalized values (finding 4).
-enum class Misbehaviour {
-  kNone,
-  kNeverParticipate,
-  kUnderDeclare,
-  kReproposeVetoed,
-  kOverstateScore,
-  kReleaseRecordTags
-};
 
 struct VerticalPartyOptions {
   std::string name;                  // this party (as named by the spec's `party:` keys)
   bool releases_class = false;       // this party writes the shared class column on release
   std::vector<std::string> parties;  // every data party of the job (for contributions)
-  Misbehaviour misbehaviour = Misbehaviour::kNone;
+  Misbehaviour misbehaviour = Misbehaviour::kNone;  // party/party_deviation.h
 };
 
 // The Not-participate reason of the game-theoretic strategy (as counted in the job report).

@@ -112,11 +112,8 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
     for (const auto& party : ctx_.ring) {
       if (party == ctx_.self()) continue;
       std::string seed = order_seed_;
-      if (ctx_.options().misbehave == "release-other-order" && party == ctx_.ring.back()) {
-        // Tests only: the last party of the ring gets another seed than the others.
-        spdlog::warn("job={} MISBEHAVING (test mode): another release order for '{}'", ctx_.job_id,
-                     party);
-        seed[0] = static_cast<char>(seed[0] ^ 1);
+      if (ctx_.options().deviation != nullptr) {
+        ctx_.options().deviation->ReleaseOrderSeed(party, party == ctx_.ring.back(), &seed);
       }
       ASSIGN_OR_RETURN(*out->mutable_released()->add_order_seeds(),
                        ctx_.SealFor(party, round, "release-order", seed));
@@ -144,7 +141,7 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
   }
   vp.FillReport("", out->mutable_released()->mutable_report());
   // What ties the release to what every replica agreed: the leader compares these across the
-  // replicas before it fetches any column (issue 49, finding 4).
+  // replicas before it fetches any column.
   {
     const VerticalParty::GroupDigests digests = vp.ReleaseGroupDigests();
     out->mutable_released()->set_partition_digest(digests.partition);
@@ -153,13 +150,8 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
     out->mutable_released()->set_order_seed_digest(
         common::OrderSeedDigest(ctx_.job_id, order_seed_));
   }
-  if (ctx_.options().misbehave == "report-larger-groups") {
-    // Tests only: a report whose smallest group is larger than this replica computed.
-    spdlog::warn("job={} MISBEHAVING (test mode): the release report's smallest group is inflated",
-                 ctx_.job_id);
-    auto* report = out->mutable_released()->mutable_report();
-    report->set_smallest_group(report->smallest_group() + 1000);
-    report->set_largest_confidence(1e9);
+  if (ctx_.options().deviation != nullptr) {
+    ctx_.options().deviation->ReleaseReport(out->mutable_released()->mutable_report());
   }
   PageReleaseReport(ctx_.message_limit, &release_steps_, out->mutable_released());
   LogUsage(ctx_.job_id, "release sealed");
@@ -237,7 +229,7 @@ absl::Status VerticalReleaseParty::Assemble(const fedanon::v1::VerticalAssemble&
   // The joined rows must be the agreed generalization of the common records: every QID cell a
   // value of the cut every replica reported, the groups those of this party's own replica (an
   // owner could release raw values or per-record tags, or the parts could come in different
-  // orders; issue 49, finding 4). Checked before anything is written.
+  // orders). Checked before anything is written.
   {
     fedanon::v1::Report agreed;
     replica_.FillReport("", &agreed);

@@ -59,7 +59,7 @@ absl::Status VerticalRoundsParty::Propose(uint64_t round,
   auto* proposal = out->mutable_proposal();
   proposal->set_participate(choice.has_value());
   proposal->set_reason(view.reason);
-  proposal->set_misbehaving(!ctx_.options().misbehave.empty());
+  proposal->set_misbehaving(ctx_.options().deviation != nullptr);
   if (choice) {
     auto* c = proposal->mutable_candidate();
     c->set_attribute(static_cast<uint32_t>(choice->attr));
@@ -283,11 +283,9 @@ absl::Status VerticalRoundsParty::Publish(const fedanon::v1::VerticalPublish& pu
   }
   const auto& judges = replica_.judges();
   std::string for_others = pending_->bytes;
-  if (ctx_.options().misbehave == "other-children-for-others") {
-    // Tests only: the parties after the judges get other members for the same children.
-    spdlog::warn("job={} MISBEHAVING (test mode): other children for the parties after the judges",
-                 ctx_.job_id);
-    ASSIGN_OR_RETURN(for_others, replica_.ShiftedInstructionForTests(pending_->bytes));
+  if (ctx_.options().deviation != nullptr) {
+    ASSIGN_OR_RETURN(for_others, ctx_.options().deviation->InstructionForOthers(
+                                     replica_, std::move(for_others)));
   }
   std::vector<std::string> receivers;
   for (const auto& party : ctx_.ring) {

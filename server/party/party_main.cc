@@ -19,6 +19,7 @@
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "party/party_agent.h"
+#include "party/party_deviation.h"
 #include "server/party/party_client.h"
 #include "server/party/party_link_reporter.h"
 #include "server/party/party_metrics.h"
@@ -84,7 +85,11 @@ absl::StatusOr<party::PartyAgentOptions> AgentOptionsOf(const server::PartyConfi
   options.max_input_bytes = config.max_input_bytes;
   options.postgres_tables = config.postgres_tables;
   options.postgres_sink = config.postgres_sink;
-  options.misbehave = misbehave;
+  if (!misbehave.empty()) {
+    ASSIGN_OR_RETURN(const party::MaliciousVerticalParty deviation,
+                     party::MaliciousVerticalParty::Named(misbehave));
+    options.deviation = std::make_shared<const party::MaliciousVerticalParty>(deviation);
+  }
   options.admins = config.admins;
   options.policy = config.policy;
   options.ca_pem = tls.ca_pem;

@@ -30,6 +30,7 @@
 #include "crypto/secure_sum_masks.h"
 #include "leader/final_check_ring.h"
 #include "leader/secure_sum_source.h"
+#include "party/testing/deviating_party.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -1435,12 +1436,13 @@ TEST(CheatingParty, ReleasedCountsThatDoNotSumToTheRecordsAreRefused) {
     std::vector<std::map<std::string, std::string>> files;
     for (const auto& t : Tables(0)) files.push_back({{"table.csv", t}});
     ASSERT_OK_AND_ASSIGN(
-        auto fed, InProcessFederation::Create(cheat ? "released_cheat" : "released_ok", files,
-                                              [&](party::PartyAgentOptions& o) {
-                                                if (cheat && o.name == "hospital-a") {
-                                                  o.misbehave = "inflate-released-counts";
-                                                }
-                                              }));
+        auto fed,
+        InProcessFederation::Create(
+            cheat ? "released_cheat" : "released_ok", files, [&](party::PartyAgentOptions& o) {
+              if (cheat && o.name == "hospital-a") {
+                o.deviation = party::DeviatingParty("inflate-released-counts");
+              }
+            }));
     ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpec, "malicious.yaml"));
     fedanon::v1::SubmitJobRequest req;
     *req.mutable_spec() = spec;
@@ -1473,13 +1475,13 @@ TEST(CheatingParty, ARootCountAboveTheSignedLimitIsRefusedByTheLeader) {
     SCOPED_TRACE(cheat ? "cheating" : "honest");
     std::vector<std::map<std::string, std::string>> files;
     for (const auto& t : Tables(0)) files.push_back({{"table.csv", t}});
-    ASSERT_OK_AND_ASSIGN(auto fed,
-                         InProcessFederation::Create(cheat ? "root_cheat" : "root_ok", files,
-                                                     [&](party::PartyAgentOptions& o) {
-                                                       if (cheat && o.name == "hospital-c") {
-                                                         o.misbehave = "ignore-record-limit";
-                                                       }
-                                                     }));
+    ASSERT_OK_AND_ASSIGN(
+        auto fed, InProcessFederation::Create(
+                      cheat ? "root_cheat" : "root_ok", files, [&](party::PartyAgentOptions& o) {
+                        if (cheat && o.name == "hospital-c") {
+                          o.deviation = party::DeviatingParty("ignore-record-limit");
+                        }
+                      }));
     ASSERT_OK_AND_ASSIGN(auto spec,
                          common::ParseJobSpecYaml(std::string(kSpec) + "max_records_per_party: 6\n",
                                                   "malicious.yaml"));
@@ -1537,7 +1539,7 @@ fedanon::v1::JobInfo RunJobWithCheater(const std::string& name,
   std::vector<std::map<std::string, std::string>> files;
   for (const auto& t : tables) files.push_back({{"table.csv", t}});
   auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& o) {
-    if (o.name == cheater) o.misbehave = mode;
+    if (o.name == cheater) o.deviation = party::DeviatingParty(mode);
   });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return {};

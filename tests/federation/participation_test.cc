@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "common/datagen/datagen.h"
 #include "common/spec/job_spec_loader.h"
+#include "party/testing/deviating_party.h"
 #include "party/vertical_party.h"
 #include "tests/federation/adult_vertical_util.h"
 #include "tests/support/status_matchers.h"
@@ -41,7 +42,7 @@ JobRun RunJob(const std::string& name, const std::string& spec_yaml,
   // Misbehaving parties run the same agent with a misbehaviour mode (same names, keys and data).
   auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& o) {
     for (size_t i = 0; i < misbehave.size(); ++i) {
-      if (o.name == PartyName(i)) o.misbehave = misbehave[i];
+      if (o.name == PartyName(i)) o.deviation = party::DeviatingParty(misbehave[i]);
     }
   });
   EXPECT_TRUE(fed.ok()) << fed.status();

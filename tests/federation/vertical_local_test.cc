@@ -18,6 +18,7 @@
 #include "common/engine/privacy_model.h"
 #include "common/engine/tds_engine.h"
 #include "common/spec/job_spec_loader.h"
+#include "party/testing/deviating_party.h"
 #include "tests/checker/brute_force_checker.h"
 #include "tests/federation/adult_vertical_util.h"
 #include "tests/federation/federation_test_util.h"
@@ -457,7 +458,7 @@ TEST(VerticalLocalRefusals, AnOverstatedGroupScoreIsRefusedByTheOtherReplicas) {
   auto fed = InProcessFederation::Create("vlocal_overstate", PartyFiles(s, 1),
                                          [](party::PartyAgentOptions& o) {
                                            if (o.name == "hospital-b")
-                                             o.misbehave = "overstate-score";
+                                             o.deviation = party::DeviatingParty("overstate-score");
                                          });
   ASSERT_TRUE(fed.ok()) << fed.status();
   ASSERT_OK_AND_ASSIGN(auto submitted, (*fed)->Submit(Request(s.spec_yaml, s.taxonomies, **fed)));

@@ -23,6 +23,7 @@
 #include "crypto/certificates.h"
 #include "crypto/sealed_box.h"
 #include "leader/vertical_job.h"
+#include "party/testing/deviating_party.h"
 #include "party/vertical_party.h"
 #include "tests/checker/brute_force_checker.h"
 #include "tests/federation/example_a.h"
@@ -195,8 +196,8 @@ void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job
 
 // Runs the job with the leader as recipient, or `recipient` (a party: the table is read from its
 // output directory).
-// `misbehave`: party -> PartyAgentOptions::misbehave; `reply_tamper`: alters a party's replies
-// before the leader reads them.
+// `misbehave`: party -> its deviation (party/testing/deviating_party.h); `reply_tamper`: alters a
+// party's replies before the leader reads them.
 VOutcome RunVertical(
     const VScenario& s, const std::string& name, std::set<std::string>* common,
     const std::string& recipient = "", const std::map<std::string, std::string>& misbehave = {},
@@ -205,7 +206,8 @@ VOutcome RunVertical(
   auto mu = std::make_shared<absl::Mutex>();  // the leader calls parties in parallel
   auto fed = InProcessFederation::Create(
       name, PartyFiles(s, common), [&out, mu, &misbehave](party::PartyAgentOptions& o) {
-        if (auto it = misbehave.find(o.name); it != misbehave.end()) o.misbehave = it->second;
+        if (auto it = misbehave.find(o.name); it != misbehave.end())
+          o.deviation = party::DeviatingParty(it->second);
         o.observe_opened = [&out, mu, receiver = o.name](const std::string&,
                                                          const std::string& purpose,
                                                          const std::string& plain) {

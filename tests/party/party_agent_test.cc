@@ -117,10 +117,16 @@ TEST(PartyAgentCreate, RejectsBadOptions) {
   o.seal_key_pem = seal.key_pem;
   EXPECT_OK(party::PartyAgent::Create(o));
 
-  party::PartyAgentOptions misbehaving = o;
-  misbehaving.misbehave = "sometimes";
-  EXPECT_THAT(party::PartyAgent::Create(misbehaving),
+  // The daemon's --misbehave names one of mohammed2011 §6's two malicious vertical parties.
+  EXPECT_THAT(party::MaliciousVerticalParty::Named("sometimes").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, "unknown misbehaviour 'sometimes'"));
+  ASSERT_OK_AND_ASSIGN(const party::MaliciousVerticalParty under,
+                       party::MaliciousVerticalParty::Named("under-declare"));
+  EXPECT_EQ(under.Name(), "under-declare");
+  EXPECT_EQ(under.Vertical(), party::Misbehaviour::kUnderDeclare);
+  ASSERT_OK_AND_ASSIGN(const party::MaliciousVerticalParty never,
+                       party::MaliciousVerticalParty::Named("never-participate"));
+  EXPECT_EQ(never.Vertical(), party::Misbehaviour::kNeverParticipate);
   party::PartyAgentOptions keyless = o;
   keyless.seal_key_pem.clear();
   EXPECT_THAT(party::PartyAgent::Create(keyless),

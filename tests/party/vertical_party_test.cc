@@ -18,6 +18,7 @@
 #include "common/wire/federation_wire.h"
 #include "common/wire/released_union.h"
 #include "crypto/sealed_box.h"
+#include "party/testing/deviating_party.h"
 #include "tests/party/party_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -464,12 +465,13 @@ TEST(VerticalPartyAgent, HorizontalStepsForAVerticalJobAreRefused) {
 }
 
 TEST(VerticalPartyAgent, NeverParticipateModeDeclinesLoudly) {
-  ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_misbehave", TwoHospitals(),
-                                                    [](party::PartyAgentOptions& o) {
-                                                      if (o.name == "hospital-a") {
-                                                        o.misbehave = "never-participate";
-                                                      }
-                                                    }));
+  ASSERT_OK_AND_ASSIGN(
+      auto f,
+      PartyFixture::Create("vertical_misbehave", TwoHospitals(), [](party::PartyAgentOptions& o) {
+        if (o.name == "hospital-a") {
+          o.deviation = party::DeviatingParty("never-participate");
+        }
+      }));
   ASSERT_OK(f->PrepareAll("job-00000000000f", kSpec));
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> common, MatchIds(*f));
   EXPECT_EQ(common[0], 5u);
@@ -1109,7 +1111,7 @@ absl::StatusOr<Round> HonestRound(PartyFixture& f, uint32_t round) {
 
 // hospital-a never proposes, so every winner is hospital-b's (Job).
 void ANeverProposes(party::PartyAgentOptions& o) {
-  if (o.name == "hospital-a") o.misbehave = "never-participate";
+  if (o.name == "hospital-a") o.deviation = party::DeviatingParty("never-participate");
 }
 
 // kJudgedSpec with a confidence bound that splitting Job breaks: White-collar holds p3 (flu) and

@@ -1,0 +1,275 @@
+// VerticalParty's release (party/vertical_party.h): the check before any release, the released
+// columns in canonical or release order (serialized in place for large tables), the digests that
+// tie the release to what every replica agreed, and the report.
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "common/wire/federation_wire.h"
+#include "common/wire/release_digests.h"
+#include "party/vertical_party.h"
+#include "spdlog/spdlog.h"
+
+namespace fedanon::party {
+
+using common::NodeIndex;
+using fedanon::v1::Attribute;
+
+absl::Status VerticalParty::CheckRelease() const {
+  if (!engine_) return absl::FailedPreconditionError("the vertical job has not started");
+  if (local_) return local_->CheckRelease();
+  const size_t bits = data_->tracked.size();
+  for (size_t j = 0; j < model_->constraints.size(); ++j) {
+    const common::Constraint& con = model_->constraints[j];
+    const uint64_t mask = con.sensitive_mask & held_bits_;
+    // Per group of the constraint's attributes: [records, then per tracked bit its count].
+    std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups;
+    uint64_t records = 0;
+    for (size_t p = 0; p < tips_->partition_count(); ++p) {
+      const int32_t id = static_cast<int32_t>(p);
+      if (!tips_->alive(id)) continue;
+      const auto& key = tips_->key(id);
+      std::vector<NodeIndex> projected;
+      for (int a : con.attrs) projected.push_back(key[a]);
+      std::vector<uint64_t>& g = groups[projected];
+      g.resize(1 + bits, 0);
+      for (uint32_t r : tips_->records(id)) {
+        ++g[0];
+        ++records;
+        for (size_t b = 0; b < bits; ++b) {
+          if ((mask >> b & 1) && (data_->sensitive_bits[r] >> b & 1)) ++g[1 + b];
+        }
+      }
+    }
+    if (records != data_->num_records) {
+      return absl::InternalError("the final partition does not cover every common record");
+    }
+    if (con.distribution && holds_distribution_) RETURN_IF_ERROR(CheckReleaseDistribution(j));
+    for (const auto& [key, g] : groups) {
+      bool ok = g[0] >= con.k;
+      for (size_t b = 0; ok && b < bits; ++b) {
+        if (!(mask >> b & 1)) continue;
+        const double conf = static_cast<double>(g[1 + b]) / static_cast<double>(g[0]);
+        ok = conf <= con.max_conf + common::kConfidenceEpsilon;
+      }
+      if (!ok) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            kRefusedRelease, ": a group fails ", model_->Describe(static_cast<int>(j), *data_)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerticalParty::CheckReleaseDistribution(size_t constraint) const {
+  // Every final group (all QID attributes: the constraint's) against the model's requirement,
+  // from this party's own sensitive column; the whole table's histogram for t-closeness.
+  const common::SensitiveDistribution& d = *model_->distribution;
+  const std::vector<int32_t>& codes =
+      data_->value_columns[static_cast<size_t>(data_->distribution_column)].codes;
+  std::vector<uint64_t> overall(d.domain, 0);
+  for (int32_t code : codes) ++overall[static_cast<size_t>(code)];
+  std::vector<uint64_t> hist(d.domain);
+  for (size_t p = 0; p < tips_->partition_count(); ++p) {
+    const int32_t id = static_cast<int32_t>(p);
+    if (!tips_->alive(id) || tips_->records(id).empty()) continue;
+    std::fill(hist.begin(), hist.end(), 0);
+    for (uint32_t r : tips_->records(id)) ++hist[static_cast<size_t>(codes[r])];
+    if (!d.Holds(hist, overall)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(kRefusedRelease, ": a group fails ",
+                       model_->Describe(static_cast<int>(constraint), *data_)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Protobuf's encoding of one length-delimited field (a string of VerticalColumns): its tag byte,
+// the length as a varint, the bytes.
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+void AppendVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+constexpr char kNamesTag = 0x0a;  // VerticalColumns.names: field 1, length-delimited
+constexpr char kCellsTag = 0x12;  // VerticalColumns.cells: field 2, length-delimited
+
+}  // namespace
+
+absl::StatusOr<std::string> VerticalParty::SerializedReleasedColumns(
+    const std::vector<size_t>& order) const {
+  if (order.size() != data_->num_records) {
+    return absl::InvalidArgumentError("the release order does not cover the common records");
+  }
+  {
+    std::vector<bool> used(order.size(), false);
+    for (size_t r : order) {
+      if (r >= order.size() || used[r]) {
+        return absl::InvalidArgumentError("the release order is not a permutation");
+      }
+      used[r] = true;
+    }
+  }
+  // Columns in spec order: own QIDs (generalized) and own released values.
+  std::vector<std::pair<int, int>> columns;  // (qid index or -1, value column or -1)
+  for (const Attribute& a : spec_.attributes()) {
+    for (size_t q = 0; q < data_->qids.size(); ++q) {
+      if (data_->qids[q].name == a.name() && owned_[q]) {
+        columns.emplace_back(static_cast<int>(q), -1);
+      }
+    }
+    for (size_t v = 0; v < value_names_.size(); ++v) {
+      if (value_names_[v] == a.name()) columns.emplace_back(-1, static_cast<int>(v));
+    }
+  }
+  const size_t width = columns.size();
+  // Global recoding: one label per (final group, QID column), and each record's group; nothing
+  // per record as a string (the release stays within the party's memory bound).
+  std::vector<uint32_t> group_of;
+  std::vector<std::vector<std::string>> group_labels;
+  if (!local_) {
+    group_of.assign(data_->num_records, 0);
+    for (size_t p = 0; p < tips_->partition_count(); ++p) {
+      const int32_t id = static_cast<int32_t>(p);
+      if (!tips_->alive(id)) continue;
+      const auto& key = tips_->key(id);
+      std::vector<std::string>& labels = group_labels.emplace_back(width);
+      for (size_t i = 0; i < width; ++i) {
+        const int q = columns[i].first;
+        if (q >= 0) labels[i] = hier_[q].Label(key[q], spec_.suppression_token());
+      }
+      const auto g = static_cast<uint32_t>(group_labels.size() - 1);
+      for (uint32_t r : tips_->records(id)) group_of[r] = g;
+    }
+  }
+  if (options_.misbehaviour == Misbehaviour::kReleaseRecordTags) {
+    spdlog::warn("MISBEHAVING (test mode): party {} releases a tag per record in its QID columns",
+                 options_.name);
+  }
+  // The cell of canonical record r in column i (a local label is made per call).
+  std::string local_label;
+  auto cell = [&](size_t r, size_t i) -> std::string_view {
+    const auto& [q, v] = columns[i];
+    if (v >= 0) return value_cells_[v][r];
+    if (options_.misbehaviour == Misbehaviour::kReleaseRecordTags) {
+      local_label = absl::StrCat("record-", r);  // tests only: a tag per record
+      return local_label;
+    }
+    if (local_) {
+      local_label = local_->Label(q, static_cast<uint32_t>(r));
+      return local_label;
+    }
+    return group_labels[group_of[r]][i];
+  };
+  // The exact size first (one allocation), then the bytes: the same as serializing a
+  // VerticalColumns with these names and cells, record-major in the release order.
+  size_t size = 0;
+  for (const auto& [q, v] : columns) {
+    const std::string& name = q >= 0 ? data_->qids[q].name : value_names_[v];
+    size += 1 + VarintSize(name.size()) + name.size();
+  }
+  for (size_t r = 0; r < order.size(); ++r) {
+    for (size_t i = 0; i < width; ++i) {
+      const size_t n = cell(r, i).size();
+      size += 1 + VarintSize(n) + n;
+    }
+  }
+  std::string out;
+  out.reserve(size);
+  for (const auto& [q, v] : columns) {
+    const std::string& name = q >= 0 ? data_->qids[q].name : value_names_[v];
+    out.push_back(kNamesTag);
+    AppendVarint(&out, name.size());
+    out.append(name);
+  }
+  for (size_t r : order) {
+    for (size_t i = 0; i < width; ++i) {
+      const std::string_view c = cell(r, i);
+      out.push_back(kCellsTag);
+      AppendVarint(&out, c.size());
+      out.append(c);
+    }
+  }
+  return out;
+}
+
+fedanon::v1::VerticalColumns VerticalParty::ReleasedColumns() const {
+  std::vector<size_t> identity(data_->num_records);
+  for (size_t r = 0; r < identity.size(); ++r) identity[r] = r;
+  return *ReleasedColumns(identity);
+}
+
+absl::StatusOr<fedanon::v1::VerticalColumns> VerticalParty::ReleasedColumns(
+    const std::vector<size_t>& order) const {
+  ASSIGN_OR_RETURN(const std::string bytes, SerializedReleasedColumns(order));
+  fedanon::v1::VerticalColumns out;
+  if (!out.ParseFromString(bytes)) {
+    return absl::InternalError("the released columns do not parse back");
+  }
+  return out;
+}
+
+VerticalParty::GroupDigests VerticalParty::ReleaseGroupDigests() const {
+  GroupDigests out;
+  if (!engine_) return out;
+  const size_t qids = data_->qids.size();
+  common::ReleasePartitionHasher partition;
+  common::ReleaseGroupTally groups;
+  std::string key;
+  if (local_) {
+    for (size_t r = 0; r < data_->num_records; ++r) {
+      key.clear();
+      for (size_t q = 0; q < qids; ++q) {
+        common::AppendGroupLabel(local_->Label(static_cast<int>(q), static_cast<uint32_t>(r)),
+                                 &key);
+      }
+      partition.Add(key);
+      groups.Add(key);
+    }
+  } else {
+    // One key per final group (the labels every party reports in its cut), then each record's.
+    std::vector<uint32_t> group_of(data_->num_records, 0);
+    std::vector<std::string> keys;
+    for (size_t p = 0; p < tips_->partition_count(); ++p) {
+      const int32_t id = static_cast<int32_t>(p);
+      if (!tips_->alive(id)) continue;
+      const auto& node = tips_->key(id);
+      key.clear();
+      for (size_t q = 0; q < qids; ++q) {
+        common::AppendGroupLabel(hier_[q].Label(node[q], spec_.suppression_token()), &key);
+      }
+      groups.Add(key, tips_->records(id).size());
+      for (uint32_t r : tips_->records(id)) group_of[r] = static_cast<uint32_t>(keys.size());
+      keys.push_back(key);
+    }
+    for (size_t r = 0; r < data_->num_records; ++r) partition.Add(keys[group_of[r]]);
+  }
+  out.partition = partition.Finish();
+  out.groups = groups.Digest();
+  return out;
+}
+
+void VerticalParty::FillReport(const std::string& stop_reason, fedanon::v1::Report* report) const {
+  if (!engine_) return;
+  if (local_) {
+    local_->FillReport(stop_reason, report);
+    return;
+  }
+  report->set_records_out(engine_->total_records());
+  engine_->FillReport(stop_reason, report);
+}
+
+}  // namespace fedanon::party
