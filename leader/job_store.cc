@@ -19,6 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
+#include "leader/job_store_schema.h"
+#include "leader/sqlite_statement.h"
 #include "spdlog/spdlog.h"
 
 namespace fedanon::leader {
@@ -29,123 +31,13 @@ using ::fedanon::v1::JobState;
 using ::fedanon::v1::Report;
 using ::fedanon::v1::SubmitJobRequest;
 
-// Bump together with a migration step in Migrate().
-constexpr int kSchemaVersion = kJobStoreSchemaVersion;
-static_assert(kJobStoreSchemaVersion == 5, "add the migration step to Migrate()");
 constexpr int kBusyTimeoutMs = 10000;
 constexpr char kRestartReason[] = "leader restarted";
-
-// The schema of version 1. `seq` orders jobs by creation (newest first in List()).
-constexpr char kSchemaV1[] = R"sql(
-CREATE TABLE jobs (
-  seq             INTEGER PRIMARY KEY AUTOINCREMENT,
-  job_id          TEXT    NOT NULL UNIQUE,
-  request         BLOB    NOT NULL,
-  state           INTEGER NOT NULL,
-  failure_reason  TEXT    NOT NULL DEFAULT '',
-  submitted_by    TEXT    NOT NULL,
-  created_unix    INTEGER NOT NULL,
-  updated_unix    INTEGER NOT NULL,
-  round           INTEGER NOT NULL DEFAULT 0,
-  current_best    TEXT    NOT NULL DEFAULT '',
-  elapsed_seconds REAL    NOT NULL DEFAULT 0,
-  report          BLOB,
-  has_result      INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX jobs_by_state ON jobs(state);
-CREATE TABLE audit (
-  id        INTEGER PRIMARY KEY AUTOINCREMENT,
-  job_id    TEXT    NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
-  unix_time INTEGER NOT NULL,
-  actor     TEXT    NOT NULL,
-  action    TEXT    NOT NULL,
-  detail    TEXT    NOT NULL DEFAULT ''
-);
-CREATE INDEX audit_by_job ON audit(job_id, id);
-)sql";
-
-// Version 2 (concurrent jobs): when a worker took the job off the queue (0 while queued, and for
-// jobs of version 1).
-constexpr char kMigrateToV2[] = R"sql(
-ALTER TABLE jobs ADD COLUMN started_unix INTEGER NOT NULL DEFAULT 0;
-)sql";
-
-// Version 3 (durable jobs): each secure-sum collect of a running job — the digest of its
-// request and the masks drawn for it (recorded before the first hop is sent, so that a restarted
-// leader re-sends the request byte-identical), then its unmasked sum (what the leader
-// legitimately learns; the masks are dropped then) — and how often the job was resumed.
-constexpr char kMigrateToV3[] = R"sql(
-CREATE TABLE collects (
-  job_id  TEXT    NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
-  collect INTEGER NOT NULL,
-  digest  BLOB    NOT NULL,
-  masks   BLOB,
-  sum     BLOB,
-  PRIMARY KEY (job_id, collect)
-);
-ALTER TABLE jobs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;
-)sql";
-
-// Version 4: the parties of ended jobs that were away when the job ended and are still to be told
-// (the leader tells each when it connects again, across restarts, then deletes the row).
-constexpr char kMigrateToV4[] = R"sql(
-CREATE TABLE untold (
-  seq     INTEGER PRIMARY KEY AUTOINCREMENT,
-  job_id  TEXT    NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
-  party   TEXT    NOT NULL,
-  success INTEGER NOT NULL,
-  reason  TEXT    NOT NULL,
-  UNIQUE (job_id, party)
-);
-)sql";
-
-// Version 5: `calls`, the recorded calls of every kind of durable job (leader/call_recorder.h),
-// replaces `collects` (its rows are copied as they are): per call its number, the digest (or key)
-// of its request, the masks drawn for it (NULL once the call has its reply, and for a call
-// recorded complete at once) and its reply (NULL while open).
-constexpr char kMigrateToV5[] = R"sql(
-CREATE TABLE calls (
-  job_id     TEXT    NOT NULL REFERENCES jobs(job_id) ON DELETE CASCADE,
-  call_index INTEGER NOT NULL,
-  digest     BLOB    NOT NULL,
-  masks      BLOB,
-  reply      BLOB,
-  PRIMARY KEY (job_id, call_index)
-);
-INSERT INTO calls (job_id, call_index, digest, masks, reply)
-  SELECT job_id, collect, digest, masks, sum FROM collects;
-DROP TABLE collects;
-)sql";
 
 int64_t NowUnix() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// Maps an SQLite result code (with the connection's message) onto an absl::Status.
-absl::Status SqliteStatus(sqlite3* db, int rc, std::string_view context) {
-  const std::string msg = absl::StrCat("job store: ", std::string(context), ": ",
-                                       db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc),
-                                       " (sqlite code ", rc, ")");
-  switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return absl::UnavailableError(msg);
-    case SQLITE_CONSTRAINT:
-      return absl::AlreadyExistsError(msg);
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      return absl::DataLossError(msg);
-    case SQLITE_READONLY:
-    case SQLITE_PERM:
-    case SQLITE_CANTOPEN:
-      return absl::PermissionDeniedError(msg);
-    case SQLITE_FULL:
-      return absl::ResourceExhaustedError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
 }
 
 // "^job-[0-9a-f]{12}$" (common/base/file_io.h). Only such ids are ever used in paths or queries.
@@ -179,106 +71,6 @@ std::string StateName(JobState s) {
   absl::AsciiStrToLower(&name);
   return name;
 }
-
-// A prepared statement (finalized on destruction). Parameters are bound, never spliced.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-    if (rc_ != SQLITE_OK) context_ = sql;
-  }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-
-  Stmt& Bind(int i, const std::string& v) {
-    return Check(
-        sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
-  }
-  Stmt& BindBlob(int i, const std::string& v) {
-    return Check(
-        sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
-  }
-  Stmt& Bind(int i, int64_t v) { return Check(sqlite3_bind_int64(stmt_, i, v)); }
-  Stmt& Bind(int i, double v) { return Check(sqlite3_bind_double(stmt_, i, v)); }
-
-  // true: a row is available; false: done.
-  absl::StatusOr<bool> Step() {
-    if (rc_ != SQLITE_OK) return SqliteStatus(db_, rc_, context_);
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    return SqliteStatus(db_, rc, sqlite3_sql(stmt_));
-  }
-  // Runs a statement that returns no rows.
-  absl::Status Run() {
-    ASSIGN_OR_RETURN(bool row, Step());
-    (void)row;
-    return absl::OkStatus();
-  }
-
-  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-  double Double(int col) const { return sqlite3_column_double(stmt_, col); }
-  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-  std::string Text(int col) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
-    return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(stmt_, col));
-  }
-  std::string Blob(int col) const {
-    const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, col));
-    return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(stmt_, col));
-  }
-
- private:
-  Stmt& Check(int rc) {
-    if (rc_ == SQLITE_OK && rc != SQLITE_OK) {
-      rc_ = rc;
-      context_ = "bind";
-    }
-    return *this;
-  }
-
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_ = SQLITE_OK;
-  std::string context_;
-};
-
-absl::Status Exec(sqlite3* db, const char* sql) {
-  char* err = nullptr;
-  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
-  sqlite3_free(err);
-  if (rc != SQLITE_OK) return SqliteStatus(db, rc, sql);
-  return absl::OkStatus();
-}
-
-// A write transaction (BEGIN IMMEDIATE: takes the write lock up front, so concurrent writers
-// wait in the busy handler instead of failing on a read->write upgrade). Rolls back unless
-// committed.
-class WriteTxn {
- public:
-  explicit WriteTxn(sqlite3* db) : db_(db) {}
-  ~WriteTxn() {
-    if (open_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  WriteTxn(const WriteTxn&) = delete;
-  WriteTxn& operator=(const WriteTxn&) = delete;
-
-  absl::Status Begin() {
-    RETURN_IF_ERROR(Exec(db_, "BEGIN IMMEDIATE"));
-    open_ = true;
-    return absl::OkStatus();
-  }
-  absl::Status Commit() {
-    RETURN_IF_ERROR(Exec(db_, "COMMIT"));
-    open_ = false;
-    return absl::OkStatus();
-  }
-
- private:
-  sqlite3* db_;
-  bool open_ = false;
-};
 
 absl::Status InsertAudit(sqlite3* db, const std::string& job_id, int64_t now,
                          const std::string& actor, const std::string& action,
@@ -349,58 +141,6 @@ absl::StatusOr<JobInfo> RowToJobInfo(const Stmt& s) {
   return info;
 }
 
-// Creates the schema or migrates it to kSchemaVersion, step by step in one transaction (a failed
-// step leaves the database as it was); refuses databases from a newer leader.
-absl::Status Migrate(sqlite3* db, const std::string& path) {
-  WriteTxn txn(db);
-  RETURN_IF_ERROR(txn.Begin());
-  RETURN_IF_ERROR(Exec(db, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
-  int version = 0;
-  {
-    Stmt s(db, "SELECT MAX(version) FROM schema_version");
-    ASSIGN_OR_RETURN(bool row, s.Step());
-    if (row && !s.IsNull(0)) version = static_cast<int>(s.Int(0));
-  }
-  if (version > kSchemaVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job store ", path, ": its schema version ", version,
-        " was written by a newer leader; this leader reads schema versions up to ", kSchemaVersion,
-        " (run the newer leader, or a copy of the data directory from before "
-        "the upgrade)"));
-  }
-  if (version == kSchemaVersion) return txn.Commit();
-  const int from = version;
-  if (version < 1) {
-    RETURN_IF_ERROR(Exec(db, kSchemaV1));
-    version = 1;
-  }
-  if (version < 2) {
-    RETURN_IF_ERROR(Exec(db, kMigrateToV2));
-    version = 2;
-  }
-  if (version < 3) {
-    RETURN_IF_ERROR(Exec(db, kMigrateToV3));
-    version = 3;
-  }
-  if (version < 4) {
-    RETURN_IF_ERROR(Exec(db, kMigrateToV4));
-    version = 4;
-  }
-  if (version < 5) {
-    RETURN_IF_ERROR(Exec(db, kMigrateToV5));
-    version = 5;
-  }
-  RETURN_IF_ERROR(Exec(db, "DELETE FROM schema_version"));
-  Stmt s(db, "INSERT INTO schema_version (version) VALUES (?1)");
-  s.Bind(1, static_cast<int64_t>(version));
-  RETURN_IF_ERROR(s.Run());
-  RETURN_IF_ERROR(txn.Commit());
-  if (from > 0) {
-    spdlog::info("job store {}: schema migrated from version {} to {}", path, from, version);
-  }
-  return absl::OkStatus();
-}
-
 // Creates `dir` (mode 0700) unless it exists; parents too.
 absl::Status MakeDir(const std::string& dir) {
   if (dir.empty()) return absl::InvalidArgumentError("job store: empty data directory");
@@ -460,7 +200,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& data
   RETURN_IF_ERROR(Exec(db.get(), "PRAGMA foreign_keys=ON"));
   RETURN_IF_ERROR(Exec(
       db.get(), common::DiskSyncsSkipped() ? "PRAGMA synchronous=OFF" : "PRAGMA synchronous=FULL"));
-  RETURN_IF_ERROR(Migrate(db.get(), path));
+  RETURN_IF_ERROR(MigrateJobStore(db.get(), path));
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return common::ErrnoStatus(errno, absl::StrCat("cannot stat ", path));

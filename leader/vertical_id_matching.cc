@@ -188,41 +188,8 @@ absl::StatusOr<std::string> VerticalSession::OpenDigestsAtLeader(
 // one less, so every party progresses, each works on a batch while the leader relays the
 // others, and the n-th call to a party is the same in every run (RecordingChannel's replay).
 absl::Status VerticalSession::RunIdWorker(size_t k, IdBoard& board) {
-  const auto& ring = options_.ring;
-  const size_t n = ring.size();
-  const size_t last = common::IdLastHop(n);
-  const uint32_t size = options_.id_batch_ids;
-  const std::string& party = ring[k];
-  // Batch `b` of this party's own list; its reply names the list's batch count.
-  auto encrypt = [&](uint32_t b) -> absl::StatusOr<uint32_t> {
-    fedanon::v1::VerticalStep step;
-    auto* e = step.mutable_id_encrypt();
-    e->set_next(ring[(k + 1) % n]);
-    e->set_batch(b);
-    e->set_batch_ids(size);
-    const auto t = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, 0, std::move(step)));
-    id_clock_.Add(&IdMatchingClock::encrypt, Since(t));
-    const auto& ids = reply.ids();
-    if (ids.batches() == 0 || b >= ids.batches() || ids.list().sender() != party ||
-        ids.list().receiver() != ring[(k + 1) % n]) {
-      return absl::InternalError(
-          absl::StrCat("party '", party, "' sent no batch ", b, " of its ID list"));
-    }
-    // The batch count sizes the leader's work lists: never beyond what the signed limit needs.
-    if (const uint64_t most = (options_.max_records_per_party + size - 1) / size;
-        ids.batches() > most) {
-      return absl::DataLossError(absl::StrCat(
-          kIdBatchesAboveLimit, ": party '", party, "' declares its ID list in ", ids.batches(),
-          " batches of ", size, " ids; the job's max_records_per_party of ",
-          options_.max_records_per_party, " needs at most ", most));
-    }
-    std::lock_guard<std::mutex> lock(board.mu);
-    board.hops[{k, b, 0}] = ids.list();
-    board.changed.notify_all();
-    return ids.batches();
-  };
-  ASSIGN_OR_RETURN(const uint32_t own_batches, encrypt(0));
+  const size_t n = options_.ring.size();
+  ASSIGN_OR_RETURN(const uint32_t own_batches, EncryptOwnBatch(k, 0, board));
   std::vector<uint32_t> batches;
   {
     std::unique_lock<std::mutex> lock(board.mu);
@@ -232,13 +199,60 @@ absl::Status VerticalSession::RunIdWorker(size_t k, IdBoard& board) {
     RETURN_IF_ERROR(AwaitBoard(board, lock, [&] { return board.known == n; }));
     batches = board.batches;
   }
-  struct Item {
-    uint64_t key;
-    size_t hop;
-    size_t origin;
-    uint32_t batch;
-  };
-  std::vector<Item> items;
+  for (const IdWorkItem& item : IdWorkItems(k, batches)) {
+    if (item.hop == 0) {
+      ASSIGN_OR_RETURN(const uint32_t count, EncryptOwnBatch(k, item.batch, board));
+      if (count != batches[k]) {
+        return absl::InternalError(
+            absl::StrCat("party '", options_.ring[k], "' changed its batch count"));
+      }
+    } else if (item.hop == n && !common::IdListsBlinded(n)) {
+      RETURN_IF_ERROR(HandOwnerDigests(k, item, batches, board));
+    } else {
+      RETURN_IF_ERROR(ReencryptHop(k, item, batches, board));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> VerticalSession::EncryptOwnBatch(size_t k, uint32_t b, IdBoard& board) {
+  const auto& ring = options_.ring;
+  const size_t n = ring.size();
+  const uint32_t size = options_.id_batch_ids;
+  const std::string& party = ring[k];
+  fedanon::v1::VerticalStep step;
+  auto* e = step.mutable_id_encrypt();
+  e->set_next(ring[(k + 1) % n]);
+  e->set_batch(b);
+  e->set_batch_ids(size);
+  const auto t = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, 0, std::move(step)));
+  id_clock_.Add(&IdMatchingClock::encrypt, Since(t));
+  const auto& ids = reply.ids();
+  if (ids.batches() == 0 || b >= ids.batches() || ids.list().sender() != party ||
+      ids.list().receiver() != ring[(k + 1) % n]) {
+    return absl::InternalError(
+        absl::StrCat("party '", party, "' sent no batch ", b, " of its ID list"));
+  }
+  // The batch count sizes the leader's work lists: never beyond what the signed limit needs.
+  if (const uint64_t most = (options_.max_records_per_party + size - 1) / size;
+      ids.batches() > most) {
+    return absl::DataLossError(absl::StrCat(
+        kIdBatchesAboveLimit, ": party '", party, "' declares its ID list in ", ids.batches(),
+        " batches of ", size, " ids; the job's max_records_per_party of ",
+        options_.max_records_per_party, " needs at most ", most));
+  }
+  std::lock_guard<std::mutex> lock(board.mu);
+  board.hops[{k, b, 0}] = ids.list();
+  board.changed.notify_all();
+  return ids.batches();
+}
+
+std::vector<VerticalSession::IdWorkItem> VerticalSession::IdWorkItems(
+    size_t k, const std::vector<uint32_t>& batches) const {
+  const size_t n = options_.ring.size();
+  const size_t last = common::IdLastHop(n);
+  std::vector<IdWorkItem> items;
   for (size_t h = 0; h <= last; ++h) {
     const size_t o = (k + n - h % n) % n;
     for (uint32_t b = (h == 0 ? 1 : 0); b < batches[o]; ++b) items.push_back({b + h, h, o, b});
@@ -247,86 +261,90 @@ absl::Status VerticalSession::RunIdWorker(size_t k, IdBoard& board) {
     // The other party's last hop sealed this party's digests for it too.
     for (uint32_t b = 0; b < batches[k]; ++b) items.push_back({b + n, n, k, b});
   }
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+  std::sort(items.begin(), items.end(), [](const IdWorkItem& a, const IdWorkItem& b) {
     return std::tie(a.key, a.hop, a.origin) < std::tie(b.key, b.hop, b.origin);
   });
-  // Takes the sealed payload under `key` from `from` once it is there.
-  auto take = [&](auto& from, auto key) -> absl::StatusOr<fedanon::v1::SealedPayload> {
-    const auto w = std::chrono::steady_clock::now();
-    std::unique_lock<std::mutex> lock(board.mu);
-    RETURN_IF_ERROR(AwaitBoard(board, lock, [&] { return from.count(key) > 0; }));
-    auto node = from.extract(key);
-    lock.unlock();
-    id_clock_.Add(&IdMatchingClock::fetch, Since(w));
-    return std::move(node.mapped());
-  };
-  for (const Item& item : items) {
-    const std::string& origin = ring[item.origin];
-    if (item.hop == 0) {
-      ASSIGN_OR_RETURN(const uint32_t count, encrypt(item.batch));
-      if (count != batches[k]) {
-        return absl::InternalError(absl::StrCat("party '", party, "' changed its batch count"));
-      }
-      continue;
-    }
-    if (item.hop == n && !common::IdListsBlinded(n)) {
-      ASSIGN_OR_RETURN(fedanon::v1::SealedPayload sealed,
-                       take(board.owner_digests, std::pair{item.origin, item.batch}));
-      fedanon::v1::VerticalStep step;
-      auto* d = step.mutable_id_digests();
-      d->set_origin(origin);
-      d->set_batch(item.batch);
-      d->set_batches(batches[item.origin]);
-      d->set_batch_ids(size);
-      *d->mutable_digests() = std::move(sealed);
-      const auto t = std::chrono::steady_clock::now();
-      RETURN_IF_ERROR(Call(party, 0, std::move(step)).status());
-      id_clock_.Add(&IdMatchingClock::hand, Since(t));
-      continue;
-    }
-    ASSIGN_OR_RETURN(fedanon::v1::SealedPayload input,
-                     take(board.hops, std::tuple{item.origin, item.batch, item.hop - 1}));
-    fedanon::v1::VerticalStep step;
-    auto* re = step.mutable_id_reencrypt();
-    *re->mutable_list() = std::move(input);
-    re->set_origin(origin);
-    const bool is_last = item.hop == last;
-    if (!is_last) re->set_next(ring[(item.origin + item.hop + 1) % n]);
-    re->set_batch(item.batch);
-    re->set_batches(batches[item.origin]);
-    re->set_batch_ids(size);
-    const auto t = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, 0, std::move(step)));
-    id_clock_.Add(&IdMatchingClock::reencrypt, Since(t));
-    auto* ids = reply.mutable_ids();
-    if (!is_last) {
-      std::lock_guard<std::mutex> lock(board.mu);
-      board.hops[{item.origin, item.batch, item.hop}] = std::move(*ids->mutable_list());
-      board.changed.notify_all();
-      continue;
-    }
-    // The last hop: the digests for the leader, and for the owner when it is another party.
-    const size_t expected = common::IdListsBlinded(n) ? 1 : 2;
-    if (static_cast<size_t>(ids->for_parties_size()) != expected) {
-      return absl::InternalError(
-          absl::StrCat("party '", party, "' sealed the digests of a batch of '", origin,
-                       "''s list for ", ids->for_parties_size(), " receivers, not ", expected));
-    }
-    ASSIGN_OR_RETURN(std::string digests,
-                     OpenDigestsAtLeader(ids->for_parties(0), party, item.origin, item.batch,
-                                         batches[item.origin]));
+  return items;
+}
+
+template <typename Map>
+absl::StatusOr<fedanon::v1::SealedPayload> VerticalSession::TakeFromBoard(
+    IdBoard& board, Map& from, const typename Map::key_type& key) {
+  const auto w = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(board.mu);
+  RETURN_IF_ERROR(AwaitBoard(board, lock, [&] { return from.count(key) > 0; }));
+  auto node = from.extract(key);
+  lock.unlock();
+  id_clock_.Add(&IdMatchingClock::fetch, Since(w));
+  return std::move(node.mapped());
+}
+
+absl::Status VerticalSession::HandOwnerDigests(size_t k, const IdWorkItem& item,
+                                               const std::vector<uint32_t>& batches,
+                                               IdBoard& board) {
+  ASSIGN_OR_RETURN(fedanon::v1::SealedPayload sealed,
+                   TakeFromBoard(board, board.owner_digests, std::pair{item.origin, item.batch}));
+  fedanon::v1::VerticalStep step;
+  auto* d = step.mutable_id_digests();
+  d->set_origin(options_.ring[item.origin]);
+  d->set_batch(item.batch);
+  d->set_batches(batches[item.origin]);
+  d->set_batch_ids(options_.id_batch_ids);
+  *d->mutable_digests() = std::move(sealed);
+  const auto t = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(Call(options_.ring[k], 0, std::move(step)).status());
+  id_clock_.Add(&IdMatchingClock::hand, Since(t));
+  return absl::OkStatus();
+}
+
+absl::Status VerticalSession::ReencryptHop(size_t k, const IdWorkItem& item,
+                                           const std::vector<uint32_t>& batches, IdBoard& board) {
+  const auto& ring = options_.ring;
+  const size_t n = ring.size();
+  const std::string& party = ring[k];
+  const std::string& origin = ring[item.origin];
+  ASSIGN_OR_RETURN(
+      fedanon::v1::SealedPayload input,
+      TakeFromBoard(board, board.hops, std::tuple{item.origin, item.batch, item.hop - 1}));
+  fedanon::v1::VerticalStep step;
+  auto* re = step.mutable_id_reencrypt();
+  *re->mutable_list() = std::move(input);
+  re->set_origin(origin);
+  const bool is_last = item.hop == common::IdLastHop(n);
+  if (!is_last) re->set_next(ring[(item.origin + item.hop + 1) % n]);
+  re->set_batch(item.batch);
+  re->set_batches(batches[item.origin]);
+  re->set_batch_ids(options_.id_batch_ids);
+  const auto t = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, 0, std::move(step)));
+  id_clock_.Add(&IdMatchingClock::reencrypt, Since(t));
+  auto* ids = reply.mutable_ids();
+  if (!is_last) {
     std::lock_guard<std::mutex> lock(board.mu);
-    board.lists[item.origin][item.batch] = std::move(digests);
-    if (expected == 2) {
-      auto& sealed = *ids->mutable_for_parties(1);
-      if (sealed.receiver() != origin) {
-        return absl::InternalError(absl::StrCat("party '", party, "' sealed '", origin,
-                                                "''s digests for '", sealed.receiver(), "'"));
-      }
-      board.owner_digests[{item.origin, item.batch}] = std::move(sealed);
-    }
+    board.hops[{item.origin, item.batch, item.hop}] = std::move(*ids->mutable_list());
     board.changed.notify_all();
+    return absl::OkStatus();
   }
+  // The last hop: the digests for the leader, and for the owner when it is another party.
+  const size_t expected = common::IdListsBlinded(n) ? 1 : 2;
+  if (static_cast<size_t>(ids->for_parties_size()) != expected) {
+    return absl::InternalError(
+        absl::StrCat("party '", party, "' sealed the digests of a batch of '", origin,
+                     "''s list for ", ids->for_parties_size(), " receivers, not ", expected));
+  }
+  ASSIGN_OR_RETURN(std::string digests, OpenDigestsAtLeader(ids->for_parties(0), party, item.origin,
+                                                            item.batch, batches[item.origin]));
+  std::lock_guard<std::mutex> lock(board.mu);
+  board.lists[item.origin][item.batch] = std::move(digests);
+  if (expected == 2) {
+    auto& sealed = *ids->mutable_for_parties(1);
+    if (sealed.receiver() != origin) {
+      return absl::InternalError(absl::StrCat("party '", party, "' sealed '", origin,
+                                              "''s digests for '", sealed.receiver(), "'"));
+    }
+    board.owner_digests[{item.origin, item.batch}] = std::move(sealed);
+  }
+  board.changed.notify_all();
   return absl::OkStatus();
 }
 

@@ -120,6 +120,31 @@ class VerticalSession {
   // one less, so every party progresses, each works on a batch while the leader relays the
   // others, and the n-th call to a party is the same in every run (RecordingChannel's replay).
   absl::Status RunIdWorker(size_t k, IdBoard& board);
+  // One item of party k's ID-matching work: hop `hop` of batch `batch` of `origin`'s list, run in
+  // the order of `key` (RunIdWorker).
+  struct IdWorkItem {
+    uint64_t key;
+    size_t hop;
+    size_t origin;
+    uint32_t batch;
+  };
+  // Party k's IdEncrypt of batch `b` of its own list, left on the board for the next hop; the
+  // list's batch count, checked against the signed record limit.
+  absl::StatusOr<uint32_t> EncryptOwnBatch(size_t k, uint32_t b, IdBoard& board);
+  // Party k's work items after its first batch, in the fixed order RunIdWorker runs them.
+  std::vector<IdWorkItem> IdWorkItems(size_t k, const std::vector<uint32_t>& batches) const;
+  // The sealed payload under `key` in `from` (a map of `board`), once it is there.
+  template <typename Map>
+  absl::StatusOr<fedanon::v1::SealedPayload> TakeFromBoard(IdBoard& board, Map& from,
+                                                           const typename Map::key_type& key);
+  // Two parties: hands party k the digests of `item`'s batch of its own list that the other
+  // party's last hop sealed for it (IdDigests).
+  absl::Status HandOwnerDigests(size_t k, const IdWorkItem& item,
+                                const std::vector<uint32_t>& batches, IdBoard& board);
+  // Party k's IdReEncrypt hop of `item`: its list on the board for the next hop, or after the
+  // last hop the digests opened by the leader and, with two parties, those sealed for the owner.
+  absl::Status ReencryptHop(size_t k, const IdWorkItem& item, const std::vector<uint32_t>& batches,
+                            IdBoard& board);
 
   // 2. Rounds until every party sends Not-participate; returns why they stopped and leaves in
   //    `result` the rounds (specializations applied) and vetoes.
