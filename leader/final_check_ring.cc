@@ -12,6 +12,37 @@ using fedanon::v1::FinalCheckStep;
 using fedanon::v1::LeaderMessage;
 using fedanon::v1::PartyMessage;
 
+namespace {
+
+// The request of one phase of the final check for one chunk of the vector.
+LeaderMessage FinalCheckMessage(const FinalCheckRing& ring, FinalCheckStep::Phase phase,
+                                uint32_t chunk, uint32_t chunks, uint64_t total_words) {
+  LeaderMessage msg;
+  msg.set_job_id(ring.job_id);
+  msg.set_round(ring.round);
+  FinalCheckStep* step = msg.mutable_final_check();
+  step->set_phase(phase);
+  step->set_chunk(chunk);
+  step->set_chunks(chunks);
+  step->set_chunk_words(ring.chunk_words);
+  step->set_total_words(total_words);
+  return msg;
+}
+
+// `msg` to `party` (unless the job was cancelled): its final-check reply.
+absl::StatusOr<fedanon::v1::FinalCheckResult> CallFinalCheck(const FinalCheckRing& ring,
+                                                             const std::string& party,
+                                                             const LeaderMessage& msg) {
+  RETURN_IF_ERROR(ring.check());
+  ASSIGN_OR_RETURN(PartyMessage reply, ring.channel->Call(party, msg, ring.timeout));
+  if (!reply.has_final_check()) {
+    return absl::InternalError(absl::StrCat("party '", party, "' sent no final-check reply"));
+  }
+  return reply.final_check();
+}
+
+}  // namespace
+
 absl::Status RunFinalCheck(const FinalCheckRing& ring,
                            const std::vector<fedanon::v1::StateUpdate>& updates,
                            uint64_t total_words) {
@@ -25,25 +56,10 @@ absl::Status RunFinalCheck(const FinalCheckRing& ring,
   if (chunks64 > UINT32_MAX) return absl::InvalidArgumentError("final check: too many chunks");
   const uint32_t chunks = static_cast<uint32_t>(chunks64);
   auto message = [&](FinalCheckStep::Phase phase, uint32_t chunk) {
-    LeaderMessage msg;
-    msg.set_job_id(ring.job_id);
-    msg.set_round(ring.round);
-    FinalCheckStep* step = msg.mutable_final_check();
-    step->set_phase(phase);
-    step->set_chunk(chunk);
-    step->set_chunks(chunks);
-    step->set_chunk_words(ring.chunk_words);
-    step->set_total_words(total_words);
-    return msg;
+    return FinalCheckMessage(ring, phase, chunk, chunks, total_words);
   };
-  auto call = [&](const std::string& party,
-                  const LeaderMessage& msg) -> absl::StatusOr<fedanon::v1::FinalCheckResult> {
-    RETURN_IF_ERROR(ring.check());
-    ASSIGN_OR_RETURN(PartyMessage reply, ring.channel->Call(party, msg, ring.timeout));
-    if (!reply.has_final_check()) {
-      return absl::InternalError(absl::StrCat("party '", party, "' sent no final-check reply"));
-    }
-    return reply.final_check();
+  auto call = [&](const std::string& party, const LeaderMessage& msg) {
+    return CallFinalCheck(ring, party, msg);
   };
   std::vector<std::string> refusals;
   for (uint32_t chunk = 0; chunk < chunks; ++chunk) {

@@ -27,17 +27,11 @@ absl::Status WriteTableBuffered(const std::string& header_line, size_t n,
   return buffer.empty() ? absl::OkStatus() : write(buffer);
 }
 
-absl::Status WriteReleasedTableFromCounts(
-    const fedanon::v1::JobSpec& spec, const common::Dataset& schema, size_t groups,
-    const std::function<std::vector<std::string>(size_t)>& labels_of,
-    const std::vector<uint64_t>& counts, uint64_t total_records,
-    const JobStore::ResultWriter& write, const std::vector<std::vector<uint64_t>>* group_totals) {
-  const uint64_t combos = schema.ValueCombinations();
-  if (counts.size() != groups * combos) {
-    return absl::InternalError("released counts have the wrong length");
-  }
-  // The counts are the parties' sums: before writing one row per record they must add up to the
-  // job's records (a wrong sum would make the leader write, and allocate, any number of rows).
+namespace {
+
+// The counts are the parties' sums: before one row is written per record they must add up to the
+// job's records (a wrong sum would make the leader write, and allocate, any number of rows).
+absl::Status CheckCountsAddUp(const std::vector<uint64_t>& counts, uint64_t total_records) {
   uint64_t sum = 0;
   for (uint64_t n : counts) {
     if (n > total_records - sum) {
@@ -53,12 +47,18 @@ absl::Status WriteReleasedTableFromCounts(
                                             " records (a party answered inconsistently); nothing "
                                             "was released"));
   }
-  // Per released column: a QID index (>= 0) or a value column (-1 - index).
+  return absl::OkStatus();
+}
+
+// Per released column (every attribute but the record id, in spec order, named in `header`): a
+// QID index (>= 0) or a value column (-1 - index).
+absl::StatusOr<std::vector<int>> ReleasedColumnSources(const fedanon::v1::JobSpec& spec,
+                                                       const common::Dataset& schema,
+                                                       std::vector<std::string_view>* header) {
   std::vector<int> source;
-  std::vector<std::string_view> header;
   for (const auto& a : spec.attributes()) {
     if (a.role() == fedanon::v1::ROLE_ID) continue;
-    header.push_back(a.name());
+    header->push_back(a.name());
     int src = 0;
     bool found = false;
     for (size_t q = 0; q < schema.qids.size(); ++q) {
@@ -70,6 +70,48 @@ absl::Status WriteReleasedTableFromCounts(
     if (!found) return absl::InternalError("released column without a source");
     source.push_back(src);
   }
+  return source;
+}
+
+// Per tracked sensitive value: its value column and its index there (-1: not released here).
+std::vector<std::pair<int, int32_t>> TrackedValueColumns(const common::Dataset& schema) {
+  std::vector<std::pair<int, int32_t>> tracked_at;
+  for (const common::TrackedSensitive& t : schema.tracked) {
+    std::pair<int, int32_t> at{-1, -1};
+    for (size_t v = 0; v < schema.value_columns.size(); ++v) {
+      const auto& values = schema.value_columns[v].values;
+      if (schema.value_columns[v].name != t.attribute) continue;
+      const auto it = std::find(values.begin(), values.end(), t.value);
+      if (it != values.end()) at = {static_cast<int>(v), static_cast<int32_t>(it - values.begin())};
+    }
+    tracked_at.push_back(at);
+  }
+  return tracked_at;
+}
+
+// The value of each value column in combination `c` (the last column varies fastest).
+void DecodeCombination(const common::Dataset& schema, uint64_t c, std::vector<int32_t>* index) {
+  for (size_t v = schema.value_columns.size(); v-- > 0;) {
+    const uint64_t size = std::max<uint64_t>(1, schema.value_columns[v].values.size());
+    (*index)[v] = static_cast<int32_t>(c % size);
+    c /= size;
+  }
+}
+
+}  // namespace
+
+absl::Status WriteReleasedTableFromCounts(
+    const fedanon::v1::JobSpec& spec, const common::Dataset& schema, size_t groups,
+    const std::function<std::vector<std::string>(size_t)>& labels_of,
+    const std::vector<uint64_t>& counts, uint64_t total_records,
+    const JobStore::ResultWriter& write, const std::vector<std::vector<uint64_t>>* group_totals) {
+  const uint64_t combos = schema.ValueCombinations();
+  if (counts.size() != groups * combos) {
+    return absl::InternalError("released counts have the wrong length");
+  }
+  RETURN_IF_ERROR(CheckCountsAddUp(counts, total_records));
+  std::vector<std::string_view> header;
+  ASSIGN_OR_RETURN(const std::vector<int> source, ReleasedColumnSources(spec, schema, &header));
   // The distinct rows (at most the 50M released words, so their numbers fit 32 bits), and per
   // record the number of its row.
   std::vector<std::string> lines;
@@ -85,18 +127,7 @@ absl::Status WriteReleasedTableFromCounts(
   }
   std::vector<std::string_view> row(source.size());
   std::vector<int32_t> value_index(schema.value_columns.size());
-  // Per tracked sensitive value: its value column and its index there (-1: not released here).
-  std::vector<std::pair<int, int32_t>> tracked_at;
-  for (const common::TrackedSensitive& t : schema.tracked) {
-    std::pair<int, int32_t> at{-1, -1};
-    for (size_t v = 0; v < schema.value_columns.size(); ++v) {
-      const auto& values = schema.value_columns[v].values;
-      if (schema.value_columns[v].name != t.attribute) continue;
-      const auto it = std::find(values.begin(), values.end(), t.value);
-      if (it != values.end()) at = {static_cast<int>(v), static_cast<int32_t>(it - values.begin())};
-    }
-    tracked_at.push_back(at);
-  }
+  const std::vector<std::pair<int, int32_t>> tracked_at = TrackedValueColumns(schema);
   if (group_totals != nullptr && group_totals->size() != groups) {
     return absl::InternalError("the rounds' group totals do not match the released groups");
   }
@@ -110,12 +141,7 @@ absl::Status WriteReleasedTableFromCounts(
     for (uint64_t c = 0; c < combos; ++c) {
       const uint64_t n = counts[g * combos + c];
       if (n == 0) continue;
-      uint64_t rest = c;
-      for (size_t v = schema.value_columns.size(); v-- > 0;) {
-        const uint64_t size = std::max<uint64_t>(1, schema.value_columns[v].values.size());
-        value_index[v] = static_cast<int32_t>(rest % size);
-        rest /= size;
-      }
+      DecodeCombination(schema, c, &value_index);
       for (size_t i = 0; i < source.size(); ++i) {
         row[i] =
             source[i] >= 0

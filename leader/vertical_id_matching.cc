@@ -71,33 +71,11 @@ absl::StatusOr<uint64_t> VerticalSession::MatchIds() {
   lists.clear();
   // Every party gets the common digests in batches and answers the last with its signed
   // statement; every party then aligns on every party's statement.
-  std::vector<fedanon::v1::SignedIdCommon> statements(n);
   const uint32_t size = options_.id_batch_ids;
   const size_t count = common.size() / common::kIdDigestBytes;
-  const auto batches = static_cast<uint32_t>(std::max<size_t>(1, (count + size - 1) / size));
   const auto common_start = std::chrono::steady_clock::now();
-  RETURN_IF_ERROR(ForEachList(n, [&](size_t k) -> absl::Status {
-    for (uint32_t b = 0; b < batches; ++b) {
-      fedanon::v1::VerticalStep step;
-      auto* c = step.mutable_id_common();
-      c->set_batch(b);
-      c->set_batches(batches);
-      c->set_batch_ids(size);
-      const size_t first = size_t{b} * size;
-      c->set_digests(common.substr(first * common::kIdDigestBytes,
-                                   std::min<size_t>(size, count - first) * common::kIdDigestBytes));
-      ASSIGN_OR_RETURN(VerticalStepResult reply, Call(ring[k], 0, std::move(step)));
-      if (b + 1 == batches) {
-        if (!reply.ids().has_common()) {
-          return absl::InternalError(
-              absl::StrCat("party '", ring[k], "' sent no statement on the common ids"));
-        }
-        statements[k].set_party(ring[k]);
-        *statements[k].mutable_statement() = reply.ids().common();
-      }
-    }
-    return absl::OkStatus();
-  }));
+  ASSIGN_OR_RETURN(const std::vector<fedanon::v1::SignedIdCommon> statements,
+                   HandCommonDigests(common));
   std::vector<VerticalStepResult> replies(n);
   const auto align_start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(ForEachList(n, [&](size_t k) -> absl::Status {
@@ -129,6 +107,41 @@ absl::StatusOr<uint64_t> VerticalSession::MatchIds() {
     }
   }
   return count;
+}
+
+// Hands every party the common digests (`common`, packed) in batches (IdCommon); each answers the
+// last batch with its signed statement on them, returned in ring order.
+absl::StatusOr<std::vector<fedanon::v1::SignedIdCommon>> VerticalSession::HandCommonDigests(
+    const std::string& common) {
+  const auto& ring = options_.ring;
+  const size_t n = ring.size();
+  std::vector<fedanon::v1::SignedIdCommon> statements(n);
+  const uint32_t size = options_.id_batch_ids;
+  const size_t count = common.size() / common::kIdDigestBytes;
+  const auto batches = static_cast<uint32_t>(std::max<size_t>(1, (count + size - 1) / size));
+  RETURN_IF_ERROR(ForEachList(n, [&](size_t k) -> absl::Status {
+    for (uint32_t b = 0; b < batches; ++b) {
+      fedanon::v1::VerticalStep step;
+      auto* c = step.mutable_id_common();
+      c->set_batch(b);
+      c->set_batches(batches);
+      c->set_batch_ids(size);
+      const size_t first = size_t{b} * size;
+      c->set_digests(common.substr(first * common::kIdDigestBytes,
+                                   std::min<size_t>(size, count - first) * common::kIdDigestBytes));
+      ASSIGN_OR_RETURN(VerticalStepResult reply, Call(ring[k], 0, std::move(step)));
+      if (b + 1 == batches) {
+        if (!reply.ids().has_common()) {
+          return absl::InternalError(
+              absl::StrCat("party '", ring[k], "' sent no statement on the common ids"));
+        }
+        statements[k].set_party(ring[k]);
+        *statements[k].mutable_statement() = reply.ids().common();
+      }
+    }
+    return absl::OkStatus();
+  }));
+  return statements;
 }
 
 // Waits until `ready` holds (under board.mu) or the job fails or is cancelled.

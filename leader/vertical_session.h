@@ -119,6 +119,10 @@ class VerticalSession {
   // its items in one fixed order, by (b + h, h, o): an item only needs (o, b, h - 1), whose key is
   // one less, so every party progresses, each works on a batch while the leader relays the
   // others, and the n-th call to a party is the same in every run (RecordingChannel's replay).
+  // Hands every party the common digests (packed) in batches (IdCommon); each answers the last
+  // batch with its signed statement on them, returned in ring order.
+  absl::StatusOr<std::vector<fedanon::v1::SignedIdCommon>> HandCommonDigests(
+      const std::string& common);
   absl::Status RunIdWorker(size_t k, IdBoard& board);
   // One item of party k's ID-matching work: hop `hop` of batch `batch` of `origin`'s list, run in
   // the order of `key` (RunIdWorker).

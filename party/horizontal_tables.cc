@@ -45,52 +45,9 @@ absl::Status HorizontalTables::ApplyUpdates(
       return absl::PermissionDeniedError(
           "a global instruction in a job with recoding: local (only group splits apply)");
     } else if (u.has_instruction()) {
-      const auto& in = u.instruction();
-      if (in.attribute() >= hier.size() || in.node() < 0 ||
-          static_cast<size_t>(in.node()) >= hier[in.attribute()].size() || in.candidate() < 0 ||
-          in.candidate() >= hier[in.attribute()].CandidateCount(in.node()) ||
-          !hier[in.attribute()].node(in.node()).children.empty()) {
-        return absl::InvalidArgumentError("instruction names no candidate of the current cut");
-      }
-      hier[in.attribute()].Specialize(in.node(), in.candidate());
-      if (tips) {
-        tips->Specialize(static_cast<int>(in.attribute()), in.node(), in.candidate());
-      }
-      if (pushdown) {
-        pushdown->Specialize(static_cast<int>(in.attribute()), in.node(), in.candidate());
-      }
+      RETURN_IF_ERROR(ApplyInstruction(u.instruction()));
     } else if (u.has_split()) {
-      const auto& sp = u.split();
-      if (sp.attribute() >= hier.size() ||
-          hier[sp.attribute()].kind() != common::QidKind::kContinuous || sp.node() < 0 ||
-          static_cast<size_t>(sp.node()) >= hier[sp.attribute()].size()) {
-        return absl::InvalidArgumentError("split names no interval of the current cut");
-      }
-      const auto& node = hier[sp.attribute()].node(sp.node());
-      if (sp.split() != -1 && (sp.split() <= node.rank_lo || sp.split() >= node.rank_hi)) {
-        return absl::InvalidArgumentError("split threshold lies outside its interval");
-      }
-      // Each interval is split once: a second threshold for the same node would let the leader
-      // difference the class counts of its two sides between thresholds.
-      if (split_decided.count({sp.attribute(), sp.node()}) > 0) {
-        return absl::PermissionDeniedError(
-            absl::StrCat("the split of interval ", sp.node(), " of attribute ", sp.attribute(),
-                         " was decided already; an interval is split once"));
-      }
-      // Binned search: thresholds only on public-cell boundaries, so that no statistic that
-      // follows a threshold (class counts of the node's sides, group counts) is finer than the
-      // public cells (docs/threat-model.md, "Numeric split search").
-      if (sp.split() != -1 && numeric.binned()) {
-        const std::vector<int32_t> cells =
-            common::PublicCellBounds(hier[sp.attribute()].column(), numeric.cells);
-        if (!std::binary_search(cells.begin(), cells.end(), sp.split())) {
-          return absl::PermissionDeniedError(
-              absl::StrCat("split threshold ", sp.split(), " of attribute ", sp.attribute(),
-                           " is not a public-cell boundary (numeric_split: binned)"));
-        }
-      }
-      split_decided.insert({sp.attribute(), sp.node()});
-      hier[sp.attribute()].SetSplit(sp.node(), sp.split());
+      RETURN_IF_ERROR(ApplySplit(u.split(), numeric));
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat("state update ", u.sequence(), " names no instruction or split"));
@@ -99,6 +56,58 @@ absl::Status HorizontalTables::ApplyUpdates(
     update_chain = common::ChainStateUpdate(update_chain, u);
     ++applied_updates;
   }
+  return absl::OkStatus();
+}
+
+absl::Status HorizontalTables::ApplyInstruction(const fedanon::v1::Instruction& in) {
+  if (in.attribute() >= hier.size() || in.node() < 0 ||
+      static_cast<size_t>(in.node()) >= hier[in.attribute()].size() || in.candidate() < 0 ||
+      in.candidate() >= hier[in.attribute()].CandidateCount(in.node()) ||
+      !hier[in.attribute()].node(in.node()).children.empty()) {
+    return absl::InvalidArgumentError("instruction names no candidate of the current cut");
+  }
+  hier[in.attribute()].Specialize(in.node(), in.candidate());
+  if (tips) {
+    tips->Specialize(static_cast<int>(in.attribute()), in.node(), in.candidate());
+  }
+  if (pushdown) {
+    pushdown->Specialize(static_cast<int>(in.attribute()), in.node(), in.candidate());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HorizontalTables::ApplySplit(const fedanon::v1::SplitDecision& sp,
+                                          const common::NumericSplitConfig& numeric) {
+  if (sp.attribute() >= hier.size() ||
+      hier[sp.attribute()].kind() != common::QidKind::kContinuous || sp.node() < 0 ||
+      static_cast<size_t>(sp.node()) >= hier[sp.attribute()].size()) {
+    return absl::InvalidArgumentError("split names no interval of the current cut");
+  }
+  const auto& node = hier[sp.attribute()].node(sp.node());
+  if (sp.split() != -1 && (sp.split() <= node.rank_lo || sp.split() >= node.rank_hi)) {
+    return absl::InvalidArgumentError("split threshold lies outside its interval");
+  }
+  // Each interval is split once: a second threshold for the same node would let the leader
+  // difference the class counts of its two sides between thresholds.
+  if (split_decided.count({sp.attribute(), sp.node()}) > 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("the split of interval ", sp.node(), " of attribute ", sp.attribute(),
+                     " was decided already; an interval is split once"));
+  }
+  // Binned search: thresholds only on public-cell boundaries, so that no statistic that
+  // follows a threshold (class counts of the node's sides, group counts) is finer than the
+  // public cells (docs/threat-model.md, "Numeric split search").
+  if (sp.split() != -1 && numeric.binned()) {
+    const std::vector<int32_t> cells =
+        common::PublicCellBounds(hier[sp.attribute()].column(), numeric.cells);
+    if (!std::binary_search(cells.begin(), cells.end(), sp.split())) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("split threshold ", sp.split(), " of attribute ", sp.attribute(),
+                       " is not a public-cell boundary (numeric_split: binned)"));
+    }
+  }
+  split_decided.insert({sp.attribute(), sp.node()});
+  hier[sp.attribute()].SetSplit(sp.node(), sp.split());
   return absl::OkStatus();
 }
 

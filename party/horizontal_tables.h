@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "common/engine/hierarchy.h"
+#include "common/engine/numeric_split.h"
 #include "common/engine/tips.h"
 #include "common/table/dataset.h"
 #include "common/table/postgres_stats.h"
@@ -31,6 +32,11 @@ struct HorizontalTables {
   absl::Status ApplyUpdates(
       const fedanon::v1::JobSpec& spec,
       const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates);
+  // ApplyUpdates' two kinds of global update: a candidate of a node of the current cut, and the
+  // threshold of an interval not split before.
+  absl::Status ApplyInstruction(const fedanon::v1::Instruction& in);
+  absl::Status ApplySplit(const fedanon::v1::SplitDecision& sp,
+                          const common::NumericSplitConfig& numeric);
   // True when the table is loaded (records, or a push-down connection).
   bool loaded() const { return data != nullptr && (tips != nullptr || pushdown != nullptr); }
 

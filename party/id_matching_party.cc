@@ -184,6 +184,29 @@ absl::Status IdMatchingParty::EncryptBatch(const fedanon::v1::IdEncrypt& step, u
                                {"layer", common::IdListsBlinded(n) ? "blinding" : "key"}}});
 }
 
+// The last hop: the batch fully encrypted, as digests, for the leader (which intersects the
+// lists) and for the list's owner (which aligns on them); with three or more parties this party
+// is the owner and keeps them.
+absl::StatusOr<std::vector<std::string>> IdMatchingParty::SealFinalDigests(
+    const fedanon::v1::IdReEncrypt& re, uint64_t round, const std::vector<std::string>& again,
+    fedanon::v1::VerticalStepResult* out) {
+  const bool own_list = re.origin() == ctx_.self();
+  std::vector<std::string> to;
+  std::string digests = IdMatcher::FinalDigests(again);
+  fedanon::v1::IdList list;
+  list.set_digests(digests);
+  const std::string serialized = list.SerializeAsString();
+  const std::string purpose = IdDigestsPurpose(ctx_.run_id, re.origin(), re.batch(), re.batches());
+  to.push_back(ctx_.leader);
+  if (!own_list) to.push_back(re.origin());
+  for (const std::string& receiver : to) {
+    ASSIGN_OR_RETURN(*out->mutable_ids()->add_for_parties(),
+                     ctx_.SealFor(receiver, round, purpose, serialized));
+  }
+  if (own_list) own_digests_[re.batch()] = std::move(digests);
+  return to;
+}
+
 absl::Status IdMatchingParty::ReencryptBatch(const fedanon::v1::IdReEncrypt& re, uint64_t round,
                                              fedanon::v1::VerticalStepResult* out) {
   if (!matcher_) return absl::FailedPreconditionError("ID matching has not started");
@@ -244,22 +267,7 @@ absl::Status IdMatchingParty::ReencryptBatch(const fedanon::v1::IdReEncrypt& re,
                      SerializeIdList(again)));
     to.push_back(at.successor);
   } else {
-    // The last hop: the batch fully encrypted, as digests, for the leader (which intersects
-    // the lists) and for the list's owner (which aligns on them); with three or more parties
-    // this party is the owner.
-    std::string digests = IdMatcher::FinalDigests(again);
-    fedanon::v1::IdList list;
-    list.set_digests(digests);
-    const std::string serialized = list.SerializeAsString();
-    const std::string purpose =
-        IdDigestsPurpose(ctx_.run_id, re.origin(), re.batch(), re.batches());
-    to.push_back(ctx_.leader);
-    if (!own_list) to.push_back(re.origin());
-    for (const std::string& receiver : to) {
-      ASSIGN_OR_RETURN(*out->mutable_ids()->add_for_parties(),
-                       ctx_.SealFor(receiver, round, purpose, serialized));
-    }
-    if (own_list) own_digests_[re.batch()] = std::move(digests);
+    ASSIGN_OR_RETURN(to, SealFinalDigests(re, round, again, out));
   }
   RETURN_IF_ERROR(CheckBatchFits(*out, ctx_.message_limit, batch_ids_));
   batch_answered_[key] = crypto::Sha256(absl::StrCat(re.batches(), "/", re.next(), "/", digest));

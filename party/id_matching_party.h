@@ -32,6 +32,12 @@ class IdMatchingParty {
   // A hop of a batch of any list (its own last one with three or more parties).
   absl::Status ReencryptBatch(const fedanon::v1::IdReEncrypt& re, uint64_t round,
                               fedanon::v1::VerticalStepResult* out);
+  // ReencryptBatch's last hop: the digests sealed for the leader and the list's owner (kept when
+  // this party owns the list); the receivers.
+  absl::StatusOr<std::vector<std::string>> SealFinalDigests(const fedanon::v1::IdReEncrypt& re,
+                                                            uint64_t round,
+                                                            const std::vector<std::string>& again,
+                                                            fedanon::v1::VerticalStepResult* out);
   // Its own list's digests (two parties).
   absl::Status Digests(const fedanon::v1::IdDigests& d, uint64_t round,
                        fedanon::v1::VerticalStepResult* out);

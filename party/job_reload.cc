@@ -168,6 +168,39 @@ absl::Status TableUnchanged(const JobState& job, const std::string& snapshot,
       "cannot resume"));
 }
 
+// A job's journal, parsed: its Prepare and the requests answered after it, with what the replay
+// needs to know of them.
+struct JournalledJob {
+  LeaderMessage prepare;
+  std::vector<std::pair<LeaderMessage, PartyMessage>> answered;
+  uint64_t last_collect = 0;  // the last secure sum's collect
+  // A vertical job whose ID matching ended here: its alignment is in the journal, so the
+  // matching's hops need not be replayed (they cost elliptic-curve work per id).
+  bool aligned = false;
+};
+
+// DataLoss naming what does not parse.
+absl::StatusOr<JournalledJob> ParseJournal(const std::vector<JournalRecord>& records,
+                                           const std::string& job_id) {
+  JournalledJob out;
+  if (!out.prepare.ParseFromString(records[0].request) || !out.prepare.has_prepare() ||
+      out.prepare.job_id() != job_id) {
+    return absl::DataLossError("its first record is not this job's Prepare");
+  }
+  for (size_t i = 1; i < records.size(); ++i) {
+    LeaderMessage req;
+    PartyMessage rep;
+    if (!req.ParseFromString(records[i].request) || !rep.ParseFromString(records[i].reply) ||
+        req.job_id() != job_id) {
+      return absl::DataLossError(absl::StrCat("record ", i, " does not parse"));
+    }
+    if (req.has_sum_step()) out.last_collect = std::max(out.last_collect, req.sum_step().collect());
+    if (req.has_vertical() && req.vertical().has_id_align()) out.aligned = true;
+    out.answered.emplace_back(std::move(req), std::move(rep));
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
@@ -185,27 +218,10 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
   absl::StatusOr<std::vector<JournalRecord>> records =
       JobJournal::Read(options_.state_dir, job_id, &snapshot);
   if (!records.ok()) return lost(records.status().message());
-  std::vector<std::pair<LeaderMessage, PartyMessage>> answered;
-  LeaderMessage prepare;
-  if (!prepare.ParseFromString((*records)[0].request) || !prepare.has_prepare() ||
-      prepare.job_id() != job_id) {
-    return lost("its first record is not this job's Prepare");
-  }
-  uint64_t last_collect = 0;
-  // A vertical job whose ID matching ended here: its alignment is in the journal, so the
-  // matching's hops need not be replayed (they cost elliptic-curve work per id).
-  bool aligned = false;
-  for (size_t i = 1; i < records->size(); ++i) {
-    LeaderMessage req;
-    PartyMessage rep;
-    if (!req.ParseFromString((*records)[i].request) || !rep.ParseFromString((*records)[i].reply) ||
-        req.job_id() != job_id) {
-      return lost(absl::StrCat("record ", i, " does not parse"));
-    }
-    if (req.has_sum_step()) last_collect = std::max(last_collect, req.sum_step().collect());
-    if (req.has_vertical() && req.vertical().has_id_align()) aligned = true;
-    answered.emplace_back(std::move(req), std::move(rep));
-  }
+  absl::StatusOr<JournalledJob> journalled = ParseJournal(*records, job_id);
+  if (!journalled.ok()) return lost(journalled.status().message());
+  const LeaderMessage& prepare = journalled->prepare;
+  const auto& answered = journalled->answered;
   RETURN_IF_ERROR(HandlePrepare(slot, prepare, /*reload=*/true, (*records)[0].extra).status());
   JobState& job = *slot.job;
   // A push-down table was opened again, as a new snapshot: the rounds answered before the restart
@@ -226,9 +242,9 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
     const LeaderMessage& req = answered[i].first;
     const std::string& extra = (*records)[i + 1].extra;
     if (req.has_vertical() || req.has_chunk_put()) {
-      replayed = ReplayVertical(job, req, answered[i].second, extra, aligned);
+      replayed = ReplayVertical(job, req, answered[i].second, extra, journalled->aligned);
     } else {
-      replayed = ReplayHorizontal(job, req, answered[i].second, extra, last_collect);
+      replayed = ReplayHorizontal(job, req, answered[i].second, extra, journalled->last_collect);
     }
   }
   job.replaying = false;

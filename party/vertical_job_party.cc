@@ -48,6 +48,21 @@ absl::StatusOr<PartyMessage> VerticalJobParty::Handle(const LeaderMessage& reque
   return reply;
 }
 
+// The proposal this party sends the leader in plaintext, in its audit file.
+absl::Status VerticalJobParty::AuditProposal(const fedanon::v1::VerticalProposal& proposal,
+                                             uint64_t round) const {
+  return ctx_.Audit(
+      round, {.kind = kAuditProposal,
+              .form = kAuditPlaintext,
+              .to = {ctx_.leader},
+              .numbers = proposal.participate()
+                             ? CandidateNumbers(proposal.candidate(), {{"participate", 1}})
+                             : std::vector<std::pair<std::string, uint64_t>>{{"participate", 0}},
+              .texts = {{"score",
+                         proposal.participate() ? absl::StrCat(proposal.candidate().score()) : ""},
+                        {"reason", proposal.reason()}}});
+}
+
 absl::StatusOr<PartyMessage> VerticalJobParty::Route(const fedanon::v1::VerticalStep& step,
                                                      uint64_t round) {
   PartyMessage reply;
@@ -70,18 +85,7 @@ absl::StatusOr<PartyMessage> VerticalJobParty::Route(const fedanon::v1::Vertical
       return reply;
     case fedanon::v1::VerticalStep::kPropose:
       RETURN_IF_ERROR(rounds_.Propose(round, out));
-      RETURN_IF_ERROR(ctx_.Audit(
-          round,
-          {.kind = kAuditProposal,
-           .form = kAuditPlaintext,
-           .to = {ctx_.leader},
-           .numbers = out->proposal().participate()
-                          ? CandidateNumbers(out->proposal().candidate(), {{"participate", 1}})
-                          : std::vector<std::pair<std::string, uint64_t>>{{"participate", 0}},
-           .texts = {{"score", out->proposal().participate()
-                                   ? absl::StrCat(out->proposal().candidate().score())
-                                   : ""},
-                     {"reason", out->proposal().reason()}}}));
+      RETURN_IF_ERROR(AuditProposal(out->proposal(), round));
       return reply;
     case fedanon::v1::VerticalStep::kWinner:
       RETURN_IF_ERROR(rounds_.Winner(step.winner(), round, out));

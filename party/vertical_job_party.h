@@ -49,6 +49,7 @@ class VerticalJobParty {
  private:
   absl::StatusOr<fedanon::v1::PartyMessage> Route(const fedanon::v1::VerticalStep& step,
                                                   uint64_t round);
+  absl::Status AuditProposal(const fedanon::v1::VerticalProposal& proposal, uint64_t round) const;
 
   JobContext& ctx_;
   PayloadTransfer& transfer_;

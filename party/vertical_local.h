@@ -125,6 +125,10 @@ class VerticalLocalReplica {
   // Another party's won split of group `g`: its declared score must not exceed what the split
   // gives on the class (common::OverstatesScore), unless the score needs sensitive values.
   absl::Status CheckDeclaredScore(int32_t g, const fedanon::v1::LocalSplit& split) const;
+  // FillReport's steps in the order the centralized recoder takes them (at most
+  // kMaxReportedLocalSteps; returns how many are listed) and its final cut.
+  size_t AddStepsInCentralizedOrder(fedanon::v1::Report* report) const;
+  void AddCut(fedanon::v1::Report* report) const;
   // A wave's splits by group, each with the party that instructs it (ApplyWave's phases).
   using WaveSplits = std::map<int32_t, std::pair<std::string, const fedanon::v1::LocalSplit*>>;
   // Every instruction of `wave` (this party's own, those it judged, `from_others`) checked and its

@@ -85,14 +85,10 @@ std::string VerticalLocalReplica::Label(int a, uint32_t r) const {
   return ValueLabel(a, keys_[group_of_[r]][a]);
 }
 
-void VerticalLocalReplica::FillReport(const std::string& stop_reason,
-                                      fedanon::v1::Report* report) const {
-  report->set_recoding(fedanon::v1::RECODING_LOCAL);
-  report->set_records_out(data_->num_records);
-  report->set_groups(live_.size());
-  // The steps in the centralized order: by logical wave (the parent's depth; a split delayed by
-  // vetoes keeps its group's depth), then score descending, then the parent's centralized id —
-  // the centralized recoder numbers the groups in that order of creation, from 1.
+// The steps in the centralized order: by logical wave (the parent's depth; a split delayed by
+// vetoes keeps its group's depth), then score descending, then the parent's centralized id — the
+// centralized recoder numbers the groups in that order of creation, from 1.
+size_t VerticalLocalReplica::AddStepsInCentralizedOrder(fedanon::v1::Report* report) const {
   std::vector<size_t> order(applied_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
@@ -122,6 +118,35 @@ void VerticalLocalReplica::FillReport(const std::string& stop_reason,
     }
     begin = end;
   }
+  return listed;
+}
+
+// The final cut: per QID attribute, the distinct values of the final groups.
+void VerticalLocalReplica::AddCut(fedanon::v1::Report* report) const {
+  for (size_t a = 0; a < data_->qids.size(); ++a) {
+    std::vector<std::tuple<int32_t, int32_t, int32_t>> values;
+    for (int32_t g : live_) {
+      const LocalValue& v = keys_[g][a];
+      values.emplace_back(v.node, v.lo, v.hi);
+    }
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    auto* cut = report->add_cut();
+    cut->set_attribute(data_->qids[a].name);
+    // Labels of attributes this party does not hold: intervals need the ranks' values, which
+    // the public schema carries; taxonomy nodes and disclosed values are public.
+    for (const auto& [node, lo, hi] : values) {
+      cut->add_values(ValueLabel(static_cast<int>(a), LocalValue{node, lo, hi}));
+    }
+  }
+}
+
+void VerticalLocalReplica::FillReport(const std::string& stop_reason,
+                                      fedanon::v1::Report* report) const {
+  report->set_recoding(fedanon::v1::RECODING_LOCAL);
+  report->set_records_out(data_->num_records);
+  report->set_groups(live_.size());
+  const size_t listed = AddStepsInCentralizedOrder(report);
   uint64_t smallest = data_->num_records;
   long double squares = 0;
   // As the centralized report: the largest confidence of a bounded sensitive value in a final
@@ -155,22 +180,7 @@ void VerticalLocalReplica::FillReport(const std::string& stop_reason,
     }
   }
   report->set_largest_confidence(largest_conf);
-  for (size_t a = 0; a < data_->qids.size(); ++a) {
-    std::vector<std::tuple<int32_t, int32_t, int32_t>> values;
-    for (int32_t g : live_) {
-      const LocalValue& v = keys_[g][a];
-      values.emplace_back(v.node, v.lo, v.hi);
-    }
-    std::sort(values.begin(), values.end());
-    values.erase(std::unique(values.begin(), values.end()), values.end());
-    auto* cut = report->add_cut();
-    cut->set_attribute(data_->qids[a].name);
-    // Labels of attributes this party does not hold: intervals need the ranks' values, which
-    // the public schema carries; taxonomy nodes and disclosed values are public.
-    for (const auto& [node, lo, hi] : values) {
-      cut->add_values(ValueLabel(static_cast<int>(a), LocalValue{node, lo, hi}));
-    }
-  }
+  AddCut(report);
   const long double n = static_cast<long double>(data_->num_records);
   report->set_smallest_group(smallest);
   report->set_discernibility_ratio(n > 0 ? static_cast<double>(squares / (n * n)) : 0);

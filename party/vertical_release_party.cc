@@ -75,27 +75,12 @@ void PageReleaseReport(uint64_t message_limit,
 
 }  // namespace
 
-absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& release,
-                                           uint64_t round, fedanon::v1::VerticalStepResult* out) {
-  VerticalParty& vp = replica_;
-  // The columns go only to the recipient the admin signed (Prepare checked it against the
-  // spec's release rules and this party's policy), whoever the leader names now.
-  if (release.recipient() != ctx_.recipient) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("vertical release: the leader names '", release.recipient(),
-                     "' as recipient, not the one the admin signed ('", ctx_.recipient,
-                     "'); nothing is released"));
-  }
-  LogUsage(ctx_.job_id, "rounds done");
-  // Before anything leaves, this party checks the model on the final joined groups it
-  // can see (group sizes at every party, confidences where it holds the sensitive values).
-  if (absl::Status check = vp.CheckRelease(); !check.ok()) {
-    spdlog::error("job={} round={} {}", ctx_.job_id, round, std::string(check.message()));
-    return check;
-  }
-  // The release order: a permutation of the canonical (ID) order from a seed the ring's first
-  // party draws and seals for the other data parties, so that the recipient cannot map the rows
-  // back to the ID order (the leader and a non-party recipient never see the seed).
+// The release order: a permutation of the canonical (ID) order from a seed the ring's first party
+// draws and seals for the other data parties, so that the recipient cannot map the rows back to
+// the ID order (the leader and a non-party recipient never see the seed).
+absl::Status VerticalReleaseParty::SettleReleaseOrder(const fedanon::v1::VerticalRelease& release,
+                                                      uint64_t round,
+                                                      fedanon::v1::VerticalStepResult* out) {
   const bool first = ctx_.ring.front() == ctx_.self();
   if (first) {
     if (release.has_order_seed()) {
@@ -126,6 +111,28 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
     }
     ASSIGN_OR_RETURN(order_seed_, ctx_.OpenSealed(release.order_seed(), round, "release-order"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& release,
+                                           uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  VerticalParty& vp = replica_;
+  // The columns go only to the recipient the admin signed (Prepare checked it against the
+  // spec's release rules and this party's policy), whoever the leader names now.
+  if (release.recipient() != ctx_.recipient) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("vertical release: the leader names '", release.recipient(),
+                     "' as recipient, not the one the admin signed ('", ctx_.recipient,
+                     "'); nothing is released"));
+  }
+  LogUsage(ctx_.job_id, "rounds done");
+  // Before anything leaves, this party checks the model on the final joined groups it
+  // can see (group sizes at every party, confidences where it holds the sensitive values).
+  if (absl::Status check = vp.CheckRelease(); !check.ok()) {
+    spdlog::error("job={} round={} {}", ctx_.job_id, round, std::string(check.message()));
+    return check;
+  }
+  RETURN_IF_ERROR(SettleReleaseOrder(release, round, out));
   ASSIGN_OR_RETURN(const std::vector<size_t> order,
                    crypto::SeededPermutation(order_seed_, vp.records()));
   uint64_t column_count = 0;

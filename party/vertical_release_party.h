@@ -37,6 +37,10 @@ class VerticalReleaseParty {
   void RestoreAssembled() { assembled_ = true; }
 
  private:
+  // Draws (the ring's first party) or opens the release order's seed into order_seed_; the first
+  // party seals it for every other data party in `out`.
+  absl::Status SettleReleaseOrder(const fedanon::v1::VerticalRelease& release, uint64_t round,
+                                  fedanon::v1::VerticalStepResult* out);
   JobContext& ctx_;
   PayloadTransfer& transfer_;
   VerticalParty& replica_;

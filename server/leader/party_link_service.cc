@@ -114,25 +114,9 @@ void PartyLinkService::Reannounced(const std::string& party, const std::string& 
 
 grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWriter* stream) {
   const std::string peer = context->peer();
-  absl::StatusOr<crypto::Identity> identity = server::PeerIdentity(*context);
-  if (!identity.ok()) {
-    spdlog::warn("PartyLink: rejected {}: {}", peer, identity.status().ToString());
-    return server::ToGrpcStatus(identity.status());
-  }
-  if (identity->role != crypto::Role::kParty) {
-    spdlog::warn("PartyLink: rejected {} from {}: not a party certificate",
-                 server::IdentityString(*identity), peer);
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        "only parties may connect to PartyLink");
-  }
-  const std::string& party = identity->name;
-  if (revocation_ != nullptr && revocation_->enabled()) {
-    if (absl::Status st = revocation_->Check(server::PeerCertificatePem(*context)); !st.ok()) {
-      spdlog::warn("PartyLink: rejected party '{}' from {}: {}", party, peer,
-                   std::string(st.message()));
-      return server::ToGrpcStatus(st);
-    }
-  }
+  absl::StatusOr<std::string> authenticated = AuthenticatedParty(*context);
+  if (!authenticated.ok()) return server::ToGrpcStatus(authenticated.status());
+  const std::string& party = *authenticated;
 
   fedanon::v1::PartyMessage first;
   if (!stream->Read(&first)) {
@@ -145,37 +129,8 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
                         "the first message on PartyLink.Connect must be a hello");
   }
   const fedanon::v1::PartyHello& hello = first.hello();
-  if (absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> seal = crypto::VerifiedSealKey(
-          hello.seal_certificate(), ca_pem(), crypto::Identity{crypto::Role::kParty, party});
-      !seal.ok()) {
-    spdlog::warn("PartyLink: party '{}' from {} sent an unusable seal certificate: {}", party, peer,
-                 seal.status().ToString());
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        absl::StrCat("the seal certificate in the hello is not valid for party '",
-                                     party, "': ", seal.status().message()));
-  }
-
-  if (revocation_ != nullptr && revocation_->enabled()) {
-    if (absl::Status st = revocation_->Check(hello.seal_certificate()); !st.ok()) {
-      spdlog::warn("PartyLink: rejected party '{}' from {}: sealing certificate: {}", party, peer,
-                   std::string(st.message()));
-      return server::ToGrpcStatus(st);
-    }
-  }
-  if (absl::Status st = CheckSignCertificate(party, hello); !st.ok()) {
-    spdlog::warn("PartyLink: rejected party '{}' from {}: {}", party, peer,
-                 std::string(st.message()));
-    return server::ToGrpcStatus(st);
-  }
-
-  // The protocol version (common/wire/protocol_version.h): a party the leader cannot serve is
-  // refused with both versions named (it backs off and retries; its operator must upgrade).
+  if (absl::Status st = CheckHello(party, peer, hello); !st.ok()) return server::ToGrpcStatus(st);
   const common::ProtocolVersion protocol = common::ProtocolVersionOf(hello);
-  if (absl::Status st = common::CheckPartyProtocol(party, protocol); !st.ok()) {
-    spdlog::warn("PartyLink: rejected party '{}' from {} (version {}): {}", party, peer,
-                 common::Printable(hello.version(), 128), std::string(st.message()));
-    return server::ToGrpcStatus(st);
-  }
 
   fedanon::v1::LeaderMessage ack;
   ack.mutable_hello_ack()->set_leader(leader_name_);
@@ -193,14 +148,7 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
   // The handshake checked the certificates' validity once; the stream may last for weeks. It
   // ends when the TLS or the sealing certificate expires (the party then reconnects with a
   // renewed one, or is refused).
-  absl::Time expiry = absl::InfiniteFuture();
-  std::vector<std::string> certificates = {server::PeerCertificatePem(*context),
-                                           hello.seal_certificate()};
-  if (!hello.sign_certificate().empty()) certificates.push_back(hello.sign_certificate());
-  for (const std::string& pem : certificates) {
-    absl::StatusOr<absl::Time> not_after = crypto::CertificateNotAfter(pem);
-    expiry = std::min(expiry, not_after.ok() ? *not_after : absl::Now());
-  }
+  const absl::Time expiry = EarliestExpiry(*context, hello);
   const uint64_t expiry_token = certificate_expiry_.Arm(expiry, [writer, party, expiry] {
     spdlog::warn("party '{}': its certificate expired at {}; stream closed", party,
                  absl::FormatTime(expiry, absl::UTCTimeZone()));
@@ -225,6 +173,76 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
                : cancelled ? "stream cancelled"
                            : "stream closed by the party");
   return grpc::Status::OK;
+}
+
+absl::StatusOr<std::string> PartyLinkService::AuthenticatedParty(
+    const grpc::ServerContext& context) const {
+  const std::string peer = context.peer();
+  absl::StatusOr<crypto::Identity> identity = server::PeerIdentity(context);
+  if (!identity.ok()) {
+    spdlog::warn("PartyLink: rejected {}: {}", peer, identity.status().ToString());
+    return identity.status();
+  }
+  if (identity->role != crypto::Role::kParty) {
+    spdlog::warn("PartyLink: rejected {} from {}: not a party certificate",
+                 server::IdentityString(*identity), peer);
+    return absl::PermissionDeniedError("only parties may connect to PartyLink");
+  }
+  if (revocation_ != nullptr && revocation_->enabled()) {
+    if (absl::Status st = revocation_->Check(server::PeerCertificatePem(context)); !st.ok()) {
+      spdlog::warn("PartyLink: rejected party '{}' from {}: {}", identity->name, peer,
+                   std::string(st.message()));
+      return st;
+    }
+  }
+  return identity->name;
+}
+
+absl::Status PartyLinkService::CheckHello(const std::string& party, const std::string& peer,
+                                          const fedanon::v1::PartyHello& hello) {
+  if (absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> seal = crypto::VerifiedSealKey(
+          hello.seal_certificate(), ca_pem(), crypto::Identity{crypto::Role::kParty, party});
+      !seal.ok()) {
+    spdlog::warn("PartyLink: party '{}' from {} sent an unusable seal certificate: {}", party, peer,
+                 seal.status().ToString());
+    return absl::PermissionDeniedError(
+        absl::StrCat("the seal certificate in the hello is not valid for party '", party,
+                     "': ", seal.status().message()));
+  }
+  if (revocation_ != nullptr && revocation_->enabled()) {
+    if (absl::Status st = revocation_->Check(hello.seal_certificate()); !st.ok()) {
+      spdlog::warn("PartyLink: rejected party '{}' from {}: sealing certificate: {}", party, peer,
+                   std::string(st.message()));
+      return st;
+    }
+  }
+  if (absl::Status st = CheckSignCertificate(party, hello); !st.ok()) {
+    spdlog::warn("PartyLink: rejected party '{}' from {}: {}", party, peer,
+                 std::string(st.message()));
+    return st;
+  }
+  // The protocol version (common/wire/protocol_version.h): a party the leader cannot serve is
+  // refused with both versions named (it backs off and retries; its operator must upgrade).
+  const common::ProtocolVersion protocol = common::ProtocolVersionOf(hello);
+  if (absl::Status st = common::CheckPartyProtocol(party, protocol); !st.ok()) {
+    spdlog::warn("PartyLink: rejected party '{}' from {} (version {}): {}", party, peer,
+                 common::Printable(hello.version(), 128), std::string(st.message()));
+    return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Time PartyLinkService::EarliestExpiry(const grpc::ServerContext& context,
+                                            const fedanon::v1::PartyHello& hello) {
+  absl::Time expiry = absl::InfiniteFuture();
+  std::vector<std::string> certificates = {server::PeerCertificatePem(context),
+                                           hello.seal_certificate()};
+  if (!hello.sign_certificate().empty()) certificates.push_back(hello.sign_certificate());
+  for (const std::string& pem : certificates) {
+    absl::StatusOr<absl::Time> not_after = crypto::CertificateNotAfter(pem);
+    expiry = std::min(expiry, not_after.ok() ? *not_after : absl::Now());
+  }
+  return expiry;
 }
 
 }  // namespace fedanon::leader_daemon

@@ -48,6 +48,17 @@ class PartyLinkService final : public fedanon::v1::PartyLink::Service {
   // OK when the hello carries no statement-signing certificate or one valid for `party` (CA,
   // identity, revocation list).
   absl::Status CheckSignCertificate(const std::string& party, const fedanon::v1::PartyHello& hello);
+  // The party a stream's TLS client certificate names (a party certificate, not revoked); the
+  // refusal is logged.
+  absl::StatusOr<std::string> AuthenticatedParty(const grpc::ServerContext& context) const;
+  // The hello's certificates (sealing: CA and identity, revocation; statement-signing) and its
+  // protocol version; a refusal is logged and names what failed.
+  absl::Status CheckHello(const std::string& party, const std::string& peer,
+                          const fedanon::v1::PartyHello& hello);
+  // When the first of the stream's certificates (TLS, sealing, statement-signing) expires; now for
+  // one whose expiry cannot be read.
+  static absl::Time EarliestExpiry(const grpc::ServerContext& context,
+                                   const fedanon::v1::PartyHello& hello);
   // A PartyHello with request_id 0 on an open stream: the party's rotated sealing certificate
   // (and statement-signing certificate), checked like the hello's (CA, identity, revocation); a
   // good pair replaces the one the jobs prepared from now on record, a bad one is logged and

@@ -313,27 +313,53 @@ void PartyClient::LogFailure(const absl::Status& status, bool established,
   }
 }
 
-absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch) {
+server::TlsMaterial PartyClient::TlsForNextDial() {
   // The files are read outside the lock (connected() must not wait on a disk).
   std::optional<absl::StatusOr<server::TlsMaterial>> fresh;
   if (options_.reload_tls) fresh = options_.reload_tls();
-  server::TlsMaterial tls;
+  absl::MutexLock lock(&mu_);
+  if (current_tls_.cert_pem.empty()) current_tls_ = options_.tls;
+  if (fresh.has_value() && !fresh->ok()) {
+    spdlog::error("cannot reload the TLS files, dialling with the ones loaded before: {}",
+                  std::string(fresh->status().message()));
+  } else if (fresh.has_value()) {
+    if ((*fresh)->cert_pem != current_tls_.cert_pem || (*fresh)->ca_pem != current_tls_.ca_pem) {
+      spdlog::info(
+          "TLS certificate or CA bundle changed on disk: this connection uses the new files");
+    }
+    current_tls_ = **std::move(fresh);
+  }
+  return current_tls_;
+}
+
+fedanon::v1::PartyMessage PartyClient::Hello() const {
+  fedanon::v1::PartyMessage hello;
+  hello.mutable_hello()->set_version(std::string(common::Version()));
   {
     absl::MutexLock lock(&mu_);
-    if (current_tls_.cert_pem.empty()) current_tls_ = options_.tls;
-    if (fresh.has_value() && !fresh->ok()) {
-      spdlog::error("cannot reload the TLS files, dialling with the ones loaded before: {}",
-                    std::string(fresh->status().message()));
-    } else if (fresh.has_value()) {
-      if ((*fresh)->cert_pem != current_tls_.cert_pem || (*fresh)->ca_pem != current_tls_.ca_pem) {
-        spdlog::info(
-            "TLS certificate or CA bundle changed on disk: this connection uses the new files");
-      }
-      current_tls_ = **std::move(fresh);
-    }
-    tls = current_tls_;
+    hello.mutable_hello()->set_seal_certificate(seal_cert_pem_);
+    hello.mutable_hello()->set_sign_certificate(sign_cert_pem_);
   }
-  const std::shared_ptr<grpc::Channel> channel = server::DialLeader(options_.leader_address, tls);
+  *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(options_.protocol_version);
+  return hello;
+}
+
+void PartyClient::AnnounceIfRotatedSince(const fedanon::v1::PartyHello& hello) {
+  std::string announced;
+  std::string announced_sign;
+  {
+    absl::MutexLock lock(&mu_);
+    announced = seal_cert_pem_;
+    announced_sign = sign_cert_pem_;
+  }
+  if (announced != hello.seal_certificate() || announced_sign != hello.sign_certificate()) {
+    AnnounceSealCertificate(announced, announced_sign);
+  }
+}
+
+absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch) {
+  const std::shared_ptr<grpc::Channel> channel =
+      server::DialLeader(options_.leader_address, TlsForNextDial());
   const std::unique_ptr<fedanon::v1::PartyLink::Stub> stub =
       fedanon::v1::PartyLink::NewStub(channel);
   grpc::ClientContext context;
@@ -349,14 +375,7 @@ absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch)
   };
 
   std::unique_ptr<Stream> stream = stub->Connect(&context);
-  fedanon::v1::PartyMessage hello;
-  hello.mutable_hello()->set_version(std::string(common::Version()));
-  {
-    absl::MutexLock lock(&mu_);
-    hello.mutable_hello()->set_seal_certificate(seal_cert_pem_);
-    hello.mutable_hello()->set_sign_certificate(sign_cert_pem_);
-  }
-  *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(options_.protocol_version);
+  const fedanon::v1::PartyMessage hello = Hello();
   fedanon::v1::LeaderMessage ack;
   if (!stream->Write(hello) || !stream->Read(&ack)) {
     const grpc::Status status = stream->Finish();
@@ -405,17 +424,7 @@ absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch)
     live_stream_ = stream.get();
   }
   // A rotation between our hello and now: the leader learns the certificate at once.
-  std::string announced;
-  std::string announced_sign;
-  {
-    absl::MutexLock lock(&mu_);
-    announced = seal_cert_pem_;
-    announced_sign = sign_cert_pem_;
-  }
-  if (announced != hello.hello().seal_certificate() ||
-      announced_sign != hello.hello().sign_certificate()) {
-    AnnounceSealCertificate(announced, announced_sign);
-  }
+  AnnounceIfRotatedSince(hello.hello());
   ServeRequests(stream.get(), handler_, options_.name, options_.observers, write_mu_);
   {
     absl::MutexLock lock(&write_mu_);

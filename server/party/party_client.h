@@ -117,6 +117,15 @@ class PartyClient {
   // `established` when the hello completed.
   // `protocol_mismatch` when the versions are incompatible (either side refused).
   absl::Status RunSession(bool* established, bool* protocol_mismatch);
+  // The TLS material to dial with: re-read through options_.reload_tls when set (a file that cannot
+  // be read keeps the material loaded before), and remembered for the next dial.
+  server::TlsMaterial TlsForNextDial() ABSL_LOCKS_EXCLUDED(mu_);
+  // This party's hello: software and protocol versions, sealing and statement-signing
+  // certificates.
+  fedanon::v1::PartyMessage Hello() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Announces the certificates when they changed since `hello` was sent.
+  void AnnounceIfRotatedSince(const fedanon::v1::PartyHello& hello)
+      ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
   void LogFailure(const absl::Status& status, bool established, absl::Duration retry_in) const;
 
   const PartyClientOptions options_;

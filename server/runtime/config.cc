@@ -424,6 +424,66 @@ std::string UnixSocketPath(const std::string& address) {
   return absl::StartsWith(address, "unix:") ? address.substr(5) : std::string();
 }
 
+// leader.yaml's metrics keys: metrics_allow_non_loopback, metrics_listen.
+absl::Status ReadLeaderMetrics(const ConfigReader& reader, LeaderConfig* out) {
+  LeaderConfig& config = *out;
+  ASSIGN_OR_RETURN(const std::string allow_remote,
+                   reader.String(reader.root(), "metrics_allow_non_loopback", "", false));
+  if (!allow_remote.empty()) {
+    if (allow_remote != "true" && allow_remote != "false") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          reader.Where(reader.root()["metrics_allow_non_loopback"].Mark()),
+          ": key 'metrics_allow_non_loopback' must be true or false, not '", allow_remote, "'"));
+    }
+    config.metrics_allow_non_loopback = allow_remote == "true";
+  }
+  ASSIGN_OR_RETURN(config.metrics_listen,
+                   reader.MetricsAddress(config.metrics_allow_non_loopback,
+                                         " (a leader opts in to other addresses with "
+                                         "metrics_allow_non_loopback: true)"));
+  return absl::OkStatus();
+}
+
+// leader.yaml's timeouts, waits and limits (each bounded).
+absl::Status ReadLeaderTimesAndLimits(const ConfigReader& reader, LeaderConfig* out) {
+  LeaderConfig& config = *out;
+  ASSIGN_OR_RETURN(const std::string timeout,
+                   reader.String(reader.root(), "round_timeout_seconds", "", false));
+  if (!timeout.empty()) {
+    if (!absl::SimpleAtoi(timeout, &config.round_timeout_seconds) ||
+        config.round_timeout_seconds <= 0 || config.round_timeout_seconds > 86400) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(reader.Where(reader.root()["round_timeout_seconds"].Mark()),
+                       ": key 'round_timeout_seconds' must be a whole number of seconds in "
+                       "1..86400, not '",
+                       timeout, "'"));
+    }
+  }
+  ASSIGN_OR_RETURN(
+      config.resume_timeout_seconds,
+      BoundedInt(reader, "resume_timeout_seconds", config.resume_timeout_seconds, 1, 86400));
+  ASSIGN_OR_RETURN(config.party_wait_seconds,
+                   BoundedInt(reader, "party_wait_seconds", config.party_wait_seconds, 0, 86400));
+  ASSIGN_OR_RETURN(config.max_resumes,
+                   BoundedInt(reader, "max_resumes", config.max_resumes, 0, 1000));
+  ASSIGN_OR_RETURN(config.id_batch_ids,
+                   BoundedInt(reader, "id_batch_ids", config.id_batch_ids, 0, kMaxIdBatchIds));
+  ASSIGN_OR_RETURN(config.max_message_bytes,
+                   BoundedInt(reader, "max_message_bytes", config.max_message_bytes,
+                              static_cast<int>(common::kMinMessageLimitBytes), kMaxMessageBytes));
+  ASSIGN_OR_RETURN(config.max_concurrent_jobs,
+                   BoundedInt(reader, "max_concurrent_jobs", config.max_concurrent_jobs, 1,
+                              leader::kMaxConcurrentJobsLimit));
+  ASSIGN_OR_RETURN(config.max_queued_jobs,
+                   BoundedInt(reader, "max_queued_jobs", config.max_queued_jobs, 0,
+                              leader::kMaxQueuedJobsLimit));
+  ASSIGN_OR_RETURN(config.tls_reload_seconds,
+                   BoundedInt(reader, "tls_reload_seconds", config.tls_reload_seconds, 0, 86400));
+  ASSIGN_OR_RETURN(config.reload_seconds,
+                   BoundedInt(reader, "reload_seconds", config.reload_seconds, 0, 86400));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const ConfigReader reader, ConfigReader::Open(path));
   RETURN_IF_ERROR(reader.CheckKeys(reader.root(),
@@ -460,54 +520,8 @@ absl::StatusOr<LeaderConfig> LoadLeaderConfig(const std::string& path) {
   ASSIGN_OR_RETURN(const std::optional<std::vector<std::string>> all_jobs,
                    reader.StringList(reader.root(), "all_jobs_admins", ""));
   if (all_jobs) config.all_jobs_admins = *all_jobs;
-  ASSIGN_OR_RETURN(const std::string allow_remote,
-                   reader.String(reader.root(), "metrics_allow_non_loopback", "", false));
-  if (!allow_remote.empty()) {
-    if (allow_remote != "true" && allow_remote != "false") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          reader.Where(reader.root()["metrics_allow_non_loopback"].Mark()),
-          ": key 'metrics_allow_non_loopback' must be true or false, not '", allow_remote, "'"));
-    }
-    config.metrics_allow_non_loopback = allow_remote == "true";
-  }
-  ASSIGN_OR_RETURN(config.metrics_listen,
-                   reader.MetricsAddress(config.metrics_allow_non_loopback,
-                                         " (a leader opts in to other addresses with "
-                                         "metrics_allow_non_loopback: true)"));
-  ASSIGN_OR_RETURN(const std::string timeout,
-                   reader.String(reader.root(), "round_timeout_seconds", "", false));
-  if (!timeout.empty()) {
-    if (!absl::SimpleAtoi(timeout, &config.round_timeout_seconds) ||
-        config.round_timeout_seconds <= 0 || config.round_timeout_seconds > 86400) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(reader.Where(reader.root()["round_timeout_seconds"].Mark()),
-                       ": key 'round_timeout_seconds' must be a whole number of seconds in "
-                       "1..86400, not '",
-                       timeout, "'"));
-    }
-  }
-  ASSIGN_OR_RETURN(
-      config.resume_timeout_seconds,
-      BoundedInt(reader, "resume_timeout_seconds", config.resume_timeout_seconds, 1, 86400));
-  ASSIGN_OR_RETURN(config.party_wait_seconds,
-                   BoundedInt(reader, "party_wait_seconds", config.party_wait_seconds, 0, 86400));
-  ASSIGN_OR_RETURN(config.max_resumes,
-                   BoundedInt(reader, "max_resumes", config.max_resumes, 0, 1000));
-  ASSIGN_OR_RETURN(config.id_batch_ids,
-                   BoundedInt(reader, "id_batch_ids", config.id_batch_ids, 0, kMaxIdBatchIds));
-  ASSIGN_OR_RETURN(config.max_message_bytes,
-                   BoundedInt(reader, "max_message_bytes", config.max_message_bytes,
-                              static_cast<int>(common::kMinMessageLimitBytes), kMaxMessageBytes));
-  ASSIGN_OR_RETURN(config.max_concurrent_jobs,
-                   BoundedInt(reader, "max_concurrent_jobs", config.max_concurrent_jobs, 1,
-                              leader::kMaxConcurrentJobsLimit));
-  ASSIGN_OR_RETURN(config.max_queued_jobs,
-                   BoundedInt(reader, "max_queued_jobs", config.max_queued_jobs, 0,
-                              leader::kMaxQueuedJobsLimit));
-  ASSIGN_OR_RETURN(config.tls_reload_seconds,
-                   BoundedInt(reader, "tls_reload_seconds", config.tls_reload_seconds, 0, 86400));
-  ASSIGN_OR_RETURN(config.reload_seconds,
-                   BoundedInt(reader, "reload_seconds", config.reload_seconds, 0, 86400));
+  RETURN_IF_ERROR(ReadLeaderMetrics(reader, &config));
+  RETURN_IF_ERROR(ReadLeaderTimesAndLimits(reader, &config));
   ASSIGN_OR_RETURN(const std::string retention,
                    reader.String(reader.root(), "retention", "", false));
   if (!retention.empty()) {
