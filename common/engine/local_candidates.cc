@@ -90,6 +90,121 @@ struct Counter {
   }
 };
 
+// The best candidate of one group among those considered, by the engine's tie-break (RanksAbove);
+// candidates in `excluded` (attribute, candidate) are passed over.
+class BestSoFar {
+ public:
+  BestSoFar(const LocalRule& rule, size_t nc, size_t m, const uint64_t* parent,
+            absl::Span<const std::pair<int, int>> excluded)
+      : rule_(rule), nc_(nc), m_(m), parent_(parent), excluded_(excluded) {}
+
+  // Candidate `c` of attribute `a` with the children's words `kids`; `child_of_fine` maps each
+  // fine child to its child.
+  void Consider(int a, int c, const std::vector<const uint64_t*>& kids,
+                std::vector<int> child_of_fine) {
+    if (std::find(excluded_.begin(), excluded_.end(), std::pair<int, int>{a, c}) !=
+        excluded_.end()) {
+      return;
+    }
+    std::optional<LocalChildrenScore> scored =
+        ScoreLocalChildren(rule_, nc_, m_, parent_, kids, a, c);
+    if (!scored) return;
+    if (!best_ || RanksAbove(scored->rank, best_rank_)) {
+      best_rank_ = scored->rank;
+      best_.emplace();
+      best_->attr = a;
+      best_->c = c;
+      best_->score = scored->rank.score;
+      best_->info_gain = scored->info_gain;
+      best_->child_sizes = std::move(scored->sizes);
+      best_->child_of_fine = std::move(child_of_fine);
+    }
+  }
+  std::optional<LocalCandidate> Take() { return std::move(best_); }
+
+ private:
+  const LocalRule& rule_;
+  size_t nc_;
+  size_t m_;
+  const uint64_t* parent_;
+  absl::Span<const std::pair<int, int>> excluded_;
+  std::optional<LocalCandidate> best_;
+  CandidateRank best_rank_;
+};
+
+// The threshold candidates of a continuous attribute's split: per bin its first fine child. The
+// bins are the fine children, or (rule.within_group_min_bin) runs of them holding that many
+// records; fewer than two bins: nothing to split. `block`: `width` words per fine child, records
+// first.
+std::vector<int> ThresholdBins(const LocalRule& rule, const std::vector<uint64_t>& block, int fines,
+                               size_t width) {
+  std::vector<int> first_fine;
+  if (rule.within_group_min_bin == 0) {
+    for (int f = 0; f < fines; ++f) first_fine.push_back(f);
+  } else {
+    uint64_t in_bin = 0;
+    bool open = false;
+    for (int f = 0; f < fines; ++f) {
+      if (!open) {
+        first_fine.push_back(f);
+        open = true;
+      }
+      in_bin += block[static_cast<size_t>(f) * width];
+      if (in_bin >= rule.within_group_min_bin) {
+        in_bin = 0;
+        open = false;
+      }
+    }
+    // A short tail joins the last full bin; fewer than two full bins: nothing to split.
+    if (open && first_fine.size() >= 2) first_fine.pop_back();
+    uint64_t total = 0;
+    for (int f = 0; f < fines; ++f) total += block[static_cast<size_t>(f) * width];
+    if (total < rule.within_group_min_bin) first_fine.clear();
+  }
+  return first_fine;
+}
+
+// The class histogram of each bin (`bins` x `nc` words) from the fine children's words.
+std::vector<uint64_t> BinClassHistogram(const std::vector<uint64_t>& block,
+                                        const std::vector<int>& bin_of_fine, int bins, size_t nc,
+                                        size_t width, bool has_class) {
+  std::vector<uint64_t> hist(static_cast<size_t>(bins) * nc, 0);
+  for (size_t f = 0; f < bin_of_fine.size(); ++f) {
+    const uint64_t* w = block.data() + f * width;
+    const size_t b = static_cast<size_t>(bin_of_fine[f]);
+    for (size_t k = 0; k < nc; ++k) hist[b * nc + k] += w[1 + k];
+    // Without a class attribute the class words are the counts (one class).
+    if (!has_class) hist[b * nc] += w[0];
+  }
+  return hist;
+}
+
+// The children's values of candidate `best` of a group whose value of best->attr is `value`, as
+// LocalRecoder::ApplyBest makes them.
+void SetChildValues(const Dataset& data, const LocalFineMap& fine, const LocalValue& value,
+                    LocalCandidate* best) {
+  const int a = best->attr;
+  const QidColumn& col = data.qids[a];
+  best->child_values.assign(best->child_sizes.size(), value);
+  switch (col.kind) {
+    case QidKind::kTaxonomy:
+      for (size_t c = 0; c < best->child_values.size(); ++c) {
+        best->child_values[c].node = col.taxonomy->children(value.node)[c];
+      }
+      break;
+    case QidKind::kContinuous: {
+      const int32_t t = fine.FineStartRank(a, value, best->c);
+      best->child_values[0].hi = t;
+      best->child_values[1].lo = t;
+      break;
+    }
+    case QidKind::kSuppression:
+      best->child_values[0].node = best->c;
+      best->child_values[1].node = -1;
+      break;
+  }
+}
+
 }  // namespace
 
 std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const LocalFineMap& fine,
@@ -112,27 +227,7 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
   for (uint64_t c : parent) classes_present += c > 0;
   if (rule.beneficial && classes_present <= 1) return std::nullopt;
 
-  std::optional<LocalCandidate> best;
-  CandidateRank best_rank;
-  auto consider = [&](int a, int c, const std::vector<const uint64_t*>& kids,
-                      std::vector<int> child_of_fine) {
-    if (std::find(excluded.begin(), excluded.end(), std::pair<int, int>{a, c}) != excluded.end()) {
-      return;
-    }
-    std::optional<LocalChildrenScore> scored =
-        ScoreLocalChildren(rule, nc, m, stats.data(), kids, a, c);
-    if (!scored) return;
-    if (!best || RanksAbove(scored->rank, best_rank)) {
-      best_rank = scored->rank;
-      best.emplace();
-      best->attr = a;
-      best->c = c;
-      best->score = scored->rank.score;
-      best->info_gain = scored->info_gain;
-      best->child_sizes = std::move(scored->sizes);
-      best->child_of_fine = std::move(child_of_fine);
-    }
-  };
+  BestSoFar best(rule, nc, m, stats.data(), excluded);
 
   std::vector<uint64_t> block;
   for (int a : attrs) {
@@ -152,34 +247,12 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
           kids.push_back(block.data() + static_cast<size_t>(f) * width);
           map[f] = f;
         }
-        consider(a, 0, kids, std::move(map));
+        best.Consider(a, 0, kids, std::move(map));
         break;
       }
       case QidKind::kContinuous: {
         // The threshold candidates: the fine children, or within-group bins merged from them.
-        std::vector<int> first_fine;  // per bin: its first fine child
-        if (rule.within_group_min_bin == 0) {
-          for (int f = 0; f < fines; ++f) first_fine.push_back(f);
-        } else {
-          uint64_t in_bin = 0;
-          bool open = false;
-          for (int f = 0; f < fines; ++f) {
-            if (!open) {
-              first_fine.push_back(f);
-              open = true;
-            }
-            in_bin += block[static_cast<size_t>(f) * width];
-            if (in_bin >= rule.within_group_min_bin) {
-              in_bin = 0;
-              open = false;
-            }
-          }
-          // A short tail joins the last full bin; fewer than two full bins: nothing to split.
-          if (open && first_fine.size() >= 2) first_fine.pop_back();
-          uint64_t total = 0;
-          for (int f = 0; f < fines; ++f) total += block[static_cast<size_t>(f) * width];
-          if (total < rule.within_group_min_bin) first_fine.clear();
-        }
+        const std::vector<int> first_fine = ThresholdBins(rule, block, fines, width);
         const int bins = static_cast<int>(first_fine.size());
         if (bins < 2) break;
         std::vector<int> bin_of_fine(fines);
@@ -187,14 +260,8 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
           if (b + 1 < bins && f >= first_fine[b + 1]) ++b;
           bin_of_fine[f] = b;
         }
-        std::vector<uint64_t> hist(static_cast<size_t>(bins) * nc, 0);
-        for (int f = 0; f < fines; ++f) {
-          const uint64_t* w = block.data() + static_cast<size_t>(f) * width;
-          const size_t b = static_cast<size_t>(bin_of_fine[f]);
-          for (size_t k = 0; k < nc; ++k) hist[b * nc + k] += w[1 + k];
-          // Without a class attribute the class words are the counts (one class).
-          if (!has_class) hist[b * nc] += w[0];
-        }
+        const std::vector<uint64_t> hist =
+            BinClassHistogram(block, bin_of_fine, bins, nc, width, has_class);
         const int32_t split = ChooseSplitRank(hist, static_cast<int>(nc), 0, has_class);
         if (split < 0) break;
         std::vector<uint64_t> left(width, 0), right(width, 0);
@@ -205,7 +272,7 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
           std::vector<uint64_t>& side = is_left ? left : right;
           for (size_t w = 0; w < width; ++w) side[w] += block[static_cast<size_t>(f) * width + w];
         }
-        consider(a, first_fine[split], {left.data(), right.data()}, std::move(map));
+        best.Consider(a, first_fine[split], {left.data(), right.data()}, std::move(map));
         break;
       }
       case QidKind::kSuppression: {
@@ -216,36 +283,15 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
           for (size_t i = 0; i < width; ++i) rest[i] = stats[i] - w[i];
           std::vector<int> map(fines, 1);
           map[u] = 0;
-          consider(a, u, {w, rest.data()}, std::move(map));
+          best.Consider(a, u, {w, rest.data()}, std::move(map));
         }
         break;
       }
     }
   }
-  if (!best) return best;
-  // The children's values, as LocalRecoder::ApplyBest makes them.
-  const int a = best->attr;
-  const LocalValue value = key[a];
-  const QidColumn& col = data.qids[a];
-  best->child_values.assign(best->child_sizes.size(), value);
-  switch (col.kind) {
-    case QidKind::kTaxonomy:
-      for (size_t c = 0; c < best->child_values.size(); ++c) {
-        best->child_values[c].node = col.taxonomy->children(value.node)[c];
-      }
-      break;
-    case QidKind::kContinuous: {
-      const int32_t t = fine.FineStartRank(a, value, best->c);
-      best->child_values[0].hi = t;
-      best->child_values[1].lo = t;
-      break;
-    }
-    case QidKind::kSuppression:
-      best->child_values[0].node = best->c;
-      best->child_values[1].node = -1;
-      break;
-  }
-  return best;
+  std::optional<LocalCandidate> chosen = best.Take();
+  if (chosen) SetChildValues(data, fine, key[chosen->attr], &*chosen);
+  return chosen;
 }
 
 std::vector<int32_t> LocalChildrenOf(const Dataset& data, const LocalFineMap& fine,

@@ -644,14 +644,142 @@ struct SpecIssue {
   std::string attribute_key;  // ... and its key (empty: the attribute itself)
 };
 
+SpecIssue PrivacyIssue(std::string key, std::string message) {
+  return SpecIssue{std::move(message), std::move(key), -1, ""};
+}
+
+SpecIssue AttributeIssue(int index, std::string key, std::string message) {
+  return SpecIssue{std::move(message), "", index, std::move(key)};
+}
+
+// l-diversity's own keys, against the sensitive attribute `s_attr` (index `sensitive`).
+std::optional<SpecIssue> LDiversityIssue(const Privacy& p, const Attribute& s_attr) {
+  const int domain = s_attr.values_size();
+  if (p.t() != 0 || p.distance() != fedanon::v1::GROUND_DISTANCE_UNSPECIFIED) {
+    return PrivacyIssue(p.t() != 0 ? "t" : "distance",
+                        "privacy.t and distance are used only with privacy.model: tcloseness");
+  }
+  const bool entropy = p.variant() == fedanon::v1::DIVERSITY_VARIANT_ENTROPY;
+  const bool recursive = p.variant() == fedanon::v1::DIVERSITY_VARIANT_RECURSIVE;
+  const double l = p.diversity();
+  if (entropy ? !(l > 1) : !(l >= 2 && l == std::floor(l))) {
+    return PrivacyIssue("diversity", Cat("privacy.diversity = ", l, " must be ",
+                                         entropy ? "a number above 1 (entropy >= log(diversity))"
+                                                 : "a whole number of at least 2"));
+  }
+  if (l > domain) {
+    return PrivacyIssue("diversity", Cat("privacy.diversity = ", l, " exceeds the ", domain,
+                                         " declared values of sensitive attribute '", s_attr.name(),
+                                         "': no group can meet it"));
+  }
+  if (recursive && !(p.recursive_c() > 0)) {
+    return PrivacyIssue("recursive_c", Cat("privacy.recursive_c = ", p.recursive_c(),
+                                           " must be positive (variant: recursive)"));
+  }
+  if (!recursive && p.recursive_c() != 0) {
+    return PrivacyIssue("recursive_c", "privacy.recursive_c is used only with variant: recursive");
+  }
+  return std::nullopt;
+}
+
+// t-closeness's own keys, against the sensitive attribute `s_attr` (index `sensitive`).
+std::optional<SpecIssue> TClosenessIssue(const JobSpec& spec, const Attribute& s_attr,
+                                         int sensitive) {
+  const Privacy& p = spec.privacy();
+  const bool hierarchical = p.distance() == fedanon::v1::GROUND_DISTANCE_HIERARCHICAL;
+  if (p.variant() != fedanon::v1::DIVERSITY_VARIANT_UNSPECIFIED || p.diversity() != 0 ||
+      p.recursive_c() != 0) {
+    return PrivacyIssue(p.variant() != fedanon::v1::DIVERSITY_VARIANT_UNSPECIFIED ? "variant"
+                        : p.diversity() != 0                                      ? "diversity"
+                                                                                  : "recursive_c",
+                        "privacy.variant, diversity and recursive_c are used only with "
+                        "privacy.model: ldiversity");
+  }
+  if (!(p.t() >= 0 && p.t() <= 1)) {
+    return PrivacyIssue("t", Cat("privacy.t = ", p.t(), " must be in [0, 1]"));
+  }
+  if (hierarchical && s_attr.taxonomy().empty()) {
+    return AttributeIssue(sensitive, "",
+                          Cat("distance: hierarchical needs a taxonomy of sensitive attribute '",
+                              s_attr.name(), "' (taxonomy: FILE, ARX format)"));
+  }
+  if (p.distance() == fedanon::v1::GROUND_DISTANCE_ORDERED) {
+    // Numbers must be listed in their order: the distance is their rank difference.
+    bool numbers = true;
+    std::vector<double> parsed;
+    for (const std::string& v : s_attr.values()) {
+      double x;
+      if (!IsDecimalNumber(v) || !absl::SimpleAtod(v, &x)) {
+        numbers = false;
+        break;
+      }
+      parsed.push_back(x);
+    }
+    for (size_t i = 1; numbers && i < parsed.size(); ++i) {
+      if (!(parsed[i - 1] < parsed[i])) {
+        return AttributeIssue(
+            sensitive, "values",
+            Cat("distance: ordered ranks the values of sensitive attribute '", s_attr.name(),
+                "' in the order listed; these are numbers, so list them ascending ('",
+                s_attr.values(static_cast<int>(i - 1)), "' comes before '",
+                s_attr.values(static_cast<int>(i)), "')"));
+      }
+    }
+  }
+  // t-closeness implies no group size: a horizontal job's leader decodes each candidate
+  // group's sensitive histogram only for groups of at least K records.
+  if (spec.partitioning() == fedanon::v1::PARTITIONING_HORIZONTAL && p.k() < 2) {
+    return PrivacyIssue(
+        p.k() == 0 ? "model" : "K",
+        Cat("privacy.model tcloseness in a horizontal job needs K >= 2: its leader decodes the "
+            "sensitive histograms of candidate groups, only of groups of at least K records "
+            "(docs/threat-model.md)"));
+  }
+  return std::nullopt;
+}
+
+// A sensitive attribute's taxonomy is only for the hierarchical distance, of the model's
+// sensitive attribute (index `sensitive`).
+std::optional<SpecIssue> SensitiveTaxonomyIssue(const JobSpec& spec, int sensitive,
+                                                bool hierarchical) {
+  for (int i = 0; i < spec.attributes_size(); ++i) {
+    const Attribute& a = spec.attributes(i);
+    if (a.role() != fedanon::v1::ROLE_SENSITIVE || a.taxonomy().empty()) continue;
+    if (!hierarchical || i != sensitive) {
+      return AttributeIssue(
+          i, "taxonomy",
+          Cat("attribute '", a.name(),
+              "' has a taxonomy but role sensitive; a sensitive attribute's taxonomy is used only "
+              "by privacy.model tcloseness with distance: hierarchical"));
+    }
+  }
+  return std::nullopt;
+}
+
+// A key of the LKC or templates models given with distribution model `model`.
+std::optional<SpecIssue> OtherModelsKeyIssue(const Privacy& p, const std::string& model) {
+  if (p.l() != 0) {
+    return PrivacyIssue("L", Cat("privacy.L is not used with privacy.model: ", model,
+                                 " (its groups are those of every QID attribute together)"));
+  }
+  if (p.c() != 0 || p.sensitive_values_size() != 0) {
+    return PrivacyIssue(
+        p.c() != 0 ? "C" : "sensitive_values",
+        Cat("privacy.C and sensitive_values are not used with privacy.model: ", model,
+            " (it bounds the whole distribution of the sensitive "
+            "attribute)"));
+  }
+  if (p.templates_size() != 0 || p.confidence_size() != 0) {
+    return PrivacyIssue(p.templates_size() != 0 ? "templates" : "confidence",
+                        Cat("privacy.templates and privacy.confidence are not used with "
+                            "privacy.model: ",
+                            model));
+  }
+  return std::nullopt;
+}
+
 std::optional<SpecIssue> DistributionModelIssue(const JobSpec& spec) {
   const Privacy& p = spec.privacy();
-  auto privacy_issue = [](std::string key, std::string message) {
-    return SpecIssue{std::move(message), std::move(key), -1, ""};
-  };
-  auto attribute_issue = [](int index, std::string key, std::string message) {
-    return SpecIssue{std::move(message), "", index, std::move(key)};
-  };
   const bool ldiversity = p.model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY;
   const bool tcloseness = p.model() == fedanon::v1::PRIVACY_MODEL_TCLOSENESS;
   const bool hierarchical = tcloseness && p.distance() == fedanon::v1::GROUND_DISTANCE_HIERARCHICAL;
@@ -666,166 +794,62 @@ std::optional<SpecIssue> DistributionModelIssue(const JobSpec& spec) {
       sensitive = i;
     }
   }
-  // A sensitive attribute's taxonomy is only for the hierarchical distance.
-  for (int i = 0; i < spec.attributes_size(); ++i) {
-    const Attribute& a = spec.attributes(i);
-    if (a.role() != fedanon::v1::ROLE_SENSITIVE || a.taxonomy().empty()) continue;
-    if (!hierarchical || i != sensitive) {
-      return attribute_issue(
-          i, "taxonomy",
-          Cat("attribute '", a.name(),
-              "' has a taxonomy but role sensitive; a sensitive attribute's taxonomy is used only "
-              "by privacy.model tcloseness with distance: hierarchical"));
-    }
-  }
+  if (auto issue = SensitiveTaxonomyIssue(spec, sensitive, hierarchical)) return issue;
   if (!ldiversity && !tcloseness) {
     for (const char* key : {"variant", "diversity", "recursive_c", "t", "distance"}) {
       const pb::FieldDescriptor* f = Privacy::descriptor()->FindFieldByName(key);
       if (Privacy::GetReflection()->HasField(p, f)) {
-        return privacy_issue(
-            key,
-            Cat("privacy.", key, " is used only with privacy.model: ldiversity or tcloseness"));
+        return PrivacyIssue(key, Cat("privacy.", key,
+                                     " is used only with privacy.model: ldiversity or tcloseness"));
       }
     }
     return std::nullopt;
   }
   const std::string model = ldiversity ? "ldiversity" : "tcloseness";
-  if (p.l() != 0) {
-    return privacy_issue("L", Cat("privacy.L is not used with privacy.model: ", model,
-                                  " (its groups are those of every QID attribute together)"));
-  }
-  if (p.c() != 0 || p.sensitive_values_size() != 0) {
-    return privacy_issue(
-        p.c() != 0 ? "C" : "sensitive_values",
-        Cat("privacy.C and sensitive_values are not used with privacy.model: ", model,
-            " (it bounds the whole distribution of the sensitive "
-            "attribute)"));
-  }
-  if (p.templates_size() != 0 || p.confidence_size() != 0) {
-    return privacy_issue(p.templates_size() != 0 ? "templates" : "confidence",
-                         Cat("privacy.templates and privacy.confidence are not used with "
-                             "privacy.model: ",
-                             model));
-  }
+  if (auto issue = OtherModelsKeyIssue(p, model)) return issue;
   if (sensitive < 0) {
     if (!p.sensitive_attribute().empty()) {
-      return privacy_issue(
+      return PrivacyIssue(
           "sensitive_attribute",
           Cat("privacy.sensitive_attribute '", p.sensitive_attribute(), "' is not an attribute"));
     }
-    return privacy_issue("model",
-                         Cat("privacy.model ", model, " needs an attribute with role sensitive"));
+    return PrivacyIssue("model",
+                        Cat("privacy.model ", model, " needs an attribute with role sensitive"));
   }
   const Attribute& s_attr = spec.attributes(sensitive);
   if (s_attr.role() != fedanon::v1::ROLE_SENSITIVE) {
-    return privacy_issue("sensitive_attribute", Cat("privacy.sensitive_attribute '", s_attr.name(),
-                                                    "' is not an attribute with role sensitive"));
+    return PrivacyIssue("sensitive_attribute", Cat("privacy.sensitive_attribute '", s_attr.name(),
+                                                   "' is not an attribute with role sensitive"));
   }
   if (p.sensitive_attribute().empty() && sensitive_count > 1) {
-    return privacy_issue("model", Cat("privacy.model ", model, ": there are ", sensitive_count,
-                                      " sensitive attributes; name one in "
-                                      "privacy.sensitive_attribute"));
+    return PrivacyIssue("model", Cat("privacy.model ", model, ": there are ", sensitive_count,
+                                     " sensitive attributes; name one in "
+                                     "privacy.sensitive_attribute"));
   }
   const int domain = s_attr.values_size();
   if (domain == 0) {
-    return attribute_issue(
+    return AttributeIssue(
         sensitive, "",
         Cat("privacy.model ", model, " needs the values of sensitive attribute '", s_attr.name(),
             "' listed (values: [...]): every group's "
             "distribution is counted over them"));
   }
   if (static_cast<size_t>(domain) > kMaxSensitiveDomain) {
-    return attribute_issue(
+    return AttributeIssue(
         sensitive, "values",
         Cat("sensitive attribute '", s_attr.name(), "' lists ", domain, " values; privacy.model ",
             model, " supports at most ", kMaxSensitiveDomain));
   }
   if (spec.recoding() == fedanon::v1::RECODING_LOCAL) {
-    return privacy_issue("model", Cat("privacy.model ", model,
-                                      " runs with global recoding only (recoding: local is not "
-                                      "supported for it)"));
+    return PrivacyIssue("model", Cat("privacy.model ", model,
+                                     " runs with global recoding only (recoding: local is not "
+                                     "supported for it)"));
   }
   if (spec.has_sequential()) {
-    return privacy_issue("model",
-                         Cat("privacy.model ", model, " does not apply to sequential releases"));
+    return PrivacyIssue("model",
+                        Cat("privacy.model ", model, " does not apply to sequential releases"));
   }
-  if (ldiversity) {
-    if (p.t() != 0 || p.distance() != fedanon::v1::GROUND_DISTANCE_UNSPECIFIED) {
-      return privacy_issue(p.t() != 0 ? "t" : "distance",
-                           "privacy.t and distance are used only with privacy.model: tcloseness");
-    }
-    const bool entropy = p.variant() == fedanon::v1::DIVERSITY_VARIANT_ENTROPY;
-    const bool recursive = p.variant() == fedanon::v1::DIVERSITY_VARIANT_RECURSIVE;
-    const double l = p.diversity();
-    if (entropy ? !(l > 1) : !(l >= 2 && l == std::floor(l))) {
-      return privacy_issue("diversity", Cat("privacy.diversity = ", l, " must be ",
-                                            entropy ? "a number above 1 (entropy >= log(diversity))"
-                                                    : "a whole number of at least 2"));
-    }
-    if (l > domain) {
-      return privacy_issue("diversity", Cat("privacy.diversity = ", l, " exceeds the ", domain,
-                                            " declared values of sensitive attribute '",
-                                            s_attr.name(), "': no group can meet it"));
-    }
-    if (recursive && !(p.recursive_c() > 0)) {
-      return privacy_issue("recursive_c", Cat("privacy.recursive_c = ", p.recursive_c(),
-                                              " must be positive (variant: recursive)"));
-    }
-    if (!recursive && p.recursive_c() != 0) {
-      return privacy_issue("recursive_c",
-                           "privacy.recursive_c is used only with variant: recursive");
-    }
-  } else {
-    if (p.variant() != fedanon::v1::DIVERSITY_VARIANT_UNSPECIFIED || p.diversity() != 0 ||
-        p.recursive_c() != 0) {
-      return privacy_issue(p.variant() != fedanon::v1::DIVERSITY_VARIANT_UNSPECIFIED ? "variant"
-                           : p.diversity() != 0                                      ? "diversity"
-                                                : "recursive_c",
-                           "privacy.variant, diversity and recursive_c are used only with "
-                           "privacy.model: ldiversity");
-    }
-    if (!(p.t() >= 0 && p.t() <= 1)) {
-      return privacy_issue("t", Cat("privacy.t = ", p.t(), " must be in [0, 1]"));
-    }
-    if (hierarchical && s_attr.taxonomy().empty()) {
-      return attribute_issue(sensitive, "",
-                             Cat("distance: hierarchical needs a taxonomy of sensitive attribute '",
-                                 s_attr.name(), "' (taxonomy: FILE, ARX format)"));
-    }
-    if (p.distance() == fedanon::v1::GROUND_DISTANCE_ORDERED) {
-      // Numbers must be listed in their order: the distance is their rank difference.
-      bool numbers = true;
-      std::vector<double> parsed;
-      for (const std::string& v : s_attr.values()) {
-        double x;
-        if (!IsDecimalNumber(v) || !absl::SimpleAtod(v, &x)) {
-          numbers = false;
-          break;
-        }
-        parsed.push_back(x);
-      }
-      for (size_t i = 1; numbers && i < parsed.size(); ++i) {
-        if (!(parsed[i - 1] < parsed[i])) {
-          return attribute_issue(
-              sensitive, "values",
-              Cat("distance: ordered ranks the values of sensitive attribute '", s_attr.name(),
-                  "' in the order listed; these are numbers, so list them ascending ('",
-                  s_attr.values(static_cast<int>(i - 1)), "' comes before '",
-                  s_attr.values(static_cast<int>(i)), "')"));
-        }
-      }
-    }
-    // t-closeness implies no group size: a horizontal job's leader decodes each candidate
-    // group's sensitive histogram only for groups of at least K records.
-    if (spec.partitioning() == fedanon::v1::PARTITIONING_HORIZONTAL && p.k() < 2) {
-      return privacy_issue(
-          p.k() == 0 ? "model" : "K",
-          Cat("privacy.model tcloseness in a horizontal job needs K >= 2: its leader decodes the "
-              "sensitive histograms of candidate groups, only of groups of at least K records "
-              "(docs/threat-model.md)"));
-    }
-  }
-  return std::nullopt;
+  return ldiversity ? LDiversityIssue(p, s_attr) : TClosenessIssue(spec, s_attr, sensitive);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -42,6 +42,36 @@ std::string Float8(double x) {
   return absl::StrCat("'", buf, "'::float8");
 }
 
+// ", sum(s0), sum(s1), ..." for `m` tracked sensitive values ("" for none).
+std::string SensitiveSums(size_t m) {
+  std::string out;
+  for (size_t b = 0; b < m; ++b) absl::StrAppend(&out, ", sum(s", b, ")");
+  return out;
+}
+
+// Adds a row's counts (records, then each tracked sensitive value's) to every place of its key:
+// the key's own words (`attr` -1) or those of fine child `fine` of attribute `attr`.
+void AddGroupCounts(const std::vector<std::pair<size_t, std::vector<int64_t>>>& places, int attr,
+                    int64_t fine, const int64_t* counts, size_t m, std::vector<uint64_t>* out) {
+  const size_t stride = 1 + m;
+  for (const auto& [offset, attr_offsets] : places) {
+    uint64_t* w = out->data() + offset;
+    if (attr >= 0) {
+      if (attr_offsets[attr] < 0 || fine < 0) continue;
+      w += attr_offsets[attr] + stride * static_cast<size_t>(fine);
+    }
+    for (size_t b = 0; b <= m; ++b) w[b] += static_cast<uint64_t>(counts[b]);
+  }
+}
+
+// A count in a result cell: 0 for NULL or anything that is not a whole number.
+uint64_t CellNumber(const Result& r, int row, int col) {
+  uint64_t v = 0;
+  if (PQgetisnull(r.get(), row, col)) return 0;
+  if (!absl::SimpleAtoi(PQgetvalue(r.get(), row, col), &v)) return 0;
+  return v;
+}
+
 }  // namespace
 
 PostgresPushdown::~PostgresPushdown() = default;
@@ -227,23 +257,38 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
 // column the job reads (a plain GROUP BY per column, joined by UNION ALL), checked here as the
 // reader checks each value (taxonomy, declared domain, continuous grid), with its messages.
 absl::Status PostgresPushdown::Check() {
+  RETURN_IF_ERROR(CountRowsAndNulls());
+  ASSIGN_OR_RETURN(const DistinctValues values, ListDistinctValues());
+  RETURN_IF_ERROR(CheckValuesAreKnown(values));
+  TakeFingerprint(values);
+  RETURN_IF_ERROR(BuildHistograms(values));
   Dataset& ds = *data_;
-  auto column_of = [&](const std::string& name) {
-    return static_cast<int>(std::find(ds.header.begin(), ds.header.end(), name) -
-                            ds.header.begin());
-  };
-  auto number = [](const Result& r, int row, int col) -> uint64_t {
-    uint64_t v = 0;
-    if (PQgetisnull(r.get(), row, col)) return 0;
-    if (!absl::SimpleAtoi(PQgetvalue(r.get(), row, col), &v)) return 0;
-    return v;
-  };
-  // 1. Rows, kept rows, NULLs per column the spec names.
+  for (const TrackedSensitive& t : ds.tracked) {
+    if (values.Of(ColumnOf(t.attribute)).count(t.value) > 0) continue;
+    ds.warnings.push_back(absl::StrCat("sensitive value '", t.value, "' of attribute '",
+                                       t.attribute, "' does not occur in ", label_,
+                                       " (a misspelling in the spec?)"));
+  }
+  return absl::OkStatus();
+}
+
+int PostgresPushdown::ColumnOf(const std::string& name) const {
+  const auto& header = data_->header;
+  return static_cast<int>(std::find(header.begin(), header.end(), name) - header.begin());
+}
+
+const std::map<std::string, uint64_t>& PostgresPushdown::DistinctValues::Of(int column) const {
+  return seen[std::find(columns.begin(), columns.end(), column) - columns.begin()];
+}
+
+// Rows, kept rows, NULLs per column the spec names; which columns hold the missing token (kept_).
+absl::Status PostgresPushdown::CountRowsAndNulls() {
+  Dataset& ds = *data_;
   std::vector<std::string> cols = {"count(*)",
                                    absl::StrCat("sum(CASE WHEN ", kept_, " THEN 1 ELSE 0 END)")};
   std::vector<int> spec_columns;
   for (const auto& a : spec_.attributes()) {
-    spec_columns.push_back(column_of(a.name()));
+    spec_columns.push_back(ColumnOf(a.name()));
     cols.push_back(absl::StrCat("count(", Text(spec_columns.back()), ")"));
   }
   // Which columns hold the missing token at all: the kept-row condition of every later query
@@ -267,9 +312,9 @@ absl::Status PostgresPushdown::Check() {
   ASSIGN_OR_RETURN(Result counts, conn_->Exec(absl::StrCat("SELECT ", absl::StrJoin(cols, ", "),
                                                            " FROM (", query_, ") AS fedanon_src"),
                                               "checking the table"));
-  const uint64_t rows = number(counts, 0, 0);
+  const uint64_t rows = CellNumber(counts, 0, 0);
   for (size_t i = 0; i < spec_columns.size(); ++i) {
-    const uint64_t nulls = rows - number(counts, 0, static_cast<int>(2 + i));
+    const uint64_t nulls = rows - CellNumber(counts, 0, static_cast<int>(2 + i));
     if (nulls == 0) continue;
     return absl::InvalidArgumentError(absl::StrCat(
         label_, ": column ", spec_columns[i] + 1, " (", ds.header[spec_columns[i]], ") is NULL in ",
@@ -281,20 +326,27 @@ absl::Status PostgresPushdown::Check() {
   if (drop) {
     std::vector<std::string> any;
     for (size_t i = 0; i < spec_columns.size(); ++i) {
-      if (number(counts, 0, static_cast<int>(2 + spec_columns.size() + i)) == 0) continue;
+      if (CellNumber(counts, 0, static_cast<int>(2 + spec_columns.size() + i)) == 0) continue;
       any.push_back(absl::StrCat(Text(spec_columns[i]), " = ", Lit(spec_.missing_token())));
     }
     kept_ = any.empty() ? "TRUE" : absl::StrCat("NOT (", absl::StrJoin(any, " OR "), ")");
   }
   ds.records_in = rows;
-  ds.num_records = number(counts, 0, 1);
+  ds.num_records = CellNumber(counts, 0, 1);
   ds.records_dropped = ds.records_in - ds.num_records;
   if (ds.num_records == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         label_, ": no records", ds.records_dropped ? " left after dropping missing values" : ""));
   }
-  // 2. The distinct values (with counts) of every QID, class, sensitive and released column.
-  std::vector<int> categorical;
+  return absl::OkStatus();
+}
+
+// The distinct values (with counts, and counts by class) of every QID, class, sensitive and
+// released column.
+absl::StatusOr<PostgresPushdown::DistinctValues> PostgresPushdown::ListDistinctValues() {
+  const Dataset& ds = *data_;
+  DistinctValues values;
+  std::vector<int>& categorical = values.columns;
   auto want = [&](int c) {
     if (std::find(categorical.begin(), categorical.end(), c) == categorical.end()) {
       categorical.push_back(c);
@@ -303,59 +355,60 @@ absl::Status PostgresPushdown::Check() {
   for (const auto& vc : ds.value_columns) want(vc.csv_column);
   if (ds.class_column >= 0) want(ds.class_column);
   for (const auto& q : ds.qids) want(q.csv_column);
-  for (const auto& t : ds.tracked) want(column_of(t.attribute));
-  std::vector<std::map<std::string, uint64_t>> seen(categorical.size());
-  // Per column: value -> class index -> records (the QIDs' histograms below).
-  std::vector<std::map<std::string, std::map<int, uint64_t>>> by_class(categorical.size());
+  for (const auto& t : ds.tracked) want(ColumnOf(t.attribute));
+  values.seen.resize(categorical.size());
+  values.by_class.resize(categorical.size());
+  if (categorical.empty()) return values;
   const bool classed = ds.class_column >= 0 && !ds.class_labels.empty();
-  if (!categorical.empty()) {
-    // One plain GROUP BY (value, class) per column, joined by UNION ALL into one statement (no
-    // GROUPING SETS: Citus runs those on a single shard only). Each part fills its own column
-    // t<i> and leaves the others NULL, so a row names its column by its one non-NULL value.
-    std::vector<std::string> parts;
-    for (size_t i = 0; i < categorical.size(); ++i) {
-      std::vector<std::string> out;
-      for (size_t j = 0; j < categorical.size(); ++j) {
-        out.push_back(j == i ? absl::StrCat("t", j) : absl::StrCat("CAST(NULL AS TEXT) AS t", j));
-      }
-      std::vector<std::string> select = {absl::StrCat(Text(categorical[i]), " AS t", i)};
-      std::string group = absl::StrCat("t", i);
-      if (classed) {
-        out.push_back("tc");
-        select.push_back(absl::StrCat(Text(ds.class_column), " AS tc"));
-        absl::StrAppend(&group, ", tc");
-      }
-      parts.push_back(absl::StrCat("SELECT ", absl::StrJoin(out, ", "), ", count(*) FROM (SELECT ",
-                                   absl::StrJoin(select, ", "), " FROM (", query_,
-                                   ") AS fedanon_src WHERE ", kept_, ") AS fedanon_t", i,
-                                   " GROUP BY ", group));
+  // One plain GROUP BY (value, class) per column, joined by UNION ALL into one statement (no
+  // GROUPING SETS: Citus runs those on a single shard only). Each part fills its own column
+  // t<i> and leaves the others NULL, so a row names its column by its one non-NULL value.
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < categorical.size(); ++i) {
+    std::vector<std::string> out;
+    for (size_t j = 0; j < categorical.size(); ++j) {
+      out.push_back(j == i ? absl::StrCat("t", j) : absl::StrCat("CAST(NULL AS TEXT) AS t", j));
     }
-    ASSIGN_OR_RETURN(Result values,
-                     conn_->Exec(absl::StrJoin(parts, " UNION ALL "), "listing the values"));
-    const int width = static_cast<int>(categorical.size());
-    const int count_col = width + (classed ? 1 : 0);
-    for (int r = 0; r < PQntuples(values.get()); ++r) {
-      int cls = 0;
-      if (classed) {
-        const auto it = std::find(ds.class_labels.begin(), ds.class_labels.end(),
-                                  std::string(PQgetvalue(values.get(), r, width)));
-        if (it != ds.class_labels.end()) cls = static_cast<int>(it - ds.class_labels.begin());
-      }
-      for (int i = 0; i < width; ++i) {
-        if (PQgetisnull(values.get(), r, i)) continue;
-        const uint64_t n = number(values, r, count_col);
-        seen[i][PQgetvalue(values.get(), r, i)] += n;
-        by_class[i][PQgetvalue(values.get(), r, i)][cls] += n;
-        break;
-      }
+    std::vector<std::string> select = {absl::StrCat(Text(categorical[i]), " AS t", i)};
+    std::string group = absl::StrCat("t", i);
+    if (classed) {
+      out.push_back("tc");
+      select.push_back(absl::StrCat(Text(ds.class_column), " AS tc"));
+      absl::StrAppend(&group, ", tc");
+    }
+    parts.push_back(absl::StrCat("SELECT ", absl::StrJoin(out, ", "), ", count(*) FROM (SELECT ",
+                                 absl::StrJoin(select, ", "), " FROM (", query_,
+                                 ") AS fedanon_src WHERE ", kept_, ") AS fedanon_t", i,
+                                 " GROUP BY ", group));
+  }
+  ASSIGN_OR_RETURN(Result rows,
+                   conn_->Exec(absl::StrJoin(parts, " UNION ALL "), "listing the values"));
+  const int width = static_cast<int>(categorical.size());
+  const int count_col = width + (classed ? 1 : 0);
+  for (int r = 0; r < PQntuples(rows.get()); ++r) {
+    int cls = 0;
+    if (classed) {
+      const auto it = std::find(ds.class_labels.begin(), ds.class_labels.end(),
+                                std::string(PQgetvalue(rows.get(), r, width)));
+      if (it != ds.class_labels.end()) cls = static_cast<int>(it - ds.class_labels.begin());
+    }
+    for (int i = 0; i < width; ++i) {
+      if (PQgetisnull(rows.get(), r, i)) continue;
+      const uint64_t n = CellNumber(rows, r, count_col);
+      values.seen[i][PQgetvalue(rows.get(), r, i)] += n;
+      values.by_class[i][PQgetvalue(rows.get(), r, i)][cls] += n;
+      break;
     }
   }
-  auto values_of = [&](int column) -> const std::map<std::string, uint64_t>& {
-    return seen[std::find(categorical.begin(), categorical.end(), column) - categorical.begin()];
-  };
+  return values;
+}
+
+// Every distinct value passes the reader's checks, with its messages.
+absl::Status PostgresPushdown::CheckValuesAreKnown(const DistinctValues& values) const {
+  const Dataset& ds = *data_;
   auto unknown_in = [&](int column, const std::vector<std::string>& domain) {
     std::map<std::string, uint64_t> unknown;
-    for (const auto& [v, n] : values_of(column)) {
+    for (const auto& [v, n] : values.Of(column)) {
       if (std::find(domain.begin(), domain.end(), v) == domain.end()) unknown[v] = n;
     }
     return unknown;
@@ -367,7 +420,7 @@ absl::Status PostgresPushdown::Check() {
     uint64_t bad = 0;
     std::string first;
     bool first_is_number = true;
-    for (const auto& [v, n] : values_of(col.csv_column)) {
+    for (const auto& [v, n] : values.Of(col.csv_column)) {
       double x = 0;
       const bool is_number = absl::SimpleAtod(v, &x) && std::isfinite(x);
       bool ok = is_number;
@@ -429,39 +482,46 @@ absl::Status PostgresPushdown::Check() {
                      unknown.size() == 1 ? " value is" : " values are", what, " (", total,
                      total == 1 ? " record): " : " records): ", FormatUnknownValues(unknown)));
   }
-  // The snapshot's fingerprint: FNV-1a over the row counts and every (column, value, class,
-  // count) the job reads, in order.
-  {
-    uint64_t h = 14695981039346656037ull;
-    auto mix = [&h](std::string_view bytes) {
-      for (unsigned char c : bytes) {
-        h ^= c;
-        h *= 1099511628211ull;
-      }
-      h ^= 0xff;  // a separator no text byte sequence ends with by accident
+  return absl::OkStatus();
+}
+
+// The snapshot's fingerprint: FNV-1a over the row counts and every (column, value, class, count)
+// the job reads, in order.
+void PostgresPushdown::TakeFingerprint(const DistinctValues& values) {
+  const Dataset& ds = *data_;
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](std::string_view bytes) {
+    for (unsigned char c : bytes) {
+      h ^= c;
       h *= 1099511628211ull;
-    };
-    mix(absl::StrCat(ds.records_in, " ", ds.num_records));
-    for (size_t i = 0; i < categorical.size(); ++i) {
-      mix(ds.header[categorical[i]]);
-      for (const auto& [v, per_class] : by_class[i]) {
-        mix(v);
-        for (const auto& [cls, n] : per_class) mix(absl::StrCat(cls, ":", n));
-      }
     }
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-    fingerprint_ = hex;
+    h ^= 0xff;  // a separator no text byte sequence ends with by accident
+    h *= 1099511628211ull;
+  };
+  mix(absl::StrCat(ds.records_in, " ", ds.num_records));
+  for (size_t i = 0; i < values.columns.size(); ++i) {
+    mix(ds.header[values.columns[i]]);
+    for (const auto& [v, per_class] : values.by_class[i]) {
+      mix(v);
+      for (const auto& [cls, n] : per_class) mix(absl::StrCat(cls, ":", n));
+    }
   }
-  // Every value is known now: each QID's (code, class) histogram over the kept rows, from which
-  // range counts, rank histograms and node class counts are computed without another scan (the
-  // snapshot does not change during the job).
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  fingerprint_ = hex;
+}
+
+// Every value is known now: each QID's (code, class) histogram over the kept rows, from which
+// range counts, rank histograms and node class counts are computed without another scan (the
+// snapshot does not change during the job).
+absl::Status PostgresPushdown::BuildHistograms(const DistinctValues& values) {
+  const Dataset& ds = *data_;
   const size_t nc = std::max(1, ds.num_classes());
   hist_.assign(ds.qids.size(), {});
   for (size_t q = 0; q < ds.qids.size(); ++q) {
     const QidColumn& col = ds.qids[q];
-    const size_t i =
-        std::find(categorical.begin(), categorical.end(), col.csv_column) - categorical.begin();
+    const size_t i = std::find(values.columns.begin(), values.columns.end(), col.csv_column) -
+                     values.columns.begin();
     size_t space = 0;
     switch (col.kind) {
       case QidKind::kTaxonomy:
@@ -475,7 +535,7 @@ absl::Status PostgresPushdown::Check() {
         break;
     }
     hist_[q].assign(space * nc, 0);
-    for (const auto& [v, per_class] : by_class[i]) {
+    for (const auto& [v, per_class] : values.by_class[i]) {
       int64_t code = -1;
       if (col.kind == QidKind::kContinuous) {
         double x = 0;
@@ -491,12 +551,6 @@ absl::Status PostgresPushdown::Check() {
       }
       for (const auto& [cls, n] : per_class) hist_[q][static_cast<size_t>(code) * nc + cls] += n;
     }
-  }
-  for (const TrackedSensitive& t : ds.tracked) {
-    if (values_of(column_of(t.attribute)).count(t.value) > 0) continue;
-    ds.warnings.push_back(absl::StrCat("sensitive value '", t.value, "' of attribute '",
-                                       t.attribute, "' does not occur in ", label_,
-                                       " (a misspelling in the spec?)"));
   }
   return absl::OkStatus();
 }
@@ -736,21 +790,23 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
                                            const StatsRequest& request,
                                            std::vector<uint64_t>* out) {
   const Dataset& ds = *data_;
-  const int nqid = static_cast<int>(ds.qids.size());
   if (hier.size() != ds.qids.size()) return absl::InternalError("push-down: hierarchies differ");
   if (!request.histograms.empty()) {
     return absl::FailedPreconditionError(
         "push-down: sensitive histograms (privacy.model ldiversity or tcloseness) are not computed "
         "in the database; load the table (mode: csv or a PostgreSQL source without push-down)");
   }
-  const size_t nc = std::max(1, ds.num_classes());
-  const size_t m = ds.tracked.size();
-  const size_t stride = 1 + m;
-  std::vector<std::string> sums;  // sum(s0), sum(s1), ...
-  for (size_t b = 0; b < m; ++b) sums.push_back(absl::StrCat("sum(s", b, ")"));
+  AppendHistogramStats(hier, request, out);
+  if (!request.group_keys.empty()) RETURN_IF_ERROR(AppendGroupStats(hier, request, out));
+  return AppendReleasedCounts(hier, request, out);
+}
 
-  // 1-3. Range counts, rank histograms and node class counts: from the QIDs' (code, class)
-  // histograms taken at Open (each depends on one attribute's codes and the class only).
+// Range counts, rank histograms and node class counts: from the QIDs' (code, class) histograms
+// taken at Open (each depends on one attribute's codes and the class only).
+void PostgresPushdown::AppendHistogramStats(const std::vector<AttributeHierarchy>& hier,
+                                            const StatsRequest& request,
+                                            std::vector<uint64_t>* out) const {
+  const size_t nc = std::max(1, data_->num_classes());
   for (const RangeCountRequest& rq : request.range_counts) {
     if (rq.bounds.size() < 2) continue;
     const size_t per = rq.labelled ? nc : 1;
@@ -798,140 +854,168 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
       }
     }
   }
+}
 
-  // 4. Group statistics of the requested keys: (k_all) and (k_all, f_a) per refinable attribute.
-  if (!request.group_keys.empty()) {
-    std::vector<bool> refinable(nqid, false);
-    for (const auto& key : request.group_keys) {
-      for (int a = 0; a < nqid && a < static_cast<int>(key.size()); ++a) {
-        if (hier[a].FineChildCount(key[a]) > 0) refinable[a] = true;
-      }
-    }
-    const PackedCut packed = Pack(hier);
-    const int ng = static_cast<int>(packed.columns.size());
-    // The layout of each requested key (as Tips::AppendGroupStats).
-    const size_t base = out->size();
-    std::map<std::vector<NodeIndex>, std::vector<std::pair<size_t, std::vector<int64_t>>>> where;
-    size_t at = base;
-    uint64_t combinations = 0;  // (key, fine child of every refinable attribute) cells at most
-    for (const auto& key : request.group_keys) {
-      std::vector<int64_t> offsets(nqid, -1);
-      size_t words = stride;
-      uint64_t cells = 1;
-      for (size_t a = 0; a < key.size(); ++a) {
-        const int fine = hier[a].FineChildCount(key[a]);
-        if (fine == 0) continue;
-        offsets[a] = static_cast<int64_t>(words);
-        words += stride * fine;
-        cells = SatMul(cells, static_cast<size_t>(fine));
-      }
-      if (where.find(key) == where.end()) combinations = SatAdd(combinations, cells);
-      where[key].push_back({at, offsets});
-      at += words;
-    }
-    out->resize(at, 0);
-    auto add = [&](const std::vector<std::pair<size_t, std::vector<int64_t>>>& places, int attr,
-                   int64_t fine, const int64_t* counts) {
-      for (const auto& [offset, attr_offsets] : places) {
-        uint64_t* w = out->data() + offset;
-        if (attr >= 0) {
-          if (attr_offsets[attr] < 0 || fine < 0) continue;
-          w += attr_offsets[attr] + stride * static_cast<size_t>(fine);
-        }
-        for (size_t b = 0; b <= m; ++b) w[b] += static_cast<uint64_t>(counts[b]);
-      }
-    };
-    std::vector<std::pair<std::string, std::string>> cols;
-    std::vector<std::string> keys;
-    for (int i = 0; i < ng; ++i) {
-      cols.push_back({absl::StrCat("g", i), packed.columns[i]});
-      keys.push_back(absl::StrCat("g", i));
-    }
-    const std::string filter = PackedFilter(packed, request.group_keys);
-    if (combinations <= limits_.max_combined_cells) {
-      // One plain GROUP BY over the packed key and the packed fine children of every refinable
-      // attribute (one hash aggregate, parallel where the server allows), summed up here.
-      const PackedCut fine = PackFine(hier, refinable);
-      for (size_t i = 0; i < fine.columns.size(); ++i) {
-        cols.push_back({absl::StrCat("h", i), fine.columns[i]});
-        keys.push_back(absl::StrCat("h", i));
-      }
-      for (size_t b = 0; b < m; ++b) cols.push_back({absl::StrCat("s", b), sensitive_expr_[b]});
-      ASSIGN_OR_RETURN(
-          auto rows,
-          Rows(absl::StrCat("SELECT ", absl::StrJoin(keys, ", "), ", count(*)",
-                            sums.empty() ? "" : ", ", absl::StrJoin(sums, ", "), " FROM ",
-                            From(cols), " WHERE ", filter, " GROUP BY ", absl::StrJoin(keys, ", ")),
-               "group statistics"));
-      const size_t grouped = keys.size();
-      for (const auto& row : rows) {
-        const auto it = where.find(Decode(packed, row.data()));
-        if (it == where.end()) continue;
-        add(it->second, -1, -1, row.data() + grouped);
-        for (int a = 0; a < nqid; ++a) {
-          if (!refinable[a]) continue;
-          const uint64_t radix = fine.nodes[a].size();
-          const int64_t f = static_cast<int64_t>(static_cast<uint64_t>(row[ng + fine.chunk[a]]) /
-                                                 fine.mult[a] % radix) -
-                            1;
-          add(it->second, a, f, row.data() + grouped);
-        }
-      }
-    } else {
-      // Very many cells: a plain GROUP BY (key) and one GROUP BY (key, f_a) per refinable
-      // attribute, each with fewer rows than the combined one, joined by UNION ALL into one
-      // statement (no GROUPING SETS: Citus runs those on a single shard only). Each part fills
-      // its own f_a and leaves the others NULL, so a row names its attribute.
-      std::vector<int> fine_attrs;
-      for (int a = 0; a < nqid; ++a) {
-        if (refinable[a]) fine_attrs.push_back(a);
-      }
-      std::vector<int> fine_col(nqid, -1);
-      for (size_t i = 0; i < fine_attrs.size(); ++i) {
-        fine_col[fine_attrs[i]] = ng + static_cast<int>(i);
-      }
-      const size_t grouped = keys.size() + fine_attrs.size();
-      std::vector<std::string> parts;
-      for (int part = -1; part < static_cast<int>(fine_attrs.size()); ++part) {
-        std::vector<std::pair<std::string, std::string>> part_cols = cols;
-        std::vector<std::string> select = keys, group = keys;
-        for (size_t i = 0; i < fine_attrs.size(); ++i) {
-          const int a = fine_attrs[i];
-          if (static_cast<int>(i) != part) {
-            select.push_back(absl::StrCat("CAST(NULL AS BIGINT) AS f", a));
-            continue;
-          }
-          part_cols.push_back({absl::StrCat("f", a), FineExpr(hier, a)});
-          select.push_back(absl::StrCat("f", a));
-          group.push_back(absl::StrCat("f", a));
-        }
-        for (size_t b = 0; b < m; ++b) {
-          part_cols.push_back({absl::StrCat("s", b), sensitive_expr_[b]});
-        }
-        select.push_back("count(*)");
-        for (const auto& s : sums) select.push_back(s);
-        parts.push_back(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), " FROM ",
-                                     From(part_cols), " WHERE ", filter, " GROUP BY ",
-                                     absl::StrJoin(group, ", ")));
-      }
-      ASSIGN_OR_RETURN(auto rows, Rows(absl::StrJoin(parts, " UNION ALL "), "group statistics"));
-      for (const auto& row : rows) {
-        const auto it = where.find(Decode(packed, row.data()));
-        if (it == where.end()) continue;
-        int fine_attr = -1;
-        int64_t f = -1;
-        for (int a = 0; a < nqid; ++a) {
-          if (fine_col[a] >= 0 && row[fine_col[a]] != kNull) {
-            fine_attr = a;
-            f = row[fine_col[a]];
-          }
-        }
-        add(it->second, fine_attr, f, row.data() + grouped);
-      }
+struct PostgresPushdown::GroupQuery {
+  PackedCut packed;
+  std::vector<bool> refinable;
+  GroupPlaces where;
+  std::vector<std::pair<std::string, std::string>> cols;  // g0, g1, ...: the packed key
+  std::vector<std::string> keys;                          // "g0", "g1", ...
+  std::string filter;
+};
+
+// Group statistics of the requested keys: (k_all) and (k_all, f_a) per refinable attribute, laid
+// out as Tips::AppendGroupStats lays them out.
+absl::Status PostgresPushdown::AppendGroupStats(const std::vector<AttributeHierarchy>& hier,
+                                                const StatsRequest& request,
+                                                std::vector<uint64_t>* out) {
+  const int nqid = static_cast<int>(data_->qids.size());
+  const size_t stride = 1 + data_->tracked.size();
+  GroupQuery q;
+  std::vector<bool>& refinable = q.refinable;
+  refinable.assign(nqid, false);
+  for (const auto& key : request.group_keys) {
+    for (int a = 0; a < nqid && a < static_cast<int>(key.size()); ++a) {
+      if (hier[a].FineChildCount(key[a]) > 0) refinable[a] = true;
     }
   }
+  q.packed = Pack(hier);
+  const PackedCut& packed = q.packed;
+  const int ng = static_cast<int>(packed.columns.size());
+  // The layout of each requested key (as Tips::AppendGroupStats).
+  const size_t base = out->size();
+  GroupPlaces& where = q.where;
+  size_t at = base;
+  uint64_t combinations = 0;  // (key, fine child of every refinable attribute) cells at most
+  for (const auto& key : request.group_keys) {
+    std::vector<int64_t> offsets(nqid, -1);
+    size_t words = stride;
+    uint64_t cells = 1;
+    for (size_t a = 0; a < key.size(); ++a) {
+      const int fine = hier[a].FineChildCount(key[a]);
+      if (fine == 0) continue;
+      offsets[a] = static_cast<int64_t>(words);
+      words += stride * fine;
+      cells = SatMul(cells, static_cast<size_t>(fine));
+    }
+    if (where.find(key) == where.end()) combinations = SatAdd(combinations, cells);
+    where[key].push_back({at, offsets});
+    at += words;
+  }
+  out->resize(at, 0);
+  auto& cols = q.cols;
+  auto& keys = q.keys;
+  for (int i = 0; i < ng; ++i) {
+    cols.push_back({absl::StrCat("g", i), packed.columns[i]});
+    keys.push_back(absl::StrCat("g", i));
+  }
+  q.filter = PackedFilter(packed, request.group_keys);
+  return combinations <= limits_.max_combined_cells ? SumCombinedGroups(hier, q, out)
+                                                    : SumGroupsPerAttribute(hier, q, out);
+}
 
-  // 5. Released counts of the requested keys per value combination.
+// One plain GROUP BY over the packed key and the packed fine children of every refinable
+// attribute (one hash aggregate, parallel where the server allows), summed up here.
+absl::Status PostgresPushdown::SumCombinedGroups(const std::vector<AttributeHierarchy>& hier,
+                                                 const GroupQuery& q, std::vector<uint64_t>* out) {
+  const int nqid = static_cast<int>(data_->qids.size());
+  const size_t m = data_->tracked.size();
+  const int ng = static_cast<int>(q.packed.columns.size());
+  std::vector<std::pair<std::string, std::string>> cols = q.cols;
+  std::vector<std::string> keys = q.keys;
+  const PackedCut fine = PackFine(hier, q.refinable);
+  for (size_t i = 0; i < fine.columns.size(); ++i) {
+    cols.push_back({absl::StrCat("h", i), fine.columns[i]});
+    keys.push_back(absl::StrCat("h", i));
+  }
+  for (size_t b = 0; b < m; ++b) cols.push_back({absl::StrCat("s", b), sensitive_expr_[b]});
+  ASSIGN_OR_RETURN(auto rows, Rows(absl::StrCat("SELECT ", absl::StrJoin(keys, ", "), ", count(*)",
+                                                SensitiveSums(m), " FROM ", From(cols), " WHERE ",
+                                                q.filter, " GROUP BY ", absl::StrJoin(keys, ", ")),
+                                   "group statistics"));
+  const size_t grouped = keys.size();
+  for (const auto& row : rows) {
+    const auto it = q.where.find(Decode(q.packed, row.data()));
+    if (it == q.where.end()) continue;
+    AddGroupCounts(it->second, -1, -1, row.data() + grouped, m, out);
+    for (int a = 0; a < nqid; ++a) {
+      if (!q.refinable[a]) continue;
+      const uint64_t radix = fine.nodes[a].size();
+      const int64_t f = static_cast<int64_t>(static_cast<uint64_t>(row[ng + fine.chunk[a]]) /
+                                             fine.mult[a] % radix) -
+                        1;
+      AddGroupCounts(it->second, a, f, row.data() + grouped, m, out);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Very many cells: a plain GROUP BY (key) and one GROUP BY (key, f_a) per refinable attribute,
+// each with fewer rows than the combined one, joined by UNION ALL into one statement (no
+// GROUPING SETS: Citus runs those on a single shard only). Each part fills its own f_a and
+// leaves the others NULL, so a row names its attribute.
+absl::Status PostgresPushdown::SumGroupsPerAttribute(const std::vector<AttributeHierarchy>& hier,
+                                                     const GroupQuery& q,
+                                                     std::vector<uint64_t>* out) {
+  const int nqid = static_cast<int>(data_->qids.size());
+  const size_t m = data_->tracked.size();
+  const int ng = static_cast<int>(q.packed.columns.size());
+  const std::vector<std::pair<std::string, std::string>>& cols = q.cols;
+  const std::vector<std::string>& keys = q.keys;
+  std::vector<int> fine_attrs;
+  for (int a = 0; a < nqid; ++a) {
+    if (q.refinable[a]) fine_attrs.push_back(a);
+  }
+  std::vector<int> fine_col(nqid, -1);
+  for (size_t i = 0; i < fine_attrs.size(); ++i) {
+    fine_col[fine_attrs[i]] = ng + static_cast<int>(i);
+  }
+  const size_t grouped = keys.size() + fine_attrs.size();
+  std::vector<std::string> parts;
+  for (int part = -1; part < static_cast<int>(fine_attrs.size()); ++part) {
+    std::vector<std::pair<std::string, std::string>> part_cols = cols;
+    std::vector<std::string> select = keys, group = keys;
+    for (size_t i = 0; i < fine_attrs.size(); ++i) {
+      const int a = fine_attrs[i];
+      if (static_cast<int>(i) != part) {
+        select.push_back(absl::StrCat("CAST(NULL AS BIGINT) AS f", a));
+        continue;
+      }
+      part_cols.push_back({absl::StrCat("f", a), FineExpr(hier, a)});
+      select.push_back(absl::StrCat("f", a));
+      group.push_back(absl::StrCat("f", a));
+    }
+    for (size_t b = 0; b < m; ++b) {
+      part_cols.push_back({absl::StrCat("s", b), sensitive_expr_[b]});
+    }
+    select.push_back("count(*)");
+    for (size_t b = 0; b < m; ++b) select.push_back(absl::StrCat("sum(s", b, ")"));
+    parts.push_back(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), " FROM ", From(part_cols),
+                                 " WHERE ", q.filter, " GROUP BY ", absl::StrJoin(group, ", ")));
+  }
+  ASSIGN_OR_RETURN(auto rows, Rows(absl::StrJoin(parts, " UNION ALL "), "group statistics"));
+  for (const auto& row : rows) {
+    const auto it = q.where.find(Decode(q.packed, row.data()));
+    if (it == q.where.end()) continue;
+    int fine_attr = -1;
+    int64_t f = -1;
+    for (int a = 0; a < nqid; ++a) {
+      if (fine_col[a] >= 0 && row[fine_col[a]] != kNull) {
+        fine_attr = a;
+        f = row[fine_col[a]];
+      }
+    }
+    AddGroupCounts(it->second, fine_attr, f, row.data() + grouped, m, out);
+  }
+  return absl::OkStatus();
+}
+
+// Released counts of the requested keys per value combination.
+absl::Status PostgresPushdown::AppendReleasedCounts(const std::vector<AttributeHierarchy>& hier,
+                                                    const StatsRequest& request,
+                                                    std::vector<uint64_t>* out) {
+  const Dataset& ds = *data_;
   const uint64_t combos = request.released_combinations;
   if (request.released_groups.empty() ||
       SatMul(request.released_groups.size(), static_cast<size_t>(combos)) > kMaxReleasedWords ||

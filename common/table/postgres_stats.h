@@ -101,6 +101,40 @@ class PostgresPushdown {
   PostgresPushdown() = default;
   struct Sets;
   absl::Status Check();
+  // Check()'s distinct values: per column read (QIDs, class, sensitive and released columns), its
+  // values with their records, and per value its records by class.
+  struct DistinctValues {
+    std::vector<int> columns;
+    std::vector<std::map<std::string, uint64_t>> seen;
+    std::vector<std::map<std::string, std::map<int, uint64_t>>> by_class;
+    const std::map<std::string, uint64_t>& Of(int column) const;
+  };
+  absl::Status CountRowsAndNulls();
+  absl::StatusOr<DistinctValues> ListDistinctValues();
+  absl::Status CheckValuesAreKnown(const DistinctValues& values) const;
+  void TakeFingerprint(const DistinctValues& values);
+  absl::Status BuildHistograms(const DistinctValues& values);
+  int ColumnOf(const std::string& name) const;  // the table column of an attribute
+  // AppendStats by kind of statistic.
+  void AppendHistogramStats(const std::vector<AttributeHierarchy>& hier,
+                            const StatsRequest& request, std::vector<uint64_t>* out) const;
+  absl::Status AppendGroupStats(const std::vector<AttributeHierarchy>& hier,
+                                const StatsRequest& request, std::vector<uint64_t>* out);
+  absl::Status AppendReleasedCounts(const std::vector<AttributeHierarchy>& hier,
+                                    const StatsRequest& request, std::vector<uint64_t>* out);
+  // Per requested group key: where its words start in the output, and each refinable attribute's
+  // offset there (-1: not refinable).
+  using GroupPlaces =
+      std::map<std::vector<NodeIndex>, std::vector<std::pair<size_t, std::vector<int64_t>>>>;
+  // AppendGroupStats' query: the packed cut, the refinable attributes, the places of the keys,
+  // the packed key columns g0.. and the filter on the requested keys.
+  struct GroupQuery;
+  // The group statistics in one GROUP BY over the key and every fine child, or (very many cells)
+  // one GROUP BY per refinable attribute.
+  absl::Status SumCombinedGroups(const std::vector<AttributeHierarchy>& hier, const GroupQuery& q,
+                                 std::vector<uint64_t>* out);
+  absl::Status SumGroupsPerAttribute(const std::vector<AttributeHierarchy>& hier,
+                                     const GroupQuery& q, std::vector<uint64_t>* out);
   std::string Lit(std::string_view text) const;
   std::string Text(int column) const;                // the column's text
   std::string Rank(int attr) const;                  // a continuous attribute's grid index
