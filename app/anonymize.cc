@@ -52,21 +52,21 @@ absl::Status CheckOutputDirectory(const std::string& path, const char* what) {
 // Writes the anonymized table to a temporary file (re-reading the input so that non-QID values
 // are copied verbatim) and returns the writer uncommitted: the caller commits it once every other
 // output is written, so that a failure leaves nothing behind.
-absl::StatusOr<std::unique_ptr<common::CsvWriter>> WriteOutput(
-    const fedanon::v1::JobSpec& spec, const common::Dataset& data, const common::Tips* tips,
-    const std::vector<common::AttributeHierarchy>& hier, const common::LocalRecoder* local,
+absl::StatusOr<std::unique_ptr<table::CsvWriter>> WriteOutput(
+    const fedanon::v1::JobSpec& spec, const table::Dataset& data, const engine::Tips* tips,
+    const std::vector<engine::AttributeHierarchy>& hier, const engine::LocalRecoder* local,
     const std::string& output_path) {
-  const std::vector<int> columns = common::ReleasedColumns(spec, data, /*spec_order=*/false);
-  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvWriter> writer,
-                   common::CsvWriter::Create(output_path, ','));
+  const std::vector<int> columns = engine::ReleasedColumns(spec, data, /*spec_order=*/false);
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvWriter> writer,
+                   table::CsvWriter::Create(output_path, ','));
   std::vector<std::string_view> header;
   for (int c : columns) header.push_back(data.header[c]);
   writer->WriteRow(header);
   if (local != nullptr) {
     auto emit = [&](const std::vector<std::string_view>& row) { writer->WriteRow(row); };
-    RETURN_IF_ERROR(common::ForEachLocalReleasedRow(spec, data, *local, columns, emit));
+    RETURN_IF_ERROR(engine::ForEachLocalReleasedRow(spec, data, *local, columns, emit));
   } else {
-    RETURN_IF_ERROR(common::WriteReleasedRows(spec, data, *tips, hier, columns, ',',
+    RETURN_IF_ERROR(engine::WriteReleasedRows(spec, data, *tips, hier, columns, ',',
                                               [&](std::string_view text) {
                                                 writer->WriteFormatted(text);
                                                 return absl::OkStatus();
@@ -78,17 +78,17 @@ absl::StatusOr<std::unique_ptr<common::CsvWriter>> WriteOutput(
 // The steward's figures (AnonymizeOptions::assess): the input's risk from the records the job
 // kept, the release's from the table written (read back before it is committed), and BE / CE /
 // UE when the input is a file that can be read again.
-absl::Status AssessRun(const fedanon::v1::JobSpec& spec, const common::Dataset& data,
+absl::Status AssessRun(const fedanon::v1::JobSpec& spec, const table::Dataset& data,
                        const std::string& input_path, const AnonymizeOptions& options,
-                       common::CsvWriter* output, fedanon::v1::Report* report) {
+                       table::CsvWriter* output, fedanon::v1::Report* report) {
   const fedanon::v1::RiskOptions risk = EffectiveRiskOptions(spec, options.risk);
   ASSIGN_OR_RETURN(*report->mutable_risk_before(),
-                   common::AnalyzeRisk(common::QidCodesOf(data), risk, options.input_path));
+                   risk::AnalyzeRisk(risk::QidCodesOf(data), risk, options.input_path));
   ASSIGN_OR_RETURN(const std::string released, output->FlushForReading());
-  common::LossContext context;
-  for (const common::QidColumn& q : data.qids) {
+  evaluation::LossContext context;
+  for (const table::QidColumn& q : data.qids) {
     if (q.taxonomy) context.taxonomies[q.name] = q.taxonomy;
-    if (q.kind == common::QidKind::kContinuous) context.ranges[q.name] = {q.range_lo, q.range_hi};
+    if (q.kind == table::QidKind::kContinuous) context.ranges[q.name] = {q.range_lo, q.range_hi};
   }
   fedanon::v1::JobSpec assessed = spec;
   *assessed.mutable_risk() = risk;
@@ -103,33 +103,33 @@ absl::Status AssessRun(const fedanon::v1::JobSpec& spec, const common::Dataset& 
 }  // namespace
 
 absl::StatusOr<std::string> ReportToJson(const fedanon::v1::Report& report) {
-  ASSIGN_OR_RETURN(std::string json, common::ProtoToJson(report));
+  ASSIGN_OR_RETURN(std::string json, spec::ProtoToJson(report));
   return json + "\n";
 }
 
 absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   const auto start = Clock::now();
   fedanon::v1::Report report;
-  report.set_version(std::string(common::VersionLine("fedanon")));
+  report.set_version(std::string(base::VersionLine("fedanon")));
 
   const std::string input_path = options.input_path == "-" ? "/dev/stdin" : options.input_path;
   // Outputs never replace what the run reads, nor each other: checked before anything is read.
-  std::vector<common::NamedPath> inputs = {{"--input", input_path}, {"--spec", options.spec_path}};
+  std::vector<base::NamedPath> inputs = {{"--input", input_path}, {"--spec", options.spec_path}};
   for (const std::string& path : options.previous_release_paths) {
     inputs.push_back({"--previous-release", path});
   }
-  const std::vector<common::NamedPath> outputs = {{"--output", options.output_path},
-                                                  {"--report", options.report_path},
-                                                  {"--html", options.html_path}};
-  RETURN_IF_ERROR(common::CheckDistinctOutputs(outputs, inputs));
-  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, common::LoadJobSpec(options.spec_path));
-  RETURN_IF_ERROR(common::ValidateJobSpec(spec));
+  const std::vector<base::NamedPath> outputs = {{"--output", options.output_path},
+                                                {"--report", options.report_path},
+                                                {"--html", options.html_path}};
+  RETURN_IF_ERROR(base::CheckDistinctOutputs(outputs, inputs));
+  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, spec::LoadJobSpec(options.spec_path));
+  RETURN_IF_ERROR(spec::ValidateJobSpec(spec));
   for (const auto& a : spec.attributes()) {
     if (!a.taxonomy().empty()) {
       inputs.emplace_back(absl::StrCat("the taxonomy of attribute '", a.name(), "'"), a.taxonomy());
     }
   }
-  RETURN_IF_ERROR(common::CheckDistinctOutputs(outputs, inputs));
+  RETURN_IF_ERROR(base::CheckDistinctOutputs(outputs, inputs));
   report.set_job_name(spec.name());
   if (spec.has_sequential() != !options.previous_release_paths.empty()) {
     return absl::InvalidArgumentError(
@@ -144,9 +144,9 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   if (!options.html_path.empty()) {
     RETURN_IF_ERROR(CheckOutputDirectory(options.html_path, "page"));
   }
-  ASSIGN_OR_RETURN(common::Dataset data,
-                   common::LoadDataset(spec, input_path, /*schema=*/nullptr,
-                                       {.max_input_bytes = options.max_input_bytes}));
+  ASSIGN_OR_RETURN(table::Dataset data,
+                   table::LoadDataset(spec, input_path, /*schema=*/nullptr,
+                                      {.max_input_bytes = options.max_input_bytes}));
   if (options.warn) {
     for (const std::string& warning : data.warnings) options.warn(warning);
   }
@@ -155,30 +155,30 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   (*report.mutable_timings_seconds())["read"] = SecondsSince(start);
 
   const auto anon_start = Clock::now();
-  std::vector<common::AttributeHierarchy> hier;
-  for (const common::QidColumn& q : data.qids) hier.emplace_back(&q);
+  std::vector<engine::AttributeHierarchy> hier;
+  for (const table::QidColumn& q : data.qids) hier.emplace_back(&q);
   // Local recoding keeps its own groups (local_recoding.h): no TIPS.
   const bool local = spec.recoding() == fedanon::v1::RECODING_LOCAL;
-  std::unique_ptr<common::Tips> tips =
-      local ? nullptr : std::make_unique<common::Tips>(&data, &hier);
+  std::unique_ptr<engine::Tips> tips =
+      local ? nullptr : std::make_unique<engine::Tips>(&data, &hier);
   std::string stop_reason;
-  std::unique_ptr<common::TopDownSpecializer> engine;
-  std::unique_ptr<common::LocalRecoder> local_engine;
-  common::PrivacyModel model;
-  common::LocalCountSource source(tips.get());
+  std::unique_ptr<engine::TopDownSpecializer> engine;
+  std::unique_ptr<engine::LocalRecoder> local_engine;
+  engine::PrivacyModel model;
+  engine::LocalCountSource source(tips.get());
   auto last_progress = Clock::now();
   if (spec.has_sequential()) {
-    RETURN_IF_ERROR(common::RunSequentialRelease(spec, data, options.previous_release_paths,
-                                                 options.max_rounds, options.progress, &hier,
-                                                 tips.get(), &report));
+    RETURN_IF_ERROR(sequential::RunSequentialRelease(spec, data, options.previous_release_paths,
+                                                     options.max_rounds, options.progress, &hier,
+                                                     tips.get(), &report));
   } else {
-    ASSIGN_OR_RETURN(model, common::BuildPrivacyModel(spec, data));
-    common::EngineOptions engine_options;
+    ASSIGN_OR_RETURN(model, engine::BuildPrivacyModel(spec, data));
+    engine::EngineOptions engine_options;
     engine_options.score = spec.score();
     engine_options.beneficial = spec.beneficial();
     engine_options.suppression_token = spec.suppression_token();
     engine_options.max_rounds = options.max_rounds;
-    engine_options.numeric = common::NumericSplitFromSpec(spec);
+    engine_options.numeric = engine::NumericSplitFromSpec(spec);
     if (options.progress) {
       engine_options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t groups) {
         if (std::chrono::duration<double>(Clock::now() - last_progress).count() < 1.0) return;
@@ -190,10 +190,10 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
     }
     if (local) {
       ASSIGN_OR_RETURN(local_engine,
-                       common::LocalRecoder::Create(&data, &model, std::move(engine_options)));
+                       engine::LocalRecoder::Create(&data, &model, std::move(engine_options)));
       ASSIGN_OR_RETURN(stop_reason, local_engine->Run());
     } else {
-      ASSIGN_OR_RETURN(engine, common::TopDownSpecializer::Create(&data, &model, &hier, &source,
+      ASSIGN_OR_RETURN(engine, engine::TopDownSpecializer::Create(&data, &model, &hier, &source,
                                                                   std::move(engine_options)));
       ASSIGN_OR_RETURN(stop_reason, engine->Run());
     }
@@ -202,7 +202,7 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
 
   const auto write_start = Clock::now();
   ASSIGN_OR_RETURN(
-      std::unique_ptr<common::CsvWriter> output,
+      std::unique_ptr<table::CsvWriter> output,
       WriteOutput(spec, data, tips.get(), hier, local_engine.get(), options.output_path));
   (*report.mutable_timings_seconds())["write"] = SecondsSince(write_start);
 
@@ -220,13 +220,13 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   // are removed again.
   if (!options.report_path.empty()) {
     ASSIGN_OR_RETURN(std::string report_json, ReportToJson(report));
-    RETURN_IF_ERROR(common::WriteFileAtomically(options.report_path, report_json));
+    RETURN_IF_ERROR(table::WriteFileAtomically(options.report_path, report_json));
   }
   if (!options.html_path.empty()) {
-    common::ReportPage page;
+    html_report::ReportPage page;
     page.report = report;
     page.spec = spec;
-    for (const common::QidColumn& q : data.qids) {
+    for (const table::QidColumn& q : data.qids) {
       if (q.taxonomy) page.taxonomies[q.name] = q.taxonomy;
     }
     if (absl::Status written = WriteReportHtml(options.html_path, page); !written.ok()) {

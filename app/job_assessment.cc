@@ -13,22 +13,22 @@
 
 namespace fedanon::app {
 
-absl::StatusOr<std::map<std::string, std::shared_ptr<const common::Taxonomy>>> LoadSpecTaxonomies(
+absl::StatusOr<std::map<std::string, std::shared_ptr<const table::Taxonomy>>> LoadSpecTaxonomies(
     const fedanon::v1::JobSpec& spec) {
-  std::map<std::string, std::shared_ptr<const common::Taxonomy>> taxonomies;
+  std::map<std::string, std::shared_ptr<const table::Taxonomy>> taxonomies;
   for (const auto& a : spec.attributes()) {
     if (a.role() != fedanon::v1::ROLE_QID || a.taxonomy().empty()) continue;
-    ASSIGN_OR_RETURN(common::Taxonomy t, common::Taxonomy::LoadArx(a.taxonomy(), a.name()));
+    ASSIGN_OR_RETURN(table::Taxonomy t, table::Taxonomy::LoadArx(a.taxonomy(), a.name()));
     if (spec.missing() == fedanon::v1::MISSING_KEEP && !t.FindLeaf(spec.missing_token())) {
       RETURN_IF_ERROR(t.AddLeafUnderRoot(spec.missing_token()).status());  // as the job does
     }
-    taxonomies[a.name()] = std::make_shared<const common::Taxonomy>(std::move(t));
+    taxonomies[a.name()] = std::make_shared<const table::Taxonomy>(std::move(t));
   }
   return taxonomies;
 }
 
 std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSpec& spec,
-                                                        const common::QidCodes& release,
+                                                        const risk::QidCodes& release,
                                                         const fedanon::v1::Report& report) {
   std::vector<fedanon::v1::ModelCheck> checks;
   const fedanon::v1::Privacy& p = spec.privacy();
@@ -58,7 +58,7 @@ std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSp
     } else {
       std::vector<int> all(release.names.size());
       for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-      const uint64_t smallest = common::SmallestClass(release, all);
+      const uint64_t smallest = risk::SmallestClass(release, all);
       size.set_measured(absl::StrCat("smallest class ", smallest));
       size.set_passed(smallest >= p.k());
     }
@@ -99,7 +99,7 @@ std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSp
         c.set_measured("not re-measured: local recoding's groups are the engine's");
         c.set_passed(report.smallest_group() >= t.k());
       } else {
-        const uint64_t smallest = common::SmallestClass(release, subset);
+        const uint64_t smallest = risk::SmallestClass(release, subset);
         c.set_measured(absl::StrCat("smallest class ", smallest));
         c.set_passed(smallest >= t.k());
       }
@@ -114,8 +114,8 @@ std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSp
       c.set_measured(absl::StrCat("engine's smallest group ", report.smallest_group(),
                                   " (local recoding: not re-measured on the release)"));
       c.set_passed(report.smallest_group() >= p.k());
-    } else if (absl::StatusOr<common::SmallestOverCombinations> m =
-                   common::SmallestClassOverCombinations(release, l);
+    } else if (absl::StatusOr<risk::SmallestOverCombinations> m =
+                   risk::SmallestClassOverCombinations(release, l);
                m.ok()) {
       c.set_measured(absl::StrCat("smallest class ", m->smallest, " over ", m->combinations,
                                   " combinations (e.g. ", names_of(m->attributes), ")"));
@@ -143,12 +143,13 @@ std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSp
 }
 
 absl::Status AssessRelease(const fedanon::v1::JobSpec& spec, const std::string& released_path,
-                           const common::LossContext& loss_context, fedanon::v1::Report* report) {
-  ASSIGN_OR_RETURN(const common::QidCodes release, common::ReadQidCodes(spec, released_path));
+                           const evaluation::LossContext& loss_context,
+                           fedanon::v1::Report* report) {
+  ASSIGN_OR_RETURN(const risk::QidCodes release, risk::ReadQidCodes(spec, released_path));
   ASSIGN_OR_RETURN(*report->mutable_risk_after(),
-                   common::AnalyzeRisk(release, EffectiveRiskOptions(spec, {}), "release"));
+                   risk::AnalyzeRisk(release, EffectiveRiskOptions(spec, {}), "release"));
   ASSIGN_OR_RETURN(const std::vector<fedanon::v1::AttributeLoss> losses,
-                   common::AttributeLosses(spec, released_path, loss_context));
+                   evaluation::AttributeLosses(spec, released_path, loss_context));
   fedanon::v1::UtilitySummary* utility = report->mutable_utility();
   utility->clear_attribute_loss();
   double total = 0;
@@ -168,9 +169,9 @@ absl::Status AssessClassification(const fedanon::v1::JobSpec& spec, const std::s
       std::any_of(spec.attributes().begin(), spec.attributes().end(),
                   [](const auto& a) { return a.role() == fedanon::v1::ROLE_CLASS; });
   if (!has_class) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::unique_ptr<common::UtilityEvaluator> evaluator,
-                   common::UtilityEvaluator::Create(spec, raw_path));
-  ASSIGN_OR_RETURN(const common::AnonymizedUtility u, evaluator->Evaluate(released_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<evaluation::UtilityEvaluator> evaluator,
+                   evaluation::UtilityEvaluator::Create(spec, raw_path));
+  ASSIGN_OR_RETURN(const evaluation::AnonymizedUtility u, evaluator->Evaluate(released_path));
   fedanon::v1::UtilitySummary* utility = report->mutable_utility();
   utility->set_classification(true);
   utility->set_baseline_error(evaluator->baselines().baseline_error);
@@ -179,8 +180,8 @@ absl::Status AssessClassification(const fedanon::v1::JobSpec& spec, const std::s
   return absl::OkStatus();
 }
 
-absl::Status WriteReportHtml(const std::string& path, const common::ReportPage& page) {
-  return common::WriteFileAtomically(path, common::RenderReportHtml(page));
+absl::Status WriteReportHtml(const std::string& path, const html_report::ReportPage& page) {
+  return table::WriteFileAtomically(path, html_report::RenderReportHtml(page));
 }
 
 }  // namespace fedanon::app

@@ -20,7 +20,7 @@
 namespace fedanon::app {
 
 // The taxonomies the spec's QIDs name (paths as LoadJobSpec resolved them), by attribute.
-absl::StatusOr<std::map<std::string, std::shared_ptr<const common::Taxonomy>>> LoadSpecTaxonomies(
+absl::StatusOr<std::map<std::string, std::shared_ptr<const table::Taxonomy>>> LoadSpecTaxonomies(
     const fedanon::v1::JobSpec& spec);
 
 // The privacy model's anonymity requirements measured on the released QID values `release`:
@@ -29,13 +29,14 @@ absl::StatusOr<std::map<std::string, std::shared_ptr<const common::Taxonomy>>> L
 // would need the sensitive values the bound names). Global recoding only; for local recoding the
 // list says the release was not re-measured.
 std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSpec& spec,
-                                                        const common::QidCodes& release,
+                                                        const risk::QidCodes& release,
                                                         const fedanon::v1::Report& report);
 
 // risk_after, the per-attribute loss (utility.attribute_loss, average_loss) and model_checks of
 // the released CSV at `released_path`, into `report`.
 absl::Status AssessRelease(const fedanon::v1::JobSpec& spec, const std::string& released_path,
-                           const common::LossContext& loss_context, fedanon::v1::Report* report);
+                           const evaluation::LossContext& loss_context,
+                           fedanon::v1::Report* report);
 
 // BE, CE and UE (utility.classification) of a centralized run: the raw table at `raw_path` and
 // its release at `released_path`, same records in the same order. Nothing when the spec has no
@@ -44,6 +45,6 @@ absl::Status AssessClassification(const fedanon::v1::JobSpec& spec, const std::s
                                   const std::string& released_path, fedanon::v1::Report* report);
 
 // Writes the page (mode 0644, atomically).
-absl::Status WriteReportHtml(const std::string& path, const common::ReportPage& page);
+absl::Status WriteReportHtml(const std::string& path, const html_report::ReportPage& page);
 
 }  // namespace fedanon::app

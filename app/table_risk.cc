@@ -24,8 +24,8 @@ absl::StatusOr<fedanon::v1::RiskSummary> AssessTableRisk(const fedanon::v1::JobS
                                                          const std::string& path,
                                                          const fedanon::v1::RiskOptions& options,
                                                          const std::string& name) {
-  ASSIGN_OR_RETURN(const common::QidCodes table, common::ReadQidCodes(spec, path));
-  return common::AnalyzeRisk(table, options, name);
+  ASSIGN_OR_RETURN(const risk::QidCodes table, risk::ReadQidCodes(spec, path));
+  return risk::AnalyzeRisk(table, options, name);
 }
 
 }  // namespace fedanon::app

@@ -32,7 +32,7 @@ void BM_CsvReaderRows(benchmark::State& state) {
   const int rows = static_cast<int>(state.range(0));
   const std::string table = MakeTable(rows, 15);
   for (auto _ : state) {
-    auto reader = fedanon::common::CsvReader::FromString(std::string(table), "bench.csv");
+    auto reader = fedanon::table::CsvReader::FromString(std::string(table), "bench.csv");
     if (!reader.ok()) {
       state.SkipWithError("cannot open the table");
       return;

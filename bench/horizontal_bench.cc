@@ -50,12 +50,12 @@ int main(int argc, char** argv) {
   const std::string dir =
       std::filesystem::temp_directory_path() / ("fedanon-hbench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  common::DatagenOptions gen;
+  datagen::DatagenOptions gen;
   gen.rows = rows;
   gen.seed = 1;
   gen.out_dir = dir + "/data";
   gen.parties = parties;
-  if (auto s = common::GenerateDataset(gen); !s.ok()) return Fail(s.status());
+  if (auto s = datagen::GenerateDataset(gen); !s.ok()) return Fail(s.status());
   // gen-data's horizontal.yaml (public domains declared) with fnlwgt as a 13th QID, as in
   // bench/federation_daemons.sh (gen-data draws fnlwgt from [0, 1500000]).
   std::string spec_text = Slurp(dir + "/data/horizontal.yaml");
@@ -78,10 +78,10 @@ int main(int argc, char** argv) {
   // The federation, in process.
   auto ca = crypto::CertificateAuthority::Create("bench", absl::Hours(1));
   if (!ca.ok()) return Fail(ca.status());
-  party::InProcessPartyChannel channel;
+  party_testing::InProcessPartyChannel channel;
   std::vector<std::unique_ptr<party::PartyAgent>> agents;
   fedanon::v1::SubmitJobRequest request;
-  auto spec = common::ParseJobSpecYaml(spec_text, "horizontal.yaml");
+  auto spec = spec::ParseJobSpecYaml(spec_text, "horizontal.yaml");
   if (!spec.ok()) return Fail(spec.status());
   *request.mutable_spec() = *spec;
   for (const auto& a : spec->attributes()) {
@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
   if (!admin.ok()) return Fail(admin.status());
   std::map<std::string, std::string> texts(request.taxonomies().begin(),
                                            request.taxonomies().end());
-  auto authorization = common::AuthorizeSubmission(
-      request, common::CanonicalJobBytes(request.spec(), texts), {admin->cert_pem, admin->key_pem});
+  auto authorization = wire::AuthorizeSubmission(
+      request, spec::CanonicalJobBytes(request.spec(), texts), {admin->cert_pem, admin->key_pem});
   if (!authorization.ok()) return Fail(authorization.status());
   *request.mutable_authorization() = *std::move(authorization);
   t0 = std::chrono::steady_clock::now();

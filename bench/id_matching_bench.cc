@@ -405,7 +405,7 @@ int AlignOnly(size_t n) {
   for (int rep = 0; rep < 3; ++rep) {
     const double c = ThreadCpuSeconds();
     const auto t = std::chrono::steady_clock::now();
-    const std::string both = OrDie(fedanon::common::CommonDigests({a, b}), "intersect");
+    const std::string both = OrDie(fedanon::wire::CommonDigests({a, b}), "intersect");
     const auto al = OrDie(m->AlignToCommon(a, both), "align");
     best_wall = std::min(best_wall, Seconds(t));
     best_cpu = std::min(best_cpu, ThreadCpuSeconds() - c);
@@ -466,7 +466,7 @@ int main(int argc, char** argv) {
   const double reencrypt = Seconds(t);
   t = std::chrono::steady_clock::now();
   // The leader intersects; each party aligns on the common digests.
-  const std::string both = OrDie(fedanon::common::CommonDigests({a2, b2}), "intersect");
+  const std::string both = OrDie(fedanon::wire::CommonDigests({a2, b2}), "intersect");
   const auto al = OrDie(a->AlignToCommon(a2, both), "A aligns");
   const auto bl = OrDie(b->AlignToCommon(b2, both), "B aligns");
   const double align = Seconds(t);

@@ -20,34 +20,35 @@
 #include "common/engine/tds_engine.h"
 #include "common/engine/tips.h"
 #include "common/spec/job_spec_loader.h"
-#include "common/table/postgres_source.h"
-#include "common/table/postgres_stats.h"
+#include "common/table_postgres/postgres_source.h"
+#include "common/table_postgres/postgres_stats.h"
 #include "crypto/hash.h"
 
 namespace {
 
-using fedanon::common::AttributeHierarchy;
+using fedanon::engine::AttributeHierarchy;
 
 // The count source of a push-down party.
-class PushdownSource : public fedanon::common::CountSource {
+class PushdownSource : public fedanon::engine::CountSource {
  public:
-  PushdownSource(fedanon::common::PostgresPushdown* pd, std::vector<AttributeHierarchy>* hier)
+  PushdownSource(fedanon::table_postgres::PostgresPushdown* pd,
+                 std::vector<AttributeHierarchy>* hier)
       : pd_(pd), hier_(hier) {}
-  absl::Status Specialize(int attr, fedanon::common::NodeIndex node, int c,
+  absl::Status Specialize(int attr, fedanon::engine::NodeIndex node, int c,
                           const std::vector<uint64_t>&) override {
     pd_->Specialize(attr, node, c);
     return absl::OkStatus();
   }
-  absl::Status Split(int, fedanon::common::NodeIndex, int32_t) override { return absl::OkStatus(); }
+  absl::Status Split(int, fedanon::engine::NodeIndex, int32_t) override { return absl::OkStatus(); }
   absl::StatusOr<std::vector<uint64_t>> Collect(
-      const fedanon::common::StatsRequest& request) override {
+      const fedanon::engine::StatsRequest& request) override {
     std::vector<uint64_t> out;
     if (absl::Status st = pd_->AppendStats(*hier_, request, &out); !st.ok()) return st;
     return out;
   }
 
  private:
-  fedanon::common::PostgresPushdown* pd_;
+  fedanon::table_postgres::PostgresPushdown* pd_;
   std::vector<AttributeHierarchy>* hier_;
 };
 
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
   }
   uint32_t max_rounds = 0;
   if (argc >= 6 && !absl::SimpleAtoi(argv[5], &max_rounds)) return 2;
-  auto spec = fedanon::common::LoadJobSpec(argv[1]);
+  auto spec = fedanon::spec::LoadJobSpec(argv[1]);
   if (!spec.ok()) return Fail(spec.status());
   std::map<std::string, std::string> texts;
   for (const auto& a : spec->attributes()) {
@@ -75,51 +76,51 @@ int main(int argc, char** argv) {
     std::ifstream in(a.taxonomy(), std::ios::binary);
     texts[a.name()] = std::string(std::istreambuf_iterator<char>(in), {});
   }
-  auto schema = fedanon::common::BuildPublicSchema(*spec, texts);
+  auto schema = fedanon::table::BuildPublicSchema(*spec, texts);
   if (!schema.ok()) return Fail(schema.status());
-  const fedanon::common::PostgresSource source{.name = "bench",
-                                               .conninfo = argv[3],
-                                               .table = argv[4],
-                                               .query = "",
-                                               .push_down = mode == "push-down"};
+  const fedanon::table_postgres::PostgresSource source{.name = "bench",
+                                                       .conninfo = argv[3],
+                                                       .table = argv[4],
+                                                       .query = "",
+                                                       .push_down = mode == "push-down"};
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<fedanon::common::Dataset> data;
-  std::unique_ptr<fedanon::common::PostgresPushdown> pd;
-  std::unique_ptr<fedanon::common::Tips> tips;
+  std::unique_ptr<fedanon::table::Dataset> data;
+  std::unique_ptr<fedanon::table_postgres::PostgresPushdown> pd;
+  std::unique_ptr<fedanon::engine::Tips> tips;
   std::vector<AttributeHierarchy> hier;
-  std::unique_ptr<fedanon::common::CountSource> counts;
+  std::unique_ptr<fedanon::engine::CountSource> counts;
   if (mode == "memory") {
-    auto loaded = fedanon::common::LoadDatasetFromPostgres(*spec, source, &*schema);
+    auto loaded = fedanon::table_postgres::LoadDatasetFromPostgres(*spec, source, &*schema);
     if (!loaded.ok()) return Fail(loaded.status());
-    data = std::make_unique<fedanon::common::Dataset>(*std::move(loaded));
+    data = std::make_unique<fedanon::table::Dataset>(*std::move(loaded));
   } else {
-    auto opened = fedanon::common::PostgresPushdown::Open(*spec, source, *schema);
+    auto opened = fedanon::table_postgres::PostgresPushdown::Open(*spec, source, *schema);
     if (!opened.ok()) return Fail(opened.status());
     pd = *std::move(opened);
-    data = std::make_unique<fedanon::common::Dataset>(pd->data());
+    data = std::make_unique<fedanon::table::Dataset>(pd->data());
   }
   for (const auto& q : data->qids) hier.emplace_back(&q);
   if (pd) {
     counts = std::make_unique<PushdownSource>(pd.get(), &hier);
   } else {
-    tips = std::make_unique<fedanon::common::Tips>(data.get(), &hier);
-    counts = std::make_unique<fedanon::common::LocalCountSource>(tips.get());
+    tips = std::make_unique<fedanon::engine::Tips>(data.get(), &hier);
+    counts = std::make_unique<fedanon::engine::LocalCountSource>(tips.get());
   }
   const double loaded_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  auto model = fedanon::common::BuildPrivacyModel(*spec, *data);
+  auto model = fedanon::engine::BuildPrivacyModel(*spec, *data);
   if (!model.ok()) return Fail(model.status());
-  fedanon::common::EngineOptions options;
+  fedanon::engine::EngineOptions options;
   options.score = spec->score();
   options.beneficial = spec->beneficial();
   options.suppression_token = spec->suppression_token();
-  options.numeric = fedanon::common::NumericSplitFromSpec(*spec);
+  options.numeric = fedanon::engine::NumericSplitFromSpec(*spec);
   options.max_rounds = max_rounds;
   std::string steps;
   options.on_step = [&](const fedanon::v1::SpecializationStep& step, size_t) {
     absl::StrAppend(&steps, step.attribute(), " ", step.value(), "\n");
   };
-  auto engine = fedanon::common::TopDownSpecializer::Create(data.get(), &*model, &hier,
+  auto engine = fedanon::engine::TopDownSpecializer::Create(data.get(), &*model, &hier,
                                                             counts.get(), std::move(options));
   if (!engine.ok()) return Fail(engine.status());
   auto stop = (*engine)->Run();

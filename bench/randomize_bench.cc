@@ -14,17 +14,17 @@
 #include "common/randomization/random_anonymization_metrics.h"
 #include "common/randomization/random_source.h"
 
-namespace fedanon::common {
+namespace fedanon {
 namespace {
 
 constexpr size_t kRecords = 1'000'000;
 
-const std::vector<CategoricalColumn>& Table() {
-  static const std::vector<CategoricalColumn>* table = [] {
-    auto* t = new std::vector<CategoricalColumn>();
-    auto random = RandomSource::Seeded(2024);
+const std::vector<randomization::CategoricalColumn>& Table() {
+  static const std::vector<randomization::CategoricalColumn>* table = [] {
+    auto* t = new std::vector<randomization::CategoricalColumn>();
+    auto random = randomization::RandomSource::Seeded(2024);
     for (size_t values : {74, 16, 7, 14, 6, 5, 2, 41, 9}) {
-      CategoricalColumn c;
+      randomization::CategoricalColumn c;
       c.name = "q" + std::to_string(t->size());
       for (size_t v = 0; v < values; ++v) c.values.push_back("v" + std::to_string(v));
       for (size_t r = 0; r < kRecords; ++r) {
@@ -41,15 +41,18 @@ const std::vector<CategoricalColumn>& Table() {
 
 void Run(benchmark::State& state, int k, bool seeded) {
   const auto& table = Table();
-  auto plan = PlanRandomization(
-      table, k, k == 1 ? AttributeSelection::kEntropyWeighted : AttributeSelection::kUniform);
+  auto plan =
+      randomization::PlanRandomization(table, k,
+                                       k == 1 ? randomization::AttributeSelection::kEntropyWeighted
+                                              : randomization::AttributeSelection::kUniform);
   if (!plan.ok()) {
     state.SkipWithError(std::string(plan.status().message()).c_str());
     return;
   }
   for (auto _ : state) {
-    auto random = seeded ? RandomSource::Seeded(1) : RandomSource::Unpredictable();
-    auto out = Randomize(table, *plan, *random);
+    auto random = seeded ? randomization::RandomSource::Seeded(1)
+                         : randomization::RandomSource::Unpredictable();
+    auto out = randomization::Randomize(table, *plan, *random);
     benchmark::DoNotOptimize(out);
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kRecords));
@@ -61,11 +64,12 @@ void BM_Algorithm2K3Csprng(benchmark::State& state) { Run(state, 3, false); }
 
 void BM_RelativeBiasLength2(benchmark::State& state) {
   const auto& table = Table();
-  auto plan = PlanRandomization(table, 1, AttributeSelection::kEntropyWeighted);
-  auto random = RandomSource::Seeded(1);
-  auto released = Randomize(table, *plan, *random);
+  auto plan = randomization::PlanRandomization(table, 1,
+                                               randomization::AttributeSelection::kEntropyWeighted);
+  auto random = randomization::RandomSource::Seeded(1);
+  auto released = randomization::Randomize(table, *plan, *random);
   for (auto _ : state) {
-    auto bias = MeasureRelativeBias(table, *released, *plan, 2);
+    auto bias = randomization::MeasureRelativeBias(table, *released, *plan, 2);
     benchmark::DoNotOptimize(bias);
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kRecords));
@@ -77,6 +81,6 @@ BENCHMARK(BM_Algorithm2K3Csprng)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RelativeBiasLength2)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon
 
 BENCHMARK_MAIN();

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/wire/release_digests.h"
 
-namespace fedanon::common {
+namespace fedanon {
 namespace {
 
 constexpr int kQids = 7;
@@ -26,11 +26,12 @@ void BM_ReplicaDigests(benchmark::State& state) {
   const auto records = static_cast<uint64_t>(state.range(0));
   std::vector<std::string> keys(kGroups);
   for (int g = 0; g < kGroups; ++g) {
-    for (int q = 0; q < kQids; ++q) AppendGroupLabel(Label(q, static_cast<uint64_t>(g)), &keys[g]);
+    for (int q = 0; q < kQids; ++q)
+      wire::AppendGroupLabel(Label(q, static_cast<uint64_t>(g)), &keys[g]);
   }
   for (auto _ : state) {
-    ReleasePartitionHasher partition;
-    ReleaseGroupTally groups;
+    wire::ReleasePartitionHasher partition;
+    wire::ReleaseGroupTally groups;
     for (uint64_t r = 0; r < records; ++r) partition.Add(keys[r % kGroups]);
     for (int g = 0; g < kGroups; ++g) groups.Add(keys[g], records / kGroups);
     benchmark::DoNotOptimize(partition.Finish());
@@ -43,14 +44,14 @@ BENCHMARK(BM_ReplicaDigests)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMil
 void BM_CheckJoinedRelease(benchmark::State& state) {
   const auto records = static_cast<uint64_t>(state.range(0));
   // Two parts: QIDs 0-3 and 4-6, plus a class column in the first.
-  std::vector<VerticalColumnsView> parts;
+  std::vector<wire::VerticalColumnsView> parts;
   google::protobuf::RepeatedPtrField<fedanon::v1::AttributeCut> cut;
   for (int q = 0; q < kQids; ++q) {
     auto* c = cut.Add();
     c->set_attribute(absl::StrCat("q", q));
     for (int g = 0; g < kGroups; ++g) c->add_values(Label(q, static_cast<uint64_t>(g)));
   }
-  ReleaseGroupTally agreed;
+  wire::ReleaseGroupTally agreed;
   for (const auto& [from, to] : {std::pair{0, 4}, std::pair{4, kQids}}) {
     fedanon::v1::VerticalColumns columns;
     for (int q = from; q < to; ++q) columns.add_names(absl::StrCat("q", q));
@@ -59,18 +60,19 @@ void BM_CheckJoinedRelease(benchmark::State& state) {
       for (int q = from; q < to; ++q) columns.add_cells(Label(q, r));
       if (from == 0) columns.add_cells(r % 2 ? "yes" : "no");
     }
-    auto view = VerticalColumnsView::Parse(columns.SerializeAsString());
+    auto view = wire::VerticalColumnsView::Parse(columns.SerializeAsString());
     if (!view.ok()) std::abort();
     parts.push_back(*std::move(view));
   }
   for (int g = 0; g < kGroups; ++g) {
     std::string key;
-    for (int q = 0; q < kQids; ++q) AppendGroupLabel(Label(q, static_cast<uint64_t>(g)), &key);
+    for (int q = 0; q < kQids; ++q)
+      wire::AppendGroupLabel(Label(q, static_cast<uint64_t>(g)), &key);
     agreed.Add(key, records / kGroups);
   }
   const std::string digest = agreed.Digest();
   for (auto _ : state) {
-    const absl::Status st = CheckJoinedRelease(parts, cut, digest);
+    const absl::Status st = wire::CheckJoinedRelease(parts, cut, digest);
     if (!st.ok()) {
       std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
       std::abort();
@@ -81,6 +83,6 @@ void BM_CheckJoinedRelease(benchmark::State& state) {
 BENCHMARK(BM_CheckJoinedRelease)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon
 
 BENCHMARK_MAIN();

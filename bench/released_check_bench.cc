@@ -14,7 +14,7 @@
 #include "common/engine/released_table_check.h"
 #include "common/spec/job_spec_loader.h"
 
-namespace fedanon::common {
+namespace fedanon {
 namespace {
 
 constexpr char kSpec[] = R"(name: released-check-bench
@@ -37,36 +37,37 @@ T OrDie(absl::StatusOr<T> v) {
 }
 
 void BM_CheckReleasedTable(benchmark::State& state) {
-  const auto spec = OrDie(ParseJobSpecYaml(kSpec, "bench.yaml"));
-  const Dataset schema = OrDie(BuildPublicSchema(spec, {}));
-  const PrivacyModel model = OrDie(BuildPrivacyModel(spec, schema));
-  std::vector<AttributeHierarchy> hier;
+  const auto spec = OrDie(spec::ParseJobSpecYaml(kSpec, "bench.yaml"));
+  const table::Dataset schema = OrDie(table::BuildPublicSchema(spec, {}));
+  const engine::PrivacyModel model = OrDie(engine::BuildPrivacyModel(spec, schema));
+  std::vector<engine::AttributeHierarchy> hier;
   for (const auto& q : schema.qids) hier.emplace_back(&q);
   // Disclose two values of each attribute: cut {v0, v1, *}.
   for (auto& h : hier) {
-    NodeIndex hidden = 0;
+    engine::NodeIndex hidden = 0;
     for (int i = 0; i < 2; ++i) {
-      const std::vector<NodeIndex> kids = h.Specialize(hidden, 0);
+      const std::vector<engine::NodeIndex> kids = h.Specialize(hidden, 0);
       hidden = kids.back();
     }
   }
-  const FinalCheckLayout layout = OrDie(BuildFinalCheckLayout(model, schema, hier, "*"));
+  const engine::FinalCheckLayout layout =
+      OrDie(engine::BuildFinalCheckLayout(model, schema, hier, "*"));
   std::vector<std::vector<std::string>> labels(hier.size());
-  std::vector<std::vector<NodeIndex>> nodes(hier.size());
+  std::vector<std::vector<engine::NodeIndex>> nodes(hier.size());
   for (size_t a = 0; a < hier.size(); ++a) {
     for (size_t n = 0; n < hier[a].size(); ++n) {
-      if (!hier[a].node(static_cast<NodeIndex>(n)).children.empty()) continue;
-      labels[a].push_back(hier[a].Label(static_cast<NodeIndex>(n), "*"));
-      nodes[a].push_back(static_cast<NodeIndex>(n));
+      if (!hier[a].node(static_cast<engine::NodeIndex>(n)).children.empty()) continue;
+      labels[a].push_back(hier[a].Label(static_cast<engine::NodeIndex>(n), "*"));
+      nodes[a].push_back(static_cast<engine::NodeIndex>(n));
     }
   }
   const size_t n = static_cast<size_t>(state.range(0));
   std::vector<std::string> rows;
   rows.reserve(n);
-  std::map<std::vector<NodeIndex>, std::vector<uint64_t>> totals;
+  std::map<std::vector<engine::NodeIndex>, std::vector<uint64_t>> totals;
   uint64_t x = 88172645463325252ULL;
   for (size_t r = 0; r < n; ++r) {
-    std::vector<NodeIndex> key;
+    std::vector<engine::NodeIndex> key;
     std::string row;
     for (size_t a = 0; a < hier.size(); ++a) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -82,16 +83,16 @@ void BM_CheckReleasedTable(benchmark::State& state) {
     t[0] += 1;
     t[1] += flu;
   }
-  const ReleasedTableExpectations expected{.layout = &layout,
-                                           .schema = &schema,
-                                           .hier = &hier,
-                                           .suppression_token = "*",
-                                           .header = {"a", "b", "c", "s", "note"},
-                                           .rows = n,
-                                           .final_check_totals = nullptr,
-                                           .group_totals = &totals};
+  const engine::ReleasedTableExpectations expected{.layout = &layout,
+                                                   .schema = &schema,
+                                                   .hier = &hier,
+                                                   .suppression_token = "*",
+                                                   .header = {"a", "b", "c", "s", "note"},
+                                                   .rows = n,
+                                                   .final_check_totals = nullptr,
+                                                   .group_totals = &totals};
   for (auto _ : state) {
-    const absl::Status st = CheckReleasedTable(expected, rows);
+    const absl::Status st = engine::CheckReleasedTable(expected, rows);
     if (!st.ok()) {
       state.SkipWithError(std::string(st.message()).c_str());
       break;
@@ -102,6 +103,6 @@ void BM_CheckReleasedTable(benchmark::State& state) {
 BENCHMARK(BM_CheckReleasedTable)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon
 
 BENCHMARK_MAIN();

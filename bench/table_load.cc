@@ -9,7 +9,7 @@
 
 #include "common/spec/job_spec_loader.h"
 #include "common/table/dataset.h"
-#include "common/table/postgres_source.h"
+#include "common/table_postgres/postgres_source.h"
 
 int main(int argc, char** argv) {
   const std::string kind = argc >= 3 ? argv[2] : "";
@@ -19,19 +19,19 @@ int main(int argc, char** argv) {
                  "TABLE\n");
     return 2;
   }
-  auto spec = fedanon::common::LoadJobSpec(argv[1]);
+  auto spec = fedanon::spec::LoadJobSpec(argv[1]);
   if (!spec.ok()) {
     std::fprintf(stderr, "%s\n", std::string(spec.status().message()).c_str());
     return 1;
   }
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<fedanon::common::Dataset> data =
-      kind == "csv" ? fedanon::common::LoadDataset(*spec, argv[3])
-                    : fedanon::common::LoadDatasetFromPostgres(*spec, {.name = "bench",
-                                                                       .conninfo = argv[3],
-                                                                       .table = argv[4],
-                                                                       .query = "",
-                                                                       .push_down = false});
+  absl::StatusOr<fedanon::table::Dataset> data =
+      kind == "csv" ? fedanon::table::LoadDataset(*spec, argv[3])
+                    : fedanon::table_postgres::LoadDatasetFromPostgres(*spec, {.name = "bench",
+                                                                               .conninfo = argv[3],
+                                                                               .table = argv[4],
+                                                                               .query = "",
+                                                                               .push_down = false});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!data.ok()) {

@@ -30,7 +30,7 @@ constexpr char kProgram[] = "fedanonctl";
 
 // Prints `message` as JSON (common::ProtoToJson) and a newline.
 absl::Status PrintJson(const google::protobuf::Message& message, bool pretty = true) {
-  ASSIGN_OR_RETURN(std::string json, common::ProtoToJson(message, pretty));
+  ASSIGN_OR_RETURN(std::string json, spec::ProtoToJson(message, pretty));
   std::cout << json << "\n";
   return absl::OkStatus();
 }
@@ -162,8 +162,8 @@ absl::Status RunSubmit(const AdminGlobals& g, const SubmitFlags& f) {
   ASSIGN_OR_RETURN(fedanon::v1::SubmitJobRequest request, admin::LoadSubmitRequest(f.spec));
   // Hierarchies the spec defines must be the ones its public definitions build
   // (docs/hierarchies.md), never ones built from a party's table.
-  ASSIGN_OR_RETURN(const fedanon::v1::JobSpec resolved, common::LoadJobSpec(f.spec));
-  RETURN_IF_ERROR(common::CheckFederatedHierarchies(
+  ASSIGN_OR_RETURN(const fedanon::v1::JobSpec resolved, spec::LoadJobSpec(f.spec));
+  RETURN_IF_ERROR(hierarchies::CheckFederatedHierarchies(
       resolved, std::map<std::string, std::string>(request.taxonomies().begin(),
                                                    request.taxonomies().end())));
   for (const std::string& d : f.data) {

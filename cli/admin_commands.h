@@ -10,11 +10,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/admin/admin_client.h"
 #include "server/runtime/command_line.h"
-
-namespace fedanon::admin {
-class AdminClient;
-}  // namespace fedanon::admin
 
 namespace fedanon::cli {
 

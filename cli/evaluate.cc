@@ -65,43 +65,43 @@ absl::Status RunEvaluateCommand(const UtilityReportOptions& options) {
 }  // namespace
 
 absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
-  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, common::LoadJobSpec(options.spec_path));
-  RETURN_IF_ERROR(common::ValidateJobSpec(spec));
+  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, spec::LoadJobSpec(options.spec_path));
+  RETURN_IF_ERROR(spec::ValidateJobSpec(spec));
   if (!options.randomized_path.empty()) {
-    ASSIGN_OR_RETURN(common::RaTables tables,
-                     common::ReadRaTables(spec, options.raw_path, options.randomized_path));
-    ASSIGN_OR_RETURN(common::RaEvaluation e,
+    ASSIGN_OR_RETURN(evaluation::RaTables tables,
+                     evaluation::ReadRaTables(spec, options.raw_path, options.randomized_path));
+    ASSIGN_OR_RETURN(evaluation::RaEvaluation e,
                      EvaluateRandomization(tables.original, tables.randomized, options.ra));
-    return options.json ? common::RaEvaluationToJson(e, options.ra)
-                        : common::RaEvaluationToText(e, options.ra);
+    return options.json ? evaluation::RaEvaluationToJson(e, options.ra)
+                        : evaluation::RaEvaluationToText(e, options.ra);
   }
-  common::EvaluationOptions evaluation;
+  evaluation::EvaluationOptions evaluation;
   evaluation.seed = options.seed;
   evaluation.folds = options.folds;
   evaluation.removed_attributes = options.removed_attributes;
   if (options.classifier == "naive-bayes") {
-    evaluation.classifier = common::Classifier::kNaiveBayes;
+    evaluation.classifier = evaluation::Classifier::kNaiveBayes;
   } else if (options.classifier != "c45") {
     return absl::InvalidArgumentError(
         absl::StrCat("--classifier: '", options.classifier, "' is not one of c45, naive-bayes"));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<common::UtilityEvaluator> evaluator,
-                   common::UtilityEvaluator::Create(spec, options.raw_path, evaluation));
-  const common::RawBaselines& b = evaluator->baselines();
-  std::optional<common::AnonymizedUtility> u, local;
+  ASSIGN_OR_RETURN(std::unique_ptr<evaluation::UtilityEvaluator> evaluator,
+                   evaluation::UtilityEvaluator::Create(spec, options.raw_path, evaluation));
+  const evaluation::RawBaselines& b = evaluator->baselines();
+  std::optional<evaluation::AnonymizedUtility> u, local;
   if (!options.anonymized_path.empty()) {
     ASSIGN_OR_RETURN(u, evaluator->Evaluate(options.anonymized_path));
   }
   if (!options.local_path.empty()) {
     ASSIGN_OR_RETURN(local, evaluator->Evaluate(options.local_path));
   }
-  std::optional<common::Distortion> distortion;
+  std::optional<evaluation::Distortion> distortion;
   if (options.distortion) {
     if (options.anonymized_path.empty()) {
       return absl::InvalidArgumentError("--distortion needs --anonymized");
     }
-    ASSIGN_OR_RETURN(distortion,
-                     common::MeasureDistortion(spec, options.raw_path, options.anonymized_path));
+    ASSIGN_OR_RETURN(
+        distortion, evaluation::MeasureDistortion(spec, options.raw_path, options.anonymized_path));
   }
   const fedanon::v1::RiskOptions risk = app::EffectiveRiskOptions(spec, options.risk);
   ASSIGN_OR_RETURN(const fedanon::v1::RiskSummary raw_risk,
@@ -115,10 +115,10 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(
         EvaluationToJson(b, u ? &*u : nullptr, options.seed, local ? &*local : nullptr, &evaluation,
                          distortion ? &*distortion : nullptr));
-    ASSIGN_OR_RETURN(const std::string raw_json, common::ProtoToJson(raw_risk));
+    ASSIGN_OR_RETURN(const std::string raw_json, spec::ProtoToJson(raw_risk));
     j["risk_before"] = nlohmann::ordered_json::parse(raw_json);
     if (anon_risk) {
-      ASSIGN_OR_RETURN(const std::string anon_json, common::ProtoToJson(*anon_risk));
+      ASSIGN_OR_RETURN(const std::string anon_json, spec::ProtoToJson(*anon_risk));
       j["risk_after"] = nlohmann::ordered_json::parse(anon_json);
     }
     return j.dump(2) + "\n";
@@ -152,7 +152,7 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
         absl::StrCat(local->groups));
     absl::StrAppend(&out, "UE  upper-bound error, QIDs removed     ", Pct(b.upper_bound_error),
                     "\n");
-    for (const common::SourceError& s : b.source_errors) {
+    for (const evaluation::SourceError& s : b.source_errors) {
       absl::StrAppend(&out, "SE  source error, party ", s.party, " only: ", Pct(s.error), "\n");
     }
     return out + risk_lines;
@@ -162,7 +162,7 @@ absl::StatusOr<std::string> UtilityReport(const UtilityReportOptions& options) {
                     "\n");
   }
   absl::StrAppend(&out, "UE  upper-bound error, QIDs removed     ", Pct(b.upper_bound_error), "\n");
-  for (const common::SourceError& s : b.source_errors) {
+  for (const evaluation::SourceError& s : b.source_errors) {
     absl::StrAppend(&out, "SE  source error, party ", s.party, " only: ", Pct(s.error), "\n");
   }
   if (b.removal_error) {

@@ -31,7 +31,7 @@ struct UtilityReportOptions {
   bool distortion = false;                      // the thesis's distortion metric (§6.4)
   bool json = false;                            // JSON instead of text
   std::string randomized_path;  // non-empty: the RA evaluation (yang2010 §7) of this release
-  common::RaEvaluationOptions ra;
+  evaluation::RaEvaluationOptions ra;
   // Re-identification risk of the raw table and of the anonymized one (docs/risk.md): the
   // command line's settings over the spec's risk section.
   fedanon::v1::RiskOptions risk;

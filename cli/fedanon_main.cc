@@ -68,7 +68,7 @@ int Main(int argc, char** argv) {
 
   if (std::optional<int> code = server::ParseCommandLine(app, argc, argv)) return *code;
   if (show_version) {
-    std::cout << common::VersionLine("fedanon") << "\n";
+    std::cout << base::VersionLine("fedanon") << "\n";
     return server::kExitOk;
   }
   return tree.RunSelected([&app] {

@@ -41,7 +41,7 @@ int Main(int argc, char** argv) {
   // keep it unless GRPC_VERBOSITY asks for it.
   if (std::getenv("GRPC_VERBOSITY") == nullptr) gpr_set_log_function([](gpr_log_func_args*) {});
   CLI::App app{"fedanonctl: administer a fedanon federation (provision, submit, watch, results)"};
-  app.set_version_flag("--version", std::string(common::VersionLine(kProgram)));
+  app.set_version_flag("--version", std::string(base::VersionLine(kProgram)));
   app.require_subcommand(1);
   app.fallthrough();
   cli::AdminGlobals g;

@@ -148,19 +148,18 @@ absl::Status Spawn(Child* child, const std::string& binary, const std::vector<st
 
   const int log_fd =
       ::open(child->log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0)
-    return common::ErrnoStatus(errno, absl::StrCat("cannot create ", child->log_path));
+  if (log_fd < 0) return base::ErrnoStatus(errno, absl::StrCat("cannot create ", child->log_path));
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0) {
     ::close(log_fd);
-    return common::ErrnoStatus(errno, "cannot open /dev/null");
+    return base::ErrnoStatus(errno, "cannot open /dev/null");
   }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
     ::close(null_fd);
-    return common::ErrnoStatus(errno, absl::StrCat("cannot start ", child->name));
+    return base::ErrnoStatus(errno, absl::StrCat("cannot start ", child->name));
   }
   if (pid == 0) {
     // Child: async-signal-safe calls only until exec.
@@ -218,7 +217,7 @@ std::string LogTail(const std::string& path, size_t lines = 15) {
 
 absl::StatusOr<int> FreeLoopbackPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return common::ErrnoStatus(errno, "cannot create a socket");
+  if (fd < 0) return base::ErrnoStatus(errno, "cannot create a socket");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -226,7 +225,7 @@ absl::StatusOr<int> FreeLoopbackPort() {
   socklen_t len = sizeof(addr);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    absl::Status st = common::ErrnoStatus(errno, "cannot find a free port on 127.0.0.1");
+    absl::Status st = base::ErrnoStatus(errno, "cannot find a free port on 127.0.0.1");
     ::close(fd);
     return st;
   }
@@ -346,13 +345,13 @@ class FederationUp {
       if (!fs::is_regular_file(f, ec)) return Fail(absl::StrCat("cannot read table '", f, "'"));
     }
     // The outputs never replace a table, the spec or a taxonomy, nor each other.
-    std::vector<common::NamedPath> inputs = {{"--spec", o_.spec}};
+    std::vector<base::NamedPath> inputs = {{"--spec", o_.spec}};
     for (const std::string& f : o_.party_data) inputs.emplace_back("a --party-data table", f);
-    const std::vector<common::NamedPath> outputs = {{"--result", o_.result},
-                                                    {"--report", o_.report},
-                                                    {"--leader-view", o_.leader_view},
-                                                    {"--html", o_.html}};
-    if (absl::Status st = common::CheckDistinctOutputs(outputs, inputs); !st.ok()) return Fail(st);
+    const std::vector<base::NamedPath> outputs = {{"--result", o_.result},
+                                                  {"--report", o_.report},
+                                                  {"--leader-view", o_.leader_view},
+                                                  {"--html", o_.html}};
+    if (absl::Status st = base::CheckDistinctOutputs(outputs, inputs); !st.ok()) return Fail(st);
     if (o_.spec.empty()) return 0;
     absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
         admin::LoadSubmitRequest(o_.spec, &taxonomy_files_);
@@ -361,19 +360,19 @@ class FederationUp {
     request_.set_round_timeout_seconds(o_.round_timeout);
     // The spec with its paths resolved (taxonomies and values files, for the checks and the
     // page).
-    absl::StatusOr<fedanon::v1::JobSpec> local_spec = common::LoadJobSpec(o_.spec);
+    absl::StatusOr<fedanon::v1::JobSpec> local_spec = spec::LoadJobSpec(o_.spec);
     if (!local_spec.ok()) return Fail(local_spec.status());
     spec_ = *std::move(local_spec);
     const std::map<std::string, std::string> shipped(request_.taxonomies().begin(),
                                                      request_.taxonomies().end());
-    if (absl::Status st = common::CheckFederatedHierarchies(spec_, shipped); !st.ok()) {
+    if (absl::Status st = hierarchies::CheckFederatedHierarchies(spec_, shipped); !st.ok()) {
       return Fail(st);
     }
     for (const admin::TaxonomyFile& t : taxonomy_files_) {
       inputs.emplace_back(absl::StrCat("the taxonomy of attribute '", t.attribute, "'"),
                           t.local_path);
     }
-    if (absl::Status st = common::CheckDistinctOutputs(outputs, inputs); !st.ok()) return Fail(st);
+    if (absl::Status st = base::CheckDistinctOutputs(outputs, inputs); !st.ok()) return Fail(st);
     for (const admin::TaxonomyFile& t : taxonomy_files_) {
       const fs::path written(t.spec_path);
       if (written.is_absolute()) {
@@ -402,8 +401,8 @@ class FederationUp {
       if (ec) tmp = "/tmp";
       std::string pattern = (tmp / "fedanon-federation-XXXXXX").string();
       if (::mkdtemp(pattern.data()) == nullptr) {
-        return Fail(common::ErrnoStatus(
-            errno, absl::StrCat("cannot create a directory in ", tmp.string())));
+        return Fail(
+            base::ErrnoStatus(errno, absl::StrCat("cannot create a directory in ", tmp.string())));
       }
       dir_ = pattern;
       created_dir_ = true;
@@ -612,9 +611,10 @@ class FederationUp {
                   << " bytes)\n";
       }
     }
-    std::optional<common::ViewLogSummary> leader_view;
+    std::optional<html_report::ViewLogSummary> leader_view;
     if (!o_.html.empty()) {
-      absl::StatusOr<common::ViewLogSummary> view = AssessJob(client, job_id, result_path, &report);
+      absl::StatusOr<html_report::ViewLogSummary> view =
+          AssessJob(client, job_id, result_path, &report);
       if (signals_.signal() != 0) return Interrupted();
       if (!view.ok()) return Fail(view.status());
       leader_view = *std::move(view);
@@ -623,7 +623,7 @@ class FederationUp {
       absl::StatusOr<std::unique_ptr<admin::AtomicFileWriter>> writer =
           admin::AtomicFileWriter::Open(o_.report, /*overwrite=*/true);
       if (!writer.ok()) return Fail(writer.status());
-      absl::StatusOr<std::string> json = common::ProtoToJson(report);
+      absl::StatusOr<std::string> json = spec::ProtoToJson(report);
       if (!json.ok()) return Fail(json.status());
       absl::Status st = (*writer)->Write(*json + "\n");
       if (st.ok()) st = (*writer)->Commit();
@@ -631,7 +631,7 @@ class FederationUp {
       std::cerr << kPrefix << "wrote the report to " << o_.report << "\n";
     }
     if (!o_.html.empty()) {
-      common::ReportPage page;
+      html_report::ReportPage page;
       page.report = report;
       page.kind =
           spec_.partitioning() == fedanon::v1::PARTITIONING_VERTICAL ? "vertical" : "horizontal";
@@ -652,15 +652,15 @@ class FederationUp {
   // in this local federation: the release's risk, loss and model checks on the integrated table
   // the leader (the recipient) serves; each party's risk on its own table, as `fedanon party
   // risk` computes it at that party; and a summary of the leader's view log.
-  absl::StatusOr<common::ViewLogSummary> AssessJob(admin::AdminClient* client,
-                                                   const std::string& job_id,
-                                                   const std::string& result_path,
-                                                   fedanon::v1::Report* report) {
-    absl::StatusOr<std::map<std::string, std::shared_ptr<const common::Taxonomy>>> taxonomies =
+  absl::StatusOr<html_report::ViewLogSummary> AssessJob(admin::AdminClient* client,
+                                                        const std::string& job_id,
+                                                        const std::string& result_path,
+                                                        fedanon::v1::Report* report) {
+    absl::StatusOr<std::map<std::string, std::shared_ptr<const table::Taxonomy>>> taxonomies =
         app::LoadSpecTaxonomies(spec_);
     if (!taxonomies.ok()) return taxonomies.status();
     taxonomies_ = *std::move(taxonomies);
-    common::LossContext context;
+    evaluation::LossContext context;
     context.taxonomies = taxonomies_;
     if (absl::Status st = app::AssessRelease(spec_, result_path, context, report); !st.ok()) {
       return st;
@@ -696,7 +696,7 @@ class FederationUp {
           bytes.status().code(),
           absl::StrCat("cannot fetch the view log of ", job_id, ": ", bytes.status().message()));
     }
-    return common::SummarizeViewLog(view);
+    return html_report::SummarizeViewLog(view);
   }
 
   // --leader-view: the leader's view log of the ended job, written atomically (0 when done or
@@ -704,9 +704,8 @@ class FederationUp {
   int WriteLeaderView(admin::AdminClient* client, const std::string& job_id) {
     if (o_.leader_view.empty()) return 0;
     // Mode 0600 like the leader's own copy: it holds the job's global statistics.
-    absl::StatusOr<std::unique_ptr<common::AtomicFileWriter>> writer =
-        common::AtomicFileWriter::Open(
-            o_.leader_view, {.mode = common::kPrivateFileMode, .replace_existing = true});
+    absl::StatusOr<std::unique_ptr<base::AtomicFileWriter>> writer = base::AtomicFileWriter::Open(
+        o_.leader_view, {.mode = base::kPrivateFileMode, .replace_existing = true});
     if (!writer.ok()) return Fail(writer.status());
     absl::StatusOr<uint64_t> bytes = client->GetViewLog(
         job_id, [&writer](std::string_view data) { return (*writer)->Write(data); });
@@ -770,7 +769,7 @@ class FederationUp {
   SignalWatcher& signals_;
   fedanon::v1::SubmitJobRequest request_;
   fedanon::v1::JobSpec spec_;  // the spec with its paths resolved
-  std::map<std::string, std::shared_ptr<const common::Taxonomy>> taxonomies_;
+  std::map<std::string, std::shared_ptr<const table::Taxonomy>> taxonomies_;
   std::vector<admin::TaxonomyFile> taxonomy_files_;
   std::vector<std::string> names_;
   std::string address_;

@@ -12,15 +12,15 @@ namespace fedanon::cli {
 namespace {
 
 struct GenDataFlags {
-  common::DatagenOptions options;
+  datagen::DatagenOptions options;
   std::string partition = "horizontal";
 };
 
 absl::Status RunGenDataCommand(GenDataFlags flags) {
   flags.options.partition = flags.partition == "vertical"
-                                ? common::DatagenOptions::Partition::kVertical
-                                : common::DatagenOptions::Partition::kHorizontal;
-  ASSIGN_OR_RETURN(const std::string summary, common::GenerateDataset(flags.options));
+                                ? datagen::DatagenOptions::Partition::kVertical
+                                : datagen::DatagenOptions::Partition::kHorizontal;
+  ASSIGN_OR_RETURN(const std::string summary, datagen::GenerateDataset(flags.options));
   std::cerr << summary << "\n";
   return absl::OkStatus();
 }
@@ -29,7 +29,7 @@ absl::Status RunGenDataCommand(GenDataFlags flags) {
 
 server::CommandAction DeclareGenDataCommand(CLI::App* command) {
   auto flags = std::make_shared<GenDataFlags>();
-  common::DatagenOptions& o = flags->options;
+  datagen::DatagenOptions& o = flags->options;
   command->add_option("--rows", o.rows, "Number of records")->check(CLI::PositiveNumber);
   command->add_option("--seed", o.seed, "Random seed (same seed, same files)");
   command->add_option("--out", o.out_dir, "Output directory (created if missing)")->required();

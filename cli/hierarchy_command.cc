@@ -45,7 +45,7 @@ absl::StatusOr<std::string> WriteHierarchy(const std::string& path, const std::s
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
     absl::StatusOr<std::string> existing =
-        ReadFile(path, common::ReadFileOptions{.what = "hierarchy"});
+        ReadFile(path, base::ReadFileOptions{.what = "hierarchy"});
     if (existing.ok() && *existing == text) return std::string("unchanged");
     if (!force) {
       return absl::AlreadyExistsError(
@@ -54,12 +54,12 @@ absl::StatusOr<std::string> WriteHierarchy(const std::string& path, const std::s
                        "replace it"));
     }
   }
-  RETURN_IF_ERROR(common::WriteFileAtomically(path, text));
+  RETURN_IF_ERROR(table::WriteFileAtomically(path, text));
   return std::string("written");
 }
 
 std::string Summary(const std::string& path, const std::string& text, const std::string& what) {
-  const common::HierarchyShape shape = common::ShapeOf(text);
+  const hierarchies::HierarchyShape shape = hierarchies::ShapeOf(text);
   return absl::StrCat(path, ": ", shape.leaves, " values, ", shape.levels, " levels above them (",
                       what, ")\n");
 }
@@ -93,7 +93,8 @@ absl::Status RunKind(KindFlags flags, fedanon::v1::HierarchyDefinition::KindCase
       }
       std::vector<std::string> order = flags.order;
       if (!flags.order_file.empty()) {
-        ASSIGN_OR_RETURN(const common::ValueList listed, common::ReadValuesFile(flags.order_file));
+        ASSIGN_OR_RETURN(const hierarchies::ValueList listed,
+                         hierarchies::ReadValuesFile(flags.order_file));
         for (const auto& [value, where] : listed.values) order.push_back(value);
       }
       for (const std::string& v : order) d.mutable_ordered()->add_order(v);
@@ -109,13 +110,13 @@ absl::Status RunKind(KindFlags flags, fedanon::v1::HierarchyDefinition::KindCase
   if (flags.input.empty() != flags.column.empty()) {
     return server::UsageError("--input and --column go together");
   }
-  RETURN_IF_ERROR(common::ValidateHierarchyDefinition(d));
-  std::optional<common::ValueList> values;
+  RETURN_IF_ERROR(hierarchies::ValidateHierarchyDefinition(d));
+  std::optional<hierarchies::ValueList> values;
   if (!flags.values_file.empty()) {
-    ASSIGN_OR_RETURN(values, common::ReadValuesFile(flags.values_file));
+    ASSIGN_OR_RETURN(values, hierarchies::ReadValuesFile(flags.values_file));
   } else if (!flags.input.empty()) {
     ASSIGN_OR_RETURN(values,
-                     common::ReadColumnValues(flags.input, flags.column, flags.missing_token));
+                     hierarchies::ReadColumnValues(flags.input, flags.column, flags.missing_token));
   }
   ASSIGN_OR_RETURN(const std::string text,
                    BuildHierarchyText(d, values.has_value() ? &*values : nullptr));
@@ -134,8 +135,8 @@ struct SpecFlags {
 };
 
 absl::Status RunSpec(const SpecFlags& flags) {
-  ASSIGN_OR_RETURN(const fedanon::v1::JobSpec spec, common::LoadJobSpec(flags.spec));
-  RETURN_IF_ERROR(common::ValidateJobSpec(spec));
+  ASSIGN_OR_RETURN(const fedanon::v1::JobSpec spec, spec::LoadJobSpec(flags.spec));
+  RETURN_IF_ERROR(spec::ValidateJobSpec(spec));
   if (spec.hierarchy().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(flags.spec, " has no hierarchy section to build from"));
@@ -158,21 +159,21 @@ absl::Status RunSpec(const SpecFlags& flags) {
     ++done;
     std::string text;
     if (flags.input.empty()) {
-      ASSIGN_OR_RETURN(text, common::BuildFromDefinition(d));
+      ASSIGN_OR_RETURN(text, hierarchies::BuildFromDefinition(d));
     } else {
-      common::ValueList values;
+      hierarchies::ValueList values;
       if (!d.values().empty()) {
-        ASSIGN_OR_RETURN(values, common::ReadValuesFile(d.values()));
+        ASSIGN_OR_RETURN(values, hierarchies::ReadValuesFile(d.values()));
       } else {
-        ASSIGN_OR_RETURN(
-            values, common::ReadColumnValues(flags.input, d.attribute(), spec.missing_token()));
+        ASSIGN_OR_RETURN(values, hierarchies::ReadColumnValues(flags.input, d.attribute(),
+                                                               spec.missing_token()));
       }
       ASSIGN_OR_RETURN(text, BuildHierarchyText(d, &values));
     }
     const std::string& path = taxonomy_of[d.attribute()];
     if (flags.check) {
       absl::StatusOr<std::string> existing =
-          ReadFile(path, common::ReadFileOptions{.what = "taxonomy"});
+          ReadFile(path, base::ReadFileOptions{.what = "taxonomy"});
       if (!existing.ok() || *existing != text) {
         return absl::FailedPreconditionError(absl::StrCat(
             path, " (attribute '", d.attribute(), "') ",

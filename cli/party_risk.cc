@@ -37,9 +37,9 @@ absl::Status RunPartyRisk(const PartyRiskFlags& flags) {
         "' is read from PostgreSQL: export it to CSV inside the data directory and give that "
         "file with --table (fedanon risk reads CSV)");
   }
-  ASSIGN_OR_RETURN(const std::string path, common::ResolveInsideDirectory(config.data_dir, table));
-  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, common::LoadJobSpec(flags.spec));
-  RETURN_IF_ERROR(common::ValidateJobSpec(spec));
+  ASSIGN_OR_RETURN(const std::string path, base::ResolveInsideDirectory(config.data_dir, table));
+  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, spec::LoadJobSpec(flags.spec));
+  RETURN_IF_ERROR(spec::ValidateJobSpec(spec));
   if (spec.partitioning() == fedanon::v1::PARTITIONING_VERTICAL) {
     // A vertical party holds only its own attributes: its risk is over its own QIDs.
     fedanon::v1::JobSpec own = spec;
@@ -59,10 +59,10 @@ absl::Status RunPartyRisk(const PartyRiskFlags& flags) {
       app::AssessTableRisk(spec, path, app::EffectiveRiskOptions(spec, flags.overrides),
                            config.name.empty() ? table : config.name + ": " + table));
   if (flags.json) {
-    ASSIGN_OR_RETURN(const std::string json, common::ProtoToJson(summary));
+    ASSIGN_OR_RETURN(const std::string json, spec::ProtoToJson(summary));
     std::cout << json << "\n";
   } else {
-    std::cout << common::RiskSummaryToText(summary);
+    std::cout << risk::RiskSummaryToText(summary);
   }
   return absl::OkStatus();
 }

@@ -46,11 +46,11 @@ constexpr mode_t kPublicMode = 0644;
 // ---- YAML input ---------------------------------------------------------------------------------
 
 // Syntax errors of federation.yaml read "<source>:<line>:<col>: invalid YAML: ...".
-constexpr common::YamlOptions kYamlOptions = {.syntax_error_prefix = "invalid YAML: "};
+constexpr spec::YamlOptions kYamlOptions = {.syntax_error_prefix = "invalid YAML: "};
 
 // "<source>:<line>:<col>: " for a node.
 std::string Where(const std::string& source, const YAML::Mark& mark) {
-  return absl::StrCat(common::YamlPosition(source, mark), ": ");
+  return absl::StrCat(spec::YamlPosition(source, mark), ": ");
 }
 
 class SpecParser {
@@ -190,7 +190,7 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
 // ---- files --------------------------------------------------------------------------------------
 
 absl::Status ErrnoError(const std::string& what, const fs::path& path) {
-  return common::ErrnoStatus(errno, absl::StrCat(what, " ", path.string()));
+  return base::ErrnoStatus(errno, absl::StrCat(what, " ", path.string()));
 }
 
 absl::Status MakeDir(const fs::path& path) {
@@ -201,8 +201,8 @@ absl::Status MakeDir(const fs::path& path) {
 
 // Creates `path` (which must not exist) with exactly `mode` and `content`, synced.
 absl::Status WriteNewFile(const fs::path& path, std::string_view content, mode_t mode) {
-  return common::WriteFileAtomically(path.string(), content,
-                                     {.mode = mode, .replace_existing = false});
+  return base::WriteFileAtomically(path.string(), content,
+                                   {.mode = mode, .replace_existing = false});
 }
 
 // Removes a half-built staging directory when provisioning fails.
@@ -421,12 +421,12 @@ absl::Status WriteBundle(const fs::path& dir, const CertificateAuthority& ca, co
 
 absl::StatusOr<FederationSpec> ParseFederationSpec(const std::string& yaml_text,
                                                    const std::string& source_name) {
-  ASSIGN_OR_RETURN(const YAML::Node root, common::ParseYaml(yaml_text, source_name, kYamlOptions));
+  ASSIGN_OR_RETURN(const YAML::Node root, spec::ParseYaml(yaml_text, source_name, kYamlOptions));
   return SpecParser(source_name).Parse(root);
 }
 
 absl::StatusOr<FederationSpec> LoadFederationSpec(const std::string& federation_yaml_path) {
-  ASSIGN_OR_RETURN(const YAML::Node root, common::LoadYamlFile(federation_yaml_path, kYamlOptions));
+  ASSIGN_OR_RETURN(const YAML::Node root, spec::LoadYamlFile(federation_yaml_path, kYamlOptions));
   return SpecParser(federation_yaml_path).Parse(root);
 }
 
@@ -574,10 +574,10 @@ absl::StatusOr<std::string> RevokeCertificates(const std::string& ca_dir,
     return absl::InvalidArgumentError("--days must be in 1..3650");
   }
   if (cert_paths.empty()) return absl::InvalidArgumentError("name at least one certificate");
-  const common::ReadFileOptions pem{.max_bytes = 1 << 20, .what = "PEM file"};
+  const base::ReadFileOptions pem{.max_bytes = 1 << 20, .what = "PEM file"};
   const std::filesystem::path dir(ca_dir);
-  ASSIGN_OR_RETURN(const std::string ca_cert, common::ReadFile((dir / "ca.crt").string(), pem));
-  ASSIGN_OR_RETURN(const std::string ca_key, common::ReadFile((dir / "ca.key").string(), pem));
+  ASSIGN_OR_RETURN(const std::string ca_cert, base::ReadFile((dir / "ca.crt").string(), pem));
+  ASSIGN_OR_RETURN(const std::string ca_key, base::ReadFile((dir / "ca.key").string(), pem));
   ASSIGN_OR_RETURN(const std::unique_ptr<crypto::CertificateAuthority> ca,
                    crypto::CertificateAuthority::Load(ca_cert, ca_key));
   // Every certificate revoked so far, then the new ones (checked together before writing).
@@ -587,12 +587,12 @@ absl::StatusOr<std::string> RevokeCertificates(const std::string& ca_dir,
   std::error_code ec;
   if (std::filesystem::is_directory(kept, ec)) {
     for (const auto& entry : std::filesystem::directory_iterator(kept)) {
-      ASSIGN_OR_RETURN(std::string text, common::ReadFile(entry.path().string(), pem));
+      ASSIGN_OR_RETURN(std::string text, base::ReadFile(entry.path().string(), pem));
       revoked.push_back(std::move(text));
     }
   }
   for (const std::string& path : cert_paths) {
-    ASSIGN_OR_RETURN(std::string text, common::ReadFile(path, pem));
+    ASSIGN_OR_RETURN(std::string text, base::ReadFile(path, pem));
     added[crypto::ToHex(crypto::Sha256(text)).substr(0, 16) + ".crt"] = text;
     revoked.push_back(std::move(text));
   }
@@ -603,11 +603,11 @@ absl::StatusOr<std::string> RevokeCertificates(const std::string& ca_dir,
         absl::StrCat("cannot create ", kept.string(), ": ", ec.message()));
   }
   for (const auto& [name, text] : added) {
-    RETURN_IF_ERROR(common::WriteFileAtomically((kept / name).string(), text,
-                                                {.mode = common::kSharedFileMode}));
+    RETURN_IF_ERROR(
+        base::WriteFileAtomically((kept / name).string(), text, {.mode = base::kSharedFileMode}));
   }
-  RETURN_IF_ERROR(common::WriteFileAtomically((dir / "crl.pem").string(), crl,
-                                              {.mode = common::kSharedFileMode}));
+  RETURN_IF_ERROR(
+      base::WriteFileAtomically((dir / "crl.pem").string(), crl, {.mode = base::kSharedFileMode}));
   return absl::StrCat("revoked ", added.size(), " certificate(s); ", (dir / "crl.pem").string(),
                       " now lists ", revoked.size(), " and is valid for ", validity_days,
                       " days: copy it to the leader (leader.yaml crl:) and renew it before then\n");

@@ -34,14 +34,15 @@ absl::Status InputChanged() { return absl::InternalError("the input changed whil
 
 // Re-reads the input (which LoadDataset has validated) and dictionary-encodes the raw values of
 // the QID columns of the kept records: RA works on the values as they are, not on hierarchies.
-absl::StatusOr<std::vector<common::CategoricalColumn>> ReadQidValues(const common::Dataset& data) {
-  std::vector<common::CategoricalColumn> columns(data.qids.size());
+absl::StatusOr<std::vector<randomization::CategoricalColumn>> ReadQidValues(
+    const table::Dataset& data) {
+  std::vector<randomization::CategoricalColumn> columns(data.qids.size());
   std::vector<absl::flat_hash_map<std::string, uint32_t>> dictionaries(data.qids.size());
   for (size_t q = 0; q < data.qids.size(); ++q) {
     columns[q].name = data.qids[q].name;
     columns[q].codes.reserve(data.num_records);
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::ReopenSource(data));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::ReopenSource(data));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return InputChanged();
@@ -53,7 +54,7 @@ absl::StatusOr<std::vector<common::CategoricalColumn>> ReadQidValues(const commo
     if (!data.kept[line++]) continue;
     for (size_t q = 0; q < data.qids.size(); ++q) {
       const std::string_view value = fields[data.qids[q].csv_column];
-      auto it = dictionaries[q].find(common::Av(value));
+      auto it = dictionaries[q].find(base::Av(value));
       if (it == dictionaries[q].end()) {
         it = dictionaries[q]
                  .emplace(std::string(value), static_cast<uint32_t>(columns[q].values.size()))
@@ -69,10 +70,10 @@ absl::StatusOr<std::vector<common::CategoricalColumn>> ReadQidValues(const commo
 
 // Writes the released rows into `writer` (not committed): the input re-read once more, the QID
 // values of each kept record taken from `released`, every other released value copied verbatim.
-absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const common::Dataset& data,
-                               const std::vector<common::CategoricalColumn>& released,
-                               common::CsvWriter& writer) {
-  const std::vector<int> columns = common::ReleasedColumns(spec, data, /*spec_order=*/false);
+absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Dataset& data,
+                               const std::vector<randomization::CategoricalColumn>& released,
+                               table::CsvWriter& writer) {
+  const std::vector<int> columns = engine::ReleasedColumns(spec, data, /*spec_order=*/false);
   std::vector<int> qid_of_column(data.header.size(), -1);
   for (size_t q = 0; q < data.qids.size(); ++q) {
     qid_of_column[data.qids[q].csv_column] = static_cast<int>(q);
@@ -80,7 +81,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const common::D
   std::vector<std::string_view> row;
   for (int c : columns) row.push_back(data.header[c]);
   writer.WriteRow(row);
-  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::ReopenSource(data));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::ReopenSource(data));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return InputChanged();
@@ -104,8 +105,8 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const common::D
   return absl::OkStatus();
 }
 
-const char* SelectionName(common::AttributeSelection selection) {
-  return selection == common::AttributeSelection::kEntropyWeighted ? "entropy" : "uniform";
+const char* SelectionName(randomization::AttributeSelection selection) {
+  return selection == randomization::AttributeSelection::kEntropyWeighted ? "entropy" : "uniform";
 }
 
 }  // namespace
@@ -114,46 +115,47 @@ absl::StatusOr<RandomizeSummary> RandomizeTable(const RandomizeOptions& options)
   const auto start = Clock::now();
   RandomizeSummary summary;
   // Outputs never replace what the run reads, nor each other: checked before anything is read.
-  const std::vector<common::NamedPath> outputs = {{"--output", options.output_path},
-                                                  {"--report", options.report_path}};
-  RETURN_IF_ERROR(common::CheckDistinctOutputs(
+  const std::vector<base::NamedPath> outputs = {{"--output", options.output_path},
+                                                {"--report", options.report_path}};
+  RETURN_IF_ERROR(base::CheckDistinctOutputs(
       outputs, {{"--input", options.input_path}, {"--spec", options.spec_path}}));
-  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, common::LoadJobSpec(options.spec_path));
-  RETURN_IF_ERROR(common::ValidateJobSpec(spec));
-  std::vector<common::NamedPath> taxonomies;
+  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, spec::LoadJobSpec(options.spec_path));
+  RETURN_IF_ERROR(spec::ValidateJobSpec(spec));
+  std::vector<base::NamedPath> taxonomies;
   for (const auto& a : spec.attributes()) {
     if (!a.taxonomy().empty()) {
       taxonomies.emplace_back(absl::StrCat("the taxonomy of attribute '", a.name(), "'"),
                               a.taxonomy());
     }
   }
-  RETURN_IF_ERROR(common::CheckDistinctOutputs(outputs, taxonomies));
+  RETURN_IF_ERROR(base::CheckDistinctOutputs(outputs, taxonomies));
   summary.job_name = spec.name();
-  ASSIGN_OR_RETURN(common::Dataset data, common::LoadDataset(spec, options.input_path));
+  ASSIGN_OR_RETURN(table::Dataset data, table::LoadDataset(spec, options.input_path));
   summary.records_in = data.records_in;
   summary.records_dropped = data.records_dropped;
   summary.records_out = data.num_records;
-  ASSIGN_OR_RETURN(std::vector<common::CategoricalColumn> original, ReadQidValues(data));
+  ASSIGN_OR_RETURN(std::vector<randomization::CategoricalColumn> original, ReadQidValues(data));
   // Created now so that a missing output directory fails before the work.
-  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvWriter> output,
-                   common::CsvWriter::Create(options.output_path, ','));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvWriter> output,
+                   table::CsvWriter::Create(options.output_path, ','));
   summary.timings_seconds["read"] = SecondsSince(start);
 
   const auto randomize_start = Clock::now();
   const int k = options.attributes_per_record;
-  const common::AttributeSelection selection = options.selection.value_or(
-      k == 1 ? common::AttributeSelection::kEntropyWeighted : common::AttributeSelection::kUniform);
-  ASSIGN_OR_RETURN(summary.plan, common::PlanRandomization(original, k, selection));
-  for (const common::CategoricalColumn& c : original) {
+  const randomization::AttributeSelection selection =
+      options.selection.value_or(k == 1 ? randomization::AttributeSelection::kEntropyWeighted
+                                        : randomization::AttributeSelection::kUniform);
+  ASSIGN_OR_RETURN(summary.plan, randomization::PlanRandomization(original, k, selection));
+  for (const randomization::CategoricalColumn& c : original) {
     summary.qid_names.push_back(c.name);
     summary.distinct_values.push_back(c.values.size());
   }
-  summary.probabilistic_anonymity = common::ProbabilisticAnonymity(summary.plan);
-  std::unique_ptr<common::RandomSource> random = options.seed.has_value()
-                                                     ? common::RandomSource::Seeded(*options.seed)
-                                                     : common::RandomSource::Unpredictable();
+  summary.probabilistic_anonymity = randomization::ProbabilisticAnonymity(summary.plan);
+  std::unique_ptr<randomization::RandomSource> random =
+      options.seed.has_value() ? randomization::RandomSource::Seeded(*options.seed)
+                               : randomization::RandomSource::Unpredictable();
   summary.reproducible = random->reproducible();
-  ASSIGN_OR_RETURN(std::vector<common::CategoricalColumn> released,
+  ASSIGN_OR_RETURN(std::vector<randomization::CategoricalColumn> released,
                    Randomize(original, summary.plan, *random));
   summary.timings_seconds["randomize"] = SecondsSince(randomize_start);
 
@@ -163,17 +165,17 @@ absl::StatusOr<RandomizeSummary> RandomizeTable(const RandomizeOptions& options)
                      Proposition10Bound(original, released, summary.plan));
   }
   for (int length : options.bias_lengths) {
-    ASSIGN_OR_RETURN(common::RelativeBias bias,
+    ASSIGN_OR_RETURN(randomization::RelativeBias bias,
                      MeasureRelativeBias(original, released, summary.plan, length));
     summary.relative_bias.push_back(bias);
   }
   if (options.amplification) {
     ASSIGN_OR_RETURN(summary.amplification,
-                     common::CAmplification(original, released, summary.plan));
+                     randomization::CAmplification(original, released, summary.plan));
   }
   for (int length : options.variance_lengths) {
     // The measured variance redraws from seeds of its own (seed + 1, ...), never the release's.
-    ASSIGN_OR_RETURN(common::RelativeVariance v,
+    ASSIGN_OR_RETURN(randomization::RelativeVariance v,
                      MeasureRelativeVariance(original, summary.plan, length, options.variance_runs,
                                              options.seed.value_or(0) + 1000003));
     summary.relative_variance.push_back(v);
@@ -187,7 +189,7 @@ absl::StatusOr<RandomizeSummary> RandomizeTable(const RandomizeOptions& options)
   // The report first, the table last, as `fedanon anonymize` does: a failure leaves neither.
   if (!options.report_path.empty()) {
     RETURN_IF_ERROR(
-        common::WriteFileAtomically(options.report_path, RandomizeSummaryToJson(summary)));
+        table::WriteFileAtomically(options.report_path, RandomizeSummaryToJson(summary)));
   }
   if (absl::Status committed = output->Commit(); !committed.ok()) {
     if (!options.report_path.empty()) ::unlink(options.report_path.c_str());
@@ -199,7 +201,7 @@ absl::StatusOr<RandomizeSummary> RandomizeTable(const RandomizeOptions& options)
 std::string RandomizeSummaryToJson(const RandomizeSummary& summary) {
   nlohmann::ordered_json j;
   j["job_name"] = summary.job_name;
-  j["version"] = std::string(common::VersionLine("fedanon"));
+  j["version"] = std::string(base::VersionLine("fedanon"));
   j["method"] = "random anonymization (yang2010)";
   j["records_in"] = summary.records_in;
   j["records_dropped"] = summary.records_dropped;
@@ -223,7 +225,7 @@ std::string RandomizeSummaryToJson(const RandomizeSummary& summary) {
                                   {"mean", summary.prior_knowledge_bound->mean}};
   }
   nlohmann::ordered_json bias = nlohmann::ordered_json::array();
-  for (const common::RelativeBias& b : summary.relative_bias) {
+  for (const randomization::RelativeBias& b : summary.relative_bias) {
     bias.push_back({{"length", b.length},
                     {"attribute_sets", b.attribute_sets},
                     {"combinations", b.combinations},
@@ -236,7 +238,7 @@ std::string RandomizeSummaryToJson(const RandomizeSummary& summary) {
                             {"mean", summary.amplification->mean}};
   }
   nlohmann::ordered_json variance = nlohmann::ordered_json::array();
-  for (const common::RelativeVariance& v : summary.relative_variance) {
+  for (const randomization::RelativeVariance& v : summary.relative_variance) {
     variance.push_back({{"length", v.length},
                         {"combinations", v.combinations},
                         {"runs", v.runs},
@@ -255,7 +257,7 @@ std::string RandomizeSummaryToText(const RandomizeSummary& summary) {
       absl::StrCat(summary.records_out, " records, ", summary.qid_names.size(), " QID attributes, ",
                    k, k == 1 ? " attribute" : " attributes", " per record (",
                    k == 1 ? "Algorithm 1, " : "Algorithm 2, ",
-                   summary.plan.selection == common::AttributeSelection::kEntropyWeighted
+                   summary.plan.selection == randomization::AttributeSelection::kEntropyWeighted
                        ? "entropy-weighted selection, Proposition 7"
                        : "uniform selection",
                    ")\n");
@@ -268,7 +270,7 @@ std::string RandomizeSummaryToText(const RandomizeSummary& summary) {
                           "%.4f, mean %.4f\n",
                           summary.prior_knowledge_bound->max, summary.prior_knowledge_bound->mean);
   }
-  for (const common::RelativeBias& b : summary.relative_bias) {
+  for (const randomization::RelativeBias& b : summary.relative_bias) {
     absl::StrAppendFormat(&text,
                           "relative bias of support, length %d (%u attribute sets, %u "
                           "combinations): measured %.3f%%, predicted %.3f%%\n",
@@ -279,7 +281,7 @@ std::string RandomizeSummaryToText(const RandomizeSummary& summary) {
     absl::StrAppendFormat(&text, "c-amplification (Definition 8): max %.4f, mean %.4f\n",
                           summary.amplification->max, summary.amplification->mean);
   }
-  for (const common::RelativeVariance& v : summary.relative_variance) {
+  for (const randomization::RelativeVariance& v : summary.relative_variance) {
     absl::StrAppendFormat(&text,
                           "variance of R(q), length %d (%u combinations): Eq. 11 %.6g, "
                           "independent records %.6g, measured over %d runs %.6g\n",
@@ -306,11 +308,12 @@ absl::Status RunRandomizeCommand(RandomizeFlags flags) {
   RandomizeOptions& o = flags.options;
   if (flags.seed_given) o.seed = flags.seed;
   if (!flags.selection.empty()) {
-    o.selection = flags.selection == "entropy" ? common::AttributeSelection::kEntropyWeighted
-                                               : common::AttributeSelection::kUniform;
+    o.selection = flags.selection == "entropy" ? randomization::AttributeSelection::kEntropyWeighted
+                                               : randomization::AttributeSelection::kUniform;
   }
   // Combinations the paper does not define are usage errors.
-  if (o.attributes_per_record > 1 && o.selection == common::AttributeSelection::kEntropyWeighted) {
+  if (o.attributes_per_record > 1 &&
+      o.selection == randomization::AttributeSelection::kEntropyWeighted) {
     return server::UsageError(
         "--selection entropy picks one attribute per record (Proposition 7); Algorithm 2 selects "
         "its attributes uniformly");

@@ -30,7 +30,7 @@ struct RandomizeOptions {
   // OpenSSL CSPRNG, so that nobody can redo (and so undo) the randomization.
   std::optional<uint64_t> seed;
   // Unset: entropy-weighted (Proposition 7) for k == 1, uniform for k > 1.
-  std::optional<common::AttributeSelection> selection;
+  std::optional<randomization::AttributeSelection> selection;
   bool prior_knowledge_bound = false;  // compute Proposition10Bound (k == 1 only)
   std::vector<int> bias_lengths;       // compute MeasureRelativeBias for each
   bool amplification = false;          // compute CAmplification (Definition 8; k == 1 only)
@@ -45,13 +45,13 @@ struct RandomizeSummary {
   uint64_t records_out = 0;
   std::vector<std::string> qid_names;
   std::vector<size_t> distinct_values;  // per QID attribute
-  common::RandomizationPlan plan;
+  randomization::RandomizationPlan plan;
   bool reproducible = false;
   double probabilistic_anonymity = 0;
-  std::optional<common::PriorKnowledgeBound> prior_knowledge_bound;
-  std::vector<common::RelativeBias> relative_bias;
-  std::optional<common::Amplification> amplification;
-  std::vector<common::RelativeVariance> relative_variance;
+  std::optional<randomization::PriorKnowledgeBound> prior_knowledge_bound;
+  std::vector<randomization::RelativeBias> relative_bias;
+  std::optional<randomization::Amplification> amplification;
+  std::vector<randomization::RelativeVariance> relative_variance;
   std::map<std::string, double> timings_seconds;
 };
 

@@ -29,7 +29,7 @@ struct ReportFlags {
 
 absl::StatusOr<fedanon::v1::RiskSummary> ReadRiskJson(const std::string& path) {
   ASSIGN_OR_RETURN(const std::string text,
-                   common::ReadFile(path, common::ReadFileOptions{.what = "risk summary"}));
+                   base::ReadFile(path, base::ReadFileOptions{.what = "risk summary"}));
   fedanon::v1::RiskSummary summary;
   const auto status = google::protobuf::util::JsonStringToMessage(text, &summary);
   if (!status.ok()) {
@@ -51,10 +51,10 @@ absl::Status RunReport(const AdminGlobals& g, const ReportFlags& f) {
     return server::UsageError(
         "--result needs --spec (the QIDs and taxonomies the release is read with)");
   }
-  common::ReportPage page;
+  html_report::ReportPage page;
   if (!f.spec.empty()) {
-    ASSIGN_OR_RETURN(page.spec, common::LoadJobSpec(f.spec));
-    RETURN_IF_ERROR(common::ValidateJobSpec(*page.spec));
+    ASSIGN_OR_RETURN(page.spec, spec::LoadJobSpec(f.spec));
+    RETURN_IF_ERROR(spec::ValidateJobSpec(*page.spec));
     ASSIGN_OR_RETURN(page.taxonomies, app::LoadSpecTaxonomies(*page.spec));
   }
   std::vector<std::pair<std::string, fedanon::v1::RiskSummary>> party_risks;
@@ -80,7 +80,7 @@ absl::Status RunReport(const AdminGlobals& g, const ReportFlags& f) {
                                      return absl::OkStatus();
                                    })
                       .status());
-  ASSIGN_OR_RETURN(page.leader_view, common::SummarizeViewLog(view));
+  ASSIGN_OR_RETURN(page.leader_view, html_report::SummarizeViewLog(view));
   page.report = job.report();
   page.job_id = job.job_id();
   page.parties.assign(job.parties().begin(), job.parties().end());
@@ -90,7 +90,7 @@ absl::Status RunReport(const AdminGlobals& g, const ReportFlags& f) {
                             : !page.report.participation().empty();
   page.kind = vertical ? "vertical" : "horizontal";
   if (!f.result.empty()) {
-    common::LossContext context;
+    evaluation::LossContext context;
     context.taxonomies = page.taxonomies;
     RETURN_IF_ERROR(app::AssessRelease(*page.spec, f.result, context, &page.report));
   }
@@ -100,10 +100,10 @@ absl::Status RunReport(const AdminGlobals& g, const ReportFlags& f) {
     *p->mutable_risk() = std::move(risk);
   }
   if (!f.report.empty()) {
-    ASSIGN_OR_RETURN(const std::string json, common::ProtoToJson(page.report));
+    ASSIGN_OR_RETURN(const std::string json, spec::ProtoToJson(page.report));
     RETURN_IF_ERROR(WriteOutput(f.report, json + "\n", f.force));
   }
-  RETURN_IF_ERROR(WriteOutput(f.html, common::RenderReportHtml(page), f.force));
+  RETURN_IF_ERROR(WriteOutput(f.html, html_report::RenderReportHtml(page), f.force));
   std::cerr << "wrote the page of " << f.job_id << " to " << f.html << "\n";
   return absl::OkStatus();
 }

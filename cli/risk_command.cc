@@ -21,18 +21,18 @@ struct RiskFlags {
 };
 
 absl::Status RunRiskCommand(const RiskFlags& flags) {
-  ASSIGN_OR_RETURN(const fedanon::v1::JobSpec spec, common::LoadJobSpec(flags.spec_path));
-  RETURN_IF_ERROR(common::ValidateJobSpec(spec));
+  ASSIGN_OR_RETURN(const fedanon::v1::JobSpec spec, spec::LoadJobSpec(flags.spec_path));
+  RETURN_IF_ERROR(spec::ValidateJobSpec(spec));
   const std::string input = flags.input_path == "-" ? "/dev/stdin" : flags.input_path;
   ASSIGN_OR_RETURN(
       const fedanon::v1::RiskSummary summary,
       app::AssessTableRisk(spec, input, app::EffectiveRiskOptions(spec, flags.overrides),
                            flags.input_path));
   if (flags.json) {
-    ASSIGN_OR_RETURN(const std::string json, common::ProtoToJson(summary));
+    ASSIGN_OR_RETURN(const std::string json, spec::ProtoToJson(summary));
     std::cout << json << "\n";
   } else {
-    std::cout << common::RiskSummaryToText(summary);
+    std::cout << risk::RiskSummaryToText(summary);
   }
   return absl::OkStatus();
 }

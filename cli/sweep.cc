@@ -99,7 +99,7 @@ absl::StatusOr<std::vector<std::string>> SplitRaw(const std::string& raw_path, u
   std::vector<std::string_view> fields;
   size_t records = 0;
   {
-    ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::CsvReader::Open(raw_path));
+    ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::CsvReader::Open(raw_path));
     ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
     if (!has_header) return absl::InvalidArgumentError(absl::StrCat(raw_path, ": no header"));
     for (;;) {
@@ -112,7 +112,7 @@ absl::StatusOr<std::vector<std::string>> SplitRaw(const std::string& raw_path, u
     return absl::InvalidArgumentError(absl::StrCat(
         raw_path, ": ", records, " records cannot be split among ", parties, " parties"));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::CsvReader::Open(raw_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::CsvReader::Open(raw_path));
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   (void)has_header;
   const std::vector<std::string> header(fields.begin(), fields.end());
@@ -120,8 +120,8 @@ absl::StatusOr<std::vector<std::string>> SplitRaw(const std::string& raw_path, u
   for (uint32_t p = 0; p < parties; ++p) {
     const size_t begin = records * p / parties, end = records * (p + 1) / parties;
     paths.push_back(dir.File(absl::StrCat("party", p + 1, ".csv")));
-    ASSIGN_OR_RETURN(std::unique_ptr<common::CsvWriter> writer,
-                     common::CsvWriter::Create(paths.back(), reader->separator()));
+    ASSIGN_OR_RETURN(std::unique_ptr<table::CsvWriter> writer,
+                     table::CsvWriter::Create(paths.back(), reader->separator()));
     writer->WriteRow(std::vector<std::string_view>(header.begin(), header.end()));
     for (size_t r = begin; r < end; ++r) {
       ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
@@ -135,12 +135,12 @@ absl::StatusOr<std::vector<std::string>> SplitRaw(const std::string& raw_path, u
 
 // Appends the tables `parts` (same header) into `out_path`.
 absl::Status Concatenate(const std::vector<std::string>& parts, const std::string& out_path) {
-  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvWriter> writer,
-                   common::CsvWriter::Create(out_path, ','));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvWriter> writer,
+                   table::CsvWriter::Create(out_path, ','));
   std::vector<std::string_view> fields;
   std::vector<std::string> header;
   for (size_t p = 0; p < parts.size(); ++p) {
-    ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::CsvReader::Open(parts[p]));
+    ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::CsvReader::Open(parts[p]));
     ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
     if (!has_header) return absl::InternalError(absl::StrCat(parts[p], ": empty"));
     if (p == 0) {
@@ -183,7 +183,7 @@ struct SweepInputs {
   std::string raw_path;
   std::vector<std::string> parts;
   const ScratchDir* dir = nullptr;
-  const common::UtilityEvaluator* evaluator = nullptr;
+  const evaluation::UtilityEvaluator* evaluator = nullptr;
 };
 
 // Writes the release of one point to `output`: the raw table anonymized as a whole
@@ -217,7 +217,7 @@ absl::StatusOr<SweepPoint> MeasurePoint(const char* method, uint32_t l, uint32_t
   ASSIGN_OR_RETURN(std::string failure,
                    AnonymizeRelease(point.method == "naive", spec_path, in, output));
   if (failure.empty()) {
-    ASSIGN_OR_RETURN(common::AnonymizedUtility u, in.evaluator->Evaluate(output));
+    ASSIGN_OR_RETURN(evaluation::AnonymizedUtility u, in.evaluator->Evaluate(output));
     point.ok = true;
     point.classification_error = u.classification_error;
     point.discernibility_ratio = u.discernibility_ratio;
@@ -278,7 +278,7 @@ absl::StatusOr<SweepGrid> ParseSweepGrid(const std::string& text,
     for (uint32_t k : grid.K) {
       for (double c : grid.C) {
         fedanon::v1::JobSpec cell = CellSpec(spec, l, k, c);
-        if (absl::Status s = common::ValidateJobSpec(cell); !s.ok()) {
+        if (absl::Status s = spec::ValidateJobSpec(cell); !s.ok()) {
           return absl::InvalidArgumentError(
               absl::StrCat("--grid: L=", l, " K=", k, " C=", c, ": ", s.message()));
         }
@@ -295,8 +295,8 @@ absl::StatusOr<SweepResult> RunSweep(const SweepOptions& options) {
   if (options.naive_parties == 1) {
     return absl::InvalidArgumentError("--naive-parties must be at least 2");
   }
-  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, common::LoadJobSpec(options.spec_path));
-  RETURN_IF_ERROR(common::ValidateJobSpec(spec));
+  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, spec::LoadJobSpec(options.spec_path));
+  RETURN_IF_ERROR(spec::ValidateJobSpec(spec));
   ASSIGN_OR_RETURN(SweepGrid grid, ParseSweepGrid(options.grid, spec));
 
   SweepResult result;
@@ -311,8 +311,9 @@ absl::StatusOr<SweepResult> RunSweep(const SweepOptions& options) {
   progress(
       absl::StrCat("sweep: ", grid.cells(), " cells; measuring BE and UE on ", options.raw_path));
   const auto start = Clock::now();
-  ASSIGN_OR_RETURN(std::unique_ptr<common::UtilityEvaluator> evaluator,
-                   common::UtilityEvaluator::Create(spec, options.raw_path, options.evaluation));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<evaluation::UtilityEvaluator> evaluator,
+      evaluation::UtilityEvaluator::Create(spec, options.raw_path, options.evaluation));
   result.baselines = evaluator->baselines();
   progress(absl::StrCat("sweep: ", result.baselines.records, " records, BE ",
                         Percent(result.baselines.baseline_error), ", UE ",
@@ -342,9 +343,9 @@ absl::StatusOr<SweepResult> RunSweep(const SweepOptions& options) {
           fedanon::v1::JobSpec local_spec = cell_spec;
           local_spec.set_recoding(fedanon::v1::RECODING_LOCAL);
           RETURN_IF_ERROR(
-              common::WriteFileAtomically(local_spec_path, common::JobSpecToYaml(local_spec)));
+              table::WriteFileAtomically(local_spec_path, spec::JobSpecToYaml(local_spec)));
         }
-        RETURN_IF_ERROR(common::WriteFileAtomically(spec_path, common::JobSpecToYaml(cell_spec)));
+        RETURN_IF_ERROR(table::WriteFileAtomically(spec_path, spec::JobSpecToYaml(cell_spec)));
         for (const char* method : {"centralized", "naive", "local"}) {
           if (std::string(method) == "naive" && inputs.parts.empty()) continue;
           if (std::string(method) == "local" && !options.local) continue;
@@ -385,7 +386,7 @@ absl::Status CheckDirectoryOf(const std::string& path) {
 
 absl::Status RunSweepCommand(SweepFlags flags) {
   if (flags.classifier == "naive-bayes") {
-    flags.options.evaluation.classifier = common::Classifier::kNaiveBayes;
+    flags.options.evaluation.classifier = evaluation::Classifier::kNaiveBayes;
   } else if (flags.classifier != "c45") {
     return absl::InvalidArgumentError(
         absl::StrCat("--classifier: '", flags.classifier, "' is not one of c45, naive-bayes"));
@@ -394,7 +395,7 @@ absl::Status RunSweepCommand(SweepFlags flags) {
   RETURN_IF_ERROR(CheckDirectoryOf(flags.html_path));
   RETURN_IF_ERROR(CheckDirectoryOf(flags.csv_path));
   // The reports never replace the inputs, nor each other.
-  RETURN_IF_ERROR(common::CheckDistinctOutputs(
+  RETURN_IF_ERROR(base::CheckDistinctOutputs(
       {{"--html", flags.html_path}, {"--csv", flags.csv_path}},
       {{"--spec", flags.options.spec_path}, {"--raw", flags.options.raw_path}}));
   ASSIGN_OR_RETURN(const SweepResult result, RunSweep(flags.options));

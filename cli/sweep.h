@@ -40,7 +40,7 @@ struct SweepOptions {
   uint32_t naive_parties = 0;  // 0: no naive baseline; else >= 2
   // Also run every cell with `recoding: local` (method "local"); "centralized" is then global.
   bool local = false;
-  common::EvaluationOptions evaluation;
+  evaluation::EvaluationOptions evaluation;
   std::function<void(const std::string&)> progress;  // one line per step; may be empty
 };
 
@@ -65,7 +65,7 @@ struct SweepResult {
   uint32_t naive_parties = 0;
   bool local = false;  // "local" points (recoding: local) beside the global ones
   uint64_t seed = 0;
-  common::RawBaselines baselines;
+  evaluation::RawBaselines baselines;
   std::vector<SweepPoint> points;  // per cell (L, then K, then C): centralized, then naive
 };
 

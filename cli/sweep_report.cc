@@ -109,7 +109,7 @@ struct ChartScale {
   double X(double x) const { return kLeft + (x - x_lo) / (x_hi - x_lo) * (kRight - kLeft); }
   double Y(double y) const { return kBottom - (y - y_lo) / (y_hi - y_lo) * (kBottom - kTop); }
   std::string YText(double y) const {
-    return percent ? common::FormatPercent(y) : absl::StrFormat("%.3f", y);
+    return percent ? html_report::FormatPercent(y) : absl::StrFormat("%.3f", y);
   }
 };
 
@@ -155,7 +155,7 @@ void AppendAxes(const ChartScale& scale, const std::vector<double>& xs, const XA
                   "\" class=\"axis\" text-anchor=\"middle\">", axis.title(), "</text>\n");
   absl::StrAppend(svg, "<text x=\"16\" y=\"", (kTop + kBottom) / 2,
                   "\" class=\"axis\" text-anchor=\"middle\" transform=\"rotate(-90 16 ",
-                  (kTop + kBottom) / 2, ")\">", common::HtmlEscape(y_name), "</text>\n");
+                  (kTop + kBottom) / 2, ")\">", html_report::HtmlEscape(y_name), "</text>\n");
 }
 
 // A chart's legend: one entry per line, stacked right of the plot area.
@@ -167,7 +167,7 @@ class Legend {
     absl::StrAppend(svg_, "<line x1=\"", kRight + 16, "\" x2=\"", kRight + 44, "\" y1=\"", y_,
                     "\" y2=\"", y_, "\" stroke=\"", color, "\" stroke-width=\"2\"", dash, "/>\n");
     absl::StrAppend(svg_, "<text x=\"", kRight + 50, "\" y=\"", y_ + 4, "\" class=\"legend\">",
-                    common::HtmlEscape(text), "</text>\n");
+                    html_report::HtmlEscape(text), "</text>\n");
     y_ += 20;
   }
 
@@ -202,7 +202,7 @@ void AppendSeries(const std::string& chart, const Series& s, const XAxis& axis,
                     Num(p->C), "\" data-value=\"", absl::StrFormat("%.6g", v), "\" cx=\"",
                     Coord(scale.X(axis.Of(*p))), "\" cy=\"", Coord(scale.Y(v)),
                     "\" r=\"4\" stroke=\"", s.color, "\" fill=\"", naive ? "#ffffff" : s.color,
-                    "\"><title>", common::HtmlEscape(s.label), ", ", axis.name(), "=",
+                    "\"><title>", html_report::HtmlEscape(s.label), ", ", axis.name(), "=",
                     Num(axis.Of(*p)), ": ", scale.YText(v), "</title></circle>\n");
   }
   legend->Add(s.color, dash, s.label);
@@ -231,9 +231,9 @@ std::string Chart(const std::string& chart, const std::string& title, const std:
   std::string svg = absl::StrCat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" id=\"chart-", chart, "\" width=\"",
       kChartWidth, "\" height=\"", height, "\" viewBox=\"0 0 ", kChartWidth, " ", height,
-      "\" role=\"img\" aria-label=\"", common::HtmlEscape(title), "\">\n");
+      "\" role=\"img\" aria-label=\"", html_report::HtmlEscape(title), "\">\n");
   absl::StrAppend(&svg, "<text x=\"", kLeft, "\" y=\"22\" class=\"title\">",
-                  common::HtmlEscape(title), "</text>\n");
+                  html_report::HtmlEscape(title), "</text>\n");
   AppendAxes(scale, xs, axis, y_name, &svg);
 
   // Reference lines, then the series; the legend lists both.
@@ -256,12 +256,12 @@ std::string Chart(const std::string& chart, const std::string& title, const std:
 }  // namespace
 
 std::string SweepHtml(const SweepResult& r) {
-  const common::RawBaselines& b = r.baselines;
+  const evaluation::RawBaselines& b = r.baselines;
   const XAxis axis = ChooseXAxis(r);
   const std::vector<Series> series = GroupSeries(r, axis);
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>";
-  absl::StrAppend(&html, "fedanon sweep: ", common::HtmlEscape(r.job_name), "</title>\n");
+  absl::StrAppend(&html, "fedanon sweep: ", html_report::HtmlEscape(r.job_name), "</title>\n");
   absl::StrAppend(&html,
                   "<style>\n"
                   "body { font-family: sans-serif; margin: 2em; color: #222; }\n"
@@ -274,10 +274,10 @@ std::string SweepHtml(const SweepResult& r) {
                   ".chart text { font-size: 12px; fill: #222; }\n"
                   ".chart .title { font-size: 15px; font-weight: bold; }\n"
                   "</style>\n</head>\n<body>\n");
-  absl::StrAppend(&html, "<h1>Utility sweep: ", common::HtmlEscape(r.job_name), "</h1>\n");
-  absl::StrAppend(&html, "<p>Spec <code>", common::HtmlEscape(r.spec_path),
-                  "</code>, raw table <code>", common::HtmlEscape(r.raw_path),
-                  "</code>, grid <code>", common::HtmlEscape(r.grid), "</code>. ", b.records,
+  absl::StrAppend(&html, "<h1>Utility sweep: ", html_report::HtmlEscape(r.job_name), "</h1>\n");
+  absl::StrAppend(&html, "<p>Spec <code>", html_report::HtmlEscape(r.spec_path),
+                  "</code>, raw table <code>", html_report::HtmlEscape(r.raw_path),
+                  "</code>, grid <code>", html_report::HtmlEscape(r.grid), "</code>. ", b.records,
                   " records; C4.5-style tree trained on ", b.train_records, " and tested on ",
                   b.test_records, " (seed ", r.seed,
                   "). Anonymization: centralized top-down specialization (equal to the "
@@ -298,12 +298,12 @@ std::string SweepHtml(const SweepResult& r) {
                   "<table id=\"baselines\">\n<tr><th class=\"text\">error</th>"
                   "<th>value</th></tr>\n");
   absl::StrAppend(&html, "<tr><td class=\"text\">BE (raw data)</td><td>",
-                  common::FormatPercent(b.baseline_error), "</td></tr>\n");
+                  html_report::FormatPercent(b.baseline_error), "</td></tr>\n");
   absl::StrAppend(&html, "<tr><td class=\"text\">UE (QID attributes removed)</td><td>",
-                  common::FormatPercent(b.upper_bound_error), "</td></tr>\n");
-  for (const common::SourceError& s : b.source_errors) {
-    absl::StrAppend(&html, "<tr><td class=\"text\">SE (party ", common::HtmlEscape(s.party),
-                    "'s attributes)</td><td>", common::FormatPercent(s.error), "</td></tr>\n");
+                  html_report::FormatPercent(b.upper_bound_error), "</td></tr>\n");
+  for (const evaluation::SourceError& s : b.source_errors) {
+    absl::StrAppend(&html, "<tr><td class=\"text\">SE (party ", html_report::HtmlEscape(s.party),
+                    "'s attributes)</td><td>", html_report::FormatPercent(s.error), "</td></tr>\n");
   }
   absl::StrAppend(&html, "</table>\n");
 
@@ -327,14 +327,14 @@ std::string SweepHtml(const SweepResult& r) {
     absl::StrAppend(&html, "<tr><td class=\"text\">", p.method, "</td><td>", p.L, "</td><td>", p.K,
                     "</td><td>", Num(p.C), "</td>");
     if (p.ok) {
-      absl::StrAppend(&html, "<td>", common::FormatPercent(p.classification_error), "</td><td>",
-                      absl::StrFormat("%.4f", p.discernibility_ratio), "</td><td>", p.groups,
-                      "</td>");
+      absl::StrAppend(&html, "<td>", html_report::FormatPercent(p.classification_error),
+                      "</td><td>", absl::StrFormat("%.4f", p.discernibility_ratio), "</td><td>",
+                      p.groups, "</td>");
     } else {
       absl::StrAppend(&html, "<td></td><td></td><td></td>");
     }
     absl::StrAppend(&html, "<td>", absl::StrFormat("%.1f", p.seconds), "</td><td class=\"text\">",
-                    p.ok ? "" : common::HtmlEscape(absl::StrCat("no release: ", p.error)),
+                    p.ok ? "" : html_report::HtmlEscape(absl::StrCat("no release: ", p.error)),
                     "</td></tr>\n");
   }
   absl::StrAppend(&html, "</table>\n</body>\n</html>\n");
@@ -355,15 +355,15 @@ std::string SweepCsv(const SweepResult& r) {
     absl::StrAppend(&csv, absl::StrFormat("%.2f", p.seconds), ",",
                     absl::StrFormat("%.6f", r.baselines.baseline_error), ",",
                     absl::StrFormat("%.6f", r.baselines.upper_bound_error), ",",
-                    common::CsvField(p.error), "\n");
+                    table::CsvField(p.error), "\n");
   }
   return csv;
 }
 
 absl::Status WriteSweepReport(const SweepResult& result, const std::string& html_path,
                               const std::string& csv_path) {
-  if (absl::Status s = common::WriteFileAtomically(html_path, SweepHtml(result)); !s.ok()) return s;
-  if (absl::Status s = common::WriteFileAtomically(csv_path, SweepCsv(result)); !s.ok()) {
+  if (absl::Status s = table::WriteFileAtomically(html_path, SweepHtml(result)); !s.ok()) return s;
+  if (absl::Status s = table::WriteFileAtomically(csv_path, SweepCsv(result)); !s.ok()) {
     ::unlink(html_path.c_str());
     return s;
   }

@@ -19,7 +19,7 @@
 namespace fedanon::leader {
 
 struct FinalCheckRing {
-  common::PartyChannel* channel = nullptr;  // not owned
+  wire::PartyChannel* channel = nullptr;  // not owned
   std::string job_id;
   std::vector<std::string> ring;  // the data parties in the order agreed at Prepare (>= 3)
   uint32_t round = 0;

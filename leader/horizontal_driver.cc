@@ -27,9 +27,9 @@ namespace fedanon::leader {
 constexpr uint64_t kMaxReleasedWords = 50'000'000;
 
 absl::Status HorizontalDriver::Run(const JobHost& host, const JobRun& job,
-                                   const common::Dataset& schema) {
-  ASSIGN_OR_RETURN(common::PrivacyModel model,
-                   common::BuildPrivacyModel(job.request.spec(), schema));
+                                   const table::Dataset& schema) {
+  ASSIGN_OR_RETURN(engine::PrivacyModel model,
+                   engine::BuildPrivacyModel(job.request.spec(), schema));
   HorizontalDriver driver(host, job, schema, std::move(model));
   RETURN_IF_ERROR(driver.SetUpSums());
   const bool local = job.request.spec().recoding() == fedanon::v1::RECODING_LOCAL;
@@ -40,7 +40,7 @@ absl::Status HorizontalDriver::Run(const JobHost& host, const JobRun& job,
 }
 
 HorizontalDriver::HorizontalDriver(const JobHost& host, const JobRun& job,
-                                   const common::Dataset& schema, common::PrivacyModel model)
+                                   const table::Dataset& schema, engine::PrivacyModel model)
     : host_(host),
       job_(job),
       schema_(schema),
@@ -50,7 +50,7 @@ HorizontalDriver::HorizontalDriver(const JobHost& host, const JobRun& job,
       // Secure-sum and final-check vectors go in chunks that fit the message limit (the limit
       // minus the chunk headroom, in 8-byte words), at most 2^20 words (8 MiB) a chunk.
       sum_chunk_words_(static_cast<size_t>(std::clamp<uint64_t>(
-          common::ChunkBytesForLimit(host.options->max_message_bytes) / sizeof(uint64_t), 1,
+          wire::ChunkBytesForLimit(host.options->max_message_bytes) / sizeof(uint64_t), 1,
           uint64_t{1} << 20))) {
   for (const auto& q : schema_.qids) hier_.emplace_back(&q);
   channel_.set_waiting_observer(host.WaitingObserver(job.job_id));
@@ -82,14 +82,14 @@ absl::Status HorizontalDriver::SetUpSums() {
   return absl::OkStatus();
 }
 
-common::EngineOptions HorizontalDriver::EngineOptions() {
-  common::EngineOptions options;
+engine::EngineOptions HorizontalDriver::EngineOptions() {
+  engine::EngineOptions options;
   options.score = spec_.score();
   options.beneficial = spec_.beneficial();
   options.suppression_token = spec_.suppression_token();
-  options.numeric = common::NumericSplitFromSpec(spec_);
+  options.numeric = engine::NumericSplitFromSpec(spec_);
   // No root count the parties sum may exceed what the signed job lets them hold together.
-  const uint64_t per_party = common::MaxRecordsPerParty(spec_);
+  const uint64_t per_party = spec::MaxRecordsPerParty(spec_);
   const uint64_t parties = std::max<uint64_t>(1, job_.ring.size());
   options.max_records = per_party > UINT64_MAX / parties ? UINT64_MAX : per_party * parties;
   options.on_step = OnStep();
@@ -106,7 +106,7 @@ std::function<void(const fedanon::v1::SpecializationStep&, size_t)> HorizontalDr
 }
 
 absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunGlobalRounds() {
-  ASSIGN_OR_RETURN(global_, common::TopDownSpecializer::Create(&schema_, &model_, &hier_,
+  ASSIGN_OR_RETURN(global_, engine::TopDownSpecializer::Create(&schema_, &model_, &hier_,
                                                                sums_.get(), EngineOptions()));
   Rounds rounds;
   rounds.start = job_.elapsed();
@@ -114,8 +114,8 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunGlobalRounds() {
   round_ = static_cast<uint32_t>(global_->steps().size() + 1);
   rounds.end = job_.elapsed();
   rounds.total_records = global_->total_records();
-  const common::TopDownSpecializer& engine = *global_;
-  std::vector<std::vector<common::NodeIndex>> keys = engine.GroupKeys();
+  const engine::TopDownSpecializer& engine = *global_;
+  std::vector<std::vector<engine::NodeIndex>> keys = engine.GroupKeys();
   rounds.groups = keys.size();
   rounds.labels_of = [this, keys](size_t g) {
     std::vector<std::string> labels(hier_.size());
@@ -129,8 +129,8 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunGlobalRounds() {
   };
   rounds.final_check_layout = [this]() -> absl::StatusOr<std::pair<uint64_t, std::string>> {
     ASSIGN_OR_RETURN(
-        const common::FinalCheckLayout layout,
-        common::BuildFinalCheckLayout(model_, schema_, hier_, spec_.suppression_token()));
+        const engine::FinalCheckLayout layout,
+        engine::BuildFinalCheckLayout(model_, schema_, hier_, spec_.suppression_token()));
     return std::pair{layout.words,
                      absl::StrCat(layout.constraints.size(),
                                   " constraint(s) on the global counts of the final cut")};
@@ -161,10 +161,10 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunGlobalRounds() {
                            const std::vector<std::string>& header,
                            const std::vector<std::string>& rows) -> absl::Status {
     ASSIGN_OR_RETURN(
-        const common::FinalCheckLayout layout,
-        common::BuildFinalCheckLayout(model_, schema_, hier_, spec_.suppression_token()));
+        const engine::FinalCheckLayout layout,
+        engine::BuildFinalCheckLayout(model_, schema_, hier_, spec_.suppression_token()));
     const auto group_totals = global_->GroupTotals();
-    return common::CheckReleasedTable({.layout = &layout,
+    return engine::CheckReleasedTable({.layout = &layout,
                                        .schema = &schema_,
                                        .hier = &hier_,
                                        .suppression_token = spec_.suppression_token(),
@@ -175,7 +175,7 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunGlobalRounds() {
                                       rows);
   };
   rounds.collect_counts = [this, keys = std::move(keys), combinations] {
-    common::StatsRequest released;
+    engine::StatsRequest released;
     released.released_groups = keys;
     released.released_combinations = combinations;
     return sums_->Collect(released);
@@ -190,11 +190,11 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunLocalRounds() {
   ASSIGN_OR_RETURN(local_, leader::RunLocalRounds(schema_, model_, sums_.get(), job_.view_log.get(),
                                                   &round_, EngineOptions()));
   rounds.end = job_.elapsed();
-  const common::LocalRecoder& engine = *local_->engine;
+  const engine::LocalRecoder& engine = *local_->engine;
   rounds.total_records = engine.total_records();
   rounds.groups = engine.final_groups().size();
   rounds.labels_of = [&engine](size_t g) {
-    const std::vector<common::LocalValue>& key = engine.Key(engine.final_groups()[g]);
+    const std::vector<engine::LocalValue>& key = engine.Key(engine.final_groups()[g]);
     std::vector<std::string> labels(key.size());
     for (size_t a = 0; a < key.size(); ++a) {
       labels[a] = engine.Label(static_cast<int>(a), key[a]);
@@ -207,8 +207,8 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunLocalRounds() {
   rounds.final_check_layout = [this,
                                &engine]() -> absl::StatusOr<std::pair<uint64_t, std::string>> {
     // Every party re-checks each final group's size and confidences on the summed counts.
-    ASSIGN_OR_RETURN(const common::FinalCheckLayout layout,
-                     common::LocalFinalCheckLayout(model_, schema_, engine.final_groups().size()));
+    ASSIGN_OR_RETURN(const engine::FinalCheckLayout layout,
+                     engine::LocalFinalCheckLayout(model_, schema_, engine.final_groups().size()));
     return std::pair{layout.words, absl::StrCat(engine.final_groups().size(),
                                                 " local group(s) on their global counts")};
   };
@@ -337,8 +337,8 @@ absl::Status HorizontalDriver::StoreUnionAtLeader(const Rounds& rounds,
   const std::string& last = job_.ring.back();
   fedanon::v1::UnionList list;
   if (!carried.chunked()) {
-    ASSIGN_OR_RETURN(list, common::OpenUnionList(*leader_keys_, job_.job_id, job_.run_id, round_,
-                                                 leader, last, *last_party_key_, carried.whole));
+    ASSIGN_OR_RETURN(list, wire::OpenUnionList(*leader_keys_, job_.job_id, job_.run_id, round_,
+                                               leader, last, *last_party_key_, carried.whole));
   } else {
     if (carried.sender() != last) {
       return absl::PermissionDeniedError(absl::StrCat("the union list must come from '", last,
@@ -352,7 +352,7 @@ absl::Status HorizontalDriver::StoreUnionAtLeader(const Rounds& rounds,
     }
   }
   absl::StatusOr<std::vector<std::string>> opened =
-      common::OpenUnionRows(*leader_keys_, job_.job_id, job_.run_id, round_, leader, list.rows());
+      wire::OpenUnionRows(*leader_keys_, job_.job_id, job_.run_id, round_, leader, list.rows());
   if (!opened.ok()) {
     return absl::Status(opened.status().code(),
                         absl::StrCat("the leader (recipient) refuses the released table: ",
@@ -370,7 +370,7 @@ absl::Status HorizontalDriver::StoreUnionAtLeader(const Rounds& rounds,
   const std::vector<std::string_view> header_views(header.begin(), header.end());
   return host_.StoreResultOnce(job_.job_id, [&](const JobStore::ResultWriter& write) {
     return WriteTableBuffered(
-        common::CsvLine(header_views), perm.size(),
+        table::CsvLine(header_views), perm.size(),
         [&](size_t i) -> std::string_view { return rows[perm[i]]; }, write);
   });
 }
@@ -378,7 +378,7 @@ absl::Status HorizontalDriver::StoreUnionAtLeader(const Rounds& rounds,
 absl::Status HorizontalDriver::Finish(const Rounds& rounds, const std::string& final_check) {
   fedanon::v1::Report report;
   report.set_job_name(spec_.name());
-  report.set_version(common::VersionLine("fedanon-leader"));
+  report.set_version(base::VersionLine("fedanon-leader"));
   report.set_records_in(rounds.total_records);
   report.set_records_out(rounds.total_records);
   rounds.fill_report(&report);

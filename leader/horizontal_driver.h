@@ -34,7 +34,7 @@ class HorizontalDriver {
  public:
   // Runs `job` (its parties prepared, its view log open) over `schema`, the public schema of the
   // signed job; ends with the report stored and the parties told (EndJob).
-  static absl::Status Run(const JobHost& host, const JobRun& job, const common::Dataset& schema);
+  static absl::Status Run(const JobHost& host, const JobRun& job, const table::Dataset& schema);
 
  private:
   // What the rounds leave for the final check, the release and the report.
@@ -66,11 +66,11 @@ class HorizontalDriver {
         check_table;
   };
 
-  HorizontalDriver(const JobHost& host, const JobRun& job, const common::Dataset& schema,
-                   common::PrivacyModel model);
+  HorizontalDriver(const JobHost& host, const JobRun& job, const table::Dataset& schema,
+                   engine::PrivacyModel model);
   // The secure sums' source: its journal (durable jobs), view log and sealing keys.
   absl::Status SetUpSums();
-  common::EngineOptions EngineOptions();
+  engine::EngineOptions EngineOptions();
   // Each step taken: the round stamped on later messages, the progress recorded and logged.
   std::function<void(const fedanon::v1::SpecializationStep&, size_t)> OnStep();
   absl::StatusOr<Rounds> RunGlobalRounds();
@@ -88,10 +88,10 @@ class HorizontalDriver {
 
   const JobHost& host_;
   const JobRun& job_;
-  const common::Dataset& schema_;
+  const table::Dataset& schema_;
   const fedanon::v1::JobSpec& spec_;
-  const common::PrivacyModel model_;
-  std::vector<common::AttributeHierarchy> hier_;  // the leader's copy of the public hierarchies
+  const engine::PrivacyModel model_;
+  std::vector<engine::AttributeHierarchy> hier_;  // the leader's copy of the public hierarchies
   uint32_t round_ = 0;                            // stamped on every message
   // A party whose connection drops is waited for and asked the same request again.
   RejoiningChannel channel_;
@@ -100,7 +100,7 @@ class HorizontalDriver {
   std::unique_ptr<crypto::SealPublicKey> first_party_key_;
   std::unique_ptr<crypto::SealPublicKey> last_party_key_;
   std::unique_ptr<SecureSumCountSource> sums_;
-  std::unique_ptr<common::TopDownSpecializer> global_;  // global recoding's engine
+  std::unique_ptr<engine::TopDownSpecializer> global_;  // global recoding's engine
   std::optional<LocalRounds> local_;                    // local recoding's engine
 };
 

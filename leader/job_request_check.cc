@@ -42,7 +42,7 @@ absl::Status CheckVertical(const fedanon::v1::SubmitJobRequest& request, const P
     return absl::InvalidArgumentError(
         "a vertical job needs an attribute with role id (the column the parties match on)");
   }
-  return common::CheckVerticalScoreComputable(request.spec());
+  return engine::CheckVerticalScoreComputable(request.spec());
 }
 
 // A horizontal job: two parties or more, three when the leader holds data (mohammed2010 §5.5).
@@ -89,8 +89,8 @@ absl::Status CheckRecipient(const fedanon::v1::SubmitJobRequest& request, const 
 }  // namespace
 
 absl::Status CheckJobRequest(const fedanon::v1::SubmitJobRequest& request) {
-  RETURN_IF_ERROR(common::ValidateJobSpec(request.spec()));
-  RETURN_IF_ERROR(common::CheckFederatedRecoding(request.spec()));
+  RETURN_IF_ERROR(spec::ValidateJobSpec(request.spec()));
+  RETURN_IF_ERROR(spec::CheckFederatedRecoding(request.spec()));
   const fedanon::v1::Partitioning partitioning = request.spec().partitioning();
   if (partitioning != fedanon::v1::PARTITIONING_HORIZONTAL &&
       partitioning != fedanon::v1::PARTITIONING_VERTICAL) {

@@ -57,7 +57,7 @@ void JobHost::EndJobAtParties(const JobRun& job, bool success, const std::string
   if (!away.empty() && tell_later) tell_later(job.job_id, away, success, reason);
 }
 
-absl::Status TellJobEnded(common::PartyChannel* channel, const std::string& party,
+absl::Status TellJobEnded(wire::PartyChannel* channel, const std::string& party,
                           const std::string& job_id, bool success, const std::string& reason,
                           absl::Duration timeout) {
   fedanon::v1::LeaderMessage msg;

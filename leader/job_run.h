@@ -43,7 +43,7 @@ struct JobRun {
 struct JobHost {
   const LeaderOptions* options = nullptr;
   LeaderObserver* observer = nullptr;
-  common::PartyChannel* channel = nullptr;
+  wire::PartyChannel* channel = nullptr;
   JobStore* store = nullptr;
   // Cancelled when an admin cancelled the job or the leader shuts down.
   std::function<absl::Status(const std::string& job_id)> check_cancelled;
@@ -83,7 +83,7 @@ struct JobHost {
 };
 
 // Tells one party that the job ended; the answer's status (Unavailable: not connected).
-absl::Status TellJobEnded(common::PartyChannel* channel, const std::string& party,
+absl::Status TellJobEnded(wire::PartyChannel* channel, const std::string& party,
                           const std::string& job_id, bool success, const std::string& reason,
                           absl::Duration timeout);
 

@@ -41,7 +41,7 @@ int64_t NowUnix() {
 }
 
 // "^job-[0-9a-f]{12}$" (common/base/file_io.h). Only such ids are ever used in paths or queries.
-using common::ValidateJobId;
+using base::ValidateJobId;
 
 absl::StatusOr<std::string> NewJobId() {
   std::array<unsigned char, 6> bytes{};
@@ -147,14 +147,13 @@ absl::Status MakeDir(const std::string& dir) {
   for (size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
     const std::string prefix = pos == std::string::npos ? dir : dir.substr(0, pos);
     if (!prefix.empty() && ::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      return common::ErrnoStatus(errno,
-                                 absl::StrCat("job store: cannot create directory ", prefix));
+      return base::ErrnoStatus(errno, absl::StrCat("job store: cannot create directory ", prefix));
     }
     if (pos == std::string::npos) break;
   }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) {
-    return common::ErrnoStatus(errno, absl::StrCat("job store: cannot stat ", dir));
+    return base::ErrnoStatus(errno, absl::StrCat("job store: cannot stat ", dir));
   }
   if (!S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat("job store: ", dir, " is not a directory"));
@@ -185,7 +184,7 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& data
   sqlite3_extended_result_codes(db.get(), 1);
   // The WAL and shared-memory files inherit the database file's mode.
   if (::chmod(path.c_str(), 0600) != 0) {
-    return common::ErrnoStatus(errno, absl::StrCat("cannot chmod ", path));
+    return base::ErrnoStatus(errno, absl::StrCat("cannot chmod ", path));
   }
   if (const int brc = sqlite3_busy_timeout(db.get(), kBusyTimeoutMs); brc != SQLITE_OK) {
     return SqliteStatus(db.get(), brc, "busy_timeout");
@@ -199,11 +198,11 @@ absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& data
   }
   RETURN_IF_ERROR(Exec(db.get(), "PRAGMA foreign_keys=ON"));
   RETURN_IF_ERROR(Exec(
-      db.get(), common::DiskSyncsSkipped() ? "PRAGMA synchronous=OFF" : "PRAGMA synchronous=FULL"));
+      db.get(), base::DiskSyncsSkipped() ? "PRAGMA synchronous=OFF" : "PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(MigrateJobStore(db.get(), path));
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    return common::ErrnoStatus(errno, absl::StrCat("cannot stat ", path));
+    return base::ErrnoStatus(errno, absl::StrCat("cannot stat ", path));
   }
   std::unique_ptr<JobStore> store(new JobStore(db.release(), data_dir));
   store->file_dev_ = st.st_dev;
@@ -332,8 +331,8 @@ absl::Status JobStore::StoreResult(const std::string& job_id, const std::string&
   }
   // The file is written without holding the lock (fsync may be slow); temp names are unique.
   const std::string dir = data_dir_ + "/results";
-  RETURN_IF_ERROR(common::WriteFileAtomically(absl::StrCat(dir, "/", job_id, ".csv"), csv,
-                                              {.mode = common::kPrivateFileMode}));
+  RETURN_IF_ERROR(base::WriteFileAtomically(absl::StrCat(dir, "/", job_id, ".csv"), csv,
+                                            {.mode = base::kPrivateFileMode}));
   absl::MutexLock lock(&mu_);
   Stmt s(db_, "UPDATE jobs SET has_result = 1, updated_unix = ?2 WHERE job_id = ?1");
   s.Bind(1, job_id).Bind(2, NowUnix());
@@ -348,9 +347,9 @@ absl::Status JobStore::StoreResultStreamed(
     RETURN_IF_ERROR(RequireJob(db_, job_id));
   }
   ASSIGN_OR_RETURN(
-      std::unique_ptr<common::AtomicFileWriter> file,
-      common::AtomicFileWriter::Open(absl::StrCat(data_dir_, "/results/", job_id, ".csv"),
-                                     {.mode = common::kPrivateFileMode}));
+      std::unique_ptr<base::AtomicFileWriter> file,
+      base::AtomicFileWriter::Open(absl::StrCat(data_dir_, "/results/", job_id, ".csv"),
+                                   {.mode = base::kPrivateFileMode}));
   RETURN_IF_ERROR(produce([&file](std::string_view bytes) { return file->Write(bytes); }));
   RETURN_IF_ERROR(file->Commit());
   absl::MutexLock lock(&mu_);
@@ -366,7 +365,7 @@ absl::StatusOr<bool> JobStore::HasResult(const std::string& job_id) const {
   // A regular file only: anything else (a symbolic link put there) is not a stored result.
   if (::lstat(path.c_str(), &st) == 0) return S_ISREG(st.st_mode);
   if (errno == ENOENT) return false;
-  return common::ErrnoStatus(errno, "cannot look at the result file", path);
+  return base::ErrnoStatus(errno, "cannot look at the result file", path);
 }
 
 absl::StatusOr<std::string> JobStore::LoadResult(const std::string& job_id) const {
@@ -376,8 +375,8 @@ absl::StatusOr<std::string> JobStore::LoadResult(const std::string& job_id) cons
     RETURN_IF_ERROR(RequireJob(db_, job_id));
   }
   absl::StatusOr<std::string> csv =
-      common::ReadFile(absl::StrCat(data_dir_, "/results/", job_id, ".csv"),
-                       /*follow_symlinks=*/false);
+      base::ReadFile(absl::StrCat(data_dir_, "/results/", job_id, ".csv"),
+                     /*follow_symlinks=*/false);
   if (absl::IsNotFound(csv.status())) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, " has no result at the leader"));
   }

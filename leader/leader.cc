@@ -42,7 +42,7 @@ bool IsFinal(JobState s) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
-                                                       common::PartyChannel* channel) {
+                                                       wire::PartyChannel* channel) {
   if (options.max_concurrent_jobs < 1 || options.max_concurrent_jobs > kMaxConcurrentJobsLimit) {
     return absl::InvalidArgumentError(absl::StrCat("max_concurrent_jobs must be in 1..",
                                                    kMaxConcurrentJobsLimit, ", not ",
@@ -113,8 +113,7 @@ absl::StatusOr<std::unique_ptr<Leader>> Leader::Create(LeaderOptions options,
   return leader;
 }
 
-Leader::Leader(LeaderOptions options, common::PartyChannel* channel,
-               std::unique_ptr<JobStore> store)
+Leader::Leader(LeaderOptions options, wire::PartyChannel* channel, std::unique_ptr<JobStore> store)
     : options_(std::move(options)),
       observer_(options_.observer != nullptr ? options_.observer : &NoLeaderObserver()),
       channel_(channel),
@@ -183,7 +182,7 @@ void Leader::TellerLoop() {
     }
     if (untold.empty()) continue;
     std::set<std::string> connected;
-    for (const common::ConnectedParty& p : channel_->Parties()) connected.insert(p.name);
+    for (const wire::ConnectedParty& p : channel_->Parties()) connected.insert(p.name);
     for (const UntoldEnd& end : untold) {
       if (!connected.contains(end.party)) continue;
       {
@@ -486,14 +485,14 @@ absl::Status Leader::RunJob(JobRun* run) {
   }
   job.recipient = request.recipient().empty() ? options_.name : request.recipient();
   RETURN_IF_ERROR(CheckJobRequest(request));
-  ASSIGN_OR_RETURN(job.run_id, common::RunIdOf(request.authorization()));
+  ASSIGN_OR_RETURN(job.run_id, wire::RunIdOf(request.authorization()));
 
   // The public schema the leader scores with, from the taxonomies the admin submitted.
   std::map<std::string, std::string> texts;
   for (const auto& [attr, text] : request.taxonomies()) texts[attr] = text;
-  ASSIGN_OR_RETURN(common::Dataset schema, common::BuildPublicSchema(request.spec(), texts));
+  ASSIGN_OR_RETURN(table::Dataset schema, table::BuildPublicSchema(request.spec(), texts));
   const std::string expected_digest =
-      crypto::Sha256(common::CanonicalJobBytes(request.spec(), texts));
+      crypto::Sha256(spec::CanonicalJobBytes(request.spec(), texts));
   if (job.resume) {
     // Prepared before the restart (a second Prepare of the run would be refused): the parties
     // keep the job, in memory or in their durable state. Wait for them to reconnect.

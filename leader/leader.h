@@ -59,7 +59,7 @@ class Leader {
  public:
   // `channel` is not owned and must outlive the leader. Recovers the job store after a restart.
   static absl::StatusOr<std::unique_ptr<Leader>> Create(LeaderOptions options,
-                                                        common::PartyChannel* channel);
+                                                        wire::PartyChannel* channel);
   // Stops the workers; jobs they were running stay in the job store as they were (running
   // horizontal jobs resume at the next start), unless an admin had cancelled them.
   ~Leader();
@@ -84,7 +84,7 @@ class Leader {
   // The job's view log (leader/view_log.h): JSON lines, "" when nothing was decoded yet;
   // NotFound for an unknown job.
   absl::StatusOr<std::string> ViewLogText(const std::string& job_id) const;
-  std::vector<common::ConnectedParty> Parties() const { return channel_->Parties(); }
+  std::vector<wire::ConnectedParty> Parties() const { return channel_->Parties(); }
   QueueStats Queue() const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the job store answers (JobStore::CheckAvailable): cheap, for health checks.
   absl::Status CheckStore() const { return store_->CheckAvailable(); }
@@ -92,7 +92,7 @@ class Leader {
   JobStore* store() const { return store_.get(); }
 
  private:
-  Leader(LeaderOptions options, common::PartyChannel* channel, std::unique_ptr<JobStore> store);
+  Leader(LeaderOptions options, wire::PartyChannel* channel, std::unique_ptr<JobStore> store);
   // Cancellation of one running job (set by Cancel or the destructor, read between messages).
   struct RunningJob {
     bool cancel = false;
@@ -132,7 +132,7 @@ class Leader {
 
   LeaderOptions options_;
   LeaderObserver* observer_;  // options_.observer or NoLeaderObserver()
-  common::PartyChannel* channel_;
+  wire::PartyChannel* channel_;
   std::unique_ptr<JobStore> store_;
   JobHost host_;  // what the drivers of the jobs are lent (job_run.h)
 

@@ -8,9 +8,9 @@
 
 namespace fedanon::leader {
 
-void LocalGroupRefToProto(const common::LocalGroupRef& ref, fedanon::v1::LocalGroupRef* out) {
+void LocalGroupRefToProto(const engine::LocalGroupRef& ref, fedanon::v1::LocalGroupRef* out) {
   out->set_group(ref.group);
-  for (const common::LocalValue& v : ref.key) {
+  for (const engine::LocalValue& v : ref.key) {
     auto* p = out->add_key();
     p->set_node(v.node);
     p->set_lo(v.lo);
@@ -18,9 +18,9 @@ void LocalGroupRefToProto(const common::LocalGroupRef& ref, fedanon::v1::LocalGr
   }
 }
 
-FederatedLocalSource::FederatedLocalSource(SecureSumCountSource* sums,
-                                           const common::Dataset* schema, ViewLog* log,
-                                           std::function<uint32_t()> round, size_t max_groups)
+FederatedLocalSource::FederatedLocalSource(SecureSumCountSource* sums, const table::Dataset* schema,
+                                           ViewLog* log, std::function<uint32_t()> round,
+                                           size_t max_groups)
     : sums_(sums),
       schema_(schema),
       log_(log),
@@ -31,12 +31,12 @@ FederatedLocalSource::FederatedLocalSource(SecureSumCountSource* sums,
 
 absl::StatusOr<std::vector<uint64_t>> FederatedLocalSource::RangeCounts(
     int attr, const std::vector<int32_t>& bounds) {
-  common::StatsRequest request;
+  engine::StatsRequest request;
   request.range_counts.push_back({attr, bounds, /*labelled=*/false});
   return sums_->Collect(request);  // logged as numeric_split_cells by the secure sum
 }
 
-absl::Status FederatedLocalSource::UseFineMap(const common::LocalFineMap* fine) {
+absl::Status FederatedLocalSource::UseFineMap(const engine::LocalFineMap* fine) {
   fine_ = fine;
   fedanon::v1::StateUpdate u;
   auto* setup = u.mutable_local_setup();
@@ -50,7 +50,7 @@ absl::Status FederatedLocalSource::UseFineMap(const common::LocalFineMap* fine) 
   return absl::OkStatus();
 }
 
-absl::Status FederatedLocalSource::LogGroup(const common::LocalGroupRef& ref,
+absl::Status FederatedLocalSource::LogGroup(const engine::LocalGroupRef& ref,
                                             const std::vector<uint64_t>& words) {
   if (log_ == nullptr) return absl::OkStatus();
   const uint32_t round = round_();
@@ -66,7 +66,7 @@ absl::Status FederatedLocalSource::LogGroup(const common::LocalGroupRef& ref,
   for (size_t a = 0; a < schema_->qids.size(); ++a) {
     const int fine = fine_->FineCount(static_cast<int>(a), ref.key[a]);
     if (fine == 0) continue;
-    const bool continuous = schema_->qids[a].kind == common::QidKind::kContinuous;
+    const bool continuous = schema_->qids[a].kind == table::QidKind::kContinuous;
     const bool counts_only = continuous && fine_->binned();
     const size_t len = static_cast<size_t>(fine) * (counts_only ? 1 : width_);
     ViewEntry e;
@@ -86,7 +86,7 @@ absl::Status FederatedLocalSource::LogGroup(const common::LocalGroupRef& ref,
 }
 
 absl::StatusOr<std::vector<std::vector<uint64_t>>> FederatedLocalSource::GroupStatsBatch(
-    const std::vector<common::LocalGroupRef>& groups) {
+    const std::vector<engine::LocalGroupRef>& groups) {
   if (fine_ == nullptr) return absl::FailedPreconditionError("local recoding: no fine map yet");
   std::vector<std::vector<uint64_t>> out;
   out.reserve(groups.size());
@@ -96,12 +96,12 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> FederatedLocalSource::GroupSt
     size_t words = 0;
     for (size_t i = begin; i < end; ++i) {
       LocalGroupRefToProto(groups[i], request.mutable_local()->add_groups());
-      words += common::LocalGroupStatsLength(*schema_, *fine_, groups[i].key);
+      words += engine::LocalGroupStatsLength(*schema_, *fine_, groups[i].key);
     }
     ASSIGN_OR_RETURN(const std::vector<uint64_t> sum, sums_->CollectProto(request, words));
     size_t off = 0;
     for (size_t i = begin; i < end; ++i) {
-      const size_t len = common::LocalGroupStatsLength(*schema_, *fine_, groups[i].key);
+      const size_t len = engine::LocalGroupStatsLength(*schema_, *fine_, groups[i].key);
       std::vector<uint64_t> w(sum.begin() + static_cast<ptrdiff_t>(off),
                               sum.begin() + static_cast<ptrdiff_t>(off + len));
       off += len;
@@ -113,7 +113,7 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> FederatedLocalSource::GroupSt
 }
 
 absl::StatusOr<std::vector<std::vector<uint64_t>>> FederatedLocalSource::RangeStatsBatch(
-    const std::vector<common::LocalRangeQuery>& queries) {
+    const std::vector<engine::LocalRangeQuery>& queries) {
   if (fine_ == nullptr) return absl::FailedPreconditionError("local recoding: no fine map yet");
   std::vector<std::vector<uint64_t>> out;
   out.reserve(queries.size());
@@ -122,7 +122,7 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> FederatedLocalSource::RangeSt
     fedanon::v1::StatsRequest request;
     size_t words = 0;
     for (size_t i = begin; i < end; ++i) {
-      const common::LocalRangeQuery& q = queries[i];
+      const engine::LocalRangeQuery& q = queries[i];
       auto* r = request.mutable_local()->add_ranges();
       LocalGroupRefToProto({q.group, q.key}, r->mutable_group());
       r->set_attribute(static_cast<uint32_t>(q.attr));
@@ -132,7 +132,7 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> FederatedLocalSource::RangeSt
     ASSIGN_OR_RETURN(const std::vector<uint64_t> sum, sums_->CollectProto(request, words));
     size_t off = 0;
     for (size_t i = begin; i < end; ++i) {
-      const common::LocalRangeQuery& q = queries[i];
+      const engine::LocalRangeQuery& q = queries[i];
       const size_t len = (q.bounds.size() - 1) * width_;
       std::vector<uint64_t> w(sum.begin() + static_cast<ptrdiff_t>(off),
                               sum.begin() + static_cast<ptrdiff_t>(off + len));
@@ -159,8 +159,8 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> FederatedLocalSource::RangeSt
   return out;
 }
 
-absl::Status FederatedLocalSource::SplitGroups(const std::vector<common::LocalSplit>& splits) {
-  for (const common::LocalSplit& s : splits) {
+absl::Status FederatedLocalSource::SplitGroups(const std::vector<engine::LocalSplit>& splits) {
+  for (const engine::LocalSplit& s : splits) {
     fedanon::v1::StateUpdate u;
     auto* in = u.mutable_local_split();
     LocalGroupRefToProto({s.group, s.key}, in->mutable_group());

@@ -22,34 +22,34 @@
 
 namespace fedanon::leader {
 
-class FederatedLocalSource : public common::LocalGroupSource {
+class FederatedLocalSource : public engine::LocalGroupSource {
  public:
   // Not owned: `sums` (the job's secure sums), `schema` (the public schema), `log` (may be null).
-  FederatedLocalSource(SecureSumCountSource* sums, const common::Dataset* schema, ViewLog* log,
+  FederatedLocalSource(SecureSumCountSource* sums, const table::Dataset* schema, ViewLog* log,
                        std::function<uint32_t()> round, size_t max_groups = 2048);
 
   absl::StatusOr<std::vector<uint64_t>> RangeCounts(int attr,
                                                     const std::vector<int32_t>& bounds) override;
-  absl::Status UseFineMap(const common::LocalFineMap* fine) override;
+  absl::Status UseFineMap(const engine::LocalFineMap* fine) override;
   absl::StatusOr<std::vector<std::vector<uint64_t>>> GroupStatsBatch(
-      const std::vector<common::LocalGroupRef>& groups) override;
+      const std::vector<engine::LocalGroupRef>& groups) override;
   absl::StatusOr<std::vector<std::vector<uint64_t>>> RangeStatsBatch(
-      const std::vector<common::LocalRangeQuery>& queries) override;
-  absl::Status SplitGroups(const std::vector<common::LocalSplit>& splits) override;
+      const std::vector<engine::LocalRangeQuery>& queries) override;
+  absl::Status SplitGroups(const std::vector<engine::LocalSplit>& splits) override;
 
  private:
-  absl::Status LogGroup(const common::LocalGroupRef& ref, const std::vector<uint64_t>& words);
+  absl::Status LogGroup(const engine::LocalGroupRef& ref, const std::vector<uint64_t>& words);
 
   SecureSumCountSource* sums_;
-  const common::Dataset* schema_;
+  const table::Dataset* schema_;
   ViewLog* log_;
   std::function<uint32_t()> round_;
   size_t max_groups_;
   size_t width_;
-  const common::LocalFineMap* fine_ = nullptr;
+  const engine::LocalFineMap* fine_ = nullptr;
 };
 
 // Proto forms shared by the leader and the parties.
-void LocalGroupRefToProto(const common::LocalGroupRef& ref, fedanon::v1::LocalGroupRef* out);
+void LocalGroupRefToProto(const engine::LocalGroupRef& ref, fedanon::v1::LocalGroupRef* out);
 
 }  // namespace fedanon::leader

@@ -10,16 +10,16 @@
 
 namespace fedanon::leader {
 
-absl::StatusOr<LocalRounds> RunLocalRounds(const common::Dataset& schema,
-                                           const common::PrivacyModel& model,
+absl::StatusOr<LocalRounds> RunLocalRounds(const table::Dataset& schema,
+                                           const engine::PrivacyModel& model,
                                            SecureSumCountSource* sums, ViewLog* view_log,
-                                           uint32_t* round, common::EngineOptions options) {
+                                           uint32_t* round, engine::EngineOptions options) {
   // Owned by the rounds: the engine calls it until Run returns.
   auto source =
       std::make_shared<FederatedLocalSource>(sums, &schema, view_log, [round] { return *round; });
   LocalRounds out;
   ASSIGN_OR_RETURN(out.engine,
-                   common::LocalRecoder::Create(&schema, &model, std::move(options), source.get()));
+                   engine::LocalRecoder::Create(&schema, &model, std::move(options), source.get()));
   ASSIGN_OR_RETURN(out.stop_reason, out.engine->Run());
   *round = static_cast<uint32_t>(out.engine->steps().size() + 1);
   // Every split went out with the statistics of its children (the wave's last secure sum).
@@ -29,8 +29,8 @@ absl::StatusOr<LocalRounds> RunLocalRounds(const common::Dataset& schema,
   return out;
 }
 
-fedanon::v1::StatsRequest LocalReleasedCountsRequest(const common::LocalRecoder& engine,
-                                                     const common::Dataset& schema) {
+fedanon::v1::StatsRequest LocalReleasedCountsRequest(const engine::LocalRecoder& engine,
+                                                     const table::Dataset& schema) {
   fedanon::v1::StatsRequest request;
   auto* local = request.mutable_local();
   for (int32_t g : engine.final_groups()) {
@@ -40,11 +40,11 @@ fedanon::v1::StatsRequest LocalReleasedCountsRequest(const common::LocalRecoder&
   return request;
 }
 
-bool LocalReleasedCountsApply(const common::LocalRecoder& engine, const common::Dataset& schema) {
+bool LocalReleasedCountsApply(const engine::LocalRecoder& engine, const table::Dataset& schema) {
   const uint64_t combos = schema.ValueCombinations();
-  if (!schema.all_values_declared || combos > common::kMaxLocalReleasedWords ||
+  if (!schema.all_values_declared || combos > engine::kMaxLocalReleasedWords ||
       engine.final_groups().size() >
-          common::kMaxLocalReleasedWords / std::max<uint64_t>(1, combos)) {
+          engine::kMaxLocalReleasedWords / std::max<uint64_t>(1, combos)) {
     return false;
   }
   // Each group costs a few bytes per QID attribute in the request: bounded without building it.
@@ -54,8 +54,8 @@ bool LocalReleasedCountsApply(const common::LocalRecoder& engine, const common::
   return bytes <= kMaxLocalReleaseRequestBytes;
 }
 
-absl::StatusOr<std::vector<uint64_t>> CollectLocalReleasedCounts(const common::LocalRecoder& engine,
-                                                                 const common::Dataset& schema,
+absl::StatusOr<std::vector<uint64_t>> CollectLocalReleasedCounts(const engine::LocalRecoder& engine,
+                                                                 const table::Dataset& schema,
                                                                  SecureSumCountSource* sums,
                                                                  ViewLog* view_log,
                                                                  uint32_t round) {

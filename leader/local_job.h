@@ -25,35 +25,35 @@
 namespace fedanon::leader {
 
 struct LocalRounds {
-  std::unique_ptr<common::LocalRecoder> engine;
+  std::unique_ptr<engine::LocalRecoder> engine;
   std::string stop_reason;
 };
 
 // Runs the rounds with the engine `options` a global job would use (score, numeric split, the
 // record limit, `on_step` told each step). `round` is the round number the secure sums stamp
 // (updated as steps are taken).
-absl::StatusOr<LocalRounds> RunLocalRounds(const common::Dataset& schema,
-                                           const common::PrivacyModel& model,
+absl::StatusOr<LocalRounds> RunLocalRounds(const table::Dataset& schema,
+                                           const engine::PrivacyModel& model,
                                            SecureSumCountSource* sums, ViewLog* view_log,
-                                           uint32_t* round, common::EngineOptions options);
+                                           uint32_t* round, engine::EngineOptions options);
 
 // Whether the released counts of the final groups fit: every released non-QID attribute has a
 // declared domain, final groups x combinations <= common::kMaxLocalReleasedWords, and the request
 // naming every final group with its key stays under kMaxLocalReleaseRequestBytes. (The caller
 // also requires the leader to be the recipient.)
 inline constexpr size_t kMaxLocalReleaseRequestBytes = size_t{16} << 20;
-bool LocalReleasedCountsApply(const common::LocalRecoder& engine, const common::Dataset& schema);
+bool LocalReleasedCountsApply(const engine::LocalRecoder& engine, const table::Dataset& schema);
 
 // The request of the released counts: every final group (in final_groups() order) with its key,
 // and the job's value combinations.
-fedanon::v1::StatsRequest LocalReleasedCountsRequest(const common::LocalRecoder& engine,
-                                                     const common::Dataset& schema);
+fedanon::v1::StatsRequest LocalReleasedCountsRequest(const engine::LocalRecoder& engine,
+                                                     const table::Dataset& schema);
 
 // One secure sum of the released counts: per final group (final_groups() order),
 // schema.ValueCombinations() words. Each group's words go to the view log as a
 // kViewReleasedCounts entry ("group N").
-absl::StatusOr<std::vector<uint64_t>> CollectLocalReleasedCounts(const common::LocalRecoder& engine,
-                                                                 const common::Dataset& schema,
+absl::StatusOr<std::vector<uint64_t>> CollectLocalReleasedCounts(const engine::LocalRecoder& engine,
+                                                                 const table::Dataset& schema,
                                                                  SecureSumCountSource* sums,
                                                                  ViewLog* view_log, uint32_t round);
 

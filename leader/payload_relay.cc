@@ -17,10 +17,10 @@ absl::StatusOr<CarriedPayload> PayloadRelay::Fetch(const std::string& producer, 
   }
   if (ref.sender() != producer) {
     return absl::InvalidArgumentError(
-        absl::StrCat("party '", producer, "' answered with ", common::DescribeStream(ref)));
+        absl::StrCat("party '", producer, "' answered with ", wire::DescribeStream(ref)));
   }
-  ASSIGN_OR_RETURN(common::ChunkReceiver receiver,
-                   common::ChunkReceiver::Start(ref, common::kMaxChunkedPayloadBytes));
+  ASSIGN_OR_RETURN(wire::ChunkReceiver receiver,
+                   wire::ChunkReceiver::Start(ref, wire::kMaxChunkedPayloadBytes));
   for (uint32_t i = 0; i < ref.chunks(); ++i) {
     if (check_) RETURN_IF_ERROR(check_());
     fedanon::v1::LeaderMessage msg;
@@ -81,18 +81,18 @@ absl::StatusOr<std::string> OpenCarriedAtLeader(
     return crypto::OpenFrom(keys, sender_key, context, carried.whole.ciphertext());
   }
   if (carried.ref.purpose() != purpose) {
-    return absl::PermissionDeniedError(absl::StrCat(common::DescribeStream(carried.ref), " is a '",
+    return absl::PermissionDeniedError(absl::StrCat(wire::DescribeStream(carried.ref), " is a '",
                                                     carried.ref.purpose(), "' payload, not '",
                                                     purpose, "'"));
   }
-  return common::OpenChunks(
-      carried.ref, carried.chunks,
-      [&](const fedanon::v1::SealedPayload& chunk,
-          const std::string& chunk_purpose) -> absl::StatusOr<std::string> {
-        const crypto::SealContext context{job_id,      run_id,       round, carried.ref.sender(),
-                                          leader_name, chunk_purpose};
-        return crypto::OpenFrom(keys, sender_key, context, chunk.ciphertext());
-      });
+  return wire::OpenChunks(carried.ref, carried.chunks,
+                          [&](const fedanon::v1::SealedPayload& chunk,
+                              const std::string& chunk_purpose) -> absl::StatusOr<std::string> {
+                            const crypto::SealContext context{job_id,      run_id,
+                                                              round,       carried.ref.sender(),
+                                                              leader_name, chunk_purpose};
+                            return crypto::OpenFrom(keys, sender_key, context, chunk.ciphertext());
+                          });
 }
 
 }  // namespace fedanon::leader

@@ -32,7 +32,7 @@ struct CarriedPayload {
 
 class PayloadRelay {
  public:
-  PayloadRelay(common::PartyChannel* channel, std::string job_id,
+  PayloadRelay(wire::PartyChannel* channel, std::string job_id,
                std::function<absl::Status()> check_cancelled = nullptr)
       : channel_(channel), job_id_(std::move(job_id)), check_(std::move(check_cancelled)) {}
 
@@ -49,7 +49,7 @@ class PayloadRelay {
                     fedanon::v1::ChunkRef* ref_field) const;
 
  private:
-  common::PartyChannel* channel_;
+  wire::PartyChannel* channel_;
   const std::string job_id_;
   const std::function<absl::Status()> check_;
 };

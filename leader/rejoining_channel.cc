@@ -18,7 +18,7 @@ constexpr absl::Duration kPoll = absl::Milliseconds(100);
 }  // namespace
 
 RejoiningChannel::RejoiningChannel(
-    common::PartyChannel* inner, absl::Duration rejoin_timeout, std::function<absl::Status()> check,
+    wire::PartyChannel* inner, absl::Duration rejoin_timeout, std::function<absl::Status()> check,
     std::function<void(const std::string&, absl::Duration)> on_rejoin)
     : inner_(inner),
       rejoin_timeout_(rejoin_timeout),
@@ -26,9 +26,9 @@ RejoiningChannel::RejoiningChannel(
       on_rejoin_(std::move(on_rejoin)) {}
 
 bool RejoiningChannel::Connected(const std::string& party) const {
-  const std::vector<common::ConnectedParty> parties = inner_->Parties();
+  const std::vector<wire::ConnectedParty> parties = inner_->Parties();
   return std::any_of(parties.begin(), parties.end(),
-                     [&](const common::ConnectedParty& p) { return p.name == party; });
+                     [&](const wire::ConnectedParty& p) { return p.name == party; });
 }
 
 absl::StatusOr<fedanon::v1::PartyMessage> RejoiningChannel::Call(

@@ -23,11 +23,11 @@
 
 namespace fedanon::leader {
 
-class RejoiningChannel : public common::PartyChannel {
+class RejoiningChannel : public wire::PartyChannel {
  public:
   // `inner` is not owned. `check` is called while waiting (e.g. the job's cancellation) and ends
   // the wait with its error. `on_rejoin(party, waited)` is told each time a party came back.
-  RejoiningChannel(common::PartyChannel* inner, absl::Duration rejoin_timeout,
+  RejoiningChannel(wire::PartyChannel* inner, absl::Duration rejoin_timeout,
                    std::function<absl::Status()> check,
                    std::function<void(const std::string&, absl::Duration)> on_rejoin = nullptr);
 
@@ -39,7 +39,7 @@ class RejoiningChannel : public common::PartyChannel {
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override;
-  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+  std::vector<wire::ConnectedParty> Parties() const override { return inner_->Parties(); }
 
   // Waits until every one of `parties` is connected (OK), the deadline passes (Unavailable
   // naming the first party still away: "party 'x' did not connect within N s (<deadline_name>)")
@@ -50,7 +50,7 @@ class RejoiningChannel : public common::PartyChannel {
  private:
   bool Connected(const std::string& party) const;
 
-  common::PartyChannel* inner_;
+  wire::PartyChannel* inner_;
   absl::Duration rejoin_timeout_;
   std::function<absl::Status()> check_;
   std::function<void(const std::string&, absl::Duration)> on_rejoin_;

@@ -53,7 +53,7 @@ absl::Status CheckCountsAddUp(const std::vector<uint64_t>& counts, uint64_t tota
 // Per released column (every attribute but the record id, in spec order, named in `header`): a
 // QID index (>= 0) or a value column (-1 - index).
 absl::StatusOr<std::vector<int>> ReleasedColumnSources(const fedanon::v1::JobSpec& spec,
-                                                       const common::Dataset& schema,
+                                                       const table::Dataset& schema,
                                                        std::vector<std::string_view>* header) {
   std::vector<int> source;
   for (const auto& a : spec.attributes()) {
@@ -74,9 +74,9 @@ absl::StatusOr<std::vector<int>> ReleasedColumnSources(const fedanon::v1::JobSpe
 }
 
 // Per tracked sensitive value: its value column and its index there (-1: not released here).
-std::vector<std::pair<int, int32_t>> TrackedValueColumns(const common::Dataset& schema) {
+std::vector<std::pair<int, int32_t>> TrackedValueColumns(const table::Dataset& schema) {
   std::vector<std::pair<int, int32_t>> tracked_at;
-  for (const common::TrackedSensitive& t : schema.tracked) {
+  for (const table::TrackedSensitive& t : schema.tracked) {
     std::pair<int, int32_t> at{-1, -1};
     for (size_t v = 0; v < schema.value_columns.size(); ++v) {
       const auto& values = schema.value_columns[v].values;
@@ -90,7 +90,7 @@ std::vector<std::pair<int, int32_t>> TrackedValueColumns(const common::Dataset& 
 }
 
 // The value of each value column in combination `c` (the last column varies fastest).
-void DecodeCombination(const common::Dataset& schema, uint64_t c, std::vector<int32_t>* index) {
+void DecodeCombination(const table::Dataset& schema, uint64_t c, std::vector<int32_t>* index) {
   for (size_t v = schema.value_columns.size(); v-- > 0;) {
     const uint64_t size = std::max<uint64_t>(1, schema.value_columns[v].values.size());
     (*index)[v] = static_cast<int32_t>(c % size);
@@ -101,7 +101,7 @@ void DecodeCombination(const common::Dataset& schema, uint64_t c, std::vector<in
 }  // namespace
 
 absl::Status WriteReleasedTableFromCounts(
-    const fedanon::v1::JobSpec& spec, const common::Dataset& schema, size_t groups,
+    const fedanon::v1::JobSpec& spec, const table::Dataset& schema, size_t groups,
     const std::function<std::vector<std::string>(size_t)>& labels_of,
     const std::vector<uint64_t>& counts, uint64_t total_records,
     const JobStore::ResultWriter& write, const std::vector<std::vector<uint64_t>>* group_totals) {
@@ -149,7 +149,7 @@ absl::Status WriteReleasedTableFromCounts(
                 : std::string_view(
                       schema.value_columns[-1 - source[i]].values[value_index[-1 - source[i]]]);
       }
-      lines.push_back(common::CsvLine(row));
+      lines.push_back(table::CsvLine(row));
       line_of.insert(line_of.end(), n, static_cast<uint32_t>(lines.size() - 1));
       held[0] += n;
       for (size_t b = 0; b < tracked_at.size(); ++b) {
@@ -176,7 +176,7 @@ absl::Status WriteReleasedTableFromCounts(
                                                      " released rows; nothing was released"));
   }
   return WriteTableBuffered(
-      common::CsvLine(header), perm.size(),
+      table::CsvLine(header), perm.size(),
       [&](size_t i) -> std::string_view { return lines[line_of[perm[i]]]; }, write);
 }
 

@@ -33,7 +33,7 @@ absl::Status WriteTableBuffered(const std::string& header_line, size_t n,
 // summed them) when a group's counts do not add up to its own: a party moved records between
 // groups or values.
 absl::Status WriteReleasedTableFromCounts(
-    const fedanon::v1::JobSpec& spec, const common::Dataset& schema, size_t groups,
+    const fedanon::v1::JobSpec& spec, const table::Dataset& schema, size_t groups,
     const std::function<std::vector<std::string>(size_t)>& labels_of,
     const std::vector<uint64_t>& counts, uint64_t total_records,
     const JobStore::ResultWriter& write,

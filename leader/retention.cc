@@ -32,7 +32,7 @@ std::string AgeText(int64_t seconds) {
 absl::StatusOr<bool> Delete(const std::string& path) {
   if (::unlink(path.c_str()) == 0) return true;
   if (errno == ENOENT) return false;
-  return common::ErrnoStatus(errno, "retention: cannot delete", path);
+  return base::ErrnoStatus(errno, "retention: cannot delete", path);
 }
 
 // chmod `path` to `mode` when it is a directory (`dir`) or regular file whose group/other bits
@@ -41,11 +41,11 @@ absl::StatusOr<bool> Tighten(const std::string& path, mode_t mode, bool dir) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return false;
-    return common::ErrnoStatus(errno, "cannot stat", path);
+    return base::ErrnoStatus(errno, "cannot stat", path);
   }
   if (S_ISLNK(st.st_mode) || (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))) return false;
   if ((st.st_mode & 0077) == 0) return false;
-  if (::chmod(path.c_str(), mode) != 0) return common::ErrnoStatus(errno, "cannot chmod", path);
+  if (::chmod(path.c_str(), mode) != 0) return base::ErrnoStatus(errno, "cannot chmod", path);
   spdlog::warn("{} was mode {:04o}, readable by others than the leader's user: now {:04o}", path,
                st.st_mode & 07777, mode);
   return true;
@@ -57,7 +57,7 @@ absl::StatusOr<std::vector<std::string>> Entries(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) {
     if (errno == ENOENT) return names;
-    return common::ErrnoStatus(errno, "cannot list", dir);
+    return base::ErrnoStatus(errno, "cannot list", dir);
   }
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
@@ -179,13 +179,13 @@ absl::StatusOr<int> SecureLeaderDataDir(const std::string& data_dir) {
   for (const std::string& name : top) {
     if (name == "jobs.db" || name == "jobs.db-wal" || name == "jobs.db-shm" ||
         name == "jobs.db-journal" || absl::EndsWith(name, ".view.jsonl")) {
-      ASSIGN_OR_RETURN(bool c, Tighten(data_dir + "/" + name, common::kPrivateFileMode, false));
+      ASSIGN_OR_RETURN(bool c, Tighten(data_dir + "/" + name, base::kPrivateFileMode, false));
       changed += c ? 1 : 0;
     }
   }
   ASSIGN_OR_RETURN(std::vector<std::string> files, Entries(results));
   for (const std::string& name : files) {
-    ASSIGN_OR_RETURN(bool c, Tighten(results + "/" + name, common::kPrivateFileMode, false));
+    ASSIGN_OR_RETURN(bool c, Tighten(results + "/" + name, base::kPrivateFileMode, false));
     changed += c ? 1 : 0;
   }
   return changed;

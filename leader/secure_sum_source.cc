@@ -11,9 +11,9 @@
 
 namespace fedanon::leader {
 
-SecureSumCountSource::SecureSumCountSource(common::PartyChannel* channel, std::string job_id,
+SecureSumCountSource::SecureSumCountSource(wire::PartyChannel* channel, std::string job_id,
                                            std::vector<std::string> ring, absl::Duration timeout,
-                                           const std::vector<common::AttributeHierarchy>* hier,
+                                           const std::vector<engine::AttributeHierarchy>* hier,
                                            int num_classes, size_t num_tracked,
                                            std::function<uint32_t()> round,
                                            std::function<absl::Status()> check, size_t chunk_words)
@@ -28,7 +28,7 @@ SecureSumCountSource::SecureSumCountSource(common::PartyChannel* channel, std::s
       check_(std::move(check)),
       chunk_words_(std::max<size_t>(1, chunk_words)) {}
 
-absl::Status SecureSumCountSource::Specialize(int attr, common::NodeIndex node, int c,
+absl::Status SecureSumCountSource::Specialize(int attr, engine::NodeIndex node, int c,
                                               const std::vector<uint64_t>& /*new_group_sizes*/) {
   fedanon::v1::StateUpdate u;
   u.set_sequence(next_sequence_++);
@@ -36,33 +36,33 @@ absl::Status SecureSumCountSource::Specialize(int attr, common::NodeIndex node, 
   in->set_attribute(attr);
   in->set_node(node);
   in->set_candidate(c);
-  update_chain_ = common::ChainStateUpdate(update_chain_, u);
+  update_chain_ = wire::ChainStateUpdate(update_chain_, u);
   pending_.push_back(std::move(u));
   return absl::OkStatus();
 }
 
-absl::Status SecureSumCountSource::Split(int attr, common::NodeIndex node, int32_t split_rank) {
+absl::Status SecureSumCountSource::Split(int attr, engine::NodeIndex node, int32_t split_rank) {
   fedanon::v1::StateUpdate u;
   u.set_sequence(next_sequence_++);
   auto* sp = u.mutable_split();
   sp->set_attribute(attr);
   sp->set_node(node);
   sp->set_split(split_rank);
-  update_chain_ = common::ChainStateUpdate(update_chain_, u);
+  update_chain_ = wire::ChainStateUpdate(update_chain_, u);
   pending_.push_back(std::move(u));
   return absl::OkStatus();
 }
 
 void SecureSumCountSource::AddUpdate(fedanon::v1::StateUpdate update) {
   update.set_sequence(next_sequence_++);
-  update_chain_ = common::ChainStateUpdate(update_chain_, update);
+  update_chain_ = wire::ChainStateUpdate(update_chain_, update);
   pending_.push_back(std::move(update));
 }
 
 absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
-    const common::StatsRequest& request) {
-  const size_t words = common::StatsLength(*hier_, num_classes_, num_tracked_, request);
-  ASSIGN_OR_RETURN(std::vector<uint64_t> sum, CollectVector(common::ToProto(request), words));
+    const engine::StatsRequest& request) {
+  const size_t words = engine::StatsLength(*hier_, num_classes_, num_tracked_, request);
+  ASSIGN_OR_RETURN(std::vector<uint64_t> sum, CollectVector(wire::ToProto(request), words));
   if (view_log_ != nullptr) {
     RETURN_IF_ERROR(
         view_log_->AppendStats(round_(), *hier_, num_classes_, num_tracked_, request, sum));
@@ -85,7 +85,7 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
   }
   const uint64_t collect = collects_++;
   ++stats_.collects;
-  const std::string request_digest = common::SumRequestDigest(request_proto, update_chain_);
+  const std::string request_digest = wire::SumRequestDigest(request_proto, update_chain_);
   if (collect < journal_.recorded.size()) {
     // Recorded before a restart: the same request again (else the replay diverged).
     const RecordedCall& rec = journal_.recorded[collect];
@@ -95,7 +95,7 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
           " differs from the request recorded before the restart; the job cannot resume"));
     }
     if (rec.done) {
-      ASSIGN_OR_RETURN(std::vector<uint64_t> sum, common::DecodeWords(rec.reply));
+      ASSIGN_OR_RETURN(std::vector<uint64_t> sum, wire::DecodeWords(rec.reply));
       if (sum.size() != words) {
         return absl::DataLossError(
             absl::StrCat("resume: the recorded sum of collect ", collect, " has the wrong length"));
@@ -118,7 +118,7 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
     observer_->PhaseDone(Phase::kSecureSum, absl::Now() - start);
   }
   if (journal_.record_sum) {
-    RETURN_IF_ERROR(journal_.record_sum(collect, common::EncodeWords(sum)));
+    RETURN_IF_ERROR(journal_.record_sum(collect, wire::EncodeWords(sum)));
   }
   return sum;
 }
@@ -169,7 +169,7 @@ absl::Status SecureSumCountSource::CollectChunks(const fedanon::v1::StatsRequest
     last_step.set_chunk_words(chunk_words_);
     const crypto::SealContext context{
         job_id_,      run_id_,      round_(),
-        ring_.back(), leader_name_, common::SumHopPurpose(last_step, round_(), request_digest)};
+        ring_.back(), leader_name_, wire::SumHopPurpose(last_step, round_(), request_digest)};
     if (carried.sealed().sender() != ring_.back() || carried.sealed().receiver() != leader_name_) {
       return absl::InternalError("the secure sum's last hop is not from the ring's last party");
     }
@@ -183,7 +183,7 @@ absl::Status SecureSumCountSource::CollectChunks(const fedanon::v1::StatsRequest
                                        "' sent a secure-sum reply the leader cannot open: ",
                                        opened.status().message()));
     }
-    ASSIGN_OR_RETURN(std::vector<uint64_t> total, common::DecodeWords(*opened));
+    ASSIGN_OR_RETURN(std::vector<uint64_t> total, wire::DecodeWords(*opened));
     if (total.size() != len) return absl::InternalError("secure-sum chunk has the wrong length");
     std::copy(total.begin(), total.end(), sum->begin() + static_cast<ptrdiff_t>(offset));
     if (chunk == 0) pending_.clear();  // every party has applied them
@@ -209,7 +209,7 @@ absl::Status SecureSumCountSource::Unmask(const std::string& request_digest, uin
   }
   const crypto::SealContext context{
       job_id_, run_id_,      round_(),
-      first,   leader_name_, common::SumMaskPurpose(collect, round_(), request_digest)};
+      first,   leader_name_, wire::SumMaskPurpose(collect, round_(), request_digest)};
   absl::StatusOr<std::string> seed = crypto::OpenFrom(*leader_keys_, *first_party_key_, context,
                                                       reply.sum_mask().seed().ciphertext());
   if (!seed.ok()) {

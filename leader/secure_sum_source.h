@@ -45,23 +45,23 @@ struct SecureSumStats {
   uint64_t bytes_received = 0;  // serialized replies
 };
 
-class SecureSumCountSource : public common::CountSource {
+class SecureSumCountSource : public engine::CountSource {
  public:
   // `hier` (the leader's copy of the public hierarchies) and `channel` are not owned.
   // `round()` gives the round number to stamp on messages; `check()` is called before every
   // hop and may return an error (e.g. Cancelled) to abort.
-  SecureSumCountSource(common::PartyChannel* channel, std::string job_id,
+  SecureSumCountSource(wire::PartyChannel* channel, std::string job_id,
                        std::vector<std::string> ring, absl::Duration timeout,
-                       const std::vector<common::AttributeHierarchy>* hier, int num_classes,
+                       const std::vector<engine::AttributeHierarchy>* hier, int num_classes,
                        size_t num_tracked, std::function<uint32_t()> round,
                        std::function<absl::Status()> check, size_t chunk_words = 1 << 20);
 
   // The instruction carries no group sizes (mohammed2010 §5.2 sends them; a party that lied
   // about its counts could subtract its own from them and read the others').
-  absl::Status Specialize(int attr, common::NodeIndex node, int c,
+  absl::Status Specialize(int attr, engine::NodeIndex node, int c,
                           const std::vector<uint64_t>& new_group_sizes) override;
-  absl::Status Split(int attr, common::NodeIndex node, int32_t split_rank) override;
-  absl::StatusOr<std::vector<uint64_t>> Collect(const common::StatsRequest& request) override;
+  absl::Status Split(int attr, engine::NodeIndex node, int32_t split_rank) override;
+  absl::StatusOr<std::vector<uint64_t>> Collect(const engine::StatsRequest& request) override;
   // Local recoding (leader/local_group_source.h): a state update of another kind (its sequence is
   // set here) to ride along with the next secure sum, and a secure sum of a request that
   // common::StatsRequest cannot express, whose answer has `words` words. The caller appends the
@@ -121,12 +121,12 @@ class SecureSumCountSource : public common::CountSource {
   absl::Status Unmask(const std::string& request_digest, uint64_t collect,
                       std::vector<uint64_t>* sum);
 
-  common::PartyChannel* channel_;
+  wire::PartyChannel* channel_;
   std::string job_id_;
   std::string run_id_;
   std::vector<std::string> ring_;
   absl::Duration timeout_;
-  const std::vector<common::AttributeHierarchy>* hier_;
+  const std::vector<engine::AttributeHierarchy>* hier_;
   int num_classes_;
   size_t num_tracked_;
   std::function<uint32_t()> round_;

@@ -45,13 +45,13 @@ VerticalJobOptions OptionsFor(const JobHost& host, const JobRun& job,
   // fit half the message limit.
   options.id_batch_ids = static_cast<uint32_t>(std::min<uint64_t>(
       leader.id_batch_ids == 0 ? LeaderOptions::kDefaultIdBatchIds : leader.id_batch_ids,
-      std::max<uint64_t>(1, common::ChunkBytesForLimit(leader.max_message_bytes) / (2 * 67))));
-  options.max_records_per_party = common::MaxRecordsPerParty(spec);
+      std::max<uint64_t>(1, wire::ChunkBytesForLimit(leader.max_message_bytes) / (2 * 67))));
+  options.max_records_per_party = spec::MaxRecordsPerParty(spec);
   options.check_cancelled = host.CancelCheck(job.job_id);
   options.view_log = job.view_log.get();
   options.observer = host.observer;
   options.local_recoding = spec.recoding() == fedanon::v1::RECODING_LOCAL;
-  options.local_judges = common::VerticalLocalJudges(spec);
+  options.local_judges = spec::VerticalLocalJudges(spec);
   options.on_step = [&host, &job, qid_names = options.qid_names](
                         uint32_t round, const std::string& owner, uint32_t attr) {
     const std::string what =
@@ -107,7 +107,7 @@ fedanon::v1::Report ReportOf(const JobRun& job, const VerticalJobResult& result,
         "resume; the job's audit trail names each resume and its round)"));
   }
   report.set_job_name(job.request.spec().name());
-  report.set_version(common::VersionLine("fedanon-leader"));
+  report.set_version(base::VersionLine("fedanon-leader"));
   report.set_records_in(result.common_records);
   report.set_records_out(result.common_records);
   (*report.mutable_timings_seconds())["validate"] = rounds_start;

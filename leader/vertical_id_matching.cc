@@ -64,15 +64,15 @@ absl::StatusOr<uint64_t> VerticalSession::MatchIds() {
     ViewEntry e;
     e.kind = kViewIdDigests;
     e.party = ring[o];
-    e.counts = {lists[o].size() / common::kIdDigestBytes};
+    e.counts = {lists[o].size() / wire::kIdDigestBytes};
     RETURN_IF_ERROR(Log(std::move(e)));
   }
-  ASSIGN_OR_RETURN(const std::string common, common::CommonDigests(lists));
+  ASSIGN_OR_RETURN(const std::string common, wire::CommonDigests(lists));
   lists.clear();
   // Every party gets the common digests in batches and answers the last with its signed
   // statement; every party then aligns on every party's statement.
   const uint32_t size = options_.id_batch_ids;
-  const size_t count = common.size() / common::kIdDigestBytes;
+  const size_t count = common.size() / wire::kIdDigestBytes;
   const auto common_start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(const std::vector<fedanon::v1::SignedIdCommon> statements,
                    HandCommonDigests(common));
@@ -117,7 +117,7 @@ absl::StatusOr<std::vector<fedanon::v1::SignedIdCommon>> VerticalSession::HandCo
   const size_t n = ring.size();
   std::vector<fedanon::v1::SignedIdCommon> statements(n);
   const uint32_t size = options_.id_batch_ids;
-  const size_t count = common.size() / common::kIdDigestBytes;
+  const size_t count = common.size() / wire::kIdDigestBytes;
   const auto batches = static_cast<uint32_t>(std::max<size_t>(1, (count + size - 1) / size));
   RETURN_IF_ERROR(ForEachList(n, [&](size_t k) -> absl::Status {
     for (uint32_t b = 0; b < batches; ++b) {
@@ -127,8 +127,8 @@ absl::StatusOr<std::vector<fedanon::v1::SignedIdCommon>> VerticalSession::HandCo
       c->set_batches(batches);
       c->set_batch_ids(size);
       const size_t first = size_t{b} * size;
-      c->set_digests(common.substr(first * common::kIdDigestBytes,
-                                   std::min<size_t>(size, count - first) * common::kIdDigestBytes));
+      c->set_digests(common.substr(first * wire::kIdDigestBytes,
+                                   std::min<size_t>(size, count - first) * wire::kIdDigestBytes));
       ASSIGN_OR_RETURN(VerticalStepResult reply, Call(ring[k], 0, std::move(step)));
       if (b + 1 == batches) {
         if (!reply.ids().has_common()) {
@@ -177,7 +177,7 @@ absl::StatusOr<std::string> VerticalSession::OpenDigestsAtLeader(
       0,
       sender,
       options_.leader_name,
-      common::IdDigestsPurpose(options_.run_id, options_.ring[o], b, batches)};
+      wire::IdDigestsPurpose(options_.run_id, options_.ring[o], b, batches)};
   absl::StatusOr<std::string> bytes =
       crypto::OpenFrom(*keys, *sender_key, context, sealed.ciphertext());
   if (!bytes.ok()) {
@@ -187,7 +187,7 @@ absl::StatusOr<std::string> VerticalSession::OpenDigestsAtLeader(
                      "' sent ID digests the leader cannot open: ", bytes.status().message()));
   }
   fedanon::v1::IdList list;
-  if (!list.ParseFromString(*bytes) || list.digests().size() % common::kIdDigestBytes != 0) {
+  if (!list.ParseFromString(*bytes) || list.digests().size() % wire::kIdDigestBytes != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("party '", sender, "' sent ID digests that do not parse"));
   }
@@ -219,7 +219,7 @@ absl::Status VerticalSession::RunIdWorker(size_t k, IdBoard& board) {
         return absl::InternalError(
             absl::StrCat("party '", options_.ring[k], "' changed its batch count"));
       }
-    } else if (item.hop == n && !common::IdListsBlinded(n)) {
+    } else if (item.hop == n && !wire::IdListsBlinded(n)) {
       RETURN_IF_ERROR(HandOwnerDigests(k, item, batches, board));
     } else {
       RETURN_IF_ERROR(ReencryptHop(k, item, batches, board));
@@ -264,13 +264,13 @@ absl::StatusOr<uint32_t> VerticalSession::EncryptOwnBatch(size_t k, uint32_t b, 
 std::vector<VerticalSession::IdWorkItem> VerticalSession::IdWorkItems(
     size_t k, const std::vector<uint32_t>& batches) const {
   const size_t n = options_.ring.size();
-  const size_t last = common::IdLastHop(n);
+  const size_t last = wire::IdLastHop(n);
   std::vector<IdWorkItem> items;
   for (size_t h = 0; h <= last; ++h) {
     const size_t o = (k + n - h % n) % n;
     for (uint32_t b = (h == 0 ? 1 : 0); b < batches[o]; ++b) items.push_back({b + h, h, o, b});
   }
-  if (!common::IdListsBlinded(n)) {
+  if (!wire::IdListsBlinded(n)) {
     // The other party's last hop sealed this party's digests for it too.
     for (uint32_t b = 0; b < batches[k]; ++b) items.push_back({b + n, n, k, b});
   }
@@ -323,7 +323,7 @@ absl::Status VerticalSession::ReencryptHop(size_t k, const IdWorkItem& item,
   auto* re = step.mutable_id_reencrypt();
   *re->mutable_list() = std::move(input);
   re->set_origin(origin);
-  const bool is_last = item.hop == common::IdLastHop(n);
+  const bool is_last = item.hop == wire::IdLastHop(n);
   if (!is_last) re->set_next(ring[(item.origin + item.hop + 1) % n]);
   re->set_batch(item.batch);
   re->set_batches(batches[item.origin]);
@@ -339,7 +339,7 @@ absl::Status VerticalSession::ReencryptHop(size_t k, const IdWorkItem& item,
     return absl::OkStatus();
   }
   // The last hop: the digests for the leader, and for the owner when it is another party.
-  const size_t expected = common::IdListsBlinded(n) ? 1 : 2;
+  const size_t expected = wire::IdListsBlinded(n) ? 1 : 2;
   if (static_cast<size_t>(ids->for_parties_size()) != expected) {
     return absl::InternalError(
         absl::StrCat("party '", party, "' sealed the digests of a batch of '", origin,

@@ -37,9 +37,9 @@ using fedanon::v1::PartyMessage;
 // The calls of one vertical job, recorded and (after a leader restart) replayed: each call is
 // the n-th to its party (the driver calls a party in a fixed order; calls to different parties
 // may interleave), keyed by "party#n" with the digest of its request.
-class RecordingChannel : public common::PartyChannel {
+class RecordingChannel : public wire::PartyChannel {
  public:
-  RecordingChannel(common::PartyChannel* inner, const VerticalJobOptions& options)
+  RecordingChannel(wire::PartyChannel* inner, const VerticalJobOptions& options)
       : inner_(inner), options_(options), next_index_(options.recorded.size()) {
     for (const RecordedCall& call : options.recorded) recorded_.emplace(SplitKey(call.digest));
     for (size_t i = 0; i < options.recorded.size(); ++i) {
@@ -57,7 +57,7 @@ class RecordingChannel : public common::PartyChannel {
     const std::string key = absl::StrCat(party, "#", n);
     LeaderMessage bare = request;
     bare.clear_request_id();
-    const std::string digest = common::RequestDigest(request.round(), bare);
+    const std::string digest = wire::RequestDigest(request.round(), bare);
     if (auto it = recorded_.find(key); it != recorded_.end()) {
       if (it->second != digest) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -82,7 +82,7 @@ class RecordingChannel : public common::PartyChannel {
     }
     return reply;
   }
-  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+  std::vector<wire::ConnectedParty> Parties() const override { return inner_->Parties(); }
 
   // True while recorded replies remain to be replayed.
   uint64_t replayed() const {
@@ -97,7 +97,7 @@ class RecordingChannel : public common::PartyChannel {
     return {key.substr(0, nl), key.substr(nl + 1)};
   }
 
-  common::PartyChannel* inner_;
+  wire::PartyChannel* inner_;
   const VerticalJobOptions& options_;
   std::map<std::string, std::string> recorded_;  // "party#n" -> request digest
   std::map<std::string, size_t> replies_;        // "party#n" -> index in options_.recorded
@@ -109,14 +109,14 @@ class RecordingChannel : public common::PartyChannel {
 
 // The leader's memory at a phase boundary (bench/vertical_daemons.sh prints these lines).
 void LogUsage(const std::string& job_id, std::string_view phase) {
-  const common::ProcessUsage usage = common::CurrentProcessUsage();
+  const base::ProcessUsage usage = base::CurrentProcessUsage();
   spdlog::info("job={} leader memory at {}: RSS {:.0f} MB, peak RSS {:.0f} MB", job_id, phase,
                usage.rss_mb, usage.peak_rss_mb);
 }
 
 }  // namespace
 
-absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
+absl::StatusOr<VerticalJobResult> RunVerticalJob(wire::PartyChannel* channel,
                                                  const VerticalJobOptions& options) {
   RecordingChannel recording(channel, options);
   VerticalSession driver(&recording, options);

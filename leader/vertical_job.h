@@ -82,7 +82,7 @@ struct VerticalJobOptions {
   uint32_t id_batch_ids = 65536;
   // The signed job's max_records_per_party (common::MaxRecordsPerParty): no party's ID list may
   // declare more batches than this many ids need.
-  uint64_t max_records_per_party = common::kDefaultMaxRecordsPerParty;
+  uint64_t max_records_per_party = spec::kDefaultMaxRecordsPerParty;
   std::function<absl::Status()> check_cancelled;
   // Called after every committed specialization with the round, the owner and the QID index.
   std::function<void(uint32_t, const std::string&, uint32_t)> on_step;
@@ -132,7 +132,7 @@ struct VerticalJobResult {
   uint64_t replayed_calls = 0;  // replies taken from `recorded` (a resumed job)
 };
 
-absl::StatusOr<VerticalJobResult> RunVerticalJob(common::PartyChannel* channel,
+absl::StatusOr<VerticalJobResult> RunVerticalJob(wire::PartyChannel* channel,
                                                  const VerticalJobOptions& options);
 
 }  // namespace fedanon::leader

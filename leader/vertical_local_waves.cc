@@ -120,9 +120,9 @@ absl::StatusOr<VerticalSession::WaveWinners> VerticalSession::PickWaveWinners(
         continue;
       }
       const auto& q = it->second.second;
-      const common::CandidateRank rp{p.score(), static_cast<int>(p.attribute()), 0, p.candidate()};
-      const common::CandidateRank rq{q.score(), static_cast<int>(q.attribute()), 0, q.candidate()};
-      if (common::RanksAbove(rp, rq)) it->second = {i, p};
+      const engine::CandidateRank rp{p.score(), static_cast<int>(p.attribute()), 0, p.candidate()};
+      const engine::CandidateRank rq{q.score(), static_cast<int>(q.attribute()), 0, q.candidate()};
+      if (engine::RanksAbove(rp, rq)) it->second = {i, p};
     }
   }
   return best;
@@ -331,8 +331,8 @@ absl::Status VerticalSession::FetchProposals(const std::string& party, uint32_t 
     got->clear_page();
     if (p == 0) {
       // No more pages than an honest party cuts (one for an empty list), the whole bounded.
-      if (got->list_bytes() > common::kMaxChunkedPayloadBytes ||
-          got->pages() > common::MostPagesFor(got->list_bytes())) {
+      if (got->list_bytes() > wire::kMaxChunkedPayloadBytes ||
+          got->pages() > wire::MostPagesFor(got->list_bytes())) {
         return absl::InternalError(absl::StrCat("party '", party, "' declares ", got->pages(),
                                                 " pages of ", got->list_bytes(),
                                                 " bytes for its proposals of wave ", wave));
@@ -385,8 +385,8 @@ absl::Status VerticalSession::FetchVerdicts(const std::string& judge, uint32_t w
     got.clear_page();
     if (p == 0) {
       // No more pages than an honest judge cuts (one for an empty list), the whole bounded.
-      if (got.list_bytes() > common::kMaxChunkedPayloadBytes ||
-          got.pages() > common::MostPagesFor(got.list_bytes())) {
+      if (got.list_bytes() > wire::kMaxChunkedPayloadBytes ||
+          got.pages() > wire::MostPagesFor(got.list_bytes())) {
         return absl::InternalError(absl::StrCat("judge '", judge, "' declares ", got.pages(),
                                                 " pages of ", got.list_bytes(),
                                                 " bytes for its verdicts of wave ", wave));

@@ -255,18 +255,18 @@ absl::StatusOr<uint64_t> VerticalSession::JoinAtLeader(std::vector<CarriedPayloa
                                                        const std::string& groups_digest,
                                                        std::string* csv) const {
   ASSIGN_OR_RETURN(auto keys, crypto::SealKeyPairFromPem(options_.leader_seal_key_pem));
-  std::vector<common::VerticalColumnsView> parts;
+  std::vector<wire::VerticalColumnsView> parts;
   for (auto& payload : columns) {
     ASSIGN_OR_RETURN(std::unique_ptr<crypto::SealPublicKey> sender_key,
                      SenderKey(payload.sender()));
     ASSIGN_OR_RETURN(
         std::string bytes,
         OpenCarriedAtLeader(payload, *keys, *sender_key, options_.job_id, options_.run_id, round,
-                            options_.leader_name, common::ReleasePurpose(options_.leader_name)));
+                            options_.leader_name, wire::ReleasePurpose(options_.leader_name)));
     payload = CarriedPayload();
-    ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
+    ASSIGN_OR_RETURN(parts.emplace_back(), wire::VerticalColumnsView::Parse(std::move(bytes)));
   }
-  if (absl::Status st = common::CheckJoinedRelease(parts, agreed.cut(), groups_digest); !st.ok()) {
+  if (absl::Status st = wire::CheckJoinedRelease(parts, agreed.cut(), groups_digest); !st.ok()) {
     return absl::Status(st.code(), absl::StrCat("the joined vertical release is refused: ",
                                                 st.message(), "; nothing was stored"));
   }
@@ -274,8 +274,8 @@ absl::StatusOr<uint64_t> VerticalSession::JoinAtLeader(std::vector<CarriedPayloa
   for (const auto& part : parts) {
     if (!part.names().empty()) rows = part.rows();
   }
-  auto produce = [&](const common::CsvSink& sink) {
-    return common::JoinReleasedColumnsTo(parts, options_.header, sink);
+  auto produce = [&](const wire::CsvSink& sink) {
+    return wire::JoinReleasedColumnsTo(parts, options_.header, sink);
   };
   if (options_.store_result) {
     RETURN_IF_ERROR(options_.store_result(produce));

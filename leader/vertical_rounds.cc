@@ -66,7 +66,7 @@ absl::Status VerticalSession::FetchReportPages(const std::string& party, uint32_
   const uint64_t declared = pages == 0 ? static_cast<uint64_t>(released->report().steps_size())
                                        : released->report_steps();
   const uint64_t expected =
-      options_.local_recoding ? std::min<uint64_t>(committed_steps_, common::kMaxReportedLocalSteps)
+      options_.local_recoding ? std::min<uint64_t>(committed_steps_, engine::kMaxReportedLocalSteps)
                               : committed_steps_;
   if (declared != expected) {
     return absl::InternalError(absl::StrCat(kReportStepsNotCommitted, ": party '", party,
@@ -266,7 +266,7 @@ int VerticalSession::PickWinner(const std::vector<VerticalStepResult>& proposals
                                 fedanon::v1::VerticalCandidate* winner) {
   const auto& ring = options_.ring;
   int owner = -1;
-  common::TopDownSpecializer::Choice best;
+  engine::TopDownSpecializer::Choice best;
   std::vector<std::string> reasons;
   for (size_t i = 0; i < ring.size(); ++i) {
     const auto& p = proposals[i].proposal();
@@ -278,10 +278,10 @@ int VerticalSession::PickWinner(const std::vector<VerticalStepResult>& proposals
       reasons.push_back(absl::StrCat(ring[i], ": ", p.reason()));
       continue;
     }
-    common::TopDownSpecializer::Choice c{static_cast<int>(p.candidate().attribute()),
+    engine::TopDownSpecializer::Choice c{static_cast<int>(p.candidate().attribute()),
                                          p.candidate().node(), p.candidate().candidate(),
                                          p.candidate().score(), p.candidate().order_key()};
-    if (owner < 0 || common::TopDownSpecializer::Beats(c, best)) {
+    if (owner < 0 || engine::TopDownSpecializer::Beats(c, best)) {
       owner = static_cast<int>(i);
       best = c;
       *winner = p.candidate();

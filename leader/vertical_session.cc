@@ -37,7 +37,7 @@ double VerticalSession::Since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-VerticalSession::VerticalSession(common::PartyChannel* channel, const VerticalJobOptions& options)
+VerticalSession::VerticalSession(wire::PartyChannel* channel, const VerticalJobOptions& options)
     : channel_(channel),
       options_(options),
       relay_(channel, options.job_id, options.check_cancelled) {
@@ -121,7 +121,7 @@ absl::Status VerticalSession::LogReport(uint32_t round, const std::string& party
   e.party = party;
   e.counts = {report.groups(), report.smallest_group()};
   for (const auto& step : report.steps()) e.counts.push_back(step.records());
-  ASSIGN_OR_RETURN(e.detail, common::ProtoToJson(report, /*pretty=*/false));
+  ASSIGN_OR_RETURN(e.detail, spec::ProtoToJson(report, /*pretty=*/false));
   return Log(std::move(e));
 }
 

@@ -65,7 +65,7 @@ class VerticalSession {
   // Seconds since `t` (the phases' timings).
   static double Since(std::chrono::steady_clock::time_point t);
 
-  VerticalSession(common::PartyChannel* channel, const VerticalJobOptions& options);
+  VerticalSession(wire::PartyChannel* channel, const VerticalJobOptions& options);
 
   absl::StatusOr<VerticalStepResult> Call(const std::string& party, uint32_t round,
                                           fedanon::v1::VerticalStep step);
@@ -319,7 +319,7 @@ class VerticalSession {
                                         const fedanon::v1::Report& agreed,
                                         const std::string& groups_digest, std::string* csv) const;
 
-  common::PartyChannel* channel_;
+  wire::PartyChannel* channel_;
   const VerticalJobOptions& options_;
   PayloadRelay relay_;  // per-record payloads, whole or in chunks
   IdMatchingClocks id_clock_;

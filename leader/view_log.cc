@@ -19,8 +19,8 @@
 namespace fedanon::leader {
 namespace {
 
-std::string GroupLabel(const std::vector<common::AttributeHierarchy>& hier,
-                       const std::vector<common::NodeIndex>& key) {
+std::string GroupLabel(const std::vector<engine::AttributeHierarchy>& hier,
+                       const std::vector<engine::NodeIndex>& key) {
   std::vector<std::string> labels;
   for (size_t a = 0; a < key.size() && a < hier.size(); ++a) {
     labels.push_back(hier[a].Label(key[a], ""));
@@ -31,24 +31,24 @@ std::string GroupLabel(const std::vector<common::AttributeHierarchy>& hier,
 }  // namespace
 
 std::string ViewEntryToJson(const ViewEntry& e) {
-  std::string out = absl::StrCat("{\"round\":", e.round, ",\"kind\":", common::JsonString(e.kind),
-                                 ",\"attribute\":", common::JsonString(e.attribute),
+  std::string out = absl::StrCat("{\"round\":", e.round, ",\"kind\":", base::JsonString(e.kind),
+                                 ",\"attribute\":", base::JsonString(e.attribute),
                                  ",\"labelled\":", e.labelled ? "true" : "false", ",\"counts\":[",
                                  absl::StrJoin(e.counts, ","), "]");
-  if (!e.node.empty()) absl::StrAppend(&out, ",\"node\":", common::JsonString(e.node));
+  if (!e.node.empty()) absl::StrAppend(&out, ",\"node\":", base::JsonString(e.node));
   if (!e.bounds.empty()) absl::StrAppend(&out, ",\"bounds\":[", absl::StrJoin(e.bounds, ","), "]");
-  if (!e.party.empty()) absl::StrAppend(&out, ",\"party\":", common::JsonString(e.party));
+  if (!e.party.empty()) absl::StrAppend(&out, ",\"party\":", base::JsonString(e.party));
   if (e.score.has_value()) {
     absl::StrAppend(
         &out, ",\"score\":", std::isfinite(*e.score) ? absl::StrFormat("%.17g", *e.score) : "null");
   }
-  if (!e.detail.empty()) absl::StrAppend(&out, ",\"detail\":", common::JsonString(e.detail));
+  if (!e.detail.empty()) absl::StrAppend(&out, ",\"detail\":", base::JsonString(e.detail));
   return out + "}";
 }
 
 absl::StatusOr<std::string> ViewLog::PathFor(const std::string& data_dir,
                                              const std::string& job_id) {
-  RETURN_IF_ERROR(common::ValidateJobId(job_id));
+  RETURN_IF_ERROR(base::ValidateJobId(job_id));
   return absl::StrCat(data_dir, "/", job_id, ".view.jsonl");
 }
 
@@ -56,20 +56,20 @@ absl::StatusOr<std::unique_ptr<ViewLog>> ViewLog::Open(const std::string& data_d
                                                        const std::string& job_id) {
   ASSIGN_OR_RETURN(std::string path, PathFor(data_dir, job_id));
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-                        common::kPrivateFileMode);
-  if (fd < 0) return common::ErrnoStatus(errno, "cannot open", path);
+                        base::kPrivateFileMode);
+  if (fd < 0) return base::ErrnoStatus(errno, "cannot open", path);
   // Exactly 0600 whatever the umask, also for a file left by an earlier run of the job.
-  if (::fchmod(fd, common::kPrivateFileMode) != 0) {
+  if (::fchmod(fd, base::kPrivateFileMode) != 0) {
     const int err = errno;
     ::close(fd);
-    return common::ErrnoStatus(err, "cannot chmod", path);
+    return base::ErrnoStatus(err, "cannot chmod", path);
   }
   return std::unique_ptr<ViewLog>(new ViewLog(std::move(path), fd));
 }
 
 absl::StatusOr<std::string> ViewLog::Read(const std::string& data_dir, const std::string& job_id) {
   ASSIGN_OR_RETURN(std::string path, PathFor(data_dir, job_id));
-  absl::StatusOr<std::string> text = common::ReadFile(path, /*follow_symlinks=*/false);
+  absl::StatusOr<std::string> text = base::ReadFile(path, /*follow_symlinks=*/false);
   if (absl::IsNotFound(text.status())) return std::string();
   return text;
 }
@@ -81,7 +81,7 @@ ViewLog::~ViewLog() {
 
 absl::Status ViewLog::ExpectReplayOfItsLines() {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(const std::string text, common::ReadFile(path_, /*follow_symlinks=*/false));
+  ASSIGN_OR_RETURN(const std::string text, base::ReadFile(path_, /*follow_symlinks=*/false));
   replayed_ = absl::StrSplit(text, '\n', absl::SkipEmpty());
   replay_next_ = 0;
   return absl::OkStatus();
@@ -100,7 +100,7 @@ absl::Status ViewLog::Append(const ViewEntry& entry) {
   }
   const std::string line = json + "\n";
   // O_APPEND: each write lands at the end as a whole; WriteAll only loops on a short write.
-  return common::WriteAll(fd_, line, path_);
+  return base::WriteAll(fd_, line, path_);
 }
 
 absl::Status ViewLog::Append(uint32_t round, std::string kind, std::string attribute, bool labelled,
@@ -115,9 +115,9 @@ absl::Status ViewLog::Append(uint32_t round, std::string kind, std::string attri
 }
 
 absl::Status ViewLog::AppendStats(uint32_t round,
-                                  const std::vector<common::AttributeHierarchy>& hier,
+                                  const std::vector<engine::AttributeHierarchy>& hier,
                                   int num_classes, size_t num_tracked,
-                                  const common::StatsRequest& request,
+                                  const engine::StatsRequest& request,
                                   const std::vector<uint64_t>& sum) {
   const size_t nc = static_cast<size_t>(std::max(1, num_classes));
   const size_t stride = 1 + num_tracked;
@@ -135,7 +135,7 @@ absl::Status ViewLog::AppendStats(uint32_t round,
     entries.push_back(std::move(e));
     return absl::OkStatus();
   };
-  for (const common::RangeCountRequest& r : request.range_counts) {
+  for (const engine::RangeCountRequest& r : request.range_counts) {
     if (r.bounds.size() < 2) continue;
     ViewEntry e;
     e.kind = r.labelled ? kViewNumericSplit : kViewNumericSplitCells;
@@ -145,7 +145,7 @@ absl::Status ViewLog::AppendStats(uint32_t round,
     RETURN_IF_ERROR(take(std::move(e), (r.bounds.size() - 1) * (r.labelled ? nc : 1)));
   }
   for (const auto& [a, n] : request.rank_histograms) {
-    const common::HierarchyNode& node = hier[a].node(n);
+    const engine::HierarchyNode& node = hier[a].node(n);
     ViewEntry e;
     e.kind = kViewRankHistogram;
     e.attribute = hier[a].column().name;
@@ -180,17 +180,17 @@ absl::Status ViewLog::AppendStats(uint32_t round,
     e.node = GroupLabel(hier, key);
     RETURN_IF_ERROR(take(std::move(e), static_cast<size_t>(request.released_combinations)));
   }
-  for (const common::HistogramQuery& q : request.histograms) {
+  for (const engine::HistogramQuery& q : request.histograms) {
     ViewEntry e;
     e.kind = kViewSensitiveHistogram;
     e.labelled = true;
     e.node = GroupLabel(hier, q.key);
     if (q.attr >= 0) {
-      const common::AttributeHierarchy& h = hier[static_cast<size_t>(q.attr)];
+      const engine::AttributeHierarchy& h = hier[static_cast<size_t>(q.attr)];
       e.attribute = h.column().name;
       e.detail = h.CandidateLabel(q.key[static_cast<size_t>(q.attr)], q.candidate, "");
     }
-    RETURN_IF_ERROR(take(std::move(e), common::HistogramWords(hier, q, request.histogram_domain)));
+    RETURN_IF_ERROR(take(std::move(e), engine::HistogramWords(hier, q, request.histogram_domain)));
   }
   if (pos != sum.size()) {
     return absl::InternalError("view log: a decoded vector is longer than its request");
@@ -201,7 +201,7 @@ absl::Status ViewLog::AppendStats(uint32_t round,
 
 absl::Status ViewLog::Sync() {
   absl::MutexLock lock(&mu_);
-  return common::SyncFile(fd_, "cannot fsync", path_, /*data_only=*/false);
+  return base::SyncFile(fd_, "cannot fsync", path_, /*data_only=*/false);
 }
 
 }  // namespace fedanon::leader

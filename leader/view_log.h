@@ -88,8 +88,8 @@ class ViewLog {
   // Appends the parts of one decoded secure sum (the answer to `request`, laid out as in
   // common/engine/count_source.h): one entry per range, histogram, node, group and released
   // group. `hier` is the leader's replica at the time of the request.
-  absl::Status AppendStats(uint32_t round, const std::vector<common::AttributeHierarchy>& hier,
-                           int num_classes, size_t num_tracked, const common::StatsRequest& request,
+  absl::Status AppendStats(uint32_t round, const std::vector<engine::AttributeHierarchy>& hier,
+                           int num_classes, size_t num_tracked, const engine::StatsRequest& request,
                            const std::vector<uint64_t>& sum) ABSL_LOCKS_EXCLUDED(mu_);
   // A job resumed after a leader restart replays what it decoded before (a horizontal job's
   // recorded secure sums): the lines already in the file are what it logs again first. From now

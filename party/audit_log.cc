@@ -17,13 +17,13 @@
 namespace fedanon::party {
 
 absl::StatusOr<std::string> AuditFilePath(const std::string& dir, const std::string& job_id) {
-  RETURN_IF_ERROR(common::ValidateJobId(job_id));
+  RETURN_IF_ERROR(base::ValidateJobId(job_id));
   return (std::filesystem::path(dir) / absl::StrCat(job_id, ".audit.jsonl")).string();
 }
 
 std::string FormatAuditLine(const std::string& job_id, int64_t unix_nanos,
                             const AuditEntry& entry) {
-  using common::AppendJsonString;
+  using base::AppendJsonString;
   std::string line = "{\"time\":";
   AppendJsonString(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixNanos(unix_nanos),
                                     absl::UTCTimeZone()),
@@ -69,31 +69,31 @@ absl::Status AuditLog::Append(const std::string& job_id, const AuditEntry& entry
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-                        common::kPrivateFileMode);
-  if (fd < 0) return common::ErrnoStatus(errno, "cannot open the audit file", path);
+                        base::kPrivateFileMode);
+  if (fd < 0) return base::ErrnoStatus(errno, "cannot open the audit file", path);
   struct stat st {};
   absl::Status status = absl::OkStatus();
   if (::fstat(fd, &st) != 0) {
-    status = common::ErrnoStatus(errno, "cannot stat the audit file", path);
+    status = base::ErrnoStatus(errno, "cannot stat the audit file", path);
   } else if (!S_ISREG(st.st_mode)) {
     status = absl::FailedPreconditionError(
         absl::StrCat("the audit file '", path, "' is not a regular file"));
-  } else if (st.st_size == 0 && ::fchmod(fd, common::kPrivateFileMode) != 0) {
+  } else if (st.st_size == 0 && ::fchmod(fd, base::kPrivateFileMode) != 0) {
     // Created now (or empty): exactly 0600 whatever the umask.
-    status = common::ErrnoStatus(errno, "cannot set the mode of the audit file", path);
-  } else if (st.st_size != 0 && (st.st_mode & 0777) != common::kPrivateFileMode) {
+    status = base::ErrnoStatus(errno, "cannot set the mode of the audit file", path);
+  } else if (st.st_size != 0 && (st.st_mode & 0777) != base::kPrivateFileMode) {
     status = absl::FailedPreconditionError(absl::StrCat(
         "the audit file '", path, "' is readable by others than the party (mode is not 0600)"));
   }
   if (status.ok()) {
     status =
-        common::WriteAll(fd, FormatAuditLine(job_id, absl::ToUnixNanos(absl::Now()), entry), path);
+        base::WriteAll(fd, FormatAuditLine(job_id, absl::ToUnixNanos(absl::Now()), entry), path);
   }
   if (status.ok()) {
-    status = common::SyncFile(fd, "cannot sync the audit file", path, /*data_only=*/true);
+    status = base::SyncFile(fd, "cannot sync the audit file", path, /*data_only=*/true);
   }
   if (::close(fd) != 0 && status.ok()) {
-    status = common::ErrnoStatus(errno, "cannot close the audit file", path);
+    status = base::ErrnoStatus(errno, "cannot close the audit file", path);
   }
   return status;
 }
@@ -107,9 +107,9 @@ bool AuditLog::Exists(const std::string& job_id) const {
 
 absl::StatusOr<std::string> ReadAuditFile(const std::string& dir, const std::string& job_id) {
   ASSIGN_OR_RETURN(const std::string path, AuditFilePath(dir, job_id));
-  return common::ReadFile(
+  return base::ReadFile(
       path,
-      common::ReadFileOptions{.follow_symlinks = false, .max_line_bytes = 0, .what = "audit file"});
+      base::ReadFileOptions{.follow_symlinks = false, .max_line_bytes = 0, .what = "audit file"});
 }
 
 }  // namespace fedanon::party

@@ -14,10 +14,10 @@
 
 namespace fedanon::party {
 
-using common::DecodeWords;
-using common::EncodeWords;
 using fedanon::v1::LeaderMessage;
 using fedanon::v1::PartyMessage;
+using wire::DecodeWords;
+using wire::EncodeWords;
 
 absl::Status FinalCheckParty::ReleaseAllowed(const std::string& what) const {
   if (ctx_.ring.size() < 3) {
@@ -41,15 +41,15 @@ absl::Status FinalCheckParty::ReleaseAllowed(const std::string& what) const {
 absl::Status FinalCheckParty::Start(const fedanon::v1::FinalCheckStep& step, uint64_t round) {
   // The last instructions first; from here on the cut is fixed (ApplyUpdates refuses more).
   RETURN_IF_ERROR(tables_.ApplyUpdates(ctx_.spec, step.updates()));
-  ASSIGN_OR_RETURN(const common::PrivacyModel model,
-                   common::BuildPrivacyModel(ctx_.spec, *tables_.data));
+  ASSIGN_OR_RETURN(const engine::PrivacyModel model,
+                   engine::BuildPrivacyModel(ctx_.spec, *tables_.data));
   State check;
   if (tables_.local) {
     // Local recoding: this party's live groups (party/local_party.h).
-    ASSIGN_OR_RETURN(check.layout, common::LocalFinalCheckLayout(model, *tables_.data,
+    ASSIGN_OR_RETURN(check.layout, engine::LocalFinalCheckLayout(model, *tables_.data,
                                                                  tables_.local->live_groups()));
   } else {
-    ASSIGN_OR_RETURN(check.layout, common::BuildFinalCheckLayout(model, *tables_.data, tables_.hier,
+    ASSIGN_OR_RETURN(check.layout, engine::BuildFinalCheckLayout(model, *tables_.data, tables_.hier,
                                                                  ctx_.spec.suppression_token()));
   }
   if (check.layout.words != step.total_words()) {
@@ -68,10 +68,10 @@ absl::Status FinalCheckParty::Start(const fedanon::v1::FinalCheckStep& step, uin
           "party '", ctx_.self(),
           "': its database could not compute the group counts (details in the party's log)"));
     }
-    ASSIGN_OR_RETURN(check.counts, common::FinalCheckCountsOfGroups(check.layout, *tables_.data,
+    ASSIGN_OR_RETURN(check.counts, engine::FinalCheckCountsOfGroups(check.layout, *tables_.data,
                                                                     tables_.hier, *groups));
   } else {
-    ASSIGN_OR_RETURN(check.counts, common::LocalFinalCheckCounts(check.layout, *tables_.data,
+    ASSIGN_OR_RETURN(check.counts, engine::LocalFinalCheckCounts(check.layout, *tables_.data,
                                                                  tables_.hier, *tables_.tips));
   }
   if (ctx_.options().deviation != nullptr)
@@ -108,14 +108,14 @@ absl::StatusOr<PartyMessage> FinalCheckParty::Step(const LeaderMessage& request)
         "the check is not run (docs/threat-model.md)");
   }
   // The chunking is fixed by chunk_words and total_words; nothing else is the leader's choice.
-  if (step.total_words() == 0 || step.total_words() > common::kMaxFinalCheckWords ||
-      step.chunk_words() == 0 || step.chunk_words() > common::kMaxFinalCheckWords ||
+  if (step.total_words() == 0 || step.total_words() > engine::kMaxFinalCheckWords ||
+      step.chunk_words() == 0 || step.chunk_words() > engine::kMaxFinalCheckWords ||
       step.chunks() != (step.total_words() + step.chunk_words() - 1) / step.chunk_words() ||
       step.chunk() >= step.chunks()) {
     return absl::InvalidArgumentError(
         absl::StrCat("final check: chunk ", step.chunk(), " of ", step.chunks(), " (",
                      step.chunk_words(), " words each, ", step.total_words(), " in all, at most ",
-                     common::kMaxFinalCheckWords, ") does not exist"));
+                     engine::kMaxFinalCheckWords, ") does not exist"));
   }
   const uint64_t key = (uint64_t{static_cast<uint32_t>(step.phase())} << 32) | step.chunk();
   const std::string request_bytes = absl::StrCat(request.round(), "/", step.SerializeAsString());
@@ -151,8 +151,8 @@ absl::StatusOr<PartyMessage> FinalCheckParty::Step(const LeaderMessage& request)
                     .round = round,
                     .offset = offset,
                     .len = std::min<uint64_t>(check.chunk_words, check.layout.words - offset),
-                    .hop_purpose = common::FinalCheckPurpose("hop", step, round, check.chain),
-                    .total_purpose = common::FinalCheckPurpose("total", step, round, check.chain)};
+                    .hop_purpose = wire::FinalCheckPurpose("hop", step, round, check.chain),
+                    .total_purpose = wire::FinalCheckPurpose("total", step, round, check.chain)};
   PartyMessage reply;
   auto* out = reply.mutable_final_check();
   switch (step.phase()) {
@@ -279,12 +279,12 @@ absl::Status FinalCheckParty::VerifyPhase(const Chunk& chunk, fedanon::v1::Final
     return absl::OkStatus();  // more chunks to come
   }
   // Bounds first: a total no honest ring produces is named as such, not as a privacy failure.
-  const uint64_t per_party = common::MaxRecordsPerParty(ctx_.spec);
+  const uint64_t per_party = spec::MaxRecordsPerParty(ctx_.spec);
   const uint64_t parties = ctx_.ring.size();
-  absl::Status holds = common::CheckFinalTotalsBounds(
+  absl::Status holds = engine::CheckFinalTotalsBounds(
       check.layout, check.total, check.counts,
       per_party > UINT64_MAX / parties ? UINT64_MAX : per_party * parties);
-  if (holds.ok()) holds = common::CheckFinalCounts(check.layout, check.total);
+  if (holds.ok()) holds = engine::CheckFinalCounts(check.layout, check.total);
   if (!holds.ok()) {
     check.failure = std::string(holds.message());
     spdlog::error("job={} round={} {}; refusing to release", ctx_.job_id, round, check.failure);

@@ -33,7 +33,7 @@ class FinalCheckParty {
   // Once the check passed (global recoding, three or more parties): its layout over the final cut
   // and the summed vector every party re-checked; null otherwise. The recipient compares the
   // released table with them (common/engine/released_table_check.h).
-  const common::FinalCheckLayout* passed_layout() const {
+  const engine::FinalCheckLayout* passed_layout() const {
     return check_ && check_->passed && !tables_.local ? &check_->layout : nullptr;
   }
   const std::vector<uint64_t>* passed_total() const {
@@ -48,7 +48,7 @@ class FinalCheckParty {
 
  private:
   struct State {
-    common::FinalCheckLayout layout;
+    engine::FinalCheckLayout layout;
     std::string chain;             // the update chain (the cut) the check runs on
     std::vector<uint64_t> counts;  // this party's counts in the layout
     std::vector<uint64_t> mask;    // the ring's first party: its own random mask

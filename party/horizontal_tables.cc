@@ -12,11 +12,11 @@ namespace fedanon::party {
 absl::Status HorizontalTables::ApplyUpdates(
     const fedanon::v1::JobSpec& spec,
     const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates) {
-  const common::NumericSplitConfig numeric = common::NumericSplitFromSpec(spec);
+  const engine::NumericSplitConfig numeric = engine::NumericSplitFromSpec(spec);
   for (const auto& u : updates) {
     if (u.sequence() < applied_updates) {
       // Applied already: the leader repeats it (a retried or later step); it must be the same.
-      if (common::ChainStateUpdate("", u) != applied[u.sequence()]) {
+      if (wire::ChainStateUpdate("", u) != applied[u.sequence()]) {
         return absl::PermissionDeniedError(
             absl::StrCat("state update ", u.sequence(),
                          " differs from the one applied under that number (one update, one "
@@ -52,8 +52,8 @@ absl::Status HorizontalTables::ApplyUpdates(
       return absl::InvalidArgumentError(
           absl::StrCat("state update ", u.sequence(), " names no instruction or split"));
     }
-    applied.push_back(common::ChainStateUpdate("", u));
-    update_chain = common::ChainStateUpdate(update_chain, u);
+    applied.push_back(wire::ChainStateUpdate("", u));
+    update_chain = wire::ChainStateUpdate(update_chain, u);
     ++applied_updates;
   }
   return absl::OkStatus();
@@ -77,10 +77,9 @@ absl::Status HorizontalTables::ApplyInstruction(const fedanon::v1::Instruction& 
 }
 
 absl::Status HorizontalTables::ApplySplit(const fedanon::v1::SplitDecision& sp,
-                                          const common::NumericSplitConfig& numeric) {
-  if (sp.attribute() >= hier.size() ||
-      hier[sp.attribute()].kind() != common::QidKind::kContinuous || sp.node() < 0 ||
-      static_cast<size_t>(sp.node()) >= hier[sp.attribute()].size()) {
+                                          const engine::NumericSplitConfig& numeric) {
+  if (sp.attribute() >= hier.size() || hier[sp.attribute()].kind() != table::QidKind::kContinuous ||
+      sp.node() < 0 || static_cast<size_t>(sp.node()) >= hier[sp.attribute()].size()) {
     return absl::InvalidArgumentError("split names no interval of the current cut");
   }
   const auto& node = hier[sp.attribute()].node(sp.node());
@@ -99,7 +98,7 @@ absl::Status HorizontalTables::ApplySplit(const fedanon::v1::SplitDecision& sp,
   // public cells (docs/threat-model.md, "Numeric split search").
   if (sp.split() != -1 && numeric.binned()) {
     const std::vector<int32_t> cells =
-        common::PublicCellBounds(hier[sp.attribute()].column(), numeric.cells);
+        engine::PublicCellBounds(hier[sp.attribute()].column(), numeric.cells);
     if (!std::binary_search(cells.begin(), cells.end(), sp.split())) {
       return absl::PermissionDeniedError(
           absl::StrCat("split threshold ", sp.split(), " of attribute ", sp.attribute(),

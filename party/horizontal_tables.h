@@ -18,7 +18,7 @@
 #include "common/engine/numeric_split.h"
 #include "common/engine/tips.h"
 #include "common/table/dataset.h"
-#include "common/table/postgres_stats.h"
+#include "common/table_postgres/postgres_stats.h"
 #include "fedanon/v1/federation.pb.h"
 #include "party/local_party.h"
 
@@ -36,16 +36,16 @@ struct HorizontalTables {
   // threshold of an interval not split before.
   absl::Status ApplyInstruction(const fedanon::v1::Instruction& in);
   absl::Status ApplySplit(const fedanon::v1::SplitDecision& sp,
-                          const common::NumericSplitConfig& numeric);
+                          const engine::NumericSplitConfig& numeric);
   // True when the table is loaded (records, or a push-down connection).
   bool loaded() const { return data != nullptr && (tips != nullptr || pushdown != nullptr); }
 
-  std::unique_ptr<common::Dataset> data;  // stable address: hierarchies point into it
-  std::vector<common::AttributeHierarchy> hier;
-  std::unique_ptr<common::Tips> tips;
+  std::unique_ptr<table::Dataset> data;  // stable address: hierarchies point into it
+  std::vector<engine::AttributeHierarchy> hier;
+  std::unique_ptr<engine::Tips> tips;
   // A push-down table (party.yaml `mode: push-down`): the statistics come from SQL and there are
   // no records in memory (tips stays null).
-  std::unique_ptr<common::PostgresPushdown> pushdown;
+  std::unique_ptr<table_postgres::PostgresPushdown> pushdown;
   // `recoding: local` (party/local_party.h): this party's groups; null for global recoding.
   std::unique_ptr<LocalParty> local;
   uint64_t applied_updates = 0;

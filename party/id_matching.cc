@@ -108,14 +108,14 @@ absl::StatusOr<std::vector<std::string>> IdMatcher::Unblind(
 
 absl::StatusOr<IdAlignment> IdMatcher::AlignToCommon(std::string_view own,
                                                      std::string_view common) const {
-  if (own.size() != ids_.size() * common::kIdDigestBytes) {
+  if (own.size() != ids_.size() * wire::kIdDigestBytes) {
     return absl::InvalidArgumentError(absl::StrCat("this party's fully encrypted list holds ",
-                                                   own.size() / common::kIdDigestBytes,
+                                                   own.size() / wire::kIdDigestBytes,
                                                    " digests for ", ids_.size(), " ids"));
   }
-  ASSIGN_OR_RETURN(const std::vector<int64_t> positions, common::PositionsInCommon(own, common));
+  ASSIGN_OR_RETURN(const std::vector<int64_t> positions, wire::PositionsInCommon(own, common));
   IdAlignment out;
-  out.common = common.size() / common::kIdDigestBytes;
+  out.common = common.size() / wire::kIdDigestBytes;
   out.canonical.assign(ids_.size(), -1);
   // Item j of this party's list is record order_[j].
   for (size_t j = 0; j < positions.size(); ++j) out.canonical[order_[j]] = positions[j];
@@ -124,8 +124,8 @@ absl::StatusOr<IdAlignment> IdMatcher::AlignToCommon(std::string_view own,
 
 std::string IdMatcher::FinalDigests(const std::vector<std::string>& points) {
   std::string out;
-  out.reserve(points.size() * common::kIdDigestBytes);
-  for (const auto& p : points) out.append(crypto::Sha256(p), 0, common::kIdDigestBytes);
+  out.reserve(points.size() * wire::kIdDigestBytes);
+  for (const auto& p : points) out.append(crypto::Sha256(p), 0, wire::kIdDigestBytes);
   return out;
 }
 

@@ -28,8 +28,8 @@ struct IdAlignment {
 
 // The party's log line at the end of ID matching reports these (bench/vertical_daemons.sh reads
 // it): the parties are separate processes, so each reports its own.
-using common::CurrentProcessUsage;
-using common::ProcessUsage;
+using base::CurrentProcessUsage;
+using base::ProcessUsage;
 
 class IdMatcher {
  public:

@@ -26,12 +26,12 @@
 
 namespace fedanon::party {
 
-using common::EncodeWords;
+using wire::EncodeWords;
 
 namespace {
 
-using common::IdBatchPurpose;
-using common::IdDigestsPurpose;
+using wire::IdBatchPurpose;
+using wire::IdDigestsPurpose;
 
 // The batch size a batched request names: fixed by the first one of the job.
 absl::Status CheckBatchSize(uint32_t* fixed, uint32_t named) {
@@ -110,14 +110,14 @@ absl::StatusOr<IdHop> HopInWalk(const std::vector<std::string>& ring, const std:
   h.hop = (own + n - o) % n;
   if (h.hop == 0) {
     // The owner re-encrypts its own list only to remove its blinding (three or more parties).
-    if (!common::IdListsBlinded(n)) {
+    if (!wire::IdListsBlinded(n)) {
       return absl::InvalidArgumentError(
           absl::StrCat("'", origin, "' is not another data party of the job"));
     }
     h.hop = n;
   }
   h.predecessor = ring[(o + h.hop - 1) % n];
-  h.last = h.hop == common::IdLastHop(n);
+  h.last = h.hop == wire::IdLastHop(n);
   if (!h.last) h.successor = ring[(o + h.hop + 1) % n];
   return h;
 }
@@ -164,7 +164,7 @@ absl::Status IdMatchingParty::EncryptBatch(const fedanon::v1::IdEncrypt& step, u
   const uint64_t count = std::min<uint64_t>(size, total - first);
   const auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(std::vector<std::string> points,
-                   matcher_->EncryptOwnRange(first, count, common::IdListsBlinded(n)));
+                   matcher_->EncryptOwnRange(first, count, wire::IdListsBlinded(n)));
   const double crypto_s = WallSince(t0);
   ASSIGN_OR_RETURN(*out->mutable_ids()->mutable_list(),
                    ctx_.SealFor(step.next(), round,
@@ -181,7 +181,7 @@ absl::Status IdMatchingParty::EncryptBatch(const fedanon::v1::IdEncrypt& step, u
                      .to = {step.next()},
                      .numbers = {{"ids", count}, {"batch", step.batch()}, {"batches", batches}},
                      .texts = {{"origin", ctx_.self()},
-                               {"layer", common::IdListsBlinded(n) ? "blinding" : "key"}}});
+                               {"layer", wire::IdListsBlinded(n) ? "blinding" : "key"}}});
 }
 
 // The last hop: the batch fully encrypted, as digests, for the leader (which intersects the
@@ -289,14 +289,14 @@ absl::Status IdMatchingParty::Digests(const fedanon::v1::IdDigests& d, uint64_t 
   const size_t n = ctx_.ring.size();
   // Only this party's own list comes back to it as digests, and only where another party applied
   // the last layer (two data parties).
-  if (d.origin() != ctx_.self() || common::IdListsBlinded(n)) {
+  if (d.origin() != ctx_.self() || wire::IdListsBlinded(n)) {
     return absl::PermissionDeniedError(
         absl::StrCat("the digests of '", d.origin(),
                      "''s list are not for this party (a party receives only "
                      "its own list's digests, and only from the other of two data parties)"));
   }
   const size_t own = static_cast<size_t>(ctx_.RingPosition());
-  const std::string& last = ctx_.ring[(own + common::IdLastHop(n)) % n];
+  const std::string& last = ctx_.ring[(own + wire::IdLastHop(n)) % n];
   if (d.digests().sender() != last) {
     return absl::PermissionDeniedError(
         absl::StrCat("the digests of batch ", d.batch(), " of this party's list are sealed by '",
@@ -330,11 +330,11 @@ absl::Status IdMatchingParty::Digests(const fedanon::v1::IdDigests& d, uint64_t 
                      bytes.status().message()));
   }
   fedanon::v1::IdList list;
-  if (!list.ParseFromString(*bytes) || list.digests().size() % common::kIdDigestBytes != 0) {
+  if (!list.ParseFromString(*bytes) || list.digests().size() % wire::kIdDigestBytes != 0) {
     return absl::InvalidArgumentError("an ID digest list does not parse");
   }
   RETURN_IF_ERROR(CheckBatchPoints(d.origin(), d.batch(), d.batches(), batch_ids_,
-                                   list.digests().size() / common::kIdDigestBytes));
+                                   list.digests().size() / wire::kIdDigestBytes));
   own_digests_[d.batch()] = std::move(*list.mutable_digests());
   digests_delivered_[d.batch()] = digest;
   return receipt();
@@ -363,9 +363,9 @@ absl::Status IdMatchingParty::Common(const fedanon::v1::IdCommon& c, uint64_t ro
     return absl::FailedPreconditionError(absl::StrCat(
         "batch ", c.batch(), " of the common ids arrived before batch ", common_answered_.size()));
   }
-  const size_t n_digests = c.digests().size() / common::kIdDigestBytes;
+  const size_t n_digests = c.digests().size() / wire::kIdDigestBytes;
   const bool last = c.batch() + 1 == c.batches();
-  if (c.digests().size() % common::kIdDigestBytes != 0 || (!last && n_digests != batch_ids_) ||
+  if (c.digests().size() % wire::kIdDigestBytes != 0 || (!last && n_digests != batch_ids_) ||
       n_digests > batch_ids_ || (last && n_digests == 0 && c.batches() > 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("batch ", c.batch(), " of ", c.batches(), " of the common ids holds ",
@@ -394,7 +394,7 @@ absl::Status IdMatchingParty::Common(const fedanon::v1::IdCommon& c, uint64_t ro
     }
     alignment_ = *std::move(alignment);
     const std::string common_digest = crypto::Sha256(common_);
-    const uint64_t count = common_.size() / common::kIdDigestBytes;
+    const uint64_t count = common_.size() / wire::kIdDigestBytes;
     auto* statement = reply.mutable_ids()->mutable_common();
     statement->set_digest(common_digest);
     statement->set_count(count);

@@ -101,7 +101,7 @@ absl::StatusOr<fedanon::v1::AuthorizedJob> JobAuthorizer::Verify(
 
 absl::Status JobAuthorizer::CheckTaxonomyPaths(const fedanon::v1::JobSpec& spec,
                                                const fedanon::v1::AuthorizedJob& job) {
-  const std::map<std::string, std::string> named = common::TaxonomyPathsOf(spec);
+  const std::map<std::string, std::string> named = wire::TaxonomyPathsOf(spec);
   for (const auto& [attribute, path] : named) {
     auto signed_path = job.taxonomy_paths().find(attribute);
     if (signed_path == job.taxonomy_paths().end() || signed_path->second != path) {

@@ -54,12 +54,12 @@ bool GetField(std::string_view data, size_t* pos, std::string* out) {
 
 absl::Status CheckPrivate(int fd, const std::string& path) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return common::ErrnoStatus(errno, "cannot stat the state file", path);
+  if (::fstat(fd, &st) != 0) return base::ErrnoStatus(errno, "cannot stat the state file", path);
   if (!S_ISREG(st.st_mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat("the job state file '", path, "' is not a regular file"));
   }
-  if ((st.st_mode & 0777) != common::kPrivateFileMode) {
+  if ((st.st_mode & 0777) != base::kPrivateFileMode) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the job state file '", path, "' is readable by others than the party (mode is not 0600)"));
   }
@@ -69,7 +69,7 @@ absl::Status CheckPrivate(int fd, const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::string> JobJournal::PathFor(const std::string& dir, const std::string& job_id) {
-  RETURN_IF_ERROR(common::ValidateJobId(job_id));
+  RETURN_IF_ERROR(base::ValidateJobId(job_id));
   if (dir.empty()) return absl::FailedPreconditionError("the party keeps no durable job state");
   return (std::filesystem::path(dir) / absl::StrCat(job_id, ".state")).string();
 }
@@ -86,7 +86,7 @@ absl::StatusOr<std::unique_ptr<JobJournal>> JobJournal::Start(const std::string&
   PutLength(&contents, snapshot.size());
   contents += snapshot;
   contents += Encode(prepare);
-  RETURN_IF_ERROR(common::WriteFileAtomically(path, contents, {.mode = common::kPrivateFileMode}));
+  RETURN_IF_ERROR(base::WriteFileAtomically(path, contents, {.mode = base::kPrivateFileMode}));
   return Reopen(dir, job_id);
 }
 
@@ -94,7 +94,7 @@ absl::StatusOr<std::unique_ptr<JobJournal>> JobJournal::Reopen(const std::string
                                                                const std::string& job_id) {
   ASSIGN_OR_RETURN(const std::string path, PathFor(dir, job_id));
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return common::ErrnoStatus(errno, "cannot open the job state file", path);
+  if (fd < 0) return base::ErrnoStatus(errno, "cannot open the job state file", path);
   if (absl::Status st = CheckPrivate(fd, path); !st.ok()) {
     ::close(fd);
     return st;
@@ -105,8 +105,8 @@ absl::StatusOr<std::unique_ptr<JobJournal>> JobJournal::Reopen(const std::string
 JobJournal::~JobJournal() { ::close(fd_); }
 
 absl::Status JobJournal::Append(const JournalRecord& record) {
-  RETURN_IF_ERROR(common::WriteAll(fd_, Encode(record), path_));
-  return common::SyncFile(fd_, "cannot sync the state file", path_, /*data_only=*/true);
+  RETURN_IF_ERROR(base::WriteAll(fd_, Encode(record), path_));
+  return base::SyncFile(fd_, "cannot sync the state file", path_, /*data_only=*/true);
 }
 
 absl::StatusOr<std::vector<JournalRecord>> JobJournal::Read(const std::string& dir,
@@ -116,14 +116,14 @@ absl::StatusOr<std::vector<JournalRecord>> JobJournal::Read(const std::string& d
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return absl::NotFoundError(absl::StrCat("no state file ", path));
-    return common::ErrnoStatus(errno, "cannot open the job state file", path);
+    return base::ErrnoStatus(errno, "cannot open the job state file", path);
   }
   const absl::Status private_file = CheckPrivate(fd, path);
   ::close(fd);
   RETURN_IF_ERROR(private_file);
-  ASSIGN_OR_RETURN(const std::string data, common::ReadFile(path, {.follow_symlinks = false,
-                                                                   .max_bytes = kMaxStateBytes,
-                                                                   .what = "job state file"}));
+  ASSIGN_OR_RETURN(const std::string data, base::ReadFile(path, {.follow_symlinks = false,
+                                                                 .max_bytes = kMaxStateBytes,
+                                                                 .what = "job state file"}));
   size_t pos = kMagic.size();
   std::string recorded_snapshot;
   if (std::string_view(data).starts_with(kMagic)) {
@@ -158,7 +158,7 @@ bool JobJournal::Exists(const std::string& dir, const std::string& job_id) {
 absl::Status JobJournal::Remove(const std::string& dir, const std::string& job_id) {
   ASSIGN_OR_RETURN(const std::string path, PathFor(dir, job_id));
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return common::ErrnoStatus(errno, "cannot delete the job state file", path);
+    return base::ErrnoStatus(errno, "cannot delete the job state file", path);
   }
   return absl::OkStatus();
 }

@@ -7,8 +7,8 @@
 // before the reply leaves (a reply that was not recorded was never sent); a record cut short by
 // a crash is ignored on reading. The file is deleted when the job ends (EndJob: done, failed or
 // cancelled). The file also keeps, from its start, the fingerprint of a push-down job's snapshot
-// (common/table/postgres_stats.h), so that a restarted party can tell that its table changed.
-// Not thread-safe: the job's lock serializes its use.
+// (common/table_postgres/postgres_stats.h), so that a restarted party can tell that its table
+// changed. Not thread-safe: the job's lock serializes its use.
 #pragma once
 
 #include <cstdint>

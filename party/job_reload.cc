@@ -50,7 +50,7 @@ absl::Status ReplayHorizontal(JobState& job, const LeaderMessage& req, const Par
     }
   } else if (req.has_final_check()) {
     if (!extra.empty()) {
-      ASSIGN_OR_RETURN(std::vector<uint64_t> mask, common::DecodeWords(extra));
+      ASSIGN_OR_RETURN(std::vector<uint64_t> mask, wire::DecodeWords(extra));
       job.horizontal->final_check.RestoreMask(std::move(mask));
     }
     RETURN_IF_ERROR(job.horizontal->final_check.Step(req).status());
@@ -92,7 +92,7 @@ absl::Status ReplayVertical(JobState& job, const LeaderMessage& request, const P
       job.vertical->ids().RestoreCommonSignature("");
       break;
     case fedanon::v1::VerticalStep::kIdAlign: {
-      ASSIGN_OR_RETURN(const std::vector<uint64_t> words, common::DecodeWords(extra));
+      ASSIGN_OR_RETURN(const std::vector<uint64_t> words, wire::DecodeWords(extra));
       if (words.empty() || words.size() - 1 != job.vertical->replica().ids().size()) {
         return absl::DataLossError("the recorded ID alignment does not match this party's table");
       }
@@ -140,7 +140,7 @@ absl::Status ReplayVertical(JobState& job, const LeaderMessage& request, const P
   job.vertical->ids().ClearRestored();
   // The bytes that left answer a repeated request; a chunked step's chunks are derived again
   // (the same plaintext, sealed afresh, under the same stream description).
-  const std::string digest = common::RequestDigest(round, step);
+  const std::string digest = wire::RequestDigest(round, step);
   job.vertical->RestoreLast(digest, stored);
   const std::string key = ProducingStepKey(step, round);
   if (!key.empty()) job.transfer.RecordStepAnswer(key, digest, stored);
@@ -204,7 +204,7 @@ absl::StatusOr<JournalledJob> ParseJournal(const std::vector<JournalRecord>& rec
 }  // namespace
 
 absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
-  if (options_.state_dir.empty() || !common::ValidateJobId(job_id).ok() ||
+  if (options_.state_dir.empty() || !base::ValidateJobId(job_id).ok() ||
       !JobJournal::Exists(options_.state_dir, job_id)) {
     return absl::OkStatus();
   }

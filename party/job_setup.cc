@@ -36,7 +36,7 @@ namespace {
 // party's directory layout or the file's content; the details go to the party's log.
 absl::StatusOr<std::string> ResolveInDataDir(const std::string& data_dir, const std::string& path,
                                              const std::string& what) {
-  absl::StatusOr<std::string> resolved = common::ResolveInsideDirectory(data_dir, path);
+  absl::StatusOr<std::string> resolved = base::ResolveInsideDirectory(data_dir, path);
   if (resolved.ok()) return resolved;
   spdlog::error("{} '{}' refused: {}", what, path, std::string(resolved.status().message()));
   if (resolved.status().code() == absl::StatusCode::kPermissionDenied) {
@@ -66,7 +66,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
                      "replace a job"));
   }
   // The job id names this party's output file when it is the recipient.
-  RETURN_IF_ERROR(common::ValidateJobId(request.job_id()));
+  RETURN_IF_ERROR(base::ValidateJobId(request.job_id()));
   auto job = std::make_unique<JobState>(options_, audit_);
   job->job_id = request.job_id();
   job->spec = request.prepare().spec();
@@ -74,10 +74,10 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
                    Authorize(request.prepare(), reload, journaled_seal_key, job.get()));
   // Load the taxonomies named by the spec from our data directory, then our table.
   ASSIGN_OR_RETURN(const auto texts, ReadTaxonomies(*job));
-  const std::string digest = crypto::Sha256(common::CanonicalJobBytes(job->spec, texts));
+  const std::string digest = crypto::Sha256(spec::CanonicalJobBytes(job->spec, texts));
   RETURN_IF_ERROR(JobAuthorizer::CheckDigest(authorized, digest));
   // Errors quote no label: the files are the party's, the message goes to the leader.
-  auto schema = common::BuildPublicSchema(job->spec, texts, {.quote_labels = false});
+  auto schema = table::BuildPublicSchema(job->spec, texts, {.quote_labels = false});
   if (!schema.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("party '", options_.name, "': ", schema.status().message()));
@@ -85,15 +85,15 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
   const std::string& table_name = request.prepare().data_path().empty()
                                       ? options_.default_data_path
                                       : request.prepare().data_path();
-  const common::PostgresSource* postgres = nullptr;
+  const table_postgres::PostgresSource* postgres = nullptr;
   ASSIGN_OR_RETURN(const std::string table, ResolveTable(table_name, &postgres));
   RETURN_IF_ERROR(CheckRing(request.prepare(), job.get()));
   if (request.prepare().max_message_bytes() > 0) {  // per-record payloads in chunks
     ASSIGN_OR_RETURN(const uint64_t limit,
-                     common::NegotiatedMessageLimit(request.prepare().max_message_bytes(),
-                                                    options_.max_message_bytes));
+                     wire::NegotiatedMessageLimit(request.prepare().max_message_bytes(),
+                                                  options_.max_message_bytes));
     job->message_limit = limit;
-    job->chunk_bytes = common::ChunkBytesForLimit(limit);
+    job->chunk_bytes = wire::ChunkBytesForLimit(limit);
   }
   // This party's own policy, whatever the admin signed.
   RETURN_IF_ERROR(CheckPartyPolicy(options_.policy, job->spec, options_.name, job->recipient));
@@ -104,7 +104,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
         " times; the party allows at most ", *options_.policy.max_releases, " (max_releases)"));
   }
   RETURN_IF_ERROR(LoadTable(*schema, table, table_name, postgres, job.get()));
-  if (const uint64_t most = common::MaxRecordsPerParty(job->spec);
+  if (const uint64_t most = spec::MaxRecordsPerParty(job->spec);
       Records(*job) > most &&
       !(options_.deviation != nullptr && options_.deviation->IgnoresRecordLimit())) {
     return absl::FailedPreconditionError(
@@ -124,7 +124,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
 absl::StatusOr<fedanon::v1::AuthorizedJob> PartyAgent::Authorize(
     const fedanon::v1::PrepareJob& prepare, bool reload, std::string_view journaled_seal_key,
     JobState* job) const {
-  RETURN_IF_ERROR(common::CheckFederatedRecoding(job->spec));
+  RETURN_IF_ERROR(spec::CheckFederatedRecoding(job->spec));
   RETURN_IF_ERROR(VerifyParticipants(prepare, job));
   // The admin's signature over ring, recipient, leader_party, our data path and the taxonomy
   // paths first: a job no admin authorized reads nothing (docs/threat-model.md, "Job
@@ -154,7 +154,7 @@ absl::StatusOr<fedanon::v1::AuthorizedJob> PartyAgent::Authorize(
 }
 
 absl::StatusOr<std::string> PartyAgent::ResolveTable(
-    const std::string& table_name, const common::PostgresSource** postgres) const {
+    const std::string& table_name, const table_postgres::PostgresSource** postgres) const {
   // A name the party configured as a PostgreSQL source is read from there (its ledger key says
   // so); any other is a file in the data directory.
   const auto pg = options_.postgres_tables.find(table_name);
@@ -171,9 +171,10 @@ absl::StatusOr<std::string> PartyAgent::ResolveTable(
   return resolved_table;
 }
 
-absl::Status PartyAgent::LoadTable(const common::Dataset& schema, const std::string& table,
+absl::Status PartyAgent::LoadTable(const table::Dataset& schema, const std::string& table,
                                    const std::string& table_name,
-                                   const common::PostgresSource* postgres, JobState* job) const {
+                                   const table_postgres::PostgresSource* postgres,
+                                   JobState* job) const {
   if (job->spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
     return LoadHorizontalTable(schema, table, postgres, job);
   }
@@ -378,7 +379,7 @@ absl::Status PartyAgent::CheckAnnouncedLeader(const std::string& announced) cons
   absl::MutexLock lock(&linked_leader_mu_);
   if (linked_leader_.empty() || announced == linked_leader_) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat(
-      kAnnouncedLeaderNotLinked, ": Prepare announces leader '", common::Printable(announced, 128),
+      kAnnouncedLeaderNotLinked, ": Prepare announces leader '", base::Printable(announced, 128),
       "', but this party is linked to leader '", linked_leader_, "' (its TLS certificate)"));
 }
 
@@ -460,12 +461,12 @@ absl::StatusOr<std::map<std::string, std::string>> PartyAgent::ReadTaxonomies(
       return absl::Status(path.status().code(),
                           absl::StrCat("party '", options_.name, "': ", path.status().message()));
     }
-    auto text = common::ReadFile(*path, common::ReadFileOptions{
-                                            .follow_symlinks = false,  // resolved above
-                                            .max_bytes = common::kMaxTaxonomyBytes,
-                                            .max_line_bytes = common::kMaxLineBytes,
-                                            .what = "taxonomy",
-                                        });
+    auto text = base::ReadFile(*path, base::ReadFileOptions{
+                                          .follow_symlinks = false,  // resolved above
+                                          .max_bytes = base::kMaxTaxonomyBytes,
+                                          .max_line_bytes = base::kMaxLineBytes,
+                                          .what = "taxonomy",
+                                      });
     if (!text.ok()) {
       spdlog::error("job={} cannot read taxonomy {}: {}", job.job_id, *path,
                     std::string(text.status().message()));
@@ -478,8 +479,8 @@ absl::StatusOr<std::map<std::string, std::string>> PartyAgent::ReadTaxonomies(
   return texts;
 }
 
-absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const std::string& table,
-                                           const common::PostgresSource* postgres,
+absl::Status PartyAgent::LoadVerticalTable(const table::Dataset& schema, const std::string& table,
+                                           const table_postgres::PostgresSource* postgres,
                                            JobState* job) const {
   VerticalPartyOptions vopts;
   vopts.name = options_.name;
@@ -487,7 +488,7 @@ absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const 
   vopts.parties = job->ring;
   if (options_.deviation != nullptr) vopts.misbehaviour = options_.deviation->Vertical();
   // A job this replica could not score as the centralized engine does is refused by name.
-  RETURN_IF_ERROR(common::CheckVerticalScoreComputable(job->spec));
+  RETURN_IF_ERROR(engine::CheckVerticalScoreComputable(job->spec));
   auto vp = VerticalParty::Load(job->spec, schema, table, vopts, postgres);
   if (!vp.ok()) {
     spdlog::error("job={} table {} does not match the job: {}", job->job_id, table,
@@ -506,7 +507,7 @@ absl::Status PartyAgent::LoadVerticalTable(const common::Dataset& schema, const 
 absl::StatusOr<std::string> PartyAgent::WriteReleasedTable(const std::string& job_id,
                                                            const std::string& csv) const {
   if (options_.postgres_sink.has_value()) {
-    absl::Status st = common::WriteTableToPostgres(*options_.postgres_sink, job_id, csv);
+    absl::Status st = table_postgres::WriteTableToPostgres(*options_.postgres_sink, job_id, csv);
     if (!st.ok()) {
       spdlog::error("job={} released table not written: {}", job_id, std::string(st.message()));
       return absl::Status(st.code(),
@@ -514,7 +515,8 @@ absl::StatusOr<std::string> PartyAgent::WriteReleasedTable(const std::string& jo
                                        "' cannot write the released table into its PostgreSQL "
                                        "sink (details in the party's log)"));
     }
-    return absl::StrCat("postgres:", common::PostgresSinkTable(*options_.postgres_sink, job_id));
+    return absl::StrCat("postgres:",
+                        table_postgres::PostgresSinkTable(*options_.postgres_sink, job_id));
   }
   const std::string path =
       (std::filesystem::path(options_.output_dir) / absl::StrCat(job_id, ".csv")).string();
@@ -522,8 +524,8 @@ absl::StatusOr<std::string> PartyAgent::WriteReleasedTable(const std::string& jo
   std::filesystem::create_directories(options_.output_dir, ec);
   // Written once: a file of this job already there was written before a restart of this party
   // (its reply never left); it is kept, never replaced or appended to.
-  const absl::Status written = common::WriteFileAtomically(
-      path, csv, {.mode = common::kPrivateFileMode, .replace_existing = false});
+  const absl::Status written = base::WriteFileAtomically(
+      path, csv, {.mode = base::kPrivateFileMode, .replace_existing = false});
   if (absl::IsAlreadyExists(written)) {
     spdlog::warn("job={} integrated table {} was written before a restart; kept as it is", job_id,
                  path);
@@ -533,19 +535,18 @@ absl::StatusOr<std::string> PartyAgent::WriteReleasedTable(const std::string& jo
   return path;
 }
 
-absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
-                                             const std::string& table,
-                                             const common::PostgresSource* postgres,
+absl::Status PartyAgent::LoadHorizontalTable(const table::Dataset& schema, const std::string& table,
+                                             const table_postgres::PostgresSource* postgres,
                                              JobState* job) const {
   job->horizontal =
       std::make_unique<HorizontalJobParty>(*job, job->transfer, ReleasedTableWriterOf());
   HorizontalTables& tables = job->horizontal->tables;
   if (postgres != nullptr && postgres->push_down) {
     if (job->spec.recoding() == fedanon::v1::RECODING_LOCAL) {
-      return absl::FailedPreconditionError(common::kLocalRecodingNotPushdown);
+      return absl::FailedPreconditionError(spec::kLocalRecodingNotPushdown);
     }
     // Push-down: one check of the table now, then every statistic by SQL (no records here).
-    auto pushdown = common::PostgresPushdown::Open(job->spec, *postgres, schema);
+    auto pushdown = table_postgres::PostgresPushdown::Open(job->spec, *postgres, schema);
     if (!pushdown.ok()) {
       spdlog::error("job={} table {} (push-down) does not match the job: {}", job->job_id, table,
                     std::string(pushdown.status().message()));
@@ -558,17 +559,17 @@ absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
     for (const std::string& warning : tables.pushdown->data().warnings) {
       spdlog::warn("job={} {}", job->job_id, warning);
     }
-    tables.data = std::make_unique<common::Dataset>(tables.pushdown->data());
+    tables.data = std::make_unique<table::Dataset>(tables.pushdown->data());
     job->table_fingerprint = tables.pushdown->fingerprint();
     for (const auto& q : tables.data->qids) tables.hier.emplace_back(&q);
     spdlog::info("job={} table {} in push-down mode: statistics computed by the database",
                  job->job_id, table);
     return absl::OkStatus();
   }
-  const common::LoadDatasetOptions load{.max_input_bytes = options_.max_input_bytes};
+  const table::LoadDatasetOptions load{.max_input_bytes = options_.max_input_bytes};
   auto data = postgres != nullptr
-                  ? common::LoadDatasetFromPostgres(job->spec, *postgres, &schema, load)
-                  : common::LoadDataset(job->spec, table, &schema, load);
+                  ? table_postgres::LoadDatasetFromPostgres(job->spec, *postgres, &schema, load)
+                  : table::LoadDataset(job->spec, table, &schema, load);
   if (!data.ok()) {
     // The detailed message may quote raw values (or name database hosts): it stays in the
     // party's log.
@@ -582,7 +583,7 @@ absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
   for (const std::string& warning : data->warnings) {
     spdlog::warn("job={} {}", job->job_id, warning);
   }
-  tables.data = std::make_unique<common::Dataset>(*std::move(data));
+  tables.data = std::make_unique<table::Dataset>(*std::move(data));
   absl::StatusOr<std::string> fingerprint = TableFingerprint(*tables.data);
   if (!fingerprint.ok()) {
     spdlog::error("job={} table {}: {}", job->job_id, table,
@@ -593,7 +594,7 @@ absl::Status PartyAgent::LoadHorizontalTable(const common::Dataset& schema,
   }
   job->table_fingerprint = *std::move(fingerprint);
   for (const auto& q : tables.data->qids) tables.hier.emplace_back(&q);
-  tables.tips = std::make_unique<common::Tips>(tables.data.get(), &tables.hier);
+  tables.tips = std::make_unique<engine::Tips>(tables.data.get(), &tables.hier);
   if (job->spec.recoding() == fedanon::v1::RECODING_LOCAL) {
     tables.local = std::make_unique<LocalParty>(tables.data.get(), job->spec);
   }

@@ -10,13 +10,13 @@
 
 namespace fedanon::party {
 
-LocalParty::LocalParty(const common::Dataset* data, const fedanon::v1::JobSpec& spec)
+LocalParty::LocalParty(const table::Dataset* data, const fedanon::v1::JobSpec& spec)
     : data_(data),
       suppression_token_(spec.suppression_token()),
-      binned_(common::NumericSplitFromSpec(spec).binned()),
-      cells_(common::NumericSplitFromSpec(spec).cells),
+      binned_(engine::NumericSplitFromSpec(spec).binned()),
+      cells_(engine::NumericSplitFromSpec(spec).cells),
       source_(data) {
-  keys_.push_back(common::LocalRootKey(*data));
+  keys_.push_back(engine::LocalRootKey(*data));
   live_.push_back(true);
 }
 
@@ -35,13 +35,13 @@ absl::Status LocalParty::ApplySetup(const fedanon::v1::LocalSetup& setup) {
   for (size_t a = 0; a < data_->qids.size(); ++a) {
     const auto& b = setup.bins(static_cast<int>(a)).bounds();
     if (b.empty()) continue;
-    const common::QidColumn& col = data_->qids[a];
-    if (!binned_ || col.kind != common::QidKind::kContinuous) {
+    const table::QidColumn& col = data_->qids[a];
+    if (!binned_ || col.kind != table::QidKind::kContinuous) {
       return absl::PermissionDeniedError(
           absl::StrCat("local recoding: bins announced for '", col.name, "', which is not binned"));
     }
     // A subsequence of the public cells from the first to the last bound.
-    const std::vector<int32_t> cells = common::PublicCellBounds(col, cells_);
+    const std::vector<int32_t> cells = engine::PublicCellBounds(col, cells_);
     size_t j = 0;
     for (int32_t bound : b) {
       while (j < cells.size() && cells[j] < bound) ++j;
@@ -56,11 +56,11 @@ absl::Status LocalParty::ApplySetup(const fedanon::v1::LocalSetup& setup) {
     }
     bins[a].assign(b.begin(), b.end());
   }
-  fine_ = std::make_unique<common::LocalFineMap>(data_, binned_, std::move(bins));
+  fine_ = std::make_unique<engine::LocalFineMap>(data_, binned_, std::move(bins));
   return source_.UseFineMap(fine_.get());
 }
 
-absl::StatusOr<common::LocalGroupRef> LocalParty::LiveGroup(
+absl::StatusOr<engine::LocalGroupRef> LocalParty::LiveGroup(
     const fedanon::v1::LocalGroupRef& ref) const {
   if (fine_ == nullptr) {
     return absl::FailedPreconditionError("local recoding: the bins were not announced");
@@ -70,7 +70,7 @@ absl::StatusOr<common::LocalGroupRef> LocalParty::LiveGroup(
     return absl::PermissionDeniedError(absl::StrCat(
         "local recoding: group ", g, " is not a live group of this job (unknown or retired)"));
   }
-  common::LocalGroupRef out{g, {}};
+  engine::LocalGroupRef out{g, {}};
   for (const auto& v : ref.key()) out.key.push_back({v.node(), v.lo(), v.hi()});
   if (out.key != keys_[g]) {
     return absl::PermissionDeniedError(absl::StrCat("local recoding: the key of group ", g,
@@ -80,14 +80,14 @@ absl::StatusOr<common::LocalGroupRef> LocalParty::LiveGroup(
 }
 
 absl::Status LocalParty::ApplySplit(const fedanon::v1::LocalSplitInstruction& split) {
-  ASSIGN_OR_RETURN(const common::LocalGroupRef group, LiveGroup(split.group()));
+  ASSIGN_OR_RETURN(const engine::LocalGroupRef group, LiveGroup(split.group()));
   const int a = static_cast<int>(split.attribute());
   if (split.attribute() >= data_->qids.size()) {
     return absl::InvalidArgumentError("local split names no QID attribute");
   }
   const std::vector<int> child_of_fine(split.child_of_fine().begin(), split.child_of_fine().end());
-  ASSIGN_OR_RETURN(const std::vector<common::LocalValue> values,
-                   common::LocalChildValues(*data_, *fine_, a, group.key[a], child_of_fine));
+  ASSIGN_OR_RETURN(const std::vector<engine::LocalValue> values,
+                   engine::LocalChildValues(*data_, *fine_, a, group.key[a], child_of_fine));
   if (static_cast<size_t>(split.new_ids_size()) != values.size()) {
     return absl::InvalidArgumentError("local split: one id per child");
   }
@@ -107,7 +107,7 @@ absl::Status LocalParty::ApplySplit(const fedanon::v1::LocalSplitInstruction& sp
   RETURN_IF_ERROR(source_.SplitGroups({{group.group, group.key, a, child_of_fine, new_ids}}));
   for (size_t c = 0; c < values.size(); ++c) {
     if (new_ids[c] < 0) continue;
-    std::vector<common::LocalValue> key = group.key;
+    std::vector<engine::LocalValue> key = group.key;
     key[a] = values[c];
     keys_.push_back(std::move(key));
     live_.push_back(true);
@@ -127,9 +127,9 @@ absl::StatusOr<std::vector<uint64_t>> LocalParty::ReleasedCounts(
     return absl::InvalidArgumentError("released counts requested over an undeclared domain");
   }
   if (static_cast<uint64_t>(request.released_groups_size()) >
-      common::kMaxLocalReleasedWords / std::max<uint64_t>(1, combos)) {
+      engine::kMaxLocalReleasedWords / std::max<uint64_t>(1, combos)) {
     return absl::InvalidArgumentError(absl::StrCat("local recoding: released counts of more than ",
-                                                   common::kMaxLocalReleasedWords, " words"));
+                                                   engine::kMaxLocalReleasedWords, " words"));
   }
   // Exactly the live groups: each named one is live with this party's key, named once, and as
   // many are named as are live.
@@ -137,7 +137,7 @@ absl::StatusOr<std::vector<uint64_t>> LocalParty::ReleasedCounts(
   std::vector<int32_t> groups;
   groups.reserve(static_cast<size_t>(request.released_groups_size()));
   for (const auto& r : request.released_groups()) {
-    ASSIGN_OR_RETURN(const common::LocalGroupRef ref, LiveGroup(r));
+    ASSIGN_OR_RETURN(const engine::LocalGroupRef ref, LiveGroup(r));
     if (named[ref.group]) {
       return absl::PermissionDeniedError(absl::StrCat("local recoding: released counts name group ",
                                                       ref.group, " twice (one count each)"));
@@ -170,21 +170,21 @@ absl::StatusOr<std::vector<uint64_t>> LocalParty::Answer(
   }
   std::vector<uint64_t> out;
   if (request.groups_size() > 0) {
-    std::vector<common::LocalGroupRef> refs;
+    std::vector<engine::LocalGroupRef> refs;
     for (const auto& r : request.groups()) {
-      ASSIGN_OR_RETURN(common::LocalGroupRef ref, LiveGroup(r));
+      ASSIGN_OR_RETURN(engine::LocalGroupRef ref, LiveGroup(r));
       refs.push_back(std::move(ref));
     }
     ASSIGN_OR_RETURN(const std::vector<std::vector<uint64_t>> words, source_.GroupStatsBatch(refs));
     for (const auto& w : words) out.insert(out.end(), w.begin(), w.end());
     return out;
   }
-  std::vector<common::LocalRangeQuery> queries;
+  std::vector<engine::LocalRangeQuery> queries;
   for (const auto& r : request.ranges()) {
-    ASSIGN_OR_RETURN(common::LocalGroupRef ref, LiveGroup(r.group()));
+    ASSIGN_OR_RETURN(engine::LocalGroupRef ref, LiveGroup(r.group()));
     const int a = static_cast<int>(r.attribute());
-    if (r.attribute() >= data_->qids.size() ||
-        data_->qids[a].kind != common::QidKind::kContinuous || !binned_) {
+    if (r.attribute() >= data_->qids.size() || data_->qids[a].kind != table::QidKind::kContinuous ||
+        !binned_) {
       return absl::PermissionDeniedError(
           "local recoding: labelled ranges only of a continuous attribute under binned search");
     }
@@ -235,9 +235,9 @@ absl::Status LocalParty::ForEachReleasedRow(
   for (size_t g = 0; g < live_.size(); ++g) {
     if (live_[g]) live.push_back(static_cast<int32_t>(g));
   }
-  return common::ForEachLocalReleasedRow(
+  return engine::ForEachLocalReleasedRow(
       *data_, suppression_token_, live,
-      [this](int32_t g) -> const std::vector<common::LocalValue>& { return keys_[g]; },
+      [this](int32_t g) -> const std::vector<engine::LocalValue>& { return keys_[g]; },
       source_.GroupOfRecords(live), columns, emit);
 }
 

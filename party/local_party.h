@@ -35,7 +35,7 @@ namespace fedanon::party {
 class LocalParty {
  public:
   // `data`: this party's records (not owned; must outlive this).
-  LocalParty(const common::Dataset* data, const fedanon::v1::JobSpec& spec);
+  LocalParty(const table::Dataset* data, const fedanon::v1::JobSpec& spec);
 
   absl::Status ApplySetup(const fedanon::v1::LocalSetup& setup);
   absl::Status ApplySplit(const fedanon::v1::LocalSplitInstruction& split);
@@ -61,15 +61,15 @@ class LocalParty {
 
  private:
   // The key of a live group named by `ref`, checked against this party's record of it.
-  absl::StatusOr<common::LocalGroupRef> LiveGroup(const fedanon::v1::LocalGroupRef& ref) const;
+  absl::StatusOr<engine::LocalGroupRef> LiveGroup(const fedanon::v1::LocalGroupRef& ref) const;
 
-  const common::Dataset* data_;
+  const table::Dataset* data_;
   std::string suppression_token_;
   bool binned_;
   uint32_t cells_;
-  std::unique_ptr<common::LocalFineMap> fine_;
-  common::InProcessLocalSource source_;
-  std::vector<std::vector<common::LocalValue>> keys_;  // [group id]
+  std::unique_ptr<engine::LocalFineMap> fine_;
+  engine::InProcessLocalSource source_;
+  std::vector<std::vector<engine::LocalValue>> keys_;  // [group id]
   std::vector<bool> live_;                             // [group id]
 };
 

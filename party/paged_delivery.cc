@@ -14,15 +14,15 @@ absl::StatusOr<PagedDelivery::Added> PagedDelivery::Add(const Names& names, cons
                                                         uint64_t list_bytes,
                                                         const std::string& page_bytes,
                                                         const std::string& list_digest) {
-  if (pages == 0 || page >= pages || pages > common::MostPagesFor(list_bytes)) {
+  if (pages == 0 || page >= pages || pages > wire::MostPagesFor(list_bytes)) {
     return absl::PermissionDeniedError(absl::StrCat("page ", page, " of ", pages, " of the ",
                                                     names.list, " of '", from, "' (", list_bytes,
                                                     " bytes) is out of range"));
   }
-  if (list_bytes > common::kMaxChunkedPayloadBytes) {
+  if (list_bytes > wire::kMaxChunkedPayloadBytes) {
     return absl::PermissionDeniedError(absl::StrCat("the ", names.list, " of '", from, "' declare ",
                                                     list_bytes, " bytes, over the bound of ",
-                                                    common::kMaxChunkedPayloadBytes));
+                                                    wire::kMaxChunkedPayloadBytes));
   }
   if (!started_) {
     started_ = true;

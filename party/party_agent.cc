@@ -278,12 +278,11 @@ absl::StatusOr<PartyMessage> PartyAgent::HandleEndJob(JobSlot& slot, const Leade
                    {"reason", request.end_job().reason()}}}));
   }
   if (slot.job && slot.job->job_id == request.job_id()) {
-    spdlog::info("job={} ended: {}", slot.job->job_id,
-                 common::Printable(request.end_job().reason()));
+    spdlog::info("job={} ended: {}", slot.job->job_id, base::Printable(request.end_job().reason()));
     slot.job.reset();
   }
   // Its durable state goes with it (also when this party restarted and never reloaded it).
-  if (!options_.state_dir.empty() && common::ValidateJobId(request.job_id()).ok()) {
+  if (!options_.state_dir.empty() && base::ValidateJobId(request.job_id()).ok()) {
     RETURN_IF_ERROR(JobJournal::Remove(options_.state_dir, request.job_id()));
   }
   // A failed run no longer counts as a release of the table (party policy max_releases),

@@ -33,8 +33,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/table/dataset.h"
-#include "common/table/postgres_sink.h"
-#include "common/table/postgres_source.h"
+#include "common/table_postgres/postgres_sink.h"
+#include "common/table_postgres/postgres_source.h"
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
 #include "party/audit_log.h"
@@ -134,11 +134,11 @@ class PartyAgent {
   // The table a job names: a PostgreSQL source the party configured under that name (`postgres`
   // set), else a file inside the data directory.
   absl::StatusOr<std::string> ResolveTable(const std::string& table_name,
-                                           const common::PostgresSource** postgres) const;
+                                           const table_postgres::PostgresSource** postgres) const;
   // The table loaded for the job's partitioning (a push-down table only for horizontal jobs).
-  absl::Status LoadTable(const common::Dataset& schema, const std::string& table,
-                         const std::string& table_name, const common::PostgresSource* postgres,
-                         JobState* job) const;
+  absl::Status LoadTable(const table::Dataset& schema, const std::string& table,
+                         const std::string& table_name,
+                         const table_postgres::PostgresSource* postgres, JobState* job) const;
   static uint64_t Records(const JobState& job);
   // A new job's durable state (the Prepare first, with the job's own sealing key), its run in the
   // ledger (the run id used; a release of the table) and its start in the audit file.
@@ -161,11 +161,13 @@ class PartyAgent {
   // The spec's taxonomy files (resolved against data_dir), by attribute name.
   absl::StatusOr<std::map<std::string, std::string>> ReadTaxonomies(const JobState& job) const;
   // `postgres`: the table is that PostgreSQL source, read into memory (else the CSV file).
-  absl::Status LoadVerticalTable(const common::Dataset& schema, const std::string& table,
-                                 const common::PostgresSource* postgres, JobState* job) const;
+  absl::Status LoadVerticalTable(const table::Dataset& schema, const std::string& table,
+                                 const table_postgres::PostgresSource* postgres,
+                                 JobState* job) const;
   // `postgres`: the table is that PostgreSQL source (else the CSV file `table`).
-  absl::Status LoadHorizontalTable(const common::Dataset& schema, const std::string& table,
-                                   const common::PostgresSource* postgres, JobState* job) const;
+  absl::Status LoadHorizontalTable(const table::Dataset& schema, const std::string& table,
+                                   const table_postgres::PostgresSource* postgres,
+                                   JobState* job) const;
   // Writes the released table where this party keeps them (CSV file or PostgreSQL sink);
   // returns where it went, for the log and the audit file.
   absl::StatusOr<std::string> WriteReleasedTable(const std::string& job_id,

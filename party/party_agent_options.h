@@ -12,8 +12,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "common/table/postgres_sink.h"
-#include "common/table/postgres_source.h"
+#include "common/table_postgres/postgres_sink.h"
+#include "common/table_postgres/postgres_source.h"
 #include "party/party_deviation.h"
 #include "party/party_policy.h"
 #include "party/seal_key_ring.h"
@@ -31,10 +31,10 @@ struct PartyAgentOptions {
   uint64_t max_message_bytes = uint64_t{64} << 20;
   // Tables read from PostgreSQL (party.yaml `tables:`), by the name jobs use: a job's table name
   // found here is read from the database, any other from data_dir (docs/postgres.md).
-  std::map<std::string, common::PostgresSource> postgres_tables;
+  std::map<std::string, table_postgres::PostgresSource> postgres_tables;
   // Where the released table goes when this party is the recipient (party.yaml `sink:`);
   // nullopt: the file <output_dir>/<job_id>.csv.
-  std::optional<common::PostgresSink> postgres_sink;
+  std::optional<table_postgres::PostgresSink> postgres_sink;
   std::string ca_pem;         // the federation CA (verifies other parties' seal certs)
   std::string seal_cert_pem;  // this party's sealing certificate and key (at start; UpdateSettings)
   std::string seal_key_pem;

@@ -32,16 +32,16 @@ absl::Status PayloadTransfer::SealPayload(const std::string& receiver, uint64_t 
   out.set_receiver(receiver);
   out.set_purpose(purpose);
   out.set_request_digest(request_digest);
-  ASSIGN_OR_RETURN(
-      std::vector<fedanon::v1::SealedPayload> chunks,
-      common::SealChunks(bytes, ctx_.chunk_bytes, &out,
-                         [&](std::string_view piece, const std::string& chunk_purpose) {
-                           return ctx_.SealFor(receiver, round, chunk_purpose, std::string(piece));
-                         }));
+  ASSIGN_OR_RETURN(std::vector<fedanon::v1::SealedPayload> chunks,
+                   wire::SealChunks(bytes, ctx_.chunk_bytes, &out,
+                                    [&](std::string_view piece, const std::string& chunk_purpose) {
+                                      return ctx_.SealFor(receiver, round, chunk_purpose,
+                                                          std::string(piece));
+                                    }));
   // The SealedPayload names the payload's purpose; the chunk's purpose is bound in the box.
   for (uint32_t i = 0; i < chunks.size(); ++i) {
     chunks[i].set_purpose(purpose);
-    RETURN_IF_ERROR(common::CheckChunkFits(out, i, chunks[i], ctx_.message_limit));
+    RETURN_IF_ERROR(wire::CheckChunkFits(out, i, chunks[i], ctx_.message_limit));
   }
   *ref = out;
   outbox_[stream] = Outgoing{round, std::move(out), std::move(chunks)};
@@ -76,25 +76,25 @@ absl::StatusOr<std::string> PayloadTransfer::OpenPayload(const fedanon::v1::Seal
   }
   if (ref.receiver() != ctx_.self() || ref.purpose() != purpose) {
     return absl::PermissionDeniedError(
-        absl::StrCat(common::DescribeStream(ref), " is a '", ref.purpose(), "' payload for '",
+        absl::StrCat(wire::DescribeStream(ref), " is a '", ref.purpose(), "' payload for '",
                      ref.receiver(), "', not a '", purpose, "' payload for this party"));
   }
   auto it = inbox_.find({ref.sender(), ref.stream()});
   if (it == inbox_.end()) {
     return absl::FailedPreconditionError(
-        absl::StrCat(common::DescribeStream(ref), ": no chunk of it was received"));
+        absl::StrCat(wire::DescribeStream(ref), ": no chunk of it was received"));
   }
-  if (!common::SameChunkRef(it->second.ref(), ref)) {
+  if (!wire::SameChunkRef(it->second.ref(), ref)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        common::DescribeStream(ref), ": the step names another shape than its chunks declared"));
+        wire::DescribeStream(ref), ": the step names another shape than its chunks declared"));
   }
-  common::ChunkReceiver receiver = std::move(it->second);
+  wire::ChunkReceiver receiver = std::move(it->second);
   inbox_.erase(it);
   ASSIGN_OR_RETURN(std::vector<fedanon::v1::SealedPayload> chunks, std::move(receiver).Take());
   if (sender != nullptr) *sender = ref.sender();
   ASSIGN_OR_RETURN(
       std::string plain,
-      common::OpenChunks(
+      wire::OpenChunks(
           ref, chunks,
           [&](const fedanon::v1::SealedPayload& chunk, const std::string& chunk_purpose) {
             return ctx_.OpenSealed(chunk, round, chunk_purpose, /*observe=*/false);
@@ -140,17 +140,17 @@ absl::StatusOr<PartyMessage> PayloadTransfer::ChunkPut(const LeaderMessage& requ
   const fedanon::v1::ChunkRef& ref = put.ref();
   if (ref.receiver() != ctx_.self()) {
     return absl::PermissionDeniedError(
-        absl::StrCat(common::DescribeStream(ref), " is for '", ref.receiver(), "'"));
+        absl::StrCat(wire::DescribeStream(ref), " is for '", ref.receiver(), "'"));
   }
   if (std::find(ctx_.ring.begin(), ctx_.ring.end(), ref.sender()) == ctx_.ring.end()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        common::DescribeStream(ref), ": '", ref.sender(), "' is not a data party of the job"));
+    return absl::PermissionDeniedError(absl::StrCat(wire::DescribeStream(ref), ": '", ref.sender(),
+                                                    "' is not a data party of the job"));
   }
   auto key = std::make_pair(ref.sender(), ref.stream());
   auto it = inbox_.find(key);
   if (it == inbox_.end()) {
-    ASSIGN_OR_RETURN(common::ChunkReceiver started,
-                     common::ChunkReceiver::Start(ref, common::kMaxChunkedPayloadBytes));
+    ASSIGN_OR_RETURN(wire::ChunkReceiver started,
+                     wire::ChunkReceiver::Start(ref, wire::kMaxChunkedPayloadBytes));
     it = inbox_.emplace(key, std::move(started)).first;
   }
   RETURN_IF_ERROR(it->second.Add(ref, put.index(), put.chunk()));

@@ -78,7 +78,7 @@ class PayloadTransfer {
   // This party's chunked payloads, by stream, until a later round (ChunkGet serves them).
   std::map<std::string, Outgoing> outbox_;
   // Chunks of payloads sealed for this party, by (sender, stream), until a step names them.
-  std::map<std::pair<std::string, std::string>, common::ChunkReceiver> inbox_;
+  std::map<std::pair<std::string, std::string>, wire::ChunkReceiver> inbox_;
   ReplyCache<std::string> step_answers_;
   std::pair<std::string, std::string> producing_;
 };

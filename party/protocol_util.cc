@@ -86,7 +86,7 @@ std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t rou
 // This process's memory at a phase boundary of a vertical job (bench/vertical_daemons.sh prints
 // these lines: where each party peaks).
 void LogUsage(const std::string& job_id, std::string_view phase) {
-  const common::ProcessUsage usage = common::CurrentProcessUsage();
+  const base::ProcessUsage usage = base::CurrentProcessUsage();
   spdlog::info("job={} memory at {}: RSS {:.0f} MB, peak RSS {:.0f} MB, process CPU {:.2f} s",
                job_id, phase, usage.rss_mb, usage.peak_rss_mb, usage.cpu_seconds);
 }

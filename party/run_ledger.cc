@@ -29,7 +29,7 @@ absl::Status RunLedger::Load() {
   std::error_code ec;
   if (!std::filesystem::exists(path_, ec)) return absl::OkStatus();
   ASSIGN_OR_RETURN(const std::string text,
-                   common::ReadFile(path_, common::ReadFileOptions{.what = "run ledger"}));
+                   base::ReadFile(path_, base::ReadFileOptions{.what = "run ledger"}));
   const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
   if (lines.empty() || lines.front() != kHeader) {
     return absl::FailedPreconditionError(absl::StrCat("run ledger ", path_, ": not a run ledger"));
@@ -67,7 +67,7 @@ absl::Status RunLedger::Save() const {
   }
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
-  return common::WriteFileAtomically(path_, text, {.mode = common::kPrivateFileMode});
+  return base::WriteFileAtomically(path_, text, {.mode = base::kPrivateFileMode});
 }
 
 uint64_t RunLedger::ReleasesLocked(const std::string& table) const {

@@ -14,14 +14,14 @@
 
 namespace fedanon::party {
 
-using common::DecodeWords;
-using common::EncodeWords;
-using common::FromProto;
 using fedanon::v1::LeaderMessage;
 using fedanon::v1::PartyMessage;
+using wire::DecodeWords;
+using wire::EncodeWords;
+using wire::FromProto;
 
 absl::Status SecureSumParty::CheckRequest(const fedanon::v1::SumStep& step,
-                                          const common::StatsRequest& stats_request,
+                                          const engine::StatsRequest& stats_request,
                                           bool local_release) const {
   if (!stats_request.released_groups.empty() || local_release) {
     // The released table as counts is the result itself: only for a leader the admin signed
@@ -62,9 +62,9 @@ absl::Status SecureSumParty::CheckRequest(const fedanon::v1::SumStep& step,
 
 absl::Status SecureSumParty::StartCollect(const fedanon::v1::SumStep& step, size_t pos) {
   RETURN_IF_ERROR(tables_.ApplyUpdates(ctx_.spec, step.updates()));
-  ASSIGN_OR_RETURN(common::StatsRequest stats_request, FromProto(step.request(), tables_.hier));
-  RETURN_IF_ERROR(common::CheckNumericRequest(stats_request, tables_.hier,
-                                              common::NumericSplitFromSpec(ctx_.spec)));
+  ASSIGN_OR_RETURN(engine::StatsRequest stats_request, FromProto(step.request(), tables_.hier));
+  RETURN_IF_ERROR(engine::CheckNumericRequest(stats_request, tables_.hier,
+                                              engine::NumericSplitFromSpec(ctx_.spec)));
   // A local job's released counts (LocalStatsRequest.released_groups): LocalParty::Answer
   // checks the groups are exactly this party's final ones; released like global counts.
   const bool local_release =
@@ -85,14 +85,14 @@ absl::Status SecureSumParty::StartCollect(const fedanon::v1::SumStep& step, size
           "': its database could not compute the statistics (details in the party's log)"));
     }
   } else {
-    common::AppendLocalStats(*tables_.tips, stats_request, &counts_);
+    engine::AppendLocalStats(*tables_.tips, stats_request, &counts_);
   }
   counts_release_ = !stats_request.released_groups.empty() || local_release;
   if (counts_release_ && ctx_.options().deviation != nullptr) {
     ctx_.options().deviation->ReleasedCounts(stats_request.released_combinations, &counts_);
   }
   collect_ = step.collect();
-  digest_ = common::SumRequestDigest(step.request(), tables_.update_chain);
+  digest_ = wire::SumRequestDigest(step.request(), tables_.update_chain);
   chunks_ = step.chunks();
   answered_.Clear();
   unmask_.Reset();
@@ -126,7 +126,7 @@ absl::StatusOr<PartyMessage> SecureSumParty::Step(const LeaderMessage& request) 
                      "Prepare is ",
                      successor.empty() ? "the leader (empty next)" : "'" + successor + "'"));
   }
-  ASSIGN_OR_RETURN(const uint64_t chunk_len, common::SumChunkLength(step));
+  ASSIGN_OR_RETURN(const uint64_t chunk_len, wire::SumChunkLength(step));
   if (collect_ != UINT64_MAX && step.collect() < collect_) {
     return absl::PermissionDeniedError(
         absl::StrCat("secure sum: collect ", step.collect(), " is older than collect ", collect_,
@@ -145,7 +145,7 @@ absl::StatusOr<PartyMessage> SecureSumParty::Step(const LeaderMessage& request) 
     // The same collect again: it must be the same request (the updates were applied already,
     // so applying them again changes nothing unless they differ).
     RETURN_IF_ERROR(tables_.ApplyUpdates(ctx_.spec, step.updates()));
-    if (common::SumRequestDigest(step.request(), tables_.update_chain) != digest_) {
+    if (wire::SumRequestDigest(step.request(), tables_.update_chain) != digest_) {
       return absl::PermissionDeniedError(
           absl::StrCat("secure sum: collect ", step.collect(),
                        " was already answered for a different request (one request, one answer)"));
@@ -158,7 +158,7 @@ absl::StatusOr<PartyMessage> SecureSumParty::Step(const LeaderMessage& request) 
                                                    " words but this request needs ",
                                                    counts_.size()));
   }
-  const std::string purpose = common::SumHopPurpose(step, request.round(), digest_);
+  const std::string purpose = wire::SumHopPurpose(step, request.round(), digest_);
   if (const auto* done = answered_.Find(step.chunk()); done != nullptr) {
     if (done->fingerprint != purpose) {
       return absl::PermissionDeniedError(
@@ -296,7 +296,7 @@ absl::StatusOr<PartyMessage> SecureSumParty::Unmask(const LeaderMessage& request
   PartyMessage reply;
   ASSIGN_OR_RETURN(*reply.mutable_sum_mask()->mutable_seed(),
                    ctx_.SealFor(ctx_.leader, request.round(),
-                                common::SumMaskPurpose(collect, request.round(), digest_), seed_));
+                                wire::SumMaskPurpose(collect, request.round(), digest_), seed_));
   unmask_.Put(key, reply);
   ctx_.fresh_answer = true;
   RETURN_IF_ERROR(

@@ -51,7 +51,7 @@ class SecureSumParty {
   // nothing but the released counts after the final check, released counts over a declared
   // domain.
   absl::Status CheckRequest(const fedanon::v1::SumStep& step,
-                            const common::StatsRequest& stats_request, bool local_release) const;
+                            const engine::StatsRequest& stats_request, bool local_release) const;
   // What this party adds its counts to: its own mask (the ring's first party) or the hop sealed
   // for it by its predecessor agreed at Prepare.
   absl::StatusOr<std::vector<uint64_t>> HopInput(const fedanon::v1::SumStep& step, uint64_t round,

@@ -21,14 +21,15 @@
 
 namespace fedanon::party {
 
-using common::CsvLine;
-using common::OpenUnionList;
-using common::OpenUnionRows;
-using common::ParallelFor;
-using common::UnionListContext;
-using common::UnionRowContext;
+using base::ParallelFor;
 using fedanon::v1::LeaderMessage;
 using fedanon::v1::PartyMessage;
+using table::CsvLine;
+using wire::CsvLine;
+using wire::OpenUnionList;
+using wire::OpenUnionRows;
+using wire::UnionListContext;
+using wire::UnionRowContext;
 
 absl::StatusOr<PartyMessage> SecureUnionParty::Step(const LeaderMessage& request) {
   RETURN_IF_ERROR(final_check_.ReleaseAllowed("secure union"));
@@ -56,7 +57,7 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Step(const LeaderMessage& request
   const std::string key = step.deliver() ? "" : "union";
   std::string digest;
   if (!key.empty() && ctx_.chunk_bytes > 0) {
-    digest = common::RequestDigest(request.round(), step);
+    digest = wire::RequestDigest(request.round(), step);
     if (const auto* answered = transfer_.step_answers().Find(key)) {
       if (answered->fingerprint == digest) return answered->reply;
       return absl::FailedPreconditionError(
@@ -176,16 +177,16 @@ absl::Status SecureUnionParty::CheckTable(const fedanon::v1::UnionStep& step,
   // A local-recoding table's cells are its groups' own values, not one cut: the rows are
   // checked for repeats only (OpenUnionRows), its groups by the final check.
   if (tables_.local) return absl::OkStatus();
-  ASSIGN_OR_RETURN(const common::PrivacyModel model,
-                   common::BuildPrivacyModel(ctx_.spec, *tables_.data));
-  common::FinalCheckLayout built;
-  const common::FinalCheckLayout* layout = final_check_.passed_layout();
+  ASSIGN_OR_RETURN(const engine::PrivacyModel model,
+                   engine::BuildPrivacyModel(ctx_.spec, *tables_.data));
+  engine::FinalCheckLayout built;
+  const engine::FinalCheckLayout* layout = final_check_.passed_layout();
   if (layout == nullptr) {
-    ASSIGN_OR_RETURN(built, common::BuildFinalCheckLayout(model, *tables_.data, tables_.hier,
+    ASSIGN_OR_RETURN(built, engine::BuildFinalCheckLayout(model, *tables_.data, tables_.hier,
                                                           ctx_.spec.suppression_token()));
     layout = &built;
   }
-  common::ReleasedTableExpectations expected{
+  engine::ReleasedTableExpectations expected{
       .layout = layout,
       .schema = tables_.data.get(),
       .hier = &tables_.hier,
@@ -195,7 +196,7 @@ absl::Status SecureUnionParty::CheckTable(const fedanon::v1::UnionStep& step,
       // Three or more parties: every group's counts as the final check summed them. Two: the
       // only rows before this party's are the other party's own, which no one could drop.
       .final_check_totals = final_check_.passed_total()};
-  if (absl::Status st = common::CheckReleasedTable(expected, rows); !st.ok()) {
+  if (absl::Status st = engine::CheckReleasedTable(expected, rows); !st.ok()) {
     spdlog::error("job={} the received table is refused: {}", ctx_.job_id,
                   std::string(st.message()));
     return absl::Status(st.code(),
@@ -223,7 +224,7 @@ absl::StatusOr<std::vector<std::string>> SecureUnionParty::OwnRows() const {
   // recipient cannot tell which rows came from the same party), added to the set and shuffled.
   std::vector<std::string> lines;
   const std::vector<int> columns =
-      common::ReleasedColumns(ctx_.spec, *tables_.data, /*spec_order=*/true);
+      engine::ReleasedColumns(ctx_.spec, *tables_.data, /*spec_order=*/true);
   const auto add_line = [&](const std::vector<std::string_view>& row) {
     lines.push_back(CsvLine(row));
   };
@@ -239,7 +240,7 @@ absl::StatusOr<std::vector<std::string>> SecureUnionParty::OwnRows() const {
   } else if (tables_.local) {
     RETURN_IF_ERROR(tables_.local->ForEachReleasedRow(columns, add_line));
   } else {
-    RETURN_IF_ERROR(common::ForEachReleasedRow(ctx_.spec, *tables_.data, *tables_.tips,
+    RETURN_IF_ERROR(engine::ForEachReleasedRow(ctx_.spec, *tables_.data, *tables_.tips,
                                                tables_.hier, columns, add_line));
   }
   return lines;
@@ -268,7 +269,7 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Hop(const LeaderMessage& request,
       UnionRowContext(ctx_.job_id, ctx_.run_id, request.round(), step.recipient());
   RETURN_IF_ERROR(ParallelFor(lines.size(), [&](size_t i) -> absl::Status {
     ASSIGN_OR_RETURN(*list.mutable_rows(static_cast<int>(before + i)),
-                     crypto::Seal(*recipient->second, row_context, common::PadUnionRow(lines[i])));
+                     crypto::Seal(*recipient->second, row_context, wire::PadUnionRow(lines[i])));
     return absl::OkStatus();
   }));
   RETURN_IF_ERROR(ShuffleRows(list.mutable_rows()));

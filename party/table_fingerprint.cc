@@ -12,7 +12,7 @@
 
 namespace fedanon::party {
 
-absl::StatusOr<std::string> TableFingerprint(const common::Dataset& data) {
+absl::StatusOr<std::string> TableFingerprint(const table::Dataset& data) {
   if (data.source_text != nullptr) return crypto::ToHex(crypto::Sha256(*data.source_text));
   const int fd = open(data.source_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

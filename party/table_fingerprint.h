@@ -15,6 +15,6 @@
 namespace fedanon::party {
 
 // 64 lower-case hex digits. Errors name the file's problem (it stays in the party's log).
-absl::StatusOr<std::string> TableFingerprint(const common::Dataset& data);
+absl::StatusOr<std::string> TableFingerprint(const table::Dataset& data);
 
 }  // namespace fedanon::party

@@ -15,7 +15,7 @@ absl::StatusOr<PartyMessage> VerticalJobParty::Handle(const LeaderMessage& reque
   const uint64_t round = request.round();
   // One request, one answer across a lost connection or a restart of the leader or of this party:
   // the leader repeats only the last request it sent here, which gets the reply that left.
-  const std::string request_digest = common::RequestDigest(round, step);
+  const std::string request_digest = wire::RequestDigest(round, step);
   if (const PartyMessage* same = last_.Same(request_digest)) return *same;
   // Chunked payloads of earlier rounds were relayed: drop them (bounded memory).
   transfer_.DropBefore(round);
@@ -26,7 +26,7 @@ absl::StatusOr<PartyMessage> VerticalJobParty::Handle(const LeaderMessage& reque
   const std::string key = ProducingStepKey(step, round);
   std::string digest;
   if (!key.empty()) {
-    digest = common::RequestDigest(round, step);
+    digest = wire::RequestDigest(round, step);
     if (const auto* answered = transfer_.step_answers().Find(key)) {
       if (answered->fingerprint != digest) {
         return absl::FailedPreconditionError(

@@ -16,8 +16,8 @@
 
 namespace fedanon::party {
 
-using common::LocalValue;
-using common::QidKind;
+using engine::LocalValue;
+using table::QidKind;
 
 namespace {
 
@@ -35,7 +35,7 @@ bool SameProposal(const fedanon::v1::LocalGroupProposal& a,
          a.candidate() == b.candidate() && a.score() == b.score();
 }
 
-common::CandidateRank RankOf(const fedanon::v1::LocalGroupProposal& p) {
+engine::CandidateRank RankOf(const fedanon::v1::LocalGroupProposal& p) {
   return {p.score(), static_cast<int>(p.attribute()), 0, p.candidate()};
 }
 
@@ -46,8 +46,8 @@ void PutWord(uint64_t v, std::string* out) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> VerticalLocalReplica::Create(
-    const common::Dataset* data, const common::PrivacyModel* model,
-    const fedanon::v1::JobSpec& spec, std::string self, std::vector<std::string> owner_of) {
+    const table::Dataset* data, const engine::PrivacyModel* model, const fedanon::v1::JobSpec& spec,
+    std::string self, std::vector<std::string> owner_of) {
   if (model->distribution.has_value()) {
     return absl::InvalidArgumentError(
         "local recoding does not support privacy.model ldiversity or tcloseness (global only)");
@@ -58,23 +58,23 @@ absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> VerticalLocalReplica::Crea
   r->spec_ = spec;
   r->self_ = std::move(self);
   r->owner_of_ = std::move(owner_of);
-  r->rule_ = common::LocalRuleFromModel(*model, data->tracked.size());
+  r->rule_ = engine::LocalRuleFromModel(*model, data->tracked.size());
   // The holders of the bounded sensitive values judge every wave's winning splits; a proposer
   // checks the bounds only on the sensitive values it holds itself (its data's other bits are 0).
-  r->judges_ = common::VerticalLocalJudges(spec);
-  RETURN_IF_ERROR(common::CheckFederatedRecoding(spec));
+  r->judges_ = spec::VerticalLocalJudges(spec);
+  RETURN_IF_ERROR(spec::CheckFederatedRecoding(spec));
   r->rule_.score = spec.score();
   r->rule_.beneficial = spec.beneficial();
-  const common::NumericSplitConfig numeric = common::NumericSplitFromSpec(spec);
+  const engine::NumericSplitConfig numeric = engine::NumericSplitFromSpec(spec);
   const int q = static_cast<int>(data->qids.size());
   std::vector<std::vector<int32_t>> bins(q);
   for (int a = 0; a < q; ++a) {
     if (r->owner_of_[a] != r->self_) continue;
     r->own_attrs_.push_back(a);
-    const common::QidColumn& col = data->qids[a];
+    const table::QidColumn& col = data->qids[a];
     if (col.kind != QidKind::kContinuous || !numeric.binned()) continue;
     // The global bins from this party's own column (it holds every common record's value).
-    const std::vector<int32_t> cells = common::PublicCellBounds(col, numeric.cells);
+    const std::vector<int32_t> cells = engine::PublicCellBounds(col, numeric.cells);
     if (cells.size() < 2) continue;
     std::vector<uint64_t> counts(cells.size() - 1, 0);
     for (size_t i = 0; i < data->num_records; ++i) {
@@ -82,17 +82,17 @@ absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> VerticalLocalReplica::Crea
       if (it == cells.begin() || it == cells.end()) continue;
       ++counts[static_cast<size_t>(it - cells.begin()) - 1];
     }
-    bins[a] = common::MergeCellsIntoBins(cells, counts,
-                                         common::SplitBinBound(*model, numeric.min_split_bin));
+    bins[a] = engine::MergeCellsIntoBins(cells, counts,
+                                         engine::SplitBinBound(*model, numeric.min_split_bin));
   }
   if (numeric.binned()) {
     // As the centralized LocalRecoder: within a group, bins of at least kmin records (the
     // largest k), never finer than the global bins' own bound.
     r->rule_.within_group_min_bin =
-        std::max<uint64_t>(r->rule_.kmin, common::SplitBinBound(*model, numeric.min_split_bin));
+        std::max<uint64_t>(r->rule_.kmin, engine::SplitBinBound(*model, numeric.min_split_bin));
   }
-  r->fine_ = std::make_unique<common::LocalFineMap>(data, numeric.binned(), std::move(bins));
-  std::vector<LocalValue> root = common::LocalRootKey(*data);
+  r->fine_ = std::make_unique<engine::LocalFineMap>(data, numeric.binned(), std::move(bins));
+  std::vector<LocalValue> root = engine::LocalRootKey(*data);
   const uint64_t n = data->num_records;
   if (n < r->rule_.kmin) {
     return absl::FailedPreconditionError(
@@ -131,7 +131,7 @@ fedanon::v1::LocalProposals VerticalLocalReplica::Propose(uint64_t wave) {
       }
     }
     proposed_[i] =
-        common::BestLocalCandidate(*data_, *fine_, rule_, keys_[g], records_[g], attrs, {});
+        engine::BestLocalCandidate(*data_, *fine_, rule_, keys_[g], records_[g], attrs, {});
     if (!proposed_[i]) continue;
     if (overstate_scores_) proposed_[i]->score = 1e300;
     auto* p = out.add_proposals();
@@ -230,7 +230,7 @@ absl::Status VerticalLocalReplica::CheckProposals(
                                    "group in an earlier wave (one veto per group and attribute)"));
       }
       auto [it, fresh] = best.try_emplace(p.group(), party, p);
-      if (!fresh && common::RanksAbove(RankOf(p), RankOf(it->second.second))) {
+      if (!fresh && engine::RanksAbove(RankOf(p), RankOf(it->second.second))) {
         it->second = {party, p};
       }
     }
@@ -318,7 +318,7 @@ absl::StatusOr<fedanon::v1::LocalInstruction> VerticalLocalReplica::MakeInstruct
       m->set_lo(v.lo);
       m->set_hi(v.hi);
     }
-    for (int32_t c : common::LocalChildrenOf(*data_, *fine_, keys_[g], records_[g], *mine)) {
+    for (int32_t c : engine::LocalChildrenOf(*data_, *fine_, keys_[g], records_[g], *mine)) {
       split->add_child_of_record(static_cast<uint32_t>(c));
     }
   }
@@ -344,7 +344,7 @@ absl::Status VerticalLocalReplica::CheckSplit(const std::string& sender,
                                ", which it does not hold"));
   }
   const LocalValue key = keys_[g][a];
-  const common::QidColumn& col = data_->qids[a];
+  const table::QidColumn& col = data_->qids[a];
   const int children = split.children_size();
   bool shape_ok = children >= 1;  // a taxonomy node may have a single child
   switch (col.kind) {
@@ -399,8 +399,8 @@ absl::Status VerticalLocalReplica::CheckDeclaredScore(int32_t g,
                                                       const fedanon::v1::LocalSplit& split) const {
   // A score whose privacy loss is the rise of a bounded confidence needs sensitive values that
   // only their holders have (each proposer scores with its own): not checked here.
-  if (common::ScoreNeedsPrivLoss(rule_.score) && !rule_.has_anonymity &&
-      common::LocalRuleHasConfidenceBound(rule_)) {
+  if (engine::ScoreNeedsPrivLoss(rule_.score) && !rule_.has_anonymity &&
+      engine::LocalRuleHasConfidenceBound(rule_)) {
     return absl::OkStatus();
   }
   const size_t nc = static_cast<size_t>(std::max(1, data_->num_classes()));
@@ -419,16 +419,16 @@ absl::Status VerticalLocalReplica::CheckDeclaredScore(int32_t g,
       ++k[1 + data_->class_codes[members[i]]];
     }
   }
-  common::LocalRule rule = rule_;
+  engine::LocalRule rule = rule_;
   rule.kmin = 0;  // sizes were checked (CheckSplit); only the score is wanted here
   std::vector<const uint64_t*> kid_words;
   for (const auto& k : kids) kid_words.push_back(k.data());
   const int a = static_cast<int>(split.proposal().attribute());
-  const std::optional<common::LocalChildrenScore> scored = common::ScoreLocalChildren(
+  const std::optional<engine::LocalChildrenScore> scored = engine::ScoreLocalChildren(
       rule, nc, 0, stats.data(), kid_words, a, split.proposal().candidate());
   if (!scored) return absl::OkStatus();
-  if (common::OverstatesScore(split.proposal().score(), scored->rank.score)) {
-    return Refuse(absl::StrCat(common::kScoreOverstated, ": the split of group ", g, " on '",
+  if (engine::OverstatesScore(split.proposal().score(), scored->rank.score)) {
+    return Refuse(absl::StrCat(engine::kScoreOverstated, ": the split of group ", g, " on '",
                                data_->qids[a].name, "' was declared at ", split.proposal().score(),
                                ", it gives ", scored->rank.score,
                                " here (every data party must hold the same class column)"));
@@ -500,7 +500,7 @@ absl::StatusOr<fedanon::v1::LocalVerdicts> VerticalLocalReplica::Judge(
       if (k[0] == 0) continue;
       for (size_t b = 0; b < m && accept; ++b) {
         const double conf = static_cast<double>(k[1 + b]) / static_cast<double>(k[0]);
-        accept = conf <= rule_.bound[b] + common::kConfidenceEpsilon;
+        accept = conf <= rule_.bound[b] + engine::kConfidenceEpsilon;
       }
     }
     auto* v = out.add_verdicts();
@@ -714,7 +714,7 @@ void VerticalLocalReplica::ApplySplit(int32_t g, const fedanon::v1::LocalSplit& 
   fedanon::v1::SpecializationStep step;
   step.set_attribute(data_->qids[a].name);
   const LocalValue parent = keys_[g][a];
-  const common::QidColumn& col = data_->qids[a];
+  const table::QidColumn& col = data_->qids[a];
   step.set_value(
       col.kind == QidKind::kSuppression
           ? absl::StrCat(spec_.suppression_token(), " -> ", col.values[split.children(0).node()])

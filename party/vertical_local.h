@@ -36,7 +36,7 @@ class VerticalLocalReplica {
   // `owner_of`: per QID attribute, the party that holds it. Fails when even the whole table
   // breaks the local rule. The judges come from the spec (common::VerticalLocalJudges).
   static absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> Create(
-      const common::Dataset* data, const common::PrivacyModel* model,
+      const table::Dataset* data, const engine::PrivacyModel* model,
       const fedanon::v1::JobSpec& spec, std::string self, std::vector<std::string> owner_of);
 
   // This wave's proposals: for every live group, the best valid candidate on own attributes, and
@@ -119,7 +119,7 @@ class VerticalLocalReplica {
 
  private:
   VerticalLocalReplica() = default;
-  std::string ValueLabel(int a, const common::LocalValue& v) const;
+  std::string ValueLabel(int a, const engine::LocalValue& v) const;
   absl::Status CheckSplit(const std::string& sender, const fedanon::v1::LocalSplit& split,
                           const std::vector<bool>& split_this_wave) const;
   // Another party's won split of group `g`: its declared score must not exceed what the split
@@ -143,21 +143,21 @@ class VerticalLocalReplica {
   // for the report.
   void ApplySplit(int32_t g, const fedanon::v1::LocalSplit& split, std::vector<int32_t>* next_live);
 
-  const common::Dataset* data_ = nullptr;
-  const common::PrivacyModel* model_ = nullptr;
+  const table::Dataset* data_ = nullptr;
+  const engine::PrivacyModel* model_ = nullptr;
   fedanon::v1::JobSpec spec_;
   std::string self_;
   std::vector<std::string> owner_of_;
   std::vector<int> own_attrs_;
-  common::LocalRule rule_;
+  engine::LocalRule rule_;
   bool overstate_scores_ = false;
-  std::unique_ptr<common::LocalFineMap> fine_;
-  std::vector<std::vector<common::LocalValue>> keys_;  // [group]
+  std::unique_ptr<engine::LocalFineMap> fine_;
+  std::vector<std::vector<engine::LocalValue>> keys_;  // [group]
   std::vector<std::vector<uint32_t>> records_;         // [group] canonical order (live only)
   std::vector<int32_t> live_;                          // live group ids, ascending
   std::vector<int32_t> group_of_;                      // [record]
   uint64_t proposed_wave_ = 0;
-  std::vector<std::optional<common::LocalCandidate>> proposed_;  // [index in live_]
+  std::vector<std::optional<engine::LocalCandidate>> proposed_;  // [index in live_]
   fedanon::v1::LocalProposals proposed_msg_;                     // what Propose returned (unsigned)
   std::optional<std::pair<uint64_t, fedanon::v1::LocalInstruction>> own_instruction_;
   // The wave CheckProposals accepted (0: none) and its winner per group: (party, proposal).

@@ -13,8 +13,8 @@
 
 namespace fedanon::party {
 
-using common::LocalValue;
-using common::QidKind;
+using engine::LocalValue;
+using table::QidKind;
 
 absl::Status VerticalLocalReplica::CheckRelease() const {
   if (!closed_) {
@@ -52,7 +52,7 @@ absl::Status VerticalLocalReplica::CheckRelease() const {
     }
     for (size_t b = 0; b < m; ++b) {
       const double conf = static_cast<double>(c[1 + b]) / static_cast<double>(c[0]);
-      if (conf > rule_.bound[b] + common::kConfidenceEpsilon) {
+      if (conf > rule_.bound[b] + engine::kConfidenceEpsilon) {
         return absl::FailedPreconditionError(
             absl::StrCat("refused to release: in a final local-recoding group of ", c[0],
                          " records the confidence of sensitive value ", b + 1, " is ", conf,
@@ -64,7 +64,7 @@ absl::Status VerticalLocalReplica::CheckRelease() const {
 }
 
 std::string VerticalLocalReplica::ValueLabel(int a, const LocalValue& v) const {
-  const common::QidColumn& col = data_->qids[a];
+  const table::QidColumn& col = data_->qids[a];
   switch (col.kind) {
     case QidKind::kTaxonomy:
       return col.taxonomy->label(v.node);
@@ -72,10 +72,10 @@ std::string VerticalLocalReplica::ValueLabel(int a, const LocalValue& v) const {
       return v.node < 0 ? spec_.suppression_token() : col.values[v.node];
     case QidKind::kContinuous: {
       const int32_t ranks = static_cast<int32_t>(col.sorted_values.size());
-      if (v.lo < 0 || v.hi > ranks) return common::IntervalLabel(col.range_lo, col.range_hi);
+      if (v.lo < 0 || v.hi > ranks) return engine::IntervalLabel(col.range_lo, col.range_hi);
       const double lo = v.lo == 0 ? col.range_lo : col.sorted_values[v.lo];
       const double hi = v.hi == ranks ? col.range_hi : col.sorted_values[v.hi];
-      return common::IntervalLabel(lo, hi);
+      return engine::IntervalLabel(lo, hi);
     }
   }
   return "";
@@ -109,7 +109,7 @@ size_t VerticalLocalReplica::AddStepsInCentralizedOrder(fedanon::v1::Report* rep
     for (size_t i = begin; i < end; ++i) {
       const Applied& a = applied_[order[i]];
       for (int32_t c : a.children) central_id[c] = next_id++;
-      if (listed < common::kMaxReportedLocalSteps) {
+      if (listed < engine::kMaxReportedLocalSteps) {
         auto* step = report->add_steps();
         *step = a.step;
         step->set_round(static_cast<uint32_t>(i + 1));
@@ -156,7 +156,7 @@ void VerticalLocalReplica::FillReport(const std::string& stop_reason,
   std::vector<bool> bounded(m, false);
   for (size_t b = 0; b < m; ++b) {
     if (rule_.bound[b] >= 1.0 && !model_->has_confidence) continue;
-    for (const common::Constraint& c : model_->constraints) {
+    for (const engine::Constraint& c : model_->constraints) {
       bounded[b] = bounded[b] || (c.sensitive_mask >> b & 1) != 0;
     }
   }

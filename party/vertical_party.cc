@@ -7,7 +7,7 @@
 #include "common/base/status_macros.h"
 #include "common/engine/numeric_split.h"
 #include "common/table/csv.h"
-#include "common/table/postgres_source.h"
+#include "common/table_postgres/postgres_source.h"
 #include "common/wire/federation_wire.h"
 #include "common/wire/release_digests.h"
 #include "crypto/shuffle.h"
@@ -17,18 +17,18 @@
 namespace fedanon::party {
 namespace {
 
-using common::NodeIndex;
-using common::QidKind;
+using engine::NodeIndex;
 using fedanon::v1::Attribute;
 using fedanon::v1::JobSpec;
+using table::QidKind;
 
 // A record code that lies under `node` (representative of every code the node covers).
-int32_t RepresentativeCode(const common::AttributeHierarchy& h, NodeIndex n) {
-  const common::HierarchyNode& node = h.node(n);
+int32_t RepresentativeCode(const engine::AttributeHierarchy& h, NodeIndex n) {
+  const engine::HierarchyNode& node = h.node(n);
   switch (h.kind()) {
     case QidKind::kTaxonomy: {
-      const common::Taxonomy& tax = *h.column().taxonomy;
-      common::Taxonomy::NodeId t = node.tax;
+      const table::Taxonomy& tax = *h.column().taxonomy;
+      table::Taxonomy::NodeId t = node.tax;
       while (!tax.is_leaf(t)) t = tax.children(t).front();
       return t;
     }
@@ -42,15 +42,15 @@ int32_t RepresentativeCode(const common::AttributeHierarchy& h, NodeIndex n) {
 }
 
 // The code representing child `k` of candidate `c` of `n`, before the children exist.
-absl::StatusOr<int32_t> ChildRepresentative(const common::AttributeHierarchy& h, NodeIndex n, int c,
+absl::StatusOr<int32_t> ChildRepresentative(const engine::AttributeHierarchy& h, NodeIndex n, int c,
                                             int k) {
-  const common::HierarchyNode& node = h.node(n);
+  const engine::HierarchyNode& node = h.node(n);
   switch (h.kind()) {
     case QidKind::kTaxonomy: {
-      const common::Taxonomy& tax = *h.column().taxonomy;
+      const table::Taxonomy& tax = *h.column().taxonomy;
       const auto& kids = tax.children(node.tax);
       if (k < 0 || static_cast<size_t>(k) >= kids.size()) break;
-      common::Taxonomy::NodeId t = kids[k];
+      table::Taxonomy::NodeId t = kids[k];
       while (!tax.is_leaf(t)) t = tax.children(t).front();
       return t;
     }
@@ -131,31 +131,31 @@ JobSpec PartySpec(const JobSpec& spec, const std::string& party, bool* holds_sen
 }
 
 // This party's columns of the table, encoded against the job's public schema (its taxonomies).
-absl::StatusOr<common::Dataset> LoadOwnColumns(const JobSpec& party_spec,
-                                               const common::Dataset& schema,
-                                               const std::string& csv_path,
-                                               const common::PostgresSource* postgres) {
-  std::map<std::string, const common::QidColumn*> schema_qid;
+absl::StatusOr<table::Dataset> LoadOwnColumns(const JobSpec& party_spec,
+                                              const table::Dataset& schema,
+                                              const std::string& csv_path,
+                                              const table_postgres::PostgresSource* postgres) {
+  std::map<std::string, const table::QidColumn*> schema_qid;
   for (const auto& q : schema.qids) schema_qid[q.name] = &q;
-  common::Dataset own_schema = schema;
+  table::Dataset own_schema = schema;
   own_schema.qids.clear();
   for (const Attribute& a : party_spec.attributes()) {
     if (a.role() == fedanon::v1::ROLE_QID) own_schema.qids.push_back(*schema_qid.at(a.name()));
   }
-  ASSIGN_OR_RETURN(own_schema.tracked, common::TrackedSensitiveValues(party_spec));
+  ASSIGN_OR_RETURN(own_schema.tracked, table::TrackedSensitiveValues(party_spec));
   own_schema.value_columns.clear();
   if (postgres != nullptr)
-    return common::LoadDatasetFromPostgres(party_spec, *postgres, &own_schema);
-  return common::LoadDataset(party_spec, csv_path, &own_schema);
+    return table_postgres::LoadDatasetFromPostgres(party_spec, *postgres, &own_schema);
+  return table::LoadDataset(party_spec, csv_path, &own_schema);
 }
 
 }  // namespace
 
 // The count source of one replica: statistics from the local TIPS (placeholders for attributes
 // the party does not own), and the owners' announced split thresholds.
-class VerticalParty::Source : public common::CountSource {
+class VerticalParty::Source : public engine::CountSource {
  public:
-  Source(common::Tips* tips, std::vector<common::AttributeHierarchy>* hier,
+  Source(engine::Tips* tips, std::vector<engine::AttributeHierarchy>* hier,
          const std::vector<bool>* owned, bool holds_distribution)
       : tips_(tips), hier_(hier), owned_(owned), holds_distribution_(holds_distribution) {}
   absl::Status Specialize(int attr, NodeIndex node, int c,
@@ -164,9 +164,9 @@ class VerticalParty::Source : public common::CountSource {
     return absl::OkStatus();
   }
   absl::Status Split(int, NodeIndex, int32_t) override { return absl::OkStatus(); }
-  absl::StatusOr<std::vector<uint64_t>> Collect(const common::StatsRequest& request) override {
+  absl::StatusOr<std::vector<uint64_t>> Collect(const engine::StatsRequest& request) override {
     std::vector<uint64_t> out;
-    common::AppendLocalStats(*tips_, request, &out);
+    engine::AppendLocalStats(*tips_, request, &out);
     return out;
   }
   bool Owns(int attr) const override { return (*owned_)[attr]; }
@@ -181,8 +181,8 @@ class VerticalParty::Source : public common::CountSource {
   bool HoldsSensitiveDistribution() const override { return holds_distribution_; }
 
  private:
-  common::Tips* tips_;
-  std::vector<common::AttributeHierarchy>* hier_;
+  engine::Tips* tips_;
+  std::vector<engine::AttributeHierarchy>* hier_;
   const std::vector<bool>* owned_;
   bool holds_distribution_;
 };
@@ -190,18 +190,18 @@ class VerticalParty::Source : public common::CountSource {
 VerticalParty::~VerticalParty() = default;
 
 absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(
-    const JobSpec& spec, const common::Dataset& schema, const std::string& csv_path,
-    VerticalPartyOptions options, const common::PostgresSource* postgres) {
+    const JobSpec& spec, const table::Dataset& schema, const std::string& csv_path,
+    VerticalPartyOptions options, const table_postgres::PostgresSource* postgres) {
   // A replica that could not score its own candidates as the centralized engine does (PrivLoss
   // out of its reach) refuses the job rather than run a different algorithm.
-  RETURN_IF_ERROR(common::CheckVerticalScoreComputable(spec));
+  RETURN_IF_ERROR(engine::CheckVerticalScoreComputable(spec));
   std::unique_ptr<VerticalParty> p(new VerticalParty());
   p->options_ = std::move(options);
   p->spec_ = spec;
   bool holds_sensitive = false;
   const JobSpec party_spec = PartySpec(spec, p->options_.name, &holds_sensitive);
   p->holds_sensitive_ = holds_sensitive;
-  ASSIGN_OR_RETURN(common::Dataset own, LoadOwnColumns(party_spec, schema, csv_path, postgres));
+  ASSIGN_OR_RETURN(table::Dataset own, LoadOwnColumns(party_spec, schema, csv_path, postgres));
   ASSIGN_OR_RETURN(p->table_fingerprint_, TableFingerprint(own));
   RETURN_IF_ERROR(p->ReadIdsAndValues(party_spec, own));
   RETURN_IF_ERROR(p->BuildJoinedData(schema, csv_path, std::move(own)));
@@ -223,8 +223,7 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(
   return p;
 }
 
-absl::Status VerticalParty::ReadIdsAndValues(const JobSpec& party_spec,
-                                             const common::Dataset& own) {
+absl::Status VerticalParty::ReadIdsAndValues(const JobSpec& party_spec, const table::Dataset& own) {
   int id_column = -1;
   std::vector<int> value_columns;
   for (const Attribute& a : party_spec.attributes()) {
@@ -244,7 +243,7 @@ absl::Status VerticalParty::ReadIdsAndValues(const JobSpec& party_spec,
   }
   value_cells_.resize(value_columns.size());
   // The rows as read when they were encoded (the file's or the database's text kept in memory).
-  ASSIGN_OR_RETURN(std::unique_ptr<common::CsvReader> reader, common::ReopenSource(own));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::ReopenSource(own));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool more, reader->Next(&fields));  // header
   size_t row = 0;
@@ -265,9 +264,9 @@ absl::Status VerticalParty::ReadIdsAndValues(const JobSpec& party_spec,
   return absl::OkStatus();
 }
 
-absl::Status VerticalParty::BuildJoinedData(const common::Dataset& schema,
-                                            const std::string& csv_path, common::Dataset own) {
-  auto data = std::make_unique<common::Dataset>(schema);
+absl::Status VerticalParty::BuildJoinedData(const table::Dataset& schema,
+                                            const std::string& csv_path, table::Dataset own) {
+  auto data = std::make_unique<table::Dataset>(schema);
   data->source_path = csv_path;
   data->num_records = own.num_records;
   data->class_codes = std::move(own.class_codes);
@@ -298,7 +297,7 @@ absl::Status VerticalParty::BuildJoinedData(const common::Dataset& schema,
   // ldiversity / tcloseness: the holder of the sensitive attribute encodes it against its
   // declared values (the sensitive histograms its replica counts).
   if (data->distribution_column >= 0) {
-    common::Dataset::ValueColumn& column =
+    table::Dataset::ValueColumn& column =
         data->value_columns[static_cast<size_t>(data->distribution_column)];
     for (size_t v = 0; v < value_names_.size(); ++v) {
       if (value_names_[v] != column.name) continue;
@@ -363,16 +362,16 @@ absl::Status VerticalParty::Start(const std::vector<int64_t>& canonical, uint64_
       data_->qids[q].codes.assign(common_records, RepresentativeCode(hier_[q], 0));
     }
   }
-  ASSIGN_OR_RETURN(common::PrivacyModel model, common::BuildPrivacyModel(spec_, *data_));
-  model_ = std::make_unique<common::PrivacyModel>(std::move(model));
-  tips_ = std::make_unique<common::Tips>(data_.get(), &hier_);
+  ASSIGN_OR_RETURN(engine::PrivacyModel model, engine::BuildPrivacyModel(spec_, *data_));
+  model_ = std::make_unique<engine::PrivacyModel>(std::move(model));
+  tips_ = std::make_unique<engine::Tips>(data_.get(), &hier_);
   source_ = std::make_unique<Source>(tips_.get(), &hier_, &owned_, holds_distribution_);
-  common::EngineOptions options;
+  engine::EngineOptions options;
   options.score = spec_.score();
   options.beneficial = spec_.beneficial();
   options.suppression_token = spec_.suppression_token();
-  options.numeric = common::NumericSplitFromSpec(spec_);
-  ASSIGN_OR_RETURN(engine_, common::TopDownSpecializer::Create(data_.get(), model_.get(), &hier_,
+  options.numeric = engine::NumericSplitFromSpec(spec_);
+  ASSIGN_OR_RETURN(engine_, engine::TopDownSpecializer::Create(data_.get(), model_.get(), &hier_,
                                                                source_.get(), options));
   if (spec_.recoding() == fedanon::v1::RECODING_LOCAL) {
     ASSIGN_OR_RETURN(local_, VerticalLocalReplica::Create(data_.get(), model_.get(), spec_,
@@ -485,10 +484,10 @@ absl::StatusOr<std::string> VerticalParty::MakeInstruction(
                    engine_->IsValid(attr, winner.node(), static_cast<int>(winner.candidate())));
   if (!valid) {
     return absl::FailedPreconditionError(absl::StrCat(
-        common::kRefusedSpecialization, ": ", data_->qids[attr].name, " ",
+        engine::kRefusedSpecialization, ": ", data_->qids[attr].name, " ",
         hier_[attr].CandidateLabel(winner.node(), winner.candidate(), spec_.suppression_token())));
   }
-  const common::AttributeHierarchy& h = hier_[attr];
+  const engine::AttributeHierarchy& h = hier_[attr];
   const int children = h.ChildCount(winner.node(), winner.candidate());
   fedanon::v1::VerticalInstruction in;
   *in.mutable_candidate() = winner;
@@ -582,7 +581,7 @@ absl::StatusOr<bool> VerticalParty::Deliver(const std::string& instruction_bytes
   const NodeIndex node = in.candidate().node();
   const int c = in.candidate().candidate();
   if (owned_[attr]) return absl::InvalidArgumentError("an instruction for our own attribute");
-  common::AttributeHierarchy& h = hier_[attr];
+  engine::AttributeHierarchy& h = hier_[attr];
   if (h.kind() == QidKind::kContinuous) {
     const auto& n = h.node(node);
     if (in.split() <= n.rank_lo || in.split() >= n.rank_hi) {
@@ -647,7 +646,7 @@ absl::Status VerticalParty::Commit(const fedanon::v1::VerticalCandidate& winner,
     staged_attr_ = -1;
     RETURN_IF_ERROR(engine_->Reject(attr, winner.node(), winner.candidate()));
     if (options_.misbehaviour == Misbehaviour::kReproposeVetoed && owned_[attr]) {
-      last_vetoed_ = common::TopDownSpecializer::Choice{attr, winner.node(), winner.candidate(),
+      last_vetoed_ = engine::TopDownSpecializer::Choice{attr, winner.node(), winner.candidate(),
                                                         1e300, winner.order_key()};
     }
     ++decisions_;

@@ -28,7 +28,7 @@
 #include "common/engine/tds_engine.h"
 #include "common/engine/tips.h"
 #include "common/table/dataset.h"
-#include "common/table/postgres_source.h"
+#include "common/table_postgres/postgres_source.h"
 #include "fedanon/v1/federation.pb.h"
 #include "fedanon/v1/job.pb.h"
 #include "party/party_deviation.h"
@@ -54,7 +54,7 @@ inline constexpr char kRefusedRelease[] =
 
 // A round's proposal: the candidate, or Not-participate with the reason.
 struct VerticalProposalView {
-  std::optional<common::TopDownSpecializer::Choice> choice;
+  std::optional<engine::TopDownSpecializer::Choice> choice;
   std::string reason;
 };
 
@@ -64,8 +64,8 @@ class VerticalParty {
   // `party` is this party. `schema` is the job's public schema (BuildPublicSchema). With
   // `postgres` the table is read from that PostgreSQL source into memory (csv_path only names it).
   static absl::StatusOr<std::unique_ptr<VerticalParty>> Load(
-      const fedanon::v1::JobSpec& spec, const common::Dataset& schema, const std::string& csv_path,
-      VerticalPartyOptions options, const common::PostgresSource* postgres = nullptr);
+      const fedanon::v1::JobSpec& spec, const table::Dataset& schema, const std::string& csv_path,
+      VerticalPartyOptions options, const table_postgres::PostgresSource* postgres = nullptr);
   ~VerticalParty();
 
   // The ID of every loaded record (file order; rows dropped for missing values excluded).
@@ -151,9 +151,9 @@ class VerticalParty {
   // Load's steps: the IDs and the raw released values of this party's non-QID columns, per kept
   // row of `own` (this party's columns, encoded); then the full joined schema with this party's
   // codes where it has the column.
-  absl::Status ReadIdsAndValues(const fedanon::v1::JobSpec& party_spec, const common::Dataset& own);
-  absl::Status BuildJoinedData(const common::Dataset& schema, const std::string& csv_path,
-                               common::Dataset own);
+  absl::Status ReadIdsAndValues(const fedanon::v1::JobSpec& party_spec, const table::Dataset& own);
+  absl::Status BuildJoinedData(const table::Dataset& schema, const std::string& csv_path,
+                               table::Dataset own);
   // CheckRelease's part for an ldiversity / tcloseness constraint (index `constraint`), at the
   // holder of the sensitive attribute.
   absl::Status CheckReleaseDistribution(size_t constraint) const;
@@ -166,12 +166,12 @@ class VerticalParty {
   double TotalContribution() const;
   std::string AheadOf() const;
   // Partitions of the current TIPS that hold (attr, node), in creation order.
-  std::vector<int32_t> PartitionsOn(int attr, common::NodeIndex node) const;
+  std::vector<int32_t> PartitionsOn(int attr, engine::NodeIndex node) const;
 
   VerticalPartyOptions options_;
   fedanon::v1::JobSpec spec_;
-  std::unique_ptr<common::Dataset> data_;  // full public schema; own codes, representatives else
-  std::vector<bool> owned_;                // per QID attribute
+  std::unique_ptr<table::Dataset> data_;  // full public schema; own codes, representatives else
+  std::vector<bool> owned_;               // per QID attribute
   bool holds_sensitive_ = false;
   uint64_t held_bits_ = 0;  // bits of data_->tracked whose values this party holds
   // This party holds the sensitive attribute of an ldiversity / tcloseness model.
@@ -183,17 +183,17 @@ class VerticalParty {
   std::vector<std::string> value_names_;
   std::vector<std::vector<std::string>> value_cells_;  // [column][record]
 
-  std::vector<common::AttributeHierarchy> hier_;
-  std::unique_ptr<common::Tips> tips_;
+  std::vector<engine::AttributeHierarchy> hier_;
+  std::unique_ptr<engine::Tips> tips_;
   std::unique_ptr<Source> source_;
-  std::unique_ptr<common::PrivacyModel> model_;
-  std::unique_ptr<common::TopDownSpecializer> engine_;
+  std::unique_ptr<engine::PrivacyModel> model_;
+  std::unique_ptr<engine::TopDownSpecializer> engine_;
   // The delivered instruction of the current round (for a veto): records and their old codes.
   std::vector<std::pair<uint32_t, int32_t>> staged_;
   int staged_attr_ = -1;
   uint64_t decisions_ = 0;  // see decisions()
   // kReproposeVetoed: this party's last vetoed candidate.
-  std::optional<common::TopDownSpecializer::Choice> last_vetoed_;
+  std::optional<engine::TopDownSpecializer::Choice> last_vetoed_;
   double staged_owner_score_ = 0;      // the owner's score of the delivered candidate
   std::vector<std::string> owner_of_;  // per QID attribute: its party
   std::map<std::string, double> mu_;

@@ -13,7 +13,7 @@
 
 namespace fedanon::party {
 
-using common::NodeIndex;
+using engine::NodeIndex;
 using fedanon::v1::Attribute;
 
 absl::Status VerticalParty::CheckRelease() const {
@@ -21,7 +21,7 @@ absl::Status VerticalParty::CheckRelease() const {
   if (local_) return local_->CheckRelease();
   const size_t bits = data_->tracked.size();
   for (size_t j = 0; j < model_->constraints.size(); ++j) {
-    const common::Constraint& con = model_->constraints[j];
+    const engine::Constraint& con = model_->constraints[j];
     const uint64_t mask = con.sensitive_mask & held_bits_;
     // Per group of the constraint's attributes: [records, then per tracked bit its count].
     std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups;
@@ -51,7 +51,7 @@ absl::Status VerticalParty::CheckRelease() const {
       for (size_t b = 0; ok && b < bits; ++b) {
         if (!(mask >> b & 1)) continue;
         const double conf = static_cast<double>(g[1 + b]) / static_cast<double>(g[0]);
-        ok = conf <= con.max_conf + common::kConfidenceEpsilon;
+        ok = conf <= con.max_conf + engine::kConfidenceEpsilon;
       }
       if (!ok) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -65,7 +65,7 @@ absl::Status VerticalParty::CheckRelease() const {
 absl::Status VerticalParty::CheckReleaseDistribution(size_t constraint) const {
   // Every final group (all QID attributes: the constraint's) against the model's requirement,
   // from this party's own sensitive column; the whole table's histogram for t-closeness.
-  const common::SensitiveDistribution& d = *model_->distribution;
+  const engine::SensitiveDistribution& d = *model_->distribution;
   const std::vector<int32_t>& codes =
       data_->value_columns[static_cast<size_t>(data_->distribution_column)].codes;
   std::vector<uint64_t> overall(d.domain, 0);
@@ -226,15 +226,14 @@ VerticalParty::GroupDigests VerticalParty::ReleaseGroupDigests() const {
   GroupDigests out;
   if (!engine_) return out;
   const size_t qids = data_->qids.size();
-  common::ReleasePartitionHasher partition;
-  common::ReleaseGroupTally groups;
+  wire::ReleasePartitionHasher partition;
+  wire::ReleaseGroupTally groups;
   std::string key;
   if (local_) {
     for (size_t r = 0; r < data_->num_records; ++r) {
       key.clear();
       for (size_t q = 0; q < qids; ++q) {
-        common::AppendGroupLabel(local_->Label(static_cast<int>(q), static_cast<uint32_t>(r)),
-                                 &key);
+        wire::AppendGroupLabel(local_->Label(static_cast<int>(q), static_cast<uint32_t>(r)), &key);
       }
       partition.Add(key);
       groups.Add(key);
@@ -249,7 +248,7 @@ VerticalParty::GroupDigests VerticalParty::ReleaseGroupDigests() const {
       const auto& node = tips_->key(id);
       key.clear();
       for (size_t q = 0; q < qids; ++q) {
-        common::AppendGroupLabel(hier_[q].Label(node[q], spec_.suppression_token()), &key);
+        wire::AppendGroupLabel(hier_[q].Label(node[q], spec_.suppression_token()), &key);
       }
       groups.Add(key, tips_->records(id).size());
       for (uint32_t r : tips_->records(id)) group_of[r] = static_cast<uint32_t>(keys.size());

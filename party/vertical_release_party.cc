@@ -33,8 +33,8 @@ namespace {
 // Pages of the release report's steps: half a chunk of the job's message limit, as the local
 // waves' proposal pages, so that a page and the reply around it fit one message.
 uint64_t ReleaseReportPageBytes(uint64_t message_limit) {
-  const uint64_t limit = message_limit > 0 ? message_limit : common::kDefaultMessageLimitBytes;
-  return std::max<uint64_t>(1, common::ChunkBytesForLimit(limit) / 2);
+  const uint64_t limit = message_limit > 0 ? message_limit : wire::kDefaultMessageLimitBytes;
+  return std::max<uint64_t>(1, wire::ChunkBytesForLimit(limit) / 2);
 }
 
 // The first step of every page: steps in order, as many as fit `page_bytes` (their encoding in a
@@ -142,7 +142,7 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
     ASSIGN_OR_RETURN(const std::string columns, vp.SerializedReleasedColumns(order));
     column_count = vp.released_column_count();
     RETURN_IF_ERROR(transfer_.SealPayload(ctx_.recipient, round,
-                                          common::ReleasePurpose(ctx_.recipient), columns,
+                                          wire::ReleasePurpose(ctx_.recipient), columns,
                                           out->mutable_released()->mutable_columns(),
                                           out->mutable_released()->mutable_columns_ref()));
   }
@@ -154,8 +154,7 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
     out->mutable_released()->set_partition_digest(digests.partition);
     out->mutable_released()->set_groups_digest(digests.groups);
     released_groups_digest_ = digests.groups;
-    out->mutable_released()->set_order_seed_digest(
-        common::OrderSeedDigest(ctx_.job_id, order_seed_));
+    out->mutable_released()->set_order_seed_digest(wire::OrderSeedDigest(ctx_.job_id, order_seed_));
   }
   if (ctx_.options().deviation != nullptr) {
     ctx_.options().deviation->ReleaseReport(out->mutable_released()->mutable_report());
@@ -220,18 +219,18 @@ absl::Status VerticalReleaseParty::Assemble(const fedanon::v1::VerticalAssemble&
         "vertical assemble: the released table was assembled already (one request, one answer)");
   }
   RETURN_IF_ERROR(ctx_.CheckReleasedHeader(assemble.header(), "vertical assemble"));
-  const std::string purpose = common::ReleasePurpose(ctx_.self());
+  const std::string purpose = wire::ReleasePurpose(ctx_.self());
   // Each part read in place (no string per cell); the sealed copies are the leader's request.
-  std::vector<common::VerticalColumnsView> parts;
+  std::vector<wire::VerticalColumnsView> parts;
   for (const auto& sealed : assemble.columns()) {
     ASSIGN_OR_RETURN(std::string bytes, transfer_.OpenPayload(sealed, fedanon::v1::ChunkRef(),
                                                               round, purpose, nullptr));
-    ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
+    ASSIGN_OR_RETURN(parts.emplace_back(), wire::VerticalColumnsView::Parse(std::move(bytes)));
   }
   for (const auto& ref : assemble.column_refs()) {
     ASSIGN_OR_RETURN(std::string bytes, transfer_.OpenPayload(fedanon::v1::SealedPayload(), ref,
                                                               round, purpose, nullptr));
-    ASSIGN_OR_RETURN(parts.emplace_back(), common::VerticalColumnsView::Parse(std::move(bytes)));
+    ASSIGN_OR_RETURN(parts.emplace_back(), wire::VerticalColumnsView::Parse(std::move(bytes)));
   }
   // The joined rows must be the agreed generalization of the common records: every QID cell a
   // value of the cut every replica reported, the groups those of this party's own replica (an
@@ -243,7 +242,7 @@ absl::Status VerticalReleaseParty::Assemble(const fedanon::v1::VerticalAssemble&
     if (released_groups_digest_.empty()) {
       released_groups_digest_ = replica_.ReleaseGroupDigests().groups;
     }
-    if (absl::Status st = common::CheckJoinedRelease(parts, agreed.cut(), released_groups_digest_);
+    if (absl::Status st = wire::CheckJoinedRelease(parts, agreed.cut(), released_groups_digest_);
         !st.ok()) {
       spdlog::error("job={} round={} vertical assemble refused: {}", ctx_.job_id, round,
                     std::string(st.message()));
@@ -253,7 +252,7 @@ absl::Status VerticalReleaseParty::Assemble(const fedanon::v1::VerticalAssemble&
   }
   std::vector<std::string> header(assemble.header().begin(), assemble.header().end());
   std::string csv;
-  RETURN_IF_ERROR(common::JoinReleasedColumnsTo(parts, header, [&csv](std::string_view piece) {
+  RETURN_IF_ERROR(wire::JoinReleasedColumnsTo(parts, header, [&csv](std::string_view piece) {
     csv.append(piece);
     return absl::OkStatus();
   }));

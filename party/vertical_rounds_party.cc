@@ -46,7 +46,7 @@ bool TheSignedCandidate(const fedanon::v1::VerticalCandidate& relayed,
              absl::bit_cast<uint64_t>(signed_candidate.order_key());
 }
 
-common::TopDownSpecializer::Choice AsChoice(const fedanon::v1::VerticalCandidate& c) {
+engine::TopDownSpecializer::Choice AsChoice(const fedanon::v1::VerticalCandidate& c) {
   return {static_cast<int>(c.attribute()), c.node(), c.candidate(), c.score(), c.order_key()};
 }
 
@@ -161,7 +161,7 @@ absl::Status VerticalRoundsParty::Winner(const fedanon::v1::VerticalWinner& winn
   // proposal of the round: the leader can neither invent a proposal, alter a score, nor turn a
   // party's participation into a Not-participate.
   std::set<std::string> heard;
-  std::optional<common::TopDownSpecializer::Choice> best;
+  std::optional<engine::TopDownSpecializer::Choice> best;
   std::string best_party;
   fedanon::v1::VerticalCandidate best_candidate;
   for (const auto& p : winner.proposals()) {
@@ -172,7 +172,7 @@ absl::Status VerticalRoundsParty::Winner(const fedanon::v1::VerticalWinner& winn
     }
     if (!p.proposal().participate()) continue;
     const auto c = AsChoice(p.proposal().candidate());
-    if (!best || common::TopDownSpecializer::Beats(c, *best)) {
+    if (!best || engine::TopDownSpecializer::Beats(c, *best)) {
       best = c;
       best_party = p.party();
       best_candidate = p.proposal().candidate();
@@ -339,7 +339,7 @@ absl::Status VerticalRoundsParty::Commit(const fedanon::v1::VerticalCommit& comm
     if (judged && (!published_ || published_->first != round ||
                    !SameCandidate(published_->second, commit.candidate()))) {
       return absl::FailedPreconditionError(absl::StrCat(
-          common::kRefusedSpecialization,
+          engine::kRefusedSpecialization,
           ": the commit of our own candidate comes without every judge's sealed acceptance"));
     }
   }

@@ -41,7 +41,7 @@ absl::StatusOr<VerticalLocalReplica*> LocalReplicaOf(VerticalParty& vp) {
 absl::Status AnswerVerdictsPage(const std::string& list, const std::string& digest,
                                 const std::string& signature, uint64_t page_bytes, uint32_t page,
                                 uint64_t round, fedanon::v1::VerticalStepResult* out) {
-  const std::vector<std::string_view> pages = common::SplitPayload(list, page_bytes);
+  const std::vector<std::string_view> pages = wire::SplitPayload(list, page_bytes);
   if (page >= pages.size()) {
     return absl::InvalidArgumentError(absl::StrCat("page ", page, " of this judge's ", pages.size(),
                                                    " verdict pages of wave ", round,
@@ -74,8 +74,8 @@ absl::Status VerticalWavesParty::Propose(const fedanon::v1::LocalPropose& propos
     own.state_digest = proposals.state_digest();
     // Pages of half a chunk: a page and its description fit one message either way.
     const uint64_t limit =
-        ctx_.message_limit > 0 ? ctx_.message_limit : common::kDefaultMessageLimitBytes;
-    own.page_bytes = std::max<uint64_t>(1, common::ChunkBytesForLimit(limit) / 2);
+        ctx_.message_limit > 0 ? ctx_.message_limit : wire::kDefaultMessageLimitBytes;
+    own.page_bytes = std::max<uint64_t>(1, wire::ChunkBytesForLimit(limit) / 2);
     // Signed, so every party can recompute the winners the leader announces from them.
     ASSIGN_OR_RETURN(
         own.signature,
@@ -87,7 +87,7 @@ absl::Status VerticalWavesParty::Propose(const fedanon::v1::LocalPropose& propos
     delivered_verdicts_.clear();
   }
   const LocalOwnList& own = *own_;
-  const std::vector<std::string_view> pages = common::SplitPayload(own.list, own.page_bytes);
+  const std::vector<std::string_view> pages = wire::SplitPayload(own.list, own.page_bytes);
   if (propose.page() >= pages.size()) {
     return absl::InvalidArgumentError(absl::StrCat("page ", propose.page(), " of this party's ",
                                                    pages.size(), " proposal pages of wave ", round,
@@ -372,8 +372,8 @@ absl::Status VerticalWavesParty::Judge(const fedanon::v1::LocalJudge& judge, uin
     own.groups = static_cast<uint64_t>(verdicts->verdicts_size());
     for (const auto& v : verdicts->verdicts()) own.vetoed += v.accept() ? 0 : 1;
     const uint64_t limit =
-        ctx_.message_limit > 0 ? ctx_.message_limit : common::kDefaultMessageLimitBytes;
-    own.page_bytes = std::max<uint64_t>(1, common::ChunkBytesForLimit(limit) / 2);
+        ctx_.message_limit > 0 ? ctx_.message_limit : wire::kDefaultMessageLimitBytes;
+    own.page_bytes = std::max<uint64_t>(1, wire::ChunkBytesForLimit(limit) / 2);
     ASSIGN_OR_RETURN(
         own.signature,
         crypto::SignStatement(ctx_.own_seal->sign_key_pem,

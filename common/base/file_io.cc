@@ -16,7 +16,7 @@
 #include "absl/strings/escaping.h"
 #include "common/base/string_views.h"
 
-namespace fedanon::common {
+namespace fedanon::base {
 namespace {
 
 std::atomic<bool> disk_syncs_skipped{false};
@@ -323,4 +323,4 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
   return (*writer)->Commit();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

@@ -22,7 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace fedanon::common {
+namespace fedanon::base {
 
 // "<message>: <strerror(err)>" with the code above.
 absl::Status ErrnoStatus(int err, std::string_view message);
@@ -155,4 +155,4 @@ class AtomicFileWriter {
 absl::Status WriteFileAtomically(const std::string& path, std::string_view contents,
                                  const AtomicFileOptions& options);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

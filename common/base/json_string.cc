@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace fedanon::common {
+namespace fedanon::base {
 
 void AppendJsonString(std::string_view s, std::string& out) {
   out.push_back('"');
@@ -41,4 +41,4 @@ std::string JsonString(std::string_view s) {
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-namespace fedanon::common {
+namespace fedanon::base {
 
 void AppendJsonString(std::string_view s, std::string& out);
 std::string JsonString(std::string_view s);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

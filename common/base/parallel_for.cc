@@ -7,7 +7,7 @@
 
 #include "common/base/status_macros.h"
 
-namespace fedanon::common {
+namespace fedanon::base {
 
 absl::Status ParallelFor(size_t n, const std::function<absl::Status(size_t)>& fn) {
   const size_t threads =
@@ -29,4 +29,4 @@ absl::Status ParallelFor(size_t n, const std::function<absl::Status(size_t)>& fn
   return absl::OkStatus();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

@@ -8,10 +8,10 @@
 
 #include "absl/status/status.h"
 
-namespace fedanon::common {
+namespace fedanon::base {
 
 // Runs fn(i) for i in [0, n), each thread taking the next index from a shared counter; each
 // thread stops at its first error; returns the first error.
 absl::Status ParallelFor(size_t n, const std::function<absl::Status(size_t)>& fn);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

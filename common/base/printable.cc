@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace fedanon::common {
+namespace fedanon::base {
 namespace {
 
 // Length of the well-formed UTF-8 sequence at text[i] and its code point; 0 when malformed.
@@ -78,4 +78,4 @@ std::string Printable(std::string_view text, size_t max_bytes) {
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
-namespace fedanon::common {
+namespace fedanon::base {
 
 inline constexpr size_t kMaxPrintableBytes = 2048;
 
 std::string Printable(std::string_view text, size_t max_bytes = kMaxPrintableBytes);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-namespace fedanon::common {
+namespace fedanon::base {
 
 ProcessUsage CurrentProcessUsage() {
   ProcessUsage out;
@@ -27,4 +27,4 @@ ProcessUsage CurrentProcessUsage() {
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

@@ -3,7 +3,7 @@
 // show where each party and the leader peak.
 #pragma once
 
-namespace fedanon::common {
+namespace fedanon::base {
 
 struct ProcessUsage {
   double cpu_seconds = 0;  // user + system, every thread (getrusage)
@@ -12,4 +12,4 @@ struct ProcessUsage {
 };
 ProcessUsage CurrentProcessUsage();
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

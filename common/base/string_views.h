@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
-namespace fedanon::common {
+namespace fedanon::base {
 
 inline absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 inline std::string_view Sv(absl::string_view s) { return std::string_view(s.data(), s.size()); }
@@ -34,4 +34,4 @@ std::string Cat(const T&... values) {
 // Appends std::string_view elements in absl::StrJoin.
 inline constexpr auto kViewFormatter = [](std::string* out, std::string_view s) { out->append(s); };
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

@@ -2,7 +2,7 @@
 
 #include "fedanon/build_info.h"
 
-namespace fedanon::common {
+namespace fedanon::base {
 
 std::string_view Version() { return FEDANON_VERSION; }
 std::string_view GitRevision() { return FEDANON_GIT_REVISION; }
@@ -12,4 +12,4 @@ std::string VersionLine(std::string_view program) {
   return line;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::base

@@ -18,7 +18,7 @@
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
 
-namespace fedanon::common {
+namespace fedanon::datagen {
 namespace {
 
 // ----------------------------------------------------------------------------------------------
@@ -761,7 +761,7 @@ class OutputFile {
   absl::Status Open(std::filesystem::path path) {
     path_ = std::move(path);
     file_ = std::fopen(path_.c_str(), "wb");
-    if (file_ == nullptr) return ErrnoStatus(errno, "cannot create", path_.string());
+    if (file_ == nullptr) return base::ErrnoStatus(errno, "cannot create", path_.string());
     buffer_.reserve(kFlushBytes + 4096);
     return absl::OkStatus();
   }
@@ -770,7 +770,7 @@ class OutputFile {
   absl::Status Close() {
     RETURN_IF_ERROR(Flush());
     std::FILE* f = std::exchange(file_, nullptr);
-    if (std::fclose(f) != 0) return ErrnoStatus(errno, "cannot write", path_.string());
+    if (std::fclose(f) != 0) return base::ErrnoStatus(errno, "cannot write", path_.string());
     return absl::OkStatus();
   }
 
@@ -778,7 +778,7 @@ class OutputFile {
   absl::Status Flush() {
     if (!buffer_.empty() &&
         std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
-      return ErrnoStatus(errno, "cannot write", path_.string());
+      return base::ErrnoStatus(errno, "cannot write", path_.string());
     }
     buffer_.clear();
     return absl::OkStatus();
@@ -986,7 +986,7 @@ absl::Status CreateDirectories(const std::filesystem::path& dir) {
     std::error_code ec;
     std::filesystem::create_directories(d, ec);
     if (ec || !std::filesystem::is_directory(d, ec)) {
-      return ErrnoStatus(ec ? ec.value() : ENOTDIR, "cannot create directory", d.string());
+      return base::ErrnoStatus(ec ? ec.value() : ENOTDIR, "cannot create directory", d.string());
     }
   }
   return absl::OkStatus();
@@ -1129,4 +1129,4 @@ absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options) {
   return summary;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::datagen

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace fedanon::common {
+namespace fedanon::datagen {
 
 struct DatagenOptions {
   uint64_t rows = 10000;
@@ -51,4 +51,4 @@ struct DatagenOptions {
 inline constexpr uint64_t kMaxDatagenRows = 100'000'000;  // about 10 GB of CSV
 absl::StatusOr<std::string> GenerateDataset(const DatagenOptions& options);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::datagen

@@ -4,7 +4,7 @@
 
 #include "common/engine/scores.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 namespace {
 
@@ -45,7 +45,7 @@ SplitMeasures MeasureSplit(const AttributeHierarchy& h, NodeIndex node, int c,
   }
   SplitMeasures m = MeasuresOf(parent, child_counts, sizes);
   // A suppression candidate's child 0 is the disclosed value (ChildOfFine).
-  if (h.kind() == QidKind::kSuppression) m.changes_table = sizes[0] > 0;
+  if (h.kind() == table::QidKind::kSuppression) m.changes_table = sizes[0] > 0;
   return m;
 }
 
@@ -106,4 +106,4 @@ bool RanksAbove(const CandidateRank& a, const CandidateRank& b) {
   return a.c < b.c;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -19,7 +19,7 @@
 #include "common/engine/hierarchy.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 // What the class counts of a node say about specializing it by one candidate cut.
 struct SplitMeasures {
@@ -81,4 +81,4 @@ struct CandidateRank {
 // True when `a` beats `b` under the tie-break above (false when they are equal).
 bool RanksAbove(const CandidateRank& a, const CandidateRank& b);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

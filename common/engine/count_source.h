@@ -32,7 +32,7 @@
 #include "common/engine/hierarchy.h"
 #include "common/engine/tips.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 // Counts per rank range of continuous attribute `attr`: ranges [bounds[i], bounds[i+1]), bounds
 // strictly increasing within [0, number of ranks].
@@ -120,4 +120,4 @@ class LocalCountSource : public CountSource {
   Tips* tips_;
 };
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 namespace {
 
 // a * b, or nullopt-like false when it exceeds `cap` (never wraps).
@@ -45,7 +45,7 @@ std::string FinalCheckGroupName(const FinalCheckConstraint& c, uint64_t group) {
 }
 
 absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model,
-                                                       const Dataset& data,
+                                                       const table::Dataset& data,
                                                        const std::vector<AttributeHierarchy>& hier,
                                                        const std::string& suppression_token) {
   FinalCheckLayout layout;
@@ -103,7 +103,7 @@ absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model
 }
 
 absl::StatusOr<std::vector<uint64_t>> LocalFinalCheckCounts(
-    const FinalCheckLayout& layout, const Dataset& data,
+    const FinalCheckLayout& layout, const table::Dataset& data,
     const std::vector<AttributeHierarchy>& hier, const Tips& tips) {
   std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups;
   const size_t m = layout.tracked.size();
@@ -134,7 +134,7 @@ absl::StatusOr<std::vector<uint64_t>> LocalFinalCheckCounts(
 }
 
 absl::StatusOr<std::vector<uint64_t>> FinalCheckCountsOfGroups(
-    const FinalCheckLayout& layout, const Dataset& data,
+    const FinalCheckLayout& layout, const table::Dataset& data,
     const std::vector<AttributeHierarchy>& hier,
     const std::map<std::vector<NodeIndex>, std::vector<uint64_t>>& groups) {
   const auto positions = FinalCheckCutPositions(hier);
@@ -267,4 +267,4 @@ absl::Status CheckFinalCounts(const FinalCheckLayout& layout, const std::vector<
   return absl::OkStatus();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -30,7 +30,7 @@
 #include "common/engine/tips.h"
 #include "common/table/dataset.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 // The largest final-check vector (words), documented in docs/threat-model.md: beyond it the job
 // fails with a named error before anything is summed.
@@ -75,22 +75,22 @@ std::string FinalCheckGroupName(const FinalCheckConstraint& c, uint64_t group);
 // The layout for `model` over the current cut of `hier` (nodes without children, in node order).
 // ResourceExhausted, naming the size and the cap, above kMaxFinalCheckWords (checked arithmetic).
 absl::StatusOr<FinalCheckLayout> BuildFinalCheckLayout(const PrivacyModel& model,
-                                                       const Dataset& data,
+                                                       const table::Dataset& data,
                                                        const std::vector<AttributeHierarchy>& hier,
                                                        const std::string& suppression_token);
 
 // This holder's counts in `layout` (length layout.words), from the live partitions of `tips`,
 // whose keys are the cut `hier` describes. InvalidArgument if a key is not a cut value.
 absl::StatusOr<std::vector<uint64_t>> LocalFinalCheckCounts(
-    const FinalCheckLayout& layout, const Dataset& data,
+    const FinalCheckLayout& layout, const table::Dataset& data,
     const std::vector<AttributeHierarchy>& hier, const Tips& tips);
 
 // The same from each non-empty group's counts (key over the cut -> [count, tracked_1..m], then
 // its sensitive histogram when the layout has one), when the records are not in memory
-// (push-down, common/table/postgres_stats.h). FailedPrecondition when the layout needs
+// (push-down, common/table_postgres/postgres_stats.h). FailedPrecondition when the layout needs
 // histograms the counts lack (a push-down table cannot give them).
 absl::StatusOr<std::vector<uint64_t>> FinalCheckCountsOfGroups(
-    const FinalCheckLayout& layout, const Dataset& data,
+    const FinalCheckLayout& layout, const table::Dataset& data,
     const std::vector<AttributeHierarchy>& hier,
     const std::map<std::vector<NodeIndex>, std::vector<uint64_t>>& groups);
 
@@ -108,4 +108,4 @@ absl::Status CheckFinalTotalsBounds(const FinalCheckLayout& layout,
 // {g} k=3: group (g=gb) holds 2 records, fewer than 3".
 absl::Status CheckFinalCounts(const FinalCheckLayout& layout, const std::vector<uint64_t>& counts);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

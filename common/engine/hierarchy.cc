@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 std::string FormatNumber(double x) {
   char buf[400];
@@ -23,19 +23,19 @@ std::string IntervalLabel(double lo, double hi) {
   return absl::StrCat("[", FormatNumber(lo), "-", FormatNumber(hi), ")");
 }
 
-AttributeHierarchy::AttributeHierarchy(const QidColumn* column) : column_(column) {
+AttributeHierarchy::AttributeHierarchy(const table::QidColumn* column) : column_(column) {
   HierarchyNode root;
   switch (column->kind) {
-    case QidKind::kTaxonomy:
+    case table::QidKind::kTaxonomy:
       root.tax = column->taxonomy->root();
       break;
-    case QidKind::kSuppression:
+    case table::QidKind::kSuppression:
       root.suppressed = true;
       for (size_t v = 0; v < column->values.size(); ++v) {
         root.hidden.push_back(static_cast<int32_t>(v));
       }
       break;
-    case QidKind::kContinuous:
+    case table::QidKind::kContinuous:
       root.rank_lo = 0;
       root.rank_hi = static_cast<int32_t>(column->sorted_values.size());
       root.lo = column->range_lo;
@@ -43,7 +43,7 @@ AttributeHierarchy::AttributeHierarchy(const QidColumn* column) : column_(column
       break;
   }
   nodes_.push_back(std::move(root));
-  if (column->kind == QidKind::kSuppression) IndexHidden(0);
+  if (column->kind == table::QidKind::kSuppression) IndexHidden(0);
 }
 
 void AttributeHierarchy::IndexHidden(NodeIndex bottom) {
@@ -56,11 +56,11 @@ int AttributeHierarchy::FineChildCount(NodeIndex n) const {
   const HierarchyNode& node = nodes_[n];
   if (!node.children.empty()) return 0;
   switch (column_->kind) {
-    case QidKind::kTaxonomy:
+    case table::QidKind::kTaxonomy:
       return static_cast<int>(column_->taxonomy->children(node.tax).size());
-    case QidKind::kSuppression:
+    case table::QidKind::kSuppression:
       return node.suppressed ? static_cast<int>(node.hidden.size()) : 0;
-    case QidKind::kContinuous:
+    case table::QidKind::kContinuous:
       return node.split_rank >= 0 ? 2 : 0;
   }
   return 0;
@@ -69,11 +69,11 @@ int AttributeHierarchy::FineChildCount(NodeIndex n) const {
 int AttributeHierarchy::FineChildOf(NodeIndex n, int32_t code) const {
   const HierarchyNode& node = nodes_[n];
   switch (column_->kind) {
-    case QidKind::kTaxonomy:
+    case table::QidKind::kTaxonomy:
       return TaxonomyFineTable(n)[code];
-    case QidKind::kSuppression:
+    case table::QidKind::kSuppression:
       return hidden_index_[code];  // n is the current ⊥ node: the only refinable one
-    case QidKind::kContinuous:
+    case table::QidKind::kContinuous:
       return code < node.split_rank ? 0 : 1;
   }
   return -1;
@@ -83,12 +83,13 @@ const std::vector<int32_t>& AttributeHierarchy::TaxonomyFineTable(NodeIndex n) c
   if (fine_tables_.size() <= static_cast<size_t>(n)) fine_tables_.resize(n + 1);
   std::vector<int32_t>& table = fine_tables_[n];
   if (!table.empty()) return table;
-  const Taxonomy& tax = *column_->taxonomy;
+  const table::Taxonomy& tax = *column_->taxonomy;
   table.assign(tax.size(), -1);
   const auto& kids = tax.children(nodes_[n].tax);
   for (size_t t = 0; t < tax.size(); ++t) {
     // Walk up from t until the parent is this node; the node reached is the fine child.
-    for (auto x = static_cast<Taxonomy::NodeId>(t); x != Taxonomy::kNoNode; x = tax.parent(x)) {
+    for (auto x = static_cast<table::Taxonomy::NodeId>(t); x != table::Taxonomy::kNoNode;
+         x = tax.parent(x)) {
       if (tax.parent(x) == nodes_[n].tax) {
         table[t] = static_cast<int32_t>(std::find(kids.begin(), kids.end(), x) - kids.begin());
         break;
@@ -101,26 +102,26 @@ const std::vector<int32_t>& AttributeHierarchy::TaxonomyFineTable(NodeIndex n) c
 int AttributeHierarchy::CandidateCount(NodeIndex n) const {
   const int fine = FineChildCount(n);
   if (fine == 0) return 0;
-  return column_->kind == QidKind::kSuppression ? fine : 1;
+  return column_->kind == table::QidKind::kSuppression ? fine : 1;
 }
 
 int AttributeHierarchy::ChildCount(NodeIndex n, int /*c*/) const {
-  return column_->kind == QidKind::kSuppression ? 2 : FineChildCount(n);
+  return column_->kind == table::QidKind::kSuppression ? 2 : FineChildCount(n);
 }
 
 int AttributeHierarchy::ChildOfFine(NodeIndex /*n*/, int c, int f) const {
-  if (column_->kind == QidKind::kSuppression) return f == c ? 0 : 1;
+  if (column_->kind == table::QidKind::kSuppression) return f == c ? 0 : 1;
   return f;
 }
 
 int AttributeHierarchy::ChildOfRecord(NodeIndex n, int c, int32_t code) const {
   const HierarchyNode& node = nodes_[n];
   switch (column_->kind) {
-    case QidKind::kTaxonomy:
+    case table::QidKind::kTaxonomy:
       return FineChildOf(n, code);
-    case QidKind::kSuppression:
+    case table::QidKind::kSuppression:
       return code == node.hidden[c] ? 0 : 1;
-    case QidKind::kContinuous:
+    case table::QidKind::kContinuous:
       return code < node.split_rank ? 0 : 1;
   }
   return 0;
@@ -130,14 +131,14 @@ std::vector<NodeIndex> AttributeHierarchy::Specialize(NodeIndex n, int c) {
   std::vector<HierarchyNode> kids;
   const HierarchyNode parent = nodes_[n];
   switch (column_->kind) {
-    case QidKind::kTaxonomy:
-      for (Taxonomy::NodeId t : column_->taxonomy->children(parent.tax)) {
+    case table::QidKind::kTaxonomy:
+      for (table::Taxonomy::NodeId t : column_->taxonomy->children(parent.tax)) {
         HierarchyNode k;
         k.tax = t;
         kids.push_back(std::move(k));
       }
       break;
-    case QidKind::kSuppression: {
+    case table::QidKind::kSuppression: {
       HierarchyNode disclosed;
       disclosed.value = parent.hidden[c];
       HierarchyNode rest;
@@ -148,7 +149,7 @@ std::vector<NodeIndex> AttributeHierarchy::Specialize(NodeIndex n, int c) {
       kids.push_back(std::move(rest));
       break;
     }
-    case QidKind::kContinuous: {
+    case table::QidKind::kContinuous: {
       HierarchyNode left, right;
       left.rank_lo = parent.rank_lo;
       left.rank_hi = parent.split_rank;
@@ -170,7 +171,7 @@ std::vector<NodeIndex> AttributeHierarchy::Specialize(NodeIndex n, int c) {
     nodes_.push_back(std::move(k));
   }
   nodes_[n].children = ids;
-  if (column_->kind == QidKind::kSuppression) IndexHidden(ids[1]);
+  if (column_->kind == table::QidKind::kSuppression) IndexHidden(ids[1]);
   return ids;
 }
 
@@ -181,11 +182,11 @@ void AttributeHierarchy::SetSplit(NodeIndex n, int32_t split_rank) {
 double AttributeHierarchy::OrderKey(NodeIndex n) const {
   const HierarchyNode& node = nodes_[n];
   switch (column_->kind) {
-    case QidKind::kTaxonomy:
+    case table::QidKind::kTaxonomy:
       return node.tax;
-    case QidKind::kSuppression:
+    case table::QidKind::kSuppression:
       return node.suppressed ? -1 : node.value;
-    case QidKind::kContinuous:
+    case table::QidKind::kContinuous:
       return node.lo;
   }
   return 0;
@@ -194,11 +195,11 @@ double AttributeHierarchy::OrderKey(NodeIndex n) const {
 std::string AttributeHierarchy::Label(NodeIndex n, const std::string& suppression_token) const {
   const HierarchyNode& node = nodes_[n];
   switch (column_->kind) {
-    case QidKind::kTaxonomy:
+    case table::QidKind::kTaxonomy:
       return column_->taxonomy->label(node.tax);
-    case QidKind::kSuppression:
+    case table::QidKind::kSuppression:
       return node.suppressed ? suppression_token : column_->values[node.value];
-    case QidKind::kContinuous:
+    case table::QidKind::kContinuous:
       return IntervalLabel(node.lo, node.hi);
   }
   return "";
@@ -206,10 +207,10 @@ std::string AttributeHierarchy::Label(NodeIndex n, const std::string& suppressio
 
 std::string AttributeHierarchy::CandidateLabel(NodeIndex n, int c,
                                                const std::string& suppression_token) const {
-  if (column_->kind == QidKind::kSuppression) {
+  if (column_->kind == table::QidKind::kSuppression) {
     return absl::StrCat(suppression_token, " -> ", column_->values[nodes_[n].hidden[c]]);
   }
   return Label(n, suppression_token);
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -18,28 +18,28 @@
 
 #include "common/table/dataset.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 using NodeIndex = int32_t;
 
 struct HierarchyNode {
   NodeIndex parent = -1;
-  std::vector<NodeIndex> children;           // set once the node has been specialized
-  Taxonomy::NodeId tax = Taxonomy::kNoNode;  // taxonomy
-  bool suppressed = false;                   // suppression: this is a ⊥ node
-  std::vector<int32_t> hidden;               // suppression ⊥: hidden value codes, code order
-  int32_t value = -1;                        // suppression: the disclosed value code
-  int32_t rank_lo = 0, rank_hi = 0;          // continuous: ranks [rank_lo, rank_hi)
-  double lo = 0, hi = 0;                     // continuous: interval [lo, hi)
-  int32_t split_rank = -1;                   // continuous: threshold rank, -1 = not splittable
+  std::vector<NodeIndex> children;                         // set once the node has been specialized
+  table::Taxonomy::NodeId tax = table::Taxonomy::kNoNode;  // taxonomy
+  bool suppressed = false;                                 // suppression: this is a ⊥ node
+  std::vector<int32_t> hidden;       // suppression ⊥: hidden value codes, code order
+  int32_t value = -1;                // suppression: the disclosed value code
+  int32_t rank_lo = 0, rank_hi = 0;  // continuous: ranks [rank_lo, rank_hi)
+  double lo = 0, hi = 0;             // continuous: interval [lo, hi)
+  int32_t split_rank = -1;           // continuous: threshold rank, -1 = not splittable
 };
 
 class AttributeHierarchy {
  public:
-  explicit AttributeHierarchy(const QidColumn* column);  // column not owned
+  explicit AttributeHierarchy(const table::QidColumn* column);  // column not owned
 
-  const QidColumn& column() const { return *column_; }
-  QidKind kind() const { return column_->kind; }
+  const table::QidColumn& column() const { return *column_; }
+  table::QidKind kind() const { return column_->kind; }
   const HierarchyNode& node(NodeIndex n) const { return nodes_[n]; }
   size_t size() const { return nodes_.size(); }
   NodeIndex root() const { return 0; }
@@ -73,7 +73,7 @@ class AttributeHierarchy {
   std::string CandidateLabel(NodeIndex n, int c, const std::string& suppression_token) const;
 
  private:
-  const QidColumn* column_;
+  const table::QidColumn* column_;
   std::vector<HierarchyNode> nodes_;
   void IndexHidden(NodeIndex bottom);
 
@@ -88,4 +88,4 @@ std::string FormatNumber(double x);
 // "[lo-hi)"
 std::string IntervalLabel(double lo, double hi);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

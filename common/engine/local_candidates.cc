@@ -8,7 +8,7 @@
 #include "common/engine/scores.h"
 #include "common/engine/tds_engine.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 LocalRule LocalRuleFromModel(const PrivacyModel& model, size_t tracked) {
   LocalRule rule;
@@ -74,7 +74,7 @@ namespace {
 
 // Per-fine-child words [count, class_1..C, sensitive_1..m] of attribute a over the records.
 struct Counter {
-  const Dataset& data;
+  const table::Dataset& data;
   size_t nc;
   size_t width;
   bool has_class;
@@ -181,24 +181,24 @@ std::vector<uint64_t> BinClassHistogram(const std::vector<uint64_t>& block,
 
 // The children's values of candidate `best` of a group whose value of best->attr is `value`, as
 // LocalRecoder::ApplyBest makes them.
-void SetChildValues(const Dataset& data, const LocalFineMap& fine, const LocalValue& value,
+void SetChildValues(const table::Dataset& data, const LocalFineMap& fine, const LocalValue& value,
                     LocalCandidate* best) {
   const int a = best->attr;
-  const QidColumn& col = data.qids[a];
+  const table::QidColumn& col = data.qids[a];
   best->child_values.assign(best->child_sizes.size(), value);
   switch (col.kind) {
-    case QidKind::kTaxonomy:
+    case table::QidKind::kTaxonomy:
       for (size_t c = 0; c < best->child_values.size(); ++c) {
         best->child_values[c].node = col.taxonomy->children(value.node)[c];
       }
       break;
-    case QidKind::kContinuous: {
+    case table::QidKind::kContinuous: {
       const int32_t t = fine.FineStartRank(a, value, best->c);
       best->child_values[0].hi = t;
       best->child_values[1].lo = t;
       break;
     }
-    case QidKind::kSuppression:
+    case table::QidKind::kSuppression:
       best->child_values[0].node = best->c;
       best->child_values[1].node = -1;
       break;
@@ -207,8 +207,8 @@ void SetChildValues(const Dataset& data, const LocalFineMap& fine, const LocalVa
 
 }  // namespace
 
-std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const LocalFineMap& fine,
-                                                 const LocalRule& rule,
+std::optional<LocalCandidate> BestLocalCandidate(const table::Dataset& data,
+                                                 const LocalFineMap& fine, const LocalRule& rule,
                                                  const std::vector<LocalValue>& key,
                                                  absl::Span<const uint32_t> records,
                                                  absl::Span<const int> attrs,
@@ -233,14 +233,14 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
   for (int a : attrs) {
     const int fines = fine.FineCount(a, key[a]);
     if (fines == 0) continue;
-    const QidColumn& col = data.qids[a];
+    const table::QidColumn& col = data.qids[a];
     block.assign(static_cast<size_t>(fines) * width, 0);
     for (uint32_t r : records) {
       counter.Add(block.data() + static_cast<size_t>(fine.FineOf(a, key[a], col.codes[r])) * width,
                   r);
     }
     switch (col.kind) {
-      case QidKind::kTaxonomy: {
+      case table::QidKind::kTaxonomy: {
         std::vector<const uint64_t*> kids;
         std::vector<int> map(fines);
         for (int f = 0; f < fines; ++f) {
@@ -250,7 +250,7 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
         best.Consider(a, 0, kids, std::move(map));
         break;
       }
-      case QidKind::kContinuous: {
+      case table::QidKind::kContinuous: {
         // The threshold candidates: the fine children, or within-group bins merged from them.
         const std::vector<int> first_fine = ThresholdBins(rule, block, fines, width);
         const int bins = static_cast<int>(first_fine.size());
@@ -275,7 +275,7 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
         best.Consider(a, first_fine[split], {left.data(), right.data()}, std::move(map));
         break;
       }
-      case QidKind::kSuppression: {
+      case table::QidKind::kSuppression: {
         std::vector<uint64_t> rest(width);
         for (int u = 0; u < fines; ++u) {
           const uint64_t* w = block.data() + static_cast<size_t>(u) * width;
@@ -294,7 +294,7 @@ std::optional<LocalCandidate> BestLocalCandidate(const Dataset& data, const Loca
   return chosen;
 }
 
-std::vector<int32_t> LocalChildrenOf(const Dataset& data, const LocalFineMap& fine,
+std::vector<int32_t> LocalChildrenOf(const table::Dataset& data, const LocalFineMap& fine,
                                      const std::vector<LocalValue>& key,
                                      absl::Span<const uint32_t> records, const LocalCandidate& c) {
   std::vector<int32_t> out;
@@ -306,4 +306,4 @@ std::vector<int32_t> LocalChildrenOf(const Dataset& data, const LocalFineMap& fi
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -23,7 +23,7 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 // The rule and the score of a local-recoding job (public: derived from the spec).
 struct LocalRule {
@@ -71,13 +71,13 @@ struct LocalCandidate {
 // `records` are indices into `data` (its codes of `attrs`, class codes, sensitive bits).
 // `excluded`: (attribute, candidate) pairs never chosen (a vertical group's vetoed candidates).
 std::optional<LocalCandidate> BestLocalCandidate(
-    const Dataset& data, const LocalFineMap& fine, const LocalRule& rule,
+    const table::Dataset& data, const LocalFineMap& fine, const LocalRule& rule,
     const std::vector<LocalValue>& key, absl::Span<const uint32_t> records,
     absl::Span<const int> attrs, absl::Span<const std::pair<int, int>> excluded = {});
 
 // The child of every record of `records` (in order) under candidate `c` of key[c.attr].
-std::vector<int32_t> LocalChildrenOf(const Dataset& data, const LocalFineMap& fine,
+std::vector<int32_t> LocalChildrenOf(const table::Dataset& data, const LocalFineMap& fine,
                                      const std::vector<LocalValue>& key,
                                      absl::Span<const uint32_t> records, const LocalCandidate& c);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

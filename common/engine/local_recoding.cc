@@ -17,12 +17,13 @@
 #include "common/engine/scores.h"
 #include "common/table/csv.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 // ---------------------------------------------------------------------------------------------
 // LocalFineMap
 
-LocalFineMap::LocalFineMap(const Dataset* data, bool binned, std::vector<std::vector<int32_t>> bins)
+LocalFineMap::LocalFineMap(const table::Dataset* data, bool binned,
+                           std::vector<std::vector<int32_t>> bins)
     : data_(data),
       binned_(binned),
       bins_(std::move(bins)),
@@ -30,27 +31,28 @@ LocalFineMap::LocalFineMap(const Dataset* data, bool binned, std::vector<std::ve
       fine_at_depth_(data->qids.size()) {
   bins_.resize(data->qids.size());
   for (size_t a = 0; a < data->qids.size(); ++a) {
-    const QidColumn& col = data->qids[a];
-    if (col.kind == QidKind::kTaxonomy) {
-      const Taxonomy& tax = *col.taxonomy;
+    const table::QidColumn& col = data->qids[a];
+    if (col.kind == table::QidKind::kTaxonomy) {
+      const table::Taxonomy& tax = *col.taxonomy;
       int max_depth = 0;
       for (size_t n = 0; n < tax.size(); ++n) {
-        max_depth = std::max(max_depth, tax.depth(static_cast<Taxonomy::NodeId>(n)));
+        max_depth = std::max(max_depth, tax.depth(static_cast<table::Taxonomy::NodeId>(n)));
       }
       std::vector<int32_t> child_index(tax.size(), 0);
       for (size_t n = 0; n < tax.size(); ++n) {
-        const auto& kids = tax.children(static_cast<Taxonomy::NodeId>(n));
+        const auto& kids = tax.children(static_cast<table::Taxonomy::NodeId>(n));
         for (size_t i = 0; i < kids.size(); ++i) child_index[kids[i]] = static_cast<int32_t>(i);
       }
       auto& tables = fine_at_depth_[a];
       tables.assign(static_cast<size_t>(max_depth) + 1, std::vector<int32_t>(tax.size(), -1));
       for (size_t n = 0; n < tax.size(); ++n) {
-        for (auto x = static_cast<Taxonomy::NodeId>(n); x != Taxonomy::kNoNode; x = tax.parent(x)) {
+        for (auto x = static_cast<table::Taxonomy::NodeId>(n); x != table::Taxonomy::kNoNode;
+             x = tax.parent(x)) {
           const int d = tax.depth(x);
           if (d >= 1) tables[static_cast<size_t>(d - 1)][n] = child_index[x];
         }
       }
-    } else if (col.kind == QidKind::kContinuous && binned_ && bins_[a].size() >= 3) {
+    } else if (col.kind == table::QidKind::kContinuous && binned_ && bins_[a].size() >= 3) {
       const auto& b = bins_[a];
       bin_of_rank_[a].assign(col.sorted_values.size() + 1, 0);
       for (size_t i = 0; i + 1 < b.size(); ++i) {
@@ -62,13 +64,13 @@ LocalFineMap::LocalFineMap(const Dataset* data, bool binned, std::vector<std::ve
 }
 
 int LocalFineMap::FineCount(int a, const LocalValue& v) const {
-  const QidColumn& col = data_->qids[a];
+  const table::QidColumn& col = data_->qids[a];
   switch (col.kind) {
-    case QidKind::kTaxonomy:
+    case table::QidKind::kTaxonomy:
       return static_cast<int>(col.taxonomy->children(v.node).size());
-    case QidKind::kSuppression:
+    case table::QidKind::kSuppression:
       return v.node < 0 ? static_cast<int>(col.values.size()) : 0;
-    case QidKind::kContinuous: {
+    case table::QidKind::kContinuous: {
       int count = 0;
       if (!binned_) {
         count = v.hi - v.lo;
@@ -82,13 +84,13 @@ int LocalFineMap::FineCount(int a, const LocalValue& v) const {
 }
 
 int LocalFineMap::FineOf(int a, const LocalValue& v, int32_t code) const {
-  const QidColumn& col = data_->qids[a];
+  const table::QidColumn& col = data_->qids[a];
   switch (col.kind) {
-    case QidKind::kTaxonomy:
+    case table::QidKind::kTaxonomy:
       return fine_at_depth_[a][col.taxonomy->depth(v.node)][code];
-    case QidKind::kSuppression:
+    case table::QidKind::kSuppression:
       return code;
-    case QidKind::kContinuous:
+    case table::QidKind::kContinuous:
       return binned_ ? bin_of_rank_[a][code] - bin_of_rank_[a][v.lo] : code - v.lo;
   }
   return 0;
@@ -101,7 +103,7 @@ int32_t LocalFineMap::FineStartRank(int a, const LocalValue& v, int f) const {
 // ---------------------------------------------------------------------------------------------
 // InProcessLocalSource
 
-InProcessLocalSource::InProcessLocalSource(const Dataset* data) : data_(data) {
+InProcessLocalSource::InProcessLocalSource(const table::Dataset* data) : data_(data) {
   perm_.resize(data->num_records);
   for (size_t r = 0; r < perm_.size(); ++r) perm_[r] = static_cast<uint32_t>(r);
   range_.emplace_back(0, static_cast<uint32_t>(perm_.size()));
@@ -111,7 +113,7 @@ absl::StatusOr<std::vector<uint64_t>> InProcessLocalSource::RangeCounts(
     int attr, const std::vector<int32_t>& bounds) {
   if (bounds.size() < 2) return std::vector<uint64_t>();
   std::vector<uint64_t> out(bounds.size() - 1, 0);
-  const QidColumn& col = data_->qids[attr];
+  const table::QidColumn& col = data_->qids[attr];
   for (size_t r = 0; r < data_->num_records; ++r) {
     const int32_t code = col.codes[r];
     const auto it = std::upper_bound(bounds.begin(), bounds.end(), code);
@@ -191,7 +193,7 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> InProcessLocalSource::FullSta
       for (size_t i = 0; i < n; ++i) fn(i);
       return;
     }
-    ParallelFor(n, [&](size_t i) {
+    base::ParallelFor(n, [&](size_t i) {
       fn(i);
       return absl::OkStatus();
     }).IgnoreError();  // fn reports no error
@@ -219,20 +221,20 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> InProcessLocalSource::FullSta
     const auto [g, a] = tasks[t];
     const Layout& l = layout[g];
     const LocalValue& v = (*groups[g].second)[a];
-    const QidColumn& col = data_->qids[a];
+    const table::QidColumn& col = data_->qids[a];
     const auto& codes = col.codes;
     uint64_t* block = out[g].data() + l.offset[a];
     const uint32_t* p = perm_.data() + l.begin;
     const size_t n = l.end - l.begin;
     const size_t s = l.gathered;
     switch (col.kind) {
-      case QidKind::kTaxonomy: {
+      case table::QidKind::kTaxonomy: {
         const std::vector<int32_t>& table =
             fine_->TaxonomyFineTable(a, col.taxonomy->depth(v.node));
         for (size_t i = 0; i < n; ++i) add(block + table[codes[p[i]]] * width, s + i);
         break;
       }
-      case QidKind::kContinuous:
+      case table::QidKind::kContinuous:
         if (fine_->binned()) {
           const std::vector<int32_t>& bin = fine_->BinOfRank(a);
           const int32_t base = bin[v.lo];
@@ -242,7 +244,7 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> InProcessLocalSource::FullSta
           for (size_t i = 0; i < n; ++i) add(block + (codes[p[i]] - base) * width, s + i);
         }
         break;
-      case QidKind::kSuppression:
+      case table::QidKind::kSuppression:
         for (size_t i = 0; i < n; ++i) add(block + codes[p[i]] * width, s + i);
         break;
     }
@@ -301,7 +303,7 @@ absl::Status InProcessLocalSource::SplitGroups(const std::vector<LocalSplit>& sp
   std::vector<std::vector<uint32_t>> counts(splits.size());
   auto partition = [&](size_t i) { return PartitionGroup(splits[i], &counts[i]); };
   if (total >= (1U << 15)) {
-    RETURN_IF_ERROR(ParallelFor(splits.size(), partition));
+    RETURN_IF_ERROR(base::ParallelFor(splits.size(), partition));
   } else {
     for (size_t i = 0; i < splits.size(); ++i) RETURN_IF_ERROR(partition(i));
   }
@@ -340,7 +342,7 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> InProcessLocalSource::GroupSt
     for (size_t a = 0; a < data_->qids.size(); ++a) {
       const int fine = fine_->FineCount(static_cast<int>(a), ref.key[a]);
       const bool counts_only =
-          fine_->binned() && data_->qids[a].kind == QidKind::kContinuous && fine > 0;
+          fine_->binned() && data_->qids[a].kind == table::QidKind::kContinuous && fine > 0;
       for (int f = 0; f < fine; ++f) {
         const uint64_t* w = full.data() + off + static_cast<size_t>(f) * width;
         if (counts_only) {
@@ -437,20 +439,20 @@ std::vector<uint64_t> InProcessLocalSource::ReleasedCounts(
 // ---------------------------------------------------------------------------------------------
 // Shared helpers
 
-size_t LocalGroupStatsLength(const Dataset& data, const LocalFineMap& fine,
+size_t LocalGroupStatsLength(const table::Dataset& data, const LocalFineMap& fine,
                              const std::vector<LocalValue>& key) {
   const size_t width =
       1 + static_cast<size_t>(std::max(1, data.num_classes())) + data.tracked.size();
   size_t words = width;
   for (size_t a = 0; a < data.qids.size(); ++a) {
     const int f = fine.FineCount(static_cast<int>(a), key[a]);
-    const bool counts_only = fine.binned() && data.qids[a].kind == QidKind::kContinuous;
+    const bool counts_only = fine.binned() && data.qids[a].kind == table::QidKind::kContinuous;
     words += static_cast<size_t>(f) * (counts_only ? 1 : width);
   }
   return words;
 }
 
-absl::StatusOr<std::vector<LocalValue>> LocalChildValues(const Dataset& data,
+absl::StatusOr<std::vector<LocalValue>> LocalChildValues(const table::Dataset& data,
                                                          const LocalFineMap& fine, int a,
                                                          const LocalValue& v,
                                                          const std::vector<int>& child_of_fine) {
@@ -461,9 +463,9 @@ absl::StatusOr<std::vector<LocalValue>> LocalChildValues(const Dataset& data,
   if (count == 0 || child_of_fine.size() != static_cast<size_t>(count)) {
     return absl::InvalidArgumentError("local split is no candidate of the group's value");
   }
-  const QidColumn& col = data.qids[a];
+  const table::QidColumn& col = data.qids[a];
   switch (col.kind) {
-    case QidKind::kTaxonomy: {
+    case table::QidKind::kTaxonomy: {
       std::vector<LocalValue> out;
       for (int f = 0; f < count; ++f) {
         if (child_of_fine[f] != f) {
@@ -475,7 +477,7 @@ absl::StatusOr<std::vector<LocalValue>> LocalChildValues(const Dataset& data,
       }
       return out;
     }
-    case QidKind::kContinuous: {
+    case table::QidKind::kContinuous: {
       int t = 0;
       while (t < count && child_of_fine[t] == 0) ++t;
       for (int f = t; f < count; ++f) {
@@ -490,7 +492,7 @@ absl::StatusOr<std::vector<LocalValue>> LocalChildValues(const Dataset& data,
       left.hi = right.lo = fine.FineStartRank(a, v, t);
       return std::vector<LocalValue>{left, right};
     }
-    case QidKind::kSuppression: {
+    case table::QidKind::kSuppression: {
       int u = -1;
       for (int f = 0; f < count; ++f) {
         if (child_of_fine[f] == 0 && u < 0) {
@@ -509,15 +511,15 @@ absl::StatusOr<std::vector<LocalValue>> LocalChildValues(const Dataset& data,
   return absl::InvalidArgumentError("local split on an unknown attribute kind");
 }
 
-std::string LocalLabel(const Dataset& data, const std::string& suppression_token, int a,
+std::string LocalLabel(const table::Dataset& data, const std::string& suppression_token, int a,
                        const LocalValue& v) {
-  const QidColumn& col = data.qids[a];
+  const table::QidColumn& col = data.qids[a];
   switch (col.kind) {
-    case QidKind::kTaxonomy:
+    case table::QidKind::kTaxonomy:
       return col.taxonomy->label(v.node);
-    case QidKind::kSuppression:
+    case table::QidKind::kSuppression:
       return v.node < 0 ? suppression_token : col.values[v.node];
-    case QidKind::kContinuous: {
+    case table::QidKind::kContinuous: {
       const int32_t ranks = static_cast<int32_t>(col.sorted_values.size());
       const double lo = v.lo == 0 ? col.range_lo : col.sorted_values[v.lo];
       const double hi = v.hi == ranks ? col.range_hi : col.sorted_values[v.hi];
@@ -527,18 +529,18 @@ std::string LocalLabel(const Dataset& data, const std::string& suppression_token
   return "";
 }
 
-std::vector<LocalValue> LocalRootKey(const Dataset& data) {
+std::vector<LocalValue> LocalRootKey(const table::Dataset& data) {
   std::vector<LocalValue> root(data.qids.size());
   for (size_t a = 0; a < data.qids.size(); ++a) {
-    const QidColumn& col = data.qids[a];
+    const table::QidColumn& col = data.qids[a];
     switch (col.kind) {
-      case QidKind::kTaxonomy:
+      case table::QidKind::kTaxonomy:
         root[a].node = col.taxonomy->root();
         break;
-      case QidKind::kSuppression:
+      case table::QidKind::kSuppression:
         root[a].node = -1;
         break;
-      case QidKind::kContinuous:
+      case table::QidKind::kContinuous:
         root[a] = {0, 0, static_cast<int32_t>(col.sorted_values.size())};
         break;
     }
@@ -547,7 +549,8 @@ std::vector<LocalValue> LocalRootKey(const Dataset& data) {
 }
 
 absl::StatusOr<FinalCheckLayout> LocalFinalCheckLayout(const PrivacyModel& model,
-                                                       const Dataset& data, uint64_t groups) {
+                                                       const table::Dataset& data,
+                                                       uint64_t groups) {
   FinalCheckLayout layout;
   for (const auto& t : data.tracked) layout.tracked.push_back(t.value);
   layout.stride = 1 + layout.tracked.size();
@@ -591,7 +594,8 @@ absl::StatusOr<FinalCheckLayout> LocalFinalCheckLayout(const PrivacyModel& model
 // ---------------------------------------------------------------------------------------------
 // LocalRecoder
 
-LocalRecoder::LocalRecoder(const Dataset* data, const PrivacyModel* model, EngineOptions options)
+LocalRecoder::LocalRecoder(const table::Dataset* data, const PrivacyModel* model,
+                           EngineOptions options)
     : data_(data),
       model_(model),
       options_(std::move(options)),
@@ -601,7 +605,7 @@ LocalRecoder::LocalRecoder(const Dataset* data, const PrivacyModel* model, Engin
       width_(1 + static_cast<size_t>(num_classes_) + data->tracked.size()),
       has_class_(data->class_column >= 0 || data->class_declared) {}
 
-absl::StatusOr<std::unique_ptr<LocalRecoder>> LocalRecoder::Create(const Dataset* data,
+absl::StatusOr<std::unique_ptr<LocalRecoder>> LocalRecoder::Create(const table::Dataset* data,
                                                                    const PrivacyModel* model,
                                                                    EngineOptions options,
                                                                    LocalGroupSource* source) {
@@ -646,8 +650,8 @@ absl::Status LocalRecoder::Initialize() {
     // never finer than the global bins' own bound.
     within_bin_ = std::max(kmin_, min_records);
     for (int a = 0; a < q_; ++a) {
-      const QidColumn& col = data_->qids[a];
-      if (col.kind != QidKind::kContinuous) continue;
+      const table::QidColumn& col = data_->qids[a];
+      if (col.kind != table::QidKind::kContinuous) continue;
       const std::vector<int32_t> cells = PublicCellBounds(col, options_.numeric.cells);
       if (cells.size() < 2) continue;
       ASSIGN_OR_RETURN(const std::vector<uint64_t> counts, source_->RangeCounts(a, cells));
@@ -707,7 +711,7 @@ absl::Status LocalRecoder::ConsiderBatch(const std::vector<int32_t>& groups) {
     size_t off = width_;
     for (int a = 0; a < q_; ++a) {
       const int fine = fine_->FineCount(a, keys_[g][a]);
-      const bool counts_only = data_->qids[a].kind == QidKind::kContinuous;
+      const bool counts_only = data_->qids[a].kind == table::QidKind::kContinuous;
       if (counts_only && fine > 0) {
         std::vector<int32_t> cells(static_cast<size_t>(fine) + 1);
         for (int f = 0; f <= fine; ++f) cells[f] = f;
@@ -782,12 +786,13 @@ void LocalRecoder::Consider(
   size_t off = width_;
   for (int a = 0; a < q_ && allowed; ++a) {
     const int fine = fine_->FineCount(a, keys_[g][a]);
-    const bool binned_continuous = fine_->binned() && data_->qids[a].kind == QidKind::kContinuous;
+    const bool binned_continuous =
+        fine_->binned() && data_->qids[a].kind == table::QidKind::kContinuous;
     const uint64_t* block = stats.data() + off;
     off += static_cast<size_t>(fine) * (binned_continuous ? 1 : width_);
     if (fine == 0) continue;
     switch (data_->qids[a].kind) {
-      case QidKind::kTaxonomy: {
+      case table::QidKind::kTaxonomy: {
         std::vector<const uint64_t*> kids;
         std::vector<int> map(fine);
         for (int f = 0; f < fine; ++f) {
@@ -797,7 +802,7 @@ void LocalRecoder::Consider(
         consider(a, 0, kids, std::move(map));
         break;
       }
-      case QidKind::kContinuous: {
+      case table::QidKind::kContinuous: {
         // Binned: the within-group bins (their labelled words); exact: one unit per rank.
         std::vector<int32_t> unit_start;
         const uint64_t* words = block;
@@ -828,7 +833,7 @@ void LocalRecoder::Consider(
         consider(a, threshold, {left.data(), right.data()}, std::move(map));
         break;
       }
-      case QidKind::kSuppression: {
+      case table::QidKind::kSuppression: {
         std::vector<uint64_t> rest(width_);
         for (int u = 0; u < fine; ++u) {
           const uint64_t* w = block + static_cast<size_t>(u) * width_;
@@ -856,22 +861,22 @@ void LocalRecoder::ApplyBest(int32_t g, std::vector<LocalSplit>* splits,
   best_[g] = Best();
   const int a = best.attr;
   const LocalValue value = keys_[g][a];
-  const QidColumn& col = data_->qids[a];
+  const table::QidColumn& col = data_->qids[a];
   const size_t children = best.child_sizes.size();
   std::vector<LocalValue> child_values(children, value);
   switch (col.kind) {
-    case QidKind::kTaxonomy:
+    case table::QidKind::kTaxonomy:
       for (size_t c = 0; c < children; ++c) {
         child_values[c].node = col.taxonomy->children(value.node)[c];
       }
       break;
-    case QidKind::kContinuous: {
+    case table::QidKind::kContinuous: {
       const int32_t t = fine_->FineStartRank(a, value, best.c);
       child_values[0].hi = t;
       child_values[1].lo = t;
       break;
     }
-    case QidKind::kSuppression:
+    case table::QidKind::kSuppression:
       child_values[0].node = best.c;
       child_values[1].node = -1;
       break;
@@ -893,7 +898,7 @@ void LocalRecoder::ApplyBest(int32_t g, std::vector<LocalSplit>* splits,
   fedanon::v1::SpecializationStep step;
   step.set_round(static_cast<uint32_t>(steps_.size() + 1));
   step.set_attribute(col.name);
-  step.set_value(col.kind == QidKind::kSuppression
+  step.set_value(col.kind == table::QidKind::kSuppression
                      ? absl::StrCat(options_.suppression_token, " -> ", col.values[best.c])
                      : Label(a, value));
   for (size_t c = 0; c < children; ++c) {
@@ -997,7 +1002,7 @@ void LocalRecoder::FillReport(const std::string& stop_reason, fedanon::v1::Repor
 }
 
 absl::Status ForEachLocalReleasedRow(
-    const fedanon::v1::JobSpec& /*spec*/, const Dataset& data, const LocalRecoder& recoder,
+    const fedanon::v1::JobSpec& /*spec*/, const table::Dataset& data, const LocalRecoder& recoder,
     const std::vector<int>& columns,
     const std::function<void(const std::vector<std::string_view>&)>& emit) {
   return ForEachLocalReleasedRow(
@@ -1007,7 +1012,8 @@ absl::Status ForEachLocalReleasedRow(
 }
 
 absl::Status ForEachLocalReleasedRow(
-    const Dataset& data, const std::string& suppression_token, const std::vector<int32_t>& groups,
+    const table::Dataset& data, const std::string& suppression_token,
+    const std::vector<int32_t>& groups,
     const std::function<const std::vector<LocalValue>&(int32_t)>& key_of,
     const std::vector<int32_t>& group_of, const std::vector<int>& columns,
     const std::function<void(const std::vector<std::string_view>&)>& emit) {
@@ -1027,7 +1033,7 @@ absl::Status ForEachLocalReleasedRow(
           LocalLabel(data, suppression_token, static_cast<int>(a), key_of(groups[i])[a]);
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, ReopenSource(data));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::ReopenSource(data));
   std::vector<std::string_view> fields, row;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return absl::InternalError("the input changed while anonymizing");
@@ -1056,4 +1062,4 @@ absl::Status ForEachLocalReleasedRow(
   return absl::OkStatus();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -38,7 +38,7 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 // The generalized value of one QID attribute in one group.
 //  * taxonomy: `node` is the taxonomy node;
@@ -58,7 +58,7 @@ struct LocalValue {
 class LocalFineMap {
  public:
   // `bins[a]`: rank bounds of the bins of continuous attribute a (binned search; may be empty).
-  LocalFineMap(const Dataset* data, bool binned, std::vector<std::vector<int32_t>> bins);
+  LocalFineMap(const table::Dataset* data, bool binned, std::vector<std::vector<int32_t>> bins);
   // Number of fine children of `v` on attribute `a` (0: `v` cannot be refined).
   int FineCount(int a, const LocalValue& v) const;
   // Fine child of a record with code `code` (valid only when FineCount > 0).
@@ -76,7 +76,7 @@ class LocalFineMap {
   const std::vector<int32_t>& bins(int a) const { return bins_[a]; }
 
  private:
-  const Dataset* data_;
+  const table::Dataset* data_;
   bool binned_;
   std::vector<std::vector<int32_t>> bins_;         // [attr] rank bounds
   std::vector<std::vector<int32_t>> bin_of_rank_;  // [attr][rank] -> bin index
@@ -92,7 +92,7 @@ class LocalFineMap {
 // fine child (the unlabelled record count per global bin inside the group): the leader then merges
 // adjacent bins into within-group bins of at least K records and asks for their labelled words
 // separately (LocalRangeQuery), the numeric split rule applied per group (docs/threat-model.md).
-size_t LocalGroupStatsLength(const Dataset& data, const LocalFineMap& fine,
+size_t LocalGroupStatsLength(const table::Dataset& data, const LocalFineMap& fine,
                              const std::vector<LocalValue>& key);
 
 // A group named in a statistics batch: its id and its key (a federation's parties check the key
@@ -127,17 +127,17 @@ struct LocalSplit {
 // is a candidate of `v`: taxonomy, the identity (child i = the node's i-th child); continuous, a
 // threshold strictly inside the interval (0..0 1..1); suppression of the suppressed value, one
 // value disclosed (all 1 but one 0). InvalidArgument otherwise (a party's check of an instruction).
-absl::StatusOr<std::vector<LocalValue>> LocalChildValues(const Dataset& data,
+absl::StatusOr<std::vector<LocalValue>> LocalChildValues(const table::Dataset& data,
                                                          const LocalFineMap& fine, int a,
                                                          const LocalValue& v,
                                                          const std::vector<int>& child_of_fine);
 
 // The label written for value `v` of attribute `a`.
-std::string LocalLabel(const Dataset& data, const std::string& suppression_token, int a,
+std::string LocalLabel(const table::Dataset& data, const std::string& suppression_token, int a,
                        const LocalValue& v);
 
 // The root key (the most general value of every attribute).
-std::vector<LocalValue> LocalRootKey(const Dataset& data);
+std::vector<LocalValue> LocalRootKey(const table::Dataset& data);
 
 // Where a local-recoding run's statistics come from. Groups are numbered by the engine (the
 // whole table is group 0). Batched: the loop runs in waves (every queued group applies its best
@@ -167,7 +167,7 @@ class LocalGroupSource {
 // indices, split in place.
 class InProcessLocalSource : public LocalGroupSource {
  public:
-  explicit InProcessLocalSource(const Dataset* data);
+  explicit InProcessLocalSource(const table::Dataset* data);
   absl::StatusOr<std::vector<uint64_t>> RangeCounts(int attr,
                                                     const std::vector<int32_t>& bounds) override;
   absl::Status UseFineMap(const LocalFineMap* fine) override {
@@ -200,7 +200,7 @@ class InProcessLocalSource : public LocalGroupSource {
   // so several groups may be partitioned at once.
   absl::Status PartitionGroup(const LocalSplit& split, std::vector<uint32_t>* count);
 
-  const Dataset* data_;
+  const table::Dataset* data_;
   const LocalFineMap* fine_ = nullptr;
   std::vector<uint32_t> perm_;
   std::vector<uint32_t> scratch_;
@@ -222,7 +222,7 @@ inline constexpr uint64_t kMaxLocalReleasedWords = 50'000'000;
 // group >= the largest k, and per tracked value the smallest confidence bound on it — as
 // constraints over those words (one for the size, one per distinct bound).
 absl::StatusOr<FinalCheckLayout> LocalFinalCheckLayout(const PrivacyModel& model,
-                                                       const Dataset& data, uint64_t groups);
+                                                       const table::Dataset& data, uint64_t groups);
 
 // The report lists at most this many steps of a local-recoding run (its stop_reason gives the
 // total).
@@ -233,7 +233,7 @@ class LocalRecoder {
   // Fails with FailedPrecondition when even the most general table violates the rule above.
   // `source`: where the statistics come from (not owned; null: the in-process source over
   // `data`'s records).
-  static absl::StatusOr<std::unique_ptr<LocalRecoder>> Create(const Dataset* data,
+  static absl::StatusOr<std::unique_ptr<LocalRecoder>> Create(const table::Dataset* data,
                                                               const PrivacyModel* model,
                                                               EngineOptions options,
                                                               LocalGroupSource* source = nullptr);
@@ -274,7 +274,7 @@ class LocalRecoder {
     std::vector<int> child_of_fine;
   };
 
-  LocalRecoder(const Dataset* data, const PrivacyModel* model, EngineOptions options);
+  LocalRecoder(const table::Dataset* data, const PrivacyModel* model, EngineOptions options);
   absl::Status Initialize();
   // Fetches the statistics of new groups (one batch, then one batch of within-group bins) and
   // computes each one's best valid candidate: queued for the next wave, or the group is final.
@@ -289,7 +289,7 @@ class LocalRecoder {
   // Whether child statistics (count + sensitive counts at `w`) meet the rule.
   bool ChildOk(const uint64_t* w) const;
 
-  const Dataset* data_;
+  const table::Dataset* data_;
   const PrivacyModel* model_;
   EngineOptions options_;
   int q_;
@@ -317,16 +317,16 @@ class LocalRecoder {
 // Calls `emit` once per kept record with its released values for `columns` (indices into
 // data.header): QID values replaced by the label of the record's group value, others verbatim.
 absl::Status ForEachLocalReleasedRow(
-    const fedanon::v1::JobSpec& spec, const Dataset& data, const LocalRecoder& recoder,
+    const fedanon::v1::JobSpec& spec, const table::Dataset& data, const LocalRecoder& recoder,
     const std::vector<int>& columns,
     const std::function<void(const std::vector<std::string_view>&)>& emit);
 // The same from the final groups' keys and each record's final group (a federation's party,
 // which holds its own records' groups).
 absl::Status ForEachLocalReleasedRow(
-    const Dataset& data, const std::string& suppression_token,
+    const table::Dataset& data, const std::string& suppression_token,
     const std::vector<int32_t>& final_groups,
     const std::function<const std::vector<LocalValue>&(int32_t)>& key_of,
     const std::vector<int32_t>& group_of_record, const std::vector<int>& columns,
     const std::function<void(const std::vector<std::string_view>&)>& emit);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

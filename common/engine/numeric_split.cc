@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 NumericSplitConfig NumericSplitFromSpec(const fedanon::v1::JobSpec& spec) {
   NumericSplitConfig config;
@@ -25,7 +25,7 @@ uint64_t SplitBinBound(const PrivacyModel& model, uint32_t min_split_bin) {
   return std::max<uint64_t>(k, min_split_bin);
 }
 
-std::vector<int32_t> PublicCellBounds(const QidColumn& column, uint32_t cells) {
+std::vector<int32_t> PublicCellBounds(const table::QidColumn& column, uint32_t cells) {
   const auto ranks = static_cast<int32_t>(column.sorted_values.size());
   if (ranks == 0) return {0};
   const int64_t count = std::max<uint32_t>(1, cells);
@@ -98,4 +98,4 @@ absl::Status CheckNumericRequest(const StatsRequest& request,
   return absl::OkStatus();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

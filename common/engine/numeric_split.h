@@ -19,7 +19,7 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 inline constexpr uint32_t kDefaultNumericCells = 32;
 // The least bin size for a model without an anonymity threshold (confidence templates only).
@@ -45,7 +45,7 @@ uint64_t SplitBinBound(const PrivacyModel& model, uint32_t min_split_bin);
 // 0) every cell is ceil(R / cells) ranks wide (the last one may be narrower); without one, cell i
 // holds the values x with lo + (hi - lo) * i / cells <= x < lo + (hi - lo) * (i + 1) / cells
 // (empty cells dropped). {0} when the column has no ranks.
-std::vector<int32_t> PublicCellBounds(const QidColumn& column, uint32_t cells);
+std::vector<int32_t> PublicCellBounds(const table::QidColumn& column, uint32_t cells);
 
 // Merges adjacent cells left to right into bins of at least `min_records` records: a bin closes
 // as soon as it holds enough; a short (or empty) tail joins the last bin. Returns the bins' rank
@@ -63,4 +63,4 @@ absl::Status CheckNumericRequest(const StatsRequest& request,
                                  const std::vector<AttributeHierarchy>& hier,
                                  const NumericSplitConfig& config);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -7,16 +7,16 @@
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 namespace {
 
 absl::StatusOr<std::vector<int>> QidIndices(
-    const google::protobuf::RepeatedPtrField<std::string>& names, const Dataset& data,
+    const google::protobuf::RepeatedPtrField<std::string>& names, const table::Dataset& data,
     const std::string& where) {
   std::vector<int> out;
   for (const std::string& name : names) {
     auto it = std::find_if(data.qids.begin(), data.qids.end(),
-                           [&](const QidColumn& q) { return q.name == name; });
+                           [&](const table::QidColumn& q) { return q.name == name; });
     if (it == data.qids.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, " names '", name, "', which is not a QID attribute"));
@@ -29,7 +29,7 @@ absl::StatusOr<std::vector<int>> QidIndices(
   return out;
 }
 
-uint64_t MaskOf(const Dataset& data, const std::string& attribute,
+uint64_t MaskOf(const table::Dataset& data, const std::string& attribute,
                 const google::protobuf::RepeatedPtrField<std::string>& values) {
   uint64_t mask = 0;
   for (size_t bit = 0; bit < data.tracked.size(); ++bit) {
@@ -55,7 +55,7 @@ uint64_t Choose(uint64_t n, uint64_t k, uint64_t cap) {
 
 }  // namespace
 
-std::string PrivacyModel::Describe(int constraint, const Dataset& data) const {
+std::string PrivacyModel::Describe(int constraint, const table::Dataset& data) const {
   const Constraint& c = constraints[constraint];
   std::vector<std::string> names;
   for (int a : c.attrs) names.push_back(data.qids[a].name);
@@ -75,7 +75,7 @@ std::string PrivacyModel::Describe(int constraint, const Dataset& data) const {
 }
 
 absl::StatusOr<PrivacyModel> BuildPrivacyModel(const fedanon::v1::JobSpec& spec,
-                                               const Dataset& data) {
+                                               const table::Dataset& data) {
   PrivacyModel model;
   const int q = static_cast<int>(data.qids.size());
   const auto& p = spec.privacy();
@@ -186,4 +186,4 @@ absl::Status CheckVerticalScoreComputable(const fedanon::v1::JobSpec& spec) {
   return absl::OkStatus();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -27,7 +27,7 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 struct Constraint {
   std::vector<int> attrs;       // QID indices, ascending
@@ -46,12 +46,12 @@ struct PrivacyModel {
   std::optional<SensitiveDistribution> distribution;
 
   // "{age, sex} k=20" / "{job, country} conf(Discharged) <= 0.5"
-  std::string Describe(int constraint, const Dataset& data) const;
+  std::string Describe(int constraint, const table::Dataset& data) const;
 };
 
 // Builds the constraints for `spec` over `data`. InvalidArgument for more than 5,000,000 subsets.
 absl::StatusOr<PrivacyModel> BuildPrivacyModel(const fedanon::v1::JobSpec& spec,
-                                               const Dataset& data);
+                                               const table::Dataset& data);
 
 // The reason a vertical job is refused when a replica could not score its own candidates
 // (CheckVerticalScoreComputable).
@@ -71,4 +71,4 @@ absl::Status CheckVerticalScoreComputable(const fedanon::v1::JobSpec& spec);
 // Tolerance for comparing a confidence against its bound (exact ratios of integers).
 inline constexpr double kConfidenceEpsilon = 1e-12;
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -8,9 +8,9 @@
 #include "common/base/status_macros.h"
 #include "common/table/csv.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
-std::vector<int> ReleasedColumns(const fedanon::v1::JobSpec& spec, const Dataset& data,
+std::vector<int> ReleasedColumns(const fedanon::v1::JobSpec& spec, const table::Dataset& data,
                                  bool spec_order) {
   std::vector<int> out;
   auto released = [](const fedanon::v1::Attribute& a) { return a.role() != fedanon::v1::ROLE_ID; };
@@ -42,7 +42,7 @@ struct ReleasePlan {
   std::vector<int32_t> part_of;
   std::vector<std::vector<std::string>> labels;
 
-  ReleasePlan(const fedanon::v1::JobSpec& spec, const Dataset& data, const Tips& tips,
+  ReleasePlan(const fedanon::v1::JobSpec& spec, const table::Dataset& data, const Tips& tips,
               const std::vector<AttributeHierarchy>& hier)
       : qid_of_column(data.header.size(), -1), part_of(data.num_records, -1), labels(hier.size()) {
     for (size_t q = 0; q < data.qids.size(); ++q) {
@@ -75,11 +75,11 @@ struct ReleasePlan {
 }  // namespace
 
 absl::Status ForEachReleasedRow(
-    const fedanon::v1::JobSpec& spec, const Dataset& data, const Tips& tips,
+    const fedanon::v1::JobSpec& spec, const table::Dataset& data, const Tips& tips,
     const std::vector<AttributeHierarchy>& hier, const std::vector<int>& columns,
     const std::function<void(const std::vector<std::string_view>&)>& emit) {
   const ReleasePlan plan(spec, data, tips, hier);
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, ReopenSource(data));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::ReopenSource(data));
   std::vector<std::string_view> fields, row;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return InputChanged();
@@ -97,7 +97,7 @@ absl::Status ForEachReleasedRow(
   return absl::OkStatus();
 }
 
-absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& data,
+absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Dataset& data,
                                const Tips& tips, const std::vector<AttributeHierarchy>& hier,
                                const std::vector<int>& columns, char separator,
                                const std::function<absl::Status(std::string_view)>& write) {
@@ -106,7 +106,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& 
     absl::Status status;
     RETURN_IF_ERROR(ForEachReleasedRow(spec, data, tips, hier, columns,
                                        [&](const std::vector<std::string_view>& row) {
-                                         AppendCsvRecord(row, separator, &text);
+                                         table::AppendCsvRecord(row, separator, &text);
                                          if (text.size() < (1 << 20) || !status.ok()) return;
                                          status = write(text);
                                          text.clear();
@@ -116,7 +116,8 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& 
   }
   const ReleasePlan plan(spec, data, tips, hier);
   // The input's separator, as the load detected it.
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> probe, CsvReader::Open(data.source_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> probe,
+                   table::CsvReader::Open(data.source_path));
   const char input_separator = probe->separator();
   probe.reset();
   struct stat st;
@@ -128,9 +129,10 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& 
     const uint64_t end = b + 1 < blocks ? cps[b + 1].offset : static_cast<uint64_t>(st.st_size);
     const uint64_t row_end = b + 1 < blocks ? cps[b + 1].row : data.kept.size();
     const uint64_t record_end = b + 1 < blocks ? cps[b + 1].record : data.num_records;
-    ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader,
-                     CsvReader::OpenRange(data.source_path, cps[b].offset, end, 1,
-                                          {.separator = input_separator, .max_line_bytes = 0}));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<table::CsvReader> reader,
+        table::CsvReader::OpenRange(data.source_path, cps[b].offset, end, 1,
+                                    {.separator = input_separator, .max_line_bytes = 0}));
     std::vector<std::string_view> fields, row;
     uint64_t r = cps[b].row, record = cps[b].record;
     for (;;) {
@@ -140,7 +142,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& 
       if (!data.kept[r++]) continue;
       if (record >= record_end) return InputChanged();
       plan.Row(tips, columns, fields, record++, &row);
-      AppendCsvRecord(row, separator, text);
+      table::AppendCsvRecord(row, separator, text);
     }
     if (r != row_end || record != record_end) return InputChanged();
     return absl::OkStatus();
@@ -199,4 +201,4 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const Dataset& 
   return result;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

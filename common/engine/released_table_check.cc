@@ -9,7 +9,7 @@
 #include "common/base/status_macros.h"
 #include "common/table/csv.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 namespace {
 
 // What each released column means to the check.
@@ -21,7 +21,7 @@ struct ColumnRoles {
 };
 
 absl::StatusOr<ColumnRoles> Roles(const ReleasedTableExpectations& e) {
-  const Dataset& schema = *e.schema;
+  const table::Dataset& schema = *e.schema;
   const auto column_of = [&](const std::string& name) -> absl::StatusOr<int> {
     for (size_t i = 0; i < e.header.size(); ++i) {
       if (e.header[i] == name) return static_cast<int>(i);
@@ -30,11 +30,11 @@ absl::StatusOr<ColumnRoles> Roles(const ReleasedTableExpectations& e) {
         absl::StrCat("the released table has no column '", name, "'"));
   };
   ColumnRoles roles;
-  for (const QidColumn& q : schema.qids) {
+  for (const table::QidColumn& q : schema.qids) {
     ASSIGN_OR_RETURN(const int c, column_of(q.name));
     roles.qid_column.push_back(c);
   }
-  for (const TrackedSensitive& t : schema.tracked) {
+  for (const table::TrackedSensitive& t : schema.tracked) {
     ASSIGN_OR_RETURN(const int c, column_of(t.attribute));
     roles.tracked_column.push_back(c);
   }
@@ -45,7 +45,7 @@ absl::StatusOr<ColumnRoles> Roles(const ReleasedTableExpectations& e) {
           "the released table cannot be re-checked: the schema lacks the sensitive attribute's "
           "declared values");
     }
-    const Dataset::ValueColumn& vc =
+    const table::Dataset::ValueColumn& vc =
         schema.value_columns[static_cast<size_t>(schema.distribution_column)];
     if (vc.values.size() != e.layout->hist_words) {
       return absl::FailedPreconditionError(
@@ -137,7 +137,7 @@ absl::Status CheckReleasedTable(const ReleasedTableExpectations& e,
   const size_t m = layout.tracked.size();
   uint64_t row = 0;
   // The rows are parsed in blocks of about 4 MiB (whole rows), not joined into one copy.
-  std::unique_ptr<CsvReader> reader;
+  std::unique_ptr<table::CsvReader> reader;
   size_t next = 0;
   while (true) {
     bool more = false;
@@ -150,9 +150,9 @@ absl::Status CheckReleasedTable(const ReleasedTableExpectations& e,
       const size_t first = next;
       while (next < rows.size() && block.size() < (size_t{4} << 20)) block += rows[next++];
       ASSIGN_OR_RETURN(
-          reader, CsvReader::FromString(std::move(block),
-                                        absl::StrCat("the released table (row ", first + 1, " on)"),
-                                        CsvOptions{.separator = ','}));
+          reader, table::CsvReader::FromString(
+                      std::move(block), absl::StrCat("the released table (row ", first + 1, " on)"),
+                      table::CsvOptions{.separator = ','}));
       continue;
     }
     ++row;
@@ -235,4 +235,4 @@ absl::Status CheckReleasedTable(const ReleasedTableExpectations& e,
   return absl::OkStatus();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -24,12 +24,12 @@
 #include "common/engine/hierarchy.h"
 #include "common/table/dataset.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 struct ReleasedTableExpectations {
   // The final check's layout over the final cut of `hier` (BuildFinalCheckLayout).
   const FinalCheckLayout* layout = nullptr;
-  const Dataset* schema = nullptr;
+  const table::Dataset* schema = nullptr;
   const std::vector<AttributeHierarchy>* hier = nullptr;
   std::string suppression_token;
   // The released attributes, in the rows' column order.
@@ -50,4 +50,4 @@ struct ReleasedTableExpectations {
 absl::Status CheckReleasedTable(const ReleasedTableExpectations& expected,
                                 const std::vector<std::string>& rows);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

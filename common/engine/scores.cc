@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 double Entropy(absl::Span<const uint64_t> class_counts) {
   uint64_t total = 0;
@@ -35,4 +35,4 @@ double InfoGain(absl::Span<const uint64_t> parent,
 
 double SplitInfo(absl::Span<const uint64_t> part_sizes) { return Entropy(part_sizes); }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

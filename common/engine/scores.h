@@ -7,7 +7,7 @@
 
 #include "absl/types/span.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 // Entropy of a class distribution given by counts; 0 for an empty or pure distribution.
 double Entropy(absl::Span<const uint64_t> class_counts);
@@ -20,4 +20,4 @@ double InfoGain(absl::Span<const uint64_t> parent,
 // SplitInfo of splitting `total` records into parts with the given sizes.
 double SplitInfo(absl::Span<const uint64_t> part_sizes);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

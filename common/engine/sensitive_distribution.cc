@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 namespace {
 
 using Wide = __int128;
@@ -191,7 +191,7 @@ std::string SensitiveDistribution::Describe() const {
 }
 
 absl::StatusOr<SensitiveDistribution> BuildSensitiveDistribution(const fedanon::v1::JobSpec& spec,
-                                                                 const Dataset& data) {
+                                                                 const table::Dataset& data) {
   const auto& p = spec.privacy();
   SensitiveDistribution d;
   std::string attribute = p.sensitive_attribute();
@@ -209,7 +209,7 @@ absl::StatusOr<SensitiveDistribution> BuildSensitiveDistribution(const fedanon::
         absl::StrCat("the privacy model needs the declared values of sensitive attribute '",
                      attribute, "' (values: [...])"));
   }
-  const Dataset::ValueColumn& column = data.value_columns[static_cast<size_t>(d.column)];
+  const table::Dataset::ValueColumn& column = data.value_columns[static_cast<size_t>(d.column)];
   d.domain = column.values.size();
   if (p.model() == fedanon::v1::PRIVACY_MODEL_TCLOSENESS) {
     d.kind = SensitiveDistribution::Kind::kCloseness;
@@ -237,11 +237,11 @@ absl::StatusOr<SensitiveDistribution> BuildSensitiveDistribution(const fedanon::
       return absl::InvalidArgumentError(absl::StrCat(
           "distance: hierarchical needs a taxonomy of sensitive attribute '", attribute, "'"));
     }
-    const Taxonomy& tax = *column.taxonomy;
+    const table::Taxonomy& tax = *column.taxonomy;
     d.parent.resize(tax.size());
     d.height.assign(tax.size(), 0);
     for (size_t n = 0; n < tax.size(); ++n) {
-      d.parent[n] = tax.parent(static_cast<Taxonomy::NodeId>(n));
+      d.parent[n] = tax.parent(static_cast<table::Taxonomy::NodeId>(n));
       if (d.parent[n] >= static_cast<int32_t>(n)) {
         return absl::InternalError("taxonomy nodes are not numbered parents first");
       }
@@ -308,4 +308,4 @@ void FillDistributionReport(const SensitiveDistribution& model, const Distributi
   }
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

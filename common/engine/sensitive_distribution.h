@@ -29,7 +29,7 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 // Tolerance for comparing an entropy or a distance against its bound.
 inline constexpr double kDistributionEpsilon = 1e-12;
@@ -66,7 +66,7 @@ struct SensitiveDistribution {
 // `data` (the attribute's value column and, for the hierarchical distance, its taxonomy).
 // InvalidArgument naming the attribute when the schema lacks them.
 absl::StatusOr<SensitiveDistribution> BuildSensitiveDistribution(const fedanon::v1::JobSpec& spec,
-                                                                 const Dataset& data);
+                                                                 const table::Dataset& data);
 
 // The measures, each on a group's counts (`overall`: the whole table's).
 uint64_t DistinctValues(absl::Span<const uint64_t> counts);
@@ -96,4 +96,4 @@ DistributionSummary SummarizeGroups(const SensitiveDistribution& model,
 void FillDistributionReport(const SensitiveDistribution& model, const DistributionSummary& summary,
                             fedanon::v1::Report* report);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

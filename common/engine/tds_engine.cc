@@ -10,7 +10,7 @@
 #include "common/engine/candidate_score.h"
 #include "common/engine/scores.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 namespace {
 
 constexpr double kSplitTieTolerance = 1e-9;
@@ -70,7 +70,7 @@ int32_t ChooseSplitRank(const std::vector<uint64_t>& histogram, int num_classes,
   return best;
 }
 
-TopDownSpecializer::TopDownSpecializer(const Dataset* data, const PrivacyModel* model,
+TopDownSpecializer::TopDownSpecializer(const table::Dataset* data, const PrivacyModel* model,
                                        std::vector<AttributeHierarchy>* hierarchies,
                                        CountSource* source, EngineOptions options)
     : data_(data),
@@ -94,8 +94,8 @@ TopDownSpecializer::TopDownSpecializer(const Dataset* data, const PrivacyModel* 
 }
 
 absl::StatusOr<std::unique_ptr<TopDownSpecializer>> TopDownSpecializer::Create(
-    const Dataset* data, const PrivacyModel* model, std::vector<AttributeHierarchy>* hierarchies,
-    CountSource* source, EngineOptions options) {
+    const table::Dataset* data, const PrivacyModel* model,
+    std::vector<AttributeHierarchy>* hierarchies, CountSource* source, EngineOptions options) {
   std::unique_ptr<TopDownSpecializer> engine(
       new TopDownSpecializer(data, model, hierarchies, source, std::move(options)));
   RETURN_IF_ERROR(engine->Initialize());
@@ -123,7 +123,7 @@ absl::Status TopDownSpecializer::ComputeBins() {
   StatsRequest cells;
   for (int a = 0; a < q_; ++a) {
     const AttributeHierarchy& h = (*hier_)[a];
-    if (h.kind() != QidKind::kContinuous || !source_->Owns(a)) continue;
+    if (h.kind() != table::QidKind::kContinuous || !source_->Owns(a)) continue;
     std::vector<int32_t> bounds = PublicCellBounds(h.column(), options_.numeric.cells);
     if (bounds.size() >= 2) cells.range_counts.push_back({a, std::move(bounds), false});
   }
@@ -181,7 +181,7 @@ absl::Status TopDownSpecializer::DecideSplits(const std::vector<std::pair<int, N
   StatsRequest request;
   for (const auto& [a, n] : nodes) {
     AttributeHierarchy& h = (*hier_)[a];
-    if (h.kind() != QidKind::kContinuous) continue;
+    if (h.kind() != table::QidKind::kContinuous) continue;
     if (!source_->Owns(a)) {
       h.SetSplit(n, source_->AnnouncedSplit(a, n));
     } else if (options_.numeric.binned()) {
@@ -358,7 +358,7 @@ void TopDownSpecializer::NoteHistogramsNeeded(const Candidate& cand,
   const AttributeHierarchy& h = (*hier_)[cand.attr];
   const int fine = h.FineChildCount(cand.node);
   const int children = h.ChildCount(cand.node, cand.c);
-  const bool disclosure = h.kind() == QidKind::kSuppression;
+  const bool disclosure = h.kind() == table::QidKind::kSuppression;
   std::vector<uint64_t> sizes(children);
   for (int32_t g : groups) {
     std::fill(sizes.begin(), sizes.end(), 0);
@@ -453,7 +453,7 @@ absl::Status TopDownSpecializer::AddCandidates(int attr, NodeIndex node,
   const std::vector<int> all_positions = AllPositions(attr);
   // A ⊥ node has one candidate per hidden value: its class counts are summed once, so that each
   // candidate costs O(classes), not O(hidden values).
-  const bool disclosure = h.kind() == QidKind::kSuppression;
+  const bool disclosure = h.kind() == table::QidKind::kSuppression;
   const std::vector<uint64_t> parent =
       disclosure ? ParentClassCounts(fine_counts, num_classes_) : std::vector<uint64_t>();
   work_ += disclosure ? fine_counts.size() : 0;
@@ -504,7 +504,7 @@ void TopDownSpecializer::Evaluate(Candidate& cand, const std::vector<int32_t>& g
   const int children = h.ChildCount(cand.node, cand.c);
   // Disclosing hidden value c of a ⊥ node: child 0 is value c, child 1 the rest of the group
   // (its totals minus value c), O(1) per group instead of a pass over every hidden value.
-  const bool disclosure = h.kind() == QidKind::kSuppression;
+  const bool disclosure = h.kind() == table::QidKind::kSuppression;
   std::vector<int> child_of_fine(disclosure ? 0 : fine);
   for (int f = 0; f < static_cast<int>(child_of_fine.size()); ++f) {
     child_of_fine[f] = h.ChildOfFine(cand.node, cand.c, f);
@@ -594,7 +594,7 @@ uint64_t TopDownSpecializer::DiscernibilityGain(const Candidate& cand) const {
     std::fill(sizes.begin(), sizes.end(), 0);
     const uint64_t* fs = FineStats(g, cand.attr);
     const uint64_t s = GroupSize(g);
-    if (h.kind() == QidKind::kSuppression) {  // value c and the rest (see Evaluate)
+    if (h.kind() == table::QidKind::kSuppression) {  // value c and the rest (see Evaluate)
       sizes[0] = fs[static_cast<size_t>(cand.c) * stride_];
       sizes[1] = s >= sizes[0] ? s - sizes[0] : 0;
     } else {
@@ -1043,4 +1043,4 @@ std::vector<std::vector<std::string>> TopDownSpecializer::CutLabels() const {
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

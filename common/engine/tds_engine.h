@@ -38,7 +38,7 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 struct EngineOptions {
   fedanon::v1::ScoreFunction score = fedanon::v1::SCORE_FUNCTION_INFOGAIN;
@@ -101,8 +101,8 @@ class TopDownSpecializer {
   // `source`. Nothing is owned. Fails with FailedPrecondition when even the most general table
   // violates the model (naming the constraint and the best achievable value).
   static absl::StatusOr<std::unique_ptr<TopDownSpecializer>> Create(
-      const Dataset* data, const PrivacyModel* model, std::vector<AttributeHierarchy>* hierarchies,
-      CountSource* source, EngineOptions options);
+      const table::Dataset* data, const PrivacyModel* model,
+      std::vector<AttributeHierarchy>* hierarchies, CountSource* source, EngineOptions options);
 
   // Runs until no candidate is valid (or max_rounds). Returns the reason it stopped.
   absl::StatusOr<std::string> Run();
@@ -191,7 +191,7 @@ class TopDownSpecializer {
     mutable int64_t disc_gain = -1;
   };
 
-  TopDownSpecializer(const Dataset* data, const PrivacyModel* model,
+  TopDownSpecializer(const table::Dataset* data, const PrivacyModel* model,
                      std::vector<AttributeHierarchy>* hierarchies, CountSource* source,
                      EngineOptions options);
   absl::Status Initialize();
@@ -276,7 +276,7 @@ class TopDownSpecializer {
   };
 
   uint64_t work_ = 0;  // see evaluation_work()
-  const Dataset* data_;
+  const table::Dataset* data_;
   const PrivacyModel* model_;
   std::vector<AttributeHierarchy>* hier_;
   CountSource* source_;
@@ -318,4 +318,4 @@ class TopDownSpecializer {
   std::vector<fedanon::v1::SpecializationStep> steps_;
 };
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -5,7 +5,7 @@
 
 #include "common/engine/count_source.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 namespace {
 
 // The most words of released counts one holder computes for a request (as the leader's bound):
@@ -38,7 +38,7 @@ std::string PackKey(const std::vector<NodeIndex>& key) {
   return std::string(reinterpret_cast<const char*>(key.data()), key.size() * sizeof(NodeIndex));
 }
 
-Tips::Tips(const Dataset* data, const std::vector<AttributeHierarchy>* hierarchies)
+Tips::Tips(const table::Dataset* data, const std::vector<AttributeHierarchy>* hierarchies)
     : data_(data), hier_(hierarchies), links_(hierarchies->size()) {
   std::vector<NodeIndex> root_key(hierarchies->size(), 0);
   std::vector<uint32_t> all(data->num_records);
@@ -168,7 +168,7 @@ std::vector<uint64_t> Tips::NodeClassCounts(int attr, NodeIndex node) const {
   if (link == nullptr || fine == 0) return counts;
   const std::vector<int32_t>& codes = data_->qids[attr].codes;
   const int32_t* table =
-      h.kind() == QidKind::kTaxonomy ? h.TaxonomyFineTable(node).data() : nullptr;
+      h.kind() == table::QidKind::kTaxonomy ? h.TaxonomyFineTable(node).data() : nullptr;
   const uint16_t* classes = data_->class_codes.empty() ? nullptr : data_->class_codes.data();
   size_t total = 0;
   for (int32_t p : *link) {
@@ -211,7 +211,7 @@ struct ActiveAttr {
   NodeIndex node;
   const int32_t* codes;
   size_t offset;
-  QidKind kind;
+  table::QidKind kind;
   int32_t split;
   const int32_t* table;
 };
@@ -243,10 +243,10 @@ void CountGroupRange(const GroupPlan& plan, size_t begin, size_t end, const uint
       for (const ActiveAttr& act : plan.active) {
         int fine;
         switch (act.kind) {
-          case QidKind::kTaxonomy:
+          case table::QidKind::kTaxonomy:
             fine = act.table[act.codes[r]];
             break;
-          case QidKind::kContinuous:
+          case table::QidKind::kContinuous:
             fine = act.codes[r] < act.split ? 0 : 1;
             break;
           default:
@@ -283,13 +283,13 @@ void CountGroupRange(const GroupPlan& plan, size_t begin, size_t end, const uint
       uint64_t* hk = hist[k].data();
       const int32_t* codes = act.codes;
       switch (act.kind) {
-        case QidKind::kTaxonomy: {
+        case table::QidKind::kTaxonomy: {
           const int32_t* table = act.table;
           for (size_t i = 0; i < n; ++i)
             ++hk[(static_cast<size_t>(table[codes[rs[i]]]) << m) | set[i]];
           break;
         }
-        case QidKind::kContinuous: {
+        case table::QidKind::kContinuous: {
           const int32_t split = act.split;
           for (size_t i = 0; i < n; ++i) {
             ++hk[(static_cast<size_t>(codes[rs[i]] >= split) << m) | set[i]];
@@ -349,7 +349,7 @@ void Tips::AppendGroupStats(const std::vector<std::vector<NodeIndex>>& keys,
       ActiveAttr act{&h,        key[a],   data_->qids[a].codes.data(),
                      key_words, h.kind(), h.node(key[a]).split_rank,
                      nullptr};
-      if (act.kind == QidKind::kTaxonomy) act.table = h.TaxonomyFineTable(key[a]).data();
+      if (act.kind == table::QidKind::kTaxonomy) act.table = h.TaxonomyFineTable(key[a]).data();
       plan.active.push_back(act);
       key_words += stride * static_cast<size_t>(fine);
     }
@@ -451,7 +451,7 @@ void Tips::AppendSensitiveHistogram(const HistogramQuery& query, uint32_t domain
                                     std::vector<uint64_t>* out) const {
   const int col = data_->distribution_column;
   if (col < 0 || static_cast<size_t>(col) >= data_->value_columns.size()) return;
-  const Dataset::ValueColumn& column = data_->value_columns[static_cast<size_t>(col)];
+  const table::Dataset::ValueColumn& column = data_->value_columns[static_cast<size_t>(col)];
   if (column.values.size() != domain || column.codes.size() != data_->num_records) return;
   const size_t base = out->size();
   out->resize(base + words, 0);
@@ -499,4 +499,4 @@ absl::StatusOr<std::vector<uint64_t>> LocalCountSource::Collect(const StatsReque
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

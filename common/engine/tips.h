@@ -16,7 +16,7 @@
 #include "common/engine/hierarchy.h"
 #include "common/table/dataset.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 
 struct RangeCountRequest;  // count_source.h
 struct HistogramQuery;     // count_source.h
@@ -26,7 +26,7 @@ std::string PackKey(const std::vector<NodeIndex>& key);
 
 class Tips {
  public:
-  Tips(const Dataset* data, const std::vector<AttributeHierarchy>* hierarchies);
+  Tips(const table::Dataset* data, const std::vector<AttributeHierarchy>* hierarchies);
 
   // Partitions the records by the child of (attr, node) under candidate `c`; the hierarchy must
   // already contain the children. Returns the new partitions (in link order, then child order).
@@ -78,11 +78,11 @@ class Tips {
   std::vector<int32_t>& Link(int attr, NodeIndex node);
   const std::vector<int32_t>* LinkOrNull(int attr, NodeIndex node) const;
 
-  const Dataset* data_;
+  const table::Dataset* data_;
   const std::vector<AttributeHierarchy>* hier_;
   std::vector<Partition> parts_;
   absl::flat_hash_map<std::string, int32_t> by_key_;
   std::vector<std::vector<std::vector<int32_t>>> links_;  // [attr][node] -> partitions
 };
 
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

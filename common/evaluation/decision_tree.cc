@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 namespace {
 
 constexpr double kEpsilon = 1e-9;
@@ -377,4 +377,4 @@ std::string DecisionTree::ToString(const ClassificationTable& table) const {
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

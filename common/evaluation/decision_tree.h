@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 
 // One feature of a classification table, a value per record.
 struct FeatureColumn {
@@ -87,4 +87,4 @@ class DecisionTree {
 // P[X <= errors | n, p] = confidence). 0 for n = 0.
 double PessimisticErrors(uint32_t n, uint32_t errors, double confidence);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

@@ -11,7 +11,7 @@
 #include "common/table/csv.h"
 #include "common/table/taxonomy.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 namespace {
 
 using fedanon::v1::Attribute;
@@ -25,7 +25,7 @@ struct Columns {
 absl::StatusOr<Columns> ReadNamedColumns(const std::string& path,
                                          const std::vector<std::string>& names,
                                          const std::string* drop_token) {
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::CsvReader::Open(path));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return absl::InvalidArgumentError(absl::StrCat(path, ": no header"));
@@ -156,11 +156,11 @@ absl::StatusOr<Distortion> MeasureDistortion(const fedanon::v1::JobSpec& spec,
       }
       continue;
     }
-    ASSIGN_OR_RETURN(Taxonomy taxonomy, Taxonomy::LoadArx(a.taxonomy(), a.name()));
+    ASSIGN_OR_RETURN(table::Taxonomy taxonomy, table::Taxonomy::LoadArx(a.taxonomy(), a.name()));
     for (size_t r = 0; r < n; ++r) {
       if (after[r] == before[r]) continue;
-      const std::optional<Taxonomy::NodeId> leaf = taxonomy.Find(before[r]);
-      const std::optional<Taxonomy::NodeId> general = taxonomy.Find(after[r]);
+      const std::optional<table::Taxonomy::NodeId> leaf = taxonomy.Find(before[r]);
+      const std::optional<table::Taxonomy::NodeId> general = taxonomy.Find(after[r]);
       if (!leaf) return bad(r, "the raw value is not in the taxonomy");
       if (!general || !taxonomy.Generalizes(*general, *leaf)) {
         return bad(r, "not an ancestor of the raw value in the taxonomy");
@@ -175,4 +175,4 @@ absl::StatusOr<Distortion> MeasureDistortion(const fedanon::v1::JobSpec& spec,
   return d;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

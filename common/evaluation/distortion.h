@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 
 struct Distortion {
   uint64_t records = 0;
@@ -44,4 +44,4 @@ absl::StatusOr<Distortion> MeasureDistortion(const fedanon::v1::JobSpec& spec,
 // The interval [lo, hi) of a released label "[lo-hi)"; InvalidArgument for anything else.
 absl::StatusOr<std::pair<double, double>> ParseIntervalLabel(const std::string& label);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

@@ -12,14 +12,15 @@
 #include "common/base/string_views.h"
 #include "common/table/csv.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 namespace {
 
 // Leaves under every node of `t` (a leaf counts itself). Parents are created before their
 // children (taxonomy.h), so one pass from the last node up adds each node to its parent.
-std::vector<double> LeavesUnder(const Taxonomy& t) {
+std::vector<double> LeavesUnder(const table::Taxonomy& t) {
   std::vector<double> leaves(t.size(), 0);
-  for (Taxonomy::NodeId n = static_cast<Taxonomy::NodeId>(t.size()) - 1; n >= 0; --n) {
+  for (table::Taxonomy::NodeId n = static_cast<table::Taxonomy::NodeId>(t.size()) - 1; n >= 0;
+       --n) {
     if (t.is_leaf(n)) leaves[n] += 1;
     if (n != t.root()) leaves[t.parent(n)] += leaves[n];
   }
@@ -29,7 +30,7 @@ std::vector<double> LeavesUnder(const Taxonomy& t) {
 struct Column {
   const fedanon::v1::Attribute* attribute = nullptr;
   int csv_column = -1;
-  const Taxonomy* taxonomy = nullptr;
+  const table::Taxonomy* taxonomy = nullptr;
   std::vector<double> leaves;                         // taxonomy: leaves per node
   absl::flat_hash_map<std::string, uint64_t> counts;  // released value -> records
 };
@@ -50,10 +51,10 @@ bool ParseIntervalLabel(std::string_view label, double* lo, double* hi) {
 absl::StatusOr<std::vector<fedanon::v1::AttributeLoss>> AttributeLosses(
     const fedanon::v1::JobSpec& spec, const std::string& released_path,
     const LossContext& context) {
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(released_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::CsvReader::Open(released_path));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(const bool has_header, reader->Next(&fields));
-  if (!has_header) return absl::InvalidArgumentError(Cat(released_path, " is empty"));
+  if (!has_header) return absl::InvalidArgumentError(base::Cat(released_path, " is empty"));
   const std::vector<std::string> header(fields.begin(), fields.end());
   std::vector<Column> columns;
   for (const auto& a : spec.attributes()) {
@@ -61,7 +62,7 @@ absl::StatusOr<std::vector<fedanon::v1::AttributeLoss>> AttributeLosses(
     auto it = std::find(header.begin(), header.end(), a.name());
     if (it == header.end()) {
       return absl::InvalidArgumentError(
-          Cat("QID attribute '", a.name(), "' is not a column of ", released_path));
+          base::Cat("QID attribute '", a.name(), "' is not a column of ", released_path));
     }
     Column c;
     c.attribute = &a;
@@ -78,7 +79,7 @@ absl::StatusOr<std::vector<fedanon::v1::AttributeLoss>> AttributeLosses(
     if (!more) break;
     RETURN_IF_ERROR(reader->CheckFieldCount(fields, header.size()));
     ++records;
-    for (Column& c : columns) ++c.counts[Av(fields[c.csv_column])];
+    for (Column& c : columns) ++c.counts[base::Av(fields[c.csv_column])];
   }
   std::vector<fedanon::v1::AttributeLoss> losses;
   for (Column& c : columns) {
@@ -114,11 +115,11 @@ absl::StatusOr<std::vector<fedanon::v1::AttributeLoss>> AttributeLosses(
           (c.taxonomy == nullptr || !c.taxonomy->Find(value).has_value())) {
         loss = 1;
       } else if (c.taxonomy != nullptr) {
-        const std::optional<Taxonomy::NodeId> node = c.taxonomy->Find(value);
+        const std::optional<table::Taxonomy::NodeId> node = c.taxonomy->Find(value);
         if (!node.has_value()) {
-          return absl::InvalidArgumentError(Cat(released_path, ": value '", value,
-                                                "' of attribute '", a.name(),
-                                                "' is not in its taxonomy"));
+          return absl::InvalidArgumentError(base::Cat(released_path, ": value '", value,
+                                                      "' of attribute '", a.name(),
+                                                      "' is not in its taxonomy"));
         }
         const double all = c.leaves[c.taxonomy->root()];
         loss = all > 1 ? (c.leaves[*node] - 1) / (all - 1) : 0;
@@ -139,4 +140,4 @@ absl::StatusOr<std::vector<fedanon::v1::AttributeLoss>> AttributeLosses(
   return losses;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

@@ -16,11 +16,11 @@
 #include "common/table/taxonomy.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 
 struct LossContext {
   // The taxonomy of each QID that has one (as the job used it).
-  std::map<std::string, std::shared_ptr<const Taxonomy>> taxonomies;
+  std::map<std::string, std::shared_ptr<const table::Taxonomy>> taxonomies;
   // The full range [lo, hi) of each continuous QID without a taxonomy; missing: the spec's
   // `range`, else the span of the released intervals and numbers.
   std::map<std::string, std::pair<double, double>> ranges;
@@ -35,4 +35,4 @@ absl::StatusOr<std::vector<fedanon::v1::AttributeLoss>> AttributeLosses(
 // "[lo-hi)" (the engine's interval labels) into lo and hi; false for anything else.
 bool ParseIntervalLabel(std::string_view label, double* lo, double* hi);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

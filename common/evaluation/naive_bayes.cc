@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 
 absl::StatusOr<NaiveBayes> NaiveBayes::Train(const ClassificationTable& table,
                                              absl::Span<const uint32_t> rows,
@@ -122,4 +122,4 @@ double NaiveBayes::ErrorRate(const ClassificationTable& table,
   return static_cast<double>(wrong) / static_cast<double>(rows.size());
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

@@ -22,7 +22,7 @@
 #include "absl/types/span.h"
 #include "common/evaluation/decision_tree.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 
 struct NaiveBayesOptions {
   double laplace = 1.0;  // α above; 0 = unsmoothed frequencies
@@ -54,4 +54,4 @@ class NaiveBayes {
   std::vector<std::vector<double>> mean_, variance_;
 };
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

@@ -16,7 +16,7 @@
 #include "common/base/status_macros.h"
 #include "common/table/csv.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 namespace {
 
 using Item = std::pair<uint32_t, uint32_t>;  // (column, code)
@@ -593,7 +593,7 @@ absl::StatusOr<RaTables> ReadRaTables(const fedanon::v1::JobSpec& spec, const st
     // The raw table is checked for missing values over every spec attribute (as the data is
     // loaded for randomization); the release holds only kept records.
     const std::vector<std::string>& wanted = which == 0 ? all : names;
-    ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(path));
+    ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::CsvReader::Open(path));
     std::vector<std::string_view> fields;
     ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
     if (!has_header) return absl::InvalidArgumentError(absl::StrCat(path, ": no header"));
@@ -756,4 +756,4 @@ std::string RaEvaluationToText(const RaEvaluation& e, const RaEvaluationOptions&
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 
 // A dictionary-encoded table: QID columns then (last) the sensitive column. Tables compared
 // with each other share the dictionaries, so equal codes mean equal values.
@@ -215,4 +215,4 @@ absl::StatusOr<RaTables> ReadRaTables(const fedanon::v1::JobSpec& spec, const st
 std::string RaEvaluationToJson(const RaEvaluation& e, const RaEvaluationOptions& options);
 std::string RaEvaluationToText(const RaEvaluation& e, const RaEvaluationOptions& options);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

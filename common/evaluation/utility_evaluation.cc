@@ -13,7 +13,7 @@
 #include "common/base/status_macros.h"
 #include "common/table/csv.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 namespace {
 
 using fedanon::v1::Attribute;
@@ -31,7 +31,7 @@ struct ColumnValues {
 absl::StatusOr<ColumnValues> ReadColumns(const std::string& path,
                                          const std::vector<std::string>& names,
                                          const std::string* drop_token) {
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::CsvReader::Open(path));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return absl::InvalidArgumentError(absl::StrCat(path, ": no header"));
@@ -405,4 +405,4 @@ std::string EvaluationToJson(const RawBaselines& baselines, const AnonymizedUtil
   return j.dump(2) + "\n";
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

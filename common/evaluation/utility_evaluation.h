@@ -38,7 +38,7 @@
 #include "common/evaluation/naive_bayes.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 
 enum class Classifier { kDecisionTree, kNaiveBayes };
 
@@ -138,4 +138,4 @@ std::string EvaluationToJson(const RawBaselines& baselines, const AnonymizedUtil
                              const EvaluationOptions* options = nullptr,
                              const Distortion* distortion = nullptr);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

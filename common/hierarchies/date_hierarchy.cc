@@ -10,7 +10,7 @@
 #include "common/base/string_views.h"
 #include "common/hierarchies/hierarchy_kinds.h"
 
-namespace fedanon::common::hierarchy_internal {
+namespace fedanon::hierarchies::hierarchy_internal {
 namespace {
 
 using fedanon::v1::DateHierarchy;
@@ -130,8 +130,8 @@ absl::Status ValidateDate(const DateHierarchy& d, std::string_view attribute) {
   for (const char* token : {"%Y", "%m", "%d"}) {
     const size_t first = format.find(token);
     if (first == std::string::npos || format.find(token, first + 1) != std::string::npos) {
-      return DefinitionError(
-          attribute, Cat("the date format '", format, "' must contain %Y, %m and %d once each"));
+      return DefinitionError(attribute, base::Cat("the date format '", format,
+                                                  "' must contain %Y, %m and %d once each"));
     }
   }
   if (format.find(';') != std::string::npos || format.find(',') != std::string::npos) {
@@ -157,13 +157,14 @@ absl::Status ValidateDate(const DateHierarchy& d, std::string_view attribute) {
     const std::optional<Date> from = ParseDate(d.from(), format);
     const std::optional<Date> to = ParseDate(d.to(), format);
     if (!from.has_value() || !to.has_value()) {
-      return DefinitionError(attribute, Cat("from and to must be dates written as '", format, "'"));
+      return DefinitionError(attribute,
+                             base::Cat("from and to must be dates written as '", format, "'"));
     }
     const int64_t days = DaysFromCivil(*to) - DaysFromCivil(*from) + 1;
     if (days < 1) return DefinitionError(attribute, "from must not be after to");
     if (days > static_cast<int64_t>(kMaxHierarchyLeaves)) {
       return DefinitionError(attribute,
-                             Cat("from..to spans more than ", kMaxHierarchyLeaves, " days"));
+                             base::Cat("from..to spans more than ", kMaxHierarchyLeaves, " days"));
     }
   }
   return absl::OkStatus();
@@ -187,11 +188,13 @@ absl::StatusOr<HierarchyRows> DateRows(const DateHierarchy& d, const ValueList* 
     for (const auto& [value, where] : values->values) {
       const std::optional<Date> date = ParseDate(value, format);
       if (!date.has_value()) {
-        return ValueError(where, Cat("'", value, "' is not a date written as '", format, "'"));
+        return ValueError(where,
+                          base::Cat("'", value, "' is not a date written as '", format, "'"));
       }
       const int64_t day = DaysFromCivil(*date);
       if (first_day.has_value() && (day < *first_day || day > *last_day)) {
-        return ValueError(where, Cat("date '", value, "' lies outside ", d.from(), "..", d.to()));
+        return ValueError(where,
+                          base::Cat("date '", value, "' lies outside ", d.from(), "..", d.to()));
       }
       listed.emplace_back(day, value);
     }
@@ -217,4 +220,4 @@ absl::StatusOr<HierarchyRows> DateRows(const DateHierarchy& d, const ValueList* 
   return rows;
 }
 
-}  // namespace fedanon::common::hierarchy_internal
+}  // namespace fedanon::hierarchies::hierarchy_internal

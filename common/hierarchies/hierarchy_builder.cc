@@ -15,15 +15,15 @@
 #include "common/table/csv.h"
 #include "common/table/taxonomy.h"
 
-namespace fedanon::common {
+namespace fedanon::hierarchies {
 namespace hierarchy_internal {
 
 absl::Status DefinitionError(std::string_view attribute, std::string_view what) {
-  return absl::InvalidArgumentError(Cat("hierarchy for '", attribute, "': ", what));
+  return absl::InvalidArgumentError(base::Cat("hierarchy for '", attribute, "': ", what));
 }
 
 absl::Status ValueError(std::string_view where, std::string_view what) {
-  return absl::InvalidArgumentError(Cat(where, ": ", what));
+  return absl::InvalidArgumentError(base::Cat(where, ": ", what));
 }
 
 std::string FormatHierarchyNumber(double x) {
@@ -72,9 +72,9 @@ absl::StatusOr<HierarchyRows> RowsOf(const HierarchyDefinition& d, const ValueLi
 
 absl::StatusOr<ValueList> ReadValuesFile(const std::string& path) {
   ASSIGN_OR_RETURN(const std::string text,
-                   ReadFile(path, ReadFileOptions{.max_bytes = kMaxTaxonomyBytes,
-                                                  .max_line_bytes = kMaxLineBytes,
-                                                  .what = "values file"}));
+                   base::ReadFile(path, base::ReadFileOptions{.max_bytes = base::kMaxTaxonomyBytes,
+                                                              .max_line_bytes = base::kMaxLineBytes,
+                                                              .what = "values file"}));
   ValueList list;
   absl::flat_hash_set<std::string> seen;
   size_t line = 0;
@@ -82,25 +82,25 @@ absl::StatusOr<ValueList> ReadValuesFile(const std::string& path) {
     ++line;
     const absl::string_view value = absl::StripAsciiWhitespace(raw);
     if (value.empty()) continue;
-    AddValue(std::string(value), Cat(path, ":", line), &seen, &list);
+    AddValue(std::string(value), base::Cat(path, ":", line), &seen, &list);
   }
   if (list.values.empty()) {
-    return absl::InvalidArgumentError(Cat(path, ": the values file lists no value"));
+    return absl::InvalidArgumentError(base::Cat(path, ": the values file lists no value"));
   }
   return list;
 }
 
 absl::StatusOr<ValueList> ReadColumnValues(const std::string& path, const std::string& column,
                                            const std::string& missing_token) {
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::CsvReader::Open(path));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(const bool has_header, reader->Next(&fields));
-  if (!has_header) return absl::InvalidArgumentError(Cat(path, " is empty"));
+  if (!has_header) return absl::InvalidArgumentError(base::Cat(path, " is empty"));
   const std::vector<std::string> header(fields.begin(), fields.end());
   auto it = std::find(header.begin(), header.end(), column);
   if (it == header.end()) {
-    return absl::InvalidArgumentError(Cat("column '", column, "' is not in ", path,
-                                          " (columns: ", absl::StrJoin(header, ", "), ")"));
+    return absl::InvalidArgumentError(base::Cat("column '", column, "' is not in ", path,
+                                                " (columns: ", absl::StrJoin(header, ", "), ")"));
   }
   const size_t c = static_cast<size_t>(it - header.begin());
   ValueList list;
@@ -110,13 +110,13 @@ absl::StatusOr<ValueList> ReadColumnValues(const std::string& path, const std::s
     if (!more) break;
     RETURN_IF_ERROR(reader->CheckFieldCount(fields, header.size()));
     if (fields[c] == missing_token) continue;
-    if (!seen.contains(Av(fields[c]))) {
-      AddValue(std::string(fields[c]), Cat(path, ":", reader->line(), " (", column, ")"), &seen,
-               &list);
+    if (!seen.contains(base::Av(fields[c]))) {
+      AddValue(std::string(fields[c]), base::Cat(path, ":", reader->line(), " (", column, ")"),
+               &seen, &list);
     }
   }
   if (list.values.empty()) {
-    return absl::InvalidArgumentError(Cat(path, ": column '", column, "' has no value"));
+    return absl::InvalidArgumentError(base::Cat(path, ": column '", column, "' has no value"));
   }
   return list;
 }
@@ -155,7 +155,7 @@ absl::StatusOr<std::string> BuildHierarchyText(const HierarchyDefinition& d,
                                                const ValueList* values) {
   if (values != nullptr && values->values.size() > kMaxHierarchyLeaves) {
     return DefinitionError(d.attribute(),
-                           Cat("more than ", kMaxHierarchyLeaves, " distinct values"));
+                           base::Cat("more than ", kMaxHierarchyLeaves, " distinct values"));
   }
   ASSIGN_OR_RETURN(const HierarchyRows rows, RowsOf(d, values));
   std::string text;
@@ -163,17 +163,19 @@ absl::StatusOr<std::string> BuildHierarchyText(const HierarchyDefinition& d,
     for (const std::string& label : row) {
       if (label.find(';') != std::string::npos) {
         return DefinitionError(d.attribute(),
-                               Cat("value '", label, "' contains ';', the separator"));
+                               base::Cat("value '", label, "' contains ';', the separator"));
       }
     }
     absl::StrAppend(&text, absl::StrJoin(row, ";"), "\n");
   }
   // What is written must read back as the same tree (one parent per label, leaves as leaves).
-  ASSIGN_OR_RETURN(const Taxonomy parsed,
-                   Taxonomy::ParseArx(text, Cat("the hierarchy built for '", d.attribute(), "'"),
-                                      d.attribute()));
+  ASSIGN_OR_RETURN(
+      const table::Taxonomy parsed,
+      table::Taxonomy::ParseArx(text, base::Cat("the hierarchy built for '", d.attribute(), "'"),
+                                d.attribute()));
   size_t leaves = 0;
-  for (Taxonomy::NodeId n = 0; n < static_cast<Taxonomy::NodeId>(parsed.size()); ++n) {
+  for (table::Taxonomy::NodeId n = 0; n < static_cast<table::Taxonomy::NodeId>(parsed.size());
+       ++n) {
     leaves += parsed.is_leaf(n);
   }
   if (leaves != rows.size()) {
@@ -190,11 +192,11 @@ absl::StatusOr<std::string> BuildFromDefinition(const HierarchyDefinition& d) {
     return BuildHierarchyText(d, &values);
   }
   if (!DefinitionHasLeaves(d)) {
-    return absl::FailedPreconditionError(
-        Cat("hierarchy for '", d.attribute(),
-            "' gives no values of its own (interval step, masking alphabet, date from/to) and no "
-            "values file: it can only be built from a table (fedanon hierarchy spec --input, "
-            "centralized jobs only)"));
+    return absl::FailedPreconditionError(base::Cat(
+        "hierarchy for '", d.attribute(),
+        "' gives no values of its own (interval step, masking alphabet, date from/to) and no "
+        "values file: it can only be built from a table (fedanon hierarchy spec --input, "
+        "centralized jobs only)"));
   }
   return BuildHierarchyText(d, nullptr);
 }
@@ -206,16 +208,16 @@ absl::Status CheckFederatedHierarchies(
     absl::StatusOr<std::string> built = BuildFromDefinition(d);
     if (!built.ok()) {
       return absl::FailedPreconditionError(
-          Cat("a federated job builds its hierarchies from public definitions only: ",
-              built.status().message()));
+          base::Cat("a federated job builds its hierarchies from public definitions only: ",
+                    built.status().message()));
     }
     auto it = taxonomy_by_attribute.find(d.attribute());
     if (it == taxonomy_by_attribute.end() || it->second != *built) {
-      return absl::FailedPreconditionError(
-          Cat("the taxonomy file of attribute '", d.attribute(),
-              "' is not what the spec's hierarchy definition builds (a federated job takes "
-              "hierarchies built from public definitions only, never from one party's table): "
-              "write it with `fedanon hierarchy spec --spec JOB.yaml`"));
+      return absl::FailedPreconditionError(base::Cat(
+          "the taxonomy file of attribute '", d.attribute(),
+          "' is not what the spec's hierarchy definition builds (a federated job takes "
+          "hierarchies built from public definitions only, never from one party's table): "
+          "write it with `fedanon hierarchy spec --spec JOB.yaml`"));
     }
   }
   return absl::OkStatus();
@@ -232,4 +234,4 @@ HierarchyShape ShapeOf(const std::string& text) {
   return shape;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::hierarchies

@@ -28,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::hierarchies {
 
 inline constexpr size_t kMaxHierarchyLeaves = 1000000;
 
@@ -78,4 +78,4 @@ struct HierarchyShape {
 };
 HierarchyShape ShapeOf(const std::string& text);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::hierarchies

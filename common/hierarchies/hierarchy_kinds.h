@@ -9,7 +9,7 @@
 #include "common/hierarchies/hierarchy_builder.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common::hierarchy_internal {
+namespace fedanon::hierarchies::hierarchy_internal {
 
 // One row per leaf: the leaf, its generalizations, the root last.
 using HierarchyRows = std::vector<std::vector<std::string>>;
@@ -37,4 +37,4 @@ absl::Status ValidateOrdered(const fedanon::v1::OrderedHierarchy& d, std::string
 absl::StatusOr<HierarchyRows> OrderedRows(const fedanon::v1::OrderedHierarchy& d,
                                           const ValueList* values, std::string_view attribute);
 
-}  // namespace fedanon::common::hierarchy_internal
+}  // namespace fedanon::hierarchies::hierarchy_internal

@@ -8,7 +8,7 @@
 #include "common/base/string_views.h"
 #include "common/hierarchies/hierarchy_kinds.h"
 
-namespace fedanon::common::hierarchy_internal {
+namespace fedanon::hierarchies::hierarchy_internal {
 namespace {
 
 using fedanon::v1::IntervalHierarchy;
@@ -28,8 +28,8 @@ double Boundary(const IntervalHierarchy& d, int64_t k) {
 }
 
 std::string Label(const IntervalHierarchy& d, int64_t first, int64_t span) {
-  return Cat("[", FormatHierarchyNumber(Boundary(d, first)), "-",
-             FormatHierarchyNumber(Boundary(d, first + span)), ")");
+  return base::Cat("[", FormatHierarchyNumber(Boundary(d, first)), "-",
+                   FormatHierarchyNumber(Boundary(d, first + span)), ")");
 }
 
 // The level-1 interval holding x (min <= x < max).
@@ -50,7 +50,7 @@ absl::Status ValidateInterval(const IntervalHierarchy& d, std::string_view attri
   if (!(d.width() > 0)) return DefinitionError(attribute, "interval needs a width > 0");
   if ((d.max() - d.min()) / d.width() > static_cast<double>(kMaxHierarchyLeaves)) {
     return DefinitionError(
-        attribute, Cat("more than ", kMaxHierarchyLeaves, " intervals of width ", d.width()));
+        attribute, base::Cat("more than ", kMaxHierarchyLeaves, " intervals of width ", d.width()));
   }
   for (uint32_t f : d.fanout()) {
     if (f < 2) return DefinitionError(attribute, "every fanout joins at least 2 intervals");
@@ -59,8 +59,8 @@ absl::Status ValidateInterval(const IntervalHierarchy& d, std::string_view attri
     return DefinitionError(attribute, "interval step must be > 0 (or left out)");
   }
   if (d.step() > 0 && (d.max() - d.min()) / d.step() > static_cast<double>(kMaxHierarchyLeaves)) {
-    return DefinitionError(attribute,
-                           Cat("more than ", kMaxHierarchyLeaves, " leaves of step ", d.step()));
+    return DefinitionError(
+        attribute, base::Cat("more than ", kMaxHierarchyLeaves, " leaves of step ", d.step()));
   }
   return absl::OkStatus();
 }
@@ -84,22 +84,22 @@ absl::StatusOr<HierarchyRows> IntervalRows(const IntervalHierarchy& d, const Val
     for (const auto& [value, where] : values->values) {
       double x = 0;
       if (!absl::SimpleAtod(value, &x) || !std::isfinite(x)) {
-        return ValueError(where, Cat("'", value, "' is not a number"));
+        return ValueError(where, base::Cat("'", value, "' is not a number"));
       }
       if (x < d.min() || x >= d.max()) {
-        return ValueError(
-            where, Cat("value '", value, "' lies outside every interval [",
-                       FormatHierarchyNumber(d.min()), ", ", FormatHierarchyNumber(d.max()), ")"));
+        return ValueError(where, base::Cat("value '", value, "' lies outside every interval [",
+                                           FormatHierarchyNumber(d.min()), ", ",
+                                           FormatHierarchyNumber(d.max()), ")"));
       }
       if (d.step() > 0) {
         const double i = std::round((x - d.min()) / d.step());
         const std::string expected = FormatHierarchyNumber(d.min() + i * d.step());
         if (std::abs(d.min() + i * d.step() - x) > 1e-9 * std::max(1.0, std::abs(x)) ||
             expected != value) {
-          return ValueError(
-              where, Cat("value '", value, "' is not one of the leaves ",
-                         FormatHierarchyNumber(d.min()), " + i * ", FormatHierarchyNumber(d.step()),
-                         " as they are written (nearest: '", expected, "')"));
+          return ValueError(where, base::Cat("value '", value, "' is not one of the leaves ",
+                                             FormatHierarchyNumber(d.min()), " + i * ",
+                                             FormatHierarchyNumber(d.step()),
+                                             " as they are written (nearest: '", expected, "')"));
         }
       }
       listed.emplace_back(x, value);
@@ -132,4 +132,4 @@ absl::StatusOr<HierarchyRows> IntervalRows(const IntervalHierarchy& d, const Val
   return rows;
 }
 
-}  // namespace fedanon::common::hierarchy_internal
+}  // namespace fedanon::hierarchies::hierarchy_internal

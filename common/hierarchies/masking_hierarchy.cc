@@ -8,7 +8,7 @@
 #include "common/base/string_views.h"
 #include "common/hierarchies/hierarchy_kinds.h"
 
-namespace fedanon::common::hierarchy_internal {
+namespace fedanon::hierarchies::hierarchy_internal {
 namespace {
 
 using fedanon::v1::MaskingHierarchy;
@@ -30,7 +30,7 @@ std::vector<uint32_t> MaskedPerLevel(const MaskingHierarchy& d) {
 absl::Status ValidateMasking(const MaskingHierarchy& d, std::string_view attribute) {
   if (d.length() < 1 || d.length() > kMaxCodeLength) {
     return DefinitionError(attribute,
-                           Cat("masking needs a code length from 1 to ", kMaxCodeLength));
+                           base::Cat("masking needs a code length from 1 to ", kMaxCodeLength));
   }
   if (MaskOf(d).size() != 1 || MaskOf(d) == ";" || MaskOf(d) == ",") {
     return DefinitionError(attribute, "the mask is one character other than ';' and ','");
@@ -38,9 +38,10 @@ absl::Status ValidateMasking(const MaskingHierarchy& d, std::string_view attribu
   uint32_t previous = 0;
   for (uint32_t m : d.masked()) {
     if (m <= previous || m > d.length()) {
-      return DefinitionError(attribute, Cat("masked lists how many characters each level masks, "
-                                            "increasing, each at most the length ",
-                                            d.length()));
+      return DefinitionError(attribute,
+                             base::Cat("masked lists how many characters each level masks, "
+                                       "increasing, each at most the length ",
+                                       d.length()));
     }
     previous = m;
   }
@@ -54,8 +55,9 @@ absl::Status ValidateMasking(const MaskingHierarchy& d, std::string_view attribu
     }
     if (std::pow(static_cast<double>(distinct.size()), d.length()) >
         static_cast<double>(kMaxHierarchyLeaves)) {
-      return DefinitionError(attribute, Cat("the alphabet makes more than ", kMaxHierarchyLeaves,
-                                            " codes: give a values file instead"));
+      return DefinitionError(attribute,
+                             base::Cat("the alphabet makes more than ", kMaxHierarchyLeaves,
+                                       " codes: give a values file instead"));
     }
   }
   return absl::OkStatus();
@@ -82,15 +84,16 @@ absl::StatusOr<HierarchyRows> MaskingRows(const MaskingHierarchy& d, const Value
     std::vector<std::string> listed;
     for (const auto& [value, where] : values->values) {
       if (value.size() != d.length()) {
-        return ValueError(
-            where, Cat("code '", value, "' has ", value.size(), " characters, not ", d.length()));
+        return ValueError(where, base::Cat("code '", value, "' has ", value.size(),
+                                           " characters, not ", d.length()));
       }
       for (char c : value) {
         if (c == mask || c == ';' || c == ',' ||
             (!d.alphabet().empty() && d.alphabet().find(c) == std::string::npos)) {
-          return ValueError(where, Cat("code '", value, "' contains '", std::string(1, c),
-                                       d.alphabet().empty() ? "', the mask or a separator"
-                                                            : "', which is not in the alphabet"));
+          return ValueError(where,
+                            base::Cat("code '", value, "' contains '", std::string(1, c),
+                                      d.alphabet().empty() ? "', the mask or a separator"
+                                                           : "', which is not in the alphabet"));
         }
       }
       listed.push_back(value);
@@ -118,4 +121,4 @@ absl::StatusOr<HierarchyRows> MaskingRows(const MaskingHierarchy& d, const Value
   return rows;
 }
 
-}  // namespace fedanon::common::hierarchy_internal
+}  // namespace fedanon::hierarchies::hierarchy_internal

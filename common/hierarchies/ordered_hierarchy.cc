@@ -7,23 +7,23 @@
 #include "common/base/string_views.h"
 #include "common/hierarchies/hierarchy_kinds.h"
 
-namespace fedanon::common::hierarchy_internal {
+namespace fedanon::hierarchies::hierarchy_internal {
 
 using fedanon::v1::OrderedHierarchy;
 
 absl::Status ValidateOrdered(const OrderedHierarchy& d, std::string_view attribute) {
   if (d.order().empty()) return DefinitionError(attribute, "ordered needs the values in order");
   if (static_cast<size_t>(d.order_size()) > kMaxHierarchyLeaves) {
-    return DefinitionError(attribute, Cat("more than ", kMaxHierarchyLeaves, " values"));
+    return DefinitionError(attribute, base::Cat("more than ", kMaxHierarchyLeaves, " values"));
   }
   std::set<std::string> seen;
   for (const std::string& v : d.order()) {
     if (v.empty() || v.find(';') != std::string::npos || v == "*") {
       return DefinitionError(attribute,
-                             Cat("ordered value '", v, "' is empty, '*' or contains ';'"));
+                             base::Cat("ordered value '", v, "' is empty, '*' or contains ';'"));
     }
     if (!seen.insert(v).second) {
-      return DefinitionError(attribute, Cat("ordered value '", v, "' appears twice"));
+      return DefinitionError(attribute, base::Cat("ordered value '", v, "' appears twice"));
     }
   }
   if (d.fanout().empty()) return DefinitionError(attribute, "ordered needs a fanout per level");
@@ -40,8 +40,8 @@ absl::StatusOr<HierarchyRows> OrderedRows(const OrderedHierarchy& d, const Value
     const std::set<std::string> known(d.order().begin(), d.order().end());
     for (const auto& [value, where] : values->values) {
       if (!known.contains(value)) {
-        return ValueError(
-            where, Cat("value '", value, "' is not in the ordered list of '", attribute, "'"));
+        return ValueError(where, base::Cat("value '", value, "' is not in the ordered list of '",
+                                           attribute, "'"));
       }
     }
   }
@@ -56,8 +56,8 @@ absl::StatusOr<HierarchyRows> OrderedRows(const OrderedHierarchy& d, const Value
       const int64_t first = i / span * span;
       const int64_t last = std::min(n, first + span) - 1;
       row.push_back(first == last ? d.order(static_cast<int>(first))
-                                  : Cat(d.order(static_cast<int>(first)), "..",
-                                        d.order(static_cast<int>(last))));
+                                  : base::Cat(d.order(static_cast<int>(first)), "..",
+                                              d.order(static_cast<int>(last))));
       if (span >= n) break;  // one group holds everything: the root comes next
     }
     row.push_back("*");
@@ -66,4 +66,4 @@ absl::StatusOr<HierarchyRows> OrderedRows(const OrderedHierarchy& d, const Value
   return rows;
 }
 
-}  // namespace fedanon::common::hierarchy_internal
+}  // namespace fedanon::hierarchies::hierarchy_internal

@@ -10,35 +10,38 @@
 #include "absl/strings/str_format.h"
 #include "common/html_report/html_text.h"
 
-namespace fedanon::common {
+namespace fedanon::html_report {
 namespace {
 
 // From the taxonomy: the cut's nodes and their ancestors; nullopt if a cut value is not a node.
-std::optional<CutTree> FromTaxonomy(const fedanon::v1::AttributeCut& cut, const Taxonomy& t) {
+std::optional<CutTree> FromTaxonomy(const fedanon::v1::AttributeCut& cut,
+                                    const table::Taxonomy& t) {
   std::vector<bool> is_cut(t.size(), false), needed(t.size(), false);
   for (const std::string& value : cut.values()) {
-    const std::optional<Taxonomy::NodeId> node = t.Find(value);
+    const std::optional<table::Taxonomy::NodeId> node = t.Find(value);
     if (!node.has_value()) return std::nullopt;
     is_cut[*node] = true;
-    for (Taxonomy::NodeId n = *node; n != Taxonomy::kNoNode && !needed[n]; n = t.parent(n)) {
+    for (table::Taxonomy::NodeId n = *node; n != table::Taxonomy::kNoNode && !needed[n];
+         n = t.parent(n)) {
       needed[n] = true;
     }
   }
   std::vector<uint64_t> leaves(t.size(), 0);
-  for (Taxonomy::NodeId n = static_cast<Taxonomy::NodeId>(t.size()) - 1; n >= 0; --n) {
+  for (table::Taxonomy::NodeId n = static_cast<table::Taxonomy::NodeId>(t.size()) - 1; n >= 0;
+       --n) {
     if (t.is_leaf(n)) leaves[n] += 1;
     if (n != t.root()) leaves[t.parent(n)] += leaves[n];
   }
   CutTree tree;
   tree.from_taxonomy = true;
-  std::function<int(Taxonomy::NodeId)> add = [&](Taxonomy::NodeId n) {
+  std::function<int(table::Taxonomy::NodeId)> add = [&](table::Taxonomy::NodeId n) {
     const int index = static_cast<int>(tree.nodes.size());
     tree.nodes.push_back({.label = t.label(n),
                           .children = {},
                           .cut = is_cut[n],
                           .values_below = is_cut[n] && !t.is_leaf(n) ? leaves[n] : 0});
     if (!is_cut[n]) {
-      for (Taxonomy::NodeId c : t.children(n)) {
+      for (table::Taxonomy::NodeId c : t.children(n)) {
         if (needed[c]) {
           const int child = add(c);
           tree.nodes[index].children.push_back(child);
@@ -105,7 +108,7 @@ std::string Shorten(const std::string& label, size_t max_chars = 26) {
 
 CutTree BuildCutTree(const fedanon::v1::AttributeCut& cut,
                      const std::vector<const fedanon::v1::SpecializationStep*>& steps,
-                     const Taxonomy* taxonomy) {
+                     const table::Taxonomy* taxonomy) {
   if (taxonomy != nullptr) {
     if (std::optional<CutTree> tree = FromTaxonomy(cut, *taxonomy)) return *std::move(tree);
   }
@@ -164,4 +167,4 @@ std::string CutTreeSvg(const CutTree& tree, size_t max_rows) {
   return svg;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::html_report

@@ -12,7 +12,7 @@
 #include "common/table/taxonomy.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::html_report {
 
 struct CutTree {
   struct Node {
@@ -29,10 +29,10 @@ struct CutTree {
 // attribute as a fallback for labels the taxonomy does not know.
 CutTree BuildCutTree(const fedanon::v1::AttributeCut& cut,
                      const std::vector<const fedanon::v1::SpecializationStep*>& steps,
-                     const Taxonomy* taxonomy);
+                     const table::Taxonomy* taxonomy);
 
 // The tree as inline SVG (left to right, one row per drawn leaf); "" when it has more than
 // `max_rows` rows (the page then lists the cut's values only).
 std::string CutTreeSvg(const CutTree& tree, size_t max_rows = 400);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::html_report

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace fedanon::common {
+namespace fedanon::html_report {
 
 std::string HtmlEscape(std::string_view text) {
   std::string out;
@@ -38,4 +38,4 @@ std::string FormatEstimate(double x) { return absl::StrFormat("%.1f", x); }
 std::string FormatShare(double x) { return absl::StrFormat("%.4g", x); }
 std::string FormatSeconds(double s) { return absl::StrFormat("%.2f", s); }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::html_report

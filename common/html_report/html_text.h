@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace fedanon::common {
+namespace fedanon::html_report {
 
 std::string HtmlEscape(std::string_view text);
 std::string FormatPercent(double fraction);  // "12.34%"
@@ -17,4 +17,4 @@ std::string FormatEstimate(double x);        // "12345.6"
 std::string FormatShare(double x);           // "0.0001234" or "1.234e-07" (four significant)
 std::string FormatSeconds(double s);         // "1.23"
 
-}  // namespace fedanon::common
+}  // namespace fedanon::html_report

@@ -9,7 +9,7 @@
 #include "common/html_report/cut_tree.h"
 #include "common/html_report/html_text.h"
 
-namespace fedanon::common {
+namespace fedanon::html_report {
 namespace {
 
 using fedanon::v1::Report;
@@ -544,4 +544,4 @@ std::string RenderReportHtml(const ReportPage& page) {
   return html;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::html_report

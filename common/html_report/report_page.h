@@ -20,7 +20,7 @@
 #include "common/table/taxonomy.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::html_report {
 
 struct ReportPage {
   fedanon::v1::Report report;
@@ -31,10 +31,10 @@ struct ReportPage {
   // Optional: the spec (privacy model parameters, attribute types) and the QIDs' taxonomies
   // (the cut drawn on the whole tree; without them, on the tree the steps explored).
   std::optional<fedanon::v1::JobSpec> spec;
-  std::map<std::string, std::shared_ptr<const Taxonomy>> taxonomies;
+  std::map<std::string, std::shared_ptr<const table::Taxonomy>> taxonomies;
   std::optional<ViewLogSummary> leader_view;  // federated jobs
 };
 
 std::string RenderReportHtml(const ReportPage& page);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::html_report

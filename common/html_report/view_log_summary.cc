@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
-namespace fedanon::common {
+namespace fedanon::html_report {
 
 absl::StatusOr<ViewLogSummary> SummarizeViewLog(std::string_view jsonl) {
   ViewLogSummary summary;
@@ -55,4 +55,4 @@ absl::StatusOr<ViewLogSummary> SummarizeViewLog(std::string_view jsonl) {
   return summary;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::html_report

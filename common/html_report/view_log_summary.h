@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace fedanon::common {
+namespace fedanon::html_report {
 
 struct ViewKindSummary {
   std::string kind;
@@ -34,4 +34,4 @@ struct ViewLogSummary {
 // InvalidArgument naming the line for a line that is not a view-log entry.
 absl::StatusOr<ViewLogSummary> SummarizeViewLog(std::string_view jsonl);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::html_report

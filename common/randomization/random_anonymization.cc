@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace fedanon::common {
+namespace fedanon::randomization {
 namespace {
 
 double LogBinomial(int n, int k) {
@@ -143,4 +143,4 @@ absl::StatusOr<std::vector<CategoricalColumn>> Randomize(const std::vector<Categ
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::randomization

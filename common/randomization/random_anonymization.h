@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "common/randomization/random_source.h"
 
-namespace fedanon::common {
+namespace fedanon::randomization {
 
 // One dictionary-encoded categorical column.
 struct CategoricalColumn {
@@ -71,4 +71,4 @@ absl::StatusOr<std::vector<CategoricalColumn>> Randomize(const std::vector<Categ
                                                          const RandomizationPlan& plan,
                                                          RandomSource& random);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::randomization

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 
-namespace fedanon::common {
+namespace fedanon::randomization {
 namespace {
 
 constexpr uint64_t kMaxIndexBuilds = 100000;
@@ -410,4 +410,4 @@ absl::StatusOr<RelativeVariance> MeasureRelativeVariance(
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::randomization

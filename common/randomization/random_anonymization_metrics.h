@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "common/randomization/random_anonymization.h"
 
-namespace fedanon::common {
+namespace fedanon::randomization {
 
 // The bound of Proposition 10 for every released record q' (full QID combination):
 //   max( supp_D(q') / min_i supp_D(q' - q'_i),  max_i p_i P(Q_i = q'_i) / sum_j p_j P(Q_j = q'_j) )
@@ -56,9 +56,9 @@ absl::StatusOr<RelativeBias> MeasureRelativeBias(const std::vector<CategoricalCo
                                                  const std::vector<CategoricalColumn>& released,
                                                  const RandomizationPlan& plan, int length);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::randomization
 
-namespace fedanon::common {
+namespace fedanon::randomization {
 
 // Definition 8 (c-amplification, after Evfimievski et al. 2003) for Algorithm 1, as §4.2.1
 // derives it: a released combination q' arises from an original that differs from it in
@@ -106,4 +106,4 @@ absl::StatusOr<RelativeVariance> MeasureRelativeVariance(
     const std::vector<CategoricalColumn>& original, const RandomizationPlan& plan, int length,
     int runs, uint64_t seed);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::randomization

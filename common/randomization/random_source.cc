@@ -6,7 +6,7 @@
 #include "absl/types/span.h"
 #include "crypto/secret_bytes.h"
 
-namespace fedanon::common {
+namespace fedanon::randomization {
 namespace {
 
 constexpr size_t kBufferWords = 512;
@@ -93,4 +93,4 @@ uint64_t RandomSource::Below(uint64_t n) {
   return static_cast<uint64_t>(product >> 64);
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::randomization

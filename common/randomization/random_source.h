@@ -19,7 +19,7 @@
 
 #include "absl/status/status.h"
 
-namespace fedanon::common {
+namespace fedanon::randomization {
 
 class RandomSource {
  public:
@@ -63,4 +63,4 @@ class RandomSource {
   absl::Status status_;
 };
 
-}  // namespace fedanon::common
+}  // namespace fedanon::randomization

@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "common/risk/special_functions.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 namespace {
 
 struct Totals {
@@ -299,4 +299,4 @@ DankarEstimate DankarRule(double sampling_fraction, const PopulationEstimate& pi
   return {.estimate = zayatz, .chosen = UniquenessModel::kZayatz};
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

@@ -32,7 +32,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 
 // Class size -> number of classes of that size (f_1, f_2, ...), ascending; every size >= 1.
 using ClassSizeHistogram = std::map<uint64_t, uint64_t>;
@@ -81,4 +81,4 @@ struct DankarEstimate {
 DankarEstimate DankarRule(double sampling_fraction, const PopulationEstimate& pitman,
                           const PopulationEstimate& zayatz, const PopulationEstimate& snb);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

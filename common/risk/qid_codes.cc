@@ -2,7 +2,7 @@
 
 #include "absl/container/flat_hash_map.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 
 ClassIds RefineGroups(const ClassIds& parent, const std::vector<uint32_t>& column) {
   ClassIds out;
@@ -34,4 +34,4 @@ ClassSizeHistogram HistogramOf(const ClassIds& groups) {
   return histogram;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

@@ -10,7 +10,7 @@
 
 #include "common/risk/population_models.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 
 struct QidCodes {
   std::vector<std::string> names;              // the QID attributes, in spec order
@@ -32,4 +32,4 @@ ClassIds RefineGroups(const ClassIds& parent, const std::vector<uint32_t>& colum
 // Class size -> number of classes, for the grouping `groups`.
 ClassSizeHistogram HistogramOf(const ClassIds& groups);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 namespace {
 
 using fedanon::v1::QidCombinationRisk;
@@ -248,4 +248,4 @@ uint64_t SmallestClass(const QidCodes& table, const std::vector<int>& subset) {
   return histogram.empty() ? 0 : histogram.begin()->first;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

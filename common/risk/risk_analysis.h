@@ -24,7 +24,7 @@
 #include "common/risk/qid_codes.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 
 inline constexpr double kDefaultRiskThreshold = 0.2;
 // Combinations analysed when the options leave it open: all of them up to this many QIDs, else
@@ -63,4 +63,4 @@ absl::StatusOr<SmallestOverCombinations> SmallestClassOverCombinations(const Qid
 // The smallest class over the attributes `subset` (an anonymity template's QIDs).
 uint64_t SmallestClass(const QidCodes& table, const std::vector<int>& subset);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

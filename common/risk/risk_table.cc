@@ -7,9 +7,9 @@
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 
-absl::StatusOr<QidCodes> ReadQidCodes(const fedanon::v1::JobSpec& spec, CsvReader* reader) {
+absl::StatusOr<QidCodes> ReadQidCodes(const fedanon::v1::JobSpec& spec, table::CsvReader* reader) {
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(const bool has_header, reader->Next(&fields));
   if (!has_header) {
@@ -65,20 +65,20 @@ absl::StatusOr<QidCodes> ReadQidCodes(const fedanon::v1::JobSpec& spec, CsvReade
 }
 
 absl::StatusOr<QidCodes> ReadQidCodes(const fedanon::v1::JobSpec& spec, const std::string& path,
-                                      const CsvOptions& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader, CsvReader::Open(path, options));
+                                      const table::CsvOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::CsvReader::Open(path, options));
   return ReadQidCodes(spec, reader.get());
 }
 
-QidCodes QidCodesOf(const Dataset& data) {
+QidCodes QidCodesOf(const table::Dataset& data) {
   QidCodes table;
   table.records = data.num_records;
   table.dropped = data.records_dropped;
-  for (const QidColumn& q : data.qids) {
+  for (const table::QidColumn& q : data.qids) {
     table.names.push_back(q.name);
     table.columns.emplace_back(q.codes.begin(), q.codes.end());
   }
   return table;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

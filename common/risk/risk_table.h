@@ -13,17 +13,17 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 
 // The spec's QID columns of the CSV file `path` ("-" is not special here: pass /dev/stdin).
 // InvalidArgument naming the file when a QID column is missing from its header, a row has the
 // wrong number of fields (file:line) or the file has no data row; NotFound for a missing file.
 absl::StatusOr<QidCodes> ReadQidCodes(const fedanon::v1::JobSpec& spec, const std::string& path,
-                                      const CsvOptions& options = {});
+                                      const table::CsvOptions& options = {});
 // The same from a reader already open (the caller's source name appears in errors).
-absl::StatusOr<QidCodes> ReadQidCodes(const fedanon::v1::JobSpec& spec, CsvReader* reader);
+absl::StatusOr<QidCodes> ReadQidCodes(const fedanon::v1::JobSpec& spec, table::CsvReader* reader);
 
 // The QID codes of an encoded dataset (its records as the job kept them).
-QidCodes QidCodesOf(const Dataset& data);
+QidCodes QidCodesOf(const table::Dataset& data);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

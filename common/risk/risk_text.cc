@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 namespace {
 
 std::string Pct(double x) { return absl::StrFormat("%.2f%%", 100 * x); }
@@ -82,4 +82,4 @@ std::string RiskSummaryToText(const fedanon::v1::RiskSummary& s, size_t max_comb
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

@@ -6,10 +6,10 @@
 
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 
 // `max_combinations`: combination lines printed (the most distinguishing of each size first).
 std::string RiskSummaryToText(const fedanon::v1::RiskSummary& summary,
                               size_t max_combinations = 12);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace fedanon::common {
+namespace fedanon::risk {
 
 double Digamma(double x) {
   // psi(x) = psi(x + 1) - 1 / x.
@@ -40,4 +40,4 @@ double Trigamma(double x) {
   return result + inv + 0.5 * inv2 + series;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

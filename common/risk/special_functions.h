@@ -4,9 +4,9 @@
 // series (Abramowitz & Stegun 6.3.18 and 6.4.12): absolute error below 1e-13.
 #pragma once
 
-namespace fedanon::common {
+namespace fedanon::risk {
 
 double Digamma(double x);
 double Trigamma(double x);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

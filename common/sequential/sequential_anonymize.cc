@@ -7,14 +7,14 @@
 #include "common/sequential/sequential_release.h"
 #include "common/sequential/sequential_specializer.h"
 
-namespace fedanon::common {
+namespace fedanon::sequential {
 
-absl::Status RunSequentialRelease(const fedanon::v1::JobSpec& spec, const Dataset& data,
+absl::Status RunSequentialRelease(const fedanon::v1::JobSpec& spec, const table::Dataset& data,
                                   const std::vector<std::string>& previous_paths,
                                   uint32_t max_rounds,
                                   const std::function<void(const std::string&)>& progress,
-                                  std::vector<AttributeHierarchy>* hierarchies, Tips* tips,
-                                  fedanon::v1::Report* report) {
+                                  std::vector<engine::AttributeHierarchy>* hierarchies,
+                                  engine::Tips* tips, fedanon::v1::Report* report) {
   ASSIGN_OR_RETURN(SequentialModel model, LoadSequentialModel(spec, data, previous_paths));
   SequentialOptions options;
   options.score = spec.score();
@@ -40,4 +40,4 @@ absl::Status RunSequentialRelease(const fedanon::v1::JobSpec& spec, const Datase
   return absl::OkStatus();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::sequential

@@ -14,15 +14,15 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::sequential {
 
 // `hierarchies` and `tips` are at the most general state and are specialized in place; the
 // caller then writes the released rows from them. `progress` may be empty.
-absl::Status RunSequentialRelease(const fedanon::v1::JobSpec& spec, const Dataset& data,
+absl::Status RunSequentialRelease(const fedanon::v1::JobSpec& spec, const table::Dataset& data,
                                   const std::vector<std::string>& previous_paths,
                                   uint32_t max_rounds,
                                   const std::function<void(const std::string&)>& progress,
-                                  std::vector<AttributeHierarchy>* hierarchies, Tips* tips,
-                                  fedanon::v1::Report* report);
+                                  std::vector<engine::AttributeHierarchy>* hierarchies,
+                                  engine::Tips* tips, fedanon::v1::Report* report);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::sequential

@@ -12,19 +12,21 @@
 #include "common/spec/sequential_spec.h"
 #include "common/table/csv.h"
 
-namespace fedanon::common {
+namespace fedanon::sequential {
 namespace {
 
 using ::fedanon::v1::JobSpec;
-using Ref = SequentialRef;
-using Side = SequentialSide;
-constexpr std::string_view kRecord = kSequentialRecord;
+using Ref = spec::SequentialRef;
+using Side = spec::SequentialSide;
+constexpr std::string_view kRecord = spec::kSequentialRecord;
 
 absl::StatusOr<Ref> ParseRef(const std::string& text, const std::string& where) {
-  return ParseSequentialRef(text, where);
+  return spec::ParseSequentialRef(text, where);
 }
 
-std::string TemplateWhere(bool anonymity, int i) { return SequentialTemplateWhere(anonymity, i); }
+std::string TemplateWhere(bool anonymity, int i) {
+  return spec::SequentialTemplateWhere(anonymity, i);
+}
 
 const fedanon::v1::Attribute* FindAttribute(const JobSpec& spec, const std::string& name) {
   for (const auto& a : spec.attributes()) {
@@ -33,7 +35,7 @@ const fedanon::v1::Attribute* FindAttribute(const JobSpec& spec, const std::stri
   return nullptr;
 }
 
-int FindQid(const Dataset& data, const std::string& name) {
+int FindQid(const table::Dataset& data, const std::string& name) {
   for (size_t i = 0; i < data.qids.size(); ++i) {
     if (data.qids[i].name == name) return static_cast<int>(i);
   }
@@ -44,7 +46,7 @@ int FindQid(const Dataset& data, const std::string& name) {
 // releases are numbered from 1 in the order given.
 class Resolver {
  public:
-  Resolver(const JobSpec& spec, const Dataset& data,
+  Resolver(const JobSpec& spec, const table::Dataset& data,
            const std::vector<std::vector<std::string>>& previous_headers, SequentialModel* model)
       : spec_(spec), data_(data), headers_(previous_headers), model_(model) {}
 
@@ -77,7 +79,7 @@ class Resolver {
   // "previous1.NAME or previous2.NAME" over the given releases.
   static std::string Alternatives(const std::string& name, const std::vector<int>& releases) {
     std::vector<std::string> alt;
-    for (int r : releases) alt.push_back(Cat("previous", r, ".", name));
+    for (int r : releases) alt.push_back(base::Cat("previous", r, ".", name));
     return absl::StrJoin(alt, " or ");
   }
 
@@ -110,9 +112,9 @@ class Resolver {
   absl::Status CheckRelease(const Ref& ref, const std::string& text,
                             const std::string& where) const {
     if (ref.release > releases()) {
-      return absl::InvalidArgumentError(Cat(where, ": '", text, "' names previous release ",
-                                            ref.release, " but ", releases(),
-                                            releases() == 1 ? " was" : " were", " given"));
+      return absl::InvalidArgumentError(base::Cat(where, ": '", text, "' names previous release ",
+                                                  ref.release, " but ", releases(),
+                                                  releases() == 1 ? " was" : " were", " given"));
     }
     return absl::OkStatus();
   }
@@ -121,7 +123,7 @@ class Resolver {
   absl::Status AddX(const std::string& text, const std::string& where, JoinTemplate* t) {
     ASSIGN_OR_RETURN(Ref ref, ParseRef(text, where));
     if (ref.name == kRecord) {
-      return absl::InvalidArgumentError(Cat(where, ": x cannot contain ", text, " (only y)"));
+      return absl::InvalidArgumentError(base::Cat(where, ": x cannot contain ", text, " (only y)"));
     }
     RETURN_IF_ERROR(CheckRelease(ref, text, where));
     const bool in_current = FindAttribute(spec_, ref.name) != nullptr;
@@ -137,31 +139,32 @@ class Resolver {
     if (cur) {
       if (!in_current) {
         return absl::InvalidArgumentError(
-            Cat(where, ": x names '", text, "', which is not an attribute of this job"));
+            base::Cat(where, ": x names '", text, "', which is not an attribute of this job"));
       }
       const int q = FindQid(data_, ref.name);
       if (q < 0) {
-        return absl::InvalidArgumentError(Cat(
+        return absl::InvalidArgumentError(base::Cat(
             where, ": x names '", text, "', which is not a QID attribute of this job (only QID ",
             "attributes of the current release are generalized)",
-            in_previous ? Cat("; write previous.", ref.name, " for the previous release's column")
-                        : ""));
+            in_previous
+                ? base::Cat("; write previous.", ref.name, " for the previous release's column")
+                : ""));
       }
       t->x1.push_back(q);
     }
     if (prev) {
       if (!in_previous) {
-        return absl::InvalidArgumentError(
-            Cat(where, ": x names '", text, "', which is not a column of the previous release ",
-                ref.release > 0 ? PathOf(ref.release) : model_->previous_path));
+        return absl::InvalidArgumentError(base::Cat(
+            where, ": x names '", text, "', which is not a column of the previous release ",
+            ref.release > 0 ? PathOf(ref.release) : model_->previous_path));
       }
       // "previous.NAME" or a bare NAME with several previous releases: every one that has it.
       for (int r : named) t->x2.push_back(PreviousColumn(ref.name, r));
     }
     if (!cur && !prev) {
-      return absl::InvalidArgumentError(Cat(where, ": x names unknown attribute '", text,
-                                            "' (neither in this job nor in ", model_->previous_path,
-                                            ")"));
+      return absl::InvalidArgumentError(base::Cat(where, ": x names unknown attribute '", text,
+                                                  "' (neither in this job nor in ",
+                                                  model_->previous_path, ")"));
     }
     return absl::OkStatus();
   }
@@ -177,38 +180,39 @@ class Resolver {
         ref.release > 0 ? PreviousCsvColumn(ref.name, ref.release) >= 0 : !with.empty();
     if (several() && ref.release == 0 && ref.side != Side::kCurrent && with.size() > 1 &&
         !(ref.side == Side::kAny && in_current)) {
-      return absl::InvalidArgumentError(Cat(where, ": ", key, " names '", text,
-                                            "', which several previous releases have; write ",
-                                            Alternatives(ref.name, with)));
+      return absl::InvalidArgumentError(base::Cat(where, ": ", key, " names '", text,
+                                                  "', which several previous releases have; write ",
+                                                  Alternatives(ref.name, with)));
     }
     if (ref.side == Side::kAny) {
       if (in_current && in_previous) {
         return absl::InvalidArgumentError(
-            Cat(where, ": ", key, " names '", text, "', which both releases have; write current.",
-                ref.name, " or ",
-                several() ? Alternatives(ref.name, with) : Cat("previous.", ref.name)));
+            base::Cat(where, ": ", key, " names '", text,
+                      "', which both releases have; write current.", ref.name, " or ",
+                      several() ? Alternatives(ref.name, with) : base::Cat("previous.", ref.name)));
       }
       if (!in_current && !in_previous) {
-        return absl::InvalidArgumentError(Cat(where, ": ", key, " names unknown attribute '", text,
-                                              "' (neither in this job nor in ",
-                                              model_->previous_path, ")"));
+        return absl::InvalidArgumentError(base::Cat(where, ": ", key, " names unknown attribute '",
+                                                    text, "' (neither in this job nor in ",
+                                                    model_->previous_path, ")"));
       }
       ref.side = in_current ? Side::kCurrent : Side::kPrevious;
     }
     if (ref.side == Side::kCurrent) {
       if (!in_current) {
-        return absl::InvalidArgumentError(
-            Cat(where, ": ", key, " names '", text, "', which is not an attribute of this job"));
+        return absl::InvalidArgumentError(base::Cat(where, ": ", key, " names '", text,
+                                                    "', which is not an attribute of this job"));
       }
       if (FindQid(data_, ref.name) >= 0) {
-        return absl::InvalidArgumentError(Cat(where, ": ", key, " names '", text,
-                                              "', a QID attribute; Y is the fixed reference point ",
-                                              "and cannot be generalized (thesis §6.1.2)"));
+        return absl::InvalidArgumentError(
+            base::Cat(where, ": ", key, " names '", text,
+                      "', a QID attribute; Y is the fixed reference point ",
+                      "and cannot be generalized (thesis §6.1.2)"));
       }
       return std::make_pair(false, CurrentColumn(ref.name));
     }
     if (!in_previous) {
-      return absl::InvalidArgumentError(Cat(
+      return absl::InvalidArgumentError(base::Cat(
           where, ": ", key, " names '", text, "', which is not a column of the previous release ",
           ref.release > 0 ? PathOf(ref.release) : model_->previous_path));
     }
@@ -218,7 +222,7 @@ class Resolver {
 
  private:
   const JobSpec& spec_;
-  const Dataset& data_;
+  const table::Dataset& data_;
   const std::vector<std::vector<std::string>>& headers_;
   SequentialModel* model_;
 };
@@ -233,11 +237,12 @@ void SortUnique(std::vector<int>* v) {
 // from `path`, whose text is read again instead of the file (which may be a FIFO).
 absl::Status ReadColumns(const std::string& path, const std::vector<bool>* keep,
                          std::vector<CodedColumn>* columns, std::vector<size_t>* lines,
-                         const Dataset* source = nullptr) {
-  ASSIGN_OR_RETURN(auto reader, source != nullptr ? ReopenSource(*source) : CsvReader::Open(path));
+                         const table::Dataset* source = nullptr) {
+  ASSIGN_OR_RETURN(auto reader,
+                   source != nullptr ? table::ReopenSource(*source) : table::CsvReader::Open(path));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
-  if (!has_header) return absl::InvalidArgumentError(Cat(path, ": the file is empty"));
+  if (!has_header) return absl::InvalidArgumentError(base::Cat(path, ": the file is empty"));
   const size_t width = fields.size();
   std::vector<absl::flat_hash_map<std::string, int32_t>> dict(columns->size());
   for (size_t i = 0;; ++i) {
@@ -249,8 +254,8 @@ absl::Status ReadColumns(const std::string& path, const std::vector<bool>* keep,
     for (size_t c = 0; c < columns->size(); ++c) {
       CodedColumn& col = (*columns)[c];
       // The "@record" pseudo-column: the record's number in the release.
-      std::string value =
-          col.csv_column < 0 ? Cat("#", lines->size() - 1) : std::string(fields[col.csv_column]);
+      std::string value = col.csv_column < 0 ? base::Cat("#", lines->size() - 1)
+                                             : std::string(fields[col.csv_column]);
       auto [it, added] = dict[c].emplace(value, static_cast<int32_t>(col.values.size()));
       if (added) col.values.push_back(std::move(value));
       col.codes.push_back(it->second);
@@ -260,10 +265,10 @@ absl::Status ReadColumns(const std::string& path, const std::vector<bool>* keep,
 }
 
 absl::StatusOr<std::vector<std::string>> ReadHeader(const std::string& path) {
-  ASSIGN_OR_RETURN(auto reader, CsvReader::Open(path));
+  ASSIGN_OR_RETURN(auto reader, table::CsvReader::Open(path));
   std::vector<std::string_view> fields;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
-  if (!has_header) return absl::InvalidArgumentError(Cat(path, ": the file is empty"));
+  if (!has_header) return absl::InvalidArgumentError(base::Cat(path, ": the file is empty"));
   std::vector<std::string> header;
   for (std::string_view f : fields) header.emplace_back(f);
   return header;
@@ -271,8 +276,8 @@ absl::StatusOr<std::vector<std::string>> ReadHeader(const std::string& path) {
 
 // Join attributes with previous release `release`: every released attribute of this job that it
 // also has (a star join: previous releases are joined with T1 only).
-absl::Status ResolveJoinAttributesOf(const JobSpec& spec, const Dataset& data, Resolver& resolver,
-                                     int release, SequentialModel* model) {
+absl::Status ResolveJoinAttributesOf(const JobSpec& spec, const table::Dataset& data,
+                                     Resolver& resolver, int release, SequentialModel* model) {
   size_t before = model->join.size();
   for (const auto& a : spec.attributes()) {
     if (!resolver.Common(a.name(), release)) continue;
@@ -281,8 +286,8 @@ absl::Status ResolveJoinAttributesOf(const JobSpec& spec, const Dataset& data, R
     j.release = release;
     if (a.role() == fedanon::v1::ROLE_QID) {
       j.qid = FindQid(data, a.name());
-      if (j.qid < 0 || data.qids[j.qid].kind != QidKind::kTaxonomy) {
-        return absl::InvalidArgumentError(Cat(
+      if (j.qid < 0 || data.qids[j.qid].kind != table::QidKind::kTaxonomy) {
+        return absl::InvalidArgumentError(base::Cat(
             "attribute '", a.name(), "' is in both releases (a join attribute) but is a QID ",
             "without a taxonomy here; sequential releases match join attributes through their ",
             "taxonomy (thesis §6.1.3): give it a taxonomy or drop the column from one release"));
@@ -294,16 +299,16 @@ absl::Status ResolveJoinAttributesOf(const JobSpec& spec, const Dataset& data, R
     model->join.push_back(std::move(j));
   }
   if (model->join.size() == before) {
-    return absl::InvalidArgumentError(
-        Cat("the previous release ", resolver.PathOf(release),
-            " has no column in common with the attributes this job releases; there is no join"));
+    return absl::InvalidArgumentError(base::Cat(
+        "the previous release ", resolver.PathOf(release),
+        " has no column in common with the attributes this job releases; there is no join"));
   }
   return absl::OkStatus();
 }
 
 // Join attributes with every previous release, release by release.
-absl::Status ResolveJoinAttributes(const JobSpec& spec, const Dataset& data, Resolver& resolver,
-                                   SequentialModel* model) {
+absl::Status ResolveJoinAttributes(const JobSpec& spec, const table::Dataset& data,
+                                   Resolver& resolver, SequentialModel* model) {
   for (int release = 1; release <= resolver.releases(); ++release) {
     RETURN_IF_ERROR(ResolveJoinAttributesOf(spec, data, resolver, release, model));
   }
@@ -313,11 +318,12 @@ absl::Status ResolveJoinAttributes(const JobSpec& spec, const Dataset& data, Res
 // Inconsistency rule `i` of the spec, with its attributes resolved (its values are resolved once
 // the columns are read, by ResolveRuleValues): one rule per previous release it applies to, the
 // one named by `previous: previousI.D`, or every one that has the column D.
-absl::StatusOr<std::vector<InconsistencyRule>> ResolveRule(const JobSpec& spec, const Dataset& data,
-                                                           int i, Resolver& resolver,
+absl::StatusOr<std::vector<InconsistencyRule>> ResolveRule(const JobSpec& spec,
+                                                           const table::Dataset& data, int i,
+                                                           Resolver& resolver,
                                                            const SequentialModel& model) {
   const auto& in = spec.sequential().inconsistent(i);
-  const std::string where = Cat("sequential.inconsistent rule ", i + 1);
+  const std::string where = base::Cat("sequential.inconsistent rule ", i + 1);
   InconsistencyRule rule;
   rule.spec_index = i;
   rule.current_name = in.current();
@@ -326,8 +332,8 @@ absl::StatusOr<std::vector<InconsistencyRule>> ResolveRule(const JobSpec& spec, 
   if (resolver.several()) {
     ASSIGN_OR_RETURN(Ref ref, ParseRef(in.previous(), where));
     if (ref.side == Side::kCurrent || ref.name == kRecord) {
-      return absl::InvalidArgumentError(
-          Cat(where, ": previous '", in.previous(), "' must name a column of a previous release"));
+      return absl::InvalidArgumentError(base::Cat(where, ": previous '", in.previous(),
+                                                  "' must name a column of a previous release"));
     }
     RETURN_IF_ERROR(resolver.CheckRelease(ref, in.previous(), where));
     rule.previous_name = ref.name;
@@ -337,9 +343,9 @@ absl::StatusOr<std::vector<InconsistencyRule>> ResolveRule(const JobSpec& spec, 
       if (resolver.PreviousCsvColumn(ref.name, ref.release) >= 0) releases.push_back(ref.release);
     }
     if (releases.empty()) {
-      return absl::InvalidArgumentError(
-          Cat(where, ": previous '", in.previous(), "' is not a column of the previous release ",
-              ref.release > 0 ? resolver.PathOf(ref.release) : model.previous_path));
+      return absl::InvalidArgumentError(base::Cat(
+          where, ": previous '", in.previous(), "' is not a column of the previous release ",
+          ref.release > 0 ? resolver.PathOf(ref.release) : model.previous_path));
     }
   } else {
     releases.push_back(1);
@@ -347,29 +353,30 @@ absl::StatusOr<std::vector<InconsistencyRule>> ResolveRule(const JobSpec& spec, 
   const auto* a = FindAttribute(spec, in.current());
   if (a == nullptr || a->role() == fedanon::v1::ROLE_ID) {
     return absl::InvalidArgumentError(
-        Cat(where, ": current '", in.current(), "' is not an attribute this job releases"));
+        base::Cat(where, ": current '", in.current(), "' is not an attribute this job releases"));
   }
   if (!resolver.several() && resolver.PreviousCsvColumn(in.previous()) < 0) {
-    return absl::InvalidArgumentError(Cat(where, ": previous '", in.previous(),
-                                          "' is not a column of the previous release ",
-                                          model.previous_path));
+    return absl::InvalidArgumentError(base::Cat(where, ": previous '", in.previous(),
+                                                "' is not a column of the previous release ",
+                                                model.previous_path));
   }
   if (in.current() == rule.previous_name) {
-    return absl::InvalidArgumentError(Cat(where, ": '", in.current(),
-                                          "' is in both releases; the consistency predicate ",
-                                          "already matches a common attribute with itself"));
+    return absl::InvalidArgumentError(base::Cat(where, ": '", in.current(),
+                                                "' is in both releases; the consistency predicate ",
+                                                "already matches a common attribute with itself"));
   }
   if (a->role() == fedanon::v1::ROLE_QID) {
     rule.current_qid = FindQid(data, in.current());
-    if (rule.current_qid < 0 || data.qids[rule.current_qid].kind != QidKind::kTaxonomy) {
-      return absl::InvalidArgumentError(Cat(where, ": current '", in.current(),
-                                            "' is a QID without a taxonomy; rules apply to ",
-                                            "taxonomy QIDs and attributes released unchanged"));
+    if (rule.current_qid < 0 || data.qids[rule.current_qid].kind != table::QidKind::kTaxonomy) {
+      return absl::InvalidArgumentError(base::Cat(
+          where, ": current '", in.current(), "' is a QID without a taxonomy; rules apply to ",
+          "taxonomy QIDs and attributes released unchanged"));
     }
     const auto node = data.qids[rule.current_qid].taxonomy->Find(in.current_value());
     if (!node) {
-      return absl::InvalidArgumentError(Cat(where, ": current_value '", in.current_value(),
-                                            "' is not in the taxonomy of '", in.current(), "'"));
+      return absl::InvalidArgumentError(base::Cat(where, ": current_value '", in.current_value(),
+                                                  "' is not in the taxonomy of '", in.current(),
+                                                  "'"));
     }
     rule.current_value = *node;
   } else {
@@ -409,9 +416,9 @@ absl::StatusOr<JoinTemplate> ResolveAnonymityTemplate(const JobSpec& spec, int i
       if (ref.release == 0) {
         std::vector<int> all;
         for (int r = 1; r <= resolver.releases(); ++r) all.push_back(r);
-        return absl::InvalidArgumentError(Cat(where, ": y names '", y,
-                                              "' but there are several previous releases; write ",
-                                              Resolver::Alternatives(std::string(kRecord), all)));
+        return absl::InvalidArgumentError(
+            base::Cat(where, ": y names '", y, "' but there are several previous releases; write ",
+                      Resolver::Alternatives(std::string(kRecord), all)));
       }
       RETURN_IF_ERROR(resolver.CheckRelease(ref, y, where));
       if (!resolver.several()) {
@@ -431,11 +438,11 @@ absl::StatusOr<JoinTemplate> ResolveAnonymityTemplate(const JobSpec& spec, int i
   for (int c : t.y2) {
     if (std::find(t.x2.begin(), t.x2.end(), c) != t.x2.end()) {
       return absl::InvalidArgumentError(
-          Cat(where, ": ", model.PreviousRef(c), " is in both x and y"));
+          base::Cat(where, ": ", model.PreviousRef(c), " is in both x and y"));
     }
   }
-  t.description =
-      Cat("<{", absl::StrJoin(s.x(), ", "), "}, {", absl::StrJoin(s.y(), ", "), "}, ", s.k(), ">");
+  t.description = base::Cat("<{", absl::StrJoin(s.x(), ", "), "}, {", absl::StrJoin(s.y(), ", "),
+                            "}, ", s.k(), ">");
   return t;
 }
 
@@ -456,27 +463,27 @@ absl::StatusOr<JoinTemplate> ResolveConfidentialityTemplate(const JobSpec& spec,
   t.y_previous = side_col.first;
   t.y_column = side_col.second;
   if (t.y_previous && std::find(t.x2.begin(), t.x2.end(), t.y_column) != t.x2.end()) {
-    return absl::InvalidArgumentError(Cat(where, ": ", model.PreviousRef(t.y_column),
-                                          " is both in x and the sensitive attribute"));
+    return absl::InvalidArgumentError(base::Cat(where, ": ", model.PreviousRef(t.y_column),
+                                                " is both in x and the sensitive attribute"));
   }
-  t.description = Cat("<{", absl::StrJoin(s.x(), ", "), "}, ", s.attribute(), " in {",
-                      absl::StrJoin(s.sensitive_values(), ", "), "}, ", s.max(), ">");
+  t.description = base::Cat("<{", absl::StrJoin(s.x(), ", "), "}, ", s.attribute(), " in {",
+                            absl::StrJoin(s.sensitive_values(), ", "), "}, ", s.max(), ">");
   return t;
 }
 
 // Reads the columns the model names; T1 rows follow Dataset::kept so that record indices agree
 // with `data`.
-absl::Status ReadReleases(const Dataset& data, SequentialModel* model) {
+absl::Status ReadReleases(const table::Dataset& data, SequentialModel* model) {
   for (const CodedColumn& c : model->current_columns) {
     if (c.csv_column < 0) {
       return absl::InvalidArgumentError(
-          Cat(data.source_path, ": no column named '", c.name, "' in the header"));
+          base::Cat(data.source_path, ": no column named '", c.name, "' in the header"));
     }
   }
   RETURN_IF_ERROR(ReadColumns(data.source_path, &data.kept, &model->current_columns,
                               &model->current_lines, &data));
   if (model->current_lines.size() != data.num_records) {
-    return absl::InternalError(Cat(data.source_path, " changed while it was read"));
+    return absl::InternalError(base::Cat(data.source_path, " changed while it was read"));
   }
   if (!model->several()) {
     RETURN_IF_ERROR(ReadColumns(model->previous_path, nullptr, &model->previous_columns,
@@ -484,7 +491,7 @@ absl::Status ReadReleases(const Dataset& data, SequentialModel* model) {
     model->previous_records = model->previous_lines.size();
     if (model->previous_records == 0) {
       return absl::InvalidArgumentError(
-          Cat(model->previous_path, ": the previous release has no records"));
+          base::Cat(model->previous_path, ": the previous release has no records"));
     }
     return absl::OkStatus();
   }
@@ -505,14 +512,14 @@ absl::Status ReadReleases(const Dataset& data, SequentialModel* model) {
     }
     if (lines.empty()) {
       return absl::InvalidArgumentError(
-          Cat(model->previous_paths[r - 1], ": the previous release has no records"));
+          base::Cat(model->previous_paths[r - 1], ": the previous release has no records"));
     }
   }
   return absl::OkStatus();
 }
 
 // The codes of the sensitive values of every confidentiality template.
-absl::Status ResolveSensitiveCodes(const JobSpec& spec, const Dataset& data,
+absl::Status ResolveSensitiveCodes(const JobSpec& spec, const table::Dataset& data,
                                    SequentialModel* model) {
   int conf_index = 0;
   for (JoinTemplate& t : model->templates) {
@@ -523,13 +530,13 @@ absl::Status ResolveSensitiveCodes(const JobSpec& spec, const Dataset& data,
     for (const std::string& v : s.sensitive_values()) {
       auto it = std::find(col.values.begin(), col.values.end(), v);
       if (it == col.values.end()) {
-        return absl::InvalidArgumentError(
-            Cat(TemplateWhere(false, conf_index), ": sensitive value '", v, "' does not occur in ",
-                t.y_previous ? model->PreviousRef(t.y_column) : Cat("current.", col.name), " (",
-                !t.y_previous      ? data.source_path
-                : model->several() ? model->previous_paths[col.release - 1]
-                                   : model->previous_path,
-                ")"));
+        return absl::InvalidArgumentError(base::Cat(
+            TemplateWhere(false, conf_index), ": sensitive value '", v, "' does not occur in ",
+            t.y_previous ? model->PreviousRef(t.y_column) : base::Cat("current.", col.name), " (",
+            !t.y_previous      ? data.source_path
+            : model->several() ? model->previous_paths[col.release - 1]
+                               : model->previous_path,
+            ")"));
       }
       t.sensitive_codes.push_back(static_cast<int32_t>(it - col.values.begin()));
     }
@@ -539,25 +546,25 @@ absl::Status ResolveSensitiveCodes(const JobSpec& spec, const Dataset& data,
 }
 
 // Maps every T2 value of a join attribute onto its T1 counterpart.
-absl::Status MapJoinValues(const Dataset& data, SequentialModel* model) {
+absl::Status MapJoinValues(const table::Dataset& data, SequentialModel* model) {
   for (JoinAttribute& j : model->join) {
     const CodedColumn& prev = model->previous_columns[j.previous];
     j.previous_to_current.assign(prev.values.size(), -1);
     for (size_t v = 0; v < prev.values.size(); ++v) {
       if (j.qid >= 0) {
-        const std::optional<Taxonomy::NodeId> node =
+        const std::optional<table::Taxonomy::NodeId> node =
             data.qids[j.qid].taxonomy->Find(prev.values[v]);
         if (!node) {
           const size_t first = static_cast<size_t>(
               std::find(prev.codes.begin(), prev.codes.end(), static_cast<int32_t>(v)) -
               prev.codes.begin());
           const bool several = model->several();
-          return absl::InvalidArgumentError(
-              Cat(several ? model->previous_paths[prev.release - 1] : model->previous_path, ":",
-                  several ? model->release_lines[prev.release - 1][first]
-                          : model->previous_lines[first],
-                  ":", prev.csv_column + 1, ": value '", prev.values[v], "' of join attribute '",
-                  j.name, "' is not in its taxonomy (neither a leaf nor a generalization)"));
+          return absl::InvalidArgumentError(base::Cat(
+              several ? model->previous_paths[prev.release - 1] : model->previous_path, ":",
+              several ? model->release_lines[prev.release - 1][first]
+                      : model->previous_lines[first],
+              ":", prev.csv_column + 1, ": value '", prev.values[v], "' of join attribute '",
+              j.name, "' is not in its taxonomy (neither a leaf nor a generalization)"));
         }
         j.previous_to_current[v] = *node;
       } else {
@@ -574,7 +581,8 @@ absl::Status MapJoinValues(const Dataset& data, SequentialModel* model) {
 
 // The values c and d of every inconsistency rule: c's raw code (a taxonomy node was resolved with
 // the rule) and which T2 values of D are at or below d.
-absl::Status ResolveRuleValues(const JobSpec& spec, const Dataset& data, SequentialModel* model) {
+absl::Status ResolveRuleValues(const JobSpec& spec, const table::Dataset& data,
+                               SequentialModel* model) {
   const auto& seq = spec.sequential();
   for (size_t i = 0; i < model->rules.size(); ++i) {
     InconsistencyRule& rule = model->rules[i];
@@ -585,17 +593,17 @@ absl::Status ResolveRuleValues(const JobSpec& spec, const Dataset& data, Sequent
       rule.current_value = it == values.end() ? -1 : static_cast<int32_t>(it - values.begin());
     }
     const CodedColumn& prev = model->previous_columns[rule.previous];
-    const Taxonomy* tax = nullptr;
+    const table::Taxonomy* tax = nullptr;
     for (const JoinAttribute& j : model->join) {
       if (j.name == rule.previous_name && j.qid >= 0) tax = data.qids[j.qid].taxonomy.get();
     }
-    std::optional<Taxonomy::NodeId> d;
+    std::optional<table::Taxonomy::NodeId> d;
     if (tax != nullptr) {
       d = tax->Find(in.previous_value());
       if (!d) {
-        return absl::InvalidArgumentError(Cat("sequential.inconsistent rule ", rule.spec_index + 1,
-                                              ": previous_value '", in.previous_value(),
-                                              "' is not in the taxonomy of '", in.previous(), "'"));
+        return absl::InvalidArgumentError(
+            base::Cat("sequential.inconsistent rule ", rule.spec_index + 1, ": previous_value '",
+                      in.previous_value(), "' is not in the taxonomy of '", in.previous(), "'"));
       }
     }
     rule.previous_below.assign(prev.values.size(), false);
@@ -635,13 +643,13 @@ std::vector<LoaderSlot> LoaderSlots(const SequentialModel& model) {
   return slots;
 }
 
-int32_t CurrentSlotValue(const SequentialModel& model, const Dataset& data, const LoaderSlot& s,
-                         size_t record) {
+int32_t CurrentSlotValue(const SequentialModel& model, const table::Dataset& data,
+                         const LoaderSlot& s, size_t record) {
   return s.qid >= 0 ? data.qids[s.qid].codes[record]
                     : model.current_columns[s.current_raw].codes[record];
 }
 
-bool SlotMatches(const SequentialModel& model, const Dataset& data, const LoaderSlot& s,
+bool SlotMatches(const SequentialModel& model, const table::Dataset& data, const LoaderSlot& s,
                  int32_t current, int32_t previous) {
   return s.rule ? !RuleForbids(model, data, s.index, current, previous)
                 : JoinValuesMatch(model, data, s.index, current, previous);
@@ -650,7 +658,8 @@ bool SlotMatches(const SequentialModel& model, const Dataset& data, const Loader
 // Several previous releases: every pair (T1, Ti) must be population-related (thesis §6.2.2 for
 // each pair of the star join): every raw T1 record matches some record of Ti and every record of
 // Ti some raw T1 record. Errors name the first dangling record by file and line.
-absl::Status CheckPairwisePopulationRelated(const Dataset& data, const SequentialModel& model) {
+absl::Status CheckPairwisePopulationRelated(const table::Dataset& data,
+                                            const SequentialModel& model) {
   const std::vector<LoaderSlot> all = LoaderSlots(model);
   for (int r = 1; r <= static_cast<int>(model.previous_paths.size()); ++r) {
     std::vector<LoaderSlot> slots;
@@ -687,15 +696,16 @@ absl::Status CheckPairwisePopulationRelated(const Dataset& data, const Sequentia
         for (size_t i = 0; i < slots.size(); ++i) {
           const LoaderSlot& s = slots[i];
           if (s.rule) continue;
-          values.push_back(Cat(model.join[s.index].name, "=",
-                               s.qid >= 0 ? data.qids[s.qid].taxonomy->label(k1[i])
-                                          : model.current_columns[s.current_raw].values[k1[i]]));
+          values.push_back(base::Cat(model.join[s.index].name, "=",
+                                     s.qid >= 0
+                                         ? data.qids[s.qid].taxonomy->label(k1[i])
+                                         : model.current_columns[s.current_raw].values[k1[i]]));
         }
-        return absl::FailedPreconditionError(
-            Cat(data.source_path, ":", model.current_lines[rec1], ": this record (",
-                absl::StrJoin(values, ", "), ") matches no record of the previous release ", path,
-                "; the two releases must be projections of the same table (population-related, ",
-                "thesis §6.2.2)"));
+        return absl::FailedPreconditionError(base::Cat(
+            data.source_path, ":", model.current_lines[rec1], ": this record (",
+            absl::StrJoin(values, ", "), ") matches no record of the previous release ", path,
+            "; the two releases must be projections of the same table (population-related, ",
+            "thesis §6.2.2)"));
       }
     }
     for (size_t b = 0; b < list2.size(); ++b) {
@@ -703,13 +713,13 @@ absl::Status CheckPairwisePopulationRelated(const Dataset& data, const Sequentia
       std::vector<std::string> values;
       for (const LoaderSlot& s : slots) {
         const CodedColumn& c = model.previous_columns[s.previous];
-        values.push_back(Cat(c.name, "=", c.values[c.codes[list2[b].second]]));
+        values.push_back(base::Cat(c.name, "=", c.values[c.codes[list2[b].second]]));
       }
       return absl::FailedPreconditionError(
-          Cat(path, ":", model.release_lines[r - 1][list2[b].second], ": this record (",
-              absl::StrJoin(values, ", "), ") matches no record of the current release ",
-              data.source_path, "; the two releases must be projections of the same table ",
-              "(population-related, thesis §6.2.2)"));
+          base::Cat(path, ":", model.release_lines[r - 1][list2[b].second], ": this record (",
+                    absl::StrJoin(values, ", "), ") matches no record of the current release ",
+                    data.source_path, "; the two releases must be projections of the same table ",
+                    "(population-related, thesis §6.2.2)"));
     }
   }
   return absl::OkStatus();
@@ -721,7 +731,7 @@ absl::Status CheckPairwisePopulationRelated(const Dataset& data, const Sequentia
 // most general T1 record (every taxonomy QID at its root, unchanged columns as they are) matches
 // each of its rows: specializing T1 only removes matches (Observation 6.1.1), so no other
 // combination can ever be in the join.
-absl::Status BuildHistoryTable(const Dataset& data, SequentialModel* model) {
+absl::Status BuildHistoryTable(const table::Dataset& data, SequentialModel* model) {
   const size_t p = model->previous_paths.size();
   // Distinct rows per release: their representative record and multiplicity.
   std::vector<std::vector<size_t>> rep(p);
@@ -756,7 +766,7 @@ absl::Status BuildHistoryTable(const Dataset& data, SequentialModel* model) {
     }
   }
   const auto too_large = [&](uint64_t rows) {
-    return absl::FailedPreconditionError(Cat(
+    return absl::FailedPreconditionError(base::Cat(
         "the previous releases ", model->previous_path, " combine into ", rows,
         " or more rows (the star join's history table: every combination of their distinct rows, ",
         "on the columns the join and the templates use, that the most general current release ",
@@ -811,16 +821,18 @@ absl::Status BuildHistoryTable(const Dataset& data, SequentialModel* model) {
 
 std::string SequentialModel::PreviousRef(int c) const {
   const CodedColumn& col = previous_columns[c];
-  return several() ? Cat("previous", col.release, ".", col.name) : Cat("previous.", col.name);
+  return several() ? base::Cat("previous", col.release, ".", col.name)
+                   : base::Cat("previous.", col.name);
 }
 
-absl::StatusOr<SequentialModel> LoadSequentialModel(const JobSpec& spec, const Dataset& data,
+absl::StatusOr<SequentialModel> LoadSequentialModel(const JobSpec& spec, const table::Dataset& data,
                                                     const std::string& previous_path) {
   return LoadSequentialModel(spec, data, std::vector<std::string>{previous_path});
 }
 
 absl::StatusOr<SequentialModel> LoadSequentialModel(
-    const JobSpec& spec, const Dataset& data, const std::vector<std::string>& previous_paths) {
+    const JobSpec& spec, const table::Dataset& data,
+    const std::vector<std::string>& previous_paths) {
   if (previous_paths.empty()) {
     return absl::InvalidArgumentError("sequential releases need a previous release");
   }
@@ -864,7 +876,7 @@ absl::StatusOr<SequentialModel> LoadSequentialModel(
   return model;
 }
 
-bool RuleForbids(const SequentialModel& model, const Dataset& data, int r, int32_t current,
+bool RuleForbids(const SequentialModel& model, const table::Dataset& data, int r, int32_t current,
                  int32_t previous) {
   const InconsistencyRule& rule = model.rules[r];
   if (!rule.previous_below[previous] || rule.current_value < 0) return false;
@@ -874,15 +886,15 @@ bool RuleForbids(const SequentialModel& model, const Dataset& data, int r, int32
   return current == rule.current_value;
 }
 
-bool JoinValuesMatch(const SequentialModel& model, const Dataset& data, int j, int32_t current,
-                     int32_t previous) {
+bool JoinValuesMatch(const SequentialModel& model, const table::Dataset& data, int j,
+                     int32_t current, int32_t previous) {
   const JoinAttribute& ja = model.join[j];
   const int32_t p = ja.previous_to_current[previous];
   if (ja.qid >= 0) {
-    const Taxonomy& tax = *data.qids[ja.qid].taxonomy;
+    const table::Taxonomy& tax = *data.qids[ja.qid].taxonomy;
     return tax.Generalizes(current, p) || tax.Generalizes(p, current);
   }
   return p >= 0 && p == current;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::sequential

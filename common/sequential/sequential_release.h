@@ -30,7 +30,7 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::sequential {
 
 // A dictionary-encoded column of one release: value code per record, code -> value string.
 struct CodedColumn {
@@ -120,23 +120,23 @@ inline constexpr uint64_t kMaxHistoryRows = 2'000'000;
 // table), a common attribute that is neither a taxonomy QID nor released unchanged, a T2 value
 // outside the taxonomy of its attribute (file:line:column), a malformed CSV (file:line:column).
 absl::StatusOr<SequentialModel> LoadSequentialModel(const fedanon::v1::JobSpec& spec,
-                                                    const Dataset& data,
+                                                    const table::Dataset& data,
                                                     const std::string& previous_path);
 // Several previous releases T2, ..., Tp (thesis §6.5, star join: each joins T1 on the columns it
 // has in common with T1; they are not joined with each other). One path: as above. With several,
 // each pair (T1, Ti) must be population-related (checked here, naming the dangling record), and
 // the history table above is built; refused (naming the size) beyond kMaxHistoryRows rows.
 absl::StatusOr<SequentialModel> LoadSequentialModel(const fedanon::v1::JobSpec& spec,
-                                                    const Dataset& data,
+                                                    const table::Dataset& data,
                                                     const std::vector<std::string>& previous_paths);
 
 // Whether the T1-side join value `current` (taxonomy node of a QID, or raw code) matches T2 value
 // code `previous` of join attribute `j` (the consistency predicate).
-bool JoinValuesMatch(const SequentialModel& model, const Dataset& data, int j, int32_t current,
-                     int32_t previous);
+bool JoinValuesMatch(const SequentialModel& model, const table::Dataset& data, int j,
+                     int32_t current, int32_t previous);
 // Whether rule `r` forbids matching T1 value `current` (taxonomy node or raw code of C) with T2
 // value code `previous` of D (the inconsistency predicate).
-bool RuleForbids(const SequentialModel& model, const Dataset& data, int r, int32_t current,
+bool RuleForbids(const SequentialModel& model, const table::Dataset& data, int r, int32_t current,
                  int32_t previous);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::sequential

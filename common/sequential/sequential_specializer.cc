@@ -13,7 +13,7 @@
 #include "common/engine/privacy_model.h"
 #include "common/engine/tds_engine.h"
 
-namespace fedanon::common {
+namespace fedanon::sequential {
 namespace {
 
 void AppendInt(std::string* out, int32_t v) {
@@ -50,9 +50,10 @@ size_t UnionSize(std::vector<const std::vector<uint64_t>*> sets) {
 
 }  // namespace
 
-SequentialSpecializer::SequentialSpecializer(const Dataset* data, const SequentialModel* model,
-                                             std::vector<AttributeHierarchy>* hierarchies,
-                                             Tips* tips, SequentialOptions options)
+SequentialSpecializer::SequentialSpecializer(const table::Dataset* data,
+                                             const SequentialModel* model,
+                                             std::vector<engine::AttributeHierarchy>* hierarchies,
+                                             engine::Tips* tips, SequentialOptions options)
     : data_(data),
       model_(model),
       hier_(hierarchies),
@@ -61,8 +62,9 @@ SequentialSpecializer::SequentialSpecializer(const Dataset* data, const Sequenti
       num_classes_(std::max(1, data->num_classes())) {}
 
 absl::StatusOr<std::unique_ptr<SequentialSpecializer>> SequentialSpecializer::Create(
-    const Dataset* data, const SequentialModel* model, std::vector<AttributeHierarchy>* hierarchies,
-    Tips* tips, SequentialOptions options) {
+    const table::Dataset* data, const SequentialModel* model,
+    std::vector<engine::AttributeHierarchy>* hierarchies, engine::Tips* tips,
+    SequentialOptions options) {
   std::unique_ptr<SequentialSpecializer> s(
       new SequentialSpecializer(data, model, hierarchies, tips, std::move(options)));
   RETURN_IF_ERROR(s->Initialize());
@@ -208,10 +210,10 @@ void SequentialSpecializer::BuildMostGeneralCurrent() {
   const int q = static_cast<int>(data_->qids.size());
   link_.assign(q, {});
   for (int a = 0; a < q; ++a) {
-    AttributeHierarchy& h = (*hier_)[a];
-    if (h.kind() == QidKind::kContinuous) {
-      h.SetSplit(h.root(), ChooseSplitRank(tips_->RankClassHistogram(a, h.root()), num_classes_,
-                                           h.node(h.root()).rank_lo, true));
+    engine::AttributeHierarchy& h = (*hier_)[a];
+    if (h.kind() == table::QidKind::kContinuous) {
+      h.SetSplit(h.root(), engine::ChooseSplitRank(tips_->RankClassHistogram(a, h.root()),
+                                                   num_classes_, h.node(h.root()).rank_lo, true));
     }
   }
   absl::flat_hash_map<std::string, std::vector<uint32_t>> by_raw;
@@ -232,7 +234,7 @@ void SequentialSpecializer::BuildMostGeneralCurrent() {
       join.push_back(j.qid >= 0 ? (*hier_)[j.qid].node(0).tax
                                 : model_->current_columns[j.current_raw].codes[recs[0]]);
     }
-    AddPart1(std::vector<NodeIndex>(q, 0), std::move(join), std::move(recs));
+    AddPart1(std::vector<engine::NodeIndex>(q, 0), std::move(join), std::move(recs));
   }
 }
 
@@ -248,11 +250,11 @@ absl::Status SequentialSpecializer::CheckMostGeneralSatisfies() const {
         worst = &e;
       }
     }
-    return absl::FailedPreconditionError(
-        Cat("privacy template ", jt.description, " cannot be met: even the most general current ",
-            "release joined with ", model_->previous_path, " gives ",
-            jt.anonymity ? "a_Y(x) = " : "c_y(x) = ", values_[t],
-            " for x = ", worst ? DescribeX(t, *worst) : std::string("?"), " (thesis Cor. 6.2.2)"));
+    return absl::FailedPreconditionError(base::Cat(
+        "privacy template ", jt.description, " cannot be met: even the most general current ",
+        "release joined with ", model_->previous_path, " gives ",
+        jt.anonymity ? "a_Y(x) = " : "c_y(x) = ", values_[t],
+        " for x = ", worst ? DescribeX(t, *worst) : std::string("?"), " (thesis Cor. 6.2.2)"));
   }
   return absl::OkStatus();
 }
@@ -280,16 +282,16 @@ absl::Status SequentialSpecializer::CheckPopulationRelated() const {
       std::vector<std::string> values;
       for (size_t j = 0; j < slots_.size(); ++j) {
         const Slot& ja = slots_[j];
-        values.push_back(Cat(ja.name, "=",
-                             ja.qid >= 0
-                                 ? data_->qids[ja.qid].taxonomy->label(join[j])
-                                 : model_->current_columns[ja.current_raw].values[join[j]]));
+        values.push_back(base::Cat(ja.name, "=",
+                                   ja.qid >= 0
+                                       ? data_->qids[ja.qid].taxonomy->label(join[j])
+                                       : model_->current_columns[ja.current_raw].values[join[j]]));
       }
-      return absl::FailedPreconditionError(
-          Cat(data_->source_path, ":", model_->current_lines[r], ": this record (",
-              absl::StrJoin(values, ", "), ") matches no record of the previous release ",
-              model_->previous_path, "; the two releases must be projections of the same table ",
-              "(population-related, thesis §6.2.2)"));
+      return absl::FailedPreconditionError(base::Cat(
+          data_->source_path, ":", model_->current_lines[r], ": this record (",
+          absl::StrJoin(values, ", "), ") matches no record of the previous release ",
+          model_->previous_path, "; the two releases must be projections of the same table ",
+          "(population-related, thesis §6.2.2)"));
     }
   }
   // With several previous releases the loader checked each pair (T1, Ti) instead: a row of the
@@ -300,19 +302,19 @@ absl::Status SequentialSpecializer::CheckPopulationRelated() const {
     std::vector<std::string> values;
     for (size_t j = 0; j < slots_.size(); ++j) {
       const CodedColumn& c = model_->previous_columns[slots_[j].previous];
-      values.push_back(Cat(c.name, "=", c.values[c.codes[r]]));
+      values.push_back(base::Cat(c.name, "=", c.values[c.codes[r]]));
     }
     return absl::FailedPreconditionError(
-        Cat(model_->previous_path, ":", model_->previous_lines[r], ": this record (",
-            absl::StrJoin(values, ", "), ") matches no record of the current release ",
-            data_->source_path, "; the two releases must be projections of the same table ",
-            "(population-related, thesis §6.2.2)"));
+        base::Cat(model_->previous_path, ":", model_->previous_lines[r], ": this record (",
+                  absl::StrJoin(values, ", "), ") matches no record of the current release ",
+                  data_->source_path, "; the two releases must be projections of the same table ",
+                  "(population-related, thesis §6.2.2)"));
   }
   return absl::OkStatus();
 }
 
-int32_t SequentialSpecializer::AddPart1(std::vector<NodeIndex> key, std::vector<int32_t> join,
-                                        std::vector<uint32_t> records) {
+int32_t SequentialSpecializer::AddPart1(std::vector<engine::NodeIndex> key,
+                                        std::vector<int32_t> join, std::vector<uint32_t> records) {
   const int32_t id = static_cast<int32_t>(parts1_.size());
   Part1 p;
   p.stats = ComputeStats(records, /*previous=*/false);
@@ -341,7 +343,7 @@ bool SequentialSpecializer::Matches(const std::vector<int32_t>& join, const Grou
   return true;
 }
 
-std::string SequentialSpecializer::XKey(size_t t, const std::vector<NodeIndex>& key,
+std::string SequentialSpecializer::XKey(size_t t, const std::vector<engine::NodeIndex>& key,
                                         int placeholder_attr, int placeholder_child,
                                         const Part2& p2) const {
   std::string k;
@@ -425,7 +427,7 @@ double SequentialSpecializer::Measure(size_t t, const std::vector<PairRef>& pair
 bool SequentialSpecializer::Satisfies(size_t t, double value) const {
   const JoinTemplate& jt = model_->templates[t];
   return jt.anonymity ? value >= static_cast<double>(jt.k)
-                      : value <= jt.max_conf + kConfidenceEpsilon;
+                      : value <= jt.max_conf + engine::kConfidenceEpsilon;
 }
 
 void SequentialSpecializer::RebuildJoin() {
@@ -460,19 +462,20 @@ void SequentialSpecializer::RebuildJoin() {
   }
 }
 
-void SequentialSpecializer::AddCandidates(int attr, NodeIndex node) {
-  const AttributeHierarchy& h = (*hier_)[attr];
+void SequentialSpecializer::AddCandidates(int attr, engine::NodeIndex node) {
+  const engine::AttributeHierarchy& h = (*hier_)[attr];
   const int count = h.CandidateCount(node);
   if (count == 0) return;
   const std::vector<uint64_t> fine = tips_->NodeClassCounts(attr, node);
   // As in the TDS engine: a ⊥ node's class counts are summed once (O(classes) per disclosure),
   // and disclosing a value no record has is not a specialization.
-  const bool disclosure = h.kind() == QidKind::kSuppression;
+  const bool disclosure = h.kind() == table::QidKind::kSuppression;
   const std::vector<uint64_t> parent =
-      disclosure ? ParentClassCounts(fine, num_classes_) : std::vector<uint64_t>();
+      disclosure ? engine::ParentClassCounts(fine, num_classes_) : std::vector<uint64_t>();
   for (int c = 0; c < count; ++c) {
-    const SplitMeasures m = disclosure ? MeasureDisclosure(parent, fine, c, num_classes_)
-                                       : MeasureSplit(h, node, c, fine, num_classes_);
+    const engine::SplitMeasures m = disclosure
+                                        ? engine::MeasureDisclosure(parent, fine, c, num_classes_)
+                                        : engine::MeasureSplit(h, node, c, fine, num_classes_);
     if (!m.changes_table) continue;
     Candidate cand;
     cand.attr = attr;
@@ -486,7 +489,7 @@ void SequentialSpecializer::AddCandidates(int attr, NodeIndex node) {
   }
 }
 
-std::vector<int32_t> SequentialSpecializer::LiveLink(int attr, NodeIndex node) const {
+std::vector<int32_t> SequentialSpecializer::LiveLink(int attr, engine::NodeIndex node) const {
   std::vector<int32_t> link;
   if (static_cast<size_t>(node) < link_[attr].size()) {
     for (int32_t p : link_[attr][node]) {
@@ -499,7 +502,7 @@ std::vector<int32_t> SequentialSpecializer::LiveLink(int attr, NodeIndex node) c
 std::vector<SequentialSpecializer::Hyp> SequentialSpecializer::SplitLink(
     const Candidate& cand, const std::vector<int32_t>& link) const {
   const int a = cand.attr;
-  const AttributeHierarchy& h = (*hier_)[a];
+  const engine::AttributeHierarchy& h = (*hier_)[a];
   const int nchild = h.ChildCount(cand.node, cand.c);
   const std::vector<int>& slots = slots_of_qid_[a];
   std::vector<Hyp> hyps;
@@ -613,28 +616,28 @@ void SequentialSpecializer::Evaluate(Candidate& cand) {
 double SequentialSpecializer::Score(const Candidate& cand) const {
   // The join has no group statistics for discernibility (the spec refuses it with sequential
   // releases); as before, that score function ranks by InfoGain here.
-  const fedanon::v1::ScoreFunction score = ScoreNeedsDiscernibility(options_.score)
+  const fedanon::v1::ScoreFunction score = engine::ScoreNeedsDiscernibility(options_.score)
                                                ? fedanon::v1::SCORE_FUNCTION_INFOGAIN
                                                : options_.score;
-  ScoreInputs in;
+  engine::ScoreInputs in;
   in.records = cand.records;
   in.info_gain = cand.info_gain;
   in.split_info = cand.split_info;
   in.priv_loss = cand.priv_loss;
-  return CandidateScore(score, in);
+  return engine::CandidateScore(score, in);
 }
 
 void SequentialSpecializer::Apply(Candidate& cand) {
   const int a = cand.attr;
-  const NodeIndex v = cand.node;
-  AttributeHierarchy& h = (*hier_)[a];
+  const engine::NodeIndex v = cand.node;
+  engine::AttributeHierarchy& h = (*hier_)[a];
   const std::string label = h.CandidateLabel(v, cand.c, options_.suppression_token);
-  const std::vector<NodeIndex> kids = h.Specialize(v, cand.c);
+  const std::vector<engine::NodeIndex> kids = h.Specialize(v, cand.c);
   tips_->Specialize(a, v, cand.c);
-  if (h.kind() == QidKind::kContinuous) {
-    for (NodeIndex k : kids) {
-      h.SetSplit(k, ChooseSplitRank(tips_->RankClassHistogram(a, k), num_classes_,
-                                    h.node(k).rank_lo, true));
+  if (h.kind() == table::QidKind::kContinuous) {
+    for (engine::NodeIndex k : kids) {
+      h.SetSplit(k, engine::ChooseSplitRank(tips_->RankClassHistogram(a, k), num_classes_,
+                                            h.node(k).rank_lo, true));
     }
   }
   const std::vector<int>& slots = slots_of_qid_[a];
@@ -649,7 +652,7 @@ void SequentialSpecializer::Apply(Candidate& cand) {
     }
     for (size_t ch = 0; ch < kids.size(); ++ch) {
       if (split[ch].empty()) continue;
-      std::vector<NodeIndex> key = parts1_[p].key;
+      std::vector<engine::NodeIndex> key = parts1_[p].key;
       key[a] = kids[ch];
       std::vector<int32_t> join = parts1_[p].join;
       for (int j : slots) join[j] = h.node(kids[ch]).tax;
@@ -662,14 +665,14 @@ void SequentialSpecializer::Apply(Candidate& cand) {
   for (Candidate& c : cands_) {
     if (c.attr == a && c.node == v) c.alive = false;
   }
-  for (NodeIndex k : kids) AddCandidates(a, k);
+  for (engine::NodeIndex k : kids) AddCandidates(a, k);
 
   const Candidate& best = cands_[applied];
   fedanon::v1::SpecializationStep step;
   step.set_round(static_cast<uint32_t>(steps_.size() + 1));
   step.set_attribute(data_->qids[a].name);
   step.set_value(label);
-  for (NodeIndex k : kids) step.add_children(h.Label(k, options_.suppression_token));
+  for (engine::NodeIndex k : kids) step.add_children(h.Label(k, options_.suppression_token));
   step.set_score(best.score);
   step.set_info_gain(best.info_gain);
   step.set_records(best.records);
@@ -680,7 +683,7 @@ void SequentialSpecializer::Apply(Candidate& cand) {
 
 int SequentialSpecializer::PickBest() {
   int best = -1;
-  CandidateRank best_rank;
+  engine::CandidateRank best_rank;
   for (size_t i = 0; i < cands_.size(); ++i) {
     Candidate& c = cands_[i];
     if (!c.alive) continue;
@@ -691,8 +694,8 @@ int SequentialSpecializer::PickBest() {
     }
     if (c.records == 0) continue;  // a value no record has: nothing to specialize
     if (options_.beneficial && !c.beneficial) continue;
-    const CandidateRank rank{c.score, c.attr, (*hier_)[c.attr].OrderKey(c.node), c.c};
-    if (best < 0 || RanksAbove(rank, best_rank)) {
+    const engine::CandidateRank rank{c.score, c.attr, (*hier_)[c.attr].OrderKey(c.node), c.c};
+    if (best < 0 || engine::RanksAbove(rank, best_rank)) {
       best = static_cast<int>(i);
       best_rank = rank;
     }
@@ -718,14 +721,14 @@ std::string SequentialSpecializer::DescribeX(size_t t, const XEntry& entry) cons
   const Part2& p2 = parts2_[entry.pairs[0].second];
   std::vector<std::string> parts;
   for (int q : jt.x1) {
-    parts.push_back(Cat("current.", data_->qids[q].name, "=",
-                        (*hier_)[q].Label(p1.key[q], options_.suppression_token)));
+    parts.push_back(base::Cat("current.", data_->qids[q].name, "=",
+                              (*hier_)[q].Label(p1.key[q], options_.suppression_token)));
   }
   for (int c : jt.x2) {
     const CodedColumn& col = model_->previous_columns[c];
-    parts.push_back(Cat(model_->PreviousRef(c), "=", col.values[p2.example[c]]));
+    parts.push_back(base::Cat(model_->PreviousRef(c), "=", col.values[p2.example[c]]));
   }
-  return Cat("{", absl::StrJoin(parts, ", "), "}");
+  return base::Cat("{", absl::StrJoin(parts, ", "), "}");
 }
 
 void SequentialSpecializer::FillReport(const std::string& stop_reason,
@@ -733,11 +736,11 @@ void SequentialSpecializer::FillReport(const std::string& stop_reason,
   for (const auto& s : steps_) *report->add_steps() = s;
   const size_t q = data_->qids.size();
   uint64_t groups = 0;
-  std::vector<std::vector<NodeIndex>> cut(q);
+  std::vector<std::vector<engine::NodeIndex>> cut(q);
   for (size_t p = 0; p < tips_->partition_count(); ++p) {
     if (!tips_->alive(static_cast<int32_t>(p))) continue;
     ++groups;
-    const std::vector<NodeIndex>& key = tips_->key(static_cast<int32_t>(p));
+    const std::vector<engine::NodeIndex>& key = tips_->key(static_cast<int32_t>(p));
     for (size_t a = 0; a < q; ++a) cut[a].push_back(key[a]);
   }
   for (size_t a = 0; a < q; ++a) {
@@ -745,7 +748,8 @@ void SequentialSpecializer::FillReport(const std::string& stop_reason,
     cut[a].erase(std::unique(cut[a].begin(), cut[a].end()), cut[a].end());
     auto* ac = report->add_cut();
     ac->set_attribute(data_->qids[a].name);
-    for (NodeIndex n : cut[a]) ac->add_values((*hier_)[a].Label(n, options_.suppression_token));
+    for (engine::NodeIndex n : cut[a])
+      ac->add_values((*hier_)[a].Label(n, options_.suppression_token));
   }
   report->set_groups(groups);
   uint64_t smallest = 0;
@@ -767,4 +771,4 @@ void SequentialSpecializer::FillReport(const std::string& stop_reason,
   report->set_stop_reason(stop_reason);
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::sequential

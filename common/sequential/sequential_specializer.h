@@ -49,7 +49,7 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::sequential {
 
 struct SequentialOptions {
   fedanon::v1::ScoreFunction score = fedanon::v1::SCORE_FUNCTION_INFOGAIN;
@@ -65,8 +65,9 @@ class SequentialSpecializer {
   // specialized in place. FailedPrecondition when the releases are not population-related (the
   // first dangling record by file:line) or the most general T1 violates a template.
   static absl::StatusOr<std::unique_ptr<SequentialSpecializer>> Create(
-      const Dataset* data, const SequentialModel* model,
-      std::vector<AttributeHierarchy>* hierarchies, Tips* tips, SequentialOptions options);
+      const table::Dataset* data, const SequentialModel* model,
+      std::vector<engine::AttributeHierarchy>* hierarchies, engine::Tips* tips,
+      SequentialOptions options);
 
   // Runs until no candidate is valid (or max_rounds). Returns the reason it stopped.
   absl::StatusOr<std::string> Run();
@@ -97,8 +98,9 @@ class SequentialSpecializer {
     std::vector<std::vector<uint64_t>> per_template;
   };
   struct Part1 {
-    std::vector<NodeIndex> key;  // per QID attribute (the root for attributes not in joined_)
-    std::vector<int32_t> join;   // per slot: taxonomy node or raw code
+    std::vector<engine::NodeIndex>
+        key;                    // per QID attribute (the root for attributes not in joined_)
+    std::vector<int32_t> join;  // per slot: taxonomy node or raw code
     std::vector<uint32_t> records;
     Stats stats;
     bool alive = true;
@@ -124,7 +126,7 @@ class SequentialSpecializer {
   };
   struct Candidate {
     int attr;
-    NodeIndex node;
+    engine::NodeIndex node;
     int c;
     bool alive = true;
     bool valid = false;
@@ -134,8 +136,8 @@ class SequentialSpecializer {
     uint64_t join_version = 0;  // join_version_ when last evaluated (0: never)
   };
 
-  SequentialSpecializer(const Dataset* data, const SequentialModel* model,
-                        std::vector<AttributeHierarchy>* hierarchies, Tips* tips,
+  SequentialSpecializer(const table::Dataset* data, const SequentialModel* model,
+                        std::vector<engine::AttributeHierarchy>* hierarchies, engine::Tips* tips,
                         SequentialOptions options);
   absl::Status Initialize();
   // The matching slots, which QID attributes reach the join and whether pruning is exact.
@@ -151,10 +153,10 @@ class SequentialSpecializer {
   absl::Status CheckPopulationRelated() const;
   // The statistics of the given records of T1 (`previous` false) or T2 (true).
   Stats ComputeStats(const std::vector<uint32_t>& records, bool previous) const;
-  int32_t AddPart1(std::vector<NodeIndex> key, std::vector<int32_t> join,
+  int32_t AddPart1(std::vector<engine::NodeIndex> key, std::vector<int32_t> join,
                    std::vector<uint32_t> records);
   bool Matches(const std::vector<int32_t>& join, const Group2& g) const;
-  std::string XKey(size_t t, const std::vector<NodeIndex>& key, int placeholder_attr,
+  std::string XKey(size_t t, const std::vector<engine::NodeIndex>& key, int placeholder_attr,
                    int placeholder_child, const Part2& p2) const;
   double Measure(size_t t, const std::vector<PairRef>& pairs) const;
   bool Satisfies(size_t t, double value) const;
@@ -167,7 +169,7 @@ class SequentialSpecializer {
     Stats stats;
   };
   // The live T1 partitions on Link[node] of attribute `attr`.
-  std::vector<int32_t> LiveLink(int attr, NodeIndex node) const;
+  std::vector<int32_t> LiveLink(int attr, engine::NodeIndex node) const;
   // The partitions on `link` split by the children of `cand` (the hypothetical specialized T1).
   std::vector<Hyp> SplitLink(const Candidate& cand, const std::vector<int32_t>& link) const;
   // For template `t`: every x value that the partitions on `link` reach, with the new pairs that
@@ -184,14 +186,14 @@ class SequentialSpecializer {
   // Evaluates every live candidate (dropping those found invalid for good when prunable) and
   // returns the best valid one (candidate_score.h's ranking), or -1.
   int PickBest();
-  void AddCandidates(int attr, NodeIndex node);  // with their InfoGain, from TIPS
+  void AddCandidates(int attr, engine::NodeIndex node);  // with their InfoGain, from TIPS
   void Apply(Candidate& cand);
   std::string DescribeX(size_t t, const XEntry& entry) const;
 
-  const Dataset* data_;
+  const table::Dataset* data_;
   const SequentialModel* model_;
-  std::vector<AttributeHierarchy>* hier_;
-  Tips* tips_;
+  std::vector<engine::AttributeHierarchy>* hier_;
+  engine::Tips* tips_;
   SequentialOptions options_;
   int num_classes_;
 
@@ -224,4 +226,4 @@ class SequentialSpecializer {
   std::vector<fedanon::v1::SpecializationStep> steps_;
 };
 
-}  // namespace fedanon::common
+}  // namespace fedanon::sequential

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/spec/job_spec_loader.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 
 std::string CanonicalJobBytes(const fedanon::v1::JobSpec& spec,
                               const std::map<std::string, std::string>& taxonomy_texts) {
@@ -41,4 +41,4 @@ std::string CanonicalJobBytes(const fedanon::v1::JobSpec& spec,
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

@@ -10,9 +10,9 @@
 
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 
 std::string CanonicalJobBytes(const fedanon::v1::JobSpec& spec,
                               const std::map<std::string, std::string>& taxonomy_texts);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

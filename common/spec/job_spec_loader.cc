@@ -34,13 +34,13 @@
 #include "google/protobuf/reflection.h"
 #include "google/protobuf/stubs/common.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 namespace {
 
 // Whether `text` is written as a decimal number: digits, sign, point and exponent only (so no hex,
 // no "inf" or "nan"); the parsers below decide whether it is a well-formed one.
 bool IsDecimalNumber(std::string_view text) {
-  text = Sv(absl::StripAsciiWhitespace(Av(text)));
+  text = base::Sv(absl::StripAsciiWhitespace(base::Av(text)));
   return !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string_view::npos;
 }
 
@@ -104,7 +104,7 @@ std::string Normalized(absl::string_view text) {
 // ignoring case and any `_`, `-` or spaces: `infogain_privloss`, `InfoGain-PrivLoss`.
 const pb::EnumValueDescriptor* FindEnumValue(const pb::EnumDescriptor& type,
                                              std::string_view text) {
-  const std::string wanted = Normalized(Av(text));
+  const std::string wanted = Normalized(base::Av(text));
   if (wanted.empty()) return nullptr;
   for (int i = 0; i < type.value_count(); ++i) {
     const pb::EnumValueDescriptor* value = type.value(i);
@@ -133,7 +133,7 @@ const char* NodeKind(const YAML::Node& node) {
 }
 
 std::string Join(std::string_view path, std::string_view name) {
-  return path.empty() ? std::string(name) : Cat(path, ".", name);
+  return path.empty() ? std::string(name) : base::Cat(path, ".", name);
 }
 
 // Converts one YAML document into a message through its descriptor, recording positions for
@@ -170,21 +170,21 @@ absl::Status YamlToMessage::Message(const YAML::Node& node, std::string_view pat
   const std::string where = path.empty() ? "job spec" : std::string(path);
   if (node.IsNull()) return absl::OkStatus();
   if (!node.IsMap()) {
-    return Error(node.Mark(), Cat(where, ": expected a map of keys, got ", NodeKind(node)));
+    return Error(node.Mark(), base::Cat(where, ": expected a map of keys, got ", NodeKind(node)));
   }
   const pb::Descriptor& descriptor = *msg->GetDescriptor();
   absl::flat_hash_set<const pb::FieldDescriptor*> seen;
   for (const auto& entry : node) {
     const YAML::Node& key = entry.first;
     if (!key.IsScalar()) {
-      return Error(key.Mark(), Cat("keys in ", where, " must be plain names"));
+      return Error(key.Mark(), base::Cat("keys in ", where, " must be plain names"));
     }
     const pb::FieldDescriptor* field = descriptor.FindFieldByName(key.Scalar());
     if (field == nullptr) {
-      return Error(key.Mark(), Cat("unknown key '", key.Scalar(), "' in ", where));
+      return Error(key.Mark(), base::Cat("unknown key '", key.Scalar(), "' in ", where));
     }
     if (!seen.insert(field).second) {
-      return Error(key.Mark(), Cat("duplicate key '", key.Scalar(), "' in ", where));
+      return Error(key.Mark(), base::Cat("duplicate key '", key.Scalar(), "' in ", where));
     }
     RETURN_IF_ERROR(Field(entry.second, *field, Join(path, field->name()), msg));
   }
@@ -205,10 +205,10 @@ absl::Status YamlToMessage::Field(const YAML::Node& value, const pb::FieldDescri
 absl::Status YamlToMessage::Repeated(const YAML::Node& value, const pb::FieldDescriptor& field,
                                      const std::string& where, pb::Message* msg) const {
   if (!value.IsSequence()) {
-    return Error(value.Mark(), Cat(where, ": expected a list, got ", NodeKind(value)));
+    return Error(value.Mark(), base::Cat(where, ": expected a list, got ", NodeKind(value)));
   }
   for (const YAML::Node& item : value) {
-    if (item.IsNull()) return Error(item.Mark(), Cat(where, ": empty list entry"));
+    if (item.IsNull()) return Error(item.Mark(), base::Cat(where, ": empty list entry"));
     if (field.cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
       RETURN_IF_ERROR(Message(item, where, msg->GetReflection()->AddMessage(msg, &field)));
     } else {
@@ -221,7 +221,7 @@ absl::Status YamlToMessage::Repeated(const YAML::Node& value, const pb::FieldDes
 absl::Status YamlToMessage::Map(const YAML::Node& value, const pb::FieldDescriptor& field,
                                 const std::string& where, pb::Message* msg) const {
   if (!value.IsMap()) {
-    return Error(value.Mark(), Cat(where, ": expected a map, got ", NodeKind(value)));
+    return Error(value.Mark(), base::Cat(where, ": expected a map, got ", NodeKind(value)));
   }
   const pb::FieldDescriptor& key_field = *field.message_type()->map_key();
   const pb::FieldDescriptor& value_field = *field.message_type()->map_value();
@@ -244,14 +244,14 @@ absl::Status YamlToMessage::Scalar(const YAML::Node& node, const pb::FieldDescri
   const pb::Reflection& r = *msg->GetReflection();
   const bool add = field.is_repeated();
   if (!node.IsScalar()) {
-    return Error(node.Mark(), Cat(where, ": expected a single value, got ", NodeKind(node)));
+    return Error(node.Mark(), base::Cat(where, ": expected a single value, got ", NodeKind(node)));
   }
   const std::string& text = node.Scalar();
   switch (field.cpp_type()) {
     case F::CPPTYPE_STRING:
       // Protobuf strings are UTF-8; other bytes would be lost on the way to YAML or the wire.
       if (field.type() == F::TYPE_STRING && !pb::internal::IsStructurallyValidUTF8(text)) {
-        return Error(node.Mark(), Cat(where, ": text is not valid UTF-8"));
+        return Error(node.Mark(), base::Cat(where, ": text is not valid UTF-8"));
       }
       add ? r.AddString(msg, &field, text) : r.SetString(msg, &field, text);
       return absl::OkStatus();
@@ -263,7 +263,7 @@ absl::Status YamlToMessage::Scalar(const YAML::Node& node, const pb::FieldDescri
       } else if (lower == "false" || lower == "no" || lower == "off") {
         value = false;
       } else {
-        return Error(node.Mark(), Cat(where, ": expected true or false, got '", text, "'"));
+        return Error(node.Mark(), base::Cat(where, ": expected true or false, got '", text, "'"));
       }
       add ? r.AddBool(msg, &field, value) : r.SetBool(msg, &field, value);
       return absl::OkStatus();
@@ -279,9 +279,10 @@ absl::Status YamlToMessage::Scalar(const YAML::Node& node, const pb::FieldDescri
       if (!IsDecimalNumber(number) ||
           !absl::SimpleAtod(absl::string_view(number.data(), number.size()), &value) ||
           !std::isfinite(value)) {
-        return Error(node.Mark(), Cat(where, ": expected a number",
-                                      field.name() == "epsilon" ? " or a percentage like 1%" : "",
-                                      ", got '", text, "'"));
+        return Error(node.Mark(),
+                     base::Cat(where, ": expected a number",
+                               field.name() == "epsilon" ? " or a percentage like 1%" : "",
+                               ", got '", text, "'"));
       }
       if (percent) value /= 100;
       if (field.cpp_type() == F::CPPTYPE_DOUBLE) {
@@ -295,14 +296,15 @@ absl::Status YamlToMessage::Scalar(const YAML::Node& node, const pb::FieldDescri
     case F::CPPTYPE_ENUM: {
       const pb::EnumValueDescriptor* value = FindEnumValue(*field.enum_type(), text);
       if (value == nullptr) {
-        return Error(node.Mark(), Cat(where, ": unknown value '", text,
-                                      "'; expected one of: ", EnumChoices(*field.enum_type())));
+        return Error(node.Mark(),
+                     base::Cat(where, ": unknown value '", text,
+                               "'; expected one of: ", EnumChoices(*field.enum_type())));
       }
       add ? r.AddEnum(msg, &field, value) : r.SetEnum(msg, &field, value);
       return absl::OkStatus();
     }
     case F::CPPTYPE_MESSAGE:
-      return Error(node.Mark(), Cat(where, ": expected a map, got a scalar"));
+      return Error(node.Mark(), base::Cat(where, ": expected a map, got a scalar"));
     default:
       return Integer(node, field, where, msg);
   }
@@ -318,15 +320,16 @@ absl::Status YamlToMessage::Integer(const YAML::Node& node, const pb::FieldDescr
       field.cpp_type() == F::CPPTYPE_UINT32 || field.cpp_type() == F::CPPTYPE_UINT64;
   if (is_unsigned && absl::StartsWith(absl::StripLeadingAsciiWhitespace(text), "-")) {
     return Error(node.Mark(),
-                 Cat(where, ": ", text, " is negative; expected a non-negative integer"));
+                 base::Cat(where, ": ", text, " is negative; expected a non-negative integer"));
   }
   auto out_of_range = [&] {
-    return Error(node.Mark(), Cat(where, ": ", text, " is out of range"));
+    return Error(node.Mark(), base::Cat(where, ": ", text, " is out of range"));
   };
   if (is_unsigned) {
     uint64_t value;
     if (!IsDecimalNumber(text) || !absl::SimpleAtoi(text, &value)) {
-      return Error(node.Mark(), Cat(where, ": expected a non-negative integer, got '", text, "'"));
+      return Error(node.Mark(),
+                   base::Cat(where, ": expected a non-negative integer, got '", text, "'"));
     }
     if (field.cpp_type() == F::CPPTYPE_UINT32) {
       if (value > std::numeric_limits<uint32_t>::max()) return out_of_range();
@@ -339,7 +342,7 @@ absl::Status YamlToMessage::Integer(const YAML::Node& node, const pb::FieldDescr
   }
   int64_t value;
   if (!IsDecimalNumber(text) || !absl::SimpleAtoi(text, &value)) {
-    return Error(node.Mark(), Cat(where, ": expected an integer, got '", text, "'"));
+    return Error(node.Mark(), base::Cat(where, ": expected an integer, got '", text, "'"));
   }
   if (field.cpp_type() == F::CPPTYPE_INT32) {
     if (value < std::numeric_limits<int32_t>::min() ||
@@ -405,19 +408,19 @@ absl::Status CheckNumericSplitKeys(const YAML::Node& root, const YamlToMessage& 
     if (!HasKey(root, key)) continue;
     const YAML::Mark mark = root[key].Mark();
     if (exact) {
-      return parser.Error(mark, Cat(key, " applies to numeric_split: binned only"));
+      return parser.Error(mark, base::Cat(key, " applies to numeric_split: binned only"));
     }
     const uint32_t value =
         std::string_view(key) == "numeric_cells" ? spec.numeric_cells() : spec.min_split_bin();
     if (value < 1) {
-      return parser.Error(mark, Cat(key, " = 0 must be at least 1",
-                                    std::string_view(key) == "min_split_bin"
-                                        ? " (omit it to use the privacy model's K)"
-                                        : ""));
+      return parser.Error(mark, base::Cat(key, " = 0 must be at least 1",
+                                          std::string_view(key) == "min_split_bin"
+                                              ? " (omit it to use the privacy model's K)"
+                                              : ""));
     }
     if (std::string_view(key) == "numeric_cells" && value > kMaxNumericCells) {
       return parser.Error(
-          mark, Cat("numeric_cells = ", value, " exceeds the limit of ", kMaxNumericCells));
+          mark, base::Cat("numeric_cells = ", value, " exceeds the limit of ", kMaxNumericCells));
     }
   }
   return absl::OkStatus();
@@ -435,46 +438,48 @@ struct Attributes {
 };
 
 std::string Quoted(const std::vector<std::string_view>& names) {
-  return Cat("'", absl::StrJoin(names, "', '", kViewFormatter), "'");
+  return base::Cat("'", absl::StrJoin(names, "', '", base::kViewFormatter), "'");
 }
 
 absl::Status ValidateAttribute(const Attribute& a) {
   using fedanon::v1::ATTRIBUTE_TYPE_CONTINUOUS;
   if (a.role() == fedanon::v1::ROLE_UNSPECIFIED) {
-    return absl::InvalidArgumentError(
-        Cat("attribute '", a.name(), "' has no role (role: ",
-            absl::StrReplaceAll(EnumChoices(*fedanon::v1::Role_descriptor()), {{", ", "|"}}), ")"));
+    return absl::InvalidArgumentError(base::Cat(
+        "attribute '", a.name(), "' has no role (role: ",
+        absl::StrReplaceAll(EnumChoices(*fedanon::v1::Role_descriptor()), {{", ", "|"}}), ")"));
   }
   // A sensitive attribute's taxonomy serves t-closeness's hierarchical distance (checked with the
   // privacy model, DistributionModelIssue).
   if (!a.taxonomy().empty() && a.role() != fedanon::v1::ROLE_QID &&
       a.role() != fedanon::v1::ROLE_SENSITIVE) {
-    return absl::InvalidArgumentError(Cat("attribute '", a.name(), "' has a taxonomy but role ",
-                                          EnumYamlName(*fedanon::v1::Role_descriptor(), a.role()),
-                                          "; taxonomies apply to QID attributes only"));
+    return absl::InvalidArgumentError(
+        base::Cat("attribute '", a.name(), "' has a taxonomy but role ",
+                  EnumYamlName(*fedanon::v1::Role_descriptor(), a.role()),
+                  "; taxonomies apply to QID attributes only"));
   }
   if (a.range_size() != 0 && a.type() != ATTRIBUTE_TYPE_CONTINUOUS) {
-    return absl::InvalidArgumentError(
-        Cat("attribute '", a.name(), "' has a range but is not continuous (type: continuous)"));
+    return absl::InvalidArgumentError(base::Cat(
+        "attribute '", a.name(), "' has a range but is not continuous (type: continuous)"));
   }
   if (a.range_size() != 0 && (a.range_size() != 2 || !(a.range(0) < a.range(1)))) {
-    return absl::InvalidArgumentError(Cat("attribute '", a.name(),
-                                          "': range must be empty or [low, high] with low < ",
-                                          "high, got [", absl::StrJoin(a.range(), ", "), "]"));
+    return absl::InvalidArgumentError(
+        base::Cat("attribute '", a.name(), "': range must be empty or [low, high] with low < ",
+                  "high, got [", absl::StrJoin(a.range(), ", "), "]"));
   }
   // A width that overflows (e.g. [-1e308, 1e308]) would make every interval computation inf/NaN.
   if (a.range_size() == 2 && !std::isfinite(a.range(1) - a.range(0))) {
-    return absl::InvalidArgumentError(Cat("attribute '", a.name(), "': range [", a.range(0), ", ",
-                                          a.range(1), "] is too wide (its width overflows)"));
+    return absl::InvalidArgumentError(base::Cat("attribute '", a.name(), "': range [", a.range(0),
+                                                ", ", a.range(1),
+                                                "] is too wide (its width overflows)"));
   }
   if (!(a.precision() >= 0)) {
     return absl::InvalidArgumentError(
-        Cat("attribute '", a.name(), "': precision must be positive, got ", a.precision()));
+        base::Cat("attribute '", a.name(), "': precision must be positive, got ", a.precision()));
   }
   if (a.precision() > 0 && a.type() != ATTRIBUTE_TYPE_CONTINUOUS) {
-    return absl::InvalidArgumentError(Cat("attribute '", a.name(),
-                                          "' has a precision but is not continuous "
-                                          "(type: continuous)"));
+    return absl::InvalidArgumentError(base::Cat("attribute '", a.name(),
+                                                "' has a precision but is not continuous "
+                                                "(type: continuous)"));
   }
   // Linear: a hash set, never a scan per value (a spec may list many thousands).
   absl::flat_hash_set<std::string_view> values;
@@ -482,7 +487,7 @@ absl::Status ValidateAttribute(const Attribute& a) {
   for (const std::string& v : a.values()) {
     if (!values.insert(v).second) {
       return absl::InvalidArgumentError(
-          Cat("attribute '", a.name(), "': value '", v, "' is listed twice in values"));
+          base::Cat("attribute '", a.name(), "': value '", v, "' is listed twice in values"));
     }
   }
   return absl::OkStatus();
@@ -493,10 +498,10 @@ absl::StatusOr<Attributes> IndexAttributes(const JobSpec& spec) {
   for (int i = 0; i < spec.attributes_size(); ++i) {
     const Attribute& a = spec.attributes(i);
     if (a.name().empty()) {
-      return absl::InvalidArgumentError(Cat("attribute ", i + 1, " has an empty name"));
+      return absl::InvalidArgumentError(base::Cat("attribute ", i + 1, " has an empty name"));
     }
     if (!index.by_name.emplace(a.name(), &a).second) {
-      return absl::InvalidArgumentError(Cat("attribute '", a.name(), "' is listed twice"));
+      return absl::InvalidArgumentError(base::Cat("attribute '", a.name(), "' is listed twice"));
     }
     RETURN_IF_ERROR(ValidateAttribute(a));
     if (a.role() == fedanon::v1::ROLE_QID) index.qids.push_back(a.name());
@@ -507,8 +512,8 @@ absl::StatusOr<Attributes> IndexAttributes(const JobSpec& spec) {
     return absl::InvalidArgumentError("the job has no QID attribute (an attribute with role qid)");
   }
   if (index.classes.size() > 1) {
-    return absl::InvalidArgumentError(
-        Cat("attributes ", Quoted(index.classes), " all have role class; at most one is allowed"));
+    return absl::InvalidArgumentError(base::Cat("attributes ", Quoted(index.classes),
+                                                " all have role class; at most one is allowed"));
   }
   return index;
 }
@@ -523,7 +528,7 @@ absl::Status ValidateScore(const JobSpec& spec, const Attributes& index) {
                                ? "infogain"
                                : EnumYamlName(*fedanon::v1::ScoreFunction_descriptor(), score);
   return absl::InvalidArgumentError(
-      Cat("score ", name, " needs exactly one attribute with role class, found none"));
+      base::Cat("score ", name, " needs exactly one attribute with role class, found none"));
 }
 
 // Checks the sensitive attribute named by `field` (`name`; empty: the single one) when
@@ -534,19 +539,19 @@ absl::Status ValidateSensitive(std::string_view field, std::string_view name, bo
     auto it = index.by_name.find(name);
     if (it == index.by_name.end() || it->second->role() != fedanon::v1::ROLE_SENSITIVE) {
       return absl::InvalidArgumentError(
-          Cat(field, " '", name, "' is not an attribute with role sensitive"));
+          base::Cat(field, " '", name, "' is not an attribute with role sensitive"));
     }
     return absl::OkStatus();
   }
   if (!values_given) return absl::OkStatus();
   if (index.sensitive.empty()) {
     return absl::InvalidArgumentError(
-        Cat(values_field, " given but no attribute has role sensitive"));
+        base::Cat(values_field, " given but no attribute has role sensitive"));
   }
   if (index.sensitive.size() > 1) {
-    return absl::InvalidArgumentError(Cat(field, " is empty but there are ", index.sensitive.size(),
-                                          " sensitive attributes (", Quoted(index.sensitive),
-                                          "); name one"));
+    return absl::InvalidArgumentError(base::Cat(field, " is empty but there are ",
+                                                index.sensitive.size(), " sensitive attributes (",
+                                                Quoted(index.sensitive), "); name one"));
   }
   return absl::OkStatus();
 }
@@ -557,22 +562,22 @@ absl::Status ValidateLkc(const Privacy& p, const Attributes& index) {
         "privacy.templates and privacy.confidence are only used with privacy.model: templates");
   }
   if (p.l() < 1) {
-    return absl::InvalidArgumentError(Cat("privacy.L = ", p.l(), " must be >= 1"));
+    return absl::InvalidArgumentError(base::Cat("privacy.L = ", p.l(), " must be >= 1"));
   }
   if (p.l() > index.qids.size()) {
-    return absl::InvalidArgumentError(Cat(
+    return absl::InvalidArgumentError(base::Cat(
         "privacy.L = ", p.l(), " exceeds the number of QID attributes (", index.qids.size(), ")"));
   }
   if (p.k() < 1) {
-    return absl::InvalidArgumentError(Cat("privacy.K = ", p.k(), " must be >= 1"));
+    return absl::InvalidArgumentError(base::Cat("privacy.K = ", p.k(), " must be >= 1"));
   }
   const bool has_values = p.sensitive_values_size() != 0;
   if ((has_values || p.c() != 0) && !(p.c() > 0 && p.c() <= 1)) {
-    return absl::InvalidArgumentError(Cat("privacy.C = ", p.c(), " must be in (0, 1]"));
+    return absl::InvalidArgumentError(base::Cat("privacy.C = ", p.c(), " must be in (0, 1]"));
   }
   if (p.c() != 0 && p.c() < 1 && !has_values) {
     return absl::InvalidArgumentError(
-        Cat("privacy.C = ", p.c(), " has no effect without privacy.sensitive_values"));
+        base::Cat("privacy.C = ", p.c(), " has no effect without privacy.sensitive_values"));
   }
   return ValidateSensitive("privacy.sensitive_attribute", p.sensitive_attribute(), has_values,
                            "privacy.sensitive_values", index);
@@ -582,19 +587,20 @@ absl::Status ValidateLkc(const Privacy& p, const Attributes& index) {
 absl::Status ValidateTemplateQid(std::string_view what,
                                  const pb::RepeatedPtrField<std::string>& qid,
                                  const Attributes& index) {
-  if (qid.empty()) return absl::InvalidArgumentError(Cat(what, " has no QID attributes"));
+  if (qid.empty()) return absl::InvalidArgumentError(base::Cat(what, " has no QID attributes"));
   absl::flat_hash_set<std::string_view> seen;
   for (const std::string& name : qid) {
     auto it = index.by_name.find(name);
     if (it == index.by_name.end()) {
-      return absl::InvalidArgumentError(Cat(what, " names unknown QID attribute '", name, "'"));
+      return absl::InvalidArgumentError(
+          base::Cat(what, " names unknown QID attribute '", name, "'"));
     }
     if (it->second->role() != fedanon::v1::ROLE_QID) {
       return absl::InvalidArgumentError(
-          Cat(what, " names attribute '", name, "', which is not a QID attribute"));
+          base::Cat(what, " names attribute '", name, "', which is not a QID attribute"));
     }
     if (!seen.insert(name).second) {
-      return absl::InvalidArgumentError(Cat(what, " lists '", name, "' twice"));
+      return absl::InvalidArgumentError(base::Cat(what, " lists '", name, "' twice"));
     }
   }
   return absl::OkStatus();
@@ -613,23 +619,24 @@ absl::Status ValidateTemplates(const Privacy& p, const Attributes& index) {
         "privacy.confidence");
   }
   for (int i = 0; i < p.templates_size(); ++i) {
-    const std::string what = Cat("template ", i + 1);
+    const std::string what = base::Cat("template ", i + 1);
     RETURN_IF_ERROR(ValidateTemplateQid(what, p.templates(i).qid(), index));
     if (p.templates(i).k() < 1) {
-      return absl::InvalidArgumentError(Cat(what, ": k = ", p.templates(i).k(), " must be >= 1"));
+      return absl::InvalidArgumentError(
+          base::Cat(what, ": k = ", p.templates(i).k(), " must be >= 1"));
     }
   }
   for (int i = 0; i < p.confidence_size(); ++i) {
     const fedanon::v1::ConfidenceTemplate& c = p.confidence(i);
-    const std::string what = Cat("confidence template ", i + 1);
+    const std::string what = base::Cat("confidence template ", i + 1);
     RETURN_IF_ERROR(ValidateTemplateQid(what, c.qid(), index));
     if (c.sensitive_values().empty()) {
-      return absl::InvalidArgumentError(Cat(what, " has no sensitive_values"));
+      return absl::InvalidArgumentError(base::Cat(what, " has no sensitive_values"));
     }
-    RETURN_IF_ERROR(ValidateSensitive(Cat(what, ": attribute"), c.attribute(), true,
-                                      Cat(what, ": sensitive_values"), index));
+    RETURN_IF_ERROR(ValidateSensitive(base::Cat(what, ": attribute"), c.attribute(), true,
+                                      base::Cat(what, ": sensitive_values"), index));
     if (!(c.max() > 0 && c.max() <= 1)) {
-      return absl::InvalidArgumentError(Cat(what, ": max = ", c.max(), " must be in (0, 1]"));
+      return absl::InvalidArgumentError(base::Cat(what, ": max = ", c.max(), " must be in (0, 1]"));
     }
   }
   return absl::OkStatus();
@@ -663,18 +670,19 @@ std::optional<SpecIssue> LDiversityIssue(const Privacy& p, const Attribute& s_at
   const bool recursive = p.variant() == fedanon::v1::DIVERSITY_VARIANT_RECURSIVE;
   const double l = p.diversity();
   if (entropy ? !(l > 1) : !(l >= 2 && l == std::floor(l))) {
-    return PrivacyIssue("diversity", Cat("privacy.diversity = ", l, " must be ",
-                                         entropy ? "a number above 1 (entropy >= log(diversity))"
-                                                 : "a whole number of at least 2"));
+    return PrivacyIssue("diversity",
+                        base::Cat("privacy.diversity = ", l, " must be ",
+                                  entropy ? "a number above 1 (entropy >= log(diversity))"
+                                          : "a whole number of at least 2"));
   }
   if (l > domain) {
-    return PrivacyIssue("diversity", Cat("privacy.diversity = ", l, " exceeds the ", domain,
-                                         " declared values of sensitive attribute '", s_attr.name(),
-                                         "': no group can meet it"));
+    return PrivacyIssue("diversity", base::Cat("privacy.diversity = ", l, " exceeds the ", domain,
+                                               " declared values of sensitive attribute '",
+                                               s_attr.name(), "': no group can meet it"));
   }
   if (recursive && !(p.recursive_c() > 0)) {
-    return PrivacyIssue("recursive_c", Cat("privacy.recursive_c = ", p.recursive_c(),
-                                           " must be positive (variant: recursive)"));
+    return PrivacyIssue("recursive_c", base::Cat("privacy.recursive_c = ", p.recursive_c(),
+                                                 " must be positive (variant: recursive)"));
   }
   if (!recursive && p.recursive_c() != 0) {
     return PrivacyIssue("recursive_c", "privacy.recursive_c is used only with variant: recursive");
@@ -696,12 +704,13 @@ std::optional<SpecIssue> TClosenessIssue(const JobSpec& spec, const Attribute& s
                         "privacy.model: ldiversity");
   }
   if (!(p.t() >= 0 && p.t() <= 1)) {
-    return PrivacyIssue("t", Cat("privacy.t = ", p.t(), " must be in [0, 1]"));
+    return PrivacyIssue("t", base::Cat("privacy.t = ", p.t(), " must be in [0, 1]"));
   }
   if (hierarchical && s_attr.taxonomy().empty()) {
-    return AttributeIssue(sensitive, "",
-                          Cat("distance: hierarchical needs a taxonomy of sensitive attribute '",
-                              s_attr.name(), "' (taxonomy: FILE, ARX format)"));
+    return AttributeIssue(
+        sensitive, "",
+        base::Cat("distance: hierarchical needs a taxonomy of sensitive attribute '", s_attr.name(),
+                  "' (taxonomy: FILE, ARX format)"));
   }
   if (p.distance() == fedanon::v1::GROUND_DISTANCE_ORDERED) {
     // Numbers must be listed in their order: the distance is their rank difference.
@@ -719,10 +728,10 @@ std::optional<SpecIssue> TClosenessIssue(const JobSpec& spec, const Attribute& s
       if (!(parsed[i - 1] < parsed[i])) {
         return AttributeIssue(
             sensitive, "values",
-            Cat("distance: ordered ranks the values of sensitive attribute '", s_attr.name(),
-                "' in the order listed; these are numbers, so list them ascending ('",
-                s_attr.values(static_cast<int>(i - 1)), "' comes before '",
-                s_attr.values(static_cast<int>(i)), "')"));
+            base::Cat("distance: ordered ranks the values of sensitive attribute '", s_attr.name(),
+                      "' in the order listed; these are numbers, so list them ascending ('",
+                      s_attr.values(static_cast<int>(i - 1)), "' comes before '",
+                      s_attr.values(static_cast<int>(i)), "')"));
       }
     }
   }
@@ -731,7 +740,8 @@ std::optional<SpecIssue> TClosenessIssue(const JobSpec& spec, const Attribute& s
   if (spec.partitioning() == fedanon::v1::PARTITIONING_HORIZONTAL && p.k() < 2) {
     return PrivacyIssue(
         p.k() == 0 ? "model" : "K",
-        Cat("privacy.model tcloseness in a horizontal job needs K >= 2: its leader decodes the "
+        base::Cat(
+            "privacy.model tcloseness in a horizontal job needs K >= 2: its leader decodes the "
             "sensitive histograms of candidate groups, only of groups of at least K records "
             "(docs/threat-model.md)"));
   }
@@ -748,7 +758,8 @@ std::optional<SpecIssue> SensitiveTaxonomyIssue(const JobSpec& spec, int sensiti
     if (!hierarchical || i != sensitive) {
       return AttributeIssue(
           i, "taxonomy",
-          Cat("attribute '", a.name(),
+          base::Cat(
+              "attribute '", a.name(),
               "' has a taxonomy but role sensitive; a sensitive attribute's taxonomy is used only "
               "by privacy.model tcloseness with distance: hierarchical"));
     }
@@ -759,21 +770,21 @@ std::optional<SpecIssue> SensitiveTaxonomyIssue(const JobSpec& spec, int sensiti
 // A key of the LKC or templates models given with distribution model `model`.
 std::optional<SpecIssue> OtherModelsKeyIssue(const Privacy& p, const std::string& model) {
   if (p.l() != 0) {
-    return PrivacyIssue("L", Cat("privacy.L is not used with privacy.model: ", model,
-                                 " (its groups are those of every QID attribute together)"));
+    return PrivacyIssue("L", base::Cat("privacy.L is not used with privacy.model: ", model,
+                                       " (its groups are those of every QID attribute together)"));
   }
   if (p.c() != 0 || p.sensitive_values_size() != 0) {
     return PrivacyIssue(
         p.c() != 0 ? "C" : "sensitive_values",
-        Cat("privacy.C and sensitive_values are not used with privacy.model: ", model,
-            " (it bounds the whole distribution of the sensitive "
-            "attribute)"));
+        base::Cat("privacy.C and sensitive_values are not used with privacy.model: ", model,
+                  " (it bounds the whole distribution of the sensitive "
+                  "attribute)"));
   }
   if (p.templates_size() != 0 || p.confidence_size() != 0) {
     return PrivacyIssue(p.templates_size() != 0 ? "templates" : "confidence",
-                        Cat("privacy.templates and privacy.confidence are not used with "
-                            "privacy.model: ",
-                            model));
+                        base::Cat("privacy.templates and privacy.confidence are not used with "
+                                  "privacy.model: ",
+                                  model));
   }
   return std::nullopt;
 }
@@ -799,8 +810,9 @@ std::optional<SpecIssue> DistributionModelIssue(const JobSpec& spec) {
     for (const char* key : {"variant", "diversity", "recursive_c", "t", "distance"}) {
       const pb::FieldDescriptor* f = Privacy::descriptor()->FindFieldByName(key);
       if (Privacy::GetReflection()->HasField(p, f)) {
-        return PrivacyIssue(key, Cat("privacy.", key,
-                                     " is used only with privacy.model: ldiversity or tcloseness"));
+        return PrivacyIssue(
+            key, base::Cat("privacy.", key,
+                           " is used only with privacy.model: ldiversity or tcloseness"));
       }
     }
     return std::nullopt;
@@ -809,45 +821,47 @@ std::optional<SpecIssue> DistributionModelIssue(const JobSpec& spec) {
   if (auto issue = OtherModelsKeyIssue(p, model)) return issue;
   if (sensitive < 0) {
     if (!p.sensitive_attribute().empty()) {
-      return PrivacyIssue(
-          "sensitive_attribute",
-          Cat("privacy.sensitive_attribute '", p.sensitive_attribute(), "' is not an attribute"));
+      return PrivacyIssue("sensitive_attribute",
+                          base::Cat("privacy.sensitive_attribute '", p.sensitive_attribute(),
+                                    "' is not an attribute"));
     }
-    return PrivacyIssue("model",
-                        Cat("privacy.model ", model, " needs an attribute with role sensitive"));
+    return PrivacyIssue(
+        "model", base::Cat("privacy.model ", model, " needs an attribute with role sensitive"));
   }
   const Attribute& s_attr = spec.attributes(sensitive);
   if (s_attr.role() != fedanon::v1::ROLE_SENSITIVE) {
-    return PrivacyIssue("sensitive_attribute", Cat("privacy.sensitive_attribute '", s_attr.name(),
-                                                   "' is not an attribute with role sensitive"));
+    return PrivacyIssue("sensitive_attribute",
+                        base::Cat("privacy.sensitive_attribute '", s_attr.name(),
+                                  "' is not an attribute with role sensitive"));
   }
   if (p.sensitive_attribute().empty() && sensitive_count > 1) {
-    return PrivacyIssue("model", Cat("privacy.model ", model, ": there are ", sensitive_count,
-                                     " sensitive attributes; name one in "
-                                     "privacy.sensitive_attribute"));
+    return PrivacyIssue("model", base::Cat("privacy.model ", model, ": there are ", sensitive_count,
+                                           " sensitive attributes; name one in "
+                                           "privacy.sensitive_attribute"));
   }
   const int domain = s_attr.values_size();
   if (domain == 0) {
-    return AttributeIssue(
-        sensitive, "",
-        Cat("privacy.model ", model, " needs the values of sensitive attribute '", s_attr.name(),
-            "' listed (values: [...]): every group's "
-            "distribution is counted over them"));
+    return AttributeIssue(sensitive, "",
+                          base::Cat("privacy.model ", model,
+                                    " needs the values of sensitive attribute '", s_attr.name(),
+                                    "' listed (values: [...]): every group's "
+                                    "distribution is counted over them"));
   }
-  if (static_cast<size_t>(domain) > kMaxSensitiveDomain) {
-    return AttributeIssue(
-        sensitive, "values",
-        Cat("sensitive attribute '", s_attr.name(), "' lists ", domain, " values; privacy.model ",
-            model, " supports at most ", kMaxSensitiveDomain));
+  if (static_cast<size_t>(domain) > table::kMaxSensitiveDomain) {
+    return AttributeIssue(sensitive, "values",
+                          base::Cat("sensitive attribute '", s_attr.name(), "' lists ", domain,
+                                    " values; privacy.model ", model, " supports at most ",
+                                    table::kMaxSensitiveDomain));
   }
   if (spec.recoding() == fedanon::v1::RECODING_LOCAL) {
-    return PrivacyIssue("model", Cat("privacy.model ", model,
-                                     " runs with global recoding only (recoding: local is not "
-                                     "supported for it)"));
+    return PrivacyIssue("model",
+                        base::Cat("privacy.model ", model,
+                                  " runs with global recoding only (recoding: local is not "
+                                  "supported for it)"));
   }
   if (spec.has_sequential()) {
-    return PrivacyIssue("model",
-                        Cat("privacy.model ", model, " does not apply to sequential releases"));
+    return PrivacyIssue(
+        "model", base::Cat("privacy.model ", model, " does not apply to sequential releases"));
   }
   return ldiversity ? LDiversityIssue(p, s_attr) : TClosenessIssue(spec, s_attr, sensitive);
 }
@@ -973,7 +987,7 @@ absl::StatusOr<JobSpec> ParseJobSpecYaml(std::string_view yaml, std::string_view
   const YamlToMessage parser(source_name);
   try {
     if (!root.IsDefined() || root.IsNull()) {
-      return absl::InvalidArgumentError(Cat(source_name, ": the job spec is empty"));
+      return absl::InvalidArgumentError(base::Cat(source_name, ": the job spec is empty"));
     }
     JobSpec spec;
     RETURN_IF_ERROR(parser.Message(root, "", &spec));
@@ -981,9 +995,9 @@ absl::StatusOr<JobSpec> ParseJobSpecYaml(std::string_view yaml, std::string_view
     RETURN_IF_ERROR(CheckNumericSplitKeys(root, parser, spec));
     if (HasKey(root, "max_records_per_party") && spec.max_records_per_party() == 0) {
       return parser.Error(root["max_records_per_party"].Mark(),
-                          Cat("max_records_per_party = 0 must be at least 1 (omit it for the "
-                              "default of ",
-                              kDefaultMaxRecordsPerParty, ")"));
+                          base::Cat("max_records_per_party = 0 must be at least 1 (omit it for the "
+                                    "default of ",
+                                    kDefaultMaxRecordsPerParty, ")"));
     }
     if (std::optional<SpecIssue> issue = DistributionModelIssue(spec)) {
       // Where the YAML says it: the key, else the map that lacks it (const lookups only: they
@@ -1013,13 +1027,14 @@ absl::StatusOr<JobSpec> ParseJobSpecYaml(std::string_view yaml, std::string_view
   } catch (const YAML::Exception& e) {
     return parser.Error(e.mark, e.msg);
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(source_name, ": ", e.what()));
+    return absl::InvalidArgumentError(base::Cat(source_name, ": ", e.what()));
   }
 }
 
 absl::StatusOr<JobSpec> LoadJobSpec(const std::string& path) {
   ASSIGN_OR_RETURN(const std::string text,
-                   ReadFile(path, ReadFileOptions{.max_bytes = kMaxSpecBytes, .what = "job spec"}));
+                   base::ReadFile(path, base::ReadFileOptions{.max_bytes = base::kMaxSpecBytes,
+                                                              .what = "job spec"}));
   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpecYaml(text, path));
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   for (Attribute& attribute : *spec.mutable_attributes()) {
@@ -1039,9 +1054,9 @@ absl::StatusOr<JobSpec> LoadJobSpec(const std::string& path) {
 absl::Status ValidateParticipation(const JobSpec& spec) {
   if (!std::isfinite(spec.epsilon()) || spec.epsilon() < 0 || spec.epsilon() > 1) {
     return absl::InvalidArgumentError(
-        Cat("epsilon must be a non-negative number of at most 1: a fraction of the total "
-            "contribution (0.01 or 1%; at most 100%), got ",
-            spec.epsilon()));
+        base::Cat("epsilon must be a non-negative number of at most 1: a fraction of the total "
+                  "contribution (0.01 or 1%; at most 100%), got ",
+                  spec.epsilon()));
   }
   const bool game_theoretic = spec.participation() == fedanon::v1::PARTICIPATION_GAME_THEORETIC;
   if (game_theoretic && spec.partitioning() != fedanon::v1::PARTITIONING_VERTICAL) {
@@ -1068,7 +1083,7 @@ absl::Status ValidateNumericSplit(const JobSpec& spec) {
   const fedanon::v1::NumericSplit mode = spec.numeric_split();
   if (mode != fedanon::v1::NUMERIC_SPLIT_UNSPECIFIED && mode != fedanon::v1::NUMERIC_SPLIT_BINNED &&
       mode != fedanon::v1::NUMERIC_SPLIT_EXACT) {
-    return absl::InvalidArgumentError(Cat("numeric_split has the unknown value ", mode));
+    return absl::InvalidArgumentError(base::Cat("numeric_split has the unknown value ", mode));
   }
   if (mode == fedanon::v1::NUMERIC_SPLIT_EXACT &&
       (spec.numeric_cells() != 0 || spec.min_split_bin() != 0)) {
@@ -1081,8 +1096,8 @@ absl::Status ValidateNumericSplit(const JobSpec& spec) {
         "thresholds are searched per value)");
   }
   if (spec.numeric_cells() > kMaxNumericCells) {
-    return absl::InvalidArgumentError(
-        Cat("numeric_cells = ", spec.numeric_cells(), " exceeds the limit of ", kMaxNumericCells));
+    return absl::InvalidArgumentError(base::Cat("numeric_cells = ", spec.numeric_cells(),
+                                                " exceeds the limit of ", kMaxNumericCells));
   }
   return absl::OkStatus();
 }
@@ -1092,7 +1107,7 @@ absl::Status ValidateRecoding(const JobSpec& spec) {
   const fedanon::v1::Recoding recoding = spec.recoding();
   if (recoding != fedanon::v1::RECODING_UNSPECIFIED && recoding != fedanon::v1::RECODING_GLOBAL &&
       recoding != fedanon::v1::RECODING_LOCAL) {
-    return absl::InvalidArgumentError(Cat("recoding has the unknown value ", recoding));
+    return absl::InvalidArgumentError(base::Cat("recoding has the unknown value ", recoding));
   }
   if (recoding == fedanon::v1::RECODING_LOCAL && spec.has_sequential()) {
     return absl::InvalidArgumentError(
@@ -1111,11 +1126,11 @@ absl::Status ValidateRiskOptions(const JobSpec& spec) {
   if (risk.sampling_fraction() != 0 &&
       !(risk.sampling_fraction() > 0 && risk.sampling_fraction() <= 1)) {
     return absl::InvalidArgumentError(
-        Cat("risk.sampling_fraction must lie in (0, 1], got ", risk.sampling_fraction()));
+        base::Cat("risk.sampling_fraction must lie in (0, 1], got ", risk.sampling_fraction()));
   }
   if (!(risk.threshold() >= 0 && risk.threshold() <= 1)) {
     return absl::InvalidArgumentError(
-        Cat("risk.threshold is a probability in (0, 1], got ", risk.threshold()));
+        base::Cat("risk.threshold is a probability in (0, 1], got ", risk.threshold()));
   }
   return absl::OkStatus();
 }
@@ -1129,20 +1144,20 @@ absl::Status ValidateHierarchySection(const JobSpec& spec, const Attributes& ind
     auto it = index.by_name.find(h.attribute());
     if (it == index.by_name.end() || it->second->role() != fedanon::v1::ROLE_QID) {
       return absl::InvalidArgumentError(
-          Cat("hierarchy: '", h.attribute(), "' is not a QID attribute of the spec"));
+          base::Cat("hierarchy: '", h.attribute(), "' is not a QID attribute of the spec"));
     }
     if (it->second->taxonomy().empty()) {
       return absl::InvalidArgumentError(
-          Cat("hierarchy: attribute '", h.attribute(),
-              "' has no taxonomy path to write the hierarchy to (taxonomy: FILE.csv)"));
+          base::Cat("hierarchy: attribute '", h.attribute(),
+                    "' has no taxonomy path to write the hierarchy to (taxonomy: FILE.csv)"));
     }
     if (h.kind_case() == fedanon::v1::HierarchyDefinition::KIND_NOT_SET) {
-      return absl::InvalidArgumentError(Cat("hierarchy for '", h.attribute(),
-                                            "': give one of interval, masking, date or ordered"));
+      return absl::InvalidArgumentError(base::Cat(
+          "hierarchy for '", h.attribute(), "': give one of interval, masking, date or ordered"));
     }
     if (!defined.insert(h.attribute()).second) {
       return absl::InvalidArgumentError(
-          Cat("hierarchy: attribute '", h.attribute(), "' is defined twice"));
+          base::Cat("hierarchy: attribute '", h.attribute(), "' is defined twice"));
     }
   }
   return absl::OkStatus();
@@ -1174,7 +1189,7 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
       return absl::OkStatus();  // DistributionModelIssue above
     default:
       return absl::InvalidArgumentError(
-          Cat("privacy.model has the unknown value ", privacy.model()));
+          base::Cat("privacy.model has the unknown value ", privacy.model()));
   }
 }
 
@@ -1246,4 +1261,4 @@ std::string JobSpecToYaml(const JobSpec& spec) {
   return text;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 
 // Parses YAML text. `source_name` appears in error messages.
 absl::StatusOr<fedanon::v1::JobSpec> ParseJobSpecYaml(std::string_view yaml,
@@ -65,4 +65,4 @@ uint64_t MaxRecordsPerParty(const fedanon::v1::JobSpec& spec);
 // Writes the spec back as YAML (for generated specs and round-trip tests).
 std::string JobSpecToYaml(const fedanon::v1::JobSpec& spec);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

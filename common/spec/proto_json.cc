@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 
 absl::StatusOr<std::string> ProtoToJson(const google::protobuf::Message& message, bool pretty) {
   google::protobuf::util::JsonPrintOptions options;
@@ -20,4 +20,4 @@ absl::StatusOr<std::string> ProtoToJson(const google::protobuf::Message& message
   return json;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

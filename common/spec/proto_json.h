@@ -7,11 +7,11 @@
 #include "absl/status/statusor.h"
 #include "google/protobuf/message.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 
 // `pretty`: indented over several lines; otherwise one line. No trailing newline. Fails
 // (InvalidArgument) only for a message protobuf cannot print, e.g. a string with invalid UTF-8.
 absl::StatusOr<std::string> ProtoToJson(const google::protobuf::Message& message,
                                         bool pretty = true);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

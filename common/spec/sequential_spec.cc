@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 namespace {
 
 using ::absl::StrCat;
@@ -116,4 +116,4 @@ absl::Status ValidateSequentialSpec(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 
 // The pseudo-attribute naming a record of one release ("current.@record").
 inline constexpr std::string_view kSequentialRecord = "@record";
@@ -38,4 +38,4 @@ std::string SequentialTemplateWhere(bool anonymity, int i);
 // section is unused. Called by ValidateJobSpec when the section is present.
 absl::Status ValidateSequentialSpec(const fedanon::v1::JobSpec& spec);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

@@ -8,11 +8,11 @@
 #include "common/base/status_macros.h"
 #include "common/base/string_views.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 namespace {
 
 absl::Status TooLarge(std::string_view source, size_t bytes, size_t max_bytes) {
-  return absl::InvalidArgumentError(Cat(
+  return absl::InvalidArgumentError(base::Cat(
       source, ": ", bytes, " bytes is too large for a YAML document (at most ", max_bytes, ")"));
 }
 
@@ -20,11 +20,11 @@ absl::Status TooLarge(std::string_view source, size_t bytes, size_t max_bytes) {
 
 std::string YamlPosition(std::string_view source, const YAML::Mark& mark) {
   if (mark.is_null()) return std::string(source);
-  return Cat(source, ":", mark.line + 1, ":", mark.column + 1);
+  return base::Cat(source, ":", mark.line + 1, ":", mark.column + 1);
 }
 
 absl::Status YamlError(std::string_view source, const YAML::Mark& mark, std::string_view message) {
-  return absl::InvalidArgumentError(Cat(YamlPosition(source, mark), ": ", message));
+  return absl::InvalidArgumentError(base::Cat(YamlPosition(source, mark), ": ", message));
 }
 
 absl::StatusOr<YAML::Node> ParseYaml(std::string_view text, std::string_view source,
@@ -33,7 +33,7 @@ absl::StatusOr<YAML::Node> ParseYaml(std::string_view text, std::string_view sou
   try {
     return YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    return YamlError(source, e.mark, Cat(options.syntax_error_prefix, e.msg));
+    return YamlError(source, e.mark, base::Cat(options.syntax_error_prefix, e.msg));
   }
 }
 
@@ -44,8 +44,8 @@ absl::StatusOr<YAML::Node> LoadYamlFile(const std::string& path, const YamlOptio
       static_cast<size_t>(st.st_size) > options.max_bytes) {
     return TooLarge(path, static_cast<size_t>(st.st_size), options.max_bytes);
   }
-  ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
+  ASSIGN_OR_RETURN(const std::string text, base::ReadFile(path));
   return ParseYaml(text, path, options);
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 
 // Far beyond any spec or config; keeps a wrong file (a table, a dump) from being parsed at all.
 inline constexpr size_t kMaxYamlBytes = size_t{16} << 20;  // 16 MiB
@@ -41,4 +41,4 @@ std::string YamlPosition(std::string_view source, const YAML::Mark& mark);
 // InvalidArgument "<YamlPosition>: <message>".
 absl::Status YamlError(std::string_view source, const YAML::Mark& mark, std::string_view message);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

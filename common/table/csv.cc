@@ -13,7 +13,7 @@
 #include "common/base/status_macros.h"
 #include "common/base/string_views.h"
 
-namespace fedanon::common {
+namespace fedanon::table {
 namespace {
 
 constexpr size_t kFlushThreshold = size_t{1} << 20;  // 1 MiB
@@ -73,7 +73,7 @@ namespace {
 // Opens `path` read-only; `*regular` tells whether it is a regular file (of `*size` bytes).
 absl::StatusOr<int> OpenForReading(const std::string& path, bool* regular, uint64_t* size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  if (fd < 0) return base::ErrnoStatus(errno, "cannot open", path);
   struct stat st;
   *regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   *size = *regular ? static_cast<uint64_t>(st.st_size) : 0;
@@ -85,7 +85,7 @@ absl::StatusOr<size_t> PreadSome(int fd, char* out, size_t n, uint64_t at,
   for (;;) {
     const ssize_t got = ::pread(fd, out, n, static_cast<off_t>(at));
     if (got >= 0) return static_cast<size_t>(got);
-    if (errno != EINTR) return ErrnoStatus(errno, "cannot read", path);
+    if (errno != EINTR) return base::ErrnoStatus(errno, "cannot read", path);
   }
 }
 
@@ -119,11 +119,12 @@ absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& pa
   // Decided before opening: a FIFO's writer must see one open only.
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    ASSIGN_OR_RETURN(std::string text, ReadFile(path, ReadFileOptions{
-                                                          .max_bytes = options.max_bytes,
-                                                          .max_line_bytes = options.max_line_bytes,
-                                                          .what = "table",
-                                                      }));
+    ASSIGN_OR_RETURN(std::string text,
+                     base::ReadFile(path, base::ReadFileOptions{
+                                              .max_bytes = options.max_bytes,
+                                              .max_line_bytes = options.max_line_bytes,
+                                              .what = "table",
+                                          }));
     if (text.find_first_not_of("\r\n") == std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": file is empty"));
     }
@@ -253,7 +254,7 @@ absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::FromString(std::string tex
 
 absl::StatusOr<std::unique_ptr<CsvReader>> CsvReader::FromShared(
     std::shared_ptr<const std::string> text, std::string source_name, CsvOptions options) {
-  if (text == nullptr) return absl::InvalidArgumentError(Cat(source_name, ": no text"));
+  if (text == nullptr) return absl::InvalidArgumentError(base::Cat(source_name, ": no text"));
   RETURN_IF_ERROR(CheckSeparator(options.separator, source_name));
   const char separator = options.separator != 0 ? options.separator : DetectSeparator(*text);
   return std::unique_ptr<CsvReader>(
@@ -278,7 +279,7 @@ absl::Status CsvReader::ErrorAt(size_t line, size_t column, std::string_view wha
   pos_ = text_.size();  // errors are final: later calls report end of input
   failed_ = true;
   return absl::InvalidArgumentError(
-      absl::StrCat(source_name_, ":", line, ":", column, ": ", Av(what)));
+      absl::StrCat(source_name_, ":", line, ":", column, ": ", base::Av(what)));
 }
 
 void CsvReader::ScanUnquoted(std::vector<std::string_view>* fields) {
@@ -424,7 +425,7 @@ absl::Status CsvReader::CheckFieldCount(const std::vector<std::string_view>& fie
 // ---------------------------------------------------------------------------------------------
 // CsvWriter
 
-CsvWriter::CsvWriter(std::unique_ptr<AtomicFileWriter> file, char separator)
+CsvWriter::CsvWriter(std::unique_ptr<base::AtomicFileWriter> file, char separator)
     : file_(std::move(file)), separator_(separator) {
   buffer_.reserve(kFlushThreshold + 4096);
 }
@@ -434,8 +435,8 @@ absl::StatusOr<std::unique_ptr<CsvWriter>> CsvWriter::Create(const std::string& 
   if (separator == '"' || separator == '\n' || separator == '\r' || separator == 0) {
     return absl::InvalidArgumentError(absl::StrCat("invalid CSV separator for ", path));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file,
-                   AtomicFileWriter::Open(path, {.mode = kPrivateFileMode}));
+  ASSIGN_OR_RETURN(std::unique_ptr<base::AtomicFileWriter> file,
+                   base::AtomicFileWriter::Open(path, {.mode = base::kPrivateFileMode}));
   return std::unique_ptr<CsvWriter>(new CsvWriter(std::move(file), separator));
 }
 
@@ -527,7 +528,7 @@ std::string CsvField(std::string_view field) {
 // Whole files
 
 absl::Status WriteFileAtomically(const std::string& path, std::string_view content) {
-  return WriteFileAtomically(path, content, {.mode = kSharedFileMode});
+  return base::WriteFileAtomically(path, content, {.mode = base::kSharedFileMode});
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table

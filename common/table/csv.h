@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "common/base/file_io.h"
 
-namespace fedanon::common {
+namespace fedanon::table {
 
 // RFC 4180: appends `field` to `out`, in double quotes (inner quotes doubled) when it holds the
 // separator, a double quote, CR or LF, else as it is.
@@ -42,8 +42,8 @@ struct CsvOptions {
   // Open() only: a larger file, or a physical line longer than max_line_bytes, is an error
   // ("'t.csv' is larger than the limit of N bytes for a table", "t.csv:12: line longer than N
   // bytes"), found while reading, so that /dev/zero or an endless FIFO fails fast.
-  uint64_t max_bytes = kDefaultMaxTableBytes;
-  size_t max_line_bytes = kMaxLineBytes;
+  uint64_t max_bytes = base::kDefaultMaxTableBytes;
+  size_t max_line_bytes = base::kMaxLineBytes;
 };
 
 class CsvReader {
@@ -157,10 +157,10 @@ class CsvWriter {
   absl::Status Commit();
 
  private:
-  CsvWriter(std::unique_ptr<AtomicFileWriter> file, char separator);
+  CsvWriter(std::unique_ptr<base::AtomicFileWriter> file, char separator);
   absl::Status FlushBuffer();
 
-  std::unique_ptr<AtomicFileWriter> file_;
+  std::unique_ptr<base::AtomicFileWriter> file_;
   char separator_;
   std::string buffer_;
   absl::Status deferred_error_;
@@ -172,4 +172,4 @@ absl::Status WriteFileAtomically(const std::string& path, std::string_view conte
 
 // ReadFile (whole files) is declared in common/base/file_io.h, included above.
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table

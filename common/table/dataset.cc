@@ -20,7 +20,7 @@
 #include "common/table/csv.h"
 #include "common/table/unknown_values.h"
 
-namespace fedanon::common {
+namespace fedanon::table {
 namespace {
 
 using fedanon::v1::Attribute;
@@ -827,14 +827,14 @@ namespace {
 template <typename Fn>
 absl::Status ScanBytes(const std::string& path, uint64_t begin, uint64_t end, Fn fn) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  if (fd < 0) return base::ErrnoStatus(errno, "cannot open", path);
   std::string block(size_t{1} << 20, '\0');
   absl::Status status;
   for (uint64_t at = begin; at < end;) {
     const ssize_t got = ::pread(fd, block.data(), std::min<uint64_t>(block.size(), end - at),
                                 static_cast<off_t>(at));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) status = ErrnoStatus(errno, "cannot read", path);
+    if (got < 0) status = base::ErrnoStatus(errno, "cannot read", path);
     if (got <= 0) break;
     if (!fn(std::string_view(block.data(), static_cast<size_t>(got)), at)) break;
     at += static_cast<uint64_t>(got);
@@ -969,4 +969,4 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& spec, const std::string& csv_
   return ds;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table

@@ -19,7 +19,7 @@
 #include "common/table/taxonomy.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::table {
 
 enum class QidKind { kTaxonomy, kSuppression, kContinuous };
 
@@ -110,8 +110,8 @@ absl::StatusOr<std::vector<TrackedSensitive>> TrackedSensitiveValues(
     const fedanon::v1::JobSpec& spec);
 
 struct LoadDatasetOptions {
-  uint64_t max_input_bytes = kDefaultMaxTableBytes;  // the CSV file (CsvOptions::max_bytes)
-  size_t max_line_bytes = kMaxLineBytes;
+  uint64_t max_input_bytes = base::kDefaultMaxTableBytes;  // the CSV file (CsvOptions::max_bytes)
+  size_t max_line_bytes = base::kMaxLineBytes;
   // Threads encoding a regular file: 0 uses two when the machine has them (the two halves of the
   // file at once, then joined: the same Dataset as one pass), 1 reads in one pass.
   int threads = 0;
@@ -126,9 +126,9 @@ absl::StatusOr<Dataset> LoadDataset(const fedanon::v1::JobSpec& spec, const std:
                                     const LoadDatasetOptions& options = {});
 
 // Builds a Dataset row by row from a source other than a CSV file (a PostgreSQL COPY stream,
-// common/table/postgres_source.h), with LoadDataset's checks and messages: `source_name` takes
-// the file's place in them and rows are numbered from 1 ("PostgreSQL source 'x', row 12: column
-// 1 (age): 'abc' is not a number"). The caller keeps the rows' CSV text in source_text.
+// common/table_postgres/postgres_source.h), with LoadDataset's checks and messages: `source_name`
+// takes the file's place in them and rows are numbered from 1 ("PostgreSQL source 'x', row 12:
+// column 1 (age): 'abc' is not a number"). The caller keeps the rows' CSV text in source_text.
 class DatasetEncoder {
  public:
   // As LoadDataset: `schema` null builds one from the spec (taxonomy files read from disk).
@@ -163,4 +163,4 @@ absl::StatusOr<Dataset> BuildPublicSchema(const fedanon::v1::JobSpec& spec,
                                           const std::map<std::string, std::string>& taxonomy_texts,
                                           const TaxonomyParseOptions& taxonomy_options = {});
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table

@@ -12,7 +12,7 @@
 #include "common/base/string_views.h"
 #include "common/table/csv.h"
 
-namespace fedanon::common {
+namespace fedanon::table {
 namespace {
 
 // Where a label was seen while parsing an ARX file (0: not yet).
@@ -41,7 +41,7 @@ size_t SplitArxLine(absl::string_view line, char separator, std::vector<std::str
   size_t column = 0;
   for (absl::string_view raw_label : absl::StrSplit(line, separator)) {
     ++column;
-    const std::string_view label = Sv(absl::StripAsciiWhitespace(raw_label));
+    const std::string_view label = base::Sv(absl::StripAsciiWhitespace(raw_label));
     if (label.empty()) return column;
     if (labels->empty() || labels->back() != label) labels->push_back(label);
   }
@@ -63,12 +63,12 @@ Taxonomy::NodeId Taxonomy::AddNode(std::string_view label, NodeId parent) {
 
 absl::StatusOr<Taxonomy> Taxonomy::LoadArx(const std::string& path, std::string_view attribute,
                                            const TaxonomyParseOptions& options) {
-  auto text = ReadFile(path, ReadFileOptions{.max_bytes = kMaxTaxonomyBytes,
-                                             .max_line_bytes = kMaxLineBytes,
-                                             .what = "taxonomy"});
+  auto text = base::ReadFile(path, base::ReadFileOptions{.max_bytes = base::kMaxTaxonomyBytes,
+                                                         .max_line_bytes = base::kMaxLineBytes,
+                                                         .what = "taxonomy"});
   if (!text.ok()) {
-    return absl::Status(text.status().code(),
-                        Cat("taxonomy for attribute '", attribute, "': ", text.status().message()));
+    return absl::Status(text.status().code(), base::Cat("taxonomy for attribute '", attribute,
+                                                        "': ", text.status().message()));
   }
   return ParseArx(*text, path, attribute, options);
 }
@@ -77,36 +77,37 @@ absl::StatusOr<Taxonomy> Taxonomy::ParseArx(std::string_view text, std::string_v
                                             std::string_view attribute,
                                             const TaxonomyParseOptions& options) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 byte order mark
-  if (text.size() > kMaxTaxonomyBytes) {
-    return absl::InvalidArgumentError(Cat(source_name, ": taxonomy for attribute '", attribute,
-                                          "' is larger than the limit of ", kMaxTaxonomyBytes,
-                                          " bytes"));
+  if (text.size() > base::kMaxTaxonomyBytes) {
+    return absl::InvalidArgumentError(base::Cat(source_name, ": taxonomy for attribute '",
+                                                attribute, "' is larger than the limit of ",
+                                                base::kMaxTaxonomyBytes, " bytes"));
   }
   const char separator = DetectArxSeparator(text);
   // `quoted` names labels of the file; `plain` says the same without them.
   auto error = [&](size_t line, std::string_view quoted, std::string_view plain = {}) {
     const std::string_view what = options.quote_labels || plain.empty() ? quoted : plain;
     return absl::InvalidArgumentError(
-        Cat(source_name, ":", line, ": taxonomy for attribute '", attribute, "': ", what));
+        base::Cat(source_name, ":", line, ": taxonomy for attribute '", attribute, "': ", what));
   };
   Taxonomy taxonomy;
   std::vector<Seen> seen;
   size_t root_line = 0;
   std::vector<std::string_view> labels;
   size_t line_number = 0;
-  for (absl::string_view raw_line : absl::StrSplit(Av(text), '\n')) {
+  for (absl::string_view raw_line : absl::StrSplit(base::Av(text), '\n')) {
     ++line_number;
     const absl::string_view line = absl::StripAsciiWhitespace(raw_line);  // drops CR of CRLF
     if (line.empty()) continue;
-    if (line.size() > kMaxLineBytes) {
-      return error(line_number, Cat("line longer than ", kMaxLineBytes, " bytes"));
+    if (line.size() > base::kMaxLineBytes) {
+      return error(line_number, base::Cat("line longer than ", base::kMaxLineBytes, " bytes"));
     }
     if (const size_t column = SplitArxLine(line, separator, &labels); column != 0) {
-      return error(line_number, Cat("empty label in column ", column));
+      return error(line_number, base::Cat("empty label in column ", column));
     }
     if (labels.size() - 1 > static_cast<size_t>(options.max_depth)) {
-      return error(line_number, Cat("the path from this leaf to the root has ", labels.size() - 1,
-                                    " levels; at most ", options.max_depth, " are supported"));
+      return error(line_number,
+                   base::Cat("the path from this leaf to the root has ", labels.size() - 1,
+                             " levels; at most ", options.max_depth, " are supported"));
     }
     const std::string_view root_label = labels.back();
     if (root_line == 0) {
@@ -115,9 +116,9 @@ absl::StatusOr<Taxonomy> Taxonomy::ParseArx(std::string_view text, std::string_v
       root_line = line_number;
     } else if (root_label != taxonomy.label(0)) {
       return error(line_number,
-                   Cat("lines end in different roots '", taxonomy.label(0), "' (line ", root_line,
-                       ") and '", root_label, "' (line ", line_number, ")"),
-                   Cat("this line ends in a different root than line ", root_line));
+                   base::Cat("lines end in different roots '", taxonomy.label(0), "' (line ",
+                             root_line, ") and '", root_label, "' (line ", line_number, ")"),
+                   base::Cat("this line ends in a different root than line ", root_line));
     }
     // Walk from the root down to the leaf, creating or checking each node.
     NodeId parent = 0;
@@ -130,15 +131,15 @@ absl::StatusOr<Taxonomy> Taxonomy::ParseArx(std::string_view text, std::string_v
         seen[*node].parent_line = line_number;
       } else if (*node == 0) {
         return error(line_number,
-                     Cat("root '", label, "' appears below '", taxonomy.label(parent), "'"),
+                     base::Cat("root '", label, "' appears below '", taxonomy.label(parent), "'"),
                      "the root appears below another value");
       } else if (taxonomy.parent(*node) != parent) {
         return error(
             line_number,
-            Cat("value '", label, "' has two parents '", taxonomy.label(taxonomy.parent(*node)),
-                "' (line ", seen[*node].parent_line, ") and '", taxonomy.label(parent), "' (line ",
-                line_number, ")"),
-            Cat("a value has a different parent than on line ", seen[*node].parent_line));
+            base::Cat("value '", label, "' has two parents '",
+                      taxonomy.label(taxonomy.parent(*node)), "' (line ", seen[*node].parent_line,
+                      ") and '", taxonomy.label(parent), "' (line ", line_number, ")"),
+            base::Cat("a value has a different parent than on line ", seen[*node].parent_line));
       }
       parent = *node;
     }
@@ -149,16 +150,16 @@ absl::StatusOr<Taxonomy> Taxonomy::ParseArx(std::string_view text, std::string_v
       if (mine == 0) mine = line_number;
       if (s.leaf_line != 0 && s.inner_line != 0) {
         return error(line_number,
-                     Cat("value '", labels[i], "' is a leaf on line ", s.leaf_line,
-                         " but a generalization on line ", s.inner_line),
-                     Cat("a value is a leaf on line ", s.leaf_line,
-                         " but a generalization on line ", s.inner_line));
+                     base::Cat("value '", labels[i], "' is a leaf on line ", s.leaf_line,
+                               " but a generalization on line ", s.inner_line),
+                     base::Cat("a value is a leaf on line ", s.leaf_line,
+                               " but a generalization on line ", s.inner_line));
       }
     }
   }
   if (root_line == 0) {
     return absl::InvalidArgumentError(
-        Cat(source_name, ": taxonomy for attribute '", attribute, "' is empty"));
+        base::Cat(source_name, ": taxonomy for attribute '", attribute, "' is empty"));
   }
   return taxonomy;
 }
@@ -167,7 +168,8 @@ absl::StatusOr<Taxonomy> Taxonomy::FromEdges(
     const std::vector<std::pair<std::string, std::string>>& child_parent,
     std::string_view attribute) {
   auto error = [&](std::string_view what) {
-    return absl::InvalidArgumentError(Cat("taxonomy for attribute '", attribute, "': ", what));
+    return absl::InvalidArgumentError(
+        base::Cat("taxonomy for attribute '", attribute, "': ", what));
   };
   if (child_parent.empty()) return error("no edges");
   // Parent of each child, labels and children in order of first appearance.
@@ -177,11 +179,11 @@ absl::StatusOr<Taxonomy> Taxonomy::FromEdges(
   absl::flat_hash_set<std::string_view> known;
   for (const auto& [child, parent] : child_parent) {
     if (child.empty() || parent.empty()) return error("empty label");
-    if (child == parent) return error(Cat("cycle: '", child, "' is its own parent"));
+    if (child == parent) return error(base::Cat("cycle: '", child, "' is its own parent"));
     auto [it, inserted] = parent_of.emplace(child, parent);
     if (!inserted && it->second != parent) {
       return error(
-          Cat("value '", child, "' has two parents '", it->second, "' and '", parent, "'"));
+          base::Cat("value '", child, "' has two parents '", it->second, "' and '", parent, "'"));
     }
     if (inserted) children_of[parent].push_back(child);
     for (std::string_view label : {std::string_view(child), std::string_view(parent)}) {
@@ -194,7 +196,8 @@ absl::StatusOr<Taxonomy> Taxonomy::FromEdges(
   }
   if (roots.empty()) return error("no root (every value has a parent): the edges form a cycle");
   if (roots.size() > 1) {
-    return error(Cat("more than one root: '", absl::StrJoin(roots, "', '", kViewFormatter), "'"));
+    return error(base::Cat("more than one root: '",
+                           absl::StrJoin(roots, "', '", base::kViewFormatter), "'"));
   }
   // Breadth-first from the root; values not reached lie on a cycle.
   Taxonomy taxonomy;
@@ -206,13 +209,14 @@ absl::StatusOr<Taxonomy> Taxonomy::FromEdges(
   }
   for (NodeId n = 0; n < static_cast<NodeId>(taxonomy.size()); ++n) {
     if (taxonomy.depth(n) > kMaxTaxonomyDepth) {
-      return error(Cat("more than ", kMaxTaxonomyDepth, " levels below the root"));
+      return error(base::Cat("more than ", kMaxTaxonomyDepth, " levels below the root"));
     }
   }
   if (taxonomy.size() != labels.size()) {
     for (std::string_view label : labels) {
       if (!taxonomy.Find(label).has_value()) {
-        return error(Cat("cycle: value '", label, "' is not below the root '", roots[0], "'"));
+        return error(
+            base::Cat("cycle: value '", label, "' is not below the root '", roots[0], "'"));
       }
     }
   }
@@ -220,7 +224,7 @@ absl::StatusOr<Taxonomy> Taxonomy::FromEdges(
 }
 
 std::optional<Taxonomy::NodeId> Taxonomy::Find(std::string_view label) const {
-  auto it = by_label_.find(Av(label));
+  auto it = by_label_.find(base::Av(label));
   if (it == by_label_.end()) return std::nullopt;
   return it->second;
 }
@@ -245,9 +249,9 @@ bool Taxonomy::Generalizes(NodeId ancestor, NodeId node) const {
 absl::StatusOr<Taxonomy::NodeId> Taxonomy::AddLeafUnderRoot(std::string_view label) {
   if (label.empty()) return absl::InvalidArgumentError("cannot add an empty label to a taxonomy");
   if (Find(label).has_value()) {
-    return absl::AlreadyExistsError(Cat("taxonomy already has a value '", label, "'"));
+    return absl::AlreadyExistsError(base::Cat("taxonomy already has a value '", label, "'"));
   }
   return AddNode(label, root());
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table

@@ -24,7 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 
-namespace fedanon::common {
+namespace fedanon::table {
 
 inline constexpr int kMaxTaxonomyDepth = 64;
 
@@ -83,4 +83,4 @@ class Taxonomy {
   absl::flat_hash_map<std::string, NodeId> by_label_;
 };
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table

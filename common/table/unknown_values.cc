@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace fedanon::common {
+namespace fedanon::table {
 
 std::string FormatUnknownValues(const std::map<std::string, uint64_t>& unknown) {
   std::vector<std::pair<std::string, uint64_t>> sorted(unknown.begin(), unknown.end());
@@ -22,4 +22,4 @@ std::string FormatUnknownValues(const std::map<std::string, uint64_t>& unknown) 
   return absl::StrJoin(parts, ", ");
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table

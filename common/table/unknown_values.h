@@ -7,9 +7,9 @@
 #include <map>
 #include <string>
 
-namespace fedanon::common {
+namespace fedanon::table {
 
 // "'x' (3 records), 'y' (1 record), and 4 more".
 std::string FormatUnknownValues(const std::map<std::string, uint64_t>& unknown);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table

@@ -11,7 +11,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/unknown_field_set.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 std::string EncodeWords(const std::vector<uint64_t>& words) {
   std::string out(words.size() * 8, '\0');
@@ -38,9 +38,9 @@ absl::StatusOr<std::vector<uint64_t>> DecodeWords(std::string_view bytes) {
   return words;
 }
 
-fedanon::v1::StatsRequest ToProto(const StatsRequest& request) {
+fedanon::v1::StatsRequest ToProto(const engine::StatsRequest& request) {
   fedanon::v1::StatsRequest p;
-  for (const RangeCountRequest& r : request.range_counts) {
+  for (const engine::RangeCountRequest& r : request.range_counts) {
     auto* rc = p.add_range_counts();
     rc->set_attribute(r.attr);
     for (int32_t b : r.bounds) rc->add_bounds(b);
@@ -58,19 +58,19 @@ fedanon::v1::StatsRequest ToProto(const StatsRequest& request) {
   }
   for (const auto& key : request.group_keys) {
     auto* g = p.add_groups();
-    for (NodeIndex n : key) g->add_nodes(n);
+    for (engine::NodeIndex n : key) g->add_nodes(n);
   }
   for (const auto& key : request.released_groups) {
     auto* g = p.add_released_groups();
-    for (NodeIndex n : key) g->add_nodes(n);
+    for (engine::NodeIndex n : key) g->add_nodes(n);
   }
   p.set_released_combinations(request.released_combinations);
   if (!request.histograms.empty()) {
     fedanon::v1::SensitiveHistogramRequest h;
     h.set_domain(request.histogram_domain);
-    for (const HistogramQuery& q : request.histograms) {
+    for (const engine::HistogramQuery& q : request.histograms) {
       auto* query = h.add_queries();
-      for (NodeIndex n : q.key) query->add_key(n);
+      for (engine::NodeIndex n : q.key) query->add_key(n);
       query->set_attribute(q.attr);
       query->set_candidate(q.candidate);
     }
@@ -108,14 +108,14 @@ absl::StatusOr<std::optional<fedanon::v1::SensitiveHistogramRequest>> SensitiveH
   return out;
 }
 
-absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
-                                       const std::vector<AttributeHierarchy>& hier) {
-  StatsRequest request;
+absl::StatusOr<engine::StatsRequest> FromProto(
+    const fedanon::v1::StatsRequest& proto, const std::vector<engine::AttributeHierarchy>& hier) {
+  engine::StatsRequest request;
   auto node_ok = [&](uint32_t a, int32_t n) {
     return a < hier.size() && n >= 0 && static_cast<size_t>(n) < hier[a].size();
   };
   for (const auto& r : proto.range_counts()) {
-    if (r.attribute() >= hier.size() || hier[r.attribute()].kind() != QidKind::kContinuous) {
+    if (r.attribute() >= hier.size() || hier[r.attribute()].kind() != table::QidKind::kContinuous) {
       return absl::InvalidArgumentError("range counts of an attribute that is not continuous");
     }
     const int32_t ranks = hier[r.attribute()].node(0).rank_hi;
@@ -130,7 +130,8 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
         {static_cast<int>(r.attribute()), std::move(bounds), r.labelled()});
   }
   for (const auto& r : proto.rank_histograms()) {
-    if (!node_ok(r.attribute(), r.node()) || hier[r.attribute()].kind() != QidKind::kContinuous) {
+    if (!node_ok(r.attribute(), r.node()) ||
+        hier[r.attribute()].kind() != table::QidKind::kContinuous) {
       return absl::InvalidArgumentError("rank histogram of an unknown interval");
     }
     request.rank_histograms.emplace_back(r.attribute(), r.node());
@@ -142,12 +143,12 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
     request.node_class_counts.emplace_back(r.attribute(), r.node());
   }
   auto read_keys = [&](const auto& groups,
-                       std::vector<std::vector<NodeIndex>>* keys) -> absl::Status {
+                       std::vector<std::vector<engine::NodeIndex>>* keys) -> absl::Status {
     for (const auto& g : groups) {
       if (static_cast<size_t>(g.nodes_size()) != hier.size()) {
         return absl::InvalidArgumentError("group key of the wrong width");
       }
-      std::vector<NodeIndex> key(g.nodes().begin(), g.nodes().end());
+      std::vector<engine::NodeIndex> key(g.nodes().begin(), g.nodes().end());
       for (size_t a = 0; a < key.size(); ++a) {
         if (!node_ok(static_cast<uint32_t>(a), key[a])) {
           return absl::InvalidArgumentError("group key names an unknown node");
@@ -164,13 +165,13 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
   if (!histograms.ok()) return histograms.status();
   if (histograms->has_value()) {
     const fedanon::v1::SensitiveHistogramRequest& h = **histograms;
-    if (h.domain() == 0 || h.domain() > kMaxSensitiveDomain) {
+    if (h.domain() == 0 || h.domain() > table::kMaxSensitiveDomain) {
       return absl::InvalidArgumentError("sensitive histograms over an impossible domain");
     }
     request.histogram_domain = h.domain();
     size_t words = 0;
     for (const auto& q : h.queries()) {
-      HistogramQuery query;
+      engine::HistogramQuery query;
       if (static_cast<size_t>(q.key_size()) != hier.size()) {
         return absl::InvalidArgumentError("sensitive histogram of a group key of the wrong width");
       }
@@ -186,7 +187,7 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
         if (a >= hier.size()) {
           return absl::InvalidArgumentError("sensitive histogram split by an unknown attribute");
         }
-        const NodeIndex n = query.key[a];
+        const engine::NodeIndex n = query.key[a];
         if (!hier[a].node(n).children.empty() || q.candidate() < 0 ||
             q.candidate() >= hier[a].CandidateCount(n)) {
           return absl::InvalidArgumentError(
@@ -197,10 +198,11 @@ absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
       } else if (q.attribute() != -1 || q.candidate() != 0) {
         return absl::InvalidArgumentError("sensitive histogram of a whole group names a candidate");
       }
-      words += HistogramWords(hier, query, request.histogram_domain);
-      if (words > kMaxHistogramWords) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "sensitive histograms of more than ", kMaxHistogramWords, " words in one request"));
+      words += engine::HistogramWords(hier, query, request.histogram_domain);
+      if (words > engine::kMaxHistogramWords) {
+        return absl::InvalidArgumentError(absl::StrCat("sensitive histograms of more than ",
+                                                       engine::kMaxHistogramWords,
+                                                       " words in one request"));
       }
       request.histograms.push_back(std::move(query));
     }
@@ -292,7 +294,7 @@ std::string FinalCheckPurpose(const std::string& kind, const fedanon::v1::FinalC
 
 std::string CsvLine(const google::protobuf::RepeatedPtrField<std::string>& fields) {
   std::vector<std::string_view> views(fields.begin(), fields.end());
-  return CsvLine(views);
+  return table::CsvLine(views);
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

@@ -15,18 +15,18 @@
 #include "common/table/csv.h"
 #include "fedanon/v1/federation.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 std::string EncodeWords(const std::vector<uint64_t>& words);
 // InvalidArgument if the length is not a multiple of 8.
 absl::StatusOr<std::vector<uint64_t>> DecodeWords(std::string_view bytes);
 
-fedanon::v1::StatsRequest ToProto(const StatsRequest& request);
+fedanon::v1::StatsRequest ToProto(const engine::StatsRequest& request);
 // InvalidArgument for attributes or nodes that do not exist in `hier`; for a sensitive histogram
 // query, also for a candidate that is not one of a node of the current cut, and for histograms
 // of more than kMaxHistogramWords words in all.
-absl::StatusOr<StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
-                                       const std::vector<AttributeHierarchy>& hier);
+absl::StatusOr<engine::StatsRequest> FromProto(const fedanon::v1::StatsRequest& proto,
+                                               const std::vector<engine::AttributeHierarchy>& hier);
 
 // Where a StatsRequest carries its sensitive histogram queries (fedanon.v1.
 // SensitiveHistogramRequest, job.proto): field 90 of federation.proto's StatsRequest, which does
@@ -77,4 +77,4 @@ std::string FinalCheckPurpose(const std::string& kind, const fedanon::v1::FinalC
 // quoted where needed, with its trailing newline), which this header brings along.
 std::string CsvLine(const google::protobuf::RepeatedPtrField<std::string>& fields);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 namespace {
 
 // A 16-byte digest as two big-endian words: the pairs order as the digests' bytes do, and
@@ -111,4 +111,4 @@ absl::StatusOr<std::vector<int64_t>> PositionsInCommon(std::string_view own,
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 inline constexpr size_t kIdDigestBytes = 16;
 
@@ -42,4 +42,4 @@ absl::StatusOr<std::string> CommonDigests(const std::vector<std::string>& packed
 absl::StatusOr<std::vector<int64_t>> PositionsInCommon(std::string_view own,
                                                        std::string_view common);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

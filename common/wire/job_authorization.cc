@@ -9,7 +9,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 std::vector<std::string> RingOrder(const std::vector<std::string>& parties,
                                    const std::string& leader_party) {
@@ -79,4 +79,4 @@ absl::StatusOr<fedanon::v1::JobAuthorization> AuthorizeSubmission(
   return SignAuthorizedJob(body, signer);
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

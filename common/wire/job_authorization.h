@@ -13,7 +13,7 @@
 #include "absl/time/time.h"
 #include "fedanon/v1/federation.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 // How long an authorization stays usable when the admin does not say.
 inline constexpr absl::Duration kDefaultAuthorizationValidity = absl::Hours(24);
@@ -54,4 +54,4 @@ absl::StatusOr<fedanon::v1::JobAuthorization> AuthorizeSubmission(
     const AdminSigner& signer, absl::Time now = absl::Now(),
     absl::Duration validity = kDefaultAuthorizationValidity);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

@@ -15,7 +15,7 @@
 #include "common/wire/protocol_version.h"
 #include "fedanon/v1/federation.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 struct ConnectedParty {
   std::string name;
@@ -40,4 +40,4 @@ class PartyChannel {
   virtual std::vector<ConnectedParty> Parties() const = 0;
 };
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

@@ -8,7 +8,7 @@
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 absl::StatusOr<uint64_t> NegotiatedMessageLimit(uint64_t leader_limit, uint64_t party_limit) {
   const uint64_t limit = std::min(leader_limit, party_limit);
@@ -198,4 +198,4 @@ absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> SealChunks(
   return out;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

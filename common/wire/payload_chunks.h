@@ -19,7 +19,7 @@
 #include "fedanon/v1/federation.pb.h"
 #include "google/protobuf/message.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 // The transport's message limit (server/runtime/transport.h kMaxMessageBytes), each way.
 inline constexpr uint64_t kDefaultMessageLimitBytes = uint64_t{64} << 20;
@@ -104,4 +104,4 @@ absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> SealChunks(
     const std::function<absl::StatusOr<fedanon::v1::SealedPayload>(
         std::string_view piece, const std::string& purpose)>& seal);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 namespace {
 
 ProtocolVersion FromProto(bool present, const fedanon::v1::ProtocolVersion& v) {
@@ -52,4 +52,4 @@ absl::Status CheckLeaderProtocol(const ProtocolVersion& leader, const ProtocolVe
                    "; this party speaks ", ProtocolVersionText(party)));
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

@@ -32,7 +32,7 @@
 #include "absl/status/status.h"
 #include "fedanon/v1/federation.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 struct ProtocolVersion {
   uint32_t major = 0;
@@ -61,4 +61,4 @@ absl::Status CheckPartyProtocol(const std::string& party, const ProtocolVersion&
 absl::Status CheckLeaderProtocol(const ProtocolVersion& leader,
                                  const ProtocolVersion& party = kProtocolVersion);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

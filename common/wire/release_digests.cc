@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 namespace {
 
@@ -130,4 +130,4 @@ absl::Status CheckJoinedRelease(
   return absl::OkStatus();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

@@ -26,7 +26,7 @@
 #include "fedanon/v1/job.pb.h"
 #include "google/protobuf/repeated_ptr_field.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 // Appends one QID label to a group key (4-byte length, then the bytes): a record's key is its
 // labels of every QID attribute, in the job's QID order (the report's cut order).
@@ -69,4 +69,4 @@ absl::Status CheckJoinedRelease(
     const google::protobuf::RepeatedPtrField<fedanon::v1::AttributeCut>& cut,
     std::string_view groups_digest);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

@@ -11,7 +11,7 @@
 #include "crypto/shuffle.h"
 #include "google/protobuf/stubs/common.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 crypto::SealContext UnionRowContext(const std::string& job_id, const std::string& run_id,
                                     uint64_t round, const std::string& recipient) {
@@ -73,7 +73,7 @@ absl::StatusOr<std::vector<std::string>> OpenUnionRows(
   }
   std::vector<std::string> out(rows.size());
   const crypto::SealContext context = UnionRowContext(job_id, run_id, round, recipient);
-  RETURN_IF_ERROR(ParallelFor(out.size(), [&](size_t i) -> absl::Status {
+  RETURN_IF_ERROR(base::ParallelFor(out.size(), [&](size_t i) -> absl::Status {
     ASSIGN_OR_RETURN(const std::string padded,
                      crypto::Open(keys, context, rows[static_cast<int>(i)]));
     ASSIGN_OR_RETURN(out[i], UnpadUnionRow(padded));
@@ -226,7 +226,7 @@ absl::Status JoinReleasedColumnsTo(const std::vector<VerticalColumnsView>& parts
   }
   constexpr size_t kPiece = size_t{1} << 20;
   std::vector<std::string_view> views(header.begin(), header.end());
-  std::string csv = CsvLine(views);
+  std::string csv = table::CsvLine(views);
   ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows));
   std::vector<std::vector<std::string_view>> part_row(parts.size());
   std::vector<std::string_view> row(sources.size());
@@ -237,7 +237,7 @@ absl::Status JoinReleasedColumnsTo(const std::vector<VerticalColumnsView>& parts
     for (size_t i = 0; i < sources.size(); ++i) {
       row[i] = part_row[sources[i].part][sources[i].column];
     }
-    AppendCsvRecord(row, ',', &csv);
+    table::AppendCsvRecord(row, ',', &csv);
     if (csv.size() >= kPiece) {
       RETURN_IF_ERROR(sink(csv));
       csv.clear();
@@ -262,4 +262,4 @@ absl::StatusOr<std::string> JoinReleasedColumns(
   return csv;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

@@ -13,7 +13,7 @@
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 
 // A union row's plaintext is padded before it is sealed, so that the leader, which relays the
 // sealed rows, cannot tell rows (and so their origin party) apart by length: u32be(length of the
@@ -83,4 +83,4 @@ absl::StatusOr<std::string> JoinReleasedColumns(
 absl::Status JoinReleasedColumnsTo(const std::vector<VerticalColumnsView>& parts,
                                    const std::vector<std::string>& header, const CsvSink& sink);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

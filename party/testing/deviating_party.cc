@@ -9,8 +9,12 @@
 #include "party/vertical_party.h"
 #include "spdlog/spdlog.h"
 
-namespace fedanon::party {
+namespace fedanon::party_testing {
 namespace {
+
+using party::Misbehaviour;
+using party::PartyDeviation;
+using party::VerticalParty;
 
 class Deviating final : public PartyDeviation {
  public:
@@ -68,7 +72,7 @@ class Deviating final : public PartyDeviation {
       for (const auto& a : spec.attributes()) {
         if (a.role() != fedanon::v1::ROLE_ID) cells.push_back("invented");
       }
-      lines->back() = common::CsvLine(std::vector<std::string_view>(cells.begin(), cells.end()));
+      lines->back() = table::CsvLine(std::vector<std::string_view>(cells.begin(), cells.end()));
     }
   }
 
@@ -98,7 +102,7 @@ class Deviating final : public PartyDeviation {
 
 }  // namespace
 
-std::shared_ptr<const PartyDeviation> DeviatingParty(std::string_view mode) {
+std::shared_ptr<const party::PartyDeviation> DeviatingParty(std::string_view mode) {
   if (mode.empty()) return nullptr;
   if (std::find(kDeviations.begin(), kDeviations.end(), mode) == kDeviations.end()) {
     std::fprintf(stderr, "DeviatingParty: no deviation named '%.*s'\n",
@@ -108,4 +112,4 @@ std::shared_ptr<const PartyDeviation> DeviatingParty(std::string_view mode) {
   return std::make_shared<const Deviating>(std::string(mode));
 }
 
-}  // namespace fedanon::party
+}  // namespace fedanon::party_testing

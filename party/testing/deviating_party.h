@@ -21,7 +21,7 @@
 
 #include "party/party_deviation.h"
 
-namespace fedanon::party {
+namespace fedanon::party_testing {
 
 inline constexpr std::array<std::string_view, 16> kDeviations = {
     "never-participate",        "under-declare",       "inflate-released-counts",
@@ -33,6 +33,6 @@ inline constexpr std::array<std::string_view, 16> kDeviations = {
 
 // The deviation named `mode` (one of kDeviations); null for "" (an honest party). Aborts on any
 // other name: a test that names a mode that does not exist is wrong.
-std::shared_ptr<const PartyDeviation> DeviatingParty(std::string_view mode);
+std::shared_ptr<const party::PartyDeviation> DeviatingParty(std::string_view mode);
 
-}  // namespace fedanon::party
+}  // namespace fedanon::party_testing

@@ -2,9 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace fedanon::party {
+namespace fedanon::party_testing {
 
-void InProcessPartyChannel::Add(PartyAgent* agent) {
+void InProcessPartyChannel::Add(party::PartyAgent* agent) {
   absl::MutexLock lock(&mu_);
   agents_[agent->name()] = agent;
   disconnected_.erase(agent->name());
@@ -22,7 +22,7 @@ void InProcessPartyChannel::Reconnect(const std::string& party) {
 
 absl::StatusOr<fedanon::v1::PartyMessage> InProcessPartyChannel::Call(
     const std::string& party, const fedanon::v1::LeaderMessage& request, absl::Duration) {
-  PartyAgent* agent;
+  party::PartyAgent* agent;
   std::function<void(const std::string&, const std::string&)> observer;
   std::function<void(const std::string&, fedanon::v1::LeaderMessage*)> tamper;
   std::function<void(const std::string&, fedanon::v1::PartyMessage*)> reply_tamper;
@@ -63,15 +63,15 @@ absl::StatusOr<fedanon::v1::PartyMessage> InProcessPartyChannel::Call(
   return reply;
 }
 
-std::vector<common::ConnectedParty> InProcessPartyChannel::Parties() const {
+std::vector<wire::ConnectedParty> InProcessPartyChannel::Parties() const {
   absl::MutexLock lock(&mu_);
-  std::vector<common::ConnectedParty> out;
+  std::vector<wire::ConnectedParty> out;
   for (const auto& [name, agent] : agents_) {
     if (disconnected_.count(name)) continue;
-    out.push_back(common::ConnectedParty{name, 0, "in-process", agent->seal_cert_pem(),
-                                         agent->sign_cert_pem()});
+    out.push_back(wire::ConnectedParty{name, 0, "in-process", agent->seal_cert_pem(),
+                                       agent->sign_cert_pem()});
   }
   return out;
 }
 
-}  // namespace fedanon::party
+}  // namespace fedanon::party_testing

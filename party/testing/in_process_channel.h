@@ -15,12 +15,12 @@
 #include "common/wire/party_channel.h"
 #include "party/party_agent.h"
 
-namespace fedanon::party {
+namespace fedanon::party_testing {
 
-class InProcessPartyChannel : public common::PartyChannel {
+class InProcessPartyChannel : public wire::PartyChannel {
  public:
   // Agents are not owned.
-  void Add(PartyAgent* agent) ABSL_LOCKS_EXCLUDED(mu_);
+  void Add(party::PartyAgent* agent) ABSL_LOCKS_EXCLUDED(mu_);
   // Simulates a party going away: later calls fail with Unavailable.
   void Disconnect(const std::string& party) ABSL_LOCKS_EXCLUDED(mu_);
   // The party is back (its agent kept its state, as a party whose link was cut).
@@ -52,14 +52,14 @@ class InProcessPartyChannel : public common::PartyChannel {
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  std::vector<common::ConnectedParty> Parties() const override ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<wire::ConnectedParty> Parties() const override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   mutable absl::Mutex mu_;
   // The leader calls parties from several threads (Prepare runs in parallel): the observer and
   // the tamper hook are called one at a time, so a test's callback needs no lock of its own.
   absl::Mutex callback_mu_;
-  std::map<std::string, PartyAgent*> agents_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, party::PartyAgent*> agents_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> disconnected_ ABSL_GUARDED_BY(mu_);
   std::function<void(const std::string&, const std::string&)> observer_ ABSL_GUARDED_BY(mu_);
   std::function<void(const std::string&, fedanon::v1::LeaderMessage*)> tamper_ ABSL_GUARDED_BY(mu_);
@@ -67,4 +67,4 @@ class InProcessPartyChannel : public common::PartyChannel {
       ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace fedanon::party
+}  // namespace fedanon::party_testing

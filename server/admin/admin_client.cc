@@ -255,8 +255,8 @@ absl::Status AdminClient::AuthorizeJob(fedanon::v1::SubmitJobRequest* request,
   request->clear_authorization();
   ASSIGN_OR_RETURN(
       *request->mutable_authorization(),
-      common::AuthorizeSubmission(*request, common::CanonicalJobBytes(request->spec(), texts),
-                                  {cert_pem_, key_pem_}, absl::Now(), validity));
+      wire::AuthorizeSubmission(*request, spec::CanonicalJobBytes(request->spec(), texts),
+                                {cert_pem_, key_pem_}, absl::Now(), validity));
   return absl::OkStatus();
 }
 
@@ -394,9 +394,9 @@ void AdminClient::Cancel() {
 
 absl::StatusOr<fedanon::v1::SubmitJobRequest> LoadSubmitRequest(
     const std::string& spec_path, std::vector<TaxonomyFile>* taxonomy_files) {
-  ASSIGN_OR_RETURN(const std::string text, common::ReadFile(spec_path));
-  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(text, spec_path));
-  if (absl::Status st = common::ValidateJobSpec(spec); !st.ok()) {
+  ASSIGN_OR_RETURN(const std::string text, base::ReadFile(spec_path));
+  ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(text, spec_path));
+  if (absl::Status st = spec::ValidateJobSpec(spec); !st.ok()) {
     return absl::Status(st.code(), absl::StrCat(spec_path, ": ", std::string(st.message())));
   }
   fedanon::v1::SubmitJobRequest request;
@@ -406,7 +406,7 @@ absl::StatusOr<fedanon::v1::SubmitJobRequest> LoadSubmitRequest(
     const fs::path written(a.taxonomy());
     const fs::path local =
         (written.is_absolute() ? written : spec_dir / written).lexically_normal();
-    absl::StatusOr<std::string> content = common::ReadFile(local.string());
+    absl::StatusOr<std::string> content = base::ReadFile(local.string());
     if (!content.ok()) {
       return absl::Status(content.status().code(),
                           absl::StrCat("taxonomy of attribute '", a.name(),
@@ -532,7 +532,7 @@ absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const s
   // The mode of any file a command creates.
   const mode_t mask = ::umask(0);
   ::umask(mask);
-  absl::StatusOr<std::unique_ptr<common::AtomicFileWriter>> file = common::AtomicFileWriter::Open(
+  absl::StatusOr<std::unique_ptr<base::AtomicFileWriter>> file = base::AtomicFileWriter::Open(
       path, {.mode = static_cast<mode_t>(0666 & ~mask), .replace_existing = overwrite});
   if (!file.ok()) return WithForceHint(file.status(), path);
   return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(*std::move(file)));

@@ -152,9 +152,9 @@ class AtomicFileWriter {
   absl::Status Commit();
 
  private:
-  explicit AtomicFileWriter(std::unique_ptr<common::AtomicFileWriter> file)
+  explicit AtomicFileWriter(std::unique_ptr<base::AtomicFileWriter> file)
       : file_(std::move(file)) {}
-  std::unique_ptr<common::AtomicFileWriter> file_;  // removes the temporary file unless committed
+  std::unique_ptr<base::AtomicFileWriter> file_;  // removes the temporary file unless committed
 };
 
 }  // namespace fedanon::admin

@@ -85,7 +85,7 @@ grpc::Status AdminService::ListParties(grpc::ServerContext* context,
   if (auto id = Authorize(*context, "ListParties"); !id.ok())
     return server::ToGrpcStatus(id.status());
   if (backend_ == nullptr) return kNoBackend;
-  for (const common::ConnectedParty& p : backend_->Parties()) {
+  for (const wire::ConnectedParty& p : backend_->Parties()) {
     fedanon::v1::ConnectedParty* out = response->add_parties();
     out->set_name(p.name);
     out->set_connected_since_unix(p.connected_since_unix);

@@ -47,7 +47,7 @@ class AdminBackend {
   virtual absl::StatusOr<std::string> ViewLog(const std::string& /*job_id*/) {
     return absl::UnimplementedError("this leader keeps no view log");
   }
-  virtual std::vector<common::ConnectedParty> Parties() = 0;
+  virtual std::vector<wire::ConnectedParty> Parties() = 0;
 };
 
 inline constexpr size_t kResultChunkBytes = 1024 * 1024;

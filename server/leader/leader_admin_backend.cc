@@ -33,7 +33,7 @@ class LeaderAdminBackend final : public admin::AdminBackend {
   absl::StatusOr<std::string> ViewLog(const std::string& job_id) override {
     return leader_->ViewLogText(job_id);
   }
-  std::vector<common::ConnectedParty> Parties() override { return leader_->Parties(); }
+  std::vector<wire::ConnectedParty> Parties() override { return leader_->Parties(); }
 
  private:
   leader::Leader* leader_;  // not owned

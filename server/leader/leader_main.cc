@@ -206,8 +206,8 @@ absl::Status Run(const server::LeaderConfig& config, const server::LeaderConfig&
   spdlog::info(
       "{} ready (config {}, data dir {}, {} descriptors, protocol {}, up to {} jobs at once and {} "
       "queued, payload chunks under {} bytes)",
-      common::VersionLine(kProgram), config.path, config.data_dir, descriptors,
-      common::ProtocolVersionText(common::kProtocolVersion), config.max_concurrent_jobs,
+      base::VersionLine(kProgram), config.path, config.data_dir, descriptors,
+      wire::ProtocolVersionText(wire::kProtocolVersion), config.max_concurrent_jobs,
       config.max_queued_jobs, config.max_message_bytes);
 
   LeaderReloader reload(config, file_config, tls.ca_pem, server.get());

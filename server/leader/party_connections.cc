@@ -17,7 +17,7 @@
 namespace fedanon::leader_daemon {
 
 // Parties chunk per-record payloads under the limit the leader announces (LeaderOptions).
-static_assert(common::kDefaultMessageLimitBytes == static_cast<uint64_t>(server::kMaxMessageBytes));
+static_assert(wire::kDefaultMessageLimitBytes == static_cast<uint64_t>(server::kMaxMessageBytes));
 namespace {
 
 std::string DurationText(absl::Duration d) {
@@ -39,7 +39,7 @@ absl::Status ErrorReplyToStatus(const std::string& party, const fedanon::v1::Err
     code = static_cast<int>(absl::StatusCode::kUnknown);
   }
   return absl::Status(static_cast<absl::StatusCode>(code),
-                      absl::StrCat("party '", party, "': ", common::Printable(error.message())));
+                      absl::StrCat("party '", party, "': ", base::Printable(error.message())));
 }
 
 PartyConnections::ConnectionId PartyConnections::Connected(const std::string& party,
@@ -47,7 +47,7 @@ PartyConnections::ConnectionId PartyConnections::Connected(const std::string& pa
                                                            const std::string& seal_cert_pem,
                                                            const std::string& sign_cert_pem,
                                                            std::shared_ptr<PartyStream> stream,
-                                                           common::ProtocolVersion protocol) {
+                                                           wire::ProtocolVersion protocol) {
   std::shared_ptr<PartyStream> replaced;
   ConnectionId id = 0;
   {
@@ -235,8 +235,8 @@ absl::StatusOr<fedanon::v1::PartyMessage> PartyConnections::Call(
   return std::move(pending->result);
 }
 
-std::vector<common::ConnectedParty> PartyConnections::Parties() const {
-  std::vector<common::ConnectedParty> parties;
+std::vector<wire::ConnectedParty> PartyConnections::Parties() const {
+  std::vector<wire::ConnectedParty> parties;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [name, c] : by_name_) parties.push_back(c.info);

@@ -59,7 +59,7 @@ class PartyTraffic {
 // "party '<party>': <message>".
 absl::Status ErrorReplyToStatus(const std::string& party, const fedanon::v1::ErrorReply& error);
 
-class PartyConnections final : public common::PartyChannel {
+class PartyConnections final : public wire::PartyChannel {
  public:
   using ConnectionId = uint64_t;
 
@@ -73,7 +73,7 @@ class PartyConnections final : public common::PartyChannel {
   ConnectionId Connected(const std::string& party, const std::string& peer,
                          const std::string& seal_cert_pem, const std::string& sign_cert_pem,
                          std::shared_ptr<PartyStream> stream,
-                         common::ProtocolVersion protocol = common::kProtocolVersion);
+                         wire::ProtocolVersion protocol = wire::kProtocolVersion);
   // A message read from `connection`: completes the pending call with its request_id (replies
   // to unknown or timed-out requests are logged and dropped).
   void Deliver(ConnectionId connection, fedanon::v1::PartyMessage message);
@@ -105,12 +105,12 @@ class PartyConnections final : public common::PartyChannel {
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override;
   // Sorted by name.
-  std::vector<common::ConnectedParty> Parties() const override;
+  std::vector<wire::ConnectedParty> Parties() const override;
 
  private:
   struct Connection {
     ConnectionId id = 0;
-    common::ConnectedParty info;
+    wire::ConnectedParty info;
     std::shared_ptr<PartyStream> stream;
     std::shared_ptr<absl::Mutex> write_mu;  // serializes writes on `stream`
   };

@@ -130,12 +130,12 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
   }
   const fedanon::v1::PartyHello& hello = first.hello();
   if (absl::Status st = CheckHello(party, peer, hello); !st.ok()) return server::ToGrpcStatus(st);
-  const common::ProtocolVersion protocol = common::ProtocolVersionOf(hello);
+  const wire::ProtocolVersion protocol = wire::ProtocolVersionOf(hello);
 
   fedanon::v1::LeaderMessage ack;
   ack.mutable_hello_ack()->set_leader(leader_name_);
-  ack.mutable_hello_ack()->set_version(std::string(common::Version()));
-  *ack.mutable_hello_ack()->mutable_protocol_version() = common::ToProto(common::kProtocolVersion);
+  ack.mutable_hello_ack()->set_version(std::string(base::Version()));
+  *ack.mutable_hello_ack()->mutable_protocol_version() = wire::ToProto(wire::kProtocolVersion);
   if (!stream->Write(ack)) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the stream ended during the hello");
   }
@@ -144,7 +144,7 @@ grpc::Status PartyLinkService::Connect(grpc::ServerContext* context, ReaderWrite
   const PartyConnections::ConnectionId id = connections_->Connected(
       party, peer, hello.seal_certificate(), hello.sign_certificate(), writer, protocol);
   spdlog::info("party '{}' connected from {} (version {}, protocol {})", party, peer,
-               common::Printable(hello.version(), 128), common::ProtocolVersionText(protocol));
+               base::Printable(hello.version(), 128), wire::ProtocolVersionText(protocol));
   // The handshake checked the certificates' validity once; the stream may last for weeks. It
   // ends when the TLS or the sealing certificate expires (the party then reconnects with a
   // renewed one, or is refused).
@@ -223,10 +223,10 @@ absl::Status PartyLinkService::CheckHello(const std::string& party, const std::s
   }
   // The protocol version (common/wire/protocol_version.h): a party the leader cannot serve is
   // refused with both versions named (it backs off and retries; its operator must upgrade).
-  const common::ProtocolVersion protocol = common::ProtocolVersionOf(hello);
-  if (absl::Status st = common::CheckPartyProtocol(party, protocol); !st.ok()) {
+  const wire::ProtocolVersion protocol = wire::ProtocolVersionOf(hello);
+  if (absl::Status st = wire::CheckPartyProtocol(party, protocol); !st.ok()) {
     spdlog::warn("PartyLink: rejected party '{}' from {} (version {}): {}", party, peer,
-                 common::Printable(hello.version(), 128), std::string(st.message()));
+                 base::Printable(hello.version(), 128), std::string(st.message()));
     return st;
   }
   return absl::OkStatus();

@@ -204,10 +204,10 @@ PartyClient::PartyClient(PartyClientOptions options, PartyHandler handler)
 bool PartyClient::AnnounceSealCertificate(std::string seal_cert_pem, std::string sign_cert_pem) {
   fedanon::v1::PartyMessage hello;
   hello.set_request_id(0);
-  hello.mutable_hello()->set_version(std::string(common::Version()));
+  hello.mutable_hello()->set_version(std::string(base::Version()));
   hello.mutable_hello()->set_seal_certificate(seal_cert_pem);
   hello.mutable_hello()->set_sign_certificate(sign_cert_pem);
-  *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(options_.protocol_version);
+  *hello.mutable_hello()->mutable_protocol_version() = wire::ToProto(options_.protocol_version);
   {
     absl::MutexLock lock(&mu_);
     seal_cert_pem_ = std::move(seal_cert_pem);
@@ -334,13 +334,13 @@ server::TlsMaterial PartyClient::TlsForNextDial() {
 
 fedanon::v1::PartyMessage PartyClient::Hello() const {
   fedanon::v1::PartyMessage hello;
-  hello.mutable_hello()->set_version(std::string(common::Version()));
+  hello.mutable_hello()->set_version(std::string(base::Version()));
   {
     absl::MutexLock lock(&mu_);
     hello.mutable_hello()->set_seal_certificate(seal_cert_pem_);
     hello.mutable_hello()->set_sign_certificate(sign_cert_pem_);
   }
-  *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(options_.protocol_version);
+  *hello.mutable_hello()->mutable_protocol_version() = wire::ToProto(options_.protocol_version);
   return hello;
 }
 
@@ -386,8 +386,8 @@ absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch)
     return server::FromGrpcStatus(status);
   }
   if (ack.has_hello_ack()) {
-    if (absl::Status st = common::CheckLeaderProtocol(common::ProtocolVersionOf(ack.hello_ack()),
-                                                      options_.protocol_version);
+    if (absl::Status st = wire::CheckLeaderProtocol(wire::ProtocolVersionOf(ack.hello_ack()),
+                                                    options_.protocol_version);
         !st.ok()) {
       context.TryCancel();
       stream->Finish();
@@ -411,13 +411,13 @@ absl::Status PartyClient::RunSession(bool* established, bool* protocol_mismatch)
   }
   *established = true;
   spdlog::info("party '{}' connected to leader '{}' at {} (version {}, protocol {}; ours {})",
-               options_.name, common::Printable(ack.hello_ack().leader(), 128),
-               options_.leader_address, common::Printable(ack.hello_ack().version(), 128),
-               common::ProtocolVersionText(common::ProtocolVersionOf(ack.hello_ack())),
-               common::ProtocolVersionText(options_.protocol_version));
+               options_.name, base::Printable(ack.hello_ack().leader(), 128),
+               options_.leader_address, base::Printable(ack.hello_ack().version(), 128),
+               wire::ProtocolVersionText(wire::ProtocolVersionOf(ack.hello_ack())),
+               wire::ProtocolVersionText(options_.protocol_version));
 
   for (PartyLinkObserver* o : options_.observers) {
-    o->LinkUp(common::Printable(ack.hello_ack().leader(), 128));
+    o->LinkUp(base::Printable(ack.hello_ack().leader(), 128));
   }
   {
     absl::MutexLock lock(&write_mu_);

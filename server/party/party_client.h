@@ -77,7 +77,7 @@ struct PartyClientOptions {
   // certificate it revokes (or a list it cannot use: fails closed) is refused after the hello.
   const server::RevocationCheck* revocation = nullptr;
   // Tests only: the protocol version the hello advertises (an old or future party).
-  common::ProtocolVersion protocol_version = common::kProtocolVersion;
+  wire::ProtocolVersion protocol_version = wire::kProtocolVersion;
   std::vector<PartyLinkObserver*> observers;  // not owned; must outlive the client
   // Told the name in the leader's TLS certificate once a hello is accepted, before any request
   // of the session is handled (the party daemon: PartyAgent::SetLinkedLeader).

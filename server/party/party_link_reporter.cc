@@ -76,7 +76,7 @@ void PartyLinkReporter::LinkDown(const absl::Status& why, absl::Duration retry_i
   status_.detail =
       absl::StrCat("reconnecting to the leader at ", options_.leader, " in ",
                    absl::FormatDuration(absl::Trunc(retry_in, absl::Milliseconds(100))), ": ",
-                   common::Printable(std::string(why.message()), 200));
+                   base::Printable(std::string(why.message()), 200));
   PublishLocked(/*notify=*/true);
 }
 

@@ -252,8 +252,8 @@ absl::Status Run(const server::PartyConfig& config, const server::PartyConfig& f
     spdlog::info("metrics and health on unix socket {} (/metrics, /health, /live; mode 0660)",
                  metrics_socket);
   }
-  spdlog::info("{} '{}' starting (config {}, leader {})", common::VersionLine(kProgram),
-               config.name, config.path, config.leader);
+  spdlog::info("{} '{}' starting (config {}, leader {})", base::VersionLine(kProgram), config.name,
+               config.path, config.leader);
   if (!misbehave.empty()) {
     spdlog::warn(
         "MISBEHAVIOUR MODE '{}' IS ON: this party deviates from the protocol (for tests and "

@@ -34,11 +34,11 @@ std::string PartyStatusPath(const std::string& output_dir) {
 }
 
 std::string FormatPartyStatus(const PartyStatus& status) {
-  return absl::StrCat("pid=", status.pid, "\nname=", common::Printable(status.name, 128),
+  return absl::StrCat("pid=", status.pid, "\nname=", base::Printable(status.name, 128),
                       "\nlink=", std::string(PartyLinkStateName(status.link)),
-                      "\nleader=", common::Printable(status.leader, 256),
+                      "\nleader=", base::Printable(status.leader, 256),
                       "\nsince=", status.since_unix, "\nupdated=", status.updated_unix,
-                      "\ndetail=", common::Printable(status.detail, 512), "\n");
+                      "\ndetail=", base::Printable(status.detail, 512), "\n");
 }
 
 absl::StatusOr<PartyStatus> ParsePartyStatus(std::string_view text) {
@@ -89,8 +89,8 @@ absl::StatusOr<PartyStatus> ParsePartyStatus(std::string_view text) {
 }
 
 absl::Status WritePartyStatus(const std::string& output_dir, const PartyStatus& status) {
-  return common::WriteFileAtomically(PartyStatusPath(output_dir), FormatPartyStatus(status),
-                                     {.mode = common::kPrivateFileMode});
+  return base::WriteFileAtomically(PartyStatusPath(output_dir), FormatPartyStatus(status),
+                                   {.mode = base::kPrivateFileMode});
 }
 
 absl::StatusOr<PartyStatus> ReadPartyStatus(const std::string& output_dir) {
@@ -100,15 +100,15 @@ absl::StatusOr<PartyStatus> ReadPartyStatus(const std::string& output_dir) {
     if (errno == ENOENT) {
       return absl::NotFoundError(absl::StrCat("no party status file ", path));
     }
-    return common::ErrnoStatus(errno, "cannot read", path);
+    return base::ErrnoStatus(errno, "cannot read", path);
   }
   if (!S_ISREG(st.st_mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, " is not a regular file (a symbolic link?); refusing it"));
   }
-  ASSIGN_OR_RETURN(const std::string text, common::ReadFile(path, {.follow_symlinks = false,
-                                                                   .max_bytes = 4096,
-                                                                   .what = "party status file"}));
+  ASSIGN_OR_RETURN(const std::string text, base::ReadFile(path, {.follow_symlinks = false,
+                                                                 .max_bytes = 4096,
+                                                                 .what = "party status file"}));
   return ParsePartyStatus(text);
 }
 

@@ -27,7 +27,7 @@ std::optional<int> ParseCommandLine(CLI::App& app, int argc, const char* const* 
 }
 
 absl::Status UsageError(std::string_view message) {
-  absl::Status status = absl::InvalidArgumentError(common::Av(message));
+  absl::Status status = absl::InvalidArgumentError(base::Av(message));
   status.SetPayload(kUsagePayload, absl::Cord());
   return status;
 }

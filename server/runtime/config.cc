@@ -36,16 +36,15 @@ class ConfigReader {
     std::error_code ec;
     const fs::path absolute = fs::absolute(path, ec).lexically_normal();
     // Bounded: /dev/zero or a huge file named as the config fails fast with a clear error.
-    const absl::StatusOr<std::string> text = common::ReadFile(
-        absolute.string(), {.max_bytes = common::kMaxConfigBytes, .what = "config file"});
+    const absl::StatusOr<std::string> text = base::ReadFile(
+        absolute.string(), {.max_bytes = base::kMaxConfigBytes, .what = "config file"});
     if (!ec && text.status().code() == absl::StatusCode::kInvalidArgument) return text.status();
     if (ec || !text.ok()) {
       return absl::NotFoundError(absl::StrCat("cannot read config file '", path, "'"));
     }
     ConfigReader reader(absolute.string());
-    ASSIGN_OR_RETURN(
-        reader.root_,
-        common::ParseYaml(*text, reader.path_, {.syntax_error_prefix = "YAML syntax error: "}));
+    ASSIGN_OR_RETURN(reader.root_, spec::ParseYaml(*text, reader.path_,
+                                                   {.syntax_error_prefix = "YAML syntax error: "}));
     if (!reader.root_.IsMap()) {
       return absl::InvalidArgumentError(absl::StrCat(
           reader.path_,
@@ -58,7 +57,7 @@ class ConfigReader {
   std::string dir() const { return fs::path(path_).parent_path().string(); }
   const YAML::Node& root() const { return root_; }
 
-  std::string Where(const YAML::Mark& mark) const { return common::YamlPosition(path_, mark); }
+  std::string Where(const YAML::Mark& mark) const { return spec::YamlPosition(path_, mark); }
 
   // Every key of `map` must be in `allowed`; `prefix` is "" or "tls." for nested maps.
   absl::Status CheckKeys(const YAML::Node& map, std::initializer_list<const char*> allowed,
@@ -261,9 +260,9 @@ class ConfigReader {
 // ---- PostgreSQL sources and sink of a party (party.yaml `tables:`, `sink:`; docs/postgres.md)
 
 // `postgres: {conninfo: ..., table: ... | query: ...}` under `where` ("tables.patients.").
-absl::StatusOr<common::PostgresSource> PostgresSourceAt(const ConfigReader& reader,
-                                                        const YAML::Node& entry,
-                                                        const std::string& where) {
+absl::StatusOr<table_postgres::PostgresSource> PostgresSourceAt(const ConfigReader& reader,
+                                                                const YAML::Node& entry,
+                                                                const std::string& where) {
   if (!entry.IsMap()) {
     return absl::InvalidArgumentError(
         absl::StrCat(reader.Where(entry.Mark()), ": key '", where.substr(0, where.size() - 1),
@@ -277,7 +276,7 @@ absl::StatusOr<common::PostgresSource> PostgresSourceAt(const ConfigReader& read
   }
   const std::string prefix = where + "postgres.";
   RETURN_IF_ERROR(reader.CheckKeys(pg, {"conninfo", "table", "query"}, prefix));
-  common::PostgresSource source;
+  table_postgres::PostgresSource source;
   ASSIGN_OR_RETURN(source.conninfo, reader.String(pg, "conninfo", prefix, true));
   ASSIGN_OR_RETURN(source.table, reader.String(pg, "table", prefix, false));
   ASSIGN_OR_RETURN(source.query, reader.String(pg, "query", prefix, false));
@@ -301,7 +300,7 @@ absl::Status ReadPostgresSettings(const ConfigReader& reader, PartyConfig* confi
         return absl::InvalidArgumentError(
             absl::StrCat(reader.Where(it->first.Mark()), ": a table name must be a string"));
       }
-      ASSIGN_OR_RETURN(common::PostgresSource source,
+      ASSIGN_OR_RETURN(table_postgres::PostgresSource source,
                        PostgresSourceAt(reader, it->second, absl::StrCat("tables.", name, ".")));
       source.name = name;
       // `mode: push-down` (docs/postgres.md): statistics computed inside the database.
@@ -324,13 +323,14 @@ absl::Status ReadPostgresSettings(const ConfigReader& reader, PartyConfig* confi
       return absl::InvalidArgumentError(
           absl::StrCat(reader.Where(sink.Mark()), ": unknown key 'sink.mode'"));
     }
-    ASSIGN_OR_RETURN(common::PostgresSource parsed, PostgresSourceAt(reader, sink, "sink."));
+    ASSIGN_OR_RETURN(table_postgres::PostgresSource parsed,
+                     PostgresSourceAt(reader, sink, "sink."));
     if (!parsed.query.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           reader.Where(sink.Mark()), ": 'sink.postgres' names a 'table', not a 'query'"));
     }
     config->postgres_sink =
-        common::PostgresSink{.conninfo = parsed.conninfo, .table = parsed.table};
+        table_postgres::PostgresSink{.conninfo = parsed.conninfo, .table = parsed.table};
   }
   return absl::OkStatus();
 }
@@ -470,7 +470,7 @@ absl::Status ReadLeaderTimesAndLimits(const ConfigReader& reader, LeaderConfig* 
                    BoundedInt(reader, "id_batch_ids", config.id_batch_ids, 0, kMaxIdBatchIds));
   ASSIGN_OR_RETURN(config.max_message_bytes,
                    BoundedInt(reader, "max_message_bytes", config.max_message_bytes,
-                              static_cast<int>(common::kMinMessageLimitBytes), kMaxMessageBytes));
+                              static_cast<int>(wire::kMinMessageLimitBytes), kMaxMessageBytes));
   ASSIGN_OR_RETURN(config.max_concurrent_jobs,
                    BoundedInt(reader, "max_concurrent_jobs", config.max_concurrent_jobs, 1,
                               leader::kMaxConcurrentJobsLimit));

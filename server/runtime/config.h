@@ -55,8 +55,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/table/postgres_sink.h"
-#include "common/table/postgres_source.h"
+#include "common/table_postgres/postgres_sink.h"
+#include "common/table_postgres/postgres_source.h"
 #include "party/party_policy.h"
 #include "server/runtime/logging.h"
 
@@ -153,8 +153,8 @@ struct PartyConfig {
   // (`tables: {patients: {postgres: {conninfo: ..., table: ... | query: ...}}}`), and where the
   // released tables go when this party is the recipient (`sink: {postgres: {conninfo: ...,
   // table: ...}}`). Empty / nullopt: CSV files in data_dir and output_dir.
-  std::map<std::string, common::PostgresSource> postgres_tables;
-  std::optional<common::PostgresSink> postgres_sink;
+  std::map<std::string, table_postgres::PostgresSource> postgres_tables;
+  std::optional<table_postgres::PostgresSink> postgres_sink;
   // How often `admins:`, the CA bundle and the sealing key pair are re-read
   // (server/runtime/config_reload.h); also on SIGHUP. 0: SIGHUP only.
   int reload_seconds = 60;

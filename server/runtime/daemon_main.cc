@@ -34,7 +34,7 @@ void HardenProcess() {
 
 int DaemonMain(CLI::App& app, const DaemonProgram& program, int argc, char** argv) {
   HardenProcess();
-  app.set_version_flag("--version", std::string(common::VersionLine(program.name)));
+  app.set_version_flag("--version", std::string(base::VersionLine(program.name)));
   if (std::optional<int> code = ParseCommandLine(app, argc, argv)) return *code;
   absl::StatusOr<LogFormat> log_format = program.configure();
   if (!log_format.ok()) return ExitCode(log_format.status(), program.name);

@@ -83,22 +83,22 @@ absl::StatusOr<LogFormat> ParseLogFormat(std::string_view name) {
 std::string FormatJsonLogLine(std::string_view ts, std::string_view level, std::string_view program,
                               std::string_view msg) {
   std::string out = "{\"ts\":";
-  common::AppendJsonString(ts, out);
+  base::AppendJsonString(ts, out);
   out += ",\"level\":";
-  common::AppendJsonString(level, out);
+  base::AppendJsonString(level, out);
   out += ",\"program\":";
-  common::AppendJsonString(program, out);
+  base::AppendJsonString(program, out);
   std::string_view role = program;
   if (role.substr(0, 8) == "fedanon-") role.remove_prefix(8);
   out += ",\"role\":";
-  common::AppendJsonString(role, out);
+  base::AppendJsonString(role, out);
   if (const JobPrefix prefix = ParseJobPrefix(msg); !prefix.job_id.empty()) {
     out += ",\"job\":";
-    common::AppendJsonString(prefix.job_id, out);
+    base::AppendJsonString(prefix.job_id, out);
     if (prefix.round.has_value()) absl::StrAppend(&out, ",\"round\":", *prefix.round);
   }
   out += ",\"msg\":";
-  common::AppendJsonString(msg, out);
+  base::AppendJsonString(msg, out);
   out += "}";
   return out;
 }

@@ -20,8 +20,8 @@ absl::Status RevocationCheck::Check(const std::string& cert_pem) const {
     absl::MutexLock lock(&mu_);
     ca_pem = ca_pem_;
   }
-  absl::StatusOr<std::string> crl = common::ReadFile(
-      crl_path_, common::ReadFileOptions{.max_bytes = 16 << 20, .what = "revocation list"});
+  absl::StatusOr<std::string> crl = base::ReadFile(
+      crl_path_, base::ReadFileOptions{.max_bytes = 16 << 20, .what = "revocation list"});
   if (!crl.ok()) {
     spdlog::error("cannot read the revocation list {}: {}", crl_path_,
                   std::string(crl.status().message()));

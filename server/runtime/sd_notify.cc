@@ -29,12 +29,12 @@ absl::Status SdNotifyTo(const std::string& socket_name, const std::string& state
     length += 1;  // the path's NUL
   }
   const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return common::ErrnoStatus(errno, "sd_notify: socket");
+  if (fd < 0) return base::ErrnoStatus(errno, "sd_notify: socket");
   const ssize_t sent = ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,
                                 reinterpret_cast<const sockaddr*>(&addr), length);
   const int saved = errno;
   ::close(fd);
-  if (sent < 0) return common::ErrnoStatus(saved, absl::StrCat("sd_notify to ", socket_name));
+  if (sent < 0) return base::ErrnoStatus(saved, absl::StrCat("sd_notify to ", socket_name));
   if (static_cast<size_t>(sent) != state.size()) {
     return absl::InternalError("sd_notify: short datagram");
   }

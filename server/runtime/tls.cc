@@ -27,8 +27,8 @@ namespace {
 constexpr uint64_t kMaxPemBytes = uint64_t{1} << 20;
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, std::string_view what) {
-  absl::StatusOr<std::string> text = common::ReadFile(
-      path, common::ReadFileOptions{.max_bytes = kMaxPemBytes, .what = "PEM file"});
+  absl::StatusOr<std::string> text =
+      base::ReadFile(path, base::ReadFileOptions{.max_bytes = kMaxPemBytes, .what = "PEM file"});
   if (!text.ok() && text.status().code() != absl::StatusCode::kInvalidArgument) {
     // NotFound whatever the reason, as tls.h promises: "cannot read <what> '<path>': <errno>".
     absl::string_view detail = text.status().message();
@@ -44,8 +44,7 @@ absl::Status CheckPrivateMode(const std::string& path, std::string_view what) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     return absl::NotFoundError(
-        common::ErrnoStatus(errno, absl::StrCat("cannot read ", std::string(what)), path)
-            .message());
+        base::ErrnoStatus(errno, absl::StrCat("cannot read ", std::string(what)), path).message());
   }
   if ((st.st_mode & 0077) != 0) {
     return absl::PermissionDeniedError(absl::StrFormat(

@@ -40,14 +40,14 @@ absl::Status ClearStaleSocket(const std::string& path, const sockaddr_un& addr) 
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return absl::OkStatus();
-    return common::ErrnoStatus(errno, "cannot stat the metrics socket", path);
+    return base::ErrnoStatus(errno, "cannot stat the metrics socket", path);
   }
   if (!S_ISSOCK(st.st_mode)) {
     return absl::FailedPreconditionError(
         absl::StrCat("metrics socket path '", path, "' exists and is not a socket"));
   }
   const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (probe < 0) return common::ErrnoStatus(errno, "socket", path);
+  if (probe < 0) return base::ErrnoStatus(errno, "socket", path);
   const bool live = ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
   ::close(probe);
   if (live) {
@@ -55,7 +55,7 @@ absl::Status ClearStaleSocket(const std::string& path, const sockaddr_un& addr) 
         absl::StrCat("metrics socket '", path, "' is served by another process"));
   }
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return common::ErrnoStatus(errno, "cannot remove the stale metrics socket", path);
+    return base::ErrnoStatus(errno, "cannot remove the stale metrics socket", path);
   }
   return absl::OkStatus();
 }
@@ -89,12 +89,12 @@ absl::StatusOr<std::unique_ptr<UnixMetricsEndpoint>> UnixMetricsEndpoint::Start(
   if (!addr.ok()) return addr.status();
   if (absl::Status st = ClearStaleSocket(path, *addr); !st.ok()) return st;
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return common::ErrnoStatus(errno, "cannot create the metrics socket", path);
+  if (fd < 0) return base::ErrnoStatus(errno, "cannot create the metrics socket", path);
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) != 0) {
     const int err = errno;
     ::close(fd);
     return absl::UnavailableError(
-        common::ErrnoStatus(err, "cannot bind the metrics socket", path).message());
+        base::ErrnoStatus(err, "cannot bind the metrics socket", path).message());
   }
   // The mode is set before listen(): until then every connect() is refused, so no process
   // outside `mode` can ever have been served.
@@ -104,7 +104,7 @@ absl::StatusOr<std::unique_ptr<UnixMetricsEndpoint>> UnixMetricsEndpoint::Start(
     const int err = errno;
     ::close(fd);
     ::unlink(path.c_str());
-    return common::ErrnoStatus(err, "cannot set up the metrics socket", path);
+    return base::ErrnoStatus(err, "cannot set up the metrics socket", path);
   }
   std::unique_ptr<UnixMetricsEndpoint> endpoint(
       new UnixMetricsEndpoint(path, registry, std::move(health), fd, wake[0], wake[1]));

@@ -19,7 +19,7 @@
 #include "crypto/hash.h"
 #include "tests/support/temp_dir.h"
 
-namespace fedanon::common {
+namespace fedanon {
 namespace {
 
 // Digests of the outputs of fedanon before the change (main at c041e09), same inputs.
@@ -37,7 +37,7 @@ std::string Slurp(const std::string& path) {
 class ReleaseBytesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto summary = GenerateDataset({.rows = 200000, .seed = 7, .out_dir = dir_.path()});
+    auto summary = datagen::GenerateDataset({.rows = 200000, .seed = 7, .out_dir = dir_.path()});
     ASSERT_TRUE(summary.ok()) << summary.status();
     std::string job = Slurp(dir_.File("job.yaml"));
     const std::string other = "{name: fnlwgt, role: other, type: continuous}";
@@ -82,4 +82,4 @@ TEST_F(ReleaseBytesTest, TableReadThroughAFifoReleasesTheSameBytes) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon

@@ -21,7 +21,7 @@
 #include "tests/support/run_binary.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon {
 namespace {
 
 using testing::FreshDir;
@@ -68,14 +68,14 @@ class SweepTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = FreshDir("sweep");
-    DatagenOptions gen;
+    datagen::DatagenOptions gen;
     gen.rows = 1500;
     gen.seed = 5;
     gen.out_dir = dir_;
-    ASSERT_OK(GenerateDataset(gen).status());
+    ASSERT_OK(datagen::GenerateDataset(gen).status());
     spec_path_ = dir_ + "/job.yaml";
     raw_path_ = dir_ + "/table.csv";
-    ASSERT_OK_AND_ASSIGN(spec_, LoadJobSpec(spec_path_));
+    ASSERT_OK_AND_ASSIGN(spec_, spec::LoadJobSpec(spec_path_));
   }
   std::string dir_, spec_path_, raw_path_;
   fedanon::v1::JobSpec spec_;
@@ -180,14 +180,14 @@ TEST_F(SweepTest, CentralizedPointEqualsAnonymizeThenEvaluate) {
   fedanon::v1::JobSpec cell = spec_;
   cell.mutable_privacy()->set_l(2);
   cell.mutable_privacy()->set_k(10);
-  WriteText(dir_ + "/cell.yaml", JobSpecToYaml(cell));
+  WriteText(dir_ + "/cell.yaml", spec::JobSpecToYaml(cell));
   app::AnonymizeOptions anon;
   anon.spec_path = dir_ + "/cell.yaml";
   anon.input_path = raw_path_;
   anon.output_path = dir_ + "/cell.csv";
   ASSERT_OK_AND_ASSIGN(fedanon::v1::Report report, app::Anonymize(anon));
-  ASSERT_OK_AND_ASSIGN(auto evaluator, UtilityEvaluator::Create(cell, raw_path_));
-  ASSERT_OK_AND_ASSIGN(AnonymizedUtility u, evaluator->Evaluate(anon.output_path));
+  ASSERT_OK_AND_ASSIGN(auto evaluator, evaluation::UtilityEvaluator::Create(cell, raw_path_));
+  ASSERT_OK_AND_ASSIGN(evaluation::AnonymizedUtility u, evaluator->Evaluate(anon.output_path));
   EXPECT_EQ(result.points[0].classification_error, u.classification_error);
   EXPECT_EQ(result.points[0].discernibility_ratio, u.discernibility_ratio);
   EXPECT_NEAR(u.discernibility_ratio, report.discernibility_ratio(), 1e-12);  // engine's own DR
@@ -216,15 +216,15 @@ TEST_F(SweepTest, LocalRecodingBesideGlobal) {
   cell.mutable_privacy()->set_l(2);
   cell.mutable_privacy()->set_k(10);
   cell.set_recoding(fedanon::v1::RECODING_LOCAL);
-  WriteText(dir_ + "/local.yaml", JobSpecToYaml(cell));
+  WriteText(dir_ + "/local.yaml", spec::JobSpecToYaml(cell));
   app::AnonymizeOptions anon;
   anon.spec_path = dir_ + "/local.yaml";
   anon.input_path = raw_path_;
   anon.output_path = dir_ + "/local.csv";
   ASSERT_OK_AND_ASSIGN(fedanon::v1::Report report, app::Anonymize(anon));
   EXPECT_EQ(report.recoding(), fedanon::v1::RECODING_LOCAL);
-  ASSERT_OK_AND_ASSIGN(auto evaluator, UtilityEvaluator::Create(cell, raw_path_));
-  ASSERT_OK_AND_ASSIGN(AnonymizedUtility u, evaluator->Evaluate(anon.output_path));
+  ASSERT_OK_AND_ASSIGN(auto evaluator, evaluation::UtilityEvaluator::Create(cell, raw_path_));
+  ASSERT_OK_AND_ASSIGN(evaluation::AnonymizedUtility u, evaluator->Evaluate(anon.output_path));
   EXPECT_EQ(result.points[1].classification_error, u.classification_error);
   EXPECT_EQ(result.points[1].groups, report.groups());
 
@@ -291,4 +291,4 @@ TEST_F(SweepTest, RejectsOneNaiveParty) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon

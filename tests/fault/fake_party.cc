@@ -130,11 +130,11 @@ void FakeParty::Session() {
   }
   auto stream = stub->Connect(&context);
   fedanon::v1::PartyMessage hello;
-  hello.mutable_hello()->set_version(std::string(common::Version()));
+  hello.mutable_hello()->set_version(std::string(base::Version()));
   hello.mutable_hello()->set_seal_certificate(seal_cert_pem_);
   hello.mutable_hello()->set_sign_certificate(sign_cert_pem_);
   // This build's protocol (a hello without one is taken for 1.0, which the leader refuses).
-  *hello.mutable_hello()->mutable_protocol_version() = common::ToProto(common::kProtocolVersion);
+  *hello.mutable_hello()->mutable_protocol_version() = wire::ToProto(wire::kProtocolVersion);
   fedanon::v1::LeaderMessage message;
   if (stream->Write(hello) && stream->Read(&message) && message.has_hello_ack()) {
     ++sessions_;

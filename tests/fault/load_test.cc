@@ -119,8 +119,8 @@ struct Csv {
   std::vector<std::vector<std::string>> rows;
 };
 absl::StatusOr<Csv> ParseCsv(std::string text, const std::string& name) {
-  absl::StatusOr<std::unique_ptr<common::CsvReader>> reader =
-      common::CsvReader::FromString(std::move(text), name);
+  absl::StatusOr<std::unique_ptr<table::CsvReader>> reader =
+      table::CsvReader::FromString(std::move(text), name);
   if (!reader.ok()) return reader.status();
   Csv csv;
   std::vector<std::string_view> fields;

@@ -58,16 +58,16 @@ constexpr uint32_t kRoundTimeoutSeconds = 10;
 constexpr absl::Duration kJobBound = absl::Seconds(90);
 
 std::string ReadText(const std::string& path) {
-  absl::StatusOr<std::string> text = common::ReadFile(path, /*follow_symlinks=*/true);
+  absl::StatusOr<std::string> text = base::ReadFile(path, /*follow_symlinks=*/true);
   return text.ok() ? *text : "";
 }
 
 // Replaces `path` atomically (a new file renamed over it), mode 0600 for keys.
 void Replace(const std::string& path, const std::string& contents, bool private_key) {
-  ASSERT_TRUE(common::WriteFileAtomically(
-                  path, contents,
-                  {.mode = private_key ? common::kPrivateFileMode : common::kSharedFileMode})
-                  .ok())
+  ASSERT_TRUE(
+      base::WriteFileAtomically(
+          path, contents, {.mode = private_key ? base::kPrivateFileMode : base::kSharedFileMode})
+          .ok())
       << path;
 }
 

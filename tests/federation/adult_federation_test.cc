@@ -43,7 +43,7 @@ TEST_P(AdultFederation, EqualsCentralizedOnTheUnion) {
   ASSERT_OK_AND_ASSIGN(auto fed,
                        InProcessFederation::Create(absl::StrCat("adult_fed_", parties), files));
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec,
-                       common::ParseJobSpecYaml(kAdultHorizontalSpec, "job.yaml"));
+                       spec::ParseJobSpecYaml(kAdultHorizontalSpec, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& n : fed->names) req.add_parties(n);

@@ -49,7 +49,7 @@ TEST_P(AdultVertical, EqualsCentralizedOnTheJoinedTable) {
 
   const auto files = AdultPartyFiles(table, split.columns, taxonomies);
   ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create("adult_vfed_" + split.name, files));
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(spec_yaml, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(spec_yaml, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& n : fed->names) req.add_parties(n);

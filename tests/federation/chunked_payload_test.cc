@@ -68,23 +68,23 @@ constexpr uint64_t kBound = uint64_t{1} << 20;
 std::string Piece(char c) { return std::string(kPiece, c); }
 
 TEST(PayloadChunks, ChunkSizeIsTheLimitMinusHeadroom) {
-  EXPECT_EQ(common::ChunkBytesForLimit(uint64_t{64} << 20), uint64_t{60} << 20);
-  EXPECT_EQ(common::ChunkBytesForLimit(uint64_t{64} << 10), uint64_t{60} << 10);
-  EXPECT_EQ(common::ChunkBytesForLimit(uint64_t{4} << 10), uint64_t{2} << 10);
+  EXPECT_EQ(wire::ChunkBytesForLimit(uint64_t{64} << 20), uint64_t{60} << 20);
+  EXPECT_EQ(wire::ChunkBytesForLimit(uint64_t{64} << 10), uint64_t{60} << 10);
+  EXPECT_EQ(wire::ChunkBytesForLimit(uint64_t{4} << 10), uint64_t{2} << 10);
   ASSERT_OK_AND_ASSIGN(const uint64_t limit,
-                       common::NegotiatedMessageLimit(uint64_t{64} << 20, uint64_t{1} << 20));
+                       wire::NegotiatedMessageLimit(uint64_t{64} << 20, uint64_t{1} << 20));
   EXPECT_EQ(limit, uint64_t{1} << 20);
-  EXPECT_THAT(common::NegotiatedMessageLimit(1024, uint64_t{64} << 20),
+  EXPECT_THAT(wire::NegotiatedMessageLimit(1024, uint64_t{64} << 20),
               StatusIs(absl::StatusCode::kInvalidArgument, "below the smallest"));
-  const auto pieces = common::SplitPayload(std::string(5000, 'a'), 2048);
+  const auto pieces = wire::SplitPayload(std::string(5000, 'a'), 2048);
   ASSERT_EQ(pieces.size(), 3u);
   EXPECT_EQ(pieces[2].size(), 904u);
-  EXPECT_EQ(common::SplitPayload("", 2048).size(), 1u);
+  EXPECT_EQ(wire::SplitPayload("", 2048).size(), 1u);
 }
 
 TEST(PayloadChunks, ChunksInOrderAreTakenAndARepeatChangesNothing) {
   const auto ref = Ref(3, 3 * kPiece);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
+  ASSERT_OK_AND_ASSIGN(auto receiver, wire::ChunkReceiver::Start(ref, kBound));
   EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));
   EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));  // the same chunk again: one answer
   EXPECT_OK(receiver.Add(ref, 1, Chunk(Piece('d'))));
@@ -92,13 +92,13 @@ TEST(PayloadChunks, ChunksInOrderAreTakenAndARepeatChangesNothing) {
   EXPECT_OK(receiver.Add(ref, 2, Chunk(Piece('g'))));
   EXPECT_TRUE(receiver.complete());
   ASSERT_OK_AND_ASSIGN(const auto chunks, std::move(receiver).Take());
-  ASSERT_OK_AND_ASSIGN(const std::string joined, common::OpenChunks(ref, chunks, FakeOpen));
+  ASSERT_OK_AND_ASSIGN(const std::string joined, wire::OpenChunks(ref, chunks, FakeOpen));
   EXPECT_EQ(joined, Piece('a') + Piece('d') + Piece('g'));
 }
 
 TEST(PayloadChunks, AGapIsRefused) {
   const auto ref = Ref(3, 3 * kPiece);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
+  ASSERT_OK_AND_ASSIGN(auto receiver, wire::ChunkReceiver::Start(ref, kBound));
   EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));
   EXPECT_THAT(receiver.Add(ref, 2, Chunk(Piece('g'))),
               StatusIs(absl::StatusCode::kInvalidArgument, "gap: chunk 2 arrived before chunk 1"));
@@ -106,7 +106,7 @@ TEST(PayloadChunks, AGapIsRefused) {
 
 TEST(PayloadChunks, ADuplicateWithOtherContentIsRefused) {
   const auto ref = Ref(3, 3 * kPiece);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
+  ASSERT_OK_AND_ASSIGN(auto receiver, wire::ChunkReceiver::Start(ref, kBound));
   EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));
   EXPECT_THAT(receiver.Add(ref, 0, Chunk(Piece('x'))),
               StatusIs(absl::StatusCode::kInvalidArgument, "duplicate chunk 0 with other content"));
@@ -114,7 +114,7 @@ TEST(PayloadChunks, ADuplicateWithOtherContentIsRefused) {
 
 TEST(PayloadChunks, AChunkBeyondTheDeclaredCountIsRefused) {
   const auto ref = Ref(2, 2 * kPiece);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
+  ASSERT_OK_AND_ASSIGN(auto receiver, wire::ChunkReceiver::Start(ref, kBound));
   EXPECT_THAT(
       receiver.Add(ref, 2, Chunk(Piece('a'))),
       StatusIs(absl::StatusCode::kInvalidArgument, "chunk 2 is beyond the declared count of 2"));
@@ -123,42 +123,42 @@ TEST(PayloadChunks, AChunkBeyondTheDeclaredCountIsRefused) {
 TEST(PayloadChunks, OversizeIsRefused) {
   // A chunk holding more than the declared total.
   const auto ref = Ref(2, 2 * kPiece);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
+  ASSERT_OK_AND_ASSIGN(auto receiver, wire::ChunkReceiver::Start(ref, kBound));
   EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));
   EXPECT_THAT(receiver.Add(ref, 1, Chunk(Piece('d') + "g")),
               StatusIs(absl::StatusCode::kInvalidArgument, "oversize"));
   // A declared total over the receiver's bound, and more chunks than bytes.
-  EXPECT_THAT(common::ChunkReceiver::Start(Ref(2, 101), 100),
+  EXPECT_THAT(wire::ChunkReceiver::Start(Ref(2, 101), 100),
               StatusIs(absl::StatusCode::kResourceExhausted, "over the limit of 100"));
-  EXPECT_THAT(common::ChunkReceiver::Start(Ref(7, 6), 100),
+  EXPECT_THAT(wire::ChunkReceiver::Start(Ref(7, 6), 100),
               StatusIs(absl::StatusCode::kInvalidArgument, "7 chunks for 6 bytes"));
-  EXPECT_THAT(common::ChunkReceiver::Start(Ref(0, 0), 100),
+  EXPECT_THAT(wire::ChunkReceiver::Start(Ref(0, 0), 100),
               StatusIs(absl::StatusCode::kInvalidArgument, "declares no chunks"));
   // More chunks than an honest sender cuts (each holds at least 2 KiB but the last): the count
   // alone would size the receiver's work (issue: a deviating data party, finding 2).
-  EXPECT_THAT(common::ChunkReceiver::Start(Ref(2, kPiece), kBound),
+  EXPECT_THAT(wire::ChunkReceiver::Start(Ref(2, kPiece), kBound),
               StatusIs(absl::StatusCode::kInvalidArgument, "2 chunks for 2048 bytes"));
-  EXPECT_OK(common::ChunkReceiver::Start(Ref(2, kPiece + 1), kBound).status());
-  EXPECT_OK(common::ChunkReceiver::Start(Ref(1, 0), kBound).status());  // an empty payload
+  EXPECT_OK(wire::ChunkReceiver::Start(Ref(2, kPiece + 1), kBound).status());
+  EXPECT_OK(wire::ChunkReceiver::Start(Ref(1, 0), kBound).status());  // an empty payload
   // An empty chunk of a payload that is not empty.
   const auto two = Ref(2, kPiece + 1);
-  ASSERT_OK_AND_ASSIGN(auto receiver2, common::ChunkReceiver::Start(two, kBound));
+  ASSERT_OK_AND_ASSIGN(auto receiver2, wire::ChunkReceiver::Start(two, kBound));
   EXPECT_THAT(receiver2.Add(two, 0, Chunk("")),
               StatusIs(absl::StatusCode::kInvalidArgument, "chunk 0 is empty"));
   // Pages (vertical local recoding): at least 1 KiB each but the last.
-  EXPECT_EQ(common::MostPagesFor(0), 1u);
-  EXPECT_EQ(common::MostPagesFor(1024), 1u);
-  EXPECT_EQ(common::MostPagesFor(1025), 2u);
+  EXPECT_EQ(wire::MostPagesFor(0), 1u);
+  EXPECT_EQ(wire::MostPagesFor(1024), 1u);
+  EXPECT_EQ(wire::MostPagesFor(1025), 2u);
   // Opened plaintexts that add up to more (or fewer) bytes than declared.
-  EXPECT_THAT(common::OpenChunks(Ref(2, 5), {Chunk("abc"), Chunk("def")}, FakeOpen),
+  EXPECT_THAT(wire::OpenChunks(Ref(2, 5), {Chunk("abc"), Chunk("def")}, FakeOpen),
               StatusIs(absl::StatusCode::kInvalidArgument, "oversize"));
-  EXPECT_THAT(common::OpenChunks(Ref(2, 7), {Chunk("abc"), Chunk("def")}, FakeOpen),
+  EXPECT_THAT(wire::OpenChunks(Ref(2, 7), {Chunk("abc"), Chunk("def")}, FakeOpen),
               StatusIs(absl::StatusCode::kInvalidArgument, "6 bytes, declared 7"));
 }
 
 TEST(PayloadChunks, AnIncompleteStreamOrAnotherShapeIsRefused) {
   const auto ref = Ref(3, 3 * kPiece);
-  ASSERT_OK_AND_ASSIGN(auto receiver, common::ChunkReceiver::Start(ref, kBound));
+  ASSERT_OK_AND_ASSIGN(auto receiver, wire::ChunkReceiver::Start(ref, kBound));
   EXPECT_OK(receiver.Add(ref, 0, Chunk(Piece('a'))));
   auto other = ref;
   other.set_request_digest(std::string(32, '\x08'));  // a chunk of another request's payload
@@ -232,8 +232,8 @@ JobRelease Submit(InProcessFederation& fed, const fedanon::v1::SubmitJobRequest&
   if (out.info.state() != fedanon::v1::JOB_STATE_DONE) return out;
   // The leader's result, or the recipient party's file.
   auto csv = request.recipient().empty() ? fed.leader->Result(info->job_id())
-                                         : common::ReadFile(fed.dir + "/" + request.recipient() +
-                                                            "/output/" + info->job_id() + ".csv");
+                                         : base::ReadFile(fed.dir + "/" + request.recipient() +
+                                                          "/output/" + info->job_id() + ".csv");
   EXPECT_TRUE(csv.ok()) << csv.status();
   if (!csv.ok()) return out;
   auto t = ParseCsvText(*csv, fed.dir);
@@ -259,17 +259,17 @@ struct Generated {
 };
 
 Generated Generate(const std::string& name, uint64_t rows, int parties,
-                   common::DatagenOptions::Partition partition) {
+                   datagen::DatagenOptions::Partition partition) {
   Generated g;
   g.dir = FreshDir(name + "_data");
-  common::DatagenOptions o;
+  datagen::DatagenOptions o;
   o.rows = rows;
   o.seed = 11;
   o.out_dir = g.dir;
   o.parties = parties;
   o.partition = partition;
-  EXPECT_OK(common::GenerateDataset(o).status());
-  const bool vertical = partition == common::DatagenOptions::Partition::kVertical;
+  EXPECT_OK(datagen::GenerateDataset(o).status());
+  const bool vertical = partition == datagen::DatagenOptions::Partition::kVertical;
   g.spec = SlurpFile(g.dir + (vertical ? "/vertical.yaml" : "/horizontal.yaml"));
   for (int p = parties - 1; p >= 0; --p) {
     g.spec = std::regex_replace(g.spec, std::regex(absl::StrCat("party: party", p + 1, "\\b")),
@@ -288,7 +288,7 @@ Generated Generate(const std::string& name, uint64_t rows, int parties,
 
 fedanon::v1::SubmitJobRequest Request(const Generated& g, const std::vector<std::string>& parties) {
   fedanon::v1::SubmitJobRequest req;
-  auto spec = common::ParseJobSpecYaml(g.spec, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(g.spec, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return req;
   *req.mutable_spec() = *spec;
@@ -346,7 +346,7 @@ TEST(ChunkedPayloads, AVerticalJobOverManyChunksReleasesWhatTheDefaultAndCentral
   // 12,000 records over two parties: an instruction (a bit or two a record) two chunks of 2 KiB or
   // more, the released columns hundreds (the ID lists go in batches that fit the limit).
   const Generated g =
-      Generate("chunk_vertical", 12000, 2, common::DatagenOptions::Partition::kVertical);
+      Generate("chunk_vertical", 12000, 2, datagen::DatagenOptions::Partition::kVertical);
   Traffic traffic;
   const JobRelease small = RunGenerated(g, "chunk_vertical_small", kSmallLimit, &traffic);
   const JobRelease whole = RunGenerated(g, "chunk_vertical_default", 0, nullptr);
@@ -358,7 +358,7 @@ TEST(ChunkedPayloads, AVerticalJobOverManyChunksReleasesWhatTheDefaultAndCentral
   EXPECT_LE(traffic.largest_request, kSmallLimit);
   EXPECT_LE(traffic.largest_reply, kSmallLimit);
   EXPECT_GE(traffic.most_chunks["instruction"], 2u);
-  EXPECT_GE(traffic.most_chunks[common::ReleasePurpose("leader")], 20u);
+  EXPECT_GE(traffic.most_chunks[wire::ReleasePurpose("leader")], 20u);
   for (const auto& [purpose, chunks] : traffic.most_chunks) {
     std::cout << "vertical, 4 KiB limit: " << purpose << " in up to " << chunks << " chunks\n";
   }
@@ -371,7 +371,7 @@ TEST(ChunkedPayloads, AVerticalJobOverManyChunksReleasesWhatTheDefaultAndCentral
 // published splits and the commits travel in chunks, and the release and steps equal the default
 // limit's and the centralized run's.
 TEST(ChunkedPayloads, AVerticalLocalJobWithJudgesOverSmallChunksReleasesTheCentralizedTable) {
-  Generated g = Generate("chunk_vlocal", 3000, 2, common::DatagenOptions::Partition::kVertical);
+  Generated g = Generate("chunk_vlocal", 3000, 2, datagen::DatagenOptions::Partition::kVertical);
   ASSERT_EQ(g.spec.find("recoding:"), std::string::npos);
   ASSERT_NE(g.spec.find("C: 0.2"), std::string::npos) << g.spec;
   g.spec += "recoding: local\n";
@@ -396,7 +396,7 @@ TEST(ChunkedPayloads,
   // The union runs when the recipient is a party (the leader as recipient takes released counts
   // instead): the rows go round the ring sealed for hospital-c, which delivers them.
   const Generated g =
-      Generate("chunk_horizontal", 3000, 3, common::DatagenOptions::Partition::kHorizontal);
+      Generate("chunk_horizontal", 3000, 3, datagen::DatagenOptions::Partition::kHorizontal);
   Traffic traffic;
   traffic.only_payloads = true;
   const JobRelease small =
@@ -430,7 +430,7 @@ Tampered RunTampered(const std::string& name,
   // parties in several chunks (the ID lists, batched since protocol 2.0, no longer do).
   static const Generated g = [] {
     Generated generated =
-        Generate("chunk_tamper", 6000, 2, common::DatagenOptions::Partition::kVertical);
+        Generate("chunk_tamper", 6000, 2, datagen::DatagenOptions::Partition::kVertical);
     generated.spec += "recoding: local\n";
     return generated;
   }();

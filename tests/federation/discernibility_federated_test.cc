@@ -75,7 +75,7 @@ TEST(DiscernibilityExample3Federated, ThreeHospitalsRankLikeThePaperAndTheCentra
     files.push_back(std::move(f));
   }
   ASSERT_OK_AND_ASSIGN(auto fed, InProcessFederation::Create("disc_fed", files));
-  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpec, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(auto spec, spec::ParseJobSpecYaml(kSpec, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& p : fed->names) req.add_parties(p);

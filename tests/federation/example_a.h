@@ -23,7 +23,7 @@ struct Scenario {
 
 inline absl::StatusOr<fedanon::v1::SubmitJobRequest> MakeRequest(
     const Scenario& s, const std::vector<std::string>& parties) {
-  auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
   if (!spec.ok()) return spec.status();
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = *spec;

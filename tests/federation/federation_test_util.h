@@ -33,7 +33,7 @@ struct FederationIdentities {
   std::string ca_cert_pem, ca_key_pem;
   std::map<std::string, crypto::IssuedCertificate> seal, sign;  // by party name
   crypto::IssuedCertificate leader_seal;
-  common::AdminSigner admin;
+  wire::AdminSigner admin;
 
   static absl::StatusOr<FederationIdentities> Issue(size_t parties) {
     auto ca = crypto::CertificateAuthority::Create("test", absl::Hours(24));
@@ -67,10 +67,10 @@ struct InProcessFederation {
   std::unique_ptr<crypto::CertificateAuthority> ca;
   std::vector<std::unique_ptr<party::PartyAgent>> agents;
   std::vector<std::string> names;
-  party::InProcessPartyChannel channel;
+  party_testing::InProcessPartyChannel channel;
   std::unique_ptr<leader::Leader> leader;
   std::string leader_seal_key_pem;  // to open, in tests, what the parties seal for the leader
-  common::AdminSigner admin;        // the admin who authorizes the jobs the tests submit
+  wire::AdminSigner admin;          // the admin who authorizes the jobs the tests submit
 
   // Parties get data dirs <dir>/<name>/ holding `files` (relative path -> content) each;
   // `customize` may adjust each party's options (e.g. a misbehaviour mode, an observer), and
@@ -137,8 +137,8 @@ struct InProcessFederation {
   absl::StatusOr<fedanon::v1::JobInfo> Submit(fedanon::v1::SubmitJobRequest request) {
     std::map<std::string, std::string> texts(request.taxonomies().begin(),
                                              request.taxonomies().end());
-    auto auth = common::AuthorizeSubmission(
-        request, common::CanonicalJobBytes(request.spec(), texts), admin);
+    auto auth =
+        wire::AuthorizeSubmission(request, spec::CanonicalJobBytes(request.spec(), texts), admin);
     if (!auth.ok()) return auth.status();
     *request.mutable_authorization() = *std::move(auth);
     return leader->Submit(request, "admin");
@@ -197,12 +197,12 @@ inline void ExpectReleaseMeetsDistributionModel(const fedanon::v1::JobSpec& spec
   in.raw = released.rows;
   in.anonymized = released.rows;
   if (!sensitive_taxonomy.empty()) {
-    auto tax = common::Taxonomy::ParseArx(sensitive_taxonomy, "sensitive", "sensitive");
+    auto tax = table::Taxonomy::ParseArx(sensitive_taxonomy, "sensitive", "sensitive");
     ASSERT_TRUE(tax.ok()) << tax.status();
     for (size_t n = 0; n < tax->size(); ++n) {
-      const auto id = static_cast<common::Taxonomy::NodeId>(n);
+      const auto id = static_cast<table::Taxonomy::NodeId>(n);
       if (!tax->is_leaf(id)) continue;
-      for (auto x = id; x != common::Taxonomy::kNoNode; x = tax->parent(x)) {
+      for (auto x = id; x != table::Taxonomy::kNoNode; x = tax->parent(x)) {
         in.sensitive_taxonomy[tax->label(id)].push_back(tax->label(x));
       }
     }

@@ -83,8 +83,7 @@ void ExpectSameAsCentralized(const Scenario& s, const std::string& name) {
   EXPECT_EQ(RowsByColumns(fed.result, central_out.header),
             RowsByColumns(central_out, central_out.header));
   EXPECT_EQ(fed.result.rows.size(), s.table.rows.size());
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec,
-                       common::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
   ExpectReleaseMeetsDistributionModel(
       spec, fed.result, s.taxonomies.count("sens.csv") ? s.taxonomies.at("sens.csv") : "");
   // With three or more data parties every party re-checked the model before releasing; with two
@@ -234,7 +233,7 @@ TEST_P(HorizontalDistributionModels, EqualsCentralizedOnTheUnion) {
     const Scenario s = RandomScenario(100 + seed, model.privacy);
     SCOPED_TRACE(s.spec_yaml);
     ExpectSameAsCentralized(s, absl::StrCat("fed_dist_", GetParam(), "_", seed));
-    ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(s.spec_yaml, "j"));
+    ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(s.spec_yaml, "j"));
     int qids = 0;
     for (const auto& a : spec.attributes()) qids += a.role() == fedanon::v1::ROLE_QID;
     const std::string kanon = absl::StrReplaceAll(
@@ -396,7 +395,7 @@ TEST(HorizontalFederation, APartyAwayWhenItsJobFailedIsToldAfterTheLeaderRestart
     absl::SleepFor(absl::Milliseconds(10));
   }
   EXPECT_FALSE(std::filesystem::exists(output + ".state")) << "the party was never told";
-  ASSERT_OK_AND_ASSIGN(const std::string audit, common::ReadFile(output + ".audit.jsonl"));
+  ASSERT_OK_AND_ASSIGN(const std::string audit, base::ReadFile(output + ".audit.jsonl"));
   EXPECT_THAT(audit, ::testing::HasSubstr("\"kind\":\"job-end\""));
   for (int i = 0; i < 200; ++i) {
     ASSERT_OK_AND_ASSIGN(untold, fed_ptr->leader->store()->Untold());

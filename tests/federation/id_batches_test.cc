@@ -43,14 +43,14 @@ struct Generated {
 Generated Generate(const std::string& name, uint64_t rows, int parties) {
   Generated g;
   const std::string dir = FreshDir(name + "_data");
-  common::DatagenOptions o;
+  datagen::DatagenOptions o;
   o.rows = rows;
   o.seed = 5;
   o.out_dir = dir;
   o.parties = parties;
-  o.partition = common::DatagenOptions::Partition::kVertical;
+  o.partition = datagen::DatagenOptions::Partition::kVertical;
   o.overlap = 0.5;
-  EXPECT_OK(common::GenerateDataset(o).status());
+  EXPECT_OK(datagen::GenerateDataset(o).status());
   g.spec = SlurpFile(dir + "/vertical.yaml");
   for (int p = parties - 1; p >= 0; --p) {
     g.spec = std::regex_replace(g.spec, std::regex(absl::StrCat("party: party", p + 1, "\\b")),
@@ -78,7 +78,7 @@ const Generated& ThreeParties() {
 
 fedanon::v1::SubmitJobRequest Request(const Generated& g, const std::vector<std::string>& names) {
   fedanon::v1::SubmitJobRequest req;
-  auto spec = common::ParseJobSpecYaml(g.spec, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(g.spec, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return req;
   *req.mutable_spec() = *spec;
@@ -494,7 +494,7 @@ partitioning: vertical
           opened[receiver].push_back(purpose);
         };
       }));
-  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpec3, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(auto spec, spec::ParseJobSpecYaml(kSpec3, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& p : fed->names) req.add_parties(p);

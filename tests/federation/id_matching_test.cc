@@ -29,10 +29,10 @@ namespace {
 std::string Walk(const std::vector<std::unique_ptr<IdMatcher>>& m, size_t o,
                  std::vector<std::string>* held_by_others = nullptr) {
   const size_t n = m.size();
-  const bool blinded = common::IdListsBlinded(n);
+  const bool blinded = wire::IdListsBlinded(n);
   auto points = m[o]->EncryptOwnRange(0, m[o]->size(), blinded);
   EXPECT_TRUE(points.ok()) << points.status();
-  const size_t last = common::IdLastHop(n);
+  const size_t last = wire::IdLastHop(n);
   for (size_t h = 1; h <= last; ++h) {
     const size_t worker = (o + h) % n;
     if (held_by_others != nullptr) held_by_others->push_back(IdMatcher::FinalDigests(*points));
@@ -53,7 +53,7 @@ std::vector<IdAlignment> Match(const std::vector<std::vector<std::string>>& list
   }
   std::vector<std::string> digests;
   for (size_t o = 0; o < m.size(); ++o) digests.push_back(Walk(m, o));
-  auto common = common::CommonDigests(digests);
+  auto common = wire::CommonDigests(digests);
   EXPECT_TRUE(common.ok()) << common.status();
   std::vector<IdAlignment> out;
   for (size_t i = 0; i < m.size(); ++i) {
@@ -102,22 +102,22 @@ TEST(IdMatchingTest, WithThreePartiesOnlyTheOwnerHoldsItsListFullyEncrypted) {
   for (size_t o = 0; o < 3; ++o) full.push_back(Walk(m, o, &held[o]));
   std::set<std::string> every_full_digest;
   for (const std::string& packed : full) {
-    for (size_t i = 0; i < packed.size(); i += common::kIdDigestBytes) {
-      every_full_digest.insert(packed.substr(i, common::kIdDigestBytes));
+    for (size_t i = 0; i < packed.size(); i += wire::kIdDigestBytes) {
+      every_full_digest.insert(packed.substr(i, wire::kIdDigestBytes));
     }
   }
   for (size_t o = 0; o < 3; ++o) {
     ASSERT_EQ(held[o].size(), 3u);  // A's blinded list, then B's and C's layers on it
     for (const std::string& packed : held[o]) {
-      for (size_t i = 0; i < packed.size(); i += common::kIdDigestBytes) {
-        EXPECT_FALSE(every_full_digest.count(packed.substr(i, common::kIdDigestBytes)))
+      for (size_t i = 0; i < packed.size(); i += wire::kIdDigestBytes) {
+        EXPECT_FALSE(every_full_digest.count(packed.substr(i, wire::kIdDigestBytes)))
             << "a party other than the owner held list " << o << " fully encrypted";
       }
     }
   }
   // And the intersection the leader hands out holds p1 and p3 only (p2 is not C's).
-  ASSERT_OK_AND_ASSIGN(const std::string common, common::CommonDigests(full));
-  EXPECT_EQ(common.size(), 2 * common::kIdDigestBytes);
+  ASSERT_OK_AND_ASSIGN(const std::string common, wire::CommonDigests(full));
+  EXPECT_EQ(common.size(), 2 * wire::kIdDigestBytes);
 }
 
 // The owner sends its list in a secret order. Two parties with the same 200 ids in the same
@@ -168,7 +168,7 @@ TEST(IdMatchingTest, DigestsAreSixteenBytesEach) {
   ASSERT_EQ(packed.size(), 48u);
   EXPECT_EQ(packed.substr(0, 16), packed.substr(32, 16));
   EXPECT_NE(packed.substr(0, 16), packed.substr(16, 16));
-  EXPECT_FALSE(common::CommonDigests({packed.substr(1)}).ok());
+  EXPECT_FALSE(wire::CommonDigests({packed.substr(1)}).ok());
 }
 
 // The lists are split over threads; the result is the same for every thread count, in order.
@@ -257,7 +257,7 @@ TEST(IdMatchingTest, ARestoredMatcherSendsTheSameListAndReEncryptsAlike) {
   const std::string own = IdMatcher::FinalDigests(*original->Unblind(hop));
   const std::string their =
       IdMatcher::FinalDigests(*original->ReEncrypt(theirs, /*last_hop=*/true));
-  ASSERT_OK_AND_ASSIGN(const std::string common, common::CommonDigests({own, their}));
+  ASSERT_OK_AND_ASSIGN(const std::string common, wire::CommonDigests({own, their}));
   ASSERT_OK_AND_ASSIGN(const IdAlignment a, original->AlignToCommon(own, common));
   ASSERT_OK_AND_ASSIGN(const IdAlignment b, restored->AlignToCommon(own, common));
   EXPECT_EQ(a.canonical, b.canonical);
@@ -303,11 +303,11 @@ TEST(IdMatchingTest, IntersectionAndAlignmentEqualASortedStringReference) {
   const std::vector<std::string> sorted(common.begin(), common.end());
   std::string expected_common;
   for (const auto& d : sorted) expected_common += d;
-  ASSERT_OK_AND_ASSIGN(const std::string got_common, common::CommonDigests(packed));
+  ASSERT_OK_AND_ASSIGN(const std::string got_common, wire::CommonDigests(packed));
   EXPECT_GT(sorted.size(), 300u);
   EXPECT_EQ(got_common, expected_common);
   ASSERT_OK_AND_ASSIGN(const std::vector<int64_t> positions,
-                       common::PositionsInCommon(packed[1], got_common));
+                       wire::PositionsInCommon(packed[1], got_common));
   for (size_t j = 0; j < n; ++j) {
     const auto it = std::lower_bound(sorted.begin(), sorted.end(), lists[1][j]);
     const int64_t expected = it != sorted.end() && *it == lists[1][j] ? it - sorted.begin() : -1;
@@ -320,16 +320,16 @@ TEST(IdMatchingTest, IntersectionAndAlignmentEqualASortedStringReference) {
 TEST(IdMatchingTest, AForeignOrUnorderedIntersectionIsRefused) {
   const std::string a(16, 'a'), b(16, 'b'), c(16, 'c'), z(16, 'z');
   const std::string own = c + a + b;
-  ASSERT_OK_AND_ASSIGN(const std::vector<int64_t> ok, common::PositionsInCommon(own, a + c));
+  ASSERT_OK_AND_ASSIGN(const std::vector<int64_t> ok, wire::PositionsInCommon(own, a + c));
   EXPECT_EQ(ok, (std::vector<int64_t>{1, 0, -1}));
   EXPECT_THAT(
-      common::PositionsInCommon(own, a + z),
+      wire::PositionsInCommon(own, a + z),
       testing::StatusIs(absl::StatusCode::kInvalidArgument, "not in this party's own list"));
-  EXPECT_THAT(common::PositionsInCommon(own, c + a),
+  EXPECT_THAT(wire::PositionsInCommon(own, c + a),
               testing::StatusIs(absl::StatusCode::kInvalidArgument, "not strictly ascending"));
-  EXPECT_THAT(common::PositionsInCommon(own, a + a),
+  EXPECT_THAT(wire::PositionsInCommon(own, a + a),
               testing::StatusIs(absl::StatusCode::kInvalidArgument, "not strictly ascending"));
-  EXPECT_FALSE(common::PositionsInCommon(own, a.substr(1)).ok());
+  EXPECT_FALSE(wire::PositionsInCommon(own, a.substr(1)).ok());
 }
 
 TEST(IdMatchingTest, RepeatedOrEmptyIdsAreRefused) {

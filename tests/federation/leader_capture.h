@@ -37,9 +37,9 @@ struct DecodedSum {
 };
 
 // Forwards to the parties and keeps, per secure sum, what the leader learns from it.
-class RecordingChannel : public common::PartyChannel {
+class RecordingChannel : public wire::PartyChannel {
  public:
-  explicit RecordingChannel(common::PartyChannel* inner) : inner_(inner) {}
+  explicit RecordingChannel(wire::PartyChannel* inner) : inner_(inner) {}
 
   // The leader's sealing keys and the CA: the ring's last hop is sealed for the leader by the
   // last party (sender-authenticated), so the recorder opens it as the leader does.
@@ -55,7 +55,7 @@ class RecordingChannel : public common::PartyChannel {
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override {
     if (request.has_prepare() && request.prepare().has_authorization()) {
-      auto run = common::RunIdOf(request.prepare().authorization());
+      auto run = wire::RunIdOf(request.prepare().authorization());
       std::lock_guard<std::mutex> lock(mu_);
       if (run.ok()) run_ids_[request.job_id()] = *run;
     }
@@ -75,7 +75,7 @@ class RecordingChannel : public common::PartyChannel {
     }
     return reply;
   }
-  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+  std::vector<wire::ConnectedParty> Parties() const override { return inner_->Parties(); }
 
   std::vector<DecodedSum> Sums() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -98,7 +98,7 @@ class RecordingChannel : public common::PartyChannel {
   // The masked total of a chunk, as the ring's last party sealed it for the leader.
   void After(const fedanon::v1::SumStep& step, const std::string& masked) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto words = common::DecodeWords(masked);
+    auto words = wire::DecodeWords(masked);
     if (!words.ok()) return;
     DecodedSum& sum = sums_[step.collect()];
     for (size_t i = 0; i < words->size(); ++i) sum.total[step.chunk_offset() + i] = (*words)[i];
@@ -134,7 +134,7 @@ class RecordingChannel : public common::PartyChannel {
   std::unique_ptr<crypto::SealKeyPair> leader_keys_;
   std::string ca_pem_;
   std::map<std::string, std::string> party_certs_;
-  common::PartyChannel* inner_;
+  wire::PartyChannel* inner_;
   mutable std::mutex mu_;
   std::map<uint64_t, DecodedSum> sums_;
   std::map<std::string, std::string> run_ids_;  // job id -> the run its Prepare carried
@@ -150,9 +150,9 @@ struct VerticalExchange {
 
 // Forwards to the parties and keeps every vertical step with its reply (the leader calls parties
 // in parallel, so under a lock, in completion order).
-class VerticalRecordingChannel : public common::PartyChannel {
+class VerticalRecordingChannel : public wire::PartyChannel {
  public:
-  explicit VerticalRecordingChannel(common::PartyChannel* inner) : inner_(inner) {}
+  explicit VerticalRecordingChannel(wire::PartyChannel* inner) : inner_(inner) {}
 
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
@@ -164,7 +164,7 @@ class VerticalRecordingChannel : public common::PartyChannel {
     }
     return reply;
   }
-  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+  std::vector<wire::ConnectedParty> Parties() const override { return inner_->Parties(); }
 
   std::vector<VerticalExchange> Exchanges() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -172,7 +172,7 @@ class VerticalRecordingChannel : public common::PartyChannel {
   }
 
  private:
-  common::PartyChannel* inner_;
+  wire::PartyChannel* inner_;
   mutable std::mutex mu_;
   std::vector<VerticalExchange> exchanges_;
 };

@@ -138,14 +138,14 @@ struct Generated {
 Generated Generate(bool vertical) {
   Generated g;
   const std::string dir = FreshDir(vertical ? "ldurable_vdata" : "ldurable_hdata");
-  common::DatagenOptions o;
+  datagen::DatagenOptions o;
   o.rows = vertical ? 600 : 900;
   o.seed = 31;
   o.out_dir = dir;
   o.parties = vertical ? 2 : 3;
-  o.partition = vertical ? common::DatagenOptions::Partition::kVertical
-                         : common::DatagenOptions::Partition::kHorizontal;
-  EXPECT_OK(common::GenerateDataset(o).status());
+  o.partition = vertical ? datagen::DatagenOptions::Partition::kVertical
+                         : datagen::DatagenOptions::Partition::kHorizontal;
+  EXPECT_OK(datagen::GenerateDataset(o).status());
   g.spec = vertical ? kVerticalSpec : kHorizontalSpec;
   for (const auto& e : fs::directory_iterator(dir + "/tax")) {
     g.taxonomies["tax/" + e.path().filename().string()] = SlurpFile(e.path().string());
@@ -183,7 +183,7 @@ const Generated& Data(Variant v) {
 
 absl::StatusOr<fedanon::v1::SubmitJobRequest> Request(const Generated& g,
                                                       const std::vector<std::string>& parties) {
-  ASSIGN_OR_RETURN(const fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(g.spec, "job.yaml"));
+  ASSIGN_OR_RETURN(const fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(g.spec, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& p : parties) req.add_parties(p);

@@ -235,7 +235,7 @@ TEST_P(LocalRecodingFederationRandom, EqualsCentralizedOnTheUnion) {
   SCOPED_TRACE(s.spec_yaml);
   const Outcome fed = ExpectSameAsCentralized(s, absl::StrCat("fed_local_rand_", GetParam()));
   // The view-log rule: labelled within-group bins hold >= K records (K = the spec's K here).
-  auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
   ASSERT_OK(spec.status());
   CheckWithinGroupBins(fed.view_log, 1 + 2 + 1, spec->privacy().k());
 }

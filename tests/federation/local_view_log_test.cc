@@ -70,20 +70,20 @@ std::vector<Part> ParseViewLog(const std::string& text) {
   return parts;
 }
 
-common::LocalValue FromProto(const fedanon::v1::LocalValue& v) {
+engine::LocalValue FromProto(const fedanon::v1::LocalValue& v) {
   return {v.node(), v.lo(), v.hi()};
 }
 
 // The parts of the captured secure sums. The fine map is rebuilt from the bins the leader
 // announced (StateUpdate.local_setup, riding along with a sum) as a party rebuilds it; each local
 // request's vector is walked group by group with the layout of docs/threat-model.md.
-std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common::Dataset& schema,
+std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const table::Dataset& schema,
                               bool binned) {
   std::vector<Part> parts;
-  std::unique_ptr<common::LocalFineMap> fine;
+  std::unique_ptr<engine::LocalFineMap> fine;
   const size_t width =
       1 + static_cast<size_t>(std::max(1, schema.num_classes())) + schema.tracked.size();
-  std::vector<common::AttributeHierarchy> hier;
+  std::vector<engine::AttributeHierarchy> hier;
   for (const auto& q : schema.qids) hier.emplace_back(&q);
   for (const DecodedSum& sum : sums) {
     for (const auto& u : sum.updates) {
@@ -94,7 +94,7 @@ std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common:
         bins[a].assign(u.local_setup().bins(a).bounds().begin(),
                        u.local_setup().bins(a).bounds().end());
       }
-      fine = std::make_unique<common::LocalFineMap>(&schema, binned, std::move(bins));
+      fine = std::make_unique<engine::LocalFineMap>(&schema, binned, std::move(bins));
     }
     DecodedWords decoded(sum.total);
     auto add = [&](std::string kind, std::string attribute, bool labelled, std::string node,
@@ -114,7 +114,7 @@ std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common:
         for (int a = 0; a < g.key_size(); ++a) {
           const int count = fine->FineCount(a, FromProto(g.key(a)));
           if (count == 0) continue;
-          const bool continuous = schema.qids[a].kind == common::QidKind::kContinuous;
+          const bool continuous = schema.qids[a].kind == table::QidKind::kContinuous;
           if (continuous && binned) {
             add("local_bin_counts", schema.qids[a].name, false, node, static_cast<size_t>(count));
           } else {
@@ -135,7 +135,7 @@ std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common:
             static_cast<size_t>(r.bounds_size() - 1) * width);
       }
     } else {  // the public-cell counts of a continuous attribute (RangeCounts)
-      auto request = common::FromProto(sum.request, hier);
+      auto request = wire::FromProto(sum.request, hier);
       EXPECT_TRUE(request.ok()) << request.status();
       if (!request.ok()) continue;
       EXPECT_TRUE(request->node_class_counts.empty() && request->group_keys.empty() &&
@@ -213,7 +213,7 @@ std::map<std::string, int> RunAndCompare(const std::string& name, const std::str
   EXPECT_TRUE(opens.ok()) << opens;
   if (!opens.ok()) return kinds;
 
-  auto spec = common::ParseJobSpecYaml(std::string(kSpec) + extra_spec, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(std::string(kSpec) + extra_spec, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return kinds;
   std::map<std::string, std::string> texts;
@@ -233,10 +233,10 @@ std::map<std::string, int> RunAndCompare(const std::string& name, const std::str
   EXPECT_TRUE(released.ok()) << released.status();
   fed->leader.reset();  // before the recorder goes away
 
-  auto schema = common::BuildPublicSchema(*spec, texts);
+  auto schema = table::BuildPublicSchema(*spec, texts);
   EXPECT_TRUE(schema.ok()) << schema.status();
   if (!schema.ok()) return kinds;
-  const bool binned = common::NumericSplitFromSpec(*spec).binned();
+  const bool binned = engine::NumericSplitFromSpec(*spec).binned();
   const std::vector<DecodedSum> sums = recorder.Sums();
   EXPECT_GT(sums.size(), 3u);
   std::vector<Part> expected = PartsOfSums(sums, *schema, binned);

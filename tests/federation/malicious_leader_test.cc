@@ -84,22 +84,22 @@ class MaliciousLeader {
     EXPECT_TRUE(seal.ok());
     m->leader_cert_ = seal->cert_pem;
     m->leader_keys_ = *crypto::SealKeyPairFromPem(seal->key_pem);
-    auto spec = common::ParseJobSpecYaml(spec_yaml, "malicious.yaml");
+    auto spec = spec::ParseJobSpecYaml(spec_yaml, "malicious.yaml");
     EXPECT_TRUE(spec.ok());
     m->spec_ = *spec;
-    auto schema = common::BuildPublicSchema(*spec, {});
+    auto schema = table::BuildPublicSchema(*spec, {});
     EXPECT_TRUE(schema.ok());
-    m->schema_ = std::make_unique<common::Dataset>(*std::move(schema));
+    m->schema_ = std::make_unique<table::Dataset>(*std::move(schema));
     for (const auto& q : m->schema_->qids) m->hier_.emplace_back(&q);
     return m;
   }
 
   const std::vector<std::string>& names() const { return fed_->names; }
-  const common::AdminSigner& admin() const { return fed_->admin; }
+  const wire::AdminSigner& admin() const { return fed_->admin; }
   const crypto::CertificateAuthority& ca() const { return *fed_->ca; }
   const fedanon::v1::JobSpec& spec() const { return spec_; }
-  const common::Dataset& schema() const { return *schema_; }
-  common::PartyChannel* channel() const { return &fed_->channel; }
+  const table::Dataset& schema() const { return *schema_; }
+  wire::PartyChannel* channel() const { return &fed_->channel; }
   // Where a party writes the table it receives as recipient.
   std::string OutputDir(size_t party) const {
     return absl::StrCat(fed_->dir, "/", fed_->names[party], "/output");
@@ -112,7 +112,7 @@ class MaliciousLeader {
                         const std::string& leader_party = "") {
     LeaderMessage msg = Unsigned(ring, participants, leader_party);
     EXPECT_OK(AuthorizePrepare(&msg, fed_->admin));
-    run_id_ = common::RunIdOf(msg.prepare().authorization()).value_or("");
+    run_id_ = wire::RunIdOf(msg.prepare().authorization()).value_or("");
     return msg;
   }
 
@@ -152,24 +152,24 @@ class MaliciousLeader {
     return absl::OkStatus();
   }
 
-  common::StatsRequest Request(int variant_of_request = 0) const {
-    common::StatsRequest request;
+  engine::StatsRequest Request(int variant_of_request = 0) const {
+    engine::StatsRequest request;
     request.group_keys.push_back({0});
     if (variant_of_request == 0) request.node_class_counts.push_back({0, 0});
     return request;
   }
-  size_t Words(const common::StatsRequest& request) const {
-    return common::StatsLength(hier_, schema_->num_classes(), schema_->tracked.size(), request);
+  size_t Words(const engine::StatsRequest& request) const {
+    return engine::StatsLength(hier_, schema_->num_classes(), schema_->tracked.size(), request);
   }
 
   // One secure-sum hop as an honest leader would build it (then tampered with by the tests).
-  LeaderMessage Step(uint64_t collect, const std::string& next, const common::StatsRequest& request,
+  LeaderMessage Step(uint64_t collect, const std::string& next, const engine::StatsRequest& request,
                      uint32_t round = 1) const {
     LeaderMessage msg;
     msg.set_job_id(kJob);
     msg.set_round(round);
     auto* step = msg.mutable_sum_step();
-    *step->mutable_request() = common::ToProto(request);
+    *step->mutable_request() = wire::ToProto(request);
     step->set_collect(collect);
     step->set_chunk(0);
     step->set_chunks(1);
@@ -190,7 +190,7 @@ class MaliciousLeader {
       if (sealed.receiver() == "leader") {
         // Opened as the leader would: still under the first party's mask (Unmask removes it).
         const std::string opened = OpenAtLeader(msg, sealed);
-        auto words = common::DecodeWords(opened);
+        auto words = wire::DecodeWords(opened);
         if (words.ok()) masked_totals_[msg.sum_step().collect()] = *words;
         seen_.push_back(words.ok() ? "masked sum for leader" : opened);
       } else {
@@ -276,8 +276,8 @@ class MaliciousLeader {
   std::string leader_cert_;
   std::unique_ptr<crypto::SealKeyPair> leader_keys_;
   fedanon::v1::JobSpec spec_;
-  std::unique_ptr<common::Dataset> schema_;
-  std::vector<common::AttributeHierarchy> hier_;
+  std::unique_ptr<table::Dataset> schema_;
+  std::vector<engine::AttributeHierarchy> hier_;
   std::vector<std::string> seen_;
   std::string run_id_;                                       // of the job as the admin signed it
   std::map<uint64_t, std::vector<uint64_t>> masked_totals_;  // collect -> the last hop's words
@@ -298,7 +298,7 @@ void ExpectNothingDependsOnOneParty(const std::string& name, const Scenario& sce
   EXPECT_EQ(seen[0], seen[1]) << "the leader learned something that depends on hospital-a alone";
 }
 
-std::string Zeros(size_t words) { return common::EncodeWords(std::vector<uint64_t>(words, 0)); }
+std::string Zeros(size_t words) { return wire::EncodeWords(std::vector<uint64_t>(words, 0)); }
 
 // The first party of the ring masks with a mask it draws itself: the leader has no mask to choose
 // (zero masks once exposed hospital-a's counts to hospital-b), a later party takes no input but
@@ -307,7 +307,7 @@ std::string Zeros(size_t words) { return common::EncodeWords(std::vector<uint64_
 TEST(MaliciousLeader, LeaderChosenMasksCannotExposeThePartiesToEachOther) {
   ExpectNothingDependsOnOneParty("own_masks", [](MaliciousLeader& m) {
     const auto& n = m.names();
-    const common::StatsRequest req = m.Request();
+    const engine::StatsRequest req = m.Request();
     // A box "for hospital-a" as the first hop's input (the leader's zeros, sealed under its own
     // key, claiming hospital-c): refused, the first party starts from its own mask.
     LeaderMessage forced = m.Step(0, n[1], req);
@@ -369,7 +369,7 @@ TEST(MaliciousLeader, TheSecondPartyNeverOpensTheFirstPartysCounts) {
   ASSERT_NE(m, nullptr);
   ASSERT_OK(m->PrepareAll(m->names()));
   const auto& n = m->names();
-  const common::StatsRequest req = m->Request();
+  const engine::StatsRequest req = m->Request();
   for (uint64_t collect = 0; collect < 8; ++collect) {
     ASSERT_OK_AND_ASSIGN(PartyMessage a, m->Send(n[0], m->Step(collect, n[1], req)));
     LeaderMessage second = m->Step(collect, n[2], req);
@@ -382,7 +382,7 @@ TEST(MaliciousLeader, TheSecondPartyNeverOpensTheFirstPartysCounts) {
   std::set<std::string> distinct(opened_by_b.begin(), opened_by_b.end());
   EXPECT_EQ(distinct.size(), opened_by_b.size()) << "a mask was used twice";
   for (const std::string& plain : opened_by_b) {
-    ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> words, common::DecodeWords(plain));
+    ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> words, wire::DecodeWords(plain));
     ASSERT_FALSE(words.empty());
     EXPECT_NE(words[0], 6u) << "hospital-b opened hospital-a's group size";
   }
@@ -391,7 +391,7 @@ TEST(MaliciousLeader, TheSecondPartyNeverOpensTheFirstPartysCounts) {
 TEST(MaliciousLeader, ReroutedRingIsRefused) {
   ExpectNothingDependsOnOneParty("reroute", [](MaliciousLeader& m) {
     const auto& n = m.names();
-    const common::StatsRequest req = m.Request();
+    const engine::StatsRequest req = m.Request();
     // Skip hospital-b: a's output for c instead.
     LeaderMessage skip = m.Step(0, n[2], req);
     EXPECT_THAT(m.Send(n[0], skip),
@@ -417,7 +417,7 @@ TEST(MaliciousLeader, ReroutedRingIsRefused) {
 TEST(MaliciousLeader, ShortenedRingIsRefused) {
   ExpectNothingDependsOnOneParty("shortened", [](MaliciousLeader& m) {
     const auto& n = m.names();
-    const common::StatsRequest req = m.Request();
+    const engine::StatsRequest req = m.Request();
     LeaderMessage first = m.Step(0, n[1], req);
     ASSERT_OK_AND_ASSIGN(PartyMessage a, m.Send(n[0], first));
     // Empty next to the middle party: it would answer the leader with a + b only.
@@ -465,8 +465,8 @@ TEST(MaliciousLeader, PrepareWithAShortOrWrongRingIsRefused) {
 TEST(MaliciousLeader, ReplayedCollectWithAnotherRequestIsRefused) {
   ExpectNothingDependsOnOneParty("replay", [](MaliciousLeader& m) {
     const auto& n = m.names();
-    const common::StatsRequest req = m.Request(0);
-    const common::StatsRequest other = m.Request(1);
+    const engine::StatsRequest req = m.Request(0);
+    const engine::StatsRequest other = m.Request(1);
     LeaderMessage first = m.Step(0, n[1], req);
     ASSERT_OK_AND_ASSIGN(PartyMessage a1, m.Send(n[0], first));
     // The same request again: the same answer, byte for byte (nothing new to combine).
@@ -499,7 +499,7 @@ TEST(MaliciousLeader, ReplayedCollectWithAnotherRequestIsRefused) {
 TEST(MaliciousLeader, ForgedSenderIsRefused) {
   ExpectNothingDependsOnOneParty("forged", [](MaliciousLeader& m) {
     const auto& n = m.names();
-    const common::StatsRequest req = m.Request();
+    const engine::StatsRequest req = m.Request();
     // What an honest hop's purpose is, read off a genuine first hop.
     LeaderMessage first = m.Step(0, n[1], req);
     ASSERT_OK_AND_ASSIGN(PartyMessage a, m.Send(n[0], first));
@@ -520,7 +520,7 @@ TEST(MaliciousLeader, ForgedSenderIsRefused) {
 TEST(MaliciousLeader, OutOfRangeChunksAreRefused) {
   ExpectNothingDependsOnOneParty("chunks", [](MaliciousLeader& m) {
     const auto& n = m.names();
-    const common::StatsRequest req = m.Request();
+    const engine::StatsRequest req = m.Request();
     const size_t words = m.Words(req);
     auto step = [&](uint64_t collect) { return m.Step(collect, n[1], req); };
     LeaderMessage offset = step(0);
@@ -644,11 +644,11 @@ TEST(MaliciousLeader, ChangesTheJobAfterAuthorizationIsRefused) {
 // through a channel it controls. `tamper` may rewrite each request before it reaches a party and
 // each reply before the leader reads it (the leader's own choices: which candidate wins, what it
 // commits).
-class TamperingChannel : public common::PartyChannel {
+class TamperingChannel : public wire::PartyChannel {
  public:
   using Tamper = std::function<void(const std::string& party, LeaderMessage* request)>;
   using TamperReply = std::function<void(const std::string& party, PartyMessage* reply)>;
-  TamperingChannel(common::PartyChannel* inner, Tamper tamper, TamperReply tamper_reply)
+  TamperingChannel(wire::PartyChannel* inner, Tamper tamper, TamperReply tamper_reply)
       : inner_(inner), tamper_(std::move(tamper)), tamper_reply_(std::move(tamper_reply)) {}
   absl::StatusOr<PartyMessage> Call(const std::string& party, const LeaderMessage& request,
                                     absl::Duration timeout) override {
@@ -664,10 +664,10 @@ class TamperingChannel : public common::PartyChannel {
     }
     return reply;
   }
-  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+  std::vector<wire::ConnectedParty> Parties() const override { return inner_->Parties(); }
 
  private:
-  common::PartyChannel* inner_;
+  wire::PartyChannel* inner_;
   Tamper tamper_;
   TamperReply tamper_reply_;
   absl::Mutex mu_;  // the tamper callbacks run one at a time
@@ -715,7 +715,7 @@ VerticalAttack RunVerticalAttack(
   auto leader = leader::Leader::Create(lo, &channel);
   EXPECT_TRUE(leader.ok()) << leader.status();
   if (!leader.ok()) return out;
-  auto spec = common::ParseJobSpecYaml(spec_yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(spec_yaml, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return out;
   fedanon::v1::SubmitJobRequest req;
@@ -727,7 +727,7 @@ VerticalAttack RunVerticalAttack(
   }
   std::map<std::string, std::string> texts(req.taxonomies().begin(), req.taxonomies().end());
   auto auth =
-      common::AuthorizeSubmission(req, common::CanonicalJobBytes(req.spec(), texts), (*fed)->admin);
+      wire::AuthorizeSubmission(req, spec::CanonicalJobBytes(req.spec(), texts), (*fed)->admin);
   EXPECT_TRUE(auth.ok()) << auth.status();
   if (!auth.ok()) return out;
   *req.mutable_authorization() = *auth;
@@ -855,7 +855,7 @@ TEST(MaliciousLeader, ReleasedCountsForAPartyRecipientAreRefused) {
   prepare.mutable_prepare()->set_recipient(n[2]);
   ASSERT_OK(AuthorizePrepare(&prepare, m->admin()));
   for (const auto& p : n) ASSERT_OK(m->Send(p, prepare));
-  common::StatsRequest released;
+  engine::StatsRequest released;
   released.released_groups.push_back({0});
   released.released_combinations = 2;
   for (size_t i = 0; i < n.size(); ++i) {
@@ -906,9 +906,9 @@ TEST(MaliciousLeader, ABinnedThresholdOffTheCellsOrASecondOneIsRefused) {
   ASSERT_OK(m->PrepareAll(m->names()));
   const auto& n = m->names();
   const std::vector<int32_t> cells =
-      common::PublicCellBounds(m->schema().qids[0], 4);  // 0, 26, 52, 78, 101 (ranks)
+      engine::PublicCellBounds(m->schema().qids[0], 4);  // 0, 26, 52, 78, 101 (ranks)
   ASSERT_EQ(cells.size(), 5u);
-  common::StatsRequest req;
+  engine::StatsRequest req;
   req.group_keys.push_back({0});
   // Off the cells: one rank past a boundary.
   LeaderMessage off = m->Step(0, n[1], req);
@@ -922,11 +922,11 @@ TEST(MaliciousLeader, ABinnedThresholdOffTheCellsOrASecondOneIsRefused) {
   *on.mutable_sum_step()->add_updates() = SplitAt(0, 0, cells[2]);
   {
     // The request's length follows the split it carries (the node gains its two candidates).
-    std::vector<common::AttributeHierarchy> hier;
+    std::vector<engine::AttributeHierarchy> hier;
     for (const auto& q : m->schema().qids) hier.emplace_back(&q);
     hier[0].SetSplit(0, cells[2]);
     const uint64_t words =
-        common::StatsLength(hier, m->schema().num_classes(), m->schema().tracked.size(), req);
+        engine::StatsLength(hier, m->schema().num_classes(), m->schema().tracked.size(), req);
     on.mutable_sum_step()->set_total_words(words);
     on.mutable_sum_step()->set_chunk_words(words);
   }
@@ -1055,12 +1055,12 @@ fedanon::v1::StateUpdate Disclose(int value) {
 
 // The length of the final-check vector after `update`, as an honest leader computes it.
 uint64_t FinalCheckWords(const MaliciousLeader& m, const fedanon::v1::StateUpdate& update) {
-  std::vector<common::AttributeHierarchy> hier;
+  std::vector<engine::AttributeHierarchy> hier;
   for (const auto& q : m.schema().qids) hier.emplace_back(&q);
   hier[0].Specialize(update.instruction().node(), update.instruction().candidate());
-  auto model = common::BuildPrivacyModel(m.spec(), m.schema());
+  auto model = engine::BuildPrivacyModel(m.spec(), m.schema());
   EXPECT_TRUE(model.ok()) << model.status();
-  auto layout = common::BuildFinalCheckLayout(*model, m.schema(), hier, "*");
+  auto layout = engine::BuildFinalCheckLayout(*model, m.schema(), hier, "*");
   EXPECT_TRUE(layout.ok()) << layout.status();
   return layout.ok() ? layout->words : 0;
 }
@@ -1115,7 +1115,7 @@ TEST(MaliciousLeader, SpecializationBreakingKIsRefusedByEveryParty) {
                                   absl::StrCat("party '", n[i],
                                                "': secure union: refuses to release: final check "
                                                "failed: {g} k=3: group (g=gb) holds 2 records")));
-      common::StatsRequest released;
+      engine::StatsRequest released;
       released.released_groups.push_back({1});
       released.released_combinations = 2;
       LeaderMessage sum = m->Step(1, i + 1 < n.size() ? n[i + 1] : "", released, 2);
@@ -1307,7 +1307,7 @@ partitioning: vertical
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return {};
   (*fed)->channel.set_tamper(tamper);
-  auto spec = common::ParseJobSpecYaml(kVSpec, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(kVSpec, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return {};
   fedanon::v1::SubmitJobRequest req;
@@ -1440,10 +1440,10 @@ TEST(CheatingParty, ReleasedCountsThatDoNotSumToTheRecordsAreRefused) {
         InProcessFederation::Create(
             cheat ? "released_cheat" : "released_ok", files, [&](party::PartyAgentOptions& o) {
               if (cheat && o.name == "hospital-a") {
-                o.deviation = party::DeviatingParty("inflate-released-counts");
+                o.deviation = party_testing::DeviatingParty("inflate-released-counts");
               }
             }));
-    ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(kSpec, "malicious.yaml"));
+    ASSERT_OK_AND_ASSIGN(auto spec, spec::ParseJobSpecYaml(kSpec, "malicious.yaml"));
     fedanon::v1::SubmitJobRequest req;
     *req.mutable_spec() = spec;
     for (const auto& p : fed->names) req.add_parties(p);
@@ -1479,12 +1479,12 @@ TEST(CheatingParty, ARootCountAboveTheSignedLimitIsRefusedByTheLeader) {
         auto fed, InProcessFederation::Create(
                       cheat ? "root_cheat" : "root_ok", files, [&](party::PartyAgentOptions& o) {
                         if (cheat && o.name == "hospital-c") {
-                          o.deviation = party::DeviatingParty("ignore-record-limit");
+                          o.deviation = party_testing::DeviatingParty("ignore-record-limit");
                         }
                       }));
     ASSERT_OK_AND_ASSIGN(auto spec,
-                         common::ParseJobSpecYaml(std::string(kSpec) + "max_records_per_party: 6\n",
-                                                  "malicious.yaml"));
+                         spec::ParseJobSpecYaml(std::string(kSpec) + "max_records_per_party: 6\n",
+                                                "malicious.yaml"));
     fedanon::v1::SubmitJobRequest req;
     *req.mutable_spec() = spec;
     for (const auto& p : fed->names) req.add_parties(p);
@@ -1493,7 +1493,7 @@ TEST(CheatingParty, ARootCountAboveTheSignedLimitIsRefusedByTheLeader) {
     EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
     EXPECT_THAT(info.failure_reason(),
                 ::testing::HasSubstr(
-                    cheat ? std::string(common::kRootCountAboveLimit) +
+                    cheat ? std::string(engine::kRootCountAboveLimit) +
                                 " 21 exceeds the job's limit of 18 records"
                           : "'hospital-c': table 'table.csv' holds 9 records, more than the "
                             "job's max_records_per_party of 6"));
@@ -1539,12 +1539,12 @@ fedanon::v1::JobInfo RunJobWithCheater(const std::string& name,
   std::vector<std::map<std::string, std::string>> files;
   for (const auto& t : tables) files.push_back({{"table.csv", t}});
   auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& o) {
-    if (o.name == cheater) o.deviation = party::DeviatingParty(mode);
+    if (o.name == cheater) o.deviation = party_testing::DeviatingParty(mode);
   });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return {};
   *keep = std::move(*fed);
-  auto spec = common::ParseJobSpecYaml(spec_yaml, "malicious.yaml");
+  auto spec = spec::ParseJobSpecYaml(spec_yaml, "malicious.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = *spec;
@@ -2033,7 +2033,7 @@ TEST(MaliciousLeader, HorizontalLocalReleasedCountsBeforeTheFinalCheckAreRefused
     auto* local = step->mutable_request()->mutable_local();
     auto* g = local->add_released_groups();
     g->set_group(0);
-    for (const common::LocalValue& v : common::LocalRootKey(m->schema())) {
+    for (const engine::LocalValue& v : engine::LocalRootKey(m->schema())) {
       auto* k = g->add_key();
       k->set_node(v.node);
       k->set_lo(v.lo);

@@ -44,13 +44,13 @@ struct Generated {
 Generated Generate(const std::string& name, int parties, bool vertical) {
   Generated g;
   const std::string dir = FreshDir(name + "_gen");
-  common::DatagenOptions o;
+  datagen::DatagenOptions o;
   o.rows = vertical ? 300 : 600;
   o.seed = 3;
   o.out_dir = dir;
   o.parties = parties;
-  if (vertical) o.partition = common::DatagenOptions::Partition::kVertical;
-  EXPECT_TRUE(common::GenerateDataset(o).ok());
+  if (vertical) o.partition = datagen::DatagenOptions::Partition::kVertical;
+  EXPECT_TRUE(datagen::GenerateDataset(o).ok());
   g.spec = Slurp(dir + (vertical ? "/vertical.yaml" : "/horizontal.yaml"));
   for (int p = parties - 1; p >= 0; --p) {  // party10 before party1
     g.spec = std::regex_replace(g.spec, std::regex(absl::StrCat("party: party", p + 1, "\\b")),
@@ -106,7 +106,7 @@ struct MeteredFederation {
 
   // Submits the generated job to every party and waits for it; its final info.
   absl::StatusOr<fedanon::v1::JobInfo> Run(const Generated& g) {
-    ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(g.spec, "job.yaml"));
+    ASSIGN_OR_RETURN(fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(g.spec, "job.yaml"));
     fedanon::v1::SubmitJobRequest req;
     *req.mutable_spec() = spec;
     for (const auto& n : fed->names) req.add_parties(n);

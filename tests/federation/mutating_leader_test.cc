@@ -495,8 +495,8 @@ RunResult RunJob(const JobKind& kind, const FederationIdentities& identities,
   if (done.state() == fedanon::v1::JOB_STATE_DONE) {
     // The recipient's view of the release: the leader's result, or the party's output file.
     auto csv = kind.recipient.empty() ? (*fed)->leader->Result(info->job_id())
-                                      : common::ReadFile((*fed)->dir + "/" + kind.recipient +
-                                                         "/output/" + info->job_id() + ".csv");
+                                      : base::ReadFile((*fed)->dir + "/" + kind.recipient +
+                                                       "/output/" + info->job_id() + ".csv");
     if (csv.ok()) {
       auto t = ParseCsvText(*csv, (*fed)->dir);
       if (t.ok()) out.release = RowsByColumns(*t, t->header);

@@ -87,9 +87,9 @@ struct NumericView {
 
 // Walks the decoded sums with a replica of the public hierarchies (updated from the instructions
 // and split decisions that rode along, as a party does) to find where each part of a vector lies.
-NumericView Analyze(const std::vector<DecodedSum>& sums, const common::Dataset& schema) {
+NumericView Analyze(const std::vector<DecodedSum>& sums, const table::Dataset& schema) {
   NumericView view;
-  std::vector<common::AttributeHierarchy> hier;
+  std::vector<engine::AttributeHierarchy> hier;
   for (const auto& q : schema.qids) hier.emplace_back(&q);
   const size_t nc = std::max(1, schema.num_classes());
   const size_t tracked = schema.tracked.size();
@@ -108,12 +108,12 @@ NumericView Analyze(const std::vector<DecodedSum>& sums, const common::Dataset& 
         hier[u.split().attribute()].SetSplit(u.split().node(), u.split().split());
       }
     }
-    auto request = common::FromProto(sum.request, hier);
+    auto request = wire::FromProto(sum.request, hier);
     if (!request.ok()) {
       view.violations.push_back(std::string(request.status().message()));
       continue;
     }
-    if (sum.total.size() != common::StatsLength(hier, schema.num_classes(), tracked, *request)) {
+    if (sum.total.size() != engine::StatsLength(hier, schema.num_classes(), tracked, *request)) {
       view.violations.push_back("a decoded vector does not match its request");
       continue;
     }
@@ -151,7 +151,7 @@ NumericView Analyze(const std::vector<DecodedSum>& sums, const common::Dataset& 
     }
     for (const auto& [a, n] : request->node_class_counts) {
       const size_t fine = static_cast<size_t>(hier[a].FineChildCount(n));
-      if (hier[a].kind() == common::QidKind::kContinuous) {
+      if (hier[a].kind() == table::QidKind::kContinuous) {
         for (size_t f = 0; f < fine; ++f) {
           uint64_t total = 0;
           for (size_t k = 0; k < nc; ++k) total += sum.total[pos + f * nc + k];
@@ -229,7 +229,7 @@ void RunAdult(const std::string& name, const std::string& mode, AdultRun* out) {
   recorder.set_party_certificates(std::move(party_certs));
   ASSERT_OK_AND_ASSIGN(fed->leader, leader::Leader::Create(lo, &recorder));
 
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(spec_text, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(spec_text, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& n : fed->names) req.add_parties(n);
@@ -247,7 +247,7 @@ void RunAdult(const std::string& name, const std::string& mode, AdultRun* out) {
   ASSERT_OK_AND_ASSIGN(out->view_log, fed->leader->ViewLogText(info.job_id()));
   fed->leader.reset();  // before the recorder goes away
 
-  ASSERT_OK_AND_ASSIGN(common::Dataset schema, common::BuildPublicSchema(spec, texts));
+  ASSERT_OK_AND_ASSIGN(table::Dataset schema, table::BuildPublicSchema(spec, texts));
   out->view = Analyze(recorder.Sums(), schema);
   std::cout << "[ measured ] " << (mode.empty() ? "numeric_split: binned (default)" : mode)
             << ": labelled cells the leader saw " << out->view.labelled_cells

@@ -42,12 +42,12 @@ JobRun RunJob(const std::string& name, const std::string& spec_yaml,
   // Misbehaving parties run the same agent with a misbehaviour mode (same names, keys and data).
   auto fed = InProcessFederation::Create(name, files, [&](party::PartyAgentOptions& o) {
     for (size_t i = 0; i < misbehave.size(); ++i) {
-      if (o.name == PartyName(i)) o.deviation = party::DeviatingParty(misbehave[i]);
+      if (o.name == PartyName(i)) o.deviation = party_testing::DeviatingParty(misbehave[i]);
     }
   });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;
-  auto spec = common::ParseJobSpecYaml(spec_yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(spec_yaml, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = *spec;
@@ -81,13 +81,13 @@ struct Generated {
 Generated Generate(const std::string& name, int parties, const std::string& participation) {
   Generated g;
   const std::string dir = FreshDir(name + "_data");
-  common::DatagenOptions o;
+  datagen::DatagenOptions o;
   o.rows = 3000;
   o.seed = 5;
   o.out_dir = dir;
   o.parties = parties;
-  o.partition = common::DatagenOptions::Partition::kVertical;
-  EXPECT_TRUE(common::GenerateDataset(o).ok());
+  o.partition = datagen::DatagenOptions::Partition::kVertical;
+  EXPECT_TRUE(datagen::GenerateDataset(o).ok());
   g.spec = SlurpFile(dir + "/vertical.yaml");
   for (int p = parties - 1; p >= 0; --p) {
     g.spec = std::regex_replace(g.spec, std::regex(absl::StrCat("party: party", p + 1, "\\b")),
@@ -134,7 +134,7 @@ std::map<std::string, std::string> QidOwners(const fedanon::v1::JobSpec& spec) {
 // than epsilon times the total contribution; and the report's per-party contributions are those
 // sums.
 void ExpectAlgorithm2Invariant(const std::string& spec_yaml, const fedanon::v1::Report& report) {
-  auto spec = common::ParseJobSpecYaml(spec_yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(spec_yaml, "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
   const std::map<std::string, std::string> owner = QidOwners(*spec);
   std::map<std::string, double> mu;
@@ -232,7 +232,7 @@ TEST(Participation, UnderDeclaringIsReportedAndStillEndsTheJob) {
 // of the total contribution, and the relative rule holds along the run.
 TEST(Participation, EpsilonOnePercentIsRelativeToTheTotalContribution) {
   const Generated g = Generate("one_percent", 2, "participation: game_theoretic\nepsilon: 1%\n");
-  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(g.spec, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(auto spec, spec::ParseJobSpecYaml(g.spec, "job.yaml"));
   EXPECT_DOUBLE_EQ(spec.epsilon(), 0.01);
   const JobRun r = RunJob("one_percent", g.spec, g.files, {"", ""});
   ASSERT_EQ(r.info.state(), fedanon::v1::JOB_STATE_DONE) << r.info.failure_reason();
@@ -248,7 +248,7 @@ TEST(Participation, APartyWithoutQidAttributesIsOutsideTheGame) {
   g.spec = std::regex_replace(g.spec,
                               std::regex(R"(\{name: ([\w-]+), role: qid[^}]*party: hospital-c\})"),
                               "{name: $1, role: other, party: hospital-c}");
-  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(g.spec, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(auto spec, spec::ParseJobSpecYaml(g.spec, "job.yaml"));
   ASSERT_EQ(QidOwners(spec).size(), g.columns[0].size() + g.columns[1].size()) << g.spec;
   const JobRun r = RunJob("no_qid", g.spec, g.files, {"", "", ""});
   ASSERT_EQ(r.info.state(), fedanon::v1::JOB_STATE_DONE) << r.info.failure_reason();
@@ -282,7 +282,7 @@ constexpr int kK = 20;
 // The largest lead a party had over another when it specialized, relative to the total
 // contribution at that moment (the smallest epsilon that lets the run through), in a report.
 double LargestLead(const std::string& spec_yaml, const fedanon::v1::Report& report) {
-  auto spec = common::ParseJobSpecYaml(spec_yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(spec_yaml, "job.yaml");
   const std::map<std::string, std::string> owner = QidOwners(*spec);
   std::map<std::string, double> mu;
   for (const auto& [attr, party] : owner) mu[party] = 0;

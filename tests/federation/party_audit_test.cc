@@ -158,9 +158,9 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
 }
 
 // Forwards to `inner` and keeps every job-scoped reply each party sent (pings are not).
-class SentCapture : public common::PartyChannel {
+class SentCapture : public wire::PartyChannel {
  public:
-  explicit SentCapture(common::PartyChannel* inner) : inner_(inner) {}
+  explicit SentCapture(wire::PartyChannel* inner) : inner_(inner) {}
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override {
@@ -172,7 +172,7 @@ class SentCapture : public common::PartyChannel {
     }
     return reply;
   }
-  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+  std::vector<wire::ConnectedParty> Parties() const override { return inner_->Parties(); }
   std::vector<Sent> sent() const {
     std::lock_guard<std::mutex> lock(mu_);
     return sent_;
@@ -184,7 +184,7 @@ class SentCapture : public common::PartyChannel {
   }
 
  private:
-  common::PartyChannel* inner_;
+  wire::PartyChannel* inner_;
   mutable std::mutex mu_;
   std::vector<Sent> sent_;
   std::vector<std::pair<std::string, fedanon::v1::LeaderMessage>> sums_;
@@ -243,7 +243,7 @@ const std::map<std::string, std::string>& Taxonomies() {
 }
 
 absl::StatusOr<std::unique_ptr<leader::Leader>> CapturedLeader(InProcessFederation& fed,
-                                                               common::PartyChannel* channel,
+                                                               wire::PartyChannel* channel,
                                                                crypto::IssuedCertificate* seal) {
   ASSIGN_OR_RETURN(*seal, fed.ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(24)));
   leader::LeaderOptions lo;
@@ -311,7 +311,7 @@ TEST(PartyAudit, HorizontalJobRecordsEveryMessageAndTheOwnCounts) {
   recorder.set_party_certificates(std::move(party_certs));
 
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec,
-                       common::ParseJobSpecYaml(kHorizontalSpec, "job.yaml"));
+                       spec::ParseJobSpecYaml(kHorizontalSpec, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& n : fed->names) req.add_parties(n);
@@ -365,7 +365,7 @@ TEST(PartyAudit, HorizontalJobRecordsEveryMessageAndTheOwnCounts) {
 
   // The counts each party recorded, by collect: its own local counts, recomputed here from its
   // table and the public requests (with the updates that rode along), independently of the party.
-  ASSERT_OK_AND_ASSIGN(common::Dataset schema, common::BuildPublicSchema(spec, texts));
+  ASSERT_OK_AND_ASSIGN(table::Dataset schema, table::BuildPublicSchema(spec, texts));
   std::map<uint64_t, std::vector<uint64_t>> summed;  // collect -> sum over parties
   for (size_t p = 0; p < fed->names.size(); ++p) {
     const std::string& name = fed->names[p];
@@ -381,11 +381,11 @@ TEST(PartyAudit, HorizontalJobRecordsEveryMessageAndTheOwnCounts) {
       ASSERT_LE(offset + counts.size(), v.size());
       std::copy(counts.begin(), counts.end(), v.begin() + static_cast<ptrdiff_t>(offset));
     }
-    ASSERT_OK_AND_ASSIGN(common::Dataset data,
-                         common::LoadDataset(spec, fed->dir + "/" + name + "/table.csv", &schema));
-    std::vector<common::AttributeHierarchy> hier;
+    ASSERT_OK_AND_ASSIGN(table::Dataset data,
+                         table::LoadDataset(spec, fed->dir + "/" + name + "/table.csv", &schema));
+    std::vector<engine::AttributeHierarchy> hier;
     for (const auto& q : data.qids) hier.emplace_back(&q);
-    common::Tips tips(&data, &hier);
+    engine::Tips tips(&data, &hier);
     uint64_t applied = 0;
     size_t checked = 0;
     for (const auto& [party, request] : capture.sums()) {
@@ -402,9 +402,9 @@ TEST(PartyAudit, HorizontalJobRecordsEveryMessageAndTheOwnCounts) {
         }
         ++applied;
       }
-      ASSERT_OK_AND_ASSIGN(common::StatsRequest stats, common::FromProto(step.request(), hier));
+      ASSERT_OK_AND_ASSIGN(engine::StatsRequest stats, wire::FromProto(step.request(), hier));
       std::vector<uint64_t> own;
-      common::AppendLocalStats(tips, stats, &own);
+      engine::AppendLocalStats(tips, stats, &own);
       ASSERT_TRUE(recorded.count(step.collect())) << name << " collect " << step.collect();
       EXPECT_EQ(recorded[step.collect()], own) << name << " collect " << step.collect();
       auto& sum = summed[step.collect()];
@@ -501,7 +501,7 @@ void RunVertical(const std::string& name, const std::string& recipient, bool sen
   ASSERT_OK_AND_ASSIGN(fed->leader, CapturedLeader(*fed, &capture, &seal));
   ASSERT_OK_AND_ASSIGN(
       fedanon::v1::JobSpec spec,
-      common::ParseJobSpecYaml(sensitive ? kVerticalSensitiveSpec : kVerticalSpec, "job.yaml"));
+      spec::ParseJobSpecYaml(sensitive ? kVerticalSensitiveSpec : kVerticalSpec, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& n : fed->names) req.add_parties(n);

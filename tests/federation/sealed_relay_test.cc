@@ -29,7 +29,7 @@ class SealedRelayTest : public ::testing::Test {
     auto fed = InProcessFederation::Create("relay", files);
     ASSERT_OK(fed);
     fed_ = std::move(*fed);
-    ASSERT_OK_AND_ASSIGN(spec_, common::ParseJobSpecYaml(kSpec, "relay.yaml"));
+    ASSERT_OK_AND_ASSIGN(spec_, spec::ParseJobSpecYaml(kSpec, "relay.yaml"));
     for (size_t i = 0; i < fed_->names.size(); ++i) {
       fedanon::v1::LeaderMessage msg;
       msg.set_job_id(kJob);
@@ -49,7 +49,7 @@ class SealedRelayTest : public ::testing::Test {
       l->set_index(UINT32_MAX);
       l->set_seal_certificate(leader_seal.cert_pem);
       ASSERT_OK(AuthorizePrepare(&msg, fed_->admin));
-      ASSERT_OK_AND_ASSIGN(run_id_, common::RunIdOf(msg.prepare().authorization()));
+      ASSERT_OK_AND_ASSIGN(run_id_, wire::RunIdOf(msg.prepare().authorization()));
       ASSERT_OK(fed_->channel.Call(fed_->names[i], msg, absl::Seconds(5)));
     }
   }

@@ -37,7 +37,7 @@ Received RunSums(const std::vector<std::string>& party_tables, int runs, const s
   auto fed = InProcessFederation::Create(name, files);
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;
-  auto spec = common::ParseJobSpecYaml(kSpec, "sum.yaml");
+  auto spec = spec::ParseJobSpecYaml(kSpec, "sum.yaml");
   EXPECT_TRUE(spec.ok());
   auto leader_seal = (*fed)->ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(1));
   EXPECT_TRUE(leader_seal.ok());
@@ -74,7 +74,7 @@ Received RunSums(const std::vector<std::string>& party_tables, int runs, const s
                                    TaxonomyTexts(*spec, (*fed)->dir + "/" + (*fed)->names[i]))
                       .ok());
       authorization = msg.prepare().authorization();
-      run_id = *common::RunIdOf(authorization);
+      run_id = *wire::RunIdOf(authorization);
     } else {
       *msg.mutable_prepare()->mutable_authorization() = authorization;
     }
@@ -92,19 +92,19 @@ Received RunSums(const std::vector<std::string>& party_tables, int runs, const s
     auto opened = crypto::OpenFrom(**leader_keys, **last_key, context, sealed.ciphertext());
     EXPECT_TRUE(opened.ok()) << opened.status();
     if (!opened.ok()) return;
-    auto words = common::DecodeWords(*opened);
+    auto words = wire::DecodeWords(*opened);
     if (words.ok() && !words->empty()) out.first_words.push_back((*words)[0]);
   });
-  auto schema = common::BuildPublicSchema(*spec, {});
+  auto schema = table::BuildPublicSchema(*spec, {});
   EXPECT_TRUE(schema.ok()) << schema.status();
-  std::vector<common::AttributeHierarchy> hier;
+  std::vector<engine::AttributeHierarchy> hier;
   for (const auto& q : schema->qids) hier.emplace_back(&q);
   leader::SecureSumCountSource source(
       &(*fed)->channel, "job-000000000001", (*fed)->names, absl::Seconds(5), &hier,
       schema->num_classes(), schema->tracked.size(), [] { return 1u; },
       [] { return absl::OkStatus(); });
   source.set_sealing("leader", run_id, leader_keys->get(), first_key->get(), last_key->get());
-  common::StatsRequest request;
+  engine::StatsRequest request;
   request.group_keys.push_back({0});
   request.node_class_counts.push_back({0, 0});
   for (int r = 0; r < runs; ++r) {

@@ -50,13 +50,13 @@ const Generated& Data() {
   static const Generated* g = [] {
     auto* out = new Generated;
     const std::string dir = FreshDir("vdurable_data");
-    common::DatagenOptions o;
+    datagen::DatagenOptions o;
     o.rows = 200;
     o.seed = 11;
     o.out_dir = dir;
     o.parties = 3;
-    o.partition = common::DatagenOptions::Partition::kVertical;
-    EXPECT_OK(common::GenerateDataset(o).status());
+    o.partition = datagen::DatagenOptions::Partition::kVertical;
+    EXPECT_OK(datagen::GenerateDataset(o).status());
     out->spec = SlurpFile(dir + "/vertical.yaml");
     for (int p = 2; p >= 0; --p) {
       out->spec =
@@ -79,7 +79,7 @@ const Generated& Data() {
 fedanon::v1::SubmitJobRequest Request(const std::vector<std::string>& parties) {
   const Generated& g = Data();
   fedanon::v1::SubmitJobRequest req;
-  auto spec = common::ParseJobSpecYaml(g.spec, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(g.spec, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return req;
   *req.mutable_spec() = *spec;

@@ -142,7 +142,7 @@ std::vector<std::map<std::string, std::string>> PartyFiles(const Scenario& s, ui
 
 fedanon::v1::SubmitJobRequest Request(const Scenario& s, const InProcessFederation& fed) {
   fedanon::v1::SubmitJobRequest req;
-  auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return req;
   *req.mutable_spec() = *spec;

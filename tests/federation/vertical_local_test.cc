@@ -179,7 +179,7 @@ fedanon::v1::SubmitJobRequest Request(const std::string& spec_yaml,
                                       const std::map<std::string, std::string>& taxonomies,
                                       const InProcessFederation& fed) {
   fedanon::v1::SubmitJobRequest req;
-  auto spec = common::ParseJobSpecYaml(spec_yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(spec_yaml, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return req;
   *req.mutable_spec() = *spec;
@@ -423,30 +423,30 @@ TEST(VerticalLocalRefusals, PrivLossWithoutAnonymityIsRefusedByName) {
       s.spec_yaml.substr(0, s.spec_yaml.find("privacy:")),
       "privacy:\n  model: templates\n  confidence:\n    - {qid: [q1], sensitive_values: [d0], "
       "max: 0.6}\nscore: infogain_privloss\npartitioning: vertical\nrecoding: local\n");
-  auto spec = common::ParseJobSpecYaml(bounded, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(bounded, "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status() << "\n" << bounded;
-  EXPECT_OK(common::CheckVerticalScoreComputable(*spec));
-  EXPECT_THAT(common::CheckFederatedRecoding(*spec),
-              StatusIs(absl::StatusCode::kInvalidArgument, common::kLocalPrivLossNeedsSensitive));
+  EXPECT_OK(engine::CheckVerticalScoreComputable(*spec));
+  EXPECT_THAT(spec::CheckFederatedRecoding(*spec),
+              StatusIs(absl::StatusCode::kInvalidArgument, spec::kLocalPrivLossNeedsSensitive));
   auto refused = (*fed)->Submit(Request(bounded, s.taxonomies, **fed));
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(std::string(refused.status().message()).find(common::kLocalPrivLossNeedsSensitive),
+  EXPECT_NE(std::string(refused.status().message()).find(spec::kLocalPrivLossNeedsSensitive),
             std::string::npos)
       << refused.status();
   // Another score, or an anonymity threshold: accepted.
   std::string other = bounded;
   other.replace(other.find("infogain_privloss"), 17, "infogain");
-  ASSERT_OK_AND_ASSIGN(*spec, common::ParseJobSpecYaml(other, "job.yaml"));
-  EXPECT_OK(common::CheckFederatedRecoding(*spec));
+  ASSERT_OK_AND_ASSIGN(*spec, spec::ParseJobSpecYaml(other, "job.yaml"));
+  EXPECT_OK(spec::CheckFederatedRecoding(*spec));
   std::string with_k = bounded;
   with_k.replace(with_k.find("  confidence:"), 0, "  templates:\n    - {qid: [q0], k: 3}\n");
-  ASSERT_OK_AND_ASSIGN(*spec, common::ParseJobSpecYaml(with_k, "job.yaml"));
-  EXPECT_OK(common::CheckFederatedRecoding(*spec));
+  ASSERT_OK_AND_ASSIGN(*spec, spec::ParseJobSpecYaml(with_k, "job.yaml"));
+  EXPECT_OK(spec::CheckFederatedRecoding(*spec));
   // Judges: the holder of s, only with a bound below 1.
-  EXPECT_EQ(common::VerticalLocalJudges(*spec), std::vector<std::string>{"hospital-b"});
+  EXPECT_EQ(spec::VerticalLocalJudges(*spec), std::vector<std::string>{"hospital-b"});
   with_k.replace(with_k.find("max: 0.6"), 8, "max: 1");
-  ASSERT_OK_AND_ASSIGN(*spec, common::ParseJobSpecYaml(with_k, "job.yaml"));
-  EXPECT_TRUE(common::VerticalLocalJudges(*spec).empty());
+  ASSERT_OK_AND_ASSIGN(*spec, spec::ParseJobSpecYaml(with_k, "job.yaml"));
+  EXPECT_TRUE(spec::VerticalLocalJudges(*spec).empty());
 }
 
 // A deviating data party (issue: a deviating data party, finding 5) in local recoding:
@@ -455,16 +455,15 @@ TEST(VerticalLocalRefusals, PrivLossWithoutAnonymityIsRefusedByName) {
 // and the class, and refuses the wave: the job fails by name and nothing is released.
 TEST(VerticalLocalRefusals, AnOverstatedGroupScoreIsRefusedByTheOtherReplicas) {
   const Scenario s = MakeScenario(1, 2, 0, /*continuous=*/false);
-  auto fed = InProcessFederation::Create("vlocal_overstate", PartyFiles(s, 1),
-                                         [](party::PartyAgentOptions& o) {
-                                           if (o.name == "hospital-b")
-                                             o.deviation = party::DeviatingParty("overstate-score");
-                                         });
+  auto fed = InProcessFederation::Create(
+      "vlocal_overstate", PartyFiles(s, 1), [](party::PartyAgentOptions& o) {
+        if (o.name == "hospital-b") o.deviation = party_testing::DeviatingParty("overstate-score");
+      });
   ASSERT_TRUE(fed.ok()) << fed.status();
   ASSERT_OK_AND_ASSIGN(auto submitted, (*fed)->Submit(Request(s.spec_yaml, s.taxonomies, **fed)));
   const fedanon::v1::JobInfo info = (*fed)->Wait(submitted.job_id());
   EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
-  EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr(common::kScoreOverstated))
+  EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr(engine::kScoreOverstated))
       << info.failure_reason();
   EXPECT_THAT(info.failure_reason(), ::testing::HasSubstr("was declared at 1e+300"));
   EXPECT_FALSE((*fed)->leader->Result(submitted.job_id()).ok());

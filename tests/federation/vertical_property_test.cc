@@ -226,7 +226,7 @@ int SeedsPerCase() {
 // The spec of `s` as the leader receives it (signed by the federation's admin).
 fedanon::v1::SubmitJobRequest Request(const Scenario& s, const InProcessFederation& fed) {
   fedanon::v1::SubmitJobRequest req;
-  auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return req;
   *req.mutable_spec() = *spec;
@@ -276,7 +276,7 @@ void ExpectSameAsCentralized(const Scenario& s, const std::string& name, uint64_
 // Whether every QID attribute in a confidence template's scope sits at the holder of the
 // template's sensitive attribute (read from the scenario, not from the code under test).
 bool ScopesAreLocal(const Scenario& s) {
-  auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
   if (!spec.ok()) return false;
   std::map<std::string, std::string> party;
   for (const auto& a : spec->attributes()) party[a.name()] = a.party();

@@ -139,7 +139,7 @@ void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job
   for (const auto& bytes : out->replies) {
     fedanon::v1::PartyMessage m;
     ASSERT_TRUE(m.ParseFromString(bytes));
-    if (m.has_chunk() && m.chunk().ref().purpose() == common::ReleasePurpose("leader")) {
+    if (m.has_chunk() && m.chunk().ref().purpose() == wire::ReleasePurpose("leader")) {
       chunked[m.chunk().ref().stream() + "@" + m.chunk().ref().sender()][m.chunk().index()] =
           m.chunk();
     }
@@ -157,7 +157,7 @@ void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job
     ASSERT_NE(sender, nullptr) << ref.sender();
     std::vector<fedanon::v1::SealedPayload> sealed;
     for (const auto& [index, chunk] : chunks) sealed.push_back(chunk.chunk());
-    auto plain = common::OpenChunks(
+    auto plain = wire::OpenChunks(
         ref, sealed,
         [&](const fedanon::v1::SealedPayload& c,
             const std::string& purpose) -> absl::StatusOr<std::string> {
@@ -187,7 +187,7 @@ void OpenReleasedAtLeader(const InProcessFederation& fed, const std::string& job
     ASSERT_NE(sender, nullptr) << payload.sender();
     auto plain = crypto::OpenFrom(
         **keys, *sender,
-        {job_id, out->run_id, round, payload.sender(), "leader", common::ReleasePurpose("leader")},
+        {job_id, out->run_id, round, payload.sender(), "leader", wire::ReleasePurpose("leader")},
         payload.ciphertext());
     ASSERT_TRUE(plain.ok()) << plain.status();
     ASSERT_TRUE(out->released_to_leader[payload.sender()].ParseFromString(*plain));
@@ -207,7 +207,7 @@ VOutcome RunVertical(
   auto fed = InProcessFederation::Create(
       name, PartyFiles(s, common), [&out, mu, &misbehave](party::PartyAgentOptions& o) {
         if (auto it = misbehave.find(o.name); it != misbehave.end())
-          o.deviation = party::DeviatingParty(it->second);
+          o.deviation = party_testing::DeviatingParty(it->second);
         o.observe_opened = [&out, mu, receiver = o.name](const std::string&,
                                                          const std::string& purpose,
                                                          const std::string& plain) {
@@ -230,7 +230,7 @@ VOutcome RunVertical(
   (*fed)->channel.set_tamper([&out, mu](const std::string&, fedanon::v1::LeaderMessage* m) {
     if (!m->has_prepare()) return;  // read, not changed: the run the Prepare carries
     absl::MutexLock lock(mu.get());
-    out.run_id = common::RunIdOf(m->prepare().authorization()).value_or("");
+    out.run_id = wire::RunIdOf(m->prepare().authorization()).value_or("");
   });
   absl::StatusOr<fedanon::v1::SubmitJobRequest> req = RequestOf(s, (*fed)->names);
   EXPECT_TRUE(req.ok()) << req.status();
@@ -247,9 +247,10 @@ VOutcome RunVertical(
     OpenReleasedAtLeader(**fed, info->job_id(), &out);
   }
   if (out.info.state() == fedanon::v1::JOB_STATE_DONE) {
-    auto csv = recipient.empty() ? (*fed)->leader->Result(info->job_id())
-                                 : common::ReadFile((*fed)->dir + "/" + recipient + "/output/" +
-                                                    info->job_id() + ".csv");
+    auto csv =
+        recipient.empty()
+            ? (*fed)->leader->Result(info->job_id())
+            : base::ReadFile((*fed)->dir + "/" + recipient + "/output/" + info->job_id() + ".csv");
     EXPECT_TRUE(csv.ok()) << csv.status();
     if (csv.ok()) {
       auto t = ParseCsvText(*csv, (*fed)->dir);
@@ -293,8 +294,7 @@ void ExpectSameAsCentralized(const VScenario& s, const std::string& name,
   EXPECT_EQ(fed.result.rows.size(), common.size());
   EXPECT_EQ(RowsByColumns(fed.result, central_out.header),
             RowsByColumns(central_out, central_out.header));
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec,
-                       common::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
   ExpectReleaseMeetsDistributionModel(
       spec, fed.result, s.taxonomies.count("sens.csv") ? s.taxonomies.at("sens.csv") : "");
   if (spec.privacy().model() == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ||
@@ -608,7 +608,7 @@ TEST(VerticalFederation, AnOverstatedScoreIsRefusedByTheReplicasThatComputeIt) {
   const VOutcome fed =
       RunVertical(ExampleB(), "vert_overstate", &ids, "", {{"hospital-b", "overstate-score"}});
   EXPECT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_FAILED);
-  EXPECT_THAT(fed.info.failure_reason(), ::testing::HasSubstr(common::kScoreOverstated))
+  EXPECT_THAT(fed.info.failure_reason(), ::testing::HasSubstr(engine::kScoreOverstated))
       << fed.info.failure_reason();
   EXPECT_THAT(fed.info.failure_reason(), ::testing::HasSubstr("was declared at 1e+300"));
   EXPECT_TRUE(fed.result.rows.empty());
@@ -688,8 +688,8 @@ TEST(VerticalFederation, ChildrenThatDifferBetweenPartiesAreRefusedBeforeTheRele
     EXPECT_THAT(
         fed.info.failure_reason(),
         ::testing::AnyOf(::testing::HasSubstr(absl::StrCat(leader::kReleasesDisagree, ": party '")),
-                         ::testing::HasSubstr(common::kRefusedSpecialization),
-                         ::testing::HasSubstr(common::kScoreOverstated),
+                         ::testing::HasSubstr(engine::kRefusedSpecialization),
+                         ::testing::HasSubstr(engine::kScoreOverstated),
                          ::testing::HasSubstr(party::kRefusedRelease)));
   }
   EXPECT_GT(diverged, 0) << "no seed instructed a party after the judges";
@@ -1021,7 +1021,7 @@ TEST(VerticalFederation, AnAttributeWithoutPartyIsRefused) {
   std::set<std::string> common;
   auto fed = InProcessFederation::Create("vert_noparty", PartyFiles(s, &common));
   ASSERT_TRUE(fed.ok()) << fed.status();
-  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(auto spec, spec::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
   for (const auto& p : (*fed)->names) req.add_parties(p);

@@ -80,9 +80,9 @@ std::vector<Part> ParseViewLog(const std::string& text) {
 
 // The parts of the captured secure sums, walked with a replica of the public hierarchies
 // (updated from the instructions and split decisions that rode along, as a party does).
-std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common::Dataset& schema) {
+std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const table::Dataset& schema) {
   std::vector<Part> parts;
-  std::vector<common::AttributeHierarchy> hier;
+  std::vector<engine::AttributeHierarchy> hier;
   for (const auto& q : schema.qids) hier.emplace_back(&q);
   const size_t nc = std::max(1, schema.num_classes());
   const size_t stride = 1 + schema.tracked.size();
@@ -95,7 +95,7 @@ std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common:
         hier[u.split().attribute()].SetSplit(u.split().node(), u.split().split());
       }
     }
-    auto request = common::FromProto(sum.request, hier);
+    auto request = wire::FromProto(sum.request, hier);
     EXPECT_TRUE(request.ok()) << request.status();
     if (!request.ok()) continue;
     DecodedWords decoded(sum.total);
@@ -129,7 +129,7 @@ std::vector<Part> PartsOfSums(const std::vector<DecodedSum>& sums, const common:
     }
     for (const auto& q : request->histograms) {
       add("sensitive_histogram", q.attr >= 0 ? schema.qids[q.attr].name : "", true,
-          common::HistogramWords(hier, q, request->histogram_domain));
+          engine::HistogramWords(hier, q, request->histogram_domain));
     }
     EXPECT_EQ(decoded.taken(), sum.total.size()) << "a decoded vector longer than its request";
   }
@@ -224,7 +224,7 @@ void RunHorizontal(const std::string& name, bool with_note,
   const std::string spec_text = absl::StrReplaceAll(
       kHorizontalSpec,
       {{"NOTE", with_note ? "  - {name: note, role: other}" : ""}, {"PRIVACY", privacy}});
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(spec_text, "job.yaml"));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(spec_text, "job.yaml"));
   std::map<std::string, std::string> texts;
   const fedanon::v1::SubmitJobRequest req = ViewLogRequest(spec, fed->names, &texts);
   LeaderRun run;
@@ -233,7 +233,7 @@ void RunHorizontal(const std::string& name, bool with_note,
   fed->leader.reset();  // before the recorder goes away
   ExpectPrivateFile(run.view_log_path, run.view_log);
 
-  ASSERT_OK_AND_ASSIGN(common::Dataset schema, common::BuildPublicSchema(spec, texts));
+  ASSERT_OK_AND_ASSIGN(table::Dataset schema, table::BuildPublicSchema(spec, texts));
   std::vector<Part> expected = PartsOfSums(recorder.Sums(), schema);
   const auto steps = static_cast<uint32_t>(run.info.report().steps_size());
   if (with_note) {  // the union the leader opened: the released table's rows
@@ -435,7 +435,7 @@ void RunVertical(const std::string& name, const std::string& recipient) {
   crypto::IssuedCertificate seal;
   ASSERT_OK_AND_ASSIGN(fed->leader, CapturedLeader(*fed, &recorder, &seal));
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec,
-                       common::ParseJobSpecYaml(kVerticalSpec, "job.yaml"));
+                       spec::ParseJobSpecYaml(kVerticalSpec, "job.yaml"));
   fedanon::v1::SubmitJobRequest req = ViewLogRequest(spec, fed->names);
   req.set_recipient(recipient);
   // A data party as recipient could link the rows to its records: the spec must opt in.

@@ -12,8 +12,8 @@
 namespace fedanon::fuzz {
 namespace {
 
-using common::CsvOptions;
-using common::CsvReader;
+using table::CsvOptions;
+using table::CsvReader;
 
 // Every field quoted, quotes doubled: unambiguous whatever the field holds.
 std::string QuotedRecord(const std::vector<std::string_view>& fields, char separator) {

@@ -26,30 +26,30 @@ namespace {
 // silently dropped the entries holding it (yaml-cpp's emitter stops at invalid UTF-8). Protobuf
 // strings must be UTF-8, so the loader now rejects such text where it stands.
 TEST(FuzzFindings, JobSpecTextMustBeUtf8) {
-  EXPECT_THAT(common::ParseJobSpecYaml("name: ok\nattributes:\n  - {name: \"a\xff\", role: qid}\n",
-                                       "spec.yaml"),
+  EXPECT_THAT(spec::ParseJobSpecYaml("name: ok\nattributes:\n  - {name: \"a\xff\", role: qid}\n",
+                                     "spec.yaml"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "spec.yaml:3:12: attributes.name: text is not valid UTF-8"));
-  EXPECT_THAT(common::ParseJobSpecYaml("name: \"\xc3\x28\"\n", "spec.yaml"),
+  EXPECT_THAT(spec::ParseJobSpecYaml("name: \"\xc3\x28\"\n", "spec.yaml"),
               StatusIs(absl::StatusCode::kInvalidArgument, "spec.yaml:1:7: name: text is not"));
   // Multi-byte UTF-8 is fine, and survives the round trip.
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec,
-                       common::ParseJobSpecYaml("name: \"Gr\xc3\xbc\xc3\x9f \xe2\x82\xac\"\n"
-                                                "attributes:\n  - {name: a, role: qid}\n",
-                                                "spec.yaml"));
+                       spec::ParseJobSpecYaml("name: \"Gr\xc3\xbc\xc3\x9f \xe2\x82\xac\"\n"
+                                              "attributes:\n  - {name: a, role: qid}\n",
+                                              "spec.yaml"));
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec again,
-                       common::ParseJobSpecYaml(common::JobSpecToYaml(spec), "again.yaml"));
+                       spec::ParseJobSpecYaml(spec::JobSpecToYaml(spec), "again.yaml"));
   EXPECT_EQ(again.name(), "Gr\xc3\xbc\xc3\x9f \xe2\x82\xac");
 }
 
 // fuzz_wire: CsvLine wrote a record of one empty field as a blank line, which CSV readers skip,
 // so a joined or integrated table of one column lost the records whose value was empty.
 TEST(FuzzFindings, CsvLineOfOneEmptyFieldReadsBack) {
-  const std::string csv = common::CsvLine(std::vector<std::string_view>{"a"}) +
-                          common::CsvLine(std::vector<std::string_view>{""}) +
-                          common::CsvLine(std::vector<std::string_view>{"x"});
+  const std::string csv = table::CsvLine(std::vector<std::string_view>{"a"}) +
+                          table::CsvLine(std::vector<std::string_view>{""}) +
+                          table::CsvLine(std::vector<std::string_view>{"x"});
   EXPECT_EQ(csv, "a\n\"\"\nx\n");
-  ASSERT_OK_AND_ASSIGN(auto reader, common::CsvReader::FromString(csv, "t.csv"));
+  ASSERT_OK_AND_ASSIGN(auto reader, table::CsvReader::FromString(csv, "t.csv"));
   std::vector<std::string_view> fields;
   for (const char* expected : {"a", "", "x"}) {
     ASSERT_OK_AND_ASSIGN(bool more, reader->Next(&fields));
@@ -57,7 +57,7 @@ TEST(FuzzFindings, CsvLineOfOneEmptyFieldReadsBack) {
     EXPECT_THAT(fields, ::testing::ElementsAre(expected));
   }
   // Two empty fields are not a blank line and stay unquoted.
-  EXPECT_EQ(common::CsvLine(std::vector<std::string_view>{"", ""}), ",\n");
+  EXPECT_EQ(table::CsvLine(std::vector<std::string_view>{"", ""}), ",\n");
 }
 
 // fuzz_party_agent: the party took any job id from its leader and, as the recipient, wrote
@@ -81,13 +81,13 @@ class PartyJobIdTest : public ::testing::Test {
     options.seal_cert_pem = seal.cert_pem;
     options.seal_key_pem = seal.key_pem;
     ASSERT_OK_AND_ASSIGN(agent_, party::PartyAgent::Create(options));
-    ASSERT_OK_AND_ASSIGN(
-        spec_, common::ParseJobSpecYaml("attributes:\n"
-                                        "  - {name: g, role: qid, values: [ga, gb]}\n"
-                                        "  - {name: cls, role: class, values: [yes, no]}\n"
-                                        "partitioning: horizontal\n"
-                                        "privacy: {model: lkc, L: 1, K: 1}\n",
-                                        "spec.yaml"));
+    ASSERT_OK_AND_ASSIGN(spec_,
+                         spec::ParseJobSpecYaml("attributes:\n"
+                                                "  - {name: g, role: qid, values: [ga, gb]}\n"
+                                                "  - {name: cls, role: class, values: [yes, no]}\n"
+                                                "partitioning: horizontal\n"
+                                                "privacy: {model: lkc, L: 1, K: 1}\n",
+                                                "spec.yaml"));
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 

@@ -33,15 +33,15 @@ void FuzzJobSpec(std::string_view yaml) {
     return true;
   }();
   if (!quiet) return;
-  absl::StatusOr<fedanon::v1::JobSpec> spec = common::ParseJobSpecYaml(yaml, "fuzz.yaml");
+  absl::StatusOr<fedanon::v1::JobSpec> spec = spec::ParseJobSpecYaml(yaml, "fuzz.yaml");
   if (!spec.ok()) {
     if (spec.status().message().empty()) FuzzFail("an error without a message");
     return;
   }
-  const absl::Status valid = common::ValidateJobSpec(*spec);
-  const std::string written = common::JobSpecToYaml(*spec);
+  const absl::Status valid = spec::ValidateJobSpec(*spec);
+  const std::string written = spec::JobSpecToYaml(*spec);
   if (!valid.ok()) return;
-  absl::StatusOr<fedanon::v1::JobSpec> again = common::ParseJobSpecYaml(written, "written.yaml");
+  absl::StatusOr<fedanon::v1::JobSpec> again = spec::ParseJobSpecYaml(written, "written.yaml");
   if (!again.ok()) {
     std::fprintf(stderr, "written spec:\n%s\nerror: %s\n", written.c_str(),
                  std::string(again.status().message()).c_str());
@@ -51,8 +51,8 @@ void FuzzJobSpec(std::string_view yaml) {
     std::fprintf(stderr, "written spec:\n%s\n", written.c_str());
     FuzzFail("the YAML JobSpecToYaml wrote loads into another spec");
   }
-  if (!common::ValidateJobSpec(*again).ok()) FuzzFail("the written spec no longer validates");
-  if (common::CanonicalJobBytes(*again, {}) != common::CanonicalJobBytes(*spec, {})) {
+  if (!spec::ValidateJobSpec(*again).ok()) FuzzFail("the written spec no longer validates");
+  if (spec::CanonicalJobBytes(*again, {}) != spec::CanonicalJobBytes(*spec, {})) {
     FuzzFail("the written spec has other digest bytes");
   }
 }

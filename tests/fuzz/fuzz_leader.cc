@@ -109,7 +109,7 @@ struct World {
   std::unique_ptr<crypto::CertificateAuthority> ca;
   std::vector<party::PartyAgentOptions> parties;
   leader::LeaderOptions leader;
-  common::AdminSigner admin;
+  wire::AdminSigner admin;
 };
 
 const World& TheWorld() {
@@ -154,7 +154,7 @@ const World& TheWorld() {
     w->leader.ca_pem = w->ca->cert_pem();
     w->leader.seal_cert_pem = seal->cert_pem;
     w->leader.seal_key_pem = seal->key_pem;
-    absl::StatusOr<common::AdminSigner> admin = fedanon::testing::IssueTestAdmin(*w->ca);
+    absl::StatusOr<wire::AdminSigner> admin = fedanon::testing::IssueTestAdmin(*w->ca);
     if (!admin.ok()) FuzzFail("no admin certificate");
     w->admin = *std::move(admin);
     return w;
@@ -164,7 +164,7 @@ const World& TheWorld() {
 
 // The parties' channel with the fuzz input in the middle. The leader may call parties from
 // several threads: the input is consumed under a lock, in the order the calls arrive.
-class FuzzedChannel : public common::PartyChannel {
+class FuzzedChannel : public wire::PartyChannel {
  public:
   explicit FuzzedChannel(FuzzInput input) : input_(input) {}
   void Add(party::PartyAgent* agent) { real_.Add(agent); }
@@ -197,12 +197,12 @@ class FuzzedChannel : public common::PartyChannel {
     return reply;
   }
 
-  std::vector<common::ConnectedParty> Parties() const override { return real_.Parties(); }
+  std::vector<wire::ConnectedParty> Parties() const override { return real_.Parties(); }
   bool tampered() const { return tampered_; }
 
  private:
   std::atomic<bool> tampered_{false};
-  party::InProcessPartyChannel real_;
+  party_testing::InProcessPartyChannel real_;
   absl::Mutex mu_;
   FuzzInput input_ ABSL_GUARDED_BY(mu_);
 };
@@ -218,7 +218,7 @@ std::unique_ptr<party::PartyAgent> NewAgent(const party::PartyAgentOptions& opti
 
 fedanon::v1::SubmitJobRequest Request(bool vertical, int parties) {
   absl::StatusOr<fedanon::v1::JobSpec> spec =
-      common::ParseJobSpecYaml(vertical ? kVerticalSpec : kHorizontalSpec, "fuzz-leader-spec.yaml");
+      spec::ParseJobSpecYaml(vertical ? kVerticalSpec : kHorizontalSpec, "fuzz-leader-spec.yaml");
   if (!spec.ok()) FuzzFail("a fixed spec does not load");
   fedanon::v1::SubmitJobRequest req;
   *req.mutable_spec() = *spec;
@@ -229,8 +229,8 @@ fedanon::v1::SubmitJobRequest Request(bool vertical, int parties) {
   (*req.mutable_taxonomies())["edu"] = kEducation;
   (*req.mutable_taxonomies())["sex"] = kSex;
   std::map<std::string, std::string> texts(req.taxonomies().begin(), req.taxonomies().end());
-  absl::StatusOr<fedanon::v1::JobAuthorization> auth = common::AuthorizeSubmission(
-      req, common::CanonicalJobBytes(req.spec(), texts), TheWorld().admin);
+  absl::StatusOr<fedanon::v1::JobAuthorization> auth =
+      wire::AuthorizeSubmission(req, spec::CanonicalJobBytes(req.spec(), texts), TheWorld().admin);
   if (!auth.ok()) FuzzFail("cannot sign a fixed job");
   *req.mutable_authorization() = *std::move(auth);
   return req;

@@ -135,7 +135,7 @@ struct World {
   std::map<std::string, std::unique_ptr<crypto::SealKeyPair>> keys;
   LeaderMessage horizontal, vertical;        // prepare
   std::string horizontal_run, vertical_run;  // the run ids their authorizations name
-  common::AdminSigner admin;  // authorizes the prepares (and every fuzzed one that carries none)
+  wire::AdminSigner admin;  // authorizes the prepares (and every fuzzed one that carries none)
 };
 
 party::PartyAgentOptions PartyOptions(const World& w, const std::string& name,
@@ -157,7 +157,7 @@ LeaderMessage Prepare(const World& w, std::string_view spec_yaml, const std::str
   LeaderMessage msg;
   msg.set_job_id(kJob);
   msg.set_round(1);
-  absl::StatusOr<fedanon::v1::JobSpec> spec = common::ParseJobSpecYaml(spec_yaml, "fuzz-spec.yaml");
+  absl::StatusOr<fedanon::v1::JobSpec> spec = spec::ParseJobSpecYaml(spec_yaml, "fuzz-spec.yaml");
   if (!spec.ok()) FuzzFail("a fixed spec does not load");
   *msg.mutable_prepare()->mutable_spec() = *spec;
   msg.mutable_prepare()->set_data_path(data_path);
@@ -225,13 +225,13 @@ const World& TheWorld() {
     }
     WriteTextFile(w->a.data_dir + "/vtable.csv", VerticalTableA());
     WriteTextFile(w->b.data_dir + "/vtable.csv", VerticalTableB());
-    absl::StatusOr<common::AdminSigner> admin = fedanon::testing::IssueTestAdmin(*w->ca);
+    absl::StatusOr<wire::AdminSigner> admin = fedanon::testing::IssueTestAdmin(*w->ca);
     if (!admin.ok()) FuzzFail("no admin certificate");
     w->admin = *std::move(admin);
     w->horizontal = Prepare(*w, kHorizontalSpec, "table.csv");
     w->vertical = Prepare(*w, kVerticalSpec, "vtable.csv");
-    w->horizontal_run = common::RunIdOf(w->horizontal.prepare().authorization()).value_or("");
-    w->vertical_run = common::RunIdOf(w->vertical.prepare().authorization()).value_or("");
+    w->horizontal_run = wire::RunIdOf(w->horizontal.prepare().authorization()).value_or("");
+    w->vertical_run = wire::RunIdOf(w->vertical.prepare().authorization()).value_or("");
     return w;
   }();
   return *world;
@@ -303,8 +303,8 @@ bool Rewrite(LeaderMessage* msg, const std::string& run) {
     // over an empty update chain), so that the fuzzer gets past the binding.
     auto* step = msg->mutable_sum_step();
     if (step->sealed().purpose() == "auto") {
-      step->mutable_sealed()->set_purpose(common::SumHopPurpose(
-          *step, msg->round(), common::SumRequestDigest(step->request(), "")));
+      step->mutable_sealed()->set_purpose(
+          wire::SumHopPurpose(*step, msg->round(), wire::SumRequestDigest(step->request(), "")));
     }
     SealPayload(*msg, run, msg->mutable_sum_step()->mutable_sealed());
   }
@@ -316,7 +316,7 @@ bool Rewrite(LeaderMessage* msg, const std::string& run) {
         list.ParseFromString(ciphertext->substr(kPlainSize))) {
       for (std::string& row : *list.mutable_rows()) {
         SealIfPlain(&row,
-                    common::UnionRowContext(msg->job_id(), run, msg->round(), step->recipient()));
+                    wire::UnionRowContext(msg->job_id(), run, msg->round(), step->recipient()));
       }
       *ciphertext = absl::StrCat(kPlain, list.SerializeAsString());
     }
@@ -418,7 +418,7 @@ void MatchIds(party::PartyAgent& a, party::PartyAgent& b) {
     absl::StatusOr<std::string> bytes = crypto::OpenFrom(
         *w.keys.at(kLeader), w.keys.at(names[1 - o])->public_key(),
         crypto::SealContext{kJob, w.vertical_run, 1, names[1 - o], kLeader,
-                            common::IdDigestsPurpose(w.vertical_run, names[o], 0, 1)},
+                            wire::IdDigestsPurpose(w.vertical_run, names[o], 0, 1)},
         full[0].ciphertext());
     fedanon::v1::IdList list;
     if (!bytes.ok() || !list.ParseFromString(*bytes)) FuzzFail("the leader's digests");
@@ -431,7 +431,7 @@ void MatchIds(party::PartyAgent& a, party::PartyAgent& b) {
     *d->mutable_digests() = full[1];
     Expect(*agents[o], Vertical(step), "own digests");
   }
-  absl::StatusOr<std::string> common_digests = common::CommonDigests(lists);
+  absl::StatusOr<std::string> common_digests = wire::CommonDigests(lists);
   if (!common_digests.ok()) FuzzFail("the intersection");
   fedanon::v1::VerticalStep align;
   for (int k = 0; k < 2; ++k) {
@@ -560,7 +560,7 @@ std::vector<std::pair<std::string, std::string>> HorizontalSeeds() {
   sealed->set_receiver(kA);
   sealed->set_purpose("auto");  // see Rewrite
   sealed->set_ciphertext(absl::StrCat(
-      kPlain, common::EncodeWords(std::vector<uint64_t>(first.sum_step().total_words(), 7))));
+      kPlain, wire::EncodeWords(std::vector<uint64_t>(first.sum_step().total_words(), 7))));
   step->set_next("");
   seeds.emplace_back("sum-sealed-hop", Input(1, {first, second}));
   // The mask of the sum, once its one chunk went round.
@@ -620,7 +620,7 @@ std::vector<std::pair<std::string, std::string>> VerticalSeeds() {
   auto* re = step.mutable_id_reencrypt();
   re->mutable_list()->set_sender(kB);
   re->mutable_list()->set_receiver(kA);
-  re->mutable_list()->set_purpose(common::IdBatchPurpose(run, kB, 0, 0, 1));
+  re->mutable_list()->set_purpose(wire::IdBatchPurpose(run, kB, 0, 0, 1));
   re->mutable_list()->set_ciphertext(absl::StrCat(kPlain, ids.SerializeAsString()));
   re->set_origin(kB);
   re->set_batches(1);
@@ -635,7 +635,7 @@ std::vector<std::pair<std::string, std::string>> VerticalSeeds() {
   d->set_batch_ids(kBatchIds);
   d->mutable_digests()->set_sender(kB);
   d->mutable_digests()->set_receiver(kA);
-  d->mutable_digests()->set_purpose(common::IdDigestsPurpose(run, kA, 0, 1));
+  d->mutable_digests()->set_purpose(wire::IdDigestsPurpose(run, kA, 0, 1));
   d->mutable_digests()->set_ciphertext(absl::StrCat(kPlain, digests.SerializeAsString()));
   fedanon::v1::VerticalStep common_ids;
   common_ids.mutable_id_common()->set_batches(1);
@@ -691,7 +691,7 @@ std::vector<std::pair<std::string, std::string>> VerticalSeeds() {
   auto* sealed = assemble->add_columns();
   sealed->set_sender(kB);
   sealed->set_receiver(kA);
-  sealed->set_purpose(common::ReleasePurpose(kA));
+  sealed->set_purpose(wire::ReleasePurpose(kA));
   sealed->set_ciphertext(absl::StrCat(kPlain, columns.SerializeAsString()));
   assemble->add_header("Class");
   assemble->add_header("Sex");

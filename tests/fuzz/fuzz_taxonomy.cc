@@ -16,7 +16,7 @@
 namespace fedanon::fuzz {
 namespace {
 
-using common::Taxonomy;
+using table::Taxonomy;
 using NodeId = Taxonomy::NodeId;
 
 void CheckTree(const Taxonomy& t) {
@@ -85,8 +85,8 @@ void FuzzTaxonomy(std::string_view text) {
   spec.mutable_privacy()->set_model(fedanon::v1::PRIVACY_MODEL_LKC);
   spec.mutable_privacy()->set_l(1);
   spec.mutable_privacy()->set_k(1);
-  const absl::StatusOr<common::Dataset> schema =
-      common::BuildPublicSchema(spec, {{"attr", std::string(text)}});
+  const absl::StatusOr<table::Dataset> schema =
+      table::BuildPublicSchema(spec, {{"attr", std::string(text)}});
   if (schema.ok() && !parsed.ok()) FuzzFail("a schema from a taxonomy that does not parse");
   if (schema.ok() && (schema->qids.size() != 1 || schema->qids[0].taxonomy == nullptr)) {
     FuzzFail("the schema lacks the taxonomy");

@@ -61,26 +61,25 @@ constexpr char kTable[] =
 
 // The fixed job: its table, hierarchies and TIPS, built once.
 struct Job {
-  common::Dataset data;
-  std::vector<common::AttributeHierarchy> hier;
-  std::unique_ptr<common::Tips> tips;
+  table::Dataset data;
+  std::vector<engine::AttributeHierarchy> hier;
+  std::unique_ptr<engine::Tips> tips;
 };
 
 const Job& TheJob() {
   static const Job* job = [] {
-    absl::StatusOr<fedanon::v1::JobSpec> spec = common::ParseJobSpecYaml(kSpec, "wire.yaml");
+    absl::StatusOr<fedanon::v1::JobSpec> spec = spec::ParseJobSpecYaml(kSpec, "wire.yaml");
     if (!spec.ok()) FuzzFail("the fixed spec does not load");
     const std::string csv = ScratchDir() + "/wire.csv";
     WriteTextFile(csv, kTable);
-    absl::StatusOr<common::Dataset> schema =
-        common::BuildPublicSchema(*spec, {{"edu", kEducation}});
+    absl::StatusOr<table::Dataset> schema = table::BuildPublicSchema(*spec, {{"edu", kEducation}});
     if (!schema.ok()) FuzzFail("the fixed schema does not build");
-    absl::StatusOr<common::Dataset> data = common::LoadDataset(*spec, csv, &*schema);
+    absl::StatusOr<table::Dataset> data = table::LoadDataset(*spec, csv, &*schema);
     if (!data.ok()) FuzzFail("the fixed table does not load");
     auto* j = new Job;
     j->data = *std::move(data);
     for (const auto& q : j->data.qids) j->hier.emplace_back(&q);
-    j->tips = std::make_unique<common::Tips>(&j->data, &j->hier);
+    j->tips = std::make_unique<engine::Tips>(&j->data, &j->hier);
     return j;
   }();
   return *job;
@@ -109,19 +108,18 @@ const crypto::SealKeyPair& SenderKeys() {
 }
 
 void CheckWords(std::string_view bytes) {
-  absl::StatusOr<std::vector<uint64_t>> words = common::DecodeWords(bytes);
+  absl::StatusOr<std::vector<uint64_t>> words = wire::DecodeWords(bytes);
   if (words.ok() != (bytes.size() % 8 == 0)) FuzzFail("DecodeWords accepts a partial word");
-  if (words.ok() && common::EncodeWords(*words) != bytes) FuzzFail("word round trip");
+  if (words.ok() && wire::EncodeWords(*words) != bytes) FuzzFail("word round trip");
 }
 
 void CheckStatsRequest(std::string_view bytes) {
   fedanon::v1::StatsRequest proto;
   if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
   const Job& job = TheJob();
-  absl::StatusOr<common::StatsRequest> request = common::FromProto(proto, job.hier);
+  absl::StatusOr<engine::StatsRequest> request = wire::FromProto(proto, job.hier);
   if (!request.ok()) return;
-  absl::StatusOr<common::StatsRequest> again =
-      common::FromProto(common::ToProto(*request), job.hier);
+  absl::StatusOr<engine::StatsRequest> again = wire::FromProto(wire::ToProto(*request), job.hier);
   if (!again.ok() || again->rank_histograms != request->rank_histograms ||
       again->node_class_counts != request->node_class_counts ||
       again->group_keys != request->group_keys ||
@@ -135,9 +133,9 @@ void CheckStatsRequest(std::string_view bytes) {
     return;
   }
   std::vector<uint64_t> counts;
-  common::AppendLocalStats(*job.tips, *request, &counts);
+  engine::AppendLocalStats(*job.tips, *request, &counts);
   if (counts.size() !=
-      common::StatsLength(job.hier, job.data.num_classes(), job.data.tracked.size(), *request)) {
+      engine::StatsLength(job.hier, job.data.num_classes(), job.data.tracked.size(), *request)) {
     FuzzFail("the local answer's length differs from StatsLength");
   }
 }
@@ -152,7 +150,7 @@ void CheckJoin(FuzzInput& in) {
   const std::string_view rest = in.Rest();
   if (!assemble.ParseFromArray(rest.data(), static_cast<int>(rest.size()))) return;
   const std::vector<std::string> header(assemble.header().begin(), assemble.header().end());
-  absl::StatusOr<std::string> csv = common::JoinReleasedColumns(parts, header);
+  absl::StatusOr<std::string> csv = wire::JoinReleasedColumns(parts, header);
   if (!csv.ok() || header.empty()) return;
   if (std::string_view(*csv).starts_with("\xEF\xBB\xBF")) return;  // read as a byte order mark
   // The expected rows, each column taken from the part that names it (JoinReleasedColumns has
@@ -170,8 +168,8 @@ void CheckJoin(FuzzInput& in) {
       }
     }
   }
-  absl::StatusOr<std::unique_ptr<common::CsvReader>> reader =
-      common::CsvReader::FromString(*csv, "joined.csv", common::CsvOptions{','});
+  absl::StatusOr<std::unique_ptr<table::CsvReader>> reader =
+      table::CsvReader::FromString(*csv, "joined.csv", table::CsvOptions{','});
   if (!reader.ok()) FuzzFail("the joined table has no reader");
   std::vector<std::vector<std::string>> got;
   std::vector<std::string_view> fields;
@@ -206,25 +204,25 @@ void CheckUnion(std::string_view bytes) {
       for (std::string& row : *list.mutable_rows()) {
         // A plain row is padded as a party pads it (common::PadUnionRow) before it is sealed.
         if (std::string_view(row).starts_with(kPlain)) {
-          row = std::string(kPlain) + common::PadUnionRow(row.substr(kPlainSize));
+          row = std::string(kPlain) + wire::PadUnionRow(row.substr(kPlainSize));
         }
-        SealIfPlain(&row, common::UnionRowContext(kJob, kRun, kRound, kRecipient));
+        SealIfPlain(&row, wire::UnionRowContext(kJob, kRun, kRound, kRecipient));
       }
       payload.set_ciphertext(std::string(kPlain) + list.SerializeAsString());
     }
     // The list hop is sender-authenticated: sealed by kUnionSender's key.
     absl::StatusOr<std::string> sealed =
         crypto::SealFrom(SenderKeys(), Keys().public_key(),
-                         common::UnionListContext(kJob, kRun, kRound, kUnionSender, kRecipient),
+                         wire::UnionListContext(kJob, kRun, kRound, kUnionSender, kRecipient),
                          payload.ciphertext().substr(kPlainSize));
     if (!sealed.ok()) FuzzFail("SealFrom failed");
     payload.set_ciphertext(*std::move(sealed));
   }
-  absl::StatusOr<fedanon::v1::UnionList> list = common::OpenUnionList(
+  absl::StatusOr<fedanon::v1::UnionList> list = wire::OpenUnionList(
       Keys(), kJob, kRun, kRound, kRecipient, kUnionSender, SenderKeys().public_key(), payload);
   if (!list.ok()) return;
   absl::StatusOr<std::vector<std::string>> rows =
-      common::OpenUnionRows(Keys(), kJob, kRun, kRound, kRecipient, list->rows());
+      wire::OpenUnionRows(Keys(), kJob, kRun, kRound, kRecipient, list->rows());
   if (rows.ok() && rows->size() != static_cast<size_t>(list->rows_size())) {
     FuzzFail("OpenUnionRows lost rows");
   }
@@ -265,7 +263,7 @@ std::string Serialized(const google::protobuf::MessageLite& message) {
 
 std::vector<std::pair<std::string, std::string>> FuzzSeeds() {
   std::vector<std::pair<std::string, std::string>> seeds;
-  seeds.emplace_back("words", std::string(1, '\0') + common::EncodeWords({1, 2, 3, ~0ULL}));
+  seeds.emplace_back("words", std::string(1, '\0') + wire::EncodeWords({1, 2, 3, ~0ULL}));
   seeds.emplace_back("words-partial", std::string(1, '\0') + "1234567890");
 
   // Statistics requests as the leader sends them: group keys over the root cut, class counts and

@@ -124,8 +124,8 @@ TEST(ViewLogTest, JobIdsThatAreNotTheLeadersFormNeverFormAPath) {
 TEST(ViewLogTest, StatsOfTheWrongLengthAreRefused) {
   testing::TempDir dir("view_log_len");
   ASSERT_OK_AND_ASSIGN(auto log, ViewLog::Open(dir.path(), kJob));
-  std::vector<common::AttributeHierarchy> hier;  // no attributes: only released groups
-  common::StatsRequest request;
+  std::vector<engine::AttributeHierarchy> hier;  // no attributes: only released groups
+  engine::StatsRequest request;
   request.released_groups = {{}, {}};
   request.released_combinations = 3;
   ASSERT_OK(log->AppendStats(4, hier, 2, 0, request, {1, 0, 2, 0, 0, 5}));

@@ -27,7 +27,7 @@ LeaderMessage Ping(int64_t sent, uint64_t request_id = 0) {
 
 TEST(InProcessPartyChannel, ListsConnectedPartiesByName) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("channel_list", {{}, {}, {}}));
-  const std::vector<common::ConnectedParty> parties = f->channel.Parties();
+  const std::vector<wire::ConnectedParty> parties = f->channel.Parties();
   ASSERT_EQ(parties.size(), 3u);
   for (size_t i = 0; i < parties.size(); ++i) {
     EXPECT_EQ(parties[i].name, f->names[i]);

@@ -52,7 +52,7 @@ constexpr char kTable[] =
     "Sex,Job,Disease,Class\nM,Janitor,flu,Y\nF,Lawyer,hiv,N\nM,Lawyer,flu,N\nF,Janitor,flu,Y\n";
 
 fedanon::v1::JobSpec Spec(const std::string& yaml = kSpec) {
-  auto spec = common::ParseJobSpecYaml(yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(yaml, "job.yaml");
   EXPECT_OK(spec);
   return *spec;
 }
@@ -83,7 +83,7 @@ class JobAuthorizerTest : public ::testing::Test {
   }
 
   std::unique_ptr<crypto::CertificateAuthority> ca_;
-  common::AdminSigner alice_;
+  wire::AdminSigner alice_;
   LeaderMessage msg_;
   AuthorizedJob job_;
 };
@@ -118,12 +118,12 @@ TEST_F(JobAuthorizerTest, TamperedSpecIsRefused) {
   // The party computes the digest of the spec it loaded; a weaker K gives another digest.
   fedanon::v1::JobSpec weaker = msg_.prepare().spec();
   weaker.mutable_privacy()->set_k(2);
-  const std::string digest = crypto::Sha256(common::CanonicalJobBytes(weaker, {}));
+  const std::string digest = crypto::Sha256(spec::CanonicalJobBytes(weaker, {}));
   EXPECT_THAT(JobAuthorizer::CheckDigest(job_, digest),
               StatusIs(kDenied, "job not authorized: the job (spec or taxonomies"));
   // So do other taxonomy contents.
   EXPECT_THAT(
-      JobAuthorizer::CheckDigest(job_, crypto::Sha256(common::CanonicalJobBytes(
+      JobAuthorizer::CheckDigest(job_, crypto::Sha256(spec::CanonicalJobBytes(
                                            msg_.prepare().spec(), {{"Sex", "M;ANY\nF;ANY\n"}}))),
       StatusIs(kDenied, "differs from the admin's signed job"));
 }
@@ -185,8 +185,9 @@ TEST_F(JobAuthorizerTest, ATaxonomyPathOtherThanTheSignedOneIsRefused) {
   other = with_taxonomy;
   other.mutable_prepare()->mutable_spec()->mutable_attributes(0)->clear_taxonomy();
   EXPECT_THAT(Verify(other),
-              StatusIs(kDenied, "the admin signed a taxonomy path for attribute 'Sex', which the "
-                                "Prepare's spec does not name"));
+              StatusIs(kDenied,
+                       "the admin signed a taxonomy path for attribute 'Sex', which the "
+                       "Prepare's spec does not name"));
   // An authorization from before taxonomy paths were signed names none: refused too.
   job.clear_taxonomy_paths();
   ASSERT_OK(SignInto(&with_taxonomy, job, alice_));

@@ -22,7 +22,7 @@ namespace {
 // numeric_cells 20), class; 60 records.
 struct Fixture {
   fedanon::v1::JobSpec spec;
-  common::Dataset data;
+  table::Dataset data;
 };
 
 Fixture Make(const std::string& name) {
@@ -41,16 +41,16 @@ Fixture Make(const std::string& name) {
                "recoding: local\n",
                t, {{"tax/job.csv", "Eng;Tech;ANY\nLaw;Prof;ANY\nDoc;Prof;ANY\n"}});
   Fixture f;
-  auto spec = common::LoadJobSpec(job.spec_path);
+  auto spec = spec::LoadJobSpec(job.spec_path);
   EXPECT_TRUE(spec.ok()) << spec.status();
   f.spec = *spec;
-  auto data = common::LoadDataset(f.spec, job.input_path);
+  auto data = table::LoadDataset(f.spec, job.input_path);
   EXPECT_TRUE(data.ok()) << data.status();
   f.data = *std::move(data);
   return f;
 }
 
-fedanon::v1::LocalGroupRef Ref(int32_t group, const std::vector<common::LocalValue>& key) {
+fedanon::v1::LocalGroupRef Ref(int32_t group, const std::vector<engine::LocalValue>& key) {
   fedanon::v1::LocalGroupRef r;
   r.set_group(group);
   for (const auto& v : key) {
@@ -74,7 +74,7 @@ fedanon::v1::LocalSetup BinsSetup() {
 TEST(LocalPartyTest, AnswersLiveGroupsAndRefusesUnknownOrRetiredOnes) {
   Fixture f = Make("lp_live");
   party::LocalParty party(&f.data, f.spec);
-  const auto root = common::LocalRootKey(f.data);
+  const auto root = engine::LocalRootKey(f.data);
   fedanon::v1::LocalStatsRequest req;
   *req.add_groups() = Ref(0, root);
   // Before the bins: nothing is answered.
@@ -116,7 +116,7 @@ TEST(LocalPartyTest, LabelledCountsOnlyOverWholeBinsCoveringTheGroup) {
   Fixture f = Make("lp_ranges");
   party::LocalParty party(&f.data, f.spec);
   ASSERT_OK(party.ApplySetup(BinsSetup()));
-  const auto root = common::LocalRootKey(f.data);
+  const auto root = engine::LocalRootKey(f.data);
   auto range = [&](std::vector<int32_t> bounds, uint32_t attr = 1) {
     fedanon::v1::LocalStatsRequest req;
     auto* r = req.add_ranges();
@@ -167,7 +167,7 @@ TEST(LocalPartyTest, SplitsMustBeCandidatesWithFreshIds) {
   Fixture f = Make("lp_split");
   party::LocalParty party(&f.data, f.spec);
   ASSERT_OK(party.ApplySetup(BinsSetup()));
-  const auto root = common::LocalRootKey(f.data);
+  const auto root = engine::LocalRootKey(f.data);
   auto split = [&](uint32_t attr, std::vector<int> map, std::vector<int32_t> ids) {
     fedanon::v1::LocalSplitInstruction s;
     *s.mutable_group() = Ref(0, root);
@@ -196,12 +196,12 @@ TEST(LocalPartyTest, HonestSequenceAnswersTheCentralizedWords) {
   Fixture f = Make("lp_honest");
   party::LocalParty party(&f.data, f.spec);
   ASSERT_OK(party.ApplySetup(BinsSetup()));
-  common::InProcessLocalSource central(&f.data);
+  engine::InProcessLocalSource central(&f.data);
   std::vector<std::vector<int32_t>> bins(2);
   for (int r = 0; r <= 40; r += 4) bins[1].push_back(r);
-  common::LocalFineMap fine(&f.data, true, bins);
+  engine::LocalFineMap fine(&f.data, true, bins);
   ASSERT_OK(central.UseFineMap(&fine));
-  const auto root = common::LocalRootKey(f.data);
+  const auto root = engine::LocalRootKey(f.data);
   fedanon::v1::LocalStatsRequest req;
   *req.add_groups() = Ref(0, root);
   ASSERT_OK_AND_ASSIGN(const auto got, party.Answer(req));
@@ -215,7 +215,7 @@ TEST(LocalPartyTest, ReleasedCountsOnlyForExactlyTheLiveGroups) {
   Fixture f = Make("lp_released");
   party::LocalParty party(&f.data, f.spec);
   ASSERT_OK(party.ApplySetup(BinsSetup()));
-  const auto root = common::LocalRootKey(f.data);
+  const auto root = engine::LocalRootKey(f.data);
   // Age split at rank 12 (the first three bins): group 1 = ages 0..11, group 2 = ages 12..40.
   fedanon::v1::LocalSplitInstruction s;
   *s.mutable_group() = Ref(0, root);
@@ -224,7 +224,7 @@ TEST(LocalPartyTest, ReleasedCountsOnlyForExactlyTheLiveGroups) {
   s.add_new_ids(1);
   s.add_new_ids(2);
   ASSERT_OK(party.ApplySplit(s));
-  std::vector<common::LocalValue> low = root, high = root;
+  std::vector<engine::LocalValue> low = root, high = root;
   low[1].hi = 12;
   high[1].lo = 12;
   ASSERT_EQ(f.data.ValueCombinations(), 2u);  // cls: y, n
@@ -249,7 +249,7 @@ TEST(LocalPartyTest, ReleasedCountsOnlyForExactlyTheLiveGroups) {
               StatusIs(absl::StatusCode::kPermissionDenied, "name group 1 twice"));
   EXPECT_THAT(released({Ref(0, root), Ref(1, low), Ref(2, high)}),
               StatusIs(absl::StatusCode::kPermissionDenied, "group 0 is not a live group"));
-  std::vector<common::LocalValue> half = low;
+  std::vector<engine::LocalValue> half = low;
   half[1].hi = 6;
   EXPECT_THAT(released({Ref(1, half), Ref(2, high)}),
               StatusIs(absl::StatusCode::kPermissionDenied, "key of group 1 differs"));

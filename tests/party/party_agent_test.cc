@@ -65,14 +65,14 @@ std::vector<std::map<std::string, std::string>> TwoHospitals() {
 
 // The leader's copy of the public hierarchies of kSpec (to name nodes and size requests).
 struct PublicState {
-  common::Dataset schema;
-  std::vector<common::AttributeHierarchy> hier;
+  table::Dataset schema;
+  std::vector<engine::AttributeHierarchy> hier;
 };
 
 std::unique_ptr<PublicState> MakePublicState() {
-  auto spec = common::ParseJobSpecYaml(kSpec, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(kSpec, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
-  auto schema = common::BuildPublicSchema(*spec, {{"Sex", kSexTaxonomy}, {"Job", kJobTaxonomy}});
+  auto schema = table::BuildPublicSchema(*spec, {{"Sex", kSexTaxonomy}, {"Job", kJobTaxonomy}});
   EXPECT_TRUE(schema.ok()) << schema.status();
   auto state = std::make_unique<PublicState>();
   state->schema = *std::move(schema);
@@ -153,9 +153,9 @@ TEST(PartyAgent, PingEchoesAndUnknownRequestIsAnError) {
 TEST(PartyAgent, PrepareReportsTheDigestOfTheSubmittedJob) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("prepare", TwoHospitals()));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-000000000001", kSpec));
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::ParseJobSpecYaml(kSpec, "job.yaml"));
-  const std::string expected = crypto::Sha256(
-      common::CanonicalJobBytes(spec, {{"Sex", kSexTaxonomy}, {"Job", kJobTaxonomy}}));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(kSpec, "job.yaml"));
+  const std::string expected =
+      crypto::Sha256(spec::CanonicalJobBytes(spec, {{"Sex", kSexTaxonomy}, {"Job", kJobTaxonomy}}));
   ASSERT_EQ(digests.size(), 2u);
   EXPECT_EQ(digests[0], expected);
   EXPECT_EQ(digests[1], expected);
@@ -428,7 +428,7 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
   const fedanon::v1::SealedPayload& sealed = a_reply.sum_step().sealed();
   EXPECT_EQ(sealed.sender(), "hospital-a");
   EXPECT_EQ(sealed.receiver(), "hospital-b");
-  EXPECT_TRUE(absl::StartsWith(sealed.purpose(), common::SumPurpose(first.sum_step()) + "/"));
+  EXPECT_TRUE(absl::StartsWith(sealed.purpose(), wire::SumPurpose(first.sum_step()) + "/"));
 
   // Last hop: hospital-b opens it, adds its counts and seals the result for the leader.
   LeaderMessage last = SexClassCountsStep("job-000000000001", "");
@@ -437,7 +437,7 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
   ASSERT_EQ(b_reply.sum_step().sealed().receiver(), "leader");
   ASSERT_OK_AND_ASSIGN(const std::string total,
                        f->OpenForLeader(1, "job-000000000001", b_reply.sum_step().sealed()));
-  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, wire::DecodeWords(total));
   // The leader removes hospital-a's mask, which it asks for once the ring is done.
   ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> mask,
                        f->FirstPartyMask("job-000000000001", 1, 0, sum.size()));
@@ -450,7 +450,7 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
   // hospital-b saw only hospital-a's counts under hospital-a's mask (which it never sees).
   absl::MutexLock lock(&mu);
   ASSERT_EQ(opened["hospital-b"].size(), 1u);
-  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> partial, common::DecodeWords(opened["hospital-b"][0]));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> partial, wire::DecodeWords(opened["hospital-b"][0]));
   ASSERT_EQ(partial.size(), 4u);
   const std::vector<uint64_t> a_counts = {1, 1, 1, 0};
   for (size_t i = 0; i < partial.size(); ++i) {
@@ -530,7 +530,7 @@ LeaderMessage HistogramStep(const std::string& job_id, const std::string& next, 
   for (int a = 0; a < width; ++a) q->add_key(0);
   q->set_attribute(attribute);
   q->set_candidate(candidate);
-  common::SetSensitiveHistograms(h, step->mutable_request());
+  wire::SetSensitiveHistograms(h, step->mutable_request());
   step->set_next(next);
   step->set_chunks(1);
   step->set_total_words(total_words);
@@ -549,7 +549,7 @@ TEST(PartyAgent, SensitiveHistogramsAreSummedAndCheckedByEachParty) {
   ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", last));
   ASSERT_OK_AND_ASSIGN(const std::string total,
                        f->OpenForLeader(1, "job-000000000001", b_reply.sum_step().sealed()));
-  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, wire::DecodeWords(total));
   // The leader removes hospital-a's own mask, handed over once the ring is done.
   ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> mask,
                        f->FirstPartyMask("job-000000000001", 1, 0, sum.size()));
@@ -595,13 +595,13 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
       }));
   ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
   std::unique_ptr<PublicState> pub = MakePublicState();
-  const std::vector<common::NodeIndex> sex_children = pub->hier[0].Specialize(0, 0);
+  const std::vector<engine::NodeIndex> sex_children = pub->hier[0].Specialize(0, 0);
   ASSERT_EQ(sex_children.size(), 2u);
-  const common::NodeIndex male = sex_children[0];
+  const engine::NodeIndex male = sex_children[0];
   ASSERT_EQ(pub->hier[0].Label(male, "*"), "M");
-  common::StatsRequest group;
+  engine::StatsRequest group;
   group.group_keys = {{male, 0}};
-  const size_t words = common::StatsLength(pub->hier, 2, 0, group);
+  const size_t words = engine::StatsLength(pub->hier, 2, 0, group);
 
   auto group_step = [&](uint64_t collect) {
     LeaderMessage msg;
@@ -609,7 +609,7 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
     msg.set_round(2);
     auto* step = msg.mutable_sum_step();
     step->set_collect(collect);
-    *step->mutable_request() = common::ToProto(group);
+    *step->mutable_request() = wire::ToProto(group);
     step->set_chunks(1);
     step->set_total_words(words);
     step->set_chunk_words(words);
@@ -627,7 +627,7 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
     auto mask = f->FirstPartyMask("job-000000000001", 2, sent.sum_step().collect(), words);
     if (!mask.ok()) return mask.status();
     absl::MutexLock lock(&mu);
-    auto words_b_opened = common::DecodeWords(opened_by_b.back());
+    auto words_b_opened = wire::DecodeWords(opened_by_b.back());
     if (!words_b_opened.ok()) return words_b_opened.status();
     for (size_t i = 0; i < words_b_opened->size(); ++i) (*words_b_opened)[i] -= (*mask)[i];
     return words_b_opened;
@@ -693,16 +693,16 @@ TEST(PartyAgent, SecureUnionSealsGeneralizedRowsForTheRecipient) {
   ASSERT_OK_AND_ASSIGN(auto b_key, f->PartyKey("hospital-b"));
   const std::string& run = f->run_ids.at("job-000000000001");
   ASSERT_OK_AND_ASSIGN(fedanon::v1::UnionList list,
-                       common::OpenUnionList(*keys, "job-000000000001", run, 1, "leader",
-                                             "hospital-b", *b_key, b_reply.union_step().list()));
+                       wire::OpenUnionList(*keys, "job-000000000001", run, 1, "leader",
+                                           "hospital-b", *b_key, b_reply.union_step().list()));
   ASSERT_OK_AND_ASSIGN(
       std::vector<std::string> rows,
-      common::OpenUnionRows(*keys, "job-000000000001", run, 1, "leader", list.rows()));
+      wire::OpenUnionRows(*keys, "job-000000000001", run, 1, "leader", list.rows()));
   ASSERT_EQ(rows.size(), 5u);
   // Every sealed row has one length, whatever its content: the relaying leader cannot tell rows
   // (or the parties they come from) apart by length.
   for (const auto& sealed : list.rows()) {
-    EXPECT_EQ(sealed.size(), common::kUnionRowFloorBytes + crypto::kSealOverhead);
+    EXPECT_EQ(sealed.size(), wire::kUnionRowFloorBytes + crypto::kSealOverhead);
   }
   // Nothing is specialized yet: every row is generalized to the root of Sex and Job.
   for (const auto& row : rows) EXPECT_TRUE(absl::StartsWith(row, "ANY_Sex,ANY_Job,")) << row;
@@ -959,7 +959,7 @@ TEST(PartyDurableState, RestartedPartyAnswersARepeatedRequestWithTheStoredBytes)
   ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", last));
   ASSERT_OK_AND_ASSIGN(const std::string total,
                        f->OpenForLeader(1, job, b_reply.sum_step().sealed()));
-  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, wire::DecodeWords(total));
   // The restarted party hands over the mask it drew before the restart: the sum comes out right.
   const PartyMessage unmask = [&] {
     LeaderMessage msg;
@@ -1032,7 +1032,7 @@ TEST(PartyDurableState, AJobResumedAfterARestartKeepsTheSealingKeyItWasPreparedW
   ASSERT_OK_AND_ASSIGN(PartyMessage b_reply, f->Call("hospital-b", last));
   ASSERT_OK_AND_ASSIGN(const std::string total,
                        f->OpenForLeader(2, job, b_reply.sum_step().sealed()));
-  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, common::DecodeWords(total));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, wire::DecodeWords(total));
   LeaderMessage unmask;
   unmask.set_job_id(job);
   unmask.set_round(2);
@@ -1062,16 +1062,16 @@ TEST(PartyDurableState, StateUpdatesAreReappliedAfterARestart) {
   LeaderMessage c0 = SexClassCountsStep(job, "hospital-b");
   ASSERT_OK(f->Call("hospital-a", c0));
   std::unique_ptr<PublicState> pub = MakePublicState();
-  const std::vector<common::NodeIndex> sex_children = pub->hier[0].Specialize(0, 0);
-  common::StatsRequest group;
+  const std::vector<engine::NodeIndex> sex_children = pub->hier[0].Specialize(0, 0);
+  engine::StatsRequest group;
   group.group_keys = {{sex_children[0], 0}};
-  const size_t words = common::StatsLength(pub->hier, 2, 0, group);
+  const size_t words = engine::StatsLength(pub->hier, 2, 0, group);
   LeaderMessage c1;
   c1.set_job_id(job);
   c1.set_round(2);
   auto* step = c1.mutable_sum_step();
   step->set_collect(1);
-  *step->mutable_request() = common::ToProto(group);
+  *step->mutable_request() = wire::ToProto(group);
   step->set_chunks(1);
   step->set_total_words(words);
   step->set_chunk_words(words);
@@ -1179,7 +1179,7 @@ TEST(JobJournal, KeepsTheSnapshotFingerprintAndReadsVersionOneFiles) {
   };
   const std::string v1 = "FDJS1\n" + field("prepare") + field("") + field("key") + "\n" +
                          field("request") + field("reply") + field("x") + "\n";
-  ASSERT_OK(common::WriteFileAtomically(path, v1, {.mode = common::kPrivateFileMode}));
+  ASSERT_OK(base::WriteFileAtomically(path, v1, {.mode = base::kPrivateFileMode}));
   snapshot = "stale";
   ASSERT_OK_AND_ASSIGN(records, party::JobJournal::Read(dir, job, &snapshot));
   EXPECT_EQ(snapshot, "");

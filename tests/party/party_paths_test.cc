@@ -90,7 +90,7 @@ class PartyPathsTest : public ::testing::Test {
   fedanon::v1::LeaderMessage SignedPrepare(const std::string& taxonomy,
                                            const std::string& data_path = "",
                                            const std::string& job_id = kJobId) {
-    auto spec = common::ParseJobSpecYaml(
+    auto spec = spec::ParseJobSpecYaml(
         "name: t\n"
         "attributes:\n"
         "  - {name: age, role: qid, taxonomy: \"" +
@@ -124,7 +124,7 @@ class PartyPathsTest : public ::testing::Test {
     std::string seal_cert_pem;
   };
   std::vector<Participant> participants_;
-  common::AdminSigner admin_;
+  wire::AdminSigner admin_;
 
   std::string root_;
   std::string data_dir_;
@@ -156,9 +156,8 @@ TEST_F(PartyPathsTest, TaxonomyOutsideTheDataDirectoryIsRefused) {
 // an authorization it holds (docs/protocol.md, "taxonomy").
 TEST_F(PartyPathsTest, ATaxonomyPathTheAdminDidNotSignIsRefusedBeforeAnyFileIsRead) {
   const fedanon::v1::LeaderMessage signed_prepare = SignedPrepare("age.csv");
-  for (const std::string path :
-       {"/etc/passwd", "../hospital-b/tls.key", "missing.csv", "key-as-taxonomy.csv", "table.csv",
-        "./age.csv"}) {
+  for (const std::string path : {"/etc/passwd", "../hospital-b/tls.key", "missing.csv",
+                                 "key-as-taxonomy.csv", "table.csv", "./age.csv"}) {
     fedanon::v1::LeaderMessage request = signed_prepare;
     for (auto& a : *request.mutable_prepare()->mutable_spec()->mutable_attributes()) {
       if (a.name() == "age") a.set_taxonomy(path);
@@ -183,8 +182,9 @@ TEST_F(PartyPathsTest, ATaxonomyPathTheAdminDidNotSignIsRefusedBeforeAnyFileIsRe
   }
   const fedanon::v1::PartyMessage reply = agent_->Handle(dropped);
   ASSERT_TRUE(reply.has_error());
-  EXPECT_THAT(reply.error().message(),
-              HasSubstr("job not authorized: the admin signed a taxonomy path for attribute 'age'"));
+  EXPECT_THAT(
+      reply.error().message(),
+      HasSubstr("job not authorized: the admin signed a taxonomy path for attribute 'age'"));
   EXPECT_TRUE(agent_->Handle(signed_prepare).has_prepared());
 }
 
@@ -234,43 +234,43 @@ TEST_F(PartyPathsTest, MalformedJobIdIsRefusedBeforeItCanNameAFile) {
 // ValueCombinations() saturates, and a request claiming such a product (or any product beyond the
 // bound) gets no counts at all instead of a wrapped-around allocation and an out-of-bounds write.
 TEST(ReleasedCountsTest, OverflowingDomainProductIsRefusedNotWrapped) {
-  common::Dataset data;
+  table::Dataset data;
   data.num_records = 1;
-  common::QidColumn qid;
+  table::QidColumn qid;
   qid.name = "q";
-  qid.kind = common::QidKind::kSuppression;
+  qid.kind = table::QidKind::kSuppression;
   qid.values = {"x"};
   qid.codes = {0};
   data.qids.push_back(qid);
   data.sensitive_bits = {0};
   for (int c = 0; c < 5; ++c) {  // 10,000^5 = 1e20 > 2^64
-    common::Dataset::ValueColumn vc;
+    table::Dataset::ValueColumn vc;
     vc.name = "v" + std::to_string(c);
     for (int v = 0; v < 10'000; ++v) vc.values.push_back(std::to_string(v));
     vc.codes = {9'999};
     data.value_columns.push_back(std::move(vc));
   }
   data.all_values_declared = true;
-  EXPECT_EQ(data.ValueCombinations(), common::Dataset::kTooManyCombinations);
-  std::vector<common::AttributeHierarchy> hier;
+  EXPECT_EQ(data.ValueCombinations(), table::Dataset::kTooManyCombinations);
+  std::vector<engine::AttributeHierarchy> hier;
   hier.emplace_back(&data.qids[0]);
-  common::Tips tips(&data, &hier);
+  engine::Tips tips(&data, &hier);
   // 1e20 mod 2^64: what an unchecked product would have claimed.
   const uint64_t wrapped = uint64_t{100'000'000'000'000'000} * 1000;
-  for (uint64_t claimed : {wrapped, common::Dataset::kTooManyCombinations, uint64_t{1} << 40}) {
-    common::StatsRequest request;
+  for (uint64_t claimed : {wrapped, table::Dataset::kTooManyCombinations, uint64_t{1} << 40}) {
+    engine::StatsRequest request;
     request.released_groups = {{0}};
     request.released_combinations = claimed;
     std::vector<uint64_t> out;
-    common::AppendLocalStats(tips, request, &out);
-    EXPECT_NE(out.size(), common::StatsLength(hier, 0, 0, request)) << claimed;
+    engine::AppendLocalStats(tips, request, &out);
+    EXPECT_NE(out.size(), engine::StatsLength(hier, 0, 0, request)) << claimed;
     EXPECT_LT(out.size(), 50'000'001u) << claimed;
   }
   // The length a hostile request claims saturates instead of wrapping to a small number.
-  common::StatsRequest huge;
-  huge.released_groups = std::vector<std::vector<common::NodeIndex>>(4, {0});
+  engine::StatsRequest huge;
+  huge.released_groups = std::vector<std::vector<engine::NodeIndex>>(4, {0});
   huge.released_combinations = uint64_t{1} << 62;
-  EXPECT_EQ(common::StatsLength(hier, 0, 0, huge), SIZE_MAX);
+  EXPECT_EQ(engine::StatsLength(hier, 0, 0, huge), SIZE_MAX);
 }
 
 }  // namespace

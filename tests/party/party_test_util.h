@@ -54,10 +54,10 @@ struct PartyFixture {
   std::string dir;
   std::unique_ptr<crypto::CertificateAuthority> ca;
   crypto::IssuedCertificate leader_seal;
-  common::AdminSigner admin;  // signs every Prepare the fixture builds
+  wire::AdminSigner admin;  // signs every Prepare the fixture builds
   std::vector<std::unique_ptr<party::PartyAgent>> agents;
   std::vector<std::string> names;
-  party::InProcessPartyChannel channel;
+  party_testing::InProcessPartyChannel channel;
   std::map<std::string, std::string> run_ids;  // job id -> the run its Prepare was signed for
 
   static absl::StatusOr<std::unique_ptr<PartyFixture>> Create(
@@ -106,7 +106,7 @@ struct PartyFixture {
   absl::StatusOr<fedanon::v1::LeaderMessage> Prepare(const std::string& job_id,
                                                      const std::string& spec_yaml,
                                                      const std::string& recipient = "") {
-    auto spec = common::ParseJobSpecYaml(spec_yaml, "job.yaml");
+    auto spec = spec::ParseJobSpecYaml(spec_yaml, "job.yaml");
     if (!spec.ok()) return spec.status();
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job_id);
@@ -130,7 +130,7 @@ struct PartyFixture {
     for (const auto& name : names) texts.merge(TaxonomyTexts(prepare->spec(), dir + "/" + name));
     absl::Status signed_job = AuthorizePrepare(&msg, admin, texts);
     if (!signed_job.ok()) return signed_job;
-    auto run = common::RunIdOf(msg.prepare().authorization());
+    auto run = wire::RunIdOf(msg.prepare().authorization());
     if (!run.ok()) return run.status();
     run_ids[job_id] = *run;
     return msg;
@@ -218,7 +218,7 @@ struct PartyFixture {
   absl::StatusOr<std::vector<uint64_t>> MatchIds(const std::string& job_id,
                                                  uint32_t batch_ids = 1000) {
     const size_t n = names.size();
-    const size_t last = common::IdLastHop(n);
+    const size_t last = wire::IdLastHop(n);
     const auto run = run_ids.find(job_id);
     if (run == run_ids.end()) return absl::FailedPreconditionError("job not prepared");
     auto leader_keys = crypto::SealKeyPairFromPem(leader_seal.key_pem);
@@ -258,13 +258,13 @@ struct PartyFixture {
         const auto& for_leader = reply->ids().for_parties(0);
         auto bytes = crypto::OpenFrom(**leader_keys, **sender,
                                       {job_id, run->second, 0, worker, "leader",
-                                       common::IdDigestsPurpose(run->second, names[o], 0, 1)},
+                                       wire::IdDigestsPurpose(run->second, names[o], 0, 1)},
                                       for_leader.ciphertext());
         if (!bytes.ok()) return bytes.status();
         fedanon::v1::IdList list;
         if (!list.ParseFromString(*bytes)) return absl::InternalError("digests do not parse");
         lists[o] = list.digests();
-        if (!common::IdListsBlinded(n)) {
+        if (!wire::IdListsBlinded(n)) {
           fedanon::v1::VerticalStep d;
           d.mutable_id_digests()->set_origin(names[o]);
           d.mutable_id_digests()->set_batch(0);
@@ -276,7 +276,7 @@ struct PartyFixture {
         }
       }
     }
-    auto common_digests = common::CommonDigests(lists);
+    auto common_digests = wire::CommonDigests(lists);
     if (!common_digests.ok()) return common_digests.status();
     fedanon::v1::VerticalStep align;
     for (size_t k = 0; k < n; ++k) {

@@ -207,7 +207,7 @@ partitioning: horizontal
 )";
 
 absl::StatusOr<fedanon::v1::JobSpec> SexAgeSpec() {
-  return common::ParseJobSpecYaml(kSexAgeYaml, "job.yaml");
+  return spec::ParseJobSpecYaml(kSexAgeYaml, "job.yaml");
 }
 
 // State updates the job's recoding or current cut does not have (docs/protocol.md listed these
@@ -216,10 +216,10 @@ absl::StatusOr<fedanon::v1::JobSpec> SexAgeSpec() {
 TEST(HorizontalTables, UpdatesThatTheRecodingOrTheCutDoNotHaveAreRefused) {
   absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
   ASSERT_TRUE(spec.ok()) << spec.status();
-  absl::StatusOr<common::Dataset> schema = common::BuildPublicSchema(*spec, {});
+  absl::StatusOr<table::Dataset> schema = table::BuildPublicSchema(*spec, {});
   ASSERT_TRUE(schema.ok()) << schema.status();
   HorizontalTables tables;
-  tables.data = std::make_unique<common::Dataset>(*std::move(schema));
+  tables.data = std::make_unique<table::Dataset>(*std::move(schema));
   for (const auto& q : tables.data->qids) tables.hier.emplace_back(&q);
   ASSERT_EQ(tables.hier.size(), 2u);
   auto apply = [&](fedanon::v1::StateUpdate u) {
@@ -236,7 +236,7 @@ TEST(HorizontalTables, UpdatesThatTheRecodingOrTheCutDoNotHaveAreRefused) {
   categorical.mutable_split()->set_attribute(0);
   EXPECT_THAT(apply(categorical), StatusIs(absl::StatusCode::kInvalidArgument,
                                            "split names no interval of the current cut"));
-  const common::AttributeHierarchy& age = tables.hier[1];
+  const engine::AttributeHierarchy& age = tables.hier[1];
   const auto& root = age.node(0);
   fedanon::v1::StateUpdate outside;
   outside.mutable_split()->set_attribute(1);
@@ -247,9 +247,9 @@ TEST(HorizontalTables, UpdatesThatTheRecodingOrTheCutDoNotHaveAreRefused) {
   EXPECT_EQ(tables.applied_updates, 0u);
   // A threshold inside the interval (on a public-cell boundary when the search is binned).
   int32_t threshold = root.rank_lo + 1;
-  const common::NumericSplitConfig numeric = common::NumericSplitFromSpec(*spec);
+  const engine::NumericSplitConfig numeric = engine::NumericSplitFromSpec(*spec);
   if (numeric.binned()) {
-    for (int32_t c : common::PublicCellBounds(age.column(), numeric.cells)) {
+    for (int32_t c : engine::PublicCellBounds(age.column(), numeric.cells)) {
       if (c > root.rank_lo && c < root.rank_hi) {
         threshold = c;
         break;
@@ -267,15 +267,15 @@ TEST(HorizontalTables, UpdatesThatTheRecodingOrTheCutDoNotHaveAreRefused) {
 TEST(StatsRequestFromTheWire, NodesOutsideTheCurrentCutAreRefusedByName) {
   absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
   ASSERT_TRUE(spec.ok()) << spec.status();
-  absl::StatusOr<common::Dataset> schema = common::BuildPublicSchema(*spec, {});
+  absl::StatusOr<table::Dataset> schema = table::BuildPublicSchema(*spec, {});
   ASSERT_TRUE(schema.ok()) << schema.status();
-  std::vector<common::AttributeHierarchy> hier;
+  std::vector<engine::AttributeHierarchy> hier;
   for (const auto& q : schema->qids) hier.emplace_back(&q);
   const int32_t beyond = static_cast<int32_t>(hier[1].size());
   auto refused = [&](const std::function<void(fedanon::v1::StatsRequest*)>& fill) {
     fedanon::v1::StatsRequest proto;
     fill(&proto);
-    return common::FromProto(proto, hier).status();
+    return wire::FromProto(proto, hier).status();
   };
   // A rank histogram of a categorical attribute, or of a node the cut does not have.
   EXPECT_THAT(
@@ -505,7 +505,7 @@ TEST(PayloadTransfer, AStepNamingAnotherStreamOrShapeThanItsChunksIsRefused) {
 
 // SexAgeSpec with `recoding: local`.
 absl::StatusOr<fedanon::v1::JobSpec> SexAgeLocalSpec() {
-  return common::ParseJobSpecYaml(std::string(kSexAgeYaml) + "recoding: local\n", "job.yaml");
+  return spec::ParseJobSpecYaml(std::string(kSexAgeYaml) + "recoding: local\n", "job.yaml");
 }
 
 // A party's table of SexAgeSpec (or SexAgeLocalSpec), loaded as party/job_setup.cc loads it:
@@ -515,10 +515,10 @@ std::unique_ptr<HorizontalTables> LoadedTables(const fedanon::v1::JobSpec& spec)
       {"M", "25", "flu", "Y"}, {"F", "30", "hiv", "N"}, {"M", "35", "flu", "N"},
       {"F", "12", "flu", "Y"}, {"M", "8", "hiv", "Y"},  {"F", "39", "flu", "N"}};
   auto tables = std::make_unique<HorizontalTables>();
-  absl::StatusOr<common::Dataset> schema = common::BuildPublicSchema(spec, {});
+  absl::StatusOr<table::Dataset> schema = table::BuildPublicSchema(spec, {});
   EXPECT_OK(schema);
   if (!schema.ok()) return tables;
-  auto encoder = common::DatasetEncoder::Create(spec, "test table", &*schema);
+  auto encoder = table::DatasetEncoder::Create(spec, "test table", &*schema);
   EXPECT_OK(encoder);
   if (!encoder.ok()) return tables;
   const std::vector<std::string_view> header = {"Sex", "Age", "Disease", "Class"};
@@ -529,13 +529,13 @@ std::unique_ptr<HorizontalTables> LoadedTables(const fedanon::v1::JobSpec& spec)
     EXPECT_OK((*encoder)->AddRow(fields, i + 1));
     text += absl::StrJoin(kRows[i], ",") + "\n";
   }
-  absl::StatusOr<common::Dataset> data =
+  absl::StatusOr<table::Dataset> data =
       (*encoder)->Finish(std::make_shared<const std::string>(std::move(text)));
   EXPECT_OK(data);
   if (!data.ok()) return tables;
-  tables->data = std::make_unique<common::Dataset>(*std::move(data));
+  tables->data = std::make_unique<table::Dataset>(*std::move(data));
   for (const auto& q : tables->data->qids) tables->hier.emplace_back(&q);
-  tables->tips = std::make_unique<common::Tips>(tables->data.get(), &tables->hier);
+  tables->tips = std::make_unique<engine::Tips>(tables->data.get(), &tables->hier);
   if (spec.recoding() == fedanon::v1::RECODING_LOCAL) {
     tables->local = std::make_unique<LocalParty>(tables->data.get(), spec);
   }
@@ -594,9 +594,9 @@ TEST(HorizontalTables, AGlobalUpdateInALocalRecodingJobIsRefused) {
 TEST(StatsRequestFromTheWire, GroupKeysOfTheWrongWidthOrWithAnUnknownNodeAreRefusedByName) {
   absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
   ASSERT_OK(spec);
-  absl::StatusOr<common::Dataset> schema = common::BuildPublicSchema(*spec, {});
+  absl::StatusOr<table::Dataset> schema = table::BuildPublicSchema(*spec, {});
   ASSERT_OK(schema);
-  std::vector<common::AttributeHierarchy> hier;
+  std::vector<engine::AttributeHierarchy> hier;
   for (const auto& q : schema->qids) hier.emplace_back(&q);
   ASSERT_EQ(hier.size(), 2u);
   for (const bool released : {false, true}) {
@@ -604,7 +604,7 @@ TEST(StatsRequestFromTheWire, GroupKeysOfTheWrongWidthOrWithAnUnknownNodeAreRefu
       fedanon::v1::StatsRequest proto;
       auto* key = released ? proto.add_released_groups() : proto.add_groups();
       for (int32_t n : nodes) key->add_nodes(n);
-      return common::FromProto(proto, hier).status();
+      return wire::FromProto(proto, hier).status();
     };
     for (const std::vector<int32_t>& wrong_width :
          std::vector<std::vector<int32_t>>{{}, {0}, {0, 0, 0}}) {
@@ -626,10 +626,10 @@ TEST(StatsRequestFromTheWire, GroupKeysOfTheWrongWidthOrWithAnUnknownNodeAreRefu
 
 // The words `request` asks of `tables` (its statistics' length).
 size_t WordsOf(const HorizontalTables& tables, const fedanon::v1::StatsRequest& proto) {
-  absl::StatusOr<common::StatsRequest> request = common::FromProto(proto, tables.hier);
+  absl::StatusOr<engine::StatsRequest> request = wire::FromProto(proto, tables.hier);
   EXPECT_OK(request);
   std::vector<uint64_t> out;
-  if (request.ok()) common::AppendLocalStats(*tables.tips, *request, &out);
+  if (request.ok()) engine::AppendLocalStats(*tables.tips, *request, &out);
   return out.size();
 }
 
@@ -707,12 +707,12 @@ TEST(SecureSumParty, AHopInputOfAnotherLengthThanItsChunkIsRefused) {
   fedanon::v1::LeaderMessage to_b = SumChunk("c", request, 0, 2, words);
   const fedanon::v1::SumStep& step = to_b.sum_step();
   const std::string purpose =
-      common::SumHopPurpose(step, 1, common::SumRequestDigest(request, b.tables->update_chain));
+      wire::SumHopPurpose(step, 1, wire::SumRequestDigest(request, b.tables->update_chain));
   const crypto::SealContext context{"job-0123456789ab", "run-1", 1, "a", "b", purpose};
   for (const std::vector<uint64_t>& input :
        std::vector<std::vector<uint64_t>>{{7}, {7, 8, 9}, {}}) {
     auto sealed = crypto::SealFrom(*p.pairs["a"], *b.ctx->seal_keys.at("b"), context,
-                                   common::EncodeWords(input));
+                                   wire::EncodeWords(input));
     ASSERT_OK(sealed);
     auto* box = to_b.mutable_sum_step()->mutable_sealed();
     box->set_sender("a");
@@ -752,8 +752,8 @@ TEST(SecureSumParty, GlobalStatisticsInALocalRecodingJobAreRefused) {
   fedanon::v1::StatsRequest cells;
   auto* ranges = cells.add_range_counts();
   ranges->set_attribute(1);
-  for (int32_t bound : common::PublicCellBounds(a.tables->hier[1].column(),
-                                                common::NumericSplitFromSpec(*spec).cells)) {
+  for (int32_t bound : engine::PublicCellBounds(a.tables->hier[1].column(),
+                                                engine::NumericSplitFromSpec(*spec).cells)) {
     ranges->add_bounds(bound);
   }
   const size_t words = WordsOf(*a.tables, cells);
@@ -780,11 +780,11 @@ fedanon::v1::LeaderMessage CheckChunk(fedanon::v1::FinalCheckStep::Phase phase, 
 
 // The words of the final check over `party`'s current cut.
 uint64_t FinalCheckWords(const HorizontalParty& party) {
-  absl::StatusOr<common::PrivacyModel> model =
-      common::BuildPrivacyModel(party.ctx->spec, *party.tables->data);
+  absl::StatusOr<engine::PrivacyModel> model =
+      engine::BuildPrivacyModel(party.ctx->spec, *party.tables->data);
   EXPECT_OK(model);
   if (!model.ok()) return 0;
-  absl::StatusOr<common::FinalCheckLayout> layout = common::BuildFinalCheckLayout(
+  absl::StatusOr<engine::FinalCheckLayout> layout = engine::BuildFinalCheckLayout(
       *model, *party.tables->data, party.tables->hier, party.ctx->spec.suppression_token());
   EXPECT_OK(layout);
   return layout.ok() ? layout->words : 0;
@@ -912,8 +912,8 @@ TEST(FinalCheckParty, ACheckOfTwoPartiesOrThatDoesNotStartAsAgreedIsRefused) {
   missing.push_back(CheckChunk(CheckStep::PHASE_SUM, 1, words, words));  // beyond the chunks
   missing.push_back(CheckChunk(CheckStep::PHASE_SUM, 0, 1, words));      // another count
   missing.back().mutable_final_check()->set_chunks(static_cast<uint32_t>(words + 1));
-  missing.push_back(CheckChunk(CheckStep::PHASE_SUM, 0, common::kMaxFinalCheckWords + 1,
-                               common::kMaxFinalCheckWords + 1));  // beyond the cap
+  missing.push_back(CheckChunk(CheckStep::PHASE_SUM, 0, engine::kMaxFinalCheckWords + 1,
+                               engine::kMaxFinalCheckWords + 1));  // beyond the cap
   for (const fedanon::v1::LeaderMessage& m : missing) {
     EXPECT_THAT(a.final_check.Step(m),
                 StatusIs(absl::StatusCode::kInvalidArgument, ") does not exist"))
@@ -1070,7 +1070,7 @@ TEST(SecureUnionParty, AListFromAnotherThanTheAgreedPredecessorIsRefused) {
   auto whole = [&](const std::string& named, const std::string& sealer) {
     auto sealed = crypto::SealFrom(
         *p.pairs[sealer], *b.ctx->seal_keys.at("b"),
-        common::UnionListContext("job-0123456789ab", "run-1", 3, named, "b"), empty_list);
+        wire::UnionListContext("job-0123456789ab", "run-1", 3, named, "b"), empty_list);
     EXPECT_OK(sealed);
     return hop([&](fedanon::v1::UnionStep* step) {
       auto* list = step->mutable_list();

@@ -35,8 +35,8 @@ recoding: local
 )";
 
 struct Fixture {
-  common::Dataset data;
-  std::unique_ptr<common::PrivacyModel> model;
+  table::Dataset data;
+  std::unique_ptr<engine::PrivacyModel> model;
   std::unique_ptr<party::VerticalLocalReplica> replica;  // hospital-a's
 };
 
@@ -50,10 +50,10 @@ void Build(Fixture* f) {
   }
   const Job job = WriteJob("vlocal_replica", kSpec, t,
                            {{"q0.csv", "r0;ANY\nr1;ANY\n"}, {"q1.csv", "w0;ANY\nw1;ANY\n"}});
-  ASSERT_OK_AND_ASSIGN(auto spec, common::LoadJobSpec(job.spec_path));
-  ASSERT_OK_AND_ASSIGN(f->data, common::LoadDataset(spec, job.input_path));
-  ASSERT_OK_AND_ASSIGN(auto model, common::BuildPrivacyModel(spec, f->data));
-  f->model = std::make_unique<common::PrivacyModel>(std::move(model));
+  ASSERT_OK_AND_ASSIGN(auto spec, spec::LoadJobSpec(job.spec_path));
+  ASSERT_OK_AND_ASSIGN(f->data, table::LoadDataset(spec, job.input_path));
+  ASSERT_OK_AND_ASSIGN(auto model, engine::BuildPrivacyModel(spec, f->data));
+  f->model = std::make_unique<engine::PrivacyModel>(std::move(model));
   ASSERT_OK_AND_ASSIGN(
       f->replica, party::VerticalLocalReplica::Create(&f->data, f->model.get(), spec, "hospital-a",
                                                       {"hospital-a", "hospital-b"}));
@@ -289,9 +289,9 @@ TEST(VerticalLocalReplica, JudgeVetoesASplitBreakingTheBoundAndTheVetoIsPublicSt
   }
   const Job job = WriteJob("vlocal_judge", kBoundSpec, t,
                            {{"q0.csv", "r0;ANY\nr1;ANY\n"}, {"q1.csv", "w0;ANY\nw1;ANY\n"}});
-  ASSERT_OK_AND_ASSIGN(auto spec, common::LoadJobSpec(job.spec_path));
-  ASSERT_OK_AND_ASSIGN(common::Dataset data, common::LoadDataset(spec, job.input_path));
-  ASSERT_OK_AND_ASSIGN(common::PrivacyModel model, common::BuildPrivacyModel(spec, data));
+  ASSERT_OK_AND_ASSIGN(auto spec, spec::LoadJobSpec(job.spec_path));
+  ASSERT_OK_AND_ASSIGN(table::Dataset data, table::LoadDataset(spec, job.input_path));
+  ASSERT_OK_AND_ASSIGN(engine::PrivacyModel model, engine::BuildPrivacyModel(spec, data));
   ASSERT_OK_AND_ASSIGN(auto judge,
                        party::VerticalLocalReplica::Create(&data, &model, spec, "hospital-b",
                                                            {"hospital-a", "hospital-b"}));

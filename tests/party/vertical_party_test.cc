@@ -187,7 +187,7 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
     ASSERT_OK_AND_ASSIGN(std::string bytes,
                          crypto::OpenFrom(*keys, *sender_key,
                                           {"job-00000000000f", f->run_ids.at("job-00000000000f"), 2,
-                                           party, "leader", common::ReleasePurpose("leader")},
+                                           party, "leader", wire::ReleasePurpose("leader")},
                                           payload.ciphertext()));
     ASSERT_TRUE(parts.emplace_back().ParseFromString(bytes));
   }
@@ -203,8 +203,7 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
                          "for another request"));
     EXPECT_OK(CallStep(*f, f->names[0], 2, again).status());
   }
-  ASSERT_OK_AND_ASSIGN(std::string csv,
-                       common::JoinReleasedColumns(parts, {"Sex", "Job", "Class"}));
+  ASSERT_OK_AND_ASSIGN(std::string csv, wire::JoinReleasedColumns(parts, {"Sex", "Job", "Class"}));
   const std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 6u) << csv;  // the header and the five common records
   EXPECT_EQ(lines[0], "Sex,Job,Class");
@@ -469,7 +468,7 @@ TEST(VerticalPartyAgent, NeverParticipateModeDeclinesLoudly) {
       auto f,
       PartyFixture::Create("vertical_misbehave", TwoHospitals(), [](party::PartyAgentOptions& o) {
         if (o.name == "hospital-a") {
-          o.deviation = party::DeviatingParty("never-participate");
+          o.deviation = party_testing::DeviatingParty("never-participate");
         }
       }));
   ASSERT_OK(f->PrepareAll("job-00000000000f", kSpec));
@@ -500,8 +499,7 @@ TEST(VerticalColumnsView, ReadsWhatTheMessageHoldsInAnyFieldLayout) {
                                           "\xC3\xA9t\xC3\xA9"};
   for (const auto& c : cells) message.add_cells(c);
   auto check = [&](const std::string& bytes) {
-    ASSERT_OK_AND_ASSIGN(common::VerticalColumnsView view,
-                         common::VerticalColumnsView::Parse(bytes));
+    ASSERT_OK_AND_ASSIGN(wire::VerticalColumnsView view, wire::VerticalColumnsView::Parse(bytes));
     EXPECT_EQ(view.names(), std::vector<std::string>({"a", "b"}));
     EXPECT_EQ(view.cells(), 6u);
     ASSERT_EQ(view.rows(), 3u);
@@ -529,18 +527,18 @@ TEST(VerticalColumnsView, ReadsWhatTheMessageHoldsInAnyFieldLayout) {
                                              6)}) {
     fedanon::v1::VerticalColumns parsed;
     EXPECT_FALSE(parsed.ParseFromString(bad));
-    EXPECT_THAT(common::VerticalColumnsView::Parse(bad),
+    EXPECT_THAT(wire::VerticalColumnsView::Parse(bad),
                 StatusIs(absl::StatusCode::kInvalidArgument, "do not parse"));
   }
   // A last row short of a cell: the join calls the columns ragged.
   message.add_cells("z");
-  std::vector<common::VerticalColumnsView> parts;
+  std::vector<wire::VerticalColumnsView> parts;
   ASSERT_OK_AND_ASSIGN(parts.emplace_back(),
-                       common::VerticalColumnsView::Parse(message.SerializeAsString()));
+                       wire::VerticalColumnsView::Parse(message.SerializeAsString()));
   EXPECT_EQ(parts[0].rows(), 3u);
-  EXPECT_THAT(common::JoinReleasedColumnsTo(parts, {"a"},
-                                            [](std::string_view) { return absl::OkStatus(); }),
-              StatusIs(absl::StatusCode::kInvalidArgument, "ragged"));
+  EXPECT_THAT(
+      wire::JoinReleasedColumnsTo(parts, {"a"}, [](std::string_view) { return absl::OkStatus(); }),
+      StatusIs(absl::StatusCode::kInvalidArgument, "ragged"));
 }
 
 // Joined into a sink, a large release arrives in pieces (never whole) and is the same table.
@@ -556,15 +554,15 @@ TEST(VerticalColumnsView, JoinIntoASinkComesInPiecesAndIsTheJoinedTable) {
     b.add_cells(absl::StrCat("job-", r));
   }
   const std::vector<std::string> header = {"job", "age", "id-free"};
-  ASSERT_OK_AND_ASSIGN(const std::string whole, common::JoinReleasedColumns({a, b}, header));
-  std::vector<common::VerticalColumnsView> parts;
+  ASSERT_OK_AND_ASSIGN(const std::string whole, wire::JoinReleasedColumns({a, b}, header));
+  std::vector<wire::VerticalColumnsView> parts;
   for (const auto* m : {&a, &b}) {
     ASSERT_OK_AND_ASSIGN(parts.emplace_back(),
-                         common::VerticalColumnsView::Parse(m->SerializeAsString()));
+                         wire::VerticalColumnsView::Parse(m->SerializeAsString()));
   }
   std::string streamed;
   int pieces = 0;
-  ASSERT_OK(common::JoinReleasedColumnsTo(parts, header, [&](std::string_view piece) {
+  ASSERT_OK(wire::JoinReleasedColumnsTo(parts, header, [&](std::string_view piece) {
     EXPECT_LE(piece.size(), (size_t{1} << 20) + 4096);
     streamed.append(piece);
     ++pieces;
@@ -654,7 +652,7 @@ struct IdWalk {
       ASSIGN_OR_RETURN(std::string bytes,
                        crypto::OpenFrom(*leader_keys, *sender,
                                         {kJob, run, 0, worker, "leader",
-                                         common::IdDigestsPurpose(run, name(o), 0, 1)},
+                                         wire::IdDigestsPurpose(run, name(o), 0, 1)},
                                         r.ids().for_parties(0).ciphertext()));
       fedanon::v1::IdList list;
       if (!list.ParseFromString(bytes)) return absl::InternalError("digests do not parse");
@@ -671,7 +669,7 @@ struct IdWalk {
     RETURN_IF_ERROR(EncryptAll());
     RETURN_IF_ERROR(ReencryptAll());
     RETURN_IF_ERROR(DeliverDigestsAll());
-    return common::CommonDigests(leader_lists);
+    return wire::CommonDigests(leader_lists);
   }
 };
 
@@ -758,10 +756,10 @@ TEST(VerticalIdMatchingRefusals, AStatementOnTheCommonIdsWithoutItsPartysSignatu
 TEST(VerticalIdMatchingRefusals, DifferentCommonIdsForThePartiesAreRefusedAtTheAlignment) {
   ASSERT_OK_AND_ASSIGN(Prepared p, PrepareTwo("refuse_align_different"));
   ASSERT_OK_AND_ASSIGN(std::string common, p.ids.UpToCommon());
-  ASSERT_EQ(common.size(), 5 * common::kIdDigestBytes);
+  ASSERT_EQ(common.size(), 5 * wire::kIdDigestBytes);
   // hospital-b is handed four of the five common ids (still sorted, all in its own list): it
   // signs them, as hospital-a signs the five.
-  const std::string fewer = common.substr(common::kIdDigestBytes);
+  const std::string fewer = common.substr(wire::kIdDigestBytes);
   ASSERT_OK_AND_ASSIGN(auto st, DeliverCommon(p.ids, {common, fewer}));
   EXPECT_EQ(st[1].statement().count(), 4u);
   EXPECT_THAT(CallStep(*p.f, "hospital-a", 0, AlignOf({st[0], st[1]})),
@@ -813,7 +811,7 @@ TEST(VerticalIdMatchingRefusals, CommonIdsOfAWrongLengthAreRefused) {
                                     " bytes; every batch but the last holds 1000")));
   // More digests than a batch holds (the batch size is 1000 ids).
   std::string too_many;
-  for (int i = 0; i < 1001; ++i) too_many += common.substr(0, common::kIdDigestBytes);
+  for (int i = 0; i < 1001; ++i) too_many += common.substr(0, wire::kIdDigestBytes);
   EXPECT_THAT(CallStep(*p.f, "hospital-a", 0, p.ids.Common(too_many)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        absl::StrCat("holds ", too_many.size(), " bytes")));
@@ -824,7 +822,7 @@ TEST(VerticalIdMatchingRefusals, CommonIdsOutsideThePartysOwnListAreRefused) {
   ASSERT_OK_AND_ASSIGN(Prepared p, PrepareTwo("refuse_common_foreign"));
   ASSERT_OK_AND_ASSIGN(std::string common, p.ids.UpToCommon());
   // One more digest, in no party's list (sorted last).
-  const std::string foreign = common + std::string(common::kIdDigestBytes, '\xff');
+  const std::string foreign = common + std::string(wire::kIdDigestBytes, '\xff');
   EXPECT_THAT(CallStep(*p.f, "hospital-a", 0, p.ids.Common(foreign)),
               StatusIs(absl::StatusCode::kPermissionDenied, "the leader's common ids are refused"));
 }
@@ -837,7 +835,7 @@ TEST(VerticalIdMatchingRefusals, CommonIdsDeliveredAgainWithOtherContentAreRefus
                        CallStep(*p.f, "hospital-a", 0, p.ids.Common(common)));
   EXPECT_EQ(first.ids().common().count(), 5u);
   // Four of the five afterwards: the party would sign a second intersection.
-  EXPECT_THAT(CallStep(*p.f, "hospital-a", 0, p.ids.Common(common.substr(common::kIdDigestBytes))),
+  EXPECT_THAT(CallStep(*p.f, "hospital-a", 0, p.ids.Common(common.substr(wire::kIdDigestBytes))),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "one request, one answer: batch 0 of the common ids was already delivered "
                        "with other content"));
@@ -908,7 +906,7 @@ TEST(VerticalIdMatchingRefusals, ADigestListThatDoesNotParseIsRefused) {
     ASSERT_OK_AND_ASSIGN(*d.mutable_id_digests()->mutable_digests()->mutable_ciphertext(),
                          crypto::SealFrom(*b_keys, *a_key,
                                           {kJob, run, 0, "hospital-b", "hospital-a",
-                                           common::IdDigestsPurpose(run, "hospital-a", 0, 1)},
+                                           wire::IdDigestsPurpose(run, "hospital-a", 0, 1)},
                                           bytes));
     EXPECT_THAT(CallStep(*p.f, "hospital-a", 0, d),
                 StatusIs(absl::StatusCode::kInvalidArgument, "an ID digest list does not parse"))
@@ -1111,7 +1109,7 @@ absl::StatusOr<Round> HonestRound(PartyFixture& f, uint32_t round) {
 
 // hospital-a never proposes, so every winner is hospital-b's (Job).
 void ANeverProposes(party::PartyAgentOptions& o) {
-  if (o.name == "hospital-a") o.deviation = party::DeviatingParty("never-participate");
+  if (o.name == "hospital-a") o.deviation = party_testing::DeviatingParty("never-participate");
 }
 
 // kJudgedSpec with a confidence bound that splitting Job breaks: White-collar holds p3 (flu) and
@@ -1462,17 +1460,16 @@ TEST(VerticalColumnsView, AJoinOfColumnsReleasedTwiceMissingOrOfOtherLengthsIsRe
     b.add_cells("Lawyer");
   }
   auto views = [](const std::vector<fedanon::v1::VerticalColumns>& parts)
-      -> absl::StatusOr<std::vector<common::VerticalColumnsView>> {
-    std::vector<common::VerticalColumnsView> out;
+      -> absl::StatusOr<std::vector<wire::VerticalColumnsView>> {
+    std::vector<wire::VerticalColumnsView> out;
     for (const auto& m : parts) {
-      ASSIGN_OR_RETURN(out.emplace_back(),
-                       common::VerticalColumnsView::Parse(m.SerializeAsString()));
+      ASSIGN_OR_RETURN(out.emplace_back(), wire::VerticalColumnsView::Parse(m.SerializeAsString()));
     }
     return out;
   };
   const auto sink = [](std::string_view) { return absl::OkStatus(); };
   ASSERT_OK_AND_ASSIGN(auto honest, views({a, b}));
-  ASSERT_OK(common::JoinReleasedColumnsTo(honest, {"Sex", "Job", "Class"}, sink));
+  ASSERT_OK(wire::JoinReleasedColumnsTo(honest, {"Sex", "Job", "Class"}, sink));
   // Class released by both parties.
   fedanon::v1::VerticalColumns b_class = b;
   b_class.add_names("Class");
@@ -1482,16 +1479,16 @@ TEST(VerticalColumnsView, AJoinOfColumnsReleasedTwiceMissingOrOfOtherLengthsIsRe
     b_class.add_cells("N");
   }
   ASSERT_OK_AND_ASSIGN(auto twice, views({a, b_class}));
-  EXPECT_THAT(common::JoinReleasedColumnsTo(twice, {"Sex", "Job", "Class"}, sink),
+  EXPECT_THAT(wire::JoinReleasedColumnsTo(twice, {"Sex", "Job", "Class"}, sink),
               StatusIs(absl::StatusCode::kInvalidArgument, "column 'Class' released twice"));
   // A header column no part holds.
-  EXPECT_THAT(common::JoinReleasedColumnsTo(honest, {"Sex", "Job", "Class", "Diag"}, sink),
+  EXPECT_THAT(wire::JoinReleasedColumnsTo(honest, {"Sex", "Job", "Class", "Diag"}, sink),
               StatusIs(absl::StatusCode::kInvalidArgument, "no party released column 'Diag'"));
   // One part a record short.
   fedanon::v1::VerticalColumns b_short = b;
   b_short.mutable_cells()->RemoveLast();
   ASSERT_OK_AND_ASSIGN(auto uneven, views({a, b_short}));
-  EXPECT_THAT(common::JoinReleasedColumnsTo(uneven, {"Sex", "Job", "Class"}, sink),
+  EXPECT_THAT(wire::JoinReleasedColumnsTo(uneven, {"Sex", "Job", "Class"}, sink),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "the parties released different numbers of records (3 vs 2)"));
 }

@@ -4,8 +4,8 @@
 // sequence and the same rows. UCI Adult (../shared/datasets/adult) when present, else gen-data's
 // Adult-like table; a private PostgreSQL server (tests/postgres/postgres_cluster.h), skipped
 // without the server binaries. The same with two of the three hospitals in push-down mode
-// (common/table/postgres_stats.h); a vertical party reading from PostgreSQL; push-down refused
-// for a vertical job.
+// (common/table_postgres/postgres_stats.h); a vertical party reading from PostgreSQL; push-down
+// refused for a vertical job.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -72,7 +72,7 @@ FedData MakeSetup() {
 fedanon::v1::SubmitJobRequest HorizontalRequest(const FedData& s,
                                                 const std::vector<std::string>& names) {
   fedanon::v1::SubmitJobRequest req;
-  auto spec = common::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
+  auto spec = spec::ParseJobSpecYaml(s.spec_yaml, "job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return req;
   *req.mutable_spec() = *spec;
@@ -116,8 +116,8 @@ FedRun RunFederation(const FedData& s, const std::string& name, const PostgresCl
       o.default_data_path = "patients";
     }
     if (o.name == "hospital-a" && !push_down) {
-      o.postgres_sink =
-          common::PostgresSink{.conninfo = cluster->conninfo(), .table = "released.\"{job_id}\""};
+      o.postgres_sink = table_postgres::PostgresSink{.conninfo = cluster->conninfo(),
+                                                     .table = "released.\"{job_id}\""};
     }
   });
   EXPECT_TRUE(fed.ok()) << fed.status();
@@ -153,9 +153,9 @@ void ExpectSameRelease(const FedRun& csv, const FedRun& pg);
 
 // Forwards to the parties; before the `at`-th call to `victim` runs `restart` once (which starts
 // a new PartyAgent of `victim` over the same directories, as a restarted daemon).
-class RestartingChannel : public common::PartyChannel {
+class RestartingChannel : public wire::PartyChannel {
  public:
-  RestartingChannel(common::PartyChannel* inner, std::string victim, int at,
+  RestartingChannel(wire::PartyChannel* inner, std::string victim, int at,
                     std::function<absl::Status()> restart)
       : inner_(inner), victim_(std::move(victim)), at_(at), restart_(std::move(restart)) {}
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
@@ -170,14 +170,14 @@ class RestartingChannel : public common::PartyChannel {
     }
     return inner_->Call(party, request, timeout);
   }
-  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+  std::vector<wire::ConnectedParty> Parties() const override { return inner_->Parties(); }
   bool restarted() const {
     absl::MutexLock lock(&mu_);
     return restarted_;
   }
 
  private:
-  common::PartyChannel* inner_;
+  wire::PartyChannel* inner_;
   const std::string victim_;
   const int at_;
   std::function<absl::Status()> restart_;
@@ -416,7 +416,7 @@ fedanon::v1::JobInfo RunVertical(const std::string& name, const std::string& dir
   });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return {};
-  auto spec = common::ParseJobSpecYaml(spec_yaml, "vertical.yaml");
+  auto spec = spec::ParseJobSpecYaml(spec_yaml, "vertical.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status();
   if (!spec.ok()) return {};
   fedanon::v1::SubmitJobRequest req;
@@ -440,13 +440,13 @@ fedanon::v1::JobInfo RunVertical(const std::string& name, const std::string& dir
 // gen-data's 2-party vertical split; hospital-b's part loaded into `cluster` as `vertical_b`.
 std::string VerticalData(const PostgresCluster* cluster) {
   const std::string dir = FreshDir("pg_vertical_data");
-  common::DatagenOptions o;
+  datagen::DatagenOptions o;
   o.rows = 300;
   o.seed = 3;
   o.out_dir = dir;
   o.parties = 2;
-  o.partition = common::DatagenOptions::Partition::kVertical;
-  EXPECT_TRUE(common::GenerateDataset(o).ok());
+  o.partition = datagen::DatagenOptions::Partition::kVertical;
+  EXPECT_TRUE(datagen::GenerateDataset(o).ok());
   auto b = ReadCsvTable(dir + "/party2.csv");
   EXPECT_TRUE(b.ok()) << b.status();
   if (b.ok() && cluster != nullptr) {

@@ -1,4 +1,4 @@
-// Push-down statistics (common/table/postgres_stats.h) against a real private server
+// Push-down statistics (common/table_postgres/postgres_stats.h) against a real private server
 // (tests/postgres/postgres_cluster.h; skipped without the binaries): on a generated Adult-like
 // table with missing values, every StatsRequest answer computed by SQL equals, word for word, what
 // AppendLocalStats computes from the loaded table, along a random sequence of specializations with
@@ -20,7 +20,7 @@
 #include "common/engine/released_rows.h"
 #include "common/engine/tips.h"
 #include "common/spec/job_spec_loader.h"
-#include "common/table/postgres_stats.h"
+#include "common/table_postgres/postgres_stats.h"
 #include "tests/postgres/postgres_cluster.h"
 #include "tests/postgres/postgres_test_data.h"
 #include "tests/support/job_authorization_util.h"
@@ -57,14 +57,14 @@ class PostgresPushdownTest : public ::testing::Test {
   }
   void SetUp() override {
     if (cluster_ == nullptr) GTEST_SKIP() << (skip_reason_ ? *skip_reason_ : "no cluster");
-    auto spec = common::LoadJobSpec(*dir_ + "/horizontal.yaml");
+    auto spec = spec::LoadJobSpec(*dir_ + "/horizontal.yaml");
     ASSERT_OK(spec);
     spec_ = *spec;
-    auto schema = common::BuildPublicSchema(spec_, TaxonomyTexts(spec_, *dir_));
+    auto schema = table::BuildPublicSchema(spec_, TaxonomyTexts(spec_, *dir_));
     ASSERT_OK(schema);
-    schema_ = std::make_unique<common::Dataset>(*std::move(schema));
+    schema_ = std::make_unique<table::Dataset>(*std::move(schema));
   }
-  common::PostgresSource Source(const std::string& query) const {
+  table_postgres::PostgresSource Source(const std::string& query) const {
     return {.name = "patients",
             .conninfo = cluster_->conninfo() + conninfo_options_,
             .table = query.empty() ? "adult" : "",
@@ -86,14 +86,14 @@ class PostgresPushdownTest : public ::testing::Test {
 
   // 14 random specializations with random requests of every kind: every word equals
   // AppendLocalStats on the loaded table; then the final check's counts and the released rows.
-  void AnswersEveryRequest(const common::PostgresPushdown::Limits& limits);
+  void AnswersEveryRequest(const table_postgres::PostgresPushdown::Limits& limits);
 
   static PostgresCluster* cluster_;
   static std::string* skip_reason_;
   static std::string* dir_;
   static std::vector<std::string>* header_;
   fedanon::v1::JobSpec spec_;
-  std::unique_ptr<common::Dataset> schema_;
+  std::unique_ptr<table::Dataset> schema_;
   std::string conninfo_options_;  // appended to the push-down's connection string
 };
 
@@ -103,11 +103,11 @@ std::string* PostgresPushdownTest::dir_ = nullptr;
 std::vector<std::string>* PostgresPushdownTest::header_ = nullptr;
 
 // The cut nodes (no children) of a hierarchy.
-std::vector<common::NodeIndex> CutNodes(const common::AttributeHierarchy& h) {
-  std::vector<common::NodeIndex> out;
+std::vector<engine::NodeIndex> CutNodes(const engine::AttributeHierarchy& h) {
+  std::vector<engine::NodeIndex> out;
   for (size_t n = 0; n < h.size(); ++n) {
-    if (h.node(static_cast<common::NodeIndex>(n)).children.empty()) {
-      out.push_back(static_cast<common::NodeIndex>(n));
+    if (h.node(static_cast<engine::NodeIndex>(n)).children.empty()) {
+      out.push_back(static_cast<engine::NodeIndex>(n));
     }
   }
   return out;
@@ -118,28 +118,30 @@ std::string Joined(const std::vector<std::string_view>& row) {
 }
 
 // A random split threshold for a continuous node (or -1 when it cannot be split).
-int32_t RandomSplit(const common::HierarchyNode& n, std::mt19937_64& rng) {
+int32_t RandomSplit(const engine::HierarchyNode& n, std::mt19937_64& rng) {
   if (n.rank_hi - n.rank_lo < 2) return -1;
   // Mostly near the low end, where gen-data's values are (capital-gain's grid is 100,000 wide).
   const int32_t width = std::min(n.rank_hi - n.rank_lo - 1, 60);
   return n.rank_lo + 1 + static_cast<int32_t>(rng() % width);
 }
 
-void PostgresPushdownTest::AnswersEveryRequest(const common::PostgresPushdown::Limits& limits) {
-  ASSERT_OK_AND_ASSIGN(common::Dataset mem,
-                       common::LoadDataset(spec_, *dir_ + "/table.csv", schema_.get()));
-  ASSERT_OK_AND_ASSIGN(auto pd, common::PostgresPushdown::Open(spec_, Source(""), *schema_));
+void PostgresPushdownTest::AnswersEveryRequest(
+    const table_postgres::PostgresPushdown::Limits& limits) {
+  ASSERT_OK_AND_ASSIGN(table::Dataset mem,
+                       table::LoadDataset(spec_, *dir_ + "/table.csv", schema_.get()));
+  ASSERT_OK_AND_ASSIGN(auto pd,
+                       table_postgres::PostgresPushdown::Open(spec_, Source(""), *schema_));
   pd->set_limits(limits);
   ASSERT_GT(mem.records_dropped, 0u) << "the test wants rows with missing values";
   EXPECT_EQ(pd->data().num_records, mem.num_records);
   EXPECT_EQ(pd->data().records_dropped, mem.records_dropped);
-  std::vector<common::AttributeHierarchy> hm, hp;
+  std::vector<engine::AttributeHierarchy> hm, hp;
   for (const auto& q : mem.qids) hm.emplace_back(&q);
   for (const auto& q : pd->data().qids) hp.emplace_back(&q);
-  common::Tips tips(&mem, &hm);
+  engine::Tips tips(&mem, &hm);
   std::mt19937_64 rng(29);
-  auto split = [&](int a, common::NodeIndex n) {
-    if (hm[a].kind() != common::QidKind::kContinuous) return;
+  auto split = [&](int a, engine::NodeIndex n) {
+    if (hm[a].kind() != table::QidKind::kContinuous) return;
     const int32_t s = RandomSplit(hm[a].node(n), rng);
     hm[a].SetSplit(n, s);
     hp[a].SetSplit(n, s);
@@ -150,9 +152,9 @@ void PostgresPushdownTest::AnswersEveryRequest(const common::PostgresPushdown::L
   size_t nonzero = 0;
   for (int step = 0; step < 14; ++step) {
     // A random request of every kind over the current cut.
-    common::StatsRequest request;
+    engine::StatsRequest request;
     for (size_t a = 0; a < hm.size(); ++a) {
-      if (hm[a].kind() != common::QidKind::kContinuous) continue;
+      if (hm[a].kind() != table::QidKind::kContinuous) continue;
       const auto& root = hm[a].node(0);
       std::vector<int32_t> bounds = {static_cast<int32_t>(rng() % 5)};
       while (bounds.size() < 6)
@@ -161,10 +163,10 @@ void PostgresPushdownTest::AnswersEveryRequest(const common::PostgresPushdown::L
       request.range_counts.push_back({static_cast<int>(a), bounds, (rng() & 1) == 1});
     }
     for (size_t a = 0; a < hm.size(); ++a) {
-      for (common::NodeIndex n : CutNodes(hm[a])) {
+      for (engine::NodeIndex n : CutNodes(hm[a])) {
         if (rng() % 3 == 0) request.node_class_counts.push_back({static_cast<int>(a), n});
         const auto& node = hm[a].node(n);
-        if (hm[a].kind() == common::QidKind::kContinuous && node.rank_hi - node.rank_lo <= 200 &&
+        if (hm[a].kind() == table::QidKind::kContinuous && node.rank_hi - node.rank_lo <= 200 &&
             rng() % 2 == 0) {
           request.rank_histograms.push_back({static_cast<int>(a), n});
         }
@@ -176,12 +178,12 @@ void PostgresPushdownTest::AnswersEveryRequest(const common::PostgresPushdown::L
       request.group_keys.push_back(tips.key(static_cast<int32_t>(p)));
       if (rng() % 2 == 0) request.released_groups.push_back(tips.key(static_cast<int32_t>(p)));
     }
-    request.group_keys.push_back(std::vector<common::NodeIndex>(hm.size(), 0));  // no such group
+    request.group_keys.push_back(std::vector<engine::NodeIndex>(hm.size(), 0));  // no such group
     request.released_combinations = mem.ValueCombinations();
     std::vector<uint64_t> want, got;
-    common::AppendLocalStats(tips, request, &want);
+    engine::AppendLocalStats(tips, request, &want);
     ASSERT_OK(pd->AppendStats(hp, request, &got));
-    ASSERT_EQ(want.size(), common::StatsLength(hm, mem.num_classes(), mem.tracked.size(), request));
+    ASSERT_EQ(want.size(), engine::StatsLength(hm, mem.num_classes(), mem.tracked.size(), request));
     ASSERT_EQ(got.size(), want.size()) << "step " << step;
     for (size_t i = 0; i < want.size(); ++i) {
       ASSERT_EQ(got[i], want[i]) << "step " << step << " word " << i;
@@ -189,9 +191,9 @@ void PostgresPushdownTest::AnswersEveryRequest(const common::PostgresPushdown::L
     nonzero += std::count_if(want.begin(), want.end(), [](uint64_t w) { return w != 0; });
     ++requests;
     // One random specialization of a refinable cut node.
-    std::vector<std::pair<int, common::NodeIndex>> refinable;
+    std::vector<std::pair<int, engine::NodeIndex>> refinable;
     for (size_t a = 0; a < hm.size(); ++a) {
-      for (common::NodeIndex n : CutNodes(hm[a])) {
+      for (engine::NodeIndex n : CutNodes(hm[a])) {
         if (hm[a].CandidateCount(n) > 0) refinable.push_back({static_cast<int>(a), n});
       }
     }
@@ -202,7 +204,7 @@ void PostgresPushdownTest::AnswersEveryRequest(const common::PostgresPushdown::L
     hp[a].Specialize(n, c);
     tips.Specialize(a, n, c);
     pd->Specialize(a, n, c);
-    for (common::NodeIndex k : kids) split(a, k);
+    for (engine::NodeIndex k : kids) split(a, k);
   }
   EXPECT_EQ(requests, 14);
   EXPECT_GT(nonzero, 1000u);  // the answers count real records
@@ -229,13 +231,13 @@ void PostgresPushdownTest::AnswersEveryRequest(const common::PostgresPushdown::L
   EXPECT_EQ(groups.size(), live);
 
   // The released rows, as a multiset.
-  const auto columns = common::ReleasedColumns(spec_, mem, /*spec_order=*/true);
+  const auto columns = engine::ReleasedColumns(spec_, mem, /*spec_order=*/true);
   std::vector<std::string> rows_mem, rows_pd;
-  ASSERT_OK(common::ForEachReleasedRow(
+  ASSERT_OK(engine::ForEachReleasedRow(
       spec_, mem, tips, hm, columns,
       [&](const std::vector<std::string_view>& r) { rows_mem.push_back(Joined(r)); }));
   ASSERT_OK(pd->ForEachReleasedRow(
-      hp, common::ReleasedColumns(spec_, pd->data(), /*spec_order=*/true),
+      hp, engine::ReleasedColumns(spec_, pd->data(), /*spec_order=*/true),
       [&](const std::vector<std::string_view>& r) { rows_pd.push_back(Joined(r)); }));
   std::sort(rows_mem.begin(), rows_mem.end());
   std::sort(rows_pd.begin(), rows_pd.end());
@@ -300,18 +302,18 @@ TEST_F(PostgresPushdownTest, SendsNoGroupingSetsRollupOrCube) {
 // The snapshot's fingerprint: equal for two Opens of the same rows (by table and by query),
 // different when one value changes or a row goes.
 TEST_F(PostgresPushdownTest, TheFingerprintChangesWithTheTable) {
-  ASSERT_OK_AND_ASSIGN(auto a, common::PostgresPushdown::Open(spec_, Source(""), *schema_));
-  ASSERT_OK_AND_ASSIGN(auto b, common::PostgresPushdown::Open(spec_, Source(""), *schema_));
-  ASSERT_OK_AND_ASSIGN(
-      auto same, common::PostgresPushdown::Open(spec_, Source("SELECT * FROM adult"), *schema_));
+  ASSERT_OK_AND_ASSIGN(auto a, table_postgres::PostgresPushdown::Open(spec_, Source(""), *schema_));
+  ASSERT_OK_AND_ASSIGN(auto b, table_postgres::PostgresPushdown::Open(spec_, Source(""), *schema_));
+  ASSERT_OK_AND_ASSIGN(auto same, table_postgres::PostgresPushdown::Open(
+                                      spec_, Source("SELECT * FROM adult"), *schema_));
   EXPECT_EQ(a->fingerprint().size(), 16u);
   EXPECT_EQ(a->fingerprint(), b->fingerprint());
   EXPECT_EQ(a->fingerprint(), same->fingerprint());
   ASSERT_OK_AND_ASSIGN(
       auto relabelled,
-      common::PostgresPushdown::Open(
+      table_postgres::PostgresPushdown::Open(
           spec_, Source(SelectWith("marital-status", "'Divorced'", "n <= 50")), *schema_));
-  ASSERT_OK_AND_ASSIGN(auto fewer, common::PostgresPushdown::Open(
+  ASSERT_OK_AND_ASSIGN(auto fewer, table_postgres::PostgresPushdown::Open(
                                        spec_, Source("SELECT * FROM adult LIMIT 2000"), *schema_));
   EXPECT_NE(relabelled->fingerprint(), a->fingerprint());
   EXPECT_NE(fewer->fingerprint(), a->fingerprint());
@@ -322,22 +324,22 @@ TEST_F(PostgresPushdownTest, TheFingerprintChangesWithTheTable) {
 // check at job start, with the reader's messages.
 TEST_F(PostgresPushdownTest, RefusesBadInputWithTheReadersMessages) {
   // A NULL, with the reader's advice.
-  auto pd = common::PostgresPushdown::Open(spec_, Source(SelectWith("workclass", "NULL", "n = 7")),
-                                           *schema_);
+  auto pd = table_postgres::PostgresPushdown::Open(
+      spec_, Source(SelectWith("workclass", "NULL", "n = 7")), *schema_);
   ASSERT_FALSE(pd.ok());
   EXPECT_THAT(pd.status().message(),
               HasSubstr("PostgreSQL source 'patients': column 2 (workclass) is NULL in 1 row; "
                         "leave NULLs out in the query (WHERE ... IS NOT NULL) or map them to the "
                         "job's missing token '?' (COALESCE)"));
   // A value outside the taxonomy, counted as the reader counts it.
-  pd = common::PostgresPushdown::Open(spec_, Source(SelectWith("race", "'Martian'", "n IN (3, 9)")),
-                                      *schema_);
+  pd = table_postgres::PostgresPushdown::Open(
+      spec_, Source(SelectWith("race", "'Martian'", "n IN (3, 9)")), *schema_);
   ASSERT_FALSE(pd.ok());
   EXPECT_THAT(pd.status().message(),
               HasSubstr("attribute 'race': 1 value is not a leaf of taxonomy "));
   EXPECT_THAT(pd.status().message(), HasSubstr("(2 records): 'Martian' (2 records)"));
   // A value off the continuous grid.
-  pd = common::PostgresPushdown::Open(
+  pd = table_postgres::PostgresPushdown::Open(
       spec_, Source(SelectWith("age", "(\"age\" + 0.5)::numeric", "n = 5")), *schema_);
   ASSERT_FALSE(pd.ok());
   EXPECT_THAT(pd.status().message(), HasSubstr("(age): "));
@@ -345,8 +347,8 @@ TEST_F(PostgresPushdownTest, RefusesBadInputWithTheReadersMessages) {
                                                "[0, 100) (1 row)"));
   // An undeclared class value: the class is also a released value column, and the reader names
   // it as such.
-  pd = common::PostgresPushdown::Open(spec_, Source(SelectWith("income", "'maybe'", "n = 11")),
-                                      *schema_);
+  pd = table_postgres::PostgresPushdown::Open(
+      spec_, Source(SelectWith("income", "'maybe'", "n = 11")), *schema_);
   ASSERT_FALSE(pd.ok());
   EXPECT_THAT(pd.status().message(),
               HasSubstr("attribute 'income': values not among its declared values: "

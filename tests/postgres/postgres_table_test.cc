@@ -1,6 +1,6 @@
-// The PostgreSQL source and sink (common/table/postgres_source.h, postgres_sink.h) against a real
-// private server (tests/postgres/postgres_cluster.h; skipped without the binaries): a table read
-// from PostgreSQL encodes exactly as the same CSV file does, bad input gets the CSV reader's
+// The PostgreSQL source and sink (common/table_postgres/postgres_source.h, postgres_sink.h) against
+// a real private server (tests/postgres/postgres_cluster.h; skipped without the binaries): a table
+// read from PostgreSQL encodes exactly as the same CSV file does, bad input gets the CSV reader's
 // errors (naming the column and the row), connection strings follow libpq's conventions without
 // the password ever showing, and the sink replaces a table all or nothing.
 #include <gmock/gmock.h>
@@ -14,8 +14,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/spec/job_spec_loader.h"
-#include "common/table/postgres_sink.h"
-#include "common/table/postgres_source.h"
+#include "common/table_postgres/postgres_sink.h"
+#include "common/table_postgres/postgres_source.h"
 #include "tests/postgres/postgres_cluster.h"
 #include "tests/postgres/postgres_test_data.h"
 #include "tests/support/status_matchers.h"
@@ -48,7 +48,7 @@ class PostgresTable : public ::testing::Test {
   }
   void SetUp() override {
     if (cluster_ == nullptr) GTEST_SKIP() << (skip_reason_ ? *skip_reason_ : "no cluster");
-    auto spec = common::LoadJobSpec(*dir_ + "/job.yaml");
+    auto spec = spec::LoadJobSpec(*dir_ + "/job.yaml");
     ASSERT_OK(spec);
     spec_ = *spec;
   }
@@ -63,7 +63,7 @@ class PostgresTable : public ::testing::Test {
     std::ifstream in(path, std::ios::binary);
     return std::string((std::istreambuf_iterator<char>(in)), {});
   }
-  common::PostgresSource Source(const std::string& query) const {
+  table_postgres::PostgresSource Source(const std::string& query) const {
     return {.name = "patients",
             .conninfo = cluster_->conninfo(),
             .table = "",
@@ -91,7 +91,7 @@ class PostgresTable : public ::testing::Test {
     table->rows[row - 1][c] = value;
     const std::string path = *dir_ + "/edited.csv";
     WriteText(path, ToCsv(*table));
-    auto loaded = common::LoadDataset(spec_, path);
+    auto loaded = table::LoadDataset(spec_, path);
     EXPECT_FALSE(loaded.ok());
     return absl::StrReplaceAll(std::string(loaded.status().message()),
                                {{absl::StrCat(path, ":", row + 1),
@@ -112,8 +112,8 @@ std::string* PostgresTable::dir_ = nullptr;
 std::vector<std::string>* PostgresTable::header_ = nullptr;
 
 // Every row of a Dataset's kept text, as read back (ReopenSource).
-std::vector<std::string> KeptRows(const common::Dataset& d) {
-  auto reader = common::ReopenSource(d);
+std::vector<std::string> KeptRows(const table::Dataset& d) {
+  auto reader = table::ReopenSource(d);
   EXPECT_TRUE(reader.ok());
   std::vector<std::string> rows;
   std::vector<std::string_view> fields;
@@ -129,13 +129,13 @@ std::vector<std::string> KeptRows(const common::Dataset& d) {
 // Every record as its encoded values (codes that do not depend on the row order as they are,
 // codes given in order of first appearance as the values they stand for), sorted: SQL promises
 // no row order without ORDER BY, so the two Datasets are compared as multisets of records.
-std::vector<std::string> EncodedRecords(const common::Dataset& d) {
+std::vector<std::string> EncodedRecords(const table::Dataset& d) {
   std::vector<std::string> records(d.num_records);
   for (size_t r = 0; r < d.num_records; ++r) {
     for (const auto& q : d.qids) {
       const int32_t code = q.codes[r];
       absl::StrAppend(&records[r],
-                      q.kind == common::QidKind::kSuppression && !q.values_declared
+                      q.kind == table::QidKind::kSuppression && !q.values_declared
                           ? q.values[code]
                           : std::to_string(code),
                       "|");
@@ -147,7 +147,7 @@ std::vector<std::string> EncodedRecords(const common::Dataset& d) {
   return records;
 }
 
-void ExpectSameDataset(const common::Dataset& pg, const common::Dataset& csv) {
+void ExpectSameDataset(const table::Dataset& pg, const table::Dataset& csv) {
   EXPECT_EQ(pg.header, csv.header);
   EXPECT_EQ(pg.num_records, csv.num_records);
   EXPECT_EQ(pg.records_dropped, csv.records_dropped);
@@ -165,30 +165,30 @@ void ExpectSameDataset(const common::Dataset& pg, const common::Dataset& csv) {
 }
 
 TEST_F(PostgresTable, ATableReadsAsTheCsvFileDoes) {
-  ASSERT_OK_AND_ASSIGN(common::Dataset csv, common::LoadDataset(spec_, *dir_ + "/table.csv"));
-  common::PostgresSource source = Source("");
+  ASSERT_OK_AND_ASSIGN(table::Dataset csv, table::LoadDataset(spec_, *dir_ + "/table.csv"));
+  table_postgres::PostgresSource source = Source("");
   source.table = "public.ADULT";  // SQL's rules: unquoted names fold to lower case
-  ASSERT_OK_AND_ASSIGN(common::Dataset pg, common::LoadDatasetFromPostgres(spec_, source));
+  ASSERT_OK_AND_ASSIGN(table::Dataset pg, table_postgres::LoadDatasetFromPostgres(spec_, source));
   EXPECT_EQ(pg.num_records, 3000u);
   ExpectSameDataset(pg, csv);
 }
 
 TEST_F(PostgresTable, AQueryReadsAsTheCsvFileDoes) {
-  ASSERT_OK_AND_ASSIGN(common::Dataset csv, common::LoadDataset(spec_, *dir_ + "/table.csv"));
-  ASSERT_OK_AND_ASSIGN(common::Dataset pg,
-                       common::LoadDatasetFromPostgres(spec_, Source(SelectWith("", "") + " ;\n")));
+  ASSERT_OK_AND_ASSIGN(table::Dataset csv, table::LoadDataset(spec_, *dir_ + "/table.csv"));
+  ASSERT_OK_AND_ASSIGN(table::Dataset pg, table_postgres::LoadDatasetFromPostgres(
+                                              spec_, Source(SelectWith("", "") + " ;\n")));
   ExpectSameDataset(pg, csv);
 }
 
 TEST_F(PostgresTable, ANullNamesTheColumnAndTheRow) {
-  auto got = common::LoadDatasetFromPostgres(
+  auto got = table_postgres::LoadDatasetFromPostgres(
       spec_, Source(SelectWith("workclass", "CASE WHEN n = 7 THEN NULL ELSE workclass END")));
   EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument,
                             "PostgreSQL source 'patients', row 7: column 2 (workclass) is NULL"));
 }
 
 TEST_F(PostgresTable, TextInAContinuousColumnIsATypeError) {
-  auto got = common::LoadDatasetFromPostgres(spec_, Source(SelectWith("age", "age::text")));
+  auto got = table_postgres::LoadDatasetFromPostgres(spec_, Source(SelectWith("age", "age::text")));
   EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument,
                             "column 'age' has type text; attribute 'age' is continuous"));
 }
@@ -196,7 +196,7 @@ TEST_F(PostgresTable, TextInAContinuousColumnIsATypeError) {
 TEST_F(PostgresTable, ABadNumberGetsTheCsvReadersError) {
   const std::string expected = CsvErrorFor("age", 3, "NaN");
   EXPECT_THAT(expected, HasSubstr("row 3: column 1 (age): 'NaN' is not a number"));
-  auto got = common::LoadDatasetFromPostgres(
+  auto got = table_postgres::LoadDatasetFromPostgres(
       spec_, Source(SelectWith("age", "CASE WHEN n = 3 THEN 'NaN'::numeric ELSE age END")));
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().message(), expected);
@@ -205,49 +205,50 @@ TEST_F(PostgresTable, ABadNumberGetsTheCsvReadersError) {
 TEST_F(PostgresTable, AnUnknownValueGetsTheCsvReadersError) {
   const std::string expected = CsvErrorFor("workclass", 5, "Martian");
   EXPECT_THAT(expected, HasSubstr("'Martian' (1 record)"));
-  auto got = common::LoadDatasetFromPostgres(
+  auto got = table_postgres::LoadDatasetFromPostgres(
       spec_, Source(SelectWith("workclass", "CASE WHEN n = 5 THEN 'Martian' ELSE workclass END")));
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().message(), expected);
 }
 
 TEST_F(PostgresTable, AMissingColumnIsNamed) {
-  auto got = common::LoadDatasetFromPostgres(spec_, Source("SELECT age, workclass FROM adult"));
+  auto got =
+      table_postgres::LoadDatasetFromPostgres(spec_, Source("SELECT age, workclass FROM adult"));
   EXPECT_THAT(got, StatusIs(absl::StatusCode::kInvalidArgument,
                             "named in the spec is not a column of PostgreSQL source 'patients' "
                             "(columns: age, workclass)"));
 }
 
 TEST_F(PostgresTable, AFailingQueryIsNamed) {
-  EXPECT_THAT(common::LoadDatasetFromPostgres(spec_, Source("SELECT * FROM no_such_table")),
+  EXPECT_THAT(table_postgres::LoadDatasetFromPostgres(spec_, Source("SELECT * FROM no_such_table")),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "PostgreSQL source 'patients': the query failed: ERROR:  relation "
                        "\"no_such_table\" does not exist"));
   // Part way through the rows: the server's error, after the last row that arrived.
-  EXPECT_THAT(common::LoadDatasetFromPostgres(
+  EXPECT_THAT(table_postgres::LoadDatasetFromPostgres(
                   spec_, Source(SelectWith("age", "CASE WHEN n = 2500 THEN 1 / 0 ELSE age END"))),
               StatusIs(absl::StatusCode::kInvalidArgument, "division by zero"));
-  common::PostgresSource missing = Source("");
+  table_postgres::PostgresSource missing = Source("");
   missing.table = "no_such_table";
-  EXPECT_THAT(common::LoadDatasetFromPostgres(spec_, missing),
+  EXPECT_THAT(table_postgres::LoadDatasetFromPostgres(spec_, missing),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "finding the table 'no_such_table' failed: ERROR:  relation "
                        "\"no_such_table\" does not exist"));
   // A query cannot write: the source reads in a read-only transaction.
-  EXPECT_THAT(common::LoadDatasetFromPostgres(
+  EXPECT_THAT(table_postgres::LoadDatasetFromPostgres(
                   spec_, Source("WITH gone AS (DELETE FROM adult RETURNING *) SELECT * FROM gone")),
               StatusIs(absl::StatusCode::kInvalidArgument, "read-only transaction"));
   EXPECT_EQ(Rows("SELECT count(*) FROM adult"), (std::vector<std::string>{"3000"}));
 }
 
 TEST_F(PostgresTable, ABadConnectionStringIsUnavailable) {
-  common::PostgresSource source = Source("SELECT * FROM adult");
+  table_postgres::PostgresSource source = Source("SELECT * FROM adult");
   source.conninfo = "host=/nonexistent-socket-dir port=1 dbname=x";
   EXPECT_THAT(
-      common::LoadDatasetFromPostgres(spec_, source),
+      table_postgres::LoadDatasetFromPostgres(spec_, source),
       StatusIs(absl::StatusCode::kUnavailable, "PostgreSQL source 'patients': cannot connect: "));
   source.conninfo = "hots=localhost";
-  EXPECT_THAT(common::LoadDatasetFromPostgres(spec_, source),
+  EXPECT_THAT(table_postgres::LoadDatasetFromPostgres(spec_, source),
               StatusIs(absl::StatusCode::kUnavailable, "invalid connection option \"hots\""));
 }
 
@@ -259,19 +260,19 @@ TEST_F(PostgresTable, APassfileWorksAndAPasswordIsNeverInAMessage) {
                                    ":*:fedanon:", PostgresCluster::kPassword, "\n"));
   std::filesystem::permissions(
       passfile, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  common::PostgresSource source = Source("SELECT * FROM adult");
+  table_postgres::PostgresSource source = Source("SELECT * FROM adult");
   source.conninfo = absl::StrCat(tcp, " passfile=", passfile);
-  ASSERT_OK_AND_ASSIGN(common::Dataset pg, common::LoadDatasetFromPostgres(spec_, source));
+  ASSERT_OK_AND_ASSIGN(table::Dataset pg, table_postgres::LoadDatasetFromPostgres(spec_, source));
   EXPECT_EQ(pg.num_records, 3000u);
 
   source.conninfo = absl::StrCat(tcp, " password=wrong-Pa55word-42");
-  auto got = common::LoadDatasetFromPostgres(spec_, source);
+  auto got = table_postgres::LoadDatasetFromPostgres(spec_, source);
   EXPECT_THAT(got, StatusIs(absl::StatusCode::kUnavailable,
                             "password authentication failed for user \"fedanon\""));
   EXPECT_THAT(std::string(got.status().message()), Not(HasSubstr("wrong-Pa55word-42")));
 
-  common::PostgresSink sink{.conninfo = source.conninfo, .table = "t"};
-  absl::Status st = common::WriteTableToPostgres(sink, "job-1", "a,b\n1,2\n");
+  table_postgres::PostgresSink sink{.conninfo = source.conninfo, .table = "t"};
+  absl::Status st = table_postgres::WriteTableToPostgres(sink, "job-1", "a,b\n1,2\n");
   EXPECT_THAT(st, StatusIs(absl::StatusCode::kUnavailable, "password authentication failed"));
   EXPECT_THAT(std::string(st.message()), Not(HasSubstr("wrong-Pa55word-42")));
 }
@@ -286,7 +287,7 @@ std::vector<std::string> SortedRows(const PostgresCluster& c, const std::string&
 }
 
 std::vector<std::string> SortedCsvRows(const std::string& csv) {
-  auto reader = common::CsvReader::FromString(csv, "csv");
+  auto reader = table::CsvReader::FromString(csv, "csv");
   EXPECT_TRUE(reader.ok());
   std::vector<std::string> rows;
   std::vector<std::string_view> fields;
@@ -304,14 +305,14 @@ std::vector<std::string> SortedCsvRows(const std::string& csv) {
 
 TEST_F(PostgresTable, TheSinkWritesAndReplacesTheTable) {
   ASSERT_OK(cluster_->Sql("CREATE SCHEMA released"));
-  const common::PostgresSink sink{.conninfo = cluster_->conninfo(),
-                                  .table = "released.\"Adult_{job_id}\""};
+  const table_postgres::PostgresSink sink{.conninfo = cluster_->conninfo(),
+                                          .table = "released.\"Adult_{job_id}\""};
   const std::string first = SlurpFile(*dir_ + "/table.csv");
-  ASSERT_OK(common::WriteTableToPostgres(sink, "job1", first));
+  ASSERT_OK(table_postgres::WriteTableToPostgres(sink, "job1", first));
   EXPECT_EQ(SortedRows(*cluster_, "released.\"Adult_job1\""), SortedCsvRows(first));
   // Every column is text, named as in the header (quoted values, tabs and backslashes intact).
   const std::string odd = "a b,c-d\n\"x,\ty\",\"back\\slash \"\"q\"\"\"\n[1-5),\n";
-  ASSERT_OK(common::WriteTableToPostgres(sink, "job1", odd));
+  ASSERT_OK(table_postgres::WriteTableToPostgres(sink, "job1", odd));
   EXPECT_EQ(Rows("SELECT \"a b\", \"c-d\" FROM released.\"Adult_job1\" ORDER BY 1"),
             (std::vector<std::string>{"[1-5)|", "x,\ty|back\\slash \"q\""}));
   EXPECT_EQ(Rows("SELECT count(*) FROM pg_tables WHERE schemaname = 'released'"),
@@ -319,21 +320,22 @@ TEST_F(PostgresTable, TheSinkWritesAndReplacesTheTable) {
 }
 
 TEST_F(PostgresTable, ASinkFailureLeavesThePreviousTableUntouched) {
-  const common::PostgresSink sink{.conninfo = cluster_->conninfo(), .table = "kept"};
-  ASSERT_OK(common::WriteTableToPostgres(sink, "j", "v\nold-1\nold-2\n"));
+  const table_postgres::PostgresSink sink{.conninfo = cluster_->conninfo(), .table = "kept"};
+  ASSERT_OK(table_postgres::WriteTableToPostgres(sink, "j", "v\nold-1\nold-2\n"));
   // More than one COPY chunk (1 MiB) of good rows reach the server, then a malformed row.
   std::string big = "v\n";
   while (big.size() < (3 << 20)) big += "a-new-row-that-reaches-the-server\n";
   big += "two,fields\n";
-  absl::Status st = common::WriteTableToPostgres(sink, "j", big);
+  absl::Status st = table_postgres::WriteTableToPostgres(sink, "j", big);
   EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument, "expected 1 fields, found 2"));
   EXPECT_EQ(SortedRows(*cluster_, "kept"), (std::vector<std::string>{"old-1", "old-2"}));
   EXPECT_EQ(Rows("SELECT to_regclass('kept_fedanon_new') IS NULL"),
             (std::vector<std::string>{"t"}));
   // A failure after the rows are in (the name holds a view, which DROP TABLE refuses).
   ASSERT_OK(cluster_->Sql("CREATE VIEW kept_view AS SELECT 'view-row'::text AS v"));
-  const common::PostgresSink onto_view{.conninfo = cluster_->conninfo(), .table = "kept_view"};
-  EXPECT_THAT(common::WriteTableToPostgres(onto_view, "j", "v\nnew\n"),
+  const table_postgres::PostgresSink onto_view{.conninfo = cluster_->conninfo(),
+                                               .table = "kept_view"};
+  EXPECT_THAT(table_postgres::WriteTableToPostgres(onto_view, "j", "v\nnew\n"),
               StatusIs(absl::StatusCode::kInvalidArgument, "dropping the previous table failed"));
   EXPECT_EQ(SortedRows(*cluster_, "kept_view"), (std::vector<std::string>{"view-row"}));
   EXPECT_EQ(Rows("SELECT to_regclass('kept_view_fedanon_new') IS NULL"),

@@ -33,12 +33,12 @@ inline std::vector<std::string> AdultSqlColumns(const std::vector<std::string>& 
 // records into a fresh directory and returns it.
 inline std::string GenerateAdultLike(const std::string& name, uint64_t rows, int parties) {
   const std::string dir = FreshDir(name);
-  common::DatagenOptions o;
+  datagen::DatagenOptions o;
   o.rows = rows;
   o.seed = 7;
   o.out_dir = dir;
   o.parties = parties;
-  auto summary = common::GenerateDataset(o);
+  auto summary = datagen::GenerateDataset(o);
   EXPECT_TRUE(summary.ok()) << summary.status();
   return dir;
 }

@@ -43,9 +43,9 @@ class ConfigReloadTest : public ::testing::Test {
     at_start_ = *config;
   }
   void Write(const std::string& name, const std::string& text, bool private_key = false) {
-    ASSERT_TRUE(common::WriteFileAtomically(
+    ASSERT_TRUE(base::WriteFileAtomically(
                     dir_.File(name), text,
-                    {.mode = private_key ? common::kPrivateFileMode : common::kSharedFileMode})
+                    {.mode = private_key ? base::kPrivateFileMode : base::kSharedFileMode})
                     .ok());
   }
   void WritePair(const crypto::IssuedCertificate& seal) {

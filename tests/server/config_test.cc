@@ -328,7 +328,7 @@ TEST_F(ConfigTest, SyntaxErrorAndMissingFile) {
 // memory.
 TEST_F(ConfigTest, OversizedConfigIsRefusedWithAClearError) {
   const std::string padded = std::string(kLeaderYaml) + "# " +
-                             std::string(static_cast<size_t>(common::kMaxConfigBytes), 'x') + "\n";
+                             std::string(static_cast<size_t>(base::kMaxConfigBytes), 'x') + "\n";
   EXPECT_THAT(LoadLeaderConfig(Write("leader.yaml", padded)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "is larger than the limit of 1048576 bytes for a config file"));

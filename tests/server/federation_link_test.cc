@@ -86,7 +86,7 @@ class FederationLinkTest : public ::testing::Test {
     ASSERT_OK_AND_ASSIGN(server_,
                          leader_daemon::LeaderServer::Start(so, &connections_, backend_.get()));
     const TlsMaterial admin_tls = pki_.Admin("admin");
-    admin_ = common::AdminSigner{admin_tls.cert_pem, admin_tls.key_pem};
+    admin_ = wire::AdminSigner{admin_tls.cert_pem, admin_tls.key_pem};
 
     const auto files = fedanon::testing::PartyFiles(ExampleA());
     for (size_t i = 0; i < files.size(); ++i) {
@@ -144,9 +144,9 @@ class FederationLinkTest : public ::testing::Test {
                      fedanon::testing::MakeRequest(s, names_));
     std::map<std::string, std::string> texts(request.taxonomies().begin(),
                                              request.taxonomies().end());
-    ASSIGN_OR_RETURN(*request.mutable_authorization(),
-                     common::AuthorizeSubmission(
-                         request, common::CanonicalJobBytes(request.spec(), texts), admin_));
+    ASSIGN_OR_RETURN(
+        *request.mutable_authorization(),
+        wire::AuthorizeSubmission(request, spec::CanonicalJobBytes(request.spec(), texts), admin_));
     return leader_->Submit(request, "admin");
   }
 
@@ -178,7 +178,7 @@ class FederationLinkTest : public ::testing::Test {
   std::unique_ptr<leader::Leader> leader_;
   std::unique_ptr<admin::AdminBackend> backend_;
   std::unique_ptr<leader_daemon::LeaderServer> server_;
-  common::AdminSigner admin_;
+  wire::AdminSigner admin_;
   std::vector<std::string> names_;
   std::vector<std::unique_ptr<party::PartyAgent>> agents_;
   std::vector<std::unique_ptr<party_daemon::PartyClient>> clients_;

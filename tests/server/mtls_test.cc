@@ -114,7 +114,7 @@ class FakeAdminBackend final : public admin::AdminBackend {
     for (size_t i = 0; i < result.size(); ++i) result[i] = static_cast<char>('a' + i % 26);
     return result;
   }
-  std::vector<common::ConnectedParty> Parties() override { return connections_->Parties(); }
+  std::vector<wire::ConnectedParty> Parties() override { return connections_->Parties(); }
 
  private:
   leader_daemon::PartyConnections* connections_;
@@ -152,7 +152,7 @@ class MtlsTest : public ::testing::Test {
   std::unique_ptr<party_daemon::PartyClient> StartParty(
       const std::string& name, party_daemon::PartyHandler handler = Echo,
       const RevocationCheck* revocation = nullptr,
-      common::ProtocolVersion protocol = common::kProtocolVersion) {
+      wire::ProtocolVersion protocol = wire::kProtocolVersion) {
     party_daemon::PartyClientOptions options;
     options.protocol_version = protocol;
     options.revocation = revocation;
@@ -200,8 +200,7 @@ class MtlsTest : public ::testing::Test {
     hello.mutable_hello()->set_version("test");
     hello.mutable_hello()->set_seal_certificate(seal_cert);
     if (versioned) {
-      *hello.mutable_hello()->mutable_protocol_version() =
-          common::ToProto(common::kProtocolVersion);
+      *hello.mutable_hello()->mutable_protocol_version() = wire::ToProto(wire::kProtocolVersion);
     }
     LeaderMessage ack;
     return raw.stream->Write(hello) && raw.stream->Read(&ack) && ack.has_hello_ack();
@@ -335,19 +334,19 @@ TEST_F(MtlsTest, PartyRefusesALeaderItsRevocationListRevokes) {
 // minor version of skew is served, an old party (the previous minor version) against a newer
 // leader works; anything else is refused with both versions named.
 TEST(ProtocolVersionTest, TheLeaderServesItsMinorVersionAndTheOneBefore) {
-  EXPECT_OK(common::CheckPartyProtocol("p", {2, 1}, {2, 1}));
-  EXPECT_OK(common::CheckPartyProtocol("p", {2, 0}, {2, 1}));
-  EXPECT_THAT(common::CheckPartyProtocol("p", {2, 2}, {2, 1}),
+  EXPECT_OK(wire::CheckPartyProtocol("p", {2, 1}, {2, 1}));
+  EXPECT_OK(wire::CheckPartyProtocol("p", {2, 0}, {2, 1}));
+  EXPECT_THAT(wire::CheckPartyProtocol("p", {2, 2}, {2, 1}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "party 'p' speaks protocol 2.2; this leader supports 2.0-2.1"));
-  EXPECT_THAT(common::CheckPartyProtocol("p", {2, 0}, {2, 2}),
+  EXPECT_THAT(wire::CheckPartyProtocol("p", {2, 0}, {2, 2}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "party 'p' speaks protocol 2.0; this leader supports 2.1-2.2"));
-  EXPECT_THAT(common::CheckPartyProtocol("p", {3, 1}, {2, 1}),
+  EXPECT_THAT(wire::CheckPartyProtocol("p", {3, 1}, {2, 1}),
               StatusIs(absl::StatusCode::kFailedPrecondition, "speaks protocol 3.1"));
-  EXPECT_OK(common::CheckLeaderProtocol({2, 0}, {2, 1}));
-  EXPECT_OK(common::CheckLeaderProtocol({2, 2}, {2, 1}));
-  EXPECT_THAT(common::CheckLeaderProtocol({3, 0}, {2, 1}),
+  EXPECT_OK(wire::CheckLeaderProtocol({2, 0}, {2, 1}));
+  EXPECT_OK(wire::CheckLeaderProtocol({2, 2}, {2, 1}));
+  EXPECT_THAT(wire::CheckLeaderProtocol({3, 0}, {2, 1}),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "the leader speaks protocol 3.0; this party speaks 2.1"));
 }
@@ -355,28 +354,28 @@ TEST(ProtocolVersionTest, TheLeaderServesItsMinorVersionAndTheOneBefore) {
 // This build speaks 2.0, a major version: a peer of any 1.x version is refused both ways, and so
 // is a hello or hello_ack without a version (a build older than the exchange of versions: 1.0).
 TEST(ProtocolVersionTest, ThisBuildRefusesEveryOneXPeerAndAPeerWithoutAVersion) {
-  ASSERT_EQ(common::kProtocolVersion, (common::ProtocolVersion{2, 0}));
-  EXPECT_OK(common::CheckPartyProtocol("p", common::kProtocolVersion));
-  EXPECT_OK(common::CheckLeaderProtocol(common::kProtocolVersion));
+  ASSERT_EQ(wire::kProtocolVersion, (wire::ProtocolVersion{2, 0}));
+  EXPECT_OK(wire::CheckPartyProtocol("p", wire::kProtocolVersion));
+  EXPECT_OK(wire::CheckLeaderProtocol(wire::kProtocolVersion));
   for (const uint32_t minor : {0u, 1u, 2u, 3u, 4u, 9u}) {
-    const common::ProtocolVersion old{1, minor};
-    EXPECT_THAT(common::CheckPartyProtocol("p", old),
+    const wire::ProtocolVersion old{1, minor};
+    EXPECT_THAT(wire::CheckPartyProtocol("p", old),
                 StatusIs(absl::StatusCode::kFailedPrecondition,
                          absl::StrCat("party 'p' speaks protocol 1.", minor,
                                       "; this leader supports 2.0-2.0")));
     EXPECT_THAT(
-        common::CheckLeaderProtocol(old),
+        wire::CheckLeaderProtocol(old),
         StatusIs(absl::StatusCode::kFailedPrecondition,
                  absl::StrCat("the leader speaks protocol 1.", minor, "; this party speaks 2.0")));
   }
   const fedanon::v1::PartyHello unversioned_hello;
-  EXPECT_EQ(common::ProtocolVersionOf(unversioned_hello), (common::ProtocolVersion{1, 0}));
-  EXPECT_THAT(common::CheckPartyProtocol("p", common::ProtocolVersionOf(unversioned_hello)),
+  EXPECT_EQ(wire::ProtocolVersionOf(unversioned_hello), (wire::ProtocolVersion{1, 0}));
+  EXPECT_THAT(wire::CheckPartyProtocol("p", wire::ProtocolVersionOf(unversioned_hello)),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "party 'p' speaks protocol 1.0; this leader supports 2.0-2.0"));
   const fedanon::v1::HelloAck unversioned_ack;
-  EXPECT_EQ(common::ProtocolVersionOf(unversioned_ack), (common::ProtocolVersion{1, 0}));
-  EXPECT_THAT(common::CheckLeaderProtocol(common::ProtocolVersionOf(unversioned_ack)),
+  EXPECT_EQ(wire::ProtocolVersionOf(unversioned_ack), (wire::ProtocolVersion{1, 0}));
+  EXPECT_THAT(wire::CheckLeaderProtocol(wire::ProtocolVersionOf(unversioned_ack)),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "the leader speaks protocol 1.0; this party speaks 2.0"));
 }
@@ -385,8 +384,8 @@ TEST(ProtocolVersionTest, ThisBuildRefusesEveryOneXPeerAndAPeerWithoutAVersion) 
 // hello without a version (a party from before versions were exchanged) speaks 1.0: both are
 // refused naming both versions.
 TEST_F(MtlsTest, APartyOfTheLastMajorVersionOrWithoutVersionIsRefused) {
-  ASSERT_EQ(common::kProtocolVersion, (common::ProtocolVersion{2, 0}));
-  auto old = StartParty("hospital-a", Echo, nullptr, common::ProtocolVersion{1, 4});
+  ASSERT_EQ(wire::kProtocolVersion, (wire::ProtocolVersion{2, 0}));
+  auto old = StartParty("hospital-a", Echo, nullptr, wire::ProtocolVersion{1, 4});
   EXPECT_FALSE(old->WaitUntilConnected(absl::Seconds(1)));
   EXPECT_EQ(old->sessions(), 0);
   EXPECT_FALSE(connections_.IsConnected("hospital-a"));
@@ -404,7 +403,7 @@ TEST_F(MtlsTest, APartyOfTheNextMajorVersionIsRefusedWithBothVersionsNamed) {
   PartyMessage hello;
   hello.mutable_hello()->set_version("future");
   hello.mutable_hello()->set_seal_certificate(pki_->SealCert("hospital-a"));
-  hello.mutable_hello()->mutable_protocol_version()->set_major(common::kProtocolVersion.major + 1);
+  hello.mutable_hello()->mutable_protocol_version()->set_major(wire::kProtocolVersion.major + 1);
   hello.mutable_hello()->mutable_protocol_version()->set_minor(0);
   LeaderMessage ack;
   EXPECT_TRUE(raw->stream->Write(hello));
@@ -414,7 +413,7 @@ TEST_F(MtlsTest, APartyOfTheNextMajorVersionIsRefusedWithBothVersionsNamed) {
   EXPECT_EQ(status.error_message(),
             "party 'hospital-a' speaks protocol 3.0; this leader supports 2.0-2.0");
   // A PartyClient advertising it never gets in, and backs off (no reconnect loop).
-  auto future = StartParty("hospital-c", Echo, nullptr, common::ProtocolVersion{3, 0});
+  auto future = StartParty("hospital-c", Echo, nullptr, wire::ProtocolVersion{3, 0});
   EXPECT_FALSE(future->WaitUntilConnected(absl::Seconds(1)));
   EXPECT_EQ(future->sessions(), 0);
   EXPECT_FALSE(connections_.IsConnected("hospital-a"));

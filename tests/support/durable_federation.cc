@@ -93,7 +93,7 @@ absl::StatusOr<fedanon::v1::PartyMessage> CrashingChannel::Call(
   return inner_->Call(party, request, timeout);
 }
 
-std::vector<common::ConnectedParty> CrashingChannel::Parties() const {
+std::vector<wire::ConnectedParty> CrashingChannel::Parties() const {
   if (dead_) return {};
   return inner_->Parties();
 }

@@ -32,14 +32,14 @@ std::string CallKind(const fedanon::v1::LeaderMessage& request);
 // Between the leaders and the parties: keeps each party's answer to every distinct request
 // (request_id aside). A request asked again — the replay of a restarted leader, the repeat after a
 // lost reply — is counted, and an answer that differs from the first one is named.
-class AnswerLedger : public common::PartyChannel {
+class AnswerLedger : public wire::PartyChannel {
  public:
-  explicit AnswerLedger(common::PartyChannel* inner) : inner_(inner) {}
+  explicit AnswerLedger(wire::PartyChannel* inner) : inner_(inner) {}
 
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override;
-  std::vector<common::ConnectedParty> Parties() const override { return inner_->Parties(); }
+  std::vector<wire::ConnectedParty> Parties() const override { return inner_->Parties(); }
 
   // Requests a party answered again after answering them once.
   int repeated() const;
@@ -47,7 +47,7 @@ class AnswerLedger : public common::PartyChannel {
   std::vector<std::string> differing() const;
 
  private:
-  common::PartyChannel* inner_;
+  wire::PartyChannel* inner_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::string> answers_ ABSL_GUARDED_BY(mu_);  // party + request -> reply
   int repeated_ ABSL_GUARDED_BY(mu_) = 0;
@@ -56,12 +56,12 @@ class AnswerLedger : public common::PartyChannel {
 
 // Forwards to the in-process parties; at call number `crash_at` (1-based) runs `crash` instead,
 // which decides what the caller gets. Counts every call.
-class CrashingChannel : public common::PartyChannel {
+class CrashingChannel : public wire::PartyChannel {
  public:
   using Crash = std::function<absl::StatusOr<fedanon::v1::PartyMessage>(
       const std::string& party, const fedanon::v1::LeaderMessage& request)>;
 
-  explicit CrashingChannel(common::PartyChannel* inner) : inner_(inner) {}
+  explicit CrashingChannel(wire::PartyChannel* inner) : inner_(inner) {}
   void CrashAt(int call, Crash crash);
   // Whether the crash set by CrashAt has run.
   bool crashed() const;
@@ -74,10 +74,10 @@ class CrashingChannel : public common::PartyChannel {
   absl::StatusOr<fedanon::v1::PartyMessage> Call(const std::string& party,
                                                  const fedanon::v1::LeaderMessage& request,
                                                  absl::Duration timeout) override;
-  std::vector<common::ConnectedParty> Parties() const override;
+  std::vector<wire::ConnectedParty> Parties() const override;
 
  private:
-  common::PartyChannel* inner_;
+  wire::PartyChannel* inner_;
   std::atomic<bool> dead_{false};
   mutable absl::Mutex mu_;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;

@@ -19,11 +19,11 @@
 namespace fedanon::testing {
 
 // A TLS certificate with the admin role, issued by `ca`, as the admin's signing material.
-inline absl::StatusOr<common::AdminSigner> IssueTestAdmin(const crypto::CertificateAuthority& ca,
-                                                          const std::string& name = "admin") {
+inline absl::StatusOr<wire::AdminSigner> IssueTestAdmin(const crypto::CertificateAuthority& ca,
+                                                        const std::string& name = "admin") {
   auto tls = ca.IssueTls({crypto::Role::kAdmin, name}, {}, absl::Hours(24));
   if (!tls.ok()) return tls.status();
-  return common::AdminSigner{tls->cert_pem, tls->key_pem};
+  return wire::AdminSigner{tls->cert_pem, tls->key_pem};
 }
 
 // The taxonomy files `spec` names, read from `data_dir` (missing ones are left out).
@@ -44,21 +44,22 @@ inline std::map<std::string, std::string> TaxonomyTexts(const fedanon::v1::JobSp
 
 // The AuthorizedJob for exactly what the Prepare in `msg` names (an admin who signed this job):
 // its ring, recipient, leader_party, data path (for every ring party), taxonomy paths, and the
-// digest of its spec with `taxonomy_texts`. Tests that play a deviating leader change `msg` afterwards.
+// digest of its spec with `taxonomy_texts`. Tests that play a deviating leader change `msg`
+// afterwards.
 inline fedanon::v1::AuthorizedJob AuthorizedJobOf(
     const fedanon::v1::LeaderMessage& msg,
     const std::map<std::string, std::string>& taxonomy_texts = {}) {
   const auto& prepare = msg.prepare();
   fedanon::v1::AuthorizedJob job;
-  job.set_run_id(*common::NewRunId());
-  job.set_job_digest(crypto::Sha256(common::CanonicalJobBytes(prepare.spec(), taxonomy_texts)));
+  job.set_run_id(*wire::NewRunId());
+  job.set_job_digest(crypto::Sha256(spec::CanonicalJobBytes(prepare.spec(), taxonomy_texts)));
   for (const auto& p : prepare.ring()) job.add_ring(p);
   job.set_recipient(prepare.recipient());
   job.set_leader_party(prepare.leader_party());
   if (!prepare.data_path().empty()) {
     for (const auto& p : prepare.ring()) (*job.mutable_data_paths())[p] = prepare.data_path();
   }
-  for (const auto& [attribute, path] : common::TaxonomyPathsOf(prepare.spec())) {
+  for (const auto& [attribute, path] : wire::TaxonomyPathsOf(prepare.spec())) {
     (*job.mutable_taxonomy_paths())[attribute] = path;
   }
   const absl::Time now = absl::Now();
@@ -69,8 +70,8 @@ inline fedanon::v1::AuthorizedJob AuthorizedJobOf(
 
 // Signs `job` into the Prepare of `msg`.
 inline absl::Status SignInto(fedanon::v1::LeaderMessage* msg, const fedanon::v1::AuthorizedJob& job,
-                             const common::AdminSigner& admin) {
-  auto auth = common::SignAuthorizedJob(job, admin);
+                             const wire::AdminSigner& admin) {
+  auto auth = wire::SignAuthorizedJob(job, admin);
   if (!auth.ok()) return auth.status();
   *msg->mutable_prepare()->mutable_authorization() = *std::move(auth);
   return absl::OkStatus();
@@ -81,7 +82,7 @@ inline absl::Status SignInto(fedanon::v1::LeaderMessage* msg, const fedanon::v1:
 // this process gets the same authorization, so parties prepared one by one share the run id
 // bound into every sealed box. A test that wants a new run signs AuthorizedJobOf itself.
 inline absl::Status AuthorizePrepare(
-    fedanon::v1::LeaderMessage* msg, const common::AdminSigner& admin,
+    fedanon::v1::LeaderMessage* msg, const wire::AdminSigner& admin,
     const std::map<std::string, std::string>& taxonomy_texts = {}) {
   static std::mutex mu;
   static std::map<std::string, fedanon::v1::JobAuthorization> signed_jobs;

@@ -59,7 +59,7 @@ class PrivateTempDir {
 
 int main(int argc, char** argv) {
   PrivateTempDir temp_dir;
-  fedanon::common::SkipDiskSyncsInThisProcess();
+  fedanon::base::SkipDiskSyncsInThisProcess();
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -56,7 +56,7 @@ fedanon::v1::SubmitJobRequest ViewLogRequest(const fedanon::v1::JobSpec& spec,
 }
 
 absl::StatusOr<std::unique_ptr<leader::Leader>> CapturedLeader(InProcessFederation& fed,
-                                                               common::PartyChannel* channel,
+                                                               wire::PartyChannel* channel,
                                                                crypto::IssuedCertificate* seal) {
   ASSIGN_OR_RETURN(*seal, fed.ca->IssueSeal({crypto::Role::kLeader, "leader"}, absl::Hours(24)));
   leader::LeaderOptions lo;

@@ -88,7 +88,7 @@ fedanon::v1::SubmitJobRequest ViewLogRequest(const fedanon::v1::JobSpec& spec,
 // A leader named "leader" with the data directory <fed.dir>/captured-leader, calling the parties
 // through `channel`; `seal` gets its sealing certificate and key.
 absl::StatusOr<std::unique_ptr<leader::Leader>> CapturedLeader(InProcessFederation& fed,
-                                                               common::PartyChannel* channel,
+                                                               wire::PartyChannel* channel,
                                                                crypto::IssuedCertificate* seal);
 
 // Lets `recorder` open the sums sealed for the leader (its key `seal`) and check who sealed them

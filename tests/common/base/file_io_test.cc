@@ -15,7 +15,7 @@
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
-namespace fedanon::common {
+namespace fedanon::base {
 namespace {
 
 using ::fedanon::testing::StatusIs;
@@ -295,4 +295,4 @@ TEST(AtomicFileWriterTest, PlantedSymlinkAtTheDestinationIsReplacedNotFollowed) 
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::base

@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace fedanon::common {
+namespace fedanon::base {
 namespace {
 
 TEST(Printable, KeepsPlainTextAndUtf8) {
@@ -45,4 +45,4 @@ TEST(Printable, TruncatesAndSaysHowMuchWasCut) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::base

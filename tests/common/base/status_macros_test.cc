@@ -5,7 +5,7 @@
 #include "common/base/version.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::base {
 namespace {
 
 using ::fedanon::testing::StatusIs;
@@ -41,4 +41,4 @@ TEST(VersionTest, VersionLineNamesProgramVersionAndRevision) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::base

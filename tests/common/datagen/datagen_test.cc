@@ -18,7 +18,7 @@
 #include "common/table/dataset.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::datagen {
 namespace {
 
 namespace fs = std::filesystem;
@@ -496,26 +496,26 @@ TEST(DatagenHorizontalSpecTest, EncodesEveryPartyAgainstThePublicSchema) {
   o.out_dir = dir;
   o.parties = 3;
   ASSERT_TRUE(GenerateDataset(o).ok());
-  auto spec = common::LoadJobSpec(dir + "/horizontal.yaml");
+  auto spec = spec::LoadJobSpec(dir + "/horizontal.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status();
-  ASSERT_TRUE(ValidateJobSpec(*spec).ok());
+  ASSERT_TRUE(spec::ValidateJobSpec(*spec).ok());
   std::map<std::string, std::string> texts;
   for (const auto& a : spec->attributes()) {
     if (a.taxonomy().empty()) continue;
-    auto text = ReadFile(a.taxonomy());
+    auto text = base::ReadFile(a.taxonomy());
     ASSERT_TRUE(text.ok()) << text.status();
     texts[a.name()] = *text;
   }
-  auto schema = BuildPublicSchema(*spec, texts);
+  auto schema = table::BuildPublicSchema(*spec, texts);
   ASSERT_TRUE(schema.ok()) << schema.status();
   EXPECT_TRUE(schema->all_values_declared);
   uint64_t total = 0;
   for (int p = 1; p <= 3; ++p) {
-    auto data = LoadDataset(*spec, dir + "/party" + std::to_string(p) + ".csv", &*schema);
+    auto data = table::LoadDataset(*spec, dir + "/party" + std::to_string(p) + ".csv", &*schema);
     ASSERT_TRUE(data.ok()) << data.status();
     total += data->num_records;
   }
   EXPECT_EQ(total, 600u);
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::datagen

@@ -15,10 +15,10 @@
 namespace fedanon::testing {
 namespace {
 
-using common::CandidateRank;
-using common::CandidateScore;
-using common::RanksAbove;
-using common::ScoreInputs;
+using engine::CandidateRank;
+using engine::CandidateScore;
+using engine::RanksAbove;
+using engine::ScoreInputs;
 using fedanon::v1::ScoreFunction;
 
 TEST(CandidateScoreTest, EachScoreFunction) {
@@ -45,10 +45,10 @@ TEST(CandidateScoreTest, GainRatioWithoutSplitInfoIsInfoGain) {
 }
 
 TEST(CandidateScoreTest, WhichInputsAScoreReads) {
-  EXPECT_TRUE(common::ScoreNeedsPrivLoss(fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS));
-  EXPECT_FALSE(common::ScoreNeedsPrivLoss(fedanon::v1::SCORE_FUNCTION_GAINRATIO));
-  EXPECT_TRUE(common::ScoreNeedsDiscernibility(fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY));
-  EXPECT_FALSE(common::ScoreNeedsDiscernibility(fedanon::v1::SCORE_FUNCTION_INFOGAIN));
+  EXPECT_TRUE(engine::ScoreNeedsPrivLoss(fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS));
+  EXPECT_FALSE(engine::ScoreNeedsPrivLoss(fedanon::v1::SCORE_FUNCTION_GAINRATIO));
+  EXPECT_TRUE(engine::ScoreNeedsDiscernibility(fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY));
+  EXPECT_FALSE(engine::ScoreNeedsDiscernibility(fedanon::v1::SCORE_FUNCTION_INFOGAIN));
   // A score function that does not read an input ignores it.
   ScoreInputs a, b;
   a.info_gain = b.info_gain = 0.5;
@@ -89,18 +89,18 @@ TEST(CandidateScoreTest, RankingAndTieBreak) {
 
 // A taxonomy ANY -> {a, b, c}: one candidate on the root, one child per fine child.
 struct ThreeLeaves {
-  common::QidColumn column;
-  std::unique_ptr<common::AttributeHierarchy> hierarchy;
+  table::QidColumn column;
+  std::unique_ptr<engine::AttributeHierarchy> hierarchy;
 };
 
 ThreeLeaves MakeThreeLeaves() {
   ThreeLeaves t;
-  auto tax = common::Taxonomy::ParseArx("a;ANY\nb;ANY\nc;ANY\n", "test.csv", "x");
+  auto tax = table::Taxonomy::ParseArx("a;ANY\nb;ANY\nc;ANY\n", "test.csv", "x");
   EXPECT_TRUE(tax.ok()) << tax.status();
   t.column.name = "x";
-  t.column.kind = common::QidKind::kTaxonomy;
-  t.column.taxonomy = std::make_shared<const common::Taxonomy>(std::move(*tax));
-  t.hierarchy = std::make_unique<common::AttributeHierarchy>(&t.column);
+  t.column.kind = table::QidKind::kTaxonomy;
+  t.column.taxonomy = std::make_shared<const table::Taxonomy>(std::move(*tax));
+  t.hierarchy = std::make_unique<engine::AttributeHierarchy>(&t.column);
   return t;
 }
 
@@ -109,7 +109,7 @@ TEST(CandidateScoreTest, MeasureSplitFromClassCounts) {
   ASSERT_EQ(t.hierarchy->FineChildCount(0), 3);
   // Classes per fine child: a (3, 1), b (0, 2), c (1, 1).
   const std::vector<uint64_t> counts = {3, 1, 0, 2, 1, 1};
-  const common::SplitMeasures m = common::MeasureSplit(*t.hierarchy, 0, 0, counts, 2);
+  const engine::SplitMeasures m = engine::MeasureSplit(*t.hierarchy, 0, 0, counts, 2);
   EXPECT_EQ(m.records, 8u);
   EXPECT_TRUE(m.beneficial);
   // H(4/8, 4/8) = 1; remainder 4/8 H(3/4, 1/4) + 2/8 * 0 + 2/8 * 1.
@@ -121,7 +121,7 @@ TEST(CandidateScoreTest, MeasureSplitFromClassCounts) {
 TEST(CandidateScoreTest, MeasureSplitOfOneClassIsNotBeneficial) {
   const ThreeLeaves t = MakeThreeLeaves();
   const std::vector<uint64_t> counts = {2, 0, 0, 0, 5, 0};
-  const common::SplitMeasures m = common::MeasureSplit(*t.hierarchy, 0, 0, counts, 2);
+  const engine::SplitMeasures m = engine::MeasureSplit(*t.hierarchy, 0, 0, counts, 2);
   EXPECT_EQ(m.records, 7u);
   EXPECT_FALSE(m.beneficial);
   EXPECT_EQ(m.info_gain, 0);

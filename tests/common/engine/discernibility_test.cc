@@ -73,17 +73,17 @@ Job Job1(const std::string& name, const std::vector<std::string>& qid_order) {
 
 TEST(DiscernibilityExample3, RootScoresAreTheCostEachSpecializationRemoves) {
   const Job job = Job1("disc_root", {"Job", "Sex", "Age"});
-  ASSERT_OK_AND_ASSIGN(auto spec, common::LoadJobSpec(job.spec_path));
-  ASSERT_OK_AND_ASSIGN(auto data, common::LoadDataset(spec, job.input_path));
-  ASSERT_OK_AND_ASSIGN(auto model, common::BuildPrivacyModel(spec, data));
-  std::vector<common::AttributeHierarchy> hier;
+  ASSERT_OK_AND_ASSIGN(auto spec, spec::LoadJobSpec(job.spec_path));
+  ASSERT_OK_AND_ASSIGN(auto data, table::LoadDataset(spec, job.input_path));
+  ASSERT_OK_AND_ASSIGN(auto model, engine::BuildPrivacyModel(spec, data));
+  std::vector<engine::AttributeHierarchy> hier;
   for (const auto& q : data.qids) hier.emplace_back(&q);
-  common::Tips tips(&data, &hier);
-  common::LocalCountSource source(&tips);
-  common::EngineOptions opts;
+  engine::Tips tips(&data, &hier);
+  engine::LocalCountSource source(&tips);
+  engine::EngineOptions opts;
   opts.score = spec.score();
   ASSERT_OK_AND_ASSIGN(auto engine,
-                       common::TopDownSpecializer::Create(&data, &model, &hier, &source, opts));
+                       engine::TopDownSpecializer::Create(&data, &model, &hier, &source, opts));
   std::map<std::string, double> score;
   for (const auto& c : engine->Candidates()) score[c.value] = c.score;
   // Example 3: after ANY_Job -> {Blue-collar, White-collar} the cost is 6² + 5² = 61, down from

@@ -191,26 +191,26 @@ TEST(DistributionModelsWorked, KBoundsTheGroupsToo) {
 
 // A count source that records the size of every child whose histogram the engine asks for
 // (counted from the answer, when it is given: the hierarchies change afterwards).
-class RecordingSource : public common::CountSource {
+class RecordingSource : public engine::CountSource {
  public:
-  RecordingSource(common::Tips* tips, const std::vector<common::AttributeHierarchy>* hier)
+  RecordingSource(engine::Tips* tips, const std::vector<engine::AttributeHierarchy>* hier)
       : local_(tips), hier_(hier) {}
-  absl::Status Specialize(int attr, common::NodeIndex node, int c,
+  absl::Status Specialize(int attr, engine::NodeIndex node, int c,
                           const std::vector<uint64_t>& sizes) override {
     return local_.Specialize(attr, node, c, sizes);
   }
-  absl::Status Split(int a, common::NodeIndex n, int32_t s) override {
+  absl::Status Split(int a, engine::NodeIndex n, int32_t s) override {
     return local_.Split(a, n, s);
   }
-  absl::StatusOr<std::vector<uint64_t>> Collect(const common::StatsRequest& request) override {
+  absl::StatusOr<std::vector<uint64_t>> Collect(const engine::StatsRequest& request) override {
     auto out = local_.Collect(request);
     if (!out.ok() || request.histograms.empty()) return out;
     const size_t d = request.histogram_domain;
     size_t pos = out->size();
-    for (const auto& q : request.histograms) pos -= common::HistogramWords(*hier_, q, d);
+    for (const auto& q : request.histograms) pos -= engine::HistogramWords(*hier_, q, d);
     std::vector<uint64_t> sizes;
     for (const auto& q : request.histograms) {
-      const size_t words = common::HistogramWords(*hier_, q, d);
+      const size_t words = engine::HistogramWords(*hier_, q, d);
       for (size_t at = 0; at < words; at += d) {
         sizes.push_back(std::accumulate(out->begin() + static_cast<ptrdiff_t>(pos + at),
                                         out->begin() + static_cast<ptrdiff_t>(pos + at + d),
@@ -224,8 +224,8 @@ class RecordingSource : public common::CountSource {
   std::vector<std::vector<uint64_t>> child_sizes;  // per Collect with histograms
 
  private:
-  common::LocalCountSource local_;
-  const std::vector<common::AttributeHierarchy>* hier_;
+  engine::LocalCountSource local_;
+  const std::vector<engine::AttributeHierarchy>* hier_;
 };
 
 // Every sensitive histogram the engine asks for describes children of at least k records each
@@ -237,16 +237,16 @@ TEST(DistributionModelsRequests, HistogramsOnlyOfChildrenThatCanBeValid) {
     SCOPED_TRACE(privacy);
     const Job job =
         WriteJob("requests", WorkedSpec(privacy), WorkedTable(), {{"job.csv", kJobTaxonomy}});
-    ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, common::LoadJobSpec(job.spec_path));
-    ASSERT_OK_AND_ASSIGN(common::Dataset data, common::LoadDataset(spec, job.input_path));
-    ASSERT_OK_AND_ASSIGN(common::PrivacyModel model, common::BuildPrivacyModel(spec, data));
-    std::vector<common::AttributeHierarchy> hier;
+    ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::LoadJobSpec(job.spec_path));
+    ASSERT_OK_AND_ASSIGN(table::Dataset data, table::LoadDataset(spec, job.input_path));
+    ASSERT_OK_AND_ASSIGN(engine::PrivacyModel model, engine::BuildPrivacyModel(spec, data));
+    std::vector<engine::AttributeHierarchy> hier;
     for (const auto& q : data.qids) hier.emplace_back(&q);
-    common::Tips tips(&data, &hier);
+    engine::Tips tips(&data, &hier);
     RecordingSource source(&tips, &hier);
-    common::EngineOptions options;
+    engine::EngineOptions options;
     ASSERT_OK_AND_ASSIGN(
-        auto engine, common::TopDownSpecializer::Create(&data, &model, &hier, &source, options));
+        auto engine, engine::TopDownSpecializer::Create(&data, &model, &hier, &source, options));
     ASSERT_OK(engine->Run().status());
     // The whole table (8 records), then ANY_Job's two children of 4 records; White's and Blue's
     // children (2 records each) are not asked.

@@ -50,7 +50,7 @@ inline std::string ToCsv(const Table& t) {
 }
 
 inline absl::StatusOr<Table> ReadCsvTable(const std::string& path) {
-  auto reader = common::CsvReader::Open(path);
+  auto reader = table::CsvReader::Open(path);
   if (!reader.ok()) return reader.status();
   Table t;
   std::vector<std::string_view> fields;
@@ -106,7 +106,7 @@ inline absl::StatusOr<fedanon::v1::Report> RunJob(const Job& job, uint32_t max_r
 // Builds the checker's input from the job's files (raw rows restricted to the output columns,
 // with rows holding the missing token dropped as `missing: drop` does).
 inline absl::StatusOr<CheckerInput> MakeCheckerInput(const Job& job) {
-  auto spec = common::LoadJobSpec(job.spec_path);
+  auto spec = spec::LoadJobSpec(job.spec_path);
   if (!spec.ok()) return spec.status();
   auto raw = ReadCsvTable(job.input_path);
   if (!raw.ok()) return raw.status();
@@ -139,15 +139,15 @@ inline absl::StatusOr<CheckerInput> MakeCheckerInput(const Job& job) {
   for (const auto& a : spec->attributes()) {
     const bool sensitive = a.role() == fedanon::v1::ROLE_SENSITIVE;
     if ((a.role() != fedanon::v1::ROLE_QID && !sensitive) || a.taxonomy().empty()) continue;
-    auto tax = common::Taxonomy::LoadArx(a.taxonomy(), a.name());
+    auto tax = table::Taxonomy::LoadArx(a.taxonomy(), a.name());
     if (!tax.ok()) return tax.status();
     // A sensitive attribute's taxonomy: t-closeness's hierarchical distance.
     auto& paths = sensitive ? in.sensitive_taxonomy : in.taxonomy_paths[a.name()];
     for (size_t n = 0; n < tax->size(); ++n) {
-      const auto id = static_cast<common::Taxonomy::NodeId>(n);
+      const auto id = static_cast<table::Taxonomy::NodeId>(n);
       if (!tax->is_leaf(id)) continue;
       std::vector<std::string> path;
-      for (auto x = id; x != common::Taxonomy::kNoNode; x = tax->parent(x)) {
+      for (auto x = id; x != table::Taxonomy::kNoNode; x = tax->parent(x)) {
         path.push_back(tax->label(x));
       }
       paths[tax->label(id)] = path;

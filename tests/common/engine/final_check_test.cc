@@ -11,7 +11,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 namespace {
 
 using fedanon::testing::StatusIs;
@@ -116,15 +116,15 @@ privacy: {model: lkc, L: 1, K: 2, C: 0.6, sensitive_values: [flu]}
 )";
 
 TEST(FinalCheck, LocalCountsFollowTheCut) {
-  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobSpec spec, ParseJobSpecYaml(kSpec, "fc.yaml"));
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(kSpec, "fc.yaml"));
   const std::string path =
       (std::filesystem::path(::testing::TempDir()) / "final_check_local.csv").string();
   {
     std::ofstream out(path);
     out << "g,s\nga,flu\ngb,flu\ngb,none\ngc,none\ngc,none\n";
   }
-  ASSERT_OK_AND_ASSIGN(const Dataset schema, BuildPublicSchema(spec, {}));
-  ASSERT_OK_AND_ASSIGN(const Dataset data, LoadDataset(spec, path, &schema, {}));
+  ASSERT_OK_AND_ASSIGN(const table::Dataset schema, table::BuildPublicSchema(spec, {}));
+  ASSERT_OK_AND_ASSIGN(const table::Dataset data, table::LoadDataset(spec, path, &schema, {}));
   ASSERT_OK_AND_ASSIGN(const PrivacyModel model, BuildPrivacyModel(spec, data));
   std::vector<AttributeHierarchy> hier;
   for (const auto& q : data.qids) hier.emplace_back(&q);
@@ -164,8 +164,9 @@ TEST(FinalCheck, AVectorAboveTheCapIsANamedError) {
     spec_text += absl::StrCat("  - {name: a", a, ", role: qid, values: [", values, "]}\n");
   }
   spec_text += "privacy: {model: lkc, L: 6, K: 2}\n";
-  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobSpec spec, ParseJobSpecYaml(spec_text, "cap.yaml"));
-  ASSERT_OK_AND_ASSIGN(const Dataset schema, BuildPublicSchema(spec, {}));
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobSpec spec,
+                       spec::ParseJobSpecYaml(spec_text, "cap.yaml"));
+  ASSERT_OK_AND_ASSIGN(const table::Dataset schema, table::BuildPublicSchema(spec, {}));
   ASSERT_OK_AND_ASSIGN(const PrivacyModel model, BuildPrivacyModel(spec, schema));
   std::vector<AttributeHierarchy> hier;
   for (const auto& q : schema.qids) hier.emplace_back(&q);
@@ -241,4 +242,4 @@ TEST(FinalCheck, TClosenessAgainstTheWholeTable) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

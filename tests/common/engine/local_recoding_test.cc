@@ -102,11 +102,11 @@ TEST(LocalRecodingTest, SpecializesOneGroupFurtherThanGlobalRecodingCan) {
 // Generated Adult-like data (fedanon gen-data), the generator's own LKC job (L=4, K=20, C=0.2).
 TEST(LocalRecodingTest, GeneratedDataReleaseIsPrivateTruthfulAndFinerThanGlobal) {
   const std::string dir = FreshDir("local_gen");
-  common::DatagenOptions gen;
+  datagen::DatagenOptions gen;
   gen.rows = 2500;
   gen.seed = 11;
   gen.out_dir = dir;
-  ASSERT_OK(common::GenerateDataset(gen).status());
+  ASSERT_OK(datagen::GenerateDataset(gen).status());
   const std::string spec = Slurp(dir + "/job.yaml");
   WriteText(dir + "/local.yaml", spec + "recoding: local\n");
   Job global{dir, dir + "/job.yaml", dir + "/table.csv", dir + "/global.csv", dir + "/g.json"};
@@ -144,11 +144,11 @@ TEST(LocalRecodingTest, GeneratedDataReleaseIsPrivateTruthfulAndFinerThanGlobal)
 
 TEST(LocalRecodingTest, MaxRoundsStopsEarlyAndStaysPrivate) {
   const std::string dir = FreshDir("local_anytime");
-  common::DatagenOptions gen;
+  datagen::DatagenOptions gen;
   gen.rows = 1500;
   gen.seed = 5;
   gen.out_dir = dir;
-  ASSERT_OK(common::GenerateDataset(gen).status());
+  ASSERT_OK(datagen::GenerateDataset(gen).status());
   WriteText(dir + "/local.yaml", Slurp(dir + "/job.yaml") + "recoding: local\n");
   Job local{dir, dir + "/local.yaml", dir + "/table.csv", dir + "/local.csv", dir + "/l.json"};
   ASSERT_OK_AND_ASSIGN(const fedanon::v1::Report l, RunJob(local, /*max_rounds=*/7));
@@ -293,30 +293,30 @@ TEST(LocalRecodingSpecTest, ParsesAndRefusesFederatedJobs) {
       "name: x\nattributes:\n  - {name: a, role: qid}\n  - {name: c, role: class}\n"
       "privacy: {model: lkc, L: 1, K: 2}\n";
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec,
-                       common::ParseJobSpecYaml(base + "recoding: local\n", "spec.yaml"));
+                       spec::ParseJobSpecYaml(base + "recoding: local\n", "spec.yaml"));
   EXPECT_EQ(spec.recoding(), fedanon::v1::RECODING_LOCAL);
-  EXPECT_OK(common::ValidateJobSpec(spec));
-  ASSERT_OK_AND_ASSIGN(spec, common::ParseJobSpecYaml(base, "spec.yaml"));
+  EXPECT_OK(spec::ValidateJobSpec(spec));
+  ASSERT_OK_AND_ASSIGN(spec, spec::ParseJobSpecYaml(base, "spec.yaml"));
   EXPECT_EQ(spec.recoding(), fedanon::v1::RECODING_UNSPECIFIED);  // global
   // A centralized run may keep the partitioning key (gen-data's job.yaml has one); horizontal
   // and vertical federated jobs run local recoding (a vertical one with a confidence bound is
   // refused: tests/federation/vertical_local_test.cc).
   for (const char* partitioning : {"horizontal", "vertical"}) {
     ASSERT_OK_AND_ASSIGN(
-        spec, common::ParseJobSpecYaml(
+        spec, spec::ParseJobSpecYaml(
                   absl::StrCat(base, "recoding: local\npartitioning: ", partitioning, "\n"),
                   "spec.yaml"));
-    EXPECT_OK(common::ValidateJobSpec(spec));
-    EXPECT_OK(common::CheckFederatedRecoding(spec));
+    EXPECT_OK(spec::ValidateJobSpec(spec));
+    EXPECT_OK(spec::CheckFederatedRecoding(spec));
   }
   spec.set_recoding(fedanon::v1::RECODING_GLOBAL);
-  EXPECT_OK(common::CheckFederatedRecoding(spec));
+  EXPECT_OK(spec::CheckFederatedRecoding(spec));
   // Sequential releases refuse local recoding (their join is checked against one global cut).
-  ASSERT_OK_AND_ASSIGN(spec, common::ParseJobSpecYaml(
-                                 base + "recoding: local\nnumeric_split: exact\n", "spec.yaml"));
+  ASSERT_OK_AND_ASSIGN(
+      spec, spec::ParseJobSpecYaml(base + "recoding: local\nnumeric_split: exact\n", "spec.yaml"));
   spec.mutable_sequential();
   EXPECT_THAT(
-      common::ValidateJobSpec(spec),
+      spec::ValidateJobSpec(spec),
       StatusIs(absl::StatusCode::kInvalidArgument, "recoding: local does not apply to sequential"));
 }
 

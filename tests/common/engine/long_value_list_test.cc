@@ -42,18 +42,18 @@ TEST(LongValueList, TwentyThousandDeclaredValuesRunInLinearWorkPerRound) {
   }
   const Job job = WriteJob("long_value_list", spec_yaml, table);
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_OK_AND_ASSIGN(auto spec, common::LoadJobSpec(job.spec_path));
-  ASSERT_OK_AND_ASSIGN(auto data, common::LoadDataset(spec, job.input_path));
-  ASSERT_OK_AND_ASSIGN(auto model, common::BuildPrivacyModel(spec, data));
-  std::vector<common::AttributeHierarchy> hier;
+  ASSERT_OK_AND_ASSIGN(auto spec, spec::LoadJobSpec(job.spec_path));
+  ASSERT_OK_AND_ASSIGN(auto data, table::LoadDataset(spec, job.input_path));
+  ASSERT_OK_AND_ASSIGN(auto model, engine::BuildPrivacyModel(spec, data));
+  std::vector<engine::AttributeHierarchy> hier;
   for (const auto& q : data.qids) hier.emplace_back(&q);
   ASSERT_EQ(hier[0].FineChildCount(hier[0].root()), kValues);
-  common::Tips tips(&data, &hier);
-  common::LocalCountSource source(&tips);
-  common::EngineOptions opts;
+  engine::Tips tips(&data, &hier);
+  engine::LocalCountSource source(&tips);
+  engine::EngineOptions opts;
   opts.score = spec.score();
   ASSERT_OK_AND_ASSIGN(auto engine,
-                       common::TopDownSpecializer::Create(&data, &model, &hier, &source, opts));
+                       engine::TopDownSpecializer::Create(&data, &model, &hier, &source, opts));
   ASSERT_OK_AND_ASSIGN(const std::string stop, engine->Run());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -64,58 +64,58 @@ std::string Spec(const std::string& privacy, const std::string& extra) {
 }
 
 // Records every request and reply that passes through (what a leader would decode).
-class RecordingSource : public common::CountSource {
+class RecordingSource : public engine::CountSource {
  public:
-  explicit RecordingSource(common::CountSource* inner) : inner_(inner) {}
-  absl::Status Specialize(int attr, common::NodeIndex node, int c,
+  explicit RecordingSource(engine::CountSource* inner) : inner_(inner) {}
+  absl::Status Specialize(int attr, engine::NodeIndex node, int c,
                           const std::vector<uint64_t>& sizes) override {
     return inner_->Specialize(attr, node, c, sizes);
   }
-  absl::Status Split(int attr, common::NodeIndex node, int32_t split) override {
+  absl::Status Split(int attr, engine::NodeIndex node, int32_t split) override {
     return inner_->Split(attr, node, split);
   }
-  absl::StatusOr<std::vector<uint64_t>> Collect(const common::StatsRequest& request) override {
+  absl::StatusOr<std::vector<uint64_t>> Collect(const engine::StatsRequest& request) override {
     auto reply = inner_->Collect(request);
     if (reply.ok()) log.emplace_back(request, *reply);
     return reply;
   }
-  std::vector<std::pair<common::StatsRequest, std::vector<uint64_t>>> log;
+  std::vector<std::pair<engine::StatsRequest, std::vector<uint64_t>>> log;
 
  private:
-  common::CountSource* inner_;
+  engine::CountSource* inner_;
 };
 
 struct Harness {
   fedanon::v1::JobSpec spec;
-  common::Dataset data;
-  common::PrivacyModel model;
-  std::vector<common::AttributeHierarchy> hier;
-  std::unique_ptr<common::Tips> tips;
-  std::unique_ptr<common::LocalCountSource> local;
+  table::Dataset data;
+  engine::PrivacyModel model;
+  std::vector<engine::AttributeHierarchy> hier;
+  std::unique_ptr<engine::Tips> tips;
+  std::unique_ptr<engine::LocalCountSource> local;
   std::unique_ptr<RecordingSource> source;
-  std::unique_ptr<common::TopDownSpecializer> engine;
+  std::unique_ptr<engine::TopDownSpecializer> engine;
 };
 
 absl::StatusOr<std::unique_ptr<Harness>> MakeHarness(const Job& job) {
   auto h = std::make_unique<Harness>();
-  ASSIGN_OR_RETURN(h->spec, common::LoadJobSpec(job.spec_path));
-  RETURN_IF_ERROR(common::ValidateJobSpec(h->spec));
-  ASSIGN_OR_RETURN(h->data, common::LoadDataset(h->spec, job.input_path));
-  ASSIGN_OR_RETURN(h->model, common::BuildPrivacyModel(h->spec, h->data));
+  ASSIGN_OR_RETURN(h->spec, spec::LoadJobSpec(job.spec_path));
+  RETURN_IF_ERROR(spec::ValidateJobSpec(h->spec));
+  ASSIGN_OR_RETURN(h->data, table::LoadDataset(h->spec, job.input_path));
+  ASSIGN_OR_RETURN(h->model, engine::BuildPrivacyModel(h->spec, h->data));
   for (const auto& q : h->data.qids) h->hier.emplace_back(&q);
-  h->tips = std::make_unique<common::Tips>(&h->data, &h->hier);
-  h->local = std::make_unique<common::LocalCountSource>(h->tips.get());
+  h->tips = std::make_unique<engine::Tips>(&h->data, &h->hier);
+  h->local = std::make_unique<engine::LocalCountSource>(h->tips.get());
   h->source = std::make_unique<RecordingSource>(h->local.get());
-  common::EngineOptions opts;
+  engine::EngineOptions opts;
   opts.score = h->spec.score();
-  opts.numeric = common::NumericSplitFromSpec(h->spec);
-  ASSIGN_OR_RETURN(h->engine, common::TopDownSpecializer::Create(&h->data, &h->model, &h->hier,
+  opts.numeric = engine::NumericSplitFromSpec(h->spec);
+  ASSIGN_OR_RETURN(h->engine, engine::TopDownSpecializer::Create(&h->data, &h->model, &h->hier,
                                                                  h->source.get(), opts));
   return h;
 }
 
 // The total of each range of a labelled range reply (classes summed).
-std::vector<uint64_t> RangeTotals(const common::RangeCountRequest& r,
+std::vector<uint64_t> RangeTotals(const engine::RangeCountRequest& r,
                                   const std::vector<uint64_t>& words, size_t pos, size_t nc) {
   std::vector<uint64_t> totals;
   for (size_t i = 0; i + 1 < r.bounds.size(); ++i) {
@@ -127,55 +127,55 @@ std::vector<uint64_t> RangeTotals(const common::RangeCountRequest& r,
 }
 
 TEST(PublicCells, GridCellsAreEqualWidthUnionsOfRanks) {
-  common::QidColumn col;
-  col.kind = common::QidKind::kContinuous;
+  table::QidColumn col;
+  col.kind = table::QidKind::kContinuous;
   col.precision = 1;
   col.range_lo = 0;
   col.range_hi = 16;
   for (int i = 0; i < 16; ++i) col.sorted_values.push_back(i);
-  EXPECT_THAT(common::PublicCellBounds(col, 8), ElementsAre(0, 2, 4, 6, 8, 10, 12, 14, 16));
-  EXPECT_THAT(common::PublicCellBounds(col, 5), ElementsAre(0, 4, 8, 12, 16));  // 4 wide: 4 cells
-  EXPECT_THAT(common::PublicCellBounds(col, 1), ElementsAre(0, 16));
-  EXPECT_EQ(common::PublicCellBounds(col, 100).size(), 17u);  // at most one cell per grid value
+  EXPECT_THAT(engine::PublicCellBounds(col, 8), ElementsAre(0, 2, 4, 6, 8, 10, 12, 14, 16));
+  EXPECT_THAT(engine::PublicCellBounds(col, 5), ElementsAre(0, 4, 8, 12, 16));  // 4 wide: 4 cells
+  EXPECT_THAT(engine::PublicCellBounds(col, 1), ElementsAre(0, 16));
+  EXPECT_EQ(engine::PublicCellBounds(col, 100).size(), 17u);  // at most one cell per grid value
 }
 
 TEST(PublicCells, WithoutAGridCellsCutTheValueRange) {
-  common::QidColumn col;
-  col.kind = common::QidKind::kContinuous;
+  table::QidColumn col;
+  col.kind = table::QidKind::kContinuous;
   col.range_lo = 1;
   col.range_hi = 100;
   col.sorted_values = {1, 2, 50, 99};  // ranks 0..3
   // Boundaries 1 + 99 i / 4 = 25.75, 50.5, 75.25: ranks 2, 3, 3 (an empty cell is dropped).
-  EXPECT_THAT(common::PublicCellBounds(col, 4), ElementsAre(0, 2, 3, 4));
+  EXPECT_THAT(engine::PublicCellBounds(col, 4), ElementsAre(0, 2, 3, 4));
   col.sorted_values.clear();
-  EXPECT_THAT(common::PublicCellBounds(col, 4), ElementsAre(0));
+  EXPECT_THAT(engine::PublicCellBounds(col, 4), ElementsAre(0));
 }
 
 TEST(Bins, CellsMergeLeftToRightIntoBinsOfAtLeastK) {
   const std::vector<int32_t> cells = {0, 2, 4, 6, 8, 10, 12, 14, 16};
   const std::vector<uint64_t> counts = {2, 2, 1, 3, 0, 4, 1, 1};
-  EXPECT_THAT(common::MergeCellsIntoBins(cells, counts, 3), ElementsAre(0, 4, 8, 16));
-  EXPECT_THAT(common::MergeCellsIntoBins(cells, counts, 5), ElementsAre(0, 6, 16));
-  EXPECT_THAT(common::MergeCellsIntoBins(cells, counts, 14), ElementsAre(0, 16));  // one bin
-  EXPECT_THAT(common::MergeCellsIntoBins(cells, counts, 15), IsEmpty());           // < K in all
+  EXPECT_THAT(engine::MergeCellsIntoBins(cells, counts, 3), ElementsAre(0, 4, 8, 16));
+  EXPECT_THAT(engine::MergeCellsIntoBins(cells, counts, 5), ElementsAre(0, 6, 16));
+  EXPECT_THAT(engine::MergeCellsIntoBins(cells, counts, 14), ElementsAre(0, 16));  // one bin
+  EXPECT_THAT(engine::MergeCellsIntoBins(cells, counts, 15), IsEmpty());           // < K in all
   // Leading and trailing empty cells belong to the first and last bins.
-  EXPECT_THAT(common::MergeCellsIntoBins(cells, {0, 3, 0, 0, 3, 0, 0, 0}, 3),
+  EXPECT_THAT(engine::MergeCellsIntoBins(cells, {0, 3, 0, 0, 3, 0, 0, 0}, 3),
               ElementsAre(0, 4, 16));
 }
 
 TEST(Bins, LeastBinSizeIsTheModelsKRaisedByMinSplitBin) {
-  common::PrivacyModel lkc;
+  engine::PrivacyModel lkc;
   lkc.constraints = {{{0}, 20, 1, 0.2}, {{1}, 20, 1, 0.2}};
-  EXPECT_EQ(common::SplitBinBound(lkc, 0), 20u);
-  EXPECT_EQ(common::SplitBinBound(lkc, 5), 20u);  // cannot lower K
-  EXPECT_EQ(common::SplitBinBound(lkc, 50), 50u);
-  common::PrivacyModel templates;
+  EXPECT_EQ(engine::SplitBinBound(lkc, 0), 20u);
+  EXPECT_EQ(engine::SplitBinBound(lkc, 5), 20u);  // cannot lower K
+  EXPECT_EQ(engine::SplitBinBound(lkc, 50), 50u);
+  engine::PrivacyModel templates;
   templates.constraints = {{{0}, 7, 0, 1.0}, {{1}, 4, 0, 1.0}, {{0}, 1, 1, 0.5}};
-  EXPECT_EQ(common::SplitBinBound(templates, 0), 4u);  // the smallest k of the templates
-  common::PrivacyModel confidence_only;
+  EXPECT_EQ(engine::SplitBinBound(templates, 0), 4u);  // the smallest k of the templates
+  engine::PrivacyModel confidence_only;
   confidence_only.constraints = {{{0}, 1, 1, 0.5}};
-  EXPECT_EQ(common::SplitBinBound(confidence_only, 0), common::kDefaultMinSplitBin);
-  EXPECT_EQ(common::SplitBinBound(confidence_only, 7), 7u);
+  EXPECT_EQ(engine::SplitBinBound(confidence_only, 0), engine::kDefaultMinSplitBin);
+  EXPECT_EQ(engine::SplitBinBound(confidence_only, 7), 7u);
 }
 
 TEST(BinnedSplit, TheCutIsTheBestBinBoundaryAndOnlyBinsAreLabelled) {
@@ -216,7 +216,7 @@ TEST(BinnedSplit, TheCutIsTheBestBinBoundaryAndOnlyBinsAreLabelled) {
   EXPECT_EQ(range_requests, 2u) << "child intervals must not ask for anything new";
   // Every threshold the run used is a bin boundary.
   for (size_t n = 0; n < h->hier[0].size(); ++n) {
-    const int32_t split = h->hier[0].node(static_cast<common::NodeIndex>(n)).split_rank;
+    const int32_t split = h->hier[0].node(static_cast<engine::NodeIndex>(n)).split_rank;
     if (split >= 0) {
       EXPECT_THAT((std::vector<int32_t>{4, 8}), ::testing::Contains(split));
     }
@@ -256,7 +256,7 @@ TEST(ExactSplit, TheOptInReproducesThePerValueChoice) {
   ASSERT_OK_AND_ASSIGN(auto h, MakeHarness(job));
   EXPECT_THAT(h->engine->SplitBins(0), IsEmpty());
   // The old rule over the class histogram per rank: 6.
-  EXPECT_EQ(common::ChooseSplitRank(h->tips->RankClassHistogram(0, 0), 2, 0, true), 6);
+  EXPECT_EQ(engine::ChooseSplitRank(h->tips->RankClassHistogram(0, 0), 2, 0, true), 6);
   EXPECT_EQ(h->hier[0].node(0).split_rank, 6);
   ASSERT_FALSE(h->source->log.empty());
   EXPECT_EQ(h->source->log[0].first.rank_histograms.size(), 1u);
@@ -287,47 +287,46 @@ TEST(NumericSplitReport, TheReportSaysWhichSearchRan) {
 TEST(NumericSplitRequests, RangeRequestsTravelAndMalformedOnesAreRefused) {
   const Job job = WriteJob("numeric_wire", Spec(kLkc3, "numeric_cells: 8"), Records());
   ASSERT_OK_AND_ASSIGN(auto h, MakeHarness(job));
-  common::StatsRequest request;
+  engine::StatsRequest request;
   request.range_counts.push_back({0, {0, 4, 8, 16}, true});
-  ASSERT_OK_AND_ASSIGN(common::StatsRequest back,
-                       common::FromProto(common::ToProto(request), h->hier));
+  ASSERT_OK_AND_ASSIGN(engine::StatsRequest back, wire::FromProto(wire::ToProto(request), h->hier));
   EXPECT_EQ(back.range_counts, request.range_counts);
   for (const std::vector<int32_t>& bounds :
        std::vector<std::vector<int32_t>>{{0}, {4, 4, 8}, {8, 4}, {-1, 4}, {0, 17}}) {
-    common::StatsRequest bad;
+    engine::StatsRequest bad;
     bad.range_counts.push_back({0, bounds, false});
-    EXPECT_THAT(common::FromProto(common::ToProto(bad), h->hier),
+    EXPECT_THAT(wire::FromProto(wire::ToProto(bad), h->hier),
                 StatusIs(absl::StatusCode::kInvalidArgument, "increasing rank bounds"));
   }
-  common::StatsRequest not_continuous;
+  engine::StatsRequest not_continuous;
   not_continuous.range_counts.push_back({3, {0, 1}, false});
-  EXPECT_THAT(common::FromProto(common::ToProto(not_continuous), h->hier),
+  EXPECT_THAT(wire::FromProto(wire::ToProto(not_continuous), h->hier),
               StatusIs(absl::StatusCode::kInvalidArgument, "not continuous"));
 }
 
 TEST(NumericSplitRequests, HoldersRefuseFinerThanPublicCells) {
   const Job job = WriteJob("numeric_check", Spec(kLkc3, "numeric_cells: 8"), Records());
   ASSERT_OK_AND_ASSIGN(auto h, MakeHarness(job));
-  const common::NumericSplitConfig config = common::NumericSplitFromSpec(h->spec);
-  common::StatsRequest ok;
+  const engine::NumericSplitConfig config = engine::NumericSplitFromSpec(h->spec);
+  engine::StatsRequest ok;
   ok.range_counts.push_back({0, {0, 2, 4, 6, 8, 10, 12, 14, 16}, false});
   ok.range_counts.push_back({0, {0, 4, 8, 16}, true});
-  EXPECT_OK(common::CheckNumericRequest(ok, h->hier, config));
-  common::StatsRequest per_value;
+  EXPECT_OK(engine::CheckNumericRequest(ok, h->hier, config));
+  engine::StatsRequest per_value;
   per_value.rank_histograms.emplace_back(0, 0);
-  EXPECT_THAT(common::CheckNumericRequest(per_value, h->hier, config),
+  EXPECT_THAT(engine::CheckNumericRequest(per_value, h->hier, config),
               StatusIs(absl::StatusCode::kInvalidArgument, "numeric_split: binned"));
-  common::StatsRequest finer;
+  engine::StatsRequest finer;
   finer.range_counts.push_back({0, {0, 3, 16}, true});  // 3 is inside the cell [2, 4)
-  EXPECT_THAT(common::CheckNumericRequest(finer, h->hier, config),
+  EXPECT_THAT(engine::CheckNumericRequest(finer, h->hier, config),
               StatusIs(absl::StatusCode::kInvalidArgument, "unions of its public cells"));
-  common::StatsRequest other_cells;
+  engine::StatsRequest other_cells;
   other_cells.range_counts.push_back({0, {0, 4, 8, 16}, false});  // unlabelled: the cells only
-  EXPECT_THAT(common::CheckNumericRequest(other_cells, h->hier, config),
+  EXPECT_THAT(engine::CheckNumericRequest(other_cells, h->hier, config),
               StatusIs(absl::StatusCode::kInvalidArgument, "not its public cells"));
-  common::NumericSplitConfig exact;
+  engine::NumericSplitConfig exact;
   exact.mode = fedanon::v1::NUMERIC_SPLIT_EXACT;
-  EXPECT_OK(common::CheckNumericRequest(per_value, h->hier, exact));
+  EXPECT_OK(engine::CheckNumericRequest(per_value, h->hier, exact));
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 namespace {
 
 using fedanon::testing::StatusIs;
@@ -25,8 +25,8 @@ privacy: {model: lkc, L: 1, K: 2, C: 0.6, sensitive_values: [flu]}
 class ReleasedTableCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(spec_, ParseJobSpecYaml(kSpec, "released.yaml"));
-    ASSERT_OK_AND_ASSIGN(schema_, BuildPublicSchema(spec_, {}));
+    ASSERT_OK_AND_ASSIGN(spec_, spec::ParseJobSpecYaml(kSpec, "released.yaml"));
+    ASSERT_OK_AND_ASSIGN(schema_, table::BuildPublicSchema(spec_, {}));
     ASSERT_OK_AND_ASSIGN(model_, BuildPrivacyModel(spec_, schema_));
     for (const auto& q : schema_.qids) hier_.emplace_back(&q);
     ASSERT_GT(hier_[0].CandidateCount(0), 0);
@@ -58,7 +58,7 @@ class ReleasedTableCheckTest : public ::testing::Test {
   }
 
   fedanon::v1::JobSpec spec_;
-  Dataset schema_;
+  table::Dataset schema_;
   PrivacyModel model_;
   std::vector<AttributeHierarchy> hier_;
   FinalCheckLayout layout_;
@@ -143,4 +143,4 @@ TEST_F(ReleasedTableCheckTest, GroupCountsOtherThanTheAgreedOnesAreRefused) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

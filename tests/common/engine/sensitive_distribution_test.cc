@@ -12,7 +12,7 @@
 
 #include "tests/checker/brute_force_checker.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 namespace {
 
 using Counts = std::vector<uint64_t>;
@@ -214,4 +214,4 @@ TEST(SensitiveDistribution, EveryRequirementIsClosedUnderUnion) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

@@ -15,7 +15,7 @@
 #include "common/table/dataset.h"
 #include "common/table/taxonomy.h"
 
-namespace fedanon::common {
+namespace fedanon::engine {
 namespace {
 
 constexpr char kTaxonomy[] =
@@ -27,30 +27,30 @@ constexpr char kTaxonomy[] =
 
 // 200,000 records (above the two-thread threshold) with random codes for a taxonomy, a
 // suppression and a continuous column, two classes and `tracked` sensitive values.
-std::unique_ptr<Dataset> RandomDataset(size_t tracked, uint32_t seed) {
-  auto ds = std::make_unique<Dataset>();
+std::unique_ptr<table::Dataset> RandomDataset(size_t tracked, uint32_t seed) {
+  auto ds = std::make_unique<table::Dataset>();
   const size_t n = 200'000;
   ds->num_records = n;
   std::mt19937 rng(seed);
-  auto tax = Taxonomy::ParseArx(kTaxonomy, "t.csv", "t");
+  auto tax = table::Taxonomy::ParseArx(kTaxonomy, "t.csv", "t");
   EXPECT_TRUE(tax.ok()) << tax.status();
-  auto taxonomy = std::make_shared<const Taxonomy>(std::move(*tax));
+  auto taxonomy = std::make_shared<const table::Taxonomy>(std::move(*tax));
   std::vector<int32_t> leaves;
   for (size_t t = 0; t < taxonomy->size(); ++t) {
-    if (taxonomy->is_leaf(static_cast<Taxonomy::NodeId>(t)))
+    if (taxonomy->is_leaf(static_cast<table::Taxonomy::NodeId>(t)))
       leaves.push_back(static_cast<int32_t>(t));
   }
-  QidColumn t;
+  table::QidColumn t;
   t.name = "t";
-  t.kind = QidKind::kTaxonomy;
+  t.kind = table::QidKind::kTaxonomy;
   t.taxonomy = taxonomy;
-  QidColumn s;
+  table::QidColumn s;
   s.name = "s";
-  s.kind = QidKind::kSuppression;
+  s.kind = table::QidKind::kSuppression;
   s.values = {"x", "y", "z", "w"};
-  QidColumn c;
+  table::QidColumn c;
   c.name = "c";
-  c.kind = QidKind::kContinuous;
+  c.kind = table::QidKind::kContinuous;
   for (int v = 0; v < 50; ++v) c.sorted_values.push_back(v);
   c.range_lo = 0;
   c.range_hi = 50;
@@ -69,8 +69,9 @@ std::unique_ptr<Dataset> RandomDataset(size_t tracked, uint32_t seed) {
 }
 
 // Group statistics of `key` counted one record at a time (GroupStatsLayout).
-std::vector<uint64_t> DirectGroupStats(const Dataset& ds, const std::vector<AttributeHierarchy>& h,
-                                       const Tips& tips, const std::vector<NodeIndex>& key) {
+std::vector<uint64_t> DirectGroupStats(const table::Dataset& ds,
+                                       const std::vector<AttributeHierarchy>& h, const Tips& tips,
+                                       const std::vector<NodeIndex>& key) {
   const size_t m = ds.tracked.size(), stride = 1 + m;
   std::vector<size_t> offset;
   size_t words = stride;
@@ -101,10 +102,10 @@ std::vector<uint64_t> DirectGroupStats(const Dataset& ds, const std::vector<Attr
 class TipsStatsTest : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(TipsStatsTest, EveryStatisticEqualsADirectCount) {
-  const std::unique_ptr<Dataset> ds =
+  const std::unique_ptr<table::Dataset> ds =
       RandomDataset(GetParam(), 7 + static_cast<uint32_t>(GetParam()));
   std::vector<AttributeHierarchy> hier;
-  for (const QidColumn& q : ds->qids) hier.emplace_back(&q);
+  for (const table::QidColumn& q : ds->qids) hier.emplace_back(&q);
   hier[2].SetSplit(0, 20);
   Tips tips(ds.get(), &hier);
   // Specialize the taxonomy root, then the continuous root, then disclose one suppressed value.
@@ -207,4 +208,4 @@ TEST_P(TipsStatsTest, EveryStatisticEqualsADirectCount) {
 INSTANTIATE_TEST_SUITE_P(TrackedValues, TipsStatsTest, ::testing::Values(0, 2, 6));
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::engine

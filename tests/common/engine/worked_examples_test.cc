@@ -20,40 +20,40 @@
 namespace fedanon::testing {
 namespace {
 
-using common::CandidateView;
+using engine::CandidateView;
 
 // The engine wired to one job's files, for inspecting candidates and TIPS statistics.
 struct Harness {
   fedanon::v1::JobSpec spec;
-  common::Dataset data;
-  common::PrivacyModel model;
-  std::vector<common::AttributeHierarchy> hier;
-  std::unique_ptr<common::Tips> tips;
-  std::unique_ptr<common::LocalCountSource> source;
-  std::unique_ptr<common::TopDownSpecializer> engine;
+  table::Dataset data;
+  engine::PrivacyModel model;
+  std::vector<engine::AttributeHierarchy> hier;
+  std::unique_ptr<engine::Tips> tips;
+  std::unique_ptr<engine::LocalCountSource> source;
+  std::unique_ptr<engine::TopDownSpecializer> engine;
 };
 
 absl::StatusOr<std::unique_ptr<Harness>> MakeHarness(const Job& job, uint64_t max_records = 0) {
   auto h = std::make_unique<Harness>();
-  auto spec = common::LoadJobSpec(job.spec_path);
+  auto spec = spec::LoadJobSpec(job.spec_path);
   if (!spec.ok()) return spec.status();
   h->spec = *spec;
-  auto data = common::LoadDataset(h->spec, job.input_path);
+  auto data = table::LoadDataset(h->spec, job.input_path);
   if (!data.ok()) return data.status();
   h->data = std::move(*data);
-  auto model = common::BuildPrivacyModel(h->spec, h->data);
+  auto model = engine::BuildPrivacyModel(h->spec, h->data);
   if (!model.ok()) return model.status();
   h->model = std::move(*model);
   for (const auto& q : h->data.qids) h->hier.emplace_back(&q);
-  h->tips = std::make_unique<common::Tips>(&h->data, &h->hier);
-  h->source = std::make_unique<common::LocalCountSource>(h->tips.get());
-  common::EngineOptions opts;
+  h->tips = std::make_unique<engine::Tips>(&h->data, &h->hier);
+  h->source = std::make_unique<engine::LocalCountSource>(h->tips.get());
+  engine::EngineOptions opts;
   opts.score = h->spec.score();
   opts.beneficial = h->spec.beneficial();
-  opts.numeric = common::NumericSplitFromSpec(h->spec);
+  opts.numeric = engine::NumericSplitFromSpec(h->spec);
   opts.max_records = max_records;
   auto engine =
-      common::TopDownSpecializer::Create(&h->data, &h->model, &h->hier, h->source.get(), opts);
+      engine::TopDownSpecializer::Create(&h->data, &h->model, &h->hier, h->source.get(), opts);
   if (!engine.ok()) return engine.status();
   h->engine = std::move(*engine);
   return h;
@@ -132,9 +132,9 @@ Job JobA(const std::string& name, const Table& table) {
 TEST(WorkedExampleA, EntropiesAndInfoGainOfAnyJob) {
   // Example 3: 6 Blue-collar (5Y 1N), 5 White-collar (all N). The paper rounds its intermediate
   // values (exactly: E(Blue-collar) = 0.65002, InfoGain = 0.63947), hence the 2e-4 tolerance.
-  EXPECT_NEAR(common::Entropy(std::vector<uint64_t>{6, 5}), 0.994, 5e-4);
-  EXPECT_NEAR(common::Entropy(std::vector<uint64_t>{5, 1}), 0.6499, 2e-4);
-  EXPECT_NEAR(common::Entropy(std::vector<uint64_t>{0, 5}), 0.0, 1e-12);
+  EXPECT_NEAR(engine::Entropy(std::vector<uint64_t>{6, 5}), 0.994, 5e-4);
+  EXPECT_NEAR(engine::Entropy(std::vector<uint64_t>{5, 1}), 0.6499, 2e-4);
+  EXPECT_NEAR(engine::Entropy(std::vector<uint64_t>{0, 5}), 0.0, 1e-12);
   ASSERT_OK_AND_ASSIGN(auto h, MakeHarness(JobA("a_scores", TableA())));
   const auto cands = h->engine->Candidates();
   const CandidateView* job = FindCandidate(cands, "ANY_Job");
@@ -162,11 +162,11 @@ TEST(WorkedExampleA, PartyALocalInformationMessage) {
 TEST(WorkedExampleA, ARootCountAboveTheRecordLimitIsRefusedByName) {
   EXPECT_THAT(MakeHarness(JobA("a_limit_over", TableA()), 10).status(),
               StatusIs(absl::StatusCode::kDataLoss,
-                       absl::StrCat(common::kRootCountAboveLimit,
+                       absl::StrCat(engine::kRootCountAboveLimit,
                                     " 11 exceeds the job's limit of 10 records")));
   ASSERT_OK_AND_ASSIGN(auto at, MakeHarness(JobA("a_limit_at", TableA()), 11));
   EXPECT_OK(at->engine->Run().status());
-  EXPECT_OK(common::CheckRootCount(uint64_t{1} << 40, 0));  // no limit
+  EXPECT_OK(engine::CheckRootCount(uint64_t{1} << 40, 0));  // no limit
 }
 
 TEST(WorkedExampleA, FullRunSatisfiesLkcAndIsMaximal) {

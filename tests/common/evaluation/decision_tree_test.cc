@@ -14,7 +14,7 @@
 
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 namespace {
 
 // Appends a categorical feature with the given values (codes by first appearance).
@@ -230,4 +230,4 @@ TEST(DecisionTreeTest, RejectsBadInput) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

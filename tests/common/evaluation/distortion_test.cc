@@ -13,7 +13,7 @@
 #include "tests/common/engine/engine_test_util.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 namespace {
 
 using testing::FreshDir;
@@ -49,7 +49,7 @@ TEST(DistortionTest, HandWorkedTable) {
   WriteText(f.anon_path,
             "job,sex,age,ok\nProfessional,*,[0-50),y\nANY,F,[0-50),n\nANY,*,[50-100),y\n"
             "Engineer,*,60,n\n");
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, LoadJobSpec(f.spec_path));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::LoadJobSpec(f.spec_path));
   ASSERT_OK_AND_ASSIGN(Distortion d, MeasureDistortion(spec, f.raw_path, f.anon_path));
   EXPECT_EQ(d.records, 4u);
   EXPECT_DOUBLE_EQ(d.categorical, (4.0 + 3.0) / 4);
@@ -58,7 +58,7 @@ TEST(DistortionTest, HandWorkedTable) {
 
 TEST(DistortionTest, TheRawTableItselfHasNone) {
   Fixture f;
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, LoadJobSpec(f.spec_path));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::LoadJobSpec(f.spec_path));
   ASSERT_OK_AND_ASSIGN(Distortion d, MeasureDistortion(spec, f.raw_path, f.raw_path));
   EXPECT_EQ(d.categorical, 0);
   EXPECT_EQ(d.continuous, 0);
@@ -66,7 +66,7 @@ TEST(DistortionTest, TheRawTableItselfHasNone) {
 
 TEST(DistortionTest, ReleasesThatDoNotFitTheRawTable) {
   Fixture f;
-  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, LoadJobSpec(f.spec_path));
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::LoadJobSpec(f.spec_path));
   WriteText(f.anon_path,
             "job,sex,age,ok\nArtist,M,30,y\nLawyer,F,40,n\nArtist,M,50,y\n"
             "Engineer,F,60,n\n");
@@ -96,4 +96,4 @@ TEST(DistortionTest, IntervalLabels) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

@@ -9,7 +9,7 @@
 #include "tests/common/engine/engine_test_util.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 namespace {
 
 using testing::StatusIs;
@@ -33,14 +33,14 @@ TEST(InformationLossTest, HandWorkedRelease) {
   testing::WriteText(dir + "/r.csv",
                      "job,age,sex,ok\nManager,[0-50),M,y\nWhite-collar,[50-100),*,n\n"
                      "ANY,[20-30),F,y\nBlue-collar,37,*,n\n");
-  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobSpec spec, ParseJobSpecYaml(kSpec, "spec"));
-  ASSERT_OK_AND_ASSIGN(Taxonomy job,
-                       Taxonomy::ParseArx("Manager;White-collar;ANY\nClerk;White-collar;ANY\n"
-                                          "Welder;Blue-collar;ANY\nDriver;Blue-collar;ANY\n"
-                                          "Farmer;Blue-collar;ANY\n",
-                                          "job.csv", "job"));
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(kSpec, "spec"));
+  ASSERT_OK_AND_ASSIGN(table::Taxonomy job, table::Taxonomy::ParseArx(
+                                                "Manager;White-collar;ANY\nClerk;White-collar;ANY\n"
+                                                "Welder;Blue-collar;ANY\nDriver;Blue-collar;ANY\n"
+                                                "Farmer;Blue-collar;ANY\n",
+                                                "job.csv", "job"));
   LossContext context;
-  context.taxonomies["job"] = std::make_shared<const Taxonomy>(std::move(job));
+  context.taxonomies["job"] = std::make_shared<const table::Taxonomy>(std::move(job));
   ASSERT_OK_AND_ASSIGN(const auto losses, AttributeLosses(spec, dir + "/r.csv", context));
   ASSERT_EQ(losses.size(), 3u);
   EXPECT_EQ(losses[0].attribute(), "job");
@@ -77,4 +77,4 @@ TEST(InformationLossTest, IntervalLabels) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

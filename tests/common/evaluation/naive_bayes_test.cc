@@ -15,7 +15,7 @@
 #include "common/evaluation/utility_evaluation.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 namespace {
 
 void AddCategorical(ClassificationTable* t, const std::string& name,
@@ -169,4 +169,4 @@ TEST(CrossValidationTest, ErrorIsMisclassifiedOverAllRecords) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

@@ -16,7 +16,7 @@
 
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 namespace {
 
 using ::fedanon::testing::StatusIs;
@@ -284,4 +284,4 @@ TEST(EvaluateRandomizationTest, AnUnchangedTableHasNoErrorAndKeepsEveryRule) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

@@ -17,7 +17,7 @@
 #include "tests/common/engine/engine_test_util.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::evaluation {
 namespace {
 
 using testing::FreshDir;
@@ -65,9 +65,9 @@ struct Tiny {
 };
 
 fedanon::v1::JobSpec Spec(const char* yaml = kSpec) {
-  auto spec = ParseJobSpecYaml(yaml, "spec.yaml");
+  auto spec = spec::ParseJobSpecYaml(yaml, "spec.yaml");
   EXPECT_OK(spec.status());
-  EXPECT_OK(ValidateJobSpec(*spec));
+  EXPECT_OK(spec::ValidateJobSpec(*spec));
   return *spec;
 }
 
@@ -220,4 +220,4 @@ TEST(EvaluationToJsonTest, NamesEveryFigure) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::evaluation

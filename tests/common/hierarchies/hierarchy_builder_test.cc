@@ -14,7 +14,7 @@
 #include "tests/common/engine/engine_test_util.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::hierarchies {
 namespace {
 
 using fedanon::v1::HierarchyDefinition;
@@ -65,7 +65,7 @@ TEST(IntervalHierarchyTest, GridLeaves) {
   EXPECT_EQ(LineOf(text, "19"), "19;[15-20);[10-20);*");
   EXPECT_EQ(ShapeOf(text).leaves, 20u);
   EXPECT_EQ(ShapeOf(text).levels, 3u);
-  ASSERT_OK_AND_ASSIGN(const Taxonomy t, Taxonomy::ParseArx(text, "built", "age"));
+  ASSERT_OK_AND_ASSIGN(const table::Taxonomy t, table::Taxonomy::ParseArx(text, "built", "age"));
   EXPECT_EQ(t.label(t.parent(*t.FindLeaf("7"))), "[5-10)");
 }
 
@@ -135,7 +135,7 @@ TEST(MaskingHierarchyTest, MasksFromTheRight) {
   ASSERT_OK_AND_ASSIGN(const std::string all, BuildHierarchyText(Masking(3, {}, "01"), nullptr));
   EXPECT_EQ(ShapeOf(all).leaves, 8u);
   EXPECT_EQ(LineOf(all, "101"), "101;10*;1**;***");
-  ASSERT_OK(Taxonomy::ParseArx(all, "built", "zip").status());
+  ASSERT_OK(table::Taxonomy::ParseArx(all, "built", "zip").status());
 }
 
 TEST(MaskingHierarchyTest, RefusesCodesOfTheWrongLength) {
@@ -215,7 +215,8 @@ TEST(OrderedHierarchyTest, RunsOfFanout) {
   ASSERT_OK_AND_ASSIGN(const std::string text,
                        BuildHierarchyText(Ordered({"a", "b", "c", "d", "e"}, {2, 2}), nullptr));
   EXPECT_EQ(text, "a;a..b;a..d;*\nb;a..b;a..d;*\nc;c..d;a..d;*\nd;c..d;a..d;*\ne;e;e;*\n");
-  ASSERT_OK_AND_ASSIGN(const Taxonomy t, Taxonomy::ParseArx(text, "built", "education"));
+  ASSERT_OK_AND_ASSIGN(const table::Taxonomy t,
+                       table::Taxonomy::ParseArx(text, "built", "education"));
   EXPECT_EQ(t.parent(*t.FindLeaf("e")), t.root());
   EXPECT_THAT(BuildHierarchyText(Ordered({"a", "b"}, {2}), Values({"a", "z"})),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -273,8 +274,8 @@ hierarchy:
   - {attribute: zip, masking: {length: 5}, values: zips.txt}
   - {attribute: admitted, date: {levels: [month, year], from: 2020-01-01, to: 2020-12-31}}
 )");
-  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobSpec spec, LoadJobSpec(dir + "/job.yaml"));
-  ASSERT_OK(ValidateJobSpec(spec));
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobSpec spec, spec::LoadJobSpec(dir + "/job.yaml"));
+  ASSERT_OK(spec::ValidateJobSpec(spec));
   ASSERT_EQ(spec.hierarchy_size(), 3);
   EXPECT_EQ(spec.hierarchy(1).values(), dir + "/zips.txt");
   EXPECT_EQ(spec.hierarchy(2).date().levels(1), fedanon::v1::DATE_LEVEL_YEAR);
@@ -283,14 +284,14 @@ hierarchy:
   EXPECT_EQ(LineOf(age, "37"), "37;[35-40);[30-40);[20-40);*");
 
   auto invalid = [&](const std::string& extra) {
-    return ValidateJobSpec(*ParseJobSpecYaml(std::string(R"(name: h
+    return spec::ValidateJobSpec(*spec::ParseJobSpecYaml(std::string(R"(name: h
 attributes:
   - {name: age, role: qid, taxonomy: age.csv}
   - {name: sex, role: qid}
   - {name: ok, role: class}
 privacy: {model: lkc, L: 2, K: 2}
 )") + extra,
-                                             "job.yaml"));
+                                                         "job.yaml"));
   };
   EXPECT_THAT(invalid("hierarchy: [{attribute: ok, ordered: {order: [a], fanout: [2]}}]"),
               StatusIs(absl::StatusCode::kInvalidArgument, "'ok' is not a QID"));
@@ -305,4 +306,4 @@ privacy: {model: lkc, L: 2, K: 2}
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::hierarchies

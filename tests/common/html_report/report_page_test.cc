@@ -13,7 +13,7 @@
 #include "common/html_report/view_log_summary.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::html_report {
 namespace {
 
 using ::testing::HasSubstr;
@@ -62,8 +62,8 @@ fedanon::v1::Report SampleReport() {
   return r;
 }
 
-std::shared_ptr<const Taxonomy> JobTaxonomy() {
-  return std::make_shared<const Taxonomy>(*Taxonomy::ParseArx(
+std::shared_ptr<const table::Taxonomy> JobTaxonomy() {
+  return std::make_shared<const table::Taxonomy>(*table::Taxonomy::ParseArx(
       "Manager;White-collar;ANY\nClerk;White-collar;ANY\n"
       "Welder;Blue-collar;ANY\nDriver;Blue-collar;ANY\nFarmer;Blue-collar;ANY\n",
       "job.csv", "job"));
@@ -115,7 +115,7 @@ TEST(ReportPageTest, SelfContained) {
 // cut, drawn as the way down) and the three cut nodes; White-collar stands for 2 values.
 TEST(CutTreeTest, FromTheTaxonomy) {
   const fedanon::v1::Report r = SampleReport();
-  const std::shared_ptr<const Taxonomy> t = JobTaxonomy();
+  const std::shared_ptr<const table::Taxonomy> t = JobTaxonomy();
   const CutTree tree = BuildCutTree(r.cut(0), {}, t.get());
   ASSERT_TRUE(tree.from_taxonomy);
   ASSERT_EQ(tree.nodes.size(), 5u);
@@ -175,4 +175,4 @@ TEST(ViewLogSummaryTest, CountsPerKind) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::html_report

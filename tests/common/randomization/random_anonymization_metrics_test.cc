@@ -14,7 +14,7 @@
 #include "common/randomization/random_source.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::randomization {
 namespace {
 
 using ::fedanon::testing::StatusIs;
@@ -262,4 +262,4 @@ TEST(RelativeVarianceTest, TwoAttributesByHand) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::randomization

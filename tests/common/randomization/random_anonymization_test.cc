@@ -15,7 +15,7 @@
 #include "common/randomization/random_source.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::randomization {
 namespace {
 
 using ::fedanon::testing::StatusIs;
@@ -303,4 +303,4 @@ TEST(RandomAnonymizationTest, EmptyTableIsRandomizedToAnEmptyTable) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::randomization

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-namespace fedanon::common {
+namespace fedanon::randomization {
 namespace {
 
 // First words for seed 42, computed with an independent transcription of Blackman & Vigna's
@@ -79,4 +79,4 @@ TEST(RandomSourceTest, BelowIsUniform) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::randomization

@@ -13,7 +13,7 @@
 
 #include "common/risk/special_functions.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 namespace {
 
 TEST(SpecialFunctionsTest, KnownValues) {
@@ -195,4 +195,4 @@ TEST(DankarTest, OnTheExampleTable) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

@@ -14,7 +14,7 @@
 #include "tests/common/engine/engine_test_util.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::risk {
 namespace {
 
 using ::testing::HasSubstr;
@@ -188,7 +188,7 @@ TEST(RiskTableTest, ReadsTheQidColumnsOfACsv) {
   testing::WriteText(dir + "/t.csv",
                      "id,zip,age,ok,extra\n1,A,30,y,x\n2,A,30,n,x\n3,B,30,?,x\n4,B,40,y,x\n"
                      "5,B,40.0,y,x\n");
-  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobSpec spec, ParseJobSpecYaml(kSpec, "spec"));
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(kSpec, "spec"));
   ASSERT_OK_AND_ASSIGN(const QidCodes t, ReadQidCodes(spec, dir + "/t.csv"));
   EXPECT_EQ(t.names, (std::vector<std::string>{"age", "zip"}));
   EXPECT_EQ(t.records, 4u);
@@ -226,4 +226,4 @@ TEST(RiskTextTest, NamesEveryFigure) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::risk

@@ -78,33 +78,33 @@ inline absl::StatusOr<fedanon::v1::Report> RunStarJob(const StarJob& s, uint32_t
 // The pieces of a sequential run, kept alive together (the hierarchies point into the dataset).
 struct DirectRun {
   fedanon::v1::JobSpec spec;
-  std::unique_ptr<common::Dataset> data;
-  std::unique_ptr<common::SequentialModel> model;
-  std::vector<common::AttributeHierarchy> hier;
-  std::unique_ptr<common::Tips> tips;
-  std::unique_ptr<common::SequentialSpecializer> engine;
+  std::unique_ptr<table::Dataset> data;
+  std::unique_ptr<sequential::SequentialModel> model;
+  std::vector<engine::AttributeHierarchy> hier;
+  std::unique_ptr<engine::Tips> tips;
+  std::unique_ptr<sequential::SequentialSpecializer> engine;
 };
 
 inline absl::StatusOr<std::unique_ptr<DirectRun>> StartDirect(const SeqJob& s,
                                                               uint32_t max_rounds = 0) {
   auto run = std::make_unique<DirectRun>();
-  auto spec = common::LoadJobSpec(s.job.spec_path);
+  auto spec = spec::LoadJobSpec(s.job.spec_path);
   if (!spec.ok()) return spec.status();
   run->spec = *spec;
-  if (auto st = common::ValidateJobSpec(run->spec); !st.ok()) return st;
-  auto data = common::LoadDataset(run->spec, s.job.input_path);
+  if (auto st = spec::ValidateJobSpec(run->spec); !st.ok()) return st;
+  auto data = table::LoadDataset(run->spec, s.job.input_path);
   if (!data.ok()) return data.status();
-  run->data = std::make_unique<common::Dataset>(std::move(*data));
-  auto model = common::LoadSequentialModel(run->spec, *run->data, s.previous_path);
+  run->data = std::make_unique<table::Dataset>(std::move(*data));
+  auto model = sequential::LoadSequentialModel(run->spec, *run->data, s.previous_path);
   if (!model.ok()) return model.status();
-  run->model = std::make_unique<common::SequentialModel>(std::move(*model));
+  run->model = std::make_unique<sequential::SequentialModel>(std::move(*model));
   for (const auto& q : run->data->qids) run->hier.emplace_back(&q);
-  run->tips = std::make_unique<common::Tips>(run->data.get(), &run->hier);
-  common::SequentialOptions opts;
+  run->tips = std::make_unique<engine::Tips>(run->data.get(), &run->hier);
+  sequential::SequentialOptions opts;
   opts.score = run->spec.score();
   opts.max_rounds = max_rounds;
-  auto engine = common::SequentialSpecializer::Create(run->data.get(), run->model.get(), &run->hier,
-                                                      run->tips.get(), opts);
+  auto engine = sequential::SequentialSpecializer::Create(run->data.get(), run->model.get(),
+                                                          &run->hier, run->tips.get(), opts);
   if (!engine.ok()) return engine.status();
   run->engine = std::move(*engine);
   return run;

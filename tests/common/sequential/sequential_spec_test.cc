@@ -43,9 +43,9 @@ Table T2() {
 }
 
 absl::Status ValidateYaml(const std::string& yaml) {
-  auto spec = common::ParseJobSpecYaml(yaml, "spec.yaml");
+  auto spec = spec::ParseJobSpecYaml(yaml, "spec.yaml");
   if (!spec.ok()) return spec.status();
-  return common::ValidateJobSpec(*spec);
+  return spec::ValidateJobSpec(*spec);
 }
 
 absl::Status RunWith(const std::string& sequential, const Table& t2 = T2(), bool previous = true) {
@@ -67,14 +67,13 @@ TEST(SequentialSpecTest, SectionParsesAndRoundTrips) {
                            "  confidentiality:\n"
                            "    - {x: [Name], attribute: previous.Disease, "
                            "sensitive_values: [HIV], max: 0.5}\n";
-  ASSERT_OK_AND_ASSIGN(auto spec, common::ParseJobSpecYaml(yaml, "spec.yaml"));
+  ASSERT_OK_AND_ASSIGN(auto spec, spec::ParseJobSpecYaml(yaml, "spec.yaml"));
   ASSERT_EQ(spec.sequential().anonymity_size(), 1);
   EXPECT_EQ(spec.sequential().anonymity(0).y(1), "previous.@record");
   EXPECT_EQ(spec.sequential().anonymity(0).k(), 2u);
   EXPECT_DOUBLE_EQ(spec.sequential().confidentiality(0).max(), 0.5);
-  EXPECT_OK(common::ValidateJobSpec(spec));
-  ASSERT_OK_AND_ASSIGN(auto again,
-                       common::ParseJobSpecYaml(common::JobSpecToYaml(spec), "again.yaml"));
+  EXPECT_OK(spec::ValidateJobSpec(spec));
+  ASSERT_OK_AND_ASSIGN(auto again, spec::ParseJobSpecYaml(spec::JobSpecToYaml(spec), "again.yaml"));
   EXPECT_EQ(again.SerializeAsString(), spec.SerializeAsString());
 }
 

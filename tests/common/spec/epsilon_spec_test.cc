@@ -8,7 +8,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 namespace {
 
 using ::fedanon::testing::StatusIs;
@@ -58,4 +58,4 @@ TEST(EpsilonSpecTest, OtherNumbersDoNotTakePercentages) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

@@ -17,7 +17,7 @@
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_paths.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 namespace {
 
 using ::fedanon::testing::StatusIs;
@@ -316,12 +316,12 @@ TEST(JobSpecLoaderTest, LoadJobSpecResolvesTaxonomyPaths) {
   std::string pattern = ::testing::TempDir() + "job_spec_test.XXXXXX";
   const std::string dir = ::mkdtemp(pattern.data());
   const std::string path = dir + "/spec.yaml";
-  ASSERT_OK(WriteFileAtomically(path, kLkcSpec));
+  ASSERT_OK(table::WriteFileAtomically(path, kLkcSpec));
   ASSERT_OK_AND_ASSIGN(JobSpec spec, LoadJobSpec(path));
   EXPECT_EQ(spec.attributes(1).taxonomy(), dir + "/hierarchies/education.csv");
   EXPECT_EQ(spec.attributes(2).taxonomy(), "/abs/sex.csv");
   EXPECT_EQ(spec.attributes(0).taxonomy(), "");
-  ASSERT_OK(WriteFileAtomically(path, "privacy:\n  bogus: 1\n"));
+  ASSERT_OK(table::WriteFileAtomically(path, "privacy:\n  bogus: 1\n"));
   EXPECT_THAT(LoadJobSpec(path), StatusIs(kInvalid, path + ":2:3: unknown key 'bogus' in privacy"));
   std::filesystem::remove_all(dir);
   EXPECT_THAT(LoadJobSpec(path), StatusIs(absl::StatusCode::kNotFound, "spec.yaml"));
@@ -568,7 +568,7 @@ TEST(ValidateJobSpecTest, TemplatesModelNeedsATemplate) {
 // The YAML examples of docs/job-spec.md parse and validate.
 TEST(ValidateJobSpecTest, DocumentedExamplesAreValid) {
   const std::string doc_path = ::fedanon::testing::TestDataDir() + "/../../docs/job-spec.md";
-  ASSERT_OK_AND_ASSIGN(const std::string doc, ReadFile(doc_path));
+  ASSERT_OK_AND_ASSIGN(const std::string doc, base::ReadFile(doc_path));
   size_t examples = 0;
   for (size_t at = doc.find("```yaml\n"); at != std::string::npos;
        at = doc.find("```yaml\n", at + 1)) {
@@ -674,7 +674,7 @@ TEST(ValidateJobSpecTest, LongValueListsAreLinear) {
   const std::clock_t start = std::clock();
   ASSERT_OK_AND_ASSIGN(const JobSpec parsed, ParseJobSpecYaml(spec, "many.yaml"));
   EXPECT_OK(ValidateJobSpec(parsed));
-  EXPECT_THAT(TrackedSensitiveValues(parsed),
+  EXPECT_THAT(table::TrackedSensitiveValues(parsed),
               StatusIs(kInvalid, "the privacy model names 100000 sensitive values; at most 64"));
   const double cpu_seconds = static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
   EXPECT_LT(cpu_seconds, 30) << "quadratic behaviour?";
@@ -868,4 +868,4 @@ TEST(JobDigestTest, CoversTheDistributionModels) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

@@ -9,7 +9,7 @@
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
-namespace fedanon::common {
+namespace fedanon::spec {
 namespace {
 
 using ::fedanon::testing::StatusIs;
@@ -43,7 +43,7 @@ TEST(YamlDocumentTest, LoadsFiles) {
   const TempDir temp;
   const std::string& dir = temp.path();
   const std::string path = dir + "/c.yaml";
-  ASSERT_OK(WriteFileAtomically(path, "name: x\n", {}));
+  ASSERT_OK(base::WriteFileAtomically(path, "name: x\n", {}));
   ASSERT_OK_AND_ASSIGN(const YAML::Node root, LoadYamlFile(path));
   EXPECT_EQ(root["name"].as<std::string>(), "x");
   EXPECT_THAT(LoadYamlFile(path, {.max_bytes = 3}), StatusIs(kInvalid, path + ": 8 bytes"));
@@ -59,4 +59,4 @@ TEST(YamlDocumentTest, Positions) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::spec

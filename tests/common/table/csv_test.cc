@@ -15,7 +15,7 @@
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
-namespace fedanon::common {
+namespace fedanon::table {
 namespace {
 
 using ::fedanon::testing::StatusIs;
@@ -180,14 +180,14 @@ TEST(CsvReaderTest, OpenMissingFileIsNotFound) {
 
 TEST(CsvReaderTest, OpenEmptyFileIsInvalid) {
   TempDir dir;
-  ASSERT_OK(WriteFileAtomically(dir.File("empty.csv"), ""));
+  ASSERT_OK(table::WriteFileAtomically(dir.File("empty.csv"), ""));
   EXPECT_THAT(CsvReader::Open(dir.File("empty.csv")),
               StatusIs(absl::StatusCode::kInvalidArgument, "empty.csv: file is empty"));
 }
 
 TEST(CsvReaderTest, OpenReadsFileAndNamesItInErrors) {
   TempDir dir;
-  ASSERT_OK(WriteFileAtomically(dir.File("t.csv"), "a;b\n\"c\n"));
+  ASSERT_OK(table::WriteFileAtomically(dir.File("t.csv"), "a;b\n\"c\n"));
   ASSERT_OK_AND_ASSIGN(auto reader, CsvReader::Open(dir.File("t.csv")));
   EXPECT_EQ(reader->source_name(), dir.File("t.csv"));
   EXPECT_THAT(ReadAll(*reader), StatusIs(absl::StatusCode::kInvalidArgument,
@@ -236,7 +236,7 @@ TEST(CsvWriterTest, QuotesOnlyWhenNeededAndRoundTrips) {
   writer->WriteRow({""});  // a lone empty field must not become a blank line
   writer->WriteRow({"x", "y"});
   ASSERT_OK(writer->Commit());
-  ASSERT_OK_AND_ASSIGN(std::string content, ReadFile(path));
+  ASSERT_OK_AND_ASSIGN(std::string content, base::ReadFile(path));
   EXPECT_EQ(content,
             "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\"cr\r\",\n"
             "\"\"\n"
@@ -272,7 +272,7 @@ TEST(CsvWriterTest, SemicolonSeparatorQuotesSemicolonsNotCommas) {
   ASSERT_OK_AND_ASSIGN(auto writer, CsvWriter::Create(dir.File("s.csv"), ';'));
   writer->WriteRow({"a,b", "c;d"});
   ASSERT_OK(writer->Commit());
-  EXPECT_EQ(*ReadFile(dir.File("s.csv")), "a,b;\"c;d\"\n");
+  EXPECT_EQ(*base::ReadFile(dir.File("s.csv")), "a,b;\"c;d\"\n");
 }
 
 TEST(CsvWriterTest, UncommittedWriterLeavesNothing) {
@@ -289,12 +289,12 @@ TEST(CsvWriterTest, UncommittedWriterLeavesNothing) {
 
 TEST(CsvWriterTest, CommitReplacesExistingFile) {
   TempDir dir;
-  ASSERT_OK(WriteFileAtomically(dir.File("out.csv"), "old\n"));
+  ASSERT_OK(table::WriteFileAtomically(dir.File("out.csv"), "old\n"));
   ASSERT_OK_AND_ASSIGN(auto writer, CsvWriter::Create(dir.File("out.csv")));
   writer->WriteRow({"new"});
-  EXPECT_EQ(*ReadFile(dir.File("out.csv")), "old\n");  // untouched until Commit()
+  EXPECT_EQ(*base::ReadFile(dir.File("out.csv")), "old\n");  // untouched until Commit()
   ASSERT_OK(writer->Commit());
-  EXPECT_EQ(*ReadFile(dir.File("out.csv")), "new\n");
+  EXPECT_EQ(*base::ReadFile(dir.File("out.csv")), "new\n");
   EXPECT_THAT(writer->Commit(), StatusIs(absl::StatusCode::kFailedPrecondition, ""));
 }
 
@@ -322,19 +322,19 @@ TEST(CsvFileTest, WriteFileAtomicallyAndReadFile) {
   const std::string path = dir.File("report.json");
   std::string content(3 << 20, 'x');  // larger than one read chunk
   content += "end";
-  ASSERT_OK(WriteFileAtomically(path, content));
-  ASSERT_OK_AND_ASSIGN(std::string read, ReadFile(path));
+  ASSERT_OK(table::WriteFileAtomically(path, content));
+  ASSERT_OK_AND_ASSIGN(std::string read, base::ReadFile(path));
   EXPECT_EQ(read, content);
-  ASSERT_OK(WriteFileAtomically(path, "short"));
-  EXPECT_EQ(*ReadFile(path), "short");
+  ASSERT_OK(table::WriteFileAtomically(path, "short"));
+  EXPECT_EQ(*base::ReadFile(path), "short");
   EXPECT_THAT(dir.List(), ElementsAre("report.json"));
 }
 
 TEST(CsvFileTest, ReadFileErrorsNameThePath) {
   TempDir dir;
-  EXPECT_THAT(ReadFile(dir.File("missing.txt")),
+  EXPECT_THAT(base::ReadFile(dir.File("missing.txt")),
               StatusIs(absl::StatusCode::kNotFound, "missing.txt"));
-  EXPECT_THAT(WriteFileAtomically(dir.File("no/dir/x"), "x"),
+  EXPECT_THAT(table::WriteFileAtomically(dir.File("no/dir/x"), "x"),
               StatusIs(absl::StatusCode::kNotFound, "no/dir/x"));
 }
 
@@ -347,7 +347,7 @@ TEST(CsvReaderTest, OpenIsBoundedInLineLengthAndSize) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("csv_limits_" + std::to_string(::getpid())))
           .string();
-  ASSERT_OK(WriteFileAtomically(path, "a,b\n1,2\n3,4\n"));
+  ASSERT_OK(table::WriteFileAtomically(path, "a,b\n1,2\n3,4\n"));
   EXPECT_THAT(CsvReader::Open(path, {.max_bytes = 8}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "'" + path + "' is larger than the limit of 8 bytes for a table"));
@@ -372,4 +372,4 @@ TEST(CsvWriterTest, TablesAreWrittenWithMode0600) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::table

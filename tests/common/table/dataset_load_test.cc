@@ -17,7 +17,7 @@
 #include "common/table/dataset.h"
 #include "tests/support/temp_dir.h"
 
-namespace fedanon::common {
+namespace fedanon::table {
 namespace {
 
 using ::testing::HasSubstr;
@@ -71,7 +71,7 @@ std::string Table(size_t rows, uint32_t seed) {
 }
 
 fedanon::v1::JobSpec Spec() {
-  auto spec = ParseJobSpecYaml(kSpec, "spec");
+  auto spec = spec::ParseJobSpecYaml(kSpec, "spec");
   EXPECT_TRUE(spec.ok()) << spec.status();
   return *spec;
 }
@@ -247,4 +247,4 @@ TEST(CsvStreamTest, RecordsLongerThanTheBufferAndEveryLineEnd) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::table

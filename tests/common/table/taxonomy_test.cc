@@ -11,7 +11,7 @@
 #include "tests/support/status_matchers.h"
 #include "tests/support/test_paths.h"
 
-namespace fedanon::common {
+namespace fedanon::table {
 namespace {
 
 using ::fedanon::testing::StatusIs;
@@ -357,4 +357,4 @@ TEST(TaxonomyTest, LoadArxIsBoundedInSizeAndLineLength) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::table

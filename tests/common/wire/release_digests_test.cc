@@ -10,7 +10,7 @@
 
 #include "tests/support/status_matchers.h"
 
-namespace fedanon::common {
+namespace fedanon::wire {
 namespace {
 
 using ::fedanon::testing::StatusIs;
@@ -152,4 +152,4 @@ TEST(ReleaseDigests, TheOrderSeedDigestBindsTheSeedAndTheJob) {
 }
 
 }  // namespace
-}  // namespace fedanon::common
+}  // namespace fedanon::wire

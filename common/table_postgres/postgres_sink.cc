@@ -1,4 +1,4 @@
-#include "common/table/postgres_sink.h"
+#include "common/table_postgres/postgres_sink.h"
 
 #include <memory>
 #include <vector>
@@ -8,12 +8,10 @@
 #include "absl/strings/str_replace.h"
 #include "common/base/status_macros.h"
 #include "common/table/csv.h"
-#include "common/table/postgres_connection.h"
+#include "common/table_postgres/postgres_connection.h"
 
-namespace fedanon::common {
+namespace fedanon::table_postgres {
 namespace {
-
-using postgres::Connection;
 
 // PostgreSQL's identifiers hold at most 63 bytes; the new table's name must stay distinct.
 constexpr size_t kMaxIdentifierBytes = 63;
@@ -42,7 +40,7 @@ void AppendCopyText(std::string_view field, std::string* out) {
 }
 
 // Sends the rows of `reader` (after the header, `width` fields each) with COPY FROM STDIN.
-absl::Status CopyRows(Connection& conn, CsvReader& reader, size_t width) {
+absl::Status CopyRows(Connection& conn, table::CsvReader& reader, size_t width) {
   constexpr size_t kChunkBytes = 1 << 20;
   std::string chunk;
   std::vector<std::string_view> fields;
@@ -77,7 +75,7 @@ absl::Status CopyRows(Connection& conn, CsvReader& reader, size_t width) {
     }
   }
   for (;;) {
-    postgres::Result end(PQgetResult(conn.get()));
+    Result end(PQgetResult(conn.get()));
     if (!end) break;
     if (failure.ok() && PQresultStatus(end.get()) != PGRES_COMMAND_OK) {
       failure = absl::InvalidArgumentError(
@@ -88,7 +86,7 @@ absl::Status CopyRows(Connection& conn, CsvReader& reader, size_t width) {
 }
 
 absl::Status Replace(Connection& conn, const std::string& target, std::string_view csv) {
-  ASSIGN_OR_RETURN(std::vector<std::string> parts, postgres::ParseQualifiedName(conn, target));
+  ASSIGN_OR_RETURN(std::vector<std::string> parts, ParseQualifiedName(conn, target));
   const std::string name = parts.back();
   std::string schema;
   if (parts.size() == 2) {
@@ -100,8 +98,8 @@ absl::Status Replace(Connection& conn, const std::string& target, std::string_vi
   new_name += kNewSuffix;
   ASSIGN_OR_RETURN(const std::string quoted_new, conn.QuoteIdentifier(new_name));
 
-  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> reader,
-                   CsvReader::FromString(std::string(csv), "the released table"));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader,
+                   table::CsvReader::FromString(std::string(csv), "the released table"));
   std::vector<std::string_view> header;
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&header));
   if (!has_header) return absl::InvalidArgumentError("the released table is empty");
@@ -115,8 +113,7 @@ absl::Status Replace(Connection& conn, const std::string& target, std::string_vi
                                          absl::StrJoin(columns, ", "), ")"),
                             "creating the new table")
                       .status());
-  postgres::Result copy(
-      PQexec(conn.get(), absl::StrCat("COPY ", schema, quoted_new, " FROM STDIN").c_str()));
+  Result copy(PQexec(conn.get(), absl::StrCat("COPY ", schema, quoted_new, " FROM STDIN").c_str()));
   if (!copy || PQresultStatus(copy.get()) != PGRES_COPY_IN) {
     return absl::InvalidArgumentError(
         absl::StrCat(conn.label(), ": starting COPY failed: ", conn.LastError()));
@@ -145,8 +142,8 @@ absl::Status WriteTableToPostgres(const PostgresSink& sink, std::string_view job
   ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, Connection::Open(sink.conninfo, label));
   absl::Status st = Replace(*conn, target, csv);
   // On failure the connection closes without COMMIT: the server rolls the transaction back.
-  if (!st.ok()) postgres::Result rollback(PQexec(conn->get(), "ROLLBACK"));
+  if (!st.ok()) Result rollback(PQexec(conn->get(), "ROLLBACK"));
   return st;
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table_postgres

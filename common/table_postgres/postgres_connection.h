@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common::postgres {
+namespace fedanon::table_postgres {
 
 struct ResultDeleter {
   void operator()(PGresult* r) const { PQclear(r); }
@@ -70,12 +70,7 @@ absl::StatusOr<std::vector<Column>> DescribeQuery(Connection& conn, const std::s
 absl::Status CheckColumnTypes(Connection& conn, const fedanon::v1::JobSpec& spec,
                               const std::vector<Column>& columns);
 
-}  // namespace fedanon::common::postgres
-
-namespace fedanon::common {
 struct PostgresSource;
-namespace postgres {
 // The SELECT that reads `source`: its query (without a final `;`) or every column of its table.
 absl::StatusOr<std::string> SourceQuery(Connection& conn, const PostgresSource& source);
-}  // namespace postgres
-}  // namespace fedanon::common
+}  // namespace fedanon::table_postgres

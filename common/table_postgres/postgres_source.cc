@@ -1,4 +1,4 @@
-#include "common/table/postgres_source.h"
+#include "common/table_postgres/postgres_source.h"
 
 #include <memory>
 #include <string_view>
@@ -12,13 +12,10 @@
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "common/table/csv.h"
-#include "common/table/postgres_connection.h"
+#include "common/table_postgres/postgres_connection.h"
 
-namespace fedanon::common {
+namespace fedanon::table_postgres {
 namespace {
-
-using postgres::Connection;
-using postgres::Result;
 
 // One row of COPY's text format (fields separated by tabs, backslash escapes, \N for NULL, a
 // final newline) into `fields` / `nulls`. False if the row does not have fields->size() fields.
@@ -95,8 +92,6 @@ bool ParseCopyTextRow(std::string_view row, std::vector<std::string>* fields,
 }
 
 }  // namespace
-
-namespace postgres {
 
 absl::StatusOr<std::vector<Column>> DescribeQuery(Connection& conn, const std::string& query) {
   Result prepared(PQprepare(conn.get(), "", query.c_str(), 0, nullptr));
@@ -179,27 +174,21 @@ absl::StatusOr<std::string> SourceQuery(Connection& conn, const PostgresSource& 
   return absl::StrCat("SELECT * FROM ", PQgetvalue(r.get(), 0, 0));
 }
 
-}  // namespace postgres
-
-using postgres::CheckColumnTypes;
-using postgres::Column;
-using postgres::DescribeQuery;
-using postgres::SourceQuery;
-
 std::string PostgresSourceLabel(const PostgresSource& source) {
   return absl::StrCat("PostgreSQL source '", source.name, "'");
 }
 
-absl::StatusOr<Dataset> LoadDatasetFromPostgres(const fedanon::v1::JobSpec& spec,
-                                                const PostgresSource& source, const Dataset* schema,
-                                                const LoadDatasetOptions& options) {
+absl::StatusOr<table::Dataset> LoadDatasetFromPostgres(const fedanon::v1::JobSpec& spec,
+                                                       const PostgresSource& source,
+                                                       const table::Dataset* schema,
+                                                       const table::LoadDatasetOptions& options) {
   const std::string label = PostgresSourceLabel(source);
   if (source.table.empty() == source.query.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(label, ": name exactly one of `table` and `query`"));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<DatasetEncoder> encoder,
-                   DatasetEncoder::Create(spec, label, schema));
+  ASSIGN_OR_RETURN(std::unique_ptr<table::DatasetEncoder> encoder,
+                   table::DatasetEncoder::Create(spec, label, schema));
   ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, Connection::Open(source.conninfo, label));
   // One snapshot for the description and the rows; nothing the query does can write.
   RETURN_IF_ERROR(
@@ -216,7 +205,7 @@ absl::StatusOr<Dataset> LoadDatasetFromPostgres(const fedanon::v1::JobSpec& spec
   for (const auto& a : spec.attributes()) named.insert(a.name());
 
   auto text = std::make_shared<std::string>();
-  AppendCsvRecord(views, ',', text.get());
+  table::AppendCsvRecord(views, ',', text.get());
 
   Result copy(PQexec(conn->get(), absl::StrCat("COPY (", query, ") TO STDOUT").c_str()));
   if (!copy || PQresultStatus(copy.get()) != PGRES_COPY_OUT) {
@@ -251,7 +240,7 @@ absl::StatusOr<Dataset> LoadDatasetFromPostgres(const fedanon::v1::JobSpec& spec
       }
     }
     for (size_t i = 0; i < columns.size(); ++i) views[i] = fields[i];
-    AppendCsvRecord(views, ',', text.get());
+    table::AppendCsvRecord(views, ',', text.get());
     if (text->size() > options.max_input_bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
           label, " is larger than the limit of ", options.max_input_bytes, " bytes for a table"));
@@ -271,4 +260,4 @@ absl::StatusOr<Dataset> LoadDatasetFromPostgres(const fedanon::v1::JobSpec& spec
   return encoder->Finish(std::move(text));
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table_postgres

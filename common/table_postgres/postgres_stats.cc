@@ -1,4 +1,4 @@
-#include "common/table/postgres_stats.h"
+#include "common/table_postgres/postgres_stats.h"
 
 #include <algorithm>
 #include <climits>
@@ -11,14 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
-#include "common/table/postgres_connection.h"
 #include "common/table/unknown_values.h"
+#include "common/table_postgres/postgres_connection.h"
 
-namespace fedanon::common {
+namespace fedanon::table_postgres {
 namespace {
-
-using postgres::Connection;
-using postgres::Result;
 
 // As tips.cc: released counts beyond this many words are never computed (the length check of the
 // caller fails, as it does for the loaded table).
@@ -85,7 +82,7 @@ std::string PostgresPushdown::Lit(std::string_view text) const {
 }
 
 std::string PostgresPushdown::Rank(int attr) const {
-  const QidColumn& col = data_->qids[attr];
+  const table::QidColumn& col = data_->qids[attr];
   // The number as the reader parses it: a `real` column's text (its shortest form) read as a
   // double; any other numeric type converts to double exactly as its text would.
   char* quoted = PQescapeIdentifier(conn_->get(), data_->header[col.csv_column].data(),
@@ -100,7 +97,7 @@ std::string PostgresPushdown::Rank(int attr) const {
 }
 
 std::string PostgresPushdown::RankBelow(int attr, int64_t j) const {
-  const QidColumn& col = data_->qids[attr];
+  const table::QidColumn& col = data_->qids[attr];
   const unsigned type = column_types_[col.csv_column];
   // An integer column on an integer grid: every value is lo + r * precision exactly (checked at
   // Open), so `r < j` is `x <= lo + (j - 1) * precision`, an integer comparison without the
@@ -130,7 +127,7 @@ std::string PostgresPushdown::Text(int column) const {
 }
 
 absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
-    const fedanon::v1::JobSpec& spec, const PostgresSource& source, const Dataset& schema) {
+    const fedanon::v1::JobSpec& spec, const PostgresSource& source, const table::Dataset& schema) {
   std::unique_ptr<PostgresPushdown> p(new PostgresPushdown());
   p->spec_ = spec;
   p->source_ = source;
@@ -144,11 +141,10 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
   RETURN_IF_ERROR(
       p->conn_->Exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "starting a transaction")
           .status());
-  ASSIGN_OR_RETURN(p->query_, postgres::SourceQuery(*p->conn_, source));
-  ASSIGN_OR_RETURN(const std::vector<postgres::Column> columns,
-                   postgres::DescribeQuery(*p->conn_, p->query_));
-  p->data_ = std::make_unique<Dataset>(schema);
-  Dataset& ds = *p->data_;
+  ASSIGN_OR_RETURN(p->query_, SourceQuery(*p->conn_, source));
+  ASSIGN_OR_RETURN(const std::vector<Column> columns, DescribeQuery(*p->conn_, p->query_));
+  p->data_ = std::make_unique<table::Dataset>(schema);
+  table::Dataset& ds = *p->data_;
   ds.source_path = p->label_;
   ds.header.clear();
   for (const auto& c : columns) {
@@ -171,23 +167,23 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
     }
     if (a.role() == fedanon::v1::ROLE_CLASS) ds.class_column = column_of(a.name());
   }
-  RETURN_IF_ERROR(postgres::CheckColumnTypes(*p->conn_, spec, columns));
+  RETURN_IF_ERROR(CheckColumnTypes(*p->conn_, spec, columns));
 
   // The codes of every QID attribute, as the in-memory encoder assigns them.
-  for (QidColumn& q : ds.qids) {
+  for (table::QidColumn& q : ds.qids) {
     q.csv_column = column_of(q.name);
     p->qid_column_.push_back(q.csv_column);
     std::vector<int32_t> codes;
     std::vector<std::string> texts;
     switch (q.kind) {
-      case QidKind::kTaxonomy:
+      case table::QidKind::kTaxonomy:
         for (int32_t n = 0; n < static_cast<int32_t>(q.taxonomy->size()); ++n) {
           if (!q.taxonomy->is_leaf(n)) continue;
           codes.push_back(n);
           texts.push_back(q.taxonomy->label(n));
         }
         break;
-      case QidKind::kSuppression:
+      case table::QidKind::kSuppression:
         if (!q.values_declared) {
           return absl::FailedPreconditionError(absl::StrCat(
               "push-down needs the declared values of attribute '", q.name, "' (a federated job)"));
@@ -197,7 +193,7 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
           texts.push_back(q.values[v]);
         }
         break;
-      case QidKind::kContinuous:
+      case table::QidKind::kContinuous:
         if (q.precision <= 0) {
           return absl::FailedPreconditionError(
               absl::StrCat("push-down needs the grid (`range`, `precision`) of continuous "
@@ -233,7 +229,7 @@ absl::StatusOr<std::unique_ptr<PostgresPushdown>> PostgresPushdown::Open(
   p->class_expr_ = ds.class_column >= 0 && !ds.class_labels.empty()
                        ? index_of(ds.class_column, ds.class_labels)
                        : "0";
-  for (const TrackedSensitive& t : ds.tracked) {
+  for (const table::TrackedSensitive& t : ds.tracked) {
     const int col = column_of(t.attribute);
     if (col < 0) {
       return absl::InvalidArgumentError(
@@ -262,8 +258,8 @@ absl::Status PostgresPushdown::Check() {
   RETURN_IF_ERROR(CheckValuesAreKnown(values));
   TakeFingerprint(values);
   RETURN_IF_ERROR(BuildHistograms(values));
-  Dataset& ds = *data_;
-  for (const TrackedSensitive& t : ds.tracked) {
+  table::Dataset& ds = *data_;
+  for (const table::TrackedSensitive& t : ds.tracked) {
     if (values.Of(ColumnOf(t.attribute)).count(t.value) > 0) continue;
     ds.warnings.push_back(absl::StrCat("sensitive value '", t.value, "' of attribute '",
                                        t.attribute, "' does not occur in ", label_,
@@ -283,7 +279,7 @@ const std::map<std::string, uint64_t>& PostgresPushdown::DistinctValues::Of(int 
 
 // Rows, kept rows, NULLs per column the spec names; which columns hold the missing token (kept_).
 absl::Status PostgresPushdown::CountRowsAndNulls() {
-  Dataset& ds = *data_;
+  table::Dataset& ds = *data_;
   std::vector<std::string> cols = {"count(*)",
                                    absl::StrCat("sum(CASE WHEN ", kept_, " THEN 1 ELSE 0 END)")};
   std::vector<int> spec_columns;
@@ -344,7 +340,7 @@ absl::Status PostgresPushdown::CountRowsAndNulls() {
 // The distinct values (with counts, and counts by class) of every QID, class, sensitive and
 // released column.
 absl::StatusOr<PostgresPushdown::DistinctValues> PostgresPushdown::ListDistinctValues() {
-  const Dataset& ds = *data_;
+  const table::Dataset& ds = *data_;
   DistinctValues values;
   std::vector<int>& categorical = values.columns;
   auto want = [&](int c) {
@@ -405,7 +401,7 @@ absl::StatusOr<PostgresPushdown::DistinctValues> PostgresPushdown::ListDistinctV
 
 // Every distinct value passes the reader's checks, with its messages.
 absl::Status PostgresPushdown::CheckValuesAreKnown(const DistinctValues& values) const {
-  const Dataset& ds = *data_;
+  const table::Dataset& ds = *data_;
   auto unknown_in = [&](int column, const std::vector<std::string>& domain) {
     std::map<std::string, uint64_t> unknown;
     for (const auto& [v, n] : values.Of(column)) {
@@ -415,8 +411,8 @@ absl::Status PostgresPushdown::CheckValuesAreKnown(const DistinctValues& values)
   };
   // Continuous values: the reader's test (a number, on the grid, inside the range) on each
   // distinct value.
-  for (const QidColumn& col : ds.qids) {
-    if (col.kind != QidKind::kContinuous) continue;
+  for (const table::QidColumn& col : ds.qids) {
+    if (col.kind != table::QidKind::kContinuous) continue;
     uint64_t bad = 0;
     std::string first;
     bool first_is_number = true;
@@ -452,35 +448,35 @@ absl::Status PostgresPushdown::CheckValuesAreKnown(const DistinctValues& values)
   for (const auto& vc : ds.value_columns) {
     const auto unknown = unknown_in(vc.csv_column, vc.values);
     if (unknown.empty()) continue;
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute '", vc.name,
-                     "': values not among its declared values: ", FormatUnknownValues(unknown)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute '", vc.name,
+        "': values not among its declared values: ", table::FormatUnknownValues(unknown)));
   }
   if (ds.class_column >= 0 && ds.class_declared) {
     const auto unknown = unknown_in(ds.class_column, ds.class_labels);
     if (!unknown.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("class attribute '", ds.header[ds.class_column],
-                       "': values not among its declared values: ", FormatUnknownValues(unknown)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "class attribute '", ds.header[ds.class_column],
+          "': values not among its declared values: ", table::FormatUnknownValues(unknown)));
     }
   }
   for (size_t q = 0; q < ds.qids.size(); ++q) {
-    const QidColumn& col = ds.qids[q];
-    if (col.kind == QidKind::kContinuous) continue;
+    const table::QidColumn& col = ds.qids[q];
+    if (col.kind == table::QidKind::kContinuous) continue;
     const auto unknown = unknown_in(col.csv_column, code_text_[q]);
     if (unknown.empty()) continue;
     uint64_t total = 0;
     for (const auto& [v, n] : unknown) total += n;
     std::string what = " not among the attribute's declared values";
     for (const auto& a : spec_.attributes()) {
-      if (a.name() == col.name && col.kind == QidKind::kTaxonomy) {
+      if (a.name() == col.name && col.kind == table::QidKind::kTaxonomy) {
         what = absl::StrCat(" not a leaf of taxonomy ", a.taxonomy());
       }
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat("attribute '", col.name, "': ", unknown.size(),
-                     unknown.size() == 1 ? " value is" : " values are", what, " (", total,
-                     total == 1 ? " record): " : " records): ", FormatUnknownValues(unknown)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attribute '", col.name, "': ", unknown.size(),
+        unknown.size() == 1 ? " value is" : " values are", what, " (", total,
+        total == 1 ? " record): " : " records): ", table::FormatUnknownValues(unknown)));
   }
   return absl::OkStatus();
 }
@@ -488,7 +484,7 @@ absl::Status PostgresPushdown::CheckValuesAreKnown(const DistinctValues& values)
 // The snapshot's fingerprint: FNV-1a over the row counts and every (column, value, class, count)
 // the job reads, in order.
 void PostgresPushdown::TakeFingerprint(const DistinctValues& values) {
-  const Dataset& ds = *data_;
+  const table::Dataset& ds = *data_;
   uint64_t h = 14695981039346656037ull;
   auto mix = [&h](std::string_view bytes) {
     for (unsigned char c : bytes) {
@@ -515,29 +511,29 @@ void PostgresPushdown::TakeFingerprint(const DistinctValues& values) {
 // range counts, rank histograms and node class counts are computed without another scan (the
 // snapshot does not change during the job).
 absl::Status PostgresPushdown::BuildHistograms(const DistinctValues& values) {
-  const Dataset& ds = *data_;
+  const table::Dataset& ds = *data_;
   const size_t nc = std::max(1, ds.num_classes());
   hist_.assign(ds.qids.size(), {});
   for (size_t q = 0; q < ds.qids.size(); ++q) {
-    const QidColumn& col = ds.qids[q];
+    const table::QidColumn& col = ds.qids[q];
     const size_t i = std::find(values.columns.begin(), values.columns.end(), col.csv_column) -
                      values.columns.begin();
     size_t space = 0;
     switch (col.kind) {
-      case QidKind::kTaxonomy:
+      case table::QidKind::kTaxonomy:
         space = col.taxonomy->size();
         break;
-      case QidKind::kSuppression:
+      case table::QidKind::kSuppression:
         space = col.values.size();
         break;
-      case QidKind::kContinuous:
+      case table::QidKind::kContinuous:
         space = col.sorted_values.size();
         break;
     }
     hist_[q].assign(space * nc, 0);
     for (const auto& [v, per_class] : values.by_class[i]) {
       int64_t code = -1;
-      if (col.kind == QidKind::kContinuous) {
+      if (col.kind == table::QidKind::kContinuous) {
         double x = 0;
         if (absl::SimpleAtod(v, &x)) {
           code = static_cast<int64_t>(std::round((x - col.range_lo) / col.precision));
@@ -555,10 +551,13 @@ absl::Status PostgresPushdown::BuildHistograms(const DistinctValues& values) {
   return absl::OkStatus();
 }
 
-void PostgresPushdown::Specialize(int attr, NodeIndex node, int c) { applied_[{attr, node}] = c; }
+void PostgresPushdown::Specialize(int attr, engine::NodeIndex node, int c) {
+  applied_[{attr, node}] = c;
+}
 
-NodeIndex PostgresPushdown::CurrentNode(const AttributeHierarchy& h, int attr, int32_t code) const {
-  NodeIndex n = h.root();
+engine::NodeIndex PostgresPushdown::CurrentNode(const engine::AttributeHierarchy& h, int attr,
+                                                int32_t code) const {
+  engine::NodeIndex n = h.root();
   while (!h.node(n).children.empty()) {
     const auto it = applied_.find({attr, n});
     const int c = it == applied_.end() ? 0 : it->second;
@@ -570,8 +569,8 @@ NodeIndex PostgresPushdown::CurrentNode(const AttributeHierarchy& h, int attr, i
 }
 
 std::string PostgresPushdown::CodeCase(int attr, const std::vector<int64_t>& per_code) const {
-  const QidColumn& col = data_->qids[attr];
-  if (col.kind == QidKind::kContinuous) {
+  const table::QidColumn& col = data_->qids[attr];
+  if (col.kind == table::QidKind::kContinuous) {
     // Runs of equal values over consecutive grid indices: one WHEN per run.
     std::string sql = "CASE";
     size_t i = 0;
@@ -608,17 +607,18 @@ std::string PostgresPushdown::CodeCase(int attr, const std::vector<int64_t>& per
   return absl::StrCat(sql, " ELSE ", largest->first, " END");
 }
 
-std::string PostgresPushdown::CutExpr(const std::vector<AttributeHierarchy>& hier, int attr) const {
+std::string PostgresPushdown::CutExpr(const std::vector<engine::AttributeHierarchy>& hier,
+                                      int attr) const {
   std::vector<int64_t> per_code;
   for (int32_t code : codes_[attr]) per_code.push_back(CurrentNode(hier[attr], attr, code));
   return CodeCase(attr, per_code);
 }
 
-std::string PostgresPushdown::FineExpr(const std::vector<AttributeHierarchy>& hier,
+std::string PostgresPushdown::FineExpr(const std::vector<engine::AttributeHierarchy>& hier,
                                        int attr) const {
   std::vector<int64_t> per_code;
   for (int32_t code : codes_[attr]) {
-    const NodeIndex n = CurrentNode(hier[attr], attr, code);
+    const engine::NodeIndex n = CurrentNode(hier[attr], attr, code);
     per_code.push_back(hier[attr].FineChildCount(n) > 0 ? hier[attr].FineChildOf(n, code) : -1);
   }
   return CodeCase(attr, per_code);
@@ -665,7 +665,7 @@ void PostgresPushdown::PackColumns(const std::vector<std::vector<int64_t>>& digi
 }
 
 PostgresPushdown::PackedCut PostgresPushdown::Pack(
-    const std::vector<AttributeHierarchy>& hier) const {
+    const std::vector<engine::AttributeHierarchy>& hier) const {
   // Each attribute's current cut nodes numbered 0..R-1 (in node order).
   const int nqid = static_cast<int>(data_->qids.size());
   PackedCut p;
@@ -679,17 +679,17 @@ PostgresPushdown::PackedCut PostgresPushdown::Pack(
     std::sort(sorted.begin(), sorted.end());
     sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
     for (size_t i = 0; i < sorted.size(); ++i) {
-      p.nodes[a].push_back(static_cast<NodeIndex>(sorted[i]));
-      p.position[a][static_cast<NodeIndex>(sorted[i])] = static_cast<int64_t>(i);
+      p.nodes[a].push_back(static_cast<engine::NodeIndex>(sorted[i]));
+      p.position[a][static_cast<engine::NodeIndex>(sorted[i])] = static_cast<int64_t>(i);
     }
-    for (int64_t n : node_of) digits[a].push_back(p.position[a][static_cast<NodeIndex>(n)]);
+    for (int64_t n : node_of) digits[a].push_back(p.position[a][static_cast<engine::NodeIndex>(n)]);
   }
   PackColumns(digits, &p);
   return p;
 }
 
-PostgresPushdown::PackedCut PostgresPushdown::PackFine(const std::vector<AttributeHierarchy>& hier,
-                                                       const std::vector<bool>& refinable) const {
+PostgresPushdown::PackedCut PostgresPushdown::PackFine(
+    const std::vector<engine::AttributeHierarchy>& hier, const std::vector<bool>& refinable) const {
   // Per refinable attribute, its fine child under the current node plus one (0: the node has no
   // fine children); `nodes[a]` only records the radix (its size).
   const int nqid = static_cast<int>(data_->qids.size());
@@ -701,7 +701,7 @@ PostgresPushdown::PackedCut PostgresPushdown::PackFine(const std::vector<Attribu
     if (!refinable[a]) continue;
     int64_t top = 0;
     for (int32_t code : codes_[a]) {
-      const NodeIndex n = CurrentNode(hier[a], a, code);
+      const engine::NodeIndex n = CurrentNode(hier[a], a, code);
       digits[a].push_back(hier[a].FineChildCount(n) > 0 ? hier[a].FineChildOf(n, code) + 1 : 0);
       top = std::max(top, digits[a].back());
     }
@@ -712,7 +712,7 @@ PostgresPushdown::PackedCut PostgresPushdown::PackFine(const std::vector<Attribu
 }
 
 std::optional<std::vector<int64_t>> PostgresPushdown::Encode(
-    const PackedCut& p, const std::vector<NodeIndex>& key) const {
+    const PackedCut& p, const std::vector<engine::NodeIndex>& key) const {
   std::vector<int64_t> packed(p.columns.size(), 0);
   if (key.size() != p.nodes.size()) return std::nullopt;
   for (size_t a = 0; a < key.size(); ++a) {
@@ -723,8 +723,9 @@ std::optional<std::vector<int64_t>> PostgresPushdown::Encode(
   return packed;
 }
 
-std::vector<NodeIndex> PostgresPushdown::Decode(const PackedCut& p, const int64_t* packed) const {
-  std::vector<NodeIndex> key(p.nodes.size(), -1);
+std::vector<engine::NodeIndex> PostgresPushdown::Decode(const PackedCut& p,
+                                                        const int64_t* packed) const {
+  std::vector<engine::NodeIndex> key(p.nodes.size(), -1);
   for (size_t a = 0; a < key.size(); ++a) {
     const uint64_t radix = std::max<size_t>(1, p.nodes[a].size());
     const uint64_t pos = static_cast<uint64_t>(packed[p.chunk[a]]) / p.mult[a] % radix;
@@ -733,8 +734,8 @@ std::vector<NodeIndex> PostgresPushdown::Decode(const PackedCut& p, const int64_
   return key;
 }
 
-std::string PostgresPushdown::PackedFilter(const PackedCut& p,
-                                           const std::vector<std::vector<NodeIndex>>& keys) const {
+std::string PostgresPushdown::PackedFilter(
+    const PackedCut& p, const std::vector<std::vector<engine::NodeIndex>>& keys) const {
   std::set<std::vector<int64_t>> wanted;
   for (const auto& key : keys) {
     if (auto packed = Encode(p, key)) wanted.insert(*std::move(packed));
@@ -751,7 +752,8 @@ std::string PostgresPushdown::PackedFilter(const PackedCut& p,
                       ")");
 }
 
-std::string PostgresPushdown::KeyFilter(const std::vector<std::vector<NodeIndex>>& keys) const {
+std::string PostgresPushdown::KeyFilter(
+    const std::vector<std::vector<engine::NodeIndex>>& keys) const {
   std::vector<std::string> names, rows;
   for (size_t a = 0; a < data_->qids.size(); ++a) names.push_back(absl::StrCat("k", a));
   for (const auto& key : keys) rows.push_back(absl::StrCat("(", absl::StrJoin(key, ", "), ")"));
@@ -786,10 +788,10 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> PostgresPushdown::Rows(const s
   return rows;
 }
 
-absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>& hier,
-                                           const StatsRequest& request,
+absl::Status PostgresPushdown::AppendStats(const std::vector<engine::AttributeHierarchy>& hier,
+                                           const engine::StatsRequest& request,
                                            std::vector<uint64_t>* out) {
-  const Dataset& ds = *data_;
+  const table::Dataset& ds = *data_;
   if (hier.size() != ds.qids.size()) return absl::InternalError("push-down: hierarchies differ");
   if (!request.histograms.empty()) {
     return absl::FailedPreconditionError(
@@ -803,11 +805,11 @@ absl::Status PostgresPushdown::AppendStats(const std::vector<AttributeHierarchy>
 
 // Range counts, rank histograms and node class counts: from the QIDs' (code, class) histograms
 // taken at Open (each depends on one attribute's codes and the class only).
-void PostgresPushdown::AppendHistogramStats(const std::vector<AttributeHierarchy>& hier,
-                                            const StatsRequest& request,
+void PostgresPushdown::AppendHistogramStats(const std::vector<engine::AttributeHierarchy>& hier,
+                                            const engine::StatsRequest& request,
                                             std::vector<uint64_t>* out) const {
   const size_t nc = std::max(1, data_->num_classes());
-  for (const RangeCountRequest& rq : request.range_counts) {
+  for (const engine::RangeCountRequest& rq : request.range_counts) {
     if (rq.bounds.size() < 2) continue;
     const size_t per = rq.labelled ? nc : 1;
     const size_t base = out->size();
@@ -824,7 +826,7 @@ void PostgresPushdown::AppendHistogramStats(const std::vector<AttributeHierarchy
     }
   }
   for (const auto& [a, n] : request.rank_histograms) {
-    const HierarchyNode& node = hier[a].node(n);
+    const engine::HierarchyNode& node = hier[a].node(n);
     const size_t base = out->size();
     out->resize(base + static_cast<size_t>(node.rank_hi - node.rank_lo) * nc, 0);
     const std::vector<uint64_t>& h = hist_[a];
@@ -867,8 +869,8 @@ struct PostgresPushdown::GroupQuery {
 
 // Group statistics of the requested keys: (k_all) and (k_all, f_a) per refinable attribute, laid
 // out as Tips::AppendGroupStats lays them out.
-absl::Status PostgresPushdown::AppendGroupStats(const std::vector<AttributeHierarchy>& hier,
-                                                const StatsRequest& request,
+absl::Status PostgresPushdown::AppendGroupStats(const std::vector<engine::AttributeHierarchy>& hier,
+                                                const engine::StatsRequest& request,
                                                 std::vector<uint64_t>* out) {
   const int nqid = static_cast<int>(data_->qids.size());
   const size_t stride = 1 + data_->tracked.size();
@@ -917,8 +919,9 @@ absl::Status PostgresPushdown::AppendGroupStats(const std::vector<AttributeHiera
 
 // One plain GROUP BY over the packed key and the packed fine children of every refinable
 // attribute (one hash aggregate, parallel where the server allows), summed up here.
-absl::Status PostgresPushdown::SumCombinedGroups(const std::vector<AttributeHierarchy>& hier,
-                                                 const GroupQuery& q, std::vector<uint64_t>* out) {
+absl::Status PostgresPushdown::SumCombinedGroups(
+    const std::vector<engine::AttributeHierarchy>& hier, const GroupQuery& q,
+    std::vector<uint64_t>* out) {
   const int nqid = static_cast<int>(data_->qids.size());
   const size_t m = data_->tracked.size();
   const int ng = static_cast<int>(q.packed.columns.size());
@@ -955,9 +958,9 @@ absl::Status PostgresPushdown::SumCombinedGroups(const std::vector<AttributeHier
 // each with fewer rows than the combined one, joined by UNION ALL into one statement (no
 // GROUPING SETS: Citus runs those on a single shard only). Each part fills its own f_a and
 // leaves the others NULL, so a row names its attribute.
-absl::Status PostgresPushdown::SumGroupsPerAttribute(const std::vector<AttributeHierarchy>& hier,
-                                                     const GroupQuery& q,
-                                                     std::vector<uint64_t>* out) {
+absl::Status PostgresPushdown::SumGroupsPerAttribute(
+    const std::vector<engine::AttributeHierarchy>& hier, const GroupQuery& q,
+    std::vector<uint64_t>* out) {
   const int nqid = static_cast<int>(data_->qids.size());
   const size_t m = data_->tracked.size();
   const int ng = static_cast<int>(q.packed.columns.size());
@@ -1012,10 +1015,10 @@ absl::Status PostgresPushdown::SumGroupsPerAttribute(const std::vector<Attribute
 }
 
 // Released counts of the requested keys per value combination.
-absl::Status PostgresPushdown::AppendReleasedCounts(const std::vector<AttributeHierarchy>& hier,
-                                                    const StatsRequest& request,
-                                                    std::vector<uint64_t>* out) {
-  const Dataset& ds = *data_;
+absl::Status PostgresPushdown::AppendReleasedCounts(
+    const std::vector<engine::AttributeHierarchy>& hier, const engine::StatsRequest& request,
+    std::vector<uint64_t>* out) {
+  const table::Dataset& ds = *data_;
   const uint64_t combos = request.released_combinations;
   if (request.released_groups.empty() ||
       SatMul(request.released_groups.size(), static_cast<size_t>(combos)) > kMaxReleasedWords ||
@@ -1035,7 +1038,7 @@ absl::Status PostgresPushdown::AppendReleasedCounts(const std::vector<AttributeH
   }
   cols.push_back({"v", value_index_expr_});
   select.push_back("v");
-  std::map<std::vector<NodeIndex>, std::vector<size_t>> where;
+  std::map<std::vector<engine::NodeIndex>, std::vector<size_t>> where;
   for (size_t i = 0; i < request.released_groups.size(); ++i) {
     where[request.released_groups[i]].push_back(base + i * combos);
   }
@@ -1054,8 +1057,8 @@ absl::Status PostgresPushdown::AppendReleasedCounts(const std::vector<AttributeH
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::map<std::vector<NodeIndex>, std::vector<uint64_t>>>
-PostgresPushdown::GroupCounts(const std::vector<AttributeHierarchy>& hier) {
+absl::StatusOr<std::map<std::vector<engine::NodeIndex>, std::vector<uint64_t>>>
+PostgresPushdown::GroupCounts(const std::vector<engine::AttributeHierarchy>& hier) {
   const PackedCut packed = Pack(hier);
   const int ng = static_cast<int>(packed.columns.size());
   std::vector<std::pair<std::string, std::string>> cols;
@@ -1074,7 +1077,7 @@ PostgresPushdown::GroupCounts(const std::vector<AttributeHierarchy>& hier) {
                    Rows(absl::StrCat("SELECT ", absl::StrJoin(select, ", "), " FROM ", From(cols),
                                      " GROUP BY ", absl::StrJoin(keys, ", ")),
                         "group counts"));
-  std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups;
+  std::map<std::vector<engine::NodeIndex>, std::vector<uint64_t>> groups;
   for (const auto& row : rows) {
     std::vector<uint64_t> counts;
     for (size_t i = ng; i < row.size(); ++i) counts.push_back(static_cast<uint64_t>(row[i]));
@@ -1084,9 +1087,9 @@ PostgresPushdown::GroupCounts(const std::vector<AttributeHierarchy>& hier) {
 }
 
 absl::Status PostgresPushdown::ForEachReleasedRow(
-    const std::vector<AttributeHierarchy>& hier, const std::vector<int>& columns,
+    const std::vector<engine::AttributeHierarchy>& hier, const std::vector<int>& columns,
     const std::function<void(const std::vector<std::string_view>&)>& emit) {
-  const Dataset& ds = *data_;
+  const table::Dataset& ds = *data_;
   std::vector<std::string> select;
   for (int c : columns) {
     int qid = -1;
@@ -1102,7 +1105,8 @@ absl::Status PostgresPushdown::ForEachReleasedRow(
     for (int32_t code : codes_[qid]) node_of.push_back(CurrentNode(hier[qid], qid, code));
     std::map<int64_t, std::string> labels;
     for (int64_t n : node_of) {
-      labels.emplace(n, Lit(hier[qid].Label(static_cast<NodeIndex>(n), spec_.suppression_token())));
+      labels.emplace(
+          n, Lit(hier[qid].Label(static_cast<engine::NodeIndex>(n), spec_.suppression_token())));
     }
     const std::string e = CodeCase(qid, node_of);
     // The node number mapped to its label by a second CASE over the first.
@@ -1135,4 +1139,4 @@ absl::Status PostgresPushdown::ForEachReleasedRow(
   return absl::OkStatus();
 }
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table_postgres

@@ -1,10 +1,10 @@
-#include "common/table/postgres_connection.h"
+#include "common/table_postgres/postgres_connection.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 
-namespace fedanon::common::postgres {
+namespace fedanon::table_postgres {
 
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo,
                                                              const std::string& label) {
@@ -88,4 +88,4 @@ absl::StatusOr<std::vector<std::string>> ParseQualifiedName(Connection& conn,
   return out;
 }
 
-}  // namespace fedanon::common::postgres
+}  // namespace fedanon::table_postgres

@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 
-namespace fedanon::common {
+namespace fedanon::table_postgres {
 
 struct PostgresSink {
   std::string conninfo;  // libpq connection string; never logged
@@ -31,4 +31,4 @@ std::string PostgresSinkTable(const PostgresSink& sink, std::string_view job_id)
 absl::Status WriteTableToPostgres(const PostgresSink& sink, std::string_view job_id,
                                   std::string_view csv);
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table_postgres

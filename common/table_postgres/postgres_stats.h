@@ -32,14 +32,12 @@
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
 #include "common/table/dataset.h"
-#include "common/table/postgres_source.h"
+#include "common/table_postgres/postgres_source.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::table_postgres {
 
-namespace postgres {
 class Connection;
-}
 
 class PostgresPushdown {
  public:
@@ -48,31 +46,31 @@ class PostgresPushdown {
   // Unavailable (cannot connect); InvalidArgument with the reader's message otherwise.
   static absl::StatusOr<std::unique_ptr<PostgresPushdown>> Open(const fedanon::v1::JobSpec& spec,
                                                                 const PostgresSource& source,
-                                                                const Dataset& schema);
+                                                                const table::Dataset& schema);
   ~PostgresPushdown();
 
   // The schema with the source's header and record counts (no per-record codes): the party's
   // hierarchies are built over its QID columns.
-  const Dataset& data() const { return *data_; }
+  const table::Dataset& data() const { return *data_; }
 
   // Candidate `c` of (attr, node) was applied to the hierarchies (needed for ⊥ nodes, whose
   // children depend on the disclosed value).
-  void Specialize(int attr, NodeIndex node, int c);
+  void Specialize(int attr, engine::NodeIndex node, int c);
 
   // Appends the answer to `request` over the current cut of `hier` (built over data().qids),
   // word for word what AppendLocalStats gives on the loaded table.
-  absl::Status AppendStats(const std::vector<AttributeHierarchy>& hier, const StatsRequest& request,
-                           std::vector<uint64_t>* out);
+  absl::Status AppendStats(const std::vector<engine::AttributeHierarchy>& hier,
+                           const engine::StatsRequest& request, std::vector<uint64_t>* out);
 
   // The non-empty groups of the current cut: key -> [count, tracked_1..m] (the final check).
-  absl::StatusOr<std::map<std::vector<NodeIndex>, std::vector<uint64_t>>> GroupCounts(
-      const std::vector<AttributeHierarchy>& hier);
+  absl::StatusOr<std::map<std::vector<engine::NodeIndex>, std::vector<uint64_t>>> GroupCounts(
+      const std::vector<engine::AttributeHierarchy>& hier);
 
   // Calls `emit` once per kept record with its released values for `columns` (indices into
   // data().header), QID values replaced by the label of their cut node, as ForEachReleasedRow
   // does; in no particular order (the caller shuffles).
   absl::Status ForEachReleasedRow(
-      const std::vector<AttributeHierarchy>& hier, const std::vector<int>& columns,
+      const std::vector<engine::AttributeHierarchy>& hier, const std::vector<int>& columns,
       const std::function<void(const std::vector<std::string_view>&)>& emit);
 
   // A fingerprint of the job's snapshot (16 hex digits): a hash of the row counts and of every
@@ -116,24 +114,25 @@ class PostgresPushdown {
   absl::Status BuildHistograms(const DistinctValues& values);
   int ColumnOf(const std::string& name) const;  // the table column of an attribute
   // AppendStats by kind of statistic.
-  void AppendHistogramStats(const std::vector<AttributeHierarchy>& hier,
-                            const StatsRequest& request, std::vector<uint64_t>* out) const;
-  absl::Status AppendGroupStats(const std::vector<AttributeHierarchy>& hier,
-                                const StatsRequest& request, std::vector<uint64_t>* out);
-  absl::Status AppendReleasedCounts(const std::vector<AttributeHierarchy>& hier,
-                                    const StatsRequest& request, std::vector<uint64_t>* out);
+  void AppendHistogramStats(const std::vector<engine::AttributeHierarchy>& hier,
+                            const engine::StatsRequest& request, std::vector<uint64_t>* out) const;
+  absl::Status AppendGroupStats(const std::vector<engine::AttributeHierarchy>& hier,
+                                const engine::StatsRequest& request, std::vector<uint64_t>* out);
+  absl::Status AppendReleasedCounts(const std::vector<engine::AttributeHierarchy>& hier,
+                                    const engine::StatsRequest& request,
+                                    std::vector<uint64_t>* out);
   // Per requested group key: where its words start in the output, and each refinable attribute's
   // offset there (-1: not refinable).
-  using GroupPlaces =
-      std::map<std::vector<NodeIndex>, std::vector<std::pair<size_t, std::vector<int64_t>>>>;
+  using GroupPlaces = std::map<std::vector<engine::NodeIndex>,
+                               std::vector<std::pair<size_t, std::vector<int64_t>>>>;
   // AppendGroupStats' query: the packed cut, the refinable attributes, the places of the keys,
   // the packed key columns g0.. and the filter on the requested keys.
   struct GroupQuery;
   // The group statistics in one GROUP BY over the key and every fine child, or (very many cells)
   // one GROUP BY per refinable attribute.
-  absl::Status SumCombinedGroups(const std::vector<AttributeHierarchy>& hier, const GroupQuery& q,
-                                 std::vector<uint64_t>* out);
-  absl::Status SumGroupsPerAttribute(const std::vector<AttributeHierarchy>& hier,
+  absl::Status SumCombinedGroups(const std::vector<engine::AttributeHierarchy>& hier,
+                                 const GroupQuery& q, std::vector<uint64_t>* out);
+  absl::Status SumGroupsPerAttribute(const std::vector<engine::AttributeHierarchy>& hier,
                                      const GroupQuery& q, std::vector<uint64_t>* out);
   std::string Lit(std::string_view text) const;
   std::string Text(int column) const;                // the column's text
@@ -141,52 +140,53 @@ class PostgresPushdown {
   std::string RankBelow(int attr, int64_t j) const;  // SQL of "grid index < j"
   // Per QID attribute: the SQL of a per-code integer function (codes: leaves / values / ranks).
   std::string CodeCase(int attr, const std::vector<int64_t>& per_code) const;
-  std::string CutExpr(const std::vector<AttributeHierarchy>& hier, int attr) const;
-  std::string FineExpr(const std::vector<AttributeHierarchy>& hier, int attr) const;
+  std::string CutExpr(const std::vector<engine::AttributeHierarchy>& hier, int attr) const;
+  std::string FineExpr(const std::vector<engine::AttributeHierarchy>& hier, int attr) const;
   // The current cut's group key packed into BIGINT columns g0, g1, ... (usually one).
   struct PackedCut {
-    std::vector<std::string> columns;           // SQL of each packed column
-    std::vector<int> chunk;                     // per attribute: its column
-    std::vector<uint64_t> mult;                 // per attribute: its multiplier in that column
-    std::vector<std::vector<NodeIndex>> nodes;  // per attribute: position -> cut node
-    std::vector<std::map<NodeIndex, int64_t>> position;  // per attribute: cut node -> position
+    std::vector<std::string> columns;  // SQL of each packed column
+    std::vector<int> chunk;            // per attribute: its column
+    std::vector<uint64_t> mult;        // per attribute: its multiplier in that column
+    std::vector<std::vector<engine::NodeIndex>> nodes;  // per attribute: position -> cut node
+    std::vector<std::map<engine::NodeIndex, int64_t>>
+        position;  // per attribute: cut node -> position
   };
-  PackedCut Pack(const std::vector<AttributeHierarchy>& hier) const;
+  PackedCut Pack(const std::vector<engine::AttributeHierarchy>& hier) const;
   // Fills p->columns, chunk and mult from each attribute's per-code digit (radix: nodes[a].size()).
   void PackColumns(const std::vector<std::vector<int64_t>>& digits, PackedCut* p) const;
   // The fine children (+1) of the refinable attributes packed the same way.
-  PackedCut PackFine(const std::vector<AttributeHierarchy>& hier,
+  PackedCut PackFine(const std::vector<engine::AttributeHierarchy>& hier,
                      const std::vector<bool>& refinable) const;
   std::optional<std::vector<int64_t>> Encode(const PackedCut& p,
-                                             const std::vector<NodeIndex>& key) const;
-  std::vector<NodeIndex> Decode(const PackedCut& p, const int64_t* packed) const;
+                                             const std::vector<engine::NodeIndex>& key) const;
+  std::vector<engine::NodeIndex> Decode(const PackedCut& p, const int64_t* packed) const;
   std::string PackedFilter(const PackedCut& p,
-                           const std::vector<std::vector<NodeIndex>>& keys) const;
+                           const std::vector<std::vector<engine::NodeIndex>>& keys) const;
   bool Occurs(int attr, int32_t code) const;  // the code has a kept record
-  std::string KeyFilter(const std::vector<std::vector<NodeIndex>>& keys) const;
+  std::string KeyFilter(const std::vector<std::vector<engine::NodeIndex>>& keys) const;
   std::string From(const std::vector<std::pair<std::string, std::string>>& columns) const;
-  NodeIndex CurrentNode(const AttributeHierarchy& h, int attr, int32_t code) const;
+  engine::NodeIndex CurrentNode(const engine::AttributeHierarchy& h, int attr, int32_t code) const;
   absl::StatusOr<std::vector<std::vector<int64_t>>> Rows(const std::string& sql,
                                                          std::string_view what);
 
   fedanon::v1::JobSpec spec_;
   PostgresSource source_;
   std::string label_;
-  std::unique_ptr<postgres::Connection> conn_;
+  std::unique_ptr<Connection> conn_;
   std::string query_;
-  std::unique_ptr<Dataset> data_;
+  std::unique_ptr<table::Dataset> data_;
   std::vector<int> qid_column_;              // per QID: its column in the source
   std::vector<unsigned> column_types_;       // per source column: its type oid
   std::vector<std::vector<int32_t>> codes_;  // per QID: every code (leaf ids / values / ranks)
   std::vector<std::vector<std::string>> code_text_;  // categorical: the text of each code
   std::string kept_;                                 // SQL condition of a kept row
   std::string class_expr_, value_index_expr_;
-  std::vector<std::string> sensitive_expr_;           // per tracked value: 1 or 0
-  std::map<std::pair<int, NodeIndex>, int> applied_;  // (attr, node) -> candidate
+  std::vector<std::string> sensitive_expr_;                   // per tracked value: 1 or 0
+  std::map<std::pair<int, engine::NodeIndex>, int> applied_;  // (attr, node) -> candidate
   std::vector<std::vector<uint64_t>> hist_;  // per QID: [code * classes + class] kept records
   uint64_t queries_ = 0;
   Limits limits_;
   std::string fingerprint_;
 };
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table_postgres

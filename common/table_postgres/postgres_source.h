@@ -18,7 +18,7 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/job.pb.h"
 
-namespace fedanon::common {
+namespace fedanon::table_postgres {
 
 struct PostgresSource {
   std::string name;      // the table name jobs use ("patients"); in messages
@@ -27,7 +27,7 @@ struct PostgresSource {
   // to lower case), or a query whose result is the table (SELECT, VALUES, TABLE, WITH ...).
   std::string table;
   std::string query;
-  // `mode: push-down` (common/table/postgres_stats.h): a horizontal job computes its count
+  // `mode: push-down` (common/table_postgres/postgres_stats.h): a horizontal job computes its count
   // statistics inside the database and never loads the table; vertical jobs are refused.
   bool push_down = false;
 };
@@ -39,9 +39,8 @@ std::string PostgresSourceLabel(const PostgresSource& source);
 // encoded against that public schema). `options.max_input_bytes` bounds the rows' text.
 // Errors: Unavailable (cannot connect), InvalidArgument (the query fails, a column is missing or
 // of the wrong type, a NULL, a value a CSV file would be refused for).
-absl::StatusOr<Dataset> LoadDatasetFromPostgres(const fedanon::v1::JobSpec& spec,
-                                                const PostgresSource& source,
-                                                const Dataset* schema = nullptr,
-                                                const LoadDatasetOptions& options = {});
+absl::StatusOr<table::Dataset> LoadDatasetFromPostgres(
+    const fedanon::v1::JobSpec& spec, const PostgresSource& source,
+    const table::Dataset* schema = nullptr, const table::LoadDatasetOptions& options = {});
 
-}  // namespace fedanon::common
+}  // namespace fedanon::table_postgres
