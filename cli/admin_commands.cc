@@ -14,7 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "cli/provision.h"
+#include "app/provision.h"
 #include "cli/watch_progress.h"
 #include "common/base/status_macros.h"
 #include "common/hierarchies/hierarchy_builder.h"
@@ -111,9 +111,9 @@ server::CommandAction ActionOf(Command command) {
 
 absl::Status RunProvision(const AdminGlobals& g, const std::string& federation_yaml,
                           std::string out) {
-  ASSIGN_OR_RETURN(const FederationSpec spec, LoadFederationSpec(federation_yaml));
+  ASSIGN_OR_RETURN(const app::FederationSpec spec, app::LoadFederationSpec(federation_yaml));
   if (out.empty()) out = spec.federation;
-  ASSIGN_OR_RETURN(const std::string summary, ProvisionFederation(spec, out));
+  ASSIGN_OR_RETURN(const std::string summary, app::ProvisionFederation(spec, out));
   if (g.json) {
     google::protobuf::Struct s;
     (*s.mutable_fields())["out"].set_string_value(out);
@@ -351,7 +351,7 @@ server::CommandAction DeclareRevokeCommand(const AdminGlobals* globals, CLI::App
   command->add_option("CERT", *certs, "Certificates (PEM files) to revoke")->required();
   command->add_option("--days", *days, "Days the new revocation list is valid (default 30)");
   return ActionOf([=]() -> absl::Status {
-    ASSIGN_OR_RETURN(const std::string summary, RevokeCertificates(*ca_dir, *certs, *days));
+    ASSIGN_OR_RETURN(const std::string summary, app::RevokeCertificates(*ca_dir, *certs, *days));
     if (globals->json) {
       google::protobuf::Struct s;
       (*s.mutable_fields())["summary"].set_string_value(summary);

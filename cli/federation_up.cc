@@ -39,7 +39,7 @@
 #include "absl/time/time.h"
 #include "app/job_assessment.h"
 #include "app/table_risk.h"
-#include "cli/provision.h"
+#include "app/provision.h"
 #include "cli/risk_command.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
@@ -406,12 +406,12 @@ class FederationUp {
       }
       dir_ = pattern;
       created_dir_ = true;
-      if (absl::Status st = ProvisionLocal(dir_.string(), names_, port); !st.ok()) {
+      if (absl::Status st = app::ProvisionLocal(dir_.string(), names_, port); !st.ok()) {
         return Fail(absl::StrCat("cannot provision the federation: ", st.message()));
       }
     } else {
       dir_ = fs::absolute(o_.dir).lexically_normal();
-      if (absl::Status st = ProvisionLocal(dir_.string(), names_, port); !st.ok()) {
+      if (absl::Status st = app::ProvisionLocal(dir_.string(), names_, port); !st.ok()) {
         return Fail(
             absl::StrCat("cannot provision the federation in ", dir_.string(), ": ", st.message()));
       }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli/party_audit.h"
 #include "party/audit_log.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/status_matchers.h"
@@ -117,6 +118,48 @@ TEST_F(PartyAuditCliTest, FailsClearly) {
   EXPECT_EQ(neither.exit_code, 2);
   const CliResult no_job = RunFedanon({"party", "audit", "--state-dir", state});
   EXPECT_EQ(no_job.exit_code, 2);
+}
+
+// The readable form of the audit lines (cli/party_audit.h).
+constexpr char kAuditJob[] = "job-0123456789ab";
+
+party::AuditEntry SumEntry() {
+  return {.round = 3,
+          .kind = party::kAuditSecureSum,
+          .form = party::kAuditMaskedSealed,
+          .to = {"hospital-b"},
+          .numbers = {{"collect", 2}, {"chunk", 0}},
+          .texts = {{"purpose", "statistics"}},
+          .has_counts = true,
+          .counts = {5, 0, 7}};
+}
+
+TEST(AuditLog, ReadableFormHasOneLinePerEntry) {
+  const std::string text = party::FormatAuditLine(kAuditJob, 0, SumEntry()) +
+                           party::FormatAuditLine(kAuditJob, 0,
+                                                  {.round = 9,
+                                                   .kind = party::kAuditUnionRows,
+                                                   .form = party::kAuditSealed,
+                                                   .to = {"hospital-c"},
+                                                   .numbers = {{"rows", 300}},
+                                                   .texts = {{"rows_sealed_for", "leader"}}});
+  ASSERT_OK_AND_ASSIGN(const std::string readable, cli::FormatAuditText(text));
+  std::istringstream in(readable);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 2u) << readable;
+  EXPECT_THAT(lines[0], HasSubstr("1970-01-01T00:00:00.000Z"));
+  EXPECT_THAT(lines[0], HasSubstr("round 3"));
+  EXPECT_THAT(lines[0], HasSubstr("secure-sum"));
+  EXPECT_THAT(lines[0], HasSubstr("masked+sealed"));
+  EXPECT_THAT(lines[0], HasSubstr("to hospital-b"));
+  EXPECT_THAT(lines[0], HasSubstr("collect=2"));
+  EXPECT_THAT(lines[0], HasSubstr("own counts: 3 words, sum 12"));
+  EXPECT_THAT(lines[1], HasSubstr("union-rows"));
+  EXPECT_THAT(lines[1], HasSubstr("rows=300"));
+  EXPECT_THAT(lines[1], HasSubstr("rows_sealed_for=leader"));
+  EXPECT_THAT(cli::FormatAuditText("{\"round\":1}\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument, "line 1"));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "cli/provision.h"
+#include "app/provision.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -90,7 +90,7 @@ class ProvisionTest : public ::testing::Test {
     const fs::path path = tmp_ / "in.yaml";
     fs::remove(path);
     WriteFile(path, text);
-    return cli::Provision(path.string(), (tmp_ / out).string());
+    return app::Provision(path.string(), (tmp_ / out).string());
   }
 
   fs::path tmp_;
@@ -99,7 +99,7 @@ class ProvisionTest : public ::testing::Test {
 
 TEST_F(ProvisionTest, WritesAVerifiableKit) {
   const fs::path out = tmp_ / "kit";
-  ASSERT_OK_AND_ASSIGN(const std::string summary, cli::Provision(yaml_.string(), out.string()));
+  ASSERT_OK_AND_ASSIGN(const std::string summary, app::Provision(yaml_.string(), out.string()));
   EXPECT_THAT(summary, HasSubstr("hospitals"));
   EXPECT_THAT(summary, HasSubstr("hospital-b/"));
   EXPECT_THAT(summary, HasSubstr("README.txt"));
@@ -199,14 +199,14 @@ TEST_F(ProvisionTest, WritesAVerifiableKit) {
   }
   // A party's TLS certificate is not the leader's and vice versa; another CA's kit is foreign.
   const fs::path out2 = tmp_ / "kit2";
-  ASSERT_OK(cli::Provision(yaml_.string(), out2.string()));
+  ASSERT_OK(app::Provision(yaml_.string(), out2.string()));
   EXPECT_THAT(crypto::VerifiedTlsIdentity(ReadFile(out2 / "hospital-a" / "tls.crt"), ca_pem),
               StatusIs(absl::StatusCode::kPermissionDenied, ""));
 }
 
 TEST_F(ProvisionTest, ConfigsLoadWithTheDaemonLoaders) {
   const fs::path out = tmp_ / "kit";
-  ASSERT_OK(cli::Provision(yaml_.string(), out.string()));
+  ASSERT_OK(app::Provision(yaml_.string(), out.string()));
   ASSERT_OK_AND_ASSIGN(LeaderConfig leader, LoadLeaderConfig((out / "leader" / "leader.yaml")));
   EXPECT_EQ(leader.name, "leader");
   EXPECT_EQ(ReadFile(leader.tls.cert), ReadFile(out / "leader" / "tls.crt"));
@@ -235,7 +235,7 @@ admins: [root]
   const std::string party_yaml = ReadFile(out / "p1" / "party.yaml");
   EXPECT_EQ(YAML::Load(party_yaml)["leader"].as<std::string>(), "[::1]:9000");
   // validity_days defaulted to 365: the summary of a second run says so.
-  ASSERT_OK_AND_ASSIGN(std::string summary, cli::Provision(yaml_.string(), (tmp_ / "k2").string()));
+  ASSERT_OK_AND_ASSIGN(std::string summary, app::Provision(yaml_.string(), (tmp_ / "k2").string()));
   EXPECT_THAT(summary, HasSubstr("365 days"));
 }
 
@@ -256,18 +256,18 @@ TEST_F(ProvisionTest, RefusesNonEmptyOutDir) {
   const fs::path out = tmp_ / "busy";
   fs::create_directories(out);
   WriteFile(out / "keep.txt", "precious");
-  EXPECT_THAT(cli::Provision(yaml_.string(), out.string()),
+  EXPECT_THAT(app::Provision(yaml_.string(), out.string()),
               StatusIs(absl::StatusCode::kFailedPrecondition, "not empty"));
   EXPECT_EQ(ReadFile(out / "keep.txt"), "precious");
   EXPECT_EQ(Entries(out), (std::set<std::string>{"keep.txt"}));
   // A file in the way is refused too; an existing empty directory is used (and locked down).
   WriteFile(tmp_ / "file", "x");
-  EXPECT_THAT(cli::Provision(yaml_.string(), (tmp_ / "file").string()),
+  EXPECT_THAT(app::Provision(yaml_.string(), (tmp_ / "file").string()),
               StatusIs(absl::StatusCode::kFailedPrecondition, "not a directory"));
   fs::create_directories(tmp_ / "empty");
   fs::permissions(tmp_ / "empty",
                   fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
-  ASSERT_OK(cli::Provision(yaml_.string(), (tmp_ / "empty").string() + "/"));
+  ASSERT_OK(app::Provision(yaml_.string(), (tmp_ / "empty").string() + "/"));
   EXPECT_EQ(ModeOf(tmp_ / "empty"), 0700u);
   EXPECT_TRUE(fs::exists(tmp_ / "empty" / "leader" / "leader.yaml"));
   // No staging directories are left behind.
@@ -275,7 +275,7 @@ TEST_F(ProvisionTest, RefusesNonEmptyOutDir) {
 }
 
 TEST_F(ProvisionTest, CreatesParentDirectories) {
-  ASSERT_OK(cli::Provision(yaml_.string(), (tmp_ / "a" / "b" / "kit").string()));
+  ASSERT_OK(app::Provision(yaml_.string(), (tmp_ / "a" / "b" / "kit").string()));
   EXPECT_EQ(ModeOf(tmp_ / "a" / "b" / "kit"), 0700u);
 }
 
@@ -369,22 +369,22 @@ TEST_F(ProvisionTest, BadHostFailsWithoutLeavingFiles) {
 TEST_F(ProvisionTest, BadYamlReportsLineAndColumn) {
   const fs::path path = tmp_ / "broken.yaml";
   WriteFile(path, "federation: f\nleader: {name: l, address: 'h:1'\nparties: [a]\n");
-  const absl::StatusOr<std::string> result = cli::Provision(path.string(), (tmp_ / "kit").string());
+  const absl::StatusOr<std::string> result = app::Provision(path.string(), (tmp_ / "kit").string());
   EXPECT_THAT(result, StatusIs(kInvalid, path.string() + ":3:"));
   EXPECT_THAT(result, StatusIs(kInvalid, "invalid YAML"));
   WriteFile(tmp_ / "tabs.yaml", "federation: f\nparties:\n  - a\n - b\n");
-  EXPECT_THAT(cli::Provision((tmp_ / "tabs.yaml").string(), (tmp_ / "kit").string()),
+  EXPECT_THAT(app::Provision((tmp_ / "tabs.yaml").string(), (tmp_ / "kit").string()),
               StatusIs(kInvalid, "tabs.yaml:4:"));
 }
 
 TEST_F(ProvisionTest, UnreadableFile) {
-  EXPECT_THAT(cli::Provision((tmp_ / "nope.yaml").string(), (tmp_ / "kit").string()),
+  EXPECT_THAT(app::Provision((tmp_ / "nope.yaml").string(), (tmp_ / "kit").string()),
               StatusIs(absl::StatusCode::kNotFound, "nope.yaml"));
 }
 
 TEST_F(ProvisionTest, LocalFederation) {
   const fs::path out = tmp_ / "local";
-  ASSERT_OK(cli::ProvisionLocal(out.string(), {"p1", "p2"}, 17443));
+  ASSERT_OK(app::ProvisionLocal(out.string(), {"p1", "p2"}, 17443));
   EXPECT_EQ(Entries(out),
             (std::set<std::string>{"README.txt", "ca", "leader", "p1", "p2", "admin"}));
   const std::string ca_pem = ReadFile(out / "ca" / "ca.crt");
@@ -400,11 +400,11 @@ TEST_F(ProvisionTest, LocalFederation) {
   ASSERT_OK_AND_ASSIGN(id, crypto::VerifiedTlsIdentity(ReadFile(out / "p1" / "tls.crt"), ca_pem));
   EXPECT_EQ(id, (Identity{.role = Role::kParty, .name = "p1"}));
 
-  EXPECT_THAT(cli::ProvisionLocal((tmp_ / "l2").string(), {"p1", "leader"}, 17443),
+  EXPECT_THAT(app::ProvisionLocal((tmp_ / "l2").string(), {"p1", "leader"}, 17443),
               StatusIs(kInvalid, "duplicate"));
-  EXPECT_THAT(cli::ProvisionLocal((tmp_ / "l3").string(), {"p1"}, 0), StatusIs(kInvalid, "port"));
-  EXPECT_THAT(cli::ProvisionLocal((tmp_ / "l4").string(), {}, 17443), StatusIs(kInvalid, "party"));
-  EXPECT_THAT(cli::ProvisionLocal(out.string(), {"p1"}, 17443),
+  EXPECT_THAT(app::ProvisionLocal((tmp_ / "l3").string(), {"p1"}, 0), StatusIs(kInvalid, "port"));
+  EXPECT_THAT(app::ProvisionLocal((tmp_ / "l4").string(), {}, 17443), StatusIs(kInvalid, "party"));
+  EXPECT_THAT(app::ProvisionLocal(out.string(), {"p1"}, 17443),
               StatusIs(absl::StatusCode::kFailedPrecondition, "not empty"));
 }
 

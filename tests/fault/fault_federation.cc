@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
-#include "cli/provision.h"
+#include "app/provision.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_paths.h"
 
@@ -182,12 +182,12 @@ absl::Status FaultFederation::Start() {
   fs::create_directories(dir_ + "/capture");
   leader_port_ = FreePort();
   if (options_.admins == std::vector<std::string>{"admin"}) {
-    if (absl::Status st = cli::ProvisionLocal(dir_ + "/kit", parties_, leader_port_); !st.ok()) {
+    if (absl::Status st = app::ProvisionLocal(dir_ + "/kit", parties_, leader_port_); !st.ok()) {
       return st;
     }
   } else {
     // ProvisionLocal's federation with other admins.
-    cli::FederationSpec spec;
+    app::FederationSpec spec;
     spec.federation = "local";
     spec.leader.name = "leader";
     spec.leader.address = absl::StrCat("127.0.0.1:", leader_port_);
@@ -196,7 +196,7 @@ absl::Status FaultFederation::Start() {
     spec.parties = parties_;
     spec.admins = options_.admins;
     spec.validity_days = 30;
-    if (absl::StatusOr<std::string> kit = cli::ProvisionFederation(spec, dir_ + "/kit");
+    if (absl::StatusOr<std::string> kit = app::ProvisionFederation(spec, dir_ + "/kit");
         !kit.ok()) {
       return kit.status();
     }

@@ -59,7 +59,7 @@ ALLOWED = {
     "party_daemon": {"base", "proto", "proto_grpc", "crypto", "wire", "party", "server"},
     "leader_daemon": {"base", "proto", "proto_grpc", "crypto", "wire", "leader", "server", "admin"},
     "app": {"base", "proto", "table", "spec", "engine", "sequential", "risk", "evaluation",
-            "html_report"},
+            "html_report", "crypto"},
     "party_testing": {"party"},
     "cli": set(LAYERS) - {"cli", "party_testing", "leader_daemon"},
 }

@@ -1,6 +1,6 @@
 // The party's audit writer (party/audit_log.h): one JSON line per Append, file mode 0600 whatever
-// the umask, symbolic links and foreign files refused, strings escaped, job ids validated; and
-// the readable form `fedanon party audit` prints (cli/party_audit.h).
+// the umask, symbolic links and foreign files refused, strings escaped, job ids validated (the
+// readable form `fedanon party audit` prints is tested in tests/cli/party_audit_cli_test.cc).
 #include "party/audit_log.h"
 
 #include <gmock/gmock.h>
@@ -13,7 +13,6 @@
 #include <sstream>
 #include <string>
 
-#include "cli/party_audit.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
@@ -142,34 +141,6 @@ TEST(AuditLog, DisabledWithoutADirectory) {
   EXPECT_FALSE(log.enabled());
   EXPECT_OK(log.Append(kJob, SumEntry()));
   EXPECT_FALSE(log.Exists(kJob));
-}
-
-TEST(AuditLog, ReadableFormHasOneLinePerEntry) {
-  const std::string text = party::FormatAuditLine(kJob, 0, SumEntry()) +
-                           party::FormatAuditLine(kJob, 0,
-                                                  {.round = 9,
-                                                   .kind = party::kAuditUnionRows,
-                                                   .form = party::kAuditSealed,
-                                                   .to = {"hospital-c"},
-                                                   .numbers = {{"rows", 300}},
-                                                   .texts = {{"rows_sealed_for", "leader"}}});
-  ASSERT_OK_AND_ASSIGN(const std::string readable, cli::FormatAuditText(text));
-  std::istringstream in(readable);
-  std::vector<std::string> lines;
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  ASSERT_EQ(lines.size(), 2u) << readable;
-  EXPECT_THAT(lines[0], HasSubstr("1970-01-01T00:00:00.000Z"));
-  EXPECT_THAT(lines[0], HasSubstr("round 3"));
-  EXPECT_THAT(lines[0], HasSubstr("secure-sum"));
-  EXPECT_THAT(lines[0], HasSubstr("masked+sealed"));
-  EXPECT_THAT(lines[0], HasSubstr("to hospital-b"));
-  EXPECT_THAT(lines[0], HasSubstr("collect=2"));
-  EXPECT_THAT(lines[0], HasSubstr("own counts: 3 words, sum 12"));
-  EXPECT_THAT(lines[1], HasSubstr("union-rows"));
-  EXPECT_THAT(lines[1], HasSubstr("rows=300"));
-  EXPECT_THAT(lines[1], HasSubstr("rows_sealed_for=leader"));
-  EXPECT_THAT(cli::FormatAuditText("{\"round\":1}\n"),
-              StatusIs(absl::StatusCode::kInvalidArgument, "line 1"));
 }
 
 }  // namespace

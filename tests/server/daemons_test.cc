@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "cli/provision.h"
+#include "app/provision.h"
 #include "tests/support/test_paths.h"
 
 namespace fedanon::server {
@@ -118,7 +118,7 @@ class DaemonsTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     port_ = FreePort();
-    const absl::Status st = cli::ProvisionLocal((dir_ / "kit").string(), {"hospital-a"}, port_);
+    const absl::Status st = app::ProvisionLocal((dir_ / "kit").string(), {"hospital-a"}, port_);
     ASSERT_TRUE(st.ok()) << st;
   }
   void TearDown() override {

@@ -16,7 +16,6 @@
 #include <fstream>
 #include <string>
 
-#include "cli/party_status.h"
 #include "leader/job_store.h"
 #include "server/leader/leader_metrics.h"
 #include "server/party/party_metrics.h"
@@ -261,34 +260,6 @@ TEST(PartyStatusFile, RoundTripsPrivateAndReplacesASymlinkInsteadOfFollowingIt) 
               StatusIs(absl::StatusCode::kInvalidArgument, ""));
   EXPECT_THAT(party_daemon::ReadPartyStatus(dir.path() + "/none").status(),
               StatusIs(absl::StatusCode::kNotFound, ""));
-}
-
-TEST(PartyStatusVerdict, ExitCodesSayLinkedRunningOrNotRunning) {
-  party_daemon::PartyStatus s;
-  s.pid = 7;
-  s.name = "hospital-a";
-  s.since_unix = 1000;
-  s.updated_unix = 1000;
-  s.link = party_daemon::PartyLinkState::kUp;
-  s.detail = "connected to leader 'leader' at leader:7443";
-  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, true, false).exit_code, 0);
-  EXPECT_THAT(cli::JudgePartyStatus(s, 1005, 30, true, false).line, HasSubstr("linked:"));
-  s.link = party_daemon::PartyLinkState::kDown;
-  s.detail = "reconnecting to the leader at leader:7443 in 2s: connection refused";
-  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, true, false).exit_code, cli::kExitPartyUnlinked);
-  EXPECT_THAT(cli::JudgePartyStatus(s, 1005, 30, true, false).line,
-              HasSubstr("running, not linked: party 'hospital-a' (pid 7) reconnecting"));
-  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, true, /*allow_unlinked=*/true).exit_code, 0);
-  s.link = party_daemon::PartyLinkState::kStarting;
-  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, true, false).exit_code, cli::kExitPartyUnlinked);
-  // Stale, gone or stopped: not running, whatever the link said.
-  s.link = party_daemon::PartyLinkState::kUp;
-  EXPECT_EQ(cli::JudgePartyStatus(s, 1031, 30, true, true).exit_code, 1);
-  EXPECT_THAT(cli::JudgePartyStatus(s, 1031, 30, true, true).line, HasSubstr("not responding"));
-  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, false, true).exit_code, 1);
-  EXPECT_THAT(cli::JudgePartyStatus(s, 1005, 30, false, true).line, HasSubstr("is gone"));
-  s.link = party_daemon::PartyLinkState::kStopped;
-  EXPECT_EQ(cli::JudgePartyStatus(s, 1005, 30, true, true).exit_code, 1);
 }
 
 TEST(JobStoreHealth, UnavailableWhileTheDatabaseFileIsGoneOrReplaced) {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "cli/provision.h"
+#include "app/provision.h"
 #include "tests/support/http_get.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/test_paths.h"
@@ -114,7 +114,7 @@ class ObservabilityDaemonsTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "run");
     port_ = FreePort();
-    const absl::Status st = cli::ProvisionLocal((dir_ / "kit").string(), {"hospital-a"}, port_);
+    const absl::Status st = app::ProvisionLocal((dir_ / "kit").string(), {"hospital-a"}, port_);
     ASSERT_TRUE(st.ok()) << st;
   }
   void TearDown() override { fs::remove_all(dir_); }

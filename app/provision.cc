@@ -1,4 +1,4 @@
-#include "cli/provision.h"
+#include "app/provision.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,7 +27,7 @@
 #include "crypto/certificates.h"
 #include "crypto/hash.h"
 
-namespace fedanon::cli {
+namespace fedanon::app {
 namespace {
 
 namespace fs = std::filesystem;
@@ -613,4 +613,4 @@ absl::StatusOr<std::string> RevokeCertificates(const std::string& ca_dir,
                       " days: copy it to the leader (leader.yaml crl:) and renew it before then\n");
 }
 
-}  // namespace fedanon::cli
+}  // namespace fedanon::app

@@ -25,7 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace fedanon::cli {
+namespace fedanon::app {
 
 struct FederationSpec {
   std::string federation;
@@ -70,4 +70,4 @@ absl::StatusOr<std::string> Provision(const std::string& federation_yaml_path,
 absl::Status ProvisionLocal(const std::string& out_dir, const std::vector<std::string>& parties,
                             int leader_port);
 
-}  // namespace fedanon::cli
+}  // namespace fedanon::app
