@@ -74,8 +74,7 @@ absl::Status FinalCheckParty::Start(const fedanon::v1::FinalCheckStep& step, uin
     ASSIGN_OR_RETURN(check.counts, engine::LocalFinalCheckCounts(check.layout, *tables_.data,
                                                                  tables_.hier, *tables_.tips));
   }
-  if (ctx_.options().deviation != nullptr)
-    ctx_.options().deviation->FinalCheckCounts(&check.counts);
+  ctx_.options().Deviation().FinalCheckCounts(&check.counts);
   if (ctx_.RingPosition() == 0) {
     if (restored_mask_) {
       check.mask = *std::exchange(restored_mask_, std::nullopt);  // drawn before a restart

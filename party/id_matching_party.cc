@@ -478,7 +478,7 @@ absl::Status IdMatchingParty::Align(const fedanon::v1::IdAlign& align, uint64_t 
     ctx_.journal_extra = EncodeWords(words);
   }
   RETURN_IF_ERROR(vp.Start(alignment.canonical, alignment.common));
-  if (ctx_.options().observe_canonical_ids) ctx_.options().observe_canonical_ids(vp.ids());
+  ctx_.options().Observer().CanonicalIds(vp.ids());
   const ProcessUsage usage = CurrentProcessUsage();
   spdlog::info(
       "job={} ID matching: {} of {} records are common to every party; process CPU {:.2f} s "

@@ -33,7 +33,7 @@ absl::Status JobContext::CheckReleasedHeader(
 
 void JobContext::Observe(const std::string& sender, const std::string& purpose,
                          const std::string& plaintext) const {
-  if (options_->observe_opened) options_->observe_opened(sender, purpose, plaintext);
+  options_->Observer().Opened(sender, purpose, plaintext);
 }
 
 absl::StatusOr<fedanon::v1::SealedPayload> JobContext::SealFor(const std::string& receiver,

@@ -49,7 +49,7 @@ struct JobContext {
   absl::StatusOr<fedanon::v1::SealedPayload> SealFor(const std::string& receiver, uint64_t round,
                                                      const std::string& purpose,
                                                      const std::string& bytes) const;
-  // A payload a data party sealed for this party. `observe`: tell options().observe_opened
+  // A payload a data party sealed for this party. `observe`: tell options().Observer()
   // (tests); false for the chunks of a payload, which is told once, whole.
   absl::StatusOr<std::string> OpenSealed(const fedanon::v1::SealedPayload& payload, uint64_t round,
                                          const std::string& purpose, bool observe = true) const;
@@ -57,7 +57,7 @@ struct JobContext {
   // order); a header a leader sends for a release must be exactly this one.
   absl::Status CheckReleasedHeader(const google::protobuf::RepeatedPtrField<std::string>& header,
                                    const std::string& what) const;
-  // Tells options().observe_opened (tests) what this party opened from `sender`.
+  // Tells options().Observer() (tests) what this party opened from `sender`.
   void Observe(const std::string& sender, const std::string& purpose,
                const std::string& plaintext) const;
   // One line in the job's audit file for a message about to leave; a message that cannot be

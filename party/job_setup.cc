@@ -105,8 +105,7 @@ absl::StatusOr<PartyMessage> PartyAgent::HandlePrepare(JobSlot& slot, const Lead
   }
   RETURN_IF_ERROR(LoadTable(*schema, table, table_name, postgres, job.get()));
   if (const uint64_t most = spec::MaxRecordsPerParty(job->spec);
-      Records(*job) > most &&
-      !(options_.deviation != nullptr && options_.deviation->IgnoresRecordLimit())) {
+      Records(*job) > most && !options_.Deviation().IgnoresRecordLimit()) {
     return absl::FailedPreconditionError(
         absl::StrCat("party '", options_.name, "': table '", table_name, "' holds ", Records(*job),
                      " records, more than the job's max_records_per_party of ", most,
@@ -486,7 +485,7 @@ absl::Status PartyAgent::LoadVerticalTable(const table::Dataset& schema, const s
   vopts.name = options_.name;
   vopts.releases_class = !job->ring.empty() && job->ring.front() == options_.name;
   vopts.parties = job->ring;
-  if (options_.deviation != nullptr) vopts.misbehaviour = options_.deviation->Vertical();
+  vopts.misbehaviour = options_.Deviation().Vertical();
   // A job this replica could not score as the centralized engine does is refused by name.
   RETURN_IF_ERROR(engine::CheckVerticalScoreComputable(job->spec));
   auto vp = VerticalParty::Load(job->spec, schema, table, vopts, postgres);

@@ -1,5 +1,6 @@
 // The party's configuration as the agent takes it (server/party/party_main.cc builds it from
-// party.yaml): identity, directories, limits, keys, policy, and the hooks tests use.
+// party.yaml): identity, directories, limits, keys, policy, and the seams where a party deviates
+// or is observed.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "common/table_postgres/postgres_sink.h"
 #include "common/table_postgres/postgres_source.h"
 #include "party/party_deviation.h"
+#include "party/party_observer.h"
 #include "party/party_policy.h"
 #include "party/seal_key_ring.h"
 
@@ -67,14 +69,14 @@ struct PartyAgentOptions {
   // daemon's `--misbehave` (mohammed2011 §6's malicious vertical parties) and tests of what the
   // other roles refuse set one.
   std::shared_ptr<const PartyDeviation> deviation;
-  // Tests only: called with (sender, purpose, plaintext) of every sealed payload this party opens
-  // in a secure sum or a vertical job — what it learns from the others.
-  std::function<void(const std::string& sender, const std::string& purpose,
-                     const std::string& plaintext)>
-      observe_opened;
-  // Tests only: the ids common to every party in canonical order (a vertical job's ID matching),
-  // to compare the release order with.
-  std::function<void(const std::vector<std::string>& ids)> observe_canonical_ids;
+  // Who is told what this party opens from the others (party/party_observer.h); null: nobody.
+  // Tests of what every role sees set one.
+  std::shared_ptr<const PartyObserver> observer;
+
+  // The deviation in force: `deviation`, or the honest party's when it is null.
+  const PartyDeviation& Deviation() const;
+  // The observer: `observer`, or one that observes nothing when it is null.
+  const PartyObserver& Observer() const;
 };
 
 // What a party re-reads without a restart (server/party/party_main.cc: every reload_seconds and on

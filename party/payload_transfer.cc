@@ -99,7 +99,7 @@ absl::StatusOr<std::string> PayloadTransfer::OpenPayload(const fedanon::v1::Seal
           [&](const fedanon::v1::SealedPayload& chunk, const std::string& chunk_purpose) {
             return ctx_.OpenSealed(chunk, round, chunk_purpose, /*observe=*/false);
           }));
-  if (ctx_.options().observe_opened) ctx_.options().observe_opened(ref.sender(), purpose, plain);
+  ctx_.options().Observer().Opened(ref.sender(), purpose, plain);
   return plain;
 }
 

@@ -88,8 +88,8 @@ absl::Status SecureSumParty::StartCollect(const fedanon::v1::SumStep& step, size
     engine::AppendLocalStats(*tables_.tips, stats_request, &counts_);
   }
   counts_release_ = !stats_request.released_groups.empty() || local_release;
-  if (counts_release_ && ctx_.options().deviation != nullptr) {
-    ctx_.options().deviation->ReleasedCounts(stats_request.released_combinations, &counts_);
+  if (counts_release_) {
+    ctx_.options().Deviation().ReleasedCounts(stats_request.released_combinations, &counts_);
   }
   collect_ = step.collect();
   digest_ = wire::SumRequestDigest(step.request(), tables_.update_chain);

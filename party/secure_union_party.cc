@@ -153,9 +153,7 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Deliver(const LeaderMessage& requ
                      "' (recipient) refuses the released table: ", opened.status().message()));
   }
   std::vector<std::string> rows = *std::move(opened);
-  if (ctx_.options().observe_opened) {
-    for (const std::string& row : rows) ctx_.Observe("", "union-row", row);  // anonymous rows
-  }
+  for (const std::string& row : rows) ctx_.Observe("", "union-row", row);  // anonymous rows
   RETURN_IF_ERROR(CheckTable(step, rows));
   ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
   std::string csv = CsvLine(step.header());
@@ -258,9 +256,7 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Hop(const LeaderMessage& request,
     return absl::InvalidArgumentError("the union names someone who is not a participant");
   }
   ASSIGN_OR_RETURN(std::vector<std::string> lines, OwnRows());
-  if (ctx_.options().deviation != nullptr) {
-    ctx_.options().deviation->UnionHop(ctx_.spec, &list, &lines);
-  }
+  ctx_.options().Deviation().UnionHop(ctx_.spec, &list, &lines);
   PartyMessage reply;
   auto* out = reply.mutable_union_step();
   const size_t before = list.rows_size();

@@ -97,9 +97,7 @@ absl::Status VerticalReleaseParty::SettleReleaseOrder(const fedanon::v1::Vertica
     for (const auto& party : ctx_.ring) {
       if (party == ctx_.self()) continue;
       std::string seed = order_seed_;
-      if (ctx_.options().deviation != nullptr) {
-        ctx_.options().deviation->ReleaseOrderSeed(party, party == ctx_.ring.back(), &seed);
-      }
+      ctx_.options().Deviation().ReleaseOrderSeed(party, party == ctx_.ring.back(), &seed);
       ASSIGN_OR_RETURN(*out->mutable_released()->add_order_seeds(),
                        ctx_.SealFor(party, round, "release-order", seed));
     }
@@ -156,9 +154,7 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
     released_groups_digest_ = digests.groups;
     out->mutable_released()->set_order_seed_digest(wire::OrderSeedDigest(ctx_.job_id, order_seed_));
   }
-  if (ctx_.options().deviation != nullptr) {
-    ctx_.options().deviation->ReleaseReport(out->mutable_released()->mutable_report());
-  }
+  ctx_.options().Deviation().ReleaseReport(out->mutable_released()->mutable_report());
   PageReleaseReport(ctx_.message_limit, &release_steps_, out->mutable_released());
   LogUsage(ctx_.job_id, "release sealed");
   // The columns sealed for the recipient, the order seed sealed for the other data parties, this

@@ -283,10 +283,8 @@ absl::Status VerticalRoundsParty::Publish(const fedanon::v1::VerticalPublish& pu
   }
   const auto& judges = replica_.judges();
   std::string for_others = pending_->bytes;
-  if (ctx_.options().deviation != nullptr) {
-    ASSIGN_OR_RETURN(for_others, ctx_.options().deviation->InstructionForOthers(
-                                     replica_, std::move(for_others)));
-  }
+  ASSIGN_OR_RETURN(
+      for_others, ctx_.options().Deviation().InstructionForOthers(replica_, std::move(for_others)));
   std::vector<std::string> receivers;
   for (const auto& party : ctx_.ring) {
     if (party == ctx_.self() || std::find(judges.begin(), judges.end(), party) != judges.end()) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
+#include "party/testing/observing_party.h"
 #include "tests/federation/example_a.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -103,9 +104,8 @@ std::unique_ptr<InProcessFederation> GatedFederation(
       name, PartyFiles(ExampleA()),
       [gate](party::PartyAgentOptions& o) {
         if (o.name != "hospital-b") return;
-        o.observe_opened = [gate](const std::string&, const std::string&, const std::string&) {
-          gate->Enter();
-        };
+        o.observer = party_testing::ObservingParty(
+            [gate](const std::string&, const std::string&, const std::string&) { gate->Enter(); });
       },
       customize_leader);
   EXPECT_TRUE(fed.ok()) << fed.status();

@@ -22,6 +22,7 @@
 #include "common/datagen/datagen.h"
 #include "common/spec/job_spec_loader.h"
 #include "leader/vertical_job.h"
+#include "party/testing/observing_party.h"
 #include "tests/federation/adult_vertical_util.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -488,11 +489,12 @@ partitioning: vertical
   ASSERT_OK_AND_ASSIGN(
       auto fed,
       InProcessFederation::Create("idb_pairwise", files, [&](party::PartyAgentOptions& o) {
-        o.observe_opened = [&, receiver = o.name](const std::string&, const std::string& purpose,
-                                                  const std::string&) {
-          absl::MutexLock lock(&mu);
-          opened[receiver].push_back(purpose);
-        };
+        o.observer = party_testing::ObservingParty(
+            [&, receiver = o.name](const std::string&, const std::string& purpose,
+                                   const std::string&) {
+              absl::MutexLock lock(&mu);
+              opened[receiver].push_back(purpose);
+            });
       }));
   ASSERT_OK_AND_ASSIGN(auto spec, spec::ParseJobSpecYaml(kSpec3, "job.yaml"));
   fedanon::v1::SubmitJobRequest req;

@@ -31,6 +31,7 @@
 #include "leader/final_check_ring.h"
 #include "leader/secure_sum_source.h"
 #include "party/testing/deviating_party.h"
+#include "party/testing/observing_party.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/status_matchers.h"
 
@@ -360,11 +361,11 @@ TEST(MaliciousLeader, TheSecondPartyNeverOpensTheFirstPartysCounts) {
   std::vector<std::string> opened_by_b;
   auto m = MaliciousLeader::Create("b_view", 0, kSpec, {}, [&](party::PartyAgentOptions& o) {
     if (o.name != "hospital-b") return;
-    o.observe_opened = [&](const std::string& sender, const std::string&,
-                           const std::string& plain) {
-      absl::MutexLock lock(&mu);
-      if (sender == "hospital-a") opened_by_b.push_back(plain);
-    };
+    o.observer = party_testing::ObservingParty(
+        [&](const std::string& sender, const std::string&, const std::string& plain) {
+          absl::MutexLock lock(&mu);
+          if (sender == "hospital-a") opened_by_b.push_back(plain);
+        });
   });
   ASSERT_NE(m, nullptr);
   ASSERT_OK(m->PrepareAll(m->names()));
@@ -823,12 +824,12 @@ TEST(MaliciousLeader, AVerticalReleaseForARecipientTheAdminDidNotSignIsRefused) 
         },
         nullptr, c.signed_recipient,
         [mu, opened](party::PartyAgentOptions& o) {
-          o.observe_opened = [mu, opened, receiver = o.name](const std::string&,
-                                                             const std::string& purpose,
-                                                             const std::string&) {
-            absl::MutexLock lock(mu.get());
-            opened->push_back(absl::StrCat(receiver, ": ", purpose));
-          };
+          o.observer = party_testing::ObservingParty(
+              [mu, opened, receiver = o.name](const std::string&, const std::string& purpose,
+                                              const std::string&) {
+                absl::MutexLock lock(mu.get());
+                opened->push_back(absl::StrCat(receiver, ": ", purpose));
+              });
         });
     ASSERT_GT(renamed.load(), 0) << "the job never reached its release";
     ExpectNothingReleased(attack);

@@ -46,6 +46,7 @@
 #include "google/protobuf/message.h"
 #include "google/protobuf/reflection.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "party/testing/observing_party.h"
 #include "tests/federation/example_a.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/deterministic_random.h"
@@ -442,15 +443,15 @@ RunResult RunJob(const JobKind& kind, const FederationIdentities& identities,
   auto fed = InProcessFederation::Create(
       dir_name, kind.files,
       [&out, mu, keep_plaintexts = mutation == nullptr](party::PartyAgentOptions& o) {
-        o.observe_opened = [&out, mu, keep_plaintexts, receiver = o.name](
-                               const std::string& sender, const std::string& purpose,
-                               const std::string& plain) {
-          absl::MutexLock lock(mu.get());
-          const std::string key = sender + "|" + WithoutRunAndJob(purpose);
-          out.opened[receiver][key].insert(crypto::ToHex(crypto::Sha256(plain)));
-          out.opened_sizes[receiver][key].insert(plain.size());
-          if (keep_plaintexts) out.plaintexts[receiver].emplace_back(key, plain);
-        };
+        o.observer = party_testing::ObservingParty(
+            [&out, mu, keep_plaintexts, receiver = o.name](
+                const std::string& sender, const std::string& purpose, const std::string& plain) {
+              absl::MutexLock lock(mu.get());
+              const std::string key = sender + "|" + WithoutRunAndJob(purpose);
+              out.opened[receiver][key].insert(crypto::ToHex(crypto::Sha256(plain)));
+              out.opened_sizes[receiver][key].insert(plain.size());
+              if (keep_plaintexts) out.plaintexts[receiver].emplace_back(key, plain);
+            });
       },
       [](leader::LeaderOptions& lo) { lo.round_timeout = absl::Seconds(10); }, &identities);
   EXPECT_TRUE(fed.ok()) << fed.status();

@@ -24,6 +24,7 @@
 #include "crypto/sealed_box.h"
 #include "leader/vertical_job.h"
 #include "party/testing/deviating_party.h"
+#include "party/testing/observing_party.h"
 #include "party/vertical_party.h"
 #include "tests/checker/brute_force_checker.h"
 #include "tests/federation/example_a.h"
@@ -208,17 +209,17 @@ VOutcome RunVertical(
       name, PartyFiles(s, common), [&out, mu, &misbehave](party::PartyAgentOptions& o) {
         if (auto it = misbehave.find(o.name); it != misbehave.end())
           o.deviation = party_testing::DeviatingParty(it->second);
-        o.observe_opened = [&out, mu, receiver = o.name](const std::string&,
-                                                         const std::string& purpose,
-                                                         const std::string& plain) {
-          absl::MutexLock lock(mu.get());
-          out.opened[receiver].push_back(plain);
-          ++out.opened_purposes[receiver][purpose];
-        };
-        o.observe_canonical_ids = [&out, mu, party = o.name](const std::vector<std::string>& ids) {
-          absl::MutexLock lock(mu.get());
-          out.canonical_ids[party] = ids;
-        };
+        o.observer = party_testing::ObservingParty(
+            [&out, mu, receiver = o.name](const std::string&, const std::string& purpose,
+                                          const std::string& plain) {
+              absl::MutexLock lock(mu.get());
+              out.opened[receiver].push_back(plain);
+              ++out.opened_purposes[receiver][purpose];
+            },
+            [&out, mu, party = o.name](const std::vector<std::string>& ids) {
+              absl::MutexLock lock(mu.get());
+              out.canonical_ids[party] = ids;
+            });
       });
   EXPECT_TRUE(fed.ok()) << fed.status();
   if (!fed.ok()) return out;

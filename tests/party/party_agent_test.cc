@@ -29,6 +29,7 @@
 #include "crypto/sealed_box.h"
 #include "crypto/signature.h"
 #include "party/job_journal.h"
+#include "party/testing/observing_party.h"
 #include "party/vertical_statement.h"
 #include "tests/party/party_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -413,11 +414,12 @@ TEST(PartyAgent, SecureSumHopAddsLocalCountsAndSealsForTheNextParty) {
   std::map<std::string, std::vector<std::string>> opened;  // receiver -> plaintexts
   ASSERT_OK_AND_ASSIGN(
       auto f, PartyFixture::Create("sum", TwoHospitals(), [&](party::PartyAgentOptions& o) {
-        o.observe_opened = [&mu, &opened, receiver = o.name](const std::string&, const std::string&,
-                                                             const std::string& plain) {
-          absl::MutexLock lock(&mu);
-          opened[receiver].push_back(plain);
-        };
+        o.observer = party_testing::ObservingParty(
+            [&mu, &opened, receiver = o.name](const std::string&, const std::string&,
+                                              const std::string& plain) {
+              absl::MutexLock lock(&mu);
+              opened[receiver].push_back(plain);
+            });
       }));
   ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
 
@@ -588,10 +590,11 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
       auto f,
       PartyFixture::Create("instructions", TwoHospitals(), [&](party::PartyAgentOptions& o) {
         if (o.name != "hospital-b") return;
-        o.observe_opened = [&](const std::string&, const std::string&, const std::string& plain) {
-          absl::MutexLock lock(&mu);
-          opened_by_b.push_back(plain);
-        };
+        o.observer = party_testing::ObservingParty(
+            [&](const std::string&, const std::string&, const std::string& plain) {
+              absl::MutexLock lock(&mu);
+              opened_by_b.push_back(plain);
+            });
       }));
   ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
   std::unique_ptr<PublicState> pub = MakePublicState();

@@ -18,6 +18,7 @@
 #include "common/wire/job_authorization.h"
 #include "leader/leader.h"
 #include "party/party_agent.h"
+#include "party/testing/observing_party.h"
 #include "server/leader/leader_admin_backend.h"
 #include "server/leader/leader_server.h"
 #include "server/leader/party_connections.h"
@@ -102,9 +103,8 @@ class FederationLinkTest : public ::testing::Test {
       po.seal_cert_pem = seal.cert_pem;
       po.seal_key_pem = seal.key_pem;
       if (gate != nullptr && name == "hospital-b") {
-        po.observe_opened = [gate](const std::string&, const std::string&, const std::string&) {
-          gate->Enter();
-        };
+        po.observer = party_testing::ObservingParty(
+            [gate](const std::string&, const std::string&, const std::string&) { gate->Enter(); });
       }
       for (const auto& [file, text] : files[i]) {
         fedanon::testing::WriteText(po.data_dir + "/" + file, text);
