@@ -116,62 +116,42 @@ absl::Status VerticalWavesParty::ProposalsPut(const fedanon::v1::LocalProposalsP
                                               uint64_t round,
                                               fedanon::v1::VerticalStepResult* out) {
   RETURN_IF_ERROR(LocalReplicaOf(replica_).status());
-  auto refuse = [&](const std::string& why) {
-    const absl::Status st = absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave, ": ", why));
-    spdlog::error("job={} round={} {}", ctx_.job_id, round, std::string(st.message()));
-    return st;
-  };
   const std::string& from = put.party();
   if (from == ctx_.self() ||
       std::find(ctx_.ring.begin(), ctx_.ring.end(), from) == ctx_.ring.end() ||
       ctx_.statement_keys.find(from) == ctx_.statement_keys.end()) {
-    return refuse(absl::StrCat("a proposal page of '", from,
-                               "', which is not another data party of the job"));
+    return RefuseWave(round, absl::StrCat("a proposal page of '", from,
+                                          "', which is not another data party of the job"));
   }
-  if (!own_ || own_->wave != round) {
-    return refuse(absl::StrCat("a proposal page of '", from, "' for wave ", round,
-                               ", but the current wave is ", own_ ? own_->wave : 0));
-  }
-  fedanon::v1::LocalProposalsPut head = put;
-  head.clear_page();
-  head.clear_page_bytes();
+  RETURN_IF_ERROR(CheckPageWave(round, "proposal", from));
   LocalDelivery& d = delivered_[from];
-  absl::StatusOr<PagedDelivery::Added> added = d.pages.Add(
-      {"proposal", "proposals", "pages, size, digest, live groups, state digest or signature"},
-      from, round, head.SerializeAsString(), put.page(), put.pages(), put.list_bytes(),
-      put.page_bytes(), put.list_digest());
-  if (!added.ok()) return refuse(std::string(added.status().message()));
-  if (*added == PagedDelivery::Added::kRepeated) {
-    out->set_committed(true);  // the same page again: one request, one answer
-    return absl::OkStatus();
-  }
-  if (*added == PagedDelivery::Added::kComplete) {
-    const std::string whole = d.pages.Whole();
+  const auto complete = [&](const std::string& whole) -> absl::Status {
     const absl::Status st = crypto::VerifyStatement(
         *ctx_.statement_keys.at(from),
         LocalProposalsStatement(ctx_.job_id, ctx_.run_id, round, put.list_digest(),
                                 put.live_groups(), put.state_digest()),
         put.signature());
     if (!st.ok()) {
-      return refuse(
+      return RefuseWave(
+          round,
           absl::StrCat("forged local proposals: the proposals of '", from,
                        "' as delivered by the leader do not carry its signature for wave ", round,
                        " (altered, or replayed from another wave) (", st.message(), ")"));
     }
     if (!d.list.ParseFromString(whole) || d.list.live_groups() != 0 ||
         !d.list.state_digest().empty() || !d.list.signature().empty()) {
-      return refuse(absl::StrCat("the proposals of '", from, "' do not parse as a list"));
+      return RefuseWave(round,
+                        absl::StrCat("the proposals of '", from, "' do not parse as a list"));
     }
     d.list.set_live_groups(put.live_groups());
     d.list.set_state_digest(put.state_digest());
     d.verified = true;
-  }
-  out->set_committed(true);
-  return ctx_.Audit(round, {.kind = kAuditChunkReceipt,
-                            .form = kAuditPlaintext,
-                            .to = {ctx_.leader},
-                            .numbers = {{"page", put.page()}, {"pages", put.pages()}},
-                            .texts = {{"stream", "local-proposals"}, {"from", from}}});
+    return absl::OkStatus();
+  };
+  return TakePage(
+      put, round, from,
+      {"proposal", "proposals", "pages, size, digest, live groups, state digest or signature"},
+      "local-proposals", d.pages, complete, out);
 }
 
 absl::Status VerticalWavesParty::CheckDeliveredProposals(uint64_t round) const {
@@ -409,59 +389,75 @@ absl::Status VerticalWavesParty::VerdictsPage(const fedanon::v1::LocalVerdictsPa
 absl::Status VerticalWavesParty::VerdictsPut(const fedanon::v1::LocalVerdictsPut& put,
                                              uint64_t round, fedanon::v1::VerticalStepResult* out) {
   ASSIGN_OR_RETURN(VerticalLocalReplica * local, LocalReplicaOf(replica_));
-  auto refuse = [&](const std::string& why) {
-    const absl::Status st = absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave, ": ", why));
-    spdlog::error("job={} round={} {}", ctx_.job_id, round, std::string(st.message()));
-    return st;
-  };
   const std::string& from = put.judge();
   if (from == ctx_.self() ||
       !std::binary_search(local->judges().begin(), local->judges().end(), from) ||
       ctx_.statement_keys.find(from) == ctx_.statement_keys.end()) {
-    return refuse(
-        absl::StrCat("a verdict page of '", from, "', which is not another judge of the job"));
+    return RefuseWave(round, absl::StrCat("a verdict page of '", from,
+                                          "', which is not another judge of the job"));
   }
-  if (!own_ || own_->wave != round) {
-    return refuse(absl::StrCat("a verdict page of '", from, "' for wave ", round,
-                               ", but the current wave is ", own_ ? own_->wave : 0));
-  }
-  fedanon::v1::LocalVerdictsPut head = put;
-  head.clear_page();
-  head.clear_page_bytes();
+  RETURN_IF_ERROR(CheckPageWave(round, "verdict", from));
   VerdictDelivery& d = delivered_verdicts_[from];
-  absl::StatusOr<PagedDelivery::Added> added =
-      d.pages.Add({"verdict", "verdicts", "pages, size, digest or signature"}, from, round,
-                  head.SerializeAsString(), put.page(), put.pages(), put.list_bytes(),
-                  put.page_bytes(), put.list_digest());
-  if (!added.ok()) return refuse(std::string(added.status().message()));
-  if (*added == PagedDelivery::Added::kRepeated) {
-    out->set_committed(true);  // the same page again: one request, one answer
-    return absl::OkStatus();
-  }
-  if (*added == PagedDelivery::Added::kComplete) {
-    const std::string whole = d.pages.Whole();
+  const auto complete = [&](const std::string& whole) -> absl::Status {
     const absl::Status st = crypto::VerifyStatement(
         *ctx_.statement_keys.at(from),
         LocalVerdictsStatement(ctx_.job_id, ctx_.run_id, round, put.list_digest()),
         put.signature());
     if (!st.ok()) {
-      return refuse(
+      return RefuseWave(
+          round,
           absl::StrCat("forged local verdicts: the verdicts of judge '", from,
                        "' as delivered by the leader do not carry its signature for wave ", round,
                        " (altered, or replayed from another wave) (", st.message(), ")"));
     }
     if (!d.list.ParseFromString(whole) || !d.list.signature().empty() || d.list.pages() != 0 ||
         !d.list.page_bytes().empty()) {
-      return refuse(absl::StrCat("the verdicts of '", from, "' do not parse as a list"));
+      return RefuseWave(round, absl::StrCat("the verdicts of '", from, "' do not parse as a list"));
     }
     d.verified = true;
+    return absl::OkStatus();
+  };
+  return TakePage(put, round, from, {"verdict", "verdicts", "pages, size, digest or signature"},
+                  "local-verdicts", d.pages, complete, out);
+}
+
+absl::Status VerticalWavesParty::CheckPageWave(uint64_t round, const std::string& what,
+                                               const std::string& from) const {
+  if (own_ && own_->wave == round) return absl::OkStatus();
+  return RefuseWave(round, absl::StrCat("a ", what, " page of '", from, "' for wave ", round,
+                                        ", but the current wave is ", own_ ? own_->wave : 0));
+}
+
+absl::Status VerticalWavesParty::RefuseWave(uint64_t round, const std::string& why) const {
+  const absl::Status st = absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave, ": ", why));
+  spdlog::error("job={} round={} {}", ctx_.job_id, round, std::string(st.message()));
+  return st;
+}
+
+template <typename Put>
+absl::Status VerticalWavesParty::TakePage(
+    const Put& put, uint64_t round, const std::string& from, const PagedDelivery::Names& names,
+    const std::string& stream, PagedDelivery& pages,
+    const std::function<absl::Status(const std::string& whole)>& complete,
+    fedanon::v1::VerticalStepResult* out) {
+  Put head = put;
+  head.clear_page();
+  head.clear_page_bytes();
+  absl::StatusOr<PagedDelivery::Added> added =
+      pages.Add(names, from, round, head.SerializeAsString(), put.page(), put.pages(),
+                put.list_bytes(), put.page_bytes(), put.list_digest());
+  if (!added.ok()) return RefuseWave(round, std::string(added.status().message()));
+  if (*added == PagedDelivery::Added::kRepeated) {
+    out->set_committed(true);  // the same page again: one request, one answer
+    return absl::OkStatus();
   }
+  if (*added == PagedDelivery::Added::kComplete) RETURN_IF_ERROR(complete(pages.Whole()));
   out->set_committed(true);
   return ctx_.Audit(round, {.kind = kAuditChunkReceipt,
                             .form = kAuditPlaintext,
                             .to = {ctx_.leader},
                             .numbers = {{"page", put.page()}, {"pages", put.pages()}},
-                            .texts = {{"stream", "local-verdicts"}, {"from", from}}});
+                            .texts = {{"stream", stream}, {"from", from}}});
 }
 
 absl::Status VerticalWavesParty::Publish(const fedanon::v1::LocalPublish& publish, uint64_t round,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,6 +55,21 @@ class VerticalWavesParty {
   void RestoreVerdictsSignature(uint64_t wave, const std::string& signature);
 
  private:
+  // PermissionDenied "<kRefusedLocalWave>: <why>", logged.
+  absl::Status RefuseWave(uint64_t round, const std::string& why) const;
+  // A page of `from`'s list (`what`: "proposal", "verdict") is for the current wave.
+  absl::Status CheckPageWave(uint64_t round, const std::string& what,
+                             const std::string& from) const;
+  // One page of another party's signed list (proposals or verdicts), sent through the leader:
+  // added to `pages`; when it completes the list, `complete(whole)` checks its signature and keeps
+  // it. The same page again is answered as the first time (one request, one answer); a receipt is
+  // audited under `stream`.
+  template <typename Put>
+  absl::Status TakePage(const Put& put, uint64_t round, const std::string& from,
+                        const PagedDelivery::Names& names, const std::string& stream,
+                        PagedDelivery& pages,
+                        const std::function<absl::Status(const std::string& whole)>& complete,
+                        fedanon::v1::VerticalStepResult* out);
   // The wave's delivered proposals: every other data party's list complete and verified for this
   // wave (else PermissionDenied naming the party and what is missing), with this party's own;
   // then the replica's own checks (VerticalLocalReplica::CheckProposals).
