@@ -28,7 +28,7 @@ namespace {
 
 constexpr char kProgram[] = "fedanonctl";
 
-// Prints `message` as JSON (common::ProtoToJson) and a newline.
+// Prints `message` as JSON (spec::ProtoToJson) and a newline.
 absl::Status PrintJson(const google::protobuf::Message& message, bool pretty = true) {
   ASSIGN_OR_RETURN(std::string json, spec::ProtoToJson(message, pretty));
   std::cout << json << "\n";

@@ -38,7 +38,7 @@ absl::StatusOr<LocalRounds> RunLocalRounds(const table::Dataset& schema,
                                            uint32_t* round, engine::EngineOptions options);
 
 // Whether the released counts of the final groups fit: every released non-QID attribute has a
-// declared domain, final groups x combinations <= common::kMaxLocalReleasedWords, and the request
+// declared domain, final groups x combinations <= engine::kMaxLocalReleasedWords, and the request
 // naming every final group with its key stays under kMaxLocalReleaseRequestBytes. (The caller
 // also requires the leader to be the recipient.)
 inline constexpr size_t kMaxLocalReleaseRequestBytes = size_t{16} << 20;

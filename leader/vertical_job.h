@@ -70,7 +70,7 @@ struct VerticalJobOptions {
   // `recoding: local` (docs/vertical.md "Local recoding"): waves of per-group proposals and
   // splits instead of Algorithm 1's rounds.
   bool local_recoding = false;
-  // With a confidence bound (common::VerticalLocalJudges): the judges of every wave's winning
+  // With a confidence bound (spec::VerticalLocalJudges): the judges of every wave's winning
   // splits (sorted by name); empty: no verdicts.
   std::vector<std::string> local_judges;
   absl::Duration timeout = absl::Seconds(60);
@@ -80,7 +80,7 @@ struct VerticalJobOptions {
   // Match ids in batches of this many (docs/crypto.md, "ID matching"), at most what fits the
   // message limit.
   uint32_t id_batch_ids = 65536;
-  // The signed job's max_records_per_party (common::MaxRecordsPerParty): no party's ID list may
+  // The signed job's max_records_per_party (spec::MaxRecordsPerParty): no party's ID list may
   // declare more batches than this many ids need.
   uint64_t max_records_per_party = spec::kDefaultMaxRecordsPerParty;
   std::function<absl::Status()> check_cancelled;

@@ -62,11 +62,11 @@ inline constexpr char kAuditSealed[] = "sealed";
 inline constexpr char kAuditMaskedSealed[] = "masked+sealed";
 
 // The audit file of `job_id` in `dir` ("<dir>/<job_id>.audit.jsonl"); InvalidArgument for a job
-// id that is not one the leader issues (common::ValidateJobId).
+// id that is not one the leader issues (base::ValidateJobId).
 absl::StatusOr<std::string> AuditFilePath(const std::string& dir, const std::string& job_id);
 
 // One JSON line (with '\n') for `entry` of `job_id` at `unix_nanos`; strings escaped with
-// common::AppendJsonString.
+// base::AppendJsonString.
 std::string FormatAuditLine(const std::string& job_id, int64_t unix_nanos, const AuditEntry& entry);
 
 class AuditLog {

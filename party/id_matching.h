@@ -69,7 +69,7 @@ class IdMatcher {
   absl::StatusOr<std::vector<std::string>> Unblind(const std::vector<std::string>& points) const;
   // Where each of this party's records stands in the sorted common digests (-1: not common):
   // `own` is this party's list as FinalDigests in the order of EncryptOwnRange, `common` the
-  // digests every list holds (common::PositionsInCommon's checks).
+  // digests every list holds (wire::PositionsInCommon's checks).
   absl::StatusOr<IdAlignment> AlignToCommon(std::string_view own, std::string_view common) const;
 
   // The fully encrypted points as the last hop sends them: a 16-byte SHA-256 prefix each,

@@ -86,7 +86,7 @@ absl::Status CheckBatchFits(const fedanon::v1::VerticalStepResult& out, uint64_t
   return absl::OkStatus();
 }
 
-// Where this party stands in a list's walk round the ring (common::IdLastHop): `hop` is its hop
+// Where this party stands in a list's walk round the ring (wire::IdLastHop): `hop` is its hop
 // in origin's walk, and the parties it takes the batch from and hands it to ("" after the last).
 struct IdHop {
   size_t hop = 0;

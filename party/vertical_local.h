@@ -34,7 +34,7 @@ class VerticalLocalReplica {
  public:
   // `data`: the joined schema with this party's codes (canonical order; not owned);
   // `owner_of`: per QID attribute, the party that holds it. Fails when even the whole table
-  // breaks the local rule. The judges come from the spec (common::VerticalLocalJudges).
+  // breaks the local rule. The judges come from the spec (spec::VerticalLocalJudges).
   static absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> Create(
       const table::Dataset* data, const engine::PrivacyModel* model,
       const fedanon::v1::JobSpec& spec, std::string self, std::vector<std::string> owner_of);
@@ -48,7 +48,7 @@ class VerticalLocalReplica {
   // replica's (the replicas diverged), a live-group count differs, a proposal names a group that
   // is not live (or twice) or an attribute its party does not hold, or this party's own entry is
   // not what it proposed. Then computes every group's winner with the public tie-break
-  // (common::RanksAbove: score, lower attribute, lower candidate), which MakeInstruction and
+  // (engine::RanksAbove: score, lower attribute, lower candidate), which MakeInstruction and
   // ApplyWave check the leader's announcement and the instructions against.
   absl::Status CheckProposals(
       uint64_t wave,
@@ -123,7 +123,7 @@ class VerticalLocalReplica {
   absl::Status CheckSplit(const std::string& sender, const fedanon::v1::LocalSplit& split,
                           const std::vector<bool>& split_this_wave) const;
   // Another party's won split of group `g`: its declared score must not exceed what the split
-  // gives on the class (common::OverstatesScore), unless the score needs sensitive values.
+  // gives on the class (engine::OverstatesScore), unless the score needs sensitive values.
   absl::Status CheckDeclaredScore(int32_t g, const fedanon::v1::LocalSplit& split) const;
   // FillReport's steps in the order the centralized recoder takes them (at most
   // kMaxReportedLocalSteps; returns how many are listed) and its final cut.

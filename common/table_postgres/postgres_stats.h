@@ -7,7 +7,7 @@
 // continuous one) to its current cut node and to its fine child under that node. Each answer is
 // then at most four plain GROUP BY statements over the source (range counts; node class
 // counts and rank histograms; group statistics of the requested keys; released counts of the
-// requested keys), whose rows fill exactly the words common::AppendLocalStats writes from a TIPS
+// requested keys), whose rows fill exactly the words engine::AppendLocalStats writes from a TIPS
 // over the same records (count_source.h). Standard SQL only (no extension, no function created,
 // no GROUPING SETS / ROLLUP / CUBE, which Citus runs on a single shard only: several GROUP BYs
 // are joined by UNION ALL instead), so it can run unchanged on PostgreSQL-compatible distributed

@@ -47,7 +47,7 @@ absl::StatusOr<fedanon::v1::JobAuthorization> SignAuthorizedJob(
 
 // The authorization of `request` as it stands (parties, recipient, leader_party, data_paths, the
 // spec's taxonomy paths) for
-// the job whose common::CanonicalJobBytes are `canonical_job_bytes` (the request's spec and
+// the job whose spec::CanonicalJobBytes are `canonical_job_bytes` (the request's spec and
 // taxonomies), under a fresh run id, valid from `now` for `validity`.
 absl::StatusOr<fedanon::v1::JobAuthorization> AuthorizeSubmission(
     const fedanon::v1::SubmitJobRequest& request, std::string_view canonical_job_bytes,

@@ -1,5 +1,5 @@
 // The leader's registry of connected parties and the request/reply matching on their streams:
-// the gRPC implementation of common::PartyChannel.
+// the gRPC implementation of wire::PartyChannel.
 //
 // 1. A party opens PartyLink.Connect; after its hello the service calls Connected(), which
 //    registers the stream under the party's certificate name (a second connection of the same
@@ -95,7 +95,7 @@ class PartyConnections final : public wire::PartyChannel {
   // Set before the first connection.
   void set_traffic(PartyTraffic* traffic) { traffic_ = traffic; }
 
-  // common::PartyChannel. Errors: Unavailable ("party 'x' is not connected" / "party 'x'
+  // wire::PartyChannel. Errors: Unavailable ("party 'x' is not connected" / "party 'x'
   // disconnected"), DeadlineExceeded ("party 'x' did not answer within 30 s", or "did not take
   // the request within 30 s": a Write still blocked at the deadline, because the party stopped
   // reading, cancels its stream),

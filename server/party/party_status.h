@@ -1,6 +1,6 @@
 // The party daemon's status file, `<output_dir>/party.status`: what `fedanon party status`
 // (and a container healthcheck) reads to know, without a network listener, whether the daemon
-// runs and whether its link to the leader is up. Written atomically (common::AtomicFileWriter:
+// runs and whether its link to the leader is up. Written atomically (base::AtomicFileWriter:
 // a temporary file renamed into place, which replaces a symbolic link rather than following it),
 // mode 0600, at every link change and every heartbeat. Text, one `key=value` per line:
 //

@@ -55,7 +55,7 @@ JobPrefix ParseJobPrefix(std::string_view msg) {
   msg.remove_prefix(4);
   const size_t end = std::min(msg.find(' '), msg.size());
   const std::string_view id = msg.substr(0, end);
-  // Job ids are "job-" and hex digits (common::ValidateJobId); anything else is not a job's line.
+  // Job ids are "job-" and hex digits (base::ValidateJobId); anything else is not a job's line.
   if (id.empty() || id.size() > 64 ||
       id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string_view::npos) {
     return prefix;

@@ -22,7 +22,7 @@
 namespace fedanon::party {
 namespace {
 
-// One list's walk round the ring as the parties run it (common::IdLastHop): owner `o` encrypts
+// One list's walk round the ring as the parties run it (wire::IdLastHop): owner `o` encrypts
 // (blinded with three or more parties), the others re-encrypt, the owner removes its blinding
 // last; returns the last hop's digests, and in `held_by_others` the digests of what each hop was
 // handed (what the parties saw of the list before its last layer).

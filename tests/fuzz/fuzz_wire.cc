@@ -202,7 +202,7 @@ void CheckUnion(std::string_view bytes) {
     fedanon::v1::UnionList list;
     if (list.ParseFromString(payload.ciphertext().substr(kPlainSize))) {
       for (std::string& row : *list.mutable_rows()) {
-        // A plain row is padded as a party pads it (common::PadUnionRow) before it is sealed.
+        // A plain row is padded as a party pads it (wire::PadUnionRow) before it is sealed.
         if (std::string_view(row).starts_with(kPlain)) {
           row = std::string(kPlain) + wire::PadUnionRow(row.substr(kPlainSize));
         }

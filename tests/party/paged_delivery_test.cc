@@ -14,7 +14,7 @@ using ::testing::HasSubstr;
 
 const PagedDelivery::Names kNames{"verdict", "verdicts", "pages, size, digest or signature"};
 
-// Two pages as a party cuts them: at least 1 KiB each but the last (common::MostPagesFor).
+// Two pages as a party cuts them: at least 1 KiB each but the last (wire::MostPagesFor).
 constexpr uint64_t kTotal = 1026;
 struct List {
   std::string page0 = std::string(1024, 'a');

@@ -262,7 +262,7 @@ TEST(HorizontalTables, UpdatesThatTheRecodingOrTheCutDoNotHaveAreRefused) {
   EXPECT_EQ(tables.applied_updates, 1u);
 }
 
-// The statistics a request names must exist in the party's current cut (common::FromProto, on
+// The statistics a request names must exist in the party's current cut (wire::FromProto, on
 // the hierarchies of SexAgeSpec; docs/protocol.md listed these refusals untested).
 TEST(StatsRequestFromTheWire, NodesOutsideTheCurrentCutAreRefusedByName) {
   absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();

@@ -3,7 +3,7 @@
 // TEST_TMPDIR (GoogleTest's TempDir()) and TMPDIR (std::filesystem::temp_directory_path(), the
 // daemons a test starts) both point there, so that no test, helper or child process leaves its
 // files in /tmp (test runs once left 67,846 directories, 15 GB, there on a development machine).
-// In-process components skip their disk syncs (common::SkipDiskSyncsInThisProcess): a test's
+// In-process components skip their disk syncs (base::SkipDiskSyncsInThisProcess): a test's
 // crash ends a process, never the machine; the daemons a test starts still sync.
 #include <gtest/gtest.h>
 #include <stdlib.h>
