@@ -60,6 +60,7 @@ absl::StatusOr<std::unique_ptr<table::CsvWriter>> WriteOutput(
   ASSIGN_OR_RETURN(std::unique_ptr<table::CsvWriter> writer,
                    table::CsvWriter::Create(output_path, ','));
   std::vector<std::string_view> header;
+  header.reserve(columns.size());
   for (int c : columns) header.push_back(data.header[c]);
   writer->WriteRow(header);
   if (local != nullptr) {

@@ -39,6 +39,7 @@ std::vector<fedanon::v1::ModelCheck> MeasureModelChecks(const fedanon::v1::JobSp
   };
   auto names_of = [&](const std::vector<int>& attributes) {
     std::vector<std::string> names;
+    names.reserve(attributes.size());
     for (int a : attributes) names.push_back(release.names[a]);
     return absl::StrJoin(names, ", ");
   };

@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "app/anonymize.h"
 #include "common/datagen/datagen.h"
 #include "common/spec/job_digest.h"
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
     o.name = name;
     o.data_dir = dir + "/data";
     o.default_data_path = "party" + std::to_string(p) + ".csv";
-    o.output_dir = dir + "/out-" + name;
+    o.output_dir = absl::StrCat(dir, "/out-", name);
     o.ca_pem = (*ca)->cert_pem();
     o.seal_cert_pem = seal->cert_pem;
     o.seal_key_pem = seal->key_pem;

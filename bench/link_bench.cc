@@ -96,7 +96,7 @@ BENCHMARK(BM_PingRoundTrip)->MinTime(2.0)->UseRealTime();
 
 void BM_Echo16MiB(benchmark::State& state) {
   Link& link = TheLink();
-  constexpr size_t kPayload = 16 * 1024 * 1024;
+  constexpr size_t kPayload = size_t{16} * 1024 * 1024;
   fedanon::v1::LeaderMessage step;
   step.mutable_sum_step()->mutable_sealed()->set_ciphertext(std::string(kPayload, 'x'));
   for (auto _ : state) {
@@ -169,7 +169,7 @@ struct Relay {
 
 void BM_SealedRelay16MiB(benchmark::State& state) {
   static Relay* relay = new Relay();
-  constexpr size_t kPayload = 16 * 1024 * 1024;
+  constexpr size_t kPayload = size_t{16} * 1024 * 1024;
   fedanon::v1::LeaderMessage to_a;
   to_a.mutable_sum_step()->set_total_words(kPayload);
   for (auto _ : state) {

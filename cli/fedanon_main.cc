@@ -15,6 +15,7 @@
 #include "cli/randomize_command.h"
 #include "cli/risk_command.h"
 #include "cli/sweep.h"
+#include "common/base/program_main.h"
 #include "common/base/version.h"
 #include "server/runtime/command_line.h"
 
@@ -80,4 +81,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace fedanon::cli
 
-int main(int argc, char** argv) { return fedanon::cli::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return fedanon::base::RunProgram("fedanon", fedanon::cli::Main, argc, argv);
+}

@@ -20,7 +20,9 @@
 #include <grpc/support/log.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -28,6 +30,7 @@
 
 #include "cli/admin_commands.h"
 #include "cli/report_command.h"
+#include "common/base/program_main.h"
 #include "common/base/version.h"
 #include "server/runtime/command_line.h"
 
@@ -85,4 +88,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace fedanon::cli
 
-int main(int argc, char** argv) { return fedanon::cli::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return fedanon::base::RunProgram("fedanonctl", fedanon::cli::Main, argc, argv);
+}

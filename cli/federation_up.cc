@@ -38,8 +38,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "app/job_assessment.h"
-#include "app/table_risk.h"
 #include "app/provision.h"
+#include "app/table_risk.h"
 #include "cli/risk_command.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
@@ -142,6 +142,7 @@ absl::Status Spawn(Child* child, const std::string& binary, const std::vector<st
   std::vector<std::string> storage = {binary};
   storage.insert(storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(storage.size() + 1);
   for (std::string& a : storage) argv.push_back(a.data());
   argv.push_back(nullptr);
   const std::string exec_error = absl::StrCat("federation up: cannot execute ", binary, "\n");
@@ -846,7 +847,7 @@ server::CommandAction DeclareFederationCommand(CLI::App* federation) {
   // `federation` alone (or with anything but `up`) prints the usage; it is not listed in
   // fedanon's help, whose footer names it.
   federation->group("")->allow_extras()->formatter_fn(
-      [](const CLI::App*, std::string, CLI::AppFormatMode) { return std::string(kUsage); });
+      [](const CLI::App*, const std::string&, CLI::AppFormatMode) { return std::string(kUsage); });
   return [up, options] {
     if (!up->parsed()) {
       std::cerr << kUsage;

@@ -79,6 +79,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
     qid_of_column[data.qids[q].csv_column] = static_cast<int>(q);
   }
   std::vector<std::string_view> row;
+  row.reserve(columns.size());
   for (int c : columns) row.push_back(data.header[c]);
   writer.WriteRow(row);
   ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader, table::ReopenSource(data));

@@ -1,6 +1,7 @@
 #include "cli/watch_progress.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -10,7 +11,7 @@ namespace fedanon::cli {
 std::string ProgressBar(uint32_t done, uint32_t total, int width) {
   const double fraction =
       total == 0 ? 0 : std::min(1.0, static_cast<double>(done) / static_cast<double>(total));
-  const int filled = static_cast<int>(fraction * width + 0.5);
+  const int filled = static_cast<int>(std::lround(fraction * width));
   return absl::StrCat("[", std::string(filled, '#'), std::string(width - filled, '-'), "]");
 }
 

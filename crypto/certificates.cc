@@ -55,7 +55,7 @@ constexpr std::string_view kTlsScheme = "fedanon";
 constexpr std::string_view kSealScheme = "fedanon-seal";
 constexpr std::string_view kSignScheme = "fedanon-sign";
 constexpr size_t kMaxNameLength = 64;
-constexpr int64_t kNotBeforeSlackSeconds = 5 * 60;
+constexpr int64_t kNotBeforeSlackSeconds = int64_t{5} * 60;
 constexpr int64_t kMaxValiditySeconds = int64_t{100} * 366 * 24 * 3600;  // ~100 years
 constexpr size_t kSerialBytes = 16;                                      // 128-bit serials
 
@@ -273,7 +273,8 @@ absl::Status PushGeneralName(GENERAL_NAMES* names, int type, std::string_view va
   if (sk_GENERAL_NAME_push(names, name.get()) <= 0) {
     return OpenSslInternal("building the subjectAltName");
   }
-  name.release();  // owned by `names`
+  GENERAL_NAME* owned_by_names = name.release();
+  (void)owned_by_names;  // `names` frees it
   return absl::OkStatus();
 }
 

@@ -202,8 +202,9 @@ absl::StatusOr<SecretBytes> BoxKey(const KeyInputs& in) {
 
 std::string EncodeSealContext(const SealContext& context) {
   std::string out;
-  out.reserve(kContextTag.size() + 5 * 4 + 8 + context.job_id.size() + context.run_id.size() +
-              context.sender.size() + context.receiver.size() + context.purpose.size());
+  out.reserve(kContextTag.size() + size_t{5} * 4 + 8 + context.job_id.size() +
+              context.run_id.size() + context.sender.size() + context.receiver.size() +
+              context.purpose.size());
   out.append(kContextTag);
   AppendField(&out, context.job_id);
   AppendField(&out, context.run_id);

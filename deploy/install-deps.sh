@@ -22,8 +22,11 @@ PACKAGES=(
 # (docs/fuzzing.md). postgresql (the server: initdb, pg_ctl) runs the `postgres` tests' private
 # clusters (docs/postgres.md); the party itself needs only libpq. chromium (headless, driven over
 # its DevTools pipe by tests/browser/check_page.py) opens the HTML pages in the `browser` tests;
-# chromium-driver serves WebDriver clients of the same browser.
-TEST_TOOLS=(docker-compose python3 clang-16 libclang-rt-16-dev postgresql chromium chromium-driver)
+# chromium-driver serves WebDriver clients of the same browser. clang-tidy (Debian's default, 14)
+# runs the `lint_clang_tidy` test (tests/lint/clang_tidy.py); its cache of clean units holds that
+# version's results.
+TEST_TOOLS=(docker-compose python3 clang-16 libclang-rt-16-dev clang-tidy postgresql chromium
+  chromium-driver)
 
 case "${1:-}" in
   "") PACKAGES+=("${TEST_TOOLS[@]}") ;;

@@ -64,7 +64,7 @@ absl::Status TellJobEnded(wire::PartyChannel* channel, const std::string& party,
   msg.set_job_id(job_id);
   msg.mutable_end_job()->set_success(success);
   msg.mutable_end_job()->set_reason(reason);
-  const absl::Status told = channel->Call(party, msg, timeout).status();
+  absl::Status told = channel->Call(party, msg, timeout).status();
   WarnIfError(told, job_id,
               absl::StrCat("party '", party, "' did not acknowledge the end of the job"));
   return told;

@@ -152,10 +152,11 @@ Leader::~Leader() {
 absl::Status Leader::TellLater(const std::string& job_id, const std::vector<std::string>& parties,
                                bool success, const std::string& reason) {
   std::vector<UntoldEnd> ends;
+  ends.reserve(parties.size());
   for (const std::string& party : parties)
     ends.push_back(UntoldEnd{job_id, party, success, reason});
   // Kept in the job store, so that a leader restarted meanwhile still tells them.
-  const absl::Status recorded = store_->RecordUntold(ends);
+  absl::Status recorded = store_->RecordUntold(ends);
   {
     absl::MutexLock lock(&mu_);
     for (UntoldEnd& end : ends) {

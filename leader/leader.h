@@ -110,9 +110,9 @@ class Leader {
   // Records how a job ended (done, cancelled with `cancel_reason`, or failed with `status`).
   void RecordOutcome(const std::string& job_id, const absl::Status& status,
                      const std::string& cancel_reason);
-  // One job (`job->job_id`) from validation to its end (the worker records the outcome); fills
-  // in `job` (its ring, timeout) as it goes.
-  absl::Status RunJob(JobRun* job) ABSL_LOCKS_EXCLUDED(mu_);
+  // One job (`run->job_id`) from validation to its end (the worker records the outcome); fills
+  // in `run` (its ring, timeout) as it goes.
+  absl::Status RunJob(JobRun* run) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckCancelled(const std::string& job_id) const ABSL_LOCKS_EXCLUDED(mu_);
   // Sets what only the running leader knows: queue_position from the queue (0 when the job is
   // not queued) and waiting_for_parties of a running job.

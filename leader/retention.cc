@@ -179,13 +179,15 @@ absl::StatusOr<int> SecureLeaderDataDir(const std::string& data_dir) {
   for (const std::string& name : top) {
     if (name == "jobs.db" || name == "jobs.db-wal" || name == "jobs.db-shm" ||
         name == "jobs.db-journal" || absl::EndsWith(name, ".view.jsonl")) {
-      ASSIGN_OR_RETURN(bool c, Tighten(data_dir + "/" + name, base::kPrivateFileMode, false));
+      ASSIGN_OR_RETURN(bool c,
+                       Tighten(absl::StrCat(data_dir, "/", name), base::kPrivateFileMode, false));
       changed += c ? 1 : 0;
     }
   }
   ASSIGN_OR_RETURN(std::vector<std::string> files, Entries(results));
   for (const std::string& name : files) {
-    ASSIGN_OR_RETURN(bool c, Tighten(results + "/" + name, base::kPrivateFileMode, false));
+    ASSIGN_OR_RETURN(bool c,
+                     Tighten(absl::StrCat(results, "/", name), base::kPrivateFileMode, false));
     changed += c ? 1 : 0;
   }
   return changed;

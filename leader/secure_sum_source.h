@@ -7,7 +7,7 @@
 // sealed for the leader) and removes it from what came back. No choice of the leader's exposes
 // one party's counts to another party.
 // Every sealed hop binds a digest of the request and of all state updates so far
-// (common::SumHopPurpose), so parties handed different requests cannot combine their counts.
+// (wire::SumHopPurpose), so parties handed different requests cannot combine their counts.
 // Instructions and split decisions ride along with the next secure sum, numbered so that each
 // party applies each exactly once. Vectors longer than one chunk are sent in several rings, so a
 // million-record job never hits a message-size limit. Not thread-safe (one job at a time).
@@ -64,7 +64,7 @@ class SecureSumCountSource : public engine::CountSource {
   absl::StatusOr<std::vector<uint64_t>> Collect(const engine::StatsRequest& request) override;
   // Local recoding (leader/local_group_source.h): a state update of another kind (its sequence is
   // set here) to ride along with the next secure sum, and a secure sum of a request that
-  // common::StatsRequest cannot express, whose answer has `words` words. The caller appends the
+  // engine::StatsRequest cannot express, whose answer has `words` words. The caller appends the
   // decoded vector to the view log (a failed sum's decoded prefix is logged here).
   void AddUpdate(fedanon::v1::StateUpdate update);
   absl::StatusOr<std::vector<uint64_t>> CollectProto(const fedanon::v1::StatsRequest& request,
@@ -134,7 +134,7 @@ class SecureSumCountSource : public engine::CountSource {
   size_t chunk_words_;
   std::vector<fedanon::v1::StateUpdate> pending_;
   uint64_t next_sequence_ = 0;
-  std::string update_chain_;  // common::ChainStateUpdate over every update made so far
+  std::string update_chain_;  // wire::ChainStateUpdate over every update made so far
   std::string leader_name_;
   const crypto::SealKeyPair* leader_keys_ = nullptr;
   const crypto::SealPublicKey* first_party_key_ = nullptr;

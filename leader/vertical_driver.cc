@@ -45,7 +45,8 @@ VerticalJobOptions OptionsFor(const JobHost& host, const JobRun& job,
   // fit half the message limit.
   options.id_batch_ids = static_cast<uint32_t>(std::min<uint64_t>(
       leader.id_batch_ids == 0 ? LeaderOptions::kDefaultIdBatchIds : leader.id_batch_ids,
-      std::max<uint64_t>(1, wire::ChunkBytesForLimit(leader.max_message_bytes) / (2 * 67))));
+      std::max<uint64_t>(1,
+                         wire::ChunkBytesForLimit(leader.max_message_bytes) / (uint64_t{2} * 67))));
   options.max_records_per_party = spec::MaxRecordsPerParty(spec);
   options.check_cancelled = host.CancelCheck(job.job_id);
   options.view_log = job.view_log.get();

@@ -65,7 +65,7 @@ absl::StatusOr<uint64_t> VerticalSession::MatchIds() {
     e.kind = kViewIdDigests;
     e.party = ring[o];
     e.counts = {lists[o].size() / wire::kIdDigestBytes};
-    RETURN_IF_ERROR(Log(std::move(e)));
+    RETURN_IF_ERROR(Log(e));
   }
   ASSIGN_OR_RETURN(const std::string common, wire::CommonDigests(lists));
   lists.clear();
@@ -99,7 +99,7 @@ absl::StatusOr<uint64_t> VerticalSession::MatchIds() {
     e.kind = kViewIdIntersection;
     e.party = ring[r];
     e.counts = {replies[r].ids().common_records()};
-    RETURN_IF_ERROR(Log(std::move(e)));
+    RETURN_IF_ERROR(Log(e));
     if (replies[r].ids().common_records() != count) {
       return absl::InternalError(absl::StrCat("party '", ring[r], "' aligned ",
                                               replies[r].ids().common_records(),
@@ -195,7 +195,7 @@ absl::StatusOr<std::string> VerticalSession::OpenDigestsAtLeader(
 }
 
 // Party k's thread: item (origin o, batch b, hop h) is party (o + h) % n's work on batch b of
-// o's list (common::IdLastHop): h = 0 its owner's IdEncrypt, then IdReEncrypt hops; with two
+// o's list (wire::IdLastHop): h = 0 its owner's IdEncrypt, then IdReEncrypt hops; with two
 // parties, h = n stands for the delivery of the owner's digests (IdDigests). Each party runs
 // its items in one fixed order, by (b + h, h, o): an item only needs (o, b, h - 1), whose key is
 // one less, so every party progresses, each works on a batch while the leader relays the

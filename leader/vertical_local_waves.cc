@@ -102,7 +102,7 @@ absl::StatusOr<VerticalSession::WaveWinners> VerticalSession::PickWaveWinners(
       e.party = ring[i];
       e.counts = {list.live_groups()};
       e.detail = "no valid candidate in any live group";
-      RETURN_IF_ERROR(Log(std::move(e)));
+      RETURN_IF_ERROR(Log(e));
     }
     for (const auto& p : list.proposals()) {
       ViewEntry e;
@@ -113,7 +113,7 @@ absl::StatusOr<VerticalSession::WaveWinners> VerticalSession::PickWaveWinners(
       e.node = absl::StrCat("group ", p.group());
       e.counts = {p.group(), static_cast<uint64_t>(p.candidate())};
       e.score = p.score();
-      RETURN_IF_ERROR(Log(std::move(e)));
+      RETURN_IF_ERROR(Log(e));
       auto it = best.find(p.group());
       if (it == best.end()) {
         best.emplace(p.group(), std::pair{i, p});
@@ -262,7 +262,7 @@ absl::Status VerticalSession::JudgeWave(uint32_t wave, WaveInbox* inbox, WaveWin
     e.party = judges[j];
     e.counts = {static_cast<uint64_t>(list.verdicts_size()) - rejected, rejected};
     e.detail = "local: groups accepted, vetoed";
-    RETURN_IF_ERROR(Log(std::move(e)));
+    RETURN_IF_ERROR(Log(e));
   }
   result->vetoes += static_cast<uint32_t>(vetoed.size());
   for (uint32_t g : vetoed) best->erase(g);
@@ -367,7 +367,7 @@ absl::Status VerticalSession::FetchVerdicts(const std::string& judge, uint32_t w
   for (uint32_t p = 0; p < pages; ++p) {
     fedanon::v1::LocalVerdicts got;
     if (p == 0) {
-      got = std::move(first);
+      got.Swap(&first);
     } else {
       fedanon::v1::VerticalStep step;
       step.mutable_local_verdicts_page()->set_page(p);

@@ -85,7 +85,7 @@ absl::Status VerticalSession::Release(uint32_t round, const std::string& stop_re
     e.round = round;
     e.kind = kViewReleasedRows;
     e.counts = {rows};
-    return Log(std::move(e));
+    return Log(e);
   }
   fedanon::v1::VerticalStep step;
   for (auto& c : columns) {
@@ -100,7 +100,7 @@ absl::Status VerticalSession::Release(uint32_t round, const std::string& stop_re
   e.kind = kViewReleasedRows;
   e.party = options_.recipient;
   e.counts = {assembled.assembled().rows_written()};
-  return Log(std::move(e));
+  return Log(e);
 }
 
 // The owner's sealed instructions by receiver (whole, or fetched chunk by chunk): each a data

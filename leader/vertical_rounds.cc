@@ -62,7 +62,7 @@ absl::Status VerticalSession::FetchReportPages(const std::string& party, uint32_
                                                fedanon::v1::VerticalReleased* released) {
   const uint32_t pages = released->report_pages();
   // Exactly the steps the rounds committed (a local-recoding report lists at most the first
-  // common::kMaxReportedLocalSteps of them): a party's count never sizes what the leader fetches.
+  // engine::kMaxReportedLocalSteps of them): a party's count never sizes what the leader fetches.
   const uint64_t declared = pages == 0 ? static_cast<uint64_t>(released->report().steps_size())
                                        : released->report_steps();
   const uint64_t expected =
@@ -93,7 +93,8 @@ absl::Status VerticalSession::FetchReportPages(const std::string& party, uint32_
                                               "' answered page ", got->page(), " of ", got->pages(),
                                               " for page ", p, " of ", pages));
     }
-    if (static_cast<uint64_t>(report->steps_size() + got->steps_size()) > total) {
+    if (static_cast<uint64_t>(report->steps_size()) + static_cast<uint64_t>(got->steps_size()) >
+        total) {
       return absl::InternalError(absl::StrCat(kReportPagesMismatch, ": party '", party,
                                               "' sent more than its ", total, " steps"));
     }
@@ -195,7 +196,7 @@ absl::StatusOr<bool> VerticalSession::JudgeWinner(uint32_t round, RoundWinner* w
     e.kind = kViewVerticalVerdict;
     e.party = judged.first[i];
     e.counts = {verdict.accept() ? 1u : 0u};
-    RETURN_IF_ERROR(Log(std::move(e)));
+    RETURN_IF_ERROR(Log(e));
     accept = accept && verdict.accept();
   }
   return accept;

@@ -94,7 +94,7 @@ absl::Status VerticalSession::PerParty(const std::vector<std::string>& parties,
 }
 
 // Appends to the view log, if any.
-absl::Status VerticalSession::Log(ViewEntry e) {
+absl::Status VerticalSession::Log(const ViewEntry& e) {
   if (options_.view_log == nullptr) return absl::OkStatus();
   // A resumed job logs again what it replays: the lines written before the restart are a
   // prefix of it, and are not written twice.
@@ -122,7 +122,7 @@ absl::Status VerticalSession::LogReport(uint32_t round, const std::string& party
   e.counts = {report.groups(), report.smallest_group()};
   for (const auto& step : report.steps()) e.counts.push_back(step.records());
   ASSIGN_OR_RETURN(e.detail, spec::ProtoToJson(report, /*pretty=*/false));
-  return Log(std::move(e));
+  return Log(e);
 }
 
 // Every proposal (score, or Not-participate and why) as the leader reads it.
@@ -144,7 +144,7 @@ absl::Status VerticalSession::LogProposals(uint32_t round,
       e.kind = kViewVerticalDecline;
       e.detail = p.misbehaving() ? absl::StrCat(p.reason(), " (misbehaving)") : p.reason();
     }
-    RETURN_IF_ERROR(Log(std::move(e)));
+    RETURN_IF_ERROR(Log(e));
   }
   return absl::OkStatus();
 }

@@ -114,7 +114,7 @@ class VerticalSession {
                                                   uint32_t batches) const;
 
   // Party k's thread: item (origin o, batch b, hop h) is party (o + h) % n's work on batch b of
-  // o's list (common::IdLastHop): h = 0 its owner's IdEncrypt, then IdReEncrypt hops; with two
+  // o's list (wire::IdLastHop): h = 0 its owner's IdEncrypt, then IdReEncrypt hops; with two
   // parties, h = n stands for the delivery of the owner's digests (IdDigests). Each party runs
   // its items in one fixed order, by (b + h, h, o): an item only needs (o, b, h - 1), whose key is
   // one less, so every party progresses, each works on a batch while the leader relays the
@@ -232,7 +232,7 @@ class VerticalSession {
 
  private:
   // Appends to the view log, if any.
-  absl::Status Log(ViewEntry e);
+  absl::Status Log(const ViewEntry& e);
 
   std::string AttributeName(uint32_t attr) const;
 
@@ -314,7 +314,7 @@ class VerticalSession {
   // open, reading the columns in place) and joins them into options_.store_result, or into *csv
   // without one. Returns the number of rows.
   // The joined rows are checked first against the agreed cut and groups digest
-  // (common::CheckJoinedRelease): nothing is stored when they are not the agreed generalization.
+  // (wire::CheckJoinedRelease): nothing is stored when they are not the agreed generalization.
   absl::StatusOr<uint64_t> JoinAtLeader(std::vector<CarriedPayload>& columns, uint32_t round,
                                         const fedanon::v1::Report& agreed,
                                         const std::string& groups_digest, std::string* csv) const;

@@ -49,7 +49,7 @@ struct HorizontalTables {
   // `recoding: local` (party/local_party.h): this party's groups; null for global recoding.
   std::unique_ptr<LocalParty> local;
   uint64_t applied_updates = 0;
-  std::string update_chain;  // common::ChainStateUpdate over every applied update
+  std::string update_chain;  // wire::ChainStateUpdate over every applied update
   // Each applied update's digest, by sequence: a repeated update must be the same.
   std::vector<std::string> applied;
   // Continuous intervals (attribute, node) whose split the leader decided (once each).

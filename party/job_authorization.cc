@@ -13,7 +13,7 @@
 namespace fedanon::party {
 namespace {
 
-constexpr int64_t kClockSkewSeconds = 5 * 60;
+constexpr int64_t kClockSkewSeconds = int64_t{5} * 60;
 
 absl::Status NotAuthorized(const std::string& why) {
   return absl::PermissionDeniedError(absl::StrCat("job not authorized: ", why));

@@ -258,8 +258,8 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
   if (replayed.ok()) {
     absl::StatusOr<std::unique_ptr<JobJournal>> journal =
         JobJournal::Reopen(options_.state_dir, job_id);
-    if (journal.ok()) job.journal = *std::move(journal);
     replayed = journal.status();
+    if (journal.ok()) job.journal = *std::move(journal);
   }
   if (!replayed.ok()) {
     slot.job.reset();

@@ -422,6 +422,7 @@ absl::Status VerticalLocalReplica::CheckDeclaredScore(int32_t g,
   engine::LocalRule rule = rule_;
   rule.kmin = 0;  // sizes were checked (CheckSplit); only the score is wanted here
   std::vector<const uint64_t*> kid_words;
+  kid_words.reserve(kids.size());
   for (const auto& k : kids) kid_words.push_back(k.data());
   const int a = static_cast<int>(split.proposal().attribute());
   const std::optional<engine::LocalChildrenScore> scored = engine::ScoreLocalChildren(

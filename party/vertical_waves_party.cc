@@ -429,7 +429,7 @@ absl::Status VerticalWavesParty::CheckPageWave(uint64_t round, const std::string
 }
 
 absl::Status VerticalWavesParty::RefuseWave(uint64_t round, const std::string& why) const {
-  const absl::Status st = absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave, ": ", why));
+  absl::Status st = absl::PermissionDeniedError(absl::StrCat(kRefusedLocalWave, ": ", why));
   spdlog::error("job={} round={} {}", ctx_.job_id, round, std::string(st.message()));
   return st;
 }

@@ -200,7 +200,8 @@ bool SameFile(const std::string& a, const std::string& b) {
 absl::Status CheckDistinctOutputs(const std::vector<NamedPath>& outputs,
                                   const std::vector<NamedPath>& inputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const auto& [flag, path] = outputs[i];
+    const std::string& flag = outputs[i].first;  // not a binding: the lambda below captures it
+    const std::string& path = outputs[i].second;
     if (path.empty()) continue;
     auto clash = [&](std::string_view other) {
       return absl::InvalidArgumentError(

@@ -17,7 +17,8 @@ size_t DecodeUtf8(std::string_view text, size_t i, uint32_t* code_point) {
   if (b0 < 0x80) {
     *code_point = b0;
     return 1;
-  } else if (b0 >= 0xc2 && b0 <= 0xdf) {
+  }
+  if (b0 >= 0xc2 && b0 <= 0xdf) {
     length = 2;
     cp = b0 & 0x1f;
   } else if (b0 >= 0xe0 && b0 <= 0xef) {

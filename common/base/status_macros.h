@@ -21,7 +21,10 @@
 #define ASSIGN_OR_RETURN(lhs, expr) \
   FEDANON_ASSIGN_OR_RETURN_IMPL_(FEDANON_CONCAT_(fedanon_statusor_, __LINE__), lhs, expr)
 
+// `statusor` is a name and `lhs` a declaration: neither can be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define FEDANON_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
   auto statusor = (expr);                                   \
   if (!statusor.ok()) return std::move(statusor).status();  \
   lhs = std::move(statusor).value()
+// NOLINTEND(bugprone-macro-parentheses)

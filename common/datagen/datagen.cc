@@ -1059,6 +1059,7 @@ absl::Status WriteTables(const std::filesystem::path& dir, const DatagenOptions&
   static const Model* const model = new Model();
   Rng rng(options.seed);
   std::vector<Rng> own_rng;
+  own_rng.reserve(static_cast<size_t>(extra > 0 ? parties : 0));
   for (int i = 0; i < (extra > 0 ? parties : 0); ++i) {
     own_rng.emplace_back(options.seed ^ (0x6f776e2d72656373ULL + static_cast<uint64_t>(i)));
   }

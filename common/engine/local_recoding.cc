@@ -818,7 +818,7 @@ void LocalRecoder::Consider(
         for (int u = 0; u < units; ++u) {
           for (int k = 0; k < nc; ++k) hist[u * nc + k] = words[u * width_ + 1 + k];
           // Without a class attribute the class words are the counts (one class).
-          if (!has_class_) hist[u * nc] = words[u * width_];
+          if (!has_class_) hist[static_cast<size_t>(u) * nc] = words[u * width_];
         }
         const int32_t split = ChooseSplitRank(hist, nc, 0, has_class_);
         if (split < 0) break;

@@ -268,6 +268,7 @@ absl::Status TopDownSpecializer::AddGroups(const std::vector<std::vector<NodeInd
 absl::Status TopDownSpecializer::Initialize() {
   if (options_.numeric.binned()) RETURN_IF_ERROR(ComputeBins());
   std::vector<std::pair<int, NodeIndex>> roots;
+  roots.reserve(static_cast<size_t>(q_));
   for (int a = 0; a < q_; ++a) roots.emplace_back(a, 0);
   RETURN_IF_ERROR(DecideSplits(roots));
   std::vector<std::pair<int, NodeIndex>> refinable;
@@ -759,9 +760,11 @@ absl::Status TopDownSpecializer::Apply(int cand_id, std::optional<double> score_
   const std::vector<ChildGroup> pending = ChildGroups(best, old_groups);
   const std::vector<NodeIndex> kids = h.Specialize(best.node, best.c);
   std::vector<uint64_t> sizes;
+  sizes.reserve(pending.size());
   for (const ChildGroup& p : pending) sizes.push_back(p.size);
   RETURN_IF_ERROR(source_->Specialize(a, best.node, best.c, sizes));
   std::vector<std::pair<int, NodeIndex>> kid_refs;
+  kid_refs.reserve(kids.size());
   for (NodeIndex kid : kids) kid_refs.emplace_back(a, kid);
   RETURN_IF_ERROR(DecideSplits(kid_refs));
 

@@ -363,7 +363,7 @@ std::string DecisionTree::ToString(const ClassificationTable& table) const {
                              ? absl::StrCat(column.name, b == 0 ? " <= " : " > ",
                                             absl::StrFormat("%g", node.threshold))
                              : absl::StrCat(column.name, " = ", column.value_names[b]);
-      absl::StrAppend(&out, std::string(4 * depth, ' '), test);
+      absl::StrAppend(&out, std::string(size_t{4} * static_cast<size_t>(depth), ' '), test);
       if (nodes_[c].feature < 0) {
         absl::StrAppend(&out, ": ", leaf(nodes_[c]), "\n");
       } else {

@@ -222,6 +222,7 @@ CodedTable PermuteWithinGroups(const CodedTable& t, const AnatomyGroups& groups,
   const size_t s = t.sensitive();
   for (const auto& m : members) {
     std::vector<uint32_t> values;
+    values.reserve(m.size());
     for (uint32_t r : m) values.push_back(t.codes[s][r]);
     Shuffle(values, g);
     for (size_t i = 0; i < m.size(); ++i) out.codes[s][m[i]] = values[i];
@@ -319,7 +320,8 @@ absl::StatusOr<LDiverseGroups> EntropyLDiverseGrouping(const CodedTable& t, int 
       return x.first != y.first ? x.first > y.first : x.second < y.second;
     });
     bool split = false;
-    for (const auto& [distinct, a] : order) {
+    for (const auto& entry : order) {
+      const size_t a = entry.second;  // captured below (clang 14 cannot capture a binding)
       std::vector<uint32_t> sorted = rows;
       std::stable_sort(sorted.begin(), sorted.end(),
                        [&](uint32_t x, uint32_t y) { return t.codes[a][x] < t.codes[a][y]; });

@@ -79,6 +79,7 @@ class Resolver {
   // "previous1.NAME or previous2.NAME" over the given releases.
   static std::string Alternatives(const std::string& name, const std::vector<int>& releases) {
     std::vector<std::string> alt;
+    alt.reserve(releases.size());
     for (int r : releases) alt.push_back(base::Cat("previous", r, ".", name));
     return absl::StrJoin(alt, " or ");
   }
@@ -270,6 +271,7 @@ absl::StatusOr<std::vector<std::string>> ReadHeader(const std::string& path) {
   ASSIGN_OR_RETURN(bool has_header, reader->Next(&fields));
   if (!has_header) return absl::InvalidArgumentError(base::Cat(path, ": the file is empty"));
   std::vector<std::string> header;
+  header.reserve(fields.size());
   for (std::string_view f : fields) header.emplace_back(f);
   return header;
 }
@@ -673,11 +675,13 @@ absl::Status CheckPairwisePopulationRelated(const table::Dataset& data,
     std::vector<std::pair<std::vector<int32_t>, size_t>> list1, list2;
     for (size_t rec = 0; rec < data.num_records; ++rec) {
       std::vector<int32_t> k;
+      k.reserve(slots.size());
       for (const LoaderSlot& s : slots) k.push_back(CurrentSlotValue(model, data, s, rec));
       if (keys1.emplace(k, rec).second) list1.emplace_back(std::move(k), rec);
     }
     for (size_t rec = 0; rec < n2; ++rec) {
       std::vector<int32_t> k;
+      k.reserve(slots.size());
       for (const LoaderSlot& s : slots) k.push_back(model.previous_columns[s.previous].codes[rec]);
       if (keys2.emplace(k, rec).second) list2.emplace_back(std::move(k), rec);
     }
@@ -758,6 +762,7 @@ absl::Status BuildHistoryTable(const table::Dataset& data, SequentialModel* mode
     absl::flat_hash_set<std::vector<int32_t>> seen;
     for (size_t rec = 0; rec < data.num_records; ++rec) {
       std::vector<int32_t> k;
+      k.reserve(slots.size());
       for (const LoaderSlot& s : slots) {
         k.push_back(s.qid >= 0 ? data.qids[s.qid].taxonomy->root()
                                : CurrentSlotValue(*model, data, s, rec));

@@ -458,7 +458,7 @@ void CsvWriter::WriteFormatted(std::string_view records) {
 }
 
 absl::Status CsvWriter::FlushBuffer() {
-  const absl::Status status = file_->Write(buffer_);
+  absl::Status status = file_->Write(buffer_);
   buffer_.clear();
   return status;
 }

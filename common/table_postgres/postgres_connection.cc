@@ -47,6 +47,7 @@ std::string Connection::LastError() const {
 absl::StatusOr<Result> Connection::Exec(const std::string& sql, std::string_view what,
                                         const std::vector<std::string>& params) {
   std::vector<const char*> values;
+  values.reserve(params.size());
   for (const auto& p : params) values.push_back(p.c_str());
   Result r(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
                         nullptr, nullptr, 0));
@@ -84,6 +85,7 @@ absl::StatusOr<std::vector<std::string>> ParseQualifiedName(Connection& conn,
         absl::StrCat(conn.label(), ": table name '", name, "' must be `table` or `schema.table`"));
   }
   std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) out.emplace_back(PQgetvalue(parts->get(), i, 0));
   return out;
 }

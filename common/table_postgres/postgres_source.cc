@@ -105,6 +105,7 @@ absl::StatusOr<std::vector<Column>> DescribeQuery(Connection& conn, const std::s
         absl::StrCat(conn.label(), ": the query failed: ", conn.LastError()));
   }
   std::vector<Column> columns;
+  columns.reserve(static_cast<size_t>(PQnfields(described.get())));
   for (int i = 0; i < PQnfields(described.get()); ++i) {
     columns.push_back({PQfname(described.get(), i), PQftype(described.get(), i)});
   }
@@ -120,6 +121,7 @@ namespace {
 absl::StatusOr<absl::flat_hash_map<Oid, std::pair<char, std::string>>> TypesOf(
     Connection& conn, const std::vector<Column>& columns) {
   std::vector<std::string> oids;
+  oids.reserve(columns.size());
   for (const Column& c : columns) oids.push_back(absl::StrCat(c.type));
   ASSIGN_OR_RETURN(Result r, conn.Exec("SELECT oid, typcategory, format_type(oid, NULL) FROM "
                                        "pg_type WHERE oid = ANY($1::oid[])",
@@ -198,6 +200,7 @@ absl::StatusOr<table::Dataset> LoadDatasetFromPostgres(const fedanon::v1::JobSpe
   ASSIGN_OR_RETURN(const std::vector<Column> columns, DescribeQuery(*conn, query));
 
   std::vector<std::string_view> views;
+  views.reserve(columns.size());
   for (const Column& c : columns) views.push_back(c.name);
   RETURN_IF_ERROR(encoder->SetHeader(views));
   RETURN_IF_ERROR(CheckColumnTypes(*conn, spec, columns));

@@ -764,6 +764,7 @@ std::string PostgresPushdown::KeyFilter(
 std::string PostgresPushdown::From(
     const std::vector<std::pair<std::string, std::string>>& columns) const {
   std::vector<std::string> select;
+  select.reserve(columns.size());
   for (const auto& [name, expr] : columns) select.push_back(absl::StrCat(expr, " AS ", name));
   return absl::StrCat("(SELECT ", absl::StrJoin(select, ", "), " FROM (", query_,
                       ") AS fedanon_src WHERE ", kept_, ") AS fedanon_t");

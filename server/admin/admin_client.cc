@@ -116,10 +116,10 @@ absl::StatusOr<std::unique_ptr<AdminClient>> AdminClient::FromBundle(
   ASSIGN_OR_RETURN(server::TlsMaterial tls, server::LoadTlsMaterial(paths));
   ASSIGN_OR_RETURN(const crypto::Identity identity, crypto::IdentityOfCertificate(tls.cert_pem));
   RETURN_IF_ERROR(server::CheckOwnCertificate(tls, identity));
-  return std::make_unique<AdminClient>(leader_address, std::move(tls));
+  return std::make_unique<AdminClient>(leader_address, tls);
 }
 
-AdminClient::AdminClient(std::string leader_address, server::TlsMaterial tls)
+AdminClient::AdminClient(std::string leader_address, const server::TlsMaterial& tls)
     : leader_address_(std::move(leader_address)),
       cert_pem_(tls.cert_pem),
       key_pem_(tls.key_pem),
@@ -513,7 +513,7 @@ std::string ReportSummary(const fedanon::v1::Report& report) {
 
 namespace {
 
-// The refusal of common::AtomicFileWriter to replace a file, phrased for the command line.
+// The refusal of base::AtomicFileWriter to replace a file, phrased for the command line.
 absl::Status WithForceHint(absl::Status status, const std::string& path) {
   if (!absl::IsAlreadyExists(status)) return status;
   return absl::AlreadyExistsError(absl::StrCat(path, " exists; use --force to overwrite it"));
@@ -525,7 +525,7 @@ absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const s
                                                                          bool overwrite) {
   if (path.empty()) return absl::InvalidArgumentError("no output file given");
   std::error_code ec;
-  // Without `overwrite` common::AtomicFileWriter refuses any existing path, directories included.
+  // Without `overwrite` base::AtomicFileWriter refuses any existing path, directories included.
   if (overwrite && fs::is_directory(path, ec)) {
     return absl::FailedPreconditionError(absl::StrCat(path, " is a directory"));
   }

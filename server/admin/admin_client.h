@@ -52,7 +52,7 @@ class AdminClient {
   // party checks the leader with its own certificate (the health service needs no admin).
   static absl::StatusOr<std::unique_ptr<AdminClient>> FromBundle(const std::string& dir,
                                                                  const std::string& leader_address);
-  AdminClient(std::string leader_address, server::TlsMaterial tls);
+  AdminClient(std::string leader_address, const server::TlsMaterial& tls);
 
   const std::string& leader_address() const { return leader_address_; }
 
@@ -115,9 +115,9 @@ class AdminClient {
   grpc::ClientContext* streaming_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
-// The job in `spec_path` as a SubmitJobRequest: the spec parsed with common::ParseJobSpecYaml
+// The job in `spec_path` as a SubmitJobRequest: the spec parsed with spec::ParseJobSpecYaml
 // (taxonomy paths kept as written: each party resolves them against its own data dir) and checked
-// with common::ValidateJobSpec, and the content of every referenced taxonomy file (resolved
+// with spec::ValidateJobSpec, and the content of every referenced taxonomy file (resolved
 // against the spec file's directory) in `taxonomies[attribute]`. Parties etc. are left empty.
 struct TaxonomyFile {
   std::string attribute;
@@ -138,7 +138,7 @@ std::string ProgressLine(const fedanon::v1::JobInfo& job);
 std::string ReportSummary(const fedanon::v1::Report& report);
 
 // An output file of `fedanonctl result` and `fedanon federation up` (the integrated table, the
-// report): common::AtomicFileWriter (common/base/file_io.h), so the content goes to a temporary
+// report): base::AtomicFileWriter (common/base/file_io.h), so the content goes to a temporary
 // file in the same directory, which is synced and renamed into place (removed on any error),
 // with the mode of any file a command creates (0666 less the umask). Without `overwrite` an
 // existing `path` is an AlreadyExists error ("... exists; use --force to overwrite it") and is

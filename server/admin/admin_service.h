@@ -50,7 +50,7 @@ class AdminBackend {
   virtual std::vector<wire::ConnectedParty> Parties() = 0;
 };
 
-inline constexpr size_t kResultChunkBytes = 1024 * 1024;
+inline constexpr size_t kResultChunkBytes = size_t{1024} * 1024;
 
 class AdminService final : public fedanon::v1::Admin::Service {
  public:

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/program_main.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "common/wire/protocol_version.h"
@@ -254,4 +255,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace fedanon::leader_daemon
 
-int main(int argc, char** argv) { return fedanon::leader_daemon::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return fedanon::base::RunProgram("fedanon-leader", fedanon::leader_daemon::Main, argc, argv);
+}

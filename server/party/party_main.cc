@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/base/program_main.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "party/party_agent.h"
@@ -308,4 +309,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace fedanon::party_daemon
 
-int main(int argc, char** argv) { return fedanon::party_daemon::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return fedanon::base::RunProgram("fedanon-party", fedanon::party_daemon::Main, argc, argv);
+}

@@ -306,7 +306,7 @@ absl::Status ReadPostgresSettings(const ConfigReader& reader, PartyConfig* confi
       // `mode: push-down` (docs/postgres.md): statistics computed inside the database.
       const std::string where = absl::StrCat("tables.", name, ".");
       ASSIGN_OR_RETURN(const std::string mode, reader.String(it->second, "mode", where, false));
-      if (mode != "" && mode != "load" && mode != "push-down") {
+      if (!mode.empty() && mode != "load" && mode != "push-down") {
         return absl::InvalidArgumentError(absl::StrCat(reader.Where(it->second.Mark()), ": '",
                                                        where,
                                                        "mode' is 'load' (the default) or "
@@ -404,7 +404,7 @@ absl::StatusOr<int64_t> ParseRetentionPeriod(const std::string& text, const std:
         unit = 86400;
         break;
       case 'w':
-        unit = 7 * 86400;
+        unit = int64_t{7} * 86400;
         break;
       default:
         break;
