@@ -61,8 +61,9 @@ def flags_and_depfile(entry):
         else:
             flags.append(arg)
     depfile = os.path.join(entry["directory"], output + ".d") if output else None
-    # Only options: the compiler (or a launcher before it) is not part of what clang-tidy reads.
-    return [f for f in flags if f.startswith("-")], depfile
+    while flags and not flags[0].startswith("-"):
+        flags = flags[1:]  # the compiler, or a launcher before it
+    return flags, depfile
 
 
 def project_dependencies(entry, build_dir, flags, depfile):
@@ -87,7 +88,9 @@ def normalize(text, build_dir):
 def unit_key(entry, build_dir, preamble):
     flags, depfile = flags_and_depfile(entry)
     h = hashlib.sha256(preamble)
-    h.update(normalize(" ".join(flags), build_dir).encode())
+    # The options (an option's separate value, such as -isystem's directory, is left out: the
+    # project headers it can change are hashed below).
+    h.update(normalize(" ".join(f for f in flags if f.startswith("-")), build_dir).encode())
     for dep in project_dependencies(entry, build_dir, flags, depfile):
         h.update(normalize(dep, build_dir).encode())
         with open(dep, "rb") as f:
