@@ -1,5 +1,5 @@
 // A federation of real daemons on loopback for fault tests (tests only): a provisioned mTLS kit
-// (cli/provision.h ProvisionLocal, as `fedanonctl provision` writes it), `fedanon gen-data` tables
+// (app/provision.h ProvisionLocal, as `fedanonctl provision` writes it), `fedanon gen-data` tables
 // split over the parties, fedanon-leader and one fedanon-party per party as child processes,
 // each party dialling the leader through its own TcpProxy (tests/fault/tcp_proxy.h), and an
 // admin client (server/admin/admin_client.h) to submit and follow jobs.
