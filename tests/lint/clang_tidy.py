@@ -66,7 +66,7 @@ def flags_and_depfile(entry):
     return flags, depfile
 
 
-def project_dependencies(entry, build_dir, flags, depfile):
+def project_dependencies(entry, flags, depfile):
     """Every file under the source tree that the unit includes, from the .d file (or the compiler)."""
     if depfile and os.path.exists(depfile):
         text = open(depfile, encoding="utf-8").read()
@@ -76,9 +76,8 @@ def project_dependencies(entry, build_dir, flags, depfile):
         text = subprocess.run(args, cwd=entry["directory"], capture_output=True, text=True,
                               check=True).stdout
     deps = text.replace("\\\n", " ").split(":", 1)[1].split()
-    root = ROOT + os.sep
-    return sorted({os.path.realpath(os.path.join(entry["directory"], d)) for d in deps
-                   if os.path.realpath(os.path.join(entry["directory"], d)).startswith(root)})
+    paths = {os.path.realpath(os.path.join(entry["directory"], d)) for d in deps}
+    return sorted(p for p in paths if p.startswith(ROOT + os.sep))
 
 
 def normalize(text, build_dir):
@@ -91,7 +90,7 @@ def unit_key(entry, build_dir, preamble):
     # The options (an option's separate value, such as -isystem's directory, is left out: the
     # project headers it can change are hashed below).
     h.update(normalize(" ".join(f for f in flags if f.startswith("-")), build_dir).encode())
-    for dep in project_dependencies(entry, build_dir, flags, depfile):
+    for dep in project_dependencies(entry, flags, depfile):
         h.update(normalize(dep, build_dir).encode())
         with open(dep, "rb") as f:
             h.update(sha(f.read()).encode())
@@ -138,8 +137,8 @@ def main():
     if os.path.exists(CACHE):
         for line in open(CACHE, encoding="utf-8"):
             if line.strip() and not line.startswith("#"):
-                rel, key = line.split()
-                cache[rel] = key
+                path, key = line.split()
+                cache[path] = key
     keys = {e["file"]: unit_key(e, build_dir, preamble) for e in units}
     rel = lambda path: os.path.relpath(path, ROOT)
     todo = [e["file"] for e in units if wanted or cache.get(rel(e["file"])) != keys[e["file"]]]
