@@ -10,6 +10,7 @@
 
 #include "cli/party_audit.h"
 #include "party/audit_log.h"
+#include "tests/support/audit_entries.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -123,19 +124,8 @@ TEST_F(PartyAuditCliTest, FailsClearly) {
 // The readable form of the audit lines (cli/party_audit.h).
 constexpr char kAuditJob[] = "job-0123456789ab";
 
-party::AuditEntry SumEntry() {
-  return {.round = 3,
-          .kind = party::kAuditSecureSum,
-          .form = party::kAuditMaskedSealed,
-          .to = {"hospital-b"},
-          .numbers = {{"collect", 2}, {"chunk", 0}},
-          .texts = {{"purpose", "statistics"}},
-          .has_counts = true,
-          .counts = {5, 0, 7}};
-}
-
 TEST(AuditLog, ReadableFormHasOneLinePerEntry) {
-  const std::string text = party::FormatAuditLine(kAuditJob, 0, SumEntry()) +
+  const std::string text = party::FormatAuditLine(kAuditJob, 0, SumAuditEntry()) +
                            party::FormatAuditLine(kAuditJob, 0,
                                                   {.round = 9,
                                                    .kind = party::kAuditUnionRows,

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/audit_entries.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
@@ -32,22 +33,11 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-AuditEntry SumEntry() {
-  return {.round = 3,
-          .kind = party::kAuditSecureSum,
-          .form = party::kAuditMaskedSealed,
-          .to = {"hospital-b"},
-          .numbers = {{"collect", 2}, {"chunk", 0}},
-          .texts = {{"purpose", "statistics"}},
-          .has_counts = true,
-          .counts = {5, 0, 7}};
-}
-
 TEST(AuditLog, AppendsOneParsableLinePerEntryInAPrivateFile) {
   TempDir dir;
   const AuditLog log(dir.path() + "/state");  // created on first use
   const mode_t old_umask = ::umask(0);        // a permissive umask must not widen the file
-  AuditEntry entry = SumEntry();
+  AuditEntry entry = SumAuditEntry();
   entry.counts.back() = 18446744073709551615ULL;  // every uint64_t survives the round trip
   absl::Status first = log.Append(kJob, entry);
   ::umask(old_umask);
@@ -108,7 +98,7 @@ TEST(AuditLog, RefusesASymbolicLinkAndLeavesItsTargetAlone) {
   const std::string path = dir.File(std::string(kJob) + ".audit.jsonl");
   ASSERT_EQ(::symlink(target.c_str(), path.c_str()), 0);
   const AuditLog log(dir.path());
-  EXPECT_FALSE(log.Append(kJob, SumEntry()).ok());
+  EXPECT_FALSE(log.Append(kJob, SumAuditEntry()).ok());
   EXPECT_FALSE(log.Exists(kJob));
   EXPECT_EQ(Slurp(target), "keep me\n");
   EXPECT_FALSE(party::ReadAuditFile(dir.path(), kJob).ok()) << "the reader refuses it too";
@@ -120,7 +110,7 @@ TEST(AuditLog, RefusesAFileOthersCanRead) {
   std::ofstream(path) << "{}\n";
   ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
   const AuditLog log(dir.path());
-  EXPECT_THAT(log.Append(kJob, SumEntry()),
+  EXPECT_THAT(log.Append(kJob, SumAuditEntry()),
               StatusIs(absl::StatusCode::kFailedPrecondition, "mode is not 0600"));
   EXPECT_EQ(Slurp(path), "{}\n");
 }
@@ -129,7 +119,7 @@ TEST(AuditLog, ValidatesTheJobId) {
   TempDir dir;
   const AuditLog log(dir.path());
   for (const char* bad : {"../job-0123456789ab", "job-0123456789ab/x", "", "job-XYZ"}) {
-    EXPECT_THAT(log.Append(bad, SumEntry()), StatusIs(absl::StatusCode::kInvalidArgument, ""))
+    EXPECT_THAT(log.Append(bad, SumAuditEntry()), StatusIs(absl::StatusCode::kInvalidArgument, ""))
         << bad;
     EXPECT_FALSE(party::ReadAuditFile(dir.path(), bad).ok()) << bad;
   }
@@ -139,7 +129,7 @@ TEST(AuditLog, ValidatesTheJobId) {
 TEST(AuditLog, DisabledWithoutADirectory) {
   const AuditLog log("");
   EXPECT_FALSE(log.enabled());
-  EXPECT_OK(log.Append(kJob, SumEntry()));
+  EXPECT_OK(log.Append(kJob, SumAuditEntry()));
   EXPECT_FALSE(log.Exists(kJob));
 }
 
