@@ -485,7 +485,7 @@ absl::Status PartyAgent::LoadVerticalTable(const table::Dataset& schema, const s
   vopts.name = options_.name;
   vopts.releases_class = !job->ring.empty() && job->ring.front() == options_.name;
   vopts.parties = job->ring;
-  vopts.misbehaviour = options_.Deviation().Vertical();
+  vopts.deviation = options_.deviation.get();
   // A job this replica could not score as the centralized engine does is refused by name.
   RETURN_IF_ERROR(engine::CheckVerticalScoreComputable(job->spec));
   auto vp = VerticalParty::Load(job->spec, schema, table, vopts, postgres);

@@ -21,21 +21,7 @@
 namespace fedanon::party {
 
 class VerticalParty;
-
-// How a vertical replica deviates (VerticalPartyOptions::misbehaviour). kNeverParticipate sends
-// Not-participate every round and kUnderDeclare proposes with score 0 (mohammed2011 §6's malicious
-// parties). For tests of the other replicas' checks: kReproposeVetoed proposes its own candidate
-// that a judge vetoed again, with a score that wins (vetoes repeated without end); kOverstateScore
-// signs its best candidate with the score 1e300; kReleaseRecordTags releases a tag per record in
-// its QID columns instead of the generalized values.
-enum class Misbehaviour {
-  kNone,
-  kNeverParticipate,
-  kUnderDeclare,
-  kReproposeVetoed,
-  kOverstateScore,
-  kReleaseRecordTags
-};
+struct VerticalProposalView;
 
 class PartyDeviation {
  public:
@@ -46,8 +32,17 @@ class PartyDeviation {
   virtual std::string Name() const = 0;
   // Whether a table larger than the signed job's max_records_per_party is loaded anyway.
   virtual bool IgnoresRecordLimit() const { return false; }
-  // How this party's vertical replica deviates.
-  virtual Misbehaviour Vertical() const { return Misbehaviour::kNone; }
+  // The proposal this party's vertical replica is about to sign in a round of the participation
+  // game (`view`: the honest one; `replica`: the replica, which knows this party's last vetoed
+  // candidate).
+  virtual void VerticalProposal(const VerticalParty& /*replica*/,
+                                VerticalProposalView* /*view*/) const {}
+  // The score this party's local-recoding replica declares for its best candidate of a group.
+  virtual void GroupProposalScore(double* /*score*/) const {}
+  // This party's released columns of a vertical job (a serialized VerticalColumns, rows in the
+  // release order) before they are sealed for the recipient.
+  virtual void ReleasedColumns(const fedanon::v1::JobSpec& /*spec*/,
+                               std::string* /*columns*/) const {}
   // This party's released counts of a secure sum before they are masked: `combinations` counts
   // per released group, groups one after the other.
   virtual void ReleasedCounts(uint64_t /*combinations*/, std::vector<uint64_t>* /*counts*/) const {}
@@ -79,11 +74,12 @@ class MaliciousVerticalParty final : public PartyDeviation {
   // InvalidArgument naming the two modes for any other name.
   static absl::StatusOr<MaliciousVerticalParty> Named(const std::string& mode);
   std::string Name() const override;
-  Misbehaviour Vertical() const override { return mode_; }
+  void VerticalProposal(const VerticalParty& replica, VerticalProposalView* view) const override;
 
  private:
-  explicit MaliciousVerticalParty(Misbehaviour mode) : mode_(mode) {}
-  Misbehaviour mode_;
+  explicit MaliciousVerticalParty(bool never_participates)
+      : never_participates_(never_participates) {}
+  bool never_participates_;
 };
 
 }  // namespace fedanon::party

@@ -133,7 +133,7 @@ fedanon::v1::LocalProposals VerticalLocalReplica::Propose(uint64_t wave) {
     proposed_[i] =
         engine::BestLocalCandidate(*data_, *fine_, rule_, keys_[g], records_[g], attrs, {});
     if (!proposed_[i]) continue;
-    if (overstate_scores_) proposed_[i]->score = 1e300;
+    if (deviation_ != nullptr) deviation_->GroupProposalScore(&proposed_[i]->score);
     auto* p = out.add_proposals();
     p->set_group(static_cast<uint32_t>(g));
     p->set_attribute(static_cast<uint32_t>(proposed_[i]->attr));

@@ -24,6 +24,7 @@
 #include "common/table/dataset.h"
 #include "fedanon/v1/federation.pb.h"
 #include "fedanon/v1/job.pb.h"
+#include "party/party_deviation.h"
 
 namespace fedanon::party {
 
@@ -114,8 +115,9 @@ class VerticalLocalReplica {
   uint64_t vetoes() const { return vetoes_; }
   uint64_t kmin() const { return rule_.kmin; }
   const std::vector<int32_t>& group_of() const { return group_of_; }
-  // Tests only (misbehaviour "overstate-score"): every proposal of this replica claims 1e300.
-  void OverstateScoresForTests() { overstate_scores_ = true; }
+  // How this party deviates (party/party_deviation.h: the score it declares for a group); null:
+  // it does not.
+  void SetDeviation(const PartyDeviation* deviation) { deviation_ = deviation; }
 
  private:
   VerticalLocalReplica() = default;
@@ -150,7 +152,7 @@ class VerticalLocalReplica {
   std::vector<std::string> owner_of_;
   std::vector<int> own_attrs_;
   engine::LocalRule rule_;
-  bool overstate_scores_ = false;
+  const PartyDeviation* deviation_ = nullptr;
   std::unique_ptr<engine::LocalFineMap> fine_;
   std::vector<std::vector<engine::LocalValue>> keys_;  // [group]
   std::vector<std::vector<uint32_t>> records_;         // [group] canonical order (live only)

@@ -216,9 +216,9 @@ absl::StatusOr<std::unique_ptr<VerticalParty>> VerticalParty::Load(
     PartySpec(spec, party, &judges);
     if (judges) p->judges_.push_back(party);
   }
-  if (p->options_.misbehaviour != Misbehaviour::kNone) {
-    spdlog::warn("party {} runs in a MISBEHAVIOUR mode for tests and demonstrations",
-                 p->options_.name);
+  if (p->options_.deviation != nullptr) {
+    spdlog::warn("party {} DEVIATES from the protocol ('{}'), for tests and demonstrations",
+                 p->options_.name, p->options_.deviation->Name());
   }
   return p;
 }
@@ -376,7 +376,7 @@ absl::Status VerticalParty::Start(const std::vector<int64_t>& canonical, uint64_
   if (spec_.recoding() == fedanon::v1::RECODING_LOCAL) {
     ASSIGN_OR_RETURN(local_, VerticalLocalReplica::Create(data_.get(), model_.get(), spec_,
                                                           options_.name, owner_of_));
-    if (options_.misbehaviour == Misbehaviour::kOverstateScore) local_->OverstateScoresForTests();
+    local_->SetDeviation(options_.deviation);
   }
   return absl::OkStatus();
 }
@@ -385,12 +385,6 @@ VerticalProposalView VerticalParty::Propose() const {
   VerticalProposalView out;
   if (!engine_) {
     out.reason = "the job has not started";
-    return out;
-  }
-  if (options_.misbehaviour == Misbehaviour::kNeverParticipate) {
-    spdlog::warn("MISBEHAVING (test mode): party {} declines although it may have candidates",
-                 options_.name);
-    out.reason = "misbehaving: never participates";
     return out;
   }
   if (spec_.participation() == fedanon::v1::PARTICIPATION_GAME_THEORETIC) {
@@ -403,24 +397,10 @@ VerticalProposalView VerticalParty::Propose() const {
       return out;
     }
   }
-  if (options_.misbehaviour == Misbehaviour::kReproposeVetoed && last_vetoed_) {
-    spdlog::warn("MISBEHAVING (test mode): party {} proposes its vetoed candidate again",
-                 options_.name);
-    out.choice = last_vetoed_;
-    return out;
-  }
   auto best = engine_->BestOwned();
   if (!best) {
     out.reason = "no valid candidate";
     return out;
-  }
-  if (options_.misbehaviour == Misbehaviour::kUnderDeclare) {
-    spdlog::warn("MISBEHAVING (test mode): party {} under-declares its score", options_.name);
-    best->score = 0;
-  }
-  if (options_.misbehaviour == Misbehaviour::kOverstateScore) {
-    spdlog::warn("MISBEHAVING (test mode): party {} overstates its score", options_.name);
-    best->score = 1e300;
   }
   out.choice = best;
   return out;
@@ -522,53 +502,16 @@ absl::StatusOr<std::string> VerticalParty::MakeInstruction(
   return in.SerializeAsString();
 }
 
-absl::StatusOr<std::string> VerticalParty::ShiftedInstructionForTests(
-    const std::string& bytes) const {
-  fedanon::v1::VerticalInstruction in;
-  if (!in.ParseFromString(bytes))
-    return absl::InvalidArgumentError("the instruction does not parse");
-  const uint64_t n = in.records();
-  const uint32_t bits = in.bits_per_child();
-  const std::string& packed = in.children();
-  if (bits == 0 || bits > 16 || (n * bits + 7) / 8 != packed.size()) {
-    return absl::InvalidArgumentError("the instruction's packing is malformed");
-  }
-  auto bit_at = [&](uint64_t pos) {
-    return (static_cast<uint8_t>(packed[pos / 8]) >> (pos % 8)) & 1;
-  };
-  std::vector<uint32_t> child(n, 0);
-  for (uint64_t i = 0; i < n; ++i) {
-    for (uint32_t j = 0; j < bits; ++j)
-      child[i] |= static_cast<uint32_t>(bit_at(i * bits + j)) << j;
-  }
-  // The node's records in the instruction's order, grouped by class: each class's children
-  // rotate among that class's records.
-  std::vector<uint32_t> records;
-  for (int32_t part :
-       PartitionsOn(static_cast<int>(in.candidate().attribute()), in.candidate().node())) {
-    for (uint32_t r : tips_->records(part)) records.push_back(r);
-  }
-  if (records.size() != n) return absl::InvalidArgumentError("the instruction is not this node's");
-  std::map<int, std::vector<size_t>> by_class;
-  for (size_t i = 0; i < n; ++i) {
-    by_class[data_->class_codes.empty() ? 0 : data_->class_codes[records[i]]].push_back(i);
-  }
-  for (const auto& [cls, at] : by_class) {
-    if (at.size() < 2) continue;
-    const uint32_t first = child[at[0]];
-    for (size_t k = 0; k + 1 < at.size(); ++k) child[at[k]] = child[at[k + 1]];
-    child[at.back()] = first;
-  }
-  std::string shifted(packed.size(), '\0');
-  for (uint64_t i = 0; i < n; ++i) {
-    for (uint32_t j = 0; j < bits; ++j) {
-      const uint64_t pos = i * bits + j;
-      if (child[i] >> j & 1)
-        shifted[pos / 8] = static_cast<char>(shifted[pos / 8] | (1 << (pos % 8)));
+absl::StatusOr<std::vector<int>> VerticalParty::NodeRecordClasses(
+    const fedanon::v1::VerticalCandidate& candidate) const {
+  RETURN_IF_ERROR(CheckCandidate(candidate));
+  std::vector<int> classes;
+  for (int32_t part : PartitionsOn(static_cast<int>(candidate.attribute()), candidate.node())) {
+    for (uint32_t r : tips_->records(part)) {
+      classes.push_back(data_->class_codes.empty() ? 0 : data_->class_codes[r]);
     }
   }
-  in.set_children(std::move(shifted));
-  return in.SerializeAsString();
+  return classes;
 }
 
 absl::StatusOr<bool> VerticalParty::Deliver(const std::string& instruction_bytes) {
@@ -645,9 +588,9 @@ absl::Status VerticalParty::Commit(const fedanon::v1::VerticalCandidate& winner,
     staged_.clear();
     staged_attr_ = -1;
     RETURN_IF_ERROR(engine_->Reject(attr, winner.node(), winner.candidate()));
-    if (options_.misbehaviour == Misbehaviour::kReproposeVetoed && owned_[attr]) {
+    if (owned_[attr]) {
       last_vetoed_ = engine::TopDownSpecializer::Choice{attr, winner.node(), winner.candidate(),
-                                                        1e300, winner.order_key()};
+                                                        winner.score(), winner.order_key()};
     }
     ++decisions_;
     return absl::OkStatus();

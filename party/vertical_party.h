@@ -40,12 +40,17 @@ struct VerticalPartyOptions {
   std::string name;                  // this party (as named by the spec's `party:` keys)
   bool releases_class = false;       // this party writes the shared class column on release
   std::vector<std::string> parties;  // every data party of the job (for contributions)
-  Misbehaviour misbehaviour = Misbehaviour::kNone;  // party/party_deviation.h
+  // How this party deviates (party/party_deviation.h); null: it does not.
+  const PartyDeviation* deviation = nullptr;
 };
 
 // The Not-participate reason of the game-theoretic strategy (as counted in the job report).
 inline constexpr char kAheadOfAnotherParty[] =
     "contributed more than another party by more than epsilon";
+
+// The Not-participate reason of mohammed2011 §6's malicious party that never participates (the
+// daemon's `--misbehave never-participate`).
+inline constexpr char kNeverParticipates[] = "misbehaving: never participates";
 
 // The named reason a party refuses to release its columns: its own check of the model
 // on the final joined groups it can see failed.
@@ -82,15 +87,23 @@ class VerticalParty {
   // game-theoretic strategy (mohammed2011 Alg. 2) — when its contribution exceeds another
   // party's by more than epsilon.
   VerticalProposalView Propose() const;
+  // Whether Start has built the replica of the specialization loop.
+  bool started() const { return engine_ != nullptr; }
+  const std::string& name() const { return options_.name; }
+  // This party's own candidate a judge vetoed last (any round), if any.
+  const std::optional<engine::TopDownSpecializer::Choice>& last_vetoed_own() const {
+    return last_vetoed_;
+  }
   // Contributions (mu) as this party has seen them: the scores of the committed specializations,
   // summed per owner.
   const std::map<std::string, double>& contributions() const { return mu_; }
   // The owner of the winner: the instruction for the others (serialized VerticalInstruction).
   absl::StatusOr<std::string> MakeInstruction(const fedanon::v1::VerticalCandidate& winner);
-  // Tests only (misbehaviour "other-children-for-others"): the owner's instruction with each
-  // record's child moved to the next record of the node of the same class — the same children's
-  // sizes and class counts (so the same score), other members.
-  absl::StatusOr<std::string> ShiftedInstructionForTests(const std::string& bytes) const;
+  // The class code of every record under `candidate`'s node, in the order of an instruction's
+  // children (0 for every record of a job without a class column); the candidate must be one of
+  // the current cut.
+  absl::StatusOr<std::vector<int>> NodeRecordClasses(
+      const fedanon::v1::VerticalCandidate& candidate) const;
   // Another party's instruction: places the refined records under their children (tentatively)
   // and returns whether this party accepts it (a holder of sensitive values re-checks it).
   absl::StatusOr<bool> Deliver(const std::string& instruction_bytes);
@@ -104,14 +117,10 @@ class VerticalParty {
   // confidence bound. FailedPrecondition starting with kRefusedRelease and naming the constraint.
   absl::Status CheckRelease() const;
 
-  // This party's released columns for every common record (canonical order).
-  fedanon::v1::VerticalColumns ReleasedColumns() const;
-  // The same rows in the release order: row j is canonical record `order[j]` (a permutation of
-  // the common records, the same at every party, so the recipient can still join the columns).
-  absl::StatusOr<fedanon::v1::VerticalColumns> ReleasedColumns(
-      const std::vector<size_t>& order) const;
-  // The same as ReleasedColumns(order).SerializeAsString(), written straight from the codes and
-  // the group labels: no VerticalColumns of strings per cell in memory.
+  // This party's released columns (a serialized VerticalColumns) in the release order: row j is
+  // canonical record `order[j]` (a permutation of the common records, the same at every party,
+  // so the recipient can still join the columns). Written straight from the codes and the group
+  // labels: no VerticalColumns of strings per cell in memory.
   absl::StatusOr<std::string> SerializedReleasedColumns(const std::vector<size_t>& order) const;
   // What the replicas compare before the release (common/wire/release_digests.h): the digest of
   // every common record's final group (its QID labels) in the canonical order, and of the
@@ -192,7 +201,7 @@ class VerticalParty {
   std::vector<std::pair<uint32_t, int32_t>> staged_;
   int staged_attr_ = -1;
   uint64_t decisions_ = 0;  // see decisions()
-  // kReproposeVetoed: this party's last vetoed candidate.
+  // See last_vetoed_own().
   std::optional<engine::TopDownSpecializer::Choice> last_vetoed_;
   double staged_owner_score_ = 0;      // the owner's score of the delivered candidate
   std::vector<std::string> owner_of_;  // per QID attribute: its party

@@ -1,6 +1,6 @@
 // VerticalParty's release (party/vertical_party.h): the check before any release, the released
-// columns in canonical or release order (serialized in place for large tables), the digests that
-// tie the release to what every replica agreed, and the report.
+// columns in the release order (serialized in place), the digests that tie the release to what
+// every replica agreed, and the report.
 #include <algorithm>
 #include <map>
 
@@ -9,7 +9,6 @@
 #include "common/wire/federation_wire.h"
 #include "common/wire/release_digests.h"
 #include "party/vertical_party.h"
-#include "spdlog/spdlog.h"
 
 namespace fedanon::party {
 
@@ -155,19 +154,11 @@ absl::StatusOr<std::string> VerticalParty::SerializedReleasedColumns(
       for (uint32_t r : tips_->records(id)) group_of[r] = g;
     }
   }
-  if (options_.misbehaviour == Misbehaviour::kReleaseRecordTags) {
-    spdlog::warn("MISBEHAVING (test mode): party {} releases a tag per record in its QID columns",
-                 options_.name);
-  }
   // The cell of canonical record r in column i (a local label is made per call).
   std::string local_label;
   auto cell = [&](size_t r, size_t i) -> std::string_view {
     const auto& [q, v] = columns[i];
     if (v >= 0) return value_cells_[v][r];
-    if (options_.misbehaviour == Misbehaviour::kReleaseRecordTags) {
-      local_label = absl::StrCat("record-", r);  // tests only: a tag per record
-      return local_label;
-    }
     if (local_) {
       local_label = local_->Label(q, static_cast<uint32_t>(r));
       return local_label;
@@ -202,22 +193,6 @@ absl::StatusOr<std::string> VerticalParty::SerializedReleasedColumns(
       AppendVarint(&out, c.size());
       out.append(c);
     }
-  }
-  return out;
-}
-
-fedanon::v1::VerticalColumns VerticalParty::ReleasedColumns() const {
-  std::vector<size_t> identity(data_->num_records);
-  for (size_t r = 0; r < identity.size(); ++r) identity[r] = r;
-  return *ReleasedColumns(identity);
-}
-
-absl::StatusOr<fedanon::v1::VerticalColumns> VerticalParty::ReleasedColumns(
-    const std::vector<size_t>& order) const {
-  ASSIGN_OR_RETURN(const std::string bytes, SerializedReleasedColumns(order));
-  fedanon::v1::VerticalColumns out;
-  if (!out.ParseFromString(bytes)) {
-    return absl::InternalError("the released columns do not parse back");
   }
   return out;
 }

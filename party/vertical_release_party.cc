@@ -137,7 +137,8 @@ absl::Status VerticalReleaseParty::Release(const fedanon::v1::VerticalRelease& r
   {
     // The columns as bytes, straight from the codes (no message of strings per cell), freed
     // once sealed.
-    ASSIGN_OR_RETURN(const std::string columns, vp.SerializedReleasedColumns(order));
+    ASSIGN_OR_RETURN(std::string columns, vp.SerializedReleasedColumns(order));
+    ctx_.options().Deviation().ReleasedColumns(ctx_.spec, &columns);
     column_count = vp.released_column_count();
     RETURN_IF_ERROR(transfer_.SealPayload(ctx_.recipient, round,
                                           wire::ReleasePurpose(ctx_.recipient), columns,

@@ -54,7 +54,8 @@ engine::TopDownSpecializer::Choice AsChoice(const fedanon::v1::VerticalCandidate
 
 absl::Status VerticalRoundsParty::Propose(uint64_t round,
                                           fedanon::v1::VerticalStepResult* out) const {
-  const VerticalProposalView view = replica_.Propose();
+  VerticalProposalView view = replica_.Propose();
+  ctx_.options().Deviation().VerticalProposal(replica_, &view);
   const auto& choice = view.choice;
   auto* proposal = out->mutable_proposal();
   proposal->set_participate(choice.has_value());

@@ -3,18 +3,61 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "common/table/csv.h"
+#include "fedanon/v1/federation.pb.h"
 #include "party/vertical_party.h"
 #include "spdlog/spdlog.h"
 
 namespace fedanon::party_testing {
 namespace {
 
-using party::Misbehaviour;
 using party::PartyDeviation;
 using party::VerticalParty;
+
+// The owner's instruction with each record's child moved to the next record of the node of the
+// same class: the same children's sizes and class counts (so the same score), other members.
+absl::StatusOr<std::string> ShiftedInstruction(const VerticalParty& replica,
+                                               const std::string& bytes) {
+  fedanon::v1::VerticalInstruction in;
+  if (!in.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError("the instruction does not parse");
+  }
+  const uint64_t n = in.records();
+  const uint32_t bits = in.bits_per_child();
+  const std::string& packed = in.children();
+  if (bits == 0 || bits > 16 || (n * bits + 7) / 8 != packed.size()) {
+    return absl::InvalidArgumentError("the instruction's packing is malformed");
+  }
+  std::vector<uint32_t> child(n, 0);
+  for (uint64_t pos = 0; pos < n * bits; ++pos) {
+    const uint32_t bit = (static_cast<uint8_t>(packed[pos / 8]) >> (pos % 8)) & 1;
+    child[pos / bits] |= bit << (pos % bits);
+  }
+  absl::StatusOr<std::vector<int>> classes = replica.NodeRecordClasses(in.candidate());
+  if (!classes.ok()) return classes.status();
+  if (classes->size() != n) return absl::InvalidArgumentError("the instruction is not this node's");
+  // Each class's children rotate among that class's records.
+  std::map<int, std::vector<size_t>> by_class;
+  for (size_t i = 0; i < n; ++i) by_class[(*classes)[i]].push_back(i);
+  for (const auto& [cls, at] : by_class) {
+    if (at.size() < 2) continue;
+    const uint32_t first = child[at[0]];
+    for (size_t k = 0; k + 1 < at.size(); ++k) child[at[k]] = child[at[k + 1]];
+    child[at.back()] = first;
+  }
+  std::string shifted(packed.size(), '\0');
+  for (uint64_t pos = 0; pos < n * bits; ++pos) {
+    if ((child[pos / bits] >> (pos % bits) & 1) != 0) {
+      shifted[pos / 8] = static_cast<char>(shifted[pos / 8] | (1 << (pos % 8)));
+    }
+  }
+  in.set_children(std::move(shifted));
+  return in.SerializeAsString();
+}
 
 class Deviating final : public PartyDeviation {
  public:
@@ -23,13 +66,46 @@ class Deviating final : public PartyDeviation {
   std::string Name() const override { return mode_; }
   bool IgnoresRecordLimit() const override { return mode_ == "ignore-record-limit"; }
 
-  Misbehaviour Vertical() const override {
-    if (mode_ == "never-participate") return Misbehaviour::kNeverParticipate;
-    if (mode_ == "under-declare") return Misbehaviour::kUnderDeclare;
-    if (mode_ == "repropose-vetoed") return Misbehaviour::kReproposeVetoed;
-    if (mode_ == "overstate-score") return Misbehaviour::kOverstateScore;
-    if (mode_ == "release-record-tags") return Misbehaviour::kReleaseRecordTags;
-    return Misbehaviour::kNone;
+  void VerticalProposal(const VerticalParty& replica,
+                        party::VerticalProposalView* view) const override {
+    if (mode_ == "never-participate" || mode_ == "under-declare") {
+      party::MaliciousVerticalParty::Named(mode_)->VerticalProposal(replica, view);
+      return;
+    }
+    if (!replica.started() || view->reason == party::kAheadOfAnotherParty) return;
+    if (mode_ == "repropose-vetoed" && replica.last_vetoed_own()) {
+      spdlog::warn("DEVIATING (test): party {} proposes its vetoed candidate again, winning",
+                   replica.name());
+      view->choice = replica.last_vetoed_own();
+      view->choice->score = 1e300;
+      view->reason.clear();
+    } else if (mode_ == "overstate-score" && view->choice) {
+      spdlog::warn("DEVIATING (test): party {} overstates its score", replica.name());
+      view->choice->score = 1e300;
+    }
+  }
+
+  void GroupProposalScore(double* score) const override {
+    if (mode_ == "overstate-score") *score = 1e300;
+  }
+
+  void ReleasedColumns(const fedanon::v1::JobSpec& spec, std::string* columns) const override {
+    if (mode_ != "release-record-tags") return;
+    spdlog::warn("DEVIATING (test): a tag per record released in the QID columns");
+    fedanon::v1::VerticalColumns parsed;
+    if (!parsed.ParseFromString(*columns) || parsed.names().empty()) return;
+    const int width = parsed.names_size();
+    for (int i = 0; i < width; ++i) {
+      const bool qid = std::any_of(
+          spec.attributes().begin(), spec.attributes().end(), [&](const fedanon::v1::Attribute& a) {
+            return a.name() == parsed.names(i) && a.role() == fedanon::v1::ROLE_QID;
+          });
+      if (!qid) continue;
+      for (int r = 0; r * width + i < parsed.cells_size(); ++r) {
+        parsed.set_cells(r * width + i, "record-" + std::to_string(r));
+      }
+    }
+    *columns = parsed.SerializeAsString();
   }
 
   void ReleasedCounts(uint64_t combinations, std::vector<uint64_t>* counts) const override {
@@ -93,7 +169,7 @@ class Deviating final : public PartyDeviation {
                                                    std::string bytes) const override {
     if (mode_ != "other-children-for-others") return bytes;
     spdlog::warn("DEVIATING (test): other children for the parties after the judges");
-    return replica.ShiftedInstructionForTests(bytes);
+    return ShiftedInstruction(replica, bytes);
   }
 
  private:

@@ -8,10 +8,11 @@
 //    (repeats one), "union-swap-row" (swaps one for a second copy of its own), "union-invent-row"
 //    (replaces one of its own rows by made-up cells);
 //  * vertical: "never-participate", "under-declare" (mohammed2011 §6), "repropose-vetoed",
-//    "overstate-score", "release-record-tags" (the replica's Misbehaviour), "release-other-order"
-//    (the ring's last party gets another release-order seed), "report-larger-groups" (the release
-//    report states a larger smallest group and a confidence of 1e9), "other-children-for-others"
-//    (the parties after the judges get other members for the same children).
+//    "overstate-score", "release-record-tags" (the replica's proposals and released columns),
+//    "release-other-order" (the ring's last party gets another release-order seed),
+//    "report-larger-groups" (the release report states a larger smallest group and a confidence of
+//    1e9), "other-children-for-others" (the parties after the judges get other members for the same
+//    children).
 #pragma once
 
 #include <array>

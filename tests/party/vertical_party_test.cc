@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "common/wire/federation_wire.h"
 #include "common/wire/released_union.h"
 #include "crypto/sealed_box.h"
+#include "party/party_deviation.h"
 #include "party/testing/deviating_party.h"
 #include "tests/party/party_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -483,6 +485,32 @@ TEST(VerticalPartyAgent, NeverParticipateModeDeclinesLoudly) {
   ASSERT_OK_AND_ASSIGN(VerticalStepResult b, CallStep(*f, "hospital-b", 1, propose));
   EXPECT_TRUE(b.proposal().participate());
   EXPECT_FALSE(b.proposal().misbehaving());
+}
+
+// The daemon's `--misbehave under-declare` (mohammed2011 §6): the party still proposes its best
+// candidate, with the score 0, and says it misbehaves; the honest party's proposal is untouched.
+TEST(VerticalPartyAgent, UnderDeclareModeProposesItsBestWithScoreZero) {
+  ASSERT_OK_AND_ASSIGN(const party::MaliciousVerticalParty under,
+                       party::MaliciousVerticalParty::Named("under-declare"));
+  ASSERT_OK_AND_ASSIGN(
+      auto f, PartyFixture::Create(
+                  "vertical_underdeclare", TwoHospitals(), [&under](party::PartyAgentOptions& o) {
+                    if (o.name == "hospital-a") {
+                      o.deviation = std::make_shared<party::MaliciousVerticalParty>(under);
+                    }
+                  }));
+  ASSERT_OK(f->PrepareAll("job-00000000000f", kSpec));
+  ASSERT_OK(MatchIds(*f).status());
+  VerticalStep propose;
+  propose.mutable_propose();
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult a, CallStep(*f, "hospital-a", 1, propose));
+  EXPECT_TRUE(a.proposal().participate());
+  EXPECT_TRUE(a.proposal().misbehaving());
+  EXPECT_EQ(a.proposal().candidate().score(), 0);
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult b, CallStep(*f, "hospital-b", 1, propose));
+  EXPECT_TRUE(b.proposal().participate());
+  EXPECT_FALSE(b.proposal().misbehaving());
+  EXPECT_GT(b.proposal().candidate().score(), 0);
 }
 
 // The recipient reads released columns in place (issue 30); what it reads must be what the
