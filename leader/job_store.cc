@@ -369,18 +369,27 @@ absl::StatusOr<bool> JobStore::HasResult(const std::string& job_id) const {
 }
 
 absl::StatusOr<std::string> JobStore::LoadResult(const std::string& job_id) const {
+  std::string csv;
+  RETURN_IF_ERROR(StreamResult(job_id, size_t{1} << 20, [&csv](std::string_view piece) {
+    csv.append(piece);
+    return absl::OkStatus();
+  }));
+  return csv;
+}
+
+absl::Status JobStore::StreamResult(const std::string& job_id, size_t piece_bytes,
+                                    const ResultWriter& sink) const {
   RETURN_IF_ERROR(ValidateJobId(job_id));
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(RequireJob(db_, job_id));
   }
-  absl::StatusOr<std::string> csv =
-      base::ReadFile(absl::StrCat(data_dir_, "/results/", job_id, ".csv"),
-                     /*follow_symlinks=*/false);
-  if (absl::IsNotFound(csv.status())) {
+  const std::string path = absl::StrCat(data_dir_, "/results/", job_id, ".csv");
+  absl::Status status = base::ReadFileInPieces(path, piece_bytes, /*follow_symlinks=*/false, sink);
+  if (absl::IsNotFound(status)) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, " has no result at the leader"));
   }
-  return csv;
+  return status;
 }
 
 absl::StatusOr<JobInfo> JobStore::Get(const std::string& job_id) const {

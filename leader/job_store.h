@@ -107,6 +107,10 @@ class JobStore {
   absl::Status StoreResultStreamed(const std::string& job_id,
                                    const std::function<absl::Status(const ResultWriter&)>& produce);
   absl::StatusOr<std::string> LoadResult(const std::string& job_id) const;  // NotFound if none
+  // The stored result handed to `sink` in pieces of at most `piece_bytes` (bounded memory
+  // whatever its size); NotFound if none, an error of `sink` stops it.
+  absl::Status StreamResult(const std::string& job_id, size_t piece_bytes,
+                            const ResultWriter& sink) const;
   // Whether the job's result is stored: a regular file (not read; a symbolic link is not one).
   absl::StatusOr<bool> HasResult(const std::string& job_id) const;
 

@@ -356,6 +356,16 @@ absl::StatusOr<JobInfo> Leader::WaitForChange(const std::string& job_id, const J
 }
 
 absl::StatusOr<std::string> Leader::Result(const std::string& job_id) const {
+  std::string csv;
+  RETURN_IF_ERROR(StreamResult(job_id, size_t{1} << 20, [&csv](std::string_view piece) {
+    csv.append(piece);
+    return absl::OkStatus();
+  }));
+  return csv;
+}
+
+absl::Status Leader::StreamResult(const std::string& job_id, size_t piece_bytes,
+                                  const std::function<absl::Status(std::string_view)>& sink) const {
   ASSIGN_OR_RETURN(JobInfo info, store_->Get(job_id));
   if (info.state() != fedanon::v1::JOB_STATE_DONE) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -366,7 +376,7 @@ absl::StatusOr<std::string> Leader::Result(const std::string& job_id) const {
                                             " was delivered to party '", info.recipient(),
                                             "', not to the leader"));
   }
-  return store_->LoadResult(job_id);
+  return store_->StreamResult(job_id, piece_bytes, sink);
 }
 
 void Leader::WorkerLoop() {

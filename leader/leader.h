@@ -81,6 +81,11 @@ class Leader {
       ABSL_LOCKS_EXCLUDED(mu_);
   // The integrated table (CSV) of a done job whose recipient is the leader.
   absl::StatusOr<std::string> Result(const std::string& job_id) const;
+  // The same handed to `sink` in pieces of at most `piece_bytes`: the leader holds one piece at a
+  // time whatever the table's size (the admin API's GetResult). Errors before the first piece as
+  // Result's; an error of `sink` stops it.
+  absl::Status StreamResult(const std::string& job_id, size_t piece_bytes,
+                            const std::function<absl::Status(std::string_view)>& sink) const;
   // The job's view log (leader/view_log.h): JSON lines, "" when nothing was decoded yet;
   // NotFound for an unknown job.
   absl::StatusOr<std::string> ViewLogText(const std::string& job_id) const;

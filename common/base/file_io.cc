@@ -157,6 +157,34 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const ReadFileOpti
   return content;
 }
 
+absl::Status ReadFileInPieces(const std::string& path, size_t piece_bytes, bool follow_symlinks,
+                              const std::function<absl::Status(std::string_view)>& sink) {
+  if (piece_bytes == 0) return absl::InvalidArgumentError("a read in pieces of 0 bytes");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (follow_symlinks ? 0 : O_NOFOLLOW));
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  std::string piece(piece_bytes, '\0');
+  absl::Status status;
+  size_t filled = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, piece.data() + filled, piece_bytes - filled);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      status = ErrnoStatus(errno, "cannot read", path);
+      break;
+    }
+    filled += static_cast<size_t>(n);
+    // A piece leaves when it is full or at the end of the file (short reads are filled up first).
+    if (filled == piece_bytes || (n == 0 && filled > 0)) {
+      status = sink(std::string_view(piece.data(), filled));
+      filled = 0;
+      if (!status.ok()) break;
+    }
+    if (n == 0) break;
+  }
+  ::close(fd);
+  return status;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Paths and job ids
 

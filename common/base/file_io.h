@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -64,6 +65,12 @@ struct ReadFileOptions {
   std::string_view what = "file";  // names the kind of file in the errors above
 };
 absl::StatusOr<std::string> ReadFile(const std::string& path, const ReadFileOptions& options);
+
+// Reads a file piece by piece, each of at most `piece_bytes` (> 0), handing every piece to `sink`
+// in order; memory stays at one piece whatever the file's size. Stops at the first error of
+// `sink` and returns it. Errors as ReadFile's; `follow_symlinks` as there.
+absl::Status ReadFileInPieces(const std::string& path, size_t piece_bytes, bool follow_symlinks,
+                              const std::function<absl::Status(std::string_view)>& sink);
 
 // Limits every reader shares (configurable where the reader says so).
 inline constexpr uint64_t kMaxSpecBytes = uint64_t{16} << 20;          // 16 MiB

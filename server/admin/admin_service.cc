@@ -196,11 +196,22 @@ grpc::Status AdminService::GetResult(grpc::ServerContext* context,
   if (absl::Status st = CheckOwnJob(*admin, request->job_id(), "GetResult"); !st.ok()) {
     return server::ToGrpcStatus(st);
   }
-  absl::StatusOr<std::string> result = backend_->Result(request->job_id());
-  if (!result.ok()) return server::ToGrpcStatus(result.status());
+  // Piece by piece from the stored file: the leader holds one chunk whatever the table's size.
+  uint64_t bytes = 0;
+  fedanon::v1::ResultChunk chunk;
+  const absl::Status streamed =
+      backend_->StreamResult(request->job_id(), kResultChunkBytes, [&](std::string_view piece) {
+        chunk.set_data(piece.data(), piece.size());
+        if (!writer->Write(chunk)) {
+          return absl::CancelledError("the admin stopped reading the result");
+        }
+        bytes += piece.size();
+        return absl::OkStatus();
+      });
+  if (!streamed.ok()) return server::ToGrpcStatus(streamed);
   spdlog::info("job={} admin '{}' fetched the result ({} bytes)", request->job_id(), admin->name,
-               result->size());
-  return StreamChunks(*result, writer);
+               bytes);
+  return grpc::Status::OK;
 }
 
 grpc::Status AdminService::GetViewLog(grpc::ServerContext* context,

@@ -13,8 +13,10 @@
 #include <grpcpp/support/sync_stream.h>
 
 #include <atomic>
+#include <functional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -42,7 +44,10 @@ class AdminBackend {
   virtual absl::StatusOr<fedanon::v1::JobInfo> WaitForChange(const std::string& job_id,
                                                              const fedanon::v1::JobInfo& last,
                                                              absl::Duration timeout) = 0;
-  virtual absl::StatusOr<std::string> Result(const std::string& job_id) = 0;
+  // The integrated table of a done job handed to `sink` in pieces of at most `piece_bytes` (the
+  // backend holds one piece at a time); an error of `sink` stops it.
+  virtual absl::Status StreamResult(const std::string& job_id, size_t piece_bytes,
+                                    const std::function<absl::Status(std::string_view)>& sink) = 0;
   // The job's view log (JSON lines); backends without one answer Unimplemented.
   virtual absl::StatusOr<std::string> ViewLog(const std::string& /*job_id*/) {
     return absl::UnimplementedError("this leader keeps no view log");

@@ -27,8 +27,9 @@ class LeaderAdminBackend final : public admin::AdminBackend {
                                                      absl::Duration timeout) override {
     return leader_->WaitForChange(job_id, last, timeout);
   }
-  absl::StatusOr<std::string> Result(const std::string& job_id) override {
-    return leader_->Result(job_id);
+  absl::Status StreamResult(const std::string& job_id, size_t piece_bytes,
+                            const std::function<absl::Status(std::string_view)>& sink) override {
+    return leader_->StreamResult(job_id, piece_bytes, sink);
   }
   absl::StatusOr<std::string> ViewLog(const std::string& job_id) override {
     return leader_->ViewLogText(job_id);

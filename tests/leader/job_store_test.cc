@@ -223,6 +223,16 @@ TEST_F(JobStoreTest, ResultStoreAndLoad) {
   ASSERT_OK(store->StoreResult(id, csv2));
   ASSERT_OK_AND_ASSIGN(back, store->LoadResult(id));
   EXPECT_EQ(back, csv2);
+  // Streamed in pieces of at most 65,536 bytes (what GetResult holds at a time), the same bytes.
+  std::vector<size_t> pieces;
+  back.clear();
+  ASSERT_OK(store->StreamResult(id, 65536, [&](std::string_view piece) {
+    pieces.push_back(piece.size());
+    back.append(piece);
+    return absl::OkStatus();
+  }));
+  EXPECT_THAT(pieces, ElementsAre(65536, 65536, 65536, 3392));
+  EXPECT_EQ(back, csv2);
   ASSERT_OK(store->StoreResult(id, ""));
   ASSERT_OK_AND_ASSIGN(back, store->LoadResult(id));
   EXPECT_EQ(back, "");
@@ -236,6 +246,9 @@ TEST_F(JobStoreTest, ResultStoreAndLoad) {
   EXPECT_THAT(store->StoreResult("job-000000000000", csv),
               StatusIs(absl::StatusCode::kNotFound, ""));
   EXPECT_THAT(store->LoadResult("job-000000000000"), StatusIs(absl::StatusCode::kNotFound, ""));
+  EXPECT_THAT(store->StreamResult("job-000000000000", 65536,
+                                  [](std::string_view) { return absl::OkStatus(); }),
+              StatusIs(absl::StatusCode::kNotFound, ""));
   EXPECT_FALSE(fs::exists(dir_ + "/results/job-000000000000.csv"));
 }
 

@@ -10,9 +10,11 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -21,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/base/status_macros.h"
 #include "fedanon/v1/federation.grpc.pb.h"
 #include "server/admin/admin_client.h"
 #include "server/admin/admin_service.h"
@@ -108,11 +111,15 @@ class FakeAdminBackend final : public admin::AdminBackend {
     job.set_round(std::min(step_, 2));
     return job;
   }
-  absl::StatusOr<std::string> Result(const std::string& job_id) override {
+  absl::Status StreamResult(const std::string& job_id, size_t piece_bytes,
+                            const std::function<absl::Status(std::string_view)>& sink) override {
     if (job_id != "job-1") return absl::NotFoundError("no result");
     std::string result(2 * admin::kResultChunkBytes + admin::kResultChunkBytes / 2, 'a');
     for (size_t i = 0; i < result.size(); ++i) result[i] = static_cast<char>('a' + i % 26);
-    return result;
+    for (size_t at = 0; at < result.size(); at += piece_bytes) {
+      RETURN_IF_ERROR(sink(std::string_view(result).substr(at, piece_bytes)));
+    }
+    return absl::OkStatus();
   }
   std::vector<wire::ConnectedParty> Parties() override { return connections_->Parties(); }
 

@@ -77,6 +77,55 @@ TEST(ReadFileTest, RefusesSymlinksWhenAsked) {
               StatusIs(absl::StatusCode::kInternal, "'" + dir.File("link") + "'"));
 }
 
+// A file read in pieces: every piece full but the last, in order, the same bytes as ReadFile;
+// an empty file gives no piece; the sink's error stops the read and is returned.
+TEST(ReadFileInPiecesTest, HandsFullPiecesInOrderAndStopsAtTheSinksError) {
+  TempDir dir;
+  std::string content(2500, '\0');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>('a' + i % 26);
+  ASSERT_OK(WriteFileAtomically(dir.File("t.csv"), content, {}));
+  std::vector<size_t> sizes;
+  std::string back;
+  ASSERT_OK(ReadFileInPieces(dir.File("t.csv"), 1000, true, [&](std::string_view piece) {
+    sizes.push_back(piece.size());
+    back.append(piece);
+    return absl::OkStatus();
+  }));
+  EXPECT_THAT(sizes, ElementsAre(1000, 1000, 500));
+  EXPECT_EQ(back, content);
+
+  ASSERT_OK(WriteFileAtomically(dir.File("empty"), "", {}));
+  sizes.clear();
+  ASSERT_OK(ReadFileInPieces(dir.File("empty"), 1000, true, [&](std::string_view piece) {
+    sizes.push_back(piece.size());
+    return absl::OkStatus();
+  }));
+  EXPECT_THAT(sizes, IsEmpty());
+
+  int calls = 0;
+  EXPECT_THAT(ReadFileInPieces(dir.File("t.csv"), 1000, true,
+                               [&](std::string_view) {
+                                 ++calls;
+                                 return absl::CancelledError("the reader went away");
+                               }),
+              StatusIs(absl::StatusCode::kCancelled, "the reader went away"));
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(ReadFileInPiecesTest, ErrorsAsReadFileAndSymlinksRefusedWhenAsked) {
+  TempDir dir;
+  const auto ignore = [](std::string_view) { return absl::OkStatus(); };
+  EXPECT_THAT(ReadFileInPieces(dir.File("missing"), 10, true, ignore),
+              StatusIs(absl::StatusCode::kNotFound, "cannot open '" + dir.File("missing")));
+  ASSERT_OK(WriteFileAtomically(dir.File("target"), "secret", {}));
+  ASSERT_EQ(::symlink(dir.File("target").c_str(), dir.File("link").c_str()), 0);
+  EXPECT_OK(ReadFileInPieces(dir.File("link"), 10, true, ignore));
+  EXPECT_THAT(ReadFileInPieces(dir.File("link"), 10, false, ignore),
+              StatusIs(absl::StatusCode::kInternal, "'" + dir.File("link") + "'"));
+  EXPECT_THAT(ReadFileInPieces(dir.File("target"), 0, true, ignore),
+              StatusIs(absl::StatusCode::kInvalidArgument, "0 bytes"));
+}
+
 TEST(AtomicFileWriterTest, CommitPutsTheFileInPlaceWithTheMode) {
   TempDir dir;
   const std::string path = dir.File("out.txt");
