@@ -553,4 +553,11 @@ absl::StatusOr<std::string> Leader::ViewLogText(const std::string& job_id) const
   return ViewLog::Read(options_.data_dir, job_id);
 }
 
+absl::Status Leader::StreamViewLog(
+    const std::string& job_id, size_t piece_bytes,
+    const std::function<absl::Status(std::string_view)>& sink) const {
+  RETURN_IF_ERROR(Get(job_id).status());  // NotFound for an unknown job
+  return ViewLog::Stream(options_.data_dir, job_id, piece_bytes, sink);
+}
+
 }  // namespace fedanon::leader

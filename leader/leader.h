@@ -89,6 +89,9 @@ class Leader {
   // The job's view log (leader/view_log.h): JSON lines, "" when nothing was decoded yet;
   // NotFound for an unknown job.
   absl::StatusOr<std::string> ViewLogText(const std::string& job_id) const;
+  // The same handed to `sink` in pieces of at most `piece_bytes` (the admin API's GetViewLog).
+  absl::Status StreamViewLog(const std::string& job_id, size_t piece_bytes,
+                             const std::function<absl::Status(std::string_view)>& sink) const;
   std::vector<wire::ConnectedParty> Parties() const { return channel_->Parties(); }
   QueueStats Queue() const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the job store answers (JobStore::CheckAvailable): cheap, for health checks.

@@ -74,6 +74,15 @@ absl::StatusOr<std::string> ViewLog::Read(const std::string& data_dir, const std
   return text;
 }
 
+absl::Status ViewLog::Stream(const std::string& data_dir, const std::string& job_id,
+                             size_t piece_bytes,
+                             const std::function<absl::Status(std::string_view)>& sink) {
+  ASSIGN_OR_RETURN(std::string path, PathFor(data_dir, job_id));
+  absl::Status status = base::ReadFileInPieces(path, piece_bytes, /*follow_symlinks=*/false, sink);
+  if (absl::IsNotFound(status)) return absl::OkStatus();  // nothing decoded yet
+  return status;
+}
+
 ViewLog::~ViewLog() {
   absl::MutexLock lock(&mu_);
   if (fd_ >= 0) ::close(fd_);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,11 @@ class ViewLog {
                                                        const std::string& job_id);
   // The whole log of a job ("" when the leader decoded nothing for it yet).
   static absl::StatusOr<std::string> Read(const std::string& data_dir, const std::string& job_id);
+  // The same handed to `sink` in pieces of at most `piece_bytes` (nothing when the log is empty);
+  // an error of `sink` stops it.
+  static absl::Status Stream(const std::string& data_dir, const std::string& job_id,
+                             size_t piece_bytes,
+                             const std::function<absl::Status(std::string_view)>& sink);
   ~ViewLog();
   ViewLog(const ViewLog&) = delete;
   ViewLog& operator=(const ViewLog&) = delete;

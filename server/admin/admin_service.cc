@@ -30,16 +30,16 @@ const grpc::Status kNoBackend(grpc::StatusCode::UNAVAILABLE,
 
 constexpr absl::Duration kWatchPoll = absl::Milliseconds(500);
 
-// Streams `data` in kResultChunkBytes chunks.
-grpc::Status StreamChunks(const std::string& data,
-                          grpc::ServerWriter<fedanon::v1::ResultChunk>* writer) {
-  fedanon::v1::ResultChunk chunk;
-  for (size_t offset = 0; offset < data.size(); offset += kResultChunkBytes) {
-    const size_t n = std::min(kResultChunkBytes, data.size() - offset);
-    chunk.set_data(data.data() + offset, n);
-    if (!writer->Write(chunk)) return grpc::Status::CANCELLED;
-  }
-  return grpc::Status::OK;
+// A sink that writes each piece it is handed as one ResultChunk, counting the bytes; Cancelled
+// once the admin stops reading.
+std::function<absl::Status(std::string_view)> ChunkWriter(
+    grpc::ServerWriter<fedanon::v1::ResultChunk>* writer, uint64_t* bytes) {
+  return [writer, bytes, chunk = fedanon::v1::ResultChunk()](std::string_view piece) mutable {
+    chunk.set_data(piece.data(), piece.size());
+    if (!writer->Write(chunk)) return absl::CancelledError("the admin stopped reading");
+    *bytes += piece.size();
+    return absl::OkStatus();
+  };
 }
 
 }  // namespace
@@ -198,16 +198,8 @@ grpc::Status AdminService::GetResult(grpc::ServerContext* context,
   }
   // Piece by piece from the stored file: the leader holds one chunk whatever the table's size.
   uint64_t bytes = 0;
-  fedanon::v1::ResultChunk chunk;
   const absl::Status streamed =
-      backend_->StreamResult(request->job_id(), kResultChunkBytes, [&](std::string_view piece) {
-        chunk.set_data(piece.data(), piece.size());
-        if (!writer->Write(chunk)) {
-          return absl::CancelledError("the admin stopped reading the result");
-        }
-        bytes += piece.size();
-        return absl::OkStatus();
-      });
+      backend_->StreamResult(request->job_id(), kResultChunkBytes, ChunkWriter(writer, &bytes));
   if (!streamed.ok()) return server::ToGrpcStatus(streamed);
   spdlog::info("job={} admin '{}' fetched the result ({} bytes)", request->job_id(), admin->name,
                bytes);
@@ -223,11 +215,13 @@ grpc::Status AdminService::GetViewLog(grpc::ServerContext* context,
   if (absl::Status st = CheckOwnJob(*admin, request->job_id(), "GetViewLog"); !st.ok()) {
     return server::ToGrpcStatus(st);
   }
-  absl::StatusOr<std::string> log = backend_->ViewLog(request->job_id());
-  if (!log.ok()) return server::ToGrpcStatus(log.status());
+  uint64_t bytes = 0;
+  const absl::Status streamed =
+      backend_->StreamViewLog(request->job_id(), kResultChunkBytes, ChunkWriter(writer, &bytes));
+  if (!streamed.ok()) return server::ToGrpcStatus(streamed);
   spdlog::info("job={} admin '{}' fetched the view log ({} bytes)", request->job_id(), admin->name,
-               log->size());
-  return StreamChunks(*log, writer);
+               bytes);
+  return grpc::Status::OK;
 }
 
 }  // namespace fedanon::admin

@@ -48,8 +48,11 @@ class AdminBackend {
   // backend holds one piece at a time); an error of `sink` stops it.
   virtual absl::Status StreamResult(const std::string& job_id, size_t piece_bytes,
                                     const std::function<absl::Status(std::string_view)>& sink) = 0;
-  // The job's view log (JSON lines); backends without one answer Unimplemented.
-  virtual absl::StatusOr<std::string> ViewLog(const std::string& /*job_id*/) {
+  // The job's view log (JSON lines) handed to `sink` in pieces of at most `piece_bytes`;
+  // backends without one answer Unimplemented.
+  virtual absl::Status StreamViewLog(
+      const std::string& /*job_id*/, size_t /*piece_bytes*/,
+      const std::function<absl::Status(std::string_view)>& /*sink*/) {
     return absl::UnimplementedError("this leader keeps no view log");
   }
   virtual std::vector<wire::ConnectedParty> Parties() = 0;

@@ -31,8 +31,9 @@ class LeaderAdminBackend final : public admin::AdminBackend {
                             const std::function<absl::Status(std::string_view)>& sink) override {
     return leader_->StreamResult(job_id, piece_bytes, sink);
   }
-  absl::StatusOr<std::string> ViewLog(const std::string& job_id) override {
-    return leader_->ViewLogText(job_id);
+  absl::Status StreamViewLog(const std::string& job_id, size_t piece_bytes,
+                             const std::function<absl::Status(std::string_view)>& sink) override {
+    return leader_->StreamViewLog(job_id, piece_bytes, sink);
   }
   std::vector<wire::ConnectedParty> Parties() override { return leader_->Parties(); }
 

@@ -7,9 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include "common/table/dataset.h"
 #include "leader/view_log.h"
@@ -64,9 +67,25 @@ TEST(ViewLogTest, FileIsPrivateAndAppended) {
             "\"counts\":[5]}\n"
             "{\"round\":2,\"kind\":\"group_counts\",\"attribute\":\"\",\"labelled\":true,"
             "\"counts\":[6,1]}\n");
+  // Streamed (GetViewLog) in pieces of 50 bytes: the same text, no piece larger.
+  std::string streamed;
+  size_t largest = 0;
+  ASSERT_OK(ViewLog::Stream(dir.path(), kJob, 50, [&](std::string_view piece) {
+    streamed.append(piece);
+    largest = std::max(largest, piece.size());
+    return absl::OkStatus();
+  }));
+  EXPECT_EQ(streamed, text);
+  EXPECT_EQ(largest, 50u);
   // A job that decoded nothing yet has an empty log.
   ASSERT_OK_AND_ASSIGN(std::string none, ViewLog::Read(dir.path(), "job-000000000000"));
   EXPECT_EQ(none, "");
+  int pieces = 0;
+  ASSERT_OK(ViewLog::Stream(dir.path(), "job-000000000000", 50, [&](std::string_view) {
+    ++pieces;
+    return absl::OkStatus();
+  }));
+  EXPECT_EQ(pieces, 0);
 }
 
 // A job resumed after a leader restart logs again what it replays: the lines already in the file
@@ -116,6 +135,11 @@ TEST(ViewLogTest, JobIdsThatAreNotTheLeadersFormNeverFormAPath) {
     EXPECT_EQ(ViewLog::Open(dir.path(), bad).status().code(), absl::StatusCode::kInvalidArgument)
         << bad;
     EXPECT_EQ(ViewLog::Read(dir.path(), bad).status().code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+    EXPECT_EQ(
+        ViewLog::Stream(dir.path(), bad, 50, [](std::string_view) { return absl::OkStatus(); })
+            .code(),
+        absl::StatusCode::kInvalidArgument)
         << bad;
   }
   EXPECT_TRUE(dir.List().empty());

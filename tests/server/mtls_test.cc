@@ -111,11 +111,16 @@ class FakeAdminBackend final : public admin::AdminBackend {
     job.set_round(std::min(step_, 2));
     return job;
   }
+  // Job 1's result: two and a half chunks of the alphabet.
+  static std::string Job1Result() {
+    std::string result(2 * admin::kResultChunkBytes + admin::kResultChunkBytes / 2, 'a');
+    for (size_t i = 0; i < result.size(); ++i) result[i] = static_cast<char>('a' + i % 26);
+    return result;
+  }
   absl::Status StreamResult(const std::string& job_id, size_t piece_bytes,
                             const std::function<absl::Status(std::string_view)>& sink) override {
     if (job_id != "job-1") return absl::NotFoundError("no result");
-    std::string result(2 * admin::kResultChunkBytes + admin::kResultChunkBytes / 2, 'a');
-    for (size_t i = 0; i < result.size(); ++i) result[i] = static_cast<char>('a' + i % 26);
+    const std::string result = Job1Result();
     for (size_t at = 0; at < result.size(); at += piece_bytes) {
       RETURN_IF_ERROR(sink(std::string_view(result).substr(at, piece_bytes)));
     }
@@ -671,7 +676,7 @@ TEST_F(MtlsTest, GetResultStreamsOneMebibyteChunks) {
   ASSERT_TRUE(reader->Finish().ok());
   EXPECT_THAT(sizes, ::testing::ElementsAre(admin::kResultChunkBytes, admin::kResultChunkBytes,
                                             admin::kResultChunkBytes / 2));
-  EXPECT_EQ(all, *backend_.Result("job-1"));
+  EXPECT_EQ(all, FakeAdminBackend::Job1Result());
 }
 
 TEST_F(MtlsTest, FirstMessageMustBeHelloWithTheirOwnSealCertificate) {
