@@ -11,7 +11,8 @@ Usage:
   clang_tidy.py BUILD_DIR [--update] [--jobs N] [FILE...]
     BUILD_DIR  a configured and built tree (compile_commands.json and the compiler's .d files)
     --update   rewrite clang_tidy_clean.txt with the keys of every unit now clean (developers run
-               this after a change and commit the file; CI only reads it)
+               this after a change and commit the file; CI only reads it); written after every
+               unit, so an interrupted run keeps the units it has checked
     FILE...    check only these sources (paths relative to the source tree), ignoring the cache
 
 Exit status: 0 when no unit has a finding, 1 when one does, 77 when clang-tidy is not installed
@@ -148,23 +149,33 @@ def main():
     print(f"clang-tidy {version}: {len(units)} units, {len(units) - len(todo)} clean in the cache, "
           f"{len(todo)} to run", flush=True)
 
+    # Kept: units still clean under their key, and the cache's entries for units whose key changed
+    # until they are run again (an interrupted --update keeps what it has done so far).
     findings, clean = set(), {rel(e["file"]): keys[e["file"]] for e in units if e["file"] not in todo}
+    stale = {rel(path): cache[rel(path)] for path in todo if rel(path) in cache}
+
+    def write_cache():
+        if args.update and not wanted:
+            with open(CACHE + ".tmp", "w", encoding="utf-8") as f:
+                f.write("# Units clang-tidy found clean, by key (tests/lint/clang_tidy.py --update).\n")
+                for path, key in sorted({**stale, **clean}.items()):
+                    f.write(f"{path} {key}\n")
+            os.replace(CACHE + ".tmp", CACHE)
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         jobs = {pool.submit(run_tidy, tidy, build_dir, path): path for path in todo}
         for done, job in enumerate(concurrent.futures.as_completed(jobs), 1):
             path, found = jobs[job], job.result()
             findings |= found
+            stale.pop(rel(path), None)
             if not found:
                 clean[rel(path)] = keys[path]
             print(f"[{done}/{len(todo)}] {rel(path)}: {len(found) or 'clean'}", flush=True)
+            write_cache()
 
     for file, line, check, message in sorted(findings):
         print(f"{file}:{line}: {message} [{check}]")
-    if args.update and not wanted:
-        with open(CACHE, "w", encoding="utf-8") as f:
-            f.write("# Units clang-tidy found clean, by key (tests/lint/clang_tidy.py --update).\n")
-            for path in sorted(clean):
-                f.write(f"{path} {clean[path]}\n")
+    write_cache()
     print(f"clang-tidy: {len(findings)} findings in {len(units)} units")
     return 1 if findings else 0
 
