@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,15 +62,20 @@ absl::StatusOr<std::string> ShiftedInstruction(const VerticalParty& replica,
 
 class Deviating final : public PartyDeviation {
  public:
-  explicit Deviating(std::string mode) : mode_(std::move(mode)) {}
+  explicit Deviating(std::string mode) : mode_(std::move(mode)) {
+    // mohammed2011 §6's two malicious parties are the daemon's own (MaliciousVerticalParty).
+    absl::StatusOr<party::MaliciousVerticalParty> malicious =
+        party::MaliciousVerticalParty::Named(mode_);
+    if (malicious.ok()) malicious_ = *std::move(malicious);
+  }
 
   std::string Name() const override { return mode_; }
   bool IgnoresRecordLimit() const override { return mode_ == "ignore-record-limit"; }
 
   void VerticalProposal(const VerticalParty& replica,
                         party::VerticalProposalView* view) const override {
-    if (mode_ == "never-participate" || mode_ == "under-declare") {
-      party::MaliciousVerticalParty::Named(mode_)->VerticalProposal(replica, view);
+    if (malicious_) {
+      malicious_->VerticalProposal(replica, view);
       return;
     }
     if (!replica.started() || view->reason == party::kAheadOfAnotherParty) return;
@@ -174,6 +180,7 @@ class Deviating final : public PartyDeviation {
 
  private:
   std::string mode_;
+  std::optional<party::MaliciousVerticalParty> malicious_;
 };
 
 }  // namespace
