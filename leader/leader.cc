@@ -16,6 +16,7 @@
 #include "crypto/certificates.h"
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
+#include "leader/call_counter.h"
 #include "leader/horizontal_driver.h"
 #include "leader/job_request_check.h"
 #include "leader/party_preparation.h"
@@ -181,6 +182,7 @@ void Leader::TellerLoop() {
       if (stopping_) return;
       untold = untold_;
     }
+    RecordUnrecordedStates();
     if (untold.empty()) continue;
     std::set<std::string> connected;
     for (const wire::ConnectedParty& p : channel_->Parties()) connected.insert(p.name);
@@ -207,6 +209,26 @@ void Leader::TellerLoop() {
                u.success == end.success;
       });
     }
+  }
+}
+
+void Leader::RecordUnrecordedStates() {
+  std::map<std::string, UnrecordedState> unrecorded;
+  {
+    absl::MutexLock lock(&mu_);
+    unrecorded = unrecorded_;
+  }
+  for (const auto& [job_id, outcome] : unrecorded) {
+    const absl::Status recorded = store_->SetState(job_id, outcome.state, outcome.reason);
+    // Still refused (the disk is still full): tried again at the next turn. A job the store no
+    // longer holds, or holds as ended, has nothing left to record.
+    if (!recorded.ok() && !absl::IsNotFound(recorded) && !absl::IsFailedPrecondition(recorded)) {
+      continue;
+    }
+    spdlog::info("job={} recorded as {} (the job store refused it before)", job_id,
+                 fedanon::v1::JobState_Name(outcome.state));
+    absl::MutexLock lock(&mu_);
+    unrecorded_.erase(job_id);
   }
 }
 
@@ -246,8 +268,13 @@ absl::StatusOr<JobInfo> Leader::Submit(const fedanon::v1::SubmitJobRequest& requ
 }
 
 void Leader::AddLiveState(JobInfo* info) const {
-  if (IsFinal(info->state())) return;
   absl::MutexLock lock(&mu_);
+  if (const auto u = unrecorded_.find(info->job_id()); u != unrecorded_.end()) {
+    info->set_state(u->second.state);
+    info->set_failure_reason(u->second.reason);
+    return;
+  }
+  if (IsFinal(info->state())) return;
   if (const auto run = running_.find(info->job_id()); run != running_.end()) {
     for (const auto& [party, waits] : run->second.waiting_for) info->add_waiting_for_parties(party);
     return;
@@ -291,6 +318,7 @@ absl::StatusOr<std::vector<JobInfo>> Leader::List() const {
 absl::StatusOr<JobInfo> Leader::Cancel(const std::string& job_id, const std::string& admin,
                                        const std::string& reason) {
   ASSIGN_OR_RETURN(JobInfo info, store_->Get(job_id));
+  AddLiveState(&info);  // an outcome not recorded yet is final all the same
   if (IsFinal(info.state())) {
     return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " has already ended"));
   }
@@ -444,23 +472,30 @@ void Leader::RecordOutcome(const std::string& job_id, const absl::Status& status
   const uint32_t round = info.ok() ? info->round() : 0;
   if (status.ok()) {
     if (!info.ok() || info->state() != fedanon::v1::JOB_STATE_DONE) {  // FinishJob records it
-      WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_DONE), job_id,
-                  "cannot record the job as done");
+      RecordFinalState(job_id, fedanon::v1::JOB_STATE_DONE, "");
     }
     spdlog::info("job={} round={} done", job_id, round);
     observer_->JobDone();
   } else if (status.code() == absl::StatusCode::kCancelled) {
-    WarnIfError(store_->SetState(job_id, fedanon::v1::JOB_STATE_CANCELLED, cancel_reason), job_id,
-                "cannot record the job as cancelled");
+    RecordFinalState(job_id, fedanon::v1::JOB_STATE_CANCELLED, cancel_reason);
     spdlog::info("job={} round={} cancelled: {}", job_id, round, cancel_reason);
     observer_->JobCancelled();
   } else {
-    WarnIfError(
-        store_->SetState(job_id, fedanon::v1::JOB_STATE_FAILED, std::string(status.message())),
-        job_id, "cannot record the job as failed");
+    RecordFinalState(job_id, fedanon::v1::JOB_STATE_FAILED, std::string(status.message()));
     spdlog::error("job={} round={} failed: {}", job_id, round, std::string(status.message()));
     observer_->JobFailed(FailureCategory(status));
   }
+}
+
+void Leader::RecordFinalState(const std::string& job_id, fedanon::v1::JobState state,
+                              const std::string& reason) {
+  const absl::Status recorded = store_->SetState(job_id, state, reason);
+  if (recorded.ok()) return;
+  // Admins see the outcome all the same; the teller thread records it once the store takes it.
+  spdlog::warn("job={} cannot record the job as {} yet (shown from memory until it can be): {}",
+               job_id, fedanon::v1::JobState_Name(state), recorded.ToString());
+  absl::MutexLock lock(&mu_);
+  unrecorded_[job_id] = UnrecordedState{state, reason};
 }
 
 absl::Status Leader::CheckCancelled(const std::string& job_id) const {
@@ -473,6 +508,23 @@ absl::Status Leader::CheckCancelled(const std::string& job_id) const {
 }
 
 absl::Status Leader::RunJob(JobRun* run) {
+  // Every call of the job goes through one counter, for its end-of-run line (what a wide-area
+  // link costs it: docs/operations.md "Wide-area links").
+  CallCounter calls(channel_);
+  JobHost host = host_;
+  host.channel = &calls;
+  const absl::Status status = RunJobOn(host, run);
+  const CallCounts c = calls.counts();
+  const absl::StatusOr<JobInfo> info = store_->Get(run->job_id);
+  spdlog::info(
+      "job={} round={} calls to parties: {} in {} waves (sequential round trips), {} bytes sent, "
+      "{} received, {} on the critical path",
+      run->job_id, info.ok() ? info->round() : 0, c.calls, c.waves, c.bytes_sent, c.bytes_received,
+      c.critical_bytes);
+  return status;
+}
+
+absl::Status Leader::RunJobOn(const JobHost& host, JobRun* run) {
   JobRun& job = *run;
   const std::string& job_id = job.job_id;
   ASSIGN_OR_RETURN(job.request, store_->Request(job_id));
@@ -507,9 +559,9 @@ absl::Status Leader::RunJob(JobRun* run) {
   if (job.resume) {
     // Prepared before the restart (a second Prepare of the run would be refused): the parties
     // keep the job, in memory or in their durable state. Wait for them to reconnect.
-    RejoiningChannel waiter(channel_, options_.resume_timeout,
+    RejoiningChannel waiter(host.channel, options_.resume_timeout,
                             [this, id = job_id] { return CheckCancelled(id); });
-    waiter.set_waiting_observer(host_.WaitingObserver(job_id));
+    waiter.set_waiting_observer(host.WaitingObserver(job_id));
     if (absl::Status back = waiter.WaitForParties(job.ring); !back.ok()) {
       if (absl::IsCancelled(back)) return back;
       return absl::UnavailableError(
@@ -528,11 +580,11 @@ absl::Status Leader::RunJob(JobRun* run) {
   } else {
     // Parties reconnect on their own (within a second or two after a leader restart, longer
     // after their own): a new job waits for its ring like a resumed one, at most party_wait.
-    RejoiningChannel waiter(channel_, options_.party_wait,
+    RejoiningChannel waiter(host.channel, options_.party_wait,
                             [this, id = job_id] { return CheckCancelled(id); });
-    waiter.set_waiting_observer(host_.WaitingObserver(job_id));
+    waiter.set_waiting_observer(host.WaitingObserver(job_id));
     RETURN_IF_ERROR(waiter.WaitForParties(job.ring, "party_wait_seconds"));
-    RETURN_IF_ERROR(PrepareParties(host_, job, expected_digest));
+    RETURN_IF_ERROR(PrepareParties(host, job, expected_digest));
     RETURN_IF_ERROR(store_->SetState(job_id, fedanon::v1::JOB_STATE_RUNNING));
   }
   Notify();
@@ -543,7 +595,7 @@ absl::Status Leader::RunJob(JobRun* run) {
   // skips its replayed lines itself, VerticalJobOptions::logged_before).
   if (job.resume && !vertical) RETURN_IF_ERROR(job.view_log->ExpectReplayOfItsLines());
   const absl::Status status =
-      vertical ? RunVerticalDriver(host_, job) : HorizontalDriver::Run(host_, job, schema);
+      vertical ? RunVerticalDriver(host, job) : HorizontalDriver::Run(host, job, schema);
   RETURN_IF_ERROR(status);
   return job.view_log->Sync();
 }

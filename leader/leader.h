@@ -73,6 +73,8 @@ class Leader {
   absl::StatusOr<std::vector<fedanon::v1::JobInfo>> List() const;
   absl::StatusOr<fedanon::v1::JobInfo> Cancel(const std::string& job_id, const std::string& admin,
                                               const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+  // Tries again to record every state of unrecorded_ (the teller thread).
+  void RecordUnrecordedStates() ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until the job's state, round or failure differs from `last` (or `timeout` passes)
   // and returns its current info; for streaming WatchJob.
   absl::StatusOr<fedanon::v1::JobInfo> WaitForChange(const std::string& job_id,
@@ -119,8 +121,10 @@ class Leader {
   void RecordOutcome(const std::string& job_id, const absl::Status& status,
                      const std::string& cancel_reason);
   // One job (`run->job_id`) from validation to its end (the worker records the outcome); fills
-  // in `run` (its ring, timeout) as it goes.
+  // in `run` (its ring, timeout) as it goes. Its calls to the parties are counted and logged
+  // (leader/call_counter.h); RunJobOn runs it on `host`, the leader's own with that counter.
   absl::Status RunJob(JobRun* run) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status RunJobOn(const JobHost& host, JobRun* run) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status CheckCancelled(const std::string& job_id) const ABSL_LOCKS_EXCLUDED(mu_);
   // Sets what only the running leader knows: queue_position from the queue (0 when the job is
   // not queued) and waiting_for_parties of a running job.
@@ -134,8 +138,12 @@ class Leader {
   // The error of recording them (they are told by this leader all the same).
   absl::Status TellLater(const std::string& job_id, const std::vector<std::string>& parties,
                          bool success, const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
-  // The teller thread: once a second (or on a change), tells the connected parties of untold_.
+  // The teller thread: once a second (or on a change), tells the connected parties of untold_,
+  // and records the outcomes of unrecorded_ that the job store now takes.
   void TellerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Records a job's final state; where the store cannot (a full disk), keeps it in unrecorded_.
+  void RecordFinalState(const std::string& job_id, fedanon::v1::JobState state,
+                        const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
   void Notify() const;
 
   LeaderOptions options_;
@@ -155,6 +163,13 @@ class Leader {
   std::vector<std::thread> workers_;
   std::vector<UntoldEnd> untold_ ABSL_GUARDED_BY(mu_);  // as in the job store, oldest first
   std::thread teller_;                                  // TellerLoop
+  // Final states the job store refused to record (e.g. its disk was full): admins see them from
+  // here (AddLiveState) until the teller thread has recorded them.
+  struct UnrecordedState {
+    fedanon::v1::JobState state;
+    std::string reason;
+  };
+  std::map<std::string, UnrecordedState> unrecorded_ ABSL_GUARDED_BY(mu_);  // by job id
 };
 
 }  // namespace fedanon::leader

@@ -227,6 +227,11 @@ absl::Status FaultFederation::Start() {
     spec_path_ = gen + (options_.spec.empty() ? "/vertical-federation.yaml" : "/fault-job.yaml");
     std::ofstream(spec_path_) << spec;
   }
+  if (!options_.spec_suffix.empty()) {
+    const std::string spec = ReadFile(spec_path_) + "\n" + options_.spec_suffix;
+    spec_path_ = gen + "/fault-job-suffixed.yaml";
+    std::ofstream(spec_path_) << spec;
+  }
   for (int i = 0; i < options_.parties; ++i) {
     const fs::path data_dir = party_data_dir(i);
     fs::create_directories(data_dir / "tax");
@@ -234,6 +239,9 @@ absl::Status FaultFederation::Start() {
                   fs::copy_options::overwrite_existing);
     fs::copy(gen + "/tax", data_dir / "tax",
              fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  }
+  if (options_.before_daemons) {
+    if (absl::Status st = options_.before_daemons(*this); !st.ok()) return st;
   }
   if (absl::Status st = StartLeader(); !st.ok()) return st;
   for (int i = 0; i < options_.parties; ++i) {

@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -26,6 +27,8 @@
 #include "tests/fault/tcp_proxy.h"
 
 namespace fedanon::testing {
+
+class FaultFederation;
 
 // A child process whose stdout and stderr are appended to `log`.
 class ChildProcess {
@@ -71,6 +74,11 @@ struct FaultFederationOptions {
   // gen_dir()/fault-job.yaml beside gen-data's tax/; with `vertical`, its `party: partyN` keys
   // are renamed to this federation's parties as gen-data's are. Empty: gen-data's spec.
   std::string spec;
+  // Appended to the job's spec, whichever it is (e.g. "recoding: local\n").
+  std::string spec_suffix;
+  // Called by Start() once the kit and the parties' data are in place, before any daemon starts
+  // (e.g. to put a daemon's directory on a disk of the test's own); its error ends Start().
+  std::function<absl::Status(const FaultFederation&)> before_daemons;
 };
 
 class FaultFederation {

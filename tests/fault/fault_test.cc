@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -120,43 +121,6 @@ class FaultTest : public FaultScenarioTest {
     if (rounds <= 2) return 1;
     return 1 + static_cast<uint32_t>(rng_() % (rounds - 1));
   }
-
-  // The released table of a done job equals the centralized engine's on the union of the
-  // parties' tables (`fedanon anonymize` of gen-data's table.csv with the job's own spec, minus
-  // `partitioning:`, as a multiset of rows), and it exists once: one file at the leader, none at
-  // any party.
-  void ExpectReleasedOnceAsCentralized(const std::string& job_id) {
-    absl::StatusOr<std::string> csv = fed_->Result(job_id);
-    ASSERT_TRUE(csv.ok()) << csv.status();
-    const std::string central = fed_->dir() + "/capture/central.csv";
-    if (!std::filesystem::exists(central)) {
-      std::ifstream federated(fed_->spec_path());
-      std::string spec, line;
-      while (std::getline(federated, line)) {
-        if (!absl::StartsWith(line, "partitioning:")) spec += line + "\n";
-      }
-      const std::string spec_path = fed_->gen_dir() + "/central.yaml";  // beside tax/
-      std::ofstream(spec_path) << spec;
-      const CliResult run = RunBinary(BinaryDir() + "/bin/fedanon",
-                                      {"anonymize", "--spec", spec_path, "--input",
-                                       fed_->gen_dir() + "/table.csv", "--output", central},
-                                      fed_->dir() + "/capture");
-      ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-    }
-    std::ifstream in(central);
-    const std::string expected((std::istreambuf_iterator<char>(in)), {});
-    EXPECT_EQ(SortedLines(*csv), SortedLines(expected))
-        << "the released table differs from the centralized one";
-    ExpectStoredOnceAtTheLeader(job_id);
-    for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
-      for (const auto& e : std::filesystem::directory_iterator(fed_->party_output_dir(i))) {
-        const std::string file = e.path().filename().string();
-        EXPECT_FALSE(absl::StrContains(file, job_id + ".csv")) << file;
-        // A table's temporary file never; the ledger's may be there while a party rewrites it.
-        EXPECT_FALSE(absl::StrContains(file, job_id) && absl::StrContains(file, ".tmp.")) << file;
-      }
-    }
-  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -176,6 +140,62 @@ TEST_F(FaultTest, PartySlowedTo200MsPerMessageStillCompletes) {
   PrintFigures(absl::StrFormat("%s rounds=%u job_s=%.2f job_slowed_s=%.2f slowdown_s=%.2f", Name(),
                                rounds, plain, slow, slow - plain));
   EXPECT_GT(slow, plain + 0.4) << "the delay did not apply";
+}
+
+// Every party behind a wide-area link (issue #47): delay with jitter, a rate limit and stalls.
+// The job ends DONE with the centralized table; every one of its waves of calls (the leader's
+// end-of-run line) cost at least one round trip; the links carried the job's bytes at their rate.
+TEST_F(FaultTest, AJobOverWideAreaLinksWithStallsReleasesTheCentralizedTable) {
+  StartFederation();
+  constexpr double kRttSeconds = 0.04;
+  constexpr double kBytesPerSecond = 20e6 / 8;  // 20 Mbit/s
+  std::vector<LinkStats> before;
+  for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
+    before.push_back(fed_->proxy(i).stats());
+    fed_->proxy(i).SetLink({.one_way_delay = absl::Seconds(kRttSeconds / 2),
+                            .jitter = absl::Milliseconds(5),
+                            .bytes_per_second = kBytesPerSecond,
+                            .stall_every = absl::Milliseconds(700),
+                            .stall_length = absl::Milliseconds(200),
+                            .seed = seed_ + static_cast<uint64_t>(i)});
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> id = fed_->Submit({}, kCleanRoundTimeoutSeconds);
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*id, kJobBound);
+  ASSERT_TRUE(end.ok()) << end.status();
+  const double wall = Seconds(absl::Now() - start);
+  ASSERT_EQ(end->state(), JOB_STATE_DONE) << end->failure_reason();
+  ExpectReleasedOnceAsCentralized(*id);
+
+  // The leader's count of the job's calls, logged once its run returned.
+  const std::regex calls_line("job=" + *id +
+                              " round=\\d+ calls to parties: (\\d+) in (\\d+) waves");
+  std::smatch m;
+  std::string log;
+  for (int tries = 0; tries < 100; ++tries) {
+    log = fed_->Log("leader");
+    if (std::regex_search(log, m, calls_line)) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_FALSE(m.empty()) << "no calls line for " << *id << " in the leader's log";
+  const double calls = std::stod(m[1]), waves = std::stod(m[2]);
+  EXPECT_GE(calls, waves);
+  EXPECT_GE(wall, waves * kRttSeconds) << "a wave took less than the link's round trip";
+  uint64_t bytes = 0;
+  int stalls = 0;
+  for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
+    const LinkStats link = fed_->proxy(i).stats();
+    const LinkStats& was = before[static_cast<size_t>(i)];
+    bytes = std::max(bytes, link.bytes_up - was.bytes_up + link.bytes_down - was.bytes_down);
+    stalls += link.stalls_hit - was.stalls_hit;
+  }
+  EXPECT_GE(wall, static_cast<double>(bytes) / kBytesPerSecond / 2)
+      << "a link carried its bytes faster than its rate (each direction has its own)";
+  PrintFigures(
+      absl::StrFormat("%s job_s=%.2f calls=%.0f waves=%.0f busiest_link_bytes=%u "
+                      "stalls_hit=%d",
+                      Name(), wall, calls, waves, bytes, stalls));
 }
 
 // ---------------------------------------------------------------------------------------------

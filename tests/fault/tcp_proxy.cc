@@ -24,8 +24,13 @@ struct TcpProxy::Direction {
     absl::Time deliver_at;
     std::string bytes;
   };
-  std::deque<Chunk> queue;  // guarded by the proxy's mu_
-  bool eof = false;         // `from` ended; guarded by mu_
+  std::deque<Chunk> queue;  // guarded by the proxy's mu_, like every field below
+  size_t queued_bytes = 0;
+  bool eof = false;  // `from` ended
+  // The link model (LinkProfile): when the link has sent what it was given, and when the last
+  // chunk arrives (the next one never arrives before it).
+  absl::Time link_free = absl::InfinitePast();
+  absl::Time last_arrival = absl::InfinitePast();
   std::thread reader;
   std::thread writer;
 };
@@ -39,6 +44,10 @@ struct TcpProxy::Connection {
 };
 
 namespace {
+
+// What a direction holds before its reader stops reading (then the sender's TCP window fills, as
+// behind a slow link): a few bandwidth-delay products of any link a test models.
+constexpr size_t kMaxQueuedBytes = 8 << 20;
 
 int ConnectLoopback(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -99,9 +108,56 @@ TcpProxy::~TcpProxy() {
   }
 }
 
-void TcpProxy::SetDelay(absl::Duration per_chunk) {
+void TcpProxy::SetDelay(absl::Duration per_chunk) { SetLink({.one_way_delay = per_chunk}); }
+
+void TcpProxy::SetLink(const LinkProfile& profile) {
   absl::MutexLock lock(&mu_);
-  delay_ = per_chunk;
+  link_ = profile;
+  random_.seed(profile.seed);
+  next_stall_ = absl::InfiniteFuture();
+  next_stall_hit_ = false;
+  if (profile.stall_every > absl::ZeroDuration() && profile.stall_length > absl::ZeroDuration()) {
+    std::exponential_distribution<double> gap(1.0 / absl::ToDoubleSeconds(profile.stall_every));
+    next_stall_ = absl::Now() + absl::Seconds(gap(random_));
+  }
+}
+
+LinkStats TcpProxy::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+absl::Time TcpProxy::AfterStall(absl::Time t) {
+  if (next_stall_ == absl::InfiniteFuture()) return t;
+  std::exponential_distribution<double> gap(1.0 / absl::ToDoubleSeconds(link_.stall_every));
+  while (t >= next_stall_ + link_.stall_length) {  // that stall is over: draw the next one
+    next_stall_ += link_.stall_length + absl::Seconds(gap(random_));
+    next_stall_hit_ = false;
+  }
+  if (t < next_stall_) return t;
+  if (!next_stall_hit_) {
+    next_stall_hit_ = true;
+    ++stats_.stalls_hit;
+    stats_.stall_time += link_.stall_length;
+  }
+  return next_stall_ + link_.stall_length;
+}
+
+absl::Time TcpProxy::Schedule(Direction* d, size_t bytes) {
+  const absl::Time now = absl::Now();
+  absl::Time leaves = std::max(now, d->link_free);
+  if (link_.bytes_per_second > 0) {
+    leaves += absl::Seconds(static_cast<double>(bytes) / link_.bytes_per_second);
+  }
+  leaves = AfterStall(leaves);
+  d->link_free = leaves;
+  absl::Duration jitter = absl::ZeroDuration();
+  if (link_.jitter > absl::ZeroDuration()) {
+    std::uniform_real_distribution<double> draw(0, absl::ToDoubleSeconds(link_.jitter));
+    jitter = absl::Seconds(draw(random_));
+  }
+  d->last_arrival = std::max(d->last_arrival, leaves + link_.one_way_delay + jitter);
+  return d->last_arrival;
 }
 
 void TcpProxy::BlackHole(bool on) {
@@ -165,6 +221,14 @@ void TcpProxy::AcceptLoop() {
 void TcpProxy::ReadLoop(Connection* c, Direction* d) {
   char buffer[64 * 1024];
   while (true) {
+    {
+      // Behind a full queue the reader waits (the sender's TCP window fills up).
+      absl::MutexLock lock(&mu_);
+      auto room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return c->closed.load() || d->queued_bytes < kMaxQueuedBytes;
+      };
+      while (!room()) mu_.AwaitWithTimeout(absl::Condition(&room), absl::Milliseconds(20));
+    }
     const ssize_t n = ::recv(d->from, buffer, sizeof(buffer), 0);
     if (n < 0 && errno == EINTR) continue;
     absl::MutexLock lock(&mu_);
@@ -172,7 +236,11 @@ void TcpProxy::ReadLoop(Connection* c, Direction* d) {
       d->eof = true;
       return;
     }
-    d->queue.push_back({absl::Now() + delay_, std::string(buffer, static_cast<size_t>(n))});
+    const auto size = static_cast<size_t>(n);
+    stats_.bytes_up += d == &c->up ? size : 0;
+    stats_.bytes_down += d == &c->down ? size : 0;
+    d->queued_bytes += size;
+    d->queue.push_back({Schedule(d, size), std::string(buffer, size)});
   }
 }
 
@@ -197,6 +265,7 @@ void TcpProxy::WriteLoop(Connection* c, Direction* d) {
       if (early <= absl::ZeroDuration()) {
         bytes = std::move(d->queue.front().bytes);
         d->queue.pop_front();
+        d->queued_bytes -= bytes.size();
       } else {
         wait = std::min(early, absl::Milliseconds(20));
       }

@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "tests/support/run_binary.h"
 #include "tests/support/test_paths.h"
 
 namespace fedanon::testing {
@@ -123,6 +126,39 @@ void FaultScenarioTest::ExpectStoredOnceAtTheLeader(const std::string& job_id) {
     results += absl::StrContains(e.path().filename().string(), job_id) ? 1 : 0;
   }
   EXPECT_EQ(results, 1u) << "the released table must be written exactly once";
+}
+
+void FaultScenarioTest::ExpectReleasedOnceAsCentralized(const std::string& job_id) {
+  absl::StatusOr<std::string> csv = fed_->Result(job_id);
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  const std::string central = fed_->dir() + "/capture/central.csv";
+  if (!std::filesystem::exists(central)) {
+    std::ifstream federated(fed_->spec_path());
+    std::string spec, line;
+    while (std::getline(federated, line)) {
+      if (!absl::StartsWith(line, "partitioning:")) spec += line + "\n";
+    }
+    const std::string spec_path = fed_->gen_dir() + "/central.yaml";  // beside tax/
+    std::ofstream(spec_path) << spec;
+    const CliResult run = RunBinary(BinaryDir() + "/bin/fedanon",
+                                    {"anonymize", "--spec", spec_path, "--input",
+                                     fed_->gen_dir() + "/table.csv", "--output", central},
+                                    fed_->dir() + "/capture");
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  }
+  std::ifstream in(central);
+  const std::string expected((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(SortedLines(*csv), SortedLines(expected))
+      << "the released table differs from the centralized one";
+  ExpectStoredOnceAtTheLeader(job_id);
+  for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
+    for (const auto& e : std::filesystem::directory_iterator(fed_->party_output_dir(i))) {
+      const std::string file = e.path().filename().string();
+      EXPECT_FALSE(absl::StrContains(file, job_id + ".csv")) << file;
+      // A table's temporary file never; the ledger's may be there while a party rewrites it.
+      EXPECT_FALSE(absl::StrContains(file, job_id) && absl::StrContains(file, ".tmp.")) << file;
+    }
+  }
 }
 
 bool FaultScenarioTest::WaitForAudit(int i, const std::string& job_id, const std::string& kind,

@@ -74,6 +74,11 @@ class FaultScenarioTest : public ::testing::Test {
 
   // The leader stored the released table of the job exactly once.
   void ExpectStoredOnceAtTheLeader(const std::string& job_id);
+  // The released table of a done job equals the centralized engine's on the union of the
+  // parties' tables (`fedanon anonymize` of gen-data's table.csv with the job's own spec, minus
+  // `partitioning:`, as a multiset of rows), and it exists once: one file at the leader, none at
+  // any party.
+  void ExpectReleasedOnceAsCentralized(const std::string& job_id);
   // Every party (but `except`) was told the job's end and deleted its state file (waited for, at
   // most 10 s).
   void ExpectNoDurableStateLeft(const std::string& job_id, int except = -1);
