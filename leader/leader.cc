@@ -513,7 +513,7 @@ absl::Status Leader::RunJob(JobRun* run) {
   CallCounter calls(channel_);
   JobHost host = host_;
   host.channel = &calls;
-  const absl::Status status = RunJobOn(host, run);
+  absl::Status status = RunJobOn(host, run);
   const CallCounts c = calls.counts();
   const absl::StatusOr<JobInfo> info = store_->Get(run->job_id);
   spdlog::info(

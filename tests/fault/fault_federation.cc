@@ -335,8 +335,10 @@ bool FaultFederation::WaitForPartyGone(const std::string& name, absl::Duration t
 
 absl::StatusOr<std::string> FaultFederation::Submit(const std::vector<std::string>& ring,
                                                     uint32_t round_timeout_seconds,
-                                                    const std::string& recipient) {
-  absl::StatusOr<fedanon::v1::SubmitJobRequest> request = admin::LoadSubmitRequest(spec_path_);
+                                                    const std::string& recipient,
+                                                    const std::string& spec_path) {
+  absl::StatusOr<fedanon::v1::SubmitJobRequest> request =
+      admin::LoadSubmitRequest(spec_path.empty() ? spec_path_ : spec_path);
   if (!request.ok()) return request.status();
   for (const std::string& p : ring.empty() ? parties_ : ring) request->add_parties(p);
   request->set_round_timeout_seconds(round_timeout_seconds);
@@ -347,6 +349,15 @@ absl::StatusOr<std::string> FaultFederation::Submit(const std::vector<std::strin
   absl::StatusOr<fedanon::v1::JobInfo> job = (*admin)->SubmitJob(*request);
   if (!job.ok()) return job.status();
   return job->job_id();
+}
+
+absl::StatusOr<fedanon::v1::JobInfo> FaultFederation::Cancel(const std::string& job_id,
+                                                             const std::string& reason) {
+  absl::StatusOr<admin::AdminClient*> admin = Admin(OwnAdminYaml(), &admin_);
+  if (!admin.ok()) return admin.status();
+  absl::StatusOr<fedanon::v1::JobInfo> info = (*admin)->CancelJob(job_id, reason);
+  if (!info.ok() && info.status().code() == absl::StatusCode::kUnavailable) admin_.reset();
+  return info;
 }
 
 absl::StatusOr<fedanon::v1::JobInfo> FaultFederation::Get(const std::string& job_id) {

@@ -123,7 +123,11 @@ class FaultFederation {
   // round timeout and recipient (empty: the leader); returns the job id.
   absl::StatusOr<std::string> Submit(const std::vector<std::string>& ring,
                                      uint32_t round_timeout_seconds,
-                                     const std::string& recipient = "");
+                                     const std::string& recipient = "",
+                                     const std::string& spec_path = "");  // "": spec_path()
+  // An admin's cancellation of the job (with `reason`); the job's state after it.
+  absl::StatusOr<fedanon::v1::JobInfo> Cancel(const std::string& job_id,
+                                              const std::string& reason);
   absl::StatusOr<fedanon::v1::JobInfo> Get(const std::string& job_id);
   // Polls until the job is final (bounded by `timeout`: DeadlineExceeded with its last state).
   absl::StatusOr<fedanon::v1::JobInfo> WaitForEnd(const std::string& job_id,
