@@ -111,8 +111,10 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
   std::vector<uint64_t> sum(words, 0);
   const size_t chunks = std::max<size_t>(1, (words + chunk_words_ - 1) / chunk_words_);
   const absl::Time start = absl::Now();
-  RETURN_IF_ERROR(CollectChunks(request_proto, request_digest, collect, words, chunks, &sum));
-  RETURN_IF_ERROR(Unmask(request_digest, collect, &sum));
+  fedanon::v1::SealedPayload mask_seed;  // with the first party's last hop (protocol 2.1)
+  RETURN_IF_ERROR(
+      CollectChunks(request_proto, request_digest, collect, words, chunks, &sum, &mask_seed));
+  RETURN_IF_ERROR(Unmask(request_digest, collect, mask_seed, &sum));
   if (observer_ != nullptr) {
     observer_->SecureSumVector(words);
     observer_->PhaseDone(Phase::kSecureSum, absl::Now() - start);
@@ -126,7 +128,8 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
 absl::Status SecureSumCountSource::CollectChunks(const fedanon::v1::StatsRequest& request_proto,
                                                  const std::string& request_digest,
                                                  uint64_t collect, size_t words, size_t chunks,
-                                                 std::vector<uint64_t>* sum) {
+                                                 std::vector<uint64_t>* sum,
+                                                 fedanon::v1::SealedPayload* mask_seed) {
   for (size_t chunk = 0; chunk < chunks; ++chunk) {
     const size_t offset = chunk * chunk_words_;
     const size_t len = std::min(chunk_words_, words - std::min(words, offset));
@@ -158,6 +161,9 @@ absl::Status SecureSumCountSource::CollectChunks(const fedanon::v1::StatsRequest
         return absl::InternalError(absl::StrCat("party '", ring_[i], "' sent no secure-sum reply"));
       }
       carried = reply->sum_step();
+      if (i == 0 && chunk + 1 == chunks && carried.has_mask_seed()) {
+        *mask_seed = carried.mask_seed();
+      }
     }
     // The last hop, sealed by the ring's last party for the leader.
     fedanon::v1::SumStep last_step;
@@ -192,16 +198,23 @@ absl::Status SecureSumCountSource::CollectChunks(const fedanon::v1::StatsRequest
 }
 
 absl::Status SecureSumCountSource::Unmask(const std::string& request_digest, uint64_t collect,
+                                          const fedanon::v1::SealedPayload& with_last_hop,
                                           std::vector<uint64_t>* sum) {
-  RETURN_IF_ERROR(check_());
-  fedanon::v1::LeaderMessage msg;
-  msg.set_job_id(job_id_);
-  msg.set_round(round_());
-  msg.mutable_sum_unmask()->set_collect(collect);
   const std::string& first = ring_.front();
-  stats_.bytes_sent += msg.ByteSizeLong();
-  ASSIGN_OR_RETURN(const fedanon::v1::PartyMessage reply, channel_->Call(first, msg, timeout_));
-  stats_.bytes_received += reply.ByteSizeLong();
+  fedanon::v1::PartyMessage reply;
+  if (with_last_hop.ciphertext().empty()) {
+    // A 2.0 party keeps its mask until asked.
+    RETURN_IF_ERROR(check_());
+    fedanon::v1::LeaderMessage msg;
+    msg.set_job_id(job_id_);
+    msg.set_round(round_());
+    msg.mutable_sum_unmask()->set_collect(collect);
+    stats_.bytes_sent += msg.ByteSizeLong();
+    ASSIGN_OR_RETURN(reply, channel_->Call(first, msg, timeout_));
+    stats_.bytes_received += reply.ByteSizeLong();
+  } else {
+    *reply.mutable_sum_mask()->mutable_seed() = with_last_hop;
+  }
   if (!reply.has_sum_mask() || reply.sum_mask().seed().sender() != first ||
       reply.sum_mask().seed().receiver() != leader_name_) {
     return absl::InternalError(

@@ -2,15 +2,16 @@
 // sum over the data parties. The ring's first party masks the whole count vector with a mask it
 // draws itself (arithmetic mod 2^64, from a seed: crypto::MaskWordsFromSeed), the vector visits
 // every party once in the ring order fixed at Prepare — each hop sealed (sender-authenticated)
-// for the next party and relayed by the leader, the last one sealed for the leader — and once
-// every chunk went round, the leader asks the first party for its mask (SumUnmask, the seed
-// sealed for the leader) and removes it from what came back. No choice of the leader's exposes
-// one party's counts to another party.
-// Every sealed hop binds a digest of the request and of all state updates so far
-// (wire::SumHopPurpose), so parties handed different requests cannot combine their counts.
-// Instructions and split decisions ride along with the next secure sum, numbered so that each
-// party applies each exactly once. Vectors longer than one chunk are sent in several rings, so a
-// million-record job never hits a message-size limit. Not thread-safe (one job at a time).
+// for the next party and relayed by the leader, the last one sealed for the leader — and the
+// leader removes the first party's mask from what came back: its seed, sealed for the leader,
+// comes with the first party's answer to the last chunk (protocol 2.1; a 2.0 party is asked for
+// it with a SumUnmask once every chunk went round, a round trip more per collect). No choice of the
+// leader's exposes one party's counts to another party. Every sealed hop binds a digest of the
+// request and of all state updates so far (wire::SumHopPurpose), so parties handed different
+// requests cannot combine their counts. Instructions and split decisions ride along with the next
+// secure sum, numbered so that each party applies each exactly once. Vectors longer than one chunk
+// are sent in several rings, so a million-record job never hits a message-size limit. Not
+// thread-safe (one job at a time).
 //
 // Durable jobs (docs/operations.md): with set_journal() (callbacks of leader/call_recorder.h),
 // every collect is recorded as a call, its request digest before its first hop leaves and its
@@ -115,11 +116,13 @@ class SecureSumCountSource : public engine::CountSource {
   // The rings of one Collect: leaves in `sum` the totals the last hops carried, still masked.
   absl::Status CollectChunks(const fedanon::v1::StatsRequest& request_proto,
                              const std::string& request_digest, uint64_t collect, size_t words,
-                             size_t chunks, std::vector<uint64_t>* sum);
+                             size_t chunks, std::vector<uint64_t>* sum,
+                             fedanon::v1::SealedPayload* mask_seed);
   // The ring's first party's mask of `collect` (its seed, sealed for the leader), removed from
-  // `sum`.
+  // `sum`: the seed that came with its answer to the last chunk (`with_last_hop`, protocol 2.1),
+  // or, when none came (a 2.0 party), the one it answers to a SumUnmask.
   absl::Status Unmask(const std::string& request_digest, uint64_t collect,
-                      std::vector<uint64_t>* sum);
+                      const fedanon::v1::SealedPayload& with_last_hop, std::vector<uint64_t>* sum);
 
   wire::PartyChannel* channel_;
   std::string job_id_;

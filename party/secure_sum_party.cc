@@ -243,6 +243,12 @@ absl::StatusOr<PartyMessage> SecureSumParty::SealHop(const fedanon::v1::SumStep&
   out->set_receiver(receiver);
   out->set_purpose(purpose);
   out->set_ciphertext(std::move(sealed));
+  // The ring's first party, answering the collect's last chunk: every chunk has gone from it, so
+  // its mask goes to the leader with this answer (protocol 2.1), not in a SumUnmask of its own.
+  if (!seed_.empty() && answered_.size() + 1 == chunks_) {
+    ASSIGN_OR_RETURN(const PartyMessage mask, SealMask());
+    *reply.mutable_sum_step()->mutable_mask_seed() = mask.sum_mask().seed();
+  }
   answered_.Put(step.chunk(), purpose, reply);
   ctx_.fresh_answer = true;
   // This party's own counts of the chunk, in plaintext; they left masked and sealed.
@@ -270,6 +276,13 @@ absl::StatusOr<PartyMessage> SecureSumParty::Unmask(const LeaderMessage& request
   }
   const uint64_t collect = request.sum_unmask().collect();
   const std::string key = absl::StrCat(request.round(), "/", collect);
+  // The seed is sealed under the collect's round: another round would seal it where the leader
+  // does not look (found by the mutating leader: the job then failed at the leader, unnamed).
+  if (collect == collect_ && !seed_.empty() && request.round() != collect_round_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("secure sum: the mask of collect ", collect, " is asked in round ",
+                     request.round(), ", but the collect was summed in round ", collect_round_));
+  }
   if (unmask_.has_value()) {
     if (const PartyMessage* same = unmask_.Same(key)) return *same;
     return absl::PermissionDeniedError(absl::StrCat(
@@ -286,24 +299,21 @@ absl::StatusOr<PartyMessage> SecureSumParty::Unmask(const LeaderMessage& request
         "secure sum: the mask of collect ", collect, " goes to the leader only after every chunk ",
         "went round the ring (", answered_.size(), " of ", chunks_, " answered)"));
   }
-  // The seed is sealed under the collect's round: another round would seal it where the leader
-  // does not look (found by the mutating leader: the job then failed at the leader, unnamed).
-  if (request.round() != collect_round_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("secure sum: the mask of collect ", collect, " is asked in round ",
-                     request.round(), ", but the collect was summed in round ", collect_round_));
-  }
+  return SealMask();
+}
+
+absl::StatusOr<PartyMessage> SecureSumParty::SealMask() {
   PartyMessage reply;
   ASSIGN_OR_RETURN(*reply.mutable_sum_mask()->mutable_seed(),
-                   ctx_.SealFor(ctx_.leader, request.round(),
-                                wire::SumMaskPurpose(collect, request.round(), digest_), seed_));
-  unmask_.Put(key, reply);
+                   ctx_.SealFor(ctx_.leader, collect_round_,
+                                wire::SumMaskPurpose(collect_, collect_round_, digest_), seed_));
+  unmask_.Put(absl::StrCat(collect_round_, "/", collect_), reply);
   ctx_.fresh_answer = true;
   RETURN_IF_ERROR(
-      ctx_.Audit(request.round(), {.kind = kAuditSumMask,
-                                   .form = kAuditSealed,
-                                   .to = {ctx_.leader},
-                                   .numbers = {{"collect", collect}, {"words", counts_.size()}}}));
+      ctx_.Audit(collect_round_, {.kind = kAuditSumMask,
+                                  .form = kAuditSealed,
+                                  .to = {ctx_.leader},
+                                  .numbers = {{"collect", collect_}, {"words", counts_.size()}}}));
   return reply;
 }
 

@@ -2,8 +2,9 @@
 // state updates riding along, this party's statistics for the leader's request computed from its
 // table, and its hop of the ring — input only from the predecessor agreed at Prepare, output only
 // for the agreed successor (the last party's for the leader). The ring's first party starts from
-// its own mask, drawn from a seed it hands the leader sealed once every chunk went round
-// (SumUnmask). Each chunk is answered once.
+// its own mask, drawn from a seed it hands the leader sealed with its answer to the collect's last
+// chunk (protocol 2.1), or on SumUnmask once every chunk went round (a 2.0 leader asks). Each
+// chunk is answered once.
 #pragma once
 
 #include <cstdint>
@@ -57,7 +58,11 @@ class SecureSumParty {
   absl::StatusOr<std::vector<uint64_t>> HopInput(const fedanon::v1::SumStep& step, uint64_t round,
                                                  size_t position, uint64_t chunk_len,
                                                  const std::string& purpose) const;
-  // `acc` (the input plus this party's counts) sealed for `receiver`, answered once, audited.
+  // The ring's first party's seed of the current collect sealed for the leader (a SumMask),
+  // kept as the answer to a SumUnmask of the collect, audited.
+  absl::StatusOr<fedanon::v1::PartyMessage> SealMask();
+  // `acc` (the input plus this party's counts) sealed for `receiver`, answered once, audited; the
+  // ring's first party's answer to a collect's last chunk carries its mask seed (protocol 2.1).
   absl::StatusOr<fedanon::v1::PartyMessage> SealHop(const fedanon::v1::SumStep& step,
                                                     uint64_t round, const std::string& receiver,
                                                     const std::string& purpose,

@@ -1,7 +1,8 @@
 // What the leader decodes, captured from outside the leader (tests only): PartyChannel wrappers
 // between the leader and the parties. RecordingChannel records every secure-sum request, the
-// masked total the last party seals for the leader and the first party's mask the leader asks
-// for (SumUnmask), and subtracts one from the other — exactly the vectors the leader decodes.
+// masked total the last party seals for the leader and the first party's mask (with its answer to
+// the last chunk since protocol 2.1, or on SumUnmask), and subtracts one from the other — exactly
+// the vectors the leader decodes.
 // VerticalRecordingChannel keeps every vertical step and the party's reply in plaintext fields
 // (ID-intersection sizes, proposals, verdicts, released reports, assembled row counts). Used by
 // the numeric-split and view-log tests to check what the leader learns and what it logs.
@@ -68,6 +69,12 @@ class RecordingChannel : public wire::PartyChannel {
       EXPECT_TRUE(masked.ok()) << masked.status();
       if (masked.ok()) After(request.sum_step(), *masked);
     }
+    if (reply.ok() && request.has_sum_step() && reply->has_sum_step() &&
+        reply->sum_step().has_mask_seed()) {
+      auto seed = OpenForLeader(request, reply->sum_step().mask_seed());
+      EXPECT_TRUE(seed.ok()) << seed.status();
+      if (seed.ok()) Unmask(request.sum_step().collect(), *seed);
+    }
     if (reply.ok() && request.has_sum_unmask() && reply->has_sum_mask()) {
       auto seed = OpenForLeader(request, reply->sum_mask().seed());
       EXPECT_TRUE(seed.ok()) << seed.status();
@@ -77,10 +84,20 @@ class RecordingChannel : public wire::PartyChannel {
   }
   std::vector<wire::ConnectedParty> Parties() const override { return inner_->Parties(); }
 
+  // Every secure sum with the first party's mask removed (a sum whose mask never came stays
+  // masked).
   std::vector<DecodedSum> Sums() const {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<DecodedSum> out;
-    for (const auto& [collect, sum] : sums_) out.push_back(sum);
+    for (const auto& [collect, sum] : sums_) {
+      out.push_back(sum);
+      const auto seed = seeds_.find(collect);
+      if (seed == seeds_.end()) continue;
+      auto mask = crypto::MaskWordsFromSeed(seed->second, 0, sum.total.size());
+      EXPECT_TRUE(mask.ok()) << mask.status();
+      if (!mask.ok()) continue;
+      for (size_t i = 0; i < sum.total.size(); ++i) out.back().total[i] -= (*mask)[i];  // 2^64
+    }
     return out;
   }
 
@@ -103,14 +120,11 @@ class RecordingChannel : public wire::PartyChannel {
     DecodedSum& sum = sums_[step.collect()];
     for (size_t i = 0; i < words->size(); ++i) sum.total[step.chunk_offset() + i] = (*words)[i];
   }
-  // The first party's mask of the collect, removed from the whole vector.
+  // The first party's mask of the collect, removed from the whole vector by Sums() (it may come
+  // before the ring's last hop).
   void Unmask(uint64_t collect, const std::string& seed) {
     std::lock_guard<std::mutex> lock(mu_);
-    DecodedSum& sum = sums_[collect];
-    auto mask = crypto::MaskWordsFromSeed(seed, 0, sum.total.size());
-    EXPECT_TRUE(mask.ok()) << mask.status();
-    if (!mask.ok()) return;
-    for (size_t i = 0; i < sum.total.size(); ++i) sum.total[i] -= (*mask)[i];  // mod 2^64
+    seeds_[collect] = seed;
   }
 
   absl::StatusOr<std::string> OpenForLeader(const fedanon::v1::LeaderMessage& request,
@@ -136,7 +150,8 @@ class RecordingChannel : public wire::PartyChannel {
   std::map<std::string, std::string> party_certs_;
   wire::PartyChannel* inner_;
   mutable std::mutex mu_;
-  std::map<uint64_t, DecodedSum> sums_;
+  std::map<uint64_t, DecodedSum> sums_;         // masked totals
+  std::map<uint64_t, std::string> seeds_;       // the first party's mask seed, per collect
   std::map<std::string, std::string> run_ids_;  // job id -> the run its Prepare carried
 };
 

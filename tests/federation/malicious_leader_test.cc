@@ -304,7 +304,7 @@ std::string Zeros(size_t words) { return wire::EncodeWords(std::vector<uint64_t>
 // The first party of the ring masks with a mask it draws itself: the leader has no mask to choose
 // (zero masks once exposed hospital-a's counts to hospital-b), a later party takes no input but
 // its predecessor's box, and what the leader learns is the sum of the whole ring only, once it
-// asks the first party for its mask.
+// holds the first party's mask (which comes with the first party's last hop since protocol 2.1).
 TEST(MaliciousLeader, LeaderChosenMasksCannotExposeThePartiesToEachOther) {
   ExpectNothingDependsOnOneParty("own_masks", [](MaliciousLeader& m) {
     const auto& n = m.names();
@@ -329,9 +329,12 @@ TEST(MaliciousLeader, LeaderChosenMasksCannotExposeThePartiesToEachOther) {
     LeaderMessage to_c = m.Step(0, "", req);
     EXPECT_THAT(m.Send(n[2], to_c), StatusIs(absl::StatusCode::kPermissionDenied,
                                              "input must be sealed by 'hospital-b'"));
-    // The mask goes to the leader only once every chunk went round: not yet for collect 1.
-    EXPECT_THAT(m.Unmask(1),
-                StatusIs(absl::StatusCode::kFailedPrecondition, "no mask of collect 1 is held"));
+    // The first party's mask went with its answer to the last chunk of collect 0 (protocol 2.1):
+    // one mask per collect, none for collect 1.
+    EXPECT_TRUE(a.sum_step().has_mask_seed());
+    EXPECT_THAT(m.Unmask(1), StatusIs(absl::StatusCode::kPermissionDenied,
+                                      "the mask of collect 1 is not held, or was handed over "
+                                      "already for another request"));
     // Completing the ring honestly yields the unmasked total of all three — the sum it may learn.
     LeaderMessage second = m.Step(0, n[2], req);
     *second.mutable_sum_step()->mutable_sealed() = a.sum_step().sealed();

@@ -169,6 +169,14 @@ class SentCapture : public wire::PartyChannel {
       std::lock_guard<std::mutex> lock(mu_);
       sent_.push_back(FromReply(party, request, *reply));
       if (reply->has_sum_step()) sums_.push_back({party, request});
+      // The ring's first party's mask, riding with its answer to a collect's last chunk (protocol
+      // 2.1): an entry of its own in the audit, as when it answers a SumUnmask.
+      if (reply->has_sum_step() && reply->sum_step().has_mask_seed()) {
+        sent_.push_back(Sent{party,
+                             static_cast<uint32_t>(request.round()),
+                             "secure-sum-mask",
+                             {reply->sum_step().mask_seed().receiver()}});
+      }
     }
     return reply;
   }

@@ -46,9 +46,14 @@ enum class Script {
 // Three parties with fixed count vectors; every key is known to the script.
 class ScriptedRing : public wire::PartyChannel {
  public:
+  // `mask_with_last_hop`: the first party hands its mask over with its answer to the last chunk
+  // (protocol 2.1), else only when asked (SumUnmask, protocol 2.0).
   ScriptedRing(std::vector<std::string> ring, std::vector<std::vector<uint64_t>> counts,
-               Script script)
-      : ring_(std::move(ring)), counts_(std::move(counts)), script_(script) {
+               Script script, bool mask_with_last_hop)
+      : ring_(std::move(ring)),
+        counts_(std::move(counts)),
+        script_(script),
+        mask_with_last_hop_(mask_with_last_hop) {
     for (const std::string& p : ring_) keys_[p] = *crypto::SealKeyPair::Generate();
     keys_[kLeader] = *crypto::SealKeyPair::Generate();
     seed_ = std::string(crypto::RandomBytes(crypto::kMaskSeedBytes)->AsStringView());
@@ -56,10 +61,14 @@ class ScriptedRing : public wire::PartyChannel {
 
   const crypto::SealKeyPair& key(const std::string& name) const { return *keys_.at(name); }
   int hops() const { return hops_; }
+  int unmasks() const { return unmasks_; }
 
   absl::StatusOr<PartyMessage> Call(const std::string& party, const LeaderMessage& request,
                                     absl::Duration /*timeout*/) override {
-    if (request.has_sum_unmask()) return Mask(party, request);
+    if (request.has_sum_unmask()) {
+      ++unmasks_;
+      return Mask(party, request.round(), request.sum_unmask().collect());
+    }
     if (!request.has_sum_step()) return absl::InvalidArgumentError("not a secure-sum request");
     ++hops_;
     const fedanon::v1::SumStep& step = request.sum_step();
@@ -87,17 +96,19 @@ class ScriptedRing : public wire::PartyChannel {
     sealed->set_receiver(receiver);
     sealed->set_ciphertext(*crypto::SealFrom(key(sender), key(receiver).public_key(), context,
                                              wire::EncodeWords(words)));
+    if (pos == 0 && mask_with_last_hop_ && step.chunk() + 1 == step.chunks()) {
+      *reply.mutable_sum_step()->mutable_mask_seed() =
+          Mask(party, request.round(), step.collect())->sum_mask().seed();
+    }
     return reply;
   }
   std::vector<wire::ConnectedParty> Parties() const override { return {}; }
 
  private:
-  absl::StatusOr<PartyMessage> Mask(const std::string& party, const LeaderMessage& request) {
-    const uint64_t collect =
-        request.sum_unmask().collect() + (script_ == Script::kMaskOtherCollect ? 1 : 0);
+  absl::StatusOr<PartyMessage> Mask(const std::string& party, uint64_t round, uint64_t collect) {
+    collect += script_ == Script::kMaskOtherCollect ? 1 : 0;
     const crypto::SealContext context{
-        kJob,  kRun,    request.round(),
-        party, kLeader, wire::SumMaskPurpose(collect, request.round(), digest_)};
+        kJob, kRun, round, party, kLeader, wire::SumMaskPurpose(collect, round, digest_)};
     PartyMessage reply;
     auto* sealed = reply.mutable_sum_mask()->mutable_seed();
     sealed->set_sender(party);
@@ -110,21 +121,24 @@ class ScriptedRing : public wire::PartyChannel {
   std::vector<std::string> ring_;
   std::vector<std::vector<uint64_t>> counts_;
   Script script_;
+  bool mask_with_last_hop_;
   std::map<std::string, std::unique_ptr<crypto::SealKeyPair>> keys_;
   std::string seed_;
   std::string digest_;
   std::vector<uint64_t> running_;
   int hops_ = 0;
+  int unmasks_ = 0;
 };
 
 struct Outcome {
   absl::StatusOr<std::vector<uint64_t>> sum;
   int hops = 0;
+  int unmasks = 0;  // SumUnmask calls
 };
 
 // One collect of `words` words over the scripted ring of three parties, `chunk_words` a chunk.
 Outcome CollectOnce(Script script, size_t words, size_t chunk_words,
-                    std::vector<uint64_t>* expected) {
+                    std::vector<uint64_t>* expected, bool mask_with_last_hop = false) {
   const std::vector<std::string> ring = {"p1", "p2", "p3"};
   std::vector<std::vector<uint64_t>> counts(ring.size(), std::vector<uint64_t>(words));
   expected->assign(words, 0);
@@ -134,7 +148,7 @@ Outcome CollectOnce(Script script, size_t words, size_t chunk_words,
       (*expected)[i] += counts[p][i];
     }
   }
-  ScriptedRing channel(ring, counts, script);
+  ScriptedRing channel(ring, counts, script, mask_with_last_hop);
   SecureSumCountSource source(
       &channel, kJob, ring, absl::Seconds(5), /*hier=*/nullptr, /*num_classes=*/2,
       /*num_tracked=*/0, [] { return 3u; }, [] { return absl::OkStatus(); }, chunk_words);
@@ -144,6 +158,7 @@ Outcome CollectOnce(Script script, size_t words, size_t chunk_words,
   request.add_released_groups()->add_nodes(0);
   Outcome out{source.CollectProto(request, words), 0};
   out.hops = channel.hops();
+  out.unmasks = channel.unmasks();
   return out;
 }
 
@@ -153,11 +168,28 @@ TEST(SecureSumSource, DecodesTheSumOfEveryPartysCountsChunkByChunk) {
   ASSERT_OK(one.sum.status());
   EXPECT_THAT(*one.sum, ElementsAreArray(expected));
   EXPECT_EQ(one.hops, 3);
+  EXPECT_EQ(one.unmasks, 1);  // a 2.0 first party is asked for its mask
   // 10 words in chunks of 4: three rings of three hops, the last chunk two words.
   const Outcome chunked = CollectOnce(Script::kHonest, 10, 4, &expected);
   ASSERT_OK(chunked.sum.status());
   EXPECT_THAT(*chunked.sum, ElementsAreArray(expected));
   EXPECT_EQ(chunked.hops, 9);
+  EXPECT_EQ(chunked.unmasks, 1);
+}
+
+// Protocol 2.1: the first party's mask comes with its answer to the last chunk, so the leader
+// asks for it no more (one round trip less per collect), and decodes the same sum.
+TEST(SecureSumSource, TakesTheMaskThatCameWithTheFirstPartysLastHopWithoutAskingForIt) {
+  std::vector<uint64_t> expected;
+  for (const size_t chunk_words : {size_t{1} << 20, size_t{4}}) {
+    const Outcome out = CollectOnce(Script::kHonest, 10, chunk_words, &expected,
+                                    /*mask_with_last_hop=*/true);
+    ASSERT_OK(out.sum.status());
+    EXPECT_THAT(*out.sum, ElementsAreArray(expected));
+    EXPECT_EQ(out.unmasks, 0);
+  }
+  EXPECT_THAT(CollectOnce(Script::kMaskOtherCollect, 10, 4, &expected, true).sum.status().message(),
+              ::testing::HasSubstr("party 'p1' sent a secure-sum mask the leader cannot open"));
 }
 
 TEST(SecureSumSource, RefusesALastHopOrAMaskTheRingDoesNotOweItByName) {

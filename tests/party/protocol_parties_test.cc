@@ -852,7 +852,9 @@ TEST(SecureSumParty, TheMaskGoesOnlyAfterEveryChunkAndOnlyForOneRequest) {
   const fedanon::v1::StatsRequest request = RootStatistics();
   const size_t words = WordsOf(*a.tables, request);
   ASSERT_GE(words, 2u);
-  ASSERT_OK(a.sum.Step(SumChunk("b", request, 0, 1, words)));
+  auto first = a.sum.Step(SumChunk("b", request, 0, 1, words));
+  ASSERT_OK(first);
+  EXPECT_FALSE(first->sum_step().has_mask_seed()) << "the mask went before the last chunk";
   auto unmask = [](uint64_t round, uint64_t collect) {
     fedanon::v1::LeaderMessage m;
     m.set_job_id("job-0123456789ab");
@@ -865,9 +867,16 @@ TEST(SecureSumParty, TheMaskGoesOnlyAfterEveryChunkAndOnlyForOneRequest) {
                        absl::StrCat("secure sum: the mask of collect 0 goes to the leader only "
                                     "after every chunk went round the ring (1 of ",
                                     words, " answered)")));
+  fedanon::v1::PartyMessage last;
   for (uint32_t chunk = 1; chunk < words; ++chunk) {
-    EXPECT_OK(a.sum.Step(SumChunk("b", request, chunk, 1, words))) << chunk;
+    auto answer = a.sum.Step(SumChunk("b", request, chunk, 1, words));
+    ASSERT_TRUE(answer.ok()) << chunk << ": " << answer.status();
+    // Protocol 2.1: the mask goes with the answer to the last chunk, and only with it.
+    EXPECT_EQ(answer->sum_step().has_mask_seed(), chunk + 1 == words) << chunk;
+    last = *answer;
   }
+  EXPECT_EQ(last.sum_step().mask_seed().sender(), "a");
+  EXPECT_EQ(last.sum_step().mask_seed().receiver(), "leader");
   // Asked in another round than the collect's (found by the mutating leader: the seed was sealed
   // under the leader's round, which the leader could not open, and the job failed unnamed).
   for (const uint64_t round : {2u, 0u}) {
@@ -876,18 +885,20 @@ TEST(SecureSumParty, TheMaskGoesOnlyAfterEveryChunkAndOnlyForOneRequest) {
                          absl::StrCat("secure sum: the mask of collect 0 is asked in round ", round,
                                       ", but the collect was summed in round 1")));
   }
-  auto handed = a.sum.Unmask(unmask(1, 0));
+  auto handed = a.sum.Unmask(unmask(1, 0));  // what a 2.0 leader asks: the seed that went
   ASSERT_OK(handed);
+  EXPECT_EQ(handed->sum_mask().seed().SerializeAsString(),
+            last.sum_step().mask_seed().SerializeAsString());
   auto again = a.sum.Unmask(unmask(1, 0));  // the same request: the same answer
   ASSERT_OK(again);
   EXPECT_EQ(again->SerializeAsString(), handed->SerializeAsString());
-  for (const auto& [round, collect] : std::vector<std::pair<uint64_t, uint64_t>>{{2, 0}, {1, 1}}) {
-    EXPECT_THAT(a.sum.Unmask(unmask(round, collect)),
-                StatusIs(absl::StatusCode::kPermissionDenied,
-                         "was handed over already for another request (one request, one "
-                         "answer)"))
-        << round << "/" << collect;
-  }
+  EXPECT_THAT(a.sum.Unmask(unmask(2, 0)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "the mask of collect 0 is asked in round 2, but the collect was summed in "
+                       "round 1"));
+  EXPECT_THAT(a.sum.Unmask(unmask(1, 1)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "was handed over already for another request (one request, one answer)"));
 }
 
 // party/final_check_party.cc Step: a check in a job of two data parties, a chunk the chunking
