@@ -15,11 +15,11 @@
 // Prints one `[ soak ]` line per sample (every tenth of the jobs): the daemons' resident memory
 // and descriptors, the parties' state files and the job store's rows — the curves the issue asks
 // for. CTest runs the short form (FEDANON_SOAK_JOBS unset: 25 horizontal jobs and 25 vertical,
-// 50 in all); FEDANON_SOAK_JOBS=250 gives the full run of 500.
-#include <sqlite3.h>
-
+// 50 in all); FEDANON_SOAK_JOBS=250 gives the full run of 500, and FEDANON_SOAK_CLEAN=1 runs
+// every job clean (no daemon restarts: a slow growth of memory would show).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -146,14 +146,14 @@ class SoakTest : public FaultScenarioTest {
 
   void AddKind(const std::string& name, const std::string& spec) {
     const std::string out = fed_->dir() + "/capture/central-" + name + ".csv";
-    const CliResult run =
-        RunBinary(BinaryDir() + "/bin/fedanon",
-                  {"anonymize", "--spec", spec, "--input", fed_->gen_dir() + "/table.csv",
-                   "--output", out, "--quiet"},
-                  fed_->dir() + "/capture");
+    const CliResult run = RunBinary(BinaryDir() + "/bin/fedanon",
+                                    {"anonymize", "--spec", spec, "--input",
+                                     fed_->gen_dir() + "/table.csv", "--output", out, "--quiet"},
+                                    fed_->dir() + "/capture");
     ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
     std::ifstream in(out);
-    kinds_.push_back({name, spec, SortedLines(std::string(std::istreambuf_iterator<char>(in), {}))});
+    kinds_.push_back(
+        {name, spec, SortedLines(std::string(std::istreambuf_iterator<char>(in), {}))});
   }
 
   Sample TakeSample(int after_jobs) {
@@ -163,7 +163,8 @@ class SoakTest : public FaultScenarioTest {
     for (size_t i = 0; i < fed_->parties().size(); ++i) {
       s.parties.push_back(SampleProcess(fed_->party_pid(static_cast<int>(i))));
       std::error_code ec;
-      for (const auto& e : fs::directory_iterator(fed_->party_output_dir(static_cast<int>(i)), ec)) {
+      for (const auto& e :
+           fs::directory_iterator(fed_->party_output_dir(static_cast<int>(i)), ec)) {
         const std::string name = e.path().filename().string();
         s.state_files += absl::EndsWith(name, ".state") ? 1 : 0;
         s.audit_files += absl::EndsWith(name, ".audit.jsonl") ? 1 : 0;
@@ -224,8 +225,8 @@ class SoakTest : public FaultScenarioTest {
     absl::StatusOr<JobInfo> end = fed_->WaitForEnd(*id, 2 * kJobBound);
     ASSERT_TRUE(end.ok()) << end.status();
     ++outcomes_[absl::StrCat(FaultName(fault), " ", fedanon::v1::JobState_Name(end->state()))];
-    const std::string what = absl::StrCat("job ", n, " (", kind.name, ", fault ",
-                                          FaultName(fault), ", ", *id, ")");
+    const std::string what =
+        absl::StrCat("job ", n, " (", kind.name, ", fault ", FaultName(fault), ", ", *id, ")");
     switch (end->state()) {
       case JOB_STATE_DONE: {
         absl::StatusOr<std::string> csv = fed_->Result(*id);
@@ -262,20 +263,22 @@ class SoakTest : public FaultScenarioTest {
     ASSERT_NO_FATAL_FAILURE(AddKind("local", local_spec));
 
     const int jobs = JobsPerPartitioning();
+    // FEDANON_SOAK_CLEAN=1: no faults, so that no daemon restarts and a slow growth shows.
+    const bool clean_only = std::getenv("FEDANON_SOAK_CLEAN") != nullptr;
     const int every = std::max(1, jobs / 10);
     std::vector<Sample> samples;
     const absl::Time start = absl::Now();
     for (int n = 1; n <= jobs; ++n) {
       const Fault fault =
-          rng_() % 2 == 0 ? Fault::kNone : static_cast<Fault>(1 + rng_() % 4);
+          clean_only || rng_() % 2 == 0 ? Fault::kNone : static_cast<Fault>(1 + rng_() % 4);
       ASSERT_NO_FATAL_FAILURE(RunJob(kinds_[static_cast<size_t>(n % 2)], fault, n));
       if (n == 1 || n % every == 0 || n == jobs) samples.push_back(TakeSample(n));
     }
     const double seconds = Seconds(absl::Now() - start);
     std::string outcomes;
     for (const auto& [k, count] : outcomes_) absl::StrAppend(&outcomes, " ", k, "=", count);
-    PrintFigures(absl::StrFormat("%s jobs=%d seconds=%.1f outcomes:%s", Name(), jobs, seconds,
-                                 outcomes));
+    PrintFigures(
+        absl::StrFormat("%s jobs=%d seconds=%.1f outcomes:%s", Name(), jobs, seconds, outcomes));
 
     // Nothing left behind once the parties were told (a killed party is told when it is back).
     Sample last = samples.back();
