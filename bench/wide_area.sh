@@ -5,9 +5,10 @@
 # federation, over plain loopback and over the link, and prints both wall times, the leader's count
 # of the job's calls and waves (its end-of-run log line), the floor the link allows
 #   loopback wall + waves x RTT + critical-path bytes / rate + stall time on the path,
-# and the wide-area run's ratio to it (the bound: 1.5x). The jobs: gen-data's 3-party
-# horizontal job at UCI Adult's size (45,222 records), global and `recoding: local`, and its
-# 2-party vertical job of 200,000 records (tests/fault/wide_area_bench.cc).
+# and the wide-area run's ratio to it (the bound: 1.5x). The jobs: UCI Adult over three
+# parties (../shared/datasets/adult; where it is absent, gen-data's 3-party table of Adult's size,
+# 45,222 records), global and `recoding: local`, and gen-data's 2-party vertical job of 200,000
+# records (tests/fault/wide_area_bench.cc).
 # Usage: bench/wide_area.sh [build-dir=build/default] [gtest-filter=WideArea.*]
 #   FEDANON_WAN="rtt_ms=50,jitter_ms=5,mbit=50,stall_every_s=30,stall_ms=1000,seed=1" (defaults)
 #   FEDANON_WAN_VERTICAL_ROWS=200000

@@ -10,7 +10,8 @@
 //
 // The link, from FEDANON_WAN (defaults shown): "rtt_ms=50,jitter_ms=5,mbit=50,stall_every_s=30,
 // stall_ms=1000,seed=1". The jobs (gtest filter): WideArea.HorizontalGlobal and
-// WideArea.HorizontalLocal (gen-data's 3-party horizontal job at the size of UCI Adult, 45,222
+// WideArea.HorizontalLocal (UCI Adult from ../shared split over three parties with the horizontal
+// federation tests' spec, or, when it is absent, gen-data's 3-party table at Adult's size, 45,222
 // records; the second with `recoding: local`) and WideArea.Vertical (gen-data's 2-party vertical
 // job, 200,000 records: FEDANON_WAN_VERTICAL_ROWS).
 #include <gtest/gtest.h>
@@ -18,6 +19,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <string>
@@ -31,6 +34,7 @@
 #include "absl/time/clock.h"
 #include "tests/fault/fault_federation.h"
 #include "tests/fault/tcp_proxy.h"
+#include "tests/support/adult_data.h"
 
 namespace fedanon::testing {
 namespace {
@@ -126,11 +130,11 @@ LinkStats Sum(FaultFederation& fed) {
   return sum;
 }
 
-absl::StatusOr<Run> RunJob(FaultFederation& fed) {
+absl::StatusOr<Run> RunJob(FaultFederation& fed, const std::string& spec_path) {
   Run run;
   const LinkStats before = Sum(fed);
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::string> job = fed.Submit({}, kRoundTimeoutSeconds);
+  absl::StatusOr<std::string> job = fed.Submit({}, kRoundTimeoutSeconds, "", spec_path);
   if (!job.ok()) return job.status();
   absl::StatusOr<fedanon::v1::JobInfo> end = fed.WaitForEnd(*job, absl::Minutes(30));
   if (!end.ok()) return end.status();
@@ -154,16 +158,49 @@ absl::StatusOr<Run> RunJob(FaultFederation& fed) {
   return run;
 }
 
-void Measure(const std::string& name, const FaultFederationOptions& options) {
+// UCI Adult (../shared/datasets/adult) split over the federation's three parties (record i to
+// party i mod 3) with tests/support/adult_data.h's spec (plus `suffix`), written beside each
+// party's data and the harness's specs; the spec's path. "" when Adult is absent.
+std::string InstallAdult(FaultFederation& fed, const std::string& suffix) {
+  const std::string csv = AdultDir() + "/adult_clean.csv";
+  std::ifstream in(csv);
+  if (!in) return "";
+  std::string header, line;
+  std::getline(in, header);
+  std::vector<std::ofstream> tables;
+  for (size_t i = 0; i < fed.parties().size(); ++i) {
+    tables.emplace_back(fed.party_data_dir(static_cast<int>(i)) + "/table.csv");
+    tables.back() << header << "\n";
+  }
+  for (size_t n = 0; std::getline(in, line); ++n) tables[n % tables.size()] << line << "\n";
+  for (const auto& [file, text] : AdultTaxonomies()) {
+    std::ofstream(fed.gen_dir() + "/" + file) << text;
+    for (size_t i = 0; i < fed.parties().size(); ++i) {
+      std::ofstream(fed.party_data_dir(static_cast<int>(i)) + "/" + file) << text;
+    }
+  }
+  const std::string spec = fed.gen_dir() + "/adult.yaml";
+  std::ofstream(spec) << kAdultHorizontalSpec << suffix;
+  return spec;
+}
+
+// `adult_suffix` set: the job is UCI Adult's (when present) with the suffix appended to its spec.
+void Measure(const std::string& name, const FaultFederationOptions& options,
+             const std::string* adult_suffix = nullptr) {
   const Wan wan = WanFromEnvironment();
   FaultFederation fed(options);
   ASSERT_TRUE(fed.Start().ok());
-  absl::StatusOr<Run> loopback = RunJob(fed);
+  std::string spec;
+  if (adult_suffix != nullptr) {
+    spec = InstallAdult(fed, *adult_suffix);
+    ASSERT_FALSE(spec.empty()) << "UCI Adult not found under " << AdultDir();
+  }
+  absl::StatusOr<Run> loopback = RunJob(fed, spec);
   ASSERT_TRUE(loopback.ok()) << loopback.status();
   for (size_t i = 0; i < fed.parties().size(); ++i) {
     fed.proxy(static_cast<int>(i)).SetLink(wan.Link(static_cast<int>(i)));
   }
-  absl::StatusOr<Run> wide = RunJob(fed);
+  absl::StatusOr<Run> wide = RunJob(fed, spec);
   ASSERT_TRUE(wide.ok()) << wide.status();
   EXPECT_EQ(wide->rows, loopback->rows) << name << ": the two runs released different rows";
 
@@ -210,15 +247,23 @@ FaultFederationOptions Options(int parties, int rows, bool vertical, const std::
   return options;
 }
 
-TEST(WideArea, HorizontalGlobal) {
-  Measure("horizontal global, 3 parties, 45,222 records (gen-data, UCI Adult's size)",
-          Options(3, kAdultRecords, false, ""));
+// UCI Adult when ../shared holds it (45,222 records over three parties), else gen-data's
+// Adult-like table of the same size.
+void MeasureHorizontal(const std::string& recoding, const std::string& suffix) {
+  if (std::filesystem::exists(AdultDir() + "/adult_clean.csv")) {
+    Measure(
+        "horizontal " + recoding + ", 3 parties, UCI Adult (45,222 records, mohammed2010's spec)",
+        Options(3, 300, false, ""), &suffix);
+  } else {
+    Measure("horizontal " + recoding +
+                ", 3 parties, 45,222 records (gen-data at UCI Adult's size: Adult not found)",
+            Options(3, kAdultRecords, false, suffix));
+  }
 }
 
-TEST(WideArea, HorizontalLocal) {
-  Measure("horizontal local, 3 parties, 45,222 records (gen-data, UCI Adult's size)",
-          Options(3, kAdultRecords, false, "recoding: local\n"));
-}
+TEST(WideArea, HorizontalGlobal) { MeasureHorizontal("global", ""); }
+
+TEST(WideArea, HorizontalLocal) { MeasureHorizontal("local", "recoding: local\n"); }
 
 TEST(WideArea, Vertical) {
   int rows = 200000;
