@@ -212,6 +212,9 @@ TEST_F(DiskFullTest, LeaderDiskFullMidJobFailsItByNameAndTheNextJobIsDone) {
   RunningJob job;
   StartJobAtRound(kRoundTimeoutSeconds, 2, &job);
   if (HasFatalFailure()) return;
+  // The rest of the job slowed down, so that it cannot end before the disk is full, even on
+  // a loaded machine.
+  DelayAll(absl::Milliseconds(60));
   Fill(fed_->leader_data_dir());
   ExpectFailedForSpace(job.id, "");
   DelayAll(absl::ZeroDuration());
@@ -247,6 +250,9 @@ TEST_F(DiskFullTest, LeaderDiskFullAtTheJobsEndFailsItAndLeavesNoPartialTable) {
   ASSERT_GE(reference->round(), 2u);
   StartJobAtRound(kRoundTimeoutSeconds, reference->round() - 1, &job);
   if (HasFatalFailure()) return;
+  // The rest of the job slowed down, so that it cannot end before the disk is full, even on
+  // a loaded machine.
+  DelayAll(absl::Milliseconds(60));
   FillAllBut(fed_->leader_data_dir(), 16 << 10);
   ExpectFailedForSpace(job.id, "");
   DelayAll(absl::ZeroDuration());
@@ -268,6 +274,9 @@ TEST_F(DiskFullTest, PartyDiskFullMidJobFailsItNamingThePartyAndThePartyServesTh
   RunningJob job;
   StartJobAtRound(kRoundTimeoutSeconds, 2, &job);
   if (HasFatalFailure()) return;
+  // The rest of the job slowed down, so that it cannot end before the disk is full, even on
+  // a loaded machine.
+  DelayAll(absl::Milliseconds(60));
   Fill(fed_->party_output_dir(victim));
   ExpectFailedForSpace(job.id, party);
   DelayAll(absl::ZeroDuration());
