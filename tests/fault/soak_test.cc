@@ -10,7 +10,8 @@
 // stored once at the leader, or CANCELLED (only when cancelled), or FAILED with a reason; a job
 // not done released nothing. Every clean job is DONE. At the end nothing is left behind and nothing
 // grew: no party state file, no recorded call and no party left to tell in the job store, and the
-// daemons' memory and descriptors within a bound of their first sample.
+// daemons' memory (not in a sanitized build: ASan's quarantine grows it to a plateau) and
+// descriptors within a bound of their first sample.
 //
 // Prints one `[ soak ]` line per sample (every tenth of the jobs): the daemons' resident memory
 // and descriptors, the parties' state files and the job store's rows — the curves the issue asks
@@ -50,6 +51,17 @@ using fedanon::v1::JOB_STATE_FAILED;
 using fedanon::v1::JobInfo;
 
 constexpr uint32_t kRoundTimeoutSeconds = 10;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
 constexpr int kShortFormJobs = 25;  // per partitioning: CI's short form
 
 enum class Fault { kNone, kKillParty, kKillLeader, kCutLink, kCancel };
@@ -293,12 +305,21 @@ class SoakTest : public FaultScenarioTest {
     // Nothing grew: memory within 1.5x + 24 MiB and descriptors within 16 of the first sample
     // (a process restarted by a fault starts lower, never higher).
     const Sample& first = samples.front();
-    EXPECT_LE(last.leader.rss_kib, first.leader.rss_kib * 3 / 2 + 24 * 1024);
     EXPECT_LE(last.leader.fds, first.leader.fds + 16);
+    for (size_t i = 0; i < last.parties.size(); ++i) {
+      EXPECT_LE(last.parties[i].fds, first.parties[i].fds + 16) << fed_->parties()[i];
+    }
+    if (kAddressSanitizer) {
+      // ASan keeps freed memory in its quarantine (256 MiB by default) before reusing it: a
+      // sanitized daemon grows to that plateau whatever it does, so memory says nothing here.
+      std::cout << "[ soak ] memory not bounded under AddressSanitizer (its quarantine)"
+                << std::endl;
+      return;
+    }
+    EXPECT_LE(last.leader.rss_kib, first.leader.rss_kib * 3 / 2 + 24 * 1024);
     for (size_t i = 0; i < last.parties.size(); ++i) {
       EXPECT_LE(last.parties[i].rss_kib, first.parties[i].rss_kib * 3 / 2 + 24 * 1024)
           << fed_->parties()[i];
-      EXPECT_LE(last.parties[i].fds, first.parties[i].fds + 16) << fed_->parties()[i];
     }
   }
 
