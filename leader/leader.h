@@ -73,8 +73,6 @@ class Leader {
   absl::StatusOr<std::vector<fedanon::v1::JobInfo>> List() const;
   absl::StatusOr<fedanon::v1::JobInfo> Cancel(const std::string& job_id, const std::string& admin,
                                               const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
-  // Tries again to record every state of unrecorded_ (the teller thread).
-  void RecordUnrecordedStates() ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until the job's state, round or failure differs from `last` (or `timeout` passes)
   // and returns its current info; for streaming WatchJob.
   absl::StatusOr<fedanon::v1::JobInfo> WaitForChange(const std::string& job_id,
@@ -144,6 +142,8 @@ class Leader {
   // Records a job's final state; where the store cannot (a full disk), keeps it in unrecorded_.
   void RecordFinalState(const std::string& job_id, fedanon::v1::JobState state,
                         const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+  // Tries again to record every state of unrecorded_ (the teller thread).
+  void RecordUnrecordedStates() ABSL_LOCKS_EXCLUDED(mu_);
   void Notify() const;
 
   LeaderOptions options_;

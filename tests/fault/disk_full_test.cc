@@ -153,6 +153,15 @@ class DiskFullTest : public FaultScenarioTest {
     return *id;
   }
 
+  // A clean job before the disk fills: its id and its released table, which the leader must
+  // still serve afterwards.
+  void FirstJob(std::string* id, std::string* table) {
+    *id = CleanJob();
+    absl::StatusOr<std::string> csv = fed_->Result(*id);
+    ASSERT_TRUE(csv.ok()) << csv.status();
+    *table = *std::move(csv);
+  }
+
   // The job ends FAILED, its reason naming the full disk; nothing of it was released.
   void ExpectFailedForSpace(const std::string& job_id, const std::string& also_named) {
     absl::StatusOr<JobInfo> end = fed_->WaitForEnd(job_id, kJobBound);
@@ -178,9 +187,8 @@ class DiskFullTest : public FaultScenarioTest {
 TEST_F(DiskFullTest, LeaderDiskFullAtSubmissionRefusesTheJobByNameAndRecovers) {
   StartOnSmallDisks();
   if (HasFatalFailure()) return;
-  const std::string first = CleanJob();
-  absl::StatusOr<std::string> table = fed_->Result(first);
-  ASSERT_TRUE(table.ok()) << table.status();
+  std::string first, table;
+  ASSERT_NO_FATAL_FAILURE(FirstJob(&first, &table));
 
   Fill(fed_->leader_data_dir());
   absl::StatusOr<std::string> refused = fed_->Submit({}, kRoundTimeoutSeconds);
@@ -190,24 +198,20 @@ TEST_F(DiskFullTest, LeaderDiskFullAtSubmissionRefusesTheJobByNameAndRecovers) {
     EXPECT_THAT(std::string(refused.status().message()), NamesAFullDisk());
     PrintFigures(absl::StrFormat("%s refused=\"%s\"", Name(), refused.status().ToString()));
   }
-  ExpectLeaderServes(first, *table);
+  ExpectLeaderServes(first, table);
   Free(fed_->leader_data_dir());
   CleanJob();
 
   // Nothing was corrupted: the store opens after a restart and serves the first table.
-  fed_->KillLeader();
-  ASSERT_TRUE(fed_->StartLeader().ok());
-  fed_->ResetAdmin();
-  ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
-  ExpectLeaderServes(first, *table);
+  ASSERT_NO_FATAL_FAILURE(KillAndRestartLeader());
+  ExpectLeaderServes(first, table);
 }
 
 TEST_F(DiskFullTest, LeaderDiskFullMidJobFailsItByNameAndTheNextJobIsDone) {
   StartOnSmallDisks();
   if (HasFatalFailure()) return;
-  const std::string first = CleanJob();
-  absl::StatusOr<std::string> table = fed_->Result(first);
-  ASSERT_TRUE(table.ok()) << table.status();
+  std::string first, table;
+  ASSERT_NO_FATAL_FAILURE(FirstJob(&first, &table));
 
   RunningJob job;
   StartJobAtRound(kRoundTimeoutSeconds, 2, &job);
@@ -218,15 +222,12 @@ TEST_F(DiskFullTest, LeaderDiskFullMidJobFailsItByNameAndTheNextJobIsDone) {
   Fill(fed_->leader_data_dir());
   ExpectFailedForSpace(job.id, "");
   DelayAll(absl::ZeroDuration());
-  ExpectLeaderServes(first, *table);
+  ExpectLeaderServes(first, table);
   Free(fed_->leader_data_dir());
   CleanJob();
 
-  fed_->KillLeader();
-  ASSERT_TRUE(fed_->StartLeader().ok());
-  fed_->ResetAdmin();
-  ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
-  ExpectLeaderServes(first, *table);
+  ASSERT_NO_FATAL_FAILURE(KillAndRestartLeader());
+  ExpectLeaderServes(first, table);
   absl::StatusOr<JobInfo> failed = fed_->Get(job.id);
   ASSERT_TRUE(failed.ok()) << failed.status();
   EXPECT_EQ(failed->state(), JOB_STATE_FAILED);
@@ -239,12 +240,11 @@ TEST_F(DiskFullTest, LeaderDiskFullMidJobFailsItByNameAndTheNextJobIsDone) {
 TEST_F(DiskFullTest, LeaderDiskFullAtTheJobsEndFailsItAndLeavesNoPartialTable) {
   StartOnSmallDisks();
   if (HasFatalFailure()) return;
-  const std::string first = CleanJob();
+  std::string first, table;
+  ASSERT_NO_FATAL_FAILURE(FirstJob(&first, &table));
   absl::StatusOr<JobInfo> reference = fed_->Get(first);
   ASSERT_TRUE(reference.ok()) << reference.status();
-  absl::StatusOr<std::string> table = fed_->Result(first);
-  ASSERT_TRUE(table.ok()) << table.status();
-  ASSERT_GT(table->size(), 16u << 10) << "the table must be larger than the room left";
+  ASSERT_GT(table.size(), 16u << 10) << "the table must be larger than the room left";
 
   RunningJob job;
   ASSERT_GE(reference->round(), 2u);
@@ -259,7 +259,7 @@ TEST_F(DiskFullTest, LeaderDiskFullAtTheJobsEndFailsItAndLeavesNoPartialTable) {
   for (const auto& e : fs::directory_iterator(fed_->leader_data_dir() + "/results")) {
     EXPECT_FALSE(absl::StrContains(e.path().filename().string(), job.id)) << e.path();
   }
-  ExpectLeaderServes(first, *table);
+  ExpectLeaderServes(first, table);
   Free(fed_->leader_data_dir());
   CleanJob();
 }

@@ -38,8 +38,6 @@
 #include "absl/time/clock.h"
 #include "tests/fault/fault_federation.h"
 #include "tests/support/fault_scenario.h"
-#include "tests/support/run_binary.h"
-#include "tests/support/test_paths.h"
 
 namespace fedanon::testing {
 namespace {
@@ -157,15 +155,8 @@ class SoakTest : public FaultScenarioTest {
   };
 
   void AddKind(const std::string& name, const std::string& spec) {
-    const std::string out = fed_->dir() + "/capture/central-" + name + ".csv";
-    const CliResult run = RunBinary(BinaryDir() + "/bin/fedanon",
-                                    {"anonymize", "--spec", spec, "--input",
-                                     fed_->gen_dir() + "/table.csv", "--output", out, "--quiet"},
-                                    fed_->dir() + "/capture");
-    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-    std::ifstream in(out);
-    kinds_.push_back(
-        {name, spec, SortedLines(std::string(std::istreambuf_iterator<char>(in), {}))});
+    kinds_.push_back({name, spec, {}});
+    ASSERT_NO_FATAL_FAILURE(CentralizedLines(spec, "central-" + name, &kinds_.back().central));
   }
 
   Sample TakeSample(int after_jobs) {
@@ -213,10 +204,7 @@ class SoakTest : public FaultScenarioTest {
           ASSERT_TRUE(fed_->StartParty(victim).ok());
           break;
         case Fault::kKillLeader:
-          fed_->KillLeader();
-          ASSERT_TRUE(fed_->StartLeader().ok());
-          fed_->ResetAdmin();
-          ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
+          ASSERT_NO_FATAL_FAILURE(KillAndRestartLeader());
           break;
         case Fault::kCutLink:
           fed_->proxy(victim).Cut();

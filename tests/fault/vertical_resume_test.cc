@@ -72,6 +72,19 @@ class VerticalResumeTest : public FaultScenarioTest {
     ASSERT_GE(rounds_, 2u) << "the generated job needs a few rounds to be hit mid-way";
   }
 
+  // The reference under the default 64 MiB limit (nothing chunked), then the federation started
+  // again under leader.yaml max_message_bytes: 4096, which the leader announces.
+  void ReferenceThenASmallMessageLimit() {
+    ASSERT_NO_FATAL_FAILURE(RunReference());
+    fed_.reset();
+    FaultFederationOptions options;
+    options.vertical = true;
+    options.rows = 300;
+    options.leader_yaml_extra = "max_message_bytes: 4096\n";
+    ASSERT_NO_FATAL_FAILURE(StartFederation(options));
+    EXPECT_THAT(fed_->Log("leader"), HasSubstr("payload chunks under 4096 bytes"));
+  }
+
   // A round in [1, rounds - 1], drawn from the seed.
   uint32_t SeededRound() { return 1 + static_cast<uint32_t>(rng_() % (rounds_ - 1)); }
 
@@ -119,16 +132,7 @@ class VerticalResumeTest : public FaultScenarioTest {
 // released.
 TEST_F(VerticalResumeTest,
        UnderASmallMessageLimitKillsDuringChunkedTransfersResumeWithTheSameTable) {
-  RunReference();  // 64 MiB: nothing is chunked
-  if (HasFatalFailure()) return;
-  fed_.reset();
-  FaultFederationOptions options;
-  options.vertical = true;
-  options.rows = 300;
-  options.leader_yaml_extra = "max_message_bytes: 4096\n";
-  StartFederation(options);
-  if (HasFatalFailure()) return;
-  EXPECT_THAT(fed_->Log("leader"), HasSubstr("payload chunks under 4096 bytes"));
+  ASSERT_NO_FATAL_FAILURE(ReferenceThenASmallMessageLimit());
   const int victim = SeededParty();
   const uint32_t at_round = SeededRound();
   DelayAll(absl::Milliseconds(15));
@@ -172,15 +176,7 @@ TEST_F(VerticalResumeTest,
 // fetched), then started again at once — or, with the other seed parity, the leader is. The job
 // ends DONE with the table an unchunked run released, stored once, no state left.
 TEST_F(VerticalResumeTest, UnderASmallMessageLimitAKillDuringTheReleaseResumesWithTheSameTable) {
-  RunReference();  // 64 MiB: nothing is chunked
-  if (HasFatalFailure()) return;
-  fed_.reset();
-  FaultFederationOptions options;
-  options.vertical = true;
-  options.rows = 300;
-  options.leader_yaml_extra = "max_message_bytes: 4096\n";
-  StartFederation(options);
-  if (HasFatalFailure()) return;
+  ASSERT_NO_FATAL_FAILURE(ReferenceThenASmallMessageLimit());
   const int victim = SeededParty();
   const bool kill_leader = rng_() % 2 == 0;
   DelayAll(absl::Milliseconds(15));

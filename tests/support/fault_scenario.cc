@@ -77,10 +77,11 @@ void FaultScenarioTest::KillAndRestartLeader(absl::Time* restart, double* reconn
   fed_->KillLeader();
   fed_->ResetAdmin();
   DelayAll(absl::ZeroDuration());
-  *restart = absl::Now();
+  const absl::Time started = absl::Now();
+  if (restart != nullptr) *restart = started;
   ASSERT_TRUE(fed_->StartLeader().ok());
   ASSERT_TRUE(fed_->WaitForParties(fed_->parties())) << fed_->Log("leader");
-  *reconnect_s = Seconds(absl::Now() - *restart);
+  if (reconnect_s != nullptr) *reconnect_s = Seconds(absl::Now() - started);
 }
 
 void FaultScenarioTest::KillAPartyForGood(uint32_t round_timeout_seconds, uint32_t at_round,
@@ -128,28 +129,33 @@ void FaultScenarioTest::ExpectStoredOnceAtTheLeader(const std::string& job_id) {
   EXPECT_EQ(results, 1u) << "the released table must be written exactly once";
 }
 
-void FaultScenarioTest::ExpectReleasedOnceAsCentralized(const std::string& job_id) {
-  absl::StatusOr<std::string> csv = fed_->Result(job_id);
-  ASSERT_TRUE(csv.ok()) << csv.status();
-  const std::string central = fed_->dir() + "/capture/central.csv";
+void FaultScenarioTest::CentralizedLines(const std::string& spec_path, const std::string& name,
+                                         std::vector<std::string>* lines) {
+  const std::string central = fed_->dir() + "/capture/" + name + ".csv";
   if (!std::filesystem::exists(central)) {
-    std::ifstream federated(fed_->spec_path());
+    std::ifstream federated(spec_path);
     std::string spec, line;
     while (std::getline(federated, line)) {
       if (!absl::StartsWith(line, "partitioning:")) spec += line + "\n";
     }
-    const std::string spec_path = fed_->gen_dir() + "/central.yaml";  // beside tax/
-    std::ofstream(spec_path) << spec;
+    const std::string central_spec = fed_->gen_dir() + "/" + name + ".yaml";  // beside tax/
+    std::ofstream(central_spec) << spec;
     const CliResult run = RunBinary(BinaryDir() + "/bin/fedanon",
-                                    {"anonymize", "--spec", spec_path, "--input",
+                                    {"anonymize", "--spec", central_spec, "--input",
                                      fed_->gen_dir() + "/table.csv", "--output", central},
                                     fed_->dir() + "/capture");
     ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   }
   std::ifstream in(central);
-  const std::string expected((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_EQ(SortedLines(*csv), SortedLines(expected))
-      << "the released table differs from the centralized one";
+  *lines = SortedLines(std::string(std::istreambuf_iterator<char>(in), {}));
+}
+
+void FaultScenarioTest::ExpectReleasedOnceAsCentralized(const std::string& job_id) {
+  absl::StatusOr<std::string> csv = fed_->Result(job_id);
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  std::vector<std::string> expected;
+  ASSERT_NO_FATAL_FAILURE(CentralizedLines(fed_->spec_path(), "central", &expected));
+  EXPECT_EQ(SortedLines(*csv), expected) << "the released table differs from the centralized one";
   ExpectStoredOnceAtTheLeader(job_id);
   for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
     for (const auto& e : std::filesystem::directory_iterator(fed_->party_output_dir(i))) {

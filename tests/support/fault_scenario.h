@@ -56,8 +56,8 @@ class FaultScenarioTest : public ::testing::Test {
   void StartJobAtRound(uint32_t round_timeout_seconds, uint32_t at_round, RunningJob* job);
   // kill -9 of the leader, the proxies' delay off, the leader started again at `*restart`; returns
   // once every party is connected again, `*reconnect_s` after the restart (fatal failures
-  // otherwise).
-  void KillAndRestartLeader(absl::Time* restart, double* reconnect_s);
+  // otherwise). Either output may be null.
+  void KillAndRestartLeader(absl::Time* restart = nullptr, double* reconnect_s = nullptr);
   // A job started as StartJobAtRound, then kill -9 of party `victim` (not restarted): the job
   // fails naming it as away past the rejoin deadline, no sooner than that deadline after the kill
   // (`*detect_s`), and nothing of it is released. The proxies' delay is off again.
@@ -74,6 +74,11 @@ class FaultScenarioTest : public ::testing::Test {
 
   // The leader stored the released table of the job exactly once.
   void ExpectStoredOnceAtTheLeader(const std::string& job_id);
+  // The centralized engine's release on the parties' tables together (gen-data's table.csv: the
+  // union, or the joined table of a vertical job) with the spec at `spec_path` less its
+  // `partitioning:` line, as SortedLines; computed once per `name` (capture/<name>.csv).
+  void CentralizedLines(const std::string& spec_path, const std::string& name,
+                        std::vector<std::string>* lines);
   // The released table of a done job equals the centralized engine's on the union of the
   // parties' tables (`fedanon anonymize` of gen-data's table.csv with the job's own spec, minus
   // `partitioning:`, as a multiset of rows), and it exists once: one file at the leader, none at
