@@ -92,7 +92,8 @@ void PartyConnections::Deliver(ConnectionId connection, fedanon::v1::PartyMessag
   const size_t size = message.ByteSizeLong();
   if (traffic_ != nullptr) traffic_->Received(p.party, size);
   if (size > static_cast<size_t>(server::kMaxMessageBytes)) {
-    // The server reads up to kMaxServerReceiveBytes so that this can be said by name and size.
+    // The server reads every parsable message (kMaxServerReceiveBytes) so that this can be said
+    // by name and size.
     p.result = absl::ResourceExhaustedError(absl::StrFormat(
         "party '%s' sent a reply of %.1f MiB (%d bytes), over the %d MiB message limit", p.party,
         static_cast<double>(size) / (1024 * 1024), size, server::kMaxMessageBytes / (1024 * 1024)));

@@ -1,7 +1,7 @@
 // Transport settings shared by the leader's server and the parties' / admins' channels.
 //
 // * Messages up to 64 MiB each way (large secure-sum vectors are chunked below that by the leader);
-//   the leader's server reads up to 128 MiB so that an oversized reply can be named.
+//   the leader's server reads every parsable message so that an oversized reply can be named.
 // * Keepalive for long-lived, often idle streams: clients ping every 20 s, the server every 30 s,
 //   both wait 10 s for the answer, pings are allowed without active calls and without data, and
 //   the server accepts client pings every 10 s or slower. A silently dropped connection (NAT
@@ -16,6 +16,8 @@
 #include <grpcpp/support/channel_arguments.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -24,11 +26,13 @@
 namespace fedanon::server {
 
 inline constexpr int kMaxMessageBytes = 64 * 1024 * 1024;
-// What the leader's gRPC server reads at most: twice the message limit, so that a party's reply
-// over the limit (but under this) arrives and is refused by name and size (PartyConnections)
-// instead of gRPC cancelling the party's stream without saying why. Larger messages still end the
-// stream ("party 'x' disconnected").
-inline constexpr int kMaxServerReceiveBytes = 2 * kMaxMessageBytes;
+// What the leader's gRPC server reads at most: every message protobuf can parse (2 GiB - 1), so
+// that a party's reply over the message limit arrives and is refused by name and size
+// (PartyConnections) instead of gRPC cancelling the party's stream without saying why. A lower
+// read limit would not bound memory: gRPC (1.51) holds a message whole before it checks its size
+// (a 300 MiB reply against a 128 MiB limit took the leader to 403 MB, then ended the stream).
+// Larger messages, which no protobuf encoder produces, still end the stream ("disconnected").
+inline constexpr int kMaxServerReceiveBytes = std::numeric_limits<int32_t>::max();
 // The server closes a connection whose TLS handshake has not completed within this time.
 inline constexpr int kHandshakeTimeoutMs = 10'000;
 

@@ -111,6 +111,10 @@ fedanon::v1::PartyMessage FakeParty::Corrupt(fedanon::v1::PartyMessage reply) {
       reply.mutable_sum_step()->mutable_sealed()->mutable_ciphertext()->append(size_t{65} << 20,
                                                                                'x');
       break;
+    case Corruption::kOversized200MiB:
+      reply.mutable_sum_step()->mutable_sealed()->mutable_ciphertext()->append(size_t{200} << 20,
+                                                                               'x');
+      break;
   }
   return reply;
 }

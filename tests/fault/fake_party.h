@@ -32,6 +32,9 @@ enum class Corruption {
   kWrongReplyKind,
   // The first secure-sum reply is padded to 65 MiB, over the 64 MiB message limit.
   kOversized,
+  // The first secure-sum reply is padded to 200 MiB, over what the leader's gRPC server read
+  // before it read every parsable message (128 MiB).
+  kOversized200MiB,
 };
 
 class FakeParty {

@@ -611,6 +611,17 @@ TEST_F(FaultTest, LinkCutMidJobIsAbsorbedAndTheJobFinishes) {
 // real certificate; tests/fuzz/fuzz_leader.cc covers malformed replies in depth in-process, this
 // is one pass through a real leader process and its gRPC server).
 
+// The peak resident memory (VmHWM) of process `pid` in MiB, 0 when unreadable.
+double LeaderPeakRssMiB(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  double kb = 0;
+  while (std::getline(status, line)) {
+    if (std::sscanf(line.c_str(), "VmHWM: %lf kB", &kb) == 1) return kb / 1024;
+  }
+  return 0;
+}
+
 TEST_F(FaultTest, MalformedAndOversizedRepliesFailTheJobButNotTheLeader) {
   spdlog::set_level(spdlog::level::warn);  // the in-process party's own progress lines
   FaultFederationOptions options;
@@ -641,6 +652,10 @@ TEST_F(FaultTest, MalformedAndOversizedRepliesFailTheJobButNotTheLeader) {
       {Corruption::kWrongReplyKind, "wrong_reply_kind", "party '" + name + "'"},
       // Read (the leader's server reads up to twice the limit) and refused by name and size.
       {Corruption::kOversized, "oversized_65MiB", "party '" + name + "' sent a reply of 65.0 MiB"},
+      // Over what the leader's server once read (128 MiB, then the stream just ended and the
+      // request went again after the party reconnected): refused by name and size too.
+      {Corruption::kOversized200MiB, "oversized_200MiB",
+       "party '" + name + "' sent a reply of 200.0 MiB"},
   };
   std::string figures;
   for (const Case& c : cases) {
@@ -655,8 +670,10 @@ TEST_F(FaultTest, MalformedAndOversizedRepliesFailTheJobButNotTheLeader) {
     EXPECT_TRUE((*fake)->corrupted());
     EXPECT_EQ(end->state(), JOB_STATE_FAILED);
     EXPECT_THAT(end->failure_reason(), HasSubstr(c.reason));
-    if (c.corruption == Corruption::kOversized) {
+    if (c.corruption == Corruption::kOversized || c.corruption == Corruption::kOversized200MiB) {
       EXPECT_THAT(end->failure_reason(), HasSubstr("over the 64 MiB message limit"));
+      // Refused on the stream it came on: the party did not have to reconnect.
+      EXPECT_EQ((*fake)->sessions(), 1);
     }
     fed_->ExpectNothingReleased(*job);
     EXPECT_TRUE(fed_->LeaderRunning()) << fed_->Log("leader");
@@ -669,8 +686,9 @@ TEST_F(FaultTest, MalformedAndOversizedRepliesFailTheJobButNotTheLeader) {
   ASSERT_TRUE(fed_->WaitForParties(fed_->parties()));
   double again = 0;
   RunCleanJob({}, &again, nullptr);
-  PrintFigures(absl::StrFormat("%s honest_job_s=%.2f%s new_job_s=%.2f fake_sessions=%d", Name(),
-                               honest, figures, again, (*fake)->sessions()));
+  PrintFigures(absl::StrFormat(
+      "%s honest_job_s=%.2f%s new_job_s=%.2f fake_sessions=%d leader_peak_rss_mib=%.0f", Name(),
+      honest, figures, again, (*fake)->sessions(), LeaderPeakRssMiB(fed_->leader_pid())));
   (*fake)->Stop();
 }
 
