@@ -27,6 +27,11 @@ absl::Status ReplayHorizontal(JobState& job, const LeaderMessage& req, const Par
                               const std::string& extra, uint64_t last_collect) {
   const bool horizontal_record =
       req.has_sum_step() || req.has_sum_unmask() || req.has_final_check() || req.has_union_step();
+  if (req.has_chunk_put()) {
+    // A chunk of a union list sealed for this party: back in the inbox until the union step
+    // that names it comes again (or is replayed below and drops it).
+    return job.transfer.ChunkPut(req, /*durable=*/true).status();
+  }
   if (!horizontal_record) return absl::OkStatus();
   if (!job.horizontal) return absl::DataLossError("horizontal records in a vertical job's state");
   if (req.has_sum_step()) {
@@ -56,7 +61,7 @@ absl::Status ReplayHorizontal(JobState& job, const LeaderMessage& req, const Par
     RETURN_IF_ERROR(job.horizontal->final_check.Step(req).status());
     job.horizontal->final_check.RestoreReply(req.final_check(), stored);
   } else if (req.has_union_step()) {
-    job.horizontal->secure_union.RestoreReply(req, stored);
+    RETURN_IF_ERROR(job.horizontal->secure_union.Restore(req, stored, extra));
   }
   return absl::OkStatus();
 }
@@ -241,7 +246,7 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
   for (size_t i = 0; i < answered.size() && replayed.ok(); ++i) {
     const LeaderMessage& req = answered[i].first;
     const std::string& extra = (*records)[i + 1].extra;
-    if (req.has_vertical() || req.has_chunk_put()) {
+    if (req.has_vertical() || (req.has_chunk_put() && job.vertical)) {
       replayed = ReplayVertical(job, req, answered[i].second, extra, journalled->aligned);
     } else {
       replayed = ReplayHorizontal(job, req, answered[i].second, extra, journalled->last_collect);

@@ -257,7 +257,9 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMes
       return slot.job->transfer.ChunkGet(request);
     case LeaderMessage::kChunkPut:
       RETURN_IF_ERROR(RequireJob(slot.job, request));
-      return slot.job->transfer.ChunkPut(request, /*durable=*/slot.job->vertical != nullptr);
+      // Durable for every job: a restarted party still has the chunks when the step naming them
+      // comes (a vertical step, or a hop or delivery of the secure union).
+      return slot.job->transfer.ChunkPut(request, /*durable=*/true);
     case LeaderMessage::kEndJob:
       return HandleEndJob(slot, request);
     default:

@@ -50,6 +50,11 @@ class PayloadTransfer {
                                                      bool durable);
   // Chunked payloads of rounds before `round` were relayed: dropped (bounded memory).
   void DropBefore(uint64_t round);
+  // The chunks received for `ref` (after a restart, replayed from the state file) are not
+  // needed again: the step that named them was answered before the restart.
+  void DiscardReceived(const fedanon::v1::ChunkRef& ref) {
+    inbox_.erase({ref.sender(), ref.stream()});
+  }
 
   // The producing step being handled: its key (names its streams) and request digest.
   void StartProducing(std::string key, std::string digest) {

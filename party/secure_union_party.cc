@@ -275,11 +275,14 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Hop(const LeaderMessage& request,
     // In chunks sealed for the successor (each under UnionListContext's purpose + chunk).
     transfer_.StartProducing(key, digest);
     fedanon::v1::SealedPayload unused;
-    const absl::Status sealed =
-        transfer_.SealPayload(successor, request.round(), "union-list", list.SerializeAsString(),
-                              &unused, out->mutable_list_ref());
+    std::string plain = list.SerializeAsString();
+    const absl::Status sealed = transfer_.SealPayload(successor, request.round(), "union-list",
+                                                      plain, &unused, out->mutable_list_ref());
     transfer_.StopProducing();
     RETURN_IF_ERROR(sealed);
+    // Durable with the reply: a restarted party derives the same chunks from it (Restore), for
+    // the leader to fetch those it has not yet.
+    ctx_.journal_extra = std::move(plain);
   } else {
     ASSIGN_OR_RETURN(std::string sealed,
                      crypto::SealFrom(*ctx_.own_seal->keys, *next->second,
@@ -304,10 +307,34 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Hop(const LeaderMessage& request,
   return reply;
 }
 
-void SecureUnionParty::RestoreReply(const LeaderMessage& request, PartyMessage reply) {
-  (request.union_step().deliver() ? delivery_ : hop_)
-      .Put(absl::StrCat(request.round(), "/", request.union_step().SerializeAsString()),
-           std::move(reply));
+absl::Status SecureUnionParty::Restore(const LeaderMessage& request, const PartyMessage& reply,
+                                       const std::string& list) {
+  const auto& step = request.union_step();
+  // The list this step opened (its chunks replayed into the inbox) is not needed again.
+  if (!step.list_ref().stream().empty()) transfer_.DiscardReceived(step.list_ref());
+  const fedanon::v1::ChunkRef& sent = reply.union_step().list_ref();
+  if (!step.deliver() && !sent.stream().empty()) {
+    if (list.empty()) {
+      return absl::DataLossError(
+          "the state file holds the union hop's reply but not its chunked list");
+    }
+    const std::string digest = wire::RequestDigest(request.round(), step);
+    transfer_.StartProducing("union", digest);
+    fedanon::v1::SealedPayload unused;
+    fedanon::v1::ChunkRef again;
+    const absl::Status sealed = transfer_.SealPayload(sent.receiver(), request.round(),
+                                                      "union-list", list, &unused, &again);
+    transfer_.StopProducing();
+    RETURN_IF_ERROR(sealed);
+    if (!wire::SameChunkRef(again, sent)) {
+      return absl::DataLossError(
+          "the union hop's list in the state file does not give the chunks its reply named");
+    }
+    transfer_.step_answers().Put("union", digest, reply);
+  }
+  (step.deliver() ? delivery_ : hop_)
+      .Put(absl::StrCat(request.round(), "/", step.SerializeAsString()), reply);
+  return absl::OkStatus();
 }
 
 }  // namespace fedanon::party

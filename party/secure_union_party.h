@@ -29,8 +29,12 @@ class SecureUnionParty {
         write_table_(std::move(write_table)) {}
 
   absl::StatusOr<fedanon::v1::PartyMessage> Step(const fedanon::v1::LeaderMessage& request);
-  // After a restart: the reply that left for the hop or the delivery.
-  void RestoreReply(const fedanon::v1::LeaderMessage& request, fedanon::v1::PartyMessage reply);
+  // After a restart: the reply that left for the hop or the delivery. A hop whose list went in
+  // chunks has them derived again from `list` (the list's plaintext recorded with the reply):
+  // sealed afresh under the same stream description, so that chunks fetched before the restart
+  // and after it open alike. DataLoss when the state file lacks it or it gives another shape.
+  absl::Status Restore(const fedanon::v1::LeaderMessage& request,
+                       const fedanon::v1::PartyMessage& reply, const std::string& list);
 
  private:
   // The union's order: the agreed ring without the recipient, then the recipient when it is a
