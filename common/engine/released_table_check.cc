@@ -115,30 +115,37 @@ absl::Status CompareWithFinalCheck(const FinalCheckLayout& layout,
 
 }  // namespace
 
-absl::Status CheckReleasedTable(const ReleasedTableExpectations& e,
-                                const std::vector<std::string>& rows) {
+struct ReleasedTableChecker::ColumnRolesHolder {
+  ColumnRoles roles;
+};
+
+absl::StatusOr<ReleasedTableChecker> ReleasedTableChecker::Create(
+    const ReleasedTableExpectations& e) {
   if (e.layout == nullptr || e.schema == nullptr || e.hier == nullptr ||
       e.hier->size() != e.schema->qids.size()) {
     return absl::InternalError("the released table's check lacks the job's cut");
   }
-  if (e.rows.has_value() && rows.size() != *e.rows) {
-    return absl::DataLossError(
-        absl::StrCat("the released table holds ", rows.size(), " rows but the parties summed ",
-                     *e.rows, " records: a party dropped or added rows in the secure union"));
-  }
-  ASSIGN_OR_RETURN(const ColumnRoles roles, Roles(e));
-  ASSIGN_OR_RETURN(const auto by_label, CutNodesByLabel(e));
-  const auto positions = FinalCheckCutPositions(*e.hier);
+  ReleasedTableChecker c;
+  c.e_ = &e;
+  ASSIGN_OR_RETURN(ColumnRoles roles, Roles(e));
+  c.roles_ = std::make_shared<ColumnRolesHolder>(ColumnRolesHolder{std::move(roles)});
+  ASSIGN_OR_RETURN(c.by_label_, CutNodesByLabel(e));
+  c.positions_ = FinalCheckCutPositions(*e.hier);
+  c.counts_.assign(e.layout->words, 0);
+  return c;
+}
+
+absl::Status ReleasedTableChecker::AddRows(const std::vector<std::string>& rows) {
+  const ReleasedTableExpectations& e = *e_;
+  const ColumnRoles& roles = roles_->roles;
   const FinalCheckLayout& layout = *e.layout;
-  std::vector<uint64_t> counts(layout.words, 0);
-  std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups;
   std::vector<std::string_view> fields;
   std::vector<NodeIndex> key(e.hier->size());
   const size_t m = layout.tracked.size();
-  uint64_t row = 0;
   // The rows are parsed in blocks of about 4 MiB (whole rows), not joined into one copy.
   std::unique_ptr<table::CsvReader> reader;
   size_t next = 0;
+  uint64_t records = 0;
   while (true) {
     bool more = false;
     if (reader != nullptr) {
@@ -149,18 +156,19 @@ absl::Status CheckReleasedTable(const ReleasedTableExpectations& e,
       std::string block;
       const size_t first = next;
       while (next < rows.size() && block.size() < (size_t{4} << 20)) block += rows[next++];
-      ASSIGN_OR_RETURN(
-          reader, table::CsvReader::FromString(
-                      std::move(block), absl::StrCat("the released table (row ", first + 1, " on)"),
-                      table::CsvOptions{.separator = ','}));
+      ASSIGN_OR_RETURN(reader, table::CsvReader::FromString(std::move(block),
+                                                            absl::StrCat("the released table (row ",
+                                                                         rows_ + first + 1, " on)"),
+                                                            table::CsvOptions{.separator = ','}));
       continue;
     }
-    ++row;
+    ++records;
+    const uint64_t row = rows_ + records;
     RETURN_IF_ERROR(reader->CheckFieldCount(fields, e.header.size()));
     for (size_t a = 0; a < key.size(); ++a) {
       const std::string_view cell = fields[static_cast<size_t>(roles.qid_column[a])];
-      const auto it = by_label[a].find(absl::string_view(cell.data(), cell.size()));
-      if (it == by_label[a].end()) {
+      const auto it = by_label_[a].find(absl::string_view(cell.data(), cell.size()));
+      if (it == by_label_[a].end()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "the released table's row ", row, ": value '", std::string(cell), "' of attribute '",
             e.schema->qids[a].name, "' is not a value of the final cut"));
@@ -188,29 +196,42 @@ absl::Status CheckReleasedTable(const ReleasedTableExpectations& e,
       uint64_t index = 0;
       for (size_t i = 0; i < c.attrs.size(); ++i) {
         const int a = c.attrs[i];
-        index = index * c.cut_labels[i].size() + static_cast<uint64_t>(positions[a][key[a]]);
+        index = index * c.cut_labels[i].size() + static_cast<uint64_t>(positions_[a][key[a]]);
       }
-      uint64_t* w = counts.data() + c.offset + index * layout.Slot(c);
+      uint64_t* w = counts_.data() + c.offset + index * layout.Slot(c);
       w[0] += 1;
       for (size_t b = 0; b < m; ++b) w[1 + b] += bits >> b & 1;
       if (c.distribution) w[layout.stride + hist] += 1;
     }
     if (e.group_totals != nullptr) {
-      std::vector<uint64_t>& g = groups[key];
+      std::vector<uint64_t>& g = groups_[key];
       g.resize(1 + m, 0);
       g[0] += 1;
       for (size_t b = 0; b < m; ++b) g[1 + b] += bits >> b & 1;
     }
   }
-  if (row != rows.size()) {
+  if (records != rows.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("the released table's ", rows.size(), " rows hold ", row, " CSV records"));
+        absl::StrCat("the released table's ", rows.size(), " rows",
+                     rows_ > 0 ? absl::StrCat(" from row ", rows_ + 1) : std::string(), " hold ",
+                     records, " CSV records"));
+  }
+  rows_ += records;
+  return absl::OkStatus();
+}
+
+absl::Status ReleasedTableChecker::Finish() const {
+  const ReleasedTableExpectations& e = *e_;
+  if (e.rows.has_value() && rows_ != *e.rows) {
+    return absl::DataLossError(
+        absl::StrCat("the released table holds ", rows_, " rows but the parties summed ", *e.rows,
+                     " records: a party dropped or added rows in the secure union"));
   }
   if (e.group_totals != nullptr) {
     for (const auto& [group, agreed] : *e.group_totals) {
-      const auto it = groups.find(group);
-      const uint64_t held = it == groups.end() ? 0 : it->second[0];
-      if (it == groups.end() || it->second != agreed) {
+      const auto it = groups_.find(group);
+      const uint64_t held = it == groups_.end() ? 0 : it->second[0];
+      if (it == groups_.end() || it->second != agreed) {
         return absl::DataLossError(
             absl::StrCat("the released table's group ", KeyName(e, group), " holds ", held,
                          " rows (or other sensitive counts) but the parties summed ",
@@ -218,7 +239,7 @@ absl::Status CheckReleasedTable(const ReleasedTableExpectations& e,
                          ": a party dropped, repeated or invented rows in the secure union"));
       }
     }
-    for (const auto& [group, held] : groups) {
+    for (const auto& [group, held] : groups_) {
       if (!e.group_totals->contains(group)) {
         return absl::DataLossError(absl::StrCat(
             "the released table's group ", KeyName(e, group), " holds ", held[0],
@@ -227,12 +248,26 @@ absl::Status CheckReleasedTable(const ReleasedTableExpectations& e,
     }
   }
   if (e.final_check_totals != nullptr) {
-    RETURN_IF_ERROR(CompareWithFinalCheck(layout, counts, *e.final_check_totals));
+    RETURN_IF_ERROR(CompareWithFinalCheck(*e.layout, counts_, *e.final_check_totals));
   }
-  if (absl::Status model = CheckFinalCounts(layout, counts); !model.ok()) {
+  if (absl::Status model = CheckFinalCounts(*e.layout, counts_); !model.ok()) {
     return absl::Status(model.code(), absl::StrCat("the released table itself: ", model.message()));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckReleasedTable(const ReleasedTableExpectations& expected,
+                                const std::vector<std::string>& rows) {
+  // A row count that differs is named before any row is read.
+  if (expected.rows.has_value() && rows.size() != *expected.rows && expected.layout != nullptr &&
+      expected.schema != nullptr && expected.hier != nullptr) {
+    return absl::DataLossError(absl::StrCat(
+        "the released table holds ", rows.size(), " rows but the parties summed ", *expected.rows,
+        " records: a party dropped or added rows in the secure union"));
+  }
+  ASSIGN_OR_RETURN(ReleasedTableChecker checker, ReleasedTableChecker::Create(expected));
+  RETURN_IF_ERROR(checker.AddRows(rows));
+  return checker.Finish();
 }
 
 }  // namespace fedanon::engine

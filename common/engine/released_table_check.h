@@ -15,11 +15,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/engine/final_check.h"
 #include "common/engine/hierarchy.h"
 #include "common/table/dataset.h"
@@ -41,6 +44,32 @@ struct ReleasedTableExpectations {
   // Per final group (its cut node of every QID): [size, count of each tracked sensitive value],
   // as the leader's engine summed them.
   const std::map<std::vector<NodeIndex>, std::vector<uint64_t>>* group_totals = nullptr;
+};
+
+// The same check fed piece by piece, so that a table larger than memory is checked as it is
+// written: Create, AddRows for every block of rows (in any order), then Finish for the verdict.
+// Memory: the final check's vector (and, with group_totals, one entry per group), never the rows.
+// `expected` must outlive the checker.
+class ReleasedTableChecker {
+ public:
+  static absl::StatusOr<ReleasedTableChecker> Create(const ReleasedTableExpectations& expected);
+  // `rows`: CSV lines, one record each with its newline. Errors as CheckReleasedTable's, with
+  // rows numbered from the first ever added.
+  absl::Status AddRows(const std::vector<std::string>& rows);
+  // The verdict on every row added.
+  absl::Status Finish() const;
+  uint64_t rows() const { return rows_; }
+
+ private:
+  struct ColumnRolesHolder;
+  ReleasedTableChecker() = default;
+  const ReleasedTableExpectations* e_ = nullptr;
+  std::shared_ptr<const ColumnRolesHolder> roles_;
+  std::vector<absl::flat_hash_map<std::string, NodeIndex>> by_label_;
+  std::vector<std::vector<int64_t>> positions_;
+  std::vector<uint64_t> counts_;
+  std::map<std::vector<NodeIndex>, std::vector<uint64_t>> groups_;
+  uint64_t rows_ = 0;
 };
 
 // OK, or an error naming what the table breaks: DataLoss for a row count or group count that

@@ -120,6 +120,69 @@ bool ReadVarint(std::string_view bytes, size_t* pos, uint64_t* value) {
 
 }  // namespace
 
+constexpr char kUnionRowTag = 0x0a;  // UnionList.rows: field 1, length-delimited
+
+std::string EncodeUnionListEntry(std::string_view sealed_row) {
+  std::string out(1, kUnionRowTag);
+  uint64_t n = sealed_row.size();
+  while (n >= 0x80) {
+    out += static_cast<char>((n & 0x7f) | 0x80);
+    n >>= 7;
+  }
+  out += static_cast<char>(n);
+  out.append(sealed_row);
+  return out;
+}
+
+absl::Status UnionListReader::Feed(std::string_view piece) {
+  // Whole entries are read from the piece in place; only an entry cut by the piece's end is
+  // copied (into pending_), and completed from the next pieces.
+  std::string joined;
+  std::string_view in = piece;
+  if (!pending_.empty()) {
+    joined = std::move(pending_);
+    pending_.clear();
+    joined.append(piece);
+    in = joined;
+  }
+  size_t pos = 0;
+  while (pos < in.size()) {
+    if (in[pos] != kUnionRowTag) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the union list does not parse: byte ", static_cast<int>(static_cast<uint8_t>(in[pos])),
+          " where a row's tag belongs (row ", rows_ + 1, ")"));
+    }
+    size_t at = pos + 1;
+    uint64_t n = 0;
+    if (!ReadVarint(in, &at, &n)) {
+      if (in.size() - pos > 11) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the union list does not parse: row ", rows_ + 1, "'s length"));
+      }
+      break;  // the length goes on in the next piece
+    }
+    if (n > max_row_bytes_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the union list does not parse: row ", rows_ + 1, " declares ", n,
+                       " bytes, over the ", max_row_bytes_, " a sealed row may have"));
+    }
+    if (n > in.size() - at) break;  // the row goes on in the next piece
+    RETURN_IF_ERROR(sink_(in.substr(at, n)));
+    ++rows_;
+    pos = at + n;
+  }
+  pending_.assign(in.substr(pos));
+  return absl::OkStatus();
+}
+
+absl::Status UnionListReader::Finish() const {
+  if (!pending_.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the union list does not parse: it ends inside row ", rows_ + 1));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<VerticalColumnsView> VerticalColumnsView::Parse(std::string bytes) {
   VerticalColumnsView view;
   const std::string_view in(bytes);

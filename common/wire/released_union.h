@@ -50,6 +50,30 @@ absl::StatusOr<std::vector<std::string>> OpenUnionRows(
     uint64_t round, const std::string& recipient,
     const google::protobuf::RepeatedPtrField<std::string>& rows);
 
+// The union list (a serialized UnionList: one length-delimited field-1 entry per sealed row) made
+// and read a row at a time, so that no one holds a list whole: EncodeUnionListEntry(row) appended
+// for each row is the list's serialization; a UnionListReader fed the serialization in pieces of
+// any size hands on each row as soon as it is complete.
+std::string EncodeUnionListEntry(std::string_view sealed_row);
+class UnionListReader {
+ public:
+  using RowSink = std::function<absl::Status(std::string_view sealed_row)>;
+  // Rows longer than `max_row_bytes` are refused (InvalidArgument).
+  UnionListReader(RowSink sink, uint64_t max_row_bytes)
+      : sink_(std::move(sink)), max_row_bytes_(max_row_bytes) {}
+  // InvalidArgument "the union list does not parse: ..." for anything but field-1 entries.
+  absl::Status Feed(std::string_view piece);
+  // InvalidArgument when the list ends inside an entry.
+  absl::Status Finish() const;
+  uint64_t rows() const { return rows_; }
+
+ private:
+  RowSink sink_;
+  uint64_t max_row_bytes_;
+  std::string pending_;  // the start of an entry that a later piece completes
+  uint64_t rows_ = 0;
+};
+
 // A serialized VerticalColumns read in place (so that a 1M-record release fits bounded
 // memory): the names, and where each row's cells start in the bytes, with no string per cell.
 // Accepts exactly what VerticalColumns::ParseFromString accepts (any other field layout is parsed
