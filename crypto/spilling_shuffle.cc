@@ -8,9 +8,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
+#include "crypto/hash.h"
 #include "crypto/shuffle.h"
 
 namespace fedanon::crypto {
@@ -48,14 +50,20 @@ class SpillingShuffle::Draws {
 
 absl::StatusOr<std::unique_ptr<SpillingShuffle>> SpillingShuffle::Create(const std::string& dir,
                                                                          uint64_t expected_bytes,
-                                                                         uint64_t bucket_bytes) {
-  bucket_bytes = std::max<uint64_t>(bucket_bytes, 1);
+                                                                         Options options) {
+  const uint64_t bucket_bytes = std::max<uint64_t>(options.bucket_bytes, 1);
   const uint64_t count =
       std::clamp<uint64_t>((expected_bytes + bucket_bytes - 1) / bucket_bytes, 1, kMaxBuckets);
   std::unique_ptr<SpillingShuffle> s(new SpillingShuffle());
   s->dir_ = dir;
   s->draws_ = std::make_unique<Draws>();
   s->buckets_.resize(count);
+  if (options.refuse_duplicates) {
+    s->duplicate_key_.resize(32);
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(s->duplicate_key_.data()), 32) != 1) {
+      return absl::InternalError("the random generator failed");
+    }
+  }
   if (count == 1) return s;
   for (Bucket& b : s->buckets_) {
     std::string path = absl::StrCat(dir, "/shuffle-XXXXXX");
@@ -84,7 +92,17 @@ absl::Status SpillingShuffle::Flush(Bucket& bucket) {
 absl::Status SpillingShuffle::Add(std::string_view record) {
   if (finished_) return absl::FailedPreconditionError("the shuffle was finished");
   if (record.size() > UINT32_MAX) return absl::InvalidArgumentError("a record over 4 GiB");
-  ASSIGN_OR_RETURN(const uint64_t i, draws_->Below(buckets_.size()));
+  uint64_t i = 0;
+  if (duplicate_key_.empty()) {
+    ASSIGN_OR_RETURN(i, draws_->Below(buckets_.size()));
+  } else if (buckets_.size() > 1) {
+    std::string keyed = duplicate_key_;
+    keyed.append(record);
+    const std::string h = Sha256(keyed);
+    uint64_t x = 0;
+    for (size_t k = 0; k < 8; ++k) x = x << 8 | static_cast<unsigned char>(h[k]);
+    i = x % buckets_.size();  // a bias below 2^-56 for at most 128 buckets
+  }
   Bucket& b = buckets_[i];
   const auto n = static_cast<uint32_t>(record.size());
   char frame[kFrameBytes];
@@ -128,6 +146,13 @@ absl::Status SpillingShuffle::Finish(const std::function<absl::Status(std::strin
       }
       records.emplace_back(data.data() + at + kFrameBytes, n);
       at += kFrameBytes + n;
+    }
+    if (!duplicate_key_.empty()) {
+      absl::flat_hash_set<std::string_view> seen;
+      seen.reserve(records.size());
+      for (std::string_view r : records) {
+        if (!seen.insert(r).second) return absl::DataLossError("a record appears twice");
+      }
     }
     ASSIGN_OR_RETURN(const std::vector<size_t> order, SecurePermutation(records.size()));
     for (size_t i : order) RETURN_IF_ERROR(emit(records[i]));

@@ -29,10 +29,24 @@ class SpillingShuffle {
   // At most this many buckets (each a descriptor): beyond 128 x `bucket_bytes` the buckets grow
   // instead (10 GiB of records: buckets of 80 MiB).
   static constexpr uint64_t kMaxBuckets = 128;
+  struct Options {
+    uint64_t bucket_bytes = kDefaultBucketBytes;
+    // Equal records are refused (DataLoss "a record appears twice", from Finish): the bucket of
+    // a record is then drawn from its content under a fresh secret key (SHA-256 of key and
+    // record), so that equal records meet in one bucket, and distinct ones spread as uniformly
+    // random draws would.
+    bool refuse_duplicates = false;
+  };
   // Records up to `expected_bytes` in all (more are accepted; the buckets only grow) in buckets
-  // of about `bucket_bytes`. Bucket files go to `dir`.
+  // of about `options.bucket_bytes`. Bucket files go to `dir`.
+  static absl::StatusOr<std::unique_ptr<SpillingShuffle>> Create(const std::string& dir,
+                                                                 uint64_t expected_bytes,
+                                                                 Options options);
   static absl::StatusOr<std::unique_ptr<SpillingShuffle>> Create(
-      const std::string& dir, uint64_t expected_bytes, uint64_t bucket_bytes = kDefaultBucketBytes);
+      const std::string& dir, uint64_t expected_bytes,
+      uint64_t bucket_bytes = kDefaultBucketBytes) {
+    return Create(dir, expected_bytes, Options{.bucket_bytes = bucket_bytes});
+  }
   ~SpillingShuffle();
   SpillingShuffle(const SpillingShuffle&) = delete;
   SpillingShuffle& operator=(const SpillingShuffle&) = delete;
@@ -56,6 +70,7 @@ class SpillingShuffle {
   absl::Status Flush(Bucket& bucket);
 
   std::string dir_;
+  std::string duplicate_key_;  // set: buckets by content (refuse_duplicates)
   std::vector<Bucket> buckets_;
   class Draws;
   std::unique_ptr<Draws> draws_;

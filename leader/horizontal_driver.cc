@@ -290,25 +290,22 @@ absl::Status HorizontalDriver::RunSecureUnion(const Rounds& rounds) {
   for (const auto& a : spec_.attributes()) {
     if (a.role() != fedanon::v1::ROLE_ID) header.push_back(a.name());
   }
-  // The set travels whole or in chunks under the message limit: fetched from each hop and
-  // handed to the next before its step (leader/payload_relay.h).
+  // The set travels whole or in chunks under the message limit: piped from each hop to the next
+  // a chunk at a time before that one's step (leader/payload_relay.h), never held whole here.
   const PayloadRelay relay(&channel_, job_.job_id, host_.CancelCheck(job_.job_id));
-  // A union step for the recipient that hands `carried` on.
-  auto step_with = [&](const CarriedPayload& carried, fedanon::v1::LeaderMessage* msg) {
-    msg->set_job_id(job_.job_id);
-    msg->set_round(round_);
-    auto* step = msg->mutable_union_step();
-    step->set_recipient(job_.recipient);
-    return relay.Hand(carried, round_, job_.timeout, step->mutable_list(),
-                      step->mutable_list_ref());
-  };
-  CarriedPayload carried;
+  fedanon::v1::UnionStepResult previous;  // the last hop's answer: its list, whole or as a stream
   for (size_t i = 0; i < union_ring.size(); ++i) {
     RETURN_IF_ERROR(host_.check_cancelled(job_.job_id));
     fedanon::v1::LeaderMessage msg;
-    RETURN_IF_ERROR(step_with(carried, &msg));
-    carried = CarriedPayload();
+    msg.set_job_id(job_.job_id);
+    msg.set_round(round_);
     auto* step = msg.mutable_union_step();
+    step->set_recipient(job_.recipient);
+    if (i > 0) {
+      RETURN_IF_ERROR(relay.Pipe(union_ring[i - 1], union_ring[i], round_, job_.timeout,
+                                 previous.list(), previous.list_ref(), step->mutable_list(),
+                                 step->mutable_list_ref()));
+    }
     step->set_next(i + 1 < union_ring.size() ? union_ring[i + 1] : job_.recipient);
     ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply,
                      channel_.Call(union_ring[i], msg, job_.timeout));
@@ -316,14 +313,22 @@ absl::Status HorizontalDriver::RunSecureUnion(const Rounds& rounds) {
         (!reply.union_step().has_list() && reply.union_step().list_ref().stream().empty())) {
       return absl::InternalError(absl::StrCat("party '", union_ring[i], "' sent no union reply"));
     }
-    ASSIGN_OR_RETURN(carried,
-                     relay.Fetch(union_ring[i], round_, job_.timeout, reply.union_step().list(),
-                                 reply.union_step().list_ref()));
+    previous = std::move(*reply.mutable_union_step());
   }
-  if (leader_receives) return StoreUnionAtLeader(rounds, header, carried);
+  if (leader_receives) {
+    ASSIGN_OR_RETURN(
+        const CarriedPayload carried,
+        relay.Fetch(union_ring.back(), round_, job_.timeout, previous.list(), previous.list_ref()));
+    return StoreUnionAtLeader(rounds, header, carried);
+  }
   fedanon::v1::LeaderMessage msg;
-  RETURN_IF_ERROR(step_with(carried, &msg));
+  msg.set_job_id(job_.job_id);
+  msg.set_round(round_);
   auto* step = msg.mutable_union_step();
+  step->set_recipient(job_.recipient);
+  RETURN_IF_ERROR(relay.Pipe(union_ring.back(), job_.recipient, round_, job_.timeout,
+                             previous.list(), previous.list_ref(), step->mutable_list(),
+                             step->mutable_list_ref()));
   step->set_deliver(true);
   for (const auto& h : header) step->add_header(h);
   return channel_.Call(job_.recipient, msg, job_.timeout).status();

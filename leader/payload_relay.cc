@@ -1,5 +1,7 @@
 #include "leader/payload_relay.h"
 
+#include <memory>
+
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "common/wire/payload_chunks.h"
@@ -38,6 +40,73 @@ absl::StatusOr<CarriedPayload> PayloadRelay::Fetch(const std::string& producer, 
   out.ref = ref;
   ASSIGN_OR_RETURN(out.chunks, std::move(receiver).Take());
   return out;
+}
+
+namespace {
+
+// Keeps nothing: the chunks a relay pipes are checked as they pass, never held.
+class PassingChunkStore final : public wire::ChunkStore {
+ public:
+  absl::Status Append(const fedanon::v1::SealedPayload& /*chunk*/) override {
+    ++count_;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<fedanon::v1::SealedPayload> Get(uint32_t /*index*/) const override {
+    return absl::FailedPreconditionError("a piped chunk is not kept");
+  }
+  uint32_t size() const override { return count_; }
+
+ private:
+  uint32_t count_ = 0;
+};
+
+}  // namespace
+
+absl::Status PayloadRelay::Pipe(const std::string& producer, const std::string& receiver,
+                                uint32_t round, absl::Duration timeout,
+                                const fedanon::v1::SealedPayload& whole,
+                                const fedanon::v1::ChunkRef& ref,
+                                fedanon::v1::SealedPayload* whole_field,
+                                fedanon::v1::ChunkRef* ref_field) const {
+  if (ref.stream().empty()) {
+    *whole_field = whole;
+    return absl::OkStatus();
+  }
+  if (ref.sender() != producer || ref.receiver() != receiver) {
+    return absl::InvalidArgumentError(absl::StrCat("party '", producer, "' answered with ",
+                                                   wire::DescribeStream(ref), " for '",
+                                                   ref.receiver(), "', not for '", receiver, "'"));
+  }
+  ASSIGN_OR_RETURN(wire::ChunkReceiver checked,
+                   wire::ChunkReceiver::Start(ref, wire::kMaxChunkedPayloadBytes,
+                                              std::make_unique<PassingChunkStore>()));
+  for (uint32_t i = 0; i < ref.chunks(); ++i) {
+    if (check_) RETURN_IF_ERROR(check_());
+    fedanon::v1::LeaderMessage get;
+    get.set_job_id(job_id_);
+    get.set_round(round);
+    get.mutable_chunk_get()->set_stream(ref.stream());
+    get.mutable_chunk_get()->set_index(i);
+    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(producer, get, timeout));
+    if (!reply.has_chunk() || reply.chunk().index() != i) {
+      return absl::InternalError(
+          absl::StrCat("party '", producer, "' did not send chunk ", i, " of its payload"));
+    }
+    RETURN_IF_ERROR(checked.Add(reply.chunk().ref(), i, reply.chunk().chunk()));
+    fedanon::v1::LeaderMessage put;
+    put.set_job_id(job_id_);
+    put.set_round(round);
+    *put.mutable_chunk_put()->mutable_ref() = ref;
+    put.mutable_chunk_put()->set_index(i);
+    *put.mutable_chunk_put()->mutable_chunk() = std::move(*reply.mutable_chunk()->mutable_chunk());
+    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage ack, channel_->Call(receiver, put, timeout));
+    if (!ack.has_chunk_ack()) {
+      return absl::InternalError(
+          absl::StrCat("party '", receiver, "' did not acknowledge chunk ", i));
+    }
+  }
+  *ref_field = ref;
+  return absl::OkStatus();
 }
 
 absl::Status PayloadRelay::Hand(const CarriedPayload& carried, uint32_t round,

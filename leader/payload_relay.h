@@ -42,6 +42,14 @@ class PayloadRelay {
                                        absl::Duration timeout,
                                        const fedanon::v1::SealedPayload& whole,
                                        const fedanon::v1::ChunkRef& ref) const;
+  // Fetch and Hand at once, a chunk at a time: each chunk of `ref` fetched from `producer` is
+  // checked and handed to `receiver` (who must be the stream's receiver) before the next is
+  // fetched, so that the leader never holds more than one chunk of a payload it only relays (the
+  // secure union's list). A whole payload goes in `whole_field`, a stream's ref in `ref_field`.
+  absl::Status Pipe(const std::string& producer, const std::string& receiver, uint32_t round,
+                    absl::Duration timeout, const fedanon::v1::SealedPayload& whole,
+                    const fedanon::v1::ChunkRef& ref, fedanon::v1::SealedPayload* whole_field,
+                    fedanon::v1::ChunkRef* ref_field) const;
   // Hands `carried` to its receiver: a chunked payload's chunks go ahead (ChunkPut) and the step
   // names it by `ref_field`; a whole one goes in `whole_field`.
   absl::Status Hand(const CarriedPayload& carried, uint32_t round, absl::Duration timeout,

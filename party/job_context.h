@@ -28,10 +28,13 @@ inline constexpr char kNoJobState[] =
     "no prepared job with this id (this party holds no state of the job: it was not prepared "
     "here, or the party restarted without its durable state, so the job cannot resume)";
 
-// Writes a released table where this party keeps them (a CSV file or its PostgreSQL sink);
-// returns where it went.
-using ReleasedTableWriter =
-    std::function<absl::StatusOr<std::string>(const std::string& job_id, const std::string& csv)>;
+// Where a released table's pieces go as they are produced (the header line first).
+using TablePieceSink = std::function<absl::Status(std::string_view piece)>;
+// Writes a released table where this party keeps them (a CSV file or its PostgreSQL sink) as
+// `produce` hands it on, piece by piece (never the whole table in memory); returns where it went.
+// Nothing is kept unless `produce` and the write both succeed.
+using ReleasedTableWriter = std::function<absl::StatusOr<std::string>(
+    const std::string& job_id, const std::function<absl::Status(const TablePieceSink&)>& produce)>;
 
 struct JobContext {
   JobContext(const PartyAgentOptions& options, const AuditLog& audit)

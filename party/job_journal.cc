@@ -155,11 +155,21 @@ bool JobJournal::Exists(const std::string& dir, const std::string& job_id) {
   return path.ok() && std::filesystem::is_regular_file(std::filesystem::symlink_status(*path, ec));
 }
 
+absl::StatusOr<std::string> JobJournal::SpillDirFor(const std::string& dir,
+                                                    const std::string& job_id) {
+  ASSIGN_OR_RETURN(const std::string path, PathFor(dir, job_id));
+  return path.substr(0, path.size() - std::string_view(".state").size()) + ".spill";
+}
+
 absl::Status JobJournal::Remove(const std::string& dir, const std::string& job_id) {
   ASSIGN_OR_RETURN(const std::string path, PathFor(dir, job_id));
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     return base::ErrnoStatus(errno, "cannot delete the job state file", path);
   }
+  ASSIGN_OR_RETURN(const std::string spill, SpillDirFor(dir, job_id));
+  std::error_code ec;
+  std::filesystem::remove_all(spill, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot delete '", spill, "': ", ec.message()));
   return absl::OkStatus();
 }
 

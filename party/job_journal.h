@@ -47,7 +47,10 @@ class JobJournal {
                                                          const std::string& job_id,
                                                          std::string* snapshot = nullptr);
   static bool Exists(const std::string& dir, const std::string& job_id);
-  // Deletes the job's file (OK when there is none).
+  // The job's spill directory beside its state file (`<dir>/<job_id>.spill`): the chunk streams of
+  // its secure union (party/chunk_file.h), part of its durable state.
+  static absl::StatusOr<std::string> SpillDirFor(const std::string& dir, const std::string& job_id);
+  // Deletes the job's file and its spill directory (OK when there is none).
   static absl::Status Remove(const std::string& dir, const std::string& job_id);
 
   ~JobJournal();

@@ -61,7 +61,7 @@ absl::Status ReplayHorizontal(JobState& job, const LeaderMessage& req, const Par
     RETURN_IF_ERROR(job.horizontal->final_check.Step(req).status());
     job.horizontal->final_check.RestoreReply(req.final_check(), stored);
   } else if (req.has_union_step()) {
-    RETURN_IF_ERROR(job.horizontal->secure_union.Restore(req, stored, extra));
+    RETURN_IF_ERROR(job.horizontal->secure_union.Restore(req, stored));
   }
   return absl::OkStatus();
 }
@@ -242,7 +242,8 @@ absl::Status PartyAgent::ReloadJob(JobSlot& slot, const std::string& job_id) {
   }
   job.replaying = true;
   job.released = !answered.empty();
-  absl::Status replayed = absl::OkStatus();
+  // The chunks of spilled streams (the secure union's lists) received before the restart.
+  absl::Status replayed = job.transfer.ReloadSpilledInbox();
   for (size_t i = 0; i < answered.size() && replayed.ok(); ++i) {
     const LeaderMessage& req = answered[i].first;
     const std::string& extra = (*records)[i + 1].extra;

@@ -50,8 +50,9 @@ absl::StatusOr<std::string> ResolveInDataDir(const std::string& data_dir, const 
 }  // namespace
 
 ReleasedTableWriter PartyAgent::ReleasedTableWriterOf() const {
-  return [this](const std::string& job_id, const std::string& csv) {
-    return WriteReleasedTable(job_id, csv);
+  return [this](const std::string& job_id,
+                const std::function<absl::Status(const TablePieceSink&)>& produce) {
+    return WriteReleasedTable(job_id, produce);
   };
 }
 
@@ -503,35 +504,60 @@ absl::Status PartyAgent::LoadVerticalTable(const table::Dataset& schema, const s
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> PartyAgent::WriteReleasedTable(const std::string& job_id,
-                                                           const std::string& csv) const {
-  if (options_.postgres_sink.has_value()) {
-    absl::Status st = table_postgres::WriteTableToPostgres(*options_.postgres_sink, job_id, csv);
-    if (!st.ok()) {
-      spdlog::error("job={} released table not written: {}", job_id, std::string(st.message()));
-      return absl::Status(st.code(),
-                          absl::StrCat("party '", options_.name,
-                                       "' cannot write the released table into its PostgreSQL "
-                                       "sink (details in the party's log)"));
-    }
-    return absl::StrCat("postgres:",
-                        table_postgres::PostgresSinkTable(*options_.postgres_sink, job_id));
-  }
+absl::StatusOr<std::string> PartyAgent::WriteReleasedTable(
+    const std::string& job_id,
+    const std::function<absl::Status(const TablePieceSink&)>& produce) const {
   const std::string path =
       (std::filesystem::path(options_.output_dir) / absl::StrCat(job_id, ".csv")).string();
   std::error_code ec;
   std::filesystem::create_directories(options_.output_dir, ec);
-  // Written once: a file of this job already there was written before a restart of this party
-  // (its reply never left); it is kept, never replaced or appended to.
-  const absl::Status written = base::WriteFileAtomically(
-      path, csv, {.mode = base::kPrivateFileMode, .replace_existing = false});
-  if (absl::IsAlreadyExists(written)) {
+  const bool to_postgres = options_.postgres_sink.has_value();
+  // A CSV file: written once. A file of this job already there was written before a restart of
+  // this party (its reply never left); it is kept, never replaced or appended to. A PostgreSQL
+  // sink: the table first goes to a private file beside it, then into the database in one
+  // transaction, read back from the file as it goes (common/table_postgres/postgres_sink.h).
+  if (!to_postgres && std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
     spdlog::warn("job={} integrated table {} was written before a restart; kept as it is", job_id,
                  path);
     return path;
   }
+  const std::string staged = to_postgres ? path + ".for-postgres" : path;
+  ASSIGN_OR_RETURN(std::unique_ptr<base::AtomicFileWriter> file,
+                   base::AtomicFileWriter::Open(
+                       staged, {.mode = base::kPrivateFileMode, .replace_existing = to_postgres}));
+  // Pieces gathered to about 1 MiB per write.
+  std::string buffer;
+  absl::Status written = produce([&](std::string_view piece) -> absl::Status {
+    buffer.append(piece);
+    if (buffer.size() < (size_t{1} << 20)) return absl::OkStatus();
+    absl::Status st = file->Write(buffer);
+    buffer.clear();
+    return st;
+  });
+  if (written.ok() && !buffer.empty()) written = file->Write(buffer);
+  if (written.ok()) written = file->Commit();
+  if (!to_postgres) {
+    if (absl::IsAlreadyExists(written)) {
+      spdlog::warn("job={} integrated table {} appeared while it was written; kept as it is",
+                   job_id, path);
+      return path;
+    }
+    RETURN_IF_ERROR(written);
+    return path;
+  }
   RETURN_IF_ERROR(written);
-  return path;
+  absl::Status st =
+      table_postgres::WriteTableFileToPostgres(*options_.postgres_sink, job_id, staged);
+  std::filesystem::remove(staged, ec);
+  if (!st.ok()) {
+    spdlog::error("job={} released table not written: {}", job_id, std::string(st.message()));
+    return absl::Status(st.code(),
+                        absl::StrCat("party '", options_.name,
+                                     "' cannot write the released table into its PostgreSQL "
+                                     "sink (details in the party's log)"));
+  }
+  return absl::StrCat("postgres:",
+                      table_postgres::PostgresSinkTable(*options_.postgres_sink, job_id));
 }
 
 absl::Status PartyAgent::LoadHorizontalTable(const table::Dataset& schema, const std::string& table,

@@ -168,10 +168,11 @@ class PartyAgent {
   absl::Status LoadHorizontalTable(const table::Dataset& schema, const std::string& table,
                                    const table_postgres::PostgresSource* postgres,
                                    JobState* job) const;
-  // Writes the released table where this party keeps them (CSV file or PostgreSQL sink);
-  // returns where it went, for the log and the audit file.
-  absl::StatusOr<std::string> WriteReleasedTable(const std::string& job_id,
-                                                 const std::string& csv) const;
+  // Writes the released table where this party keeps them (CSV file or PostgreSQL sink) as
+  // `produce` hands it on; returns where it went, for the log and the audit file.
+  absl::StatusOr<std::string> WriteReleasedTable(
+      const std::string& job_id,
+      const std::function<absl::Status(const TablePieceSink&)>& produce) const;
   ReleasedTableWriter ReleasedTableWriterOf() const;
 
   // After a restart (job_reload.cc): rebuilds the job's state from its durable state file, if

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,10 +49,11 @@ class PartyDeviation {
   virtual void ReleasedCounts(uint64_t /*combinations*/, std::vector<uint64_t>* /*counts*/) const {}
   // This party's final-check vector before it is masked.
   virtual void FinalCheckCounts(std::vector<uint64_t>* /*counts*/) const {}
-  // The secure union's list on its way through this party: `list` holds the rows of the parties
-  // before it (sealed for the recipient), `lines` this party's own rows (CSV lines in the order of
-  // `spec`'s attributes without the record id), not yet added.
-  virtual void UnionHop(const fedanon::v1::JobSpec& /*spec*/, fedanon::v1::UnionList* /*list*/,
+  // The secure union's list on its way through this party: `copies` says how many times this
+  // party passes on the earlier parties' rows (sealed for the recipient) by their index in the
+  // list it received (an index not in it: once), `lines` holds this party's own rows (CSV lines
+  // in the order of `spec`'s attributes without the record id), not yet added.
+  virtual void UnionHop(const fedanon::v1::JobSpec& /*spec*/, std::map<uint64_t, int>* /*copies*/,
                         std::vector<std::string>* /*lines*/) const {}
   // The release-order seed this party, first of the ring, seals for `party`; `last`: `party` is
   // the ring's last.

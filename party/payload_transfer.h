@@ -8,8 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -41,6 +44,35 @@ class PayloadTransfer {
   absl::StatusOr<std::string> OpenPayload(const fedanon::v1::SealedPayload& whole,
                                           const fedanon::v1::ChunkRef& ref, uint64_t round,
                                           const std::string& purpose, std::string* sender);
+
+  // The streaming forms, for payloads larger than memory (the secure union's list). A payload of
+  // `total_bytes` produced piece by piece: `produce` calls the append function it is given with
+  // every piece, in order; the chunks go to a spill file (party/chunk_file.h), synced before this
+  // returns, and are served from it. Only when the job's payloads travel in chunks.
+  absl::Status SealPayloadStream(
+      const std::string& receiver, uint64_t round, const std::string& purpose, uint64_t total_bytes,
+      const std::function<absl::Status(const std::function<absl::Status(std::string_view)>&)>&
+          produce,
+      fedanon::v1::ChunkRef* ref);
+  // After a restart: the spilled stream `ref` this party produced (named by a reply that left)
+  // served again from its spill file, the same chunks. DataLoss when the file is not there or
+  // describes another stream.
+  absl::Status RestoreSpilledPayload(uint64_t round, const fedanon::v1::ChunkRef& ref);
+  // A chunked payload sealed for this party opened chunk by chunk, each plaintext handed to
+  // `sink` in order (checked as OpenPayload checks). The stream stays (spilled streams on disk
+  // until the job ends), so that the step naming it can come again.
+  absl::Status OpenPayloadTo(const fedanon::v1::ChunkRef& ref, uint64_t round,
+                             const std::string& purpose,
+                             const std::function<absl::Status(std::string_view)>& sink);
+  // After a restart: the chunks of spilled streams received before it, back from their files.
+  absl::Status ReloadSpilledInbox();
+  // Where this job's spill files go: beside its state file, or (no durable state) a private
+  // temporary directory removed with this object. Created on first use.
+  absl::StatusOr<std::string> SpillDir();
+
+  ~PayloadTransfer();
+  PayloadTransfer(const PayloadTransfer&) = delete;
+  PayloadTransfer& operator=(const PayloadTransfer&) = delete;
 
   // A chunk of one of this party's payloads for the leader to relay.
   absl::StatusOr<fedanon::v1::PartyMessage> ChunkGet(const fedanon::v1::LeaderMessage& request);
@@ -78,7 +110,14 @@ class PayloadTransfer {
     uint64_t round = 0;
     fedanon::v1::ChunkRef ref;
     std::vector<fedanon::v1::SealedPayload> chunks;
+    std::shared_ptr<wire::ChunkStore> spilled;  // instead of `chunks` for a spilled stream
   };
+  // Whether payloads of `purpose` go through spill files (the secure union's list).
+  static bool Spills(const std::string& purpose);
+  // The spill file of an incoming or outgoing stream.
+  absl::StatusOr<std::string> SpillPath(bool incoming, const fedanon::v1::ChunkRef& ref);
+  std::string spill_dir_;
+  bool spill_dir_private_ = false;  // a temporary directory of this object
   JobContext& ctx_;
   // This party's chunked payloads, by stream, until a later round (ChunkGet serves them).
   std::map<std::string, Outgoing> outbox_;

@@ -1,6 +1,9 @@
 #include "party/secure_union_party.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -14,7 +17,8 @@
 #include "common/table/csv.h"
 #include "common/wire/federation_wire.h"
 #include "common/wire/released_union.h"
-#include "crypto/shuffle.h"
+#include "crypto/sealed_box.h"
+#include "crypto/spilling_shuffle.h"
 #include "party/protocol_util.h"
 #include "party/table_fingerprint.h"
 #include "spdlog/spdlog.h"
@@ -65,15 +69,14 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Step(const LeaderMessage& request
           "request");
     }
   }
-  fedanon::v1::UnionList list;
   if (step.deliver()) {
     if (order.empty() || order.back() != ctx_.self() || ctx_.recipient != ctx_.self()) {
       return absl::PermissionDeniedError("asked to deliver a union meant for another party");
     }
     RETURN_IF_ERROR(ctx_.CheckReleasedHeader(step.header(), "secure union"));
     RETURN_IF_ERROR(answered_already);
-    ASSIGN_OR_RETURN(list, OpenList(request, ctx_.self()));
-    ASSIGN_OR_RETURN(PartyMessage reply, Deliver(request, list));
+    RETURN_IF_ERROR(CheckListSender(step, ctx_.self()));
+    ASSIGN_OR_RETURN(PartyMessage reply, Deliver(request));
     answer.Put(union_key, reply);
     ctx_.fresh_answer = true;
     return reply;
@@ -85,7 +88,7 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Step(const LeaderMessage& request
           "secure union: the first party of the ring starts from the empty set");
     }
   } else {
-    ASSIGN_OR_RETURN(list, OpenList(request, order[pos - 1]));
+    RETURN_IF_ERROR(CheckListSender(step, order[pos - 1]));
   }
   const std::string successor = pos + 1 < order.size() ? order[pos + 1] : ctx_.recipient;
   if (step.next() != successor) {
@@ -94,7 +97,8 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Step(const LeaderMessage& request
                      "' but this party's successor agreed at Prepare is '", successor, "'"));
   }
   RETURN_IF_ERROR(answered_already);
-  ASSIGN_OR_RETURN(PartyMessage reply, Hop(request, successor, key, digest, std::move(list)));
+  ASSIGN_OR_RETURN(PartyMessage reply,
+                   Hop(request, pos == 0 ? "" : order[pos - 1], successor, key, digest));
   if (!key.empty() && ctx_.chunk_bytes > 0) transfer_.step_answers().Put(key, digest, reply);
   answer.Put(union_key, reply);
   ctx_.fresh_answer = true;
@@ -112,79 +116,149 @@ std::vector<std::string> SecureUnionParty::Order() const {
   return order;
 }
 
-absl::StatusOr<fedanon::v1::UnionList> SecureUnionParty::OpenList(const LeaderMessage& request,
-                                                                  const std::string& sender) {
-  const auto& step = request.union_step();
-  fedanon::v1::UnionList list;
-  const bool chunked_input = !step.list_ref().stream().empty();
-  if (!chunked_input) {
-    const crypto::SealPublicKey& key =
-        sender == ctx_.self() ? ctx_.own_seal->keys->public_key() : *ctx_.seal_keys.at(sender);
-    ASSIGN_OR_RETURN(list, OpenUnionList(*ctx_.own_seal->keys, ctx_.job_id, ctx_.run_id,
-                                         request.round(), ctx_.self(), sender, key, step.list()));
-    return list;
+absl::Status SecureUnionParty::CheckListSender(const fedanon::v1::UnionStep& step,
+                                               const std::string& sender) const {
+  if (step.list_ref().stream().empty()) {
+    const fedanon::v1::SealedPayload& whole = step.list();
+    if (whole.sender() != sender || whole.receiver() != ctx_.self()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "the union list must come from '", sender, "' (the agreed predecessor) for '",
+          ctx_.self(), "', not from '", whole.sender(), "' for '", whole.receiver(), "'"));
+    }
+    return absl::OkStatus();
   }
   if (step.list_ref().sender() != sender) {
     return absl::PermissionDeniedError(absl::StrCat("the union list must come from '", sender,
                                                     "' (the agreed predecessor), not from '",
                                                     step.list_ref().sender(), "'"));
   }
-  ASSIGN_OR_RETURN(std::string bytes,
-                   transfer_.OpenPayload(fedanon::v1::SealedPayload(), step.list_ref(),
-                                         request.round(), "union-list", nullptr));
-  if (!list.ParseFromString(bytes)) {
-    return absl::InvalidArgumentError("the union list does not parse");
-  }
-  return list;
+  return absl::OkStatus();
 }
 
-absl::StatusOr<PartyMessage> SecureUnionParty::Deliver(const LeaderMessage& request,
-                                                       const fedanon::v1::UnionList& list) {
+uint64_t SecureUnionParty::ListBytes(const fedanon::v1::UnionStep& step) {
+  return step.list_ref().stream().empty() ? step.list().ciphertext().size()
+                                          : step.list_ref().total_bytes();
+}
+
+absl::Status SecureUnionParty::ForEachListRow(
+    const LeaderMessage& request, const std::string& sender,
+    const std::function<absl::Status(std::string_view)>& row) {
   const auto& step = request.union_step();
-  PartyMessage reply;
-  auto* out = reply.mutable_union_step();
-  // This party is the recipient: open every row, shuffle, write the integrated table.
-  absl::StatusOr<std::vector<std::string>> opened = OpenUnionRows(
-      *ctx_.own_seal->keys, ctx_.job_id, ctx_.run_id, request.round(), ctx_.self(), list.rows());
-  if (!opened.ok()) {
-    return absl::Status(
-        opened.status().code(),
-        absl::StrCat("party '", ctx_.self(),
-                     "' (recipient) refuses the released table: ", opened.status().message()));
+  if (step.list_ref().stream().empty()) {
+    // Whole, inside the step: at most one message.
+    const crypto::SealPublicKey& key =
+        sender == ctx_.self() ? ctx_.own_seal->keys->public_key() : *ctx_.seal_keys.at(sender);
+    ASSIGN_OR_RETURN(const fedanon::v1::UnionList list,
+                     OpenUnionList(*ctx_.own_seal->keys, ctx_.job_id, ctx_.run_id, request.round(),
+                                   ctx_.self(), sender, key, step.list()));
+    for (const std::string& r : list.rows()) RETURN_IF_ERROR(row(r));
+    return absl::OkStatus();
   }
-  std::vector<std::string> rows = *std::move(opened);
-  for (const std::string& row : rows) ctx_.Observe("", "union-row", row);  // anonymous rows
-  RETURN_IF_ERROR(CheckTable(step, rows));
-  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
-  std::string csv = CsvLine(step.header());
-  for (size_t i : perm) csv += rows[i];
-  ASSIGN_OR_RETURN(const std::string path, write_table_(ctx_.job_id, csv));
-  spdlog::info("job={} integrated table ({} rows) written to {}", ctx_.job_id, rows.size(), path);
-  out->set_rows_written(rows.size());
+  // In chunks (on disk): read a row at a time, never the whole list in memory.
+  wire::UnionListReader reader(row, wire::kMaxSealedUnionRowBytes);
+  RETURN_IF_ERROR(
+      transfer_.OpenPayloadTo(step.list_ref(), request.round(), "union-list",
+                              [&](std::string_view piece) { return reader.Feed(piece); }));
+  return reader.Finish();
+}
+
+absl::StatusOr<PartyMessage> SecureUnionParty::Deliver(const LeaderMessage& request) {
+  const auto& step = request.union_step();
+  const auto refused = [&](const absl::Status& st) {
+    spdlog::error("job={} the received table is refused: {}", ctx_.job_id,
+                  std::string(st.message()));
+    return absl::Status(st.code(),
+                        absl::StrCat("party '", ctx_.self(),
+                                     "' (recipient) refuses the released table: ", st.message()));
+  };
+  // This party is the recipient: every sealed row into a shuffle that refuses a repeated box (an
+  // honest party seals each row under a fresh ephemeral key, so a repeated box is a row a later
+  // party replayed: it cannot read it, but can count it twice).
+  ASSIGN_OR_RETURN(const std::string dir, transfer_.SpillDir());
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<crypto::SpillingShuffle> shuffle,
+      crypto::SpillingShuffle::Create(dir, ListBytes(step), {.refuse_duplicates = true}));
+  if (absl::Status st = ForEachListRow(request, ctx_.self(),
+                                       [&](std::string_view row) { return shuffle->Add(row); });
+      !st.ok()) {
+    return refused(st);
+  }
+  const uint64_t rows = shuffle->records();
+  // The rows opened in batches (in parallel), checked and written as they come, in the
+  // shuffle's order; the table is kept only when the whole of it passes the check.
+  ASSIGN_OR_RETURN(std::unique_ptr<TableCheck> check, StartCheck(step));
+  const crypto::SealContext context =
+      UnionRowContext(ctx_.job_id, ctx_.run_id, request.round(), ctx_.self());
+  absl::Status opened = absl::OkStatus();
+  absl::StatusOr<std::string> path =
+      write_table_(ctx_.job_id, [&](const TablePieceSink& sink) -> absl::Status {
+        RETURN_IF_ERROR(sink(CsvLine(step.header())));
+        std::vector<std::string> sealed;
+        const auto flush = [&]() -> absl::Status {
+          std::vector<std::string> lines(sealed.size());
+          opened = ParallelFor(sealed.size(), [&](size_t i) -> absl::Status {
+            ASSIGN_OR_RETURN(const std::string padded,
+                             crypto::Open(*ctx_.own_seal->keys, context, sealed[i]));
+            ASSIGN_OR_RETURN(lines[i], wire::UnpadUnionRow(padded));
+            return absl::OkStatus();
+          });
+          RETURN_IF_ERROR(opened);
+          sealed.clear();
+          for (const std::string& line : lines) ctx_.Observe("", "union-row", line);  // anonymous
+          if (check != nullptr) RETURN_IF_ERROR(check->checker->AddRows(lines));
+          for (const std::string& line : lines) RETURN_IF_ERROR(sink(line));
+          return absl::OkStatus();
+        };
+        absl::Status shuffled = shuffle->Finish([&](std::string_view row) -> absl::Status {
+          sealed.emplace_back(row);
+          return sealed.size() == kOpenBatchRows ? flush() : absl::OkStatus();
+        });
+        if (absl::IsDataLoss(shuffled)) {
+          return absl::DataLossError(absl::StrCat("the secure union holds a sealed row twice (of ",
+                                                  rows,
+                                                  "): a party repeated another's row on its way"));
+        }
+        RETURN_IF_ERROR(shuffled);
+        RETURN_IF_ERROR(flush());
+        return check != nullptr ? check->checker->Finish() : absl::OkStatus();
+      });
+  if (!path.ok()) {
+    // A refusal of the table (its rows or its check) is the recipient's; a failed write is not.
+    const absl::Status& st = path.status();
+    if (!opened.ok() || absl::IsDataLoss(st) || absl::IsInvalidArgument(st) ||
+        absl::IsFailedPrecondition(st) || absl::IsPermissionDenied(st)) {
+      return refused(st);
+    }
+    return st;
+  }
+  spdlog::info("job={} integrated table ({} rows) written to {}", ctx_.job_id, rows, *path);
+  PartyMessage reply;
+  reply.mutable_union_step()->set_rows_written(rows);
   RETURN_IF_ERROR(
       ctx_.Audit(request.round(), {.kind = kAuditReleasedTable,
                                    .form = kAuditPlaintext,
                                    .to = {ctx_.leader},
-                                   .numbers = {{"rows", rows.size()}},
-                                   .texts = {{"recipient", ctx_.self()}, {"file", path}}}));
+                                   .numbers = {{"rows", rows}},
+                                   .texts = {{"recipient", ctx_.self()}, {"file", *path}}}));
   return reply;
 }
 
-absl::Status SecureUnionParty::CheckTable(const fedanon::v1::UnionStep& step,
-                                          const std::vector<std::string>& rows) const {
+absl::StatusOr<std::unique_ptr<SecureUnionParty::TableCheck>> SecureUnionParty::StartCheck(
+    const fedanon::v1::UnionStep& step) const {
   // A local-recoding table's cells are its groups' own values, not one cut: the rows are
-  // checked for repeats only (OpenUnionRows), its groups by the final check.
-  if (tables_.local) return absl::OkStatus();
+  // checked for repeats only (the shuffle), its groups by the final check.
+  if (tables_.local) return nullptr;
   ASSIGN_OR_RETURN(const engine::PrivacyModel model,
                    engine::BuildPrivacyModel(ctx_.spec, *tables_.data));
-  engine::FinalCheckLayout built;
+  auto check = std::make_unique<TableCheck>();
   const engine::FinalCheckLayout* layout = final_check_.passed_layout();
   if (layout == nullptr) {
-    ASSIGN_OR_RETURN(built, engine::BuildFinalCheckLayout(model, *tables_.data, tables_.hier,
-                                                          ctx_.spec.suppression_token()));
-    layout = &built;
+    ASSIGN_OR_RETURN(check->layout,
+                     engine::BuildFinalCheckLayout(model, *tables_.data, tables_.hier,
+                                                   ctx_.spec.suppression_token()));
+    layout = &check->layout;
   }
-  engine::ReleasedTableExpectations expected{
+  check->expected = engine::ReleasedTableExpectations{
       .layout = layout,
       .schema = tables_.data.get(),
       .hier = &tables_.hier,
@@ -194,14 +268,8 @@ absl::Status SecureUnionParty::CheckTable(const fedanon::v1::UnionStep& step,
       // Three or more parties: every group's counts as the final check summed them. Two: the
       // only rows before this party's are the other party's own, which no one could drop.
       .final_check_totals = final_check_.passed_total()};
-  if (absl::Status st = engine::CheckReleasedTable(expected, rows); !st.ok()) {
-    spdlog::error("job={} the received table is refused: {}", ctx_.job_id,
-                  std::string(st.message()));
-    return absl::Status(st.code(),
-                        absl::StrCat("party '", ctx_.self(),
-                                     "' (recipient) refuses the released table: ", st.message()));
-  }
-  return absl::OkStatus();
+  ASSIGN_OR_RETURN(check->checker, engine::ReleasedTableChecker::Create(check->expected));
+  return check;
 }
 
 absl::StatusOr<std::vector<std::string>> SecureUnionParty::OwnRows() const {
@@ -245,10 +313,10 @@ absl::StatusOr<std::vector<std::string>> SecureUnionParty::OwnRows() const {
 }
 
 absl::StatusOr<PartyMessage> SecureUnionParty::Hop(const LeaderMessage& request,
+                                                   const std::string& predecessor,
                                                    const std::string& successor,
                                                    const std::string& key,
-                                                   const std::string& digest,
-                                                   fedanon::v1::UnionList list) {
+                                                   const std::string& digest) {
   const auto& step = request.union_step();
   auto recipient = ctx_.seal_keys.find(ctx_.recipient);
   auto next = ctx_.seal_keys.find(successor);
@@ -256,39 +324,73 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Hop(const LeaderMessage& request,
     return absl::InvalidArgumentError("the union names someone who is not a participant");
   }
   ASSIGN_OR_RETURN(std::vector<std::string> lines, OwnRows());
-  ctx_.options().Deviation().UnionHop(ctx_.spec, &list, &lines);
-  PartyMessage reply;
-  auto* out = reply.mutable_union_step();
-  const size_t before = list.rows_size();
-  for (size_t i = 0; i < lines.size(); ++i) list.add_rows();
+  // How many times each earlier row is passed on: once (a test double deviates here).
+  std::map<uint64_t, int> copies;
+  ctx_.options().Deviation().UnionHop(ctx_.spec, &copies, &lines);
+  // The list so far and this party's rows, each as its list entry, into a shuffle that spills to
+  // disk: never the whole list in memory.
+  ASSIGN_OR_RETURN(const std::string dir, transfer_.SpillDir());
+  const uint64_t expected = (predecessor.empty() ? 0 : ListBytes(step)) +
+                            lines.size() * (wire::kUnionRowFloorBytes + crypto::kSealOverhead + 4);
+  ASSIGN_OR_RETURN(std::unique_ptr<crypto::SpillingShuffle> shuffle,
+                   crypto::SpillingShuffle::Create(dir, expected));
+  uint64_t list_bytes = 0;
+  const auto add = [&](std::string_view sealed_row) -> absl::Status {
+    const std::string entry = wire::EncodeUnionListEntry(sealed_row);
+    list_bytes += entry.size();
+    return shuffle->Add(entry);
+  };
+  if (!predecessor.empty()) {
+    uint64_t index = 0;
+    RETURN_IF_ERROR(ForEachListRow(request, predecessor, [&](std::string_view row) {
+      const auto it = copies.find(index++);
+      for (int c = it == copies.end() ? 1 : it->second; c > 0; --c) RETURN_IF_ERROR(add(row));
+      return absl::OkStatus();
+    }));
+  }
+  // This party's released rows, each sealed on its own for the recipient (no two rows share a
+  // key, so the recipient cannot tell which rows came from the same party), in batches.
   const crypto::SealContext row_context =
       UnionRowContext(ctx_.job_id, ctx_.run_id, request.round(), step.recipient());
-  RETURN_IF_ERROR(ParallelFor(lines.size(), [&](size_t i) -> absl::Status {
-    ASSIGN_OR_RETURN(*list.mutable_rows(static_cast<int>(before + i)),
-                     crypto::Seal(*recipient->second, row_context, wire::PadUnionRow(lines[i])));
-    return absl::OkStatus();
-  }));
-  RETURN_IF_ERROR(ShuffleRows(list.mutable_rows()));
+  for (size_t first = 0; first < lines.size(); first += kOpenBatchRows) {
+    const size_t n = std::min(kOpenBatchRows, lines.size() - first);
+    std::vector<std::string> sealed(n);
+    RETURN_IF_ERROR(ParallelFor(n, [&](size_t i) -> absl::Status {
+      ASSIGN_OR_RETURN(sealed[i], crypto::Seal(*recipient->second, row_context,
+                                               wire::PadUnionRow(lines[first + i])));
+      return absl::OkStatus();
+    }));
+    for (const std::string& box : sealed) RETURN_IF_ERROR(add(box));
+  }
+  const uint64_t list_rows = shuffle->records();
+  PartyMessage reply;
+  auto* out = reply.mutable_union_step();
   // A list that fits in one chunk travels whole, inside the reply (and so in the party's durable
-  // state: a restarted party answers the repeated hop with it); a larger one goes in chunks.
-  if (ctx_.chunk_bytes > 0 && list.ByteSizeLong() > ctx_.chunk_bytes) {
+  // state: a restarted party answers the repeated hop with it); a larger one goes in chunks from
+  // a spill file (synced before the reply leaves: a restarted party serves the same chunks).
+  if (ctx_.chunk_bytes > 0 && list_bytes > ctx_.chunk_bytes) {
     // In chunks sealed for the successor (each under UnionListContext's purpose + chunk).
     transfer_.StartProducing(key, digest);
-    fedanon::v1::SealedPayload unused;
-    std::string plain = list.SerializeAsString();
-    const absl::Status sealed = transfer_.SealPayload(successor, request.round(), "union-list",
-                                                      plain, &unused, out->mutable_list_ref());
+    const absl::Status sealed = transfer_.SealPayloadStream(
+        successor, request.round(), "union-list", list_bytes,
+        [&](const std::function<absl::Status(std::string_view)>& append) {
+          return shuffle->Finish(append);
+        },
+        out->mutable_list_ref());
     transfer_.StopProducing();
     RETURN_IF_ERROR(sealed);
-    // Durable with the reply: a restarted party derives the same chunks from it (Restore), for
-    // the leader to fetch those it has not yet.
-    ctx_.journal_extra = std::move(plain);
   } else {
+    std::string plain;
+    plain.reserve(list_bytes);
+    RETURN_IF_ERROR(shuffle->Finish([&](std::string_view entry) {
+      plain.append(entry);
+      return absl::OkStatus();
+    }));
     ASSIGN_OR_RETURN(std::string sealed,
                      crypto::SealFrom(*ctx_.own_seal->keys, *next->second,
                                       UnionListContext(ctx_.job_id, ctx_.run_id, request.round(),
                                                        ctx_.self(), successor),
-                                      list.SerializeAsString()));
+                                      plain));
     auto* payload = out->mutable_list();
     payload->set_sender(ctx_.self());
     payload->set_receiver(successor);
@@ -297,40 +399,22 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Hop(const LeaderMessage& request,
   }
   // This party's released rows, each sealed for the recipient, inside the list sealed for the
   // next hop.
-  RETURN_IF_ERROR(ctx_.Audit(
-      request.round(),
-      {.kind = kAuditUnionRows,
-       .form = kAuditSealed,
-       .to = {successor},
-       .numbers = {{"rows", lines.size()}, {"list_rows", static_cast<uint64_t>(list.rows_size())}},
-       .texts = {{"rows_sealed_for", ctx_.recipient}}}));
+  RETURN_IF_ERROR(
+      ctx_.Audit(request.round(), {.kind = kAuditUnionRows,
+                                   .form = kAuditSealed,
+                                   .to = {successor},
+                                   .numbers = {{"rows", lines.size()}, {"list_rows", list_rows}},
+                                   .texts = {{"rows_sealed_for", ctx_.recipient}}}));
   return reply;
 }
 
-absl::Status SecureUnionParty::Restore(const LeaderMessage& request, const PartyMessage& reply,
-                                       const std::string& list) {
+absl::Status SecureUnionParty::Restore(const LeaderMessage& request, const PartyMessage& reply) {
   const auto& step = request.union_step();
-  // The list this step opened (its chunks replayed into the inbox) is not needed again.
-  if (!step.list_ref().stream().empty()) transfer_.DiscardReceived(step.list_ref());
   const fedanon::v1::ChunkRef& sent = reply.union_step().list_ref();
   if (!step.deliver() && !sent.stream().empty()) {
-    if (list.empty()) {
-      return absl::DataLossError(
-          "the state file holds the union hop's reply but not its chunked list");
-    }
-    const std::string digest = wire::RequestDigest(request.round(), step);
-    transfer_.StartProducing("union", digest);
-    fedanon::v1::SealedPayload unused;
-    fedanon::v1::ChunkRef again;
-    const absl::Status sealed = transfer_.SealPayload(sent.receiver(), request.round(),
-                                                      "union-list", list, &unused, &again);
-    transfer_.StopProducing();
-    RETURN_IF_ERROR(sealed);
-    if (!wire::SameChunkRef(again, sent)) {
-      return absl::DataLossError(
-          "the union hop's list in the state file does not give the chunks its reply named");
-    }
-    transfer_.step_answers().Put("union", digest, reply);
+    // The chunks the leader has not fetched yet, from the spill file synced before the reply.
+    RETURN_IF_ERROR(transfer_.RestoreSpilledPayload(request.round(), sent));
+    transfer_.step_answers().Put("union", wire::RequestDigest(request.round(), step), reply);
   }
   (step.deliver() ? delivery_ : hop_)
       .Put(absl::StrCat(request.round(), "/", step.SerializeAsString()), reply);

@@ -248,13 +248,11 @@ absl::Status VerticalReleaseParty::Assemble(const fedanon::v1::VerticalAssemble&
     }
   }
   std::vector<std::string> header(assemble.header().begin(), assemble.header().end());
-  std::string csv;
-  RETURN_IF_ERROR(wire::JoinReleasedColumnsTo(parts, header, [&csv](std::string_view piece) {
-    csv.append(piece);
-    return absl::OkStatus();
-  }));
+  ASSIGN_OR_RETURN(const std::string path,
+                   write_table_(ctx_.job_id, [&](const TablePieceSink& sink) {
+                     return wire::JoinReleasedColumnsTo(parts, header, sink);
+                   }));
   parts.clear();
-  ASSIGN_OR_RETURN(const std::string path, write_table_(ctx_.job_id, csv));
   assembled_ = true;
   const uint64_t records = replica_.records();
   spdlog::info("job={} joined table ({} rows) written to {}", ctx_.job_id, records, path);

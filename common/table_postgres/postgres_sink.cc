@@ -85,7 +85,7 @@ absl::Status CopyRows(Connection& conn, table::CsvReader& reader, size_t width) 
   return failure;
 }
 
-absl::Status Replace(Connection& conn, const std::string& target, std::string_view csv) {
+absl::Status Replace(Connection& conn, const std::string& target, table::CsvReader& reader) {
   ASSIGN_OR_RETURN(std::vector<std::string> parts, ParseQualifiedName(conn, target));
   const std::string name = parts.back();
   std::string schema;
@@ -98,10 +98,8 @@ absl::Status Replace(Connection& conn, const std::string& target, std::string_vi
   new_name += kNewSuffix;
   ASSIGN_OR_RETURN(const std::string quoted_new, conn.QuoteIdentifier(new_name));
 
-  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader,
-                   table::CsvReader::FromString(std::string(csv), "the released table"));
   std::vector<std::string_view> header;
-  ASSIGN_OR_RETURN(bool has_header, reader->Next(&header));
+  ASSIGN_OR_RETURN(bool has_header, reader.Next(&header));
   if (!has_header) return absl::InvalidArgumentError("the released table is empty");
   std::vector<std::string> columns;
   for (std::string_view h : header) {
@@ -118,7 +116,7 @@ absl::Status Replace(Connection& conn, const std::string& target, std::string_vi
     return absl::InvalidArgumentError(
         absl::StrCat(conn.label(), ": starting COPY failed: ", conn.LastError()));
   }
-  RETURN_IF_ERROR(CopyRows(conn, *reader, header.size()));
+  RETURN_IF_ERROR(CopyRows(conn, reader, header.size()));
   RETURN_IF_ERROR(conn.Exec(absl::StrCat("DROP TABLE IF EXISTS ", schema, quoted_name),
                             "dropping the previous table")
                       .status());
@@ -135,15 +133,33 @@ std::string PostgresSinkTable(const PostgresSink& sink, std::string_view job_id)
   return absl::StrReplaceAll(sink.table, {{"{job_id}", std::string(job_id)}});
 }
 
-absl::Status WriteTableToPostgres(const PostgresSink& sink, std::string_view job_id,
-                                  std::string_view csv) {
+namespace {
+
+absl::Status WriteFromReader(const PostgresSink& sink, std::string_view job_id,
+                             table::CsvReader& reader) {
   const std::string target = PostgresSinkTable(sink, job_id);
   const std::string label = absl::StrCat("PostgreSQL sink '", target, "'");
   ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, Connection::Open(sink.conninfo, label));
-  absl::Status st = Replace(*conn, target, csv);
+  absl::Status st = Replace(*conn, target, reader);
   // On failure the connection closes without COMMIT: the server rolls the transaction back.
   if (!st.ok()) Result rollback(PQexec(conn->get(), "ROLLBACK"));
   return st;
+}
+
+}  // namespace
+
+absl::Status WriteTableToPostgres(const PostgresSink& sink, std::string_view job_id,
+                                  std::string_view csv) {
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader,
+                   table::CsvReader::FromString(std::string(csv), "the released table"));
+  return WriteFromReader(sink, job_id, *reader);
+}
+
+absl::Status WriteTableFileToPostgres(const PostgresSink& sink, std::string_view job_id,
+                                      const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> reader,
+                   table::CsvReader::Open(path, table::CsvOptions{.separator = ','}));
+  return WriteFromReader(sink, job_id, *reader);
 }
 
 }  // namespace fedanon::table_postgres

@@ -30,5 +30,9 @@ std::string PostgresSinkTable(const PostgresSink& sink, std::string_view job_id)
 // server's message otherwise. On error the database is as it was before.
 absl::Status WriteTableToPostgres(const PostgresSink& sink, std::string_view job_id,
                                   std::string_view csv);
+// The same from the CSV file at `path`, streamed (memory stays at the reader's buffer whatever
+// the table's size).
+absl::Status WriteTableFileToPostgres(const PostgresSink& sink, std::string_view job_id,
+                                      const std::string& path);
 
 }  // namespace fedanon::table_postgres

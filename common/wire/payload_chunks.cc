@@ -80,8 +80,31 @@ std::string DescribeStream(const fedanon::v1::ChunkRef& ref) {
   return absl::StrCat("chunked payload '", ref.stream(), "' from '", ref.sender(), "'");
 }
 
+namespace {
+
+// Chunks in memory.
+class MemoryChunkStore final : public ChunkStore {
+ public:
+  absl::Status Append(const fedanon::v1::SealedPayload& chunk) override {
+    chunks_.push_back(chunk);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<fedanon::v1::SealedPayload> Get(uint32_t index) const override {
+    if (index >= chunks_.size()) return absl::OutOfRangeError("no such chunk");
+    return chunks_[index];
+  }
+  uint32_t size() const override { return static_cast<uint32_t>(chunks_.size()); }
+  std::vector<fedanon::v1::SealedPayload> Take() && { return std::move(chunks_); }
+
+ private:
+  std::vector<fedanon::v1::SealedPayload> chunks_;
+};
+
+}  // namespace
+
 absl::StatusOr<ChunkReceiver> ChunkReceiver::Start(const fedanon::v1::ChunkRef& ref,
-                                                   uint64_t max_total_bytes) {
+                                                   uint64_t max_total_bytes,
+                                                   std::unique_ptr<ChunkStore> store) {
   if (ref.stream().empty()) return absl::InvalidArgumentError("a chunked payload without a name");
   if (ref.chunks() == 0) {
     return absl::InvalidArgumentError(absl::StrCat(DescribeStream(ref), " declares no chunks"));
@@ -99,7 +122,48 @@ absl::StatusOr<ChunkReceiver> ChunkReceiver::Start(const fedanon::v1::ChunkRef& 
         DescribeStream(ref), " declares ", ref.chunks(), " chunks for ", ref.total_bytes(),
         " bytes (chunks hold at least ", smallest, " bytes each but the last)"));
   }
-  return ChunkReceiver(ref);
+  if (store == nullptr) store = std::make_unique<MemoryChunkStore>();
+  return ChunkReceiver(ref, std::move(store));
+}
+
+absl::StatusOr<ChunkReceiver> ChunkReceiver::Resume(const fedanon::v1::ChunkRef& ref,
+                                                    uint64_t max_total_bytes,
+                                                    std::unique_ptr<ChunkStore> store) {
+  if (store == nullptr) return absl::InternalError("resuming a chunk stream without its store");
+  ASSIGN_OR_RETURN(ChunkReceiver receiver, Start(ref, max_total_bytes, std::move(store)));
+  // Each held chunk checked again as on arrival (the count of bytes rebuilt).
+  for (uint32_t i = 0; i < receiver.received(); ++i) {
+    ASSIGN_OR_RETURN(const fedanon::v1::SealedPayload chunk, receiver.store_->Get(i));
+    RETURN_IF_ERROR(receiver.Check(i, chunk));
+    receiver.sealed_bytes_ += chunk.ciphertext().size() - crypto::kSealOverhead;
+  }
+  return receiver;
+}
+
+absl::Status ChunkReceiver::Check(uint32_t index, const fedanon::v1::SealedPayload& chunk) {
+  const std::string what = DescribeStream(ref_);
+  if (index >= ref_.chunks()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": chunk ", index, " is beyond the declared count of ", ref_.chunks()));
+  }
+  if (chunk.sender() != ref_.sender() || chunk.receiver() != ref_.receiver()) {
+    return absl::PermissionDeniedError(absl::StrCat(what, ": chunk ", index, " names '",
+                                                    chunk.sender(), "' -> '", chunk.receiver(),
+                                                    "', not the stream's sender and receiver"));
+  }
+  if (chunk.ciphertext().size() < crypto::kSealOverhead) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": chunk ", index, " is malformed"));
+  }
+  const uint64_t holds = chunk.ciphertext().size() - crypto::kSealOverhead;
+  if (holds == 0 && ref_.total_bytes() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": chunk ", index, " is empty"));
+  }
+  if (holds > ref_.total_bytes() - sealed_bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": oversize: chunk ", index,
+                                                   " takes the payload over its declared ",
+                                                   ref_.total_bytes(), " bytes"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ChunkReceiver::Add(const fedanon::v1::ChunkRef& ref, uint32_t index,
@@ -118,36 +182,26 @@ absl::Status ChunkReceiver::Add(const fedanon::v1::ChunkRef& ref, uint32_t index
                                                     chunk.sender(), "' -> '", chunk.receiver(),
                                                     "', not the stream's sender and receiver"));
   }
-  if (index < chunks_.size()) {
-    if (chunks_[index].SerializeAsString() == chunk.SerializeAsString()) return absl::OkStatus();
+  if (index < received()) {
+    ASSIGN_OR_RETURN(const fedanon::v1::SealedPayload held, store_->Get(index));
+    if (held.SerializeAsString() == chunk.SerializeAsString()) return absl::OkStatus();
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": duplicate chunk ", index, " with other content"));
   }
-  if (index > chunks_.size()) {
+  if (index > received()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": gap: chunk ", index, " arrived before chunk ", chunks_.size()));
+        absl::StrCat(what, ": gap: chunk ", index, " arrived before chunk ", received()));
   }
-  if (chunk.ciphertext().size() < crypto::kSealOverhead) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": chunk ", index, " is malformed"));
-  }
-  const uint64_t holds = chunk.ciphertext().size() - crypto::kSealOverhead;
-  if (holds == 0 && ref_.total_bytes() > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": chunk ", index, " is empty"));
-  }
-  if (holds > ref_.total_bytes() - sealed_bytes_) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": oversize: chunk ", index,
-                                                   " takes the payload over its declared ",
-                                                   ref_.total_bytes(), " bytes"));
-  }
-  sealed_bytes_ += holds;
-  chunks_.push_back(chunk);
+  RETURN_IF_ERROR(Check(index, chunk));
+  RETURN_IF_ERROR(store_->Append(chunk));
+  sealed_bytes_ += chunk.ciphertext().size() - crypto::kSealOverhead;
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> ChunkReceiver::Take() && {
   if (!complete()) {
     return absl::FailedPreconditionError(absl::StrCat(DescribeStream(ref_),
-                                                      " is incomplete: ", chunks_.size(), " of ",
+                                                      " is incomplete: ", received(), " of ",
                                                       ref_.chunks(), " chunks received"));
   }
   if (sealed_bytes_ != ref_.total_bytes()) {
@@ -155,7 +209,93 @@ absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> ChunkReceiver::Take() &&
                                                    " bytes, not the declared ",
                                                    ref_.total_bytes()));
   }
-  return std::move(chunks_);
+  if (auto* memory = dynamic_cast<MemoryChunkStore*>(store_.get())) {
+    return std::move(*memory).Take();
+  }
+  std::vector<fedanon::v1::SealedPayload> out;
+  for (uint32_t i = 0; i < received(); ++i) {
+    ASSIGN_OR_RETURN(out.emplace_back(), store_->Get(i));
+  }
+  return out;
+}
+
+absl::Status ChunkReceiver::OpenTo(
+    const std::function<absl::StatusOr<std::string>(const fedanon::v1::SealedPayload&,
+                                                    const std::string& purpose)>& open,
+    const std::function<absl::Status(std::string_view)>& sink) const {
+  if (!complete()) {
+    return absl::FailedPreconditionError(absl::StrCat(DescribeStream(ref_),
+                                                      " is incomplete: ", received(), " of ",
+                                                      ref_.chunks(), " chunks received"));
+  }
+  uint64_t opened = 0;
+  for (uint32_t i = 0; i < received(); ++i) {
+    ASSIGN_OR_RETURN(const fedanon::v1::SealedPayload chunk, store_->Get(i));
+    ASSIGN_OR_RETURN(const std::string piece, open(chunk, ChunkPurpose(ref_, i)));
+    if (piece.size() > ref_.total_bytes() - opened) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          DescribeStream(ref_), ": oversize: more bytes than the declared ", ref_.total_bytes()));
+    }
+    opened += piece.size();
+    RETURN_IF_ERROR(sink(piece));
+  }
+  if (opened != ref_.total_bytes()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DescribeStream(ref_), ": ", opened, " bytes, declared ", ref_.total_bytes()));
+  }
+  return absl::OkStatus();
+}
+
+ChunkSealer::ChunkSealer(fedanon::v1::ChunkRef* ref, uint64_t total_bytes, uint64_t chunk_bytes,
+                         Seal seal, Out out)
+    : ref_(ref),
+      chunk_bytes_(std::max<uint64_t>(chunk_bytes, 1)),
+      seal_(std::move(seal)),
+      out_(std::move(out)) {
+  // As SplitPayload cuts: full chunks, the last one shorter; one empty chunk for nothing.
+  ref_->set_chunks(static_cast<uint32_t>(
+      std::max<uint64_t>((total_bytes + chunk_bytes_ - 1) / chunk_bytes_, 1)));
+  ref_->set_total_bytes(total_bytes);
+}
+
+absl::Status ChunkSealer::SealPiece() {
+  if (next_ >= ref_->chunks()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DescribeStream(*ref_), ": more bytes than the announced ", ref_->total_bytes()));
+  }
+  ASSIGN_OR_RETURN(fedanon::v1::SealedPayload chunk, seal_(piece_, ChunkPurpose(*ref_, next_)));
+  piece_.clear();
+  RETURN_IF_ERROR(out_(next_, std::move(chunk)));
+  ++next_;
+  return absl::OkStatus();
+}
+
+absl::Status ChunkSealer::Append(std::string_view bytes) {
+  appended_ += bytes.size();
+  if (appended_ > ref_->total_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DescribeStream(*ref_), ": more bytes than the announced ", ref_->total_bytes()));
+  }
+  while (!bytes.empty()) {
+    const size_t take = std::min<size_t>(bytes.size(), chunk_bytes_ - piece_.size());
+    piece_.append(bytes.substr(0, take));
+    bytes.remove_prefix(take);
+    if (piece_.size() == chunk_bytes_) RETURN_IF_ERROR(SealPiece());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ChunkSealer::Finish() {
+  if (appended_ != ref_->total_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(DescribeStream(*ref_), ": ", appended_,
+                                                   " bytes, announced ", ref_->total_bytes()));
+  }
+  if (!piece_.empty() || next_ == 0) RETURN_IF_ERROR(SealPiece());
+  if (next_ != ref_->chunks()) {
+    return absl::InternalError(absl::StrCat(DescribeStream(*ref_), ": ", next_,
+                                            " chunks sealed, announced ", ref_->chunks()));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> OpenChunks(

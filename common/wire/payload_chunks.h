@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,16 @@ std::vector<std::string_view> SplitPayload(std::string_view bytes, uint64_t chun
 absl::Status CheckChunkFits(const fedanon::v1::ChunkRef& ref, uint32_t index,
                             const fedanon::v1::SealedPayload& chunk, uint64_t message_limit);
 
+// Where a receiver keeps the chunks it accepted, in order: in memory (the default) or on disk (a
+// party's spill files, party/chunk_file.h), so that a payload larger than memory can be received.
+class ChunkStore {
+ public:
+  virtual ~ChunkStore() = default;
+  virtual absl::Status Append(const fedanon::v1::SealedPayload& chunk) = 0;
+  virtual absl::StatusOr<fedanon::v1::SealedPayload> Get(uint32_t index) const = 0;
+  virtual uint32_t size() const = 0;
+};
+
 // Receives the chunks of one stream, in order, checking each as it arrives. Errors name the
 // stream and the reason: a chunk beyond the declared count, one that came before its
 // predecessors (a gap), a second different chunk at an index (a duplicate), a chunk that
@@ -66,22 +77,62 @@ absl::Status CheckChunkFits(const fedanon::v1::ChunkRef& ref, uint32_t index,
 class ChunkReceiver {
  public:
   // Checks the declared shape: at least one chunk, no more chunks than bytes (one for an empty
-  // payload), total at most `max_total_bytes`.
+  // payload), total at most `max_total_bytes`. The chunks go to `store` (memory when null).
   static absl::StatusOr<ChunkReceiver> Start(const fedanon::v1::ChunkRef& ref,
-                                             uint64_t max_total_bytes);
+                                             uint64_t max_total_bytes,
+                                             std::unique_ptr<ChunkStore> store = nullptr);
+  // A receiver again over `store`, which holds chunks of `ref` accepted before (a party's spill
+  // file after its restart): each is checked again as it was on arrival.
+  static absl::StatusOr<ChunkReceiver> Resume(const fedanon::v1::ChunkRef& ref,
+                                              uint64_t max_total_bytes,
+                                              std::unique_ptr<ChunkStore> store);
   absl::Status Add(const fedanon::v1::ChunkRef& ref, uint32_t index,
                    const fedanon::v1::SealedPayload& chunk);
-  uint32_t received() const { return static_cast<uint32_t>(chunks_.size()); }
-  bool complete() const { return chunks_.size() == ref_.chunks(); }
+  uint32_t received() const { return store_->size(); }
+  bool complete() const { return received() == ref_.chunks(); }
   const fedanon::v1::ChunkRef& ref() const { return ref_; }
   // The chunks in order; FailedPrecondition naming the stream when some are missing.
   absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> Take() &&;
+  // A complete stream opened chunk by chunk with `open(chunk, ChunkPurpose(ref, i))`, each
+  // plaintext handed to `sink` in order (never the whole payload in memory); InvalidArgument when
+  // the plaintexts do not add up to the declared total.
+  absl::Status OpenTo(const std::function<absl::StatusOr<std::string>(
+                          const fedanon::v1::SealedPayload&, const std::string& purpose)>& open,
+                      const std::function<absl::Status(std::string_view)>& sink) const;
 
  private:
-  explicit ChunkReceiver(fedanon::v1::ChunkRef ref) : ref_(std::move(ref)) {}
+  ChunkReceiver(fedanon::v1::ChunkRef ref, std::unique_ptr<ChunkStore> store)
+      : ref_(std::move(ref)), store_(std::move(store)) {}
+  absl::Status Check(uint32_t index, const fedanon::v1::SealedPayload& chunk);
   fedanon::v1::ChunkRef ref_;
-  std::vector<fedanon::v1::SealedPayload> chunks_;
+  std::unique_ptr<ChunkStore> store_;
   uint64_t sealed_bytes_ = 0;  // plaintext bytes the chunks so far can hold
+};
+
+// Seals a payload of a size known in advance as it is produced: the chunks SealChunks would cut
+// from the whole bytes, each sealed with `seal(piece, ChunkPurpose(*ref, i))` and handed to
+// `out` as soon as it is full, so that only one chunk is ever held. `ref` (stream, sender,
+// receiver, purpose and request digest set by the caller) gets the count and total.
+class ChunkSealer {
+ public:
+  using Seal = std::function<absl::StatusOr<fedanon::v1::SealedPayload>(
+      std::string_view piece, const std::string& purpose)>;
+  using Out = std::function<absl::Status(uint32_t index, fedanon::v1::SealedPayload chunk)>;
+  ChunkSealer(fedanon::v1::ChunkRef* ref, uint64_t total_bytes, uint64_t chunk_bytes, Seal seal,
+              Out out);
+  absl::Status Append(std::string_view bytes);
+  // InvalidArgument unless exactly the announced total was appended.
+  absl::Status Finish();
+
+ private:
+  absl::Status SealPiece();
+  fedanon::v1::ChunkRef* ref_;
+  uint64_t chunk_bytes_;
+  Seal seal_;
+  Out out_;
+  std::string piece_;
+  uint64_t appended_ = 0;
+  uint32_t next_ = 0;
 };
 
 // Whether two refs describe the same stream (every field).

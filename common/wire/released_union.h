@@ -55,6 +55,8 @@ absl::StatusOr<std::vector<std::string>> OpenUnionRows(
 // for each row is the list's serialization; a UnionListReader fed the serialization in pieces of
 // any size hands on each row as soon as it is complete.
 std::string EncodeUnionListEntry(std::string_view sealed_row);
+// The longest sealed row a reader accepts (a released CSV line of 16 MiB, padded and sealed).
+inline constexpr uint64_t kMaxSealedUnionRowBytes = uint64_t{16} << 20;
 class UnionListReader {
  public:
   using RowSink = std::function<absl::Status(std::string_view sealed_row)>;

@@ -137,16 +137,17 @@ class Deviating final : public PartyDeviation {
     (*counts)[0] -= 1000;  // mod 2^64: other parties' records taken away, or a wrapped word
   }
 
-  void UnionHop(const fedanon::v1::JobSpec& spec, fedanon::v1::UnionList* list,
+  void UnionHop(const fedanon::v1::JobSpec& spec, std::map<uint64_t, int>* copies,
                 std::vector<std::string>* lines) const override {
     if (mode_.rfind("union-", 0) != 0) return;
     spdlog::warn("DEVIATING (test '{}') in the secure union", mode_);
-    if (mode_ == "union-drop-row" && list->rows_size() > 0) {
-      list->mutable_rows()->RemoveLast();  // one of the earlier parties' rows
-    } else if (mode_ == "union-repeat-row" && list->rows_size() > 0) {
-      *list->add_rows() = list->rows(0);  // counted twice; this party cannot read it
-    } else if (mode_ == "union-swap-row" && list->rows_size() > 0 && !lines->empty()) {
-      list->mutable_rows()->RemoveLast();  // another party's row out, one of its own in twice
+    // (Row 0 of the list received: a party with no earlier rows changes nothing there.)
+    if (mode_ == "union-drop-row") {
+      (*copies)[0] = 0;  // one of the earlier parties' rows
+    } else if (mode_ == "union-repeat-row") {
+      (*copies)[0] = 2;  // counted twice; this party cannot read it
+    } else if (mode_ == "union-swap-row" && !lines->empty()) {
+      (*copies)[0] = 0;  // another party's row out, one of its own in twice
       lines->push_back(lines->front());
     } else if (mode_ == "union-invent-row" && !lines->empty()) {
       // One of its own rows replaced by one whose every cell is made up.

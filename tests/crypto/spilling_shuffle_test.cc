@@ -90,6 +90,38 @@ TEST_F(SpillingShuffleTest, EveryOrderIsEquallyLikelyAcrossBuckets) {
   EXPECT_LT(chi2, 60.0);
 }
 
+TEST_F(SpillingShuffleTest, RefusingDuplicatesFindsEqualRecordsInAnyBucket) {
+  for (uint64_t bucket_bytes : {uint64_t{1} << 30, uint64_t{64}}) {
+    SCOPED_TRACE(bucket_bytes);
+    const SpillingShuffle::Options options{.bucket_bytes = bucket_bytes, .refuse_duplicates = true};
+    std::vector<std::string> records;
+    for (int i = 0; i < 3000; ++i) records.push_back(absl::StrCat("sealed row ", i));
+    // Distinct records: all out, in another order.
+    auto distinct = SpillingShuffle::Create(dir_.string(), 40000, options);
+    ASSERT_TRUE(distinct.ok()) << distinct.status();
+    EXPECT_EQ((*distinct)->buckets(), bucket_bytes == 64 ? SpillingShuffle::kMaxBuckets : 1u);
+    for (const auto& r : records) ASSERT_TRUE((*distinct)->Add(r).ok());
+    std::vector<std::string> out;
+    ASSERT_TRUE((*distinct)
+                    ->Finish([&](std::string_view r) {
+                      out.emplace_back(r);
+                      return absl::OkStatus();
+                    })
+                    .ok());
+    EXPECT_NE(out, records);
+    std::sort(out.begin(), out.end());
+    std::sort(records.begin(), records.end());
+    EXPECT_EQ(out, records);
+    // One record twice, far apart: refused.
+    auto repeated = SpillingShuffle::Create(dir_.string(), 40000, options);
+    ASSERT_TRUE(repeated.ok()) << repeated.status();
+    for (const auto& r : records) ASSERT_TRUE((*repeated)->Add(r).ok());
+    ASSERT_TRUE((*repeated)->Add(records[17]).ok());
+    const absl::Status st = (*repeated)->Finish([](std::string_view) { return absl::OkStatus(); });
+    EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
+  }
+}
+
 TEST_F(SpillingShuffleTest, NothingToShuffleAndFinishingTwice) {
   auto s = SpillingShuffle::Create(dir_.string(), 0);
   ASSERT_TRUE(s.ok()) << s.status();
