@@ -250,7 +250,7 @@ TEST(DatasetLoadTest, HugeWholeNumbersGetTheirRanks) {
 }
 
 TEST(CsvStreamTest, RecordsLongerThanTheBufferAndEveryLineEnd) {
-  // Fields far longer than the 1 MiB read buffer, quoted with line breaks and doubled quotes,
+  // Fields far longer than the 256 KiB read buffer, quoted with line breaks and doubled quotes,
   // CRLF and LF, and no final newline: the stream reads what the in-memory reader reads.
   testing::TempDir dir;
   const std::string path = dir.File("t.csv");
