@@ -33,6 +33,10 @@ std::vector<int> ReleasedColumns(const fedanon::v1::JobSpec& spec, const table::
 
 namespace {
 
+// Formatted rows are handed to the writer in pieces of about this size when they are not
+// formatted ahead by other threads.
+constexpr size_t kStreamedWrite = size_t{1} << 20;
+
 absl::Status InputChanged() { return absl::InternalError("the input changed while anonymizing"); }
 
 // What every released row needs: the QID of each input column, the group of each record and
@@ -103,11 +107,12 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
                                const std::function<absl::Status(std::string_view)>& write) {
   if (data.source_text != nullptr || data.checkpoints.empty()) {
     std::string text;
+    text.reserve(2 * kStreamedWrite);  // no copy as it grows: pages are touched as written
     absl::Status status;
     RETURN_IF_ERROR(ForEachReleasedRow(spec, data, tips, hier, columns,
                                        [&](const std::vector<std::string_view>& row) {
                                          table::AppendCsvRecord(row, separator, &text);
-                                         if (text.size() < (1 << 20) || !status.ok()) return;
+                                         if (text.size() < kStreamedWrite || !status.ok()) return;
                                          status = write(text);
                                          text.clear();
                                        }));
@@ -124,8 +129,9 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
   if (::stat(data.source_path.c_str(), &st) != 0) return InputChanged();
   const auto& cps = data.checkpoints;
   const size_t blocks = cps.size();
-  // Block b: the rows from checkpoint b to the next (the file's end after the last).
-  auto format_block = [&](size_t b, std::string* text) -> absl::Status {
+  // Block b: the rows from checkpoint b to the next (the file's end after the last). With
+  // `stream`, each MiB formatted is written at once (and `*text` is left with the rest).
+  auto format_block = [&](size_t b, std::string* text, bool stream) -> absl::Status {
     const uint64_t end = b + 1 < blocks ? cps[b + 1].offset : static_cast<uint64_t>(st.st_size);
     const uint64_t row_end = b + 1 < blocks ? cps[b + 1].row : data.kept.size();
     const uint64_t record_end = b + 1 < blocks ? cps[b + 1].record : data.num_records;
@@ -143,10 +149,23 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
       if (record >= record_end) return InputChanged();
       plan.Row(tips, columns, fields, record++, &row);
       table::AppendCsvRecord(row, separator, text);
+      if (stream && text->size() >= kStreamedWrite) {
+        RETURN_IF_ERROR(write(*text));
+        text->clear();
+      }
     }
     if (r != row_end || record != record_end) return InputChanged();
     return absl::OkStatus();
   };
+  // A single block (a table of fewer than kCheckpointRows rows) leaves nothing to do in
+  // parallel: it is formatted and written here, a MiB at a time, so that a small table's release
+  // is never held whole as text (4 MiB of it for Adult's 45,222 rows, 12 MiB while it grew).
+  if (blocks == 1) {
+    std::string text;
+    text.reserve(2 * kStreamedWrite);  // no copy as it grows: pages are touched as written
+    RETURN_IF_ERROR(format_block(0, &text, /*stream=*/true));
+    return write(text);
+  }
   // Two threads format blocks (each the next one not taken, at most kAhead beyond the one being
   // written); this thread writes them in order.
   constexpr size_t kAhead = 3;
@@ -169,7 +188,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
         b = next_block++;
       }
       std::string text;
-      absl::Status status = format_block(b, &text);
+      absl::Status status = format_block(b, &text, /*stream=*/false);
       absl::MutexLock lock(&mu);
       texts[b] = std::move(text);
       statuses[b] = std::move(status);

@@ -28,7 +28,8 @@ absl::Status ForEachReleasedRow(
 
 // The same rows as CSV text (AppendCsvRecord with `separator`), handed to `write` in consecutive
 // pieces in input order. A file streamed at load (Dataset::checkpoints) is re-read and formatted
-// in blocks by two threads, a few blocks ahead of `write` at most (memory stays bounded).
+// in blocks by two threads, a few blocks ahead of `write` at most (memory stays bounded); a file
+// of a single block by the calling thread, handed to `write` about a MiB at a time.
 absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Dataset& data,
                                const Tips& tips, const std::vector<AttributeHierarchy>& hier,
                                const std::vector<int>& columns, char separator,

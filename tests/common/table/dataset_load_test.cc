@@ -212,8 +212,45 @@ TEST(DatasetLoadTest, LongLineIsFoundWhileStreaming) {
   }
 }
 
+TEST(DatasetLoadTest, HugeWholeNumbersGetTheirRanks) {
+  // A continuous column without a grid whose whole numbers reach 2^31 - 1: each record's code is
+  // the rank of its value among the distinct values, whether the value's id was found in the
+  // direct table (small whole numbers), hashed (large ones, negative ones, and small ones seen
+  // before the table reached them: 5000 first, then again once 3,000 distinct values have
+  // widened the table's reach past it) or both. One pass and two threads agree.
+  const std::vector<int64_t> first = {5000,    2147483647, 0,  4095,  4096,      2097151,
+                                      2097152, 1490400,    -5, 13492, 2147483646};
+  std::vector<int64_t> values = first;
+  for (int64_t i = 0; i < 3000; ++i) values.push_back(i % 2 == 0 ? 6000 + i : 100000 + 7 * i);
+  values.insert(values.end(), first.rbegin(), first.rend());
+  values.insert(values.end(), {5000, 5000, 2147483647, 4095});
+  testing::TempDir dir;
+  const std::string path = dir.File("t.csv");
+  std::string text = "age,grid,city,color,note,disease,income\n";
+  for (int64_t v : values) absl::StrAppend(&text, v, ",1,c,red,n,flu,<=50K\n");
+  WriteText(path, text);
+  std::vector<double> distinct(values.begin(), values.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  auto one = LoadDataset(Spec(), path, nullptr, OnePass());
+  auto two = LoadDataset(Spec(), path, nullptr, TwoThreads());
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(two.ok()) << two.status();
+  const QidColumn& age = one->qids[0];
+  EXPECT_EQ(age.sorted_values, distinct);
+  ASSERT_EQ(age.codes.size(), values.size());
+  for (size_t r = 0; r < values.size(); ++r) {
+    const auto rank =
+        std::lower_bound(distinct.begin(), distinct.end(), values[r]) - distinct.begin();
+    ASSERT_EQ(age.codes[r], rank) << "row " << r << ": " << values[r];
+  }
+  EXPECT_EQ(age.range_lo, -5);
+  EXPECT_EQ(age.range_hi, 2147483648.0);  // whole numbers: the largest one plus 1
+  ExpectSameDataset(*one, *two);
+}
+
 TEST(CsvStreamTest, RecordsLongerThanTheBufferAndEveryLineEnd) {
-  // Fields far longer than the 4 MiB read buffer, quoted with line breaks and doubled quotes,
+  // Fields far longer than the 256 KiB read buffer, quoted with line breaks and doubled quotes,
   // CRLF and LF, and no final newline: the stream reads what the in-memory reader reads.
   testing::TempDir dir;
   const std::string path = dir.File("t.csv");
