@@ -1,9 +1,12 @@
 #include "leader/horizontal_driver.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/parallel_for.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "common/engine/final_check.h"
@@ -14,7 +17,7 @@
 #include "common/wire/payload_chunks.h"
 #include "common/wire/released_union.h"
 #include "crypto/certificates.h"
-#include "crypto/shuffle.h"
+#include "crypto/spilling_shuffle.h"
 #include "leader/call_recorder.h"
 #include "leader/final_check_ring.h"
 #include "leader/released_table_writer.h"
@@ -157,22 +160,33 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunGlobalRounds() {
     }
     return out;
   };
-  rounds.check_table = [this, total = rounds.total_records](
-                           const std::vector<std::string>& header,
-                           const std::vector<std::string>& rows) -> absl::Status {
-    ASSIGN_OR_RETURN(
-        const engine::FinalCheckLayout layout,
-        engine::BuildFinalCheckLayout(model_, schema_, hier_, spec_.suppression_token()));
-    const auto group_totals = global_->GroupTotals();
-    return engine::CheckReleasedTable({.layout = &layout,
-                                       .schema = &schema_,
-                                       .hier = &hier_,
-                                       .suppression_token = spec_.suppression_token(),
-                                       .header = header,
-                                       .rows = total,
-                                       .final_check_totals = nullptr,
-                                       .group_totals = &group_totals},
-                                      rows);
+  rounds.start_table_check =
+      [this, total = rounds.total_records](
+          const std::vector<std::string>& header) -> absl::StatusOr<Rounds::TableCheck> {
+    struct State {
+      engine::FinalCheckLayout layout;
+      decltype(global_->GroupTotals()) group_totals;
+      engine::ReleasedTableExpectations expected;
+      std::optional<engine::ReleasedTableChecker> checker;
+    };
+    auto state = std::make_shared<State>();
+    ASSIGN_OR_RETURN(state->layout, engine::BuildFinalCheckLayout(model_, schema_, hier_,
+                                                                  spec_.suppression_token()));
+    state->group_totals = global_->GroupTotals();
+    state->expected = {.layout = &state->layout,
+                       .schema = &schema_,
+                       .hier = &hier_,
+                       .suppression_token = spec_.suppression_token(),
+                       .header = header,
+                       .rows = total,
+                       .final_check_totals = nullptr,
+                       .group_totals = &state->group_totals};
+    ASSIGN_OR_RETURN(engine::ReleasedTableChecker checker,
+                     engine::ReleasedTableChecker::Create(state->expected));
+    state->checker.emplace(std::move(checker));
+    return Rounds::TableCheck{
+        [state](const std::vector<std::string>& rows) { return state->checker->AddRows(rows); },
+        [state] { return state->checker->Finish(); }};
   };
   rounds.collect_counts = [this, keys = std::move(keys), combinations] {
     engine::StatsRequest released;
@@ -224,13 +238,21 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunLocalRounds() {
   };
   // Local groups generalize each attribute their own way (no one cut to check cells against):
   // the row count, and repeated rows (OpenUnionRows).
-  rounds.check_table = [total = rounds.total_records](
-                           const std::vector<std::string>& /*header*/,
-                           const std::vector<std::string>& rows) -> absl::Status {
-    if (rows.size() == total) return absl::OkStatus();
-    return absl::DataLossError(
-        absl::StrCat("the released table holds ", rows.size(), " rows but the parties summed ",
-                     total, " records: a party dropped or added rows in the secure union"));
+  rounds.start_table_check =
+      [total = rounds.total_records](
+          const std::vector<std::string>&) -> absl::StatusOr<Rounds::TableCheck> {
+    auto seen = std::make_shared<uint64_t>(0);
+    return Rounds::TableCheck{
+        [seen](const std::vector<std::string>& rows) {
+          *seen += rows.size();
+          return absl::OkStatus();
+        },
+        [seen, total]() -> absl::Status {
+          if (*seen == total) return absl::OkStatus();
+          return absl::DataLossError(
+              absl::StrCat("the released table holds ", *seen, " rows but the parties summed ",
+                           total, " records: a party dropped or added rows in the secure union"));
+        }};
   };
   return rounds;
 }
@@ -315,12 +337,7 @@ absl::Status HorizontalDriver::RunSecureUnion(const Rounds& rounds) {
     }
     previous = std::move(*reply.mutable_union_step());
   }
-  if (leader_receives) {
-    ASSIGN_OR_RETURN(
-        const CarriedPayload carried,
-        relay.Fetch(union_ring.back(), round_, job_.timeout, previous.list(), previous.list_ref()));
-    return StoreUnionAtLeader(rounds, header, carried);
-  }
+  if (leader_receives) return StoreUnionAtLeader(rounds, header, relay, previous);
   fedanon::v1::LeaderMessage msg;
   msg.set_job_id(job_.job_id);
   msg.set_round(round_);
@@ -336,47 +353,101 @@ absl::Status HorizontalDriver::RunSecureUnion(const Rounds& rounds) {
 
 absl::Status HorizontalDriver::StoreUnionAtLeader(const Rounds& rounds,
                                                   const std::vector<std::string>& header,
-                                                  const CarriedPayload& carried) {
+                                                  const PayloadRelay& relay,
+                                                  const fedanon::v1::UnionStepResult& last_hop) {
   const std::string& leader = host_.options->name;
-  // The last party of the union (the ring without the recipient, which is the leader here).
-  const std::string& last = job_.ring.back();
-  fedanon::v1::UnionList list;
-  if (!carried.chunked()) {
-    ASSIGN_OR_RETURN(list, wire::OpenUnionList(*leader_keys_, job_.job_id, job_.run_id, round_,
-                                               leader, last, *last_party_key_, carried.whole));
-  } else {
-    if (carried.sender() != last) {
-      return absl::PermissionDeniedError(absl::StrCat("the union list must come from '", last,
-                                                      "', not from '", carried.sender(), "'"));
-    }
-    ASSIGN_OR_RETURN(std::string bytes,
-                     OpenCarriedAtLeader(carried, *leader_keys_, *last_party_key_, job_.job_id,
-                                         job_.run_id, round_, leader, "union-list"));
-    if (!list.ParseFromString(bytes)) {
-      return absl::InvalidArgumentError("the union list does not parse");
-    }
-  }
-  absl::StatusOr<std::vector<std::string>> opened =
-      wire::OpenUnionRows(*leader_keys_, job_.job_id, job_.run_id, round_, leader, list.rows());
-  if (!opened.ok()) {
-    return absl::Status(opened.status().code(),
-                        absl::StrCat("the leader (recipient) refuses the released table: ",
-                                     opened.status().message()));
-  }
-  std::vector<std::string> rows = *std::move(opened);
-  // The released table itself is the job's result; the view log records its size.
-  RETURN_IF_ERROR(job_.view_log->Append(round_, kViewReleasedRows, "", false, {rows.size()}));
-  if (absl::Status st = rounds.check_table(header, rows); !st.ok()) {
+  const auto refused = [](const absl::Status& st) {
     return absl::Status(st.code(), absl::StrCat("the leader (recipient) refuses the released "
                                                 "table: ",
                                                 st.message()));
+  };
+  // The last party of the union (the ring without the recipient, which is the leader here).
+  const std::string& last = job_.ring.back();
+  const fedanon::v1::ChunkRef& ref = last_hop.list_ref();
+  // Every sealed row into a shuffle that spills to disk and refuses a repeated box (a row a
+  // later party replayed), chunk by chunk as it is fetched: the list is never held whole.
+  const uint64_t list_bytes =
+      ref.stream().empty() ? last_hop.list().ciphertext().size() : ref.total_bytes();
+  const std::string spill_dir = host_.options->data_dir.empty()
+                                    ? std::filesystem::temp_directory_path().string()
+                                    : host_.options->data_dir;
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<crypto::SpillingShuffle> shuffle,
+      crypto::SpillingShuffle::Create(spill_dir, list_bytes, {.refuse_duplicates = true}));
+  const auto add = [&](std::string_view row) { return shuffle->Add(row); };
+  if (ref.stream().empty()) {
+    ASSIGN_OR_RETURN(const fedanon::v1::UnionList list,
+                     wire::OpenUnionList(*leader_keys_, job_.job_id, job_.run_id, round_, leader,
+                                         last, *last_party_key_, last_hop.list()));
+    for (const std::string& row : list.rows()) RETURN_IF_ERROR(add(row));
+  } else {
+    if (ref.sender() != last || ref.receiver() != leader || ref.purpose() != "union-list") {
+      return absl::PermissionDeniedError(
+          absl::StrCat("the union list must come from '", last, "' for '", leader, "', not ",
+                       wire::DescribeStream(ref), " for '", ref.receiver(), "'"));
+    }
+    wire::UnionListReader reader(add, wire::kMaxSealedUnionRowBytes);
+    RETURN_IF_ERROR(relay.FetchEach(
+        last, round_, job_.timeout, ref,
+        [&](uint32_t i, const fedanon::v1::SealedPayload& chunk) -> absl::Status {
+          const crypto::SealContext context{job_.job_id,  job_.run_id, round_,
+                                            ref.sender(), leader,      wire::ChunkPurpose(ref, i)};
+          ASSIGN_OR_RETURN(
+              const std::string piece,
+              crypto::OpenFrom(*leader_keys_, *last_party_key_, context, chunk.ciphertext()));
+          return reader.Feed(piece);
+        }));
+    RETURN_IF_ERROR(reader.Finish());
   }
-  ASSIGN_OR_RETURN(std::vector<size_t> perm, crypto::SecurePermutation(rows.size()));
+  const uint64_t rows = shuffle->records();
+  // The released table itself is the job's result; the view log records its size.
+  RETURN_IF_ERROR(job_.view_log->Append(round_, kViewReleasedRows, "", false, {rows}));
+  ASSIGN_OR_RETURN(Rounds::TableCheck check, rounds.start_table_check(header));
+  const crypto::SealContext row_context =
+      wire::UnionRowContext(job_.job_id, job_.run_id, round_, leader);
   const std::vector<std::string_view> header_views(header.begin(), header.end());
+  // Opened in batches (in parallel) in the shuffle's order, checked and written as they come;
+  // the job store keeps the table only when the whole check passes.
   return host_.StoreResultOnce(job_.job_id, [&](const JobStore::ResultWriter& write) {
-    return WriteTableBuffered(
-        table::CsvLine(header_views), perm.size(),
-        [&](size_t i) -> std::string_view { return rows[perm[i]]; }, write);
+    RETURN_IF_ERROR(write(table::CsvLine(header_views)));
+    std::vector<std::string> sealed;
+    std::string buffer;
+    const auto open_row = [&](std::vector<std::string>& lines, size_t i) -> absl::Status {
+      ASSIGN_OR_RETURN(const std::string padded,
+                       crypto::Open(*leader_keys_, row_context, sealed[i]));
+      ASSIGN_OR_RETURN(lines[i], wire::UnpadUnionRow(padded));
+      return absl::OkStatus();
+    };
+    const auto flush = [&]() -> absl::Status {
+      std::vector<std::string> lines(sealed.size());
+      if (absl::Status st =
+              base::ParallelFor(sealed.size(), [&](size_t i) { return open_row(lines, i); });
+          !st.ok()) {
+        return refused(st);
+      }
+      sealed.clear();
+      if (absl::Status st = check.add_rows(lines); !st.ok()) return refused(st);
+      for (const std::string& line : lines) buffer += line;
+      if (buffer.size() >= (size_t{4} << 20)) {
+        RETURN_IF_ERROR(write(buffer));
+        buffer.clear();
+      }
+      return absl::OkStatus();
+    };
+    const absl::Status shuffled = shuffle->Finish([&](std::string_view row) -> absl::Status {
+      sealed.emplace_back(row);
+      return sealed.size() == 4096 ? flush() : absl::OkStatus();
+    });
+    if (absl::IsDataLoss(shuffled)) {
+      return refused(
+          absl::DataLossError(absl::StrCat("the secure union holds a sealed row twice (of ", rows,
+                                           "): a party repeated another's row on its way")));
+    }
+    RETURN_IF_ERROR(shuffled);
+    RETURN_IF_ERROR(flush());
+    if (!buffer.empty()) RETURN_IF_ERROR(write(buffer));
+    if (absl::Status st = check.finish(); !st.ok()) return refused(st);
+    return absl::OkStatus();
   });
 }
 

@@ -60,10 +60,14 @@ class HorizontalDriver {
     std::function<std::vector<std::vector<uint64_t>>()> group_totals;
     // The leader as the union's recipient: its check of the rows it opened (the released
     // attributes in `header` order) against the cut and the counts the parties summed
-    // (common/engine/released_table_check.h).
-    std::function<absl::Status(const std::vector<std::string>& header,
-                               const std::vector<std::string>& rows)>
-        check_table;
+    // (common/engine/released_table_check.h), fed block by block as the table is written, then
+    // its verdict.
+    struct TableCheck {
+      std::function<absl::Status(const std::vector<std::string>& rows)> add_rows;
+      std::function<absl::Status()> finish;
+    };
+    std::function<absl::StatusOr<TableCheck>(const std::vector<std::string>& header)>
+        start_table_check;
   };
 
   HorizontalDriver(const JobHost& host, const JobRun& job, const table::Dataset& schema,
@@ -82,7 +86,8 @@ class HorizontalDriver {
   // The secure set union of the parties' sealed rows, opened by (or delivered to) the recipient.
   absl::Status RunSecureUnion(const Rounds& rounds);
   absl::Status StoreUnionAtLeader(const Rounds& rounds, const std::vector<std::string>& header,
-                                  const CarriedPayload& carried);
+                                  const PayloadRelay& relay,
+                                  const fedanon::v1::UnionStepResult& last_hop);
   // The report and the final progress; then EndJob at every party.
   absl::Status Finish(const Rounds& rounds, const std::string& final_check);
 

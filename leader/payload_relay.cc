@@ -62,20 +62,14 @@ class PassingChunkStore final : public wire::ChunkStore {
 
 }  // namespace
 
-absl::Status PayloadRelay::Pipe(const std::string& producer, const std::string& receiver,
-                                uint32_t round, absl::Duration timeout,
-                                const fedanon::v1::SealedPayload& whole,
-                                const fedanon::v1::ChunkRef& ref,
-                                fedanon::v1::SealedPayload* whole_field,
-                                fedanon::v1::ChunkRef* ref_field) const {
-  if (ref.stream().empty()) {
-    *whole_field = whole;
-    return absl::OkStatus();
-  }
-  if (ref.sender() != producer || ref.receiver() != receiver) {
-    return absl::InvalidArgumentError(absl::StrCat("party '", producer, "' answered with ",
-                                                   wire::DescribeStream(ref), " for '",
-                                                   ref.receiver(), "', not for '", receiver, "'"));
+absl::Status PayloadRelay::FetchEach(
+    const std::string& producer, uint32_t round, absl::Duration timeout,
+    const fedanon::v1::ChunkRef& ref,
+    const std::function<absl::Status(uint32_t index, fedanon::v1::SealedPayload chunk)>& each)
+    const {
+  if (ref.sender() != producer) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("party '", producer, "' answered with ", wire::DescribeStream(ref)));
   }
   ASSIGN_OR_RETURN(wire::ChunkReceiver checked,
                    wire::ChunkReceiver::Start(ref, wire::kMaxChunkedPayloadBytes,
@@ -93,18 +87,42 @@ absl::Status PayloadRelay::Pipe(const std::string& producer, const std::string& 
           absl::StrCat("party '", producer, "' did not send chunk ", i, " of its payload"));
     }
     RETURN_IF_ERROR(checked.Add(reply.chunk().ref(), i, reply.chunk().chunk()));
-    fedanon::v1::LeaderMessage put;
-    put.set_job_id(job_id_);
-    put.set_round(round);
-    *put.mutable_chunk_put()->mutable_ref() = ref;
-    put.mutable_chunk_put()->set_index(i);
-    *put.mutable_chunk_put()->mutable_chunk() = std::move(*reply.mutable_chunk()->mutable_chunk());
-    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage ack, channel_->Call(receiver, put, timeout));
-    if (!ack.has_chunk_ack()) {
-      return absl::InternalError(
-          absl::StrCat("party '", receiver, "' did not acknowledge chunk ", i));
-    }
+    RETURN_IF_ERROR(each(i, std::move(*reply.mutable_chunk()->mutable_chunk())));
   }
+  return absl::OkStatus();
+}
+
+absl::Status PayloadRelay::Pipe(const std::string& producer, const std::string& receiver,
+                                uint32_t round, absl::Duration timeout,
+                                const fedanon::v1::SealedPayload& whole,
+                                const fedanon::v1::ChunkRef& ref,
+                                fedanon::v1::SealedPayload* whole_field,
+                                fedanon::v1::ChunkRef* ref_field) const {
+  if (ref.stream().empty()) {
+    *whole_field = whole;
+    return absl::OkStatus();
+  }
+  if (ref.receiver() != receiver) {
+    return absl::InvalidArgumentError(absl::StrCat("party '", producer, "' answered with ",
+                                                   wire::DescribeStream(ref), " for '",
+                                                   ref.receiver(), "', not for '", receiver, "'"));
+  }
+  RETURN_IF_ERROR(FetchEach(producer, round, timeout, ref,
+                            [&](uint32_t i, fedanon::v1::SealedPayload chunk) -> absl::Status {
+                              fedanon::v1::LeaderMessage put;
+                              put.set_job_id(job_id_);
+                              put.set_round(round);
+                              *put.mutable_chunk_put()->mutable_ref() = ref;
+                              put.mutable_chunk_put()->set_index(i);
+                              *put.mutable_chunk_put()->mutable_chunk() = std::move(chunk);
+                              ASSIGN_OR_RETURN(fedanon::v1::PartyMessage ack,
+                                               channel_->Call(receiver, put, timeout));
+                              if (!ack.has_chunk_ack()) {
+                                return absl::InternalError(absl::StrCat(
+                                    "party '", receiver, "' did not acknowledge chunk ", i));
+                              }
+                              return absl::OkStatus();
+                            }));
   *ref_field = ref;
   return absl::OkStatus();
 }

@@ -42,6 +42,13 @@ class PayloadRelay {
                                        absl::Duration timeout,
                                        const fedanon::v1::SealedPayload& whole,
                                        const fedanon::v1::ChunkRef& ref) const;
+  // Each chunk of `ref` fetched from `producer` (its sender), checked as a receiver would check
+  // it, and handed to `each` before the next is fetched: the leader holds one chunk at a time.
+  absl::Status FetchEach(
+      const std::string& producer, uint32_t round, absl::Duration timeout,
+      const fedanon::v1::ChunkRef& ref,
+      const std::function<absl::Status(uint32_t index, fedanon::v1::SealedPayload chunk)>& each)
+      const;
   // Fetch and Hand at once, a chunk at a time: each chunk of `ref` fetched from `producer` is
   // checked and handed to `receiver` (who must be the stream's receiver) before the next is
   // fetched, so that the leader never holds more than one chunk of a payload it only relays (the

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/base/status_macros.h"
 #include "common/engine/privacy_model.h"
 #include "common/spec/job_spec_loader.h"
 #include "tests/support/status_matchers.h"
@@ -96,6 +97,29 @@ TEST_F(ReleasedTableCheckTest, ACellOutsideTheFinalCutIsRefusedByRowAttributeAnd
   EXPECT_THAT(CheckReleasedTable(Expect(), rows),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "the released table's 5 rows hold 6 CSV records"));
+}
+
+TEST_F(ReleasedTableCheckTest, FedInBlocksItGivesTheVerdictOfTheWholeAndNumbersRowsThroughout) {
+  // The recipient's streaming form: the same table in blocks of one, two and two rows.
+  ReleasedTableExpectations e = Expect();
+  e.rows = 5;
+  const auto in_blocks = [&](const std::vector<std::string>& rows) -> absl::Status {
+    ASSIGN_OR_RETURN(ReleasedTableChecker checker, ReleasedTableChecker::Create(e));
+    RETURN_IF_ERROR(checker.AddRows({rows[0]}));
+    RETURN_IF_ERROR(checker.AddRows({rows[1], rows[2]}));
+    RETURN_IF_ERROR(checker.AddRows({rows[3], rows[4]}));
+    EXPECT_EQ(checker.rows(), 5u);
+    return checker.Finish();
+  };
+  EXPECT_OK(in_blocks(kHonest));
+  std::vector<std::string> rows = kHonest;
+  rows[3] = "gb,none,x\n";  // in the third block: still named as row 4
+  EXPECT_THAT(in_blocks(rows), StatusIs(absl::StatusCode::kInvalidArgument,
+                                        "the released table's row 4: value 'gb'"));
+  // A row count other than the summed records, found when the verdict is asked for.
+  e.rows = 6;
+  EXPECT_THAT(in_blocks(kHonest),
+              StatusIs(absl::StatusCode::kDataLoss, "holds 5 rows but the parties summed 6"));
 }
 
 TEST_F(ReleasedTableCheckTest, ARowCountOtherThanTheSummedRecordsIsRefused) {
