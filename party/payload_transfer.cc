@@ -92,7 +92,7 @@ absl::Status PayloadTransfer::SealPayloadStream(
   ASSIGN_OR_RETURN(const std::string path, SpillPath(/*incoming=*/false, out));
   // The file's header holds the stream as announced (count and total are known in advance).
   fedanon::v1::ChunkRef announced = out;
-  wire::ChunkSealer shape(&announced, total_bytes, ctx_.chunk_bytes, nullptr, nullptr);
+  wire::AnnounceChunks(total_bytes, ctx_.chunk_bytes, &announced);
   ASSIGN_OR_RETURN(std::shared_ptr<ChunkFile> file,
                    ChunkFile::Create(path, announced, /*sync_each=*/false));
   wire::ChunkSealer sealer(
@@ -104,7 +104,7 @@ absl::Status PayloadTransfer::SealPayloadStream(
         chunk.set_purpose(purpose);
         return chunk;
       },
-      [&](uint32_t index, fedanon::v1::SealedPayload chunk) -> absl::Status {
+      [&](uint32_t index, const fedanon::v1::SealedPayload& chunk) -> absl::Status {
         RETURN_IF_ERROR(wire::CheckChunkFits(announced, index, chunk, ctx_.message_limit));
         return file->Append(chunk);
       });

@@ -226,7 +226,7 @@ absl::StatusOr<PartyMessage> SecureUnionParty::Deliver(const LeaderMessage& requ
     // A refusal of the table (its rows or its check) is the recipient's; a failed write is not.
     const absl::Status& st = path.status();
     if (!opened.ok() || absl::IsDataLoss(st) || absl::IsInvalidArgument(st) ||
-        absl::IsFailedPrecondition(st) || absl::IsPermissionDenied(st)) {
+        absl::IsFailedPrecondition(st)) {
       return refused(st);
     }
     return st;

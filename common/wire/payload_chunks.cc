@@ -246,16 +246,20 @@ absl::Status ChunkReceiver::OpenTo(
   return absl::OkStatus();
 }
 
+void AnnounceChunks(uint64_t total_bytes, uint64_t chunk_bytes, fedanon::v1::ChunkRef* ref) {
+  chunk_bytes = std::max<uint64_t>(chunk_bytes, 1);
+  ref->set_chunks(
+      static_cast<uint32_t>(std::max<uint64_t>((total_bytes + chunk_bytes - 1) / chunk_bytes, 1)));
+  ref->set_total_bytes(total_bytes);
+}
+
 ChunkSealer::ChunkSealer(fedanon::v1::ChunkRef* ref, uint64_t total_bytes, uint64_t chunk_bytes,
                          Seal seal, Out out)
     : ref_(ref),
       chunk_bytes_(std::max<uint64_t>(chunk_bytes, 1)),
       seal_(std::move(seal)),
       out_(std::move(out)) {
-  // As SplitPayload cuts: full chunks, the last one shorter; one empty chunk for nothing.
-  ref_->set_chunks(static_cast<uint32_t>(
-      std::max<uint64_t>((total_bytes + chunk_bytes_ - 1) / chunk_bytes_, 1)));
-  ref_->set_total_bytes(total_bytes);
+  AnnounceChunks(total_bytes, chunk_bytes_, ref_);
 }
 
 absl::Status ChunkSealer::SealPiece() {

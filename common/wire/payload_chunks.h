@@ -109,6 +109,10 @@ class ChunkReceiver {
   uint64_t sealed_bytes_ = 0;  // plaintext bytes the chunks so far can hold
 };
 
+// Sets `ref`'s count and total for a payload of `total_bytes` cut into `chunk_bytes` pieces (as
+// SplitPayload cuts: full chunks, the last one shorter; one empty chunk for nothing).
+void AnnounceChunks(uint64_t total_bytes, uint64_t chunk_bytes, fedanon::v1::ChunkRef* ref);
+
 // Seals a payload of a size known in advance as it is produced: the chunks SealChunks would cut
 // from the whole bytes, each sealed with `seal(piece, ChunkPurpose(*ref, i))` and handed to
 // `out` as soon as it is full, so that only one chunk is ever held. `ref` (stream, sender,
