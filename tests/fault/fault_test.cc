@@ -458,6 +458,9 @@ TEST_F(FaultTest, UnderASmallMessageLimitKillsDuringTheChunkedUnionResumeTheJob)
       << "no chunk of the list reached the recipient";
   absl::SleepFor(absl::Milliseconds(30));
   const int received_before = count(fed_->AuditKinds(recipient, *job), "chunk-receipt");
+  // The chunks it received are in its spill directory (ExpectNoDurableStateLeft: gone at the end).
+  EXPECT_TRUE(
+      std::filesystem::is_directory(fed_->party_output_dir(recipient) + "/" + *job + ".spill"));
   fed_->KillParty(recipient);
   ASSERT_TRUE(fed_->StartParty(recipient).ok());
   DelayAll(absl::ZeroDuration());  // both kills are done: the rest at full speed

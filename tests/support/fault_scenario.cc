@@ -189,6 +189,9 @@ void FaultScenarioTest::ExpectNoDurableStateLeft(const std::string& job_id, int 
       absl::SleepFor(absl::Milliseconds(10));
     }
     EXPECT_FALSE(std::filesystem::exists(state)) << fed_->parties()[static_cast<size_t>(i)];
+    // The secure union's spill files go with it (party/chunk_file.h).
+    const std::string spill = fed_->party_output_dir(i) + "/" + job_id + ".spill";
+    EXPECT_FALSE(std::filesystem::exists(spill)) << fed_->parties()[static_cast<size_t>(i)];
   }
 }
 

@@ -84,8 +84,8 @@ class FaultScenarioTest : public ::testing::Test {
   // `partitioning:`, as a multiset of rows), and it exists once: one file at the leader, none at
   // any party.
   void ExpectReleasedOnceAsCentralized(const std::string& job_id);
-  // Every party (but `except`) was told the job's end and deleted its state file (waited for, at
-  // most 10 s).
+  // Every party (but `except`) was told the job's end and deleted its state file and its spill
+  // directory (waited for, at most 10 s).
   void ExpectNoDurableStateLeft(const std::string& job_id, int except = -1);
 
   uint64_t seed_ = 0;
