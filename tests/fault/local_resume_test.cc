@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -108,11 +109,13 @@ class LocalResumeTest : public FaultScenarioTest {
 
   // The federation (300 rows) with the local spec, an uninterrupted run (the reference) and the
   // centralized run on the union (or joined table).
-  void StartWithReferences(bool vertical, const std::string& leader_yaml_extra = "") {
+  void StartWithReferences(bool vertical, const std::string& leader_yaml_extra = "", int rows = 300,
+                           const std::string& spec = "") {
     FaultFederationOptions options;
+    options.rows = rows;
     options.vertical = vertical;
     options.parties = vertical ? 2 : 3;
-    options.spec = vertical ? kVerticalSpec : kHorizontalSpec;
+    options.spec = !spec.empty() ? spec : vertical ? kVerticalSpec : kHorizontalSpec;
     options.leader_yaml_extra = leader_yaml_extra;
     ASSERT_NO_FATAL_FAILURE(StartFederation(options));
     const absl::Time start = absl::Now();
@@ -356,6 +359,43 @@ TEST_F(LocalResumeTest, VerticalPartyKilledDuringChunkedWavesUnderASmallMessageL
       "chunks_after=%d kill_to_done_s=%.3f clean_job_s=%.2f",
       Name(), seed_, fed_->parties()[static_cast<size_t>(victim)], at_wave, waves_,
       reloaded ? "yes" : "no", chunks(before), chunks(after), resume, clean_seconds_));
+}
+
+// Issue #47: a restart in a job whose waves travel in pages, on real daemons. With k = 3 over
+// 2,400 records a wave has enough live groups that a party's proposals outgrow half a 2 KiB chunk
+// and travel in pages (asserted from the audit files). A party killed as soon as the leader logged
+// a seeded wave, and restarted at once, answers the next waves' paged requests from its state file
+// and the job ends with the release of the same job unkilled.
+TEST_F(LocalResumeTest, VerticalPartyKilledDuringPagedWavesResumes) {
+  std::string spec = kVerticalSpec;
+  const std::string k20 = "k: 20}";
+  spec.replace(spec.find(k20), k20.size(), "k: 3}");
+  ASSERT_NO_FATAL_FAILURE(StartWithReferences(/*vertical=*/true, "max_message_bytes: 4096\n",
+                                              /*rows=*/2400, spec));
+  const int victim = SeededParty();
+  std::string id;
+  uint32_t at_wave = 0;
+  ASSERT_NO_FATAL_FAILURE(StartVerticalJobAfterAWave(&id, &at_wave));
+  double resume = 0;
+  bool reloaded = false;
+  ASSERT_NO_FATAL_FAILURE(KillAndRestartPartyExpectSameRelease(id, victim, &resume, &reloaded));
+  // The proposals went in pages: some audit line of a proposal says more than one page.
+  int most_pages = 0;
+  for (int i = 0; i < static_cast<int>(fed_->parties().size()); ++i) {
+    std::ifstream audit(fed_->party_output_dir(i) + "/" + id + ".audit.jsonl");
+    std::string line;
+    const std::regex pages("\"kind\":\"proposal\".*\"pages\":([0-9]+)");
+    std::smatch m;
+    while (std::getline(audit, line)) {
+      if (std::regex_search(line, m, pages)) most_pages = std::max(most_pages, std::stoi(m[1]));
+    }
+  }
+  EXPECT_GT(most_pages, 1) << "every proposal fit one page: the paged transfer was not hit";
+  PrintFigures(absl::StrFormat(
+      "%s seed=%u victim=%s kill_after_wave>=%u of %u reloaded=%s most_proposal_pages=%d "
+      "kill_to_done_s=%.3f clean_job_s=%.2f",
+      Name(), seed_, fed_->parties()[static_cast<size_t>(victim)], at_wave, waves_,
+      reloaded ? "yes" : "no", most_pages, resume, clean_seconds_));
 }
 
 }  // namespace
