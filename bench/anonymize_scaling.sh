@@ -8,6 +8,7 @@
 # Usage: bench/anonymize_scaling.sh [build-dir]   (default build/default; build it first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/adult_lkc_spec.sh
 build="${1:-build/default}"
 fedanon="$build/bin/fedanon"
 [ -x "$fedanon" ] || { echo "build first: $fedanon not found" >&2; exit 1; }
@@ -40,27 +41,7 @@ echo "$("$fedanon" --version)"
 adult="../shared/datasets/adult"
 if [ -f "$adult/adult_clean.csv" ]; then
   h="$(cd "$adult" && pwd)"
-  cat > "$work/adult.yaml" <<YAML
-name: adult-mohammed2010
-attributes:
-  - {name: age, role: qid, type: continuous}
-  - {name: workclass, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_workclass.csv}
-  - {name: fnlwgt, role: qid, type: continuous}
-  - {name: education, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_education.csv}
-  - {name: education-num, role: qid, type: continuous}
-  - {name: marital-status, role: sensitive}
-  - {name: occupation, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_occupation.csv}
-  - {name: relationship, role: qid, taxonomy: $h/extra-hierarchies/adult_hierarchy_relationship.csv}
-  - {name: race, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_race.csv}
-  - {name: sex, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_sex.csv}
-  - {name: capital-gain, role: qid, type: continuous}
-  - {name: capital-loss, role: qid, type: continuous}
-  - {name: hours-per-week, role: qid, type: continuous}
-  - {name: native-country, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_native-country.csv}
-  - {name: income, role: class}
-privacy: {model: lkc, L: 4, K: 20, C: 0.2, sensitive_values: [Divorced, Separated]}
-score: infogain
-YAML
+  write_adult_lkc_spec "$h" "$work/adult.yaml"
   run "Adult 45,222 L=4 K=20 C=0.2" "$work/adult.yaml" "$adult/adult_clean.csv"
 else
   echo "Adult: skipped ($adult not found)"

@@ -2,13 +2,14 @@
 # Benchmark of `fedanon anonymize` on a small table, where fixed costs show (prints figures; not a
 # test): UCI Adult in the mohammed2010 §6 setting (45,222 records, 13 QID attributes with the
 # continuous fnlwgt, capital-gain and capital-loss without a grid, ARX hierarchies, L=4, K=20,
-# C=0.2, S = {Divorced, Separated} of marital-status), the spec of bench/anonymize_scaling.sh.
+# C=0.2, S = {Divorced, Separated} of marital-status), the spec of bench/adult_lkc_spec.sh.
 # Whole process (start-up, read, anonymize, write, report): one warm-up, then
 # RUNS runs; prints the median wall, user and system seconds, the median and largest peak RSS, the
 # load average before and after, and the SHA-256 of the released table (to compare two builds).
 # Usage: bench/small_tables.sh [build-dir=build/default] [runs=7]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/adult_lkc_spec.sh
 build="${1:-build/default}"
 runs="${2:-7}"
 fedanon="$build/bin/fedanon"
@@ -19,27 +20,7 @@ adult="../shared/datasets/adult"
 h="$(cd "$adult" && pwd)"
 work="$(mktemp -d -t fedanon-small.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
-cat > "$work/adult.yaml" <<YAML
-name: adult-mohammed2010
-attributes:
-  - {name: age, role: qid, type: continuous}
-  - {name: workclass, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_workclass.csv}
-  - {name: fnlwgt, role: qid, type: continuous}
-  - {name: education, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_education.csv}
-  - {name: education-num, role: qid, type: continuous}
-  - {name: marital-status, role: sensitive}
-  - {name: occupation, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_occupation.csv}
-  - {name: relationship, role: qid, taxonomy: $h/extra-hierarchies/adult_hierarchy_relationship.csv}
-  - {name: race, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_race.csv}
-  - {name: sex, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_sex.csv}
-  - {name: capital-gain, role: qid, type: continuous}
-  - {name: capital-loss, role: qid, type: continuous}
-  - {name: hours-per-week, role: qid, type: continuous}
-  - {name: native-country, role: qid, taxonomy: $h/arx-hierarchies/adult_hierarchy_native-country.csv}
-  - {name: income, role: class}
-privacy: {model: lkc, L: 4, K: 20, C: 0.2, sensitive_values: [Divorced, Separated]}
-score: infogain
-YAML
+write_adult_lkc_spec "$h" "$work/adult.yaml"
 
 # Seconds to the millisecond from bash's `time` (/usr/bin/time rounds them to 10 ms), the peak
 # RSS from /usr/bin/time.
