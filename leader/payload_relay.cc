@@ -17,28 +17,12 @@ absl::StatusOr<CarriedPayload> PayloadRelay::Fetch(const std::string& producer, 
     out.whole = whole;
     return out;
   }
-  if (ref.sender() != producer) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("party '", producer, "' answered with ", wire::DescribeStream(ref)));
-  }
-  ASSIGN_OR_RETURN(wire::ChunkReceiver receiver,
-                   wire::ChunkReceiver::Start(ref, wire::kMaxChunkedPayloadBytes));
-  for (uint32_t i = 0; i < ref.chunks(); ++i) {
-    if (check_) RETURN_IF_ERROR(check_());
-    fedanon::v1::LeaderMessage msg;
-    msg.set_job_id(job_id_);
-    msg.set_round(round);
-    msg.mutable_chunk_get()->set_stream(ref.stream());
-    msg.mutable_chunk_get()->set_index(i);
-    ASSIGN_OR_RETURN(fedanon::v1::PartyMessage reply, channel_->Call(producer, msg, timeout));
-    if (!reply.has_chunk() || reply.chunk().index() != i) {
-      return absl::InternalError(
-          absl::StrCat("party '", producer, "' did not send chunk ", i, " of its payload"));
-    }
-    RETURN_IF_ERROR(receiver.Add(reply.chunk().ref(), i, reply.chunk().chunk()));
-  }
+  RETURN_IF_ERROR(FetchEach(producer, round, timeout, ref,
+                            [&](uint32_t /*index*/, fedanon::v1::SealedPayload chunk) {
+                              out.chunks.push_back(std::move(chunk));
+                              return absl::OkStatus();
+                            }));
   out.ref = ref;
-  ASSIGN_OR_RETURN(out.chunks, std::move(receiver).Take());
   return out;
 }
 
@@ -89,7 +73,7 @@ absl::Status PayloadRelay::FetchEach(
     RETURN_IF_ERROR(checked.Add(reply.chunk().ref(), i, reply.chunk().chunk()));
     RETURN_IF_ERROR(each(i, std::move(*reply.mutable_chunk()->mutable_chunk())));
   }
-  return absl::OkStatus();
+  return checked.CheckWhole();
 }
 
 absl::Status PayloadRelay::Pipe(const std::string& producer, const std::string& receiver,

@@ -156,13 +156,12 @@ absl::Status PayloadTransfer::ReloadSpilledInbox() {
   return absl::OkStatus();
 }
 
-absl::Status PayloadTransfer::OpenPayloadTo(
-    const fedanon::v1::ChunkRef& ref, uint64_t round, const std::string& purpose,
-    const std::function<absl::Status(std::string_view)>& sink) {
+absl::StatusOr<PayloadTransfer::Inbox::iterator> PayloadTransfer::FindReceived(
+    const fedanon::v1::ChunkRef& ref, const std::string& purpose) {
   if (ref.receiver() != ctx_.self() || ref.purpose() != purpose) {
     return absl::PermissionDeniedError(
-        absl::StrCat(wire::DescribeStream(ref), " is for '", ref.receiver(), "', a '",
-                     ref.purpose(), "' payload, not a '", purpose, "' payload for this party"));
+        absl::StrCat(wire::DescribeStream(ref), " is a '", ref.purpose(), "' payload for '",
+                     ref.receiver(), "', not a '", purpose, "' payload for this party"));
   }
   auto it = inbox_.find({ref.sender(), ref.stream()});
   if (it == inbox_.end()) {
@@ -173,6 +172,13 @@ absl::Status PayloadTransfer::OpenPayloadTo(
     return absl::InvalidArgumentError(absl::StrCat(
         wire::DescribeStream(ref), ": the step names another shape than its chunks declared"));
   }
+  return it;
+}
+
+absl::Status PayloadTransfer::OpenPayloadTo(
+    const fedanon::v1::ChunkRef& ref, uint64_t round, const std::string& purpose,
+    const std::function<absl::Status(std::string_view)>& sink) {
+  ASSIGN_OR_RETURN(const auto it, FindReceived(ref, purpose));
   return it->second.OpenTo(
       [&](const fedanon::v1::SealedPayload& chunk, const std::string& chunk_purpose) {
         return ctx_.OpenSealed(chunk, round, chunk_purpose, /*observe=*/false);
@@ -246,20 +252,7 @@ absl::StatusOr<std::string> PayloadTransfer::OpenPayload(const fedanon::v1::Seal
     if (sender != nullptr) *sender = whole.sender();
     return ctx_.OpenSealed(whole, round, purpose);
   }
-  if (ref.receiver() != ctx_.self() || ref.purpose() != purpose) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(wire::DescribeStream(ref), " is a '", ref.purpose(), "' payload for '",
-                     ref.receiver(), "', not a '", purpose, "' payload for this party"));
-  }
-  auto it = inbox_.find({ref.sender(), ref.stream()});
-  if (it == inbox_.end()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(wire::DescribeStream(ref), ": no chunk of it was received"));
-  }
-  if (!wire::SameChunkRef(it->second.ref(), ref)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        wire::DescribeStream(ref), ": the step names another shape than its chunks declared"));
-  }
+  ASSIGN_OR_RETURN(const auto it, FindReceived(ref, purpose));
   wire::ChunkReceiver receiver = std::move(it->second);
   inbox_.erase(it);
   ASSIGN_OR_RETURN(std::vector<fedanon::v1::SealedPayload> chunks, std::move(receiver).Take());

@@ -112,6 +112,12 @@ class PayloadTransfer {
     std::vector<fedanon::v1::SealedPayload> chunks;
     std::shared_ptr<wire::ChunkStore> spilled;  // instead of `chunks` for a spilled stream
   };
+  using Inbox = std::map<std::pair<std::string, std::string>, wire::ChunkReceiver>;
+  // The received stream a step names as `ref`: PermissionDenied unless it is a `purpose` payload
+  // for this party, FailedPrecondition when no chunk of it came, InvalidArgument when the step
+  // declares another shape than its chunks.
+  absl::StatusOr<Inbox::iterator> FindReceived(const fedanon::v1::ChunkRef& ref,
+                                               const std::string& purpose);
   // Whether payloads of `purpose` go through spill files (the secure union's list).
   static bool Spills(const std::string& purpose);
   // The spill file of an incoming or outgoing stream.
@@ -122,7 +128,7 @@ class PayloadTransfer {
   // This party's chunked payloads, by stream, until a later round (ChunkGet serves them).
   std::map<std::string, Outgoing> outbox_;
   // Chunks of payloads sealed for this party, by (sender, stream), until a step names them.
-  std::map<std::pair<std::string, std::string>, wire::ChunkReceiver> inbox_;
+  Inbox inbox_;
   ReplyCache<std::string> step_answers_;
   std::pair<std::string, std::string> producing_;
 };

@@ -134,13 +134,14 @@ absl::StatusOr<ChunkReceiver> ChunkReceiver::Resume(const fedanon::v1::ChunkRef&
   // Each held chunk checked again as on arrival (the count of bytes rebuilt).
   for (uint32_t i = 0; i < receiver.received(); ++i) {
     ASSIGN_OR_RETURN(const fedanon::v1::SealedPayload chunk, receiver.store_->Get(i));
-    RETURN_IF_ERROR(receiver.Check(i, chunk));
-    receiver.sealed_bytes_ += chunk.ciphertext().size() - crypto::kSealOverhead;
+    RETURN_IF_ERROR(receiver.CheckPlace(i, chunk));
+    RETURN_IF_ERROR(receiver.Accept(i, chunk));
   }
   return receiver;
 }
 
-absl::Status ChunkReceiver::Check(uint32_t index, const fedanon::v1::SealedPayload& chunk) {
+absl::Status ChunkReceiver::CheckPlace(uint32_t index,
+                                       const fedanon::v1::SealedPayload& chunk) const {
   const std::string what = DescribeStream(ref_);
   if (index >= ref_.chunks()) {
     return absl::InvalidArgumentError(
@@ -151,6 +152,11 @@ absl::Status ChunkReceiver::Check(uint32_t index, const fedanon::v1::SealedPaylo
                                                     chunk.sender(), "' -> '", chunk.receiver(),
                                                     "', not the stream's sender and receiver"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ChunkReceiver::Accept(uint32_t index, const fedanon::v1::SealedPayload& chunk) {
+  const std::string what = DescribeStream(ref_);
   if (chunk.ciphertext().size() < crypto::kSealOverhead) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": chunk ", index, " is malformed"));
   }
@@ -163,6 +169,7 @@ absl::Status ChunkReceiver::Check(uint32_t index, const fedanon::v1::SealedPaylo
                                                    " takes the payload over its declared ",
                                                    ref_.total_bytes(), " bytes"));
   }
+  sealed_bytes_ += holds;
   return absl::OkStatus();
 }
 
@@ -173,15 +180,7 @@ absl::Status ChunkReceiver::Add(const fedanon::v1::ChunkRef& ref, uint32_t index
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": chunk ", index, " declares another payload shape"));
   }
-  if (index >= ref_.chunks()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": chunk ", index, " is beyond the declared count of ", ref_.chunks()));
-  }
-  if (chunk.sender() != ref_.sender() || chunk.receiver() != ref_.receiver()) {
-    return absl::PermissionDeniedError(absl::StrCat(what, ": chunk ", index, " names '",
-                                                    chunk.sender(), "' -> '", chunk.receiver(),
-                                                    "', not the stream's sender and receiver"));
-  }
+  RETURN_IF_ERROR(CheckPlace(index, chunk));
   if (index < received()) {
     ASSIGN_OR_RETURN(const fedanon::v1::SealedPayload held, store_->Get(index));
     if (held.SerializeAsString() == chunk.SerializeAsString()) return absl::OkStatus();
@@ -192,13 +191,11 @@ absl::Status ChunkReceiver::Add(const fedanon::v1::ChunkRef& ref, uint32_t index
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": gap: chunk ", index, " arrived before chunk ", received()));
   }
-  RETURN_IF_ERROR(Check(index, chunk));
-  RETURN_IF_ERROR(store_->Append(chunk));
-  sealed_bytes_ += chunk.ciphertext().size() - crypto::kSealOverhead;
-  return absl::OkStatus();
+  RETURN_IF_ERROR(Accept(index, chunk));
+  return store_->Append(chunk);
 }
 
-absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> ChunkReceiver::Take() && {
+absl::Status ChunkReceiver::CheckWhole() const {
   if (!complete()) {
     return absl::FailedPreconditionError(absl::StrCat(DescribeStream(ref_),
                                                       " is incomplete: ", received(), " of ",
@@ -209,6 +206,11 @@ absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> ChunkReceiver::Take() &&
                                                    " bytes, not the declared ",
                                                    ref_.total_bytes()));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> ChunkReceiver::Take() && {
+  RETURN_IF_ERROR(CheckWhole());
   if (auto* memory = dynamic_cast<MemoryChunkStore*>(store_.get())) {
     return std::move(*memory).Take();
   }
@@ -223,11 +225,7 @@ absl::Status ChunkReceiver::OpenTo(
     const std::function<absl::StatusOr<std::string>(const fedanon::v1::SealedPayload&,
                                                     const std::string& purpose)>& open,
     const std::function<absl::Status(std::string_view)>& sink) const {
-  if (!complete()) {
-    return absl::FailedPreconditionError(absl::StrCat(DescribeStream(ref_),
-                                                      " is incomplete: ", received(), " of ",
-                                                      ref_.chunks(), " chunks received"));
-  }
+  RETURN_IF_ERROR(CheckWhole());
   uint64_t opened = 0;
   for (uint32_t i = 0; i < received(); ++i) {
     ASSIGN_OR_RETURN(const fedanon::v1::SealedPayload chunk, store_->Get(i));

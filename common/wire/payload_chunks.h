@@ -91,7 +91,10 @@ class ChunkReceiver {
   uint32_t received() const { return store_->size(); }
   bool complete() const { return received() == ref_.chunks(); }
   const fedanon::v1::ChunkRef& ref() const { return ref_; }
-  // The chunks in order; FailedPrecondition naming the stream when some are missing.
+  // OK once every declared chunk came and they hold the declared total; FailedPrecondition naming
+  // the stream when some are missing, InvalidArgument for another total.
+  absl::Status CheckWhole() const;
+  // The chunks in order, after CheckWhole.
   absl::StatusOr<std::vector<fedanon::v1::SealedPayload>> Take() &&;
   // A complete stream opened chunk by chunk with `open(chunk, ChunkPurpose(ref, i))`, each
   // plaintext handed to `sink` in order (never the whole payload in memory); InvalidArgument when
@@ -103,7 +106,11 @@ class ChunkReceiver {
  private:
   ChunkReceiver(fedanon::v1::ChunkRef ref, std::unique_ptr<ChunkStore> store)
       : ref_(std::move(ref)), store_(std::move(store)) {}
-  absl::Status Check(uint32_t index, const fedanon::v1::SealedPayload& chunk);
+  // Chunk `index` belongs here: within the declared count, from and for the stream's parties.
+  absl::Status CheckPlace(uint32_t index, const fedanon::v1::SealedPayload& chunk) const;
+  // Chunk `index` holds what a chunk may (not malformed, not empty, not over the declared total);
+  // counted.
+  absl::Status Accept(uint32_t index, const fedanon::v1::SealedPayload& chunk);
   fedanon::v1::ChunkRef ref_;
   std::unique_ptr<ChunkStore> store_;
   uint64_t sealed_bytes_ = 0;  // plaintext bytes the chunks so far can hold

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -490,6 +491,16 @@ uint64_t FaultSeed() {
     return std::strtoull(env, nullptr, 10);
   }
   return std::random_device{}() % 1000000;
+}
+
+double PeakRssMiB(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  double kb = 0;
+  while (std::getline(status, line)) {
+    if (std::sscanf(line.c_str(), "VmHWM: %lf kB", &kb) == 1) return kb / 1024;
+  }
+  return 0;
 }
 
 }  // namespace fedanon::testing

@@ -126,8 +126,7 @@ class FaultFederation {
                                      const std::string& recipient = "",
                                      const std::string& spec_path = "");  // "": spec_path()
   // An admin's cancellation of the job (with `reason`); the job's state after it.
-  absl::StatusOr<fedanon::v1::JobInfo> Cancel(const std::string& job_id,
-                                              const std::string& reason);
+  absl::StatusOr<fedanon::v1::JobInfo> Cancel(const std::string& job_id, const std::string& reason);
   absl::StatusOr<fedanon::v1::JobInfo> Get(const std::string& job_id);
   // Polls until the job is final (bounded by `timeout`: DeadlineExceeded with its last state).
   absl::StatusOr<fedanon::v1::JobInfo> WaitForEnd(const std::string& job_id,
@@ -171,5 +170,8 @@ void PrintFigures(const std::string& line);
 
 // FEDANON_FAULT_SEED when set (to replay a failure), else a fresh seed; printed by the caller.
 uint64_t FaultSeed();
+
+// The peak resident memory (VmHWM) of process `pid` in MiB; 0 when unreadable.
+double PeakRssMiB(pid_t pid);
 
 }  // namespace fedanon::testing

@@ -692,17 +692,6 @@ TEST_F(FaultTest, LinkCutMidJobIsAbsorbedAndTheJobFinishes) {
 // real certificate; tests/fuzz/fuzz_leader.cc covers malformed replies in depth in-process, this
 // is one pass through a real leader process and its gRPC server).
 
-// The peak resident memory (VmHWM) of process `pid` in MiB, 0 when unreadable.
-double LeaderPeakRssMiB(pid_t pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  double kb = 0;
-  while (std::getline(status, line)) {
-    if (std::sscanf(line.c_str(), "VmHWM: %lf kB", &kb) == 1) return kb / 1024;
-  }
-  return 0;
-}
-
 TEST_F(FaultTest, MalformedAndOversizedRepliesFailTheJobButNotTheLeader) {
   spdlog::set_level(spdlog::level::warn);  // the in-process party's own progress lines
   FaultFederationOptions options;
@@ -772,7 +761,7 @@ TEST_F(FaultTest, MalformedAndOversizedRepliesFailTheJobButNotTheLeader) {
   RunCleanJob({}, &again, nullptr);
   PrintFigures(absl::StrFormat(
       "%s honest_job_s=%.2f%s new_job_s=%.2f fake_sessions=%d leader_peak_rss_mib=%.0f", Name(),
-      honest, figures, again, (*fake)->sessions(), LeaderPeakRssMiB(fed_->leader_pid())));
+      honest, figures, again, (*fake)->sessions(), PeakRssMiB(fed_->leader_pid())));
   (*fake)->Stop();
 }
 

@@ -28,16 +28,6 @@ int EnvInt(const char* name, int fallback) {
   return v != nullptr && absl::SimpleAtoi(v, &out) ? out : fallback;
 }
 
-double PeakMiB(pid_t pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  double kb = 0;
-  while (std::getline(status, line)) {
-    if (std::sscanf(line.c_str(), "VmHWM: %lf kB", &kb) == 1) return kb / 1024;
-  }
-  return 0;
-}
-
 size_t Lines(const std::string& path) {
   std::ifstream in(path);
   size_t n = 0;
@@ -63,10 +53,10 @@ TEST(UnionMemory, ARecipientPartysJobThroughTheSecureUnion) {
   ASSERT_TRUE(end.ok()) << end.status();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   ASSERT_EQ(end->state(), fedanon::v1::JOB_STATE_DONE) << end->failure_reason();
-  std::string peaks = absl::StrFormat("leader %.0f MiB", PeakMiB(fed->leader_pid()));
+  std::string peaks = absl::StrFormat("leader %.0f MiB", PeakRssMiB(fed->leader_pid()));
   for (int i = 0; i < static_cast<int>(fed->parties().size()); ++i) {
     absl::StrAppendFormat(&peaks, ", %s %.0f MiB", fed->parties()[static_cast<size_t>(i)],
-                          PeakMiB(fed->party_pid(i)));
+                          PeakRssMiB(fed->party_pid(i)));
   }
   const size_t written = Lines(fed->party_output_dir(0) + "/" + *job + ".csv");
   std::printf("[ union-memory ] rows=%d recipient=%s job_s=%.1f rows_written=%zu peak RSS: %s\n",
