@@ -1,0 +1,93 @@
+// Correlated oblivious transfer for the garbled circuits' evaluator inputs: 128 base OTs (Chou
+// and Orlandi's "simplest OT", LATINCRYPT 2015, on P-256) extended to any number of transfers
+// (Ishai, Kilian, Nissim and Petrank, CRYPTO 2003) with the consistency check of Keller, Orsini
+// and Scholl (CRYPTO 2015), its coefficients drawn by Fiat-Shamir from the receiver's matrix.
+// Internal to crypto/; crypto/secure_comparison.h runs it.
+//
+// Roles. The OT-extension receiver (the circuit's evaluator) holds choice bits r_0 .. r_{m-1} and
+// plays the base OTs' sender; the OT-extension sender (the garbler) holds the garbling delta and
+// plays the base OTs' receiver with a random 128-bit choice s. At the end the sender knows a
+// random label L_i per transfer and the receiver knows L_i XOR r_i * delta, nothing else.
+//
+// Messages (sizes fixed by m, checked exactly; `context` binds every hash to one comparison):
+//   1. receiver -> sender  A = a*G                                    33 bytes (compressed)
+//   2. sender -> receiver  B_j = b_j*G + s_j*A, j < 128               128 * 33 bytes
+//   3. receiver -> sender  u_j = t_j ^ PRG(k1_j) ^ r, j < 128 (m' bits each, m' = m + 192 rounded
+//                          up to 64: the last rows random), then the check's x (16 bytes) and t
+//                          (32 bytes)                                 128 * m'/8 + 48 bytes
+//   4. sender -> receiver  y_i = H(q_i, i) ^ H(q_i ^ s, i) ^ delta     16 * m bytes
+// The sender refuses message 3 when the check fails (a receiver that used different choice bits
+// in different columns, which would let it learn bits of s and then both labels of its inputs).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "crypto/block.h"
+#include "crypto/fixed_key_hash.h"
+
+namespace fedanon::crypto::mpc {
+
+inline constexpr size_t kBaseOts = 128;
+inline constexpr size_t kPointBytes = 33;
+inline constexpr size_t kCheckRows = 192;
+// The high word of the OT extension's hash tweaks.
+inline constexpr uint64_t kOtTweakDomain = 0x6f74657831000000ULL;  // "otex1"
+
+// Rows of the extension matrix for m transfers.
+size_t ExtensionRows(size_t m);
+size_t ExtensionMessageBytes(size_t m);
+
+class OtExtensionReceiver {
+ public:
+  // `context`: 32 bytes naming the comparison instance (hashed into every key).
+  static absl::StatusOr<std::unique_ptr<OtExtensionReceiver>> Create(std::string_view context);
+  ~OtExtensionReceiver();
+
+  // Message 1.
+  const std::string& first_message() const { return first_message_; }
+  // Takes message 2 and the choice bits (one byte, 0 or 1, each); returns message 3.
+  absl::StatusOr<std::string> Extend(std::string_view base_answer,
+                                     absl::Span<const uint8_t> choices);
+  // Takes message 4's y_i; returns the chosen labels L_i ^ r_i * delta.
+  absl::StatusOr<std::vector<Block>> ChosenLabels(FixedKeyHash& hash, const Block* y, size_t m);
+
+ private:
+  OtExtensionReceiver() = default;
+  struct Secrets;
+  std::unique_ptr<Secrets> secrets_;
+  std::string context_;
+  std::string first_message_;
+  std::vector<uint8_t> choices_;
+  std::vector<Block> t_rows_;
+};
+
+class OtExtensionSender {
+ public:
+  static absl::StatusOr<std::unique_ptr<OtExtensionSender>> Create(std::string_view context);
+  ~OtExtensionSender();
+
+  // Takes message 1; returns message 2.
+  absl::StatusOr<std::string> AnswerBase(std::string_view first_message);
+  // Takes message 3 for m transfers; checks it; returns the zero labels L_i and appends message
+  // 4's y_i (m Blocks) to `*y`.
+  absl::StatusOr<std::vector<Block>> Transfer(FixedKeyHash& hash, std::string_view extension,
+                                              size_t m, Block delta, std::vector<Block>* y);
+
+ private:
+  OtExtensionSender() = default;
+  std::string context_;
+  std::string first_message_;
+  std::string answer_;
+  Block s_;
+  std::vector<Block> seeds_;  // k_j^{s_j}
+};
+
+}  // namespace fedanon::crypto::mpc

@@ -1,0 +1,157 @@
+// Secure two-party comparison: two parties compare numbers that neither holds alone, and learn
+// the comparison's result and nothing else. Yao's garbled circuits (half gates with free XOR,
+// crypto/half_gates.h) with the evaluator's inputs delivered by OT extension
+// (crypto/ot_extension.h); docs/crypto.md "Secure comparison" gives the construction, the
+// security argument and the costs.
+//
+// The two sides are plain message-in, message-out state machines with no transport: the caller
+// seals each message to the other party (crypto/sealed_box.h, with its own SealContext) and lets
+// the leader relay it. Five messages, in this order:
+//   evaluator Start()          -> 1 -> garbler AnswerBase()
+//   garbler   AnswerBase()     -> 2 -> evaluator Extend()
+//   evaluator Extend()         -> 3 -> garbler Garble()
+//   garbler   Garble()         -> 4 -> evaluator Evaluate()       (the evaluator knows the result)
+//   evaluator Evaluate()       -> 5 -> garbler Finish()           (the garbler knows it, checked)
+// Every message starts with "FSC1", its step and the digest of the ComparisonSpec: a message of
+// another step (replayed or reordered), of another instance, or of a wrong size is refused by
+// name, and a method called out of order fails; an instance never restarts (make a new one).
+//
+// What the parties must agree on is the ComparisonSpec, which each side builds from its own
+// state (the signed job, the round), never from a message. Security: semi-honest for both sides
+// (each one's view is simulated from its input and the result). A deviating evaluator cannot get
+// both labels of an input (the OT extension's consistency check) nor claim a result the circuit
+// did not give (Finish checks the output labels); a deviating garbler can garble another
+// function, so make the evaluator's result wrong and learn a bit of the evaluator's input through
+// the result or an abort, as docs/crypto.md states. Not constant time in the inputs' values:
+// see docs/crypto.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "crypto/block.h"
+
+namespace fedanon::crypto {
+
+namespace mpc {
+class FixedKeyHash;
+class OtExtensionReceiver;
+class OtExtensionSender;
+}  // namespace mpc
+
+enum class ComparisonKind : uint8_t {
+  // Per instance: [g > e], the garbler's g and the evaluator's e unsigned.
+  kGreaterThan = 1,
+  // Per instance: s = g + e mod 2^bits; [s == 0 or s >= threshold] (a group's two shares of its
+  // size: empty, or at least K).
+  kSumZeroOrAtLeast = 2,
+  // Per instance: s = g + e mod 2^bits read as two's complement; [s >= 0] (scaled confidence
+  // bounds: N * group - D * sensitive >= 0).
+  kSumNonNegative = 3,
+  // One instance over `count` keys, key j = g_j + e_j mod 2^bits (additive shares): the index of
+  // the largest key, the lowest index among equal ones.
+  kSharedArgmax = 4,
+};
+
+enum class ComparisonOutput : uint8_t {
+  kEach = 1,  // one result bit per instance
+  kAll = 2,   // one bit: every instance's result is 1 (nothing else is revealed)
+};
+
+struct ComparisonSpec {
+  // Names this comparison among all others (job, run, round, purpose, counter): both sides build
+  // the same string from their own state.
+  std::string instance;
+  ComparisonKind kind = ComparisonKind::kGreaterThan;
+  uint32_t bits = 0;       // 1 .. 64
+  uint64_t threshold = 0;  // kSumZeroOrAtLeast: 1 .. 2^bits - 1; otherwise 0
+  uint64_t count =
+      0;  // instances, 1 .. kMaxComparisonCount (kSharedArgmax: keys, .. kMaxArgmaxKeys)
+  ComparisonOutput output = ComparisonOutput::kEach;  // kSharedArgmax: kEach
+};
+
+inline constexpr uint64_t kMaxComparisonCount = uint64_t{1} << 24;
+inline constexpr uint64_t kMaxArgmaxKeys = uint64_t{1} << 12;
+
+absl::Status ValidateComparisonSpec(const ComparisonSpec& spec);
+// SHA-256 of the spec's canonical encoding (32 bytes): what every message carries.
+std::string ComparisonSpecDigest(const ComparisonSpec& spec);
+
+struct ComparisonResult {
+  std::vector<uint8_t> each;  // kEach (not argmax): 0 or 1 per instance
+  bool all = false;           // kAll
+  uint64_t winner = 0;        // kSharedArgmax
+  friend bool operator==(const ComparisonResult&, const ComparisonResult&) = default;
+};
+
+// What one instance costs: AND gates garbled, bytes each side sends (messages 1-5).
+struct ComparisonCost {
+  uint64_t and_gates = 0;
+  uint64_t evaluator_bytes = 0;  // messages 1, 3, 5
+  uint64_t garbler_bytes = 0;    // messages 2, 4
+};
+absl::StatusOr<ComparisonCost> CostOfComparison(const ComparisonSpec& spec);
+
+// The plain result, for tests and for callers that hold both inputs (never in a protocol).
+absl::StatusOr<ComparisonResult> ComparePlain(const ComparisonSpec& spec,
+                                              const std::vector<uint64_t>& garbler_inputs,
+                                              const std::vector<uint64_t>& evaluator_inputs);
+
+class ComparisonEvaluator {
+ public:
+  // `inputs`: `count` values, each < 2^bits.
+  static absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> Create(const ComparisonSpec& spec,
+                                                                     std::vector<uint64_t> inputs);
+  ~ComparisonEvaluator();
+  ComparisonEvaluator(const ComparisonEvaluator&) = delete;
+  ComparisonEvaluator& operator=(const ComparisonEvaluator&) = delete;
+
+  absl::StatusOr<std::string> Start();                              // message 1
+  absl::StatusOr<std::string> Extend(std::string_view message2);    // -> message 3
+  absl::StatusOr<std::string> Evaluate(std::string_view message4);  // -> message 5
+  // After Evaluate.
+  const ComparisonResult& result() const { return result_; }
+
+ private:
+  ComparisonEvaluator() = default;
+  ComparisonSpec spec_;
+  std::string digest_;
+  std::vector<uint64_t> inputs_;
+  int step_ = 0;
+  std::unique_ptr<mpc::FixedKeyHash> hash_;
+  std::unique_ptr<mpc::OtExtensionReceiver> ot_;
+  ComparisonResult result_;
+};
+
+class ComparisonGarbler {
+ public:
+  static absl::StatusOr<std::unique_ptr<ComparisonGarbler>> Create(const ComparisonSpec& spec,
+                                                                   std::vector<uint64_t> inputs);
+  ~ComparisonGarbler();
+  ComparisonGarbler(const ComparisonGarbler&) = delete;
+  ComparisonGarbler& operator=(const ComparisonGarbler&) = delete;
+
+  absl::StatusOr<std::string> AnswerBase(std::string_view message1);  // -> message 2
+  absl::StatusOr<std::string> Garble(std::string_view message3);      // -> message 4
+  // Takes message 5: the result, after checking that every output label is one of the two the
+  // circuit has (PermissionDenied otherwise).
+  absl::StatusOr<ComparisonResult> Finish(std::string_view message5);
+
+ private:
+  ComparisonGarbler() = default;
+  ComparisonSpec spec_;
+  std::string digest_;
+  std::vector<uint64_t> inputs_;
+  int step_ = 0;
+  std::unique_ptr<mpc::FixedKeyHash> hash_;
+  std::unique_ptr<mpc::OtExtensionSender> ot_;
+  mpc::Block delta_;                     // the garbling delta, kept until Finish
+  std::vector<mpc::Block> output_zero_;  // the outputs' labels of value 0
+};
+
+}  // namespace fedanon::crypto

@@ -1,0 +1,328 @@
+// The secure comparison (crypto/secure_comparison.h) against plain computation at every bit
+// width and for every kind; each side's transcript against the other's input (in distribution);
+// its messages replayed, reordered, forged, resized and mixed between instances, each refused by
+// name.
+#include "crypto/secure_comparison.h"
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
+
+namespace fedanon::crypto {
+namespace {
+
+using ::fedanon::testing::StatusIs;
+
+uint64_t Mask(uint32_t n) { return n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
+
+struct Outcome {
+  ComparisonResult evaluator;
+  ComparisonResult garbler;
+  std::vector<std::string> messages;  // 1 .. 5
+};
+
+absl::StatusOr<Outcome> RunProtocol(const ComparisonSpec& spec, std::vector<uint64_t> g,
+                                    std::vector<uint64_t> e) {
+  absl::StatusOr<std::unique_ptr<ComparisonGarbler>> garbler =
+      ComparisonGarbler::Create(spec, std::move(g));
+  if (!garbler.ok()) return garbler.status();
+  absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> evaluator =
+      ComparisonEvaluator::Create(spec, std::move(e));
+  if (!evaluator.ok()) return evaluator.status();
+  Outcome out;
+  absl::StatusOr<std::string> m = (*evaluator)->Start();
+  if (!m.ok()) return m.status();
+  out.messages.push_back(*m);
+  m = (*garbler)->AnswerBase(*m);
+  if (!m.ok()) return m.status();
+  out.messages.push_back(*m);
+  m = (*evaluator)->Extend(*m);
+  if (!m.ok()) return m.status();
+  out.messages.push_back(*m);
+  m = (*garbler)->Garble(*m);
+  if (!m.ok()) return m.status();
+  out.messages.push_back(*m);
+  m = (*evaluator)->Evaluate(*m);
+  if (!m.ok()) return m.status();
+  out.messages.push_back(*m);
+  out.evaluator = (*evaluator)->result();
+  absl::StatusOr<ComparisonResult> r = (*garbler)->Finish(*m);
+  if (!r.ok()) return r.status();
+  out.garbler = *r;
+  return out;
+}
+
+void ExpectMatchesPlain(const ComparisonSpec& spec, const std::vector<uint64_t>& g,
+                        const std::vector<uint64_t>& e) {
+  ASSERT_OK_AND_ASSIGN(const ComparisonResult plain, ComparePlain(spec, g, e));
+  ASSERT_OK_AND_ASSIGN(const Outcome out, RunProtocol(spec, g, e));
+  EXPECT_EQ(out.evaluator, plain) << spec.instance;
+  EXPECT_EQ(out.garbler, plain) << spec.instance;
+  ASSERT_OK_AND_ASSIGN(const ComparisonCost cost, CostOfComparison(spec));
+  EXPECT_EQ(cost.evaluator_bytes,
+            out.messages[0].size() + out.messages[2].size() + out.messages[4].size());
+  EXPECT_EQ(cost.garbler_bytes, out.messages[1].size() + out.messages[3].size());
+}
+
+TEST(SecureComparisonTest, EveryKindAtEveryWidthEqualsPlainComputation) {
+  std::mt19937_64 rng(31);
+  for (uint32_t n = 1; n <= 64; ++n) {
+    const uint64_t mask = Mask(n);
+    // [g > e]: equal values, neighbours and extremes besides random ones.
+    std::vector<uint64_t> g = {0, mask, mask, 5 & mask, rng() & mask, rng() & mask};
+    std::vector<uint64_t> e = {0, mask, 0, 4 & mask, rng() & mask, rng() & mask};
+    const ComparisonOutput mode = n % 2 == 0 ? ComparisonOutput::kEach : ComparisonOutput::kAll;
+    ExpectMatchesPlain({absl::StrCat("gt-", n), ComparisonKind::kGreaterThan, n, 0, g.size(), mode},
+                       g, e);
+    // [s == 0 or s >= K]: sums at 0, K - 1, K, and wrapping ones.
+    const uint64_t k = std::max<uint64_t>(1, rng() & mask);
+    const uint64_t a = rng() & mask;
+    g = {a, a, a, a, rng() & mask, 0};
+    e = {(0 - a) & mask, (k - 1 - a) & mask, (k - a) & mask, (mask - a) & mask, rng() & mask, 0};
+    ExpectMatchesPlain(
+        {absl::StrCat("zk-", n), ComparisonKind::kSumZeroOrAtLeast, n, k, g.size(), mode}, g, e);
+    ExpectMatchesPlain({absl::StrCat("zk-each-", n), ComparisonKind::kSumZeroOrAtLeast, n, k,
+                        g.size(), ComparisonOutput::kEach},
+                       g, e);
+    // [s >= 0] as two's complement: s = 0, -1, the largest and the smallest value.
+    const uint64_t top = uint64_t{1} << (n - 1);
+    g = {a, a, a, a, rng() & mask};
+    e = {(0 - a) & mask, (mask - a) & mask, (top - 1 - a) & mask, (top - a) & mask, rng() & mask};
+    ExpectMatchesPlain(
+        {absl::StrCat("nn-", n), ComparisonKind::kSumNonNegative, n, 0, g.size(), mode}, g, e);
+  }
+}
+
+TEST(SecureComparisonTest, ArgmaxOfSharedKeysEqualsPlainWithTiesToTheLowestIndex) {
+  std::mt19937_64 rng(32);
+  for (const uint32_t n : {1u, 8u, 40u, 64u}) {
+    for (const uint64_t keys : {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{5}, uint64_t{17}}) {
+      std::vector<uint64_t> g(keys), e(keys);
+      for (uint64_t j = 0; j < keys; ++j) {
+        g[j] = rng() & Mask(n);
+        e[j] = rng() & Mask(n);
+      }
+      ExpectMatchesPlain({absl::StrCat("argmax-", n, "-", keys), ComparisonKind::kSharedArgmax, n,
+                          0, keys, ComparisonOutput::kEach},
+                         g, e);
+    }
+  }
+  // Keys 7, 9, 9, 3 shared as (x, key - x): the first 9 wins.
+  const std::vector<uint64_t> keys = {7, 9, 9, 3};
+  std::vector<uint64_t> g, e;
+  for (uint64_t key : keys) {
+    g.push_back(rng() & 0xffff);
+    e.push_back((key - g.back()) & 0xffff);
+  }
+  ASSERT_OK_AND_ASSIGN(
+      const Outcome out,
+      RunProtocol({"tie", ComparisonKind::kSharedArgmax, 16, 0, 4, ComparisonOutput::kEach}, g, e));
+  EXPECT_EQ(out.evaluator.winner, 1u);
+  EXPECT_EQ(out.garbler.winner, 1u);
+}
+
+TEST(SecureComparisonTest, ManyInstancesAcrossBatchesAndTheirConjunction) {
+  std::mt19937_64 rng(33);
+  for (const uint64_t count : {uint64_t{1025}, uint64_t{2500}}) {
+    std::vector<uint64_t> g(count), e(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint64_t size = (i % 7 == 0) ? 0 : 20 + rng() % 50;  // empty or at least 20
+      g[i] = rng() & 0xffffffff;
+      e[i] = (size - g[i]) & 0xffffffff;
+    }
+    ComparisonSpec spec{
+        absl::StrCat("groups-", count), ComparisonKind::kSumZeroOrAtLeast, 32, 20, count,
+        ComparisonOutput::kAll};
+    ExpectMatchesPlain(spec, g, e);
+    ASSERT_OK_AND_ASSIGN(Outcome out, RunProtocol(spec, g, e));
+    EXPECT_TRUE(out.evaluator.all);
+    EXPECT_EQ(out.messages[4].size(), 37u + 16u);  // one output label: only the conjunction
+    // One group of 19 records (K - 1) makes the conjunction fail, for both sides.
+    e[count / 2] = (19 - g[count / 2]) & 0xffffffff;
+    ExpectMatchesPlain(spec, g, e);
+    ASSERT_OK_AND_ASSIGN(out, RunProtocol(spec, g, e));
+    EXPECT_FALSE(out.evaluator.all);
+    EXPECT_FALSE(out.garbler.all);
+    spec.output = ComparisonOutput::kEach;
+    spec.instance += "-each";
+    ExpectMatchesPlain(spec, g, e);
+  }
+}
+
+// Each message's bits, over many runs, have the same frequencies whichever input the other side
+// holds (both inputs give the same result). A message that carried the input would differ by
+// about 1 in some bit's frequency (z about 12 for 150 runs each); 6 standard deviations over the
+// few thousand bits compared has a false-alarm probability below 10^-5. The statistic is shown
+// to catch a transcript that leaks the input (the control at the end).
+class TranscriptFrequencies {
+ public:
+  void Add(int input, const std::string& bytes) {
+    auto& counts = ones_[input];
+    if (counts.empty()) counts.assign(bytes.size() * 8, 0);
+    ASSERT_EQ(counts.size(), bytes.size() * 8) << "message sizes differ between inputs";
+    for (size_t k = 0; k < counts.size(); ++k) counts[k] += (bytes[k / 8] >> (k % 8)) & 1;
+    ++runs_[input];
+  }
+  // The largest |z| of the two-sample difference of proportions over all bits (0 for constant
+  // bits).
+  double MaxZ() const {
+    double worst = 0;
+    for (size_t k = 0; k < ones_[0].size(); ++k) {
+      const double p0 = static_cast<double>(ones_[0][k]) / runs_[0];
+      const double p1 = static_cast<double>(ones_[1][k]) / runs_[1];
+      const double p = (ones_[0][k] + ones_[1][k]) / static_cast<double>(runs_[0] + runs_[1]);
+      const double se = std::sqrt(p * (1 - p) * (1.0 / runs_[0] + 1.0 / runs_[1]));
+      if (se > 0) worst = std::max(worst, std::abs(p0 - p1) / se);
+    }
+    return worst;
+  }
+
+ private:
+  std::vector<int> ones_[2];
+  int runs_[2] = {0, 0};
+};
+
+TEST(SecureComparisonTest, EachSideSeesTheSameDistributionWhateverTheOtherHolds) {
+  // [g > e] with 12-bit inputs, (g, e) = (3000, 2000) or (2100, 1234): true in both. The
+  // evaluator's view (messages 2 and 4) and the garbler's (messages 3 and 5) are compared between
+  // the two input pairs.
+  constexpr int kRuns = 150;
+  TranscriptFrequencies evaluator_view[2];
+  TranscriptFrequencies garbler_view[2];
+  TranscriptFrequencies leaky;  // control: message 4 with the garbler's input's low byte
+  const ComparisonSpec spec{"view", ComparisonKind::kGreaterThan, 12, 0,
+                            1,      ComparisonOutput::kEach};
+  for (int run = 0; run < kRuns; ++run) {
+    for (int which = 0; which < 2; ++which) {
+      const uint64_t g = which == 0 ? 3000 : 2100;
+      const uint64_t e = which == 0 ? 2000 : 1234;
+      ASSERT_OK_AND_ASSIGN(const Outcome out, RunProtocol(spec, {g}, {e}));
+      ASSERT_EQ(out.evaluator.each, std::vector<uint8_t>{1});
+      evaluator_view[0].Add(which, out.messages[1]);
+      evaluator_view[1].Add(which, out.messages[3]);
+      garbler_view[0].Add(which, out.messages[2]);
+      garbler_view[1].Add(which, out.messages[4]);
+      leaky.Add(which, out.messages[3] + std::string(1, static_cast<char>(g & 0xff)));
+    }
+  }
+  EXPECT_LT(evaluator_view[0].MaxZ(), 6.0);
+  EXPECT_LT(evaluator_view[1].MaxZ(), 6.0);
+  EXPECT_LT(garbler_view[0].MaxZ(), 6.0);
+  EXPECT_LT(garbler_view[1].MaxZ(), 6.0);
+  EXPECT_GT(leaky.MaxZ(), 6.0);  // 3000 = 0xbb8 and 2100 = 0x834 differ in their low byte
+}
+
+struct Sides {
+  std::unique_ptr<ComparisonGarbler> garbler;
+  std::unique_ptr<ComparisonEvaluator> evaluator;
+};
+
+Sides Make(const std::string& instance) {
+  const ComparisonSpec spec{
+      instance, ComparisonKind::kSumZeroOrAtLeast, 16, 5, 3, ComparisonOutput::kEach};
+  return {*ComparisonGarbler::Create(spec, {1, 2, 3}),
+          *ComparisonEvaluator::Create(spec, {4, 0, 1})};
+}
+
+TEST(SecureComparisonTest, ReplayedReorderedForgedAndMixedMessagesAreRefusedByName) {
+  using absl::StatusCode;
+  Sides a = Make("job-1/round-3/final-check/0");
+  Sides b = Make("job-1/round-3/final-check/1");
+  ASSERT_OK_AND_ASSIGN(const std::string a1, a.evaluator->Start());
+  ASSERT_OK_AND_ASSIGN(const std::string b1, b.evaluator->Start());
+  // Mixed between instances: b's message given to a.
+  EXPECT_THAT(a.garbler->AnswerBase(b1),
+              StatusIs(StatusCode::kPermissionDenied, "another comparison instance"));
+  // Not a comparison message; wrong size.
+  EXPECT_THAT(a.garbler->AnswerBase("GARBAGE-that-is-long-enough-for-a-header-000000"),
+              StatusIs(StatusCode::kInvalidArgument, "not a comparison message"));
+  EXPECT_THAT(a.garbler->AnswerBase(a1 + "x"),
+              StatusIs(StatusCode::kInvalidArgument, "body is 34 bytes, expected 33"));
+  ASSERT_OK_AND_ASSIGN(const std::string a2, a.garbler->AnswerBase(a1));
+  // Replayed: message 1 again.
+  EXPECT_THAT(a.garbler->AnswerBase(a1),
+              StatusIs(StatusCode::kFailedPrecondition, "AnswerBase called out of order"));
+  // Reordered: message 1 where message 3 is expected.
+  EXPECT_THAT(a.garbler->Garble(a1),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       "a step 1 message where step 3 was expected (replayed or reordered)"));
+  EXPECT_THAT(a.evaluator->Evaluate(a2),
+              StatusIs(StatusCode::kFailedPrecondition, "Evaluate called out of order"));
+  ASSERT_OK_AND_ASSIGN(std::string a3, a.evaluator->Extend(a2));
+  // Forged: a changed byte of the OT extension fails its check.
+  std::string forged3 = a3;
+  forged3[100] ^= 1;
+  EXPECT_THAT(a.garbler->Garble(forged3),
+              StatusIs(StatusCode::kPermissionDenied, "consistency check failed"));
+  // The garbler's instance is spent after a refused message 3: no second try.
+  EXPECT_THAT(a.garbler->Garble(a3), StatusIs(StatusCode::kFailedPrecondition, "out of order"));
+
+  // A fresh pair runs through; then a forged message 5 (an output label changed) is refused.
+  Sides c = Make("job-1/round-3/final-check/2");
+  ASSERT_OK_AND_ASSIGN(const std::string c1, c.evaluator->Start());
+  ASSERT_OK_AND_ASSIGN(const std::string c2, c.garbler->AnswerBase(c1));
+  ASSERT_OK_AND_ASSIGN(const std::string c3, c.evaluator->Extend(c2));
+  ASSERT_OK_AND_ASSIGN(const std::string c4, c.garbler->Garble(c3));
+  ASSERT_OK_AND_ASSIGN(std::string c5, c.evaluator->Evaluate(c4));
+  EXPECT_EQ(c.evaluator->result().each, (std::vector<uint8_t>{1, 0, 0}));  // 5, 2, 4 against K=5
+  std::string forged5 = c5;
+  forged5[37 + 16 + 3] ^= 0x10;  // output label 1
+  EXPECT_THAT(c.garbler->Finish(forged5),
+              StatusIs(StatusCode::kPermissionDenied, "output label 1 is not one the circuit has"));
+  EXPECT_THAT(c.garbler->Finish(c5), StatusIs(StatusCode::kFailedPrecondition, "out of order"));
+
+  Sides d = Make("job-1/round-3/final-check/3");
+  ASSERT_OK_AND_ASSIGN(const std::string d1, d.evaluator->Start());
+  ASSERT_OK_AND_ASSIGN(const std::string d2, d.garbler->AnswerBase(d1));
+  ASSERT_OK_AND_ASSIGN(const std::string d3, d.evaluator->Extend(d2));
+  ASSERT_OK_AND_ASSIGN(std::string d4, d.garbler->Garble(d3));
+  // A forged label of the garbler's first input bit makes the evaluator's output labels invalid
+  // (the bit reaches the output through AND gates), which the garbler then refuses.
+  d4[37 + 3 * 16 * 16 + 8] ^= 0x55;
+  ASSERT_OK_AND_ASSIGN(const std::string d5, d.evaluator->Evaluate(d4));
+  EXPECT_THAT(d.garbler->Finish(d5),
+              StatusIs(StatusCode::kPermissionDenied, "not one the circuit"));
+}
+
+TEST(SecureComparisonTest, SpecsAndInputsOutsideTheirRangesAreRefused) {
+  using absl::StatusCode;
+  const auto invalid = [](const ComparisonSpec& spec) {
+    return ValidateComparisonSpec(spec).code() == StatusCode::kInvalidArgument;
+  };
+  EXPECT_TRUE(invalid({"", ComparisonKind::kGreaterThan, 8, 0, 1, ComparisonOutput::kEach}));
+  EXPECT_TRUE(invalid({"x", ComparisonKind::kGreaterThan, 0, 0, 1, ComparisonOutput::kEach}));
+  EXPECT_TRUE(invalid({"x", ComparisonKind::kGreaterThan, 65, 0, 1, ComparisonOutput::kEach}));
+  EXPECT_TRUE(invalid({"x", ComparisonKind::kGreaterThan, 8, 1, 1, ComparisonOutput::kEach}));
+  EXPECT_TRUE(invalid({"x", ComparisonKind::kGreaterThan, 8, 0, 0, ComparisonOutput::kEach}));
+  EXPECT_TRUE(invalid({"x", ComparisonKind::kSumZeroOrAtLeast, 8, 0, 1, ComparisonOutput::kEach}));
+  EXPECT_TRUE(
+      invalid({"x", ComparisonKind::kSumZeroOrAtLeast, 8, 256, 1, ComparisonOutput::kEach}));
+  EXPECT_TRUE(invalid({"x", ComparisonKind::kSharedArgmax, 8, 0, 2, ComparisonOutput::kAll}));
+  EXPECT_TRUE(invalid(
+      {"x", ComparisonKind::kSharedArgmax, 8, 0, kMaxArgmaxKeys + 1, ComparisonOutput::kEach}));
+  EXPECT_TRUE(invalid(
+      {"x", ComparisonKind::kGreaterThan, 8, 0, kMaxComparisonCount + 1, ComparisonOutput::kEach}));
+  const ComparisonSpec ok{"x", ComparisonKind::kGreaterThan, 8, 0, 2, ComparisonOutput::kEach};
+  EXPECT_THAT(ComparisonGarbler::Create(ok, {1, 256}).status(),
+              StatusIs(StatusCode::kInvalidArgument, "input 1 does not fit in 8 bits"));
+  EXPECT_THAT(ComparisonEvaluator::Create(ok, {1}).status(),
+              StatusIs(StatusCode::kInvalidArgument, "gave 1 inputs for 2"));
+  // The digest binds every field.
+  ComparisonSpec other = ok;
+  other.count = 3;
+  EXPECT_NE(ComparisonSpecDigest(ok), ComparisonSpecDigest(other));
+  other = ok;
+  other.instance = "y";
+  EXPECT_NE(ComparisonSpecDigest(ok), ComparisonSpecDigest(other));
+}
+
+}  // namespace
+}  // namespace fedanon::crypto
