@@ -83,11 +83,13 @@ Bit CircuitBuilder::AtLeast(const Word& a, uint64_t c) {
   if (c == 0) return Bit::Const(true);
   // The carry out of a + (2^n - c): [a >= c]. A constant addend bit makes the majority an OR
   // (bit 1) or an AND (bit 0) of a's bit and the carry.
+  // 2^n - c: its low 64 bits are those of 2^64 - c (or 2^n - c below 64 bits), every bit above
+  // them is 1.
   const size_t n = a.size();
-  const uint64_t addend = n >= 64 ? (0 - c) : ((uint64_t{1} << n) - c);
+  const uint64_t low = n >= 64 ? (0 - c) : ((uint64_t{1} << n) - c);
   Bit carry = Bit::Const(false);
   for (size_t k = 0; k < n; ++k) {
-    const bool bit = ((addend >> k) & 1) != 0;
+    const bool bit = k >= 64 || ((low >> k) & 1) != 0;
     carry = bit ? Or(a[k], carry) : And(a[k], carry);
   }
   return carry;

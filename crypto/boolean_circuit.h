@@ -73,7 +73,7 @@ class CircuitBuilder {
   Word Add(const Word& a, const Word& b);
   // [a > b] for unsigned a, b of one width: n AND gates.
   Bit GreaterThan(const Word& a, const Word& b);
-  // [a >= c] for unsigned a and a public c < 2^n: at most n AND gates.
+  // [a >= c] for unsigned a of any width and a public c < 2^n: at most n AND gates.
   Bit AtLeast(const Word& a, uint64_t c);
   // s ? a : b, bit by bit: n AND gates.
   Word Mux(Bit s, const Word& a, const Word& b);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 
@@ -30,6 +31,52 @@ constexpr size_t kHeaderBytes = 4 + 1 + kDigestBytes;
 constexpr uint64_t kBatch = 1024;
 
 uint64_t Mask(uint32_t bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
+// The mask of a value's most significant word.
+uint64_t TopMask(uint32_t bits) { return Mask(bits - 64 * (ComparisonWords(bits) - 1)); }
+
+// A value of ComparisonWords(bits) little-endian words.
+using Wide = std::vector<uint64_t>;
+
+Wide ValueAt(const std::vector<uint64_t>& values, uint64_t i, uint32_t bits) {
+  const uint32_t w = ComparisonWords(bits);
+  return Wide(values.begin() + static_cast<std::ptrdiff_t>(i * w),
+              values.begin() + static_cast<std::ptrdiff_t>((i + 1) * w));
+}
+
+// a + b mod 2^bits.
+Wide AddMod(const Wide& a, const Wide& b, uint32_t bits) {
+  Wide s(a.size());
+  uint64_t carry = 0;
+  for (size_t k = 0; k < a.size(); ++k) {
+    const uint64_t t = a[k] + carry;
+    const uint64_t c1 = t < carry ? 1 : 0;
+    s[k] = t + b[k];
+    carry = c1 + (s[k] < t ? 1 : 0);
+  }
+  s.back() &= TopMask(bits);
+  return s;
+}
+
+// [a > b] for values of one width.
+bool Greater(const Wide& a, const Wide& b) {
+  for (size_t k = a.size(); k-- > 0;) {
+    if (a[k] != b[k]) return a[k] > b[k];
+  }
+  return false;
+}
+
+Wide FromUint64(uint64_t v, uint32_t bits) {
+  Wide out(ComparisonWords(bits), 0);
+  out[0] = v;
+  return out;
+}
+
+bool IsZero(const Wide& a) {
+  for (uint64_t w : a) {
+    if (w != 0) return false;
+  }
+  return true;
+}
 
 uint32_t WinnerBits(uint64_t keys) {
   return std::max<uint32_t>(1, static_cast<uint32_t>(std::bit_width(keys - 1)));
@@ -92,11 +139,16 @@ Plan MakePlan(const ComparisonSpec& spec) {
   return plan;
 }
 
-// The circuit's input bits for `values`, value-major, least significant bit first.
+// The circuit's input bits for `values` (ComparisonWords(bits) words each), value-major, least
+// significant bit first.
 std::vector<uint8_t> InputBits(const std::vector<uint64_t>& values, uint32_t bits) {
-  std::vector<uint8_t> out(values.size() * bits);
-  for (size_t v = 0; v < values.size(); ++v) {
-    for (uint32_t k = 0; k < bits; ++k) out[v * bits + k] = (values[v] >> k) & 1;
+  const uint32_t w = ComparisonWords(bits);
+  const size_t count = values.size() / w;
+  std::vector<uint8_t> out(count * bits);
+  for (size_t v = 0; v < count; ++v) {
+    for (uint32_t k = 0; k < bits; ++k) {
+      out[v * bits + k] = (values[v * w + k / 64] >> (k % 64)) & 1;
+    }
   }
   return out;
 }
@@ -104,19 +156,31 @@ std::vector<uint8_t> InputBits(const std::vector<uint64_t>& values, uint32_t bit
 std::vector<uint64_t> EvaluatorCircuitValues(const ComparisonSpec& spec,
                                              std::vector<uint64_t> values) {
   if (spec.kind == ComparisonKind::kSumZeroOrAtLeast) {
-    for (uint64_t& v : values) v = (v - 1) & Mask(spec.bits);
+    const uint32_t w = ComparisonWords(spec.bits);
+    for (size_t v = 0; v < values.size() / w; ++v) {
+      // minus one mod 2^bits, the borrow running up the words
+      for (uint32_t k = 0; k < w; ++k) {
+        uint64_t& word = values[v * w + k];
+        const bool borrow = word == 0;
+        --word;
+        if (!borrow) break;
+      }
+      values[v * w + w - 1] &= TopMask(spec.bits);
+    }
   }
   return values;
 }
 
 absl::Status CheckInputs(const ComparisonSpec& spec, const std::vector<uint64_t>& inputs,
                          const char* who) {
-  if (inputs.size() != spec.count) {
+  const uint32_t w = ComparisonWords(spec.bits);
+  if (inputs.size() != spec.count * w) {
     return absl::InvalidArgumentError(absl::StrCat("secure comparison: the ", who, " gave ",
-                                                   inputs.size(), " inputs for ", spec.count));
+                                                   inputs.size(), " words for ", spec.count,
+                                                   " inputs of ", w, " words"));
   }
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if ((inputs[i] & ~Mask(spec.bits)) != 0) {
+  for (size_t i = 0; i < spec.count; ++i) {
+    if ((inputs[i * w + w - 1] & ~TopMask(spec.bits)) != 0) {
       return absl::InvalidArgumentError(absl::StrCat("secure comparison: the ", who, "'s input ", i,
                                                      " does not fit in ", spec.bits, " bits"));
     }
@@ -248,9 +312,9 @@ absl::Status ValidateComparisonSpec(const ComparisonSpec& spec) {
   if (spec.instance.empty()) {
     return absl::InvalidArgumentError("secure comparison: the instance has no name");
   }
-  if (spec.bits < 1 || spec.bits > 64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("secure comparison: ", spec.bits, " bits (1 to 64 allowed)"));
+  if (spec.bits < 1 || spec.bits > kMaxComparisonBits) {
+    return absl::InvalidArgumentError(absl::StrCat("secure comparison: ", spec.bits, " bits (1 to ",
+                                                   kMaxComparisonBits, " allowed)"));
   }
   if (spec.output != ComparisonOutput::kEach && spec.output != ComparisonOutput::kAll) {
     return absl::InvalidArgumentError("secure comparison: unknown output mode");
@@ -318,13 +382,13 @@ absl::StatusOr<ComparisonResult> ComparePlain(const ComparisonSpec& spec,
   if (absl::Status s = ValidateComparisonSpec(spec); !s.ok()) return s;
   if (absl::Status s = CheckInputs(spec, garbler_inputs, "garbler"); !s.ok()) return s;
   if (absl::Status s = CheckInputs(spec, evaluator_inputs, "evaluator"); !s.ok()) return s;
-  const uint64_t mask = Mask(spec.bits);
   ComparisonResult r;
+  const uint32_t n = spec.bits;
   if (spec.kind == ComparisonKind::kSharedArgmax) {
-    uint64_t best = 0;
-    for (size_t j = 0; j < spec.count; ++j) {
-      const uint64_t key = (garbler_inputs[j] + evaluator_inputs[j]) & mask;
-      if (j == 0 || key > best) {
+    Wide best;
+    for (uint64_t j = 0; j < spec.count; ++j) {
+      const Wide key = AddMod(ValueAt(garbler_inputs, j, n), ValueAt(evaluator_inputs, j, n), n);
+      if (j == 0 || Greater(key, best)) {
         best = key;
         r.winner = j;
       }
@@ -332,20 +396,20 @@ absl::StatusOr<ComparisonResult> ComparePlain(const ComparisonSpec& spec,
     return r;
   }
   r.all = true;
-  for (size_t i = 0; i < spec.count; ++i) {
-    const uint64_t g = garbler_inputs[i];
-    const uint64_t e = evaluator_inputs[i];
-    const uint64_t s = (g + e) & mask;
+  for (uint64_t i = 0; i < spec.count; ++i) {
+    const Wide g = ValueAt(garbler_inputs, i, n);
+    const Wide e = ValueAt(evaluator_inputs, i, n);
+    const Wide s = AddMod(g, e, n);
     bool bit = false;
     switch (spec.kind) {
       case ComparisonKind::kGreaterThan:
-        bit = g > e;
+        bit = Greater(g, e);
         break;
       case ComparisonKind::kSumZeroOrAtLeast:
-        bit = s == 0 || s >= spec.threshold;
+        bit = IsZero(s) || !Greater(FromUint64(spec.threshold, n), s);
         break;
       case ComparisonKind::kSumNonNegative:
-        bit = ((s >> (spec.bits - 1)) & 1) == 0;
+        bit = ((s.back() >> ((n - 1) % 64)) & 1) == 0;
         break;
       case ComparisonKind::kSharedArgmax:
         break;

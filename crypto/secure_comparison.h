@@ -68,14 +68,18 @@ struct ComparisonSpec {
   // the same string from their own state.
   std::string instance;
   ComparisonKind kind = ComparisonKind::kGreaterThan;
-  uint32_t bits = 0;       // 1 .. 64
-  uint64_t threshold = 0;  // kSumZeroOrAtLeast: 1 .. 2^bits - 1; otherwise 0
+  uint32_t bits = 0;       // 1 .. kMaxComparisonBits
+  uint64_t threshold = 0;  // kSumZeroOrAtLeast: 1 .. min(2^bits - 1, 2^64 - 1); otherwise 0
   uint64_t count =
       0;  // instances, 1 .. kMaxComparisonCount (kSharedArgmax: keys, .. kMaxArgmaxKeys)
   ComparisonOutput output = ComparisonOutput::kEach;  // kSharedArgmax: kEach
 };
 
 inline constexpr uint64_t kMaxComparisonCount = uint64_t{1} << 24;
+inline constexpr uint32_t kMaxComparisonBits = 512;
+// The 64-bit words of one value: inputs hold `count` values of this many words each, least
+// significant word first (a value below 2^bits).
+inline constexpr uint32_t ComparisonWords(uint32_t bits) { return (bits + 63) / 64; }
 inline constexpr uint64_t kMaxArgmaxKeys = uint64_t{1} << 12;
 
 absl::Status ValidateComparisonSpec(const ComparisonSpec& spec);
@@ -104,7 +108,7 @@ absl::StatusOr<ComparisonResult> ComparePlain(const ComparisonSpec& spec,
 
 class ComparisonEvaluator {
  public:
-  // `inputs`: `count` values, each < 2^bits.
+  // `inputs`: `count` values of ComparisonWords(bits) words each, each value < 2^bits.
   static absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> Create(const ComparisonSpec& spec,
                                                                      std::vector<uint64_t> inputs);
   ~ComparisonEvaluator();

@@ -89,15 +89,65 @@ TEST(SecureComparisonTest, EveryKindAtEveryWidthEqualsPlainComputation) {
     e = {(0 - a) & mask, (k - 1 - a) & mask, (k - a) & mask, (mask - a) & mask, rng() & mask, 0};
     ExpectMatchesPlain(
         {absl::StrCat("zk-", n), ComparisonKind::kSumZeroOrAtLeast, n, k, g.size(), mode}, g, e);
-    ExpectMatchesPlain({absl::StrCat("zk-each-", n), ComparisonKind::kSumZeroOrAtLeast, n, k,
-                        g.size(), ComparisonOutput::kEach},
-                       g, e);
     // [s >= 0] as two's complement: s = 0, -1, the largest and the smallest value.
     const uint64_t top = uint64_t{1} << (n - 1);
     g = {a, a, a, a, rng() & mask};
     e = {(0 - a) & mask, (mask - a) & mask, (top - 1 - a) & mask, (top - a) & mask, rng() & mask};
     ExpectMatchesPlain(
         {absl::StrCat("nn-", n), ComparisonKind::kSumNonNegative, n, 0, g.size(), mode}, g, e);
+  }
+}
+
+// Values wider than a word: `count` values of ComparisonWords(bits) words each.
+TEST(SecureComparisonTest, WideValuesEqualPlainComputation) {
+  std::mt19937_64 rng(34);
+  for (const uint32_t n : {65u, 100u, 128u, 129u, 200u, 256u, 511u, 512u}) {
+    const uint32_t w = ComparisonWords(n);
+    const uint64_t top = n % 64 == 0 ? ~uint64_t{0} : (uint64_t{1} << (n % 64)) - 1;
+    auto random_value = [&] {
+      std::vector<uint64_t> v(w);
+      for (uint64_t& x : v) x = rng();
+      v.back() &= top;
+      return v;
+    };
+    auto concat = [](std::vector<std::vector<uint64_t>> values) {
+      std::vector<uint64_t> out;
+      for (const auto& v : values) out.insert(out.end(), v.begin(), v.end());
+      return out;
+    };
+    const std::vector<uint64_t> x = random_value();
+    std::vector<uint64_t> x_high = x;  // differs from x only in the top word
+    x_high.back() = (x_high.back() + 1) & top;
+    std::vector<uint64_t> zero(w, 0);
+    std::vector<uint64_t> minus_x(w);  // -x mod 2^n
+    {
+      uint64_t borrow = 0;
+      for (uint32_t k = 0; k < w; ++k) {
+        const uint64_t t = 0 - x[k] - borrow;
+        borrow = (x[k] != 0 || borrow != 0) ? 1 : 0;
+        minus_x[k] = t;
+      }
+      minus_x.back() &= top;
+    }
+    // [g > e]: equal, top word decides, random.
+    const std::vector<uint64_t> g = concat({x, x_high, x, random_value()});
+    const std::vector<uint64_t> e = concat({x, x, x_high, random_value()});
+    ExpectMatchesPlain({absl::StrCat("wide-gt-", n), ComparisonKind::kGreaterThan, n, 0, 4,
+                        ComparisonOutput::kEach},
+                       g, e);
+    // Sums: x + (-x) = 0, x + 0, and random ones against a 64-bit threshold.
+    const std::vector<uint64_t> sg = concat({x, x, random_value(), zero});
+    const std::vector<uint64_t> se = concat({minus_x, zero, random_value(), zero});
+    ExpectMatchesPlain({absl::StrCat("wide-zk-", n), ComparisonKind::kSumZeroOrAtLeast, n,
+                        rng() | 1, 4, ComparisonOutput::kEach},
+                       sg, se);
+    ExpectMatchesPlain({absl::StrCat("wide-nn-", n), ComparisonKind::kSumNonNegative, n, 0, 4,
+                        ComparisonOutput::kEach},
+                       sg, se);
+    ExpectMatchesPlain({absl::StrCat("wide-argmax-", n), ComparisonKind::kSharedArgmax, n, 0, 4,
+                        ComparisonOutput::kEach},
+                       concat({random_value(), random_value(), x_high, x}),
+                       concat({random_value(), random_value(), zero, zero}));
   }
 }
 
@@ -299,7 +349,8 @@ TEST(SecureComparisonTest, SpecsAndInputsOutsideTheirRangesAreRefused) {
   };
   EXPECT_TRUE(invalid({"", ComparisonKind::kGreaterThan, 8, 0, 1, ComparisonOutput::kEach}));
   EXPECT_TRUE(invalid({"x", ComparisonKind::kGreaterThan, 0, 0, 1, ComparisonOutput::kEach}));
-  EXPECT_TRUE(invalid({"x", ComparisonKind::kGreaterThan, 65, 0, 1, ComparisonOutput::kEach}));
+  EXPECT_TRUE(invalid(
+      {"x", ComparisonKind::kGreaterThan, kMaxComparisonBits + 1, 0, 1, ComparisonOutput::kEach}));
   EXPECT_TRUE(invalid({"x", ComparisonKind::kGreaterThan, 8, 1, 1, ComparisonOutput::kEach}));
   EXPECT_TRUE(invalid({"x", ComparisonKind::kGreaterThan, 8, 0, 0, ComparisonOutput::kEach}));
   EXPECT_TRUE(invalid({"x", ComparisonKind::kSumZeroOrAtLeast, 8, 0, 1, ComparisonOutput::kEach}));
@@ -314,7 +365,7 @@ TEST(SecureComparisonTest, SpecsAndInputsOutsideTheirRangesAreRefused) {
   EXPECT_THAT(ComparisonGarbler::Create(ok, {1, 256}).status(),
               StatusIs(StatusCode::kInvalidArgument, "input 1 does not fit in 8 bits"));
   EXPECT_THAT(ComparisonEvaluator::Create(ok, {1}).status(),
-              StatusIs(StatusCode::kInvalidArgument, "gave 1 inputs for 2"));
+              StatusIs(StatusCode::kInvalidArgument, "gave 1 words for 2 inputs of 1 words"));
   // The digest binds every field.
   ComparisonSpec other = ok;
   other.count = 3;
