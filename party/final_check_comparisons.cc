@@ -1,0 +1,285 @@
+#include "party/final_check_comparisons.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/engine/privacy_model.h"
+
+namespace fedanon::party {
+
+using crypto::ComparisonKind;
+using crypto::ComparisonOutput;
+using crypto::ComparisonSpec;
+
+namespace {
+
+// Message 4 of one instance stays under this (the sealed message's limit is 64 MiB).
+constexpr uint64_t kMaxMessage4Bytes = uint64_t{48} << 20;
+
+// Instances of `spec` that keep message 4 under kMaxMessage4Bytes: the bytes of 1,024 instances
+// tell the per-instance cost.
+absl::StatusOr<uint64_t> InstancesPerMessage(ComparisonSpec spec, uint64_t cap) {
+  spec.count = 1024;
+  spec.instance = "cost";
+  const absl::StatusOr<crypto::ComparisonCost> cost = crypto::CostOfComparison(spec);
+  if (!cost.ok()) return cost.status();
+  const uint64_t per = std::max<uint64_t>(1, cost->garbler_bytes / 1024);
+  return std::clamp<uint64_t>(kMaxMessage4Bytes / per, 1, cap);
+}
+
+uint32_t BitWidth(uint64_t v) { return static_cast<uint32_t>(std::bit_width(v)); }
+
+// x * 2^shift as `words` little-endian words (bits beyond them dropped).
+std::vector<uint64_t> Shifted(uint64_t x, uint32_t shift, uint32_t words) {
+  std::vector<uint64_t> out(words, 0);
+  const uint32_t word = shift / 64;
+  const uint32_t bit = shift % 64;
+  if (word < words) out[word] = x << bit;
+  if (bit != 0 && word + 1 < words) out[word + 1] = x >> (64 - bit);
+  return out;
+}
+
+// a * b as `words` little-endian words.
+std::vector<uint64_t> Product(uint64_t a, uint64_t b, uint32_t words) {
+  const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+  std::vector<uint64_t> out(words, 0);
+  out[0] = static_cast<uint64_t>(p);
+  if (words > 1) out[1] = static_cast<uint64_t>(p >> 64);
+  return out;
+}
+
+// a - b mod 2^(64 * words), then masked to `bits`.
+std::vector<uint64_t> Subtract(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b,
+                               uint32_t bits) {
+  std::vector<uint64_t> out(a.size());
+  uint64_t borrow = 0;
+  for (size_t k = 0; k < a.size(); ++k) {
+    const uint64_t t = a[k] - b[k];
+    const uint64_t borrow_out = (a[k] < b[k] || (t == 0 && borrow != 0)) ? 1 : 0;
+    out[k] = t - borrow;
+    borrow = borrow_out;
+  }
+  const uint32_t top = bits - 64 * static_cast<uint32_t>(a.size() - 1);
+  if (top < 64) out.back() &= (uint64_t{1} << top) - 1;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<FinalCheckComparison>> PlanFinalCheckComparisons(
+    const engine::FinalCheckLayout& layout, uint64_t max_total_records,
+    const std::string& instance_prefix, uint64_t groups_per_instance) {
+  if (layout.distribution.has_value()) {
+    return absl::FailedPreconditionError(
+        "the two-party final check compares group sizes and confidence bounds; it cannot check "
+        "ldiversity or tcloseness");
+  }
+  groups_per_instance = std::max<uint64_t>(1, groups_per_instance);
+  std::vector<FinalCheckComparison> plan;
+  auto add_chunks = [&](const FinalCheckComparison& base) -> absl::Status {
+    const engine::FinalCheckConstraint& c = layout.constraints[base.constraint];
+    const absl::StatusOr<uint64_t> per_or = InstancesPerMessage(base.spec, groups_per_instance);
+    if (!per_or.ok()) return per_or.status();
+    const uint64_t per = *per_or;
+    for (uint64_t first = 0; first < c.groups; first += per) {
+      FinalCheckComparison chunk = base;
+      chunk.first_group = first;
+      chunk.spec.count = std::min(per, c.groups - first);
+      chunk.spec.instance = absl::StrCat(instance_prefix, "/", plan.size());
+      plan.push_back(std::move(chunk));
+    }
+    return absl::OkStatus();
+  };
+  for (size_t ci = 0; ci < layout.constraints.size(); ++ci) {
+    const engine::FinalCheckConstraint& c = layout.constraints[ci];
+    if (c.groups == 0) continue;
+    // Sizes: below 2^bits with room for the sum of both parties' shares without wrapping.
+    FinalCheckComparison sizes;
+    sizes.constraint = ci;
+    sizes.spec.kind = ComparisonKind::kSumZeroOrAtLeast;
+    sizes.spec.bits = std::max(BitWidth(max_total_records), BitWidth(c.k)) + 1;
+    sizes.spec.threshold = std::max<uint64_t>(1, c.k);
+    sizes.spec.output = ComparisonOutput::kAll;
+    if (absl::Status s = add_chunks(sizes); !s.ok()) return s;
+    const double bound = c.max_conf + engine::kConfidenceEpsilon;
+    for (size_t b = 0; b < layout.tracked.size(); ++b) {
+      if (!(c.sensitive_mask >> b & 1) || bound >= 1.0) continue;  // count <= size always holds
+      if (!(bound > 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("final check: ", c.description, " bounds confidence at ", c.max_conf));
+      }
+      // bound = mantissa * 2^(exponent - 53) exactly, mantissa < 2^53; reduced while even.
+      int exponent = 0;
+      const double fraction = std::frexp(bound, &exponent);
+      auto numerator = static_cast<uint64_t>(std::ldexp(fraction, 53));
+      int shift = 53 - exponent;
+      while (shift > 0 && (numerator & 1) == 0) {
+        numerator >>= 1;
+        --shift;
+      }
+      FinalCheckComparison bound_check;
+      bound_check.constraint = ci;
+      bound_check.tracked = static_cast<int>(b);
+      bound_check.numerator = numerator;
+      bound_check.shift = static_cast<uint32_t>(shift);
+      bound_check.spec.kind = ComparisonKind::kSumNonNegative;
+      // |N * size - 2^s * count| < 2^(max(bits(N) + bits(M), bits(M) + s)), M the records; one
+      // more bit for the sign and one for the sum of the two shares.
+      const uint32_t magnitude = std::max(BitWidth(numerator) + BitWidth(max_total_records),
+                                          BitWidth(max_total_records) + bound_check.shift);
+      bound_check.spec.bits = magnitude + 2;
+      if (bound_check.spec.bits > crypto::kMaxComparisonBits) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("final check: ", c.description, "'s confidence bound ", c.max_conf,
+                         " needs ", bound_check.spec.bits,
+                         " bits, more than the two-party check's ", crypto::kMaxComparisonBits));
+      }
+      bound_check.spec.output = ComparisonOutput::kAll;
+      if (absl::Status s = add_chunks(bound_check); !s.ok()) return s;
+    }
+  }
+  return plan;
+}
+
+std::vector<uint64_t> FinalCheckComparisonInputs(const FinalCheckComparison& comparison,
+                                                 const engine::FinalCheckLayout& layout,
+                                                 const std::vector<uint64_t>& counts) {
+  const engine::FinalCheckConstraint& c = layout.constraints[comparison.constraint];
+  const uint32_t words = crypto::ComparisonWords(comparison.spec.bits);
+  std::vector<uint64_t> inputs;
+  inputs.reserve(comparison.spec.count * words);
+  for (uint64_t g = comparison.first_group; g < comparison.first_group + comparison.spec.count;
+       ++g) {
+    const uint64_t* slot = counts.data() + c.offset + g * layout.Slot(c);
+    if (comparison.tracked < 0) {
+      inputs.push_back(slot[0]);
+      continue;
+    }
+    const std::vector<uint64_t> value = Subtract(
+        Product(comparison.numerator, slot[0], words),
+        Shifted(slot[1 + comparison.tracked], comparison.shift, words), comparison.spec.bits);
+    inputs.insert(inputs.end(), value.begin(), value.end());
+  }
+  return inputs;
+}
+
+absl::StatusOr<std::unique_ptr<FinalCheckComparisons>> FinalCheckComparisons::Create(
+    std::vector<FinalCheckComparison> plan, const engine::FinalCheckLayout& layout,
+    const std::vector<uint64_t>& counts, Role role) {
+  if (counts.size() != layout.words) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "final check: ", counts.size(), " counts for a layout of ", layout.words, " words"));
+  }
+  std::unique_ptr<FinalCheckComparisons> c(new FinalCheckComparisons());
+  c->layout_ = layout;
+  c->role_ = role;
+  for (const FinalCheckComparison& comparison : plan) {
+    c->inputs_.push_back(FinalCheckComparisonInputs(comparison, layout, counts));
+  }
+  c->plan_ = std::move(plan);
+  c->next_step_.assign(c->plan_.size(), role == Role::kEvaluator ? 1 : 2);
+  c->held_.assign(c->plan_.size(), -1);
+  return c;
+}
+
+absl::StatusOr<std::string> FinalCheckComparisons::Step(size_t instance, int step,
+                                                        std::string_view message) {
+  if (instance >= plan_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("final check: comparison ", instance, " of ",
+                                                   plan_.size(), " does not exist"));
+  }
+  const bool garbler = role_ == Role::kGarbler;
+  if (step < 1 || step > kComparisonSteps || (step % 2 == 0) != garbler) {
+    return absl::FailedPreconditionError(absl::StrCat("final check: step ", step,
+                                                      " of a comparison is not this party's (the ",
+                                                      garbler ? "garbler" : "evaluator", ")"));
+  }
+  if (step != next_step_[instance]) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("final check: comparison ", instance, " is at step ", next_step_[instance],
+                     ", asked for step ", step, " (replayed, reordered or already ended)"));
+  }
+  next_step_[instance] = kComparisonSteps + 1;  // spent unless this step succeeds
+  const FinalCheckComparison& c = plan_[instance];
+  absl::StatusOr<std::string> next;
+  switch (step) {
+    case 1: {
+      absl::StatusOr<std::unique_ptr<crypto::ComparisonEvaluator>> e =
+          crypto::ComparisonEvaluator::Create(c.spec, inputs_[instance]);
+      if (!e.ok()) return e.status();
+      next = (*e)->Start();
+      evaluators_[instance] = *std::move(e);
+      break;
+    }
+    case 2: {
+      absl::StatusOr<std::unique_ptr<crypto::ComparisonGarbler>> g =
+          crypto::ComparisonGarbler::Create(c.spec, inputs_[instance]);
+      if (!g.ok()) return g.status();
+      next = (*g)->AnswerBase(message);
+      garblers_[instance] = *std::move(g);
+      break;
+    }
+    case 3:
+      next = evaluators_.at(instance)->Extend(message);
+      break;
+    case 4:
+      next = garblers_.at(instance)->Garble(message);
+      break;
+    case 5:
+      next = evaluators_.at(instance)->Evaluate(message);
+      if (next.ok()) {
+        held_[instance] = evaluators_.at(instance)->result().all ? 1 : 0;
+        evaluators_.erase(instance);
+      }
+      break;
+    default: {
+      absl::StatusOr<crypto::ComparisonResult> r = garblers_.at(instance)->Finish(message);
+      if (!r.ok()) return r.status();
+      held_[instance] = r->all ? 1 : 0;
+      garblers_.erase(instance);
+      next = std::string();
+      break;
+    }
+  }
+  if (!next.ok()) {
+    garblers_.erase(instance);
+    evaluators_.erase(instance);
+    return next.status();
+  }
+  next_step_[instance] = step + 2;
+  return next;
+}
+
+std::string FinalCheckComparisons::Describe(const FinalCheckComparison& c) const {
+  const engine::FinalCheckConstraint& con = layout_.constraints[c.constraint];
+  const std::string groups = absl::StrCat("groups ", c.first_group, " to ",
+                                          c.first_group + c.spec.count - 1, " of ", con.groups);
+  if (c.tracked < 0) {
+    return absl::StrCat(con.description, ": among ", groups, ", a group holds fewer than ", con.k,
+                        " records");
+  }
+  return absl::StrCat(con.description, ": among ", groups, ", a group infers '",
+                      layout_.tracked[c.tracked], "' with confidence above ", con.max_conf);
+}
+
+absl::Status FinalCheckComparisons::Verdict() const {
+  size_t unfinished = 0;
+  for (size_t i = 0; i < plan_.size(); ++i) {
+    if (held_[i] == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "final check failed: ", Describe(plan_[i]),
+          " (two data parties: the secure comparison tells which chunk, not which group)"));
+    }
+    if (held_[i] < 0) ++unfinished;
+  }
+  if (unfinished > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "final check: ", unfinished, " of ", plan_.size(), " comparisons have not ended here"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fedanon::party
