@@ -114,4 +114,66 @@ absl::Status RunFinalCheck(const FinalCheckRing& ring,
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint32_t> RunTwoPartyFinalCheck(const FinalCheckRing& ring,
+                                               const std::vector<fedanon::v1::StateUpdate>& updates,
+                                               uint64_t total_words) {
+  if (ring.ring.size() != 2) {
+    return absl::FailedPreconditionError("the two-party final check needs two data parties");
+  }
+  if (total_words == 0) return absl::InvalidArgumentError("the final check has an empty vector");
+  const std::string& garbler = ring.ring[0];
+  const std::string& evaluator = ring.ring[1];
+  FinalCheckRing whole = ring;
+  whole.chunk_words = total_words;  // the comparisons take the vector whole
+  uint32_t comparisons = 1;         // known after the first step
+  for (uint32_t c = 0; c < comparisons; ++c) {
+    fedanon::v1::SealedPayload carried;
+    for (uint32_t s = 1; s <= 6; ++s) {
+      LeaderMessage msg =
+          FinalCheckMessage(whole, FinalCheckStep::PHASE_COMPARE, 0, 1, total_words);
+      msg.mutable_final_check()->set_comparison(c);
+      msg.mutable_final_check()->set_comparison_step(s);
+      // Each party's first step of the first comparison carries the pending updates.
+      if (c == 0 && s <= 2) {
+        for (const auto& u : updates) *msg.mutable_final_check()->add_updates() = u;
+      }
+      if (s > 1) *msg.mutable_final_check()->mutable_input() = carried;
+      const std::string& party = s % 2 == 1 ? evaluator : garbler;
+      ASSIGN_OR_RETURN(fedanon::v1::FinalCheckResult result, CallFinalCheck(ring, party, msg));
+      if (c == 0 && s <= 2) {
+        if (s == 1) {
+          comparisons = result.comparisons();
+        } else if (result.comparisons() != comparisons) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("final check: the data parties plan different comparisons ('", evaluator,
+                           "': ", comparisons, ", '", garbler, "': ", result.comparisons(), ")"));
+        }
+        if (comparisons == 0) {
+          return absl::InternalError("final check: the parties planned no comparison");
+        }
+      }
+      carried = result.sealed();
+    }
+  }
+  std::vector<std::string> refusals;
+  for (const std::string& party : ring.ring) {
+    LeaderMessage verify =
+        FinalCheckMessage(whole, FinalCheckStep::PHASE_VERIFY, 0, 1, total_words);
+    absl::StatusOr<fedanon::v1::FinalCheckResult> verdict = CallFinalCheck(ring, party, verify);
+    if (!verdict.ok()) {
+      if (verdict.status().code() == absl::StatusCode::kCancelled) return verdict.status();
+      refusals.emplace_back(verdict.status().message());
+      continue;
+    }
+    if (!verdict->passed()) {
+      refusals.push_back(absl::StrCat("party '", party, "': did not confirm the check"));
+    }
+  }
+  if (!refusals.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "final check: the parties refuse to release: ", absl::StrJoin(refusals, "; ")));
+  }
+  return comparisons;
+}
+
 }  // namespace fedanon::leader

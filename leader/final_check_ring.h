@@ -21,7 +21,7 @@ namespace fedanon::leader {
 struct FinalCheckRing {
   wire::PartyChannel* channel = nullptr;  // not owned
   std::string job_id;
-  std::vector<std::string> ring;  // the data parties in the order agreed at Prepare (>= 3)
+  std::vector<std::string> ring;  // the data parties in the order agreed at Prepare
   uint32_t round = 0;
   absl::Duration timeout = absl::Seconds(60);
   std::function<absl::Status()> check = [] { return absl::OkStatus(); };  // e.g. cancellation
@@ -36,5 +36,15 @@ struct FinalCheckRing {
 absl::Status RunFinalCheck(const FinalCheckRing& ring,
                            const std::vector<fedanon::v1::StateUpdate>& updates,
                            uint64_t total_words);
+
+// The same with two data parties (ring of 2): the parties' secure comparisons
+// (party/final_check_comparisons.h). Every comparison's six steps alternate between ring[1]
+// (steps 1, 3, 5) and ring[0] (2, 4, 6), the leader relaying each sealed message to the other
+// party; the number of comparisons is the parties' (both must give the same); then both report
+// their verdict. The number of comparisons, or FailedPrecondition naming each party that refused
+// and its reason, as RunFinalCheck.
+absl::StatusOr<uint32_t> RunTwoPartyFinalCheck(const FinalCheckRing& ring,
+                                               const std::vector<fedanon::v1::StateUpdate>& updates,
+                                               uint64_t total_words);
 
 }  // namespace fedanon::leader

@@ -139,9 +139,9 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunGlobalRounds() {
                                   " constraint(s) on the global counts of the final cut")};
   };
   rounds.final_check_skipped =
-      "skipped: with two data parties the summed counts would reveal the other party's, so the "
-      "parties did not re-check the privacy model; the final group sizes rest on the leader's "
-      "word (docs/threat-model.md)";
+      "skipped: with two data parties and an ldiversity or tcloseness model (which the secure "
+      "comparisons do not check) the parties did not re-check the privacy model; the final "
+      "groups rest on the leader's word (docs/threat-model.md)";
   // When every released non-QID attribute has a declared domain, the released table is a
   // multiset over public values: one more secure sum gives the leader (recipient) the count of
   // every (group, values) combination and nothing else.
@@ -227,9 +227,9 @@ absl::StatusOr<HorizontalDriver::Rounds> HorizontalDriver::RunLocalRounds() {
                                                 " local group(s) on their global counts")};
   };
   rounds.final_check_skipped =
-      "skipped: with two data parties the summed counts would reveal the other party's, so the "
-      "parties did not re-check the final groups; their sizes rest on the leader's word "
-      "(docs/threat-model.md)";
+      "skipped: with two data parties and an ldiversity or tcloseness model (which the secure "
+      "comparisons do not check) the parties did not re-check the final groups; they rest on "
+      "the leader's word (docs/threat-model.md)";
   // One secure sum of the released counts per (final group, value combination) when every
   // released non-QID value is declared and the request fits (leader/local_job.h).
   rounds.counts_apply = [this, &engine] { return LocalReleasedCountsApply(engine, schema_); };
@@ -261,9 +261,10 @@ absl::StatusOr<std::string> HorizontalDriver::RunFinalCheck(const Rounds& rounds
   // The final check (docs/threat-model.md): before any row or released count leaves a party,
   // every data party re-checks the signed privacy model on the global counts of the final
   // groups, summed around the ring without the leader. With two data parties the sum would
-  // reveal the other party's counts: it is not run, and the group sizes rest on the leader's
-  // word.
-  if (job_.ring.size() < 3) {
+  // reveal the other party's counts: the two decide every group size and confidence bound by
+  // secure comparisons instead, except for an ldiversity / tcloseness model, which they cannot
+  // check that way (the check is skipped and the groups rest on the leader's word).
+  if (job_.ring.size() == 2 && model_.distribution.has_value()) {
     spdlog::warn("job={} round={} final check {}", job_.job_id, round_, rounds.final_check_skipped);
     return rounds.final_check_skipped;
   }
@@ -276,6 +277,17 @@ absl::StatusOr<std::string> HorizontalDriver::RunFinalCheck(const Rounds& rounds
   ring.timeout = job_.timeout;
   ring.check = host_.CancelCheck(job_.job_id);
   ring.chunk_words = sum_chunk_words_;
+  if (job_.ring.size() == 2) {
+    ASSIGN_OR_RETURN(
+        const uint32_t comparisons,
+        leader::RunTwoPartyFinalCheck(ring, sums_->TakePendingUpdates(), layout.first));
+    const std::string passed =
+        absl::StrCat("passed at both data parties: ", comparisons,
+                     " secure comparisons between the two checked ", layout.second, " (",
+                     layout.first, " words) without either seeing the other's counts");
+    spdlog::info("job={} round={} final check {}", job_.job_id, round_, passed);
+    return passed;
+  }
   RETURN_IF_ERROR(leader::RunFinalCheck(ring, sums_->TakePendingUpdates(), layout.first));
   const std::string passed =
       absl::StrCat("passed at every data party: ", job_.ring.size(), " parties re-checked ",

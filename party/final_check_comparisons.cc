@@ -202,6 +202,14 @@ absl::StatusOr<std::string> FinalCheckComparisons::Step(size_t instance, int ste
         absl::StrCat("final check: comparison ", instance, " is at step ", next_step_[instance],
                      ", asked for step ", step, " (replayed, reordered or already ended)"));
   }
+  const bool needs_session = step > 2;
+  if (needs_session &&
+      (garbler ? !garblers_.contains(instance) : !evaluators_.contains(instance))) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("final check: comparison ", instance,
+                     "'s secrets were lost when this party restarted; "
+                     "a comparison does not resume in the middle"));
+  }
   next_step_[instance] = kComparisonSteps + 1;  // spent unless this step succeeds
   const FinalCheckComparison& c = plan_[instance];
   absl::StatusOr<std::string> next;
@@ -223,20 +231,20 @@ absl::StatusOr<std::string> FinalCheckComparisons::Step(size_t instance, int ste
       break;
     }
     case 3:
-      next = evaluators_.at(instance)->Extend(message);
+      next = evaluators_[instance]->Extend(message);
       break;
     case 4:
-      next = garblers_.at(instance)->Garble(message);
+      next = garblers_[instance]->Garble(message);
       break;
     case 5:
-      next = evaluators_.at(instance)->Evaluate(message);
+      next = evaluators_[instance]->Evaluate(message);
       if (next.ok()) {
-        held_[instance] = evaluators_.at(instance)->result().all ? 1 : 0;
+        held_[instance] = evaluators_[instance]->result().all ? 1 : 0;
         evaluators_.erase(instance);
       }
       break;
     default: {
-      absl::StatusOr<crypto::ComparisonResult> r = garblers_.at(instance)->Finish(message);
+      absl::StatusOr<crypto::ComparisonResult> r = garblers_[instance]->Finish(message);
       if (!r.ok()) return r.status();
       held_[instance] = r->all ? 1 : 0;
       garblers_.erase(instance);
@@ -251,6 +259,26 @@ absl::StatusOr<std::string> FinalCheckComparisons::Step(size_t instance, int ste
   }
   next_step_[instance] = step + 2;
   return next;
+}
+
+absl::Status FinalCheckComparisons::Restore(size_t instance, int step, std::string_view result) {
+  if (instance >= plan_.size() || step != next_step_[instance]) {
+    return absl::DataLossError(absl::StrCat("final check: the recorded step ", step,
+                                            " of comparison ", instance,
+                                            " does not follow the steps recorded before it"));
+  }
+  const bool last = step == (role_ == Role::kGarbler ? kComparisonSteps : kComparisonSteps - 1);
+  if (last) {
+    if (result != "0" && result != "1") {
+      return absl::DataLossError(
+          absl::StrCat("final check: comparison ", instance, "'s recorded result is missing"));
+    }
+    held_[instance] = result == "1" ? 1 : 0;
+  }
+  garblers_.erase(instance);
+  evaluators_.erase(instance);
+  next_step_[instance] = step + 2;
+  return absl::OkStatus();
 }
 
 std::string FinalCheckComparisons::Describe(const FinalCheckComparison& c) const {

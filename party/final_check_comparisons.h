@@ -84,6 +84,13 @@ class FinalCheckComparisons {
   // OK once every instance ended here and held; FailedPrecondition naming the first constraint
   // (and chunk) that does not hold, or that instances are missing.
   absl::Status Verdict() const;
+  // After this party's last step of `instance`: 1 held, 0 failed; -1 before.
+  int Held(size_t instance) const { return instance < held_.size() ? held_[instance] : -1; }
+  // After a restart, a step this party answered before, without running it again: the step's
+  // place in the order and, for this party's last step of an instance, its recorded result
+  // ("1" held, "0" failed). The instance's secrets are gone, so a later step of an instance that
+  // had not ended is refused by name.
+  absl::Status Restore(size_t instance, int step, std::string_view result);
 
  private:
   FinalCheckComparisons() = default;

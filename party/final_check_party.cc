@@ -8,6 +8,7 @@
 #include "common/engine/privacy_model.h"
 #include "common/spec/job_spec_loader.h"
 #include "common/wire/federation_wire.h"
+#include "crypto/hash.h"
 #include "crypto/secure_sum_masks.h"
 #include "party/protocol_util.h"
 #include "spdlog/spdlog.h"
@@ -19,13 +20,43 @@ using fedanon::v1::PartyMessage;
 using wire::DecodeWords;
 using wire::EncodeWords;
 
+namespace {
+
+// The reply cache's key of a step: (phase, chunk), or for a comparison (comparison, step).
+uint64_t StepKey(const fedanon::v1::FinalCheckStep& step) {
+  if (step.phase() == fedanon::v1::FinalCheckStep::PHASE_COMPARE) {
+    return (uint64_t{fedanon::v1::FinalCheckStep::PHASE_COMPARE} << 56) |
+           (uint64_t{step.comparison()} << 8) | (step.comparison_step() & 0xff);
+  }
+  return (uint64_t{static_cast<uint32_t>(step.phase())} << 32) | step.chunk();
+}
+
+// The seal purpose of comparison `comparison`'s message of step `message_step`.
+std::string ComparePurpose(const fedanon::v1::FinalCheckStep& step, uint32_t message_step,
+                           uint64_t round, const std::string& chain) {
+  return wire::FinalCheckPurpose(absl::StrCat("compare/", step.comparison(), "/", message_step),
+                                 step, round, chain);
+}
+
+}  // namespace
+
+bool FinalCheckParty::ModelHasDistribution() const {
+  if (tables_.data == nullptr) return false;
+  if (!model_has_distribution_) {
+    absl::StatusOr<engine::PrivacyModel> model =
+        engine::BuildPrivacyModel(ctx_.spec, *tables_.data);
+    model_has_distribution_ = model.ok() && model->distribution.has_value();
+  }
+  return *model_has_distribution_;
+}
+
 absl::Status FinalCheckParty::ReleaseAllowed(const std::string& what) const {
-  if (ctx_.ring.size() < 3) {
-    // Two data parties: the global counts would reveal the other party's; the final check is not
-    // run and the group sizes rest on the leader's word (docs/threat-model.md).
+  if (ctx_.ring.size() < 2 || (two_parties() && ModelHasDistribution())) {
+    // Two data parties and an ldiversity / tcloseness model: the secure comparisons check group
+    // sizes and confidence bounds only, and the summed counts would reveal the other party's; the
+    // check is not run and the groups rest on the leader's word (docs/threat-model.md).
     spdlog::info(
-        "job={} {}: final check skipped (2 data parties: the sum would reveal the other party's "
-        "counts)",
+        "job={} {}: final check skipped (2 data parties and a sensitive-distribution model)",
         ctx_.job_id, what);
     return absl::OkStatus();
   }
@@ -75,7 +106,22 @@ absl::Status FinalCheckParty::Start(const fedanon::v1::FinalCheckStep& step, uin
                                                                  tables_.hier, *tables_.tips));
   }
   ctx_.options().Deviation().FinalCheckCounts(&check.counts);
-  if (ctx_.RingPosition() == 0) {
+  if (two_parties()) {
+    // The instances are named by job, run, round and cut: none is valid in another check.
+    const std::string prefix =
+        absl::StrCat("final-check/", ctx_.job_id, "/", ctx_.run_id, "/", round, "/",
+                     crypto::ToHex(crypto::Sha256(tables_.update_chain)));
+    const uint64_t per_party = spec::MaxRecordsPerParty(ctx_.spec);
+    ASSIGN_OR_RETURN(
+        std::vector<FinalCheckComparison> plan,
+        PlanFinalCheckComparisons(
+            check.layout, per_party > UINT64_MAX / 2 ? UINT64_MAX / 2 : 2 * per_party, prefix));
+    ASSIGN_OR_RETURN(check.comparisons,
+                     FinalCheckComparisons::Create(std::move(plan), check.layout, check.counts,
+                                                   ctx_.RingPosition() == 0
+                                                       ? FinalCheckComparisons::Role::kGarbler
+                                                       : FinalCheckComparisons::Role::kEvaluator));
+  } else if (ctx_.RingPosition() == 0) {
     if (restored_mask_) {
       check.mask = *std::exchange(restored_mask_, std::nullopt);  // drawn before a restart
       if (check.mask.size() != check.layout.words) {
@@ -101,11 +147,26 @@ absl::Status FinalCheckParty::Start(const fedanon::v1::FinalCheckStep& step, uin
 absl::StatusOr<PartyMessage> FinalCheckParty::Step(const LeaderMessage& request) {
   using CheckStep = fedanon::v1::FinalCheckStep;
   const CheckStep& step = request.final_check();
-  if (ctx_.ring.size() < 3) {
+  if (ctx_.ring.size() < 2) {
+    return absl::FailedPreconditionError("final check: it needs two or more data parties");
+  }
+  const bool compare = step.phase() == CheckStep::PHASE_COMPARE;
+  if (two_parties() && !compare && step.phase() != CheckStep::PHASE_VERIFY) {
     return absl::FailedPreconditionError(
         "final check: with two data parties the summed counts would reveal the other party's; "
-        "the check is not run (docs/threat-model.md)");
+        "the two compare securely instead (docs/threat-model.md)");
   }
+  if (!two_parties() && compare) {
+    return absl::FailedPreconditionError(
+        "final check: secure comparisons are for two data parties; this job's ring sums");
+  }
+  if (compare && (step.chunk() != 0 || step.chunks() != 1)) {
+    return absl::InvalidArgumentError("final check: the comparisons take the vector whole");
+  }
+  // A two-party check starts with this party's first step of comparison 0.
+  const uint32_t first_step = ctx_.RingPosition() == 0 ? 2 : 1;
+  const bool starts = compare ? step.comparison() == 0 && step.comparison_step() == first_step
+                              : step.phase() == CheckStep::PHASE_SUM && step.chunk() == 0;
   // The chunking is fixed by chunk_words and total_words; nothing else is the leader's choice.
   if (step.total_words() == 0 || step.total_words() > engine::kMaxFinalCheckWords ||
       step.chunk_words() == 0 || step.chunk_words() > engine::kMaxFinalCheckWords ||
@@ -116,7 +177,7 @@ absl::StatusOr<PartyMessage> FinalCheckParty::Step(const LeaderMessage& request)
                      step.chunk_words(), " words each, ", step.total_words(), " in all, at most ",
                      engine::kMaxFinalCheckWords, ") does not exist"));
   }
-  const uint64_t key = (uint64_t{static_cast<uint32_t>(step.phase())} << 32) | step.chunk();
+  const uint64_t key = StepKey(step);
   const std::string request_bytes = absl::StrCat(request.round(), "/", step.SerializeAsString());
   if (check_) {
     if (const auto* done = check_->answered.Find(key); done != nullptr) {
@@ -130,17 +191,22 @@ absl::StatusOr<PartyMessage> FinalCheckParty::Step(const LeaderMessage& request)
   }
   const uint64_t round = request.round();
   if (!check_) {
-    if (step.phase() != CheckStep::PHASE_SUM || step.chunk() != 0) {
-      return absl::FailedPreconditionError("final check: it starts with the sum of chunk 0");
+    if (!starts) {
+      return absl::FailedPreconditionError(
+          two_parties() ? absl::StrCat("final check: it starts with step ", first_step,
+                                       " of comparison 0 here")
+                        : std::string("final check: it starts with the sum of chunk 0"));
     }
     RETURN_IF_ERROR(Start(step, round));
-  } else if (step.phase() == CheckStep::PHASE_SUM && step.chunk() == 0) {
+  } else if (starts) {
     // Updates applied already are skipped; a new one is refused (the cut is fixed).
     RETURN_IF_ERROR(tables_.ApplyUpdates(ctx_.spec, step.updates()));
   }
   State& check = *check_;
-  if (!step.updates().empty() && !(step.phase() == CheckStep::PHASE_SUM && step.chunk() == 0)) {
-    return absl::InvalidArgumentError("final check: only the first sum carries state updates");
+  if (!step.updates().empty() && !starts) {
+    return absl::InvalidArgumentError(
+        two_parties() ? "final check: only this party's first comparison step carries state updates"
+                      : "final check: only the first sum carries state updates");
   }
   if (step.total_words() != check.layout.words || step.chunk_words() != check.chunk_words) {
     return absl::InvalidArgumentError("final check: the chunking changed during the check");
@@ -163,6 +229,9 @@ absl::StatusOr<PartyMessage> FinalCheckParty::Step(const LeaderMessage& request)
       break;
     case CheckStep::PHASE_VERIFY:
       RETURN_IF_ERROR(VerifyPhase(chunk, out));
+      break;
+    case CheckStep::PHASE_COMPARE:
+      RETURN_IF_ERROR(ComparePhase(chunk, out));
       break;
     default:
       return absl::InvalidArgumentError("final check: unknown phase");
@@ -254,6 +323,26 @@ absl::Status FinalCheckParty::UnmaskPhase(const Chunk& chunk, fedanon::v1::Final
 }
 
 absl::Status FinalCheckParty::VerifyPhase(const Chunk& chunk, fedanon::v1::FinalCheckResult* out) {
+  if (two_parties()) {
+    State& check = *check_;
+    if (chunk.step.has_input()) {
+      return absl::PermissionDeniedError(
+          "final check: with two data parties each verifies its own comparisons' results");
+    }
+    const absl::Status holds = check.comparisons->Verdict();
+    if (!holds.ok()) {
+      check.failure = std::string(holds.message());
+      spdlog::error("job={} round={} {}; refusing to release", ctx_.job_id, chunk.round,
+                    check.failure);
+      return absl::FailedPreconditionError(absl::StrCat("refuses to release: ", check.failure));
+    }
+    check.passed = true;
+    out->set_passed(true);
+    spdlog::info(
+        "job={} round={} final check passed: {} secure comparisons with the other data party held",
+        ctx_.job_id, chunk.round, check.comparisons->instances());
+    return absl::OkStatus();
+  }
   const bool first = ctx_.RingPosition() == 0;
   const uint64_t offset = chunk.offset;
   const uint64_t round = chunk.round;
@@ -298,6 +387,56 @@ absl::Status FinalCheckParty::VerifyPhase(const Chunk& chunk, fedanon::v1::Final
   return absl::OkStatus();
 }
 
+absl::Status FinalCheckParty::ComparePhase(const Chunk& chunk, fedanon::v1::FinalCheckResult* out) {
+  const fedanon::v1::FinalCheckStep& step = chunk.step;
+  State& check = *check_;
+  const uint32_t s = step.comparison_step();
+  const std::string& other = ctx_.ring[ctx_.RingPosition() == 0 ? 1 : 0];
+  std::string message;
+  if (s == 1) {
+    if (step.has_input()) {
+      return absl::PermissionDeniedError(
+          "final check: a comparison's first step takes no input from the leader");
+    }
+  } else {
+    if (!step.has_input() || step.input().sender() != other ||
+        step.input().receiver() != ctx_.self()) {
+      return absl::PermissionDeniedError(absl::StrCat("final check: comparison ", step.comparison(),
+                                                      " step ", s, " takes a message sealed by '",
+                                                      other, "' for '", ctx_.self(), "'"));
+    }
+    const std::string purpose = ComparePurpose(step, s - 1, chunk.round, check.chain);
+    const crypto::SealContext context{ctx_.job_id, ctx_.run_id, chunk.round,
+                                      other,       ctx_.self(), purpose};
+    absl::StatusOr<std::string> opened = crypto::OpenFrom(
+        *ctx_.own_seal->keys, *ctx_.seal_keys.at(other), context, step.input().ciphertext());
+    if (!opened.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("final check: comparison ", step.comparison(), " step ", s,
+                       ": the input does not open as sealed by '", other,
+                       "' for this comparison, step, cut and round: ", opened.status().message()));
+    }
+    message = *std::move(opened);
+  }
+  out->set_comparisons(static_cast<uint32_t>(check.comparisons->instances()));
+  if (replayed_result_) {
+    // A restart's replay: the reply that left is restored after this; the comparison itself is
+    // not run again.
+    return check.comparisons->Restore(step.comparison(), static_cast<int>(s), *replayed_result_);
+  }
+  ASSIGN_OR_RETURN(const std::string next,
+                   check.comparisons->Step(step.comparison(), static_cast<int>(s), message));
+  if (const int held = check.comparisons->Held(step.comparison()); held >= 0) {
+    ctx_.journal_extra = held == 1 ? "1" : "0";  // durable with this answer
+  }
+  if (s < kComparisonSteps) {
+    ASSIGN_OR_RETURN(
+        *out->mutable_sealed(),
+        ctx_.SealFor(other, chunk.round, ComparePurpose(step, s, chunk.round, check.chain), next));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FinalCheckParty::AuditChunk(const Chunk& chunk,
                                          const fedanon::v1::FinalCheckResult& out) const {
   const fedanon::v1::FinalCheckStep& step = chunk.step;
@@ -311,7 +450,16 @@ absl::Status FinalCheckParty::AuditChunk(const Chunk& chunk,
                                {"chunk", step.chunk()},
                                {"offset", offset},
                                {"words", len}}};
-  if (out.has_sealed()) {
+  if (step.phase() == fedanon::v1::FinalCheckStep::PHASE_COMPARE) {
+    // A garbled-circuit or OT message for the other party (it carries no count in the clear),
+    // or nothing but the number of comparisons (public: the layout's).
+    entry.numbers = {{"phase", static_cast<uint64_t>(step.phase())},
+                     {"comparison", step.comparison()},
+                     {"step", step.comparison_step()},
+                     {"comparisons", out.comparisons()}};
+    entry.form = out.has_sealed() ? kAuditSealed : kAuditPlaintext;
+    entry.to = {out.has_sealed() ? out.sealed().receiver() : ctx_.leader};
+  } else if (out.has_sealed()) {
     entry.form = kAuditMaskedSealed;
     entry.to = {out.sealed().receiver()};
     entry.has_counts = true;
@@ -328,10 +476,27 @@ absl::Status FinalCheckParty::AuditChunk(const Chunk& chunk,
   return ctx_.Audit(chunk.round, std::move(entry));
 }
 
+absl::Status FinalCheckParty::Replay(const LeaderMessage& request, const PartyMessage& stored,
+                                     const std::string& extra) {
+  if (request.final_check().phase() == fedanon::v1::FinalCheckStep::PHASE_COMPARE) {
+    replayed_result_ = extra;
+    const absl::Status replayed = Step(request).status();
+    replayed_result_.reset();
+    RETURN_IF_ERROR(replayed);
+  } else {
+    if (!extra.empty()) {
+      ASSIGN_OR_RETURN(std::vector<uint64_t> mask, DecodeWords(extra));
+      RestoreMask(std::move(mask));
+    }
+    RETURN_IF_ERROR(Step(request).status());
+  }
+  RestoreReply(request.final_check(), stored);
+  return absl::OkStatus();
+}
+
 void FinalCheckParty::RestoreReply(const fedanon::v1::FinalCheckStep& step, PartyMessage reply) {
   if (!check_) return;
-  const uint64_t key = (uint64_t{static_cast<uint32_t>(step.phase())} << 32) | step.chunk();
-  check_->answered.SetReply(key, std::move(reply));
+  check_->answered.SetReply(StepKey(step), std::move(reply));
 }
 
 }  // namespace fedanon::party

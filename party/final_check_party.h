@@ -1,11 +1,15 @@
-// The final check at a party (horizontal jobs with three or more data parties): one more ring sum,
-// without the leader, of the global group counts of the final cut; the ring's first party masks
-// and unmasks it, every party re-checks the signed privacy model on the total and refuses to
-// release unless it holds (common/engine/final_check.h, docs/threat-model.md "Final check").
+// The final check at a party (horizontal jobs): with three or more data parties, one more ring
+// sum, without the leader, of the global group counts of the final cut; the ring's first party
+// masks and unmasks it, every party re-checks the signed privacy model on the total and refuses
+// to release unless it holds (common/engine/final_check.h, docs/threat-model.md "Final check").
+// With two data parties the sum would hand each the other's counts: the two decide every group
+// size and confidence bound by secure comparisons instead (party/final_check_comparisons.h), the
+// leader relaying sealed messages, and each refuses to release unless all of them held.
 // Once started, the cut is fixed (HorizontalTables::cut_fixed).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "common/engine/final_check.h"
 #include "fedanon/v1/federation.pb.h"
+#include "party/final_check_comparisons.h"
 #include "party/horizontal_tables.h"
 #include "party/job_context.h"
 #include "party/reply_cache.h"
@@ -27,7 +32,8 @@ class FinalCheckParty {
   // One chunk of one phase (sum, unmask, verify) of the check.
   absl::StatusOr<fedanon::v1::PartyMessage> Step(const fedanon::v1::LeaderMessage& request);
   // OK when this party may release rows or released counts now: the final check passed here, or
-  // the job has two data parties (the check is skipped; docs/threat-model.md).
+  // the job has two data parties and an ldiversity / tcloseness model, which the comparisons do
+  // not check (the check is skipped; docs/threat-model.md).
   absl::Status ReleaseAllowed(const std::string& what) const;
   bool started() const { return check_.has_value(); }
   // Once the check passed (global recoding, three or more parties): its layout over the final cut
@@ -45,6 +51,11 @@ class FinalCheckParty {
   void RestoreMask(std::vector<uint64_t> mask) { restored_mask_ = std::move(mask); }
   void RestoreReply(const fedanon::v1::FinalCheckStep& step, fedanon::v1::PartyMessage reply);
   void ClearRestored() { restored_mask_.reset(); }
+  // After a restart: an answered final-check request with the reply that left and the record's
+  // extra (the ring's first party's mask; a comparison's result), handed to the check again.
+  // A comparison step is not run again (its secrets are gone): only its place and result return.
+  absl::Status Replay(const fedanon::v1::LeaderMessage& request,
+                      const fedanon::v1::PartyMessage& stored, const std::string& extra);
 
  private:
   struct State {
@@ -60,6 +71,8 @@ class FinalCheckParty {
     ReplyCache<uint64_t> answered;
     bool passed = false;
     std::string failure;  // the named reason when the model does not hold
+    // Two data parties: the secure comparisons of this party's side.
+    std::unique_ptr<FinalCheckComparisons> comparisons;
   };
   // One chunk of one phase, as Step checked it: where it lies in the vector and the purposes its
   // boxes are sealed under.
@@ -76,8 +89,14 @@ class FinalCheckParty {
   absl::Status SumPhase(const Chunk& chunk, fedanon::v1::FinalCheckResult* out);
   // The first party removes its mask from the last party's hop and seals the total for the others.
   absl::Status UnmaskPhase(const Chunk& chunk, fedanon::v1::FinalCheckResult* out);
-  // Every party checks the privacy model on the whole total, once every chunk is there.
+  // Every party checks the privacy model on the whole total, once every chunk is there (two
+  // data parties: reports the comparisons' verdict).
   absl::Status VerifyPhase(const Chunk& chunk, fedanon::v1::FinalCheckResult* out);
+  // Two data parties: one step of one secure comparison.
+  absl::Status ComparePhase(const Chunk& chunk, fedanon::v1::FinalCheckResult* out);
+  bool two_parties() const { return ctx_.ring.size() == 2; }
+  // Two data parties: whether the signed model has a sensitive distribution (computed once).
+  bool ModelHasDistribution() const;
   // `chunk.step.input()`, which must be sealed by `sender` for this party under `purpose`.
   absl::StatusOr<std::vector<uint64_t>> OpenInput(const Chunk& chunk, const std::string& sender,
                                                   const std::string& purpose) const;
@@ -89,6 +108,9 @@ class FinalCheckParty {
   HorizontalTables& tables_;
   std::optional<State> check_;
   std::optional<std::vector<uint64_t>> restored_mask_;
+  mutable std::optional<bool> model_has_distribution_;
+  // Set while Replay hands a recorded comparison step over: its recorded result.
+  std::optional<std::string> replayed_result_;
 };
 
 }  // namespace fedanon::party

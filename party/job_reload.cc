@@ -54,12 +54,7 @@ absl::Status ReplayHorizontal(JobState& job, const LeaderMessage& req, const Par
       job.horizontal->sum.RestoreUnmask(req, stored);
     }
   } else if (req.has_final_check()) {
-    if (!extra.empty()) {
-      ASSIGN_OR_RETURN(std::vector<uint64_t> mask, wire::DecodeWords(extra));
-      job.horizontal->final_check.RestoreMask(std::move(mask));
-    }
-    RETURN_IF_ERROR(job.horizontal->final_check.Step(req).status());
-    job.horizontal->final_check.RestoreReply(req.final_check(), stored);
+    RETURN_IF_ERROR(job.horizontal->final_check.Replay(req, stored, extra));
   } else if (req.has_union_step()) {
     RETURN_IF_ERROR(job.horizontal->secure_union.Restore(req, stored));
   }

@@ -86,12 +86,19 @@ void ExpectSameAsCentralized(const Scenario& s, const std::string& name) {
   ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::ParseJobSpecYaml(s.spec_yaml, "job.yaml"));
   ExpectReleaseMeetsDistributionModel(
       spec, fed.result, s.taxonomies.count("sens.csv") ? s.taxonomies.at("sens.csv") : "");
-  // With three or more data parties every party re-checked the model before releasing; with two
-  // the report says the check was skipped and why (docs/threat-model.md).
+  // With three or more data parties every party re-checked the model on the summed counts before
+  // releasing; with two they decided it by secure comparisons, except for an ldiversity or
+  // tcloseness model, where the report says the check was skipped and why
+  // (docs/threat-model.md).
+  const auto kind = spec.privacy().model();
   if (s.split.size() >= 3) {
     EXPECT_THAT(report.final_check(), ::testing::StartsWith("passed at every data party: "));
+  } else if (kind == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ||
+             kind == fedanon::v1::PRIVACY_MODEL_TCLOSENESS) {
+    EXPECT_THAT(report.final_check(),
+                ::testing::StartsWith("skipped: with two data parties and an ldiversity"));
   } else {
-    EXPECT_THAT(report.final_check(), ::testing::StartsWith("skipped: with two data parties"));
+    EXPECT_THAT(report.final_check(), ::testing::StartsWith("passed at both data parties: "));
   }
 }
 
@@ -304,11 +311,12 @@ TEST(HorizontalFederation, TwoPartiesNeedADatalessLeader) {
   ASSERT_OK_AND_ASSIGN(auto info, (*fed)->Submit(req));
   const fedanon::v1::JobInfo done = (*fed)->Wait(info.job_id());
   EXPECT_EQ(done.state(), fedanon::v1::JOB_STATE_DONE);
-  // The final check is skipped with two data parties, and the report says what stays trusted.
-  EXPECT_THAT(done.report().final_check(),
-              ::testing::HasSubstr("final group sizes rest on the leader's word"));
+  // With two data parties the final check runs by secure comparisons between them: the leader
+  // relays sealed messages only, and the report says so.
+  EXPECT_THAT(done.report().final_check(), ::testing::StartsWith("passed at both data parties: "));
+  EXPECT_THAT(done.report().final_check(), ::testing::HasSubstr("secure comparisons"));
   EXPECT_THAT(done.report().warnings(),
-              ::testing::Contains(::testing::StartsWith("final check skipped: with two data")));
+              ::testing::Not(::testing::Contains(::testing::StartsWith("final check skipped"))));
 }
 
 // A spec for one table (no `partitioning:`) and a round timeout over a day are refused at submit.

@@ -1138,6 +1138,99 @@ TEST(MaliciousLeader, SpecializationBreakingKIsRefusedByEveryParty) {
   EXPECT_EQ(seen[0], seen[1]) << "the leader learned something that depends on hospital-a alone";
 }
 
+// The same global counts as TablesK3, held by two parties.
+std::vector<std::string> TablesK3TwoParties(int variant) {
+  if (variant == 0) return {Table(3, 1, 0), Table(2, 1, 6)};
+  return {Table(1, 2, 1), Table(4, 0, 5)};
+}
+
+// Two data parties: no ring sum (it would hand each the other's counts); the two decide every
+// group size by secure comparisons, the leader relaying sealed messages. A cut that leaves a group
+// of K - 1 records is refused by both, by name, and the release with it, whichever way the
+// records are split between them.
+TEST(MaliciousLeader, TwoPartiesRefuseAGroupBelowKBySecureComparison) {
+  std::vector<std::vector<std::string>> seen;
+  for (int variant : {0, 1}) {
+    auto m = MaliciousLeader::Create("breakk2", variant, kSpecK3, TablesK3TwoParties(variant));
+    ASSERT_NE(m, nullptr);
+    ASSERT_OK(m->PrepareAll(m->names()));
+    const auto& n = m->names();
+    ASSERT_EQ(n.size(), 2u);
+    // The ring sum is refused outright with two parties.
+    EXPECT_THAT(leader::RunFinalCheck(Ring(*m), {Disclose(1)}, FinalCheckWords(*m, Disclose(1))),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "three or more"));
+    LeaderMessage sum;
+    sum.set_job_id(kJob);
+    sum.set_round(2);
+    sum.mutable_final_check()->set_phase(fedanon::v1::FinalCheckStep::PHASE_SUM);
+    sum.mutable_final_check()->set_chunks(1);
+    sum.mutable_final_check()->set_chunk_words(FinalCheckWords(*m, Disclose(1)));
+    sum.mutable_final_check()->set_total_words(FinalCheckWords(*m, Disclose(1)));
+    EXPECT_THAT(m->Send(n[0], sum),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "would reveal the other party's"));
+    // Disclosing gb leaves a global group of 2 records under K=3.
+    const fedanon::v1::StateUpdate cheat = Disclose(1);
+    const absl::StatusOr<uint32_t> check =
+        leader::RunTwoPartyFinalCheck(Ring(*m), {cheat}, FinalCheckWords(*m, cheat));
+    ASSERT_THAT(check.status(), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                         "final check: the parties refuse to release: "));
+    for (const auto& party : n) {
+      EXPECT_THAT(std::string(check.status().message()),
+                  ::testing::HasSubstr(absl::StrCat(
+                      "party '", party,
+                      "': refuses to release: final check failed: {g} k=3: among groups 0 to 1 of "
+                      "2, a group holds fewer than 3 records")));
+    }
+    seen.emplace_back().push_back(std::string(check.status().message()));
+    for (size_t i = 0; i < n.size(); ++i) {
+      EXPECT_THAT(m->Send(n[i], UnionStepFor(*m, i)),
+                  StatusIs(absl::StatusCode::kPermissionDenied,
+                           absl::StrCat("party '", n[i],
+                                        "': secure union: refuses to release: final check failed: "
+                                        "{g} k=3: among groups")));
+    }
+    for (const auto& line : m->seen()) seen.back().push_back(line);
+  }
+  EXPECT_EQ(seen[0], seen[1]) << "the leader learned something that depends on hospital-a alone";
+}
+
+TEST(MaliciousLeader, TwoPartiesPassAnHonestCutBySecureComparisonAndRefuseTamperedMessages) {
+  auto m = MaliciousLeader::Create("honestk2", 0, kSpecK3, TablesK3TwoParties(0));
+  ASSERT_NE(m, nullptr);
+  ASSERT_OK(m->PrepareAll(m->names()));
+  const auto& n = m->names();
+  EXPECT_THAT(m->Send(n[0], UnionStepFor(*m, 0)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "refuses to release before the final check of the privacy model passed"));
+  const fedanon::v1::StateUpdate honest = Disclose(2);  // groups of 6 and 7 records
+  const uint64_t words = FinalCheckWords(*m, honest);
+  // A leader that starts at the garbler, or replays the evaluator's first step with another
+  // comparison's number, is refused by name.
+  LeaderMessage compare;
+  compare.set_job_id(kJob);
+  compare.set_round(2);
+  auto* step = compare.mutable_final_check();
+  step->set_phase(fedanon::v1::FinalCheckStep::PHASE_COMPARE);
+  step->set_chunks(1);
+  step->set_chunk_words(words);
+  step->set_total_words(words);
+  step->set_comparison(0);
+  step->set_comparison_step(1);
+  EXPECT_THAT(m->Send(n[0], compare), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                               "starts with step 2 of comparison 0"));
+  ASSERT_OK_AND_ASSIGN(const uint32_t comparisons,
+                       leader::RunTwoPartyFinalCheck(Ring(*m), {honest}, words));
+  EXPECT_EQ(comparisons, 1u);  // {g} k=3: the 3 groups' sizes in one comparison (no bound)
+  // Both parties now release.
+  fedanon::v1::SealedPayload carried;
+  for (size_t i = 0; i < n.size(); ++i) {
+    LeaderMessage msg = UnionStepFor(*m, i);
+    if (i > 0) *msg.mutable_union_step()->mutable_list() = carried;
+    ASSERT_OK_AND_ASSIGN(PartyMessage reply, m->Send(n[i], msg));
+    carried = reply.union_step().list();
+  }
+}
+
 TEST(MaliciousLeader, FinalCheckPassesAnHonestCutAndGatesTheRelease) {
   auto m = MaliciousLeader::Create("honestk", 0, kSpecK3, TablesK3(0));
   ASSERT_NE(m, nullptr);

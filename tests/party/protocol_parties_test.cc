@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "common/base/status_macros.h"
 #include "common/engine/count_source.h"
 #include "common/engine/final_check.h"
 #include "common/engine/numeric_split.h"
@@ -359,45 +360,17 @@ TEST(SecureSumParty, OnlyTheRingsFirstPartyHandsAMaskOverAndOnlyOfTheCurrentColl
   EXPECT_THAT(none.status().message(), HasSubstr("no mask of collect 0 is held"));
 }
 
-TEST(FinalCheckParty, ThreePartiesReleaseOnlyAfterTheCheckTwoPartiesSkipIt) {
+TEST(FinalCheckParty, ThreeOrTwoPartiesReleaseOnlyAfterTheCheck) {
   HorizontalTables tables;
-  Participants three({"a", "b", "c"});
-  auto a = three.ContextOf("a");
-  FinalCheckParty gate(*a, tables);
-  const absl::Status refused = gate.ReleaseAllowed("secure union");
-  EXPECT_TRUE(absl::IsPermissionDenied(refused));
-  EXPECT_THAT(refused.message(), HasSubstr("before the final check of the privacy model passed"));
-  Participants two({"a", "b"});
-  auto a2 = two.ContextOf("a");
-  FinalCheckParty skipped(*a2, tables);
-  EXPECT_TRUE(skipped.ReleaseAllowed("secure union").ok());
-}
-
-// The secure union's routing against what Prepare fixed (docs/protocol.md listed these refusals
-// untested): the recipient agreed at Prepare, and the ring's first party starts from nothing.
-TEST(SecureUnionParty, AnotherRecipientOrAStartingSetForTheFirstPartyIsRefused) {
-  Participants p({"a", "b"});  // two parties: no final check before the release
-  auto a = p.ContextOf("a");
-  HorizontalTables tables;
-  FinalCheckParty final_check(*a, tables);
-  PayloadTransfer transfer(*a);
-  SecureUnionParty union_party(*a, tables, final_check, transfer, nullptr);
-  fedanon::v1::LeaderMessage m;
-  m.set_job_id("job-0123456789ab");
-  m.set_round(3);
-  auto* step = m.mutable_union_step();
-  step->set_next("b");
-  step->set_recipient("mallory");
-  EXPECT_THAT(union_party.Step(m),
-              StatusIs(absl::StatusCode::kPermissionDenied,
-                       "secure union: recipient 'mallory' is not the one agreed at Prepare "
-                       "('leader')"));
-  step->set_recipient("leader");
-  step->mutable_list()->set_sender("b");
-  step->mutable_list()->set_ciphertext("rows the leader slipped in");
-  EXPECT_THAT(union_party.Step(m),
-              StatusIs(absl::StatusCode::kPermissionDenied,
-                       "secure union: the first party of the ring starts from the empty set"));
+  for (const std::vector<std::string>& names :
+       {std::vector<std::string>{"a", "b", "c"}, std::vector<std::string>{"a", "b"}}) {
+    Participants parties(names);
+    auto a = parties.ContextOf("a");
+    FinalCheckParty gate(*a, tables);
+    const absl::Status refused = gate.ReleaseAllowed("secure union");
+    EXPECT_TRUE(absl::IsPermissionDenied(refused)) << names.size();
+    EXPECT_THAT(refused.message(), HasSubstr("before the final check of the privacy model passed"));
+  }
 }
 
 // ---- Refusals of a deviating leader (docs/protocol.md, "(b) Checks without a test"). ----
@@ -790,7 +763,91 @@ uint64_t FinalCheckWords(const HorizontalParty& party) {
   return layout.ok() ? layout->words : 0;
 }
 
+// Runs the two-party final check between `garbler` (the ring's first party) and `evaluator` as
+// the leader does (leader::RunTwoPartyFinalCheck): every comparison's six steps, each party's
+// sealed message relayed to the other, then both verdicts.
+absl::Status PassTwoPartyFinalCheck(HorizontalParty& garbler, HorizontalParty& evaluator) {
+  const uint64_t words = FinalCheckWords(garbler);
+  uint32_t comparisons = 1;
+  for (uint32_t c = 0; c < comparisons; ++c) {
+    fedanon::v1::SealedPayload carried;
+    for (uint32_t s = 1; s <= 6; ++s) {
+      fedanon::v1::LeaderMessage m =
+          CheckChunk(fedanon::v1::FinalCheckStep::PHASE_COMPARE, 0, words, words);
+      m.mutable_final_check()->set_comparison(c);
+      m.mutable_final_check()->set_comparison_step(s);
+      if (s > 1) *m.mutable_final_check()->mutable_input() = carried;
+      HorizontalParty& party = s % 2 == 1 ? evaluator : garbler;
+      ASSIGN_OR_RETURN(const fedanon::v1::PartyMessage reply, party.final_check.Step(m));
+      if (c == 0 && s == 1) comparisons = reply.final_check().comparisons();
+      carried = reply.final_check().sealed();
+    }
+  }
+  for (HorizontalParty* party : {&garbler, &evaluator}) {
+    ASSIGN_OR_RETURN(const fedanon::v1::PartyMessage reply,
+                     party->final_check.Step(
+                         CheckChunk(fedanon::v1::FinalCheckStep::PHASE_VERIFY, 0, words, words)));
+    if (!reply.final_check().passed()) return absl::InternalError("a verdict without `passed`");
+  }
+  return absl::OkStatus();
+}
+
 using CheckStep = fedanon::v1::FinalCheckStep;
+
+// Two data parties: the secure comparisons gate the release as the ring sum does for three; the
+// parties plan the same number of comparisons; a step of the other role, a verdict before the
+// comparisons, or a ring-sum phase is refused.
+TEST(FinalCheckParty, TwoPartiesReleaseAfterTheirSecureComparisonsPassed) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  Participants p({"a", "b"});
+  HorizontalParty a(p, "a", *spec);
+  HorizontalParty b(p, "b", *spec);
+  const uint64_t words = FinalCheckWords(a);
+  EXPECT_THAT(
+      a.final_check.Step(CheckChunk(CheckStep::PHASE_VERIFY, 0, words, words)),
+      StatusIs(absl::StatusCode::kFailedPrecondition, "starts with step 2 of comparison 0"));
+  fedanon::v1::LeaderMessage at_garbler = CheckChunk(CheckStep::PHASE_COMPARE, 0, words, words);
+  at_garbler.mutable_final_check()->set_comparison_step(1);
+  EXPECT_THAT(a.final_check.Step(at_garbler), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                       "starts with step 2 of comparison 0"));
+  EXPECT_THAT(a.final_check.Step(CheckChunk(CheckStep::PHASE_UNMASK, 0, words, words)),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "the two compare securely instead"));
+  EXPECT_THAT(a.final_check.ReleaseAllowed("secure union"),
+              StatusIs(absl::StatusCode::kPermissionDenied, "before the final check"));
+  ASSERT_OK(PassTwoPartyFinalCheck(a, b));
+  EXPECT_OK(a.final_check.ReleaseAllowed("secure union"));
+  EXPECT_OK(b.final_check.ReleaseAllowed("secure union"));
+}
+
+// The secure union's routing against what Prepare fixed (docs/protocol.md listed these refusals
+// untested): the recipient agreed at Prepare, and the ring's first party starts from nothing.
+TEST(SecureUnionParty, AnotherRecipientOrAStartingSetForTheFirstPartyIsRefused) {
+  absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
+  ASSERT_OK(spec);
+  Participants p({"a", "b"});
+  HorizontalParty a(p, "a", *spec);
+  HorizontalParty b(p, "b", *spec);
+  ASSERT_OK(PassTwoPartyFinalCheck(a, b));
+  PayloadTransfer transfer(*a.ctx);
+  SecureUnionParty union_party(*a.ctx, *a.tables, a.final_check, transfer, nullptr);
+  fedanon::v1::LeaderMessage m;
+  m.set_job_id("job-0123456789ab");
+  m.set_round(3);
+  auto* step = m.mutable_union_step();
+  step->set_next("b");
+  step->set_recipient("mallory");
+  EXPECT_THAT(union_party.Step(m),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "secure union: recipient 'mallory' is not the one agreed at Prepare "
+                       "('leader')"));
+  step->set_recipient("leader");
+  step->mutable_list()->set_sender("b");
+  step->mutable_list()->set_ciphertext("rows the leader slipped in");
+  EXPECT_THAT(union_party.Step(m),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "secure union: the first party of the ring starts from the empty set"));
+}
 
 // party/secure_sum_party.cc CheckRequest: once the final check started, statistics (anything
 // but the released counts) are no longer summed.
@@ -826,8 +883,10 @@ fedanon::v1::StatsRequest ReleasedRootCounts(uint64_t combinations) {
 TEST(SecureSumParty, ReleasedCountsOverAnUndeclaredDomainAreRefused) {
   absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
   ASSERT_OK(spec);
-  Participants p({"a", "b"});  // two parties: the release needs no final check
+  Participants p({"a", "b"});
   HorizontalParty a(p, "a", *spec);
+  HorizontalParty b(p, "b", *spec);
+  ASSERT_OK(PassTwoPartyFinalCheck(a, b));  // the released counts wait for the final check
   ASSERT_TRUE(a.tables->data->all_values_declared);
   const uint64_t combinations = a.tables->data->ValueCombinations();
   const fedanon::v1::StatsRequest honest = ReleasedRootCounts(combinations);
@@ -1045,8 +1104,10 @@ TEST(FinalCheckParty, TheFirstPartysPhasesAndTheInputsOfTheAgreedSenderOnly) {
 TEST(SecureUnionParty, AListFromAnotherThanTheAgreedPredecessorIsRefused) {
   absl::StatusOr<fedanon::v1::JobSpec> spec = SexAgeSpec();
   ASSERT_OK(spec);
-  Participants p({"a", "b"});  // two parties: no final check before the release
+  Participants p({"a", "b"});
+  HorizontalParty a(p, "a", *spec);
   HorizontalParty b(p, "b", *spec);
+  ASSERT_OK(PassTwoPartyFinalCheck(a, b));
   b.ctx->chunk_bytes = 1024;
   b.ctx->message_limit = 64 << 10;
   PayloadTransfer transfer(*b.ctx);
@@ -1108,8 +1169,10 @@ TEST(SecureUnionParty, AnotherRequestForAnAnsweredHopIsRefused) {
   ASSERT_OK(spec);
   for (const bool chunked : {false, true}) {
     SCOPED_TRACE(chunked ? "chunked" : "whole");
-    Participants p({"a", "b"});  // two parties: no final check before the release
+    Participants p({"a", "b"});
     HorizontalParty a(p, "a", *spec);
+    HorizontalParty b(p, "b", *spec);
+    ASSERT_OK(PassTwoPartyFinalCheck(a, b));
     if (chunked) {
       a.ctx->chunk_bytes = 1024;
       a.ctx->message_limit = 64 << 10;
