@@ -385,8 +385,34 @@ void ExpectTable42(const Job& job) {
   }
 }
 
-// The thesis's minimal-distortion score (Eq. 6.1: InfoGain(v) = |T[v]|) on Table 4.1(a) with
-// the template <{Job, Sex}, 4> releases Table 4.2 (worked by hand): ANY_Job and ANY_Sex both score 34
+// mohammed2010 §6.1.1 measures DR_TradK "on traditional K-anonymous solutions produced by the
+// TDR method in Fung et al. [2007]", the thesis's ch. 4. On the thesis's own example, TDR with
+// Score = InfoGain / (PrivLoss + 1) and the template <{Job, Sex}, 4> (worked by hand):
+//   round 1: ANY_Job .2716 / 19 = .0143 beats ANY_Sex .1665 / 19 = .0088;
+//   round 2: Blue_Collar (-> 7 | 9) .3385 / 10 = .0339 beats White_Collar .1022 / 9, ANY_Sex
+//            .1665 / 13;
+//   round 3: White_Collar (-> 10 | 8, A stays 7) .1022 / 1 beats ANY_Sex .1665 / 4, Technical
+//            .0911 / 4; Non_Technical -> Janitor (3) is invalid;
+//   round 4: ANY_Sex .0416 beats Technical .0228; round 5: Technical (5 | 4, A stays 4) .0911;
+//   then Non_Technical (Janitor 3) and Professional (Lawyer 1) are invalid.
+// The release is Table 4.2, whose groups on {Job, Sex} hold 7, 5, 4, 10, 4 and 4 records:
+// DR_TradK = (49 + 25 + 16 + 100 + 16 + 16) / 34^2 = 222 / 1156.
+TEST(WorkedExampleC, TdrKAnonymitySolutionIsTable42AndItsDiscernibilityRatio) {
+  const Job job = WriteJob("c_table42_tdr", SpecTable42("infogain_privloss"), Table41a(),
+                           {{"tax/job.csv", kJobTaxonomyC}, {"tax/sex.csv", kSexTaxonomy}});
+  ASSERT_OK_AND_ASSIGN(auto report, RunJob(job));
+  const std::vector<std::string> order = {"ANY_Job", "Blue_Collar", "White_Collar", "ANY_Sex",
+                                          "Technical"};
+  ASSERT_EQ(report.steps_size(), 5);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(report.steps(i).value(), order[i]) << "round " << i + 1;
+  EXPECT_EQ(report.smallest_group(), 4u);
+  EXPECT_DOUBLE_EQ(report.discernibility_ratio(), 222.0 / 1156.0);
+  ExpectTable42(job);
+  ExpectPrivateTruthfulMaximal(job);
+}
+
+// The thesis's minimal-distortion score (Eq. 6.1: InfoGain(v) = |T[v]|) on the same example
+// reaches the same release by another path (worked by hand): ANY_Job and ANY_Sex both score 34
 // (Job first by attribute order), then ANY_Sex 34, White_Collar 18 (-> Manager F 10,
 // Professional M 4 and F 4), Blue_Collar 16 (-> Non_Technical 7, Technical M 5 and F 4),
 // Technical 9 (Carpenter 5, Electrician 4); Professional (8) and Non_Technical (7) would leave a
