@@ -87,6 +87,34 @@ TEST_F(EvaluateCliTest, GlobalAndLocalSideBySide) {
   EXPECT_GE(j.at("local").at("CE").get<double>(), 0.0);
 }
 
+// The thesis's measures through the command line: naive Bayes, k-fold cross-validation and the
+// removal error reach the evaluator (the JSON names them; the text says how it classified).
+TEST_F(EvaluateCliTest, NaiveBayesCrossValidationAndRemovalError) {
+  const std::vector<std::string> base = {
+      "evaluate",     "--spec",           dir_ + "/job.yaml", "--raw",       dir_ + "/table.csv",
+      "--anonymized", dir_ + "/anon.csv", "--classifier",     "naive-bayes", "--folds",
+      "10",           "--remove",         "age,sex"};
+  const CliResult text = RunFedanon(base);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("800 records: naive Bayes, 10-fold cross-validation (seed 1)"));
+  EXPECT_THAT(text.out, HasSubstr("RE  removal error, attributes removed"));
+  std::vector<std::string> json_args = base;
+  json_args.push_back("--json");
+  const CliResult json = RunFedanon(json_args);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j.at("classifier").get<std::string>(), "naive-bayes");
+  EXPECT_EQ(j.at("folds").get<int>(), 10);
+  for (const char* figure : {"BE", "CE", "UE", "RE"}) {
+    EXPECT_GE(j.at(figure).get<double>(), 0.0) << figure;
+    EXPECT_LE(j.at(figure).get<double>(), 1.0) << figure;
+  }
+  const CliResult bad = RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw",
+                                    dir_ + "/table.csv", "--classifier", "svm"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("'svm' is not one of c45, naive-bayes"));
+}
+
 // `evaluate --distortion` on the thesis's own example: Table 4.1(a) and its 4-anonymous release
 // Table 4.2 (Janitor, Mover -> Non_Technical; Engineer, Lawyer -> Professional: 15 units of one
 // level over 34 records; the continuous Age released as it is costs nothing).
