@@ -332,6 +332,50 @@ TEST_F(EvaluateCliTest, RandomizedReleaseQueryErrorsAndAssociations) {
   EXPECT_THAT(text.out, HasSubstr("Apriori, support 8%, confidence 15%"));
 }
 
+// --ldiversity-l: yang2010 Eq. 12's entropy l-diverse generalization baseline beside the
+// randomized release (its estimates are worked by hand in ra_evaluation_test); l = 1 is refused.
+TEST_F(EvaluateCliTest, RandomizedReleaseBesideTheLDiverseBaseline) {
+  const CliResult ra =
+      RunFedanon({"randomize", "--spec", dir_ + "/job.yaml", "--input", dir_ + "/table.csv",
+                  "--output", dir_ + "/ra.csv", "--seed", "3", "--quiet"});
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  const std::vector<std::string> common = {"evaluate",
+                                           "--spec",
+                                           dir_ + "/job.yaml",
+                                           "--raw",
+                                           dir_ + "/table.csv",
+                                           "--randomized",
+                                           dir_ + "/ra.csv",
+                                           "--queries",
+                                           "100",
+                                           "--max-query-attributes",
+                                           "2",
+                                           "--anatomy-l",
+                                           "0"};
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--ldiversity-l", "2", "--json"});
+  const CliResult r = RunFedanon(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("ldiversity").at("l").get<int>(), 2);
+  EXPECT_GE(j.at("ldiversity").at("groups").get<int>(), 1);
+  ASSERT_EQ(j.at("query_relative_error").size(), 2u);
+  for (const auto& row : j.at("query_relative_error")) {
+    EXPECT_GE(row.at("ldiversity_relative_error").get<double>(), 0.0);
+    EXPECT_FALSE(row.contains("anatomy_relative_error"));  // --anatomy-l 0: no Anatomy baseline
+  }
+  args = common;
+  args.insert(args.end(), {"--ldiversity-l", "2"});
+  const CliResult text = RunFedanon(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("entropy l-diverse generalization baseline: l = 2"));
+  args = common;
+  args.insert(args.end(), {"--ldiversity-l", "1"});
+  const CliResult one = RunFedanon(args);
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_THAT(one.err, HasSubstr("l must be at least 2, not 1"));
+}
+
 TEST_F(EvaluateCliTest, RandomizedReleaseFailsClearly) {
   const CliResult both =
       RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv",
