@@ -208,12 +208,30 @@ class Experiments:
         rows = self.sweep(fig, spec, f"L=2,4,6 K=100 C={cs}", tag="C")
         self.add_sweep_points(fig, rows, "C")
         # DR_TradK: traditional K-anonymity on all 13 QID attributes (L = |QID|, no confidence
-        # bound) by the same TDS engine, the Adult analogue of Fig. 5(b)'s Blood figure.
+        # bound), the Adult analogue of Fig. 5(b)'s Blood figure, "produced by the TDR method in
+        # Fung et al. [2007]": TDR's Score = InfoGain / (PrivLoss + 1), beneficial refinements
+        # only (thesis §4.2).
         fig = "m10-tradk"
-        self.setting(fig, "K-anonymity on all 13 QID attributes (L = 13, C = 100%): TDR's "
-                          "traditional K-anonymous solution, same taxonomies and rule")
-        rows = self.sweep(fig, spec, f"L=13 C=1 K={ks}", tag="tradk")
+        self.setting(fig, "K-anonymity on all 13 QID attributes (L = 13, C = 100%) by TDR (score "
+                          "infogain_privloss, beneficial refinements only, thesis §4.2): the "
+                          "traditional K-anonymous solution; same taxonomies and rule")
+        tradk = self.spec("m10-tradk", self.m10_roles(),
+                          "{model: lkc, L: 13, K: 100, C: 1, "
+                          "sensitive_values: [Divorced, Separated]}",
+                          score="infogain_privloss", beneficial=True)
+        rows = self.sweep(fig, tradk, f"K={ks}")
         self.add_sweep_points(fig, rows, "K", series_fmt="TradK")
+        # §6.1 measures DR "to evaluate the impact on general analysis quality (Case 2 in Section
+        # 3.2.2)", whose score is the discernibility cost: the same LKC grid scored that way.
+        fig = "m10-dr2"
+        self.setting(fig, "the LKC grid of Fig. 6(a) (L = 2, 4, 6, C = 20%) with Case 2's score "
+                          "(§3.2.2: the discernibility cost a specialization removes, score "
+                          "discernibility) instead of InfoGain; same taxonomies and rule")
+        case2 = self.spec("m10-dr2", self.m10_roles(),
+                          "{model: lkc, L: 2, K: 100, C: 0.2, "
+                          "sensitive_values: [Divorced, Separated]}", score="discernibility")
+        rows = self.sweep(fig, case2, f"L=2,4,6 K={ks}")
+        self.add_sweep_points(fig, rows, "K")
 
     def add_sweep_points(self, fig, rows, xkey, series_fmt=None):
         for r in rows:
@@ -893,9 +911,85 @@ class Experiments:
                 self.add(fig, "KAD cat", k, "distortion", fmt4(e["distortion"]["categorical"]))
                 self.add(fig, "KAD cont", k, "distortion", fmt4(e["distortion"]["continuous"]))
 
+    def sequential_conf(self):
+        """Thesis §6.4.2 Fig. 6.9: confidentiality templates over the join, Set A. T1 = Ed, Oc, Wc,
+        Ms, Re, Sx and the class; T2 = Ra, Nc, Ms, Re, Sx. TopN: Y = the top N categorical
+        attributes of T1 (Ms, Re, Sx, Ed), each with its 50% least frequent values as sensitive
+        properties; X = the attributes not in Y (a common one meaning both copies) except T2's Ra
+        and Nc. XYE averaged over the thresholds; RSE: T1 without Y; RJE: T1 without the join
+        attributes."""
+        fig = "th-6-9"
+        join = ["marital-status", "relationship", "sex"]
+        t1_attrs = ["education", "occupation", "workclass"] + join
+        ranked = ["marital-status", "relationship", "sex", "education"]
+        ks = {"fixture": [0.5], "quick": [0.5, 0.9],
+              "full": [0.1, 0.3, 0.5, 0.7, 0.9]}[self.mode]
+        tops = {"fixture": [1], "quick": [1, 2, 3, 4], "full": [1, 2, 3, 4]}[self.mode]
+        self.setting(fig, "Set A: T1 = Ed, Oc, Wc, Ms, Re, Sx and the class; T2 = Ra, Nc, Ms, Re, "
+                          "Sx (the same records); thesis-shaped taxonomies; TopN: one "
+                          "confidentiality template per attribute of Y = the top N of Ms, Re, Sx, "
+                          "Ed, its 50% least frequent values sensitive, X = the other T1 "
+                          "attributes (a common one meaning T1's and T2's column) without T2's Ra "
+                          "and Nc; XYE averaged over k = " +
+                     ", ".join(f"{int(100 * k)}%" for k in ks) +
+                     " (a k no release meets is listed and left out); RSE: T1 without Y; RJE: T1 "
+                     "without Ms, Re, Sx")
+        t2 = self.project("t2", ["race", "native-country"] + join)
+        t1 = self.project("t1A", t1_attrs + ["income"])
+        with open(t1, newline="") as f:
+            rows = list(csv.DictReader(f))
+        least = {}
+        for a in ranked:
+            counts = {}
+            for r in rows:
+                counts[r[a]] = counts.get(r[a], 0) + 1
+            ordered = sorted(counts, key=lambda v: (counts[v], v))
+            least[a] = ordered[:max(1, len(ordered) // 2)]
+        base = self.spec("seqc-base", {a: "qid" for a in t1_attrs}, "{model: lkc, L: 1, K: 1}",
+                         taxonomies="thesis", numeric_split="exact")
+        ev = json.loads(self.run(fig, ["evaluate", "--spec", base, "--raw", t1, "--remove",
+                                       ",".join(join), "--json"]))
+        self.add(fig, "baseline", "", "BLE %", fmt_pct(ev["BE"]))
+        self.add(fig, "baseline", "", "RJE %", fmt_pct(ev["RE"]))
+        for n in tops:
+            ys = ranked[:n]
+            xs = [a for a in t1_attrs if a not in ys]
+            roles = {a: ("sensitive" if a in ys else "qid") for a in t1_attrs}
+            errors = []
+            rse = None
+            for k in ks:
+                extra = "sequential:\n  confidentiality:\n" + "".join(
+                    "    - {x: [" + ", ".join(xs) + f"], attribute: current.{a}, "
+                    "sensitive_values: [" + ", ".join(least[a]) + f"], max: {k}}}\n"
+                    for a in ys)
+                spec = self.spec(f"seqc-top{n}-{int(100 * k)}", roles, None,
+                                 score="infogain_privloss", taxonomies="thesis",
+                                 extra=extra.rstrip("\n"), beneficial=True)
+                out = os.path.join(self.work, "seqc-out.csv")
+                self.progress(f"  sequential confidentiality Top{n} k = {int(100 * k)}%")
+                try:
+                    self.run(fig, ["anonymize", "--spec", spec, "--input", t1,
+                                   "--previous-release", t2, "--output", out])
+                except RuntimeError as error:
+                    if "FailedPrecondition" in str(error) or "even the most general" in str(error):
+                        self.add(fig, f"Top{n}", f"{int(100 * k)}%", "status", "no release")
+                        continue
+                    raise
+                e = json.loads(self.run(fig, ["evaluate", "--spec", spec, "--raw", t1,
+                                              "--anonymized", out, "--remove", ",".join(ys),
+                                              "--json"]))
+                errors.append(100 * e["CE"])
+                rse = e["RE"]
+                self.add(fig, f"Top{n} XYE", f"{int(100 * k)}%", "error %", fmt_pct(e["CE"]))
+            if errors:
+                self.add(fig, f"Top{n}", "mean over k", "XYE %",
+                         f"{sum(errors) / len(errors):.2f}")
+                self.add(fig, f"Top{n}", "mean over k", "RSE %", fmt_pct(rse))
+
     # ---- orchestration ---------------------------------------------------------------------
     EXPERIMENTS = ["m10", "m10_naive_shared", "l2_grid", "l2_seeds", "m11", "ga", "thesis_topn", "yang",
-                   "inferences", "templates", "confidence", "sequential", "scalability"]
+                   "inferences", "templates", "confidence", "sequential", "sequential_conf",
+                   "scalability"]
 
     def run_all(self):
         self.prepare_data()

@@ -20,6 +20,7 @@ SplitMeasures MeasuresOf(absl::Span<const uint64_t> parent,
     classes_present += n > 0;
   }
   m.beneficial = classes_present > 1;
+  m.distortion_units = m.records;
   m.info_gain = InfoGain(parent, child_counts);
   m.split_info = SplitInfo(sizes);
   return m;
@@ -45,7 +46,10 @@ SplitMeasures MeasureSplit(const AttributeHierarchy& h, NodeIndex node, int c,
   }
   SplitMeasures m = MeasuresOf(parent, child_counts, sizes);
   // A suppression candidate's child 0 is the disclosed value (ChildOfFine).
-  if (h.kind() == table::QidKind::kSuppression) m.changes_table = sizes[0] > 0;
+  if (h.kind() == table::QidKind::kSuppression) {
+    m.changes_table = sizes[0] > 0;
+    m.distortion_units = sizes[0];
+  }
   return m;
 }
 
@@ -71,6 +75,7 @@ SplitMeasures MeasureDisclosure(absl::Span<const uint64_t> parent,
   }
   SplitMeasures m = MeasuresOf(parent, child_counts, sizes);
   m.changes_table = sizes[0] > 0;
+  m.distortion_units = sizes[0];
   return m;
 }
 
@@ -92,8 +97,8 @@ double CandidateScore(fedanon::v1::ScoreFunction score, const ScoreInputs& in) {
     case fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY:
       return static_cast<double>(in.discernibility);
     case fedanon::v1::SCORE_FUNCTION_DISTORTION:
-      // Thesis Eq. 6.1: specializing v removes one unit of distortion from each of its records.
-      return static_cast<double>(in.records);
+      // Thesis Eq. 6.1 / §5.5: the units of distortion the specialization removes.
+      return static_cast<double>(in.distortion_units);
     default:
       return in.info_gain;
   }

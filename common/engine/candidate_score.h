@@ -5,7 +5,8 @@
 //    beneficial, InfoGain, SplitInfo; scores.h has the information measures).
 //  * CandidateScore: the score of a candidate under the job's score function (mohammed2010,
 //    mohammed2011 §4, thesis Eq. 4.4 / 5.1): infogain, gainratio (InfoGain alone when SplitInfo is
-//    0), infogain / (privloss + 1), discernibility, distortion (thesis Eq. 6.1: |T[v]|).
+//    0), infogain / (privloss + 1), discernibility, distortion (thesis Eq. 6.1: |T[v]|; §5.5: the
+//    records of the disclosed value for a suppressed node).
 //  * RanksAbove: the deterministic choice between two candidates from public information only:
 //    higher score, then lower attribute index (spec order), then lower node order key (taxonomy
 //    file order / interval start / disclosed value order), then lower candidate index of the node.
@@ -25,8 +26,13 @@ namespace fedanon::engine {
 struct SplitMeasures {
   uint64_t records = 0;     // records generalized to the node
   bool beneficial = false;  // those records span more than one class
-  double info_gain = 0;     // InfoGain of the class over the candidate's children
-  double split_info = 0;    // SplitInfo of the children's sizes
+  // The units of distortion the specialization removes (the distortion score): every record of
+  // the node for a taxonomy node or an interval (thesis Eq. 6.1, |T[v]|), only the records of the
+  // disclosed value u for ⊥ -> {u, ⊥'} (§5.5: "the number of records that contain v"; the others
+  // stay suppressed).
+  uint64_t distortion_units = 0;
+  double info_gain = 0;   // InfoGain of the class over the candidate's children
+  double split_info = 0;  // SplitInfo of the children's sizes
   // False for the disclosure of a value that no record under the node has (⊥ -> {u, ⊥'} with u
   // empty): every record stays where it was, the table does not change, and the engines do not
   // count it as a specialization. Applying such candidates one round each made a long `values:`
@@ -56,7 +62,7 @@ std::vector<uint64_t> ParentClassCounts(absl::Span<const uint64_t> fine_counts, 
 // docs/engine.md) only by those for which ScoreNeedsDiscernibility holds, so a caller may leave
 // them 0 otherwise.
 struct ScoreInputs {
-  uint64_t records = 0;  // |T[v]|: the records generalized to the node (the distortion score)
+  uint64_t distortion_units = 0;  // SplitMeasures::distortion_units (the distortion score)
   double info_gain = 0;
   double split_info = 0;
   double priv_loss = 0;

@@ -33,7 +33,7 @@ bool LocalRuleHasConfidenceBound(const LocalRule& rule) {
 std::optional<LocalChildrenScore> ScoreLocalChildren(const LocalRule& rule, size_t nc, size_t m,
                                                      const uint64_t* stats,
                                                      const std::vector<const uint64_t*>& kids,
-                                                     int attr, int c) {
+                                                     int attr, int c, bool disclosure) {
   const uint64_t n = stats[0];
   const std::vector<uint64_t> parent(stats + 1, stats + 1 + nc);
   std::vector<std::vector<uint64_t>> classes;
@@ -60,7 +60,7 @@ std::optional<LocalChildrenScore> ScoreLocalChildren(const LocalRule& rule, size
     }
   }
   ScoreInputs in;
-  in.records = n;
+  in.distortion_units = disclosure && !kids.empty() ? kids[0][0] : n;
   in.info_gain = InfoGain(parent, classes);
   in.split_info = SplitInfo(out.sizes);
   in.priv_loss = rule.has_anonymity ? static_cast<double>(n - min_child) : max_conf_rise;
@@ -99,15 +99,15 @@ class BestSoFar {
       : rule_(rule), nc_(nc), m_(m), parent_(parent), excluded_(excluded) {}
 
   // Candidate `c` of attribute `a` with the children's words `kids`; `child_of_fine` maps each
-  // fine child to its child.
+  // fine child to its child; `disclosure`: ⊥ -> {kids[0]'s value, ⊥'}.
   void Consider(int a, int c, const std::vector<const uint64_t*>& kids,
-                std::vector<int> child_of_fine) {
+                std::vector<int> child_of_fine, bool disclosure = false) {
     if (std::find(excluded_.begin(), excluded_.end(), std::pair<int, int>{a, c}) !=
         excluded_.end()) {
       return;
     }
     std::optional<LocalChildrenScore> scored =
-        ScoreLocalChildren(rule_, nc_, m_, parent_, kids, a, c);
+        ScoreLocalChildren(rule_, nc_, m_, parent_, kids, a, c, disclosure);
     if (!scored) return;
     if (!best_ || RanksAbove(scored->rank, best_rank_)) {
       best_rank_ = scored->rank;
@@ -283,7 +283,7 @@ std::optional<LocalCandidate> BestLocalCandidate(const table::Dataset& data,
           for (size_t i = 0; i < width; ++i) rest[i] = stats[i] - w[i];
           std::vector<int> map(fines, 1);
           map[u] = 0;
-          best.Consider(a, u, {w, rest.data()}, std::move(map));
+          best.Consider(a, u, {w, rest.data()}, std::move(map), /*disclosure=*/true);
         }
         break;
       }

@@ -45,7 +45,11 @@ bool LocalRuleHasConfidenceBound(const LocalRule& rule);
 // One candidate's children scored under `rule` on a group: `stats` are the group's words and
 // `kids` each child's words, both [count, class_1..nc, sensitive_1..m]. Nullopt when a non-empty
 // child breaks the rule (fewer than kmin records, or a confidence above its bound). The one
-// scoring the centralized LocalRecoder and a vertical party's search share.
+// scoring the centralized LocalRecoder and a vertical party's search share. `disclosure`: the
+// candidate discloses kids[0]'s value of a suppressed attribute, whose distortion units (the
+// `distortion` score, thesis §5.5) are then kids[0]'s records, not the group's; without it a
+// disclosure scores as a generalization of the whole group, an upper bound of its score (what a
+// judging party's overstatement check, party/vertical_local, may compare against).
 struct LocalChildrenScore {
   CandidateRank rank;  // score and tie-break (attribute, value code)
   double info_gain = 0;
@@ -54,7 +58,7 @@ struct LocalChildrenScore {
 std::optional<LocalChildrenScore> ScoreLocalChildren(const LocalRule& rule, size_t nc, size_t m,
                                                      const uint64_t* stats,
                                                      const std::vector<const uint64_t*>& kids,
-                                                     int attr, int c);
+                                                     int attr, int c, bool disclosure = false);
 
 struct LocalCandidate {
   int attr = -1;

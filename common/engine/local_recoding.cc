@@ -768,9 +768,9 @@ void LocalRecoder::Consider(
   rule.has_anonymity = model_->has_anonymity;
   rule.score = options_.score;
   auto consider = [&](int a, int c, const std::vector<const uint64_t*>& kids,
-                      std::vector<int> child_of_fine) {
+                      std::vector<int> child_of_fine, bool disclosure = false) {
     std::optional<LocalChildrenScore> scored =
-        ScoreLocalChildren(rule, static_cast<size_t>(nc), m_, stats.data(), kids, a, c);
+        ScoreLocalChildren(rule, static_cast<size_t>(nc), m_, stats.data(), kids, a, c, disclosure);
     if (!scored) return;
     if (best.attr < 0 || RanksAbove(scored->rank, best_rank)) {
       best_rank = scored->rank;
@@ -841,7 +841,7 @@ void LocalRecoder::Consider(
           for (size_t i = 0; i < width_; ++i) rest[i] = stats[i] - w[i];
           std::vector<int> map(fine, 1);
           map[u] = 0;
-          consider(a, u, {w, rest.data()}, std::move(map));
+          consider(a, u, {w, rest.data()}, std::move(map), /*disclosure=*/true);
         }
         break;
       }

@@ -493,6 +493,7 @@ std::vector<int> TopDownSpecializer::AllPositions(int attr) const {
 
 void TopDownSpecializer::SetSplitMeasures(const SplitMeasures& m, Candidate& cand) {
   cand.records = m.records;
+  cand.distortion_units = m.distortion_units;
   cand.beneficial = m.beneficial;
   cand.info_gain = m.info_gain;
   cand.split_info = m.split_info;
@@ -574,7 +575,7 @@ void TopDownSpecializer::Evaluate(Candidate& cand, const std::vector<int32_t>& g
 
 double TopDownSpecializer::Score(const Candidate& cand) const {
   ScoreInputs in;
-  in.records = cand.records;
+  in.distortion_units = cand.distortion_units;
   in.info_gain = cand.info_gain;
   in.split_info = cand.split_info;
   if (ScoreNeedsPrivLoss(options_.score)) in.priv_loss = PrivLoss(cand);

@@ -184,6 +184,7 @@ class TopDownSpecializer {
     double info_gain = 0;
     double split_info = 0;
     uint64_t records = 0;
+    uint64_t distortion_units = 0;    // SplitMeasures::distortion_units
     std::vector<uint64_t> min_child;  // per position in model.by_attr[attr]
     std::vector<double> max_conf;
     // The discernibility cost the candidate removes; -1 until computed, reset whenever a group

@@ -482,6 +482,7 @@ void SequentialSpecializer::AddCandidates(int attr, engine::NodeIndex node) {
     cand.node = node;
     cand.c = c;
     cand.records = m.records;
+    cand.distortion_units = m.distortion_units;
     cand.beneficial = m.beneficial;
     cand.info_gain = m.info_gain;
     cand.split_info = m.split_info;
@@ -620,7 +621,7 @@ double SequentialSpecializer::Score(const Candidate& cand) const {
                                                ? fedanon::v1::SCORE_FUNCTION_INFOGAIN
                                                : options_.score;
   engine::ScoreInputs in;
-  in.records = cand.records;
+  in.distortion_units = cand.distortion_units;
   in.info_gain = cand.info_gain;
   in.split_info = cand.split_info;
   in.priv_loss = cand.priv_loss;

@@ -133,7 +133,8 @@ class SequentialSpecializer {
     bool beneficial = false;
     double info_gain = 0, split_info = 0, priv_loss = 0, score = 0;
     uint64_t records = 0;
-    uint64_t join_version = 0;  // join_version_ when last evaluated (0: never)
+    uint64_t distortion_units = 0;  // engine::SplitMeasures::distortion_units
+    uint64_t join_version = 0;      // join_version_ when last evaluated (0: never)
   };
 
   SequentialSpecializer(const table::Dataset* data, const SequentialModel* model,

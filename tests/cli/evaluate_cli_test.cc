@@ -87,6 +87,99 @@ TEST_F(EvaluateCliTest, GlobalAndLocalSideBySide) {
   EXPECT_GE(j.at("local").at("CE").get<double>(), 0.0);
 }
 
+// The thesis's measures through the command line: naive Bayes, k-fold cross-validation and the
+// removal error reach the evaluator (the JSON names them; the text says how it classified).
+TEST_F(EvaluateCliTest, NaiveBayesCrossValidationAndRemovalError) {
+  const std::vector<std::string> base = {
+      "evaluate",     "--spec",           dir_ + "/job.yaml", "--raw",       dir_ + "/table.csv",
+      "--anonymized", dir_ + "/anon.csv", "--classifier",     "naive-bayes", "--folds",
+      "10",           "--remove",         "age,sex"};
+  const CliResult text = RunFedanon(base);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("800 records: naive Bayes, 10-fold cross-validation (seed 1)"));
+  EXPECT_THAT(text.out, HasSubstr("RE  removal error, attributes removed"));
+  std::vector<std::string> json_args = base;
+  json_args.push_back("--json");
+  const CliResult json = RunFedanon(json_args);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j.at("classifier").get<std::string>(), "naive-bayes");
+  EXPECT_EQ(j.at("folds").get<int>(), 10);
+  for (const char* figure : {"BE", "CE", "UE", "RE"}) {
+    EXPECT_GE(j.at(figure).get<double>(), 0.0) << figure;
+    EXPECT_LE(j.at(figure).get<double>(), 1.0) << figure;
+  }
+  const CliResult bad = RunFedanon({"evaluate", "--spec", dir_ + "/job.yaml", "--raw",
+                                    dir_ + "/table.csv", "--classifier", "svm"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("'svm' is not one of c45, naive-bayes"));
+}
+
+// `evaluate --distortion` on the thesis's own example: Table 4.1(a) and its 4-anonymous release
+// Table 4.2 (Janitor, Mover -> Non_Technical; Engineer, Lawyer -> Professional: 15 units of one
+// level over 34 records; the continuous Age released as it is costs nothing).
+TEST(EvaluateDistortionCliTest, ThesisTable42) {
+  const std::string dir = FreshDir("evaluate_distortion_cli");
+  WriteText(dir + "/job.csv",
+            "Janitor;Non_Technical;Blue_Collar;ANY_Job\nMover;Non_Technical;Blue_Collar;ANY_Job\n"
+            "Carpenter;Technical;Blue_Collar;ANY_Job\nElectrician;Technical;Blue_Collar;ANY_Job\n"
+            "Manager;White_Collar;ANY_Job\nEngineer;Professional;White_Collar;ANY_Job\n"
+            "Lawyer;Professional;White_Collar;ANY_Job\n");
+  WriteText(dir + "/sex.csv", "M;ANY_Sex\nF;ANY_Sex\n");
+  WriteText(dir + "/job.yaml", R"(name: table42
+attributes:
+  - {name: Job, role: qid, taxonomy: job.csv}
+  - {name: Sex, role: qid, taxonomy: sex.csv}
+  - {name: Age, role: qid, type: continuous, range: [1, 99]}
+  - {name: Class, role: class}
+privacy: {model: lkc, L: 2, K: 4}
+)");
+  // Table 4.1(a): Job, Sex, Age, class counts (Y, N); the Job Table 4.2 releases.
+  struct Row {
+    const char *job, *sex, *age;
+    int yes, no;
+    const char* released;
+  };
+  const Row rows[] = {{"Janitor", "M", "30", 0, 3, "Non_Technical"},
+                      {"Mover", "M", "32", 0, 4, "Non_Technical"},
+                      {"Carpenter", "M", "35", 2, 3, "Carpenter"},
+                      {"Electrician", "F", "37", 3, 1, "Electrician"},
+                      {"Manager", "F", "42", 4, 2, "Manager"},
+                      {"Manager", "F", "44", 4, 0, "Manager"},
+                      {"Engineer", "M", "44", 4, 0, "Professional"},
+                      {"Engineer", "F", "44", 3, 0, "Professional"},
+                      {"Lawyer", "F", "44", 1, 0, "Professional"}};
+  std::string raw = "Job,Sex,Age,Class\n", released = raw;
+  for (const Row& r : rows) {
+    for (int i = 0; i < r.yes + r.no; ++i) {
+      const std::string rest =
+          std::string(",") + r.sex + "," + r.age + (i < r.yes ? ",Y\n" : ",N\n");
+      raw += r.job + rest;
+      released += r.released + rest;
+    }
+  }
+  WriteText(dir + "/raw.csv", raw);
+  WriteText(dir + "/table42.csv", released);
+  const std::vector<std::string> args = {
+      "evaluate",       "--spec",       dir + "/job.yaml",    "--raw",
+      dir + "/raw.csv", "--anonymized", dir + "/table42.csv", "--distortion"};
+  const CliResult text = RunFedanon(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("distortion per record: categorical 0.4412, continuous 0.0000"));
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  const CliResult json = RunFedanon(json_args);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_DOUBLE_EQ(j.at("distortion").at("categorical").get<double>(), 15.0 / 34);
+  EXPECT_EQ(j.at("distortion").at("continuous").get<double>(), 0.0);
+  // Without a release there is nothing to measure.
+  const CliResult bad = RunFedanon(
+      {"evaluate", "--spec", dir + "/job.yaml", "--raw", dir + "/raw.csv", "--distortion"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("--distortion needs --anonymized"));
+}
+
 TEST_F(EvaluateCliTest, WithoutAnAnonymizedTableOnlyTheRawBaselines) {
   const CliResult r = RunFedanon(
       {"evaluate", "--spec", dir_ + "/job.yaml", "--raw", dir_ + "/table.csv", "--json"});
@@ -237,6 +330,50 @@ TEST_F(EvaluateCliTest, RandomizedReleaseQueryErrorsAndAssociations) {
                                   "'marital-status'"));
   EXPECT_THAT(text.out, HasSubstr("Anatomy baseline: l = 2"));
   EXPECT_THAT(text.out, HasSubstr("Apriori, support 8%, confidence 15%"));
+}
+
+// --ldiversity-l: yang2010 Eq. 12's entropy l-diverse generalization baseline beside the
+// randomized release (its estimates are worked by hand in ra_evaluation_test); l = 1 is refused.
+TEST_F(EvaluateCliTest, RandomizedReleaseBesideTheLDiverseBaseline) {
+  const CliResult ra =
+      RunFedanon({"randomize", "--spec", dir_ + "/job.yaml", "--input", dir_ + "/table.csv",
+                  "--output", dir_ + "/ra.csv", "--seed", "3", "--quiet"});
+  ASSERT_EQ(ra.exit_code, 0) << ra.err;
+  const std::vector<std::string> common = {"evaluate",
+                                           "--spec",
+                                           dir_ + "/job.yaml",
+                                           "--raw",
+                                           dir_ + "/table.csv",
+                                           "--randomized",
+                                           dir_ + "/ra.csv",
+                                           "--queries",
+                                           "100",
+                                           "--max-query-attributes",
+                                           "2",
+                                           "--anatomy-l",
+                                           "0"};
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--ldiversity-l", "2", "--json"});
+  const CliResult r = RunFedanon(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("ldiversity").at("l").get<int>(), 2);
+  EXPECT_GE(j.at("ldiversity").at("groups").get<int>(), 1);
+  ASSERT_EQ(j.at("query_relative_error").size(), 2u);
+  for (const auto& row : j.at("query_relative_error")) {
+    EXPECT_GE(row.at("ldiversity_relative_error").get<double>(), 0.0);
+    EXPECT_FALSE(row.contains("anatomy_relative_error"));  // --anatomy-l 0: no Anatomy baseline
+  }
+  args = common;
+  args.insert(args.end(), {"--ldiversity-l", "2"});
+  const CliResult text = RunFedanon(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("entropy l-diverse generalization baseline: l = 2"));
+  args = common;
+  args.insert(args.end(), {"--ldiversity-l", "1"});
+  const CliResult one = RunFedanon(args);
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_THAT(one.err, HasSubstr("l must be at least 2, not 1"));
 }
 
 TEST_F(EvaluateCliTest, RandomizedReleaseFailsClearly) {

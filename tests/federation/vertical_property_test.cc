@@ -1,10 +1,10 @@
 // Property test of issue 27 §4: for every privacy model (LKC, k-anonymity templates, confidence
-// bounding) x every score (infogain, gainratio, infogain/(privloss+1), discernibility) x 2, 3 and
-// 4 parties, with the sensitive values held by one party or spread over several, the vertical
-// federation (in-process, the same classes the daemons run) releases exactly what the centralized
-// engine releases on the joined table: the same specialization sequence (attribute, value, score,
-// records), the same group statistics and the same rows. Tables are random and seeded (a few
-// hundred records, 3-6 QID attributes with small taxonomies, a suppression attribute or a
+// bounding) x every score (infogain, gainratio, infogain/(privloss+1), discernibility, distortion)
+// x 2, 3 and 4 parties, with the sensitive values held by one party or spread over several, the
+// vertical federation (in-process, the same classes the daemons run) releases exactly what the
+// centralized engine releases on the joined table: the same specialization sequence (attribute,
+// value, score, records), the same group statistics and the same rows. Tables are random and seeded
+// (a few hundred records, 3-6 QID attributes with small taxonomies, a suppression attribute or a
 // continuous one, a class and two sensitive attributes).
 //
 // FEDANON_VPROP_SEEDS=n runs n tables per combination instead of one (a longer local run; the
@@ -25,7 +25,8 @@ namespace {
 
 enum class Model { kLkc, kKAnonymity, kConfidence };
 constexpr const char* kModelNames[] = {"lkc", "kanonymity", "confidence"};
-constexpr const char* kScores[] = {"infogain", "gainratio", "infogain_privloss", "discernibility"};
+constexpr const char* kScores[] = {"infogain", "gainratio", "infogain_privloss", "discernibility",
+                                   "distortion"};
 
 struct Case {
   Model model;
@@ -339,7 +340,7 @@ TEST_P(VerticalProperty, ReleasesExactlyTheCentralizedResult) {
 std::vector<Case> AllCases() {
   std::vector<Case> out;
   for (Model m : {Model::kLkc, Model::kKAnonymity, Model::kConfidence}) {
-    for (int score = 0; score < 4; ++score) {
+    for (int score = 0; score < 5; ++score) {
       for (int parties = 2; parties <= 4; ++parties) out.push_back({m, score, parties});
     }
   }

@@ -33,7 +33,7 @@ TEST(CandidateScoreTest, EachScoreFunction) {
   EXPECT_DOUBLE_EQ(CandidateScore(fedanon::v1::SCORE_FUNCTION_INFOGAIN_PRIVLOSS, in), 0.2);
   EXPECT_DOUBLE_EQ(CandidateScore(fedanon::v1::SCORE_FUNCTION_DISCERNIBILITY, in), 40);
   // Thesis Eq. 6.1: InfoGain(v) = |T[v]|, whatever the class counts say.
-  in.records = 17;
+  in.distortion_units = 17;
   EXPECT_DOUBLE_EQ(CandidateScore(fedanon::v1::SCORE_FUNCTION_DISTORTION, in), 17);
 }
 
@@ -116,6 +116,20 @@ TEST(CandidateScoreTest, MeasureSplitFromClassCounts) {
   const double h31 = -(0.75 * std::log2(0.75) + 0.25 * std::log2(0.25));
   EXPECT_NEAR(m.info_gain, 1 - (0.5 * h31 + 0.25), 1e-12);
   EXPECT_NEAR(m.split_info, 1.5, 1e-12);  // sizes 4, 2, 2
+}
+
+// The distortion score's units (thesis Eq. 6.1, §5.5): a taxonomy node removes one unit per
+// record generalized to it, a disclosure ⊥ -> {u, ⊥'} only those of the records holding u.
+TEST(CandidateScoreTest, DistortionUnitsOfASplitAndOfADisclosure) {
+  const ThreeLeaves t = MakeThreeLeaves();
+  const std::vector<uint64_t> counts = {3, 1, 0, 2, 1, 1};  // a 4, b 2, c 2 records
+  EXPECT_EQ(engine::MeasureSplit(*t.hierarchy, 0, 0, counts, 2).distortion_units, 8u);
+  // ⊥ over the same values: disclosing b removes 2 units, a 4, c 2 (the others stay ⊥).
+  const std::vector<uint64_t> parent = engine::ParentClassCounts(counts, 2);
+  EXPECT_EQ(engine::MeasureDisclosure(parent, counts, 0, 2).distortion_units, 4u);
+  EXPECT_EQ(engine::MeasureDisclosure(parent, counts, 1, 2).distortion_units, 2u);
+  EXPECT_EQ(engine::MeasureDisclosure(parent, counts, 2, 2).distortion_units, 2u);
+  EXPECT_EQ(engine::MeasureDisclosure(parent, counts, 1, 2).records, 8u);
 }
 
 TEST(CandidateScoreTest, MeasureSplitOfOneClassIsNotBeneficial) {

@@ -99,6 +99,41 @@ TEST(LocalRecodingTest, SpecializesOneGroupFurtherThanGlobalRecodingCan) {
   EXPECT_OK(CheckTruthful(in));
 }
 
+// The minimal-distortion score under local recoding (thesis §5.5: disclosing a suppressed value
+// v removes the units of the records that hold v): Job without a taxonomy, a (3 records), b (5),
+// c (2) in that order, K = 2. The root group discloses b first (5 units; a 3, c 2), then the
+// group still suppressed {a, c} discloses a (3), then the one left, c (2). (Scoring every
+// disclosure of a group by the group's size, 10, would take a first, by value order.)
+TEST(LocalRecodingTest, MinimalDistortionDisclosesTheMostFrequentValueFirst) {
+  Table t{{"Job", "Class"}, {}};
+  for (const auto& [job, n] :
+       std::vector<std::pair<std::string, int>>{{"a", 3}, {"b", 5}, {"c", 2}}) {
+    for (int i = 0; i < n; ++i) t.rows.push_back({job, i % 2 == 0 ? "y" : "n"});
+  }
+  const Job job = WriteJob("local_distortion",
+                           "name: local-distortion\nattributes:\n"
+                           "  - {name: Job, role: qid}\n"
+                           "  - {name: Class, role: class}\n"
+                           "privacy: {model: lkc, L: 1, K: 2}\n"
+                           "score: distortion\nrecoding: local\n",
+                           t);
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::Report r, RunJob(job));
+  const std::vector<std::pair<std::string, double>> order = {
+      {"* -> b", 5}, {"* -> a", 3}, {"* -> c", 2}};
+  ASSERT_EQ(r.steps_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.steps(i).value(), order[i].first) << "round " << i + 1;
+    EXPECT_DOUBLE_EQ(r.steps(i).score(), order[i].second) << "round " << i + 1;
+  }
+  EXPECT_EQ(r.steps(0).records(), 10u);
+  EXPECT_EQ(r.steps(1).records(), 5u);
+  EXPECT_EQ(r.steps(2).records(), 2u);
+  ASSERT_OK_AND_ASSIGN(CheckerInput in, MakeCheckerInput(job));
+  EXPECT_EQ(in.anonymized, in.raw);  // every value disclosed
+  const PrivacyCheck check = CheckLocalPrivacy(in);
+  EXPECT_TRUE(check.satisfied) << check.violation;
+}
+
 // Generated Adult-like data (fedanon gen-data), the generator's own LKC job (L=4, K=20, C=0.2).
 TEST(LocalRecodingTest, GeneratedDataReleaseIsPrivateTruthfulAndFinerThanGlobal) {
   const std::string dir = FreshDir("local_gen");

@@ -4,6 +4,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/engine/count_source.h"
 #include "common/engine/hierarchy.h"
@@ -325,6 +332,116 @@ TEST(WorkedExampleC, ScoreOfAnyJobIsInfoGainOverPrivLossPlusOne) {
   ExpectPrivateTruthfulMaximal(job);
 }
 
+// Table 4.1(a) as the thesis prints it (34 records; the class column first).
+Table Table41a() {
+  Table t;
+  t.header = {"Class", "Job", "Sex", "Age"};
+  AddCompressed(&t, {"Janitor", "M", "30"}, {{"N", 3}}, 0);
+  AddCompressed(&t, {"Mover", "M", "32"}, {{"N", 4}}, 0);
+  AddCompressed(&t, {"Carpenter", "M", "35"}, {{"Y", 2}, {"N", 3}}, 0);
+  AddCompressed(&t, {"Electrician", "F", "37"}, {{"Y", 3}, {"N", 1}}, 0);
+  AddCompressed(&t, {"Manager", "F", "42"}, {{"Y", 4}, {"N", 2}}, 0);
+  AddCompressed(&t, {"Manager", "F", "44"}, {{"Y", 4}}, 0);
+  AddCompressed(&t, {"Engineer", "M", "44"}, {{"Y", 4}}, 0);
+  AddCompressed(&t, {"Engineer", "F", "44"}, {{"Y", 3}}, 0);
+  AddCompressed(&t, {"Lawyer", "F", "44"}, {{"Y", 1}}, 0);
+  return t;
+}
+
+// Example 4.0.1's single template <{Job, Sex}, RecID, 4> (k-anonymity on {Job, Sex}); Age is
+// released as it is, as in Table 4.2.
+std::string SpecTable42(const std::string& score) {
+  return "name: example-c-table42\n"
+         "attributes:\n"
+         "  - {name: Job, role: qid, taxonomy: tax/job.csv}\n"
+         "  - {name: Sex, role: qid, taxonomy: tax/sex.csv}\n"
+         "  - {name: Age, role: other}\n"
+         "  - {name: Class, role: class}\n"
+         "privacy:\n"
+         "  model: templates\n"
+         "  templates:\n"
+         "    - {qid: [Job, Sex], k: 4}\n"
+         "score: " +
+         score + "\n";
+}
+
+// The release must be Table 4.2: Janitor and Mover as Non_Technical, Engineer and Lawyer as
+// Professional, every other value (and Sex, Age) as it is.
+void ExpectTable42(const Job& job) {
+  ASSERT_OK_AND_ASSIGN(Table raw, ReadCsvTable(job.input_path));
+  ASSERT_OK_AND_ASSIGN(Table out, ReadCsvTable(job.output_path));
+  ASSERT_EQ(out.rows.size(), 34u);
+  const std::map<std::string, std::string> table42 = {
+      {"Janitor", "Non_Technical"},   {"Mover", "Non_Technical"}, {"Carpenter", "Carpenter"},
+      {"Electrician", "Electrician"}, {"Manager", "Manager"},     {"Engineer", "Professional"},
+      {"Lawyer", "Professional"}};
+  const auto col = [&](const std::string& name) {
+    return std::find(out.header.begin(), out.header.end(), name) - out.header.begin();
+  };
+  for (size_t r = 0; r < 34; ++r) {
+    EXPECT_EQ(out.rows[r][col("Job")], table42.at(raw.rows[r][1])) << "record " << r + 1;
+    EXPECT_EQ(out.rows[r][col("Sex")], raw.rows[r][2]) << "record " << r + 1;
+    EXPECT_EQ(out.rows[r][col("Age")], raw.rows[r][3]) << "record " << r + 1;
+  }
+}
+
+// mohammed2010 §6.1.1 measures DR_TradK "on traditional K-anonymous solutions produced by the
+// TDR method in Fung et al. [2007]", the thesis's ch. 4. On the thesis's own example, TDR with
+// Score = InfoGain / (PrivLoss + 1) and the template <{Job, Sex}, 4> (worked by hand):
+//   round 1: ANY_Job .2716 / 19 = .0143 beats ANY_Sex .1665 / 19 = .0088;
+//   round 2: Blue_Collar (-> 7 | 9) .3385 / 10 = .0339 beats White_Collar .1022 / 9, ANY_Sex
+//            .1665 / 13;
+//   round 3: White_Collar (-> 10 | 8, A stays 7) .1022 / 1 beats ANY_Sex .1665 / 4, Technical
+//            .0911 / 4; Non_Technical -> Janitor (3) is invalid;
+//   round 4: ANY_Sex .0416 beats Technical .0228; round 5: Technical (5 | 4, A stays 4) .0911;
+//   then Non_Technical (Janitor 3) and Professional (Lawyer 1) are invalid.
+// The release is Table 4.2, whose groups on {Job, Sex} hold 7, 5, 4, 10, 4 and 4 records:
+// DR_TradK = (49 + 25 + 16 + 100 + 16 + 16) / 34^2 = 222 / 1156.
+TEST(WorkedExampleC, TdrKAnonymitySolutionIsTable42AndItsDiscernibilityRatio) {
+  const Job job = WriteJob("c_table42_tdr", SpecTable42("infogain_privloss"), Table41a(),
+                           {{"tax/job.csv", kJobTaxonomyC}, {"tax/sex.csv", kSexTaxonomy}});
+  ASSERT_OK_AND_ASSIGN(auto report, RunJob(job));
+  const std::vector<std::string> order = {"ANY_Job", "Blue_Collar", "White_Collar", "ANY_Sex",
+                                          "Technical"};
+  ASSERT_EQ(report.steps_size(), 5);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(report.steps(i).value(), order[i]) << "round " << i + 1;
+  EXPECT_EQ(report.smallest_group(), 4u);
+  EXPECT_DOUBLE_EQ(report.discernibility_ratio(), 222.0 / 1156.0);
+  ExpectTable42(job);
+  ExpectPrivateTruthfulMaximal(job);
+}
+
+// The thesis's minimal-distortion score (Eq. 6.1: InfoGain(v) = |T[v]|) on the same example
+// reaches the same release by another path (worked by hand): ANY_Job and ANY_Sex both score 34
+// (Job first by attribute order), then ANY_Sex 34, White_Collar 18 (-> Manager F 10,
+// Professional M 4 and F 4), Blue_Collar 16 (-> Non_Technical 7, Technical M 5 and F 4),
+// Technical 9 (Carpenter 5, Electrician 4); Professional (8) and Non_Technical (7) would leave a
+// group of 3 or 1. Table 4.2's distortion (evaluation/distortion_test.cc) is 15 units.
+TEST(WorkedExampleC, MinimalDistortionScoreReleasesTable42) {
+  const Job job = WriteJob("c_table42_distortion", SpecTable42("distortion"), Table41a(),
+                           {{"tax/job.csv", kJobTaxonomyC}, {"tax/sex.csv", kSexTaxonomy}});
+  ASSERT_OK_AND_ASSIGN(auto h, MakeHarness(job));
+  const auto cands = h->engine->Candidates();
+  for (const char* root : {"ANY_Job", "ANY_Sex"}) {
+    const CandidateView* c = FindCandidate(cands, root);
+    ASSERT_NE(c, nullptr) << root;
+    EXPECT_DOUBLE_EQ(c->score, 34) << root;
+  }
+  ASSERT_OK_AND_ASSIGN(auto report, RunJob(job));
+  const std::vector<std::pair<std::string, double>> order = {{"ANY_Job", 34},
+                                                             {"ANY_Sex", 34},
+                                                             {"White_Collar", 18},
+                                                             {"Blue_Collar", 16},
+                                                             {"Technical", 9}};
+  ASSERT_EQ(report.steps_size(), 5);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(report.steps(i).value(), order[i].first) << "round " << i + 1;
+    EXPECT_DOUBLE_EQ(report.steps(i).score(), order[i].second) << "round " << i + 1;
+  }
+  ExpectTable42(job);
+  ExpectPrivateTruthfulMaximal(job);
+}
+
 constexpr char kSpecC2[] = R"(name: example-c2
 attributes:
   - {name: Education, role: qid, taxonomy: tax/edu.csv}
@@ -433,6 +550,54 @@ TEST(WorkedExampleD, SuppressionBoundsTheConfidence) {
   ASSERT_OK_AND_ASSIGN(CheckerInput in, MakeCheckerInput(job));
   in.anonymized = in.raw;
   EXPECT_FALSE(CheckPrivacy(in).satisfied);
+}
+
+// §5.5's minimal-distortion score for suppression: "each suppression of a domain value v in a
+// record as one unit of distortion and define InfoGain(v) to be the number of records that
+// contain v". On Table 5.1 with <{Job, Country}, Discharged, 75%> (worked by hand; ties by
+// attribute order, then the value's first appearance):
+//   round 1: Child = No (18 records) — Child is in no template;
+//   round 2: Country = US (10): {⊥, US} has no Discharged, {⊥, ⊥} 5 / 14;
+//   round 3: Job = Doctor (6; Trader and Child = Yes also 6, Doctor first);
+//   round 4: Job = Trader (6): {Trader, ⊥} 4 / 6; round 5: Child = Yes (6);
+//   rounds 6-8: Job = Cook, Artist, Clerk (4 each); UK and Canada (5 each) are invalid: either
+//            leaves {Trader, UK} or {Trader, ⊥} with 4 Discharged of 5 records (80%);
+//   round 9: Country = France (4): {Artist, France} 0 / 4, {Trader, ⊥} 4 / 6, {Clerk, ⊥} 1 / 4.
+// UK and Canada stay suppressed: 5 + 5 = 10 units over 24 records. Scoring a disclosure by the
+// records of the whole ⊥ node instead (24 for each attribute at the start) would open with Job.
+TEST(WorkedExampleD, MinimalDistortionScoreDisclosesTheMostFrequentValueFirst) {
+  std::string spec = SpecD(0.75) + "score: distortion\n";
+  const Job job = WriteJob("d_distortion", spec, TableD());
+  ASSERT_OK_AND_ASSIGN(auto report, RunJob(job));
+  const std::vector<std::tuple<std::string, std::string, double>> order = {
+      {"Child", "No", 18},  {"Country", "US", 10}, {"Job", "Doctor", 6},
+      {"Job", "Trader", 6}, {"Child", "Yes", 6},   {"Job", "Cook", 4},
+      {"Job", "Artist", 4}, {"Job", "Clerk", 4},   {"Country", "France", 4}};
+  ASSERT_EQ(report.steps_size(), static_cast<int>(order.size()));
+  for (size_t i = 0; i < order.size(); ++i) {
+    const auto& step = report.steps(static_cast<int>(i));
+    EXPECT_EQ(step.attribute(), std::get<0>(order[i])) << "round " << i + 1;
+    ASSERT_GE(step.children_size(), 1) << "round " << i + 1;
+    EXPECT_EQ(step.children(0), std::get<1>(order[i])) << "round " << i + 1;
+    EXPECT_DOUBLE_EQ(step.score(), std::get<2>(order[i])) << "round " << i + 1;
+  }
+  ASSERT_OK_AND_ASSIGN(Table raw, ReadCsvTable(job.input_path));
+  ASSERT_OK_AND_ASSIGN(Table out, ReadCsvTable(job.output_path));
+  ASSERT_EQ(out.rows.size(), raw.rows.size());
+  int suppressed = 0;
+  for (const std::string name : {"Job", "Country", "Child"}) {
+    const size_t in = std::find(raw.header.begin(), raw.header.end(), name) - raw.header.begin();
+    const size_t at = std::find(out.header.begin(), out.header.end(), name) - out.header.begin();
+    ASSERT_LT(at, out.header.size()) << name;
+    for (size_t r = 0; r < out.rows.size(); ++r) {
+      const bool hidden =
+          name == "Country" && (raw.rows[r][in] == "UK" || raw.rows[r][in] == "Canada");
+      EXPECT_EQ(out.rows[r][at], hidden ? "*" : raw.rows[r][in]) << name << ", record " << r + 1;
+      suppressed += out.rows[r][at] == "*";
+    }
+  }
+  EXPECT_EQ(suppressed, 10);
+  ExpectPrivateTruthfulMaximal(job);
 }
 
 TEST(WorkedExampleD, ThresholdBelowFiveTwentyFourthsIsUnsatisfiable) {

@@ -1,7 +1,8 @@
 // The thesis's distortion metric (fung2007 §6.4) on a 4-record table worked out by hand: a
 // taxonomy attribute (levels generalized), a suppressed attribute (one unit per suppressed value)
-// and a continuous one ((b - a) / (f2 - f1) per record), separately and per record; plus the
-// errors for a release that does not belong to the raw table.
+// and a continuous one ((b - a) / (f2 - f1) per record), separately and per record; on the
+// thesis's own Table 4.1(a) and its 4-anonymous Table 4.2; plus the errors for a release that
+// does not belong to the raw table.
 #include "common/evaluation/distortion.h"
 
 #include <gmock/gmock.h>
@@ -54,6 +55,57 @@ TEST(DistortionTest, HandWorkedTable) {
   EXPECT_EQ(d.records, 4u);
   EXPECT_DOUBLE_EQ(d.categorical, (4.0 + 3.0) / 4);
   EXPECT_DOUBLE_EQ(d.continuous, 1.5 / 4);
+}
+
+// Thesis Table 4.1(a) (34 records) and Table 4.2, its 4-anonymous release on {Job, Sex}, with
+// Figure 4.1's Job taxonomy (ANY_Job -> Blue_Collar -> {Non_Technical -> {Janitor, Mover},
+// Technical -> {Carpenter, Electrician}}, White_Collar -> {Manager, Professional -> {Engineer,
+// Lawyer}}). Table 4.2 generalizes Janitor (3 records) and Mover (4) to Non_Technical and
+// Engineer (4 + 3) and Lawyer (1) to Professional, one level each: 15 units over 34 records. Sex
+// and Age are released as they are; the continuous Age (range [1, 99)) costs nothing.
+TEST(DistortionTest, ThesisTable42) {
+  const std::string dir = FreshDir("distortion_table42");
+  WriteText(dir + "/job.csv",
+            "Janitor;Non_Technical;Blue_Collar;ANY_Job\nMover;Non_Technical;Blue_Collar;ANY_Job\n"
+            "Carpenter;Technical;Blue_Collar;ANY_Job\nElectrician;Technical;Blue_Collar;ANY_Job\n"
+            "Manager;White_Collar;ANY_Job\nEngineer;Professional;White_Collar;ANY_Job\n"
+            "Lawyer;Professional;White_Collar;ANY_Job\n");
+  WriteText(dir + "/sex.csv", "M;ANY_Sex\nF;ANY_Sex\n");
+  WriteText(dir + "/job.yaml", R"(name: table42
+attributes:
+  - {name: Job, role: qid, taxonomy: job.csv}
+  - {name: Sex, role: qid, taxonomy: sex.csv}
+  - {name: Age, role: qid, type: continuous, range: [1, 99]}
+  - {name: Class, role: class}
+privacy: {model: lkc, L: 2, K: 4}
+)");
+  // Table 4.1(a) rows: Job, Sex, Age, records; Table 4.2 releases the Job in the last column.
+  struct Row {
+    const char *job, *sex, *age;
+    int records;
+    const char* released;
+  };
+  const Row rows[] = {
+      {"Janitor", "M", "30", 3, "Non_Technical"}, {"Mover", "M", "32", 4, "Non_Technical"},
+      {"Carpenter", "M", "35", 5, "Carpenter"},   {"Electrician", "F", "37", 4, "Electrician"},
+      {"Manager", "F", "42", 6, "Manager"},       {"Manager", "F", "44", 4, "Manager"},
+      {"Engineer", "M", "44", 4, "Professional"}, {"Engineer", "F", "44", 3, "Professional"},
+      {"Lawyer", "F", "44", 1, "Professional"}};
+  std::string raw = "Job,Sex,Age,Class\n", released = raw;
+  for (const Row& r : rows) {
+    for (int i = 0; i < r.records; ++i) {
+      raw += std::string(r.job) + "," + r.sex + "," + r.age + ",Y\n";
+      released += std::string(r.released) + "," + r.sex + "," + r.age + ",Y\n";
+    }
+  }
+  WriteText(dir + "/raw.csv", raw);
+  WriteText(dir + "/table42.csv", released);
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec spec, spec::LoadJobSpec(dir + "/job.yaml"));
+  ASSERT_OK_AND_ASSIGN(Distortion d,
+                       MeasureDistortion(spec, dir + "/raw.csv", dir + "/table42.csv"));
+  EXPECT_EQ(d.records, 34u);
+  EXPECT_DOUBLE_EQ(d.categorical, 15.0 / 34);
+  EXPECT_EQ(d.continuous, 0);
 }
 
 TEST(DistortionTest, TheRawTableItselfHasNone) {

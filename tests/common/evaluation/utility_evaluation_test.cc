@@ -120,6 +120,54 @@ TEST(UtilityEvaluatorTest, HandComputedErrors) {
   EXPECT_EQ(kept.groups, 2u);
 }
 
+// RE, the removal error (thesis §5.4 RE, §6.4 RJE and RSE: the raw records with the named
+// attributes removed), by hand on Tiny: without `job` nothing informative is left, so the tree
+// predicts the majority and RE is the minority share of the test records (UE's figure); without
+// `shift` or `age`, `job` still decides the class and RE is 0.
+TEST(UtilityEvaluatorTest, RemovalErrorByHand) {
+  const Tiny tiny;
+  const std::string dir = FreshDir("eval_removal");
+  WriteText(dir + "/raw.csv", tiny.raw_csv);
+  const double minority = tiny.MinorityShareInTest(1);
+  ASSERT_GT(minority, 0.0);
+  EvaluationOptions options;
+  options.removed_attributes = {"job"};
+  ASSERT_OK_AND_ASSIGN(auto without_job,
+                       UtilityEvaluator::Create(Spec(), dir + "/raw.csv", options));
+  ASSERT_TRUE(without_job->baselines().removal_error.has_value());
+  EXPECT_DOUBLE_EQ(*without_job->baselines().removal_error, minority);
+  EXPECT_EQ(without_job->baselines().baseline_error, 0.0);  // BE keeps every attribute
+  options.removed_attributes = {"age", "shift"};
+  ASSERT_OK_AND_ASSIGN(auto kept_job, UtilityEvaluator::Create(Spec(), dir + "/raw.csv", options));
+  EXPECT_EQ(kept_job->baselines().removal_error, 0.0);
+  ASSERT_OK_AND_ASSIGN(auto no_removal, UtilityEvaluator::Create(Spec(), dir + "/raw.csv"));
+  EXPECT_FALSE(no_removal->baselines().removal_error.has_value());
+}
+
+// Naive Bayes under 10-fold cross-validation (thesis §4.4.1, §4.4.2) on Tiny, by hand, for the
+// errors whose answer does not depend on how the seeded folds fall. Without `job` (RE) or
+// without both QIDs (UE) only the uninformative age (UE: not even that) and the constant shift
+// are left. A fold trains on 27 records of which k = 3..6 are no: the prior favours yes by
+// (27 - k) : k = 8, 5.75, 4.4, 3.5, while the age densities of the two classes (both spread over
+// 20..49; the yes class's sd is about 8.8, the no class's at least 4.1, 5.6, 7.1, 8.5 for those
+// k, its ages 5 apart) differ by a factor of at most about 3.4, 2.1, 1.4, 1.1: every no record is
+// misclassified and no yes record, whichever fold it falls in: RE = UE = 6 / 30.
+TEST(UtilityEvaluatorTest, NaiveBayesCrossValidationByHand) {
+  const Tiny tiny;
+  const std::string dir = FreshDir("eval_nb_cv");
+  WriteText(dir + "/raw.csv", tiny.raw_csv);
+  EvaluationOptions options;
+  options.classifier = Classifier::kNaiveBayes;
+  options.folds = 10;
+  options.removed_attributes = {"job"};
+  ASSERT_OK_AND_ASSIGN(auto ev, UtilityEvaluator::Create(Spec(), dir + "/raw.csv", options));
+  const RawBaselines& b = ev->baselines();
+  EXPECT_EQ(b.records, 30u);
+  ASSERT_TRUE(b.removal_error.has_value());
+  EXPECT_DOUBLE_EQ(*b.removal_error, 6.0 / 30);
+  EXPECT_DOUBLE_EQ(b.upper_bound_error, 6.0 / 30);
+}
+
 TEST(UtilityEvaluatorTest, SourceErrorPerPartyOfAVerticalJob) {
   const Tiny tiny;
   const std::string dir = FreshDir("eval_vertical");

@@ -1,7 +1,9 @@
-// The reports of a random anonymization (yang2010 §4.2.2, §5.2): the Proposition 10 bound and the
-// relative bias of supports, against answers worked out by hand on small tables, the zero bias of
-// length-1 combinations the paper states, and, on a generated table with associated attributes,
-// the growth of the bias with the combination length (Proposition 12) and with k (§6).
+// The reports of a random anonymization (yang2010 §4.2, §5.2): the Proposition 10 bound, the
+// relative bias of supports, Definition 8's c-amplification and the variance of R(q), against
+// answers worked out by hand on small tables and on the distributions of the paper's own Fig. 1
+// example, the zero bias of length-1 combinations the paper states, and, on a generated table
+// with associated attributes, the growth of the bias with the combination length (Proposition
+// 12) and with k (§6).
 #include "common/randomization/random_anonymization_metrics.h"
 
 #include <gmock/gmock.h>
@@ -228,6 +230,59 @@ TEST(CAmplificationTest, WorkedExample) {
   EXPECT_DOUBLE_EQ(c.mean, 1.625);
   EXPECT_THAT(CAmplification(original, released, Plan(original, 2)),
               StatusIs(absl::StatusCode::kInvalidArgument, "Algorithm 1"));
+}
+
+// The paper's own example (§3, Fig. 1): 10 records, QID {Age, Job, Country} with the printed
+// distributions (Dist1..Dist3; the records pair the values in an arbitrary order, which neither
+// measure below depends on) and p1 = p2 = p3 = 1/3 as in §3.
+std::vector<CategoricalColumn> Fig1Qid() {
+  return {Column("Age", {"[20-30]", "[30-40]", "[30-40]", "[30-40]", "[30-40]", "[40-50]",
+                         "[50-60]", "[50-60]", "[50-60]", "[60-70]"}),
+          Column("Job", {"Doctor", "Clerk", "Clerk", "Clerk", "Clerk", "Trader", "Trader",
+                         "Engineer", "Banker", "Banker"}),
+          Column("Country",
+                 {"USA", "USA", "USA", "USA", "USA", "USA", "Germany", "UK", "UK", "India"})};
+}
+
+// Definition 8 on Fig. 1 (§4.2.1: q' comes from an original differing in attribute i with
+// probability p_i P(Q_i = q'_i); with p_i = 1/3 the ratio is that of the P's). Released records:
+//   {[20-30], Clerk, USA}    (§6's example): P = .1, .4, .6 -> c = 6
+//   {[30-40], Clerk, USA}:                    .4, .4, .6 -> 1.5
+//   {[20-30], Doctor, Germany}:               .1, .1, .1 -> 1 (every candidate equally likely)
+//   {[50-60], Banker, India}:                 .3, .2, .1 -> 3
+//   and Fig1Qid()'s records 5-10 unchanged: {[30-40], Clerk, USA} 1.5, {[40-50], Trader, USA}
+//   6, {[50-60], Trader, Germany} 3, {[50-60], Engineer, UK} 3, {[50-60], Banker, UK} 1.5,
+//   {[60-70], Banker, India} 2.
+// max 6, mean (6 + 1.5 + 1 + 3 + 1.5 + 6 + 3 + 3 + 1.5 + 2) / 10 = 2.85.
+TEST(CAmplificationTest, PaperFig1Distributions) {
+  const auto original = Fig1Qid();
+  // Codes in order of first appearance: Age [20-30] 0, [30-40] 1, [40-50] 2, [50-60] 3,
+  // [60-70] 4; Job Doctor 0, Clerk 1, Trader 2, Engineer 3, Banker 4; Country USA 0, Germany 1,
+  // UK 2, India 3.
+  const std::vector<CategoricalColumn> released = {
+      {"Age", original[0].values, {0, 1, 0, 3, 1, 2, 3, 3, 3, 4}},
+      {"Job", original[1].values, {1, 1, 0, 4, 1, 2, 2, 3, 4, 4}},
+      {"Country", original[2].values, {0, 0, 1, 3, 0, 0, 1, 2, 2, 3}}};
+  ASSERT_OK_AND_ASSIGN(Amplification c, CAmplification(original, released, Plan(original, 1)));
+  EXPECT_DOUBLE_EQ(c.max, 6);
+  EXPECT_NEAR(c.mean, 2.85, 1e-12);
+}
+
+// The variance of R(q) for length 1 on Fig. 1 (n = 10, p = 1/3). For a value of count c
+// (P = c / 10), Eq. (11) as printed is p^2 (1 / P)^2 (P - P^2) = (1/9)(10 - c) / c. Exactly, each
+// of the c records holding it keeps it with s = 1 - p (1 - P) and each other record takes it
+// with t = p P: Var count' = c s (1 - s) + (n - c) t (1 - t) = n P p (1 - P)(2 - p), so
+// Var R = Var count' / c^2 = Eq. (11) * (2 - p) / (p n) = Eq. (11) / 2 here (e.g. c = 4:
+// 1/6 and 1/12). Weighted by count over the 14 values of the three attributes (30 record-values):
+//   Eq. (11): (1/9) sum (10 - c) / 30 = (1/9)(140 - 30) / 30 = 11/27;  exact: 11/54.
+// The sample variance over 4,000 seeded runs is close to the exact one.
+TEST(RelativeVarianceTest, PaperFig1LengthOne) {
+  const auto d = Fig1Qid();
+  ASSERT_OK_AND_ASSIGN(RelativeVariance v, MeasureRelativeVariance(d, Plan(d, 1), 1, 4000, 3));
+  EXPECT_EQ(v.combinations, 14u);
+  EXPECT_NEAR(v.eq11, 11.0 / 27, 1e-12);
+  EXPECT_NEAR(v.independent, 11.0 / 54, 1e-12);
+  EXPECT_NEAR(v.measured, 11.0 / 54, 0.02);
 }
 
 // One attribute (m = 1, p = 1: every record is redrawn) with values x x y y: count'(x) is

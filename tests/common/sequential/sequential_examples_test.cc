@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/evaluation/distortion.h"
+#include "common/spec/job_spec_loader.h"
 #include "tests/common/sequential/join_checker.h"
 #include "tests/common/sequential/seq_test_util.h"
 #include "tests/support/status_matchers.h"
@@ -235,6 +237,41 @@ TEST(SequentialExamplesTest, Table62AtMost90PercentConfidence) {
                                         ParseRef("current.Test"), {"HIV"});
   EXPECT_LE(c, 0.9);
   EXPECT_DOUBLE_EQ(c, report.largest_confidence());
+}
+
+// XYD, the distortion of a sequential release (§6.4), on Example 6.1.2 under ch. 6's own
+// minimal-distortion score (Eq. 6.1, InfoGain(v) = |T1[v]|) and the 90% template, worked by hand:
+//  * ANY_Job and ANY_PoB both score |T1| = 8; Job ranks first but is invalid: White-collar puts
+//    the two HIV records (Banker, UK, M) in {White-collar, ANY_PoB, UK, Z3} with the two UK male
+//    T2 records: 2 x 2 = 4 join records, all HIV (100% > 90%);
+//  * ANY_PoB -> {Europe, US} (Example 6.3.1: C_y(X) = 50%);
+//  * Europe -> {UK, FR} (6 records) is invalid: {ANY_Job, UK, UK, Z3} holds 2 x 2 = 4 join
+//    records, all HIV; ANY_Job stays invalid.
+// Released T1: every Job as ANY_Job (2 levels: 16 units), UK and FR as Europe (1 level: 6
+// units), US as it is: XYD = 22 / 8 = 2.75 units per record.
+TEST(SequentialExamplesTest, Table62DistortionScoreAndXyd) {
+  std::string spec = Spec62(0.9);
+  spec.replace(spec.find("sequential:"), 0, "score: distortion\n");
+  const SeqJob s = WriteSeqJob("seq62_distortion", spec, Table62T1(), Table62T2(), kTaxonomies62);
+  ASSERT_OK_AND_ASSIGN(auto report, RunSeqJob(s));
+  ASSERT_EQ(report.steps_size(), 1);
+  EXPECT_EQ(report.steps(0).value(), "ANY_PoB");
+  EXPECT_DOUBLE_EQ(report.steps(0).score(), 8);
+  EXPECT_DOUBLE_EQ(report.largest_confidence(), 0.5);
+  ASSERT_OK_AND_ASSIGN(Table out, ReadCsvTable(s.job.output_path));
+  const std::vector<std::string> pob = {"Europe", "Europe", "Europe", "Europe",
+                                        "US",     "US",     "Europe", "Europe"};
+  ASSERT_EQ(out.rows.size(), pob.size());
+  for (size_t r = 0; r < pob.size(); ++r) {
+    EXPECT_EQ(out.rows[r][1], "ANY_Job") << "record " << r + 1;
+    EXPECT_EQ(out.rows[r][2], pob[r]) << "record " << r + 1;
+  }
+  ASSERT_OK_AND_ASSIGN(fedanon::v1::JobSpec loaded, spec::LoadJobSpec(s.job.spec_path));
+  ASSERT_OK_AND_ASSIGN(evaluation::Distortion d,
+                       evaluation::MeasureDistortion(loaded, s.job.input_path, s.job.output_path));
+  EXPECT_EQ(d.records, 8u);
+  EXPECT_DOUBLE_EQ(d.categorical, 22.0 / 8);
+  EXPECT_EQ(d.continuous, 0);
 }
 
 // §6.2.2: T1(C, D) = {c1 d3, c2 d2} and T2(D, Y) = {d3 y3, d3 y2, d1 y1} — the record c2 d2
