@@ -72,8 +72,10 @@ samples="$work/samples.tsv"  # workload kind wall user sys peak-KiB load1 [steps
 top7=capital-gain,age,marital-status,education-num,relationship,hours-per-week,sex
 adult=../shared/datasets/adult
 
-echo "bench/perf.sh --$mode: $("$fedanon" --version | head -1); $(nproc) cores;" \
-  "$(date -u '+%Y-%m-%d %H:%M UTC'); load average $(loadavg)"
+version="$("$fedanon" --version | head -1)"
+started="$(date -u '+%Y-%m-%d %H:%M UTC')"
+load_start="$(loadavg)"
+echo "bench/perf.sh --$mode: $version; $(nproc) cores; $started; load average $load_start"
 
 # tables NAME RUNS WARMUPS SPEC INPUT: `fedanon anonymize` RUNS times after WARMUPS uncounted runs,
 # each followed by the yardstick, a plain scan of the same CSV.
@@ -172,4 +174,5 @@ fi
 
 python3 bench/perf_report.py --mode "$mode" --samples "$samples" --work "$work" \
   --baseline "$baseline" --write-baseline "$write_baseline" --json "$json_out" \
-  --tolerance-cpu "$TOL_CPU" --tolerance-mem "$TOL_MEM" --load-end "$(loadavg)"
+  --tolerance-cpu "$TOL_CPU" --tolerance-mem "$TOL_MEM" --load-start "$load_start" \
+  --load-end "$(loadavg)" --produced "$version; $started"

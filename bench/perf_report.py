@@ -75,6 +75,9 @@ def quick(args, samples):
         rows = [("cpu_s", "CPU user+sys, s", [r["cpu"] for r in job], "{:.3f}"),
                 ("peak_mib", "peak RSS, MiB", [r["kib"] / MIB for r in job], "{:.1f}"),
                 ("wall_s", "wall, s (not judged)", [r["wall"] for r in job], "{:.3f}")]
+        figures[f"{name}.user_s"] = med([r["user"] for r in job])
+        figures[f"{name}.sys_s"] = med([r["sys"] for r in job])
+        figures[f"{name}.load1"] = med([r["load"] for r in job])
         for key, label, xs, fmt in rows:
             m = fig[key]
             figures[f"{name}.{key}"] = m
@@ -110,7 +113,8 @@ def quick(args, samples):
             print(f"    {e}")
     print(f"tolerance: CPU +{100 * args.tolerance_cpu:.0f}%, peak RSS +{100 * args.tolerance_mem:.0f}% "
           f"over {args.baseline}; load average at the end {args.load_end}")
-    out = {"mode": "quick", "figures": figures, "ratios_to_baseline": ratios,
+    out = {"mode": "quick", "produced": args.produced, "figures": figures,
+           "ratios_to_baseline": ratios, "load_start": args.load_start,
            "load_end": args.load_end, "failed": failed}
     if args.json:
         json.dump(out, open(args.json, "w"), indent=1)
@@ -121,7 +125,8 @@ def quick(args, samples):
                                "bench/perf.sh --quick fails when a figure exceeds it by more "
                                "than its tolerance. Update it on purpose, in a commit of its "
                                "own that says why (docs/performance.md).",
-                   "produced": {"load_end": args.load_end, "host_cores": os.cpu_count()},
+                   "produced": {"by": args.produced, "cores": os.cpu_count(),
+                                "load_start": args.load_start, "load_end": args.load_end},
                    "figures": keep}, open(args.write_baseline, "w"), indent=1)
         print(f"wrote the baseline {args.write_baseline}")
         return 0
@@ -217,7 +222,9 @@ def main():
     p.add_argument("--json", default="")
     p.add_argument("--tolerance-cpu", type=float, required=True)
     p.add_argument("--tolerance-mem", type=float, required=True)
+    p.add_argument("--load-start", default="")
     p.add_argument("--load-end", default="")
+    p.add_argument("--produced", default="")
     args = p.parse_args()
     samples = read_samples(args.samples)
     return quick(args, samples) if args.mode == "quick" else full(args, samples)
