@@ -16,6 +16,10 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def plural(n):
+    return "s" if n != 1 else ""
+
+
 def span(xs, fmt):
     return f"({fmt.format(min(xs))}–{fmt.format(max(xs))})" if len(xs) > 1 else ""
 
@@ -159,7 +163,7 @@ def full(args, samples):
         figures[name] = fig
         n = fig["runs"]
         walls = [r["wall"] for r in job]
-        print(f"{label + f', whole process wall ({n} runs)':<44} {fig['wall_s']:>8.3f} s "
+        print(f"{label + f', whole process wall ({n} run{plural(n)})':<44} {fig['wall_s']:>8.3f} s "
               f"{span(walls, '{:.3f}'):<21} "
               + (f"{'<= ' + str(wall_goal) + ' s':>12}  {verdict(fig['wall_s'] <= wall_goal)}"
                  if wall_goal else f"{'completes':>12}  met"))
@@ -192,7 +196,7 @@ def full(args, samples):
         ops = [sum(r["openssl_mults_per_s"]) / 2 for r in runs]
         figures[f"vertical-{rows}"] = {"fraction_of_limit": med(fractions),
                                        "end_to_end_fraction": med(e2e), "runs": runs}
-        print(f"{f'vertical {rows:,} ids, whole job / EC limit ({len(runs)} runs)':<44} "
+        print(f"{f'vertical {rows:,} ids, whole job / EC limit ({len(runs)} run{plural(len(runs))})':<44} "
               f"{med(fractions):>10.2f} {span(fractions, '{:.2f}'):<21} {'>= 0.85':>12}  "
               f"{verdict(med(fractions) >= 0.85)}")
         t = mid["timings_s"]
