@@ -88,7 +88,7 @@ echo "bench/perf.sh --$mode: $version; $(nproc) cores; $started; load average $l
 # each followed by the yardstick, a plain scan of the same CSV.
 tables() {
   local name="$1" runs="$2" warmups="$3" spec="$4" input="$5" i load steps
-  echo "  $name: $((warmups + runs)) runs ($warmups uncounted), $(($(wc -l < "$input") - 1)) records"
+  echo "  $name: $(($(wc -l < "$input") - 1)) records, $runs counted runs after $warmups uncounted"
   for ((i = 1; i <= warmups + runs; ++i)); do
     load="$(cut -d' ' -f1 /proc/loadavg)"
     timed "$work/t" "$fedanon" anonymize --quiet --spec "$spec" --input "$input" \
