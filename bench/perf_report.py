@@ -87,6 +87,10 @@ def quick(args, samples):
             figures[f"{name}.{key}"] = m
             b = base.get(f"{name}.{key}")
             cells = f"{name + ' ' + label:<34} {fmt.format(m):>10} {span(xs, fmt):<19}"
+            if key in tol and b is None and not args.write_baseline:
+                failed.append(f"{name}.{key} (not in the baseline)")
+                print(f"{cells} {'none':>9}  NO BASELINE")
+                continue
             if b is None or key not in tol:
                 print(cells + (f" {fmt.format(b):>9} {m / b:6.2f}" if b else ""))
                 continue
@@ -135,7 +139,8 @@ def quick(args, samples):
         print(f"wrote the baseline {args.write_baseline}")
         return 0
     if failed:
-        print(f"FAILED: {', '.join(failed)} worse than the baseline by more than the tolerance")
+        print(f"FAILED: {', '.join(failed)}: worse than the baseline by more than the tolerance, "
+              "or not in it")
         return 1
     print("every CPU time and peak RSS within the tolerance of the baseline")
     return 0
