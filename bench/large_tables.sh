@@ -11,6 +11,7 @@
 # FEDANON_BENCH_TMP chooses where the tables go (default: $TMPDIR or /tmp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/bench_lib.sh
 build="${1:-build/default}"
 sizes="${2:-1000000,10000000}"
 fedanon="$build/bin/fedanon"
@@ -33,12 +34,9 @@ for rows in ${sizes//,/ }; do
     continue
   fi
   dir="$work/gen$rows"
-  "$fedanon" gen-data --rows "$rows" --seed 1 --out "$dir" >/dev/null 2>&1
-  # The papers' 13 QIDs: fnlwgt is a QID too (gen-data's own job leaves it out of the release).
-  sed -e 's/{name: fnlwgt, role: other, type: continuous}/{name: fnlwgt, role: qid, type: continuous}/' \
-    "$dir/job.yaml" > "$dir/job13.yaml"
-  [ "$(grep -c 'role: qid' "$dir/job13.yaml")" = 13 ] || { echo "expected 13 QIDs" >&2; exit 1; }
-  load="$(cut -d' ' -f1-3 /proc/loadavg)"
+  # The papers' 13 QIDs: fnlwgt is a QID too (bench/bench_lib.sh).
+  gen_table13 "$fedanon" "$rows" "$dir"
+  load="$(loadavg)"
   /usr/bin/time -f "%e %M %U" -o "$dir/time" "$fedanon" anonymize --quiet --spec "$dir/job13.yaml" \
     --input "$dir/table.csv" --output "$dir/out.csv" --report "$dir/report.json"
   read -r secs kb user < "$dir/time"

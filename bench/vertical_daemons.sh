@@ -2,8 +2,9 @@
 # Benchmark of a vertical job through real daemons (prints figures; not a test): a leader and two
 # party daemons on loopback with mutual TLS (`fedanon federation up`), generated Adult-like
 # records split by columns (party1: age..occupation, party2: relationship..native-country), one
-# QID template over all 13 QID attributes (marital-status turned into a QID; fnlwgt, a
-# near-unique weight, left out) with k = 50 — mohammed2011 §7.3's AllAttQID setting — next to
+# QID template over all 13 QID attributes (or those of TEMPLATE, below) (marital-status turned into a QID; fnlwgt, a
+# near-unique weight, left out) with k = 50 — mohammed2011 §7.3's AllAttQID setting; the spec of
+# bench/bench_lib.sh's write_vertical_template_spec — next to
 # `fedanon anonymize` on the joined table with the same spec. The job report separates the ID
 # matching from the anonymization rounds.
 # Also printed, for the targets on a shared machine: the load average before and after;
@@ -17,12 +18,19 @@
 # With overlap F < 1 ("1M x 1M ids, half overlapping"), each party holds `rows` ids of
 # which round(rows * F) are common to both (`fedanon gen-data --overlap F`); the centralized run
 # is on the join (the common records), and the limit still counts 4 multiplications per party id.
-# Usage: bench/vertical_daemons.sh [rows=200000] [build-dir=build/default] [overlap=1]
+# TEMPLATE (comma-separated attribute names) makes the template cover only those QIDs, e.g.
+# mohammed2011's Top7 `capital-gain,age,marital-status,education-num,relationship,hours-per-week,sex`
+# (the other attributes stay QIDs of the spec, outside the template).
+# With FEDANON_BENCH_SUMMARY=FILE the figures printed are also written to FILE as JSON
+# (bench/perf.sh reads it).
+# Usage: bench/vertical_daemons.sh [rows=200000] [build-dir=build/default] [overlap=1] [template]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/bench_lib.sh
 rows="${1:-200000}"
 build="${2:-build/default}"
 overlap="${3:-1}"
+template="${4:-}"
 common_rows="$(python3 -c "print(round($rows * $overlap))")"
 bin="$build/bin"
 cores="$(nproc)"
@@ -38,17 +46,7 @@ work="$(mktemp -d -t fedanon-vbench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 "$bin/fedanon" gen-data --rows "$common_rows" --seed 1 --parties 2 --partition vertical \
   --overlap "$overlap" --out "$work/data" 2>/dev/null
-python3 - "$work/data/vertical.yaml" <<'PY'
-import re, sys
-path = sys.argv[1]
-y = open(path).read()
-y = re.sub(r"\{name: marital-status, role: sensitive, values: \[[^\]]*\]",
-           "{name: marital-status, role: qid, taxonomy: tax/marital-status.csv", y)
-qids = re.findall(r"\{name: ([\w-]+), role: qid", y)
-y = re.sub(r"privacy: .*\n", "privacy:\n  model: templates\n  templates:\n    - {qid: [" +
-           ", ".join(qids) + "], k: 50}\n", y)
-open(path, "w").write(y)
-PY
+write_vertical_template_spec "$work/data/vertical.yaml" "$template"
 t0=$(date +%s.%N)
 "$bin/fedanon" anonymize --quiet --spec "$work/data/vertical.yaml" --input "$work/data/table.csv" \
   --output "$work/central.csv" --report "$work/central.json"
@@ -86,16 +84,17 @@ phases="$(for f in "$work"/fed/logs/*.log; do
 done)"
 python3 - "$work/central.json" "$work/fed.json" "$t0" "$t1" "$t2" "$rows" "$work/central.csv" "$work/fed.csv" \
   "$ops_before" "$ops_after" "$cores" "$mul_us" "$load_before" "$load_after" "$usage" "$idcpu" \
-  "$(getconf CLK_TCK)" "$common_rows" "$phases" <<'PY'
-import collections, csv, json, sys
+  "$(getconf CLK_TCK)" "$common_rows" "$phases" "$work/data/vertical.yaml" <<'PY'
+import collections, csv, json, re, sys
 c = json.load(open(sys.argv[1])); f = json.load(open(sys.argv[2]))
 t0, t1, t2, rows = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
 ops_before, ops_after, cores, mul_us = float(sys.argv[9]), float(sys.argv[10]), int(sys.argv[11]), float(sys.argv[12])
 load_before, load_after, usage, idcpu, tck = sys.argv[13], sys.argv[14], sys.argv[15], sys.argv[16], float(sys.argv[17])
 common_rows, phases = int(sys.argv[18]), sys.argv[19]
+template = re.search(r"\{qid: \[([^\]]*)\]", open(sys.argv[20]).read()).group(1).split(", ")
 ft = f["timings_seconds"]; steps = len(f["steps"])
 print(f"vertical job, 2 party daemons + leader on loopback mTLS, {rows} records per party "
-      f"({common_rows} common), one QID of 13 attributes, k=50")
+      f"({common_rows} common), one QID template of {len(template)} attributes, k=50")
 print(f"  centralized anonymize on the joined table {t1 - t0:8.2f} s ({len(c['steps'])} specializations)")
 print(f"  federated job (leader's clock)            {ft['total']:8.2f} s ({steps} specializations)")
 print(f"    validate + parties load data            {ft['validate']:8.2f} s")
@@ -136,7 +135,19 @@ if phases.strip():
     print("  memory at phase boundaries (each daemon's log):")
     for line in phases.splitlines():
         print(f"    {line}")
+processes = {}
 for line in usage.splitlines():
     name, kb, t = line.split()
+    processes[name] = {"peak_rss_kib": int(kb), "cpu_s": float(t) / tck}
     print(f"  {name:40s} peak RSS {int(kb) / 1024:7.0f} MB, CPU {float(t) / tck:8.1f} s")
+import os
+if os.environ.get("FEDANON_BENCH_SUMMARY"):
+    json.dump({"rows": rows, "common_rows": common_rows, "cores": cores,
+               "openssl_mults_per_s": [ops_before, ops_after], "limit_s": limit_s,
+               "timings_s": ft, "specializations": steps, "end_to_end_s": t2 - t1,
+               "centralized_s": t1 - t0, "same_table": same,
+               "same_sequence": [s["value"] for s in c["steps"]] == [s["value"] for s in f["steps"]],
+               "id_matching_party_cpu_s": [s for s, _ in cpu], "processes": processes,
+               "load_before": load_before, "load_after": load_after},
+              open(os.environ["FEDANON_BENCH_SUMMARY"], "w"), indent=1)
 PY

@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# Sourced by the benchmarks (not run alone; they run from the checkout's root): the tables and specs several of them build, so that
+# bench/perf.sh measures exactly what bench/large_tables.sh and bench/vertical_daemons.sh measure.
+#
+# gen_table13 FEDANON ROWS DIR: `fedanon gen-data --rows ROWS --seed 1 --out DIR` and DIR/job13.yaml,
+#   gen-data's job with fnlwgt made a QID too (the papers' 13 QIDs, L=4 K=20 C=0.2).
+# adult_blowup ROWS OUT: ROWS records of ../shared/datasets/adult/adult_clean.csv drawn with
+#   replacement (Python's random, seed 1: the same file every time) behind its header; the spec is
+#   bench/adult_lkc_spec.sh's (ARX hierarchies, continuous fnlwgt, capital-gain, capital-loss).
+# write_vertical_template_spec SPEC [QIDS]: rewrites gen-data's vertical.yaml in place into one
+#   QID template with k = 50 — marital-status turned into a QID, fnlwgt (left out by gen-data's
+#   federated spec) not in it — over QIDS (comma-separated names) or, without QIDS, over all 13
+#   QID attributes (mohammed2011 §7.3's AllAttQID setting).
+# timed OUT COMMAND...: runs COMMAND and writes "wall user sys peak-KiB" to OUT: seconds to the
+#   0.1 ms from the kernel's accounting of the finished process (wait4; the CPU time includes the
+#   children it waited for, such as the daemons of `fedanon federation up`), the peak RSS of the
+#   largest of those processes. /usr/bin/time rounds the seconds to 10 ms, too coarse for a job of
+#   0.1 s. Returns COMMAND's exit status.
+# loadavg: the 1, 5 and 15-minute load averages.
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+timed() {
+  python3 -c '
+import os, sys, time
+start = time.monotonic()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    except OSError as e:
+        print(f"{sys.argv[2]}: {e}", file=sys.stderr)
+    os._exit(127)
+_, status, ru = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(f"{time.monotonic() - start:.4f} {ru.ru_utime:.4f} {ru.ru_stime:.4f} {ru.ru_maxrss}\n")
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+' "$@"
+}
+
+gen_table13() {
+  local fedanon="$1" rows="$2" dir="$3"
+  "$fedanon" gen-data --rows "$rows" --seed 1 --out "$dir" > /dev/null 2>&1
+  # gen-data's own job leaves fnlwgt out of the release.
+  sed -e 's/{name: fnlwgt, role: other, type: continuous}/{name: fnlwgt, role: qid, type: continuous}/' \
+    "$dir/job.yaml" > "$dir/job13.yaml"
+  [ "$(grep -c 'role: qid' "$dir/job13.yaml")" = 13 ] || { echo "expected 13 QIDs" >&2; return 1; }
+}
+
+adult_blowup() {
+  local rows="$1" out="$2" src="../shared/datasets/adult/adult_clean.csv"
+  [ -f "$src" ] || { echo "UCI Adult not found: $src" >&2; return 1; }
+  python3 - "$src" "$rows" "$out" <<'PY'
+import random, sys
+src, rows, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with open(src) as f:
+    header, lines = f.readline(), f.readlines()
+rng = random.Random(1)
+with open(out, "w") as o:
+    o.write(header)
+    left = rows
+    while left > 0:
+        n = min(left, 1 << 20)
+        o.writelines(rng.choices(lines, k=n))
+        left -= n
+PY
+}
+
+write_vertical_template_spec() {
+  python3 - "$1" "${2:-}" <<'PY'
+import re, sys
+path, wanted = sys.argv[1], sys.argv[2]
+y = open(path).read()
+y = re.sub(r"\{name: marital-status, role: sensitive, values: \[[^\]]*\]",
+           "{name: marital-status, role: qid, taxonomy: tax/marital-status.csv", y)
+qids = re.findall(r"\{name: ([\w-]+), role: qid", y)
+if wanted:
+    missing = [q for q in wanted.split(",") if q not in qids]
+    assert not missing, f"not QIDs of the spec: {missing}"
+    qids = wanted.split(",")
+y = re.sub(r"privacy: .*\n", "privacy:\n  model: templates\n  templates:\n    - {qid: [" +
+           ", ".join(qids) + "], k: 50}\n", y)
+open(path, "w").write(y)
+PY
+}
