@@ -10,8 +10,10 @@
 #   k = 50 (bench/vertical_daemons.sh's spec). For each: the process CPU time (user + system; a
 #   daemon job's is that of every daemon, which `federation up` reaps) and the peak RSS (of the
 #   largest single process), compared with bench/perf_baseline.json. Exits 1 when a median CPU time
-#   exceeds its baseline × (1 + TOL_CPU) or a median peak RSS its baseline × (1 + TOL_MEM); wall
-#   time is printed, never judged. The tolerances come from 20 runs under load
+#   exceeds its baseline × speed ratio × (1 + TOL_CPU) or a median peak RSS its baseline ×
+#   (1 + TOL_MEM); wall time is printed, never judged. The speed ratio is the baseline machine's
+#   `openssl speed sha256` over this one's (CPU-time based, so load does not move it): a baseline
+#   taken on one machine judges another's CPU times in proportion. The tolerances come from 20 runs under load
 #   (docs/performance.md, "The quick form's tolerance").
 # --full: issue #48's figures beside their goals: UCI Adult (mohammed2010 §6: 45,222 records, 13
 #   QIDs with fnlwgt, L=4 K=20 C=0.2, ARX hierarchies; bench/adult_lkc_spec.sh), then tables of
@@ -143,6 +145,13 @@ print(len(r["steps"]), *(f"{k}={v}" for k, v in sorted(t.items())))' "$dir/repor
 }
 
 if [ "$mode" = quick ]; then
+  # The machine's speed, so that a baseline taken on one machine judges another: SHA-256 over
+  # 16 KiB blocks for 2 s of CPU time (`openssl speed` divides by user CPU time, not wall time, so
+  # load does not move it), median of three.
+  for _ in 1 2 3; do
+    echo "machine sha256 $(openssl speed -seconds 2 -bytes 16384 sha256 2> /dev/null |
+      awk '$1 == "sha256" {sub(/k$/, "", $2); print $2}')" >> "$samples"
+  done
   gen_table13 "$fedanon" 45222 "$work/small"
   tables small-45k 9 1 "$work/small/job13.yaml" "$work/small/table.csv"
   rm -rf "$work/small"

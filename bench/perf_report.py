@@ -31,7 +31,10 @@ def read_samples(path):
         f = line.split()
         if not f:
             continue
-        w = out.setdefault(f[0], {"job": [], "scan": [], "openssl": []})
+        w = out.setdefault(f[0], {"job": [], "scan": [], "openssl": [], "sha256": []})
+        if f[1] == "sha256":
+            w["sha256"].append(float(f[2]))
+            continue
         if f[1] == "openssl":
             w["openssl"].append(float(f[2]))
             continue
@@ -71,6 +74,18 @@ def quick(args, samples):
         print(f"no baseline {args.baseline}: nothing to compare with", file=sys.stderr)
         return 2
     figures, ratios, failed = {}, {}, []
+    # This machine's speed against the baseline's: CPU limits scale by base / this (a machine half
+    # as fast may take twice the CPU time).
+    machine = samples.pop("machine", {}).get("sha256", [])
+    speed = med(machine) if machine else None
+    base_speed = None
+    if os.path.exists(args.baseline):
+        base_speed = json.load(open(args.baseline)).get("produced", {}).get("sha256_kbps")
+    scale = base_speed / speed if speed and base_speed else 1.0
+    if speed:
+        print(f"machine speed: openssl sha256 {speed:,.0f} kB/s (CPU time)"
+              + (f"; baseline machine {base_speed:,.0f} kB/s: CPU limits x {scale:.3f}"
+                 if base_speed else "; the baseline has none: CPU limits unscaled"))
     print(f"{'figure':<34} {'median':>10} {'(min–max)':<19} {'baseline':>9} {'ratio':>6} "
           f"{'limit':>7}  verdict")
     for name, w in samples.items():
@@ -94,12 +109,14 @@ def quick(args, samples):
             if b is None or key not in tol:
                 print(cells + (f" {fmt.format(b):>9} {m / b:6.2f}" if b else ""))
                 continue
-            ratios[f"{name}.{key}"] = m / b
-            limit = b * (1 + tol[key])
+            b_here = b * scale if key == "cpu_s" else b  # the baseline on this machine
+            ratios[f"{name}.{key}"] = m / b_here
+            limit = b_here * (1 + tol[key])
             verdict = "ok" if m <= limit else f"WORSE than baseline + {100 * tol[key]:.0f}%"
             if m > limit:
                 failed.append(f"{name}.{key}")
-            print(f"{cells} {fmt.format(b):>9} {m / b:6.2f} {fmt.format(limit):>7}  {verdict}")
+            print(f"{cells} {fmt.format(b_here):>9} {m / b_here:6.2f} {fmt.format(limit):>7}  "
+                  f"{verdict}")
         extra = []
         if "wall_per_scan" in fig:
             extra.append(f"wall {fig['wall_per_scan']:.1f}x a plain scan of its CSV "
@@ -122,6 +139,7 @@ def quick(args, samples):
     print(f"tolerance: CPU +{100 * args.tolerance_cpu:.0f}%, peak RSS +{100 * args.tolerance_mem:.0f}% "
           f"over {args.baseline}; load average at the end {args.load_end}")
     out = {"mode": "quick", "produced": args.produced, "figures": figures,
+           "sha256_kbps": speed, "cpu_scale": scale,
            "ratios_to_baseline": ratios, "load_start": args.load_start,
            "load_end": args.load_end, "failed": failed}
     if args.json:
@@ -134,7 +152,8 @@ def quick(args, samples):
                                "than its tolerance. Update it on purpose, in a commit of its "
                                "own that says why (docs/performance.md).",
                    "produced": {"by": args.produced, "cores": os.cpu_count(),
-                                "load_start": args.load_start, "load_end": args.load_end},
+                                "load_start": args.load_start, "load_end": args.load_end,
+                                "sha256_kbps": round(speed) if speed else None},
                    "figures": keep}, open(args.write_baseline, "w"), indent=1)
         print(f"wrote the baseline {args.write_baseline}")
         return 0
