@@ -38,8 +38,9 @@ absl::Status HorizontalDriver::Run(const JobHost& host, const JobRun& job,
   const bool local = job.request.spec().recoding() == fedanon::v1::RECODING_LOCAL;
   ASSIGN_OR_RETURN(const Rounds rounds, local ? driver.RunLocalRounds() : driver.RunGlobalRounds());
   ASSIGN_OR_RETURN(const std::string final_check, driver.RunFinalCheck(rounds));
+  const double check_end = job.elapsed();
   RETURN_IF_ERROR(driver.Release(rounds));
-  return driver.Finish(rounds, final_check);
+  return driver.Finish(rounds, final_check, check_end);
 }
 
 HorizontalDriver::HorizontalDriver(const JobHost& host, const JobRun& job,
@@ -463,7 +464,8 @@ absl::Status HorizontalDriver::StoreUnionAtLeader(const Rounds& rounds,
   });
 }
 
-absl::Status HorizontalDriver::Finish(const Rounds& rounds, const std::string& final_check) {
+absl::Status HorizontalDriver::Finish(const Rounds& rounds, const std::string& final_check,
+                                      double check_end) {
   fedanon::v1::Report report;
   report.set_job_name(spec_.name());
   report.set_version(base::VersionLine("fedanon-leader"));
@@ -472,7 +474,8 @@ absl::Status HorizontalDriver::Finish(const Rounds& rounds, const std::string& f
   rounds.fill_report(&report);
   (*report.mutable_timings_seconds())["validate"] = rounds.start;
   (*report.mutable_timings_seconds())["rounds"] = rounds.end - rounds.start;
-  (*report.mutable_timings_seconds())["union"] = job_.elapsed() - rounds.end;
+  (*report.mutable_timings_seconds())["final_check"] = check_end - rounds.end;
+  (*report.mutable_timings_seconds())["union"] = job_.elapsed() - check_end;
   (*report.mutable_timings_seconds())["total"] = job_.elapsed();
   report.set_secure_sums(sums_->stats().collects);
   report.set_bytes_to_parties(sums_->stats().bytes_sent);

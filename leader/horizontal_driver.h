@@ -89,7 +89,9 @@ class HorizontalDriver {
                                   const PayloadRelay& relay,
                                   const fedanon::v1::UnionStepResult& last_hop);
   // The report and the final progress; then EndJob at every party.
-  absl::Status Finish(const Rounds& rounds, const std::string& final_check);
+  // `check_end`: the job's clock when the final check ended (the report's final_check and union
+  // timings).
+  absl::Status Finish(const Rounds& rounds, const std::string& final_check, double check_end);
 
   const JobHost& host_;
   const JobRun& job_;

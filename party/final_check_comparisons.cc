@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -78,32 +80,31 @@ absl::StatusOr<std::vector<FinalCheckComparison>> PlanFinalCheckComparisons(
         "ldiversity or tcloseness");
   }
   groups_per_instance = std::max<uint64_t>(1, groups_per_instance);
-  std::vector<FinalCheckComparison> plan;
-  auto add_chunks = [&](const FinalCheckComparison& base) -> absl::Status {
-    const engine::FinalCheckConstraint& c = layout.constraints[base.constraint];
-    const absl::StatusOr<uint64_t> per_or = InstancesPerMessage(base.spec, groups_per_instance);
-    if (!per_or.ok()) return per_or.status();
-    const uint64_t per = *per_or;
-    for (uint64_t first = 0; first < c.groups; first += per) {
-      FinalCheckComparison chunk = base;
-      chunk.first_group = first;
-      chunk.spec.count = std::min(per, c.groups - first);
-      chunk.spec.instance = absl::StrCat(instance_prefix, "/", plan.size());
-      plan.push_back(std::move(chunk));
-    }
-    return absl::OkStatus();
+  // One family per distinct condition (a k; a tracked value with its bound), in order of first
+  // appearance: its constraints' groups are compared together, cut into instances, so that a
+  // model of many constraints (LKC's every QID subset) costs few instances, not one or more each.
+  struct Family {
+    FinalCheckComparison base;                       // spec and bound; no segments yet
+    std::vector<FinalCheckComparison::Segment> all;  // every constraint's groups
+  };
+  std::vector<Family> families;
+  std::map<std::tuple<int, uint64_t, uint64_t, uint32_t>, size_t> family_of;
+  auto add = [&](const FinalCheckComparison& base, uint64_t key_value, size_t ci) {
+    const auto key = std::make_tuple(base.tracked, key_value, base.numerator, base.shift);
+    auto [it, fresh] = family_of.emplace(key, families.size());
+    if (fresh) families.push_back(Family{base, {}});
+    families[it->second].all.push_back({ci, 0, layout.constraints[ci].groups});
   };
   for (size_t ci = 0; ci < layout.constraints.size(); ++ci) {
     const engine::FinalCheckConstraint& c = layout.constraints[ci];
     if (c.groups == 0) continue;
     // Sizes: below 2^bits with room for the sum of both parties' shares without wrapping.
     FinalCheckComparison sizes;
-    sizes.constraint = ci;
     sizes.spec.kind = ComparisonKind::kSumZeroOrAtLeast;
     sizes.spec.bits = std::max(BitWidth(max_total_records), BitWidth(c.k)) + 1;
     sizes.spec.threshold = std::max<uint64_t>(1, c.k);
     sizes.spec.output = ComparisonOutput::kAll;
-    if (absl::Status s = add_chunks(sizes); !s.ok()) return s;
+    add(sizes, sizes.spec.threshold, ci);
     const double bound = c.max_conf + engine::kConfidenceEpsilon;
     for (size_t b = 0; b < layout.tracked.size(); ++b) {
       if (!(c.sensitive_mask >> b & 1) || bound >= 1.0) continue;  // count <= size always holds
@@ -121,10 +122,10 @@ absl::StatusOr<std::vector<FinalCheckComparison>> PlanFinalCheckComparisons(
         --shift;
       }
       FinalCheckComparison bound_check;
-      bound_check.constraint = ci;
       bound_check.tracked = static_cast<int>(b);
       bound_check.numerator = numerator;
       bound_check.shift = static_cast<uint32_t>(shift);
+      bound_check.max_conf = c.max_conf;
       bound_check.spec.kind = ComparisonKind::kSumNonNegative;
       // |N * size - 2^s * count| < 2^(max(bits(N) + bits(M), bits(M) + s)), M the records; one
       // more bit for the sign and one for the sum of the two shares.
@@ -138,8 +139,32 @@ absl::StatusOr<std::vector<FinalCheckComparison>> PlanFinalCheckComparisons(
                          " bits, more than the two-party check's ", crypto::kMaxComparisonBits));
       }
       bound_check.spec.output = ComparisonOutput::kAll;
-      if (absl::Status s = add_chunks(bound_check); !s.ok()) return s;
+      add(bound_check, 0, ci);
     }
+  }
+  std::vector<FinalCheckComparison> plan;
+  for (const Family& family : families) {
+    const absl::StatusOr<uint64_t> per_or =
+        InstancesPerMessage(family.base.spec, groups_per_instance);
+    if (!per_or.ok()) return per_or.status();
+    const uint64_t per = *per_or;
+    FinalCheckComparison chunk = family.base;
+    auto close = [&] {
+      if (chunk.spec.count == 0) return;
+      chunk.spec.instance = absl::StrCat(instance_prefix, "/", plan.size());
+      plan.push_back(chunk);
+      chunk = family.base;
+    };
+    for (const FinalCheckComparison::Segment& whole : family.all) {
+      for (uint64_t first = 0; first < whole.count;) {
+        const uint64_t take = std::min(per - chunk.spec.count, whole.count - first);
+        chunk.segments.push_back({whole.constraint, first, take});
+        chunk.spec.count += take;
+        first += take;
+        if (chunk.spec.count == per) close();
+      }
+    }
+    close();
   }
   return plan;
 }
@@ -147,21 +172,22 @@ absl::StatusOr<std::vector<FinalCheckComparison>> PlanFinalCheckComparisons(
 std::vector<uint64_t> FinalCheckComparisonInputs(const FinalCheckComparison& comparison,
                                                  const engine::FinalCheckLayout& layout,
                                                  const std::vector<uint64_t>& counts) {
-  const engine::FinalCheckConstraint& c = layout.constraints[comparison.constraint];
   const uint32_t words = crypto::ComparisonWords(comparison.spec.bits);
   std::vector<uint64_t> inputs;
   inputs.reserve(comparison.spec.count * words);
-  for (uint64_t g = comparison.first_group; g < comparison.first_group + comparison.spec.count;
-       ++g) {
-    const uint64_t* slot = counts.data() + c.offset + g * layout.Slot(c);
-    if (comparison.tracked < 0) {
-      inputs.push_back(slot[0]);
-      continue;
+  for (const FinalCheckComparison::Segment& segment : comparison.segments) {
+    const engine::FinalCheckConstraint& c = layout.constraints[segment.constraint];
+    for (uint64_t g = segment.first_group; g < segment.first_group + segment.count; ++g) {
+      const uint64_t* slot = counts.data() + c.offset + g * layout.Slot(c);
+      if (comparison.tracked < 0) {
+        inputs.push_back(slot[0]);
+        continue;
+      }
+      const std::vector<uint64_t> value = Subtract(
+          Product(comparison.numerator, slot[0], words),
+          Shifted(slot[1 + comparison.tracked], comparison.shift, words), comparison.spec.bits);
+      inputs.insert(inputs.end(), value.begin(), value.end());
     }
-    const std::vector<uint64_t> value = Subtract(
-        Product(comparison.numerator, slot[0], words),
-        Shifted(slot[1 + comparison.tracked], comparison.shift, words), comparison.spec.bits);
-    inputs.insert(inputs.end(), value.begin(), value.end());
   }
   return inputs;
 }
@@ -282,15 +308,31 @@ absl::Status FinalCheckComparisons::Restore(size_t instance, int step, std::stri
 }
 
 std::string FinalCheckComparisons::Describe(const FinalCheckComparison& c) const {
-  const engine::FinalCheckConstraint& con = layout_.constraints[c.constraint];
-  const std::string groups = absl::StrCat("groups ", c.first_group, " to ",
-                                          c.first_group + c.spec.count - 1, " of ", con.groups);
-  if (c.tracked < 0) {
-    return absl::StrCat(con.description, ": among ", groups, ", a group holds fewer than ", con.k,
-                        " records");
+  // Where: one constraint's groups, or the constraints the instance covers (three named).
+  auto range = [this](const FinalCheckComparison::Segment& s) {
+    return absl::StrCat("groups ", s.first_group, " to ", s.first_group + s.count - 1, " of ",
+                        layout_.constraints[s.constraint].groups);
+  };
+  std::string where;
+  if (c.segments.size() == 1) {
+    where = absl::StrCat(layout_.constraints[c.segments[0].constraint].description, ": among ",
+                         range(c.segments[0]));
+  } else {
+    where = "among";
+    for (size_t i = 0; i < c.segments.size() && i < 3; ++i) {
+      absl::StrAppend(&where, i == 0 ? " " : ", ",
+                      layout_.constraints[c.segments[i].constraint].description, " (",
+                      range(c.segments[i]), ")");
+    }
+    if (c.segments.size() > 3) {
+      absl::StrAppend(&where, " and ", c.segments.size() - 3, " more constraints");
+    }
   }
-  return absl::StrCat(con.description, ": among ", groups, ", a group infers '",
-                      layout_.tracked[c.tracked], "' with confidence above ", con.max_conf);
+  if (c.tracked < 0) {
+    return absl::StrCat(where, ", a group holds fewer than ", c.spec.threshold, " records");
+  }
+  return absl::StrCat(where, ", a group infers '", layout_.tracked[c.tracked],
+                      "' with confidence above ", c.max_conf);
 }
 
 absl::Status FinalCheckComparisons::Verdict() const {

@@ -9,11 +9,14 @@
 //    (the engine's tolerance) written exactly as N / 2^s, [N * size - 2^s * count >= 0] on the
 //    two parties' N * size_p - 2^s * count_p (kSumNonNegative), which is count / size <= T.
 //
-// One comparison instance per chunk of at most `groups_per_instance` groups of one constraint
-// (and one tracked value for a bound), each with one result bit (the conjunction of its groups):
-// a party learns which chunk of which constraint failed, never a group's size. The ring's first
-// party garbles, the second evaluates; both learn every result. ldiversity and tcloseness are not
-// checked this way (PlanFinalCheckComparisons refuses a layout with a sensitive distribution).
+// The groups of every constraint with the same condition (the same k; the same tracked value and
+// bound) are compared together, in instances of at most `groups_per_instance` groups (and under
+// the message size), each with one result bit (the conjunction of its groups): a party learns
+// which instance failed, that is which constraints' groups (one chunk of them), never a group's
+// size. A model of many constraints (LKC's every QID subset) costs a few instances, not one each.
+// The ring's first party garbles, the second evaluates; both learn every result. ldiversity and
+// tcloseness are not checked this way (PlanFinalCheckComparisons refuses a layout with a sensitive
+// distribution).
 //
 // Plain logic with no transport: FinalCheckComparisons takes the other party's message of an
 // instance's step and returns this party's next one; final_check_party.h seals and relays.
@@ -39,13 +42,19 @@ namespace fedanon::party {
 inline constexpr uint64_t kGroupsPerComparison = 16384;
 
 struct FinalCheckComparison {
-  crypto::ComparisonSpec spec;
-  size_t constraint = 0;  // in layout.constraints
-  int tracked = -1;       // -1: the group sizes; otherwise the tracked value's bit (a bound)
-  uint64_t first_group = 0;
-  // A bound's T = numerator / 2^shift.
+  // Groups [first_group, first_group + count) of layout.constraints[constraint].
+  struct Segment {
+    size_t constraint = 0;
+    uint64_t first_group = 0;
+    uint64_t count = 0;
+  };
+  crypto::ComparisonSpec spec;  // spec.count: the segments' groups in all
+  std::vector<Segment> segments;
+  int tracked = -1;  // -1: the group sizes (against spec.threshold); else a tracked value's bit
+  // A bound's T = max_conf + epsilon = numerator / 2^shift.
   uint64_t numerator = 0;
   uint32_t shift = 0;
+  double max_conf = 1.0;
 };
 
 // The instances that check `layout` between two parties whose summed records are at most

@@ -39,11 +39,12 @@ class FinalCheckParty {
   // Once the check passed (global recoding, three or more parties): its layout over the final cut
   // and the summed vector every party re-checked; null otherwise. The recipient compares the
   // released table with them (common/engine/released_table_check.h).
+  // With two data parties there is no summed vector (the comparisons reveal no count): null.
   const engine::FinalCheckLayout* passed_layout() const {
-    return check_ && check_->passed && !tables_.local ? &check_->layout : nullptr;
+    return check_ && check_->passed && !tables_.local && !two_parties() ? &check_->layout : nullptr;
   }
   const std::vector<uint64_t>* passed_total() const {
-    return check_ && check_->passed && !tables_.local ? &check_->total : nullptr;
+    return check_ && check_->passed && !tables_.local && !two_parties() ? &check_->total : nullptr;
   }
 
   // After a restart: the mask the ring's first party drew before it (the next Step takes it),

@@ -180,6 +180,33 @@ TEST(FinalCheckComparisonsTest, StepsOutOfRoleOrOrderAndOtherInstancesMessagesAr
   EXPECT_THAT(g->Verdict(), StatusIs(absl::StatusCode::kFailedPrecondition, "have not ended"));
 }
 
+// Constraints with the same k share instances (one per chunk of their groups together), and a
+// refusal names the constraints of the instance that failed.
+TEST(FinalCheckComparisonsTest, ConstraintsWithOneConditionShareInstances) {
+  engine::FinalCheckLayout layout = TestLayout(3, 4);
+  layout.constraints[1].k = 3;
+  layout.constraints[1].description = "{a, b} k=3";
+  layout.constraints[0].sensitive_mask = 0;
+  layout.constraints[1].sensitive_mask = 0;
+  ASSERT_OK_AND_ASSIGN(const std::vector<FinalCheckComparison> plan,
+                       PlanFinalCheckComparisons(layout, 1000, "p", 5));
+  ASSERT_EQ(plan.size(), 2u);  // 7 groups of k=3 in chunks of 5
+  ASSERT_EQ(plan[0].segments.size(), 2u);
+  EXPECT_EQ(plan[0].segments[1].count, 2u);
+  EXPECT_EQ(plan[1].segments[0].first_group, 2u);
+  std::vector<uint64_t> a(layout.words, 0), b(layout.words, 0);
+  for (uint64_t g = 0; g < 7; ++g) a[g * layout.stride] = 3;  // every group holds 3
+  ASSERT_OK(RunCheck(layout, a, b, 5).garbler);
+  b[1 * layout.stride] = 0;
+  a[1 * layout.stride] = 2;  // {a}'s group 1 holds 2
+  const TwoParty two = RunCheck(layout, a, b, 5);
+  EXPECT_THAT(two.garbler,
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "final check failed: among {a} k=3 (groups 0 to 2 of 3), {a, b} k=3 "
+                       "(groups 0 to 1 of 4), a group holds fewer than 3 records"));
+  EXPECT_EQ(two.evaluator, two.garbler);
+}
+
 TEST(FinalCheckComparisonsTest, PlansNameWhatTheyCannotCheck) {
   engine::FinalCheckLayout layout = TestLayout(1, 1);
   layout.distribution = engine::SensitiveDistribution{};
@@ -197,8 +224,8 @@ TEST(FinalCheckComparisonsTest, PlansNameWhatTheyCannotCheck) {
                        PlanFinalCheckComparisons(layout, 1000, "p", 2));
   ASSERT_EQ(plan.size(), 3u);  // {a}: 2 chunks of sizes; {a,b}: 1
   EXPECT_EQ(plan[0].spec.count, 2u);
-  EXPECT_EQ(plan[1].first_group, 2u);
-  EXPECT_EQ(plan[2].constraint, 1u);
+  EXPECT_EQ(plan[1].segments[0].first_group, 2u);
+  EXPECT_EQ(plan[2].segments[0].constraint, 1u);
 }
 
 }  // namespace

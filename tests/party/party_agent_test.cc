@@ -675,6 +675,8 @@ TEST(PartyAgent, InstructionsApplyInOrderAndOnce) {
 TEST(PartyAgent, SecureUnionSealsGeneralizedRowsForTheRecipient) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("union", TwoHospitals()));
   ASSERT_OK(f->PrepareAll("job-000000000001", kSpec));
+  // Nothing specialized: {Sex} and {Job}, one group each.
+  ASSERT_OK(f->PassTwoPartyFinalCheck("job-000000000001", 1, 2));
   auto union_step = [](const std::string& next, const fedanon::v1::SealedPayload& list) {
     LeaderMessage msg;
     msg.set_job_id("job-000000000001");
@@ -719,6 +721,7 @@ TEST(PartyAgent, SecureUnionSealsGeneralizedRowsForTheRecipient) {
 TEST(PartyAgent, RecipientPartyWritesTheIntegratedTable) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("union_deliver", TwoHospitals()));
   ASSERT_OK(f->PrepareAll("job-000000000001", kSpec, "hospital-b"));
+  ASSERT_OK(f->PassTwoPartyFinalCheck("job-000000000001", 1, 2));
   LeaderMessage hop;
   hop.set_job_id("job-000000000001");
   hop.set_round(1);
@@ -855,6 +858,7 @@ TEST(PartyAgent, ATableChangedBeforeTheUnionIsRefused) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("union_changed", TwoHospitals()));
   const std::string job = "job-000000000006";
   ASSERT_OK(f->PrepareAll(job, kSpec));
+  ASSERT_OK(f->PassTwoPartyFinalCheck(job, 1, 2));
   WriteText(f->dir + "/hospital-a/table.csv",
             "Sex,Job,Class\nM,Janitor,N\nM,Lawyer,N\nF,Janitor,Y\n");
   LeaderMessage msg;

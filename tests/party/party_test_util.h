@@ -196,6 +196,46 @@ struct PartyFixture {
     return channel.Call(party, msg, absl::Seconds(30));
   }
 
+  // The final check of a two-party horizontal job as an honest leader drives it
+  // (leader::RunTwoPartyFinalCheck): every secure comparison's six steps, each party's sealed
+  // message relayed to the other (names[0] garbles, names[1] evaluates), then both verdicts.
+  // `words`: the final-check vector's length over the parties' current cut.
+  absl::Status PassTwoPartyFinalCheck(const std::string& job_id, uint32_t round, uint64_t words) {
+    auto message = [&](fedanon::v1::FinalCheckStep::Phase phase) {
+      fedanon::v1::LeaderMessage msg;
+      msg.set_job_id(job_id);
+      msg.set_round(round);
+      auto* step = msg.mutable_final_check();
+      step->set_phase(phase);
+      step->set_chunks(1);
+      step->set_chunk_words(words);
+      step->set_total_words(words);
+      return msg;
+    };
+    uint32_t comparisons = 1;
+    for (uint32_t c = 0; c < comparisons; ++c) {
+      fedanon::v1::SealedPayload carried;
+      for (uint32_t s = 1; s <= 6; ++s) {
+        fedanon::v1::LeaderMessage msg = message(fedanon::v1::FinalCheckStep::PHASE_COMPARE);
+        msg.mutable_final_check()->set_comparison(c);
+        msg.mutable_final_check()->set_comparison_step(s);
+        if (s > 1) *msg.mutable_final_check()->mutable_input() = carried;
+        auto reply = Call(names[s % 2 == 1 ? 1 : 0], msg);
+        if (!reply.ok()) return reply.status();
+        if (c == 0 && s == 1) comparisons = reply->final_check().comparisons();
+        carried = reply->final_check().sealed();
+      }
+    }
+    for (const std::string& party : {names[0], names[1]}) {
+      auto reply = Call(party, message(fedanon::v1::FinalCheckStep::PHASE_VERIFY));
+      if (!reply.ok()) return reply.status();
+      if (!reply->final_check().passed()) {
+        return absl::InternalError(absl::StrCat("party '", party, "' did not confirm the check"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // A vertical step of `job_id` in `round` to `party`, and its result.
   absl::StatusOr<fedanon::v1::VerticalStepResult> Vertical(const std::string& party,
                                                            const std::string& job_id,
