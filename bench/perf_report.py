@@ -33,7 +33,8 @@ def read_samples(path):
             continue
         w = out.setdefault(f[0], {"job": [], "scan": [], "openssl": [], "sha256": []})
         if f[1] == "sha256":
-            w["sha256"].append(float(f[2]))
+            if len(f) > 2:  # no figure when `openssl speed` printed none: CPU limits unscaled
+                w["sha256"].append(float(f[2]))
             continue
         if f[1] == "openssl":
             w["openssl"].append(float(f[2]))
