@@ -4,6 +4,8 @@
 #
 # gen_table13 FEDANON ROWS DIR: `fedanon gen-data --rows ROWS --seed 1 --out DIR` and DIR/job13.yaml,
 #   gen-data's job with fnlwgt made a QID too (the papers' 13 QIDs, L=4 K=20 C=0.2).
+# fnlwgt_qid SPEC: gen-data's federated horizontal.yaml (or a copy) rewritten in place with fnlwgt
+#   a QID on a public grid [0, 1500000] (gen-data's range), the papers' 13 QIDs.
 # adult_blowup ROWS OUT: ROWS records of ../shared/datasets/adult/adult_clean.csv drawn with
 #   replacement (Python's random, seed 1: the same file every time) behind its header; the spec is
 #   bench/adult_lkc_spec.sh's (ARX hierarchies, continuous fnlwgt, capital-gain, capital-loss).
@@ -46,6 +48,19 @@ gen_table13() {
   sed -e 's/{name: fnlwgt, role: other, type: continuous}/{name: fnlwgt, role: qid, type: continuous}/' \
     "$dir/job.yaml" > "$dir/job13.yaml"
   [ "$(grep -c 'role: qid' "$dir/job13.yaml")" = 13 ] || { echo "expected 13 QIDs" >&2; return 1; }
+}
+
+fnlwgt_qid() {
+  python3 - "$1" <<'PY'
+import sys
+path = sys.argv[1]
+y = open(path).read()
+anchor = "  - {name: education,"
+y = y.replace(anchor, "  - {name: fnlwgt, role: qid, type: continuous, range: [0, 1500000], "
+              "precision: 1}\n" + anchor, 1)
+assert y.count("role: qid") == 13, "expected 13 QIDs"
+open(path, "w").write(y)
+PY
 }
 
 adult_blowup() {

@@ -26,6 +26,7 @@
 # 12 GB (the union, the party tables, each daemon's copy and both outputs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/bench_lib.sh
 per_party="${1:-333334}"
 build="${2:-build/default}"
 mode="${3:-global}"
@@ -47,19 +48,10 @@ if [ "$mode" = local ]; then
   setting="gen-data's 12 QIDs, L=4 K=20 C=0.2, recoding: local"
 else
   setting="13 QIDs, L=4 K=20 C=0.2"
-# The papers' 13 QIDs: fnlwgt is a QID too (gen-data's federated spec leaves it out). A federated
-# spec needs a public grid for it; gen-data draws fnlwgt from [0, 1500000].
-python3 - "$work/data/horizontal.yaml" <<'PY'
-import sys
-path = sys.argv[1]
-y = open(path).read()
-anchor = "  - {name: education,"
-y = y.replace(anchor, "  - {name: fnlwgt, role: qid, type: continuous, range: [0, 1500000], "
-              "precision: 1}\n" + anchor, 1)
-assert y.count("role: qid") == 13, "expected 13 QIDs"
-assert "L: 4, K: 20, C: 0.2" in y, "expected L=4 K=20 C=0.2"
-open(path, "w").write(y)
-PY
+  # The papers' 13 QIDs: fnlwgt is a QID too (gen-data's federated spec leaves it out), on a
+  # public grid (bench/bench_lib.sh).
+  fnlwgt_qid "$work/data/horizontal.yaml"
+  grep -q "L: 4, K: 20, C: 0.2" "$work/data/horizontal.yaml" || { echo "expected L=4 K=20 C=0.2" >&2; exit 1; }
 fi
 for p in 1 2 3; do
   n=$(($(wc -l < "$work/data/party$p.csv") - 1))

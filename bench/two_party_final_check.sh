@@ -8,6 +8,7 @@
 # Usage: bench/two_party_final_check.sh [rows=45222] [build-dir=build/default]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/bench_lib.sh
 rows="${1:-45222}"
 build="${2:-build/default}"
 bin="$build/bin"
@@ -19,16 +20,7 @@ echo "final check, 2 and 3 data parties, $rows records, 13 QIDs, L=4 K=20 C=0.2;
 for parties in 2 3; do
   data="$work/data$parties"
   "$bin/fedanon" gen-data --rows "$rows" --seed 1 --parties "$parties" --out "$data" >/dev/null 2>&1
-  python3 - "$data/horizontal.yaml" <<'PY'
-import sys
-path = sys.argv[1]
-y = open(path).read()
-anchor = "  - {name: education,"
-y = y.replace(anchor, "  - {name: fnlwgt, role: qid, type: continuous, range: [0, 1500000], "
-              "precision: 1}\n" + anchor, 1)
-assert y.count("role: qid") == 13, "expected 13 QIDs"
-open(path, "w").write(y)
-PY
+  fnlwgt_qid "$data/horizontal.yaml"
   files="$(for p in $(seq 1 "$parties"); do printf '%s,' "$data/party$p.csv"; done)"
   load="$(cut -d' ' -f1-3 /proc/loadavg)"
   "$bin/fedanon" federation up --spec "$data/horizontal.yaml" --party-data "${files%,}" \

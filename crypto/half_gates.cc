@@ -6,6 +6,23 @@ namespace {
 
 Block Tweak(uint64_t n) { return Block{n, kGarblingTweakDomain}; }
 
+// XOR and NOT gates cost nothing: XOR adds the labels, NOT flips the garbler's zero label by
+// delta and leaves the evaluator's active label as it is (`delta` null). False for an AND gate.
+bool FreeGate(const Gate& g, size_t batch, const Block* delta, std::vector<Block>& labels) {
+  const Block* a = &labels[size_t{g.a} * batch];
+  Block* out = &labels[size_t{g.out} * batch];
+  if (g.kind == GateKind::kNot) {
+    for (size_t i = 0; i < batch; ++i) out[i] = delta != nullptr ? a[i] ^ *delta : a[i];
+    return true;
+  }
+  if (g.kind == GateKind::kXor) {
+    const Block* b = &labels[size_t{g.b} * batch];
+    for (size_t i = 0; i < batch; ++i) out[i] = a[i] ^ b[i];
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::Status GarbleBatch(FixedKeyHash& hash, const Circuit& circuit, Block delta, size_t batch,
@@ -15,17 +32,10 @@ absl::Status GarbleBatch(FixedKeyHash& hash, const Circuit& circuit, Block delta
   std::vector<Block> h(4 * batch);
   uint64_t k = 0;  // AND gates so far in this batch
   for (const Gate& g : circuit.gates) {
-    Block* a = &labels[size_t{g.a} * batch];
-    Block* out = &labels[size_t{g.out} * batch];
-    if (g.kind == GateKind::kNot) {
-      for (size_t i = 0; i < batch; ++i) out[i] = a[i] ^ delta;
-      continue;
-    }
+    if (FreeGate(g, batch, &delta, labels)) continue;
+    const Block* a = &labels[size_t{g.a} * batch];
     const Block* b = &labels[size_t{g.b} * batch];
-    if (g.kind == GateKind::kXor) {
-      for (size_t i = 0; i < batch; ++i) out[i] = a[i] ^ b[i];
-      continue;
-    }
+    Block* out = &labels[size_t{g.out} * batch];
     for (size_t i = 0; i < batch; ++i) {
       const uint64_t n = *and_index + k * batch + i;
       in[4 * i] = a[i];
@@ -63,17 +73,10 @@ absl::Status EvaluateBatch(FixedKeyHash& hash, const Circuit& circuit, size_t ba
   std::vector<Block> h(2 * batch);
   uint64_t k = 0;
   for (const Gate& g : circuit.gates) {
+    if (FreeGate(g, batch, nullptr, labels)) continue;
     const Block* a = &labels[size_t{g.a} * batch];
-    Block* out = &labels[size_t{g.out} * batch];
-    if (g.kind == GateKind::kNot) {
-      for (size_t i = 0; i < batch; ++i) out[i] = a[i];
-      continue;
-    }
     const Block* b = &labels[size_t{g.b} * batch];
-    if (g.kind == GateKind::kXor) {
-      for (size_t i = 0; i < batch; ++i) out[i] = a[i] ^ b[i];
-      continue;
-    }
+    Block* out = &labels[size_t{g.out} * batch];
     for (size_t i = 0; i < batch; ++i) {
       const uint64_t n = *and_index + k * batch + i;
       in[2 * i] = a[i];

@@ -41,6 +41,27 @@ absl::StatusOr<fedanon::v1::FinalCheckResult> CallFinalCheck(const FinalCheckRin
   return reply.final_check();
 }
 
+// Asks `party` for its verdict (`verify`): a refusal, or a verdict without `passed`, is recorded in
+// `refusals`; a cancellation is returned.
+absl::Status CollectVerdict(const FinalCheckRing& ring, const std::string& party,
+                            const LeaderMessage& verify, std::vector<std::string>* refusals) {
+  absl::StatusOr<fedanon::v1::FinalCheckResult> verdict = CallFinalCheck(ring, party, verify);
+  if (!verdict.ok()) {
+    if (verdict.status().code() == absl::StatusCode::kCancelled) return verdict.status();
+    refusals->emplace_back(verdict.status().message());  // "party 'x': refuses to ..."
+  } else if (!verdict->passed()) {
+    refusals->push_back(absl::StrCat("party '", party, "': did not confirm the check"));
+  }
+  return absl::OkStatus();
+}
+
+// OK when no party refused; otherwise FailedPrecondition naming each refusal.
+absl::Status NoRefusal(const std::vector<std::string>& refusals) {
+  if (refusals.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("final check: the parties refuse to release: ", absl::StrJoin(refusals, "; ")));
+}
+
 }  // namespace
 
 absl::Status RunFinalCheck(const FinalCheckRing& ring,
@@ -94,24 +115,14 @@ absl::Status RunFinalCheck(const FinalCheckRing& ring,
         }
         *verify.mutable_final_check()->mutable_input() = box->second;
       }
-      absl::StatusOr<fedanon::v1::FinalCheckResult> verdict = call(party, verify);
-      if (!verdict.ok()) {
-        if (!last || verdict.status().code() == absl::StatusCode::kCancelled) {
-          return verdict.status();
-        }
-        refusals.emplace_back(verdict.status().message());  // "party 'x': refuses to ..."
-        continue;
-      }
-      if (last && !verdict->passed()) {
-        refusals.push_back(absl::StrCat("party '", party, "': did not confirm the check"));
+      if (last) {
+        RETURN_IF_ERROR(CollectVerdict(ring, party, verify, &refusals));
+      } else {
+        RETURN_IF_ERROR(call(party, verify).status());  // a chunk of the total, no verdict yet
       }
     }
   }
-  if (!refusals.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "final check: the parties refuse to release: ", absl::StrJoin(refusals, "; ")));
-  }
-  return absl::OkStatus();
+  return NoRefusal(refusals);
 }
 
 absl::StatusOr<uint32_t> RunTwoPartyFinalCheck(const FinalCheckRing& ring,
@@ -156,23 +167,12 @@ absl::StatusOr<uint32_t> RunTwoPartyFinalCheck(const FinalCheckRing& ring,
     }
   }
   std::vector<std::string> refusals;
+  const LeaderMessage verify =
+      FinalCheckMessage(whole, FinalCheckStep::PHASE_VERIFY, 0, 1, total_words);
   for (const std::string& party : ring.ring) {
-    LeaderMessage verify =
-        FinalCheckMessage(whole, FinalCheckStep::PHASE_VERIFY, 0, 1, total_words);
-    absl::StatusOr<fedanon::v1::FinalCheckResult> verdict = CallFinalCheck(ring, party, verify);
-    if (!verdict.ok()) {
-      if (verdict.status().code() == absl::StatusCode::kCancelled) return verdict.status();
-      refusals.emplace_back(verdict.status().message());
-      continue;
-    }
-    if (!verdict->passed()) {
-      refusals.push_back(absl::StrCat("party '", party, "': did not confirm the check"));
-    }
+    RETURN_IF_ERROR(CollectVerdict(ring, party, verify, &refusals));
   }
-  if (!refusals.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "final check: the parties refuse to release: ", absl::StrJoin(refusals, "; ")));
-  }
+  RETURN_IF_ERROR(NoRefusal(refusals));
   return comparisons;
 }
 

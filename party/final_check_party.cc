@@ -41,13 +41,11 @@ std::string ComparePurpose(const fedanon::v1::FinalCheckStep& step, uint32_t mes
 }  // namespace
 
 bool FinalCheckParty::ModelHasDistribution() const {
-  if (tables_.data == nullptr) return false;
-  if (!model_has_distribution_) {
-    absl::StatusOr<engine::PrivacyModel> model =
-        engine::BuildPrivacyModel(ctx_.spec, *tables_.data);
-    model_has_distribution_ = model.ok() && model->distribution.has_value();
-  }
-  return *model_has_distribution_;
+  // The models whose groups must meet a sensitive distribution
+  // (engine::PrivacyModel::distribution).
+  const auto model = ctx_.spec.privacy().model();
+  return model == fedanon::v1::PRIVACY_MODEL_LDIVERSITY ||
+         model == fedanon::v1::PRIVACY_MODEL_TCLOSENESS;
 }
 
 absl::Status FinalCheckParty::ReleaseAllowed(const std::string& what) const {

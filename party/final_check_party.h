@@ -96,7 +96,7 @@ class FinalCheckParty {
   // Two data parties: one step of one secure comparison.
   absl::Status ComparePhase(const Chunk& chunk, fedanon::v1::FinalCheckResult* out);
   bool two_parties() const { return ctx_.ring.size() == 2; }
-  // Two data parties: whether the signed model has a sensitive distribution (computed once).
+  // Whether the signed model puts a sensitive distribution on its groups (ldiversity, tcloseness).
   bool ModelHasDistribution() const;
   // `chunk.step.input()`, which must be sealed by `sender` for this party under `purpose`.
   absl::StatusOr<std::vector<uint64_t>> OpenInput(const Chunk& chunk, const std::string& sender,
@@ -109,7 +109,6 @@ class FinalCheckParty {
   HorizontalTables& tables_;
   std::optional<State> check_;
   std::optional<std::vector<uint64_t>> restored_mask_;
-  mutable std::optional<bool> model_has_distribution_;
   // Set while Replay hands a recorded comparison step over: its recorded result.
   std::optional<std::string> replayed_result_;
 };
