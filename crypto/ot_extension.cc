@@ -66,13 +66,22 @@ absl::StatusOr<EcPointPtr> Decode(std::string_view bytes, BN_CTX* ctx, const std
   return p;
 }
 
-absl::StatusOr<SecretBnPtr> RandomScalar(BN_CTX* ctx) {
+// A uniform scalar in [1, order of P-256) from `random` (48 bytes reduced: bias below 2^-128).
+absl::StatusOr<SecretBnPtr> RandomScalar(RandomStream& random, BN_CTX* ctx) {
+  const BIGNUM* order = EC_GROUP_get0_order(P256Group());
+  SecretBnPtr wide(BN_secure_new());
   SecretBnPtr k(BN_secure_new());
-  if (k == nullptr ||
-      BN_priv_rand_range_ex(k.get(), EC_GROUP_get0_order(P256Group()), 0, ctx) != 1) {
-    return OpenSslInternal("random scalar");
+  if (wide == nullptr || k == nullptr) return OpenSslInternal("BN_secure_new");
+  uint8_t bytes[48];
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    if (absl::Status st = random.Fill(bytes, sizeof(bytes)); !st.ok()) return st;
+    const bool ok = BN_bin2bn(bytes, sizeof(bytes), wide.get()) != nullptr &&
+                    BN_nnmod(k.get(), wide.get(), order, ctx) == 1;
+    OPENSSL_cleanse(bytes, sizeof(bytes));
+    if (!ok) return OpenSslInternal("scalar from the random stream");
+    if (!BN_is_zero(k.get())) return k;
   }
-  return k;
+  return absl::InternalError("the random stream gave the zero scalar eight times");
 }
 
 // The 128 x rows matrix's columns from 128 seeds, XORed into `columns` (rows / 8 bytes each).
@@ -116,12 +125,20 @@ OtExtensionSender::~OtExtensionSender() = default;
 
 absl::StatusOr<std::unique_ptr<OtExtensionReceiver>> OtExtensionReceiver::Create(
     std::string_view context) {
+  absl::StatusOr<RandomStream> random = RandomStream::Fresh("ot-receiver");
+  if (!random.ok()) return random.status();
+  return Create(context, *std::move(random));
+}
+
+absl::StatusOr<std::unique_ptr<OtExtensionReceiver>> OtExtensionReceiver::Create(
+    std::string_view context, RandomStream random) {
   std::unique_ptr<OtExtensionReceiver> r(new OtExtensionReceiver());
   r->context_ = std::string(context);
+  r->random_.emplace(std::move(random));
   r->secrets_ = std::make_unique<Secrets>();
   BnCtxPtr ctx(BN_CTX_secure_new());
   if (ctx == nullptr) return OpenSslInternal("BN_CTX");
-  absl::StatusOr<SecretBnPtr> a = RandomScalar(ctx.get());
+  absl::StatusOr<SecretBnPtr> a = RandomScalar(*r->random_, ctx.get());
   if (!a.ok()) return a.status();
   r->secrets_->a = *std::move(a);
   EcPointPtr big_a(EC_POINT_new(P256Group()));
@@ -191,7 +208,7 @@ absl::StatusOr<std::string> OtExtensionReceiver::Extend(std::string_view base_an
   for (size_t i = 0; i < m; ++i) choices_[i] = choices[i] & 1;
   {
     std::vector<uint8_t> pad(rows - m);
-    if (absl::Status s = FillRandom(absl::MakeSpan(pad)); !s.ok()) return s;
+    if (absl::Status s = random_->Fill(pad.data(), pad.size()); !s.ok()) return s;
     for (size_t i = m; i < rows; ++i) choices_[i] = pad[i - m] & 1;
   }
   for (size_t i = 0; i < rows; ++i) r_bits[i / 8] |= static_cast<uint8_t>(choices_[i] << (i % 8));
@@ -243,8 +260,16 @@ absl::StatusOr<std::vector<Block>> OtExtensionReceiver::ChosenLabels(FixedKeyHas
 
 absl::StatusOr<std::unique_ptr<OtExtensionSender>> OtExtensionSender::Create(
     std::string_view context) {
+  absl::StatusOr<RandomStream> random = RandomStream::Fresh("ot-sender");
+  if (!random.ok()) return random.status();
+  return Create(context, *std::move(random));
+}
+
+absl::StatusOr<std::unique_ptr<OtExtensionSender>> OtExtensionSender::Create(
+    std::string_view context, RandomStream random) {
   std::unique_ptr<OtExtensionSender> s(new OtExtensionSender());
   s->context_ = std::string(context);
+  s->random_.emplace(std::move(random));
   return s;
 }
 
@@ -258,7 +283,7 @@ absl::StatusOr<std::string> OtExtensionSender::AnswerBase(std::string_view first
   absl::StatusOr<EcPointPtr> big_a = Decode(first_message, ctx.get(), "A");
   if (!big_a.ok()) return big_a.status();
   uint8_t s_bytes[kBlockBytes];
-  if (absl::Status st = FillRandom(absl::MakeSpan(s_bytes)); !st.ok()) return st;
+  if (absl::Status st = random_->Fill(s_bytes, sizeof(s_bytes)); !st.ok()) return st;
   std::memcpy(&s_, s_bytes, kBlockBytes);
   OPENSSL_cleanse(s_bytes, sizeof(s_bytes));
   std::string answer;
@@ -269,7 +294,7 @@ absl::StatusOr<std::string> OtExtensionSender::AnswerBase(std::string_view first
   EcPointPtr shared(EC_POINT_new(group));
   if (p0 == nullptr || p1 == nullptr || shared == nullptr) return OpenSslInternal("EC_POINT_new");
   for (uint32_t j = 0; j < kBaseOts; ++j) {
-    absl::StatusOr<SecretBnPtr> b = RandomScalar(ctx.get());
+    absl::StatusOr<SecretBnPtr> b = RandomScalar(*random_, ctx.get());
     if (!b.ok()) return b.status();
     if (EC_POINT_mul(group, p0.get(), b->get(), nullptr, nullptr, ctx.get()) != 1 ||
         EC_POINT_add(group, p1.get(), p0.get(), big_a->get(), ctx.get()) != 1 ||

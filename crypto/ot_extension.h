@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "absl/types/span.h"
 #include "crypto/block.h"
 #include "crypto/fixed_key_hash.h"
+#include "crypto/random_stream.h"
 
 namespace fedanon::crypto::mpc {
 
@@ -47,7 +49,10 @@ size_t ExtensionMessageBytes(size_t m);
 
 class OtExtensionReceiver {
  public:
-  // `context`: 32 bytes naming the comparison instance (hashed into every key).
+  // `context`: 32 bytes naming the comparison instance (hashed into every key). `random`: where
+  // its scalar and padding rows come from (fresh, or a kept seed's stream).
+  static absl::StatusOr<std::unique_ptr<OtExtensionReceiver>> Create(std::string_view context,
+                                                                     RandomStream random);
   static absl::StatusOr<std::unique_ptr<OtExtensionReceiver>> Create(std::string_view context);
   ~OtExtensionReceiver();
 
@@ -67,10 +72,13 @@ class OtExtensionReceiver {
   std::string first_message_;
   std::vector<uint8_t> choices_;
   std::vector<Block> t_rows_;
+  std::optional<RandomStream> random_;
 };
 
 class OtExtensionSender {
  public:
+  static absl::StatusOr<std::unique_ptr<OtExtensionSender>> Create(std::string_view context,
+                                                                   RandomStream random);
   static absl::StatusOr<std::unique_ptr<OtExtensionSender>> Create(std::string_view context);
   ~OtExtensionSender();
 
@@ -88,6 +96,7 @@ class OtExtensionSender {
   std::string answer_;
   Block s_;
   std::vector<Block> seeds_;  // k_j^{s_j}
+  std::optional<RandomStream> random_;
 };
 
 }  // namespace fedanon::crypto::mpc

@@ -12,6 +12,7 @@
 #include "crypto/half_gates.h"
 #include "crypto/hash.h"
 #include "crypto/ot_extension.h"
+#include "crypto/random_stream.h"
 #include "crypto/secret_bytes.h"
 
 namespace fedanon::crypto {
@@ -274,23 +275,25 @@ absl::StatusOr<Block> FoldAnd(mpc::FixedKeyHash& hash, const Block* delta, Block
   return values[0];
 }
 
-absl::StatusOr<Block> RandomBlock() {
+absl::StatusOr<Block> RandomBlock(mpc::RandomStream& random) {
   Block b;
-  if (absl::Status s = FillRandom(absl::MakeSpan(reinterpret_cast<uint8_t*>(&b), kBlockBytes));
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = random.Fill(reinterpret_cast<uint8_t*>(&b), kBlockBytes); !s.ok()) return s;
   return b;
 }
 
-absl::StatusOr<std::vector<Block>> RandomBlocks(size_t n) {
+absl::StatusOr<std::vector<Block>> RandomBlocks(mpc::RandomStream& random, size_t n) {
   std::vector<Block> out(n);
-  if (absl::Status s =
-          FillRandom(absl::MakeSpan(reinterpret_cast<uint8_t*>(out.data()), n * kBlockBytes));
+  if (absl::Status s = random.Fill(reinterpret_cast<uint8_t*>(out.data()), n * kBlockBytes);
       !s.ok()) {
     return s;
   }
   return out;
+}
+
+// The stream `label` of the caller's seed, or of a fresh one.
+absl::StatusOr<mpc::RandomStream> StreamOf(std::string_view seed, std::string_view label) {
+  if (seed.empty()) return mpc::RandomStream::Fresh(label);
+  return mpc::RandomStream::FromSeed(seed, label);
 }
 
 ComparisonResult Decode(const ComparisonSpec& spec, const Plan& plan,
@@ -426,10 +429,13 @@ absl::StatusOr<ComparisonResult> ComparePlain(const ComparisonSpec& spec,
 ComparisonEvaluator::~ComparisonEvaluator() = default;
 
 absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> ComparisonEvaluator::Create(
-    const ComparisonSpec& spec, std::vector<uint64_t> inputs) {
+    const ComparisonSpec& spec, std::vector<uint64_t> inputs, std::string_view seed) {
   if (absl::Status s = ValidateComparisonSpec(spec); !s.ok()) return s;
   if (absl::Status s = CheckInputs(spec, inputs, "evaluator"); !s.ok()) return s;
   std::unique_ptr<ComparisonEvaluator> e(new ComparisonEvaluator());
+  absl::StatusOr<mpc::RandomStream> random = StreamOf(seed, "evaluator-ot");
+  if (!random.ok()) return random.status();
+  e->random_ = std::make_unique<mpc::RandomStream>(*std::move(random));
   e->spec_ = spec;
   e->digest_ = ComparisonSpecDigest(spec);
   e->inputs_ = EvaluatorCircuitValues(spec, std::move(inputs));
@@ -442,7 +448,8 @@ absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> ComparisonEvaluator::Create
 absl::StatusOr<std::string> ComparisonEvaluator::Start() {
   if (step_ != 0) return OutOfOrder("Start", step_);
   absl::StatusOr<std::unique_ptr<mpc::OtExtensionReceiver>> ot =
-      mpc::OtExtensionReceiver::Create(digest_);
+      mpc::OtExtensionReceiver::Create(digest_, std::move(*random_));
+  random_.reset();
   if (!ot.ok()) return ot.status();
   ot_ = *std::move(ot);
   step_ = 1;
@@ -531,10 +538,15 @@ absl::StatusOr<std::string> ComparisonEvaluator::Evaluate(std::string_view messa
 ComparisonGarbler::~ComparisonGarbler() = default;
 
 absl::StatusOr<std::unique_ptr<ComparisonGarbler>> ComparisonGarbler::Create(
-    const ComparisonSpec& spec, std::vector<uint64_t> inputs) {
+    const ComparisonSpec& spec, std::vector<uint64_t> inputs, std::string_view seed) {
   if (absl::Status s = ValidateComparisonSpec(spec); !s.ok()) return s;
   if (absl::Status s = CheckInputs(spec, inputs, "garbler"); !s.ok()) return s;
   std::unique_ptr<ComparisonGarbler> g(new ComparisonGarbler());
+  absl::StatusOr<mpc::RandomStream> ot_random = StreamOf(seed, "garbler-ot");
+  if (!ot_random.ok()) return ot_random.status();
+  absl::StatusOr<mpc::RandomStream> random = StreamOf(seed, "garbler-labels");
+  if (!random.ok()) return random.status();
+  g->random_ = std::make_unique<mpc::RandomStream>(*std::move(random));
   g->spec_ = spec;
   g->digest_ = ComparisonSpecDigest(spec);
   g->inputs_ = std::move(inputs);
@@ -542,7 +554,7 @@ absl::StatusOr<std::unique_ptr<ComparisonGarbler>> ComparisonGarbler::Create(
   if (!hash.ok()) return hash.status();
   g->hash_ = *std::move(hash);
   absl::StatusOr<std::unique_ptr<mpc::OtExtensionSender>> ot =
-      mpc::OtExtensionSender::Create(g->digest_);
+      mpc::OtExtensionSender::Create(g->digest_, *std::move(ot_random));
   if (!ot.ok()) return ot.status();
   g->ot_ = *std::move(ot);
   return g;
@@ -566,7 +578,7 @@ absl::StatusOr<std::string> ComparisonGarbler::Garble(std::string_view message3)
       Body(message3, 3, digest_, mpc::ExtensionMessageBytes(e_bits));
   if (!body.ok()) return body.status();
   step_ = 4;  // spent, whatever happens next
-  absl::StatusOr<Block> delta = RandomBlock();
+  absl::StatusOr<Block> delta = RandomBlock(*random_);
   if (!delta.ok()) return delta.status();
   delta_ = *delta;
   delta_.lo |= 1;  // point and permute: the two labels of a wire differ in their lowest bit
@@ -574,9 +586,9 @@ absl::StatusOr<std::string> ComparisonGarbler::Garble(std::string_view message3)
   absl::StatusOr<std::vector<Block>> e_zero = ot_->Transfer(*hash_, *body, e_bits, delta_, &y);
   if (!e_zero.ok()) return e_zero.status();
   const std::vector<uint8_t> g_bits = InputBits(inputs_, spec_.bits);
-  absl::StatusOr<std::vector<Block>> g_zero = RandomBlocks(g_bits.size());
+  absl::StatusOr<std::vector<Block>> g_zero = RandomBlocks(*random_, g_bits.size());
   if (!g_zero.ok()) return g_zero.status();
-  absl::StatusOr<Block> zero = RandomBlock();
+  absl::StatusOr<Block> zero = RandomBlock(*random_);
   if (!zero.ok()) return zero.status();
 
   std::string message4 = Header(4, digest_);

@@ -41,6 +41,7 @@ namespace fedanon::crypto {
 namespace mpc {
 class FixedKeyHash;
 class OtExtensionReceiver;
+class RandomStream;
 class OtExtensionSender;
 }  // namespace mpc
 
@@ -106,11 +107,19 @@ absl::StatusOr<ComparisonResult> ComparePlain(const ComparisonSpec& spec,
                                               const std::vector<uint64_t>& garbler_inputs,
                                               const std::vector<uint64_t>& evaluator_inputs);
 
+// A side's randomness comes from `seed` (kComparisonSeedBytes) when one is given, from OpenSSL's
+// DRBG otherwise. Given the same spec, inputs, seed and incoming messages, a side sends the same
+// messages again: a party that keeps the seed secret and durable (its 0600 state file) can run
+// an instance's answered steps again after a restart and go on from there. A seed must never
+// serve two instances (the spec's instance name differs, but the labels would not).
+inline constexpr size_t kComparisonSeedBytes = 32;
+
 class ComparisonEvaluator {
  public:
   // `inputs`: `count` values of ComparisonWords(bits) words each, each value < 2^bits.
   static absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> Create(const ComparisonSpec& spec,
-                                                                     std::vector<uint64_t> inputs);
+                                                                     std::vector<uint64_t> inputs,
+                                                                     std::string_view seed = {});
   ~ComparisonEvaluator();
   ComparisonEvaluator(const ComparisonEvaluator&) = delete;
   ComparisonEvaluator& operator=(const ComparisonEvaluator&) = delete;
@@ -128,6 +137,7 @@ class ComparisonEvaluator {
   std::vector<uint64_t> inputs_;
   int step_ = 0;
   std::unique_ptr<mpc::FixedKeyHash> hash_;
+  std::unique_ptr<mpc::RandomStream> random_;  // until Start hands it to the OT
   std::unique_ptr<mpc::OtExtensionReceiver> ot_;
   ComparisonResult result_;
 };
@@ -135,7 +145,8 @@ class ComparisonEvaluator {
 class ComparisonGarbler {
  public:
   static absl::StatusOr<std::unique_ptr<ComparisonGarbler>> Create(const ComparisonSpec& spec,
-                                                                   std::vector<uint64_t> inputs);
+                                                                   std::vector<uint64_t> inputs,
+                                                                   std::string_view seed = {});
   ~ComparisonGarbler();
   ComparisonGarbler(const ComparisonGarbler&) = delete;
   ComparisonGarbler& operator=(const ComparisonGarbler&) = delete;
@@ -154,8 +165,9 @@ class ComparisonGarbler {
   int step_ = 0;
   std::unique_ptr<mpc::FixedKeyHash> hash_;
   std::unique_ptr<mpc::OtExtensionSender> ot_;
-  mpc::Block delta_;                     // the garbling delta, kept until Finish
-  std::vector<mpc::Block> output_zero_;  // the outputs' labels of value 0
+  std::unique_ptr<mpc::RandomStream> random_;  // the garbling delta and input labels
+  mpc::Block delta_;                           // the garbling delta, kept until Finish
+  std::vector<mpc::Block> output_zero_;        // the outputs' labels of value 0
 };
 
 }  // namespace fedanon::crypto

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "crypto/random_stream.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
@@ -30,12 +32,13 @@ struct Outcome {
 };
 
 absl::StatusOr<Outcome> RunProtocol(const ComparisonSpec& spec, std::vector<uint64_t> g,
-                                    std::vector<uint64_t> e) {
+                                    std::vector<uint64_t> e, std::string_view g_seed = {},
+                                    std::string_view e_seed = {}) {
   absl::StatusOr<std::unique_ptr<ComparisonGarbler>> garbler =
-      ComparisonGarbler::Create(spec, std::move(g));
+      ComparisonGarbler::Create(spec, std::move(g), g_seed);
   if (!garbler.ok()) return garbler.status();
   absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> evaluator =
-      ComparisonEvaluator::Create(spec, std::move(e));
+      ComparisonEvaluator::Create(spec, std::move(e), e_seed);
   if (!evaluator.ok()) return evaluator.status();
   Outcome out;
   absl::StatusOr<std::string> m = (*evaluator)->Start();
@@ -373,6 +376,79 @@ TEST(SecureComparisonTest, SpecsAndInputsOutsideTheirRangesAreRefused) {
   other = ok;
   other.instance = "y";
   EXPECT_NE(ComparisonSpecDigest(ok), ComparisonSpecDigest(other));
+}
+
+// The stream a kept seed feeds (crypto/random_stream.h): draw i is AES-128-CTR under the first 16
+// bytes of SHA-256(domain || "5:label" || seed || i as 8 bytes little-endian); the expected bytes
+// were computed with Python's hashlib and `openssl enc -aes-128-ctr`.
+TEST(SecureComparisonTest, TheSeededRandomStreamMatchesItsKnownAnswer) {
+  std::string seed(32, '\0');
+  for (int i = 0; i < 32; ++i) seed[static_cast<size_t>(i)] = static_cast<char>(i);
+  ASSERT_OK_AND_ASSIGN(mpc::RandomStream stream, mpc::RandomStream::FromSeed(seed, "label"));
+  uint8_t first[20];
+  uint8_t second[20];
+  ASSERT_OK(stream.Fill(first, sizeof(first)));
+  ASSERT_OK(stream.Fill(second, sizeof(second)));
+  EXPECT_EQ(absl::BytesToHexString(std::string(reinterpret_cast<char*>(first), 20)),
+            "735b82971759316b8699aafc4e679a1fadd0e93d");
+  EXPECT_EQ(absl::BytesToHexString(std::string(reinterpret_cast<char*>(second), 20)),
+            "600dca38048e6e3e9a4b97e2dedb27404c5950ea");
+  EXPECT_THAT(mpc::RandomStream::FromSeed(seed.substr(1), "label").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "32 bytes"));
+}
+
+// With kept seeds a side sends the same messages again, so a party restarted in the middle of an
+// instance runs its answered steps again and goes on: here a new evaluator, built from the same
+// seed and fed the garbler's messages it had received, sends the same messages and finishes the
+// instance with the garbler that never restarted. Other seeds give other messages.
+TEST(SecureComparisonTest, AKeptSeedReplaysTheSameMessagesSoAnInstanceResumesAfterARestart) {
+  const ComparisonSpec spec{.instance = "resume",
+                            .kind = ComparisonKind::kSharedArgmax,
+                            .bits = 193,
+                            .count = 3,
+                            .output = ComparisonOutput::kEach};
+  const uint32_t words = ComparisonWords(spec.bits);
+  std::vector<uint64_t> g(3 * words, 0);
+  std::vector<uint64_t> e(3 * words, 0);
+  g[0 * words + 3] = 1;  // key 0: 2^192
+  g[1 * words + 2] = 5;  // key 1: 2^192 + 5 * 2^128 (shares: the top bit from e)
+  e[1 * words + 3] = 1;
+  e[2 * words + 0] = 7;  // key 2: 7
+  const std::string g_seed(kComparisonSeedBytes, 'g');
+  const std::string e_seed(kComparisonSeedBytes, 'e');
+  ASSERT_OK_AND_ASSIGN(const Outcome first, RunProtocol(spec, g, e, g_seed, e_seed));
+  ASSERT_OK_AND_ASSIGN(const Outcome again, RunProtocol(spec, g, e, g_seed, e_seed));
+  EXPECT_EQ(first.messages, again.messages);
+  EXPECT_EQ(first.evaluator.winner, 1u);
+  EXPECT_EQ(first.garbler.winner, 1u);
+  ASSERT_OK_AND_ASSIGN(const Outcome other,
+                       RunProtocol(spec, g, e, std::string(kComparisonSeedBytes, 'G'),
+                                   std::string(kComparisonSeedBytes, 'E')));
+  for (size_t m = 0; m < 4; ++m) EXPECT_NE(other.messages[m], first.messages[m]) << m;
+  EXPECT_EQ(other.evaluator.winner, 1u);
+
+  // The evaluator restarts after message 3 left: the new one answers 2 again and goes on.
+  ASSERT_OK_AND_ASSIGN(auto garbler, ComparisonGarbler::Create(spec, g, g_seed));
+  ASSERT_OK_AND_ASSIGN(auto evaluator, ComparisonEvaluator::Create(spec, e, e_seed));
+  ASSERT_OK_AND_ASSIGN(const std::string m1, evaluator->Start());
+  ASSERT_OK_AND_ASSIGN(const std::string m2, garbler->AnswerBase(m1));
+  ASSERT_OK_AND_ASSIGN(const std::string m3, evaluator->Extend(m2));
+  evaluator.reset();
+  ASSERT_OK_AND_ASSIGN(auto restarted, ComparisonEvaluator::Create(spec, e, e_seed));
+  ASSERT_OK_AND_ASSIGN(const std::string m1_again, restarted->Start());
+  EXPECT_EQ(m1_again, m1);
+  ASSERT_OK_AND_ASSIGN(const std::string m3_again, restarted->Extend(m2));
+  EXPECT_EQ(m3_again, m3);
+  ASSERT_OK_AND_ASSIGN(const std::string m4, garbler->Garble(m3));
+  ASSERT_OK_AND_ASSIGN(const std::string m5, restarted->Evaluate(m4));
+  EXPECT_EQ(restarted->result().winner, 1u);
+  ASSERT_OK_AND_ASSIGN(const ComparisonResult g_result, garbler->Finish(m5));
+  EXPECT_EQ(g_result.winner, 1u);
+
+  EXPECT_THAT(ComparisonGarbler::Create(spec, g, "short").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "32 bytes"));
+  EXPECT_THAT(ComparisonEvaluator::Create(spec, e, "short").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "32 bytes"));
 }
 
 }  // namespace
