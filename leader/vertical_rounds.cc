@@ -124,17 +124,18 @@ absl::StatusOr<VerticalSession::RoundOutcome> VerticalSession::RunRound(uint32_t
                      return step;
                    }));
   RETURN_IF_ERROR(LogProposals(round, proposals));
+  if (!AnyParticipant(proposals)) return RoundOutcome::kEveryoneDeclined;
+  // The parties' signed proposals (participation only) travel with the comparison and the
+  // winner; the owner's signed candidate with the commit, with both computing parties' signed
+  // choices of it and the judges' signed verdicts (every party checks them).
   RoundWinner w;
-  w.owner = PickWinner(proposals, &w.candidate);
-  if (w.owner < 0) return RoundOutcome::kEveryoneDeclined;
-  RETURN_IF_ERROR(CheckUndecided(w));
-  // The parties' signed proposals travel with the winner (the owner checks it won) and the
-  // owner's with the commit; the judges' signed verdicts too (every party checks them).
   w.proposals.resize(n);
   for (size_t i = 0; i < n; ++i) {
     w.proposals[i].set_party(ring[i]);
     *w.proposals[i].mutable_proposal() = proposals[i].proposal();
+    w.proposals[i].mutable_proposal()->clear_key_shares();
   }
+  ASSIGN_OR_RETURN(w.owner, CompareForWinner(round, proposals, &w));
   std::set<std::string> judges;
   std::vector<VerticalStepResult> verdicts;
   ASSIGN_OR_RETURN(const bool accept, JudgeWinner(round, &w, &judges, &verdicts));
@@ -168,10 +169,20 @@ absl::StatusOr<bool> VerticalSession::JudgeWinner(uint32_t round, RoundWinner* w
                                                   std::set<std::string>* judges,
                                                   std::vector<VerticalStepResult>* verdicts) {
   fedanon::v1::VerticalStep win;
-  *win.mutable_winner()->mutable_candidate() = w->candidate;
   for (const auto& p : w->proposals) *win.mutable_winner()->add_proposals() = p;
-  // The owner seals the children for the judges only (the other holders of sensitive values).
+  for (const auto& c : w->choices) *win.mutable_winner()->add_choices() = c;
+  // The owner reveals its candidate and seals the children for the judges only (the other
+  // holders of sensitive values).
   ASSIGN_OR_RETURN(VerticalStepResult to_judges, Call(options_.ring[w->owner], round, win));
+  const fedanon::v1::VerticalProposal& won = to_judges.instructions().won();
+  if (!to_judges.has_instructions() || !won.participate() || !won.has_candidate()) {
+    return absl::InternalError(
+        absl::StrCat("party '", options_.ring[w->owner], "' won the round but sent no candidate"));
+  }
+  w->candidate = won.candidate();
+  *w->proposals[static_cast<size_t>(w->owner)].mutable_proposal() = won;
+  RETURN_IF_ERROR(LogWinner(round, options_.ring[w->owner], won));
+  RETURN_IF_ERROR(CheckUndecided(*w));
   ASSIGN_OR_RETURN(const auto judged,
                    ByReceiver(to_judges.instructions(), w->owner, round, judges));
   std::vector<fedanon::v1::VerticalStep> delivers(judged.first.size());
@@ -235,6 +246,7 @@ absl::Status VerticalSession::CommitRound(uint32_t round, const RoundWinner& w, 
     commit->set_accept(accept);
     *commit->mutable_winner() = w.proposals[w.owner];
     for (const auto& v : w.verdicts) *commit->add_verdicts() = v;
+    for (const auto& c : w.choices) *commit->add_choices() = c;
     auto it = with_commit->find(ring[i]);
     if (it != with_commit->end()) {
       RETURN_IF_ERROR(relay_.Hand(it->second, round, options_.timeout,
@@ -261,38 +273,68 @@ absl::Status VerticalSession::CheckUndecided(const RoundWinner& w) const {
   return absl::OkStatus();
 }
 
-// The best proposal (best score, public tie-break): its party's index, or -1 when every party
-// declined (then stop_reason_ lists their reasons). Counts declines in participation_.
-int VerticalSession::PickWinner(const std::vector<VerticalStepResult>& proposals,
-                                fedanon::v1::VerticalCandidate* winner) {
+bool VerticalSession::AnyParticipant(const std::vector<VerticalStepResult>& proposals) {
   const auto& ring = options_.ring;
-  int owner = -1;
-  engine::TopDownSpecializer::Choice best;
+  bool any = false;
   std::vector<std::string> reasons;
   for (size_t i = 0; i < ring.size(); ++i) {
     const auto& p = proposals[i].proposal();
     auto& record = participation_[ring[i]];
     if (p.misbehaving()) record.set_misbehaving(true);
-    if (!p.participate()) {
-      record.set_rounds_declined(record.rounds_declined() + 1);
-      ++(*record.mutable_declined_because())[p.reason()];
-      reasons.push_back(absl::StrCat(ring[i], ": ", p.reason()));
+    if (p.participate()) {
+      any = true;
       continue;
     }
-    engine::TopDownSpecializer::Choice c{static_cast<int>(p.candidate().attribute()),
-                                         p.candidate().node(), p.candidate().candidate(),
-                                         p.candidate().score(), p.candidate().order_key()};
-    if (owner < 0 || engine::TopDownSpecializer::Beats(c, best)) {
-      owner = static_cast<int>(i);
-      best = c;
-      *winner = p.candidate();
-    }
+    record.set_rounds_declined(record.rounds_declined() + 1);
+    ++(*record.mutable_declined_because())[p.reason()];
+    reasons.push_back(absl::StrCat(ring[i], ": ", p.reason()));
   }
-  if (owner < 0) {
+  if (!any) {
     stop_reason_ =
         absl::StrCat("every party sent Not-participate (", absl::StrJoin(reasons, "; "), ")");
   }
-  return owner;
+  return any;
+}
+
+absl::StatusOr<int> VerticalSession::CompareForWinner(
+    uint32_t round, const std::vector<VerticalStepResult>& proposals, RoundWinner* w) {
+  const auto& ring = options_.ring;
+  const std::string& garbler = ring[0];
+  const std::string& evaluator = ring[1];
+  fedanon::v1::SealedPayload carried;
+  for (uint32_t s = 1; s <= 6; ++s) {
+    const bool evaluator_step = s % 2 == 1;
+    const std::string& party = evaluator_step ? evaluator : garbler;
+    fedanon::v1::VerticalStep step;
+    auto* compare = step.mutable_compare();
+    compare->set_step(s);
+    if (s <= 2) {  // each computing party's first step
+      for (const auto& p : w->proposals) *compare->add_proposals() = p;
+      for (const auto& p : proposals) {
+        for (const auto& share : p.proposal().key_shares()) {
+          if (share.receiver() == party) *compare->add_key_shares() = share;
+        }
+      }
+    }
+    if (s > 1) *compare->mutable_input() = carried;
+    ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, round, std::move(step)));
+    if (!reply.has_compared()) {
+      return absl::InternalError(absl::StrCat("party '", party, "' answered step ", s,
+                                              " of the winner's comparison with something else"));
+    }
+    if (reply.compared().has_choice()) w->choices.push_back(reply.compared().choice());
+    carried = reply.compared().sealed();
+  }
+  if (w->choices.size() != 2 || w->choices[0].winner() != w->choices[1].winner()) {
+    return absl::InternalError("the computing parties name different winners of the round");
+  }
+  const auto it = std::find(ring.begin(), ring.end(), w->choices[0].winner());
+  if (it == ring.end() ||
+      !proposals[static_cast<size_t>(it - ring.begin())].proposal().participate()) {
+    return absl::InternalError(absl::StrCat("the computing parties name '", w->choices[0].winner(),
+                                            "', not a participating party, the round's winner"));
+  }
+  return static_cast<int>(it - ring.begin());
 }
 
 }  // namespace fedanon::leader

@@ -134,11 +134,7 @@ absl::Status VerticalSession::LogProposals(uint32_t round,
     e.round = round;
     e.party = options_.ring[i];
     if (p.participate()) {
-      e.kind = kViewVerticalScore;
-      e.attribute = AttributeName(p.candidate().attribute());
-      e.counts = {static_cast<uint64_t>(p.candidate().node()),
-                  static_cast<uint64_t>(p.candidate().candidate())};
-      e.score = p.candidate().score();
+      e.kind = kViewVerticalParticipate;
       if (p.misbehaving()) e.detail = "misbehaving";
     } else {
       e.kind = kViewVerticalDecline;
@@ -147,6 +143,20 @@ absl::Status VerticalSession::LogProposals(uint32_t round,
     RETURN_IF_ERROR(Log(e));
   }
   return absl::OkStatus();
+}
+
+absl::Status VerticalSession::LogWinner(uint32_t round, const std::string& owner,
+                                        const fedanon::v1::VerticalProposal& won) {
+  ViewEntry e;
+  e.round = round;
+  e.party = owner;
+  e.kind = kViewVerticalScore;
+  e.attribute = AttributeName(won.candidate().attribute());
+  e.counts = {static_cast<uint64_t>(won.candidate().node()),
+              static_cast<uint64_t>(won.candidate().candidate())};
+  e.score = won.candidate().score();
+  if (won.misbehaving()) e.detail = "misbehaving";
+  return Log(e);
 }
 
 // Runs `fn(0)`, ..., `fn(n - 1)` on a thread each and waits for all; the error of the lowest

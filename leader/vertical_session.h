@@ -241,8 +241,12 @@ class VerticalSession {
   absl::Status LogReport(uint32_t round, const std::string& party,
                          const fedanon::v1::Report& report);
 
-  // Every proposal (score, or Not-participate and why) as the leader reads it.
+  // Every proposal as the leader reads it: participation, or Not-participate and why (no
+  // candidate and no score: they go into the secure comparison).
   absl::Status LogProposals(uint32_t round, const std::vector<VerticalStepResult>& proposals);
+  // The winner's candidate and score, as its owner reveals them.
+  absl::Status LogWinner(uint32_t round, const std::string& owner,
+                         const fedanon::v1::VerticalProposal& won);
 
   enum class RoundOutcome { kApplied, kVetoed, kEveryoneDeclined };
 
@@ -266,7 +270,14 @@ class VerticalSession {
     fedanon::v1::VerticalCandidate candidate;
     std::vector<fedanon::v1::SignedProposal> proposals;
     std::vector<fedanon::v1::SignedVerdict> verdicts;
+    std::vector<fedanon::v1::SignedWinnerChoice> choices;  // both computing parties'
   };
+  // The round's secure comparison: relays its six messages between the computing parties (the
+  // ring's first two), with the signed proposals and the key shares sealed for them, and returns
+  // the winner's ring index, which both name in their signed choices (kept in `w->choices`).
+  absl::StatusOr<int> CompareForWinner(uint32_t round,
+                                       const std::vector<VerticalStepResult>& proposals,
+                                       RoundWinner* w);
   // The winner to its owner, its children sealed for the judges relayed to them, their signed
   // verdicts into `w` (and `verdicts`, as answered); whether every judge accepted. `judges`
   // collects who the owner sealed for.
@@ -291,10 +302,9 @@ class VerticalSession {
   // OK unless the winner's node was specialized, or its candidate vetoed, in an earlier round
   // (FailedPrecondition, kProposalDecidedAlready, naming the party and the round).
   absl::Status CheckUndecided(const RoundWinner& w) const;
-  // The best proposal (best score, public tie-break): its party's index, or -1 when every party
-  // declined (then stop_reason_ lists their reasons). Counts declines in participation_.
-  int PickWinner(const std::vector<VerticalStepResult>& proposals,
-                 fedanon::v1::VerticalCandidate* winner);
+  // Whether any party participates (false: stop_reason_ lists their reasons). Counts declines
+  // in participation_.
+  bool AnyParticipant(const std::vector<VerticalStepResult>& proposals);
 
   // The report: the replica of a party that holds sensitive values knows the confidences too;
   // any replica knows the steps, the cut and the group sizes, which must agree at every replica

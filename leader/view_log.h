@@ -34,7 +34,8 @@ inline constexpr char kViewIdIntersection[] = "id_intersection";
 // ID matching: a list's digests (16-byte values of its fully encrypted ids, pseudorandom to the
 // leader), `counts` = [number of digests]; the leader intersects them.
 inline constexpr char kViewIdDigests[] = "id_digests";
-inline constexpr char kViewVerticalScore[] = "vertical_score";
+inline constexpr char kViewVerticalScore[] = "vertical_score";  // the round's winner only
+inline constexpr char kViewVerticalParticipate[] = "vertical_participate";
 inline constexpr char kViewVerticalDecline[] = "vertical_decline";
 inline constexpr char kViewVerticalVerdict[] = "vertical_verdict";
 inline constexpr char kViewVerticalReport[] = "vertical_report";

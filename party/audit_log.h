@@ -50,6 +50,7 @@ inline constexpr char kAuditProposal[] = "proposal";
 inline constexpr char kAuditInstruction[] = "instruction";
 inline constexpr char kAuditVerdict[] = "verdict";
 inline constexpr char kAuditCommit[] = "commit";
+inline constexpr char kAuditWinnerComparison[] = "winner-comparison";
 inline constexpr char kAuditRelease[] = "release";
 inline constexpr char kAuditFinalCheck[] = "final-check";
 // Chunked payloads: one chunk of a payload recorded at the step that produced it,

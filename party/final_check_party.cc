@@ -105,10 +105,12 @@ absl::Status FinalCheckParty::Start(const fedanon::v1::FinalCheckStep& step, uin
   }
   ctx_.options().Deviation().FinalCheckCounts(&check.counts);
   if (two_parties()) {
-    // The instances are named by job, run, round and cut: none is valid in another check.
-    const std::string prefix =
-        absl::StrCat("final-check/", ctx_.job_id, "/", ctx_.run_id, "/", round, "/",
-                     crypto::ToHex(crypto::Sha256(tables_.update_chain)));
+    // The instances are named by round and cut: none is valid in another check of the job (the
+    // sealed boxes that carry their messages bind the job and the run, so none opens in another
+    // job; keeping job and run out of the name keeps two runs of one job byte-identical under
+    // the tests' deterministic randomness).
+    const std::string prefix = absl::StrCat("final-check/", round, "/",
+                                            crypto::ToHex(crypto::Sha256(tables_.update_chain)));
     const uint64_t per_party = spec::MaxRecordsPerParty(ctx_.spec);
     ASSIGN_OR_RETURN(
         std::vector<FinalCheckComparison> plan,
@@ -415,6 +417,9 @@ absl::Status FinalCheckParty::ComparePhase(const Chunk& chunk, fedanon::v1::Fina
                        "' for this comparison, step, cut and round: ", opened.status().message()));
     }
     message = *std::move(opened);
+    // What this party opens, for the tests' observers (the comparisons' randomness comes from
+    // the party's own draws, so two honest runs open the same bytes).
+    ctx_.Observe(other, purpose, message);
   }
   out->set_comparisons(static_cast<uint32_t>(check.comparisons->instances()));
   if (replayed_result_) {

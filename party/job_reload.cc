@@ -106,7 +106,17 @@ absl::Status ReplayVertical(JobState& job, const LeaderMessage& request, const P
       break;
     }
     case fedanon::v1::VerticalStep::kPropose:
-      break;  // no state: a proposal changes nothing
+      // Only the key it keeps to check the round's winner against (the shares drawn again are
+      // not used: the reply that left is restored below).
+      RETURN_IF_ERROR(job.vertical->Handle(request).status());
+      break;
+    case fedanon::v1::VerticalStep::kCompare:
+      // The winner's secure comparison runs again from the seed its first step kept, so an
+      // instance interrupted by the restart goes on with the same messages.
+      if (!extra.empty()) job.vertical->rounds().RestoreCompareSeed(extra);
+      RETURN_IF_ERROR(job.vertical->Handle(request).status());
+      job.vertical->rounds().RestoreCompareSeed("");
+      break;
     case fedanon::v1::VerticalStep::kAssemble:
       // The released table is written already (and not again).
       if (!stored.has_error()) job.vertical->release().RestoreAssembled();

@@ -38,6 +38,9 @@ class PartyDeviation {
   // candidate).
   virtual void VerticalProposal(const VerticalParty& /*replica*/,
                                 VerticalProposalView* /*view*/) const {}
+  // The tie-break key (party/vertical_winner_comparison.h) this party feeds the round's secure
+  // comparison, whole or in shares.
+  virtual void WinnerKey(std::vector<uint64_t>* /*key*/) const {}
   // The score this party's local-recoding replica declares for its best candidate of a group.
   virtual void GroupProposalScore(double* /*score*/) const {}
   // This party's released columns of a vertical job (a serialized VerticalColumns, rows in the

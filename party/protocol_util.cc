@@ -1,8 +1,10 @@
 #include "party/protocol_util.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/process_usage.h"
 #include "common/base/status_macros.h"
+#include "crypto/hash.h"
 #include "crypto/shuffle.h"
 #include "spdlog/spdlog.h"
 
@@ -67,7 +69,10 @@ std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t rou
   };
   switch (step.step_case()) {
     case fedanon::v1::VerticalStep::kWinner:
-      return absl::StrCat("instruction/r", round, "/", candidate(step.winner().candidate()),
+      // The candidate is the owner's to reveal; the signed choices name the round and decision.
+      return absl::StrCat("instruction/r", round, "/",
+                          absl::BytesToHexString(
+                              crypto::Sha256(step.winner().SerializeAsString()).substr(0, 8)),
                           "/judges");
     case fedanon::v1::VerticalStep::kPublish:
       return absl::StrCat("instruction/r", round, "/", candidate(step.publish().candidate()),

@@ -48,19 +48,20 @@ absl::StatusOr<PartyMessage> VerticalJobParty::Handle(const LeaderMessage& reque
   return reply;
 }
 
-// The proposal this party sends the leader in plaintext, in its audit file.
+// The proposal this party sends the leader, in its audit file: its participation in plaintext,
+// its key's shares sealed for the computing parties (the candidate and score stay here unless it
+// wins: VerticalRoundsParty::Winner).
 absl::Status VerticalJobParty::AuditProposal(const fedanon::v1::VerticalProposal& proposal,
                                              uint64_t round) const {
+  std::vector<std::string> to = {ctx_.leader};
+  for (const auto& share : proposal.key_shares()) to.push_back(share.receiver());
   return ctx_.Audit(
       round, {.kind = kAuditProposal,
-              .form = kAuditPlaintext,
-              .to = {ctx_.leader},
-              .numbers = proposal.participate()
-                             ? CandidateNumbers(proposal.candidate(), {{"participate", 1}})
-                             : std::vector<std::pair<std::string, uint64_t>>{{"participate", 0}},
-              .texts = {{"score",
-                         proposal.participate() ? absl::StrCat(proposal.candidate().score()) : ""},
-                        {"reason", proposal.reason()}}});
+              .form = proposal.key_shares().empty() ? kAuditPlaintext : "plaintext+sealed",
+              .to = to,
+              .numbers = {{"participate", proposal.participate() ? 1u : 0u},
+                          {"key_shares", static_cast<uint64_t>(proposal.key_shares().size())}},
+              .texts = {{"reason", proposal.reason()}}});
 }
 
 absl::StatusOr<PartyMessage> VerticalJobParty::Route(const fedanon::v1::VerticalStep& step,
@@ -86,6 +87,9 @@ absl::StatusOr<PartyMessage> VerticalJobParty::Route(const fedanon::v1::Vertical
     case fedanon::v1::VerticalStep::kPropose:
       RETURN_IF_ERROR(rounds_.Propose(round, out));
       RETURN_IF_ERROR(AuditProposal(out->proposal(), round));
+      return reply;
+    case fedanon::v1::VerticalStep::kCompare:
+      RETURN_IF_ERROR(rounds_.Compare(step.compare(), round, out));
       return reply;
     case fedanon::v1::VerticalStep::kWinner:
       RETURN_IF_ERROR(rounds_.Winner(step.winner(), round, out));

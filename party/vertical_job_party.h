@@ -39,6 +39,7 @@ class VerticalJobParty {
   VerticalParty& replica() { return *replica_; }
   const VerticalParty& replica() const { return *replica_; }
   IdMatchingParty& ids() { return ids_; }
+  VerticalRoundsParty& rounds() { return rounds_; }
   VerticalWavesParty& waves() { return waves_; }
   VerticalReleaseParty& release() { return release_; }
   // After a restart: the reply that left answers a repeated request.

@@ -46,34 +46,258 @@ bool TheSignedCandidate(const fedanon::v1::VerticalCandidate& relayed,
              absl::bit_cast<uint64_t>(signed_candidate.order_key());
 }
 
-engine::TopDownSpecializer::Choice AsChoice(const fedanon::v1::VerticalCandidate& c) {
-  return {static_cast<int>(c.attribute()), c.node(), c.candidate(), c.score(), c.order_key()};
+std::string KeySharePurpose(uint64_t decisions) { return absl::StrCat("winner-key/", decisions); }
+
+std::string ComparePurpose(uint64_t decisions, int step) {
+  return absl::StrCat("winner-compare/", decisions, "/", step);
 }
 
 }  // namespace
 
-absl::Status VerticalRoundsParty::Propose(uint64_t round,
-                                          fedanon::v1::VerticalStepResult* out) const {
+VerticalProposalView VerticalRoundsParty::OwnView() const {
   VerticalProposalView view = replica_.Propose();
   ctx_.options().Deviation().VerticalProposal(replica_, &view);
+  return view;
+}
+
+absl::Status VerticalRoundsParty::Propose(uint64_t round,
+                                          fedanon::v1::VerticalStepResult* out) const {
+  const VerticalProposalView view = OwnView();
   const auto& choice = view.choice;
   auto* proposal = out->mutable_proposal();
+  // Participation only: the candidate and its score stay here; the key goes into the secure
+  // comparison, whole at a computing party, in shares from the others.
   proposal->set_participate(choice.has_value());
   proposal->set_reason(view.reason);
   proposal->set_misbehaving(ctx_.options().deviation != nullptr);
-  if (choice) {
-    auto* c = proposal->mutable_candidate();
-    c->set_attribute(static_cast<uint32_t>(choice->attr));
-    c->set_node(choice->node);
-    c->set_candidate(choice->c);
-    c->set_score(choice->score);
-    c->set_order_key(choice->order_key);
-  }
   ASSIGN_OR_RETURN(*proposal->mutable_signature(),
                    crypto::SignStatement(ctx_.own_seal->sign_key_pem,
                                          ProposalStatement(ctx_.job_id, ctx_.run_id, round,
                                                            replica_.decisions(), *proposal)));
+  ASSIGN_OR_RETURN(std::vector<uint64_t> own_key, WinnerKey(choice));
+  proposed_ = OwnProposal{round, replica_.decisions(), std::move(own_key)};
+  if (choice && ctx_.RingPosition() >= 2) {
+    std::vector<uint64_t> key = proposed_->key;
+    ctx_.options().Deviation().WinnerKey(&key);
+    ASSIGN_OR_RETURN(auto shares, SplitWinnerKey(key));
+    const std::string purpose = KeySharePurpose(replica_.decisions());
+    ASSIGN_OR_RETURN(*proposal->add_key_shares(),
+                     ctx_.SealFor(ctx_.ring[0], round, purpose, EncodeWinnerShare(shares.first)));
+    ASSIGN_OR_RETURN(*proposal->add_key_shares(),
+                     ctx_.SealFor(ctx_.ring[1], round, purpose, EncodeWinnerShare(shares.second)));
+  }
   return absl::OkStatus();
+}
+
+absl::Status VerticalRoundsParty::CheckRoundProposals(
+    const google::protobuf::RepeatedPtrField<fedanon::v1::SignedProposal>& proposals,
+    uint64_t round, const char* what) const {
+  if (static_cast<size_t>(proposals.size()) != ctx_.ring.size()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "forged vertical ", what, ": the leader did not relay every party's signed proposal"));
+  }
+  for (size_t i = 0; i < ctx_.ring.size(); ++i) {
+    const auto& p = proposals[static_cast<int>(i)];
+    if (p.party() != ctx_.ring[i]) {
+      return absl::PermissionDeniedError(absl::StrCat("forged vertical ", what, ": proposal ", i,
+                                                      " is not from '", ctx_.ring[i], "'"));
+    }
+    if (p.proposal().has_candidate()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "forged vertical ", what, ": the proposal of '", p.party(), "' names a candidate"));
+    }
+    RETURN_IF_ERROR(CheckSignedProposal(p, round));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerticalRoundsParty::CheckWinnerChoices(
+    const google::protobuf::RepeatedPtrField<fedanon::v1::SignedWinnerChoice>& choices,
+    const std::string& winner, uint64_t round, const char* what) const {
+  std::set<std::string> heard;
+  for (const auto& c : choices) {
+    if (c.judge() != ctx_.ring[0] && c.judge() != ctx_.ring[1]) {
+      return absl::PermissionDeniedError(absl::StrCat("forged vertical ", what, ": '", c.judge(),
+                                                      "' does not compute the winner"));
+    }
+    if (!heard.insert(c.judge()).second) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("forged vertical ", what, ": two choices of '", c.judge(), "'"));
+    }
+    if (c.winner() != winner) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("forged vertical ", what, ": '", c.judge(), "' chose '", c.winner(),
+                       "' as the round's winner, not '", winner, "'"));
+    }
+    auto key = ctx_.statement_keys.find(c.judge());
+    const absl::Status st =
+        key == ctx_.statement_keys.end()
+            ? absl::NotFoundError("no statement key")
+            : crypto::VerifyStatement(*key->second,
+                                      WinnerChoiceStatement(ctx_.job_id, ctx_.run_id, round,
+                                                            replica_.decisions(), c.winner()),
+                                      c.signature());
+    if (!st.ok()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "forged vertical ", what, ": the choice of '", c.judge(),
+          "' as relayed by the leader does not carry its signature (", st.message(), ")"));
+    }
+  }
+  if (heard.size() != 2) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "forged vertical ", what, ": the secure comparison's choice of both computing parties ('",
+        ctx_.ring[0], "', '", ctx_.ring[1], "') is needed"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> VerticalRoundsParty::CollectShares(
+    const fedanon::v1::VerticalCompare& compare, uint64_t round) const {
+  const size_t n = ctx_.ring.size();
+  const size_t self = ctx_.RingPosition();
+  RETURN_IF_ERROR(CheckRoundProposals(compare.proposals(), round, "comparison"));
+  std::vector<uint64_t> shares(n * kWinnerKeyWords, 0);
+  // Its own key whole (the other computing party holds the zero share of it, and this one the
+  // zero share of the other's).
+  const VerticalProposalView view = OwnView();
+  if (view.choice.has_value() !=
+      compare.proposals()[static_cast<int>(self)].proposal().participate()) {
+    return absl::FailedPreconditionError(
+        "the winner's secure comparison: this party's proposal of the round is not the one "
+        "relayed");
+  }
+  ASSIGN_OR_RETURN(std::vector<uint64_t> own, WinnerKey(view.choice));
+  ctx_.options().Deviation().WinnerKey(&own);
+  std::copy(own.begin(), own.end(),
+            shares.begin() + static_cast<ptrdiff_t>(self * kWinnerKeyWords));
+  // One share from every other participating party, sealed by it for this party.
+  std::set<std::string> expected;
+  for (size_t i = 2; i < n; ++i) {
+    if (compare.proposals()[static_cast<int>(i)].proposal().participate()) {
+      expected.insert(ctx_.ring[i]);
+    }
+  }
+  const std::string purpose = KeySharePurpose(replica_.decisions());
+  for (const auto& sealed : compare.key_shares()) {
+    if (!expected.count(sealed.sender()) || sealed.receiver() != ctx_.self()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "the winner's secure comparison: a key share from '", sealed.sender(), "' for '",
+          sealed.receiver(), "', which is not a participating party's share for this party"));
+    }
+    absl::StatusOr<std::string> bytes = ctx_.OpenSealed(sealed, round, purpose);
+    if (!bytes.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("the winner's secure comparison: the key share of '", sealed.sender(),
+                       "' does not open for this round: ", bytes.status().message()));
+    }
+    ASSIGN_OR_RETURN(const std::vector<uint64_t> share, DecodeWinnerShare(*bytes));
+    const size_t i = static_cast<size_t>(
+        std::find(ctx_.ring.begin(), ctx_.ring.end(), sealed.sender()) - ctx_.ring.begin());
+    std::copy(share.begin(), share.end(),
+              shares.begin() + static_cast<ptrdiff_t>(i * kWinnerKeyWords));
+    expected.erase(sealed.sender());
+  }
+  if (!expected.empty()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("the winner's secure comparison: no key share from '", *expected.begin(),
+                     "', which participates"));
+  }
+  return shares;
+}
+
+absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& compare,
+                                          uint64_t round, fedanon::v1::VerticalStepResult* out) {
+  const size_t self = ctx_.RingPosition();
+  if (self > 1) {
+    return absl::PermissionDeniedError(
+        "only the ring's first two parties compute the round's winner");
+  }
+  const bool garbler = self == 0;
+  const std::string& other = ctx_.ring[garbler ? 1 : 0];
+  const int step = static_cast<int>(compare.step());
+  const uint64_t decisions = replica_.decisions();
+  if (step < 1 || step > kWinnerCompareSteps || (step % 2 == 0) != garbler) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the winner's secure comparison: step ", step, " is not one of this party's"));
+  }
+  // The other computing party's message, opened before any state changes.
+  std::string message;
+  if (step > 1) {
+    if (!compare.has_input() || compare.input().sender() != other ||
+        compare.input().receiver() != ctx_.self()) {
+      return absl::PermissionDeniedError(absl::StrCat("the winner's secure comparison: step ", step,
+                                                      " takes a message sealed by '", other,
+                                                      "' for '", ctx_.self(), "'"));
+    }
+    absl::StatusOr<std::string> opened =
+        ctx_.OpenSealed(compare.input(), round, ComparePurpose(decisions, step - 1));
+    if (!opened.ok()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "the winner's secure comparison: step ", step, ": the input does not open as sealed by '",
+          other, "' for this step, decision and round: ", opened.status().message()));
+    }
+    message = *std::move(opened);
+  } else if (compare.has_input()) {
+    return absl::InvalidArgumentError(
+        "the winner's secure comparison: its first step takes no input");
+  }
+  const int first = garbler ? 2 : 1;
+  if (step == first) {
+    if (comparison_ && comparison_->round == round && comparison_->decisions == decisions) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the winner's secure comparison of round ", round, " has started already"));
+    }
+    ASSIGN_OR_RETURN(std::vector<uint64_t> shares, CollectShares(compare, round));
+    std::string seed = std::move(restored_seed_);
+    restored_seed_.clear();
+    if (seed.empty()) {
+      seed.assign(crypto::kComparisonSeedBytes, '\0');
+      RETURN_IF_ERROR(
+          crypto::FillRandom(absl::MakeSpan(reinterpret_cast<uint8_t*>(seed.data()), seed.size())));
+    }
+    ASSIGN_OR_RETURN(auto c, VerticalWinnerComparison::Create(
+                                 garbler, WinnerComparisonInstance(round, decisions),
+                                 ctx_.ring.size(), std::move(shares), seed));
+    // Durable with this answer: a restart runs the answered steps again from it.
+    ctx_.journal_extra = seed;
+    comparison_ = RunningComparison{round, decisions, std::move(c)};
+  } else if (!compare.proposals().empty() || !compare.key_shares().empty()) {
+    return absl::InvalidArgumentError(
+        "the winner's secure comparison: proposals and shares come with the first step only");
+  } else if (!comparison_ || comparison_->round != round || comparison_->decisions != decisions) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the winner's secure comparison: step ", step, " of round ", round,
+                     " comes before this party's first step of it"));
+  }
+  ASSIGN_OR_RETURN(const std::string next, comparison_->comparison->Step(step, message));
+  auto* compared = out->mutable_compared();
+  if (step < kWinnerCompareSteps) {
+    ASSIGN_OR_RETURN(*compared->mutable_sealed(),
+                     ctx_.SealFor(other, round, ComparePurpose(decisions, step), next));
+  }
+  std::vector<std::string> to;
+  if (step < kWinnerCompareSteps) to.push_back(other);
+  if (const std::optional<uint64_t> w = comparison_->comparison->winner()) {
+    // The largest key is a participant's (its top bit is set): a winner that did not participate
+    // means a key was wrong somewhere.
+    if (*w >= ctx_.ring.size()) {
+      return absl::InternalError(absl::StrCat("the winner's secure comparison named party ", *w));
+    }
+    auto* choice = compared->mutable_choice();
+    choice->set_judge(ctx_.self());
+    choice->set_winner(ctx_.ring[*w]);
+    ASSIGN_OR_RETURN(*choice->mutable_signature(),
+                     crypto::SignStatement(ctx_.own_seal->sign_key_pem,
+                                           WinnerChoiceStatement(ctx_.job_id, ctx_.run_id, round,
+                                                                 decisions, choice->winner())));
+    comparison_.reset();
+    to.push_back(ctx_.leader);
+  }
+  return ctx_.Audit(round, {.kind = kAuditWinnerComparison,
+                            .form = compared->has_choice() ? "sealed+plaintext" : kAuditSealed,
+                            .to = to,
+                            .numbers = {{"step", static_cast<uint64_t>(step)}},
+                            .texts = {{"winner", compared->choice().winner()}}});
 }
 
 absl::Status VerticalRoundsParty::CheckSignedProposal(const fedanon::v1::SignedProposal& signed_,
@@ -100,7 +324,8 @@ absl::Status VerticalRoundsParty::CheckCommitEvidence(const fedanon::v1::Vertica
                                                       uint64_t round) const {
   const fedanon::v1::SignedProposal& winner = commit.winner();
   RETURN_IF_ERROR(CheckSignedProposal(winner, round));
-  if (!winner.proposal().participate() ||
+  RETURN_IF_ERROR(CheckWinnerChoices(commit.choices(), winner.party(), round, "commit"));
+  if (!winner.proposal().participate() || !winner.proposal().has_candidate() ||
       !TheSignedCandidate(commit.candidate(), winner.proposal().candidate())) {
     return absl::PermissionDeniedError(
         absl::StrCat("forged vertical commit: '", winner.party(),
@@ -158,36 +383,36 @@ absl::Status VerticalRoundsParty::CheckCommitEvidence(const fedanon::v1::Vertica
 
 absl::Status VerticalRoundsParty::Winner(const fedanon::v1::VerticalWinner& winner, uint64_t round,
                                          fedanon::v1::VerticalStepResult* out) {
-  // The winner must be this party's own signed proposal and the best of every party's signed
-  // proposal of the round: the leader can neither invent a proposal, alter a score, nor turn a
+  // This party is the winner only on both computing parties' signed choice of it, over every
+  // party's signed proposal of the round: the leader can neither pick another winner nor turn a
   // party's participation into a Not-participate.
-  std::set<std::string> heard;
-  std::optional<engine::TopDownSpecializer::Choice> best;
-  std::string best_party;
-  fedanon::v1::VerticalCandidate best_candidate;
-  for (const auto& p : winner.proposals()) {
-    RETURN_IF_ERROR(CheckSignedProposal(p, round));
-    if (!heard.insert(p.party()).second) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("forged vertical winner: two proposals of '", p.party(), "'"));
-    }
-    if (!p.proposal().participate()) continue;
-    const auto c = AsChoice(p.proposal().candidate());
-    if (!best || engine::TopDownSpecializer::Beats(c, *best)) {
-      best = c;
-      best_party = p.party();
-      best_candidate = p.proposal().candidate();
-    }
+  RETURN_IF_ERROR(CheckRoundProposals(winner.proposals(), round, "winner"));
+  RETURN_IF_ERROR(CheckWinnerChoices(winner.choices(), ctx_.self(), round, "winner"));
+  const VerticalProposalView view = OwnView();
+  if (!view.choice ||
+      !winner.proposals()[static_cast<int>(ctx_.RingPosition())].proposal().participate()) {
+    return absl::FailedPreconditionError(
+        "forged vertical winner: this party did not participate in the round");
   }
-  if (heard.size() != ctx_.ring.size()) {
-    return absl::PermissionDeniedError(
-        "forged vertical winner: the leader did not relay every party's signed proposal");
-  }
-  if (best_party != ctx_.self() || !TheSignedCandidate(winner.candidate(), best_candidate)) {
-    return absl::PermissionDeniedError(
-        "forged vertical winner: the candidate is not the best signed proposal of the round");
-  }
-  ASSIGN_OR_RETURN(std::string instruction, replica_.MakeInstruction(winner.candidate()));
+  // Its candidate and score, signed: what the leader and, with the commit, every party learn of
+  // the round's proposals.
+  fedanon::v1::VerticalProposal won;
+  won.set_participate(true);
+  won.set_reason(view.reason);
+  won.set_misbehaving(ctx_.options().deviation != nullptr);
+  auto* c = won.mutable_candidate();
+  c->set_attribute(static_cast<uint32_t>(view.choice->attr));
+  c->set_node(view.choice->node);
+  c->set_candidate(view.choice->c);
+  c->set_score(view.choice->score);
+  c->set_order_key(view.choice->order_key);
+  ASSIGN_OR_RETURN(*won.mutable_signature(),
+                   crypto::SignStatement(ctx_.own_seal->sign_key_pem,
+                                         ProposalStatement(ctx_.job_id, ctx_.run_id, round,
+                                                           replica_.decisions(), won)));
+  const fedanon::v1::VerticalCandidate candidate = won.candidate();
+  *out->mutable_instructions()->mutable_won() = std::move(won);
+  ASSIGN_OR_RETURN(std::string instruction, replica_.MakeInstruction(candidate));
   // Before the verdict the children go to the judges only (the other holders of sensitive
   // values); everyone else gets them from VerticalPublish once every judge accepted.
   std::vector<std::string> receivers;
@@ -197,14 +422,17 @@ absl::Status VerticalRoundsParty::Winner(const fedanon::v1::VerticalWinner& winn
         transfer_.SealInstruction(party, round, instruction, out->mutable_instructions()));
     receivers.push_back(party);
   }
-  pending_ = PendingInstruction{round, winner.candidate(), std::move(instruction)};
+  pending_ = PendingInstruction{round, candidate, std::move(instruction)};
+  // Its candidate and score in plaintext to the leader, the children sealed for the judges.
+  receivers.push_back(ctx_.leader);
   return ctx_.Audit(
-      round, {.kind = kAuditInstruction,
-              .form = kAuditSealed,
-              .to = receivers,
-              .numbers = CandidateNumbers(winner.candidate(),
-                                          {{"records", InstructionRecords(pending_->bytes)}}),
-              .texts = {{"stage", "to the judges"}}});
+      round,
+      {.kind = kAuditInstruction,
+       .form = "sealed+plaintext",
+       .to = receivers,
+       .numbers = CandidateNumbers(candidate, {{"records", InstructionRecords(pending_->bytes)}}),
+       .texts = {{"stage", "to the judges; the winner's candidate to the leader"},
+                 {"score", absl::StrCat(candidate.score())}}});
 }
 
 absl::Status VerticalRoundsParty::Deliver(const fedanon::v1::VerticalDeliver& deliver,
@@ -329,6 +557,25 @@ absl::Status VerticalRoundsParty::Commit(const fedanon::v1::VerticalCommit& comm
     }
     ASSIGN_OR_RETURN(const bool accept, replica_.Deliver(bytes));
     if (!accept) return absl::InternalError("a non-judging party vetoed a candidate");
+  }
+  // The winner must rank above this party's own proposal of the round: the secure comparison
+  // shows nobody the losers' keys, so each participant checks that it did not lose to a worse
+  // candidate (a party that fed the comparison another key than its candidate's, or a computing
+  // party that garbled another function).
+  if (proposed_ && proposed_->round == round && proposed_->decisions == replica_.decisions() &&
+      !replica_.owns(static_cast<int>(commit.candidate().attribute()))) {
+    const auto& c = commit.candidate();
+    ASSIGN_OR_RETURN(
+        const std::vector<uint64_t> winner_key,
+        WinnerKey(engine::TopDownSpecializer::Choice{static_cast<int>(c.attribute()), c.node(),
+                                                     c.candidate(), c.score(), c.order_key()}));
+    if (std::lexicographical_compare(winner_key.rbegin(), winner_key.rend(),
+                                     proposed_->key.rbegin(), proposed_->key.rend())) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "refused the round's winner: this party's own proposal of round ", round,
+          " ranks above the committed candidate (the secure comparison's inputs or garbling "
+          "deviated)"));
+    }
   }
   if (commit.accept() && replica_.owns(static_cast<int>(commit.candidate().attribute()))) {
     // Our own candidate: applied only once every other judge's sealed acceptance was checked.

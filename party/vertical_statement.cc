@@ -45,6 +45,16 @@ std::string ProposalStatement(std::string_view job_id, std::string_view run_id, 
   PutU64(absl::bit_cast<uint64_t>(c.order_key()), &out);
   PutBytes(proposal.reason(), &out);
   PutU64(proposal.misbehaving() ? 1 : 0, &out);
+  // A round's proposal (no candidate) and a winner's (with it) never read as each other.
+  PutU64(proposal.has_candidate() ? 1 : 0, &out);
+  return out;
+}
+
+std::string WinnerChoiceStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
+                                  uint64_t decisions, std::string_view winner) {
+  std::string out = Header(job_id, run_id, round, "winner");
+  PutU64(decisions, &out);
+  PutBytes(winner, &out);
   return out;
 }
 

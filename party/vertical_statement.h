@@ -61,4 +61,9 @@ std::string VerdictStatement(std::string_view job_id, std::string_view run_id, u
                              uint64_t decisions, const fedanon::v1::VerticalCandidate& candidate,
                              bool accept);
 
+// What a computing party signs once the secure comparison of a round named its winner: the
+// winner's name, bound to the round and to the signer's count of decisions.
+std::string WinnerChoiceStatement(std::string_view job_id, std::string_view run_id, uint64_t round,
+                                  uint64_t decisions, std::string_view winner);
+
 }  // namespace fedanon::party

@@ -29,6 +29,13 @@
 // last chunk (SumStepResult.mask_seed), saving the SumUnmask round trip of every secure sum (a
 // quarter of a three-party horizontal job's sequential round trips: docs/operations.md "Wide-area
 // links"). A 2.1 leader still asks a 2.0 party with SumUnmask; a 2.0 leader ignores the field.
+//
+// 3.0: secure comparisons (issue 44; crypto/secure_comparison.h). A vertical round's proposals
+// carry participation only, and the winner is the argmax of the parties' tie-break keys computed
+// by the ring's first two parties (VerticalCompare; the owner reveals its candidate in
+// VerticalInstructions.won, and every commit carries both computing parties' signed choices).
+// With two data parties the horizontal final check runs by secure comparisons
+// (FinalCheckStep.PHASE_COMPARE). A 2.x party would send scores and skip the comparisons: refused.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +52,7 @@ struct ProtocolVersion {
   friend bool operator==(const ProtocolVersion&, const ProtocolVersion&) = default;
 };
 
-inline constexpr ProtocolVersion kProtocolVersion{2, 1};  // what this build speaks
+inline constexpr ProtocolVersion kProtocolVersion{3, 0};  // what this build speaks
 
 // "2.0".
 std::string ProtocolVersionText(const ProtocolVersion& v);

@@ -91,6 +91,12 @@ class Deviating final : public PartyDeviation {
     }
   }
 
+  void WinnerKey(std::vector<uint64_t>* key) const override {
+    if (mode_ != "inflate-comparison-key" || key->size() < 4 || (*key)[3] == 0) return;
+    spdlog::warn("DEVIATING (test): the comparison gets a larger key than the candidate's");
+    (*key)[2] = ~uint64_t{0};  // the largest score, whatever the candidate it reveals
+  }
+
   void GroupProposalScore(double* score) const override {
     if (mode_ == "overstate-score") *score = 1e300;
   }

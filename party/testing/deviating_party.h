@@ -12,7 +12,8 @@
 //    "release-other-order" (the ring's last party gets another release-order seed),
 //    "report-larger-groups" (the release report states a larger smallest group and a confidence of
 //    1e9), "other-children-for-others" (the parties after the judges get other members for the same
-//    children).
+//    children), "inflate-comparison-key" (the vertical winner's secure comparison gets a key with
+//    the largest score, the candidate revealed if it wins is its real one).
 #pragma once
 
 #include <array>
@@ -24,13 +25,23 @@
 
 namespace fedanon::party_testing {
 
-inline constexpr std::array<std::string_view, 16> kDeviations = {
-    "never-participate",        "under-declare",       "inflate-released-counts",
-    "ignore-record-limit",      "union-drop-row",      "union-repeat-row",
-    "union-swap-row",           "union-invent-row",    "final-check-negative-offset",
-    "move-released-count",      "repropose-vetoed",    "report-larger-groups",
-    "overstate-score",          "release-record-tags", "release-other-order",
-    "other-children-for-others"};
+inline constexpr std::array<std::string_view, 17> kDeviations = {"never-participate",
+                                                                 "under-declare",
+                                                                 "inflate-released-counts",
+                                                                 "ignore-record-limit",
+                                                                 "union-drop-row",
+                                                                 "union-repeat-row",
+                                                                 "union-swap-row",
+                                                                 "union-invent-row",
+                                                                 "final-check-negative-offset",
+                                                                 "move-released-count",
+                                                                 "repropose-vetoed",
+                                                                 "report-larger-groups",
+                                                                 "overstate-score",
+                                                                 "release-record-tags",
+                                                                 "release-other-order",
+                                                                 "other-children-for-others",
+                                                                 "inflate-comparison-key"};
 
 // The deviation named `mode` (one of kDeviations); null for "" (an honest party). Aborts on any
 // other name: a test that names a mode that does not exist is wrong.

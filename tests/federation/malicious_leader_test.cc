@@ -1016,10 +1016,12 @@ partitioning: vertical
         p->mutable_candidate()->set_score(1e9);
       });
   ExpectNothingReleased(attack);
-  // The altered proposal no longer carries its party's signature, which every party checks
-  // before the holder's own re-check of the candidate could run.
+  // A round's proposal names no candidate (the candidate stays at its party until the secure
+  // comparison names it the winner), and the altered one no longer carries its party's
+  // signature: the computing parties refuse it before the holder's own re-check could run.
   const std::string& reason = attack.info.failure_reason();
-  EXPECT_TRUE(reason.find("forged vertical proposal") != std::string::npos ||
+  EXPECT_TRUE(reason.find("forged vertical comparison: the proposal of 'hospital-a' names a "
+                          "candidate") != std::string::npos ||
               reason.find("refused to apply a specialization that fails this party's own check "
                           "of the privacy model: q0 ANY") != std::string::npos)
       << reason;
@@ -1454,21 +1456,42 @@ TEST(MaliciousLeader, VerticalAlteredProposalIsRefused) {
               ::testing::HasSubstr("forged vertical proposal: the proposal of '"));
 }
 
-// The leader announces as winner a proposal that is not the best one (it drops the best party's
-// proposal from what it relays, or relays a candidate the owner did not propose).
+// The leader announces as winner a party the secure comparison did not name: it rewrites the
+// computing parties' choices (to name the party it sends the winner to), or drops one of them.
 TEST(MaliciousLeader, VerticalWinnerThatDidNotWinIsRefused) {
-  std::atomic<int> tampered{0};
-  const auto info = RunTamperedVertical("vsig_winner", [&](const std::string&, LeaderMessage* m) {
-    if (!m->has_vertical() || !m->vertical().has_winner()) return;
-    auto* winner = m->mutable_vertical()->mutable_winner();
-    winner->mutable_candidate()->set_node(winner->candidate().node() + 1);
-    ++tampered;
-  });
-  ASSERT_GT(tampered.load(), 0);
-  EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED);
-  EXPECT_THAT(info.failure_reason(),
-              ::testing::HasSubstr("forged vertical winner: the candidate is not the best signed "
-                                   "proposal of the round"));
+  struct Case {
+    std::string name;
+    std::function<void(const std::string& to, fedanon::v1::VerticalWinner*)> alter;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {"vsig_winner_renamed",
+       [](const std::string& to, fedanon::v1::VerticalWinner* w) {
+         for (auto& c : *w->mutable_choices()) {
+           c.set_winner(to == "hospital-a" ? "hospital-b" : "hospital-a");
+         }
+       },
+       "as the round's winner, not '"},
+      {"vsig_winner_one_choice",
+       [](const std::string&, fedanon::v1::VerticalWinner* w) {
+         w->mutable_choices()->RemoveLast();
+       },
+       "the secure comparison's choice of both computing parties"},
+  };
+  for (const Case& c : cases) {
+    std::atomic<int> tampered{0};
+    const auto info = RunTamperedVertical(c.name, [&](const std::string& to, LeaderMessage* m) {
+      if (!m->has_vertical() || !m->vertical().has_winner()) return;
+      c.alter(to, m->mutable_vertical()->mutable_winner());
+      ++tampered;
+    });
+    ASSERT_GT(tampered.load(), 0) << c.name;
+    EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_FAILED) << c.name;
+    EXPECT_THAT(info.failure_reason(),
+                ::testing::AllOf(::testing::HasSubstr("forged vertical winner"),
+                                 ::testing::HasSubstr(c.reason)))
+        << c.name;
+  }
 }
 
 // The leader turns a judge's veto into an acceptance, or an acceptance into a veto, or commits

@@ -118,13 +118,22 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
         }
         break;
       case fedanon::v1::VerticalStepResult::kProposal:
+        // Participation to the leader, the key's shares sealed for the computing parties.
         s.kind = "proposal";
         s.to = {leader};
+        for (const auto& share : v.proposal().key_shares()) s.to.push_back(share.receiver());
         break;
       case fedanon::v1::VerticalStepResult::kInstructions:
         s.kind = "instruction";
         s.to = Receivers(v.instructions().for_parties());
         for (const auto& r : v.instructions().refs()) s.to.push_back(r.receiver());
+        // The round's winner reveals its candidate to the leader.
+        if (v.instructions().has_won()) s.to.push_back(leader);
+        break;
+      case fedanon::v1::VerticalStepResult::kCompared:
+        s.kind = "winner-comparison";
+        if (v.compared().has_sealed()) s.to.push_back(v.compared().sealed().receiver());
+        if (v.compared().has_choice()) s.to.push_back(leader);
         break;
       case fedanon::v1::VerticalStepResult::kVerdict:
         s.kind = "verdict";
@@ -560,6 +569,7 @@ void RunVertical(const std::string& name, const std::string& recipient, bool sen
   EXPECT_GT(kinds["proposal"], 0);
   EXPECT_GT(kinds["instruction"], 0);
   EXPECT_GT(kinds["commit"], 0);
+  EXPECT_GT(kinds["winner-comparison"], 0);
   EXPECT_EQ(kinds["released-table"], recipient.empty() ? 0 : 1);
   if (sensitive) {
     EXPECT_GT(kinds["verdict"], 0) << "hospital-a judges hospital-b's candidates";

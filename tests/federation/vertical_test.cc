@@ -781,8 +781,11 @@ TEST(VerticalFederation, MoreInstructionsThanOtherPartiesAreRefusedBeforeAnyIsFe
 // A deviating data party (issue: a deviating data party, finding 2): a party whose winner a judge
 // vetoed proposes the same candidate again with a score that wins. No honest replica does (the
 // veto rejects the candidate everywhere), and repeated vetoes would keep the rounds going without
-// end: the leader refuses the proposal by name. Runs where nothing of theirs was vetoed end
-// normally; at least one of the seeds must veto.
+// end: the job fails by name. Since the winner is chosen by secure comparison, the leader sees the
+// candidate only once the owner reveals it, and the owner's own replica refuses to instruct a
+// candidate vetoed everywhere first; the leader's own refusal (a proposal decided in an earlier
+// round) stays behind it for an owner that skips that check. Runs where nothing of theirs was
+// vetoed end normally; at least one of the seeds must veto.
 TEST(VerticalFederation, AProposalOfAVetoedCandidateIsRefusedByTheLeader) {
   int refused = 0;
   for (int seed = 1; seed <= 7 && refused == 0; seed += 2) {
@@ -794,10 +797,15 @@ TEST(VerticalFederation, AProposalOfAVetoedCandidateIsRefusedByTheLeader) {
                     {{"hospital-b", "repropose-vetoed"}, {"hospital-c", "repropose-vetoed"}});
     if (fed.info.state() == fedanon::v1::JOB_STATE_DONE) continue;
     EXPECT_EQ(fed.info.state(), fedanon::v1::JOB_STATE_FAILED);
-    EXPECT_THAT(fed.info.failure_reason(),
-                ::testing::HasSubstr(absl::StrCat(leader::kProposalDecidedAlready, ": party '")))
-        << fed.info.failure_reason();
-    EXPECT_THAT(fed.info.failure_reason(), ::testing::HasSubstr(", vetoed in round "));
+    const std::string& reason = fed.info.failure_reason();
+    const bool by_leader =
+        absl::StrContains(reason, absl::StrCat(leader::kProposalDecidedAlready, ": party '")) &&
+        absl::StrContains(reason, ", vetoed in round ");
+    const bool by_owner = absl::StrContains(
+        reason,
+        "refused to apply a specialization that fails this party's own check of the "
+        "privacy model");
+    EXPECT_TRUE(by_leader || by_owner) << reason;
     ++refused;
   }
   EXPECT_GT(refused, 0) << "no seed vetoed a candidate of hospital-b or hospital-c";

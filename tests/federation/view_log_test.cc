@@ -399,17 +399,17 @@ std::vector<Part> PartsOfExchanges(const std::vector<VerticalExchange>& exchange
       p.kind = "id_intersection";
       p.counts = {x.reply.ids().common_records()};
     } else if (x.step.has_propose()) {
-      const auto& proposal = x.reply.proposal();
-      if (proposal.participate()) {
-        p.kind = "vertical_score";
-        const uint32_t attr = proposal.candidate().attribute();
-        p.attribute = attr < qid_names.size() ? qid_names[attr] : "?";
-        p.counts = {static_cast<uint64_t>(proposal.candidate().node()),
-                    static_cast<uint64_t>(proposal.candidate().candidate())};
-        p.score = proposal.candidate().score();
-      } else {
-        p.kind = "vertical_decline";
-      }
+      // Participation only: the candidate and its score go into the secure comparison.
+      p.kind = x.reply.proposal().participate() ? "vertical_participate" : "vertical_decline";
+    } else if (x.step.has_winner()) {
+      // The round's winner reveals its candidate and score to the leader.
+      const auto& won = x.reply.instructions().won();
+      p.kind = "vertical_score";
+      const uint32_t attr = won.candidate().attribute();
+      p.attribute = attr < qid_names.size() ? qid_names[attr] : "?";
+      p.counts = {static_cast<uint64_t>(won.candidate().node()),
+                  static_cast<uint64_t>(won.candidate().candidate())};
+      p.score = won.candidate().score();
     } else if (x.step.has_deliver()) {
       p.kind = "vertical_verdict";
       p.counts = {x.reply.verdict().accept() ? 1u : 0u};
@@ -487,7 +487,15 @@ void RunVertical(const std::string& name, const std::string& recipient) {
   EXPECT_EQ(kinds["id_intersection"], 2);
   EXPECT_EQ(kinds["id_digests"], 2);
   EXPECT_GT(kinds["vertical_score"], 0);
+  EXPECT_GT(kinds["vertical_participate"], kinds["vertical_score"]);
   EXPECT_GT(kinds["vertical_decline"], 0);  // the last round: every party declines
+  // No losing score: one score per round, the winner's (a round's every other participant shows
+  // its participation only).
+  std::map<uint32_t, int> scores_per_round;
+  for (const Part& p : logged) {
+    if (p.kind == "vertical_score") ++scores_per_round[p.round];
+  }
+  for (const auto& [round, scores] : scores_per_round) EXPECT_EQ(scores, 1) << "round " << round;
   // No sensitive values in this spec: no party judges another's candidate (docs/vertical.md).
   EXPECT_EQ(kinds["vertical_verdict"], 0);
   EXPECT_EQ(kinds["vertical_report"], 2);

@@ -655,30 +655,71 @@ std::vector<std::pair<std::string, std::string>> VerticalSeeds() {
   const LeaderMessage propose = Vertical(step);
   Setup s = MakeSetup(3);
   const PartyMessage proposal = s.agent->Handle(propose);
+  const PartyMessage b_proposal = s.peer->Handle(propose);
+  std::vector<fedanon::v1::SignedProposal> proposals(2);
+  proposals[0].set_party(kA);
+  *proposals[0].mutable_proposal() = proposal.vertical().proposal();
+  proposals[1].set_party(kB);
+  *proposals[1].mutable_proposal() = b_proposal.vertical().proposal();
+  // The round's secure comparison, relayed as the leader relays it (a garbles, b evaluates); its
+  // steps are seeds too.
+  std::vector<fedanon::v1::SignedWinnerChoice> choices;
+  std::vector<LeaderMessage> compare_steps;
+  fedanon::v1::SealedPayload carried;
+  for (uint32_t c = 1; c <= 6; ++c) {
+    step.Clear();
+    step.mutable_compare()->set_step(c);
+    if (c <= 2) {
+      for (const auto& p : proposals) *step.mutable_compare()->add_proposals() = p;
+    }
+    if (c > 1) *step.mutable_compare()->mutable_input() = carried;
+    compare_steps.push_back(Vertical(step));
+    const PartyMessage reply = (c % 2 == 1 ? *s.peer : *s.agent).Handle(compare_steps.back());
+    if (!reply.has_vertical() || !reply.vertical().has_compared()) {
+      FuzzFail("the winner's comparison did not run");
+    }
+    if (reply.vertical().compared().has_choice()) {
+      choices.push_back(reply.vertical().compared().choice());
+    }
+    carried = reply.vertical().compared().sealed();
+  }
+  if (choices.size() != 2) FuzzFail("the winner's comparison named no winner");
+  seeds.emplace_back("vertical-compare",
+                     Input(3, {propose, compare_steps[1], compare_steps[3], compare_steps[5]}));
   fedanon::v1::VerticalStep winner;
-  *winner.mutable_winner()->mutable_candidate() = proposal.vertical().proposal().candidate();
+  for (const auto& p : proposals) *winner.mutable_winner()->add_proposals() = p;
+  for (const auto& c : choices) *winner.mutable_winner()->add_choices() = c;
+  const bool a_won = choices[0].winner() == kA;
+  const PartyMessage won = (a_won ? *s.agent : *s.peer).Handle(Vertical(winner));
+  if (!won.has_vertical() || !won.vertical().instructions().has_won()) {
+    FuzzFail("the round's winner revealed no candidate");
+  }
   fedanon::v1::VerticalStep commit;
-  *commit.mutable_commit()->mutable_candidate() = proposal.vertical().proposal().candidate();
+  *commit.mutable_commit()->mutable_candidate() = won.vertical().instructions().won().candidate();
   commit.mutable_commit()->set_accept(true);
+  commit.mutable_commit()->mutable_winner()->set_party(a_won ? kA : kB);
+  *commit.mutable_commit()->mutable_winner()->mutable_proposal() =
+      won.vertical().instructions().won();
+  for (const auto& c : choices) *commit.mutable_commit()->add_choices() = c;
   fedanon::v1::VerticalStep release;
   release.mutable_release()->set_recipient(kLeader);
   seeds.emplace_back("vertical-round-a",
                      Input(3, {propose, Vertical(winner), Vertical(commit), Vertical(release)}));
 
-  const PartyMessage b_proposal = s.peer->Handle(propose);
-  *winner.mutable_winner()->mutable_candidate() = b_proposal.vertical().proposal().candidate();
-  const PartyMessage instructions = s.peer->Handle(Vertical(winner));
-  for (const SealedPayload& p : instructions.vertical().instructions().for_parties()) {
-    if (p.receiver() != kA) continue;
-    absl::StatusOr<std::string> plain = crypto::OpenFrom(
-        *TheWorld().a_keys, TheWorld().keys.at(kB)->public_key(),
-        crypto::SealContext{kJob, run, 1, p.sender(), kA, p.purpose()}, p.ciphertext());
-    if (!plain.ok()) FuzzFail("cannot open b's instruction");
-    step.Clear();
-    *step.mutable_deliver()->mutable_instruction() = p;
-    step.mutable_deliver()->mutable_instruction()->set_ciphertext(absl::StrCat(kPlain, *plain));
-    *commit.mutable_commit()->mutable_candidate() = b_proposal.vertical().proposal().candidate();
-    seeds.emplace_back("vertical-deliver", Input(3, {propose, Vertical(step), Vertical(commit)}));
+  // b's instruction, opened with a's key and given as plaintext (a judges nothing in this spec:
+  // the delivery is a seed of a's refusal path, as before).
+  if (!a_won) {
+    for (const SealedPayload& p : won.vertical().instructions().for_parties()) {
+      if (p.receiver() != kA) continue;
+      absl::StatusOr<std::string> plain = crypto::OpenFrom(
+          *TheWorld().a_keys, TheWorld().keys.at(kB)->public_key(),
+          crypto::SealContext{kJob, run, 1, p.sender(), kA, p.purpose()}, p.ciphertext());
+      if (!plain.ok()) FuzzFail("cannot open b's instruction");
+      step.Clear();
+      *step.mutable_deliver()->mutable_instruction() = p;
+      step.mutable_deliver()->mutable_instruction()->set_ciphertext(absl::StrCat(kPlain, *plain));
+      seeds.emplace_back("vertical-deliver", Input(3, {propose, Vertical(step), Vertical(commit)}));
+    }
   }
 
   // Assembling the joined table from released columns (as plaintext for the harness to seal).

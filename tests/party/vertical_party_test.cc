@@ -83,6 +83,80 @@ absl::StatusOr<std::vector<uint64_t>> MatchIds(PartyFixture& f) {
   return f.MatchIds("job-00000000000f");
 }
 
+// Every party's signed proposal of `round` (ring order), as an honest leader collects them.
+absl::StatusOr<std::vector<fedanon::v1::SignedProposal>> ProposeAll(PartyFixture& f,
+                                                                    uint32_t round) {
+  std::vector<fedanon::v1::SignedProposal> out;
+  for (const auto& party : f.names) {
+    VerticalStep step;
+    step.mutable_propose();
+    ASSIGN_OR_RETURN(VerticalStepResult reply, CallStep(f, party, round, step));
+    out.emplace_back().set_party(party);
+    *out.back().mutable_proposal() = reply.proposal();
+  }
+  return out;
+}
+
+// The round's secure comparison as an honest leader relays it between the ring's first two
+// parties: the winner's index and both computing parties' signed choices.
+struct Compared {
+  size_t owner = 0;
+  std::vector<fedanon::v1::SignedWinnerChoice> choices;
+};
+absl::StatusOr<Compared> CompareRound(PartyFixture& f, uint32_t round,
+                                      const std::vector<fedanon::v1::SignedProposal>& proposals) {
+  Compared out;
+  fedanon::v1::SealedPayload carried;
+  for (uint32_t s = 1; s <= 6; ++s) {
+    const std::string& party = f.names[s % 2 == 1 ? 1 : 0];
+    VerticalStep step;
+    step.mutable_compare()->set_step(s);
+    if (s <= 2) {
+      for (const auto& p : proposals) {
+        auto* relayed = step.mutable_compare()->add_proposals();
+        *relayed = p;
+        relayed->mutable_proposal()->clear_key_shares();
+        for (const auto& share : p.proposal().key_shares()) {
+          if (share.receiver() == party) *step.mutable_compare()->add_key_shares() = share;
+        }
+      }
+    }
+    if (s > 1) *step.mutable_compare()->mutable_input() = carried;
+    ASSIGN_OR_RETURN(VerticalStepResult reply, CallStep(f, party, round, step));
+    if (reply.compared().has_choice()) out.choices.push_back(reply.compared().choice());
+    carried = reply.compared().sealed();
+  }
+  if (out.choices.size() != 2 || out.choices[0].winner() != out.choices[1].winner()) {
+    return absl::InternalError("the computing parties did not agree on a winner");
+  }
+  const auto it = std::find(f.names.begin(), f.names.end(), out.choices[0].winner());
+  out.owner = static_cast<size_t>(it - f.names.begin());
+  return out;
+}
+
+VerticalStep WinnerOf(const std::vector<fedanon::v1::SignedProposal>& proposals,
+                      const std::vector<fedanon::v1::SignedWinnerChoice>& choices) {
+  VerticalStep win;
+  for (const auto& p : proposals) {
+    auto* relayed = win.mutable_winner()->add_proposals();
+    *relayed = p;
+    relayed->mutable_proposal()->clear_key_shares();
+  }
+  for (const auto& c : choices) *win.mutable_winner()->add_choices() = c;
+  return win;
+}
+
+// The commit of `candidate` with its owner's signed winning proposal and both choices.
+VerticalStep CommitOfWon(const fedanon::v1::SignedProposal& won,
+                         const std::vector<fedanon::v1::SignedWinnerChoice>& choices) {
+  VerticalStep commit;
+  *commit.mutable_commit()->mutable_candidate() = won.proposal().candidate();
+  commit.mutable_commit()->set_accept(true);
+  *commit.mutable_commit()->mutable_winner() = won;
+  for (const auto& c : choices) *commit.mutable_commit()->add_choices() = c;
+  return commit;
+}
+
 TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_round", TwoHospitals()));
   ASSERT_OK_AND_ASSIGN(std::vector<std::string> digests, f->PrepareAll("job-00000000000f", kSpec));
@@ -90,36 +164,34 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> common, MatchIds(*f));
   EXPECT_EQ(common, (std::vector<uint64_t>{5, 5}));
 
-  // Round 1: each party proposes its own attribute's candidate; the better one wins.
-  std::vector<fedanon::v1::VerticalProposal> proposals;
-  for (const auto& party : f->names) {
-    VerticalStep step;
-    step.mutable_propose();
-    ASSERT_OK_AND_ASSIGN(VerticalStepResult reply, CallStep(*f, party, 1, step));
-    proposals.push_back(reply.proposal());
+  // Round 1: each party proposes (participation only: no candidate, no score); the secure
+  // comparison of the ring's first two parties names the better one.
+  ASSERT_OK_AND_ASSIGN(const std::vector<fedanon::v1::SignedProposal> signed_proposals,
+                       ProposeAll(*f, 1));
+  for (const auto& p : signed_proposals) {
+    ASSERT_TRUE(p.proposal().participate()) << p.proposal().reason();
+    EXPECT_FALSE(p.proposal().has_candidate());
+    EXPECT_EQ(p.proposal().key_shares_size(), 0);  // two parties: both compute
   }
-  ASSERT_TRUE(proposals[0].participate()) << proposals[0].reason();
-  ASSERT_TRUE(proposals[1].participate()) << proposals[1].reason();
-  EXPECT_EQ(proposals[0].candidate().attribute(), 0u);  // Sex, hospital-a's
-  EXPECT_EQ(proposals[1].candidate().attribute(), 1u);  // Job, hospital-b's
-  const size_t owner = proposals[1].candidate().score() >= proposals[0].candidate().score() ? 1 : 0;
+  ASSERT_OK_AND_ASSIGN(const Compared compared, CompareRound(*f, 1, signed_proposals));
+  const size_t owner = compared.owner;
   const std::string& winner_party = f->names[owner];
   const std::string& other_party = f->names[1 - owner];
-  const fedanon::v1::VerticalCandidate winner = proposals[owner].candidate();
 
-  // Every party's signed proposal travels with the winner, the owner's with the commit.
-  std::vector<fedanon::v1::SignedProposal> signed_proposals(proposals.size());
-  for (size_t i = 0; i < proposals.size(); ++i) {
-    signed_proposals[i].set_party(f->names[i]);
-    *signed_proposals[i].mutable_proposal() = proposals[i];
-  }
-  VerticalStep win;
-  *win.mutable_winner()->mutable_candidate() = winner;
-  for (const auto& p : signed_proposals) *win.mutable_winner()->add_proposals() = p;
-  // Only the owner can build the instruction.
-  // (It refuses: the winner is not its own best proposal, and the attribute is not its own.)
-  EXPECT_FALSE(CallStep(*f, other_party, 1, win).ok());
+  // Only the party both computing parties chose can build the instruction.
+  const VerticalStep win = WinnerOf(signed_proposals, compared.choices);
+  EXPECT_THAT(CallStep(*f, other_party, 1, win),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       absl::StrCat("as the round's winner, not '", other_party, "'")));
   ASSERT_OK_AND_ASSIGN(VerticalStepResult to_judges, CallStep(*f, winner_party, 1, win));
+  // The owner reveals its candidate (its own attribute) and score, signed.
+  const fedanon::v1::VerticalProposal& won = to_judges.instructions().won();
+  ASSERT_TRUE(won.has_candidate());
+  EXPECT_EQ(won.candidate().attribute(), owner);  // Sex is hospital-a's, Job hospital-b's
+  const fedanon::v1::VerticalCandidate winner = won.candidate();
+  fedanon::v1::SignedProposal signed_won;
+  signed_won.set_party(winner_party);
+  *signed_won.mutable_proposal() = won;
   // No party holds sensitive values: nobody judges, so nobody gets the children before the
   // verdict, and a party that does not judge refuses to be asked for one.
   EXPECT_EQ(to_judges.instructions().for_parties_size(), 0);
@@ -143,18 +215,11 @@ TEST(VerticalPartyAgent, IdMatchingOneRoundAndRelease) {
               StatusIs(absl::StatusCode::kFailedPrecondition, "did not just instruct"));
 
   {  // The other party cannot commit the winner without its children.
-    VerticalStep commit;
-    *commit.mutable_commit()->mutable_candidate() = winner;
-    commit.mutable_commit()->set_accept(true);
-    *commit.mutable_commit()->mutable_winner() = signed_proposals[owner];
-    EXPECT_THAT(CallStep(*f, other_party, 1, commit),
+    EXPECT_THAT(CallStep(*f, other_party, 1, CommitOfWon(signed_won, compared.choices)),
                 StatusIs(absl::StatusCode::kFailedPrecondition, "instruction never arrived"));
   }
   for (const auto& party : f->names) {
-    VerticalStep commit;
-    *commit.mutable_commit()->mutable_candidate() = winner;
-    commit.mutable_commit()->set_accept(true);
-    *commit.mutable_commit()->mutable_winner() = signed_proposals[owner];
+    VerticalStep commit = CommitOfWon(signed_won, compared.choices);
     if (party == other_party) {
       *commit.mutable_commit()->mutable_instruction() = instructions.instructions().for_parties(0);
     }
@@ -287,22 +352,18 @@ TEST(VerticalPartyAgent, TheOwnerPublishesOnlyOnTheJudgesSealedAcceptance) {
   ASSERT_OK(f->PrepareAll("job-00000000000f", kJudgedSpec));
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> common, MatchIds(*f));
   ASSERT_EQ(common[0], 5u);
-  VerticalStep propose;
-  propose.mutable_propose();
   // Every party's signed proposal travels with the winner (hospital-b's candidate wins here).
-  std::vector<fedanon::v1::SignedProposal> signed_proposals;
-  for (const auto& party : f->names) {
-    ASSERT_OK_AND_ASSIGN(VerticalStepResult p, CallStep(*f, party, 1, propose));
-    signed_proposals.emplace_back().set_party(party);
-    *signed_proposals.back().mutable_proposal() = p.proposal();
-  }
-  const fedanon::v1::VerticalProposal& proposal_b = signed_proposals[1].proposal();
-  ASSERT_TRUE(proposal_b.participate()) << proposal_b.reason();
-  const fedanon::v1::VerticalCandidate winner = proposal_b.candidate();
-  VerticalStep win;
-  *win.mutable_winner()->mutable_candidate() = winner;
-  for (const auto& p : signed_proposals) *win.mutable_winner()->add_proposals() = p;
-  ASSERT_OK_AND_ASSIGN(VerticalStepResult to_judges, CallStep(*f, "hospital-b", 1, win));
+  ASSERT_OK_AND_ASSIGN(const std::vector<fedanon::v1::SignedProposal> round_proposals,
+                       ProposeAll(*f, 1));
+  ASSERT_TRUE(round_proposals[1].proposal().participate())
+      << round_proposals[1].proposal().reason();
+  ASSERT_OK_AND_ASSIGN(const Compared compared, CompareRound(*f, 1, round_proposals));
+  ASSERT_EQ(compared.owner, 1u);
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult to_judges,
+                       CallStep(*f, "hospital-b", 1, WinnerOf(round_proposals, compared.choices)));
+  const fedanon::v1::VerticalCandidate winner = to_judges.instructions().won().candidate();
+  std::vector<fedanon::v1::SignedProposal> signed_proposals = round_proposals;
+  *signed_proposals[1].mutable_proposal() = to_judges.instructions().won();
   ASSERT_EQ(to_judges.instructions().for_parties_size(), 1);
   EXPECT_EQ(to_judges.instructions().for_parties(0).receiver(), "hospital-a");
 
@@ -337,6 +398,7 @@ TEST(VerticalPartyAgent, TheOwnerPublishesOnlyOnTheJudgesSealedAcceptance) {
     commit.mutable_commit()->set_accept(true);
     *commit.mutable_commit()->mutable_winner() = signed_proposals[1];
     *commit.mutable_commit()->add_verdicts() = signed_verdict;
+    for (const auto& c : compared.choices) *commit.mutable_commit()->add_choices() = c;
     ASSERT_OK_AND_ASSIGN(VerticalStepResult committed, CallStep(*f, party, 1, commit));
     EXPECT_TRUE(committed.committed());
   }
@@ -351,57 +413,51 @@ TEST(VerticalPartyAgent, AProposalSignedBeforeACommitDoesNotVerifyAfterIt) {
   ASSERT_OK_AND_ASSIGN(auto f, PartyFixture::Create("vertical_stale", TwoHospitals()));
   ASSERT_OK(f->PrepareAll("job-00000000000f", kSpec));
   ASSERT_OK(MatchIds(*f).status());
-  auto propose_all =
-      [&](uint32_t round) -> absl::StatusOr<std::vector<fedanon::v1::SignedProposal>> {
-    std::vector<fedanon::v1::SignedProposal> out;
-    for (const auto& party : f->names) {
-      VerticalStep step;
-      step.mutable_propose();
-      ASSIGN_OR_RETURN(VerticalStepResult reply, CallStep(*f, party, round, step));
-      out.emplace_back().set_party(party);
-      *out.back().mutable_proposal() = reply.proposal();
-    }
-    return out;
-  };
-  ASSERT_OK_AND_ASSIGN(const auto round1, propose_all(1));
-  ASSERT_OK_AND_ASSIGN(const auto stale_round2, propose_all(2));  // before round 1's commit
-  const size_t owner =
-      round1[1].proposal().candidate().score() >= round1[0].proposal().candidate().score() ? 1 : 0;
-  const fedanon::v1::VerticalCandidate winner = round1[owner].proposal().candidate();
-  VerticalStep win;
-  *win.mutable_winner()->mutable_candidate() = winner;
-  for (const auto& p : round1) *win.mutable_winner()->add_proposals() = p;
-  ASSERT_OK(CallStep(*f, f->names[owner], 1, win).status());
+  ASSERT_OK_AND_ASSIGN(const auto round1, ProposeAll(*f, 1));
+  ASSERT_OK_AND_ASSIGN(const auto stale_round2, ProposeAll(*f, 2));  // before round 1's commit
+  ASSERT_OK_AND_ASSIGN(const Compared compared1, CompareRound(*f, 1, round1));
+  const size_t owner = compared1.owner;
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult won,
+                       CallStep(*f, f->names[owner], 1, WinnerOf(round1, compared1.choices)));
+  fedanon::v1::SignedProposal signed_won;
+  signed_won.set_party(f->names[owner]);
+  *signed_won.mutable_proposal() = won.instructions().won();
   VerticalStep publish;
-  *publish.mutable_publish()->mutable_candidate() = winner;
+  *publish.mutable_publish()->mutable_candidate() = signed_won.proposal().candidate();
   ASSERT_OK_AND_ASSIGN(VerticalStepResult instructions, CallStep(*f, f->names[owner], 1, publish));
   for (const auto& party : f->names) {
-    VerticalStep commit;
-    *commit.mutable_commit()->mutable_candidate() = winner;
-    commit.mutable_commit()->set_accept(true);
-    *commit.mutable_commit()->mutable_winner() = round1[owner];
+    VerticalStep commit = CommitOfWon(signed_won, compared1.choices);
     if (party != f->names[owner]) {
       *commit.mutable_commit()->mutable_instruction() = instructions.instructions().for_parties(0);
     }
     ASSERT_OK(CallStep(*f, party, 1, commit).status());
   }
-  ASSERT_OK_AND_ASSIGN(const auto fresh_round2, propose_all(2));
-  // Round 2's winner at the other party, with the owner's proposal taken before the commit.
+  ASSERT_OK_AND_ASSIGN(const auto fresh_round2, ProposeAll(*f, 2));
   const size_t other = 1 - owner;
   ASSERT_TRUE(fresh_round2[other].proposal().participate());
-  VerticalStep stale_win;
-  *stale_win.mutable_winner()->mutable_candidate() = fresh_round2[other].proposal().candidate();
-  *stale_win.mutable_winner()->add_proposals() = stale_round2[owner];
-  *stale_win.mutable_winner()->add_proposals() = fresh_round2[other];
-  EXPECT_THAT(CallStep(*f, f->names[other], 2, stale_win),
+  // Round 2's comparison with the owner's proposal taken before the commit: the computing party
+  // that checks it first refuses.
+  EXPECT_THAT(CompareRound(*f, 2,
+                           {other == 0 ? fresh_round2[0] : stale_round2[0],
+                            other == 1 ? fresh_round2[1] : stale_round2[1]})
+                  .status(),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       absl::StrCat("forged vertical proposal: the proposal of '", f->names[owner],
+                                    "' as relayed by the leader does not carry its signature")));
+  // Round 2's winner at the other party, with the owner's proposal taken before the commit (and
+  // choices the leader made up: the stale proposal is refused first).
+  EXPECT_THAT(CallStep(*f, f->names[other], 2,
+                       WinnerOf({other == 0 ? fresh_round2[0] : stale_round2[0],
+                                 other == 1 ? fresh_round2[1] : stale_round2[1]},
+                                {})),
               StatusIs(absl::StatusCode::kPermissionDenied,
                        absl::StrCat("forged vertical proposal: the proposal of '", f->names[owner],
                                     "' as relayed by the leader does not carry its signature")));
   // The other party's own proposal of before the commit is refused the same way.
-  VerticalStep own_stale = stale_win;
-  *own_stale.mutable_winner()->mutable_proposals(0) = fresh_round2[owner];
-  *own_stale.mutable_winner()->mutable_proposals(1) = stale_round2[other];
-  EXPECT_THAT(CallStep(*f, f->names[other], 2, own_stale),
+  EXPECT_THAT(CallStep(*f, f->names[other], 2,
+                       WinnerOf({other == 0 ? stale_round2[0] : fresh_round2[0],
+                                 other == 1 ? stale_round2[1] : fresh_round2[1]},
+                                {})),
               StatusIs(absl::StatusCode::kPermissionDenied, "does not carry its signature"));
 }
 
@@ -506,11 +562,20 @@ TEST(VerticalPartyAgent, UnderDeclareModeProposesItsBestWithScoreZero) {
   ASSERT_OK_AND_ASSIGN(VerticalStepResult a, CallStep(*f, "hospital-a", 1, propose));
   EXPECT_TRUE(a.proposal().participate());
   EXPECT_TRUE(a.proposal().misbehaving());
-  EXPECT_EQ(a.proposal().candidate().score(), 0);
   ASSERT_OK_AND_ASSIGN(VerticalStepResult b, CallStep(*f, "hospital-b", 1, propose));
   EXPECT_TRUE(b.proposal().participate());
   EXPECT_FALSE(b.proposal().misbehaving());
-  EXPECT_GT(b.proposal().candidate().score(), 0);
+  // Its key carries the score 0: the honest party's candidate wins the comparison.
+  std::vector<fedanon::v1::SignedProposal> proposals(2);
+  proposals[0].set_party("hospital-a");
+  *proposals[0].mutable_proposal() = a.proposal();
+  proposals[1].set_party("hospital-b");
+  *proposals[1].mutable_proposal() = b.proposal();
+  ASSERT_OK_AND_ASSIGN(const Compared compared, CompareRound(*f, 1, proposals));
+  EXPECT_EQ(compared.owner, 1u);
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult won,
+                       CallStep(*f, "hospital-b", 1, WinnerOf(proposals, compared.choices)));
+  EXPECT_GT(won.instructions().won().candidate().score(), 0);
 }
 
 // The recipient reads released columns in place (issue 30); what it reads must be what the
@@ -1037,47 +1102,33 @@ TEST(VerticalIdMatchingRefusals, AnIdReEncryptNamingANextHopAfterTheLastIsRefuse
 // One round as the honest leader drives it, in steps.
 struct Round {
   uint32_t round = 1;
-  std::vector<fedanon::v1::SignedProposal> proposals;
+  std::vector<fedanon::v1::SignedProposal> proposals;  // the owner's: its winning one after Win
   size_t owner = 0;
-  fedanon::v1::VerticalCandidate candidate;
-  VerticalStepResult to_judges;  // the owner's Winner reply
-  VerticalStepResult verdict;    // the judge's Deliver reply (judged jobs)
-  VerticalStepResult published;  // the owner's Publish reply
+  std::vector<fedanon::v1::SignedWinnerChoice> choices;
+  fedanon::v1::VerticalCandidate candidate;  // after Win
+  VerticalStepResult to_judges;              // the owner's Winner reply
+  VerticalStepResult verdict;                // the judge's Deliver reply (judged jobs)
+  VerticalStepResult published;              // the owner's Publish reply
   fedanon::v1::SignedVerdict signed_verdict;
   bool judged() const { return to_judges.instructions().for_parties_size() > 0; }
 };
 
+// Proposals and the secure comparison of the round: the owner and both choices.
 absl::StatusOr<Round> ProposeRound(PartyFixture& f, uint32_t round) {
   Round r;
   r.round = round;
-  for (const auto& party : f.names) {
-    VerticalStep step;
-    step.mutable_propose();
-    ASSIGN_OR_RETURN(VerticalStepResult reply, CallStep(f, party, round, step));
-    r.proposals.emplace_back().set_party(party);
-    *r.proposals.back().mutable_proposal() = reply.proposal();
-  }
-  const auto& p0 = r.proposals[0].proposal();
-  const auto& p1 = r.proposals[1].proposal();
-  if (!p0.participate() && !p1.participate()) return absl::InternalError("no proposal");
-  r.owner = !p0.participate()   ? 1
-            : !p1.participate() ? 0
-                                : (p1.candidate().score() >= p0.candidate().score() ? 1 : 0);
-  r.candidate = r.proposals[r.owner].proposal().candidate();
+  ASSIGN_OR_RETURN(r.proposals, ProposeAll(f, round));
+  ASSIGN_OR_RETURN(const Compared compared, CompareRound(f, round, r.proposals));
+  r.owner = compared.owner;
+  r.choices = compared.choices;
   return r;
-}
-
-VerticalStep WinnerOf(const fedanon::v1::VerticalCandidate& candidate,
-                      const std::vector<fedanon::v1::SignedProposal>& proposals) {
-  VerticalStep win;
-  *win.mutable_winner()->mutable_candidate() = candidate;
-  for (const auto& p : proposals) *win.mutable_winner()->add_proposals() = p;
-  return win;
 }
 
 absl::Status Win(PartyFixture& f, Round& r) {
   ASSIGN_OR_RETURN(r.to_judges,
-                   CallStep(f, f.names[r.owner], r.round, WinnerOf(r.candidate, r.proposals)));
+                   CallStep(f, f.names[r.owner], r.round, WinnerOf(r.proposals, r.choices)));
+  r.candidate = r.to_judges.instructions().won().candidate();
+  *r.proposals[r.owner].mutable_proposal() = r.to_judges.instructions().won();
   return absl::OkStatus();
 }
 
@@ -1111,6 +1162,7 @@ VerticalStep CommitOf(const PartyFixture& f, const Round& r, const std::string& 
   *commit.mutable_commit()->mutable_candidate() = r.candidate;
   commit.mutable_commit()->set_accept(true);
   *commit.mutable_commit()->mutable_winner() = r.proposals[r.owner];
+  for (const auto& c : r.choices) *commit.mutable_commit()->add_choices() = c;
   if (r.judged()) *commit.mutable_commit()->add_verdicts() = r.signed_verdict;
   if (party != f.names[r.owner] && r.published.instructions().for_parties_size() > 0) {
     *commit.mutable_commit()->mutable_instruction() = r.published.instructions().for_parties(0);
@@ -1153,7 +1205,7 @@ privacy: {model: lkc, L: 2, K: 1, C: 0.45, sensitive_values: [hiv]}
 partitioning: vertical
 )";
 
-// party/vertical_rounds_party.cc Winner: "two proposals of".
+// party/vertical_rounds_party.cc CheckRoundProposals: each party's proposal in its ring place.
 TEST(VerticalRoundRefusals, AWinnerWithTwoProposalsOfOnePartyIsRefused) {
   ASSERT_OK_AND_ASSIGN(Prepared p, PrepareTwo("refuse_winner_twice"));
   ASSERT_OK(MatchIds(*p.f).status());
@@ -1161,30 +1213,149 @@ TEST(VerticalRoundRefusals, AWinnerWithTwoProposalsOfOnePartyIsRefused) {
   const std::string& owner = p.f->names[r.owner];
   // The loser's proposal replaced by a second copy of the owner's: still one per party in count.
   EXPECT_THAT(
-      CallStep(*p.f, owner, 1, WinnerOf(r.candidate, {r.proposals[r.owner], r.proposals[r.owner]})),
-      StatusIs(absl::StatusCode::kPermissionDenied,
-               absl::StrCat("forged vertical winner: two proposals of '", owner, "'")));
+      CallStep(*p.f, owner, 1, WinnerOf({r.proposals[r.owner], r.proposals[r.owner]}, r.choices)),
+      StatusIs(absl::StatusCode::kPermissionDenied, "forged vertical winner: proposal "));
   EXPECT_THAT(CallStep(*p.f, owner, 1,
-                       WinnerOf(r.candidate, {r.proposals[0], r.proposals[1], r.proposals[0]})),
-              StatusIs(absl::StatusCode::kPermissionDenied, "two proposals of 'hospital-a'"));
+                       WinnerOf({r.proposals[0], r.proposals[1], r.proposals[0]}, r.choices)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "the leader did not relay every party's signed proposal"));
   EXPECT_OK(Win(*p.f, r));
 }
 
-// party/vertical_rounds_party.cc Winner: "the leader did not relay every party's signed
-// proposal".
+// party/vertical_rounds_party.cc CheckRoundProposals: "the leader did not relay every party's
+// signed proposal".
 TEST(VerticalRoundRefusals, AWinnerWithoutEveryPartysProposalIsRefused) {
   ASSERT_OK_AND_ASSIGN(Prepared p, PrepareTwo("refuse_winner_missing"));
   ASSERT_OK(MatchIds(*p.f).status());
   ASSERT_OK_AND_ASSIGN(Round r, ProposeRound(*p.f, 1));
-  // Only the owner's own proposal: the better one of the other party is held back.
-  for (size_t only = 0; only < 2; ++only) {
-    if (!r.proposals[only].proposal().participate()) continue;
-    const fedanon::v1::VerticalCandidate& own = r.proposals[only].proposal().candidate();
-    EXPECT_THAT(CallStep(*p.f, p.f->names[only], 1, WinnerOf(own, {r.proposals[only]})),
-                StatusIs(absl::StatusCode::kPermissionDenied,
-                         "forged vertical winner: the leader did not relay every party's signed "
-                         "proposal"));
+  EXPECT_THAT(CallStep(*p.f, p.f->names[r.owner], 1, WinnerOf({r.proposals[r.owner]}, r.choices)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "forged vertical winner: the leader did not relay every party's signed "
+                       "proposal"));
+}
+
+// party/vertical_rounds_party.cc CheckWinnerChoices: the winner is the party both computing
+// parties chose, signed for this round; a choice missing, twice, for another party, or from
+// another round is refused, at the owner and at the commit.
+TEST(VerticalRoundRefusals, AWinnerOrCommitWithoutBothComputingPartiesSignedChoiceIsRefused) {
+  ASSERT_OK_AND_ASSIGN(Prepared p, PrepareTwo("refuse_winner_choices"));
+  ASSERT_OK(MatchIds(*p.f).status());
+  ASSERT_OK_AND_ASSIGN(Round r, ProposeRound(*p.f, 1));
+  const std::string& owner = p.f->names[r.owner];
+  const std::string& other = p.f->names[1 - r.owner];
+  EXPECT_THAT(CallStep(*p.f, owner, 1, WinnerOf(r.proposals, {r.choices[0]})),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "the secure comparison's choice of both computing parties"));
+  EXPECT_THAT(CallStep(*p.f, owner, 1, WinnerOf(r.proposals, {r.choices[0], r.choices[0]})),
+              StatusIs(absl::StatusCode::kPermissionDenied, "two choices of"));
+  // The leader names the loser the winner (its name in the choices: the signatures fail).
+  std::vector<fedanon::v1::SignedWinnerChoice> renamed = r.choices;
+  for (auto& c : renamed) c.set_winner(other);
+  EXPECT_THAT(CallStep(*p.f, other, 1, WinnerOf(r.proposals, renamed)),
+              StatusIs(absl::StatusCode::kPermissionDenied, "does not carry its signature"));
+  EXPECT_THAT(CallStep(*p.f, other, 1, WinnerOf(r.proposals, r.choices)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       absl::StrCat("as the round's winner, not '", other, "'")));
+  // A choice made by a party that does not compute (a forged judge name).
+  std::vector<fedanon::v1::SignedWinnerChoice> stranger = r.choices;
+  stranger[0].set_judge("hospital-z");
+  EXPECT_THAT(
+      CallStep(*p.f, owner, 1, WinnerOf(r.proposals, stranger)),
+      StatusIs(absl::StatusCode::kPermissionDenied, "'hospital-z' does not compute the winner"));
+  // Another round's choices (round 2's proposals and comparison) do not verify in round 1.
+  ASSERT_OK(Win(*p.f, r));
+  ASSERT_OK(Publish(*p.f, r));
+  VerticalStep commit = CommitOf(*p.f, r, other);
+  commit.mutable_commit()->clear_choices();
+  EXPECT_THAT(CallStep(*p.f, other, 1, commit),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "forged vertical commit: the secure comparison's choice"));
+  ASSERT_OK_AND_ASSIGN(Round later, ProposeRound(*p.f, 2));
+  commit = CommitOf(*p.f, r, other);
+  commit.mutable_commit()->clear_choices();
+  for (const auto& c : later.choices) {
+    auto* relayed = commit.mutable_commit()->add_choices();
+    *relayed = c;
+    relayed->set_winner(owner);
   }
+  EXPECT_THAT(CallStep(*p.f, other, 1, commit),
+              StatusIs(absl::StatusCode::kPermissionDenied, "does not carry its signature"));
+  EXPECT_OK(CommitAll(*p.f, r));
+}
+
+// party/vertical_rounds_party.cc Commit: a party that feeds the secure comparison a larger key
+// than its candidate's wins the round, but the party whose own proposal ranks above the revealed
+// winner refuses the commit (it knows its own key; nobody sees the other's).
+TEST(VerticalRoundRefusals, AWinnerThatRanksBelowAPartysOwnProposalIsRefusedByThatParty) {
+  // Honest, hospital-b's Job split wins round 1 (IdMatchingOneRoundAndRelease).
+  ASSERT_OK_AND_ASSIGN(Prepared honest, PrepareTwo("refuse_inflated_key_honest"));
+  ASSERT_OK(MatchIds(*honest.f).status());
+  ASSERT_OK_AND_ASSIGN(Round fair, ProposeRound(*honest.f, 1));
+  ASSERT_EQ(fair.owner, 1u);
+  ASSERT_OK_AND_ASSIGN(
+      Prepared p, PrepareTwo("refuse_inflated_key", kSpec, {}, [](party::PartyAgentOptions& o) {
+        if (o.name == "hospital-a") {
+          o.deviation = party_testing::DeviatingParty("inflate-comparison-key");
+        }
+      }));
+  ASSERT_OK(MatchIds(*p.f).status());
+  ASSERT_OK_AND_ASSIGN(Round r, ProposeRound(*p.f, 1));
+  ASSERT_EQ(r.owner, 0u) << "the inflated key wins the comparison";
+  ASSERT_OK(Win(*p.f, r));
+  ASSERT_OK(Publish(*p.f, r));
+  EXPECT_THAT(CallStep(*p.f, "hospital-b", 1, CommitOf(*p.f, r, "hospital-b")),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "refused the round's winner: this party's own proposal of round 1 ranks "
+                       "above the committed candidate"));
+}
+
+// party/vertical_rounds_party.cc Compare: the comparison's refusals at a computing party.
+TEST(VerticalRoundRefusals, ComparisonStepsOutOfRoleOrderOrWithForeignInputsAreRefused) {
+  ASSERT_OK_AND_ASSIGN(Prepared p, PrepareTwo("refuse_compare"));
+  ASSERT_OK(MatchIds(*p.f).status());
+  ASSERT_OK_AND_ASSIGN(const auto proposals, ProposeAll(*p.f, 1));
+  VerticalStep first;
+  first.mutable_compare()->set_step(1);
+  for (const auto& pr : proposals) *first.mutable_compare()->add_proposals() = pr;
+  // Step 1 is the evaluator's (the ring's second party), not the garbler's.
+  EXPECT_THAT(CallStep(*p.f, "hospital-a", 1, first),
+              StatusIs(absl::StatusCode::kInvalidArgument, "step 1 is not one of this party's"));
+  // A later step before the first, without the garbler's message.
+  VerticalStep third;
+  third.mutable_compare()->set_step(3);
+  EXPECT_THAT(CallStep(*p.f, "hospital-b", 1, third),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "step 3 takes a message sealed by 'hospital-a' for 'hospital-b'"));
+  // The first step without every party's signed proposal.
+  VerticalStep bare;
+  bare.mutable_compare()->set_step(1);
+  EXPECT_THAT(
+      CallStep(*p.f, "hospital-b", 1, bare),
+      StatusIs(absl::StatusCode::kPermissionDenied, "did not relay every party's signed proposal"));
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult m1, CallStep(*p.f, "hospital-b", 1, first));
+  ASSERT_TRUE(m1.compared().has_sealed());
+  // The garbler's step with the evaluator's message sealed for another purpose (here: sealed
+  // by the evaluator for itself, i.e. not for this party) is refused.
+  VerticalStep second;
+  second.mutable_compare()->set_step(2);
+  for (const auto& pr : proposals) *second.mutable_compare()->add_proposals() = pr;
+  fedanon::v1::SealedPayload wrong = m1.compared().sealed();
+  wrong.set_receiver("hospital-b");
+  *second.mutable_compare()->mutable_input() = wrong;
+  EXPECT_THAT(CallStep(*p.f, "hospital-a", 1, second),
+              StatusIs(absl::StatusCode::kPermissionDenied, "takes a message sealed by"));
+  // Replayed into another round: it does not open.
+  ASSERT_OK_AND_ASSIGN(const auto round2, ProposeAll(*p.f, 2));
+  VerticalStep replayed;
+  replayed.mutable_compare()->set_step(2);
+  for (const auto& pr : round2) *replayed.mutable_compare()->add_proposals() = pr;
+  *replayed.mutable_compare()->mutable_input() = m1.compared().sealed();
+  EXPECT_THAT(CallStep(*p.f, "hospital-a", 2, replayed),
+              StatusIs(absl::StatusCode::kPermissionDenied, "does not open"));
+  // The refusals changed nothing: the comparison of round 1 goes on.
+  *second.mutable_compare()->mutable_input() = m1.compared().sealed();
+  ASSERT_OK_AND_ASSIGN(VerticalStepResult m2, CallStep(*p.f, "hospital-a", 1, second));
+  EXPECT_TRUE(m2.compared().has_sealed());
 }
 
 // party/vertical_rounds_party.cc CheckCommitEvidence: "did not propose the candidate the leader
@@ -1193,26 +1364,28 @@ TEST(VerticalRoundRefusals, ACommitOfACandidateTheWinnerDidNotProposeIsRefused) 
   ASSERT_OK_AND_ASSIGN(Prepared p, PrepareTwo("refuse_commit_candidate"));
   ASSERT_OK(MatchIds(*p.f).status());
   ASSERT_OK_AND_ASSIGN(Round r, ProposeRound(*p.f, 1));
+  ASSERT_OK(Win(*p.f, r));
   const size_t other = 1 - r.owner;
-  ASSERT_TRUE(r.proposals[other].proposal().participate());
-  // The losing party is told to commit its own candidate, with the winner's proposal as evidence.
+  // The losing party is told to commit another candidate, with the winner's proposal as evidence.
   VerticalStep commit = CommitOf(*p.f, r, p.f->names[other]);
-  *commit.mutable_commit()->mutable_candidate() = r.proposals[other].proposal().candidate();
+  commit.mutable_commit()->mutable_candidate()->set_node(r.candidate.node() + 1);
   EXPECT_THAT(CallStep(*p.f, p.f->names[other], 1, commit),
               StatusIs(absl::StatusCode::kPermissionDenied,
                        absl::StrCat("forged vertical commit: '", p.f->names[r.owner],
                                     "' did not propose the candidate the leader commits")));
-  // Nor does a proposal that did not participate carry a candidate.
+  // Nor does a round's proposal (participation only, no candidate) stand for the winner's.
   {
     ASSERT_OK_AND_ASSIGN(Prepared q,
                          PrepareTwo("refuse_commit_declined", kSpec, {}, ANeverProposes));
     ASSERT_OK(MatchIds(*q.f).status());
     ASSERT_OK_AND_ASSIGN(Round s, ProposeRound(*q.f, 1));
+    const fedanon::v1::SignedProposal round_proposal = s.proposals[s.owner];
+    ASSERT_OK(Win(*q.f, s));
     VerticalStep c = CommitOf(*q.f, s, "hospital-a");
-    *c.mutable_commit()->mutable_winner() = s.proposals[0];  // hospital-a's: no participation
-    EXPECT_THAT(CallStep(*q.f, "hospital-b", 1, c),
+    *c.mutable_commit()->mutable_winner() = round_proposal;
+    EXPECT_THAT(CallStep(*q.f, "hospital-a", 1, c),
                 StatusIs(absl::StatusCode::kPermissionDenied,
-                         "'hospital-a' did not propose the candidate the leader commits"));
+                         "'hospital-b' did not propose the candidate the leader commits"));
   }
 }
 
@@ -1288,8 +1461,8 @@ TEST(VerticalRoundRefusals, AVerdictOnAnotherCandidateOfTheRoundIsRefusedAtPubli
   ASSERT_OK_AND_ASSIGN(Round first, HonestRound(*p.f, 1));
   ASSERT_OK_AND_ASSIGN(Round next, ProposeRound(*p.f, 1));
   ASSERT_EQ(next.owner, 1u);
-  ASSERT_NE(next.candidate.node(), first.candidate.node());
   ASSERT_OK(Win(*p.f, next));
+  ASSERT_NE(next.candidate.node(), first.candidate.node());
   VerticalStep publish = PublishOf(first);
   *publish.mutable_publish()->mutable_candidate() = next.candidate;
   EXPECT_THAT(CallStep(*p.f, "hospital-b", 1, publish),
@@ -1351,8 +1524,8 @@ TEST(VerticalRoundRefusals, ACommitWithTheInstructionOfAnotherCandidateIsRefused
   ASSERT_OK_AND_ASSIGN(Round first, HonestRound(*p.f, 1));
   ASSERT_OK_AND_ASSIGN(Round next, ProposeRound(*p.f, 1));
   ASSERT_EQ(next.owner, 1u);
-  ASSERT_NE(next.candidate.node(), first.candidate.node());
   ASSERT_OK(Win(*p.f, next));
+  ASSERT_NE(next.candidate.node(), first.candidate.node());
   ASSERT_OK(Publish(*p.f, next));
   VerticalStep commit = CommitOf(*p.f, next, "hospital-a");
   *commit.mutable_commit()->mutable_instruction() = first.published.instructions().for_parties(0);
