@@ -422,9 +422,14 @@ FIGURES = [
      "refs": "mohammed2010 §6.1.2 Fig. 8(a), 8(b) (a variant the issue asks for)",
      "charts": [("DR", None, "K", "DR, L = 4", []), ("CE %", None, "K", "CE (%), L = 4", [])],
      "claims": [],
-     "explain": ["Compare with the per-party discretization of the previous figure (naive "
-                 "L=4): with every party on the same public cells the naive release's groups "
-                 "merge across parties."]},
+     "explain": ["Two naive baselines side by side: each party discretizing its continuous "
+                 "attributes on its own records (today's, the per-party cut points of Fig. 8's "
+                 "runs) and every party on the same public cells (the generalize-then-integrate "
+                 "baseline on shared public cut points). With per-party cut points the parties' "
+                 "interval labels differ and their groups never merge, so the naive DR falls "
+                 "below the centralized one, against the paper; on shared public cells the "
+                 "groups merge across parties again and the naive DR is compared with the "
+                 "centralized run on the same cells."]},
     {"id": "m10-C", "title": "CE and DR against the confidence threshold C (K = 100)",
      "refs": "mohammed2010 §6.1.1 Fig. 6(b), 7(b); mohammed2009 Fig. 5(b), 5(d)",
      "charts": [("CE %", None, "C", "CE (%)", []), ("DR", None, "C", "DR", [])],

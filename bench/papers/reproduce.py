@@ -311,6 +311,17 @@ class Experiments:
             self.add(fig, label, r["K"], "CE %", fmt_pct(r["CE"]))
             self.add(fig, label, r["K"], "DR", fmt4(r["DR"]))
             self.add(fig, label, r["K"], "groups", r["groups"])
+        # Today's naive baseline (each party discretizes on its own data, Fig. 8's runs above)
+        # beside it, so that the page shows the two side by side: the same numbers as m10-K.
+        beside = {"naive L=4": "naive, per-party cut points (binned rule)",
+                  "centralized L=4": "centralized, binned rule"}
+        for figure, series, x, metric, value in list(self.rows):
+            if figure == "m10-K" and series in beside and metric in ("CE %", "DR", "groups"):
+                self.add(fig, beside[series], x, metric, value)
+        if any(r[0] == fig and r[1] in beside.values() for r in self.rows):
+            self.setting(fig, "beside them, from Fig. 6(a)/8's runs: the naive baseline with "
+                              "each party's own cut points (the binned rule on its own records) "
+                              "and the centralized run under the same rule")
 
     # ---- the L = 2 claim -------------------------------------------------------------------
     def l2_k(self):
