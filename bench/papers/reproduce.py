@@ -950,24 +950,37 @@ class Experiments:
         properties; X = the attributes not in Y (a common one meaning both copies) except T2's Ra
         and Nc. XYE averaged over the thresholds; RSE: T1 without Y; RJE: T1 without the join
         attributes."""
-        fig = "th-6-9"
-        join = ["marital-status", "relationship", "sex"]
-        t1_attrs = ["education", "occupation", "workclass"] + join
-        ranked = ["marital-status", "relationship", "sex", "education"]
         ks = {"fixture": [0.5], "quick": [0.5, 0.9],
               "full": [0.1, 0.3, 0.5, 0.7, 0.9]}[self.mode]
         tops = {"fixture": [1], "quick": [1, 2, 3, 4], "full": [1, 2, 3, 4]}[self.mode]
-        self.setting(fig, "Set A: T1 = Ed, Oc, Wc, Ms, Re, Sx and the class; T2 = Ra, Nc, Ms, Re, "
-                          "Sx (the same records); thesis-shaped taxonomies; TopN: one "
-                          "confidentiality template per attribute of Y = the top N of Ms, Re, Sx, "
-                          "Ed, its 50% least frequent values sensitive, X = the other T1 "
-                          "attributes (a common one meaning T1's and T2's column) without T2's Ra "
-                          "and Nc; XYE averaged over k = " +
+        self.sequential_conf_set("th-6-9", "A", [], ks, tops)
+
+    def sequential_conf_b(self):
+        """Thesis §6.4.2 Fig. 6.10: as Fig. 6.9 on Set B, whose T1 and X also hold the 6
+        continuous attributes (Ag, Fw, En, Cg, Cl, Hw); Y = the same top N categorical attributes
+        of T1."""
+        ks = {"fixture": [0.5], "quick": [0.5, 0.9],
+              "full": [0.1, 0.3, 0.5, 0.7, 0.9]}[self.mode]
+        tops = {"fixture": [1], "quick": [1, 2, 3, 4], "full": [1, 2, 3, 4]}[self.mode]
+        self.sequential_conf_set("th-6-10", "B", list(CONTINUOUS), ks, tops)
+
+    def sequential_conf_set(self, fig, set_name, continuous, ks, tops):
+        join = ["marital-status", "relationship", "sex"]
+        t1_attrs = continuous + ["education", "occupation", "workclass"] + join
+        ranked = ["marital-status", "relationship", "sex", "education"]
+        cont = (" (the continuous ones with the declared ranges, precision 1, searched exactly "
+                "as every sequential release is)") if continuous else ""
+        self.setting(fig, f"Set {set_name}: T1 = " + ", ".join(SHORT[a] for a in t1_attrs) +
+                     f" and the class{cont}; T2 = Ra, Nc, Ms, Re, Sx (the same records); "
+                     "thesis-shaped taxonomies; TopN: one confidentiality template per attribute "
+                     "of Y = the top N of Ms, Re, Sx, Ed, its 50% least frequent values "
+                     "sensitive, X = the other T1 attributes (a common one meaning T1's and T2's "
+                     "column) without T2's Ra and Nc; XYE averaged over k = " +
                      ", ".join(f"{int(100 * k)}%" for k in ks) +
                      " (a k no release meets is listed and left out); RSE: T1 without Y; RJE: T1 "
                      "without Ms, Re, Sx")
         t2 = self.project("t2", ["race", "native-country"] + join)
-        t1 = self.project("t1A", t1_attrs + ["income"])
+        t1 = self.project(f"t1{set_name}", t1_attrs + ["income"])
         with open(t1, newline="") as f:
             rows = list(csv.DictReader(f))
         least = {}
@@ -977,8 +990,8 @@ class Experiments:
                 counts[r[a]] = counts.get(r[a], 0) + 1
             ordered = sorted(counts, key=lambda v: (counts[v], v))
             least[a] = ordered[:max(1, len(ordered) // 2)]
-        base = self.spec("seqc-base", {a: "qid" for a in t1_attrs}, "{model: lkc, L: 1, K: 1}",
-                         taxonomies="thesis", numeric_split="exact")
+        base = self.spec(f"seqc-{set_name}-base", {a: "qid" for a in t1_attrs},
+                         "{model: lkc, L: 1, K: 1}", taxonomies="thesis", numeric_split="exact")
         ev = json.loads(self.run(fig, ["evaluate", "--spec", base, "--raw", t1, "--remove",
                                        ",".join(join), "--json"]))
         self.add(fig, "baseline", "", "BLE %", fmt_pct(ev["BE"]))
@@ -994,11 +1007,12 @@ class Experiments:
                     "    - {x: [" + ", ".join(xs) + f"], attribute: current.{a}, "
                     "sensitive_values: [" + ", ".join(least[a]) + f"], max: {k}}}\n"
                     for a in ys)
-                spec = self.spec(f"seqc-top{n}-{int(100 * k)}", roles, None,
+                spec = self.spec(f"seqc-{set_name}-top{n}-{int(100 * k)}", roles, None,
                                  score="infogain_privloss", taxonomies="thesis",
                                  extra=extra.rstrip("\n"), beneficial=True)
                 out = os.path.join(self.work, "seqc-out.csv")
-                self.progress(f"  sequential confidentiality Top{n} k = {int(100 * k)}%")
+                self.progress(f"  sequential confidentiality Set {set_name} Top{n} k = "
+                              f"{int(100 * k)}%")
                 try:
                     self.run(fig, ["anonymize", "--spec", spec, "--input", t1,
                                    "--previous-release", t2, "--output", out])
@@ -1019,9 +1033,9 @@ class Experiments:
                 self.add(fig, f"Top{n}", "mean over k", "RSE %", fmt_pct(rse))
 
     # ---- orchestration ---------------------------------------------------------------------
-    EXPERIMENTS = ["m10", "m10_naive_shared", "l2_grid", "l2_seeds", "m11", "ga", "thesis_topn", "yang",
-                   "inferences", "templates", "confidence", "sequential", "sequential_conf",
-                   "scalability"]
+    EXPERIMENTS = ["m10", "m10_naive_shared", "l2_grid", "l2_seeds", "m11", "ga", "thesis_topn",
+                   "yang", "inferences", "templates", "confidence", "sequential", "sequential_conf",
+                   "sequential_conf_b", "scalability"]
 
     def run_all(self):
         self.prepare_data()
