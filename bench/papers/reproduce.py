@@ -510,6 +510,136 @@ class Experiments:
             for p, e in out["SE"].items():
                 self.add(fig, label, p, "SE %", fmt_pct(e))
 
+    # mohammed2011 §7.1 / §7.2's vertical splits (Table 4's order: the first 9 attributes at A).
+    M11_SPLITS = {
+        "equal": {"A": "Ag En Fw Re Ra Sx Ms Nc Ed", "B": "Hw Cg Cl Wc Oc"},
+        "unequal": {"A": "Cg Ag Ms En Re Hw Sx Ed Oc", "B": "Wc Fw Ra Nc Cl"},
+        "4 parties": {"A": "Ag Wc Fw En", "B": "Ms Re Ra Sx", "C": "Cg Hw Nc", "D": "Ed Oc Cl"},
+    }
+
+    def m11_participation(self):
+        """mohammed2011 §7.2 Figs. 10(a), 10(b), 11: Algorithm 2 (the game-theoretic
+        participation strategy, epsilon = 1%) in a real vertical federation (`fedanon federation
+        up`: a leader and one party daemon per table on loopback), the released table evaluated
+        against the raw records in the release's order; beside it the centralized release of
+        Fig. 8 (Algorithm 1, which the vertical federation reproduces exactly)."""
+        fig = "m11-alg2"
+        tops = {"fixture": [7], "quick": [7], "full": [5, 7, 9]}[self.mode]
+        # (label, split, QID attributes added to TopN, k values): the 4-party runs take about
+        # five times as long (ID matching); "unequal + Ra" adds race, owned by B, to the QID so
+        # that B is in the game (a party without QID attributes is outside it, docs/vertical.md).
+        all_k = {"fixture": [20], "quick": [20, 200], "full": [20, 100, 200, 500, 1000]}[self.mode]
+        runs = [("equal", "equal", [], all_k), ("unequal", "unequal", [], all_k),
+                ("unequal + Ra", "unequal", ["race"], all_k[:1] if self.mode != "full" else all_k),
+                ("4 parties", "4 parties", [],
+                 {"fixture": [20], "quick": [20], "full": [20, 200, 1000]}[self.mode])]
+        if self.mode == "fixture":
+            runs = runs[:1]
+        self.setting(fig, "each split's parties as daemons of `fedanon federation up` (loopback "
+                          "mTLS, ID matching on a record id); QID = the top N attributes (Cg Ag "
+                          "Ms En Re Hw Sx Ed Oc), one anonymity template <TopN, k>, the other "
+                          "attributes released raw (role other); score gainratio; ARX's "
+                          "taxonomies; binned rule; participation: game_theoretic, epsilon: 1% "
+                          "(relative to the total contribution, docs/vertical.md). A row number "
+                          "column (role other, owned by A) puts the raw records in the release's "
+                          "order for `fedanon evaluate`; the release is evaluated with the "
+                          "centralized spec of Fig. 8 (same split seed)")
+        with open(self.raw, newline="") as f:
+            reader = csv.DictReader(f)
+            header = reader.fieldnames
+            raw_rows = list(reader)
+        for run_label, split, added, ks in runs:
+            parts = self.M11_SPLITS[split]
+            owner = {LONG[s]: f"hospital-{p.lower()}" for p, attrs in parts.items()
+                     for s in attrs.split()}
+            slug = run_label.replace(" + ", "-").replace(" ", "")
+            d = os.path.join(self.work, "vertical-" + slug)
+            os.makedirs(d, exist_ok=True)
+            for a in CATEGORICAL:
+                shutil.copy(self.arx[a], os.path.join(d, f"{a}.csv"))
+            files = []
+            for p in parts:
+                name = f"hospital-{p.lower()}"
+                cols = [a for a in ATTRIBUTES if owner[a] == name]
+                path = os.path.join(d, f"{name}.csv")
+                with open(path, "w", newline="") as f:
+                    w = csv.writer(f, lineterminator="\n")
+                    w.writerow(["id", "income"] + (["row"] if p == "A" else []) + cols)
+                    for i, r in enumerate(raw_rows):
+                        w.writerow([f"r{i}", r["income"]] + ([i] if p == "A" else []) +
+                                   [r[c] for c in cols])
+                files.append(path)
+            for n in tops:
+                qid = TOP9[:n] + added
+                for k in ks:
+                    lines = ["name: m11-alg2", "attributes:", "  - {name: id, role: id}",
+                             "  - {name: row, role: other, party: hospital-a}"]
+                    for a in ATTRIBUTES:
+                        if a in qid and a in CONTINUOUS:
+                            lo, hi = CONTINUOUS[a]
+                            how = f"role: qid, type: continuous, range: [{lo}, {hi}], precision: 1"
+                        elif a in qid:
+                            how = f"role: qid, taxonomy: {a}.csv"
+                        else:
+                            how = "role: other"
+                        lines.append(f"  - {{name: {a}, {how}, party: {owner[a]}}}")
+                    lines += ['  - {name: income, role: class, values: ["<=50K", ">50K"]}',
+                              "privacy:", "  model: templates", "  templates:",
+                              "    - {qid: [" + ", ".join(qid) + f"], k: {k}}}",
+                              "score: gainratio", "partitioning: vertical",
+                              "participation: game_theoretic", "epsilon: 1%"]
+                    spec = os.path.join(d, f"top{n}-k{k}.yaml")
+                    with open(spec, "w") as f:
+                        f.write("\n".join(lines) + "\n")
+                    out = os.path.join(d, "release.csv")
+                    rep = os.path.join(d, f"top{n}-k{k}-report.json")
+                    self.progress(f"  Algorithm 2, {run_label}, Top{n}, k = {k}")
+                    self.run(fig, ["federation", "up", "--party-data", ",".join(files),
+                                   "--spec", spec, "--wait", "--result", out, "--report", rep])
+                    # The release in the raw table's order (by the row number), without it.
+                    anon = os.path.join(d, "release-ordered.csv")
+                    with open(out, newline="") as fin:
+                        released = sorted(csv.DictReader(fin), key=lambda r: int(r["row"]))
+                    with open(anon, "w", newline="") as fa:
+                        wa = csv.DictWriter(fa, fieldnames=header, lineterminator="\n")
+                        wa.writeheader()
+                        for r in released:
+                            wa.writerow({c: r[c] for c in header})
+                    central = self.spec(f"m11-alg1-{slug}-top{n}-k{k}",
+                                        {a: ("qid" if a in qid else "other") for a in ATTRIBUTES},
+                                        f"{{model: lkc, L: {len(qid)}, K: {k}}}",
+                                        score="gainratio")
+                    e = json.loads(self.run(fig, ["evaluate", "--spec", central, "--raw",
+                                                  self.raw, "--anonymized", anon, "--json"]))
+                    with open(rep) as f:
+                        report = json.load(f)
+                    # Algorithm 1: the centralized release (= the honest vertical one).
+                    out1 = os.path.join(d, "alg1.csv")
+                    rep1 = os.path.join(d, f"top{n}-k{k}-alg1-report.json")
+                    self.run(fig, ["anonymize", "--spec", central, "--input", self.raw,
+                                   "--output", out1, "--report", rep1])
+                    e1 = json.loads(self.run(fig, ["evaluate", "--spec", central, "--raw",
+                                                   self.raw, "--anonymized", out1, "--json"]))
+                    with open(out1, newline="") as f:
+                        same = all(a[c] == b[c] for a, b in zip(csv.DictReader(f), released)
+                                   for c in qid)
+                    with open(rep1) as f:
+                        steps1 = len(json.load(f).get("steps", []))
+                    label = f"{run_label}: Top{n}"
+                    self.add(fig, f"{label} Algorithm 2", k, "IE %", fmt_pct(e["CE"]))
+                    self.add(fig, f"{label} Algorithm 2", k, "specializations",
+                             str(len(report.get("steps", []))))
+                    won = {p["party"][-1].upper(): int(p.get("rounds_won", 0))
+                           for p in report.get("participation", [])}
+                    self.add(fig, f"{label} Algorithm 2", k, "rounds won",
+                             " ".join(f"{p} {won.get(p, 0)}" for p in parts))
+                    self.add(fig, f"{label} Algorithm 2", k, "same table as Algorithm 1",
+                             "yes" if same else "no")
+                    self.add(fig, f"{label} Algorithm 1 (centralized)", k, "IE %",
+                             fmt_pct(e1["CE"]))
+                    self.add(fig, f"{label} Algorithm 1 (centralized)", k, "specializations",
+                             str(steps1))
+
     def ga(self):
         fig = "ga-cv"
         qid = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex",
@@ -1033,9 +1163,9 @@ class Experiments:
                 self.add(fig, f"Top{n}", "mean over k", "RSE %", fmt_pct(rse))
 
     # ---- orchestration ---------------------------------------------------------------------
-    EXPERIMENTS = ["m10", "m10_naive_shared", "l2_grid", "l2_seeds", "m11", "ga", "thesis_topn",
-                   "yang", "inferences", "templates", "confidence", "sequential", "sequential_conf",
-                   "sequential_conf_b", "scalability"]
+    EXPERIMENTS = ["m10", "m10_naive_shared", "l2_grid", "l2_seeds", "m11", "m11_participation",
+                   "ga", "thesis_topn", "yang", "inferences", "templates", "confidence",
+                   "sequential", "sequential_conf", "sequential_conf_b", "scalability"]
 
     def run_all(self):
         self.prepare_data()
