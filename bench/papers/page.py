@@ -257,6 +257,39 @@ def claim_values(claim, R):
         return "quoted, not rerun", None, None, "quoted"
     if claim == "m11-20s":
         return "see the run times of the commands", None, None, "not comparable (other hardware)"
+    if claim == "m11-12-multi":
+        ratios = []
+        for r in R.get("m11-12", "MultiQID: anonymize, mean", "seconds"):
+            a = R.one("m11-12", "AllAttQID: anonymize", "seconds", x=r["x"])
+            if a:
+                ratios.append(float(r["value"]) / a)
+        if not ratios:
+            return "not run", None, None, None
+        text, lo, hi = span(ratios)
+        return (f"MultiQID ÷ AllAttQID {text}", lo, hi,
+                "reproduced" if lo > 1 else "differs")
+    if claim == "th-54b-similar":
+        be = R.one("th-54b", "baseline", "BE %")
+        if be is None:
+            return "not run", None, None, None
+        return span([v - be for v in R.values("th-54b", lambda s: s.startswith("Ran"), "SE %")],
+                    "points") + (None,)
+    if claim == "th-54b-re":
+        d = []
+        for r in R.get("th-54b", lambda s: s.startswith("Ran"), "RE %"):
+            top = R.one("th-54", "Top" + r["series"][3:], "RE %")
+            if top is not None:
+                d.append(float(r["value"]) - top)
+        return span(d, "points") + (None,)
+    if claim == "m11-scal":
+        pts = R.get("m11-12", "AllAttQID: anonymize", "seconds") or \
+            R.get("scal", "AllAtt k=50: anonymize", "seconds")
+        if not pts:
+            return "not run", None, None, None
+        last = max(pts, key=lambda r: int(r["x"]))
+        v = float(last["value"])
+        return (f"{v:.1f} s (anonymize phase) at {int(last['x']):,} records", v, v,
+                "not comparable (other hardware)")
     if claim in ("m11-scal", "th-411"):
         pts = R.get("scal", "AllAtt k=50: anonymize", "seconds")
         if not pts:
@@ -601,6 +634,11 @@ FIGURES = [
      "charts": [], "claims": ["th-54-be", "th-54-cost", "th-54-benefit"],
      "explain": ["RanN (30 random sets of sensitive attributes, Fig. 5.4(b)) is not run by "
                  "this version of the runner."]},
+    {"id": "th-54b", "title": "Confidence templates on Adult's categorical attributes: RanN",
+     "refs": "fung2007 thesis §5.4.1 Fig. 5.4(b)",
+     "charts": [],
+     "claims": ["th-54b-similar", "th-54b-re"],
+     "explain": ["RE(RanN) is compared with RE(TopN) of the previous section for the same N."]},
     {"id": "y10", "title": "Random anonymization: anonymity, c-amplification, bias, variance",
      "refs": "yang2010 Def. 8, Prop. 7, Prop. 12, Eq. (11), §7.2.2",
      "charts": [], "claims": ["y10-pa"],

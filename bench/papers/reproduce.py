@@ -989,6 +989,68 @@ class Experiments:
                 self.add(fig, f"Top{n}", "mean over k", "SE %", f"{sum(errors) / len(errors):.2f}")
                 self.add(fig, f"Top{n}", "mean over k", "RE %", fmt_pct(re_error))
 
+    def confidence_ran(self):
+        """Fig. 5.4(b): as Fig. 5.4(a) with RanN: N of the 8 categorical attributes drawn at
+        random (seeded) as sensitive, X = the others; SE and RE averaged over the thresholds and
+        the random sets."""
+        fig = "th-54b"
+        ks = {"fixture": [0.5], "quick": [0.5, 0.9], "full": [0.1, 0.3, 0.5, 0.7, 0.9]}[self.mode]
+        sets = {"fixture": 1, "quick": 3, "full": 30}[self.mode]
+        tops = {"fixture": [1], "quick": [1, 2, 3, 4], "full": [1, 2, 3, 4]}[self.mode]
+        self.setting(fig, f"RanN: {sets} random sets (seeded; repeats discarded) of N of the 8 "
+                          "categorical attributes as sensitive, each with its 50% least frequent "
+                          "values; X = the other categorical attributes; otherwise as Fig. 5.4(a) "
+                          "(suppression, score infogain_privloss); SE averaged over k = " +
+                     ", ".join(f"{int(100 * k)}%" for k in ks) + " and the sets (a k whose most "
+                     "general table already violates is left out and counted), RE over the sets")
+        with open(self.raw, newline="") as f:
+            rows = list(csv.DictReader(f))
+        least = {}
+        for a in CATEGORICAL:
+            counts = {}
+            for r in rows:
+                counts[r[a]] = counts.get(r[a], 0) + 1
+            ordered = sorted(counts, key=lambda v: (counts[v], v))
+            least[a] = ordered[:max(1, len(ordered) // 2)]
+        rng = random.Random(54)
+        for n in tops:
+            drawn = []
+            while len(drawn) < min(sets, math.comb(len(CATEGORICAL), n)):
+                pick = sorted(rng.sample(CATEGORICAL, n))
+                if pick not in drawn:
+                    drawn.append(pick)
+            errors, removal, missing = [], [], 0
+            for i, sens in enumerate(drawn, 1):
+                xs = [a for a in CATEGORICAL if a not in sens]
+                roles = {a: ("sensitive" if a in sens else "qid") for a in CATEGORICAL}
+                re_error = None
+                for k in ks:
+                    privacy = "{model: templates, confidence: [" + ", ".join(
+                        "{qid: [" + ", ".join(xs) + f"], attribute: {a}, sensitive_values: [" +
+                        ", ".join(least[a]) + f"], max: {k}}}" for a in sens) + "]}"
+                    spec = self.spec(f"th54b-ran{n}-{i}-{int(100 * k)}", roles, privacy,
+                                     score="infogain_privloss", taxonomies="suppression",
+                                     beneficial=True, numeric_split="exact")
+                    e = self.anonymize_and_evaluate(fig, spec, self.raw,
+                                                    ("--remove", ",".join(sens)))
+                    if e is None:
+                        missing += 1
+                        continue
+                    errors.append(100 * e["CE"])
+                    re_error = e["RE"]
+                    if not any(r[0] == fig and r[1] == "baseline" for r in self.rows):
+                        self.add(fig, "baseline", "", "BE %", fmt_pct(e["BE"]))
+                if re_error is not None:
+                    removal.append(100 * re_error)
+            if errors:
+                self.add(fig, f"Ran{n}", "mean over k and sets", "SE %",
+                         f"{sum(errors) / len(errors):.2f}")
+                self.add(fig, f"Ran{n}", "mean over k and sets", "RE %",
+                         f"{sum(removal) / len(removal):.2f}")
+            self.add(fig, f"Ran{n}", "mean over k and sets", "sets", str(len(drawn)))
+            self.add(fig, f"Ran{n}", "mean over k and sets", "(set, k) without a release",
+                     str(missing))
+
     # ---- thesis ch. 6: sequential releases ---------------------------------------------------
     def project(self, name, columns):
         path = os.path.join(self.work, f"{name}.csv")
@@ -1165,7 +1227,8 @@ class Experiments:
     # ---- orchestration ---------------------------------------------------------------------
     EXPERIMENTS = ["m10", "m10_naive_shared", "l2_grid", "l2_seeds", "m11", "m11_participation",
                    "ga", "thesis_topn", "yang", "inferences", "templates", "confidence",
-                   "sequential", "sequential_conf", "sequential_conf_b", "scalability"]
+                   "confidence_ran", "sequential", "sequential_conf", "sequential_conf_b",
+                   "scalability"]
 
     def run_all(self):
         self.prepare_data()
