@@ -288,7 +288,7 @@ def claim_values(claim, R):
             return "not run", None, None, None
         last = max(pts, key=lambda r: int(r["x"]))
         v = float(last["value"])
-        return (f"{v:.1f} s (anonymize phase) at {int(last['x']):,} records", v, v,
+        return (f"{v:.3f} s (anonymize phase) at {int(last['x']):,} records", v, v,
                 "not comparable (other hardware)")
     if claim in ("m11-scal", "th-411"):
         pts = R.get("scal", "AllAtt k=50: anonymize", "seconds")

@@ -910,15 +910,15 @@ class Experiments:
                 os.remove(out)
                 if label == "AllAttQID":
                     self.add(fig, "AllAttQID: anonymize", size, "seconds",
-                             f"{t['anonymize']:.2f}")
-                    self.add(fig, "AllAttQID: total", size, "seconds", f"{t['total']:.2f}")
+                             f"{t['anonymize']:.3f}")
+                    self.add(fig, "AllAttQID: total", size, "seconds", f"{t['total']:.3f}")
                 else:
                     multi.append(t["anonymize"])
             if multi:
                 self.add(fig, "MultiQID: anonymize, mean", size, "seconds",
-                         f"{sum(multi) / len(multi):.2f}")
+                         f"{sum(multi) / len(multi):.3f}")
                 self.add(fig, "MultiQID: anonymize, largest", size, "seconds",
-                         f"{max(multi):.2f}")
+                         f"{max(multi):.3f}")
 
     # ---- thesis Table 5.3 ------------------------------------------------------------------
     def inferences(self):
