@@ -754,11 +754,14 @@ def svg_chart(R, figure, metric, series_filter, xlabel, ylabel, refs, lines=()):
     out = [f'<svg class="chart" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" '
            f'aria-label="{esc(ylabel)} against {esc(xlabel)}">',
            f'<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="#fff" stroke="#999"/>']
+    # Enough decimals that the five ticks differ (a series within hundredths of a point would
+    # otherwise show five equal labels).
+    decimals = max(0, min(4, math.ceil(-math.log10((hi - lo) / 4)) + 1))
     for i in range(5):
         y = lo + (hi - lo) * i / 4
         out.append(f'<line x1="{L}" x2="{L + pw}" y1="{py(y):.1f}" y2="{py(y):.1f}" '
                    f'stroke="#eee"/><text x="{L - 4}" y="{py(y) + 4:.1f}" class="tick" '
-                   f'text-anchor="end">{y:.3g}</text>')
+                   f'text-anchor="end">{y:.{decimals}f}</text>')
     for x in xs:
         out.append(f'<text x="{px(x):.1f}" y="{T + ph + 14}" class="tick" '
                    f'text-anchor="middle">{x:g}</text>')
