@@ -920,6 +920,77 @@ class Experiments:
                 self.add(fig, "MultiQID: anonymize, largest", size, "seconds",
                          f"{max(multi):.3f}")
 
+    def confidence_scalability(self):
+        """Thesis §5.4.2 Fig. 5.6: suppression for confidentiality templates on Adult blown up,
+        k = 90%: (a) one template, Y = the 50% least frequent values of Ms, X = the other 7
+        categorical attributes; (b) random requirements of U[3, 6] templates with X of length
+        U[2, 5] drawn from those 7 attributes, the same Y."""
+        fig = "th-56"
+        sizes = {"fixture": [4000], "quick": [200000],
+                 "full": [200000, 400000, 600000, 800000, 1000000]}[self.mode]
+        count = {"fixture": 2, "quick": 3, "full": 30}[self.mode]
+        # Requirements run per size: all at the smallest, at most 10 at 1M records in --full
+        # (about half a minute each there).
+        multi_sizes = {n: (count if n < 1000000 else 10) for n in sizes} \
+            if self.mode != "full" else {200000: count, 1000000: 10}
+        sens = "marital-status"
+        xs = [a for a in CATEGORICAL if a != sens]
+        self.setting(fig, "Adult blown up as in the scalability runs; the 8 categorical attributes "
+                          "only, suppression (no taxonomies), score infogain_privloss, k = 90%; "
+                          "Y = the 50% least frequent values of Ms; (a) X = the other 7; (b) the "
+                          f"mean over {count} random requirements (seeded) of U[3, 6] templates, X "
+                          "of U[2, 5] of the 7, repeats discarded (the first " +
+                     ", ".join(f"{c} at {n:,}" for n, c in multi_sizes.items()) +
+                     " records); `fedanon anonymize` once each, the anonymize and total times "
+                     "from its report")
+        with open(self.raw, newline="") as f:
+            counts = {}
+            for r in csv.DictReader(f):
+                counts[r[sens]] = counts.get(r[sens], 0) + 1
+        ordered = sorted(counts, key=lambda v: (counts[v], v))
+        least = ordered[:max(1, len(ordered) // 2)]
+        roles = {a: ("sensitive" if a == sens else "qid") for a in CATEGORICAL}
+
+        def privacy(templates):
+            return "{model: templates, confidence: [" + ", ".join(
+                "{qid: [" + ", ".join(x) + f"], attribute: {sens}, sensitive_values: [" +
+                ", ".join(least) + "], max: 0.9}" for x in templates) + "]}"
+
+        single = self.spec("th56-single", roles, privacy([xs]), score="infogain_privloss",
+                           taxonomies="suppression", beneficial=True, numeric_split="exact")
+        rng = random.Random(56)
+        multi = []
+        while len(multi) < count:
+            n, length = rng.randint(3, 6), rng.randint(2, 5)
+            templates = []
+            while len(templates) < n:
+                x = sorted(rng.sample(xs, length))
+                if x not in templates:
+                    templates.append(x)
+            multi.append(self.spec(f"th56-multi{len(multi) + 1}", roles, privacy(templates),
+                                   score="infogain_privloss", taxonomies="suppression",
+                                   beneficial=True, numeric_split="exact"))
+        for size in sizes:
+            raw = self.blowup(size)
+            runs = [("single template", single)]
+            if size in multi_sizes:
+                runs += [("multiple templates", m) for m in multi[:multi_sizes[size]]]
+            self.progress(f"  Fig. 5.6: {size:,} records, {len(runs)} requirements")
+            times = {}
+            for label, spec in runs:
+                out = os.path.join(self.work, "th56-out.csv")
+                rep = os.path.join(self.work, "th56-report.json")
+                self.run(fig, ["anonymize", "--spec", spec, "--input", raw, "--output", out,
+                               "--report", rep])
+                with open(rep) as f:
+                    t = json.load(f)["timings_seconds"]
+                os.remove(out)
+                for phase in ("anonymize", "total"):
+                    times.setdefault((label, phase), []).append(t[phase])
+            for (label, phase), v in times.items():
+                self.add(fig, f"{label}: {phase}" + (", mean" if len(v) > 1 else ""), size,
+                         "seconds", f"{sum(v) / len(v):.3f}")
+
     # ---- thesis Table 5.3 ------------------------------------------------------------------
     def inferences(self):
         """Table 5.3: the number of inferences above k in the raw data, Adult Top4 (Ms, Re, Ed,
@@ -1287,7 +1358,7 @@ class Experiments:
     EXPERIMENTS = ["m10", "m10_naive_shared", "l2_grid", "l2_seeds", "m11", "m11_participation",
                    "ga", "thesis_topn", "yang", "inferences", "templates", "confidence",
                    "confidence_ran", "sequential", "sequential_conf", "sequential_conf_b",
-                   "scalability", "m11_scalability"]
+                   "scalability", "m11_scalability", "confidence_scalability"]
 
     def run_all(self):
         self.prepare_data()
