@@ -1182,9 +1182,9 @@ class Experiments:
                      str(missing))
 
     # ---- thesis ch. 6: sequential releases ---------------------------------------------------
-    def project(self, name, columns):
+    def project(self, name, columns, raw=None):
         path = os.path.join(self.work, f"{name}.csv")
-        with open(self.raw, newline="") as fin, open(path, "w", newline="") as fout:
+        with open(raw or self.raw, newline="") as fin, open(path, "w", newline="") as fout:
             reader = csv.DictReader(fin)
             w = csv.writer(fout, lineterminator="\n")
             w.writerow(columns)
@@ -1354,11 +1354,70 @@ class Experiments:
                          f"{sum(errors) / len(errors):.2f}")
                 self.add(fig, f"Top{n}", "mean over k", "RSE %", fmt_pct(rse))
 
+    def sequential_scalability(self):
+        """Thesis §6.4.1 Fig. 6.8 and §6.4.2 Fig. 6.11: sequential releases of Set A on Adult
+        blown up: the anonymity template Top6 with Y = the T1 record and k = 40 (Fig. 6.8), the
+        confidentiality template Top1 (Y = Ms, its 50% least frequent values) with k = 90%
+        (Fig. 6.11); T1 and T2 projected from the same blown-up table."""
+        fig = "th-6-scal"
+        sizes = {"fixture": [4000], "quick": [200000],
+                 "full": [200000, 400000, 600000, 800000, 1000000]}[self.mode]
+        join = ["marital-status", "relationship", "sex"]
+        t1_attrs = ["education", "occupation", "workclass"] + join
+        ranked = ["marital-status", "relationship", "sex", "education", "occupation",
+                  "workclass"]
+        self.setting(fig, "Adult blown up as in the scalability runs (every attribute may vary, "
+                          "Ms too, where the thesis keeps Y's values for Fig. 6.11); Set A: T1 = "
+                          "Ed, Oc, Wc, Ms, Re, Sx and the class, T2 = Ra, Nc, Ms, Re, Sx of the "
+                          "same records; thesis-shaped taxonomies; score infogain_privloss; Fig. "
+                          "6.8: X = the top 6 of T1 with T2's Ra and Nc, Y = the T1 record, "
+                          "k = 40; Fig. 6.11: Y = Ms (its 50% least frequent values in Adult), "
+                          "X = the other T1 attributes, k = 90%; `fedanon anonymize "
+                          "--previous-release` once each, the phases from its report")
+        with open(self.raw, newline="") as f:
+            counts = {}
+            for r in csv.DictReader(f):
+                counts[r["marital-status"]] = counts.get(r["marital-status"], 0) + 1
+        ordered = sorted(counts, key=lambda v: (counts[v], v))
+        least = ordered[:max(1, len(ordered) // 2)]
+        roles = {a: "qid" for a in t1_attrs}
+        x6 = list(dict.fromkeys(ranked[:6] + join)) + ["previous.race", "previous.native-country"]
+        anon = self.spec("seqscal-top6-k40", roles, None, score="infogain_privloss",
+                         taxonomies="thesis", beneficial=True,
+                         extra="sequential:\n  anonymity:\n    - x: [" + ", ".join(x6) +
+                               "]\n      y: [current.@record]\n      k: 40")
+        conf = self.spec("seqscal-top1-90", {a: ("sensitive" if a == "marital-status" else "qid")
+                                             for a in t1_attrs}, None,
+                         score="infogain_privloss", taxonomies="thesis", beneficial=True,
+                         extra="sequential:\n  confidentiality:\n    - {x: [" +
+                               ", ".join(a for a in t1_attrs if a != "marital-status") +
+                               "], attribute: current.marital-status, sensitive_values: [" +
+                               ", ".join(least) + "], max: 0.9}")
+        for size in sizes:
+            raw = self.blowup(size)
+            t1 = self.project("seqscal-t1", t1_attrs + ["income"], raw)
+            t2 = self.project("seqscal-t2", ["race", "native-country"] + join, raw)
+            for label, spec in (("Fig. 6.8 anonymity Top6 k = 40", anon),
+                                ("Fig. 6.11 confidentiality Top1 k = 90%", conf)):
+                self.progress(f"  sequential scalability: {label}, {size:,} records")
+                out = os.path.join(self.work, "seqscal-out.csv")
+                rep = os.path.join(self.work, "seqscal-report.json")
+                self.run(fig, ["anonymize", "--spec", spec, "--input", t1, "--previous-release",
+                               t2, "--output", out, "--report", rep])
+                with open(rep) as f:
+                    t = json.load(f)["timings_seconds"]
+                os.remove(out)
+                for phase in sorted(t):
+                    self.add(fig, f"{label}: {phase}", size, "seconds", f"{t[phase]:.3f}")
+            os.remove(t1)
+            os.remove(t2)
+
     # ---- orchestration ---------------------------------------------------------------------
     EXPERIMENTS = ["m10", "m10_naive_shared", "l2_grid", "l2_seeds", "m11", "m11_participation",
                    "ga", "thesis_topn", "yang", "inferences", "templates", "confidence",
                    "confidence_ran", "sequential", "sequential_conf", "sequential_conf_b",
-                   "scalability", "m11_scalability", "confidence_scalability"]
+                   "scalability", "m11_scalability", "confidence_scalability",
+                   "sequential_scalability"]
 
     def run_all(self):
         self.prepare_data()
