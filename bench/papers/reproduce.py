@@ -520,9 +520,10 @@ class Experiments:
     def m11_participation(self):
         """mohammed2011 §7.2 Figs. 10(a), 10(b), 11: Algorithm 2 (the game-theoretic
         participation strategy, epsilon = 1%) in a real vertical federation (`fedanon federation
-        up`: a leader and one party daemon per table on loopback), the released table evaluated
-        against the raw records in the release's order; beside it the centralized release of
-        Fig. 8 (Algorithm 1, which the vertical federation reproduces exactly)."""
+        up`: a leader and one party daemon per table on loopback), the released table put back
+        in the raw table's order and evaluated; beside it the centralized release of Fig. 8
+        (Algorithm 1, which the vertical federation reproduces exactly), compared value by
+        value."""
         fig = "m11-alg2"
         tops = {"fixture": [7], "quick": [7], "full": [5, 7, 9]}[self.mode]
         # (label, split, QID attributes added to TopN, k values): the 4-party runs take about
@@ -541,9 +542,10 @@ class Experiments:
                           "attributes released raw (role other); score gainratio; ARX's "
                           "taxonomies; binned rule; participation: game_theoretic, epsilon: 1% "
                           "(relative to the total contribution, docs/vertical.md). A row number "
-                          "column (role other, owned by A) puts the raw records in the release's "
-                          "order for `fedanon evaluate`; the release is evaluated with the "
-                          "centralized spec of Fig. 8 (same split seed)")
+                          "column (role other, owned by A, in no template) puts the release back "
+                          "in the raw table's order for `fedanon evaluate`, so that Algorithm 2's "
+                          "and Algorithm 1's releases are split into the same training and test "
+                          "records (split seed 1)")
         with open(self.raw, newline="") as f:
             reader = csv.DictReader(f)
             header = reader.fieldnames
@@ -621,8 +623,9 @@ class Experiments:
                     e1 = json.loads(self.run(fig, ["evaluate", "--spec", central, "--raw",
                                                    self.raw, "--anonymized", out1, "--json"]))
                     with open(out1, newline="") as f:
-                        same = all(a[c] == b[c] for a, b in zip(csv.DictReader(f), released)
-                                   for c in qid)
+                        central_rows = list(csv.DictReader(f))
+                    same = len(central_rows) == len(released) and all(
+                        a[c] == b[c] for a, b in zip(central_rows, released) for c in qid)
                     with open(rep1) as f:
                         steps1 = len(json.load(f).get("steps", []))
                     label = f"{run_label}: Top{n}"
