@@ -311,6 +311,17 @@ class Experiments:
             self.add(fig, label, r["K"], "CE %", fmt_pct(r["CE"]))
             self.add(fig, label, r["K"], "DR", fmt4(r["DR"]))
             self.add(fig, label, r["K"], "groups", r["groups"])
+        # Today's naive baseline (each party discretizes on its own data, Fig. 8's runs above)
+        # beside it, so that the page shows the two side by side: the same numbers as m10-K.
+        beside = {"naive L=4": "naive, per-party cut points (binned rule)",
+                  "centralized L=4": "centralized, binned rule"}
+        for figure, series, x, metric, value in list(self.rows):
+            if figure == "m10-K" and series in beside and metric in ("CE %", "DR", "groups"):
+                self.add(fig, beside[series], x, metric, value)
+        if any(r[0] == fig and r[1] in beside.values() for r in self.rows):
+            self.setting(fig, "beside them, from Fig. 6(a)/8's runs: the naive baseline with "
+                              "each party's own cut points (the binned rule on its own records) "
+                              "and the centralized run under the same rule")
 
     # ---- the L = 2 claim -------------------------------------------------------------------
     def l2_k(self):
@@ -358,16 +369,26 @@ class Experiments:
         fig = "l2-seeds"
         ks = ",".join(map(str, self.l2_k()))
         seeds = {"fixture": [1, 2], "quick": [1, 2, 3], "full": list(range(1, 11))}[self.mode]
-        self.setting(fig, "today's default (ARX taxonomies, binned 32 cells) and the exact rule "
+        # Finer public grids (no record-level count leaves a party) beside today's default and
+        # the exact rule: does any of them reach the paper's < 1 point once the split's noise is
+        # averaged out?
+        rules = {"fixture": [("binned", 32), ("exact", None)],
+                 "quick": [("binned", 32), ("binned", 128), ("exact", None)],
+                 "full": [("binned", 32), ("binned", 128), ("binned", 256), ("binned", 1024),
+                          ("exact", None)]}[self.mode]
+        self.setting(fig, "today's default (ARX taxonomies, binned 32 cells), finer public grids "
+                          "(" + ", ".join(str(c) for r, c in rules if r == "binned" and c != 32) +
+                          " cells) and the exact rule "
                           f"at L = 2, C = 20%, under split seeds {seeds[0]}..{seeds[-1]}; the "
                           "release is the same for every seed, only the training and test "
                           "records change")
-        for rule, cells in (("binned", 32), ("exact", None)):
-            spec = self.spec(f"l2-seeds-{rule}", self.m10_roles(),
+        for rule, cells in rules:
+            rule_label = "exact" if rule == "exact" else f"binned {cells}"
+            spec = self.spec(f"l2-seeds-{rule}{cells or ''}", self.m10_roles(),
                              "{model: lkc, L: 2, K: 100, C: 0.2, "
                              "sensitive_values: [Divorced, Separated]}",
                              numeric_split=rule, numeric_cells=cells)
-            per_k = {}
+            per_k, below = {}, 0
             for seed in seeds:
                 rows = self.sweep(fig, spec, f"L=2 K={ks}", extra=["--seed", str(seed)],
                                   tag=f"seed{seed}")
@@ -375,11 +396,22 @@ class Experiments:
                     if r["status"] == "ok":
                         gap = 100 * (float(r["CE"]) - float(r["BE"]))
                         per_k.setdefault(int(r["K"]), []).append(gap)
-                        self.add(fig, f"{rule} seed {seed}", r["K"], "CE − BE", f"{gap:.2f}")
-                self.add(fig, f"{rule} seed {seed}", "", "BE %", fmt_pct(rows[0]["BE"]))
+                        self.add(fig, f"{rule_label} seed {seed}", r["K"], "CE − BE",
+                                 f"{gap:.2f}")
+                self.add(fig, f"{rule_label} seed {seed}", "", "BE %", fmt_pct(rows[0]["BE"]))
+                ok = [r for r in rows if r["status"] == "ok"]
+                if len(ok) == len(rows) and all(
+                        100 * (float(r["CE"]) - float(r["BE"])) < 1 for r in ok):
+                    below += 1
+            means = []
             for k, gaps in sorted(per_k.items()):
-                self.add(fig, f"{rule}: mean over seeds", k, "CE − BE",
-                         f"{sum(gaps) / len(gaps):.2f}")
+                means.append(sum(gaps) / len(gaps))
+                self.add(fig, f"{rule_label}: mean over seeds", k, "CE − BE", f"{means[-1]:.2f}")
+            if means:
+                self.add(fig, f"{rule_label}: mean over seeds", "largest over K", "CE − BE",
+                         f"{max(means):.2f}")
+            self.add(fig, f"{rule_label}: seeds below 1 point at every K", "", "seeds",
+                     f"{below} of {len(seeds)}")
 
     def l2_effects(self):
         """Per setting, the mean and largest CE − BE over K; then the main effect of each factor
@@ -477,6 +509,139 @@ class Experiments:
                                             "--json"]))
             for p, e in out["SE"].items():
                 self.add(fig, label, p, "SE %", fmt_pct(e))
+
+    # mohammed2011 §7.1 / §7.2's vertical splits (Table 4's order: the first 9 attributes at A).
+    M11_SPLITS = {
+        "equal": {"A": "Ag En Fw Re Ra Sx Ms Nc Ed", "B": "Hw Cg Cl Wc Oc"},
+        "unequal": {"A": "Cg Ag Ms En Re Hw Sx Ed Oc", "B": "Wc Fw Ra Nc Cl"},
+        "4 parties": {"A": "Ag Wc Fw En", "B": "Ms Re Ra Sx", "C": "Cg Hw Nc", "D": "Ed Oc Cl"},
+    }
+
+    def m11_participation(self):
+        """mohammed2011 §7.2 Figs. 10(a), 10(b), 11: Algorithm 2 (the game-theoretic
+        participation strategy, epsilon = 1%) in a real vertical federation (`fedanon federation
+        up`: a leader and one party daemon per table on loopback), the released table put back
+        in the raw table's order and evaluated; beside it the centralized release of Fig. 8
+        (Algorithm 1, which the vertical federation reproduces exactly), compared value by
+        value."""
+        fig = "m11-alg2"
+        tops = {"fixture": [7], "quick": [7], "full": [5, 7, 9]}[self.mode]
+        # (label, split, QID attributes added to TopN, k values): the 4-party runs take about
+        # five times as long (ID matching); "unequal + Ra" adds race, owned by B, to the QID so
+        # that B is in the game (a party without QID attributes is outside it, docs/vertical.md).
+        all_k = {"fixture": [20], "quick": [20, 200], "full": [20, 100, 200, 500, 1000]}[self.mode]
+        runs = [("equal", "equal", [], all_k), ("unequal", "unequal", [], all_k),
+                ("unequal + Ra", "unequal", ["race"], all_k[:1] if self.mode != "full" else all_k),
+                ("4 parties", "4 parties", [],
+                 {"fixture": [20], "quick": [20], "full": [20, 200, 1000]}[self.mode])]
+        if self.mode == "fixture":
+            runs = runs[:1]
+        self.setting(fig, "each split's parties as daemons of `fedanon federation up` (loopback "
+                          "mTLS, ID matching on a record id); QID = the top N attributes (Cg Ag "
+                          "Ms En Re Hw Sx Ed Oc), one anonymity template <TopN, k>, the other "
+                          "attributes released raw (role other); score gainratio; ARX's "
+                          "taxonomies; binned rule; participation: game_theoretic, epsilon: 1% "
+                          "(relative to the total contribution, docs/vertical.md). A row number "
+                          "column (role other, owned by A, in no template) puts the release back "
+                          "in the raw table's order for `fedanon evaluate`, so that Algorithm 2's "
+                          "and Algorithm 1's releases are split into the same training and test "
+                          "records (split seed 1)")
+        with open(self.raw, newline="") as f:
+            reader = csv.DictReader(f)
+            header = reader.fieldnames
+            raw_rows = list(reader)
+        for run_label, split, added, ks in runs:
+            parts = self.M11_SPLITS[split]
+            owner = {LONG[s]: f"hospital-{p.lower()}" for p, attrs in parts.items()
+                     for s in attrs.split()}
+            slug = run_label.replace(" + ", "-").replace(" ", "")
+            d = os.path.join(self.work, "vertical-" + slug)
+            os.makedirs(d, exist_ok=True)
+            for a in CATEGORICAL:
+                shutil.copy(self.arx[a], os.path.join(d, f"{a}.csv"))
+            files = []
+            for p in parts:
+                name = f"hospital-{p.lower()}"
+                cols = [a for a in ATTRIBUTES if owner[a] == name]
+                path = os.path.join(d, f"{name}.csv")
+                with open(path, "w", newline="") as f:
+                    w = csv.writer(f, lineterminator="\n")
+                    w.writerow(["id", "income"] + (["row"] if p == "A" else []) + cols)
+                    for i, r in enumerate(raw_rows):
+                        w.writerow([f"r{i}", r["income"]] + ([i] if p == "A" else []) +
+                                   [r[c] for c in cols])
+                files.append(path)
+            for n in tops:
+                qid = TOP9[:n] + added
+                for k in ks:
+                    lines = ["name: m11-alg2", "attributes:", "  - {name: id, role: id}",
+                             "  - {name: row, role: other, party: hospital-a}"]
+                    for a in ATTRIBUTES:
+                        if a in qid and a in CONTINUOUS:
+                            lo, hi = CONTINUOUS[a]
+                            how = f"role: qid, type: continuous, range: [{lo}, {hi}], precision: 1"
+                        elif a in qid:
+                            how = f"role: qid, taxonomy: {a}.csv"
+                        else:
+                            how = "role: other"
+                        lines.append(f"  - {{name: {a}, {how}, party: {owner[a]}}}")
+                    lines += ['  - {name: income, role: class, values: ["<=50K", ">50K"]}',
+                              "privacy:", "  model: templates", "  templates:",
+                              "    - {qid: [" + ", ".join(qid) + f"], k: {k}}}",
+                              "score: gainratio", "partitioning: vertical",
+                              "participation: game_theoretic", "epsilon: 1%"]
+                    spec = os.path.join(d, f"top{n}-k{k}.yaml")
+                    with open(spec, "w") as f:
+                        f.write("\n".join(lines) + "\n")
+                    out = os.path.join(d, "release.csv")
+                    rep = os.path.join(d, f"top{n}-k{k}-report.json")
+                    self.progress(f"  Algorithm 2, {run_label}, Top{n}, k = {k}")
+                    self.run(fig, ["federation", "up", "--party-data", ",".join(files),
+                                   "--spec", spec, "--wait", "--result", out, "--report", rep])
+                    # The release in the raw table's order (by the row number), without it.
+                    anon = os.path.join(d, "release-ordered.csv")
+                    with open(out, newline="") as fin:
+                        released = sorted(csv.DictReader(fin), key=lambda r: int(r["row"]))
+                    with open(anon, "w", newline="") as fa:
+                        wa = csv.DictWriter(fa, fieldnames=header, lineterminator="\n")
+                        wa.writeheader()
+                        for r in released:
+                            wa.writerow({c: r[c] for c in header})
+                    central = self.spec(f"m11-alg1-{slug}-top{n}-k{k}",
+                                        {a: ("qid" if a in qid else "other") for a in ATTRIBUTES},
+                                        f"{{model: lkc, L: {len(qid)}, K: {k}}}",
+                                        score="gainratio")
+                    e = json.loads(self.run(fig, ["evaluate", "--spec", central, "--raw",
+                                                  self.raw, "--anonymized", anon, "--json"]))
+                    with open(rep) as f:
+                        report = json.load(f)
+                    # Algorithm 1: the centralized release (= the honest vertical one).
+                    out1 = os.path.join(d, "alg1.csv")
+                    rep1 = os.path.join(d, f"top{n}-k{k}-alg1-report.json")
+                    self.run(fig, ["anonymize", "--spec", central, "--input", self.raw,
+                                   "--output", out1, "--report", rep1])
+                    e1 = json.loads(self.run(fig, ["evaluate", "--spec", central, "--raw",
+                                                   self.raw, "--anonymized", out1, "--json"]))
+                    with open(out1, newline="") as f:
+                        central_rows = list(csv.DictReader(f))
+                    same = len(central_rows) == len(released) and all(
+                        a[c] == b[c] for a, b in zip(central_rows, released) for c in qid)
+                    with open(rep1) as f:
+                        steps1 = len(json.load(f).get("steps", []))
+                    label = f"{run_label}: Top{n}"
+                    self.add(fig, f"{label} Algorithm 2", k, "IE %", fmt_pct(e["CE"]))
+                    self.add(fig, f"{label} Algorithm 2", k, "specializations",
+                             str(len(report.get("steps", []))))
+                    won = {p["party"][-1].upper(): int(p.get("rounds_won", 0))
+                           for p in report.get("participation", [])}
+                    self.add(fig, f"{label} Algorithm 2", k, "rounds won",
+                             " ".join(f"{p} {won.get(p, 0)}" for p in parts))
+                    self.add(fig, f"{label} Algorithm 2", k, "same table as Algorithm 1",
+                             "yes" if same else "no")
+                    self.add(fig, f"{label} Algorithm 1 (centralized)", k, "IE %",
+                             fmt_pct(e1["CE"]))
+                    self.add(fig, f"{label} Algorithm 1 (centralized)", k, "specializations",
+                             str(steps1))
 
     def ga(self):
         fig = "ga-cv"
@@ -699,6 +864,136 @@ class Experiments:
                         self.add(fig, f"{label}: {phase}", size, "seconds", f"{t[phase]:.2f}")
                 os.remove(out)
 
+    def m11_scalability(self):
+        """mohammed2011 §7.3 Fig. 12: the anonymize phase (the paper excludes reading and
+        writing) for 50K to 200K records, AllAttQID (one QID of all 14 attributes) and MultiQID
+        (random requirements of 3-7 QIDs of one length 2-9, k = 50), on Adult blown up."""
+        fig = "m11-12"
+        sizes = {"fixture": [4000], "quick": [50000, 200000],
+                 "full": [50000, 100000, 150000, 200000]}[self.mode]
+        count = {"fixture": 2, "quick": 3, "full": 30}[self.mode]
+        self.setting(fig, "Adult blown up as in the scalability runs; `fedanon anonymize` once per "
+                          "requirement and size, the anonymize phase from its report (reading "
+                          "and writing excluded, as the paper's); score gainratio; ARX's "
+                          "taxonomies, binned rule; AllAttQID: one template on all 14 attributes, "
+                          f"k = 50; MultiQID: the mean over {count} random requirements (seeded): "
+                          "U[3, 7] QIDs, all of one length U[2, 9], attributes drawn from the 14, "
+                          "repeats discarded, k = 50, the attributes in no QID released as they "
+                          "are. One run each on a shared 2-core machine")
+        rng = random.Random(12)
+        reqs = []
+        while len(reqs) < count:
+            n, length = rng.randint(3, 7), rng.randint(2, 9)
+            qids = []
+            while len(qids) < n:
+                q = sorted(rng.sample(ATTRIBUTES, length))
+                if q not in qids:
+                    qids.append(q)
+            reqs.append(qids)
+        specs = [("AllAttQID", self.spec("m11-12-allatt", {a: "qid" for a in ATTRIBUTES},
+                                         "{model: lkc, L: 14, K: 50}", score="gainratio"))]
+        for i, qids in enumerate(reqs, 1):
+            union = {a for q in qids for a in q}
+            privacy = "{model: templates, templates: [" + ", ".join(
+                "{qid: [" + ", ".join(q) + "], k: 50}" for q in qids) + "]}"
+            specs.append((f"MultiQID {i}", self.spec(
+                f"m11-12-multi{i}", {a: ("qid" if a in union else "other") for a in ATTRIBUTES},
+                privacy, score="gainratio")))
+        for size in sizes:
+            raw = self.blowup(size)
+            multi = []
+            self.progress(f"  Fig. 12: {size:,} records, {len(specs)} requirements")
+            for label, spec in specs:
+                out = os.path.join(self.work, "m11-12-out.csv")
+                rep = os.path.join(self.work, "m11-12-report.json")
+                self.run(fig, ["anonymize", "--spec", spec, "--input", raw, "--output", out,
+                               "--report", rep])
+                with open(rep) as f:
+                    t = json.load(f)["timings_seconds"]
+                os.remove(out)
+                if label == "AllAttQID":
+                    self.add(fig, "AllAttQID: anonymize", size, "seconds",
+                             f"{t['anonymize']:.3f}")
+                    self.add(fig, "AllAttQID: total", size, "seconds", f"{t['total']:.3f}")
+                else:
+                    multi.append(t["anonymize"])
+            if multi:
+                self.add(fig, "MultiQID: anonymize, mean", size, "seconds",
+                         f"{sum(multi) / len(multi):.3f}")
+                self.add(fig, "MultiQID: anonymize, largest", size, "seconds",
+                         f"{max(multi):.3f}")
+
+    def confidence_scalability(self):
+        """Thesis §5.4.2 Fig. 5.6: suppression for confidentiality templates on Adult blown up,
+        k = 90%: (a) one template, Y = the 50% least frequent values of Ms, X = the other 7
+        categorical attributes; (b) random requirements of U[3, 6] templates with X of length
+        U[2, 5] drawn from those 7 attributes, the same Y."""
+        fig = "th-56"
+        sizes = {"fixture": [4000], "quick": [200000],
+                 "full": [200000, 400000, 600000, 800000, 1000000]}[self.mode]
+        count = {"fixture": 2, "quick": 3, "full": 30}[self.mode]
+        # Requirements run per size: all at the smallest, at most 10 at 1M records in --full
+        # (about half a minute each there).
+        multi_sizes = {n: (count if n < 1000000 else 10) for n in sizes} \
+            if self.mode != "full" else {200000: count, 1000000: 10}
+        sens = "marital-status"
+        xs = [a for a in CATEGORICAL if a != sens]
+        self.setting(fig, "Adult blown up as in the scalability runs; the 8 categorical attributes "
+                          "only, suppression (no taxonomies), score infogain_privloss, k = 90%; "
+                          "Y = the 50% least frequent values of Ms; (a) X = the other 7; (b) the "
+                          f"mean over {count} random requirements (seeded) of U[3, 6] templates, X "
+                          "of U[2, 5] of the 7, repeats discarded (the first " +
+                     ", ".join(f"{c} at {n:,}" for n, c in multi_sizes.items()) +
+                     " records); `fedanon anonymize` once each, the anonymize and total times "
+                     "from its report")
+        with open(self.raw, newline="") as f:
+            counts = {}
+            for r in csv.DictReader(f):
+                counts[r[sens]] = counts.get(r[sens], 0) + 1
+        ordered = sorted(counts, key=lambda v: (counts[v], v))
+        least = ordered[:max(1, len(ordered) // 2)]
+        roles = {a: ("sensitive" if a == sens else "qid") for a in CATEGORICAL}
+
+        def privacy(templates):
+            return "{model: templates, confidence: [" + ", ".join(
+                "{qid: [" + ", ".join(x) + f"], attribute: {sens}, sensitive_values: [" +
+                ", ".join(least) + "], max: 0.9}" for x in templates) + "]}"
+
+        single = self.spec("th56-single", roles, privacy([xs]), score="infogain_privloss",
+                           taxonomies="suppression", beneficial=True, numeric_split="exact")
+        rng = random.Random(56)
+        multi = []
+        while len(multi) < count:
+            n, length = rng.randint(3, 6), rng.randint(2, 5)
+            templates = []
+            while len(templates) < n:
+                x = sorted(rng.sample(xs, length))
+                if x not in templates:
+                    templates.append(x)
+            multi.append(self.spec(f"th56-multi{len(multi) + 1}", roles, privacy(templates),
+                                   score="infogain_privloss", taxonomies="suppression",
+                                   beneficial=True, numeric_split="exact"))
+        for size in sizes:
+            raw = self.blowup(size)
+            runs = [("single template", single)]
+            if size in multi_sizes:
+                runs += [("multiple templates", m) for m in multi[:multi_sizes[size]]]
+            self.progress(f"  Fig. 5.6: {size:,} records, {len(runs)} requirements")
+            times = {}
+            for label, spec in runs:
+                out = os.path.join(self.work, "th56-out.csv")
+                rep = os.path.join(self.work, "th56-report.json")
+                self.run(fig, ["anonymize", "--spec", spec, "--input", raw, "--output", out,
+                               "--report", rep])
+                with open(rep) as f:
+                    t = json.load(f)["timings_seconds"]
+                os.remove(out)
+                for phase in ("anonymize", "total"):
+                    times.setdefault((label, phase), []).append(t[phase])
+            for (label, phase), v in times.items():
+                self.add(fig, f"{label}: {phase}" + (", mean" if len(v) > 1 else ""), size,
+                         "seconds", f"{sum(v) / len(v):.3f}")
+
     # ---- thesis Table 5.3 ------------------------------------------------------------------
     def inferences(self):
         """Table 5.3: the number of inferences above k in the raw data, Adult Top4 (Ms, Re, Ed,
@@ -827,10 +1122,72 @@ class Experiments:
                 self.add(fig, f"Top{n}", "mean over k", "SE %", f"{sum(errors) / len(errors):.2f}")
                 self.add(fig, f"Top{n}", "mean over k", "RE %", fmt_pct(re_error))
 
+    def confidence_ran(self):
+        """Fig. 5.4(b): as Fig. 5.4(a) with RanN: N of the 8 categorical attributes drawn at
+        random (seeded) as sensitive, X = the others; SE and RE averaged over the thresholds and
+        the random sets."""
+        fig = "th-54b"
+        ks = {"fixture": [0.5], "quick": [0.5, 0.9], "full": [0.1, 0.3, 0.5, 0.7, 0.9]}[self.mode]
+        sets = {"fixture": 1, "quick": 3, "full": 30}[self.mode]
+        tops = {"fixture": [1], "quick": [1, 2, 3, 4], "full": [1, 2, 3, 4]}[self.mode]
+        self.setting(fig, f"RanN: {sets} random sets (seeded; repeats discarded) of N of the 8 "
+                          "categorical attributes as sensitive, each with its 50% least frequent "
+                          "values; X = the other categorical attributes; otherwise as Fig. 5.4(a) "
+                          "(suppression, score infogain_privloss); SE averaged over k = " +
+                     ", ".join(f"{int(100 * k)}%" for k in ks) + " and the sets (a k whose most "
+                     "general table already violates is left out and counted), RE over the sets")
+        with open(self.raw, newline="") as f:
+            rows = list(csv.DictReader(f))
+        least = {}
+        for a in CATEGORICAL:
+            counts = {}
+            for r in rows:
+                counts[r[a]] = counts.get(r[a], 0) + 1
+            ordered = sorted(counts, key=lambda v: (counts[v], v))
+            least[a] = ordered[:max(1, len(ordered) // 2)]
+        rng = random.Random(54)
+        for n in tops:
+            drawn = []
+            while len(drawn) < min(sets, math.comb(len(CATEGORICAL), n)):
+                pick = sorted(rng.sample(CATEGORICAL, n))
+                if pick not in drawn:
+                    drawn.append(pick)
+            errors, removal, missing = [], [], 0
+            for i, sens in enumerate(drawn, 1):
+                xs = [a for a in CATEGORICAL if a not in sens]
+                roles = {a: ("sensitive" if a in sens else "qid") for a in CATEGORICAL}
+                re_error = None
+                for k in ks:
+                    privacy = "{model: templates, confidence: [" + ", ".join(
+                        "{qid: [" + ", ".join(xs) + f"], attribute: {a}, sensitive_values: [" +
+                        ", ".join(least[a]) + f"], max: {k}}}" for a in sens) + "]}"
+                    spec = self.spec(f"th54b-ran{n}-{i}-{int(100 * k)}", roles, privacy,
+                                     score="infogain_privloss", taxonomies="suppression",
+                                     beneficial=True, numeric_split="exact")
+                    e = self.anonymize_and_evaluate(fig, spec, self.raw,
+                                                    ("--remove", ",".join(sens)))
+                    if e is None:
+                        missing += 1
+                        continue
+                    errors.append(100 * e["CE"])
+                    re_error = e["RE"]
+                    if not any(r[0] == fig and r[1] == "baseline" for r in self.rows):
+                        self.add(fig, "baseline", "", "BE %", fmt_pct(e["BE"]))
+                if re_error is not None:
+                    removal.append(100 * re_error)
+            if errors:
+                self.add(fig, f"Ran{n}", "mean over k and sets", "SE %",
+                         f"{sum(errors) / len(errors):.2f}")
+                self.add(fig, f"Ran{n}", "mean over k and sets", "RE %",
+                         f"{sum(removal) / len(removal):.2f}")
+            self.add(fig, f"Ran{n}", "mean over k and sets", "sets", str(len(drawn)))
+            self.add(fig, f"Ran{n}", "mean over k and sets", "(set, k) without a release",
+                     str(missing))
+
     # ---- thesis ch. 6: sequential releases ---------------------------------------------------
-    def project(self, name, columns):
+    def project(self, name, columns, raw=None):
         path = os.path.join(self.work, f"{name}.csv")
-        with open(self.raw, newline="") as fin, open(path, "w", newline="") as fout:
+        with open(raw or self.raw, newline="") as fin, open(path, "w", newline="") as fout:
             reader = csv.DictReader(fin)
             w = csv.writer(fout, lineterminator="\n")
             w.writerow(columns)
@@ -918,24 +1275,37 @@ class Experiments:
         properties; X = the attributes not in Y (a common one meaning both copies) except T2's Ra
         and Nc. XYE averaged over the thresholds; RSE: T1 without Y; RJE: T1 without the join
         attributes."""
-        fig = "th-6-9"
-        join = ["marital-status", "relationship", "sex"]
-        t1_attrs = ["education", "occupation", "workclass"] + join
-        ranked = ["marital-status", "relationship", "sex", "education"]
         ks = {"fixture": [0.5], "quick": [0.5, 0.9],
               "full": [0.1, 0.3, 0.5, 0.7, 0.9]}[self.mode]
         tops = {"fixture": [1], "quick": [1, 2, 3, 4], "full": [1, 2, 3, 4]}[self.mode]
-        self.setting(fig, "Set A: T1 = Ed, Oc, Wc, Ms, Re, Sx and the class; T2 = Ra, Nc, Ms, Re, "
-                          "Sx (the same records); thesis-shaped taxonomies; TopN: one "
-                          "confidentiality template per attribute of Y = the top N of Ms, Re, Sx, "
-                          "Ed, its 50% least frequent values sensitive, X = the other T1 "
-                          "attributes (a common one meaning T1's and T2's column) without T2's Ra "
-                          "and Nc; XYE averaged over k = " +
+        self.sequential_conf_set("th-6-9", "A", [], ks, tops)
+
+    def sequential_conf_b(self):
+        """Thesis §6.4.2 Fig. 6.10: as Fig. 6.9 on Set B, whose T1 and X also hold the 6
+        continuous attributes (Ag, Fw, En, Cg, Cl, Hw); Y = the same top N categorical attributes
+        of T1."""
+        ks = {"fixture": [0.5], "quick": [0.5, 0.9],
+              "full": [0.1, 0.3, 0.5, 0.7, 0.9]}[self.mode]
+        tops = {"fixture": [1], "quick": [1, 2, 3, 4], "full": [1, 2, 3, 4]}[self.mode]
+        self.sequential_conf_set("th-6-10", "B", list(CONTINUOUS), ks, tops)
+
+    def sequential_conf_set(self, fig, set_name, continuous, ks, tops):
+        join = ["marital-status", "relationship", "sex"]
+        t1_attrs = continuous + ["education", "occupation", "workclass"] + join
+        ranked = ["marital-status", "relationship", "sex", "education"]
+        cont = (" (the continuous ones with the declared ranges, precision 1, searched exactly "
+                "as every sequential release is)") if continuous else ""
+        self.setting(fig, f"Set {set_name}: T1 = " + ", ".join(SHORT[a] for a in t1_attrs) +
+                     f" and the class{cont}; T2 = Ra, Nc, Ms, Re, Sx (the same records); "
+                     "thesis-shaped taxonomies; TopN: one confidentiality template per attribute "
+                     "of Y = the top N of Ms, Re, Sx, Ed, its 50% least frequent values "
+                     "sensitive, X = the other T1 attributes (a common one meaning T1's and T2's "
+                     "column) without T2's Ra and Nc; XYE averaged over k = " +
                      ", ".join(f"{int(100 * k)}%" for k in ks) +
                      " (a k no release meets is listed and left out); RSE: T1 without Y; RJE: T1 "
                      "without Ms, Re, Sx")
         t2 = self.project("t2", ["race", "native-country"] + join)
-        t1 = self.project("t1A", t1_attrs + ["income"])
+        t1 = self.project(f"t1{set_name}", t1_attrs + ["income"])
         with open(t1, newline="") as f:
             rows = list(csv.DictReader(f))
         least = {}
@@ -945,8 +1315,8 @@ class Experiments:
                 counts[r[a]] = counts.get(r[a], 0) + 1
             ordered = sorted(counts, key=lambda v: (counts[v], v))
             least[a] = ordered[:max(1, len(ordered) // 2)]
-        base = self.spec("seqc-base", {a: "qid" for a in t1_attrs}, "{model: lkc, L: 1, K: 1}",
-                         taxonomies="thesis", numeric_split="exact")
+        base = self.spec(f"seqc-{set_name}-base", {a: "qid" for a in t1_attrs},
+                         "{model: lkc, L: 1, K: 1}", taxonomies="thesis", numeric_split="exact")
         ev = json.loads(self.run(fig, ["evaluate", "--spec", base, "--raw", t1, "--remove",
                                        ",".join(join), "--json"]))
         self.add(fig, "baseline", "", "BLE %", fmt_pct(ev["BE"]))
@@ -962,11 +1332,12 @@ class Experiments:
                     "    - {x: [" + ", ".join(xs) + f"], attribute: current.{a}, "
                     "sensitive_values: [" + ", ".join(least[a]) + f"], max: {k}}}\n"
                     for a in ys)
-                spec = self.spec(f"seqc-top{n}-{int(100 * k)}", roles, None,
+                spec = self.spec(f"seqc-{set_name}-top{n}-{int(100 * k)}", roles, None,
                                  score="infogain_privloss", taxonomies="thesis",
                                  extra=extra.rstrip("\n"), beneficial=True)
                 out = os.path.join(self.work, "seqc-out.csv")
-                self.progress(f"  sequential confidentiality Top{n} k = {int(100 * k)}%")
+                self.progress(f"  sequential confidentiality Set {set_name} Top{n} k = "
+                              f"{int(100 * k)}%")
                 try:
                     self.run(fig, ["anonymize", "--spec", spec, "--input", t1,
                                    "--previous-release", t2, "--output", out])
@@ -986,10 +1357,70 @@ class Experiments:
                          f"{sum(errors) / len(errors):.2f}")
                 self.add(fig, f"Top{n}", "mean over k", "RSE %", fmt_pct(rse))
 
+    def sequential_scalability(self):
+        """Thesis §6.4.1 Fig. 6.8 and §6.4.2 Fig. 6.11: sequential releases of Set A on Adult
+        blown up: the anonymity template Top6 with Y = the T1 record and k = 40 (Fig. 6.8), the
+        confidentiality template Top1 (Y = Ms, its 50% least frequent values) with k = 90%
+        (Fig. 6.11); T1 and T2 projected from the same blown-up table."""
+        fig = "th-6-scal"
+        sizes = {"fixture": [4000], "quick": [200000],
+                 "full": [200000, 400000, 600000, 800000, 1000000]}[self.mode]
+        join = ["marital-status", "relationship", "sex"]
+        t1_attrs = ["education", "occupation", "workclass"] + join
+        ranked = ["marital-status", "relationship", "sex", "education", "occupation",
+                  "workclass"]
+        self.setting(fig, "Adult blown up as in the scalability runs (every attribute may vary, "
+                          "Ms too, where the thesis keeps Y's values for Fig. 6.11); Set A: T1 = "
+                          "Ed, Oc, Wc, Ms, Re, Sx and the class, T2 = Ra, Nc, Ms, Re, Sx of the "
+                          "same records; thesis-shaped taxonomies; score infogain_privloss; Fig. "
+                          "6.8: X = the top 6 of T1 with T2's Ra and Nc, Y = the T1 record, "
+                          "k = 40; Fig. 6.11: Y = Ms (its 50% least frequent values in Adult), "
+                          "X = the other T1 attributes, k = 90%; `fedanon anonymize "
+                          "--previous-release` once each, the phases from its report")
+        with open(self.raw, newline="") as f:
+            counts = {}
+            for r in csv.DictReader(f):
+                counts[r["marital-status"]] = counts.get(r["marital-status"], 0) + 1
+        ordered = sorted(counts, key=lambda v: (counts[v], v))
+        least = ordered[:max(1, len(ordered) // 2)]
+        roles = {a: "qid" for a in t1_attrs}
+        x6 = list(dict.fromkeys(ranked[:6] + join)) + ["previous.race", "previous.native-country"]
+        anon = self.spec("seqscal-top6-k40", roles, None, score="infogain_privloss",
+                         taxonomies="thesis", beneficial=True,
+                         extra="sequential:\n  anonymity:\n    - x: [" + ", ".join(x6) +
+                               "]\n      y: [current.@record]\n      k: 40")
+        conf = self.spec("seqscal-top1-90", {a: ("sensitive" if a == "marital-status" else "qid")
+                                             for a in t1_attrs}, None,
+                         score="infogain_privloss", taxonomies="thesis", beneficial=True,
+                         extra="sequential:\n  confidentiality:\n    - {x: [" +
+                               ", ".join(a for a in t1_attrs if a != "marital-status") +
+                               "], attribute: current.marital-status, sensitive_values: [" +
+                               ", ".join(least) + "], max: 0.9}")
+        for size in sizes:
+            raw = self.blowup(size)
+            t1 = self.project("seqscal-t1", t1_attrs + ["income"], raw)
+            t2 = self.project("seqscal-t2", ["race", "native-country"] + join, raw)
+            for label, spec in (("Fig. 6.8 anonymity Top6 k = 40", anon),
+                                ("Fig. 6.11 confidentiality Top1 k = 90%", conf)):
+                self.progress(f"  sequential scalability: {label}, {size:,} records")
+                out = os.path.join(self.work, "seqscal-out.csv")
+                rep = os.path.join(self.work, "seqscal-report.json")
+                self.run(fig, ["anonymize", "--spec", spec, "--input", t1, "--previous-release",
+                               t2, "--output", out, "--report", rep])
+                with open(rep) as f:
+                    t = json.load(f)["timings_seconds"]
+                os.remove(out)
+                for phase in sorted(t):
+                    self.add(fig, f"{label}: {phase}", size, "seconds", f"{t[phase]:.3f}")
+            os.remove(t1)
+            os.remove(t2)
+
     # ---- orchestration ---------------------------------------------------------------------
-    EXPERIMENTS = ["m10", "m10_naive_shared", "l2_grid", "l2_seeds", "m11", "ga", "thesis_topn", "yang",
-                   "inferences", "templates", "confidence", "sequential", "sequential_conf",
-                   "scalability"]
+    EXPERIMENTS = ["m10", "m10_naive_shared", "l2_grid", "l2_seeds", "m11", "m11_participation",
+                   "ga", "thesis_topn", "yang", "inferences", "templates", "confidence",
+                   "confidence_ran", "sequential", "sequential_conf", "sequential_conf_b",
+                   "scalability", "m11_scalability", "confidence_scalability",
+                   "sequential_scalability"]
 
     def run_all(self):
         self.prepare_data()
