@@ -63,6 +63,47 @@ struct ReleasePlan {
     }
   }
 
+  // AppendCsvRecord of Row(...) with `separator`, without the row: the labels are quoted once
+  // (PrepareQuoted) instead of once per record.
+  void AppendRow(const Tips& tips, const std::vector<int>& columns,
+                 const std::vector<std::string_view>& fields, size_t record, char separator,
+                 std::string* out) const {
+    if (columns.size() == 1 || separator != quoted_separator) {  // AppendCsvRecord's special case
+      std::vector<std::string_view> row;
+      Row(tips, columns, fields, record, &row);
+      table::AppendCsvRecord(row, separator, out);
+      return;
+    }
+    const std::vector<NodeIndex>& key = tips.key(part_of[record]);
+    bool first = true;
+    for (int c : columns) {
+      if (!first) out->push_back(separator);
+      first = false;
+      const int q = qid_of_column[c];
+      if (q < 0) {
+        table::AppendCsvField(fields[c], separator, out);
+      } else {
+        out->append(quoted[q][key[q]]);
+      }
+    }
+    out->push_back('\n');
+  }
+
+  // Every label as AppendCsvField writes it with `separator`.
+  void PrepareQuoted(char separator) {
+    quoted_separator = separator;
+    quoted.resize(labels.size());
+    for (size_t a = 0; a < labels.size(); ++a) {
+      quoted[a].clear();
+      for (const std::string& label : labels[a]) {
+        quoted[a].emplace_back();
+        table::AppendCsvField(label, separator, &quoted[a].back());
+      }
+    }
+  }
+  std::vector<std::vector<std::string>> quoted;
+  char quoted_separator = 0;
+
   // The released values of `record` (input `fields`) for `columns`, into `row`.
   void Row(const Tips& tips, const std::vector<int>& columns,
            const std::vector<std::string_view>& fields, size_t record,
@@ -119,7 +160,8 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
     RETURN_IF_ERROR(status);
     return write(text);
   }
-  const ReleasePlan plan(spec, data, tips, hier);
+  ReleasePlan plan(spec, data, tips, hier);
+  plan.PrepareQuoted(separator);
   // The input's separator, as the load detected it.
   ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> probe,
                    table::CsvReader::Open(data.source_path));
@@ -139,7 +181,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
         std::unique_ptr<table::CsvReader> reader,
         table::CsvReader::OpenRange(data.source_path, cps[b].offset, end, 1,
                                     {.separator = input_separator, .max_line_bytes = 0}));
-    std::vector<std::string_view> fields, row;
+    std::vector<std::string_view> fields;
     uint64_t r = cps[b].row, record = cps[b].record;
     for (;;) {
       ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
@@ -147,8 +189,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
       if (r >= row_end || fields.size() != data.header.size()) return InputChanged();
       if (!data.kept[r++]) continue;
       if (record >= record_end) return InputChanged();
-      plan.Row(tips, columns, fields, record++, &row);
-      table::AppendCsvRecord(row, separator, text);
+      plan.AppendRow(tips, columns, fields, record++, separator, text);
       if (stream && text->size() >= kStreamedWrite) {
         RETURN_IF_ERROR(write(*text));
         text->clear();
