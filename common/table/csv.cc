@@ -563,6 +563,27 @@ void AppendCsvField(std::string_view field, char separator, std::string* out) {
   out->push_back('"');
 }
 
+char* WriteCsvField(std::string_view field, char separator, char* out) {
+  bool plain = true;
+  for (const char c : field) {
+    if (c == separator || c == '"' || c == '\r' || c == '\n') {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) {
+    if (!field.empty()) std::memcpy(out, field.data(), field.size());
+    return out + field.size();
+  }
+  *out++ = '"';
+  for (char c : field) {
+    if (c == '"') *out++ = '"';
+    *out++ = c;
+  }
+  *out++ = '"';
+  return out;
+}
+
 void AppendCsvRecord(const std::vector<std::string_view>& fields, char separator,
                      std::string* out) {
   if (fields.size() == 1 && fields[0].empty()) {

@@ -28,6 +28,10 @@ namespace fedanon::table {
 // RFC 4180: appends `field` to `out`, in double quotes (inner quotes doubled) when it holds the
 // separator, a double quote, CR or LF, else as it is.
 void AppendCsvField(std::string_view field, char separator, std::string* out);
+// AppendCsvField into memory the caller has made room in: writes at most CsvFieldBound(field)
+// bytes at `out` and returns the end of what it wrote.
+char* WriteCsvField(std::string_view field, char separator, char* out);
+inline size_t CsvFieldBound(std::string_view field) { return 2 * field.size() + 2; }
 // Appends one record: the fields joined by `separator`, then "\n". A record of one empty field
 // is written as "" so that it does not read back as a blank line (which readers skip).
 void AppendCsvRecord(const std::vector<std::string_view>& fields, char separator, std::string* out);

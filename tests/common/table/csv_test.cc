@@ -304,6 +304,20 @@ TEST(CsvQuotingTest, QuotesPerRfc4180) {
   EXPECT_EQ(rows, (Rows{{"q\"", "a,b"}, {""}, {"z"}}));
 }
 
+TEST(CsvQuotingTest, WriteCsvFieldWritesWhatAppendCsvFieldAppends) {
+  for (const std::string_view field :
+       {"plain", "", "a,b", "say \"hi\"", "cr\r", "two\nlines", "a;b", "\"\"", ",", "x;y,z\""}) {
+    for (const char separator : {',', ';'}) {
+      std::string appended;
+      AppendCsvField(field, separator, &appended);
+      std::string written(CsvFieldBound(field), '\0');
+      written.resize(
+          static_cast<size_t>(WriteCsvField(field, separator, written.data()) - written.data()));
+      EXPECT_EQ(written, appended) << field;
+    }
+  }
+}
+
 TEST(CsvWriterTest, SemicolonSeparatorQuotesSemicolonsNotCommas) {
   TempDir dir;
   ASSERT_OK_AND_ASSIGN(auto writer, CsvWriter::Create(dir.File("s.csv"), ';'));
