@@ -11,6 +11,10 @@
 #include <optional>
 #include <thread>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
@@ -859,10 +863,33 @@ absl::Status ScanBytes(const std::string& path, uint64_t begin, uint64_t end, Fn
   return status;
 }
 
+// The '\n's of `block`: 16 bytes at a time (std::count went byte by byte: 5% of a 1M-record
+// job's CPU time).
+uint64_t CountNewlinesIn(std::string_view block) {
+  const char* p = block.data();
+  const char* const end = p + block.size();
+  uint64_t n = 0;
+#if defined(__SSE2__)
+  const __m128i lf = _mm_set1_epi8('\n');
+  while (end - p >= 16) {
+    // Up to 255 chunks into byte counters (each compare adds 0 or -1), then summed.
+    __m128i counts = _mm_setzero_si128();
+    for (int i = 0; i < 255 && end - p >= 16; ++i, p += 16) {
+      const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      counts = _mm_sub_epi8(counts, _mm_cmpeq_epi8(chunk, lf));
+    }
+    const __m128i sums = _mm_sad_epu8(counts, _mm_setzero_si128());
+    n += static_cast<uint64_t>(_mm_cvtsi128_si64(sums)) +
+         static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
+  }
+#endif
+  return n + static_cast<uint64_t>(std::count(p, end, '\n'));
+}
+
 absl::StatusOr<uint64_t> CountNewlines(const std::string& path, uint64_t begin, uint64_t end) {
   uint64_t n = 0;
   RETURN_IF_ERROR(ScanBytes(path, begin, end, [&](std::string_view block, uint64_t) {
-    n += static_cast<uint64_t>(std::count(block.begin(), block.end(), '\n'));
+    n += CountNewlinesIn(block);
     return true;
   }));
   return n;
