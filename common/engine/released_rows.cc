@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstring>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -93,8 +92,7 @@ struct ReleasePlan {
         p = table::WriteCsvField(fields[c], separator, p);
       } else {
         const std::string& label = quoted[q][key[q]];
-        std::memcpy(p, label.data(), label.size());
-        p += label.size();
+        p = std::copy(label.begin(), label.end(), p);
       }
     }
     *p++ = '\n';
