@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
@@ -63,6 +64,72 @@ struct ReleasePlan {
     }
   }
 
+  // AppendCsvRecord of Row(...) with `separator`, without the row and into room made once per
+  // row: the labels are quoted once (PrepareQuoted) instead of once per record.
+  void AppendRow(const Tips& tips, const std::vector<int>& columns,
+                 const std::vector<std::string_view>& fields, size_t record, char separator,
+                 std::string* out) const {
+    if (columns.size() == 1 || separator != quoted_separator || columns != quoted_columns) {
+      std::vector<std::string_view> row;  // AppendCsvRecord's special case, or not prepared
+      Row(tips, columns, fields, record, &row);
+      table::AppendCsvRecord(row, separator, out);
+      return;
+    }
+    size_t bound = fixed_bound;
+    for (int c : copied_columns) bound += table::CsvFieldBound(fields[c]);
+    const size_t old = out->size();
+    if (out->capacity() < old + bound) out->reserve(std::max(2 * out->capacity(), old + bound));
+    out->resize(old + bound);
+    char* const begin = out->data();
+    char* p = begin + old;
+    const std::vector<NodeIndex>& key = tips.key(part_of[record]);
+    bool first = true;
+    for (int c : columns) {
+      if (!first) *p++ = separator;
+      first = false;
+      const int q = qid_of_column[c];
+      if (q < 0) {
+        p = table::WriteCsvField(fields[c], separator, p);
+      } else {
+        const std::string& label = quoted[q][key[q]];
+        p = std::copy(label.begin(), label.end(), p);
+      }
+    }
+    *p++ = '\n';
+    out->resize(static_cast<size_t>(p - begin));
+  }
+
+  // Every label as AppendCsvField writes it with `separator`, and the most bytes a row of
+  // `columns` takes but for its copied fields.
+  void PrepareQuoted(char separator, const std::vector<int>& columns) {
+    quoted_separator = separator;
+    quoted_columns = columns;
+    quoted.resize(labels.size());
+    std::vector<size_t> longest(labels.size(), 0);
+    for (size_t a = 0; a < labels.size(); ++a) {
+      quoted[a].clear();
+      for (const std::string& label : labels[a]) {
+        quoted[a].emplace_back();
+        table::AppendCsvField(label, separator, &quoted[a].back());
+        longest[a] = std::max(longest[a], quoted[a].back().size());
+      }
+    }
+    fixed_bound = columns.size() + 1;  // the separators and the newline
+    copied_columns.clear();
+    for (int c : columns) {
+      if (qid_of_column[c] < 0) {
+        copied_columns.push_back(c);
+      } else {
+        fixed_bound += longest[qid_of_column[c]];
+      }
+    }
+  }
+  std::vector<std::vector<std::string>> quoted;
+  char quoted_separator = 0;
+  std::vector<int> quoted_columns;
+  std::vector<int> copied_columns;  // of quoted_columns, those copied from the input
+  size_t fixed_bound = 0;
+
   // The released values of `record` (input `fields`) for `columns`, into `row`.
   void Row(const Tips& tips, const std::vector<int>& columns,
            const std::vector<std::string_view>& fields, size_t record,
@@ -119,7 +186,8 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
     RETURN_IF_ERROR(status);
     return write(text);
   }
-  const ReleasePlan plan(spec, data, tips, hier);
+  ReleasePlan plan(spec, data, tips, hier);
+  plan.PrepareQuoted(separator, columns);
   // The input's separator, as the load detected it.
   ASSIGN_OR_RETURN(std::unique_ptr<table::CsvReader> probe,
                    table::CsvReader::Open(data.source_path));
@@ -139,7 +207,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
         std::unique_ptr<table::CsvReader> reader,
         table::CsvReader::OpenRange(data.source_path, cps[b].offset, end, 1,
                                     {.separator = input_separator, .max_line_bytes = 0}));
-    std::vector<std::string_view> fields, row;
+    std::vector<std::string_view> fields;
     uint64_t r = cps[b].row, record = cps[b].record;
     for (;;) {
       ASSIGN_OR_RETURN(bool more, reader->Next(&fields));
@@ -147,8 +215,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
       if (r >= row_end || fields.size() != data.header.size()) return InputChanged();
       if (!data.kept[r++]) continue;
       if (record >= record_end) return InputChanged();
-      plan.Row(tips, columns, fields, record++, &row);
-      table::AppendCsvRecord(row, separator, text);
+      plan.AppendRow(tips, columns, fields, record++, separator, text);
       if (stream && text->size() >= kStreamedWrite) {
         RETURN_IF_ERROR(write(*text));
         text->clear();

@@ -8,6 +8,10 @@
 #include <cstring>
 #include <utility>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -309,6 +313,62 @@ void CsvReader::ScanUnquoted(std::vector<std::string_view>* fields) {
   fields->emplace_back(data + start, p - start);
 }
 
+bool CsvReader::ScanPlainRecord(std::vector<std::string_view>* fields) {
+  const char* const data = text_.data();
+  const size_t n = text_.size();
+  const char sep = separator_;
+  size_t p = pos_;
+  size_t field = p;
+  auto end_record = [&](size_t at) {
+    fields->emplace_back(data + field, at - field);
+    pos_ = at + 1;
+    ++line_;
+    line_start_ = pos_;
+  };
+#if defined(__SSE2__)
+  const __m128i sep16 = _mm_set1_epi8(sep);
+  const __m128i lf16 = _mm_set1_epi8('\n');
+  const __m128i cr16 = _mm_set1_epi8('\r');
+  const __m128i quote16 = _mm_set1_epi8('"');
+  for (; p + 16 <= n; p += 16) {
+    const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + p));
+    const auto lfs = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(chunk, lf16)));
+    // The bytes of this record in the chunk: those before its first '\n'.
+    const unsigned mine = lfs != 0 ? (lfs & (0u - lfs)) - 1 : 0xFFFFu;
+    const auto odd = static_cast<unsigned>(_mm_movemask_epi8(
+        _mm_or_si128(_mm_cmpeq_epi8(chunk, cr16), _mm_cmpeq_epi8(chunk, quote16))));
+    if ((odd & mine) != 0) {
+      fields->clear();
+      return false;
+    }
+    for (auto seps = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(chunk, sep16))) & mine;
+         seps != 0; seps &= seps - 1) {
+      const size_t at = p + static_cast<size_t>(__builtin_ctz(seps));
+      fields->emplace_back(data + field, at - field);
+      field = at + 1;
+    }
+    if (lfs != 0) {
+      end_record(p + static_cast<size_t>(__builtin_ctz(lfs)));
+      return true;
+    }
+  }
+#endif
+  for (; p < n; ++p) {
+    const char c = data[p];
+    if (c == sep) {
+      fields->emplace_back(data + field, p - field);
+      field = p + 1;
+    } else if (c == '\n') {
+      end_record(p);
+      return true;
+    } else if (c == '\r' || c == '"') {
+      break;
+    }
+  }
+  fields->clear();  // a final line without '\n', or a quote or CR: the general parser's
+  return false;
+}
+
 absl::Status CsvReader::ParseQuoted(std::vector<std::string_view>* fields, size_t* unescaped_used) {
   const char* const data = text_.data();
   const size_t n = text_.size();
@@ -381,7 +441,7 @@ absl::StatusOr<bool> CsvReader::Next(std::vector<std::string_view>* fields) {
   const size_t record_line = line_;
   size_t record_line_start = line_start_;
   record_line_ = line_;
-  for (;;) {
+  for (bool plain = ScanPlainRecord(fields); !plain;) {
     const size_t n = text_.size();
     size_t unescaped_used = 0;
     for (;;) {
@@ -501,6 +561,27 @@ void AppendCsvField(std::string_view field, char separator, std::string* out) {
     out->push_back(c);
   }
   out->push_back('"');
+}
+
+char* WriteCsvField(std::string_view field, char separator, char* out) {
+  bool plain = true;
+  for (const char c : field) {
+    if (c == separator || c == '"' || c == '\r' || c == '\n') {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) {
+    if (!field.empty()) std::memcpy(out, field.data(), field.size());
+    return out + field.size();
+  }
+  *out++ = '"';
+  for (char c : field) {
+    if (c == '"') *out++ = '"';
+    *out++ = c;
+  }
+  *out++ = '"';
+  return out;
 }
 
 void AppendCsvRecord(const std::vector<std::string_view>& fields, char separator,

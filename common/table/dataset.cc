@@ -11,6 +11,10 @@
 #include <optional>
 #include <thread>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
@@ -18,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
 #include "common/table/csv.h"
+#include "common/table/label_index.h"
 #include "common/table/unknown_values.h"
 
 namespace fedanon::table {
@@ -199,6 +204,7 @@ class RowEncoder {
   };
   // Per QID column scratch state.
   struct Scan {
+    LabelIndex leaves;                                    // kTaxonomy: leaf label -> NodeId
     absl::flat_hash_map<std::string, int32_t> value_ids;  // kSuppression
     std::vector<std::string> values;                      // kSuppression: id -> value
     std::map<std::string, uint64_t> unknown;              // values outside taxonomy / domain
@@ -217,8 +223,9 @@ class RowEncoder {
     size_t DirectReach() const {
       return std::min(kDirectNumbers, std::max<size_t>(4096, 2 * numbers.size()));
     }
-    int32_t NumberId(double x) {
-      if (x >= 0 && x < static_cast<double>(kDirectNumbers) && x == std::floor(x)) {
+    // `integral`: x is known to be a whole number (no need to check).
+    int32_t NumberId(double x, bool integral = false) {
+      if (x >= 0 && x < static_cast<double>(kDirectNumbers) && (integral || x == std::floor(x))) {
         const auto i = static_cast<size_t>(x);
         if (i >= direct_ids.size() && i < DirectReach()) {
           direct_ids.resize(std::clamp(2 * direct_ids.size(), i + 1, DirectReach()), 0);
@@ -351,6 +358,12 @@ absl::Status RowEncoder::ResolveSensitiveColumns(
 void RowEncoder::PrepareScans() {
   scans_.assign(ds_->qids.size(), Scan{});
   for (size_t q = 0; q < ds_->qids.size(); ++q) {
+    if (const Taxonomy* tax = ds_->qids[q].taxonomy.get(); tax != nullptr) {
+      for (size_t n = 0; n < tax->size(); ++n) {
+        const auto node = static_cast<Taxonomy::NodeId>(n);
+        if (tax->is_leaf(node)) scans_[q].leaves.Add(tax->label(node), node);
+      }
+    }
     scans_[q].values = ds_->qids[q].values;
     for (size_t v = 0; v < ds_->qids[q].values.size(); ++v) {
       scans_[q].value_ids.emplace(ds_->qids[q].values[v], static_cast<int32_t>(v));
@@ -416,9 +429,9 @@ absl::Status RowEncoder::EncodeQid(size_t q, std::string_view v, size_t line, si
   Scan& scan = scans_[q];
   switch (col.kind) {
     case QidKind::kTaxonomy: {
-      auto leaf = col.taxonomy->FindLeaf(v);
-      if (!leaf) ++scan.unknown[std::string(v)];
-      col.codes[at] = leaf ? *leaf : 0;
+      const int32_t* leaf = scan.leaves.Find(v);  // Taxonomy::FindLeaf, faster
+      if (leaf == nullptr) ++scan.unknown[std::string(v)];
+      col.codes[at] = leaf != nullptr ? *leaf : 0;
       break;
     }
     case QidKind::kContinuous:
@@ -443,8 +456,9 @@ absl::Status RowEncoder::EncodeQid(size_t q, std::string_view v, size_t line, si
 }
 
 // Parses a number as absl::SimpleAtod does; plain integers of up to 15 digits (exact in a
-// double, the common case) without it.
-bool ParseNumber(std::string_view v, double* x) {
+// double, the common case) without it, and then sets `*integral`.
+bool ParseNumber(std::string_view v, double* x, bool* integral) {
+  *integral = false;
   const bool negative = !v.empty() && v[0] == '-';
   const size_t digits = v.size() - (negative ? 1 : 0);
   if (digits > 0 && digits <= 15) {
@@ -460,6 +474,7 @@ bool ParseNumber(std::string_view v, double* x) {
     }
     if (all_digits) {
       *x = negative ? -static_cast<double>(n) : static_cast<double>(n);
+      *integral = true;
       return true;
     }
   }
@@ -469,7 +484,8 @@ bool ParseNumber(std::string_view v, double* x) {
 absl::Status RowEncoder::EncodeContinuous(size_t q, std::string_view v, size_t line, size_t at) {
   QidColumn& col = ds_->qids[q];
   double x;
-  if (!ParseNumber(v, &x) || !std::isfinite(x)) {
+  bool integral;
+  if (!ParseNumber(v, &x, &integral) || !std::isfinite(x)) {
     return absl::InvalidArgumentError(
         absl::StrCat(At(line), ": column ", col.csv_column + 1, " (", col.name, "): '",
                      std::string(v), "' is not a number",
@@ -490,7 +506,7 @@ absl::Status RowEncoder::EncodeContinuous(size_t q, std::string_view v, size_t l
     col.codes[at] = static_cast<int32_t>(cell);
   } else {
     // The id of the value among the distinct values seen; ranked by RankContinuous at the end.
-    col.codes[at] = scans_[q].NumberId(x);
+    col.codes[at] = scans_[q].NumberId(x, integral);
   }
   return absl::OkStatus();
 }
@@ -847,10 +863,33 @@ absl::Status ScanBytes(const std::string& path, uint64_t begin, uint64_t end, Fn
   return status;
 }
 
+// The '\n's of `block`: 16 bytes at a time (std::count went byte by byte: 5% of a 1M-record
+// job's CPU time).
+uint64_t CountNewlinesIn(std::string_view block) {
+  const char* p = block.data();
+  const char* const end = p + block.size();
+  uint64_t n = 0;
+#if defined(__SSE2__)
+  const __m128i lf = _mm_set1_epi8('\n');
+  while (end - p >= 16) {
+    // Up to 255 chunks into byte counters (each compare adds 0 or -1), then summed.
+    __m128i counts = _mm_setzero_si128();
+    for (int i = 0; i < 255 && end - p >= 16; ++i, p += 16) {
+      const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      counts = _mm_sub_epi8(counts, _mm_cmpeq_epi8(chunk, lf));
+    }
+    const __m128i sums = _mm_sad_epu8(counts, _mm_setzero_si128());
+    n += static_cast<uint64_t>(_mm_cvtsi128_si64(sums)) +
+         static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
+  }
+#endif
+  return n + static_cast<uint64_t>(std::count(p, end, '\n'));
+}
+
 absl::StatusOr<uint64_t> CountNewlines(const std::string& path, uint64_t begin, uint64_t end) {
   uint64_t n = 0;
   RETURN_IF_ERROR(ScanBytes(path, begin, end, [&](std::string_view block, uint64_t) {
-    n += static_cast<uint64_t>(std::count(block.begin(), block.end(), '\n'));
+    n += CountNewlinesIn(block);
     return true;
   }));
   return n;

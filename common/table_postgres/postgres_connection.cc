@@ -3,11 +3,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "common/table_postgres/libpq_loader.h"
 
 namespace fedanon::table_postgres {
 
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo,
                                                              const std::string& label) {
+  if (absl::Status loaded = LoadLibpq(); !loaded.ok()) {
+    return absl::Status(loaded.code(), absl::StrCat(label, ": ", loaded.message()));
+  }
   PGconn* conn = PQconnectdb(conninfo.c_str());
   if (conn == nullptr) {
     return absl::ResourceExhaustedError(

@@ -134,6 +134,43 @@ TEST(CsvReaderTest, LoneCarriageReturnInsideFieldIsData) {
   EXPECT_EQ(rows, (Rows{{"a\rb", "c"}}));
 }
 
+// Records of every length from 0 to 40 bytes, with a double quote or a lone CR inside a field at
+// every position (data there, as for any unquoted field), read the same whichever parser takes
+// them: the one-pass scan of plain records (16 bytes at a time) or the field-by-field one.
+TEST(CsvReaderTest, PlainAndOddRecordsOfEveryLengthSplitAlike) {
+  for (const char odd : {'\0', '"', '\r'}) {
+    std::string text;
+    Rows expected;
+    for (size_t length = 1; length <= 40; ++length) {
+      for (size_t at = 0; at < length; ++at) {
+        std::string record;
+        for (size_t i = 0; i < length; ++i) record.push_back(i % 5 == 4 ? ',' : char('a' + i % 26));
+        // A quote at a field's start would open a quoted field, a CR at the end ends the line.
+        if (odd != '\0' && at % 5 != 0 && at % 5 != 4 && at + 1 < length) record[at] = odd;
+        text += record + "\n";
+        std::vector<std::string> fields(1);
+        for (char c : record) {
+          if (c == ',') {
+            fields.emplace_back();
+          } else {
+            fields.back().push_back(c);
+          }
+        }
+        expected.push_back(fields);
+      }
+    }
+    ASSERT_OK_AND_ASSIGN(Rows rows, Parse(text, {.separator = ','}));
+    EXPECT_EQ(rows, expected) << "odd character " << int(odd);
+    TempDir dir;
+    const std::string path = dir.File("t.csv");
+    ASSERT_OK(WriteFileAtomically(path, text));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<CsvReader> reader,
+                         CsvReader::Open(path, {.separator = ','}));
+    ASSERT_OK_AND_ASSIGN(Rows streamed, ReadAll(*reader));
+    EXPECT_EQ(streamed, expected) << "odd character " << int(odd);
+  }
+}
+
 TEST(CsvReaderTest, SkipsUtf8ByteOrderMark) {
   ASSERT_OK_AND_ASSIGN(Rows rows, Parse("\xEF\xBB\xBF"
                                         "a;b\n"));
@@ -265,6 +302,20 @@ TEST(CsvQuotingTest, QuotesPerRfc4180) {
   // What CsvLine writes, CsvReader reads back.
   ASSERT_OK_AND_ASSIGN(Rows rows, Parse(CsvLine({"q\"", "a,b"}) + CsvLine({""}) + CsvLine({"z"})));
   EXPECT_EQ(rows, (Rows{{"q\"", "a,b"}, {""}, {"z"}}));
+}
+
+TEST(CsvQuotingTest, WriteCsvFieldWritesWhatAppendCsvFieldAppends) {
+  for (const std::string_view field :
+       {"plain", "", "a,b", "say \"hi\"", "cr\r", "two\nlines", "a;b", "\"\"", ",", "x;y,z\""}) {
+    for (const char separator : {',', ';'}) {
+      std::string appended;
+      AppendCsvField(field, separator, &appended);
+      std::string written(CsvFieldBound(field), '\0');
+      written.resize(
+          static_cast<size_t>(WriteCsvField(field, separator, written.data()) - written.data()));
+      EXPECT_EQ(written, appended) << field;
+    }
+  }
 }
 
 TEST(CsvWriterTest, SemicolonSeparatorQuotesSemicolonsNotCommas) {
