@@ -34,11 +34,15 @@ struct Times {
 };
 
 Times RunOnce(const ComparisonSpec& spec, std::mt19937_64& rng) {
-  const uint64_t mask = spec.bits == 64 ? ~uint64_t{0} : (uint64_t{1} << spec.bits) - 1;
-  std::vector<uint64_t> g(spec.count), e(spec.count);
-  for (uint64_t i = 0; i < spec.count; ++i) {
-    g[i] = rng() & mask;
-    e[i] = rng() & mask;
+  // Values of ComparisonWords(bits) words each, the last word below 2^(bits mod 64).
+  const uint32_t words = fedanon::crypto::ComparisonWords(spec.bits);
+  const uint32_t top_bits = spec.bits - 64 * (words - 1);
+  const uint64_t mask = top_bits == 64 ? ~uint64_t{0} : (uint64_t{1} << top_bits) - 1;
+  std::vector<uint64_t> g(spec.count * words), e(spec.count * words);
+  for (uint64_t i = 0; i < spec.count * words; ++i) {
+    const bool top = i % words == words - 1;
+    g[i] = rng() & (top ? mask : ~uint64_t{0});
+    e[i] = rng() & (top ? mask : ~uint64_t{0});
   }
   using Clock = std::chrono::steady_clock;
   Times t;
@@ -79,6 +83,10 @@ int main(int argc, char** argv) {
        {"b", ComparisonKind::kSharedArgmax, 64, 0, 3, ComparisonOutput::kEach}},
       {"argmax of 8 shared 64-bit keys",
        {"b", ComparisonKind::kSharedArgmax, 64, 0, 8, ComparisonOutput::kEach}},
+      {"vertical winner: 2 parties, 193-bit keys",
+       {"b", ComparisonKind::kSharedArgmax, 193, 0, 2, ComparisonOutput::kEach}},
+      {"vertical winner: 4 parties, 193-bit keys",
+       {"b", ComparisonKind::kSharedArgmax, 193, 0, 4, ComparisonOutput::kEach}},
       {"group sizes, 32 bits, 1k groups, all",
        {"b", ComparisonKind::kSumZeroOrAtLeast, 32, 20, 1000, ComparisonOutput::kAll}},
       {"group sizes, 32 bits, 100k groups, all",

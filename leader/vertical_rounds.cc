@@ -301,7 +301,7 @@ absl::StatusOr<int> VerticalSession::CompareForWinner(
   const auto& ring = options_.ring;
   const std::string& garbler = ring[0];
   const std::string& evaluator = ring[1];
-  fedanon::v1::SealedPayload carried;
+  CarriedPayload carried;
   for (uint32_t s = 1; s <= 6; ++s) {
     const bool evaluator_step = s % 2 == 1;
     const std::string& party = evaluator_step ? evaluator : garbler;
@@ -316,14 +316,21 @@ absl::StatusOr<int> VerticalSession::CompareForWinner(
         }
       }
     }
-    if (s > 1) *compare->mutable_input() = carried;
+    if (s > 1) {
+      RETURN_IF_ERROR(relay_.Hand(carried, round, options_.timeout, compare->mutable_input(),
+                                  compare->mutable_input_ref()));
+    }
     ASSIGN_OR_RETURN(VerticalStepResult reply, Call(party, round, std::move(step)));
     if (!reply.has_compared()) {
       return absl::InternalError(absl::StrCat("party '", party, "' answered step ", s,
                                               " of the winner's comparison with something else"));
     }
     if (reply.compared().has_choice()) w->choices.push_back(reply.compared().choice());
-    carried = reply.compared().sealed();
+    if (s < 6) {
+      ASSIGN_OR_RETURN(carried,
+                       relay_.Fetch(party, round, options_.timeout, reply.compared().sealed(),
+                                    reply.compared().sealed_ref()));
+    }
   }
   if (w->choices.size() != 2 || w->choices[0].winner() != w->choices[1].winner()) {
     return absl::InternalError("the computing parties name different winners of the round");

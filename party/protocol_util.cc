@@ -70,10 +70,15 @@ std::string ProducingStepKey(const fedanon::v1::VerticalStep& step, uint64_t rou
   switch (step.step_case()) {
     case fedanon::v1::VerticalStep::kWinner:
       // The candidate is the owner's to reveal; the signed choices name the round and decision.
-      return absl::StrCat("instruction/r", round, "/",
-                          absl::BytesToHexString(
-                              crypto::Sha256(step.winner().SerializeAsString()).substr(0, 8)),
-                          "/judges");
+      return absl::StrCat(
+          "instruction/r", round, "/",
+          absl::BytesToHexString(crypto::Sha256(step.winner().SerializeAsString()).substr(0, 8)),
+          "/judges");
+    case fedanon::v1::VerticalStep::kCompare:
+      // Each step's message for the other computing party (chunked jobs: a stream of its own).
+      return absl::StrCat(
+          "winner-compare/r", round, "/",
+          absl::BytesToHexString(crypto::Sha256(step.compare().SerializeAsString()).substr(0, 8)));
     case fedanon::v1::VerticalStep::kPublish:
       return absl::StrCat("instruction/r", round, "/", candidate(step.publish().candidate()),
                           "/others");

@@ -222,22 +222,26 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
   }
   // The other computing party's message, opened before any state changes.
   std::string message;
+  const bool chunked_input = !compare.input_ref().stream().empty();
   if (step > 1) {
-    if (!compare.has_input() || compare.input().sender() != other ||
-        compare.input().receiver() != ctx_.self()) {
+    const std::string& sender =
+        chunked_input ? compare.input_ref().sender() : compare.input().sender();
+    const std::string& receiver =
+        chunked_input ? compare.input_ref().receiver() : compare.input().receiver();
+    if ((!chunked_input && !compare.has_input()) || sender != other || receiver != ctx_.self()) {
       return absl::PermissionDeniedError(absl::StrCat("the winner's secure comparison: step ", step,
                                                       " takes a message sealed by '", other,
                                                       "' for '", ctx_.self(), "'"));
     }
-    absl::StatusOr<std::string> opened =
-        ctx_.OpenSealed(compare.input(), round, ComparePurpose(decisions, step - 1));
+    absl::StatusOr<std::string> opened = transfer_.OpenPayload(
+        compare.input(), compare.input_ref(), round, ComparePurpose(decisions, step - 1), nullptr);
     if (!opened.ok()) {
       return absl::PermissionDeniedError(absl::StrCat(
           "the winner's secure comparison: step ", step, ": the input does not open as sealed by '",
           other, "' for this step, decision and round: ", opened.status().message()));
     }
     message = *std::move(opened);
-  } else if (compare.has_input()) {
+  } else if (compare.has_input() || chunked_input) {
     return absl::InvalidArgumentError(
         "the winner's secure comparison: its first step takes no input");
   }
@@ -272,8 +276,9 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
   ASSIGN_OR_RETURN(const std::string next, comparison_->comparison->Step(step, message));
   auto* compared = out->mutable_compared();
   if (step < kWinnerCompareSteps) {
-    ASSIGN_OR_RETURN(*compared->mutable_sealed(),
-                     ctx_.SealFor(other, round, ComparePurpose(decisions, step), next));
+    RETURN_IF_ERROR(transfer_.SealPayload(other, round, ComparePurpose(decisions, step), next,
+                                          compared->mutable_sealed(),
+                                          compared->mutable_sealed_ref()));
   }
   std::vector<std::string> to;
   if (step < kWinnerCompareSteps) to.push_back(other);

@@ -132,7 +132,12 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
         break;
       case fedanon::v1::VerticalStepResult::kCompared:
         s.kind = "winner-comparison";
-        if (v.compared().has_sealed()) s.to.push_back(v.compared().sealed().receiver());
+        // The next message for the other computing party: whole, or (chunked jobs) a stream.
+        if (!v.compared().sealed_ref().stream().empty()) {
+          s.to.push_back(v.compared().sealed_ref().receiver());
+        } else if (!v.compared().sealed().receiver().empty()) {
+          s.to.push_back(v.compared().sealed().receiver());
+        }
         if (v.compared().has_choice()) s.to.push_back(leader);
         break;
       case fedanon::v1::VerticalStepResult::kVerdict:
