@@ -71,7 +71,7 @@ absl::Status RandomStream::Fill(uint8_t* out, size_t n) {
   Block key;
   std::memcpy(&key, digest.data(), kBlockBytes);
   OPENSSL_cleanse(digest.data(), digest.size());
-  const absl::Status st = n == 0 ? absl::OkStatus() : PrgExpand(key, out, n);
+  absl::Status st = n == 0 ? absl::OkStatus() : PrgExpand(key, out, n);
   OPENSSL_cleanse(&key, sizeof(key));
   return st;
 }

@@ -14,6 +14,7 @@ namespace fedanon::party {
 namespace {
 
 constexpr uint64_t kLow32 = 0xffffffffULL;
+constexpr size_t kShareBytes = size_t{kWinnerKeyWords} * 8;
 
 // A double's bits as an unsigned integer in the same order (x < y exactly when the images are);
 // -0 and +0 map alike, as they compare equal.
@@ -77,7 +78,7 @@ absl::StatusOr<std::pair<std::vector<uint64_t>, std::vector<uint64_t>>> SplitWin
 
 std::string EncodeWinnerShare(const std::vector<uint64_t>& share) {
   std::string out;
-  out.reserve(kWinnerKeyWords * 8);
+  out.reserve(kShareBytes);
   for (size_t w = 0; w < kWinnerKeyWords; ++w) {
     const uint64_t v = w < share.size() ? share[w] : 0;
     for (int b = 0; b < 8; ++b) out.push_back(static_cast<char>((v >> (8 * b)) & 0xff));
@@ -86,9 +87,9 @@ std::string EncodeWinnerShare(const std::vector<uint64_t>& share) {
 }
 
 absl::StatusOr<std::vector<uint64_t>> DecodeWinnerShare(std::string_view bytes) {
-  if (bytes.size() != kWinnerKeyWords * 8) {
+  if (bytes.size() != kShareBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a key share of ", bytes.size(), " bytes; one is ", kWinnerKeyWords * 8));
+        absl::StrCat("a key share of ", bytes.size(), " bytes; one is ", kShareBytes));
   }
   std::vector<uint64_t> share(kWinnerKeyWords, 0);
   for (size_t w = 0; w < kWinnerKeyWords; ++w) {
