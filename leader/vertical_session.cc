@@ -125,7 +125,7 @@ absl::Status VerticalSession::LogReport(uint32_t round, const std::string& party
   return Log(e);
 }
 
-// Every proposal (score, or Not-participate and why) as the leader reads it.
+// Every proposal as the leader reads it: participation, or Not-participate and why.
 absl::Status VerticalSession::LogProposals(uint32_t round,
                                            const std::vector<VerticalStepResult>& proposals) {
   for (size_t i = 0; i < proposals.size(); ++i) {

@@ -53,6 +53,14 @@ LONG = {v: k for k, v in SHORT.items()}
 TOP9 = [LONG[s] for s in "Cg Ag Ms En Re Hw Sx Ed Oc".split()]
 
 
+def confidence_templates(xs, sens, least, k):
+    """The privacy block of Figs. 5.4(a)/(b): one confidence template per sensitive attribute
+    in `sens`, over the QID `xs`, bounding its values `least[a]` at `k`."""
+    return "{model: templates, confidence: [" + ", ".join(
+        "{qid: [" + ", ".join(xs) + f"], attribute: {a}, sensitive_values: [" +
+        ", ".join(least[a]) + f"], max: {k}}}" for a in sens) + "]}"
+
+
 def fmt_pct(x):  # a fraction as percent with 2 decimals
     return f"{100 * float(x):.2f}"
 
@@ -1086,15 +1094,7 @@ class Experiments:
                           + ", ".join(f"{int(100 * k)}%" for k in ks) +
                           " (a k whose most general table already violates is left out and "
                           "listed); RE: the N attributes removed")
-        with open(self.raw, newline="") as f:
-            rows = list(csv.DictReader(f))
-        least = {}
-        for a in ranked:
-            counts = {}
-            for r in rows:
-                counts[r[a]] = counts.get(r[a], 0) + 1
-            ordered = sorted(counts, key=lambda v: (counts[v], v))
-            least[a] = ordered[:max(1, len(ordered) // 2)]
+        least = self.least_frequent_half(ranked)
         for n in tops:
             sens = ranked[:n]
             xs = [a for a in CATEGORICAL if a not in sens]
@@ -1102,9 +1102,7 @@ class Experiments:
             errors = []
             re_error = None
             for k in ks:
-                privacy = "{model: templates, confidence: [" + ", ".join(
-                    "{qid: [" + ", ".join(xs) + f"], attribute: {a}, sensitive_values: [" +
-                    ", ".join(least[a]) + f"], max: {k}}}" for a in sens) + "]}"
+                privacy = confidence_templates(xs, sens, least, k)
                 spec = self.spec(f"th54-top{n}-{int(100 * k)}", roles, privacy,
                                  score="infogain_privloss", taxonomies="suppression", beneficial=True,
                                  numeric_split="exact")
@@ -1122,6 +1120,20 @@ class Experiments:
                 self.add(fig, f"Top{n}", "mean over k", "SE %", f"{sum(errors) / len(errors):.2f}")
                 self.add(fig, f"Top{n}", "mean over k", "RE %", fmt_pct(re_error))
 
+    def least_frequent_half(self, attributes):
+        """Per attribute, the less frequent half of its values in the raw table (at least one;
+        ties by value): the sensitive values of Figs. 5.4(a) and 5.4(b)."""
+        with open(self.raw, newline="") as f:
+            rows = list(csv.DictReader(f))
+        least = {}
+        for a in attributes:
+            counts = {}
+            for r in rows:
+                counts[r[a]] = counts.get(r[a], 0) + 1
+            ordered = sorted(counts, key=lambda v: (counts[v], v))
+            least[a] = ordered[:max(1, len(ordered) // 2)]
+        return least
+
     def confidence_ran(self):
         """Fig. 5.4(b): as Fig. 5.4(a) with RanN: N of the 8 categorical attributes drawn at
         random (seeded) as sensitive, X = the others; SE and RE averaged over the thresholds and
@@ -1136,15 +1148,7 @@ class Experiments:
                           "(suppression, score infogain_privloss); SE averaged over k = " +
                      ", ".join(f"{int(100 * k)}%" for k in ks) + " and the sets (a k whose most "
                      "general table already violates is left out and counted), RE over the sets")
-        with open(self.raw, newline="") as f:
-            rows = list(csv.DictReader(f))
-        least = {}
-        for a in CATEGORICAL:
-            counts = {}
-            for r in rows:
-                counts[r[a]] = counts.get(r[a], 0) + 1
-            ordered = sorted(counts, key=lambda v: (counts[v], v))
-            least[a] = ordered[:max(1, len(ordered) // 2)]
+        least = self.least_frequent_half(CATEGORICAL)
         rng = random.Random(54)
         for n in tops:
             drawn = []
@@ -1158,9 +1162,7 @@ class Experiments:
                 roles = {a: ("sensitive" if a in sens else "qid") for a in CATEGORICAL}
                 re_error = None
                 for k in ks:
-                    privacy = "{model: templates, confidence: [" + ", ".join(
-                        "{qid: [" + ", ".join(xs) + f"], attribute: {a}, sensitive_values: [" +
-                        ", ".join(least[a]) + f"], max: {k}}}" for a in sens) + "]}"
+                    privacy = confidence_templates(xs, sens, least, k)
                     spec = self.spec(f"th54b-ran{n}-{i}-{int(100 * k)}", roles, privacy,
                                      score="infogain_privloss", taxonomies="suppression",
                                      beneficial=True, numeric_split="exact")

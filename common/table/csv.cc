@@ -542,16 +542,21 @@ absl::Status CsvWriter::Commit() {
 // ---------------------------------------------------------------------------------------------
 // Quoting
 
-void AppendCsvField(std::string_view field, char separator, std::string* out) {
-  // One pass over the field (find_first_of would search the specials once per character).
-  bool plain = true;
+namespace {
+
+// Whether `field` needs quotes: one pass over it (find_first_of would search the specials once
+// per character).
+bool NeedsQuotes(std::string_view field, char separator) {
   for (const char c : field) {
-    if (c == separator || c == '"' || c == '\r' || c == '\n') {
-      plain = false;
-      break;
-    }
+    if (c == separator || c == '"' || c == '\r' || c == '\n') return true;
   }
-  if (plain) {
+  return false;
+}
+
+}  // namespace
+
+void AppendCsvField(std::string_view field, char separator, std::string* out) {
+  if (!NeedsQuotes(field, separator)) {
     out->append(field);
     return;
   }
@@ -564,14 +569,7 @@ void AppendCsvField(std::string_view field, char separator, std::string* out) {
 }
 
 char* WriteCsvField(std::string_view field, char separator, char* out) {
-  bool plain = true;
-  for (const char c : field) {
-    if (c == separator || c == '"' || c == '\r' || c == '\n') {
-      plain = false;
-      break;
-    }
-  }
-  if (plain) {
+  if (!NeedsQuotes(field, separator)) {
     if (!field.empty()) std::memcpy(out, field.data(), field.size());
     return out + field.size();
   }
