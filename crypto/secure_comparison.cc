@@ -665,4 +665,71 @@ absl::StatusOr<ComparisonResult> ComparisonGarbler::Finish(std::string_view mess
   return Decode(spec_, MakePlan(spec_), bits);
 }
 
+absl::StatusOr<std::unique_ptr<ComparisonSide>> ComparisonSide::Create(ComparisonRole role,
+                                                                       const ComparisonSpec& spec,
+                                                                       std::vector<uint64_t> inputs,
+                                                                       std::string_view seed) {
+  std::unique_ptr<ComparisonSide> side(new ComparisonSide());
+  side->role_ = role;
+  if (role == ComparisonRole::kGarbler) {
+    absl::StatusOr<std::unique_ptr<ComparisonGarbler>> g =
+        ComparisonGarbler::Create(spec, std::move(inputs), seed);
+    if (!g.ok()) return g.status();
+    side->garbler_ = *std::move(g);
+    side->next_ = 2;
+  } else {
+    absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> e =
+        ComparisonEvaluator::Create(spec, std::move(inputs), seed);
+    if (!e.ok()) return e.status();
+    side->evaluator_ = *std::move(e);
+    side->next_ = 1;
+  }
+  return side;
+}
+
+ComparisonSide::~ComparisonSide() = default;
+
+absl::StatusOr<std::string> ComparisonSide::Step(int step, std::string_view message) {
+  if (next_ == 0 || step != next_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "secure comparison: step ", step, " out of order (this ",
+        role_ == ComparisonRole::kGarbler ? "garbler" : "evaluator", "'s next is ",
+        next_ == 0 ? std::string("none: its part has ended") : absl::StrCat(next_), ")"));
+  }
+  next_ = 0;  // spent unless this step succeeds
+  absl::StatusOr<std::string> out;
+  switch (step) {
+    case 1:
+      out = evaluator_->Start();
+      break;
+    case 2:
+      out = garbler_->AnswerBase(message);
+      break;
+    case 3:
+      out = evaluator_->Extend(message);
+      break;
+    case 4:
+      out = garbler_->Garble(message);
+      break;
+    case 5:
+      out = evaluator_->Evaluate(message);
+      if (out.ok()) result_ = evaluator_->result();
+      break;
+    default: {
+      absl::StatusOr<ComparisonResult> r = garbler_->Finish(message);
+      if (!r.ok()) return r.status();
+      result_ = *std::move(r);
+      out = std::string();
+      break;
+    }
+  }
+  if (!out.ok()) return out.status();
+  if (step + 2 <= kComparisonSteps) next_ = step + 2;
+  if (result_.has_value()) {
+    garbler_.reset();  // the instance's secrets are no longer needed
+    evaluator_.reset();
+  }
+  return out;
+}
+
 }  // namespace fedanon::crypto

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -168,6 +169,45 @@ class ComparisonGarbler {
   std::unique_ptr<mpc::RandomStream> random_;  // the garbling delta and input labels
   mpc::Block delta_;                           // the garbling delta, kept until Finish
   std::vector<mpc::Block> output_zero_;        // the outputs' labels of value 0
+};
+
+// The six steps of one instance in the order the leader relays them, as one side drives them:
+// the evaluator's 1 (Start), 3 (Extend) and 5 (Evaluate), the garbler's 2 (AnswerBase), 4
+// (Garble) and 6 (Finish). Step s takes the other side's message of step s - 1 (none at step 1)
+// and gives this side's message of step s ("" after step 6). The protocols built on the
+// comparison (the two-party final check, the vertical winner, the binned bins' check) seal and
+// relay those messages; this is the one place that maps steps to the sides' methods.
+inline constexpr int kComparisonSteps = 6;
+
+enum class ComparisonRole : uint8_t { kGarbler, kEvaluator };
+
+class ComparisonSide {
+ public:
+  static absl::StatusOr<std::unique_ptr<ComparisonSide>> Create(ComparisonRole role,
+                                                                const ComparisonSpec& spec,
+                                                                std::vector<uint64_t> inputs,
+                                                                std::string_view seed = {});
+  ~ComparisonSide();
+  ComparisonSide(const ComparisonSide&) = delete;
+  ComparisonSide& operator=(const ComparisonSide&) = delete;
+
+  ComparisonRole role() const { return role_; }
+  // The side's next step: 1 (evaluator) or 2 (garbler) first, then every other one; 0 once the
+  // side's last step ran, or a step failed (an instance that failed is spent).
+  int next_step() const { return next_; }
+  // Step `step`: FailedPrecondition naming it and the side's next one when it is not the next;
+  // the primitive's named errors otherwise.
+  absl::StatusOr<std::string> Step(int step, std::string_view message);
+  // The result, once the side's last step (5 or 6) ran.
+  const std::optional<ComparisonResult>& result() const { return result_; }
+
+ private:
+  ComparisonSide() = default;
+  ComparisonRole role_ = ComparisonRole::kGarbler;
+  int next_ = 0;
+  std::unique_ptr<ComparisonGarbler> garbler_;
+  std::unique_ptr<ComparisonEvaluator> evaluator_;
+  std::optional<ComparisonResult> result_;
 };
 
 }  // namespace fedanon::crypto

@@ -218,7 +218,7 @@ absl::StatusOr<std::string> FinalCheckComparisons::Step(size_t instance, int ste
                                                    plan_.size(), " does not exist"));
   }
   const bool garbler = role_ == Role::kGarbler;
-  if (step < 1 || step > kComparisonSteps || (step % 2 == 0) != garbler) {
+  if (step < 1 || step > crypto::kComparisonSteps || (step % 2 == 0) != garbler) {
     return absl::FailedPreconditionError(absl::StrCat("final check: step ", step,
                                                       " of a comparison is not this party's (the ",
                                                       garbler ? "garbler" : "evaluator", ")"));
@@ -228,60 +228,29 @@ absl::StatusOr<std::string> FinalCheckComparisons::Step(size_t instance, int ste
         absl::StrCat("final check: comparison ", instance, " is at step ", next_step_[instance],
                      ", asked for step ", step, " (replayed, reordered or already ended)"));
   }
-  const bool needs_session = step > 2;
-  if (needs_session &&
-      (garbler ? !garblers_.contains(instance) : !evaluators_.contains(instance))) {
+  if (step > 2 && !sides_.contains(instance)) {
     return absl::FailedPreconditionError(
         absl::StrCat("final check: comparison ", instance,
                      "'s secrets were lost when this party restarted; "
                      "a comparison does not resume in the middle"));
   }
-  next_step_[instance] = kComparisonSteps + 1;  // spent unless this step succeeds
-  const FinalCheckComparison& c = plan_[instance];
-  absl::StatusOr<std::string> next;
-  switch (step) {
-    case 1: {
-      absl::StatusOr<std::unique_ptr<crypto::ComparisonEvaluator>> e =
-          crypto::ComparisonEvaluator::Create(c.spec, inputs_[instance]);
-      if (!e.ok()) return e.status();
-      next = (*e)->Start();
-      evaluators_[instance] = *std::move(e);
-      break;
-    }
-    case 2: {
-      absl::StatusOr<std::unique_ptr<crypto::ComparisonGarbler>> g =
-          crypto::ComparisonGarbler::Create(c.spec, inputs_[instance]);
-      if (!g.ok()) return g.status();
-      next = (*g)->AnswerBase(message);
-      garblers_[instance] = *std::move(g);
-      break;
-    }
-    case 3:
-      next = evaluators_[instance]->Extend(message);
-      break;
-    case 4:
-      next = garblers_[instance]->Garble(message);
-      break;
-    case 5:
-      next = evaluators_[instance]->Evaluate(message);
-      if (next.ok()) {
-        held_[instance] = evaluators_[instance]->result().all ? 1 : 0;
-        evaluators_.erase(instance);
-      }
-      break;
-    default: {
-      absl::StatusOr<crypto::ComparisonResult> r = garblers_[instance]->Finish(message);
-      if (!r.ok()) return r.status();
-      held_[instance] = r->all ? 1 : 0;
-      garblers_.erase(instance);
-      next = std::string();
-      break;
-    }
+  next_step_[instance] = crypto::kComparisonSteps + 1;  // spent unless this step succeeds
+  if (step <= 2) {
+    absl::StatusOr<std::unique_ptr<crypto::ComparisonSide>> side = crypto::ComparisonSide::Create(
+        garbler ? crypto::ComparisonRole::kGarbler : crypto::ComparisonRole::kEvaluator,
+        plan_[instance].spec, inputs_[instance]);
+    if (!side.ok()) return side.status();
+    sides_[instance] = *std::move(side);
   }
+  crypto::ComparisonSide& side = *sides_[instance];
+  absl::StatusOr<std::string> next = side.Step(step, message);
   if (!next.ok()) {
-    garblers_.erase(instance);
-    evaluators_.erase(instance);
+    sides_.erase(instance);
     return next.status();
+  }
+  if (side.result().has_value()) {
+    held_[instance] = side.result()->all ? 1 : 0;
+    sides_.erase(instance);
   }
   next_step_[instance] = step + 2;
   return next;
@@ -293,7 +262,8 @@ absl::Status FinalCheckComparisons::Restore(size_t instance, int step, std::stri
                                             " of comparison ", instance,
                                             " does not follow the steps recorded before it"));
   }
-  const bool last = step == (role_ == Role::kGarbler ? kComparisonSteps : kComparisonSteps - 1);
+  const bool last =
+      step == (role_ == Role::kGarbler ? crypto::kComparisonSteps : crypto::kComparisonSteps - 1);
   if (last) {
     if (result != "0" && result != "1") {
       return absl::DataLossError(
@@ -301,8 +271,7 @@ absl::Status FinalCheckComparisons::Restore(size_t instance, int step, std::stri
     }
     held_[instance] = result == "1" ? 1 : 0;
   }
-  garblers_.erase(instance);
-  evaluators_.erase(instance);
+  sides_.erase(instance);
   next_step_[instance] = step + 2;
   return absl::OkStatus();
 }

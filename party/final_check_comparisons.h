@@ -71,11 +71,6 @@ std::vector<uint64_t> FinalCheckComparisonInputs(const FinalCheckComparison& com
                                                  const engine::FinalCheckLayout& layout,
                                                  const std::vector<uint64_t>& counts);
 
-// Steps of an instance, in the order the leader runs them: the evaluator's 1, 3 and 5, the
-// garbler's 2, 4 and 6 (step s takes the other party's message of step s - 1; step 1 takes none;
-// step 6 returns nothing).
-inline constexpr int kComparisonSteps = 6;
-
 class FinalCheckComparisons {
  public:
   enum class Role { kGarbler, kEvaluator };
@@ -109,9 +104,8 @@ class FinalCheckComparisons {
   engine::FinalCheckLayout layout_;
   std::vector<std::vector<uint64_t>> inputs_;
   Role role_ = Role::kGarbler;
-  std::vector<int> next_step_;  // per instance
-  std::map<size_t, std::unique_ptr<crypto::ComparisonGarbler>> garblers_;
-  std::map<size_t, std::unique_ptr<crypto::ComparisonEvaluator>> evaluators_;
+  std::vector<int> next_step_;                                       // per instance
+  std::map<size_t, std::unique_ptr<crypto::ComparisonSide>> sides_;  // instances under way
   std::vector<int> held_;  // per instance: -1 not ended here, 0 failed, 1 held
 };
 

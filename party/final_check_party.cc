@@ -432,7 +432,7 @@ absl::Status FinalCheckParty::ComparePhase(const Chunk& chunk, fedanon::v1::Fina
   if (const int held = check.comparisons->Held(step.comparison()); held >= 0) {
     ctx_.journal_extra = held == 1 ? "1" : "0";  // durable with this answer
   }
-  if (s < kComparisonSteps) {
+  if (s < crypto::kComparisonSteps) {
     ASSIGN_OR_RETURN(
         *out->mutable_sealed(),
         ctx_.SealFor(other, chunk.round, ComparePurpose(step, s, chunk.round, check.chain), next));

@@ -216,7 +216,7 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
   const std::string& other = ctx_.ring[garbler ? 1 : 0];
   const int step = static_cast<int>(compare.step());
   const uint64_t decisions = replica_.decisions();
-  if (step < 1 || step > kWinnerCompareSteps || (step % 2 == 0) != garbler) {
+  if (step < 1 || step > crypto::kComparisonSteps || (step % 2 == 0) != garbler) {
     return absl::InvalidArgumentError(
         absl::StrCat("the winner's secure comparison: step ", step, " is not one of this party's"));
   }
@@ -275,13 +275,13 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
   }
   ASSIGN_OR_RETURN(const std::string next, comparison_->comparison->Step(step, message));
   auto* compared = out->mutable_compared();
-  if (step < kWinnerCompareSteps) {
+  if (step < crypto::kComparisonSteps) {
     RETURN_IF_ERROR(transfer_.SealPayload(other, round, ComparePurpose(decisions, step), next,
                                           compared->mutable_sealed(),
                                           compared->mutable_sealed_ref()));
   }
   std::vector<std::string> to;
-  if (step < kWinnerCompareSteps) to.push_back(other);
+  if (step < crypto::kComparisonSteps) to.push_back(other);
   if (const std::optional<uint64_t> w = comparison_->comparison->winner()) {
     // The largest key is a participant's (its top bit is set): a winner that did not participate
     // means a key was wrong somewhere.

@@ -27,12 +27,6 @@ uint64_t Ordered(double d) {
 // The words of 2^kWinnerKeyBits - 1 (the top word holds one bit).
 constexpr uint64_t TopMask() { return (uint64_t{1} << (kWinnerKeyBits - 192)) - 1; }
 
-absl::Status OutOfOrder(int step, int next) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "the winner's secure comparison: step ", step, " out of order (this party's next is ",
-      next == 0 ? std::string("none: its part has ended") : absl::StrCat(next), ")"));
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<uint64_t>> WinnerKey(
@@ -120,56 +114,11 @@ absl::StatusOr<std::unique_ptr<VerticalWinnerComparison>> VerticalWinnerComparis
                                     .threshold = 0,
                                     .count = parties,
                                     .output = crypto::ComparisonOutput::kEach};
-  std::unique_ptr<VerticalWinnerComparison> c(new VerticalWinnerComparison());
-  c->garbler_ = garbler;
-  c->next_ = garbler ? 2 : 1;
-  if (garbler) {
-    absl::StatusOr<std::unique_ptr<crypto::ComparisonGarbler>> g =
-        crypto::ComparisonGarbler::Create(spec, std::move(shares), seed);
-    if (!g.ok()) return g.status();
-    c->g_ = *std::move(g);
-  } else {
-    absl::StatusOr<std::unique_ptr<crypto::ComparisonEvaluator>> e =
-        crypto::ComparisonEvaluator::Create(spec, std::move(shares), seed);
-    if (!e.ok()) return e.status();
-    c->e_ = *std::move(e);
-  }
-  return c;
-}
-
-absl::StatusOr<std::string> VerticalWinnerComparison::Step(int step, std::string_view message) {
-  if (step != next_ || next_ == 0) return OutOfOrder(step, next_);
-  absl::StatusOr<std::string> out;
-  switch (step) {
-    case 1:
-      out = e_->Start();
-      break;
-    case 2:
-      out = g_->AnswerBase(message);
-      break;
-    case 3:
-      out = e_->Extend(message);
-      break;
-    case 4:
-      out = g_->Garble(message);
-      break;
-    case 5:
-      out = e_->Evaluate(message);
-      if (out.ok()) winner_ = e_->result().winner;
-      break;
-    case 6: {
-      absl::StatusOr<crypto::ComparisonResult> r = g_->Finish(message);
-      if (!r.ok()) return r.status();
-      winner_ = r->winner;
-      out = std::string();
-      break;
-    }
-    default:
-      return OutOfOrder(step, next_);
-  }
-  if (!out.ok()) return out.status();
-  next_ = step + 2 <= kWinnerCompareSteps ? step + 2 : 0;
-  return out;
+  absl::StatusOr<std::unique_ptr<crypto::ComparisonSide>> side = crypto::ComparisonSide::Create(
+      garbler ? crypto::ComparisonRole::kGarbler : crypto::ComparisonRole::kEvaluator, spec,
+      std::move(shares), seed);
+  if (!side.ok()) return side.status();
+  return std::unique_ptr<VerticalWinnerComparison>(new VerticalWinnerComparison(*std::move(side)));
 }
 
 }  // namespace fedanon::party

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -32,7 +33,6 @@ namespace fedanon::party {
 // first.
 inline constexpr uint32_t kWinnerKeyBits = 193;
 inline constexpr uint32_t kWinnerKeyWords = crypto::ComparisonWords(kWinnerKeyBits);  // 4
-inline constexpr int kWinnerCompareSteps = 6;
 
 // The key of a proposal, kWinnerKeyWords words least significant first; all zero for
 // Not-participate. InvalidArgument for a NaN score or order key, a negative attribute or
@@ -62,22 +62,22 @@ class VerticalWinnerComparison {
       bool garbler, std::string instance, size_t parties, std::vector<uint64_t> shares,
       std::string_view seed);
 
-  // The role's next step: 1 or 2 first, then every other one.
-  int next_step() const { return next_; }
-  // Step `step` (the role's next): takes the other party's message (none at step 1) and returns
-  // the message for the other party (empty after step 6, the last). FailedPrecondition naming the
-  // step when it is not the role's next.
-  absl::StatusOr<std::string> Step(int step, std::string_view message);
+  // The role's next step: 1 or 2 first, then every other one; 0 once its part ended.
+  int next_step() const { return side_->next_step(); }
+  // Step `step` (the role's next) of crypto::ComparisonSide: takes the other party's message
+  // (none at step 1) and returns the message for the other party (empty after step 6, the last).
+  absl::StatusOr<std::string> Step(int step, std::string_view message) {
+    return side_->Step(step, message);
+  }
   // The winner's ring index, once the role's last step ran (5 or 6).
-  std::optional<uint64_t> winner() const { return winner_; }
+  std::optional<uint64_t> winner() const {
+    return side_->result() ? std::optional<uint64_t>(side_->result()->winner) : std::nullopt;
+  }
 
  private:
-  VerticalWinnerComparison() = default;
-  bool garbler_ = false;
-  int next_ = 0;
-  std::unique_ptr<crypto::ComparisonGarbler> g_;
-  std::unique_ptr<crypto::ComparisonEvaluator> e_;
-  std::optional<uint64_t> winner_;
+  explicit VerticalWinnerComparison(std::unique_ptr<crypto::ComparisonSide> side)
+      : side_(std::move(side)) {}
+  std::unique_ptr<crypto::ComparisonSide> side_;
 };
 
 }  // namespace fedanon::party

@@ -451,5 +451,56 @@ TEST(SecureComparisonTest, AKeptSeedReplaysTheSameMessagesSoAnInstanceResumesAft
               StatusIs(absl::StatusCode::kInvalidArgument, "32 bytes"));
 }
 
+// ComparisonSide, the one mapping of an instance's six steps (1, 3, 5 the evaluator's; 2, 4, 6 the
+// garbler's) used by every protocol on the comparison: driven step by step it gives both sides
+// the plain result (here a bin check: a masked total and minus its mask, at least K or empty);
+// a step out of order or of the other role is refused by name, and a side that failed is spent.
+TEST(SecureComparisonTest, ASideDrivenByNumberedStepsGivesThePlainResultAndRefusesOtherSteps) {
+  const ComparisonSpec spec{.instance = "side",
+                            .kind = ComparisonKind::kSumZeroOrAtLeast,
+                            .bits = 64,
+                            .threshold = 10,
+                            .count = 3,
+                            .output = ComparisonOutput::kAll};
+  const std::vector<uint64_t> mask = {0x1234567890abcdefULL, 5, ~uint64_t{0}};
+  for (const std::vector<uint64_t>& totals :
+       {std::vector<uint64_t>{12, 0, 10}, std::vector<uint64_t>{12, 9, 10}}) {
+    std::vector<uint64_t> g;
+    std::vector<uint64_t> e;
+    for (size_t i = 0; i < totals.size(); ++i) {
+      g.push_back(uint64_t{0} - mask[i]);
+      e.push_back(totals[i] + mask[i]);
+    }
+    ASSERT_OK_AND_ASSIGN(const ComparisonResult plain, ComparePlain(spec, g, e));
+    ASSERT_OK_AND_ASSIGN(auto garbler, ComparisonSide::Create(ComparisonRole::kGarbler, spec, g));
+    ASSERT_OK_AND_ASSIGN(auto evaluator,
+                         ComparisonSide::Create(ComparisonRole::kEvaluator, spec, e));
+    EXPECT_EQ(garbler->next_step(), 2);
+    EXPECT_EQ(evaluator->next_step(), 1);
+    EXPECT_THAT(garbler->Step(1, "").status(),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         "step 1 out of order (this garbler's next is 2)"));
+    std::string message;
+    for (int step = 1; step <= kComparisonSteps; ++step) {
+      ComparisonSide& side = step % 2 == 1 ? *evaluator : *garbler;
+      ASSERT_OK_AND_ASSIGN(message, side.Step(step, message));
+    }
+    EXPECT_TRUE(message.empty());
+    ASSERT_TRUE(garbler->result().has_value());
+    ASSERT_TRUE(evaluator->result().has_value());
+    EXPECT_EQ(*garbler->result(), plain);
+    EXPECT_EQ(*evaluator->result(), plain);
+    EXPECT_EQ(plain.all, totals[1] != 9);
+    EXPECT_EQ(garbler->next_step(), 0);
+    EXPECT_THAT(evaluator->Step(5, "").status(),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "its part has ended"));
+  }
+  // A step that fails spends the side.
+  ASSERT_OK_AND_ASSIGN(auto garbler, ComparisonSide::Create(ComparisonRole::kGarbler, spec,
+                                                            std::vector<uint64_t>(3, 0)));
+  EXPECT_FALSE(garbler->Step(2, "not a message").ok());
+  EXPECT_EQ(garbler->next_step(), 0);
+}
+
 }  // namespace
 }  // namespace fedanon::crypto

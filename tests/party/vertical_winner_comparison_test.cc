@@ -142,7 +142,7 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> RunArgmax(
   ASSIGN_OR_RETURN(auto garbler, VerticalWinnerComparison::Create(true, instance, n, g, {}));
   ASSIGN_OR_RETURN(auto evaluator, VerticalWinnerComparison::Create(false, instance, n, e, {}));
   std::string m;
-  for (int s = 1; s <= kWinnerCompareSteps; ++s) {
+  for (int s = 1; s <= crypto::kComparisonSteps; ++s) {
     VerticalWinnerComparison& side = s % 2 == 1 ? *evaluator : *garbler;
     if (side.next_step() != s) return absl::InternalError("next step");
     ASSIGN_OR_RETURN(m, side.Step(s, m));
