@@ -81,6 +81,7 @@ absl::Status HorizontalDriver::SetUpSums() {
   ASSIGN_OR_RETURN(leader_keys_, crypto::SealKeyPairFromPem(host_.options->seal_key_pem));
   ASSIGN_OR_RETURN(first_party_key_, host_.PartySealKey(job_.ring.front()));
   ASSIGN_OR_RETURN(last_party_key_, host_.PartySealKey(job_.ring.back()));
+  sums_->set_numeric_split(engine::NumericSplitFromSpec(spec_));
   sums_->set_sealing(host_.options->name, job_.run_id, leader_keys_.get(), first_party_key_.get(),
                      last_party_key_.get());
   return absl::OkStatus();

@@ -7,6 +7,7 @@
 #include "absl/types/span.h"
 #include "common/base/status_macros.h"
 #include "common/wire/federation_wire.h"
+#include "crypto/secure_comparison.h"
 #include "crypto/secure_sum_masks.h"
 
 namespace fedanon::leader {
@@ -62,7 +63,8 @@ void SecureSumCountSource::AddUpdate(fedanon::v1::StateUpdate update) {
 absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
     const engine::StatsRequest& request) {
   const size_t words = engine::StatsLength(*hier_, num_classes_, num_tracked_, request);
-  ASSIGN_OR_RETURN(std::vector<uint64_t> sum, CollectVector(wire::ToProto(request), words));
+  const bool bins = !engine::GuardedRanges(request, num_classes_, numeric_).empty();
+  ASSIGN_OR_RETURN(std::vector<uint64_t> sum, CollectVector(wire::ToProto(request), words, bins));
   if (view_log_ != nullptr) {
     RETURN_IF_ERROR(
         view_log_->AppendStats(round_(), *hier_, num_classes_, num_tracked_, request, sum));
@@ -76,7 +78,7 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectProto(
 }
 
 absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
-    const fedanon::v1::StatsRequest& request_proto, size_t words) {
+    const fedanon::v1::StatsRequest& request_proto, size_t words, bool bins) {
   if (leader_keys_ == nullptr || first_party_key_ == nullptr || last_party_key_ == nullptr ||
       ring_.empty()) {
     return absl::FailedPreconditionError(
@@ -114,6 +116,9 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
   fedanon::v1::SealedPayload mask_seed;  // with the first party's last hop (protocol 2.1)
   RETURN_IF_ERROR(
       CollectChunks(request_proto, request_digest, collect, words, chunks, &sum, &mask_seed));
+  if (bins && ring_.size() >= 2 && mask_seed.ciphertext().empty()) {
+    RETURN_IF_ERROR(CheckBins(collect));
+  }
   RETURN_IF_ERROR(Unmask(request_digest, collect, mask_seed, &sum));
   if (observer_ != nullptr) {
     observer_->SecureSumVector(words);
@@ -234,6 +239,31 @@ absl::Status SecureSumCountSource::Unmask(const std::string& request_digest, uin
   ASSIGN_OR_RETURN(const std::vector<uint64_t> mask,
                    crypto::MaskWordsFromSeed(*seed, 0, sum->size()));
   return crypto::SubtractInPlace(absl::MakeSpan(*sum), absl::MakeConstSpan(mask));
+}
+
+absl::Status SecureSumCountSource::CheckBins(uint64_t collect) {
+  fedanon::v1::SealedPayload carried;  // the message of the step before, sealed for the party
+  for (uint32_t s = 1; s <= crypto::kComparisonSteps; ++s) {
+    RETURN_IF_ERROR(check_());
+    fedanon::v1::LeaderMessage msg;
+    msg.set_job_id(job_id_);
+    msg.set_round(round_());
+    auto* step = msg.mutable_sum_bin_check();
+    step->set_collect(collect);
+    step->set_step(s);
+    if (s > 1) *step->mutable_input() = std::move(carried);
+    const std::string& party = s % 2 == 1 ? ring_.back() : ring_.front();
+    stats_.bytes_sent += msg.ByteSizeLong();
+    ASSIGN_OR_RETURN(const fedanon::v1::PartyMessage reply, channel_->Call(party, msg, timeout_));
+    stats_.bytes_received += reply.ByteSizeLong();
+    if (!reply.has_sum_bin_checked() ||
+        (s < crypto::kComparisonSteps && !reply.sum_bin_checked().has_sealed())) {
+      return absl::InternalError(absl::StrCat("party '", party, "' sent no step ", s,
+                                              " of the bin check of secure sum ", collect));
+    }
+    carried = reply.sum_bin_checked().sealed();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace fedanon::leader

@@ -20,6 +20,12 @@
 // recorded digest, so a diverging replay fails instead of asking the parties something new) and
 // re-sends the open one, byte-identical to the requests sent before the restart (the parties
 // answer them as before, the first party with the same mask).
+//
+// numeric_split: binned (protocol 4.0): a collect whose answer holds class counts over bins
+// (engine::GuardedRanges) comes back without the first party's mask; the leader then relays the
+// six sealed messages of its bin check between the ring's last party (steps 1, 3, 5) and its
+// first (2, 4, 6), and asks for the mask with a SumUnmask, which the first party answers only
+// when every bin held at least the bin bound of records (party/secure_sum_party.h).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +36,7 @@
 
 #include "absl/time/time.h"
 #include "common/engine/count_source.h"
+#include "common/engine/numeric_split.h"
 #include "common/wire/party_channel.h"
 #include "crypto/sealed_box.h"
 #include "fedanon/v1/federation.pb.h"
@@ -85,6 +92,9 @@ class SecureSumCountSource : public engine::CountSource {
     last_party_key_ = last_party_key;
   }
 
+  // The job's numeric_split (which collects hold bins to check); exact search by default.
+  void set_numeric_split(engine::NumericSplitConfig numeric) { numeric_ = numeric; }
+
   const SecureSumStats& stats() const { return stats_; }
 
   // Where collects are recorded (CallRecorder::RequestRecorder and ReplyRecorder; both called
@@ -111,8 +121,11 @@ class SecureSumCountSource : public engine::CountSource {
 
  private:
   // One collect of `request_proto` (`words` long), up to the decoded vector.
+  // `bins`: the answer holds class counts over bins, checked before the mask is asked for.
   absl::StatusOr<std::vector<uint64_t>> CollectVector(
-      const fedanon::v1::StatsRequest& request_proto, size_t words);
+      const fedanon::v1::StatsRequest& request_proto, size_t words, bool bins = false);
+  // The bin check of `collect`: its six steps relayed between the ring's last and first parties.
+  absl::Status CheckBins(uint64_t collect);
   // The rings of one Collect: leaves in `sum` the totals the last hops carried, still masked.
   absl::Status CollectChunks(const fedanon::v1::StatsRequest& request_proto,
                              const std::string& request_digest, uint64_t collect, size_t words,
@@ -135,6 +148,7 @@ class SecureSumCountSource : public engine::CountSource {
   std::function<uint32_t()> round_;
   std::function<absl::Status()> check_;
   size_t chunk_words_;
+  engine::NumericSplitConfig numeric_{.mode = fedanon::v1::NUMERIC_SPLIT_EXACT};
   std::vector<fedanon::v1::StateUpdate> pending_;
   uint64_t next_sequence_ = 0;
   std::string update_chain_;  // wire::ChainStateUpdate over every update made so far

@@ -42,6 +42,7 @@ inline constexpr char kAuditJobEnd[] = "job-end";
 inline constexpr char kAuditError[] = "error";
 inline constexpr char kAuditSecureSum[] = "secure-sum";
 inline constexpr char kAuditSumMask[] = "secure-sum-mask";
+inline constexpr char kAuditBinCheck[] = "bin-check";
 inline constexpr char kAuditUnionRows[] = "union-rows";
 inline constexpr char kAuditReleasedTable[] = "released-table";
 inline constexpr char kAuditIdList[] = "id-list";

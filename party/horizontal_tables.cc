@@ -104,9 +104,38 @@ absl::Status HorizontalTables::ApplySplit(const fedanon::v1::SplitDecision& sp,
           absl::StrCat("split threshold ", sp.split(), " of attribute ", sp.attribute(),
                        " is not a public-cell boundary (numeric_split: binned)"));
     }
+    // And on a bin's boundary: the two sides' class counts are then unions of bins, which the
+    // bin check showed to hold K records each, and so are their differences with the bins'.
+    const auto b = bins.find(sp.attribute());
+    if (b == bins.end() || !std::binary_search(b->second.begin(), b->second.end(), sp.split())) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "split threshold ", sp.split(), " of attribute ", sp.attribute(),
+          b == bins.end() ? " comes before any class counts over its bins were asked"
+                          : " is not a boundary of its bins",
+          " (numeric_split: binned: an interval is a union of bins of at least K records)"));
+    }
   }
   split_decided.insert({sp.attribute(), sp.node()});
   hier[sp.attribute()].SetSplit(sp.node(), sp.split());
+  return absl::OkStatus();
+}
+
+absl::Status HorizontalTables::RecordBins(const engine::StatsRequest& request,
+                                          const engine::NumericSplitConfig& numeric) {
+  if (!numeric.binned()) return absl::OkStatus();
+  std::set<int> asked;
+  for (const engine::RangeCountRequest& r : request.range_counts) {
+    if (!r.labelled) continue;
+    if (bins.contains(static_cast<uint32_t>(r.attr)) || !asked.insert(r.attr).second) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "class counts of attribute ", r.attr,
+          " were asked over bins already; an attribute's bins are asked once (numeric_split: "
+          "binned: a second set of bins would difference the first)"));
+    }
+  }
+  for (const engine::RangeCountRequest& r : request.range_counts) {
+    if (r.labelled) bins[static_cast<uint32_t>(r.attr)] = r.bounds;
+  }
   return absl::OkStatus();
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -27,8 +28,8 @@ namespace fedanon::party {
 struct HorizontalTables {
   // Applies the leader's state updates in sequence (those applied already are skipped, and must
   // be the same): each is an instruction naming a candidate of a node of the current cut, a split
-  // of an interval not split before (on a public-cell boundary when the signed spec bins
-  // numbers), or a local-recoding update of a local job; none once the cut is fixed.
+  // of an interval not split before (on a boundary of its attribute's bins when the signed spec
+  // bins numbers), or a local-recoding update of a local job; none once the cut is fixed.
   absl::Status ApplyUpdates(
       const fedanon::v1::JobSpec& spec,
       const google::protobuf::RepeatedPtrField<fedanon::v1::StateUpdate>& updates);
@@ -36,6 +37,13 @@ struct HorizontalTables {
   // threshold of an interval not split before.
   absl::Status ApplyInstruction(const fedanon::v1::Instruction& in);
   absl::Status ApplySplit(const fedanon::v1::SplitDecision& sp,
+                          const engine::NumericSplitConfig& numeric);
+  // numeric_split: binned: the ranges of a labelled range count are its attribute's bins, asked
+  // once per attribute (PermissionDenied for a second time: two sets of bins would difference
+  // each other). Every later threshold of the attribute lies on one of their boundaries, so each
+  // continuous interval (and each class count of one) is a union of bins, every one of which the
+  // bin check showed to hold at least the bin bound of records.
+  absl::Status RecordBins(const engine::StatsRequest& request,
                           const engine::NumericSplitConfig& numeric);
   // True when the table is loaded (records, or a push-down connection).
   bool loaded() const { return data != nullptr && (tips != nullptr || pushdown != nullptr); }
@@ -54,6 +62,8 @@ struct HorizontalTables {
   std::vector<std::string> applied;
   // Continuous intervals (attribute, node) whose split the leader decided (once each).
   std::set<std::pair<uint32_t, int32_t>> split_decided;
+  // Continuous attribute -> the rank boundaries of its bins (RecordBins).
+  std::map<uint32_t, std::vector<int32_t>> bins;
   // Set when the final check started: the cut it checks is the one released, no update after.
   bool cut_fixed = false;
 };

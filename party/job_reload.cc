@@ -25,8 +25,9 @@ namespace {
 // Records other than the secure sum's, the final check's and the union's change nothing.
 absl::Status ReplayHorizontal(JobState& job, const LeaderMessage& req, const PartyMessage& stored,
                               const std::string& extra, uint64_t last_collect) {
-  const bool horizontal_record =
-      req.has_sum_step() || req.has_sum_unmask() || req.has_final_check() || req.has_union_step();
+  const bool horizontal_record = req.has_sum_step() || req.has_sum_unmask() ||
+                                 req.has_sum_bin_check() || req.has_final_check() ||
+                                 req.has_union_step();
   if (req.has_chunk_put()) {
     // A chunk of a union list sealed for this party: back in the inbox until the union step
     // that names it comes again (or is replayed below and drops it).
@@ -37,11 +38,8 @@ absl::Status ReplayHorizontal(JobState& job, const LeaderMessage& req, const Par
   if (req.has_sum_step()) {
     const auto& step = req.sum_step();
     if (step.collect() < last_collect) {
-      // An older secure sum: only its state updates matter now.
-      if (step.chunk() == 0) {
-        RETURN_IF_ERROR(job.horizontal->tables.ApplyUpdates(job.spec, step.updates()));
-      }
-      return absl::OkStatus();
+      // An older secure sum: only its state updates and its bins matter now.
+      return job.horizontal->sum.ReplayOlderCollect(step);
     }
     // The ring's first party's mask seed was recorded with the collect's first answer.
     if (step.chunk() == 0 && !extra.empty()) {
@@ -49,6 +47,13 @@ absl::Status ReplayHorizontal(JobState& job, const LeaderMessage& req, const Par
     }
     RETURN_IF_ERROR(job.horizontal->sum.Step(req).status());
     job.horizontal->sum.RestoreReply(step.chunk(), stored);  // the bytes that left
+  } else if (req.has_sum_bin_check()) {
+    if (req.sum_bin_check().collect() == last_collect) {
+      // The comparison runs again from the seed its first step kept: the same messages.
+      if (!extra.empty()) job.horizontal->sum.RestoreBinCheckSeed(extra);
+      RETURN_IF_ERROR(job.horizontal->sum.BinCheck(req).status());
+      job.horizontal->sum.RestoreBinCheckReply(req.sum_bin_check().step(), stored);
+    }
   } else if (req.has_sum_unmask()) {
     if (req.sum_unmask().collect() == last_collect) {
       job.horizontal->sum.RestoreUnmask(req, stored);

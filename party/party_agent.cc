@@ -210,6 +210,7 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMes
   PartyMessage reply;
   const bool job_step = request.body_case() == LeaderMessage::kSumStep ||
                         request.body_case() == LeaderMessage::kSumUnmask ||
+                        request.body_case() == LeaderMessage::kSumBinCheck ||
                         request.body_case() == LeaderMessage::kUnionStep ||
                         request.body_case() == LeaderMessage::kFinalCheck ||
                         request.body_case() == LeaderMessage::kVertical ||
@@ -224,6 +225,7 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMes
   // columns); only a job that fails before that frees its release (party policy max_releases).
   const bool data_step = request.body_case() == LeaderMessage::kSumStep ||
                          request.body_case() == LeaderMessage::kSumUnmask ||
+                         request.body_case() == LeaderMessage::kSumBinCheck ||
                          request.body_case() == LeaderMessage::kUnionStep ||
                          request.body_case() == LeaderMessage::kVertical ||
                          request.body_case() == LeaderMessage::kFinalCheck;
@@ -243,6 +245,9 @@ absl::StatusOr<PartyMessage> PartyAgent::Dispatch(JobSlot& slot, const LeaderMes
     case LeaderMessage::kSumUnmask:
       RETURN_IF_ERROR(RequireHorizontal(slot.job, request));
       return slot.job->horizontal->sum.Unmask(request);
+    case LeaderMessage::kSumBinCheck:
+      RETURN_IF_ERROR(RequireHorizontal(slot.job, request));
+      return slot.job->horizontal->sum.BinCheck(request);
     case LeaderMessage::kUnionStep:
       RETURN_IF_ERROR(RequireHorizontal(slot.job, request));
       return slot.job->horizontal->secure_union.Step(request);

@@ -7,8 +7,10 @@
 #include "common/base/status_macros.h"
 #include "common/engine/count_source.h"
 #include "common/engine/numeric_split.h"
+#include "common/engine/privacy_model.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/secret_bytes.h"
+#include "crypto/secure_comparison.h"
 #include "crypto/secure_sum_masks.h"
 #include "spdlog/spdlog.h"
 
@@ -71,6 +73,13 @@ absl::Status SecureSumParty::StartCollect(const fedanon::v1::SumStep& step, size
       step.request().has_local() && (step.request().local().released_groups_size() > 0 ||
                                      step.request().local().released_combinations() != 0);
   RETURN_IF_ERROR(CheckRequest(step, stats_request, local_release));
+  const engine::NumericSplitConfig numeric = engine::NumericSplitFromSpec(ctx_.spec);
+  RETURN_IF_ERROR(tables_.RecordBins(stats_request, numeric));
+  guarded_ = engine::GuardedRanges(stats_request, tables_.data->num_classes(), numeric);
+  guarded_totals_.assign(guarded_.size(), 0);
+  bin_check_.reset();
+  bin_answers_.Clear();
+  bins_held_ = false;
   counts_.clear();
   if (step.request().has_local()) {
     ASSIGN_OR_RETURN(counts_, tables_.local->Answer(step.request().local()));
@@ -180,6 +189,17 @@ absl::StatusOr<PartyMessage> SecureSumParty::Step(const LeaderMessage& request) 
                    HopInput(step, request.round(), pos, chunk_len, purpose));
   RETURN_IF_ERROR(crypto::AddInPlace(
       absl::MakeSpan(acc), absl::MakeConstSpan(counts_.data() + step.chunk_offset(), acc.size())));
+  if (successor.empty()) {
+    // The ring's last party keeps the masked totals of the guarded ranges it seals for the
+    // leader: its input to the bin check.
+    const uint64_t lo = step.chunk_offset();
+    const uint64_t hi = lo + acc.size();
+    for (size_t g = 0; g < guarded_.size(); ++g) {
+      const uint64_t from = std::max(lo, guarded_[g].offset);
+      const uint64_t to = std::min(hi, guarded_[g].offset + guarded_[g].words);
+      for (uint64_t w = from; w < to; ++w) guarded_totals_[g] += acc[w - lo];
+    }
+  }
   // Sealed for the agreed successor, the last party's for the leader.
   return SealHop(step, request.round(), successor.empty() ? ctx_.leader : successor, purpose, acc);
 }
@@ -245,7 +265,8 @@ absl::StatusOr<PartyMessage> SecureSumParty::SealHop(const fedanon::v1::SumStep&
   out->set_ciphertext(std::move(sealed));
   // The ring's first party, answering the collect's last chunk: every chunk has gone from it, so
   // its mask goes to the leader with this answer (protocol 2.1), not in a SumUnmask of its own.
-  if (!seed_.empty() && answered_.size() + 1 == chunks_) {
+  // A collect with bins keeps it until their check held (BinCheck, Unmask).
+  if (!seed_.empty() && answered_.size() + 1 == chunks_ && guarded_.empty()) {
     ASSIGN_OR_RETURN(const PartyMessage mask, SealMask());
     *reply.mutable_sum_step()->mutable_mask_seed() = mask.sum_mask().seed();
   }
@@ -299,6 +320,14 @@ absl::StatusOr<PartyMessage> SecureSumParty::Unmask(const LeaderMessage& request
         "secure sum: the mask of collect ", collect, " goes to the leader only after every chunk ",
         "went round the ring (", answered_.size(), " of ", chunks_, " answered)"));
   }
+  if (!guarded_.empty() && !bins_held_) {
+    ASSIGN_OR_RETURN(const uint64_t bound, BinBound());
+    return absl::PermissionDeniedError(absl::StrCat(
+        "secure sum: the mask of collect ", collect,
+        " is handed over only once its bin check showed every bin of its class counts empty or "
+        "holding at least ",
+        bound, " records (numeric_split: binned); the check has not held"));
+  }
   return SealMask();
 }
 
@@ -320,6 +349,181 @@ absl::StatusOr<PartyMessage> SecureSumParty::SealMask() {
 void SecureSumParty::RestoreUnmask(const LeaderMessage& request, PartyMessage reply) {
   if (request.sum_unmask().collect() != collect_) return;  // an older collect's mask
   unmask_.Put(absl::StrCat(request.round(), "/", request.sum_unmask().collect()), std::move(reply));
+}
+
+absl::StatusOr<uint64_t> SecureSumParty::BinBound() {
+  if (!bin_bound_) {
+    ASSIGN_OR_RETURN(const engine::PrivacyModel model,
+                     engine::BuildPrivacyModel(ctx_.spec, *tables_.data));
+    bin_bound_ = std::max<uint64_t>(
+        1, engine::SplitBinBound(model, engine::NumericSplitFromSpec(ctx_.spec).min_split_bin));
+  }
+  return *bin_bound_;
+}
+
+namespace {
+
+absl::Status BinsBelowBound(uint64_t collect, uint64_t bound) {
+  return absl::PermissionDeniedError(absl::StrCat(
+      "secure sum: the bin check of collect ", collect,
+      " failed: a bin whose class counts the leader asked for holds fewer than ", bound,
+      " records and is not empty; its class counts stay masked (numeric_split: binned)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint64_t>> SecureSumParty::BinCheckInputs(bool garbler) const {
+  if (!garbler) return guarded_totals_;
+  std::vector<uint64_t> inputs;
+  inputs.reserve(guarded_.size());
+  for (const engine::GuardedRange& g : guarded_) {
+    ASSIGN_OR_RETURN(const std::vector<uint64_t> mask,
+                     crypto::MaskWordsFromSeed(seed_, g.offset, static_cast<size_t>(g.words)));
+    uint64_t sum = 0;
+    for (uint64_t m : mask) sum += m;
+    inputs.push_back(uint64_t{0} - sum);  // masked total + (-mask) = the bin's records, mod 2^64
+  }
+  return inputs;
+}
+
+absl::StatusOr<PartyMessage> SecureSumParty::BinCheck(const LeaderMessage& request) {
+  const fedanon::v1::SumBinCheck& check = request.sum_bin_check();
+  const size_t pos = ctx_.RingPosition();
+  const size_t last = ctx_.ring.size() - 1;  // a horizontal ring has at least two parties
+  if (pos != 0 && pos != last) {
+    return absl::PermissionDeniedError(
+        "secure sum: only the ring's first party (it holds the mask) and its last (it sealed the "
+        "total) check the bins");
+  }
+  const bool garbler = pos == 0;
+  const uint32_t step = check.step();
+  if (step < 1 || step > crypto::kComparisonSteps || (step % 2 == 0) != garbler) {
+    return absl::InvalidArgumentError(absl::StrCat("secure sum: step ", step,
+                                                   " of a bin check is not this party's (the ",
+                                                   garbler ? "garbler" : "evaluator", ")"));
+  }
+  if (collect_ == UINT64_MAX || check.collect() != collect_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "secure sum: a bin check of collect ", check.collect(), ", but the current collect is ",
+        collect_ == UINT64_MAX ? std::string("none") : absl::StrCat(collect_)));
+  }
+  if (request.round() != collect_round_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("secure sum: the bin check of collect ", collect_, " is asked in round ",
+                     request.round(), ", but the collect was summed in round ", collect_round_));
+  }
+  if (guarded_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "secure sum: collect ", collect_, " holds no class counts over bins: nothing to check"));
+  }
+  if (answered_.size() != chunks_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "secure sum: the bins of collect ", collect_, " are checked only after every chunk went ",
+        "round the ring (", answered_.size(), " of ", chunks_, " answered)"));
+  }
+  const std::string& other = ctx_.ring[garbler ? last : 0];
+  const std::string fingerprint = check.SerializeAsString();
+  if (const PartyMessage* same = bin_answers_.Same(step, fingerprint)) return *same;
+  if (bin_answers_.Find(step) != nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("secure sum: step ", step, " of the bin check of collect ", collect_,
+                     " was answered already for another input (one request, one answer)"));
+  }
+  std::string message;
+  if (step == 1) {
+    if (check.has_input()) {
+      return absl::PermissionDeniedError(
+          "secure sum: a bin check's first step takes no input from the leader");
+    }
+  } else {
+    if (!check.has_input() || check.input().sender() != other ||
+        check.input().receiver() != ctx_.self()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("secure sum: step ", step, " of the bin check takes a message sealed by '",
+                       other, "' for '", ctx_.self(), "'"));
+    }
+    const std::string purpose =
+        wire::SumBinCheckPurpose(collect_, step - 1, collect_round_, digest_);
+    const crypto::SealContext context{ctx_.job_id, ctx_.run_id, collect_round_,
+                                      other,       ctx_.self(), purpose};
+    absl::StatusOr<std::string> opened = crypto::OpenFrom(
+        *ctx_.own_seal->keys, *ctx_.seal_keys.at(other), context, check.input().ciphertext());
+    if (!opened.ok()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "secure sum: step ", step, " of the bin check: the input does not open as sealed by '",
+          other, "' for this collect, step and round: ", opened.status().message()));
+    }
+    message = *std::move(opened);
+    ctx_.Observe(other, purpose, message);
+  }
+  if (step <= 2) {
+    if (bin_check_ != nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("secure sum: the bin check of collect ", collect_, " has started already"));
+    }
+    ASSIGN_OR_RETURN(const uint64_t bound, BinBound());
+    ASSIGN_OR_RETURN(std::vector<uint64_t> inputs, BinCheckInputs(garbler));
+    std::string seed = std::exchange(restored_bin_seed_, "");
+    if (seed.empty()) {
+      seed.assign(crypto::kComparisonSeedBytes, '\0');
+      RETURN_IF_ERROR(
+          crypto::FillRandom(absl::MakeSpan(reinterpret_cast<uint8_t*>(seed.data()), seed.size())));
+    }
+    const crypto::ComparisonSpec spec{
+        .instance = absl::StrCat("sum-bins/", collect_round_, "/", collect_),
+        .kind = crypto::ComparisonKind::kSumZeroOrAtLeast,
+        .bits = 64,
+        .threshold = bound,
+        .count = guarded_.size(),
+        .output = crypto::ComparisonOutput::kAll};
+    ASSIGN_OR_RETURN(bin_check_,
+                     crypto::ComparisonSide::Create(garbler ? crypto::ComparisonRole::kGarbler
+                                                            : crypto::ComparisonRole::kEvaluator,
+                                                    spec, std::move(inputs), seed));
+    // Durable with this answer: a restart runs the answered steps again from it.
+    if (!ctx_.replaying) ctx_.journal_extra = seed;
+  } else if (bin_check_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("secure sum: step ", step, " of the bin check of collect ", collect_,
+                     " comes before this party's first step of it"));
+  }
+  ASSIGN_OR_RETURN(const std::string next, bin_check_->Step(static_cast<int>(step), message));
+  if (bin_check_->result().has_value()) {
+    const bool all = bin_check_->result()->all;
+    bin_check_.reset();
+    if (!all) {
+      ASSIGN_OR_RETURN(const uint64_t bound, BinBound());
+      return BinsBelowBound(collect_, bound);
+    }
+    bins_held_ = true;
+  }
+  PartyMessage reply;
+  auto* out = reply.mutable_sum_bin_checked();
+  if (step < crypto::kComparisonSteps) {
+    ASSIGN_OR_RETURN(
+        *out->mutable_sealed(),
+        ctx_.SealFor(other, collect_round_,
+                     wire::SumBinCheckPurpose(collect_, step, collect_round_, digest_), next));
+  }
+  bin_answers_.Put(step, fingerprint, reply);
+  ctx_.fresh_answer = true;
+  // A garbled-circuit or OT message for the other party: no count in the clear.
+  RETURN_IF_ERROR(
+      ctx_.Audit(collect_round_, {.kind = kAuditBinCheck,
+                                  .form = out->has_sealed() ? kAuditSealed : kAuditPlaintext,
+                                  .to = {out->has_sealed() ? other : ctx_.leader},
+                                  .numbers = {{"collect", collect_},
+                                              {"step", step},
+                                              {"bins", guarded_.size()},
+                                              {"held", bins_held_ ? uint64_t{1} : uint64_t{0}}}}));
+  return reply;
+}
+
+absl::Status SecureSumParty::ReplayOlderCollect(const fedanon::v1::SumStep& step) {
+  if (step.chunk() != 0) return absl::OkStatus();
+  RETURN_IF_ERROR(tables_.ApplyUpdates(ctx_.spec, step.updates()));
+  ASSIGN_OR_RETURN(engine::StatsRequest stats_request, FromProto(step.request(), tables_.hier));
+  return tables_.RecordBins(stats_request, engine::NumericSplitFromSpec(ctx_.spec));
 }
 
 }  // namespace fedanon::party

@@ -5,15 +5,26 @@
 // its own mask, drawn from a seed it hands the leader sealed with its answer to the collect's last
 // chunk (protocol 2.1), or on SumUnmask once every chunk went round (a 2.0 leader asks). Each
 // chunk is answered once.
+//
+// numeric_split: binned (protocol 4.0): a collect whose answer holds class counts over bins
+// (engine::GuardedRanges) is unmasked only after its bin check (SumBinCheck): the ring's first
+// party (it holds the mask) and its last (it sealed the masked total for the leader) compare, by a
+// secure comparison the leader relays, each bin's masked total with minus its mask, and learn one
+// bit: every bin is empty or holds at least the bin bound (engine::SplitBinBound). Only then does
+// the first party hand over its mask; a bin below the bound is refused by both, by name, and its
+// class counts stay masked.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/engine/count_source.h"
+#include "common/engine/numeric_split.h"
+#include "crypto/secure_comparison.h"
 #include "fedanon/v1/federation.pb.h"
 #include "party/final_check_party.h"
 #include "party/horizontal_tables.h"
@@ -33,6 +44,12 @@ class SecureSumParty {
   // answered every chunk of the collect (the later hops it cannot see: they are sealed for the
   // other parties, so the seed unmasks nothing the leader holds until the ring's total).
   absl::StatusOr<fedanon::v1::PartyMessage> Unmask(const fedanon::v1::LeaderMessage& request);
+  // A step of the current collect's bin check (SumBinCheck): the ring's first party garbles
+  // (steps 2, 4, 6), its last evaluates (1, 3, 5). The same step again gets the same answer.
+  absl::StatusOr<fedanon::v1::PartyMessage> BinCheck(const fedanon::v1::LeaderMessage& request);
+  // After a restart, an older collect's first chunk: its updates applied and its bins recorded
+  // (HorizontalTables::RecordBins), nothing answered.
+  absl::Status ReplayOlderCollect(const fedanon::v1::SumStep& step);
 
   // After a restart: the mask seed recorded with the collect's first answer (the next Step takes
   // it), the reply that left for a chunk, and the mask's answer.
@@ -41,7 +58,16 @@ class SecureSumParty {
     answered_.SetReply(chunk, std::move(reply));
   }
   void RestoreUnmask(const fedanon::v1::LeaderMessage& request, fedanon::v1::PartyMessage reply);
-  void ClearRestored() { restored_seed_.reset(); }
+  void ClearRestored() {
+    restored_seed_.reset();
+    restored_bin_seed_.clear();
+  }
+  // After a restart: the bin check's seed recorded with this party's first step of it (the
+  // comparison runs again from it, so its messages are the same), and the reply that left.
+  void RestoreBinCheckSeed(std::string seed) { restored_bin_seed_ = std::move(seed); }
+  void RestoreBinCheckReply(uint32_t step, fedanon::v1::PartyMessage reply) {
+    bin_answers_.SetReply(step, std::move(reply));
+  }
 
  private:
   // A new collect's first chunk: applies the updates, checks the request against the signed job
@@ -58,6 +84,11 @@ class SecureSumParty {
   absl::StatusOr<std::vector<uint64_t>> HopInput(const fedanon::v1::SumStep& step, uint64_t round,
                                                  size_t position, uint64_t chunk_len,
                                                  const std::string& purpose) const;
+  // The bin bound of the signed model (engine::SplitBinBound), computed once.
+  absl::StatusOr<uint64_t> BinBound();
+  // This party's inputs to the bin check: minus each guarded range's mask (the first party), the
+  // masked totals it sealed for the leader (the last).
+  absl::StatusOr<std::vector<uint64_t>> BinCheckInputs(bool garbler) const;
   // The ring's first party's seed of the current collect sealed for the leader (a SumMask),
   // kept as the answer to a SumUnmask of the collect, audited.
   absl::StatusOr<fedanon::v1::PartyMessage> SealMask();
@@ -85,6 +116,16 @@ class SecureSumParty {
   std::string seed_;
   OneReply<> unmask_;
   std::optional<std::string> restored_seed_;
+  // numeric_split: binned: the current collect's guarded ranges, the last party's masked totals of
+  // them (what it sealed for the leader), and the bin check: its comparison, its answers by step,
+  // and whether it showed every range empty or at least the bound.
+  std::vector<engine::GuardedRange> guarded_;
+  std::vector<uint64_t> guarded_totals_;
+  std::optional<uint64_t> bin_bound_;
+  std::unique_ptr<crypto::ComparisonSide> bin_check_;
+  ReplyCache<uint32_t> bin_answers_;
+  bool bins_held_ = false;
+  std::string restored_bin_seed_;
 };
 
 }  // namespace fedanon::party

@@ -98,4 +98,23 @@ absl::Status CheckNumericRequest(const StatsRequest& request,
   return absl::OkStatus();
 }
 
+std::vector<GuardedRange> GuardedRanges(const StatsRequest& request, int num_classes,
+                                        const NumericSplitConfig& config) {
+  std::vector<GuardedRange> out;
+  if (!config.binned()) return out;
+  const uint64_t nc = static_cast<uint64_t>(std::max(1, num_classes));
+  uint64_t offset = 0;
+  for (const RangeCountRequest& r : request.range_counts) {
+    if (r.bounds.size() < 2) continue;
+    const uint64_t ranges = r.bounds.size() - 1;
+    if (!r.labelled) {
+      offset += ranges;
+      continue;
+    }
+    for (uint64_t i = 0; i < ranges; ++i) out.push_back({offset + i * nc, nc});
+    offset += ranges * nc;
+  }
+  return out;
+}
+
 }  // namespace fedanon::engine

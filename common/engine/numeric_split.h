@@ -63,4 +63,23 @@ absl::Status CheckNumericRequest(const StatsRequest& request,
                                  const std::vector<AttributeHierarchy>& hier,
                                  const NumericSplitConfig& config);
 
+// A part of a binned request's answer that a holder opens only once its record total over every
+// holder is at least the bin bound (SplitBinBound): the `words` class counts from word `offset`
+// of one range of a labelled range count (one bin). An honest leader asks only for bins of at
+// least that many records (MergeCellsIntoBins on the public cells' totals); whether a bin holds
+// them is beyond what one holder sees, so the holders compare the bin's masked total with its
+// mask (a secure comparison: party/secure_sum_party.h) before the mask is released. Class counts
+// of continuous nodes need no such check: every threshold lies on a bin boundary
+// (party/horizontal_tables.h), so each node is a union of checked bins.
+struct GuardedRange {
+  uint64_t offset = 0;
+  uint64_t words = 0;
+  friend bool operator==(const GuardedRange&, const GuardedRange&) = default;
+};
+
+// The guarded ranges of `request` in the order of its answer (range counts come first in it);
+// none unless `config` is binned.
+std::vector<GuardedRange> GuardedRanges(const StatsRequest& request, int num_classes,
+                                        const NumericSplitConfig& config);
+
 }  // namespace fedanon::engine

@@ -267,6 +267,17 @@ std::string SumMaskPurpose(uint64_t collect, uint64_t round, const std::string& 
   return absl::StrCat("secure-sum-mask/", collect, "/", crypto::ToHex(crypto::Sha256(in)));
 }
 
+std::string SumBinCheckPurpose(uint64_t collect, uint32_t step, uint64_t round,
+                               const std::string& request_digest) {
+  std::string in = "fedanon-sum-bins-v1";
+  AppendU64(&in, round);
+  AppendU64(&in, collect);
+  AppendU64(&in, step);
+  in += request_digest;
+  return absl::StrCat("secure-sum-bins/", collect, "/", step, "/",
+                      crypto::ToHex(crypto::Sha256(in)));
+}
+
 absl::StatusOr<uint64_t> SumChunkLength(const fedanon::v1::SumStep& step) {
   const uint64_t cw = step.chunk_words();
   if (cw == 0 || step.total_words() == 0 || step.chunks() == 0 ||

@@ -59,6 +59,10 @@ std::string SumRequestDigest(const fedanon::v1::StatsRequest& request,
 // "secure-sum-mask/<collect>/<hex SHA-256 of (round, collect, request_digest)>": the ring's first
 // party's mask seed of one collect, sealed for the leader.
 std::string SumMaskPurpose(uint64_t collect, uint64_t round, const std::string& request_digest);
+// "secure-sum-bins/<collect>/<step>/<hex SHA-256 of (round, collect, step, request_digest)>": the
+// message of step `step` of a collect's bin check (SumBinCheck), sealed for the other party.
+std::string SumBinCheckPurpose(uint64_t collect, uint32_t step, uint64_t round,
+                               const std::string& request_digest);
 // The words of `step`'s chunk, once its chunking is checked: chunks = ceil(total_words /
 // chunk_words), chunk < chunks, chunk_offset = chunk * chunk_words (nothing else is the leader's
 // choice). InvalidArgument naming the chunk otherwise.

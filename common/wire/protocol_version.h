@@ -36,6 +36,12 @@
 // VerticalInstructions.won, and every commit carries both computing parties' signed choices).
 // With two data parties the horizontal final check runs by secure comparisons
 // (FinalCheckStep.PHASE_COMPARE). A 2.x party would send scores and skip the comparisons: refused.
+//
+// 4.0: bins opened only when they hold K records (issue 44; numeric_split: binned). The ring's
+// first party withholds the mask of a collect whose answer holds class counts over bins until it
+// and the ring's last party showed, by a secure comparison the leader relays (SumBinCheck), that
+// every bin is empty or holds at least the bin bound; an attribute's bins are asked once, and a
+// threshold lies on a bin boundary. A 3.x party would hand over its mask unchecked: refused.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +58,7 @@ struct ProtocolVersion {
   friend bool operator==(const ProtocolVersion&, const ProtocolVersion&) = default;
 };
 
-inline constexpr ProtocolVersion kProtocolVersion{3, 0};  // what this build speaks
+inline constexpr ProtocolVersion kProtocolVersion{4, 0};  // what this build speaks
 
 // "2.0".
 std::string ProtocolVersionText(const ProtocolVersion& v);

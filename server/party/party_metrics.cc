@@ -46,6 +46,8 @@ std::string RequestKind(const fedanon::v1::LeaderMessage& request) {
       return "chunk_put";
     case M::kSumUnmask:
       return "sum_unmask";
+    case M::kSumBinCheck:
+      return "sum_bin_check";
     case M::BODY_NOT_SET:
       return "none";
   }

@@ -267,6 +267,22 @@ class MaliciousLeader {
     return p;
   }
 
+  // The leader's own secure-sum source over `ring` (after PrepareAll(ring)), searching numbers
+  // as `numeric` says, on the public hierarchies.
+  std::unique_ptr<leader::SecureSumCountSource> SumSource(const std::vector<std::string>& ring,
+                                                          engine::NumericSplitConfig numeric) {
+    source_keys_.push_back(PartyKey(ring.front()));
+    const crypto::SealPublicKey* first = source_keys_.back().get();
+    source_keys_.push_back(PartyKey(ring.back()));
+    const crypto::SealPublicKey* last = source_keys_.back().get();
+    auto source = std::make_unique<leader::SecureSumCountSource>(
+        &fed_->channel, kJob, ring, absl::Seconds(10), &hier_, schema_->num_classes(),
+        schema_->tracked.size(), [] { return 1u; }, [] { return absl::OkStatus(); });
+    source->set_numeric_split(numeric);
+    source->set_sealing("leader", run_id_, leader_keys_.get(), first, last);
+    return source;
+  }
+
   const std::vector<std::string>& seen() const { return seen_; }
   const std::string& run_id() const { return run_id_; }
   const crypto::SealKeyPair& leader_keys() const { return *leader_keys_; }
@@ -282,6 +298,7 @@ class MaliciousLeader {
   std::vector<std::string> seen_;
   std::string run_id_;                                       // of the job as the admin signed it
   std::map<uint64_t, std::vector<uint64_t>> masked_totals_;  // collect -> the last hop's words
+  std::vector<std::unique_ptr<crypto::SealPublicKey>> source_keys_;  // SumSource's
 };
 
 using Scenario = std::function<void(MaliciousLeader&)>;
@@ -912,17 +929,28 @@ TEST(MaliciousLeader, ABinnedThresholdOffTheCellsOrASecondOneIsRefused) {
   const std::vector<int32_t> cells =
       engine::PublicCellBounds(m->schema().qids[0], 4);  // 0, 26, 52, 78, 101 (ranks)
   ASSERT_EQ(cells.size(), 5u);
+  // The attribute's bins, [0, 52) and [52, 101), asked once (collect 0; not summed to the end).
+  engine::StatsRequest bins;
+  bins.range_counts.push_back({0, {cells[0], cells[2], cells[4]}, true});
+  ASSERT_OK(m->Send(n[0], m->Step(0, n[1], bins)));
   engine::StatsRequest req;
   req.group_keys.push_back({0});
   // Off the cells: one rank past a boundary.
-  LeaderMessage off = m->Step(0, n[1], req);
+  LeaderMessage off = m->Step(1, n[1], req);
   *off.mutable_sum_step()->add_updates() = SplitAt(0, 0, cells[1] + 1);
   EXPECT_THAT(m->Send(n[0], off),
               StatusIs(absl::StatusCode::kPermissionDenied,
                        absl::StrCat("split threshold ", cells[1] + 1,
                                     " of attribute 0 is not a public-cell boundary")));
-  // On a boundary: taken; the same node again with another threshold: refused.
-  LeaderMessage on = m->Step(0, n[1], req);
+  // On a cell boundary inside a bin: its sides would difference the bin below K.
+  LeaderMessage inside = m->Step(1, n[1], req);
+  *inside.mutable_sum_step()->add_updates() = SplitAt(0, 0, cells[1]);
+  EXPECT_THAT(m->Send(n[0], inside),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       absl::StrCat("split threshold ", cells[1],
+                                    " of attribute 0 is not a boundary of its bins")));
+  // On a bin boundary: taken; the same node again with another threshold: refused.
+  LeaderMessage on = m->Step(1, n[1], req);
   *on.mutable_sum_step()->add_updates() = SplitAt(0, 0, cells[2]);
   {
     // The request's length follows the split it carries (the node gains its two candidates).
@@ -935,12 +963,190 @@ TEST(MaliciousLeader, ABinnedThresholdOffTheCellsOrASecondOneIsRefused) {
     on.mutable_sum_step()->set_chunk_words(words);
   }
   ASSERT_OK(m->Send(n[0], on));
-  LeaderMessage again = m->Step(1, n[1], req);
+  LeaderMessage again = m->Step(2, n[1], req);
   *again.mutable_sum_step()->add_updates() = SplitAt(0, 0, cells[2]);
   *again.mutable_sum_step()->add_updates() = SplitAt(1, 0, cells[1]);
   EXPECT_THAT(m->Send(n[0], again),
               StatusIs(absl::StatusCode::kPermissionDenied,
                        "the split of interval 0 of attribute 0 was decided already"));
+}
+
+constexpr char kBinnedKSpec[] = R"(name: binned-k
+attributes:
+  - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1}
+  - {name: cls, role: class, values: [yes, no]}
+partitioning: horizontal
+privacy: {model: lkc, L: 1, K: 10}
+numeric_split: binned
+numeric_cells: 4
+)";
+
+// The union's records per public cell (ranks [0, 25), [25, 50), [50, 75), [75, 100)): 12, 5, 12
+// and 11, dealt round-robin to `parties` parties. With K = 10 the bins are [0, 25), [25, 75) and
+// [75, 100); the cell [25, 50) alone holds 5 records.
+std::vector<std::string> BinTables(int parties) {
+  std::vector<std::string> out(static_cast<size_t>(parties), "age,cls\n");
+  int row = 0;
+  auto add = [&](int age, int count) {
+    for (int i = 0; i < count; ++i, ++row) {
+      absl::StrAppend(&out[static_cast<size_t>(row % parties)], age + i % 3, ",",
+                      row % 3 == 0 ? "yes" : "no", "\n");
+    }
+  };
+  add(10, 12);
+  add(30, 5);
+  add(60, 12);
+  add(85, 11);
+  return out;
+}
+
+// issue 44: class counts over a bin of fewer than K records are never opened. An honest leader's
+// bins (merged from the public cells' totals) pass the parties' bin check, and their class counts
+// are the union's; a leader that asks for class counts over the bare cells, one of them holding 5
+// records, is refused by name by the ring's last party (the comparison's evaluator) and then by
+// the first, which keeps its mask: the leader never unmasks those class counts. With two and three
+// data parties (with three the middle one takes no part in the comparison). A second set of bins
+// for the same attribute is refused too.
+TEST(MaliciousLeader, ClassCountsOverABinBelowKStayMaskedAndAreRefusedByName) {
+  for (int parties : {2, 3}) {
+    SCOPED_TRACE(absl::StrCat(parties, " data parties"));
+    const engine::NumericSplitConfig numeric{
+        .mode = fedanon::v1::NUMERIC_SPLIT_BINNED, .cells = 4, .min_split_bin = 0};
+    auto m = MaliciousLeader::Create(absl::StrCat("bins_below_k_", parties), 0, kBinnedKSpec,
+                                     BinTables(parties));
+    ASSERT_NE(m, nullptr);
+    ASSERT_OK(m->PrepareAll(m->names()));
+    const std::vector<int32_t> cells = engine::PublicCellBounds(m->schema().qids[0], 4);
+    ASSERT_EQ(cells, (std::vector<int32_t>{0, 25, 50, 75, 100}));
+    auto source = m->SumSource(m->names(), numeric);
+    engine::StatsRequest totals;
+    totals.range_counts.push_back({0, cells, false});
+    absl::StatusOr<std::vector<uint64_t>> cell_counts = source->Collect(totals);
+    ASSERT_OK(cell_counts.status());
+    EXPECT_EQ(*cell_counts, (std::vector<uint64_t>{12, 5, 12, 11}));
+
+    // The deviating leader: class counts per cell (collect 1).
+    engine::StatsRequest per_cell;
+    per_cell.range_counts.push_back({0, cells, true});
+    EXPECT_THAT(source->Collect(per_cell).status(),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         "failed: a bin whose class counts the leader asked for holds fewer than "
+                         "10 records and is not empty"));
+    // The first party keeps its mask of them, by name.
+    EXPECT_THAT(m->Unmask(1),
+                StatusIs(absl::StatusCode::kPermissionDenied, "the check has not held"));
+    if (parties == 3) {
+      // The middle party takes no part in the comparison.
+      LeaderMessage middle;
+      middle.set_job_id(kJob);
+      middle.set_round(1);
+      middle.mutable_sum_bin_check()->set_collect(1);
+      middle.mutable_sum_bin_check()->set_step(1);
+      EXPECT_THAT(m->Send(m->names()[1], middle),
+                  StatusIs(absl::StatusCode::kPermissionDenied,
+                           "only the ring's first party (it holds the mask) and its last"));
+    }
+
+    // An honest leader in a fresh job: the bins merged from the cells' totals pass, and their
+    // class counts are the union's.
+    auto honest = MaliciousLeader::Create(absl::StrCat("bins_at_k_", parties), 0, kBinnedKSpec,
+                                          BinTables(parties));
+    ASSERT_NE(honest, nullptr);
+    ASSERT_OK(honest->PrepareAll(honest->names()));
+    auto honest_source = honest->SumSource(honest->names(), numeric);
+    ASSERT_OK(honest_source->Collect(totals).status());
+    const std::vector<int32_t> bins = engine::MergeCellsIntoBins(cells, *cell_counts, 10);
+    ASSERT_EQ(bins, (std::vector<int32_t>{0, 25, 75, 100}));
+    engine::StatsRequest per_bin;
+    per_bin.range_counts.push_back({0, bins, true});
+    absl::StatusOr<std::vector<uint64_t>> class_counts = honest_source->Collect(per_bin);
+    ASSERT_OK(class_counts.status());
+    // Row r is "yes" when r % 3 == 0: rows 0-11, 12-28 and 29-39 by bin.
+    EXPECT_EQ(*class_counts, (std::vector<uint64_t>{4, 8, 6, 11, 4, 7}));
+    // A second set of bins for the attribute would difference the first.
+    engine::StatsRequest again;
+    again.range_counts.push_back({0, {cells[0], cells[1], cells[4]}, true});
+    EXPECT_THAT(honest_source->Collect(again).status(),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         "class counts of attribute 0 were asked over bins already"));
+  }
+}
+
+// The bin check's six messages against a leader that reorders, misdirects, forges and replays
+// them (two data parties; the bins are the honest ones): each refused by name, the same step
+// again answered with the same bytes, and the mask handed over only once the check held.
+TEST(MaliciousLeader, BinCheckMessagesReorderedForgedOrReplayedAreRefusedByName) {
+  auto m = MaliciousLeader::Create("bin_check_steps", 0, kBinnedKSpec, BinTables(2));
+  ASSERT_NE(m, nullptr);
+  ASSERT_OK(m->PrepareAll(m->names()));
+  const std::string a = m->names()[0];  // garbler: it holds the mask
+  const std::string b = m->names()[1];  // evaluator: it sealed the masked total
+  engine::StatsRequest per_bin;
+  const std::vector<int32_t> cells = engine::PublicCellBounds(m->schema().qids[0], 4);
+  ASSERT_EQ(cells.size(), 5u);
+  per_bin.range_counts.push_back({0, {cells[0], cells[1], cells[3], cells[4]}, true});
+  absl::StatusOr<PartyMessage> hop = m->Send(a, m->Step(0, b, per_bin));
+  ASSERT_OK(hop.status());
+  EXPECT_FALSE(hop->sum_step().has_mask_seed()) << "a collect with bins keeps its mask";
+  LeaderMessage last = m->Step(0, "", per_bin);
+  *last.mutable_sum_step()->mutable_sealed() = hop->sum_step().sealed();
+  ASSERT_OK(m->Send(b, last).status());
+  EXPECT_THAT(m->Unmask(0),
+              StatusIs(absl::StatusCode::kPermissionDenied, "the check has not held"));
+
+  auto check = [&](uint32_t step, const fedanon::v1::SealedPayload* input, uint64_t collect = 0,
+                   uint32_t round = 1) {
+    LeaderMessage msg;
+    msg.set_job_id(kJob);
+    msg.set_round(round);
+    msg.mutable_sum_bin_check()->set_collect(collect);
+    msg.mutable_sum_bin_check()->set_step(step);
+    if (input != nullptr) *msg.mutable_sum_bin_check()->mutable_input() = *input;
+    return msg;
+  };
+  // Reordered and misdirected.
+  EXPECT_THAT(m->Send(b, check(3, nullptr)),
+              StatusIs(absl::StatusCode::kPermissionDenied, "takes a message sealed by"));
+  EXPECT_THAT(m->Send(b, check(2, nullptr)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "is not this party's (the evaluator)"));
+  EXPECT_THAT(m->Send(b, check(1, nullptr, 7)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "a bin check of collect 7, but the current collect is 0"));
+  EXPECT_THAT(m->Send(b, check(1, nullptr, 0, 2)),
+              StatusIs(absl::StatusCode::kInvalidArgument, "is asked in round 2"));
+  absl::StatusOr<PartyMessage> s1 = m->Send(b, check(1, nullptr));
+  ASSERT_OK(s1.status());
+  const fedanon::v1::SealedPayload m1 = s1->sum_bin_checked().sealed();
+  EXPECT_EQ(m1.receiver(), a);
+  // The same step again: the same answer.
+  absl::StatusOr<PartyMessage> s1_again = m->Send(b, check(1, nullptr));
+  ASSERT_OK(s1_again.status());
+  EXPECT_EQ(s1_again->SerializeAsString(), s1->SerializeAsString());
+  // Forged: the leader seals its own message under the evaluator's name.
+  const fedanon::v1::SealedPayload forged =
+      m->Forge(b, a, m1.purpose(), 1, "FSC1 not a comparison message", false);
+  EXPECT_THAT(m->Send(a, check(2, &forged)),
+              StatusIs(absl::StatusCode::kPermissionDenied, "does not open as sealed by"));
+  absl::StatusOr<PartyMessage> s2 = m->Send(a, check(2, &m1));
+  ASSERT_OK(s2.status());
+  const fedanon::v1::SealedPayload m2 = s2->sum_bin_checked().sealed();
+  // Step 2 again with another input: refused (one request, one answer).
+  EXPECT_THAT(m->Send(a, check(2, &forged)), StatusIs(absl::StatusCode::kPermissionDenied,
+                                                      "was answered already for another input"));
+  // A message handed back to its own sender, and one skipped ahead.
+  EXPECT_THAT(m->Send(a, check(4, &m2)),
+              StatusIs(absl::StatusCode::kPermissionDenied, "takes a message sealed by"));
+  EXPECT_THAT(m->Send(b, check(5, &m2)),
+              StatusIs(absl::StatusCode::kPermissionDenied, "does not open as sealed by"));
+  // On in order: the check holds and the mask comes; the bins' class counts are the union's.
+  fedanon::v1::SealedPayload carried = m2;
+  for (uint32_t step = 3; step <= 6; ++step) {
+    absl::StatusOr<PartyMessage> r = m->Send(step % 2 == 1 ? b : a, check(step, &carried));
+    ASSERT_TRUE(r.ok()) << "step " << step << ": " << r.status();
+    carried = r->sum_bin_checked().sealed();
+  }
+  ASSERT_OK(m->Unmask(0));
+  EXPECT_EQ(m->seen().back(), "sum for leader: 4,8,6,11,4,7");
 }
 
 // The judge vetoes hospital-b's candidate; the leader commits it anyway (accept = true). The judge

@@ -805,6 +805,20 @@ TEST(MutatingLeader, HorizontalGlobalTwoParties) {
   MutateEveryField(Horizontal("hg2", 2, false, ""));
 }
 
+// Age as a continuous attribute searched in bins (numeric_split: binned, 4 public cells): the
+// job's bins go through the parties' bin check (SumBinCheck), whose every field is mutated too.
+TEST(MutatingLeader, HorizontalGlobalTwoPartiesBinned) {
+  JobKind kind = Horizontal("hg2b", 2, false, "");
+  const std::string categorical = "  - {name: Age, role: qid, taxonomy: age.csv}\n";
+  const size_t at = kind.spec_yaml.find(categorical);
+  ASSERT_NE(at, std::string::npos);
+  kind.spec_yaml.replace(at, categorical.size(),
+                         "  - {name: Age, role: qid, type: continuous, range: [1, 99], precision: "
+                         "1}\n");
+  kind.spec_yaml += "numeric_split: binned\nnumeric_cells: 4\n";
+  MutateEveryField(kind);
+}
+
 TEST(MutatingLeader, HorizontalGlobalThreePartiesToAParty) {
   MutateEveryField(Horizontal("hg3", 3, false, "hospital-a"));
 }

@@ -85,6 +85,11 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
   } else if (reply.has_sum_mask()) {  // the ring's first party's mask, sealed for the leader
     s.kind = "secure-sum-mask";
     s.to = {reply.sum_mask().seed().receiver()};
+  } else if (reply.has_sum_bin_checked()) {  // a bin check's message: for the other party, or
+                                             // (the garbler's last step) nothing but the leader's
+    s.kind = "bin-check";
+    s.to = {reply.sum_bin_checked().has_sealed() ? reply.sum_bin_checked().sealed().receiver()
+                                                 : leader};
   } else if (reply.has_chunk()) {  // a chunk of a payload, sealed
     s.kind = "payload-chunk";
     s.to = {reply.chunk().ref().receiver()};

@@ -308,6 +308,9 @@ bool Rewrite(LeaderMessage* msg, const std::string& run) {
     }
     SealPayload(*msg, run, msg->mutable_sum_step()->mutable_sealed());
   }
+  if (msg->has_sum_bin_check() && msg->sum_bin_check().has_input()) {
+    SealPayload(*msg, run, msg->mutable_sum_bin_check()->mutable_input());
+  }
   if (msg->has_union_step()) {
     auto* step = msg->mutable_union_step();
     std::string* ciphertext = step->mutable_list()->mutable_ciphertext();
@@ -567,6 +570,17 @@ std::vector<std::pair<std::string, std::string>> HorizontalSeeds() {
   LeaderMessage unmask = Message(7);
   unmask.mutable_sum_unmask()->set_collect(0);
   seeds.emplace_back("sum-unmask", Input(1, {first, unmask}));
+  // A step of a bin check (numeric_split: binned; this world's job is exact, so it is refused
+  // by name after the parsing and the routing checks), with an input sealed by b.
+  LeaderMessage bin_check = Message(8);
+  bin_check.mutable_sum_bin_check()->set_collect(0);
+  bin_check.mutable_sum_bin_check()->set_step(2);
+  auto* bin_input = bin_check.mutable_sum_bin_check()->mutable_input();
+  bin_input->set_sender(kB);
+  bin_input->set_receiver(kA);
+  bin_input->set_purpose(wire::SumBinCheckPurpose(0, 1, 1, "digest"));
+  bin_input->set_ciphertext(absl::StrCat(kPlain, "FSC1"));
+  seeds.emplace_back("sum-bin-check", Input(1, {first, bin_check}));
 
   // Specializations before the sum: the root of edu, then a split of age's root interval.
   fedanon::v1::StateUpdate specialize;

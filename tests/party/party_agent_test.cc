@@ -27,6 +27,7 @@
 #include "common/wire/released_union.h"
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
+#include "crypto/secure_sum_masks.h"
 #include "crypto/signature.h"
 #include "party/job_journal.h"
 #include "party/testing/observing_party.h"
@@ -1002,6 +1003,98 @@ TEST(PartyDurableState, RestartedPartyAnswersARepeatedRequestWithTheStoredBytes)
   const PartyMessage after_end = restarted->Handle(first);
   ASSERT_TRUE(after_end.has_error());
   EXPECT_THAT(after_end.error().message(), HasSubstr("no prepared job with this id"));
+}
+
+constexpr char kBinnedAgeSpec[] = R"(name: binned-age
+attributes:
+  - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1}
+  - {name: cls, role: class, values: [Y, N]}
+partitioning: horizontal
+privacy: {model: lkc, L: 1, K: 3}
+numeric_split: binned
+numeric_cells: 4
+)";
+
+// A bin check (numeric_split: binned) goes on after either comparing party restarted in the
+// middle of it: the restarted party answers its answered steps with the bytes that left, runs its
+// next steps from the seed it kept (the other party, which never restarted, accepts them), and the
+// first party hands over the mask it drew before its restart: the bins' class counts come out.
+TEST(PartyDurableState, ABinCheckGoesOnAfterEitherComparingPartyRestarts) {
+  std::map<std::string, party::PartyAgentOptions> options;
+  const std::vector<std::map<std::string, std::string>> files = {
+      {{"table.csv", "age,cls\n10,Y\n12,N\n30,Y\n60,N\n61,N\n"}},
+      {{"table.csv", "age,cls\n11,Y\n31,N\n32,N\n62,Y\n90,N\n"}}};
+  ASSERT_OK_AND_ASSIGN(auto f,
+                       PartyFixture::Create("durable_bins", files, [&](party::PartyAgentOptions& o) {
+                         options[o.name] = o;
+                       }));
+  const std::string job = "job-000000000001";
+  ASSERT_OK(f->PrepareAll(job, kBinnedAgeSpec).status());
+  // The bins [0, 25), [25, 50), [50, 100): 3, 3 and 4 records, two classes each.
+  LeaderMessage hop;
+  hop.set_job_id(job);
+  hop.set_round(1);
+  auto* step = hop.mutable_sum_step();
+  auto* range = step->mutable_request()->add_range_counts();
+  range->set_attribute(0);
+  for (int32_t b : {0, 25, 50, 100}) range->add_bounds(b);
+  range->set_labelled(true);
+  step->set_next("hospital-b");
+  step->set_chunks(1);
+  step->set_total_words(6);
+  step->set_chunk_words(6);
+  ASSERT_OK_AND_ASSIGN(const PartyMessage first_hop, f->Call("hospital-a", hop));
+  EXPECT_FALSE(first_hop.sum_step().has_mask_seed());
+  LeaderMessage last = hop;
+  last.mutable_sum_step()->set_next("");
+  *last.mutable_sum_step()->mutable_sealed() = first_hop.sum_step().sealed();
+  ASSERT_OK_AND_ASSIGN(const PartyMessage last_hop, f->Call("hospital-b", last));
+  ASSERT_OK_AND_ASSIGN(const std::string total,
+                       f->OpenForLeader(1, job, last_hop.sum_step().sealed()));
+  ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> sum, wire::DecodeWords(total));
+
+  auto check = [&](uint32_t s, const fedanon::v1::SealedPayload* input) {
+    LeaderMessage msg;
+    msg.set_job_id(job);
+    msg.set_round(1);
+    msg.mutable_sum_bin_check()->set_collect(0);
+    msg.mutable_sum_bin_check()->set_step(s);
+    if (input != nullptr) *msg.mutable_sum_bin_check()->mutable_input() = *input;
+    return msg;
+  };
+  ASSERT_OK_AND_ASSIGN(const PartyMessage s1, f->Call("hospital-b", check(1, nullptr)));
+  ASSERT_OK_AND_ASSIGN(const PartyMessage s2,
+                       f->Call("hospital-a", check(2, &s1.sum_bin_checked().sealed())));
+  // The garbler restarts (kill -9): its step 2 again gets the bytes that left; its step 4 is
+  // computed from the seed it kept.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<party::PartyAgent> a,
+                       party::PartyAgent::Create(options["hospital-a"]));
+  PartyMessage s2_again = a->Handle(check(2, &s1.sum_bin_checked().sealed()));
+  ASSERT_FALSE(s2_again.has_error()) << s2_again.error().message();
+  s2_again.clear_request_id();
+  EXPECT_EQ(s2_again.SerializeAsString(), s2.SerializeAsString());
+  ASSERT_OK_AND_ASSIGN(const PartyMessage s3,
+                       f->Call("hospital-b", check(3, &s2.sum_bin_checked().sealed())));
+  const PartyMessage s4 = a->Handle(check(4, &s3.sum_bin_checked().sealed()));
+  ASSERT_FALSE(s4.has_error()) << s4.error().message();
+  // The evaluator restarts before its step 5.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<party::PartyAgent> b,
+                       party::PartyAgent::Create(options["hospital-b"]));
+  const PartyMessage s5 = b->Handle(check(5, &s4.sum_bin_checked().sealed()));
+  ASSERT_FALSE(s5.has_error()) << s5.error().message();
+  const PartyMessage s6 = a->Handle(check(6, &s5.sum_bin_checked().sealed()));
+  ASSERT_FALSE(s6.has_error()) << s6.error().message();
+  LeaderMessage unmask;
+  unmask.set_job_id(job);
+  unmask.set_round(1);
+  unmask.mutable_sum_unmask()->set_collect(0);
+  const PartyMessage mask_reply = a->Handle(unmask);
+  ASSERT_FALSE(mask_reply.has_error()) << mask_reply.error().message();
+  ASSERT_OK_AND_ASSIGN(const std::string seed,
+                       f->OpenForLeader(1, job, mask_reply.sum_mask().seed()));
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> mask, crypto::MaskWordsFromSeed(seed, 0, 6));
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] -= mask[i];
+  EXPECT_EQ(sum, (std::vector<uint64_t>{2, 1, 1, 2, 1, 3}));
 }
 
 // A party whose sealing key pair was replaced on disk before it restarted mid-job: the job goes on

@@ -259,6 +259,17 @@ TEST(HorizontalTables, UpdatesThatTheRecodingOrTheCutDoNotHaveAreRefused) {
   }
   fedanon::v1::StateUpdate inside = outside;
   inside.mutable_split()->set_split(threshold);
+  if (numeric.binned()) {
+    // Binned: only on a boundary of the attribute's bins, so not before they were asked.
+    EXPECT_THAT(apply(inside), StatusIs(absl::StatusCode::kPermissionDenied,
+                                        "comes before any class counts over its bins were asked"));
+    engine::StatsRequest bins;
+    bins.range_counts.push_back({1, {root.rank_lo, threshold, root.rank_hi}, true});
+    ASSERT_OK(tables.RecordBins(bins, numeric));
+    EXPECT_THAT(tables.RecordBins(bins, numeric),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         "class counts of attribute 1 were asked over bins already"));
+  }
   EXPECT_OK(apply(inside));
   EXPECT_EQ(tables.applied_updates, 1u);
 }

@@ -329,5 +329,34 @@ TEST(NumericSplitRequests, HoldersRefuseFinerThanPublicCells) {
   EXPECT_OK(engine::CheckNumericRequest(per_value, h->hier, exact));
 }
 
+// The bins whose class counts the holders check before they are unmasked (protocol 4.0): each
+// range of a labelled range count, `num_classes` words each, at its place in the answer after the
+// unlabelled counts before it; none under the exact search.
+TEST(GuardedRanges, EachRangeOfALabelledRangeCountInAnswerOrder) {
+  engine::StatsRequest request;
+  request.range_counts.push_back({0, {0, 2, 4, 6}, false});  // 3 words
+  request.range_counts.push_back({0, {0, 4, 8, 16}, true});  // 3 bins x 2 classes
+  request.range_counts.push_back({1, {0, 5}, false});        // 1 word
+  request.range_counts.push_back({1, {0, 3, 5}, true});      // 2 bins x 2 classes
+  request.group_keys.push_back({0, 0});
+  const engine::NumericSplitConfig binned;
+  EXPECT_THAT(engine::GuardedRanges(request, 2, binned),
+              ElementsAre(engine::GuardedRange{3, 2}, engine::GuardedRange{5, 2},
+                          engine::GuardedRange{7, 2}, engine::GuardedRange{10, 2},
+                          engine::GuardedRange{12, 2}));
+  // Without a class attribute a bin is one word.
+  EXPECT_THAT(engine::GuardedRanges(request, 0, binned),
+              ElementsAre(engine::GuardedRange{3, 1}, engine::GuardedRange{4, 1},
+                          engine::GuardedRange{5, 1}, engine::GuardedRange{7, 1},
+                          engine::GuardedRange{8, 1}));
+  engine::NumericSplitConfig exact;
+  exact.mode = fedanon::v1::NUMERIC_SPLIT_EXACT;
+  EXPECT_THAT(engine::GuardedRanges(request, 2, exact), IsEmpty());
+  engine::StatsRequest unlabelled;
+  unlabelled.range_counts.push_back({0, {0, 2, 4}, false});
+  unlabelled.node_class_counts.push_back({0, 0});
+  EXPECT_THAT(engine::GuardedRanges(unlabelled, 2, binned), IsEmpty());
+}
+
 }  // namespace
 }  // namespace fedanon::testing
