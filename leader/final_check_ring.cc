@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/base/status_macros.h"
+#include "crypto/secure_comparison.h"
+#include "leader/payload_relay.h"
 
 namespace fedanon::leader {
 
@@ -137,9 +139,12 @@ absl::StatusOr<uint32_t> RunTwoPartyFinalCheck(const FinalCheckRing& ring,
   FinalCheckRing whole = ring;
   whole.chunk_words = total_words;  // the comparisons take the vector whole
   uint32_t comparisons = 1;         // known after the first step
+  // Each message, whole or (chunked jobs) in chunks fetched from its sender and handed to its
+  // receiver ahead of the step that names it.
+  const PayloadRelay relay(ring.channel, ring.job_id, ring.check);
   for (uint32_t c = 0; c < comparisons; ++c) {
-    fedanon::v1::SealedPayload carried;
-    for (uint32_t s = 1; s <= 6; ++s) {
+    CarriedPayload carried;
+    for (uint32_t s = 1; s <= crypto::kComparisonSteps; ++s) {
       LeaderMessage msg =
           FinalCheckMessage(whole, FinalCheckStep::PHASE_COMPARE, 0, 1, total_words);
       msg.mutable_final_check()->set_comparison(c);
@@ -148,7 +153,11 @@ absl::StatusOr<uint32_t> RunTwoPartyFinalCheck(const FinalCheckRing& ring,
       if (c == 0 && s <= 2) {
         for (const auto& u : updates) *msg.mutable_final_check()->add_updates() = u;
       }
-      if (s > 1) *msg.mutable_final_check()->mutable_input() = carried;
+      if (s > 1) {
+        RETURN_IF_ERROR(relay.Hand(carried, ring.round, ring.timeout,
+                                   msg.mutable_final_check()->mutable_input(),
+                                   msg.mutable_final_check()->mutable_input_ref()));
+      }
       const std::string& party = s % 2 == 1 ? evaluator : garbler;
       ASSIGN_OR_RETURN(fedanon::v1::FinalCheckResult result, CallFinalCheck(ring, party, msg));
       if (c == 0 && s <= 2) {
@@ -163,7 +172,10 @@ absl::StatusOr<uint32_t> RunTwoPartyFinalCheck(const FinalCheckRing& ring,
           return absl::InternalError("final check: the parties planned no comparison");
         }
       }
-      carried = result.sealed();
+      if (s < crypto::kComparisonSteps) {
+        ASSIGN_OR_RETURN(carried, relay.Fetch(party, ring.round, ring.timeout, result.sealed(),
+                                              result.sealed_ref()));
+      }
     }
   }
   std::vector<std::string> refusals;

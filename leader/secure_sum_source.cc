@@ -9,6 +9,7 @@
 #include "common/wire/federation_wire.h"
 #include "crypto/secure_comparison.h"
 #include "crypto/secure_sum_masks.h"
+#include "leader/payload_relay.h"
 
 namespace fedanon::leader {
 
@@ -242,7 +243,10 @@ absl::Status SecureSumCountSource::Unmask(const std::string& request_digest, uin
 }
 
 absl::Status SecureSumCountSource::CheckBins(uint64_t collect) {
-  fedanon::v1::SealedPayload carried;  // the message of the step before, sealed for the party
+  // The message of the step before, for the party of this step: whole, or (chunked jobs) its
+  // chunks fetched from its sender and handed to its receiver ahead of the step.
+  const PayloadRelay relay(channel_, job_id_, check_);
+  CarriedPayload carried;
   for (uint32_t s = 1; s <= crypto::kComparisonSteps; ++s) {
     RETURN_IF_ERROR(check_());
     fedanon::v1::LeaderMessage msg;
@@ -251,17 +255,24 @@ absl::Status SecureSumCountSource::CheckBins(uint64_t collect) {
     auto* step = msg.mutable_sum_bin_check();
     step->set_collect(collect);
     step->set_step(s);
-    if (s > 1) *step->mutable_input() = std::move(carried);
+    if (s > 1) {
+      RETURN_IF_ERROR(relay.Hand(carried, round_(), timeout_, step->mutable_input(),
+                                 step->mutable_input_ref()));
+    }
     const std::string& party = s % 2 == 1 ? ring_.back() : ring_.front();
     stats_.bytes_sent += msg.ByteSizeLong();
     ASSIGN_OR_RETURN(const fedanon::v1::PartyMessage reply, channel_->Call(party, msg, timeout_));
     stats_.bytes_received += reply.ByteSizeLong();
-    if (!reply.has_sum_bin_checked() ||
-        (s < crypto::kComparisonSteps && !reply.sum_bin_checked().has_sealed())) {
+    const auto& checked = reply.sum_bin_checked();
+    if (!reply.has_sum_bin_checked() || (s < crypto::kComparisonSteps && !checked.has_sealed() &&
+                                         checked.sealed_ref().stream().empty())) {
       return absl::InternalError(absl::StrCat("party '", party, "' sent no step ", s,
                                               " of the bin check of secure sum ", collect));
     }
-    carried = reply.sum_bin_checked().sealed();
+    if (s < crypto::kComparisonSteps) {
+      ASSIGN_OR_RETURN(
+          carried, relay.Fetch(party, round_(), timeout_, checked.sealed(), checked.sealed_ref()));
+    }
   }
   return absl::OkStatus();
 }

@@ -212,7 +212,8 @@ absl::StatusOr<std::unique_ptr<FinalCheckComparisons>> FinalCheckComparisons::Cr
 }
 
 absl::StatusOr<std::string> FinalCheckComparisons::Step(size_t instance, int step,
-                                                        std::string_view message) {
+                                                        std::string_view message,
+                                                        std::string_view seed) {
   if (instance >= plan_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("final check: comparison ", instance, " of ",
                                                    plan_.size(), " does not exist"));
@@ -231,14 +232,13 @@ absl::StatusOr<std::string> FinalCheckComparisons::Step(size_t instance, int ste
   if (step > 2 && !sides_.contains(instance)) {
     return absl::FailedPreconditionError(
         absl::StrCat("final check: comparison ", instance,
-                     "'s secrets were lost when this party restarted; "
-                     "a comparison does not resume in the middle"));
+                     " has no state here: this party's first step of it did not run"));
   }
   next_step_[instance] = crypto::kComparisonSteps + 1;  // spent unless this step succeeds
   if (step <= 2) {
     absl::StatusOr<std::unique_ptr<crypto::ComparisonSide>> side = crypto::ComparisonSide::Create(
         garbler ? crypto::ComparisonRole::kGarbler : crypto::ComparisonRole::kEvaluator,
-        plan_[instance].spec, inputs_[instance]);
+        plan_[instance].spec, inputs_[instance], seed);
     if (!side.ok()) return side.status();
     sides_[instance] = *std::move(side);
   }
@@ -254,26 +254,6 @@ absl::StatusOr<std::string> FinalCheckComparisons::Step(size_t instance, int ste
   }
   next_step_[instance] = step + 2;
   return next;
-}
-
-absl::Status FinalCheckComparisons::Restore(size_t instance, int step, std::string_view result) {
-  if (instance >= plan_.size() || step != next_step_[instance]) {
-    return absl::DataLossError(absl::StrCat("final check: the recorded step ", step,
-                                            " of comparison ", instance,
-                                            " does not follow the steps recorded before it"));
-  }
-  const bool last =
-      step == (role_ == Role::kGarbler ? crypto::kComparisonSteps : crypto::kComparisonSteps - 1);
-  if (last) {
-    if (result != "0" && result != "1") {
-      return absl::DataLossError(
-          absl::StrCat("final check: comparison ", instance, "'s recorded result is missing"));
-    }
-    held_[instance] = result == "1" ? 1 : 0;
-  }
-  sides_.erase(instance);
-  next_step_[instance] = step + 2;
-  return absl::OkStatus();
 }
 
 std::string FinalCheckComparisons::Describe(const FinalCheckComparison& c) const {

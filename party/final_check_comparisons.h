@@ -81,20 +81,18 @@ class FinalCheckComparisons {
 
   size_t instances() const { return plan_.size(); }
   // Step `step` of instance `instance` with the other party's message of the step before: this
-  // party's next message ("" after step 6). FailedPrecondition for a step of the other role, a
+  // party's next message ("" after step 6). `seed` (crypto::kComparisonSeedBytes, this party's
+  // first step of the instance only): the instance's randomness, so that the same steps run again
+  // after a restart send the same messages. FailedPrecondition for a step of the other role, a
   // step out of order or an instance already ended; the primitive's named errors otherwise (an
   // instance that failed is spent: its comparison is not run again).
-  absl::StatusOr<std::string> Step(size_t instance, int step, std::string_view message);
+  absl::StatusOr<std::string> Step(size_t instance, int step, std::string_view message,
+                                   std::string_view seed = {});
   // OK once every instance ended here and held; FailedPrecondition naming the first constraint
   // (and chunk) that does not hold, or that instances are missing.
   absl::Status Verdict() const;
   // After this party's last step of `instance`: 1 held, 0 failed; -1 before.
   int Held(size_t instance) const { return instance < held_.size() ? held_[instance] : -1; }
-  // After a restart, a step this party answered before, without running it again: the step's
-  // place in the order and, for this party's last step of an instance, its recorded result
-  // ("1" held, "0" failed). The instance's secrets are gone, so a later step of an instance that
-  // had not ended is refused by name.
-  absl::Status Restore(size_t instance, int step, std::string_view result);
 
  private:
   FinalCheckComparisons() = default;

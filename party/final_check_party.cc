@@ -9,6 +9,7 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/hash.h"
+#include "crypto/secret_bytes.h"
 #include "crypto/secure_sum_masks.h"
 #include "party/protocol_util.h"
 #include "spdlog/spdlog.h"
@@ -392,24 +393,25 @@ absl::Status FinalCheckParty::ComparePhase(const Chunk& chunk, fedanon::v1::Fina
   State& check = *check_;
   const uint32_t s = step.comparison_step();
   const std::string& other = ctx_.ring[ctx_.RingPosition() == 0 ? 1 : 0];
+  const bool chunked_input = !step.input_ref().stream().empty();
   std::string message;
   if (s == 1) {
-    if (step.has_input()) {
+    if (step.has_input() || chunked_input) {
       return absl::PermissionDeniedError(
           "final check: a comparison's first step takes no input from the leader");
     }
   } else {
-    if (!step.has_input() || step.input().sender() != other ||
-        step.input().receiver() != ctx_.self()) {
+    const std::string& sender = chunked_input ? step.input_ref().sender() : step.input().sender();
+    const std::string& receiver =
+        chunked_input ? step.input_ref().receiver() : step.input().receiver();
+    if ((!chunked_input && !step.has_input()) || sender != other || receiver != ctx_.self()) {
       return absl::PermissionDeniedError(absl::StrCat("final check: comparison ", step.comparison(),
                                                       " step ", s, " takes a message sealed by '",
                                                       other, "' for '", ctx_.self(), "'"));
     }
     const std::string purpose = ComparePurpose(step, s - 1, chunk.round, check.chain);
-    const crypto::SealContext context{ctx_.job_id, ctx_.run_id, chunk.round,
-                                      other,       ctx_.self(), purpose};
-    absl::StatusOr<std::string> opened = crypto::OpenFrom(
-        *ctx_.own_seal->keys, *ctx_.seal_keys.at(other), context, step.input().ciphertext());
+    absl::StatusOr<std::string> opened =
+        transfer_.OpenPayload(step.input(), step.input_ref(), chunk.round, purpose, nullptr);
     if (!opened.ok()) {
       return absl::PermissionDeniedError(
           absl::StrCat("final check: comparison ", step.comparison(), " step ", s,
@@ -422,20 +424,31 @@ absl::Status FinalCheckParty::ComparePhase(const Chunk& chunk, fedanon::v1::Fina
     ctx_.Observe(other, purpose, message);
   }
   out->set_comparisons(static_cast<uint32_t>(check.comparisons->instances()));
-  if (replayed_result_) {
-    // A restart's replay: the reply that left is restored after this; the comparison itself is
-    // not run again.
-    return check.comparisons->Restore(step.comparison(), static_cast<int>(s), *replayed_result_);
+  // This party's first step of an instance draws the instance's seed (or takes the one drawn
+  // before a restart), durable with this answer: a restart runs the steps again from it.
+  std::string seed;
+  if (s <= 2) {
+    seed = std::exchange(restored_compare_seed_, "");
+    if (seed.empty()) {
+      seed.assign(crypto::kComparisonSeedBytes, '\0');
+      RETURN_IF_ERROR(
+          crypto::FillRandom(absl::MakeSpan(reinterpret_cast<uint8_t*>(seed.data()), seed.size())));
+    }
+    if (!ctx_.replaying) ctx_.journal_extra = seed;
   }
   ASSIGN_OR_RETURN(const std::string next,
-                   check.comparisons->Step(step.comparison(), static_cast<int>(s), message));
-  if (const int held = check.comparisons->Held(step.comparison()); held >= 0) {
-    ctx_.journal_extra = held == 1 ? "1" : "0";  // durable with this answer
-  }
+                   check.comparisons->Step(step.comparison(), static_cast<int>(s), message, seed));
   if (s < crypto::kComparisonSteps) {
-    ASSIGN_OR_RETURN(
-        *out->mutable_sealed(),
-        ctx_.SealFor(other, chunk.round, ComparePurpose(step, s, chunk.round, check.chain), next));
+    // A stream's name comes from the step (one comparison, one step: one message).
+    transfer_.StartProducing(
+        absl::StrCat("final-check/", step.comparison(), "/", s),
+        crypto::Sha256(absl::StrCat(chunk.round, "/", step.SerializeAsString())));
+    const absl::Status sealed =
+        transfer_.SealPayload(other, chunk.round, ComparePurpose(step, s, chunk.round, check.chain),
+                              next, out->mutable_sealed(), out->mutable_sealed_ref());
+    transfer_.StopProducing();
+    RETURN_IF_ERROR(sealed);
+    if (!out->sealed_ref().stream().empty()) out->clear_sealed();  // in chunks, not whole
   }
   return absl::OkStatus();
 }
@@ -460,8 +473,11 @@ absl::Status FinalCheckParty::AuditChunk(const Chunk& chunk,
                      {"comparison", step.comparison()},
                      {"step", step.comparison_step()},
                      {"comparisons", out.comparisons()}};
-    entry.form = out.has_sealed() ? kAuditSealed : kAuditPlaintext;
-    entry.to = {out.has_sealed() ? out.sealed().receiver() : ctx_.leader};
+    const bool chunked = !out.sealed_ref().stream().empty();
+    entry.form = out.has_sealed() || chunked ? kAuditSealed : kAuditPlaintext;
+    entry.to = {out.has_sealed() ? out.sealed().receiver()
+                : chunked        ? out.sealed_ref().receiver()
+                                 : ctx_.leader};
   } else if (out.has_sealed()) {
     entry.form = kAuditMaskedSealed;
     entry.to = {out.sealed().receiver()};
@@ -482,9 +498,9 @@ absl::Status FinalCheckParty::AuditChunk(const Chunk& chunk,
 absl::Status FinalCheckParty::Replay(const LeaderMessage& request, const PartyMessage& stored,
                                      const std::string& extra) {
   if (request.final_check().phase() == fedanon::v1::FinalCheckStep::PHASE_COMPARE) {
-    replayed_result_ = extra;
+    if (!extra.empty()) restored_compare_seed_ = extra;
     const absl::Status replayed = Step(request).status();
-    replayed_result_.reset();
+    restored_compare_seed_.clear();
     RETURN_IF_ERROR(replayed);
   } else {
     if (!extra.empty()) {

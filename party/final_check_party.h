@@ -21,13 +21,15 @@
 #include "party/final_check_comparisons.h"
 #include "party/horizontal_tables.h"
 #include "party/job_context.h"
+#include "party/payload_transfer.h"
 #include "party/reply_cache.h"
 
 namespace fedanon::party {
 
 class FinalCheckParty {
  public:
-  FinalCheckParty(JobContext& ctx, HorizontalTables& tables) : ctx_(ctx), tables_(tables) {}
+  FinalCheckParty(JobContext& ctx, HorizontalTables& tables, PayloadTransfer& transfer)
+      : ctx_(ctx), tables_(tables), transfer_(transfer) {}
 
   // One chunk of one phase (sum, unmask, verify) of the check.
   absl::StatusOr<fedanon::v1::PartyMessage> Step(const fedanon::v1::LeaderMessage& request);
@@ -51,10 +53,14 @@ class FinalCheckParty {
   // and the reply that left for an answered chunk.
   void RestoreMask(std::vector<uint64_t> mask) { restored_mask_ = std::move(mask); }
   void RestoreReply(const fedanon::v1::FinalCheckStep& step, fedanon::v1::PartyMessage reply);
-  void ClearRestored() { restored_mask_.reset(); }
+  void ClearRestored() {
+    restored_mask_.reset();
+    restored_compare_seed_.clear();
+  }
   // After a restart: an answered final-check request with the reply that left and the record's
-  // extra (the ring's first party's mask; a comparison's result), handed to the check again.
-  // A comparison step is not run again (its secrets are gone): only its place and result return.
+  // extra (the ring's first party's mask; a comparison's seed, kept with this party's first step
+  // of it), handed to the check again. A comparison step runs again from its instance's seed, so
+  // it sends the same messages and an instance interrupted by the restart goes on.
   absl::Status Replay(const fedanon::v1::LeaderMessage& request,
                       const fedanon::v1::PartyMessage& stored, const std::string& extra);
 
@@ -107,10 +113,11 @@ class FinalCheckParty {
 
   JobContext& ctx_;
   HorizontalTables& tables_;
+  PayloadTransfer& transfer_;  // comparison messages, whole or in chunks
   std::optional<State> check_;
   std::optional<std::vector<uint64_t>> restored_mask_;
-  // Set while Replay hands a recorded comparison step over: its recorded result.
-  std::optional<std::string> replayed_result_;
+  // Set while Replay hands over this party's first step of a comparison: the seed it drew.
+  std::string restored_compare_seed_;
 };
 
 }  // namespace fedanon::party

@@ -15,8 +15,8 @@ namespace fedanon::party {
 
 struct HorizontalJobParty {
   HorizontalJobParty(JobContext& ctx, PayloadTransfer& transfer, ReleasedTableWriter write_table)
-      : final_check(ctx, tables),
-        sum(ctx, tables, final_check),
+      : final_check(ctx, tables, transfer),
+        sum(ctx, tables, final_check, transfer),
         secure_union(ctx, tables, final_check, transfer, std::move(write_table)) {}
 
   HorizontalTables tables;

@@ -9,6 +9,7 @@
 #include "common/engine/numeric_split.h"
 #include "common/engine/privacy_model.h"
 #include "common/wire/federation_wire.h"
+#include "crypto/hash.h"
 #include "crypto/secret_bytes.h"
 #include "crypto/secure_comparison.h"
 #include "crypto/secure_sum_masks.h"
@@ -429,25 +430,26 @@ absl::StatusOr<PartyMessage> SecureSumParty::BinCheck(const LeaderMessage& reque
         absl::StrCat("secure sum: step ", step, " of the bin check of collect ", collect_,
                      " was answered already for another input (one request, one answer)"));
   }
+  const bool chunked_input = !check.input_ref().stream().empty();
   std::string message;
   if (step == 1) {
-    if (check.has_input()) {
+    if (check.has_input() || chunked_input) {
       return absl::PermissionDeniedError(
           "secure sum: a bin check's first step takes no input from the leader");
     }
   } else {
-    if (!check.has_input() || check.input().sender() != other ||
-        check.input().receiver() != ctx_.self()) {
+    const std::string& sender = chunked_input ? check.input_ref().sender() : check.input().sender();
+    const std::string& receiver =
+        chunked_input ? check.input_ref().receiver() : check.input().receiver();
+    if ((!chunked_input && !check.has_input()) || sender != other || receiver != ctx_.self()) {
       return absl::PermissionDeniedError(
           absl::StrCat("secure sum: step ", step, " of the bin check takes a message sealed by '",
                        other, "' for '", ctx_.self(), "'"));
     }
     const std::string purpose =
         wire::SumBinCheckPurpose(collect_, step - 1, collect_round_, digest_);
-    const crypto::SealContext context{ctx_.job_id, ctx_.run_id, collect_round_,
-                                      other,       ctx_.self(), purpose};
-    absl::StatusOr<std::string> opened = crypto::OpenFrom(
-        *ctx_.own_seal->keys, *ctx_.seal_keys.at(other), context, check.input().ciphertext());
+    absl::StatusOr<std::string> opened =
+        transfer_.OpenPayload(check.input(), check.input_ref(), collect_round_, purpose, nullptr);
     if (!opened.ok()) {
       return absl::PermissionDeniedError(absl::StrCat(
           "secure sum: step ", step, " of the bin check: the input does not open as sealed by '",
@@ -500,22 +502,27 @@ absl::StatusOr<PartyMessage> SecureSumParty::BinCheck(const LeaderMessage& reque
   PartyMessage reply;
   auto* out = reply.mutable_sum_bin_checked();
   if (step < crypto::kComparisonSteps) {
-    ASSIGN_OR_RETURN(
-        *out->mutable_sealed(),
-        ctx_.SealFor(other, collect_round_,
-                     wire::SumBinCheckPurpose(collect_, step, collect_round_, digest_), next));
+    // A stream's name comes from the collect and the step (one step, one message).
+    transfer_.StartProducing(absl::StrCat("bin-check/", collect_, "/", step),
+                             crypto::Sha256(absl::StrCat(request.round(), "/", fingerprint)));
+    const absl::Status sealed = transfer_.SealPayload(
+        other, collect_round_, wire::SumBinCheckPurpose(collect_, step, collect_round_, digest_),
+        next, out->mutable_sealed(), out->mutable_sealed_ref());
+    transfer_.StopProducing();
+    RETURN_IF_ERROR(sealed);
+    if (!out->sealed_ref().stream().empty()) out->clear_sealed();  // in chunks, not whole
   }
   bin_answers_.Put(step, fingerprint, reply);
   ctx_.fresh_answer = true;
   // A garbled-circuit or OT message for the other party: no count in the clear.
-  RETURN_IF_ERROR(
-      ctx_.Audit(collect_round_, {.kind = kAuditBinCheck,
-                                  .form = out->has_sealed() ? kAuditSealed : kAuditPlaintext,
-                                  .to = {out->has_sealed() ? other : ctx_.leader},
-                                  .numbers = {{"collect", collect_},
-                                              {"step", step},
-                                              {"bins", guarded_.size()},
-                                              {"held", bins_held_ ? uint64_t{1} : uint64_t{0}}}}));
+  RETURN_IF_ERROR(ctx_.Audit(
+      collect_round_, {.kind = kAuditBinCheck,
+                       .form = step < crypto::kComparisonSteps ? kAuditSealed : kAuditPlaintext,
+                       .to = {step < crypto::kComparisonSteps ? other : ctx_.leader},
+                       .numbers = {{"collect", collect_},
+                                   {"step", step},
+                                   {"bins", guarded_.size()},
+                                   {"held", bins_held_ ? uint64_t{1} : uint64_t{0}}}}));
   return reply;
 }
 

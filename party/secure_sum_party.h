@@ -29,14 +29,16 @@
 #include "party/final_check_party.h"
 #include "party/horizontal_tables.h"
 #include "party/job_context.h"
+#include "party/payload_transfer.h"
 #include "party/reply_cache.h"
 
 namespace fedanon::party {
 
 class SecureSumParty {
  public:
-  SecureSumParty(JobContext& ctx, HorizontalTables& tables, const FinalCheckParty& final_check)
-      : ctx_(ctx), tables_(tables), final_check_(final_check) {}
+  SecureSumParty(JobContext& ctx, HorizontalTables& tables, const FinalCheckParty& final_check,
+                 PayloadTransfer& transfer)
+      : ctx_(ctx), tables_(tables), final_check_(final_check), transfer_(transfer) {}
 
   // One chunk of a collect: the first carries the updates and the request.
   absl::StatusOr<fedanon::v1::PartyMessage> Step(const fedanon::v1::LeaderMessage& request);
@@ -102,6 +104,7 @@ class SecureSumParty {
   JobContext& ctx_;
   HorizontalTables& tables_;
   const FinalCheckParty& final_check_;
+  PayloadTransfer& transfer_;  // the bin check's messages, whole or in chunks
   // The local counts of the collect in progress (kept across its chunks), the digest of the
   // request they answer, and the reply given to each chunk (chunk -> (purpose, reply)).
   uint64_t collect_ = UINT64_MAX;

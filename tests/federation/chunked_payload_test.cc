@@ -183,6 +183,9 @@ struct Traffic {
   // limit, but the statistics request with the first one does not; docs/federation-runtime.md).
   bool only_payloads = false;
   absl::Mutex mu;
+  // The secure comparisons' messages (the bin check's and the two-party final check's): the
+  // largest request and reply that carried one, whole or as a chunk.
+  uint64_t largest_comparison = 0;
   uint64_t largest_request = 0;
   uint64_t largest_reply = 0;
   std::map<std::string, uint32_t> most_chunks;  // purpose -> largest chunk count of a stream
@@ -205,6 +208,12 @@ void Watch(InProcessFederation& fed, Traffic* traffic) {
     // two-party Prepare is about 4 KiB itself, its size varying with its DER signatures.
     if (m->has_prepare()) return;
     traffic->largest_request = std::max<uint64_t>(traffic->largest_request, m->ByteSizeLong());
+    if (m->has_sum_bin_check() ||
+        (m->has_final_check() &&
+         m->final_check().phase() == fedanon::v1::FinalCheckStep::PHASE_COMPARE)) {
+      traffic->largest_comparison =
+          std::max<uint64_t>(traffic->largest_comparison, m->ByteSizeLong());
+    }
   });
   fed.channel.set_observer([traffic](const std::string&, const std::string& bytes) {
     fedanon::v1::PartyMessage m;
@@ -214,10 +223,13 @@ void Watch(InProcessFederation& fed, Traffic* traffic) {
       return;
     }
     traffic->largest_reply = std::max<uint64_t>(traffic->largest_reply, bytes.size());
+    if (m.has_sum_bin_checked() || m.has_final_check()) {
+      traffic->largest_comparison = std::max<uint64_t>(traffic->largest_comparison, bytes.size());
+    }
     if (m.has_chunk()) {
       const auto& ref = m.chunk().ref();
-      // "id-full:hospital-a" -> "id-full"
-      const std::string purpose = ref.purpose().substr(0, ref.purpose().find(':'));
+      // "id-full:hospital-a" -> "id-full"; "secure-sum-bins/0/1/<digest>" -> "secure-sum-bins"
+      const std::string purpose = ref.purpose().substr(0, ref.purpose().find_first_of(":/"));
       traffic->most_chunks[purpose] = std::max(traffic->most_chunks[purpose], ref.chunks());
     }
   });
@@ -412,6 +424,29 @@ TEST(ChunkedPayloads,
   EXPECT_GE(traffic.most_chunks["union-list"], 20u);
   std::cout << "horizontal, 4 KiB limit: the union list in up to "
             << traffic.most_chunks["union-list"] << " chunks\n";
+}
+
+// Two data parties and a binned continuous attribute: the bin check's and the final check's
+// secure comparisons (messages of up to hundreds of KiB) travel in chunks under a 4 KiB limit,
+// and the job releases what the default limit and the centralized run release.
+TEST(ChunkedPayloads, TwoPartiesComparisonsOverManyChunksReleaseTheCentralizedTable) {
+  const Generated g =
+      Generate("chunk_compare", 2000, 2, datagen::DatagenOptions::Partition::kHorizontal);
+  ASSERT_THAT(g.spec, HasSubstr("continuous"));
+  Traffic traffic;
+  const JobRelease small = RunGenerated(g, "chunk_compare_small", kSmallLimit, &traffic);
+  const JobRelease whole = RunGenerated(g, "chunk_compare_default", 0, nullptr);
+  const JobRelease central = RunCentralized(g, "chunk_compare");
+  ExpectSameRelease(small, whole, "small limit vs default limit");
+  ExpectSameRelease(small, central, "small limit vs centralized");
+  absl::MutexLock lock(&traffic.mu);
+  EXPECT_GT(traffic.largest_comparison, 0u);
+  EXPECT_LE(traffic.largest_comparison, kSmallLimit);
+  EXPECT_GE(traffic.most_chunks["secure-sum-bins"], 2u);
+  EXPECT_GE(traffic.most_chunks["final-check"], 2u);
+  std::cout << "two parties, 4 KiB limit: the bin check's largest message in "
+            << traffic.most_chunks["secure-sum-bins"] << " chunks, the final check's in "
+            << traffic.most_chunks["final-check"] << "\n";
 }
 
 // ---- A deviating leader (tests/federation/malicious_leader_test.cc's style): it tampers with

@@ -74,6 +74,8 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
     const auto& r = reply.final_check();
     if (r.has_sealed()) {
       s.to = {r.sealed().receiver()};
+    } else if (!r.sealed_ref().stream().empty()) {
+      s.to = {r.sealed_ref().receiver()};
     } else if (r.totals_size() > 0) {
       for (const auto& t : r.totals()) s.to.push_back(t.receiver());
     } else {
@@ -88,8 +90,10 @@ Sent FromReply(const std::string& party, const fedanon::v1::LeaderMessage& reque
   } else if (reply.has_sum_bin_checked()) {  // a bin check's message: for the other party, or
                                              // (the garbler's last step) nothing but the leader's
     s.kind = "bin-check";
-    s.to = {reply.sum_bin_checked().has_sealed() ? reply.sum_bin_checked().sealed().receiver()
-                                                 : leader};
+    const auto& b = reply.sum_bin_checked();
+    s.to = {b.has_sealed()                     ? b.sealed().receiver()
+            : !b.sealed_ref().stream().empty() ? b.sealed_ref().receiver()
+                                               : leader};
   } else if (reply.has_chunk()) {  // a chunk of a payload, sealed
     s.kind = "payload-chunk";
     s.to = {reply.chunk().ref().receiver()};

@@ -1024,10 +1024,9 @@ TEST(PartyDurableState, ABinCheckGoesOnAfterEitherComparingPartyRestarts) {
   const std::vector<std::map<std::string, std::string>> files = {
       {{"table.csv", "age,cls\n10,Y\n12,N\n30,Y\n60,N\n61,N\n"}},
       {{"table.csv", "age,cls\n11,Y\n31,N\n32,N\n62,Y\n90,N\n"}}};
-  ASSERT_OK_AND_ASSIGN(auto f,
-                       PartyFixture::Create("durable_bins", files, [&](party::PartyAgentOptions& o) {
-                         options[o.name] = o;
-                       }));
+  ASSERT_OK_AND_ASSIGN(
+      auto f, PartyFixture::Create("durable_bins", files,
+                                   [&](party::PartyAgentOptions& o) { options[o.name] = o; }));
   const std::string job = "job-000000000001";
   ASSERT_OK(f->PrepareAll(job, kBinnedAgeSpec).status());
   // The bins [0, 25), [25, 50), [50, 100): 3, 3 and 4 records, two classes each.
@@ -1095,6 +1094,71 @@ TEST(PartyDurableState, ABinCheckGoesOnAfterEitherComparingPartyRestarts) {
   ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> mask, crypto::MaskWordsFromSeed(seed, 0, 6));
   for (size_t i = 0; i < sum.size(); ++i) sum[i] -= mask[i];
   EXPECT_EQ(sum, (std::vector<uint64_t>{2, 1, 1, 2, 1, 3}));
+}
+
+// The two-party final check's comparisons go on after a party restarted in the middle of one
+// (each instance's randomness comes from a seed kept with its first step): the restarted garbler
+// answers its answered step with the bytes that left and computes its next from the seed; the
+// restarted evaluator likewise; both then confirm the check.
+TEST(PartyDurableState, ATwoPartyFinalCheckGoesOnAfterAPartyRestartsMidComparison) {
+  std::map<std::string, party::PartyAgentOptions> options;
+  ASSERT_OK_AND_ASSIGN(
+      auto f, PartyFixture::Create("durable_final_compare", TwoHospitals(),
+                                   [&](party::PartyAgentOptions& o) { options[o.name] = o; }));
+  const std::string job = "job-000000000001";
+  ASSERT_OK(f->PrepareAll(job, kSpec));
+  std::map<std::string, std::unique_ptr<party::PartyAgent>> restarted;
+  auto call = [&](const std::string& party, const LeaderMessage& msg) -> PartyMessage {
+    if (restarted.contains(party)) return restarted[party]->Handle(msg);
+    absl::StatusOr<PartyMessage> reply = f->Call(party, msg);
+    if (reply.ok()) return *reply;
+    PartyMessage error;
+    error.mutable_error()->set_message(std::string(reply.status().message()));
+    return error;
+  };
+  auto message = [&](fedanon::v1::FinalCheckStep::Phase phase) {
+    LeaderMessage msg;
+    msg.set_job_id(job);
+    msg.set_round(1);
+    auto* step = msg.mutable_final_check();
+    step->set_phase(phase);
+    step->set_chunks(1);
+    step->set_chunk_words(2);
+    step->set_total_words(2);
+    return msg;
+  };
+  const std::string& garbler = f->names[0];
+  const std::string& evaluator = f->names[1];
+  uint32_t comparisons = 1;
+  for (uint32_t c = 0; c < comparisons; ++c) {
+    fedanon::v1::SealedPayload carried;
+    for (uint32_t s = 1; s <= 6; ++s) {
+      LeaderMessage msg = message(fedanon::v1::FinalCheckStep::PHASE_COMPARE);
+      msg.mutable_final_check()->set_comparison(c);
+      msg.mutable_final_check()->set_comparison_step(s);
+      if (s > 1) *msg.mutable_final_check()->mutable_input() = carried;
+      const std::string& party = s % 2 == 1 ? evaluator : garbler;
+      PartyMessage reply = call(party, msg);
+      ASSERT_FALSE(reply.has_error())
+          << "comparison " << c << " step " << s << ": " << reply.error().message();
+      if (c == 0 && (s == 2 || s == 3)) {
+        // kill -9 and restart, then the same step again: the bytes that left.
+        ASSERT_OK_AND_ASSIGN(restarted[party], party::PartyAgent::Create(options[party]));
+        PartyMessage again = call(party, msg);
+        ASSERT_FALSE(again.has_error()) << again.error().message();
+        again.clear_request_id();
+        reply.clear_request_id();
+        EXPECT_EQ(again.SerializeAsString(), reply.SerializeAsString()) << "step " << s;
+      }
+      if (c == 0 && s == 1) comparisons = reply.final_check().comparisons();
+      carried = reply.final_check().sealed();
+    }
+  }
+  for (const std::string& party : {garbler, evaluator}) {
+    const PartyMessage verdict = call(party, message(fedanon::v1::FinalCheckStep::PHASE_VERIFY));
+    ASSERT_FALSE(verdict.has_error()) << party << ": " << verdict.error().message();
+    EXPECT_TRUE(verdict.final_check().passed()) << party;
+  }
 }
 
 // A party whose sealing key pair was replaced on disk before it restarted mid-job: the job goes on

@@ -321,15 +321,17 @@ TEST(SecureSumParty, AHopIsSealedOnlyForTheSuccessorAgreedAtPrepare) {
   Participants p({"a", "b", "c"});
   auto b = p.ContextOf("b");
   HorizontalTables tables;
-  FinalCheckParty final_check(*b, tables);
-  SecureSumParty sum(*b, tables, final_check);
+  PayloadTransfer transfer(*b);
+  FinalCheckParty final_check(*b, tables, transfer);
+  SecureSumParty sum(*b, tables, final_check, transfer);
   for (const std::string next : {"a", "", "leader", "mallory"}) {
     auto reply = sum.Step(SumStepTo(next));
     EXPECT_TRUE(absl::IsPermissionDenied(reply.status())) << next;
     EXPECT_THAT(reply.status().message(), HasSubstr("this party's successor in the ring"));
   }
   auto c = p.ContextOf("c");
-  SecureSumParty last(*c, tables, final_check);
+  PayloadTransfer c_transfer(*c);
+  SecureSumParty last(*c, tables, final_check, c_transfer);
   EXPECT_THAT(last.Step(SumStepTo("a")).status().message(), HasSubstr("the leader (empty next)"));
 }
 
@@ -339,8 +341,9 @@ TEST(SecureSumParty, LocalStatisticsInAGlobalJobAreRefused) {
   Participants p({"a", "b", "c"});
   auto a = p.ContextOf("a");
   HorizontalTables tables;
-  FinalCheckParty final_check(*a, tables);
-  SecureSumParty sum(*a, tables, final_check);
+  PayloadTransfer transfer(*a);
+  FinalCheckParty final_check(*a, tables, transfer);
+  SecureSumParty sum(*a, tables, final_check, transfer);
   fedanon::v1::LeaderMessage m = SumStepTo("b");
   auto* step = m.mutable_sum_step();
   step->set_chunks(1);  // one chunk of one word
@@ -356,16 +359,18 @@ TEST(SecureSumParty, OnlyTheRingsFirstPartyHandsAMaskOverAndOnlyOfTheCurrentColl
   Participants p({"a", "b", "c"});
   HorizontalTables tables;
   auto b = p.ContextOf("b");
-  FinalCheckParty fb(*b, tables);
-  SecureSumParty not_first(*b, tables, fb);
+  PayloadTransfer tb(*b);
+  FinalCheckParty fb(*b, tables, tb);
+  SecureSumParty not_first(*b, tables, fb, tb);
   fedanon::v1::LeaderMessage unmask;
   unmask.set_round(1);
   unmask.mutable_sum_unmask()->set_collect(0);
   EXPECT_THAT(not_first.Unmask(unmask).status().message(),
               HasSubstr("only the ring's first party masks the sum"));
   auto a = p.ContextOf("a");
-  FinalCheckParty fa(*a, tables);
-  SecureSumParty first(*a, tables, fa);
+  PayloadTransfer ta(*a);
+  FinalCheckParty fa(*a, tables, ta);
+  SecureSumParty first(*a, tables, fa, ta);
   auto none = first.Unmask(unmask);
   EXPECT_TRUE(absl::IsFailedPrecondition(none.status()));
   EXPECT_THAT(none.status().message(), HasSubstr("no mask of collect 0 is held"));
@@ -377,7 +382,8 @@ TEST(FinalCheckParty, ThreeOrTwoPartiesReleaseOnlyAfterTheCheck) {
        {std::vector<std::string>{"a", "b", "c"}, std::vector<std::string>{"a", "b"}}) {
     Participants parties(names);
     auto a = parties.ContextOf("a");
-    FinalCheckParty gate(*a, tables);
+    PayloadTransfer transfer(*a);
+    FinalCheckParty gate(*a, tables, transfer);
     const absl::Status refused = gate.ReleaseAllowed("secure union");
     EXPECT_TRUE(absl::IsPermissionDenied(refused)) << names.size();
     EXPECT_THAT(refused.message(), HasSubstr("before the final check of the privacy model passed"));
@@ -532,12 +538,14 @@ struct HorizontalParty {
   HorizontalParty(Participants& p, const std::string& self, const fedanon::v1::JobSpec& spec)
       : ctx(p.ContextOf(self)),
         tables(LoadedTables(spec)),
-        final_check(*ctx, *tables),
-        sum(*ctx, *tables, final_check) {
+        transfer(*ctx),
+        final_check(*ctx, *tables, transfer),
+        sum(*ctx, *tables, final_check, transfer) {
     ctx->spec = spec;
   }
   std::unique_ptr<JobContext> ctx;
   std::unique_ptr<HorizontalTables> tables;
+  PayloadTransfer transfer;
   FinalCheckParty final_check;
   SecureSumParty sum;
 };
