@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "tests/federation/example_a.h"
@@ -198,6 +199,107 @@ TEST(DurableJobLimits, AJobResumedMoreThanMaxResumesFailsByName) {
   EXPECT_FALSE(d->fed->leader->Result(job_id).ok());
   ExpectDurableStateGone(*d, job_id);
 }
+
+// ---- The bin check (numeric_split: binned, protocol 4.0) interrupted at each of its calls. ----
+
+// Worked example A with Age a continuous attribute searched in bins of 4 public cells: its job
+// runs one bin check (six relayed comparison messages, then the first party's SumUnmask).
+Scenario ExampleABinned() {
+  Scenario s = ExampleA();
+  const std::string categorical = "  - {name: Age, role: qid, taxonomy: age.csv}\n";
+  const size_t at = s.spec_yaml.find(categorical);
+  if (at != std::string::npos) {
+    s.spec_yaml.replace(at, categorical.size(),
+                        "  - {name: Age, role: qid, type: continuous, range: [1, 99], "
+                        "precision: 1}\n");
+  }
+  s.spec_yaml += "numeric_split: binned\nnumeric_cells: 4\n";
+  return s;
+}
+
+std::unique_ptr<DurableFederation> CreateBinnedFederation(const std::string& name) {
+  return DurableFederation::Create(
+      name, PartyFiles(ExampleABinned()),
+      [](const std::vector<std::string>& names) { return MakeRequest(ExampleABinned(), names); });
+}
+
+struct BinnedClean {
+  std::vector<std::string> kinds;  // CallKind of every call of an uninterrupted run
+  Central central;
+};
+
+const BinnedClean& BinnedCleanRun() {
+  static BinnedClean* clean = [] {
+    auto* c = new BinnedClean;
+    const Scenario s = ExampleABinned();
+    std::map<std::string, std::string> tax_files(s.taxonomies.begin(), s.taxonomies.end());
+    const Job job = WriteJob("durable_binned_central", s.spec_yaml, s.table, tax_files);
+    auto report = RunJob(job);
+    EXPECT_TRUE(report.ok()) << report.status();
+    if (report.ok()) c->central.report = *report;
+    auto table = ReadCsvTable(job.output_path);
+    EXPECT_TRUE(table.ok()) << table.status();
+    if (table.ok()) c->central.table = *table;
+    auto d = CreateBinnedFederation("durable_binned_clean");
+    if (d == nullptr) return c;
+    auto id = d->Submit();
+    EXPECT_TRUE(id.ok()) << id.status();
+    if (!id.ok()) return c;
+    const JobInfo info = d->fed->Wait(*id);
+    EXPECT_EQ(info.state(), fedanon::v1::JOB_STATE_DONE) << info.failure_reason();
+    c->kinds = d->crashing->kinds();
+    return c;
+  }();
+  return *clean;
+}
+
+// The call number (1-based) of the `nth` bin-check call of the uninterrupted run (7: the
+// SumUnmask right after the sixth), 0 when there is none.
+int BinCheckCall(int nth) {
+  const std::vector<std::string>& kinds = BinnedCleanRun().kinds;
+  int seen = 0;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (kinds[i] == "sum_bin_check" && ++seen == nth) return static_cast<int>(i + 1);
+    if (seen == 6 && nth == 7 && kinds[i] == "sum_unmask") return static_cast<int>(i + 1);
+  }
+  return 0;
+}
+
+class DurableBinCheck : public ::testing::TestWithParam<int> {};
+
+// kill -9 of the leader after the party answered the bin check's call `nth`: the restarted
+// leader sends the collect and the check again, the parties answer the same bytes (the answer
+// ledger checks), and the job releases the centralized table.
+TEST_P(DurableBinCheck, LeaderKilledDuringTheBinCheckResumes) {
+  const int call = BinCheckCall(GetParam());
+  ASSERT_GT(call, 0) << absl::StrJoin(BinnedCleanRun().kinds, ", ");
+  auto d = CreateBinnedFederation(absl::StrCat("durable_bins_leader_", GetParam()));
+  ASSERT_NE(d, nullptr);
+  const std::string snapshot = d->fed->dir + "/leader-2";
+  absl::Notification crashed;
+  d->crashing->CrashAt(call, d->LeaderDiesAfterTheReply(snapshot, &crashed));
+  ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
+  ASSERT_TRUE(crashed.WaitForNotificationWithTimeout(absl::Seconds(120)));
+  d->fed->leader.reset();
+  ASSERT_OK(d->StartLeaderOn(snapshot));
+  const JobInfo info = d->fed->Wait(job_id);
+  ExpectSameAsCentralized(*d, info, BinnedCleanRun().central);
+  EXPECT_EQ(d->answers->differing(), std::vector<std::string>{});
+}
+
+// kill -9 of the party answering the bin check's call `nth`, after it answered: a new process
+// over its directories answers the repeated request from its durable state and goes on.
+TEST_P(DurableBinCheck, PartyKilledDuringTheBinCheckResumes) {
+  const int call = BinCheckCall(GetParam());
+  ASSERT_GT(call, 0);
+  auto d = CreateBinnedFederation(absl::StrCat("durable_bins_party_", GetParam()));
+  ASSERT_NE(d, nullptr);
+  ASSERT_OK_AND_ASSIGN(const JobInfo info,
+                       d->RunWithCrash(call, d->PartyRestarts(/*after_answering=*/true)));
+  ExpectSameAsCentralized(*d, info, BinnedCleanRun().central);
+}
+
+INSTANTIATE_TEST_SUITE_P(Calls, DurableBinCheck, ::testing::Values(1, 2, 3, 4, 5, 6, 7));
 
 }  // namespace
 }  // namespace fedanon::testing
