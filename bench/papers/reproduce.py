@@ -61,6 +61,17 @@ def confidence_templates(xs, sens, least, k):
         ", ".join(least[a]) + f"], max: {k}}}" for a in sens) + "]}"
 
 
+def distinct_samples(rng, pool, count, size):
+    """`count` distinct sorted samples of `size` items of `pool`, in the order drawn (a repeat is
+    drawn again)."""
+    out = []
+    while len(out) < count:
+        pick = sorted(rng.sample(pool, size))
+        if pick not in out:
+            out.append(pick)
+    return out
+
+
 def fmt_pct(x):  # a fraction as percent with 2 decimals
     return f"{100 * float(x):.2f}"
 
@@ -892,12 +903,7 @@ class Experiments:
         reqs = []
         while len(reqs) < count:
             n, length = rng.randint(3, 7), rng.randint(2, 9)
-            qids = []
-            while len(qids) < n:
-                q = sorted(rng.sample(ATTRIBUTES, length))
-                if q not in qids:
-                    qids.append(q)
-            reqs.append(qids)
+            reqs.append(distinct_samples(rng, ATTRIBUTES, n, length))
         specs = [("AllAttQID", self.spec("m11-12-allatt", {a: "qid" for a in ATTRIBUTES},
                                          "{model: lkc, L: 14, K: 50}", score="gainratio"))]
         for i, qids in enumerate(reqs, 1):
@@ -973,11 +979,7 @@ class Experiments:
         multi = []
         while len(multi) < count:
             n, length = rng.randint(3, 6), rng.randint(2, 5)
-            templates = []
-            while len(templates) < n:
-                x = sorted(rng.sample(xs, length))
-                if x not in templates:
-                    templates.append(x)
+            templates = distinct_samples(rng, xs, n, length)
             multi.append(self.spec(f"th56-multi{len(multi) + 1}", roles, privacy(templates),
                                    score="infogain_privloss", taxonomies="suppression",
                                    beneficial=True, numeric_split="exact"))
@@ -1061,11 +1063,7 @@ class Experiments:
         rng = random.Random(48)
         for i in range(1, count + 1):
             n, length = rng.randint(3, 7), rng.randint(2, 9)
-            qids = []
-            while len(qids) < n:
-                q = sorted(rng.sample(ATTRIBUTES, length))
-                if q not in qids:
-                    qids.append(q)
+            qids = distinct_samples(rng, ATTRIBUTES, n, length)
             union = sorted({a for q in qids for a in q})
             roles = {a: ("qid" if a in union else "other") for a in ATTRIBUTES}
             for label, templates in (("MultiTmp", qids), ("SingleTmp", [union])):
@@ -1151,11 +1149,8 @@ class Experiments:
         least = self.least_frequent_half(CATEGORICAL)
         rng = random.Random(54)
         for n in tops:
-            drawn = []
-            while len(drawn) < min(sets, math.comb(len(CATEGORICAL), n)):
-                pick = sorted(rng.sample(CATEGORICAL, n))
-                if pick not in drawn:
-                    drawn.append(pick)
+            drawn = distinct_samples(rng, CATEGORICAL,
+                                     min(sets, math.comb(len(CATEGORICAL), n)), n)
             errors, removal, missing = [], [], 0
             for i, sens in enumerate(drawn, 1):
                 xs = [a for a in CATEGORICAL if a not in sens]
