@@ -665,6 +665,15 @@ absl::StatusOr<ComparisonResult> ComparisonGarbler::Finish(std::string_view mess
   return Decode(spec_, MakePlan(spec_), bits);
 }
 
+absl::StatusOr<std::string> KeptOrNewComparisonSeed(std::string kept) {
+  if (!kept.empty()) return kept;
+  std::string seed(kComparisonSeedBytes, '\0');
+  const absl::Status filled =
+      FillRandom(absl::MakeSpan(reinterpret_cast<uint8_t*>(seed.data()), seed.size()));
+  if (!filled.ok()) return filled;
+  return seed;
+}
+
 absl::StatusOr<std::unique_ptr<ComparisonSide>> ComparisonSide::Create(ComparisonRole role,
                                                                        const ComparisonSpec& spec,
                                                                        std::vector<uint64_t> inputs,

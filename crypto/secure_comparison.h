@@ -114,6 +114,9 @@ absl::StatusOr<ComparisonResult> ComparePlain(const ComparisonSpec& spec,
 // an instance's answered steps again after a restart and go on from there. A seed must never
 // serve two instances (the spec's instance name differs, but the labels would not).
 inline constexpr size_t kComparisonSeedBytes = 32;
+// A side's seed: `kept` (the seed a party drew before a restart) when it is not empty, else a new
+// one from OpenSSL's DRBG.
+absl::StatusOr<std::string> KeptOrNewComparisonSeed(std::string kept);
 
 class ComparisonEvaluator {
  public:

@@ -9,7 +9,6 @@
 #include "common/spec/job_spec_loader.h"
 #include "common/wire/federation_wire.h"
 #include "crypto/hash.h"
-#include "crypto/secret_bytes.h"
 #include "crypto/secure_sum_masks.h"
 #include "party/protocol_util.h"
 #include "spdlog/spdlog.h"
@@ -401,39 +400,22 @@ absl::Status FinalCheckParty::ComparePhase(const Chunk& chunk, fedanon::v1::Fina
           "final check: a comparison's first step takes no input from the leader");
     }
   } else {
-    const std::string& sender = chunked_input ? step.input_ref().sender() : step.input().sender();
-    const std::string& receiver =
-        chunked_input ? step.input_ref().receiver() : step.input().receiver();
-    if ((!chunked_input && !step.has_input()) || sender != other || receiver != ctx_.self()) {
-      return absl::PermissionDeniedError(absl::StrCat("final check: comparison ", step.comparison(),
-                                                      " step ", s, " takes a message sealed by '",
-                                                      other, "' for '", ctx_.self(), "'"));
-    }
-    const std::string purpose = ComparePurpose(step, s - 1, chunk.round, check.chain);
-    absl::StatusOr<std::string> opened =
-        transfer_.OpenPayload(step.input(), step.input_ref(), chunk.round, purpose, nullptr);
-    if (!opened.ok()) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("final check: comparison ", step.comparison(), " step ", s,
-                       ": the input does not open as sealed by '", other,
-                       "' for this comparison, step, cut and round: ", opened.status().message()));
-    }
-    message = *std::move(opened);
-    // What this party opens, for the tests' observers (the comparisons' randomness comes from
-    // the party's own draws, so two honest runs open the same bytes).
-    ctx_.Observe(other, purpose, message);
+    // What this party opens goes to the tests' observers (the comparisons' randomness comes from
+    // the parties' kept seeds, so two honest runs open the same bytes).
+    ASSIGN_OR_RETURN(message,
+                     transfer_.OpenPayloadFrom(
+                         other, step.input(), step.input_ref(), chunk.round,
+                         ComparePurpose(step, s - 1, chunk.round, check.chain),
+                         absl::StrCat("final check: comparison ", step.comparison(), " step ", s),
+                         "this comparison, step, cut and round"));
   }
   out->set_comparisons(static_cast<uint32_t>(check.comparisons->instances()));
   // This party's first step of an instance draws the instance's seed (or takes the one drawn
   // before a restart), durable with this answer: a restart runs the steps again from it.
   std::string seed;
   if (s <= 2) {
-    seed = std::exchange(restored_compare_seed_, "");
-    if (seed.empty()) {
-      seed.assign(crypto::kComparisonSeedBytes, '\0');
-      RETURN_IF_ERROR(
-          crypto::FillRandom(absl::MakeSpan(reinterpret_cast<uint8_t*>(seed.data()), seed.size())));
-    }
+    ASSIGN_OR_RETURN(seed,
+                     crypto::KeptOrNewComparisonSeed(std::exchange(restored_compare_seed_, "")));
     if (!ctx_.replaying) ctx_.journal_extra = seed;
   }
   ASSIGN_OR_RETURN(const std::string next,

@@ -268,6 +268,25 @@ absl::StatusOr<std::string> PayloadTransfer::OpenPayload(const fedanon::v1::Seal
   return plain;
 }
 
+absl::StatusOr<std::string> PayloadTransfer::OpenPayloadFrom(
+    const std::string& sender, const fedanon::v1::SealedPayload& whole,
+    const fedanon::v1::ChunkRef& ref, uint64_t round, const std::string& purpose,
+    const std::string& what, const std::string& binding) {
+  const bool chunked = !ref.stream().empty();
+  if ((chunked ? ref.sender() : whole.sender()) != sender ||
+      (chunked ? ref.receiver() : whole.receiver()) != ctx_.self()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " takes a message sealed by '", sender, "' for '", ctx_.self(), "'"));
+  }
+  absl::StatusOr<std::string> opened = OpenPayload(whole, ref, round, purpose, nullptr);
+  if (!opened.ok()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, ": the input does not open as sealed by '", sender, "' for ", binding,
+                     ": ", opened.status().message()));
+  }
+  return opened;
+}
+
 absl::StatusOr<PartyMessage> PayloadTransfer::ChunkGet(const LeaderMessage& request) {
   const auto& get = request.chunk_get();
   auto it = outbox_.find(get.stream());

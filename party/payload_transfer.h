@@ -44,6 +44,15 @@ class PayloadTransfer {
   absl::StatusOr<std::string> OpenPayload(const fedanon::v1::SealedPayload& whole,
                                           const fedanon::v1::ChunkRef& ref, uint64_t round,
                                           const std::string& purpose, std::string* sender);
+  // OpenPayload for a payload that must come from `sender` for this party (a secure comparison's
+  // message from the other comparing party). PermissionDenied "<what> takes a message sealed by
+  // '<sender>' for '<self>'" when it names anyone else (or nothing), "<what>: the input does not
+  // open as sealed by '<sender>' for <binding>: <why>" when it does not open.
+  absl::StatusOr<std::string> OpenPayloadFrom(const std::string& sender,
+                                              const fedanon::v1::SealedPayload& whole,
+                                              const fedanon::v1::ChunkRef& ref, uint64_t round,
+                                              const std::string& purpose, const std::string& what,
+                                              const std::string& binding);
 
   // The streaming forms, for payloads larger than memory (the secure union's list). A payload of
   // `total_bytes` produced piece by piece: `produce` calls the append function it is given with

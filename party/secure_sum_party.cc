@@ -438,25 +438,12 @@ absl::StatusOr<PartyMessage> SecureSumParty::BinCheck(const LeaderMessage& reque
           "secure sum: a bin check's first step takes no input from the leader");
     }
   } else {
-    const std::string& sender = chunked_input ? check.input_ref().sender() : check.input().sender();
-    const std::string& receiver =
-        chunked_input ? check.input_ref().receiver() : check.input().receiver();
-    if ((!chunked_input && !check.has_input()) || sender != other || receiver != ctx_.self()) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("secure sum: step ", step, " of the bin check takes a message sealed by '",
-                       other, "' for '", ctx_.self(), "'"));
-    }
-    const std::string purpose =
-        wire::SumBinCheckPurpose(collect_, step - 1, collect_round_, digest_);
-    absl::StatusOr<std::string> opened =
-        transfer_.OpenPayload(check.input(), check.input_ref(), collect_round_, purpose, nullptr);
-    if (!opened.ok()) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "secure sum: step ", step, " of the bin check: the input does not open as sealed by '",
-          other, "' for this collect, step and round: ", opened.status().message()));
-    }
-    message = *std::move(opened);
-    ctx_.Observe(other, purpose, message);
+    ASSIGN_OR_RETURN(message,
+                     transfer_.OpenPayloadFrom(
+                         other, check.input(), check.input_ref(), collect_round_,
+                         wire::SumBinCheckPurpose(collect_, step - 1, collect_round_, digest_),
+                         absl::StrCat("secure sum: step ", step, " of the bin check"),
+                         "this collect, step and round"));
   }
   if (step <= 2) {
     if (bin_check_ != nullptr) {
@@ -465,12 +452,8 @@ absl::StatusOr<PartyMessage> SecureSumParty::BinCheck(const LeaderMessage& reque
     }
     ASSIGN_OR_RETURN(const uint64_t bound, BinBound());
     ASSIGN_OR_RETURN(std::vector<uint64_t> inputs, BinCheckInputs(garbler));
-    std::string seed = std::exchange(restored_bin_seed_, "");
-    if (seed.empty()) {
-      seed.assign(crypto::kComparisonSeedBytes, '\0');
-      RETURN_IF_ERROR(
-          crypto::FillRandom(absl::MakeSpan(reinterpret_cast<uint8_t*>(seed.data()), seed.size())));
-    }
+    ASSIGN_OR_RETURN(const std::string seed,
+                     crypto::KeptOrNewComparisonSeed(std::exchange(restored_bin_seed_, "")));
     const crypto::ComparisonSpec spec{
         .instance = absl::StrCat("sum-bins/", collect_round_, "/", collect_),
         .kind = crypto::ComparisonKind::kSumZeroOrAtLeast,

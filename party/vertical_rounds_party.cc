@@ -18,7 +18,6 @@
 #include "common/wire/id_digests.h"
 #include "common/wire/payload_chunks.h"
 #include "crypto/hash.h"
-#include "crypto/secret_bytes.h"
 #include "crypto/shuffle.h"
 #include "crypto/signature.h"
 #include "party/protocol_util.h"
@@ -224,23 +223,11 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
   std::string message;
   const bool chunked_input = !compare.input_ref().stream().empty();
   if (step > 1) {
-    const std::string& sender =
-        chunked_input ? compare.input_ref().sender() : compare.input().sender();
-    const std::string& receiver =
-        chunked_input ? compare.input_ref().receiver() : compare.input().receiver();
-    if ((!chunked_input && !compare.has_input()) || sender != other || receiver != ctx_.self()) {
-      return absl::PermissionDeniedError(absl::StrCat("the winner's secure comparison: step ", step,
-                                                      " takes a message sealed by '", other,
-                                                      "' for '", ctx_.self(), "'"));
-    }
-    absl::StatusOr<std::string> opened = transfer_.OpenPayload(
-        compare.input(), compare.input_ref(), round, ComparePurpose(decisions, step - 1), nullptr);
-    if (!opened.ok()) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "the winner's secure comparison: step ", step, ": the input does not open as sealed by '",
-          other, "' for this step, decision and round: ", opened.status().message()));
-    }
-    message = *std::move(opened);
+    ASSIGN_OR_RETURN(message, transfer_.OpenPayloadFrom(
+                                  other, compare.input(), compare.input_ref(), round,
+                                  ComparePurpose(decisions, step - 1),
+                                  absl::StrCat("the winner's secure comparison: step ", step),
+                                  "this step, decision and round"));
   } else if (compare.has_input() || chunked_input) {
     return absl::InvalidArgumentError(
         "the winner's secure comparison: its first step takes no input");
@@ -252,13 +239,8 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
           absl::StrCat("the winner's secure comparison of round ", round, " has started already"));
     }
     ASSIGN_OR_RETURN(std::vector<uint64_t> shares, CollectShares(compare, round));
-    std::string seed = std::move(restored_seed_);
-    restored_seed_.clear();
-    if (seed.empty()) {
-      seed.assign(crypto::kComparisonSeedBytes, '\0');
-      RETURN_IF_ERROR(
-          crypto::FillRandom(absl::MakeSpan(reinterpret_cast<uint8_t*>(seed.data()), seed.size())));
-    }
+    ASSIGN_OR_RETURN(const std::string seed,
+                     crypto::KeptOrNewComparisonSeed(std::exchange(restored_seed_, "")));
     ASSIGN_OR_RETURN(auto c, VerticalWinnerComparison::Create(
                                  garbler, WinnerComparisonInstance(round, decisions),
                                  ctx_.ring.size(), std::move(shares), seed));
