@@ -30,12 +30,13 @@ namespace {
 
 using fedanon::v1::JobInfo;
 
-// The federation of worked example A with the leader behind a CrashingChannel
+// The federation of worked example A (or `s`) with the leader behind a CrashingChannel
 // (tests/support/durable_federation.h).
-std::unique_ptr<DurableFederation> CreateFederation(const std::string& name) {
-  return DurableFederation::Create(
-      name, PartyFiles(ExampleA()),
-      [](const std::vector<std::string>& names) { return MakeRequest(ExampleA(), names); });
+std::unique_ptr<DurableFederation> CreateFederation(const std::string& name,
+                                                    const Scenario& s = ExampleA()) {
+  return DurableFederation::Create(name, PartyFiles(s), [s](const std::vector<std::string>& names) {
+    return MakeRequest(s, names);
+  });
 }
 
 struct Central {
@@ -43,8 +44,7 @@ struct Central {
   Table table;
 };
 
-Central RunCentral(const std::string& name) {
-  const Scenario s = ExampleA();
+Central RunCentral(const std::string& name, const Scenario& s = ExampleA()) {
   std::map<std::string, std::string> tax_files(s.taxonomies.begin(), s.taxonomies.end());
   const Job job = WriteJob(name + "_central", s.spec_yaml, s.table, tax_files);
   Central c;
@@ -202,45 +202,18 @@ TEST(DurableJobLimits, AJobResumedMoreThanMaxResumesFailsByName) {
 
 // ---- The bin check (numeric_split: binned, protocol 4.0) interrupted at each of its calls. ----
 
-// Worked example A with Age a continuous attribute searched in bins of 4 public cells: its job
-// runs one bin check (six relayed comparison messages, then the first party's SumUnmask).
-Scenario ExampleABinned() {
-  Scenario s = ExampleA();
-  const std::string categorical = "  - {name: Age, role: qid, taxonomy: age.csv}\n";
-  const size_t at = s.spec_yaml.find(categorical);
-  if (at != std::string::npos) {
-    s.spec_yaml.replace(at, categorical.size(),
-                        "  - {name: Age, role: qid, type: continuous, range: [1, 99], "
-                        "precision: 1}\n");
-  }
-  s.spec_yaml += "numeric_split: binned\nnumeric_cells: 4\n";
-  return s;
-}
-
-std::unique_ptr<DurableFederation> CreateBinnedFederation(const std::string& name) {
-  return DurableFederation::Create(
-      name, PartyFiles(ExampleABinned()),
-      [](const std::vector<std::string>& names) { return MakeRequest(ExampleABinned(), names); });
-}
-
 struct BinnedClean {
   std::vector<std::string> kinds;  // CallKind of every call of an uninterrupted run
   Central central;
 };
 
+// Worked example A with Age binned (its job runs one bin check): an uninterrupted run's calls and
+// the centralized run.
 const BinnedClean& BinnedCleanRun() {
   static BinnedClean* clean = [] {
-    auto* c = new BinnedClean;
-    const Scenario s = ExampleABinned();
-    std::map<std::string, std::string> tax_files(s.taxonomies.begin(), s.taxonomies.end());
-    const Job job = WriteJob("durable_binned_central", s.spec_yaml, s.table, tax_files);
-    auto report = RunJob(job);
-    EXPECT_TRUE(report.ok()) << report.status();
-    if (report.ok()) c->central.report = *report;
-    auto table = ReadCsvTable(job.output_path);
-    EXPECT_TRUE(table.ok()) << table.status();
-    if (table.ok()) c->central.table = *table;
-    auto d = CreateBinnedFederation("durable_binned_clean");
+    auto* c =
+        new BinnedClean{.kinds = {}, .central = RunCentral("durable_binned", ExampleABinned())};
+    auto d = CreateFederation("durable_binned_clean", ExampleABinned());
     if (d == nullptr) return c;
     auto id = d->Submit();
     EXPECT_TRUE(id.ok()) << id.status();
@@ -273,7 +246,7 @@ class DurableBinCheck : public ::testing::TestWithParam<int> {};
 TEST_P(DurableBinCheck, LeaderKilledDuringTheBinCheckResumes) {
   const int call = BinCheckCall(GetParam());
   ASSERT_GT(call, 0) << absl::StrJoin(BinnedCleanRun().kinds, ", ");
-  auto d = CreateBinnedFederation(absl::StrCat("durable_bins_leader_", GetParam()));
+  auto d = CreateFederation(absl::StrCat("durable_bins_leader_", GetParam()), ExampleABinned());
   ASSERT_NE(d, nullptr);
   const std::string snapshot = d->fed->dir + "/leader-2";
   absl::Notification crashed;
@@ -292,7 +265,7 @@ TEST_P(DurableBinCheck, LeaderKilledDuringTheBinCheckResumes) {
 TEST_P(DurableBinCheck, PartyKilledDuringTheBinCheckResumes) {
   const int call = BinCheckCall(GetParam());
   ASSERT_GT(call, 0);
-  auto d = CreateBinnedFederation(absl::StrCat("durable_bins_party_", GetParam()));
+  auto d = CreateFederation(absl::StrCat("durable_bins_party_", GetParam()), ExampleABinned());
   ASSERT_NE(d, nullptr);
   ASSERT_OK_AND_ASSIGN(const JobInfo info,
                        d->RunWithCrash(call, d->PartyRestarts(/*after_answering=*/true)));

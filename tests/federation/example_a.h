@@ -86,4 +86,19 @@ partitioning: horizontal
   return s;
 }
 
+// Worked example A with Age a continuous attribute searched in bins of 4 public cells
+// (numeric_split: binned): its job runs the parties' bin check (protocol 4.0).
+inline Scenario ExampleABinned() {
+  Scenario s = ExampleA();
+  const std::string categorical = "  - {name: Age, role: qid, taxonomy: age.csv}\n";
+  const size_t at = s.spec_yaml.find(categorical);
+  if (at != std::string::npos) {
+    s.spec_yaml.replace(at, categorical.size(),
+                        "  - {name: Age, role: qid, type: continuous, range: [1, 99], "
+                        "precision: 1}\n");
+  }
+  s.spec_yaml += "numeric_split: binned\nnumeric_cells: 4\n";
+  return s;
+}
+
 }  // namespace fedanon::testing

@@ -71,8 +71,8 @@ struct JobKind {
   std::string recipient;                                  // "" = the leader
 };
 
-JobKind Horizontal(const std::string& name, int parties, bool local, const std::string& recipient) {
-  Scenario s = ExampleA();
+JobKind Horizontal(const std::string& name, int parties, bool local, const std::string& recipient,
+                   Scenario s = ExampleA()) {
   if (local) s.spec_yaml += "recoding: local\n";
   if (parties == 2) s.split = {{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}};
   return {name, s.spec_yaml, s.taxonomies, PartyFiles(s), recipient};
@@ -808,15 +808,7 @@ TEST(MutatingLeader, HorizontalGlobalTwoParties) {
 // Age as a continuous attribute searched in bins (numeric_split: binned, 4 public cells): the
 // job's bins go through the parties' bin check (SumBinCheck), whose every field is mutated too.
 TEST(MutatingLeader, HorizontalGlobalTwoPartiesBinned) {
-  JobKind kind = Horizontal("hg2b", 2, false, "");
-  const std::string categorical = "  - {name: Age, role: qid, taxonomy: age.csv}\n";
-  const size_t at = kind.spec_yaml.find(categorical);
-  ASSERT_NE(at, std::string::npos);
-  kind.spec_yaml.replace(at, categorical.size(),
-                         "  - {name: Age, role: qid, type: continuous, range: [1, 99], precision: "
-                         "1}\n");
-  kind.spec_yaml += "numeric_split: binned\nnumeric_cells: 4\n";
-  MutateEveryField(kind);
+  MutateEveryField(Horizontal("hg2b", 2, false, "", ExampleABinned()));
 }
 
 TEST(MutatingLeader, HorizontalGlobalThreePartiesToAParty) {

@@ -1083,15 +1083,11 @@ TEST(PartyDurableState, ABinCheckGoesOnAfterEitherComparingPartyRestarts) {
   ASSERT_FALSE(s5.has_error()) << s5.error().message();
   const PartyMessage s6 = a->Handle(check(6, &s5.sum_bin_checked().sealed()));
   ASSERT_FALSE(s6.has_error()) << s6.error().message();
-  LeaderMessage unmask;
-  unmask.set_job_id(job);
-  unmask.set_round(1);
-  unmask.mutable_sum_unmask()->set_collect(0);
-  const PartyMessage mask_reply = a->Handle(unmask);
-  ASSERT_FALSE(mask_reply.has_error()) << mask_reply.error().message();
-  ASSERT_OK_AND_ASSIGN(const std::string seed,
-                       f->OpenForLeader(1, job, mask_reply.sum_mask().seed()));
-  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> mask, crypto::MaskWordsFromSeed(seed, 0, 6));
+  ASSERT_OK_AND_ASSIGN(
+      const std::vector<uint64_t> mask,
+      f->FirstPartyMask(job, 1, 0, 6, [&](const std::string&, const LeaderMessage& msg) {
+        return HandledBy(*a, msg);
+      }));
   for (size_t i = 0; i < sum.size(); ++i) sum[i] -= mask[i];
   EXPECT_EQ(sum, (std::vector<uint64_t>{2, 1, 1, 2, 1, 3}));
 }
@@ -1108,57 +1104,31 @@ TEST(PartyDurableState, ATwoPartyFinalCheckGoesOnAfterAPartyRestartsMidCompariso
   const std::string job = "job-000000000001";
   ASSERT_OK(f->PrepareAll(job, kSpec));
   std::map<std::string, std::unique_ptr<party::PartyAgent>> restarted;
-  auto call = [&](const std::string& party, const LeaderMessage& msg) -> PartyMessage {
-    if (restarted.contains(party)) return restarted[party]->Handle(msg);
-    absl::StatusOr<PartyMessage> reply = f->Call(party, msg);
-    if (reply.ok()) return *reply;
-    PartyMessage error;
-    error.mutable_error()->set_message(std::string(reply.status().message()));
-    return error;
+  auto reach = [&](const std::string& party, const LeaderMessage& msg) {
+    return restarted.contains(party) ? HandledBy(*restarted[party], msg) : f->Call(party, msg);
   };
-  auto message = [&](fedanon::v1::FinalCheckStep::Phase phase) {
-    LeaderMessage msg;
-    msg.set_job_id(job);
-    msg.set_round(1);
-    auto* step = msg.mutable_final_check();
-    step->set_phase(phase);
-    step->set_chunks(1);
-    step->set_chunk_words(2);
-    step->set_total_words(2);
-    return msg;
-  };
-  const std::string& garbler = f->names[0];
-  const std::string& evaluator = f->names[1];
-  uint32_t comparisons = 1;
-  for (uint32_t c = 0; c < comparisons; ++c) {
-    fedanon::v1::SealedPayload carried;
-    for (uint32_t s = 1; s <= 6; ++s) {
-      LeaderMessage msg = message(fedanon::v1::FinalCheckStep::PHASE_COMPARE);
-      msg.mutable_final_check()->set_comparison(c);
-      msg.mutable_final_check()->set_comparison_step(s);
-      if (s > 1) *msg.mutable_final_check()->mutable_input() = carried;
-      const std::string& party = s % 2 == 1 ? evaluator : garbler;
-      PartyMessage reply = call(party, msg);
-      ASSERT_FALSE(reply.has_error())
-          << "comparison " << c << " step " << s << ": " << reply.error().message();
-      if (c == 0 && (s == 2 || s == 3)) {
-        // kill -9 and restart, then the same step again: the bytes that left.
-        ASSERT_OK_AND_ASSIGN(restarted[party], party::PartyAgent::Create(options[party]));
-        PartyMessage again = call(party, msg);
-        ASSERT_FALSE(again.has_error()) << again.error().message();
-        again.clear_request_id();
-        reply.clear_request_id();
-        EXPECT_EQ(again.SerializeAsString(), reply.SerializeAsString()) << "step " << s;
-      }
-      if (c == 0 && s == 1) comparisons = reply.final_check().comparisons();
-      carried = reply.final_check().sealed();
+  // The leader's calls; the garbler's step 2 and the evaluator's step 3 of comparison 0 are
+  // answered, then the party is killed (-9) and restarted, and the same step comes again.
+  auto call = [&](const std::string& party,
+                  const LeaderMessage& msg) -> absl::StatusOr<PartyMessage> {
+    absl::StatusOr<PartyMessage> reply = reach(party, msg);
+    const auto& step = msg.final_check();
+    if (reply.ok() && step.phase() == fedanon::v1::FinalCheckStep::PHASE_COMPARE &&
+        step.comparison() == 0 && (step.comparison_step() == 2 || step.comparison_step() == 3)) {
+      auto agent = party::PartyAgent::Create(options[party]);
+      if (!agent.ok()) return agent.status();
+      restarted[party] = *std::move(agent);
+      absl::StatusOr<PartyMessage> again = reach(party, msg);
+      if (!again.ok()) return again.status();
+      again->clear_request_id();
+      reply->clear_request_id();
+      EXPECT_EQ(again->SerializeAsString(), reply->SerializeAsString())
+          << "step " << step.comparison_step();
     }
-  }
-  for (const std::string& party : {garbler, evaluator}) {
-    const PartyMessage verdict = call(party, message(fedanon::v1::FinalCheckStep::PHASE_VERIFY));
-    ASSERT_FALSE(verdict.has_error()) << party << ": " << verdict.error().message();
-    EXPECT_TRUE(verdict.final_check().passed()) << party;
-  }
+    return reply;
+  };
+  EXPECT_OK(f->PassTwoPartyFinalCheck(job, 1, 2, call));
+  EXPECT_EQ(restarted.size(), 2u);
 }
 
 // A party whose sealing key pair was replaced on disk before it restarted mid-job: the job goes on

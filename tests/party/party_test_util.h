@@ -50,6 +50,17 @@ inline std::string ReadText(const std::string& path) {
 
 // Parties "hospital-a", "hospital-b", ... with data dirs <dir>/<name>/ holding `files` (relative
 // path -> content) each, and the leader's sealing key pair (for what is sealed for the leader).
+// `agent`'s reply to `msg`, its error reply as a status (as a channel returns it).
+inline absl::StatusOr<fedanon::v1::PartyMessage> HandledBy(party::PartyAgent& agent,
+                                                           const fedanon::v1::LeaderMessage& msg) {
+  fedanon::v1::PartyMessage reply = agent.Handle(msg);
+  if (reply.has_error()) {
+    return absl::Status(static_cast<absl::StatusCode>(reply.error().code()),
+                        reply.error().message());
+  }
+  return reply;
+}
+
 struct PartyFixture {
   std::string dir;
   std::unique_ptr<crypto::CertificateAuthority> ca;
@@ -176,15 +187,25 @@ struct PartyFixture {
                             sealed.ciphertext());
   }
 
+  // How a helper reaches a party: Call by default; a test that restarts parties passes its own
+  // (HandledBy a restarted agent).
+  using Caller = std::function<absl::StatusOr<fedanon::v1::PartyMessage>(
+      const std::string& party, const fedanon::v1::LeaderMessage& msg)>;
+  absl::StatusOr<fedanon::v1::PartyMessage> CallWith(const Caller& call, const std::string& party,
+                                                     const fedanon::v1::LeaderMessage& msg) {
+    return call ? call(party, msg) : Call(party, msg);
+  }
+
   // The mask the ring's first party put on secure sum `collect` (over `words` words), as the
   // leader asks for it once the ring is done (SumUnmask).
   absl::StatusOr<std::vector<uint64_t>> FirstPartyMask(const std::string& job_id, uint32_t round,
-                                                       uint64_t collect, size_t words) {
+                                                       uint64_t collect, size_t words,
+                                                       const Caller& call = nullptr) {
     fedanon::v1::LeaderMessage msg;
     msg.set_job_id(job_id);
     msg.set_round(round);
     msg.mutable_sum_unmask()->set_collect(collect);
-    auto reply = channel.Call(names.front(), msg, absl::Seconds(30));
+    auto reply = CallWith(call, names.front(), msg);
     if (!reply.ok()) return reply.status();
     auto seed = OpenForLeader(round, job_id, reply->sum_mask().seed());
     if (!seed.ok()) return seed.status();
@@ -200,7 +221,8 @@ struct PartyFixture {
   // (leader::RunTwoPartyFinalCheck): every secure comparison's six steps, each party's sealed
   // message relayed to the other (names[0] garbles, names[1] evaluates), then both verdicts.
   // `words`: the final-check vector's length over the parties' current cut.
-  absl::Status PassTwoPartyFinalCheck(const std::string& job_id, uint32_t round, uint64_t words) {
+  absl::Status PassTwoPartyFinalCheck(const std::string& job_id, uint32_t round, uint64_t words,
+                                      const Caller& call = nullptr) {
     auto message = [&](fedanon::v1::FinalCheckStep::Phase phase) {
       fedanon::v1::LeaderMessage msg;
       msg.set_job_id(job_id);
@@ -220,14 +242,14 @@ struct PartyFixture {
         msg.mutable_final_check()->set_comparison(c);
         msg.mutable_final_check()->set_comparison_step(s);
         if (s > 1) *msg.mutable_final_check()->mutable_input() = carried;
-        auto reply = Call(names[s % 2 == 1 ? 1 : 0], msg);
+        auto reply = CallWith(call, names[s % 2 == 1 ? 1 : 0], msg);
         if (!reply.ok()) return reply.status();
         if (c == 0 && s == 1) comparisons = reply->final_check().comparisons();
         carried = reply->final_check().sealed();
       }
     }
     for (const std::string& party : {names[0], names[1]}) {
-      auto reply = Call(party, message(fedanon::v1::FinalCheckStep::PHASE_VERIFY));
+      auto reply = CallWith(call, party, message(fedanon::v1::FinalCheckStep::PHASE_VERIFY));
       if (!reply.ok()) return reply.status();
       if (!reply->final_check().passed()) {
         return absl::InternalError(absl::StrCat("party '", party, "' did not confirm the check"));
