@@ -168,11 +168,11 @@ void FaultScenarioTest::ExpectReleasedOnceAsCentralized(const std::string& job_i
 }
 
 bool FaultScenarioTest::WaitForAudit(int i, const std::string& job_id, const std::string& kind,
-                                     absl::Duration timeout) {
+                                     absl::Duration timeout, int more_than) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
     const std::vector<std::string> kinds = fed_->AuditKinds(i, job_id);
-    if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) return true;
+    if (std::count(kinds.begin(), kinds.end(), kind) > more_than) return true;
     absl::StatusOr<JobInfo> info = fed_->Get(job_id);
     if (info.ok() && admin::IsFinalState(info->state())) return false;
     absl::SleepFor(absl::Milliseconds(2));

@@ -67,10 +67,10 @@ class FaultScenarioTest : public ::testing::Test {
   // told that it is done, and let its durable state go.
   void ExpectDoneAfterOneLeaderRestart(const std::string& job_id, const fedanon::v1::JobInfo& end);
 
-  // Polls party `i`'s audit file for the job (every 2 ms, at most `timeout`) until it holds an
-  // entry of `kind`; false when the job ended first or the time ran out.
+  // Polls party `i`'s audit file for the job (every 2 ms, at most `timeout`) until it holds more
+  // than `more_than` entries of `kind`; false when the job ended first or the time ran out.
   bool WaitForAudit(int i, const std::string& job_id, const std::string& kind,
-                    absl::Duration timeout = absl::Seconds(10));
+                    absl::Duration timeout = absl::Seconds(10), int more_than = 0);
 
   // The leader stored the released table of the job exactly once.
   void ExpectStoredOnceAtTheLeader(const std::string& job_id);
