@@ -42,6 +42,14 @@ VerticalSession::VerticalSession(wire::PartyChannel* channel, const VerticalJobO
       options_(options),
       relay_(channel, options.job_id, options.check_cancelled) {
   for (const auto& p : options_.ring) participation_[p].set_party(p);
+  // The ring was connected a moment ago (a new job's Prepare, a resumed job's wait for every
+  // party): a party that left since is looked up again when it comes back.
+  absl::MutexLock lock(&seal_certs_mu_);
+  for (const auto& p : channel_->Parties()) {
+    if (std::find(options_.ring.begin(), options_.ring.end(), p.name) != options_.ring.end()) {
+      seal_certs_[p.name] = p.seal_cert_pem;
+    }
+  }
 }
 
 absl::StatusOr<VerticalStepResult> VerticalSession::Call(const std::string& party, uint32_t round,
@@ -195,13 +203,22 @@ absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> VerticalSession::SenderKe
     return absl::PermissionDeniedError(
         absl::StrCat("released columns name '", party, "', not a data party, as sender"));
   }
-  for (const auto& p : channel_->Parties()) {
-    if (p.name == party) {
-      return crypto::VerifiedSealKey(p.seal_cert_pem, options_.ca_pem,
-                                     {crypto::Role::kParty, party});
+  std::string cert_pem;
+  {
+    absl::MutexLock lock(&seal_certs_mu_);
+    auto it = seal_certs_.find(party);
+    if (it == seal_certs_.end()) {
+      for (const auto& p : channel_->Parties()) {
+        if (p.name == party) it = seal_certs_.emplace(party, p.seal_cert_pem).first;
+      }
     }
+    if (it == seal_certs_.end()) {
+      return absl::UnavailableError(absl::StrCat(
+          "party '", party, "' is not connected, and was not since this run of the job started"));
+    }
+    cert_pem = it->second;
   }
-  return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
+  return crypto::VerifiedSealKey(cert_pem, options_.ca_pem, {crypto::Role::kParty, party});
 }
 
 }  // namespace fedanon::leader

@@ -317,7 +317,9 @@ class VerticalSession {
   // (DataLoss, kReleasesDisagree, naming the parties and which digest differs).
   absl::Status CheckReleaseDigests(const std::vector<VerticalStepResult>& released) const;
 
-  // A data party's sealing key, verified against the CA (released columns are sealed by it).
+  // A data party's sealing key, verified against the CA (released columns are sealed by it): the
+  // certificate it held when this run started (the parties bind theirs to the Prepare's), so
+  // that a payload sealed by a party that is away for a moment (killed, restarted) still opens.
   absl::StatusOr<std::unique_ptr<crypto::SealPublicKey>> SenderKey(const std::string& party) const;
 
   // The leader is the recipient: opens every party's columns (freeing each sealed copy once
@@ -332,6 +334,9 @@ class VerticalSession {
   wire::PartyChannel* channel_;
   const VerticalJobOptions& options_;
   PayloadRelay relay_;  // per-record payloads, whole or in chunks
+  // Each ring party's sealing certificate, as first seen connected in this run (SenderKey).
+  mutable absl::Mutex seal_certs_mu_;
+  mutable std::map<std::string, std::string> seal_certs_ ABSL_GUARDED_BY(seal_certs_mu_);
   IdMatchingClocks id_clock_;
   // Per party: rounds won and declined (with why), misbehaviour, contribution.
   std::map<std::string, fedanon::v1::PartyParticipation> participation_;

@@ -151,7 +151,10 @@ FaultFederation::~FaultFederation() {
   if (failed || std::getenv("FEDANON_KEEP_TEST_DIR") != nullptr) {
     std::cout << "[ fault ] kept " << dir_ << " (logs in " << dir_ << "/logs)" << std::endl;
     if (failed) {
-      for (const std::string& name : std::vector<std::string>{"leader"}) {
+      // Every daemon's tail: a party that did not answer is seldom the one a test names.
+      std::vector<std::string> names = parties_;
+      names.push_back("leader");
+      for (const std::string& name : names) {
         std::cout << "---- " << log_of(name) << " (tail)\n";
         const std::string log = Log(name);
         std::cout << log.substr(log.size() > 4000 ? log.size() - 4000 : 0) << std::endl;

@@ -305,6 +305,38 @@ TEST(VerticalDurableBatches, PartyKilledMidIdMatchingResumesFromItsDurableState)
   }
 }
 
+// A party that answers, then is away for a moment (killed and restarted) while the leader opens
+// what its reply sealed for the leader: the last hop's ID digests, or the released columns. The
+// leader opens them with the sealing certificate the party held when the run started; before,
+// it looked the certificate up among the connected parties and failed the job with "party 'x' is
+// not connected" (seen on real daemons: tests/fault/vertical_resume_test.cc, seed 1234). The
+// digests case failed so; the release case did not (the leader calls the party again, and waits
+// for it, before it joins the columns), and guards that path.
+class VerticalDurableAway : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VerticalDurableAway, APartyAwayWhileTheLeaderOpensItsSealedReplyDoesNotFailTheJob) {
+  static const Reference* clean = new Reference(RunClean(/*chunked=*/false));
+  auto d = CreateFederation(absl::StrCat("vdurable_away_", GetParam()), /*chunked=*/false);
+  ASSERT_NE(d, nullptr);
+  const std::string kind = GetParam();
+  std::string victim;
+  d->crashing->CrashWhen(
+      [kind](const std::string&, const fedanon::v1::LeaderMessage& request) {
+        if (CallKind(request) != "vertical/" + kind) return false;
+        // The last hop of a list has no next party: its reply seals the digests for the leader.
+        return kind != "id_reencrypt" || request.vertical().id_reencrypt().next().empty();
+      },
+      d->PartyLeavesAfterAnswering(absl::Seconds(1), &victim));
+  ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
+  const JobInfo info = d->fed->Wait(job_id);
+  ASSERT_TRUE(d->crashing->crashed()) << "no " << kind << " call";
+  EXPECT_FALSE(victim.empty());
+  ExpectSameAsClean(*d, info, *clean);
+}
+
+INSTANTIATE_TEST_SUITE_P(Replies, VerticalDurableAway,
+                         ::testing::Values("id_reencrypt", "release"));
+
 // Spread over the ID matching (about the first half of the calls), the rounds and the release.
 INSTANTIATE_TEST_SUITE_P(CrashPoints, VerticalDurableLeader, ::testing::Values(0.3, 0.85));
 INSTANTIATE_TEST_SUITE_P(CrashPoints, VerticalDurablePartyAfter, ::testing::Values(0.15, 0.6));

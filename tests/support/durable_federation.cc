@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 
@@ -65,9 +66,20 @@ void CrashingChannel::CrashAt(int call, Crash crash) {
   crash_ = std::move(crash);
 }
 
+void CrashingChannel::CrashWhen(Match match, Crash crash) {
+  absl::MutexLock lock(&mu_);
+  match_ = std::move(match);
+  crash_ = std::move(crash);
+}
+
 bool CrashingChannel::crashed() const {
   absl::MutexLock lock(&mu_);
-  return crash_at_ > 0 && calls_ >= crash_at_;
+  return fired_;
+}
+
+void CrashingChannel::SetAway(const std::string& party, absl::Time until) {
+  absl::MutexLock lock(&mu_);
+  away_until_[party] = until;
 }
 
 int CrashingChannel::calls() const {
@@ -87,7 +99,14 @@ absl::StatusOr<fedanon::v1::PartyMessage> CrashingChannel::Call(
   {
     absl::MutexLock lock(&mu_);
     kinds_.push_back(CallKind(request));
-    if (++calls_ == crash_at_) crash = std::move(crash_);
+    ++calls_;
+    if (auto it = away_until_.find(party); it != away_until_.end() && absl::Now() < it->second) {
+      return absl::UnavailableError(absl::StrCat("party '", party, "' is not connected"));
+    }
+    if (!fired_ && (calls_ == crash_at_ || (match_ && match_(party, request)))) {
+      fired_ = true;
+      crash = std::move(crash_);
+    }
   }
   if (crash) return crash(party, request);
   return inner_->Call(party, request, timeout);
@@ -95,7 +114,16 @@ absl::StatusOr<fedanon::v1::PartyMessage> CrashingChannel::Call(
 
 std::vector<wire::ConnectedParty> CrashingChannel::Parties() const {
   if (dead_) return {};
-  return inner_->Parties();
+  std::vector<wire::ConnectedParty> parties = inner_->Parties();
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  parties.erase(std::remove_if(parties.begin(), parties.end(),
+                               [&](const wire::ConnectedParty& p) {
+                                 auto it = away_until_.find(p.name);
+                                 return it != away_until_.end() && now < it->second;
+                               }),
+                parties.end());
+  return parties;
 }
 
 DurableFederation::~DurableFederation() {
@@ -186,6 +214,19 @@ CrashingChannel::Crash DurableFederation::PartyRestarts(bool after_answering, st
         RETURN_IF_ERROR(RestartParty(party));
         return absl::UnavailableError(absl::StrCat("party '", party, "' disconnected"));
       };
+}
+
+CrashingChannel::Crash DurableFederation::PartyLeavesAfterAnswering(absl::Duration away,
+                                                                    std::string* victim) {
+  return [this, away, victim](const std::string& party, const fedanon::v1::LeaderMessage& request)
+             -> absl::StatusOr<fedanon::v1::PartyMessage> {
+    absl::StatusOr<fedanon::v1::PartyMessage> reply =
+        answers->Call(party, request, absl::Seconds(20));
+    if (victim != nullptr) *victim = party;
+    crashing->SetAway(party, absl::Now() + away);
+    RETURN_IF_ERROR(RestartParty(party));
+    return reply;
+  };
 }
 
 CrashingChannel::Crash DurableFederation::PartyLosesItsState(std::string* victim) {

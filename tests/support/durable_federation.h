@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "tests/federation/federation_test_util.h"
 
 namespace fedanon::testing {
@@ -61,10 +62,19 @@ class CrashingChannel : public wire::PartyChannel {
   using Crash = std::function<absl::StatusOr<fedanon::v1::PartyMessage>(
       const std::string& party, const fedanon::v1::LeaderMessage& request)>;
 
+  // Whether a call is the one to crash at.
+  using Match =
+      std::function<bool(const std::string& party, const fedanon::v1::LeaderMessage& request)>;
+
   explicit CrashingChannel(wire::PartyChannel* inner) : inner_(inner) {}
   void CrashAt(int call, Crash crash);
-  // Whether the crash set by CrashAt has run.
+  // Runs `crash` at the first call `match` accepts instead.
+  void CrashWhen(Match match, Crash crash);
+  // Whether the crash set by CrashAt or CrashWhen has run.
   bool crashed() const;
+  // `party` is away until `until`: not among Parties(), and a call to it fails as one to a
+  // party that is not connected (Unavailable).
+  void SetAway(const std::string& party, absl::Time until);
   // From now on nobody is connected and every call fails (a leader that was killed).
   void Die() { dead_ = true; }
   int calls() const;
@@ -82,7 +92,10 @@ class CrashingChannel : public wire::PartyChannel {
   mutable absl::Mutex mu_;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
   int crash_at_ ABSL_GUARDED_BY(mu_) = -1;
+  Match match_ ABSL_GUARDED_BY(mu_);
+  bool fired_ ABSL_GUARDED_BY(mu_) = false;
   Crash crash_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Time> away_until_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> kinds_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -133,6 +146,11 @@ struct DurableFederation {
   // The party is killed (after answering, its reply lost, or before reading the request) and
   // restarted at once; `victim` (if given) gets its name.
   CrashingChannel::Crash PartyRestarts(bool after_answering, std::string* victim = nullptr);
+  // The party answers, and the leader gets its reply; then the party is away for `away` (killed
+  // and restarted, reconnecting), while the leader goes on with what the reply carried.
+  // `victim` (if given) gets its name.
+  CrashingChannel::Crash PartyLeavesAfterAnswering(absl::Duration away,
+                                                   std::string* victim = nullptr);
   // The party loses its state files and is restarted; `victim` (if given) gets its name.
   CrashingChannel::Crash PartyLosesItsState(std::string* victim = nullptr);
 };

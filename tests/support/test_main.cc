@@ -43,6 +43,13 @@ class PrivateTempDir {
   }
   ~PrivateTempDir() {
     if (path_.empty() || ::getpid() != creator_) return;
+    // A failed test's fixtures (the fault federation's daemons' logs, kits and data) say they
+    // kept their directories; so they must outlive the run, as under FEDANON_KEEP_TEST_DIR.
+    if (::testing::UnitTest::GetInstance()->Failed() ||
+        ::getenv("FEDANON_KEEP_TEST_DIR") != nullptr) {
+      std::fprintf(stderr, "kept %s\n", path_.c_str());
+      return;
+    }
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
     if (ec) std::fprintf(stderr, "cannot remove %s: %s\n", path_.c_str(), ec.message().c_str());
