@@ -76,22 +76,18 @@ load1="$(cut -d' ' -f1-3 /proc/loadavg)"
   --leader-view "$work/view.jsonl" "${timeout_args[@]}" \
   > "$work/up.log" 2>&1 &
 timer=$!
-declare -A hwm
-while kill -0 "$timer" 2>/dev/null; do
-  for up in $(pgrep -P "$timer" 2>/dev/null || true); do
-    for pid in $(pgrep -P "$up" 2>/dev/null || true); do
-      cmd="$( { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null || true)"
-      kb="$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)"
-      [ -n "$kb" ] || continue
-      case "$cmd" in
-        *fedanon-leader*) name=leader ;;
-        *fedanon-party*) name="$(basename "$(dirname "${cmd##*--config }")")" ;;
-        *) continue ;;
-      esac
-      hwm[$name]=$kb
-    done
-  done
-  sleep 0.5
+# `federation up` is the child of /usr/bin/time; its daemons are watched (bench_lib.sh).
+up=""
+while [ -z "$up" ] && kill -0 "$timer" 2> /dev/null; do
+  read -r up _ < "/proc/$timer/task/$timer/children" 2> /dev/null || up="$(pgrep -P "$timer" || true)"
+done
+declare -A daemon_hwm daemon_ticks hwm
+[ -z "$up" ] || watch_daemons "$up"
+for n in "${!daemon_hwm[@]}"; do
+  case "$n" in
+    fedanon-leader*) hwm[leader]="${daemon_hwm[$n]}" ;;
+    fedanon-party\(*) party="${n#*(}" && hwm[${party%)}]="${daemon_hwm[$n]}" ;;
+  esac
 done
 wait "$timer" || { echo "federation up failed:"; tail -30 "$work/up.log"; exit 1; }
 load2="$(cut -d' ' -f1-3 /proc/loadavg)"

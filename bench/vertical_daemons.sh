@@ -56,23 +56,13 @@ t1=$(date +%s.%N)
   --wait --result "$work/fed.csv" --report "$work/fed.json" > "$work/up.log" 2>&1 &
 up=$!
 # Per daemon: the last VmHWM (monotone) and CPU ticks seen while it ran.
-declare -A hwm ticks
-while kill -0 "$up" 2>/dev/null; do
-  for c in $(pgrep -P "$up" || true); do
-    name="$({ tr '\0' ' ' < "/proc/$c/cmdline"; } 2>/dev/null | awk '{n=$1; sub(".*/", "", n); for (i = 2; i <= NF; ++i) if ($i == "--config") {m=$(i+1); sub("/[^/]*$", "", m); sub(".*/", "", m); n=n"("m")"} print n}')" || continue
-    [ -n "$name" ] || continue
-    h="$(awk '/^VmHWM:/ {print $2}' "/proc/$c/status" 2>/dev/null)" || true
-    t="$(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null)" || true
-    [ -n "$h" ] && hwm[$name]="$h"
-    [ -n "$t" ] && ticks[$name]="$t"
-  done
-  sleep 0.2
-done
+declare -A daemon_hwm daemon_ticks
+watch_daemons "$up"
 wait "$up" || { cat "$work/up.log"; exit 1; }
 t2=$(date +%s.%N)
 ops_after="$(openssl_speed)"
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
-usage="$(for n in "${!hwm[@]}"; do echo "$n ${hwm[$n]} ${ticks[$n]:-0}"; done | sort)"
+usage="$(for n in "${!daemon_hwm[@]}"; do echo "$n ${daemon_hwm[$n]} ${daemon_ticks[$n]:-0}"; done | sort)"
 idcpu="$(grep -ho 'process CPU [0-9.]* s since IdEncrypt, peak RSS [0-9]* MB' "$work"/fed/logs/*.log |
   awk '{print $3, $9}' || true)"
 # The leader's ID-matching breakdown (lists in batches).
