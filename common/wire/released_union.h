@@ -89,6 +89,15 @@ class VerticalColumnsView {
   size_t rows() const { return row_start_.size(); }
   // Row r's cells, names().size() of them, as views into the bytes.
   void Row(size_t r, std::vector<std::string_view>* out) const;
+  // Asks the CPU to load row r's offset (`level` 0) or its first bytes (`level` 1; the offset
+  // should be loaded by then) ahead of a Row(r) in a random order of rows.
+  void Prefetch(size_t r, int level) const {
+    if (level == 0) {
+      __builtin_prefetch(&row_start_[r]);
+    } else {
+      __builtin_prefetch(bytes_.data() + row_start_[r]);
+    }
+  }
 
  private:
   std::string bytes_;
@@ -103,7 +112,8 @@ using CsvSink = std::function<absl::Status(std::string_view)>;
 // The joined table from every party's released columns: the columns in `header` order, one row
 // per common record, rows in a random order (OpenSSL CSPRNG). Fails when a column is missing or
 // the parts disagree on the number of records. JoinReleasedColumnsTo writes it to `sink` in
-// pieces of about 1 MiB (never the whole table in memory).
+// pieces of 16,384 rows (never the whole table in memory), formatted on every core (at most
+// four pieces at once).
 absl::StatusOr<std::string> JoinReleasedColumns(
     const std::vector<fedanon::v1::VerticalColumns>& parts, const std::vector<std::string>& header);
 absl::Status JoinReleasedColumnsTo(const std::vector<VerticalColumnsView>& parts,
