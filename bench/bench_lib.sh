@@ -20,17 +20,17 @@
 #   0.1 s. Returns COMMAND's exit status.
 # loadavg: the 1, 5 and 15-minute load averages.
 # watch_daemons PID: until PID ends, every 0.2 s, the peak RSS (VmHWM, KiB) and CPU ticks (utime +
-#   stime) of each child of PID, into the associative arrays `daemon_hwm` and `daemon_ticks` the
-#   caller declares (declare -A), keyed by the program's name and, with `--config DIR/FILE`, the
-#   config's directory: "fedanon-party(party1)". Bash builtins only, no process started per poll:
-#   the loop it replaced (pgrep, tr, awk: 14 processes every 0.2 s) took 1.4 s of CPU in 10 s, 3.4%
-#   of a 2-core machine taken from the job it measured.
+#   stime) of each child of PID; then prints one line per child, "NAME PEAK_KIB TICKS", NAME the
+#   program's and, with `--config DIR/FILE`, the config's directory: "fedanon-party(party1)".
+#   Bash builtins only, no process started per poll: the loop it replaced (pgrep, tr, awk: 14
+#   processes every 0.2 s) took 1.4 s of CPU in 10 s, 3.4% of a 2-core machine taken from the job
+#   it measured. Run it in the background beside a `wait PID`, so that PID's end is seen at once.
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 watch_daemons() {
   local up="$1" tick_fd kids c n m i key value _ args fields
-  local -A names=()
+  local -A names=() hwm=() ticks=()
   exec {tick_fd}<> <(:)
   while kill -0 "$up" 2> /dev/null; do
     kids=""
@@ -55,17 +55,18 @@ watch_daemons() {
       fi
       while read -r key value _; do
         if [ "$key" = "VmHWM:" ]; then
-          daemon_hwm[${names[$c]}]="$value"
+          hwm[${names[$c]}]="$value"
           break
         fi
       done < "/proc/$c/status" 2> /dev/null || true
       if read -r -a fields < "/proc/$c/stat" 2> /dev/null; then
-        daemon_ticks[${names[$c]}]=$((fields[13] + fields[14]))
+        ticks[${names[$c]}]=$((fields[13] + fields[14]))
       fi
     done
     read -r -t 0.2 -u "$tick_fd" _ || true
   done
   exec {tick_fd}>&-
+  for n in "${!hwm[@]}"; do echo "$n ${hwm[$n]} ${ticks[$n]:-0}"; done
 }
 
 timed() {

@@ -81,14 +81,15 @@ up=""
 while [ -z "$up" ] && kill -0 "$timer" 2> /dev/null; do
   read -r up _ < "/proc/$timer/task/$timer/children" 2> /dev/null || up="$(pgrep -P "$timer" || true)"
 done
-declare -A daemon_hwm daemon_ticks hwm
-[ -z "$up" ] || watch_daemons "$up"
-for n in "${!daemon_hwm[@]}"; do
-  case "$n" in
-    fedanon-leader*) hwm[leader]="${daemon_hwm[$n]}" ;;
-    fedanon-party\(*) party="${n#*(}" && hwm[${party%)}]="${daemon_hwm[$n]}" ;;
-  esac
-done
+declare -A hwm
+if [ -n "$up" ]; then
+  while read -r n kb _; do
+    case "$n" in
+      fedanon-leader*) hwm[leader]="$kb" ;;
+      fedanon-party\(*) party="${n#*(}" && hwm[${party%)}]="$kb" ;;
+    esac
+  done < <(watch_daemons "$up")
+fi
 wait "$timer" || { echo "federation up failed:"; tail -30 "$work/up.log"; exit 1; }
 load2="$(cut -d' ' -f1-3 /proc/loadavg)"
 rss=""

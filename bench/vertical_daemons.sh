@@ -55,14 +55,15 @@ t1=$(date +%s.%N)
   --party-data "$work/data/party1.csv,$work/data/party2.csv" \
   --wait --result "$work/fed.csv" --report "$work/fed.json" > "$work/up.log" 2>&1 &
 up=$!
-# Per daemon: the last VmHWM (monotone) and CPU ticks seen while it ran.
-declare -A daemon_hwm daemon_ticks
-watch_daemons "$up"
+# Per daemon: the last VmHWM (monotone) and CPU ticks seen while it ran (bench_lib.sh).
+watch_daemons "$up" > "$work/usage.txt" &
+watcher=$!
 wait "$up" || { cat "$work/up.log"; exit 1; }
 t2=$(date +%s.%N)
+wait "$watcher" || true
 ops_after="$(openssl_speed)"
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
-usage="$(for n in "${!daemon_hwm[@]}"; do echo "$n ${daemon_hwm[$n]} ${daemon_ticks[$n]:-0}"; done | sort)"
+usage="$(sort "$work/usage.txt")"
 idcpu="$(grep -ho 'process CPU [0-9.]* s since IdEncrypt, peak RSS [0-9]* MB' "$work"/fed/logs/*.log |
   awk '{print $3, $9}' || true)"
 # The leader's ID-matching breakdown (lists in batches).
