@@ -156,6 +156,9 @@ class Leader {
   // Signalled whenever a job's state may have changed (queue, store, cancellation, shutdown);
   // waiters re-check what they wait for, most with a timeout.
   mutable absl::CondVar changed_;
+  // Counts the Notify calls, so that a waiter that read the store before a change and waits after
+  // it does not miss that change's signal (WaitForChange).
+  mutable uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<QueuedJob> queue_ ABSL_GUARDED_BY(mu_);  // waiting jobs, oldest first
   int reserved_ ABSL_GUARDED_BY(mu_) = 0;  // queue places taken by Submits still storing the job
   std::map<std::string, RunningJob> running_ ABSL_GUARDED_BY(mu_);  // by job id
