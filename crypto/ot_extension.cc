@@ -112,9 +112,57 @@ absl::StatusOr<std::vector<Block>> CheckCoefficients(std::string_view context, s
   return chi;
 }
 
-Block Tweak(uint64_t i) { return Block{i, kOtTweakDomain}; }
+// Base OT j's seed for an extension under `context` from kept base OTs: SHA-256 over the
+// context, j and the kept seed (a PRF keyed by the kept seed, fresh for every context).
+Block ReusedSeed(std::string_view context, uint32_t j, Block kept) {
+  Sha256Stream h;
+  h.Update("fedanon OT extension from kept base OTs v1");
+  h.Update(context);
+  const char jb[4] = {static_cast<char>(j >> 24), static_cast<char>(j >> 16),
+                      static_cast<char>(j >> 8), static_cast<char>(j)};
+  h.Update(std::string_view(jb, 4));
+  h.Update(std::string_view(reinterpret_cast<const char*>(&kept), kBlockBytes));
+  std::string d = h.Finish();
+  const Block seed = LoadBlock(d.data());
+  OPENSSL_cleanse(d.data(), d.size());
+  return seed;
+}
+
+std::vector<Block> ReusedSeeds(std::string_view context, const std::vector<Block>& kept) {
+  std::vector<Block> out(kept.size());
+  for (size_t j = 0; j < kept.size(); ++j) {
+    out[j] = ReusedSeed(context, static_cast<uint32_t>(j), kept[j]);
+  }
+  return out;
+}
+
+// The high word of the tweaks of an extension from kept base OTs: kOtReuseTweakTag and 56 bits
+// of SHA-256 of its context, so that no two extensions of one base share their tweaks.
+uint64_t ReuseTweakHigh(std::string_view context) {
+  Sha256Stream h;
+  h.Update("fedanon OT extension tweak v1");
+  h.Update(context);
+  const std::string d = h.Finish();
+  uint64_t tag = 0;
+  std::memcpy(&tag, d.data(), sizeof(tag));
+  return kOtReuseTweakTag | (tag & 0x00ffffffffffffffULL);
+}
+
+void Cleanse(std::vector<Block>& blocks) {
+  if (!blocks.empty()) OPENSSL_cleanse(blocks.data(), blocks.size() * sizeof(Block));
+}
 
 }  // namespace
+
+BaseOtReceiverKeys::~BaseOtReceiverKeys() {
+  Cleanse(k0);
+  Cleanse(k1);
+}
+
+BaseOtSenderKeys::~BaseOtSenderKeys() {
+  Cleanse(seeds);
+  OPENSSL_cleanse(&s, sizeof(s));
+}
 
 struct OtExtensionReceiver::Secrets {
   SecretBnPtr a;
@@ -152,8 +200,46 @@ absl::StatusOr<std::unique_ptr<OtExtensionReceiver>> OtExtensionReceiver::Create
   return r;
 }
 
+absl::StatusOr<std::unique_ptr<OtExtensionReceiver>> OtExtensionReceiver::Extending(
+    std::string_view context, RandomStream random, const BaseOtReceiverKeys& base) {
+  if (base.k0.size() != kBaseOts || base.k1.size() != kBaseOts) {
+    return absl::InvalidArgumentError("kept base OTs: not 128 pairs of seeds");
+  }
+  std::unique_ptr<OtExtensionReceiver> r(new OtExtensionReceiver());
+  r->context_ = std::string(context);
+  r->random_.emplace(std::move(random));
+  r->secrets_ = std::make_unique<Secrets>();
+  r->extending_.emplace();
+  r->extending_->k0 = ReusedSeeds(context, base.k0);
+  r->extending_->k1 = ReusedSeeds(context, base.k1);
+  r->tweak_high_ = ReuseTweakHigh(context);
+  return r;
+}
+
 absl::StatusOr<std::string> OtExtensionReceiver::Extend(std::string_view base_answer,
                                                         absl::Span<const uint8_t> choices) {
+  BaseOtReceiverKeys keys;
+  if (extending_) {
+    if (!base_answer.empty()) {
+      return absl::InvalidArgumentError(
+          "an extension of kept base OTs takes no base OT answer (message 2)");
+    }
+    keys.k0 = std::move(extending_->k0);
+    keys.k1 = std::move(extending_->k1);
+    extending_.reset();
+  } else {
+    absl::StatusOr<BaseOtReceiverKeys> ran = RunBase(base_answer);
+    if (!ran.ok()) return ran.status();
+    keys.k0 = ran->k0;
+    keys.k1 = ran->k1;
+    base_keys_.emplace();
+    base_keys_->k0 = std::move(ran->k0);
+    base_keys_->k1 = std::move(ran->k1);
+  }
+  return ExtendWith(keys.k0, keys.k1, choices);
+}
+
+absl::StatusOr<BaseOtReceiverKeys> OtExtensionReceiver::RunBase(std::string_view base_answer) {
   if (secrets_->a == nullptr) {
     return absl::FailedPreconditionError("the OT extension was already run");
   }
@@ -199,7 +285,15 @@ absl::StatusOr<std::string> OtExtensionReceiver::Extend(std::string_view base_an
     k1[j] = BaseOtSeed(context_, j, first_message_, b, s1);
   }
   secrets_->a.reset();
+  BaseOtReceiverKeys keys;
+  keys.k0 = std::move(k0);
+  keys.k1 = std::move(k1);
+  return keys;
+}
 
+absl::StatusOr<std::string> OtExtensionReceiver::ExtendWith(const std::vector<Block>& k0,
+                                                            const std::vector<Block>& k1,
+                                                            absl::Span<const uint8_t> choices) {
   const size_t m = choices.size();
   const size_t rows = ExtensionRows(m);
   const size_t column_bytes = rows / 8;
@@ -249,7 +343,7 @@ absl::StatusOr<std::vector<Block>> OtExtensionReceiver::ChosenLabels(FixedKeyHas
         absl::StrCat("labels for ", m, " transfers asked, ", t_rows_.size(), " extended"));
   }
   std::vector<Block> tweaks(m);
-  for (size_t i = 0; i < m; ++i) tweaks[i] = Tweak(i);
+  for (size_t i = 0; i < m; ++i) tweaks[i] = Block{i, tweak_high_};
   std::vector<Block> labels(m);
   if (absl::Status s = hash.Hash(t_rows_.data(), tweaks.data(), labels.data(), m); !s.ok()) {
     return s;
@@ -270,6 +364,21 @@ absl::StatusOr<std::unique_ptr<OtExtensionSender>> OtExtensionSender::Create(
   std::unique_ptr<OtExtensionSender> s(new OtExtensionSender());
   s->context_ = std::string(context);
   s->random_.emplace(std::move(random));
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<OtExtensionSender>> OtExtensionSender::Extending(
+    std::string_view context, RandomStream random, const BaseOtSenderKeys& base) {
+  if (base.seeds.size() != kBaseOts) {
+    return absl::InvalidArgumentError("kept base OTs: not 128 seeds");
+  }
+  std::unique_ptr<OtExtensionSender> s(new OtExtensionSender());
+  s->context_ = std::string(context);
+  s->random_.emplace(std::move(random));
+  s->s_ = base.s;
+  s->seeds_ = ReusedSeeds(context, base.seeds);
+  s->first_message_ = "kept";  // AnswerBase is refused: the base OTs ran before
+  s->tweak_high_ = ReuseTweakHigh(context);
   return s;
 }
 
@@ -317,6 +426,9 @@ absl::StatusOr<std::string> OtExtensionSender::AnswerBase(std::string_view first
   }
   first_message_ = std::string(first_message);
   answer_ = answer;
+  base_keys_.emplace();
+  base_keys_->s = s_;
+  base_keys_->seeds = seeds_;
   return answer;
 }
 
@@ -359,7 +471,7 @@ absl::StatusOr<std::vector<Block>> OtExtensionSender::Transfer(FixedKeyHash& has
   }
 
   std::vector<Block> tweaks(m);
-  for (size_t i = 0; i < m; ++i) tweaks[i] = Tweak(i);
+  for (size_t i = 0; i < m; ++i) tweaks[i] = Block{i, tweak_high_};
   std::vector<Block> zero(m);
   std::vector<Block> one_in(m);
   for (size_t i = 0; i < m; ++i) one_in[i] = q_rows[i] ^ s_;

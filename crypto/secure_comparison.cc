@@ -429,9 +429,15 @@ absl::StatusOr<ComparisonResult> ComparePlain(const ComparisonSpec& spec,
 ComparisonEvaluator::~ComparisonEvaluator() = default;
 
 absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> ComparisonEvaluator::Create(
-    const ComparisonSpec& spec, std::vector<uint64_t> inputs, std::string_view seed) {
+    const ComparisonSpec& spec, std::vector<uint64_t> inputs, std::string_view seed,
+    const ComparisonBase* base) {
   if (absl::Status s = ValidateComparisonSpec(spec); !s.ok()) return s;
   if (absl::Status s = CheckInputs(spec, inputs, "evaluator"); !s.ok()) return s;
+  if (base != nullptr && (base->role() != ComparisonRole::kEvaluator || !base->evaluator_)) {
+    return absl::InvalidArgumentError(
+        "secure comparison: kept base OTs of a garbler given to an "
+        "evaluator");
+  }
   std::unique_ptr<ComparisonEvaluator> e(new ComparisonEvaluator());
   absl::StatusOr<mpc::RandomStream> random = StreamOf(seed, "evaluator-ot");
   if (!random.ok()) return random.status();
@@ -442,7 +448,27 @@ absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> ComparisonEvaluator::Create
   absl::StatusOr<std::unique_ptr<mpc::FixedKeyHash>> hash = mpc::FixedKeyHash::Create();
   if (!hash.ok()) return hash.status();
   e->hash_ = *std::move(hash);
+  if (base != nullptr) {
+    absl::StatusOr<std::unique_ptr<mpc::OtExtensionReceiver>> ot =
+        mpc::OtExtensionReceiver::Extending(e->digest_, std::move(*e->random_), *base->evaluator_);
+    e->random_.reset();
+    if (!ot.ok()) return ot.status();
+    e->ot_ = *std::move(ot);
+    e->step_ = 1;  // as after Start: Extend comes next
+    e->kept_base_ = true;
+  }
   return e;
+}
+
+std::optional<ComparisonBase> ComparisonEvaluator::base() const {
+  if (ot_ == nullptr || !ot_->base_keys().has_value()) return std::nullopt;
+  ComparisonBase b;
+  b.role_ = ComparisonRole::kEvaluator;
+  auto keys = std::make_shared<mpc::BaseOtReceiverKeys>();
+  keys->k0 = ot_->base_keys()->k0;
+  keys->k1 = ot_->base_keys()->k1;
+  b.evaluator_ = std::move(keys);
+  return b;
 }
 
 absl::StatusOr<std::string> ComparisonEvaluator::Start() {
@@ -458,10 +484,19 @@ absl::StatusOr<std::string> ComparisonEvaluator::Start() {
 
 absl::StatusOr<std::string> ComparisonEvaluator::Extend(std::string_view message2) {
   if (step_ != 1) return OutOfOrder("Extend", step_);
-  absl::StatusOr<std::string_view> body =
-      Body(message2, 2, digest_, mpc::kBaseOts * mpc::kPointBytes);
-  if (!body.ok()) return body.status();
-  absl::StatusOr<std::string> extension = ot_->Extend(*body, InputBits(inputs_, spec_.bits));
+  std::string_view base_answer;
+  if (kept_base_) {
+    if (!message2.empty()) {
+      return absl::InvalidArgumentError(
+          "secure comparison: an instance from kept base OTs takes no message 2");
+    }
+  } else {
+    absl::StatusOr<std::string_view> body =
+        Body(message2, 2, digest_, mpc::kBaseOts * mpc::kPointBytes);
+    if (!body.ok()) return body.status();
+    base_answer = *body;
+  }
+  absl::StatusOr<std::string> extension = ot_->Extend(base_answer, InputBits(inputs_, spec_.bits));
   if (!extension.ok()) return extension.status();
   step_ = 3;
   return Header(3, digest_) + *extension;
@@ -538,9 +573,15 @@ absl::StatusOr<std::string> ComparisonEvaluator::Evaluate(std::string_view messa
 ComparisonGarbler::~ComparisonGarbler() = default;
 
 absl::StatusOr<std::unique_ptr<ComparisonGarbler>> ComparisonGarbler::Create(
-    const ComparisonSpec& spec, std::vector<uint64_t> inputs, std::string_view seed) {
+    const ComparisonSpec& spec, std::vector<uint64_t> inputs, std::string_view seed,
+    const ComparisonBase* base) {
   if (absl::Status s = ValidateComparisonSpec(spec); !s.ok()) return s;
   if (absl::Status s = CheckInputs(spec, inputs, "garbler"); !s.ok()) return s;
+  if (base != nullptr && (base->role() != ComparisonRole::kGarbler || !base->garbler_)) {
+    return absl::InvalidArgumentError(
+        "secure comparison: kept base OTs of an evaluator given to a "
+        "garbler");
+  }
   std::unique_ptr<ComparisonGarbler> g(new ComparisonGarbler());
   absl::StatusOr<mpc::RandomStream> ot_random = StreamOf(seed, "garbler-ot");
   if (!ot_random.ok()) return ot_random.status();
@@ -554,10 +595,24 @@ absl::StatusOr<std::unique_ptr<ComparisonGarbler>> ComparisonGarbler::Create(
   if (!hash.ok()) return hash.status();
   g->hash_ = *std::move(hash);
   absl::StatusOr<std::unique_ptr<mpc::OtExtensionSender>> ot =
-      mpc::OtExtensionSender::Create(g->digest_, *std::move(ot_random));
+      base != nullptr
+          ? mpc::OtExtensionSender::Extending(g->digest_, *std::move(ot_random), *base->garbler_)
+          : mpc::OtExtensionSender::Create(g->digest_, *std::move(ot_random));
   if (!ot.ok()) return ot.status();
   g->ot_ = *std::move(ot);
+  if (base != nullptr) g->step_ = 2;  // as after AnswerBase: Garble comes next
   return g;
+}
+
+std::optional<ComparisonBase> ComparisonGarbler::base() const {
+  if (ot_ == nullptr || !ot_->base_keys().has_value()) return std::nullopt;
+  ComparisonBase b;
+  b.role_ = ComparisonRole::kGarbler;
+  auto keys = std::make_shared<mpc::BaseOtSenderKeys>();
+  keys->s = ot_->base_keys()->s;
+  keys->seeds = ot_->base_keys()->seeds;
+  b.garbler_ = std::move(keys);
+  return b;
 }
 
 absl::StatusOr<std::string> ComparisonGarbler::AnswerBase(std::string_view message1) {
@@ -677,22 +732,22 @@ absl::StatusOr<std::string> KeptOrNewComparisonSeed(std::string kept) {
 absl::StatusOr<std::unique_ptr<ComparisonSide>> ComparisonSide::Create(ComparisonRole role,
                                                                        const ComparisonSpec& spec,
                                                                        std::vector<uint64_t> inputs,
-                                                                       std::string_view seed) {
+                                                                       std::string_view seed,
+                                                                       const ComparisonBase* base) {
   std::unique_ptr<ComparisonSide> side(new ComparisonSide());
   side->role_ = role;
   if (role == ComparisonRole::kGarbler) {
     absl::StatusOr<std::unique_ptr<ComparisonGarbler>> g =
-        ComparisonGarbler::Create(spec, std::move(inputs), seed);
+        ComparisonGarbler::Create(spec, std::move(inputs), seed, base);
     if (!g.ok()) return g.status();
     side->garbler_ = *std::move(g);
-    side->next_ = 2;
   } else {
     absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> e =
-        ComparisonEvaluator::Create(spec, std::move(inputs), seed);
+        ComparisonEvaluator::Create(spec, std::move(inputs), seed, base);
     if (!e.ok()) return e.status();
     side->evaluator_ = *std::move(e);
-    side->next_ = 1;
   }
+  side->next_ = FirstComparisonStep(role, base != nullptr);
   return side;
 }
 
@@ -733,6 +788,8 @@ absl::StatusOr<std::string> ComparisonSide::Step(int step, std::string_view mess
     }
   }
   if (!out.ok()) return out.status();
+  if (step == 2) base_ = garbler_->base();
+  if (step == 3 && !base_) base_ = evaluator_->base();
   if (step + 2 <= kComparisonSteps) next_ = step + 2;
   if (result_.has_value()) {
     garbler_.reset();  // the instance's secrets are no longer needed

@@ -44,6 +44,8 @@ class FixedKeyHash;
 class OtExtensionReceiver;
 class RandomStream;
 class OtExtensionSender;
+struct BaseOtReceiverKeys;
+struct BaseOtSenderKeys;
 }  // namespace mpc
 
 enum class ComparisonKind : uint8_t {
@@ -118,12 +120,34 @@ inline constexpr size_t kComparisonSeedBytes = 32;
 // one from OpenSSL's DRBG.
 absl::StatusOr<std::string> KeptOrNewComparisonSeed(std::string kept);
 
+// The base OTs of one instance, kept by a side to start later instances with the same other
+// party without them: such an instance has three messages instead of five (the evaluator starts
+// with Extend, taking no message 2; the garbler with Garble) and no elliptic-curve work. Each
+// later instance derives its OT seeds, check and hash tweaks from its own spec's digest
+// (crypto/ot_extension.h, "Extending again"); docs/crypto.md "Base OTs kept for a run" gives the
+// argument. Whoever keeps one keeps a secret: in memory only, never on disk (a restarted party
+// derives it again by running the instance that made it from its kept seed). Copies share the
+// keys.
+enum class ComparisonRole : uint8_t { kGarbler, kEvaluator };
+class ComparisonBase {
+ public:
+  ComparisonRole role() const { return role_; }
+
+ private:
+  friend class ComparisonEvaluator;
+  friend class ComparisonGarbler;
+  ComparisonRole role_{};
+  std::shared_ptr<const mpc::BaseOtReceiverKeys> evaluator_;  // the evaluator's (OT receiver)
+  std::shared_ptr<const mpc::BaseOtSenderKeys> garbler_;      // the garbler's (OT sender)
+};
+
 class ComparisonEvaluator {
  public:
   // `inputs`: `count` values of ComparisonWords(bits) words each, each value < 2^bits.
-  static absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> Create(const ComparisonSpec& spec,
-                                                                     std::vector<uint64_t> inputs,
-                                                                     std::string_view seed = {});
+  // `base`: an evaluator's kept base OTs; the instance then starts with Extend("") (no Start).
+  static absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> Create(
+      const ComparisonSpec& spec, std::vector<uint64_t> inputs, std::string_view seed = {},
+      const ComparisonBase* base = nullptr);
   ~ComparisonEvaluator();
   ComparisonEvaluator(const ComparisonEvaluator&) = delete;
   ComparisonEvaluator& operator=(const ComparisonEvaluator&) = delete;
@@ -133,6 +157,8 @@ class ComparisonEvaluator {
   absl::StatusOr<std::string> Evaluate(std::string_view message4);  // -> message 5
   // After Evaluate.
   const ComparisonResult& result() const { return result_; }
+  // After an Extend that ran the base OTs (an instance without a kept base): them, to keep.
+  std::optional<ComparisonBase> base() const;
 
  private:
   ComparisonEvaluator() = default;
@@ -143,14 +169,16 @@ class ComparisonEvaluator {
   std::unique_ptr<mpc::FixedKeyHash> hash_;
   std::unique_ptr<mpc::RandomStream> random_;  // until Start hands it to the OT
   std::unique_ptr<mpc::OtExtensionReceiver> ot_;
+  bool kept_base_ = false;  // from a ComparisonBase: Extend takes no message 2
   ComparisonResult result_;
 };
 
 class ComparisonGarbler {
  public:
-  static absl::StatusOr<std::unique_ptr<ComparisonGarbler>> Create(const ComparisonSpec& spec,
-                                                                   std::vector<uint64_t> inputs,
-                                                                   std::string_view seed = {});
+  // `base`: a garbler's kept base OTs; the instance then starts with Garble (no AnswerBase).
+  static absl::StatusOr<std::unique_ptr<ComparisonGarbler>> Create(
+      const ComparisonSpec& spec, std::vector<uint64_t> inputs, std::string_view seed = {},
+      const ComparisonBase* base = nullptr);
   ~ComparisonGarbler();
   ComparisonGarbler(const ComparisonGarbler&) = delete;
   ComparisonGarbler& operator=(const ComparisonGarbler&) = delete;
@@ -160,6 +188,8 @@ class ComparisonGarbler {
   // Takes message 5: the result, after checking that every output label is one of the two the
   // circuit has (PermissionDenied otherwise).
   absl::StatusOr<ComparisonResult> Finish(std::string_view message5);
+  // After AnswerBase: the base OTs it ran, to keep.
+  std::optional<ComparisonBase> base() const;
 
  private:
   ComparisonGarbler() = default;
@@ -180,29 +210,37 @@ class ComparisonGarbler {
 // and gives this side's message of step s ("" after step 6). The protocols built on the
 // comparison (the two-party final check, the vertical winner, the binned bins' check) seal and
 // relay those messages; this is the one place that maps steps to the sides' methods.
+// An instance that starts from a kept ComparisonBase skips steps 1 and 2: the evaluator's first
+// step is 3 (it takes no message), the garbler's 4.
 inline constexpr int kComparisonSteps = 6;
 
-enum class ComparisonRole : uint8_t { kGarbler, kEvaluator };
+// A side's first step: 1 (evaluator) or 2 (garbler), or 3 and 4 from a kept base.
+inline constexpr int FirstComparisonStep(ComparisonRole role, bool kept_base) {
+  return (role == ComparisonRole::kGarbler ? 2 : 1) + (kept_base ? 2 : 0);
+}
 
 class ComparisonSide {
  public:
-  static absl::StatusOr<std::unique_ptr<ComparisonSide>> Create(ComparisonRole role,
-                                                                const ComparisonSpec& spec,
-                                                                std::vector<uint64_t> inputs,
-                                                                std::string_view seed = {});
+  // `base`: this role's kept base OTs (InvalidArgument when they are the other role's).
+  static absl::StatusOr<std::unique_ptr<ComparisonSide>> Create(
+      ComparisonRole role, const ComparisonSpec& spec, std::vector<uint64_t> inputs,
+      std::string_view seed = {}, const ComparisonBase* base = nullptr);
   ~ComparisonSide();
   ComparisonSide(const ComparisonSide&) = delete;
   ComparisonSide& operator=(const ComparisonSide&) = delete;
 
   ComparisonRole role() const { return role_; }
-  // The side's next step: 1 (evaluator) or 2 (garbler) first, then every other one; 0 once the
-  // side's last step ran, or a step failed (an instance that failed is spent).
+  // The side's next step: FirstComparisonStep first, then every other one; 0 once the side's last
+  // step ran, or a step failed (an instance that failed is spent).
   int next_step() const { return next_; }
   // Step `step`: FailedPrecondition naming it and the side's next one when it is not the next;
   // the primitive's named errors otherwise.
   absl::StatusOr<std::string> Step(int step, std::string_view message);
   // The result, once the side's last step (5 or 6) ran.
   const std::optional<ComparisonResult>& result() const { return result_; }
+  // The base OTs this instance ran (none when it started from kept ones), once they ran: after
+  // step 2 (garbler) or 3 (evaluator), kept after the side's last step.
+  const std::optional<ComparisonBase>& base() const { return base_; }
 
  private:
   ComparisonSide() = default;
@@ -211,6 +249,7 @@ class ComparisonSide {
   std::unique_ptr<ComparisonGarbler> garbler_;
   std::unique_ptr<ComparisonEvaluator> evaluator_;
   std::optional<ComparisonResult> result_;
+  std::optional<ComparisonBase> base_;
 };
 
 }  // namespace fedanon::crypto

@@ -302,13 +302,18 @@ absl::StatusOr<int> VerticalSession::CompareForWinner(
   const std::string& garbler = ring[0];
   const std::string& evaluator = ring[1];
   CarriedPayload carried;
-  for (uint32_t s = 1; s <= 6; ++s) {
+  // From the run's second comparison on, when both computing parties keep the base OTs of the
+  // first (protocol 4.1), the comparison starts at step 3: three relayed messages, not five.
+  const uint32_t first = winner_base_kept_ ? 3 : 1;
+  winner_base_kept_ = false;
+  bool kept_by_both = true;
+  for (uint32_t s = first; s <= 6; ++s) {
     const bool evaluator_step = s % 2 == 1;
     const std::string& party = evaluator_step ? evaluator : garbler;
     fedanon::v1::VerticalStep step;
     auto* compare = step.mutable_compare();
     compare->set_step(s);
-    if (s <= 2) {  // each computing party's first step
+    if (s <= first + 1) {  // each computing party's first step
       for (const auto& p : w->proposals) *compare->add_proposals() = p;
       for (const auto& p : proposals) {
         for (const auto& share : p.proposal().key_shares()) {
@@ -316,7 +321,7 @@ absl::StatusOr<int> VerticalSession::CompareForWinner(
         }
       }
     }
-    if (s > 1) {
+    if (s > first) {
       RETURN_IF_ERROR(relay_.Hand(carried, round, options_.timeout, compare->mutable_input(),
                                   compare->mutable_input_ref()));
     }
@@ -325,7 +330,10 @@ absl::StatusOr<int> VerticalSession::CompareForWinner(
       return absl::InternalError(absl::StrCat("party '", party, "' answered step ", s,
                                               " of the winner's comparison with something else"));
     }
-    if (reply.compared().has_choice()) w->choices.push_back(reply.compared().choice());
+    if (reply.compared().has_choice()) {
+      w->choices.push_back(reply.compared().choice());
+      kept_by_both = kept_by_both && reply.compared().base_kept();
+    }
     if (s < 6) {
       ASSIGN_OR_RETURN(carried,
                        relay_.Fetch(party, round, options_.timeout, reply.compared().sealed(),
@@ -335,6 +343,7 @@ absl::StatusOr<int> VerticalSession::CompareForWinner(
   if (w->choices.size() != 2 || w->choices[0].winner() != w->choices[1].winner()) {
     return absl::InternalError("the computing parties name different winners of the round");
   }
+  winner_base_kept_ = kept_by_both;
   const auto it = std::find(ring.begin(), ring.end(), w->choices[0].winner());
   if (it == ring.end() ||
       !proposals[static_cast<size_t>(it - ring.begin())].proposal().participate()) {

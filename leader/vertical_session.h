@@ -350,6 +350,9 @@ class VerticalSession {
   std::map<std::tuple<uint32_t, int32_t, int32_t>, uint32_t> vetoed_;
   std::string stop_reason_;  // of the last round in which every party declined
   size_t logged_ = 0;        // lines of options_.logged_before matched so far
+  // Both computing parties said, with their choices of the last winner, that they keep the base
+  // OTs of the run's comparisons (protocol 4.1): the next comparison starts at step 3.
+  bool winner_base_kept_ = false;
 };
 
 }  // namespace fedanon::leader

@@ -219,10 +219,20 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
     return absl::InvalidArgumentError(
         absl::StrCat("the winner's secure comparison: step ", step, " is not one of this party's"));
   }
+  // A comparison starts at the role's first step: 1 or 2, or 3 or 4 from the base OTs this
+  // party kept from the run's first comparison (the leader relays steps 1 and 2 only while a
+  // computing party has not said it keeps them; either way is safe for this party).
+  const crypto::ComparisonRole role =
+      garbler ? crypto::ComparisonRole::kGarbler : crypto::ComparisonRole::kEvaluator;
+  const bool running =
+      comparison_ && comparison_->round == round && comparison_->decisions == decisions;
+  const bool from_kept_base =
+      !running && winner_base_ && step == crypto::FirstComparisonStep(role, true);
+  const bool starts = step == crypto::FirstComparisonStep(role, false) || from_kept_base;
   // The other computing party's message, opened before any state changes.
   std::string message;
   const bool chunked_input = !compare.input_ref().stream().empty();
-  if (step > 1) {
+  if (step > 1 && !(from_kept_base && !garbler)) {
     ASSIGN_OR_RETURN(message, transfer_.OpenPayloadFrom(
                                   other, compare.input(), compare.input_ref(), round,
                                   ComparePurpose(decisions, step - 1),
@@ -232,8 +242,7 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
     return absl::InvalidArgumentError(
         "the winner's secure comparison: its first step takes no input");
   }
-  const int first = garbler ? 2 : 1;
-  if (step == first) {
+  if (starts) {
     if (comparison_ && comparison_->round == round && comparison_->decisions == decisions) {
       return absl::FailedPreconditionError(
           absl::StrCat("the winner's secure comparison of round ", round, " has started already"));
@@ -241,9 +250,10 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
     ASSIGN_OR_RETURN(std::vector<uint64_t> shares, CollectShares(compare, round));
     ASSIGN_OR_RETURN(const std::string seed,
                      crypto::KeptOrNewComparisonSeed(std::exchange(restored_seed_, "")));
-    ASSIGN_OR_RETURN(auto c, VerticalWinnerComparison::Create(
-                                 garbler, WinnerComparisonInstance(round, decisions),
-                                 ctx_.ring.size(), std::move(shares), seed));
+    ASSIGN_OR_RETURN(auto c,
+                     VerticalWinnerComparison::Create(
+                         garbler, WinnerComparisonInstance(round, decisions), ctx_.ring.size(),
+                         std::move(shares), seed, from_kept_base ? &*winner_base_ : nullptr));
     // Durable with this answer: a restart runs the answered steps again from it.
     ctx_.journal_extra = seed;
     comparison_ = RunningComparison{round, decisions, std::move(c)};
@@ -256,6 +266,9 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
                      " comes before this party's first step of it"));
   }
   ASSIGN_OR_RETURN(const std::string next, comparison_->comparison->Step(step, message));
+  // The base OTs of a comparison that ran them (the first of the run, or one a leader of 4.0
+  // asked for) start the later ones.
+  if (comparison_->comparison->base()) winner_base_ = comparison_->comparison->base();
   auto* compared = out->mutable_compared();
   if (step < crypto::kComparisonSteps) {
     RETURN_IF_ERROR(transfer_.SealPayload(other, round, ComparePurpose(decisions, step), next,
@@ -279,6 +292,9 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
                                                                  decisions, choice->winner())));
     comparison_.reset();
     to.push_back(ctx_.leader);
+    // The next comparison can start at step 3 or 4 (the leader relays steps 1 and 2 again only
+    // when the other computing party does not say so too).
+    compared->set_base_kept(winner_base_.has_value());
   }
   return ctx_.Audit(round, {.kind = kAuditWinnerComparison,
                             .form = compared->has_choice() ? "sealed+plaintext" : kAuditSealed,

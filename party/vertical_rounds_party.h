@@ -89,6 +89,9 @@ class VerticalRoundsParty {
   };
   std::optional<RunningComparison> comparison_;
   std::string restored_seed_;
+  // The base OTs of this run's first comparison, which start every later one at step 3 or 4
+  // (protocol 4.1): in memory only; a restart's replay of that comparison derives them again.
+  std::optional<crypto::ComparisonBase> winner_base_;
   // This party's tie-break key of its last proposal and when it made it: a committed winner must
   // rank above it (else the comparison's inputs or garbling deviated somewhere).
   struct OwnProposal {

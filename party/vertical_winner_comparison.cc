@@ -104,7 +104,7 @@ std::string WinnerComparisonInstance(uint64_t round, uint64_t decisions) {
 
 absl::StatusOr<std::unique_ptr<VerticalWinnerComparison>> VerticalWinnerComparison::Create(
     bool garbler, std::string instance, size_t parties, std::vector<uint64_t> shares,
-    std::string_view seed) {
+    std::string_view seed, const crypto::ComparisonBase* base) {
   if (parties < 2 || parties > crypto::kMaxArgmaxKeys) {
     return absl::InvalidArgumentError(absl::StrCat("a winner among ", parties, " parties"));
   }
@@ -116,7 +116,7 @@ absl::StatusOr<std::unique_ptr<VerticalWinnerComparison>> VerticalWinnerComparis
                                     .output = crypto::ComparisonOutput::kEach};
   absl::StatusOr<std::unique_ptr<crypto::ComparisonSide>> side = crypto::ComparisonSide::Create(
       garbler ? crypto::ComparisonRole::kGarbler : crypto::ComparisonRole::kEvaluator, spec,
-      std::move(shares), seed);
+      std::move(shares), seed, base);
   if (!side.ok()) return side.status();
   return std::unique_ptr<VerticalWinnerComparison>(new VerticalWinnerComparison(*std::move(side)));
 }

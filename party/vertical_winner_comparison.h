@@ -57,12 +57,15 @@ class VerticalWinnerComparison {
  public:
   // `garbler`: the ring's first party (steps 2, 4, 6), else the second (steps 1, 3, 5). `shares`:
   // this party's share of every party's key, ring order (parties × kWinnerKeyWords words). `seed`:
-  // crypto::kComparisonSeedBytes, kept durable by the caller so that a restart resumes.
+  // crypto::kComparisonSeedBytes, kept durable by the caller so that a restart resumes. `base`:
+  // the base OTs an earlier round's comparison ran (its base()), so that this one starts at step
+  // 3 or 4 (protocol 4.1).
   static absl::StatusOr<std::unique_ptr<VerticalWinnerComparison>> Create(
       bool garbler, std::string instance, size_t parties, std::vector<uint64_t> shares,
-      std::string_view seed);
+      std::string_view seed, const crypto::ComparisonBase* base = nullptr);
 
-  // The role's next step: 1 or 2 first, then every other one; 0 once its part ended.
+  // The role's next step: 1 or 2 first (3 or 4 from kept base OTs), then every other one; 0 once
+  // its part ended.
   int next_step() const { return side_->next_step(); }
   // Step `step` (the role's next) of crypto::ComparisonSide: takes the other party's message
   // (none at step 1) and returns the message for the other party (empty after step 6, the last).
@@ -73,6 +76,8 @@ class VerticalWinnerComparison {
   std::optional<uint64_t> winner() const {
     return side_->result() ? std::optional<uint64_t>(side_->result()->winner) : std::nullopt;
   }
+  // The base OTs this comparison ran, once they ran (none when it started from kept ones).
+  const std::optional<crypto::ComparisonBase>& base() const { return side_->base(); }
 
  private:
   explicit VerticalWinnerComparison(std::unique_ptr<crypto::ComparisonSide> side)

@@ -42,6 +42,12 @@
 // and the ring's last party showed, by a secure comparison the leader relays (SumBinCheck), that
 // every bin is empty or holds at least the bin bound; an attribute's bins are asked once, and a
 // threshold lies on a bin boundary. A 3.x party would hand over its mask unchecked: refused.
+//
+// 4.1: a vertical job's computing parties keep the base OTs of the run's first winner comparison
+// (VerticalCompared.base_kept), and the leader starts every later comparison at step 3: three
+// relayed messages instead of five and no elliptic-curve work a round (docs/crypto.md "Base OTs
+// kept for a run"). A 4.1 leader starts at step 1 unless both computing parties said they keep
+// them (a 4.0 party never does); a 4.0 leader always starts at step 1, which a 4.1 party accepts.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +64,7 @@ struct ProtocolVersion {
   friend bool operator==(const ProtocolVersion&, const ProtocolVersion&) = default;
 };
 
-inline constexpr ProtocolVersion kProtocolVersion{4, 0};  // what this build speaks
+inline constexpr ProtocolVersion kProtocolVersion{4, 1};  // what this build speaks
 
 // "2.0".
 std::string ProtocolVersionText(const ProtocolVersion& v);

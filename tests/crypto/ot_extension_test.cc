@@ -11,6 +11,7 @@
 
 #include "crypto/block.h"
 #include "crypto/fixed_key_hash.h"
+#include "crypto/random_stream.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/status_matchers.h"
@@ -115,6 +116,67 @@ TEST(OtExtensionTest, MalformedMessagesAreRefusedByName) {
     EXPECT_THAT(run.sender->AnswerBase(run.receiver->first_message()),
                 StatusIs(absl::StatusCode::kFailedPrecondition, "already answered"));
   }
+}
+
+// Extending kept base OTs again: under new contexts the receiver still gets exactly the label of
+// its choice, with matrices and labels unrelated to the first extension's (the seeds are derived
+// per context); the kept keys are the ones both sides saw; a receiver of kept OTs takes no
+// message 2, and a sender of kept OTs answers no base OTs.
+TEST(OtExtensionTest, KeptBaseOtsExtendAgainUnderEachNewContext) {
+  std::mt19937_64 rng(22);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<FixedKeyHash> hash, FixedKeyHash::Create());
+  OtRun run = Begin();
+  const size_t m = 700;
+  std::vector<uint8_t> choices(m);
+  for (uint8_t& c : choices) c = rng() & 1;
+  ASSERT_OK_AND_ASSIGN(const std::string first, run.receiver->Extend(run.answer, choices));
+  ASSERT_TRUE(run.receiver->base_keys().has_value());
+  ASSERT_TRUE(run.sender->base_keys().has_value());
+  const BaseOtReceiverKeys& r = *run.receiver->base_keys();
+  const BaseOtSenderKeys& s = *run.sender->base_keys();
+  for (size_t j = 0; j < kBaseOts; ++j) {  // the sender holds the seed of its choice bit s_j
+    const bool bit = ((j < 64 ? s.s.lo >> j : s.s.hi >> (j - 64)) & 1) != 0;
+    EXPECT_EQ(s.seeds[j], bit ? r.k1[j] : r.k0[j]) << j;
+  }
+  std::vector<std::vector<Block>> labels;
+  for (const char c : {'d', 'e'}) {
+    const std::string context(32, c);
+    ASSERT_OK_AND_ASSIGN(auto receiver,
+                         OtExtensionReceiver::Extending(context, *RandomStream::Fresh("t"), r));
+    ASSERT_OK_AND_ASSIGN(auto sender,
+                         OtExtensionSender::Extending(context, *RandomStream::Fresh("t"), s));
+    EXPECT_TRUE(receiver->first_message().empty());
+    EXPECT_THAT(receiver->Extend(run.answer, choices).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, "takes no base OT answer"));
+    EXPECT_THAT(sender->AnswerBase(run.receiver->first_message()).status(),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "already answered"));
+    ASSERT_OK_AND_ASSIGN(const std::string extension, receiver->Extend("", choices));
+    EXPECT_NE(extension, first);
+    EXPECT_THAT(receiver->Extend("", choices).status(),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "already run"));
+    const Block delta{rng() | 1, rng()};
+    std::vector<Block> y;
+    ASSERT_OK_AND_ASSIGN(const std::vector<Block> zero,
+                         sender->Transfer(*hash, extension, m, delta, &y));
+    ASSERT_OK_AND_ASSIGN(const std::vector<Block> chosen,
+                         receiver->ChosenLabels(*hash, y.data(), m));
+    for (size_t i = 0; i < m; ++i) {
+      ASSERT_EQ(chosen[i], zero[i] ^ SelectIf(choices[i] != 0, delta)) << c << ": " << i;
+    }
+    EXPECT_FALSE(receiver->base_keys().has_value());
+    EXPECT_FALSE(sender->base_keys().has_value());
+    labels.push_back(zero);
+  }
+  EXPECT_NE(labels[0], labels[1]);
+  // A sender extending under another context than the receiver's: the check fails.
+  ASSERT_OK_AND_ASSIGN(auto receiver, OtExtensionReceiver::Extending(std::string(32, 'f'),
+                                                                     *RandomStream::Fresh("t"), r));
+  ASSERT_OK_AND_ASSIGN(auto sender, OtExtensionSender::Extending(std::string(32, 'g'),
+                                                                 *RandomStream::Fresh("t"), s));
+  ASSERT_OK_AND_ASSIGN(const std::string extension, receiver->Extend("", choices));
+  std::vector<Block> y;
+  EXPECT_THAT(sender->Transfer(*hash, extension, m, Block{1, 0}, &y),
+              StatusIs(absl::StatusCode::kPermissionDenied, "consistency check failed"));
 }
 
 }  // namespace

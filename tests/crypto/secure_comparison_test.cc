@@ -502,5 +502,151 @@ TEST(SecureComparisonTest, ASideDrivenByNumberedStepsGivesThePlainResultAndRefus
   EXPECT_EQ(garbler->next_step(), 0);
 }
 
+// Base OTs kept for later instances (protocol 4.1's vertical winners): one instance runs them,
+// and every later instance between the same two sides starts at step 3 (the evaluator, no
+// message) and 4 (the garbler), three messages instead of five, and still gives the plain
+// result, for every kind and at several widths. Different instances from one base send
+// different messages for the same inputs (fresh OT seeds, tweaks and labels).
+struct KeptBases {
+  ComparisonBase garbler;
+  ComparisonBase evaluator;
+};
+
+absl::StatusOr<KeptBases> RunFirstInstance() {
+  const ComparisonSpec spec{"first", ComparisonKind::kGreaterThan, 8, 0,
+                            1,       ComparisonOutput::kEach};
+  absl::StatusOr<std::unique_ptr<ComparisonSide>> g =
+      ComparisonSide::Create(ComparisonRole::kGarbler, spec, {7});
+  if (!g.ok()) return g.status();
+  absl::StatusOr<std::unique_ptr<ComparisonSide>> e =
+      ComparisonSide::Create(ComparisonRole::kEvaluator, spec, {9});
+  if (!e.ok()) return e.status();
+  std::string message;
+  for (int step = 1; step <= kComparisonSteps; ++step) {
+    ComparisonSide& side = step % 2 == 1 ? **e : **g;
+    absl::StatusOr<std::string> next = side.Step(step, message);
+    if (!next.ok()) return next.status();
+    message = *std::move(next);
+  }
+  if (!(*g)->base() || !(*e)->base() || (*g)->result()->each != std::vector<uint8_t>{0}) {
+    return absl::InternalError("the first instance kept no base OTs or gave a wrong result");
+  }
+  return KeptBases{*(*g)->base(), *(*e)->base()};
+}
+
+// Steps 3 to 6 of an instance from kept bases: the messages 3, 4 and 5, and both results.
+absl::StatusOr<Outcome> RunFromKept(const KeptBases& kept, const ComparisonSpec& spec,
+                                    std::vector<uint64_t> g, std::vector<uint64_t> e) {
+  absl::StatusOr<std::unique_ptr<ComparisonSide>> garbler =
+      ComparisonSide::Create(ComparisonRole::kGarbler, spec, std::move(g), {}, &kept.garbler);
+  if (!garbler.ok()) return garbler.status();
+  absl::StatusOr<std::unique_ptr<ComparisonSide>> evaluator =
+      ComparisonSide::Create(ComparisonRole::kEvaluator, spec, std::move(e), {}, &kept.evaluator);
+  if (!evaluator.ok()) return evaluator.status();
+  if ((*garbler)->next_step() != 4 || (*evaluator)->next_step() != 3) {
+    return absl::InternalError("an instance from kept base OTs does not start at steps 3 and 4");
+  }
+  Outcome out;
+  std::string message;
+  for (int step = 3; step <= kComparisonSteps; ++step) {
+    ComparisonSide& side = step % 2 == 1 ? **evaluator : **garbler;
+    absl::StatusOr<std::string> next = side.Step(step, message);
+    if (!next.ok()) return next.status();
+    message = *std::move(next);
+    if (!message.empty()) out.messages.push_back(message);
+  }
+  if ((*garbler)->base() || (*evaluator)->base()) {
+    return absl::InternalError("an instance from kept base OTs claims to have run its own");
+  }
+  out.garbler = *(*garbler)->result();
+  out.evaluator = *(*evaluator)->result();
+  return out;
+}
+
+TEST(SecureComparisonTest, InstancesFromKeptBaseOtsStartAtStepThreeAndEqualPlainComputation) {
+  ASSERT_OK_AND_ASSIGN(const KeptBases kept, RunFirstInstance());
+  std::mt19937_64 rng(44);
+  int instance = 0;
+  for (const ComparisonKind kind :
+       {ComparisonKind::kGreaterThan, ComparisonKind::kSumZeroOrAtLeast,
+        ComparisonKind::kSumNonNegative, ComparisonKind::kSharedArgmax}) {
+    for (const uint32_t bits : {1u, 7u, 64u, 193u}) {
+      const uint64_t count = kind == ComparisonKind::kSharedArgmax ? 3 : 4;
+      ComparisonSpec spec{
+          absl::StrCat("kept/", instance++), kind, bits, 0, count, ComparisonOutput::kEach};
+      if (kind == ComparisonKind::kSumZeroOrAtLeast) spec.threshold = bits == 1 ? 1 : 3;
+      const uint32_t words = ComparisonWords(bits);
+      std::vector<uint64_t> g(count * words);
+      std::vector<uint64_t> e(count * words);
+      for (size_t i = 0; i < g.size(); ++i) {
+        const uint32_t in_word = std::min<uint32_t>(64, bits - (i % words) * 64);
+        g[i] = rng() & Mask(in_word);
+        e[i] = rng() & Mask(in_word);
+      }
+      ASSERT_OK_AND_ASSIGN(const ComparisonResult plain, ComparePlain(spec, g, e));
+      ASSERT_OK_AND_ASSIGN(const Outcome out, RunFromKept(kept, spec, g, e));
+      EXPECT_EQ(out.evaluator, plain) << spec.instance;
+      EXPECT_EQ(out.garbler, plain) << spec.instance;
+      ASSERT_EQ(out.messages.size(), 3u);
+      ASSERT_OK_AND_ASSIGN(const ComparisonCost cost, CostOfComparison(spec));
+      // The evaluator saves its message 1 only: a 37-byte header and a 33-byte point.
+      EXPECT_EQ(cost.evaluator_bytes - out.messages[0].size() - out.messages[2].size(), 70u);
+    }
+  }
+  // Two instances from one base with the same inputs: every message differs.
+  const ComparisonSpec a{"kept/a", ComparisonKind::kGreaterThan, 16, 0, 2, ComparisonOutput::kEach};
+  ComparisonSpec b = a;
+  b.instance = "kept/b";
+  ASSERT_OK_AND_ASSIGN(const Outcome out_a, RunFromKept(kept, a, {5, 6}, {6, 5}));
+  ASSERT_OK_AND_ASSIGN(const Outcome out_b, RunFromKept(kept, b, {5, 6}, {6, 5}));
+  for (size_t k = 0; k < 3; ++k) EXPECT_NE(out_a.messages[k], out_b.messages[k]) << k;
+}
+
+// A kept base refuses what it must: steps 1 and 2 of its instance, a message 2, the other role's
+// base; and a base that is not the other side's (another pair's) makes the garbler refuse the
+// evaluator's output labels rather than give a result.
+TEST(SecureComparisonTest, KeptBaseOtsRefuseTheStepsTheySkipAndAnotherPairsBaseFailsTheCheck) {
+  ASSERT_OK_AND_ASSIGN(const KeptBases kept, RunFirstInstance());
+  ASSERT_OK_AND_ASSIGN(const KeptBases other_pair, RunFirstInstance());
+  const ComparisonSpec spec{"kept/refusals",        ComparisonKind::kGreaterThan, 32, 0, 3,
+                            ComparisonOutput::kEach};
+  EXPECT_THAT(ComparisonSide::Create(ComparisonRole::kGarbler, spec, {1, 2, 3}, {}, &kept.evaluator)
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "given to a garbler"));
+  EXPECT_THAT(ComparisonSide::Create(ComparisonRole::kEvaluator, spec, {1, 2, 3}, {}, &kept.garbler)
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "given to an evaluator"));
+  ASSERT_OK_AND_ASSIGN(auto evaluator, ComparisonSide::Create(ComparisonRole::kEvaluator, spec,
+                                                              {1, 2, 3}, {}, &kept.evaluator));
+  EXPECT_THAT(evaluator->Step(1, "").status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "this evaluator's next is 3"));
+  ASSERT_OK_AND_ASSIGN(auto evaluator2, ComparisonSide::Create(ComparisonRole::kEvaluator, spec,
+                                                               {1, 2, 3}, {}, &kept.evaluator));
+  EXPECT_THAT(evaluator2->Step(3, "a message 2").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "takes no message 2"));
+  ASSERT_OK_AND_ASSIGN(auto garbler, ComparisonSide::Create(ComparisonRole::kGarbler, spec,
+                                                            {1, 2, 3}, {}, &kept.garbler));
+  EXPECT_THAT(garbler->Step(2, "").status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, "this garbler's next is 4"));
+
+  // The evaluator extends another pair's base: its labels are not the garbler's.
+  ASSERT_OK_AND_ASSIGN(
+      auto g, ComparisonSide::Create(ComparisonRole::kGarbler, spec, {1, 2, 3}, {}, &kept.garbler));
+  ASSERT_OK_AND_ASSIGN(auto e, ComparisonSide::Create(ComparisonRole::kEvaluator, spec, {3, 2, 1},
+                                                      {}, &other_pair.evaluator));
+  ASSERT_OK_AND_ASSIGN(const std::string m3, e->Step(3, ""));
+  const absl::StatusOr<std::string> m4 = g->Step(4, m3);
+  if (m4.ok()) {  // the consistency check may pass by chance of the seeds; the labels never do
+    const absl::StatusOr<std::string> m5 = e->Step(5, *m4);
+    if (m5.ok()) {
+      EXPECT_THAT(g->Step(6, *m5).status(),
+                  StatusIs(absl::StatusCode::kPermissionDenied, "output label"));
+    }
+  } else {
+    EXPECT_THAT(m4.status(), StatusIs(absl::StatusCode::kPermissionDenied, "consistency check"));
+  }
+  EXPECT_FALSE(g->result().has_value());
+}
+
 }  // namespace
 }  // namespace fedanon::crypto

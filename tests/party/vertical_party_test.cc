@@ -99,19 +99,23 @@ absl::StatusOr<std::vector<fedanon::v1::SignedProposal>> ProposeAll(PartyFixture
 
 // The round's secure comparison as an honest leader relays it between the ring's first two
 // parties: the winner's index and both computing parties' signed choices.
+// `first`: 1, or 3 when both computing parties keep the base OTs of an earlier round's
+// comparison (protocol 4.1; a 4.0 leader always starts at 1).
 struct Compared {
   size_t owner = 0;
   std::vector<fedanon::v1::SignedWinnerChoice> choices;
+  std::vector<bool> base_kept;  // with each choice
 };
 absl::StatusOr<Compared> CompareRound(PartyFixture& f, uint32_t round,
-                                      const std::vector<fedanon::v1::SignedProposal>& proposals) {
+                                      const std::vector<fedanon::v1::SignedProposal>& proposals,
+                                      uint32_t first = 1) {
   Compared out;
   fedanon::v1::SealedPayload carried;
-  for (uint32_t s = 1; s <= 6; ++s) {
+  for (uint32_t s = first; s <= 6; ++s) {
     const std::string& party = f.names[s % 2 == 1 ? 1 : 0];
     VerticalStep step;
     step.mutable_compare()->set_step(s);
-    if (s <= 2) {
+    if (s <= first + 1) {
       for (const auto& p : proposals) {
         auto* relayed = step.mutable_compare()->add_proposals();
         *relayed = p;
@@ -121,9 +125,12 @@ absl::StatusOr<Compared> CompareRound(PartyFixture& f, uint32_t round,
         }
       }
     }
-    if (s > 1) *step.mutable_compare()->mutable_input() = carried;
+    if (s > first) *step.mutable_compare()->mutable_input() = carried;
     ASSIGN_OR_RETURN(VerticalStepResult reply, CallStep(f, party, round, step));
-    if (reply.compared().has_choice()) out.choices.push_back(reply.compared().choice());
+    if (reply.compared().has_choice()) {
+      out.choices.push_back(reply.compared().choice());
+      out.base_kept.push_back(reply.compared().base_kept());
+    }
     carried = reply.compared().sealed();
   }
   if (out.choices.size() != 2 || out.choices[0].winner() != out.choices[1].winner()) {
@@ -1110,17 +1117,19 @@ struct Round {
   VerticalStepResult verdict;                // the judge's Deliver reply (judged jobs)
   VerticalStepResult published;              // the owner's Publish reply
   fedanon::v1::SignedVerdict signed_verdict;
+  std::vector<bool> base_kept;  // the computing parties' VerticalCompared.base_kept
   bool judged() const { return to_judges.instructions().for_parties_size() > 0; }
 };
 
 // Proposals and the secure comparison of the round: the owner and both choices.
-absl::StatusOr<Round> ProposeRound(PartyFixture& f, uint32_t round) {
+absl::StatusOr<Round> ProposeRound(PartyFixture& f, uint32_t round, uint32_t first_step = 1) {
   Round r;
   r.round = round;
   ASSIGN_OR_RETURN(r.proposals, ProposeAll(f, round));
-  ASSIGN_OR_RETURN(const Compared compared, CompareRound(f, round, r.proposals));
+  ASSIGN_OR_RETURN(const Compared compared, CompareRound(f, round, r.proposals, first_step));
   r.owner = compared.owner;
   r.choices = compared.choices;
+  r.base_kept = compared.base_kept;
   return r;
 }
 
@@ -1356,6 +1365,34 @@ TEST(VerticalRoundRefusals, ComparisonStepsOutOfRoleOrderOrWithForeignInputsAreR
   *second.mutable_compare()->mutable_input() = m1.compared().sealed();
   ASSERT_OK_AND_ASSIGN(VerticalStepResult m2, CallStep(*p.f, "hospital-a", 1, second));
   EXPECT_TRUE(m2.compared().has_sealed());
+}
+
+// Protocol 4.1: after the first round's comparison both computing parties say they keep its base
+// OTs, and a later round's comparison from step 3 (three messages) names the same winner as a
+// fresh one (steps 1 to 6, as a 4.0 leader asks) in an identical federation. The evaluator's first
+// step from kept base OTs takes no input.
+TEST(VerticalRounds, ALaterComparisonFromKeptBaseOtsNamesTheWinnerAFreshOneNames) {
+  ASSERT_OK_AND_ASSIGN(Prepared kept, PrepareTwo("kept_base_ots"));
+  ASSERT_OK_AND_ASSIGN(Prepared fresh, PrepareTwo("fresh_base_ots"));
+  for (Prepared* p : {&kept, &fresh}) {
+    ASSERT_OK(MatchIds(*p->f).status());
+    ASSERT_OK_AND_ASSIGN(const Round r1, HonestRound(*p->f, 1));
+    EXPECT_THAT(r1.base_kept, ::testing::ElementsAre(true, true));
+  }
+  ASSERT_OK_AND_ASSIGN(const auto proposals, ProposeAll(*kept.f, 2));
+  VerticalStep with_input;
+  with_input.mutable_compare()->set_step(3);
+  for (const auto& pr : proposals) *with_input.mutable_compare()->add_proposals() = pr;
+  with_input.mutable_compare()->mutable_input()->set_sender("hospital-a");
+  EXPECT_THAT(CallStep(*kept.f, "hospital-b", 2, with_input),
+              StatusIs(absl::StatusCode::kInvalidArgument, "its first step takes no input"));
+  ASSERT_OK_AND_ASSIGN(const Compared from_kept, CompareRound(*kept.f, 2, proposals, 3));
+  ASSERT_OK_AND_ASSIGN(const Round from_fresh, ProposeRound(*fresh.f, 2, 1));
+  ASSERT_EQ(from_kept.choices.size(), 2u);
+  EXPECT_EQ(from_kept.choices[0].winner(), from_fresh.choices[0].winner());
+  EXPECT_EQ(from_kept.owner, from_fresh.owner);
+  EXPECT_THAT(from_kept.base_kept, ::testing::ElementsAre(true, true));
+  EXPECT_THAT(from_fresh.base_kept, ::testing::ElementsAre(true, true));
 }
 
 // party/vertical_rounds_party.cc CheckCommitEvidence: "did not propose the candidate the leader
