@@ -22,7 +22,8 @@
 # mohammed2011's Top7 `capital-gain,age,marital-status,education-num,relationship,hours-per-week,sex`
 # (the other attributes stay QIDs of the spec, outside the template).
 # With FEDANON_BENCH_SUMMARY=FILE the figures printed are also written to FILE as JSON
-# (bench/perf.sh reads it).
+# (bench/perf.sh reads it). With FEDANON_BENCH_KEEP=1 the working directory (the daemons' logs
+# under fed/logs) stays, and its path is printed at the end.
 # Usage: bench/vertical_daemons.sh [rows=200000] [build-dir=build/default] [overlap=1] [template]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,7 +44,11 @@ mul_us="$("$build/bench/id_matching_bench" --micro 2000 |
   awk '/EC_POINT_mul, variable point/ {print $NF}')"
 ops_before="$(openssl_speed)"
 work="$(mktemp -d -t fedanon-vbench.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
+if [[ "${FEDANON_BENCH_KEEP:-0}" == 1 ]]; then
+  trap 'echo "kept: $work"' EXIT
+else
+  trap 'rm -rf "$work"' EXIT
+fi
 "$bin/fedanon" gen-data --rows "$common_rows" --seed 1 --parties 2 --partition vertical \
   --overlap "$overlap" --out "$work/data" 2>/dev/null
 write_vertical_template_spec "$work/data/vertical.yaml" "$template"

@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -118,11 +119,25 @@ absl::Status VerticalSession::FetchReportPages(const std::string& party, uint32_
 absl::StatusOr<VerticalSession::RoundOutcome> VerticalSession::RunRound(uint32_t round) {
   const auto& ring = options_.ring;
   const size_t n = ring.size();
-  ASSIGN_OR_RETURN(auto proposals, CallAll(ring, round, [](size_t) {
-                     fedanon::v1::VerticalStep step;
-                     step.mutable_propose();
-                     return step;
-                   }));
+  // A party's proposal came with its answer to the last round's commit (protocol 4.1); the
+  // others (the first round, a party of protocol 4.0) are asked for theirs.
+  std::vector<VerticalStepResult> proposals = std::exchange(next_proposals_, {});
+  proposals.resize(n);
+  std::vector<std::string> ask;
+  std::vector<size_t> asked_at;
+  for (size_t i = 0; i < n; ++i) {
+    if (proposals[i].has_proposal()) continue;
+    ask.push_back(ring[i]);
+    asked_at.push_back(i);
+  }
+  if (!ask.empty()) {
+    ASSIGN_OR_RETURN(auto asked, CallAll(ask, round, [](size_t) {
+                       fedanon::v1::VerticalStep step;
+                       step.mutable_propose();
+                       return step;
+                     }));
+    for (size_t j = 0; j < asked.size(); ++j) proposals[asked_at[j]] = std::move(asked[j]);
+  }
   RETURN_IF_ERROR(LogProposals(round, proposals));
   if (!AnyParticipant(proposals)) return RoundOutcome::kEveryoneDeclined;
   // The parties' signed proposals (participation only) travel with the comparison and the
@@ -247,6 +262,7 @@ absl::Status VerticalSession::CommitRound(uint32_t round, const RoundWinner& w, 
     *commit->mutable_winner() = w.proposals[w.owner];
     for (const auto& v : w.verdicts) *commit->add_verdicts() = v;
     for (const auto& c : w.choices) *commit->add_choices() = c;
+    commit->set_propose_next(true);
     auto it = with_commit->find(ring[i]);
     if (it != with_commit->end()) {
       RETURN_IF_ERROR(relay_.Hand(it->second, round, options_.timeout,
@@ -254,7 +270,12 @@ absl::Status VerticalSession::CommitRound(uint32_t round, const RoundWinner& w, 
                                   commit->mutable_instruction_ref()));
     }
   }
-  return CallAll(ring, round, [&](size_t i) { return std::move(commits[i]); }).status();
+  ASSIGN_OR_RETURN(std::vector<VerticalStepResult> replies,
+                   CallAll(ring, round, [&](size_t i) { return std::move(commits[i]); }));
+  // The next round's proposals that came with the commit (a party of protocol 4.0 replies
+  // `committed`, and the next round asks it).
+  next_proposals_ = std::move(replies);
+  return absl::OkStatus();
 }
 
 absl::Status VerticalSession::CheckUndecided(const RoundWinner& w) const {

@@ -353,6 +353,9 @@ class VerticalSession {
   // Both computing parties said, with their choices of the last winner, that they keep the base
   // OTs of the run's comparisons (protocol 4.1): the next comparison starts at step 3.
   bool winner_base_kept_ = false;
+  // The parties' answers to the last commit, ring order: the next round's proposals of those that
+  // sent one with it (protocol 4.1).
+  std::vector<fedanon::v1::VerticalStepResult> next_proposals_;
 };
 
 }  // namespace fedanon::leader

@@ -102,6 +102,13 @@ absl::StatusOr<PartyMessage> VerticalJobParty::Route(const fedanon::v1::Vertical
       return reply;
     case fedanon::v1::VerticalStep::kCommit:
       RETURN_IF_ERROR(rounds_.Commit(step.commit(), round, out));
+      if (step.commit().propose_next()) {
+        // Protocol 4.1: the next round's proposal rides with the commit (it replaces
+        // `committed`), saving the leader's VerticalPropose call of that round.
+        const uint64_t next = step.commit().accept() ? round + 1 : round;
+        RETURN_IF_ERROR(rounds_.Propose(next, out));
+        RETURN_IF_ERROR(AuditProposal(out->proposal(), next));
+      }
       return reply;
     case fedanon::v1::VerticalStep::kRelease:
       RETURN_IF_ERROR(release_.Release(step.release(), round, out));

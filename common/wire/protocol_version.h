@@ -48,6 +48,9 @@
 // relayed messages instead of five and no elliptic-curve work a round (docs/crypto.md "Base OTs
 // kept for a run"). A 4.1 leader starts at step 1 unless both computing parties said they keep
 // them (a 4.0 party never does); a 4.0 leader always starts at step 1, which a 4.1 party accepts.
+// And the next round's proposal rides with a party's answer to the commit
+// (VerticalCommit.propose_next): one sequential call less a round; a 4.0 party answers
+// `committed` and is asked with VerticalPropose as before.
 #pragma once
 
 #include <cstdint>

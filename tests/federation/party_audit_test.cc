@@ -194,6 +194,14 @@ class SentCapture : public wire::PartyChannel {
       if (reply->has_sum_step()) sums_.push_back({party, request});
       // The ring's first party's mask, riding with its answer to a collect's last chunk (protocol
       // 2.1): an entry of its own in the audit, as when it answers a SumUnmask.
+      // The next round's proposal, riding with a commit (protocol 4.1): the commit's entry and
+      // the proposal's of the round it is for (the next, or the same after a veto).
+      if (request.has_vertical() && request.vertical().has_commit() &&
+          reply->vertical().has_proposal()) {
+        sent_.back().round =
+            static_cast<uint32_t>(request.round()) + (request.vertical().commit().accept() ? 1 : 0);
+        sent_.push_back(Sent{party, static_cast<uint32_t>(request.round()), "commit", {"leader"}});
+      }
       if (reply->has_sum_step() && reply->sum_step().has_mask_seed()) {
         sent_.push_back(Sent{party,
                              static_cast<uint32_t>(request.round()),

@@ -398,8 +398,11 @@ std::vector<Part> PartsOfExchanges(const std::vector<VerticalExchange>& exchange
     if (x.step.has_id_align()) {
       p.kind = "id_intersection";
       p.counts = {x.reply.ids().common_records()};
-    } else if (x.step.has_propose()) {
-      // Participation only: the candidate and its score go into the secure comparison.
+    } else if (x.step.has_propose() || (x.step.has_commit() && x.reply.has_proposal())) {
+      // Participation only: the candidate and its score go into the secure comparison. Since
+      // protocol 4.1 the next round's proposal rides with the commit (the next round's number,
+      // or this one's again after a veto).
+      if (x.step.has_commit() && x.step.commit().accept()) ++p.round;
       p.kind = x.reply.proposal().participate() ? "vertical_participate" : "vertical_decline";
     } else if (x.step.has_winner()) {
       // The round's winner reveals its candidate and score to the leader.

@@ -1371,15 +1371,38 @@ TEST(VerticalRoundRefusals, ComparisonStepsOutOfRoleOrderOrWithForeignInputsAreR
 // OTs, and a later round's comparison from step 3 (three messages) names the same winner as a
 // fresh one (steps 1 to 6, as a 4.0 leader asks) in an identical federation. The evaluator's first
 // step from kept base OTs takes no input.
+//
+// Protocol 4.1 too: a commit that asks `propose_next` is answered with the party's proposal of the
+// next round instead of `committed` (signed for round 2 and the decisions after the commit: the
+// comparison of round 2 takes them), the same participation as a VerticalPropose of round 2.
 TEST(VerticalRounds, ALaterComparisonFromKeptBaseOtsNamesTheWinnerAFreshOneNames) {
   ASSERT_OK_AND_ASSIGN(Prepared kept, PrepareTwo("kept_base_ots"));
   ASSERT_OK_AND_ASSIGN(Prepared fresh, PrepareTwo("fresh_base_ots"));
+  std::vector<fedanon::v1::SignedProposal> proposals;
   for (Prepared* p : {&kept, &fresh}) {
     ASSERT_OK(MatchIds(*p->f).status());
-    ASSERT_OK_AND_ASSIGN(const Round r1, HonestRound(*p->f, 1));
+    ASSERT_OK_AND_ASSIGN(Round r1, ProposeRound(*p->f, 1));
     EXPECT_THAT(r1.base_kept, ::testing::ElementsAre(true, true));
+    ASSERT_OK(Win(*p->f, r1));
+    if (r1.judged()) ASSERT_OK(Judge(*p->f, r1));
+    ASSERT_OK(Publish(*p->f, r1));
+    for (const auto& party : p->f->names) {
+      VerticalStep commit = CommitOf(*p->f, r1, party);
+      commit.mutable_commit()->set_propose_next(p == &kept);
+      ASSERT_OK_AND_ASSIGN(const VerticalStepResult reply, CallStep(*p->f, party, 1, commit));
+      if (p == &kept) {
+        ASSERT_TRUE(reply.has_proposal()) << party;
+        proposals.emplace_back().set_party(party);
+        *proposals.back().mutable_proposal() = reply.proposal();
+      } else {
+        EXPECT_TRUE(reply.committed()) << party;
+      }
+    }
   }
-  ASSERT_OK_AND_ASSIGN(const auto proposals, ProposeAll(*kept.f, 2));
+  ASSERT_OK_AND_ASSIGN(const auto asked, ProposeAll(*fresh.f, 2));
+  for (size_t i = 0; i < asked.size(); ++i) {
+    EXPECT_EQ(proposals[i].proposal().participate(), asked[i].proposal().participate()) << i;
+  }
   VerticalStep with_input;
   with_input.mutable_compare()->set_step(3);
   for (const auto& pr : proposals) *with_input.mutable_compare()->add_proposals() = pr;
@@ -1387,7 +1410,7 @@ TEST(VerticalRounds, ALaterComparisonFromKeptBaseOtsNamesTheWinnerAFreshOneNames
   EXPECT_THAT(CallStep(*kept.f, "hospital-b", 2, with_input),
               StatusIs(absl::StatusCode::kInvalidArgument, "its first step takes no input"));
   ASSERT_OK_AND_ASSIGN(const Compared from_kept, CompareRound(*kept.f, 2, proposals, 3));
-  ASSERT_OK_AND_ASSIGN(const Round from_fresh, ProposeRound(*fresh.f, 2, 1));
+  ASSERT_OK_AND_ASSIGN(const Compared from_fresh, CompareRound(*fresh.f, 2, asked, 1));
   ASSERT_EQ(from_kept.choices.size(), 2u);
   EXPECT_EQ(from_kept.choices[0].winner(), from_fresh.choices[0].winner());
   EXPECT_EQ(from_kept.owner, from_fresh.owner);
