@@ -272,9 +272,10 @@ class VerticalSession {
     std::vector<fedanon::v1::SignedVerdict> verdicts;
     std::vector<fedanon::v1::SignedWinnerChoice> choices;  // both computing parties'
   };
-  // The round's secure comparison: relays its six messages between the computing parties (the
-  // ring's first two), with the signed proposals and the key shares sealed for them, and returns
-  // the winner's ring index, which both name in their signed choices (kept in `w->choices`).
+  // The round's secure comparison: relays its six steps (four from kept base OTs, protocol 4.1)
+  // between the computing parties (the ring's first two), with the signed proposals and the key
+  // shares sealed for them, and returns the winner's ring index, which both name in their signed
+  // choices (kept in `w->choices`).
   absl::StatusOr<int> CompareForWinner(uint32_t round,
                                        const std::vector<VerticalStepResult>& proposals,
                                        RoundWinner* w);

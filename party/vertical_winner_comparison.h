@@ -6,7 +6,7 @@
 // computing parties, hold the keys in additive shares: each keeps its own key whole and takes
 // the zero share of the other's, and every other participating party splits its key at random
 // (SplitWinnerKey) and seals one share for each. The computing parties then evaluate one argmax
-// circuit (crypto/secure_comparison.h, kSharedArgmax) whose six messages the leader relays; both
+// circuit (crypto/secure_comparison.h, kSharedArgmax) whose messages the leader relays; both
 // learn the index of the largest key, that is the round's winner, and nothing else. Their
 // non-collusion is an assumption (docs/threat-model.md); the leader learns the winner's identity.
 //
