@@ -27,15 +27,20 @@ size_t ExtensionMessageBytes(size_t m) {
 
 namespace {
 
+// Hashes j as 4 bytes, most significant first.
+void UpdateIndex(Sha256Stream& h, uint32_t j) {
+  const char jb[4] = {static_cast<char>(j >> 24), static_cast<char>(j >> 16),
+                      static_cast<char>(j >> 8), static_cast<char>(j)};
+  h.Update(std::string_view(jb, 4));
+}
+
 // The seed of base OT j: SHA-256 over the context, j, both messages and the shared point.
 Block BaseOtSeed(std::string_view context, uint32_t j, std::string_view a, std::string_view b,
                  std::string_view point) {
   Sha256Stream h;
   h.Update("fedanon base OT (Chou-Orlandi) v1");
   h.Update(context);
-  const char jb[4] = {static_cast<char>(j >> 24), static_cast<char>(j >> 16),
-                      static_cast<char>(j >> 8), static_cast<char>(j)};
-  h.Update(std::string_view(jb, 4));
+  UpdateIndex(h, j);
   h.Update(a);
   h.Update(b);
   h.Update(point);
@@ -118,9 +123,7 @@ Block ReusedSeed(std::string_view context, uint32_t j, Block kept) {
   Sha256Stream h;
   h.Update("fedanon OT extension from kept base OTs v1");
   h.Update(context);
-  const char jb[4] = {static_cast<char>(j >> 24), static_cast<char>(j >> 16),
-                      static_cast<char>(j >> 8), static_cast<char>(j)};
-  h.Update(std::string_view(jb, 4));
+  UpdateIndex(h, j);
   h.Update(std::string_view(reinterpret_cast<const char*>(&kept), kBlockBytes));
   std::string d = h.Finish();
   const Block seed = LoadBlock(d.data());
@@ -218,25 +221,23 @@ absl::StatusOr<std::unique_ptr<OtExtensionReceiver>> OtExtensionReceiver::Extend
 
 absl::StatusOr<std::string> OtExtensionReceiver::Extend(std::string_view base_answer,
                                                         absl::Span<const uint8_t> choices) {
-  BaseOtReceiverKeys keys;
   if (extending_) {
     if (!base_answer.empty()) {
       return absl::InvalidArgumentError(
           "an extension of kept base OTs takes no base OT answer (message 2)");
     }
+    BaseOtReceiverKeys keys;  // cleansed when this extension is made
     keys.k0 = std::move(extending_->k0);
     keys.k1 = std::move(extending_->k1);
     extending_.reset();
-  } else {
-    absl::StatusOr<BaseOtReceiverKeys> ran = RunBase(base_answer);
-    if (!ran.ok()) return ran.status();
-    keys.k0 = ran->k0;
-    keys.k1 = ran->k1;
-    base_keys_.emplace();
-    base_keys_->k0 = std::move(ran->k0);
-    base_keys_->k1 = std::move(ran->k1);
+    return ExtendWith(keys.k0, keys.k1, choices);
   }
-  return ExtendWith(keys.k0, keys.k1, choices);
+  absl::StatusOr<BaseOtReceiverKeys> ran = RunBase(base_answer);
+  if (!ran.ok()) return ran.status();
+  base_keys_.emplace();
+  base_keys_->k0 = std::move(ran->k0);
+  base_keys_->k1 = std::move(ran->k1);
+  return ExtendWith(base_keys_->k0, base_keys_->k1, choices);
 }
 
 absl::StatusOr<BaseOtReceiverKeys> OtExtensionReceiver::RunBase(std::string_view base_answer) {
@@ -377,13 +378,12 @@ absl::StatusOr<std::unique_ptr<OtExtensionSender>> OtExtensionSender::Extending(
   s->random_.emplace(std::move(random));
   s->s_ = base.s;
   s->seeds_ = ReusedSeeds(context, base.seeds);
-  s->first_message_ = "kept";  // AnswerBase is refused: the base OTs ran before
   s->tweak_high_ = ReuseTweakHigh(context);
   return s;
 }
 
 absl::StatusOr<std::string> OtExtensionSender::AnswerBase(std::string_view first_message) {
-  if (!first_message_.empty()) {
+  if (!first_message_.empty() || !seeds_.empty()) {  // answered, or extending kept base OTs
     return absl::FailedPreconditionError("the base OTs were already answered");
   }
   BnCtxPtr ctx(BN_CTX_secure_new());

@@ -435,8 +435,7 @@ absl::StatusOr<std::unique_ptr<ComparisonEvaluator>> ComparisonEvaluator::Create
   if (absl::Status s = CheckInputs(spec, inputs, "evaluator"); !s.ok()) return s;
   if (base != nullptr && (base->role() != ComparisonRole::kEvaluator || !base->evaluator_)) {
     return absl::InvalidArgumentError(
-        "secure comparison: kept base OTs of a garbler given to an "
-        "evaluator");
+        "secure comparison: kept base OTs of a garbler given to an evaluator");
   }
   std::unique_ptr<ComparisonEvaluator> e(new ComparisonEvaluator());
   absl::StatusOr<mpc::RandomStream> random = StreamOf(seed, "evaluator-ot");
@@ -579,8 +578,7 @@ absl::StatusOr<std::unique_ptr<ComparisonGarbler>> ComparisonGarbler::Create(
   if (absl::Status s = CheckInputs(spec, inputs, "garbler"); !s.ok()) return s;
   if (base != nullptr && (base->role() != ComparisonRole::kGarbler || !base->garbler_)) {
     return absl::InvalidArgumentError(
-        "secure comparison: kept base OTs of an evaluator given to a "
-        "garbler");
+        "secure comparison: kept base OTs of an evaluator given to a garbler");
   }
   std::unique_ptr<ComparisonGarbler> g(new ComparisonGarbler());
   absl::StatusOr<mpc::RandomStream> ot_random = StreamOf(seed, "garbler-ot");

@@ -243,7 +243,7 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
         "the winner's secure comparison: its first step takes no input");
   }
   if (starts) {
-    if (comparison_ && comparison_->round == round && comparison_->decisions == decisions) {
+    if (running) {
       return absl::FailedPreconditionError(
           absl::StrCat("the winner's secure comparison of round ", round, " has started already"));
     }
