@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -646,6 +647,63 @@ TEST(SecureComparisonTest, KeptBaseOtsRefuseTheStepsTheySkipAndAnotherPairsBaseF
     EXPECT_THAT(m4.status(), StatusIs(absl::StatusCode::kPermissionDenied, "consistency check"));
   }
   EXPECT_FALSE(g->result().has_value());
+}
+
+// The distribution test above for instances from kept base OTs: one pair of kept bases serves
+// every instance, and each instance has its own spec (its own digest, the context its OT seeds,
+// check coefficients and hash tweaks derive from), as the callers name theirs. The inputs are the
+// fresh test's, (g, e) = (3000, 2000) or (2100, 1234), [g > e] true in both: the evaluator's view
+// (message 4) and the garbler's (messages 3 and 5) are compared between the two, 150 instances
+// each, |z| below 6 on every bit. Every message's body (past its 37-byte header) differs between
+// instances, so the statistic does not pass on constant messages. Two controls show it would
+// catch a leak: message 4 with the garbler's input's low byte, as above; and instances that all
+// share one spec, whose OT seeds are then the same in each, so that message 3's rows
+// u_j = G(k0_j) ^ G(k1_j) ^ r repeat one mask and carry the evaluator's input bits (2000 and 1234
+// differ in bits 1, 8 and 9): what a per-instance derivation that failed would show.
+TEST(SecureComparisonTest,
+     InstancesFromKeptBaseOtsShowEachSideTheSameDistributionWhateverTheOtherHolds) {
+  ASSERT_OK_AND_ASSIGN(const KeptBases kept, RunFirstInstance());
+  constexpr int kRuns = 150;
+  constexpr size_t kHeaderBytes = 37;
+  TranscriptFrequencies evaluator_view;   // message 4
+  TranscriptFrequencies garbler_view[2];  // messages 3 and 5
+  TranscriptFrequencies leaky;            // control: message 4 with g's low byte
+  TranscriptFrequencies one_spec;         // control: message 3 when every instance shares a spec
+  std::set<std::string> bodies[3];        // messages 3, 4 and 5 past their headers
+  const ComparisonSpec shared{.instance = "kept-view/one-spec",
+                              .kind = ComparisonKind::kGreaterThan,
+                              .bits = 12,
+                              .count = 1,
+                              .output = ComparisonOutput::kEach};
+  for (int run = 0; run < kRuns; ++run) {
+    for (int which = 0; which < 2; ++which) {
+      const uint64_t g = which == 0 ? 3000 : 2100;
+      const uint64_t e = which == 0 ? 2000 : 1234;
+      ComparisonSpec spec = shared;  // its own instance name, so its own digest
+      spec.instance = absl::StrCat("kept-view/", which, "/", run);
+      ASSERT_OK_AND_ASSIGN(const Outcome out, RunFromKept(kept, spec, {g}, {e}));
+      ASSERT_EQ(out.evaluator.each, std::vector<uint8_t>{1});
+      ASSERT_EQ(out.garbler.each, std::vector<uint8_t>{1});
+      ASSERT_EQ(out.messages.size(), 3u);
+      garbler_view[0].Add(which, out.messages[0]);
+      evaluator_view.Add(which, out.messages[1]);
+      garbler_view[1].Add(which, out.messages[2]);
+      leaky.Add(which, out.messages[1] + std::string(1, static_cast<char>(g & 0xff)));
+      for (size_t k = 0; k < 3; ++k) {
+        ASSERT_GT(out.messages[k].size(), kHeaderBytes);
+        bodies[k].insert(out.messages[k].substr(kHeaderBytes));
+      }
+      ASSERT_OK_AND_ASSIGN(const Outcome reused, RunFromKept(kept, shared, {g}, {e}));
+      ASSERT_EQ(reused.evaluator.each, std::vector<uint8_t>{1});
+      one_spec.Add(which, reused.messages[0]);
+    }
+  }
+  EXPECT_LT(evaluator_view.MaxZ(), 6.0);
+  EXPECT_LT(garbler_view[0].MaxZ(), 6.0);
+  EXPECT_LT(garbler_view[1].MaxZ(), 6.0);
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(bodies[k].size(), 2u * kRuns) << "message " << k + 3;
+  EXPECT_GT(leaky.MaxZ(), 6.0);     // 3000 = 0xbb8 and 2100 = 0x834 differ in their low byte
+  EXPECT_GT(one_spec.MaxZ(), 6.0);  // each population's bits 1, 8, 9 constant, and opposite
 }
 
 }  // namespace
