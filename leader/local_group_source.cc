@@ -129,7 +129,8 @@ absl::StatusOr<std::vector<std::vector<uint64_t>>> FederatedLocalSource::RangeSt
       for (int32_t b : q.bounds) r->add_bounds(b);
       words += (q.bounds.size() - 1) * width_;
     }
-    ASSIGN_OR_RETURN(const std::vector<uint64_t> sum, sums_->CollectProto(request, words));
+    ASSIGN_OR_RETURN(const std::vector<uint64_t> sum,
+                     sums_->CollectProto(request, words, /*bins=*/true));
     size_t off = 0;
     for (size_t i = begin; i < end; ++i) {
       const engine::LocalRangeQuery& q = queries[i];

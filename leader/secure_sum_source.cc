@@ -74,8 +74,8 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::Collect(
 }
 
 absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectProto(
-    const fedanon::v1::StatsRequest& request, size_t words) {
-  return CollectVector(request, words);
+    const fedanon::v1::StatsRequest& request, size_t words, bool bins) {
+  return CollectVector(request, words, bins);
 }
 
 absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(

@@ -73,10 +73,12 @@ class SecureSumCountSource : public engine::CountSource {
   // Local recoding (leader/local_group_source.h): a state update of another kind (its sequence is
   // set here) to ride along with the next secure sum, and a secure sum of a request that
   // engine::StatsRequest cannot express, whose answer has `words` words. The caller appends the
-  // decoded vector to the view log (a failed sum's decoded prefix is logged here).
+  // decoded vector to the view log (a failed sum's decoded prefix is logged here). `bins`: the
+  // answer holds class counts over (within-group) bins, whose mask the ring's first party keeps
+  // until their bin check held (party/secure_sum_party.h).
   void AddUpdate(fedanon::v1::StateUpdate update);
   absl::StatusOr<std::vector<uint64_t>> CollectProto(const fedanon::v1::StatsRequest& request,
-                                                     size_t words);
+                                                     size_t words, bool bins = false);
 
   // Required before Collect: the leader's name, the job's run id and the leader's sealing key
   // pair (to open the last hop and the mask), and the certified sealing keys of the ring's first

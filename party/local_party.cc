@@ -104,6 +104,9 @@ absl::Status LocalParty::ApplySplit(const fedanon::v1::LocalSplitInstruction& sp
   if (next == static_cast<int32_t>(keys_.size())) {
     return absl::InvalidArgumentError("local split: no child");
   }
+  if (binned_ && data_->qids[a].kind == table::QidKind::kContinuous) {
+    RETURN_IF_ERROR(CheckThresholdOnWithinGroupBins(group.group, a, child_of_fine));
+  }
   RETURN_IF_ERROR(source_.SplitGroups({{group.group, group.key, a, child_of_fine, new_ids}}));
   for (size_t c = 0; c < values.size(); ++c) {
     if (new_ids[c] < 0) continue;
@@ -114,6 +117,69 @@ absl::Status LocalParty::ApplySplit(const fedanon::v1::LocalSplitInstruction& sp
   }
   live_[group.group] = false;
   return absl::OkStatus();
+}
+
+absl::Status LocalParty::CheckThresholdOnWithinGroupBins(
+    int32_t group, int a, const std::vector<int>& child_of_fine) const {
+  // LocalChildValues checked the map is a threshold: the first fine child of the right side.
+  const int32_t threshold = static_cast<int32_t>(
+      std::find(child_of_fine.begin(), child_of_fine.end(), 1) - child_of_fine.begin());
+  const auto asked = range_bounds_.find({group, a});
+  if (asked == range_bounds_.end()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "local split: a threshold of '", data_->qids[a].name, "' in group ", group,
+        " comes before any class counts over its within-group bins were asked (numeric_split: "
+        "binned: a child is a union of within-group bins of at least K records)"));
+  }
+  const std::vector<int32_t>& bounds = asked->second;
+  if (!std::binary_search(bounds.begin() + 1, bounds.end() - 1, threshold)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "local split: the threshold of '", data_->qids[a].name, "' in group ", group, " at bin ",
+        threshold,
+        " is not a boundary of the group's within-group bins (numeric_split: binned: a child is a "
+        "union of within-group bins of at least K records)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LocalParty::RecordRanges(const fedanon::v1::LocalStatsRequest& request) {
+  std::vector<std::pair<std::pair<int32_t, int>, std::vector<int32_t>>> asked;
+  for (const auto& r : request.ranges()) {
+    ASSIGN_OR_RETURN(const engine::LocalGroupRef ref, LiveGroup(r.group()));
+    const int a = static_cast<int>(r.attribute());
+    std::pair<int32_t, int> key{ref.group, a};
+    const bool again = range_bounds_.contains(key) ||
+                       std::any_of(asked.begin(), asked.end(),
+                                   [&key](const auto& earlier) { return earlier.first == key; });
+    if (again) {
+      const std::string name =
+          r.attribute() < data_->qids.size() ? data_->qids[a].name : absl::StrCat(a);
+      return absl::PermissionDeniedError(
+          absl::StrCat("local recoding: class counts of '", name, "' in group ", ref.group,
+                       " were asked over within-group bins already; a group's bins are asked once "
+                       "(numeric_split: binned: a second set of bins would difference the first)"));
+    }
+    asked.emplace_back(std::move(key), std::vector<int32_t>(r.bounds().begin(), r.bounds().end()));
+  }
+  for (auto& [key, bounds] : asked) range_bounds_[key] = std::move(bounds);
+  return absl::OkStatus();
+}
+
+std::vector<engine::GuardedRange> LocalParty::GuardedRanges(
+    const fedanon::v1::LocalStatsRequest& request) const {
+  std::vector<engine::GuardedRange> out;
+  if (!binned_ || request.released_groups_size() > 0) return out;
+  // Each range's words: [count, class_1..C, sensitive_1..m] (InProcessLocalSource::
+  // RangeStatsBatch); the count is the bin's records.
+  const uint64_t width = 1 + static_cast<uint64_t>(std::max(1, data_->num_classes())) +
+                         static_cast<uint64_t>(data_->tracked.size());
+  uint64_t offset = 0;
+  for (const auto& r : request.ranges()) {
+    const uint64_t bins = r.bounds_size() < 2 ? 0 : static_cast<uint64_t>(r.bounds_size() - 1);
+    for (uint64_t i = 0; i < bins; ++i) out.push_back({offset + i * width, 1});
+    offset += bins * width;
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<uint64_t>> LocalParty::ReleasedCounts(

@@ -77,6 +77,13 @@ absl::Status SecureSumParty::StartCollect(const fedanon::v1::SumStep& step, size
   const engine::NumericSplitConfig numeric = engine::NumericSplitFromSpec(ctx_.spec);
   RETURN_IF_ERROR(tables_.RecordBins(stats_request, numeric));
   guarded_ = engine::GuardedRanges(stats_request, tables_.data->num_classes(), numeric);
+  local_bins_ = step.request().has_local() && tables_.local != nullptr;
+  if (local_bins_) {
+    // A local job's labelled ranges are its within-group bins: asked once per group and
+    // attribute, each guarded like a global bin (with the within-group bound).
+    RETURN_IF_ERROR(tables_.local->RecordRanges(step.request().local()));
+    guarded_ = tables_.local->GuardedRanges(step.request().local());
+  }
   guarded_totals_.assign(guarded_.size(), 0);
   bin_check_.reset();
   bin_answers_.Clear();
@@ -358,8 +365,13 @@ absl::StatusOr<uint64_t> SecureSumParty::BinBound() {
                      engine::BuildPrivacyModel(ctx_.spec, *tables_.data));
     bin_bound_ = std::max<uint64_t>(
         1, engine::SplitBinBound(model, engine::NumericSplitFromSpec(ctx_.spec).min_split_bin));
+    // Local recoding's within-group bins: at least the largest k of the model, and never below
+    // the global bins' bound (engine::LocalRecoder's rule).
+    uint64_t kmin = 0;
+    for (const engine::Constraint& c : model.constraints) kmin = std::max<uint64_t>(kmin, c.k);
+    local_bin_bound_ = std::max(*bin_bound_, kmin);
   }
-  return *bin_bound_;
+  return local_bins_ ? local_bin_bound_ : *bin_bound_;
 }
 
 namespace {
@@ -513,6 +525,9 @@ absl::Status SecureSumParty::ReplayOlderCollect(const fedanon::v1::SumStep& step
   if (step.chunk() != 0) return absl::OkStatus();
   RETURN_IF_ERROR(tables_.ApplyUpdates(ctx_.spec, step.updates()));
   ASSIGN_OR_RETURN(engine::StatsRequest stats_request, FromProto(step.request(), tables_.hier));
+  if (step.request().has_local() && tables_.local != nullptr) {
+    RETURN_IF_ERROR(tables_.local->RecordRanges(step.request().local()));
+  }
   return tables_.RecordBins(stats_request, engine::NumericSplitFromSpec(ctx_.spec));
 }
 

@@ -86,7 +86,8 @@ class SecureSumParty {
   absl::StatusOr<std::vector<uint64_t>> HopInput(const fedanon::v1::SumStep& step, uint64_t round,
                                                  size_t position, uint64_t chunk_len,
                                                  const std::string& purpose) const;
-  // The bin bound of the signed model (engine::SplitBinBound), computed once.
+  // The bin bound of the current collect, computed once from the signed model: a global bin's
+  // (engine::SplitBinBound), or a local job's within-group bin's (also at least the largest k).
   absl::StatusOr<uint64_t> BinBound();
   // This party's inputs to the bin check: minus each guarded range's mask (the first party), the
   // masked totals it sealed for the leader (the last).
@@ -125,6 +126,8 @@ class SecureSumParty {
   std::vector<engine::GuardedRange> guarded_;
   std::vector<uint64_t> guarded_totals_;
   std::optional<uint64_t> bin_bound_;
+  uint64_t local_bin_bound_ = 0;
+  bool local_bins_ = false;  // the current collect's guarded ranges are within-group bins
   std::unique_ptr<crypto::ComparisonSide> bin_check_;
   ReplyCache<uint32_t> bin_answers_;
   bool bins_held_ = false;

@@ -51,6 +51,13 @@
 // And the next round's proposal rides with a party's answer to the commit
 // (VerticalCommit.propose_next): one sequential call less a round; a 4.0 party answers
 // `committed` and is asked with VerticalPropose as before.
+//
+// 5.0: local recoding's within-group bins are checked as global bins are (issue 44). Under
+// `recoding: local` and `numeric_split: binned`, a collect of labelled within-group ranges
+// (LocalStatsRequest.ranges) is unmasked only after the same SumBinCheck showed every range empty
+// or holding at least the within-group bound (the model's largest k, at least the global bins');
+// a group's ranges on an attribute are asked once, and a threshold split lies on a boundary of
+// them. A 4.x first party would hand over the mask of such a collect unchecked: refused.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +74,7 @@ struct ProtocolVersion {
   friend bool operator==(const ProtocolVersion&, const ProtocolVersion&) = default;
 };
 
-inline constexpr ProtocolVersion kProtocolVersion{4, 1};  // what this build speaks
+inline constexpr ProtocolVersion kProtocolVersion{5, 0};  // what this build speaks
 
 // "2.0".
 std::string ProtocolVersionText(const ProtocolVersion& v);

@@ -1149,6 +1149,207 @@ TEST(MaliciousLeader, BinCheckMessagesReorderedForgedOrReplayedAreRefusedByName)
   EXPECT_EQ(m->seen().back(), "sum for leader: 4,8,6,11,4,7");
 }
 
+// ---- Local recoding's within-group bins (numeric_split: binned, protocol 5.0). ----
+
+constexpr char kLocalBinnedSpec[] = R"(name: local-binned
+attributes:
+  - {name: age, role: qid, type: continuous, range: [0, 100], precision: 1}
+  - {name: q, role: qid, values: [qa, qb]}
+  - {name: cls, role: class, values: [yes, no]}
+partitioning: horizontal
+recoding: local
+privacy: {model: lkc, L: 2, K: 10}
+numeric_split: binned
+numeric_cells: 4
+)";
+
+// One record of the local binned tables: its age, whether q is "qa", whether it is "yes".
+struct LocalBinRow {
+  int age = 0;
+  bool qa = false;
+  bool yes = false;
+};
+
+// 40 records in the four public cells (12, 5, 12 and 11), so the global bins at K = 10 are the
+// first cell (A: 12 records), the middle two (B: 17) and the last (C: 11). By q: A holds 2 qa and
+// 10 qb, B 12 qa (its second cell) and 5 qb (its first), C 3 qa and 8 qb. So the group q = qa
+// holds 2, 12 and 3 records per global bin (one within-group bin of 17 under K = 10), and the
+// group q = qb 10, 5 and 8 (within-group bins [A] and [B, C] of 10 and 13 records).
+std::vector<LocalBinRow> LocalBinRows() {
+  std::vector<LocalBinRow> rows;
+  auto add = [&rows](int age, int count, int qa) {
+    for (int i = 0; i < count; ++i) {
+      const int r = static_cast<int>(rows.size());
+      rows.push_back({age + i % 3, i < qa, r % 3 == 0});
+    }
+  };
+  add(10, 12, 2);
+  add(30, 5, 0);
+  add(60, 12, 12);
+  add(85, 11, 3);
+  return rows;
+}
+
+std::vector<std::string> LocalBinTables(int parties) {
+  std::vector<std::string> out(static_cast<size_t>(parties), "age,q,cls\n");
+  const std::vector<LocalBinRow> rows = LocalBinRows();
+  for (size_t r = 0; r < rows.size(); ++r) {
+    absl::StrAppend(&out[r % static_cast<size_t>(parties)], rows[r].age, ",",
+                    rows[r].qa ? "qa" : "qb", ",", rows[r].yes ? "yes" : "no", "\n");
+  }
+  return out;
+}
+
+// The union's labelled words [count, yes, no] per range of ages [lo_i, lo_{i+1}) among the rows
+// `in_group` keeps, counted from the rows themselves.
+std::vector<uint64_t> LocalBinWords(const std::vector<int>& age_bounds,
+                                    const std::function<bool(const LocalBinRow&)>& in_group) {
+  std::vector<uint64_t> out;
+  for (size_t i = 0; i + 1 < age_bounds.size(); ++i) {
+    uint64_t count = 0, yes = 0;
+    for (const LocalBinRow& row : LocalBinRows()) {
+      if (!in_group(row) || row.age < age_bounds[i] || row.age >= age_bounds[i + 1]) continue;
+      ++count;
+      yes += row.yes ? 1 : 0;
+    }
+    out.insert(out.end(), {count, yes, count - yes});
+  }
+  return out;
+}
+
+void SetLocalGroup(int32_t group, const std::vector<engine::LocalValue>& key,
+                   fedanon::v1::LocalGroupRef* out) {
+  out->set_group(group);
+  for (const engine::LocalValue& v : key) {
+    auto* k = out->add_key();
+    k->set_node(v.node);
+    k->set_lo(v.lo);
+    k->set_hi(v.hi);
+  }
+}
+
+// A request of labelled ranges of `key`'s age over fine children `bounds` (global bins).
+fedanon::v1::StatsRequest LocalRanges(int32_t group, const std::vector<engine::LocalValue>& key,
+                                      const std::vector<int32_t>& bounds) {
+  fedanon::v1::StatsRequest request;
+  auto* r = request.mutable_local()->add_ranges();
+  SetLocalGroup(group, key, r->mutable_group());
+  r->set_attribute(0);
+  for (int32_t b : bounds) r->add_bounds(b);
+  return request;
+}
+
+fedanon::v1::StateUpdate LocalSplitUpdate(int32_t group, const std::vector<engine::LocalValue>& key,
+                                          uint32_t attribute, const std::vector<int>& child_of_fine,
+                                          const std::vector<int32_t>& new_ids) {
+  fedanon::v1::StateUpdate u;
+  auto* s = u.mutable_local_split();
+  SetLocalGroup(group, key, s->mutable_group());
+  s->set_attribute(attribute);
+  for (int c : child_of_fine) s->add_child_of_fine(c);
+  for (int32_t id : new_ids) s->add_new_ids(id);
+  return u;
+}
+
+// issue 44: a local job's within-group bins are checked as global bins are. An honest leader's
+// within-group bins (merged from a group's unlabelled counts per global bin to at least K) pass the
+// bin check and their class counts are the union's; a leader that asks a group's class counts per
+// global bin, one holding 2 records, is refused by name by the comparing parties and the first
+// keeps its mask; a group's bins asked a second time, a threshold split off the group's
+// within-group bins, and one before its bins were asked are refused by name. Two and three data
+// parties.
+TEST(MaliciousLeader, LocalWithinGroupBinsBelowKStayMaskedAndSplitsKeepToThem) {
+  for (int parties : {2, 3}) {
+    SCOPED_TRACE(absl::StrCat(parties, " data parties"));
+    const engine::NumericSplitConfig numeric{
+        .mode = fedanon::v1::NUMERIC_SPLIT_BINNED, .cells = 4, .min_split_bin = 0};
+    auto m = MaliciousLeader::Create(absl::StrCat("local_bins_", parties), 0, kLocalBinnedSpec,
+                                     LocalBinTables(parties));
+    ASSERT_NE(m, nullptr);
+    ASSERT_OK(m->PrepareAll(m->names()));
+    const table::Dataset& schema = m->schema();
+    const std::vector<int32_t> cells = engine::PublicCellBounds(schema.qids[0], 4);
+    ASSERT_EQ(cells.size(), 5u);
+    // The public cells hold ages [0, 25), [25, 50), [50, 75), [75, 100) (ranks are ages here).
+    ASSERT_EQ(cells, (std::vector<int32_t>{0, 25, 50, 75, 100}));
+    const std::vector<int32_t> global_bins = {cells[0], cells[1], cells[3], cells[4]};
+    const std::vector<int> ages = {cells[0], cells[1], cells[3], cells[4]};
+    auto source = m->SumSource(m->names(), numeric);
+    fedanon::v1::StateUpdate setup;
+    auto* age_bins = setup.mutable_local_setup()->add_bins();
+    for (const int32_t b : global_bins) age_bins->add_bounds(b);
+    setup.mutable_local_setup()->add_bins();  // q: none
+    source->AddUpdate(setup);
+    const engine::LocalFineMap fine(&schema, true, {global_bins, {}});
+    const std::vector<engine::LocalValue> root = engine::LocalRootKey(schema);
+    constexpr size_t kWidth = 3;  // count, yes, no
+
+    // The root's within-group bins are the global bins (12, 17, 11): they pass.
+    absl::StatusOr<std::vector<uint64_t>> root_words =
+        source->CollectProto(LocalRanges(0, root, {0, 1, 2, 3}), 3 * kWidth, /*bins=*/true);
+    ASSERT_OK(root_words.status());
+    EXPECT_EQ(*root_words, LocalBinWords(ages, [](const LocalBinRow&) { return true; }));
+
+    // Split the root on q: group 1 is qa, group 2 qb.
+    ASSERT_OK_AND_ASSIGN(const std::vector<engine::LocalValue> qs,
+                         engine::LocalChildValues(schema, fine, 1, root[1], {0, 1}));
+    ASSERT_EQ(qs.size(), 2u);
+    std::vector<engine::LocalValue> qa = root, qb = root;
+    qa[1] = qs[0];
+    qb[1] = qs[1];
+    source->AddUpdate(LocalSplitUpdate(0, root, 1, {0, 1}, {1, 2}));
+    // Group qb's honest within-group bins: [A] and [B, C] (10 and 13 records).
+    absl::StatusOr<std::vector<uint64_t>> qb_words =
+        source->CollectProto(LocalRanges(2, qb, {0, 1, 3}), 2 * kWidth, /*bins=*/true);
+    ASSERT_OK(qb_words.status());
+    EXPECT_EQ(*qb_words, LocalBinWords({ages[0], ages[1], ages[3]},
+                                       [](const LocalBinRow& r) { return !r.qa; }));
+    // Asked again, with other bins: they would difference the first.
+    EXPECT_THAT(source->CollectProto(LocalRanges(2, qb, {0, 2, 3}), 2 * kWidth, true).status(),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         "class counts of 'age' in group 2 were asked over within-group bins "
+                         "already"));
+
+    // Splits sent by hand with the next collect (sequences 0 and 1 went: the setup, the split).
+    const std::string first = m->names()[0];
+    auto split_step = [&](fedanon::v1::StateUpdate split, uint64_t collect) {
+      split.set_sequence(2);
+      LeaderMessage msg;
+      msg.set_job_id(kJob);
+      msg.set_round(1);
+      auto* step = msg.mutable_sum_step();
+      *step->mutable_request() = LocalRanges(1, qa, {0, 3});
+      *step->add_updates() = std::move(split);
+      step->set_collect(collect);
+      step->set_chunks(1);
+      step->set_total_words(kWidth);
+      step->set_chunk_words(kWidth);
+      step->set_next(m->names()[1]);
+      return msg;
+    };
+    // qb at fine child 2 (inside its bin [B, C]): its sides would difference that bin.
+    EXPECT_THAT(m->Send(first, split_step(LocalSplitUpdate(2, qb, 0, {0, 0, 1}, {3, 4}), 4)),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         "the threshold of 'age' in group 2 at bin 2 is not a boundary of the "
+                         "group's within-group bins"));
+    // qa before any of its bins were asked.
+    EXPECT_THAT(m->Send(first, split_step(LocalSplitUpdate(1, qa, 0, {0, 1, 1}, {3, 4}), 4)),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         "a threshold of 'age' in group 1 comes before any class counts over its "
+                         "within-group bins were asked"));
+
+    // The deviating leader: qa's class counts per global bin (2, 12 and 3 records).
+    EXPECT_THAT(source->CollectProto(LocalRanges(1, qa, {0, 1, 2, 3}), 3 * kWidth, true).status(),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         "failed: a bin whose class counts the leader asked for holds fewer than "
+                         "10 records and is not empty"));
+    // The first party keeps its mask of them (collect 3, after the root's, qb's and qb's again;
+    // the refused splits started no collect).
+    EXPECT_THAT(m->Unmask(3),
+                StatusIs(absl::StatusCode::kPermissionDenied, "the check has not held"));
+  }
+}
+
 // The judge vetoes hospital-b's candidate; the leader commits it anyway (accept = true). The judge
 // re-checks and refuses, the owner refuses to apply its own candidate without the judge's sealed
 // acceptance; the job fails with the named reason and nothing is released.

@@ -62,6 +62,18 @@ fedanon::v1::LocalGroupRef Ref(int32_t group, const std::vector<engine::LocalVal
   return r;
 }
 
+// A request of labelled ranges of Age (attribute 1) of `group` over fine children `bounds`.
+fedanon::v1::LocalStatsRequest RangesRequest(int32_t group,
+                                             const std::vector<engine::LocalValue>& key,
+                                             const std::vector<int32_t>& bounds) {
+  fedanon::v1::LocalStatsRequest req;
+  auto* r = req.add_ranges();
+  *r->mutable_group() = Ref(group, key);
+  r->set_attribute(1);
+  for (int32_t b : bounds) r->add_bounds(b);
+  return req;
+}
+
 // Bins: the public cells 0,2,4,...,40 merged pairwise: 0,4,8,...,40 (10 bins).
 fedanon::v1::LocalSetup BinsSetup() {
   fedanon::v1::LocalSetup s;
@@ -186,9 +198,52 @@ TEST(LocalPartyTest, SplitsMustBeCandidatesWithFreshIds) {
   EXPECT_THAT(split(0, {0, 1}, {5, 6}), StatusIs(absl::StatusCode::kPermissionDenied, ""));
   EXPECT_THAT(split(0, {0, 1}, {0, 1}), StatusIs(absl::StatusCode::kPermissionDenied, ""));
   EXPECT_THAT(split(9, {0, 1}, {1, 2}), StatusIs(absl::StatusCode::kInvalidArgument, ""));
-  // A threshold inside the interval with fresh ids is applied.
+  // Binned: a threshold before the group's within-group bins of the attribute were asked, then one
+  // inside such a bin (its sides would difference it).
+  EXPECT_THAT(split(1, {0, 0, 0, 1, 1, 1, 1, 1, 1, 1}, {1, 2}),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "a threshold of 'Age' in group 0 comes before any class counts over its "
+                       "within-group bins were asked"));
+  ASSERT_OK(party.RecordRanges(RangesRequest(0, root, {0, 3, 10})));
+  EXPECT_THAT(split(1, {0, 0, 0, 0, 1, 1, 1, 1, 1, 1}, {1, 2}),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "the threshold of 'Age' in group 0 at bin 4 is not a boundary of the "
+                       "group's within-group bins"));
+  // A threshold on a within-group bin's boundary with fresh ids is applied.
   EXPECT_OK(split(1, {0, 0, 0, 1, 1, 1, 1, 1, 1, 1}, {1, 2}));
   EXPECT_EQ(party.live_groups(), 2u);
+}
+
+// A group's within-group bins of an attribute are recorded once (a second set, or the same twice
+// in one request, would difference the first), only for live groups with their keys; their
+// guarded ranges are each bin's count word, in answer order, as Answer lays the words out.
+TEST(LocalPartyTest, WithinGroupBinsAreAskedOnceAndGuardedByTheirCounts) {
+  Fixture f = Make("lp_record");
+  party::LocalParty party(&f.data, f.spec);
+  ASSERT_OK(party.ApplySetup(BinsSetup()));
+  const auto root = engine::LocalRootKey(f.data);
+  fedanon::v1::LocalStatsRequest twice = RangesRequest(0, root, {0, 5, 10});
+  *twice.add_ranges() = twice.ranges(0);
+  EXPECT_THAT(party.RecordRanges(twice),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       "class counts of 'Age' in group 0 were asked over within-group bins "
+                       "already"));
+  EXPECT_THAT(party.RecordRanges(RangesRequest(3, root, {0, 5, 10})),
+              StatusIs(absl::StatusCode::kPermissionDenied, "is not a live group"));
+  const fedanon::v1::LocalStatsRequest once = RangesRequest(0, root, {0, 2, 5, 10});
+  ASSERT_OK(party.RecordRanges(once));
+  EXPECT_THAT(
+      party.RecordRanges(RangesRequest(0, root, {0, 5, 10})),
+      StatusIs(absl::StatusCode::kPermissionDenied, "asked over within-group bins already"));
+  // Three bins of 3 words (count, y, n): the count of each.
+  const std::vector<engine::GuardedRange> guarded = party.GuardedRanges(once);
+  ASSERT_EQ(guarded, (std::vector<engine::GuardedRange>{{0, 1}, {3, 1}, {6, 1}}));
+  ASSERT_OK_AND_ASSIGN(const std::vector<uint64_t> words, party.Answer(once));
+  ASSERT_EQ(words.size(), 9u);
+  EXPECT_EQ(words[guarded[0].offset] + words[guarded[1].offset] + words[guarded[2].offset], 60u);
+  fedanon::v1::LocalStatsRequest groups;
+  *groups.add_groups() = Ref(0, root);
+  EXPECT_TRUE(party.GuardedRanges(groups).empty());
 }
 
 // One party holding every record answers as the centralized source does.
@@ -223,6 +278,7 @@ TEST(LocalPartyTest, ReleasedCountsOnlyForExactlyTheLiveGroups) {
   for (int m : {0, 0, 0, 1, 1, 1, 1, 1, 1, 1}) s.add_child_of_fine(m);
   s.add_new_ids(1);
   s.add_new_ids(2);
+  ASSERT_OK(party.RecordRanges(RangesRequest(0, root, {0, 3, 10})));
   ASSERT_OK(party.ApplySplit(s));
   std::vector<engine::LocalValue> low = root, high = root;
   low[1].hi = 12;

@@ -363,45 +363,46 @@ TEST(ProtocolVersionTest, TheLeaderServesItsMinorVersionAndTheOneBefore) {
                        "the leader speaks protocol 3.0; this party speaks 2.1"));
 }
 
-// This build speaks 4.1 (of major version 4; it serves 4.0 parties too): a peer of any 1.x, 2.x
-// or 3.x version is refused both ways (a 2.x party sends vertical scores and skips the secure
-// comparisons; a 3.x party hands over the mask of binned class counts without the bin check), and
-// so is a hello or hello_ack without a version (a build older than the exchange of versions: 1.0).
+// This build speaks 5.0 (the first minor version of major version 5): a peer of any 1.x to 4.x
+// version is refused both ways (a 2.x party sends vertical scores and skips the secure
+// comparisons; a 3.x party hands over the mask of binned class counts without the bin check; a
+// 4.x party hands over the mask of a local job's within-group bins without it), and so is a hello
+// or hello_ack without a version (a build older than the exchange of versions: 1.0).
 TEST(ProtocolVersionTest, ThisBuildRefusesEveryOlderMajorPeerAndAPeerWithoutAVersion) {
-  ASSERT_EQ(wire::kProtocolVersion, (wire::ProtocolVersion{4, 1}));
+  ASSERT_EQ(wire::kProtocolVersion, (wire::ProtocolVersion{5, 0}));
   EXPECT_OK(wire::CheckPartyProtocol("p", wire::kProtocolVersion));
   EXPECT_OK(wire::CheckLeaderProtocol(wire::kProtocolVersion));
-  for (const uint32_t major : {1u, 2u, 3u}) {
+  for (const uint32_t major : {1u, 2u, 3u, 4u}) {
     for (const uint32_t minor : {0u, 1u, 2u, 3u, 4u, 9u}) {
       const wire::ProtocolVersion old{major, minor};
       EXPECT_THAT(wire::CheckPartyProtocol("p", old),
                   StatusIs(absl::StatusCode::kFailedPrecondition,
                            absl::StrCat("party 'p' speaks protocol ", major, ".", minor,
-                                        "; this leader supports 4.0-4.1")));
+                                        "; this leader supports 5.0-5.0")));
       EXPECT_THAT(wire::CheckLeaderProtocol(old),
                   StatusIs(absl::StatusCode::kFailedPrecondition,
                            absl::StrCat("the leader speaks protocol ", major, ".", minor,
-                                        "; this party speaks 4.1")));
+                                        "; this party speaks 5.0")));
     }
   }
   const fedanon::v1::PartyHello unversioned_hello;
   EXPECT_EQ(wire::ProtocolVersionOf(unversioned_hello), (wire::ProtocolVersion{1, 0}));
   EXPECT_THAT(wire::CheckPartyProtocol("p", wire::ProtocolVersionOf(unversioned_hello)),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "party 'p' speaks protocol 1.0; this leader supports 4.0-4.1"));
+                       "party 'p' speaks protocol 1.0; this leader supports 5.0-5.0"));
   const fedanon::v1::HelloAck unversioned_ack;
   EXPECT_EQ(wire::ProtocolVersionOf(unversioned_ack), (wire::ProtocolVersion{1, 0}));
   EXPECT_THAT(wire::CheckLeaderProtocol(wire::ProtocolVersionOf(unversioned_ack)),
               StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "the leader speaks protocol 1.0; this party speaks 4.1"));
+                       "the leader speaks protocol 1.0; this party speaks 5.0"));
 }
 
-// 4.0 is a major version: a party of the last 3.x version never gets in (it backs off), and a
+// 5.0 is a major version: a party of the last 4.x version never gets in (it backs off), and a
 // hello without a version (a party from before versions were exchanged) speaks 1.0: both are
 // refused naming both versions.
 TEST_F(MtlsTest, APartyOfTheLastMajorVersionOrWithoutVersionIsRefused) {
-  ASSERT_EQ(wire::kProtocolVersion, (wire::ProtocolVersion{4, 1}));
-  auto old = StartParty("hospital-a", Echo, nullptr, wire::ProtocolVersion{3, 0});
+  ASSERT_EQ(wire::kProtocolVersion, (wire::ProtocolVersion{5, 0}));
+  auto old = StartParty("hospital-a", Echo, nullptr, wire::ProtocolVersion{4, 1});
   EXPECT_FALSE(old->WaitUntilConnected(absl::Seconds(1)));
   EXPECT_EQ(old->sessions(), 0);
   EXPECT_FALSE(connections_.IsConnected("hospital-a"));
@@ -410,7 +411,7 @@ TEST_F(MtlsTest, APartyOfTheLastMajorVersionOrWithoutVersionIsRefused) {
   const grpc::Status status = raw->stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(status.error_message(),
-            "party 'hospital-b' speaks protocol 1.0; this leader supports 4.0-4.1");
+            "party 'hospital-b' speaks protocol 1.0; this leader supports 5.0-5.0");
   EXPECT_FALSE(connections_.IsConnected("hospital-b"));
 }
 
@@ -427,9 +428,9 @@ TEST_F(MtlsTest, APartyOfTheNextMajorVersionIsRefusedWithBothVersionsNamed) {
   const grpc::Status status = raw->stream->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(status.error_message(),
-            "party 'hospital-a' speaks protocol 5.0; this leader supports 4.0-4.1");
+            "party 'hospital-a' speaks protocol 6.0; this leader supports 5.0-5.0");
   // A PartyClient advertising it never gets in, and backs off (no reconnect loop).
-  auto future = StartParty("hospital-c", Echo, nullptr, wire::ProtocolVersion{5, 0});
+  auto future = StartParty("hospital-c", Echo, nullptr, wire::ProtocolVersion{6, 0});
   EXPECT_FALSE(future->WaitUntilConnected(absl::Seconds(1)));
   EXPECT_EQ(future->sessions(), 0);
   EXPECT_FALSE(connections_.IsConnected("hospital-a"));
