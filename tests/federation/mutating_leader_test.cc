@@ -823,6 +823,12 @@ TEST(MutatingLeader, HorizontalLocalThreeParties) {
   MutateEveryField(Horizontal("hl3", 3, true, ""));
 }
 
+// Local recoding with Age searched in bins: the within-group bins' check (protocol 5.0), its
+// ranges, thresholds and SumBinCheck messages mutated too.
+TEST(MutatingLeader, HorizontalLocalTwoPartiesBinned) {
+  MutateEveryField(Horizontal("hl2b", 2, true, "", ExampleABinned()));
+}
+
 TEST(MutatingLeader, VerticalGlobal) {
   MutateEveryField(Vertical("vg", 2, "privacy: {model: lkc, L: 2, K: 4}\n", false));
 }
