@@ -190,7 +190,7 @@ TEST_F(VerticalResumeTest, UnderASmallMessageLimitAKillDuringTheReleaseResumesWi
   const absl::Time start = absl::Now();
   absl::StatusOr<std::string> job = fed_->Submit({}, kDelayedRoundTimeoutSeconds);
   ASSERT_TRUE(job.ok()) << job.status();
-  ASSERT_TRUE(WaitForAudit(victim, *job, "release", absl::Seconds(30)))
+  ASSERT_TRUE(WaitForAudit(victim, *job, "release", kJobBound))
       << "the release was never reached";
   const std::vector<std::string> before = fed_->AuditKinds(victim, *job);
   double reconnect = 0;
