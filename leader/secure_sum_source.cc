@@ -118,7 +118,8 @@ absl::StatusOr<std::vector<uint64_t>> SecureSumCountSource::CollectVector(
   RETURN_IF_ERROR(
       CollectChunks(request_proto, request_digest, collect, words, chunks, &sum, &mask_seed));
   if (bins && ring_.size() >= 2 && mask_seed.ciphertext().empty()) {
-    RETURN_IF_ERROR(CheckBins(collect));
+    // The mask comes with the first party's last step of the check once it held (5.0).
+    ASSIGN_OR_RETURN(mask_seed, CheckBins(collect));
   }
   RETURN_IF_ERROR(Unmask(request_digest, collect, mask_seed, &sum));
   if (observer_ != nullptr) {
@@ -242,7 +243,7 @@ absl::Status SecureSumCountSource::Unmask(const std::string& request_digest, uin
   return crypto::SubtractInPlace(absl::MakeSpan(*sum), absl::MakeConstSpan(mask));
 }
 
-absl::Status SecureSumCountSource::CheckBins(uint64_t collect) {
+absl::StatusOr<fedanon::v1::SealedPayload> SecureSumCountSource::CheckBins(uint64_t collect) {
   // The message of the step before, for the party of this step: whole, or (chunked jobs) its
   // chunks fetched from its sender and handed to its receiver ahead of the step.
   const PayloadRelay relay(channel_, job_id_, check_);
@@ -272,9 +273,12 @@ absl::Status SecureSumCountSource::CheckBins(uint64_t collect) {
     if (s < crypto::kComparisonSteps) {
       ASSIGN_OR_RETURN(
           carried, relay.Fetch(party, round_(), timeout_, checked.sealed(), checked.sealed_ref()));
+    } else {
+      // Opened and checked as any mask (Unmask); empty: asked with a SumUnmask.
+      return checked.mask_seed();
     }
   }
-  return absl::OkStatus();
+  return fedanon::v1::SealedPayload();
 }
 
 }  // namespace fedanon::leader

@@ -126,8 +126,9 @@ class SecureSumCountSource : public engine::CountSource {
   // `bins`: the answer holds class counts over bins, checked before the mask is asked for.
   absl::StatusOr<std::vector<uint64_t>> CollectVector(
       const fedanon::v1::StatsRequest& request_proto, size_t words, bool bins = false);
-  // The bin check of `collect`: its six steps relayed between the ring's last and first parties.
-  absl::Status CheckBins(uint64_t collect);
+  // The bin check of `collect`: its six steps relayed between the ring's last and first parties;
+  // the first party's mask seed that came with its last step (empty if none came).
+  absl::StatusOr<fedanon::v1::SealedPayload> CheckBins(uint64_t collect);
   // The rings of one Collect: leaves in `sum` the totals the last hops carried, still masked.
   absl::Status CollectChunks(const fedanon::v1::StatsRequest& request_proto,
                              const std::string& request_digest, uint64_t collect, size_t words,

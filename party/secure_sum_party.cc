@@ -383,18 +383,32 @@ absl::Status BinsBelowBound(uint64_t collect, uint64_t bound) {
       " records and is not empty; its class counts stay masked (numeric_split: binned)"));
 }
 
+uint32_t BinCheckBits(uint64_t bound) {
+  // A bin's records modulo 2^40: exact for every union of fewer than 2^40 records. A larger bin
+  // could only be refused by mistake (its count modulo 2^40 below the bound), never opened below
+  // it, since every count below the bound is below 2^40 and computed exactly.
+  constexpr uint32_t kBits = 40;
+  return bound < (uint64_t{1} << kBits) ? kBits : 64;
+}
+
 }  // namespace
 
-absl::StatusOr<std::vector<uint64_t>> SecureSumParty::BinCheckInputs(bool garbler) const {
-  if (!garbler) return guarded_totals_;
+absl::StatusOr<std::vector<uint64_t>> SecureSumParty::BinCheckInputs(bool garbler,
+                                                                     uint32_t bits) const {
+  const uint64_t low = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
   std::vector<uint64_t> inputs;
   inputs.reserve(guarded_.size());
+  if (!garbler) {
+    for (uint64_t total : guarded_totals_) inputs.push_back(total & low);
+    return inputs;
+  }
   for (const engine::GuardedRange& g : guarded_) {
     ASSIGN_OR_RETURN(const std::vector<uint64_t> mask,
                      crypto::MaskWordsFromSeed(seed_, g.offset, static_cast<size_t>(g.words)));
     uint64_t sum = 0;
     for (uint64_t m : mask) sum += m;
-    inputs.push_back(uint64_t{0} - sum);  // masked total + (-mask) = the bin's records, mod 2^64
+    // masked total + (-mask) = the bin's records, mod 2^64 and so mod 2^bits.
+    inputs.push_back((uint64_t{0} - sum) & low);
   }
   return inputs;
 }
@@ -463,13 +477,13 @@ absl::StatusOr<PartyMessage> SecureSumParty::BinCheck(const LeaderMessage& reque
           absl::StrCat("secure sum: the bin check of collect ", collect_, " has started already"));
     }
     ASSIGN_OR_RETURN(const uint64_t bound, BinBound());
-    ASSIGN_OR_RETURN(std::vector<uint64_t> inputs, BinCheckInputs(garbler));
+    ASSIGN_OR_RETURN(std::vector<uint64_t> inputs, BinCheckInputs(garbler, BinCheckBits(bound)));
     ASSIGN_OR_RETURN(const std::string seed,
                      crypto::KeptOrNewComparisonSeed(std::exchange(restored_bin_seed_, "")));
     const crypto::ComparisonSpec spec{
         .instance = absl::StrCat("sum-bins/", collect_round_, "/", collect_),
         .kind = crypto::ComparisonKind::kSumZeroOrAtLeast,
-        .bits = 64,
+        .bits = BinCheckBits(bound),
         .threshold = bound,
         .count = guarded_.size(),
         .output = crypto::ComparisonOutput::kAll};
@@ -496,6 +510,12 @@ absl::StatusOr<PartyMessage> SecureSumParty::BinCheck(const LeaderMessage& reque
   }
   PartyMessage reply;
   auto* out = reply.mutable_sum_bin_checked();
+  if (garbler && bins_held_ && step == crypto::kComparisonSteps) {
+    // The check held: the mask goes to the leader with this last step (protocol 5.0), the box
+    // a SumUnmask of the collect would get.
+    ASSIGN_OR_RETURN(const PartyMessage mask, SealMask());
+    *out->mutable_mask_seed() = mask.sum_mask().seed();
+  }
   if (step < crypto::kComparisonSteps) {
     // A stream's name comes from the collect and the step (one step, one message).
     transfer_.StartProducing(absl::StrCat("bin-check/", collect_, "/", step),

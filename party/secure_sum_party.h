@@ -89,9 +89,9 @@ class SecureSumParty {
   // The bin bound of the current collect, computed once from the signed model: a global bin's
   // (engine::SplitBinBound), or a local job's within-group bin's (also at least the largest k).
   absl::StatusOr<uint64_t> BinBound();
-  // This party's inputs to the bin check: minus each guarded range's mask (the first party), the
-  // masked totals it sealed for the leader (the last).
-  absl::StatusOr<std::vector<uint64_t>> BinCheckInputs(bool garbler) const;
+  // This party's inputs to the bin check, modulo 2^bits: minus each guarded range's mask (the
+  // first party), the masked totals it sealed for the leader (the last).
+  absl::StatusOr<std::vector<uint64_t>> BinCheckInputs(bool garbler, uint32_t bits) const;
   // The ring's first party's seed of the current collect sealed for the leader (a SumMask),
   // kept as the answer to a SumUnmask of the collect, audited.
   absl::StatusOr<fedanon::v1::PartyMessage> SealMask();

@@ -57,7 +57,10 @@
 // (LocalStatsRequest.ranges) is unmasked only after the same SumBinCheck showed every range empty
 // or holding at least the within-group bound (the model's largest k, at least the global bins');
 // a group's ranges on an attribute are asked once, and a threshold split lies on a boundary of
-// them. A 4.x first party would hand over the mask of such a collect unchecked: refused.
+// them. A 4.x first party would hand over the mask of such a collect unchecked: refused. And
+// every bin check is cheaper: its inputs are taken modulo 2^40 (64 bits before; exact for any
+// union of fewer than 2^40 records), and the first party's mask seed comes with its last step
+// (SumBinChecked.mask_seed) instead of a SumUnmask of its own.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // What the leader decodes, captured from outside the leader (tests only): PartyChannel wrappers
 // between the leader and the parties. RecordingChannel records every secure-sum request, the
 // masked total the last party seals for the leader and the first party's mask (with its answer to
-// the last chunk since protocol 2.1, or on SumUnmask), and subtracts one from the other — exactly
+// the last chunk since protocol 2.1, with its last step of a bin check since 5.0, or on
+// SumUnmask), and subtracts one from the other — exactly
 // the vectors the leader decodes.
 // VerticalRecordingChannel keeps every vertical step and the party's reply in plaintext fields
 // (ID-intersection sizes, proposals, verdicts, released reports, assembled row counts). Used by
@@ -79,6 +80,13 @@ class RecordingChannel : public wire::PartyChannel {
       auto seed = OpenForLeader(request, reply->sum_mask().seed());
       EXPECT_TRUE(seed.ok()) << seed.status();
       if (seed.ok()) Unmask(request.sum_unmask().collect(), *seed);
+    }
+    if (reply.ok() && request.has_sum_bin_check() && reply->has_sum_bin_checked() &&
+        reply->sum_bin_checked().has_mask_seed()) {
+      // With the first party's last step of a bin check that held (protocol 5.0).
+      auto seed = OpenForLeader(request, reply->sum_bin_checked().mask_seed());
+      EXPECT_TRUE(seed.ok()) << seed.status();
+      if (seed.ok()) Unmask(request.sum_bin_check().collect(), *seed);
     }
     return reply;
   }

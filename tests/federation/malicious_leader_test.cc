@@ -1138,13 +1138,26 @@ TEST(MaliciousLeader, BinCheckMessagesReorderedForgedOrReplayedAreRefusedByName)
               StatusIs(absl::StatusCode::kPermissionDenied, "takes a message sealed by"));
   EXPECT_THAT(m->Send(b, check(5, &m2)),
               StatusIs(absl::StatusCode::kPermissionDenied, "does not open as sealed by"));
-  // On in order: the check holds and the mask comes; the bins' class counts are the union's.
+  // On in order: the check holds and the mask comes with the garbler's step 6 (protocol 5.0),
+  // the box a SumUnmask then gets too; the bins' class counts are the union's.
   fedanon::v1::SealedPayload carried = m2;
+  fedanon::v1::SealedPayload with_step_six;
   for (uint32_t step = 3; step <= 6; ++step) {
     absl::StatusOr<PartyMessage> r = m->Send(step % 2 == 1 ? b : a, check(step, &carried));
     ASSERT_TRUE(r.ok()) << "step " << step << ": " << r.status();
+    EXPECT_EQ(r->sum_bin_checked().has_mask_seed(), step == 6) << "step " << step;
     carried = r->sum_bin_checked().sealed();
+    with_step_six = r->sum_bin_checked().mask_seed();
   }
+  EXPECT_EQ(with_step_six.sender(), a);
+  EXPECT_EQ(with_step_six.receiver(), "leader");
+  LeaderMessage unmask;
+  unmask.set_job_id(kJob);
+  unmask.set_round(1);
+  unmask.mutable_sum_unmask()->set_collect(0);
+  absl::StatusOr<PartyMessage> asked = m->Send(a, unmask);
+  ASSERT_OK(asked.status());
+  EXPECT_EQ(asked->sum_mask().seed().SerializeAsString(), with_step_six.SerializeAsString());
   ASSERT_OK(m->Unmask(0));
   EXPECT_EQ(m->seen().back(), "sum for leader: 4,8,6,11,4,7");
 }

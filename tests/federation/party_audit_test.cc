@@ -208,6 +208,13 @@ class SentCapture : public wire::PartyChannel {
                              "secure-sum-mask",
                              {reply->sum_step().mask_seed().receiver()}});
       }
+      // The same with the first party's last step of a bin check that held (protocol 5.0).
+      if (reply->has_sum_bin_checked() && reply->sum_bin_checked().has_mask_seed()) {
+        sent_.push_back(Sent{party,
+                             static_cast<uint32_t>(request.round()),
+                             "secure-sum-mask",
+                             {reply->sum_bin_checked().mask_seed().receiver()}});
+      }
     }
     return reply;
   }
