@@ -426,7 +426,7 @@ absl::Status FinalCheckParty::ComparePhase(const Chunk& chunk, fedanon::v1::Fina
         absl::StrCat("final-check/", step.comparison(), "/", s),
         crypto::Sha256(absl::StrCat(chunk.round, "/", step.SerializeAsString())));
     const absl::Status sealed =
-        transfer_.SealPayload(other, chunk.round, ComparePurpose(step, s, chunk.round, check.chain),
+        transfer_.SealMessage(other, chunk.round, ComparePurpose(step, s, chunk.round, check.chain),
                               next, out->mutable_sealed(), out->mutable_sealed_ref());
     transfer_.StopProducing();
     RETURN_IF_ERROR(sealed);

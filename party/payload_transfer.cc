@@ -12,6 +12,7 @@
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
 #include "crypto/hash.h"
+#include "crypto/sealed_box.h"
 #include "party/chunk_file.h"
 #include "party/job_journal.h"
 #include "spdlog/spdlog.h"
@@ -268,6 +269,28 @@ absl::StatusOr<std::string> PayloadTransfer::OpenPayload(const fedanon::v1::Seal
   return plain;
 }
 
+absl::Status PayloadTransfer::SealMessage(const std::string& receiver, uint64_t round,
+                                          const std::string& purpose, const std::string& bytes,
+                                          fedanon::v1::SealedPayload* whole,
+                                          fedanon::v1::ChunkRef* ref) {
+  if (ctx_.chunk_bytes > 0 && bytes.size() > ctx_.chunk_bytes) {
+    return SealPayload(receiver, round, purpose, bytes, whole, ref);
+  }
+  ASSIGN_OR_RETURN(*whole, ctx_.SealFor(receiver, round, purpose, bytes));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> PayloadTransfer::OpenWholeMessage(
+    const fedanon::v1::SealedPayload& whole, uint64_t round, const std::string& purpose) {
+  // A message of more than one chunk travels in chunks (SealMessage).
+  if (whole.ciphertext().size() > ctx_.chunk_bytes + crypto::kSealOverhead) {
+    return absl::InvalidArgumentError(absl::StrCat("a whole '", purpose, "' message of ",
+                                                   whole.ciphertext().size(),
+                                                   " bytes, more than one chunk of this job"));
+  }
+  return ctx_.OpenSealed(whole, round, purpose);
+}
+
 absl::StatusOr<std::string> PayloadTransfer::OpenPayloadFrom(
     const std::string& sender, const fedanon::v1::SealedPayload& whole,
     const fedanon::v1::ChunkRef& ref, uint64_t round, const std::string& purpose,
@@ -278,7 +301,9 @@ absl::StatusOr<std::string> PayloadTransfer::OpenPayloadFrom(
     return absl::PermissionDeniedError(
         absl::StrCat(what, " takes a message sealed by '", sender, "' for '", ctx_.self(), "'"));
   }
-  absl::StatusOr<std::string> opened = OpenPayload(whole, ref, round, purpose, nullptr);
+  absl::StatusOr<std::string> opened = !chunked && ctx_.chunk_bytes > 0
+                                           ? OpenWholeMessage(whole, round, purpose)
+                                           : OpenPayload(whole, ref, round, purpose, nullptr);
   if (!opened.ok()) {
     return absl::PermissionDeniedError(
         absl::StrCat(what, ": the input does not open as sealed by '", sender, "' for ", binding,

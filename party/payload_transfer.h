@@ -44,10 +44,17 @@ class PayloadTransfer {
   absl::StatusOr<std::string> OpenPayload(const fedanon::v1::SealedPayload& whole,
                                           const fedanon::v1::ChunkRef& ref, uint64_t round,
                                           const std::string& purpose, std::string* sender);
+  // A secure comparison's message for `receiver` (protocol 5.0): whole into `whole` when it fits
+  // one chunk (or the job does not chunk), so the leader relays it with the step instead of
+  // fetching and handing its one chunk in two calls of their own; else as SealPayload.
+  absl::Status SealMessage(const std::string& receiver, uint64_t round, const std::string& purpose,
+                           const std::string& bytes, fedanon::v1::SealedPayload* whole,
+                           fedanon::v1::ChunkRef* ref);
   // OpenPayload for a payload that must come from `sender` for this party (a secure comparison's
-  // message from the other comparing party). PermissionDenied "<what> takes a message sealed by
-  // '<sender>' for '<self>'" when it names anyone else (or nothing), "<what>: the input does not
-  // open as sealed by '<sender>' for <binding>: <why>" when it does not open.
+  // message from the other comparing party, SealMessage's: whole only up to one chunk).
+  // PermissionDenied "<what> takes a message sealed by '<sender>' for '<self>'" when it names
+  // anyone else (or nothing), "<what>: the input does not open as sealed by '<sender>' for
+  // <binding>: <why>" when it does not open (also: whole but larger than one chunk).
   absl::StatusOr<std::string> OpenPayloadFrom(const std::string& sender,
                                               const fedanon::v1::SealedPayload& whole,
                                               const fedanon::v1::ChunkRef& ref, uint64_t round,
@@ -115,6 +122,9 @@ class PayloadTransfer {
   }
 
  private:
+  // A comparison message that came whole in a chunked job: opened if it fits one chunk.
+  absl::StatusOr<std::string> OpenWholeMessage(const fedanon::v1::SealedPayload& whole,
+                                               uint64_t round, const std::string& purpose);
   struct Outgoing {
     uint64_t round = 0;
     fedanon::v1::ChunkRef ref;

@@ -520,7 +520,7 @@ absl::StatusOr<PartyMessage> SecureSumParty::BinCheck(const LeaderMessage& reque
     // A stream's name comes from the collect and the step (one step, one message).
     transfer_.StartProducing(absl::StrCat("bin-check/", collect_, "/", step),
                              crypto::Sha256(absl::StrCat(request.round(), "/", fingerprint)));
-    const absl::Status sealed = transfer_.SealPayload(
+    const absl::Status sealed = transfer_.SealMessage(
         other, collect_round_, wire::SumBinCheckPurpose(collect_, step, collect_round_, digest_),
         next, out->mutable_sealed(), out->mutable_sealed_ref());
     transfer_.StopProducing();

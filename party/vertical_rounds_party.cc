@@ -271,7 +271,7 @@ absl::Status VerticalRoundsParty::Compare(const fedanon::v1::VerticalCompare& co
   if (comparison_->comparison->base()) winner_base_ = comparison_->comparison->base();
   auto* compared = out->mutable_compared();
   if (step < crypto::kComparisonSteps) {
-    RETURN_IF_ERROR(transfer_.SealPayload(other, round, ComparePurpose(decisions, step), next,
+    RETURN_IF_ERROR(transfer_.SealMessage(other, round, ComparePurpose(decisions, step), next,
                                           compared->mutable_sealed(),
                                           compared->mutable_sealed_ref()));
   }

@@ -60,7 +60,9 @@
 // them. A 4.x first party would hand over the mask of such a collect unchecked: refused. And
 // every bin check is cheaper: its inputs are taken modulo 2^40 (64 bits before; exact for any
 // union of fewer than 2^40 records), and the first party's mask seed comes with its last step
-// (SumBinChecked.mask_seed) instead of a SumUnmask of its own.
+// (SumBinChecked.mask_seed) instead of a SumUnmask of its own. Every secure comparison's message
+// (bin check, two-party final check, vertical winner) that fits one chunk travels whole with its
+// step in a chunked job too, not as a stream the leader fetches and hands in two more calls.
 #pragma once
 
 #include <cstdint>

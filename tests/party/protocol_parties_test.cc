@@ -444,6 +444,48 @@ TEST(PayloadTransfer, AWholePayloadInAChunkedJobIsRefused) {
   EXPECT_EQ(sender, "a");
 }
 
+// A secure comparison's message (SealMessage, protocol 5.0): whole when it fits one chunk of a
+// chunked job, so the leader relays it with the step; in chunks when larger. The receiver opens a
+// whole one only up to one chunk: a larger whole message (the leader's, or a sender's, choice of
+// form) is refused by name.
+TEST(PayloadTransfer, AComparisonMessageGoesWholeUpToOneChunkAndNoLarger) {
+  Participants p({"a", "b"});
+  auto a = p.ContextOf("a");
+  auto b = p.ContextOf("b");
+  for (auto* ctx : {a.get(), b.get()}) {
+    ctx->chunk_bytes = 4096;
+    ctx->message_limit = 64 << 10;
+  }
+  PayloadTransfer sender(*a);
+  PayloadTransfer receiver(*b);
+  const std::string small(4096, 's');
+  sender.StartProducing("step-1", std::string(32, 'd'));
+  fedanon::v1::SealedPayload whole;
+  fedanon::v1::ChunkRef ref;
+  ASSERT_OK(sender.SealMessage("b", 1, "compare", small, &whole, &ref));
+  sender.StopProducing();
+  EXPECT_TRUE(ref.stream().empty()) << "one chunk's worth goes whole";
+  ASSERT_OK_AND_ASSIGN(
+      const std::string opened,
+      receiver.OpenPayloadFrom("a", whole, ref, 1, "compare", "a comparison", "this step"));
+  EXPECT_EQ(opened, small);
+  // One byte more: in chunks, which the receiver opens once they were put.
+  const std::string large(4097, 'l');
+  const fedanon::v1::ChunkRef chunked = RelayChunks(sender, receiver, "b", "compare-2", large);
+  EXPECT_EQ(chunked.chunks(), 2u);
+  ASSERT_OK_AND_ASSIGN(const std::string reassembled,
+                       receiver.OpenPayloadFrom("a", fedanon::v1::SealedPayload(), chunked, 1,
+                                                "compare-2", "a comparison", "this step"));
+  EXPECT_EQ(reassembled, large);
+  // The same larger message sealed whole (as a job without chunks would): refused by name.
+  ASSERT_OK_AND_ASSIGN(const fedanon::v1::SealedPayload too_large,
+                       a->SealFor("b", 1, "compare-3", large));
+  EXPECT_THAT(
+      receiver.OpenPayloadFrom("a", too_large, fedanon::v1::ChunkRef(), 1, "compare-3",
+                               "a comparison", "this step"),
+      StatusIs(absl::StatusCode::kPermissionDenied, "bytes, more than one chunk of this job"));
+}
+
 // party/payload_transfer.cc OpenPayload: a step naming a stream meant for another party or of
 // another purpose, a stream none of whose chunks arrived, and a stream under another shape than
 // its chunks declared; the stream as its chunks declared it then opens.
