@@ -143,15 +143,13 @@ absl::Status LocalParty::CheckThresholdOnWithinGroupBins(
 }
 
 absl::Status LocalParty::RecordRanges(const fedanon::v1::LocalStatsRequest& request) {
-  std::vector<std::pair<std::pair<int32_t, int>, std::vector<int32_t>>> asked;
+  std::map<std::pair<int32_t, int>, std::vector<int32_t>> asked;
   for (const auto& r : request.ranges()) {
     ASSIGN_OR_RETURN(const engine::LocalGroupRef ref, LiveGroup(r.group()));
     const int a = static_cast<int>(r.attribute());
-    std::pair<int32_t, int> key{ref.group, a};
-    const bool again = range_bounds_.contains(key) ||
-                       std::any_of(asked.begin(), asked.end(),
-                                   [&key](const auto& earlier) { return earlier.first == key; });
-    if (again) {
+    const std::pair<int32_t, int> key{ref.group, a};
+    if (range_bounds_.contains(key) ||
+        !asked.emplace(key, std::vector<int32_t>(r.bounds().begin(), r.bounds().end())).second) {
       const std::string name =
           r.attribute() < data_->qids.size() ? data_->qids[a].name : absl::StrCat(a);
       return absl::PermissionDeniedError(
@@ -159,16 +157,15 @@ absl::Status LocalParty::RecordRanges(const fedanon::v1::LocalStatsRequest& requ
                        " were asked over within-group bins already; a group's bins are asked once "
                        "(numeric_split: binned: a second set of bins would difference the first)"));
     }
-    asked.emplace_back(std::move(key), std::vector<int32_t>(r.bounds().begin(), r.bounds().end()));
   }
-  for (auto& [key, bounds] : asked) range_bounds_[key] = std::move(bounds);
+  range_bounds_.merge(asked);
   return absl::OkStatus();
 }
 
 std::vector<engine::GuardedRange> LocalParty::GuardedRanges(
     const fedanon::v1::LocalStatsRequest& request) const {
   std::vector<engine::GuardedRange> out;
-  if (!binned_ || request.released_groups_size() > 0) return out;
+  if (!binned_) return out;  // labelled ranges are asked under binned search only
   // Each range's words: [count, class_1..C, sensitive_1..m] (InProcessLocalSource::
   // RangeStatsBatch); the count is the bin's records.
   const uint64_t width = 1 + static_cast<uint64_t>(std::max(1, data_->num_classes())) +

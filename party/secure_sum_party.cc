@@ -365,11 +365,9 @@ absl::StatusOr<uint64_t> SecureSumParty::BinBound() {
                      engine::BuildPrivacyModel(ctx_.spec, *tables_.data));
     bin_bound_ = std::max<uint64_t>(
         1, engine::SplitBinBound(model, engine::NumericSplitFromSpec(ctx_.spec).min_split_bin));
-    // Local recoding's within-group bins: at least the largest k of the model, and never below
-    // the global bins' bound (engine::LocalRecoder's rule).
-    uint64_t kmin = 0;
-    for (const engine::Constraint& c : model.constraints) kmin = std::max<uint64_t>(kmin, c.k);
-    local_bin_bound_ = std::max(*bin_bound_, kmin);
+    // Local recoding's within-group bins (engine::LocalRecoder's rule).
+    local_bin_bound_ =
+        engine::WithinGroupBinBound(model, engine::NumericSplitFromSpec(ctx_.spec).min_split_bin);
   }
   return local_bins_ ? local_bin_bound_ : *bin_bound_;
 }

@@ -88,8 +88,7 @@ absl::StatusOr<std::unique_ptr<VerticalLocalReplica>> VerticalLocalReplica::Crea
   if (numeric.binned()) {
     // As the centralized LocalRecoder: within a group, bins of at least kmin records (the
     // largest k), never finer than the global bins' own bound.
-    r->rule_.within_group_min_bin =
-        std::max<uint64_t>(r->rule_.kmin, engine::SplitBinBound(*model, numeric.min_split_bin));
+    r->rule_.within_group_min_bin = engine::WithinGroupBinBound(*model, numeric.min_split_bin);
   }
   r->fine_ = std::make_unique<engine::LocalFineMap>(data, numeric.binned(), std::move(bins));
   std::vector<LocalValue> root = engine::LocalRootKey(*data);

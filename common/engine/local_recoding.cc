@@ -648,7 +648,7 @@ absl::Status LocalRecoder::Initialize() {
     const uint64_t min_records = SplitBinBound(*model_, options_.numeric.min_split_bin);
     // Within a group, labelled counts only per within-group bin of >= K records (K = kmin), and
     // never finer than the global bins' own bound.
-    within_bin_ = std::max(kmin_, min_records);
+    within_bin_ = WithinGroupBinBound(*model_, options_.numeric.min_split_bin);
     for (int a = 0; a < q_; ++a) {
       const table::QidColumn& col = data_->qids[a];
       if (col.kind != table::QidKind::kContinuous) continue;

@@ -25,6 +25,12 @@ uint64_t SplitBinBound(const PrivacyModel& model, uint32_t min_split_bin) {
   return std::max<uint64_t>(k, min_split_bin);
 }
 
+uint64_t WithinGroupBinBound(const PrivacyModel& model, uint32_t min_split_bin) {
+  uint64_t kmax = 1;
+  for (const Constraint& c : model.constraints) kmax = std::max(kmax, c.k);
+  return std::max(kmax, SplitBinBound(model, min_split_bin));
+}
+
 std::vector<int32_t> PublicCellBounds(const table::QidColumn& column, uint32_t cells) {
   const auto ranks = static_cast<int32_t>(column.sorted_values.size());
   if (ranks == 0) return {0};

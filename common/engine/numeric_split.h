@@ -40,6 +40,10 @@ NumericSplitConfig NumericSplitFromSpec(const fedanon::v1::JobSpec& spec);
 // for a model without an anonymity threshold.
 uint64_t SplitBinBound(const PrivacyModel& model, uint32_t min_split_bin);
 
+// Local recoding's least number of records of a within-group bin: the model's largest k (every
+// group must hold it), never below SplitBinBound (the global bins' own bound).
+uint64_t WithinGroupBinBound(const PrivacyModel& model, uint32_t min_split_bin);
+
 // The public cells of a continuous column as rank boundaries 0 = b_0 < b_1 < ... < b_m = R
 // (R = number of ranks; cell i holds ranks [b_i, b_{i+1})), m <= `cells`. On a grid (precision >
 // 0) every cell is ceil(R / cells) ranks wide (the last one may be narrower); without one, cell i
