@@ -239,11 +239,15 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
   std::vector<std::string> texts(blocks);
   std::vector<absl::Status> statuses(blocks);
   std::vector<char> done(blocks, 0);
+  // Texts already written, kept for their room: a block is formatted into one of them (no
+  // string grows from nothing and no fresh memory is touched for every block).
+  std::vector<std::string> spare;
   size_t next_block = 0, taken_by_writer = 0;
   bool stop = false;
   absl::Mutex mu;
   absl::CondVar changed;
   auto work = [&] {
+    std::string text;
     for (;;) {
       size_t b;
       {
@@ -253,8 +257,12 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
         }
         if (stop || next_block >= blocks) return;
         b = next_block++;
+        if (!spare.empty()) {
+          text = std::move(spare.back());
+          spare.pop_back();
+        }
       }
-      std::string text;
+      text.clear();
       absl::Status status = format_block(b, &text, /*stream=*/false);
       absl::MutexLock lock(&mu);
       texts[b] = std::move(text);
@@ -276,6 +284,8 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
       changed.SignalAll();
     }
     if (result.ok()) result = write(text);
+    absl::MutexLock lock(&mu);
+    spare.push_back(std::move(text));
   }
   {
     absl::MutexLock lock(&mu);
