@@ -169,6 +169,13 @@ class VerticalParty::Source : public engine::CountSource {
     engine::AppendLocalStats(*tips_, request, &out);
     return out;
   }
+  bool CountsInProcess() const override { return true; }
+  absl::StatusOr<std::vector<uint64_t>> CollectAttributeBlocks(
+      int attr, const std::vector<std::vector<NodeIndex>>& keys) override {
+    std::vector<uint64_t> out;
+    tips_->AppendAttributeBlocks(attr, keys, &out);
+    return out;
+  }
   bool Owns(int attr) const override { return (*owned_)[attr]; }
   int32_t AnnouncedSplit(int attr, NodeIndex node) override {
     // The owner announces the real threshold with the instruction that refines the node; until

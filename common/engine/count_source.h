@@ -94,6 +94,17 @@ class CountSource {
   virtual absl::Status Split(int attr, NodeIndex node, int32_t split_rank) = 0;
   // The statistics summed over every holder.
   virtual absl::StatusOr<std::vector<uint64_t>> Collect(const StatsRequest& request) = 0;
+  // Whether this source counts one in-process TIPS (the centralized run, a vertical party's
+  // replica). The engine then asks it for attribute blocks alone (CollectAttributeBlocks) and
+  // takes a new group's statistics from its parent's minus its siblings' (sums over the same
+  // records) instead of asking for them. A federated source is asked for every group in whole,
+  // so that its requests stay those of the protocol.
+  virtual bool CountsInProcess() const { return false; }
+  // Only when CountsInProcess(): attribute `attr`'s block of the statistics of each group in
+  // `keys` (item 4 above without the group's count and the other attributes' blocks;
+  // Tips::AppendAttributeBlocks). Unimplemented otherwise.
+  virtual absl::StatusOr<std::vector<uint64_t>> CollectAttributeBlocks(
+      int attr, const std::vector<std::vector<NodeIndex>>& keys);
 
   // Vertical partitioning (mohammed2011 §5): whether this holder knows the values of `attr`.
   // Statistics of attributes it does not own are placeholders; the engine then only proposes
@@ -115,6 +126,9 @@ class LocalCountSource : public CountSource {
                           const std::vector<uint64_t>& new_group_sizes) override;
   absl::Status Split(int, NodeIndex, int32_t) override { return absl::OkStatus(); }
   absl::StatusOr<std::vector<uint64_t>> Collect(const StatsRequest& request) override;
+  absl::StatusOr<std::vector<uint64_t>> CollectAttributeBlocks(
+      int attr, const std::vector<std::vector<NodeIndex>>& keys) override;
+  bool CountsInProcess() const override { return true; }
 
  private:
   Tips* tips_;

@@ -797,7 +797,7 @@ absl::Status TopDownSpecializer::Apply(int cand_id, std::optional<double> score_
   }
   std::vector<int32_t> new_groups;
   std::vector<std::vector<uint64_t>> kid_counts;
-  RETURN_IF_ERROR(CollectNodesAndGroups(refinable, keys, sizes, &kid_counts, &new_groups));
+  RETURN_IF_ERROR(CollectChildGroups(a, pending, refinable, keys, sizes, &kid_counts, &new_groups));
   for (size_t i = 0; i < new_groups.size() && i < new_hist.size(); ++i) {
     group_hist_[new_groups[i]] = std::move(new_hist[i]);
   }
@@ -859,30 +859,17 @@ absl::StatusOr<int> TopDownSpecializer::FindCandidate(int attr, NodeIndex node, 
 
 absl::StatusOr<bool> TopDownSpecializer::Recheck(int attr, NodeIndex node, int c) {
   ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
-  // Fresh statistics for the groups that hold the node and for the node's class counts.
+  // Fresh statistics for the node's class counts and for the groups that hold the node.
   const std::vector<int32_t> groups = AliveGroups(attr, node);
   StatsRequest request;
   request.node_class_counts.emplace_back(attr, node);
-  for (int32_t g : groups) {
-    request.group_keys.emplace_back(keys_.begin() + static_cast<size_t>(g) * q_,
-                                    keys_.begin() + static_cast<size_t>(g + 1) * q_);
-  }
   ASSIGN_OR_RETURN(std::vector<uint64_t> stats, source_->Collect(request));
   if (stats.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
     return absl::InternalError("count statistics have the wrong length");
   }
+  RETURN_IF_ERROR(RefreshGroups(attr, groups));
   const AttributeHierarchy& h = (*hier_)[attr];
   const size_t node_words = static_cast<size_t>(h.FineChildCount(node)) * num_classes_;
-  size_t pos = node_words;
-  for (int32_t g : groups) {
-    const size_t begin = stats_off_[g];
-    const size_t end =
-        static_cast<size_t>(g) + 1 < stats_off_.size() ? stats_off_[g + 1] : stats_.size();
-    if (pos + (end - begin) > stats.size()) return absl::InternalError("stale group layout");
-    std::copy(stats.begin() + pos, stats.begin() + pos + (end - begin), stats_.begin() + begin);
-    pos += end - begin;
-    ForgetDiscernibility(g);
-  }
   // Re-derive the candidate's gain and validity from the refreshed counts.
   Candidate& cand = cands_[id];
   const SplitMeasures m =
@@ -955,7 +942,172 @@ absl::Status TopDownSpecializer::ApplyChosen(int attr, NodeIndex node, int c,
 absl::Status TopDownSpecializer::Reject(int attr, NodeIndex node, int c) {
   ASSIGN_OR_RETURN(const int id, FindCandidate(attr, node, c));
   cands_[id].valid = false;
+  // A judge's Recheck counted the children the veto takes back: the groups' statistics follow
+  // the source's records again (a parent's statistics are what new groups are derived from).
+  if (!source_->Owns(attr) && source_->CountsInProcess()) {
+    RETURN_IF_ERROR(RefreshGroups(attr, AliveGroups(attr, node)));
+  }
   return absl::OkStatus();
+}
+
+absl::Status TopDownSpecializer::RefreshGroups(int attr, const std::vector<int32_t>& groups) {
+  if (groups.empty()) return absl::OkStatus();
+  std::vector<std::vector<NodeIndex>> keys;
+  keys.reserve(groups.size());
+  for (int32_t g : groups) {
+    keys.emplace_back(keys_.begin() + static_cast<size_t>(g) * q_,
+                      keys_.begin() + static_cast<size_t>(g + 1) * q_);
+  }
+  if (!source_->CountsInProcess()) {
+    StatsRequest request;
+    request.group_keys = std::move(keys);
+    ASSIGN_OR_RETURN(const std::vector<uint64_t> stats, source_->Collect(request));
+    if (stats.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
+      return absl::InternalError("count statistics have the wrong length");
+    }
+    size_t pos = 0;
+    for (int32_t g : groups) {
+      const size_t begin = stats_off_[g], end = GroupEnd(g);
+      if (pos + (end - begin) > stats.size()) return absl::InternalError("stale group layout");
+      std::copy(stats.begin() + pos, stats.begin() + pos + (end - begin), stats_.begin() + begin);
+      pos += end - begin;
+      ForgetDiscernibility(g);
+    }
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(const std::vector<uint64_t> blocks, source_->CollectAttributeBlocks(attr, keys));
+  size_t pos = 0;
+  for (int32_t g : groups) {
+    const size_t at = static_cast<size_t>(g) * q_ + attr;
+    const size_t begin = stats_off_[g] + attr_off_[at];
+    const size_t end = attr + 1 < q_ ? stats_off_[g] + attr_off_[at + 1] : GroupEnd(g);
+    if (pos + (end - begin) > blocks.size()) return absl::InternalError("stale group layout");
+    std::copy(blocks.begin() + pos, blocks.begin() + pos + (end - begin), stats_.begin() + begin);
+    pos += end - begin;
+    ForgetDiscernibility(g);
+  }
+  if (pos != blocks.size()) return absl::InternalError("stale group layout");
+  return absl::OkStatus();
+}
+
+size_t TopDownSpecializer::GroupWords(const NodeIndex* key) const {
+  size_t words = stride_;
+  for (int b = 0; b < q_; ++b) words += stride_ * (*hier_)[b].FineChildCount(key[b]);
+  return words;
+}
+
+size_t TopDownSpecializer::BlockOffset(const NodeIndex* key, int attr) const {
+  size_t words = stride_;
+  for (int b = 0; b < attr; ++b) words += stride_ * (*hier_)[b].FineChildCount(key[b]);
+  return words;
+}
+
+absl::Status TopDownSpecializer::CollectChildGroups(
+    int a, const std::vector<ChildGroup>& pending,
+    const std::vector<std::pair<int, NodeIndex>>& refinable,
+    const std::vector<std::vector<NodeIndex>>& keys, const std::vector<uint64_t>& sizes,
+    std::vector<std::vector<uint64_t>>* node_counts, std::vector<int32_t>* new_groups) {
+  if (!source_->CountsInProcess()) {
+    return CollectNodesAndGroups(refinable, keys, sizes, node_counts, new_groups);
+  }
+  // The children of one parent are consecutive in `pending` (ChildGroups): each run's largest
+  // child (the first of equals) is derived when its blocks of the other attributes have the
+  // parent's layout.
+  std::vector<size_t> run_end(pending.size());
+  std::vector<bool> derived(pending.size(), false);
+  for (size_t r0 = 0; r0 < pending.size();) {
+    size_t r1 = r0 + 1;
+    while (r1 < pending.size() && pending[r1].parent == pending[r0].parent) ++r1;
+    size_t largest = r0;
+    for (size_t i = r0; i < r1; ++i) {
+      run_end[i] = r1;
+      if (pending[i].size > pending[largest].size) largest = i;
+    }
+    const int32_t p = pending[r0].parent;
+    bool same_layout = true;
+    for (int b = 0; b < q_ && same_layout; ++b) {
+      if (b == a) continue;
+      const size_t at = static_cast<size_t>(p) * q_ + b;
+      const size_t end = b + 1 < q_ ? attr_off_[at + 1] : GroupEnd(p) - stats_off_[p];
+      same_layout = end - attr_off_[at] == stride_ * (*hier_)[b].FineChildCount(keys[largest][b]);
+    }
+    derived[largest] = same_layout;
+    r0 = r1;
+  }
+  StatsRequest request;
+  request.node_class_counts = refinable;
+  std::vector<std::vector<NodeIndex>> derived_keys;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    (derived[i] ? derived_keys : request.group_keys).push_back(keys[i]);
+  }
+  ASSIGN_OR_RETURN(const std::vector<uint64_t> stats, source_->Collect(request));
+  if (stats.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
+    return absl::InternalError("count statistics have the wrong length");
+  }
+  size_t pos = 0;
+  for (const auto& [attr, n] : refinable) {
+    const size_t words = static_cast<size_t>((*hier_)[attr].FineChildCount(n)) * num_classes_;
+    node_counts->emplace_back(stats.begin() + pos, stats.begin() + pos + words);
+    pos += words;
+  }
+  std::vector<uint64_t> blocks;
+  if (!derived_keys.empty()) {
+    ASSIGN_OR_RETURN(blocks, source_->CollectAttributeBlocks(a, derived_keys));
+  }
+  // Where each counted group's words are in `stats`.
+  std::vector<size_t> off(pending.size(), 0);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (derived[i]) continue;
+    off[i] = pos;
+    pos += GroupWords(keys[i].data());
+  }
+  if (pos != stats.size()) return absl::InternalError("group statistics have trailing data");
+  std::vector<uint64_t> all;
+  size_t block_pos = 0;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const size_t words = GroupWords(keys[i].data());
+    if (!derived[i]) {
+      all.insert(all.end(), stats.begin() + off[i], stats.begin() + off[i] + words);
+      continue;
+    }
+    const int32_t p = pending[i].parent;
+    const uint64_t* parent = stats_.data() + stats_off_[p];
+    size_t r0 = i;
+    while (r0 > 0 && pending[r0 - 1].parent == p) --r0;
+    // The parent's words at `from` minus every sibling's at its own offset of the same block.
+    auto subtract = [&](size_t from, int block, size_t len) -> absl::Status {
+      for (size_t w = 0; w < len; ++w) {
+        uint64_t v = parent[from + w];
+        for (size_t j = r0; j < run_end[i]; ++j) {
+          if (j == i) continue;
+          const size_t sib = block < 0 ? 0 : BlockOffset(keys[j].data(), block);
+          const uint64_t s = stats[off[j] + sib + w];
+          if (s > v) {
+            return absl::InternalError(
+                "group statistics disagree with the parent counts (a child holds more)");
+          }
+          v -= s;
+        }
+        all.push_back(v);
+      }
+      return absl::OkStatus();
+    };
+    RETURN_IF_ERROR(subtract(0, -1, stride_));
+    for (int b = 0; b < q_; ++b) {
+      const size_t len = stride_ * (*hier_)[b].FineChildCount(keys[i][b]);
+      if (b == a) {
+        if (block_pos + len > blocks.size()) {
+          return absl::InternalError("attribute blocks are truncated");
+        }
+        all.insert(all.end(), blocks.begin() + block_pos, blocks.begin() + block_pos + len);
+        block_pos += len;
+      } else {
+        RETURN_IF_ERROR(subtract(attr_off_[static_cast<size_t>(p) * q_ + b], b, len));
+      }
+    }
+  }
+  if (block_pos != blocks.size()) return absl::InternalError("attribute blocks have trailing data");
+  return AddGroups(keys, sizes, all, 0, new_groups);
 }
 
 uint64_t TopDownSpecializer::smallest_group() const {

@@ -255,6 +255,26 @@ class TopDownSpecializer {
                                       const std::vector<int32_t>& old_groups) const;
   // Marks the groups dead (and drops the cached discernibility gains that counted them).
   void RetireGroups(const std::vector<int32_t>& groups);
+  // Collects the refinable nodes' class counts and adds the groups `pending` creates (`keys`,
+  // `sizes`: theirs) when a candidate of attribute `a` is applied. From a source that counts in
+  // process, each parent's largest child is not asked for: its count and its blocks of the other
+  // attributes are the parent's minus its siblings', and its block of `a` is counted alone.
+  absl::Status CollectChildGroups(int a, const std::vector<ChildGroup>& pending,
+                                  const std::vector<std::pair<int, NodeIndex>>& refinable,
+                                  const std::vector<std::vector<NodeIndex>>& keys,
+                                  const std::vector<uint64_t>& sizes,
+                                  std::vector<std::vector<uint64_t>>* node_counts,
+                                  std::vector<int32_t>* new_groups);
+  // Counts `attr`'s block of each of `groups` again (a source that counts in process; otherwise
+  // the groups' whole statistics): after their records learnt (or unlearnt) their child of
+  // key[attr].
+  absl::Status RefreshGroups(int attr, const std::vector<int32_t>& groups);
+  // Words of a group's statistics with `key`, and where attribute `attr`'s block starts in them.
+  size_t GroupWords(const NodeIndex* key) const;
+  size_t BlockOffset(const NodeIndex* key, int attr) const;
+  size_t GroupEnd(int32_t g) const {
+    return static_cast<size_t>(g) + 1 < stats_off_.size() ? stats_off_[g + 1] : stats_.size();
+  }
   // After a specialization on attribute `a`: candidates on other attributes that share one of the
   // new groups are re-checked on those groups, for the constraints that contain both attributes.
   void ReevaluateSharing(int a, const std::vector<int32_t>& new_groups);

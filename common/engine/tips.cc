@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/base/huge_pages.h"
 #include "common/engine/count_source.h"
 
 namespace fedanon::engine {
@@ -41,7 +42,8 @@ std::string PackKey(const std::vector<NodeIndex>& key) {
 Tips::Tips(const table::Dataset* data, const std::vector<AttributeHierarchy>* hierarchies)
     : data_(data), hier_(hierarchies), links_(hierarchies->size()) {
   std::vector<NodeIndex> root_key(hierarchies->size(), 0);
-  std::vector<uint32_t> all(data->num_records);
+  std::vector<uint32_t> all;
+  base::ResizeWithHugePages(all, data->num_records);
   for (uint32_t r = 0; r < all.size(); ++r) all[r] = r;
   AddPartition(std::move(root_key), std::move(all));
 }
@@ -71,18 +73,82 @@ int32_t Tips::FindPartition(const std::vector<NodeIndex>& key) const {
   return it == by_key_.end() ? -1 : it->second;
 }
 
+namespace {
+
+// AttributeHierarchy::ChildOfRecord(node, c, code) with what it looks up fetched once, for a
+// loop over many records.
+struct RecordChildFinder {
+  RecordChildFinder(const AttributeHierarchy& h, NodeIndex node, int c) : kind(h.kind()) {
+    const HierarchyNode& n = h.node(node);
+    switch (kind) {
+      case table::QidKind::kTaxonomy:
+        table = h.TaxonomyFineTable(node).data();
+        break;
+      case table::QidKind::kSuppression:
+        hidden = n.hidden[static_cast<size_t>(c)];
+        break;
+      case table::QidKind::kContinuous:
+        split = n.split_rank;
+        break;
+    }
+  }
+  uint32_t operator()(int32_t code) const {
+    switch (kind) {
+      case table::QidKind::kTaxonomy:
+        return static_cast<uint32_t>(table[code]);
+      case table::QidKind::kSuppression:
+        return code == hidden ? 0 : 1;
+      case table::QidKind::kContinuous:
+        return code < split ? 0 : 1;
+    }
+    return 0;
+  }
+  table::QidKind kind;
+  const int32_t* table = nullptr;
+  int32_t hidden = 0;
+  int32_t split = 0;
+};
+
+}  // namespace
+
 std::vector<int32_t> Tips::Specialize(int attr, NodeIndex node, int c) {
   const AttributeHierarchy& h = (*hier_)[attr];
   const std::vector<NodeIndex>& kids = h.node(node).children;
-  const std::vector<int32_t>& codes = data_->qids[attr].codes;
+  const int32_t* codes = data_->qids[attr].codes.data();
+  const RecordChildFinder child_of(h, node, c);
   std::vector<int32_t> created;
   std::vector<int32_t> link = Link(attr, node);  // copy: AddPartition appends to links
   Link(attr, node).clear();
+  // Each partition in two passes: every record's child (kept when there are at most 256
+  // children) and how many go to each, then the records into child vectors of their final size
+  // (no vector grows and copies itself; fresh memory is touched once).
+  const bool keep_children = kids.size() <= 256;
+  std::vector<uint8_t> child_of_record;
+  std::vector<size_t> per_child(kids.size());
   std::vector<std::vector<uint32_t>> split(kids.size());
   for (int32_t p : link) {
     if (!parts_[p].alive) continue;
-    for (auto& s : split) s.clear();
-    for (uint32_t r : parts_[p].records) split[h.ChildOfRecord(node, c, codes[r])].push_back(r);
+    const std::vector<uint32_t>& records = parts_[p].records;
+    std::fill(per_child.begin(), per_child.end(), 0);
+    if (keep_children) {
+      child_of_record.resize(records.size());
+      for (size_t i = 0; i < records.size(); ++i) {
+        const uint32_t k = child_of(codes[records[i]]);
+        child_of_record[i] = static_cast<uint8_t>(k);
+        ++per_child[k];
+      }
+    } else {
+      for (uint32_t r : records) ++per_child[child_of(codes[r])];
+    }
+    for (size_t k = 0; k < kids.size(); ++k) {
+      split[k] = {};
+      base::ReserveWithHugePages(split[k], per_child[k]);
+    }
+    if (keep_children) {
+      for (size_t i = 0; i < records.size(); ++i) split[child_of_record[i]].push_back(records[i]);
+    } else {
+      for (uint32_t r : records) split[child_of(codes[r])].push_back(r);
+    }
     parts_[p].alive = false;
     by_key_.erase(PackKey(parts_[p].key));
     std::vector<NodeIndex> key = parts_[p].key;
@@ -331,6 +397,27 @@ void Tips::AppendGroupStats(const std::vector<NodeIndex>& key, std::vector<uint6
 
 void Tips::AppendGroupStats(const std::vector<std::vector<NodeIndex>>& keys,
                             std::vector<uint64_t>* out) const {
+  CountGroups(keys, -1, out);
+}
+
+void Tips::AppendAttributeBlocks(int attr, const std::vector<std::vector<NodeIndex>>& keys,
+                                 std::vector<uint64_t>* out) const {
+  // Counted with each group's count in front (CountGroupRange's layout), which is then dropped.
+  std::vector<uint64_t> counted;
+  CountGroups(keys, attr, &counted);
+  const size_t stride = 1 + data_->tracked.size();
+  size_t pos = 0;
+  for (const std::vector<NodeIndex>& key : keys) {
+    const size_t block =
+        stride * static_cast<size_t>(std::max(0, (*hier_)[attr].FineChildCount(key[attr])));
+    out->insert(out->end(), counted.begin() + static_cast<ptrdiff_t>(pos + stride),
+                counted.begin() + static_cast<ptrdiff_t>(pos + stride + block));
+    pos += stride + block;
+  }
+}
+
+void Tips::CountGroups(const std::vector<std::vector<NodeIndex>>& keys, int only_attr,
+                       std::vector<uint64_t>* out) const {
   const size_t m = data_->tracked.size();
   const size_t stride = 1 + m;
   const size_t region_base = out->size();
@@ -343,6 +430,7 @@ void Tips::AppendGroupStats(const std::vector<std::vector<NodeIndex>>& keys,
     plan.base = words;
     size_t key_words = stride;
     for (size_t a = 0; a < key.size(); ++a) {
+      if (only_attr >= 0 && a != static_cast<size_t>(only_attr)) continue;
       const AttributeHierarchy& h = (*hier_)[a];
       const int fine = h.FineChildCount(key[a]);
       if (fine == 0) continue;
@@ -497,6 +585,18 @@ absl::StatusOr<std::vector<uint64_t>> LocalCountSource::Collect(const StatsReque
   std::vector<uint64_t> out;
   AppendLocalStats(*tips_, request, &out);
   return out;
+}
+
+absl::StatusOr<std::vector<uint64_t>> LocalCountSource::CollectAttributeBlocks(
+    int attr, const std::vector<std::vector<NodeIndex>>& keys) {
+  std::vector<uint64_t> out;
+  tips_->AppendAttributeBlocks(attr, keys, &out);
+  return out;
+}
+
+absl::StatusOr<std::vector<uint64_t>> CountSource::CollectAttributeBlocks(
+    int /*attr*/, const std::vector<std::vector<NodeIndex>>& /*keys*/) {
+  return absl::UnimplementedError("this count source answers whole group statistics only");
 }
 
 }  // namespace fedanon::engine

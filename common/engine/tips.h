@@ -47,6 +47,11 @@ class Tips {
   // (each half of every partition's records), with the same result as one.
   void AppendGroupStats(const std::vector<std::vector<NodeIndex>>& keys,
                         std::vector<uint64_t>* out) const;
+  // For each key, only attribute `attr`'s block of its group statistics: for each fine child f
+  // of key[attr], [count, sensitive_1..m] (nothing for a node without fine children) — what
+  // changes when the records of a group learn their child of key[attr].
+  void AppendAttributeBlocks(int attr, const std::vector<std::vector<NodeIndex>>& keys,
+                             std::vector<uint64_t>* out) const;
 
   // Appends, for the partition with `key`, its record count per combination of the declared
   // values of Dataset::value_columns (zeros if none).
@@ -75,6 +80,10 @@ class Tips {
     bool alive = true;
   };
   int32_t AddPartition(std::vector<NodeIndex> key, std::vector<uint32_t> records);
+  // AppendGroupStats for every attribute (`only_attr` < 0), or the group count and `only_attr`'s
+  // block alone.
+  void CountGroups(const std::vector<std::vector<NodeIndex>>& keys, int only_attr,
+                   std::vector<uint64_t>* out) const;
   std::vector<int32_t>& Link(int attr, NodeIndex node);
   const std::vector<int32_t>* LinkOrNull(int attr, NodeIndex node) const;
 

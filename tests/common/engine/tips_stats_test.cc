@@ -1,6 +1,7 @@
 // TIPS count statistics on a table large enough to be counted by two threads, with 0, 2 and 6
-// tracked sensitive values (the last beyond the small-set fast path): every statistic equals a
-// direct count over each partition's records with the hierarchy's own FineChildOf, and
+// tracked sensitive values (the last beyond the small-set fast path): every statistic (and each
+// attribute's block of the group statistics alone) equals a direct count over each partition's
+// records with the hierarchy's own FineChildOf, and
 // specializing puts every record in the partition of its generalized record, in input order.
 #include <gtest/gtest.h>
 
@@ -143,6 +144,25 @@ TEST_P(TipsStatsTest, EveryStatisticEqualsADirectCount) {
     if (p >= 0) records += tips.records(p).size();
   }
   EXPECT_EQ(records, ds->num_records);
+  // Each attribute's block alone (Tips::AppendAttributeBlocks): the same words as that block of
+  // the direct count, key after key, appended after what is there.
+  const size_t stride = 1 + ds->tracked.size();
+  for (int a = 0; a < static_cast<int>(hier.size()); ++a) {
+    std::vector<uint64_t> want = {7};
+    for (const auto& key : keys) {
+      const std::vector<uint64_t> one = DirectGroupStats(*ds, hier, tips, key);
+      size_t at = stride;
+      for (int b = 0; b < a; ++b)
+        at += stride * static_cast<size_t>(hier[b].FineChildCount(key[b]));
+      const size_t len = stride * static_cast<size_t>(hier[a].FineChildCount(key[a]));
+      want.insert(want.end(), one.begin() + static_cast<ptrdiff_t>(at),
+                  one.begin() + static_cast<ptrdiff_t>(at + len));
+    }
+    std::vector<uint64_t> blocks = {7};
+    tips.AppendAttributeBlocks(a, keys, &blocks);
+    EXPECT_EQ(blocks, want) << "attribute " << a;
+    EXPECT_GT(blocks.size(), 1u) << "attribute " << a;
+  }
   // Specializing (two threads route the halves of a large partition) put every record under its
   // key's nodes, each partition's records in input order.
   for (const auto& key : keys) {
