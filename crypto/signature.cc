@@ -6,11 +6,15 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "crypto/hash.h"
 #include "crypto/openssl_util.h"
 
 namespace fedanon::crypto {
@@ -45,12 +49,48 @@ bool IsP256(EVP_PKEY* key) {
   return ok;
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> Sign(std::string_view key_pem, std::string_view message) {
-  if (key_pem.empty() || key_pem.size() > kMaxPemBytes) {
-    return absl::InvalidArgumentError("signing key: empty or too large");
+// Keys parsed once per process: a party signs its statements of every round with the same key
+// and verifies its peers' with theirs, and OpenSSL's decoders (PEM, SubjectPublicKeyInfo) cost
+// more than the signature itself. Only keys that passed the P-256 check are kept; at most
+// kMaxKeys, the oldest dropped first. EVP_PKEY is safe to sign and verify with from several
+// threads at once (each operation has its own EVP_MD_CTX).
+class ParsedKeyCache {
+ public:
+  // The key kept under `id` with a reference of the caller's own, or null.
+  PkeyPtr Find(const std::string& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [kept_id, key] : keys_) {
+      if (kept_id == id && EVP_PKEY_up_ref(key.get()) == 1) return PkeyPtr(key.get());
+    }
+    return nullptr;
   }
+  void Keep(std::string id, EVP_PKEY* key) {
+    if (EVP_PKEY_up_ref(key) != 1) return;
+    PkeyPtr ref(key);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (keys_.size() >= kMaxKeys) keys_.pop_front();
+    keys_.emplace_back(std::move(id), std::move(ref));
+  }
+
+ private:
+  static constexpr size_t kMaxKeys = 32;
+  std::mutex mu_;
+  std::deque<std::pair<std::string, PkeyPtr>> keys_;
+};
+
+ParsedKeyCache& SigningKeys() {
+  static ParsedKeyCache* keys = new ParsedKeyCache;  // never destroyed: used until exit
+  return *keys;
+}
+ParsedKeyCache& StatementKeys() {
+  static ParsedKeyCache* keys = new ParsedKeyCache;
+  return *keys;
+}
+
+// The P-256 private key of `key_pem`, parsed once per process (kept under its SHA-256).
+absl::StatusOr<PkeyPtr> SigningKey(std::string_view key_pem) {
+  std::string id = Sha256(key_pem);
+  if (PkeyPtr kept = SigningKeys().Find(id)) return kept;
   BioPtr bio = ReadOnlyBio(key_pem);
   if (bio == nullptr) return OpenSslInternal("BIO_new_mem_buf");
   PkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, NoPassphrase, nullptr));
@@ -59,6 +99,17 @@ absl::StatusOr<std::string> Sign(std::string_view key_pem, std::string_view mess
     return absl::InvalidArgumentError("signing key: not an unencrypted PEM private key");
   }
   if (!IsP256(key.get())) return absl::InvalidArgumentError("signing key: not an EC P-256 key");
+  SigningKeys().Keep(std::move(id), key.get());
+  return key;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> Sign(std::string_view key_pem, std::string_view message) {
+  if (key_pem.empty() || key_pem.size() > kMaxPemBytes) {
+    return absl::InvalidArgumentError("signing key: empty or too large");
+  }
+  ASSIGN_OR_RETURN(const PkeyPtr key, SigningKey(key_pem));
   EvpMdCtxPtr ctx(EVP_MD_CTX_new());
   size_t len = 0;
   if (ctx == nullptr ||
@@ -118,12 +169,17 @@ absl::Status VerifyStatement(const SealPublicKey& key, std::string_view message,
   if (signature.empty() || signature.size() > kMaxSignatureBytes) {
     return absl::PermissionDeniedError("the signature does not verify (malformed)");
   }
-  ASSIGN_OR_RETURN(const std::string spki, key.SpkiDer());
-  const unsigned char* p = U8(spki);
-  PkeyPtr pub(d2i_PUBKEY(nullptr, &p, static_cast<long>(spki.size())));
-  if (pub == nullptr || !IsP256(pub.get())) {
-    ERR_clear_error();
-    return absl::PermissionDeniedError("the signer's statement key is not an EC P-256 key");
+  // Parsed once per process, kept under its uncompressed point.
+  PkeyPtr pub = StatementKeys().Find(key.UncompressedPoint());
+  if (pub == nullptr) {
+    ASSIGN_OR_RETURN(const std::string spki, key.SpkiDer());
+    const unsigned char* p = U8(spki);
+    pub.reset(d2i_PUBKEY(nullptr, &p, static_cast<long>(spki.size())));
+    if (pub == nullptr || !IsP256(pub.get())) {
+      ERR_clear_error();
+      return absl::PermissionDeniedError("the signer's statement key is not an EC P-256 key");
+    }
+    StatementKeys().Keep(key.UncompressedPoint(), pub.get());
   }
   EvpMdCtxPtr ctx(EVP_MD_CTX_new());
   if (ctx == nullptr || EVP_DigestVerifyInit_ex(ctx.get(), nullptr, "SHA256", nullptr, nullptr,

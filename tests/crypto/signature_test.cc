@@ -11,8 +11,10 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "crypto/certificates.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -241,6 +243,36 @@ TEST(StatementSignature, VerifiesOnlyTheSignersUnchangedStatement) {
               StatusIs(absl::StatusCode::kPermissionDenied, "the signature does not verify"));
   EXPECT_THAT(VerifyStatement(*key_a, statement, ""),
               StatusIs(absl::StatusCode::kPermissionDenied, "malformed"));
+}
+
+// Signing and statement keys are parsed once per process and kept (at most 32 of each, the
+// oldest dropped first): with 40 keys used in turn, twice over, every signature is still made
+// with the key whose PEM was given and verifies under its own public key only.
+TEST(StatementSignature, KeysKeptBetweenCallsSignAndVerifyAsTheirOwn) {
+  ASSERT_OK_AND_ASSIGN(auto ca, CertificateAuthority::Create("sig", absl::Hours(1)));
+  constexpr int kKeys = 40;
+  std::vector<IssuedCertificate> certs;
+  std::vector<std::unique_ptr<SealPublicKey>> keys;
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string name = absl::StrCat("party-", i);
+    ASSERT_OK_AND_ASSIGN(IssuedCertificate c,
+                         ca->IssueStatementSigner({Role::kParty, name}, absl::Hours(1)));
+    ASSERT_OK_AND_ASSIGN(auto key,
+                         VerifiedStatementKey(c.cert_pem, ca->cert_pem(), {Role::kParty, name}));
+    certs.push_back(std::move(c));
+    keys.push_back(std::move(key));
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < kKeys; ++i) {
+      const std::string statement = absl::StrCat("pass ", pass, " statement of ", i);
+      ASSERT_OK_AND_ASSIGN(const std::string sig, SignStatement(certs[i].key_pem, statement));
+      EXPECT_OK(VerifyStatement(*keys[i], statement, sig)) << pass << " " << i;
+      const int other = (i + 1) % kKeys;
+      EXPECT_THAT(VerifyStatement(*keys[other], statement, sig),
+                  StatusIs(absl::StatusCode::kPermissionDenied, "the signature does not verify"))
+          << pass << " " << i;
+    }
+  }
 }
 
 // The three kinds of a party's certificates are not interchangeable: a statement-signing
