@@ -218,17 +218,30 @@ absl::Status TopDownSpecializer::CollectNodesAndGroups(
   StatsRequest request;
   request.node_class_counts = nodes;
   request.group_keys = keys;
+  ASSIGN_OR_RETURN(const std::vector<uint64_t> stats, CollectChecked(request));
+  const size_t pos = TakeNodeCounts(nodes, stats, node_counts);
+  return AddGroups(keys, expected_sizes, stats, pos, new_groups);
+}
+
+absl::StatusOr<std::vector<uint64_t>> TopDownSpecializer::CollectChecked(
+    const StatsRequest& request) {
   ASSIGN_OR_RETURN(std::vector<uint64_t> stats, source_->Collect(request));
   if (stats.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
     return absl::InternalError("count statistics have the wrong length");
   }
+  return stats;
+}
+
+size_t TopDownSpecializer::TakeNodeCounts(const std::vector<std::pair<int, NodeIndex>>& nodes,
+                                          const std::vector<uint64_t>& stats,
+                                          std::vector<std::vector<uint64_t>>* node_counts) const {
   size_t pos = 0;
   for (const auto& [a, n] : nodes) {
     const size_t words = static_cast<size_t>((*hier_)[a].FineChildCount(n)) * num_classes_;
     node_counts->emplace_back(stats.begin() + pos, stats.begin() + pos + words);
     pos += words;
   }
-  return AddGroups(keys, expected_sizes, stats, pos, new_groups);
+  return pos;
 }
 
 absl::Status TopDownSpecializer::AddGroups(const std::vector<std::vector<NodeIndex>>& keys,
@@ -402,9 +415,7 @@ absl::Status TopDownSpecializer::ResolveHistograms() {
       const Candidate& c = cands_[id];
       // A candidate found invalid since (another group's child too small) needs no histogram.
       if (!c.alive || !c.valid || !group_alive_[g]) continue;
-      HistogramQuery query{std::vector<NodeIndex>(keys_.begin() + static_cast<size_t>(g) * q_,
-                                                  keys_.begin() + static_cast<size_t>(g + 1) * q_),
-                           c.attr, c.c};
+      HistogramQuery query{KeyOf(g), c.attr, c.c};
       const size_t w = HistogramWords(*hier_, query, request.histogram_domain);
       if (!asked.empty() && words + w > kMaxHistogramWords) break;
       words += w;
@@ -771,8 +782,7 @@ absl::Status TopDownSpecializer::Apply(int cand_id, std::optional<double> score_
 
   std::vector<std::vector<NodeIndex>> keys;
   for (const ChildGroup& p : pending) {
-    std::vector<NodeIndex> key(keys_.begin() + static_cast<size_t>(p.parent) * q_,
-                               keys_.begin() + static_cast<size_t>(p.parent + 1) * q_);
+    std::vector<NodeIndex> key = KeyOf(p.parent);
     key[a] = kids[p.child];
     keys.push_back(std::move(key));
   }
@@ -863,10 +873,7 @@ absl::StatusOr<bool> TopDownSpecializer::Recheck(int attr, NodeIndex node, int c
   const std::vector<int32_t> groups = AliveGroups(attr, node);
   StatsRequest request;
   request.node_class_counts.emplace_back(attr, node);
-  ASSIGN_OR_RETURN(std::vector<uint64_t> stats, source_->Collect(request));
-  if (stats.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
-    return absl::InternalError("count statistics have the wrong length");
-  }
+  ASSIGN_OR_RETURN(const std::vector<uint64_t> stats, CollectChecked(request));
   RETURN_IF_ERROR(RefreshGroups(attr, groups));
   const AttributeHierarchy& h = (*hier_)[attr];
   const size_t node_words = static_cast<size_t>(h.FineChildCount(node)) * num_classes_;
@@ -954,46 +961,29 @@ absl::Status TopDownSpecializer::RefreshGroups(int attr, const std::vector<int32
   if (groups.empty()) return absl::OkStatus();
   std::vector<std::vector<NodeIndex>> keys;
   keys.reserve(groups.size());
-  for (int32_t g : groups) {
-    keys.emplace_back(keys_.begin() + static_cast<size_t>(g) * q_,
-                      keys_.begin() + static_cast<size_t>(g + 1) * q_);
-  }
-  if (!source_->CountsInProcess()) {
+  for (int32_t g : groups) keys.push_back(KeyOf(g));
+  // From a source that counts in process, `attr`'s block of each group; otherwise each group's
+  // whole statistics.
+  const bool blocks_only = source_->CountsInProcess();
+  std::vector<uint64_t> fresh;
+  if (blocks_only) {
+    ASSIGN_OR_RETURN(fresh, source_->CollectAttributeBlocks(attr, keys));
+  } else {
     StatsRequest request;
     request.group_keys = std::move(keys);
-    ASSIGN_OR_RETURN(const std::vector<uint64_t> stats, source_->Collect(request));
-    if (stats.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
-      return absl::InternalError("count statistics have the wrong length");
-    }
-    size_t pos = 0;
-    for (int32_t g : groups) {
-      const size_t begin = stats_off_[g], end = GroupEnd(g);
-      if (pos + (end - begin) > stats.size()) return absl::InternalError("stale group layout");
-      std::copy(stats.begin() + pos, stats.begin() + pos + (end - begin), stats_.begin() + begin);
-      pos += end - begin;
-      ForgetDiscernibility(g);
-    }
-    return absl::OkStatus();
+    ASSIGN_OR_RETURN(fresh, CollectChecked(request));
   }
-  ASSIGN_OR_RETURN(const std::vector<uint64_t> blocks, source_->CollectAttributeBlocks(attr, keys));
   size_t pos = 0;
   for (int32_t g : groups) {
-    const size_t at = static_cast<size_t>(g) * q_ + attr;
-    const size_t begin = stats_off_[g] + attr_off_[at];
-    const size_t end = attr + 1 < q_ ? stats_off_[g] + attr_off_[at + 1] : GroupEnd(g);
-    if (pos + (end - begin) > blocks.size()) return absl::InternalError("stale group layout");
-    std::copy(blocks.begin() + pos, blocks.begin() + pos + (end - begin), stats_.begin() + begin);
+    const auto [begin, end] =
+        blocks_only ? BlockRange(g, attr) : std::pair<size_t, size_t>{stats_off_[g], GroupEnd(g)};
+    if (pos + (end - begin) > fresh.size()) return absl::InternalError("stale group layout");
+    std::copy(fresh.begin() + pos, fresh.begin() + pos + (end - begin), stats_.begin() + begin);
     pos += end - begin;
     ForgetDiscernibility(g);
   }
-  if (pos != blocks.size()) return absl::InternalError("stale group layout");
+  if (pos != fresh.size()) return absl::InternalError("stale group layout");
   return absl::OkStatus();
-}
-
-size_t TopDownSpecializer::GroupWords(const NodeIndex* key) const {
-  size_t words = stride_;
-  for (int b = 0; b < q_; ++b) words += stride_ * (*hier_)[b].FineChildCount(key[b]);
-  return words;
 }
 
 size_t TopDownSpecializer::BlockOffset(const NodeIndex* key, int attr) const {
@@ -1027,9 +1017,8 @@ absl::Status TopDownSpecializer::CollectChildGroups(
     bool same_layout = true;
     for (int b = 0; b < q_ && same_layout; ++b) {
       if (b == a) continue;
-      const size_t at = static_cast<size_t>(p) * q_ + b;
-      const size_t end = b + 1 < q_ ? attr_off_[at + 1] : GroupEnd(p) - stats_off_[p];
-      same_layout = end - attr_off_[at] == stride_ * (*hier_)[b].FineChildCount(keys[largest][b]);
+      const auto [begin, end] = BlockRange(p, b);
+      same_layout = end - begin == stride_ * (*hier_)[b].FineChildCount(keys[largest][b]);
     }
     derived[largest] = same_layout;
     r0 = r1;
@@ -1040,16 +1029,8 @@ absl::Status TopDownSpecializer::CollectChildGroups(
   for (size_t i = 0; i < pending.size(); ++i) {
     (derived[i] ? derived_keys : request.group_keys).push_back(keys[i]);
   }
-  ASSIGN_OR_RETURN(const std::vector<uint64_t> stats, source_->Collect(request));
-  if (stats.size() != StatsLength(*hier_, num_classes_, data_->tracked.size(), request)) {
-    return absl::InternalError("count statistics have the wrong length");
-  }
-  size_t pos = 0;
-  for (const auto& [attr, n] : refinable) {
-    const size_t words = static_cast<size_t>((*hier_)[attr].FineChildCount(n)) * num_classes_;
-    node_counts->emplace_back(stats.begin() + pos, stats.begin() + pos + words);
-    pos += words;
-  }
+  ASSIGN_OR_RETURN(const std::vector<uint64_t> stats, CollectChecked(request));
+  size_t pos = TakeNodeCounts(refinable, stats, node_counts);
   std::vector<uint64_t> blocks;
   if (!derived_keys.empty()) {
     ASSIGN_OR_RETURN(blocks, source_->CollectAttributeBlocks(a, derived_keys));
@@ -1071,28 +1052,32 @@ absl::Status TopDownSpecializer::CollectChildGroups(
       continue;
     }
     const int32_t p = pending[i].parent;
-    const uint64_t* parent = stats_.data() + stats_off_[p];
     size_t r0 = i;
     while (r0 > 0 && pending[r0 - 1].parent == p) --r0;
-    // The parent's words at `from` minus every sibling's at its own offset of the same block.
-    auto subtract = [&](size_t from, int block, size_t len) -> absl::Status {
+    // The parent's `len` words at `from` in stats_ minus every sibling's at `sibling_offset` of
+    // its own words.
+    std::vector<size_t> sibling_at;
+    auto subtract = [&](size_t from, const std::function<size_t(size_t)>& sibling_offset,
+                        size_t len) -> absl::Status {
+      sibling_at.clear();
+      for (size_t j = r0; j < run_end[i]; ++j) {
+        if (j != i) sibling_at.push_back(off[j] + sibling_offset(j));
+      }
       for (size_t w = 0; w < len; ++w) {
-        uint64_t v = parent[from + w];
-        for (size_t j = r0; j < run_end[i]; ++j) {
-          if (j == i) continue;
-          const size_t sib = block < 0 ? 0 : BlockOffset(keys[j].data(), block);
-          const uint64_t s = stats[off[j] + sib + w];
-          if (s > v) {
+        uint64_t v = stats_[from + w];
+        for (size_t at : sibling_at) {
+          if (stats[at + w] > v) {
             return absl::InternalError(
                 "group statistics disagree with the parent counts (a child holds more)");
           }
-          v -= s;
+          v -= stats[at + w];
         }
         all.push_back(v);
       }
       return absl::OkStatus();
     };
-    RETURN_IF_ERROR(subtract(0, -1, stride_));
+    RETURN_IF_ERROR(subtract(
+        stats_off_[p], [](size_t) { return size_t{0}; }, stride_));
     for (int b = 0; b < q_; ++b) {
       const size_t len = stride_ * (*hier_)[b].FineChildCount(keys[i][b]);
       if (b == a) {
@@ -1102,7 +1087,8 @@ absl::Status TopDownSpecializer::CollectChildGroups(
         all.insert(all.end(), blocks.begin() + block_pos, blocks.begin() + block_pos + len);
         block_pos += len;
       } else {
-        RETURN_IF_ERROR(subtract(attr_off_[static_cast<size_t>(p) * q_ + b], b, len));
+        RETURN_IF_ERROR(subtract(
+            BlockRange(p, b).first, [&](size_t j) { return BlockOffset(keys[j].data(), b); }, len));
       }
     }
   }

@@ -269,12 +269,26 @@ class TopDownSpecializer {
   // the groups' whole statistics): after their records learnt (or unlearnt) their child of
   // key[attr].
   absl::Status RefreshGroups(int attr, const std::vector<int32_t>& groups);
-  // Words of a group's statistics with `key`, and where attribute `attr`'s block starts in them.
-  size_t GroupWords(const NodeIndex* key) const;
+  // Where attribute `attr`'s block starts in the statistics of a group with `key`; with attr =
+  // q_, their length.
   size_t BlockOffset(const NodeIndex* key, int attr) const;
+  size_t GroupWords(const NodeIndex* key) const { return BlockOffset(key, q_); }
+  // Where group g's statistics end in stats_, and [begin, end) of its block of `attr` there.
   size_t GroupEnd(int32_t g) const {
     return static_cast<size_t>(g) + 1 < stats_off_.size() ? stats_off_[g + 1] : stats_.size();
   }
+  std::pair<size_t, size_t> BlockRange(int32_t g, int attr) const {
+    const size_t at = static_cast<size_t>(g) * q_ + attr;
+    return {stats_off_[g] + attr_off_[at],
+            attr + 1 < q_ ? stats_off_[g] + attr_off_[at + 1] : GroupEnd(g)};
+  }
+  // The source's answer to `request`, refused when its length is not the request's.
+  absl::StatusOr<std::vector<uint64_t>> CollectChecked(const StatsRequest& request);
+  // Moves the class counts of `nodes` (the front of a reply) into `node_counts`; returns where
+  // they end.
+  size_t TakeNodeCounts(const std::vector<std::pair<int, NodeIndex>>& nodes,
+                        const std::vector<uint64_t>& stats,
+                        std::vector<std::vector<uint64_t>>* node_counts) const;
   // After a specialization on attribute `a`: candidates on other attributes that share one of the
   // new groups are re-checked on those groups, for the constraints that contain both attributes.
   void ReevaluateSharing(int a, const std::vector<int32_t>& new_groups);
@@ -287,6 +301,10 @@ class TopDownSpecializer {
   }
   uint64_t GroupSize(int32_t g) const { return stats_[stats_off_[g]]; }
   NodeIndex KeyAt(int32_t g, int attr) const { return keys_[static_cast<size_t>(g) * q_ + attr]; }
+  std::vector<NodeIndex> KeyOf(int32_t g) const {
+    return std::vector<NodeIndex>(keys_.begin() + static_cast<ptrdiff_t>(g) * q_,
+                                  keys_.begin() + static_cast<ptrdiff_t>(g + 1) * q_);
+  }
   std::vector<int32_t> AliveGroups(int attr, NodeIndex node) const;
   std::vector<int32_t>& GroupLink(int attr, NodeIndex node);
 

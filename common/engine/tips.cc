@@ -73,49 +73,11 @@ int32_t Tips::FindPartition(const std::vector<NodeIndex>& key) const {
   return it == by_key_.end() ? -1 : it->second;
 }
 
-namespace {
-
-// AttributeHierarchy::ChildOfRecord(node, c, code) with what it looks up fetched once, for a
-// loop over many records.
-struct RecordChildFinder {
-  RecordChildFinder(const AttributeHierarchy& h, NodeIndex node, int c) : kind(h.kind()) {
-    const HierarchyNode& n = h.node(node);
-    switch (kind) {
-      case table::QidKind::kTaxonomy:
-        table = h.TaxonomyFineTable(node).data();
-        break;
-      case table::QidKind::kSuppression:
-        hidden = n.hidden[static_cast<size_t>(c)];
-        break;
-      case table::QidKind::kContinuous:
-        split = n.split_rank;
-        break;
-    }
-  }
-  uint32_t operator()(int32_t code) const {
-    switch (kind) {
-      case table::QidKind::kTaxonomy:
-        return static_cast<uint32_t>(table[code]);
-      case table::QidKind::kSuppression:
-        return code == hidden ? 0 : 1;
-      case table::QidKind::kContinuous:
-        return code < split ? 0 : 1;
-    }
-    return 0;
-  }
-  table::QidKind kind;
-  const int32_t* table = nullptr;
-  int32_t hidden = 0;
-  int32_t split = 0;
-};
-
-}  // namespace
-
 std::vector<int32_t> Tips::Specialize(int attr, NodeIndex node, int c) {
   const AttributeHierarchy& h = (*hier_)[attr];
   const std::vector<NodeIndex>& kids = h.node(node).children;
   const int32_t* codes = data_->qids[attr].codes.data();
-  const RecordChildFinder child_of(h, node, c);
+  auto child_of = [&](int32_t code) { return static_cast<size_t>(h.ChildOfRecord(node, c, code)); };
   std::vector<int32_t> created;
   std::vector<int32_t> link = Link(attr, node);  // copy: AddPartition appends to links
   Link(attr, node).clear();
@@ -133,7 +95,7 @@ std::vector<int32_t> Tips::Specialize(int attr, NodeIndex node, int c) {
     if (keep_children) {
       child_of_record.resize(records.size());
       for (size_t i = 0; i < records.size(); ++i) {
-        const uint32_t k = child_of(codes[records[i]]);
+        const size_t k = child_of(codes[records[i]]);
         child_of_record[i] = static_cast<uint8_t>(k);
         ++per_child[k];
       }
