@@ -301,8 +301,39 @@ absl::Status AtomicFileWriter::Usable() const {
 absl::Status AtomicFileWriter::Write(std::string_view data) {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   absl::Status written = WriteAll(fd_, data, temp_path_);
+  written_ += data.size();
+  const uint64_t window = options_.write_behind_bytes;
+  if (written.ok() && window > 0 && written_ - started_ >= window) written = WriteBehind();
   failed_ = !written.ok();
   return written;
+}
+
+absl::Status AtomicFileWriter::WriteBehind() {
+  const uint64_t window = options_.write_behind_bytes;
+  const uint64_t complete = written_ - written_ % window;
+  if (::sync_file_range(fd_, static_cast<off_t>(started_), static_cast<off_t>(complete - started_),
+                        SYNC_FILE_RANGE_WRITE) != 0) {
+    // A file system without it (or a file that is not one): the kernel writes as it will.
+    if (errno == EINVAL || errno == ESPIPE || errno == ENOSYS) {
+      options_.write_behind_bytes = 0;
+      return absl::OkStatus();
+    }
+    return ErrnoStatus(errno, "cannot write out", temp_path_);
+  }
+  started_ = complete;
+  // Every window but the one just started: on disk, then out of the page cache.
+  const uint64_t drop = complete - window;
+  if (drop <= dropped_) return absl::OkStatus();
+  if (::sync_file_range(
+          fd_, static_cast<off_t>(dropped_), static_cast<off_t>(drop - dropped_),
+          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+    return ErrnoStatus(errno, "cannot write out", temp_path_);
+  }
+  // Advice only: pages it keeps cost memory, not correctness.
+  (void)::posix_fadvise(fd_, static_cast<off_t>(dropped_), static_cast<off_t>(drop - dropped_),
+                        POSIX_FADV_DONTNEED);
+  dropped_ = drop;
+  return absl::OkStatus();
 }
 
 absl::Status AtomicFileWriter::Commit() {

@@ -122,6 +122,15 @@ struct AtomicFileOptions {
   // path exists, and Commit() never replaces a file that appeared meanwhile (renameat2 with
   // RENAME_NOREPLACE, or link(2) where the file system lacks it): AlreadyExists again.
   bool replace_existing = true;
+  // Written behind in windows of this many bytes (0: never): once a window is complete the kernel
+  // starts writing it out, and once the next one is too, the window before it is waited for and
+  // dropped from the page cache (sync_file_range, POSIX_FADV_DONTNEED). A release of gigabytes
+  // then neither piles up dirty pages nor makes the kernel evict other files (the job's input)
+  // for its own, and the next windows reuse the pages just dropped instead of fresh ones (a
+  // first touch is the dear part of a write on the project's virtual machines:
+  // docs/performance.md). A file of less than two windows is left to the kernel. Commit() still
+  // fsyncs the whole file.
+  uint64_t write_behind_bytes = uint64_t{8} << 20;
 };
 
 // Writes one file atomically: Open() creates `<path>.tmp.XXXXXX` beside the target, Write()
@@ -149,6 +158,7 @@ class AtomicFileWriter {
   AtomicFileWriter(std::string path, std::string temp_path, int fd, AtomicFileOptions options);
   absl::Status Usable() const;  // FailedPrecondition once committed or failed
   absl::Status MoveIntoPlace();
+  absl::Status WriteBehind();  // after each complete window (options_.write_behind_bytes)
 
   std::string path_;
   std::string temp_path_;
@@ -156,6 +166,9 @@ class AtomicFileWriter {
   AtomicFileOptions options_;
   bool committed_ = false;
   bool failed_ = false;
+  uint64_t written_ = 0;  // bytes appended
+  uint64_t started_ = 0;  // bytes whose writing out was started
+  uint64_t dropped_ = 0;  // bytes written out and dropped from the page cache
 };
 
 // Open + Write + Commit of `contents` in one call.
