@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace fedanon::base {
@@ -33,6 +34,14 @@ void ReserveWithHugePages(std::vector<T>& v, size_t n) {
   const bool fresh = v.capacity() == 0;
   v.reserve(n);
   if (fresh && n * sizeof(T) >= kHugePageAdviceBytes) AdviseHugePages(v.data(), n * sizeof(T));
+}
+
+// s.reserve(n) for a string about to be filled with n bytes or so, advised likewise when the
+// room is new.
+inline void ReserveWithHugePages(std::string& s, size_t n) {
+  if (s.capacity() >= n) return;
+  s.reserve(n);
+  AdviseHugePages(s.data(), s.capacity());
 }
 
 }  // namespace fedanon::base

@@ -1,5 +1,5 @@
-// base::ResizeWithHugePages / ReserveWithHugePages: the vector is what resize / reserve make
-// (zeros, the size asked), and where the kernel offers transparent huge pages on request
+// base::ResizeWithHugePages / ReserveWithHugePages: the vector (or string) is what resize / reserve
+// make (zeros, the size asked), and where the kernel offers transparent huge pages on request
 // ("madvise" or "always"), a large array advised before it is touched is backed by them.
 #include "common/base/huge_pages.h"
 
@@ -61,6 +61,14 @@ TEST(HugePages, ResizeAndReserveMakeWhatResizeAndReserveMake) {
   std::vector<int32_t> held = {7, 8, 9};
   ResizeWithHugePages(held, 5);
   EXPECT_EQ(held, (std::vector<int32_t>{7, 8, 9, 0, 0}));
+  // A string keeps what it holds and only grows (a release block's room, kept between blocks).
+  std::string text = "rows so far";
+  ReserveWithHugePages(text, size_t{6} << 20);
+  EXPECT_EQ(text, "rows so far");
+  EXPECT_GE(text.capacity(), size_t{6} << 20);
+  const size_t room = text.capacity();
+  ReserveWithHugePages(text, 100);
+  EXPECT_EQ(text.capacity(), room);
   // Any range, aligned or not, small or null, is only a hint.
   char small[64];
   AdviseHugePages(small, sizeof(small));
