@@ -39,7 +39,7 @@ void JobContext::Observe(const std::string& sender, const std::string& purpose,
 absl::StatusOr<fedanon::v1::SealedPayload> JobContext::SealFor(const std::string& receiver,
                                                                uint64_t round,
                                                                const std::string& purpose,
-                                                               const std::string& bytes) const {
+                                                               std::string_view bytes) const {
   auto it = seal_keys.find(receiver);
   if (it == seal_keys.end()) {
     return absl::InvalidArgumentError(absl::StrCat("'", receiver, "' is not a participant"));

@@ -51,7 +51,7 @@ struct JobContext {
   // `bytes` sealed by this party for `receiver` (a participant) under this job's context.
   absl::StatusOr<fedanon::v1::SealedPayload> SealFor(const std::string& receiver, uint64_t round,
                                                      const std::string& purpose,
-                                                     const std::string& bytes) const;
+                                                     std::string_view bytes) const;
   // A payload a data party sealed for this party. `observe`: tell options().Observer()
   // (tests); false for the chunks of a payload, which is told once, whole.
   absl::StatusOr<std::string> OpenSealed(const fedanon::v1::SealedPayload& payload, uint64_t round,

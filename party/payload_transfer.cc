@@ -101,7 +101,7 @@ absl::Status PayloadTransfer::SealPayloadStream(
       [&](std::string_view piece,
           const std::string& chunk_purpose) -> absl::StatusOr<fedanon::v1::SealedPayload> {
         ASSIGN_OR_RETURN(fedanon::v1::SealedPayload chunk,
-                         ctx_.SealFor(receiver, round, chunk_purpose, std::string(piece)));
+                         ctx_.SealFor(receiver, round, chunk_purpose, piece));
         chunk.set_purpose(purpose);
         return chunk;
       },
@@ -214,8 +214,7 @@ absl::Status PayloadTransfer::SealPayload(const std::string& receiver, uint64_t 
   ASSIGN_OR_RETURN(std::vector<fedanon::v1::SealedPayload> chunks,
                    wire::SealChunks(bytes, ctx_.chunk_bytes, &out,
                                     [&](std::string_view piece, const std::string& chunk_purpose) {
-                                      return ctx_.SealFor(receiver, round, chunk_purpose,
-                                                          std::string(piece));
+                                      return ctx_.SealFor(receiver, round, chunk_purpose, piece);
                                     }));
   // The SealedPayload names the payload's purpose; the chunk's purpose is bound in the box.
   for (uint32_t i = 0; i < chunks.size(); ++i) {

@@ -7,6 +7,7 @@
 #include "common/base/status_macros.h"
 #include "crypto/hash.h"
 #include "crypto/sealed_box.h"
+#include "google/protobuf/io/coded_stream.h"
 
 namespace fedanon::wire {
 
@@ -55,13 +56,22 @@ std::vector<std::string_view> SplitPayload(std::string_view bytes, uint64_t chun
   return out;
 }
 
-absl::Status CheckChunkFits(const fedanon::v1::ChunkRef& ref, uint32_t index,
-                            const fedanon::v1::SealedPayload& chunk, uint64_t message_limit) {
+uint64_t ChunkMessageBytes(const fedanon::v1::ChunkRef& ref, uint32_t index,
+                           const fedanon::v1::SealedPayload& chunk) {
+  // The message without the chunk's bytes (a chunk of megabytes is not copied to be measured):
+  // an empty chunk is its tag and a one-byte length, the chunk its tag, its length and itself.
   fedanon::v1::PayloadChunk message;
   *message.mutable_ref() = ref;
   message.set_index(index);
-  *message.mutable_chunk() = chunk;
-  const uint64_t size = message.ByteSizeLong() + kChunkEnvelopeSlackBytes;
+  message.mutable_chunk();
+  const uint64_t chunk_bytes = chunk.ByteSizeLong();
+  return message.ByteSizeLong() - 1 +
+         google::protobuf::io::CodedOutputStream::VarintSize64(chunk_bytes) + chunk_bytes;
+}
+
+absl::Status CheckChunkFits(const fedanon::v1::ChunkRef& ref, uint32_t index,
+                            const fedanon::v1::SealedPayload& chunk, uint64_t message_limit) {
+  const uint64_t size = ChunkMessageBytes(ref, index, chunk) + kChunkEnvelopeSlackBytes;
   if (size > message_limit) {
     return absl::ResourceExhaustedError(
         absl::StrCat(DescribeStream(ref), ": chunk ", index, " needs ", size,

@@ -53,6 +53,9 @@ std::string RequestDigest(uint64_t round, const google::protobuf::Message& reque
 std::string ChunkPurpose(const fedanon::v1::ChunkRef& ref, uint32_t index);
 // `bytes` cut into pieces of at most `chunk_bytes` (one empty piece for an empty payload).
 std::vector<std::string_view> SplitPayload(std::string_view bytes, uint64_t chunk_bytes);
+// The serialized size of the PayloadChunk {ref, index, chunk}, computed without building it.
+uint64_t ChunkMessageBytes(const fedanon::v1::ChunkRef& ref, uint32_t index,
+                           const fedanon::v1::SealedPayload& chunk);
 // OK when chunk `index` of `ref` travels in one message under `message_limit` (its ChunkRef, the
 // sealed chunk and kChunkEnvelopeSlackBytes); ResourceExhausted naming the stream otherwise (names
 // too long for the headroom).
