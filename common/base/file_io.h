@@ -128,8 +128,8 @@ struct AtomicFileOptions {
   // then neither piles up dirty pages nor makes the kernel evict other files (the job's input)
   // for its own, and the next windows reuse the pages just dropped instead of fresh ones (a
   // first touch is the dear part of a write on the project's virtual machines:
-  // docs/performance.md). A file of less than two windows is left to the kernel. Commit() still
-  // fsyncs the whole file.
+  // docs/performance.md). Below one window nothing is asked, below two nothing is waited for or
+  // dropped. Commit() still fsyncs the whole file.
   uint64_t write_behind_bytes = uint64_t{8} << 20;
 };
 

@@ -28,20 +28,13 @@ void ResizeWithHugePages(std::vector<T>& v, size_t n) {
   v.resize(n);
 }
 
-// v.reserve(n), advised likewise when v had no room yet.
-template <typename T>
-void ReserveWithHugePages(std::vector<T>& v, size_t n) {
-  const bool fresh = v.capacity() == 0;
-  v.reserve(n);
-  if (fresh && n * sizeof(T) >= kHugePageAdviceBytes) AdviseHugePages(v.data(), n * sizeof(T));
-}
-
-// s.reserve(n) for a string about to be filled with n bytes or so, advised likewise when the
-// room is new.
-inline void ReserveWithHugePages(std::string& s, size_t n) {
-  if (s.capacity() >= n) return;
-  s.reserve(n);
-  AdviseHugePages(s.data(), s.capacity());
+// c.reserve(n) for a vector or a string about to be filled, its new room advised likewise
+// (nothing is done when c has the room already).
+template <typename Container>
+void ReserveWithHugePages(Container& c, size_t n) {
+  if (c.capacity() >= n) return;
+  c.reserve(n);
+  AdviseHugePages(c.data(), c.capacity() * sizeof(typename Container::value_type));
 }
 
 }  // namespace fedanon::base

@@ -200,8 +200,11 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
   const size_t blocks = cps.size();
   // Block b: the rows from checkpoint b to the next (the file's end after the last). With
   // `stream`, each MiB formatted is written at once (and `*text` is left with the rest).
+  auto block_end = [&](size_t b) {
+    return b + 1 < blocks ? cps[b + 1].offset : static_cast<uint64_t>(st.st_size);
+  };
   auto format_block = [&](size_t b, std::string* text, bool stream) -> absl::Status {
-    const uint64_t end = b + 1 < blocks ? cps[b + 1].offset : static_cast<uint64_t>(st.st_size);
+    const uint64_t end = block_end(b);
     const uint64_t row_end = b + 1 < blocks ? cps[b + 1].row : data.kept.size();
     const uint64_t record_end = b + 1 < blocks ? cps[b + 1].record : data.num_records;
     ASSIGN_OR_RETURN(
@@ -267,8 +270,7 @@ absl::Status WriteReleasedRows(const fedanon::v1::JobSpec& spec, const table::Da
       // Room for the block at once (its rows in the input, and a quarter more for labels longer
       // than the values): a string that grew by doubling would copy itself and touch fresh
       // memory at each step, which on these virtual machines costs more than the formatting.
-      const uint64_t input_bytes =
-          (b + 1 < blocks ? cps[b + 1].offset : static_cast<uint64_t>(st.st_size)) - cps[b].offset;
+      const uint64_t input_bytes = block_end(b) - cps[b].offset;
       base::ReserveWithHugePages(text, input_bytes + input_bytes / 4 + 4096);
       absl::Status status = format_block(b, &text, /*stream=*/false);
       absl::MutexLock lock(&mu);
