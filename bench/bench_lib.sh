@@ -13,10 +13,11 @@
 #   QID template with k = 50 — marital-status turned into a QID, fnlwgt (left out by gen-data's
 #   federated spec) not in it — over QIDS (comma-separated names) or, without QIDS, over all 13
 #   QID attributes (mohammed2011 §7.3's AllAttQID setting).
-# timed OUT COMMAND...: runs COMMAND and writes "wall user sys peak-KiB" to OUT: seconds to the
-#   0.1 ms from the kernel's accounting of the finished process (wait4; the CPU time includes the
-#   children it waited for, such as the daemons of `fedanon federation up`), the peak RSS of the
-#   largest of those processes. /usr/bin/time rounds the seconds to 10 ms, too coarse for a job of
+# timed OUT COMMAND...: runs COMMAND and writes "wall user sys peak-KiB faults" to OUT: seconds to
+#   the 0.1 ms from the kernel's accounting of the finished process (wait4; the CPU time includes
+#   the children it waited for, such as the daemons of `fedanon federation up`), the peak RSS of
+#   the largest of those processes, and the page faults of them all (minor and major: each a first
+#   touch of a page, whose cost differs tenfold between machines). /usr/bin/time rounds the seconds to 10 ms, too coarse for a job of
 #   0.1 s. Returns COMMAND's exit status.
 # loadavg: the 1, 5 and 15-minute load averages.
 # watch_daemons PID: until PID ends, every 0.2 s, the peak RSS (VmHWM, KiB) and CPU ticks (utime +
@@ -82,7 +83,8 @@ if pid == 0:
     os._exit(127)
 _, status, ru = os.wait4(pid, 0)
 with open(sys.argv[1], "w") as out:
-    out.write(f"{time.monotonic() - start:.4f} {ru.ru_utime:.4f} {ru.ru_stime:.4f} {ru.ru_maxrss}\n")
+    out.write(f"{time.monotonic() - start:.4f} {ru.ru_utime:.4f} {ru.ru_stime:.4f} {ru.ru_maxrss} "
+              f"{ru.ru_minflt + ru.ru_majflt}\n")
 code = os.waitstatus_to_exitcode(status)
 sys.exit(code if code >= 0 else 128 - code)
 ' "$@"

@@ -13,8 +13,11 @@
 #   exceeds its baseline × speed ratio × (1 + TOL_CPU) or a median peak RSS its baseline ×
 #   (1 + TOL_MEM); wall time is printed, never judged. The speed ratio is the baseline machine's
 #   `openssl speed sha256` over this one's (CPU-time based, so load does not move it): a baseline
-#   taken on one machine judges another's CPU times in proportion. The tolerances come from 20 runs under load
-#   (docs/performance.md, "The quick form's tolerance").
+#   taken on one machine judges another's CPU times in proportion. Page faults are apart: each
+#   job's count is in the baseline, and the CPU they took there (count × the baseline machine's
+#   CPU time per fault) is replaced by the same count at this machine's cost per fault (a second
+#   yardstick, dd first-touching 64 MiB), the rest scaled by the speed ratio. The tolerances come
+#   from 20 runs under load (docs/performance.md, "The quick form's tolerance").
 # --full: issue #48's figures beside their goals: UCI Adult (mohammed2010 §6: 45,222 records, 13
 #   QIDs with fnlwgt, L=4 K=20 C=0.2, ARX hierarchies; bench/adult_lkc_spec.sh), then tables of
 #   1M and 10M records (--with-100m: also 100M, about 11 GB of CSV and as much output) — the Adult
@@ -76,7 +79,7 @@ if [ "$keep" = 1 ]; then
 else
   trap 'rm -rf "$work"' EXIT
 fi
-samples="$work/samples.tsv"  # workload kind wall user sys peak-KiB load1 [steps]
+samples="$work/samples.tsv"  # workload kind wall user sys peak-KiB faults load1 [steps]
 : > "$samples"
 top7=capital-gain,age,marital-status,education-num,relationship,hours-per-week,sex
 adult=../shared/datasets/adult
@@ -151,6 +154,13 @@ if [ "$mode" = quick ]; then
   for _ in 1 2 3; do
     echo "machine sha256 $(openssl speed -seconds 2 -bytes 16384 sha256 2> /dev/null |
       awk '$1 == "sha256" {sub(/k$/, "", $2); print $2}')" >> "$samples"
+  done
+  # And what a first touch of a page costs here (the kernel zeroing it and mapping it in, which on
+  # some virtual machines costs ten times what it costs on others, while hashing does not move):
+  # dd reading 64 MiB of zeros into a fresh buffer, CPU time over page faults, median of five.
+  for _ in 1 2 3 4 5; do
+    timed "$work/t" dd if=/dev/zero of=/dev/null bs=64M count=1 2> /dev/null
+    echo "machine touch $(cat "$work/t")" >> "$samples"
   done
   gen_table13 "$fedanon" 45222 "$work/small"
   tables small-45k 9 1 "$work/small/job13.yaml" "$work/small/table.csv"

@@ -25,13 +25,14 @@ def span(xs, fmt):
 
 
 def read_samples(path):
-    """workload -> {"job": [...], "scan": [...], "openssl": [...]}; job and scan rows are dicts."""
+    """workload -> {"job": [...], "scan": [...], "openssl": [...], "sha256": [...], "touch": [...]};
+    job and scan rows are dicts; touch holds CPU seconds per page fault."""
     out = {}
     for line in open(path):
         f = line.split()
         if not f:
             continue
-        w = out.setdefault(f[0], {"job": [], "scan": [], "openssl": [], "sha256": []})
+        w = out.setdefault(f[0], {"job": [], "scan": [], "openssl": [], "sha256": [], "touch": []})
         if f[1] == "sha256":
             if len(f) > 2:  # no figure when `openssl speed` printed none: CPU limits unscaled
                 w["sha256"].append(float(f[2]))
@@ -40,11 +41,16 @@ def read_samples(path):
             w["openssl"].append(float(f[2]))
             continue
         row = {"wall": float(f[2]), "user": float(f[3]), "sys": float(f[4]), "kib": int(f[5]),
-               "load": float(f[6])}
+               "faults": int(f[6])}
         row["cpu"] = row["user"] + row["sys"]
-        if len(f) > 7:
-            row["steps"] = int(f[7])
-            row["timings"] = {k: float(v) for k, v in (x.split("=") for x in f[8:])}
+        if f[1] == "touch":
+            if row["faults"]:
+                w["touch"].append(row["cpu"] / row["faults"])
+            continue
+        row["load"] = float(f[7])
+        if len(f) > 8:
+            row["steps"] = int(f[8])
+            row["timings"] = {k: float(v) for k, v in (x.split("=") for x in f[9:])}
         w[f[1]].append(row)
     return out
 
@@ -53,7 +59,8 @@ def table_figures(name, w):
     """Medians of one table workload; the ratio to the scan is taken pair by pair."""
     job, scan = w["job"], w["scan"]
     fig = {"cpu_s": med([r["cpu"] for r in job]), "wall_s": med([r["wall"] for r in job]),
-           "peak_mib": med([r["kib"] / MIB for r in job]), "runs": len(job)}
+           "peak_mib": med([r["kib"] / MIB for r in job]), "faults": med([r["faults"] for r in job]),
+           "runs": len(job)}
     if scan and len(scan) == len(job):
         fig["scan_wall_s"] = med([r["wall"] for r in scan])
         fig["wall_per_scan"] = med([j["wall"] / max(s["wall"], 0.005) for j, s in zip(job, scan)])
@@ -77,16 +84,33 @@ def quick(args, samples):
     figures, ratios, failed = {}, {}, []
     # This machine's speed against the baseline's: CPU limits scale by base / this (a machine half
     # as fast may take twice the CPU time).
-    machine = samples.pop("machine", {}).get("sha256", [])
-    speed = med(machine) if machine else None
-    base_speed = None
+    machine = samples.pop("machine", {})
+    speed = med(machine["sha256"]) if machine.get("sha256") else None
+    # CPU seconds per page fault (dd first-touching 64 MiB), here and on the baseline machine.
+    touch = med(machine["touch"]) if machine.get("touch") else None
+    produced = {}
     if os.path.exists(args.baseline):
-        base_speed = json.load(open(args.baseline)).get("produced", {}).get("sha256_kbps")
+        produced = json.load(open(args.baseline)).get("produced", {})
+    base_speed = produced.get("sha256_kbps")
+    base_touch = produced.get("fault_cpu_us", 0) / 1e6 or None
     scale = base_speed / speed if speed and base_speed else 1.0
     if speed:
         print(f"machine speed: openssl sha256 {speed:,.0f} kB/s (CPU time)"
               + (f"; baseline machine {base_speed:,.0f} kB/s: CPU limits x {scale:.3f}"
                  if base_speed else "; the baseline has none: CPU limits unscaled"))
+    if touch:
+        print(f"first touch: {1e6 * touch:.2f} µs of CPU a page fault (dd, 64 MiB)"
+              + (f"; baseline machine {1e6 * base_touch:.2f} µs: each job's faults costed at this "
+                 f"machine's price" if base_touch else "; the baseline has none: faults scaled "
+                 "with the rest"))
+
+    def baseline_here(name, b):
+        """The baseline's CPU time as this machine would take it: its page faults at this
+        machine's cost per fault, the rest in proportion to the hashing speed."""
+        faults = base.get(f"{name}.faults")
+        if not (touch and base_touch and faults):
+            return b * scale
+        return max(0.0, b - faults * base_touch) * scale + faults * touch
     print(f"{'figure':<34} {'median':>10} {'(min–max)':<19} {'baseline':>9} {'ratio':>6} "
           f"{'limit':>7}  verdict")
     for name, w in samples.items():
@@ -94,6 +118,7 @@ def quick(args, samples):
         fig = table_figures(name, w)
         rows = [("cpu_s", "CPU user+sys, s", [r["cpu"] for r in job], "{:.3f}"),
                 ("peak_mib", "peak RSS, MiB", [r["kib"] / MIB for r in job], "{:.1f}"),
+                ("faults", "faults (not judged)", [r["faults"] for r in job], "{:.0f}"),
                 ("wall_s", "wall, s (not judged)", [r["wall"] for r in job], "{:.3f}")]
         figures[f"{name}.user_s"] = med([r["user"] for r in job])
         figures[f"{name}.sys_s"] = med([r["sys"] for r in job])
@@ -110,7 +135,7 @@ def quick(args, samples):
             if b is None or key not in tol:
                 print(cells + (f" {fmt.format(b):>9} {m / b:6.2f}" if b else ""))
                 continue
-            b_here = b * scale if key == "cpu_s" else b  # the baseline on this machine
+            b_here = baseline_here(name, b) if key == "cpu_s" else b  # the baseline, here
             ratios[f"{name}.{key}"] = m / b_here
             limit = b_here * (1 + tol[key])
             verdict = "ok" if m <= limit else f"WORSE than baseline + {100 * tol[key]:.0f}%"
@@ -141,20 +166,24 @@ def quick(args, samples):
           f"over {args.baseline}; load average at the end {args.load_end}")
     out = {"mode": "quick", "produced": args.produced, "figures": figures,
            "sha256_kbps": speed, "cpu_scale": scale,
+           "fault_cpu_us": 1e6 * touch if touch else None,
            "ratios_to_baseline": ratios, "load_start": args.load_start,
            "load_end": args.load_end, "failed": failed}
     if args.json:
         json.dump(out, open(args.json, "w"), indent=1)
     if args.write_baseline:
-        keep = {k: round(v, 4) for k, v in figures.items() if k.endswith((".cpu_s", ".peak_mib"))}
+        keep = {k: round(v, 4) for k, v in figures.items()
+                if k.endswith((".cpu_s", ".peak_mib", ".faults"))}
         json.dump({"_comment": "Medians of `bench/perf.sh --quick --write-baseline FILE` (process "
-                               "CPU seconds, user + system; peak RSS of the largest process, MiB). "
+                               "CPU seconds, user + system; peak RSS of the largest process, MiB; "
+                               "page faults of them all). "
                                "bench/perf.sh --quick fails when a figure exceeds it by more "
                                "than its tolerance. Update it on purpose, in a commit of its "
                                "own that says why (docs/performance.md).",
                    "produced": {"by": args.produced, "cores": os.cpu_count(),
                                 "load_start": args.load_start, "load_end": args.load_end,
-                                "sha256_kbps": round(speed) if speed else None},
+                                "sha256_kbps": round(speed) if speed else None,
+                                "fault_cpu_us": round(1e6 * touch, 3) if touch else None},
                    "figures": keep}, open(args.write_baseline, "w"), indent=1)
         print(f"wrote the baseline {args.write_baseline}")
         return 0
