@@ -485,7 +485,7 @@ absl::StatusOr<std::string> VerticalParty::MakeInstruction(
   in.set_split(h.node(winner.node()).split_rank);
   const uint32_t bits = BitsPerChild(children);
   in.set_bits_per_child(bits);
-  const std::vector<int32_t>& codes = data_->qids[attr].codes;
+  const auto& codes = data_->qids[attr].codes;
   std::string packed;
   uint64_t n = 0;
   uint32_t acc = 0, used = 0;
@@ -550,7 +550,7 @@ absl::StatusOr<bool> VerticalParty::Deliver(const std::string& instruction_bytes
     auto code = ChildRepresentative(h, node, c, k);
     if (code.ok() && h.ChildOfRecord(node, c, *code) == k) child_code[k] = *code;
   }
-  std::vector<int32_t>& codes = data_->qids[attr].codes;
+  auto& codes = data_->qids[attr].codes;
   staged_.clear();
   staged_attr_ = attr;
   staged_owner_score_ = in.candidate().score();
@@ -589,7 +589,7 @@ absl::Status VerticalParty::Commit(const fedanon::v1::VerticalCandidate& winner,
   const int attr = static_cast<int>(winner.attribute());
   if (!accept) {
     if (staged_attr_ == attr) {
-      std::vector<int32_t>& codes = data_->qids[attr].codes;
+      auto& codes = data_->qids[attr].codes;
       for (const auto& [r, old] : staged_) codes[r] = old;
     }
     staged_.clear();

@@ -65,8 +65,7 @@ absl::Status VerticalParty::CheckReleaseDistribution(size_t constraint) const {
   // Every final group (all QID attributes: the constraint's) against the model's requirement,
   // from this party's own sensitive column; the whole table's histogram for t-closeness.
   const engine::SensitiveDistribution& d = *model_->distribution;
-  const std::vector<int32_t>& codes =
-      data_->value_columns[static_cast<size_t>(data_->distribution_column)].codes;
+  const auto& codes = data_->value_columns[static_cast<size_t>(data_->distribution_column)].codes;
   std::vector<uint64_t> overall(d.domain, 0);
   for (int32_t code : codes) ++overall[static_cast<size_t>(code)];
   std::vector<uint64_t> hist(d.domain);

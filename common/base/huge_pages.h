@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -36,5 +39,55 @@ void ReserveWithHugePages(Container& c, size_t n) {
   c.reserve(n);
   AdviseHugePages(c.data(), c.capacity() * sizeof(typename Container::value_type));
 }
+
+// From this many bytes up, HugePageAllocator gives an array a mapping of its own: one huge page.
+inline constexpr size_t kHugePageArrayBytes = size_t{2} << 20;
+
+// A mapping of its own for an array of `bytes` (>= kHugePageArrayBytes), 2 MiB-aligned and
+// advised for transparent huge pages from its first byte: every whole 2 MiB page of the array,
+// and its last, partial one when that is at least half full (the mapping then reaches the next
+// boundary); a smaller remainder stays in 4 KiB pages. Null when the kernel refuses the mapping.
+// Free it with UnmapHugePageArray(p, bytes).
+void* MapHugePageArray(size_t bytes);
+void UnmapHugePageArray(void* p, size_t bytes);
+
+// An allocator for large arrays that are filled once (a table's columns): from
+// kHugePageArrayBytes up, each array gets a mapping of its own (MapHugePageArray), so that all of
+// it can be backed by huge pages — a malloc'd array starts anywhere in a 2 MiB page, and what lies
+// before the first boundary stays in 4 KiB pages (at 1M records, a 4 MB column's first 2 MiB or
+// all of it). Smaller arrays come from std::allocator. Throws std::bad_alloc as std::allocator
+// does.
+template <typename T>
+class HugePageAllocator {
+ public:
+  using value_type = T;
+
+  HugePageAllocator() = default;
+  template <typename U>
+  explicit HugePageAllocator(const HugePageAllocator<U>& /*other*/) noexcept {}
+
+  T* allocate(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+    if (n * sizeof(T) < kHugePageArrayBytes) return std::allocator<T>().allocate(n);
+    void* p = MapHugePageArray(n * sizeof(T));
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n * sizeof(T) < kHugePageArrayBytes) {
+      std::allocator<T>().deallocate(p, n);
+    } else {
+      UnmapHugePageArray(p, n * sizeof(T));
+    }
+  }
+
+  friend bool operator==(const HugePageAllocator& /*a*/, const HugePageAllocator& /*b*/) {
+    return true;
+  }
+};
+
+// A vector whose large buffers are huge-page mappings of their own (HugePageAllocator).
+template <typename T>
+using HugePageVector = std::vector<T, HugePageAllocator<T>>;
 
 }  // namespace fedanon::base

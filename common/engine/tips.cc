@@ -131,7 +131,7 @@ std::vector<uint64_t> Tips::RankClassHistogram(int attr, NodeIndex node) const {
   std::vector<uint64_t> hist(static_cast<size_t>(n.rank_hi - n.rank_lo) * nc, 0);
   const auto* link = LinkOrNull(attr, node);
   if (link == nullptr) return hist;
-  const std::vector<int32_t>& codes = data_->qids[attr].codes;
+  const auto& codes = data_->qids[attr].codes;
   for (int32_t p : *link) {
     if (!parts_[p].alive) continue;
     for (uint32_t r : parts_[p].records) {
@@ -148,7 +148,7 @@ void Tips::AppendRangeCounts(const RangeCountRequest& request, std::vector<uint6
   const size_t base = out->size();
   if (bounds.size() < 2) return;
   out->resize(base + (bounds.size() - 1) * nc, 0);
-  const std::vector<int32_t>& codes = data_->qids[request.attr].codes;
+  const auto& codes = data_->qids[request.attr].codes;
   const uint16_t* classes =
       request.labelled && !data_->class_codes.empty() ? data_->class_codes.data() : nullptr;
   // The range of each rank in [bounds.front(), bounds.back()) looked up in a table when it is
@@ -194,7 +194,7 @@ std::vector<uint64_t> Tips::NodeClassCounts(int attr, NodeIndex node) const {
   std::vector<uint64_t> counts(static_cast<size_t>(fine) * nc, 0);
   const auto* link = LinkOrNull(attr, node);
   if (link == nullptr || fine == 0) return counts;
-  const std::vector<int32_t>& codes = data_->qids[attr].codes;
+  const auto& codes = data_->qids[attr].codes;
   const int32_t* table =
       h.kind() == table::QidKind::kTaxonomy ? h.TaxonomyFineTable(node).data() : nullptr;
   const uint16_t* classes = data_->class_codes.empty() ? nullptr : data_->class_codes.data();

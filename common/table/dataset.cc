@@ -571,8 +571,8 @@ void Remap(const std::vector<int32_t>& remap, T* codes, size_t n) {
 }
 
 // Moves n elements of `v` from `from` down to `to` (to <= from).
-template <typename T>
-void MoveDown(std::vector<T>& v, size_t from, size_t to, size_t n) {
+template <typename T, typename Allocator>
+void MoveDown(std::vector<T, Allocator>& v, size_t from, size_t to, size_t n) {
   if (from != to && n > 0) std::memmove(v.data() + to, v.data() + from, n * sizeof(T));
 }
 
@@ -965,12 +965,12 @@ absl::StatusOr<std::optional<Dataset>> LoadInTwoParts(const JobSpec& spec,
   if (!lines1.ok() || !lines2.ok()) return std::nullopt;
   // The first half ends with a '\n', so it holds at most lines1 records; the second one more.
   const size_t cap1 = *lines1, total = cap1 + *lines2 + 1;
-  // Every column's codes at once, in huge pages (base::ResizeWithHugePages): about a
-  // fortieth of the page faults of a large table's load.
-  for (QidColumn& col : ds.qids) base::ResizeWithHugePages(col.codes, total);
-  if (ds.class_column >= 0) base::ResizeWithHugePages(ds.class_codes, total);
-  for (auto& vc : ds.value_columns) base::ResizeWithHugePages(vc.codes, total);
-  base::ResizeWithHugePages(ds.sensitive_bits, total);
+  // Every column's codes at once, each large one a huge-page mapping of its own
+  // (base::HugePageVector): about a fortieth of the page faults of a large table's load.
+  for (QidColumn& col : ds.qids) col.codes.resize(total);
+  if (ds.class_column >= 0) ds.class_codes.resize(total);
+  for (auto& vc : ds.value_columns) vc.codes.resize(total);
+  ds.sensitive_bits.resize(total);
   RowEncoder second(spec, csv_path, &ds);
   second.CopyColumnsFrom(first);
   first.SetOutput(0, cap1);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/base/huge_pages.h"
 #include "common/table/csv.h"
 #include "common/table/taxonomy.h"
 #include "fedanon/v1/job.pb.h"
@@ -33,7 +34,7 @@ struct QidColumn {
   std::vector<double> sorted_values;         // kContinuous: rank -> distinct value (ascending)
   double precision = 0;                      // kContinuous: > 0: ranks are grid indices
   double range_lo = 0, range_hi = 0;         // kContinuous: the full-range interval [lo, hi)
-  std::vector<int32_t> codes;                // per record: leaf NodeId / value code / rank
+  base::HugePageVector<int32_t> codes;       // per record: leaf NodeId / value code / rank
 };
 
 // One sensitive value the privacy model bounds: `value` on the sensitive attribute `attribute`.
@@ -68,13 +69,13 @@ struct Dataset {
 
   std::vector<QidColumn> qids;  // spec order of the QID attributes
 
-  int class_column = -1;                  // csv column of the class attribute, -1 if none
-  std::vector<std::string> class_labels;  // class index -> label (order of first appearance)
-  bool class_declared = false;            // class_labels come from the spec (fixed order)
-  std::vector<uint16_t> class_codes;      // per record
+  int class_column = -1;                       // csv column of the class attribute, -1 if none
+  std::vector<std::string> class_labels;       // class index -> label (order of first appearance)
+  bool class_declared = false;                 // class_labels come from the spec (fixed order)
+  base::HugePageVector<uint16_t> class_codes;  // per record
 
-  std::vector<TrackedSensitive> tracked;  // bit i of sensitive_bits <-> tracked[i]
-  std::vector<uint64_t> sensitive_bits;   // per record
+  std::vector<TrackedSensitive> tracked;          // bit i of sensitive_bits <-> tracked[i]
+  base::HugePageVector<uint64_t> sensitive_bits;  // per record
 
   // Released non-QID attributes whose domain the spec declares (class, sensitive, other), in spec
   // order; with every such attribute declared, the released table is a multiset over a public
@@ -83,7 +84,7 @@ struct Dataset {
     std::string name;
     int csv_column = -1;
     std::vector<std::string> values;
-    std::vector<int32_t> codes;  // per record
+    base::HugePageVector<int32_t> codes;  // per record
     // A sensitive attribute with a `taxonomy` (t-closeness's hierarchical distance); null else.
     std::shared_ptr<const Taxonomy> taxonomy;
   };
