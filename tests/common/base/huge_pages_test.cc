@@ -174,8 +174,8 @@ TEST(HugePageVector, IsBackedByHugePagesFromItsFirstByteWhereTheKernelOffersThem
   const int64_t kib = AnonHugeKibAt(column.data());
   ASSERT_GE(kib, 0) << "no AnonHugePages line for the array's mapping";
   // Both, as the kernel gives them on request (defrag "madvise" compacts for them); more than one
-  // at least, which an array starting inside a huge page (malloc's) cannot have: only one whole
-  // 2 MiB page fits in its 4,000,004 bytes.
+  // at least, which malloc's mapping for such an array cannot have: it is under 4 MiB and does
+  // not start at a 2 MiB boundary, so one whole huge page at most fits in it.
   EXPECT_GT(kib, 2048);
   EXPECT_LE(kib, 4096);
 }
