@@ -5,11 +5,11 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "app/job_assessment.h"
 #include "app/table_risk.h"
-#include "common/base/huge_pages.h"
 #include "common/base/status_macros.h"
 #include "common/base/version.h"
 #include "common/engine/count_source.h"
@@ -83,10 +83,11 @@ absl::StatusOr<std::unique_ptr<table::CsvWriter>> WriteOutput(
 // memory (4 bytes per QID and record: 496 MiB of a 10M-record table with 13 QIDs), and the
 // release's buffers would otherwise come on top of them.
 void ReleaseRecordCodes(table::Dataset* data) {
-  for (table::QidColumn& q : data->qids) base::HugePageVector<int32_t>().swap(q.codes);
-  for (auto& vc : data->value_columns) base::HugePageVector<int32_t>().swap(vc.codes);
-  base::HugePageVector<uint16_t>().swap(data->class_codes);
-  base::HugePageVector<uint64_t>().swap(data->sensitive_bits);
+  auto free_column = [](auto& column) { std::remove_reference_t<decltype(column)>().swap(column); };
+  for (table::QidColumn& q : data->qids) free_column(q.codes);
+  for (auto& vc : data->value_columns) free_column(vc.codes);
+  free_column(data->class_codes);
+  free_column(data->sensitive_bits);
 }
 
 // The steward's figures (AnonymizeOptions::assess): the input's risk from the records the job

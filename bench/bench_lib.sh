@@ -17,8 +17,8 @@
 #   the 0.1 ms from the kernel's accounting of the finished process (wait4; the CPU time includes
 #   the children it waited for, such as the daemons of `fedanon federation up`), the peak RSS of
 #   the largest of those processes, and the page faults of them all (minor and major: each a first
-#   touch of a page, whose cost differs tenfold between machines). /usr/bin/time rounds the seconds to 10 ms, too coarse for a job of
-#   0.1 s. Returns COMMAND's exit status.
+#   touch of a page, whose cost differs tenfold between machines). /usr/bin/time rounds the
+#   seconds to 10 ms, too coarse for a job of 0.1 s. Returns COMMAND's exit status.
 # loadavg: the 1, 5 and 15-minute load averages.
 # watch_daemons PID: until PID ends, every 0.2 s, the peak RSS (VmHWM, KiB) and CPU ticks (utime +
 #   stime) of each child of PID; then prints one line per child, "NAME PEAK_KIB TICKS", NAME the

@@ -92,7 +92,7 @@ def quick(args, samples):
     if os.path.exists(args.baseline):
         produced = json.load(open(args.baseline)).get("produced", {})
     base_speed = produced.get("sha256_kbps")
-    base_touch = produced.get("fault_cpu_us", 0) / 1e6 or None
+    base_touch = (produced.get("fault_cpu_us") or 0) / 1e6 or None  # null: dd printed nothing
     scale = base_speed / speed if speed and base_speed else 1.0
     if speed:
         print(f"machine speed: openssl sha256 {speed:,.0f} kB/s (CPU time)"
