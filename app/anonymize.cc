@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <thread>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -236,22 +237,37 @@ absl::StatusOr<fedanon::v1::Report> Anonymize(const AnonymizeOptions& options) {
   (*report.mutable_timings_seconds())["total"] = SecondsSince(start);
   // The report and the page first, the table last: if they cannot be written, the table's
   // temporary file is removed by the writer's destructor; if the table cannot be committed, they
-  // are removed again.
-  if (!options.report_path.empty()) {
-    ASSIGN_OR_RETURN(std::string report_json, ReportToJson(report));
-    RETURN_IF_ERROR(table::WriteFileAtomically(options.report_path, report_json));
-  }
-  if (!options.html_path.empty()) {
-    html_report::ReportPage page;
-    page.report = report;
-    page.spec = spec;
-    for (const table::QidColumn& q : data.qids) {
-      if (q.taxonomy) page.taxonomies[q.name] = q.taxonomy;
+  // are removed again. The table is on its way to disk meanwhile (StartWriteOut) and is fsynced
+  // in a thread of its own while they are written and committed, so that the disk's waits for
+  // the three overlap (a fifth of UCI Adult's whole job on the project's machines).
+  RETURN_IF_ERROR(output->StartWriteOut());
+  absl::Status table_synced;
+  std::thread sync_table([&] { table_synced = output->Sync(); });
+  const absl::Status pages_written = [&]() -> absl::Status {
+    if (!options.report_path.empty()) {
+      ASSIGN_OR_RETURN(std::string report_json, ReportToJson(report));
+      RETURN_IF_ERROR(table::WriteFileAtomically(options.report_path, report_json));
     }
-    if (absl::Status written = WriteReportHtml(options.html_path, page); !written.ok()) {
-      if (!options.report_path.empty()) ::unlink(options.report_path.c_str());
-      return written;
+    if (!options.html_path.empty()) {
+      html_report::ReportPage page;
+      page.report = report;
+      page.spec = spec;
+      for (const table::QidColumn& q : data.qids) {
+        if (q.taxonomy) page.taxonomies[q.name] = q.taxonomy;
+      }
+      if (absl::Status written = WriteReportHtml(options.html_path, page); !written.ok()) {
+        if (!options.report_path.empty()) ::unlink(options.report_path.c_str());
+        return written;
+      }
     }
+    return absl::OkStatus();
+  }();
+  sync_table.join();
+  RETURN_IF_ERROR(pages_written);
+  if (!table_synced.ok()) {
+    if (!options.report_path.empty()) ::unlink(options.report_path.c_str());
+    if (!options.html_path.empty()) ::unlink(options.html_path.c_str());
+    return table_synced;
   }
   if (absl::Status committed = output->Commit(); !committed.ok()) {
     if (!options.report_path.empty()) ::unlink(options.report_path.c_str());

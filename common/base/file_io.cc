@@ -336,14 +336,40 @@ absl::Status AtomicFileWriter::WriteBehind() {
   return absl::OkStatus();
 }
 
+absl::Status AtomicFileWriter::StartWriteOut() {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  // Up to the end of the file (nbytes 0); the windows of WriteBehind are left as they were.
+  if (written_ > started_ &&
+      ::sync_file_range(fd_, static_cast<off_t>(started_), 0, SYNC_FILE_RANGE_WRITE) != 0 &&
+      errno != EINVAL && errno != ESPIPE && errno != ENOSYS) {
+    failed_ = true;
+    return ErrnoStatus(errno, "cannot write out", temp_path_);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFileWriter::Sync() {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  if (absl::Status synced = SyncFile(fd_, "cannot fsync", temp_path_, /*data_only=*/false);
+      !synced.ok()) {
+    failed_ = true;
+    return synced;
+  }
+  synced_ = written_;
+  ever_synced_ = true;
+  return absl::OkStatus();
+}
+
 absl::Status AtomicFileWriter::Commit() {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   failed_ = true;  // until the file is in place
   const int fd = std::exchange(fd_, -1);
-  if (absl::Status synced = SyncFile(fd, "cannot fsync", temp_path_, /*data_only=*/false);
-      !synced.ok()) {
-    ::close(fd);
-    return synced;
+  if (!(ever_synced_ && synced_ == written_)) {
+    if (absl::Status synced = SyncFile(fd, "cannot fsync", temp_path_, /*data_only=*/false);
+        !synced.ok()) {
+      ::close(fd);
+      return synced;
+    }
   }
   if (::close(fd) != 0) return ErrnoStatus(errno, "cannot close", temp_path_);
   if (absl::Status moved = MoveIntoPlace(); !moved.ok()) return moved;

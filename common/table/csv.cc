@@ -513,11 +513,13 @@ void CsvWriter::WriteRow(const std::vector<std::string_view>& fields) {
 
 void CsvWriter::WriteFormatted(std::string_view records) {
   if (!deferred_error_.ok()) return;
-  if (buffer_.size() + records.size() < kFlushThreshold) {
+  // Small pieces gather in the buffer; a large one (formatted elsewhere) is written as it is,
+  // after what is buffered: copied, it touched the buffer's fresh pages for nothing.
+  if (records.size() < kFlushThreshold / 16 && buffer_.size() + records.size() < kFlushThreshold) {
     buffer_.append(records);
     return;
   }
-  deferred_error_ = FlushBuffer();
+  if (!buffer_.empty()) deferred_error_ = FlushBuffer();
   if (deferred_error_.ok()) deferred_error_ = file_->Write(records);
 }
 
@@ -531,6 +533,18 @@ absl::StatusOr<std::string> CsvWriter::FlushForReading() {
   RETURN_IF_ERROR(deferred_error_);
   RETURN_IF_ERROR(FlushBuffer());
   return file_->temp_path();
+}
+
+absl::Status CsvWriter::StartWriteOut() {
+  RETURN_IF_ERROR(deferred_error_);
+  RETURN_IF_ERROR(FlushBuffer());
+  return file_->StartWriteOut();
+}
+
+absl::Status CsvWriter::Sync() {
+  RETURN_IF_ERROR(deferred_error_);
+  RETURN_IF_ERROR(FlushBuffer());
+  return file_->Sync();
 }
 
 absl::Status CsvWriter::Commit() {

@@ -161,6 +161,11 @@ class CsvWriter {
   // Writes what is buffered and returns the temporary file's path, so that the table written so
   // far can be read before it is committed (e.g. assessed, then committed or dropped).
   absl::StatusOr<std::string> FlushForReading();
+  // Writes what is buffered and starts writing it out to disk without waiting
+  // (AtomicFileWriter::StartWriteOut): for a caller with other work to do before Commit().
+  absl::Status StartWriteOut();
+  // Writes what is buffered and fsyncs it (AtomicFileWriter::Sync): Commit() then only moves it.
+  absl::Status Sync();
   // Flushes, fsyncs and renames the temporary file onto the target path.
   absl::Status Commit();
 

@@ -271,6 +271,32 @@ TEST(AtomicFileWriterTest, SecondCommitAndLateWritesFail) {
   EXPECT_EQ(*ReadFile(dir.File("f")), "");
 }
 
+TEST(AtomicFileWriterTest, SyncAndStartWriteOutLeaveCommitToPutTheWholeFileInPlace) {
+  TempDir dir;
+  const std::string path = dir.File("table.csv");
+  ASSERT_OK_AND_ASSIGN(auto writer, AtomicFileWriter::Open(path));
+  ASSERT_OK(writer->Write("a,b\n"));
+  ASSERT_OK(writer->StartWriteOut());
+  ASSERT_OK(writer->Sync());
+  EXPECT_FALSE(std::filesystem::exists(path));  // synced is not committed
+  // Written after the Sync: Commit() writes and syncs it with the rest.
+  ASSERT_OK(writer->Write("1,2\n"));
+  ASSERT_OK(writer->StartWriteOut());
+  ASSERT_OK(writer->Commit());
+  EXPECT_EQ(*ReadFile(path), "a,b\n1,2\n");
+  EXPECT_THAT(dir.List(), ElementsAre("table.csv"));
+  // Once committed, both refuse as Write does.
+  EXPECT_EQ(writer->Sync().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(writer->StartWriteOut().code(), absl::StatusCode::kFailedPrecondition);
+  // Synced and abandoned: nothing is left.
+  {
+    ASSERT_OK_AND_ASSIGN(auto abandoned, AtomicFileWriter::Open(dir.File("gone.csv")));
+    ASSERT_OK(abandoned->Write("x\n"));
+    ASSERT_OK(abandoned->Sync());
+  }
+  EXPECT_THAT(dir.List(), ElementsAre("table.csv"));
+}
+
 TEST(AtomicFileWriterTest, ErrorsNameThePath) {
   TempDir dir;
   const std::string path = dir.File("no/such/dir/out.csv");
