@@ -11,12 +11,12 @@ constexpr size_t kPage = size_t{4} << 10;
 constexpr size_t kHugePage = size_t{2} << 20;
 
 size_t RoundUpToHugePages(size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
+size_t RoundUpToPages(size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
 // The bytes of a mapping for an array of `bytes`: whole 4 KiB pages, or whole huge pages when
 // the last one would be at least half full.
 size_t MappingBytes(size_t bytes) {
-  const size_t pages = (bytes + kPage - 1) / kPage * kPage;
-  return bytes % kHugePage >= kHugePage / 2 ? RoundUpToHugePages(bytes) : pages;
+  return bytes % kHugePage >= kHugePage / 2 ? RoundUpToHugePages(bytes) : RoundUpToPages(bytes);
 }
 
 }  // namespace
@@ -53,6 +53,17 @@ void* MapHugePageArray(size_t bytes) {
 
 void UnmapHugePageArray(void* p, size_t bytes) {
   if (p != nullptr) (void)::munmap(p, MappingBytes(bytes));
+}
+
+void* MapPopulatedArray(size_t bytes) {
+  if (bytes == 0 || bytes > SIZE_MAX - kPage) return nullptr;
+  void* const mapped = ::mmap(nullptr, RoundUpToPages(bytes), PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  return mapped == MAP_FAILED ? nullptr : mapped;
+}
+
+void UnmapPopulatedArray(void* p, size_t bytes) {
+  if (p != nullptr) (void)::munmap(p, RoundUpToPages(bytes));
 }
 
 }  // namespace fedanon::base

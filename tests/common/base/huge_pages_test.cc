@@ -2,7 +2,8 @@
 // make (zeros, the size asked), and where the kernel offers transparent huge pages on request
 // ("madvise" or "always"), a large array advised before it is touched is backed by them.
 // base::HugePageVector: holds what a vector holds; a large one is a 2 MiB-aligned mapping of its
-// own, as long as the array (its last huge page when half full), given back when freed.
+// own, as long as the array (its last huge page when half full), given back when freed; a
+// mid-size one a mapping of its own whose pages are there before they are written.
 #include "common/base/huge_pages.h"
 
 #include <gtest/gtest.h>
@@ -154,13 +155,37 @@ TEST(HugePageVector, ALargeArrayIsAMappingOfItsOwnFreedWithIt) {
   short_tail.reset();
   EXPECT_FALSE(Mapped(tail_data));
   EXPECT_FALSE(Mapped(tail_data + 2 * kMiB + 100 * 1024 - 1));
-  // A small array is an ordinary allocation (not at a 2 MiB boundary of a mapping of its own).
-  HugePageVector<char> small(kHugePageArrayBytes - 1);
-  EXPECT_NE(MappingAt(small.data()).lo, reinterpret_cast<uintptr_t>(small.data()));
   // Freeing the vector gives the mapping back.
   ASSERT_TRUE(Mapped(data));
   column.reset();
   EXPECT_FALSE(Mapped(data));
+}
+
+// Whether every 4 KiB page of [p, p + bytes) is resident (mincore), false where any is not mapped.
+bool Resident(const void* p, size_t bytes) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = at / 4096 * 4096;
+  const size_t pages = (at + bytes - first + 4095) / 4096;
+  std::vector<unsigned char> in_core(pages);
+  if (::mincore(reinterpret_cast<void*>(first), pages * 4096, in_core.data()) != 0) return false;
+  return std::all_of(in_core.begin(), in_core.end(), [](unsigned char c) { return (c & 1) != 0; });
+}
+
+TEST(HugePageVector, AMidSizeArrayIsProvidedAtOnceAndFreedWithIt) {
+  // Reserved, never touched: from kPopulatedArrayBytes (64 KiB) up to the huge pages, a mapping
+  // of its own whose pages are all there before the first write (an array that malloc maps has
+  // none but its first until written); freed, none of it is mapped.
+  for (size_t bytes : {kPopulatedArrayBytes, 180 * size_t{1024} + 4, kHugePageArrayBytes - 4}) {
+    auto reserved = std::make_unique<HugePageVector<int32_t>>();
+    reserved->reserve(bytes / sizeof(int32_t));
+    const int32_t* data = reserved->data();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % 4096, 0U) << bytes;
+    EXPECT_TRUE(Resident(data, bytes)) << bytes;
+    reserved->resize(bytes / sizeof(int32_t), 7);
+    EXPECT_EQ((*reserved)[bytes / sizeof(int32_t) - 1], 7) << bytes;
+    reserved.reset();
+    EXPECT_FALSE(Mapped(data)) << bytes;
+  }
 }
 
 TEST(HugePageVector, IsBackedByHugePagesFromItsFirstByteWhereTheKernelOffersThem) {
