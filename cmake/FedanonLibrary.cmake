@@ -9,16 +9,21 @@ function(fedanon_library name)
   add_library(fedanon::${name} ALIAS fedanon_${name})
   target_include_directories(fedanon_${name} PUBLIC ${CMAKE_SOURCE_DIR})
   target_compile_options(fedanon_${name} PRIVATE ${FEDANON_WARNINGS})
-  target_link_libraries(fedanon_${name} PUBLIC ${L_PUBLIC} PRIVATE ${L_PRIVATE})
+  fedanon_link_items(public_deps ${L_PUBLIC})
+  fedanon_link_items(private_deps ${L_PRIVATE})
+  target_link_libraries(fedanon_${name} PUBLIC ${public_deps} PRIVATE ${private_deps})
 endfunction()
 
 # fedanon_executable(NAME SOURCES ... LIBS ...): an installed program with the project's warnings,
-# built into ${CMAKE_BINARY_DIR}/bin (all four programs side by side, as `federation up` expects).
+# built into ${CMAKE_BINARY_DIR}/bin (all four programs side by side, as `federation up` expects),
+# linked with the static twins of cmake/StaticDependencies.cmake when FEDANON_STATIC_DEPS is on.
 function(fedanon_executable name)
   cmake_parse_arguments(E "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${E_SOURCES})
   target_compile_options(${name} PRIVATE ${FEDANON_WARNINGS})
-  target_link_libraries(${name} PRIVATE ${E_LIBS})
-  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+  fedanon_link_items(libs ${E_LIBS})
+  target_link_libraries(${name} PRIVATE ${libs})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin
+                                           FEDANON_STATIC_DEPS ${FEDANON_STATIC_DEPS})
   install(TARGETS ${name} RUNTIME DESTINATION bin)
 endfunction()
