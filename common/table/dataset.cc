@@ -256,7 +256,8 @@ class RowEncoder {
 
   absl::Status ResolveSensitiveColumns(const absl::flat_hash_map<std::string, int>& column_of);
   void PrepareScans();
-  bool Reserve();  // room for one more record at base_ + written_
+  bool Reserve();                // room for one more record at base_ + written_
+  void ResizeColumns(size_t n);  // every per-record column to n records
   absl::Status EncodeQid(size_t q, std::string_view v, size_t line, size_t at);
   absl::Status EncodeContinuous(size_t q, std::string_view v, size_t line, size_t at);
   absl::Status EncodeClass(std::string_view v, size_t at);
@@ -393,20 +394,21 @@ bool RowEncoder::Reserve() {
   if (!grow_) return at < limit_ && at < ds_->sensitive_bits.size();
   if (at < ds_->sensitive_bits.size()) return true;
   const size_t n = std::max<size_t>(1024, 2 * ds_->sensitive_bits.size());
+  ResizeColumns(n);
+  return true;
+}
+
+void RowEncoder::ResizeColumns(size_t n) {
   for (QidColumn& col : ds_->qids) col.codes.resize(n);
   if (ds_->class_column >= 0) ds_->class_codes.resize(n);
   for (auto& vc : ds_->value_columns) vc.codes.resize(n);
   ds_->sensitive_bits.resize(n);
-  return true;
 }
 
 void RowEncoder::SizeFor(size_t records) {
   const size_t n = base_ + records;
   if (!grow_ || n <= ds_->sensitive_bits.size()) return;
-  for (QidColumn& col : ds_->qids) col.codes.resize(n);
-  if (ds_->class_column >= 0) ds_->class_codes.resize(n);
-  for (auto& vc : ds_->value_columns) vc.codes.resize(n);
-  ds_->sensitive_bits.resize(n);
+  ResizeColumns(n);
 }
 
 absl::Status RowEncoder::EncodeRow(const std::vector<std::string_view>& fields, size_t line) {
@@ -642,10 +644,7 @@ void RowEncoder::Merge(RowEncoder& second) {
 
 absl::Status RowEncoder::Finish() {
   const size_t n = base_ + written_;
-  for (QidColumn& col : ds_->qids) col.codes.resize(n);
-  if (ds_->class_column >= 0) ds_->class_codes.resize(n);
-  for (auto& vc : ds_->value_columns) vc.codes.resize(n);
-  ds_->sensitive_bits.resize(n);
+  ResizeColumns(n);
   ds_->num_records = n;
   ds_->records_in = records_in_;
   ds_->records_dropped = records_dropped_;
