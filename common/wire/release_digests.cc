@@ -1,9 +1,12 @@
 #include "common/wire/release_digests.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
-#include <unordered_set>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace fedanon::wire {
@@ -66,11 +69,13 @@ absl::Status CheckJoinedRelease(
     const std::vector<VerticalColumnsView>& parts,
     const google::protobuf::RepeatedPtrField<fedanon::v1::AttributeCut>& cut,
     std::string_view groups_digest) {
-  // Where each cut attribute is: (part, column), and the values the cut allows for it.
+  // Where each cut attribute is: (part, column), and the values the cut allows for it, each with
+  // its index in the cut.
   struct Column {
     size_t part = 0;
     size_t index = 0;
-    std::unordered_set<std::string_view> values;
+    std::vector<std::string_view> values;
+    absl::flat_hash_map<std::string_view, uint64_t> value_index;
   };
   std::vector<Column> columns;
   for (const auto& attribute : cut) {
@@ -90,7 +95,9 @@ absl::Status CheckJoinedRelease(
           "the released table ", found == 0 ? "has no column" : "has more than one column",
           " for the QID attribute '", attribute.attribute(), "' of the agreed cut"));
     }
-    for (const auto& v : attribute.values()) c.values.insert(v);
+    for (const auto& v : attribute.values()) {
+      if (c.value_index.emplace(v, c.values.size()).second) c.values.push_back(v);
+    }
     columns.push_back(std::move(c));
   }
   uint64_t rows = 0;
@@ -102,7 +109,24 @@ absl::Status CheckJoinedRelease(
       return absl::InvalidArgumentError("the released parts disagree on the number of records");
     }
   }
+  // A row's group is the tuple of its cells' indices in the cut, one number in mixed radix when
+  // the cut's combinations fit 64 bits (always, but for cuts of astronomically many values), and
+  // the groups are counted by that number; each group's key of labels is built once at the end.
+  // Otherwise each row's key of labels is counted directly.
+  bool packed = true;
+  {
+    uint64_t combinations = 1;
+    for (const Column& c : columns) {
+      const uint64_t radix = std::max<uint64_t>(1, c.values.size());
+      if (combinations > std::numeric_limits<uint64_t>::max() / radix) {
+        packed = false;
+        break;
+      }
+      combinations *= radix;
+    }
+  }
   ReleaseGroupTally tally;
+  absl::flat_hash_map<uint64_t, uint64_t> packed_counts;
   std::vector<std::vector<std::string_view>> row(parts.size());
   std::string key;
   for (uint64_t r = 0; r < rows; ++r) {
@@ -110,16 +134,39 @@ absl::Status CheckJoinedRelease(
       if (!parts[p].names().empty()) parts[p].Row(r, &row[p]);
     }
     key.clear();
+    uint64_t group = 0;
     for (size_t a = 0; a < columns.size(); ++a) {
-      const std::string_view cell = row[columns[a].part][columns[a].index];
-      if (!columns[a].values.count(cell)) {
+      const Column& c = columns[a];
+      const std::string_view cell = row[c.part][c.index];
+      const auto it = c.value_index.find(cell);
+      if (it == c.value_index.end()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "the released table's QID attribute '", cut[static_cast<int>(a)].attribute(),
             "' holds, in row ", r + 1, ", a value outside the cut every replica agreed on"));
       }
-      AppendGroupLabel(cell, &key);
+      if (packed) {
+        group = group * c.values.size() + it->second;
+      } else {
+        AppendGroupLabel(cell, &key);
+      }
     }
-    tally.Add(key);
+    if (packed) {
+      ++packed_counts[group];
+    } else {
+      tally.Add(key);
+    }
+  }
+  std::vector<uint64_t> digits(columns.size());
+  for (const auto& [group, count] : packed_counts) {
+    uint64_t rest = group;
+    for (size_t a = columns.size(); a-- > 0;) {
+      digits[a] = rest % columns[a].values.size();
+      rest /= columns[a].values.size();
+    }
+    key.clear();
+    for (size_t a = 0; a < columns.size(); ++a)
+      AppendGroupLabel(columns[a].values[digits[a]], &key);
+    tally.Add(key, count);
   }
   if (tally.Digest() != groups_digest) {
     return absl::DataLossError(absl::StrCat(

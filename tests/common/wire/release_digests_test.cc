@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/status_matchers.h"
@@ -109,6 +110,69 @@ TEST(CheckJoinedRelease, AQidColumnMissingOrTwiceIsRefused) {
   parts.push_back(Part({"Job"}, {{"Blue-collar"}}));
   EXPECT_THAT(CheckJoinedRelease(parts, Cut(), AgreedGroups()),
               StatusIs(absl::StatusCode::kInvalidArgument, "more than one column"));
+}
+
+// A cut whose value combinations do not fit 64 bits (five attributes of 8,192 values: 2^65) is
+// checked by its rows' keys of labels instead of packed indices: the same verdicts either way.
+TEST(CheckJoinedRelease, ACutOfMoreCombinationsThan64BitsIsCheckedAlike) {
+  google::protobuf::RepeatedPtrField<fedanon::v1::AttributeCut> cut;
+  std::vector<std::string> names;
+  for (int a = 0; a < 5; ++a) {
+    auto* attribute = cut.Add();
+    attribute->set_attribute("A" + std::to_string(a));
+    names.push_back(attribute->attribute());
+    for (int v = 0; v < 8192; ++v) attribute->add_values("v" + std::to_string(v));
+  }
+  // Indices near the top of each attribute: packed, these rows would wrap around 2^64.
+  const std::vector<std::vector<std::string>> rows = {{"v8191", "v8190", "v3", "v4", "v8191"},
+                                                      {"v8191", "v8190", "v3", "v4", "v8191"},
+                                                      {"v8000", "v0", "v0", "v0", "v0"}};
+  ReleaseGroupTally tally;
+  for (const auto& row : rows) {
+    std::string key;
+    for (const auto& cell : row) AppendGroupLabel(cell, &key);
+    tally.Add(key);
+  }
+  std::vector<VerticalColumnsView> parts;
+  parts.push_back(Part(names, rows));
+  EXPECT_OK(CheckJoinedRelease(parts, cut, tally.Digest()));
+  std::vector<VerticalColumnsView> moved;
+  moved.push_back(Part(names, {rows[0], rows[2], rows[2]}));
+  EXPECT_THAT(CheckJoinedRelease(moved, cut, tally.Digest()),
+              StatusIs(absl::StatusCode::kDataLoss, "differ from the groups"));
+  std::vector<VerticalColumnsView> outside;
+  outside.push_back(Part(names, {rows[0], {"v1", "v2", "v3", "v4", "v8192"}, rows[2]}));
+  EXPECT_THAT(CheckJoinedRelease(outside, cut, tally.Digest()),
+              StatusIs(absl::StatusCode::kInvalidArgument, "attribute 'A4' holds, in row 2"));
+}
+
+// Groups are told apart by every attribute's value, whichever column it is in: rows that trade
+// values between two attributes (so that each attribute keeps its counts) change the groups.
+TEST(CheckJoinedRelease, GroupsAreTheCombinationsOfValuesNotEachAttributesCounts) {
+  google::protobuf::RepeatedPtrField<fedanon::v1::AttributeCut> cut;
+  for (const char* name : {"X", "Y"}) {
+    auto* attribute = cut.Add();
+    attribute->set_attribute(name);
+    attribute->add_values("a");
+    attribute->add_values("b");
+  }
+  ReleaseGroupTally tally;
+  for (const auto& [x, y] :
+       std::vector<std::pair<std::string, std::string>>{{"a", "a"}, {"b", "b"}}) {
+    std::string key;
+    AppendGroupLabel(x, &key);
+    AppendGroupLabel(y, &key);
+    tally.Add(key);
+  }
+  std::vector<VerticalColumnsView> same;
+  same.push_back(Part({"X"}, {{"b"}, {"a"}}));
+  same.push_back(Part({"Y"}, {{"b"}, {"a"}}));
+  EXPECT_OK(CheckJoinedRelease(same, cut, tally.Digest()));
+  std::vector<VerticalColumnsView> crossed;
+  crossed.push_back(Part({"X"}, {{"a"}, {"b"}}));
+  crossed.push_back(Part({"Y"}, {{"b"}, {"a"}}));
+  EXPECT_THAT(CheckJoinedRelease(crossed, cut, tally.Digest()),
+              StatusIs(absl::StatusCode::kDataLoss, "differ from the groups"));
 }
 
 // Two records that trade groups leave the groups' sizes, and so the groups digest, unchanged; the
