@@ -2,7 +2,11 @@
 // columns in the release order (serialized in place), the digests that tie the release to what
 // every replica agreed, and the report.
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <map>
+#include <numeric>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -104,6 +108,8 @@ void AppendVarint(std::string* out, uint64_t v) {
 }
 constexpr char kNamesTag = 0x0a;  // VerticalColumns.names: field 1, length-delimited
 constexpr char kCellsTag = 0x12;  // VerticalColumns.cells: field 2, length-delimited
+// Below this many records a release is serialized on one thread.
+constexpr size_t kParallelReleaseRows = 65536;
 
 }  // namespace
 
@@ -153,46 +159,77 @@ absl::StatusOr<std::string> VerticalParty::SerializedReleasedColumns(
       for (uint32_t r : tips_->records(id)) group_of[r] = g;
     }
   }
-  // The cell of canonical record r in column i (a local label is made per call).
-  std::string local_label;
-  auto cell = [&](size_t r, size_t i) -> std::string_view {
+  // The cell of canonical record r in column i; a local label is made per call into `scratch`
+  // (one per thread).
+  auto cell = [&](size_t r, size_t i, std::string* scratch) -> std::string_view {
     const auto& [q, v] = columns[i];
     if (v >= 0) return value_cells_[v][r];
     if (local_) {
-      local_label = local_->Label(q, static_cast<uint32_t>(r));
-      return local_label;
+      *scratch = local_->Label(q, static_cast<uint32_t>(r));
+      return *scratch;
     }
     return group_labels[group_of[r]][i];
   };
-  // The exact size first (one allocation), then the bytes: the same as serializing a
-  // VerticalColumns with these names and cells, record-major in the release order.
-  size_t size = 0;
+  // The same bytes as serializing a VerticalColumns with these names and cells, record-major in
+  // the release order: the names, then the rows, the rows in two halves that two threads size and
+  // write at once (a million records and eight columns take a second on one thread), into one
+  // allocation of the exact size.
+  std::string header;
   for (const auto& [q, v] : columns) {
     const std::string& name = q >= 0 ? data_->qids[q].name : value_names_[v];
-    size += 1 + VarintSize(name.size()) + name.size();
+    header.push_back(kNamesTag);
+    AppendVarint(&header, name.size());
+    header.append(name);
   }
-  for (size_t r = 0; r < order.size(); ++r) {
-    for (size_t i = 0; i < width; ++i) {
-      const size_t n = cell(r, i).size();
-      size += 1 + VarintSize(n) + n;
+  const size_t halves =
+      order.size() >= kParallelReleaseRows && std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+  std::vector<size_t> bounds(halves + 1);
+  for (size_t h = 0; h <= halves; ++h) bounds[h] = order.size() * h / halves;
+  auto for_each_half = [&](const std::function<void(size_t)>& work) {
+    if (halves == 1) {
+      work(0);
+      return;
     }
-  }
+    std::thread second([&] { work(1); });
+    work(0);
+    second.join();
+  };
+  std::vector<size_t> bytes(halves, 0);
+  for_each_half([&](size_t h) {
+    std::string scratch;
+    size_t size = 0;
+    for (size_t j = bounds[h]; j < bounds[h + 1]; ++j) {
+      for (size_t i = 0; i < width; ++i) {
+        const size_t n = cell(order[j], i, &scratch).size();
+        size += 1 + VarintSize(n) + n;
+      }
+    }
+    bytes[h] = size;
+  });
+  std::vector<size_t> starts(halves, header.size());
+  for (size_t h = 1; h < halves; ++h) starts[h] = starts[h - 1] + bytes[h - 1];
   std::string out;
-  out.reserve(size);
-  for (const auto& [q, v] : columns) {
-    const std::string& name = q >= 0 ? data_->qids[q].name : value_names_[v];
-    out.push_back(kNamesTag);
-    AppendVarint(&out, name.size());
-    out.append(name);
-  }
-  for (size_t r : order) {
-    for (size_t i = 0; i < width; ++i) {
-      const std::string_view c = cell(r, i);
-      out.push_back(kCellsTag);
-      AppendVarint(&out, c.size());
-      out.append(c);
+  out.resize(header.size() + std::accumulate(bytes.begin(), bytes.end(), size_t{0}));
+  std::memcpy(out.data(), header.data(), header.size());
+  for_each_half([&](size_t h) {
+    std::string scratch;
+    char* at = out.data() + starts[h];
+    for (size_t j = bounds[h]; j < bounds[h + 1]; ++j) {
+      for (size_t i = 0; i < width; ++i) {
+        const std::string_view c = cell(order[j], i, &scratch);
+        *at++ = kCellsTag;
+        for (uint64_t n = c.size();; n >>= 7) {
+          if (n < 0x80) {
+            *at++ = static_cast<char>(n);
+            break;
+          }
+          *at++ = static_cast<char>((n & 0x7f) | 0x80);
+        }
+        if (!c.empty()) std::memcpy(at, c.data(), c.size());
+        at += c.size();
+      }
     }
-  }
+  });
   return out;
 }
 
