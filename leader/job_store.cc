@@ -1,12 +1,15 @@
 #include "leader/job_store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <openssl/rand.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -19,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/file_io.h"
 #include "common/base/status_macros.h"
+#include "crypto/hash.h"
 #include "leader/job_store_schema.h"
 #include "leader/sqlite_statement.h"
 #include "spdlog/spdlog.h"
@@ -42,6 +46,8 @@ int64_t NowUnix() {
 
 // "^job-[0-9a-f]{12}$" (common/base/file_io.h). Only such ids are ever used in paths or queries.
 using base::ValidateJobId;
+
+std::atomic<size_t> reply_file_bytes{kCallReplyFileBytes};
 
 absl::StatusOr<std::string> NewJobId() {
   std::array<unsigned char, 6> bytes{};
@@ -172,6 +178,7 @@ JobStore::~JobStore() { sqlite3_close_v2(db_); }
 absl::StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& data_dir) {
   RETURN_IF_ERROR(MakeDir(data_dir));
   RETURN_IF_ERROR(MakeDir(data_dir + "/results"));
+  RETURN_IF_ERROR(MakeDir(data_dir + "/calls"));
   const std::string path = data_dir + "/jobs.db";
 
   sqlite3* raw = nullptr;
@@ -510,33 +517,79 @@ absl::Status JobStore::RecordCallRequest(const std::string& job_id, uint64_t ind
   return txn.Commit();
 }
 
+void SetCallReplyFileBytesForTesting(size_t bytes) {
+  reply_file_bytes.store(bytes == 0 ? kCallReplyFileBytes : bytes);
+}
+
+absl::StatusOr<JobStore::StoredReply> JobStore::StoreReply(const std::string& job_id,
+                                                           uint64_t index,
+                                                           const std::string& reply) const {
+  if (reply.size() < reply_file_bytes.load()) return StoredReply{reply, ""};
+  std::array<unsigned char, 8> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+    return absl::InternalError("job store: RAND_bytes failed");
+  }
+  // A new name for every write: a refused second record of the same call leaves the first one's
+  // file alone.
+  const std::string file =
+      absl::StrCat(job_id, "-", index, "-",
+                   absl::BytesToHexString(
+                       std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size())),
+                   ".reply");
+  base::AtomicFileOptions options;
+  options.replace_existing = false;
+  RETURN_IF_ERROR(
+      base::WriteFileAtomically(absl::StrCat(data_dir_, "/calls/", file), reply, options));
+  return StoredReply{crypto::Sha256(reply), file};
+}
+
+void JobStore::RemoveReplyFile(const std::string& file) const {
+  const std::string path = absl::StrCat(data_dir_, "/calls/", file);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    spdlog::warn("job store: cannot remove {}: {}", path, std::strerror(errno));
+  }
+}
+
 absl::Status JobStore::RecordCallReply(const std::string& job_id, uint64_t index,
                                        const std::string& reply) {
   RETURN_IF_ERROR(ValidateJobId(job_id));
+  ASSIGN_OR_RETURN(const StoredReply stored, StoreReply(job_id, index, reply));
   absl::MutexLock lock(&mu_);
   Stmt s(db_,
-         "UPDATE calls SET reply = ?3, masks = NULL WHERE job_id = ?1 AND call_index = ?2 AND "
-         "reply IS NULL");
-  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(index)).BindBlob(3, reply);
-  RETURN_IF_ERROR(s.Run());
-  if (sqlite3_changes(db_) == 0) {
-    return absl::FailedPreconditionError(absl::StrCat("job store: call ", index, " of ", job_id,
-                                                      " has no open request to complete"));
+         "UPDATE calls SET reply = ?3, reply_file = ?4, masks = NULL WHERE job_id = ?1 AND "
+         "call_index = ?2 AND reply IS NULL");
+  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(index)).BindBlob(3, stored.column);
+  if (!stored.file.empty()) s.Bind(4, stored.file);  // unbound: NULL
+  absl::Status st = s.Run();
+  if (st.ok() && sqlite3_changes(db_) == 0) {
+    st = absl::FailedPreconditionError(absl::StrCat("job store: call ", index, " of ", job_id,
+                                                    " has no open request to complete"));
   }
-  return absl::OkStatus();
+  if (!st.ok() && !stored.file.empty()) RemoveReplyFile(stored.file);
+  return st;
 }
 
 absl::Status JobStore::RecordCompleteCall(const std::string& job_id, uint64_t index,
                                           const std::string& digest, const std::string& reply) {
   RETURN_IF_ERROR(ValidateJobId(job_id));
+  {
+    absl::MutexLock lock(&mu_);
+    RETURN_IF_ERROR(RequireJob(db_, job_id));
+  }
+  ASSIGN_OR_RETURN(const StoredReply stored, StoreReply(job_id, index, reply));
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(RequireJob(db_, job_id));
   // One row, complete at once (the reply is what the leader received; no masks).
   Stmt s(db_,
-         "INSERT INTO calls (job_id, call_index, digest, masks, reply) VALUES (?1, ?2, ?3, NULL, "
-         "?4)");
-  s.Bind(1, job_id).Bind(2, static_cast<int64_t>(index)).BindBlob(3, digest).BindBlob(4, reply);
-  return s.Run();
+         "INSERT INTO calls (job_id, call_index, digest, masks, reply, reply_file) VALUES (?1, ?2, "
+         "?3, NULL, ?4, ?5)");
+  s.Bind(1, job_id)
+      .Bind(2, static_cast<int64_t>(index))
+      .BindBlob(3, digest)
+      .BindBlob(4, stored.column);
+  if (!stored.file.empty()) s.Bind(5, stored.file);  // unbound: NULL
+  absl::Status st = s.Run();
+  if (!st.ok() && !stored.file.empty()) RemoveReplyFile(stored.file);
+  return st;
 }
 
 absl::StatusOr<std::vector<RecordedCall>> JobStore::Calls(const std::string& job_id) const {
@@ -544,7 +597,7 @@ absl::StatusOr<std::vector<RecordedCall>> JobStore::Calls(const std::string& job
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(RequireJob(db_, job_id));
   Stmt s(db_,
-         "SELECT call_index, digest, masks, reply FROM calls WHERE job_id = ?1 "
+         "SELECT call_index, digest, masks, reply, reply_file FROM calls WHERE job_id = ?1 "
          "ORDER BY call_index");
   s.Bind(1, job_id);
   std::vector<RecordedCall> out;
@@ -561,6 +614,21 @@ absl::StatusOr<std::vector<RecordedCall>> JobStore::Calls(const std::string& job
       return absl::DataLossError(
           absl::StrCat("job store: the calls of ", job_id, " are not numbered 0, 1, ..."));
     }
+    if (!s.IsNull(4)) {
+      const std::string path = absl::StrCat(data_dir_, "/calls/", s.Text(4));
+      absl::StatusOr<std::string> bytes = base::ReadFile(path, /*follow_symlinks=*/false);
+      if (!bytes.ok()) {
+        return absl::DataLossError(absl::StrCat("job store: the reply of call ", c.index, " of ",
+                                                job_id,
+                                                " cannot be read: ", bytes.status().message()));
+      }
+      if (crypto::Sha256(*bytes) != c.reply) {
+        return absl::DataLossError(absl::StrCat("job store: the reply of call ", c.index, " of ",
+                                                job_id, " (", path,
+                                                ") is not the one recorded: its digest differs"));
+      }
+      c.reply = *std::move(bytes);
+    }
     out.push_back(std::move(c));
   }
   return out;
@@ -568,10 +636,25 @@ absl::StatusOr<std::vector<RecordedCall>> JobStore::Calls(const std::string& job
 
 absl::Status JobStore::DeleteCalls(const std::string& job_id) {
   RETURN_IF_ERROR(ValidateJobId(job_id));
-  absl::MutexLock lock(&mu_);
-  Stmt s(db_, "DELETE FROM calls WHERE job_id = ?1");
-  s.Bind(1, job_id);
-  return s.Run();
+  {
+    absl::MutexLock lock(&mu_);
+    Stmt s(db_, "DELETE FROM calls WHERE job_id = ?1");
+    s.Bind(1, job_id);
+    RETURN_IF_ERROR(s.Run());
+  }
+  // The job's reply files: those its rows named and any a crash left without a row.
+  const std::string dir = data_dir_ + "/calls";
+  const std::string prefix = job_id + "-";
+  std::vector<std::string> files;
+  if (DIR* d = ::opendir(dir.c_str()); d != nullptr) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string_view name(e->d_name);
+      if (name.substr(0, prefix.size()) == prefix) files.emplace_back(name);
+    }
+    ::closedir(d);
+  }
+  for (const std::string& file : files) RemoveReplyFile(file);
+  return absl::OkStatus();
 }
 
 absl::Status JobStore::RecordUntold(const std::vector<UntoldEnd>& ends) {

@@ -9,6 +9,7 @@
 // Thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -27,7 +28,13 @@ struct sqlite3;
 namespace fedanon::leader {
 
 // The schema version this build writes (and the newest it opens). docs/leader.md lists them.
-inline constexpr int kJobStoreSchemaVersion = 5;
+inline constexpr int kJobStoreSchemaVersion = 6;
+// A recorded reply of this many bytes or more is kept in a file of its own beside the database
+// (<data_dir>/calls/<job_id>/), with its SHA-256 in the database (schema v6).
+inline constexpr size_t kCallReplyFileBytes = size_t{1} << 20;
+// Tests only: replies of `bytes` or more go to files from now on (0: kCallReplyFileBytes again),
+// so that a test's small replies take the file path.
+void SetCallReplyFileBytesForTesting(size_t bytes);
 
 // A finished job whose outputs retention may delete (JobStore::FinishedBefore).
 struct FinishedJob {
@@ -185,6 +192,17 @@ class JobStore {
 
  private:
   JobStore(sqlite3* db, std::string data_dir);
+  // How call `index`'s reply is stored: below kCallReplyFileBytes in its row (`column` the reply,
+  // `file` empty); from there in a new file of <data_dir>/calls/, written and synced before the row
+  // names it (`column` its SHA-256, `file` its name).
+  struct StoredReply {
+    std::string column;
+    std::string file;
+  };
+  absl::StatusOr<StoredReply> StoreReply(const std::string& job_id, uint64_t index,
+                                         const std::string& reply) const;
+  // Removes a reply file (a row that was not written, or a job's calls deleted); logs a failure.
+  void RemoveReplyFile(const std::string& file) const;
   mutable absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);  // every statement runs under mu_
   std::string data_dir_;

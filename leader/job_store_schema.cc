@@ -11,7 +11,7 @@ namespace {
 
 // Bump together with a migration step in MigrateJobStore().
 constexpr int kSchemaVersion = kJobStoreSchemaVersion;
-static_assert(kJobStoreSchemaVersion == 5, "add the migration step to MigrateJobStore()");
+static_assert(kJobStoreSchemaVersion == 6, "add the migration step to MigrateJobStore()");
 
 // The schema of version 1. `seq` orders jobs by creation (newest first in List()).
 constexpr char kSchemaV1[] = R"sql(
@@ -95,6 +95,14 @@ INSERT INTO calls (job_id, call_index, digest, masks, reply)
 DROP TABLE collects;
 )sql";
 
+// Version 6: a call's reply of kCallReplyFileBytes or more lives in a file of its own under
+// <data_dir>/calls/<job_id>/ (`reply_file`, its name; `reply` then holds the SHA-256 of its
+// bytes): SQLite spent about 0.4 s of CPU writing a 32 MiB reply into its pages and its WAL,
+// where writing and syncing the file takes 0.06 s.
+constexpr char kMigrateToV6[] = R"sql(
+ALTER TABLE calls ADD COLUMN reply_file TEXT;
+)sql";
+
 }  // namespace
 
 absl::Status MigrateJobStore(sqlite3* db, const std::string& path) {
@@ -135,6 +143,10 @@ absl::Status MigrateJobStore(sqlite3* db, const std::string& path) {
   if (version < 5) {
     RETURN_IF_ERROR(Exec(db, kMigrateToV5));
     version = 5;
+  }
+  if (version < 6) {
+    RETURN_IF_ERROR(Exec(db, kMigrateToV6));
+    version = 6;
   }
   RETURN_IF_ERROR(Exec(db, "DELETE FROM schema_version"));
   Stmt s(db, "INSERT INTO schema_version (version) VALUES (?1)");

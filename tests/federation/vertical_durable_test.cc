@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "common/datagen/datagen.h"
 #include "common/spec/job_spec_loader.h"
+#include "leader/job_store.h"
 #include "tests/federation/adult_vertical_util.h"
 #include "tests/federation/federation_test_util.h"
 #include "tests/support/durable_federation.h"
@@ -186,7 +187,24 @@ class VerticalDurableLeader : public VerticalDurable {};
 class VerticalDurablePartyAfter : public VerticalDurable {};
 class VerticalDurablePartyBefore : public VerticalDurable {};
 
+// Files in a leader data directory's calls/ (the replies kept beside its database).
+size_t ReplyFiles(const std::string& data_dir) {
+  std::error_code ec;
+  size_t n = 0;
+  for (fs::directory_iterator it(data_dir + "/calls", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
 TEST_P(VerticalDurableLeader, KilledMidJobResumesAfterItsRestart) {
+  // Every reply of 256 bytes or more is kept in a file of its own (leader/job_store.h), as the
+  // ID lists and columns of a large job are: the restarted leader replays them from those files.
+  leader::SetCallReplyFileBytesForTesting(256);
+  struct Restore {
+    ~Restore() { leader::SetCallReplyFileBytesForTesting(0); }
+  } restore;
   const Reference& clean = Clean(chunked());
   ASSERT_GT(clean.calls, 20);
   auto d = CreateFederation(Name("leader"), chunked());
@@ -199,12 +217,18 @@ TEST_P(VerticalDurableLeader, KilledMidJobResumesAfterItsRestart) {
   ASSERT_OK_AND_ASSIGN(const std::string job_id, d->Submit());
   ASSERT_TRUE(crashed.WaitForNotificationWithTimeout(absl::Seconds(120)));
   d->fed->leader.reset();
+  const size_t files_at_crash = ReplyFiles(snapshot);
+  EXPECT_GT(files_at_crash, 0u) << "no recorded reply was kept in a file";
   const absl::Time restart = absl::Now();
   ASSERT_OK(d->StartLeaderOn(snapshot));
   ASSERT_OK_AND_ASSIGN(const JobInfo at_restart, d->fed->leader->Get(job_id));
   const JobInfo info = d->fed->Wait(job_id);
   const double resume_s = absl::ToDoubleSeconds(absl::Now() - restart);
   ExpectSameAsClean(*d, info, clean);
+  // The leader deletes a job's recorded calls once its parties were told the end (after the
+  // job's state is stored): waited for, at most 10 s.
+  for (int i = 0; i < 200 && ReplyFiles(snapshot) > 0; ++i) absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(ReplyFiles(snapshot), 0u) << "the job's reply files outlived it";
   if (at_restart.state() != fedanon::v1::JOB_STATE_DONE) {
     EXPECT_THAT(info.report().warnings(),
                 ::testing::Contains(::testing::HasSubstr("resumed 1 time(s) after a leader "
@@ -216,9 +240,9 @@ TEST_P(VerticalDurableLeader, KilledMidJobResumesAfterItsRestart) {
   EXPECT_EQ(lines, clean.view_lines);
   std::printf(
       "[ durable ] vertical%s leader crash at call %d of %d (%s; job %s at the restart): "
-      "restart to done %.3f s, view log %ld lines\n",
+      "restart to done %.3f s, view log %ld lines, %zu replies in files at the crash\n",
       chunked() ? " chunked" : "", CrashCall(), clean.calls, at.c_str(),
-      fedanon::v1::JobState_Name(at_restart.state()).c_str(), resume_s, lines);
+      fedanon::v1::JobState_Name(at_restart.state()).c_str(), resume_s, lines, files_at_crash);
 }
 
 TEST_P(VerticalDurablePartyAfter, KilledAfterAnsweringResumesFromItsDurableState) {

@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <string>
@@ -883,6 +885,78 @@ TEST_F(JobStoreTest, CallsRecordedCompleteAtOnceAreReadInOrderAndSurviveReopenin
   EXPECT_TRUE(recorded.empty());
 }
 
+// A reply of kCallReplyFileBytes or more is a file of its own in <data_dir>/calls/ (its row holds
+// its SHA-256): read back whole after reopening, refused by name when the file is gone or altered,
+// a refused second record leaves the first file alone, and DeleteCalls removes the files.
+TEST_F(JobStoreTest, LargeRepliesLiveInFilesReadBackWholeAndCheckedByTheirDigest) {
+  const std::string large(kCallReplyFileBytes, 'x');
+  std::string larger(kCallReplyFileBytes + 17, '\0');
+  for (size_t i = 0; i < larger.size(); ++i) larger[i] = static_cast<char>(i * 131 % 251);
+  const std::string calls_dir = dir_ + "/calls";
+  auto files = [&calls_dir] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(calls_dir)) names.push_back(e.path().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  std::string id, other;
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    SubmitJobRequest v = MakeRequest("v");
+    v.mutable_spec()->set_partitioning(fedanon::v1::PARTITIONING_VERTICAL);
+    ASSERT_OK_AND_ASSIGN(id, store->Create(v, "a"));
+    ASSERT_OK_AND_ASSIGN(other, store->Create(v, "a"));
+    ASSERT_OK(store->RecordCompleteCall(id, 0, "hospital-a#0\nd0", large));
+    ASSERT_OK(store->RecordCompleteCall(id, 1, "hospital-b#0\nd1", "small"));
+    ASSERT_OK(store->RecordCallRequest(id, 2, "d2", "masks"));
+    ASSERT_OK(store->RecordCallReply(id, 2, larger));
+    ASSERT_OK(store->RecordCompleteCall(other, 0, "hospital-a#0\nd0", large));
+    EXPECT_EQ(files().size(), 3u);  // two of `id`, one of `other`; the small reply in its row
+    // A second record of call 0 is refused; the first one's file stays, and no other is left.
+    EXPECT_THAT(store->RecordCompleteCall(id, 0, "hospital-a#0\nd0", larger),
+                StatusIs(absl::StatusCode::kAlreadyExists, ""));
+    EXPECT_THAT(store->RecordCallReply(id, 2, large),
+                StatusIs(absl::StatusCode::kFailedPrecondition, "no open request"));
+    EXPECT_EQ(files().size(), 3u);
+  }
+  // The database holds digests, not the replies.
+  EXPECT_LT(fs::file_size(dir_ + "/jobs.db"), kCallReplyFileBytes);
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::vector<RecordedCall> recorded, store->Calls(id));
+  ASSERT_EQ(recorded.size(), 3u);
+  EXPECT_EQ(recorded[0].reply, large);
+  EXPECT_EQ(recorded[1].reply, "small");
+  EXPECT_EQ(recorded[2].reply, larger);
+  EXPECT_TRUE(recorded[2].done);
+  EXPECT_EQ(recorded[2].masks, "");
+  // A file altered (one byte) or gone: the calls are refused by name, not replayed.
+  std::vector<std::string> of_id;
+  for (const std::string& f : files()) {
+    if (f.find(id) != std::string::npos) of_id.push_back(f);
+  }
+  ASSERT_EQ(of_id.size(), 2u);
+  {
+    std::fstream f(of_id[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(5);
+    f.put('\x7f');
+  }
+  EXPECT_THAT(store->Calls(id),
+              StatusIs(absl::StatusCode::kDataLoss, "is not the one recorded: its digest differs"));
+  fs::remove(of_id[0]);
+  EXPECT_THAT(store->Calls(id), StatusIs(absl::StatusCode::kDataLoss, "cannot be read"));
+  // Deleting a job's calls removes its files (and those of no other job).
+  ASSERT_OK(store->DeleteCalls(id));
+  ASSERT_OK_AND_ASSIGN(recorded, store->Calls(id));
+  EXPECT_TRUE(recorded.empty());
+  ASSERT_EQ(files().size(), 1u);
+  EXPECT_NE(files()[0].find(other), std::string::npos);
+  ASSERT_OK_AND_ASSIGN(recorded, store->Calls(other));
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].reply, large);
+}
+
 // A hand-made version-2 database (as the leader before durable jobs wrote it) gains the recorded
 // calls (v3, v5) and the resume count (v3), then the parties to tell (v4); its jobs read as before.
 TEST_F(JobStoreTest, MigratesAVersionTwoDatabaseToTheCurrentVersion) {
@@ -1053,7 +1127,7 @@ UPDATE schema_version SET version = 4;
             SQLITE_OK)
       << sqlite3_errmsg(db);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(stmt, 0), 5);
+  EXPECT_EQ(sqlite3_column_int(stmt, 0), kJobStoreSchemaVersion);
   EXPECT_EQ(sqlite3_column_int(stmt, 1), 0) << "the collects table is dropped";
   EXPECT_EQ(sqlite3_column_int(stmt, 2), 6);
   sqlite3_finalize(stmt);
