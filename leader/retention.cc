@@ -171,7 +171,8 @@ absl::Duration RetentionSweepInterval(absl::Duration period) {
 absl::StatusOr<int> SecureLeaderDataDir(const std::string& data_dir) {
   int changed = 0;
   const std::string results = data_dir + "/results";
-  for (const std::string& dir : {data_dir, results}) {
+  const std::string calls = data_dir + "/calls";  // recorded replies kept in files (schema v6)
+  for (const std::string& dir : {data_dir, results, calls}) {
     ASSIGN_OR_RETURN(bool c, Tighten(dir, 0700, /*dir=*/true));
     changed += c ? 1 : 0;
   }
@@ -184,11 +185,13 @@ absl::StatusOr<int> SecureLeaderDataDir(const std::string& data_dir) {
       changed += c ? 1 : 0;
     }
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> files, Entries(results));
-  for (const std::string& name : files) {
-    ASSIGN_OR_RETURN(bool c,
-                     Tighten(absl::StrCat(results, "/", name), base::kPrivateFileMode, false));
-    changed += c ? 1 : 0;
+  for (const std::string& dir : {results, calls}) {
+    ASSIGN_OR_RETURN(std::vector<std::string> files, Entries(dir));
+    for (const std::string& name : files) {
+      ASSIGN_OR_RETURN(bool c,
+                       Tighten(absl::StrCat(dir, "/", name), base::kPrivateFileMode, false));
+      changed += c ? 1 : 0;
+    }
   }
   return changed;
 }

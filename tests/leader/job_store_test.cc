@@ -87,6 +87,9 @@ TEST_F(JobStoreTest, OpenCreatesPrivateDirectoryAndDatabase) {
   ASSERT_EQ(::stat((dir_ + "/jobs.db").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0077, 0u);
   EXPECT_TRUE(fs::is_directory(dir_ + "/results"));
+  ASSERT_EQ(::stat((dir_ + "/calls").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
 TEST_F(JobStoreTest, CreateGetAndRequestRoundTrip) {

@@ -195,9 +195,17 @@ TEST_F(RetentionTest, FilesAtRestArePrivateToTheLeadersUser) {
   // What the leader writes itself.
   EXPECT_EQ(ModeOf(dir_), 0700u);
   EXPECT_EQ(ModeOf(dir_ + "/results"), 0700u);
+  EXPECT_EQ(ModeOf(dir_ + "/calls"), 0700u);
   EXPECT_EQ(ModeOf(dir_ + "/jobs.db"), 0600u);
   EXPECT_EQ(ModeOf(ResultPath(id)), 0600u);
   EXPECT_EQ(ModeOf(ViewPath(id)), 0600u);
+  // A recorded reply large enough to be a file of its own (calls/, schema v6).
+  const std::string other = FinishedJob(kDone);
+  ASSERT_OK(store_->RecordCompleteCall(other, 0, "k", std::string(kCallReplyFileBytes, 'r')));
+  std::string reply_file;
+  for (const auto& e : fs::directory_iterator(dir_ + "/calls")) reply_file = e.path().string();
+  ASSERT_FALSE(reply_file.empty());
+  EXPECT_EQ(ModeOf(reply_file), 0600u);
   ASSERT_OK_AND_ASSIGN(int changed, SecureLeaderDataDir(dir_));
   EXPECT_EQ(changed, 0);
   // Wider modes left by an operator (or a restore from backup) are tightened at start.
@@ -210,13 +218,18 @@ TEST_F(RetentionTest, FilesAtRestArePrivateToTheLeadersUser) {
                   fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
   fs::permissions(dir_ + "/jobs.db",
                   fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  fs::permissions(dir_ + "/calls", fs::perms::owner_all | fs::perms::others_exec);
+  fs::permissions(reply_file,
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   // A symbolic link is neither followed nor changed.
   const std::string outside = root_ + "/outside.txt";
   std::ofstream(outside) << "not the leader's";
   fs::permissions(outside, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
   fs::create_symlink(outside, dir_ + "/results/link.csv");
   ASSERT_OK_AND_ASSIGN(changed, SecureLeaderDataDir(dir_));
-  EXPECT_EQ(changed, 5);
+  EXPECT_EQ(changed, 7);
+  EXPECT_EQ(ModeOf(dir_ + "/calls"), 0700u);
+  EXPECT_EQ(ModeOf(reply_file), 0600u);
   EXPECT_EQ(ModeOf(dir_), 0700u);
   EXPECT_EQ(ModeOf(dir_ + "/results"), 0700u);
   EXPECT_EQ(ModeOf(ResultPath(id)), 0600u);
