@@ -32,7 +32,9 @@ for program in fedanon fedanonctl fedanon-leader fedanon-party; do
     echo "ok: $program ($(wc -l <<< "$loaded") shared objects)"
   fi
 done
-if [ -x "$test_program" ] && ! ldd "$test_program" | grep -q 'libabsl_'; then
+# ldd's output read whole first: `ldd | grep -q` under pipefail fails when grep stops reading
+# early and ldd dies of SIGPIPE (it did once, under load).
+if [ -x "$test_program" ] && ! grep -q 'libabsl_' <<< "$(ldd "$test_program")"; then
   echo "FAIL: $test_program should load the shared Abseil (tests keep the shared libraries)"
   failed=1
 fi
