@@ -99,12 +99,18 @@ size_t VarintSize(uint64_t v) {
   }
   return n;
 }
-void AppendVarint(std::string* out, uint64_t v) {
+// Writes v as a varint at `at` (VarintSize(v) bytes); returns the byte after it.
+char* WriteVarint(char* at, uint64_t v) {
   while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    *at++ = static_cast<char>((v & 0x7f) | 0x80);
     v >>= 7;
   }
-  out->push_back(static_cast<char>(v));
+  *at++ = static_cast<char>(v);
+  return at;
+}
+void AppendVarint(std::string* out, uint64_t v) {
+  char bytes[10];
+  out->append(bytes, static_cast<size_t>(WriteVarint(bytes, v) - bytes));
 }
 constexpr char kNamesTag = 0x0a;  // VerticalColumns.names: field 1, length-delimited
 constexpr char kCellsTag = 0x12;  // VerticalColumns.cells: field 2, length-delimited
@@ -218,13 +224,7 @@ absl::StatusOr<std::string> VerticalParty::SerializedReleasedColumns(
       for (size_t i = 0; i < width; ++i) {
         const std::string_view c = cell(order[j], i, &scratch);
         *at++ = kCellsTag;
-        for (uint64_t n = c.size();; n >>= 7) {
-          if (n < 0x80) {
-            *at++ = static_cast<char>(n);
-            break;
-          }
-          *at++ = static_cast<char>((n & 0x7f) | 0x80);
-        }
+        at = WriteVarint(at, c.size());
         if (!c.empty()) std::memcpy(at, c.data(), c.size());
         at += c.size();
       }
